@@ -1,0 +1,48 @@
+"""Writes a benchmark's JSON results into README.rst as a table, between marker comments.
+
+README.rst holds, for each benchmark, a block::
+
+    .. BEGIN GENERATED: <name>
+    ...
+    .. END GENERATED: <name>
+
+`update_readme(name, rows, columns, caption)` replaces what is between the markers with an
+RST table built from ``rows`` (a list of dicts). Benchmark scripts call it with
+``--update-readme``, so every figure in README.rst comes from a run, never from typing.
+"""
+
+import pathlib
+import re
+
+README = pathlib.Path(__file__).resolve().parents[1] / "README.rst"
+
+
+def _cell(value):
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def rst_table(rows, columns):
+    """An RST grid table of ``rows`` restricted to ``columns`` (a list of (key, header))."""
+    cells = [[header for _, header in columns]]
+    cells += [[_cell(row.get(key, "")) for key, _ in columns] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    line = lambda ch: "+" + "+".join(ch * (w + 2) for w in widths) + "+"  # noqa: E731
+    body = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    out = [line("-"), body(cells[0]), line("=")]
+    for r in cells[1:]:
+        out += [body(r), line("-")]
+    return "\n".join(out)
+
+
+def update_readme(name, rows, columns, caption, readme=README):
+    """Replaces the generated block ``name`` in README.rst; returns the new block text."""
+    text = readme.read_text(encoding="utf-8")
+    begin, end = f".. BEGIN GENERATED: {name}", f".. END GENERATED: {name}"
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
+    if not pattern.search(text):
+        raise ValueError(f"README.rst has no generated block named {name!r}.")
+    block = f"{begin}\n\n{caption}\n\n{rst_table(rows, columns)}\n\n{end}"
+    readme.write_text(pattern.sub(lambda _: block, text), encoding="utf-8")
+    return block

@@ -1,0 +1,16 @@
+"""tf-memlayers: memory layers for recurrent networks in TensorFlow 2 / Keras 3.
+
+Architecture, bottom up:
+
+* `tf_memlayers.ops` — primitives (causal windows over a sequence, holographic complex ops).
+* `tf_memlayers.layers` — one module per mechanism, each a Keras layer and/or RNN cell.
+* `tf_memlayers.models` — builders that assemble each paper's model from the layers.
+* `tf_memlayers.data`, `tf_memlayers.callbacks`, `tf_memlayers.training` — input pipelines,
+  TensorBoard views and run utilities used by the scripts in ``examples/``.
+"""
+
+from tf_memlayers.version import __version__
+from tf_memlayers.layers import *  # noqa: F401,F403
+from tf_memlayers.layers import __all__ as _layer_names
+
+__all__ = ["__version__", *_layer_names]

@@ -1,0 +1,132 @@
+"""Colour-mapped, token-labelled heatmaps for TensorBoard.
+
+With matplotlib installed the image has the tokens on its axes and a colour bar; without it the
+image is the bare colour-mapped matrix (each cell a block of pixels) and the labels go into the
+text summary that is always written alongside.
+"""
+
+import io
+
+import numpy as np
+import tensorflow as tf
+
+# Anchor colours of the viridis colour map, interpolated linearly.
+_VIRIDIS = np.array(
+    [
+        [68, 1, 84],
+        [72, 40, 120],
+        [62, 73, 137],
+        [49, 104, 142],
+        [38, 130, 142],
+        [31, 158, 137],
+        [53, 183, 121],
+        [110, 206, 88],
+        [181, 222, 43],
+        [253, 231, 37],
+    ],
+    dtype=np.float64,
+)
+
+
+def colour_map(values, vmin=None, vmax=None):
+    """Maps a 2-D array to uint8 RGB with the viridis colour map."""
+    values = np.asarray(values, dtype=np.float64)
+    vmin = np.nanmin(values) if vmin is None else vmin
+    vmax = np.nanmax(values) if vmax is None else vmax
+    scaled = np.zeros_like(values) if vmax <= vmin else (values - vmin) / (vmax - vmin)
+    position = np.clip(np.nan_to_num(scaled), 0.0, 1.0) * (len(_VIRIDIS) - 1)
+    low = np.floor(position).astype(int)
+    high = np.minimum(low + 1, len(_VIRIDIS) - 1)
+    frac = (position - low)[..., None]
+    rgb = _VIRIDIS[low] * (1.0 - frac) + _VIRIDIS[high] * frac
+    return rgb.round().astype(np.uint8)
+
+
+def _matplotlib_image(matrix, row_labels, col_labels, title, xlabel, ylabel, vmin, vmax, log_x):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    rows, cols = matrix.shape
+    figure, axes = plt.subplots(
+        figsize=(min(2.0 + 0.35 * cols, 16.0), min(1.5 + 0.35 * rows, 12.0)), dpi=80
+    )
+    if log_x:
+        axes.semilogx(np.arange(1, cols + 1), matrix[0], marker=".")
+        axes.set_xlabel(xlabel or "")
+        axes.set_ylabel(ylabel or "")
+    else:
+        image = axes.imshow(matrix, aspect="auto", cmap="viridis", vmin=vmin, vmax=vmax)
+        if col_labels is not None:
+            axes.set_xticks(range(cols), col_labels, rotation=90, fontsize=8)
+        if row_labels is not None:
+            axes.set_yticks(range(rows), row_labels, fontsize=8)
+        axes.set_xlabel(xlabel or "")
+        axes.set_ylabel(ylabel or "")
+        figure.colorbar(image, ax=axes)
+    if title:
+        axes.set_title(title, fontsize=9)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    plt.close(figure)
+    return tf.io.decode_png(buffer.getvalue(), channels=3).numpy()
+
+
+def heatmap_image(
+    matrix,
+    row_labels=None,
+    col_labels=None,
+    title=None,
+    xlabel=None,
+    ylabel=None,
+    vmin=None,
+    vmax=None,
+    log_x=False,
+    cell_pixels=12,
+):
+    """Renders ``matrix`` ([rows, cols]) as a uint8 RGB image ``[height, width, 3]``.
+
+    ``log_x=True`` draws the single row of ``matrix`` as a curve on a logarithmic x axis
+    (used for attention by heap index).
+    """
+    matrix = np.asarray(matrix, dtype=np.float64)
+    if matrix.ndim != 2:
+        raise ValueError(f"`matrix` must be 2-D, got shape {matrix.shape}.")
+    try:
+        return _matplotlib_image(
+            matrix, row_labels, col_labels, title, xlabel, ylabel, vmin, vmax, log_x
+        )
+    except ImportError:
+        if log_x:
+            # Resample the curve onto a log-spaced axis so the plot keeps the log scale.
+            cols = matrix.shape[1]
+            grid = np.unique(np.round(np.logspace(0, np.log10(cols), 64)).astype(int)) - 1
+            matrix = matrix[:, grid]
+        rgb = colour_map(matrix, vmin, vmax)
+        return np.repeat(np.repeat(rgb, cell_pixels, axis=0), cell_pixels, axis=1)
+
+
+def matrix_markdown(matrix, row_labels=None, col_labels=None, digits=3):
+    """A Markdown table of ``matrix`` with its labels (for `tf.summary.text`)."""
+    matrix = np.asarray(matrix)
+    rows, cols = matrix.shape
+    col_labels = list(col_labels) if col_labels is not None else [str(j) for j in range(cols)]
+    row_labels = list(row_labels) if row_labels is not None else [str(i) for i in range(rows)]
+    escape = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    lines = ["| | " + " | ".join(escape(c) for c in col_labels) + " |"]
+    lines.append("|---" * (cols + 1) + "|")
+    for label, row in zip(row_labels, matrix):
+        lines.append(
+            f"| {escape(label)} | " + " | ".join(f"{v:.{digits}f}" for v in row) + " |"
+        )
+    return "\n".join(lines)
+
+
+def write_heatmap(tag, matrix, step, row_labels=None, col_labels=None, **image_kwargs):
+    """Writes the heatmap image and its labelled table to the default summary writer."""
+    image = heatmap_image(matrix, row_labels, col_labels, **image_kwargs)
+    tf.summary.image(tag, image[None], step=step)
+    tf.summary.text(tag + "/table", matrix_markdown(matrix, row_labels, col_labels), step=step)
+    return image

@@ -1,0 +1,1 @@
+"""Input pipelines: corpus readers, embedded generated defaults and `tf.data` builders."""

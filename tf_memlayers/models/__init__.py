@@ -1,0 +1,1 @@
+"""Model builders that rebuild each paper's model from the package's layers."""

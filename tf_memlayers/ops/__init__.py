@@ -1,0 +1,1 @@
+"""Primitives the memory layers are built from."""
