@@ -1,0 +1,92 @@
+"""Key / value / predict split of an RNN output (Daniluk et al. 2017, §2.1-2.2)."""
+
+import keras
+
+from tf_memlayers._validation import check_choice, check_rank
+from tf_memlayers.ops.pieces import piece_sizes, split_pieces
+
+MODES = ("attention", "key_value", "key_value_predict")
+_PIECES = {"attention": 1, "key_value": 2, "key_value_predict": 3}
+_NAMES = {"attention": "pieces (key)", "key_value": "pieces (key, value)",
+          "key_value_predict": "pieces (key, value, predict)"}
+
+
+def split_sizes(mode, width, sizes=None, owner=None):
+    """Piece sizes, key first, for splitting a width-``width`` output in ``mode``."""
+    check_choice("mode", mode, MODES, owner)
+    return piece_sizes(width, _PIECES[mode], sizes, owner, _NAMES[mode])
+
+
+def key_value_predict_sizes(mode, piece_sizes):
+    """``(key, value, predict)`` widths for the resolved ``piece_sizes`` of ``mode``."""
+    if mode == "attention":
+        return piece_sizes[0], piece_sizes[0], piece_sizes[0]
+    if mode == "key_value":
+        return piece_sizes[0], piece_sizes[1], piece_sizes[1]
+    return tuple(piece_sizes)
+
+
+def split_key_value_predict(x, mode, piece_sizes):
+    """Splits ``x`` into ``(key, value, predict)`` (the same tensor may appear twice)."""
+    pieces = split_pieces(x, piece_sizes)
+    if mode == "attention":
+        return pieces[0], pieces[0], pieces[0]
+    if mode == "key_value":
+        return pieces[0], pieces[1], pieces[1]
+    return tuple(pieces)
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class KeyValuePredictSplit(keras.layers.Layer):
+    """Splits the last axis of h_t into key, value and predict pieces.
+
+    Contiguous blocks, key first:
+
+    * `"attention"`: key = value = predict = h_t;
+    * `"key_value"`: h_t = [k_t ; v_t], predict = v_t (eq. 6);
+    * `"key_value_predict"`: h_t = [k_t ; v_t ; p_t] (eq. 11).
+
+    Args:
+        mode: one of `"attention"`, `"key_value"`, `"key_value_predict"`.
+        sizes: explicit piece sizes (1, 2 or 3 positive ints by mode, key first) that sum to
+            the input width; default: equal pieces. The paper's best models used widths such
+            as 834 and 968, where unequal pieces are needed.
+
+    Call arguments:
+        inputs: tensor ``[..., width]``.
+
+    Returns:
+        The tuple ``(key, value, predict)``.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tf_memlayers import KeyValuePredictSplit
+    >>> key, value, predict = KeyValuePredictSplit("key_value_predict", sizes=(4, 3, 3))(
+    ...     np.zeros((2, 5, 10), "float32"))
+    >>> tuple(key.shape), tuple(value.shape), tuple(predict.shape)
+    ((2, 5, 4), (2, 5, 3), (2, 5, 3))
+    """
+
+    def __init__(self, mode="attention", sizes=None, **kwargs):
+        super().__init__(**kwargs)
+        self.mode = check_choice("mode", mode, MODES, type(self).__name__)
+        self.sizes = None if sizes is None else tuple(sizes)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        owner = type(self).__name__
+        if len(input_shape) < 2:
+            check_rank("inputs", input_shape, 2, owner)
+        self.piece_sizes = split_sizes(self.mode, int(input_shape[-1]), self.sizes, owner)
+
+    def call(self, inputs):
+        return split_key_value_predict(inputs, self.mode, self.piece_sizes)
+
+    def compute_mask(self, inputs, mask=None):
+        return [mask, mask, mask]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"mode": self.mode, "sizes": None if self.sizes is None else list(self.sizes)})
+        return config

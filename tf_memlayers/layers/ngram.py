@@ -1,0 +1,261 @@
+"""The N-gram RNN output layer (Daniluk et al. 2017, §2.3, eq. 13).
+
+The RNN output h_t of width W is cut into N-1 contiguous pieces [h^1_t ; ... ; h^{N-1}_t], and
+
+    h*_t = tanh(W^N [h^1_t ; h^2_{t-1} ; ... ; h^{N-1}_{t-N+2}])
+
+so piece i comes from the output at time t-i+1; before the start of the stream the missing
+pieces are zeros. Both forms carry the last N-2 outputs as a 2-D memory ``[batch, (N-2)*W]``
+(oldest first): `NGramConcat` on a whole sequence at once, `NGramConcatCell` as an RNN cell.
+"""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from tf_memlayers._validation import check_int, check_rank
+from tf_memlayers.layers.memory_cell_wrapper import MemoryCellWrapper
+from tf_memlayers.ops import windows
+from tf_memlayers.ops.pieces import piece_sizes, split_pieces
+
+
+class _NGram:
+    """Weights and eq. (13), shared by the sequence and the cell form."""
+
+    def _init_ngram(self, n, units, sizes, use_bias, kernel_initializer, bias_initializer):
+        owner = type(self).__name__
+        self.n = check_int("n", n, 2, owner)
+        self.units = check_int("units", units, 1, owner)
+        self.sizes = None if sizes is None else tuple(sizes)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+
+    def _resolve_width(self, width):
+        self.width = width
+        self.piece_sizes = piece_sizes(
+            width, self.n - 1, self.sizes, type(self).__name__, f"pieces (N-1 = {self.n - 1})"
+        )
+
+    def _build_ngram(self):
+        self.ngram_kernel = self.add_weight(
+            name="ngram_kernel",
+            shape=(self.width, self.units),
+            initializer=self.kernel_initializer,
+        )
+        if self.use_bias:
+            self.ngram_bias = self.add_weight(
+                name="ngram_bias", shape=(self.units,), initializer=self.bias_initializer
+            )
+
+    @property
+    def memory_size(self):
+        """Width of the memory of the last N-2 outputs."""
+        return (self.n - 2) * self.width
+
+    def _ngram_output(self, current, previous):
+        """Eq. (13). ``current`` ``[..., W]``; ``previous`` ``[..., N-2, W]``, oldest first."""
+        pieces = [split_pieces(current, self.piece_sizes)[0]]
+        start = self.piece_sizes[0]
+        for i, size in enumerate(self.piece_sizes[1:], start=2):
+            # Piece i is taken from the output at t-i+1, window position N-1-i.
+            pieces.append(previous[..., self.n - 1 - i, start : start + size])
+            start += size
+        features = ops.concatenate(pieces, axis=-1)
+        combined = ops.matmul(features, self.ngram_kernel)
+        if self.use_bias:
+            combined = combined + self.ngram_bias
+        return ops.tanh(combined)
+
+    def _ngram_config(self):
+        return {
+            "n": self.n,
+            "units": self.units,
+            "sizes": None if self.sizes is None else list(self.sizes),
+            "use_bias": self.use_bias,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+        }
+
+
+_COMMON_ARGS = """
+        n: the order N (>= 2); N-1 pieces are read from the last N-1 outputs.
+        units: output width of h*_t.
+        sizes: explicit sizes of the N-1 pieces (summing to the width); default equal.
+        use_bias: adds a bias `ngram_bias` inside the tanh; the paper has none.
+        kernel_initializer, bias_initializer: initialisers of W^N and the bias.
+"""
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class NGramConcat(_NGram, keras.layers.Layer):
+    __doc__ = f"""N-gram RNN output over a whole sequence, all steps at once (eq. 13).
+
+    Weight: `ngram_kernel` (W^N, ``[width, units]``) and, with `use_bias`, `ngram_bias`.
+
+    Args:{_COMMON_ARGS}        return_memory: also return the last N-2 outputs,
+            ``[batch, (N-2)*width]``.
+        stateful: carry the last N-2 outputs to the next call in a non-trainable variable
+            (truncated BPTT; needs a fixed batch size); `reset_state()` clears it.
+
+    Call arguments:
+        inputs: ``[batch, time, width]`` RNN outputs.
+        mask: optional bool ``[batch, time]``; padded steps are skipped (never used as an
+            earlier output) and their outputs are zero.
+        initial_memory: optional ``[batch, (N-2)*width]`` earlier outputs; no gradient flows
+            into it.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tf_memlayers import NGramConcat
+    >>> NGramConcat(n=4, units=8)(np.zeros((2, 5, 12), "float32")).shape
+    TensorShape([2, 5, 8])
+    """
+
+    def __init__(
+        self,
+        n,
+        units,
+        sizes=None,
+        use_bias=False,
+        return_memory=False,
+        stateful=False,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self._init_ngram(n, units, sizes, use_bias, kernel_initializer, bias_initializer)
+        self.return_memory = bool(return_memory)
+        self.stateful = bool(stateful)
+        self.supports_masking = True
+        self.memory = None
+
+    def build(self, input_shape):
+        owner = type(self).__name__
+        check_rank("inputs", input_shape, 3, owner)
+        if input_shape[-1] is None:
+            raise ValueError(f"{owner}: the last dimension of `inputs` must be known.")
+        self._resolve_width(int(input_shape[-1]))
+        self._build_ngram()
+        if self.stateful:
+            if input_shape[0] is None:
+                raise ValueError(
+                    f"{owner}: `stateful=True` needs a fixed batch size; got inputs of shape "
+                    f"{tuple(input_shape)}. Pass `batch_size=` to `keras.Input`."
+                )
+            self.memory = self.add_weight(
+                name="memory",
+                shape=(int(input_shape[0]), self.memory_size),
+                initializer="zeros",
+                trainable=False,
+            )
+
+    def reset_state(self):
+        """Clears the carried outputs (stateful layers), e.g. between documents."""
+        if self.memory is not None:
+            self.memory.assign(ops.zeros_like(self.memory))
+
+    def reset_states(self):
+        self.reset_state()
+
+    def call(self, inputs, mask=None, initial_memory=None, training=None):
+        batch = ops.shape(inputs)[0]
+        if initial_memory is not None:
+            memory = initial_memory
+        elif self.memory is not None:
+            memory = self.memory.value
+        else:
+            memory = ops.zeros((batch, self.memory_size), inputs.dtype)
+        memory = ops.stop_gradient(ops.cast(memory, inputs.dtype))
+        memory = ops.reshape(memory, (batch, self.n - 2, self.width))
+        mask = None if mask is None else ops.cast(mask, "bool")
+
+        shape = tf.shape(inputs)
+        positions, last = windows.window_indices(mask, shape[0], shape[1], self.n - 2)
+        stream = windows.stream(inputs, memory, mask)
+        outputs = self._ngram_output(inputs, windows.gather_positions(stream, positions))
+        if mask is not None:
+            outputs = outputs * ops.cast(mask, outputs.dtype)[..., None]
+
+        new_memory = ops.stop_gradient(
+            ops.reshape(windows.gather_positions(stream, last), (batch, self.memory_size))
+        )
+        if self.stateful:
+            self.memory.assign(ops.cast(new_memory, self.memory.dtype))
+        if self.return_memory:
+            return outputs, new_memory
+        return outputs
+
+    def compute_mask(self, inputs, mask=None):
+        return [mask, None] if self.return_memory else mask
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(self._ngram_config())
+        config.update({"return_memory": self.return_memory, "stateful": self.stateful})
+        return config
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class NGramConcatCell(_NGram, MemoryCellWrapper):
+    __doc__ = f"""The N-gram RNN as a cell wrapping any Keras RNN cell (eq. 13).
+
+    The state is the wrapped cell's states followed by the last N-2 outputs of the wrapped
+    cell, ``[batch, (N-2)*width]``, zero at the start. Same weights and outputs as
+    `NGramConcat`.
+
+    Args:
+        cell: a Keras RNN cell whose output is h_t.{_COMMON_ARGS}
+    Call arguments:
+        inputs: ``[batch, features]`` input of the wrapped cell at one step.
+        states: the wrapped cell's states followed by the memory of earlier outputs.
+        training: passed to the wrapped cell.
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from tf_memlayers import NGramConcatCell
+    >>> rnn = keras.layers.RNN(NGramConcatCell(keras.layers.GRUCell(12), n=4, units=8))
+    >>> rnn(np.zeros((2, 5, 3), "float32")).shape
+    TensorShape([2, 8])
+    """
+
+    def __init__(
+        self,
+        cell,
+        n,
+        units,
+        sizes=None,
+        use_bias=False,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(cell, **kwargs)
+        self._init_ngram(n, units, sizes, use_bias, kernel_initializer, bias_initializer)
+        self._resolve_width(self.cell_output_size)
+
+    @property
+    def output_size(self):
+        return self.units
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        self._build_ngram()
+
+    def call(self, inputs, states, training=None):
+        h, new_cell_states, memory = self.run_cell(inputs, states, training)
+        previous = ops.reshape(memory, (ops.shape(h)[0], self.n - 2, self.width))
+        output = self._ngram_output(h, previous)
+        if self.n > 2:
+            new_memory = ops.concatenate([memory[:, self.width :], h], axis=-1)
+        else:
+            new_memory = memory
+        return output, [*new_cell_states, new_memory]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(self._ngram_config())
+        return config

@@ -1,0 +1,49 @@
+"""Contiguous pieces of the last axis (key / value / predict, N-gram pieces)."""
+
+from tf_memlayers._validation import check_int
+
+
+def piece_sizes(width, count, sizes=None, owner=None, what="pieces"):
+    """Resolves the sizes of ``count`` contiguous pieces of a last axis of size ``width``.
+
+    Args:
+        width: size of the axis being split.
+        count: number of pieces.
+        sizes: explicit sizes (must be ``count`` positive integers summing to ``width``), or
+            `None` for equal pieces (``width`` must then be divisible by ``count``).
+        owner: class name used in error messages.
+        what: what the pieces are, for error messages.
+
+    Returns:
+        A tuple of ``count`` ints.
+    """
+    prefix = f"{owner}: " if owner else ""
+    if sizes is None:
+        if width % count:
+            raise ValueError(
+                f"{prefix}the input width {width} does not divide into {count} equal {what}; "
+                f"pass explicit `sizes=` ({count} positive integers summing to {width})."
+            )
+        return (width // count,) * count
+    sizes = tuple(sizes)
+    if len(sizes) != count:
+        raise ValueError(
+            f"{prefix}`sizes` must list {count} {what}, got {len(sizes)}: {sizes}."
+        )
+    for size in sizes:
+        check_int("sizes", size, 1, owner)
+    if sum(sizes) != width:
+        raise ValueError(
+            f"{prefix}`sizes` {sizes} sum to {sum(sizes)}, but the input width is {width}; "
+            f"they must add up to the width."
+        )
+    return tuple(int(s) for s in sizes)
+
+
+def split_pieces(x, sizes):
+    """Splits the last axis of ``x`` into contiguous pieces of the given static sizes."""
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append(x[..., start : start + size])
+        start += size
+    return pieces
