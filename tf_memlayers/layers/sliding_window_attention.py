@@ -30,8 +30,26 @@ from tf_memlayers.layers.memory_cell_wrapper import MemoryCellWrapper
 from tf_memlayers.ops import windows
 
 PADS = ("mask", "zeros")
-# Logit of a window position that must take no probability mass; scores are float32 here.
-_MASKED_LOGIT = -1e9
+
+
+def window_softmax(scores, valid=None):
+    """Softmax over the last axis in at least float32 (eq. 3).
+
+    Positions where ``valid`` is 0 take no probability mass; a row with no valid position gets
+    all-zero weights, so r_t = 0 when there is nothing to attend.
+    """
+    if scores.dtype in ("float16", "bfloat16"):
+        scores = ops.cast(scores, "float32")
+    if valid is None:
+        shifted = scores - ops.max(scores, axis=-1, keepdims=True)
+        weights = ops.exp(shifted)
+        return weights / ops.sum(weights, axis=-1, keepdims=True)
+    valid = ops.cast(valid, scores.dtype) > 0.5
+    lowest = ops.min(scores, axis=-1, keepdims=True)
+    top = ops.max(ops.where(valid, scores, lowest), axis=-1, keepdims=True)
+    weights = ops.where(valid, ops.exp(scores - top), ops.zeros_like(scores))
+    total = ops.sum(weights, axis=-1, keepdims=True)
+    return weights / ops.where(total > 0, total, ops.ones_like(total))
 
 
 class _WindowAttention:
@@ -137,14 +155,8 @@ class _WindowAttention:
         if self.use_bias:
             pre_activation = pre_activation + self.memory_bias
         scores = ops.einsum("...la,a->...l", ops.tanh(pre_activation), self.score_vector)
-        scores = ops.cast(scores, "float32")
-        if self.pad == "mask":
-            valid = ops.cast(window_valid, "float32") > 0.5
-            scores = ops.where(valid, scores, _MASKED_LOGIT)
-            # With nothing to attend (start of a stream) every weight, and so r_t, is zero.
-            alpha = ops.softmax(scores, axis=-1) * ops.cast(valid, "float32")
-        else:
-            alpha = ops.softmax(scores, axis=-1)
+        valid = None if self.pad == "zeros" else window_valid
+        alpha = window_softmax(scores, valid)
         alpha = ops.cast(alpha, window_values.dtype)
         context = ops.einsum("...l,...ld->...d", alpha, window_values)
         return context, alpha

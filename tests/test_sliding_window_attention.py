@@ -1,0 +1,427 @@
+"""SlidingWindowAttention (parallel form) and SlidingWindowAttentionCell (cell form)."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_memlayers import SlidingWindowAttention, SlidingWindowAttentionCell
+from window_reference import window_attention_reference
+
+RNG = np.random.default_rng(0)
+WEIGHT_NAMES = [
+    "memory_kernel",
+    "query_kernel",
+    "score_vector",
+    "context_kernel",
+    "predict_kernel",
+    "memory_bias",
+    "output_bias",
+]
+
+
+def random_weights(layer, scale=0.5):
+    """Sets every weight of ``layer`` to random values; returns them by name."""
+    values = {}
+    for variable in layer.trainable_weights:
+        name = variable.path.split("/")[-1]
+        values[name] = RNG.normal(0.0, scale, variable.shape)
+        variable.assign(values[name])
+    return values
+
+
+def attention_inputs(batch=2, steps=12, width=12, dtype="float64"):
+    return RNG.normal(0.0, 1.0, (batch, steps, width)).astype(dtype)
+
+
+CONFIGS = [
+    ("attention", None),
+    ("key_value", None),
+    ("key_value_predict", None),
+    ("key_value", (7, 5)),
+    ("key_value_predict", (6, 4, 2)),
+]
+
+
+@pytest.mark.parametrize("mode,sizes", CONFIGS)
+@pytest.mark.parametrize("window", [1, 3, 10])
+@pytest.mark.parametrize("pad", ["mask", "zeros"])
+@pytest.mark.parametrize("use_bias", [False, True])
+def test_parallel_form_matches_numpy_reference_float64(
+    float64_policy, mode, sizes, window, pad, use_bias
+):
+    x = attention_inputs()
+    layer = SlidingWindowAttention(
+        window, mode=mode, sizes=sizes, pad=pad, use_bias=use_bias, return_attention_scores=True
+    )
+    layer.build(x.shape)
+    weights = random_weights(layer)
+    outputs, scores = layer(x)
+    expected, expected_scores, _ = window_attention_reference(
+        x, weights, mode, layer.piece_sizes, window, pad
+    )
+    np.testing.assert_allclose(outputs.numpy(), expected, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(scores.numpy(), expected_scores, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("mode,sizes", CONFIGS)
+@pytest.mark.parametrize("window", [1, 3, 10])
+@pytest.mark.parametrize("pad", ["mask", "zeros"])
+def test_cell_form_matches_numpy_reference_float64(float64_policy, mode, sizes, window, pad):
+    x = attention_inputs(steps=11)
+    # An identity-like base cell: the cell's output h_t is its input x_t.
+    cell = SlidingWindowAttentionCell(
+        PassThroughCell(12), window, mode=mode, sizes=sizes, pad=pad, use_bias=True
+    )
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    rnn.build(x.shape)
+    weights = random_weights(cell)
+    expected, _, _ = window_attention_reference(x, weights, mode, cell.piece_sizes, window, pad)
+    np.testing.assert_allclose(rnn(x).numpy(), expected, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("mode,sizes", [("attention", None), ("key_value_predict", (6, 4, 2))])
+def test_float32_matches_reference_to_1e5(mode, sizes):
+    x = attention_inputs(dtype="float32")
+    layer = SlidingWindowAttention(3, mode=mode, sizes=sizes, use_bias=True)
+    layer.build(x.shape)
+    weights = random_weights(layer)
+    expected, _, _ = window_attention_reference(
+        x.astype("float64"), weights, mode, layer.piece_sizes, 3
+    )
+    np.testing.assert_allclose(layer(x).numpy(), expected, atol=1e-5, rtol=0)
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers_tests")
+class PassThroughCell(keras.layers.Layer):
+    """A stateless cell whose output is its input (keeps one dummy state)."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.state_size = 1
+        self.output_size = units
+
+    def call(self, inputs, states):
+        return inputs, states
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+
+
+def build_pair(mode, sizes, window, pad, use_bias, units=12, features=5):
+    """An LSTM + parallel layer and an RNN(cell form) with identical weights."""
+    lstm = keras.layers.LSTM(units, return_sequences=True)
+    parallel = SlidingWindowAttention(window, mode=mode, sizes=sizes, pad=pad, use_bias=use_bias)
+    cell = SlidingWindowAttentionCell(
+        keras.layers.LSTMCell(units), window, mode=mode, sizes=sizes, pad=pad, use_bias=use_bias
+    )
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    shape = (2, 9, features)
+    lstm.build(shape)
+    parallel.build((2, 9, units))
+    rnn.build(shape)
+    random_weights(parallel)
+    for source, target in zip(lstm.weights, cell.cell.weights):
+        target.assign(source)
+    for name in WEIGHT_NAMES:
+        if hasattr(parallel, name):
+            getattr(cell, name).assign(getattr(parallel, name))
+    return lstm, parallel, rnn
+
+
+@pytest.mark.parametrize("mode,sizes", CONFIGS)
+@pytest.mark.parametrize("pad", ["mask", "zeros"])
+def test_cell_and_parallel_forms_agree_forward_and_gradients(float64_policy, mode, sizes, pad):
+    lstm, parallel, rnn = build_pair(mode, sizes, 3, pad, True)
+    x = tf.constant(attention_inputs(steps=9, width=5))
+    projection = tf.constant(RNG.normal(size=(2, 9, parallel.output_units)))
+
+    def loss_and_grads(forward, variables):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            outputs = forward(x)
+            loss = tf.reduce_sum(outputs * projection)
+        return outputs, tape.gradient(loss, [x, *variables])
+
+    own = [name for name in WEIGHT_NAMES if hasattr(parallel, name)]
+    out_p, grads_p = loss_and_grads(
+        lambda v: parallel(lstm(v)),
+        [*lstm.trainable_weights, *(getattr(parallel, name) for name in own)],
+    )
+    cell = rnn.cell
+    out_c, grads_c = loss_and_grads(
+        rnn, [*cell.cell.trainable_weights, *(getattr(cell, name) for name in own)]
+    )
+    np.testing.assert_allclose(out_c.numpy(), out_p.numpy(), atol=1e-12)
+    assert len(grads_p) == len(grads_c)
+    for gp, gc in zip(grads_p, grads_c):
+        np.testing.assert_allclose(gc.numpy(), gp.numpy(), atol=1e-11)
+
+
+def test_cell_weights_are_named_like_the_parallel_layer():
+    _, parallel, rnn = build_pair("key_value_predict", None, 2, "mask", True, units=12)
+    cell_weight_ids = {id(v) for v in rnn.cell.cell.weights}
+    own = [v.path.split("/")[-1] for v in rnn.cell.weights if id(v) not in cell_weight_ids]
+    assert own == [v.path.split("/")[-1] for v in parallel.weights] == WEIGHT_NAMES
+
+
+@pytest.mark.parametrize("form", ["parallel", "cell"])
+def test_right_padded_batch_equals_unpadded_sequences(float64_policy, form):
+    lstm, parallel, rnn = build_pair("key_value", None, 3, "mask", False)
+    lengths = [9, 5]
+    x = attention_inputs(steps=9, width=5)
+    x[1, 5:] = 0.0
+    mask = np.arange(9)[None] < np.array(lengths)[:, None]
+
+    def run(inputs, mask=None):
+        if form == "parallel":
+            return parallel(lstm(inputs, mask=mask), mask=mask).numpy()
+        return rnn(inputs, mask=mask).numpy()
+
+    padded = run(x, tf.constant(mask))
+    for row, length in enumerate(lengths):
+        alone = run(x[row : row + 1, :length])
+        np.testing.assert_allclose(padded[row, :length], alone[0], atol=1e-12)
+    if form == "parallel":
+        assert np.all(padded[1, 5:] == 0.0)
+
+
+def test_masked_steps_are_never_written_nor_attended(float64_policy):
+    """Holes anywhere in the sequence: matches the reference that skips masked steps."""
+    x = attention_inputs(steps=10)
+    mask = RNG.random((2, 10)) > 0.35
+    layer = SlidingWindowAttention(3, mode="key_value", return_attention_scores=True)
+    layer.build(x.shape)
+    weights = random_weights(layer)
+    outputs, scores = layer(x, mask=tf.constant(mask))
+    expected, expected_scores, _ = window_attention_reference(
+        x, weights, "key_value", layer.piece_sizes, 3, mask=mask
+    )
+    np.testing.assert_allclose(outputs.numpy(), expected, atol=1e-10)
+    np.testing.assert_allclose(scores.numpy(), expected_scores, atol=1e-10)
+    cell = SlidingWindowAttentionCell(PassThroughCell(12), 3, mode="key_value")
+    rnn = keras.layers.RNN(cell, return_sequences=True, zero_output_for_mask=True)
+    rnn.build(x.shape)
+    for name in ["memory_kernel", "query_kernel", "score_vector", "context_kernel", "predict_kernel"]:
+        getattr(cell, name).assign(weights[name])
+    np.testing.assert_allclose(rnn(x, mask=tf.constant(mask)).numpy(), expected, atol=1e-10)
+
+
+def test_mask_propagates_to_the_next_layer():
+    inputs = keras.Input((None,), dtype="int32")
+    h = keras.layers.Embedding(10, 6, mask_zero=True)(inputs)
+    h = keras.layers.LSTM(6, return_sequences=True)(h)
+    out = SlidingWindowAttention(2)(h)
+    assert out._keras_mask is not None
+
+
+def test_stateful_parallel_two_segments_equal_one_run(float64_policy):
+    x = attention_inputs(batch=3, steps=40)
+    whole = SlidingWindowAttention(5, mode="key_value_predict", use_bias=True)
+    stateful = SlidingWindowAttention(5, mode="key_value_predict", use_bias=True, stateful=True)
+    whole.build(x.shape)
+    stateful.build((3, 20, 12))
+    for a, b in zip(whole.weights, stateful.trainable_weights):
+        b.assign(a)
+    expected = whole(x).numpy()
+    first = stateful(x[:, :20]).numpy()
+    second = stateful(x[:, 20:]).numpy()
+    np.testing.assert_allclose(np.concatenate([first, second], axis=1), expected, atol=1e-12)
+    stateful.reset_state()
+    assert np.all(stateful.memory.numpy() == 0.0)
+    np.testing.assert_allclose(stateful(x[:, :20]).numpy(), first, atol=1e-12)
+
+
+def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy):
+    x = attention_inputs(batch=2, steps=40)
+    layer = SlidingWindowAttention(4, mode="key_value", return_memory=True)
+    layer.build(x.shape)
+    weights = random_weights(layer)
+    expected, _ = layer(x)
+    first, memory = layer(x[:, :20])
+    second, _ = layer(x[:, 20:], initial_memory=memory)
+    np.testing.assert_allclose(
+        np.concatenate([first, second], axis=1), expected.numpy(), atol=1e-12
+    )
+    # The memory is exactly the cell form's window state after the same 20 steps.
+    cell = SlidingWindowAttentionCell(PassThroughCell(12), 4, mode="key_value")
+    rnn = keras.layers.RNN(cell, return_state=True)
+    rnn.build(x.shape)
+    for name, value in weights.items():
+        getattr(cell, name).assign(value)
+    _, _, cell_memory = rnn(x[:, :20])
+    np.testing.assert_allclose(cell_memory.numpy(), memory.numpy(), atol=1e-12)
+
+
+def test_stateful_cell_form_two_segments_equal_one_run(float64_policy):
+    x = attention_inputs(batch=2, steps=40, width=5)
+    _, _, rnn = build_pair("key_value", None, 5, "mask", False)
+    expected = rnn(x).numpy()
+    stateful = keras.layers.RNN(
+        SlidingWindowAttentionCell.from_config(rnn.cell.get_config()),
+        return_sequences=True,
+        stateful=True,
+    )
+    stateful.build((2, 20, 5))
+    for a, b in zip(rnn.weights, stateful.cell.weights):
+        b.assign(a)
+    first = stateful(x[:, :20]).numpy()
+    second = stateful(x[:, 20:]).numpy()
+    np.testing.assert_allclose(np.concatenate([first, second], axis=1), expected, atol=1e-12)
+    stateful.reset_state()
+    np.testing.assert_allclose(stateful(x[:, :20]).numpy(), first, atol=1e-12)
+
+
+def test_no_gradient_flows_into_carried_memory(float64_policy):
+    x = attention_inputs(batch=1, steps=6)
+    layer = SlidingWindowAttention(3, return_memory=True)
+    memory = tf.constant(RNG.normal(size=(1, layer_memory_size(layer, x))))
+    with tf.GradientTape() as tape:
+        tape.watch(memory)
+        out, _ = layer(x, initial_memory=memory)
+    assert tape.gradient(out, memory) is None
+
+
+def layer_memory_size(layer, x):
+    layer.build(x.shape)
+    return layer.memory_size
+
+
+def test_get_config_round_trips_every_argument():
+    layer = SlidingWindowAttention(
+        7,
+        mode="key_value_predict",
+        sizes=(4, 3, 3),
+        attention_units=9,
+        units=11,
+        pad="zeros",
+        use_bias=True,
+        return_attention_scores=True,
+        return_memory=True,
+        stateful=True,
+        kernel_initializer="orthogonal",
+        bias_initializer="ones",
+        name="swa",
+    )
+    config = layer.get_config()
+    clone = SlidingWindowAttention.from_config(config)
+    assert clone.get_config() == config
+    cell = SlidingWindowAttentionCell(
+        keras.layers.GRUCell(10), 4, mode="key_value", sizes=(6, 4), attention_units=3,
+        units=5, pad="zeros", use_bias=True,
+    )
+    cell_config = cell.get_config()
+    clone = SlidingWindowAttentionCell.from_config(cell_config)
+    assert clone.get_config() == cell_config
+    assert isinstance(clone.cell, keras.layers.GRUCell) and clone.cell.units == 10
+
+
+def test_keras_file_round_trip_gives_identical_outputs(tmp_path):
+    inputs = keras.Input((None, 5))
+    h = keras.layers.LSTM(12, return_sequences=True)(inputs)
+    a = SlidingWindowAttention(3, mode="key_value_predict", use_bias=True)(h)
+    b = keras.layers.RNN(
+        SlidingWindowAttentionCell(keras.layers.LSTMCell(12), 3, mode="key_value"),
+        return_sequences=True,
+    )(inputs)
+    model = keras.Model(inputs, [a, b])
+    x = attention_inputs(steps=8, width=5, dtype="float32")
+    before = model(x)
+    path = tmp_path / "window.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    for expected, got in zip(before, loaded(x)):
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+def test_bidirectional_backward_half_equals_go_backwards_rnn(float64_policy):
+    x = attention_inputs(steps=7, width=5)
+    cell = SlidingWindowAttentionCell(keras.layers.GRUCell(8), 3, mode="key_value")
+    bidirectional = keras.layers.Bidirectional(keras.layers.RNN(cell, return_sequences=True))
+    out = bidirectional(x).numpy()
+    backward = keras.layers.RNN(
+        SlidingWindowAttentionCell.from_config(cell.get_config()),
+        return_sequences=True,
+        go_backwards=True,
+    )
+    backward.build(x.shape)
+    for a, b in zip(bidirectional.backward_layer.weights, backward.weights):
+        b.assign(a)
+    expected = backward(x).numpy()[:, ::-1]
+    np.testing.assert_allclose(out[..., 4:], expected, atol=1e-12)
+    assert out.shape == (2, 7, 8)
+
+
+def small_language_model(form):
+    inputs = keras.Input((10,), dtype="int32")
+    h = keras.layers.Embedding(30, 8)(inputs)
+    if form == "parallel":
+        h = keras.layers.LSTM(12, return_sequences=True)(h)
+        h = SlidingWindowAttention(3, mode="key_value")(h)
+    else:
+        cell = SlidingWindowAttentionCell(keras.layers.LSTMCell(12), 3, mode="key_value")
+        h = keras.layers.RNN(cell, return_sequences=True)(h)
+    return keras.Model(inputs, keras.layers.Dense(30)(h))
+
+
+@pytest.mark.parametrize("form", ["parallel", "cell"])
+def test_fit_with_jit_compile_matches_eager_and_learns(form):
+    data = RNG.integers(0, 30, (32, 11))
+    model = small_language_model(form)
+    eager = model.predict(data[:, :-1], verbose=0)
+    model.compile(
+        keras.optimizers.Adam(1e-2),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=True,
+    )
+    np.testing.assert_allclose(model.predict(data[:, :-1], verbose=0), eager, atol=1e-5)
+    history = model.fit(data[:, :-1], data[:, 1:], epochs=3, batch_size=16, verbose=0)
+    losses = history.history["loss"]
+    assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize("form", ["parallel", "cell"])
+def test_mixed_float16_is_finite_and_close_to_float32(form):
+    data = RNG.integers(0, 30, (4, 10))
+    model = small_language_model(form)
+    expected = model.predict(data, verbose=0)
+    weights = model.get_weights()
+    keras.config.set_dtype_policy("mixed_float16")
+    half = small_language_model(form)
+    half.set_weights(weights)
+    got = half.predict(data, verbose=0)
+    assert got.dtype == np.float16 or got.dtype == np.float32
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got.astype("float32"), expected, atol=1e-2)
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"window": 0}, r"`window` must be >= 1, got 0"),
+        ({"window": 2.5}, r"`window` must be an integer"),
+        ({"window": 2, "mode": "keyvalue"}, r"`mode` must be one of .*'keyvalue'"),
+        ({"window": 2, "pad": "same"}, r"`pad` must be one of 'mask', 'zeros'; got 'same'"),
+        ({"window": 2, "units": 0}, r"`units` must be >= 1"),
+    ],
+)
+def test_bad_constructor_arguments(kwargs, match):
+    error = TypeError if isinstance(kwargs.get("window"), float) else ValueError
+    with pytest.raises(error, match=match):
+        SlidingWindowAttention(**kwargs)
+
+
+def test_bad_shapes_are_rejected_with_clear_messages():
+    with pytest.raises(ValueError, match=r"sizes.*sum to 9, but the input width is 12"):
+        SlidingWindowAttention(2, mode="key_value", sizes=(5, 4))(np.zeros((1, 3, 12), "float32"))
+    with pytest.raises(ValueError, match=r"width 10 does not divide into 3.*sizes="):
+        SlidingWindowAttention(2, mode="key_value_predict")(np.zeros((1, 3, 10), "float32"))
+    with pytest.raises(ValueError, match=r"`inputs` must have rank 3, got shape \(4, 12\)"):
+        SlidingWindowAttention(2)(np.zeros((4, 12), "float32"))
+    with pytest.raises(ValueError, match=r"stateful=True. needs a fixed batch size"):
+        SlidingWindowAttention(2, stateful=True)(keras.Input((None, 12)))
+    with pytest.raises(ValueError, match=r"width 7 does not divide into 2"):
+        SlidingWindowAttentionCell(keras.layers.GRUCell(7), 2, mode="key_value")
+    with pytest.raises(TypeError, match=r"`cell` must be a Keras RNN cell"):
+        SlidingWindowAttentionCell("lstm", 2)

@@ -1,0 +1,92 @@
+"""NumPy float64 references of Daniluk et al. (2017) eqs (1)-(13), written from SPEC §3.
+
+Step by step, one batch row at a time, with an explicit history of the valid steps: this is
+deliberately the slowest, most literal reading of the equations.
+"""
+
+import numpy as np
+
+
+def split_reference(h, mode, sizes):
+    """(key, value, predict) of one output vector."""
+    bounds = np.cumsum([0, *sizes])
+    pieces = [h[bounds[i] : bounds[i + 1]] for i in range(len(sizes))]
+    if mode == "attention":
+        return h, h, h
+    if mode == "key_value":
+        return pieces[0], pieces[1], pieces[1]
+    return pieces[0], pieces[1], pieces[2]
+
+
+def window_attention_reference(
+    h, weights, mode, sizes, window, pad="mask", mask=None, memory=None
+):
+    """Outputs ``[B, T, units]``, attention ``[B, T, L]`` and the final history of each row.
+
+    Args:
+        h: ``[B, T, W]`` RNN outputs.
+        weights: dict with memory_kernel, query_kernel, score_vector, context_kernel,
+            predict_kernel and optionally memory_bias, output_bias (NumPy arrays).
+        memory: optional per-row list of L ``(key, value, valid)`` triples, oldest first.
+    """
+    B, T, _ = h.shape
+    WY, Wh, w = weights["memory_kernel"], weights["query_kernel"], weights["score_vector"]
+    Wr, Wx = weights["context_kernel"], weights["predict_kernel"]
+    b_m = weights.get("memory_bias", 0.0)
+    b_o = weights.get("output_bias", 0.0)
+    key_size = WY.shape[0]
+    value_size = Wr.shape[0]
+    outputs = np.zeros((B, T, Wr.shape[1]))
+    attention = np.zeros((B, T, window))
+    histories = []
+    for b in range(B):
+        if memory is None:
+            history = [(np.zeros(key_size), np.zeros(value_size), 0.0)] * window
+        else:
+            history = list(memory[b])
+        for t in range(T):
+            if mask is not None and not mask[b, t]:
+                continue
+            k, v, p = split_reference(h[b, t], mode, sizes)
+            recent = history[-window:]
+            keys = np.stack([item[0] for item in recent])
+            values = np.stack([item[1] for item in recent])
+            valid = np.array([item[2] for item in recent]) > 0.5
+            M = np.tanh(keys @ WY + k @ Wh + b_m)  # eq. (2), one row per window position
+            scores = M @ w
+            if pad == "mask":
+                if valid.any():
+                    e = np.where(valid, np.exp(scores - scores[valid].max()), 0.0)
+                    alpha = e / e.sum()
+                else:
+                    alpha = np.zeros(window)
+            else:
+                e = np.exp(scores - scores.max())
+                alpha = e / e.sum()
+            r = alpha @ values  # eq. (4)
+            outputs[b, t] = np.tanh(r @ Wr + p @ Wx + b_o)  # eq. (5)
+            attention[b, t] = alpha
+            history.append((k, v, 1.0))
+        histories.append(history[-window:])
+    return outputs, attention, histories
+
+
+def ngram_reference(h, kernel, n, sizes, bias=0.0, mask=None, memory=None):
+    """Eq. (13): outputs ``[B, T, units]`` and each row's last N-2 valid outputs."""
+    B, T, W = h.shape
+    bounds = np.cumsum([0, *sizes])
+    outputs = np.zeros((B, T, kernel.shape[1]))
+    histories = []
+    for b in range(B):
+        history = [np.zeros(W)] * (n - 2) if memory is None else list(memory[b])
+        for t in range(T):
+            if mask is not None and not mask[b, t]:
+                continue
+            sequence = history + [h[b, t]]  # ..., h_{t-1}, h_t
+            feature = np.concatenate(
+                [sequence[-i][bounds[i - 1] : bounds[i]] for i in range(1, n)]
+            )
+            outputs[b, t] = np.tanh(feature @ kernel + bias)
+            history.append(h[b, t])
+        histories.append(history[len(history) - (n - 2) :] if n > 2 else [])
+    return outputs, histories
