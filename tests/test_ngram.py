@@ -1,0 +1,202 @@
+"""NGramConcat (parallel form) and NGramConcatCell (cell form), eq. (13)."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_memlayers import NGramConcat, NGramConcatCell
+from test_sliding_window_attention import PassThroughCell
+from window_reference import ngram_reference
+
+RNG = np.random.default_rng(1)
+
+
+def set_random(layer, names=("ngram_kernel", "ngram_bias")):
+    values = {}
+    for name in names:
+        if hasattr(layer, name):
+            variable = getattr(layer, name)
+            values[name] = RNG.normal(0.0, 0.5, variable.shape)
+            variable.assign(values[name])
+    return values
+
+
+@pytest.mark.parametrize("n,sizes", [(2, None), (3, None), (4, None), (4, (5, 4, 3)), (5, (3, 3, 3, 3))])
+@pytest.mark.parametrize("use_bias", [False, True])
+def test_parallel_and_cell_match_numpy_reference_float64(float64_policy, n, sizes, use_bias):
+    x = RNG.normal(size=(2, 9, 12))
+    layer = NGramConcat(n, 7, sizes=sizes, use_bias=use_bias)
+    layer.build(x.shape)
+    weights = set_random(layer)
+    expected, _ = ngram_reference(
+        x, weights["ngram_kernel"], n, layer.piece_sizes, weights.get("ngram_bias", 0.0)
+    )
+    np.testing.assert_allclose(layer(x).numpy(), expected, atol=1e-10, rtol=0)
+    cell = NGramConcatCell(PassThroughCell(12), n, 7, sizes=sizes, use_bias=use_bias)
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    rnn.build(x.shape)
+    for name, value in weights.items():
+        getattr(cell, name).assign(value)
+    np.testing.assert_allclose(rnn(x).numpy(), expected, atol=1e-10, rtol=0)
+
+
+def test_float32_matches_reference_to_1e5():
+    x = RNG.normal(size=(2, 9, 12)).astype("float32")
+    layer = NGramConcat(4, 6)
+    layer.build(x.shape)
+    weights = set_random(layer)
+    expected, _ = ngram_reference(x.astype("float64"), weights["ngram_kernel"], 4, (4, 4, 4))
+    np.testing.assert_allclose(layer(x).numpy(), expected, atol=1e-5)
+
+
+def test_piece_i_comes_from_output_at_t_minus_i_plus_1(float64_policy):
+    """With W^N the identity, h*_t = tanh([h^1_t ; h^2_{t-1} ; h^3_{t-2}])."""
+    x = RNG.normal(size=(1, 6, 3)) * 0.1
+    layer = NGramConcat(4, 3)
+    layer.build(x.shape)
+    layer.ngram_kernel.assign(np.eye(3))
+    got = np.arctanh(layer(x).numpy()[0])
+    for t in range(6):
+        expected = [x[0, t, 0], x[0, t - 1, 1] if t >= 1 else 0.0, x[0, t - 2, 2] if t >= 2 else 0.0]
+        np.testing.assert_allclose(got[t], expected, atol=1e-12)
+
+
+def test_cell_and_parallel_agree_on_gradients(float64_policy):
+    x = tf.constant(RNG.normal(size=(2, 8, 5)))
+    lstm = keras.layers.LSTM(12, return_sequences=True)
+    parallel = NGramConcat(4, 6, use_bias=True)
+    cell = NGramConcatCell(keras.layers.LSTMCell(12), 4, 6, use_bias=True)
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    lstm.build(x.shape)
+    parallel.build((2, 8, 12))
+    rnn.build(x.shape)
+    set_random(parallel)
+    for a, b in zip(lstm.weights, cell.cell.weights):
+        b.assign(a)
+    cell.ngram_kernel.assign(parallel.ngram_kernel)
+    cell.ngram_bias.assign(parallel.ngram_bias)
+    projection = tf.constant(RNG.normal(size=(2, 8, 6)))
+
+    def grads(forward, variables):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            out = forward(x)
+            loss = tf.reduce_sum(out * projection)
+        return out, tape.gradient(loss, [x, *variables])
+
+    out_p, g_p = grads(
+        lambda v: parallel(lstm(v)),
+        [*lstm.trainable_weights, parallel.ngram_kernel, parallel.ngram_bias],
+    )
+    out_c, g_c = grads(rnn, [*cell.cell.trainable_weights, cell.ngram_kernel, cell.ngram_bias])
+    np.testing.assert_allclose(out_c.numpy(), out_p.numpy(), atol=1e-12)
+    for a, b in zip(g_p, g_c):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), atol=1e-11)
+
+
+def test_masked_steps_are_skipped_and_right_padding_is_harmless(float64_policy):
+    x = RNG.normal(size=(2, 9, 12))
+    mask = RNG.random((2, 9)) > 0.3
+    layer = NGramConcat(4, 5)
+    layer.build(x.shape)
+    weights = set_random(layer)
+    expected, _ = ngram_reference(x, weights["ngram_kernel"], 4, (4, 4, 4), mask=mask)
+    np.testing.assert_allclose(layer(x, mask=tf.constant(mask)).numpy(), expected, atol=1e-10)
+    cell = NGramConcatCell(PassThroughCell(12), 4, 5)
+    rnn = keras.layers.RNN(cell, return_sequences=True, zero_output_for_mask=True)
+    rnn.build(x.shape)
+    cell.ngram_kernel.assign(weights["ngram_kernel"])
+    np.testing.assert_allclose(rnn(x, mask=tf.constant(mask)).numpy(), expected, atol=1e-10)
+    right = np.arange(9)[None] < np.array([[9], [4]])
+    padded = layer(x, mask=tf.constant(right)).numpy()
+    np.testing.assert_allclose(padded[1, :4], layer(x[1:2, :4]).numpy()[0], atol=1e-12)
+
+
+def test_stateful_segments_equal_one_run_and_reset_clears(float64_policy):
+    x = RNG.normal(size=(3, 40, 12))
+    whole = NGramConcat(4, 5)
+    whole.build(x.shape)
+    stateful = NGramConcat(4, 5, stateful=True)
+    stateful.build((3, 20, 12))
+    stateful.ngram_kernel.assign(whole.ngram_kernel)
+    expected = whole(x).numpy()
+    first, second = stateful(x[:, :20]).numpy(), stateful(x[:, 20:]).numpy()
+    np.testing.assert_allclose(np.concatenate([first, second], 1), expected, atol=1e-12)
+    stateful.reset_state()
+    np.testing.assert_allclose(stateful(x[:, :20]).numpy(), first, atol=1e-12)
+
+    cell_rnn = keras.layers.RNN(NGramConcatCell(PassThroughCell(12), 4, 5), return_sequences=True, stateful=True)
+    cell_rnn.build((3, 20, 12))
+    cell_rnn.cell.ngram_kernel.assign(whole.ngram_kernel)
+    got = np.concatenate([cell_rnn(x[:, :20]).numpy(), cell_rnn(x[:, 20:]).numpy()], 1)
+    np.testing.assert_allclose(got, expected, atol=1e-12)
+    cell_rnn.reset_state()
+    np.testing.assert_allclose(cell_rnn(x[:, :20]).numpy(), first, atol=1e-12)
+
+
+def test_explicit_memory_equals_cell_state(float64_policy):
+    x = RNG.normal(size=(2, 10, 12))
+    layer = NGramConcat(5, 4, return_memory=True)
+    layer.build(x.shape)
+    _, memory = layer(x)
+    _, histories = ngram_reference(x, layer.ngram_kernel.numpy(), 5, (3, 3, 3, 3))
+    np.testing.assert_allclose(memory.numpy(), np.stack([np.concatenate(h) for h in histories]))
+
+
+def test_config_round_trip_and_keras_file(tmp_path):
+    layer = NGramConcat(5, 9, sizes=(3, 3, 3, 3), use_bias=True, return_memory=True,
+                        stateful=True, kernel_initializer="orthogonal", name="ng")
+    assert NGramConcat.from_config(layer.get_config()).get_config() == layer.get_config()
+    cell = NGramConcatCell(keras.layers.LSTMCell(8), 3, 4, sizes=(5, 3), use_bias=True)
+    assert NGramConcatCell.from_config(cell.get_config()).get_config() == cell.get_config()
+
+    inputs = keras.Input((None, 3))
+    h = keras.layers.GRU(8, return_sequences=True)(inputs)
+    a = NGramConcat(3, 4)(h)
+    b = keras.layers.RNN(NGramConcatCell(keras.layers.GRUCell(8), 3, 4), return_sequences=True)(inputs)
+    model = keras.Model(inputs, [a, b])
+    x = RNG.normal(size=(2, 6, 3)).astype("float32")
+    before = model(x)
+    model.save(tmp_path / "ngram.keras")
+    after = keras.models.load_model(tmp_path / "ngram.keras")(x)
+    for u, v in zip(before, after):
+        np.testing.assert_array_equal(u.numpy(), v.numpy())
+
+
+def test_jit_fit_and_mixed_precision():
+    def build():
+        inputs = keras.Input((8,), dtype="int32")
+        h = keras.layers.Embedding(20, 6)(inputs)
+        h = keras.layers.LSTM(9, return_sequences=True)(h)
+        return keras.Model(inputs, keras.layers.Dense(20)(NGramConcat(4, 6)(h)))
+
+    data = RNG.integers(0, 20, (16, 9))
+    model = build()
+    eager = model.predict(data[:, :-1], verbose=0)
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
+    np.testing.assert_allclose(model.predict(data[:, :-1], verbose=0), eager, atol=1e-5)
+    losses = model.fit(data[:, :-1], data[:, 1:], epochs=2, verbose=0).history["loss"]
+    assert np.all(np.isfinite(losses))
+    weights = model.get_weights()
+    keras.config.set_dtype_policy("mixed_float16")
+    half = build()
+    half.set_weights(weights)
+    got = half.predict(data[:, :-1], verbose=0).astype("float32")
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, model.predict(data[:, :-1], verbose=0), atol=1e-2)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match=r"`n` must be >= 2, got 1"):
+        NGramConcat(1, 4)
+    with pytest.raises(ValueError, match=r"`units` must be >= 1, got 0"):
+        NGramConcat(3, 0)
+    with pytest.raises(ValueError, match=r"width 10 does not divide into 3 equal pieces.*sizes="):
+        NGramConcat(4, 4)(np.zeros((1, 2, 10), "float32"))
+    with pytest.raises(ValueError, match=r"`sizes` \(4, 4\) sum to 8, but the input width is 10"):
+        NGramConcat(3, 4, sizes=(4, 4))(np.zeros((1, 2, 10), "float32"))
+    with pytest.raises(ValueError, match=r"must have rank 3"):
+        NGramConcat(3, 4)(np.zeros((2, 10), "float32"))
+    with pytest.raises(ValueError, match=r"`sizes` must list 2 pieces"):
+        NGramConcatCell(keras.layers.GRUCell(10), 3, 4, sizes=(4, 3, 3))
