@@ -10,7 +10,6 @@ pieces are zeros. Both forms carry the last N-2 outputs as a 2-D memory ``[batch
 """
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from tf_memlayers._validation import check_int, check_rank
@@ -170,17 +169,13 @@ class NGramConcat(_NGram, keras.layers.Layer):
             memory = ops.zeros((batch, self.memory_size), inputs.dtype)
         memory = ops.stop_gradient(ops.cast(memory, inputs.dtype))
         memory = ops.reshape(memory, (batch, self.n - 2, self.width))
-        mask = None if mask is None else ops.cast(mask, "bool")
-
-        shape = tf.shape(inputs)
-        positions, last = windows.window_indices(mask, shape[0], shape[1], self.n - 2)
-        stream = windows.stream(inputs, memory, mask)
-        outputs = self._ngram_output(inputs, windows.gather_positions(stream, positions))
-        if mask is not None:
-            outputs = outputs * ops.cast(mask, outputs.dtype)[..., None]
-
+        compaction = windows.Compaction(None if mask is None else ops.cast(mask, "bool"))
+        compacted = compaction.compact(inputs)
+        stream = ops.concatenate([memory, compacted], axis=1)
+        previous = windows.offset_windows(stream, self.n - 2)
+        outputs = compaction.restore(self._ngram_output(compacted, previous))
         new_memory = ops.stop_gradient(
-            ops.reshape(windows.gather_positions(stream, last), (batch, self.memory_size))
+            ops.reshape(compaction.last(stream, self.n - 2), (batch, self.memory_size))
         )
         if self.stateful:
             self.memory.assign(ops.cast(new_memory, self.memory.dtype))

@@ -16,7 +16,6 @@ state and the parallel layer's carried memory, so the two forms can hand memory 
 """
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from tf_memlayers._validation import check_choice, check_int, check_optional_int, check_rank
@@ -305,38 +304,31 @@ class SlidingWindowAttention(_WindowAttention, keras.layers.Layer):
         return ops.stop_gradient(ops.cast(memory, inputs.dtype))
 
     def call(self, inputs, mask=None, initial_memory=None, training=None):
-        key, value, predict = self._split(inputs)
         memory_keys, memory_values, memory_valid = self._unpack_memory(
             self._incoming_memory(inputs, initial_memory)
         )
-        mask = None if mask is None else ops.cast(mask, "bool")
-        shape = tf.shape(inputs)
-        positions, last = windows.window_indices(mask, shape[0], shape[1], self.window)
-
-        def windowed(sequence, memory):
-            return windows.gather_positions(windows.stream(sequence, memory, mask), positions)
-
-        window_keys = windowed(
-            ops.matmul(key, self.memory_kernel), ops.matmul(memory_keys, self.memory_kernel)
-        )
-        window_values = windowed(value, memory_values)
+        compaction = windows.Compaction(None if mask is None else ops.cast(mask, "bool"))
+        key, value, predict = self._split(compaction.compact(inputs))
         real = ops.ones(ops.shape(inputs)[:2], memory_valid.dtype)
-        window_valid = windowed(real[..., None], memory_valid[..., None])[..., 0]
+        key_stream = ops.concatenate([memory_keys, key], axis=1)
+        value_stream = ops.concatenate([memory_values, value], axis=1)
+        valid_stream = ops.concatenate([memory_valid, real], axis=1)
         context, alpha = self._attend(
-            window_keys, ops.matmul(key, self.query_kernel), window_values, window_valid
+            windows.offset_windows(ops.matmul(key_stream, self.memory_kernel), self.window),
+            ops.matmul(key, self.query_kernel),
+            windows.offset_windows(value_stream, self.window),
+            windows.offset_windows(valid_stream, self.window),
         )
-        outputs = self._combine(context, predict)
-        if mask is not None:
-            outputs = outputs * ops.cast(mask, outputs.dtype)[..., None]
-            alpha = alpha * ops.cast(mask, alpha.dtype)[..., None]
+        outputs = compaction.restore(self._combine(context, predict))
+        alpha = compaction.restore(alpha)
 
         new_memory = None
         if self.return_memory or self.stateful:
             new_memory = ops.stop_gradient(
                 self._pack_memory(
-                    windows.gather_positions(windows.stream(key, memory_keys, mask), last),
-                    windows.gather_positions(windows.stream(value, memory_values, mask), last),
-                    windows.gather_positions(windows.stream(real, memory_valid, mask), last),
+                    compaction.last(key_stream, self.window),
+                    compaction.last(value_stream, self.window),
+                    compaction.last(valid_stream, self.window),
                 )
             )
         if self.stateful:

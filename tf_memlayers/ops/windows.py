@@ -2,56 +2,62 @@
 
 The memory mechanisms of Daniluk et al. (2017) read, at step t, the previous L items of a
 stream: the valid (unmasked) steps of the sequence so far, preceded by L items carried over
-from earlier segments. Padded steps are never part of the stream. All windows are gathered at
-once, in O(T·L) time and memory.
+from earlier segments. Padded steps are never part of the stream.
+
+The sequence form works in *compacted* coordinates: the valid steps of each row are moved to
+the front (`Compaction`), so the window of the r-th valid step is the contiguous block
+``stream[r : r + L]`` of ``stream = [memory ; compacted sequence]``. All windows are then
+static offset slices (`offset_windows`), O(T·L) time and memory with no scatter in the
+backward pass, and results go back to their original steps with `Compaction.restore`.
+Without a mask every step is valid and compaction is the identity.
 """
 
 import tensorflow as tf
 
 
-def _exclusive_count(mask):
-    """Number of valid steps strictly before each step, ``[B, T]`` int32."""
-    return tf.cumsum(tf.cast(mask, tf.int32), axis=1, exclusive=True)
-
-
-def window_indices(mask, batch, steps, window):
-    """Positions in ``[memory ; compacted sequence]`` of the previous ``window`` valid items.
+class Compaction:
+    """Moves the valid steps of every row to the front, keeping their order.
 
     Args:
-        mask: `None` or bool ``[B, T]`` (True for a real step).
-        batch, steps: the (possibly dynamic) batch size and number of steps.
-        window: L, a Python int.
-
-    Returns:
-        ``(indices [B, T, L], last [B, L])``: ``indices[b, t, i]`` is the stream position of the
-        item at window position i (oldest first) for step t; ``last`` the positions of the L
-        items that form the memory after the sequence.
+        mask: `None` (every step valid) or bool ``[B, T]``.
     """
-    offsets = tf.range(window, dtype=tf.int32)
-    if mask is None:
-        before = tf.broadcast_to(tf.range(steps, dtype=tf.int32)[None], [batch, steps])
-        total = tf.fill([batch], steps)
-    else:
-        before = _exclusive_count(mask)
-        total = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
-    # Stream position of valid item with rank r is window + r; the window of step t holds the
-    # ranks before[t] - L .. before[t] - 1, i.e. positions before[t] .. before[t] + L - 1.
-    return before[:, :, None] + offsets, total[:, None] + offsets
+
+    def __init__(self, mask):
+        self.mask = mask
+        if mask is None:
+            return
+        self.order = tf.argsort(tf.cast(tf.logical_not(mask), tf.int32), axis=1, stable=True)
+        self.rank = tf.cumsum(tf.cast(mask, tf.int32), axis=1, exclusive=True)
+        self.total = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
+
+    def compact(self, sequence):
+        """``[B, T, ...]`` -> the same steps with the valid ones first."""
+        if self.mask is None:
+            return sequence
+        return tf.gather(sequence, self.order, batch_dims=1)
+
+    def restore(self, compacted):
+        """Inverse of `compact` on valid steps; masked steps get zeros."""
+        if self.mask is None:
+            return compacted
+        restored = tf.gather(compacted, self.rank, batch_dims=1)
+        keep = tf.cast(self.mask, restored.dtype)
+        return restored * tf.reshape(keep, tf.concat([tf.shape(keep), [1] * (restored.shape.rank - 2)], 0))
+
+    def last(self, stream, window):
+        """The last ``window`` items of ``stream = [memory ; compacted]``: the new memory."""
+        if self.mask is None:
+            return stream[:, -window:] if window else stream[:, :0]
+        positions = self.total[:, None] + tf.range(window, dtype=tf.int32)
+        return tf.gather(stream, positions, batch_dims=1)
 
 
-def compact(sequence, mask):
-    """Moves the valid steps of ``sequence`` ``[B, T, ...]`` to the front, keeping their order."""
-    if mask is None:
-        return sequence
-    order = tf.argsort(tf.cast(tf.logical_not(mask), tf.int32), axis=1, stable=True)
-    return tf.gather(sequence, order, batch_dims=1)
+def offset_windows(stream, window):
+    """``[B, L + T, ...]`` stream -> ``[B, T, L, ...]`` windows, oldest first.
 
-
-def stream(sequence, memory, mask):
-    """The stream ``[memory ; valid steps of sequence]``, ``[B, L + T, ...]``."""
-    return tf.concat([memory, compact(sequence, mask)], axis=1)
-
-
-def gather_positions(stream_tensor, positions):
-    """Gathers stream items at ``positions`` (``[B, ...]`` int32) per batch row."""
-    return tf.gather(stream_tensor, positions, batch_dims=1)
+    Window position i of step r is ``stream[:, r + i]``: the L items before the r-th step.
+    """
+    steps = tf.shape(stream)[1] - window
+    if window == 0:
+        return tf.expand_dims(stream, 2)[:, :, :0]
+    return tf.stack([stream[:, i : i + steps] for i in range(window)], axis=2)

@@ -1,0 +1,30 @@
+"""Every `Example:` in the public layers' docstrings runs and prints what it shows."""
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import tf_memlayers.layers
+
+MODULES = sorted(
+    name
+    for _, name, _ in pkgutil.iter_modules(
+        tf_memlayers.layers.__path__, tf_memlayers.layers.__name__ + "."
+    )
+)
+
+
+@pytest.mark.parametrize("module_name", MODULES)
+def test_docstring_examples_run(module_name):
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
+    exported = [
+        name
+        for name in tf_memlayers.layers.__all__
+        if getattr(tf_memlayers.layers, name).__module__ == module_name
+    ]
+    if exported:
+        assert result.attempted > 0, f"{exported} have no runnable Example in their docstrings"
