@@ -425,3 +425,20 @@ def test_bad_shapes_are_rejected_with_clear_messages():
         SlidingWindowAttentionCell(keras.layers.GRUCell(7), 2, mode="key_value")
     with pytest.raises(TypeError, match=r"`cell` must be a Keras RNN cell"):
         SlidingWindowAttentionCell("lstm", 2)
+
+
+def test_stateful_layer_carries_memory_inside_jit_fit():
+    """In a compiled train step the memory variable is written, and reset clears it."""
+    batch, steps = 4, 6
+    inputs = keras.Input((steps,), batch_size=batch, dtype="int32")
+    h = keras.layers.Embedding(20, 6)(inputs)
+    h = keras.layers.LSTM(8, return_sequences=True, stateful=True)(h)
+    window = SlidingWindowAttention(3, mode="key_value", stateful=True)
+    model = keras.Model(inputs, keras.layers.Dense(20)(window(h)))
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
+    data = RNG.integers(0, 20, (batch * 2, steps + 1))
+    model.fit(data[:, :-1], data[:, 1:], batch_size=batch, shuffle=False, verbose=0)
+    keys, _, valid = window._unpack_memory(window.memory.value)
+    assert np.all(valid.numpy() == 1.0) and np.any(keys.numpy() != 0.0)
+    window.reset_state()
+    assert np.all(window.memory.numpy() == 0.0)
