@@ -1,0 +1,174 @@
+"""Speed of the associative-memory cells (prints JSON; ``--update-readme`` fills README.rst).
+
+1. Training cost per time step of an AM-GRU (n=100, C=8) against `keras.layers.GRU(100)` at
+   batch 50, same input, variants interleaved in one process, medians.
+2. Hypothesis-side cost per step against premise length (25 … 400): the Dual AM-GRU reads a
+   fixed-size premise memory, a word-by-word attention GRU (Rocktäschel et al. 2016) attends
+   over every premise output. Also the number of floats each reads per step.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from benchmarks.readme_tables import update_readme  # noqa: E402
+from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell  # noqa: E402
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers_benchmarks")
+class WordByWordAttentionCell(keras.layers.Layer):
+    """GRU whose input is joined with attention over all premise outputs, per step.
+
+    ``M = tanh(W_y Y + (W_h h_{t-1}) 1^T)``, ``alpha = softmax(w^T M)``, ``r = Y alpha^T``;
+    the GRU reads ``[x_t ; r]``. The premise outputs ``Y`` ``[batch, L * k]`` are a
+    pass-through state.
+    """
+
+    def __init__(self, units, premise_length, **kwargs):
+        super().__init__(**kwargs)
+        self.units, self.premise_length = units, premise_length
+        self.gru = keras.layers.GRUCell(units)
+        self.state_size = [units, units * premise_length]
+        self.output_size = units
+
+    def build(self, input_shape):
+        k = self.units
+        self.w_y = self.add_weight(shape=(k, k), name="w_y")
+        self.w_h = self.add_weight(shape=(k, k), name="w_h")
+        self.w = self.add_weight(shape=(k, 1), name="w")
+        self.gru.build((input_shape[0], input_shape[-1] + k))
+
+    def call(self, inputs, states, training=None):
+        h, flat = states
+        premise = tf.reshape(flat, (-1, self.premise_length, self.units))
+        m = tf.tanh(tf.einsum("blk,kj->blj", premise, self.w_y) + (h @ self.w_h)[:, None, :])
+        alpha = tf.nn.softmax(tf.squeeze(m @ self.w, -1), axis=-1)
+        read = tf.einsum("bl,blk->bk", alpha, premise)
+        output, new = self.gru(tf.concat([inputs, read], 1), [h])
+        return output, [new[0], flat]
+
+
+def _median_step_ms(step, rounds):
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return 1e3 * float(np.median(times))
+
+
+def _train_step(layer_fn, inputs, extra=None):
+    layer = layer_fn()
+    head = keras.layers.Dense(1)
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            out = layer(inputs) if extra is None else layer(inputs, initial_state=extra)
+            loss = tf.reduce_mean(tf.square(head(out)))
+        variables = layer.trainable_variables + head.trainable_variables
+        grads = tape.gradient(loss, variables)
+        return loss, grads
+
+    step()  # trace
+    return lambda: step()[0].numpy()
+
+
+def speed_vs_gru(batch, steps, units, copies, rounds):
+    x = tf.random.normal((batch, steps, units))
+    variants = {
+        "GRU": lambda: keras.layers.GRU(units),
+        f"AM-GRU C={copies}": lambda: keras.layers.RNN(AssociativeGRUCell(units, num_copies=copies)),
+        "AM-GRU C=1": lambda: keras.layers.RNN(AssociativeGRUCell(units, num_copies=1)),
+    }
+    runners = {name: _train_step(fn, x) for name, fn in variants.items()}
+    samples = {name: [] for name in runners}
+    for _ in range(rounds):  # interleaved
+        for name, run in runners.items():
+            samples[name].append(_median_step_ms(run, 1))
+    base = float(np.median(samples["GRU"]))
+    rows = []
+    for name, values in samples.items():
+        ms = float(np.median(values))
+        rows.append({"layer": name, "ms_per_time_step": ms / steps, "ratio_to_gru": ms / base})
+    return rows
+
+
+def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds):
+    x = tf.random.normal((batch, hypothesis_steps, units))
+    rows = []
+    for length in lengths:
+        memory = tf.random.normal((batch, units * copies)) * 0.1
+        premise = tf.random.normal((batch, length * units))
+        zeros_memory, last = tf.zeros_like(memory), tf.zeros((batch, units))
+        dual = _train_step(
+            lambda: keras.layers.RNN(DualAssociativeGRUCell(units, num_copies=copies)),
+            x,
+            [zeros_memory, last, memory],
+        )
+        attention = _train_step(
+            lambda: keras.layers.RNN(WordByWordAttentionCell(units, length)), x, [last, premise]
+        )
+        samples = {"dual": [], "attention": []}
+        for _ in range(rounds):
+            samples["dual"].append(_median_step_ms(dual, 1))
+            samples["attention"].append(_median_step_ms(attention, 1))
+        rows.append(
+            {
+                "premise_length": length,
+                "dual_ms_per_step": float(np.median(samples["dual"])) / hypothesis_steps,
+                "attention_ms_per_step": float(np.median(samples["attention"])) / hypothesis_steps,
+                "dual_floats_read": units * copies,
+                "attention_floats_read": units * length,
+            }
+        )
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and lengths")
+    parser.add_argument("--update-readme", action="store_true")
+    args = parser.parse_args(argv)
+    rounds = 3 if args.quick else args.rounds
+    lengths = (25, 100) if args.quick else (25, 50, 100, 200, 400)
+    keras.utils.set_random_seed(0)
+    speed = speed_vs_gru(batch=50, steps=30, units=100, copies=8, rounds=rounds)
+    print(json.dumps({"associative_memory_speed": speed}), flush=True)
+    scaling = dual_vs_attention(batch=50, hypothesis_steps=10, units=100, copies=8,
+                                lengths=lengths, rounds=rounds)
+    print(json.dumps({"dual_vs_word_by_word": scaling}), flush=True)
+    if args.update_readme:
+        update_readme(
+            "associative-memory-speed",
+            speed,
+            [("layer", "layer"), ("ms_per_time_step", "ms / time step"),
+             ("ratio_to_gru", "× keras GRU")],
+            f"Training step (forward + backward) per time step, batch 50, 100 units, T=30, "
+            f"median of {rounds} interleaved rounds, {os.cpu_count()} CPU cores.",
+        )
+        update_readme(
+            "dual-vs-word-by-word",
+            scaling,
+            [("premise_length", "premise length"), ("dual_ms_per_step", "Dual AM-GRU ms/step"),
+             ("attention_ms_per_step", "word-by-word attention ms/step"),
+             ("dual_floats_read", "Dual floats read/step"),
+             ("attention_floats_read", "attention floats read/step")],
+            f"Hypothesis-side training cost per step against premise length (batch 50, 100 "
+            f"units, 8 copies, 10 hypothesis steps, median of {rounds} rounds): the Dual AM-GRU "
+            "reads a fixed-size memory, word-by-word attention reads every premise output.",
+        )
+
+
+if __name__ == "__main__":
+    main()

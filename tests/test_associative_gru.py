@@ -1,0 +1,438 @@
+"""AM-GRU and Dual AM-GRU against a NumPy float64 restatement of the original step."""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_memlayers.compat import load_original_weights, original_variable_names
+from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
+from tf_memlayers.ops.holographic import make_permutations
+
+
+# ---------------------------------------------------------------------------------------------
+# NumPy reference (ORIGINAL_CODE.md §3.3-3.4), in complex128.
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _bound(z):
+    return z / np.maximum(1.0, np.abs(z))
+
+
+def _complex(v):
+    m = v.shape[-1] // 2
+    return v[:, :m] + 1j * v[:, m:]
+
+
+def _memory_to_complex(memory, copies):
+    m = memory.shape[1] // (2 * copies)
+    re = memory[:, : copies * m].reshape(-1, copies, m)
+    im = memory[:, copies * m :].reshape(-1, copies, m)
+    return re + 1j * im
+
+
+def _memory_to_real(memory):
+    batch = memory.shape[0]
+    return np.concatenate([memory.real.reshape(batch, -1), memory.imag.reshape(batch, -1)], 1)
+
+
+def _copies(key, perms):
+    return np.stack([key[:, perm] for perm in perms], axis=1)
+
+
+def reference_step(x_t, memory, previous, w, perms, dual=None):
+    """One AM-GRU (``dual=None``) or Dual AM-GRU step; ``dual = (mode, source_memory)``."""
+    copies = len(perms)
+    x = np.concatenate([x_t, previous], axis=1)
+    a = x @ w["key"]
+    m = a.shape[1] // 2
+    if dual is not None and dual[0] == "released":
+        b = x @ w["dual_key"]
+        write_key = _bound(a[:, :m] + 1j * b[:, :m])
+        read_key = _bound(a[:, m:] + 1j * b[:, m:])
+    else:
+        write_key = _bound(_complex(a))
+        read_key = np.conj(write_key)
+    K = _copies(write_key, perms)
+    S = _memory_to_complex(memory, copies)
+    h_c = (np.conj(K) * S).mean(axis=1)
+    h = np.concatenate([h_c.real, h_c.imag], axis=1)
+    gate_pre = np.concatenate([x, h], 1) @ w["gate"] + w["gate_bias"]
+    if dual is not None:
+        source = _memory_to_complex(dual[1], copies)
+        h2_c = (_copies(read_key, perms) * source).mean(axis=1)
+        h2 = np.concatenate([h2_c.real, h2_c.imag], axis=1)
+        gate_pre = gate_pre + h2 @ w["dual_gate"]
+    gates = _sigmoid(gate_pre)
+    n = h.shape[1]
+    r, u = gates[:, :n], gates[:, n:]
+    cand_pre = np.concatenate([x, r * h], 1) @ w["candidate"] + w["candidate_bias"]
+    if dual is not None:
+        cand_pre = cand_pre + h2 @ w["dual_candidate"]
+    c = np.tanh(cand_pre)
+    delta = u * (c - h)
+    output = h + delta
+    S = S + K * _complex(delta)[:, None, :]
+    return output, _memory_to_real(S)
+
+
+def reference_run(xs, memory, previous, w, perms, dual=None):
+    outputs = []
+    for t in range(xs.shape[1]):
+        previous, memory = reference_step(xs[:, t], memory, previous, w, perms, dual)
+        outputs.append(previous)
+    return np.stack(outputs, 1), memory
+
+
+def random_weights(rng, input_dim, n, scale=0.6):
+    d = input_dim + n
+    u = lambda *shape: rng.uniform(-scale, scale, size=shape)  # noqa: E731
+    return {
+        "key": u(d, n) * 3.0,  # large enough that bound() clips some entries
+        "gate": u(d + n, 2 * n),
+        "gate_bias": u(2 * n) + 1.0,
+        "candidate": u(d + n, n),
+        "candidate_bias": u(n),
+        "dual_key": u(d, n) * 3.0,
+        "dual_gate": u(n, 2 * n),
+        "dual_candidate": u(n, n),
+    }
+
+
+def set_cell_weights(cell, w):
+    premise = getattr(cell, "premise_cell", cell)
+    premise.key_kernel.assign(w["key"])
+    premise.gate_kernel.assign(w["gate"])
+    premise.gate_bias.assign(w["gate_bias"])
+    premise.candidate_kernel.assign(w["candidate"])
+    premise.candidate_bias.assign(w["candidate_bias"])
+    if isinstance(cell, DualAssociativeGRUCell):
+        if cell.dual_key == "released":
+            cell.dual_key_kernel.assign(w["dual_key"])
+        cell.dual_gate_kernel.assign(w["dual_gate"])
+        cell.dual_candidate_kernel.assign(w["dual_candidate"])
+
+
+def run_premise(cell, xs, w):
+    layer = keras.layers.RNN(cell, return_sequences=True, return_state=True)
+    layer.build(xs.shape)
+    set_cell_weights(cell, w)
+    outputs, memory, last = layer(xs)
+    return outputs, memory, last
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+CASES = [(8, 1, 6, 3), (8, 3, 6, 3), (8, 8, 6, 3), (200, 1, 5, 2), (200, 3, 5, 2), (200, 8, 5, 2)]
+
+
+@pytest.mark.parametrize("units,copies,steps,batch", CASES)
+def test_am_gru_matches_the_original_step_in_float64(float64_policy, units, copies, steps, batch):
+    rng = np.random.default_rng(units + copies)
+    xs = rng.normal(size=(batch, steps, 5))
+    w = random_weights(rng, 5, units)
+    cell = AssociativeGRUCell(units, num_copies=copies)
+    outputs, memory, last = run_premise(cell, xs, w)
+    perms = make_permutations(units // 2, copies)
+    zeros_memory, zeros_out = np.zeros((batch, units * copies)), np.zeros((batch, units))
+    ref_outputs, ref_memory = reference_run(xs, zeros_memory, zeros_out, w, perms)
+    np.testing.assert_allclose(outputs.numpy(), ref_outputs, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(memory.numpy(), ref_memory, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(last.numpy(), ref_outputs[:, -1], atol=1e-10, rtol=0)
+    # The check is not vacuous: the memory is non-trivial and bound() clipped keys.
+    assert np.abs(ref_memory).max() > 0.1
+
+
+@pytest.mark.parametrize("dual_key", ["paper", "released"])
+@pytest.mark.parametrize("units,copies,steps,batch", CASES)
+def test_dual_am_gru_matches_the_original_step_in_float64(
+    float64_policy, units, copies, steps, batch, dual_key
+):
+    rng = np.random.default_rng(units * copies + 1)
+    xs, ys = rng.normal(size=(batch, steps, 5)), rng.normal(size=(batch, steps - 1, 5))
+    w = random_weights(rng, 5, units)
+    premise = AssociativeGRUCell(units, num_copies=copies)
+    _, source, last = run_premise(premise, xs, w)
+    dual = DualAssociativeGRUCell(units, num_copies=copies, dual_key=dual_key, premise_cell=premise)
+    layer = keras.layers.RNN(dual, return_sequences=True, return_state=True)
+    layer.build(ys.shape)
+    set_cell_weights(dual, w)
+    zeros = np.zeros((batch, units * copies))
+    outputs, memory, _, source_out = layer(ys, initial_state=[zeros, last, source])
+
+    perms = make_permutations(units // 2, copies)
+    _, ref_source = reference_run(xs, zeros, np.zeros((batch, units)), w, perms)
+    ref_outputs, ref_memory = reference_run(
+        ys, zeros, last.numpy(), w, perms, dual=(dual_key, ref_source)
+    )
+    np.testing.assert_allclose(outputs.numpy(), ref_outputs, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(memory.numpy(), ref_memory, atol=1e-10, rtol=0)
+    np.testing.assert_array_equal(source_out.numpy(), source.numpy())  # pass-through
+
+
+def test_am_gru_float32_matches_float64_reference():
+    rng = np.random.default_rng(7)
+    xs = rng.normal(size=(3, 6, 5))
+    w = random_weights(rng, 5, 16)
+    cell = AssociativeGRUCell(16, num_copies=4)
+    outputs, memory, _ = run_premise(cell, xs.astype("float32"), w)
+    perms = make_permutations(8, 4)
+    ref_outputs, ref_memory = reference_run(xs, np.zeros((3, 64)), np.zeros((3, 16)), w, perms)
+    np.testing.assert_allclose(outputs.numpy(), ref_outputs, atol=2e-5, rtol=0)
+    np.testing.assert_allclose(memory.numpy(), ref_memory, atol=2e-5, rtol=0)
+
+
+def test_dual_cell_shares_every_non_dual_weight_with_the_premise_cell():
+    premise = AssociativeGRUCell(8, num_copies=2)
+    dual = DualAssociativeGRUCell(8, num_copies=2, dual_key="released", premise_cell=premise)
+    dual.build((None, 5))
+    premise_ids = {id(v) for v in premise.weights}
+    assert len(premise_ids) == 5 and premise_ids <= {id(v) for v in dual.weights}
+    names = sorted(v.path.split("/")[-1] for v in dual.weights if id(v) not in premise_ids)
+    assert names == ["dual_candidate_kernel", "dual_gate_kernel", "dual_key_kernel"]
+
+
+def test_zero_source_memory_makes_the_paper_dual_cell_an_am_gru():
+    rng = np.random.default_rng(8)
+    xs = rng.normal(size=(2, 4, 5)).astype("float32")
+    premise = AssociativeGRUCell(8, num_copies=3)
+    expected = keras.layers.RNN(premise)(xs)
+    dual = DualAssociativeGRUCell(8, num_copies=3, premise_cell=premise)
+    zeros = np.zeros((2, 24), "float32")
+    got = keras.layers.RNN(dual)(xs, initial_state=[zeros, np.zeros((2, 8), "float32"), zeros])
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), atol=1e-6)
+
+
+def test_source_memory_changes_the_dual_output():
+    rng = np.random.default_rng(9)
+    xs = rng.normal(size=(2, 4, 5)).astype("float32")
+    dual = DualAssociativeGRUCell(8, num_copies=3)
+    layer = keras.layers.RNN(dual)
+    zeros, out0 = np.zeros((2, 24), "float32"), np.zeros((2, 8), "float32")
+    a = layer(xs, initial_state=[zeros, out0, zeros]).numpy()
+    b = layer(xs, initial_state=[zeros, out0, rng.normal(size=(2, 24)).astype("float32")]).numpy()
+    assert np.abs(a - b).max() > 1e-3
+
+
+def test_retrieval_noise_shrinks_with_more_copies():
+    """Write items under random keys and read one back (paper eq. 5): more copies, less noise."""
+    rng = np.random.default_rng(2016)
+    m, items, trials = 64, 8, 40
+    errors = {}
+    for copies in (1, 4, 16):
+        cell = AssociativeGRUCell(2 * m, num_copies=copies)
+        total = 0.0
+        for _ in range(trials):
+            keys = np.exp(1j * rng.uniform(0, 2 * np.pi, size=(items, m)))  # |k| = 1
+            values = rng.normal(size=(items, m)) + 1j * rng.normal(size=(items, m))
+            re, im = cell.key_copies(tf.constant(keys.real), tf.constant(keys.imag))
+            memory = np.zeros((1, copies, m), complex)
+            for i in range(items):
+                k_c = re.numpy()[i] + 1j * im.numpy()[i]
+                memory = memory + k_c * values[i]
+            read = (np.conj(re.numpy()[0] + 1j * im.numpy()[0]) * memory[0]).mean(axis=0)
+            total += np.mean(np.abs(read - values[0]) ** 2)
+        errors[copies] = total / trials
+    # Noise variance ~ (items - 1) / copies: each 4x more copies cuts it by well over 2x.
+    assert errors[4] < errors[1] / 2.5
+    assert errors[16] < errors[4] / 2.5
+
+
+def test_padded_steps_neither_write_nor_change_the_state():
+    rng = np.random.default_rng(10)
+    lengths = [5, 3]
+    xs = rng.normal(size=(2, 5, 4)).astype("float32")
+    xs[1, 3:] = 0.0
+    mask = np.array([[True] * 5, [True] * 3 + [False] * 2])
+    for cell in (AssociativeGRUCell(8, num_copies=3), DualAssociativeGRUCell(8, num_copies=3)):
+        layer = keras.layers.RNN(cell, return_state=True)
+        batch_states = layer(xs, mask=mask)
+        for b, length in enumerate(lengths):
+            single = layer(xs[b : b + 1, :length])
+            for got, expected in zip(batch_states, single):
+                np.testing.assert_allclose(got.numpy()[b], expected.numpy()[0], atol=1e-6)
+
+
+def test_return_retrievals_exposes_write_and_read():
+    rng = np.random.default_rng(11)
+    xs = rng.normal(size=(2, 4, 5)).astype("float32")
+    plain = AssociativeGRUCell(8, num_copies=2)
+    outputs = keras.layers.RNN(plain, return_sequences=True)(xs)
+    probe = AssociativeGRUCell(8, num_copies=2, return_retrievals=True)
+    layer = keras.layers.RNN(probe, return_sequences=True)
+    layer.build(xs.shape)
+    probe.set_weights(plain.get_weights())
+    full = layer(xs).numpy()
+    assert full.shape == (2, 4, 24)
+    out, written, read = full[..., :8], full[..., 8:16], full[..., 16:]
+    np.testing.assert_allclose(out, outputs.numpy(), atol=1e-6)
+    np.testing.assert_allclose(read + written, out, atol=1e-6)  # o_t = h + delta
+    np.testing.assert_allclose(read[:, 0], 0.0)  # the memory starts empty
+    dual = DualAssociativeGRUCell(8, num_copies=2, return_retrievals=True)
+    zeros = np.zeros((2, 16), "float32")
+    got = keras.layers.RNN(dual)(xs, initial_state=[zeros, np.zeros((2, 8), "float32"), zeros])
+    assert got.shape == (2, 32)
+
+
+@pytest.mark.parametrize("cls", [AssociativeGRUCell, DualAssociativeGRUCell])
+def test_keras_round_trip_gives_identical_outputs(tmp_path, cls):
+    rng = np.random.default_rng(12)
+    xs = rng.normal(size=(2, 5, 4)).astype("float32")
+    kwargs = dict(num_copies=3, seed=99, kernel_initializer="random_normal")
+    if cls is DualAssociativeGRUCell:
+        kwargs["dual_key"] = "released"
+    cell = cls(8, **kwargs)
+    inputs = keras.Input((None, 4))
+    model = keras.Model(inputs, keras.layers.RNN(cell, return_sequences=True)(inputs))
+    path = os.path.join(tmp_path, "model.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_array_equal(loaded(xs).numpy(), model(xs).numpy())
+    rebuilt = cls.from_config(cell.get_config())
+    assert rebuilt.get_config() == cell.get_config()
+    assert rebuilt.permutations == cell.permutations
+
+
+def test_jit_compiled_training_step_matches_eager():
+    rng = np.random.default_rng(13)
+    xs = rng.normal(size=(4, 6, 5)).astype("float32")
+    ys = rng.normal(size=(4, 8)).astype("float32")
+
+    def build():
+        keras.utils.set_random_seed(5)
+        inputs = keras.Input((6, 5))
+        outputs = keras.layers.RNN(AssociativeGRUCell(8, num_copies=4))(inputs)
+        return keras.Model(inputs, outputs)
+
+    results = []
+    for jit in (False, True):
+        model = build()
+        model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", jit_compile=jit)
+        model.train_on_batch(xs, ys)
+        results.append(model.predict_on_batch(xs))
+    np.testing.assert_allclose(results[0], results[1], atol=1e-5)
+
+
+def test_mixed_float16_trains_with_finite_loss():
+    keras.config.set_dtype_policy("mixed_float16")
+    rng = np.random.default_rng(14)
+    xs = rng.normal(size=(4, 6, 5)).astype("float32")
+    premise = AssociativeGRUCell(8, num_copies=4)
+    inputs = keras.Input((6, 5))
+    seq, memory, last = keras.layers.RNN(premise, return_sequences=True, return_state=True)(inputs)
+    dual = DualAssociativeGRUCell(8, num_copies=4, premise_cell=premise)
+    out = keras.layers.RNN(dual)(inputs, initial_state=[memory * 0.0, last, memory])
+    out = keras.layers.Dense(1, dtype="float32")(out)
+    model = keras.Model(inputs, out)
+    assert seq.dtype == "float16"
+    model.compile(optimizer="adam", loss="mse")
+    loss = model.train_on_batch(xs, np.ones((4, 1), "float32"))
+    assert np.isfinite(loss)
+
+
+def test_load_original_weights_round_trip():
+    rng = np.random.default_rng(15)
+    units, input_dim = 8, 5
+    w = random_weights(rng, input_dim, units)
+    prefix = "rnn/SelfControllerWrapper/AssociativeGRUCell/"
+    arrays = {
+        prefix + "Keys/fully_connected/weights": w["key"],
+        prefix + "Gates/fully_connected/weights": w["gate"],
+        prefix + "Gates/fully_connected/biases": w["gate_bias"],
+        prefix + "Candidate/fully_connected/weights": w["candidate"],
+        prefix + "Candidate/fully_connected/biases": w["candidate_bias"],
+        prefix + "Keys/Dual/fully_connected/weights": w["dual_key"],
+        prefix + "DualGates/fully_connected/weights": w["dual_gate"],
+        prefix + "DualCandidate/fully_connected/weights": w["dual_candidate"],
+    }
+    dual = DualAssociativeGRUCell(units, num_copies=2, dual_key="released")
+    dual.build((None, input_dim))
+    loaded = load_original_weights(dual, arrays)
+    assert len(loaded) == 8
+    np.testing.assert_allclose(dual.premise_cell.gate_kernel.numpy(), w["gate"], rtol=1e-6)
+    np.testing.assert_allclose(dual.dual_key_kernel.numpy(), w["dual_key"], rtol=1e-6)
+    # Loaded weights reproduce the reference step.
+    xs = rng.normal(size=(2, 3, input_dim)).astype("float32")
+    zeros = np.zeros((2, 16), "float32")
+    source = rng.normal(size=(2, 16)).astype("float32")
+    got = keras.layers.RNN(dual)(xs, initial_state=[zeros, np.zeros((2, 8), "float32"), source])
+    ref, _ = reference_run(
+        xs.astype(float), zeros.astype(float), np.zeros((2, 8)), w, make_permutations(4, 2),
+        dual=("released", source.astype(float)),
+    )
+    np.testing.assert_allclose(got.numpy(), ref[:, -1], atol=2e-5)
+    # Export in the original names and reload into a fresh AM-GRU.
+    exported = original_variable_names(dual.premise_cell)
+    assert set(exported) == {
+        "AssociativeGRUCell/Keys/fully_connected/weights",
+        "AssociativeGRUCell/Gates/fully_connected/weights",
+        "AssociativeGRUCell/Gates/fully_connected/biases",
+        "AssociativeGRUCell/Candidate/fully_connected/weights",
+        "AssociativeGRUCell/Candidate/fully_connected/biases",
+    }
+    fresh = AssociativeGRUCell(units, num_copies=2)
+    fresh.build((None, input_dim))
+    load_original_weights(fresh, {k: v.numpy() for k, v in exported.items()})
+    for a, b in zip(fresh.weights, dual.premise_cell.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_load_original_weights_rejects_wrong_shapes_and_missing_names():
+    cell = AssociativeGRUCell(8, num_copies=2)
+    cell.build((None, 5))
+    arrays = {name: v.numpy() for name, v in original_variable_names(cell).items()}
+    bad = dict(arrays)
+    bad["AssociativeGRUCell/Gates/fully_connected/weights"] = np.zeros((3, 3))
+    with pytest.raises(ValueError, match="Gates/fully_connected/weights"):
+        load_original_weights(cell, bad)
+    missing = dict(arrays)
+    del missing["AssociativeGRUCell/Keys/fully_connected/weights"]
+    with pytest.raises(ValueError, match="Keys/fully_connected/weights"):
+        load_original_weights(cell, missing)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+
+
+def test_odd_units_is_rejected():
+    with pytest.raises(ValueError, match="units.*even.*7"):
+        AssociativeGRUCell(7)
+    with pytest.raises(ValueError, match="units.*even"):
+        DualAssociativeGRUCell(9)
+
+
+def test_num_copies_below_one_is_rejected():
+    with pytest.raises(ValueError, match="num_copies.*>= 1.*0"):
+        AssociativeGRUCell(8, num_copies=0)
+    with pytest.raises(TypeError, match="num_copies"):
+        AssociativeGRUCell(8, num_copies=2.5)
+
+
+def test_unknown_dual_key_is_rejected():
+    with pytest.raises(ValueError, match="dual_key.*'paper'.*'released'.*'shared'"):
+        DualAssociativeGRUCell(8, dual_key="shared")
+
+
+def test_mismatched_source_memory_width_is_rejected():
+    dual = DualAssociativeGRUCell(8, num_copies=3)
+    xs = np.ones((2, 4, 5), "float32")
+    with pytest.raises(ValueError, match="source memory.*24.*got 16"):
+        keras.layers.RNN(dual)(
+            xs,
+            initial_state=[np.zeros((2, 24), "float32"), np.zeros((2, 8), "float32"),
+                           np.zeros((2, 16), "float32")],
+        )
+
+
+def test_mismatched_premise_cell_is_rejected():
+    with pytest.raises(ValueError, match="num_copies"):
+        DualAssociativeGRUCell(8, num_copies=3, premise_cell=AssociativeGRUCell(8, num_copies=2))
+    with pytest.raises(TypeError, match="premise_cell"):
+        DualAssociativeGRUCell(8, premise_cell=keras.layers.GRUCell(8))

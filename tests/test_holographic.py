@@ -1,0 +1,107 @@
+"""Holographic primitives against complex NumPy and Python's own `random`."""
+
+import random
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_memlayers.ops import holographic
+
+
+def _as_complex(x):
+    half = x.shape[-1] // 2
+    return x[..., :half] + 1j * x[..., half:]
+
+
+def _as_real(z):
+    return np.concatenate([z.real, z.imag], axis=-1)
+
+
+def test_complex_multiply_and_conjugate_match_numpy_complex():
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(3, 10)), rng.normal(size=(3, 10))
+    product = holographic.complex_multiply(tf.constant(x), tf.constant(y)).numpy()
+    np.testing.assert_allclose(product, _as_real(_as_complex(x) * _as_complex(y)), atol=1e-12)
+    conj = holographic.conjugate(tf.constant(x)).numpy()
+    np.testing.assert_allclose(conj, _as_real(np.conj(_as_complex(x))), atol=0)
+
+
+def test_bound_divides_by_modulus_above_one_only():
+    rng = np.random.default_rng(1)
+    x = rng.normal(scale=2.0, size=(4, 12))
+    z = _as_complex(x)
+    expected = _as_real(z / np.maximum(1.0, np.abs(z)))
+    np.testing.assert_allclose(holographic.bound(tf.constant(x)).numpy(), expected, atol=1e-12)
+    assert np.all(np.abs(_as_complex(holographic.bound(tf.constant(x)).numpy())) <= 1 + 1e-12)
+
+
+def test_bound_gradient_is_finite_at_an_exactly_zero_key():
+    x = tf.Variable(np.array([[0.0, 3.0, 0.0, 4.0]]))
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(holographic.bound(x) * tf.constant([[1.0, 2.0, 3.0, 4.0]], tf.float64))
+    grad = tape.gradient(y, x).numpy()
+    assert np.all(np.isfinite(grad))
+    # Inside the unit disc bound is the identity: gradient = the upstream weights.
+    np.testing.assert_allclose(grad[0, [0, 2]], [1.0, 3.0])
+
+
+def test_bound_runs_in_float16_without_overflow():
+    x = tf.constant([[300.0, 0.0, 400.0, 0.5]], tf.float16)
+    out = holographic.bound(x)
+    assert out.dtype == tf.float16
+    np.testing.assert_allclose(out.numpy().astype(np.float64), [[0.6, 0.0, 0.8, 0.5]], atol=1e-3)
+
+
+def test_permutations_are_pythons_random_sequence():
+    for num_complex, num_copies, seed in [(100, 8, 123), (4, 3, 7), (50, 1, 123)]:
+        rng = random.Random(seed)
+        expected = [list(range(num_complex))]
+        for _ in range(num_copies - 1):
+            perm = list(range(num_complex))
+            rng.shuffle(perm)
+            expected.append(perm)
+        assert holographic.make_permutations(num_complex, num_copies, seed) == expected
+
+
+def test_permutations_of_the_original_fixture():
+    perms = holographic.make_permutations(100, 8)  # n = 200 real units
+    assert perms[0] == list(range(100))
+    assert perms[1][:12] == [87, 29, 63, 50, 84, 93, 7, 67, 64, 75, 24, 60]
+    assert perms[2][:12] == [73, 98, 49, 87, 25, 95, 36, 6, 57, 7, 28, 54]
+    assert perms[7][:12] == [61, 58, 20, 44, 69, 86, 92, 47, 64, 75, 8, 28]
+
+
+def test_permutation_matrix_gives_the_permuted_copies():
+    perms = holographic.make_permutations(6, 3, seed=5)
+    matrix = holographic.permutation_matrix(perms)
+    rng = np.random.default_rng(2)
+    re, im = rng.normal(size=(2, 6)), rng.normal(size=(2, 6))
+    copies_re, copies_im = holographic.permuted_copies_parts(
+        tf.constant(re), tf.constant(im), tf.constant(matrix, tf.float64), 3
+    )
+    for c, perm in enumerate(perms):
+        np.testing.assert_array_equal(copies_re.numpy()[:, c], re[:, perm])
+        np.testing.assert_array_equal(copies_im.numpy()[:, c], im[:, perm])
+
+
+def test_memory_layout_round_trip():
+    memory = np.arange(2 * 24, dtype=np.float64).reshape(2, 24)  # C = 3, n = 8
+    re, im = holographic.split_memory(tf.constant(memory), 3)
+    # [Re copy0 | Re copy1 | Re copy2 | Im copy0 | ...], 4 complex entries per copy
+    np.testing.assert_array_equal(re.numpy()[0, 1], memory[0, 4:8])
+    np.testing.assert_array_equal(im.numpy()[0, 2], memory[0, 20:24])
+    np.testing.assert_array_equal(holographic.join_memory(re, im).numpy(), memory)
+
+
+@pytest.mark.parametrize("conjugate_key", [True, False])
+def test_read_memory_averages_copies(conjugate_key):
+    rng = np.random.default_rng(3)
+    key = rng.normal(size=(2, 3, 5)) + 1j * rng.normal(size=(2, 3, 5))
+    memory = rng.normal(size=(2, 3, 5)) + 1j * rng.normal(size=(2, 3, 5))
+    re, im = holographic.read_memory_parts(
+        key.real, key.imag, memory.real, memory.imag, conjugate_key=conjugate_key
+    )
+    expected = ((np.conj(key) if conjugate_key else key) * memory).mean(axis=1)
+    np.testing.assert_allclose(re, expected.real, atol=1e-12)
+    np.testing.assert_allclose(im, expected.imag, atol=1e-12)

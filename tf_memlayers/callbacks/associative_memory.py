@@ -1,0 +1,91 @@
+"""TensorBoard view of an associative memory: what the hypothesis read vs what the premise
+wrote (Weissenborn 2016, Fig. 2)."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tf_memlayers.callbacks.heatmap import write_heatmap
+
+
+def cosine_similarity_matrix(read, written, eps=1e-12):
+    """``[i, j]`` = cosine similarity of ``read[i]`` and ``written[j]`` (rows are vectors)."""
+    read = np.asarray(read, dtype=np.float64)
+    written = np.asarray(written, dtype=np.float64)
+    read = read / np.maximum(np.linalg.norm(read, axis=1, keepdims=True), eps)
+    written = written / np.maximum(np.linalg.norm(written, axis=1, keepdims=True), eps)
+    return read @ written.T
+
+
+class MemoryRetrievalHeatmap(keras.callbacks.Callback):
+    """Each epoch, writes the retrieval heatmap of one probe sentence pair to TensorBoard.
+
+    The image (tag ``memory/retrieval``) shows the cosine similarity between what the premise
+    wrote to the associative memory at each step (x axis, premise tokens) and what the
+    hypothesis retrieved at each step (y axis, hypothesis tokens); a Markdown table of the
+    same matrix and the sentence pair go alongside as text.
+
+    Args:
+        log_dir: TensorBoard log directory (a ``memory`` subdirectory is written).
+        premise: the probe premise as a list of tokens.
+        hypothesis: the probe hypothesis as a list of tokens.
+        vocabulary: list of words (row = id); unknown tokens map to ``"<unk>"``.
+        encoder_name: name of the model's `tf_memlayers.models.snli.ConditionalEncoder`.
+        embedding_name: name of the model's embedding layer.
+    """
+
+    def __init__(
+        self,
+        log_dir,
+        premise,
+        hypothesis,
+        vocabulary,
+        encoder_name="encoder",
+        embedding_name="embedding",
+    ):
+        super().__init__()
+        index = {w: i for i, w in enumerate(vocabulary)}
+        unk = index.get("<unk>", 1)
+        self.premise, self.hypothesis = list(premise), list(hypothesis)
+        self.premise_ids = np.array([[index.get(w, unk) for w in self.premise]], np.int32)
+        self.hypothesis_ids = np.array([[index.get(w, unk) for w in self.hypothesis]], np.int32)
+        self.encoder_name, self.embedding_name = encoder_name, embedding_name
+        self.writer = tf.summary.create_file_writer(f"{log_dir}/memory")
+        self.last_matrix = None
+
+    def similarity(self):
+        """The current ``[len(hypothesis), len(premise)]`` cosine-similarity matrix (or None
+        when the encoder has no associative memory)."""
+        embedding = self.model.get_layer(self.embedding_name)
+        encoder = self.model.get_layer(self.encoder_name)
+        premise = embedding(self.premise_ids)[0]
+        hypothesis = embedding(self.hypothesis_ids)[0]
+        retrievals = encoder.memory_retrievals(premise, hypothesis)
+        if not retrievals:
+            return None
+        return cosine_similarity_matrix(retrievals["hypothesis_read"], retrievals["premise_written"])
+
+    def on_epoch_end(self, epoch, logs=None):
+        matrix = self.similarity()
+        if matrix is None:
+            return
+        self.last_matrix = matrix
+        with self.writer.as_default():
+            write_heatmap(
+                "memory/retrieval",
+                matrix,
+                step=epoch,
+                row_labels=self.hypothesis,
+                col_labels=self.premise,
+                title="cosine(premise write, hypothesis read)",
+                xlabel="premise (written)",
+                ylabel="hypothesis (read)",
+                vmin=-1.0,
+                vmax=1.0,
+            )
+            tf.summary.text(
+                "memory/sentence",
+                f"premise: {' '.join(self.premise)}\n\nhypothesis: {' '.join(self.hypothesis)}",
+                step=epoch,
+            )
+        self.writer.flush()

@@ -1,0 +1,109 @@
+"""Loading weights saved from the original TensorFlow code of the associative-memory cells.
+
+The released cells (``dual_assoc_rnn.py``) create their variables with
+``tf.contrib.layers.fully_connected`` under the scope ``AssociativeGRUCell``; a premise AM-GRU
+and the hypothesis Dual AM-GRU share the scope, hence the non-dual variables. The mapping onto
+the Keras weights of `AssociativeGRUCell` / `DualAssociativeGRUCell` is one-to-one, with the
+same shapes and row order (``x_t`` rows, then the fed-back output ``o_{t-1}`` rows, then the
+retrieved ``h`` rows):
+
+=================================================  ======================================
+original variable (suffix)                         Keras weight
+=================================================  ======================================
+``AssociativeGRUCell/Keys/fully_connected/weights``        ``key_kernel``
+``AssociativeGRUCell/Gates/fully_connected/weights``       ``gate_kernel``
+``AssociativeGRUCell/Gates/fully_connected/biases``        ``gate_bias``
+``AssociativeGRUCell/Candidate/fully_connected/weights``   ``candidate_kernel``
+``AssociativeGRUCell/Candidate/fully_connected/biases``    ``candidate_bias``
+``AssociativeGRUCell/Keys/Dual/fully_connected/weights``   ``dual_key_kernel`` (``released``)
+``AssociativeGRUCell/DualGates/fully_connected/weights``   ``dual_gate_kernel``
+``AssociativeGRUCell/DualCandidate/fully_connected/weights``  ``dual_candidate_kernel``
+=================================================  ======================================
+
+Names are matched by suffix, so outer scopes (``rnn/SelfControllerWrapper/...``) may precede
+them. The paper-era TF 0.8 code used ``.../Linear/Matrix`` and ``.../Linear/Bias`` in place of
+``fully_connected/weights`` and ``fully_connected/biases``; both spellings are accepted.
+"""
+
+import numpy as np
+
+from tf_memlayers.layers.associative_gru import AssociativeGRUCell, DualAssociativeGRUCell
+
+SCOPE = "AssociativeGRUCell"
+_PREMISE = {
+    "Keys/fully_connected/weights": "key_kernel",
+    "Gates/fully_connected/weights": "gate_kernel",
+    "Gates/fully_connected/biases": "gate_bias",
+    "Candidate/fully_connected/weights": "candidate_kernel",
+    "Candidate/fully_connected/biases": "candidate_bias",
+}
+_DUAL = {
+    "Keys/Dual/fully_connected/weights": "dual_key_kernel",
+    "DualGates/fully_connected/weights": "dual_gate_kernel",
+    "DualCandidate/fully_connected/weights": "dual_candidate_kernel",
+}
+_TF08_SPELLING = {"fully_connected/weights": "Linear/Matrix", "fully_connected/biases": "Linear/Bias"}
+
+
+def _mapping(cell):
+    """``[(original name, owning layer, attribute)]`` for ``cell``'s weights."""
+    if isinstance(cell, DualAssociativeGRUCell):
+        pairs = [(SCOPE + "/" + k, cell.premise_cell, v) for k, v in _PREMISE.items()]
+        for name, attribute in _DUAL.items():
+            if attribute != "dual_key_kernel" or cell.dual_key == "released":
+                pairs.append((SCOPE + "/" + name, cell, attribute))
+        return pairs
+    if isinstance(cell, AssociativeGRUCell):
+        return [(SCOPE + "/" + k, cell, v) for k, v in _PREMISE.items()]
+    raise TypeError(
+        "`cell` must be an AssociativeGRUCell or DualAssociativeGRUCell, got "
+        f"{type(cell).__name__}."
+    )
+
+
+def _find(arrays, name):
+    spellings = [name] + [name.replace(new, old) for new, old in _TF08_SPELLING.items() if new in name]
+    for key, value in arrays.items():
+        if any(key == s or key.endswith("/" + s) or key.split(":")[0].endswith("/" + s) for s in spellings):
+            return value
+    return None
+
+
+def original_variable_names(cell):
+    """Returns ``{original variable name: Keras variable}`` for a built cell."""
+    if not cell.built:
+        raise ValueError("`cell` must be built (call it or `cell.build(input_shape)`) first.")
+    return {name: getattr(owner, attribute) for name, owner, attribute in _mapping(cell)}
+
+
+def load_original_weights(cell, arrays):
+    """Sets ``cell``'s weights from arrays named as in the original code.
+
+    Args:
+        cell: a built `AssociativeGRUCell` or `DualAssociativeGRUCell`.
+        arrays: dict ``{original variable name: array}`` in the original shapes (e.g. read with
+            ``tf.train.load_checkpoint(path).get_tensor(name)``); extra entries are ignored.
+
+    Returns:
+        The list of original names that were loaded.
+
+    Raises:
+        ValueError: a required variable is missing or has the wrong shape.
+    """
+    loaded = []
+    for name, owner, attribute in _mapping(cell):
+        if not owner.built:
+            raise ValueError("`cell` must be built (call it or `cell.build(input_shape)`) first.")
+        variable = getattr(owner, attribute)
+        value = _find(arrays, name)
+        if value is None:
+            raise ValueError(f"`arrays` has no entry for the original variable {name!r}.")
+        value = np.asarray(value)
+        if tuple(value.shape) != tuple(variable.shape):
+            raise ValueError(
+                f"The original variable {name!r} has shape {tuple(value.shape)}; the cell's "
+                f"`{attribute}` needs {tuple(variable.shape)}."
+            )
+        variable.assign(value.astype(variable.dtype))
+        loaded.append(name)
+    return loaded

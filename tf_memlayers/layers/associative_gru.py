@@ -1,0 +1,458 @@
+"""The AM-GRU and Dual AM-GRU cells of Weissenborn (2016), as in the released code.
+
+`AssociativeGRUCell` keeps its state in a holographic associative memory of ``num_copies``
+permuted copies and feeds its previous output back as input (the original's
+``SelfControllerWrapper``). `DualAssociativeGRUCell` also reads the final memory of a source
+sequence (the premise), carried as a pass-through state, and shares every non-dual weight with
+a premise `AssociativeGRUCell` (conditional encoding with shared weights).
+
+Weights, one-to-one with the original variables (``D = input_dim + units``, rows in the
+original's order: input ``x_t``, then previous output ``o_{t-1}``, then the retrieved ``h``):
+
+==========================  =====================================================  ==========
+Keras weight                original variable (under ``AssociativeGRUCell/``)       shape
+==========================  =====================================================  ==========
+``key_kernel``              ``Keys/fully_connected/weights``                       D × n
+``gate_kernel``             ``Gates/fully_connected/weights``                      (D+n) × 2n
+``gate_bias``               ``Gates/fully_connected/biases``                       2n
+``candidate_kernel``        ``Candidate/fully_connected/weights``                  (D+n) × n
+``candidate_bias``          ``Candidate/fully_connected/biases``                   n
+``dual_key_kernel``         ``Keys/Dual/fully_connected/weights`` (``released``)   D × n
+``dual_gate_kernel``        ``DualGates/fully_connected/weights``                  n × 2n
+``dual_candidate_kernel``   ``DualCandidate/fully_connected/weights``              n × n
+==========================  =====================================================  ==========
+
+`tf_memlayers.compat.load_original_weights` loads arrays saved under those names.
+"""
+
+import keras
+from keras import ops
+
+from tf_memlayers import _validation as check
+from tf_memlayers.ops import holographic
+
+DUAL_KEYS = ("paper", "released")
+
+
+def _num_copies_and_units(owner, units, num_copies, seed):
+    units = check.check_even("units", units, "a complex vector needs real and imaginary halves", owner)
+    num_copies = check.check_int("num_copies", num_copies, 1, owner)
+    seed = check.check_int("seed", seed, None, owner)
+    return units, num_copies, seed
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class AssociativeGRUCell(keras.layers.Layer):
+    """AM-GRU cell: a GRU whose state lives in a redundant holographic memory.
+
+    One step, with ``x = [x_t ; o_{t-1}]`` (the previous output is fed back) and the memory
+    ``S`` holding ``C`` permuted copies ``S_c`` of an ``n``-unit complex vector:
+
+    ```
+    k     = bound(x W_key)                        # eqs. 8-10, no bias
+    h     = mean_c conj(K_c) (*) S_c              # K_c: copy c of k permuted; eq. 5
+    [r|u] = sigmoid([x, h] W_g + b_g)             # b_g initialised to 1
+    c     = tanh([x, r*h] W_c + b_c)
+    delta = u * (c - h);  o_t = h + delta         # u weighs the candidate (not the state)
+    S_c  += K_c (*) delta                         # eq. 12
+    ```
+
+    Note the gate convention: ``o_t = (1 - u) * h + u * c``, the reverse of
+    `keras.layers.GRUCell`. The permutations are the original code's (`make_permutations`).
+
+    Args:
+        units: number of real units ``n`` (even: ``n/2`` complex entries).
+        num_copies: number of redundant permuted memory copies ``C >= 1``.
+        seed: seed of the permutations; cells that read each other's memory need the same.
+        return_retrievals: if True the output is ``[o_t, delta, h]`` (``3 * units``): what was
+            written to the memory and what was read from it at this step.
+        kernel_initializer: initializer of every kernel.
+        gate_bias_initializer: initializer of the gate bias (the original: ones).
+        candidate_bias_initializer: initializer of the candidate bias (the original: zeros).
+        kernel_regularizer: optional regularizer of every kernel.
+        bias_regularizer: optional regularizer of the biases.
+
+    Call arguments:
+        inputs: ``[batch, input_dim]``.
+        states: ``[memory [batch, units * num_copies], previous output [batch, units]]``;
+            zeros are the empty memory.
+        training: unused (present for the cell protocol).
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> cell = AssociativeGRUCell(8, num_copies=3)
+    >>> layer = keras.layers.RNN(cell, return_state=True)
+    >>> output, memory, last = layer(np.ones((2, 5, 4), "float32"))
+    >>> output.shape, memory.shape
+    (TensorShape([2, 8]), TensorShape([2, 24]))
+    """
+
+    def __init__(
+        self,
+        units,
+        num_copies=8,
+        seed=123,
+        return_retrievals=False,
+        kernel_initializer="glorot_uniform",
+        gate_bias_initializer="ones",
+        candidate_bias_initializer="zeros",
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        owner = type(self).__name__
+        self.units, self.num_copies, self.seed = _num_copies_and_units(
+            owner, units, num_copies, seed
+        )
+        self.return_retrievals = bool(return_retrievals)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.gate_bias_initializer = keras.initializers.get(gate_bias_initializer)
+        self.candidate_bias_initializer = keras.initializers.get(candidate_bias_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.permutations = holographic.make_permutations(units // 2, self.num_copies, self.seed)
+        self._permutation_matrix = holographic.permutation_matrix(self.permutations)
+        self.state_size = [self.units * self.num_copies, self.units]
+        self.output_size = self.units * (3 if self.return_retrievals else 1)
+
+    def build(self, input_shape):
+        input_dim = check.check_last_dim("inputs", input_shape, type(self).__name__)
+        controller_dim = input_dim + self.units
+        self.input_dim = input_dim
+        n = self.units
+        self.key_kernel = self._kernel("key_kernel", (controller_dim, n))
+        self.gate_kernel = self._kernel("gate_kernel", (controller_dim + n, 2 * n))
+        self.gate_bias = self.add_weight(
+            name="gate_bias",
+            shape=(2 * n,),
+            initializer=self.gate_bias_initializer,
+            regularizer=self.bias_regularizer,
+        )
+        self.candidate_kernel = self._kernel("candidate_kernel", (controller_dim + n, n))
+        self.candidate_bias = self.add_weight(
+            name="candidate_bias",
+            shape=(n,),
+            initializer=self.candidate_bias_initializer,
+            regularizer=self.bias_regularizer,
+        )
+
+    def _kernel(self, name, shape):
+        return self.add_weight(
+            name=name,
+            shape=shape,
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+        )
+
+    # -- pieces of the step, shared with DualAssociativeGRUCell ---------------------------
+
+    def project_controller(self, controller, extra_kernels=()):
+        """One fused matmul of ``[x_t ; o_{t-1}]`` with the key kernel, the input rows of the
+        gate and candidate kernels, and ``extra_kernels``; returns the pieces in that order."""
+        rows = controller.shape[-1]
+        kernels = [self.key_kernel, self.gate_kernel[:rows], self.candidate_kernel[:rows]]
+        kernels += list(extra_kernels)
+        projection = ops.matmul(controller, ops.concatenate(kernels, axis=1))
+        widths = [int(k.shape[1]) for k in kernels]
+        splits = [sum(widths[: i + 1]) for i in range(len(widths) - 1)]
+        return ops.split(projection, splits, axis=1)
+
+    def key_copies(self, key_re, key_im):
+        """Bounded key halves ``[batch, m]`` → permuted copies, each ``[batch, C, m]``."""
+        key_re, key_im = holographic.bound_parts(key_re, key_im)
+        if self.num_copies == 1:
+            return key_re[:, None, :], key_im[:, None, :]
+        matrix = ops.convert_to_tensor(self._permutation_matrix, dtype=key_re.dtype)
+        return holographic.permuted_copies_parts(key_re, key_im, matrix, self.num_copies)
+
+    def gated_update(self, gate_inputs, candidate_inputs, retrieved, dual_gate=0.0, dual_candidate=0.0):
+        """Gates, candidate and the delta; returns ``(delta, output)``."""
+        rows = self.gate_kernel.shape[0] - self.units
+        gates = ops.sigmoid(
+            gate_inputs
+            + ops.matmul(retrieved, self.gate_kernel[rows:])
+            + self.gate_bias
+            + dual_gate
+        )
+        reset, update = ops.split(gates, 2, axis=1)
+        candidate = ops.tanh(
+            candidate_inputs
+            + ops.matmul(reset * retrieved, self.candidate_kernel[rows:])
+            + self.candidate_bias
+            + dual_candidate
+        )
+        delta = update * (candidate - retrieved)
+        return delta, retrieved + delta
+
+    def write(self, copies_re, copies_im, memory_re, memory_im, delta):
+        """``S_c += K_c (*) delta`` for every copy; returns the new 2-D memory."""
+        delta_re, delta_im = holographic.complexify(delta)
+        memory_re, memory_im = holographic.write_memory_parts(
+            copies_re, copies_im, memory_re, memory_im, delta_re, delta_im
+        )
+        return holographic.join_memory(memory_re, memory_im)
+
+    # -- the step ---------------------------------------------------------------------------
+
+    def call_with_retrievals(self, inputs, states, training=None):
+        """One step; returns ``(output, new_states, {"written": delta, "read": h})``."""
+        memory, previous_output = states[0], states[1]
+        controller = ops.concatenate([inputs, previous_output], axis=1)
+        key, gate_inputs, candidate_inputs = self.project_controller(controller)
+        copies_re, copies_im = self.key_copies(*holographic.complexify(key))
+        memory_re, memory_im = holographic.split_memory(memory, self.num_copies)
+        retrieved = holographic.uncomplexify(
+            *holographic.read_memory_parts(copies_re, copies_im, memory_re, memory_im)
+        )
+        delta, output = self.gated_update(gate_inputs, candidate_inputs, retrieved)
+        new_memory = self.write(copies_re, copies_im, memory_re, memory_im, delta)
+        return output, [new_memory, output], {"written": delta, "read": retrieved}
+
+    def call(self, inputs, states, training=None):
+        output, new_states, retrievals = self.call_with_retrievals(inputs, states, training)
+        if self.return_retrievals:
+            return ops.concatenate([output, retrievals["written"], retrievals["read"]], axis=1), new_states
+        return output, new_states
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "units": self.units,
+                "num_copies": self.num_copies,
+                "seed": self.seed,
+                "return_retrievals": self.return_retrievals,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "gate_bias_initializer": keras.initializers.serialize(self.gate_bias_initializer),
+                "candidate_bias_initializer": keras.initializers.serialize(
+                    self.candidate_bias_initializer
+                ),
+                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
+            }
+        )
+        return config
+
+
+_SHARED_ARGUMENTS = (
+    "units",
+    "num_copies",
+    "seed",
+    "kernel_initializer",
+    "gate_bias_initializer",
+    "candidate_bias_initializer",
+    "kernel_regularizer",
+    "bias_regularizer",
+)
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class DualAssociativeGRUCell(keras.layers.Layer):
+    """Dual AM-GRU cell: an AM-GRU that also reads a source sequence's final memory.
+
+    The source memory ``S^x`` (e.g. the premise's final AM-GRU memory) is a pass-through
+    state: it is set through ``initial_state=`` and returned unchanged. At each step the cell
+    retrieves ``h2`` from it and adds ``h2 W_dg`` to the gate and ``h2 W_dc`` to the candidate
+    pre-activations (no biases); everything else is the `AssociativeGRUCell` step, with the
+    cell's own memory starting empty.
+
+    Keys (``dual_key``):
+
+    * ``"paper"``: the AM-GRU key ``k = bound(x W_key)``; the source is read with the same
+      conjugated key, ``h2 = mean_c conj(K_c) (*) S^x_c`` (the paper's "same key").
+    * ``"released"``: the released code's layout. With ``a = x W_key`` and ``b = x W_dual``
+      (``dual_key_kernel``), the write key is ``bound(a[:, :n/2] + i b[:, :n/2])`` and the
+      source is read with ``bound(a[:, n/2:] + i b[:, n/2:])``, not conjugated.
+
+    All non-dual weights live in ``premise_cell``, an `AssociativeGRUCell`: pass the premise's
+    cell to share them (conditional encoding with shared weights, as in the original); by
+    default the cell makes its own.
+
+    Args:
+        units: number of real units ``n`` (even).
+        num_copies: number of memory copies; must equal the source memory's.
+        dual_key: ``"paper"`` or ``"released"`` (see above).
+        seed: seed of the permutations; must equal the source cell's.
+        return_retrievals: if True the output is ``[o_t, delta, h, h2]`` (``4 * units``).
+        premise_cell: optional `AssociativeGRUCell` whose weights are shared (its ``units``,
+            ``num_copies`` and ``seed`` must match). Not serialized: a model that shares
+            weights recreates the sharing when it is rebuilt (see
+            `tf_memlayers.models.snli.ConditionalEncoder`).
+        kernel_initializer, gate_bias_initializer, candidate_bias_initializer,
+        kernel_regularizer, bias_regularizer: as in `AssociativeGRUCell`; used for the cell's
+            own premise weights and for the dual kernels.
+
+    Call arguments:
+        inputs: ``[batch, input_dim]``.
+        states: ``[memory [batch, units * C], previous output [batch, units],
+            source memory [batch, units * C]]``.
+        training: unused.
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> premise = AssociativeGRUCell(8, num_copies=2)
+    >>> _, source, last = keras.layers.RNN(premise, return_state=True)(np.ones((2, 5, 4), "float32"))
+    >>> dual = DualAssociativeGRUCell(8, num_copies=2, premise_cell=premise)
+    >>> layer = keras.layers.RNN(dual, return_state=True)
+    >>> hypothesis = np.ones((2, 3, 4), "float32")
+    >>> output, *_ = layer(hypothesis, initial_state=[source * 0, last, source])
+    >>> output.shape
+    TensorShape([2, 8])
+    """
+
+    def __init__(
+        self,
+        units,
+        num_copies=8,
+        dual_key="paper",
+        seed=123,
+        return_retrievals=False,
+        premise_cell=None,
+        kernel_initializer="glorot_uniform",
+        gate_bias_initializer="ones",
+        candidate_bias_initializer="zeros",
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        owner = type(self).__name__
+        units, num_copies, seed = _num_copies_and_units(owner, units, num_copies, seed)
+        self.dual_key = check.check_choice("dual_key", dual_key, DUAL_KEYS, owner)
+        self.return_retrievals = bool(return_retrievals)
+        if premise_cell is None:
+            premise_cell = AssociativeGRUCell(
+                units,
+                num_copies=num_copies,
+                seed=seed,
+                kernel_initializer=kernel_initializer,
+                gate_bias_initializer=gate_bias_initializer,
+                candidate_bias_initializer=candidate_bias_initializer,
+                kernel_regularizer=kernel_regularizer,
+                bias_regularizer=bias_regularizer,
+                dtype=kwargs.get("dtype"),
+                name="premise_cell",
+            )
+        self._check_premise_cell(premise_cell, units, num_copies, seed)
+        self.premise_cell = premise_cell
+        self.units, self.num_copies, self.seed = units, num_copies, seed
+        self.kernel_initializer = premise_cell.kernel_initializer
+        self.kernel_regularizer = premise_cell.kernel_regularizer
+        self.state_size = [units * num_copies, units, units * num_copies]
+        self.output_size = units * (4 if self.return_retrievals else 1)
+
+    @property
+    def permutations(self):
+        """The copies' permutations (those of the premise cell)."""
+        return self.premise_cell.permutations
+
+    @staticmethod
+    def _check_premise_cell(cell, units, num_copies, seed):
+        if not isinstance(cell, AssociativeGRUCell):
+            raise TypeError(
+                "DualAssociativeGRUCell: `premise_cell` must be an AssociativeGRUCell, got "
+                f"{type(cell).__name__}."
+            )
+        for name, mine in (("units", units), ("num_copies", num_copies), ("seed", seed)):
+            if getattr(cell, name) != mine:
+                raise ValueError(
+                    f"DualAssociativeGRUCell: `premise_cell.{name}` is {getattr(cell, name)} but "
+                    f"`{name}` is {mine}; they must be equal to read the premise memory."
+                )
+
+    def build(self, input_shape):
+        input_dim = check.check_last_dim("inputs", input_shape, type(self).__name__)
+        if not self.premise_cell.built:
+            self.premise_cell.build(input_shape)
+        elif self.premise_cell.input_dim != input_dim:
+            raise ValueError(
+                f"DualAssociativeGRUCell: inputs have {input_dim} features but the shared "
+                f"premise cell was built for {self.premise_cell.input_dim}."
+            )
+        n = self.units
+        if self.dual_key == "released":
+            self.dual_key_kernel = self._kernel("dual_key_kernel", (input_dim + n, n))
+        self.dual_gate_kernel = self._kernel("dual_gate_kernel", (n, 2 * n))
+        self.dual_candidate_kernel = self._kernel("dual_candidate_kernel", (n, n))
+
+    def _kernel(self, name, shape):
+        return self.add_weight(
+            name=name,
+            shape=shape,
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+        )
+
+    def _check_source(self, source):
+        width = source.shape[-1]
+        if width is not None and width != self.units * self.num_copies:
+            raise ValueError(
+                "DualAssociativeGRUCell: the source memory (third state) must have width "
+                f"units * num_copies = {self.units * self.num_copies}; got {width}."
+            )
+
+    def _keys(self, controller):
+        """Returns the gate/candidate input projections, the write-key copies and the source
+        read-key copies (and whether to conjugate the latter)."""
+        cell = self.premise_cell
+        m = self.units // 2
+        if self.dual_key == "paper":
+            key, gate_inputs, candidate_inputs = cell.project_controller(controller)
+            copies = cell.key_copies(*holographic.complexify(key))
+            return gate_inputs, candidate_inputs, copies, copies, True
+        key, gate_inputs, candidate_inputs, dual = cell.project_controller(
+            controller, [self.dual_key_kernel]
+        )
+        # Released layout: real parts from x W_key, imaginary parts from x W_dual; the first
+        # halves form the write key, the second halves the source read key.
+        both_re, both_im = cell.key_copies(
+            ops.concatenate([key[:, :m], key[:, m:]], axis=0),
+            ops.concatenate([dual[:, :m], dual[:, m:]], axis=0),
+        )
+        write_re, read_re = ops.split(both_re, 2, axis=0)
+        write_im, read_im = ops.split(both_im, 2, axis=0)
+        return gate_inputs, candidate_inputs, (write_re, write_im), (read_re, read_im), False
+
+    def call_with_retrievals(self, inputs, states, training=None):
+        """One step; returns ``(output, new_states, {"written", "read", "source_read"})``."""
+        memory, previous_output, source = states[0], states[1], states[2]
+        self._check_source(source)
+        cell = self.premise_cell
+        controller = ops.concatenate([inputs, previous_output], axis=1)
+        gate_inputs, candidate_inputs, write_key, read_key, conjugate = self._keys(controller)
+        memory_re, memory_im = holographic.split_memory(memory, self.num_copies)
+        retrieved = holographic.uncomplexify(
+            *holographic.read_memory_parts(*write_key, memory_re, memory_im)
+        )
+        source_re, source_im = holographic.split_memory(source, self.num_copies)
+        source_read = holographic.uncomplexify(
+            *holographic.read_memory_parts(*read_key, source_re, source_im, conjugate_key=conjugate)
+        )
+        dual = ops.matmul(
+            source_read,
+            ops.concatenate([self.dual_gate_kernel, self.dual_candidate_kernel], axis=1),
+        )
+        dual_gate, dual_candidate = dual[:, : 2 * self.units], dual[:, 2 * self.units :]
+        delta, output = cell.gated_update(
+            gate_inputs, candidate_inputs, retrieved, dual_gate, dual_candidate
+        )
+        new_memory = cell.write(*write_key, memory_re, memory_im, delta)
+        retrievals = {"written": delta, "read": retrieved, "source_read": source_read}
+        return output, [new_memory, output, source], retrievals
+
+    def call(self, inputs, states, training=None):
+        output, new_states, retrievals = self.call_with_retrievals(inputs, states, training)
+        if self.return_retrievals:
+            pieces = [output, retrievals["written"], retrievals["read"], retrievals["source_read"]]
+            return ops.concatenate(pieces, axis=1), new_states
+        return output, new_states
+
+    def get_config(self):
+        config = super().get_config()
+        premise = self.premise_cell.get_config()
+        config.update({name: premise[name] for name in _SHARED_ARGUMENTS})
+        config.update({"dual_key": self.dual_key, "return_retrievals": self.return_retrievals})
+        return config

@@ -1,0 +1,167 @@
+"""The generic AM-RNN of Weissenborn (2016, §3.2): any Keras cell whose state lives in a
+holographic associative memory."""
+
+import keras
+from keras import ops
+
+from tf_memlayers import _validation as check
+from tf_memlayers.ops import holographic
+
+
+def _state_sizes(cell):
+    sizes = cell.state_size
+    return [int(sizes)] if isinstance(sizes, int) else [int(s) for s in sizes]
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class AssociativeMemoryCell(keras.layers.Layer):
+    """Wraps an RNN cell so that one of its states is kept in a redundant associative memory.
+
+    At each step, with ``h_{t-1}`` the previous output (fed back as input) and ``m`` the memory
+    of ``C`` permuted copies (paper eqs. 8-12):
+
+    ```
+    r_t        = bound(W_r [x_t ; h_{t-1}])                  # eqs. 8-10, no bias
+    s_{t-1}    = mean_c conj(P_c r_t) (*) m_c                # eq. 8 with copies (eq. 5)
+    s_t, h_t   = cell([x_t ; h_{t-1}], s_{t-1})              # eq. 11
+    m_c       += (P_c r_t) (*) (s_t - s_{t-1})               # eq. 12
+    ```
+
+    The state kept in memory is the cell's state ``memory_state_index``: by default the carry
+    ``c`` of a `keras.layers.LSTMCell` (index 1, ``h`` is then carried as a plain state) and
+    state 0 of any other cell (e.g. `keras.layers.GRUCell`, user cells). Its size must be even.
+    The cell's other states are carried unchanged through the step as usual.
+
+    Args:
+        cell: a Keras RNN cell (``call(inputs, states, training)``, ``state_size``,
+            ``output_size``).
+        num_copies: number of redundant permuted memory copies ``C >= 1``.
+        seed: seed of the permutations (`tf_memlayers.ops.holographic.make_permutations`).
+        memory_state_index: which of the cell's states lives in memory (default: see above).
+        return_retrievals: if True the output is ``[h_t, s_t - s_{t-1}, s_{t-1}]``: the cell
+            output, what was written to memory and what was read from it.
+        key_initializer: initializer of the key kernel ``W_r``.
+
+    Call arguments:
+        inputs: ``[batch, input_dim]``.
+        states: ``[memory [batch, M * C], previous output [batch, output_size],
+            *the cell's other states]`` with ``M`` the size of the memory state.
+        training: passed to the wrapped cell.
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> cell = AssociativeMemoryCell(keras.layers.LSTMCell(6), num_copies=4)
+    >>> outputs = keras.layers.RNN(cell)(np.ones((2, 5, 3), "float32"))
+    >>> outputs.shape
+    TensorShape([2, 6])
+    """
+
+    def __init__(
+        self,
+        cell,
+        num_copies=8,
+        seed=123,
+        memory_state_index=None,
+        return_retrievals=False,
+        key_initializer="glorot_uniform",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        owner = type(self).__name__
+        if not (hasattr(cell, "call") and hasattr(cell, "state_size")):
+            raise TypeError(f"{owner}: `cell` must be a Keras RNN cell, got {cell!r}.")
+        self.cell = cell
+        self.num_copies = check.check_int("num_copies", num_copies, 1, owner)
+        self.seed = check.check_int("seed", seed, None, owner)
+        sizes = _state_sizes(cell)
+        if memory_state_index is None:
+            memory_state_index = 1 if isinstance(cell, keras.layers.LSTMCell) else 0
+        self.memory_state_index = check.check_int("memory_state_index", memory_state_index, 0, owner)
+        if self.memory_state_index >= len(sizes):
+            raise ValueError(
+                f"{owner}: `memory_state_index` must be < {len(sizes)} (the cell's number of "
+                f"states), got {self.memory_state_index}."
+            )
+        self.memory_units = check.check_even(
+            f"cell.state_size[{self.memory_state_index}]",
+            sizes[self.memory_state_index],
+            "the memory stores complex halves",
+            owner,
+        )
+        self.return_retrievals = bool(return_retrievals)
+        self.key_initializer = keras.initializers.get(key_initializer)
+        self._cell_output_size = int(cell.output_size)
+        self._other_sizes = [s for i, s in enumerate(sizes) if i != self.memory_state_index]
+        self.state_size = [self.memory_units * self.num_copies, self._cell_output_size]
+        self.state_size += self._other_sizes
+        self.output_size = self._cell_output_size + (
+            2 * self.memory_units if self.return_retrievals else 0
+        )
+        self.permutations = holographic.make_permutations(
+            self.memory_units // 2, self.num_copies, self.seed
+        )
+        self._permutation_matrix = holographic.permutation_matrix(self.permutations)
+
+    def build(self, input_shape):
+        input_dim = check.check_last_dim("inputs", input_shape, type(self).__name__)
+        controller_dim = input_dim + self._cell_output_size
+        if not self.cell.built:
+            self.cell.build((input_shape[0], controller_dim))
+        self.key_kernel = self.add_weight(
+            name="key_kernel",
+            shape=(controller_dim, self.memory_units),
+            initializer=self.key_initializer,
+        )
+
+    def _key_copies(self, controller):
+        key_re, key_im = holographic.bound_parts(
+            *holographic.complexify(ops.matmul(controller, self.key_kernel))
+        )
+        if self.num_copies == 1:
+            return key_re[:, None, :], key_im[:, None, :]
+        matrix = ops.convert_to_tensor(self._permutation_matrix, dtype=key_re.dtype)
+        return holographic.permuted_copies_parts(key_re, key_im, matrix, self.num_copies)
+
+    def call(self, inputs, states, training=None):
+        memory, previous_output, others = states[0], states[1], list(states[2:])
+        controller = ops.concatenate([inputs, previous_output], axis=1)
+        copies_re, copies_im = self._key_copies(controller)
+        memory_re, memory_im = holographic.split_memory(memory, self.num_copies)
+        retrieved = holographic.uncomplexify(
+            *holographic.read_memory_parts(copies_re, copies_im, memory_re, memory_im)
+        )
+        cell_states = others[: self.memory_state_index] + [retrieved]
+        cell_states += others[self.memory_state_index :]
+        output, new_cell_states = self.cell(controller, cell_states, training=training)
+        new_cell_states = list(new_cell_states) if isinstance(new_cell_states, (list, tuple)) else [new_cell_states]
+        written = new_cell_states[self.memory_state_index] - retrieved
+        delta_re, delta_im = holographic.complexify(written)
+        memory_re, memory_im = holographic.write_memory_parts(
+            copies_re, copies_im, memory_re, memory_im, delta_re, delta_im
+        )
+        new_others = [s for i, s in enumerate(new_cell_states) if i != self.memory_state_index]
+        new_states = [holographic.join_memory(memory_re, memory_im), output, *new_others]
+        if self.return_retrievals:
+            output = ops.concatenate([output, written, retrieved], axis=1)
+        return output, new_states
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "cell": keras.saving.serialize_keras_object(self.cell),
+                "num_copies": self.num_copies,
+                "seed": self.seed,
+                "memory_state_index": self.memory_state_index,
+                "return_retrievals": self.return_retrievals,
+                "key_initializer": keras.initializers.serialize(self.key_initializer),
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["cell"] = keras.saving.deserialize_keras_object(config["cell"])
+        return cls(**config)

@@ -1,0 +1,287 @@
+"""The SNLI model of Weissenborn (2016, §5): conditional encoding with shared weights.
+
+Embeddings → (dropout) → layer 1 over the premise, then over the hypothesis starting from the
+premise's final state (GRU, AM-GRU, or AM-GRU + Dual AM-GRU reading the premise memory) →
+layer 2, a GRU over the layer-1 outputs whose hypothesis pass starts from the premise's final
+GRU state → features ``[p, h, |p - h|]`` → two ReLU layers → 3-way softmax.
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+from tf_memlayers._validation import check_choice, check_int
+from tf_memlayers.layers.associative_gru import DUAL_KEYS, AssociativeGRUCell, DualAssociativeGRUCell
+
+KINDS = ("gru", "am_gru", "dual_am_gru")
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class ConditionalEncoder(keras.layers.Layer):
+    """Encodes a premise and a hypothesis with shared weights (conditional encoding).
+
+    Layer 1 reads the premise from a zero state and then the hypothesis from the premise's
+    final state, with the same weights. For ``kind="dual_am_gru"`` the hypothesis cell is a
+    `DualAssociativeGRUCell` that shares every non-dual weight with the premise
+    `AssociativeGRUCell`, starts with an empty memory and the premise's last output, and reads
+    the premise's final memory. Layer 2 is a `keras.layers.GRU` run over both layer-1 output
+    sequences, the hypothesis pass starting from the premise's final state.
+
+    Args:
+        kind: ``"gru"``, ``"am_gru"`` or ``"dual_am_gru"``.
+        units: size of layer 1 (even for the associative kinds).
+        top_units: size of the layer-2 GRU (default: ``units``).
+        num_copies: memory copies of the associative kinds.
+        dual_key: key mode of the Dual AM-GRU (``"paper"`` or ``"released"``).
+        seed: seed of the memory permutations.
+        kernel_initializer: initializer of every kernel (the paper: uniform ±0.05).
+
+    Call arguments:
+        inputs: ``[premise [batch, Tp, dim], hypothesis [batch, Th, dim]]``.
+        mask: optional ``[premise mask, hypothesis mask]`` (set by a masking embedding).
+        training: passed to the recurrent layers.
+
+    Returns:
+        ``[p, h]``: the final layer-2 states of the premise and the hypothesis.
+
+    Example:
+
+    >>> import numpy as np
+    >>> encoder = ConditionalEncoder("dual_am_gru", units=8, num_copies=2)
+    >>> p, h = encoder([np.ones((2, 5, 4), "float32"), np.ones((2, 3, 4), "float32")])
+    >>> p.shape, h.shape
+    (TensorShape([2, 8]), TensorShape([2, 8]))
+    """
+
+    def __init__(
+        self,
+        kind="dual_am_gru",
+        units=100,
+        top_units=None,
+        num_copies=8,
+        dual_key="paper",
+        seed=123,
+        kernel_initializer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.kind = check_choice("kind", kind, KINDS, "ConditionalEncoder")
+        self.units = check_int("units", units, 1, "ConditionalEncoder")
+        self.top_units = check_int("top_units", top_units or units, 1, "ConditionalEncoder")
+        self.num_copies = check_int("num_copies", num_copies, 1, "ConditionalEncoder")
+        self.dual_key = check_choice("dual_key", dual_key, DUAL_KEYS, "ConditionalEncoder")
+        self.seed = check_int("seed", seed, None, "ConditionalEncoder")
+        if kernel_initializer is None:
+            kernel_initializer = keras.initializers.RandomUniform(-0.05, 0.05, seed=self.seed)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        init = self.kernel_initializer
+        if self.kind == "gru":
+            self.premise_cell = keras.layers.GRUCell(
+                self.units, kernel_initializer=init, recurrent_initializer=init
+            )
+            self.hypothesis_cell = self.premise_cell
+        else:
+            self.premise_cell = AssociativeGRUCell(
+                self.units, num_copies=self.num_copies, seed=self.seed, kernel_initializer=init
+            )
+            self.hypothesis_cell = self.premise_cell
+            if self.kind == "dual_am_gru":
+                self.hypothesis_cell = DualAssociativeGRUCell(
+                    self.units,
+                    num_copies=self.num_copies,
+                    dual_key=self.dual_key,
+                    seed=self.seed,
+                    premise_cell=self.premise_cell,
+                    kernel_initializer=init,
+                )
+        self.premise_layer = keras.layers.RNN(
+            self.premise_cell, return_sequences=True, return_state=True
+        )
+        self.hypothesis_layer = self.premise_layer
+        if self.hypothesis_cell is not self.premise_cell:
+            self.hypothesis_layer = keras.layers.RNN(
+                self.hypothesis_cell, return_sequences=True, return_state=True
+            )
+        self.top_layer = keras.layers.GRU(
+            self.top_units, kernel_initializer=init, recurrent_initializer=init
+        )
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        premise_shape, hypothesis_shape = input_shape
+        self.premise_layer.build(premise_shape)
+        if self.hypothesis_layer is not self.premise_layer:
+            self.hypothesis_layer.build(hypothesis_shape)
+        self.top_layer.build(tuple(premise_shape[:2]) + (self.units,))
+
+    def _hypothesis_initial_state(self, premise_states):
+        if self.kind == "dual_am_gru":
+            memory, last_output = premise_states
+            return [ops.zeros_like(memory), last_output, memory]
+        return list(premise_states)
+
+    def call(self, inputs, mask=None, training=None):
+        premise, hypothesis = inputs
+        premise_mask, hypothesis_mask = mask if mask is not None else (None, None)
+        premise_seq, *premise_states = self.premise_layer(
+            premise, mask=premise_mask, training=training
+        )
+        hypothesis_seq, *_ = self.hypothesis_layer(
+            hypothesis,
+            initial_state=self._hypothesis_initial_state(premise_states),
+            mask=hypothesis_mask,
+            training=training,
+        )
+        p = self.top_layer(premise_seq, mask=premise_mask, training=training)
+        h = self.top_layer(hypothesis_seq, initial_state=p, mask=hypothesis_mask, training=training)
+        return [p, h]
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        batch = input_shape[0][0]
+        return [(batch, self.top_units), (batch, self.top_units)]
+
+    def memory_retrievals(self, premise, hypothesis):
+        """Steps layer 1 over ONE unpadded pair and returns what was written and read.
+
+        Args:
+            premise: ``[Tp, dim]`` embedded premise; hypothesis: ``[Th, dim]``.
+
+        Returns:
+            dict with ``"premise_written"`` ``[Tp, units]`` (the delta written at each premise
+            step) and ``"hypothesis_read"`` ``[Th, units]`` (for the Dual AM-GRU what was read
+            from the premise memory, for the AM-GRU what was read from the memory it continues).
+            Empty for ``kind="gru"``.
+        """
+        if self.kind == "gru":
+            return {}
+        premise = ops.convert_to_tensor(premise, dtype=self.compute_dtype)[None]
+        hypothesis = ops.convert_to_tensor(hypothesis, dtype=self.compute_dtype)[None]
+        states = [ops.zeros((1, s), dtype=self.compute_dtype) for s in self.premise_cell.state_size]
+        written = []
+        for t in range(premise.shape[1]):
+            _, states, retrievals = self.premise_cell.call_with_retrievals(premise[:, t], states)
+            written.append(retrievals["written"][0])
+        states = self._hypothesis_initial_state(states)
+        key = "source_read" if self.kind == "dual_am_gru" else "read"
+        read = []
+        for t in range(hypothesis.shape[1]):
+            _, states, retrievals = self.hypothesis_cell.call_with_retrievals(
+                hypothesis[:, t], states
+            )
+            read.append(retrievals[key][0])
+        as_array = lambda rows: np.stack([ops.convert_to_numpy(r) for r in rows]).astype(np.float64)  # noqa: E731
+        return {"premise_written": as_array(written), "hypothesis_read": as_array(read)}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "kind": self.kind,
+                "units": self.units,
+                "top_units": self.top_units,
+                "num_copies": self.num_copies,
+                "dual_key": self.dual_key,
+                "seed": self.seed,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            }
+        )
+        return config
+
+
+def build_snli_model(
+    vocabulary_size,
+    kind="dual_am_gru",
+    units=100,
+    top_units=None,
+    embedding_dim=300,
+    embeddings=None,
+    train_embeddings=True,
+    num_copies=8,
+    dual_key="paper",
+    dropout=0.1,
+    seed=123,
+    init_scale=0.05,
+):
+    """The paper's SNLI classifier as a functional `keras.Model`.
+
+    Args:
+        vocabulary_size: number of word ids (id 0 = padding, masked).
+        kind: layer 1: ``"gru"``, ``"am_gru"`` or ``"dual_am_gru"``.
+        units: layer-1 size (the paper: 100 for the Dual AM-GRU, 108 AM-GRU, 126 GRU).
+        top_units: layer-2 GRU and classifier size (default ``units``).
+        embedding_dim: word vector size (ignored when ``embeddings`` is given).
+        embeddings: optional initial embedding matrix ``[vocabulary_size, dim]`` (e.g. GloVe).
+        train_embeddings: whether the embeddings are tuned.
+        num_copies: memory copies (the paper: 8).
+        dual_key: ``"paper"`` or ``"released"``.
+        dropout: dropout on the word vectors (the paper: 0.1).
+        seed: seed of the initialisers and permutations.
+        init_scale: every kernel starts uniform in ``±init_scale`` (the paper: 0.05).
+
+    Returns:
+        A model with inputs ``(premise ids, hypothesis ids)`` (int, ``[batch, time]``) and a
+        softmax over (entailment, neutral, contradiction). Layers are named ``"embedding"``
+        and ``"encoder"`` (a `ConditionalEncoder`).
+    """
+    vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
+    if not init_scale > 0:
+        raise ValueError(f"`init_scale` must be > 0, got {init_scale!r}.")
+    init = keras.initializers.RandomUniform(-init_scale, init_scale, seed=seed)
+    if embeddings is not None:
+        embeddings = np.asarray(embeddings)
+        if embeddings.ndim != 2 or embeddings.shape[0] != vocabulary_size:
+            raise ValueError(
+                f"`embeddings` must have shape ({vocabulary_size}, dim); got {embeddings.shape}."
+            )
+        embedding_dim = embeddings.shape[1]
+        embedding_init = keras.initializers.Constant(embeddings)
+    else:
+        # The original code draws every word vector from N(0, 1) before GloVe overwrites the
+        # known words; ±0.05 word vectors would leave the whole network near zero.
+        embedding_init = keras.initializers.RandomNormal(0.0, 1.0, seed=seed)
+    premise = keras.Input((None,), dtype="int32", name="premise")
+    hypothesis = keras.Input((None,), dtype="int32", name="hypothesis")
+    embed = keras.layers.Embedding(
+        vocabulary_size,
+        embedding_dim,
+        embeddings_initializer=embedding_init,
+        mask_zero=True,
+        trainable=train_embeddings,
+        name="embedding",
+    )
+    drop = keras.layers.Dropout(dropout, seed=seed, name="word_dropout")
+    encoder = ConditionalEncoder(
+        kind, units, top_units, num_copies, dual_key, seed, kernel_initializer=init, name="encoder"
+    )
+    p, h = encoder([drop(embed(premise)), drop(embed(hypothesis))])
+    features = keras.layers.Concatenate(name="features")([p, h, ops.abs(p - h)])
+    size = top_units or units
+    for i in range(2):
+        features = keras.layers.Dense(size, "relu", kernel_initializer=init, name=f"relu_{i}")(
+            features
+        )
+    probabilities = keras.layers.Dense(
+        3, "softmax", kernel_initializer=init, dtype="float32", name="softmax"
+    )(features)
+    return keras.Model([premise, hypothesis], probabilities, name=f"snli_{kind}")
+
+
+def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=False):
+    """Compiles with the paper's optimiser: Adam(lr, beta_1=0), global-norm clipping."""
+    model.compile(
+        optimizer=keras.optimizers.Adam(learning_rate, beta_1=0.0, global_clipnorm=clip_norm),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+        jit_compile=jit_compile,
+    )
+    return model
+
+
+def halve_learning_rate_callback(min_delta=1e-3):
+    """Halves the learning rate when dev accuracy did not improve by ``min_delta``."""
+    return keras.callbacks.ReduceLROnPlateau(
+        monitor="val_accuracy", factor=0.5, patience=0, min_delta=min_delta, mode="max", verbose=1
+    )

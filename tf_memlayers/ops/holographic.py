@@ -1,0 +1,151 @@
+"""Holographic primitives: complex vectors stored as real tensors, `bound`, permuted copies.
+
+A complex vector of ``n`` real units is stored as one real tensor whose last axis is
+``[re (n/2) | im (n/2)]``, so every operation runs in float16, bfloat16, float32 and float64
+(Weissenborn 2016, §3.1; Danihelka et al. 2016). The functions that take ``x``/``y`` work on
+that layout; the ones ending in ``_parts`` work on ``(re, im)`` pairs.
+
+A redundant memory of ``C`` permuted copies of an ``n``-unit complex vector is one 2-D tensor
+``[batch, n * C]`` laid out ``[Re copy0 | ... | Re copy(C-1) | Im copy0 | ... | Im copy(C-1)]``.
+"""
+
+import random
+
+import numpy as np
+from keras import ops
+
+
+def complexify(x):
+    """Splits ``[..., n]`` into its real and imaginary halves ``(re, im)``, each ``[..., n/2]``."""
+    return ops.split(x, 2, axis=-1)
+
+
+def uncomplexify(re, im):
+    """Joins real and imaginary halves back into ``[..., n]``."""
+    return ops.concatenate([re, im], axis=-1)
+
+
+def bound_parts(re, im):
+    """`bound` on ``(re, im)``: divides every complex entry by ``max(1, |entry|)`` (eq. 9-10).
+
+    ``max(1, sqrt(q))`` is computed as ``sqrt(max(1, q))`` with ``q = re^2 + im^2``: the values
+    are identical, and the gradient stays finite at ``q = 0`` (where the derivative of
+    ``sqrt`` is infinite and ``0 * inf`` would give NaN).
+    """
+    dtype = re.dtype
+    if dtype in ("float16", "bfloat16"):
+        # The squared modulus overflows float16 for entries above 256.
+        re, im = ops.cast(re, "float32"), ops.cast(im, "float32")
+    modulus = ops.sqrt(ops.maximum(ops.square(re) + ops.square(im), 1.0))
+    return ops.cast(re / modulus, dtype), ops.cast(im / modulus, dtype)
+
+
+def bound(x):
+    """`bound` of a complex vector in ``[re | im]`` layout; see `bound_parts`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> bound(np.array([[3.0, 0.5, 4.0, 0.0]])).numpy().round(3)
+    array([[0.6, 0.5, 0.8, 0. ]])
+    """
+    return uncomplexify(*bound_parts(*complexify(x)))
+
+
+def complex_multiply_parts(x_re, x_im, y_re, y_im):
+    """Element-wise complex product ``x (*) y`` on ``(re, im)`` pairs (eq. 1)."""
+    return x_re * y_re - x_im * y_im, x_re * y_im + x_im * y_re
+
+
+def complex_multiply(x, y):
+    """Element-wise complex product of two ``[re | im]`` tensors (eq. 1)."""
+    return uncomplexify(*complex_multiply_parts(*complexify(x), *complexify(y)))
+
+
+def conjugate(x):
+    """Complex conjugate of a ``[re | im]`` tensor: ``[re | -im]``."""
+    re, im = complexify(x)
+    return uncomplexify(re, -im)
+
+
+def make_permutations(num_complex, num_copies, seed=123):
+    """The permutations of the redundant copies, as the original code draws them.
+
+    Copy 0 is the identity. Copies ``1 .. num_copies - 1`` are, in order, ``list(range(
+    num_complex))`` shuffled by ONE ``random.Random(seed)``, so the sequence equals the original
+    code's (Python 3 `random`). Real and imaginary parts share a copy's permutation, and the
+    permuted key of copy ``c`` is ``K_c[j] = k[perm_c[j]]`` (eq. 4).
+
+    Args:
+        num_complex: number of complex entries (half the number of real units).
+        num_copies: number of copies ``C >= 1``.
+        seed: seed of the `random.Random` generator.
+
+    Returns:
+        A list of ``num_copies`` lists of ints.
+    """
+    rng = random.Random(seed)
+    permutations = [list(range(num_complex))]
+    for _ in range(num_copies - 1):
+        permutation = list(range(num_complex))
+        rng.shuffle(permutation)
+        permutations.append(permutation)
+    return permutations
+
+
+def permutation_matrix(permutations):
+    """A 0/1 matrix ``P`` ``[m, C * m]`` with ``(k @ P)[:, c*m + j] = k[:, perm_c[j]]``.
+
+    Permuting by a fixed 0/1 matmul is exact (one 1 per column) and faster on CPU than a
+    gather, in both directions of backpropagation.
+    """
+    permutations = np.asarray(permutations)
+    num_copies, num_complex = permutations.shape
+    matrix = np.zeros((num_complex, num_copies * num_complex), dtype=np.float32)
+    columns = np.arange(num_copies * num_complex)
+    matrix[permutations.reshape(-1), columns] = 1.0
+    return matrix
+
+
+def permuted_copies_parts(re, im, matrix, num_copies):
+    """Permuted copies of a key: ``(re, im)`` ``[batch, m]`` → two ``[batch, C, m]`` tensors.
+
+    ``matrix`` is `permutation_matrix` (cast to the compute dtype). Real and imaginary parts
+    go through one matmul, stacked on the batch axis.
+    """
+    num_complex = re.shape[-1]
+    stacked = ops.matmul(ops.concatenate([re, im], axis=0), matrix)
+    copies = ops.reshape(stacked, (2, -1, num_copies, num_complex))
+    return copies[0], copies[1]
+
+
+def split_memory(memory, num_copies):
+    """Memory ``[batch, n * C]`` → ``(re, im)``, each ``[batch, C, n/2]``."""
+    re, im = complexify(memory)
+    shape = (-1, num_copies, re.shape[-1] // num_copies)
+    return ops.reshape(re, shape), ops.reshape(im, shape)
+
+
+def join_memory(re, im):
+    """Inverse of `split_memory`: two ``[batch, C, n/2]`` tensors → ``[batch, n * C]``."""
+    width = re.shape[1] * re.shape[2]
+    return uncomplexify(ops.reshape(re, (-1, width)), ops.reshape(im, (-1, width)))
+
+
+def read_memory_parts(key_re, key_im, memory_re, memory_im, conjugate_key=True):
+    """Retrieval averaged over copies (eq. 5): ``mean_c conj(K_c) (*) S_c``.
+
+    All inputs are ``[batch, C, m]``; returns ``(re, im)`` ``[batch, m]``.
+    ``conjugate_key=False`` reads with ``K_c`` itself (the released Dual key).
+    """
+    if conjugate_key:
+        key_im = -key_im
+    read_re, read_im = complex_multiply_parts(key_re, key_im, memory_re, memory_im)
+    return ops.mean(read_re, axis=1), ops.mean(read_im, axis=1)
+
+
+def write_memory_parts(key_re, key_im, memory_re, memory_im, value_re, value_im):
+    """Adds ``K_c (*) value`` to every copy ``S_c`` (eq. 12); ``value`` is ``[batch, m]``."""
+    value_re, value_im = value_re[:, None, :], value_im[:, None, :]
+    add_re, add_im = complex_multiply_parts(key_re, key_im, value_re, value_im)
+    return memory_re + add_re, memory_im + add_im
