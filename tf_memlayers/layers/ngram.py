@@ -12,8 +12,9 @@ pieces are zeros. Both forms carry the last N-2 outputs as a 2-D memory ``[batch
 import keras
 from keras import ops
 
-from tf_memlayers._validation import check_int, check_rank
+from tf_memlayers._validation import check_int
 from tf_memlayers.layers.memory_cell_wrapper import MemoryCellWrapper
+from tf_memlayers.layers.memory_sequence_layer import MemorySequenceLayer
 from tf_memlayers.ops import windows
 from tf_memlayers.ops.pieces import piece_sizes, split_pieces
 
@@ -87,7 +88,7 @@ _COMMON_ARGS = """
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
-class NGramConcat(_NGram, keras.layers.Layer):
+class NGramConcat(_NGram, MemorySequenceLayer):
     __doc__ = f"""N-gram RNN output over a whole sequence, all steps at once (eq. 13).
 
     Weight: `ngram_kernel` (W^N, ``[width, units]``) and, with `use_bias`, `ngram_bias`.
@@ -124,61 +125,26 @@ class NGramConcat(_NGram, keras.layers.Layer):
         bias_initializer="zeros",
         **kwargs,
     ):
-        super().__init__(**kwargs)
+        super().__init__(stateful=stateful, **kwargs)
         self._init_ngram(n, units, sizes, use_bias, kernel_initializer, bias_initializer)
         self.return_memory = bool(return_memory)
-        self.stateful = bool(stateful)
-        self.supports_masking = True
-        self.memory = None
 
-    def build(self, input_shape):
-        owner = type(self).__name__
-        check_rank("inputs", input_shape, 3, owner)
-        if input_shape[-1] is None:
-            raise ValueError(f"{owner}: the last dimension of `inputs` must be known.")
-        self._resolve_width(int(input_shape[-1]))
+    def build_mechanism(self, width):
+        self._resolve_width(width)
         self._build_ngram()
-        if self.stateful:
-            if input_shape[0] is None:
-                raise ValueError(
-                    f"{owner}: `stateful=True` needs a fixed batch size; got inputs of shape "
-                    f"{tuple(input_shape)}. Pass `batch_size=` to `keras.Input`."
-                )
-            self.memory = self.add_weight(
-                name="memory",
-                shape=(int(input_shape[0]), self.memory_size),
-                initializer="zeros",
-                trainable=False,
-            )
-
-    def reset_state(self):
-        """Clears the carried outputs (stateful layers), e.g. between documents."""
-        if self.memory is not None:
-            self.memory.assign(ops.zeros_like(self.memory))
-
-    def reset_states(self):
-        self.reset_state()
 
     def call(self, inputs, mask=None, initial_memory=None, training=None):
         batch = ops.shape(inputs)[0]
-        if initial_memory is not None:
-            memory = initial_memory
-        elif self.memory is not None:
-            memory = self.memory.value
-        else:
-            memory = ops.zeros((batch, self.memory_size), inputs.dtype)
-        memory = ops.stop_gradient(ops.cast(memory, inputs.dtype))
+        memory = self.incoming_memory(inputs, initial_memory)
         memory = ops.reshape(memory, (batch, self.n - 2, self.width))
         compaction = windows.Compaction(None if mask is None else ops.cast(mask, "bool"))
         compacted = compaction.compact(inputs)
         stream = ops.concatenate([memory, compacted], axis=1)
         previous = windows.offset_windows(stream, self.n - 2)
         outputs = compaction.restore(self._ngram_output(compacted, previous))
-        new_memory = ops.stop_gradient(
+        new_memory = self.keep_memory(
             ops.reshape(compaction.last(stream, self.n - 2), (batch, self.memory_size))
         )
-        if self.stateful:
-            self.memory.assign(ops.cast(new_memory, self.memory.dtype))
         if self.return_memory:
             return outputs, new_memory
         return outputs
@@ -189,7 +155,7 @@ class NGramConcat(_NGram, keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(self._ngram_config())
-        config.update({"return_memory": self.return_memory, "stateful": self.stateful})
+        config["return_memory"] = self.return_memory
         return config
 
 

@@ -18,7 +18,7 @@ state and the parallel layer's carried memory, so the two forms can hand memory 
 import keras
 from keras import ops
 
-from tf_memlayers._validation import check_choice, check_int, check_optional_int, check_rank
+from tf_memlayers._validation import check_choice, check_int, check_optional_int
 from tf_memlayers.layers.key_value_predict_split import (
     MODES,
     key_value_predict_sizes,
@@ -26,6 +26,7 @@ from tf_memlayers.layers.key_value_predict_split import (
     split_sizes,
 )
 from tf_memlayers.layers.memory_cell_wrapper import MemoryCellWrapper
+from tf_memlayers.layers.memory_sequence_layer import MemorySequenceLayer
 from tf_memlayers.ops import windows
 
 PADS = ("mask", "zeros")
@@ -188,7 +189,7 @@ _COMMON_ARGS = """
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
-class SlidingWindowAttention(_WindowAttention, keras.layers.Layer):
+class SlidingWindowAttention(_WindowAttention, MemorySequenceLayer):
     __doc__ = f"""Sliding-window attention over a whole output sequence, all steps at once.
 
     The parallel form of Daniluk et al. (2017) eqs (1)-(12): applied to the output sequence of
@@ -249,7 +250,7 @@ class SlidingWindowAttention(_WindowAttention, keras.layers.Layer):
         bias_initializer="zeros",
         **kwargs,
     ):
-        super().__init__(**kwargs)
+        super().__init__(stateful=stateful, **kwargs)
         self._init_attention(
             window,
             mode,
@@ -263,49 +264,13 @@ class SlidingWindowAttention(_WindowAttention, keras.layers.Layer):
         )
         self.return_attention_scores = bool(return_attention_scores)
         self.return_memory = bool(return_memory)
-        self.stateful = bool(stateful)
-        self.supports_masking = True
-        self.memory = None
 
-    def build(self, input_shape):
-        owner = type(self).__name__
-        check_rank("inputs", input_shape, 3, owner)
-        if input_shape[-1] is None:
-            raise ValueError(f"{owner}: the last dimension of `inputs` must be known.")
-        self._build_attention(int(input_shape[-1]))
-        if self.stateful:
-            if input_shape[0] is None:
-                raise ValueError(
-                    f"{owner}: `stateful=True` needs a fixed batch size; got inputs of shape "
-                    f"{tuple(input_shape)}. Pass `batch_size=` to `keras.Input`."
-                )
-            self.memory = self.add_weight(
-                name="memory",
-                shape=(int(input_shape[0]), self.memory_size),
-                initializer="zeros",
-                trainable=False,
-            )
-
-    def reset_state(self):
-        """Clears the carried memory (stateful layers), e.g. between documents."""
-        if self.memory is not None:
-            self.memory.assign(ops.zeros_like(self.memory))
-
-    def reset_states(self):
-        self.reset_state()
-
-    def _incoming_memory(self, inputs, initial_memory):
-        if initial_memory is not None:
-            memory = initial_memory
-        elif self.memory is not None:
-            memory = self.memory.value
-        else:
-            return ops.zeros((ops.shape(inputs)[0], self.memory_size), inputs.dtype)
-        return ops.stop_gradient(ops.cast(memory, inputs.dtype))
+    def build_mechanism(self, width):
+        self._build_attention(width)
 
     def call(self, inputs, mask=None, initial_memory=None, training=None):
         memory_keys, memory_values, memory_valid = self._unpack_memory(
-            self._incoming_memory(inputs, initial_memory)
+            self.incoming_memory(inputs, initial_memory)
         )
         compaction = windows.Compaction(None if mask is None else ops.cast(mask, "bool"))
         key, value, predict = self._split(compaction.compact(inputs))
@@ -324,15 +289,13 @@ class SlidingWindowAttention(_WindowAttention, keras.layers.Layer):
 
         new_memory = None
         if self.return_memory or self.stateful:
-            new_memory = ops.stop_gradient(
+            new_memory = self.keep_memory(
                 self._pack_memory(
                     compaction.last(key_stream, self.window),
                     compaction.last(value_stream, self.window),
                     compaction.last(valid_stream, self.window),
                 )
             )
-        if self.stateful:
-            self.memory.assign(ops.cast(new_memory, self.memory.dtype))
         results = [outputs]
         if self.return_attention_scores:
             results.append(alpha)
@@ -357,7 +320,6 @@ class SlidingWindowAttention(_WindowAttention, keras.layers.Layer):
             {
                 "return_attention_scores": self.return_attention_scores,
                 "return_memory": self.return_memory,
-                "stateful": self.stateful,
             }
         )
         return config
