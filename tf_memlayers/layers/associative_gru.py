@@ -34,6 +34,11 @@ from tf_memlayers.ops import holographic
 DUAL_KEYS = ("paper", "released")
 
 
+def _add(x, term):
+    """``x + term``, or ``x`` when the optional ``term`` is None (no ``+ 0`` op per step)."""
+    return x if term is None else x + term
+
+
 def _num_copies_and_units(owner, units, num_copies, seed):
     units = check.check_even("units", units, "a complex vector needs real and imaginary halves", owner)
     num_copies = check.check_int("num_copies", num_copies, 1, owner)
@@ -147,52 +152,30 @@ class AssociativeGRUCell(keras.layers.Layer):
         )
 
     # -- pieces of the step, shared with DualAssociativeGRUCell ---------------------------
-
-    def project_controller(self, controller, extra_kernels=()):
-        """One fused matmul of ``[x_t ; o_{t-1}]`` with the key kernel, the input rows of the
-        gate and candidate kernels, and ``extra_kernels``; returns the pieces in that order."""
-        rows = controller.shape[-1]
-        kernels = [self.key_kernel, self.gate_kernel[:rows], self.candidate_kernel[:rows]]
-        kernels += list(extra_kernels)
-        projection = ops.matmul(controller, ops.concatenate(kernels, axis=1))
-        widths = [int(k.shape[1]) for k in kernels]
-        splits = [sum(widths[: i + 1]) for i in range(len(widths) - 1)]
-        return ops.split(projection, splits, axis=1)
+    # Every kernel is used whole: the gate and candidate matmuls take the concatenated
+    # activations ``[x, h]`` and ``[x, r*h]``, so no weight is sliced or concatenated per step
+    # (that would copy it, and pad its gradient, at every step of the loop).
 
     def key_copies(self, key_re, key_im):
-        """Bounded key halves ``[batch, m]`` → permuted copies, each ``[batch, C, m]``."""
-        key_re, key_im = holographic.bound_parts(key_re, key_im)
-        if self.num_copies == 1:
-            return key_re[:, None, :], key_im[:, None, :]
-        matrix = ops.convert_to_tensor(self._permutation_matrix, dtype=key_re.dtype)
-        return holographic.permuted_copies_parts(key_re, key_im, matrix, self.num_copies)
+        """Key halves ``[batch, m]`` → bounded permuted copies ``K_c``, each ``[batch, C, m]``
+        (eqs. 4, 9-10)."""
+        return self.bounded_copies(holographic.uncomplexify(key_re, key_im))
 
-    def gated_update(self, gate_inputs, candidate_inputs, retrieved, dual_gate=0.0, dual_candidate=0.0):
-        """Gates, candidate and the delta; returns ``(delta, output)``."""
-        rows = self.gate_kernel.shape[0] - self.units
-        gates = ops.sigmoid(
-            gate_inputs
-            + ops.matmul(retrieved, self.gate_kernel[rows:])
-            + self.gate_bias
-            + dual_gate
-        )
-        reset, update = ops.split(gates, 2, axis=1)
-        candidate = ops.tanh(
-            candidate_inputs
-            + ops.matmul(reset * retrieved, self.candidate_kernel[rows:])
-            + self.candidate_bias
-            + dual_candidate
-        )
+    def bounded_copies(self, key):
+        """`key_copies` of a key ``[batch, n]`` in ``[re | im]`` layout."""
+        return holographic.bounded_copies(key, self._permutation_matrix, self.num_copies)
+
+    def gated_update(self, controller, retrieved, dual_gate=None, dual_candidate=None):
+        """Gates, candidate and the delta from ``x = controller`` and ``h = retrieved``, plus
+        the Dual cell's optional pre-activation terms; returns ``(delta, output)``."""
+        gate_inputs = ops.concatenate([controller, retrieved], axis=1)
+        gates = ops.matmul(gate_inputs, self.gate_kernel) + self.gate_bias
+        reset, update = ops.split(ops.sigmoid(_add(gates, dual_gate)), 2, axis=1)
+        candidate_inputs = ops.concatenate([controller, reset * retrieved], axis=1)
+        candidate = ops.matmul(candidate_inputs, self.candidate_kernel) + self.candidate_bias
+        candidate = ops.tanh(_add(candidate, dual_candidate))
         delta = update * (candidate - retrieved)
         return delta, retrieved + delta
-
-    def write(self, copies_re, copies_im, memory_re, memory_im, delta):
-        """``S_c += K_c (*) delta`` for every copy; returns the new 2-D memory."""
-        delta_re, delta_im = holographic.complexify(delta)
-        memory_re, memory_im = holographic.write_memory_parts(
-            copies_re, copies_im, memory_re, memory_im, delta_re, delta_im
-        )
-        return holographic.join_memory(memory_re, memory_im)
 
     # -- the step ---------------------------------------------------------------------------
 
@@ -200,14 +183,14 @@ class AssociativeGRUCell(keras.layers.Layer):
         """One step; returns ``(output, new_states, {"written": delta, "read": h})``."""
         memory, previous_output = states[0], states[1]
         controller = ops.concatenate([inputs, previous_output], axis=1)
-        key, gate_inputs, candidate_inputs = self.project_controller(controller)
-        copies_re, copies_im = self.key_copies(*holographic.complexify(key))
+        key = ops.matmul(controller, self.key_kernel)
+        copies_re, copies_im = self.bounded_copies(key)
         memory_re, memory_im = holographic.split_memory(memory, self.num_copies)
         retrieved = holographic.uncomplexify(
             *holographic.read_memory_parts(copies_re, copies_im, memory_re, memory_im)
         )
-        delta, output = self.gated_update(gate_inputs, candidate_inputs, retrieved)
-        new_memory = self.write(copies_re, copies_im, memory_re, memory_im, delta)
+        delta, output = self.gated_update(controller, retrieved)
+        new_memory = holographic.write_memory(copies_re, copies_im, memory_re, memory_im, delta)
         return output, [new_memory, output], {"written": delta, "read": retrieved}
 
     def call(self, inputs, states, training=None):
@@ -395,26 +378,30 @@ class DualAssociativeGRUCell(keras.layers.Layer):
             )
 
     def _keys(self, controller):
-        """Returns the gate/candidate input projections, the write-key copies and the source
-        read-key copies (and whether to conjugate the latter)."""
+        """Returns the write-key copies and the source read-key copies (and whether to
+        conjugate the latter)."""
         cell = self.premise_cell
-        m = self.units // 2
+        key = ops.matmul(controller, cell.key_kernel)
         if self.dual_key == "paper":
-            key, gate_inputs, candidate_inputs = cell.project_controller(controller)
-            copies = cell.key_copies(*holographic.complexify(key))
-            return gate_inputs, candidate_inputs, copies, copies, True
-        key, gate_inputs, candidate_inputs, dual = cell.project_controller(
-            controller, [self.dual_key_kernel]
-        )
+            copies = cell.bounded_copies(key)
+            return copies, copies, True
+        dual = ops.matmul(controller, self.dual_key_kernel)
         # Released layout: real parts from x W_key, imaginary parts from x W_dual; the first
         # halves form the write key, the second halves the source read key.
-        both_re, both_im = cell.key_copies(
-            ops.concatenate([key[:, :m], key[:, m:]], axis=0),
-            ops.concatenate([dual[:, :m], dual[:, m:]], axis=0),
+        key_first, key_second = holographic.complexify(key)
+        dual_first, dual_second = holographic.complexify(dual)
+        both_re, both_im = cell.bounded_copies(
+            ops.concatenate(
+                [
+                    holographic.uncomplexify(key_first, dual_first),
+                    holographic.uncomplexify(key_second, dual_second),
+                ],
+                axis=0,
+            )
         )
         write_re, read_re = ops.split(both_re, 2, axis=0)
         write_im, read_im = ops.split(both_im, 2, axis=0)
-        return gate_inputs, candidate_inputs, (write_re, write_im), (read_re, read_im), False
+        return (write_re, write_im), (read_re, read_im), False
 
     def call_with_retrievals(self, inputs, states, training=None):
         """One step; returns ``(output, new_states, {"written", "read", "source_read"})``."""
@@ -422,7 +409,7 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         self._check_source(source)
         cell = self.premise_cell
         controller = ops.concatenate([inputs, previous_output], axis=1)
-        gate_inputs, candidate_inputs, write_key, read_key, conjugate = self._keys(controller)
+        write_key, read_key, conjugate = self._keys(controller)
         memory_re, memory_im = holographic.split_memory(memory, self.num_copies)
         retrieved = holographic.uncomplexify(
             *holographic.read_memory_parts(*write_key, memory_re, memory_im)
@@ -431,15 +418,13 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         source_read = holographic.uncomplexify(
             *holographic.read_memory_parts(*read_key, source_re, source_im, conjugate_key=conjugate)
         )
-        dual = ops.matmul(
-            source_read,
-            ops.concatenate([self.dual_gate_kernel, self.dual_candidate_kernel], axis=1),
-        )
-        dual_gate, dual_candidate = dual[:, : 2 * self.units], dual[:, 2 * self.units :]
         delta, output = cell.gated_update(
-            gate_inputs, candidate_inputs, retrieved, dual_gate, dual_candidate
+            controller,
+            retrieved,
+            dual_gate=ops.matmul(source_read, self.dual_gate_kernel),
+            dual_candidate=ops.matmul(source_read, self.dual_candidate_kernel),
         )
-        new_memory = cell.write(*write_key, memory_re, memory_im, delta)
+        new_memory = holographic.write_memory(*write_key, memory_re, memory_im, delta)
         retrievals = {"written": delta, "read": retrieved, "source_read": source_read}
         return output, [new_memory, output, source], retrievals
 

@@ -115,13 +115,8 @@ class AssociativeMemoryCell(keras.layers.Layer):
         )
 
     def _key_copies(self, controller):
-        key_re, key_im = holographic.bound_parts(
-            *holographic.complexify(ops.matmul(controller, self.key_kernel))
-        )
-        if self.num_copies == 1:
-            return key_re[:, None, :], key_im[:, None, :]
-        matrix = ops.convert_to_tensor(self._permutation_matrix, dtype=key_re.dtype)
-        return holographic.permuted_copies_parts(key_re, key_im, matrix, self.num_copies)
+        key = ops.matmul(controller, self.key_kernel)
+        return holographic.bounded_copies(key, self._permutation_matrix, self.num_copies)
 
     def call(self, inputs, states, training=None):
         memory, previous_output, others = states[0], states[1], list(states[2:])
@@ -136,12 +131,9 @@ class AssociativeMemoryCell(keras.layers.Layer):
         output, new_cell_states = self.cell(controller, cell_states, training=training)
         new_cell_states = list(new_cell_states) if isinstance(new_cell_states, (list, tuple)) else [new_cell_states]
         written = new_cell_states[self.memory_state_index] - retrieved
-        delta_re, delta_im = holographic.complexify(written)
-        memory_re, memory_im = holographic.write_memory_parts(
-            copies_re, copies_im, memory_re, memory_im, delta_re, delta_im
-        )
+        new_memory = holographic.write_memory(copies_re, copies_im, memory_re, memory_im, written)
         new_others = [s for i, s in enumerate(new_cell_states) if i != self.memory_state_index]
-        new_states = [holographic.join_memory(memory_re, memory_im), output, *new_others]
+        new_states = [new_memory, output, *new_others]
         if self.return_retrievals:
             output = ops.concatenate([output, written, retrieved], axis=1)
         return output, new_states

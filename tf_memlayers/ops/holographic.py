@@ -25,18 +25,22 @@ def uncomplexify(re, im):
     return ops.concatenate([re, im], axis=-1)
 
 
-def bound_parts(re, im):
-    """`bound` on ``(re, im)``: divides every complex entry by ``max(1, |entry|)`` (eq. 9-10).
+def _bound_modulus(squared_modulus):
+    # max(1, sqrt(q)) as sqrt(max(1, q)): identical values, and a finite gradient at q = 0
+    # (where the derivative of sqrt is infinite and 0 * inf would give NaN).
+    return ops.sqrt(ops.maximum(squared_modulus, 1.0))
 
-    ``max(1, sqrt(q))`` is computed as ``sqrt(max(1, q))`` with ``q = re^2 + im^2``: the values
-    are identical, and the gradient stays finite at ``q = 0`` (where the derivative of
-    ``sqrt`` is infinite and ``0 * inf`` would give NaN).
-    """
+
+def _float32_if_half(x):
+    # The squared modulus overflows float16 for entries above 256.
+    return ops.cast(x, "float32") if x.dtype in ("float16", "bfloat16") else x
+
+
+def bound_parts(re, im):
+    """`bound` on ``(re, im)``: divides every complex entry by ``max(1, |entry|)`` (eq. 9-10)."""
     dtype = re.dtype
-    if dtype in ("float16", "bfloat16"):
-        # The squared modulus overflows float16 for entries above 256.
-        re, im = ops.cast(re, "float32"), ops.cast(im, "float32")
-    modulus = ops.sqrt(ops.maximum(ops.square(re) + ops.square(im), 1.0))
+    re, im = _float32_if_half(re), _float32_if_half(im)
+    modulus = _bound_modulus(ops.square(re) + ops.square(im))
     return ops.cast(re / modulus, dtype), ops.cast(im / modulus, dtype)
 
 
@@ -49,7 +53,12 @@ def bound(x):
     >>> bound(np.array([[3.0, 0.5, 4.0, 0.0]])).numpy().round(3)
     array([[0.6, 0.5, 0.8, 0. ]])
     """
-    return uncomplexify(*bound_parts(*complexify(x)))
+    x = ops.convert_to_tensor(x)
+    # A static shape where known keeps the step free of shape-computing ops.
+    shape = ops.shape(x) if None in x.shape[1:] else (-1, *x.shape[1:])
+    pairs = _float32_if_half(ops.reshape(x, (-1, 2, x.shape[-1] // 2)))  # rows: (re, im)
+    modulus = _bound_modulus(ops.sum(ops.square(pairs), axis=1, keepdims=True))
+    return ops.reshape(ops.cast(pairs / modulus, x.dtype), shape)
 
 
 def complex_multiply_parts(x_re, x_im, y_re, y_im):
@@ -107,29 +116,54 @@ def permutation_matrix(permutations):
     return matrix
 
 
-def permuted_copies_parts(re, im, matrix, num_copies):
-    """Permuted copies of a key: ``(re, im)`` ``[batch, m]`` → two ``[batch, C, m]`` tensors.
+def permuted_copies(x, matrix, num_copies):
+    """Permuted copies of a key ``[batch, n]`` in ``[re | im]`` layout → ``(re, im)``, each
+    ``[batch, C, n/2]``.
 
-    ``matrix`` is `permutation_matrix` (cast to the compute dtype). Real and imaginary parts
-    go through one matmul, stacked on the batch axis.
+    ``matrix`` is `permutation_matrix` (cast to the compute dtype). Read as ``[2 * batch,
+    n/2]``, the key's rows are ``(b, re), (b, im)``: one matmul permutes both halves, and the
+    product is ``[batch, 2, C, n/2]`` without a transpose.
     """
-    num_complex = re.shape[-1]
-    stacked = ops.matmul(ops.concatenate([re, im], axis=0), matrix)
-    copies = ops.reshape(stacked, (2, -1, num_copies, num_complex))
-    return copies[0], copies[1]
+    num_complex = x.shape[-1] // 2
+    rows = ops.reshape(x, (-1, num_complex))
+    copies = ops.reshape(ops.matmul(rows, matrix), (-1, 2, num_copies, num_complex))
+    return tuple(ops.unstack(copies, 2, axis=1))
+
+
+def bounded_copies(key, matrix, num_copies):
+    """The memory keys ``K_c`` of a key ``[batch, n]`` in ``[re | im]`` layout: `bound`, then
+    `permuted_copies` (eqs. 4, 9-10); returns ``(re, im)``, each ``[batch, C, n/2]``.
+
+    ``matrix`` is `permutation_matrix` as a NumPy array (cast here to the key's dtype).
+    """
+    key = bound(key)
+    if num_copies == 1:
+        key_re, key_im = complexify(key)
+        return key_re[:, None, :], key_im[:, None, :]
+    matrix = ops.convert_to_tensor(matrix, dtype=key.dtype)
+    return permuted_copies(key, matrix, num_copies)
+
+
+def permuted_copies_parts(re, im, matrix, num_copies):
+    """`permuted_copies` of a key given as ``(re, im)`` ``[batch, m]``."""
+    return permuted_copies(uncomplexify(re, im), matrix, num_copies)
 
 
 def split_memory(memory, num_copies):
-    """Memory ``[batch, n * C]`` → ``(re, im)``, each ``[batch, C, n/2]``."""
-    re, im = complexify(memory)
-    shape = (-1, num_copies, re.shape[-1] // num_copies)
-    return ops.reshape(re, shape), ops.reshape(im, shape)
+    """Memory ``[batch, n * C]`` → ``(re, im)``, each ``[batch, C, n/2]``.
+
+    The layout ``[Re copy0 | ... | Re copy(C-1) | Im copy0 | ...]`` is a ``[batch, 2, C, n/2]``
+    tensor read row by row, so one reshape exposes both halves.
+    """
+    num_complex = memory.shape[-1] // (2 * num_copies)
+    parts = ops.reshape(memory, (-1, 2, num_copies, num_complex))
+    return tuple(ops.unstack(parts, 2, axis=1))
 
 
 def join_memory(re, im):
     """Inverse of `split_memory`: two ``[batch, C, n/2]`` tensors → ``[batch, n * C]``."""
-    width = re.shape[1] * re.shape[2]
-    return uncomplexify(ops.reshape(re, (-1, width)), ops.reshape(im, (-1, width)))
+    width = 2 * re.shape[1] * re.shape[2]
+    return ops.reshape(ops.stack([re, im], axis=1), (-1, width))
 
 
 def read_memory_parts(key_re, key_im, memory_re, memory_im, conjugate_key=True):
@@ -138,9 +172,11 @@ def read_memory_parts(key_re, key_im, memory_re, memory_im, conjugate_key=True):
     All inputs are ``[batch, C, m]``; returns ``(re, im)`` ``[batch, m]``.
     ``conjugate_key=False`` reads with ``K_c`` itself (the released Dual key).
     """
-    if conjugate_key:
-        key_im = -key_im
-    read_re, read_im = complex_multiply_parts(key_re, key_im, memory_re, memory_im)
+    if conjugate_key:  # (a - ib)(c + id) = (ac + bd) + i(ad - bc)
+        read_re = key_re * memory_re + key_im * memory_im
+        read_im = key_re * memory_im - key_im * memory_re
+    else:
+        read_re, read_im = complex_multiply_parts(key_re, key_im, memory_re, memory_im)
     return ops.mean(read_re, axis=1), ops.mean(read_im, axis=1)
 
 
@@ -149,3 +185,11 @@ def write_memory_parts(key_re, key_im, memory_re, memory_im, value_re, value_im)
     value_re, value_im = value_re[:, None, :], value_im[:, None, :]
     add_re, add_im = complex_multiply_parts(key_re, key_im, value_re, value_im)
     return memory_re + add_re, memory_im + add_im
+
+
+def write_memory(key_re, key_im, memory_re, memory_im, value):
+    """`write_memory_parts` with ``value`` ``[batch, n]`` in ``[re | im]`` layout; returns the
+    new memory ``[batch, n * C]`` (`join_memory`)."""
+    return join_memory(
+        *write_memory_parts(key_re, key_im, memory_re, memory_im, *complexify(value))
+    )
