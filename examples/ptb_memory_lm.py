@@ -1,0 +1,289 @@
+#!/usr/bin/env python
+"""Memory-augmented LSTM language models on PTB / WikiText-2 / CBT (Daniluk et al. 2017).
+
+Trains an LSTM language model with one of the memory layers of *Frustratingly Short Attention
+Spans in Neural Language Modeling* on top (``--model lstm | attention | key_value |
+key_value_predict | ngram``), with truncated BPTT over consecutive batches, states reset at
+the start of every epoch and at document boundaries, and reports validation and test
+perplexity (exp of the mean negative log-likelihood over all target tokens) as JSON.
+
+Data: ``--data-dir`` holding Penn Treebank (``ptb.{train,valid,test}.txt``), WikiText-2
+(``wiki.{train,valid,test}.tokens``, optionally .gz) or the Children's Book Test
+(``cbt_*.txt``); without it, an embedded generated corpus in which the next word is often a
+copy of a word a few steps back, so a window-attention model clearly beats the plain LSTM.
+
+Defaults follow the paper (§4.1): Adam 1e-3, batch 64, global-norm clipping 5, forget bias 1,
+U(-0.1, 0.1) init, BPTT 20. The blog baselines are flags: ``--dropout``,
+``--variational-dropout``, ``--tie-weights``.
+
+Runs are resumable: with the same ``--workdir`` an interrupted run continues from its last
+completed epoch (weights, optimizer and epoch are restored; carried states start each epoch
+from zero, as they do without an interruption). TensorBoard logs (scalars and, for attention
+models, the per-epoch attention heatmaps) go to ``<workdir>/logs``.
+
+Example::
+
+    python examples/ptb_memory_lm.py                  # attention LM on the generated corpus
+    python examples/ptb_memory_lm.py --model lstm     # the baseline on the same data
+    python examples/ptb_memory_lm.py --model ngram --data-dir ../shared/data/ptb
+    tensorboard --logdir runs/ptb_memory_lm/logs
+"""
+
+import argparse
+import os
+import pathlib
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from tf_memlayers.callbacks.window_attention import WindowAttentionCallback  # noqa: E402
+from tf_memlayers.data import lm_corpora  # noqa: E402
+from tf_memlayers.models.language_model import (  # noqa: E402
+    ATTENTION_KINDS,
+    DANILUK_DEFAULTS,
+    FORMS,
+    KINDS,
+    StateResetCallback,
+    build_language_model,
+    compile_language_model,
+    evaluate_language_model,
+)
+from tf_memlayers.training import make_strategy, resumable_callbacks, write_metrics  # noqa: E402
+from tf_memlayers.training.strategy import STRATEGIES  # noqa: E402
+
+DEFAULT_WORKDIR = "runs/ptb_memory_lm"
+
+
+def positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def rate(text):
+    value = float(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
+    return value
+
+
+def parse_args(argv=None):
+    d = DANILUK_DEFAULTS
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    data = parser.add_argument_group("data")
+    data.add_argument("--data-dir", help="folder with PTB, WikiText-2 or CBT files; "
+                      "default: the embedded generated corpus")
+    data.add_argument("--generated-tokens", type=positive_int, default=150_000,
+                      help="training tokens of the generated corpus (valid/test: a tenth)")
+    data.add_argument("--no-document-resets", action="store_true",
+                      help="treat each split as one stream (no state resets between documents)")
+
+    model = parser.add_argument_group("model")
+    model.add_argument("--model", choices=KINDS, default="attention")
+    model.add_argument("--form", choices=FORMS, default="parallel",
+                       help="memory layer over the LSTM's output sequence, or as an RNN cell")
+    model.add_argument("--hidden", type=positive_int, default=d["hidden"])
+    model.add_argument("--embedding-dim", type=positive_int, default=d["embedding_dim"])
+    model.add_argument("--layers", type=positive_int, default=1)
+    model.add_argument("--window", type=positive_int, default=d["window"])
+    model.add_argument("--ngram", type=positive_int, default=d["ngram"])
+    model.add_argument("--sizes", type=positive_int, nargs="+",
+                       help="explicit piece sizes of the top LSTM output (key first)")
+    model.add_argument("--dropout", type=rate, default=0.0)
+    model.add_argument("--variational-dropout", action="store_true",
+                       help="one dropout mask per sequence (locked dropout)")
+    model.add_argument("--recurrent-dropout", type=rate, default=0.0)
+    model.add_argument("--tie-weights", action="store_true",
+                       help="share the input embedding with the output layer")
+    model.add_argument("--init-scale", type=float, default=d["init_scale"])
+    model.add_argument("--forget-bias", type=float, default=d["forget_bias"])
+
+    train = parser.add_argument_group("training")
+    train.add_argument("--epochs", type=positive_int, default=3)
+    train.add_argument("--batch-size", type=positive_int, default=d["batch_size"])
+    train.add_argument("--seq-len", type=positive_int, default=d["seq_len"],
+                       help="truncated-BPTT length")
+    train.add_argument("--learning-rate", type=float, default=d["learning_rate"])
+    train.add_argument("--clipnorm", type=float, default=d["clipnorm"],
+                       help="global gradient-norm clipping (0: none)")
+    train.add_argument("--max-train-batches", type=positive_int,
+                       help="train on only the first N batches of each epoch")
+    train.add_argument("--strategy", choices=STRATEGIES, default="auto")
+    train.add_argument("--no-jit", action="store_true", help="do not compile with XLA")
+    train.add_argument("--seed", type=int, default=0)
+
+    run = parser.add_argument_group("run")
+    run.add_argument("--workdir", default=DEFAULT_WORKDIR,
+                     help="checkpoints, resume state and TensorBoard logs")
+    run.add_argument("--probe-sentence",
+                     help="sentence shown in the attention heatmap (default: the start of "
+                     "the validation split)")
+    run.add_argument("--probe-length", type=positive_int, default=25)
+    run.add_argument("--metrics-file", help="also write the final metrics JSON here")
+    run.add_argument("--verbose", type=int, choices=(0, 1, 2), default=1)
+    return parser.parse_args(argv)
+
+
+def load_data(args):
+    """The corpus named by the arguments: files in ``--data-dir``, else the generated one."""
+    if args.data_dir:
+        return lm_corpora.load_corpus(args.data_dir)
+    size = args.generated_tokens
+    return lm_corpora.generate_copy_corpus(
+        train_tokens=size,
+        valid_tokens=max(size // 10, 1),
+        test_tokens=max(size // 10, 1),
+        seed=args.seed,
+    )
+
+
+def model_kwargs(args, vocab_size):
+    return dict(
+        vocab_size=vocab_size,
+        kind=args.model,
+        hidden=args.hidden,
+        embedding_dim=args.embedding_dim,
+        window=args.window,
+        ngram=args.ngram,
+        sizes=args.sizes,
+        layers=args.layers,
+        dropout=args.dropout,
+        variational_dropout=args.variational_dropout,
+        recurrent_dropout=args.recurrent_dropout,
+        tie_weights=args.tie_weights,
+        init_scale=args.init_scale,
+        forget_bias=args.forget_bias,
+    )
+
+
+def probe_inputs(args, corpus, valid):
+    """The probe sentence (ids and tokens) and a validation batch for the attention views."""
+    vocab = corpus.vocabulary
+    if args.probe_sentence:
+        tokens = args.probe_sentence.split()
+        ids = vocab.encode(tokens)
+    else:
+        ids = corpus.valid.ids[: args.probe_length]
+        tokens = vocab.decode(ids)
+    rows = valid.inputs[0 : max(1, 4 * args.window // args.seq_len + 1)]
+    # Consecutive segments of each row joined: long enough for full windows.
+    validation = np.concatenate(list(rows), axis=1)
+    return ids, tokens, validation
+
+
+def make_callbacks(args, corpus, train, valid, strategy):
+    workdir = pathlib.Path(args.workdir)
+    callbacks = [
+        StateResetCallback(train.resets, valid.resets),
+        *resumable_callbacks(str(workdir), monitor="val_loss"),
+        keras.callbacks.TensorBoard(str(workdir / "logs"), write_graph=False),
+    ]
+    if args.model in ATTENTION_KINDS:
+        with strategy.scope():
+            probe = build_language_model(
+                **model_kwargs(args, len(corpus.vocabulary)),
+                stateful=False,
+                seq_len=None,
+                return_attention_scores=True,
+            )
+        ids, tokens, validation = probe_inputs(args, corpus, valid)
+        callbacks.append(
+            WindowAttentionCallback(
+                probe, workdir / "logs", ids, tokens, validation, window=args.window
+            )
+        )
+    return callbacks
+
+
+def truncate(batches, limit):
+    if limit is None or limit >= batches.num_batches:
+        return batches
+    return lm_corpora.BPTTBatches(
+        batches.inputs[:limit], batches.targets[:limit], batches.weights[:limit],
+        batches.resets[:limit],
+    )
+
+
+def run(args, extra_callbacks=()):
+    """Trains and evaluates; returns the metrics dict."""
+    keras.utils.set_random_seed(args.seed)
+    started = time.time()
+    corpus = load_data(args)
+    strategy = make_strategy(args.strategy)
+    if strategy.num_replicas_in_sync > 1:
+        raise ValueError(
+            "truncated BPTT carries per-row states, which needs one replica; got "
+            f"--strategy {args.strategy} with {strategy.num_replicas_in_sync} replicas."
+        )
+    documents = not args.no_document_resets
+    split_batches = {
+        split: lm_corpora.make_bptt_batches(
+            corpus.split(split), args.batch_size, args.seq_len, reset_at_documents=documents
+        )
+        for split in lm_corpora.SPLITS
+    }
+    train = truncate(split_batches["train"], args.max_train_batches)
+    with strategy.scope():
+        model = build_language_model(
+            **model_kwargs(args, len(corpus.vocabulary)),
+            batch_size=args.batch_size,
+            seq_len=args.seq_len,
+            stateful=True,
+            form=args.form,
+        )
+        compile_language_model(
+            model, args.learning_rate, args.clipnorm, jit_compile=not args.no_jit
+        )
+    callbacks = make_callbacks(args, corpus, train, split_batches["valid"], strategy)
+    history = model.fit(
+        train.dataset(),
+        validation_data=split_batches["valid"].dataset(),
+        epochs=args.epochs,
+        callbacks=[*callbacks, *extra_callbacks],
+        verbose=args.verbose,
+    )
+    results = {
+        split: evaluate_language_model(model, split_batches[split])
+        for split in ("valid", "test")
+    }
+    metrics = {
+        "model": args.model,
+        "form": args.form,
+        "corpus": corpus.name,
+        "vocabulary": len(corpus.vocabulary),
+        "parameters": int(sum(np.prod(w.shape) for w in model.trainable_weights)),
+        "epochs": args.epochs,
+        "epochs_run_now": len(history.history.get("loss", [])),
+        "train_batches_per_epoch": train.num_batches,
+        "train_tokens_per_epoch": int(train.num_targets),
+        "valid_perplexity": results["valid"]["perplexity"],
+        "test_perplexity": results["test"]["perplexity"],
+        "valid_tokens": results["valid"]["tokens"],
+        "test_tokens": results["test"]["tokens"],
+        "seconds": round(time.time() - started, 1),
+    }
+    write_metrics(metrics, args.metrics_file)
+    return metrics
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.data_dir:
+        try:
+            lm_corpora.detect_corpus(args.data_dir)
+        except ValueError as error:
+            print(f"error: --data-dir: {error}", file=sys.stderr)
+            raise SystemExit(2) from error
+    return run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,299 @@
+"""The language-model builder, state handling, perplexity and the window-attention view."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_memlayers.callbacks.window_attention import (
+    WindowAttentionCallback,
+    average_attention_by_position,
+    window_position_labels,
+)
+from tf_memlayers.data.lm_corpora import TokenStream, generate_copy_corpus, make_bptt_batches
+from tf_memlayers.models.language_model import (
+    KINDS,
+    ForgetGateBias,
+    Perplexity,
+    StateResetCallback,
+    build_language_model,
+    compile_language_model,
+    copy_trainable_weights,
+    evaluate_language_model,
+    reset_language_model_states,
+)
+
+VOCAB = 23
+SMALL = dict(hidden=12, embedding_dim=6, window=3, ngram=4)
+
+
+def _tokens(batch, time, seed=0):
+    return np.random.default_rng(seed).integers(0, VOCAB, (batch, time)).astype("int32")
+
+
+def _model(kind, **overrides):
+    kwargs = dict(SMALL, kind=kind, batch_size=2, seq_len=5)
+    kwargs.update(overrides)
+    return build_language_model(VOCAB, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kind, form", [(kind, "parallel") for kind in KINDS] + [("key_value_predict", "cell")]
+)
+def test_every_kind_trains_a_step(kind, form):
+    model = compile_language_model(_model(kind, form=form), learning_rate=0.01, jit_compile=False)
+    x, y = _tokens(2, 5), _tokens(2, 5, seed=1)
+    assert model(x).shape == (2, 5, VOCAB)
+    logs = model.train_on_batch(x, y, return_dict=True)
+    # One batch, all weights 1: the perplexity metric is exp(mean NLL) = exp(loss).
+    np.testing.assert_allclose(logs["perplexity"], np.exp(logs["loss"]), rtol=1e-5)
+    np.testing.assert_allclose(logs["loss"], np.log(VOCAB), rtol=0.05)  # near-uniform at init
+    # Every weight takes part: with weights well away from the small initial values (where
+    # the attention scores are nearly flat) each one gets a non-zero gradient.
+    rng = np.random.default_rng(0)
+    for weight in model.trainable_weights:
+        weight.assign(rng.uniform(-0.8, 0.8, weight.shape))
+    reset_language_model_states(model)
+    with tf.GradientTape() as tape:
+        loss = keras.losses.sparse_categorical_crossentropy(y, model(x), from_logits=True)
+    grads = tape.gradient(loss, model.trainable_weights)
+    silent = [
+        w.path
+        for w, g in zip(model.trainable_weights, grads)
+        if g is None or not np.abs(tf.convert_to_tensor(g).numpy()).max() > 1e-7
+    ]
+    assert not silent
+
+
+@pytest.mark.parametrize("kind", ["lstm", "key_value_predict", "ngram"])
+def test_stateful_model_carries_state_across_segments(kind):
+    stateful = _model(kind, layers=2)
+    stateless = _model(kind, layers=2, stateful=False, batch_size=None, seq_len=None)
+    copy_trainable_weights(stateful, stateless)
+    x = _tokens(2, 15)
+    whole = stateless(x).numpy()
+    pieces = np.concatenate([stateful(x[:, i : i + 5]).numpy() for i in (0, 5, 10)], axis=1)
+    np.testing.assert_allclose(pieces, whole, atol=1e-5)
+    # After a reset the next segment is computed from scratch again.
+    reset_language_model_states(stateful)
+    np.testing.assert_allclose(stateful(x[:, :5]).numpy(), whole[:, :5], atol=1e-5)
+
+
+def test_row_reset_restarts_only_the_selected_rows():
+    model = _model("attention")
+    fresh = _model("attention", stateful=False, batch_size=None, seq_len=None)
+    copy_trainable_weights(model, fresh)
+    x = _tokens(2, 10)
+    model(x[:, :5])
+    reset_language_model_states(model, rows=np.array([True, False]))
+    second = model(x[:, 5:]).numpy()
+    np.testing.assert_allclose(second[0], fresh(x[:1, 5:]).numpy()[0], atol=1e-5)
+    np.testing.assert_allclose(second[1], fresh(x[1:])[0, 5:].numpy(), atol=1e-5)
+    with pytest.raises(ValueError, match="`rows` has 3 entries"):
+        reset_language_model_states(model, rows=np.array([True, False, True]))
+
+
+@pytest.mark.parametrize("kind", ["key_value", "ngram"])
+def test_cell_form_equals_parallel_form(kind):
+    cell = _model(kind, form="cell", tie_weights=True, hidden=12, embedding_dim=6)
+    parallel = _model(kind, form="parallel", tie_weights=True, hidden=12, embedding_dim=6)
+    # Larger weights than the U(-0.1, 0.1) init so that differences would show.
+    for weight in cell.trainable_weights:
+        weight.assign(np.random.default_rng(0).uniform(-0.8, 0.8, weight.shape))
+    copy_trainable_weights(cell, parallel)
+    for start in (0, 5):  # the second segment uses the carried state
+        x = _tokens(2, 5, seed=start)
+        np.testing.assert_allclose(cell(x).numpy(), parallel(x).numpy(), atol=2e-5)
+
+
+def test_tied_weights_share_the_embedding():
+    model = _model("attention", tie_weights=True, stateful=False)
+    untied = _model("attention", stateful=False)
+    x = _tokens(2, 5)
+    embedding = model.get_layer("embedding")
+    features = keras.Model(model.input, model.get_layer("window_attention").output)(x)
+    expected = features.numpy() @ embedding.embeddings.numpy().T + embedding.output_bias.numpy()
+    np.testing.assert_allclose(model(x).numpy(), expected, atol=1e-5)
+    count = lambda m: sum(int(np.prod(w.shape)) for w in m.trainable_weights)  # noqa: E731
+    # Tying removes the softmax kernel (the output width becomes embedding_dim).
+    assert count(untied) - count(model) > 0
+    with pytest.raises(ValueError, match="hidden.*embedding_dim"):
+        _model("lstm", tie_weights=True)
+
+
+def test_saved_model_round_trip(tmp_path):
+    model = _model("key_value_predict", tie_weights=True, dropout=0.2, variational_dropout=True)
+    compile_language_model(model, jit_compile=False)
+    x = _tokens(2, 5)
+    model.train_on_batch(x, x)
+    path = tmp_path / "lm.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    reset_language_model_states(model)
+    reset_language_model_states(loaded)
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
+
+
+def test_initialisation_follows_the_paper():
+    model = _model("key_value", init_scale=0.05, forget_bias=1.0)
+    for weight in model.trainable_weights:
+        if "bias" not in weight.path:
+            assert np.abs(weight.numpy()).max() <= 0.05, weight.path
+    bias = model.get_layer("lstm_0").cell.bias.numpy()
+    units = SMALL["hidden"]
+    np.testing.assert_array_equal(bias[units : 2 * units], 1.0)
+    np.testing.assert_array_equal(np.delete(bias, np.s_[units : 2 * units]), 0.0)
+    np.testing.assert_array_equal(ForgetGateBias(2.5)((8,)).numpy(), [0, 0, 2.5, 2.5, 0, 0, 0, 0])
+
+
+def test_variational_dropout_uses_one_mask_per_sequence():
+    model = _model("lstm", dropout=0.5, variational_dropout=True)
+    layer = model.get_layer("embedding_dropout")
+    dropped = layer(np.ones((2, 40, 6), "float32"), training=True).numpy()
+    # The same units are dropped at every time step, and not the same in both sequences.
+    np.testing.assert_array_equal(dropped, np.repeat(dropped[:, :1], 40, axis=1))
+    assert 0 < (dropped == 0).mean() < 1
+    plain = _model("lstm", dropout=0.5).get_layer("embedding_dropout")
+    per_step = plain(np.ones((2, 40, 6), "float32"), training=True).numpy()
+    assert not np.array_equal(per_step, np.repeat(per_step[:, :1], 40, axis=1))
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"kind": "transformer"}, "`kind` must be one of .*'transformer'"),
+        ({"window": 0}, "`window` must be >= 1, got 0"),
+        ({"seq_len": 0}, "`seq_len` must be >= 1, got 0"),
+        ({"form": "fused"}, "`form` must be one of"),
+        ({"dropout": 1.5}, "`dropout` must be a number in \\[0, 1\\), got 1.5"),
+        ({"batch_size": None}, "`stateful=True` needs a fixed `batch_size`"),
+        ({"kind": "ngram", "return_attention_scores": True}, "`return_attention_scores=True`"),
+    ],
+)
+def test_bad_arguments_are_named(overrides, message):
+    kwargs = dict(SMALL, kind="attention", batch_size=2, seq_len=5)
+    kwargs.update(overrides)
+    with pytest.raises(ValueError, match=message):
+        build_language_model(VOCAB, **kwargs)
+
+
+def _numpy_perplexity(model, ids, piece_starts):
+    """exp(mean NLL) in NumPy, each piece of the stream run from a zero state by ``model``."""
+    total, count = 0.0, 0
+    bounds = sorted(set(piece_starts)) + [len(ids) - 1]
+    for start, end in zip(bounds[:-1], bounds[1:]):
+        logits = model(ids[None, start:end]).numpy()[0].astype(np.float64)
+        logits -= logits.max(axis=-1, keepdims=True)
+        log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+        targets = ids[start + 1 : end + 1]
+        total -= log_probs[np.arange(len(targets)), targets].sum()
+        count += len(targets)
+    return np.exp(total / count), count
+
+
+@pytest.mark.parametrize("kind", ["lstm", "attention"])
+def test_perplexity_equals_numpy_document_by_document(kind):
+    corpus = generate_copy_corpus(600, 300, 300, num_words=VOCAB - 2, sentences_per_document=4)
+    kwargs = dict(SMALL, kind=kind)
+    model = build_language_model(VOCAB, **kwargs, batch_size=3, seq_len=7)
+    compile_language_model(model, learning_rate=0.02, jit_compile=False)
+    train = make_bptt_batches(corpus.train, 3, 7)
+    model.fit(train.dataset(), callbacks=[StateResetCallback(train.resets)], verbose=0)
+    batches = make_bptt_batches(corpus.valid, 3, 7)
+    assert batches.resets[1:].any()  # documents restart mid-run
+    result = evaluate_language_model(model, batches)
+
+    # The batched run starts from a zero state at every document and at the start of every
+    # row (a row may begin inside a document); positions of the pairs in the layout:
+    stream = corpus.valid
+    positions = make_bptt_batches(
+        TokenStream(np.arange(stream.num_tokens), stream.document_starts), 3, 7
+    ).inputs[0, :, 0]
+    pieces = [*stream.document_starts.tolist(), *positions.tolist()]
+    reference = build_language_model(VOCAB, **kwargs, stateful=False, seq_len=None)
+    copy_trainable_weights(model, reference)
+    expected, count = _numpy_perplexity(reference, stream.ids, pieces)
+    assert result["tokens"] == count == stream.num_tokens - 1
+    np.testing.assert_allclose(result["perplexity"], expected, rtol=1e-5)
+    # Without the per-document resets the figure differs: the test would see a missed reset.
+    carried = model.evaluate(batches.dataset(), verbose=0, return_dict=True)["perplexity"]
+    assert abs(carried - expected) > 1e-4 * expected
+
+
+def test_perplexity_metric_ignores_zero_weights():
+    metric = Perplexity()
+    logits = np.log(np.array([[[0.5, 0.25, 0.25], [0.1, 0.8, 0.1]]], "float32"))
+    metric.update_state(np.array([[0, 1]]), logits, sample_weight=np.array([[1.0, 0.0]]))
+    np.testing.assert_allclose(metric.result(), 2.0, rtol=1e-6)
+    metric.update_state(np.array([[1, 1]]), logits, sample_weight=np.array([[1.0, 1.0]]))
+    expected = np.exp(-(np.log(0.5) + np.log(0.25) + np.log(0.8)) / 3)
+    np.testing.assert_allclose(metric.result(), expected, rtol=1e-6)
+
+
+# --- Window-attention TensorBoard view ------------------------------------------------------
+
+
+def test_average_attention_by_position_skips_partial_windows():
+    scores = np.zeros((2, 6, 3))
+    scores[:, :3] = [1.0, 0.0, 0.0]  # partial windows: must not count
+    scores[:, 3:] = [0.2, 0.3, 0.5]
+    np.testing.assert_allclose(average_attention_by_position(scores, 3), [0.2, 0.3, 0.5])
+    assert window_position_labels(3) == ["t-3", "t-2", "t-1"]
+    with pytest.raises(ValueError, match="more than window=3"):
+        average_attention_by_position(scores[:, :3], 3)
+
+
+def _read_events(log_dir):
+    events = {}
+    for path in log_dir.rglob("events.out.tfevents.*"):
+        for record in tf.data.TFRecordDataset(str(path)):
+            event = tf.compat.v1.Event.FromString(record.numpy())
+            for value in event.summary.value:
+                events.setdefault(value.tag, []).append((event.step, value))
+    return events
+
+
+def test_window_attention_callback_writes_heatmaps(tmp_path):
+    model = _model("key_value")
+    compile_language_model(model, jit_compile=False)
+    probe = _model(
+        "key_value", stateful=False, batch_size=None, seq_len=None, return_attention_scores=True
+    )
+    sentence = _tokens(1, 7)[0]
+    validation = _tokens(4, 9)
+    callback = WindowAttentionCallback(
+        probe, tmp_path, sentence, [f"w{i}" for i in sentence], validation, window=3
+    )
+    x = _tokens(2, 5)
+    model.fit(x, x, epochs=2, verbose=0, callbacks=[callback])
+    sentence_scores, average = callback.probe()
+    # The probe has the trained weights: its scores are the trained model's.
+    _, direct = _probe_with_weights_of(model)(sentence[None])
+    np.testing.assert_allclose(sentence_scores, direct.numpy()[0], atol=1e-6)
+    assert sentence_scores.shape == (7, 3)
+    np.testing.assert_allclose(sentence_scores[3:].sum(axis=-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(average.sum(), 1.0, atol=1e-5)
+    events = _read_events(tmp_path)
+    for tag in ("window_attention/probe_sentence", "window_attention/average_by_position"):
+        assert [step for step, _ in events[tag]] == [0, 1]
+    table = events["window_attention/average_by_position/table"][-1][1]
+    text = tf.make_ndarray(table.tensor).item().decode()
+    assert "t-3" in text and f"{average[-1]:.3f}" in text
+
+
+def _probe_with_weights_of(model):
+    probe = _model(
+        "key_value", stateful=False, batch_size=None, seq_len=None, return_attention_scores=True
+    )
+    copy_trainable_weights(model, probe)
+    return probe
+
+
+def test_window_attention_callback_checks_inputs(tmp_path):
+    probe = _model(
+        "attention", stateful=False, batch_size=None, seq_len=None, return_attention_scores=True
+    )
+    with pytest.raises(ValueError, match="`token_labels` has 2 entries"):
+        WindowAttentionCallback(probe, tmp_path, [1, 2, 3], ["a", "b"], _tokens(2, 9), 3)
+    with pytest.raises(ValueError, match="time > window"):
+        WindowAttentionCallback(probe, tmp_path, [1, 2], ["a", "b"], _tokens(2, 3), 3)

@@ -1,0 +1,108 @@
+"""examples/ptb_memory_lm.py end to end on tiny settings."""
+
+import importlib.util
+import json
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import REPO_ROOT
+
+SPEC = importlib.util.spec_from_file_location(
+    "ptb_memory_lm", REPO_ROOT / "examples" / "ptb_memory_lm.py"
+)
+example = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(example)
+
+TINY = [
+    "--generated-tokens", "1500", "--hidden", "16", "--embedding-dim", "8",
+    "--batch-size", "4", "--seq-len", "10", "--window", "3", "--no-jit", "--verbose", "0",
+]  # fmt: skip
+
+
+def _metrics_line(captured):
+    lines = [l for l in captured.out.splitlines() if l.startswith("METRICS ")]
+    assert len(lines) == 1
+    return json.loads(lines[0][len("METRICS ") :])
+
+
+def test_help_lists_the_options(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        example.parse_args(["--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for option in ("--model", "--data-dir", "--form", "--strategy", "--workdir", "--tie-weights"):
+        assert option in text
+    assert "key_value_predict" in text
+
+
+def test_generated_default_end_to_end(tmp_path, capsys):
+    workdir = tmp_path / "run"
+    argv = [*TINY, "--model", "attention", "--epochs", "1", "--workdir", str(workdir)]
+    metrics = example.main(argv)
+    assert _metrics_line(capsys.readouterr()) == json.loads(json.dumps(metrics))
+    assert metrics["corpus"] == "generated" and metrics["model"] == "attention"
+    corpus = example.load_data(example.parse_args(TINY))
+    assert metrics["valid_tokens"] == corpus.valid.num_tokens - 1
+    assert metrics["test_tokens"] == corpus.test.num_tokens - 1
+    for split in ("valid", "test"):
+        assert 1.0 < metrics[f"{split}_perplexity"] < len(corpus.vocabulary)
+    assert (workdir / "best.keras").is_file() and (workdir / "last.keras").is_file()
+    tags = set()
+    for path in (workdir / "logs").rglob("events.out.tfevents.*"):
+        for record in tf.data.TFRecordDataset(str(path)):
+            tags.update(v.tag for v in tf.compat.v1.Event.FromString(record.numpy()).summary.value)
+    assert {"window_attention/probe_sentence", "window_attention/average_by_position"} <= tags
+    assert "epoch_loss" in tags
+
+
+class _Interrupt(keras.callbacks.Callback):
+    """Stops a run in the middle of its second epoch, as a crash would."""
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self._epoch == 1 and batch == 3:
+            raise KeyboardInterrupt("simulated interruption")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+
+def test_resume_after_interruption_matches_an_uninterrupted_run(tmp_path, capsys):
+    argv = [*TINY, "--model", "key_value", "--epochs", "2"]
+    straight = example.main([*argv, "--workdir", str(tmp_path / "straight")])
+    args = example.parse_args([*argv, "--workdir", str(tmp_path / "resumed")])
+    with pytest.raises(KeyboardInterrupt):
+        example.run(args, extra_callbacks=[_Interrupt()])
+    resumed = example.main([*argv, "--workdir", str(tmp_path / "resumed")])
+    assert straight["epochs_run_now"] == 2 and resumed["epochs_run_now"] == 1
+    # Weights, optimizer state and epoch are restored; the carried memory starts the epoch
+    # from zero in both runs, so the results agree.
+    for key in ("valid_perplexity", "test_perplexity"):
+        np.testing.assert_allclose(resumed[key], straight[key], rtol=1e-4)
+
+
+def test_data_dir_in_ptb_format_with_cell_form(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(30)] + ["<unk>"]
+    for split, lines in (("train", 300), ("valid", 40), ("test", 40)):
+        text = "".join(" " + " ".join(rng.choice(words, 8)) + " \n" for _ in range(lines))
+        (tmp_path / f"ptb.{split}.txt").write_text(text)
+    metrics = example.main(
+        [*TINY, "--model", "ngram", "--form", "cell", "--hidden", "18", "--epochs", "1",
+         "--data-dir", str(tmp_path), "--workdir", str(tmp_path / "run")]
+    )  # fmt: skip
+    assert metrics["corpus"] == "ptb" and metrics["form"] == "cell"
+    assert metrics["vocabulary"] == 32  # 30 words, <unk>, <eos>
+    assert metrics["valid_tokens"] == 40 * 9 - 1
+    assert math.isfinite(metrics["test_perplexity"])
+
+
+def test_bad_data_dir_is_reported(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        example.main([*TINY, "--data-dir", str(tmp_path), "--workdir", str(tmp_path / "run")])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert "ptb.train.txt" in error and "wiki.train.tokens" in error and "cbt_test.txt" in error

@@ -1,0 +1,644 @@
+"""Word-level recurrent language models with a memory layer on top (Daniluk et al. 2017).
+
+The model is ``embedding -> LSTM (x layers) -> memory layer -> softmax with bias``, where the
+memory layer is one of
+
+* ``"lstm"``: none (the baseline);
+* ``"attention"``, ``"key_value"``, ``"key_value_predict"``: `SlidingWindowAttention` over
+  the previous ``window`` outputs of the top LSTM, with the matching output split;
+* ``"ngram"``: `NGramConcat`, the N-gram RNN.
+
+Training defaults are those of Daniluk et al. (2017, §4.1): Adam with learning rate 1e-3,
+mini-batches of 64, gradient clipping at global norm 5, forget-gate bias 1, all other
+parameters U(-0.1, 0.1), truncated BPTT over 20 steps, states reset between documents. The
+baselines of *Neural Language Models Explained* are options: dropout on the non-recurrent
+connections (Zaremba et al. 2014), variational ("locked") dropout with one mask per sequence
+(Gal & Ghahramani 2016) and tied input/output embeddings (Press & Wolf 2017).
+
+Perplexity is exp(mean negative log-likelihood over all target tokens); with the zero-weight
+padding of `tf_memlayers.data.lm_corpora.make_bptt_batches` the `Perplexity` metric computes
+exactly that over a whole split.
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+from tf_memlayers._validation import check_choice, check_int, check_optional_int
+from tf_memlayers.layers import (
+    NGramConcat,
+    NGramConcatCell,
+    SlidingWindowAttention,
+    SlidingWindowAttentionCell,
+)
+
+KINDS = ("lstm", "attention", "key_value", "key_value_predict", "ngram")
+ATTENTION_KINDS = ("attention", "key_value", "key_value_predict")
+FORMS = ("parallel", "cell")
+
+# Daniluk et al. (2017) §4.1.
+DANILUK_DEFAULTS = {
+    "learning_rate": 1e-3,
+    "batch_size": 64,
+    "clipnorm": 5.0,
+    "forget_bias": 1.0,
+    "init_scale": 0.1,
+    "seq_len": 20,
+    "window": 5,
+    "ngram": 4,
+    "hidden": 300,
+    "embedding_dim": 300,
+}
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class ForgetGateBias(keras.initializers.Initializer):
+    """LSTM bias initialiser: ``forget_bias`` for the forget gate, 0 for the other gates.
+
+    Keras orders an LSTM's bias as [input, forget, cell, output] gates of ``units`` each.
+
+    Args:
+        forget_bias: initial forget-gate bias (1.0: Jozefowicz et al. 2015).
+
+    Example:
+
+    >>> ForgetGateBias(1.0)((8,)).numpy().tolist()
+    [0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    """
+
+    def __init__(self, forget_bias=1.0):
+        self.forget_bias = float(forget_bias)
+
+    def __call__(self, shape, dtype=None):
+        if len(shape) != 1 or shape[0] % 4:
+            raise ValueError(
+                f"ForgetGateBias: expected an LSTM bias shape (4*units,), got {shape}."
+            )
+        units = shape[0] // 4
+        values = np.zeros(shape[0], dtype=np.float64)
+        values[units : 2 * units] = self.forget_bias
+        return ops.convert_to_tensor(values, dtype=dtype or keras.config.floatx())
+
+    def get_config(self):
+        return {"forget_bias": self.forget_bias}
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class TiedEmbedding(keras.layers.Layer):
+    """An embedding whose transpose is also the output layer (weight tying, Press & Wolf 2017).
+
+    Called on integer ids it embeds them; called with ``reverse=True`` on vectors of width
+    ``output_dim`` it returns vocabulary logits ``x E^T + b`` with a separate output bias.
+
+    Args:
+        input_dim: vocabulary size.
+        output_dim: embedding width.
+        embeddings_initializer: initialiser of the embedding matrix ``E``.
+        output_bias_initializer: initialiser of the output bias ``b``.
+        **kwargs: base layer arguments (``name``, ``dtype``, ...).
+
+    Example:
+
+    >>> import numpy as np
+    >>> embedding = TiedEmbedding(10, 4)
+    >>> vectors = embedding(np.array([[1, 2, 3]]))
+    >>> embedding(vectors, reverse=True).shape
+    TensorShape([1, 3, 10])
+    """
+
+    def __init__(
+        self,
+        input_dim,
+        output_dim,
+        embeddings_initializer="uniform",
+        output_bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.input_dim = check_int("input_dim", input_dim, 1, "TiedEmbedding")
+        self.output_dim = check_int("output_dim", output_dim, 1, "TiedEmbedding")
+        self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
+        self.output_bias_initializer = keras.initializers.get(output_bias_initializer)
+
+    def build(self, input_shape=None):
+        self.embeddings = self.add_weight(
+            name="embeddings",
+            shape=(self.input_dim, self.output_dim),
+            initializer=self.embeddings_initializer,
+        )
+        self.output_bias = self.add_weight(
+            name="output_bias", shape=(self.input_dim,), initializer=self.output_bias_initializer
+        )
+
+    def call(self, inputs, reverse=False):
+        if not reverse:
+            return ops.take(self.embeddings, ops.cast(inputs, "int32"), axis=0)
+        return ops.matmul(inputs, ops.transpose(self.embeddings)) + self.output_bias
+
+    def compute_output_shape(self, input_shape, reverse=False):
+        if reverse:
+            return (*input_shape[:-1], self.input_dim)
+        return (*input_shape, self.output_dim)
+
+    def compute_output_spec(self, inputs, reverse=False):
+        shape = self.compute_output_shape(inputs.shape, reverse)
+        return keras.KerasTensor(shape, dtype=self.compute_dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "input_dim": self.input_dim,
+                "output_dim": self.output_dim,
+                "embeddings_initializer": keras.initializers.serialize(
+                    self.embeddings_initializer
+                ),
+                "output_bias_initializer": keras.initializers.serialize(
+                    self.output_bias_initializer
+                ),
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class Perplexity(keras.metrics.Metric):
+    """exp(weighted mean negative log-likelihood) of integer targets under logits.
+
+    Unlike exp of the batch-averaged loss, it sums the log-likelihood and the weights over all
+    batches, so over a whole split (with zero-weight padding) it is the corpus perplexity.
+
+    Args:
+        name: metric name.
+
+    Example:
+
+    >>> import numpy as np
+    >>> metric = Perplexity()
+    >>> metric.update_state(np.array([[0, 1]]), np.zeros((1, 2, 4), "float32"))
+    >>> round(float(metric.result()), 4)
+    4.0
+    """
+
+    def __init__(self, name="perplexity", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.total_nll = self.add_variable(shape=(), initializer="zeros", name="total_nll")
+        self.count = self.add_variable(shape=(), initializer="zeros", name="count")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        nll = keras.losses.sparse_categorical_crossentropy(
+            y_true, ops.cast(y_pred, "float32"), from_logits=True
+        )
+        weights = (
+            ops.ones_like(nll) if sample_weight is None else ops.cast(sample_weight, nll.dtype)
+        )
+        weights = ops.broadcast_to(weights, ops.shape(nll))
+        self.total_nll.assign_add(ops.cast(ops.sum(nll * weights), self.total_nll.dtype))
+        self.count.assign_add(ops.cast(ops.sum(weights), self.count.dtype))
+
+    def result(self):
+        return ops.exp(ops.divide_no_nan(self.total_nll, self.count))
+
+    def reset_state(self):
+        self.total_nll.assign(0.0)
+        self.count.assign(0.0)
+
+
+def _check_kind_arguments(kind, form, window, ngram, layers, dropout, recurrent_dropout):
+    check_choice("kind", kind, KINDS)
+    check_choice("form", form, FORMS)
+    check_int("window", window, 1)
+    check_int("ngram", ngram, 2)
+    check_int("layers", layers, 1)
+    for name, rate in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
+        if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not 0 <= rate < 1:
+            raise ValueError(f"`{name}` must be a number in [0, 1), got {rate!r}.")
+
+
+def _dropout(x, rate, variational, name):
+    """Dropout on a ``[batch, time, features]`` tensor; variational = one mask per sequence."""
+    if not rate:
+        return x
+    noise_shape = (None, 1, x.shape[-1]) if variational else None
+    return keras.layers.Dropout(rate, noise_shape=noise_shape, name=name)(x)
+
+
+def _lstm_cell(hidden, init, forget_bias, recurrent_dropout, name):
+    return keras.layers.LSTMCell(
+        hidden,
+        kernel_initializer=init,
+        recurrent_initializer=init,
+        bias_initializer=ForgetGateBias(forget_bias),
+        unit_forget_bias=False,
+        recurrent_dropout=recurrent_dropout,
+        name=name,
+    )
+
+
+def _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, name):
+    return keras.layers.LSTM(
+        hidden,
+        return_sequences=True,
+        stateful=stateful,
+        kernel_initializer=init,
+        recurrent_initializer=init,
+        bias_initializer=ForgetGateBias(forget_bias),
+        unit_forget_bias=False,
+        recurrent_dropout=recurrent_dropout,
+        name=name,
+    )
+
+
+def _memory_cell(kind, lstm_cell, memory_args, ngram, units):
+    if kind == "ngram":
+        return NGramConcatCell(lstm_cell, ngram, units, **memory_args)
+    return SlidingWindowAttentionCell(lstm_cell, mode=kind, units=units, **memory_args)
+
+
+def _default_units(kind, hidden, ngram, sizes, units, tie_weights, embedding_dim):
+    """Width of the memory layer's output."""
+    if tie_weights:
+        if units is not None and units != embedding_dim:
+            raise ValueError(
+                f"with `tie_weights=True` the memory output width `units` ({units}) must equal "
+                f"`embedding_dim` ({embedding_dim})."
+            )
+        return embedding_dim
+    if units is not None or kind != "ngram":
+        return units  # None: the attention layer's default, the value-piece width
+    if sizes is not None:
+        return int(sizes[0])
+    return max(1, hidden // (ngram - 1))
+
+
+def build_language_model(
+    vocab_size,
+    kind="lstm",
+    hidden=300,
+    embedding_dim=300,
+    window=5,
+    ngram=4,
+    sizes=None,
+    attention_units=None,
+    units=None,
+    layers=1,
+    dropout=0.0,
+    variational_dropout=False,
+    recurrent_dropout=0.0,
+    tie_weights=False,
+    batch_size=None,
+    seq_len=20,
+    stateful=True,
+    form="parallel",
+    init_scale=0.1,
+    forget_bias=1.0,
+    pad="mask",
+    use_bias=False,
+    return_attention_scores=False,
+    name=None,
+):
+    """Builds a word-level LSTM language model with an optional memory layer on top.
+
+    ``tokens [batch, seq_len] -> Embedding -> LSTM x layers -> memory layer -> logits``.
+    The model outputs vocabulary logits ``[batch, seq_len, vocab_size]`` (softmax with a bias;
+    compile with `compile_language_model`).
+
+    Args:
+        vocab_size: vocabulary size.
+        kind: `"lstm"` (no memory), `"attention"`, `"key_value"`, `"key_value_predict"`
+            (sliding-window attention with that split of the top LSTM's output) or `"ngram"`
+            (N-gram RNN).
+        hidden: units of every LSTM layer (the top one is split into key/value/predict or
+            N-1 pieces; equal pieces must divide it unless ``sizes`` is given).
+        embedding_dim: word embedding width.
+        window: attention window L (attention kinds).
+        ngram: the order N of the N-gram RNN.
+        sizes: explicit piece sizes of the top LSTM output (key first / N-1 pieces).
+        attention_units: width of the attention hidden layer (default: the key size).
+        units: output width of the memory layer (default: the value-piece width for the
+            attention kinds, ``hidden // (ngram - 1)`` (or ``sizes[0]``) for the N-gram RNN,
+            ``embedding_dim`` when tying weights).
+        layers: number of stacked LSTM layers; the memory layer reads the top one.
+        dropout: dropout rate on the embeddings, between LSTM layers and before the softmax
+            (Zaremba et al.'s non-recurrent dropout).
+        variational_dropout: one dropout mask per sequence, shared by all time steps
+            (Gal & Ghahramani's locked dropout) instead of a new mask per step.
+        recurrent_dropout: dropout on the LSTMs' recurrent state (Keras's variational
+            recurrent dropout, one mask per sequence).
+        tie_weights: use the input embedding, transposed, as the output layer (Press & Wolf).
+            The layer feeding the softmax then has ``embedding_dim`` units (for `"lstm"`,
+            ``hidden`` must equal ``embedding_dim``).
+        batch_size: fixed batch size; required when ``stateful``.
+        seq_len: time steps per batch (the truncated-BPTT length), or `None` for variable
+            length (only without XLA recompilation concerns, e.g. probing).
+        stateful: carry LSTM states and the memory from batch to batch (truncated BPTT);
+            reset them with `reset_language_model_states`.
+        form: `"parallel"` (`keras.layers.LSTM` followed by the sequence form of the memory
+            layer, the fast path) or `"cell"` (the memory cell wrapping an `LSTMCell` inside
+            `keras.layers.RNN`); both compute the same function.
+        init_scale: every weight is initialised U(-init_scale, init_scale).
+        forget_bias: initial LSTM forget-gate bias (other biases start at 0).
+        pad: start-of-stream treatment of the attention window (`"mask"` or `"zeros"`).
+        use_bias: biases inside the memory layer (the paper has none).
+        return_attention_scores: also output the attention weights ``[batch, seq_len,
+            window]`` (parallel attention kinds only; used by probe models).
+        name: model name (default ``"<kind>_language_model"``).
+
+    Returns:
+        A `keras.Model`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> model = build_language_model(50, kind="key_value", hidden=16, embedding_dim=8,
+    ...                              window=3, batch_size=2, seq_len=5)
+    >>> model(np.zeros((2, 5), "int32")).shape
+    TensorShape([2, 5, 50])
+    """
+    vocab_size = check_int("vocab_size", vocab_size, 2)
+    hidden = check_int("hidden", hidden, 1)
+    embedding_dim = check_int("embedding_dim", embedding_dim, 1)
+    seq_len = check_optional_int("seq_len", seq_len, 1)
+    batch_size = check_optional_int("batch_size", batch_size, 1)
+    _check_kind_arguments(kind, form, window, ngram, layers, dropout, recurrent_dropout)
+    if stateful and batch_size is None:
+        raise ValueError("`stateful=True` needs a fixed `batch_size`; got batch_size=None.")
+    if not init_scale > 0:
+        raise ValueError(f"`init_scale` must be > 0, got {init_scale!r}.")
+    if return_attention_scores and (kind not in ATTENTION_KINDS or form != "parallel"):
+        raise ValueError(
+            "`return_attention_scores=True` needs an attention kind "
+            f"{ATTENTION_KINDS} in the parallel form; got kind={kind!r}, form={form!r}."
+        )
+    if tie_weights and kind == "lstm" and hidden != embedding_dim:
+        raise ValueError(
+            f"`tie_weights=True` with kind='lstm' needs `hidden` == `embedding_dim`; got "
+            f"hidden={hidden}, embedding_dim={embedding_dim}."
+        )
+    init = keras.initializers.RandomUniform(-init_scale, init_scale)
+    units = _default_units(kind, hidden, ngram, sizes, units, tie_weights, embedding_dim)
+    memory_args = {"sizes": sizes, "use_bias": use_bias, "kernel_initializer": init}
+    if kind in ATTENTION_KINDS:
+        memory_args.update(window=window, attention_units=attention_units, pad=pad)
+
+    tokens = keras.Input((seq_len,), batch_size=batch_size, dtype="int32", name="tokens")
+    embedding_type = TiedEmbedding if tie_weights else keras.layers.Embedding
+    embedding = embedding_type(
+        vocab_size, embedding_dim, embeddings_initializer=init, name="embedding"
+    )
+    x = _dropout(embedding(tokens), dropout, variational_dropout, "embedding_dropout")
+    for i in range(layers - 1):
+        x = _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, f"lstm_{i}")(x)
+        x = _dropout(x, dropout, variational_dropout, f"lstm_{i}_dropout")
+    top = f"lstm_{layers - 1}"
+    scores = None
+    if kind == "lstm":
+        x = _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, top)(x)
+    elif form == "cell":
+        cell = _memory_cell(
+            kind, _lstm_cell(hidden, init, forget_bias, recurrent_dropout, top), memory_args,
+            ngram, units,
+        )
+        x = keras.layers.RNN(cell, return_sequences=True, stateful=stateful, name=f"{kind}_rnn")(x)
+    else:
+        x = _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, top)(x)
+        if kind == "ngram":
+            x = NGramConcat(ngram, units, stateful=stateful, name="ngram", **memory_args)(x)
+        else:
+            outputs = SlidingWindowAttention(
+                mode=kind,
+                units=units,
+                stateful=stateful,
+                return_attention_scores=return_attention_scores,
+                name="window_attention",
+                **memory_args,
+            )(x)
+            x, scores = outputs if return_attention_scores else (outputs, None)
+    x = _dropout(x, dropout, variational_dropout, "output_dropout")
+    if tie_weights:
+        logits = embedding(x, reverse=True)
+    else:
+        logits = keras.layers.Dense(vocab_size, kernel_initializer=init, name="softmax")(x)
+    outputs = logits if scores is None else [logits, scores]
+    return keras.Model(tokens, outputs, name=name or f"{kind}_language_model")
+
+
+def compile_language_model(
+    model, learning_rate=1e-3, clipnorm=5.0, jit_compile=True, perplexity=True, optimizer=None
+):
+    """Compiles a language model: Adam, global-norm clipping, cross-entropy from logits.
+
+    The loss is the weighted mean negative log-likelihood per target token (padding, with
+    weight 0, does not count); the weighted `Perplexity` metric reports the corpus perplexity.
+
+    Args:
+        model: a model from `build_language_model`.
+        learning_rate: Adam learning rate.
+        clipnorm: global gradient-norm threshold (`None` or 0: no clipping).
+        jit_compile: compile the train step with XLA (works on CPU for these layers; Keras
+            disables it by itself where a layer, e.g. cuDNN LSTM, does not support it).
+        perplexity: add the `Perplexity` metric.
+        optimizer: an optimizer to use instead of Adam (then ``learning_rate`` and
+            ``clipnorm`` are ignored).
+
+    Returns:
+        The model.
+
+    Example:
+
+    >>> import numpy as np
+    >>> model = build_language_model(20, hidden=8, embedding_dim=8, batch_size=2, seq_len=4)
+    >>> model = compile_language_model(model, jit_compile=False)
+    >>> x = np.ones((2, 4), "int32")
+    >>> logs = model.fit(x, x, verbose=0).history
+    >>> sorted(logs)
+    ['loss', 'perplexity']
+    """
+    if optimizer is None:
+        optimizer = keras.optimizers.Adam(learning_rate, global_clipnorm=clipnorm or None)
+    model.compile(
+        optimizer=optimizer,
+        loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="mean_with_sample_weight"
+        ),
+        weighted_metrics=[Perplexity()] if perplexity else None,
+        jit_compile=jit_compile,
+    )
+    return model
+
+
+def stateful_layers(model):
+    """The layers of ``model`` (nested models included) that carry state between batches."""
+    found = []
+    for layer in model.layers:
+        if isinstance(layer, keras.Model):
+            found.extend(stateful_layers(layer))
+        elif getattr(layer, "stateful", False):
+            found.append(layer)
+    return found
+
+
+def state_variables(layer):
+    """The variables holding a stateful layer's carried state (each ``[batch, ...]``)."""
+    if isinstance(layer, keras.layers.RNN):
+        return list(layer.states or [])
+    # The memory layers keep nothing but their carried memory in non-trainable variables.
+    return list(layer.non_trainable_variables)
+
+
+def reset_language_model_states(model, rows=None):
+    """Clears the carried LSTM states and memories of ``model``.
+
+    Args:
+        model: a stateful model (e.g. from `build_language_model(stateful=True)`).
+        rows: `None` to clear every row, or a bool vector ``[batch]`` selecting the rows
+            (streams) to clear, e.g. those starting a new document; the others keep their
+            state.
+
+    Example:
+
+    >>> import numpy as np
+    >>> model = build_language_model(20, hidden=8, embedding_dim=8, batch_size=2, seq_len=4)
+    >>> _ = model(np.ones((2, 4), "int32"))
+    >>> reset_language_model_states(model, rows=np.array([True, False]))
+    >>> [float(np.abs(v.numpy()[0]).sum()) for v in model.get_layer("lstm_0").states]
+    [0.0, 0.0]
+    """
+    layers = stateful_layers(model)
+    if rows is None:
+        for layer in layers:
+            for variable in state_variables(layer):
+                variable.assign(ops.zeros_like(variable))
+        return
+    rows = np.asarray(rows, dtype=bool)
+    if not rows.any():
+        return
+    for layer in layers:
+        for variable in state_variables(layer):
+            if variable.shape[0] != rows.shape[0]:
+                raise ValueError(
+                    f"`rows` has {rows.shape[0]} entries but layer {layer.name!r} carries "
+                    f"state for a batch of {variable.shape[0]}."
+                )
+            keep = np.reshape(~rows, (-1,) + (1,) * (len(variable.shape) - 1))
+            variable.assign(variable * ops.cast(keep, variable.dtype))
+
+
+class StateResetCallback(keras.callbacks.Callback):
+    """Resets a stateful language model at the start of every epoch / evaluation and at
+    document boundaries.
+
+    Args:
+        train_resets: bool ``[num_batches, batch]`` (`BPTTBatches.resets` of the training
+            data) or `None`: rows to clear before each training batch.
+        eval_resets: the same for the data of `evaluate` / `predict` (and validation).
+
+    Example:
+
+    >>> from tf_memlayers.data.lm_corpora import generate_copy_corpus, make_bptt_batches
+    >>> corpus = generate_copy_corpus(2000, 200, 200)
+    >>> train = make_bptt_batches(corpus.train, 4, 10)
+    >>> callback = StateResetCallback(train.resets)
+    """
+
+    def __init__(self, train_resets=None, eval_resets=None):
+        super().__init__()
+        self.train_resets = None if train_resets is None else np.asarray(train_resets, bool)
+        self.eval_resets = None if eval_resets is None else np.asarray(eval_resets, bool)
+
+    def _reset_rows(self, resets, batch):
+        if resets is not None and 0 < batch < len(resets):
+            reset_language_model_states(self.model, resets[batch])
+
+    def on_epoch_begin(self, epoch, logs=None):
+        reset_language_model_states(self.model)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._reset_rows(self.train_resets, batch)
+
+    def on_test_begin(self, logs=None):
+        reset_language_model_states(self.model)
+
+    def on_test_batch_begin(self, batch, logs=None):
+        self._reset_rows(self.eval_resets, batch)
+
+    def on_predict_begin(self, logs=None):
+        reset_language_model_states(self.model)
+
+    def on_predict_batch_begin(self, batch, logs=None):
+        self._reset_rows(self.eval_resets, batch)
+
+
+def evaluate_language_model(model, batches, verbose=0):
+    """Perplexity of a compiled language model over a whole split, states reset per document.
+
+    Args:
+        model: a model compiled by `compile_language_model` (with the perplexity metric).
+        batches: the split as `tf_memlayers.data.lm_corpora.BPTTBatches` (the batch size of
+            a stateful model).
+        verbose: Keras verbosity.
+
+    Returns:
+        A dict with ``perplexity`` (exp of the mean NLL over all target tokens),
+        ``nll`` (that mean) and ``tokens`` (the number of targets).
+    """
+    results = model.evaluate(
+        batches.dataset(),
+        callbacks=[StateResetCallback(eval_resets=batches.resets)],
+        verbose=verbose,
+        return_dict=True,
+    )
+    if "perplexity" not in results:
+        raise ValueError("`model` must be compiled with the perplexity metric.")
+    perplexity = float(results["perplexity"])
+    return {
+        "perplexity": perplexity,
+        "nll": float(np.log(perplexity)),
+        "tokens": batches.num_targets,
+    }
+
+
+_MEMORY_LAYER_NAMES = ("window_attention", "ngram")
+
+
+def weight_role(path):
+    """A form-independent name of a language-model weight, from its variable path.
+
+    ``lstm_0/lstm_cell/kernel`` (parallel form) and
+    ``key_value_rnn/sliding_window_attention_cell/lstm_0/kernel`` (cell form) are both
+    ``lstm_0/kernel``; the memory layer's weights are ``memory/<name>`` in both forms.
+    """
+    parts = path.split("/")
+    for part in parts:
+        if part.startswith("lstm_") and part[5:].isdigit():
+            return f"{part}/{parts[-1]}"
+    if parts[0] in _MEMORY_LAYER_NAMES or parts[0].endswith("_rnn"):
+        return f"memory/{parts[-1]}"
+    return "/".join(parts)
+
+
+def copy_trainable_weights(source, target):
+    """Copies the trainable weights of one language model into another of the same design.
+
+    The models may differ in form (`"parallel"` / `"cell"`), batch size, sequence length,
+    statefulness and outputs (e.g. a probe model returning attention scores); weights are
+    matched by `weight_role`. Carried states are not copied.
+
+    Args:
+        source: the model to copy from.
+        target: the model to copy into.
+    """
+    source_weights = {weight_role(w.path): w for w in source.trainable_weights}
+    target_weights = {weight_role(w.path): w for w in target.trainable_weights}
+    if sorted(source_weights) != sorted(target_weights):
+        raise ValueError(
+            "`source` and `target` have different trainable weights: "
+            f"{sorted(source_weights)} vs {sorted(target_weights)}."
+        )
+    for role, weight in target_weights.items():
+        if tuple(weight.shape) != tuple(source_weights[role].shape):
+            raise ValueError(
+                f"weight {role!r} has shape {tuple(source_weights[role].shape)} in `source` "
+                f"but {tuple(weight.shape)} in `target`."
+            )
+        weight.assign(source_weights[role])
