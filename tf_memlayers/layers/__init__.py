@@ -1,5 +1,9 @@
 """Memory layers and RNN cells, one mechanism per module."""
 
+from tf_memlayers.layers.associative_gru import AssociativeGRUCell, DualAssociativeGRUCell
+from tf_memlayers.layers.associative_memory import AssociativeMemoryCell
+from tf_memlayers.layers.attention_pooling import AttentionPooling
+from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.layers.key_value_predict_split import KeyValuePredictSplit
 from tf_memlayers.layers.ngram import NGramConcat, NGramConcatCell
 from tf_memlayers.layers.sliding_window_attention import (
@@ -8,6 +12,11 @@ from tf_memlayers.layers.sliding_window_attention import (
 )
 
 __all__ = [
+    "AssociativeGRUCell",
+    "AssociativeMemoryCell",
+    "AttentionPooling",
+    "DualAssociativeGRUCell",
+    "HeapCacheAttention",
     "KeyValuePredictSplit",
     "NGramConcat",
     "NGramConcatCell",

@@ -1,0 +1,63 @@
+"""NumPy restatement of the cache of Gaffney's reference implementation (ORIGINAL_CODE.md §2).
+
+`fill_model.py` keeps the cache as a float64 NumPy array and maintains it with its own
+sift-down (`maintain_cache`), not `heapq`. This module restates that procedure line by line.
+"""
+
+import numpy as np
+
+
+def score(vector, kernel, score_vector):
+    """`-inf` for an all-zero vector, else `tanh(a @ Wc) @ vc` (fill_model.py:243-247)."""
+    if not np.any(vector):
+        return -np.inf
+    return np.tanh(vector @ kernel) @ score_vector
+
+
+def maintain_cache(cache, kernel, score_vector, index=0):
+    """Sift-down from ``index`` (fill_model.py:259-321), scores recomputed at every step."""
+    size = len(cache)
+    while True:
+        right, left = 2 * index + 1, 2 * index + 2  # the code calls 2i+1 "right"
+        node_score = score(cache[index], kernel, score_vector)
+        right_score = score(cache[right], kernel, score_vector) if right < size else np.inf
+        left_score = score(cache[left], kernel, score_vector) if left < size else np.inf
+        if node_score < min(right_score, left_score):
+            return
+        child = left if left_score <= right_score else right
+        cache[[index, child]] = cache[[child, index]]
+        index = child
+
+
+def insert_batch(cache, candidates, kernel, score_vector):
+    """train_on_batch's insertion loop (fill_model.py:225-241), in batch order.
+
+    Updates ``cache`` in place; returns which candidates entered.
+    """
+    entered = []
+    for candidate in candidates:
+        entered.append(
+            bool(score(candidate, kernel, score_vector) > score(cache[0], kernel, score_vector))
+        )
+        if entered[-1]:
+            cache[0] = candidate
+            maintain_cache(cache, kernel, score_vector)
+    return entered
+
+
+def read(cache, states, kernel, score_vector, gate, query_kernel=None, mask_empty=True):
+    """``h + z * sum_i alpha_i C_i`` with the paper's read or the additive-query read."""
+    keys = cache @ kernel  # [K, A]
+    if query_kernel is None:
+        logits = np.tanh(keys) @ score_vector  # [K], the same for every example
+        logits = np.broadcast_to(logits, (len(states), len(cache)))
+    else:
+        logits = np.tanh(keys[None] + (states @ query_kernel)[:, None]) @ score_vector
+    filled = np.any(cache != 0, axis=-1)
+    weights = np.zeros_like(logits)
+    for row, row_logits in enumerate(logits):
+        use = filled if mask_empty else np.ones_like(filled)
+        if use.any():
+            shifted = np.exp(row_logits[use] - row_logits[use].max())
+            weights[row, use] = shifted / shifted.sum()
+    return states + gate * (weights @ cache), weights

@@ -1,0 +1,118 @@
+"""AttentionPooling against a NumPy restatement of Gaffney §3.2."""
+
+import keras
+import numpy as np
+import pytest
+
+from tf_memlayers.layers.attention_pooling import AttentionPooling
+
+
+def reference(inputs, mask, kernel, score_vector):
+    logits = np.tanh(inputs @ kernel) @ score_vector  # [B, T]
+    pooled = np.zeros((inputs.shape[0], inputs.shape[2]))
+    weights = np.zeros(logits.shape)
+    for b in range(len(inputs)):
+        keep = mask[b]
+        if keep.any():
+            e = np.exp(logits[b, keep] - logits[b, keep].max())
+            weights[b, keep] = e / e.sum()
+        pooled[b] = weights[b] @ inputs[b]
+    return pooled, weights
+
+
+def test_matches_reference_with_mask(float64_policy):
+    rng = np.random.default_rng(0)
+    inputs = rng.normal(size=(3, 7, 5))
+    mask = np.ones((3, 7), bool)
+    mask[0, :3] = False  # left padding
+    mask[2] = False  # nothing to pool
+    layer = AttentionPooling(4)
+    pooled, weights = layer(inputs, mask=mask, return_attention_scores=True)
+    expected, expected_weights = reference(
+        inputs, mask, layer.kernel.numpy(), layer.score.numpy()
+    )
+    np.testing.assert_allclose(pooled.numpy(), expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(weights.numpy(), expected_weights, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(pooled.numpy()[2], 0.0)
+    changed = inputs.copy()
+    changed[0, :3] = 100.0  # masked steps have no influence
+    np.testing.assert_allclose(layer(changed, mask=mask).numpy(), pooled.numpy(), atol=1e-12)
+
+
+def test_float32_matches_reference_without_mask():
+    rng = np.random.default_rng(1)
+    inputs = rng.normal(size=(2, 6, 3)).astype("float32")
+    layer = AttentionPooling(8)
+    pooled = layer(inputs).numpy()
+    expected, _ = reference(
+        inputs.astype(np.float64), np.ones((2, 6), bool),
+        layer.kernel.numpy().astype(np.float64), layer.score.numpy().astype(np.float64),
+    )
+    np.testing.assert_allclose(pooled, expected, rtol=0, atol=1e-5)
+
+
+def sequence_model(jit_compile=False):
+    tokens = keras.Input((9,), dtype="int32")
+    embedded = keras.layers.Embedding(12, 4, mask_zero=True)(tokens)
+    # A per-step Dense keeps the Embedding's mask (and compiles fast under XLA).
+    states = keras.layers.Dense(6, activation="tanh")(embedded)
+    pooled = AttentionPooling(3, name="pool")(states)
+    model = keras.Model(tokens, keras.layers.Dense(12, dtype="float32")(pooled))
+    model.compile(
+        "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=jit_compile,
+    )
+    return model
+
+
+def tokens(rng):
+    x = rng.integers(1, 12, (8, 9))
+    x[:, :4] = 0  # left padding
+    return x
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_trains_under_xla_and_masks_padding(jit_compile):
+    rng = np.random.default_rng(2)
+    model = sequence_model(jit_compile)
+    x = tokens(rng)
+    before = model.get_layer("pool").kernel.numpy().copy()
+    model.fit(x, x[:, -1], epochs=2, verbose=0)
+    assert not np.array_equal(before, model.get_layer("pool").kernel.numpy())
+    assert np.all(np.isfinite(model.predict(x, verbose=0)))
+
+
+def test_mixed_float16():
+    keras.config.set_dtype_policy("mixed_float16")
+    rng = np.random.default_rng(3)
+    model = sequence_model(jit_compile=True)
+    x = tokens(rng)
+    model.fit(x, x[:, -1], epochs=1, verbose=0)
+    pooled, weights = model.get_layer("pool")(
+        keras.ops.cast(rng.normal(size=(2, 9, 6)), "float16"), return_attention_scores=True
+    )
+    assert pooled.dtype == "float16" and weights.dtype == "float32"
+    np.testing.assert_allclose(weights.numpy().sum(-1), 1.0, atol=1e-6)
+
+
+def test_save_load_and_config(tmp_path):
+    rng = np.random.default_rng(4)
+    model = sequence_model()
+    x = tokens(rng)
+    model.fit(x, x[:, -1], epochs=1, verbose=0)
+    path = str(tmp_path / "pool.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+    layer = AttentionPooling(5, kernel_initializer="ones", name="p")
+    clone = AttentionPooling.from_config(layer.get_config())
+    assert clone.get_config() == layer.get_config() and clone.units == 5
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="units"):
+        AttentionPooling(0)
+    with pytest.raises(TypeError, match="units"):
+        AttentionPooling("8")
+    with pytest.raises(ValueError, match="rank 3"):
+        AttentionPooling(4)(np.ones((2, 5), "float32"))

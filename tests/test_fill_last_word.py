@@ -1,0 +1,207 @@
+"""Last-word data, the model builder's two modes, and the cache callback."""
+
+import collections
+import os
+import re
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_memlayers.callbacks.cache_attention import CacheAttentionCallback, cache_attention_by_index
+from tf_memlayers.data import sentences as data
+from tf_memlayers.layers.attention_pooling import AttentionPooling
+from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.models.fill_last_word import (
+    build_fill_last_word_model,
+    compile_fill_last_word_model,
+    fill_last_word_optimizer,
+)
+from tf_memlayers.models.heap_cache_model import HeapCacheModel
+
+
+def reference_encoding(sentence, index, max_length=40):
+    """parser_util.make_fill_blank_data (:96-136) for one sentence, PAD written as 0."""
+    tokens = sentence.split(" ")
+    offset = max_length - len(tokens)
+    enc = [0] * max_length
+    for j in range(offset, max_length - 1):
+        enc[j + 1] = index.get(tokens[j - offset], index[data.UNK])
+    return enc, index.get(tokens[-1], index[data.UNK])
+
+
+def test_read_sentences_handles_crlf_and_bad_bytes(tmp_path):
+    path = tmp_path / "s.txt"
+    path.write_bytes(
+        b"In 1839 , cells were basic .\r\nMeistersr\xc3\xbcte and \xff it .\r\n\r\n  x y  \r\n"
+    )
+    lines = data.read_sentences(path)
+    assert lines == ["In 1839 , cells were basic .", "Meistersr\u00fcte and \ufffd it .", "x y"]
+
+
+def test_vocabulary_order_and_encoding_match_the_reference():
+    sentences = ["b a c a", "a b", "c c c c a", "one", " ".join(["w"] * 41), "z " * 39 + "end"]
+    vocabulary = data.build_vocabulary(sentences)
+    counts = collections.Counter(t for s in sentences for t in s.split())
+    assert vocabulary[:2] == [data.PAD, data.UNK]
+    assert vocabulary[2:] == sorted(counts, key=lambda w: (-counts[w], w))
+    index = {w: i for i, w in enumerate(vocabulary)}
+    x, y, kept = data.encode_last_word(sentences, vocabulary)
+    assert kept == [0, 1, 2, 5]  # one token: no context; 41 tokens: too long
+    for row, label, position in zip(x, y, kept):
+        enc, expected_label = reference_encoding(sentences[position].strip(), index)
+        assert row.tolist() == enc and label == expected_label
+    assert x.dtype == np.int32 and np.all(x[:, 0] == 0)  # always one leading PAD
+    capped = data.build_vocabulary(sentences, max_size=4)
+    x, y, _ = data.encode_last_word(["c end"], capped)
+    assert y.tolist() == [capped.index(data.UNK)]
+
+
+def test_generated_corpus_answers_only_in_earlier_examples():
+    train, evaluation = data.generated_last_word_corpus(entities=12, held_out=4, seed=3)
+    syllable = "(?:" + "|".join(data._SYLLABLES) + ")"
+    name_pattern = re.compile(rf"(?<!\S){syllable} {syllable}(?!\S)")
+    assert len(evaluation) == 4 * 3
+    for sentence in evaluation:
+        name, answer = name_pattern.search(sentence).group(0), sentence.split()[-1]
+        about = [s for s in train if f" {name} " in f" {s} "]
+        facts = [s for s in about if s.split()[-1] != answer]
+        assert facts and all(answer in f.split()[:-1] for f in facts)  # stated inside
+        assert len(facts) == len(about)  # no training sentence about it ends in its answer
+    again, _ = data.generated_last_word_corpus(entities=12, held_out=4, seed=3)
+    assert again == train
+
+
+def test_dataset_is_fixed_length_and_prefetched():
+    x = np.zeros((10, 40), np.int32)
+    dataset = data.last_word_dataset(x, np.arange(10, dtype=np.int32), 4, shuffle=True)
+    shapes = [tuple(b[0].shape) for b in dataset]
+    assert shapes == [(4, 40), (4, 40), (2, 40)]
+    assert "Prefetch" in type(dataset).__name__
+
+
+def small_model(**kwargs):
+    kwargs.setdefault("embedding_dim", 6)
+    kwargs.setdefault("hidden_units", 8)
+    kwargs.setdefault("attention_units", 4)
+    return build_fill_last_word_model(30, max_length=10, **kwargs)
+
+
+def token_batch(rng, count=16):
+    x = rng.integers(2, 30, (count, 10)).astype(np.int32)
+    x[:, :3] = 0
+    return x, rng.integers(2, 30, count).astype(np.int32)
+
+
+def test_paper_mode_layers():
+    model = small_model(pooling="attention", cache_size=12)
+    assert isinstance(model, HeapCacheModel)
+    assert isinstance(model.get_layer("attention_pooling"), AttentionPooling)
+    cache = model.get_layer("cache_attention")
+    assert cache.mask_empty is True and cache.cache_size == 12
+    assert model.get_layer("embedding").mask_zero is True
+    np.testing.assert_array_equal(model.get_layer("logits").bias.numpy(), 0.0)
+    assert not any("norm" in layer.name for layer in model.layers)
+    optimizer = fill_last_word_optimizer()
+    assert float(optimizer.learning_rate) == pytest.approx(0.01) and optimizer.clipnorm == 5.0
+    assert model.weight_decay == 1e-5
+    assert small_model(cache_size=None).cache_layers == []
+
+
+def test_faithful_mode_sums_over_time_and_freezes_batch_norm(tmp_path):
+    rng = np.random.default_rng(0)
+    model = small_model(pooling="attention", cache_size=12, faithful_to_code=True)
+    compile_fill_last_word_model(model, faithful_to_code=True)
+    assert model.get_layer("cache_attention").mask_empty is False
+    assert model.get_layer("embedding").mask_zero is False
+    assert np.any(model.get_layer("logits").bias.numpy() != 0)  # glorot-initialised
+    assert float(model.optimizer.learning_rate) == pytest.approx(1e-3)
+    assert model.optimizer.clipnorm is None
+    x, y = token_batch(rng)
+    model.fit(x, y, epochs=2, batch_size=8, verbose=0)
+    for name in ("state_norm", "logits_norm"):
+        norm = model.get_layer(name)
+        np.testing.assert_array_equal(norm.moving_mean.numpy(), 0.0)
+        np.testing.assert_array_equal(norm.moving_variance.numpy(), 1.0)
+        assert np.any(norm.gamma.numpy() != 1.0)  # still trained
+    # The "attention" is the plain sum of all 40 (here 10) LSTM outputs, padding included.
+    encoder = keras.Model(model.inputs, model.get_layer("encoder").output)
+    pooled = keras.Model(model.inputs, model.get_layer("time_sum").output)
+    np.testing.assert_allclose(
+        pooled.predict(x, verbose=0), encoder.predict(x, verbose=0).sum(axis=1), rtol=1e-5,
+        atol=1e-5,
+    )
+    norm = model.get_layer("state_norm")
+    state = keras.Model(model.inputs, norm.output).predict(x, verbose=0)
+    summed = pooled.predict(x, verbose=0)
+    affine = summed / np.sqrt(1 + 1e-3) * norm.gamma.numpy() + norm.beta.numpy()
+    np.testing.assert_allclose(state, affine, rtol=1e-5, atol=1e-5)
+    assert int(model.get_layer("cache_attention").fill_count()) > 0
+    path = str(tmp_path / "faithful.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+
+
+def test_glove_initialisation_and_save_load(tmp_path):
+    rng = np.random.default_rng(1)
+    matrix = rng.normal(size=(30, 5)).astype("float32")
+    model = small_model(pooling="last", cache_size=8, embedding_matrix=matrix)
+    np.testing.assert_array_equal(model.get_layer("embedding").embeddings.numpy(), matrix)
+    compile_fill_last_word_model(model)
+    x, y = token_batch(rng)
+    model.fit(x, y, epochs=1, batch_size=8, verbose=0)
+    path = str(tmp_path / "fill.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_array_equal(
+        loaded.get_layer("cache_attention").cache.numpy(),
+        model.get_layer("cache_attention").cache.numpy(),
+    )
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+
+
+def test_bad_builder_arguments():
+    with pytest.raises(ValueError, match="pooling"):
+        small_model(pooling="max")
+    with pytest.raises(ValueError, match="vocabulary_size"):
+        build_fill_last_word_model(1)
+
+
+@pytest.mark.parametrize("query", ["none", "additive"])
+def test_cache_callback_writes_weights_by_index_and_fill(tmp_path, query):
+    rng = np.random.default_rng(2)
+    model = small_model(pooling="last", cache_size=16, query=query)
+    compile_fill_last_word_model(model)
+    x, y = token_batch(rng)
+    callback = CacheAttentionCallback(str(tmp_path), probe_inputs=x)
+    model.fit(x, y, epochs=1, batch_size=8, verbose=0, callbacks=[callback])
+    layer = model.get_layer("cache_attention")
+    weights = cache_attention_by_index(model, layer, x)
+    assert weights.shape == (16,)
+    np.testing.assert_allclose(weights.sum(), 1.0, rtol=1e-5)
+    assert np.all(weights[np.all(layer.cache.numpy() == 0, axis=-1)] == 0)
+    tags = collections.Counter()
+    for name in os.listdir(tmp_path / "cache"):
+        for event in tf.compat.v1.train.summary_iterator(str(tmp_path / "cache" / name)):
+            for value in event.summary.value:
+                tags[value.tag] += 1
+                if value.tag == "cache_fill/cache_attention":
+                    assert tf.make_ndarray(value.tensor) == pytest.approx(1.0)
+    assert tags["cache_attention/cache_attention"] == 1 and tags["cache_fill/cache_attention"] == 1
+    if query == "additive":
+        with pytest.raises(ValueError, match="probe_inputs"):
+            cache_attention_by_index(model, layer)
+
+
+@pytest.mark.parametrize(
+    "module_name", ["tf_memlayers.models.fill_last_word", "tf_memlayers.models.heap_cache_model"]
+)
+def test_model_docstring_examples_run(module_name):
+    import doctest
+    import importlib
+
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

@@ -1,0 +1,217 @@
+"""HeapCacheAttention: the write rules and the read against NumPy references."""
+
+import keras
+import numpy as np
+import pytest
+
+import heap_reference as ref
+from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
+
+WIDTH, UNITS = 6, 4
+
+
+def make_layer(cache_size, **kwargs):
+    layer = HeapCacheAttention(cache_size, UNITS, **kwargs)
+    layer.build((None, WIDTH))
+    return layer
+
+
+def set_weights(layer, rng):
+    kernel = rng.normal(size=(WIDTH, UNITS))
+    score_vector = rng.normal(size=(UNITS,))
+    layer.cache_kernel.assign(kernel)
+    layer.cache_score.assign(score_vector)
+    # What the layer actually holds (float32 rounding included) is what the reference uses.
+    return layer.cache_kernel.numpy().astype(np.float64), layer.cache_score.numpy().astype(
+        np.float64
+    )
+
+
+def candidate_batches(rng, batches, batch_size, pool_size=None):
+    """Random batches; with ``pool_size`` drawn from a small pool so equal scores occur."""
+    if pool_size is None:
+        return [rng.normal(size=(batch_size, WIDTH)) for _ in range(batches)]
+    pool = rng.normal(size=(pool_size, WIDTH))
+    pool[0] = 0.0  # an all-zero candidate scores -inf and never enters
+    return [pool[rng.integers(0, pool_size, batch_size)] for _ in range(batches)]
+
+
+def test_first_candidate_lands_at_index_62():
+    layer = make_layer(100)
+    vector = np.random.default_rng(0).normal(size=(1, WIDTH)).astype("float32")
+    assert layer.insert(vector).numpy().tolist() == [True]
+    occupied = np.flatnonzero(np.any(layer.cache.numpy() != 0, axis=-1))
+    assert occupied.tolist() == [62]
+    np.testing.assert_array_equal(layer.cache.numpy()[62], vector[0])
+
+
+@pytest.mark.parametrize("cache_size", [1, 7, 100])
+@pytest.mark.parametrize("pool_size", [None, 5])
+def test_heap_matches_reference_with_changing_weights(float64_policy, cache_size, pool_size):
+    rng = np.random.default_rng(cache_size * 10 + (pool_size or 0))
+    layer = make_layer(cache_size)
+    expected = np.zeros((cache_size, WIDTH))
+    for batch in candidate_batches(rng, 12, 16, pool_size):
+        kernel, score_vector = set_weights(layer, rng)  # the weights change between batches
+        entered = layer.insert(batch).numpy()
+        expected_entered = ref.insert_batch(expected, batch, kernel, score_vector)
+        np.testing.assert_array_equal(layer.cache.numpy(), expected)
+        assert entered.tolist() == expected_entered
+    assert np.any(expected != 0)
+
+
+def test_heap_matches_reference_in_float32():
+    rng = np.random.default_rng(3)
+    layer = make_layer(31)
+    expected = np.zeros((31, WIDTH))
+    for batch in candidate_batches(rng, 10, 16):
+        batch = batch.astype("float32")
+        kernel, score_vector = set_weights(layer, rng)
+        layer.insert(batch)
+        ref.insert_batch(expected, batch.astype(np.float64), kernel, score_vector)
+    np.testing.assert_array_equal(layer.cache.numpy(), expected.astype("float32"))
+
+
+def test_heap_goes_stale_when_weights_change(float64_policy):
+    """With new weights the stored order is no longer a heap, and nothing re-orders it."""
+    rng = np.random.default_rng(7)
+    layer = make_layer(15)
+    set_weights(layer, rng)
+    layer.insert(rng.normal(size=(40, WIDTH)))
+    kernel, score_vector = set_weights(layer, rng)
+    scores = np.array([ref.score(c, kernel, score_vector) for c in layer.cache.numpy()])
+    parents = (np.arange(1, 15) - 1) // 2
+    assert np.any(scores[parents] > scores[1:]), "new weights should break the heap order"
+    before = layer.cache.numpy().copy()
+    layer.insert(np.zeros((3, WIDTH)))  # zero vectors never enter, and nothing moves
+    np.testing.assert_array_equal(layer.cache.numpy(), before)
+
+
+def test_topk_keeps_exactly_the_best(float64_policy):
+    rng = np.random.default_rng(11)
+    layer = make_layer(10, policy="topk")
+    pool = np.zeros((0, WIDTH))
+    for batch in candidate_batches(rng, 5, 8):
+        kernel, score_vector = set_weights(layer, rng)
+        pool = np.concatenate([layer.cache.numpy(), batch])
+        layer.insert(batch)
+        scores = np.array([ref.score(v, kernel, score_vector) for v in pool])
+        best = pool[np.argsort(scores, kind="stable")[-10:]]  # ascending, the weakest first
+        np.testing.assert_array_equal(layer.cache.numpy(), best)
+    kept_scores = [ref.score(v, kernel, score_vector) for v in layer.cache.numpy()]
+    assert np.all(np.diff(kept_scores) >= 0)
+
+
+@pytest.mark.parametrize("query", ["none", "additive"])
+@pytest.mark.parametrize("mask_empty", [True, False])
+def test_read_matches_reference(float64_policy, query, mask_empty):
+    rng = np.random.default_rng(5)
+    layer = make_layer(9, query=query, mask_empty=mask_empty)
+    cache = rng.normal(size=(9, WIDTH))
+    cache[[0, 4]] = 0.0  # two empty slots
+    layer.cache.assign(cache)
+    gate = rng.normal(size=(WIDTH,))
+    layer.cache_gate.assign(gate)
+    kernel, score_vector = set_weights(layer, rng)
+    query_kernel = None
+    if query == "additive":
+        query_kernel = rng.normal(size=(WIDTH, UNITS))
+        layer.query_kernel.assign(query_kernel)
+    states = rng.normal(size=(3, WIDTH))
+    outputs, weights = layer(states, return_attention_scores=True)
+    expected, expected_weights = ref.read(
+        cache, states, kernel, score_vector, gate, query_kernel, mask_empty
+    )
+    np.testing.assert_allclose(outputs.numpy(), expected, rtol=0, atol=1e-10)
+    if query == "none":
+        expected_weights = expected_weights[0]
+    np.testing.assert_allclose(weights.numpy(), expected_weights, rtol=0, atol=1e-10)
+    assert np.all(weights.numpy()[..., 0] == 0) == mask_empty
+
+
+def test_read_in_float32_matches_reference():
+    rng = np.random.default_rng(6)
+    layer = make_layer(5, query="additive")
+    cache = rng.normal(size=(5, WIDTH)).astype("float32")
+    layer.cache.assign(cache)
+    kernel, score_vector = set_weights(layer, rng)
+    states = rng.normal(size=(4, WIDTH)).astype("float32")
+    expected, _ = ref.read(
+        cache.astype(np.float64),
+        states.astype(np.float64),
+        kernel,
+        score_vector,
+        layer.cache_gate.numpy().astype(np.float64),
+        layer.query_kernel.numpy().astype(np.float64),
+    )
+    np.testing.assert_allclose(layer(states).numpy(), expected, rtol=0, atol=1e-5)
+
+
+def test_empty_cache_reads_nothing():
+    layer = make_layer(4)
+    states = np.random.default_rng(0).normal(size=(2, WIDTH)).astype("float32")
+    np.testing.assert_array_equal(layer(states).numpy(), states)
+
+
+def test_calling_the_layer_never_writes():
+    layer = make_layer(8)
+    states = np.random.default_rng(0).normal(size=(4, WIDTH)).astype("float32")
+    layer(states, training=True)
+    layer(states, training=False)
+    assert int(layer.fill_count()) == 0
+
+
+def test_gradient_reaches_weights_not_cache():
+    import tensorflow as tf
+
+    layer = make_layer(4, query="additive")
+    layer.insert(np.random.default_rng(0).normal(size=(3, WIDTH)).astype("float32"))
+    states = tf.constant(np.random.default_rng(1).normal(size=(2, WIDTH)).astype("float32"))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(layer(states) ** 2)
+    grads = tape.gradient(loss, [layer.cache_kernel, layer.cache_score, layer.cache_gate,
+                                 layer.query_kernel, layer.cache])
+    assert all(g is not None and np.any(g.numpy() != 0) for g in grads[:4])
+    assert grads[4] is None
+
+
+def test_get_config_round_trip():
+    layer = HeapCacheAttention(
+        12, 5, policy="topk", query="additive", mask_empty=False, gate_initializer="zeros",
+        name="cache_read",
+    )
+    clone = HeapCacheAttention.from_config(layer.get_config())
+    assert clone.get_config() == layer.get_config()
+    assert (clone.cache_size, clone.attention_units, clone.policy, clone.query) == (
+        12, 5, "topk", "additive",
+    )
+    assert clone.mask_empty is False
+    assert isinstance(clone.gate_initializer, keras.initializers.Zeros)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, fragment",
+    [
+        ({"cache_size": 0, "attention_units": 4}, ValueError, "cache_size"),
+        ({"cache_size": 2.5, "attention_units": 4}, TypeError, "cache_size"),
+        ({"cache_size": 3, "attention_units": 0}, ValueError, "attention_units"),
+        ({"cache_size": 3, "attention_units": 4, "policy": "lru"}, ValueError, "'lru'"),
+        ({"cache_size": 3, "attention_units": 4, "query": "dot"}, ValueError, "'dot'"),
+        ({"cache_size": 3, "attention_units": 4, "mask_empty": "yes"}, TypeError, "mask_empty"),
+    ],
+)
+def test_bad_arguments(kwargs, error, fragment):
+    with pytest.raises(error, match=fragment):
+        HeapCacheAttention(**kwargs)
+
+
+def test_bad_candidates():
+    layer = make_layer(4)
+    with pytest.raises(ValueError, match=r"width 6 .*got shape \(2, 5\)"):
+        layer.insert(np.ones((2, 5), "float32"))
+    with pytest.raises(ValueError, match="rank 2"):
+        layer.insert(np.ones((2, 3, WIDTH), "float32"))
+    with pytest.raises(ValueError, match="before `insert`"):
+        HeapCacheAttention(4, 2).insert(np.ones((1, WIDTH), "float32"))
+    with pytest.raises(ValueError, match="rank 2"):
+        HeapCacheAttention(4, 2)(np.ones((2, 3, WIDTH), "float32"))

@@ -1,0 +1,209 @@
+"""HeapCacheModel: the cache write inside `fit` (eager, XLA, distributed) and its persistence."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import heap_reference as ref
+from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.models.heap_cache_model import HeapCacheModel
+
+FEATURES, WIDTH, CLASSES = 5, 6, 3
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def build_model(cache_size=7, policy="heap", query="none", weight_decay=0.0):
+    inputs = keras.Input((FEATURES,))
+    states = keras.layers.Dense(WIDTH, activation="tanh", name="encoder")(inputs)
+    read = HeapCacheAttention(cache_size, 4, policy=policy, query=query, name="cache")(states)
+    outputs = keras.layers.Dense(CLASSES, name="logits")(read)
+    return HeapCacheModel(inputs, outputs, weight_decay=weight_decay)
+
+
+def compile_model(model, jit_compile=False, learning_rate=0.05):
+    model.compile(
+        keras.optimizers.Adam(learning_rate),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=jit_compile,
+    )
+    return model
+
+
+def data(rng, count):
+    return rng.normal(size=(count, FEATURES)).astype("float32"), rng.integers(0, CLASSES, count)
+
+
+def expected_write(model, x, cache):
+    """The reference write after a step: states and W_c, v_c under the updated weights."""
+    layer = model.get_layer("cache")
+    candidates = model.get_layer("encoder")(x).numpy().astype(np.float64)
+    kernel = layer.cache_kernel.numpy().astype(np.float64)
+    score_vector = layer.cache_score.numpy().astype(np.float64)
+    ref.insert_batch(cache, candidates, kernel, score_vector)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_training_step_writes_like_the_reference(jit_compile):
+    rng = np.random.default_rng(0)
+    model = compile_model(build_model(), jit_compile)
+    expected = np.zeros((7, WIDTH))
+    for _ in range(4):
+        x, y = data(rng, 8)
+        before = model.get_layer("encoder").kernel.numpy().copy()
+        model.train_on_batch(x, y)
+        # The write must use the states under the weights this step has just updated.
+        assert not np.array_equal(before, model.get_layer("encoder").kernel.numpy())
+        expected_write(model, x, expected)
+        np.testing.assert_allclose(model.get_layer("cache").cache.numpy(), expected, atol=1e-6)
+    assert np.all(np.any(expected != 0, axis=-1))
+
+
+def test_fit_writes_evaluate_and_predict_do_not():
+    rng = np.random.default_rng(1)
+    model = compile_model(build_model(cache_size=64, policy="topk"))
+    x, y = data(rng, 24)
+    model.predict(x, verbose=0)
+    model.evaluate(x, y, verbose=0)
+    model(x, training=True)
+    assert int(model.get_layer("cache").fill_count()) == 0
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    assert int(model.get_layer("cache").fill_count()) == 24
+    before = model.get_layer("cache").cache.numpy().copy()
+    model.evaluate(x, y, verbose=0)
+    model.predict(x, verbose=0)
+    np.testing.assert_array_equal(model.get_layer("cache").cache.numpy(), before)
+
+
+def test_weight_decay_is_half_squared_norm():
+    model = build_model(weight_decay=1e-3)
+    expected = 1e-3 * 0.5 * sum(float(np.sum(w.numpy() ** 2)) for w in model.trainable_weights)
+    np.testing.assert_allclose(float(sum(model.losses)), expected, rtol=1e-5)
+    assert not any(w is model.get_layer("cache").cache for w in model.trainable_weights)
+    with pytest.raises(ValueError, match="weight_decay"):
+        build_model(weight_decay=-1.0)
+
+
+def trained_model(rng, query="none"):
+    model = compile_model(build_model(cache_size=10, query=query, weight_decay=1e-4))
+    x, y = data(rng, 32)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    return model, x
+
+
+@pytest.mark.parametrize("query", ["none", "additive"])
+def test_keras_file_round_trip(tmp_path, query):
+    model, x = trained_model(np.random.default_rng(2), query)
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert isinstance(loaded, HeapCacheModel) and loaded.weight_decay == 1e-4
+    np.testing.assert_array_equal(
+        loaded.get_layer("cache").cache.numpy(), model.get_layer("cache").cache.numpy()
+    )
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+    assert loaded.get_layer("cache").get_config() == model.get_layer("cache").get_config()
+
+
+def test_checkpoint_and_weights_restore_the_cache(tmp_path):
+    rng = np.random.default_rng(3)
+    model, x = trained_model(rng)
+    layer = model.get_layer("cache")
+    saved = layer.cache.numpy().copy()
+    checkpoint = tf.train.Checkpoint(model=model)
+    prefix = checkpoint.write(str(tmp_path / "ckpt"))
+    model.save_weights(str(tmp_path / "model.weights.h5"))
+    layer.insert(rng.normal(size=(20, WIDTH)).astype("float32") * 10)
+    assert not np.array_equal(layer.cache.numpy(), saved)
+    checkpoint.read(prefix).assert_consumed()
+    np.testing.assert_array_equal(layer.cache.numpy(), saved)
+    layer.reset_cache()
+    assert int(layer.fill_count()) == 0
+    model.load_weights(str(tmp_path / "model.weights.h5"))
+    np.testing.assert_array_equal(layer.cache.numpy(), saved)
+
+
+def test_mixed_precision_training_writes_float32_cache():
+    keras.config.set_dtype_policy("mixed_float16")
+    rng = np.random.default_rng(4)
+    model = compile_model(build_model(cache_size=8, query="additive"), jit_compile=True)
+    x, y = data(rng, 16)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    layer = model.get_layer("cache")
+    assert layer.cache.dtype == "float32" and int(layer.fill_count()) == 8
+    outputs = layer(keras.ops.cast(model.get_layer("encoder")(x), "float16"))
+    assert outputs.dtype == "float16" and np.all(np.isfinite(outputs.numpy()))
+
+
+DISTRIBUTED_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    import keras
+    sys.path.insert(0, sys.argv[1])
+    import heap_reference as ref
+    from test_heap_cache_model import build_model, compile_model, data, expected_write
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    report = {"replicas": strategy.num_replicas_in_sync}
+    for policy in ("heap", "topk"):
+        keras.utils.set_random_seed(0)
+        with strategy.scope():
+            model = compile_model(build_model(cache_size=32, policy=policy))
+        rng = np.random.default_rng(0)
+        expected = np.zeros((32, 6))
+        all_candidates = []
+        for step in range(3):
+            x, y = data(rng, 8)
+            model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+            all_candidates.append(model.get_layer("encoder")(x).numpy())
+            expected_write(model, x, expected)
+        layer = model.get_layer("cache")
+        copies = [c.numpy() for c in strategy.experimental_local_results(layer.cache.value)]
+        report[policy] = {
+            "copies": [c.tolist() for c in copies],
+            "expected": expected.tolist(),
+            "candidates": np.concatenate(all_candidates).tolist(),
+        }
+    print(json.dumps(report))
+    """
+)
+
+
+def test_mirrored_strategy_keeps_identical_caches(tmp_path):
+    script = tmp_path / "distributed.py"
+    script.write_text(DISTRIBUTED_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
+    tests_dir = os.path.join(REPO, "tests")
+    result = subprocess.run(
+        [sys.executable, str(script), tests_dir],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["replicas"] == 2
+    for policy in ("heap", "topk"):
+        first, second = (np.array(c) for c in report[policy]["copies"])
+        np.testing.assert_array_equal(first, second)
+        # 24 candidates into 32 slots: every one is there exactly once.
+        stored = first[np.any(first != 0, axis=-1)]
+        candidates = np.array(report[policy]["candidates"], dtype=np.float32)
+        assert len(stored) == len(candidates) == 24
+        rows = lambda a: a[np.lexsort(a.T[::-1])]  # noqa: E731
+        np.testing.assert_allclose(rows(stored), rows(candidates), atol=1e-6)
+    # Replica order is batch order, so the heap's slots are the reference's.
+    np.testing.assert_allclose(first_copy(report, "heap"), report["heap"]["expected"], atol=1e-6)
+
+
+def first_copy(report, policy):
+    return np.array(report[policy]["copies"][0])

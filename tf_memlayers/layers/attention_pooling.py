@@ -1,0 +1,94 @@
+"""Self-attentive pooling of a sequence into one vector (Gaffney, §3.2)."""
+
+import keras
+from keras import ops
+
+from tf_memlayers._validation import check_int, check_last_dim, check_rank
+
+
+def softmax_dtype(compute_dtype):
+    """The dtype attention softmaxes run in: float32 under half precision, else the input's."""
+    return "float32" if compute_dtype in ("float16", "bfloat16") else compute_dtype
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class AttentionPooling(keras.layers.Layer):
+    """Pools ``[batch, time, features]`` to ``[batch, features]`` with additive self-attention.
+
+    ``a_t = v^T tanh(W^T h_t)``, ``alpha = softmax_t(a)``, ``r = sum_t alpha_t h_t``
+    (Gaffney, *Cache Attention for Recurrent Language Modeling*, §3.2; no query term, no
+    bias). Masked time steps get no weight; a sequence with every step masked pools to zeros.
+
+    Args:
+        units: attention width ``A`` (the columns of ``W``).
+        kernel_initializer: initializer of ``W`` (``[features, units]``).
+        score_initializer: initializer of ``v`` (``[units]``).
+        **kwargs: base `keras.layers.Layer` arguments (``name``, ``dtype``, ...).
+
+    Call arguments:
+        inputs: ``[batch, time, features]`` tensor.
+        mask: optional ``[batch, time]`` boolean mask (propagated by Keras).
+        return_attention_scores: if True, also return ``alpha`` (``[batch, time]``).
+
+    Example:
+
+    >>> import numpy as np
+    >>> pool = AttentionPooling(units=8)
+    >>> tuple(pool(np.ones((2, 5, 4), "float32")).shape)
+    (2, 4)
+    """
+
+    def __init__(
+        self,
+        units,
+        kernel_initializer="glorot_uniform",
+        score_initializer="glorot_uniform",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.units = check_int("units", units, 1, owner="AttentionPooling")
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.score_initializer = keras.initializers.get(score_initializer)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        check_rank("inputs", input_shape, 3, owner="AttentionPooling")
+        features = check_last_dim("inputs", input_shape, owner="AttentionPooling")
+        self.kernel = self.add_weight(
+            name="kernel", shape=(features, self.units), initializer=self.kernel_initializer
+        )
+        self.score = self.add_weight(
+            name="score", shape=(self.units,), initializer=self.score_initializer
+        )
+
+    def call(self, inputs, mask=None, return_attention_scores=False):
+        dtype = softmax_dtype(self.compute_dtype)
+        logits = ops.squeeze(
+            ops.matmul(ops.tanh(ops.matmul(inputs, self.kernel)), self.score[:, None]), -1
+        )
+        logits = ops.cast(logits, dtype)
+        if mask is not None:
+            mask = ops.cast(mask, "bool")
+            logits = ops.where(mask, logits, ops.full_like(logits, -1e9))
+        weights = ops.softmax(logits, axis=-1)
+        if mask is not None:
+            weights = weights * ops.cast(mask, dtype)  # all-masked rows pool to zeros
+        pooled = ops.einsum("bt,btf->bf", ops.cast(weights, inputs.dtype), inputs)
+        if return_attention_scores:
+            return pooled, weights
+        return pooled
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], input_shape[-1])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            units=self.units,
+            kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
+            score_initializer=keras.initializers.serialize(self.score_initializer),
+        )
+        return config

@@ -1,0 +1,247 @@
+"""Attention over a cache of earlier training examples kept as a min-heap (Gaffney)."""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from tf_memlayers._validation import check_choice, check_int, check_last_dim, check_rank
+from tf_memlayers.layers.attention_pooling import softmax_dtype
+from tf_memlayers.ops.heap import heap_insert, topk_insert
+
+POLICIES = ("heap", "topk")
+QUERIES = ("none", "additive")
+
+_INSERTS = {"heap": heap_insert, "topk": topk_insert}
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class HeapCacheAttention(keras.layers.Layer):
+    """Adds an attention read over a cache of earlier examples' states to each state.
+
+    Gaffney, *Cache Attention for Recurrent Language Modeling* (§3.3). The cache ``C`` holds
+    ``cache_size`` vectors of the input width ``H`` (a row of zeros is an empty slot). Read::
+
+        a_i   = v_c^T tanh(W_c^T C_i)                 (query="none": one read for every example)
+        a_bi  = v_c^T tanh(W_c^T C_i + W_q^T h_b)     (query="additive")
+        alpha = softmax_i(a)
+        out_b = h_b + z * sum_i alpha_i C_i
+
+    Gradients reach ``W_c``, ``v_c``, ``z`` (and ``W_q``), never the cache.
+
+    The cache is written only by `insert`, which a training step calls after the optimizer
+    update with the examples' states (`tf_memlayers.models.HeapCacheModel` does this in
+    `fit`); calling the layer never writes, in training or inference. Each candidate is scored
+    with the current ``W_c, v_c`` (``-inf`` for an all-zero vector):
+
+    * ``policy="heap"``: the reference implementation's procedure, candidate by candidate in
+      batch order: a candidate scoring strictly above the root (slot 0) replaces it and sifts
+      down the binary min-heap (`tf_memlayers.ops.heap.heap_insert`). The heap is never
+      re-ordered as a whole, so as the weights change its order goes stale, as in the original.
+    * ``policy="topk"``: after the write the cache holds the ``cache_size`` best vectors of the
+      cache and the batch under the current weights, in ascending score order.
+
+    Under a `tf.distribute` strategy each replica keeps its own copy of the cache; `insert`
+    gathers the candidates of all replicas in replica order and every replica applies the same
+    write, so the copies stay identical.
+
+    Args:
+        cache_size: number of cached vectors ``K`` (>= 1).
+        attention_units: attention width ``A`` (columns of ``W_c``).
+        policy: ``"heap"`` (default) or ``"topk"``, the write rule above.
+        query: ``"none"`` (default; the paper's query-independent read) or ``"additive"``
+            (the score also depends on the example's own state through ``W_q``).
+        mask_empty: if True (default), empty slots take no attention weight. If False they
+            take part in the softmax with the logit of a zero vector, as in the reference
+            implementation.
+        kernel_initializer, score_initializer, gate_initializer, query_initializer:
+            initializers of ``W_c`` ``[H, A]``, ``v_c`` ``[A]``, ``z`` ``[H]``, ``W_q`` ``[H, A]``
+            (all Glorot uniform, as in the reference implementation).
+        **kwargs: base `keras.layers.Layer` arguments.
+
+    Call arguments:
+        inputs: ``[batch, H]`` states.
+        training: unused (the read is the same in training and inference).
+        return_attention_scores: if True, also return ``alpha`` (``[K]`` with
+            ``query="none"``, ``[batch, K]`` with ``query="additive"``).
+
+    Example:
+
+    >>> import numpy as np
+    >>> layer = HeapCacheAttention(cache_size=4, attention_units=3)
+    >>> states = np.random.default_rng(0).normal(size=(2, 5)).astype("float32")
+    >>> tuple(layer(states).shape)
+    (2, 5)
+    >>> layer.insert(states).numpy().tolist()
+    [True, True]
+    >>> int(layer.fill_count())
+    2
+    """
+
+    def __init__(
+        self,
+        cache_size,
+        attention_units,
+        policy="heap",
+        query="none",
+        mask_empty=True,
+        kernel_initializer="glorot_uniform",
+        score_initializer="glorot_uniform",
+        gate_initializer="glorot_uniform",
+        query_initializer="glorot_uniform",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        owner = "HeapCacheAttention"
+        self.cache_size = check_int("cache_size", cache_size, 1, owner)
+        self.attention_units = check_int("attention_units", attention_units, 1, owner)
+        self.policy = check_choice("policy", policy, POLICIES, owner)
+        self.query = check_choice("query", query, QUERIES, owner)
+        if not isinstance(mask_empty, bool):
+            raise TypeError(f"{owner}: `mask_empty` must be a bool, got {mask_empty!r}.")
+        self.mask_empty = mask_empty
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.score_initializer = keras.initializers.get(score_initializer)
+        self.gate_initializer = keras.initializers.get(gate_initializer)
+        self.query_initializer = keras.initializers.get(query_initializer)
+        self._compiled_insert = None
+
+    def build(self, input_shape):
+        check_rank("inputs", input_shape, 2, owner="HeapCacheAttention")
+        width = check_last_dim("inputs", input_shape, owner="HeapCacheAttention")
+        # Each replica updates its own copy (aggregation "none"), with identical writes.
+        self.cache = self.add_weight(
+            name="cache",
+            shape=(self.cache_size, width),
+            initializer="zeros",
+            trainable=False,
+            autocast=False,
+            aggregation="none",
+        )
+        self.cache_kernel = self.add_weight(
+            name="cache_kernel",
+            shape=(width, self.attention_units),
+            initializer=self.kernel_initializer,
+        )
+        self.cache_score = self.add_weight(
+            name="cache_score", shape=(self.attention_units,), initializer=self.score_initializer
+        )
+        self.cache_gate = self.add_weight(
+            name="cache_gate", shape=(width,), initializer=self.gate_initializer
+        )
+        if self.query == "additive":
+            self.query_kernel = self.add_weight(
+                name="query_kernel",
+                shape=(width, self.attention_units),
+                initializer=self.query_initializer,
+            )
+
+    @property
+    def width(self):
+        """The width ``H`` of the cached vectors (known once built)."""
+        return int(self.cache.shape[-1])
+
+    def _read_weights(self, cache, states, dtype):
+        """Attention weights over the slots: ``[K]`` or ``[batch, K]``."""
+        kernel = ops.cast(self.cache_kernel, dtype)
+        keys = ops.matmul(cache, kernel)  # [K, A]
+        if self.query == "additive":
+            queries = ops.matmul(ops.cast(states, dtype), ops.cast(self.query_kernel, dtype))
+            keys = keys[None, :, :] + queries[:, None, :]  # [B, K, A]
+        logits = ops.matmul(ops.tanh(keys), ops.cast(self.cache_score, dtype)[:, None])[..., 0]
+        if not self.mask_empty:
+            return ops.softmax(logits, axis=-1)
+        filled = ops.any(ops.not_equal(cache, 0), axis=-1)
+        logits = ops.where(filled, logits, ops.full_like(logits, -1e9))
+        # An empty cache reads zeros rather than a uniform mix of empty slots.
+        return ops.softmax(logits, axis=-1) * ops.cast(filled, dtype)
+
+    def call(self, inputs, training=None, return_attention_scores=False):
+        del training
+        dtype = softmax_dtype(self.compute_dtype)
+        cache = ops.stop_gradient(ops.cast(self.cache, dtype))
+        weights = self._read_weights(cache, inputs, dtype)
+        read = ops.matmul(weights, cache)  # [H] or [B, H]
+        outputs = inputs + ops.cast(self.cache_gate, inputs.dtype) * ops.cast(read, inputs.dtype)
+        if return_attention_scores:
+            return outputs, weights
+        return outputs
+
+    def attention_weights(self, states=None):
+        """The read's attention weights over the slots, computed now.
+
+        Args:
+            states: ``[batch, H]`` states; needed with ``query="additive"``, ignored otherwise.
+
+        Returns:
+            ``[K]`` (``query="none"``) or ``[batch, K]`` tensor.
+        """
+        if self.query == "additive" and states is None:
+            raise ValueError("HeapCacheAttention: `states` is required with query='additive'.")
+        dtype = softmax_dtype(self.compute_dtype)
+        return self._read_weights(ops.cast(self.cache, dtype), states, dtype)
+
+    def fill_count(self):
+        """Number of occupied (non-zero) slots."""
+        return ops.sum(ops.cast(ops.any(ops.not_equal(self.cache, 0), axis=-1), "int32"))
+
+    def reset_cache(self):
+        """Empties the cache."""
+        self.cache.assign(ops.zeros_like(self.cache))
+
+    def insert(self, candidates):
+        """Offers ``candidates`` (``[batch, H]``) to the cache with the current weights.
+
+        Inside a replica context of a multi-replica strategy the candidates of all replicas are
+        gathered in replica order first. Works eagerly, in `tf.function` and under XLA.
+
+        Returns:
+            ``[batch]`` bool tensor (``[replicas * batch]`` when gathered): which candidates
+            entered the cache.
+        """
+        if not self.built:
+            raise ValueError(
+                "HeapCacheAttention: call the layer (or build it) before `insert`, so that the "
+                "cache width is known."
+            )
+        candidates = tf.convert_to_tensor(candidates)
+        check_rank("candidates", candidates.shape, 2, owner="HeapCacheAttention")
+        if candidates.shape[-1] is not None and candidates.shape[-1] != self.width:
+            raise ValueError(
+                f"HeapCacheAttention: `candidates` must have width {self.width} (the cache "
+                f"width), got shape {tuple(candidates.shape)}."
+            )
+        candidates = tf.cast(candidates, self.cache.dtype)
+        context = tf.distribute.get_replica_context()
+        if context is not None and context.num_replicas_in_sync > 1:
+            candidates = context.all_gather(candidates, axis=0)
+        if tf.executing_eagerly():
+            if self._compiled_insert is None:
+                function = tf.function(self._insert, reduce_retracing=True)
+                object.__setattr__(self, "_compiled_insert", function)
+            return self._compiled_insert(candidates)
+        return self._insert(candidates)
+
+    def _insert(self, candidates):
+        cache = self.cache.value  # the tf.Variable itself (autocast is off for the cache)
+        kernel = tf.cast(self.cache_kernel.value, cache.dtype)
+        score_vector = tf.cast(self.cache_score.value, cache.dtype)
+        return _INSERTS[self.policy](cache, candidates, kernel, score_vector)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        serialize = keras.initializers.serialize
+        config.update(
+            cache_size=self.cache_size,
+            attention_units=self.attention_units,
+            policy=self.policy,
+            query=self.query,
+            mask_empty=self.mask_empty,
+            kernel_initializer=serialize(self.kernel_initializer),
+            score_initializer=serialize(self.score_initializer),
+            gate_initializer=serialize(self.gate_initializer),
+            query_initializer=serialize(self.query_initializer),
+        )
+        return config

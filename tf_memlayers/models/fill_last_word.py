@@ -1,0 +1,178 @@
+"""Gaffney's last-word prediction model: LSTM encoder, attention pooling, heap cache attention.
+
+Two behaviours, side by side (``faithful_to_code``):
+
+==========================  ================================  ===================================
+aspect                      paper (default)                   reference code (``True``)
+==========================  ================================  ===================================
+padding                     masked: the LSTM skips the        processed: the LSTM runs over all
+                            leading padding steps             40 steps, padding included
+attention pooling           ``softmax_t(v^T tanh(W^T h_t))``  plain sum over all 40 steps (the
+                            weighted sum (`AttentionPooling`) softmax was over a size-1 axis)
+batch normalization         none                              frozen (inference-mode) batch norm
+                                                              on the state and on the logits
+empty cache slots           no attention weight               take part with logit 0
+output bias initializer     zeros                             Glorot uniform
+optimizer                   Adam(lr 0.01), clip norm 5        Adam(lr 1e-3), no clipping
+==========================  ================================  ===================================
+
+Both use an L2 penalty ``1e-5 * sum ||w||^2 / 2`` over every trainable weight, and the cache
+vector of an example is the state the cache read is added to (post batch norm in the code).
+"""
+
+import keras
+
+from tf_memlayers._validation import check_choice, check_int
+from tf_memlayers.layers.attention_pooling import AttentionPooling
+from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.models.heap_cache_model import HeapCacheModel
+
+POOLINGS = ("last", "attention")
+PAPER_LEARNING_RATE, CODE_LEARNING_RATE, PAPER_CLIP_NORM = 0.01, 1e-3, 5.0
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class FrozenBatchNormalization(keras.layers.BatchNormalization):
+    """Batch normalization that always runs in inference mode, as in the reference code.
+
+    The reference code called ``tf.layers.batch_normalization`` with ``training`` left at
+    False, so the moving mean 0 and variance 1 are never updated and the layer is the fixed
+    affine ``gamma * x / sqrt(1 + epsilon) + beta`` with trainable ``gamma`` and ``beta``.
+
+    Example:
+
+    >>> import numpy as np
+    >>> norm = FrozenBatchNormalization(epsilon=1e-3)
+    >>> float(norm(np.full((2, 3), 2.0, "float32"), training=True)[0, 0])  # 2 / sqrt(1.001)
+    1.999000...
+    """
+
+    def call(self, inputs, training=None, mask=None):
+        return super().call(inputs, training=False, mask=mask)
+
+
+def _frozen_batch_norm(name):
+    return FrozenBatchNormalization(epsilon=1e-3, name=name)
+
+
+def build_fill_last_word_model(
+    vocabulary_size,
+    *,
+    max_length=40,
+    embedding_dim=100,
+    hidden_units=128,
+    pooling="last",
+    attention_units=64,
+    cache_size=None,
+    policy="heap",
+    query="none",
+    mask_empty=None,
+    embedding_matrix=None,
+    weight_decay=1e-5,
+    faithful_to_code=False,
+    name="fill_last_word",
+):
+    """Builds the (uncompiled) last-word model; see the module docstring for the two modes.
+
+    Args:
+        vocabulary_size: number of token ids (id 0 is padding).
+        max_length: context steps (40 in the paper).
+        embedding_dim: word vector size (100 in the paper; ignored with ``embedding_matrix``).
+        hidden_units: LSTM size ``H`` (128).
+        pooling: ``"last"`` (the final LSTM state) or ``"attention"``.
+        attention_units: width ``A`` of both attentions (64).
+        cache_size: number of cached states ``K``; ``None`` or 0 for no cache.
+        policy, query: `HeapCacheAttention` write rule and read (``"heap"``, ``"none"``).
+        mask_empty: `HeapCacheAttention` option; default ``not faithful_to_code``.
+        embedding_matrix: optional initial embeddings ``[vocabulary_size, dim]`` (GloVe);
+            otherwise ``N(0, 0.9^2)`` as in the reference code.
+        weight_decay: L2 coefficient (``1e-5``).
+        faithful_to_code: reproduce the reference code instead of the paper.
+        name: model name.
+
+    Returns:
+        A `HeapCacheModel` mapping ``[batch, max_length]`` int ids to ``[batch, vocabulary]``
+        float32 logits.
+
+    Example:
+
+    >>> model = build_fill_last_word_model(50, embedding_dim=8, hidden_units=16,
+    ...                                    pooling="attention", cache_size=32)
+    >>> compile_fill_last_word_model(model)
+    >>> model.output_shape
+    (None, 50)
+    """
+    vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
+    max_length = check_int("max_length", max_length, 1)
+    hidden_units = check_int("hidden_units", hidden_units, 1)
+    check_choice("pooling", pooling, POOLINGS)
+    if mask_empty is None:
+        mask_empty = not faithful_to_code
+    masked = not faithful_to_code
+
+    tokens = keras.Input((max_length,), dtype="int32", name="context")
+    if embedding_matrix is not None:
+        embedding_dim = int(embedding_matrix.shape[1])
+    embedding = keras.layers.Embedding(
+        vocabulary_size,
+        check_int("embedding_dim", embedding_dim, 1),
+        embeddings_initializer=keras.initializers.RandomNormal(stddev=0.9),
+        mask_zero=masked,
+        name="embedding",
+    )
+    embedded = embedding(tokens)
+    if embedding_matrix is not None:
+        embedding.set_weights([embedding_matrix])
+    # Keras's LSTM defaults are the reference's TF1 LSTMCell: Glorot kernels, forget bias 1.
+    sequences = keras.layers.LSTM(
+        hidden_units, return_sequences=pooling == "attention", name="encoder"
+    )(embedded)
+    if pooling == "last":
+        state = sequences
+    elif faithful_to_code:
+        state = keras.layers.GlobalAveragePooling1D(name="time_mean")(sequences)
+        state = keras.layers.Rescaling(float(max_length), name="time_sum")(state)
+    else:
+        state = AttentionPooling(attention_units, name="attention_pooling")(sequences)
+    if faithful_to_code:
+        state = _frozen_batch_norm("state_norm")(state)
+    if cache_size:
+        state = HeapCacheAttention(
+            cache_size,
+            attention_units,
+            policy=policy,
+            query=query,
+            mask_empty=mask_empty,
+            name="cache_attention",
+        )(state)
+    logits = keras.layers.Dense(
+        vocabulary_size,
+        bias_initializer="glorot_uniform" if faithful_to_code else "zeros",
+        dtype="float32" if not faithful_to_code else None,
+        name="logits",
+    )(state)
+    if faithful_to_code:
+        logits = _frozen_batch_norm("logits_norm")(logits)
+        logits = keras.layers.Activation("linear", dtype="float32", name="logits_float32")(logits)
+    return HeapCacheModel(tokens, logits, weight_decay=weight_decay, name=name)
+
+
+def fill_last_word_optimizer(faithful_to_code=False, learning_rate=None, clip_norm=None):
+    """Adam as in the paper (lr 0.01, per-gradient norm clip 5) or the code (lr 1e-3, none)."""
+    if learning_rate is None:
+        learning_rate = CODE_LEARNING_RATE if faithful_to_code else PAPER_LEARNING_RATE
+    if clip_norm is None and not faithful_to_code:
+        clip_norm = PAPER_CLIP_NORM
+    return keras.optimizers.Adam(learning_rate, clipnorm=clip_norm)
+
+
+def compile_fill_last_word_model(
+    model, faithful_to_code=False, learning_rate=None, clip_norm=None, jit_compile=False
+):
+    """Compiles with sparse cross-entropy on logits and accuracy."""
+    model.compile(
+        fill_last_word_optimizer(faithful_to_code, learning_rate, clip_norm),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        jit_compile=jit_compile,
+    )

@@ -1,0 +1,111 @@
+"""A functional model whose training step writes its cache-attention layers' caches."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class HalfSquaredNorm(keras.regularizers.Regularizer):
+    """``coefficient * ||w||^2 / 2`` (TensorFlow's ``l2_loss`` convention)."""
+
+    def __init__(self, coefficient):
+        self.coefficient = float(coefficient)
+
+    def __call__(self, weight):
+        weight = ops.cast(weight, "float32")
+        return self.coefficient * 0.5 * ops.sum(ops.square(weight))
+
+    def get_config(self):
+        return {"coefficient": self.coefficient}
+
+
+def _cache_layers(model):
+    return [layer for layer in model._flatten_layers() if isinstance(layer, HeapCacheAttention)]
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class HeapCacheModel(keras.Model):
+    """Functional model that writes every `HeapCacheAttention` cache after each training step.
+
+    Built like a functional `keras.Model` (``HeapCacheModel(inputs, outputs)``). Its training
+    step is Keras's, followed by the cache write of Gaffney's reference implementation: the
+    inputs of each `HeapCacheAttention` layer are recomputed for the same batch with the
+    weights the optimizer has just updated (in inference mode) and offered to the cache with
+    `HeapCacheAttention.insert`. Evaluation and prediction never write. Works with
+    ``jit_compile=True`` and under `tf.distribute` strategies.
+
+    Args:
+        inputs, outputs: as for a functional `keras.Model`.
+        weight_decay: coefficient ``c`` of an L2 penalty ``c * sum_w ||w||^2 / 2`` over every
+            trainable weight (the reference implementation used ``1e-5``). Weights that
+            already carry a regularizer keep it.
+        **kwargs: other functional `keras.Model` arguments (``name``, ``trainable``).
+
+    Example:
+
+    >>> import keras, numpy as np
+    >>> tokens = keras.Input((6,), dtype="int32")
+    >>> state = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(20, 8)(tokens))
+    >>> state = HeapCacheAttention(cache_size=16, attention_units=4)(state)
+    >>> model = HeapCacheModel(tokens, keras.layers.Dense(20)(state))
+    >>> model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    >>> x = np.random.default_rng(0).integers(1, 20, (8, 6))
+    >>> _ = model.fit(x, x[:, -1], verbose=0)
+    >>> int(model.layers[-2].fill_count())
+    8
+    """
+
+    def __init__(self, *args, weight_decay=0.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.weight_decay = float(weight_decay)
+        if self.weight_decay < 0:
+            raise ValueError(f"`weight_decay` must be >= 0, got {weight_decay}.")
+        if self.weight_decay:
+            for weight in self.trainable_weights:
+                if getattr(weight, "regularizer", None) is None:
+                    weight.regularizer = HalfSquaredNorm(self.weight_decay)
+        layers = _cache_layers(self)
+        # Not a Layer, so not tracked: the candidates' graph shares the model's layers.
+        object.__setattr__(self, "_cache_layers_list", layers)
+        candidates = None
+        if layers:
+            candidates = keras.Function(self._inputs_struct, [layer.input for layer in layers])
+        object.__setattr__(self, "_candidate_function", candidates)
+
+    @property
+    def cache_layers(self):
+        """The model's `HeapCacheAttention` layers, in graph order."""
+        return list(self._cache_layers_list)
+
+    def write_caches(self, x):
+        """Offers the states that ``x`` produces now to every cache; returns what entered."""
+        if self._candidate_function is None:
+            return []
+        candidates = self._candidate_function(x)
+        if not isinstance(candidates, (list, tuple)):
+            candidates = [candidates]
+        return [layer.insert(c) for layer, c in zip(self._cache_layers_list, candidates)]
+
+    def train_step(self, data):
+        logs = super().train_step(data)
+        x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        # Automatic control dependencies order these reads after the optimizer's writes.
+        self.write_caches(x)
+        return logs
+
+    def get_config(self):
+        config = super().get_config()
+        config["weight_decay"] = self.weight_decay
+        return config
+
+
+def cache_fill_fractions(model):
+    """``{layer name: fraction of occupied slots}`` for each cache of ``model``."""
+    return {
+        layer.name: float(np.asarray(layer.fill_count())) / layer.cache_size
+        for layer in _cache_layers(model)
+    }
