@@ -1,1 +1,24 @@
 """Model builders that rebuild each paper's model from the package's layers."""
+
+from tf_memlayers.models.fill_last_word import (
+    build_fill_last_word_model,
+    compile_fill_last_word_model,
+)
+from tf_memlayers.models.heap_cache_model import HeapCacheModel
+from tf_memlayers.models.language_model import (
+    build_language_model,
+    compile_language_model,
+    reset_language_model_states,
+)
+from tf_memlayers.models.snli import build_snli_model, compile_snli_model
+
+__all__ = [
+    "HeapCacheModel",
+    "build_fill_last_word_model",
+    "build_language_model",
+    "build_snli_model",
+    "compile_fill_last_word_model",
+    "compile_language_model",
+    "compile_snli_model",
+    "reset_language_model_states",
+]
