@@ -12,7 +12,6 @@ import tensorflow as tf
 from tf_memlayers.callbacks.cache_attention import CacheAttentionCallback, cache_attention_by_index
 from tf_memlayers.data import sentences as data
 from tf_memlayers.layers.attention_pooling import AttentionPooling
-from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
     compile_fill_last_word_model,

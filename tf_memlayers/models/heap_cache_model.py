@@ -2,7 +2,6 @@
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
