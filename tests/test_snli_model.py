@@ -4,6 +4,7 @@ import os
 
 import keras
 import numpy as np
+import tensorflow as tf
 import pytest
 
 from tf_memlayers.callbacks.associative_memory import (
@@ -115,8 +116,21 @@ def test_heatmap_callback_writes_an_image(tmp_path):
     callback.on_epoch_end(0)
     assert callback.last_matrix.shape == (5, 4)
     assert np.all(np.abs(callback.last_matrix) <= 1 + 1e-9)
-    files = os.listdir(tmp_path / "memory")
-    assert files and os.path.getsize(tmp_path / "memory" / files[0]) > 1000
+    summaries = {}
+    for name in os.listdir(tmp_path / "memory"):
+        for event in tf.compat.v1.train.summary_iterator(str(tmp_path / "memory" / name)):
+            for value in event.summary.value:
+                summaries[value.tag] = value
+    assert {"memory/retrieval", "memory/retrieval/table", "memory/sentence"} <= set(summaries)
+    image = tf.make_ndarray(summaries["memory/retrieval"].tensor)
+    # An image summary holds [width, height, encoded PNG]; decode the PNG itself.
+    pixels = tf.io.decode_png(image[2]).numpy()
+    assert pixels.ndim == 3 and pixels.shape[2] in (3, 4) and pixels.shape[0] >= 5
+    table = tf.make_ndarray(summaries["memory/retrieval/table"].tensor).item().decode()
+    assert table.splitlines()[0] == "| | a | red | cat | . |"  # premise tokens label the columns
+    assert [row.split(" | ")[0] for row in table.splitlines()[2:]] == [
+        "| the", "| cat", "| is", "| red", "| .",
+    ]
 
 
 def test_bad_arguments():
