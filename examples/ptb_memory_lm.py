@@ -13,8 +13,11 @@ Data: ``--data-dir`` holding Penn Treebank (``ptb.{train,valid,test}.txt``), Wik
 copy of a word a few steps back, so a window-attention model clearly beats the plain LSTM.
 
 Defaults follow the paper (§4.1): Adam 1e-3, batch 64, global-norm clipping 5, forget bias 1,
-U(-0.1, 0.1) init, BPTT 20. The blog baselines are flags: ``--dropout``,
-``--variational-dropout``, ``--tie-weights``.
+U(-0.1, 0.1) init, BPTT 20. ``--config`` picks a named recipe (``zaremba-small``,
+``zaremba-medium``, ``zaremba-large``: Zaremba et al. 2014 with plain SGD and the per-epoch
+learning-rate decay; ``short-attention-spans``: the paper's settings at a CPU-sized width)
+whose settings become the defaults; explicit options still win. The blog baselines are
+flags: ``--dropout``, ``--variational-dropout``, ``--tie-weights``.
 
 Runs are resumable: with the same ``--workdir`` an interrupted run continues from its last
 completed epoch (weights, optimizer and epoch are restored; carried states start each epoch
@@ -26,6 +29,7 @@ Example::
     python examples/ptb_memory_lm.py                  # attention LM on the generated corpus
     python examples/ptb_memory_lm.py --model lstm     # the baseline on the same data
     python examples/ptb_memory_lm.py --model ngram --data-dir ../shared/data/ptb
+    python examples/ptb_memory_lm.py --config zaremba-small --data-dir ../shared/data/ptb
     tensorboard --logdir runs/ptb_memory_lm/logs
 """
 
@@ -47,11 +51,15 @@ from tf_memlayers.models.language_model import (  # noqa: E402
     DANILUK_DEFAULTS,
     FORMS,
     KINDS,
+    LOSS_REDUCTIONS,
+    OPTIMIZERS,
+    EpochLearningRate,
     StateResetCallback,
     build_language_model,
     compile_language_model,
     evaluate_language_model,
 )
+from tf_memlayers.models.language_model_presets import PRESETS, get_preset  # noqa: E402
 from tf_memlayers.training import make_strategy, resumable_callbacks, write_metrics  # noqa: E402
 from tf_memlayers.training.strategy import STRATEGIES  # noqa: E402
 
@@ -72,12 +80,42 @@ def rate(text):
     return value
 
 
+BASE_DEFAULTS = {
+    **DANILUK_DEFAULTS,
+    "kind": "attention",
+    "layers": 1,
+    "dropout": 0.0,
+    "optimizer": "adam",
+    "lr_decay": 1.0,
+    "full_rate_epochs": None,
+    "epochs": 3,
+    "loss_reduction": "token_mean",
+}
+
+
+def preset_defaults(config):
+    """Argument defaults: the paper's settings, overridden by the preset named ``config``."""
+    defaults = dict(BASE_DEFAULTS)
+    if config:
+        preset = get_preset(config)
+        defaults.update(preset.model)
+        defaults.update(preset.training)
+    return defaults
+
+
 def parse_args(argv=None):
-    d = DANILUK_DEFAULTS
+    config_parser = argparse.ArgumentParser(add_help=False)
+    config_parser.add_argument("--config", choices=tuple(PRESETS))
+    config = config_parser.parse_known_args(argv)[0].config
+    d = preset_defaults(config)
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
+    parser.add_argument("--config", choices=tuple(PRESETS),
+                        help="a named recipe whose settings become the defaults of the other "
+                        "options (explicit options still win): " + "; ".join(
+                            f"{name}: {preset.description}" for name, preset in PRESETS.items()))
     data = parser.add_argument_group("data")
     data.add_argument("--data-dir", help="folder with PTB, WikiText-2 or CBT files; "
                       "default: the embedded generated corpus")
@@ -87,17 +125,17 @@ def parse_args(argv=None):
                       help="treat each split as one stream (no state resets between documents)")
 
     model = parser.add_argument_group("model")
-    model.add_argument("--model", choices=KINDS, default="attention")
+    model.add_argument("--model", choices=KINDS, default=d["kind"])
     model.add_argument("--form", choices=FORMS, default="parallel",
                        help="memory layer over the LSTM's output sequence, or as an RNN cell")
     model.add_argument("--hidden", type=positive_int, default=d["hidden"])
     model.add_argument("--embedding-dim", type=positive_int, default=d["embedding_dim"])
-    model.add_argument("--layers", type=positive_int, default=1)
+    model.add_argument("--layers", type=positive_int, default=d["layers"])
     model.add_argument("--window", type=positive_int, default=d["window"])
     model.add_argument("--ngram", type=positive_int, default=d["ngram"])
     model.add_argument("--sizes", type=positive_int, nargs="+",
                        help="explicit piece sizes of the top LSTM output (key first)")
-    model.add_argument("--dropout", type=rate, default=0.0)
+    model.add_argument("--dropout", type=rate, default=d["dropout"])
     model.add_argument("--variational-dropout", action="store_true",
                        help="one dropout mask per sequence (locked dropout)")
     model.add_argument("--recurrent-dropout", type=rate, default=0.0)
@@ -107,11 +145,20 @@ def parse_args(argv=None):
     model.add_argument("--forget-bias", type=float, default=d["forget_bias"])
 
     train = parser.add_argument_group("training")
-    train.add_argument("--epochs", type=positive_int, default=3)
+    train.add_argument("--epochs", type=positive_int, default=d["epochs"])
     train.add_argument("--batch-size", type=positive_int, default=d["batch_size"])
     train.add_argument("--seq-len", type=positive_int, default=d["seq_len"],
                        help="truncated-BPTT length")
+    train.add_argument("--optimizer", choices=OPTIMIZERS, default=d["optimizer"])
     train.add_argument("--learning-rate", type=float, default=d["learning_rate"])
+    train.add_argument("--lr-decay", type=float, default=d["lr_decay"],
+                       help="learning-rate factor per epoch after --full-rate-epochs")
+    train.add_argument("--full-rate-epochs", type=positive_int, default=d["full_rate_epochs"],
+                       help="epochs at the initial learning rate before the decay starts "
+                       "(default: no decay)")
+    train.add_argument("--loss-reduction", choices=LOSS_REDUCTIONS, default=d["loss_reduction"],
+                       help="token_mean: mean NLL per token; sum_over_time: summed over the "
+                       "BPTT steps (Zaremba et al.)")
     train.add_argument("--clipnorm", type=float, default=d["clipnorm"],
                        help="global gradient-norm clipping (0: none)")
     train.add_argument("--max-train-batches", type=positive_int,
@@ -129,7 +176,10 @@ def parse_args(argv=None):
     run.add_argument("--probe-length", type=positive_int, default=25)
     run.add_argument("--metrics-file", help="also write the final metrics JSON here")
     run.add_argument("--verbose", type=int, choices=(0, 1, 2), default=1)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not 0 < args.lr_decay <= 1:
+        parser.error(f"--lr-decay must be in (0, 1], got {args.lr_decay}")
+    return args
 
 
 def load_data(args):
@@ -183,6 +233,7 @@ def make_callbacks(args, corpus, train, valid, strategy):
     workdir = pathlib.Path(args.workdir)
     callbacks = [
         StateResetCallback(train.resets, valid.resets),
+        EpochLearningRate(args.learning_rate, args.lr_decay, args.full_rate_epochs),
         *resumable_callbacks(str(workdir), monitor="val_loss"),
         keras.callbacks.TensorBoard(str(workdir / "logs"), write_graph=False),
     ]
@@ -210,6 +261,12 @@ def truncate(batches, limit):
         batches.inputs[:limit], batches.targets[:limit], batches.weights[:limit],
         batches.resets[:limit],
     )
+
+
+def last_logged(history, key):
+    """The last epoch's value of ``key`` in a Keras history (`None` if no epoch ran now)."""
+    values = history.history.get(key) or [None]
+    return None if values[-1] is None else float(values[-1])
 
 
 def run(args, extra_callbacks=()):
@@ -240,7 +297,12 @@ def run(args, extra_callbacks=()):
             form=args.form,
         )
         compile_language_model(
-            model, args.learning_rate, args.clipnorm, jit_compile=not args.no_jit
+            model,
+            args.learning_rate,
+            args.clipnorm,
+            jit_compile=not args.no_jit,
+            optimizer=args.optimizer,
+            loss_reduction=args.loss_reduction,
         )
     callbacks = make_callbacks(args, corpus, train, split_batches["valid"], strategy)
     history = model.fit(
@@ -255,6 +317,7 @@ def run(args, extra_callbacks=()):
         for split in ("valid", "test")
     }
     metrics = {
+        "config": args.config,
         "model": args.model,
         "form": args.form,
         "corpus": corpus.name,
@@ -262,6 +325,8 @@ def run(args, extra_callbacks=()):
         "parameters": int(sum(np.prod(w.shape) for w in model.trainable_weights)),
         "epochs": args.epochs,
         "epochs_run_now": len(history.history.get("loss", [])),
+        "last_epoch_train_perplexity": last_logged(history, "perplexity"),
+        "last_epoch_learning_rate": last_logged(history, "learning_rate"),
         "train_batches_per_epoch": train.num_batches,
         "train_tokens_per_epoch": int(train.num_targets),
         "valid_perplexity": results["valid"]["perplexity"],

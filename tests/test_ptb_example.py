@@ -34,9 +34,10 @@ def test_help_lists_the_options(capsys):
         example.parse_args(["--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
-    for option in ("--model", "--data-dir", "--form", "--strategy", "--workdir", "--tie-weights"):
+    for option in ("--model", "--data-dir", "--form", "--strategy", "--workdir", "--tie-weights",
+                   "--config", "--optimizer", "--lr-decay", "--loss-reduction"):
         assert option in text
-    assert "key_value_predict" in text
+    assert "key_value_predict" in text and "zaremba-small" in text
 
 
 def test_generated_default_end_to_end(tmp_path, capsys):
@@ -70,18 +71,55 @@ class _Interrupt(keras.callbacks.Callback):
         self._epoch = epoch
 
 
+def _saved_weights(workdir):
+    model = keras.saving.load_model(workdir / "last.keras")
+    return {w.path: w.numpy() for w in model.weights}
+
+
 def test_resume_after_interruption_matches_an_uninterrupted_run(tmp_path, capsys):
-    argv = [*TINY, "--model", "key_value", "--epochs", "2"]
+    # SGD with the per-epoch decay: the resumed run must also continue the schedule.
+    argv = [*TINY, "--model", "key_value", "--epochs", "3", "--config", "zaremba-small",
+            "--full-rate-epochs", "1"]  # fmt: skip
     straight = example.main([*argv, "--workdir", str(tmp_path / "straight")])
     args = example.parse_args([*argv, "--workdir", str(tmp_path / "resumed")])
     with pytest.raises(KeyboardInterrupt):
         example.run(args, extra_callbacks=[_Interrupt()])
     resumed = example.main([*argv, "--workdir", str(tmp_path / "resumed")])
-    assert straight["epochs_run_now"] == 2 and resumed["epochs_run_now"] == 1
+    assert straight["epochs_run_now"] == 3 and resumed["epochs_run_now"] == 2
+    assert resumed["last_epoch_learning_rate"] == straight["last_epoch_learning_rate"] == 0.25
     # Weights, optimizer state and epoch are restored; the carried memory starts the epoch
-    # from zero in both runs, so the results agree.
+    # from zero in both runs, so the weights after the last step are the same.
+    expected = _saved_weights(tmp_path / "straight")
+    got = _saved_weights(tmp_path / "resumed")
+    assert expected.keys() == got.keys()
+    for path, value in expected.items():
+        np.testing.assert_allclose(got[path], value, rtol=1e-6, atol=1e-7, err_msg=path)
     for key in ("valid_perplexity", "test_perplexity"):
-        np.testing.assert_allclose(resumed[key], straight[key], rtol=1e-4)
+        np.testing.assert_allclose(resumed[key], straight[key], rtol=1e-5)
+
+
+def test_config_sets_defaults_and_explicit_options_win():
+    args = example.parse_args(["--config", "zaremba-small"])
+    assert (args.model, args.layers, args.hidden, args.embedding_dim) == ("lstm", 2, 200, 200)
+    assert (args.optimizer, args.learning_rate, args.lr_decay, args.full_rate_epochs) == (
+        "sgd", 1.0, 0.5, 4,
+    )  # fmt: skip
+    assert (args.epochs, args.batch_size, args.seq_len, args.clipnorm) == (13, 20, 20, 5.0)
+    assert (args.loss_reduction, args.forget_bias, args.init_scale) == ("sum_over_time", 0.0, 0.1)
+    mixed = example.parse_args(["--model", "ngram", "--config", "zaremba-medium", "--epochs", "2"])
+    assert (mixed.model, mixed.epochs, mixed.hidden, mixed.dropout) == ("ngram", 2, 650, 0.5)
+    plain = example.parse_args([])
+    assert (plain.optimizer, plain.model, plain.loss_reduction) == ("adam", "attention", "token_mean")
+    assert plain.full_rate_epochs is None
+
+
+def test_bad_config_and_decay_are_rejected(capsys):
+    for argv, fragment in ((["--config", "zaremba-tiny"], "--config: invalid choice"),
+                           (["--lr-decay", "1.5"], "--lr-decay must be in (0, 1], got 1.5")):
+        with pytest.raises(SystemExit) as exit_info:
+            example.parse_args(argv)
+        assert exit_info.value.code == 2
+        assert fragment in capsys.readouterr().err
 
 
 def test_data_dir_in_ptb_format_with_cell_form(tmp_path, capsys):

@@ -423,23 +423,100 @@ def build_language_model(
     return keras.Model(tokens, outputs, name=name or f"{kind}_language_model")
 
 
-def compile_language_model(
-    model, learning_rate=1e-3, clipnorm=5.0, jit_compile=True, perplexity=True, optimizer=None
-):
-    """Compiles a language model: Adam, global-norm clipping, cross-entropy from logits.
+LOSS_REDUCTIONS = ("token_mean", "sum_over_time")
+OPTIMIZERS = ("adam", "sgd")
 
-    The loss is the weighted mean negative log-likelihood per target token (padding, with
-    weight 0, does not count); the weighted `Perplexity` metric reports the corpus perplexity.
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class SequenceCrossentropy(keras.losses.Loss):
+    """Cross-entropy of integer targets ``[batch, time]`` under logits, two reductions.
+
+    * ``"token_mean"``: the weighted mean negative log-likelihood per target token (padding,
+      with weight 0, does not count).
+    * ``"sum_over_time"``: the sum over the time steps of the per-step mean over the batch
+      (weights applied), the cost of Zaremba et al. (2014) and of TensorFlow's PTB tutorial.
+      It is ``seq_len`` times the token mean, so with plain SGD its step is ``seq_len`` times
+      larger, and the gradient-norm clipping sees the scaled gradient.
+
+    Args:
+        reduction_mode: `"token_mean"` or `"sum_over_time"`.
+        name: loss name.
+
+    Example:
+
+    >>> import numpy as np
+    >>> targets, logits = np.zeros((2, 5), "int32"), np.zeros((2, 5, 4), "float32")
+    >>> mean = SequenceCrossentropy()(targets, logits)
+    >>> summed = SequenceCrossentropy("sum_over_time")(targets, logits)
+    >>> round(float(summed / mean), 4)
+    5.0
+    """
+
+    def __init__(self, reduction_mode="token_mean", name="sequence_crossentropy", **kwargs):
+        check_choice("reduction_mode", reduction_mode, LOSS_REDUCTIONS)
+        kwargs.pop("reduction", None)
+        reduction = (
+            "mean_with_sample_weight" if reduction_mode == "token_mean" else "sum_over_batch_size"
+        )
+        super().__init__(name=name, reduction=reduction, **kwargs)
+        self.reduction_mode = reduction_mode
+
+    def call(self, y_true, y_pred):
+        nll = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
+        if self.reduction_mode == "sum_over_time":
+            # Mean over batch x time, times the number of steps = sum over time / batch.
+            nll = nll * ops.cast(ops.shape(nll)[1], nll.dtype)
+        return nll
+
+    def get_config(self):
+        return {"reduction_mode": self.reduction_mode, "name": self.name}
+
+
+def make_optimizer(optimizer="adam", learning_rate=1e-3, clipnorm=5.0):
+    """The optimizer named by ``optimizer`` with global-norm gradient clipping.
+
+    Args:
+        optimizer: `"adam"` (Daniluk et al.) or `"sgd"` (plain SGD without momentum, Zaremba
+            et al.).
+        learning_rate: initial learning rate.
+        clipnorm: global gradient-norm threshold (`None` or 0: no clipping).
+
+    Returns:
+        A `keras.optimizers.Optimizer`.
+    """
+    check_choice("optimizer", optimizer, OPTIMIZERS)
+    if not (isinstance(learning_rate, (int, float)) and learning_rate > 0):
+        raise ValueError(f"`learning_rate` must be a number > 0, got {learning_rate!r}.")
+    if clipnorm is not None and not clipnorm >= 0:
+        raise ValueError(f"`clipnorm` must be >= 0 or None, got {clipnorm!r}.")
+    optimizer_type = keras.optimizers.Adam if optimizer == "adam" else keras.optimizers.SGD
+    return optimizer_type(learning_rate, global_clipnorm=clipnorm or None)
+
+
+def compile_language_model(
+    model,
+    learning_rate=1e-3,
+    clipnorm=5.0,
+    jit_compile=True,
+    perplexity=True,
+    optimizer="adam",
+    loss_reduction="token_mean",
+):
+    """Compiles a language model: optimizer with global-norm clipping, cross-entropy.
+
+    The `Perplexity` metric (weighted) reports the corpus perplexity whatever the loss
+    reduction.
 
     Args:
         model: a model from `build_language_model`.
-        learning_rate: Adam learning rate.
+        learning_rate: initial learning rate.
         clipnorm: global gradient-norm threshold (`None` or 0: no clipping).
         jit_compile: compile the train step with XLA (works on CPU for these layers; Keras
             disables it by itself where a layer, e.g. cuDNN LSTM, does not support it).
         perplexity: add the `Perplexity` metric.
-        optimizer: an optimizer to use instead of Adam (then ``learning_rate`` and
-            ``clipnorm`` are ignored).
+        optimizer: `"adam"`, `"sgd"` (see `make_optimizer`) or a `keras.optimizers.Optimizer`
+            instance (then ``learning_rate`` and ``clipnorm`` are ignored).
+        loss_reduction: `"token_mean"` or `"sum_over_time"` (see `SequenceCrossentropy`).
 
     Returns:
         The model.
@@ -454,17 +531,55 @@ def compile_language_model(
     >>> sorted(logs)
     ['loss', 'perplexity']
     """
-    if optimizer is None:
-        optimizer = keras.optimizers.Adam(learning_rate, global_clipnorm=clipnorm or None)
+    if not isinstance(optimizer, keras.optimizers.Optimizer):
+        optimizer = make_optimizer(optimizer, learning_rate, clipnorm)
     model.compile(
         optimizer=optimizer,
-        loss=keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, reduction="mean_with_sample_weight"
-        ),
+        loss=SequenceCrossentropy(loss_reduction),
         weighted_metrics=[Perplexity()] if perplexity else None,
         jit_compile=jit_compile,
     )
     return model
+
+
+def epoch_learning_rate(epoch, learning_rate, lr_decay=1.0, full_rate_epochs=None):
+    """The learning rate of epoch ``epoch`` (counted from 0) under Zaremba's schedule.
+
+    ``learning_rate * lr_decay ** max(epoch + 1 - full_rate_epochs, 0)``: the first
+    ``full_rate_epochs`` epochs at the full rate, then multiplied by ``lr_decay`` each epoch
+    (TensorFlow's PTB tutorial, ``lr_decay ** max(i + 1 - max_epoch, 0)``). With
+    ``full_rate_epochs=None`` the rate stays constant.
+
+    Example:
+
+    >>> [epoch_learning_rate(e, 1.0, 0.5, 4) for e in range(7)]
+    [1.0, 1.0, 1.0, 1.0, 0.5, 0.25, 0.125]
+    """
+    if full_rate_epochs is None:
+        return float(learning_rate)
+    return float(learning_rate * lr_decay ** max(epoch + 1 - full_rate_epochs, 0))
+
+
+class EpochLearningRate(keras.callbacks.LearningRateScheduler):
+    """Sets the optimizer's learning rate at the start of each epoch (`epoch_learning_rate`)
+    and logs it as ``learning_rate`` (a TensorBoard scalar). It depends only on the epoch
+    index, so a resumed run continues the schedule where it stopped.
+
+    Args:
+        learning_rate: the initial rate.
+        lr_decay: factor per epoch after the full-rate epochs.
+        full_rate_epochs: epochs at the full rate (`None`: constant rate).
+    """
+
+    def __init__(self, learning_rate, lr_decay=1.0, full_rate_epochs=None):
+        if not 0 < lr_decay <= 1:
+            raise ValueError(f"`lr_decay` must be in (0, 1], got {lr_decay!r}.")
+        check_optional_int("full_rate_epochs", full_rate_epochs, 0)
+        super().__init__(
+            lambda epoch, _rate=None: epoch_learning_rate(
+                epoch, learning_rate, lr_decay, full_rate_epochs
+            )
+        )
 
 
 def stateful_layers(model):

@@ -1,0 +1,94 @@
+"""Named training recipes for `build_language_model`: the papers' settings in one place.
+
+Each preset is a `LanguageModelPreset`: the keyword arguments of `build_language_model`
+(``model``) and of training (``training``: optimizer, learning-rate schedule, batch size,
+truncated-BPTT length, clipping, epochs, loss reduction).
+
+* ``zaremba-small`` / ``zaremba-medium`` / ``zaremba-large``: Zaremba et al. (2014) as
+  configured in TensorFlow's PTB tutorial (``ptb_word_lm.py``, whose small model reaches test
+  perplexity 115.9): 2-layer LSTMs of 200 / 650 / 1500 units (embedding = hidden), plain SGD
+  at learning rate 1 decayed by 0.5 / 0.8 / 1/1.15 per epoch after 4 / 6 / 14 epochs,
+  13 / 39 / 55 epochs, batch 20, BPTT 20 / 35 / 35, global-norm clipping 5 / 5 / 10, dropout
+  0 / 0.5 / 0.65 on the non-recurrent connections, init U(-s, s) with s = 0.1 / 0.05 / 0.04,
+  forget-gate bias 0, and the cost summed over the time steps (mean over the batch).
+* ``short-attention-spans``: Daniluk et al. (2017, §4.1): Adam 1e-3, batch 64, BPTT 20,
+  clipping 5, forget-gate bias 1, init U(-0.1, 0.1), window 5, N = 4, one LSTM layer. The
+  paper's models are 300 wide; the preset's 200-unit size trains one PTB epoch in minutes on
+  a 2-core CPU. ``kind`` comes from the caller (``--model``), default attention.
+"""
+
+import dataclasses
+import types
+
+from tf_memlayers._validation import check_choice
+
+
+@dataclasses.dataclass(frozen=True)
+class LanguageModelPreset:
+    """A named recipe: model arguments and training arguments (read-only mappings).
+
+    Args:
+        name: the preset's name.
+        description: one line saying where the settings come from.
+        model: keyword arguments of `build_language_model`.
+        training: ``optimizer``, ``learning_rate``, ``lr_decay``, ``full_rate_epochs``,
+            ``epochs``, ``batch_size``, ``seq_len``, ``clipnorm``, ``loss_reduction``.
+    """
+
+    name: str
+    description: str
+    model: types.MappingProxyType
+    training: types.MappingProxyType
+
+
+def _zaremba(size, hidden, dropout, init_scale, full_rate_epochs, lr_decay, epochs, seq_len,
+             clipnorm):
+    return LanguageModelPreset(
+        name=f"zaremba-{size}",
+        description=f"Zaremba et al. (2014) {size} model, TensorFlow PTB tutorial settings",
+        model=types.MappingProxyType(dict(
+            kind="lstm", layers=2, hidden=hidden, embedding_dim=hidden, dropout=dropout,
+            init_scale=init_scale, forget_bias=0.0,
+        )),
+        training=types.MappingProxyType(dict(
+            optimizer="sgd", learning_rate=1.0, lr_decay=lr_decay,
+            full_rate_epochs=full_rate_epochs, epochs=epochs, batch_size=20, seq_len=seq_len,
+            clipnorm=clipnorm, loss_reduction="sum_over_time",
+        )),
+    )
+
+
+PRESETS = {
+    preset.name: preset
+    for preset in (
+        _zaremba("small", 200, 0.0, 0.1, 4, 0.5, 13, 20, 5.0),
+        _zaremba("medium", 650, 0.5, 0.05, 6, 0.8, 39, 35, 5.0),
+        _zaremba("large", 1500, 0.65, 0.04, 14, 1 / 1.15, 55, 35, 10.0),
+        LanguageModelPreset(
+            name="short-attention-spans",
+            description="Daniluk et al. (2017) §4.1 training settings, 200-unit models",
+            model=types.MappingProxyType(dict(
+                kind="attention", layers=1, hidden=200, embedding_dim=200, window=5, ngram=4,
+                init_scale=0.1, forget_bias=1.0, dropout=0.0,
+            )),
+            training=types.MappingProxyType(dict(
+                optimizer="adam", learning_rate=1e-3, lr_decay=1.0, full_rate_epochs=None,
+                epochs=4, batch_size=64, seq_len=20, clipnorm=5.0,
+                loss_reduction="token_mean",
+            )),
+        ),
+    )
+}
+
+
+def get_preset(name):
+    """The `LanguageModelPreset` called ``name`` (one of `PRESETS`).
+
+    Example:
+
+    >>> preset = get_preset("zaremba-small")
+    >>> preset.model["hidden"], preset.training["optimizer"], preset.training["epochs"]
+    (200, 'sgd', 13)
+    """
+    check_choice("preset", name, tuple(PRESETS))
+    return PRESETS[name]
