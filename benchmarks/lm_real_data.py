@@ -2,17 +2,22 @@
 """Language models on real data: LSTM vs the Daniluk et al. (2017) memory layers, on PTB.
 
 Trains each model (LSTM, attention, key-value, key-value-predict, N-gram RNN) with the paper's
-training settings (Adam 1e-3, batch 64, BPTT 20, clipping 5, forget bias 1, U(-0.1, 0.1))
-for a fixed wall-clock budget per model, then evaluates validation and test perplexity over
-the complete splits (exp of the mean NLL over all target tokens). Prints one JSON object;
-with ``--update-readme`` writes the README block ``lm-real-data``.
+training settings (Adam 1e-3, batch 64, BPTT 20, clipping 5, forget bias 1, U(-0.1, 0.1)) at
+an equal parameter budget, as the paper did: the LSTM baseline has ``--hidden`` units and
+each memory model gets the LSTM width whose parameter count is closest to the baseline's
+(`hidden_for_parameter_budget`). Every model trains for the same number of epochs (or
+``--max-steps``), then validation and test perplexity are computed over the complete splits
+(exp of the mean NLL over all target tokens, states carried through each split). For the
+attention models the average attention weight per window position over validation text is
+reported too (Daniluk et al. Fig. 3: does attention concentrate on the last few positions?).
+Prints one JSON object; with ``--update-readme`` writes the README block ``lm-real-data``.
 
-A budget of minutes is far from convergence (the paper trains for many epochs): the table
-ranks the models early in training on this machine, it does not reproduce the paper's figures.
+A few epochs on a 2-core CPU are far from the paper's converged models: the table ranks the
+models at equal training, it does not reproduce the paper's figures.
 
 Example::
 
-    python benchmarks/lm_real_data.py --max-minutes 2.5 --update-readme
+    python benchmarks/lm_real_data.py --epochs 1 --update-readme
 """
 
 import argparse
@@ -32,23 +37,30 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.readme_tables import update_readme  # noqa: E402
 from tf_memlayers.data import lm_corpora  # noqa: E402
+from tf_memlayers.callbacks.window_attention import average_attention_by_position  # noqa: E402
 from tf_memlayers.models.language_model import (  # noqa: E402
+    ATTENTION_KINDS,
     DANILUK_DEFAULTS,
     KINDS,
     StateResetCallback,
     build_language_model,
     compile_language_model,
+    copy_trainable_weights,
+    count_language_model_parameters,
     evaluate_language_model,
+    hidden_for_parameter_budget,
 )
 
 COLUMNS = [
     ("model", "model"),
+    ("hidden", "hidden"),
     ("parameters", "parameters"),
     ("train_steps", "steps"),
     ("epochs_trained", "epochs"),
     ("train_minutes", "train min"),
     ("valid_perplexity", "valid ppl"),
     ("test_perplexity", "test ppl"),
+    ("attention_by_position", "attention by position (oldest … newest)"),
 ]
 
 
@@ -57,52 +69,60 @@ def default_data_dir():
     return pathlib.Path(shared) / "ptb" if shared else ROOT.parent / "shared" / "data" / "ptb"
 
 
-class TimeBudget(keras.callbacks.Callback):
-    """Stops training after ``seconds`` of wall time, counted from the end of the first step
-    (which includes tracing and XLA compilation), or after ``max_steps`` steps."""
+class StepBudget(keras.callbacks.Callback):
+    """Counts training steps and stops after ``max_steps`` (if given)."""
 
-    def __init__(self, seconds, max_steps=None):
+    def __init__(self, max_steps=None):
         super().__init__()
-        self.seconds = seconds
         self.max_steps = max_steps
         self.steps = 0
-        self.started = None
 
     def on_train_batch_end(self, batch, logs=None):
         self.steps += 1
-        if self.started is None:
-            self.started = time.time()
-        out_of_time = time.time() - self.started >= self.seconds
-        if out_of_time or (self.max_steps is not None and self.steps >= self.max_steps):
+        if self.max_steps is not None and self.steps >= self.max_steps:
             self.model.stop_training = True
 
 
-def train_and_evaluate(kind, corpus, batches, args):
+def model_arguments(kind, hidden, args):
+    return dict(
+        kind=kind, hidden=hidden, embedding_dim=args.embedding_dim, window=args.window,
+        ngram=args.ngram,
+    )  # fmt: skip
+
+
+def attention_by_position(model, kind, hidden, vocab_size, valid, args):
+    """Mean attention weight per window position over the first validation rows."""
+    probe = build_language_model(
+        vocab_size, **model_arguments(kind, hidden, args), stateful=False, seq_len=None,
+        return_attention_scores=True,
+    )  # fmt: skip
+    copy_trainable_weights(model, probe)
+    rows = np.concatenate(list(valid.inputs[: args.probe_segments]), axis=1)
+    _, scores = probe(rows, training=False)
+    return [round(float(w), 3) for w in average_attention_by_position(scores, args.window)]
+
+
+def train_and_evaluate(kind, hidden, corpus, batches, args):
     keras.backend.clear_session()
     keras.utils.set_random_seed(args.seed)
     model = build_language_model(
-        len(corpus.vocabulary),
-        kind=kind,
-        hidden=args.hidden,
-        embedding_dim=args.embedding_dim,
-        window=args.window,
-        ngram=args.ngram,
-        batch_size=args.batch_size,
-        seq_len=args.seq_len,
-    )
+        len(corpus.vocabulary), **model_arguments(kind, hidden, args),
+        batch_size=args.batch_size, seq_len=args.seq_len,
+    )  # fmt: skip
     compile_language_model(model, jit_compile=not args.no_jit)
-    budget = TimeBudget(args.max_minutes * 60, args.max_steps)
+    budget = StepBudget(args.max_steps)
     started = time.time()
     model.fit(
         batches["train"].dataset(),
-        epochs=10_000,
+        epochs=args.epochs,
         callbacks=[StateResetCallback(batches["train"].resets), budget],
         verbose=args.verbose,
     )
     train_minutes = (time.time() - started) / 60
     results = {split: evaluate_language_model(model, batches[split]) for split in ("valid", "test")}
-    return {
+    row = {
         "model": kind,
+        "hidden": hidden,
         "parameters": int(sum(np.prod(w.shape) for w in model.trainable_weights)),
         "train_steps": budget.steps,
         "epochs_trained": round(budget.steps / batches["train"].num_batches, 2),
@@ -110,6 +130,25 @@ def train_and_evaluate(kind, corpus, batches, args):
         "valid_perplexity": round(results["valid"]["perplexity"], 1),
         "test_perplexity": round(results["test"]["perplexity"], 1),
     }
+    if kind in ATTENTION_KINDS:
+        row["attention_by_position"] = attention_by_position(
+            model, kind, hidden, len(corpus.vocabulary), batches["valid"], args
+        )
+    return row
+
+
+def widths(corpus, args):
+    """Each kind's LSTM width: ``--hidden`` for the LSTM, equal parameters for the others."""
+    if args.no_equal_parameters:
+        return {kind: args.hidden for kind in args.models}
+    vocab = len(corpus.vocabulary)
+    common = dict(embedding_dim=args.embedding_dim, window=args.window, ngram=args.ngram)
+    budget = count_language_model_parameters(vocab, kind="lstm", hidden=args.hidden, **common)
+    return {
+        kind: args.hidden if kind == "lstm"
+        else hidden_for_parameter_budget(vocab, kind, budget, **common)[0]
+        for kind in args.models
+    }  # fmt: skip
 
 
 def parse_args(argv=None):
@@ -118,12 +157,16 @@ def parse_args(argv=None):
     parser.add_argument("--data-dir", default=str(default_data_dir()),
                         help="folder with ptb.{train,valid,test}.txt (or another corpus)")
     parser.add_argument("--models", nargs="+", choices=KINDS, default=list(KINDS))
-    parser.add_argument("--max-minutes", type=float, default=2.5,
-                        help="training wall time per model")
+    parser.add_argument("--epochs", type=int, default=1, help="training epochs per model")
     parser.add_argument("--max-steps", type=int,
-                        help="also stop after this many steps (equal steps for every model)")
-    parser.add_argument("--hidden", type=int, default=d["hidden"])
-    parser.add_argument("--embedding-dim", type=int, default=d["embedding_dim"])
+                        help="stop each model after this many steps instead")
+    parser.add_argument("--hidden", type=int, default=200,
+                        help="LSTM baseline width; the others get its parameter count")
+    parser.add_argument("--no-equal-parameters", action="store_true",
+                        help="give every model the width --hidden instead")
+    parser.add_argument("--probe-segments", type=int, default=10,
+                        help="validation segments per row joined for the attention average")
+    parser.add_argument("--embedding-dim", type=int, default=200)
     parser.add_argument("--window", type=int, default=d["window"])
     parser.add_argument("--ngram", type=int, default=d["ngram"])
     parser.add_argument("--batch-size", type=int, default=d["batch_size"])
@@ -141,20 +184,19 @@ def parse_args(argv=None):
 def write_readme(report):
     """Writes the README block ``lm-real-data`` from a report."""
     rows, settings = report["rows"], report["settings"]
-    steps = [r["train_steps"] for r in rows]
+    budget = (
+        f"{settings['max_steps']} steps" if settings.get("max_steps")
+        else f"{settings['epochs']} epoch(s) ({report['batches_per_epoch']} steps each)"
+    )  # fmt: skip
     caption = (
         f"{report['corpus'].upper()} word-level perplexity (complete validation / test splits) "
-        f"after a budget of {settings['max_minutes']:g} minutes"
-        + (f" or {settings['max_steps']} steps" if settings.get("max_steps") else "")
-        + " of training per model on "
-        f"a shared 2-core CPU ({min(steps)}-{max(steps)} steps of {settings['batch_size']}x"
-        f"{settings['seq_len']} tokens; one epoch is {report['batches_per_epoch']} steps; with a "
-        "time budget the step count of each model depends on the machine's load, so compare "
-        "rows together with their steps). Far "
-        "from converged: this ranks the models early in training, it does not reproduce the "
-        f"paper. Hidden {settings['hidden']}, embedding {settings['embedding_dim']}, window "
-        f"{settings['window']}, N = {settings['ngram']}, Adam 1e-3, clip 5, forget bias 1, "
-        "U(-0.1, 0.1)."
+        f"after {budget} of {settings['batch_size']}x{settings['seq_len']} tokens per model "
+        "on a 2-core CPU. Equal parameter budget: the LSTM has "
+        f"{settings['hidden']} units and every memory model the width whose parameter count "
+        f"is closest. Embedding {settings['embedding_dim']}, window {settings['window']}, "
+        f"N = {settings['ngram']}, Adam 1e-3, clip 5, forget bias 1, U(-0.1, 0.1). Far from "
+        "converged: this ranks the models at equal training, it does not reproduce the "
+        "paper. Attention by position: mean weight per window slot over validation text."
     )
     return update_readme("lm-real-data", rows, COLUMNS, caption)
 
@@ -165,16 +207,18 @@ def run(args):
         split: lm_corpora.make_bptt_batches(corpus.split(split), args.batch_size, args.seq_len)
         for split in lm_corpora.SPLITS
     }
+    hidden = widths(corpus, args)
     rows = []
     for kind in args.models:
-        rows.append(train_and_evaluate(kind, corpus, batches, args))
+        rows.append(train_and_evaluate(kind, hidden[kind], corpus, batches, args))
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return {
         "corpus": corpus.name,
         "train_tokens": corpus.train.num_tokens,
         "batches_per_epoch": batches["train"].num_batches,
         "settings": {k: getattr(args, k) for k in (
-            "max_minutes", "max_steps", "hidden", "embedding_dim", "window", "ngram", "batch_size", "seq_len"
+            "epochs", "max_steps", "hidden", "embedding_dim", "window", "ngram", "batch_size",
+            "seq_len",
         )},
         "rows": rows,
     }  # fmt: skip

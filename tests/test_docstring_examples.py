@@ -1,4 +1,5 @@
-"""Every `Example:` in the public layers' docstrings runs and prints what it shows."""
+"""Every `Example:` in the public layers' and model builders' docstrings runs and prints what
+it shows."""
 
 import doctest
 import importlib
@@ -7,13 +8,16 @@ import pkgutil
 import pytest
 
 import tf_memlayers.layers
+import tf_memlayers.models
 
-MODULES = sorted(
-    name
-    for _, name, _ in pkgutil.iter_modules(
-        tf_memlayers.layers.__path__, tf_memlayers.layers.__name__ + "."
+
+def _modules(package):
+    return sorted(
+        name for _, name, _ in pkgutil.iter_modules(package.__path__, package.__name__ + ".")
     )
-)
+
+
+MODULES = _modules(tf_memlayers.layers)
 
 
 @pytest.mark.parametrize("module_name", MODULES)
@@ -28,3 +32,10 @@ def test_docstring_examples_run(module_name):
     ]
     if exported:
         assert result.attempted > 0, f"{exported} have no runnable Example in their docstrings"
+
+
+@pytest.mark.parametrize("module_name", _modules(tf_memlayers.models))
+def test_model_builder_examples_run(module_name):
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

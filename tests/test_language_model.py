@@ -21,8 +21,10 @@ from tf_memlayers.models.language_model import (
     build_language_model,
     compile_language_model,
     copy_trainable_weights,
+    count_language_model_parameters,
     epoch_learning_rate,
     evaluate_language_model,
+    hidden_for_parameter_budget,
     make_optimizer,
     reset_language_model_states,
 )
@@ -425,3 +427,17 @@ def test_tiny_model_overfits_a_tiny_corpus(kind):
     # Uniform guessing is perplexity 22; a memorised corpus leaves only the sentence choice
     # (1 word in 9 is a 1-in-6 guess): 6 ** (1 / 9) = 1.22.
     assert history["perplexity"][-1] < 1.6, history["perplexity"][-5:]
+
+
+@pytest.mark.parametrize("kind, multiple", [("key_value_predict", 3), ("ngram", 3)])
+def test_hidden_for_parameter_budget_is_the_closest_width(kind, multiple):
+    common = dict(embedding_dim=10, window=3, ngram=4)
+    budget = count_language_model_parameters(VOCAB, kind="lstm", hidden=20, **common)
+    hidden, count = hidden_for_parameter_budget(VOCAB, kind, budget, **common)
+    assert hidden % multiple == 0
+    assert count == count_language_model_parameters(VOCAB, kind=kind, hidden=hidden, **common)
+    for neighbour in (hidden - multiple, hidden + multiple):
+        other = count_language_model_parameters(VOCAB, kind=kind, hidden=neighbour, **common)
+        assert abs(count - budget) <= abs(other - budget)
+    with pytest.raises(ValueError, match="`hidden` is what"):
+        hidden_for_parameter_budget(VOCAB, kind, budget, hidden=20)

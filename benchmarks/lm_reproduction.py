@@ -1,0 +1,100 @@
+"""Reproduces a published PTB language-model result with a preset of the LM example.
+
+Runs ``examples/ptb_memory_lm.py --config <preset>`` on Penn Treebank (default
+``zaremba-small``: the 2 x 200 LSTM of Zaremba et al. 2014 with the TensorFlow PTB
+tutorial's settings, 13 epochs of plain SGD), saves the example's final metrics as JSON and,
+with ``--update-readme``, writes them into README.rst's ``lm-reproduction`` block. The run is
+resumable like the example (same ``--workdir``).
+
+Targets: zaremba-small test perplexity <= 117 (TensorFlow's tutorial reports 115.91,
+the paper 114.5).
+
+Usage::
+
+    python benchmarks/lm_reproduction.py --update-readme        # about an hour on 2 cores
+    python benchmarks/lm_reproduction.py --from-json benchmarks/results/lm_zaremba_small.json \\
+        --update-readme
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.readme_tables import update_readme  # noqa: E402
+
+COLUMNS = [
+    ("config", "preset"),
+    ("model", "model"),
+    ("parameters", "parameters"),
+    ("epochs", "epochs"),
+    ("last_epoch_train_perplexity", "train ppl (last epoch)"),
+    ("valid_perplexity", "valid ppl"),
+    ("test_perplexity", "test ppl"),
+]
+
+
+def default_data_dir():
+    shared = os.environ.get("TF_MEMLAYERS_DATA")
+    return pathlib.Path(shared) / "ptb" if shared else ROOT.parent / "shared" / "data" / "ptb"
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location(
+        "ptb_memory_lm", ROOT / "examples" / "ptb_memory_lm.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_readme(metrics):
+    rows = [dict(metrics, **{
+        key: round(metrics[key], 2) for key in
+        ("last_epoch_train_perplexity", "valid_perplexity", "test_perplexity")
+        if metrics.get(key) is not None
+    })]  # fmt: skip
+    update_readme(
+        "lm-reproduction",
+        rows,
+        COLUMNS,
+        f"``examples/ptb_memory_lm.py --config {metrics['config']}`` on Penn Treebank "
+        f"({metrics['train_tokens_per_epoch']:,} training targets per epoch), perplexity over "
+        f"the complete validation and test splits, trained on a 2-core CPU (wall time of the "
+        f"final invocation: {metrics['seconds'] / 60:.0f} minutes). Published: TensorFlow's "
+        "PTB tutorial (small) 121.39 valid / 115.91 test; Zaremba et al. 120.7 / 114.5.",
+    )
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", default="zaremba-small")
+    parser.add_argument("--data-dir", default=str(default_data_dir()))
+    parser.add_argument("--workdir", default="runs/lm_reproduction")
+    parser.add_argument("--output", default=None,
+                        help="metrics JSON (default: benchmarks/results/lm_<config>.json)")
+    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--from-json", help="render the README block from a saved run")
+    args = parser.parse_args(argv)
+    if args.from_json:
+        metrics = json.loads(pathlib.Path(args.from_json).read_text(encoding="utf-8"))
+    else:
+        output = args.output or str(
+            ROOT / "benchmarks" / "results" / f"lm_{args.config.replace('-', '_')}.json"
+        )
+        metrics = load_example().main([
+            "--config", args.config, "--data-dir", args.data_dir, "--workdir", args.workdir,
+            "--metrics-file", output, "--verbose", "2",
+        ])  # fmt: skip
+    if args.update_readme:
+        write_readme(metrics)
+    return metrics
+
+
+if __name__ == "__main__":
+    main()

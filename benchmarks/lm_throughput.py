@@ -1,0 +1,171 @@
+"""Training throughput of each language-model kind against a bare LSTM LM; prints JSON.
+
+Builds every kind of `build_language_model` (lstm, attention, key_value, key_value_predict,
+ngram; parallel form, stateful, XLA) at one size (default: the paper's 300 units, batch 64,
+20 steps, 10k-word softmax) in one process, times training steps with the kinds interleaved,
+and reports for each kind its median step, tokens per second, its ratio to the bare LSTM and
+the share of the machine's float32 matrix-multiply peak it reaches.
+
+The peak is measured in the same process (a 2048 x 2048 float32 matmul, median), before and
+after the models; the larger is used. FLOPs per token count the products with weight matrices
+(6 x the weight-matrix parameters outside the embedding: forward 2, backward 4), which is
+nearly all of each step's arithmetic; the attention's window products (2 L (A + v) per token
+forward) are left out, so the share is slightly understated for the attention kinds.
+
+Usage::
+
+    python benchmarks/lm_throughput.py                  # JSON on stdout
+    python benchmarks/lm_throughput.py --update-readme  # also rewrite the README table
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.readme_tables import update_readme  # noqa: E402
+
+COLUMNS = [
+    ("kind", "kind"),
+    ("parameters", "parameters"),
+    ("median_ms", "median step (ms)"),
+    ("tokens_per_second", "tokens/s"),
+    ("ratio_to_lstm", "step × bare LSTM"),
+    ("gflop_per_step", "GFLOP/step"),
+    ("share_of_peak", "share of matmul peak"),
+]
+
+
+def matmul_peak_gflops(size=2048, repeats=20):
+    """Median float32 GFLOP/s of a square matmul on this machine."""
+    import tensorflow as tf
+
+    a = tf.random.normal((size, size))
+    b = tf.random.normal((size, size))
+    product = tf.function(tf.matmul)
+    product(a, b).numpy()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        product(a, b).numpy()
+        times.append(time.perf_counter() - start)
+    return 2 * size**3 / float(np.median(times)) / 1e9
+
+
+def training_flops_per_token(model):
+    """6 x the weight-matrix parameters outside the embedding (see the module docstring)."""
+    matrices = [
+        w for w in model.trainable_weights
+        if len(w.shape) == 2 and "embedding" not in w.path
+    ]  # fmt: skip
+    return 6 * sum(int(np.prod(w.shape)) for w in matrices)
+
+
+def build_models(kinds, args):
+    from tf_memlayers.models.language_model import build_language_model, compile_language_model
+
+    models = {}
+    for kind in kinds:
+        model = build_language_model(
+            args.vocab, kind=kind, hidden=args.hidden, embedding_dim=args.hidden,
+            window=args.window, ngram=args.ngram, batch_size=args.batch_size,
+            seq_len=args.seq_len, stateful=True,
+        )  # fmt: skip
+        models[kind] = compile_language_model(model, jit_compile=True)
+    return models
+
+
+def time_steps(models, args):
+    rng = np.random.default_rng(0)
+    shape = (args.batch_size, args.seq_len)
+    x = rng.integers(0, args.vocab, shape).astype("int32")
+    y = rng.integers(0, args.vocab, shape).astype("int32")
+    for model in models.values():  # trace, compile and warm up
+        for _ in range(3):
+            model.train_on_batch(x, y)
+    times = {kind: [] for kind in models}
+    for _ in range(args.rounds):
+        for kind, model in models.items():
+            start = time.perf_counter()
+            model.train_on_batch(x, y)
+            times[kind].append(time.perf_counter() - start)
+    return {kind: float(np.median(t)) for kind, t in times.items()}
+
+
+def measure(args):
+    from tf_memlayers.models.language_model import KINDS
+
+    peak_before = matmul_peak_gflops()
+    models = build_models(KINDS, args)
+    medians = time_steps(models, args)
+    peak = max(peak_before, matmul_peak_gflops())
+    tokens = args.batch_size * args.seq_len
+    rows = []
+    for kind, model in models.items():
+        step = medians[kind]
+        flops = training_flops_per_token(model) * tokens
+        rows.append({
+            "kind": kind,
+            "parameters": model.count_params(),
+            "median_ms": 1000 * step,
+            "tokens_per_second": round(tokens / step),
+            "ratio_to_lstm": step / medians["lstm"],
+            "gflop_per_step": flops / 1e9,
+            "share_of_peak": flops / step / 1e9 / peak,
+        })  # fmt: skip
+    settings = {k: getattr(args, k) for k in
+                ("vocab", "hidden", "window", "ngram", "batch_size", "seq_len", "rounds")}
+    return {"matmul_peak_gflops": peak, "settings": settings, "rows": rows}
+
+
+def write_readme(results):
+    s = results["settings"]
+    update_readme(
+        "lm-throughput",
+        results["rows"],
+        COLUMNS,
+        f"Training throughput of each language model (parallel form, stateful, XLA; hidden "
+        f"{s['hidden']}, batch {s['batch_size']}, {s['seq_len']} steps, {s['vocab']}-word "
+        f"softmax, window {s['window']}, N = {s['ngram']}), median of {s['rounds']} "
+        f"interleaved steps in one process. Share of peak: weight-matrix FLOPs per step over "
+        f"the time, divided by this machine's float32 matmul peak measured in the same run "
+        f"({results['matmul_peak_gflops']:.0f} GFLOP/s).",
+    )
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--vocab", type=int, default=10000)
+    parser.add_argument("--hidden", type=int, default=300)
+    parser.add_argument("--window", type=int, default=5)
+    parser.add_argument("--ngram", type=int, default=4)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--seq-len", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=30, help="timed steps per kind")
+    parser.add_argument("--output", help="also save the JSON here")
+    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--from-json", help="render the README table from a saved run")
+    args = parser.parse_args(argv)
+    if args.from_json:
+        results = json.loads(pathlib.Path(args.from_json).read_text(encoding="utf-8"))
+    else:
+        results = measure(args)
+        print(json.dumps(results, indent=1))
+        if args.output:
+            pathlib.Path(args.output).write_text(json.dumps(results, indent=1) + "\n")
+    if args.update_readme:
+        write_readme(results)
+    return results
+
+
+if __name__ == "__main__":
+    main()
