@@ -137,17 +137,17 @@ def train_and_evaluate(kind, hidden, corpus, batches, args):
     return row
 
 
-def widths(corpus, args):
+def widths(corpus, kinds, args):
     """Each kind's LSTM width: ``--hidden`` for the LSTM, equal parameters for the others."""
     if args.no_equal_parameters:
-        return {kind: args.hidden for kind in args.models}
+        return {kind: args.hidden for kind in kinds}
     vocab = len(corpus.vocabulary)
     common = dict(embedding_dim=args.embedding_dim, window=args.window, ngram=args.ngram)
     budget = count_language_model_parameters(vocab, kind="lstm", hidden=args.hidden, **common)
     return {
         kind: args.hidden if kind == "lstm"
         else hidden_for_parameter_budget(vocab, kind, budget, **common)[0]
-        for kind in args.models
+        for kind in kinds
     }  # fmt: skip
 
 
@@ -174,7 +174,8 @@ def parse_args(argv=None):
     parser.add_argument("--no-jit", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--verbose", type=int, default=0)
-    parser.add_argument("--json-out", help="also write the JSON here")
+    parser.add_argument("--json-out", help="also write the JSON here (after each model; a "
+                        "rerun with the same settings skips the models already there)")
     parser.add_argument("--update-readme", action="store_true")
     parser.add_argument("--from-json",
                         help="do not train: take the report written by an earlier --json-out")
@@ -201,27 +202,42 @@ def write_readme(report):
     return update_readme("lm-real-data", rows, COLUMNS, caption)
 
 
+def saved_rows(path, settings):
+    """Rows of an earlier, interrupted run with the same settings (saved after each model)."""
+    if not path or not pathlib.Path(path).is_file():
+        return []
+    report = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+    return report["rows"] if report.get("settings") == settings else []
+
+
 def run(args):
     corpus = lm_corpora.load_corpus(args.data_dir)
     batches = {
         split: lm_corpora.make_bptt_batches(corpus.split(split), args.batch_size, args.seq_len)
         for split in lm_corpora.SPLITS
     }
-    hidden = widths(corpus, args)
-    rows = []
-    for kind in args.models:
-        rows.append(train_and_evaluate(kind, hidden[kind], corpus, batches, args))
-        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    return {
+    settings = {k: getattr(args, k) for k in (
+        "epochs", "max_steps", "hidden", "embedding_dim", "window", "ngram", "batch_size",
+        "seq_len", "seed",
+    )}  # fmt: skip
+    report = {
         "corpus": corpus.name,
         "train_tokens": corpus.train.num_tokens,
         "batches_per_epoch": batches["train"].num_batches,
-        "settings": {k: getattr(args, k) for k in (
-            "epochs", "max_steps", "hidden", "embedding_dim", "window", "ngram", "batch_size",
-            "seq_len",
-        )},
-        "rows": rows,
-    }  # fmt: skip
+        "settings": settings,
+        "rows": saved_rows(args.json_out, settings),
+    }
+    done = {row["model"] for row in report["rows"]}
+    kinds = [kind for kind in args.models if kind not in done]
+    hidden = widths(corpus, kinds, args)
+    for kind in kinds:
+        report["rows"].append(train_and_evaluate(kind, hidden[kind], corpus, batches, args))
+        print(json.dumps(report["rows"][-1]), file=sys.stderr, flush=True)
+        if args.json_out:  # an interrupted run continues with the next model
+            pathlib.Path(args.json_out).write_text(json.dumps(report, indent=1) + "\n")
+    order = {kind: i for i, kind in enumerate(args.models)}
+    report["rows"].sort(key=lambda row: order.get(row["model"], len(order)))
+    return report
 
 
 def main(argv=None):
