@@ -122,6 +122,10 @@ def test_tied_weights_share_the_embedding():
     expected = features.numpy() @ embedding.embeddings.numpy().T + embedding.output_bias.numpy()
     np.testing.assert_allclose(model(x).numpy(), expected, atol=1e-5)
     count = lambda m: sum(int(np.prod(w.shape)) for w in m.trainable_weights)  # noqa: E731
+    # One [vocab, embedding] variable serves as input and output layer.
+    shapes = [tuple(w.shape) for w in model.trainable_weights]
+    assert shapes.count((VOCAB, SMALL["embedding_dim"])) == 1
+    assert (SMALL["embedding_dim"], VOCAB) not in shapes
     # Tying removes the softmax kernel (the output width becomes embedding_dim).
     assert count(untied) - count(model) > 0
     with pytest.raises(ValueError, match="hidden.*embedding_dim"):

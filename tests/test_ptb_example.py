@@ -57,7 +57,7 @@ def test_generated_default_end_to_end(tmp_path, capsys):
         for record in tf.data.TFRecordDataset(str(path)):
             tags.update(v.tag for v in tf.compat.v1.Event.FromString(record.numpy()).summary.value)
     assert {"window_attention/probe_sentence", "window_attention/average_by_position"} <= tags
-    assert "epoch_loss" in tags
+    assert {"epoch_loss", "epoch_perplexity", "epoch_learning_rate"} <= tags
 
 
 class _Interrupt(keras.callbacks.Callback):
