@@ -1,7 +1,9 @@
 """Speed of the associative-memory cells (prints JSON; ``--update-readme`` fills README.rst).
 
-1. Training cost per time step of an AM-GRU (n=100, C=8) against `keras.layers.GRU(100)` at
-   batch 50, same input, same `tf.function` (no XLA) around each, variants interleaved in one
+1. Training cost per time step of an AM-GRU (n=100, C=8 and C=1; the cell form
+   ``RNN(AssociativeGRUCell)`` and the layer `AssociativeGRU`, which projects the inputs
+   before the loop) against `keras.layers.GRU(100)` at batch 50, same input, same
+   `tf.function` around each (no XLA unless ``--jit-compile``), variants interleaved in one
    process, medians (the ratio: median of the per-round ratios).
 2. Hypothesis-side cost per step against premise length (25 … 400): the Dual AM-GRU reads a
    fixed-size premise memory, a word-by-word attention GRU (Rocktäschel et al. 2016) attends
@@ -22,7 +24,11 @@ import tensorflow as tf
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from benchmarks.readme_tables import update_readme  # noqa: E402
-from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell  # noqa: E402
+from tf_memlayers.layers import (  # noqa: E402
+    AssociativeGRU,
+    AssociativeGRUCell,
+    DualAssociativeGRUCell,
+)
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers_benchmarks")
@@ -67,11 +73,11 @@ def _median_step_ms(step, rounds):
     return 1e3 * float(np.median(times))
 
 
-def _train_step(layer_fn, inputs, extra=None):
+def _train_step(layer_fn, inputs, extra=None, jit_compile=False):
     layer = layer_fn()
     head = keras.layers.Dense(1)
 
-    @tf.function
+    @tf.function(jit_compile=jit_compile)
     def step():
         with tf.GradientTape() as tape:
             out = layer(inputs) if extra is None else layer(inputs, initial_state=extra)
@@ -84,14 +90,17 @@ def _train_step(layer_fn, inputs, extra=None):
     return lambda: step()[0].numpy()
 
 
-def speed_vs_gru(batch, steps, units, copies, rounds):
+def speed_vs_gru(batch, steps, units, copies, rounds, jit_compile=False):
     x = tf.random.normal((batch, steps, units))
-    variants = {
-        "GRU": lambda: keras.layers.GRU(units),
-        f"AM-GRU C={copies}": lambda: keras.layers.RNN(AssociativeGRUCell(units, num_copies=copies)),
-        "AM-GRU C=1": lambda: keras.layers.RNN(AssociativeGRUCell(units, num_copies=1)),
-    }
-    runners = {name: _train_step(fn, x) for name, fn in variants.items()}
+    variants = {"GRU": lambda: keras.layers.GRU(units)}
+    for c in (copies, 1):
+        variants[f"AM-GRU C={c} (cell)"] = lambda c=c: keras.layers.RNN(
+            AssociativeGRUCell(units, num_copies=c)
+        )
+        variants[f"AM-GRU C={c} (AssociativeGRU)"] = lambda c=c: AssociativeGRU(
+            units, num_copies=c
+        )
+    runners = {name: _train_step(fn, x, jit_compile=jit_compile) for name, fn in variants.items()}
     samples = {name: [] for name in runners}
     for _ in range(rounds):  # interleaved
         for name, run in runners.items():
@@ -147,12 +156,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--quick", action="store_true", help="fewer rounds and lengths")
+    parser.add_argument("--jit-compile", action="store_true",
+                        help="compile each training step (GRU and AM-GRU alike) with XLA")
     parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args(argv)
     rounds = 3 if args.quick else args.rounds
     lengths = (25, 100) if args.quick else (25, 50, 100, 200, 400)
     keras.utils.set_random_seed(0)
-    speed = speed_vs_gru(batch=50, steps=30, units=100, copies=8, rounds=rounds)
+    speed = speed_vs_gru(batch=50, steps=30, units=100, copies=8, rounds=rounds,
+                         jit_compile=args.jit_compile)
     print(json.dumps({"associative_memory_speed": speed}), flush=True)
     scaling = dual_vs_attention(batch=50, hypothesis_steps=10, units=100, copies=8,
                                 lengths=lengths, rounds=rounds)
@@ -165,7 +177,8 @@ def main(argv=None):
              ("ratio_to_gru", "× keras GRU")],
             f"Training step (forward + backward) per time step, batch 50, 100 units, T=30, "
             f"median of {rounds} interleaved rounds (the ratio: median of the per-round "
-            f"ratios), no XLA on either side, {os.cpu_count()} CPU cores.",
+            f"ratios), {'XLA' if args.jit_compile else 'no XLA'} on either side, {os.cpu_count()} "
+            "CPU cores.",
         )
         update_readme(
             "dual-vs-word-by-word",

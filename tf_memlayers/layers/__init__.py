@@ -1,6 +1,10 @@
 """Memory layers and RNN cells, one mechanism per module."""
 
-from tf_memlayers.layers.associative_gru import AssociativeGRUCell, DualAssociativeGRUCell
+from tf_memlayers.layers.associative_gru import (
+    AssociativeGRU,
+    AssociativeGRUCell,
+    DualAssociativeGRUCell,
+)
 from tf_memlayers.layers.associative_memory import AssociativeMemoryCell
 from tf_memlayers.layers.attention_pooling import AttentionPooling
 from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
@@ -12,6 +16,7 @@ from tf_memlayers.layers.sliding_window_attention import (
 )
 
 __all__ = [
+    "AssociativeGRU",
     "AssociativeGRUCell",
     "AssociativeMemoryCell",
     "AttentionPooling",

@@ -27,6 +27,7 @@ Keras weight                original variable (under ``AssociativeGRUCell/``)   
 
 import keras
 from keras import ops
+from keras.src import backend as _keras_backend  # backend.rnn: the loop keras.layers.RNN runs
 
 from tf_memlayers import _validation as check
 from tf_memlayers.ops import holographic
@@ -199,6 +200,55 @@ class AssociativeGRUCell(keras.layers.Layer):
             return ops.concatenate([output, retrievals["written"], retrievals["read"]], axis=1), new_states
         return output, new_states
 
+    # -- the step on precomputed input projections (used by `AssociativeGRU`) -------------
+
+    def projection_kernels(self):
+        """Splits the kernels by input rows (once per sequence, outside the time loop).
+
+        Returns ``(input_kernel [input_dim, 4n], input_bias [4n], recurrent_kernel [n, 4n],
+        gate_h_kernel [n, 2n], candidate_h_kernel [n, n])``: columns ``[key | gates |
+        candidate]``; the input rows ``x_t`` take the biases (the key has none), the fed-back
+        output rows ``o_{t-1}`` are the recurrent kernel, the retrieved ``h`` rows stay apart.
+        """
+        d, n = self.input_dim, self.units
+        key, gate, candidate = (
+            ops.convert_to_tensor(w)
+            for w in (self.key_kernel, self.gate_kernel, self.candidate_kernel)
+        )
+        input_kernel = ops.concatenate([key[:d], gate[:d], candidate[:d]], axis=1)
+        input_bias = ops.concatenate(
+            [ops.zeros((n,), dtype=input_kernel.dtype), self.gate_bias, self.candidate_bias],
+            axis=0,
+        )
+        recurrent_kernel = ops.concatenate(
+            [key[d:], gate[d : d + n], candidate[d : d + n]], axis=1
+        )
+        return input_kernel, input_bias, recurrent_kernel, gate[d + n :], candidate[d + n :]
+
+    def projected_call(self, projected, states, kernels):
+        """One step from ``projected = x_t W_x + b`` ``[batch, 4n]`` (`projection_kernels`);
+        equal to `call` on ``x_t`` up to rounding. ``kernels`` = ``(recurrent_kernel,
+        gate_h_kernel, candidate_h_kernel)``."""
+        recurrent_kernel, gate_h_kernel, candidate_h_kernel = kernels
+        memory, previous_output = states[0], states[1]
+        n = self.units
+        pre = projected + ops.matmul(previous_output, recurrent_kernel)
+        key, gate_pre, candidate_pre = ops.split(pre, [n, 3 * n], axis=1)
+        copies_re, copies_im = self.bounded_copies(key)
+        memory_re, memory_im = holographic.split_memory(memory, self.num_copies)
+        retrieved = holographic.uncomplexify(
+            *holographic.read_memory_parts(copies_re, copies_im, memory_re, memory_im)
+        )
+        gates = ops.sigmoid(gate_pre + ops.matmul(retrieved, gate_h_kernel))
+        reset, update = ops.split(gates, 2, axis=1)
+        candidate = ops.tanh(candidate_pre + ops.matmul(reset * retrieved, candidate_h_kernel))
+        delta = update * (candidate - retrieved)
+        output = retrieved + delta
+        new_memory = holographic.write_memory(copies_re, copies_im, memory_re, memory_im, delta)
+        if self.return_retrievals:
+            return ops.concatenate([output, delta, retrieved], axis=1), [new_memory, output]
+        return output, [new_memory, output]
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -217,6 +267,145 @@ class AssociativeGRUCell(keras.layers.Layer):
             }
         )
         return config
+
+
+_CELL_ARGUMENTS = (
+    "units",
+    "num_copies",
+    "seed",
+    "return_retrievals",
+    "kernel_initializer",
+    "gate_bias_initializer",
+    "candidate_bias_initializer",
+    "kernel_regularizer",
+    "bias_regularizer",
+)
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class AssociativeGRU(keras.layers.RNN):
+    """AM-GRU layer: `keras.layers.RNN` over an `AssociativeGRUCell`, with the input
+    projections of all time steps computed before the loop.
+
+    The ``x_t`` rows of the key, gate and candidate kernels (and the biases) are applied to the
+    whole sequence in one matmul; each step then multiplies only the fed-back output
+    ``o_{t-1}`` and the retrieved ``h``. Outputs, states, masking (a masked step copies the
+    previous output and states forward), ``go_backwards``, ``stateful`` and ``unroll`` are
+    those of ``keras.layers.RNN(AssociativeGRUCell(...))``, equal up to float rounding. The
+    weights live in ``layer.cell`` with the cell's names, shapes and row order, so
+    `tf_memlayers.compat.load_original_weights` takes ``layer.cell``.
+
+    Speed (training step, batch 50, T=30, n=100, 8 copies, 2 CPU cores): with whole-model
+    XLA (``jit_compile=True``) about 1.5x faster than the cell form, because the loop no longer
+    re-reads (and XLA no longer stores per step) the weight matrices; without XLA about the
+    same as the cell form.
+
+    Args:
+        units, num_copies, seed, return_retrievals, kernel_initializer,
+        gate_bias_initializer, candidate_bias_initializer, kernel_regularizer,
+        bias_regularizer: as in `AssociativeGRUCell`.
+        return_sequences: return every step's output (else the last).
+        return_state: also return the final states ``[memory, last output]``.
+        go_backwards: process the sequence in reverse.
+        stateful: carry the final states to the next batch.
+        unroll: unroll the time loop (needs a known length).
+        zero_output_for_mask: output zeros (not the previous output) at masked steps.
+
+    Call arguments:
+        sequences: ``[batch, time, input_dim]``.
+        initial_state: optional ``[memory [batch, units * num_copies], previous output
+            [batch, units]]``; zeros by default (the empty memory).
+        mask: optional boolean ``[batch, time]``; masked steps neither read nor write.
+        training: unused (present for the layer protocol).
+
+    Example:
+
+    >>> import numpy as np
+    >>> layer = AssociativeGRU(8, num_copies=3, return_state=True)
+    >>> output, memory, last = layer(np.ones((2, 5, 4), "float32"))
+    >>> output.shape, memory.shape
+    (TensorShape([2, 8]), TensorShape([2, 24]))
+    """
+
+    def __init__(
+        self,
+        units,
+        num_copies=8,
+        seed=123,
+        return_retrievals=False,
+        kernel_initializer="glorot_uniform",
+        gate_bias_initializer="ones",
+        candidate_bias_initializer="zeros",
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        return_sequences=False,
+        return_state=False,
+        go_backwards=False,
+        stateful=False,
+        unroll=False,
+        zero_output_for_mask=False,
+        **kwargs,
+    ):
+        cell = AssociativeGRUCell(
+            units,
+            num_copies=num_copies,
+            seed=seed,
+            return_retrievals=return_retrievals,
+            kernel_initializer=kernel_initializer,
+            gate_bias_initializer=gate_bias_initializer,
+            candidate_bias_initializer=candidate_bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            bias_regularizer=bias_regularizer,
+            dtype=kwargs.get("dtype"),
+            trainable=kwargs.get("trainable", True),
+            name="associative_gru_cell",
+        )
+        super().__init__(
+            cell,
+            return_sequences=return_sequences,
+            return_state=return_state,
+            go_backwards=go_backwards,
+            stateful=stateful,
+            unroll=unroll,
+            zero_output_for_mask=zero_output_for_mask,
+            **kwargs,
+        )
+        self.input_spec = keras.layers.InputSpec(ndim=3)
+
+    def inner_loop(self, sequences, initial_state, mask, training=False):
+        cell = self.cell
+        input_kernel, input_bias, *kernels = cell.projection_kernels()
+        # Computed here, outside the loop: the step captures loop-invariant tensors instead
+        # of reading (and, under XLA, storing per step for the gradient) the variables.
+        projected = ops.matmul(sequences, input_kernel) + input_bias
+
+        def step(inputs, states):
+            return cell.projected_call(inputs, states, kernels)
+
+        if not isinstance(initial_state, (list, tuple)):
+            initial_state = [initial_state]
+        return _keras_backend.rnn(
+            step,
+            projected,
+            list(initial_state),
+            go_backwards=self.go_backwards,
+            mask=mask,
+            unroll=self.unroll,
+            input_length=sequences.shape[1],
+            zero_output_for_mask=self.zero_output_for_mask,
+            return_all_outputs=self.return_sequences,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        del config["cell"]
+        cell_config = self.cell.get_config()
+        config.update({name: cell_config[name] for name in _CELL_ARGUMENTS})
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
 
 
 _SHARED_ARGUMENTS = (

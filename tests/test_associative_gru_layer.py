@@ -1,0 +1,199 @@
+"""`AssociativeGRU` (input projections before the loop) against `RNN(AssociativeGRUCell)`."""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_memlayers.compat import load_original_weights, original_variable_names
+from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell
+from tf_memlayers.ops.holographic import make_permutations
+
+from test_associative_gru import random_weights, reference_run, set_cell_weights
+
+
+def _pair(units, copies, input_dim, weights=None, **rnn_kwargs):
+    """A cell-form RNN and an `AssociativeGRU` with the same weights, both built."""
+    cell_form = keras.layers.RNN(AssociativeGRUCell(units, num_copies=copies), **rnn_kwargs)
+    layer = AssociativeGRU(units, num_copies=copies, **rnn_kwargs)
+    cell_form.build((None, None, input_dim))
+    layer.build((None, None, input_dim))
+    if weights is not None:
+        set_cell_weights(cell_form.cell, weights)
+    layer.cell.set_weights(cell_form.cell.get_weights())
+    return cell_form, layer
+
+
+def _mask_with_holes(batch, steps):
+    mask = np.ones((batch, steps), bool)
+    mask[1, steps - 2 :] = False  # right padding
+    mask[2, 1] = False  # a hole
+    return mask
+
+
+@pytest.mark.parametrize("copies", [1, 3, 8])
+def test_layer_matches_the_original_step_in_float64(float64_policy, copies):
+    rng = np.random.default_rng(copies)
+    units, batch, steps = 12, 3, 5
+    xs = rng.normal(size=(batch, steps, 4))
+    w = random_weights(rng, 4, units)
+    _, layer = _pair(units, copies, 4, w, return_sequences=True, return_state=True)
+    outputs, memory, last = layer(xs)
+    zeros = np.zeros((batch, units * copies)), np.zeros((batch, units))
+    perms = make_permutations(units // 2, copies)
+    ref_outputs, ref_memory = reference_run(xs, *zeros, w, perms)
+    np.testing.assert_allclose(outputs.numpy(), ref_outputs, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(memory.numpy(), ref_memory, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(last.numpy(), ref_outputs[:, -1], atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("go_backwards", [False, True])
+@pytest.mark.parametrize("zero_output_for_mask", [False, True])
+def test_layer_equals_the_cell_form_with_masks_and_initial_state(
+    float64_policy, go_backwards, zero_output_for_mask
+):
+    rng = np.random.default_rng(20)
+    units, copies, batch, steps = 8, 3, 3, 6
+    xs = rng.normal(size=(batch, steps, 5))
+    kwargs = dict(
+        return_sequences=True,
+        return_state=True,
+        go_backwards=go_backwards,
+        zero_output_for_mask=zero_output_for_mask,
+    )
+    cell_form, layer = _pair(units, copies, 5, random_weights(rng, 5, units), **kwargs)
+    mask = _mask_with_holes(batch, steps)
+    initial = [rng.normal(size=(batch, units * copies)), rng.normal(size=(batch, units))]
+    for init in (None, initial):
+        expected = cell_form(xs, mask=mask, initial_state=init)
+        got = layer(xs, mask=mask, initial_state=init)
+        for e, g in zip(expected, got):
+            np.testing.assert_allclose(g.numpy(), e.numpy(), atol=1e-12, rtol=0)
+
+
+def test_layer_gradients_equal_the_cell_form(float64_policy):
+    rng = np.random.default_rng(21)
+    units, copies, batch, steps = 8, 4, 3, 6
+    xs = tf.constant(rng.normal(size=(batch, steps, 5)))
+    mask = _mask_with_holes(batch, steps)
+    cell_form, layer = _pair(
+        units, copies, 5, random_weights(rng, 5, units), return_sequences=True, return_state=True
+    )
+    grads = []
+    for rnn in (cell_form, layer):
+        with tf.GradientTape() as tape:
+            tape.watch(xs)
+            outputs, memory, _ = rnn(xs, mask=mask)
+            loss = tf.reduce_sum(tf.sin(outputs)) + tf.reduce_sum(tf.square(memory))
+        grads.append(tape.gradient(loss, [xs] + list(rnn.cell.trainable_weights)))
+    for e, g in zip(*grads):
+        assert np.abs(e.numpy()).max() > 0
+        np.testing.assert_allclose(g.numpy(), e.numpy(), atol=1e-11, rtol=1e-11)
+
+
+def test_return_retrievals_matches_the_cell_form():
+    rng = np.random.default_rng(22)
+    xs = rng.normal(size=(2, 4, 5)).astype("float32")
+    cell_form = keras.layers.RNN(
+        AssociativeGRUCell(8, num_copies=2, return_retrievals=True), return_sequences=True
+    )
+    layer = AssociativeGRU(8, num_copies=2, return_retrievals=True, return_sequences=True)
+    cell_form.build(xs.shape)
+    layer.build(xs.shape)
+    layer.cell.set_weights(cell_form.cell.get_weights())
+    got = layer(xs).numpy()
+    assert got.shape == (2, 4, 24)
+    np.testing.assert_allclose(got, cell_form(xs).numpy(), atol=1e-6)
+
+
+def test_weights_are_the_cell_weights_and_load_from_the_original_names():
+    rng = np.random.default_rng(23)
+    layer = AssociativeGRU(8, num_copies=2)
+    layer.build((None, None, 5))
+    names = [v.path.split("/")[-1] for v in layer.weights]
+    assert names == ["key_kernel", "gate_kernel", "gate_bias", "candidate_kernel", "candidate_bias"]
+    w = random_weights(rng, 5, 8)
+    arrays = {
+        "AssociativeGRUCell/Keys/fully_connected/weights": w["key"],
+        "AssociativeGRUCell/Gates/fully_connected/weights": w["gate"],
+        "AssociativeGRUCell/Gates/fully_connected/biases": w["gate_bias"],
+        "AssociativeGRUCell/Candidate/fully_connected/weights": w["candidate"],
+        "AssociativeGRUCell/Candidate/fully_connected/biases": w["candidate_bias"],
+    }
+    assert len(load_original_weights(layer.cell, arrays)) == 5
+    assert set(original_variable_names(layer.cell)) == set(arrays)
+    xs = rng.normal(size=(2, 3, 5)).astype("float32")
+    ref, _ = reference_run(
+        xs.astype(float), np.zeros((2, 16)), np.zeros((2, 8)), w, make_permutations(4, 2)
+    )
+    np.testing.assert_allclose(layer(xs).numpy(), ref[:, -1], atol=2e-5)
+
+
+def test_keras_round_trip_gives_identical_outputs(tmp_path):
+    rng = np.random.default_rng(24)
+    xs = rng.normal(size=(2, 5, 4)).astype("float32")
+    layer = AssociativeGRU(
+        8,
+        num_copies=3,
+        seed=99,
+        kernel_initializer="random_normal",
+        return_sequences=True,
+        go_backwards=True,
+        name="am_gru",
+    )
+    inputs = keras.Input((None, 4))
+    model = keras.Model(inputs, layer(keras.layers.Masking(0.0)(inputs)))
+    path = os.path.join(tmp_path, "model.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    xs[1, 3:] = 0.0  # masked steps
+    np.testing.assert_array_equal(loaded(xs).numpy(), model(xs).numpy())
+    rebuilt = AssociativeGRU.from_config(layer.get_config())
+    assert rebuilt.get_config() == layer.get_config()
+    assert rebuilt.cell.permutations == layer.cell.permutations
+
+
+def test_jit_compiled_training_step_matches_eager():
+    rng = np.random.default_rng(25)
+    xs = rng.normal(size=(4, 6, 5)).astype("float32")
+    ys = rng.normal(size=(4, 8)).astype("float32")
+
+    def build():
+        keras.utils.set_random_seed(5)
+        inputs = keras.Input((6, 5))
+        return keras.Model(inputs, AssociativeGRU(8, num_copies=4)(inputs))
+
+    results = []
+    for jit in (False, True):
+        model = build()
+        model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", jit_compile=jit)
+        model.train_on_batch(xs, ys)
+        results.append(model.predict_on_batch(xs))
+    np.testing.assert_allclose(results[0], results[1], atol=1e-5)
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_trains_with_finite_loss(policy):
+    keras.config.set_dtype_policy(policy)
+    try:
+        rng = np.random.default_rng(26)
+        xs = rng.normal(size=(4, 6, 5)).astype("float32")
+        inputs = keras.Input((6, 5))
+        seq = AssociativeGRU(8, num_copies=4, return_sequences=True)(inputs)
+        assert seq.dtype == policy.split("_")[1]
+        out = keras.layers.Dense(1, dtype="float32")(keras.layers.GlobalAveragePooling1D()(seq))
+        model = keras.Model(inputs, out)
+        model.compile(optimizer="adam", loss="mse")
+        loss = model.train_on_batch(xs, np.ones((4, 1), "float32"))
+        assert np.isfinite(loss)
+    finally:
+        keras.config.set_dtype_policy("float32")
+
+
+def test_bad_arguments_are_rejected():
+    with pytest.raises(ValueError, match="units.*even"):
+        AssociativeGRU(7)
+    with pytest.raises(ValueError, match="num_copies"):
+        AssociativeGRU(8, num_copies=0)
