@@ -19,13 +19,13 @@ Usage::
 import argparse
 import importlib.util
 import json
-import os
 import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.lm_real_data import default_data_dir  # noqa: E402
 from benchmarks.readme_tables import update_readme  # noqa: E402
 
 COLUMNS = [
@@ -37,11 +37,6 @@ COLUMNS = [
     ("valid_perplexity", "valid ppl"),
     ("test_perplexity", "test ppl"),
 ]
-
-
-def default_data_dir():
-    shared = os.environ.get("TF_MEMLAYERS_DATA")
-    return pathlib.Path(shared) / "ptb" if shared else ROOT.parent / "shared" / "data" / "ptb"
 
 
 def load_example():
