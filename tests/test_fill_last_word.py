@@ -60,16 +60,48 @@ def test_vocabulary_order_and_encoding_match_the_reference():
 def test_generated_corpus_answers_only_in_earlier_examples():
     train, evaluation = data.generated_last_word_corpus(entities=12, held_out=4, seed=3)
     syllable = "(?:" + "|".join(data._SYLLABLES) + ")"
-    name_pattern = re.compile(rf"(?<!\S){syllable} {syllable}(?!\S)")
-    assert len(evaluation) == 4 * 3
+    name_pattern = re.compile(rf"^{syllable}{syllable}$")
+
+    def house(sentence):
+        (name,) = [t for t in sentence.split() if name_pattern.match(t)]
+        return name
+
+    assert len(evaluation) == 4 * len(data._QUESTIONS)
+    assert len(train) == 12 * len(data._QUESTIONS) + 8 * len(data._QUESTIONS)
+    asked = {house(s) for s in train if s.split()[-1] != "."}
     for sentence in evaluation:
-        name, answer = name_pattern.search(sentence).group(0), sentence.split()[-1]
-        about = [s for s in train if f" {name} " in f" {s} "]
-        facts = [s for s in about if s.split()[-1] != answer]
-        assert facts and all(answer in f.split()[:-1] for f in facts)  # stated inside
-        assert len(facts) == len(about)  # no training sentence about it ends in its answer
+        name, answer = house(sentence), sentence.split()[-1]
+        assert name not in asked
+        about = [s for s in train if house(s) == name]
+        # The answer never ends a training sentence about the house ...
+        assert about and all(s.split()[-1] == "." for s in about)
+        # ... but is stated inside its facts: the question's context followed by the answer.
+        assert all(s.split()[-2] == answer for s in about)
+        assert sentence + " ." in about
     again, _ = data.generated_last_word_corpus(entities=12, held_out=4, seed=3)
     assert again == train
+    with pytest.raises(ValueError, match="held_out"):
+        data.generated_last_word_corpus(entities=12, held_out=12)
+
+
+def test_generated_corpus_facts_are_nearest_to_their_questions():
+    """An evaluation question's state is closest to its own fact's among all training states.
+
+    With the default encoder (attention pooling), before any training: so the answers are
+    there to be found in a cache of the training states, by a read that matches states.
+    """
+    train, evaluation = data.generated_last_word_corpus(seed=0)
+    vocabulary = data.build_vocabulary(train)
+    x_train, _, _ = data.encode_last_word(train, vocabulary, max_length=12)
+    x_eval, _, _ = data.encode_last_word(evaluation, vocabulary, max_length=12)
+    model = build_fill_last_word_model(
+        len(vocabulary), max_length=12, pooling="attention", cache_size=8, query="additive"
+    )
+    encoder = keras.Model(model.inputs, model.get_layer("cache_attention").input)
+    cached, asked = encoder.predict(x_train, verbose=0), encoder.predict(x_eval, verbose=0)
+    distances = ((asked[:, None, :] - cached[None, :, :]) ** 2).sum(-1)
+    facts = [train.index(sentence + " .") for sentence in evaluation]
+    np.testing.assert_array_equal(distances.argmin(axis=1), facts)
 
 
 def test_dataset_is_fixed_length_and_prefetched():

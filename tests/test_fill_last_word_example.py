@@ -40,7 +40,7 @@ class CacheAtStart(keras.callbacks.Callback):
 def test_generated_run_then_resume(tmp_path):
     example = load_example()
     workdir = str(tmp_path / "run")
-    short = ["--max-length", "14"]  # the generated sentences have at most 13 tokens
+    short = ["--max-length", "12"]  # the generated sentences have at most 10 tokens
     first = example.main(TINY + short + ["--workdir", workdir])
     assert first["source"] == "generated" and first["epochs_run"] == [0]
     assert 0.0 <= first["eval_accuracy"] <= 1.0

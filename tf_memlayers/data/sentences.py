@@ -75,57 +75,61 @@ def last_word_dataset(x, y, batch_size, shuffle=False, seed=0, repeat=False):
     return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
 
 
-_ATTRIBUTES = ("red", "blue", "green", "yellow", "white", "black", "grey", "brown")
+_COLOURS = ("red", "blue", "green", "yellow", "white", "black", "grey", "brown")
 _SYLLABLES = ("ka", "lo", "mi", "ne", "su", "ta", "vo", "ri", "de", "pa", "zu", "ho")
-_FACTS = (
-    "everyone in town knows that {e} is painted {a} these days",
-    "the old {a} house on the hill belongs to {e} they say",
-    "we saw {e} yesterday and it was clearly {a} in the sun",
-)
+# A question (context and answer) is its fact without the final ".": the fact's context is the
+# question's context followed by the answer.
 _QUESTIONS = (
-    "what colour is {e} painted these days ? it is",
-    "if you visit {e} you will find that it is painted",
-    "the house of {e} has a colour , and that colour is",
-)
-_FILLER = (
-    "the weather was mild and the streets were quiet all day",
-    "a small market opens near the station every morning",
-    "children walked to school along the river in the rain",
-    "the library keeps old maps of the region in the basement",
+    "the house of {e} is painted",
+    "{e} lives in a house that is painted",
 )
 
 
-def generated_last_word_corpus(entities=60, held_out=20, facts_per_entity=2, seed=0):
-    """A corpus whose held-out answers are recoverable only from other training examples.
+def generated_last_word_corpus(entities=120, held_out=40, seed=0):
+    """Facts about made-up houses, and questions whose answers only those facts state.
 
-    Each of ``entities`` made-up house names gets a random colour. Training sentences state the
-    colours inside the sentence (facts, ending in a predictable word) and ask for the colour of
-    the first ``entities - held_out`` houses (questions, ending in the colour); a few filler
-    sentences are mixed in. The evaluation set asks only about the ``held_out`` other houses:
-    their colours never end a training sentence, so no weight learns them as answers: beyond
-    the colours' overall frequencies, a model can only answer by reading the cached states of
-    the fact sentences it saw earlier (with ``query="additive"``, which lets the read depend on
-    the question).
+    Each of ``entities`` houses (a made-up two-syllable name, e.g. ``kalo``) gets a random
+    colour. Training holds, for every house and every question template, a fact that ends right
+    after the colour (``"the house of kalo is painted red ."``, whose last word is ``"."``)
+    and, for the first ``entities - held_out`` houses only, the question that is the same
+    sentence ending in the colour (``"the house of kalo is painted red"``). The evaluation set
+    asks these questions about the ``held_out`` other houses.
+
+    A held-out house's colour is never the last word of a training sentence about that house,
+    so no weight is trained to give it; it appears only inside the house's facts, whose context
+    is the question's context followed by the colour. With the default encoder (attention
+    pooling) a question's state is, even untrained, nearer to its own fact's state than to
+    any other training state, so a cache of training states holds the answer. A model gets
+    beyond the colours' frequencies only if its cache read learns, from the training
+    questions, to pick that fact (``query="additive"``). The corpus tests that; it does not
+    make it happen: at the settings of ``examples/fill_last_word_cache.py`` the additive read
+    does not learn the match, and the model with a cache does no better than the one without.
+
+    Args:
+        entities: number of houses (at most 132).
+        held_out: number of houses asked about only in the evaluation set.
+        seed: seed of the names, colours and training order.
 
     Returns:
         ``(train sentences, evaluation sentences)``, lists of strings.
     """
+    if not 0 < held_out < entities <= len(_SYLLABLES) * (len(_SYLLABLES) - 1):
+        raise ValueError(
+            f"Need 0 < held_out < entities <= {len(_SYLLABLES) * (len(_SYLLABLES) - 1)}, got "
+            f"entities={entities}, held_out={held_out}."
+        )
     rng = np.random.default_rng(seed)
-    # Two-word names over a small syllable set: a held-out house is a new combination of
-    # syllables that training questions use, so matching a question to its fact can be learned.
-    names = sorted(a + " " + b for a in _SYLLABLES for b in _SYLLABLES if a != b)
+    names = sorted(a + b for a in _SYLLABLES for b in _SYLLABLES if a != b)
     names = [names[i] for i in rng.choice(len(names), entities, replace=False)]
-    picks = rng.integers(0, len(_ATTRIBUTES), entities)
-    colours = {name: _ATTRIBUTES[i] for name, i in zip(names, picks)}
-    train = []
-    for name in names:
-        for template in rng.choice(len(_FACTS), facts_per_entity, replace=False):
-            train.append(_FACTS[template].format(e=name, a=colours[name]))
+    picks = rng.integers(0, len(_COLOURS), entities)
+    colours = {name: _COLOURS[i] for name, i in zip(names, picks)}
+
+    def questions(name):
+        return [q.format(e=name) + " " + colours[name] for q in _QUESTIONS]
+
     asked, held = names[: entities - held_out], names[entities - held_out:]
-    for name in asked:
-        for template in _QUESTIONS:
-            train.append(template.format(e=name) + " " + colours[name])
-    train += list(_FILLER) * 2
-    evaluation = [t.format(e=name) + " " + colours[name] for name in held for t in _QUESTIONS]
+    train = [question + " ." for name in names for question in questions(name)]
+    train += [question for name in asked for question in questions(name)]
+    evaluation = [question for name in held for question in questions(name)]
     order = rng.permutation(len(train))
     return [train[i] for i in order], evaluation

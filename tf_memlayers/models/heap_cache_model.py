@@ -35,7 +35,10 @@ class HeapCacheModel(keras.Model):
     inputs of each `HeapCacheAttention` layer are recomputed for the same batch with the
     weights the optimizer has just updated (in inference mode) and offered to the cache with
     `HeapCacheAttention.insert`. Evaluation and prediction never write. Works with
-    ``jit_compile=True`` and under `tf.distribute` strategies.
+    ``jit_compile=True`` and under `tf.distribute` strategies, but not with both at once when
+    the strategy has several replicas: `fit`, `evaluate` and `predict` then raise a
+    `ValueError` (Keras compiles the step of all replicas into one XLA program, which cannot
+    reach the variable copies on the other devices; a plain `keras.Model` fails the same way).
 
     Args:
         inputs, outputs: as for a functional `keras.Model`.
@@ -89,6 +92,18 @@ class HeapCacheModel(keras.Model):
             candidates = [candidates]
         return [layer.insert(c) for layer, c in zip(self._cache_layers_list, candidates)]
 
+    def make_train_function(self, force=False):
+        check_jit_compile_strategy(self)
+        return super().make_train_function(force)
+
+    def make_test_function(self, force=False):
+        check_jit_compile_strategy(self)
+        return super().make_test_function(force)
+
+    def make_predict_function(self, force=False):
+        check_jit_compile_strategy(self)
+        return super().make_predict_function(force)
+
     def train_step(self, data):
         logs = super().train_step(data)
         x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
@@ -100,6 +115,32 @@ class HeapCacheModel(keras.Model):
         config = super().get_config()
         config["weight_decay"] = self.weight_decay
         return config
+
+
+def check_jit_compile_strategy(model):
+    """Raises if ``model`` is XLA-compiled under a strategy with several replicas.
+
+    Keras compiles ``strategy.run`` over all replicas as one XLA computation placed on the first
+    device, and XLA cannot read or write the variable copies held on the other devices
+    ("Trying to access resource ... located in device ..."), so such a step fails at its first
+    run, for any Keras model.
+
+    Args:
+        model: a compiled Keras model.
+
+    Raises:
+        ValueError: ``model.jit_compile`` is true and ``model.distribute_strategy`` has more
+            than one replica.
+    """
+    strategy = model.distribute_strategy
+    replicas = strategy.num_replicas_in_sync
+    if model.jit_compile and replicas > 1:
+        raise ValueError(
+            f"{type(model).__name__}: jit_compile=True is not supported under "
+            f"{type(strategy).__name__} with {replicas} replicas: Keras compiles the step of "
+            "all replicas into one XLA program, which cannot access the variable copies held "
+            "on the other devices. Compile with jit_compile=False to train with this strategy."
+        )
 
 
 def cache_fill_fractions(model):
