@@ -50,7 +50,7 @@ def load_example():
 
 def write_readme(metrics):
     rows = [dict(metrics, **{
-        key: round(metrics[key], 2) for key in
+        key: f"{metrics[key]:.2f}" for key in
         ("last_epoch_train_perplexity", "valid_perplexity", "test_perplexity")
         if metrics.get(key) is not None
     })]  # fmt: skip
