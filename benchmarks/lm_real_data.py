@@ -57,7 +57,6 @@ COLUMNS = [
     ("parameters", "parameters"),
     ("train_steps", "steps"),
     ("epochs_trained", "epochs"),
-    ("train_minutes", "train min"),
     ("valid_perplexity", "valid ppl"),
     ("test_perplexity", "test ppl"),
     ("attention_by_position", "attention by position (oldest … newest)"),
@@ -197,7 +196,8 @@ def write_readme(report):
         f"is closest. Embedding {settings['embedding_dim']}, window {settings['window']}, "
         f"N = {settings['ngram']}, Adam 1e-3, clip 5, forget bias 1, U(-0.1, 0.1). Far from "
         "converged: this ranks the models at equal training, it does not reproduce the "
-        "paper. Attention by position: mean weight per window slot over validation text."
+        "paper. Attention by position: mean weight per window slot over validation text. "
+        "(Wall times are in the saved JSON; on a shared machine they are not comparable.)"
     )
     return update_readme("lm-real-data", rows, COLUMNS, caption)
 
