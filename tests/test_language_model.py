@@ -373,6 +373,8 @@ def test_epoch_learning_rate_follows_the_zaremba_schedule():
 def test_make_optimizer_names_bad_arguments():
     assert isinstance(make_optimizer("sgd", 1.0, 5.0), keras.optimizers.SGD)
     assert make_optimizer("adam", 1e-3, 0).global_clipnorm is None
+    model = compile_language_model(_model("lstm"), optimizer=None, jit_compile=False)
+    assert isinstance(model.optimizer, keras.optimizers.Adam)
     with pytest.raises(ValueError, match="`optimizer` must be one of .*'rmsprop'"):
         make_optimizer("rmsprop")
     with pytest.raises(ValueError, match="`learning_rate` must be a number > 0, got -1"):

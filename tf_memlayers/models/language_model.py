@@ -571,8 +571,9 @@ def compile_language_model(
         jit_compile: compile the train step with XLA (works on CPU for these layers; Keras
             disables it by itself where a layer, e.g. cuDNN LSTM, does not support it).
         perplexity: add the `Perplexity` metric.
-        optimizer: `"adam"`, `"sgd"` (see `make_optimizer`) or a `keras.optimizers.Optimizer`
-            instance (then ``learning_rate`` and ``clipnorm`` are ignored).
+        optimizer: `"adam"` (also for `None`), `"sgd"` (see `make_optimizer`) or a
+            `keras.optimizers.Optimizer` instance (then ``learning_rate`` and ``clipnorm``
+            are ignored).
         loss_reduction: `"token_mean"` or `"sum_over_time"` (see `SequenceCrossentropy`).
 
     Returns:
@@ -589,7 +590,7 @@ def compile_language_model(
     ['loss', 'perplexity']
     """
     if not isinstance(optimizer, keras.optimizers.Optimizer):
-        optimizer = make_optimizer(optimizer, learning_rate, clipnorm)
+        optimizer = make_optimizer(optimizer or "adam", learning_rate, clipnorm)
     model.compile(
         optimizer=optimizer,
         loss=SequenceCrossentropy(loss_reduction),
