@@ -1,8 +1,9 @@
 """Speed of the associative-memory cells (prints JSON; ``--update-readme`` fills README.rst).
 
 1. Training cost per time step of an AM-GRU (n=100, C=8 and C=1; the cell form
-   ``RNN(AssociativeGRUCell)`` and the layer `AssociativeGRU`, which projects the inputs
-   before the loop) against `keras.layers.GRU(100)` at batch 50, same input, same
+   ``RNN(AssociativeGRUCell)``, the layer `AssociativeGRU`, which projects the inputs
+   before the loop, and the same with ``fused_loop=True``: one XLA-compiled loop with a
+   hand-written backward) against `keras.layers.GRU(100)` at batch 50, same input, same
    `tf.function` around each (no XLA unless ``--jit-compile``), variants interleaved in one
    process, medians (the ratio: median of the per-round ratios).
 2. Hypothesis-side cost per step against premise length (25 … 400): the Dual AM-GRU reads a
@@ -99,6 +100,9 @@ def speed_vs_gru(batch, steps, units, copies, rounds, jit_compile=False):
         )
         variants[f"AM-GRU C={c} (AssociativeGRU)"] = lambda c=c: AssociativeGRU(
             units, num_copies=c
+        )
+        variants[f"AM-GRU C={c} (AssociativeGRU, fused_loop)"] = lambda c=c: AssociativeGRU(
+            units, num_copies=c, fused_loop=True
         )
     runners = {name: _train_step(fn, x, jit_compile=jit_compile) for name, fn in variants.items()}
     samples = {name: [] for name in runners}

@@ -14,10 +14,14 @@ from tf_memlayers.ops.holographic import make_permutations
 from test_associative_gru import random_weights, reference_run, set_cell_weights
 
 
-def _pair(units, copies, input_dim, weights=None, **rnn_kwargs):
+# Both time loops of `AssociativeGRU`: Keras's (autodiff backward) and the fused one.
+FUSED = pytest.mark.parametrize("fused_loop", [False, True], ids=["keras_loop", "fused_loop"])
+
+
+def _pair(units, copies, input_dim, weights=None, fused_loop=False, **rnn_kwargs):
     """A cell-form RNN and an `AssociativeGRU` with the same weights, both built."""
     cell_form = keras.layers.RNN(AssociativeGRUCell(units, num_copies=copies), **rnn_kwargs)
-    layer = AssociativeGRU(units, num_copies=copies, **rnn_kwargs)
+    layer = AssociativeGRU(units, num_copies=copies, fused_loop=fused_loop, **rnn_kwargs)
     cell_form.build((None, None, input_dim))
     layer.build((None, None, input_dim))
     if weights is not None:
@@ -33,13 +37,16 @@ def _mask_with_holes(batch, steps):
     return mask
 
 
+@FUSED
 @pytest.mark.parametrize("copies", [1, 3, 8])
-def test_layer_matches_the_original_step_in_float64(float64_policy, copies):
+def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fused_loop):
     rng = np.random.default_rng(copies)
     units, batch, steps = 12, 3, 5
     xs = rng.normal(size=(batch, steps, 4))
     w = random_weights(rng, 4, units)
-    _, layer = _pair(units, copies, 4, w, return_sequences=True, return_state=True)
+    _, layer = _pair(
+        units, copies, 4, w, fused_loop=fused_loop, return_sequences=True, return_state=True
+    )
     outputs, memory, last = layer(xs)
     zeros = np.zeros((batch, units * copies)), np.zeros((batch, units))
     perms = make_permutations(units // 2, copies)
@@ -49,10 +56,11 @@ def test_layer_matches_the_original_step_in_float64(float64_policy, copies):
     np.testing.assert_allclose(last.numpy(), ref_outputs[:, -1], atol=1e-10, rtol=0)
 
 
+@FUSED
 @pytest.mark.parametrize("go_backwards", [False, True])
 @pytest.mark.parametrize("zero_output_for_mask", [False, True])
 def test_layer_equals_the_cell_form_with_masks_and_initial_state(
-    float64_policy, go_backwards, zero_output_for_mask
+    float64_policy, go_backwards, zero_output_for_mask, fused_loop
 ):
     rng = np.random.default_rng(20)
     units, copies, batch, steps = 8, 3, 3, 6
@@ -63,7 +71,9 @@ def test_layer_equals_the_cell_form_with_masks_and_initial_state(
         go_backwards=go_backwards,
         zero_output_for_mask=zero_output_for_mask,
     )
-    cell_form, layer = _pair(units, copies, 5, random_weights(rng, 5, units), **kwargs)
+    cell_form, layer = _pair(
+        units, copies, 5, random_weights(rng, 5, units), fused_loop=fused_loop, **kwargs
+    )
     mask = _mask_with_holes(batch, steps)
     initial = [rng.normal(size=(batch, units * copies)), rng.normal(size=(batch, units))]
     for init in (None, initial):
@@ -73,21 +83,26 @@ def test_layer_equals_the_cell_form_with_masks_and_initial_state(
             np.testing.assert_allclose(g.numpy(), e.numpy(), atol=1e-12, rtol=0)
 
 
-def test_layer_gradients_equal_the_cell_form(float64_policy):
+@FUSED
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_layer_gradients_equal_the_cell_form(float64_policy, fused_loop, go_backwards):
     rng = np.random.default_rng(21)
     units, copies, batch, steps = 8, 4, 3, 6
     xs = tf.constant(rng.normal(size=(batch, steps, 5)))
     mask = _mask_with_holes(batch, steps)
+    initial = [tf.constant(rng.normal(size=(batch, units * s))) for s in (copies, 1)]
     cell_form, layer = _pair(
-        units, copies, 5, random_weights(rng, 5, units), return_sequences=True, return_state=True
+        units, copies, 5, random_weights(rng, 5, units), fused_loop=fused_loop,
+        return_sequences=True, return_state=True, go_backwards=go_backwards,
     )
     grads = []
     for rnn in (cell_form, layer):
         with tf.GradientTape() as tape:
-            tape.watch(xs)
-            outputs, memory, _ = rnn(xs, mask=mask)
-            loss = tf.reduce_sum(tf.sin(outputs)) + tf.reduce_sum(tf.square(memory))
-        grads.append(tape.gradient(loss, [xs] + list(rnn.cell.trainable_weights)))
+            tape.watch([xs, *initial])
+            outputs, memory, last = rnn(xs, mask=mask, initial_state=initial)
+            loss = (tf.reduce_sum(tf.sin(outputs)) + tf.reduce_sum(tf.square(memory))
+                    + tf.reduce_sum(tf.cos(last)))
+        grads.append(tape.gradient(loss, [xs, *initial] + list(rnn.cell.trainable_weights)))
     for e, g in zip(*grads):
         assert np.abs(e.numpy()).max() > 0
         np.testing.assert_allclose(g.numpy(), e.numpy(), atol=1e-11, rtol=1e-11)
@@ -131,7 +146,8 @@ def test_weights_are_the_cell_weights_and_load_from_the_original_names():
     np.testing.assert_allclose(layer(xs).numpy(), ref[:, -1], atol=2e-5)
 
 
-def test_keras_round_trip_gives_identical_outputs(tmp_path):
+@FUSED
+def test_keras_round_trip_gives_identical_outputs(tmp_path, fused_loop):
     rng = np.random.default_rng(24)
     xs = rng.normal(size=(2, 5, 4)).astype("float32")
     layer = AssociativeGRU(
@@ -141,6 +157,7 @@ def test_keras_round_trip_gives_identical_outputs(tmp_path):
         kernel_initializer="random_normal",
         return_sequences=True,
         go_backwards=True,
+        fused_loop=fused_loop,
         name="am_gru",
     )
     inputs = keras.Input((None, 4))
@@ -153,9 +170,11 @@ def test_keras_round_trip_gives_identical_outputs(tmp_path):
     rebuilt = AssociativeGRU.from_config(layer.get_config())
     assert rebuilt.get_config() == layer.get_config()
     assert rebuilt.cell.permutations == layer.cell.permutations
+    assert rebuilt.fused_loop is fused_loop
 
 
-def test_jit_compiled_training_step_matches_eager():
+@FUSED
+def test_jit_compiled_training_step_matches_eager(fused_loop):
     rng = np.random.default_rng(25)
     xs = rng.normal(size=(4, 6, 5)).astype("float32")
     ys = rng.normal(size=(4, 8)).astype("float32")
@@ -163,7 +182,7 @@ def test_jit_compiled_training_step_matches_eager():
     def build():
         keras.utils.set_random_seed(5)
         inputs = keras.Input((6, 5))
-        return keras.Model(inputs, AssociativeGRU(8, num_copies=4)(inputs))
+        return keras.Model(inputs, AssociativeGRU(8, num_copies=4, fused_loop=fused_loop)(inputs))
 
     results = []
     for jit in (False, True):
@@ -174,14 +193,15 @@ def test_jit_compiled_training_step_matches_eager():
     np.testing.assert_allclose(results[0], results[1], atol=1e-5)
 
 
+@FUSED
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-def test_mixed_precision_trains_with_finite_loss(policy):
+def test_mixed_precision_trains_with_finite_loss(policy, fused_loop):
     keras.config.set_dtype_policy(policy)
     try:
         rng = np.random.default_rng(26)
         xs = rng.normal(size=(4, 6, 5)).astype("float32")
         inputs = keras.Input((6, 5))
-        seq = AssociativeGRU(8, num_copies=4, return_sequences=True)(inputs)
+        seq = AssociativeGRU(8, num_copies=4, return_sequences=True, fused_loop=fused_loop)(inputs)
         assert seq.dtype == policy.split("_")[1]
         out = keras.layers.Dense(1, dtype="float32")(keras.layers.GlobalAveragePooling1D()(seq))
         model = keras.Model(inputs, out)
@@ -195,5 +215,28 @@ def test_mixed_precision_trains_with_finite_loss(policy):
 def test_bad_arguments_are_rejected():
     with pytest.raises(ValueError, match="units.*even"):
         AssociativeGRU(7)
+    with pytest.raises(TypeError, match="fused_loop.*bool.*'yes'"):
+        AssociativeGRU(8, fused_loop="yes")
+    with pytest.raises(ValueError, match="fused_loop=True.*return_retrievals=True"):
+        AssociativeGRU(8, fused_loop=True, return_retrievals=True)
+    with pytest.raises(ValueError, match="fused_loop=True.*unroll=True"):
+        AssociativeGRU(8, fused_loop=True, unroll=True)
     with pytest.raises(ValueError, match="num_copies"):
         AssociativeGRU(8, num_copies=0)
+
+
+@FUSED
+def test_stateful_segments_equal_one_pass(fused_loop):
+    rng = np.random.default_rng(27)
+    xs = rng.normal(size=(2, 9, 5)).astype("float32")
+    whole = AssociativeGRU(8, num_copies=3, return_sequences=True, fused_loop=fused_loop)
+    stateful = AssociativeGRU(
+        8, num_copies=3, return_sequences=True, stateful=True, fused_loop=fused_loop
+    )
+    whole.build((2, 9, 5))
+    stateful.build((2, 3, 5))
+    stateful.cell.set_weights(whole.cell.get_weights())
+    pieces = np.concatenate([stateful(xs[:, i : i + 3]).numpy() for i in (0, 3, 6)], axis=1)
+    np.testing.assert_allclose(pieces, whole(xs).numpy(), atol=1e-5)
+    stateful.reset_states()
+    np.testing.assert_allclose(stateful(xs[:, :3]).numpy(), whole(xs[:, :3]).numpy(), atol=1e-5)

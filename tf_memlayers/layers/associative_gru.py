@@ -31,6 +31,7 @@ from keras.src import backend as _keras_backend  # backend.rnn: the loop keras.l
 
 from tf_memlayers import _validation as check
 from tf_memlayers.ops import holographic
+from tf_memlayers.ops.associative_gru_loop import associative_gru_loop
 
 DUAL_KEYS = ("paper", "released")
 
@@ -298,7 +299,11 @@ class AssociativeGRU(keras.layers.RNN):
     Speed (training step, batch 50, T=30, n=100, 8 copies, 2 CPU cores): with whole-model
     XLA (``jit_compile=True``) about 1.5x faster than the cell form, because the loop no longer
     re-reads (and XLA no longer stores per step) the weight matrices; without XLA about the
-    same as the cell form.
+    same as the cell form. ``fused_loop=True`` runs the loop as one op with a hand-written
+    backward pass (`tf_memlayers.ops.associative_gru_loop`), both loops compiled with XLA even
+    when the model is not; see ``benchmarks/associative_memory.py`` for its speed. Each new
+    (batch, time) shape then compiles once (a second or two on CPU), so it suits fixed-size
+    padded batches.
 
     Args:
         units, num_copies, seed, return_retrievals, kernel_initializer,
@@ -310,6 +315,9 @@ class AssociativeGRU(keras.layers.RNN):
         stateful: carry the final states to the next batch.
         unroll: unroll the time loop (needs a known length).
         zero_output_for_mask: output zeros (not the previous output) at masked steps.
+        fused_loop: run the time loop as `associative_gru_loop` (XLA-compiled forward and
+            hand-written backward; not with ``return_retrievals`` or ``unroll``). Same results
+            up to float rounding.
 
     Call arguments:
         sequences: ``[batch, time, input_dim]``.
@@ -344,8 +352,17 @@ class AssociativeGRU(keras.layers.RNN):
         stateful=False,
         unroll=False,
         zero_output_for_mask=False,
+        fused_loop=False,
         **kwargs,
     ):
+        if not isinstance(fused_loop, bool):
+            raise TypeError(f"AssociativeGRU: `fused_loop` must be a bool, got {fused_loop!r}.")
+        if fused_loop and (return_retrievals or unroll):
+            raise ValueError(
+                "AssociativeGRU: `fused_loop=True` cannot be combined with "
+                f"return_retrievals={return_retrievals!r} or unroll={unroll!r}; the fused loop "
+                "emits only the outputs and always loops."
+            )
         cell = AssociativeGRUCell(
             units,
             num_copies=num_copies,
@@ -370,6 +387,7 @@ class AssociativeGRU(keras.layers.RNN):
             zero_output_for_mask=zero_output_for_mask,
             **kwargs,
         )
+        self.fused_loop = fused_loop
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
@@ -378,12 +396,14 @@ class AssociativeGRU(keras.layers.RNN):
         # Computed here, outside the loop: the step captures loop-invariant tensors instead
         # of reading (and, under XLA, storing per step for the gradient) the variables.
         projected = ops.matmul(sequences, input_kernel) + input_bias
+        if not isinstance(initial_state, (list, tuple)):
+            initial_state = [initial_state]
+        if self.fused_loop:
+            return self._fused_loop(projected, initial_state, mask, kernels)
 
         def step(inputs, states):
             return cell.projected_call(inputs, states, kernels)
 
-        if not isinstance(initial_state, (list, tuple)):
-            initial_state = [initial_state]
         return _keras_backend.rnn(
             step,
             projected,
@@ -396,11 +416,32 @@ class AssociativeGRU(keras.layers.RNN):
             return_all_outputs=self.return_sequences,
         )
 
+    def _fused_loop(self, projected, initial_state, mask, kernels):
+        """`inner_loop` through `associative_gru_loop` (time-major inside)."""
+        projected = ops.transpose(projected, (1, 0, 2))
+        if mask is not None:
+            mask = ops.transpose(ops.cast(mask, "bool"), (1, 0))
+        if self.go_backwards:
+            projected = ops.flip(projected, axis=0)
+            mask = None if mask is None else ops.flip(mask, axis=0)
+        outputs, memory, output = associative_gru_loop(
+            projected,
+            initial_state[0],
+            initial_state[1],
+            *kernels,
+            self.cell.permutations,
+            mask=mask,
+            zero_output_for_mask=self.zero_output_for_mask,
+            jit_compile=True,
+        )
+        return outputs[-1], ops.transpose(outputs, (1, 0, 2)), [memory, output]
+
     def get_config(self):
         config = super().get_config()
         del config["cell"]
         cell_config = self.cell.get_config()
         config.update({name: cell_config[name] for name in _CELL_ARGUMENTS})
+        config["fused_loop"] = self.fused_loop
         return config
 
     @classmethod

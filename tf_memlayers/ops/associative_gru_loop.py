@@ -1,0 +1,349 @@
+"""The AM-GRU time loop with a hand-written backward pass (one fused sequence op).
+
+`associative_gru_loop` runs the AM-GRU step of `tf_memlayers.layers.AssociativeGRUCell` over a
+whole sequence whose input projections are precomputed, and defines its gradient by a second,
+reverse loop written out by hand instead of TensorFlow's automatic differentiation of the
+``while_loop``. The reverse loop multiplies only the small per-step activations; the gradients
+of the three recurrent kernels are accumulated after the loop, each as ONE matmul over all
+``time * batch`` rows (the cuDNN recipe). Both loops may be compiled with XLA.
+
+Step (Weissenborn 2016, eqs. 4-5 and 9-12; ``m = n/2`` complex entries, ``C`` copies)::
+
+    pre    = p_t + o_{t-1} R                     p_t = x_t W_x + b, precomputed
+    k      = bound(pre[:, :n]),  K_c = perm_c(k) # bounded key, permuted copies
+    h      = mean_c conj(K_c) (*) S_c            # retrieval
+    [r|u]  = sigmoid(pre[:, n:3n] + h G_h)
+    c      = tanh(pre[:, 3n:] + (r*h) C_h)
+    delta  = u * (c - h);  o_t = h + delta
+    S_c   += K_c (*) delta
+
+Masked steps keep the states and emit the previous emitted output (zeros before the first
+unmasked step), or zeros with ``zero_output_for_mask`` — the semantics of `keras.layers.RNN`.
+"""
+
+import tensorflow as tf
+
+from tf_memlayers.ops.holographic import permutation_matrix
+
+
+def _split_key(key):
+    """``[B, n]`` key in ``[re | im]`` layout → ``[B, 2, m]``."""
+    return tf.reshape(key, (-1, 2, key.shape[-1] // 2))
+
+
+def _bounded_key(key):
+    """``[B, 2, m]`` raw key → ``(bounded key, squared modulus, modulus)``; the modulus
+    ``max(1, |k|)`` is computed in float32 for half-precision keys (eqs. 9-10)."""
+    wide = tf.cast(key, tf.float32) if key.dtype in (tf.float16, tf.bfloat16) else key
+    squared = tf.reduce_sum(tf.square(wide), axis=1, keepdims=True)  # [B, 1, m]
+    modulus = tf.sqrt(tf.maximum(squared, 1.0))
+    return tf.cast(wide / modulus, key.dtype), squared, modulus
+
+
+def _copies(bounded, matrix, num_copies):
+    """``[B, 2, m]`` → permuted copies ``[B, 2, C, m]`` (eq. 4): one matmul with the 0/1
+    matrix ``P`` ``[m, C*m]`` of `tf_memlayers.ops.holographic.permutation_matrix`."""
+    num_complex = bounded.shape[-1]
+    if num_copies == 1:
+        return bounded[:, :, None, :]
+    copies = tf.matmul(tf.reshape(bounded, (-1, num_complex)), matrix)
+    return tf.reshape(copies, (-1, 2, num_copies, num_complex))
+
+
+def _copies_gradient(grad_copies, matrix, num_copies):
+    """Adjoint of `_copies`: ``[B, 2, C, m]`` → ``[B, 2, m]``; multiplying by ``P^T``
+    undoes each copy's permutation and sums over the copies."""
+    num_complex = grad_copies.shape[-1]
+    if num_copies == 1:
+        return grad_copies[:, :, 0, :]
+    rows = tf.reshape(grad_copies, (-1, num_copies * num_complex))
+    return tf.reshape(tf.matmul(rows, matrix, transpose_b=True), (-1, 2, num_complex))
+
+
+def _read(copies, memory):
+    """``mean_c conj(K_c) (*) S_c`` on ``[B, 2, C, m]`` parts → ``[B, 2, m]`` (eq. 5)."""
+    key_re, key_im = copies[:, 0], copies[:, 1]
+    memory_re, memory_im = memory[:, 0], memory[:, 1]
+    read_re = tf.reduce_mean(key_re * memory_re + key_im * memory_im, axis=1)
+    read_im = tf.reduce_mean(key_re * memory_im - key_im * memory_re, axis=1)
+    return tf.stack([read_re, read_im], axis=1)
+
+
+def _written(copies, delta):
+    """``K_c (*) delta`` for every copy: ``[B, 2, C, m]`` (eq. 12)."""
+    key_re, key_im = copies[:, 0], copies[:, 1]
+    delta_re, delta_im = delta[:, 0, None, :], delta[:, 1, None, :]
+    return tf.stack(
+        [key_re * delta_re - key_im * delta_im, key_re * delta_im + key_im * delta_re], axis=1
+    )
+
+
+def _forward_step(pre, memory, gate_h_kernel, candidate_h_kernel, matrix, num_copies):
+    """One step from ``pre = p_t + o_{t-1} R``; returns ``(h, gates, candidate, delta,
+    memory increment)``."""
+    n = pre.shape[-1] // 4
+    bounded, _, _ = _bounded_key(_split_key(pre[:, :n]))
+    copies = _copies(bounded, matrix, num_copies)
+    retrieved = tf.reshape(_read(copies, memory), (-1, n))
+    gates = tf.sigmoid(pre[:, n : 3 * n] + tf.matmul(retrieved, gate_h_kernel))
+    reset, update = gates[:, :n], gates[:, n:]
+    candidate = tf.tanh(pre[:, 3 * n :] + tf.matmul(reset * retrieved, candidate_h_kernel))
+    delta = update * (candidate - retrieved)
+    return retrieved, gates, candidate, delta, _written(copies, _split_key(delta))
+
+
+# Per-step tensors the forward loop stacks over time: the emitted output, then what the
+# backward loop reads (pre-activations, memory before the step, o_{t-1}, h, gates, candidate).
+_SAVED = ("outputs", "pre", "memory", "previous", "h", "g", "c")
+
+
+def _forward(
+    projected,
+    mask,
+    memory,
+    output,
+    recurrent_kernel,
+    gate_h_kernel,
+    candidate_h_kernel,
+    matrix,
+    num_copies,
+    zero_output_for_mask,
+):
+    """The forward loop; also returns what the backward loop needs, stacked over time."""
+    steps = tf.shape(projected)[0]
+    arrays = {name: tf.TensorArray(projected.dtype, size=steps) for name in _SAVED}
+
+    def body(t, memory, output, emitted, arrays):
+        pre = projected[t] + tf.matmul(output, recurrent_kernel)
+        retrieved, gates, candidate, delta, increment = _forward_step(
+            pre, memory, gate_h_kernel, candidate_h_kernel, matrix, num_copies
+        )
+        new_output = retrieved + delta
+        new_memory = memory + increment
+        if mask is not None:
+            keep = mask[t][:, None]
+            new_emitted = tf.where(keep, new_output, tf.zeros_like(new_output) if
+                                   zero_output_for_mask else emitted)
+            new_output = tf.where(keep, new_output, output)
+            new_memory = tf.where(keep[:, :, None, None], new_memory, memory)
+        else:
+            new_emitted = new_output
+        saved = (new_emitted, pre, memory, output, retrieved, gates, candidate)
+        arrays = {name: arrays[name].write(t, x) for name, x in zip(_SAVED, saved)}
+        return t + 1, new_memory, new_output, new_emitted, arrays
+
+    _, memory, output, _, arrays = tf.while_loop(
+        lambda t, *_: t < steps,
+        body,
+        (tf.constant(0), memory, output, tf.zeros_like(output), arrays),
+        maximum_iterations=steps,
+    )
+    return memory, output, {name: array.stack() for name, array in arrays.items()}
+
+
+def _backward_step(saved, grad_memory, grad_output, gate_h_kernel, candidate_h_kernel,
+                   matrix, num_copies):
+    """Gradients of one unmasked step: returns ``(d pre [B, 4n], d memory before the step
+    (read part only), )``. ``grad_output`` is the gradient reaching ``o_t``, ``grad_memory``
+    the one reaching the memory after the step."""
+    pre, memory, retrieved, gates, candidate = (
+        saved[name] for name in ("pre", "memory", "h", "g", "c")
+    )
+    n = pre.shape[-1] // 4
+    key = _split_key(pre[:, :n])
+    bounded, squared, modulus = _bounded_key(key)
+    copies = _copies(bounded, matrix, num_copies)
+    reset, update = gates[:, :n], gates[:, n:]
+    gap = candidate - retrieved
+    delta = _split_key(update * gap)
+    # Write S_c += K_c (*) delta: gradients of the key copies and of delta.
+    g_re, g_im = grad_memory[:, 0], grad_memory[:, 1]
+    d_re, d_im = delta[:, 0, None, :], delta[:, 1, None, :]
+    k_re, k_im = copies[:, 0], copies[:, 1]
+    grad_copies_re = g_re * d_re + g_im * d_im
+    grad_copies_im = g_im * d_re - g_re * d_im
+    grad_delta = tf.reshape(
+        tf.stack(
+            [tf.reduce_sum(g_re * k_re + g_im * k_im, axis=1),
+             tf.reduce_sum(g_im * k_re - g_re * k_im, axis=1)],
+            axis=1,
+        ),
+        (-1, n),
+    ) + grad_output
+    # o = h + delta, delta = u * (c - h).
+    grad_h = grad_output - grad_delta * update
+    grad_candidate_pre = grad_delta * update * (1.0 - tf.square(candidate))
+    grad_reset_h = tf.matmul(grad_candidate_pre, candidate_h_kernel, transpose_b=True)
+    grad_h += grad_reset_h * reset
+    grad_gates = tf.concat([grad_reset_h * retrieved, grad_delta * gap], axis=1)
+    grad_gate_pre = grad_gates * gates * (1.0 - gates)
+    grad_h += tf.matmul(grad_gate_pre, gate_h_kernel, transpose_b=True)
+    # Read h = mean_c conj(K_c) (*) S_c.
+    grad_h = _split_key(grad_h) / tf.cast(num_copies, pre.dtype)
+    h_re, h_im = grad_h[:, 0, None, :], grad_h[:, 1, None, :]
+    m_re, m_im = memory[:, 0], memory[:, 1]
+    grad_copies_re += h_re * m_re + h_im * m_im
+    grad_copies_im += h_re * m_im - h_im * m_re
+    grad_memory_read = tf.stack([h_re * k_re - h_im * k_im, h_re * k_im + h_im * k_re], axis=1)
+    # Permuted copies, then bound (k / max(1, |k|)).
+    grad_bounded = _copies_gradient(
+        tf.stack([grad_copies_re, grad_copies_im], axis=1), matrix, num_copies
+    )
+    # d(k / |k|) for |k| >= 1 (the branch tf.maximum's gradient takes at |k| = 1), else identity.
+    bounded, grad_bounded = tf.cast(bounded, squared.dtype), tf.cast(grad_bounded, squared.dtype)
+    along = tf.reduce_sum(bounded * grad_bounded, axis=1, keepdims=True)
+    shrunk = (grad_bounded - bounded * along) / modulus
+    grad_key = tf.cast(tf.where(squared >= 1.0, shrunk, grad_bounded), pre.dtype)
+    grad_pre = tf.concat(
+        [tf.reshape(grad_key, (-1, n)), grad_gate_pre, grad_candidate_pre], axis=1
+    )
+    return grad_pre, grad_memory_read
+
+
+def _backward(
+    saved,
+    mask,
+    grad_outputs,
+    grad_memory,
+    grad_output,
+    recurrent_kernel,
+    gate_h_kernel,
+    candidate_h_kernel,
+    matrix,
+    num_copies,
+    zero_output_for_mask,
+):
+    """The reverse loop; returns the gradients of (projected, memory, output, R, G_h, C_h)."""
+    steps = tf.shape(grad_outputs)[0]
+    grad_pre_array = tf.TensorArray(grad_outputs.dtype, size=steps)
+
+    def body(t, grad_memory, grad_output, carried, grad_pre_array):
+        step = {name: saved[name][t] for name in ("pre", "memory", "h", "g", "c")}
+        incoming = grad_outputs[t] + carried
+        grad_total = grad_output + incoming
+        if mask is not None:
+            keep = mask[t][:, None]
+            keep4 = keep[:, :, None, None]
+            zero_memory = tf.zeros_like(grad_memory)
+            grad_total = tf.where(keep, grad_total, tf.zeros_like(grad_total))
+            step_memory = tf.where(keep4, grad_memory, zero_memory)
+        else:
+            step_memory = grad_memory
+        grad_pre, grad_memory_read = _backward_step(
+            step, step_memory, grad_total, gate_h_kernel, candidate_h_kernel,
+            matrix, num_copies,
+        )
+        grad_previous = tf.matmul(grad_pre, recurrent_kernel, transpose_b=True)
+        if mask is not None:
+            grad_pre = tf.where(keep, grad_pre, tf.zeros_like(grad_pre))
+            grad_memory = grad_memory + tf.where(keep4, grad_memory_read, zero_memory)
+            passed = tf.where(keep, tf.zeros_like(grad_output), grad_output)
+            grad_previous = tf.where(keep, grad_previous, passed)
+            carried = (
+                tf.zeros_like(incoming) if zero_output_for_mask
+                else tf.where(keep, tf.zeros_like(incoming), incoming)
+            )
+        else:
+            grad_memory = grad_memory + grad_memory_read
+        return t - 1, grad_memory, grad_previous, carried, grad_pre_array.write(t, grad_pre)
+
+    _, grad_memory, grad_output, _, grad_pre_array = tf.while_loop(
+        lambda t, *_: t >= 0,
+        body,
+        (steps - 1, grad_memory, grad_output, tf.zeros_like(grad_output), grad_pre_array),
+        maximum_iterations=steps,
+    )
+    grad_pre = grad_pre_array.stack()  # [T, B, 4n]
+    n = grad_pre.shape[-1] // 4
+    grad_rows = _rows(grad_pre)
+    retrieved = _rows(saved["h"])
+    reset_retrieved = _rows(saved["g"][..., :n]) * retrieved
+    # The kernels' gradients: one matmul each over all time * batch rows.
+    grad_recurrent = tf.matmul(_rows(saved["previous"]), grad_rows, transpose_a=True)
+    grad_gate_h = tf.matmul(retrieved, grad_rows[:, n : 3 * n], transpose_a=True)
+    grad_candidate_h = tf.matmul(reset_retrieved, grad_rows[:, 3 * n :], transpose_a=True)
+    return grad_pre, grad_memory, grad_output, grad_recurrent, grad_gate_h, grad_candidate_h
+
+
+def _rows(x):
+    """``[T, B, k]`` → ``[T * B, k]``."""
+    return tf.reshape(x, (-1, x.shape[-1]))
+
+
+_compiled = {}
+
+
+def _function(fn, jit_compile):
+    key = (fn, jit_compile)
+    if key not in _compiled:
+        _compiled[key] = tf.function(fn, jit_compile=jit_compile, reduce_retracing=True)
+    return _compiled[key]
+
+
+def associative_gru_loop(
+    projected,
+    memory,
+    output,
+    recurrent_kernel,
+    gate_h_kernel,
+    candidate_h_kernel,
+    permutations,
+    mask=None,
+    zero_output_for_mask=False,
+    jit_compile=False,
+):
+    """Runs the AM-GRU over a sequence of precomputed input projections (time-major).
+
+    Args:
+        projected: ``[T, B, 4n]`` ``x_t W_x + b`` with columns ``[key | gates | candidate]``
+            (`AssociativeGRUCell.projection_kernels`).
+        memory: ``[B, n * C]`` initial memory (layout of `AssociativeGRUCell`).
+        output: ``[B, n]`` initial fed-back output ``o_0``.
+        recurrent_kernel: ``R`` ``[n, 4n]`` (rows of ``o_{t-1}``).
+        gate_h_kernel: ``G_h`` ``[n, 2n]``; candidate_h_kernel: ``C_h`` ``[n, n]``.
+        permutations: the copies' permutations ``[C, n/2]``.
+        mask: optional bool ``[T, B]``; a False step neither reads nor writes.
+        zero_output_for_mask: emit zeros (not the previous output) at masked steps.
+        jit_compile: compile the forward and the backward loop with XLA.
+
+    Returns:
+        ``(outputs [T, B, n], final memory [B, n * C], final output [B, n])``, differentiable
+        with respect to every tensor argument except ``mask``.
+    """
+    num_copies = len(permutations)
+    n = output.shape[-1]
+    zero_output_for_mask = bool(zero_output_for_mask)
+    forward = _function(_forward, jit_compile)
+    backward = _function(_backward, jit_compile)
+    matrix = tf.constant(permutation_matrix(permutations), dtype=projected.dtype)
+
+    @tf.custom_gradient
+    def run(projected, memory, output, recurrent_kernel, gate_h_kernel, candidate_h_kernel):
+        parts = tf.reshape(memory, (-1, 2, num_copies, n // 2))
+        # The gradient is `gradient` below: no tape may record the loop itself (its
+        # automatic gradient would also need the loop's internal TensorLists out of XLA).
+        final_memory, final_output, saved = forward(
+            tf.stop_gradient(projected), mask,
+            *map(tf.stop_gradient, (parts, output, recurrent_kernel, gate_h_kernel,
+                                    candidate_h_kernel)),
+            matrix, num_copies, zero_output_for_mask,
+        )
+        outputs = saved.pop("outputs")
+
+        def gradient(grad_outputs, grad_memory, grad_output):
+            grad_outputs, grad_memory, grad_output = (
+                tf.zeros_like(like) if grad is None else grad
+                for grad, like in ((grad_outputs, outputs), (grad_memory, memory),
+                                   (grad_output, output))
+            )
+            grads = backward(
+                saved, mask, grad_outputs, tf.reshape(grad_memory, tf.shape(parts)),
+                grad_output, recurrent_kernel, gate_h_kernel, candidate_h_kernel,
+                matrix, num_copies, zero_output_for_mask,
+            )
+            grad_pre, grad_memory, *rest = grads
+            return (grad_pre, tf.reshape(grad_memory, tf.shape(memory)), *rest)
+
+        return (outputs, tf.reshape(final_memory, tf.shape(memory)), final_output), gradient
+
+    return run(projected, memory, output, recurrent_kernel, gate_h_kernel, candidate_h_kernel)
