@@ -2,8 +2,8 @@
 
 1. Training cost per time step of an AM-GRU (n=100, C=8 and C=1; the cell form
    ``RNN(AssociativeGRUCell)``, the layer `AssociativeGRU`, which projects the inputs
-   before the loop, and the same with ``fused_loop=True``: one XLA-compiled loop with a
-   hand-written backward) against `keras.layers.GRU(100)` at batch 50, same input, same
+   before the loop, and the same with ``fused_loop=True``: XLA-compiled loops with a
+   hand-written backward, one per batch shard on CPU) against `keras.layers.GRU(100)` at batch 50, same input, same
    `tf.function` around each (no XLA unless ``--jit-compile``), variants interleaved in one
    process, medians (the ratio: median of the per-round ratios).
 2. Hypothesis-side cost per step against premise length (25 … 400): the Dual AM-GRU reads a

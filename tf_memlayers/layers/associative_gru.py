@@ -31,7 +31,7 @@ from keras.src import backend as _keras_backend  # backend.rnn: the loop keras.l
 
 from tf_memlayers import _validation as check
 from tf_memlayers.ops import holographic
-from tf_memlayers.ops.associative_gru_loop import associative_gru_loop
+from tf_memlayers.ops.associative_gru_loop import associative_gru_loop, default_num_shards
 
 DUAL_KEYS = ("paper", "released")
 
@@ -301,9 +301,10 @@ class AssociativeGRU(keras.layers.RNN):
     re-reads (and XLA no longer stores per step) the weight matrices; without XLA about the
     same as the cell form. ``fused_loop=True`` runs the loop as one op with a hand-written
     backward pass (`tf_memlayers.ops.associative_gru_loop`), both loops compiled with XLA even
-    when the model is not; see ``benchmarks/associative_memory.py`` for its speed. Each new
-    (batch, time) shape then compiles once (a second or two on CPU), so it suits fixed-size
-    padded batches.
+    when the model is not, and on CPU the batch split into one independent loop per core
+    that TensorFlow runs concurrently; see ``benchmarks/associative_memory.py`` for its
+    speed. Each new (batch, time) shape then compiles once (a second or two on CPU), so it
+    suits fixed-size padded batches.
 
     Args:
         units, num_copies, seed, return_retrievals, kernel_initializer,
@@ -433,6 +434,7 @@ class AssociativeGRU(keras.layers.RNN):
             mask=mask,
             zero_output_for_mask=self.zero_output_for_mask,
             jit_compile=True,
+            num_shards=default_num_shards(),
         )
         return outputs[-1], ops.transpose(outputs, (1, 0, 2)), [memory, output]
 

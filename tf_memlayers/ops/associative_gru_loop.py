@@ -21,6 +21,8 @@ Masked steps keep the states and emit the previous emitted output (zeros before 
 unmasked step), or zeros with ``zero_output_for_mask`` — the semantics of `keras.layers.RNN`.
 """
 
+import os
+
 import tensorflow as tf
 
 from tf_memlayers.ops.holographic import permutation_matrix
@@ -291,6 +293,7 @@ def associative_gru_loop(
     mask=None,
     zero_output_for_mask=False,
     jit_compile=False,
+    num_shards=1,
 ):
     """Runs the AM-GRU over a sequence of precomputed input projections (time-major).
 
@@ -305,6 +308,8 @@ def associative_gru_loop(
         mask: optional bool ``[T, B]``; a False step neither reads nor writes.
         zero_output_for_mask: emit zeros (not the previous output) at masked steps.
         jit_compile: compile the forward and the backward loop with XLA.
+        num_shards: split the batch into this many independent loops, which TensorFlow runs
+            concurrently (outside XLA, the loops' many small ops keep one core busy each).
 
     Returns:
         ``(outputs [T, B, n], final memory [B, n * C], final output [B, n])``, differentiable
@@ -316,19 +321,32 @@ def associative_gru_loop(
     forward = _function(_forward, jit_compile)
     backward = _function(_backward, jit_compile)
     matrix = tf.constant(permutation_matrix(permutations), dtype=projected.dtype)
+    constants = (matrix, num_copies, zero_output_for_mask)
 
     @tf.custom_gradient
     def run(projected, memory, output, recurrent_kernel, gate_h_kernel, candidate_h_kernel):
+        kernels = (recurrent_kernel, gate_h_kernel, candidate_h_kernel)
+        sizes = _shard_sizes(tf.shape(output)[0], num_shards)
+
+        def shard(x, axis=0):
+            return tf.split(x, sizes, axis=axis) if num_shards > 1 else [x]
+
         parts = tf.reshape(memory, (-1, 2, num_copies, n // 2))
-        # The gradient is `gradient` below: no tape may record the loop itself (its
-        # automatic gradient would also need the loop's internal TensorLists out of XLA).
-        final_memory, final_output, saved = forward(
-            tf.stop_gradient(projected), mask,
-            *map(tf.stop_gradient, (parts, output, recurrent_kernel, gate_h_kernel,
-                                    candidate_h_kernel)),
-            matrix, num_copies, zero_output_for_mask,
-        )
-        outputs = saved.pop("outputs")
+        masks = shard(mask, 1) if mask is not None else [None] * num_shards
+        # The gradient is `gradient` below: no tape may record the loops themselves (their
+        # automatic gradient would also need the loops' internal TensorLists out of XLA).
+        # Independent shards of the batch run concurrently outside XLA.
+        results = [
+            forward(p, m, s, o, *map(tf.stop_gradient, kernels), *constants)
+            for p, m, s, o in zip(
+                shard(tf.stop_gradient(projected), 1), masks,
+                shard(tf.stop_gradient(parts)), shard(tf.stop_gradient(output)),
+            )
+        ]
+        saved = [r[2] for r in results]
+        outputs = _join([s.pop("outputs") for s in saved], 1)
+        final_memory = tf.reshape(_join([r[0] for r in results], 0), tf.shape(memory))
+        final_output = _join([r[1] for r in results], 0)
 
         def gradient(grad_outputs, grad_memory, grad_output):
             grad_outputs, grad_memory, grad_output = (
@@ -336,14 +354,38 @@ def associative_gru_loop(
                 for grad, like in ((grad_outputs, outputs), (grad_memory, memory),
                                    (grad_output, output))
             )
-            grads = backward(
-                saved, mask, grad_outputs, tf.reshape(grad_memory, tf.shape(parts)),
-                grad_output, recurrent_kernel, gate_h_kernel, candidate_h_kernel,
-                matrix, num_copies, zero_output_for_mask,
-            )
-            grad_pre, grad_memory, *rest = grads
-            return (grad_pre, tf.reshape(grad_memory, tf.shape(memory)), *rest)
+            grad_memory = tf.reshape(grad_memory, tf.shape(parts))
+            grads = [
+                backward(s, m, go, gm, gl, *kernels, *constants)
+                for s, m, go, gm, gl in zip(
+                    saved, masks, shard(grad_outputs, 1), shard(grad_memory), shard(grad_output)
+                )
+            ]
+            grad_pre = _join([g[0] for g in grads], 1)
+            grad_memory = tf.reshape(_join([g[1] for g in grads], 0), tf.shape(memory))
+            grad_output = _join([g[2] for g in grads], 0)
+            grad_kernels = [tf.add_n([g[i] for g in grads]) for i in (3, 4, 5)]
+            return (grad_pre, grad_memory, grad_output, *grad_kernels)
 
-        return (outputs, tf.reshape(final_memory, tf.shape(memory)), final_output), gradient
+        return (outputs, final_memory, final_output), gradient
 
     return run(projected, memory, output, recurrent_kernel, gate_h_kernel, candidate_h_kernel)
+
+
+def default_num_shards():
+    """Batch shards for `associative_gru_loop`: 1 when a GPU is visible, else one per CPU
+    core TensorFlow may run ops on concurrently (at most 8)."""
+    if tf.config.list_logical_devices("GPU"):
+        return 1
+    threads = tf.config.threading.get_inter_op_parallelism_threads() or os.cpu_count() or 1
+    return max(1, min(int(threads), 8))
+
+
+def _shard_sizes(batch, num_shards):
+    """Sizes of ``num_shards`` contiguous batch shards (the last takes the remainder)."""
+    size = batch // num_shards
+    return tf.concat([tf.fill([num_shards - 1], size), [batch - size * (num_shards - 1)]], 0)
+
+
+def _join(pieces, axis):
+    return pieces[0] if len(pieces) == 1 else tf.concat(pieces, axis)
