@@ -8,7 +8,9 @@
    process, medians (the ratio: median of the per-round ratios).
 2. Hypothesis-side cost per step against premise length (25 … 400): the Dual AM-GRU reads a
    fixed-size premise memory, a word-by-word attention GRU (Rocktäschel et al. 2016) attends
-   over every premise output. Also the number of floats each reads per step.
+   over every premise output. Time per step (interleaved rounds), the number of floats each
+   reads per step, and the peak resident memory of a training step, measured for each model
+   and length in its own process (`benchmarks/peak_memory.py`).
 """
 
 import argparse
@@ -24,6 +26,7 @@ import tensorflow as tf
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
+from benchmarks import peak_memory  # noqa: E402
 from benchmarks.readme_tables import update_readme  # noqa: E402
 from tf_memlayers.layers import (  # noqa: E402
     AssociativeGRU,
@@ -125,34 +128,57 @@ def speed_vs_gru(batch, steps, units, copies, rounds, jit_compile=False):
     return rows
 
 
-def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds):
+def hypothesis_steps_for(batch, hypothesis_steps, units, copies, length):
+    """``{"dual": step, "attention": step}``: training steps over the hypothesis, reading a
+    premise memory (Dual AM-GRU) or ``length`` premise outputs (word-by-word attention)."""
     x = tf.random.normal((batch, hypothesis_steps, units))
+    memory = tf.random.normal((batch, units * copies)) * 0.1
+    premise = tf.random.normal((batch, length * units))
+    zeros_memory, last = tf.zeros_like(memory), tf.zeros((batch, units))
+    dual = _train_step(
+        lambda: keras.layers.RNN(DualAssociativeGRUCell(units, num_copies=copies)),
+        x,
+        [zeros_memory, last, memory],
+    )
+    attention = _train_step(
+        lambda: keras.layers.RNN(WordByWordAttentionCell(units, length)), x, [last, premise]
+    )
+    return {"dual": dual, "attention": attention}
+
+
+def memory_child(spec):
+    """Runs in a subprocess (``--child``): time and peak memory of one model's step."""
+    keras.utils.set_random_seed(0)
+    steps = hypothesis_steps_for(
+        spec["batch"], spec["hypothesis_steps"], spec["units"], spec["copies"], spec["length"]
+    )
+    step = steps[spec["model"]]
+    return peak_memory.measure_step(lambda: tf.constant(step()), spec["repeats"])
+
+
+def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds,
+                      memory_limit_gib=12.0):
     rows = []
     for length in lengths:
-        memory = tf.random.normal((batch, units * copies)) * 0.1
-        premise = tf.random.normal((batch, length * units))
-        zeros_memory, last = tf.zeros_like(memory), tf.zeros((batch, units))
-        dual = _train_step(
-            lambda: keras.layers.RNN(DualAssociativeGRUCell(units, num_copies=copies)),
-            x,
-            [zeros_memory, last, memory],
-        )
-        attention = _train_step(
-            lambda: keras.layers.RNN(WordByWordAttentionCell(units, length)), x, [last, premise]
-        )
+        steps = hypothesis_steps_for(batch, hypothesis_steps, units, copies, length)
+        dual, attention = steps["dual"], steps["attention"]
         samples = {"dual": [], "attention": []}
         for _ in range(rounds):
             samples["dual"].append(_median_step_ms(dual, 1))
             samples["attention"].append(_median_step_ms(attention, 1))
-        rows.append(
-            {
-                "premise_length": length,
-                "dual_ms_per_step": float(np.median(samples["dual"])) / hypothesis_steps,
-                "attention_ms_per_step": float(np.median(samples["attention"])) / hypothesis_steps,
-                "dual_floats_read": units * copies,
-                "attention_floats_read": units * length,
-            }
-        )
+        row = {
+            "premise_length": length,
+            "dual_ms_per_step": float(np.median(samples["dual"])) / hypothesis_steps,
+            "attention_ms_per_step": float(np.median(samples["attention"])) / hypothesis_steps,
+            "dual_floats_read": units * copies,
+            "attention_floats_read": units * length,
+        }
+        for model in ("dual", "attention"):
+            spec = {"model": model, "batch": batch, "hypothesis_steps": hypothesis_steps,
+                    "units": units, "copies": copies, "length": length, "repeats": rounds}
+            result = peak_memory.run_child(__file__, spec, memory_limit_gib)
+            row[f"{model}_peak_mib"] = result.get("peak_mib", result.get("error"))
+        rows.append(row)
     return rows
 
 
@@ -162,8 +188,14 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="fewer rounds and lengths")
     parser.add_argument("--jit-compile", action="store_true",
                         help="compile each training step (GRU and AM-GRU alike) with XLA")
+    parser.add_argument("--memory-limit-gib", type=float, default=12.0,
+                        help="address-space limit of each peak-memory child process")
     parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        peak_memory.report(memory_child(json.loads(args.child)))
+        return
     rounds = 3 if args.quick else args.rounds
     lengths = (25, 100) if args.quick else (25, 50, 100, 200, 400)
     keras.utils.set_random_seed(0)
@@ -171,7 +203,8 @@ def main(argv=None):
                          jit_compile=args.jit_compile)
     print(json.dumps({"associative_memory_speed": speed}), flush=True)
     scaling = dual_vs_attention(batch=50, hypothesis_steps=10, units=100, copies=8,
-                                lengths=lengths, rounds=rounds)
+                                lengths=lengths, rounds=rounds,
+                                memory_limit_gib=args.memory_limit_gib)
     print(json.dumps({"dual_vs_word_by_word": scaling}), flush=True)
     if args.update_readme:
         update_readme(
@@ -181,8 +214,8 @@ def main(argv=None):
              ("ratio_to_gru", "× keras GRU")],
             f"Training step (forward + backward) per time step, batch 50, 100 units, T=30, "
             f"median of {rounds} interleaved rounds (the ratio: median of the per-round "
-            f"ratios), {'XLA' if args.jit_compile else 'no XLA'} on either side, {os.cpu_count()} "
-            "CPU cores.",
+            f"ratios), {'XLA' if args.jit_compile else 'no model-level XLA'} on either side "
+            f"(``fused_loop`` compiles its own loops), {os.cpu_count()} CPU cores.",
         )
         update_readme(
             "dual-vs-word-by-word",
@@ -190,10 +223,14 @@ def main(argv=None):
             [("premise_length", "premise length"), ("dual_ms_per_step", "Dual AM-GRU ms/step"),
              ("attention_ms_per_step", "word-by-word attention ms/step"),
              ("dual_floats_read", "Dual floats read/step"),
-             ("attention_floats_read", "attention floats read/step")],
+             ("attention_floats_read", "attention floats read/step"),
+             ("dual_peak_mib", "Dual peak (MiB)"),
+             ("attention_peak_mib", "attention peak (MiB)")],
             f"Hypothesis-side training cost per step against premise length (batch 50, 100 "
             f"units, 8 copies, 10 hypothesis steps, median of {rounds} rounds): the Dual AM-GRU "
-            "reads a fixed-size memory, word-by-word attention reads every premise output.",
+            "reads a fixed-size memory, word-by-word attention reads every premise output. "
+            "Peak = resident memory of a training step above the level before it, each model "
+            "and length in its own process.",
         )
 
 

@@ -23,8 +23,6 @@ Usage::
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import time
 
@@ -32,6 +30,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+
+import peak_memory  # noqa: E402  (benchmarks/peak_memory.py, beside this script)
 
 
 def _keras():
@@ -156,14 +156,6 @@ def prove_peer_equal(T=30, batch=4, hidden=64, window=5):
     return float(np.max(np.abs(got[:, 1:] - expected[:, 1:])))
 
 
-def _rss_kib(field):
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(field)
-
-
 def peer_child(impl, T, batch, hidden, window, repeats):
     """Runs in a subprocess: time and peak memory of forward+backward of one implementation."""
     import tensorflow as tf
@@ -184,48 +176,13 @@ def peer_child(impl, T, batch, hidden, window, repeats):
             loss = tf.reduce_sum(forward(h))
         return tape.gradient(loss, [h, *variables])
 
-    result = step(x)
-    tf.nest.map_structure(lambda t: t.numpy(), result)
-    before = _rss_kib("VmRSS")
-    with open("/proc/self/clear_refs", "w") as refs:  # reset the peak (VmHWM) to now
-        refs.write("5")
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        tf.nest.map_structure(lambda t: t.numpy(), step(x))
-        times.append(time.perf_counter() - start)
-    peak = _rss_kib("VmHWM")
-    return {"median_ms": 1000 * float(np.median(times)), "peak_mib": max(peak - before, 0) / 1024}
+    return peak_memory.measure_step(lambda: step(x), repeats)
 
 
 def run_peer_child(impl, T, args):
-    command = [
-        sys.executable,
-        os.path.abspath(__file__),
-        "--child",
-        json.dumps(
-            {
-                "impl": impl,
-                "T": T,
-                "batch": args.peer_batch,
-                "hidden": args.peer_hidden,
-                "window": args.window,
-                "repeats": args.repeats,
-            }
-        ),
-    ]
-    limit = int(args.memory_limit_gib * 2**30)
-
-    def limit_memory():
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    done = subprocess.run(
-        command, capture_output=True, text=True, preexec_fn=limit_memory, timeout=1800
-    )
-    for line in done.stdout.splitlines():
-        if line.startswith("CHILD "):
-            return json.loads(line[6:])
-    return {"error": f"failed (memory limit {args.memory_limit_gib} GiB or crash)"}
+    spec = {"impl": impl, "T": T, "batch": args.peer_batch, "hidden": args.peer_hidden,
+            "window": args.window, "repeats": args.repeats}
+    return peak_memory.run_child(__file__, spec, args.memory_limit_gib)
 
 
 def bench_peer(args):
@@ -315,7 +272,7 @@ def main(argv=None):
         result = peer_child(
             spec["impl"], spec["T"], spec["batch"], spec["hidden"], spec["window"], spec["repeats"]
         )
-        print("CHILD " + json.dumps(result), flush=True)
+        peak_memory.report(result)
         return
     results = {}
     if not args.skip_lm:

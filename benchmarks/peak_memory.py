@@ -1,0 +1,77 @@
+"""Time and peak resident memory of a training step, each measurement in its own process.
+
+A child process (the benchmark script itself, re-run with ``--child <json>``) builds one
+step, runs it once, resets the kernel's resident-memory high-water mark (Linux
+``/proc/self/clear_refs``), times ``repeats`` more runs and reports the peak above the level
+before the timed runs. The parent limits the child's address space, so a configuration that
+would exhaust the machine fails alone.
+"""
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+_PREFIX = "CHILD "
+
+
+def rss_kib(field):
+    """A ``/proc/self/status`` memory field (``VmRSS``, ``VmHWM``) in KiB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def measure_step(step, repeats):
+    """Median milliseconds and peak MiB (above the pre-step level) of ``step()``.
+
+    ``step`` must return something whose evaluation finishes the work (tensors are fetched
+    with ``.numpy()``).
+    """
+    import tensorflow as tf
+
+    def run():
+        tf.nest.map_structure(lambda t: t.numpy(), step())
+
+    run()
+    before = rss_kib("VmRSS")
+    with open("/proc/self/clear_refs", "w") as refs:  # reset the peak (VmHWM) to now
+        refs.write("5")
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    peak = rss_kib("VmHWM")
+    return {"median_ms": 1000 * float(np.median(times)), "peak_mib": max(peak - before, 0) / 1024}
+
+
+def report(result):
+    """Prints a child's result for `run_child`."""
+    print(_PREFIX + json.dumps(result), flush=True)
+
+
+def run_child(script, spec, memory_limit_gib, timeout=1800):
+    """Runs ``python script --child <spec as JSON>`` under an address-space limit.
+
+    Returns the dict the child passed to `report`, or ``{"error": ...}``.
+    """
+    command = [sys.executable, os.path.abspath(script), "--child", json.dumps(spec)]
+    limit = int(memory_limit_gib * 2**30)
+
+    def limit_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    done = subprocess.run(
+        command, capture_output=True, text=True, preexec_fn=limit_memory, timeout=timeout
+    )
+    for line in done.stdout.splitlines():
+        if line.startswith(_PREFIX):
+            return json.loads(line[len(_PREFIX):])
+    return {"error": f"failed (memory limit {memory_limit_gib} GiB or crash)"}
