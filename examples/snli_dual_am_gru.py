@@ -63,6 +63,9 @@ def parse_args(argv=None):
     model.add_argument("--copies", type=int, default=8)
     model.add_argument("--dual-key", choices=("paper", "released"), default="paper")
     model.add_argument("--dropout", type=float, default=0.1)
+    model.add_argument("--fused-loop", action="store_true",
+                       help="run the AM-GRU as AssociativeGRU(fused_loop=True): faster steps, "
+                       "one XLA compile per batch shape (a few with --padding bucket)")
     model.add_argument("--init-scale", type=float,
                        help="kernels start uniform in ±this; default 0.05 (the paper) on real "
                             "data, 0.2 on the generated corpus, whose short run needs a "
@@ -142,6 +145,7 @@ def main(argv=None, extra_callbacks=()):
             dropout=args.dropout,
             seed=args.seed,
             init_scale=args.init_scale or (0.2 if source == "generated" else 0.05),
+            fused_loop=args.fused_loop,
         )
         learning_rate = args.learning_rate or (3e-3 if source == "generated" else 1e-3)
         compile_snli_model(model, learning_rate, args.clip_norm, jit_compile=args.jit)

@@ -22,12 +22,14 @@ def _batch(rng, batch=4, vocabulary=20):
     return premise, hypothesis
 
 
-@pytest.mark.parametrize("kind", ["dual_am_gru"])
-def test_model_trains_saves_and_reloads(tmp_path, kind):
+@pytest.mark.parametrize("kind, fused_loop", [("dual_am_gru", False), ("dual_am_gru", True)])
+def test_model_trains_saves_and_reloads(tmp_path, kind, fused_loop):
     rng = np.random.default_rng(0)
     premise, hypothesis = _batch(rng)
     labels = np.array([0, 1, 2, 0])
-    model = build_snli_model(20, kind=kind, units=8, embedding_dim=6, num_copies=2)
+    model = build_snli_model(
+        20, kind=kind, units=8, embedding_dim=6, num_copies=2, fused_loop=fused_loop
+    )
     compile_snli_model(model)
     loss = model.train_on_batch((premise, hypothesis), labels)
     assert np.isfinite(loss).all()
@@ -41,6 +43,30 @@ def test_model_trains_saves_and_reloads(tmp_path, kind):
     if kind == "dual_am_gru":
         # Sharing survives reloading: the hypothesis cell uses the premise cell's weights.
         assert encoder.hypothesis_cell.premise_cell is encoder.premise_cell
+
+
+@pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
+def test_fused_loop_gives_the_same_model(kind):
+    rng = np.random.default_rng(3)
+    premise, hypothesis = _batch(rng)
+    labels = np.array([0, 1, 2, 0])
+    models = [
+        build_snli_model(20, kind=kind, units=8, embedding_dim=6, num_copies=3, fused_loop=fused)
+        for fused in (False, True)
+    ]
+    models[1].set_weights(models[0].get_weights())
+    results = []
+    for model in models:
+        with tf.GradientTape() as tape:
+            probabilities = model((premise, hypothesis))
+            loss = keras.losses.sparse_categorical_crossentropy(labels, probabilities)
+        results.append([probabilities] + tape.gradient(loss, model.trainable_weights))
+    assert models[1].get_layer("encoder").get_config()["fused_loop"] is True
+    for cell_form, fused in zip(*results):  # the embedding gradient is IndexedSlices
+        np.testing.assert_allclose(
+            tf.convert_to_tensor(fused).numpy(), tf.convert_to_tensor(cell_form).numpy(),
+            atol=2e-6, rtol=1e-5,
+        )
 
 
 @pytest.mark.parametrize("kind", ["gru", "am_gru"])
@@ -140,3 +166,7 @@ def test_bad_arguments():
         build_snli_model(10, embeddings=np.zeros((9, 4)))
     with pytest.raises(ValueError, match="units.*even"):
         build_snli_model(10, kind="am_gru", units=7)
+    with pytest.raises(ValueError, match="fused_loop=True.*kind='gru'"):
+        ConditionalEncoder("gru", fused_loop=True)
+    with pytest.raises(TypeError, match="fused_loop.*bool.*1"):
+        ConditionalEncoder("am_gru", fused_loop=1)

@@ -11,7 +11,12 @@ import numpy as np
 from keras import ops
 
 from tf_memlayers._validation import check_choice, check_int
-from tf_memlayers.layers.associative_gru import DUAL_KEYS, AssociativeGRUCell, DualAssociativeGRUCell
+from tf_memlayers.layers.associative_gru import (
+    DUAL_KEYS,
+    AssociativeGRU,
+    AssociativeGRUCell,
+    DualAssociativeGRUCell,
+)
 
 KINDS = ("gru", "am_gru", "dual_am_gru")
 
@@ -35,6 +40,9 @@ class ConditionalEncoder(keras.layers.Layer):
         dual_key: key mode of the Dual AM-GRU (``"paper"`` or ``"released"``).
         seed: seed of the memory permutations.
         kernel_initializer: initializer of every kernel (the paper: uniform ±0.05).
+        fused_loop: run the premise AM-GRU (and, for ``kind="am_gru"``, the hypothesis pass)
+            as `AssociativeGRU` with ``fused_loop=True``: same results, faster training on
+            fixed-size batches (XLA compiles once per batch shape). Not for ``kind="gru"``.
 
     Call arguments:
         inputs: ``[premise [batch, Tp, dim], hypothesis [batch, Th, dim]]``.
@@ -62,10 +70,19 @@ class ConditionalEncoder(keras.layers.Layer):
         dual_key="paper",
         seed=123,
         kernel_initializer=None,
+        fused_loop=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.kind = check_choice("kind", kind, KINDS, "ConditionalEncoder")
+        if not isinstance(fused_loop, bool):
+            raise TypeError(f"ConditionalEncoder: `fused_loop` must be a bool, got {fused_loop!r}.")
+        if fused_loop and self.kind == "gru":
+            raise ValueError(
+                "ConditionalEncoder: `fused_loop=True` runs the AM-GRU loop; kind='gru' has "
+                "none (use kind='am_gru' or 'dual_am_gru')."
+            )
+        self.fused_loop = fused_loop
         self.units = check_int("units", units, 1, "ConditionalEncoder")
         self.top_units = check_int("top_units", top_units or units, 1, "ConditionalEncoder")
         self.num_copies = check_int("num_copies", num_copies, 1, "ConditionalEncoder")
@@ -80,10 +97,22 @@ class ConditionalEncoder(keras.layers.Layer):
                 self.units, kernel_initializer=init, recurrent_initializer=init
             )
             self.hypothesis_cell = self.premise_cell
+        elif fused_loop:
+            self.premise_layer = AssociativeGRU(
+                self.units,
+                num_copies=self.num_copies,
+                seed=self.seed,
+                kernel_initializer=init,
+                return_sequences=True,
+                return_state=True,
+                fused_loop=True,
+            )
+            self.premise_cell = self.premise_layer.cell
         else:
             self.premise_cell = AssociativeGRUCell(
                 self.units, num_copies=self.num_copies, seed=self.seed, kernel_initializer=init
             )
+        if self.kind != "gru":
             self.hypothesis_cell = self.premise_cell
             if self.kind == "dual_am_gru":
                 self.hypothesis_cell = DualAssociativeGRUCell(
@@ -94,9 +123,10 @@ class ConditionalEncoder(keras.layers.Layer):
                     premise_cell=self.premise_cell,
                     kernel_initializer=init,
                 )
-        self.premise_layer = keras.layers.RNN(
-            self.premise_cell, return_sequences=True, return_state=True
-        )
+        if not fused_loop:
+            self.premise_layer = keras.layers.RNN(
+                self.premise_cell, return_sequences=True, return_state=True
+            )
         self.hypothesis_layer = self.premise_layer
         if self.hypothesis_cell is not self.premise_cell:
             self.hypothesis_layer = keras.layers.RNN(
@@ -186,6 +216,7 @@ class ConditionalEncoder(keras.layers.Layer):
                 "dual_key": self.dual_key,
                 "seed": self.seed,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "fused_loop": self.fused_loop,
             }
         )
         return config
@@ -204,6 +235,7 @@ def build_snli_model(
     dropout=0.1,
     seed=123,
     init_scale=0.05,
+    fused_loop=False,
 ):
     """The paper's SNLI classifier as a functional `keras.Model`.
 
@@ -220,6 +252,7 @@ def build_snli_model(
         dropout: dropout on the word vectors (the paper: 0.1).
         seed: seed of the initialisers and permutations.
         init_scale: every kernel starts uniform in ``±init_scale`` (the paper: 0.05).
+        fused_loop: `ConditionalEncoder` option (faster AM-GRU training on fixed-size batches).
 
     Returns:
         A model with inputs ``(premise ids, hypothesis ids)`` (int, ``[batch, time]``) and a
@@ -254,7 +287,8 @@ def build_snli_model(
     )
     drop = keras.layers.Dropout(dropout, seed=seed, name="word_dropout")
     encoder = ConditionalEncoder(
-        kind, units, top_units, num_copies, dual_key, seed, kernel_initializer=init, name="encoder"
+        kind, units, top_units, num_copies, dual_key, seed, kernel_initializer=init,
+        fused_loop=fused_loop, name="encoder",
     )
     p, h = encoder([drop(embed(premise)), drop(embed(hypothesis))])
     features = keras.layers.Concatenate(name="features")([p, h, ops.abs(p - h)])
