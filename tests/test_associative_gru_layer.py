@@ -1,6 +1,9 @@
 """`AssociativeGRU` (input projections before the loop) against `RNN(AssociativeGRUCell)`."""
 
+import json
 import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -240,3 +243,45 @@ def test_stateful_segments_equal_one_pass(fused_loop):
     np.testing.assert_allclose(pieces, whole(xs).numpy(), atol=1e-5)
     stateful.reset_states()
     np.testing.assert_allclose(stateful(xs[:, :3]).numpy(), whole(xs[:, :3]).numpy(), atol=1e-5)
+
+
+MIRRORED_SCRIPT = """
+import json
+import numpy as np
+import tensorflow as tf
+
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+from tf_memlayers.layers import AssociativeGRU
+
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+rng = np.random.default_rng(0)
+x = rng.normal(size=(8, 6, 5)).astype("float32")
+y = rng.normal(size=(8, 8)).astype("float32")
+predictions = {}
+for fused in (False, True):
+    keras.utils.set_random_seed(1)
+    with strategy.scope():
+        inputs = keras.Input((6, 5))
+        model = keras.Model(inputs, AssociativeGRU(8, num_copies=3, fused_loop=fused)(inputs))
+        model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    model.fit(x, y, batch_size=8, epochs=2, verbose=0)
+    predictions[str(fused)] = model.predict(x, verbose=0).tolist()
+print(json.dumps({"replicas": strategy.num_replicas_in_sync, **predictions}))
+"""
+
+
+def test_fused_loop_trains_under_a_mirrored_strategy(tmp_path):
+    script = tmp_path / "mirrored.py"
+    script.write_text(MIRRORED_SCRIPT)
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=repo, TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["replicas"] == 2
+    # Two training epochs on two replicas end in the same model with either loop.
+    np.testing.assert_allclose(np.array(report["True"]), np.array(report["False"]), atol=1e-5)
