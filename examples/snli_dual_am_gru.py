@@ -64,8 +64,9 @@ def parse_args(argv=None):
     model.add_argument("--dual-key", choices=("paper", "released"), default="paper")
     model.add_argument("--dropout", type=float, default=0.1)
     model.add_argument("--fused-loop", action="store_true",
-                       help="run the AM-GRU as AssociativeGRU(fused_loop=True): faster steps, "
-                       "one XLA compile per batch shape (a few with --padding bucket)")
+                       help="run the (Dual) AM-GRU loops fused, with a hand-written backward: "
+                       "faster steps, one XLA compile per batch shape (a few with --padding "
+                       "bucket); --dual-key paper only")
     model.add_argument("--init-scale", type=float,
                        help="kernels start uniform in ±this; default 0.05 (the paper) on real "
                             "data, 0.2 on the generated corpus, whose short run needs a "

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 from keras.src import backend as keras_backend
 
-from tf_memlayers.layers import AssociativeGRUCell
+from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
 from tf_memlayers.ops.associative_gru_loop import associative_gru_loop, default_num_shards
 
 
@@ -106,3 +106,57 @@ def test_default_shards_follow_the_cpu_cores():
     else:
         threads = tf.config.threading.get_inter_op_parallelism_threads() or os.cpu_count()
         assert shards == max(1, min(threads, 8))
+
+
+def _dual_setup(batch, copies, seed, steps=6, units=8, input_dim=5):
+    cell, xs, memory, output, mask = _setup(batch, copies, seed, steps, units, input_dim)
+    rng = np.random.default_rng(seed + 100)
+    dual = DualAssociativeGRUCell(units, num_copies=copies, premise_cell=cell, dtype="float64")
+    dual.build((batch, input_dim))
+    for weight in (dual.dual_gate_kernel, dual.dual_candidate_kernel):
+        weight.assign(rng.normal(scale=0.4, size=weight.shape))
+    source = tf.constant(rng.normal(scale=0.3, size=(batch, units * copies)))
+    return dual, xs, memory, output, source, mask
+
+
+@pytest.mark.parametrize("batch, num_shards", [(5, 1), (5, 2)])
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_dual_fused_loop_equals_keras_loop_in_float64(batch, num_shards, jit_compile):
+    dual, xs, memory, output, source, mask = _dual_setup(batch, copies=3, seed=7)
+    sources = [xs, memory, output, source, *dual.trainable_weights]
+    results = []
+    for fused in (False, True):
+        with tf.GradientTape() as tape:
+            tape.watch([xs, memory, output, source])
+            input_kernel, input_bias, *kernels = dual.premise_cell.projection_kernels()
+            projected = tf.matmul(xs, input_kernel) + input_bias
+            if fused:
+                outputs, new_memory, new_output = associative_gru_loop(
+                    tf.transpose(projected, (1, 0, 2)), memory, output, *kernels,
+                    dual.permutations, mask=tf.transpose(mask), jit_compile=jit_compile,
+                    num_shards=num_shards, source=source,
+                    dual_gate_kernel=dual.dual_gate_kernel,
+                    dual_candidate_kernel=dual.dual_candidate_kernel,
+                )
+                outputs = tf.transpose(outputs, (1, 0, 2))
+            else:
+                _, outputs, states = keras_backend.rnn(
+                    lambda x, s: dual.call(x, s), xs, [memory, output, source], mask=mask
+                )
+                new_memory, new_output = states[0], states[1]
+            loss = _loss(outputs, new_memory, new_output)
+        grads = tape.gradient(loss, sources)
+        results.append([outputs, new_memory, new_output] + grads)
+    assert len(dual.trainable_weights) == 7  # 5 shared AM-GRU weights + 2 dual kernels
+    for e, g in zip(*results):
+        assert np.abs(e.numpy()).max() > 0
+        np.testing.assert_allclose(g.numpy(), e.numpy(), atol=1e-11, rtol=1e-11)
+
+
+def test_dual_arguments_go_together():
+    cell, xs, memory, output, _ = _setup(2, copies=2, seed=1)
+    _, _, *kernels = cell.projection_kernels()
+    projected = tf.zeros((6, 2, 32), tf.float64)
+    with pytest.raises(ValueError, match="source=a tensor, dual_gate_kernel=None"):
+        associative_gru_loop(projected, memory, output, *kernels, cell.permutations,
+                             source=memory)

@@ -168,5 +168,7 @@ def test_bad_arguments():
         build_snli_model(10, kind="am_gru", units=7)
     with pytest.raises(ValueError, match="fused_loop=True.*kind='gru'"):
         ConditionalEncoder("gru", fused_loop=True)
+    with pytest.raises(ValueError, match="fused_loop=True.*dual_key='paper'.*'released'"):
+        ConditionalEncoder("dual_am_gru", dual_key="released", fused_loop=True)
     with pytest.raises(TypeError, match="fused_loop.*bool.*1"):
         ConditionalEncoder("am_gru", fused_loop=1)

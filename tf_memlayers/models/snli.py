@@ -17,6 +17,7 @@ from tf_memlayers.layers.associative_gru import (
     AssociativeGRUCell,
     DualAssociativeGRUCell,
 )
+from tf_memlayers.ops.associative_gru_loop import associative_gru_loop, default_num_shards
 
 KINDS = ("gru", "am_gru", "dual_am_gru")
 
@@ -40,9 +41,10 @@ class ConditionalEncoder(keras.layers.Layer):
         dual_key: key mode of the Dual AM-GRU (``"paper"`` or ``"released"``).
         seed: seed of the memory permutations.
         kernel_initializer: initializer of every kernel (the paper: uniform ±0.05).
-        fused_loop: run the premise AM-GRU (and, for ``kind="am_gru"``, the hypothesis pass)
-            as `AssociativeGRU` with ``fused_loop=True``: same results, faster training on
-            fixed-size batches (XLA compiles once per batch shape). Not for ``kind="gru"``.
+        fused_loop: run layer 1's loops as one op each with a hand-written backward
+            (`tf_memlayers.ops.associative_gru_loop`; the premise as `AssociativeGRU` with
+            ``fused_loop=True``): same results, faster training (XLA compiles once per batch
+            shape). Not for ``kind="gru"``; the Dual AM-GRU with ``dual_key="paper"`` only.
 
     Call arguments:
         inputs: ``[premise [batch, Tp, dim], hypothesis [batch, Th, dim]]``.
@@ -81,6 +83,11 @@ class ConditionalEncoder(keras.layers.Layer):
             raise ValueError(
                 "ConditionalEncoder: `fused_loop=True` runs the AM-GRU loop; kind='gru' has "
                 "none (use kind='am_gru' or 'dual_am_gru')."
+            )
+        if fused_loop and self.kind == "dual_am_gru" and dual_key != "paper":
+            raise ValueError(
+                f"ConditionalEncoder: `fused_loop=True` runs the Dual AM-GRU with "
+                f"dual_key='paper' only; got dual_key={dual_key!r}."
             )
         self.fused_loop = fused_loop
         self.units = check_int("units", units, 1, "ConditionalEncoder")
@@ -156,15 +163,42 @@ class ConditionalEncoder(keras.layers.Layer):
         premise_seq, *premise_states = self.premise_layer(
             premise, mask=premise_mask, training=training
         )
-        hypothesis_seq, *_ = self.hypothesis_layer(
-            hypothesis,
-            initial_state=self._hypothesis_initial_state(premise_states),
-            mask=hypothesis_mask,
-            training=training,
-        )
+        if self.fused_loop and self.kind == "dual_am_gru":
+            hypothesis_seq = self._fused_dual_pass(hypothesis, premise_states, hypothesis_mask)
+        else:
+            hypothesis_seq, *_ = self.hypothesis_layer(
+                hypothesis,
+                initial_state=self._hypothesis_initial_state(premise_states),
+                mask=hypothesis_mask,
+                training=training,
+            )
         p = self.top_layer(premise_seq, mask=premise_mask, training=training)
         h = self.top_layer(hypothesis_seq, initial_state=p, mask=hypothesis_mask, training=training)
         return [p, h]
+
+    def _fused_dual_pass(self, hypothesis, premise_states, mask):
+        """The Dual AM-GRU over the hypothesis through `associative_gru_loop` (the same
+        weights as ``self.hypothesis_layer``)."""
+        cell, dual = self.premise_cell, self.hypothesis_cell
+        input_kernel, input_bias, *kernels = cell.projection_kernels()
+        projected = ops.transpose(ops.matmul(hypothesis, input_kernel) + input_bias, (1, 0, 2))
+        if mask is not None:
+            mask = ops.transpose(ops.cast(mask, "bool"), (1, 0))
+        memory, last_output = premise_states
+        outputs, _, _ = associative_gru_loop(
+            projected,
+            ops.zeros_like(memory),
+            last_output,
+            *kernels,
+            cell.permutations,
+            mask=mask,
+            jit_compile=True,
+            num_shards=default_num_shards(),
+            source=memory,
+            dual_gate_kernel=ops.convert_to_tensor(dual.dual_gate_kernel),
+            dual_candidate_kernel=ops.convert_to_tensor(dual.dual_candidate_kernel),
+        )
+        return ops.transpose(outputs, (1, 0, 2))
 
     def compute_mask(self, inputs, mask=None):
         return None

@@ -17,6 +17,10 @@ Step (Weissenborn 2016, eqs. 4-5 and 9-12; ``m = n/2`` complex entries, ``C`` co
     delta  = u * (c - h);  o_t = h + delta
     S_c   += K_c (*) delta
 
+With a ``source`` memory ``S^x`` (the Dual AM-GRU's premise memory, paper key layout) the
+step also reads ``h2 = mean_c conj(K_c) (*) S^x_c`` and adds ``h2 W_dg`` to the gate and
+``h2 W_dc`` to the candidate pre-activations.
+
 Masked steps keep the states and emit the previous emitted output (zeros before the first
 unmasked step), or zeros with ``zero_output_for_mask`` — the semantics of `keras.layers.RNN`.
 """
@@ -80,23 +84,34 @@ def _written(copies, delta):
     )
 
 
-def _forward_step(pre, memory, gate_h_kernel, candidate_h_kernel, matrix, num_copies):
-    """One step from ``pre = p_t + o_{t-1} R``; returns ``(h, gates, candidate, delta,
-    memory increment)``."""
+def _forward_step(pre, memory, kernels, source, matrix, num_copies):
+    """One step from ``pre = p_t + o_{t-1} R``; returns ``(h, h2, gates, candidate, delta,
+    memory increment)`` (``h2`` None without a source)."""
+    gate_h_kernel, candidate_h_kernel, dual_gate_kernel, dual_candidate_kernel = kernels
     n = pre.shape[-1] // 4
     bounded, _, _ = _bounded_key(_split_key(pre[:, :n]))
     copies = _copies(bounded, matrix, num_copies)
     retrieved = tf.reshape(_read(copies, memory), (-1, n))
-    gates = tf.sigmoid(pre[:, n : 3 * n] + tf.matmul(retrieved, gate_h_kernel))
+    gate_pre = pre[:, n : 3 * n] + tf.matmul(retrieved, gate_h_kernel)
+    candidate_pre = pre[:, 3 * n :]
+    source_read = None
+    if source is not None:
+        source_read = tf.reshape(_read(copies, source), (-1, n))
+        gate_pre += tf.matmul(source_read, dual_gate_kernel)
+        candidate_pre += tf.matmul(source_read, dual_candidate_kernel)
+    gates = tf.sigmoid(gate_pre)
     reset, update = gates[:, :n], gates[:, n:]
-    candidate = tf.tanh(pre[:, 3 * n :] + tf.matmul(reset * retrieved, candidate_h_kernel))
+    candidate = tf.tanh(candidate_pre + tf.matmul(reset * retrieved, candidate_h_kernel))
     delta = update * (candidate - retrieved)
-    return retrieved, gates, candidate, delta, _written(copies, _split_key(delta))
+    increment = _written(copies, _split_key(delta))
+    return retrieved, source_read, gates, candidate, delta, increment
 
 
 # Per-step tensors the forward loop stacks over time: the emitted output, then what the
-# backward loop reads (pre-activations, memory before the step, o_{t-1}, h, gates, candidate).
-_SAVED = ("outputs", "pre", "memory", "previous", "h", "g", "c")
+# backward loop reads (pre-activations, memory before the step, o_{t-1}, h, gates, candidate,
+# and the source read h2 of the Dual form).
+_SAVED = ("outputs", "pre", "memory", "previous", "h", "g", "c", "h2")
+_STEP = ("pre", "memory", "h", "g", "c")
 
 
 def _forward(
@@ -105,20 +120,21 @@ def _forward(
     memory,
     output,
     recurrent_kernel,
-    gate_h_kernel,
-    candidate_h_kernel,
+    kernels,
+    source,
     matrix,
     num_copies,
     zero_output_for_mask,
 ):
     """The forward loop; also returns what the backward loop needs, stacked over time."""
     steps = tf.shape(projected)[0]
-    arrays = {name: tf.TensorArray(projected.dtype, size=steps) for name in _SAVED}
+    names = _SAVED if source is not None else _SAVED[:-1]
+    arrays = {name: tf.TensorArray(projected.dtype, size=steps) for name in names}
 
     def body(t, memory, output, emitted, arrays):
         pre = projected[t] + tf.matmul(output, recurrent_kernel)
-        retrieved, gates, candidate, delta, increment = _forward_step(
-            pre, memory, gate_h_kernel, candidate_h_kernel, matrix, num_copies
+        retrieved, source_read, gates, candidate, delta, increment = _forward_step(
+            pre, memory, kernels, source, matrix, num_copies
         )
         new_output = retrieved + delta
         new_memory = memory + increment
@@ -130,8 +146,8 @@ def _forward(
             new_memory = tf.where(keep[:, :, None, None], new_memory, memory)
         else:
             new_emitted = new_output
-        saved = (new_emitted, pre, memory, output, retrieved, gates, candidate)
-        arrays = {name: arrays[name].write(t, x) for name, x in zip(_SAVED, saved)}
+        saved = (new_emitted, pre, memory, output, retrieved, gates, candidate, source_read)
+        arrays = {name: arrays[name].write(t, x) for name, x in zip(names, saved)}
         return t + 1, new_memory, new_output, new_emitted, arrays
 
     _, memory, output, _, arrays = tf.while_loop(
@@ -143,14 +159,12 @@ def _forward(
     return memory, output, {name: array.stack() for name, array in arrays.items()}
 
 
-def _backward_step(saved, grad_memory, grad_output, gate_h_kernel, candidate_h_kernel,
-                   matrix, num_copies):
-    """Gradients of one unmasked step: returns ``(d pre [B, 4n], d memory before the step
-    (read part only), )``. ``grad_output`` is the gradient reaching ``o_t``, ``grad_memory``
-    the one reaching the memory after the step."""
-    pre, memory, retrieved, gates, candidate = (
-        saved[name] for name in ("pre", "memory", "h", "g", "c")
-    )
+def _backward_step(saved, grad_memory, grad_output, kernels, source, matrix, num_copies):
+    """Gradients of one step: returns ``(d pre [B, 4n], d memory before the step (read part
+    only), d source (read part; None without a source))``. ``grad_output`` is the gradient
+    reaching ``o_t``, ``grad_memory`` the one reaching the memory after the step."""
+    gate_h_kernel, candidate_h_kernel, dual_gate_kernel, dual_candidate_kernel = kernels
+    pre, memory, retrieved, gates, candidate = (saved[name] for name in _STEP)
     n = pre.shape[-1] // 4
     key = _split_key(pre[:, :n])
     bounded, squared, modulus = _bounded_key(key)
@@ -180,17 +194,17 @@ def _backward_step(saved, grad_memory, grad_output, gate_h_kernel, candidate_h_k
     grad_gates = tf.concat([grad_reset_h * retrieved, grad_delta * gap], axis=1)
     grad_gate_pre = grad_gates * gates * (1.0 - gates)
     grad_h += tf.matmul(grad_gate_pre, gate_h_kernel, transpose_b=True)
-    # Read h = mean_c conj(K_c) (*) S_c.
-    grad_h = _split_key(grad_h) / tf.cast(num_copies, pre.dtype)
-    h_re, h_im = grad_h[:, 0, None, :], grad_h[:, 1, None, :]
-    m_re, m_im = memory[:, 0], memory[:, 1]
-    grad_copies_re += h_re * m_re + h_im * m_im
-    grad_copies_im += h_re * m_im - h_im * m_re
-    grad_memory_read = tf.stack([h_re * k_re - h_im * k_im, h_re * k_im + h_im * k_re], axis=1)
+    # Reads h = mean_c conj(K_c) (*) S_c, and h2 from the source alike.
+    grad_copies = [grad_copies_re, grad_copies_im]
+    grad_memory_read = _read_gradient(grad_h, copies, memory, grad_copies, num_copies)
+    grad_source_read = None
+    if source is not None:
+        grad_source = tf.matmul(grad_gate_pre, dual_gate_kernel, transpose_b=True) + tf.matmul(
+            grad_candidate_pre, dual_candidate_kernel, transpose_b=True
+        )
+        grad_source_read = _read_gradient(grad_source, copies, source, grad_copies, num_copies)
     # Permuted copies, then bound (k / max(1, |k|)).
-    grad_bounded = _copies_gradient(
-        tf.stack([grad_copies_re, grad_copies_im], axis=1), matrix, num_copies
-    )
+    grad_bounded = _copies_gradient(tf.stack(grad_copies, axis=1), matrix, num_copies)
     # d(k / |k|) for |k| >= 1 (the branch tf.maximum's gradient takes at |k| = 1), else identity.
     bounded, grad_bounded = tf.cast(bounded, squared.dtype), tf.cast(grad_bounded, squared.dtype)
     along = tf.reduce_sum(bounded * grad_bounded, axis=1, keepdims=True)
@@ -199,7 +213,19 @@ def _backward_step(saved, grad_memory, grad_output, gate_h_kernel, candidate_h_k
     grad_pre = tf.concat(
         [tf.reshape(grad_key, (-1, n)), grad_gate_pre, grad_candidate_pre], axis=1
     )
-    return grad_pre, grad_memory_read
+    return grad_pre, grad_memory_read, grad_source_read
+
+
+def _read_gradient(grad_read, copies, memory, grad_copies, num_copies):
+    """Adjoint of `_read` for ``grad_read`` ``[B, n]``: adds the key copies' gradient to
+    ``grad_copies`` (``[re, im]`` list, in place) and returns the memory's ``[B, 2, C, m]``."""
+    grad_read = _split_key(grad_read) / tf.cast(num_copies, grad_read.dtype)
+    h_re, h_im = grad_read[:, 0, None, :], grad_read[:, 1, None, :]
+    m_re, m_im = memory[:, 0], memory[:, 1]
+    k_re, k_im = copies[:, 0], copies[:, 1]
+    grad_copies[0] += h_re * m_re + h_im * m_im
+    grad_copies[1] += h_re * m_im - h_im * m_re
+    return tf.stack([h_re * k_re - h_im * k_im, h_re * k_im + h_im * k_re], axis=1)
 
 
 def _backward(
@@ -209,18 +235,20 @@ def _backward(
     grad_memory,
     grad_output,
     recurrent_kernel,
-    gate_h_kernel,
-    candidate_h_kernel,
+    kernels,
+    source,
     matrix,
     num_copies,
     zero_output_for_mask,
 ):
-    """The reverse loop; returns the gradients of (projected, memory, output, R, G_h, C_h)."""
+    """The reverse loop; returns the gradients of (projected, memory, output, R, G_h, C_h)
+    and, with a source, of (source, W_dg, W_dc)."""
     steps = tf.shape(grad_outputs)[0]
     grad_pre_array = tf.TensorArray(grad_outputs.dtype, size=steps)
+    grad_source = tf.zeros_like(grad_memory) if source is not None else tf.zeros(())
 
-    def body(t, grad_memory, grad_output, carried, grad_pre_array):
-        step = {name: saved[name][t] for name in ("pre", "memory", "h", "g", "c")}
+    def body(t, grad_memory, grad_output, carried, grad_source, grad_pre_array):
+        step = {name: saved[name][t] for name in _STEP}
         incoming = grad_outputs[t] + carried
         grad_total = grad_output + incoming
         if mask is not None:
@@ -231,10 +259,12 @@ def _backward(
             step_memory = tf.where(keep4, grad_memory, zero_memory)
         else:
             step_memory = grad_memory
-        grad_pre, grad_memory_read = _backward_step(
-            step, step_memory, grad_total, gate_h_kernel, candidate_h_kernel,
-            matrix, num_copies,
+        # Masked rows have zero incoming gradients, so their step gradients are zero.
+        grad_pre, grad_memory_read, grad_source_read = _backward_step(
+            step, step_memory, grad_total, kernels, source, matrix, num_copies
         )
+        if source is not None:
+            grad_source = grad_source + grad_source_read
         grad_previous = tf.matmul(grad_pre, recurrent_kernel, transpose_b=True)
         if mask is not None:
             grad_pre = tf.where(keep, grad_pre, tf.zeros_like(grad_pre))
@@ -247,12 +277,14 @@ def _backward(
             )
         else:
             grad_memory = grad_memory + grad_memory_read
-        return t - 1, grad_memory, grad_previous, carried, grad_pre_array.write(t, grad_pre)
+        return (t - 1, grad_memory, grad_previous, carried, grad_source,
+                grad_pre_array.write(t, grad_pre))
 
-    _, grad_memory, grad_output, _, grad_pre_array = tf.while_loop(
+    _, grad_memory, grad_output, _, grad_source, grad_pre_array = tf.while_loop(
         lambda t, *_: t >= 0,
         body,
-        (steps - 1, grad_memory, grad_output, tf.zeros_like(grad_output), grad_pre_array),
+        (steps - 1, grad_memory, grad_output, tf.zeros_like(grad_output), grad_source,
+         grad_pre_array),
         maximum_iterations=steps,
     )
     grad_pre = grad_pre_array.stack()  # [T, B, 4n]
@@ -264,7 +296,13 @@ def _backward(
     grad_recurrent = tf.matmul(_rows(saved["previous"]), grad_rows, transpose_a=True)
     grad_gate_h = tf.matmul(retrieved, grad_rows[:, n : 3 * n], transpose_a=True)
     grad_candidate_h = tf.matmul(reset_retrieved, grad_rows[:, 3 * n :], transpose_a=True)
-    return grad_pre, grad_memory, grad_output, grad_recurrent, grad_gate_h, grad_candidate_h
+    grads = [grad_pre, grad_memory, grad_output, grad_recurrent, grad_gate_h, grad_candidate_h]
+    if source is not None:
+        source_read = _rows(saved["h2"])
+        grad_dual_gate = tf.matmul(source_read, grad_rows[:, n : 3 * n], transpose_a=True)
+        grad_dual_candidate = tf.matmul(source_read, grad_rows[:, 3 * n :], transpose_a=True)
+        grads += [grad_source, grad_dual_gate, grad_dual_candidate]
+    return grads
 
 
 def _rows(x):
@@ -294,8 +332,11 @@ def associative_gru_loop(
     zero_output_for_mask=False,
     jit_compile=False,
     num_shards=1,
+    source=None,
+    dual_gate_kernel=None,
+    dual_candidate_kernel=None,
 ):
-    """Runs the AM-GRU over a sequence of precomputed input projections (time-major).
+    """Runs the AM-GRU (or the Dual AM-GRU) over precomputed input projections (time-major).
 
     Args:
         projected: ``[T, B, 4n]`` ``x_t W_x + b`` with columns ``[key | gates | candidate]``
@@ -310,11 +351,24 @@ def associative_gru_loop(
         jit_compile: compile the forward and the backward loop with XLA.
         num_shards: split the batch into this many independent loops, which TensorFlow runs
             concurrently (outside XLA, the loops' many small ops keep one core busy each).
+        source: optional ``[B, n * C]`` source memory read at every step with the same key
+            (`DualAssociativeGRUCell` with ``dual_key="paper"``); needs
+            ``dual_gate_kernel`` ``[n, 2n]`` and ``dual_candidate_kernel`` ``[n, n]``.
 
     Returns:
         ``(outputs [T, B, n], final memory [B, n * C], final output [B, n])``, differentiable
-        with respect to every tensor argument except ``mask``.
+        with respect to every tensor argument except ``mask`` (the source memory is read,
+        never changed).
     """
+    dual = (source, dual_gate_kernel, dual_candidate_kernel)
+    if any(x is None for x in dual) and not all(x is None for x in dual):
+        raise ValueError(
+            "associative_gru_loop: `source`, `dual_gate_kernel` and `dual_candidate_kernel` go "
+            "together; got " + ", ".join(
+                f"{name}={'None' if x is None else 'a tensor'}"
+                for name, x in zip(("source", "dual_gate_kernel", "dual_candidate_kernel"), dual)
+            ) + "."
+        )
     num_copies = len(permutations)
     n = output.shape[-1]
     zero_output_for_mask = bool(zero_output_for_mask)
@@ -322,25 +376,41 @@ def associative_gru_loop(
     backward = _function(_backward, jit_compile)
     matrix = tf.constant(permutation_matrix(permutations), dtype=projected.dtype)
     constants = (matrix, num_copies, zero_output_for_mask)
+    has_source = source is not None
+    arguments = [projected, memory, output, recurrent_kernel, gate_h_kernel, candidate_h_kernel]
+    if has_source:
+        arguments += [source, dual_gate_kernel, dual_candidate_kernel]
+    # Variables are read here, so the custom gradient sees tensors only.
+    arguments = [tf.convert_to_tensor(x) for x in arguments]
+
+    def as_parts(x):
+        return tf.reshape(x, (-1, 2, num_copies, n // 2))
 
     @tf.custom_gradient
-    def run(projected, memory, output, recurrent_kernel, gate_h_kernel, candidate_h_kernel):
-        kernels = (recurrent_kernel, gate_h_kernel, candidate_h_kernel)
+    def run(*arguments):
+        projected, memory, output, recurrent_kernel, *kernels = arguments
+        source = as_parts(kernels.pop(2)) if has_source else None
+        kernels = tuple(kernels) + (None, None) * (not has_source)
         sizes = _shard_sizes(tf.shape(output)[0], num_shards)
 
         def shard(x, axis=0):
+            if x is None:
+                return [None] * num_shards
             return tf.split(x, sizes, axis=axis) if num_shards > 1 else [x]
 
-        parts = tf.reshape(memory, (-1, 2, num_copies, n // 2))
-        masks = shard(mask, 1) if mask is not None else [None] * num_shards
+        parts = as_parts(memory)
+        masks = shard(mask, 1)
+        sources = shard(source)
         # The gradient is `gradient` below: no tape may record the loops themselves (their
         # automatic gradient would also need the loops' internal TensorLists out of XLA).
         # Independent shards of the batch run concurrently outside XLA.
+        stopped = lambda x: None if x is None else tf.stop_gradient(x)  # noqa: E731
+        step_kernels = tuple(map(stopped, kernels))
         results = [
-            forward(p, m, s, o, *map(tf.stop_gradient, kernels), *constants)
-            for p, m, s, o in zip(
-                shard(tf.stop_gradient(projected), 1), masks,
-                shard(tf.stop_gradient(parts)), shard(tf.stop_gradient(output)),
+            forward(p, m, s, o, stopped(recurrent_kernel), step_kernels, stopped(x), *constants)
+            for p, m, s, o, x in zip(
+                shard(stopped(projected), 1), masks, shard(stopped(parts)),
+                shard(stopped(output)), sources,
             )
         ]
         saved = [r[2] for r in results]
@@ -354,22 +424,28 @@ def associative_gru_loop(
                 for grad, like in ((grad_outputs, outputs), (grad_memory, memory),
                                    (grad_output, output))
             )
-            grad_memory = tf.reshape(grad_memory, tf.shape(parts))
             grads = [
-                backward(s, m, go, gm, gl, *kernels, *constants)
-                for s, m, go, gm, gl in zip(
-                    saved, masks, shard(grad_outputs, 1), shard(grad_memory), shard(grad_output)
+                backward(s, m, go, gm, gl, recurrent_kernel, kernels, x, *constants)
+                for s, m, go, gm, gl, x in zip(
+                    saved, masks, shard(grad_outputs, 1), shard(as_parts(grad_memory)),
+                    shard(grad_output), sources,
                 )
             ]
-            grad_pre = _join([g[0] for g in grads], 1)
-            grad_memory = tf.reshape(_join([g[1] for g in grads], 0), tf.shape(memory))
-            grad_output = _join([g[2] for g in grads], 0)
-            grad_kernels = [tf.add_n([g[i] for g in grads]) for i in (3, 4, 5)]
-            return (grad_pre, grad_memory, grad_output, *grad_kernels)
+            result = [
+                _join([g[0] for g in grads], 1),
+                tf.reshape(_join([g[1] for g in grads], 0), tf.shape(memory)),
+                _join([g[2] for g in grads], 0),
+            ]
+            result += [tf.add_n([g[i] for g in grads]) for i in (3, 4, 5)]
+            if has_source:
+                grad_source = _join([g[6] for g in grads], 0)
+                result.append(tf.reshape(grad_source, tf.shape(memory)))
+                result += [tf.add_n([g[i] for g in grads]) for i in (7, 8)]
+            return result
 
         return (outputs, final_memory, final_output), gradient
 
-    return run(projected, memory, output, recurrent_kernel, gate_h_kernel, candidate_h_kernel)
+    return run(*arguments)
 
 
 def default_num_shards():
