@@ -11,6 +11,9 @@
    over every premise output. Time per step (interleaved rounds), the number of floats each
    reads per step, and the peak resident memory of a training step, measured for each model
    and length in its own process (`benchmarks/peak_memory.py`).
+3. The SNLI model's training step (`tf_memlayers.models.snli`, batch 50, 100 units, 8
+   copies, premise 25 / hypothesis 15 tokens) with layer 1 in the cell form and with
+   ``fused_loop=True``, for the AM-GRU and the Dual AM-GRU.
 """
 
 import argparse
@@ -33,6 +36,7 @@ from tf_memlayers.layers import (  # noqa: E402
     AssociativeGRUCell,
     DualAssociativeGRUCell,
 )
+from tf_memlayers.models.snli import build_snli_model, compile_snli_model  # noqa: E402
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers_benchmarks")
@@ -77,7 +81,8 @@ def _median_step_ms(step, rounds):
     return 1e3 * float(np.median(times))
 
 
-def _train_step(layer_fn, inputs, extra=None, jit_compile=False):
+def _train_step(layer_fn, inputs, extra=None, jit_compile=False, run_once=True):
+    """A traced training step of ``layer_fn()`` (run once unless ``run_once=False``)."""
     layer = layer_fn()
     head = keras.layers.Dense(1)
 
@@ -90,7 +95,10 @@ def _train_step(layer_fn, inputs, extra=None, jit_compile=False):
         grads = tape.gradient(loss, variables)
         return loss, grads
 
-    step()  # trace
+    if run_once:
+        step()
+    else:
+        step.get_concrete_function()  # trace (and build the layer) without running
     return lambda: step()[0].numpy()
 
 
@@ -128,7 +136,7 @@ def speed_vs_gru(batch, steps, units, copies, rounds, jit_compile=False):
     return rows
 
 
-def hypothesis_steps_for(batch, hypothesis_steps, units, copies, length):
+def hypothesis_steps_for(batch, hypothesis_steps, units, copies, length, run_once=True):
     """``{"dual": step, "attention": step}``: training steps over the hypothesis, reading a
     premise memory (Dual AM-GRU) or ``length`` premise outputs (word-by-word attention)."""
     x = tf.random.normal((batch, hypothesis_steps, units))
@@ -139,9 +147,13 @@ def hypothesis_steps_for(batch, hypothesis_steps, units, copies, length):
         lambda: keras.layers.RNN(DualAssociativeGRUCell(units, num_copies=copies)),
         x,
         [zeros_memory, last, memory],
+        run_once=run_once,
     )
     attention = _train_step(
-        lambda: keras.layers.RNN(WordByWordAttentionCell(units, length)), x, [last, premise]
+        lambda: keras.layers.RNN(WordByWordAttentionCell(units, length)),
+        x,
+        [last, premise],
+        run_once=run_once,
     )
     return {"dual": dual, "attention": attention}
 
@@ -150,10 +162,14 @@ def memory_child(spec):
     """Runs in a subprocess (``--child``): time and peak memory of one model's step."""
     keras.utils.set_random_seed(0)
     steps = hypothesis_steps_for(
-        spec["batch"], spec["hypothesis_steps"], spec["units"], spec["copies"], spec["length"]
+        spec["batch"], spec["hypothesis_steps"], spec["units"], spec["copies"], spec["length"],
+        run_once=False,
     )
     step = steps[spec["model"]]
-    return peak_memory.measure_step(lambda: tf.constant(step()), spec["repeats"])
+    # Traced, never run: the peak includes the step's first run, which allocates its tensors.
+    return peak_memory.measure_step(
+        lambda: tf.constant(step()), spec["repeats"], include_first_run=True
+    )
 
 
 def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds,
@@ -182,6 +198,38 @@ def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds,
     return rows
 
 
+def snli_model_steps(rounds, batch=50, premise_length=25, hypothesis_length=15, units=100):
+    """Median training-step time of the SNLI model, cell form vs fused loop (interleaved)."""
+    rng = np.random.default_rng(0)
+    premise = rng.integers(2, 1000, (batch, premise_length)).astype("int32")
+    hypothesis = rng.integers(2, 1000, (batch, hypothesis_length)).astype("int32")
+    labels = rng.integers(0, 3, batch)
+    runners = {}
+    for kind in ("am_gru", "dual_am_gru"):
+        for fused in (False, True):
+            model = build_snli_model(1000, kind=kind, units=units, embedding_dim=100,
+                                     fused_loop=fused)
+            compile_snli_model(model)
+            model.train_on_batch((premise, hypothesis), labels)  # trace and compile
+            runners[(kind, fused)] = (
+                lambda model=model: model.train_on_batch((premise, hypothesis), labels)
+            )
+    samples = {key: [] for key in runners}
+    for _ in range(rounds):
+        for key, run in runners.items():
+            samples[key].append(_median_step_ms(run, 1))
+    rows = []
+    for kind in ("am_gru", "dual_am_gru"):
+        cell, fused = (np.asarray(samples[(kind, f)]) for f in (False, True))
+        rows.append({
+            "kind": kind,
+            "cell_form_ms": float(np.median(cell)),
+            "fused_loop_ms": float(np.median(fused)),
+            "speedup": float(np.median(cell / fused)),
+        })
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -206,6 +254,8 @@ def main(argv=None):
                                 lengths=lengths, rounds=rounds,
                                 memory_limit_gib=args.memory_limit_gib)
     print(json.dumps({"dual_vs_word_by_word": scaling}), flush=True)
+    snli_steps = snli_model_steps(rounds)
+    print(json.dumps({"snli_model_step": snli_steps}), flush=True)
     if args.update_readme:
         update_readme(
             "associative-memory-speed",
@@ -229,8 +279,18 @@ def main(argv=None):
             f"Hypothesis-side training cost per step against premise length (batch 50, 100 "
             f"units, 8 copies, 10 hypothesis steps, median of {rounds} rounds): the Dual AM-GRU "
             "reads a fixed-size memory, word-by-word attention reads every premise output. "
-            "Peak = resident memory of a training step above the level before it, each model "
-            "and length in its own process.",
+            "Peak = resident memory during the training steps (the first run included) above "
+            "the level after tracing, each model and length in its own process.",
+        )
+        update_readme(
+            "snli-model-step",
+            snli_steps,
+            [("kind", "layer 1"), ("cell_form_ms", "cell form (ms)"),
+             ("fused_loop_ms", "fused_loop=True (ms)"), ("speedup", "speed-up")],
+            f"SNLI model training step (``train_on_batch``, batch 50, 100 units, 8 copies, "
+            f"100-d embeddings, premise 25 / hypothesis 15 tokens), median of {rounds} "
+            f"interleaved rounds (speed-up: median of per-round ratios), {os.cpu_count()} CPU "
+            "cores.",
         )
 
 

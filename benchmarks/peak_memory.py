@@ -1,9 +1,8 @@
 """Time and peak resident memory of a training step, each measurement in its own process.
 
 A child process (the benchmark script itself, re-run with ``--child <json>``) builds one
-step, runs it once, resets the kernel's resident-memory high-water mark (Linux
-``/proc/self/clear_refs``), times ``repeats`` more runs and reports the peak above the level
-before the timed runs. The parent limits the child's address space, so a configuration that
+step, resets the kernel's resident-memory high-water mark (Linux ``/proc/self/clear_refs``),
+times ``repeats`` runs and reports the peak above the level at the reset (`measure_step`). The parent limits the child's address space, so a configuration that
 would exhaust the machine fails alone.
 """
 
@@ -28,21 +27,27 @@ def rss_kib(field):
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
-def measure_step(step, repeats):
+def measure_step(step, repeats, include_first_run=False):
     """Median milliseconds and peak MiB (above the pre-step level) of ``step()``.
 
     ``step`` must return something whose evaluation finishes the work (tensors are fetched
-    with ``.numpy()``).
+    with ``.numpy()``). By default a first, untimed run comes before the memory baseline, so
+    the peak is what a step needs beyond what the earlier runs left allocated; with
+    ``include_first_run=True`` the baseline is taken before any run (trace ``step`` first),
+    so the peak includes the memory the step allocates for its tensors the first time.
     """
     import tensorflow as tf
 
     def run():
         tf.nest.map_structure(lambda t: t.numpy(), step())
 
-    run()
+    if not include_first_run:
+        run()
     before = rss_kib("VmRSS")
     with open("/proc/self/clear_refs", "w") as refs:  # reset the peak (VmHWM) to now
         refs.write("5")
+    if include_first_run:
+        run()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()

@@ -5,7 +5,8 @@ whole sequence whose input projections are precomputed, and defines its gradient
 reverse loop written out by hand instead of TensorFlow's automatic differentiation of the
 ``while_loop``. The reverse loop multiplies only the small per-step activations; the gradients
 of the three recurrent kernels are accumulated after the loop, each as ONE matmul over all
-``time * batch`` rows (the cuDNN recipe). Both loops may be compiled with XLA.
+``time * batch`` rows (the cuDNN recipe). Both loops may be compiled with XLA, and the batch
+may be split into shards that run as independent loops (concurrently, on CPU cores).
 
 Step (Weissenborn 2016, eqs. 4-5 and 9-12; ``m = n/2`` complex entries, ``C`` copies)::
 
