@@ -1,14 +1,13 @@
 """`associative_gru_loop` (hand-written backward, batch shards) against Keras's loop."""
 
-import os
-
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from keras.src import backend as keras_backend
 
-from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
-from tf_memlayers.ops.associative_gru_loop import associative_gru_loop, default_num_shards
+from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell, DualAssociativeGRUCell
+from tf_memlayers.ops.associative_gru_loop import _shard_sizes, associative_gru_loop
 
 
 def _setup(batch, copies, seed, steps=6, units=8, input_dim=5):
@@ -77,35 +76,98 @@ def test_fused_loop_equals_keras_loop_in_float64(batch, num_shards, jit_compile,
         np.testing.assert_allclose(g, e, atol=1e-11, rtol=1e-11)
 
 
-@pytest.mark.parametrize("num_shards", [1, 2])
-def test_fused_loop_without_mask_inside_a_tf_function(num_shards):
-    cell, xs, memory, output, _ = _setup(4, copies=2, seed=3)
-    expected = _values_and_gradients(_keras_loop, cell, xs, memory, output, None,
+@pytest.mark.parametrize("batch, num_shards", [(4, 2), (2, 3)])
+def test_fused_loop_with_unknown_shapes_inside_a_tf_function(batch, num_shards):
+    """Batch and time unknown when traced; with 3 shards and 2 examples one shard is empty."""
+    cell, xs, memory, output, mask = _setup(batch, copies=2, seed=3)
+    int_mask = tf.cast(mask, tf.int32)  # any mask dtype is cast to bool
+    expected = _values_and_gradients(_keras_loop, cell, xs, memory, output, mask,
                                      zero_output_for_mask=False)
-    input_kernel, input_bias, *kernels = cell.projection_kernels()
+    spec = lambda *shape: tf.TensorSpec(shape, tf.float64)  # noqa: E731
 
-    @tf.function
-    def gradients():
+    @tf.function(input_signature=[spec(None, None, 5), spec(None, 16), spec(None, 8),
+                                  tf.TensorSpec((None, None), tf.int32)])
+    def values_and_gradients(xs, memory, output, int_mask):
         with tf.GradientTape() as tape:
             tape.watch([xs, memory, output])
+            input_kernel, input_bias, *kernels = cell.projection_kernels()
             projected = tf.transpose(tf.matmul(xs, input_kernel) + input_bias, (1, 0, 2))
             outputs, new_memory, new_output = associative_gru_loop(
-                projected, memory, output, *kernels, cell.permutations, num_shards=num_shards
+                projected, memory, output, *kernels, cell.permutations,
+                mask=tf.transpose(int_mask), num_shards=num_shards,
             )
-            loss = _loss(tf.transpose(outputs, (1, 0, 2)), new_memory, new_output)
-        return tape.gradient(loss, [xs, memory, output])
+            results = [tf.transpose(outputs, (1, 0, 2)), new_memory, new_output]
+            loss = _loss(*results)
+        sources = [xs, memory, output, *cell.trainable_weights]
+        return results, tape.gradient(loss, sources)
 
-    for e, g in zip(expected[1][:3], gradients()):
+    results, grads = values_and_gradients(xs, memory, output, int_mask)
+    for e, g in zip(expected[0] + expected[1], list(results) + list(grads)):
         np.testing.assert_allclose(g.numpy(), e, atol=1e-11, rtol=1e-11)
 
 
-def test_default_shards_follow_the_cpu_cores():
-    shards = default_num_shards()
-    if tf.config.list_logical_devices("GPU"):
-        assert shards == 1
-    else:
-        threads = tf.config.threading.get_inter_op_parallelism_threads() or os.cpu_count()
-        assert shards == max(1, min(threads, 8))
+def test_layers_of_different_widths_share_the_compiled_loops():
+    """Two fused layers of different widths in one model (the loops are traced per width)."""
+    rng = np.random.default_rng(4)
+    xs = tf.constant(rng.normal(size=(3, 5, 6)), tf.float32)
+    models = []
+    for fused in (False, True):
+        keras.utils.set_random_seed(2)
+        inputs = keras.Input((None, 6))
+        hidden = AssociativeGRU(10, num_copies=2, return_sequences=True, fused_loop=fused)(inputs)
+        top = AssociativeGRU(6, num_copies=2, fused_loop=fused)  # same copies, another width
+        models.append(keras.Model(inputs, top(hidden)))
+    models[1].set_weights(models[0].get_weights())
+    results = []
+    for model in models:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.sin(model(xs)))
+        results.append([loss] + tape.gradient(loss, model.trainable_weights))
+    for e, g in zip(*results):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), atol=2e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_fused_loop_in_half_precision_matches_the_cell_form(policy):
+    rng = np.random.default_rng(5)
+    xs = rng.normal(size=(4, 6, 5)).astype("float32")
+    keras.config.set_dtype_policy(policy)
+    try:
+        layers = [AssociativeGRU(8, num_copies=4, return_sequences=True, fused_loop=f)
+                  for f in (False, True)]
+        for layer in layers:
+            layer.build((None, None, 5))
+        layers[1].cell.set_weights(layers[0].cell.get_weights())
+        results = []
+        for layer in layers:
+            with tf.GradientTape() as tape:
+                outputs = layer(xs)
+                loss = tf.reduce_sum(tf.cast(outputs, tf.float32) ** 2)
+            results.append([outputs] + tape.gradient(loss, layer.trainable_weights))
+    finally:
+        keras.config.set_dtype_policy("float32")
+    assert results[1][0].dtype == results[0][0].dtype == policy.split("_")[1]
+    tolerance = 2e-2 if policy == "mixed_bfloat16" else 3e-3
+    for e, g in zip(*results):
+        e, g = (tf.cast(x, tf.float32).numpy() for x in (e, g))
+        np.testing.assert_allclose(g, e, atol=tolerance * max(1.0, np.abs(e).max()), rtol=0)
+
+
+def test_shards_differ_in_size_by_at_most_one():
+    for batch, shards in ((15, 8), (16, 2), (3, 3), (7, 4)):
+        sizes = _shard_sizes(tf.constant(batch), shards).numpy()
+        assert sizes.sum() == batch and sizes.max() - sizes.min() <= 1 and len(sizes) == shards
+
+
+def test_bad_loop_arguments():
+    cell, xs, memory, output, _ = _setup(2, copies=1, seed=1)
+    _, _, *kernels = cell.projection_kernels()
+    projected = tf.zeros((6, 2, 32), tf.float64)
+    with pytest.raises(ValueError, match="one copy the permutation must be the identity"):
+        associative_gru_loop(projected, memory, output, *kernels, [[1, 0, 2, 3]])
+    with pytest.raises(ValueError, match="num_shards.*int >= 1.*0"):
+        associative_gru_loop(projected, memory, output, *kernels, cell.permutations,
+                             num_shards=0)
 
 
 def _dual_setup(batch, copies, seed, steps=6, units=8, input_dim=5):

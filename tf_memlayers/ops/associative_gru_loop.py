@@ -39,12 +39,12 @@ def _split_key(key):
 
 
 def _bounded_key(key):
-    """``[B, 2, m]`` raw key → ``(bounded key, squared modulus, modulus)``; the modulus
-    ``max(1, |k|)`` is computed in float32 for half-precision keys (eqs. 9-10)."""
+    """``[B, 2, m]`` raw key → ``(bounded key, squared modulus, modulus)`` (eqs. 9-10), all
+    in float32 for a half-precision key (its squared modulus overflows float16 above 256)."""
     wide = tf.cast(key, tf.float32) if key.dtype in (tf.float16, tf.bfloat16) else key
     squared = tf.reduce_sum(tf.square(wide), axis=1, keepdims=True)  # [B, 1, m]
     modulus = tf.sqrt(tf.maximum(squared, 1.0))
-    return tf.cast(wide / modulus, key.dtype), squared, modulus
+    return wide / modulus, squared, modulus
 
 
 def _copies(bounded, matrix, num_copies):
@@ -91,7 +91,7 @@ def _forward_step(pre, memory, kernels, source, matrix, num_copies):
     gate_h_kernel, candidate_h_kernel, dual_gate_kernel, dual_candidate_kernel = kernels
     n = pre.shape[-1] // 4
     bounded, _, _ = _bounded_key(_split_key(pre[:, :n]))
-    copies = _copies(bounded, matrix, num_copies)
+    copies = _copies(tf.cast(bounded, pre.dtype), matrix, num_copies)
     retrieved = tf.reshape(_read(copies, memory), (-1, n))
     gate_pre = pre[:, n : 3 * n] + tf.matmul(retrieved, gate_h_kernel)
     candidate_pre = pre[:, 3 * n :]
@@ -126,8 +126,12 @@ def _forward(
     matrix,
     num_copies,
     zero_output_for_mask,
+    units,
 ):
     """The forward loop; also returns what the backward loop needs, stacked over time."""
+    # `units` (a Python int, so part of the trace key) keeps the feature sizes static when a
+    # retrace relaxes the shapes seen so far.
+    projected = tf.ensure_shape(projected, (None, None, 4 * units))
     steps = tf.shape(projected)[0]
     names = _SAVED if source is not None else _SAVED[:-1]
     arrays = {name: tf.TensorArray(projected.dtype, size=steps) for name in names}
@@ -169,7 +173,7 @@ def _backward_step(saved, grad_memory, grad_output, kernels, source, matrix, num
     n = pre.shape[-1] // 4
     key = _split_key(pre[:, :n])
     bounded, squared, modulus = _bounded_key(key)
-    copies = _copies(bounded, matrix, num_copies)
+    copies = _copies(tf.cast(bounded, pre.dtype), matrix, num_copies)
     reset, update = gates[:, :n], gates[:, n:]
     gap = candidate - retrieved
     delta = _split_key(update * gap)
@@ -207,7 +211,7 @@ def _backward_step(saved, grad_memory, grad_output, kernels, source, matrix, num
     # Permuted copies, then bound (k / max(1, |k|)).
     grad_bounded = _copies_gradient(tf.stack(grad_copies, axis=1), matrix, num_copies)
     # d(k / |k|) for |k| >= 1 (the branch tf.maximum's gradient takes at |k| = 1), else identity.
-    bounded, grad_bounded = tf.cast(bounded, squared.dtype), tf.cast(grad_bounded, squared.dtype)
+    grad_bounded = tf.cast(grad_bounded, squared.dtype)
     along = tf.reduce_sum(bounded * grad_bounded, axis=1, keepdims=True)
     shrunk = (grad_bounded - bounded * along) / modulus
     grad_key = tf.cast(tf.where(squared >= 1.0, shrunk, grad_bounded), pre.dtype)
@@ -241,9 +245,11 @@ def _backward(
     matrix,
     num_copies,
     zero_output_for_mask,
+    units,
 ):
     """The reverse loop; returns the gradients of (projected, memory, output, R, G_h, C_h)
     and, with a source, of (source, W_dg, W_dc)."""
+    grad_outputs = tf.ensure_shape(grad_outputs, (None, None, units))
     steps = tf.shape(grad_outputs)[0]
     grad_pre_array = tf.TensorArray(grad_outputs.dtype, size=steps)
     grad_source = tf.zeros_like(grad_memory) if source is not None else tf.zeros(())
@@ -346,15 +352,19 @@ def associative_gru_loop(
         output: ``[B, n]`` initial fed-back output ``o_0``.
         recurrent_kernel: ``R`` ``[n, 4n]`` (rows of ``o_{t-1}``).
         gate_h_kernel: ``G_h`` ``[n, 2n]``; candidate_h_kernel: ``C_h`` ``[n, n]``.
-        permutations: the copies' permutations ``[C, n/2]``.
-        mask: optional bool ``[T, B]``; a False step neither reads nor writes.
+        permutations: the copies' permutations ``[C, n/2]``, copy 0 the identity
+            (`tf_memlayers.ops.holographic.make_permutations`).
+        mask: optional ``[T, B]``; a False step neither reads nor writes.
         zero_output_for_mask: emit zeros (not the previous output) at masked steps.
         jit_compile: compile the forward and the backward loop with XLA.
-        num_shards: split the batch into this many independent loops, which TensorFlow runs
-            concurrently (outside XLA, the loops' many small ops keep one core busy each).
+        num_shards: split the batch into this many independent loops (at most one per
+            example), which TensorFlow runs concurrently (one core each).
         source: optional ``[B, n * C]`` source memory read at every step with the same key
             (`DualAssociativeGRUCell` with ``dual_key="paper"``); needs
             ``dual_gate_kernel`` ``[n, 2n]`` and ``dual_candidate_kernel`` ``[n, n]``.
+
+    All tensors share one float dtype (the bound is computed in float32 for float16 and
+    bfloat16). The sequence needs at least one step; ``mask`` is cast to bool.
 
     Returns:
         ``(outputs [T, B, n], final memory [B, n * C], final output [B, n])``, differentiable
@@ -371,12 +381,25 @@ def associative_gru_loop(
             ) + "."
         )
     num_copies = len(permutations)
+    if num_copies == 1 and list(permutations[0]) != sorted(permutations[0]):
+        raise ValueError(
+            "associative_gru_loop: with one copy the permutation must be the identity (copy 0 "
+            "is never permuted, as in `make_permutations`)."
+        )
+    if not isinstance(num_shards, int) or num_shards < 1:
+        raise ValueError(f"associative_gru_loop: `num_shards` must be an int >= 1, got "
+                         f"{num_shards!r}.")
+    batch = output.shape[0]
+    if batch is not None:
+        num_shards = max(1, min(num_shards, batch))  # no empty shards
+    if mask is not None:
+        mask = tf.cast(mask, tf.bool)
     n = output.shape[-1]
     zero_output_for_mask = bool(zero_output_for_mask)
     forward = _function(_forward, jit_compile)
     backward = _function(_backward, jit_compile)
     matrix = tf.constant(permutation_matrix(permutations), dtype=projected.dtype)
-    constants = (matrix, num_copies, zero_output_for_mask)
+    constants = (matrix, num_copies, zero_output_for_mask, n)
     has_source = source is not None
     arguments = [projected, memory, output, recurrent_kernel, gate_h_kernel, candidate_h_kernel]
     if has_source:
@@ -454,14 +477,21 @@ def default_num_shards():
     core TensorFlow may run ops on concurrently (at most 8)."""
     if tf.config.list_logical_devices("GPU"):
         return 1
-    threads = tf.config.threading.get_inter_op_parallelism_threads() or os.cpu_count() or 1
+    threads = tf.config.threading.get_inter_op_parallelism_threads() or _usable_cores()
     return max(1, min(int(threads), 8))
 
 
+def _usable_cores():
+    """CPU cores this process may run on (its affinity), else the machine's count."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _shard_sizes(batch, num_shards):
-    """Sizes of ``num_shards`` contiguous batch shards (the last takes the remainder)."""
-    size = batch // num_shards
-    return tf.concat([tf.fill([num_shards - 1], size), [batch - size * (num_shards - 1)]], 0)
+    """Sizes of ``num_shards`` contiguous batch shards, differing by at most one."""
+    shards = tf.range(num_shards)
+    return batch // num_shards + tf.cast(shards < batch % num_shards, batch.dtype)
 
 
 def _join(pieces, axis):
