@@ -31,7 +31,7 @@ from keras.src import backend as _keras_backend  # backend.rnn: the loop keras.l
 
 from tf_memlayers import _validation as check
 from tf_memlayers.ops import holographic
-from tf_memlayers.ops.associative_gru_loop import associative_gru_loop, default_num_shards
+from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
 
 DUAL_KEYS = ("paper", "released")
 
@@ -418,25 +418,18 @@ class AssociativeGRU(keras.layers.RNN):
         )
 
     def _fused_loop(self, projected, initial_state, mask, kernels):
-        """`inner_loop` through `associative_gru_loop` (time-major inside)."""
-        projected = ops.transpose(projected, (1, 0, 2))
-        if mask is not None:
-            mask = ops.transpose(ops.cast(mask, "bool"), (1, 0))
-        if self.go_backwards:
-            projected = ops.flip(projected, axis=0)
-            mask = None if mask is None else ops.flip(mask, axis=0)
-        outputs, memory, output = associative_gru_loop(
+        """`inner_loop` through `associative_gru_loop`."""
+        outputs, memory, output = batch_major_associative_gru_loop(
             projected,
             initial_state[0],
             initial_state[1],
-            *kernels,
+            kernels,
             self.cell.permutations,
             mask=mask,
+            go_backwards=self.go_backwards,
             zero_output_for_mask=self.zero_output_for_mask,
-            jit_compile=True,
-            num_shards=default_num_shards(),
         )
-        return outputs[-1], ops.transpose(outputs, (1, 0, 2)), [memory, output]
+        return outputs[:, -1], outputs, [memory, output]
 
     def get_config(self):
         config = super().get_config()

@@ -17,7 +17,7 @@ from tf_memlayers.layers.associative_gru import (
     AssociativeGRUCell,
     DualAssociativeGRUCell,
 )
-from tf_memlayers.ops.associative_gru_loop import associative_gru_loop, default_num_shards
+from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
 
 KINDS = ("gru", "am_gru", "dual_am_gru")
 
@@ -181,24 +181,19 @@ class ConditionalEncoder(keras.layers.Layer):
         weights as ``self.hypothesis_layer``)."""
         cell, dual = self.premise_cell, self.hypothesis_cell
         input_kernel, input_bias, *kernels = cell.projection_kernels()
-        projected = ops.transpose(ops.matmul(hypothesis, input_kernel) + input_bias, (1, 0, 2))
-        if mask is not None:
-            mask = ops.transpose(ops.cast(mask, "bool"), (1, 0))
         memory, last_output = premise_states
-        outputs, _, _ = associative_gru_loop(
-            projected,
+        outputs, _, _ = batch_major_associative_gru_loop(
+            ops.matmul(hypothesis, input_kernel) + input_bias,
             ops.zeros_like(memory),
             last_output,
-            *kernels,
+            kernels,
             cell.permutations,
             mask=mask,
-            jit_compile=True,
-            num_shards=default_num_shards(),
             source=memory,
-            dual_gate_kernel=ops.convert_to_tensor(dual.dual_gate_kernel),
-            dual_candidate_kernel=ops.convert_to_tensor(dual.dual_candidate_kernel),
+            dual_gate_kernel=dual.dual_gate_kernel,
+            dual_candidate_kernel=dual.dual_candidate_kernel,
         )
-        return ops.transpose(outputs, (1, 0, 2))
+        return outputs
 
     def compute_mask(self, inputs, mask=None):
         return None

@@ -472,6 +472,41 @@ def associative_gru_loop(
     return run(*arguments)
 
 
+def batch_major_associative_gru_loop(
+    projected, memory, output, kernels, permutations, mask=None, go_backwards=False,
+    jit_compile=True, num_shards=None, **options
+):
+    """`associative_gru_loop` on batch-major tensors, as the layers call it.
+
+    Args:
+        projected: ``[B, T, 4n]`` input projections; mask: optional ``[B, T]``.
+        memory, output, permutations: as in `associative_gru_loop`.
+        kernels: ``(R, G_h, C_h)`` (`AssociativeGRUCell.projection_kernels` after the input
+            kernel and bias).
+        go_backwards: run the sequence in reverse (outputs in processing order, as Keras).
+        jit_compile: as in `associative_gru_loop` (here XLA by default).
+        num_shards: default `default_num_shards()`.
+        **options: other `associative_gru_loop` arguments (``zero_output_for_mask``,
+            ``source``, ``dual_gate_kernel``, ``dual_candidate_kernel``).
+
+    Returns:
+        ``(outputs [B, T, n], final memory, final output)``.
+    """
+    projected = tf.transpose(projected, (1, 0, 2))
+    if mask is not None:
+        mask = tf.transpose(mask)
+    if go_backwards:
+        projected = tf.reverse(projected, [0])
+        mask = None if mask is None else tf.reverse(mask, [0])
+    outputs, memory, output = associative_gru_loop(
+        projected, memory, output, *kernels, permutations, mask=mask,
+        jit_compile=jit_compile,
+        num_shards=default_num_shards() if num_shards is None else num_shards,
+        **options,
+    )
+    return tf.transpose(outputs, (1, 0, 2)), memory, output
+
+
 def default_num_shards():
     """Batch shards for `associative_gru_loop`: 1 when a GPU is visible, else one per CPU
     core TensorFlow may run ops on concurrently (at most 8)."""
