@@ -105,6 +105,16 @@ def generated_last_word_corpus(entities=120, held_out=40, seed=0):
     make it happen: at the settings of ``examples/fill_last_word_cache.py`` the additive read
     does not learn the match, and the model with a cache does no better than the one without.
 
+    The reason lies in the read, not in this corpus. A held-out house's answer needs a match
+    between its name in the question and the same name in a cached fact, for names the read
+    never saw asked, so the match has to be an identity test that generalises to new names.
+    With ``query="none"`` the read is one vector for every example. With ``query="additive"``
+    the score ``v_c^T tanh(W_c^T C_i + W_q^T h)`` learns associations between features of the
+    training questions and of the cached states, which the weights can also learn from the
+    same targets (and do, by memorising the training questions), and which do not carry over
+    to names outside them. The encoder also drops a name from a fact's state when the fact's
+    own last word does not need it, and the cache holds states written with older weights.
+
     Args:
         entities: number of houses (at most 132).
         held_out: number of houses asked about only in the evaluation set.
