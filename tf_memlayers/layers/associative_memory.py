@@ -5,12 +5,8 @@ import keras
 from keras import ops
 
 from tf_memlayers import _validation as check
+from tf_memlayers.layers.memory_cell_wrapper import call_cell, cell_output_size, flat_state_sizes
 from tf_memlayers.ops import holographic
-
-
-def _state_sizes(cell):
-    sizes = cell.state_size
-    return [int(sizes)] if isinstance(sizes, int) else [int(s) for s in sizes]
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -33,11 +29,12 @@ class AssociativeMemoryCell(keras.layers.Layer):
     The cell's other states are carried unchanged through the step as usual.
 
     Args:
-        cell: a Keras RNN cell (``call(inputs, states, training)``, ``state_size``,
-            ``output_size``).
+        cell: a Keras RNN cell (``call(inputs, states)``, ``state_size`` an int or a list,
+            nested as in `keras.layers.StackedRNNCells` or flat; ``output_size`` optional).
         num_copies: number of redundant permuted memory copies ``C >= 1``.
         seed: seed of the permutations (`tf_memlayers.ops.holographic.make_permutations`).
-        memory_state_index: which of the cell's states lives in memory (default: see above).
+        memory_state_index: which of the cell's states lives in memory, counted in the
+            flattened list of its states (default: see above).
         return_retrievals: if True the output is ``[h_t, s_t - s_{t-1}, s_{t-1}]``: the cell
             output, what was written to memory and what was read from it.
         key_initializer: initializer of the key kernel ``W_r``.
@@ -74,7 +71,7 @@ class AssociativeMemoryCell(keras.layers.Layer):
         self.cell = cell
         self.num_copies = check.check_int("num_copies", num_copies, 1, owner)
         self.seed = check.check_int("seed", seed, None, owner)
-        sizes = _state_sizes(cell)
+        sizes = flat_state_sizes(cell.state_size)
         if memory_state_index is None:
             memory_state_index = 1 if isinstance(cell, keras.layers.LSTMCell) else 0
         self.memory_state_index = check.check_int("memory_state_index", memory_state_index, 0, owner)
@@ -91,7 +88,7 @@ class AssociativeMemoryCell(keras.layers.Layer):
         )
         self.return_retrievals = bool(return_retrievals)
         self.key_initializer = keras.initializers.get(key_initializer)
-        self._cell_output_size = int(cell.output_size)
+        self._cell_output_size = cell_output_size(cell)
         self._other_sizes = [s for i, s in enumerate(sizes) if i != self.memory_state_index]
         self.state_size = [self.memory_units * self.num_copies, self._cell_output_size]
         self.state_size += self._other_sizes
@@ -128,8 +125,7 @@ class AssociativeMemoryCell(keras.layers.Layer):
         )
         cell_states = others[: self.memory_state_index] + [retrieved]
         cell_states += others[self.memory_state_index :]
-        output, new_cell_states = self.cell(controller, cell_states, training=training)
-        new_cell_states = list(new_cell_states) if isinstance(new_cell_states, (list, tuple)) else [new_cell_states]
+        output, new_cell_states = call_cell(self.cell, controller, cell_states, training)
         written = new_cell_states[self.memory_state_index] - retrieved
         new_memory = holographic.write_memory(copies_re, copies_im, memory_re, memory_im, written)
         new_others = [s for i, s in enumerate(new_cell_states) if i != self.memory_state_index]

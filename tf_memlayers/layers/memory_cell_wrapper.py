@@ -4,9 +4,33 @@ import keras
 
 
 def flat_state_sizes(state_size):
-    """A cell's `state_size` as a flat list of ints."""
-    sizes = list(state_size) if isinstance(state_size, (list, tuple)) else [state_size]
-    return [int(s) for s in sizes]
+    """A cell's `state_size` (an int, a list, or nested lists as in
+    `keras.layers.StackedRNNCells`) as a flat list of ints."""
+    return [int(s) for s in keras.tree.flatten(state_size)]
+
+
+def cell_output_size(cell):
+    """The cell's `output_size`, else its first state size (as `keras.layers.RNN` does)."""
+    output_size = getattr(cell, "output_size", None)
+    return int(output_size if output_size else flat_state_sizes(cell.state_size)[0])
+
+
+def call_cell(cell, inputs, flat_states, training=None):
+    """Calls ``cell`` on flat states; returns ``(output, new flat states)``.
+
+    The states are handed over in the structure `keras.layers.RNN` gives a cell: a list for an
+    int or flat `state_size`, nested lists for a nested one.
+    """
+    structure = cell.state_size
+    if isinstance(structure, (list, tuple)):
+        states = keras.tree.pack_sequence_as(list(structure), list(flat_states))
+    else:
+        states = list(flat_states)
+    kwargs = {}
+    if getattr(cell, "_call_has_training_arg", False):
+        kwargs["training"] = training
+    output, new_states = cell(inputs, states, **kwargs)
+    return output, list(keras.tree.flatten(new_states))
 
 
 class MemoryCellWrapper(keras.layers.Layer):
@@ -16,7 +40,8 @@ class MemoryCellWrapper(keras.layers.Layer):
 
     Args:
         cell: a Keras RNN cell (any object with `state_size` that is called as
-            ``cell(inputs, states) -> (output, new_states)``).
+            ``cell(inputs, states) -> (output, new_states)``; nested state sizes, as in
+            `keras.layers.StackedRNNCells`, are flattened into the wrapper's state list).
     """
 
     def __init__(self, cell, **kwargs):
@@ -28,8 +53,7 @@ class MemoryCellWrapper(keras.layers.Layer):
             )
         self.cell = cell
         self.cell_state_sizes = flat_state_sizes(cell.state_size)
-        output_size = getattr(cell, "output_size", None)
-        self.cell_output_size = int(output_size if output_size else self.cell_state_sizes[0])
+        self.cell_output_size = cell_output_size(cell)
 
     @property
     def state_size(self):
@@ -42,16 +66,8 @@ class MemoryCellWrapper(keras.layers.Layer):
     def run_cell(self, inputs, states, training=None):
         """Runs the wrapped cell; returns ``(h, new_cell_states, memory)``."""
         states = list(states)
-        cell_states, memory = states[:-1], states[-1]
-        kwargs = {}
-        if getattr(self.cell, "_call_has_training_arg", False):
-            kwargs["training"] = training
-        if not isinstance(self.cell.state_size, (list, tuple)):
-            cell_states = cell_states[0]
-        h, new_states = self.cell(inputs, cell_states, **kwargs)
-        if not isinstance(new_states, (list, tuple)):
-            new_states = [new_states]
-        return h, list(new_states), memory
+        h, new_states = call_cell(self.cell, inputs, states[:-1], training)
+        return h, new_states, states[-1]
 
     def get_config(self):
         config = super().get_config()

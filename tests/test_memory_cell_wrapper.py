@@ -1,0 +1,73 @@
+"""The wrapper cells hand states to any Keras cell as `keras.layers.RNN` does."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from tf_memlayers.layers import AssociativeMemoryCell, NGramConcatCell, SlidingWindowAttentionCell
+
+WRAPPERS = {
+    "window": lambda cell: SlidingWindowAttentionCell(cell, window=3),
+    "ngram": lambda cell: NGramConcatCell(cell, n=3, units=4),
+}
+
+
+class IndexingCell(keras.layers.Layer):
+    """The `keras.layers.RNN` docstring's cell: int `state_size`, reads ``states[0]``."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.state_size = units
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name="kernel")
+        self.recurrent = self.add_weight(shape=(self.units, self.units), name="recurrent")
+
+    def call(self, inputs, states):
+        output = ops.tanh(ops.matmul(inputs, self.kernel) + ops.matmul(states[0], self.recurrent))
+        return output, [output]
+
+
+def stacked_lstm():
+    return keras.layers.StackedRNNCells([keras.layers.LSTMCell(6), keras.layers.LSTMCell(4)])
+
+
+def final_states(cell, inputs):
+    outputs = keras.layers.RNN(cell, return_state=True)(inputs)
+    return [np.asarray(s) for s in keras.tree.flatten(outputs[1:])]
+
+
+@pytest.mark.parametrize("wrapper", sorted(WRAPPERS))
+@pytest.mark.parametrize("make_cell", [lambda: IndexingCell(4), stacked_lstm], ids=["int", "nested"])
+def test_wrapped_cell_runs_as_in_keras_rnn(wrapper, make_cell):
+    inputs = np.random.default_rng(0).normal(size=(3, 6, 4)).astype("float32")
+    cell = make_cell()
+    plain = final_states(cell, inputs)
+    wrapped_cell = WRAPPERS[wrapper](cell)  # the same cell object: the same weights
+    wrapped = final_states(wrapped_cell, inputs)
+    assert len(wrapped) == len(plain) + 1  # the wrapped cell's states, then the memory
+    for expected, got in zip(plain, wrapped):
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_associative_memory_cell_flattens_nested_states():
+    inputs = np.random.default_rng(1).normal(size=(2, 5, 3)).astype("float32")
+    lstm = keras.layers.LSTMCell(6)
+    direct = AssociativeMemoryCell(lstm, num_copies=2)
+    stacked = AssociativeMemoryCell(
+        keras.layers.StackedRNNCells([lstm]), num_copies=2, memory_state_index=1
+    )
+    assert stacked.state_size == direct.state_size
+    expected = keras.layers.RNN(direct)(inputs)
+    stacked.build((None, 3))
+    stacked.key_kernel.assign(direct.key_kernel)
+    np.testing.assert_allclose(keras.layers.RNN(stacked)(inputs), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_associative_memory_cell_without_output_size():
+    cell = AssociativeMemoryCell(IndexingCell(4), num_copies=2)
+    assert cell.output_size == 4
+    outputs = keras.layers.RNN(cell)(np.ones((2, 5, 3), "float32"))
+    assert tuple(outputs.shape) == (2, 4)
