@@ -116,3 +116,15 @@ def test_bad_arguments():
         AttentionPooling("8")
     with pytest.raises(ValueError, match="rank 3"):
         AttentionPooling(4)(np.ones((2, 5), "float32"))
+
+
+def test_attention_scores_in_a_functional_model():
+    layer = AttentionPooling(4)
+    inputs = keras.Input((5, 6))
+    probe = keras.Model(inputs, layer(inputs, return_attention_scores=True))
+    x = np.random.default_rng(3).normal(size=(2, 5, 6)).astype("float32")
+    pooled, weights = probe(x)
+    expected_pooled, expected_weights = layer(x, return_attention_scores=True)
+    assert tuple(weights.shape) == (2, 5)
+    np.testing.assert_allclose(pooled, expected_pooled, rtol=1e-6)
+    np.testing.assert_allclose(weights, expected_weights, rtol=1e-6)

@@ -215,3 +215,17 @@ def test_bad_candidates():
         HeapCacheAttention(4, 2).insert(np.ones((1, WIDTH), "float32"))
     with pytest.raises(ValueError, match="rank 2"):
         HeapCacheAttention(4, 2)(np.ones((2, 3, WIDTH), "float32"))
+
+
+@pytest.mark.parametrize("query, weights_shape", [("none", (4,)), ("additive", (3, 4))])
+def test_attention_scores_in_a_functional_model(query, weights_shape):
+    layer = HeapCacheAttention(4, 3, query=query)
+    inputs = keras.Input((6,))
+    probe = keras.Model(inputs, layer(inputs, return_attention_scores=True))
+    states = np.random.default_rng(4).normal(size=(3, 6)).astype("float32")
+    layer.insert(states)
+    outputs, weights = probe(states)
+    expected_outputs, expected_weights = layer(states, return_attention_scores=True)
+    assert tuple(weights.shape) == weights_shape
+    np.testing.assert_allclose(outputs, expected_outputs, rtol=1e-6)
+    np.testing.assert_allclose(weights, expected_weights, rtol=1e-6)

@@ -84,6 +84,13 @@ class AttentionPooling(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return (input_shape[0], input_shape[-1])
 
+    def compute_output_spec(self, inputs, mask=None, return_attention_scores=False):
+        pooled = keras.KerasTensor(self.compute_output_shape(inputs.shape), self.compute_dtype)
+        if not return_attention_scores:
+            return pooled
+        weights = keras.KerasTensor(tuple(inputs.shape[:2]), softmax_dtype(self.compute_dtype))
+        return pooled, weights
+
     def get_config(self):
         config = super().get_config()
         config.update(

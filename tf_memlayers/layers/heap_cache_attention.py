@@ -230,6 +230,13 @@ class HeapCacheAttention(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)
 
+    def compute_output_spec(self, inputs, training=None, return_attention_scores=False):
+        outputs = keras.KerasTensor(tuple(inputs.shape), self.compute_dtype)
+        if not return_attention_scores:
+            return outputs
+        slots = (self.cache_size,) if self.query == "none" else (inputs.shape[0], self.cache_size)
+        return outputs, keras.KerasTensor(slots, softmax_dtype(self.compute_dtype))
+
     def get_config(self):
         config = super().get_config()
         serialize = keras.initializers.serialize
