@@ -40,7 +40,9 @@ def final_states(cell, inputs):
 
 
 @pytest.mark.parametrize("wrapper", sorted(WRAPPERS))
-@pytest.mark.parametrize("make_cell", [lambda: IndexingCell(4), stacked_lstm], ids=["int", "nested"])
+@pytest.mark.parametrize(
+    "make_cell", [lambda: IndexingCell(4), stacked_lstm], ids=["int", "nested"]
+)
 def test_wrapped_cell_runs_as_in_keras_rnn(wrapper, make_cell):
     inputs = np.random.default_rng(0).normal(size=(3, 6, 4)).astype("float32")
     cell = make_cell()

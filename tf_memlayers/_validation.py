@@ -4,7 +4,10 @@ Each check raises a ``TypeError`` (wrong type) or ``ValueError`` (wrong value) w
 names the argument, the value received and what is allowed.
 """
 
+import collections.abc
 import numbers
+
+import numpy as np
 
 
 def check_int(name, value, minimum=None, owner=None):
@@ -21,9 +24,32 @@ def check_int(name, value, minimum=None, owner=None):
     return value
 
 
+def check_bool(name, value, owner=None):
+    """Returns ``value`` as a bool; only Python and NumPy bools are accepted (not ``"no"``)."""
+    if not isinstance(value, (bool, np.bool_)):
+        prefix = f"{owner}: " if owner else ""
+        raise TypeError(f"{prefix}`{name}` must be a bool, got {value!r}.")
+    return bool(value)
+
+
 def check_optional_int(name, value, minimum=None, owner=None):
     """Like `check_int`, but lets ``None`` through."""
     return None if value is None else check_int(name, value, minimum, owner)
+
+
+def check_sizes(name, sizes, count, owner=None, what="pieces"):
+    """Returns ``sizes`` as a tuple of ``count`` positive ints; ``None`` passes through."""
+    if sizes is None:
+        return None
+    prefix = f"{owner}: " if owner else ""
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, collections.abc.Iterable):
+        raise TypeError(
+            f"{prefix}`{name}` must be a list of {count} positive integers, got {sizes!r}."
+        )
+    sizes = tuple(sizes)
+    if len(sizes) != count:
+        raise ValueError(f"{prefix}`{name}` must list {count} {what}, got {len(sizes)}: {sizes}.")
+    return tuple(check_int(name, size, 1, owner) for size in sizes)
 
 
 def check_choice(name, value, allowed, owner=None):

@@ -113,7 +113,7 @@ class AssociativeGRUCell(keras.layers.Layer):
         self.units, self.num_copies, self.seed = _num_copies_and_units(
             owner, units, num_copies, seed
         )
-        self.return_retrievals = bool(return_retrievals)
+        self.return_retrievals = check.check_bool("return_retrievals", return_retrievals, owner)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.gate_bias_initializer = keras.initializers.get(gate_bias_initializer)
         self.candidate_bias_initializer = keras.initializers.get(candidate_bias_initializer)
@@ -356,8 +356,19 @@ class AssociativeGRU(keras.layers.RNN):
         fused_loop=False,
         **kwargs,
     ):
-        if not isinstance(fused_loop, bool):
-            raise TypeError(f"AssociativeGRU: `fused_loop` must be a bool, got {fused_loop!r}.")
+        flags = dict(
+            return_retrievals=return_retrievals,
+            return_sequences=return_sequences,
+            return_state=return_state,
+            go_backwards=go_backwards,
+            stateful=stateful,
+            unroll=unroll,
+            zero_output_for_mask=zero_output_for_mask,
+            fused_loop=fused_loop,
+        )
+        flags = {name: check.check_bool(name, f, "AssociativeGRU") for name, f in flags.items()}
+        return_retrievals, fused_loop = flags.pop("return_retrievals"), flags.pop("fused_loop")
+        unroll = flags["unroll"]
         if fused_loop and (return_retrievals or unroll):
             raise ValueError(
                 "AssociativeGRU: `fused_loop=True` cannot be combined with "
@@ -378,16 +389,7 @@ class AssociativeGRU(keras.layers.RNN):
             trainable=kwargs.get("trainable", True),
             name="associative_gru_cell",
         )
-        super().__init__(
-            cell,
-            return_sequences=return_sequences,
-            return_state=return_state,
-            go_backwards=go_backwards,
-            stateful=stateful,
-            unroll=unroll,
-            zero_output_for_mask=zero_output_for_mask,
-            **kwargs,
-        )
+        super().__init__(cell, **flags, **kwargs)
         self.fused_loop = fused_loop
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
@@ -530,7 +532,7 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         owner = type(self).__name__
         units, num_copies, seed = _num_copies_and_units(owner, units, num_copies, seed)
         self.dual_key = check.check_choice("dual_key", dual_key, DUAL_KEYS, owner)
-        self.return_retrievals = bool(return_retrievals)
+        self.return_retrievals = check.check_bool("return_retrievals", return_retrievals, owner)
         if premise_cell is None:
             premise_cell = AssociativeGRUCell(
                 units,

@@ -86,7 +86,7 @@ class AssociativeMemoryCell(keras.layers.Layer):
             "the memory stores complex halves",
             owner,
         )
-        self.return_retrievals = bool(return_retrievals)
+        self.return_retrievals = check.check_bool("return_retrievals", return_retrievals, owner)
         self.key_initializer = keras.initializers.get(key_initializer)
         self._cell_output_size = cell_output_size(cell)
         self._other_sizes = [s for i, s in enumerate(sizes) if i != self.memory_state_index]

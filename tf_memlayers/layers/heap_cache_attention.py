@@ -4,7 +4,13 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from tf_memlayers._validation import check_choice, check_int, check_last_dim, check_rank
+from tf_memlayers._validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_last_dim,
+    check_rank,
+)
 from tf_memlayers.layers.attention_pooling import softmax_dtype
 from tf_memlayers.ops.heap import heap_insert, topk_insert
 
@@ -96,9 +102,7 @@ class HeapCacheAttention(keras.layers.Layer):
         self.attention_units = check_int("attention_units", attention_units, 1, owner)
         self.policy = check_choice("policy", policy, POLICIES, owner)
         self.query = check_choice("query", query, QUERIES, owner)
-        if not isinstance(mask_empty, bool):
-            raise TypeError(f"{owner}: `mask_empty` must be a bool, got {mask_empty!r}.")
-        self.mask_empty = mask_empty
+        self.mask_empty = check_bool("mask_empty", mask_empty, owner)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.score_initializer = keras.initializers.get(score_initializer)
         self.gate_initializer = keras.initializers.get(gate_initializer)

@@ -2,7 +2,7 @@
 
 import keras
 
-from tf_memlayers._validation import check_choice, check_rank
+from tf_memlayers._validation import check_choice, check_last_dim, check_rank, check_sizes
 from tf_memlayers.ops.pieces import piece_sizes, split_pieces
 
 MODES = ("attention", "key_value", "key_value_predict")
@@ -15,6 +15,11 @@ def split_sizes(mode, width, sizes=None, owner=None):
     """Piece sizes, key first, for splitting a width-``width`` output in ``mode``."""
     check_choice("mode", mode, MODES, owner)
     return piece_sizes(width, _PIECES[mode], sizes, owner, _NAMES[mode])
+
+
+def check_mode_sizes(mode, sizes, owner=None):
+    """Checks explicit ``sizes`` (or ``None``) against the number of pieces of ``mode``."""
+    return check_sizes("sizes", sizes, _PIECES[mode], owner, _NAMES[mode])
 
 
 def key_value_predict_sizes(mode, piece_sizes):
@@ -70,15 +75,17 @@ class KeyValuePredictSplit(keras.layers.Layer):
 
     def __init__(self, mode="attention", sizes=None, **kwargs):
         super().__init__(**kwargs)
-        self.mode = check_choice("mode", mode, MODES, type(self).__name__)
-        self.sizes = None if sizes is None else tuple(sizes)
+        owner = type(self).__name__
+        self.mode = check_choice("mode", mode, MODES, owner)
+        self.sizes = check_mode_sizes(self.mode, sizes, owner)
         self.supports_masking = True
 
     def build(self, input_shape):
         owner = type(self).__name__
         if len(input_shape) < 2:
             check_rank("inputs", input_shape, 2, owner)
-        self.piece_sizes = split_sizes(self.mode, int(input_shape[-1]), self.sizes, owner)
+        width = check_last_dim("inputs", input_shape, owner)
+        self.piece_sizes = split_sizes(self.mode, width, self.sizes, owner)
 
     def call(self, inputs):
         return split_key_value_predict(inputs, self.mode, self.piece_sizes)

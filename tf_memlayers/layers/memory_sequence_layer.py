@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from tf_memlayers._validation import check_rank
+from tf_memlayers._validation import check_bool, check_rank
 
 
 class MemorySequenceLayer(keras.layers.Layer):
@@ -20,7 +20,7 @@ class MemorySequenceLayer(keras.layers.Layer):
 
     def __init__(self, stateful=False, **kwargs):
         super().__init__(**kwargs)
-        self.stateful = bool(stateful)
+        self.stateful = check_bool("stateful", stateful, type(self).__name__)
         self.supports_masking = True
         self.memory = None
 

@@ -12,7 +12,7 @@ pieces are zeros. Both forms carry the last N-2 outputs as a 2-D memory ``[batch
 import keras
 from keras import ops
 
-from tf_memlayers._validation import check_int
+from tf_memlayers._validation import check_bool, check_int, check_sizes
 from tf_memlayers.layers.memory_cell_wrapper import MemoryCellWrapper
 from tf_memlayers.layers.memory_sequence_layer import MemorySequenceLayer
 from tf_memlayers.ops import windows
@@ -26,16 +26,19 @@ class _NGram:
         owner = type(self).__name__
         self.n = check_int("n", n, 2, owner)
         self.units = check_int("units", units, 1, owner)
-        self.sizes = None if sizes is None else tuple(sizes)
-        self.use_bias = bool(use_bias)
+        self.sizes = check_sizes("sizes", sizes, self.n - 1, owner, self._pieces_name())
+        self.use_bias = check_bool("use_bias", use_bias, owner)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
 
     def _resolve_width(self, width):
         self.width = width
         self.piece_sizes = piece_sizes(
-            width, self.n - 1, self.sizes, type(self).__name__, f"pieces (N-1 = {self.n - 1})"
+            width, self.n - 1, self.sizes, type(self).__name__, self._pieces_name()
         )
+
+    def _pieces_name(self):
+        return f"pieces (N-1 = {self.n - 1})"
 
     def _build_ngram(self):
         self.ngram_kernel = self.add_weight(
@@ -127,7 +130,7 @@ class NGramConcat(_NGram, MemorySequenceLayer):
     ):
         super().__init__(stateful=stateful, **kwargs)
         self._init_ngram(n, units, sizes, use_bias, kernel_initializer, bias_initializer)
-        self.return_memory = bool(return_memory)
+        self.return_memory = check_bool("return_memory", return_memory, type(self).__name__)
 
     def build_mechanism(self, width):
         self._resolve_width(width)

@@ -18,9 +18,10 @@ state and the parallel layer's carried memory, so the two forms can hand memory 
 import keras
 from keras import ops
 
-from tf_memlayers._validation import check_choice, check_int, check_optional_int
+from tf_memlayers._validation import check_bool, check_choice, check_int, check_optional_int
 from tf_memlayers.layers.key_value_predict_split import (
     MODES,
+    check_mode_sizes,
     key_value_predict_sizes,
     split_key_value_predict,
     split_sizes,
@@ -70,11 +71,11 @@ class _WindowAttention:
         owner = type(self).__name__
         self.window = check_int("window", window, 1, owner)
         self.mode = check_choice("mode", mode, MODES, owner)
-        self.sizes = None if sizes is None else tuple(sizes)
+        self.sizes = check_mode_sizes(self.mode, sizes, owner)
         self.attention_units = check_optional_int("attention_units", attention_units, 1, owner)
         self.units = check_optional_int("units", units, 1, owner)
         self.pad = check_choice("pad", pad, PADS, owner)
-        self.use_bias = bool(use_bias)
+        self.use_bias = check_bool("use_bias", use_bias, owner)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
 
@@ -262,8 +263,11 @@ class SlidingWindowAttention(_WindowAttention, MemorySequenceLayer):
             kernel_initializer,
             bias_initializer,
         )
-        self.return_attention_scores = bool(return_attention_scores)
-        self.return_memory = bool(return_memory)
+        owner = type(self).__name__
+        self.return_attention_scores = check_bool(
+            "return_attention_scores", return_attention_scores, owner
+        )
+        self.return_memory = check_bool("return_memory", return_memory, owner)
 
     def build_mechanism(self, width):
         self._build_attention(width)

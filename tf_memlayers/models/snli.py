@@ -10,7 +10,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from tf_memlayers._validation import check_choice, check_int
+from tf_memlayers._validation import check_bool, check_choice, check_int
 from tf_memlayers.layers.associative_gru import (
     DUAL_KEYS,
     AssociativeGRU,
@@ -77,8 +77,7 @@ class ConditionalEncoder(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         self.kind = check_choice("kind", kind, KINDS, "ConditionalEncoder")
-        if not isinstance(fused_loop, bool):
-            raise TypeError(f"ConditionalEncoder: `fused_loop` must be a bool, got {fused_loop!r}.")
+        fused_loop = check_bool("fused_loop", fused_loop, "ConditionalEncoder")
         if fused_loop and self.kind == "gru":
             raise ValueError(
                 "ConditionalEncoder: `fused_loop=True` runs the AM-GRU loop; kind='gru' has "

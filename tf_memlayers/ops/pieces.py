@@ -1,6 +1,6 @@
 """Contiguous pieces of the last axis (key / value / predict, N-gram pieces)."""
 
-from tf_memlayers._validation import check_int
+from tf_memlayers._validation import check_sizes
 
 
 def piece_sizes(width, count, sizes=None, owner=None, what="pieces"):
@@ -25,19 +25,13 @@ def piece_sizes(width, count, sizes=None, owner=None, what="pieces"):
                 f"pass explicit `sizes=` ({count} positive integers summing to {width})."
             )
         return (width // count,) * count
-    sizes = tuple(sizes)
-    if len(sizes) != count:
-        raise ValueError(
-            f"{prefix}`sizes` must list {count} {what}, got {len(sizes)}: {sizes}."
-        )
-    for size in sizes:
-        check_int("sizes", size, 1, owner)
+    sizes = check_sizes("sizes", sizes, count, owner, what)
     if sum(sizes) != width:
         raise ValueError(
             f"{prefix}`sizes` {sizes} sum to {sum(sizes)}, but the input width is {width}; "
             f"they must add up to the width."
         )
-    return tuple(int(s) for s in sizes)
+    return sizes
 
 
 def split_pieces(x, sizes):
