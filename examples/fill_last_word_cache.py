@@ -12,9 +12,12 @@ Examples::
     python examples/fill_last_word_cache.py --data-dir ../shared/data/pwkp_gaffney \\
         --embeddings glove-50d-5k.json --pooling attention --cache-size 1000 --epochs 5
 
-``--workdir`` keeps checkpoints (the same command resumes after an interruption, cache
-included), TensorBoard logs (scalars; each epoch the cache-attention weight by heap index on a
-log axis, as in the paper's Fig. 5, and the cache fill) and ``metrics.json``.
+The run directory (``--workdir``; by default ``runs/fill_last_word_cache/<pooling>-cache<size>-
+<digest>``, one per set of options) keeps checkpoints (the same command resumes after an
+interruption, cache included, and a different one in the same ``--workdir`` is refused),
+TensorBoard logs (scalars; each epoch the cache-attention weight by heap index on a log axis, as
+in the paper's Fig. 5, and the cache fill) and ``metrics.json``.
+``tensorboard --logdir runs/fill_last_word_cache`` compares the runs.
 """
 
 import argparse
@@ -35,7 +38,13 @@ from tf_memlayers.models.fill_last_word import (
     compile_fill_last_word_model,
 )
 from tf_memlayers.models.heap_cache_model import cache_fill_fractions
-from tf_memlayers.training import make_strategy, resumable_callbacks, write_metrics
+from tf_memlayers.training import (
+    make_strategy,
+    resumable_callbacks,
+    run_settings,
+    run_workdir,
+    write_metrics,
+)
 from tf_memlayers.training.strategy import STRATEGIES
 
 
@@ -74,7 +83,8 @@ def parse_args(argv=None):
     train.add_argument("--strategy", choices=STRATEGIES, default="auto")
     train.add_argument("--jit", action="store_true", help="compile the train step with XLA")
     train.add_argument("--mixed-precision", action="store_true", help="mixed_float16 policy")
-    train.add_argument("--workdir", default=os.path.join("runs", "fill_last_word_cache"))
+    train.add_argument("--workdir", help="run directory (default: runs/fill_last_word_cache/"
+                       "<pooling>-cache<size>-<digest of the settings>, one per configuration)")
     train.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2))
     return parser.parse_args(argv)
 
@@ -104,6 +114,8 @@ def initial_embeddings(args, vocabulary):
 def main(argv=None, extra_callbacks=()):
     """Runs the example; returns the final metrics dict."""
     args = parse_args(argv)
+    label = f"{args.pooling}-cache{args.cache_size}"
+    workdir = run_workdir(args, os.path.join("runs", "fill_last_word_cache"), label)
     keras.utils.set_random_seed(args.seed)
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
@@ -118,7 +130,7 @@ def main(argv=None, extra_callbacks=()):
         raise ValueError(f"No usable sentences in {source} (2 to {args.max_length} tokens).")
     matrix, found = initial_embeddings(args, vocabulary)
     print(f"source={source} train={len(x_train)} eval={len(x_eval)} "
-          f"vocabulary={len(vocabulary)} pretrained={found}", flush=True)
+          f"vocabulary={len(vocabulary)} pretrained={found} workdir={workdir}", flush=True)
 
     strategy = make_strategy(args.strategy)
     batch_size = args.batch_size * strategy.num_replicas_in_sync
@@ -143,8 +155,10 @@ def main(argv=None, extra_callbacks=()):
             model, args.faithful_to_code, args.learning_rate, jit_compile=args.jit
         )
 
-    log_dir = os.path.join(args.workdir, "logs")
-    callbacks = resumable_callbacks(args.workdir, monitor="val_accuracy", mode="max")
+    log_dir = os.path.join(workdir, "logs")
+    callbacks = resumable_callbacks(
+        workdir, monitor="val_accuracy", mode="max", settings=run_settings(args)
+    )
     callbacks.append(keras.callbacks.TensorBoard(log_dir))
     if args.cache_size:
         callbacks.append(CacheAttentionCallback(log_dir, probe_inputs=x_eval[:batch_size]))
@@ -159,6 +173,7 @@ def main(argv=None, extra_callbacks=()):
     final = model.evaluate(eval_data, return_dict=True, verbose=0)
     metrics = {
         "source": source,
+        "workdir": workdir,
         "pooling": args.pooling,
         "cache_size": args.cache_size,
         "policy": args.policy,
@@ -176,7 +191,7 @@ def main(argv=None, extra_callbacks=()):
         "cache_fill": cache_fill_fractions(model),
         "seconds": round(time.time() - started, 1),
     }
-    write_metrics(metrics, os.path.join(args.workdir, "metrics.json"))
+    write_metrics(metrics, os.path.join(workdir, "metrics.json"))
     return metrics
 
 

@@ -19,10 +19,12 @@ learning-rate decay; ``short-attention-spans``: the paper's settings at a CPU-si
 whose settings become the defaults; explicit options still win. The blog baselines are
 flags: ``--dropout``, ``--variational-dropout``, ``--tie-weights``.
 
-Runs are resumable: with the same ``--workdir`` an interrupted run continues from its last
-completed epoch (weights, optimizer and epoch are restored; carried states start each epoch
-from zero, as they do without an interruption). TensorBoard logs (scalars and, for attention
-models, the per-epoch attention heatmaps) go to ``<workdir>/logs``.
+Runs are resumable: the same command (or the same ``--workdir``) continues an interrupted run
+from its last completed epoch (weights, optimizer and epoch are restored; carried states start
+each epoch from zero, as they do without an interruption). Each set of options has its own run
+directory, by default ``runs/ptb_memory_lm/<model>-<digest>``; a ``--workdir`` holding a run
+with other options is refused. TensorBoard logs (scalars and, for attention models, the
+per-epoch attention heatmaps) go to ``<workdir>/logs``.
 
 Example::
 
@@ -30,7 +32,7 @@ Example::
     python examples/ptb_memory_lm.py --model lstm     # the baseline on the same data
     python examples/ptb_memory_lm.py --model ngram --data-dir ../shared/data/ptb
     python examples/ptb_memory_lm.py --config zaremba-small --data-dir ../shared/data/ptb
-    tensorboard --logdir runs/ptb_memory_lm/logs
+    tensorboard --logdir runs/ptb_memory_lm        # all runs side by side
 """
 
 import argparse
@@ -60,10 +62,19 @@ from tf_memlayers.models.language_model import (  # noqa: E402
     evaluate_language_model,
 )
 from tf_memlayers.models.language_model_presets import PRESETS, get_preset  # noqa: E402
-from tf_memlayers.training import make_strategy, resumable_callbacks, write_metrics  # noqa: E402
+from tf_memlayers.training import (  # noqa: E402
+    make_strategy,
+    resumable_callbacks,
+    run_settings,
+    run_workdir,
+    write_metrics,
+)
+from tf_memlayers.training.resumable import RUN_OPTIONS  # noqa: E402
 from tf_memlayers.training.strategy import STRATEGIES  # noqa: E402
 
-DEFAULT_WORKDIR = "runs/ptb_memory_lm"
+DEFAULT_ROOT = "runs/ptb_memory_lm"
+# Options that do not change what is trained: a run resumed with other values is the same run.
+PTB_RUN_OPTIONS = (*RUN_OPTIONS, "metrics_file", "probe_sentence", "probe_length")
 
 
 def positive_int(text):
@@ -168,8 +179,9 @@ def parse_args(argv=None):
     train.add_argument("--seed", type=int, default=0)
 
     run = parser.add_argument_group("run")
-    run.add_argument("--workdir", default=DEFAULT_WORKDIR,
-                     help="checkpoints, resume state and TensorBoard logs")
+    run.add_argument("--workdir",
+                     help="checkpoints, resume state and TensorBoard logs (default: "
+                     f"{DEFAULT_ROOT}/<model>-<digest of the settings>, one per configuration)")
     run.add_argument("--probe-sentence",
                      help="sentence shown in the attention heatmap (default: the start of "
                      "the validation split)")
@@ -229,12 +241,12 @@ def probe_inputs(args, corpus, valid):
     return ids, tokens, validation
 
 
-def make_callbacks(args, corpus, train, valid, strategy):
-    workdir = pathlib.Path(args.workdir)
+def make_callbacks(args, workdir, corpus, train, valid, strategy):
+    settings = run_settings(args, PTB_RUN_OPTIONS)
     callbacks = [
         StateResetCallback(train.resets, valid.resets),
         EpochLearningRate(args.learning_rate, args.lr_decay, args.full_rate_epochs),
-        *resumable_callbacks(str(workdir), monitor="val_loss"),
+        *resumable_callbacks(str(workdir), monitor="val_loss", settings=settings),
         keras.callbacks.TensorBoard(str(workdir / "logs"), write_graph=False),
     ]
     if args.model in ATTENTION_KINDS:
@@ -271,6 +283,7 @@ def last_logged(history, key):
 
 def run(args, extra_callbacks=()):
     """Trains and evaluates; returns the metrics dict."""
+    workdir = pathlib.Path(run_workdir(args, DEFAULT_ROOT, args.model, PTB_RUN_OPTIONS))
     keras.utils.set_random_seed(args.seed)
     started = time.time()
     corpus = load_data(args)
@@ -304,7 +317,7 @@ def run(args, extra_callbacks=()):
             optimizer=args.optimizer,
             loss_reduction=args.loss_reduction,
         )
-    callbacks = make_callbacks(args, corpus, train, split_batches["valid"], strategy)
+    callbacks = make_callbacks(args, workdir, corpus, train, split_batches["valid"], strategy)
     history = model.fit(
         train.dataset(),
         validation_data=split_batches["valid"].dataset(),
@@ -318,6 +331,7 @@ def run(args, extra_callbacks=()):
     }
     metrics = {
         "config": args.config,
+        "workdir": str(workdir),
         "model": args.model,
         "form": args.form,
         "corpus": corpus.name,

@@ -12,9 +12,11 @@ Examples::
     python examples/snli_dual_am_gru.py --data-dir ~/snli_1.0 --embeddings glove.840B.300d.txt \\
         --eval-every 1000 --epochs 30 --workdir runs/snli
 
-``--workdir`` keeps checkpoints (the same command resumes after an interruption), TensorBoard
-logs (scalars, the per-epoch memory retrieval heatmap and its sentence pair) and
-``metrics.json``.
+The run directory (``--workdir``; by default ``runs/snli_dual_am_gru/<kind>-<digest>``, one
+per set of options) keeps checkpoints (the same command resumes after an interruption, and a
+different one in the same ``--workdir`` is refused), TensorBoard logs (scalars, the per-epoch
+memory retrieval heatmap and its sentence pair) and ``metrics.json``.
+``tensorboard --logdir runs/snli_dual_am_gru`` compares the runs.
 """
 
 import argparse
@@ -34,7 +36,14 @@ from tf_memlayers.models.snli import (
     compile_snli_model,
     halve_learning_rate_callback,
 )
-from tf_memlayers.training import make_strategy, resumable_callbacks, write_metrics
+from tf_memlayers.training import (
+    make_strategy,
+    resumable_callbacks,
+    resumed_epoch,
+    run_settings,
+    run_workdir,
+    write_metrics,
+)
 from tf_memlayers.training.strategy import STRATEGIES
 
 
@@ -84,7 +93,8 @@ def parse_args(argv=None):
     train.add_argument("--strategy", choices=STRATEGIES, default="auto")
     train.add_argument("--jit", action="store_true", help="compile the train step with XLA")
     train.add_argument("--mixed-precision", action="store_true", help="mixed_float16 policy")
-    train.add_argument("--workdir", default=os.path.join("runs", "snli_dual_am_gru"))
+    train.add_argument("--workdir", help="run directory (default: runs/snli_dual_am_gru/"
+                       "<kind>-<digest of the settings>, one per configuration)")
     train.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2))
     return parser.parse_args(argv)
 
@@ -111,6 +121,7 @@ def initial_embeddings(args, vocabulary):
 def main(argv=None, extra_callbacks=()):
     """Runs the example; returns the final metrics dict."""
     args = parse_args(argv)
+    workdir = run_workdir(args, os.path.join("runs", "snli_dual_am_gru"), args.kind)
     keras.utils.set_random_seed(args.seed)
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
@@ -119,7 +130,8 @@ def main(argv=None, extra_callbacks=()):
     vocabulary = snli.build_vocabulary(splits["train"])
     matrix, found = initial_embeddings(args, vocabulary)
     print(f"source={source} train={len(splits['train'])} dev={len(splits['dev'])} "
-          f"test={len(splits['test'])} vocabulary={len(vocabulary)} pretrained={found}",
+          f"test={len(splits['test'])} vocabulary={len(vocabulary)} pretrained={found} "
+          f"workdir={workdir}",
           flush=True)
 
     strategy = make_strategy(args.strategy)
@@ -151,11 +163,15 @@ def main(argv=None, extra_callbacks=()):
         learning_rate = args.learning_rate or (3e-3 if source == "generated" else 1e-3)
         compile_snli_model(model, learning_rate, args.clip_norm, jit_compile=args.jit)
 
-    log_dir = os.path.join(args.workdir, "logs")
-    probe = next(e for e in splits["dev"] if e.label == 0)
-    callbacks = resumable_callbacks(args.workdir, monitor="val_accuracy", mode="max")
+    log_dir = os.path.join(workdir, "logs")
+    probe = next((e for e in splits["dev"] if e.label == 0), splits["dev"][0])
+    callbacks = resumable_callbacks(
+        workdir, monitor="val_accuracy", mode="max", settings=run_settings(args)
+    )
+    # The training stream is endless: a resumed run skips what the completed epochs used.
+    train_data = train_data.skip(resumed_epoch(workdir) * steps)
     callbacks += [
-        halve_learning_rate_callback(),
+        halve_learning_rate_callback(state_path=os.path.join(workdir, "learning_rate.json")),
         keras.callbacks.TensorBoard(log_dir),
         MemoryRetrievalHeatmap(log_dir, probe.premise, probe.hypothesis, vocabulary),
         *extra_callbacks,
@@ -173,6 +189,7 @@ def main(argv=None, extra_callbacks=()):
     metrics = {
         "kind": args.kind,
         "source": source,
+        "workdir": workdir,
         "train_pairs": len(splits["train"]),
         "test_pairs": len(splits["test"]),
         "epochs_run": [int(e) for e in history.epoch],
@@ -182,7 +199,7 @@ def main(argv=None, extra_callbacks=()):
         "majority_baseline": float(np.bincount(labels, minlength=3).max() / len(labels)),
         "seconds": round(time.time() - started, 1),
     }
-    write_metrics(metrics, os.path.join(args.workdir, "metrics.json"))
+    write_metrics(metrics, os.path.join(workdir, "metrics.json"))
     return metrics
 
 
