@@ -436,3 +436,25 @@ def test_mismatched_premise_cell_is_rejected():
         DualAssociativeGRUCell(8, num_copies=3, premise_cell=AssociativeGRUCell(8, num_copies=2))
     with pytest.raises(TypeError, match="premise_cell"):
         DualAssociativeGRUCell(8, premise_cell=keras.layers.GRUCell(8))
+
+
+def test_dual_kernels_take_the_dual_cells_initializer_and_regularizer():
+    premise = AssociativeGRUCell(6, num_copies=2)
+    dual = DualAssociativeGRUCell(
+        6, num_copies=2, premise_cell=premise, kernel_initializer="zeros", kernel_regularizer="l2"
+    )
+    dual.build((None, 4))
+    assert not np.any(dual.dual_gate_kernel.numpy()) and not np.any(dual.dual_candidate_kernel)
+    assert np.any(premise.gate_kernel.numpy())  # the premise keeps its own initializer
+    assert dual.dual_gate_kernel.regularizer is not None
+    config = dual.get_config()
+    assert config["kernel_initializer"]["class_name"] == "Zeros"
+    assert config["kernel_regularizer"]["class_name"] == "L2"
+
+
+def test_bias_arguments_with_a_premise_cell_are_rejected():
+    premise = AssociativeGRUCell(6, num_copies=2)
+    with pytest.raises(ValueError, match="gate_bias_initializer='zeros'.*premise cell"):
+        DualAssociativeGRUCell(
+            6, num_copies=2, premise_cell=premise, gate_bias_initializer="zeros"
+        )

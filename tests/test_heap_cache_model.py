@@ -13,6 +13,7 @@ import tensorflow as tf
 
 import heap_reference as ref
 from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.models.fill_last_word import build_fill_last_word_model
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
 FEATURES, WIDTH, CLASSES = 5, 6, 3
@@ -266,3 +267,21 @@ def test_jit_compile_under_mirrored_strategy_raises_a_clear_error(tmp_path):
     assert report["cache_fill"] == 0  # refused before any step
     # If Keras ever compiles this case, the restriction should be lifted (and this test with it).
     assert report["plain_model"] is not None and "located in device" in report["plain_model"]
+
+
+def test_saved_example_models_load_after_importing_the_package(tmp_path):
+    # A fresh interpreter that imports only `tf_memlayers` (not `tf_memlayers.models`).
+    model = build_fill_last_word_model(20, embedding_dim=4, hidden_units=6, cache_size=4)
+    model.save(tmp_path / "model.keras")
+    script = (
+        "import sys, keras, tf_memlayers\n"
+        "model = keras.saving.load_model(sys.argv[1])\n"
+        "print(type(model).__name__)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=REPO)
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "model.keras")],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split()[-1] == "HeapCacheModel"

@@ -202,6 +202,41 @@ def test_word_vectors_from_glove_text_and_json(tmp_path):
     np.testing.assert_array_equal(matrices[0], matrices[1])
 
 
+def test_glove_words_with_spaces_headers_and_bad_lines(tmp_path):
+    # glove.840B.300d.txt has entries such as "to name@domain.com 0.1 ..."; fastText-style
+    # files start with a "count dim" line.
+    text = (
+        "5 3\n"
+        "the 0.1 0.2 0.3\n"
+        "to name@domain.com 9 9 9\n"
+        "to 1 2 3\n"
+        "cat 0.5 oops 0.5\n"
+        "cat 4 5 6\n"
+    )
+    (tmp_path / "v.txt").write_text(text)
+    loaded = embeddings.load_word_vectors(tmp_path / "v.txt", vocabulary={"the", "to", "cat"})
+    assert sorted(loaded) == ["cat", "the", "to"]
+    np.testing.assert_array_equal(loaded["to"], [1, 2, 3])
+    np.testing.assert_array_equal(loaded["cat"], [4, 5, 6])
+    everything = embeddings.load_word_vectors(tmp_path / "v.txt")
+    np.testing.assert_array_equal(everything["to name@domain.com"], [9, 9, 9])
+
+
+def test_capitalised_words_take_the_lowercase_vector(tmp_path):
+    (tmp_path / "v.json").write_text(json.dumps({"the": [1.0, 2.0]}))
+    vocabulary = ["<pad>", "<unk>", "The"]
+    loaded = embeddings.load_word_vectors(tmp_path / "v.json", vocabulary=set(vocabulary))
+    matrix, found = embeddings.embedding_matrix(vocabulary, loaded)
+    assert found == 1
+    np.testing.assert_array_equal(matrix[2], [1.0, 2.0])
+
+
+def test_no_vector_for_the_vocabulary_is_an_error(tmp_path):
+    (tmp_path / "v.json").write_text(json.dumps({"the": [1.0, 2.0]}))
+    with pytest.raises(ValueError, match="No word vectors found in .* for any of the 2 vocab"):
+        embeddings.load_word_vectors(tmp_path / "v.json", vocabulary={"cat", "dog"})
+
+
 def test_real_glove_subset(shared_data):
     path = shared_data / "glove_subset" / "glove-50d-5k.json"
     if not path.exists():

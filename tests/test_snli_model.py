@@ -125,6 +125,27 @@ def test_memory_retrievals_match_the_cell_outputs():
     assert ConditionalEncoder("gru", units=8).memory_retrievals(premise, hypothesis) == {}
 
 
+@pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
+def test_memory_retrievals_under_mixed_precision(kind):
+    rng = np.random.default_rng(3)
+    premise = rng.normal(size=(5, 6)).astype("float32")
+    hypothesis = rng.normal(size=(3, 6)).astype("float32")
+    keras.utils.set_random_seed(0)
+    expected = ConditionalEncoder(kind, units=8, num_copies=2)
+    expected([premise[None], hypothesis[None]])
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        encoder = ConditionalEncoder(kind, units=8, num_copies=2)
+        encoder([premise[None], hypothesis[None]])
+    finally:
+        keras.config.set_dtype_policy("float32")
+    encoder.set_weights(expected.get_weights())
+    got = encoder.memory_retrievals(premise, hypothesis)
+    want = expected.memory_retrievals(premise, hypothesis)
+    for name in ("premise_written", "hypothesis_read"):
+        np.testing.assert_allclose(got[name], want[name], atol=1e-6)
+
+
 def test_cosine_similarity_matrix():
     read = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
     written = np.array([[3.0, 0.0], [0.0, -1.0]])

@@ -12,5 +12,6 @@ Architecture, bottom up:
 from tf_memlayers.version import __version__
 from tf_memlayers.layers import *  # noqa: F401,F403
 from tf_memlayers.layers import __all__ as _layer_names
+from tf_memlayers import models  # noqa: E402,F401  (registers the models' classes for loading)
 
 __all__ = ["__version__", *_layer_names]

@@ -458,6 +458,23 @@ _SHARED_ARGUMENTS = (
 )
 
 
+_BIAS_DEFAULTS = {
+    "gate_bias_initializer": "ones",
+    "candidate_bias_initializer": "zeros",
+    "bias_regularizer": None,
+}
+
+
+def _check_bias_arguments_left_to_premise(owner, **arguments):
+    passed = {k: v for k, v in arguments.items() if v != _BIAS_DEFAULTS[k]}
+    if passed:
+        raise ValueError(
+            f"{owner}: with `premise_cell` the biases are that cell's; got "
+            + ", ".join(f"{k}={v!r}" for k, v in passed.items())
+            + ". Set them on the premise cell instead."
+        )
+
+
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class DualAssociativeGRUCell(keras.layers.Layer):
     """Dual AM-GRU cell: an AM-GRU that also reads a source sequence's final memory.
@@ -490,9 +507,11 @@ class DualAssociativeGRUCell(keras.layers.Layer):
             ``num_copies`` and ``seed`` must match). Not serialized: a model that shares
             weights recreates the sharing when it is rebuilt (see
             `tf_memlayers.models.snli.ConditionalEncoder`).
-        kernel_initializer, gate_bias_initializer, candidate_bias_initializer,
-        kernel_regularizer, bias_regularizer: as in `AssociativeGRUCell`; used for the cell's
-            own premise weights and for the dual kernels.
+        kernel_initializer, kernel_regularizer: for the dual kernels ``W_dg, W_dc`` and, when
+            the cell makes its own premise cell, for its kernels.
+        gate_bias_initializer, candidate_bias_initializer, bias_regularizer: for the premise
+            cell the cell makes; with ``premise_cell`` given they are that cell's, and passing
+            other values than the defaults is an error.
 
     Call arguments:
         inputs: ``[batch, input_dim]``.
@@ -546,11 +565,18 @@ class DualAssociativeGRUCell(keras.layers.Layer):
                 dtype=kwargs.get("dtype"),
                 name="premise_cell",
             )
+        else:
+            _check_bias_arguments_left_to_premise(
+                owner,
+                gate_bias_initializer=gate_bias_initializer,
+                candidate_bias_initializer=candidate_bias_initializer,
+                bias_regularizer=bias_regularizer,
+            )
         self._check_premise_cell(premise_cell, units, num_copies, seed)
         self.premise_cell = premise_cell
         self.units, self.num_copies, self.seed = units, num_copies, seed
-        self.kernel_initializer = premise_cell.kernel_initializer
-        self.kernel_regularizer = premise_cell.kernel_regularizer
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.state_size = [units * num_copies, units, units * num_copies]
         self.output_size = units * (4 if self.return_retrievals else 1)
 
@@ -666,5 +692,7 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         config = super().get_config()
         premise = self.premise_cell.get_config()
         config.update({name: premise[name] for name in _SHARED_ARGUMENTS})
+        config["kernel_initializer"] = keras.initializers.serialize(self.kernel_initializer)
+        config["kernel_regularizer"] = keras.regularizers.serialize(self.kernel_regularizer)
         config.update({"dual_key": self.dual_key, "return_retrievals": self.return_retrievals})
         return config

@@ -18,6 +18,7 @@ from tf_memlayers.layers.associative_gru import (
     DualAssociativeGRUCell,
 )
 from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
+from tf_memlayers.training.resumable import ResumableReduceLROnPlateau
 
 KINDS = ("gru", "am_gru", "dual_am_gru")
 
@@ -215,9 +216,12 @@ class ConditionalEncoder(keras.layers.Layer):
         """
         if self.kind == "gru":
             return {}
-        premise = ops.convert_to_tensor(premise, dtype=self.compute_dtype)[None]
-        hypothesis = ops.convert_to_tensor(hypothesis, dtype=self.compute_dtype)[None]
-        states = [ops.zeros((1, s), dtype=self.compute_dtype) for s in self.premise_cell.state_size]
+        # Stepped outside `__call__`, so nothing autocasts the variables: under a mixed
+        # precision policy the probe runs in the variables' dtype.
+        dtype = self.variable_dtype
+        premise = ops.convert_to_tensor(premise, dtype=dtype)[None]
+        hypothesis = ops.convert_to_tensor(hypothesis, dtype=dtype)[None]
+        states = [ops.zeros((1, s), dtype=dtype) for s in self.premise_cell.state_size]
         written = []
         for t in range(premise.shape[1]):
             _, states, retrievals = self.premise_cell.call_with_retrievals(premise[:, t], states)
@@ -342,8 +346,15 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Fal
     return model
 
 
-def halve_learning_rate_callback(min_delta=1e-3):
-    """Halves the learning rate when dev accuracy did not improve by ``min_delta``."""
-    return keras.callbacks.ReduceLROnPlateau(
+def halve_learning_rate_callback(min_delta=1e-3, state_path=None):
+    """Halves the learning rate when dev accuracy did not improve by ``min_delta``.
+
+    With ``state_path`` the rule's best accuracy survives a restart
+    (`tf_memlayers.training.ResumableReduceLROnPlateau`).
+    """
+    kwargs = dict(
         monitor="val_accuracy", factor=0.5, patience=0, min_delta=min_delta, mode="max", verbose=1
     )
+    if state_path is None:
+        return keras.callbacks.ReduceLROnPlateau(**kwargs)
+    return ResumableReduceLROnPlateau(state_path, **kwargs)
