@@ -213,6 +213,15 @@ def test_bad_candidates():
         layer.insert(np.ones((2, 3, WIDTH), "float32"))
     with pytest.raises(ValueError, match="before `insert`"):
         HeapCacheAttention(4, 2).insert(np.ones((1, WIDTH), "float32"))
+    unbuilt = HeapCacheAttention(4, 2)
+    for name, use in [
+        ("width", lambda: unbuilt.width),
+        ("fill_count", unbuilt.fill_count),
+        ("reset_cache", unbuilt.reset_cache),
+        ("attention_weights", unbuilt.attention_weights),
+    ]:
+        with pytest.raises(ValueError, match=f"before `{name}`"):
+            use()
     with pytest.raises(ValueError, match="rank 2"):
         HeapCacheAttention(4, 2)(np.ones((2, 3, WIDTH), "float32"))
 

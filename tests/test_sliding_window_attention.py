@@ -425,6 +425,17 @@ def test_bad_shapes_are_rejected_with_clear_messages():
         SlidingWindowAttentionCell(keras.layers.GRUCell(7), 2, mode="key_value")
     with pytest.raises(TypeError, match=r"`cell` must be a Keras RNN cell"):
         SlidingWindowAttentionCell("lstm", 2)
+    with pytest.raises(ValueError, match=r"`initial_memory` must have width 39 .*\(2, 5\)"):
+        SlidingWindowAttention(3)(
+            np.zeros((2, 4, 12), "float32"), initial_memory=np.zeros((2, 5), "float32")
+        )
+
+
+def test_returned_memory_has_a_static_width():
+    layer = SlidingWindowAttention(3, mode="key_value", return_memory=True)
+    _, memory = layer(keras.Input((5, 12)))
+    assert tuple(memory.shape) == (None, layer.memory_size)
+    keras.layers.Dense(2)(memory)  # a probe on the memory can be built
 
 
 def test_stateful_layer_carries_memory_inside_jit_fit():

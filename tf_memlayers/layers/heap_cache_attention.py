@@ -139,9 +139,17 @@ class HeapCacheAttention(keras.layers.Layer):
                 initializer=self.query_initializer,
             )
 
+    def _require_built(self, what):
+        if not self.built:
+            raise ValueError(
+                f"HeapCacheAttention: call the layer (or build it) before `{what}`, so that the "
+                "cache width is known."
+            )
+
     @property
     def width(self):
         """The width ``H`` of the cached vectors (known once built)."""
+        self._require_built("width")
         return int(self.cache.shape[-1])
 
     def _read_weights(self, cache, states, dtype):
@@ -179,6 +187,7 @@ class HeapCacheAttention(keras.layers.Layer):
         Returns:
             ``[K]`` (``query="none"``) or ``[batch, K]`` tensor.
         """
+        self._require_built("attention_weights")
         if self.query == "additive" and states is None:
             raise ValueError("HeapCacheAttention: `states` is required with query='additive'.")
         dtype = softmax_dtype(self.compute_dtype)
@@ -186,10 +195,12 @@ class HeapCacheAttention(keras.layers.Layer):
 
     def fill_count(self):
         """Number of occupied (non-zero) slots."""
+        self._require_built("fill_count")
         return ops.sum(ops.cast(ops.any(ops.not_equal(self.cache, 0), axis=-1), "int32"))
 
     def reset_cache(self):
         """Empties the cache."""
+        self._require_built("reset_cache")
         self.cache.assign(ops.zeros_like(self.cache))
 
     def insert(self, candidates):
@@ -202,11 +213,7 @@ class HeapCacheAttention(keras.layers.Layer):
             ``[batch]`` bool tensor (``[replicas * batch]`` when gathered): which candidates
             entered the cache.
         """
-        if not self.built:
-            raise ValueError(
-                "HeapCacheAttention: call the layer (or build it) before `insert`, so that the "
-                "cache width is known."
-            )
+        self._require_built("insert")
         candidates = tf.convert_to_tensor(candidates)
         check_rank("candidates", candidates.shape, 2, owner="HeapCacheAttention")
         if candidates.shape[-1] is not None and candidates.shape[-1] != self.width:

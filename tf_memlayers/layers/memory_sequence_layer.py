@@ -54,7 +54,14 @@ class MemorySequenceLayer(keras.layers.Layer):
     def incoming_memory(self, inputs, initial_memory=None):
         """The memory this call starts from, in the compute dtype, without gradient."""
         if initial_memory is not None:
-            memory = initial_memory
+            memory = ops.convert_to_tensor(initial_memory)
+            owner = type(self).__name__
+            check_rank("initial_memory", memory.shape, 2, owner)
+            if memory.shape[-1] is not None and memory.shape[-1] != self.memory_size:
+                raise ValueError(
+                    f"{owner}: `initial_memory` must have width {self.memory_size} (the "
+                    f"layer's memory_size), got shape {tuple(memory.shape)}."
+                )
         elif self.memory is not None:
             memory = self.memory.value
         else:
@@ -63,7 +70,7 @@ class MemorySequenceLayer(keras.layers.Layer):
 
     def keep_memory(self, new_memory):
         """Stores the memory after this call (stateful layers); returns it without gradient."""
-        new_memory = ops.stop_gradient(new_memory)
+        new_memory = ops.reshape(ops.stop_gradient(new_memory), (-1, self.memory_size))
         if self.stateful:
             self.memory.assign(ops.cast(new_memory, self.memory.dtype))
         return new_memory
