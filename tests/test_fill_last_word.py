@@ -236,3 +236,9 @@ def test_model_docstring_examples_run(module_name):
     module = importlib.import_module(module_name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_vocabulary_cap_keeps_room_for_pad_and_unk():
+    assert data.build_vocabulary(["a b b"], max_size=2) == ["<pad>", "<unk>"]
+    with pytest.raises(ValueError, match="`max_size` must be >= 2, got 1"):
+        data.build_vocabulary(["a b"], max_size=1)

@@ -95,6 +95,16 @@ def test_ptb_format_small_files(tmp_path):
     assert corpus.valid.num_tokens == 3 and corpus.test.num_tokens == 2
 
 
+def test_stray_bytes_do_not_stop_the_read(tmp_path):
+    _write(tmp_path / "ptb.train.txt", [" a b ", " a c "])
+    (tmp_path / "ptb.train.txt").write_bytes(b" a \xff b \n a c \n")
+    _write(tmp_path / "ptb.valid.txt", [" a "])
+    _write(tmp_path / "ptb.test.txt", [" b "])
+    corpus = lm_corpora.load_corpus(tmp_path)
+    assert "\ufffd" in corpus.vocabulary.tokens
+    assert corpus.train.num_tokens == 7  # a, U+FFFD, b, <eos>, a, c, <eos>
+
+
 @pytest.mark.parametrize("compress", [False, True])
 def test_wikitext_format_plain_or_gz(tmp_path, compress):
     def article(title, text):

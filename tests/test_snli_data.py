@@ -237,6 +237,14 @@ def test_no_vector_for_the_vocabulary_is_an_error(tmp_path):
         embeddings.load_word_vectors(tmp_path / "v.json", vocabulary={"cat", "dog"})
 
 
+def test_missing_tensorflow_datasets_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tensorflow_datasets", None)  # as if not installed
+    with pytest.raises(ImportError, match=r"tf-memlayers\[datasets\]"):
+        snli.read_tfds("dev")
+    with pytest.raises(ImportError, match="datasets"):
+        snli.load_nli_splits("tfds", None, None, "small")
+
+
 def test_real_glove_subset(shared_data):
     path = shared_data / "glove_subset" / "glove-50d-5k.json"
     if not path.exists():

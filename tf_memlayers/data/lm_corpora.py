@@ -187,11 +187,14 @@ class LMCorpus:
 
 
 def open_text(path):
-    """Opens a UTF-8 text file for reading, transparently decompressing ``.gz`` files."""
+    """Opens a UTF-8 text file for reading, transparently decompressing ``.gz`` files.
+
+    Bytes that are not UTF-8 become U+FFFD instead of stopping the read.
+    """
     path = pathlib.Path(path)
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")
 
 
 def tokenize_lines(lines, is_document_start=None, skip=None):

@@ -12,6 +12,8 @@ import pathlib
 import numpy as np
 import tensorflow as tf
 
+from tf_memlayers._validation import check_int
+
 PAD, UNK = "<pad>", "<unk>"
 
 
@@ -31,6 +33,8 @@ def build_vocabulary(sentences, max_size=None):
         sentences: iterable of strings (split on single spaces/whitespace).
         max_size: optional cap on the vocabulary length (including PAD and UNK).
     """
+    if max_size is not None:
+        check_int("max_size", max_size, 2)  # room for PAD and UNK
     counts = collections.Counter(token for s in sentences for token in s.split())
     words = sorted((w for w in counts if w not in (PAD, UNK)), key=lambda w: (-counts[w], w))
     vocabulary = [PAD, UNK, *words]

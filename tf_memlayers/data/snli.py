@@ -181,7 +181,13 @@ def read_tfds(split, data_dir=None):
     """Reads ``split`` from the prepared tensorflow-datasets ``snli`` builder, never
     downloading. Raises ImportError / FileNotFoundError when unavailable."""
     check_choice("split", split, SPLITS)
-    import tensorflow_datasets as tfds  # optional dependency (extra "datasets")
+    try:
+        import tensorflow_datasets as tfds  # optional dependency (extra "datasets")
+    except ImportError as error:
+        raise ImportError(
+            "Reading SNLI through tensorflow-datasets needs the `datasets` extra: "
+            "pip install \"tf-memlayers[datasets]\" (from a checkout: pip install \".[datasets]\")."
+        ) from error
 
     try:
         dataset = tfds.load("snli", split=_TFDS_SPLITS[split], download=False, data_dir=data_dir)
