@@ -87,17 +87,20 @@ def test_heap_goes_stale_when_weights_change(float64_policy):
     np.testing.assert_array_equal(layer.cache.numpy(), before)
 
 
-def test_topk_keeps_exactly_the_best(float64_policy):
+@pytest.mark.parametrize("pool_size", [None, 5])
+def test_topk_keeps_exactly_the_best(float64_policy, pool_size):
+    # pool_size=5: candidates repeat, so scores tie. The documented rule: entries already in
+    # the cache win over candidates, earlier candidates over later ones.
     rng = np.random.default_rng(11)
-    layer = make_layer(10, policy="topk")
-    pool = np.zeros((0, WIDTH))
-    for batch in candidate_batches(rng, 5, 8):
+    layer = make_layer(4, policy="topk")
+    for batch in candidate_batches(rng, 5, 8, pool_size):
         kernel, score_vector = set_weights(layer, rng)
         pool = np.concatenate([layer.cache.numpy(), batch])
-        layer.insert(batch)
+        entered = layer.insert(batch).numpy()
         scores = np.array([ref.score(v, kernel, score_vector) for v in pool])
-        best = pool[np.argsort(scores, kind="stable")[-10:]]  # ascending, the weakest first
-        np.testing.assert_array_equal(layer.cache.numpy(), best)
+        best = np.lexsort((np.arange(len(pool)), -scores))[:4]  # best first, ties by position
+        np.testing.assert_array_equal(layer.cache.numpy(), pool[best[::-1]])  # weakest first
+        np.testing.assert_array_equal(entered, np.isin(np.arange(len(pool)), best)[-len(batch):])
     kept_scores = [ref.score(v, kernel, score_vector) for v in layer.cache.numpy()]
     assert np.all(np.diff(kept_scores) >= 0)
 
