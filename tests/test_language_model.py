@@ -113,6 +113,36 @@ def test_cell_form_equals_parallel_form(kind):
         np.testing.assert_allclose(cell(x).numpy(), parallel(x).numpy(), atol=2e-5)
 
 
+MEMORY_OPTIONS = {
+    "key_value_predict": dict(
+        sizes=(4, 3, 5), attention_units=5, units=7, pad="zeros", use_bias=True
+    ),
+    "ngram": dict(sizes=(3, 4, 5), units=7, use_bias=True),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MEMORY_OPTIONS))
+def test_memory_options_reach_both_forms_alike(kind):
+    options = dict(MEMORY_OPTIONS[kind], recurrent_dropout=0.3)
+    models = {form: _model(kind, form=form, **options) for form in ("cell", "parallel")}
+    memory = models["parallel"].get_layer("ngram" if kind == "ngram" else "window_attention")
+    cell = models["cell"].get_layer(f"{kind}_rnn").cell
+    lstm = models["parallel"].get_layer("lstm_0").cell
+    assert lstm.recurrent_dropout == cell.cell.recurrent_dropout == 0.3
+    for layer in (memory, cell):
+        assert layer.sizes == options["sizes"] and layer.use_bias and layer.units == 7
+        if kind != "ngram":
+            assert layer.pad == "zeros" and tuple(layer.memory_kernel.shape) == (4, 5)
+    for weight in models["cell"].trainable_weights:
+        weight.assign(np.random.default_rng(1).uniform(-0.8, 0.8, weight.shape))
+    copy_trainable_weights(models["cell"], models["parallel"])
+    for start in (0, 5):  # inference: no recurrent dropout; the second segment carries state
+        x = _tokens(2, 5, seed=start)
+        np.testing.assert_allclose(
+            models["cell"](x).numpy(), models["parallel"](x).numpy(), atol=2e-5
+        )
+
+
 def test_tied_weights_share_the_embedding():
     model = _model("attention", tie_weights=True, stateful=False)
     untied = _model("attention", stateful=False)
