@@ -198,21 +198,31 @@ def test_jit_compiled_training_step_matches_eager(fused_loop):
 
 @FUSED
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-def test_mixed_precision_trains_with_finite_loss(policy, fused_loop):
+def test_mixed_precision_matches_float32_and_trains(policy, fused_loop):
+    rng = np.random.default_rng(26)
+    xs = rng.normal(size=(4, 6, 5)).astype("float32")
+    reference = AssociativeGRU(8, num_copies=4, return_sequences=True)
+    reference.build((None, 6, 5))
+    for weight in reference.weights:  # large enough that a lost memory write would show
+        weight.assign(rng.uniform(-0.8, 0.8, weight.shape))
+    expected = reference(xs).numpy()
     keras.config.set_dtype_policy(policy)
     try:
-        rng = np.random.default_rng(26)
-        xs = rng.normal(size=(4, 6, 5)).astype("float32")
         inputs = keras.Input((6, 5))
-        seq = AssociativeGRU(8, num_copies=4, return_sequences=True, fused_loop=fused_loop)(inputs)
+        layer = AssociativeGRU(8, num_copies=4, return_sequences=True, fused_loop=fused_loop)
+        seq = layer(inputs)
         assert seq.dtype == policy.split("_")[1]
+        layer.set_weights(reference.get_weights())
+        got = keras.ops.convert_to_numpy(keras.ops.cast(layer(xs), "float32"))
         out = keras.layers.Dense(1, dtype="float32")(keras.layers.GlobalAveragePooling1D()(seq))
         model = keras.Model(inputs, out)
         model.compile(optimizer="adam", loss="mse")
         loss = model.train_on_batch(xs, np.ones((4, 1), "float32"))
-        assert np.isfinite(loss)
     finally:
         keras.config.set_dtype_policy("float32")
+    tolerance = 3e-2 if policy == "mixed_bfloat16" else 5e-3
+    np.testing.assert_allclose(got, expected, atol=tolerance * max(1.0, np.abs(expected).max()))
+    assert np.isfinite(loss)
 
 
 def test_bad_arguments_are_rejected():

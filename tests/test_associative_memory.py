@@ -140,14 +140,26 @@ def test_return_retrievals_and_keras_round_trip(tmp_path):
 
 
 def test_jit_and_mixed_float16():
-    keras.config.set_dtype_policy("mixed_float16")
     rng = np.random.default_rng(8)
     xs = rng.normal(size=(4, 5, 3)).astype("float32")
-    inputs = keras.Input((5, 3))
-    hidden = keras.layers.RNN(AssociativeMemoryCell(keras.layers.GRUCell(4), num_copies=2))(inputs)
-    model = keras.Model(inputs, keras.layers.Dense(1, dtype="float32")(hidden))
-    model.compile(optimizer="adam", loss="mse", jit_compile=True)
-    loss = model.train_on_batch(xs, np.ones((4, 1), "float32"))
+    reference = keras.layers.RNN(AssociativeMemoryCell(keras.layers.GRUCell(4), num_copies=2))
+    reference.build((None, 5, 3))
+    for weight in reference.weights:  # large enough that a lost memory write would show
+        weight.assign(rng.uniform(-0.8, 0.8, weight.shape))
+    expected = reference(xs).numpy()
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        inputs = keras.Input((5, 3))
+        rnn = keras.layers.RNN(AssociativeMemoryCell(keras.layers.GRUCell(4), num_copies=2))
+        hidden = rnn(inputs)
+        rnn.set_weights(reference.get_weights())
+        got = keras.ops.convert_to_numpy(keras.ops.cast(rnn(xs), "float32"))
+        model = keras.Model(inputs, keras.layers.Dense(1, dtype="float32")(hidden))
+        model.compile(optimizer="adam", loss="mse", jit_compile=True)
+        loss = model.train_on_batch(xs, np.ones((4, 1), "float32"))
+    finally:
+        keras.config.set_dtype_policy("float32")
+    np.testing.assert_allclose(got, expected, atol=5e-3 * max(1.0, np.abs(expected).max()))
     assert np.isfinite(loss)
 
 
