@@ -21,7 +21,8 @@ original variable (suffix)                         Keras weight
 =================================================  ======================================
 
 Names are matched by suffix, so outer scopes (``rnn/SelfControllerWrapper/...``) may precede
-them. The paper-era TF 0.8 code used ``.../Linear/Matrix`` and ``.../Linear/Bias`` in place of
+them; a name that matches several entries (two cells under different outer scopes) is an error
+unless ``prefix=`` selects one scope. The paper-era TF 0.8 code used ``.../Linear/Matrix`` and ``.../Linear/Bias`` in place of
 ``fully_connected/weights`` and ``fully_connected/biases``; both spellings are accepted.
 """
 
@@ -61,12 +62,21 @@ def _mapping(cell):
     )
 
 
+def _matches(key, name):
+    spellings = [name] + [name.replace(a, b) for a, b in _TF08_SPELLING.items() if a in name]
+    key = key.split(":")[0]
+    return any(key == s or key.endswith("/" + s) for s in spellings)
+
+
 def _find(arrays, name):
-    spellings = [name] + [name.replace(new, old) for new, old in _TF08_SPELLING.items() if new in name]
-    for key, value in arrays.items():
-        if any(key == s or key.endswith("/" + s) or key.split(":")[0].endswith("/" + s) for s in spellings):
-            return value
-    return None
+    """The one entry of ``arrays`` whose name ends with ``name`` (`None` if there is none)."""
+    found = [key for key in arrays if _matches(key, name)]
+    if len(found) > 1:
+        raise ValueError(
+            f"Several entries of `arrays` match the original variable {name!r}: {found}. "
+            "Pass `prefix=` (the outer scope of the cell to load) to choose one."
+        )
+    return arrays[found[0]] if found else None
 
 
 def original_variable_names(cell):
@@ -76,20 +86,33 @@ def original_variable_names(cell):
     return {name: getattr(owner, attribute) for name, owner, attribute in _mapping(cell)}
 
 
-def load_original_weights(cell, arrays):
+def load_original_weights(cell, arrays, prefix=None):
     """Sets ``cell``'s weights from arrays named as in the original code.
 
     Args:
         cell: a built `AssociativeGRUCell` or `DualAssociativeGRUCell`.
         arrays: dict ``{original variable name: array}`` in the original shapes (e.g. read with
             ``tf.train.load_checkpoint(path).get_tensor(name)``); extra entries are ignored.
+        prefix: only entries whose names start with it are considered (e.g. the outer scope
+            ``"encoder/"`` of one of two cells in a checkpoint).
 
     Returns:
         The list of original names that were loaded.
 
     Raises:
-        ValueError: a required variable is missing or has the wrong shape.
+        ValueError: a required variable is missing, matches several entries, or has the wrong
+            shape; or the arrays hold the released code's Dual key for a cell with
+            ``dual_key="paper"`` (which would compute something else than that code).
     """
+    if prefix is not None:
+        arrays = {k: v for k, v in arrays.items() if k.startswith(prefix)}
+    if isinstance(cell, DualAssociativeGRUCell) and cell.dual_key == "paper":
+        released_key = SCOPE + "/" + next(iter(_DUAL))
+        if _find(arrays, released_key) is not None:
+            raise ValueError(
+                f"`arrays` holds {released_key!r}, the Dual key of the released code; build the "
+                "cell with dual_key='released' to compute what that code computes."
+            )
     loaded = []
     for name, owner, attribute in _mapping(cell):
         if not owner.built:

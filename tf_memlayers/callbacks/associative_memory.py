@@ -47,6 +47,12 @@ class MemoryRetrievalHeatmap(keras.callbacks.Callback):
         index = {w: i for i, w in enumerate(vocabulary)}
         unk = index.get("<unk>", 1)
         self.premise, self.hypothesis = list(premise), list(hypothesis)
+        for name, tokens in (("premise", self.premise), ("hypothesis", self.hypothesis)):
+            if not tokens:
+                raise ValueError(
+                    f"MemoryRetrievalHeatmap: the probe `{name}` must have at least one token, "
+                    f"got {tokens!r}."
+                )
         self.premise_ids = np.array([[index.get(w, unk) for w in self.premise]], np.int32)
         self.hypothesis_ids = np.array([[index.get(w, unk) for w in self.hypothesis]], np.int32)
         self.encoder_name, self.embedding_name = encoder_name, embedding_name

@@ -43,15 +43,14 @@ def colour_map(values, vmin=None, vmax=None):
 
 
 def _matplotlib_image(matrix, row_labels, col_labels, title, xlabel, ylabel, vmin, vmax, log_x):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
+    # A bare Figure with its own Agg canvas: pyplot and the process's backend stay untouched.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     rows, cols = matrix.shape
-    figure, axes = plt.subplots(
-        figsize=(min(2.0 + 0.35 * cols, 16.0), min(1.5 + 0.35 * rows, 12.0)), dpi=80
-    )
+    figure = Figure(figsize=(min(2.0 + 0.35 * cols, 16.0), min(1.5 + 0.35 * rows, 12.0)), dpi=80)
+    FigureCanvasAgg(figure)
+    axes = figure.subplots()
     if log_x:
         axes.semilogx(np.arange(1, cols + 1), matrix[0], marker=".")
         axes.set_xlabel(xlabel or "")
@@ -70,7 +69,6 @@ def _matplotlib_image(matrix, row_labels, col_labels, title, xlabel, ylabel, vmi
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
-    plt.close(figure)
     return tf.io.decode_png(buffer.getvalue(), channels=3).numpy()
 
 

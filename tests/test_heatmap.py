@@ -1,0 +1,38 @@
+"""Heatmap images for TensorBoard leave the user's plotting set-up alone."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+from tf_memlayers.callbacks.associative_memory import MemoryRetrievalHeatmap
+
+SCRIPT = """
+import matplotlib
+matplotlib.use("svg")  # e.g. a notebook's backend
+import numpy as np
+from tf_memlayers.callbacks.heatmap import heatmap_image
+image = heatmap_image(np.arange(12.0).reshape(3, 4), list("abc"), list("wxyz"), title="t")
+curve = heatmap_image(np.linspace(1, 0, 40)[None], log_x=True)
+print(image.shape[2], image.dtype, curve.shape[2], matplotlib.get_backend())
+"""
+
+
+def test_heatmap_keeps_the_matplotlib_backend():
+    pytest.importorskip("matplotlib")
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split()[-4:] == ["3", "uint8", "3", "svg"]
+
+
+def test_empty_probe_sentences_are_rejected(tmp_path):
+    vocabulary = ["<pad>", "<unk>", "a"]
+    with pytest.raises(ValueError, match="probe `premise` must have at least one token"):
+        MemoryRetrievalHeatmap(str(tmp_path), [], ["a"], vocabulary)
+    with pytest.raises(ValueError, match="probe `hypothesis`"):
+        MemoryRetrievalHeatmap(str(tmp_path), ["a"], [], vocabulary)
