@@ -109,7 +109,7 @@ def main(argv=None):
     }
     print(json.dumps(report))
     if args.update_readme:
-        from readme_tables import update_readme
+        from benchmarks.readme_tables import update_readme
 
         caption = (
             f"Last-word accuracy (%) on PWKP ``dev.txt`` ({len(x_eval):,} sentences) after "

@@ -149,7 +149,7 @@ def main(argv=None):
     )
     print(json.dumps(report))
     if args.update_readme:
-        from readme_tables import update_readme
+        from benchmarks.readme_tables import update_readme
 
         ratio = report.get("heap_worst_insert_ratio_100k_vs_1k")
         caption = (

@@ -188,12 +188,17 @@ def write_readme(report):
         f"{settings['max_steps']} steps" if settings.get("max_steps")
         else f"{settings['epochs']} epoch(s) ({report['batches_per_epoch']} steps each)"
     )  # fmt: skip
+    if settings.get("no_equal_parameters"):
+        widths = f"Every model has {settings['hidden']} LSTM units"
+    else:
+        widths = (
+            f"Equal parameter budget: the LSTM has {settings['hidden']} units and every memory "
+            "model the width whose parameter count is closest"
+        )
     caption = (
         f"{report['corpus'].upper()} word-level perplexity (complete validation / test splits) "
         f"after {budget} of {settings['batch_size']}x{settings['seq_len']} tokens per model "
-        "on a 2-core CPU. Equal parameter budget: the LSTM has "
-        f"{settings['hidden']} units and every memory model the width whose parameter count "
-        f"is closest. Embedding {settings['embedding_dim']}, window {settings['window']}, "
+        f"on a 2-core CPU. {widths}. Embedding {settings['embedding_dim']}, window {settings['window']}, "
         f"N = {settings['ngram']}, Adam 1e-3, clip 5, forget bias 1, U(-0.1, 0.1). Far from "
         "converged: this ranks the models at equal training, it does not reproduce the "
         "paper. Attention by position: mean weight per window slot over validation text. "
@@ -218,7 +223,7 @@ def run(args):
     }
     settings = {k: getattr(args, k) for k in (
         "epochs", "max_steps", "hidden", "embedding_dim", "window", "ngram", "batch_size",
-        "seq_len", "seed",
+        "seq_len", "seed", "no_equal_parameters",
     )}  # fmt: skip
     report = {
         "corpus": corpus.name,

@@ -225,7 +225,18 @@ def write_lm_block(write_block, lm, rounds):
     )
 
 
+# What the peer comparison measured with; saved with the results for --from-json.
+PEER_SETTINGS = ("window", "peer_batch", "peer_hidden", "memory_limit_gib")
+
+
 def write_peer_block(write_block, results, args):
+    settings = results.get("peer_settings")
+    if settings is None:
+        raise ValueError(
+            "The saved results do not record the peer comparison's settings (window, batch, "
+            "width, memory limit); measure again to write its table."
+        )
+    args = argparse.Namespace(**settings)
     write_block(
         "window-attention-vs-keras",
         results["peer"],
@@ -290,6 +301,7 @@ def main(argv=None):
     if not args.skip_peer:
         results["peer_max_abs_difference"] = prove_peer_equal(window=args.window)
         results["peer"] = bench_peer(args)
+        results["peer_settings"] = {name: getattr(args, name) for name in PEER_SETTINGS}
     print(json.dumps(results, indent=2))
     if args.update_readme:
         update_readme(results, args)
