@@ -9,13 +9,11 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from am_gru_reference import permutations
+from test_associative_gru import random_weights, reference_run, set_cell_weights
 
 from tf_memlayers.compat import load_original_weights, original_variable_names
 from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell
-from tf_memlayers.ops.holographic import make_permutations
-
-from test_associative_gru import random_weights, reference_run, set_cell_weights
-
 
 # Both time loops of `AssociativeGRU`: Keras's (autodiff backward) and the fused one.
 FUSED = pytest.mark.parametrize("fused_loop", [False, True], ids=["keras_loop", "fused_loop"])
@@ -52,7 +50,7 @@ def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fuse
     )
     outputs, memory, last = layer(xs)
     zeros = np.zeros((batch, units * copies)), np.zeros((batch, units))
-    perms = make_permutations(units // 2, copies)
+    perms = permutations(units // 2, copies)
     ref_outputs, ref_memory = reference_run(xs, *zeros, w, perms)
     np.testing.assert_allclose(outputs.numpy(), ref_outputs, atol=1e-10, rtol=0)
     np.testing.assert_allclose(memory.numpy(), ref_memory, atol=1e-10, rtol=0)
@@ -144,7 +142,7 @@ def test_weights_are_the_cell_weights_and_load_from_the_original_names():
     assert set(original_variable_names(layer.cell)) == set(arrays)
     xs = rng.normal(size=(2, 3, 5)).astype("float32")
     ref, _ = reference_run(
-        xs.astype(float), np.zeros((2, 16)), np.zeros((2, 8)), w, make_permutations(4, 2)
+        xs.astype(float), np.zeros((2, 16)), np.zeros((2, 8)), w, permutations(4, 2)
     )
     np.testing.assert_allclose(layer(xs).numpy(), ref[:, -1], atol=2e-5)
 

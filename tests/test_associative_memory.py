@@ -5,9 +5,9 @@ import os
 import keras
 import numpy as np
 import pytest
+from am_gru_reference import permutations
 
 from tf_memlayers.layers import AssociativeMemoryCell
-from tf_memlayers.ops.holographic import make_permutations
 
 
 def _bound(z):
@@ -28,7 +28,7 @@ def reference_run(xs, inner, key_kernel, copies, memory_index, output_size):
     states = [np.zeros((batch, s)) for s in sizes]
     mem_units = sizes[memory_index]
     m = mem_units // 2
-    perms = make_permutations(m, copies)
+    perms = permutations(m, copies)
     memory = np.zeros((batch, copies, m), complex)
     previous = np.zeros((batch, output_size))
     outputs = []

@@ -13,6 +13,8 @@ from tf_memlayers.callbacks.associative_memory import (
 )
 from tf_memlayers.models.snli import ConditionalEncoder, build_snli_model, compile_snli_model
 
+from am_gru_reference import permutations, recorded, reference_run
+
 
 def _batch(rng, batch=4, vocabulary=20):
     premise = rng.integers(2, vocabulary, size=(batch, 7)).astype("int32")
@@ -20,6 +22,74 @@ def _batch(rng, batch=4, vocabulary=20):
     premise[1, 5:] = 0
     hypothesis[2, 3:] = 0
     return premise, hypothesis
+
+
+def _set_uniform_weights(layer, rng, scale=0.8):
+    """Every weight U(-scale, scale): far from the ±0.05 init, so that the premise's effect
+    on the hypothesis is well above the float32 tolerances."""
+    layer.set_weights([rng.uniform(-scale, scale, size=w.shape) for w in layer.get_weights()])
+
+
+def _layer_1_outputs(encoder, premise, hypothesis):
+    """Calls the encoder and returns what its layer 1 handed to layer 2: the premise's and
+    the hypothesis's output sequences."""
+    top_call, seen = encoder.top_layer.call, []
+
+    def recording_call(sequences, *args, **kwargs):
+        seen.append(np.asarray(sequences, "float32"))
+        return top_call(sequences, *args, **kwargs)
+
+    encoder.top_layer.call = recording_call
+    try:
+        encoder([premise, hypothesis])
+    finally:
+        encoder.top_layer.call = top_call
+    assert len(seen) == 2
+    return seen
+
+
+def _layer_1_weights(encoder):
+    """Layer 1's weights under the names of `am_gru_reference`, in float64."""
+    cell = encoder.premise_cell
+    weights = {
+        "key": cell.key_kernel,
+        "gate": cell.gate_kernel,
+        "gate_bias": cell.gate_bias,
+        "candidate": cell.candidate_kernel,
+        "candidate_bias": cell.candidate_bias,
+    }
+    if encoder.kind == "dual_am_gru":
+        dual = encoder.hypothesis_cell
+        weights.update(dual_gate=dual.dual_gate_kernel, dual_candidate=dual.dual_candidate_kernel)
+        if encoder.dual_key == "released":
+            weights["dual_key"] = dual.dual_key_kernel
+    return {name: np.asarray(w.numpy(), np.float64) for name, w in weights.items()}
+
+
+def _reference_retrievals(encoder, premise, hypothesis):
+    """`ConditionalEncoder.memory_retrievals` restated with `am_gru_reference`: the premise
+    pass from an empty memory, then the hypothesis pass from the premise's final memory (AM-GRU)
+    or from an empty memory reading the premise's (Dual AM-GRU)."""
+    w, units, copies = _layer_1_weights(encoder), encoder.units, encoder.num_copies
+    perms = permutations(units // 2, copies, encoder.seed)
+    empty = np.zeros((1, units * copies))
+    written, read = [], []
+    outputs, memory = reference_run(
+        np.asarray(premise, np.float64)[None], empty, np.zeros((1, units)), w, perms,
+        record=written,
+    )
+    hypothesis = np.asarray(hypothesis, np.float64)[None]
+    if encoder.kind == "dual_am_gru":
+        dual = (encoder.dual_key, memory)
+        reference_run(hypothesis, empty, outputs[:, -1], w, perms, dual=dual, record=read)
+        key = "source_read"
+    else:
+        reference_run(hypothesis, memory, outputs[:, -1], w, perms, record=read)
+        key = "read"
+    return {
+        "premise_written": recorded(written, "written")[0],
+        "hypothesis_read": recorded(read, key)[0],
+    }
 
 
 @pytest.mark.parametrize("kind, fused_loop", [("dual_am_gru", False), ("dual_am_gru", True)])
@@ -45,8 +115,13 @@ def test_model_trains_saves_and_reloads(tmp_path, kind, fused_loop):
         assert encoder.hypothesis_cell.premise_cell is encoder.premise_cell
 
 
+def _without_memories(states):
+    """A hypothesis hand-over with every memory zeroed (the last output kept)."""
+    return [s if i == 1 else s * 0.0 for i, s in enumerate(states)]
+
+
 @pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
-def test_fused_loop_gives_the_same_model(kind):
+def test_fused_loop_gives_the_same_model(monkeypatch, kind):
     rng = np.random.default_rng(3)
     premise, hypothesis = _batch(rng)
     labels = np.array([0, 1, 2, 0])
@@ -54,6 +129,7 @@ def test_fused_loop_gives_the_same_model(kind):
         build_snli_model(20, kind=kind, units=8, embedding_dim=6, num_copies=3, fused_loop=fused)
         for fused in (False, True)
     ]
+    _set_uniform_weights(models[0], rng)
     models[1].set_weights(models[0].get_weights())
     results = []
     for model in models:
@@ -67,6 +143,39 @@ def test_fused_loop_gives_the_same_model(kind):
             tf.convert_to_tensor(fused).numpy(), tf.convert_to_tensor(cell_form).numpy(),
             atol=2e-6, rtol=1e-5,
         )
+    # Not vacuous: handing over no memory (for the Dual AM-GRU: no source memory) moves the
+    # probabilities by far more than the tolerance.
+    encoder = models[0].get_layer("encoder")
+    hand_over = encoder._hypothesis_initial_state
+    monkeypatch.setattr(
+        encoder, "_hypothesis_initial_state", lambda states: _without_memories(hand_over(states))
+    )
+    without = models[0]((premise, hypothesis)).numpy()
+    assert np.abs(without - results[0][0].numpy()).max() > 100 * 2e-6
+
+
+@pytest.mark.parametrize("kind", ["gru", "am_gru", "dual_am_gru"])
+def test_layer_1_encodes_the_hypothesis_from_the_premise_final_state(kind):
+    rng = np.random.default_rng(4)
+    premise = rng.normal(size=(2, 5, 6)).astype("float32")
+    hypothesis = rng.normal(size=(2, 3, 6)).astype("float32")
+    encoder = ConditionalEncoder(kind, units=8, num_copies=2)
+    encoder.build([premise.shape, hypothesis.shape])
+    _set_uniform_weights(encoder, rng)
+    got_premise, got = _layer_1_outputs(encoder, premise, hypothesis)
+    premise_layer = keras.layers.RNN(encoder.premise_cell, return_sequences=True, return_state=True)
+    premise_seq, *states = premise_layer(premise)
+    if kind == "dual_am_gru":  # an empty memory, the premise's last output, its memory to read
+        memory, last = states
+        cell, hand_over = encoder.hypothesis_cell, [memory * 0.0, last, memory]
+    else:  # the premise's final state (GRU) or memory and last output (AM-GRU)
+        cell, hand_over = encoder.premise_cell, states
+    layer = keras.layers.RNN(cell, return_sequences=True)
+    expected = layer(hypothesis, initial_state=hand_over).numpy()
+    from_zeros = layer(hypothesis, initial_state=[s * 0.0 for s in hand_over]).numpy()
+    np.testing.assert_allclose(got_premise, premise_seq.numpy(), atol=1e-6)
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    assert np.abs(from_zeros - expected).max() > 1e-3
 
 
 @pytest.mark.parametrize("kind", ["gru", "am_gru"])
@@ -109,41 +218,68 @@ def test_hypothesis_depends_on_premise_and_padding_is_ignored():
     np.testing.assert_allclose(h3.numpy(), h.numpy(), atol=1e-6)
 
 
-def test_memory_retrievals_match_the_cell_outputs():
+@pytest.mark.parametrize(
+    "kind, dual_key", [("am_gru", "paper"), ("dual_am_gru", "paper"), ("dual_am_gru", "released")]
+)
+def test_memory_retrievals_match_the_reference(kind, dual_key):
     rng = np.random.default_rng(2)
-    encoder = ConditionalEncoder("dual_am_gru", units=8, num_copies=2)
+    encoder = ConditionalEncoder(kind, units=8, num_copies=2, dual_key=dual_key)
+    encoder.build([(None, None, 6), (None, None, 6)])
+    _set_uniform_weights(encoder, rng)
     premise = rng.normal(size=(5, 6)).astype("float32")
     hypothesis = rng.normal(size=(3, 6)).astype("float32")
-    encoder([premise[None], hypothesis[None]])
-    retrievals = encoder.memory_retrievals(premise, hypothesis)
-    assert retrievals["premise_written"].shape == (5, 8)
-    assert retrievals["hypothesis_read"].shape == (3, 8)
-    # The premise's outputs are the running sums of what it read plus what it wrote.
-    outputs = keras.layers.RNN(encoder.premise_cell, return_sequences=True)(premise[None])
-    first = retrievals["premise_written"][0]  # memory empty at t=0: output = delta
-    np.testing.assert_allclose(outputs.numpy()[0, 0], first, atol=1e-6)
+    got = encoder.memory_retrievals(premise, hypothesis)
+    want = _reference_retrievals(encoder, premise, hypothesis)
+    assert got["premise_written"].shape == (5, 8)
+    assert got["hypothesis_read"].shape == (3, 8)
+    for name in ("premise_written", "hypothesis_read"):  # every step
+        np.testing.assert_allclose(got[name], want[name], atol=1e-6, rtol=0, err_msg=name)
+    assert (np.abs(want["hypothesis_read"]).max(axis=1) > 0.1).all()  # a real read at every step
     assert ConditionalEncoder("gru", units=8).memory_retrievals(premise, hypothesis) == {}
 
 
-@pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
-def test_memory_retrievals_under_mixed_precision(kind):
-    rng = np.random.default_rng(3)
-    premise = rng.normal(size=(5, 6)).astype("float32")
-    hypothesis = rng.normal(size=(3, 6)).astype("float32")
-    keras.utils.set_random_seed(0)
+def _float32_and_mixed_encoders(kind, rng, premise, hypothesis):
+    """A float32 encoder with U(-0.8, 0.8) weights and a mixed_float16 copy of it."""
     expected = ConditionalEncoder(kind, units=8, num_copies=2)
-    expected([premise[None], hypothesis[None]])
+    expected.build([premise.shape, hypothesis.shape])
+    _set_uniform_weights(expected, rng)
     keras.config.set_dtype_policy("mixed_float16")
     try:
         encoder = ConditionalEncoder(kind, units=8, num_copies=2)
-        encoder([premise[None], hypothesis[None]])
+        encoder.build([premise.shape, hypothesis.shape])
     finally:
         keras.config.set_dtype_policy("float32")
     encoder.set_weights(expected.get_weights())
+    return expected, encoder
+
+
+@pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
+def test_mixed_float16_encoder_matches_float32(kind):
+    rng = np.random.default_rng(3)
+    premise = rng.normal(size=(2, 5, 6)).astype("float32")
+    hypothesis = rng.normal(size=(2, 3, 6)).astype("float32")
+    expected, encoder = _float32_and_mixed_encoders(kind, rng, premise, hypothesis)
+    want = _layer_1_outputs(expected, premise, hypothesis) + expected([premise, hypothesis])
+    got = _layer_1_outputs(encoder, premise, hypothesis) + encoder([premise, hypothesis])
+    names = ["layer-1 premise", "layer-1 hypothesis", "p", "h"]
+    for name, g, w in zip(names, got, want):
+        g, w = np.asarray(g, "float32"), np.asarray(w)
+        np.testing.assert_allclose(g, w, atol=5e-3 * max(1.0, np.abs(w).max()), err_msg=name)
+
+
+@pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
+def test_memory_retrievals_under_a_mixed_policy_run_in_float32(kind):
+    # The probe steps the cells outside `__call__`, deliberately in the variables' dtype:
+    # under mixed_float16 it gives the float32 values.
+    rng = np.random.default_rng(3)
+    premise = rng.normal(size=(5, 6)).astype("float32")
+    hypothesis = rng.normal(size=(3, 6)).astype("float32")
+    expected, encoder = _float32_and_mixed_encoders(kind, rng, premise[None], hypothesis[None])
+    assert encoder.compute_dtype == "float16" and encoder.variable_dtype == "float32"
     got = encoder.memory_retrievals(premise, hypothesis)
     want = expected.memory_retrievals(premise, hypothesis)
     for name in ("premise_written", "hypothesis_read"):
-        np.testing.assert_allclose(got[name], want[name], atol=1e-6)
+        np.testing.assert_allclose(got[name], want[name], atol=1e-6, rtol=0)
 
 
 def test_cosine_similarity_matrix():
@@ -163,6 +299,13 @@ def test_heatmap_callback_writes_an_image(tmp_path):
     callback.on_epoch_end(0)
     assert callback.last_matrix.shape == (5, 4)
     assert np.all(np.abs(callback.last_matrix) <= 1 + 1e-9)
+    vectors = model.get_layer("embedding").embeddings.numpy()
+    want = _reference_retrievals(
+        model.get_layer("encoder"), vectors[callback.premise_ids[0]],
+        vectors[callback.hypothesis_ids[0]],
+    )
+    expected = cosine_similarity_matrix(want["hypothesis_read"], want["premise_written"])
+    np.testing.assert_allclose(callback.last_matrix, expected, atol=1e-5)
     summaries = {}
     for name in os.listdir(tmp_path / "memory"):
         for event in tf.compat.v1.train.summary_iterator(str(tmp_path / "memory" / name)):

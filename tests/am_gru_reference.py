@@ -1,0 +1,123 @@
+"""NumPy float64 restatement of the original AM-GRU / Dual AM-GRU step (ORIGINAL_CODE.md
+§3.3-3.4), in complex128. NumPy and `random` only: nothing from tf_memlayers."""
+
+import random
+
+import numpy as np
+
+
+def permutations(m, copies, seed=123):
+    """The original's copies' permutations: copy 0 is the identity, then ``rng.shuffle`` of
+    ``range(m)`` for each further copy, in order, with one ``random.Random(seed)``."""
+    rng = random.Random(seed)
+    perms = [list(range(m))]
+    for _ in range(copies - 1):
+        perm = list(range(m))
+        rng.shuffle(perm)
+        perms.append(perm)
+    return perms
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _bound(z):
+    return z / np.maximum(1.0, np.abs(z))
+
+
+def _complex(v):
+    m = v.shape[-1] // 2
+    return v[:, :m] + 1j * v[:, m:]
+
+
+def _real(z):
+    return np.concatenate([z.real, z.imag], axis=1)
+
+
+def _memory_to_complex(memory, copies):
+    m = memory.shape[1] // (2 * copies)
+    re = memory[:, : copies * m].reshape(-1, copies, m)
+    im = memory[:, copies * m :].reshape(-1, copies, m)
+    return re + 1j * im
+
+
+def _memory_to_real(memory):
+    batch = memory.shape[0]
+    return np.concatenate([memory.real.reshape(batch, -1), memory.imag.reshape(batch, -1)], 1)
+
+
+def _copies(key, perms):
+    return np.stack([key[:, perm] for perm in perms], axis=1)
+
+
+def reference_step(x_t, memory, previous, w, perms, dual=None, record=None):
+    """One AM-GRU (``dual=None``) or Dual AM-GRU step; ``dual = (mode, source_memory)``.
+
+    With a list ``record``, appends this step's ``written`` (delta), ``read`` (h),
+    ``source_read`` (h2, Dual only) and ``key_modulus`` (|write key| before bound)."""
+    copies = len(perms)
+    x = np.concatenate([x_t, previous], axis=1)
+    a = x @ w["key"]
+    m = a.shape[1] // 2
+    if dual is not None and dual[0] == "released":
+        b = x @ w["dual_key"]
+        raw_key = a[:, :m] + 1j * b[:, :m]
+        read_key = _bound(a[:, m:] + 1j * b[:, m:])
+        write_key = _bound(raw_key)
+    else:
+        raw_key = _complex(a)
+        write_key = _bound(raw_key)
+        read_key = np.conj(write_key)
+    K = _copies(write_key, perms)
+    S = _memory_to_complex(memory, copies)
+    h = _real((np.conj(K) * S).mean(axis=1))
+    gate_pre = np.concatenate([x, h], 1) @ w["gate"] + w["gate_bias"]
+    h2 = None
+    if dual is not None:
+        source = _memory_to_complex(dual[1], copies)
+        h2 = _real((_copies(read_key, perms) * source).mean(axis=1))
+        gate_pre = gate_pre + h2 @ w["dual_gate"]
+    gates = _sigmoid(gate_pre)
+    n = h.shape[1]
+    r, u = gates[:, :n], gates[:, n:]
+    cand_pre = np.concatenate([x, r * h], 1) @ w["candidate"] + w["candidate_bias"]
+    if dual is not None:
+        cand_pre = cand_pre + h2 @ w["dual_candidate"]
+    c = np.tanh(cand_pre)
+    delta = u * (c - h)
+    output = h + delta
+    S = S + K * _complex(delta)[:, None, :]
+    if record is not None:
+        record.append(
+            {"written": delta, "read": h, "source_read": h2, "key_modulus": np.abs(raw_key)}
+        )
+    return output, _memory_to_real(S)
+
+
+def reference_run(xs, memory, previous, w, perms, dual=None, record=None):
+    outputs = []
+    for t in range(xs.shape[1]):
+        previous, memory = reference_step(xs[:, t], memory, previous, w, perms, dual, record)
+        outputs.append(previous)
+    return np.stack(outputs, 1), memory
+
+
+def recorded(record, name):
+    """``name`` of every recorded step, stacked on axis 1: ``[batch, time, ...]``."""
+    return np.stack([step[name] for step in record], axis=1)
+
+
+def random_weights(rng, input_dim, n, scale=0.6):
+    d = input_dim + n
+    u = lambda *shape: rng.uniform(-scale, scale, size=shape)  # noqa: E731
+    return {
+        "key": u(d, n) * 3.0,  # large enough that bound() clips some entries
+        "gate": u(d + n, 2 * n),
+        "gate_bias": u(2 * n) + 1.0,
+        "candidate": u(d + n, n),
+        "candidate_bias": u(n),
+        "dual_key": u(d, n) * 3.0,
+        "dual_gate": u(n, 2 * n),
+        "dual_candidate": u(n, n),
+    }
