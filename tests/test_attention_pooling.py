@@ -55,7 +55,7 @@ def sequence_model(jit_compile=False):
     tokens = keras.Input((9,), dtype="int32")
     embedded = keras.layers.Embedding(12, 4, mask_zero=True)(tokens)
     # A per-step Dense keeps the Embedding's mask (and compiles fast under XLA).
-    states = keras.layers.Dense(6, activation="tanh")(embedded)
+    states = keras.layers.Dense(6, activation="tanh", name="states")(embedded)
     pooled = AttentionPooling(3, name="pool")(states)
     model = keras.Model(tokens, keras.layers.Dense(12, dtype="float32")(pooled))
     model.compile(
@@ -71,6 +71,21 @@ def tokens(rng):
     return x
 
 
+def pooling_probe(model, jit_compile=False):
+    """tokens -> (pooled, weights) of ``model``'s "pool" layer, masked by the Embedding.
+
+    A copy of the layer with the same weights: a Keras functional graph cannot reuse a layer
+    with a different number of outputs.
+    """
+    pool = model.get_layer("pool")
+    copy = AttentionPooling.from_config(pool.get_config())
+    states = model.get_layer("states").output  # carries the Embedding's mask
+    probe = keras.Model(model.input, copy(states, return_attention_scores=True))
+    copy.set_weights(pool.get_weights())
+    probe.compile(jit_compile=jit_compile)
+    return probe
+
+
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_trains_under_xla_and_masks_padding(jit_compile):
     rng = np.random.default_rng(2)
@@ -79,20 +94,38 @@ def test_trains_under_xla_and_masks_padding(jit_compile):
     before = model.get_layer("pool").kernel.numpy().copy()
     model.fit(x, x[:, -1], epochs=2, verbose=0)
     assert not np.array_equal(before, model.get_layer("pool").kernel.numpy())
-    assert np.all(np.isfinite(model.predict(x, verbose=0)))
+    probe = pooling_probe(model, jit_compile)
+    pooled, weights = probe.predict(x, verbose=0)  # compiled with XLA when jit_compile
+    np.testing.assert_array_equal(weights[:, :4], 0.0)  # the left padding
+    np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-6)
+    eager_pooled, eager_weights = probe(x)
+    np.testing.assert_allclose(weights, eager_weights.numpy(), atol=1e-6)
+    np.testing.assert_allclose(pooled, eager_pooled.numpy(), atol=1e-6)
 
 
-def test_mixed_float16():
-    keras.config.set_dtype_policy("mixed_float16")
+def uniform_weights(model, rng, limit=0.8):
+    """Sets every weight to U(-limit, limit): at the Glorot init the pooling is almost uniform."""
+    for variable in model.weights:
+        variable.assign(rng.uniform(-limit, limit, variable.shape))
+
+
+def test_mixed_float16_matches_float32():
     rng = np.random.default_rng(3)
-    model = sequence_model(jit_compile=True)
+    model = sequence_model()
+    uniform_weights(model, rng)
     x = tokens(rng)
-    model.fit(x, x[:, -1], epochs=1, verbose=0)
-    pooled, weights = model.get_layer("pool")(
-        keras.ops.cast(rng.normal(size=(2, 9, 6)), "float16"), return_attention_scores=True
-    )
-    assert pooled.dtype == "float16" and weights.dtype == "float32"
-    np.testing.assert_allclose(weights.numpy().sum(-1), 1.0, atol=1e-6)
+    pooled, weights = pooling_probe(model).predict(x, verbose=0)
+    keras.config.set_dtype_policy("mixed_float16")
+    half = sequence_model(jit_compile=True)
+    half.set_weights(model.get_weights())
+    got_pooled, got_weights = pooling_probe(half, jit_compile=True).predict(x, verbose=0)
+    # Documented: pooled in the compute dtype, the softmax weights in float32.
+    assert got_pooled.dtype == np.float16 and got_weights.dtype == np.float32
+    assert np.abs(weights[:, 4:] - 1 / 5).max() > 0.025  # not uniform: 5x the tolerance
+    np.testing.assert_allclose(got_weights, weights, atol=5e-3)
+    np.testing.assert_allclose(got_pooled, pooled, atol=5e-3 * max(1.0, np.abs(pooled).max()))
+    loss = half.fit(x, x[:, -1], epochs=1, verbose=0).history["loss"][-1]
+    assert np.isfinite(loss)
 
 
 def test_save_load_and_config(tmp_path):

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from tf_memlayers import NGramConcat, NGramConcatCell
-from test_sliding_window_attention import PassThroughCell
+from test_sliding_window_attention import PassThroughCell, holes_and_right_padding, loss_and_grads
 from window_reference import ngram_reference
 
 RNG = np.random.default_rng(1)
@@ -62,36 +62,48 @@ def test_piece_i_comes_from_output_at_t_minus_i_plus_1(float64_policy):
         np.testing.assert_allclose(got[t], expected, atol=1e-12)
 
 
-def test_cell_and_parallel_agree_on_gradients(float64_policy):
-    x = tf.constant(RNG.normal(size=(2, 8, 5)))
-    lstm = keras.layers.LSTM(12, return_sequences=True)
-    parallel = NGramConcat(4, 6, use_bias=True)
-    cell = NGramConcatCell(keras.layers.LSTMCell(12), 4, 6, use_bias=True)
+def build_pair(n, sizes, units=6, width=12, features=5):
+    """An LSTM + parallel layer and an RNN(cell form) with identical weights."""
+    lstm = keras.layers.LSTM(width, return_sequences=True)
+    parallel = NGramConcat(n, units, sizes=sizes, use_bias=True)
+    cell = NGramConcatCell(keras.layers.LSTMCell(width), n, units, sizes=sizes, use_bias=True)
     rnn = keras.layers.RNN(cell, return_sequences=True)
-    lstm.build(x.shape)
-    parallel.build((2, 8, 12))
-    rnn.build(x.shape)
+    lstm.build((2, 8, features))
+    parallel.build((2, 8, width))
+    rnn.build((2, 8, features))
     set_random(parallel)
     for a, b in zip(lstm.weights, cell.cell.weights):
         b.assign(a)
     cell.ngram_kernel.assign(parallel.ngram_kernel)
     cell.ngram_bias.assign(parallel.ngram_bias)
-    projection = tf.constant(RNG.normal(size=(2, 8, 6)))
+    return lstm, parallel, rnn
 
-    def grads(forward, variables):
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            out = forward(x)
-            loss = tf.reduce_sum(out * projection)
-        return out, tape.gradient(loss, [x, *variables])
 
-    out_p, g_p = grads(
-        lambda v: parallel(lstm(v)),
+@pytest.mark.parametrize("n,sizes", [(2, None), (3, (8, 4)), (4, None), (5, (3, 3, 3, 3))])
+@pytest.mark.parametrize("masked", [False, True])
+def test_cell_and_parallel_agree_on_gradients(float64_policy, n, sizes, masked):
+    lstm, parallel, rnn = build_pair(n, sizes)
+    x = tf.constant(RNG.normal(size=(2, 8, 5)))
+    keep = holes_and_right_padding(steps=8) if masked else np.ones((2, 8), bool)
+    mask = tf.constant(keep) if masked else None
+    # Masked steps are left out of the loss: there the cell form repeats its previous output.
+    projection = tf.constant(RNG.normal(size=(2, 8, 6)) * keep[..., None])
+    out_p, g_p = loss_and_grads(
+        lambda v: parallel(lstm(v, mask=mask), mask=mask),
+        x,
         [*lstm.trainable_weights, parallel.ngram_kernel, parallel.ngram_bias],
+        projection,
     )
-    out_c, g_c = grads(rnn, [*cell.cell.trainable_weights, cell.ngram_kernel, cell.ngram_bias])
-    np.testing.assert_allclose(out_c.numpy(), out_p.numpy(), atol=1e-12)
+    cell = rnn.cell
+    out_c, g_c = loss_and_grads(
+        lambda v: rnn(v, mask=mask),
+        x,
+        [*cell.cell.trainable_weights, cell.ngram_kernel, cell.ngram_bias],
+        projection,
+    )
+    np.testing.assert_allclose(out_c.numpy()[keep], out_p.numpy()[keep], atol=1e-12)
     for a, b in zip(g_p, g_c):
+        assert np.abs(a.numpy()).max() > 0
         np.testing.assert_allclose(b.numpy(), a.numpy(), atol=1e-11)
 
 
@@ -144,6 +156,46 @@ def test_explicit_memory_equals_cell_state(float64_policy):
     np.testing.assert_allclose(memory.numpy(), np.stack([np.concatenate(h) for h in histories]))
 
 
+def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy):
+    x = RNG.normal(size=(2, 12, 12))
+    # Holes on both sides of the cut after step 6; row 1 ends in padding.
+    keep = np.ones((2, 12), bool)
+    keep[0, [4, 5, 7]] = False
+    keep[1, 9:] = False
+    mask = tf.constant(keep)
+    layer = NGramConcat(4, 5, sizes=(5, 4, 3), use_bias=True, return_memory=True)
+    layer.build(x.shape)
+    weights = set_random(layer)
+    expected, _ = layer(x, mask=mask)
+    first, memory = layer(x[:, :6], mask=mask[:, :6])
+    second, _ = layer(x[:, 6:], mask=mask[:, 6:], initial_memory=memory)
+    np.testing.assert_allclose(np.concatenate([first, second], 1), expected.numpy(), atol=1e-12)
+    # The memory is exactly the cell form's state after the same 6 steps.
+    cell = NGramConcatCell(PassThroughCell(12), 4, 5, sizes=(5, 4, 3), use_bias=True)
+    rnn = keras.layers.RNN(cell, return_state=True)
+    rnn.build(x.shape)
+    for name, value in weights.items():
+        getattr(cell, name).assign(value)
+    _, _, cell_memory = rnn(x[:, :6], mask=mask[:, :6])
+    np.testing.assert_allclose(cell_memory.numpy(), memory.numpy(), atol=1e-12)
+
+
+def test_no_gradient_flows_into_carried_memory(float64_policy):
+    x = RNG.normal(size=(1, 6, 12))
+    layer = NGramConcat(4, 5, return_memory=True)
+    layer.build(x.shape)
+    memory = tf.constant(RNG.normal(size=(1, layer.memory_size)))
+    with tf.GradientTape() as tape:
+        tape.watch(memory)
+        out, _ = layer(x, initial_memory=memory)
+    assert tape.gradient(out, memory) is None
+    # ... although the first outputs do read it.
+    expected, _ = ngram_reference(
+        x, layer.ngram_kernel.numpy(), 4, (4, 4, 4), memory=[np.split(memory.numpy()[0], 2)]
+    )
+    np.testing.assert_allclose(out.numpy(), expected, atol=1e-12)
+
+
 def test_config_round_trip_and_keras_file(tmp_path):
     layer = NGramConcat(5, 9, sizes=(3, 3, 3, 3), use_bias=True, return_memory=True,
                         stateful=True, kernel_initializer="orthogonal", name="ng")
@@ -164,27 +216,41 @@ def test_config_round_trip_and_keras_file(tmp_path):
         np.testing.assert_array_equal(u.numpy(), v.numpy())
 
 
-def test_jit_fit_and_mixed_precision():
-    def build():
-        inputs = keras.Input((8,), dtype="int32")
-        h = keras.layers.Embedding(20, 6)(inputs)
-        h = keras.layers.LSTM(9, return_sequences=True)(h)
-        return keras.Model(inputs, keras.layers.Dense(20)(NGramConcat(4, 6)(h)))
+def small_language_model(probe=False):
+    """Logits; with ``probe`` also h*_t."""
+    inputs = keras.Input((8,), dtype="int32")
+    h = keras.layers.Embedding(20, 6)(inputs)
+    h = keras.layers.LSTM(9, return_sequences=True)(h)
+    h_star = NGramConcat(4, 6)(h)
+    logits = keras.layers.Dense(20)(h_star)
+    return keras.Model(inputs, [logits, h_star] if probe else logits)
 
+
+def test_jit_fit_matches_eager_and_trains():
     data = RNG.integers(0, 20, (16, 9))
-    model = build()
+    model = small_language_model()
     eager = model.predict(data[:, :-1], verbose=0)
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
     np.testing.assert_allclose(model.predict(data[:, :-1], verbose=0), eager, atol=1e-5)
     losses = model.fit(data[:, :-1], data[:, 1:], epochs=2, verbose=0).history["loss"]
     assert np.all(np.isfinite(losses))
-    weights = model.get_weights()
+
+
+def test_mixed_float16_matches_float32():
+    rng = np.random.default_rng(5)
+    data = rng.integers(0, 20, (4, 8))
+    model = small_language_model(probe=True)
+    # At the Glorot init h*_t is tiny (|logits| < 0.02): U(-0.8, 0.8) gives it a real range.
+    for variable in model.weights:
+        variable.assign(rng.uniform(-0.8, 0.8, variable.shape))
+    logits, h_star = model.predict(data, verbose=0)
     keras.config.set_dtype_policy("mixed_float16")
-    half = build()
-    half.set_weights(weights)
-    got = half.predict(data[:, :-1], verbose=0).astype("float32")
-    assert np.all(np.isfinite(got))
-    np.testing.assert_allclose(got, model.predict(data[:, :-1], verbose=0), atol=1e-2)
+    half = small_language_model(probe=True)
+    half.set_weights(model.get_weights())
+    got_logits, got_h_star = half.predict(data, verbose=0)
+    assert got_h_star.dtype == got_logits.dtype == np.float16  # the policy's compute dtype
+    np.testing.assert_allclose(got_logits, logits, atol=5e-3 * max(1.0, np.abs(logits).max()))
+    np.testing.assert_allclose(got_h_star, h_star, atol=5e-3)
 
 
 def test_bad_arguments():

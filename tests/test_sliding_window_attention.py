@@ -43,18 +43,32 @@ CONFIGS = [
 ]
 
 
+def assert_attention_and_output_widths(layer, attention_units, units):
+    """W^Y has ``attention_units`` columns and h*_t ``units`` (defaults: key / value size)."""
+    key_size, value_size, _ = layer._key_value_predict_sizes()
+    assert layer.memory_kernel.shape[-1] == (attention_units or key_size)
+    assert layer.context_kernel.shape[-1] == (units or value_size)
+
+
+# (attention_units, units): the defaults, and widths unlike every piece size.
+WIDTHS = [(None, None), (5, 7)]
+
+
 @pytest.mark.parametrize("mode,sizes", CONFIGS)
 @pytest.mark.parametrize("window", [1, 3, 10])
 @pytest.mark.parametrize("pad", ["mask", "zeros"])
 @pytest.mark.parametrize("use_bias", [False, True])
+@pytest.mark.parametrize("attention_units,units", WIDTHS)
 def test_parallel_form_matches_numpy_reference_float64(
-    float64_policy, mode, sizes, window, pad, use_bias
+    float64_policy, mode, sizes, window, pad, use_bias, attention_units, units
 ):
     x = attention_inputs()
     layer = SlidingWindowAttention(
-        window, mode=mode, sizes=sizes, pad=pad, use_bias=use_bias, return_attention_scores=True
+        window, mode=mode, sizes=sizes, attention_units=attention_units, units=units, pad=pad,
+        use_bias=use_bias, return_attention_scores=True,
     )
     layer.build(x.shape)
+    assert_attention_and_output_widths(layer, attention_units, units)
     weights = random_weights(layer)
     outputs, scores = layer(x)
     expected, expected_scores, _ = window_attention_reference(
@@ -67,14 +81,19 @@ def test_parallel_form_matches_numpy_reference_float64(
 @pytest.mark.parametrize("mode,sizes", CONFIGS)
 @pytest.mark.parametrize("window", [1, 3, 10])
 @pytest.mark.parametrize("pad", ["mask", "zeros"])
-def test_cell_form_matches_numpy_reference_float64(float64_policy, mode, sizes, window, pad):
+@pytest.mark.parametrize("attention_units,units", WIDTHS)
+def test_cell_form_matches_numpy_reference_float64(
+    float64_policy, mode, sizes, window, pad, attention_units, units
+):
     x = attention_inputs(steps=11)
     # An identity-like base cell: the cell's output h_t is its input x_t.
     cell = SlidingWindowAttentionCell(
-        PassThroughCell(12), window, mode=mode, sizes=sizes, pad=pad, use_bias=True
+        PassThroughCell(12), window, mode=mode, sizes=sizes, attention_units=attention_units,
+        units=units, pad=pad, use_bias=True,
     )
     rnn = keras.layers.RNN(cell, return_sequences=True)
     rnn.build(x.shape)
+    assert_attention_and_output_widths(cell, attention_units, units)
     weights = random_weights(cell)
     expected, _, _ = window_attention_reference(x, weights, mode, cell.piece_sizes, window, pad)
     np.testing.assert_allclose(rnn(x).numpy(), expected, atol=1e-10, rtol=0)
@@ -130,32 +149,54 @@ def build_pair(mode, sizes, window, pad, use_bias, units=12, features=5):
     return lstm, parallel, rnn
 
 
+def loss_and_grads(forward, x, variables, projection):
+    """``forward(x)`` and the gradients of ``sum(forward(x) * projection)`` wrt x, variables."""
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        outputs = forward(x)
+        loss = tf.reduce_sum(outputs * projection)
+    return outputs, tape.gradient(loss, [x, *variables])
+
+
+def holes_and_right_padding(batch=2, steps=9):
+    """Row 0 has holes at steps 2 and 5; row 1 is right-padded after 6 steps."""
+    mask = np.ones((batch, steps), bool)
+    mask[0, [2, 5]] = False
+    mask[1, 6:] = False
+    return mask
+
+
 @pytest.mark.parametrize("mode,sizes", CONFIGS)
 @pytest.mark.parametrize("pad", ["mask", "zeros"])
-def test_cell_and_parallel_forms_agree_forward_and_gradients(float64_policy, mode, sizes, pad):
+@pytest.mark.parametrize("masked", [False, True])
+def test_cell_and_parallel_forms_agree_forward_and_gradients(
+    float64_policy, mode, sizes, pad, masked
+):
     lstm, parallel, rnn = build_pair(mode, sizes, 3, pad, True)
     x = tf.constant(attention_inputs(steps=9, width=5))
-    projection = tf.constant(RNG.normal(size=(2, 9, parallel.output_units)))
-
-    def loss_and_grads(forward, variables):
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            outputs = forward(x)
-            loss = tf.reduce_sum(outputs * projection)
-        return outputs, tape.gradient(loss, [x, *variables])
+    keep = holes_and_right_padding() if masked else np.ones((2, 9), bool)
+    mask = tf.constant(keep) if masked else None
+    # Masked steps are left out of the loss: there the cell form repeats its previous output.
+    projection = tf.constant(RNG.normal(size=(2, 9, parallel.output_units)) * keep[..., None])
 
     own = [name for name in WEIGHT_NAMES if hasattr(parallel, name)]
     out_p, grads_p = loss_and_grads(
-        lambda v: parallel(lstm(v)),
+        lambda v: parallel(lstm(v, mask=mask), mask=mask),
+        x,
         [*lstm.trainable_weights, *(getattr(parallel, name) for name in own)],
+        projection,
     )
     cell = rnn.cell
     out_c, grads_c = loss_and_grads(
-        rnn, [*cell.cell.trainable_weights, *(getattr(cell, name) for name in own)]
+        lambda v: rnn(v, mask=mask),
+        x,
+        [*cell.cell.trainable_weights, *(getattr(cell, name) for name in own)],
+        projection,
     )
-    np.testing.assert_allclose(out_c.numpy(), out_p.numpy(), atol=1e-12)
+    np.testing.assert_allclose(out_c.numpy()[keep], out_p.numpy()[keep], atol=1e-12)
     assert len(grads_p) == len(grads_c)
     for gp, gc in zip(grads_p, grads_c):
+        assert np.abs(gp.numpy()).max() > 0
         np.testing.assert_allclose(gc.numpy(), gp.numpy(), atol=1e-11)
 
 
@@ -353,16 +394,21 @@ def test_bidirectional_backward_half_equals_go_backwards_rnn(float64_policy):
     assert out.shape == (2, 7, 8)
 
 
-def small_language_model(form):
+def small_language_model(form, probe=False):
+    """Logits; with ``probe`` also h*_t and (parallel form) the attention scores."""
     inputs = keras.Input((10,), dtype="int32")
     h = keras.layers.Embedding(30, 8)(inputs)
+    scores = []
     if form == "parallel":
         h = keras.layers.LSTM(12, return_sequences=True)(h)
-        h = SlidingWindowAttention(3, mode="key_value")(h)
+        h = SlidingWindowAttention(3, mode="key_value", return_attention_scores=probe)(h)
+        if probe:
+            h, *scores = h
     else:
         cell = SlidingWindowAttentionCell(keras.layers.LSTMCell(12), 3, mode="key_value")
         h = keras.layers.RNN(cell, return_sequences=True)(h)
-    return keras.Model(inputs, keras.layers.Dense(30)(h))
+    logits = keras.layers.Dense(30)(h)
+    return keras.Model(inputs, [logits, h, *scores] if probe else logits)
 
 
 @pytest.mark.parametrize("form", ["parallel", "cell"])
@@ -381,19 +427,32 @@ def test_fit_with_jit_compile_matches_eager_and_learns(form):
     assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
 
 
+def uniform_weights(model, rng, limit=0.8):
+    """Sets every weight to U(-limit, limit): at the Glorot init alpha is almost uniform."""
+    for variable in model.weights:
+        variable.assign(rng.uniform(-limit, limit, variable.shape))
+
+
 @pytest.mark.parametrize("form", ["parallel", "cell"])
-def test_mixed_float16_is_finite_and_close_to_float32(form):
-    data = RNG.integers(0, 30, (4, 10))
-    model = small_language_model(form)
+def test_mixed_float16_matches_float32(form):
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, 30, (16, 10))
+    model = small_language_model(form, probe=True)
+    uniform_weights(model, rng)
     expected = model.predict(data, verbose=0)
-    weights = model.get_weights()
     keras.config.set_dtype_policy("mixed_float16")
-    half = small_language_model(form)
-    half.set_weights(weights)
+    half = small_language_model(form, probe=True)
+    half.set_weights(model.get_weights())
     got = half.predict(data, verbose=0)
-    assert got.dtype == np.float16 or got.dtype == np.float32
-    assert np.all(np.isfinite(got))
-    np.testing.assert_allclose(got.astype("float32"), expected, atol=1e-2)
+    # Outputs come in the policy's compute dtype.
+    assert [g.dtype for g in got[:2]] == [np.float16, np.float16]
+    logits, h_star = expected[:2]
+    np.testing.assert_allclose(got[0], logits, atol=5e-3 * max(1.0, np.abs(logits).max()))
+    np.testing.assert_allclose(got[1], h_star, atol=5e-3)
+    if form == "parallel":
+        scores = expected[2]
+        assert np.abs(scores[:, 3:] - 1 / 3).max() > 0.05  # not uniform: 10x the tolerance
+        np.testing.assert_allclose(got[2], scores, atol=5e-3)
 
 
 @pytest.mark.parametrize(
