@@ -50,15 +50,15 @@ def assert_attention_and_output_widths(layer, attention_units, units):
     assert layer.context_kernel.shape[-1] == (units or value_size)
 
 
-# (attention_units, units): the defaults, and widths unlike every piece size.
-WIDTHS = [(None, None), (5, 7)]
+# (window, attention_units, units): each window with the default widths, and widths unlike
+# every piece size.
+WINDOWS_AND_WIDTHS = [(1, None, None), (3, None, None), (10, None, None), (3, 5, 7)]
 
 
 @pytest.mark.parametrize("mode,sizes", CONFIGS)
-@pytest.mark.parametrize("window", [1, 3, 10])
+@pytest.mark.parametrize("window,attention_units,units", WINDOWS_AND_WIDTHS)
 @pytest.mark.parametrize("pad", ["mask", "zeros"])
 @pytest.mark.parametrize("use_bias", [False, True])
-@pytest.mark.parametrize("attention_units,units", WIDTHS)
 def test_parallel_form_matches_numpy_reference_float64(
     float64_policy, mode, sizes, window, pad, use_bias, attention_units, units
 ):
@@ -79,9 +79,8 @@ def test_parallel_form_matches_numpy_reference_float64(
 
 
 @pytest.mark.parametrize("mode,sizes", CONFIGS)
-@pytest.mark.parametrize("window", [1, 3, 10])
+@pytest.mark.parametrize("window,attention_units,units", WINDOWS_AND_WIDTHS)
 @pytest.mark.parametrize("pad", ["mask", "zeros"])
-@pytest.mark.parametrize("attention_units,units", WIDTHS)
 def test_cell_form_matches_numpy_reference_float64(
     float64_policy, mode, sizes, window, pad, attention_units, units
 ):
