@@ -70,7 +70,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default="zaremba-small")
     parser.add_argument("--data-dir", default=str(default_data_dir()))
-    parser.add_argument("--workdir", default="runs/lm_reproduction")
+    parser.add_argument("--workdir", help="run directory (default: runs/lm_reproduction/<config>)")
     parser.add_argument("--output", default=None,
                         help="metrics JSON (default: benchmarks/results/lm_<config>.json)")
     parser.add_argument("--update-readme", action="store_true")
@@ -82,8 +82,9 @@ def main(argv=None):
         output = args.output or str(
             ROOT / "benchmarks" / "results" / f"lm_{args.config.replace('-', '_')}.json"
         )
+        workdir = args.workdir or f"runs/lm_reproduction/{args.config}"
         metrics = load_example().main([
-            "--config", args.config, "--data-dir", args.data_dir, "--workdir", args.workdir,
+            "--config", args.config, "--data-dir", args.data_dir, "--workdir", workdir,
             "--metrics-file", output, "--verbose", "2",
         ])  # fmt: skip
     if args.update_readme:
