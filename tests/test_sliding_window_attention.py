@@ -450,6 +450,7 @@ def test_mixed_float16_matches_float32(form):
     np.testing.assert_allclose(got[1], h_star, atol=5e-3)
     if form == "parallel":
         scores = expected[2]
+        assert got[2].dtype == np.float32  # the softmax's dtype, as AttentionPooling's weights
         assert np.abs(scores[:, 3:] - 1 / 3).max() > 0.05  # not uniform: 10x the tolerance
         np.testing.assert_allclose(got[2], scores, atol=5e-3)
 

@@ -157,9 +157,9 @@ class _WindowAttention:
             pre_activation = pre_activation + self.memory_bias
         scores = ops.einsum("...la,a->...l", ops.tanh(pre_activation), self.score_vector)
         valid = None if self.pad == "zeros" else window_valid
-        alpha = window_softmax(scores, valid)
-        alpha = ops.cast(alpha, window_values.dtype)
-        context = ops.einsum("...l,...ld->...d", alpha, window_values)
+        alpha = window_softmax(scores, valid)  # float32 under a mixed precision policy
+        weights = ops.cast(alpha, window_values.dtype)
+        context = ops.einsum("...l,...ld->...d", weights, window_values)
         return context, alpha
 
     def _combine(self, context, predict):
@@ -203,7 +203,8 @@ class SlidingWindowAttention(_WindowAttention, MemorySequenceLayer):
     `output_bias`.
 
     Args:{_COMMON_ARGS}        return_attention_scores: also return the window weights alpha,
-            ``[batch, time, window]`` (oldest position first).
+            ``[batch, time, window]`` (oldest position first; float32 under a mixed
+            precision policy, like the softmax that makes them).
         return_memory: also return the memory after the sequence, ``[batch, memory_size]``.
         stateful: keep the memory in a non-trainable variable and carry it to the next call
             (truncated BPTT over consecutive segments of the same streams; needs a fixed batch
