@@ -22,8 +22,9 @@ original variable (suffix)                         Keras weight
 
 Names are matched by suffix, so outer scopes (``rnn/SelfControllerWrapper/...``) may precede
 them; a name that matches several entries (two cells under different outer scopes) is an error
-unless ``prefix=`` selects one scope. The paper-era TF 0.8 code used ``.../Linear/Matrix`` and ``.../Linear/Bias`` in place of
-``fully_connected/weights`` and ``fully_connected/biases``; both spellings are accepted.
+unless ``prefix=`` selects one scope. The paper-era TF 0.8 code used ``.../Linear/Matrix`` and
+``.../Linear/Bias`` in place of ``fully_connected/weights`` and ``fully_connected/biases``; both
+spellings are accepted.
 """
 
 import numpy as np

@@ -12,6 +12,25 @@ RUN_OPTIONS = ("epochs", "verbose", "workdir", "strategy", "jit", "no_jit")
 SETTINGS_FILE = "settings.json"
 
 
+def _plain(value):
+    """``value`` with JSON types only (paths and other objects as strings)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _read_json(path, default=None):
+    """The JSON value stored at ``path``, or ``default`` if there is no such file."""
+    if not os.path.exists(path):
+        return default
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def _write_json(path, value):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(value, handle, indent=1, sort_keys=True)
+
+
 def run_settings(args, run_options=RUN_OPTIONS):
     """The parsed command-line options that define a run (all but ``run_options``).
 
@@ -23,8 +42,7 @@ def run_settings(args, run_options=RUN_OPTIONS):
         A dict with JSON values (paths and other objects as strings), sorted by name.
     """
     values = args if isinstance(args, dict) else vars(args)
-    settings = {k: v for k, v in sorted(values.items()) if k not in run_options}
-    return json.loads(json.dumps(settings, default=str))
+    return _plain({k: v for k, v in sorted(values.items()) if k not in run_options})
 
 
 def run_directory(root, settings, label=None):
@@ -33,7 +51,7 @@ def run_directory(root, settings, label=None):
     Running the same command again gives the same directory (so it resumes); changing any
     setting gives another one (so runs never mix).
     """
-    text = json.dumps(settings, sort_keys=True, default=str)
+    text = json.dumps(_plain(settings), sort_keys=True)
     digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:8]
     return os.path.join(root, f"{label}-{digest}" if label else digest)
 
@@ -53,15 +71,12 @@ def check_run_settings(workdir, settings):
         ValueError: ``workdir`` holds a run with different settings (resuming it would
             restore that run's weights and epoch under the new settings).
     """
-    settings = json.loads(json.dumps(settings, default=str))
+    settings = _plain(settings)
     path = os.path.join(workdir, SETTINGS_FILE)
-    if not os.path.exists(path):
-        os.makedirs(workdir, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump(settings, handle, indent=1, sort_keys=True)
+    saved = _read_json(path)
+    if saved is None:
+        _write_json(path, settings)
         return
-    with open(path, encoding="utf-8") as handle:
-        saved = json.load(handle)
     differences = [
         f"{name}: {saved.get(name)!r} there, {settings.get(name)!r} now"
         for name in sorted(set(saved) | set(settings))
@@ -86,12 +101,8 @@ class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
 
     def __init__(self, workdir, monitor="val_loss", mode="min"):
         self.record_path = os.path.join(workdir, "best.json")
-        best = None
-        if os.path.exists(self.record_path):
-            with open(self.record_path, encoding="utf-8") as handle:
-                record = json.load(handle)
-            if record.get("monitor") == monitor:
-                best = record["value"]
+        record = _read_json(self.record_path, {})
+        best = record["value"] if record.get("monitor") == monitor else None
         super().__init__(
             os.path.join(workdir, "best.keras"),
             monitor=monitor,
@@ -104,9 +115,8 @@ class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
         before = self.best
         super().on_epoch_end(epoch, logs)
         if self.best is not None and self.best != before:
-            with open(self.record_path, "w", encoding="utf-8") as handle:
-                json.dump({"monitor": self.monitor, "value": float(self.best), "epoch": epoch + 1},
-                          handle)
+            record = {"monitor": self.monitor, "value": float(self.best), "epoch": epoch + 1}
+            _write_json(self.record_path, record)
 
 
 def resumed_epoch(workdir):
@@ -115,11 +125,8 @@ def resumed_epoch(workdir):
     What `keras.callbacks.BackupAndRestore` will restore; a script feeding an endless stream
     skips that many epochs' batches so that a resumed run continues the stream.
     """
-    path = os.path.join(workdir, "backup", "training_metadata.json")
-    if not os.path.exists(path):
-        return 0
-    with open(path, encoding="utf-8") as handle:
-        return int(json.load(handle).get("epoch", 0))
+    metadata = _read_json(os.path.join(workdir, "backup", "training_metadata.json"), {})
+    return int(metadata.get("epoch", 0))
 
 
 class ResumableReduceLROnPlateau(keras.callbacks.ReduceLROnPlateau):
@@ -141,17 +148,14 @@ class ResumableReduceLROnPlateau(keras.callbacks.ReduceLROnPlateau):
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
-        if os.path.exists(self.state_path):
-            with open(self.state_path, encoding="utf-8") as handle:
-                state = json.load(handle)
+        state = _read_json(self.state_path)
+        if state is not None:
             for name in self.STATE:
                 setattr(self, name, state[name])
 
     def on_epoch_end(self, epoch, logs=None):
         super().on_epoch_end(epoch, logs)
-        os.makedirs(os.path.dirname(self.state_path) or ".", exist_ok=True)
-        with open(self.state_path, "w", encoding="utf-8") as handle:
-            json.dump({name: float(getattr(self, name)) for name in self.STATE}, handle)
+        _write_json(self.state_path, {name: float(getattr(self, name)) for name in self.STATE})
 
 
 def resumable_callbacks(workdir, monitor="val_loss", mode="min", save_freq="epoch", settings=None):
