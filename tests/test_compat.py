@@ -26,6 +26,8 @@ def test_two_cells_in_one_checkpoint_need_a_prefix():
     decoder = original_arrays(cell, "decoder/rnn", rng)
     with pytest.raises(ValueError, match="Several entries .*Keys/fully_connected.*prefix="):
         load_original_weights(cell, {**encoder, **decoder})
+    with pytest.raises(TypeError, match="`prefix` must be a string"):
+        load_original_weights(cell, {**encoder, **decoder}, prefix=3)
     load_original_weights(cell, {**encoder, **decoder}, prefix="decoder/")
     for name, variable in original_variable_names(cell).items():
         np.testing.assert_array_equal(variable.numpy(), decoder["decoder/rnn/" + name])

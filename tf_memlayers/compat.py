@@ -106,6 +106,8 @@ def load_original_weights(cell, arrays, prefix=None):
             ``dual_key="paper"`` (which would compute something else than that code).
     """
     if prefix is not None:
+        if not isinstance(prefix, str):
+            raise TypeError(f"`prefix` must be a string (an outer scope), got {prefix!r}.")
         arrays = {k: v for k, v in arrays.items() if k.startswith(prefix)}
     if isinstance(cell, DualAssociativeGRUCell) and cell.dual_key == "paper":
         released_key = SCOPE + "/" + next(iter(_DUAL))
