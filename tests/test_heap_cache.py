@@ -105,7 +105,7 @@ def test_topk_keeps_exactly_the_best(float64_policy, pool_size):
     assert np.all(np.diff(kept_scores) >= 0)
 
 
-@pytest.mark.parametrize("query", ["none", "additive"])
+@pytest.mark.parametrize("query", ["none", "additive", "dot"])
 @pytest.mark.parametrize("mask_empty", [True, False])
 def test_read_matches_reference(float64_policy, query, mask_empty):
     rng = np.random.default_rng(5)
@@ -117,19 +117,22 @@ def test_read_matches_reference(float64_policy, query, mask_empty):
     layer.cache_gate.assign(gate)
     kernel, score_vector = set_weights(layer, rng)
     query_kernel = None
-    if query == "additive":
+    if query != "none":
         query_kernel = rng.normal(size=(WIDTH, UNITS))
         layer.query_kernel.assign(query_kernel)
     states = rng.normal(size=(3, WIDTH))
+    states[1] = cache[2]  # the dot read must put most weight on a cached copy of the state
     outputs, weights = layer(states, return_attention_scores=True)
     expected, expected_weights = ref.read(
-        cache, states, kernel, score_vector, gate, query_kernel, mask_empty
+        cache, states, kernel, score_vector, gate, query_kernel, mask_empty, query
     )
     np.testing.assert_allclose(outputs.numpy(), expected, rtol=0, atol=1e-10)
     if query == "none":
         expected_weights = expected_weights[0]
     np.testing.assert_allclose(weights.numpy(), expected_weights, rtol=0, atol=1e-10)
     assert np.all(weights.numpy()[..., 0] == 0) == mask_empty
+    if query == "dot":  # the state's own cached copy gets the most weight
+        assert int(np.argmax(weights.numpy()[1])) == 2
 
 
 def test_read_in_float32_matches_reference():
@@ -164,18 +167,23 @@ def test_calling_the_layer_never_writes():
     assert int(layer.fill_count()) == 0
 
 
-def test_gradient_reaches_weights_not_cache():
+@pytest.mark.parametrize("query", ["additive", "dot"])
+def test_gradient_reaches_weights_not_cache(query):
     import tensorflow as tf
 
-    layer = make_layer(4, query="additive")
+    layer = make_layer(4, query=query)
     layer.insert(np.random.default_rng(0).normal(size=(3, WIDTH)).astype("float32"))
     states = tf.constant(np.random.default_rng(1).normal(size=(2, WIDTH)).astype("float32"))
     with tf.GradientTape() as tape:
         loss = tf.reduce_sum(layer(states) ** 2)
     grads = tape.gradient(loss, [layer.cache_kernel, layer.cache_score, layer.cache_gate,
                                  layer.query_kernel, layer.cache])
-    assert all(g is not None and np.any(g.numpy() != 0) for g in grads[:4])
+    trained = grads[:4] if query == "additive" else grads[2:4]
+    assert all(g is not None and np.any(g.numpy() != 0) for g in trained)
     assert grads[4] is None
+    if query == "dot":  # the order score's weights are not read, and not trainable
+        assert grads[0] is None and grads[1] is None
+        assert {w.name for w in layer.trainable_weights} == {"cache_gate", "query_kernel"}
 
 
 def test_get_config_round_trip():
@@ -199,7 +207,7 @@ def test_get_config_round_trip():
         ({"cache_size": 2.5, "attention_units": 4}, TypeError, "cache_size"),
         ({"cache_size": 3, "attention_units": 0}, ValueError, "attention_units"),
         ({"cache_size": 3, "attention_units": 4, "policy": "lru"}, ValueError, "'lru'"),
-        ({"cache_size": 3, "attention_units": 4, "query": "dot"}, ValueError, "'dot'"),
+        ({"cache_size": 3, "attention_units": 4, "query": "cosine"}, ValueError, "'cosine'"),
         ({"cache_size": 3, "attention_units": 4, "mask_empty": "yes"}, TypeError, "mask_empty"),
     ],
 )
@@ -229,7 +237,9 @@ def test_bad_candidates():
         HeapCacheAttention(4, 2)(np.ones((2, 3, WIDTH), "float32"))
 
 
-@pytest.mark.parametrize("query, weights_shape", [("none", (4,)), ("additive", (3, 4))])
+@pytest.mark.parametrize(
+    "query, weights_shape", [("none", (4,)), ("additive", (3, 4)), ("dot", (3, 4))]
+)
 def test_attention_scores_in_a_functional_model(query, weights_shape):
     layer = HeapCacheAttention(4, 3, query=query)
     inputs = keras.Input((6,))

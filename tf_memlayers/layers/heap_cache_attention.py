@@ -15,7 +15,7 @@ from tf_memlayers.layers.attention_pooling import softmax_dtype
 from tf_memlayers.ops.heap import heap_insert, topk_insert
 
 POLICIES = ("heap", "topk")
-QUERIES = ("none", "additive")
+QUERIES = ("none", "additive", "dot")
 
 _INSERTS = {"heap": heap_insert, "topk": topk_insert}
 
@@ -29,10 +29,17 @@ class HeapCacheAttention(keras.layers.Layer):
 
         a_i   = v_c^T tanh(W_c^T C_i)                 (query="none": one read for every example)
         a_bi  = v_c^T tanh(W_c^T C_i + W_q^T h_b)     (query="additive")
+        a_bi  = (W_q^T h_b) . (W_q^T C_i) / sqrt(A)   (query="dot")
         alpha = softmax_i(a)
         out_b = h_b + z * sum_i alpha_i C_i
 
-    Gradients reach ``W_c``, ``v_c``, ``z`` (and ``W_q``), never the cache.
+    Gradients reach ``W_c``, ``v_c``, ``z`` (and ``W_q``), never the cache. The ``"dot"`` read
+    projects the example's state and the cached states with the same ``W_q``, so that a cached
+    state equal to the example's own scores highest from the start: the read that can find one
+    specific earlier example. Whatever the read, the heap's order score stays the paper's
+    ``v_c^T tanh(W_c^T C_i)``; with ``query="dot"`` the read does not use ``W_c, v_c``, so they
+    keep their initial values (non-trainable weights) and the heap keeps the states that score
+    highest under that fixed score.
 
     The cache is written only by `insert`, which a training step calls after the optimizer
     update with the examples' states (`tf_memlayers.models.HeapCacheModel` does this in
@@ -54,8 +61,10 @@ class HeapCacheAttention(keras.layers.Layer):
         cache_size: number of cached vectors ``K`` (>= 1).
         attention_units: attention width ``A`` (columns of ``W_c``).
         policy: ``"heap"`` (default) or ``"topk"``, the write rule above.
-        query: ``"none"`` (default; the paper's query-independent read) or ``"additive"``
-            (the score also depends on the example's own state through ``W_q``).
+        query: ``"none"`` (default; the paper's query-independent read), ``"additive"``
+            (the score also depends on the example's own state through ``W_q``) or
+            ``"dot"`` (scaled dot product of the example's and each cached state, both
+            projected by ``W_q``).
         mask_empty: if True (default), empty slots take no attention weight. If False they
             take part in the softmax with the logit of a zero vector, as in the reference
             implementation.
@@ -68,7 +77,7 @@ class HeapCacheAttention(keras.layers.Layer):
         inputs: ``[batch, H]`` states.
         training: unused (the read is the same in training and inference).
         return_attention_scores: if True, also return ``alpha`` (``[K]`` with
-            ``query="none"``, ``[batch, K]`` with ``query="additive"``).
+            ``query="none"``, ``[batch, K]`` with ``query="additive"`` or ``"dot"``).
 
     Example:
 
@@ -121,18 +130,24 @@ class HeapCacheAttention(keras.layers.Layer):
             autocast=False,
             aggregation="none",
         )
+        # The dot read does not use the order score's weights, so nothing would train them.
+        order_trainable = self.query != "dot"
         self.cache_kernel = self.add_weight(
             name="cache_kernel",
             shape=(width, self.attention_units),
             initializer=self.kernel_initializer,
+            trainable=order_trainable,
         )
         self.cache_score = self.add_weight(
-            name="cache_score", shape=(self.attention_units,), initializer=self.score_initializer
+            name="cache_score",
+            shape=(self.attention_units,),
+            initializer=self.score_initializer,
+            trainable=order_trainable,
         )
         self.cache_gate = self.add_weight(
             name="cache_gate", shape=(width,), initializer=self.gate_initializer
         )
-        if self.query == "additive":
+        if self.query != "none":
             self.query_kernel = self.add_weight(
                 name="query_kernel",
                 shape=(width, self.attention_units),
@@ -154,18 +169,30 @@ class HeapCacheAttention(keras.layers.Layer):
 
     def _read_weights(self, cache, states, dtype):
         """Attention weights over the slots: ``[K]`` or ``[batch, K]``."""
-        kernel = ops.cast(self.cache_kernel, dtype)
-        keys = ops.matmul(cache, kernel)  # [K, A]
-        if self.query == "additive":
-            queries = ops.matmul(ops.cast(states, dtype), ops.cast(self.query_kernel, dtype))
-            keys = keys[None, :, :] + queries[:, None, :]  # [B, K, A]
-        logits = ops.matmul(ops.tanh(keys), ops.cast(self.cache_score, dtype)[:, None])[..., 0]
+        if self.query == "dot":
+            logits = self._dot_logits(cache, states, dtype)
+        else:
+            logits = self._additive_logits(cache, states, dtype)
         if not self.mask_empty:
             return ops.softmax(logits, axis=-1)
         filled = ops.any(ops.not_equal(cache, 0), axis=-1)
         logits = ops.where(filled, logits, ops.full_like(logits, -1e9))
         # An empty cache reads zeros rather than a uniform mix of empty slots.
         return ops.softmax(logits, axis=-1) * ops.cast(filled, dtype)
+
+    def _additive_logits(self, cache, states, dtype):
+        keys = ops.matmul(cache, ops.cast(self.cache_kernel, dtype))  # [K, A]
+        if self.query == "additive":
+            queries = ops.matmul(ops.cast(states, dtype), ops.cast(self.query_kernel, dtype))
+            keys = keys[None, :, :] + queries[:, None, :]  # [B, K, A]
+        return ops.matmul(ops.tanh(keys), ops.cast(self.cache_score, dtype)[:, None])[..., 0]
+
+    def _dot_logits(self, cache, states, dtype):
+        projection = ops.cast(self.query_kernel, dtype)
+        queries = ops.matmul(ops.cast(states, dtype), projection)  # [B, A]
+        keys = ops.matmul(cache, projection)  # [K, A]
+        scale = ops.cast(1.0 / self.attention_units**0.5, dtype)
+        return ops.matmul(queries, ops.transpose(keys)) * scale  # [B, K]
 
     def call(self, inputs, training=None, return_attention_scores=False):
         del training
@@ -182,14 +209,17 @@ class HeapCacheAttention(keras.layers.Layer):
         """The read's attention weights over the slots, computed now.
 
         Args:
-            states: ``[batch, H]`` states; needed with ``query="additive"``, ignored otherwise.
+            states: ``[batch, H]`` states; needed with ``query="additive"`` or ``"dot"``,
+                ignored otherwise.
 
         Returns:
             ``[K]`` (``query="none"``) or ``[batch, K]`` tensor.
         """
         self._require_built("attention_weights")
-        if self.query == "additive" and states is None:
-            raise ValueError("HeapCacheAttention: `states` is required with query='additive'.")
+        if self.query != "none" and states is None:
+            raise ValueError(
+                f"HeapCacheAttention: `states` is required with query={self.query!r}."
+            )
         dtype = softmax_dtype(self.compute_dtype)
         return self._read_weights(ops.cast(self.cache, dtype), states, dtype)
 

@@ -82,7 +82,9 @@ def build_fill_last_word_model(
         pooling: ``"last"`` (the final LSTM state) or ``"attention"``.
         attention_units: width ``A`` of both attentions (64).
         cache_size: number of cached states ``K``; ``None`` or 0 for no cache.
-        policy, query: `HeapCacheAttention` write rule and read (``"heap"``, ``"none"``).
+        policy: `HeapCacheAttention` write rule, ``"heap"`` (default) or ``"topk"``.
+        query: `HeapCacheAttention` read: ``"none"`` (default, the paper), ``"additive"`` or
+            ``"dot"`` (the read that can find one specific earlier example).
         mask_empty: `HeapCacheAttention` option; default ``not faithful_to_code``.
         embedding_matrix: optional initial embeddings ``[vocabulary_size, dim]`` (GloVe);
             otherwise ``N(0, 0.9^2)`` as in the reference code.
