@@ -142,11 +142,15 @@ class _WindowAttention:
         return keys, values, memory[:, offset:]
 
     def _pack_memory(self, keys, values, valid):
-        batch = ops.shape(keys)[0]
-        parts = [ops.reshape(keys, (batch, -1))]
+        """Inverse of `_unpack_memory`. The widths are static, so the memory keeps its static
+        shape ``[batch, memory_size]`` when the batch size is unknown (a `keras.layers.RNN`
+        loop needs its states to keep their shapes)."""
+        key_size, value_size, _ = self._key_value_predict_sizes()
+        L = self.window
+        parts = [ops.reshape(keys, (-1, L * key_size))]
         if self.mode != "attention":
-            parts.append(ops.reshape(values, (batch, -1)))
-        parts.append(ops.cast(valid, keys.dtype))
+            parts.append(ops.reshape(values, (-1, L * value_size)))
+        parts.append(ops.reshape(ops.cast(valid, keys.dtype), (-1, L)))
         return ops.concatenate(parts, axis=-1)
 
     def _attend(self, window_keys, query, window_values, window_valid):
