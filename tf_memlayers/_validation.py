@@ -88,3 +88,59 @@ def check_last_dim(name, shape, owner=None):
     if last is None:
         raise ValueError(f"{prefix}the last dimension of `{name}` must be known, got {tuple(shape)}.")
     return int(last)
+
+
+def _known_dims_agree(shape, expected):
+    return len(shape) == len(expected) and all(
+        a is None or b is None or a == b for a, b in zip(shape, expected)
+    )
+
+
+def check_mask_shape(mask_shape, inputs_shape, owner=None, inputs_name="inputs"):
+    """Checks that a time-step mask has shape ``[batch, time]``, the first two dimensions of
+    the ``[batch, time, ...]`` inputs (dimensions that are not known yet are not compared)."""
+    mask_shape, inputs_shape = tuple(mask_shape), tuple(inputs_shape)
+    expected = inputs_shape[:2]
+    if not _known_dims_agree(mask_shape, expected):
+        prefix = f"{owner}: " if owner else ""
+        raise ValueError(
+            f"{prefix}`mask` must have shape (batch, time) = {expected}, the first two "
+            f"dimensions of `{inputs_name}` of shape {inputs_shape}; got shape {mask_shape}."
+        )
+    return mask_shape
+
+
+def check_same_batch(name, shape, other_name, other_shape, owner=None):
+    """Checks that ``shape`` and ``other_shape`` have the same (known) batch size."""
+    shape, other_shape = tuple(shape), tuple(other_shape)
+    batch, other = shape[0] if shape else None, other_shape[0] if other_shape else None
+    if batch is not None and other is not None and batch != other:
+        prefix = f"{owner}: " if owner else ""
+        raise ValueError(
+            f"{prefix}`{name}` of shape {shape} has batch size {batch}, but `{other_name}` "
+            f"of shape {other_shape} has batch size {other}; they must be equal."
+        )
+    return shape
+
+
+def check_width(name, shape, width, what, owner=None):
+    """Checks that the (known) last dimension of ``shape`` is ``width``; ``what`` says where
+    that width comes from."""
+    shape = tuple(shape)
+    if shape and shape[-1] is not None and shape[-1] != width:
+        prefix = f"{owner}: " if owner else ""
+        raise ValueError(
+            f"{prefix}`{name}` must have width {width} ({what}); got shape {shape}."
+        )
+    return shape
+
+
+def check_time_steps(name, shape, owner=None):
+    """Checks that a ``[batch, time, ...]`` shape has at least one time step (when known)."""
+    shape = tuple(shape)
+    if len(shape) > 1 and shape[1] == 0:
+        prefix = f"{owner}: " if owner else ""
+        raise ValueError(
+            f"{prefix}`{name}` must have at least one time step; got shape {shape}."
+        )
+    return shape

@@ -25,9 +25,11 @@ Keras weight                original variable (under ``AssociativeGRUCell/``)   
 `tf_memlayers.compat.load_original_weights` loads arrays saved under those names.
 """
 
+import contextlib
+
 import keras
+import numpy as np
 from keras import ops
-from keras.src import backend as _keras_backend  # backend.rnn: the loop keras.layers.RNN runs
 
 from tf_memlayers import _validation as check
 from tf_memlayers.ops import holographic
@@ -121,6 +123,7 @@ class AssociativeGRUCell(keras.layers.Layer):
         self.bias_regularizer = keras.regularizers.get(bias_regularizer)
         self.permutations = holographic.make_permutations(units // 2, self.num_copies, self.seed)
         self._permutation_matrix = holographic.permutation_matrix(self.permutations)
+        object.__setattr__(self, "_step_kernels", None)  # see `stepping_on_projections`
         self.state_size = [self.units * self.num_copies, self.units]
         self.output_size = self.units * (3 if self.return_retrievals else 1)
 
@@ -196,10 +199,24 @@ class AssociativeGRUCell(keras.layers.Layer):
         return output, [new_memory, output], {"written": delta, "read": retrieved}
 
     def call(self, inputs, states, training=None):
+        if self._step_kernels is not None:  # inside `stepping_on_projections`
+            return self.projected_call(inputs, states, self._step_kernels)
         output, new_states, retrievals = self.call_with_retrievals(inputs, states, training)
         if self.return_retrievals:
             return ops.concatenate([output, retrievals["written"], retrievals["read"]], axis=1), new_states
         return output, new_states
+
+    @contextlib.contextmanager
+    def stepping_on_projections(self, kernels):
+        """Within this context `call` takes ``inputs = x_t W_x + b`` (the input projections
+        of `projection_kernels`) and runs `projected_call` with ``kernels`` =
+        ``(recurrent_kernel, gate_h_kernel, candidate_h_kernel)``; this is how
+        `AssociativeGRU` runs the cell in the loop of `keras.layers.RNN`."""
+        object.__setattr__(self, "_step_kernels", tuple(kernels))
+        try:
+            yield self
+        finally:
+            object.__setattr__(self, "_step_kernels", None)
 
     # -- the step on precomputed input projections (used by `AssociativeGRU`) -------------
 
@@ -321,11 +338,16 @@ class AssociativeGRU(keras.layers.RNN):
             up to float rounding.
 
     Call arguments:
-        sequences: ``[batch, time, input_dim]``.
+        sequences: ``[batch, time, input_dim]``, at least one time step.
         initial_state: optional ``[memory [batch, units * num_copies], previous output
             [batch, units]]``; zeros by default (the empty memory).
-        mask: optional boolean ``[batch, time]``; masked steps neither read nor write.
+        mask: optional boolean ``[batch, time]``; masked steps neither read nor write, and
+            their inputs are never used (non-finite padding is harmless).
         training: unused (present for the layer protocol).
+
+    A sequence without time steps, a mask whose shape is not ``[batch, time]``, or an
+    initial state of another width or batch size is a `ValueError` naming the argument and
+    the shapes.
 
     Example:
 
@@ -393,6 +415,53 @@ class AssociativeGRU(keras.layers.RNN):
         self.fused_loop = fused_loop
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
+    def call(self, sequences, initial_state=None, mask=None, training=False):
+        sequences = ops.convert_to_tensor(sequences)
+        if mask is not None:
+            mask = ops.convert_to_tensor(mask)
+        self._check_call_arguments(sequences, initial_state, mask)
+        if mask is not None:
+            # A masked step's output and states are discarded; zeroing its inputs keeps
+            # non-finite padding out of the kept outputs and of the gradients.
+            keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
+            sequences = ops.where(keep, sequences, ops.zeros_like(sequences))
+        return super().call(sequences, initial_state=initial_state, mask=mask, training=training)
+
+    def _check_call_arguments(self, sequences, initial_state, mask):
+        """Checks the shapes of the call arguments up front, naming the argument."""
+        owner = type(self).__name__
+        shape = tuple(sequences.shape)
+        check.check_rank("sequences", shape, 3, owner)
+        check.check_time_steps("sequences", shape, owner)
+        if mask is not None:
+            check.check_mask_shape(mask.shape, shape, owner, inputs_name="sequences")
+        if initial_state is None:
+            return
+        states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [
+            initial_state
+        ]
+        sizes = self.cell.state_size
+        if len(states) != len(sizes):
+            raise ValueError(
+                f"{owner}: `initial_state` must be a list of {len(sizes)} tensors [memory "
+                f"(batch, {sizes[0]}), previous output (batch, {sizes[1]})]; got "
+                f"{len(states)}."
+            )
+        for index, (state, size, what) in enumerate(
+            zip(states, sizes, ("units * num_copies", "units"))
+        ):
+            name = f"initial_state[{index}]"
+            state_shape = tuple(state.shape) if hasattr(state, "shape") else np.shape(state)
+            check.check_rank(name, state_shape, 2, owner)
+            check.check_width(name, state_shape, size, what, owner)
+            check.check_same_batch(name, state_shape, "sequences", shape, owner)
+
+    def compute_output_spec(self, sequences, initial_state=None, mask=None, training=False):
+        self._check_call_arguments(sequences, initial_state, mask)
+        return super().compute_output_spec(
+            sequences, initial_state=initial_state, mask=mask, training=training
+        )
+
     def inner_loop(self, sequences, initial_state, mask, training=False):
         cell = self.cell
         input_kernel, input_bias, *kernels = cell.projection_kernels()
@@ -403,21 +472,9 @@ class AssociativeGRU(keras.layers.RNN):
             initial_state = [initial_state]
         if self.fused_loop:
             return self._fused_loop(projected, initial_state, mask, kernels)
-
-        def step(inputs, states):
-            return cell.projected_call(inputs, states, kernels)
-
-        return _keras_backend.rnn(
-            step,
-            projected,
-            list(initial_state),
-            go_backwards=self.go_backwards,
-            mask=mask,
-            unroll=self.unroll,
-            input_length=sequences.shape[1],
-            zero_output_for_mask=self.zero_output_for_mask,
-            return_all_outputs=self.return_sequences,
-        )
+        # keras.layers.RNN's own loop, with the cell stepping on the projections.
+        with cell.stepping_on_projections(kernels):
+            return super().inner_loop(projected, list(initial_state), mask, training=training)
 
     def _fused_loop(self, projected, initial_state, mask, kernels):
         """`inner_loop` through `associative_gru_loop`."""

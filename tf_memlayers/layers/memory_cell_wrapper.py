@@ -1,5 +1,7 @@
 """Base class of the cells that wrap a Keras RNN cell and keep one extra 2-D memory state."""
 
+import inspect
+
 import keras
 
 
@@ -15,6 +17,17 @@ def cell_output_size(cell):
     return int(output_size if output_size else flat_state_sizes(cell.state_size)[0])
 
 
+def takes_training(cell):
+    """Whether ``cell`` is a Keras layer whose `call` has a ``training`` argument (as
+    `keras.layers.RNN` decides whether to pass it)."""
+    if not isinstance(cell, keras.layers.Layer):
+        return False
+    try:
+        return "training" in inspect.signature(cell.call).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def call_cell(cell, inputs, flat_states, training=None):
     """Calls ``cell`` on flat states; returns ``(output, new flat states)``.
 
@@ -27,7 +40,7 @@ def call_cell(cell, inputs, flat_states, training=None):
     else:
         states = list(flat_states)
     kwargs = {}
-    if getattr(cell, "_call_has_training_arg", False):
+    if takes_training(cell):
         kwargs["training"] = training
     output, new_states = cell(inputs, states, **kwargs)
     return output, list(keras.tree.flatten(new_states))
