@@ -4,6 +4,7 @@ Architecture, bottom up:
 
 * `tf_memlayers.ops` — primitives (causal windows over a sequence, holographic complex ops).
 * `tf_memlayers.layers` — one module per mechanism, each a Keras layer and/or RNN cell.
+* `tf_memlayers.metrics`, `tf_memlayers.losses` — `Perplexity`, `SequenceCrossentropy`.
 * `tf_memlayers.models` — builders that assemble each paper's model from the layers.
 * `tf_memlayers.data`, `tf_memlayers.callbacks`, `tf_memlayers.training` — input pipelines,
   TensorBoard views and run utilities used by the scripts in ``examples/``.
@@ -12,6 +13,8 @@ Architecture, bottom up:
 from tf_memlayers.version import __version__
 from tf_memlayers.layers import *  # noqa: F401,F403
 from tf_memlayers.layers import __all__ as _layer_names
+from tf_memlayers.losses import SequenceCrossentropy
+from tf_memlayers.metrics import Perplexity
 from tf_memlayers import models  # noqa: E402,F401  (registers the models' classes for loading)
 
-__all__ = ["__version__", *_layer_names]
+__all__ = ["__version__", *_layer_names, "Perplexity", "SequenceCrossentropy"]

@@ -14,6 +14,7 @@ from tf_memlayers.layers.sliding_window_attention import (
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
 )
+from tf_memlayers.layers.tied_embedding import TiedEmbedding
 
 __all__ = [
     "AssociativeGRU",
@@ -27,4 +28,5 @@ __all__ = [
     "NGramConcatCell",
     "SlidingWindowAttention",
     "SlidingWindowAttentionCell",
+    "TiedEmbedding",
 ]

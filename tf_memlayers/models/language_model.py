@@ -30,7 +30,10 @@ from tf_memlayers.layers import (
     NGramConcatCell,
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
+    TiedEmbedding,
 )
+from tf_memlayers.losses import LOSS_REDUCTIONS, SequenceCrossentropy
+from tf_memlayers.metrics import Perplexity
 
 KINDS = ("lstm", "attention", "key_value", "key_value_predict", "ngram")
 ATTENTION_KINDS = ("attention", "key_value", "key_value_predict")
@@ -81,127 +84,6 @@ class ForgetGateBias(keras.initializers.Initializer):
 
     def get_config(self):
         return {"forget_bias": self.forget_bias}
-
-
-@keras.saving.register_keras_serializable(package="tf_memlayers")
-class TiedEmbedding(keras.layers.Layer):
-    """An embedding whose transpose is also the output layer (weight tying, Press & Wolf 2017).
-
-    Called on integer ids it embeds them; called with ``reverse=True`` on vectors of width
-    ``output_dim`` it returns vocabulary logits ``x E^T + b`` with a separate output bias.
-
-    Args:
-        input_dim: vocabulary size.
-        output_dim: embedding width.
-        embeddings_initializer: initialiser of the embedding matrix ``E``.
-        output_bias_initializer: initialiser of the output bias ``b``.
-        **kwargs: base layer arguments (``name``, ``dtype``, ...).
-
-    Example:
-
-    >>> import numpy as np
-    >>> embedding = TiedEmbedding(10, 4)
-    >>> vectors = embedding(np.array([[1, 2, 3]]))
-    >>> embedding(vectors, reverse=True).shape
-    TensorShape([1, 3, 10])
-    """
-
-    def __init__(
-        self,
-        input_dim,
-        output_dim,
-        embeddings_initializer="uniform",
-        output_bias_initializer="zeros",
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        self.input_dim = check_int("input_dim", input_dim, 1, "TiedEmbedding")
-        self.output_dim = check_int("output_dim", output_dim, 1, "TiedEmbedding")
-        self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
-        self.output_bias_initializer = keras.initializers.get(output_bias_initializer)
-
-    def build(self, input_shape=None):
-        self.embeddings = self.add_weight(
-            name="embeddings",
-            shape=(self.input_dim, self.output_dim),
-            initializer=self.embeddings_initializer,
-        )
-        self.output_bias = self.add_weight(
-            name="output_bias", shape=(self.input_dim,), initializer=self.output_bias_initializer
-        )
-
-    def call(self, inputs, reverse=False):
-        if not reverse:
-            return ops.take(self.embeddings, ops.cast(inputs, "int32"), axis=0)
-        return ops.matmul(inputs, ops.transpose(self.embeddings)) + self.output_bias
-
-    def compute_output_shape(self, input_shape, reverse=False):
-        if reverse:
-            return (*input_shape[:-1], self.input_dim)
-        return (*input_shape, self.output_dim)
-
-    def compute_output_spec(self, inputs, reverse=False):
-        shape = self.compute_output_shape(inputs.shape, reverse)
-        return keras.KerasTensor(shape, dtype=self.compute_dtype)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "input_dim": self.input_dim,
-                "output_dim": self.output_dim,
-                "embeddings_initializer": keras.initializers.serialize(
-                    self.embeddings_initializer
-                ),
-                "output_bias_initializer": keras.initializers.serialize(
-                    self.output_bias_initializer
-                ),
-            }
-        )
-        return config
-
-
-@keras.saving.register_keras_serializable(package="tf_memlayers")
-class Perplexity(keras.metrics.Metric):
-    """exp(weighted mean negative log-likelihood) of integer targets under logits.
-
-    Unlike exp of the batch-averaged loss, it sums the log-likelihood and the weights over all
-    batches, so over a whole split (with zero-weight padding) it is the corpus perplexity.
-
-    Args:
-        name: metric name.
-
-    Example:
-
-    >>> import numpy as np
-    >>> metric = Perplexity()
-    >>> metric.update_state(np.array([[0, 1]]), np.zeros((1, 2, 4), "float32"))
-    >>> round(float(metric.result()), 4)
-    4.0
-    """
-
-    def __init__(self, name="perplexity", **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.total_nll = self.add_variable(shape=(), initializer="zeros", name="total_nll")
-        self.count = self.add_variable(shape=(), initializer="zeros", name="count")
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        nll = keras.losses.sparse_categorical_crossentropy(
-            y_true, ops.cast(y_pred, "float32"), from_logits=True
-        )
-        weights = (
-            ops.ones_like(nll) if sample_weight is None else ops.cast(sample_weight, nll.dtype)
-        )
-        weights = ops.broadcast_to(weights, ops.shape(nll))
-        self.total_nll.assign_add(ops.cast(ops.sum(nll * weights), self.total_nll.dtype))
-        self.count.assign_add(ops.cast(ops.sum(weights), self.count.dtype))
-
-    def result(self):
-        return ops.exp(ops.divide_no_nan(self.total_nll, self.count))
-
-    def reset_state(self):
-        self.total_nll.assign(0.0)
-        self.count.assign(0.0)
 
 
 def _check_kind_arguments(kind, form, window, ngram, layers, dropout, recurrent_dropout):
@@ -480,53 +362,7 @@ def hidden_for_parameter_budget(vocab_size, kind, budget, **build_kwargs):
     return best * multiple, count(best)
 
 
-LOSS_REDUCTIONS = ("token_mean", "sum_over_time")
 OPTIMIZERS = ("adam", "sgd")
-
-
-@keras.saving.register_keras_serializable(package="tf_memlayers")
-class SequenceCrossentropy(keras.losses.Loss):
-    """Cross-entropy of integer targets ``[batch, time]`` under logits, two reductions.
-
-    * ``"token_mean"``: the weighted mean negative log-likelihood per target token (padding,
-      with weight 0, does not count).
-    * ``"sum_over_time"``: the sum over the time steps of the per-step mean over the batch
-      (weights applied), the cost of Zaremba et al. (2014) and of TensorFlow's PTB tutorial.
-      It is ``seq_len`` times the token mean, so with plain SGD its step is ``seq_len`` times
-      larger, and the gradient-norm clipping sees the scaled gradient.
-
-    Args:
-        reduction_mode: `"token_mean"` or `"sum_over_time"`.
-        name: loss name.
-
-    Example:
-
-    >>> import numpy as np
-    >>> targets, logits = np.zeros((2, 5), "int32"), np.zeros((2, 5, 4), "float32")
-    >>> mean = SequenceCrossentropy()(targets, logits)
-    >>> summed = SequenceCrossentropy("sum_over_time")(targets, logits)
-    >>> round(float(summed / mean), 4)
-    5.0
-    """
-
-    def __init__(self, reduction_mode="token_mean", name="sequence_crossentropy", **kwargs):
-        check_choice("reduction_mode", reduction_mode, LOSS_REDUCTIONS)
-        kwargs.pop("reduction", None)
-        reduction = (
-            "mean_with_sample_weight" if reduction_mode == "token_mean" else "sum_over_batch_size"
-        )
-        super().__init__(name=name, reduction=reduction, **kwargs)
-        self.reduction_mode = reduction_mode
-
-    def call(self, y_true, y_pred):
-        nll = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
-        if self.reduction_mode == "sum_over_time":
-            # Mean over batch x time, times the number of steps = sum over time / batch.
-            nll = nll * ops.cast(ops.shape(nll)[1], nll.dtype)
-        return nll
-
-    def get_config(self):
-        return {"reduction_mode": self.reduction_mode, "name": self.name}
 
 
 def make_optimizer(optimizer="adam", learning_rate=1e-3, clipnorm=5.0):

@@ -1,0 +1,65 @@
+"""TiedEmbedding: a keras.layers.Embedding that also maps vectors back to logits."""
+
+import keras
+import numpy as np
+import pytest
+from keras.src import testing
+
+from tf_memlayers import TiedEmbedding
+
+
+class TiedEmbeddingLayerTest(testing.TestCase):
+    def test_layer_protocol(self):
+        self.run_layer_test(
+            TiedEmbedding,
+            init_kwargs={"input_dim": 7, "output_dim": 3, "mask_zero": True},
+            input_data=np.array([[1, 2, 0], [3, 0, 0]], "int32"),
+            expected_output_shape=(2, 3, 3),
+            expected_num_trainable_weights=2,
+            expected_num_non_trainable_weights=0,
+            expected_output_dtype="float32",
+            supports_masking=True,
+            run_training_check=False,  # integer inputs
+            run_mixed_precision_check=True,
+        )
+
+
+def test_reverse_uses_the_embedding_matrix_and_bias():
+    layer = TiedEmbedding(6, 4, output_bias_initializer="ones")
+    ids = np.array([[1, 5]])
+    vectors = layer(ids)
+    logits = layer(vectors, reverse=True)
+    expected = vectors.numpy() @ layer.embeddings.numpy().T + 1.0
+    np.testing.assert_allclose(logits.numpy(), expected, rtol=1e-6)
+    assert layer.compute_output_shape((2, 3, 4), reverse=True) == (2, 3, 6)
+
+
+def test_mask_and_mixed_precision():
+    keras.config.set_dtype_policy("mixed_float16")
+    layer = TiedEmbedding(6, 4, mask_zero=True)
+    ids = np.array([[1, 0]])
+    vectors = layer(ids)
+    assert vectors.dtype == "float16"
+    assert layer(vectors, reverse=True).dtype == "float16"
+    np.testing.assert_array_equal(layer.compute_mask(ids).numpy(), [[True, False]])
+
+
+def test_config_round_trip_and_saving(tmp_path):
+    layer = TiedEmbedding(6, 4, output_bias_initializer="ones", mask_zero=True, name="tied")
+    clone = TiedEmbedding.from_config(layer.get_config())
+    assert clone.get_config() == layer.get_config()
+    inputs = keras.Input((None,), dtype="int32")
+    embedding = TiedEmbedding(6, 4, name="tied")
+    model = keras.Model(inputs, embedding(embedding(inputs), reverse=True))
+    ids = np.array([[1, 2, 3]])
+    path = tmp_path / "tied.keras"
+    model.save(path)
+    restored = keras.saving.load_model(path)
+    np.testing.assert_array_equal(restored.predict(ids, verbose=0), model.predict(ids, verbose=0))
+
+
+@pytest.mark.parametrize("kwargs, name", [({"input_dim": 0, "output_dim": 2}, "input_dim"),
+                                          ({"input_dim": 3, "output_dim": 2.0}, "output_dim")])
+def test_bad_sizes_name_the_argument(kwargs, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        TiedEmbedding(**kwargs)

@@ -1,0 +1,98 @@
+"""An embedding whose transpose is also the output layer (weight tying, Press & Wolf 2017)."""
+
+import keras
+from keras import ops
+
+from tf_memlayers._validation import check_int
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class TiedEmbedding(keras.layers.Embedding):
+    """A `keras.layers.Embedding` that can also map vectors back to vocabulary logits.
+
+    Called on integer ids it embeds them, exactly as `keras.layers.Embedding`. Called with
+    ``reverse=True`` on vectors of width ``output_dim`` it returns vocabulary logits
+    ``x E^T + b``, with the same matrix ``E`` and a separate output bias ``b`` (Press & Wolf
+    2017, "Using the Output Embedding to Improve Language Models").
+
+    Args:
+        input_dim: Positive integer, vocabulary size.
+        output_dim: Positive integer, embedding width.
+        embeddings_initializer: Initializer of the embedding matrix ``E``. Defaults to
+            ``"uniform"``.
+        output_bias_initializer: Initializer of the output bias ``b``. Defaults to
+            ``"zeros"``.
+        **kwargs: other `keras.layers.Embedding` arguments (``mask_zero``,
+            ``embeddings_regularizer``, ``name``, ``dtype``, ...).
+
+    Call arguments:
+        inputs: integer ids (``reverse=False``) or vectors ``[..., output_dim]``
+            (``reverse=True``).
+        reverse: Boolean. If True, return logits ``[..., input_dim]`` instead of embedding.
+            Defaults to False.
+
+    Example:
+
+    >>> import numpy as np
+    >>> embedding = TiedEmbedding(10, 4)
+    >>> vectors = embedding(np.array([[1, 2, 3]]))
+    >>> embedding(vectors, reverse=True).shape
+    TensorShape([1, 3, 10])
+    """
+
+    def __init__(
+        self,
+        input_dim,
+        output_dim,
+        embeddings_initializer="uniform",
+        output_bias_initializer="zeros",
+        **kwargs,
+    ):
+        input_dim = check_int("input_dim", input_dim, 1, "TiedEmbedding")
+        output_dim = check_int("output_dim", output_dim, 1, "TiedEmbedding")
+        super().__init__(
+            input_dim, output_dim, embeddings_initializer=embeddings_initializer, **kwargs
+        )
+        self.output_bias_initializer = keras.initializers.get(output_bias_initializer)
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        super().build(input_shape)
+        self.output_bias = self.add_weight(
+            name="output_bias", shape=(self.input_dim,), initializer=self.output_bias_initializer
+        )
+
+    @property
+    def variable_serialization_spec(self):
+        # Saved after the embedding's own variables, in every mode, as in `.keras` files
+        # written before this layer subclassed `keras.layers.Embedding`.
+        return {
+            mode: [*names, "output_bias"]
+            for mode, names in super().variable_serialization_spec.items()
+        }
+
+    def call(self, inputs, reverse=False):
+        if not reverse:
+            return super().call(inputs)
+        kernel = ops.transpose(ops.cast(self.embeddings, self.compute_dtype))
+        return ops.matmul(inputs, kernel) + ops.cast(self.output_bias, self.compute_dtype)
+
+    def compute_mask(self, inputs, mask=None):
+        return None if not self.mask_zero else super().compute_mask(inputs, mask)
+
+    def compute_output_shape(self, input_shape, reverse=False):
+        if reverse:
+            return (*input_shape[:-1], self.input_dim)
+        return super().compute_output_shape(input_shape)
+
+    def compute_output_spec(self, inputs, reverse=False):
+        shape = self.compute_output_shape(inputs.shape, reverse)
+        return keras.KerasTensor(shape, dtype=self.compute_dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config["output_bias_initializer"] = keras.initializers.serialize(
+            self.output_bias_initializer
+        )
+        return config

@@ -1,0 +1,53 @@
+"""Cross-entropy of token sequences, with the two reductions language models use."""
+
+import keras
+from keras import ops
+
+from tf_memlayers._validation import check_choice
+
+LOSS_REDUCTIONS = ("token_mean", "sum_over_time")
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class SequenceCrossentropy(keras.losses.Loss):
+    """Cross-entropy of integer targets ``[batch, time]`` under logits, two reductions.
+
+    * ``"token_mean"``: the weighted mean negative log-likelihood per target token (padding,
+      with weight 0, does not count).
+    * ``"sum_over_time"``: the sum over the time steps of the per-step mean over the batch
+      (weights applied), the cost of Zaremba et al. (2014) and of TensorFlow's PTB tutorial.
+      It is ``seq_len`` times the token mean, so with plain SGD its step is ``seq_len`` times
+      larger, and the gradient-norm clipping sees the scaled gradient.
+
+    Args:
+        reduction_mode: `"token_mean"` or `"sum_over_time"`.
+        name: loss name.
+
+    Example:
+
+    >>> import numpy as np
+    >>> targets, logits = np.zeros((2, 5), "int32"), np.zeros((2, 5, 4), "float32")
+    >>> mean = SequenceCrossentropy()(targets, logits)
+    >>> summed = SequenceCrossentropy("sum_over_time")(targets, logits)
+    >>> round(float(summed / mean), 4)
+    5.0
+    """
+
+    def __init__(self, reduction_mode="token_mean", name="sequence_crossentropy", **kwargs):
+        check_choice("reduction_mode", reduction_mode, LOSS_REDUCTIONS)
+        kwargs.pop("reduction", None)
+        reduction = (
+            "mean_with_sample_weight" if reduction_mode == "token_mean" else "sum_over_batch_size"
+        )
+        super().__init__(name=name, reduction=reduction, **kwargs)
+        self.reduction_mode = reduction_mode
+
+    def call(self, y_true, y_pred):
+        nll = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
+        if self.reduction_mode == "sum_over_time":
+            # Mean over batch x time, times the number of steps = sum over time / batch.
+            nll = nll * ops.cast(ops.shape(nll)[1], nll.dtype)
+        return nll
+
+    def get_config(self):
+        return {"reduction_mode": self.reduction_mode, "name": self.name}

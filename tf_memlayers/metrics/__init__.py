@@ -1,0 +1,5 @@
+"""Metrics."""
+
+from tf_memlayers.metrics.perplexity import Perplexity
+
+__all__ = ["Perplexity"]

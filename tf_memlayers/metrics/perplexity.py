@@ -1,0 +1,47 @@
+"""Perplexity over a whole corpus split."""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class Perplexity(keras.metrics.Metric):
+    """exp(weighted mean negative log-likelihood) of integer targets under logits.
+
+    Unlike exp of the batch-averaged loss, it sums the log-likelihood and the weights over all
+    batches, so over a whole split (with zero-weight padding) it is the corpus perplexity.
+
+    Args:
+        name: metric name.
+
+    Example:
+
+    >>> import numpy as np
+    >>> metric = Perplexity()
+    >>> metric.update_state(np.array([[0, 1]]), np.zeros((1, 2, 4), "float32"))
+    >>> round(float(metric.result()), 4)
+    4.0
+    """
+
+    def __init__(self, name="perplexity", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.total_nll = self.add_variable(shape=(), initializer="zeros", name="total_nll")
+        self.count = self.add_variable(shape=(), initializer="zeros", name="count")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        nll = keras.losses.sparse_categorical_crossentropy(
+            y_true, ops.cast(y_pred, "float32"), from_logits=True
+        )
+        weights = (
+            ops.ones_like(nll) if sample_weight is None else ops.cast(sample_weight, nll.dtype)
+        )
+        weights = ops.broadcast_to(weights, ops.shape(nll))
+        self.total_nll.assign_add(ops.cast(ops.sum(nll * weights), self.total_nll.dtype))
+        self.count.assign_add(ops.cast(ops.sum(weights), self.count.dtype))
+
+    def result(self):
+        return ops.exp(ops.divide_no_nan(self.total_nll, self.count))
+
+    def reset_state(self):
+        self.total_nll.assign(0.0)
+        self.count.assign(0.0)
