@@ -35,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_memlayers._validation import check_int
+from tf_memlayers.data._files import check_not_blank, read_text
 
 EOS = "<eos>"
 UNK = "<unk>"
@@ -247,14 +248,27 @@ def _find_split_files(data_dir, names, corpus):
 
 
 def read_lines(path):
-    """All lines of a text file (``.gz`` decompressed), line ends removed."""
-    with open_text(path) as handle:
-        return handle.read().splitlines()
+    """All lines of a text file (``.gz`` decompressed), line ends removed.
+
+    Bytes that are not UTF-8 become U+FFFD, as with `open_text`.
+
+    Raises:
+        ValueError: the file is not text (NUL bytes, or mostly undecodable bytes or control
+            characters), or a ``.gz`` file is not valid gzip data; the message names the file.
+    """
+    return read_text(path).splitlines()
+
+
+def _read_corpus_lines(path):
+    """`read_lines` of a corpus file, which must hold at least one word."""
+    text = read_text(path)
+    check_not_blank(text, path, "words")
+    return text.splitlines()
 
 
 def _read_splits(paths, is_document_start=None, skip=None):
     return {
-        split: tokenize_lines(read_lines(path), is_document_start, skip)
+        split: tokenize_lines(_read_corpus_lines(path), is_document_start, skip)
         for split, path in paths.items()
     }
 
@@ -284,6 +298,10 @@ def load_ptb(data_dir):
 
     Returns:
         An `LMCorpus` with a 10,000-word vocabulary (``<unk>`` and ``<eos>`` included).
+
+    Raises:
+        ValueError: a split file is missing, empty or blank, not text, or a ``.gz`` that is
+            not gzip data; the message names the file.
 
     Example:
 
@@ -316,6 +334,10 @@ def load_wikitext2(data_dir):
 
     Returns:
         An `LMCorpus` with the 33,278-token vocabulary.
+
+    Raises:
+        ValueError: a split file is missing, empty or blank, not text, or a ``.gz`` that is
+            not gzip data; the message names the file.
     """
     paths = _find_split_files(data_dir, WIKITEXT2_FILES, "WikiText-2")
     split_tokens = _read_splits(paths, is_document_start=is_wikitext_title)
@@ -361,16 +383,23 @@ def load_cbt(data_dir, min_count=2):
 
     Returns:
         An `LMCorpus`.
+
+    Raises:
+        ValueError: a split file is missing, empty or blank, not text, or a ``.gz`` that is
+            not gzip data; the message names the file.
     """
     data_dir = pathlib.Path(data_dir)
     is_title = lambda line: line.startswith(CBT_TITLE_PREFIX)  # noqa: E731
     starts_book = lambda lines, i: is_title(lines[i])  # noqa: E731
     try:
         paths = _find_split_files(data_dir, CBT_FILES, "CBT")
-        split_tokens = _read_splits(paths, is_document_start=starts_book, skip=is_title)
     except ValueError:
+        paths = None
+    if paths is not None:
+        split_tokens = _read_splits(paths, is_document_start=starts_book, skip=is_title)
+    else:
         only_test = _find_split_files(data_dir, {"test": CBT_FILES["test"]}, "CBT")
-        lines = read_lines(only_test["test"])
+        lines = _read_corpus_lines(only_test["test"])
         tokens, starts = tokenize_lines(lines, is_document_start=starts_book, skip=is_title)
         split_tokens = _split_books(tokens, starts)
     vocabulary = Vocabulary.from_counts(

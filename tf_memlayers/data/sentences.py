@@ -13,16 +13,29 @@ import numpy as np
 import tensorflow as tf
 
 from tf_memlayers._validation import check_int
+from tf_memlayers.data._files import check_not_blank, read_text
 
 PAD, UNK = "<pad>", "<unk>"
 
 
 def read_sentences(path):
-    """Non-empty lines of a text file, whitespace-stripped.
+    """Non-empty lines of a text file (``.gz`` decompressed), whitespace-stripped.
 
-    Handles CRLF line ends and undecodable bytes (replaced with U+FFFD), as in the PWKP files.
+    Handles CRLF line ends and stray undecodable bytes (replaced with U+FFFD), as in the PWKP
+    files.
+
+    Args:
+        path: the file, one sentence per line.
+
+    Returns:
+        A non-empty list of strings.
+
+    Raises:
+        ValueError: the file is empty or blank, is not text (NUL bytes, or mostly undecodable
+            bytes or control characters), or is a ``.gz`` that is not gzip data; the message
+            names the file.
     """
-    text = pathlib.Path(path).read_bytes().decode("utf-8", errors="replace")
+    text = check_not_blank(read_text(pathlib.Path(path)), path, "sentences")
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
@@ -48,11 +61,23 @@ def encode_last_word(sentences, vocabulary, max_length=40):
     ``x[max_length - n + 1:] = ids of tokens[:-1]`` after ``max_length - n + 1 >= 1`` padding
     steps, and ``y = id(tokens[-1])``. Unknown words map to ``<unk>``.
 
+    Args:
+        sentences: iterable of strings.
+        vocabulary: list of words (row = id) that holds ``<unk>``, e.g. from
+            `build_vocabulary`.
+        max_length: context steps, at least 2 (one padding step and one context word).
+
     Returns:
         ``(x int32 [N, max_length], y int32 [N], kept)`` with ``kept`` the indices of the
         sentences used.
     """
+    max_length = check_int("max_length", max_length, 2)
     index = {word: i for i, word in enumerate(vocabulary)}
+    if UNK not in index:
+        raise ValueError(
+            f"`vocabulary` must hold the unknown-word token {UNK!r} (see `build_vocabulary`); "
+            f"got {len(index)} words without it."
+        )
     unknown = index[UNK]
     x, y, kept = [], [], []
     for position, sentence in enumerate(sentences):

@@ -23,11 +23,13 @@ import os
 import random
 import re
 import zipfile
+import zlib
 
 import numpy as np
 import tensorflow as tf
 
 from tf_memlayers._validation import check_choice, check_int
+from tf_memlayers.data._files import check_not_blank, decode_utf8
 
 LABELS = ("entailment", "neutral", "contradiction")
 PAD, UNK = "<pad>", "<unk>"
@@ -74,63 +76,176 @@ def _collect(rows):
 
 # -- official SNLI 1.0 release --------------------------------------------------------------
 
+_OFFICIAL_FIELDS = ("sentence1", "sentence2", "gold_label")
 
-def _official_rows(handle, suffix):
+
+def _decoded_lines(raw_lines, name):
+    """``(line number, text)`` of binary lines, decoded strictly as UTF-8, line end removed."""
+    for number, raw in enumerate(raw_lines, 1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(
+                f"{name}, line {number}: not UTF-8 text (byte {raw[error.start]:#04x}: "
+                f"{error.reason})."
+            ) from error
+        yield number, text.rstrip("\r\n")
+
+
+def _official_rows(lines, suffix, name):
+    """``(line number, (sentence1, sentence2, gold_label))`` of an official SNLI file."""
     if suffix == ".jsonl":
-        for line in handle:
-            if line.strip():
-                record = json.loads(line)
-                yield record["sentence1"], record["sentence2"], record["gold_label"]
-    else:
-        header = handle.readline().rstrip("\n").split("\t")
-        columns = {name: i for i, name in enumerate(header)}
-        for line in handle:
-            fields = line.rstrip("\n").split("\t")
-            if len(fields) < len(header):
+        for number, line in lines:
+            if not line.strip():
                 continue
-            yield (fields[columns["sentence1"]], fields[columns["sentence2"]],
-                   fields[columns["gold_label"]])
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(
+                    f"{name}, line {number}: not valid JSON: {error.msg} (column "
+                    f"{error.colno})."
+                ) from error
+            if not isinstance(record, dict):
+                raise ValueError(
+                    f"{name}, line {number}: expected a JSON object with "
+                    f"{', '.join(_OFFICIAL_FIELDS)}; got {record!r:.60}."
+                )
+            missing = [field for field in _OFFICIAL_FIELDS if field not in record]
+            if missing:
+                raise ValueError(
+                    f"{name}, line {number}: the record has no {', '.join(missing)} (an SNLI "
+                    f"1.0 record has {', '.join(_OFFICIAL_FIELDS)})."
+                )
+            yield number, tuple(record[field] for field in _OFFICIAL_FIELDS)
+        return
+    header = next(lines, None)
+    if header is None:
+        return
+    columns = {column: i for i, column in enumerate(header[1].split("\t"))}
+    missing = [field for field in _OFFICIAL_FIELDS if field not in columns]
+    if missing:
+        raise ValueError(
+            f"{name}: the header line has no column {', '.join(missing)} (an SNLI 1.0 .txt "
+            f"file has tab-separated columns including {', '.join(_OFFICIAL_FIELDS)})."
+        )
+    for number, line in lines:
+        fields = line.split("\t")
+        if len(fields) < len(columns):
+            continue
+        yield number, tuple(fields[columns[field]] for field in _OFFICIAL_FIELDS)
+
+
+def _file_examples(numbered_rows, name):
+    """`NLIExample`s of ``(line number, (premise, hypothesis, label))`` rows of file ``name``.
+
+    Raises:
+        ValueError: a row has a sentence that is not text or an unknown label, or the file
+            holds no pair with a gold label; the message names the file (and the line).
+    """
+    examples, rows = [], 0
+    for number, (premise, hypothesis, label) in numbered_rows:
+        rows += 1
+        for what, sentence in (("premise", premise), ("hypothesis", hypothesis)):
+            if not isinstance(sentence, str):
+                raise ValueError(
+                    f"{name}, line {number}: the {what} must be text, got {sentence!r:.60}."
+                )
+        try:
+            example = make_example(premise, hypothesis, label)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{name}, line {number}: {error}") from error
+        if example is not None:
+            examples.append(example)
+    if not examples and rows:
+        raise ValueError(
+            f"{name} holds no usable sentence pairs: none of its {rows:,} pairs has a gold "
+            "label (all are '-')."
+        )
+    if not examples:
+        raise ValueError(f"{name} is empty: it holds no sentence pairs.")
+    return examples
 
 
 def read_official(path, split):
-    """Reads ``split`` of the official SNLI 1.0 release from a directory or ``snli_1.0.zip``."""
+    """Reads ``split`` of the official SNLI 1.0 release from a directory or ``snli_1.0.zip``.
+
+    Args:
+        path: a directory holding ``snli_1.0_{split}.jsonl`` or ``.txt``, or the
+            ``snli_1.0.zip`` archive (read without extracting).
+        split: ``"train"``, ``"dev"`` or ``"test"``.
+
+    Returns:
+        A list of `NLIExample` (pairs labelled ``-`` dropped).
+
+    Raises:
+        FileNotFoundError: there is no file for ``split``.
+        ValueError: the archive is not a zip file, or the split's file is not UTF-8, has a
+            line that is not JSON or lacks ``sentence1``, ``sentence2`` or ``gold_label``,
+            has an unknown label, or holds no labelled pair. The message names the file.
+    """
     check_choice("split", split, SPLITS)
     path = str(path)
     if path.endswith(".zip"):
-        with zipfile.ZipFile(path) as archive:
-            for suffix in (".jsonl", ".txt"):
-                name = next(
-                    (n for n in archive.namelist() if n.endswith(f"snli_1.0_{split}{suffix}")), None
-                )
-                if name:
-                    with archive.open(name) as raw:
-                        handle = io.TextIOWrapper(raw, encoding="utf-8")
-                        return _collect(_official_rows(handle, suffix))
+        try:
+            with zipfile.ZipFile(path) as archive:
+                for suffix in (".jsonl", ".txt"):
+                    name = next(
+                        (n for n in archive.namelist() if n.endswith(f"snli_1.0_{split}{suffix}")),
+                        None,
+                    )
+                    if name:
+                        with archive.open(name) as raw:
+                            lines = _decoded_lines(raw, f"{path}:{name}")
+                            return _file_examples(
+                                _official_rows(lines, suffix, f"{path}:{name}"), f"{path}:{name}"
+                            )
+        except (zipfile.BadZipFile, zlib.error, EOFError) as error:
+            raise ValueError(f"{path} is not a valid zip archive: {error}.") from error
         raise FileNotFoundError(f"{path} holds no snli_1.0_{split}.jsonl or .txt.")
     for suffix in (".jsonl", ".txt"):
         file = os.path.join(path, f"snli_1.0_{split}{suffix}")
         if os.path.exists(file):
-            with open(file, encoding="utf-8") as handle:
-                return _collect(_official_rows(handle, suffix))
+            with open(file, "rb") as raw:
+                lines = _decoded_lines(raw, file)
+                return _file_examples(_official_rows(lines, suffix, file), file)
     raise FileNotFoundError(f"{path} holds no snli_1.0_{split}.jsonl or .txt.")
 
 
 # -- InferSent layout -------------------------------------------------------------------------
 
 
+_INFERSENT_CONTENTS = {"s1": "premises", "s2": "hypotheses", "labels": "labels"}
+
+
 def read_infersent(directory, split):
-    """Reads ``s1.{split}``, ``s2.{split}``, ``labels.{split}`` (one item per line)."""
+    """Reads ``s1.{split}``, ``s2.{split}``, ``labels.{split}`` (one item per line).
+
+    Args:
+        directory: the folder holding the three files.
+        split: ``"train"``, ``"dev"`` or ``"test"``.
+
+    Returns:
+        A list of `NLIExample` (pairs labelled ``-`` dropped).
+
+    Raises:
+        ValueError: a file is empty or blank, is not UTF-8 text, or has an unknown label; the
+            files have different numbers of lines; no pair has a gold label. The message
+            names the file.
+    """
     check_choice("split", split, SPLITS)
     lines = []
-    for prefix in ("s1", "s2", "labels"):
-        with open(os.path.join(directory, f"{prefix}.{split}"), encoding="utf-8") as handle:
-            lines.append(handle.read().splitlines())
+    for prefix, contents in _INFERSENT_CONTENTS.items():
+        file = os.path.join(directory, f"{prefix}.{split}")
+        with open(file, "rb") as handle:
+            text = decode_utf8(handle.read(), file)
+        lines.append(check_not_blank(text, file, contents).splitlines())
     if not len(lines[0]) == len(lines[1]) == len(lines[2]):
         raise ValueError(
             f"s1/s2/labels.{split} in {directory} have different numbers of lines: "
             f"{[len(x) for x in lines]}."
         )
-    return _collect(zip(*lines))
+    labels_file = os.path.join(directory, f"labels.{split}")
+    return _file_examples(enumerate(zip(*lines), 1), labels_file)
 
 
 def find_files(data_dir):
@@ -236,8 +351,26 @@ def generate_recall_corpus(num_examples, seed=0, min_facts=1, max_facts=3):
     * neutral: an entity that is not in the premise.
 
     Labels are balanced; the same ``seed`` gives the same corpus.
+
+    Args:
+        num_examples: number of pairs, at least 1.
+        seed: seed of the corpus.
+        min_facts, max_facts: range of the number of entities in a premise,
+            ``1 <= min_facts <= max_facts <= 25`` (a neutral hypothesis names one of the 26
+            entities that is not in the premise).
+
+    Returns:
+        A list of `NLIExample`.
     """
     num_examples = check_int("num_examples", num_examples, 1)
+    min_facts = check_int("min_facts", min_facts, 1)
+    max_facts = check_int("max_facts", max_facts, 1)
+    if not min_facts <= max_facts <= len(_ENTITIES) - 1:
+        raise ValueError(
+            f"`min_facts` and `max_facts` must satisfy 1 <= min_facts <= max_facts <= "
+            f"{len(_ENTITIES) - 1} (a neutral hypothesis names an entity that is not in the "
+            f"premise); got min_facts={min_facts}, max_facts={max_facts}."
+        )
     rng = random.Random(seed)
     rows = []
     for i in range(num_examples):

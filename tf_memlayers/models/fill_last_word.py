@@ -20,15 +20,31 @@ Both use an L2 penalty ``1e-5 * sum ||w||^2 / 2`` over every trainable weight, a
 vector of an example is the state the cache read is added to (post batch norm in the code).
 """
 
-import keras
+import math
+import numbers
 
-from tf_memlayers._validation import check_choice, check_int
+import keras
+import numpy as np
+
+from tf_memlayers._validation import check_bool, check_choice, check_int
 from tf_memlayers.layers.attention_pooling import AttentionPooling
 from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
 POOLINGS = ("last", "attention")
 PAPER_LEARNING_RATE, CODE_LEARNING_RATE, PAPER_CLIP_NORM = 0.01, 1e-3, 5.0
+
+
+def _check_number(name, value, minimum, strict):
+    """``value`` as a finite float ``> minimum`` (``strict``) or ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a number, got {value!r} of type {type(value).__name__}.")
+    given, value = value, float(value)
+    if not (math.isfinite(value) and (value > minimum if strict else value >= minimum)):
+        raise ValueError(
+            f"`{name}` must be a finite number {'>' if strict else '>='} {minimum}, got {given!r}."
+        )
+    return value
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -96,6 +112,10 @@ def build_fill_last_word_model(
         A `HeapCacheModel` mapping ``[batch, max_length]`` int ids to ``[batch, vocabulary]``
         float32 logits.
 
+    Raises:
+        TypeError, ValueError: an argument has the wrong type or is out of range (sizes
+            >= 1, ``cache_size >= 0``, finite ``weight_decay >= 0``); the message names it.
+
     Example:
 
     >>> model = build_fill_last_word_model(50, embedding_dim=8, hidden_units=16,
@@ -108,6 +128,19 @@ def build_fill_last_word_model(
     max_length = check_int("max_length", max_length, 1)
     hidden_units = check_int("hidden_units", hidden_units, 1)
     check_choice("pooling", pooling, POOLINGS)
+    check_bool("faithful_to_code", faithful_to_code)
+    if (pooling == "attention" and not faithful_to_code) or cache_size:
+        check_int("attention_units", attention_units, 1)
+    if cache_size is not None:
+        check_int("cache_size", cache_size, 0)
+    weight_decay = _check_number("weight_decay", weight_decay, 0.0, strict=False)
+    if embedding_matrix is not None:
+        embedding_matrix = np.asarray(embedding_matrix)
+        if embedding_matrix.ndim != 2 or embedding_matrix.shape[0] != vocabulary_size:
+            raise ValueError(
+                f"`embedding_matrix` must have shape ({vocabulary_size}, dim); got "
+                f"{embedding_matrix.shape}."
+            )
     if mask_empty is None:
         mask_empty = not faithful_to_code
     masked = not faithful_to_code
@@ -160,7 +193,22 @@ def build_fill_last_word_model(
 
 
 def fill_last_word_optimizer(faithful_to_code=False, learning_rate=None, clip_norm=None):
-    """Adam as in the paper (lr 0.01, per-gradient norm clip 5) or the code (lr 1e-3, none)."""
+    """Adam as in the paper (lr 0.01, per-gradient norm clip 5) or the code (lr 1e-3, none).
+
+    Args:
+        faithful_to_code: the reference code's defaults instead of the paper's.
+        learning_rate: a finite number > 0; default 0.01 (paper) or 1e-3 (code).
+        clip_norm: per-gradient norm threshold, a finite number >= 0 (0: no clipping);
+            default 5 (paper) or none (code).
+
+    Returns:
+        A `keras.optimizers.Adam`.
+    """
+    check_bool("faithful_to_code", faithful_to_code)
+    if learning_rate is not None:
+        learning_rate = _check_number("learning_rate", learning_rate, 0.0, strict=True)
+    if clip_norm is not None:
+        clip_norm = _check_number("clip_norm", clip_norm, 0.0, strict=False)
     if learning_rate is None:
         learning_rate = CODE_LEARNING_RATE if faithful_to_code else PAPER_LEARNING_RATE
     if clip_norm is None and not faithful_to_code:
@@ -171,7 +219,13 @@ def fill_last_word_optimizer(faithful_to_code=False, learning_rate=None, clip_no
 def compile_fill_last_word_model(
     model, faithful_to_code=False, learning_rate=None, clip_norm=None, jit_compile=False
 ):
-    """Compiles with sparse cross-entropy on logits and accuracy."""
+    """Compiles with sparse cross-entropy on logits and accuracy.
+
+    Args:
+        model: a model from `build_fill_last_word_model`.
+        faithful_to_code, learning_rate, clip_norm: see `fill_last_word_optimizer`.
+        jit_compile: compile the train step with XLA.
+    """
     model.compile(
         fill_last_word_optimizer(faithful_to_code, learning_rate, clip_norm),
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),

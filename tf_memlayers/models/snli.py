@@ -6,11 +6,14 @@ layer 2, a GRU over the layer-1 outputs whose hypothesis pass starts from the pr
 GRU state → features ``[p, h, |p - h|]`` → two ReLU layers → 3-way softmax.
 """
 
+import math
+import numbers
+
 import keras
 import numpy as np
 from keras import ops
 
-from tf_memlayers._validation import check_bool, check_choice, check_int
+from tf_memlayers._validation import check_bool, check_choice, check_int, check_optional_int
 from tf_memlayers.layers.associative_gru import (
     DUAL_KEYS,
     AssociativeGRU,
@@ -21,6 +24,21 @@ from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_lo
 from tf_memlayers.training.resumable import ResumableReduceLROnPlateau
 
 KINDS = ("gru", "am_gru", "dual_am_gru")
+
+
+def _check_number(name, value, low, high=None, low_open=False, high_open=True):
+    """``value`` as a float, finite and within ``[low, high)`` (or ``(low, ...`` if open)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a number, got {value!r} of type {type(value).__name__}.")
+    given, value = value, float(value)
+    above = value > low if low_open else value >= low
+    below = high is None or (value < high if high_open else value <= high)
+    if not (math.isfinite(value) and above and below):
+        allowed = f"{'>' if low_open else '>='} {low}" if high is None else (
+            f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+        )
+        raise ValueError(f"`{name}` must be a finite number {allowed}, got {given!r}.")
+    return value
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -290,10 +308,21 @@ def build_snli_model(
         A model with inputs ``(premise ids, hypothesis ids)`` (int, ``[batch, time]``) and a
         softmax over (entailment, neutral, contradiction). Layers are named ``"embedding"``
         and ``"encoder"`` (a `ConditionalEncoder`).
+
+    Raises:
+        TypeError, ValueError: an argument has the wrong type or is out of range (sizes
+            >= 1, ``0 <= dropout < 1``, finite ``init_scale > 0``); the message names it.
     """
     vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
-    if not init_scale > 0:
-        raise ValueError(f"`init_scale` must be > 0, got {init_scale!r}.")
+    check_choice("kind", kind, KINDS)
+    check_int("units", units, 1)
+    check_optional_int("top_units", top_units, 1)
+    check_int("num_copies", num_copies, 1)
+    check_bool("train_embeddings", train_embeddings)
+    check_bool("fused_loop", fused_loop)
+    seed = check_int("seed", seed)
+    dropout = _check_number("dropout", dropout, 0.0, 1.0)
+    init_scale = _check_number("init_scale", init_scale, 0.0, low_open=True)
     init = keras.initializers.RandomUniform(-init_scale, init_scale, seed=seed)
     if embeddings is not None:
         embeddings = np.asarray(embeddings)
@@ -304,6 +333,7 @@ def build_snli_model(
         embedding_dim = embeddings.shape[1]
         embedding_init = keras.initializers.Constant(embeddings)
     else:
+        check_int("embedding_dim", embedding_dim, 1)
         # The original code draws every word vector from N(0, 1) before GloVe overwrites the
         # known words; ±0.05 word vectors would leave the whole network near zero.
         embedding_init = keras.initializers.RandomNormal(0.0, 1.0, seed=seed)
@@ -336,7 +366,21 @@ def build_snli_model(
 
 
 def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=False):
-    """Compiles with the paper's optimiser: Adam(lr, beta_1=0), global-norm clipping."""
+    """Compiles with the paper's optimiser: Adam(lr, beta_1=0), global-norm clipping.
+
+    Args:
+        model: a model from `build_snli_model`.
+        learning_rate: Adam's learning rate, a finite number > 0 (the paper: 1e-3).
+        clip_norm: global gradient-norm threshold, a finite number >= 0; ``None`` or 0: no
+            clipping (the paper: 5).
+        jit_compile: compile the train step with XLA.
+
+    Returns:
+        ``model``, compiled with sparse categorical cross-entropy and accuracy.
+    """
+    learning_rate = _check_number("learning_rate", learning_rate, 0.0, low_open=True)
+    if clip_norm is not None:
+        clip_norm = _check_number("clip_norm", clip_norm, 0.0)
     model.compile(
         optimizer=keras.optimizers.Adam(learning_rate, beta_1=0.0, global_clipnorm=clip_norm),
         loss="sparse_categorical_crossentropy",
