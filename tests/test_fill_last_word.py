@@ -242,3 +242,33 @@ def test_vocabulary_cap_keeps_room_for_pad_and_unk():
     assert data.build_vocabulary(["a b b"], max_size=2) == ["<pad>", "<unk>"]
     with pytest.raises(ValueError, match="`max_size` must be >= 2, got 1"):
         data.build_vocabulary(["a b"], max_size=1)
+
+
+def test_cache_layers_are_found_through_the_public_keras_api():
+    import inspect
+
+    from tf_memlayers.callbacks import cache_attention
+    from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
+    from tf_memlayers.models import heap_cache_model
+
+    for module in (cache_attention, heap_cache_model):
+        source = inspect.getsource(module)
+        assert "._inputs_struct" not in source and "._flatten_layers" not in source
+    # Caches at the top level, in a nested model and under a wrapper, each once, in order.
+    first, second = keras.Input((3,), name="first"), keras.Input((3,), name="second")
+    top = HeapCacheAttention(4, 2, name="top")
+    inner_input = keras.Input((3,))
+    inner = keras.Model(inner_input, HeapCacheAttention(4, 2, name="nested")(inner_input))
+    model = keras.Model([first, second], keras.layers.Add()([top(first), inner(second)]))
+    found = heap_cache_model.cache_attention_layers(model)
+    assert [layer.name for layer in found] == ["top", "nested"]
+    cached = HeapCacheModel([first, second], keras.layers.Add()([top(first), second]))
+    assert cached.cache_layers == [top]
+    wrapped = keras.layers.TimeDistributed(HeapCacheAttention(4, 2, name="wrapped"))
+    sequence = keras.Input((5, 3))
+    outer = keras.Model(sequence, wrapped(sequence))
+    assert [layer.name for layer in heap_cache_model.cache_attention_layers(outer)] == ["wrapped"]
+    # The probe reads the states a cache layer receives for inputs in the model's structure.
+    x = [np.ones((2, 3), "float32"), np.zeros((2, 3), "float32")]
+    weights = cache_attention_by_index(model, top, probe_inputs=x)
+    assert weights.shape == (4,)

@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_memlayers.callbacks.heatmap import heatmap_image
-from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.models.heap_cache_model import cache_attention_layers
 
 
 def cache_attention_by_index(model, layer, probe_inputs=None):
@@ -21,7 +21,7 @@ def cache_attention_by_index(model, layer, probe_inputs=None):
             f"Layer {layer.name!r} reads with query='additive': pass `probe_inputs` so the "
             "weights can be averaged over their states."
         )
-    states = keras.Function(model._inputs_struct, layer.input)(probe_inputs)
+    states = keras.Function(model.input, layer.input)(probe_inputs)
     return np.asarray(layer.attention_weights(states), dtype=np.float64).mean(axis=0)
 
 
@@ -45,7 +45,7 @@ class CacheAttentionCallback(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if self._writer is None:
             self._writer = tf.summary.create_file_writer(f"{self.log_dir}/cache")
-        layers = [l for l in self.model._flatten_layers() if isinstance(l, HeapCacheAttention)]
+        layers = cache_attention_layers(self.model)
         with self._writer.as_default():
             for layer in layers:
                 weights = cache_attention_by_index(self.model, layer, self.probe_inputs)

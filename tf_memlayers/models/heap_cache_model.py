@@ -22,8 +22,34 @@ class HalfSquaredNorm(keras.regularizers.Regularizer):
         return {"coefficient": self.coefficient}
 
 
-def _cache_layers(model):
-    return [layer for layer in model._flatten_layers() if isinstance(layer, HeapCacheAttention)]
+def cache_attention_layers(model):
+    """The `HeapCacheAttention` layers of ``model``, in the order of its layers.
+
+    Nested models (`keras.Model.layers`) and wrapper layers (`keras.layers.Wrapper.layer`)
+    are searched too; each layer is listed once.
+
+    Args:
+        model: a Keras model.
+
+    Returns:
+        A list of `HeapCacheAttention` layers.
+    """
+    found, seen = [], set()
+
+    def visit(layer):
+        if id(layer) in seen:
+            return
+        seen.add(id(layer))
+        if isinstance(layer, HeapCacheAttention):
+            found.append(layer)
+        if isinstance(layer, keras.Model):
+            for inner in layer.layers:
+                visit(inner)
+        elif isinstance(layer, keras.layers.Wrapper):
+            visit(layer.layer)
+
+    visit(model)
+    return found
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -70,12 +96,12 @@ class HeapCacheModel(keras.Model):
             for weight in self.trainable_weights:
                 if getattr(weight, "regularizer", None) is None:
                     weight.regularizer = HalfSquaredNorm(self.weight_decay)
-        layers = _cache_layers(self)
+        layers = cache_attention_layers(self)
         # Not a Layer, so not tracked: the candidates' graph shares the model's layers.
         object.__setattr__(self, "_cache_layers_list", layers)
         candidates = None
         if layers:
-            candidates = keras.Function(self._inputs_struct, [layer.input for layer in layers])
+            candidates = keras.Function(self.input, [layer.input for layer in layers])
         object.__setattr__(self, "_candidate_function", candidates)
 
     @property
@@ -147,5 +173,5 @@ def cache_fill_fractions(model):
     """``{layer name: fraction of occupied slots}`` for each cache of ``model``."""
     return {
         layer.name: float(np.asarray(layer.fill_count())) / layer.cache_size
-        for layer in _cache_layers(model)
+        for layer in cache_attention_layers(model)
     }
