@@ -5,7 +5,10 @@ import json
 
 from conftest import REPO_ROOT
 
-from tf_memlayers.models.language_model import build_language_model
+from tf_memlayers.models.language_model import (
+    build_language_model,
+    count_language_model_parameters,
+)
 
 
 def _load(name):
@@ -34,3 +37,30 @@ def test_real_data_report_keeps_rows_only_for_the_same_settings(tmp_path):
     assert real_data.saved_rows(str(path), settings) == [{"model": "lstm"}]
     assert real_data.saved_rows(str(path), dict(settings, epochs=2)) == []
     assert real_data.saved_rows(str(tmp_path / "missing.json"), settings) == []
+
+
+def test_equal_budget_report_is_resumed_only_with_the_same_settings(tmp_path):
+    equal_budget = _load("lm_equal_budget")
+    settings = {"max_epochs": 15, "dropout": 0.4}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({"settings": settings, "rows": [{"model": "lstm"}]}))
+    assert equal_budget.read_report(path, settings)["rows"] == [{"model": "lstm"}]
+    assert equal_budget.read_report(path, dict(settings, dropout=0.5)) is None
+    assert equal_budget.read_report(tmp_path / "missing.json", settings) is None
+
+
+def test_equal_budget_widths_give_every_kind_the_lstm_parameter_count():
+    equal_budget = _load("lm_equal_budget")
+    args = equal_budget.parse_args(["--hidden", "20", "--embedding-dim", "10"])
+    kinds = ("lstm", "key_value_predict", "ngram")
+    widths = equal_budget.widths(100, kinds, args)
+    common = dict(embedding_dim=10, window=args.window, ngram=args.ngram)
+    budget = count_language_model_parameters(100, kind="lstm", hidden=20, **common)
+    assert widths["lstm"] == 20
+    for kind in kinds[1:]:
+        multiple = 3 if kind == "key_value_predict" else args.ngram - 1
+        counts = {
+            hidden: count_language_model_parameters(100, kind=kind, hidden=hidden, **common)
+            for hidden in (widths[kind] - multiple, widths[kind], widths[kind] + multiple)
+        }
+        assert min(counts, key=lambda h: abs(counts[h] - budget)) == widths[kind]

@@ -1,0 +1,382 @@
+"""Language models trained to convergence at an equal parameter budget (Daniluk et al. 2017).
+
+Trains the LSTM baseline and the four memory models (attention, key-value, key-value-predict,
+N-gram RNN) on PTB (or WikiText-2) with one recipe for all:
+
+* equal parameter budget, as in the paper: the LSTM has ``--hidden`` units and every memory
+  model the LSTM width whose parameter count is closest (`hidden_for_parameter_budget`);
+* Adam (``--learning-rate``), global-norm clipping 5, forget bias 1, U(-0.1, 0.1), batch 64,
+  truncated BPTT 20 with states (and the memories) carried between segments and reset at
+  document boundaries;
+* the same dropout ``--dropout`` for every model (embeddings and before the softmax);
+* after every epoch the complete validation split is scored; an epoch that does not improve
+  the best validation perplexity halves the learning rate, ``--patience`` such epochs in a row
+  stop the model (early stopping), and at most ``--max-epochs`` epochs are run. The weights of
+  the best epoch are kept and scored on the complete validation and test splits.
+
+For the attention models the mean attention weight per window position over validation text
+is reported (Daniluk et al. Fig. 3b).
+
+The results file holds one row per finished model and is written after each model; a rerun
+with the same settings skips the models already there. Inside a run, each model's progress is
+checkpointed after every epoch in ``--workdir``, so an interrupted model continues from its
+last finished epoch. ``--figures-dir`` receives two PNG figures drawn from the results:
+validation perplexity per epoch of every model and the attention by window position.
+
+Example::
+
+    python -m benchmarks.lm_equal_budget --update-readme
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from benchmarks.readme_tables import update_readme  # noqa: E402
+from tf_memlayers.callbacks.window_attention import average_attention_by_position  # noqa: E402
+from tf_memlayers.data import lm_corpora  # noqa: E402
+from tf_memlayers.models.language_model import (  # noqa: E402
+    ATTENTION_KINDS,
+    KINDS,
+    StateResetCallback,
+    build_language_model,
+    compile_language_model,
+    copy_trainable_weights,
+    count_language_model_parameters,
+    evaluate_language_model,
+    hidden_for_parameter_budget,
+)
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+SETTINGS = (
+    "corpus", "max_epochs", "patience", "hidden", "embedding_dim", "dropout", "learning_rate",
+    "window", "ngram", "batch_size", "seq_len", "seed",
+)  # fmt: skip
+COLUMNS = [
+    ("model", "model"),
+    ("hidden", "hidden"),
+    ("parameters", "parameters"),
+    ("epochs_trained", "epochs"),
+    ("best_epoch", "best epoch"),
+    ("train_perplexity", "train ppl (best epoch)"),
+    ("valid_perplexity", "valid ppl"),
+    ("test_perplexity", "test ppl"),
+    ("attention_by_position", "attention by position (oldest … newest)"),
+]
+
+
+def positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def rate(text):
+    value = float(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text!r}")
+    return value
+
+
+def positive_float(text):
+    value = float(text)
+    if not (np.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def parse_args(argv=None):
+    shared = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--corpus", choices=("ptb", "wikitext2"), default="ptb",
+                        help="which corpus under --data-root")
+    parser.add_argument("--data-root", type=pathlib.Path, default=shared,
+                        help="folder holding ptb/ and wikitext2/")
+    parser.add_argument("--models", nargs="+", choices=KINDS, default=list(KINDS))
+    parser.add_argument("--max-epochs", type=positive_int, default=15)
+    parser.add_argument("--patience", type=positive_int, default=2,
+                        help="epochs without a better validation perplexity before stopping")
+    parser.add_argument("--hidden", type=positive_int, default=200,
+                        help="LSTM baseline width; the others get its parameter count")
+    parser.add_argument("--embedding-dim", type=positive_int, default=200)
+    parser.add_argument("--dropout", type=rate, default=0.4,
+                        help="dropout on the embeddings and before the softmax, every model")
+    parser.add_argument("--learning-rate", type=positive_float, default=1e-3)
+    parser.add_argument("--window", type=positive_int, default=5)
+    parser.add_argument("--ngram", type=positive_int, default=4)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--seq-len", type=positive_int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--probe-segments", type=positive_int, default=10,
+                        help="validation segments per row joined for the attention average")
+    parser.add_argument("--results", type=pathlib.Path,
+                        help="results file (default benchmarks/results/lm_equal_budget_<corpus>.json)")
+    parser.add_argument("--workdir", type=pathlib.Path,
+                        default=ROOT / "runs" / "lm_equal_budget",
+                        help="per-epoch checkpoints of the model in training")
+    parser.add_argument("--figures-dir", type=pathlib.Path, default=ROOT / "docs",
+                        help="where the PNG figures are drawn")
+    parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2)
+    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--from-results", action="store_true",
+                        help="do not train: draw the figures and README table from --results")
+    args = parser.parse_args(argv)
+    args.results = args.results or RESULTS / f"lm_equal_budget_{args.corpus}.json"
+    return args
+
+
+def load_corpus(args):
+    folder = {"ptb": "ptb", "wikitext2": "wikitext2"}[args.corpus]
+    corpus = lm_corpora.load_corpus(args.data_root / folder)
+    batches = {
+        split: lm_corpora.make_bptt_batches(corpus.split(split), args.batch_size, args.seq_len)
+        for split in lm_corpora.SPLITS
+    }
+    return corpus, batches
+
+
+def model_arguments(kind, hidden, args):
+    return dict(
+        kind=kind, hidden=hidden, embedding_dim=args.embedding_dim, window=args.window,
+        ngram=args.ngram,
+    )  # fmt: skip
+
+
+def widths(vocab_size, kinds, args):
+    """Each kind's LSTM width: ``--hidden`` for the LSTM, equal parameters for the others."""
+    common = dict(embedding_dim=args.embedding_dim, window=args.window, ngram=args.ngram)
+    budget = count_language_model_parameters(vocab_size, kind="lstm", hidden=args.hidden, **common)
+    return {
+        kind: args.hidden if kind == "lstm"
+        else hidden_for_parameter_budget(vocab_size, kind, budget, **common)[0]
+        for kind in kinds
+    }  # fmt: skip
+
+
+def attention_by_position(model, kind, hidden, vocab_size, valid, args):
+    """Mean attention weight per window position over the first validation rows."""
+    probe = build_language_model(
+        vocab_size, **model_arguments(kind, hidden, args), stateful=False, seq_len=None,
+        return_attention_scores=True,
+    )  # fmt: skip
+    copy_trainable_weights(model, probe)
+    rows = np.concatenate(list(valid.inputs[: args.probe_segments]), axis=1)
+    _, scores = probe(rows, training=False)
+    return [round(float(w), 4) for w in average_attention_by_position(scores, args.window)]
+
+
+class ModelProgress:
+    """One model's training state in ``workdir``: weights, optimizer slots and history."""
+
+    def __init__(self, workdir, settings, kind):
+        self.folder = pathlib.Path(workdir) / kind
+        self.state_file = self.folder / "state.json"
+        self.settings = settings
+
+    def load(self, model):
+        """The saved history (and weights into ``model``), or a fresh one."""
+        fresh = {"epochs": [], "best_valid": None, "best_epoch": None, "bad_epochs": 0,
+                 "learning_rate": self.settings["learning_rate"], "seconds": 0.0}
+        if not self.state_file.is_file():
+            return fresh
+        state = json.loads(self.state_file.read_text())
+        if state.get("settings") != self.settings:
+            return fresh
+        optimizer = model.optimizer
+        optimizer.build(model.trainable_variables)
+        model.load_weights(self.folder / "last.weights.h5")
+        slots = np.load(self.folder / "optimizer.npz")
+        for i, variable in enumerate(optimizer.variables):
+            variable.assign(slots[f"v{i}"])
+        return state["history"]
+
+    def save(self, model, history, is_best):
+        self.folder.mkdir(parents=True, exist_ok=True)
+        model.save_weights(self.folder / "last.weights.h5")
+        if is_best:
+            model.save_weights(self.folder / "best.weights.h5")
+        slots = {f"v{i}": v.numpy() for i, v in enumerate(model.optimizer.variables)}
+        np.savez(self.folder / "optimizer.npz", **slots)
+        text = json.dumps({"settings": self.settings, "history": history}, indent=1)
+        self.state_file.with_suffix(".tmp").write_text(text)
+        self.state_file.with_suffix(".tmp").replace(self.state_file)
+
+
+def train_to_convergence(kind, hidden, corpus, batches, args, settings):
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(args.seed)
+    vocab_size = len(corpus.vocabulary)
+    model = build_language_model(
+        vocab_size, **model_arguments(kind, hidden, args), dropout=args.dropout,
+        batch_size=args.batch_size, seq_len=args.seq_len,
+    )  # fmt: skip
+    compile_language_model(model, learning_rate=args.learning_rate)
+    progress = ModelProgress(args.workdir, settings, kind)
+    history = progress.load(model)
+    resets = StateResetCallback(batches["train"].resets)
+    while len(history["epochs"]) < args.max_epochs and history["bad_epochs"] < args.patience:
+        epoch = len(history["epochs"])
+        model.optimizer.learning_rate.assign(history["learning_rate"])
+        started = time.time()
+        logs = model.fit(
+            batches["train"].dataset(), epochs=1, callbacks=[resets], verbose=args.verbose,
+            shuffle=False,
+        ).history
+        valid = evaluate_language_model(model, batches["valid"])["perplexity"]
+        history["seconds"] += time.time() - started
+        improved = history["best_valid"] is None or valid < history["best_valid"]
+        history["epochs"].append({
+            "epoch": epoch + 1, "learning_rate": history["learning_rate"],
+            "train_perplexity": round(float(logs["perplexity"][-1]), 2),
+            "valid_perplexity": round(valid, 2),
+        })  # fmt: skip
+        if improved:
+            history.update(best_valid=valid, best_epoch=epoch + 1, bad_epochs=0)
+        else:
+            history["bad_epochs"] += 1
+            history["learning_rate"] /= 2
+        progress.save(model, history, improved)
+        print(f"{kind} epoch {epoch + 1}: {json.dumps(history['epochs'][-1])}", file=sys.stderr,
+              flush=True)
+    model.load_weights(progress.folder / "best.weights.h5")
+    scores = {split: evaluate_language_model(model, batches[split]) for split in ("valid", "test")}
+    best = history["epochs"][history["best_epoch"] - 1]
+    row = {
+        "model": kind,
+        "hidden": hidden,
+        "parameters": int(sum(np.prod(w.shape) for w in model.trainable_weights)),
+        "epochs_trained": len(history["epochs"]),
+        "best_epoch": history["best_epoch"],
+        "train_perplexity": best["train_perplexity"],
+        "valid_perplexity": round(scores["valid"]["perplexity"], 2),
+        "test_perplexity": round(scores["test"]["perplexity"], 2),
+        "attention_by_position": None,
+        "minutes": round(history["seconds"] / 60, 1),
+        "history": history["epochs"],
+    }
+    if kind in ATTENTION_KINDS:
+        row["attention_by_position"] = attention_by_position(
+            model, kind, hidden, vocab_size, batches["valid"], args
+        )
+    return row
+
+
+def draw_figures(report, folder):
+    """Validation perplexity per epoch, and attention by window position (Daniluk Fig. 3b)."""
+    from matplotlib.figure import Figure
+
+    folder.mkdir(parents=True, exist_ok=True)
+    corpus, rows = report["corpus"], report["rows"]
+    figure = Figure(figsize=(7, 4.5), dpi=100)
+    axes = figure.subplots()
+    for row in rows:
+        epochs = [e["epoch"] for e in row["history"]]
+        axes.plot(epochs, [e["valid_perplexity"] for e in row["history"]], marker="o",
+                  label=f"{row['model']} (H={row['hidden']})")
+    axes.set_xlabel("epoch")
+    axes.set_ylabel("validation perplexity")
+    axes.set_yscale("log")
+    axes.set_title(f"{corpus.upper()}: validation perplexity, equal parameter budget")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(folder / f"lm_equal_budget_{corpus}_valid.png")
+
+    attention = [row for row in rows if row.get("attention_by_position")]
+    figure = Figure(figsize=(7, 4.5), dpi=100)
+    axes = figure.subplots()
+    window = len(attention[0]["attention_by_position"]) if attention else 0
+    width = 0.8 / max(len(attention), 1)
+    for i, row in enumerate(attention):
+        positions = np.arange(window) + (i - (len(attention) - 1) / 2) * width
+        axes.bar(positions, row["attention_by_position"], width, label=row["model"])
+    axes.set_xticks(np.arange(window), [f"t-{window - i}" for i in range(window)])
+    axes.set_xlabel("window position (oldest … newest)")
+    axes.set_ylabel("mean attention weight")
+    axes.set_title(f"{corpus.upper()}: attention by window position (validation text)")
+    if attention:
+        axes.legend()
+    figure.tight_layout()
+    figure.savefig(folder / f"lm_equal_budget_{corpus}_attention.png")
+
+
+def write_readme(report):
+    s = report["settings"]
+    caption = (
+        f"{report['corpus'].upper()} word-level perplexity over the complete validation and "
+        f"test splits, each model trained until its validation perplexity stopped improving "
+        f"(patience {s['patience']}, learning rate halved after every epoch without "
+        f"improvement, at most {s['max_epochs']} epochs; scored with the best epoch's weights). "
+        f"Equal parameter budget: the LSTM has {s['hidden']} units and every memory model the "
+        f"width whose parameter count is closest. Embedding {s['embedding_dim']}, dropout "
+        f"{s['dropout']} on the embeddings and before the softmax for every model, window "
+        f"{s['window']}, N = {s['ngram']}, Adam {s['learning_rate']:g}, clip 5, batch "
+        f"{s['batch_size']}, BPTT {s['seq_len']}, forget bias 1, U(-0.1, 0.1). Attention by "
+        "position: mean weight per window slot over validation text. Figures: "
+        f"``docs/lm_equal_budget_{report['corpus']}_valid.png`` (validation perplexity per "
+        f"epoch) and ``docs/lm_equal_budget_{report['corpus']}_attention.png``."
+    )
+    return update_readme(f"lm-equal-budget-{report['corpus']}", report["rows"], COLUMNS, caption)
+
+
+def read_report(path, settings):
+    if path.is_file():
+        report = json.loads(path.read_text(encoding="utf-8"))
+        if report.get("settings") == settings:
+            return report
+    return None
+
+
+def run(args):
+    settings = {name: getattr(args, name) for name in SETTINGS}
+    corpus, batches = load_corpus(args)
+    report = read_report(args.results, settings) or {
+        "corpus": args.corpus,
+        "train_tokens": corpus.train.num_tokens,
+        "batches_per_epoch": batches["train"].num_batches,
+        "settings": settings,
+        "rows": [],
+    }
+    done = {row["model"] for row in report["rows"]}
+    kinds = [kind for kind in args.models if kind not in done]
+    hidden = widths(len(corpus.vocabulary), kinds, args)
+    for kind in kinds:
+        report["rows"].append(train_to_convergence(kind, hidden[kind], corpus, batches, args,
+                                                   settings))
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(json.dumps(report, indent=1) + "\n")
+        draw_figures(report, args.figures_dir)
+        print(f"saved {kind} to {args.results}", file=sys.stderr, flush=True)
+    return report
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.from_results:
+        report = json.loads(args.results.read_text(encoding="utf-8"))
+        draw_figures(report, args.figures_dir)
+    else:
+        report = run(args)
+    if args.update_readme:
+        write_readme(report)
+    print(json.dumps({k: v for k, v in report.items() if k != "rows"} | {
+        "rows": [{k: v for k, v in row.items() if k != "history"} for row in report["rows"]]
+    }, indent=1))
+    return report
+
+
+if __name__ == "__main__":
+    main()
