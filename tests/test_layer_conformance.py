@@ -19,8 +19,13 @@ from tf_memlayers.layers import (
     AssociativeGRU,
     AssociativeGRUCell,
     AssociativeMemoryCell,
+    AttentionPooling,
     DualAssociativeGRUCell,
+    HeapCacheAttention,
+    KeyValuePredictSplit,
+    NGramConcat,
     NGramConcatCell,
+    SlidingWindowAttention,
     SlidingWindowAttentionCell,
 )
 
@@ -149,6 +154,12 @@ def _zeros(*shape):
     return np.zeros(shape, "float32")
 
 
+def _called_twice(layer, first, second, **kwargs):
+    """Builds ``layer`` on ``first``, then calls it on ``second``."""
+    layer(first)
+    return layer(second, **kwargs)
+
+
 def _am_gru(**kwargs):
     return AssociativeGRU(4, num_copies=2, **kwargs)
 
@@ -219,6 +230,97 @@ BAD_CALLS = [
         ValueError,
         ["`initial_state[1]`", "(None, 3)"],
     ),
+    *[
+        row
+        for name, make in (
+            ("window", lambda **kw: SlidingWindowAttention(3, **kw)),
+            ("ngram", lambda **kw: NGramConcat(3, 4, **kw)),
+        )
+        for row in (
+            (
+                f"{name}_mask_too_long",
+                lambda make=make: make()(X, mask=ONES((2, 6), bool)),
+                ValueError,
+                ["`mask`", "(2, 6)", "(2, 5, 4)"],
+            ),
+            (
+                f"{name}_mask_of_another_batch",
+                lambda make=make: make()(X, mask=ONES((3, 5), bool)),
+                ValueError,
+                ["`mask`", "(3, 5)", "(2, 5, 4)"],
+            ),
+            (
+                f"{name}_mask_of_rank_3",
+                lambda make=make: make()(X, mask=ONES((2, 5, 1), bool)),
+                ValueError,
+                ["`mask`", "(2, 5, 1)", "(2, 5, 4)"],
+            ),
+            (
+                f"{name}_symbolic_mask_too_long",
+                lambda make=make: make()(
+                    keras.Input((5, INPUT_DIM)), mask=keras.Input((6,), dtype="bool")
+                ),
+                ValueError,
+                ["`mask`", "(None, 6)", "(None, 5, 4)"],
+            ),
+            (
+                f"{name}_initial_memory_of_another_batch",
+                lambda make=make: make()(X, initial_memory=_zeros(3, make().memory_size_for(4))),
+                ValueError,
+                ["`initial_memory`", "(3, ", "(2, 5, 4)"],
+            ),
+            (
+                f"{name}_stateful_batch_of_another_size",
+                lambda make=make: _called_twice(make(stateful=True), X, X[:1]),
+                ValueError,
+                ["`inputs`", "(1, 5, 4)", "memory of shape (2, "],
+            ),
+            (
+                f"{name}_stateful_with_initial_memory_of_another_batch",
+                lambda make=make: _called_twice(
+                    make(stateful=True), X, X[:1], initial_memory=_zeros(1, make().memory_size_for(4))
+                ),
+                ValueError,
+                ["`inputs`", "(1, 5, 4)", "memory of shape (2, "],
+            ),
+            (
+                f"{name}_inputs_of_another_width",
+                lambda make=make: _called_twice(make(), X, _zeros(2, 5, 6)),
+                ValueError,
+                ["`inputs`", "width 4", "(2, 5, 6)"],
+            ),
+        )
+    ],
+    (
+        "window_initial_memory_width",
+        lambda: SlidingWindowAttention(3)(X, initial_memory=_zeros(2, 14)),
+        ValueError,
+        ["`initial_memory`", "width 15", "(2, 14)"],
+    ),
+    (
+        "pooling_mask_too_long",
+        lambda: AttentionPooling(3)(X, mask=ONES((2, 6), bool)),
+        ValueError,
+        ["`mask`", "(2, 6)", "(2, 5, 4)"],
+    ),
+    (
+        "pooling_inputs_of_another_width",
+        lambda: _called_twice(AttentionPooling(3), X, _zeros(2, 5, 6)),
+        ValueError,
+        ["`inputs`", "width 4", "(2, 5, 6)"],
+    ),
+    (
+        "split_inputs_of_another_width",
+        lambda: _called_twice(KeyValuePredictSplit("key_value"), X, _zeros(2, 5, 6)),
+        ValueError,
+        ["`inputs`", "width 4", "(2, 5, 6)"],
+    ),
+    (
+        "cache_inputs_of_another_width",
+        lambda: _called_twice(HeapCacheAttention(3, 2), X[:, 0], _zeros(2, 6)),
+        ValueError,
+        ["`inputs`", "width 4", "(2, 6)"],
+    ),
 ]
 
 
@@ -246,6 +348,13 @@ NAN_PADDING = {
     "am_gru_fused_loop": lambda: AssociativeGRU(
         4, num_copies=2, return_sequences=True, zero_output_for_mask=True, fused_loop=True
     ),
+    "window_attention": lambda: SlidingWindowAttention(2),
+    "window_zeros_pad": lambda: SlidingWindowAttention(3, mode="key_value", pad="zeros"),
+    "window_key_value_predict": lambda: SlidingWindowAttention(
+        2, mode="key_value_predict", sizes=(2, 1, 1), use_bias=True
+    ),
+    "ngram": lambda: NGramConcat(3, 5, use_bias=True),
+    "pooling": lambda: AttentionPooling(3),
 }
 
 
@@ -267,3 +376,305 @@ def test_nan_at_padded_steps_never_reaches_outputs_or_gradients(name):
         np.testing.assert_array_equal(outputs[~mask], 0.0)
     for weight, gradient in zip(layer.trainable_weights, gradients):
         assert np.isfinite(np.asarray(gradient)).all(), weight.path
+
+
+# -- output shapes and specs ----------------------------------------------------------------
+
+# (layer factory taking `dtype`, input shape, call keyword arguments)
+SPEC_CASES = {
+    "window": (lambda dtype: SlidingWindowAttention(3, dtype=dtype), (2, 5, 4), {}),
+    "window_all_outputs": (
+        lambda dtype: SlidingWindowAttention(
+            2,
+            mode="key_value_predict",
+            sizes=(3, 2, 1),
+            units=5,
+            return_attention_scores=True,
+            return_memory=True,
+            dtype=dtype,
+        ),
+        (2, 5, 6),
+        {},
+    ),
+    "window_memory": (
+        lambda dtype: SlidingWindowAttention(2, mode="key_value", return_memory=True, dtype=dtype),
+        (2, 5, 4),
+        {},
+    ),
+    "ngram": (lambda dtype: NGramConcat(3, 5, dtype=dtype), (2, 5, 4), {}),
+    "ngram_memory": (
+        lambda dtype: NGramConcat(4, 5, sizes=(2, 1, 3), return_memory=True, dtype=dtype),
+        (2, 5, 6),
+        {},
+    ),
+    "ngram_2_memory": (
+        lambda dtype: NGramConcat(2, 5, return_memory=True, dtype=dtype),
+        (2, 5, 4),
+        {},
+    ),
+    "split_attention": (lambda dtype: KeyValuePredictSplit(dtype=dtype), (2, 5, 4), {}),
+    "split_key_value_predict": (
+        lambda dtype: KeyValuePredictSplit("key_value_predict", sizes=(3, 2, 1), dtype=dtype),
+        (2, 5, 6),
+        {},
+    ),
+    "split_rank_2": (
+        lambda dtype: KeyValuePredictSplit("key_value", dtype=dtype),
+        (2, 4),
+        {},
+    ),
+    "pooling": (lambda dtype: AttentionPooling(3, dtype=dtype), (2, 5, 4), {}),
+    "pooling_scores": (
+        lambda dtype: AttentionPooling(3, dtype=dtype),
+        (2, 5, 4),
+        {"return_attention_scores": True},
+    ),
+    "cache": (lambda dtype: HeapCacheAttention(3, 2, dtype=dtype), (2, 4), {}),
+    "cache_scores": (
+        lambda dtype: HeapCacheAttention(3, 2, dtype=dtype),
+        (2, 4),
+        {"return_attention_scores": True},
+    ),
+    "cache_additive_scores": (
+        lambda dtype: HeapCacheAttention(3, 2, query="additive", dtype=dtype),
+        (2, 4),
+        {"return_attention_scores": True},
+    ),
+    "am_gru_states": (
+        lambda dtype: AssociativeGRU(
+            4, num_copies=2, return_sequences=True, return_state=True, dtype=dtype
+        ),
+        (2, 5, 4),
+        {},
+    ),
+    "am_gru_fused_last": (
+        lambda dtype: AssociativeGRU(4, num_copies=3, fused_loop=True, dtype=dtype),
+        (2, 5, 4),
+        {},
+    ),
+    "am_gru_retrievals": (
+        lambda dtype: AssociativeGRU(
+            4, num_copies=1, return_retrievals=True, return_sequences=True, dtype=dtype
+        ),
+        (2, 5, 4),
+        {},
+    ),
+}
+
+
+def _shape_list(shapes):
+    """A `compute_output_shape` result (one shape, or a tuple of shapes) as a list of tuples."""
+    if isinstance(shapes[0], (int, type(None))):
+        return [tuple(shapes)]
+    return [tuple(shape) for shape in shapes]
+
+
+def _shapes_and_dtypes(outputs):
+    return [
+        (tuple(t.shape), keras.backend.standardize_dtype(t.dtype))
+        for t in keras.tree.flatten(outputs)
+    ]
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
+@pytest.mark.parametrize("name", sorted(SPEC_CASES))
+def test_output_shape_and_spec_are_exact(name, policy):
+    make, shape, call_kwargs = SPEC_CASES[name]
+    inputs = np.random.default_rng(2).normal(size=shape).astype("float32")
+    eager = _shapes_and_dtypes(make(policy)(inputs, **call_kwargs))
+
+    # The spec of a layer that is not built yet (what Keras asks for first) ...
+    spec = make(policy).compute_output_spec(
+        keras.KerasTensor(shape, keras.DTypePolicy(policy).compute_dtype), **call_kwargs
+    )
+    assert _shapes_and_dtypes(spec) == eager
+    # ... the symbolic call in a functional model ...
+    symbolic = make(policy)(keras.Input(batch_shape=shape), **call_kwargs)
+    assert _shapes_and_dtypes(symbolic) == eager
+    # ... and compute_output_shape, which needs no dtype.
+    if not call_kwargs:
+        computed = make(policy).compute_output_shape(shape)
+        assert _shape_list(computed) == [s for s, _ in eager]
+
+
+# -- empty sequences and batches ------------------------------------------------------------
+
+EMPTY_CASES = {
+    "window": lambda: SlidingWindowAttention(2, return_attention_scores=True, return_memory=True),
+    "window_zeros_pad": lambda: SlidingWindowAttention(
+        2, mode="key_value", pad="zeros", return_memory=True
+    ),
+    "ngram": lambda: NGramConcat(3, 5, return_memory=True),
+    "pooling": lambda: AttentionPooling(3),
+}
+
+
+@pytest.mark.parametrize("with_mask", [False, True], ids=["no_mask", "mask"])
+@pytest.mark.parametrize("shape", [(2, 0, 4), (0, 5, 4)], ids=["no_steps", "no_sequences"])
+@pytest.mark.parametrize("name", sorted(EMPTY_CASES))
+def test_empty_sequences_and_batches_give_empty_outputs(name, shape, with_mask):
+    layer = EMPTY_CASES[name]()
+    mask = np.ones(shape[:2], bool) if with_mask else None
+    outputs = keras.tree.flatten(layer(np.zeros(shape, "float32"), mask=mask))
+    assert [tuple(t.shape) for t in outputs] == _shape_list(layer.compute_output_shape(shape))
+    if name != "pooling" and shape[1] == 0:
+        # Nothing happened: the memory is still the (zero) initial memory.
+        np.testing.assert_array_equal(outputs[-1].numpy(), 0.0)
+
+
+# -- Keras's own layer checks ---------------------------------------------------------------
+
+from keras.src import testing  # noqa: E402  (Keras's layer test harness; tests only)
+
+KERAS_CHECKS = testing.TestCase()
+
+
+def _rnn_over(cell_name, **rnn_kwargs):
+    """A `layer_cls` for `run_layer_test`: `keras.layers.RNN` over a fresh cell, made under
+    the same dtype policy as the RNN."""
+
+    def make(**kwargs):
+        cell = CELLS[cell_name](dtype=kwargs.get("dtype"))
+        return keras.layers.RNN(cell, **rnn_kwargs, **kwargs)
+
+    return make
+
+
+# (layer_cls, init_kwargs, run_layer_test arguments); the inputs are [2, 3, features].
+LAYER_TESTS = {
+    **{
+        f"am_gru_{loop}": (
+            AssociativeGRU,
+            {"units": 4, "num_copies": 2, "return_sequences": True, "fused_loop": fused},
+            dict(
+                input_shape=(2, 3, 4),
+                expected_output_shape=(2, 3, 4),
+                expected_num_trainable_weights=5,
+                supports_masking=True,
+            ),
+        )
+        for loop, fused in (("keras_loop", False), ("fused_loop", True))
+    },
+    "window": (
+        SlidingWindowAttention,
+        {"window": 2, "mode": "key_value", "use_bias": True},
+        dict(
+            input_shape=(2, 3, 6),
+            expected_output_shape=(2, 3, 3),
+            expected_num_trainable_weights=7,
+            supports_masking=True,
+        ),
+    ),
+    "window_scores_and_memory": (
+        SlidingWindowAttention,
+        {"window": 2, "return_attention_scores": True, "return_memory": True},
+        dict(
+            input_shape=(2, 3, 4),
+            expected_output_shape=((2, 3, 4), (2, 3, 2), (2, 10)),
+            expected_num_trainable_weights=5,
+            supports_masking=True,
+            # The loss of the training check sums one tensor; the scores come out too.
+            run_training_check=False,
+        ),
+    ),
+    "window_stateful": (
+        SlidingWindowAttention,
+        {"window": 2, "stateful": True},
+        dict(
+            input_shape=(2, 3, 4),
+            expected_output_shape=(2, 3, 4),
+            expected_num_trainable_weights=5,
+            expected_num_non_trainable_weights=1,
+            supports_masking=True,
+        ),
+    ),
+    "ngram": (
+        NGramConcat,
+        {"n": 3, "units": 5, "use_bias": True},
+        dict(
+            input_shape=(2, 3, 6),
+            expected_output_shape=(2, 3, 5),
+            expected_num_trainable_weights=2,
+            supports_masking=True,
+        ),
+    ),
+    "ngram_stateful": (
+        NGramConcat,
+        {"n": 4, "units": 5, "stateful": True},
+        dict(
+            input_shape=(2, 3, 6),
+            expected_output_shape=(2, 3, 5),
+            expected_num_trainable_weights=1,
+            expected_num_non_trainable_weights=1,
+            supports_masking=True,
+        ),
+    ),
+    "split": (
+        KeyValuePredictSplit,
+        {"mode": "key_value_predict", "sizes": (2, 2, 2)},
+        dict(
+            input_shape=(2, 3, 6),
+            expected_output_shape=((2, 3, 2), (2, 3, 2), (2, 3, 2)),
+            expected_num_trainable_weights=0,
+            supports_masking=True,
+            # No weights to train.
+            run_training_check=False,
+        ),
+    ),
+    "pooling": (
+        AttentionPooling,
+        {"units": 3},
+        dict(
+            input_shape=(2, 3, 4),
+            expected_output_shape=(2, 4),
+            expected_num_trainable_weights=2,
+            supports_masking=True,
+        ),
+    ),
+    "cache": (
+        HeapCacheAttention,
+        {"cache_size": 3, "attention_units": 2, "query": "additive"},
+        dict(
+            input_shape=(2, 4),
+            expected_output_shape=(2, 4),
+            expected_num_trainable_weights=4,
+            expected_num_non_trainable_weights=1,
+            supports_masking=False,
+        ),
+    ),
+    **{
+        f"rnn_{name}": (
+            _rnn_over(name, return_sequences=True),
+            {},
+            dict(
+                input_shape=(2, 3, INPUT_DIM),
+                expected_output_shape=(2, 3, output_size),
+                expected_num_trainable_weights=weights,
+                expected_num_seed_generators=seeds,
+                supports_masking=True,
+            ),
+        )
+        # The wrapped Keras cells (3 weights) have a seed generator for their dropout.
+        for name, output_size, weights, seeds in (
+            ("window_attention", 6, 3 + 5, 1),
+            ("window_key_value", 3, 3 + 5, 1),
+            ("window_key_value_predict", 5, 3 + 7, 1),
+            ("ngram_2", 5, 3 + 1, 1),
+            ("ngram_4", 5, 3 + 2, 1),
+            ("associative_memory_lstm", 6, 3 + 1, 1),
+            ("associative_memory_gru", 6 + 2 * 6, 3 + 1, 1),
+            ("am_gru", 6, 5, 0),
+            ("am_gru_retrievals", 18, 5, 0),
+            ("dual_am_gru_paper", 6, 5 + 2, 0),
+            ("dual_am_gru_released", 24, 5 + 3, 0),
+        )
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYER_TESTS))
+def test_keras_layer_checks(name):
+    layer_cls, init_kwargs, arguments = LAYER_TESTS[name]
+    arguments.setdefault("expected_num_non_trainable_weights", 0)
+    arguments.setdefault("expected_num_seed_generators", 0)
+    KERAS_CHECKS.run_layer_test(layer_cls, init_kwargs, **arguments)

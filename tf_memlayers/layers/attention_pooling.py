@@ -3,7 +3,13 @@
 import keras
 from keras import ops
 
-from tf_memlayers._validation import check_int, check_last_dim, check_rank
+from tf_memlayers._validation import (
+    check_int,
+    check_last_dim,
+    check_mask_shape,
+    check_rank,
+    check_width,
+)
 
 
 def softmax_dtype(compute_dtype):
@@ -17,7 +23,8 @@ class AttentionPooling(keras.layers.Layer):
 
     ``a_t = v^T tanh(W^T h_t)``, ``alpha = softmax_t(a)``, ``r = sum_t alpha_t h_t``
     (Gaffney, *Cache Attention for Recurrent Language Modeling*, §3.2; no query term, no
-    bias). Masked time steps get no weight; a sequence with every step masked pools to zeros.
+    bias). Masked time steps are never read and get no weight (non-finite padding is
+    harmless); a sequence with every step masked, or without steps, pools to zeros.
 
     Args:
         units: attention width ``A`` (the columns of ``W``).
@@ -28,7 +35,11 @@ class AttentionPooling(keras.layers.Layer):
     Call arguments:
         inputs: ``[batch, time, features]`` tensor.
         mask: optional ``[batch, time]`` boolean mask (propagated by Keras).
-        return_attention_scores: if True, also return ``alpha`` (``[batch, time]``).
+        return_attention_scores: if True, also return ``alpha`` (``[batch, time]``; float32
+            under a mixed precision policy).
+
+    Inputs of another width than the layer was built for, and a mask that is not
+    ``[batch, time]``, are `ValueError`s naming the argument and the shapes.
 
     Example:
 
@@ -50,10 +61,12 @@ class AttentionPooling(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.score_initializer = keras.initializers.get(score_initializer)
         self.supports_masking = True
+        self.features = None
 
     def build(self, input_shape):
         check_rank("inputs", input_shape, 3, owner="AttentionPooling")
         features = check_last_dim("inputs", input_shape, owner="AttentionPooling")
+        self.features = features
         self.kernel = self.add_weight(
             name="kernel", shape=(features, self.units), initializer=self.kernel_initializer
         )
@@ -61,14 +74,31 @@ class AttentionPooling(keras.layers.Layer):
             name="score", shape=(self.units,), initializer=self.score_initializer
         )
 
+    def _check_call_inputs(self, inputs, mask):
+        shape = check_rank("inputs", inputs.shape, 3, owner="AttentionPooling")
+        if self.features is not None:
+            check_width(
+                "inputs", shape, self.features, "the width the layer was built for",
+                owner="AttentionPooling",
+            )
+        if mask is not None:
+            check_mask_shape(mask.shape, shape, owner="AttentionPooling")
+
     def call(self, inputs, mask=None, return_attention_scores=False):
+        if mask is not None:
+            mask = ops.convert_to_tensor(mask)
+        self._check_call_inputs(inputs, mask)
         dtype = softmax_dtype(self.compute_dtype)
+        if mask is not None:
+            # A masked step is never read: its weight is zero, and its (possibly non-finite)
+            # value must not reach the pooled vector or the gradients.
+            mask = ops.cast(mask, "bool")
+            inputs = ops.where(ops.expand_dims(mask, -1), inputs, ops.zeros_like(inputs))
         logits = ops.squeeze(
             ops.matmul(ops.tanh(ops.matmul(inputs, self.kernel)), self.score[:, None]), -1
         )
         logits = ops.cast(logits, dtype)
         if mask is not None:
-            mask = ops.cast(mask, "bool")
             logits = ops.where(mask, logits, ops.full_like(logits, -1e9))
         weights = ops.softmax(logits, axis=-1)
         if mask is not None:
@@ -82,9 +112,11 @@ class AttentionPooling(keras.layers.Layer):
         return None
 
     def compute_output_shape(self, input_shape):
+        check_rank("inputs", input_shape, 3, owner="AttentionPooling")
         return (input_shape[0], input_shape[-1])
 
     def compute_output_spec(self, inputs, mask=None, return_attention_scores=False):
+        self._check_call_inputs(inputs, mask)
         pooled = keras.KerasTensor(self.compute_output_shape(inputs.shape), self.compute_dtype)
         if not return_attention_scores:
             return pooled

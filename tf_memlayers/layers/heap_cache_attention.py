@@ -10,6 +10,7 @@ from tf_memlayers._validation import (
     check_int,
     check_last_dim,
     check_rank,
+    check_width,
 )
 from tf_memlayers.layers.attention_pooling import softmax_dtype
 from tf_memlayers.ops.heap import heap_insert, topk_insert
@@ -194,8 +195,15 @@ class HeapCacheAttention(keras.layers.Layer):
         scale = ops.cast(1.0 / self.attention_units**0.5, dtype)
         return ops.matmul(queries, ops.transpose(keys)) * scale  # [B, K]
 
+    def _check_inputs(self, shape):
+        """Inputs are ``[batch, H]`` with the cache width ``H`` once built."""
+        shape = check_rank("inputs", shape, 2, owner="HeapCacheAttention")
+        if self.built:
+            check_width("inputs", shape, self.width, "the cache width", owner="HeapCacheAttention")
+
     def call(self, inputs, training=None, return_attention_scores=False):
         del training
+        self._check_inputs(inputs.shape)
         dtype = softmax_dtype(self.compute_dtype)
         cache = ops.stop_gradient(ops.cast(self.cache, dtype))
         weights = self._read_weights(cache, inputs, dtype)
@@ -272,6 +280,7 @@ class HeapCacheAttention(keras.layers.Layer):
         return tuple(input_shape)
 
     def compute_output_spec(self, inputs, training=None, return_attention_scores=False):
+        self._check_inputs(inputs.shape)
         outputs = keras.KerasTensor(tuple(inputs.shape), self.compute_dtype)
         if not return_attention_scores:
             return outputs

@@ -2,7 +2,13 @@
 
 import keras
 
-from tf_memlayers._validation import check_choice, check_last_dim, check_rank, check_sizes
+from tf_memlayers._validation import (
+    check_choice,
+    check_last_dim,
+    check_rank,
+    check_sizes,
+    check_width,
+)
 from tf_memlayers.ops.pieces import piece_sizes, split_pieces
 
 MODES = ("attention", "key_value", "key_value_predict")
@@ -58,10 +64,11 @@ class KeyValuePredictSplit(keras.layers.Layer):
             as 834 and 968, where unequal pieces are needed.
 
     Call arguments:
-        inputs: tensor ``[..., width]``.
+        inputs: tensor ``[..., width]`` (rank >= 2); after the first call, of the same width.
 
     Returns:
-        The tuple ``(key, value, predict)``.
+        The tuple ``(key, value, predict)``, each of the input's shape but the last axis; the
+        Keras mask, if any, is passed on to all three.
 
     Example:
 
@@ -79,16 +86,40 @@ class KeyValuePredictSplit(keras.layers.Layer):
         self.mode = check_choice("mode", mode, MODES, owner)
         self.sizes = check_mode_sizes(self.mode, sizes, owner)
         self.supports_masking = True
+        self.piece_sizes = None
 
-    def build(self, input_shape):
+    def _sizes_for(self, input_shape):
+        """``(key, value, predict)`` widths for ``input_shape``, checked."""
         owner = type(self).__name__
+        input_shape = tuple(input_shape)
         if len(input_shape) < 2:
             check_rank("inputs", input_shape, 2, owner)
+        if self.piece_sizes is not None:
+            check_width(
+                "inputs", input_shape, sum(self.piece_sizes), "the width the layer was built for",
+                owner,
+            )
         width = check_last_dim("inputs", input_shape, owner)
-        self.piece_sizes = split_sizes(self.mode, width, self.sizes, owner)
+        return split_sizes(self.mode, width, self.sizes, owner)
+
+    def build(self, input_shape):
+        self.piece_sizes = self._sizes_for(input_shape)
 
     def call(self, inputs):
+        self._sizes_for(inputs.shape)
         return split_key_value_predict(inputs, self.mode, self.piece_sizes)
+
+    def compute_output_shape(self, input_shape):
+        widths = key_value_predict_sizes(self.mode, self._sizes_for(input_shape))
+        return tuple((*tuple(input_shape)[:-1], width) for width in widths)
+
+    def compute_output_spec(self, inputs):
+        dtype = inputs.dtype
+        if keras.backend.is_float_dtype(dtype):
+            dtype = self.compute_dtype  # float inputs are cast to the compute dtype
+        return tuple(
+            keras.KerasTensor(shape, dtype) for shape in self.compute_output_shape(inputs.shape)
+        )
 
     def compute_mask(self, inputs, mask=None):
         return [mask, mask, mask]

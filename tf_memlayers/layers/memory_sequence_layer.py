@@ -1,9 +1,20 @@
 """Base class of the sequence layers that carry a 2-D memory across calls."""
 
 import keras
+import numpy as np
 from keras import ops
 
-from tf_memlayers._validation import check_bool, check_rank
+from tf_memlayers._validation import (
+    check_bool,
+    check_mask_shape,
+    check_rank,
+    check_same_batch,
+    check_width,
+)
+
+
+def _shape(x):
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
 
 
 class MemorySequenceLayer(keras.layers.Layer):
@@ -12,6 +23,11 @@ class MemorySequenceLayer(keras.layers.Layer):
     The memory comes, in order of precedence, from the ``initial_memory`` call argument, the
     layer's own non-trainable ``memory`` variable (``stateful=True``), or zeros; no gradient
     flows into it. Subclasses define `memory_size` and `build_mechanism(width)`.
+
+    Call inputs are checked up front: inputs of another width than the layer was built for,
+    a mask whose shape is not ``[batch, time]``, and an ``initial_memory`` (or, when
+    stateful, a batch) of another batch size are `ValueError`s naming the argument and the
+    shapes.
 
     Args:
         stateful: keep the memory in a non-trainable variable (saved with the model) and carry
@@ -23,13 +39,15 @@ class MemorySequenceLayer(keras.layers.Layer):
         self.stateful = check_bool("stateful", stateful, type(self).__name__)
         self.supports_masking = True
         self.memory = None
+        self.input_width = None
 
     def build(self, input_shape):
         owner = type(self).__name__
         check_rank("inputs", input_shape, 3, owner)
         if input_shape[-1] is None:
             raise ValueError(f"{owner}: the last dimension of `inputs` must be known.")
-        self.build_mechanism(int(input_shape[-1]))
+        self.input_width = int(input_shape[-1])
+        self.build_mechanism(self.input_width)
         if self.stateful:
             if input_shape[0] is None:
                 raise ValueError(
@@ -42,6 +60,50 @@ class MemorySequenceLayer(keras.layers.Layer):
                 initializer="zeros",
                 trainable=False,
             )
+
+    def check_call_inputs(self, inputs, mask=None, initial_memory=None):
+        """Checks the shapes of the call arguments (known dimensions only)."""
+        owner = type(self).__name__
+        shape = check_rank("inputs", _shape(inputs), 3, owner)
+        if self.input_width is not None:
+            check_width(
+                "inputs", shape, self.input_width, "the width the layer was built for", owner
+            )
+        if mask is not None:
+            check_mask_shape(_shape(mask), shape, owner)
+        if initial_memory is not None:
+            memory_shape = check_rank("initial_memory", _shape(initial_memory), 2, owner)
+            if self.input_width is not None or shape[-1] is not None:
+                memory_size = self.memory_size_for(self.input_width or shape[-1])
+                check_width(
+                    "initial_memory", memory_shape, memory_size, "the layer's memory_size", owner
+                )
+            check_same_batch("initial_memory", memory_shape, "inputs", shape, owner)
+        if self.memory is not None:
+            batch = shape[0]
+            if batch is not None and batch != self.memory.shape[0]:
+                raise ValueError(
+                    f"{owner}: the stateful layer keeps the memory of {self.memory.shape[0]} "
+                    f"streams (memory of shape {tuple(self.memory.shape)}), but `inputs` of "
+                    f"shape {shape} has batch size {batch}; every batch must have "
+                    f"{self.memory.shape[0]} sequences."
+                )
+        return shape
+
+    def memory_size_for(self, width):
+        """The memory width for inputs of width ``width`` (subclasses with a memory that
+        depends on the width override this)."""
+        return self.memory_size
+
+    def masked_inputs(self, inputs, mask):
+        """``inputs`` with the masked steps set to zero (a masked step is never read, and a
+        non-finite value there must not reach the outputs or the gradients), and the mask
+        as bool (`None` without a mask)."""
+        if mask is None:
+            return inputs, None
+        mask = ops.cast(mask, "bool")
+        inputs = ops.where(ops.expand_dims(mask, -1), inputs, ops.zeros_like(inputs))
+        return inputs, mask
 
     def reset_state(self):
         """Clears the carried memory (stateful layers), e.g. between documents."""

@@ -12,7 +12,13 @@ pieces are zeros. Both forms carry the last N-2 outputs as a 2-D memory ``[batch
 import keras
 from keras import ops
 
-from tf_memlayers._validation import check_bool, check_int, check_sizes
+from tf_memlayers._validation import (
+    check_bool,
+    check_int,
+    check_last_dim,
+    check_rank,
+    check_sizes,
+)
 from tf_memlayers.layers.memory_cell_wrapper import MemoryCellWrapper
 from tf_memlayers.layers.memory_sequence_layer import MemorySequenceLayer
 from tf_memlayers.ops import windows
@@ -55,6 +61,10 @@ class _NGram:
     def memory_size(self):
         """Width of the memory of the last N-2 outputs."""
         return (self.n - 2) * self.width
+
+    def memory_size_for(self, width):
+        """`memory_size` for inputs of width ``width`` (built or not)."""
+        return (self.n - 2) * width
 
     def _ngram_output(self, current, previous):
         """Eq. (13). ``current`` ``[..., W]``; ``previous`` ``[..., N-2, W]``, oldest first."""
@@ -103,10 +113,15 @@ class NGramConcat(_NGram, MemorySequenceLayer):
 
     Call arguments:
         inputs: ``[batch, time, width]`` RNN outputs.
-        mask: optional bool ``[batch, time]``; padded steps are skipped (never used as an
-            earlier output) and their outputs are zero.
+        mask: optional bool ``[batch, time]``; padded steps are skipped (never read, so
+            non-finite padding is harmless, and never used as an earlier output) and their
+            outputs are exactly zero.
         initial_memory: optional ``[batch, (N-2)*width]`` earlier outputs; no gradient flows
             into it.
+
+    Inputs of another width than the layer was built for, a mask that is not
+    ``[batch, time]``, and an ``initial_memory`` (or, with ``stateful=True``, a batch) of
+    another size are `ValueError`s naming the argument and the shapes.
 
     Example:
 
@@ -137,10 +152,12 @@ class NGramConcat(_NGram, MemorySequenceLayer):
         self._build_ngram()
 
     def call(self, inputs, mask=None, initial_memory=None, training=None):
+        self.check_call_inputs(inputs, mask, initial_memory)
+        inputs, mask = self.masked_inputs(inputs, mask)
         batch = ops.shape(inputs)[0]
         memory = self.incoming_memory(inputs, initial_memory)
         memory = ops.reshape(memory, (batch, self.n - 2, self.width))
-        compaction = windows.Compaction(None if mask is None else ops.cast(mask, "bool"))
+        compaction = windows.Compaction(mask)
         compacted = compaction.compact(inputs)
         stream = ops.concatenate([memory, compacted], axis=1)
         previous = windows.offset_windows(stream, self.n - 2)
@@ -151,6 +168,22 @@ class NGramConcat(_NGram, MemorySequenceLayer):
         if self.return_memory:
             return outputs, new_memory
         return outputs
+
+    def compute_output_shape(self, input_shape):
+        batch, steps, _ = check_rank("inputs", input_shape, 3, type(self).__name__)
+        width = check_last_dim("inputs", input_shape, type(self).__name__)
+        piece_sizes(width, self.n - 1, self.sizes, type(self).__name__, self._pieces_name())
+        outputs = (batch, steps, self.units)
+        if self.return_memory:
+            return outputs, (batch, self.memory_size_for(width))
+        return outputs
+
+    def compute_output_spec(self, inputs, mask=None, initial_memory=None, training=None):
+        self.check_call_inputs(inputs, mask, initial_memory)
+        shapes = self.compute_output_shape(inputs.shape)
+        if self.return_memory:
+            return tuple(keras.KerasTensor(shape, self.compute_dtype) for shape in shapes)
+        return keras.KerasTensor(shapes, self.compute_dtype)
 
     def compute_mask(self, inputs, mask=None):
         return [mask, None] if self.return_memory else mask

@@ -18,7 +18,15 @@ state and the parallel layer's carried memory, so the two forms can hand memory 
 import keras
 from keras import ops
 
-from tf_memlayers._validation import check_bool, check_choice, check_int, check_optional_int
+from tf_memlayers._validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_last_dim,
+    check_optional_int,
+    check_rank,
+)
+from tf_memlayers.layers.attention_pooling import softmax_dtype
 from tf_memlayers.layers.key_value_predict_split import (
     MODES,
     check_mode_sizes,
@@ -37,17 +45,20 @@ def window_softmax(scores, valid=None):
     """Softmax over the last axis in at least float32 (eq. 3).
 
     Positions where ``valid`` is 0 take no probability mass; a row with no valid position gets
-    all-zero weights, so r_t = 0 when there is nothing to attend.
+    all-zero weights, so r_t = 0 when there is nothing to attend. Empty ``scores`` (no steps
+    or no sequences) give empty weights.
     """
     if scores.dtype in ("float16", "bfloat16"):
         scores = ops.cast(scores, "float32")
+    # The `initial` values leave every row's max / min unchanged and let empty tensors
+    # through (Keras refuses to reduce an empty tensor without one).
     if valid is None:
-        shifted = scores - ops.max(scores, axis=-1, keepdims=True)
+        shifted = scores - ops.max(scores, axis=-1, keepdims=True, initial=-float("inf"))
         weights = ops.exp(shifted)
         return weights / ops.sum(weights, axis=-1, keepdims=True)
     valid = ops.cast(valid, scores.dtype) > 0.5
-    lowest = ops.min(scores, axis=-1, keepdims=True)
-    top = ops.max(ops.where(valid, scores, lowest), axis=-1, keepdims=True)
+    lowest = ops.min(scores, axis=-1, keepdims=True, initial=float("inf"))
+    top = ops.max(ops.where(valid, scores, lowest), axis=-1, keepdims=True, initial=-float("inf"))
     weights = ops.where(valid, ops.exp(scores - top), ops.zeros_like(scores))
     total = ops.sum(weights, axis=-1, keepdims=True)
     return weights / ops.where(total > 0, total, ops.ones_like(total))
@@ -127,6 +138,13 @@ class _WindowAttention:
         key_size, value_size, _ = self._key_value_predict_sizes()
         stored = key_size if self.mode == "attention" else key_size + value_size
         return self.window * (stored + 1)
+
+    def _sizes_for(self, width):
+        """``(output units, memory_size)`` for inputs of width ``width`` (built or not)."""
+        pieces = split_sizes(self.mode, width, self.sizes, type(self).__name__)
+        key_size, value_size, _ = key_value_predict_sizes(self.mode, pieces)
+        stored = key_size if self.mode == "attention" else key_size + value_size
+        return self.units or value_size, self.window * (stored + 1)
 
     def _unpack_memory(self, memory):
         """Flat memory ``[B, M]`` -> keys ``[B, L, dk]``, values ``[B, L, dv]``, valid ``[B, L]``."""
@@ -216,11 +234,17 @@ class SlidingWindowAttention(_WindowAttention, MemorySequenceLayer):
 
     Call arguments:
         inputs: ``[batch, time, width]`` RNN outputs.
-        mask: optional bool ``[batch, time]``; padded steps are never written to the memory,
-            never attended, and their outputs are zero.
+        mask: optional bool ``[batch, time]``; padded steps are never read (non-finite
+            padding is harmless), never written to the memory, never attended, and their
+            outputs (and attention scores) are exactly zero.
         initial_memory: optional ``[batch, memory_size]`` memory carried from an earlier
             segment (e.g. the returned memory of the previous call); no gradient flows into it.
         training: unused (accepted for API symmetry).
+
+    Inputs of another width than the layer was built for, a mask that is not
+    ``[batch, time]``, and an ``initial_memory`` (or, with ``stateful=True``, a batch) of
+    another size are `ValueError`s naming the argument and the shapes. Sequences without
+    steps, and empty batches, give empty outputs.
 
     Returns:
         ``h*`` ``[batch, time, units]``, followed by the attention scores and/or the memory
@@ -277,11 +301,16 @@ class SlidingWindowAttention(_WindowAttention, MemorySequenceLayer):
     def build_mechanism(self, width):
         self._build_attention(width)
 
+    def memory_size_for(self, width):
+        return self._sizes_for(width)[1]
+
     def call(self, inputs, mask=None, initial_memory=None, training=None):
+        self.check_call_inputs(inputs, mask, initial_memory)
+        inputs, mask = self.masked_inputs(inputs, mask)
         memory_keys, memory_values, memory_valid = self._unpack_memory(
             self.incoming_memory(inputs, initial_memory)
         )
-        compaction = windows.Compaction(None if mask is None else ops.cast(mask, "bool"))
+        compaction = windows.Compaction(mask)
         key, value, predict = self._split(compaction.compact(inputs))
         real = ops.ones(ops.shape(inputs)[:2], memory_valid.dtype)
         key_stream = ops.concatenate([memory_keys, key], axis=1)
@@ -311,6 +340,28 @@ class SlidingWindowAttention(_WindowAttention, MemorySequenceLayer):
         if self.return_memory:
             results.append(new_memory)
         return results[0] if len(results) == 1 else tuple(results)
+
+    def compute_output_shape(self, input_shape):
+        batch, steps, _ = check_rank("inputs", input_shape, 3, type(self).__name__)
+        units, memory_size = self._sizes_for(check_last_dim("inputs", input_shape))
+        shapes = [(batch, steps, units)]
+        if self.return_attention_scores:
+            shapes.append((batch, steps, self.window))
+        if self.return_memory:
+            shapes.append((batch, memory_size))
+        return shapes[0] if len(shapes) == 1 else tuple(shapes)
+
+    def compute_output_spec(self, inputs, mask=None, initial_memory=None, training=None):
+        self.check_call_inputs(inputs, mask, initial_memory)
+        shapes = self.compute_output_shape(inputs.shape)
+        if not (self.return_attention_scores or self.return_memory):
+            return keras.KerasTensor(shapes, self.compute_dtype)
+        dtypes = [self.compute_dtype]
+        if self.return_attention_scores:
+            dtypes.append(softmax_dtype(self.compute_dtype))
+        if self.return_memory:
+            dtypes.append(self.compute_dtype)
+        return tuple(keras.KerasTensor(shape, dtype) for shape, dtype in zip(shapes, dtypes))
 
     def compute_mask(self, inputs, mask=None):
         if not (self.return_attention_scores or self.return_memory):

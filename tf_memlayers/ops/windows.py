@@ -37,12 +37,13 @@ class Compaction:
         return tf.gather(sequence, self.order, batch_dims=1)
 
     def restore(self, compacted):
-        """Inverse of `compact` on valid steps; masked steps get zeros."""
+        """Inverse of `compact` on valid steps; masked steps get exact zeros (selected, not
+        multiplied, so a non-finite value computed there never leaks out)."""
         if self.mask is None:
             return compacted
         restored = tf.gather(compacted, self.rank, batch_dims=1)
-        keep = tf.cast(self.mask, restored.dtype)
-        return restored * tf.reshape(keep, tf.concat([tf.shape(keep), [1] * (restored.shape.rank - 2)], 0))
+        keep = tf.reshape(self.mask, tf.concat([tf.shape(self.mask), [1] * (restored.shape.rank - 2)], 0))
+        return tf.where(keep, restored, tf.zeros_like(restored))
 
     def last(self, stream, window):
         """The last ``window`` items of ``stream = [memory ; compacted]``: the new memory."""
