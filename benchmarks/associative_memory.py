@@ -37,6 +37,7 @@ from tf_memlayers.layers import (  # noqa: E402
     DualAssociativeGRUCell,
 )
 from tf_memlayers.models.snli import build_snli_model, compile_snli_model  # noqa: E402
+from tf_memlayers.training import options  # noqa: E402
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers_benchmarks")
@@ -230,17 +231,26 @@ def snli_model_steps(rounds, batch=50, premise_length=25, hypothesis_length=15, 
     return rows
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=15)
+def parse_args(argv=None):
+    parser = options.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--rounds", type=options.positive_int, default=15,
+                        help="timed steps per variant")
     parser.add_argument("--quick", action="store_true", help="fewer rounds and lengths")
     parser.add_argument("--jit-compile", action="store_true",
                         help="compile each training step (GRU and AM-GRU alike) with XLA")
-    parser.add_argument("--memory-limit-gib", type=float, default=12.0,
+    parser.add_argument("--memory-limit-gib", type=options.positive_float, default=12.0,
                         help="address-space limit of each peak-memory child process")
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="write the results into README.rst")
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
     if args.child:
         peak_memory.report(memory_child(json.loads(args.child)))
         return

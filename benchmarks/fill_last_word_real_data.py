@@ -29,6 +29,7 @@ from tf_memlayers.models.fill_last_word import (  # noqa: E402
     build_fill_last_word_model,
     compile_fill_last_word_model,
 )
+from tf_memlayers.training import options  # noqa: E402
 
 VARIANTS = (
     ("no attention", "last", None),
@@ -45,14 +46,23 @@ def default_data_dir():
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=pathlib.Path, default=default_data_dir())
-    parser.add_argument("--epochs", type=int, default=1, help="the reference code ran 1 epoch")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--max-train", type=int, help="limit the training sentences")
-    parser.add_argument("--variants", nargs="*", type=int, help="indices into the variant list")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--update-readme", action="store_true")
+    parser = options.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--data-dir", type=pathlib.Path, default=default_data_dir(),
+                        help="the shared corpora folder (pwkp_gaffney/, glove_subset/)")
+    parser.add_argument("--epochs", type=options.positive_int, default=1,
+                        help="the reference code ran 1 epoch")
+    parser.add_argument("--batch-size", type=options.positive_int, default=64,
+                        help="sentences per batch")
+    parser.add_argument("--max-train", type=options.positive_int,
+                        help="limit the training sentences")
+    parser.add_argument("--variants", nargs="*", type=options.non_negative_int,
+                        help="indices into the variant list (default: all)")
+    parser.add_argument("--seed", type=options.non_negative_int, default=0, help="random seed")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="write the results into README.rst")
     return parser.parse_args(argv)
 
 

@@ -36,6 +36,7 @@ from tf_memlayers.models.fill_last_word import (  # noqa: E402
     build_fill_last_word_model,
     compile_fill_last_word_model,
 )
+from tf_memlayers.training import options  # noqa: E402
 
 BATCH, WIDTH, UNITS = 64, 128, 64
 
@@ -122,13 +123,24 @@ def step_overhead(repeats, rng, vocabulary=10000, cache_size=10000):
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+def parse_args(argv=None):
+    parser = options.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--sizes", nargs="*", type=options.positive_int,
+                        default=[100, 1000, 10000, 100000], help="cache sizes measured")
+    parser.add_argument("--repeats", type=options.positive_int, default=21,
+                        help="timed inserts per cache size")
+    parser.add_argument("--step-repeats", type=options.positive_int, default=15,
+                        help="timed training steps per model")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="write the results into README.rst")
+    return parser.parse_args(argv)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", nargs="*", type=int, default=[100, 1000, 10000, 100000])
-    parser.add_argument("--repeats", type=int, default=21)
-    parser.add_argument("--step-repeats", type=int, default=15)
-    parser.add_argument("--update-readme", action="store_true")
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     rng = np.random.default_rng(0)
     rows = insert_rows(args.sizes, args.repeats, rng)
     for row in rows:

@@ -50,6 +50,7 @@ from tf_memlayers.models.language_model import (  # noqa: E402
     evaluate_language_model,
     hidden_for_parameter_budget,
 )
+from tf_memlayers.training import options  # noqa: E402
 
 COLUMNS = [
     ("model", "model"),
@@ -152,27 +153,38 @@ def widths(corpus, kinds, args):
 
 def parse_args(argv=None):
     d = DANILUK_DEFAULTS
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = options.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--data-dir", default=str(default_data_dir()),
                         help="folder with ptb.{train,valid,test}.txt (or another corpus)")
-    parser.add_argument("--models", nargs="+", choices=KINDS, default=list(KINDS))
-    parser.add_argument("--epochs", type=int, default=1, help="training epochs per model")
-    parser.add_argument("--max-steps", type=int,
+    parser.add_argument("--models", nargs="+", choices=KINDS, default=list(KINDS),
+                        help="the models to train")
+    parser.add_argument("--epochs", type=options.positive_int, default=1,
+                        help="training epochs per model")
+    parser.add_argument("--max-steps", type=options.positive_int,
                         help="stop each model after this many steps instead")
-    parser.add_argument("--hidden", type=int, default=200,
+    parser.add_argument("--hidden", type=options.positive_int, default=200,
                         help="LSTM baseline width; the others get its parameter count")
     parser.add_argument("--no-equal-parameters", action="store_true",
                         help="give every model the width --hidden instead")
-    parser.add_argument("--probe-segments", type=int, default=10,
+    parser.add_argument("--probe-segments", type=options.positive_int, default=10,
                         help="validation segments per row joined for the attention average")
-    parser.add_argument("--embedding-dim", type=int, default=200)
-    parser.add_argument("--window", type=int, default=d["window"])
-    parser.add_argument("--ngram", type=int, default=d["ngram"])
-    parser.add_argument("--batch-size", type=int, default=d["batch_size"])
-    parser.add_argument("--seq-len", type=int, default=d["seq_len"])
-    parser.add_argument("--no-jit", action="store_true")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--verbose", type=int, default=0)
+    parser.add_argument("--embedding-dim", type=options.positive_int, default=200,
+                        help="word vector size")
+    parser.add_argument("--window", type=options.positive_int, default=d["window"],
+                        help="attention window")
+    parser.add_argument("--ngram", type=options.positive_int, default=d["ngram"],
+                        help="N of the N-gram RNN")
+    parser.add_argument("--batch-size", type=options.positive_int, default=d["batch_size"],
+                        help="rows per batch")
+    parser.add_argument("--seq-len", type=options.positive_int, default=d["seq_len"],
+                        help="truncated-BPTT length")
+    parser.add_argument("--no-jit", action="store_true", help="do not compile with XLA")
+    parser.add_argument("--seed", type=options.non_negative_int, default=0, help="random seed")
+    parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=0,
+                        help="Keras progress output")
     parser.add_argument("--json-out", help="also write the JSON here (after each model; a "
                         "rerun with the same settings skips the models already there)")
     parser.add_argument("--update-readme", action="store_true")

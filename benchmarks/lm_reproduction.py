@@ -66,16 +66,29 @@ def write_readme(metrics):
     )
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", default="zaremba-small")
-    parser.add_argument("--data-dir", default=str(default_data_dir()))
+def parse_args(argv=None):
+    from tf_memlayers.models.language_model_presets import PRESETS
+    from tf_memlayers.training import options
+
+    parser = options.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--config", choices=tuple(PRESETS), default="zaremba-small",
+                        help="the examples/ptb_memory_lm.py preset to run")
+    parser.add_argument("--data-dir", default=str(default_data_dir()),
+                        help="folder with the Penn Treebank files")
     parser.add_argument("--workdir", help="run directory (default: runs/lm_reproduction/<config>)")
     parser.add_argument("--output", default=None,
                         help="metrics JSON (default: benchmarks/results/lm_<config>.json)")
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="write the results into README.rst")
     parser.add_argument("--from-json", help="render the README block from a saved run")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
     if args.from_json:
         metrics = json.loads(pathlib.Path(args.from_json).read_text(encoding="utf-8"))
     else:

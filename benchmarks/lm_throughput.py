@@ -142,19 +142,35 @@ def write_readme(results):
     )
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--vocab", type=int, default=10000)
-    parser.add_argument("--hidden", type=int, default=300)
-    parser.add_argument("--window", type=int, default=5)
-    parser.add_argument("--ngram", type=int, default=4)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--seq-len", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=30, help="timed steps per kind")
+def parse_args(argv=None):
+    from tf_memlayers.training import options
+
+    parser = options.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--vocab", type=options.int_at_least(2), default=10000,
+                        help="vocabulary size")
+    parser.add_argument("--hidden", type=options.positive_int, default=300,
+                        help="LSTM size (and embedding size)")
+    parser.add_argument("--window", type=options.positive_int, default=5,
+                        help="attention window")
+    parser.add_argument("--ngram", type=options.positive_int, default=4, help="N of the N-gram RNN")
+    parser.add_argument("--batch-size", type=options.positive_int, default=64,
+                        help="rows per batch")
+    parser.add_argument("--seq-len", type=options.positive_int, default=20,
+                        help="truncated-BPTT length")
+    parser.add_argument("--rounds", type=options.positive_int, default=30,
+                        help="timed steps per kind")
     parser.add_argument("--output", help="also save the JSON here")
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="write the results into README.rst")
     parser.add_argument("--from-json", help="render the README table from a saved run")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
     if args.from_json:
         results = json.loads(pathlib.Path(args.from_json).read_text(encoding="utf-8"))
     else:

@@ -29,6 +29,7 @@ from tf_memlayers.models.snli import (  # noqa: E402
     compile_snli_model,
     halve_learning_rate_callback,
 )
+from tf_memlayers.training import options  # noqa: E402
 
 DATA = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
 
@@ -65,21 +66,36 @@ def run(kind, splits, vocabulary, matrix, args):
     }
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--units", type=int, default=100, help="Dual AM-GRU size (paper: 100)")
-    parser.add_argument("--copies", type=int, default=8)
-    parser.add_argument("--batch-size", type=int, default=50)
-    parser.add_argument("--learning-rate", type=float, default=1e-3)
-    parser.add_argument("--max-length", type=int, default=40)
-    parser.add_argument("--seed", type=int, default=123)
-    parser.add_argument("--verbose", type=int, default=2)
-    parser.add_argument("--update-readme", action="store_true")
+def parse_args(argv=None):
+    parser = options.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS),
+                        help="the models to train")
+    parser.add_argument("--epochs", type=options.positive_int, default=10, help="epochs per model")
+    parser.add_argument("--units", type=options.positive_int, default=100,
+                        help="Dual AM-GRU size (paper: 100)")
+    parser.add_argument("--copies", type=options.positive_int, default=8,
+                        help="associative memory copies")
+    parser.add_argument("--batch-size", type=options.positive_int, default=50,
+                        help="pairs per batch")
+    parser.add_argument("--learning-rate", type=options.positive_float, default=1e-3,
+                        help="Adam's learning rate")
+    parser.add_argument("--max-length", type=options.positive_int, default=40,
+                        help="truncate sentences to this many tokens")
+    parser.add_argument("--seed", type=options.non_negative_int, default=123, help="random seed")
+    parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2,
+                        help="Keras progress output")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="write the results into README.rst")
     parser.add_argument("--from-json", help="render the README table from the saved stdout of "
                         "an earlier run instead of training")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
     if args.from_json:
         render_saved_run(args.from_json)
         return

@@ -258,22 +258,40 @@ def write_peer_block(write_block, results, args):
     )
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=40, help="timed steps per LM variant")
-    parser.add_argument("--repeats", type=int, default=5, help="timed steps per peer length")
-    parser.add_argument("--lengths", type=int, nargs="+", default=[20, 100, 400, 1000])
-    parser.add_argument("--window", type=int, default=10)
-    parser.add_argument("--peer-batch", type=int, default=8)
-    parser.add_argument("--peer-hidden", type=int, default=300)
-    parser.add_argument("--memory-limit-gib", type=float, default=12.0)
-    parser.add_argument("--skip-lm", action="store_true")
-    parser.add_argument("--skip-peer", action="store_true")
-    parser.add_argument("--update-readme", action="store_true")
+def parse_args(argv=None):
+    from tf_memlayers.training import options
+
+    parser = options.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--rounds", type=options.positive_int, default=40,
+                        help="timed steps per LM variant")
+    parser.add_argument("--repeats", type=options.positive_int, default=5,
+                        help="timed steps per peer length")
+    parser.add_argument("--lengths", type=options.positive_int, nargs="+",
+                        default=[20, 100, 400, 1000], help="sequence lengths of the peer "
+                        "comparison")
+    parser.add_argument("--window", type=options.positive_int, default=10,
+                        help="attention window of the peer comparison")
+    parser.add_argument("--peer-batch", type=options.positive_int, default=8,
+                        help="batch size of the peer comparison")
+    parser.add_argument("--peer-hidden", type=options.positive_int, default=300,
+                        help="width of the peer comparison")
+    parser.add_argument("--memory-limit-gib", type=options.positive_float, default=12.0,
+                        help="address-space limit of each peak-memory child process")
+    parser.add_argument("--skip-lm", action="store_true", help="skip the LM variants")
+    parser.add_argument("--skip-peer", action="store_true", help="skip the peer comparison")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="write the results into README.rst")
     parser.add_argument("--from-json", help="render the README tables from the saved JSON of "
                         "an earlier run instead of measuring")
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
     if args.from_json:
         with open(args.from_json, encoding="utf-8") as saved:
             update_readme(json.load(saved), args)

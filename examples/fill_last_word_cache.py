@@ -20,73 +20,99 @@ in the paper's Fig. 5, and the cache fill) and ``metrics.json``.
 ``tensorboard --logdir runs/fill_last_word_cache`` compares the runs.
 """
 
-import argparse
 import os
 import sys
 import time
 
-import keras
-import numpy as np
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # read when TensorFlow is imported
 
-from tf_memlayers.callbacks.cache_attention import CacheAttentionCallback
-from tf_memlayers.data import embeddings as word_vectors
-from tf_memlayers.data import sentences as data
-from tf_memlayers.layers.heap_cache_attention import POLICIES, QUERIES
-from tf_memlayers.models.fill_last_word import (
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from tf_memlayers.callbacks.cache_attention import CacheAttentionCallback  # noqa: E402
+from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
+from tf_memlayers.data import sentences as data  # noqa: E402
+from tf_memlayers.layers.heap_cache_attention import POLICIES, QUERIES  # noqa: E402
+from tf_memlayers.models.fill_last_word import (  # noqa: E402
     POOLINGS,
     build_fill_last_word_model,
     compile_fill_last_word_model,
 )
-from tf_memlayers.models.heap_cache_model import cache_fill_fractions
-from tf_memlayers.training import (
+from tf_memlayers.models.heap_cache_model import cache_fill_fractions  # noqa: E402
+from tf_memlayers.training import (  # noqa: E402
     make_strategy,
     resumable_callbacks,
     run_settings,
     run_workdir,
     write_metrics,
 )
-from tf_memlayers.training.strategy import STRATEGIES
+from tf_memlayers.training import options  # noqa: E402
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
+    parser = options.ArgumentParser(description=__doc__.split("\n\n")[0])
     source = parser.add_argument_group("data")
-    source.add_argument("--data-dir", help="directory of one-sentence-per-line files")
-    source.add_argument("--train-file", help="training file name in --data-dir "
-                        "(default: train.txt, else test.txt)")
-    source.add_argument("--eval-file", default="dev.txt", help="evaluation file in --data-dir")
-    source.add_argument("--max-train", type=int, help="use at most this many training sentences")
-    source.add_argument("--max-vocabulary", type=int, help="cap the vocabulary (rest: <unk>)")
-    source.add_argument("--max-length", type=int, default=40, help="context steps (the paper: 40)")
-    source.add_argument("--embeddings", help="GloVe text file or JSON {word: vector} file")
+    options.add_option(source, "data_dir", help="folder of one-sentence-per-line files "
+                       "(default: none, the embedded generated corpus)")
+    options.add_argument(source, "--train-file", metavar="NAME",
+                         help="training file in --data-dir (default: train.txt, else test.txt)")
+    options.add_argument(source, "--eval-file", default="dev.txt", metavar="NAME",
+                         help="evaluation file in --data-dir")
+    options.add_option(source, "max_train", help="use at most this many training sentences "
+                       "(default: all)")
+    options.add_argument(source, "--max-vocabulary", type=options.int_at_least(2), metavar="N",
+                         help="cap the vocabulary, <pad> and <unk> included; the rarer words "
+                         "become <unk> (default: no cap)")
+    options.add_option(source, "max_length", default=40, type=options.int_at_least(2),
+                       help="context steps (the paper: 40); longer sentences are skipped")
+    options.add_option(source, "embeddings", help="pretrained word vectors: a GloVe text file "
+                       "(optionally .gz) or a JSON {word: vector} file (default: none, vectors "
+                       "drawn from N(0, 0.9^2))")
     model = parser.add_argument_group("model")
-    model.add_argument("--embedding-dim", type=int, default=100,
+    options.add_option(model, "embedding_dim", default=100,
                        help="word vector size without --embeddings")
-    model.add_argument("--hidden-units", type=int, default=128)
-    model.add_argument("--attention-units", type=int, default=64)
-    model.add_argument("--pooling", choices=POOLINGS, default="attention")
-    model.add_argument("--cache-size", type=int, default=1000, help="0: no cache")
-    model.add_argument("--policy", choices=POLICIES, default="heap")
-    model.add_argument("--query", choices=QUERIES, default="additive",
-                       help="cache read: none (the paper) or additive (depends on the example)")
-    model.add_argument("--faithful-to-code", action="store_true",
-                       help="reproduce the reference code (sum pooling, frozen batch norm, ...)")
+    options.add_option(model, "units", default=128, dest="hidden_units", help="LSTM size")
+    options.add_argument(model, "--attention-units", type=options.positive_int, default=64,
+                         metavar="N", help="width of the attention pooling and cache reads")
+    options.add_argument(model, "--pooling", choices=POOLINGS, default="attention",
+                         help="sentence state: the last LSTM state or attention pooling")
+    options.add_argument(model, "--cache-size", type=options.non_negative_int, default=1000,
+                         metavar="N", help="cached states (0: no cache)")
+    options.add_argument(model, "--policy", choices=POLICIES, default="heap",
+                         help="which states the cache keeps")
+    options.add_argument(model, "--query", choices=QUERIES, default="additive",
+                         help="cache read: none (the paper) or one that depends on the example")
+    options.add_argument(model, "--faithful-to-code", action="store_true",
+                         help="reproduce the reference code (sum pooling, frozen batch norm, "
+                         "...)")
     train = parser.add_argument_group("training")
-    train.add_argument("--epochs", type=int, default=30)
-    train.add_argument("--batch-size", type=int, default=64)
-    train.add_argument("--learning-rate", type=float,
-                       help="default: 0.01 (paper) or 1e-3 (--faithful-to-code)")
-    train.add_argument("--weight-decay", type=float, default=1e-5)
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--strategy", choices=STRATEGIES, default="auto")
-    train.add_argument("--jit", action="store_true", help="compile the train step with XLA")
-    train.add_argument("--mixed-precision", action="store_true", help="mixed_float16 policy")
-    train.add_argument("--workdir", help="run directory (default: runs/fill_last_word_cache/"
-                       "<pooling>-cache<size>-<digest of the settings>, one per configuration)")
-    train.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2))
-    return parser.parse_args(argv)
+    options.add_option(train, "epochs", default=30)
+    options.add_option(train, "batch_size", default=64)
+    options.add_option(train, "learning_rate", help="Adam's learning rate (default: 0.01, the "
+                       "paper, or 1e-3 with --faithful-to-code)")
+    options.add_argument(train, "--weight-decay", type=options.non_negative_float, default=1e-5,
+                         metavar="C", help="L2 penalty C * sum ||w||^2 / 2 on every weight")
+    options.add_option(train, "seed", default=0)
+    options.add_option(train, "strategy", default="auto")
+    options.add_option(train, "jit", default=False)
+    options.add_option(train, "mixed_precision", default=False)
+    options.add_option(train, "workdir", help="run directory: checkpoints (the same command "
+                       "resumes), TensorBoard logs and metrics.json (default: "
+                       "runs/fill_last_word_cache/<pooling>-cache<size>-<digest of the "
+                       "settings>, one per configuration)")
+    options.add_option(train, "verbose", default=1)
+    args = parser.parse_args(argv)
+    if not args.data_dir:
+        if args.train_file:
+            parser.error("argument --train-file: needs --data-dir")
+        return args
+    names = [args.train_file] if args.train_file else ["train.txt", "test.txt"]
+    if not any(os.path.isfile(os.path.join(args.data_dir, name)) for name in names):
+        option = "--train-file" if args.train_file else "--data-dir"
+        parser.error(f"argument {option}: {args.data_dir!r} has no {' or '.join(names)}")
+    if not os.path.isfile(os.path.join(args.data_dir, args.eval_file)):
+        parser.error(f"argument --eval-file: {args.data_dir!r} has no {args.eval_file}")
+    return args
 
 
 def load_sentences(args):
@@ -98,15 +124,17 @@ def load_sentences(args):
     if train_file is None:
         has_train = os.path.exists(os.path.join(args.data_dir, "train.txt"))
         train_file = "train.txt" if has_train else "test.txt"
-    train = data.read_sentences(os.path.join(args.data_dir, train_file))
-    evaluation = data.read_sentences(os.path.join(args.data_dir, args.eval_file))
+    with options.reported_as("--data-dir"):
+        train = data.read_sentences(os.path.join(args.data_dir, train_file))
+        evaluation = data.read_sentences(os.path.join(args.data_dir, args.eval_file))
     return train, evaluation, f"{args.data_dir}:{train_file}/{args.eval_file}"
 
 
 def initial_embeddings(args, vocabulary):
     if not args.embeddings:
         return None, 0
-    vectors = word_vectors.load_word_vectors(args.embeddings, vocabulary=set(vocabulary))
+    with options.reported_as("--embeddings"):
+        vectors = word_vectors.load_word_vectors(args.embeddings, vocabulary=set(vocabulary))
     # Words without a vector keep the reference code's N(0, 0.9^2) initialisation.
     return word_vectors.embedding_matrix(vocabulary, vectors, scale=0.9, seed=args.seed)
 
@@ -168,6 +196,7 @@ def main(argv=None, extra_callbacks=()):
         epochs=args.epochs,
         validation_data=eval_data,
         callbacks=callbacks,
+        shuffle=False,  # the tf.data pipeline shuffles
         verbose=args.verbose,
     )
     final = model.evaluate(eval_data, return_dict=True, verbose=0)

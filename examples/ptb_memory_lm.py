@@ -35,13 +35,11 @@ Example::
     tensorboard --logdir runs/ptb_memory_lm        # all runs side by side
 """
 
-import argparse
 import os
 import pathlib
-import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # read when TensorFlow is imported
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -69,26 +67,12 @@ from tf_memlayers.training import (  # noqa: E402
     run_workdir,
     write_metrics,
 )
+from tf_memlayers.training import options  # noqa: E402
 from tf_memlayers.training.resumable import RUN_OPTIONS  # noqa: E402
-from tf_memlayers.training.strategy import STRATEGIES  # noqa: E402
 
 DEFAULT_ROOT = "runs/ptb_memory_lm"
 # Options that do not change what is trained: a run resumed with other values is the same run.
 PTB_RUN_OPTIONS = (*RUN_OPTIONS, "metrics_file", "probe_sentence", "probe_length")
-
-
-def positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def rate(text):
-    value = float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
-    return value
 
 
 BASE_DEFAULTS = {
@@ -115,89 +99,113 @@ def preset_defaults(config):
 
 
 def parse_args(argv=None):
-    config_parser = argparse.ArgumentParser(add_help=False)
+    config_parser = options.ArgumentParser(add_help=False)
     config_parser.add_argument("--config", choices=tuple(PRESETS))
     config = config_parser.parse_known_args(argv)[0].config
     d = preset_defaults(config)
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    note = f"(default: %(default)s; {options.PRESET_NOTE})"
+    parser = options.ArgumentParser(description=__doc__.split("\n\n")[0])
+    options.add_argument(
+        parser, "--config", choices=tuple(PRESETS),
+        help="a named recipe whose settings become the defaults of the other options "
+        "(explicit options still win): " + "; ".join(
+            f"{name}: {preset.description}" for name, preset in PRESETS.items()
+        ) + " (default: none, the paper's settings)",
     )
-    parser.add_argument("--config", choices=tuple(PRESETS),
-                        help="a named recipe whose settings become the defaults of the other "
-                        "options (explicit options still win): " + "; ".join(
-                            f"{name}: {preset.description}" for name, preset in PRESETS.items()))
     data = parser.add_argument_group("data")
-    data.add_argument("--data-dir", help="folder with PTB, WikiText-2 or CBT files; "
-                      "default: the embedded generated corpus")
-    data.add_argument("--generated-tokens", type=positive_int, default=150_000,
-                      help="training tokens of the generated corpus (valid/test: a tenth)")
-    data.add_argument("--no-document-resets", action="store_true",
-                      help="treat each split as one stream (no state resets between documents)")
+    options.add_option(data, "data_dir",
+                       type=options.checked_path(lm_corpora.detect_corpus),
+                       help="folder with Penn Treebank (ptb.{train,valid,test}.txt), "
+                       "WikiText-2 (wiki.{train,valid,test}.tokens, optionally .gz) or CBT "
+                       "(cbt_*.txt) files (default: none, the embedded generated corpus)")
+    options.add_argument(data, "--generated-tokens", type=options.positive_int,
+                         default=150_000, metavar="N",
+                         help="training tokens of the generated corpus (valid/test: a tenth)")
+    options.add_argument(data, "--no-document-resets", action="store_true",
+                         help="treat each split as one stream (no state resets between "
+                         "documents)")
 
     model = parser.add_argument_group("model")
-    model.add_argument("--model", choices=KINDS, default=d["kind"])
-    model.add_argument("--form", choices=FORMS, default="parallel",
-                       help="memory layer over the LSTM's output sequence, or as an RNN cell")
-    model.add_argument("--hidden", type=positive_int, default=d["hidden"])
-    model.add_argument("--embedding-dim", type=positive_int, default=d["embedding_dim"])
-    model.add_argument("--layers", type=positive_int, default=d["layers"])
-    model.add_argument("--window", type=positive_int, default=d["window"])
-    model.add_argument("--ngram", type=positive_int, default=d["ngram"])
-    model.add_argument("--sizes", type=positive_int, nargs="+",
-                       help="explicit piece sizes of the top LSTM output (key first)")
-    model.add_argument("--dropout", type=rate, default=d["dropout"])
-    model.add_argument("--variational-dropout", action="store_true",
-                       help="one dropout mask per sequence (locked dropout)")
-    model.add_argument("--recurrent-dropout", type=rate, default=0.0)
-    model.add_argument("--tie-weights", action="store_true",
-                       help="share the input embedding with the output layer")
-    model.add_argument("--init-scale", type=float, default=d["init_scale"])
-    model.add_argument("--forget-bias", type=float, default=d["forget_bias"])
+    options.add_option(model, "model", default=d["kind"], choices=KINDS, preset=True,
+                       help="the memory layer on top of the LSTM (lstm: none)")
+    options.add_argument(model, "--form", choices=FORMS, default="parallel",
+                         help="memory layer over the LSTM's output sequence, or as an RNN cell")
+    options.add_option(model, "units", default=d["hidden"], dest="hidden", preset=True,
+                       help="LSTM size")
+    options.add_option(model, "embedding_dim", default=d["embedding_dim"], preset=True)
+    options.add_argument(model, "--layers", type=options.positive_int, default=d["layers"],
+                         metavar="N", help="stacked LSTM layers " + note)
+    options.add_argument(model, "--window", type=options.positive_int, default=d["window"],
+                         metavar="L", help="attention window: previous outputs attended to "
+                         + note)
+    options.add_argument(model, "--ngram", type=options.positive_int, default=d["ngram"],
+                         metavar="N", help="N of the N-gram RNN " + note)
+    options.add_argument(model, "--sizes", type=options.positive_int, nargs="+", metavar="N",
+                         help="explicit piece sizes of the top LSTM output, key first "
+                         "(default: the model's equal split)")
+    options.add_option(model, "dropout", default=d["dropout"], preset=True,
+                       help="dropout rate on the embeddings and before the softmax")
+    options.add_argument(model, "--variational-dropout", action="store_true",
+                         help="one dropout mask per sequence (locked dropout)")
+    options.add_argument(model, "--recurrent-dropout", type=options.fraction, default=0.0,
+                         metavar="RATE", help="dropout rate on the LSTM's recurrent state")
+    options.add_argument(model, "--tie-weights", action="store_true",
+                         help="share the input embedding with the output layer")
+    options.add_option(model, "init_scale", default=d["init_scale"], preset=True,
+                       help="weights start uniform in ±this")
+    options.add_argument(model, "--forget-bias", type=options.number_in(), default=d["forget_bias"],
+                         metavar="B", help="initial LSTM forget-gate bias " + note)
 
     train = parser.add_argument_group("training")
-    train.add_argument("--epochs", type=positive_int, default=d["epochs"])
-    train.add_argument("--batch-size", type=positive_int, default=d["batch_size"])
-    train.add_argument("--seq-len", type=positive_int, default=d["seq_len"],
-                       help="truncated-BPTT length")
-    train.add_argument("--optimizer", choices=OPTIMIZERS, default=d["optimizer"])
-    train.add_argument("--learning-rate", type=float, default=d["learning_rate"])
-    train.add_argument("--lr-decay", type=float, default=d["lr_decay"],
-                       help="learning-rate factor per epoch after --full-rate-epochs")
-    train.add_argument("--full-rate-epochs", type=positive_int, default=d["full_rate_epochs"],
-                       help="epochs at the initial learning rate before the decay starts "
-                       "(default: no decay)")
-    train.add_argument("--loss-reduction", choices=LOSS_REDUCTIONS, default=d["loss_reduction"],
-                       help="token_mean: mean NLL per token; sum_over_time: summed over the "
-                       "BPTT steps (Zaremba et al.)")
-    train.add_argument("--clipnorm", type=float, default=d["clipnorm"],
-                       help="global gradient-norm clipping (0: none)")
-    train.add_argument("--max-train-batches", type=positive_int,
-                       help="train on only the first N batches of each epoch")
-    train.add_argument("--strategy", choices=STRATEGIES, default="auto")
-    train.add_argument("--no-jit", action="store_true", help="do not compile with XLA")
-    train.add_argument("--seed", type=int, default=0)
+    options.add_option(train, "epochs", default=d["epochs"], preset=True)
+    options.add_option(train, "batch_size", default=d["batch_size"], preset=True,
+                       help="rows advanced in parallel")
+    options.add_argument(train, "--seq-len", type=options.positive_int, default=d["seq_len"],
+                         metavar="N", help="truncated-BPTT length " + note)
+    options.add_argument(train, "--optimizer", choices=OPTIMIZERS, default=d["optimizer"],
+                         help="adam (Daniluk et al.) or plain sgd (Zaremba et al.) " + note)
+    options.add_option(train, "learning_rate", default=d["learning_rate"], preset=True)
+    options.add_argument(train, "--lr-decay", type=options.number_in(0.0, 1.0, False, True),
+                         default=d["lr_decay"], metavar="FACTOR",
+                         help="learning-rate factor per epoch after --full-rate-epochs " + note)
+    options.add_argument(train, "--full-rate-epochs", type=options.positive_int,
+                         default=d["full_rate_epochs"], metavar="N",
+                         help="epochs at the initial learning rate before the decay starts "
+                         f"(default: no decay; {options.PRESET_NOTE})")
+    options.add_argument(train, "--loss-reduction", choices=LOSS_REDUCTIONS,
+                         default=d["loss_reduction"],
+                         help="token_mean: mean NLL per token; sum_over_time: summed over the "
+                         "BPTT steps (Zaremba et al.) " + note)
+    options.add_option(train, "clip_norm", default=d["clipnorm"], dest="clipnorm", preset=True,
+                       help="global gradient-norm clipping threshold (0: none)")
+    options.add_argument(train, "--max-train-batches", type=options.positive_int, metavar="N",
+                         help="train on only the first N batches of each epoch (default: all)")
+    options.add_option(train, "strategy", default="auto")
+    options.add_option(train, "jit", default=True)
+    options.add_option(train, "seed", default=0)
 
     run = parser.add_argument_group("run")
-    run.add_argument("--workdir",
-                     help="checkpoints, resume state and TensorBoard logs (default: "
-                     f"{DEFAULT_ROOT}/<model>-<digest of the settings>, one per configuration)")
-    run.add_argument("--probe-sentence",
-                     help="sentence shown in the attention heatmap (default: the start of "
-                     "the validation split)")
-    run.add_argument("--probe-length", type=positive_int, default=25)
-    run.add_argument("--metrics-file", help="also write the final metrics JSON here")
-    run.add_argument("--verbose", type=int, choices=(0, 1, 2), default=1)
-    args = parser.parse_args(argv)
-    if not 0 < args.lr_decay <= 1:
-        parser.error(f"--lr-decay must be in (0, 1], got {args.lr_decay}")
-    return args
+    options.add_option(run, "workdir",
+                       help="checkpoints, resume state and TensorBoard logs (default: "
+                       f"{DEFAULT_ROOT}/<model>-<digest of the settings>, one per "
+                       "configuration)")
+    options.add_argument(run, "--probe-sentence",
+                         help="sentence shown in the attention heatmap (default: the start of "
+                         "the validation split)")
+    options.add_argument(run, "--probe-length", type=options.positive_int, default=25,
+                         metavar="N", help="tokens of the default probe sentence")
+    options.add_argument(run, "--metrics-file", type=options.output_file, metavar="FILE",
+                         help="also write the final metrics JSON here (default: only print "
+                         "them)")
+    options.add_option(run, "verbose", default=1)
+    return parser.parse_args(argv)
 
 
 def load_data(args):
     """The corpus named by the arguments: files in ``--data-dir``, else the generated one."""
     if args.data_dir:
-        return lm_corpora.load_corpus(args.data_dir)
+        with options.reported_as("--data-dir"):
+            return lm_corpora.load_corpus(args.data_dir)
     size = args.generated_tokens
     return lm_corpora.generate_copy_corpus(
         train_tokens=size,
@@ -313,7 +321,7 @@ def run(args, extra_callbacks=()):
             model,
             args.learning_rate,
             args.clipnorm,
-            jit_compile=not args.no_jit,
+            jit_compile=args.jit,
             optimizer=args.optimizer,
             loss_reduction=args.loss_reduction,
         )
@@ -323,6 +331,7 @@ def run(args, extra_callbacks=()):
         validation_data=split_batches["valid"].dataset(),
         epochs=args.epochs,
         callbacks=[*callbacks, *extra_callbacks],
+        shuffle=False,  # truncated BPTT: batches stay in order
         verbose=args.verbose,
     )
     results = {
@@ -354,14 +363,7 @@ def run(args, extra_callbacks=()):
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    if args.data_dir:
-        try:
-            lm_corpora.detect_corpus(args.data_dir)
-        except ValueError as error:
-            print(f"error: --data-dir: {error}", file=sys.stderr)
-            raise SystemExit(2) from error
-    return run(args)
+    return run(parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -8,35 +8,36 @@ whose labels need the premise to be recalled (runs anywhere in a few minutes).
 Examples::
 
     python examples/snli_dual_am_gru.py                      # embedded corpus, Dual AM-GRU
-    python examples/snli_dual_am_gru.py --kind gru --epochs 3
+    python examples/snli_dual_am_gru.py --model gru --epochs 3
     python examples/snli_dual_am_gru.py --data-dir ~/snli_1.0 --embeddings glove.840B.300d.txt \\
         --eval-every 1000 --epochs 30 --workdir runs/snli
 
-The run directory (``--workdir``; by default ``runs/snli_dual_am_gru/<kind>-<digest>``, one
+The run directory (``--workdir``; by default ``runs/snli_dual_am_gru/<model>-<digest>``, one
 per set of options) keeps checkpoints (the same command resumes after an interruption, and a
 different one in the same ``--workdir`` is refused), TensorBoard logs (scalars, the per-epoch
 memory retrieval heatmap and its sentence pair) and ``metrics.json``.
 ``tensorboard --logdir runs/snli_dual_am_gru`` compares the runs.
 """
 
-import argparse
 import os
 import sys
 import time
 
-import keras
-import numpy as np
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # read when TensorFlow is imported
 
-from tf_memlayers.callbacks.associative_memory import MemoryRetrievalHeatmap
-from tf_memlayers.data import embeddings as word_vectors
-from tf_memlayers.data import snli
-from tf_memlayers.models.snli import (
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from tf_memlayers.callbacks.associative_memory import MemoryRetrievalHeatmap  # noqa: E402
+from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
+from tf_memlayers.data import snli  # noqa: E402
+from tf_memlayers.models.snli import (  # noqa: E402
     KINDS,
     build_snli_model,
     compile_snli_model,
     halve_learning_rate_callback,
 )
-from tf_memlayers.training import (
+from tf_memlayers.training import (  # noqa: E402
     make_strategy,
     resumable_callbacks,
     resumed_epoch,
@@ -44,65 +45,103 @@ from tf_memlayers.training import (
     run_workdir,
     write_metrics,
 )
-from tf_memlayers.training.strategy import STRATEGIES
+from tf_memlayers.training import options  # noqa: E402
+
+
+def _snli_files(path):
+    """Checks that ``path`` holds SNLI files for every split (`snli.check_files`)."""
+    snli.check_files(path)
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
+    parser = options.ArgumentParser(description=__doc__.split("\n\n")[0])
     data = parser.add_argument_group("data")
-    data.add_argument("--source", choices=snli.SOURCES, default="auto",
-                      help="auto: --data-dir if given, else prepared tfds snli, else generated")
-    data.add_argument("--data-dir", help="SNLI 1.0 (jsonl/txt/zip) or InferSent-format directory")
-    data.add_argument("--tfds-data-dir", help="tensorflow-datasets data_dir (never downloads)")
-    data.add_argument("--train-size", choices=tuple(snli.GENERATED_SIZES), default="medium",
-                      help="size of the generated corpus")
-    data.add_argument("--max-train", type=int, help="use at most this many training pairs")
-    data.add_argument("--max-length", type=int, default=64, help="truncate sentences to this")
-    data.add_argument("--padding", choices=snli.PADDINGS, default="bucket")
-    data.add_argument("--embeddings", help="GloVe text file or JSON {word: vector} file")
-    data.add_argument("--freeze-embeddings", action="store_true")
+    options.add_argument(data, "--source", choices=snli.SOURCES, default="auto",
+                         help="auto: --data-dir if given, else the prepared tensorflow-datasets "
+                         "snli, else the generated corpus; files: --data-dir only; tfds: "
+                         "tensorflow-datasets only; generated: the generated corpus")
+    options.add_option(data, "data_dir", metavar="PATH",
+                       type=options.checked_path(_snli_files, options.existing_path),
+                       help="official SNLI 1.0 files (snli_1.0_<split>.jsonl or .txt, in a "
+                       "folder or the snli_1.0.zip archive) or InferSent files (s1.<split>, "
+                       "s2.<split>, labels.<split>) (default: none, see --source)")
+    options.add_argument(data, "--tfds-data-dir", metavar="DIR",
+                         help="tensorflow-datasets data_dir, never downloaded to (default: "
+                         "tensorflow-datasets' own, ~/tensorflow_datasets)")
+    options.add_argument(data, "--train-size", choices=tuple(snli.GENERATED_SIZES),
+                         default="medium", help="size of the generated corpus")
+    options.add_option(data, "max_train", help="use at most this many training pairs "
+                       "(default: all)")
+    options.add_option(data, "max_length", default=64, help="truncate sentences to this many "
+                       "tokens")
+    options.add_argument(data, "--padding", choices=snli.PADDINGS, default="bucket",
+                         help="bucket: pad each batch to a multiple of 8 steps; fixed: pad "
+                         "every batch to the longest sentence")
+    options.add_option(data, "embeddings", help="pretrained word vectors: a GloVe text file "
+                       "(optionally .gz) or a JSON {word: vector} file (default: none, "
+                       "vectors drawn from N(0, 1))")
+    options.add_argument(data, "--freeze-embeddings", action="store_true",
+                         help="keep the word vectors fixed")
     model = parser.add_argument_group("model")
-    model.add_argument("--kind", choices=KINDS, default="dual_am_gru")
-    model.add_argument("--units", type=int, default=100)
-    model.add_argument("--top-units", type=int)
-    model.add_argument("--embedding-dim", type=int, default=50,
+    options.add_option(model, "model", default="dual_am_gru", dest="kind", choices=KINDS,
+                       help="layer 1: gru, am_gru (associative memory GRU) or dual_am_gru "
+                       "(AM-GRU over the premise, Dual AM-GRU over the hypothesis)")
+    options.add_option(model, "units", default=100, help="size of layer 1 (the paper: 100 "
+                       "for the Dual AM-GRU, 108 AM-GRU, 126 GRU)")
+    options.add_argument(model, "--top-units", type=options.positive_int, metavar="N",
+                         help="size of layer 2 and of the classifier (default: --units)")
+    options.add_option(model, "embedding_dim", default=50,
                        help="word vector size without --embeddings (the paper: 300d GloVe)")
-    model.add_argument("--copies", type=int, default=8)
-    model.add_argument("--dual-key", choices=("paper", "released"), default="paper")
-    model.add_argument("--dropout", type=float, default=0.1)
-    model.add_argument("--fused-loop", action="store_true",
-                       help="run the (Dual) AM-GRU loops fused, with a hand-written backward: "
-                       "faster steps, one XLA compile per batch shape (a few with --padding "
-                       "bucket); --dual-key paper only")
-    model.add_argument("--init-scale", type=float,
-                       help="kernels start uniform in ±this; default 0.05 (the paper) on real "
-                            "data, 0.2 on the generated corpus, whose short run needs a "
-                            "better-conditioned start")
+    options.add_argument(model, "--copies", type=options.positive_int, default=8, metavar="N",
+                         help="redundant memory copies of the associative memory")
+    options.add_argument(model, "--dual-key", choices=("paper", "released"), default="paper",
+                         help="the Dual AM-GRU's read key: as in the paper or as in the "
+                         "released code")
+    options.add_option(model, "dropout", default=0.1, help="dropout rate on the word vectors")
+    options.add_argument(model, "--fused-loop", action="store_true",
+                         help="run the (Dual) AM-GRU loops fused, with a hand-written "
+                         "backward: faster steps, one XLA compile per batch shape (a few with "
+                         "--padding bucket); --model am_gru or dual_am_gru, --dual-key paper")
+    options.add_option(model, "init_scale",
+                       help="kernels start uniform in ±this (default: 0.05, the paper, on "
+                       "real data; 0.2 on the generated corpus, whose short run needs a "
+                       "better-conditioned start)")
     train = parser.add_argument_group("training")
-    train.add_argument("--epochs", type=int, default=4, help="number of dev checks")
-    train.add_argument("--eval-every", type=int,
-                       help="batches between dev checks (an epoch of the schedule); default: "
-                            "one pass over the training data (the paper: 1000)")
-    train.add_argument("--batch-size", type=int, default=50)
-    train.add_argument("--learning-rate", type=float,
-                       help="default 1e-3 (the paper) on real data, 3e-3 on the generated corpus")
-    train.add_argument("--clip-norm", type=float, default=5.0)
-    train.add_argument("--seed", type=int, default=123)
-    train.add_argument("--strategy", choices=STRATEGIES, default="auto")
-    train.add_argument("--jit", action="store_true", help="compile the train step with XLA")
-    train.add_argument("--mixed-precision", action="store_true", help="mixed_float16 policy")
-    train.add_argument("--workdir", help="run directory (default: runs/snli_dual_am_gru/"
-                       "<kind>-<digest of the settings>, one per configuration)")
-    train.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2))
-    return parser.parse_args(argv)
+    options.add_option(train, "epochs", default=4, help="number of dev checks (epochs of "
+                       "--eval-every batches)")
+    options.add_argument(train, "--eval-every", type=options.positive_int, metavar="N",
+                         help="batches between dev checks, an epoch of the schedule (default: "
+                         "one pass over the training data; the paper: 1000)")
+    options.add_option(train, "batch_size", default=50)
+    options.add_option(train, "learning_rate",
+                       help="Adam's learning rate (default: 1e-3, the paper, on real data; "
+                       "3e-3 on the generated corpus)")
+    options.add_option(train, "clip_norm", default=5.0)
+    options.add_option(train, "seed", default=123)
+    options.add_option(train, "strategy", default="auto")
+    options.add_option(train, "jit", default=False)
+    options.add_option(train, "mixed_precision", default=False)
+    options.add_option(train, "workdir", help="run directory: checkpoints (the same command "
+                       "resumes), TensorBoard logs and metrics.json (default: "
+                       "runs/snli_dual_am_gru/<model>-<digest of the settings>, one per "
+                       "configuration)")
+    options.add_option(train, "verbose", default=1)
+    args = parser.parse_args(argv)
+    if args.source == "files" and not args.data_dir:
+        parser.error("argument --source: 'files' needs --data-dir")
+    if args.fused_loop and args.kind == "gru":
+        parser.error("argument --fused-loop: runs the AM-GRU loop, which --model gru has not")
+    if args.fused_loop and args.kind == "dual_am_gru" and args.dual_key != "paper":
+        parser.error("argument --fused-loop: runs the Dual AM-GRU with --dual-key paper only")
+    return args
 
 
 def load_data(args):
-    splits, source = snli.load_nli_splits(
-        args.source, args.data_dir, args.tfds_data_dir, args.train_size, seed=args.seed
-    )
+    from_files = args.data_dir and args.source in ("auto", "files")
+    with options.reported_as("--data-dir" if from_files else "--source"):
+        splits, source = snli.load_nli_splits(
+            args.source, args.data_dir, args.tfds_data_dir, args.train_size, seed=args.seed
+        )
     if args.max_train:
         splits["train"] = splits["train"][: args.max_train]
     for name, examples in splits.items():
@@ -114,7 +153,8 @@ def load_data(args):
 def initial_embeddings(args, vocabulary):
     if not args.embeddings:
         return None, 0
-    vectors = word_vectors.load_word_vectors(args.embeddings, vocabulary=set(vocabulary))
+    with options.reported_as("--embeddings"):
+        vectors = word_vectors.load_word_vectors(args.embeddings, vocabulary=set(vocabulary))
     return word_vectors.embedding_matrix(vocabulary, vectors, seed=args.seed)
 
 
@@ -182,6 +222,7 @@ def main(argv=None, extra_callbacks=()):
         steps_per_epoch=steps,
         validation_data=dev_data,
         callbacks=callbacks,
+        shuffle=False,  # the tf.data pipeline shuffles
         verbose=args.verbose,
     )
     test = model.evaluate(test_data, return_dict=True, verbose=args.verbose)

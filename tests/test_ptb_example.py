@@ -115,7 +115,8 @@ def test_config_sets_defaults_and_explicit_options_win():
 
 def test_bad_config_and_decay_are_rejected(capsys):
     for argv, fragment in ((["--config", "zaremba-tiny"], "--config: invalid choice"),
-                           (["--lr-decay", "1.5"], "--lr-decay must be in (0, 1], got 1.5")):
+                           (["--lr-decay", "1.5"],
+                            "--lr-decay: must be a finite number in (0, 1], got '1.5'")):
         with pytest.raises(SystemExit) as exit_info:
             example.parse_args(argv)
         assert exit_info.value.code == 2

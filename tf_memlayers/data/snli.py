@@ -263,6 +263,55 @@ def find_files(data_dir):
     return None
 
 
+def _no_files_error(data_dir):
+    return FileNotFoundError(
+        f"{data_dir} holds neither SNLI 1.0 files (snli_1.0_<split>.jsonl/.txt, snli_1.0.zip) "
+        "nor InferSent files (s1.<split>, s2.<split>, labels.<split>)."
+    )
+
+
+def check_files(data_dir, splits=SPLITS):
+    """Checks that ``data_dir`` holds a file for each of ``splits``, without reading them.
+
+    Args:
+        data_dir: a directory of official SNLI 1.0 or InferSent files, or ``snli_1.0.zip``.
+        splits: the splits needed.
+
+    Returns:
+        ``"official"`` or ``"infersent"`` (`find_files`).
+
+    Raises:
+        FileNotFoundError: ``data_dir`` holds no SNLI files, or none for a split (the message
+            names the missing files).
+        ValueError: ``data_dir`` is a ``.zip`` that is not a zip archive.
+    """
+    kind = find_files(data_dir)
+    if kind is None:
+        raise _no_files_error(data_dir)
+    data_dir = str(data_dir)
+    if kind == "infersent":
+        names = set(os.listdir(data_dir))
+        wanted = [f"{prefix}.{split}" for split in splits for prefix in _INFERSENT_CONTENTS]
+        missing = [name for name in wanted if name not in names]
+    else:
+        if data_dir.endswith(".zip"):
+            try:
+                with zipfile.ZipFile(data_dir) as archive:
+                    names = {name.rsplit("/", 1)[-1] for name in archive.namelist()}
+            except zipfile.BadZipFile as error:
+                raise ValueError(f"{data_dir} is not a valid zip archive: {error}.") from error
+        else:
+            names = set(os.listdir(data_dir))
+        missing = [
+            f"snli_1.0_{split}.jsonl (or .txt)"
+            for split in splits
+            if not {f"snli_1.0_{split}.jsonl", f"snli_1.0_{split}.txt"} & names
+        ]
+    if missing:
+        raise FileNotFoundError(f"{data_dir} has no {', '.join(missing)}.")
+    return kind
+
+
 def read_files(data_dir, split):
     """Reads ``split`` from ``data_dir`` in whichever distributed format it holds."""
     kind = find_files(data_dir)
@@ -270,10 +319,7 @@ def read_files(data_dir, split):
         return read_official(data_dir, split)
     if kind == "infersent":
         return read_infersent(data_dir, split)
-    raise FileNotFoundError(
-        f"{data_dir} holds neither SNLI 1.0 files (snli_1.0_<split>.jsonl/.txt, snli_1.0.zip) "
-        "nor InferSent files (s1.<split>, s2.<split>, labels.<split>)."
-    )
+    raise _no_files_error(data_dir)
 
 
 # -- tensorflow-datasets ----------------------------------------------------------------------

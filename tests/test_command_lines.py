@@ -1,0 +1,334 @@
+"""The command lines of the examples and benchmarks: bad values exit 2 with one line.
+
+Most checks run the examples' parsers in-process (importing an example costs nothing once
+TensorFlow is loaded); one subprocess per example checks the real exit status and output.
+"""
+
+import importlib
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+
+import keras
+import pytest
+
+from conftest import REPO_ROOT
+from tf_memlayers.training import options
+
+EXAMPLES = ("snli_dual_am_gru", "ptb_memory_lm", "fill_last_word_cache")
+
+
+def _load(name):
+    path = REPO_ROOT / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"cli_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def examples():
+    return {name: _load(name) for name in EXAMPLES}
+
+
+def _error_line(capsys, parse, argv):
+    """Parses ``argv``; returns the one line written to stderr after checking exit status 2."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        parse(argv)
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    assert "Traceback" not in captured.err and not captured.out
+    return lines[0]
+
+
+COMMON_BAD = [
+    (["--epochs", "-1"], "--epochs"),
+    (["--epochs", "0"], "--epochs"),
+    (["--epochs", "2.5"], "--epochs"),
+    (["--learning-rate", "-1"], "--learning-rate"),
+    (["--learning-rate", "0"], "--learning-rate"),
+    (["--learning-rate", "nan"], "--learning-rate"),
+    (["--learning-rate", "inf"], "--learning-rate"),
+    (["--units", "0"], "--units"),
+    (["--batch-size", "0"], "--batch-size"),
+    (["--embedding-dim", "0"], "--embedding-dim"),
+    (["--seed", "-1"], "--seed"),
+    (["--verbose", "3"], "--verbose"),
+    (["--strategy", "tpu"], "--strategy"),
+    (["--data-dir", "/nonexistent/corpus"], "--data-dir"),
+    (["--workdir"], "--workdir"),
+]
+SPECIFIC_BAD = {
+    "snli_dual_am_gru": [
+        (["--dropout", "1"], "--dropout"),
+        (["--clip-norm", "-5"], "--clip-norm"),
+        (["--init-scale", "0"], "--init-scale"),
+        (["--max-train", "0"], "--max-train"),
+        (["--max-length", "0"], "--max-length"),
+        (["--copies", "0"], "--copies"),
+        (["--top-units", "0"], "--top-units"),
+        (["--eval-every", "0"], "--eval-every"),
+        (["--model", "lstm"], "--model"),
+        (["--embeddings", "/nonexistent/glove.txt"], "--embeddings"),
+        (["--source", "files"], "--source"),
+        (["--fused-loop", "--model", "gru"], "--fused-loop"),
+        (["--fused-loop", "--dual-key", "released"], "--fused-loop"),
+    ],
+    "ptb_memory_lm": [
+        (["--dropout", "1.5"], "--dropout"),
+        (["--clip-norm", "-5"], "--clip-norm"),
+        (["--init-scale", "-0.1"], "--init-scale"),
+        (["--window", "0"], "--window"),
+        (["--ngram", "0"], "--ngram"),
+        (["--layers", "0"], "--layers"),
+        (["--seq-len", "0"], "--seq-len"),
+        (["--sizes", "4", "0"], "--sizes"),
+        (["--lr-decay", "0"], "--lr-decay"),
+        (["--lr-decay", "1.5"], "--lr-decay"),
+        (["--full-rate-epochs", "0"], "--full-rate-epochs"),
+        (["--forget-bias", "nan"], "--forget-bias"),
+        (["--recurrent-dropout", "1"], "--recurrent-dropout"),
+        (["--generated-tokens", "0"], "--generated-tokens"),
+        (["--probe-length", "0"], "--probe-length"),
+        (["--max-train-batches", "0"], "--max-train-batches"),
+        (["--config", "zaremba-tiny"], "--config"),
+        (["--metrics-file", "/nonexistent/metrics.json"], "--metrics-file"),
+    ],
+    "fill_last_word_cache": [
+        (["--max-length", "1"], "--max-length"),
+        (["--max-train", "0"], "--max-train"),
+        (["--max-vocabulary", "1"], "--max-vocabulary"),
+        (["--attention-units", "0"], "--attention-units"),
+        (["--cache-size", "-1"], "--cache-size"),
+        (["--weight-decay", "-1e-5"], "--weight-decay"),
+        (["--embeddings", "/nonexistent/glove.txt"], "--embeddings"),
+        (["--train-file", "train.txt"], "--train-file"),
+    ],
+}
+BAD_CASES = [
+    (name, argv, option)
+    for name in EXAMPLES
+    for argv, option in COMMON_BAD + SPECIFIC_BAD[name]
+]
+
+
+@pytest.mark.parametrize(
+    "name,argv,option", BAD_CASES, ids=[f"{n}:{' '.join(a)}" for n, a, _ in BAD_CASES]
+)
+def test_a_bad_value_is_one_line_naming_the_option(examples, capsys, name, argv, option):
+    line = _error_line(capsys, examples[name].parse_args, argv)
+    assert f"error: argument {option}" in line
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_a_data_dir_without_the_corpus_files_is_refused_when_parsed(examples, capsys, tmp_path,
+                                                                   name):
+    (tmp_path / "notes.txt").write_text("nothing here\n")
+    line = _error_line(capsys, examples[name].parse_args, ["--data-dir", str(tmp_path)])
+    assert "error: argument --data-dir" in line and str(tmp_path) in line
+
+
+def test_fill_names_the_evaluation_file_it_lacks(examples, capsys, tmp_path):
+    (tmp_path / "train.txt").write_text("a b c\n")
+    parse = examples["fill_last_word_cache"].parse_args
+    line = _error_line(capsys, parse, ["--data-dir", str(tmp_path)])
+    assert "--eval-file" in line and "dev.txt" in line
+    line = _error_line(capsys, parse, ["--data-dir", str(tmp_path), "--train-file", "x.txt"])
+    assert "--train-file" in line and "x.txt" in line
+
+
+@pytest.mark.parametrize(
+    "name,argv,attribute,value,new_spelling",
+    [
+        ("snli_dual_am_gru", ["--kind", "gru"], "kind", "gru", "--model"),
+        ("ptb_memory_lm", ["--hidden", "16"], "hidden", 16, "--units"),
+        ("ptb_memory_lm", ["--clipnorm", "0"], "clipnorm", 0.0, "--clip-norm"),
+        ("ptb_memory_lm", ["--no-jit"], "jit", False, None),
+        ("fill_last_word_cache", ["--hidden-units", "8"], "hidden_units", 8, "--units"),
+        ("fill_last_word_cache", ["--jit"], "jit", True, None),
+    ],
+)
+def test_old_spellings_still_work(examples, capsys, name, argv, attribute, value, new_spelling):
+    args = examples[name].parse_args(argv)
+    assert getattr(args, attribute) == value
+    err = capsys.readouterr().err
+    if new_spelling:
+        assert f"{argv[0]} is an old spelling of {new_spelling}" in err
+    with pytest.raises(SystemExit):  # an old spelling is checked like the new one
+        examples[name].parse_args([argv[0], "-1"] if new_spelling else [argv[0], "x"])
+
+
+def test_one_spelling_per_shared_option(examples, capsys):
+    spellings = {}
+    for name, example in examples.items():
+        with pytest.raises(SystemExit):
+            example.parse_args(["--help"])
+        text = capsys.readouterr().out
+        spellings[name] = set(re.findall(r"^  (--[a-z-]+)", text, re.MULTILINE))
+        for old in ("--kind", "--hidden", "--hidden-units", "--clipnorm"):
+            assert old not in spellings[name], (name, old)
+    for option in ("--units", "--jit", "--seed", "--epochs", "--learning-rate", "--batch-size",
+                   "--embedding-dim", "--data-dir", "--workdir", "--strategy", "--verbose"):
+        assert all(option in found for found in spellings.values()), option
+    for option in ("--model", "--clip-norm", "--dropout", "--init-scale"):
+        assert option in spellings["snli_dual_am_gru"] & spellings["ptb_memory_lm"], option
+
+
+def _help_entries(text):
+    """``{option: its help text}`` of an argparse help page."""
+    entries, current = {}, None
+    for line in text.splitlines():
+        match = re.match(r"^  (-[-\w]+)", line)
+        if match:
+            current = match.group(1)
+            entries[current] = line
+        elif current and line.startswith("    "):
+            entries[current] += " " + line.strip()
+        else:
+            current = None
+    return entries
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_help_exits_0_and_shows_every_default(examples, capsys, name):
+    with pytest.raises(SystemExit) as exit_info:
+        examples[name].parse_args(["--help"])
+    assert exit_info.value.code == 0
+    entries = _help_entries(capsys.readouterr().out)
+    entries.pop("-h")
+    assert len(entries) >= 20
+    for option, text in entries.items():
+        assert "default" in text, f"{option}: {text}"
+        assert "default: None" not in text, f"{option}: {text}"
+
+
+def test_ptb_help_says_which_defaults_a_config_preset_sets(examples, capsys):
+    with pytest.raises(SystemExit):
+        examples["ptb_memory_lm"].parse_args(["--config", "zaremba-small", "--help"])
+    entries = _help_entries(capsys.readouterr().out)
+    for option in ("--model", "--units", "--layers", "--epochs", "--learning-rate",
+                   "--lr-decay", "--clip-norm", "--dropout", "--seq-len", "--full-rate-epochs"):
+        assert options.PRESET_NOTE in entries[option], option
+    assert "(default: 200;" in entries["--units"]  # the preset's value
+    for option in ("--strategy", "--workdir", "--probe-length"):
+        assert options.PRESET_NOTE not in entries[option], option
+
+
+class _FitCalled(Exception):
+    pass
+
+
+@pytest.mark.parametrize(
+    "name,argv",
+    [
+        ("snli_dual_am_gru", ["--train-size", "small", "--max-train", "60", "--units", "4",
+                              "--copies", "2", "--embedding-dim", "4", "--verbose", "0"]),
+        ("ptb_memory_lm", ["--generated-tokens", "600", "--units", "8", "--embedding-dim", "4",
+                           "--batch-size", "4", "--seq-len", "5", "--no-jit", "--verbose", "0"]),
+        ("fill_last_word_cache", ["--units", "4", "--embedding-dim", "4", "--attention-units",
+                                  "2", "--cache-size", "8", "--max-length", "12",
+                                  "--verbose", "0"]),
+    ],
+)
+def test_fit_is_told_not_to_shuffle_the_tf_data_pipeline(examples, monkeypatch, tmp_path, name,
+                                                          argv):
+    # Keras warns that `shuffle=True` is ignored for a tf.data dataset; the examples' pipelines
+    # shuffle (or, for truncated BPTT, must keep their order).
+    calls = []
+
+    def fit(self, *args, **kwargs):
+        calls.append(kwargs)
+        raise _FitCalled
+
+    monkeypatch.setattr(keras.Model, "fit", fit)
+    with pytest.raises(_FitCalled):
+        examples[name].main([*argv, "--workdir", str(tmp_path / "run")])
+    assert calls and calls[0].get("shuffle") is False
+
+
+def test_unreadable_data_is_a_command_line_error(examples, capsys, tmp_path):
+    for split in ("train", "valid", "test"):
+        (tmp_path / f"ptb.{split}.txt").write_text("" if split == "valid" else "a b\n")
+    argv = ["--data-dir", str(tmp_path), "--workdir", str(tmp_path / "run")]
+    line = _error_line(capsys, examples["ptb_memory_lm"].main, argv)
+    assert "error: argument --data-dir" in line and "ptb.valid.txt is empty" in line
+    (tmp_path / "glove.txt").write_text("cat 1 2\ndog 1 2 3\n")
+    argv = ["--train-size", "small", "--max-train", "30", "--workdir", str(tmp_path / "run2"),
+            "--embeddings", str(tmp_path / "glove.txt")]
+    line = _error_line(capsys, examples["snli_dual_am_gru"].main, argv)
+    assert "error: argument --embeddings" in line and "glove.txt, line 2" in line
+    (tmp_path / "train.txt").write_bytes(os.urandom(3000))
+    (tmp_path / "dev.txt").write_text("a b c\n")
+    argv = ["--data-dir", str(tmp_path), "--workdir", str(tmp_path / "run3")]
+    line = _error_line(capsys, examples["fill_last_word_cache"].main, argv)
+    assert "error: argument --data-dir" in line and "train.txt" in line
+
+
+@pytest.mark.parametrize(
+    "name,argv,option",
+    [
+        ("snli_dual_am_gru", ["--epochs", "0"], "--epochs"),
+        ("ptb_memory_lm", ["--learning-rate", "nan"], "--learning-rate"),
+        ("fill_last_word_cache", ["--data-dir", "/nonexistent"], "--data-dir"),
+    ],
+)
+def test_script_exits_2_with_one_error_line(name, argv, option):
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    result = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "examples" / f"{name}.py"), *argv],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "METRICS" not in result.stdout
+    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert errors == [result.stderr.splitlines()[-1]]
+    assert errors[0].startswith(f"{name}.py: error: argument {option}")
+    # TF_CPP_MIN_LOG_LEVEL is set before TensorFlow is imported: no start-up info lines
+    # such as "cpu_feature_guard.cc:... This TensorFlow binary is optimized ...".
+    assert "cpu_feature_guard" not in result.stderr
+
+
+# --- benchmarks ------------------------------------------------------------------------------
+
+BENCHMARK_BAD = [
+    ("benchmarks.associative_memory", ["--rounds", "0"], "--rounds"),
+    ("benchmarks.associative_memory", ["--memory-limit-gib", "-1"], "--memory-limit-gib"),
+    ("benchmarks.fill_last_word_real_data", ["--epochs", "0"], "--epochs"),
+    ("benchmarks.fill_last_word_real_data", ["--batch-size", "-4"], "--batch-size"),
+    ("benchmarks.heap_cache", ["--sizes", "100", "0"], "--sizes"),
+    ("benchmarks.heap_cache", ["--repeats", "0"], "--repeats"),
+    ("benchmarks.lm_real_data", ["--hidden", "0"], "--hidden"),
+    ("benchmarks.lm_real_data", ["--seq-len", "0"], "--seq-len"),
+    ("benchmarks.lm_throughput", ["--rounds", "0"], "--rounds"),
+    ("benchmarks.lm_throughput", ["--vocab", "1"], "--vocab"),
+    ("benchmarks.snli_real_data", ["--learning-rate", "nan"], "--learning-rate"),
+    ("benchmarks.snli_real_data", ["--units", "0"], "--units"),
+    ("benchmarks.window_attention", ["--lengths", "20", "-5"], "--lengths"),
+    ("benchmarks.window_attention", ["--window", "0"], "--window"),
+]
+
+
+@pytest.mark.parametrize(
+    "module,argv,option", BENCHMARK_BAD, ids=[f"{m}:{' '.join(a)}" for m, a, _ in BENCHMARK_BAD]
+)
+def test_benchmark_options_are_checked(capsys, module, argv, option):
+    sys.path.insert(0, str(REPO_ROOT))
+    try:
+        benchmark = importlib.import_module(module)
+    finally:
+        sys.path.remove(str(REPO_ROOT))
+    line = _error_line(capsys, benchmark.parse_args, argv)
+    assert f"error: argument {option}" in line
+
+
+def test_options_module_examples_run():
+    import doctest
+
+    result = doctest.testmod(options)
+    assert result.attempted > 0 and result.failed == 0
