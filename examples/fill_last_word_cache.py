@@ -14,9 +14,10 @@ Examples::
 
 The run directory (``--workdir``; by default ``runs/fill_last_word_cache/<pooling>-cache<size>-
 <digest>``, one per set of options) keeps checkpoints (the same command resumes after an
-interruption, cache included, and a different one in the same ``--workdir`` is refused),
+interruption at any point, cache and shuffling included, and ends as an uninterrupted run
+would; a different one in the same ``--workdir`` is refused),
 TensorBoard logs (scalars; each epoch the cache-attention weight by heap index on a log axis, as
-in the paper's Fig. 5, and the cache fill) and ``metrics.json``.
+in the paper's Fig. 5, and the cache fill) and ``metrics.json`` (the whole run).
 ``tensorboard --logdir runs/fill_last_word_cache`` compares the runs.
 """
 
@@ -42,6 +43,8 @@ from tf_memlayers.models.heap_cache_model import cache_fill_fractions  # noqa: E
 from tf_memlayers.training import (  # noqa: E402
     make_strategy,
     resumable_callbacks,
+    resumed_epoch,
+    run_history,
     run_settings,
     run_workdir,
     write_metrics,
@@ -162,7 +165,12 @@ def main(argv=None, extra_callbacks=()):
 
     strategy = make_strategy(args.strategy)
     batch_size = args.batch_size * strategy.num_replicas_in_sync
-    train_data = data.last_word_dataset(x_train, y_train, batch_size, shuffle=True, seed=args.seed)
+    # Reshuffled every epoch; one endless stream of the epochs' batches, so that a resumed run
+    # can skip the completed epochs' batches and see the orders an uninterrupted run sees.
+    train_data = data.last_word_dataset(
+        x_train, y_train, batch_size, shuffle=True, seed=args.seed
+    ).repeat()
+    steps = -(-len(x_train) // batch_size)
     eval_data = data.last_word_dataset(x_eval, y_eval, batch_size)
     with strategy.scope():
         model = build_fill_last_word_model(
@@ -184,21 +192,29 @@ def main(argv=None, extra_callbacks=()):
         )
 
     log_dir = os.path.join(workdir, "logs")
-    callbacks = resumable_callbacks(
-        workdir, monitor="val_accuracy", mode="max", settings=run_settings(args)
-    )
-    callbacks.append(keras.callbacks.TensorBoard(log_dir))
+    callbacks = [keras.callbacks.TensorBoard(log_dir)]
     if args.cache_size:
         callbacks.append(CacheAttentionCallback(log_dir, probe_inputs=x_eval[:batch_size]))
-    callbacks += list(extra_callbacks)
-    history = model.fit(
-        train_data,
+    callbacks = resumable_callbacks(
+        workdir,
+        monitor="val_accuracy",
+        mode="max",
+        settings=run_settings(args),
+        callbacks=[*callbacks, *extra_callbacks],
+    )
+    # A resumed run restarts the interrupted epoch with the state (cache included) it began with.
+    initial_epoch = resumed_epoch(workdir)
+    model.fit(
+        train_data.skip(initial_epoch * steps),
         epochs=args.epochs,
+        initial_epoch=initial_epoch,
+        steps_per_epoch=steps,
         validation_data=eval_data,
         callbacks=callbacks,
         shuffle=False,  # the tf.data pipeline shuffles
         verbose=args.verbose,
     )
+    history = run_history(workdir)  # every epoch of the run, before and after any restart
     final = model.evaluate(eval_data, return_dict=True, verbose=0)
     metrics = {
         "source": source,
@@ -211,8 +227,9 @@ def main(argv=None, extra_callbacks=()):
         "train_sentences": len(x_train),
         "eval_sentences": len(x_eval),
         "vocabulary": len(vocabulary),
-        "epochs_run": [int(e) for e in history.epoch],
-        "val_accuracy": [float(a) for a in history.history.get("val_accuracy", [])],
+        "epochs_run": list(range(resumed_epoch(workdir))),
+        "val_accuracy": history.get("val_accuracy", []),
+        "history": history,
         "eval_accuracy": float(final["accuracy"]),
         "eval_loss": float(final["loss"]),
         # The best constant answer: what the answers' frequencies alone can reach.

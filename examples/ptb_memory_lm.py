@@ -19,9 +19,10 @@ learning-rate decay; ``short-attention-spans``: the paper's settings at a CPU-si
 whose settings become the defaults; explicit options still win. The blog baselines are
 flags: ``--dropout``, ``--variational-dropout``, ``--tie-weights``.
 
-Runs are resumable: the same command (or the same ``--workdir``) continues an interrupted run
-from its last completed epoch (weights, optimizer and epoch are restored; carried states start
-each epoch from zero, as they do without an interruption). Each set of options has its own run
+Runs are resumable: the same command (or the same ``--workdir``) continues a run interrupted
+at any point and ends as an uninterrupted run would (the interrupted epoch starts again from the
+state it began with: weights, optimizer, random seed states and the logs so far; carried states
+start each epoch from zero). The metrics cover the whole run. Each set of options has its own run
 directory, by default ``runs/ptb_memory_lm/<model>-<digest>``; a ``--workdir`` holding a run
 with other options is refused. TensorBoard logs (scalars and, for attention models, the
 per-epoch attention heatmaps) go to ``<workdir>/logs``.
@@ -63,6 +64,8 @@ from tf_memlayers.models.language_model_presets import PRESETS, get_preset  # no
 from tf_memlayers.training import (  # noqa: E402
     make_strategy,
     resumable_callbacks,
+    resumed_epoch,
+    run_history,
     run_settings,
     run_workdir,
     write_metrics,
@@ -249,12 +252,12 @@ def probe_inputs(args, corpus, valid):
     return ids, tokens, validation
 
 
-def make_callbacks(args, workdir, corpus, train, valid, strategy):
+def make_callbacks(args, workdir, corpus, train, valid, strategy, extra_callbacks=()):
+    """The run's callbacks; the last one backs the run up (`resumable_callbacks`)."""
     settings = run_settings(args, PTB_RUN_OPTIONS)
     callbacks = [
         StateResetCallback(train.resets, valid.resets),
         EpochLearningRate(args.learning_rate, args.lr_decay, args.full_rate_epochs),
-        *resumable_callbacks(str(workdir), monitor="val_loss", settings=settings),
         keras.callbacks.TensorBoard(str(workdir / "logs"), write_graph=False),
     ]
     if args.model in ATTENTION_KINDS:
@@ -271,7 +274,12 @@ def make_callbacks(args, workdir, corpus, train, valid, strategy):
                 probe, workdir / "logs", ids, tokens, validation, window=args.window
             )
         )
-    return callbacks
+    return resumable_callbacks(
+        str(workdir),
+        monitor="val_loss",
+        settings=settings,
+        callbacks=[*callbacks, *extra_callbacks],
+    )
 
 
 def truncate(batches, limit):
@@ -284,8 +292,8 @@ def truncate(batches, limit):
 
 
 def last_logged(history, key):
-    """The last epoch's value of ``key`` in a Keras history (`None` if no epoch ran now)."""
-    values = history.history.get(key) or [None]
+    """The last epoch's value of ``key`` in a run's history (`None` if no epoch ran)."""
+    values = history.get(key) or [None]
     return None if values[-1] is None else float(values[-1])
 
 
@@ -325,15 +333,22 @@ def run(args, extra_callbacks=()):
             optimizer=args.optimizer,
             loss_reduction=args.loss_reduction,
         )
-    callbacks = make_callbacks(args, workdir, corpus, train, split_batches["valid"], strategy)
-    history = model.fit(
+    callbacks = make_callbacks(
+        args, workdir, corpus, train, split_batches["valid"], strategy, extra_callbacks
+    )
+    # A resumed run restarts the interrupted epoch with the state it began with (the carried
+    # states start every epoch from zero).
+    initial_epoch = resumed_epoch(workdir)
+    fitted = model.fit(
         train.dataset(),
         validation_data=split_batches["valid"].dataset(),
         epochs=args.epochs,
-        callbacks=[*callbacks, *extra_callbacks],
+        initial_epoch=initial_epoch,
+        callbacks=callbacks,
         shuffle=False,  # truncated BPTT: batches stay in order
         verbose=args.verbose,
     )
+    history = run_history(workdir)  # every epoch of the run, before and after any restart
     results = {
         split: evaluate_language_model(model, split_batches[split])
         for split in ("valid", "test")
@@ -347,7 +362,8 @@ def run(args, extra_callbacks=()):
         "vocabulary": len(corpus.vocabulary),
         "parameters": int(sum(np.prod(w.shape) for w in model.trainable_weights)),
         "epochs": args.epochs,
-        "epochs_run_now": len(history.history.get("loss", [])),
+        "epochs_run_now": len(fitted.history.get("loss", [])),
+        "epochs_run": list(range(resumed_epoch(workdir))),
         "last_epoch_train_perplexity": last_logged(history, "perplexity"),
         "last_epoch_learning_rate": last_logged(history, "learning_rate"),
         "train_batches_per_epoch": train.num_batches,
@@ -356,6 +372,7 @@ def run(args, extra_callbacks=()):
         "test_perplexity": results["test"]["perplexity"],
         "valid_tokens": results["valid"]["tokens"],
         "test_tokens": results["test"]["tokens"],
+        "history": history,
         "seconds": round(time.time() - started, 1),
     }
     write_metrics(metrics, args.metrics_file)

@@ -13,9 +13,10 @@ Examples::
         --eval-every 1000 --epochs 30 --workdir runs/snli
 
 The run directory (``--workdir``; by default ``runs/snli_dual_am_gru/<model>-<digest>``, one
-per set of options) keeps checkpoints (the same command resumes after an interruption, and a
-different one in the same ``--workdir`` is refused), TensorBoard logs (scalars, the per-epoch
-memory retrieval heatmap and its sentence pair) and ``metrics.json``.
+per set of options) keeps checkpoints (the same command resumes after an interruption at any
+point and ends as an uninterrupted run would; a different one in the same ``--workdir`` is
+refused), TensorBoard logs (scalars, the per-epoch memory retrieval heatmap and its sentence
+pair) and ``metrics.json`` (the whole run).
 ``tensorboard --logdir runs/snli_dual_am_gru`` compares the runs.
 """
 
@@ -41,6 +42,7 @@ from tf_memlayers.training import (  # noqa: E402
     make_strategy,
     resumable_callbacks,
     resumed_epoch,
+    run_history,
     run_settings,
     run_workdir,
     write_metrics,
@@ -206,25 +208,32 @@ def main(argv=None, extra_callbacks=()):
     log_dir = os.path.join(workdir, "logs")
     probe = next((e for e in splits["dev"] if e.label == 0), splits["dev"][0])
     callbacks = resumable_callbacks(
-        workdir, monitor="val_accuracy", mode="max", settings=run_settings(args)
+        workdir,
+        monitor="val_accuracy",
+        mode="max",
+        settings=run_settings(args),
+        callbacks=[
+            halve_learning_rate_callback(state_path=os.path.join(workdir, "learning_rate.json")),
+            keras.callbacks.TensorBoard(log_dir),
+            MemoryRetrievalHeatmap(log_dir, probe.premise, probe.hypothesis, vocabulary),
+            *extra_callbacks,
+        ],
     )
-    # The training stream is endless: a resumed run skips what the completed epochs used.
-    train_data = train_data.skip(resumed_epoch(workdir) * steps)
-    callbacks += [
-        halve_learning_rate_callback(state_path=os.path.join(workdir, "learning_rate.json")),
-        keras.callbacks.TensorBoard(log_dir),
-        MemoryRetrievalHeatmap(log_dir, probe.premise, probe.hypothesis, vocabulary),
-        *extra_callbacks,
-    ]
-    history = model.fit(
+    # A resumed run restarts the interrupted epoch with the state it began with; the training
+    # stream is endless, so it skips what the completed epochs used.
+    initial_epoch = resumed_epoch(workdir)
+    train_data = train_data.skip(initial_epoch * steps)
+    model.fit(
         train_data,
         epochs=args.epochs,
+        initial_epoch=initial_epoch,
         steps_per_epoch=steps,
         validation_data=dev_data,
         callbacks=callbacks,
         shuffle=False,  # the tf.data pipeline shuffles
         verbose=args.verbose,
     )
+    history = run_history(workdir)  # every epoch of the run, before and after any restart
     test = model.evaluate(test_data, return_dict=True, verbose=args.verbose)
     labels = np.array([e.label for e in splits["test"]])
     metrics = {
@@ -233,8 +242,9 @@ def main(argv=None, extra_callbacks=()):
         "workdir": workdir,
         "train_pairs": len(splits["train"]),
         "test_pairs": len(splits["test"]),
-        "epochs_run": [int(e) for e in history.epoch],
-        "dev_accuracy": [float(a) for a in history.history.get("val_accuracy", [])],
+        "epochs_run": list(range(resumed_epoch(workdir))),
+        "dev_accuracy": history.get("val_accuracy", []),
+        "history": history,
         "test_accuracy": float(test["accuracy"]),
         "test_loss": float(test["loss"]),
         "majority_baseline": float(np.bincount(labels, minlength=3).max() / len(labels)),

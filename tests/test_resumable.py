@@ -2,17 +2,22 @@
 
 import argparse
 import json
+import random
 
 import keras
 import numpy as np
 import pytest
 
+from tf_memlayers.training.reporting import write_metrics
 from tf_memlayers.training.resumable import (
     BestModelCheckpoint,
     ResumableReduceLROnPlateau,
+    RunBackup,
     check_run_settings,
+    resumable_callbacks,
     resumed_epoch,
     run_directory,
+    run_history,
     run_settings,
     run_workdir,
 )
@@ -52,10 +57,113 @@ def test_a_run_with_other_settings_is_refused(tmp_path):
 
 
 def test_resumed_epoch(tmp_path):
-    assert resumed_epoch(str(tmp_path)) == 0
+    assert resumed_epoch(str(tmp_path)) == 0 and run_history(str(tmp_path)) == {}
+    backup = RunBackup(tmp_path / "backup")
+    backup.set_model(tiny_model())
+    backup.on_epoch_end(0, {"loss": 2.0, "val_loss": 3.0})
+    backup.on_epoch_end(1, {"loss": 1.0})
+    assert resumed_epoch(str(tmp_path)) == 2
+    assert run_history(str(tmp_path)) == {"loss": [2.0, 1.0], "val_loss": [3.0, None]}
+
+
+def test_a_backup_without_random_state_is_refused(tmp_path):
     (tmp_path / "backup").mkdir()
     (tmp_path / "backup" / "training_metadata.json").write_text('{"epoch": 3, "batch": -1}')
-    assert resumed_epoch(str(tmp_path)) == 3
+    with pytest.raises(ValueError, match="BackupAndRestore, which lacks the random state"):
+        resumed_epoch(str(tmp_path))
+
+
+def noisy_model():
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dropout(0.5), keras.layers.Dense(3), keras.layers.Dense(1)]
+    )
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
+    return model
+
+
+class Jitter(keras.callbacks.Callback):
+    """Moves the last kernel by Python and NumPy random numbers after every epoch."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        kernel = self.model.layers[-1].kernel
+        noise = np.random.normal(size=kernel.shape) * random.random()
+        kernel.assign(kernel.numpy() + noise.astype("float32"))
+
+
+class Interrupt(keras.callbacks.Callback):
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.model.optimizer.iterations.numpy() == 9:  # epoch 2, batch 1
+            raise KeyboardInterrupt("interrupted")
+
+
+def test_interrupted_fit_resumes_exactly_with_dropout_and_global_random_numbers(tmp_path):
+    # Four batches per epoch; dropout masks come from the layer's seed state, and Jitter draws
+    # from the global Python and NumPy generators between epochs.
+    x = np.linspace(-1, 1, 64, dtype="float32").reshape(16, 4)
+    y = x.sum(axis=1, keepdims=True)
+
+    def train(directory, callbacks=(), restart=False):
+        keras.utils.set_random_seed(7)
+        model = noisy_model()
+        backup = RunBackup(tmp_path / directory)
+        model.fit(
+            x, y, batch_size=4, epochs=4, shuffle=False, verbose=0,
+            initial_epoch=backup.epoch, callbacks=[Jitter(), *callbacks, backup],
+        )  # fmt: skip
+        return model
+
+    straight = train("straight")
+    with pytest.raises(KeyboardInterrupt):
+        train("resumed", [Interrupt()])
+    assert RunBackup(tmp_path / "resumed").epoch == 2
+    resumed = train("resumed")
+    for want, have in zip(straight.variables, resumed.variables):  # seed states included
+        np.testing.assert_array_equal(have.numpy(), want.numpy(), err_msg=want.path)
+    for want, have in zip(straight.optimizer.variables, resumed.optimizer.variables):
+        np.testing.assert_array_equal(have.numpy(), want.numpy())
+    history = json.loads((tmp_path / "straight" / "run.json").read_text())["history"]
+    assert json.loads((tmp_path / "resumed" / "run.json").read_text())["history"] == history
+    assert len(history) == 4
+
+
+def test_fit_must_start_at_the_restored_epoch(tmp_path):
+    x, y = np.zeros((4, 2), "float32"), np.zeros((4, 1), "float32")
+    model = tiny_model()
+    model.fit(x, y, epochs=2, verbose=0, callbacks=[RunBackup(tmp_path)])
+    with pytest.raises(ValueError, match="holds 2 completed epochs: pass initial_epoch=2"):
+        model.fit(x, y, epochs=3, verbose=0, callbacks=[RunBackup(tmp_path)])
+
+
+def test_state_files_follow_the_backup_and_a_torn_write_is_ignored(tmp_path):
+    state = tmp_path / "state.json"
+    state.write_text("left over")
+    backup = RunBackup(tmp_path / "backup", [state])
+    assert not state.exists()  # no backup: a new run starts without callback state
+    model = tiny_model()
+    backup.set_model(model)
+    state.write_text("after epoch 1")
+    backup.on_epoch_end(0, {"loss": 1.0})
+    saved = [v.numpy() for v in model.variables]
+    state.write_text("after epoch 2")  # the process is killed before the epoch's backup ...
+    (tmp_path / "backup" / "variables-00002.npz").write_bytes(b"torn")
+    (tmp_path / "backup" / "run.json.partial").write_text('{"epoch": 2')
+    model.set_weights([w + 1 for w in model.get_weights()])
+
+    restarted = RunBackup(tmp_path / "backup", [state])  # ... and started again
+    assert restarted.epoch == 1 and state.read_text() == "after epoch 1"
+    restarted.set_model(model)
+    restarted.on_train_begin()
+    for want, have in zip(saved, model.variables):
+        np.testing.assert_array_equal(have.numpy(), want)
+
+
+def test_resumable_callbacks_back_up_last_with_the_callbacks_state_files(tmp_path):
+    plateau = ResumableReduceLROnPlateau(str(tmp_path / "plateau.json"), monitor="loss")
+    callbacks = resumable_callbacks(str(tmp_path), callbacks=[plateau])
+    assert isinstance(callbacks[0], BestModelCheckpoint) and callbacks[1] is plateau
+    assert isinstance(callbacks[-1], RunBackup)
+    assert callbacks[-2].filepath == str(tmp_path / "last.keras")  # after the rate change
+    assert callbacks[-1].state_files == [str(tmp_path / "best.json"), plateau.state_path]
 
 
 def test_best_model_is_not_replaced_by_a_worse_one_after_a_restart(tmp_path):
@@ -91,3 +199,29 @@ def test_plateau_rule_keeps_its_best_value_across_a_restart(tmp_path):
     restarted.on_train_begin()
     restarted.on_epoch_end(1, {"val_accuracy": 0.4})  # no better than before the restart
     assert float(model.optimizer.learning_rate) == 0.5
+
+
+def test_metrics_file_is_replaced_whole(tmp_path, monkeypatch):
+    path = tmp_path / "metrics.json"
+    write_metrics({"epochs_run": [0]}, str(path))
+
+    class FailingWrite:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+        def write(self, text):
+            self.handle.write(text[:5])
+            raise OSError("disk full")
+
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda *a, **k: FailingWrite(real_open(*a, **k)))
+    with pytest.raises(OSError, match="disk full"):
+        write_metrics({"epochs_run": [0, 1]}, str(path))
+    monkeypatch.undo()
+    assert json.loads(path.read_text()) == {"epochs_run": [0]}  # the previous file, whole

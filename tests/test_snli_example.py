@@ -1,13 +1,11 @@
-"""End-to-end runs of examples/snli_dual_am_gru.py on a tiny setting."""
+"""End-to-end runs of examples/snli_dual_am_gru.py on a tiny setting (killed and resumed:
+tests/test_kill_resume.py)."""
 
 import importlib.util
-import json
 import os
 import subprocess
 import sys
 
-import keras
-import numpy as np
 import pytest
 
 from conftest import REPO_ROOT
@@ -34,40 +32,6 @@ def test_help_runs_as_a_script():
         timeout=120,
     )
     assert result.returncode == 0 and "--data-dir" in result.stdout and "--strategy" in result.stdout
-
-
-class _Interrupt(keras.callbacks.Callback):
-    def on_train_batch_begin(self, batch, logs=None):
-        if self.model.optimizer.iterations.numpy() >= 3:  # inside the second epoch
-            raise KeyboardInterrupt("simulated interruption")
-
-
-def _final_weights(workdir):
-    model = keras.saving.load_model(workdir / "last.keras")
-    return [w.numpy() for w in model.weights]
-
-
-def test_end_to_end_run_and_resume_after_interruption(tmp_path, capsys):
-    # Four batches per pass, two per epoch: epoch 2 of an uninterrupted run trains on the
-    # stream's batches 3 and 4, and so must epoch 2 of a resumed run.
-    example = _load_example()
-    argv = TINY + ["--epochs", "2", "--dropout", "0", "--padding", "bucket"]
-    example.main(argv + ["--workdir", str(tmp_path / "straight")])
-    workdir = tmp_path / "run"
-    with pytest.raises(KeyboardInterrupt):
-        example.main(argv + ["--workdir", str(workdir)], extra_callbacks=[_Interrupt()])
-    capsys.readouterr()
-    metrics = example.main(argv + ["--workdir", str(workdir)])
-    assert metrics["epochs_run"] == [1]  # epoch 0 was restored from the backup, not re-run
-    assert metrics["source"] == "generated" and metrics["train_pairs"] == 100
-    assert len(metrics["dev_accuracy"]) == 1
-    printed = capsys.readouterr().out.split("METRICS ")[-1]
-    assert json.loads((workdir / "metrics.json").read_text()) == json.loads(printed)
-    assert (workdir / "last.keras").exists() and (workdir / "best.keras").exists()
-    assert os.listdir(workdir / "logs" / "memory")  # the retrieval heatmap was written
-    expected, got = _final_weights(tmp_path / "straight"), _final_weights(workdir)
-    for want, have in zip(expected, got):
-        np.testing.assert_allclose(have, want, rtol=1e-5, atol=1e-6)
 
 
 def test_default_run_directory_is_one_per_configuration(tmp_path, monkeypatch):

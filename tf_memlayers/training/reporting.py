@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 
 import numpy as np
 
@@ -24,11 +25,16 @@ def _plain(value):
 def write_metrics(metrics, path=None):
     """Prints ``metrics`` as one JSON line (prefixed ``METRICS``) and optionally writes a file.
 
+    The file is replaced in one step: a run killed while writing it leaves the previous file
+    (or none), never a partial one.
+
     Returns the JSON text.
     """
     text = json.dumps(_plain(metrics), sort_keys=True)
     print("METRICS " + text, flush=True)
     if path:
-        with open(path, "w", encoding="utf-8") as handle:
+        partial = f"{path}.partial"
+        with open(partial, "w", encoding="utf-8") as handle:
             handle.write(text + "\n")
+        os.replace(partial, path)
     return text
