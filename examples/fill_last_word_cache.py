@@ -25,9 +25,14 @@ import os
 import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # read when TensorFlow is imported
-
-import keras  # noqa: E402
+# TensorFlow reads this when imported; its C++ lines printed before that go to /dev/null.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+_stderr = os.dup(2)
+os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+try:
+    import keras  # noqa: E402
+finally:
+    os.dup2(_stderr, 2)
 import numpy as np  # noqa: E402
 
 from tf_memlayers.callbacks.cache_attention import CacheAttentionCallback  # noqa: E402

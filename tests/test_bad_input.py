@@ -93,7 +93,8 @@ READER_CASES = {
     ),
     "corpus_gz_not_gzip": (
         lambda d: lm_corpora.load_ptb(
-            _write(d, {"ptb.train.txt.gz": "not gzip", "ptb.valid.txt": "a\n", "ptb.test.txt": "a\n"})
+            _write(d, {"ptb.train.txt.gz": "not gzip", "ptb.valid.txt": "a\n",
+                       "ptb.test.txt": "a\n"})
         ),
         ValueError, ["ptb.train.txt.gz", "gzip"],
     ),
@@ -118,7 +119,8 @@ READER_CASES = {
     ),
     "wikitext_empty": (
         lambda d: lm_corpora.load_wikitext2(
-            _write(d, {"wiki.train.tokens": "", "wiki.valid.tokens": "a\n", "wiki.test.tokens": "a\n"})
+            _write(d, {"wiki.train.tokens": "", "wiki.valid.tokens": "a\n",
+                       "wiki.test.tokens": "a\n"})
         ),
         ValueError, ["wiki.train.tokens", "empty"],
     ),
@@ -149,12 +151,15 @@ READER_CASES = {
         ValueError, ["vocabulary", "<unk>"],
     ),
     "snli_zip_not_a_zip": (
-        lambda d: snli.read_files(str(_write(d, {"snli_1.0.zip": "no zip"}) / "snli_1.0.zip"), "dev"),
+        lambda d: snli.read_files(
+            str(_write(d, {"snli_1.0.zip": "no zip"}) / "snli_1.0.zip"), "dev"
+        ),
         ValueError, ["snli_1.0.zip", "zip"],
     ),
     "snli_jsonl_not_utf8": (
         lambda d: snli.read_files(
-            _write(d, {"snli_1.0_dev.jsonl": JSONL_PAIR.encode() + b'{"sentence1": "\xff"}\n'}), "dev"
+            _write(d, {"snli_1.0_dev.jsonl": JSONL_PAIR.encode() + b'{"sentence1": "\xff"}\n'}),
+            "dev",
         ),
         ValueError, ["snli_1.0_dev.jsonl", "line 2", "UTF-8"],
     ),

@@ -289,9 +289,10 @@ def test_script_exits_2_with_one_error_line(name, argv, option):
     errors = [line for line in result.stderr.splitlines() if "error:" in line]
     assert errors == [result.stderr.splitlines()[-1]]
     assert errors[0].startswith(f"{name}.py: error: argument {option}")
-    # TF_CPP_MIN_LOG_LEVEL is set before TensorFlow is imported: no start-up info lines
-    # such as "cpu_feature_guard.cc:... This TensorFlow binary is optimized ...".
-    assert "cpu_feature_guard" not in result.stderr
+    # Nothing else: none of TensorFlow's C++ start-up lines ("cpu_feature_guard", the absl
+    # "All log messages before absl::InitializeLog()" and CUDA-stub lines of builds without
+    # a GPU driver).
+    assert result.stderr.strip().splitlines() == errors
 
 
 # --- benchmarks ------------------------------------------------------------------------------
