@@ -32,6 +32,7 @@ import numpy as np
 from keras import ops
 
 from tf_memlayers import _validation as check
+from tf_memlayers.layers.memory_cell_wrapper import step_output_spec
 from tf_memlayers.ops import holographic
 from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
 
@@ -217,6 +218,9 @@ class AssociativeGRUCell(keras.layers.Layer):
             yield self
         finally:
             object.__setattr__(self, "_step_kernels", None)
+
+    def compute_output_spec(self, inputs, states, training=None):
+        return step_output_spec(self, inputs)
 
     # -- the step on precomputed input projections (used by `AssociativeGRU`) -------------
 
@@ -744,6 +748,9 @@ class DualAssociativeGRUCell(keras.layers.Layer):
             pieces = [output, retrievals["written"], retrievals["read"], retrievals["source_read"]]
             return ops.concatenate(pieces, axis=1), new_states
         return output, new_states
+
+    def compute_output_spec(self, inputs, states, training=None):
+        return step_output_spec(self, inputs)
 
     def get_config(self):
         config = super().get_config()

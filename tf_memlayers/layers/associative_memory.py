@@ -5,7 +5,12 @@ import keras
 from keras import ops
 
 from tf_memlayers import _validation as check
-from tf_memlayers.layers.memory_cell_wrapper import call_cell, cell_output_size, flat_state_sizes
+from tf_memlayers.layers.memory_cell_wrapper import (
+    call_cell,
+    cell_output_size,
+    flat_state_sizes,
+    step_output_spec,
+)
 from tf_memlayers.ops import holographic
 
 
@@ -133,6 +138,9 @@ class AssociativeMemoryCell(keras.layers.Layer):
         if self.return_retrievals:
             output = ops.concatenate([output, written, retrieved], axis=1)
         return output, new_states
+
+    def compute_output_spec(self, inputs, states, training=None):
+        return step_output_spec(self, inputs)
 
     def get_config(self):
         config = super().get_config()

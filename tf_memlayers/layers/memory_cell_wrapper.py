@@ -17,6 +17,17 @@ def cell_output_size(cell):
     return int(output_size if output_size else flat_state_sizes(cell.state_size)[0])
 
 
+def step_output_spec(cell, inputs):
+    """The output spec of one step of a cell of this package: ``(output [batch,
+    output_size], [state [batch, size] for each state])``, all in the cell's compute dtype
+    (what the cell returns under any dtype policy, e.g. float16 under ``mixed_float16``)."""
+    batch = inputs.shape[0]
+    dtype = cell.compute_dtype
+    output = keras.KerasTensor((batch, int(cell.output_size)), dtype)
+    states = [keras.KerasTensor((batch, size), dtype) for size in flat_state_sizes(cell.state_size)]
+    return output, states
+
+
 def takes_training(cell):
     """Whether ``cell`` is a Keras layer whose `call` has a ``training`` argument (as
     `keras.layers.RNN` decides whether to pass it)."""
@@ -75,6 +86,9 @@ class MemoryCellWrapper(keras.layers.Layer):
     def build(self, input_shape):
         if not self.cell.built:
             self.cell.build(input_shape)
+
+    def compute_output_spec(self, inputs, states, training=None):
+        return step_output_spec(self, inputs)
 
     def run_cell(self, inputs, states, training=None):
         """Runs the wrapped cell; returns ``(h, new_cell_states, memory)``."""
