@@ -14,6 +14,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from keras.src import testing  # Keras's layer test harness (tests only)
 
 from tf_memlayers.layers import (
     AssociativeGRU,
@@ -278,7 +279,10 @@ BAD_CALLS = [
             (
                 f"{name}_stateful_with_initial_memory_of_another_batch",
                 lambda make=make: _called_twice(
-                    make(stateful=True), X, X[:1], initial_memory=_zeros(1, make().memory_size_for(4))
+                    make(stateful=True),
+                    X,
+                    X[:1],
+                    initial_memory=_zeros(1, make().memory_size_for(4)),
                 ),
                 ValueError,
                 ["`inputs`", "(1, 5, 4)", "memory of shape (2, "],
@@ -542,8 +546,6 @@ def test_empty_sequences_and_batches_give_empty_outputs(name, shape, with_mask):
 
 
 # -- Keras's own layer checks ---------------------------------------------------------------
-
-from keras.src import testing  # noqa: E402  (Keras's layer test harness; tests only)
 
 KERAS_CHECKS = testing.TestCase()
 

@@ -42,7 +42,8 @@ class Compaction:
         if self.mask is None:
             return compacted
         restored = tf.gather(compacted, self.rank, batch_dims=1)
-        keep = tf.reshape(self.mask, tf.concat([tf.shape(self.mask), [1] * (restored.shape.rank - 2)], 0))
+        trailing = [1] * (restored.shape.rank - 2)
+        keep = tf.reshape(self.mask, tf.concat([tf.shape(self.mask), trailing], 0))
         return tf.where(keep, restored, tf.zeros_like(restored))
 
     def last(self, stream, window):
