@@ -63,3 +63,21 @@ def test_config_round_trip_and_saving(tmp_path):
 def test_bad_sizes_name_the_argument(kwargs, name):
     with pytest.raises((ValueError, TypeError), match=name):
         TiedEmbedding(**kwargs)
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
+def test_journey_fit_on_a_partial_batch_with_a_mask(tmp_path, policy):
+    keras.config.set_dtype_policy(policy)
+    tokens = keras.Input((None,), dtype="int32")
+    embedding = TiedEmbedding(9, 4, mask_zero=True, name="tied")
+    hidden = keras.layers.GRU(4, return_sequences=True)(embedding(tokens))
+    logits = keras.layers.Activation("linear", dtype="float32")(embedding(hidden, reverse=True))
+    model = keras.Model(tokens, logits)
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    ids = np.array([[1, 2, 3, 0], [4, 5, 0, 0], [6, 7, 8, 1], [2, 2, 0, 0], [3, 0, 0, 0]])
+    history = model.fit(ids, ids, batch_size=2, epochs=2, verbose=0)  # batches of 2, 2 and 1
+    assert np.all(np.isfinite(history.history["loss"]))
+    path = tmp_path / "model.keras"
+    model.save(path)
+    restored = keras.saving.load_model(path)
+    np.testing.assert_array_equal(restored.predict(ids, verbose=0), model.predict(ids, verbose=0))

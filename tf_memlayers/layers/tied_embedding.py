@@ -79,7 +79,9 @@ class TiedEmbedding(keras.layers.Embedding):
         return ops.matmul(inputs, kernel) + ops.cast(self.output_bias, self.compute_dtype)
 
     def compute_mask(self, inputs, mask=None):
-        return None if not self.mask_zero else super().compute_mask(inputs, mask)
+        if "int" in str(inputs.dtype):  # embedding ids: mask_zero decides
+            return super().compute_mask(inputs, mask)
+        return mask  # logits of vectors (reverse=True) keep the vectors' mask
 
     def compute_output_shape(self, input_shape, reverse=False):
         if reverse:
