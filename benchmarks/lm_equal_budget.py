@@ -41,17 +41,17 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from benchmarks.readme_tables import update_readme  # noqa: E402
+from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
+from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
 from tf_memlayers.callbacks.window_attention import average_attention_by_position  # noqa: E402
 from tf_memlayers.data import lm_corpora  # noqa: E402
 from tf_memlayers.models.language_model import (  # noqa: E402
     ATTENTION_KINDS,
     KINDS,
-    StateResetCallback,
     build_language_model,
     compile_language_model,
     copy_trainable_weights,
     count_language_model_parameters,
-    evaluate_language_model,
     hidden_for_parameter_budget,
 )
 

@@ -39,13 +39,13 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from benchmarks.readme_tables import update_readme  # noqa: E402
+from tf_memlayers.callbacks.learning_rate import halve_learning_rate_callback  # noqa: E402
 from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
 from tf_memlayers.data import snli  # noqa: E402
 from tf_memlayers.models.snli import (  # noqa: E402
     KINDS,
     build_snli_model,
     compile_snli_model,
-    halve_learning_rate_callback,
 )
 from tf_memlayers.training import options  # noqa: E402
 

@@ -50,6 +50,9 @@ finally:
     os.dup2(_stderr, 2)
 import numpy as np  # noqa: E402
 
+from tf_memlayers.callbacks.learning_rate import EpochLearningRate  # noqa: E402
+from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
+from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
 from tf_memlayers.callbacks.window_attention import WindowAttentionCallback  # noqa: E402
 from tf_memlayers.data import lm_corpora  # noqa: E402
 from tf_memlayers.models.language_model import (  # noqa: E402
@@ -59,11 +62,8 @@ from tf_memlayers.models.language_model import (  # noqa: E402
     KINDS,
     LOSS_REDUCTIONS,
     OPTIMIZERS,
-    EpochLearningRate,
-    StateResetCallback,
     build_language_model,
     compile_language_model,
-    evaluate_language_model,
 )
 from tf_memlayers.models.language_model_presets import PRESETS, get_preset  # noqa: E402
 from tf_memlayers.training import (  # noqa: E402

@@ -34,6 +34,7 @@ finally:
     os.dup2(_stderr, 2)
 import numpy as np  # noqa: E402
 
+from tf_memlayers.callbacks.learning_rate import halve_learning_rate_callback  # noqa: E402
 from tf_memlayers.callbacks.associative_memory import MemoryRetrievalHeatmap  # noqa: E402
 from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
 from tf_memlayers.data import snli  # noqa: E402
@@ -41,7 +42,6 @@ from tf_memlayers.models.snli import (  # noqa: E402
     KINDS,
     build_snli_model,
     compile_snli_model,
-    halve_learning_rate_callback,
 )
 from tf_memlayers.training import (  # noqa: E402
     make_strategy,

@@ -5,6 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tf_memlayers.callbacks.learning_rate import EpochLearningRate, epoch_learning_rate
+from tf_memlayers.callbacks.state_reset import StateResetCallback, reset_language_model_states
+from tf_memlayers.training.evaluation import evaluate_language_model
 from tf_memlayers.callbacks.window_attention import (
     WindowAttentionCallback,
     average_attention_by_position,
@@ -13,20 +16,15 @@ from tf_memlayers.callbacks.window_attention import (
 from tf_memlayers.data.lm_corpora import TokenStream, generate_copy_corpus, make_bptt_batches
 from tf_memlayers.models.language_model import (
     KINDS,
-    EpochLearningRate,
     ForgetGateBias,
     Perplexity,
     SequenceCrossentropy,
-    StateResetCallback,
     build_language_model,
     compile_language_model,
     copy_trainable_weights,
     count_language_model_parameters,
-    epoch_learning_rate,
-    evaluate_language_model,
     hidden_for_parameter_budget,
     make_optimizer,
-    reset_language_model_states,
 )
 from tf_memlayers.models.language_model_presets import PRESETS, get_preset
 

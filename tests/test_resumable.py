@@ -8,11 +8,9 @@ import keras
 import numpy as np
 import pytest
 
+from tf_memlayers.callbacks import BestModelCheckpoint, ResumableReduceLROnPlateau, RunBackup
 from tf_memlayers.training.reporting import write_metrics
 from tf_memlayers.training.resumable import (
-    BestModelCheckpoint,
-    ResumableReduceLROnPlateau,
-    RunBackup,
     check_run_settings,
     resumable_callbacks,
     resumed_epoch,

@@ -8,7 +8,6 @@ from tf_memlayers.models.heap_cache_model import HeapCacheModel
 from tf_memlayers.models.language_model import (
     build_language_model,
     compile_language_model,
-    reset_language_model_states,
 )
 from tf_memlayers.models.snli import build_snli_model, compile_snli_model
 
@@ -20,5 +19,4 @@ __all__ = [
     "compile_fill_last_word_model",
     "compile_language_model",
     "compile_snli_model",
-    "reset_language_model_states",
 ]

@@ -32,7 +32,7 @@ from tf_memlayers.layers import (
     SlidingWindowAttentionCell,
     TiedEmbedding,
 )
-from tf_memlayers.losses import LOSS_REDUCTIONS, SequenceCrossentropy
+from tf_memlayers.losses import LOSS_REDUCTIONS, SequenceCrossentropy  # noqa: F401  (re-exported)
 from tf_memlayers.metrics import Perplexity
 
 KINDS = ("lstm", "attention", "key_value", "key_value_predict", "ngram")
@@ -214,7 +214,7 @@ def build_language_model(
         seq_len: time steps per batch (the truncated-BPTT length), or `None` for variable
             length (only without XLA recompilation concerns, e.g. probing).
         stateful: carry LSTM states and the memory from batch to batch (truncated BPTT);
-            reset them with `reset_language_model_states`.
+            reset them with `tf_memlayers.callbacks.reset_language_model_states`.
         form: `"parallel"` (`keras.layers.LSTM` followed by the sequence form of the memory
             layer, the fast path) or `"cell"` (the memory cell wrapping an `LSTMCell` inside
             `keras.layers.RNN`); both compute the same function.
@@ -434,177 +434,6 @@ def compile_language_model(
         jit_compile=jit_compile,
     )
     return model
-
-
-def epoch_learning_rate(epoch, learning_rate, lr_decay=1.0, full_rate_epochs=None):
-    """The learning rate of epoch ``epoch`` (counted from 0) under Zaremba's schedule.
-
-    ``learning_rate * lr_decay ** max(epoch + 1 - full_rate_epochs, 0)``: the first
-    ``full_rate_epochs`` epochs at the full rate, then multiplied by ``lr_decay`` each epoch
-    (TensorFlow's PTB tutorial, ``lr_decay ** max(i + 1 - max_epoch, 0)``). With
-    ``full_rate_epochs=None`` the rate stays constant.
-
-    Example:
-
-    >>> [epoch_learning_rate(e, 1.0, 0.5, 4) for e in range(7)]
-    [1.0, 1.0, 1.0, 1.0, 0.5, 0.25, 0.125]
-    """
-    if full_rate_epochs is None:
-        return float(learning_rate)
-    return float(learning_rate * lr_decay ** max(epoch + 1 - full_rate_epochs, 0))
-
-
-class EpochLearningRate(keras.callbacks.LearningRateScheduler):
-    """Sets the optimizer's learning rate at the start of each epoch (`epoch_learning_rate`)
-    and logs it as ``learning_rate`` (a TensorBoard scalar). It depends only on the epoch
-    index, so a resumed run continues the schedule where it stopped.
-
-    Args:
-        learning_rate: the initial rate.
-        lr_decay: factor per epoch after the full-rate epochs.
-        full_rate_epochs: epochs at the full rate (`None`: constant rate).
-    """
-
-    def __init__(self, learning_rate, lr_decay=1.0, full_rate_epochs=None):
-        if not 0 < lr_decay <= 1:
-            raise ValueError(f"`lr_decay` must be in (0, 1], got {lr_decay!r}.")
-        check_optional_int("full_rate_epochs", full_rate_epochs, 0)
-        super().__init__(
-            lambda epoch, _rate=None: epoch_learning_rate(
-                epoch, learning_rate, lr_decay, full_rate_epochs
-            )
-        )
-
-
-def stateful_layers(model):
-    """The layers of ``model`` (nested models included) that carry state between batches."""
-    found = []
-    for layer in model.layers:
-        if isinstance(layer, keras.Model):
-            found.extend(stateful_layers(layer))
-        elif getattr(layer, "stateful", False):
-            found.append(layer)
-    return found
-
-
-def state_variables(layer):
-    """The variables holding a stateful layer's carried state (each ``[batch, ...]``)."""
-    if isinstance(layer, keras.layers.RNN):
-        return list(layer.states or [])
-    # The memory layers keep nothing but their carried memory in non-trainable variables.
-    return list(layer.non_trainable_variables)
-
-
-def reset_language_model_states(model, rows=None):
-    """Clears the carried LSTM states and memories of ``model``.
-
-    Args:
-        model: a stateful model (e.g. from `build_language_model(stateful=True)`).
-        rows: `None` to clear every row, or a bool vector ``[batch]`` selecting the rows
-            (streams) to clear, e.g. those starting a new document; the others keep their
-            state.
-
-    Example:
-
-    >>> import numpy as np
-    >>> model = build_language_model(20, hidden=8, embedding_dim=8, batch_size=2, seq_len=4)
-    >>> _ = model(np.ones((2, 4), "int32"))
-    >>> reset_language_model_states(model, rows=np.array([True, False]))
-    >>> [float(np.abs(v.numpy()[0]).sum()) for v in model.get_layer("lstm_0").states]
-    [0.0, 0.0]
-    """
-    layers = stateful_layers(model)
-    if rows is None:
-        for layer in layers:
-            for variable in state_variables(layer):
-                variable.assign(ops.zeros_like(variable))
-        return
-    rows = np.asarray(rows, dtype=bool)
-    if not rows.any():
-        return
-    for layer in layers:
-        for variable in state_variables(layer):
-            if variable.shape[0] != rows.shape[0]:
-                raise ValueError(
-                    f"`rows` has {rows.shape[0]} entries but layer {layer.name!r} carries "
-                    f"state for a batch of {variable.shape[0]}."
-                )
-            keep = np.reshape(~rows, (-1,) + (1,) * (len(variable.shape) - 1))
-            variable.assign(variable * ops.cast(keep, variable.dtype))
-
-
-class StateResetCallback(keras.callbacks.Callback):
-    """Resets a stateful language model at the start of every epoch / evaluation and at
-    document boundaries.
-
-    Args:
-        train_resets: bool ``[num_batches, batch]`` (`BPTTBatches.resets` of the training
-            data) or `None`: rows to clear before each training batch.
-        eval_resets: the same for the data of `evaluate` / `predict` (and validation).
-
-    Example:
-
-    >>> from tf_memlayers.data.lm_corpora import generate_copy_corpus, make_bptt_batches
-    >>> corpus = generate_copy_corpus(2000, 200, 200)
-    >>> train = make_bptt_batches(corpus.train, 4, 10)
-    >>> callback = StateResetCallback(train.resets)
-    """
-
-    def __init__(self, train_resets=None, eval_resets=None):
-        super().__init__()
-        self.train_resets = None if train_resets is None else np.asarray(train_resets, bool)
-        self.eval_resets = None if eval_resets is None else np.asarray(eval_resets, bool)
-
-    def _reset_rows(self, resets, batch):
-        if resets is not None and 0 < batch < len(resets):
-            reset_language_model_states(self.model, resets[batch])
-
-    def on_epoch_begin(self, epoch, logs=None):
-        reset_language_model_states(self.model)
-
-    def on_train_batch_begin(self, batch, logs=None):
-        self._reset_rows(self.train_resets, batch)
-
-    def on_test_begin(self, logs=None):
-        reset_language_model_states(self.model)
-
-    def on_test_batch_begin(self, batch, logs=None):
-        self._reset_rows(self.eval_resets, batch)
-
-    def on_predict_begin(self, logs=None):
-        reset_language_model_states(self.model)
-
-    def on_predict_batch_begin(self, batch, logs=None):
-        self._reset_rows(self.eval_resets, batch)
-
-
-def evaluate_language_model(model, batches, verbose=0):
-    """Perplexity of a compiled language model over a whole split, states reset per document.
-
-    Args:
-        model: a model compiled by `compile_language_model` (with the perplexity metric).
-        batches: the split as `tf_memlayers.data.lm_corpora.BPTTBatches` (the batch size of
-            a stateful model).
-        verbose: Keras verbosity.
-
-    Returns:
-        A dict with ``perplexity`` (exp of the mean NLL over all target tokens),
-        ``nll`` (that mean) and ``tokens`` (the number of targets).
-    """
-    results = model.evaluate(
-        batches.dataset(),
-        callbacks=[StateResetCallback(eval_resets=batches.resets)],
-        verbose=verbose,
-        return_dict=True,
-    )
-    if "perplexity" not in results:
-        raise ValueError("`model` must be compiled with the perplexity metric.")
-    perplexity = float(results["perplexity"])
-    return {
-        "perplexity": perplexity,
-        "nll": float(np.log(perplexity)),
-        "tokens": batches.num_targets,
-    }
 
 
 _MEMORY_LAYER_NAMES = ("window_attention", "ngram")

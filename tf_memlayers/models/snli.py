@@ -21,7 +21,6 @@ from tf_memlayers.layers.associative_gru import (
     DualAssociativeGRUCell,
 )
 from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
-from tf_memlayers.training.resumable import ResumableReduceLROnPlateau
 
 KINDS = ("gru", "am_gru", "dual_am_gru")
 
@@ -388,17 +387,3 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Fal
         jit_compile=jit_compile,
     )
     return model
-
-
-def halve_learning_rate_callback(min_delta=1e-3, state_path=None):
-    """Halves the learning rate when dev accuracy did not improve by ``min_delta``.
-
-    With ``state_path`` the rule's best accuracy survives a restart
-    (`tf_memlayers.training.ResumableReduceLROnPlateau`).
-    """
-    kwargs = dict(
-        monitor="val_accuracy", factor=0.5, patience=0, min_delta=min_delta, mode="max", verbose=1
-    )
-    if state_path is None:
-        return keras.callbacks.ReduceLROnPlateau(**kwargs)
-    return ResumableReduceLROnPlateau(state_path, **kwargs)

@@ -1,9 +1,10 @@
 """Training utilities shared by the example scripts: strategies, resumable runs, reports."""
 
+from tf_memlayers.callbacks.backup import RunBackup
+from tf_memlayers.callbacks.learning_rate import ResumableReduceLROnPlateau
+from tf_memlayers.training.evaluation import evaluate_language_model
 from tf_memlayers.training.reporting import write_metrics
 from tf_memlayers.training.resumable import (
-    ResumableReduceLROnPlateau,
-    RunBackup,
     resumable_callbacks,
     resumed_epoch,
     run_history,
@@ -15,6 +16,7 @@ from tf_memlayers.training.strategy import make_strategy
 __all__ = [
     "ResumableReduceLROnPlateau",
     "RunBackup",
+    "evaluate_language_model",
     "make_strategy",
     "resumable_callbacks",
     "resumed_epoch",

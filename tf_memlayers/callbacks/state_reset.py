@@ -1,0 +1,107 @@
+"""Resetting the carried states of a stateful language model at document boundaries."""
+
+import keras
+import numpy as np
+from keras import ops
+
+
+def stateful_layers(model):
+    """The layers of ``model`` (nested models included) that carry state between batches."""
+    found = []
+    for layer in model.layers:
+        if isinstance(layer, keras.Model):
+            found.extend(stateful_layers(layer))
+        elif getattr(layer, "stateful", False):
+            found.append(layer)
+    return found
+
+
+def state_variables(layer):
+    """The variables holding a stateful layer's carried state (each ``[batch, ...]``)."""
+    if isinstance(layer, keras.layers.RNN):
+        return list(layer.states or [])
+    # The memory layers keep nothing but their carried memory in non-trainable variables.
+    return list(layer.non_trainable_variables)
+
+
+def reset_language_model_states(model, rows=None):
+    """Clears the carried LSTM states and memories of ``model``.
+
+    Args:
+        model: a stateful model (e.g. from `build_language_model(stateful=True)`).
+        rows: `None` to clear every row, or a bool vector ``[batch]`` selecting the rows
+            (streams) to clear, e.g. those starting a new document; the others keep their
+            state.
+
+    Example:
+
+    >>> import numpy as np
+    >>> model = build_language_model(20, hidden=8, embedding_dim=8, batch_size=2, seq_len=4)
+    >>> _ = model(np.ones((2, 4), "int32"))
+    >>> reset_language_model_states(model, rows=np.array([True, False]))
+    >>> [float(np.abs(v.numpy()[0]).sum()) for v in model.get_layer("lstm_0").states]
+    [0.0, 0.0]
+    """
+    layers = stateful_layers(model)
+    if rows is None:
+        for layer in layers:
+            for variable in state_variables(layer):
+                variable.assign(ops.zeros_like(variable))
+        return
+    rows = np.asarray(rows, dtype=bool)
+    if not rows.any():
+        return
+    for layer in layers:
+        for variable in state_variables(layer):
+            if variable.shape[0] != rows.shape[0]:
+                raise ValueError(
+                    f"`rows` has {rows.shape[0]} entries but layer {layer.name!r} carries "
+                    f"state for a batch of {variable.shape[0]}."
+                )
+            keep = np.reshape(~rows, (-1,) + (1,) * (len(variable.shape) - 1))
+            variable.assign(variable * ops.cast(keep, variable.dtype))
+
+
+class StateResetCallback(keras.callbacks.Callback):
+    """Resets a stateful language model at the start of every epoch / evaluation and at
+    document boundaries.
+
+    Args:
+        train_resets: bool ``[num_batches, batch]`` (`BPTTBatches.resets` of the training
+            data) or `None`: rows to clear before each training batch.
+        eval_resets: the same for the data of `evaluate` / `predict` (and validation).
+
+    Example:
+
+    >>> from tf_memlayers.data.lm_corpora import generate_copy_corpus, make_bptt_batches
+    >>> corpus = generate_copy_corpus(2000, 200, 200)
+    >>> train = make_bptt_batches(corpus.train, 4, 10)
+    >>> callback = StateResetCallback(train.resets)
+    """
+
+    def __init__(self, train_resets=None, eval_resets=None):
+        super().__init__()
+        self.train_resets = None if train_resets is None else np.asarray(train_resets, bool)
+        self.eval_resets = None if eval_resets is None else np.asarray(eval_resets, bool)
+
+    def _reset_rows(self, resets, batch):
+        if resets is not None and 0 < batch < len(resets):
+            reset_language_model_states(self.model, resets[batch])
+
+    def on_epoch_begin(self, epoch, logs=None):
+        reset_language_model_states(self.model)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._reset_rows(self.train_resets, batch)
+
+    def on_test_begin(self, logs=None):
+        reset_language_model_states(self.model)
+
+    def on_test_batch_begin(self, batch, logs=None):
+        self._reset_rows(self.eval_resets, batch)
+
+    def on_predict_begin(self, logs=None):
+        reset_language_model_states(self.model)
+
+    def on_predict_batch_begin(self, batch, logs=None):
+        self._reset_rows(self.eval_resets, batch)
