@@ -4,10 +4,12 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from conftest import REPO_ROOT
 from tf_memlayers.callbacks.associative_memory import MemoryRetrievalHeatmap
+from tf_memlayers.callbacks.heatmap import heatmap_image
 
 SCRIPT = """
 import matplotlib
@@ -36,3 +38,12 @@ def test_empty_probe_sentences_are_rejected(tmp_path):
         MemoryRetrievalHeatmap(str(tmp_path), [], ["a"], vocabulary)
     with pytest.raises(ValueError, match="probe `hypothesis`"):
         MemoryRetrievalHeatmap(str(tmp_path), ["a"], [], vocabulary)
+
+
+def test_small_heatmaps_are_legible():
+    # A window of 5 positions for a 3-token probe, and a one-row cache curve on a log axis.
+    image = heatmap_image(np.random.default_rng(0).random((3, 5)), ["a", "b", "c"],
+                          [f"t-{i}" for i in range(5, 0, -1)], title="window attention")
+    assert image.shape[1] >= 400 and image.shape[0] >= 250
+    curve = heatmap_image(np.random.default_rng(0).random((1, 8)), log_x=True)
+    assert curve.shape[1] >= 400
