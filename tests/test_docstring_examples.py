@@ -1,5 +1,5 @@
-"""Every `Example:` in the public layers' and model builders' docstrings runs and prints what
-it shows."""
+"""Every `Example:` in the docstrings of the layers, metrics, losses, initializers, callbacks and
+model builders runs and prints what it shows."""
 
 import doctest
 import importlib
@@ -7,7 +7,10 @@ import pkgutil
 
 import pytest
 
+import tf_memlayers.callbacks
 import tf_memlayers.layers
+import tf_memlayers.losses
+import tf_memlayers.metrics
 import tf_memlayers.models
 
 
@@ -36,6 +39,23 @@ def test_docstring_examples_run(module_name):
 
 @pytest.mark.parametrize("module_name", _modules(tf_memlayers.models))
 def test_model_builder_examples_run(module_name):
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
+
+
+SUPPORT_MODULES = [
+    *_modules(tf_memlayers.metrics),
+    *_modules(tf_memlayers.losses),
+    "tf_memlayers.initializers",
+    "tf_memlayers.callbacks.learning_rate",
+    "tf_memlayers.callbacks.state_reset",
+    "tf_memlayers.callbacks.window_attention",
+]
+
+
+@pytest.mark.parametrize("module_name", SUPPORT_MODULES)
+def test_support_module_examples_run(module_name):
     module = importlib.import_module(module_name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0

@@ -4,7 +4,8 @@ Architecture, bottom up:
 
 * `tf_memlayers.ops` — primitives (causal windows over a sequence, holographic complex ops).
 * `tf_memlayers.layers` — one module per mechanism, each a Keras layer and/or RNN cell.
-* `tf_memlayers.metrics`, `tf_memlayers.losses` — `Perplexity`, `SequenceCrossentropy`.
+* `tf_memlayers.metrics`, `tf_memlayers.losses`, `tf_memlayers.initializers` — `Perplexity`,
+  `SequenceCrossentropy`, `ForgetGateBias`.
 * `tf_memlayers.models` — builders that assemble each paper's model from the layers.
 * `tf_memlayers.data`, `tf_memlayers.callbacks`, `tf_memlayers.training` — input pipelines,
   TensorBoard views and run utilities used by the scripts in ``examples/``.

@@ -1,0 +1,37 @@
+"""Initializers."""
+
+import keras
+import numpy as np
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class ForgetGateBias(keras.initializers.Initializer):
+    """LSTM bias initialiser: ``forget_bias`` for the forget gate, 0 for the other gates.
+
+    Keras orders an LSTM's bias as [input, forget, cell, output] gates of ``units`` each.
+
+    Args:
+        forget_bias: initial forget-gate bias (1.0: Jozefowicz et al. 2015).
+
+    Example:
+
+    >>> ForgetGateBias(1.0)((8,)).numpy().tolist()
+    [0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    """
+
+    def __init__(self, forget_bias=1.0):
+        self.forget_bias = float(forget_bias)
+
+    def __call__(self, shape, dtype=None):
+        if len(shape) != 1 or shape[0] % 4:
+            raise ValueError(
+                f"ForgetGateBias: expected an LSTM bias shape (4*units,), got {shape}."
+            )
+        units = shape[0] // 4
+        values = np.zeros(shape[0], dtype=np.float64)
+        values[units : 2 * units] = self.forget_bias
+        return ops.convert_to_tensor(values, dtype=dtype or keras.config.floatx())
+
+    def get_config(self):
+        return {"forget_bias": self.forget_bias}
