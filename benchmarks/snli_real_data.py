@@ -98,6 +98,13 @@ def run(kind, seed, splits, vocabulary, matrix, args):
     }
 
 
+def mean_and_spread(values):
+    """``"mean ± std"`` over the seeds (the value alone for one seed)."""
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    return f"{values.mean():.4f} ± {values.std():.4f}"
+
+
 def summarise(runs, kinds):
     rows = []
     for kind in kinds:
@@ -111,8 +118,8 @@ def summarise(runs, kinds):
             "units": mine[0]["units"],
             "parameters_without_embeddings": mine[0]["parameters_without_embeddings"],
             "seeds": len(mine),
-            "dev": f"{dev.mean():.4f} ± {dev.std():.4f}",
-            "test": f"{test.mean():.4f} ± {test.std():.4f}",
+            "dev": mean_and_spread(dev),
+            "test": mean_and_spread(test),
             "test_by_seed": ", ".join(f"{r['test_accuracy']:.3f}" for r in mine),
             "best_epochs": ", ".join(str(r["best_epoch"]) for r in mine),
         })  # fmt: skip
