@@ -100,15 +100,10 @@ def parse_args(argv=None):
                        "paper, or 1e-3 with --faithful-to-code)")
     options.add_argument(train, "--weight-decay", type=options.non_negative_float, default=1e-5,
                          metavar="C", help="L2 penalty C * sum ||w||^2 / 2 on every weight")
-    options.add_option(train, "seed", default=0)
-    options.add_option(train, "strategy", default="auto")
-    options.add_option(train, "jit", default=False)
-    options.add_option(train, "mixed_precision", default=False)
-    options.add_option(train, "workdir", help="run directory: checkpoints (the same command "
-                       "resumes), TensorBoard logs and metrics.json (default: "
-                       "runs/fill_last_word_cache/<pooling>-cache<size>-<digest of the "
-                       "settings>, one per configuration)")
-    options.add_option(train, "verbose", default=1)
+    options.add_run_options(
+        train, seed=0,
+        default_workdir="runs/fill_last_word_cache/<pooling>-cache<size>-<digest of the settings>",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if not args.data_dir:
         if args.train_file:

@@ -124,15 +124,9 @@ def parse_args(argv=None):
                        help="Adam's learning rate (default: 1e-3, the paper, on real data; "
                        "3e-3 on the generated corpus)")
     options.add_option(train, "clip_norm", default=5.0)
-    options.add_option(train, "seed", default=123)
-    options.add_option(train, "strategy", default="auto")
-    options.add_option(train, "jit", default=False)
-    options.add_option(train, "mixed_precision", default=False)
-    options.add_option(train, "workdir", help="run directory: checkpoints (the same command "
-                       "resumes), TensorBoard logs and metrics.json (default: "
-                       "runs/snli_dual_am_gru/<model>-<digest of the settings>, one per "
-                       "configuration)")
-    options.add_option(train, "verbose", default=1)
+    options.add_run_options(
+        train, seed=123, default_workdir="runs/snli_dual_am_gru/<model>-<digest of the settings>"
+    )
     args = parser.parse_args(argv)
     if args.source == "files" and not args.data_dir:
         parser.error("argument --source: 'files' needs --data-dir")

@@ -279,6 +279,27 @@ def add_option(parser, name, default=None, help=None, dest=None, preset=False, *
     return action
 
 
+def add_run_options(parser, seed, default_workdir, jit=False):
+    """Adds how a run executes and where it is kept: ``--seed``, ``--strategy``,
+    ``--jit/--no-jit``, ``--mixed-precision``, ``--workdir`` and ``--verbose``.
+
+    Args:
+        parser: an `argparse.ArgumentParser` or argument group.
+        seed: the default seed.
+        default_workdir: how the default run directory is named, for the help text.
+        jit: whether the train step is compiled with XLA by default.
+    """
+    add_option(parser, "seed", default=seed)
+    add_option(parser, "strategy", default="auto")
+    add_option(parser, "jit", default=jit)
+    add_option(parser, "mixed_precision", default=False)
+    add_option(
+        parser, "workdir", help="run directory: checkpoints (the same command resumes), "
+        f"TensorBoard logs and metrics.json (default: {default_workdir}, one per configuration)",
+    )  # fmt: skip
+    add_option(parser, "verbose", default=1)
+
+
 # -- the parser -------------------------------------------------------------------------------
 
 
