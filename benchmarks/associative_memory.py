@@ -19,15 +19,11 @@
 import argparse
 import json
 import os
-import pathlib
-import sys
 import time
 
 import keras
 import numpy as np
 import tensorflow as tf
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from benchmarks import peak_memory  # noqa: E402
 from benchmarks.readme_tables import update_readme  # noqa: E402

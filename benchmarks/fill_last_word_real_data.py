@@ -7,7 +7,7 @@ paper's Table 2 sizes). Paper settings otherwise: LSTM 128, attention 64, Adam w
 learning rate and clip norm 5, L2 1e-5, batch 64, 40 steps, GloVe 50d where available. Prints
 one JSON object; ``--update-readme`` writes the table into README.rst.
 
-    python benchmarks/fill_last_word_real_data.py --update-readme
+    python -m benchmarks.fill_last_word_real_data --update-readme
 """
 
 import argparse
@@ -21,7 +21,6 @@ import keras
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
 from tf_memlayers.data import sentences as data  # noqa: E402

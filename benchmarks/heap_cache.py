@@ -14,7 +14,7 @@ the same layers), and with read + heap write (`HeapCacheModel`), interleaved in 
 All figures are medians in milliseconds. Prints one JSON object; ``--update-readme`` writes the
 table into README.rst.
 
-    python benchmarks/heap_cache.py --update-readme
+    python -m benchmarks.heap_cache --update-readme
 """
 
 import argparse
@@ -29,7 +29,6 @@ import numpy as np
 import tensorflow as tf
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention  # noqa: E402
 from tf_memlayers.models.fill_last_word import (  # noqa: E402

@@ -17,7 +17,7 @@ models at equal training, it does not reproduce the paper's figures.
 
 Example::
 
-    python benchmarks/lm_real_data.py --epochs 1 --update-readme
+    python -m benchmarks.lm_real_data --epochs 1 --update-readme
 """
 
 import argparse
@@ -33,7 +33,6 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.readme_tables import update_readme  # noqa: E402
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402

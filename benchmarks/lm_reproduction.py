@@ -11,8 +11,8 @@ the paper 114.5).
 
 Usage::
 
-    python benchmarks/lm_reproduction.py --update-readme        # about an hour on 2 cores
-    python benchmarks/lm_reproduction.py --from-json benchmarks/results/lm_zaremba_small.json \\
+    python -m benchmarks.lm_reproduction --update-readme        # about an hour on 2 cores
+    python -m benchmarks.lm_reproduction --from-json benchmarks/results/lm_zaremba_small.json \\
         --update-readme
 """
 
@@ -20,10 +20,8 @@ import argparse
 import importlib.util
 import json
 import pathlib
-import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.lm_real_data import default_data_dir  # noqa: E402
 from benchmarks.readme_tables import update_readme  # noqa: E402

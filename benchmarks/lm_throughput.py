@@ -14,15 +14,14 @@ forward) are left out, so the share is slightly understated for the attention ki
 
 Usage::
 
-    python benchmarks/lm_throughput.py                  # JSON on stdout
-    python benchmarks/lm_throughput.py --update-readme  # also rewrite the README table
+    python -m benchmarks.lm_throughput                  # JSON on stdout
+    python -m benchmarks.lm_throughput --update-readme  # also rewrite the README table
 """
 
 import argparse
 import json
 import os
 import pathlib
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -30,7 +29,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.readme_tables import update_readme  # noqa: E402
 

@@ -63,18 +63,22 @@ def report(result):
 
 
 def run_child(script, spec, memory_limit_gib, timeout=1800):
-    """Runs ``python script --child <spec as JSON>`` under an address-space limit.
+    """Runs ``python -m benchmarks.<script's name> --child <spec as JSON>`` from the repository
+    root, under an address-space limit.
 
     Returns the dict the child passed to `report`, or ``{"error": ...}``.
     """
-    command = [sys.executable, os.path.abspath(script), "--child", json.dumps(spec)]
+    module = f"benchmarks.{os.path.splitext(os.path.basename(script))[0]}"
+    command = [sys.executable, "-m", module, "--child", json.dumps(spec)]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     limit = int(memory_limit_gib * 2**30)
 
     def limit_memory():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     done = subprocess.run(
-        command, capture_output=True, text=True, preexec_fn=limit_memory, timeout=timeout
+        command, capture_output=True, text=True, preexec_fn=limit_memory, timeout=timeout,
+        cwd=root,
     )
     for line in done.stdout.splitlines():
         if line.startswith(_PREFIX):

@@ -16,22 +16,20 @@ process (absolute times on shared machines drift; ratios measured together do no
 
 Usage::
 
-    python benchmarks/window_attention.py                 # both, JSON on stdout
-    python benchmarks/window_attention.py --update-readme # also rewrite README.rst tables
+    python -m benchmarks.window_attention                 # both, JSON on stdout
+    python -m benchmarks.window_attention --update-readme # also rewrite README.rst tables
 """
 
 import argparse
 import json
 import os
-import sys
 import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
-import peak_memory  # noqa: E402  (benchmarks/peak_memory.py, beside this script)
+from benchmarks import peak_memory  # noqa: E402
 
 
 def _keras():
@@ -206,7 +204,7 @@ def bench_peer(args):
 
 def update_readme(results, args):
     """Rewrites the README blocks of whichever parts ``results`` holds."""
-    from readme_tables import update_readme as write_block
+    from benchmarks.readme_tables import update_readme as write_block
 
     if "lm" in results:
         write_lm_block(write_block, results["lm"], results.get("lm_rounds", args.rounds))
