@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 
 from tf_memlayers.callbacks.learning_rate import halve_learning_rate_callback  # noqa: E402
 from tf_memlayers.callbacks.associative_memory import MemoryRetrievalHeatmap  # noqa: E402
+from tf_memlayers.callbacks.hparams import log_hparams  # noqa: E402
 from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
 from tf_memlayers.data import snli  # noqa: E402
 from tf_memlayers.models.snli import (  # noqa: E402
@@ -185,6 +186,9 @@ def main(argv=None, extra_callbacks=()):
     test_data = snli.make_dataset(splits["test"], vocabulary, **common)
     steps = args.eval_every or max(1, -(-len(splits["train"]) // batch_size))
 
+    # The values the run uses where an option's default depends on the data source.
+    init_scale = args.init_scale or (0.2 if source == "generated" else 0.05)
+    learning_rate = args.learning_rate or (3e-3 if source == "generated" else 1e-3)
     with strategy.scope():
         model = build_snli_model(
             len(vocabulary),
@@ -198,10 +202,9 @@ def main(argv=None, extra_callbacks=()):
             dual_key=args.dual_key,
             dropout=args.dropout,
             seed=args.seed,
-            init_scale=args.init_scale or (0.2 if source == "generated" else 0.05),
+            init_scale=init_scale,
             fused_loop=args.fused_loop,
         )
-        learning_rate = args.learning_rate or (3e-3 if source == "generated" else 1e-3)
         compile_snli_model(model, learning_rate, args.clip_norm, jit_compile=args.jit)
 
     log_dir = os.path.join(workdir, "logs")
@@ -250,6 +253,12 @@ def main(argv=None, extra_callbacks=()):
         "seconds": round(time.time() - started, 1),
     }
     write_metrics(metrics, os.path.join(workdir, "metrics.json"))
+    resolved = dict(run_settings(args), source=source, init_scale=init_scale,
+                    learning_rate=learning_rate)
+    log_hparams(log_dir, resolved, {
+        "test_accuracy": metrics["test_accuracy"],
+        "best_dev_accuracy": max(metrics["dev_accuracy"], default=0.0),
+    })  # fmt: skip
     return metrics
 
 

@@ -48,6 +48,7 @@ SUPPORT_MODULES = [
     *_modules(tf_memlayers.metrics),
     *_modules(tf_memlayers.losses),
     "tf_memlayers.initializers",
+    "tf_memlayers.callbacks.hparams",
     "tf_memlayers.callbacks.learning_rate",
     "tf_memlayers.callbacks.state_reset",
     "tf_memlayers.callbacks.window_attention",

@@ -7,6 +7,7 @@ from tf_memlayers.callbacks.backup import RunBackup
 from tf_memlayers.callbacks.best_model import BestModelCheckpoint
 from tf_memlayers.callbacks.cache_attention import CacheAttentionCallback
 from tf_memlayers.callbacks.heatmap import heatmap_image, matrix_markdown, write_heatmap
+from tf_memlayers.callbacks.hparams import log_hparams
 from tf_memlayers.callbacks.learning_rate import (
     EpochLearningRate,
     ResumableReduceLROnPlateau,
@@ -28,6 +29,7 @@ __all__ = [
     "epoch_learning_rate",
     "halve_learning_rate_callback",
     "heatmap_image",
+    "log_hparams",
     "matrix_markdown",
     "reset_language_model_states",
     "write_heatmap",
