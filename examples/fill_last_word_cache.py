@@ -35,6 +35,7 @@ finally:
     os.dup2(_stderr, 2)
 import numpy as np  # noqa: E402
 
+from tf_memlayers.callbacks.hparams import log_hparams  # noqa: E402
 from tf_memlayers.callbacks.cache_attention import CacheAttentionCallback  # noqa: E402
 from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
 from tf_memlayers.data import sentences as data  # noqa: E402
@@ -238,6 +239,11 @@ def main(argv=None, extra_callbacks=()):
         "seconds": round(time.time() - started, 1),
     }
     write_metrics(metrics, os.path.join(workdir, "metrics.json"))
+    # The optimizer holds the learning rate the run used (the default depends on the mode).
+    learning_rate = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
+    resolved = dict(run_settings(args), source=source, learning_rate=learning_rate)
+    log_hparams(log_dir, resolved, {"eval_accuracy": metrics["eval_accuracy"],
+                                    "eval_loss": metrics["eval_loss"]})
     return metrics
 
 

@@ -50,6 +50,7 @@ finally:
     os.dup2(_stderr, 2)
 import numpy as np  # noqa: E402
 
+from tf_memlayers.callbacks.hparams import log_hparams  # noqa: E402
 from tf_memlayers.callbacks.learning_rate import EpochLearningRate  # noqa: E402
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
@@ -381,6 +382,12 @@ def run(args, extra_callbacks=()):
         "seconds": round(time.time() - started, 1),
     }
     write_metrics(metrics, args.metrics_file)
+    # The options already hold the preset's values; the corpus is what --data-dir resolved to.
+    settings = dict(run_settings(args, PTB_RUN_OPTIONS), corpus=corpus.name)
+    log_hparams(workdir / "logs", settings, {
+        "valid_perplexity": metrics["valid_perplexity"],
+        "test_perplexity": metrics["test_perplexity"],
+    })  # fmt: skip
     return metrics
 
 

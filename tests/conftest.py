@@ -1,5 +1,6 @@
 """Shared test fixtures."""
 
+import glob
 import os
 import pathlib
 
@@ -40,3 +41,24 @@ def float64_policy():
     keras.config.set_dtype_policy("float64")
     yield
     keras.config.set_dtype_policy("float32")
+
+
+def logged_hparams(log_dir):
+    """The hparams and scalar metrics written in ``log_dir`` (its own event files only)."""
+    import tensorflow as tf
+    from tensorboard.plugins.hparams import metadata
+
+    hparams, scalars = {}, {}
+    for path in glob.glob(os.path.join(log_dir, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                plugin = value.metadata.plugin_data
+                if plugin.plugin_name == metadata.PLUGIN_NAME and value.tag == (
+                    metadata.SESSION_START_INFO_TAG
+                ):
+                    info = metadata.parse_session_start_info_plugin_data(plugin.content)
+                    for name, v in info.hparams.items():
+                        hparams[name] = v.WhichOneof("kind") and getattr(v, v.WhichOneof("kind"))
+                elif plugin.plugin_name == "scalars":
+                    scalars[value.tag] = float(tf.make_ndarray(value.tensor))
+    return hparams, scalars

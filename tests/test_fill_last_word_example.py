@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, logged_hparams
 
 TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden-units", "8", "--attention-units", "4",
         "--cache-size", "64", "--batch-size", "32", "--verbose", "0"]
@@ -75,3 +75,13 @@ def test_real_sentences_from_data_dir(tmp_path, shared_data):
     )
     assert metrics["source"].endswith("test.txt/dev.txt")
     assert metrics["train_sentences"] <= 300 and metrics["eval_sentences"] > 5000
+
+
+def test_run_logs_resolved_settings_and_final_metrics_for_hparams(tmp_path):
+    example = load_example()
+    workdir = str(tmp_path / "run")
+    metrics = example.main(TINY + ["--workdir", workdir])
+    hparams, scalars = logged_hparams(os.path.join(workdir, "logs"))
+    assert hparams["learning_rate"] == pytest.approx(0.01)  # the paper's, left at None
+    assert hparams["source"] == metrics["source"] and hparams["query"] == "additive"
+    assert scalars["eval_accuracy"] == pytest.approx(metrics["eval_accuracy"])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, logged_hparams
 
 SPEC = importlib.util.spec_from_file_location(
     "ptb_memory_lm", REPO_ROOT / "examples" / "ptb_memory_lm.py"
@@ -58,6 +58,10 @@ def test_generated_default_end_to_end(tmp_path, capsys):
             tags.update(v.tag for v in tf.compat.v1.Event.FromString(record.numpy()).summary.value)
     assert {"window_attention/probe_sentence", "window_attention/average_by_position"} <= tags
     assert {"epoch_loss", "epoch_perplexity", "epoch_learning_rate"} <= tags
+    hparams, scalars = logged_hparams(str(workdir / "logs"))
+    assert hparams["model"] == "attention" and hparams["corpus"] == "generated"
+    assert hparams["learning_rate"] == pytest.approx(1e-3) and hparams["hidden"] == 16
+    assert scalars["test_perplexity"] == pytest.approx(metrics["test_perplexity"])
 
 
 class _Interrupt(keras.callbacks.Callback):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, logged_hparams
 
 SCRIPT = REPO_ROOT / "examples" / "snli_dual_am_gru.py"
 TINY = [
@@ -46,34 +46,11 @@ def test_default_run_directory_is_one_per_configuration(tmp_path, monkeypatch):
         example.main(argv + ["--kind", "gru", "--workdir", first["workdir"]])
 
 
-def _logged_hparams(log_dir):
-    """The hparams and scalar metrics written in ``log_dir`` (its own event files only)."""
-    import glob
-
-    import tensorflow as tf
-    from tensorboard.plugins.hparams import metadata
-
-    hparams, scalars = {}, {}
-    for path in glob.glob(os.path.join(log_dir, "events.out.tfevents.*")):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            for value in event.summary.value:
-                plugin = value.metadata.plugin_data
-                if plugin.plugin_name == metadata.PLUGIN_NAME and value.tag == (
-                    metadata.SESSION_START_INFO_TAG
-                ):
-                    info = metadata.parse_session_start_info_plugin_data(plugin.content)
-                    for name, v in info.hparams.items():
-                        hparams[name] = v.WhichOneof("kind") and getattr(v, v.WhichOneof("kind"))
-                elif plugin.plugin_name == "scalars":
-                    scalars[value.tag] = float(tf.make_ndarray(value.tensor))
-    return hparams, scalars
-
-
 def test_run_logs_resolved_settings_and_final_metrics_for_hparams(tmp_path):
     example = _load_example()
     workdir = str(tmp_path / "run")
     metrics = example.main(TINY + ["--epochs", "1", "--workdir", workdir])
-    hparams, scalars = _logged_hparams(os.path.join(workdir, "logs"))
+    hparams, scalars = logged_hparams(os.path.join(workdir, "logs"))
     # The options left at None are logged with the values the run used on the generated data.
     assert hparams["learning_rate"] == pytest.approx(3e-3)
     assert hparams["init_scale"] == pytest.approx(0.2)
