@@ -15,8 +15,8 @@ a random symmetry breaking. On 550k pairs a plateau of a few hundred updates is 
 these 8.9k pairs (178 updates per epoch) it decides the table, and for the AM-GRU it is long and
 erratic (with seed 123 it stayed at chance for 6 epochs, while a run differing only in float
 rounding from update 98 on left it at update 150). ``--init-scale 0.1`` (the default here)
-quadruples the spread and every model leaves the plateau in its first epoch; ``0.05`` is the
-paper's value.
+quadruples the spread, and every model's training loss leaves ln 3 in its first epoch;
+``0.05`` is the paper's value.
 
 Results are saved after each run in ``--results`` and a rerun with the same settings skips the
 runs already there. Prints the summary as JSON.
