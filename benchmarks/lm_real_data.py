@@ -34,18 +34,17 @@ import numpy as np  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
+from benchmarks.lm_equal_budget import attention_by_position, model_arguments  # noqa: E402
 from benchmarks.readme_tables import update_readme  # noqa: E402
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
 from tf_memlayers.data import lm_corpora  # noqa: E402
-from tf_memlayers.callbacks.window_attention import average_attention_by_position  # noqa: E402
 from tf_memlayers.models.language_model import (  # noqa: E402
     ATTENTION_KINDS,
     DANILUK_DEFAULTS,
     KINDS,
     build_language_model,
     compile_language_model,
-    copy_trainable_weights,
     count_language_model_parameters,
     hidden_for_parameter_budget,
 )
@@ -82,25 +81,6 @@ class StepBudget(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
-def model_arguments(kind, hidden, args):
-    return dict(
-        kind=kind, hidden=hidden, embedding_dim=args.embedding_dim, window=args.window,
-        ngram=args.ngram,
-    )  # fmt: skip
-
-
-def attention_by_position(model, kind, hidden, vocab_size, valid, args):
-    """Mean attention weight per window position over the first validation rows."""
-    probe = build_language_model(
-        vocab_size, **model_arguments(kind, hidden, args), stateful=False, seq_len=None,
-        return_attention_scores=True,
-    )  # fmt: skip
-    copy_trainable_weights(model, probe)
-    rows = np.concatenate(list(valid.inputs[: args.probe_segments]), axis=1)
-    _, scores = probe(rows, training=False)
-    return [round(float(w), 3) for w in average_attention_by_position(scores, args.window)]
-
-
 def train_and_evaluate(kind, hidden, corpus, batches, args):
     keras.backend.clear_session()
     keras.utils.set_random_seed(args.seed)
@@ -130,9 +110,11 @@ def train_and_evaluate(kind, hidden, corpus, batches, args):
         "test_perplexity": round(results["test"]["perplexity"], 1),
     }
     if kind in ATTENTION_KINDS:
-        row["attention_by_position"] = attention_by_position(
-            model, kind, hidden, len(corpus.vocabulary), batches["valid"], args
-        )
+        row["attention_by_position"] = [
+            round(weight, 3) for weight in attention_by_position(
+                model, kind, hidden, len(corpus.vocabulary), batches["valid"], args
+            )
+        ]  # fmt: skip
     return row
 
 
