@@ -44,7 +44,7 @@ from benchmarks.readme_tables import update_readme  # noqa: E402
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
 from tf_memlayers.callbacks.window_attention import average_attention_by_position  # noqa: E402
-from tf_memlayers.data import lm_corpora  # noqa: E402
+from tf_memlayers.data import lm_batches, lm_corpora, token_streams  # noqa: E402
 from tf_memlayers.models.language_model import (  # noqa: E402
     ATTENTION_KINDS,
     KINDS,
@@ -142,8 +142,8 @@ def load_corpus(args):
     folder = {"ptb": "ptb", "wikitext2": "wikitext2"}[args.corpus]
     corpus = lm_corpora.load_corpus(args.data_root / folder)
     batches = {
-        split: lm_corpora.make_bptt_batches(corpus.split(split), args.batch_size, args.seq_len)
-        for split in lm_corpora.SPLITS
+        split: lm_batches.make_bptt_batches(corpus.split(split), args.batch_size, args.seq_len)
+        for split in token_streams.SPLITS
     }
     return corpus, batches
 

@@ -38,7 +38,7 @@ from benchmarks.lm_equal_budget import attention_by_position, model_arguments  #
 from benchmarks.readme_tables import update_readme  # noqa: E402
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
-from tf_memlayers.data import lm_corpora  # noqa: E402
+from tf_memlayers.data import lm_batches, lm_corpora, token_streams  # noqa: E402
 from tf_memlayers.models.language_model import (  # noqa: E402
     ATTENTION_KINDS,
     DANILUK_DEFAULTS,
@@ -211,8 +211,8 @@ def saved_rows(path, settings):
 def run(args):
     corpus = lm_corpora.load_corpus(args.data_dir)
     batches = {
-        split: lm_corpora.make_bptt_batches(corpus.split(split), args.batch_size, args.seq_len)
-        for split in lm_corpora.SPLITS
+        split: lm_batches.make_bptt_batches(corpus.split(split), args.batch_size, args.seq_len)
+        for split in token_streams.SPLITS
     }
     settings = {k: getattr(args, k) for k in (
         "epochs", "max_steps", "hidden", "embedding_dim", "window", "ngram", "batch_size",

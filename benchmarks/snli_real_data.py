@@ -41,7 +41,7 @@ import numpy as np  # noqa: E402
 from benchmarks.readme_tables import update_readme  # noqa: E402
 from tf_memlayers.callbacks.learning_rate import halve_learning_rate_callback  # noqa: E402
 from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
-from tf_memlayers.data import snli  # noqa: E402
+from tf_memlayers.data import nli_batches, snli  # noqa: E402
 from tf_memlayers.models.snli import (  # noqa: E402
     KINDS,
     build_snli_model,
@@ -70,9 +70,9 @@ def run(kind, seed, splits, vocabulary, matrix, args):
     )  # fmt: skip
     compile_snli_model(model, args.learning_rate)
     common = dict(batch_size=args.batch_size, max_length=args.max_length)
-    train = snli.make_dataset(splits["train"], vocabulary, shuffle=True, seed=seed, **common)
-    dev = snli.make_dataset(splits["dev"], vocabulary, **common)
-    test = snli.make_dataset(splits["test"], vocabulary, **common)
+    train = nli_batches.make_dataset(splits["train"], vocabulary, shuffle=True, seed=seed, **common)
+    dev = nli_batches.make_dataset(splits["dev"], vocabulary, **common)
+    test = nli_batches.make_dataset(splits["test"], vocabulary, **common)
     best = keras.callbacks.EarlyStopping(
         monitor="val_accuracy", mode="max", patience=args.epochs, restore_best_weights=True
     )
@@ -170,7 +170,7 @@ def load_data(seed):
     held_out = len(dev) // 10
     splits = {"train": dev[held_out:], "dev": dev[:held_out],
               "test": snli.read_files(directory, "test")}
-    vocabulary = snli.build_vocabulary(splits["train"])
+    vocabulary = nli_batches.build_vocabulary(splits["train"])
     vectors = word_vectors.load_word_vectors(
         DATA / "glove_subset" / "glove-50d-5k.json", vocabulary=set(vocabulary)
     )

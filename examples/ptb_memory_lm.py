@@ -55,7 +55,7 @@ from tf_memlayers.callbacks.learning_rate import EpochLearningRate  # noqa: E402
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
 from tf_memlayers.callbacks.window_attention import WindowAttentionCallback  # noqa: E402
-from tf_memlayers.data import lm_corpora  # noqa: E402
+from tf_memlayers.data import generated_lm, lm_batches, lm_corpora, token_streams  # noqa: E402
 from tf_memlayers.models.language_model import (  # noqa: E402
     ATTENTION_KINDS,
     DANILUK_DEFAULTS,
@@ -216,7 +216,7 @@ def load_data(args):
         with options.reported_as("--data-dir"):
             return lm_corpora.load_corpus(args.data_dir)
     size = args.generated_tokens
-    return lm_corpora.generate_copy_corpus(
+    return generated_lm.generate_copy_corpus(
         train_tokens=size,
         valid_tokens=max(size // 10, 1),
         test_tokens=max(size // 10, 1),
@@ -291,7 +291,7 @@ def make_callbacks(args, workdir, corpus, train, valid, strategy, extra_callback
 def truncate(batches, limit):
     if limit is None or limit >= batches.num_batches:
         return batches
-    return lm_corpora.BPTTBatches(
+    return lm_batches.BPTTBatches(
         batches.inputs[:limit], batches.targets[:limit], batches.weights[:limit],
         batches.resets[:limit],
     )
@@ -317,10 +317,10 @@ def run(args, extra_callbacks=()):
         )
     documents = not args.no_document_resets
     split_batches = {
-        split: lm_corpora.make_bptt_batches(
+        split: lm_batches.make_bptt_batches(
             corpus.split(split), args.batch_size, args.seq_len, reset_at_documents=documents
         )
-        for split in lm_corpora.SPLITS
+        for split in token_streams.SPLITS
     }
     train = truncate(split_batches["train"], args.max_train_batches)
     with strategy.scope():

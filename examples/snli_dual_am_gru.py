@@ -38,7 +38,7 @@ from tf_memlayers.callbacks.learning_rate import halve_learning_rate_callback  #
 from tf_memlayers.callbacks.associative_memory import MemoryRetrievalHeatmap  # noqa: E402
 from tf_memlayers.callbacks.hparams import log_hparams  # noqa: E402
 from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
-from tf_memlayers.data import snli  # noqa: E402
+from tf_memlayers.data import generated_nli, nli_batches, snli  # noqa: E402
 from tf_memlayers.models.snli import (  # noqa: E402
     KINDS,
     build_snli_model,
@@ -76,13 +76,13 @@ def parse_args(argv=None):
     options.add_argument(data, "--tfds-data-dir", metavar="DIR",
                          help="tensorflow-datasets data_dir, never downloaded to (default: "
                          "tensorflow-datasets' own, ~/tensorflow_datasets)")
-    options.add_argument(data, "--train-size", choices=tuple(snli.GENERATED_SIZES),
+    options.add_argument(data, "--train-size", choices=tuple(generated_nli.GENERATED_SIZES),
                          default="medium", help="size of the generated corpus")
     options.add_option(data, "max_train", help="use at most this many training pairs "
                        "(default: all)")
     options.add_option(data, "max_length", default=64, help="truncate sentences to this many "
                        "tokens")
-    options.add_argument(data, "--padding", choices=snli.PADDINGS, default="bucket",
+    options.add_argument(data, "--padding", choices=nli_batches.PADDINGS, default="bucket",
                          help="bucket: pad each batch to a multiple of 8 steps; fixed: pad "
                          "every batch to the longest sentence")
     options.add_option(data, "embeddings", help="pretrained word vectors: a GloVe text file "
@@ -169,7 +169,7 @@ def main(argv=None, extra_callbacks=()):
         keras.config.set_dtype_policy("mixed_float16")
     started = time.time()
     splits, source = load_data(args)
-    vocabulary = snli.build_vocabulary(splits["train"])
+    vocabulary = nli_batches.build_vocabulary(splits["train"])
     matrix, found = initial_embeddings(args, vocabulary)
     print(f"source={source} train={len(splits['train'])} dev={len(splits['dev'])} "
           f"test={len(splits['test'])} vocabulary={len(vocabulary)} pretrained={found} "
@@ -179,11 +179,11 @@ def main(argv=None, extra_callbacks=()):
     strategy = make_strategy(args.strategy)
     batch_size = args.batch_size * strategy.num_replicas_in_sync
     common = dict(padding=args.padding, max_length=args.max_length, batch_size=batch_size)
-    train_data = snli.make_dataset(
+    train_data = nli_batches.make_dataset(
         splits["train"], vocabulary, shuffle=True, repeat=True, seed=args.seed, **common
     )
-    dev_data = snli.make_dataset(splits["dev"], vocabulary, **common)
-    test_data = snli.make_dataset(splits["test"], vocabulary, **common)
+    dev_data = nli_batches.make_dataset(splits["dev"], vocabulary, **common)
+    test_data = nli_batches.make_dataset(splits["test"], vocabulary, **common)
     steps = args.eval_every or max(1, -(-len(splits["train"]) // batch_size))
 
     # The values the run uses where an option's default depends on the data source.

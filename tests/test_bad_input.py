@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from tf_memlayers.data import embeddings, lm_corpora, sentences, snli
+from tf_memlayers.data import cbt, embeddings, generated_nli, ptb, sentences, snli, wikitext2
 from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
     compile_fill_last_word_model,
@@ -92,40 +92,40 @@ READER_CASES = {
         ValueError, ["v.txt.gz", "gzip"],
     ),
     "corpus_gz_not_gzip": (
-        lambda d: lm_corpora.load_ptb(
+        lambda d: ptb.load_ptb(
             _write(d, {"ptb.train.txt.gz": "not gzip", "ptb.valid.txt": "a\n",
                        "ptb.test.txt": "a\n"})
         ),
         ValueError, ["ptb.train.txt.gz", "gzip"],
     ),
     "corpus_gz_truncated": (
-        lambda d: lm_corpora.load_ptb(
+        lambda d: ptb.load_ptb(
             _write(d, {"ptb.train.txt.gz": gzip.compress(b"a b c\n" * 100)[:30],
                        "ptb.valid.txt": "a\n", "ptb.test.txt": "a\n"})
         ),
         ValueError, ["ptb.train.txt.gz", "gzip"],
     ),
     "corpus_random_bytes": (
-        lambda d: lm_corpora.load_ptb(_ptb(d, train=RANDOM_BYTES)),
+        lambda d: ptb.load_ptb(_ptb(d, train=RANDOM_BYTES)),
         ValueError, ["ptb.train.txt", "not", "text"],
     ),
     "corpus_empty": (
-        lambda d: lm_corpora.load_ptb(_ptb(d, valid="")),
+        lambda d: ptb.load_ptb(_ptb(d, valid="")),
         ValueError, ["ptb.valid.txt", "empty"],
     ),
     "corpus_blank_only": (
-        lambda d: lm_corpora.load_ptb(_ptb(d, test=" \n\n\t\n")),
+        lambda d: ptb.load_ptb(_ptb(d, test=" \n\n\t\n")),
         ValueError, ["ptb.test.txt", "blank"],
     ),
     "wikitext_empty": (
-        lambda d: lm_corpora.load_wikitext2(
+        lambda d: wikitext2.load_wikitext2(
             _write(d, {"wiki.train.tokens": "", "wiki.valid.tokens": "a\n",
                        "wiki.test.tokens": "a\n"})
         ),
         ValueError, ["wiki.train.tokens", "empty"],
     ),
     "cbt_blank_train_file": (
-        lambda d: lm_corpora.load_cbt(
+        lambda d: cbt.load_cbt(
             _write(d, {"cbt_train.txt": "\n\n", "cbt_valid.txt": "a\n", "cbt_test.txt": "a\n"})
         ),
         ValueError, ["cbt_train.txt", "blank"],
@@ -215,15 +215,15 @@ READER_CASES = {
         ValueError, ["s1.dev"],
     ),
     "recall_corpus_max_facts_100": (
-        lambda d: snli.generate_recall_corpus(10, max_facts=100),
+        lambda d: generated_nli.generate_recall_corpus(10, max_facts=100),
         ValueError, ["max_facts", "100", "25"],
     ),
     "recall_corpus_min_facts_0": (
-        lambda d: snli.generate_recall_corpus(10, min_facts=0),
+        lambda d: generated_nli.generate_recall_corpus(10, min_facts=0),
         ValueError, ["min_facts", "0"],
     ),
     "recall_corpus_min_above_max": (
-        lambda d: snli.generate_recall_corpus(10, min_facts=3, max_facts=2),
+        lambda d: generated_nli.generate_recall_corpus(10, min_facts=3, max_facts=2),
         ValueError, ["min_facts=3", "max_facts=2"],
     ),
 }
@@ -250,7 +250,7 @@ def test_bad_files_and_arguments_of_the_readers(case, tmp_path):
 def test_stray_bytes_in_real_text_are_still_read(tmp_path):
     text = b"the cat sat on the mat .\ncaf\xe9 au lait \xff .\n" * 20
     _ptb(tmp_path, train=text, valid=text, test=text)
-    corpus = lm_corpora.load_ptb(tmp_path)
+    corpus = ptb.load_ptb(tmp_path)
     assert "\ufffd" in corpus.vocabulary.tokens and corpus.train.num_tokens == 20 * 14
     (tmp_path / "s.txt").write_bytes(text)
     assert len(sentences.read_sentences(tmp_path / "s.txt")) == 40

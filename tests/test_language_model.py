@@ -13,7 +13,9 @@ from tf_memlayers.callbacks.window_attention import (
     average_attention_by_position,
     window_position_labels,
 )
-from tf_memlayers.data.lm_corpora import TokenStream, generate_copy_corpus, make_bptt_batches
+from tf_memlayers.data.generated_lm import generate_copy_corpus
+from tf_memlayers.data.lm_batches import make_bptt_batches
+from tf_memlayers.data.token_streams import TokenStream
 from tf_memlayers.models.language_model import (
     KINDS,
     ForgetGateBias,

@@ -6,15 +6,11 @@ import gzip
 import numpy as np
 import pytest
 
-from tf_memlayers.data import lm_corpora
-from tf_memlayers.data.lm_corpora import (
-    EOS,
-    UNK,
-    TokenStream,
-    Vocabulary,
-    generate_copy_corpus,
-    make_bptt_batches,
-)
+from tf_memlayers.data import cbt, lm_corpora, ptb, wikitext2
+from tf_memlayers.data.generated_lm import generate_copy_corpus
+from tf_memlayers.data.lm_batches import make_bptt_batches
+from tf_memlayers.data.token_streams import TokenStream
+from tf_memlayers.data.vocabulary import EOS, UNK, Vocabulary
 
 
 def _write(path, lines, compress=False):
@@ -38,7 +34,7 @@ def _reference_counts(path):
 
 
 def test_ptb_statistics(shared_data):
-    corpus = lm_corpora.load_ptb(shared_data / "ptb")
+    corpus = ptb.load_ptb(shared_data / "ptb")
     assert (corpus.train.num_tokens, corpus.valid.num_tokens, corpus.test.num_tokens) == (
         929_589,
         73_760,
@@ -53,7 +49,7 @@ def test_ptb_statistics(shared_data):
 
 
 def test_wikitext2_statistics(shared_data):
-    corpus = lm_corpora.load_wikitext2(shared_data / "wikitext2")
+    corpus = wikitext2.load_wikitext2(shared_data / "wikitext2")
     assert (corpus.train.num_tokens, corpus.valid.num_tokens, corpus.test.num_tokens) == (
         2_088_628,
         217_646,
@@ -69,7 +65,7 @@ def test_wikitext2_statistics(shared_data):
 
 
 def test_cbt_single_file_is_split_by_books(shared_data):
-    corpus = lm_corpora.load_cbt(shared_data / "cbt")
+    corpus = cbt.load_cbt(shared_data / "cbt")
     path = shared_data / "cbt" / "cbt_test.txt"
     lines = path.read_text(encoding="utf-8").splitlines()
     books = sum(line.startswith("_BOOK_TITLE_") for line in lines)
@@ -131,7 +127,7 @@ def test_cbt_format_small_files(tmp_path):
     _write(tmp_path / "cbt_train.txt", book(1, ["a b", "a c"]) + book(2, ["a b", "b d"]))
     _write(tmp_path / "cbt_valid.txt", book(3, ["a z"]))
     _write(tmp_path / "cbt_test.txt", book(4, ["b a"]))
-    corpus = lm_corpora.load_cbt(tmp_path, min_count=2)
+    corpus = cbt.load_cbt(tmp_path, min_count=2)
     # c and d are seen once in training: they become <unk>, as does the unseen z.
     assert corpus.vocabulary.decode(corpus.train.ids) == [
         "a", "b", EOS, "a", UNK, EOS, "a", "b", EOS, "b", UNK, EOS
@@ -143,7 +139,7 @@ def test_cbt_format_small_files(tmp_path):
 def test_missing_files_are_named(tmp_path):
     _write(tmp_path / "ptb.train.txt", ["a"])
     with pytest.raises(ValueError, match=r"ptb\.valid\.txt, ptb\.test\.txt"):
-        lm_corpora.load_ptb(tmp_path)
+        ptb.load_ptb(tmp_path)
     expected = r"holds no known corpus.*ptb\.train\.txt.*wiki\.train\.tokens.*cbt_test\.txt"
     with pytest.raises(ValueError, match=expected):
         lm_corpora.detect_corpus(tmp_path)

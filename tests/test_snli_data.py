@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_memlayers.data import embeddings, snli
+from tf_memlayers.data import embeddings, generated_nli, nli_batches, nli_examples, snli
 
 # (premise, hypothesis, gold label) as in the official release; "-" pairs are dropped.
 RAW = [
@@ -33,19 +33,19 @@ def _write_official(directory):
     header = "gold_label\tsentence1_binary_parse\tsentence2_binary_parse\tsentence1_parse\t"
     header += "sentence2_parse\tsentence1\tsentence2\tcaptionID\tpairID\tlabel1"
     rows = [header] + [f"{y}\t(x)\t(y)\t(X)\t(Y)\t{p}\t{h}\tc\tp\t{y}" for p, h, y in RAW]
-    for split in snli.SPLITS:
+    for split in nli_examples.SPLITS:
         (directory / "jsonl").mkdir(exist_ok=True)
         (directory / "txt").mkdir(exist_ok=True)
         (directory / "jsonl" / f"snli_1.0_{split}.jsonl").write_text("\n".join(lines) + "\n")
         (directory / "txt" / f"snli_1.0_{split}.txt").write_text("\n".join(rows) + "\n")
     with zipfile.ZipFile(directory / "snli_1.0.zip", "w") as archive:
-        for split in snli.SPLITS:
+        for split in nli_examples.SPLITS:
             archive.writestr(f"snli_1.0/snli_1.0_{split}.jsonl", "\n".join(lines) + "\n")
 
 
 def _write_infersent(directory):
     directory.mkdir(exist_ok=True)
-    for split in snli.SPLITS:
+    for split in nli_examples.SPLITS:
         for prefix, column in (("s1", 0), ("s2", 1), ("labels", 2)):
             text = "\n".join(row[column] for row in INFERSENT) + "\n"
             (directory / f"{prefix}.{split}").write_text(text)
@@ -62,17 +62,17 @@ def _tfds_dataset():
 
 
 EXPECTED = [
-    snli.NLIExample(
+    nli_examples.NLIExample(
         tuple("two women are embracing while holding to go packages .".split()),
         tuple("two woman are holding packages .".split()),
         0,
     ),
-    snli.NLIExample(
+    nli_examples.NLIExample(
         tuple("a man does n't wear a hat , it 's sunny .".split()),
         tuple("the man 's head is bare .".split()),
         1,
     ),
-    snli.NLIExample(
+    nli_examples.NLIExample(
         tuple("a dog runs ( fast ) on the beach !".split()),
         tuple("the cat sleeps .".split()),
         2,
@@ -121,7 +121,9 @@ def test_the_chain_prefers_data_dir_then_tfds_then_generated(tmp_path, monkeypat
     monkeypatch.setitem(sys.modules, "tensorflow_datasets", types.SimpleNamespace(load=not_prepared))
     splits, source = snli.load_nli_splits(train_size="small")
     assert source == "generated"
-    assert [len(splits[s]) for s in snli.SPLITS] == list(snli.GENERATED_SIZES["small"])
+    assert [len(splits[s]) for s in nli_examples.SPLITS] == list(
+        generated_nli.GENERATED_SIZES["small"]
+    )
     with pytest.raises(FileNotFoundError, match="not prepared"):
         snli.load_nli_splits(source="tfds")
     with pytest.raises(FileNotFoundError, match="neither SNLI 1.0 files"):
@@ -140,11 +142,11 @@ def test_real_snli_dev_counts(shared_data):
 
 
 def test_generated_corpus_is_balanced_deterministic_and_needs_recall():
-    corpus = snli.generate_recall_corpus(600, seed=3)
-    assert corpus == snli.generate_recall_corpus(600, seed=3)
-    assert corpus != snli.generate_recall_corpus(600, seed=4)
+    corpus = generated_nli.generate_recall_corpus(600, seed=3)
+    assert corpus == generated_nli.generate_recall_corpus(600, seed=3)
+    assert corpus != generated_nli.generate_recall_corpus(600, seed=4)
     assert np.bincount([e.label for e in corpus]).tolist() == [200, 200, 200]
-    colours, entities = set(snli._COLOURS), set(snli._ENTITIES)
+    colours, entities = set(generated_nli._COLOURS), set(generated_nli._ENTITIES)
     recall_needed = 0
     for example in corpus:
         facts = {}
@@ -165,12 +167,12 @@ def test_generated_corpus_is_balanced_deterministic_and_needs_recall():
 
 
 def test_vocabulary_and_datasets(tmp_path):
-    train = snli.generate_recall_corpus(120, seed=1)
-    vocabulary = snli.build_vocabulary(train)
+    train = generated_nli.generate_recall_corpus(120, seed=1)
+    vocabulary = nli_batches.build_vocabulary(train)
     assert vocabulary[:2] == ["<pad>", "<unk>"] and len(set(vocabulary)) == len(vocabulary)
     seen = {}
-    for padding in snli.PADDINGS:
-        dataset = snli.make_dataset(train, vocabulary, batch_size=16, padding=padding)
+    for padding in nli_batches.PADDINGS:
+        dataset = nli_batches.make_dataset(train, vocabulary, batch_size=16, padding=padding)
         pairs = []
         batches = 0
         for (p, h), y in dataset:
@@ -255,15 +257,15 @@ def test_real_glove_subset(shared_data):
 
 def test_bad_input_is_rejected():
     with pytest.raises(ValueError, match="empty"):
-        snli.build_vocabulary([])
+        nli_batches.build_vocabulary([])
     with pytest.raises(ValueError, match="empty"):
-        snli.make_dataset([], ["<pad>", "<unk>"])
+        nli_batches.make_dataset([], ["<pad>", "<unk>"])
     with pytest.raises(ValueError, match="outside the three classes"):
-        snli.label_id(3)
+        nli_examples.label_id(3)
     with pytest.raises(ValueError, match="Unknown label 'maybe'"):
-        snli.make_example("a b", "c d", "maybe")
-    bad = [snli.NLIExample(("a",), ("b",), 5)]
+        nli_examples.make_example("a b", "c d", "maybe")
+    bad = [nli_examples.NLIExample(("a",), ("b",), 5)]
     with pytest.raises(ValueError, match="outside the three classes"):
-        snli.make_dataset(bad, ["<pad>", "<unk>", "a", "b"])
+        nli_batches.make_dataset(bad, ["<pad>", "<unk>", "a", "b"])
     with pytest.raises(ValueError, match="padding"):
-        snli.make_dataset(EXPECTED, snli.build_vocabulary(EXPECTED), padding="ragged")
+        nli_batches.make_dataset(EXPECTED, nli_batches.build_vocabulary(EXPECTED), padding="ragged")

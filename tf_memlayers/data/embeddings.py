@@ -1,17 +1,10 @@
 """Pretrained word vectors: GloVe text files or JSON ``{word: vector}`` files."""
 
-import gzip
 import json
-import zlib
 
 import numpy as np
 
-
-def _open_text(path):
-    path = str(path)
-    if path.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+from tf_memlayers.data._files import gzip_errors, open_text
 
 
 def _is_number(text):
@@ -72,7 +65,7 @@ def _glove_entries(handle, path):
 def _json_entries(path):
     """``(word, values)`` of a JSON file ``{word: [numbers]}``, all of one length."""
     try:
-        with _open_text(path) as handle:
+        with open_text(path) as handle:
             data = json.load(handle)
     except json.JSONDecodeError as error:
         raise ValueError(
@@ -103,9 +96,11 @@ def load_word_vectors(path, vocabulary=None):
     gzipped) or a JSON file ``{word: [floats]}``.
 
     Args:
-        path: the file; ``.json`` (or ``.json.gz``) is read as JSON, anything else as GloVe.
-        vocabulary: optional set of words to keep, with their lowercase forms (for
-            `embedding_matrix`'s fallback); saves memory with large files.
+        path: str or path-like, the file; ``.json`` (or ``.json.gz``) is read as JSON,
+            anything else as GloVe.
+        vocabulary: collection of str or `None`, the words to keep, with their lowercase
+            forms (for `embedding_matrix`'s fallback); saves memory with large files.
+            Defaults to `None` (keep every word).
 
     Returns:
         dict ``{word: float32 vector}``, all vectors of one dimension. Vectors with a value
@@ -120,18 +115,14 @@ def load_word_vectors(path, vocabulary=None):
     if vocabulary is not None:
         keep = set(vocabulary) | {word.lower() for word in vocabulary}
     vectors = {}
-    try:
+    with gzip_errors(path):
         if str(path).endswith((".json", ".json.gz")):
             entries = _json_entries(path)
         else:
-            with _open_text(path) as handle:
+            with open_text(path) as handle:
                 entries = [
                     (w, v) for w, v in _glove_entries(handle, path) if keep is None or w in keep
                 ]
-    except (gzip.BadGzipFile, EOFError, zlib.error) as error:
-        raise ValueError(
-            f"{path} is not a valid gzip file (its name ends in .gz): {error}."
-        ) from error
     for word, values in entries:
         if keep is not None and word not in keep:
             continue
@@ -151,8 +142,21 @@ def embedding_matrix(vocabulary, vectors, dim=None, scale=1.0, seed=0, lowercase
     Rows of words with a pretrained vector take it; the others are drawn from
     ``N(0, scale^2)`` (the original SNLI code's initialisation of unknown words).
 
+    Args:
+        vocabulary: sequence of str, the words in id order.
+        vectors: dict word -> float32 vector, e.g. from `load_word_vectors`.
+        dim: int or `None`, the vector size. Defaults to `None`: the size of the vectors.
+        scale: float, standard deviation of the rows without a vector. Defaults to 1.0.
+        seed: int, seed of those rows. Defaults to 0.
+        lowercase_fallback: bool, a word without a vector takes the vector of its
+            lowercase form if there is one. Defaults to True.
+
     Returns:
         ``(matrix float32 [len(vocabulary), dim], number of words found)``.
+
+    Raises:
+        ValueError: ``vectors`` is empty and ``dim`` is `None`, or a vector is not of size
+            ``dim``.
     """
     if dim is None:
         if not vectors:

@@ -1,4 +1,4 @@
-"""SNLI-style sentence-pair data: readers, an embedded generated corpus and `tf.data` input.
+"""Readers of the Stanford Natural Language Inference corpus, and the chain of its sources.
 
 Sources, in the order `load_nli_splits` tries them with ``source="auto"``:
 
@@ -8,88 +8,29 @@ Sources, in the order `load_nli_splits` tries them with ``source="auto"``:
    ``labels.{split}``);
 2. the tensorflow-datasets ``snli`` builder when it is installed and already prepared
    (never downloads: ``download=False``);
-3. the embedded default, `generate_recall_corpus`: generated pairs whose labels need the
-   premise to be recalled, so a model can be trained on a fresh machine with no download.
+3. the embedded default, `tf_memlayers.data.generated_nli.generated_splits`: generated pairs
+   whose labels need the premise to be recalled, so a model can be trained on a fresh
+   machine with no download.
 
-Every source yields `NLIExample` tuples of lower-cased tokens; pairs whose gold label is
-``-`` (no annotator majority) are dropped. Labels: 0 entailment, 1 neutral, 2 contradiction
-(the order of the tensorflow-datasets builder).
+Every source yields `NLIExample` tuples of lower-cased tokens
+(`tf_memlayers.data.nli_examples`); pairs whose gold label is ``-`` (no annotator majority)
+are dropped.
 """
 
-import collections
-import io
 import json
 import os
-import random
-import re
 import zipfile
 import zlib
 
-import numpy as np
-import tensorflow as tf
-
-from tf_memlayers._validation import check_choice, check_int
-from tf_memlayers.data._files import check_not_blank, decode_utf8
-
-LABELS = ("entailment", "neutral", "contradiction")
-PAD, UNK = "<pad>", "<unk>"
-SPLITS = ("train", "dev", "test")
-
-NLIExample = collections.namedtuple("NLIExample", ["premise", "hypothesis", "label"])
-
-_TOKEN = re.compile(r"\w+(?=n't\b)|n't\b|'\w*|\w+|[^\w\s]")
-
-
-def tokenize(text):
-    """Lower-cases and splits into words and punctuation (PTB-style ``n't`` and ``'s``)."""
-    return tuple(_TOKEN.findall(text.lower()))
-
-
-def label_id(label):
-    """Maps a label name or id to 0/1/2; returns None for the no-majority label ``-``."""
-    if isinstance(label, str):
-        label = label.strip()
-        if label in ("-", ""):
-            return None
-        if label not in LABELS:
-            raise ValueError(f"Unknown label {label!r}; allowed: {', '.join(LABELS)} or '-'.")
-        return LABELS.index(label)
-    value = int(label)
-    if value == -1:
-        return None
-    if not 0 <= value < len(LABELS):
-        raise ValueError(f"Label id {value} is outside the three classes 0, 1, 2.")
-    return value
-
-
-def make_example(premise, hypothesis, label):
-    """An `NLIExample` from raw text, or None when the label is ``-``."""
-    label = label_id(label)
-    if label is None:
-        return None
-    return NLIExample(tokenize(premise), tokenize(hypothesis), label)
-
-
-def _collect(rows):
-    return [e for e in (make_example(*row) for row in rows) if e is not None]
+from tf_memlayers._validation import check_choice
+from tf_memlayers.data._files import check_not_blank, decode_utf8, decode_utf8_lines
+from tf_memlayers.data.generated_nli import generated_splits
+from tf_memlayers.data.nli_examples import SPLITS, examples_from_rows, make_example
 
 
 # -- official SNLI 1.0 release --------------------------------------------------------------
 
 _OFFICIAL_FIELDS = ("sentence1", "sentence2", "gold_label")
-
-
-def _decoded_lines(raw_lines, name):
-    """``(line number, text)`` of binary lines, decoded strictly as UTF-8, line end removed."""
-    for number, raw in enumerate(raw_lines, 1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise ValueError(
-                f"{name}, line {number}: not UTF-8 text (byte {raw[error.start]:#04x}: "
-                f"{error.reason})."
-            ) from error
-        yield number, text.rstrip("\r\n")
 
 
 def _official_rows(lines, suffix, name):
@@ -166,13 +107,18 @@ def _file_examples(numbered_rows, name):
     return examples
 
 
+def _read_official_file(raw, suffix, name):
+    """The examples of an official SNLI file ``name``, open in binary mode as ``raw``."""
+    return _file_examples(_official_rows(decode_utf8_lines(raw, name), suffix, name), name)
+
+
 def read_official(path, split):
     """Reads ``split`` of the official SNLI 1.0 release from a directory or ``snli_1.0.zip``.
 
     Args:
-        path: a directory holding ``snli_1.0_{split}.jsonl`` or ``.txt``, or the
-            ``snli_1.0.zip`` archive (read without extracting).
-        split: ``"train"``, ``"dev"`` or ``"test"``.
+        path: str or path-like, a directory holding ``snli_1.0_{split}.jsonl`` or ``.txt``,
+            or the ``snli_1.0.zip`` archive (read without extracting).
+        split: str, ``"train"``, ``"dev"`` or ``"test"``.
 
     Returns:
         A list of `NLIExample` (pairs labelled ``-`` dropped).
@@ -195,10 +141,7 @@ def read_official(path, split):
                     )
                     if name:
                         with archive.open(name) as raw:
-                            lines = _decoded_lines(raw, f"{path}:{name}")
-                            return _file_examples(
-                                _official_rows(lines, suffix, f"{path}:{name}"), f"{path}:{name}"
-                            )
+                            return _read_official_file(raw, suffix, f"{path}:{name}")
         except (zipfile.BadZipFile, zlib.error, EOFError) as error:
             raise ValueError(f"{path} is not a valid zip archive: {error}.") from error
         raise FileNotFoundError(f"{path} holds no snli_1.0_{split}.jsonl or .txt.")
@@ -206,8 +149,7 @@ def read_official(path, split):
         file = os.path.join(path, f"snli_1.0_{split}{suffix}")
         if os.path.exists(file):
             with open(file, "rb") as raw:
-                lines = _decoded_lines(raw, file)
-                return _file_examples(_official_rows(lines, suffix, file), file)
+                return _read_official_file(raw, suffix, file)
     raise FileNotFoundError(f"{path} holds no snli_1.0_{split}.jsonl or .txt.")
 
 
@@ -221,8 +163,8 @@ def read_infersent(directory, split):
     """Reads ``s1.{split}``, ``s2.{split}``, ``labels.{split}`` (one item per line).
 
     Args:
-        directory: the folder holding the three files.
-        split: ``"train"``, ``"dev"`` or ``"test"``.
+        directory: str or path-like, the folder holding the three files.
+        split: str, ``"train"``, ``"dev"`` or ``"test"``.
 
     Returns:
         A list of `NLIExample` (pairs labelled ``-`` dropped).
@@ -249,7 +191,15 @@ def read_infersent(directory, split):
 
 
 def find_files(data_dir):
-    """``"official"``, ``"infersent"`` or None, by the files present under ``data_dir``."""
+    """Which SNLI layout a folder holds, by the names of its files.
+
+    Args:
+        data_dir: str or path-like, a folder or a ``.zip`` archive.
+
+    Returns:
+        ``"official"`` (SNLI 1.0 files or ``snli_1.0.zip``), ``"infersent"`` (``s1.*``,
+        ``s2.*``, ``labels.*``), or `None`.
+    """
     data_dir = str(data_dir)
     if data_dir.endswith(".zip") and os.path.isfile(data_dir):
         return "official"
@@ -274,8 +224,9 @@ def check_files(data_dir, splits=SPLITS):
     """Checks that ``data_dir`` holds a file for each of ``splits``, without reading them.
 
     Args:
-        data_dir: a directory of official SNLI 1.0 or InferSent files, or ``snli_1.0.zip``.
-        splits: the splits needed.
+        data_dir: str or path-like, a directory of official SNLI 1.0 or InferSent files, or
+            ``snli_1.0.zip``.
+        splits: sequence of str, the splits needed. Defaults to all three.
 
     Returns:
         ``"official"`` or ``"infersent"`` (`find_files`).
@@ -313,7 +264,19 @@ def check_files(data_dir, splits=SPLITS):
 
 
 def read_files(data_dir, split):
-    """Reads ``split`` from ``data_dir`` in whichever distributed format it holds."""
+    """Reads a split from a folder in whichever distributed layout it holds (`find_files`).
+
+    Args:
+        data_dir: str or path-like, as for `check_files`.
+        split: str, ``"train"``, ``"dev"`` or ``"test"``.
+
+    Returns:
+        A list of `NLIExample` (pairs labelled ``-`` dropped).
+
+    Raises:
+        FileNotFoundError: ``data_dir`` holds no SNLI files, or none for ``split``.
+        ValueError: as `read_official` and `read_infersent`.
+    """
     kind = find_files(data_dir)
     if kind == "official":
         return read_official(data_dir, split)
@@ -328,19 +291,39 @@ _TFDS_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
 
 
 def examples_from_tfds(dataset):
-    """`NLIExample`s from a tensorflow-datasets ``snli`` split (label -1 = no majority)."""
+    """The examples of a tensorflow-datasets ``snli`` split.
+
+    Args:
+        dataset: `tf.data.Dataset` of dicts with ``premise`` and ``hypothesis`` (bytes) and
+            ``label`` (int, -1 for no majority).
+
+    Returns:
+        A list of `NLIExample` (pairs labelled -1 dropped).
+    """
     rows = []
     for record in dataset.as_numpy_iterator():
         rows.append(
             (record["premise"].decode("utf-8"), record["hypothesis"].decode("utf-8"),
              int(record["label"]))
         )
-    return _collect(rows)
+    return examples_from_rows(rows)
 
 
 def read_tfds(split, data_dir=None):
-    """Reads ``split`` from the prepared tensorflow-datasets ``snli`` builder, never
-    downloading. Raises ImportError / FileNotFoundError when unavailable."""
+    """Reads a split from the prepared tensorflow-datasets ``snli`` builder, never downloading.
+
+    Args:
+        split: str, ``"train"``, ``"dev"`` (the builder's ``validation``) or ``"test"``.
+        data_dir: str or `None`, the tensorflow-datasets data folder. Defaults to `None`
+            (its default).
+
+    Returns:
+        A list of `NLIExample` (pairs labelled -1 dropped).
+
+    Raises:
+        ImportError: tensorflow-datasets is not installed (the message names the extra).
+        FileNotFoundError: the builder is not prepared.
+    """
     check_choice("split", split, SPLITS)
     try:
         import tensorflow_datasets as tfds  # optional dependency (extra "datasets")
@@ -357,103 +340,6 @@ def read_tfds(split, data_dir=None):
     return examples_from_tfds(dataset)
 
 
-# -- embedded default: a generated corpus that needs premise recall ---------------------------
-
-_ENTITIES = (
-    "cat dog bird horse cow sheep goat pig duck rabbit fox bear lion tiger mouse frog "
-    "man woman boy girl child baby chef doctor farmer player"
-).split()
-_COLOURS = "red blue green yellow black white brown pink orange purple grey gold".split()
-_PLACES = "in the park|on the beach|near the river|in the street|at the market|in the garden".split("|")
-_VERBS = "are playing|are sitting|are resting|are waiting|stand together|are running".split("|")
-
-
-def _premise(facts, rng):
-    verb = rng.choice(_VERBS)
-    if len(facts) == 1:
-        verb = verb.replace("are ", "is ").replace("stand together", "stands alone")
-    things = [f"a {colour} {entity}" for entity, colour in facts]
-    listed = things[-1] if len(things) == 1 else ", ".join(things[:-1]) + " and " + things[-1]
-    if rng.random() < 0.5:
-        return f"{listed} {verb} {rng.choice(_PLACES)} ."
-    return f"there is {listed} {rng.choice(_PLACES)} ."
-
-
-def _hypothesis(entity, colour, rng):
-    templates = ("the {e} is {c} .", "a {c} {e} is there .", "one of them is a {c} {e} .")
-    return rng.choice(templates).format(e=entity, c=colour)
-
-
-def generate_recall_corpus(num_examples, seed=0, min_facts=1, max_facts=3):
-    """Generated entailment-style pairs whose labels need the premise to be recalled.
-
-    A premise lists 1-3 entities with a colour each ("a red cat , a blue dog and a green bird
-    are playing in the park ."). The hypothesis names one entity and a colour:
-
-    * entailment: an entity of the premise with its own colour;
-    * contradiction: an entity of the premise with another colour, half of the time the colour
-      of another premise entity (so the words alone do not decide: the entity-colour binding
-      must be recalled);
-    * neutral: an entity that is not in the premise.
-
-    Labels are balanced; the same ``seed`` gives the same corpus.
-
-    Args:
-        num_examples: number of pairs, at least 1.
-        seed: seed of the corpus.
-        min_facts, max_facts: range of the number of entities in a premise,
-            ``1 <= min_facts <= max_facts <= 25`` (a neutral hypothesis names one of the 26
-            entities that is not in the premise).
-
-    Returns:
-        A list of `NLIExample`.
-    """
-    num_examples = check_int("num_examples", num_examples, 1)
-    min_facts = check_int("min_facts", min_facts, 1)
-    max_facts = check_int("max_facts", max_facts, 1)
-    if not min_facts <= max_facts <= len(_ENTITIES) - 1:
-        raise ValueError(
-            f"`min_facts` and `max_facts` must satisfy 1 <= min_facts <= max_facts <= "
-            f"{len(_ENTITIES) - 1} (a neutral hypothesis names an entity that is not in the "
-            f"premise); got min_facts={min_facts}, max_facts={max_facts}."
-        )
-    rng = random.Random(seed)
-    rows = []
-    for i in range(num_examples):
-        count = rng.randint(min_facts, max_facts)
-        entities = rng.sample(_ENTITIES, count)
-        colours = [rng.choice(_COLOURS) for _ in entities]
-        facts = list(zip(entities, colours))
-        label = i % 3
-        target = rng.randrange(count)
-        entity, colour = facts[target]
-        if label == 1:
-            entity = rng.choice([e for e in _ENTITIES if e not in entities])
-            colour = rng.choice(_COLOURS)
-        elif label == 2:
-            others = [c for j, c in enumerate(colours) if j != target and c != colour]
-            if others and rng.random() < 0.5:
-                colour = rng.choice(others)
-            else:
-                colour = rng.choice([c for c in _COLOURS if c != colour])
-        rows.append((_premise(facts, rng), _hypothesis(entity, colour, rng), LABELS[label]))
-    rng.shuffle(rows)
-    return _collect(rows)
-
-
-GENERATED_SIZES = {"small": (900, 300, 300), "medium": (3000, 600, 600), "full": (30000, 3000, 3000)}
-
-
-def generated_splits(train_size="medium", seed=0):
-    """``{"train", "dev", "test"}`` of `generate_recall_corpus` with disjoint seeds."""
-    check_choice("train_size", train_size, tuple(GENERATED_SIZES))
-    sizes = GENERATED_SIZES[train_size]
-    return {
-        split: generate_recall_corpus(size, seed=seed * 10 + k)
-        for k, (split, size) in enumerate(zip(SPLITS, sizes))
-    }
-
-
 # -- the chain --------------------------------------------------------------------------------
 
 SOURCES = ("auto", "files", "tfds", "generated")
@@ -462,8 +348,27 @@ SOURCES = ("auto", "files", "tfds", "generated")
 def load_nli_splits(source="auto", data_dir=None, tfds_data_dir=None, train_size="medium", seed=0):
     """Loads train/dev/test examples from the first available source (see module docstring).
 
+    Args:
+        source: str, one of `SOURCES`: ``"auto"`` (the chain), ``"files"``, ``"tfds"`` or
+            ``"generated"``. Defaults to ``"auto"``.
+        data_dir: str, path-like or `None`, the folder (or ``snli_1.0.zip``) of SNLI files.
+            Defaults to `None`.
+        tfds_data_dir: str or `None`, the tensorflow-datasets data folder. Defaults to
+            `None`.
+        train_size: str, size of the generated corpus (`generated_splits`). Defaults to
+            ``"medium"``.
+        seed: int, seed of the generated corpus. Defaults to 0.
+
     Returns:
-        ``(splits dict, name of the source used)``.
+        ``(splits, source)``: dict ``{"train", "dev", "test"}`` -> list of `NLIExample`, and
+        the name of the source used (``"files"``, ``"tfds"`` or ``"generated"``).
+
+    Raises:
+        ValueError: an unknown ``source``, or ``source="files"`` without ``data_dir``; as
+            `read_files` for bad files.
+        FileNotFoundError: as `read_files`, or with ``source="tfds"`` when the builder is not
+            prepared.
+        ImportError: ``source="tfds"`` without tensorflow-datasets installed.
     """
     check_choice("source", source, SOURCES)
     if source in ("auto", "files") and data_dir is not None:
@@ -477,126 +382,3 @@ def load_nli_splits(source="auto", data_dir=None, tfds_data_dir=None, train_size
             if source == "tfds":
                 raise
     return generated_splits(train_size, seed), "generated"
-
-
-# -- vocabulary and tf.data -------------------------------------------------------------------
-
-
-def build_vocabulary(examples, min_count=1):
-    """Words of the training examples (premise and hypothesis), most frequent first, after
-    ``<pad>`` (id 0) and ``<unk>`` (id 1)."""
-    if not examples:
-        raise ValueError("Cannot build a vocabulary from an empty list of examples.")
-    counts = collections.Counter()
-    for example in examples:
-        counts.update(example.premise)
-        counts.update(example.hypothesis)
-    words = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
-    return [PAD, UNK] + words
-
-
-def encode(examples, vocabulary, max_length=None):
-    """Ids (lists, truncated to ``max_length``) and labels of ``examples``."""
-    index = {w: i for i, w in enumerate(vocabulary)}
-    unk = index[UNK]
-    cut = (lambda s: s[:max_length]) if max_length else (lambda s: s)
-    premises = [[index.get(w, unk) for w in cut(e.premise)] for e in examples]
-    hypotheses = [[index.get(w, unk) for w in cut(e.hypothesis)] for e in examples]
-    labels = [e.label for e in examples]
-    return premises, hypotheses, labels
-
-
-def _pad(sequences, length):
-    out = np.zeros((len(sequences), length), dtype=np.int32)
-    for i, s in enumerate(sequences):
-        out[i, : len(s)] = s
-    return out
-
-
-PADDINGS = ("bucket", "fixed")
-
-
-def make_dataset(
-    examples,
-    vocabulary,
-    batch_size=50,
-    padding="bucket",
-    bucket_width=8,
-    max_length=None,
-    shuffle=False,
-    repeat=False,
-    seed=0,
-):
-    """A `tf.data.Dataset` of ``((premise ids, hypothesis ids), label)`` batches.
-
-    ``padding="fixed"`` pads every sequence to the longest one (or ``max_length``): one shape,
-    so XLA compiles once. ``padding="bucket"`` pads each batch to a multiple of
-    ``bucket_width`` after grouping pairs of similar length: fewer padded steps, few shapes.
-    Id 0 is padding (the model masks it).
-    """
-    check_choice("padding", padding, PADDINGS)
-    batch_size = check_int("batch_size", batch_size, 1)
-    if not examples:
-        raise ValueError("Cannot make a dataset from an empty list of examples.")
-    premises, hypotheses, labels = encode(examples, vocabulary, max_length)
-    for label in labels:
-        label_id(label)
-    longest = max(max(len(p) for p in premises), max(len(h) for h in hypotheses), 1)
-    if padding == "fixed":
-        length = max_length or longest
-        dataset = tf.data.Dataset.from_tensor_slices(
-            ((_pad(premises, length), _pad(hypotheses, length)), np.asarray(labels, np.int32))
-        )
-        if shuffle:
-            dataset = dataset.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
-        if repeat:
-            dataset = dataset.repeat()
-        return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
-
-    def generator():
-        order = np.arange(len(labels))
-        epoch = 0
-        while True:
-            if shuffle:
-                np.random.default_rng(seed + epoch).shuffle(order)
-            for i in order:
-                yield premises[i], hypotheses[i], labels[i]
-            epoch += 1
-            if not repeat:
-                return
-
-    signature = (
-        tf.TensorSpec([None], tf.int32),
-        tf.TensorSpec([None], tf.int32),
-        tf.TensorSpec([], tf.int32),
-    )
-    dataset = tf.data.Dataset.from_generator(generator, output_signature=signature)
-
-    # Premise and hypothesis are padded to their own multiple of `bucket_width`; a batch
-    # holds pairs of one (premise width, hypothesis width) bucket.
-    buckets = -(-longest // bucket_width)
-
-    def bucket(p, h, y):
-        premise_bucket = (tf.maximum(tf.shape(p)[0], 1) - 1) // bucket_width
-        hypothesis_bucket = (tf.maximum(tf.shape(h)[0], 1) - 1) // bucket_width
-        return tf.cast(premise_bucket * buckets + hypothesis_bucket, tf.int64)
-
-    def pad_batch(key, window):
-        key = tf.cast(key, tf.int32)
-        premise_width = (key // buckets + 1) * bucket_width
-        hypothesis_width = (key % buckets + 1) * bucket_width
-        return window.padded_batch(
-            batch_size, padded_shapes=([premise_width], [hypothesis_width], [])
-        )
-
-    dataset = dataset.group_by_window(bucket, pad_batch, window_size=batch_size)
-    dataset = dataset.map(lambda p, h, y: ((p, h), y))
-    if not repeat:
-        # Each bucket emits full batches and one final partial batch.
-        keys = collections.Counter(
-            ((max(len(p), 1) - 1) // bucket_width, (max(len(h), 1) - 1) // bucket_width)
-            for p, h in zip(premises, hypotheses)
-        )
-        batches = sum(-(-count // batch_size) for count in keys.values())
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
-    return dataset.prefetch(tf.data.AUTOTUNE)
