@@ -19,13 +19,12 @@
 import argparse
 import json
 import os
-import time
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from benchmarks import peak_memory  # noqa: E402
+from benchmarks import peak_memory, timing  # noqa: E402
 from benchmarks.readme_tables import update_readme  # noqa: E402
 from tf_memlayers.layers import (  # noqa: E402
     AssociativeGRU,
@@ -69,15 +68,6 @@ class WordByWordAttentionCell(keras.layers.Layer):
         return output, [new[0], flat]
 
 
-def _median_step_ms(step, rounds):
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return 1e3 * float(np.median(times))
-
-
 def _train_step(layer_fn, inputs, extra=None, jit_compile=False, run_once=True):
     """A traced training step of ``layer_fn()`` (run once unless ``run_once=False``)."""
     layer = layer_fn()
@@ -113,24 +103,19 @@ def speed_vs_gru(batch, steps, units, copies, rounds, jit_compile=False):
             units, num_copies=c, fused_loop=True
         )
     runners = {name: _train_step(fn, x, jit_compile=jit_compile) for name, fn in variants.items()}
-    samples = {name: [] for name in runners}
-    for _ in range(rounds):  # interleaved
-        for name, run in runners.items():
-            samples[name].append(_median_step_ms(run, 1))
+    samples = timing.interleaved(runners, rounds)
     # The ratio is the median of per-round ratios: each round times every layer back to back,
     # so load that drifts on a shared machine cancels out of the pair.
-    base = np.asarray(samples["GRU"])
-    rows = []
-    for name, values in samples.items():
-        values = np.asarray(values)
-        rows.append(
-            {
-                "layer": name,
-                "ms_per_time_step": float(np.median(values)) / steps,
-                "ratio_to_gru": float(np.median(values / base)),
-            }
-        )
-    return rows
+    medians = timing.medians(samples)
+    ratios = timing.median_ratio(samples, "GRU")
+    return [
+        {
+            "layer": name,
+            "ms_per_time_step": medians[name] / steps,
+            "ratio_to_gru": ratios[name],
+        }
+        for name in samples
+    ]
 
 
 def hypothesis_steps_for(batch, hypothesis_steps, units, copies, length, run_once=True):
@@ -174,15 +159,11 @@ def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds,
     rows = []
     for length in lengths:
         steps = hypothesis_steps_for(batch, hypothesis_steps, units, copies, length)
-        dual, attention = steps["dual"], steps["attention"]
-        samples = {"dual": [], "attention": []}
-        for _ in range(rounds):
-            samples["dual"].append(_median_step_ms(dual, 1))
-            samples["attention"].append(_median_step_ms(attention, 1))
+        medians = timing.medians(timing.interleaved(steps, rounds))
         row = {
             "premise_length": length,
-            "dual_ms_per_step": float(np.median(samples["dual"])) / hypothesis_steps,
-            "attention_ms_per_step": float(np.median(samples["attention"])) / hypothesis_steps,
+            "dual_ms_per_step": medians["dual"] / hypothesis_steps,
+            "attention_ms_per_step": medians["attention"] / hypothesis_steps,
             "dual_floats_read": units * copies,
             "attention_floats_read": units * length,
         }
@@ -211,18 +192,16 @@ def snli_model_steps(rounds, batch=50, premise_length=25, hypothesis_length=15, 
             runners[(kind, fused)] = (
                 lambda model=model: model.train_on_batch((premise, hypothesis), labels)
             )
-    samples = {key: [] for key in runners}
-    for _ in range(rounds):
-        for key, run in runners.items():
-            samples[key].append(_median_step_ms(run, 1))
+    samples = timing.interleaved(runners, rounds)
+    medians = timing.medians(samples)
     rows = []
     for kind in ("am_gru", "dual_am_gru"):
-        cell, fused = (np.asarray(samples[(kind, f)]) for f in (False, True))
         rows.append({
             "kind": kind,
-            "cell_form_ms": float(np.median(cell)),
-            "fused_loop_ms": float(np.median(fused)),
-            "speedup": float(np.median(cell / fused)),
+            "cell_form_ms": medians[(kind, False)],
+            "fused_loop_ms": medians[(kind, True)],
+            # median over rounds of (cell form / fused loop), timed in the same round
+            "speedup": timing.median_ratio(samples, (kind, True))[(kind, False)],
         })
     return rows
 

@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import pathlib
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -30,6 +29,7 @@ import numpy as np  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
+from benchmarks import timing  # noqa: E402
 from benchmarks.readme_tables import update_readme  # noqa: E402
 
 COLUMNS = [
@@ -51,12 +51,8 @@ def matmul_peak_gflops(size=2048, repeats=20):
     b = tf.random.normal((size, size))
     product = tf.function(tf.matmul)
     product(a, b).numpy()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        product(a, b).numpy()
-        times.append(time.perf_counter() - start)
-    return 2 * size**3 / float(np.median(times)) / 1e9
+    seconds = timing.median_ms(lambda: product(a, b), repeats) / 1000
+    return 2 * size**3 / seconds / 1e9
 
 
 def training_flops_per_token(model):
@@ -90,13 +86,11 @@ def time_steps(models, args):
     for model in models.values():  # trace, compile and warm up
         for _ in range(3):
             model.train_on_batch(x, y)
-    times = {kind: [] for kind in models}
-    for _ in range(args.rounds):
-        for kind, model in models.items():
-            start = time.perf_counter()
-            model.train_on_batch(x, y)
-            times[kind].append(time.perf_counter() - start)
-    return {kind: float(np.median(t)) for kind, t in times.items()}
+    runners = {
+        kind: (lambda model=model: model.train_on_batch(x, y)) for kind, model in models.items()
+    }
+    samples = timing.interleaved(runners, args.rounds)
+    return {kind: ms / 1000 for kind, ms in timing.medians(samples).items()}  # seconds
 
 
 def measure(args):

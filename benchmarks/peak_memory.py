@@ -11,9 +11,8 @@ import os
 import resource
 import subprocess
 import sys
-import time
 
-import numpy as np
+from benchmarks import timing
 
 _PREFIX = "CHILD "
 
@@ -30,16 +29,16 @@ def rss_kib(field):
 def measure_step(step, repeats, include_first_run=False):
     """Median milliseconds and peak MiB (above the pre-step level) of ``step()``.
 
-    ``step`` must return something whose evaluation finishes the work (tensors are fetched
-    with ``.numpy()``). By default a first, untimed run comes before the memory baseline, so
-    the peak is what a step needs beyond what the earlier runs left allocated; with
-    ``include_first_run=True`` the baseline is taken before any run (trace ``step`` first),
-    so the peak includes the memory the step allocates for its tensors the first time.
+    ``step`` must return something whose evaluation finishes the work (its tensors are fetched
+    with ``.numpy()``, see `timing.wait_for`; times from `timing.median_ms`). By default a
+    first, untimed run comes before the memory baseline, so the peak is what a step needs
+    beyond what the earlier runs left allocated; with ``include_first_run=True`` the baseline
+    is taken before any run (trace ``step`` first), so the peak includes the memory the step
+    allocates for its tensors the first time.
     """
-    import tensorflow as tf
 
     def run():
-        tf.nest.map_structure(lambda t: t.numpy(), step())
+        timing.wait_for(step())
 
     if not include_first_run:
         run()
@@ -48,13 +47,9 @@ def measure_step(step, repeats, include_first_run=False):
         refs.write("5")
     if include_first_run:
         run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
+    median_ms = timing.median_ms(step, repeats)
     peak = rss_kib("VmHWM")
-    return {"median_ms": 1000 * float(np.median(times)), "peak_mib": max(peak - before, 0) / 1024}
+    return {"median_ms": median_ms, "peak_mib": max(peak - before, 0) / 1024}
 
 
 def report(result):

@@ -23,13 +23,12 @@ Usage::
 import argparse
 import json
 import os
-import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-from benchmarks import peak_memory  # noqa: E402
+from benchmarks import peak_memory, timing  # noqa: E402
 
 
 def _keras():
@@ -83,24 +82,17 @@ def bench_lm(rounds, variants):
     for model in models.values():  # compile and warm up
         for _ in range(2):
             model.train_on_batch(x, y)
-    times = {v: [] for v in variants}
-    for _ in range(rounds):
-        for variant, model in models.items():
-            start = time.perf_counter()
-            model.train_on_batch(x, y)
-            times[variant].append(time.perf_counter() - start)
-    base = np.median(times["lstm"])
-    rows = []
-    for variant in variants:
-        median = float(np.median(times[variant]))
-        rows.append(
-            {
-                "variant": variant,
-                "median_ms": 1000 * median,
-                "ratio_to_lstm": median / base,
-            }
-        )
-    return rows
+    runners = {v: (lambda model=model: model.train_on_batch(x, y)) for v, model in models.items()}
+    medians = timing.medians(timing.interleaved(runners, rounds))
+    # The ratio of the medians (not the median of per-round ratios).
+    return [
+        {
+            "variant": variant,
+            "median_ms": medians[variant],
+            "ratio_to_lstm": medians[variant] / medians["lstm"],
+        }
+        for variant in variants
+    ]
 
 
 def _peer_layers(T, batch, hidden, window, seed=0):
