@@ -51,6 +51,8 @@ from tf_memlayers.models.language_model import (  # noqa: E402
     build_language_model,
     compile_language_model,
     copy_trainable_weights,
+)
+from tf_memlayers.models.parameter_budget import (  # noqa: E402
     count_language_model_parameters,
     hidden_for_parameter_budget,
 )
@@ -155,21 +157,21 @@ def model_arguments(kind, hidden, args):
     )  # fmt: skip
 
 
-def widths(vocab_size, kinds, args):
+def widths(vocabulary_size, kinds, args):
     """Each kind's LSTM width: ``--hidden`` for the LSTM, equal parameters for the others."""
     common = dict(embedding_dim=args.embedding_dim, window=args.window, ngram=args.ngram)
-    budget = count_language_model_parameters(vocab_size, kind="lstm", hidden=args.hidden, **common)
+    budget = count_language_model_parameters(vocabulary_size, kind="lstm", hidden=args.hidden, **common)
     return {
         kind: args.hidden if kind == "lstm"
-        else hidden_for_parameter_budget(vocab_size, kind, budget, **common)[0]
+        else hidden_for_parameter_budget(vocabulary_size, kind, budget, **common)[0]
         for kind in kinds
     }  # fmt: skip
 
 
-def attention_by_position(model, kind, hidden, vocab_size, valid, args):
+def attention_by_position(model, kind, hidden, vocabulary_size, valid, args):
     """Mean attention weight per window position over the first validation rows."""
     probe = build_language_model(
-        vocab_size, **model_arguments(kind, hidden, args), stateful=False, seq_len=None,
+        vocabulary_size, **model_arguments(kind, hidden, args), stateful=False, seq_len=None,
         return_attention_scores=True,
     )  # fmt: skip
     copy_trainable_weights(model, probe)
@@ -218,9 +220,9 @@ class ModelProgress:
 def train_to_convergence(kind, hidden, corpus, batches, args, settings):
     keras.backend.clear_session()
     keras.utils.set_random_seed(args.seed)
-    vocab_size = len(corpus.vocabulary)
+    vocabulary_size = len(corpus.vocabulary)
     model = build_language_model(
-        vocab_size, **model_arguments(kind, hidden, args), dropout=args.dropout,
+        vocabulary_size, **model_arguments(kind, hidden, args), dropout=args.dropout,
         batch_size=args.batch_size, seq_len=args.seq_len,
     )  # fmt: skip
     compile_language_model(model, learning_rate=args.learning_rate)
@@ -269,7 +271,7 @@ def train_to_convergence(kind, hidden, corpus, batches, args, settings):
     }
     if kind in ATTENTION_KINDS:
         row["attention_by_position"] = attention_by_position(
-            model, kind, hidden, vocab_size, batches["valid"], args
+            model, kind, hidden, vocabulary_size, batches["valid"], args
         )
     return row
 

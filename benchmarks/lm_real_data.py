@@ -45,6 +45,8 @@ from tf_memlayers.models.language_model import (  # noqa: E402
     KINDS,
     build_language_model,
     compile_language_model,
+)
+from tf_memlayers.models.parameter_budget import (  # noqa: E402
     count_language_model_parameters,
     hidden_for_parameter_budget,
 )

@@ -224,9 +224,9 @@ def load_data(args):
     )
 
 
-def model_kwargs(args, vocab_size):
+def model_kwargs(args, vocabulary_size):
     return dict(
-        vocab_size=vocab_size,
+        vocabulary_size=vocabulary_size,
         kind=args.model,
         hidden=args.hidden,
         embedding_dim=args.embedding_dim,

@@ -11,6 +11,7 @@ from tf_memlayers.layers import (
     AssociativeGRU,
     AssociativeGRUCell,
     AssociativeMemoryCell,
+    DualAssociativeGRU,
     DualAssociativeGRUCell,
     HeapCacheAttention,
     KeyValuePredictSplit,
@@ -37,7 +38,8 @@ FLAGS = [
     (lambda **f: HeapCacheAttention(4, 3, **f), "mask_empty"),
     (lambda **f: ConditionalEncoder("am_gru", 4, **f), "fused_loop"),
 ] + [
-    (lambda **f: AssociativeGRU(4, **f), flag)
+    (lambda layer=layer, **f: layer(4, **f), flag)
+    for layer in (AssociativeGRU, DualAssociativeGRU)
     for flag in (
         "return_retrievals",
         "return_sequences",

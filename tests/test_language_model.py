@@ -24,9 +24,11 @@ from tf_memlayers.models.language_model import (
     build_language_model,
     compile_language_model,
     copy_trainable_weights,
+    make_optimizer,
+)
+from tf_memlayers.models.parameter_budget import (
     count_language_model_parameters,
     hidden_for_parameter_budget,
-    make_optimizer,
 )
 from tf_memlayers.models.language_model_presets import PRESETS, get_preset
 

@@ -21,6 +21,7 @@ from tf_memlayers.layers import (
     AssociativeGRUCell,
     AssociativeMemoryCell,
     AttentionPooling,
+    DualAssociativeGRU,
     DualAssociativeGRUCell,
     HeapCacheAttention,
     KeyValuePredictSplit,
@@ -232,6 +233,44 @@ BAD_CALLS = [
         ["`initial_state[1]`", "(None, 3)"],
     ),
     *[
+        (
+            f"dual_am_gru_{loop}_mask_too_long",
+            lambda fused=fused: DualAssociativeGRU(4, num_copies=2, fused_loop=fused)(
+                X, mask=ONES((2, 6), bool)
+            ),
+            ValueError,
+            ["`mask`", "(2, 6)", "(2, 5, 4)"],
+        )
+        for loop, fused in (("keras_loop", False), ("fused_loop", True))
+    ],
+    *[
+        (
+            f"dual_am_gru_{loop}_source_memory_width",
+            lambda fused=fused: DualAssociativeGRU(4, num_copies=2, fused_loop=fused)(
+                X, initial_state=[_zeros(2, 8), _zeros(2, 4), _zeros(2, 12)]
+            ),
+            ValueError,
+            ["`initial_state[2]`", "8", "(2, 12)"],
+        )
+        for loop, fused in (("keras_loop", False), ("fused_loop", True))
+    ],
+    (
+        "dual_am_gru_two_initial_states",
+        lambda: DualAssociativeGRU(4, num_copies=2)(
+            X, initial_state=[_zeros(2, 8), _zeros(2, 4)]
+        ),
+        ValueError,
+        ["`initial_state`", "3 tensors", "source memory", "got 2"],
+    ),
+    (
+        "dual_am_gru_source_memory_batch",
+        lambda: DualAssociativeGRU(4, num_copies=2, fused_loop=True)(
+            X, initial_state=[_zeros(2, 8), _zeros(2, 4), _zeros(3, 8)]
+        ),
+        ValueError,
+        ["`initial_state[2]`", "(3, 8)", "(2, 5, 4)"],
+    ),
+    *[
         row
         for name, make in (
             ("window", lambda **kw: SlidingWindowAttention(3, **kw)),
@@ -352,6 +391,12 @@ NAN_PADDING = {
     "am_gru_fused_loop": lambda: AssociativeGRU(
         4, num_copies=2, return_sequences=True, zero_output_for_mask=True, fused_loop=True
     ),
+    **{
+        f"dual_am_gru_{loop}": lambda fused=fused: DualAssociativeGRU(
+            4, num_copies=2, return_sequences=True, zero_output_for_mask=True, fused_loop=fused
+        )
+        for loop, fused in (("keras_loop", False), ("fused_loop", True))
+    },
     "window_attention": lambda: SlidingWindowAttention(2),
     "window_zeros_pad": lambda: SlidingWindowAttention(3, mode="key_value", pad="zeros"),
     "window_key_value_predict": lambda: SlidingWindowAttention(
@@ -459,6 +504,25 @@ SPEC_CASES = {
     "am_gru_retrievals": (
         lambda dtype: AssociativeGRU(
             4, num_copies=1, return_retrievals=True, return_sequences=True, dtype=dtype
+        ),
+        (2, 5, 4),
+        {},
+    ),
+    "dual_am_gru_states": (
+        lambda dtype: DualAssociativeGRU(
+            4, num_copies=2, return_sequences=True, return_state=True, dtype=dtype
+        ),
+        (2, 5, 4),
+        {},
+    ),
+    "dual_am_gru_fused_last": (
+        lambda dtype: DualAssociativeGRU(4, num_copies=3, fused_loop=True, dtype=dtype),
+        (2, 5, 4),
+        {},
+    ),
+    "dual_am_gru_retrievals": (
+        lambda dtype: DualAssociativeGRU(
+            4, num_copies=2, dual_key="released", return_retrievals=True, dtype=dtype
         ),
         (2, 5, 4),
         {},
@@ -575,6 +639,24 @@ LAYER_TESTS = {
             ),
         )
         for loop, fused in (("keras_loop", False), ("fused_loop", True))
+    },
+    **{
+        f"dual_am_gru_{key}_{loop}": (
+            DualAssociativeGRU,
+            {"units": 4, "num_copies": 2, "dual_key": key, "return_sequences": True,
+             "fused_loop": fused},
+            dict(
+                input_shape=(2, 3, 4),
+                expected_output_shape=(2, 3, 4),
+                expected_num_trainable_weights=5 + 2 + (key == "released"),
+                supports_masking=True,
+            ),
+        )
+        for key, loop, fused in (
+            ("paper", "keras_loop", False),
+            ("released", "keras_loop", False),
+            ("paper", "fused_loop", True),
+        )
     },
     "window": (
         SlidingWindowAttention,

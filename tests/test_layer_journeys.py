@@ -11,6 +11,7 @@ from tf_memlayers.layers import (
     AssociativeGRUCell,
     AssociativeMemoryCell,
     AttentionPooling,
+    DualAssociativeGRU,
     DualAssociativeGRUCell,
     HeapCacheAttention,
     KeyValuePredictSplit,
@@ -78,17 +79,32 @@ POOLED_LAYERS = {
 }
 
 
+# Conditional encoding: (premise layer, hypothesis layer) returning the final states.
+DUAL_LAYERS = {
+    "DualAssociativeGRUCell": lambda: (
+        keras.layers.RNN(AssociativeGRUCell(8, num_copies=2), return_state=True),
+        keras.layers.RNN(DualAssociativeGRUCell(8, num_copies=2)),
+    ),
+    **{
+        name: lambda fused=fused: (
+            AssociativeGRU(8, num_copies=2, return_state=True, fused_loop=fused),
+            DualAssociativeGRU(8, num_copies=2, fused_loop=fused),
+        )
+        for name, fused in (("DualAssociativeGRU", False), ("DualAssociativeGRU_fused_loop", True))
+    },
+}
+
+
 def _model(name, masked, rng):
     """``(model, inputs, targets)`` for the layer ``name``."""
-    if name == "DualAssociativeGRUCell":
+    if name in DUAL_LAYERS:
         # Conditional encoding: the hypothesis reads the premise's final memory.
         premise = keras.Input((STEPS,), dtype="int32")
         hypothesis = keras.Input((STEPS - 2,), dtype="int32")
         embedding = keras.layers.Embedding(VOCAB, 4, mask_zero=masked)
-        _, memory, last = keras.layers.RNN(
-            AssociativeGRUCell(8, num_copies=2), return_state=True
-        )(embedding(premise))
-        encoded = keras.layers.RNN(DualAssociativeGRUCell(8, num_copies=2))(
+        premise_layer, hypothesis_layer = DUAL_LAYERS[name]()
+        _, memory, last = premise_layer(embedding(premise))
+        encoded = hypothesis_layer(
             embedding(hypothesis),
             initial_state=[keras.ops.zeros_like(memory), last, memory],
         )
@@ -109,7 +125,7 @@ def _model(name, masked, rng):
     return keras.Model(tokens, logits), _tokens(rng, masked), targets
 
 
-NAMES = sorted([*STEP_LAYERS, *POOLED_LAYERS, "DualAssociativeGRUCell"])
+NAMES = sorted([*STEP_LAYERS, *POOLED_LAYERS, *DUAL_LAYERS])
 # Without a mask in float32; with a mask under mixed precision (and XLA, the default path).
 VARIANTS = [("float32", False), ("mixed_float16", True)]
 

@@ -7,8 +7,8 @@ from conftest import REPO_ROOT
 
 from tf_memlayers.models.language_model import (
     build_language_model,
-    count_language_model_parameters,
 )
+from tf_memlayers.models.parameter_budget import count_language_model_parameters
 
 
 def _load(name):

@@ -29,7 +29,8 @@ spellings are accepted.
 
 import numpy as np
 
-from tf_memlayers.layers.associative_gru import AssociativeGRUCell, DualAssociativeGRUCell
+from tf_memlayers.layers.associative_gru_cell import AssociativeGRUCell
+from tf_memlayers.layers.dual_associative_gru import DualAssociativeGRUCell
 
 SCOPE = "AssociativeGRUCell"
 _PREMISE = {

@@ -74,7 +74,8 @@ class StateResetCallback(keras.callbacks.Callback):
 
     Example:
 
-    >>> from tf_memlayers.data.lm_corpora import generate_copy_corpus, make_bptt_batches
+    >>> from tf_memlayers.data.generated_lm import generate_copy_corpus
+    >>> from tf_memlayers.data.lm_batches import make_bptt_batches
     >>> corpus = generate_copy_corpus(2000, 200, 200)
     >>> train = make_bptt_batches(corpus.train, 4, 10)
     >>> callback = StateResetCallback(train.resets)

@@ -1,12 +1,10 @@
 """Memory layers and RNN cells, one mechanism per module."""
 
-from tf_memlayers.layers.associative_gru import (
-    AssociativeGRU,
-    AssociativeGRUCell,
-    DualAssociativeGRUCell,
-)
+from tf_memlayers.layers.associative_gru import AssociativeGRU
+from tf_memlayers.layers.associative_gru_cell import AssociativeGRUCell
 from tf_memlayers.layers.associative_memory import AssociativeMemoryCell
 from tf_memlayers.layers.attention_pooling import AttentionPooling
+from tf_memlayers.layers.dual_associative_gru import DualAssociativeGRU, DualAssociativeGRUCell
 from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.layers.key_value_predict_split import KeyValuePredictSplit
 from tf_memlayers.layers.ngram import NGramConcat, NGramConcatCell
@@ -21,6 +19,7 @@ __all__ = [
     "AssociativeGRUCell",
     "AssociativeMemoryCell",
     "AttentionPooling",
+    "DualAssociativeGRU",
     "DualAssociativeGRUCell",
     "HeapCacheAttention",
     "KeyValuePredictSplit",

@@ -18,228 +18,76 @@ state and the parallel layer's carried memory, so the two forms can hand memory 
 import keras
 from keras import ops
 
-from tf_memlayers._validation import (
-    check_bool,
-    check_choice,
-    check_int,
-    check_last_dim,
-    check_optional_int,
-    check_rank,
-)
+from tf_memlayers._validation import check_bool, check_last_dim, check_rank
 from tf_memlayers.layers.attention_pooling import softmax_dtype
-from tf_memlayers.layers.key_value_predict_split import (
-    MODES,
-    check_mode_sizes,
-    key_value_predict_sizes,
-    split_key_value_predict,
-    split_sizes,
-)
+from tf_memlayers.layers.key_value_predict_split import split_sizes
 from tf_memlayers.layers.memory_cell_wrapper import MemoryCellWrapper
 from tf_memlayers.layers.memory_sequence_layer import MemorySequenceLayer
+from tf_memlayers.layers.window_attention_mechanism import WindowAttentionMechanism
 from tf_memlayers.ops import windows
 
-PADS = ("mask", "zeros")
-
-
-def window_softmax(scores, valid=None):
-    """Softmax over the last axis in at least float32 (eq. 3).
-
-    Positions where ``valid`` is 0 take no probability mass; a row with no valid position gets
-    all-zero weights, so r_t = 0 when there is nothing to attend. Empty ``scores`` (no steps
-    or no sequences) give empty weights.
-    """
-    if scores.dtype in ("float16", "bfloat16"):
-        scores = ops.cast(scores, "float32")
-    # The `initial` values leave every row's max / min unchanged and let empty tensors
-    # through (Keras refuses to reduce an empty tensor without one).
-    if valid is None:
-        shifted = scores - ops.max(scores, axis=-1, keepdims=True, initial=-float("inf"))
-        weights = ops.exp(shifted)
-        return weights / ops.sum(weights, axis=-1, keepdims=True)
-    valid = ops.cast(valid, scores.dtype) > 0.5
-    lowest = ops.min(scores, axis=-1, keepdims=True, initial=float("inf"))
-    top = ops.max(ops.where(valid, scores, lowest), axis=-1, keepdims=True, initial=-float("inf"))
-    weights = ops.where(valid, ops.exp(scores - top), ops.zeros_like(scores))
-    total = ops.sum(weights, axis=-1, keepdims=True)
-    return weights / ops.where(total > 0, total, ops.ones_like(total))
-
-
-class _WindowAttention:
-    """Weights and equations shared by the sequence and the cell form."""
-
-    def _init_attention(
-        self,
-        window,
-        mode,
-        sizes,
-        attention_units,
-        units,
-        pad,
-        use_bias,
-        kernel_initializer,
-        bias_initializer,
-    ):
-        owner = type(self).__name__
-        self.window = check_int("window", window, 1, owner)
-        self.mode = check_choice("mode", mode, MODES, owner)
-        self.sizes = check_mode_sizes(self.mode, sizes, owner)
-        self.attention_units = check_optional_int("attention_units", attention_units, 1, owner)
-        self.units = check_optional_int("units", units, 1, owner)
-        self.pad = check_choice("pad", pad, PADS, owner)
-        self.use_bias = check_bool("use_bias", use_bias, owner)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-
-    def _attention_config(self):
-        return {
-            "window": self.window,
-            "mode": self.mode,
-            "sizes": None if self.sizes is None else list(self.sizes),
-            "attention_units": self.attention_units,
-            "units": self.units,
-            "pad": self.pad,
-            "use_bias": self.use_bias,
-            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-        }
-
-    def _build_attention(self, width):
-        owner = type(self).__name__
-        self.piece_sizes = split_sizes(self.mode, width, self.sizes, owner)
-        key_size, value_size, predict_size = self._key_value_predict_sizes()
-        self.output_units = self.units or value_size
-        attention = self.attention_units or key_size
-
-        def kernel(name, shape):
-            return self.add_weight(name=name, shape=shape, initializer=self.kernel_initializer)
-
-        self.memory_kernel = kernel("memory_kernel", (key_size, attention))
-        self.query_kernel = kernel("query_kernel", (key_size, attention))
-        self.score_vector = kernel("score_vector", (attention,))
-        self.context_kernel = kernel("context_kernel", (value_size, self.output_units))
-        self.predict_kernel = kernel("predict_kernel", (predict_size, self.output_units))
-        if self.use_bias:
-            self.memory_bias = self.add_weight(
-                name="memory_bias", shape=(attention,), initializer=self.bias_initializer
-            )
-            self.output_bias = self.add_weight(
-                name="output_bias", shape=(self.output_units,), initializer=self.bias_initializer
-            )
-
-    def _key_value_predict_sizes(self):
-        return key_value_predict_sizes(self.mode, self.piece_sizes)
-
-    def _split(self, outputs):
-        return split_key_value_predict(outputs, self.mode, self.piece_sizes)
-
-    @property
-    def memory_size(self):
-        """Width of the flat memory ``[keys | values | validity]``."""
-        key_size, value_size, _ = self._key_value_predict_sizes()
-        stored = key_size if self.mode == "attention" else key_size + value_size
-        return self.window * (stored + 1)
-
-    def _sizes_for(self, width):
-        """``(output units, memory_size)`` for inputs of width ``width`` (built or not)."""
-        pieces = split_sizes(self.mode, width, self.sizes, type(self).__name__)
-        key_size, value_size, _ = key_value_predict_sizes(self.mode, pieces)
-        stored = key_size if self.mode == "attention" else key_size + value_size
-        return self.units or value_size, self.window * (stored + 1)
-
-    def _unpack_memory(self, memory):
-        """Flat memory ``[B, M]`` -> keys ``[B, L, dk]``, values ``[B, L, dv]``, valid ``[B, L]``."""
-        key_size, value_size, _ = self._key_value_predict_sizes()
-        L = self.window
-        keys = ops.reshape(memory[:, : L * key_size], (-1, L, key_size))
-        if self.mode == "attention":
-            values = keys
-            offset = L * key_size
-        else:
-            offset = L * (key_size + value_size)
-            values = ops.reshape(memory[:, L * key_size : offset], (-1, L, value_size))
-        return keys, values, memory[:, offset:]
-
-    def _pack_memory(self, keys, values, valid):
-        """Inverse of `_unpack_memory`. The widths are static, so the memory keeps its static
-        shape ``[batch, memory_size]`` when the batch size is unknown (a `keras.layers.RNN`
-        loop needs its states to keep their shapes)."""
-        key_size, value_size, _ = self._key_value_predict_sizes()
-        L = self.window
-        parts = [ops.reshape(keys, (-1, L * key_size))]
-        if self.mode != "attention":
-            parts.append(ops.reshape(values, (-1, L * value_size)))
-        parts.append(ops.reshape(ops.cast(valid, keys.dtype), (-1, L)))
-        return ops.concatenate(parts, axis=-1)
-
-    def _attend(self, window_keys, query, window_values, window_valid):
-        """Eqs (2)-(4): ``window_keys`` ``[..., L, a]`` already projected by W^Y, ``query``
-        ``[..., a]`` projected by W^h. Returns ``(r [..., dv], alpha [..., L])``."""
-        pre_activation = window_keys + ops.expand_dims(query, -2)
-        if self.use_bias:
-            pre_activation = pre_activation + self.memory_bias
-        scores = ops.einsum("...la,a->...l", ops.tanh(pre_activation), self.score_vector)
-        valid = None if self.pad == "zeros" else window_valid
-        alpha = window_softmax(scores, valid)  # float32 under a mixed precision policy
-        weights = ops.cast(alpha, window_values.dtype)
-        context = ops.einsum("...l,...ld->...d", weights, window_values)
-        return context, alpha
-
-    def _combine(self, context, predict):
-        """Eq. (5): h*_t = tanh(W^r r_t + W^x p_t)."""
-        combined = ops.matmul(context, self.context_kernel) + ops.matmul(
-            predict, self.predict_kernel
-        )
-        if self.use_bias:
-            combined = combined + self.output_bias
-        return ops.tanh(combined)
-
-
 _COMMON_ARGS = """
-        window: L, the number of previous outputs attended over (>= 1).
-        mode: how the input is split (`KeyValuePredictSplit`): `"attention"` (key = value =
-            predict = h_t), `"key_value"` (h_t = [k; v], predict = v) or `"key_value_predict"`
-            (h_t = [k; v; p]).
-        sizes: explicit piece sizes, key first, summing to the input width; default equal.
-        attention_units: width of the attention hidden layer M_t (default: key size).
-        units: output width of h*_t (default: value size).
-        pad: `"mask"` (default): window positions before the start of the stream take no
-            probability mass, and r_t = 0 when there is nothing to attend. `"zeros"`: missing
-            positions are zero vectors that take part in the softmax (the literal reading).
-        use_bias: adds a bias inside M_t (`memory_bias`) and inside h*_t (`output_bias`);
-            the paper has none.
-        kernel_initializer, bias_initializer: initialisers of the kernels / biases.
+        window: Positive integer, the window length L: the number of previous outputs
+            attended over.
+        mode: String, how the input is split (`KeyValuePredictSplit`): `"attention"` (key =
+            value = predict = h_t), `"key_value"` (h_t = [k; v], predict = v) or
+            `"key_value_predict"` (h_t = [k; v; p]). Default: `"attention"`.
+        sizes: Optional tuple of positive integers, explicit piece sizes (1, 2 or 3 of them
+            by ``mode``, key first) that sum to the input width. Default: `None` (equal
+            pieces, which must divide the width).
+        attention_units: Optional positive integer, the width of the attention hidden layer
+            M_t (the columns of W^Y and W^h). Default: `None` (the key size).
+        units: Optional positive integer, dimensionality of the output h*_t. Default: `None`
+            (the value size).
+        pad: String, the treatment of window positions before the start of the stream:
+            `"mask"` (they take no probability mass, and r_t = 0 when there is nothing to
+            attend) or `"zeros"` (they are zero vectors that take part in the softmax, the
+            literal reading). Default: `"mask"`.
+        use_bias: Boolean, (default `False`), whether to add a bias vector inside M_t
+            (`memory_bias`) and inside h*_t (`output_bias`); the paper has none.
+        kernel_initializer: Initializer for the kernels W^Y, W^h, w, W^r and W^x
+            (`memory_kernel`, `query_kernel`, `score_vector`, `context_kernel`,
+            `predict_kernel`). Default: `"glorot_uniform"`.
+        bias_initializer: Initializer for the bias vectors `memory_bias` and `output_bias`
+            (used with ``use_bias=True``). Default: `"zeros"`.
 """
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
-class SlidingWindowAttention(_WindowAttention, MemorySequenceLayer):
+class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
     __doc__ = f"""Sliding-window attention over a whole output sequence, all steps at once.
 
     The parallel form of Daniluk et al. (2017) eqs (1)-(12): applied to the output sequence of
     any RNN layer (e.g. the fused `keras.layers.LSTM`), it computes every step in O(T·L) time
     and memory. The window never feeds back into the RNN, so this equals the cell form
-    `SlidingWindowAttentionCell` (a test proves it) while running much faster.
+    `SlidingWindowAttentionCell` (a test proves it) while running much faster (see the
+    README's speed table).
 
     Weights: `memory_kernel` (W^Y), `query_kernel` (W^h), `score_vector` (w),
     `context_kernel` (W^r), `predict_kernel` (W^x), and with `use_bias` `memory_bias`,
     `output_bias`.
 
-    Args:{_COMMON_ARGS}        return_attention_scores: also return the window weights alpha,
-            ``[batch, time, window]`` (oldest position first; float32 under a mixed
-            precision policy, like the softmax that makes them).
-        return_memory: also return the memory after the sequence, ``[batch, memory_size]``.
-        stateful: keep the memory in a non-trainable variable and carry it to the next call
-            (truncated BPTT over consecutive segments of the same streams; needs a fixed batch
-            size). `reset_state()` clears it, e.g. at document boundaries.
+    Args:{_COMMON_ARGS}\
+        return_attention_scores: Boolean, (default `False`), whether to also return the
+            window weights alpha, ``[batch, time, window]`` (oldest position first; float32
+            under a mixed precision policy, like the softmax that makes them).
+        return_memory: Boolean, (default `False`), whether to also return the memory after
+            the sequence, ``[batch, memory_size]``.
+        stateful: Boolean, (default `False`), whether to keep the memory in a non-trainable
+            variable and carry it to the next call (truncated BPTT over consecutive segments
+            of the same streams; needs a fixed batch size). `reset_state()` clears it, e.g.
+            at document boundaries.
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
-        inputs: ``[batch, time, width]`` RNN outputs.
-        mask: optional bool ``[batch, time]``; padded steps are never read (non-finite
-            padding is harmless), never written to the memory, never attended, and their
-            outputs (and attention scores) are exactly zero.
-        initial_memory: optional ``[batch, memory_size]`` memory carried from an earlier
-            segment (e.g. the returned memory of the previous call); no gradient flows into it.
-        training: unused (accepted for API symmetry).
+        inputs: A 3D tensor, with shape ``[batch, time, width]``: the RNN outputs.
+        mask: Optional boolean tensor ``[batch, time]``; padded steps are never read
+            (non-finite padding is harmless), never written to the memory, never attended,
+            and their outputs (and attention scores) are exactly zero. Default: `None`.
+        initial_memory: Optional 2D tensor ``[batch, memory_size]``, the memory carried from
+            an earlier segment (e.g. the returned memory of the previous call); no gradient
+            flows into it. Default: `None` (the stored memory when stateful, else zeros).
+        training: Unused (accepted for API symmetry). Default: `None`.
 
     Inputs of another width than the layer was built for, a mask that is not
     ``[batch, time]``, and an ``initial_memory`` (or, with ``stateful=True``, a batch) of
@@ -302,6 +150,15 @@ class SlidingWindowAttention(_WindowAttention, MemorySequenceLayer):
         self._build_attention(width)
 
     def memory_size_for(self, width):
+        """The memory width for inputs of width ``width`` (built or not).
+
+        Args:
+            width: Positive integer, the width of the RNN outputs the layer reads.
+
+        Returns:
+            Integer, ``window * (d_k + 1)`` in `"attention"` mode, else
+            ``window * (d_k + d_v + 1)``.
+        """
         return self._sizes_for(width)[1]
 
     def call(self, inputs, mask=None, initial_memory=None, training=None):
@@ -386,7 +243,7 @@ class SlidingWindowAttention(_WindowAttention, MemorySequenceLayer):
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
-class SlidingWindowAttentionCell(_WindowAttention, MemoryCellWrapper):
+class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
     __doc__ = f"""Sliding-window attention as an RNN cell wrapping any Keras RNN cell.
 
     At each step the wrapped ``cell`` produces h_t; the cell splits it into (k_t, v_t, p_t),
@@ -401,11 +258,16 @@ class SlidingWindowAttentionCell(_WindowAttention, MemoryCellWrapper):
     The same weights as `SlidingWindowAttention`, which computes the same outputs in parallel.
 
     Args:
-        cell: a Keras RNN cell (e.g. `keras.layers.LSTMCell`) whose output is h_t.{_COMMON_ARGS}
+        cell: A Keras RNN cell (e.g. `keras.layers.LSTMCell`) whose output is h_t.\
+{_COMMON_ARGS}\
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
+
     Call arguments:
-        inputs: ``[batch, features]`` input of the wrapped cell at one step.
-        states: the wrapped cell's states followed by the window memory.
-        training: passed to the wrapped cell.
+        inputs: A 2D tensor, with shape ``[batch, features]``: the input of the wrapped
+            cell at one step.
+        states: List of tensors, the wrapped cell's states followed by the window memory
+            ``[batch, memory_size]``.
+        training: Python boolean, passed to the wrapped cell. Default: `None`.
 
     Example:
 

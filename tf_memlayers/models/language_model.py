@@ -16,12 +16,11 @@ connections (Zaremba et al. 2014), variational ("locked") dropout with one mask 
 (Gal & Ghahramani 2016) and tied input/output embeddings (Press & Wolf 2017).
 
 Perplexity is exp(mean negative log-likelihood over all target tokens); with the zero-weight
-padding of `tf_memlayers.data.lm_corpora.make_bptt_batches` the `Perplexity` metric computes
+padding of `tf_memlayers.data.lm_batches.make_bptt_batches` the `Perplexity` metric computes
 exactly that over a whole split.
 """
 
 import keras
-import numpy as np
 
 from tf_memlayers._validation import check_choice, check_int, check_optional_int
 from tf_memlayers.initializers import ForgetGateBias
@@ -122,7 +121,7 @@ def _default_units(kind, hidden, ngram, sizes, units, tie_weights, embedding_dim
 
 
 def build_language_model(
-    vocab_size,
+    vocabulary_size,
     kind="lstm",
     hidden=300,
     embedding_dim=300,
@@ -150,11 +149,11 @@ def build_language_model(
     """Builds a word-level LSTM language model with an optional memory layer on top.
 
     ``tokens [batch, seq_len] -> Embedding -> LSTM x layers -> memory layer -> logits``.
-    The model outputs vocabulary logits ``[batch, seq_len, vocab_size]`` (softmax with a bias;
+    The model outputs vocabulary logits ``[batch, seq_len, vocabulary_size]`` (softmax with a bias;
     compile with `compile_language_model`).
 
     Args:
-        vocab_size: vocabulary size.
+        vocabulary_size: vocabulary size.
         kind: `"lstm"` (no memory), `"attention"`, `"key_value"`, `"key_value_predict"`
             (sliding-window attention with that split of the top LSTM's output) or `"ngram"`
             (N-gram RNN).
@@ -205,7 +204,7 @@ def build_language_model(
     >>> model(np.zeros((2, 5), "int32")).shape
     TensorShape([2, 5, 50])
     """
-    vocab_size = check_int("vocab_size", vocab_size, 2)
+    vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
     hidden = check_int("hidden", hidden, 1)
     embedding_dim = check_int("embedding_dim", embedding_dim, 1)
     seq_len = check_optional_int("seq_len", seq_len, 1)
@@ -234,7 +233,7 @@ def build_language_model(
     tokens = keras.Input((seq_len,), batch_size=batch_size, dtype="int32", name="tokens")
     embedding_type = TiedEmbedding if tie_weights else keras.layers.Embedding
     embedding = embedding_type(
-        vocab_size, embedding_dim, embeddings_initializer=init, name="embedding"
+        vocabulary_size, embedding_dim, embeddings_initializer=init, name="embedding"
     )
     x = _dropout(embedding(tokens), dropout, variational_dropout, "embedding_dropout")
     for i in range(layers - 1):
@@ -268,66 +267,9 @@ def build_language_model(
     if tie_weights:
         logits = embedding(x, reverse=True)
     else:
-        logits = keras.layers.Dense(vocab_size, kernel_initializer=init, name="softmax")(x)
+        logits = keras.layers.Dense(vocabulary_size, kernel_initializer=init, name="softmax")(x)
     outputs = logits if scores is None else [logits, scores]
     return keras.Model(tokens, outputs, name=name or f"{kind}_language_model")
-
-
-def count_language_model_parameters(vocab_size, **build_kwargs):
-    """Trainable parameters of `build_language_model(vocab_size, **build_kwargs)`."""
-    build_kwargs = dict(build_kwargs, stateful=False, batch_size=None)
-    model = build_language_model(vocab_size, **build_kwargs)
-    return int(sum(np.prod(w.shape) for w in model.trainable_weights))
-
-
-def _hidden_multiple(kind, ngram):
-    """The hidden sizes a kind accepts with equal pieces: multiples of this."""
-    return {"key_value": 2, "key_value_predict": 3, "ngram": ngram - 1}.get(kind, 1)
-
-
-def hidden_for_parameter_budget(vocab_size, kind, budget, **build_kwargs):
-    """The LSTM width at which a model of ``kind`` has about ``budget`` parameters.
-
-    Daniluk et al. (2017) compared the memory models with an LSTM at a roughly equal number
-    of parameters by adjusting the hidden size; this finds that size: the width (a multiple
-    of the kind's number of pieces) whose trainable-parameter count is closest to ``budget``.
-
-    Args:
-        vocab_size: vocabulary size.
-        kind: one of `KINDS`.
-        budget: the target number of trainable parameters, e.g. the LSTM baseline's
-            (`count_language_model_parameters`).
-        **build_kwargs: the other arguments of `build_language_model` (``hidden`` excluded).
-
-    Returns:
-        ``(hidden, parameters)``.
-
-    Example:
-
-    >>> budget = count_language_model_parameters(100, kind="lstm", hidden=30, embedding_dim=30)
-    >>> hidden, count = hidden_for_parameter_budget(100, "key_value", budget, embedding_dim=30)
-    >>> hidden % 2, abs(count - budget) < 0.05 * budget
-    (0, True)
-    """
-    check_choice("kind", kind, KINDS)
-    budget = check_int("budget", budget, 1)
-    if "hidden" in build_kwargs:
-        raise ValueError("`hidden` is what `hidden_for_parameter_budget` finds; do not pass it.")
-    multiple = _hidden_multiple(kind, build_kwargs.get("ngram", 4))
-
-    def count(steps):
-        return count_language_model_parameters(
-            vocab_size, kind=kind, hidden=steps * multiple, **build_kwargs
-        )
-
-    low, high = 1, 1
-    while count(high) < budget:
-        low, high = high, high * 2
-    while high - low > 1:  # count(low) < budget <= count(high), unless high == 1
-        middle = (low + high) // 2
-        low, high = (middle, high) if count(middle) < budget else (low, middle)
-    best = min((low, high), key=lambda steps: abs(count(steps) - budget))
-    return best * multiple, count(best)
 
 
 OPTIMIZERS = ("adam", "sgd")

@@ -14,13 +14,8 @@ import numpy as np
 from keras import ops
 
 from tf_memlayers._validation import check_bool, check_choice, check_int, check_optional_int
-from tf_memlayers.layers.associative_gru import (
-    DUAL_KEYS,
-    AssociativeGRU,
-    AssociativeGRUCell,
-    DualAssociativeGRUCell,
-)
-from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
+from tf_memlayers.layers.associative_gru import AssociativeGRU
+from tf_memlayers.layers.dual_associative_gru import DUAL_KEYS, DualAssociativeGRU
 
 KINDS = ("gru", "am_gru", "dual_am_gru")
 
@@ -44,11 +39,11 @@ def _check_number(name, value, low, high=None, low_open=False, high_open=True):
 class ConditionalEncoder(keras.layers.Layer):
     """Encodes a premise and a hypothesis with shared weights (conditional encoding).
 
-    Layer 1 reads the premise from a zero state and then the hypothesis from the premise's
-    final state, with the same weights. For ``kind="dual_am_gru"`` the hypothesis cell is a
-    `DualAssociativeGRUCell` that shares every non-dual weight with the premise
-    `AssociativeGRUCell`, starts with an empty memory and the premise's last output, and reads
-    the premise's final memory. Layer 2 is a `keras.layers.GRU` run over both layer-1 output
+    Layer 1 (a `keras.layers.GRU` cell in `keras.layers.RNN`, or an `AssociativeGRU`) reads
+    the premise from a zero state and then the hypothesis from the premise's final state, with
+    the same weights. For ``kind="dual_am_gru"`` the hypothesis layer is a `DualAssociativeGRU`
+    that shares every non-dual weight with the premise layer's cell, starts with an empty
+    memory and the premise's last output, and reads the premise's final memory. Layer 2 is a `keras.layers.GRU` run over both layer-1 output
     sequences, the hypothesis pass starting from the premise's final state.
 
     Args:
@@ -59,10 +54,9 @@ class ConditionalEncoder(keras.layers.Layer):
         dual_key: key mode of the Dual AM-GRU (``"paper"`` or ``"released"``).
         seed: seed of the memory permutations.
         kernel_initializer: initializer of every kernel (the paper: uniform ±0.05).
-        fused_loop: run layer 1's loops as one op each with a hand-written backward
-            (`tf_memlayers.ops.associative_gru_loop`; the premise as `AssociativeGRU` with
-            ``fused_loop=True``): same results, faster training (XLA compiles once per batch
-            shape). Not for ``kind="gru"``; the Dual AM-GRU with ``dual_key="paper"`` only.
+        fused_loop: layer 1's ``fused_loop`` option (`AssociativeGRU`, `DualAssociativeGRU`):
+            same results, faster training (XLA compiles once per batch shape). Not for
+            ``kind="gru"``; the Dual AM-GRU with ``dual_key="paper"`` only.
 
     Call arguments:
         inputs: ``[premise [batch, Tp, dim], hypothesis [batch, Th, dim]]``.
@@ -116,46 +110,35 @@ class ConditionalEncoder(keras.layers.Layer):
             kernel_initializer = keras.initializers.RandomUniform(-0.05, 0.05, seed=self.seed)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         init = self.kernel_initializer
+        layer_options = dict(return_sequences=True, return_state=True)
         if self.kind == "gru":
             self.premise_cell = keras.layers.GRUCell(
                 self.units, kernel_initializer=init, recurrent_initializer=init
             )
-            self.hypothesis_cell = self.premise_cell
-        elif fused_loop:
+            self.premise_layer = keras.layers.RNN(self.premise_cell, **layer_options)
+        else:
             self.premise_layer = AssociativeGRU(
                 self.units,
                 num_copies=self.num_copies,
                 seed=self.seed,
                 kernel_initializer=init,
-                return_sequences=True,
-                return_state=True,
-                fused_loop=True,
+                fused_loop=fused_loop,
+                **layer_options,
             )
             self.premise_cell = self.premise_layer.cell
-        else:
-            self.premise_cell = AssociativeGRUCell(
-                self.units, num_copies=self.num_copies, seed=self.seed, kernel_initializer=init
-            )
-        if self.kind != "gru":
-            self.hypothesis_cell = self.premise_cell
-            if self.kind == "dual_am_gru":
-                self.hypothesis_cell = DualAssociativeGRUCell(
-                    self.units,
-                    num_copies=self.num_copies,
-                    dual_key=self.dual_key,
-                    seed=self.seed,
-                    premise_cell=self.premise_cell,
-                    kernel_initializer=init,
-                )
-        if not fused_loop:
-            self.premise_layer = keras.layers.RNN(
-                self.premise_cell, return_sequences=True, return_state=True
-            )
         self.hypothesis_layer = self.premise_layer
-        if self.hypothesis_cell is not self.premise_cell:
-            self.hypothesis_layer = keras.layers.RNN(
-                self.hypothesis_cell, return_sequences=True, return_state=True
+        if self.kind == "dual_am_gru":
+            self.hypothesis_layer = DualAssociativeGRU(
+                self.units,
+                num_copies=self.num_copies,
+                dual_key=self.dual_key,
+                seed=self.seed,
+                premise_cell=self.premise_cell,
+                kernel_initializer=init,
+                fused_loop=fused_loop,
+                **layer_options,
             )
+        self.hypothesis_cell = self.hypothesis_layer.cell
         self.top_layer = keras.layers.GRU(
             self.top_units, kernel_initializer=init, recurrent_initializer=init
         )
@@ -180,37 +163,15 @@ class ConditionalEncoder(keras.layers.Layer):
         premise_seq, *premise_states = self.premise_layer(
             premise, mask=premise_mask, training=training
         )
-        if self.fused_loop and self.kind == "dual_am_gru":
-            hypothesis_seq = self._fused_dual_pass(hypothesis, premise_states, hypothesis_mask)
-        else:
-            hypothesis_seq, *_ = self.hypothesis_layer(
-                hypothesis,
-                initial_state=self._hypothesis_initial_state(premise_states),
-                mask=hypothesis_mask,
-                training=training,
-            )
+        hypothesis_seq, *_ = self.hypothesis_layer(
+            hypothesis,
+            initial_state=self._hypothesis_initial_state(premise_states),
+            mask=hypothesis_mask,
+            training=training,
+        )
         p = self.top_layer(premise_seq, mask=premise_mask, training=training)
         h = self.top_layer(hypothesis_seq, initial_state=p, mask=hypothesis_mask, training=training)
         return [p, h]
-
-    def _fused_dual_pass(self, hypothesis, premise_states, mask):
-        """The Dual AM-GRU over the hypothesis through `associative_gru_loop` (the same
-        weights as ``self.hypothesis_layer``)."""
-        cell, dual = self.premise_cell, self.hypothesis_cell
-        input_kernel, input_bias, *kernels = cell.projection_kernels()
-        memory, last_output = premise_states
-        outputs, _, _ = batch_major_associative_gru_loop(
-            ops.matmul(hypothesis, input_kernel) + input_bias,
-            ops.zeros_like(memory),
-            last_output,
-            kernels,
-            cell.permutations,
-            mask=mask,
-            source=memory,
-            dual_gate_kernel=dual.dual_gate_kernel,
-            dual_candidate_kernel=dual.dual_candidate_kernel,
-        )
-        return outputs
 
     def compute_mask(self, inputs, mask=None):
         return None

@@ -61,6 +61,25 @@ def bound(x):
     return ops.reshape(ops.cast(pairs / modulus, x.dtype), shape)
 
 
+def bound_gradient(x, grad):
+    """The gradient of `bound` at ``x`` given the gradient ``grad`` of its output (both
+    ``[batch, n]`` in ``[re | im]`` layout): ``(g - b <b, g>) / |x|`` per complex entry with
+    ``|x| >= 1`` (``b`` the bounded entry), ``g`` itself where the entry is left unchanged.
+    Computed in float32 for half-precision inputs, like `bound`."""
+    num_complex = x.shape[-1] // 2
+    shape = ops.shape(x) if None in x.shape[1:] else (-1, *x.shape[1:])
+    pairs = _float32_if_half(ops.reshape(x, (-1, 2, num_complex)))
+    grad_pairs = ops.cast(ops.reshape(grad, (-1, 2, num_complex)), pairs.dtype)
+    squared = ops.sum(ops.square(pairs), axis=1, keepdims=True)
+    modulus = _bound_modulus(squared)
+    bounded = pairs / modulus
+    along = ops.sum(bounded * grad_pairs, axis=1, keepdims=True)
+    shrunk = (grad_pairs - bounded * along) / modulus
+    # At |x| = 1 exactly the gradient takes the shrinking branch, as `ops.maximum`'s does.
+    result = ops.where(squared >= 1.0, shrunk, grad_pairs)
+    return ops.reshape(ops.cast(result, x.dtype), shape)
+
+
 def complex_multiply_parts(x_re, x_im, y_re, y_im):
     """Element-wise complex product ``x (*) y`` on ``(re, im)`` pairs (eq. 1)."""
     return x_re * y_re - x_im * y_im, x_re * y_im + x_im * y_re
@@ -142,6 +161,18 @@ def bounded_copies(key, matrix, num_copies):
         return key_re[:, None, :], key_im[:, None, :]
     matrix = ops.convert_to_tensor(matrix, dtype=key.dtype)
     return permuted_copies(key, matrix, num_copies)
+
+
+def permuted_copies_gradient(grad_re, grad_im, matrix, num_copies):
+    """Adjoint of `permuted_copies`: the copies' gradients ``(re, im)``, each ``[batch, C,
+    n/2]``, → the key's ``[batch, n]`` (``[re | im]`` layout). Multiplying by ``P^T`` undoes
+    each copy's permutation and sums over the copies."""
+    if num_copies == 1:
+        return uncomplexify(grad_re[:, 0], grad_im[:, 0])
+    num_complex = grad_re.shape[-1]
+    rows = ops.reshape(ops.stack([grad_re, grad_im], axis=1), (-1, num_copies * num_complex))
+    matrix = ops.convert_to_tensor(matrix, dtype=rows.dtype)
+    return ops.reshape(ops.matmul(rows, ops.transpose(matrix)), (-1, 2 * num_complex))
 
 
 def permuted_copies_parts(re, im, matrix, num_copies):

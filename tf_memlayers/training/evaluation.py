@@ -10,7 +10,7 @@ def evaluate_language_model(model, batches, verbose=0):
 
     Args:
         model: a model compiled by `compile_language_model` (with the perplexity metric).
-        batches: the split as `tf_memlayers.data.lm_corpora.BPTTBatches` (the batch size of
+        batches: the split as `tf_memlayers.data.lm_batches.BPTTBatches` (the batch size of
             a stateful model).
         verbose: Keras verbosity.
 

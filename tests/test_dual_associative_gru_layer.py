@@ -1,0 +1,172 @@
+"""`DualAssociativeGRU` against `RNN(DualAssociativeGRUCell)`, in both of its time loops."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_memlayers.layers import (
+    AssociativeGRU,
+    AssociativeGRUCell,
+    DualAssociativeGRU,
+    DualAssociativeGRUCell,
+)
+
+UNITS, COPIES, INPUT_DIM, BATCH, STEPS = 8, 3, 5, 3, 6
+
+
+def _mask_with_holes():
+    mask = np.ones((BATCH, STEPS), bool)
+    mask[1, STEPS - 2 :] = False  # right padding
+    mask[2, 1] = False  # a hole
+    return mask
+
+
+def _pair(rng, dual_key="paper", fused_loop=False, **rnn_kwargs):
+    """A cell-form RNN and a `DualAssociativeGRU` with the same (random) weights."""
+    cell_form = keras.layers.RNN(
+        DualAssociativeGRUCell(UNITS, num_copies=COPIES, dual_key=dual_key), **rnn_kwargs
+    )
+    layer = DualAssociativeGRU(
+        UNITS, num_copies=COPIES, dual_key=dual_key, fused_loop=fused_loop, **rnn_kwargs
+    )
+    for rnn in (cell_form, layer):
+        rnn.build((None, None, INPUT_DIM))
+    weights = [rng.normal(scale=0.4, size=w.shape) for w in cell_form.cell.weights]
+    cell_form.cell.set_weights(weights)
+    layer.cell.set_weights(weights)
+    return cell_form, layer
+
+
+def _states(rng):
+    return [
+        tf.constant(rng.normal(scale=0.3, size=(BATCH, UNITS * COPIES))),
+        tf.constant(rng.normal(size=(BATCH, UNITS))),
+        tf.constant(rng.normal(scale=0.3, size=(BATCH, UNITS * COPIES))),
+    ]
+
+
+def _run_with_gradients(rnn, xs, states, mask):
+    with tf.GradientTape() as tape:
+        tape.watch([xs, *states])
+        outputs, *final = rnn(xs, initial_state=states, mask=mask)
+        loss = tf.reduce_sum(outputs * tf.sin(outputs)) + sum(
+            tf.reduce_sum(tf.square(s)) for s in final[:2]
+        )
+    grads = tape.gradient(loss, [xs, *states, *rnn.cell.trainable_weights])
+    return [outputs, *final, *grads]
+
+
+@pytest.mark.parametrize(
+    "dual_key, fused_loop, go_backwards",
+    [
+        ("paper", False, False),
+        ("released", False, True),
+        ("paper", True, False),
+        ("paper", True, True),
+    ],
+    ids=["paper_keras_loop", "released_keras_loop_backwards", "paper_fused", "paper_fused_backwards"],
+)
+def test_layer_equals_the_cell_form_forward_and_gradients(
+    float64_policy, dual_key, fused_loop, go_backwards
+):
+    rng = np.random.default_rng(11)
+    cell_form, layer = _pair(
+        rng, dual_key, fused_loop, return_sequences=True, return_state=True,
+        go_backwards=go_backwards,
+    )
+    xs = tf.constant(rng.normal(size=(BATCH, STEPS, INPUT_DIM)))
+    states = _states(rng)
+    mask = tf.constant(_mask_with_holes())
+    expected = _run_with_gradients(cell_form, xs, states, mask)
+    got = _run_with_gradients(layer, xs, states, mask)
+    # outputs, 3 final states; gradients of the inputs, 3 states and the weights.
+    assert len(got) == 1 + 3 + 1 + 3 + 5 + 2 + int(dual_key == "released")
+    for e, g in zip(expected, got):
+        assert np.abs(e.numpy()).max() > 0
+        np.testing.assert_allclose(g.numpy(), e.numpy(), atol=1e-10, rtol=1e-10)
+    # The source memory passes through unchanged.
+    np.testing.assert_array_equal(got[3].numpy(), states[2].numpy())
+
+
+def test_the_source_memory_changes_the_outputs():
+    rng = np.random.default_rng(3)
+    _, layer = _pair(rng, fused_loop=True, return_sequences=True)
+    xs = rng.normal(size=(BATCH, STEPS, INPUT_DIM)).astype("float32")
+    memory, last, source = (s.numpy().astype("float32") for s in _states(rng))
+    with_source = layer(xs, initial_state=[memory, last, source]).numpy()
+    without = layer(xs, initial_state=[memory, last, 0 * source]).numpy()
+    assert np.abs(with_source - without).max() > 1e-3
+
+
+def test_shared_premise_cell_gives_conditional_encoding(float64_policy):
+    # The layers of `ConditionalEncoder`: an `AssociativeGRU` over the premise, then a
+    # `DualAssociativeGRU` sharing its cell over the hypothesis, against the cells stepped by
+    # `keras.layers.RNN`.
+    rng = np.random.default_rng(5)
+    premise_layer = AssociativeGRU(UNITS, num_copies=COPIES, return_state=True, fused_loop=True)
+    hypothesis_layer = DualAssociativeGRU(
+        UNITS, num_copies=COPIES, premise_cell=premise_layer.cell, fused_loop=True
+    )
+    premise = rng.normal(size=(BATCH, STEPS, INPUT_DIM))
+    hypothesis = rng.normal(size=(BATCH, STEPS - 2, INPUT_DIM))
+    _, memory, last = premise_layer(premise)
+    got = hypothesis_layer(hypothesis, initial_state=[0 * memory, last, memory])
+    assert len(hypothesis_layer.trainable_weights) == 5 + 2
+    assert hypothesis_layer.cell.premise_cell is premise_layer.cell
+
+    premise_cell = AssociativeGRUCell(UNITS, num_copies=COPIES)
+    dual_cell = DualAssociativeGRUCell(UNITS, num_copies=COPIES, premise_cell=premise_cell)
+    dual_cell.build((None, INPUT_DIM))  # builds the premise cell too
+    premise_cell.set_weights(premise_layer.cell.get_weights())
+    dual_cell.set_weights(hypothesis_layer.cell.get_weights())
+    _, memory, last = keras.layers.RNN(premise_cell, return_state=True)(premise)
+    expected = keras.layers.RNN(dual_cell)(hypothesis, initial_state=[0 * memory, last, memory])
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), atol=1e-10, rtol=0)
+
+
+def test_fused_loop_needs_the_paper_key():
+    with pytest.raises(ValueError, match="dual_key='paper' only; got dual_key='released'"):
+        DualAssociativeGRU(4, dual_key="released", fused_loop=True)
+    with pytest.raises(ValueError, match="cannot be combined with return_retrievals=True"):
+        DualAssociativeGRU(4, return_retrievals=True, fused_loop=True)
+
+
+def test_config_round_trip_keeps_every_argument():
+    layer = DualAssociativeGRU(
+        6,
+        num_copies=2,
+        dual_key="released",
+        seed=9,
+        return_retrievals=True,
+        kernel_initializer="zeros",
+        gate_bias_initializer="zeros",
+        candidate_bias_initializer="ones",
+        kernel_regularizer="l2",
+        bias_regularizer="l1",
+        return_sequences=True,
+        return_state=True,
+        go_backwards=True,
+        stateful=True,
+        zero_output_for_mask=True,
+    )
+    config = layer.get_config()
+    rebuilt = DualAssociativeGRU.from_config(config)
+    assert rebuilt.get_config() == config
+    assert config["dual_key"] == "released" and config["seed"] == 9
+    assert rebuilt.cell.premise_cell.permutations == layer.cell.premise_cell.permutations
+
+
+def test_stateful_layer_carries_memory_and_source_over_segments():
+    rng = np.random.default_rng(8)
+    layer = DualAssociativeGRU(UNITS, num_copies=COPIES, stateful=True, return_sequences=True)
+    whole = DualAssociativeGRU(UNITS, num_copies=COPIES, return_sequences=True)
+    xs = rng.normal(size=(BATCH, STEPS, INPUT_DIM)).astype("float32")
+    memory, last, source = (s.numpy().astype("float32") for s in _states(rng))
+    for rnn in (whole, layer):
+        rnn.build((BATCH, None, INPUT_DIM))
+    whole.cell.set_weights(layer.cell.get_weights())
+    expected = whole(xs, initial_state=[memory, last, source]).numpy()
+    first = layer(xs[:, :3], initial_state=[memory, last, source]).numpy()
+    second = layer(xs[:, 3:]).numpy()
+    np.testing.assert_allclose(np.concatenate([first, second], 1), expected, atol=1e-5)

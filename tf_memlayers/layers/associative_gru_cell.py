@@ -1,0 +1,283 @@
+"""The AM-GRU cell of Weissenborn (2016), as in the released code.
+
+`AssociativeGRUCell` keeps its state in a holographic associative memory of ``num_copies``
+permuted copies and feeds its previous output back as input (the original's
+``SelfControllerWrapper``). Its step is `tf_memlayers.ops.associative_gru_step`.
+
+Weights, one-to-one with the original variables (``D = input_dim + units``, rows in the
+original's order: input ``x_t``, then previous output ``o_{t-1}``, then the retrieved ``h``):
+
+==========================  =====================================================  ==========
+Keras weight                original variable (under ``AssociativeGRUCell/``)       shape
+==========================  =====================================================  ==========
+``key_kernel``              ``Keys/fully_connected/weights``                       D × n
+``gate_kernel``             ``Gates/fully_connected/weights``                      (D+n) × 2n
+``gate_bias``               ``Gates/fully_connected/biases``                       2n
+``candidate_kernel``        ``Candidate/fully_connected/weights``                  (D+n) × n
+``candidate_bias``          ``Candidate/fully_connected/biases``                   n
+==========================  =====================================================  ==========
+
+The Dual AM-GRU's own weights are listed in `tf_memlayers.layers.dual_associative_gru`.
+`tf_memlayers.compat.load_original_weights` loads arrays saved under those names.
+"""
+
+import contextlib
+
+import keras
+from keras import ops
+
+from tf_memlayers import _validation as check
+from tf_memlayers.layers.memory_cell_wrapper import step_output_spec
+from tf_memlayers.ops import holographic
+from tf_memlayers.ops.associative_gru_step import associative_gru_step
+
+
+def check_units_copies_seed(owner, units, num_copies, seed):
+    """Checks the arguments every AM-GRU cell takes; returns them as ints."""
+    units = check.check_even("units", units, "a complex vector needs real and imaginary halves", owner)
+    num_copies = check.check_int("num_copies", num_copies, 1, owner)
+    seed = check.check_int("seed", seed, None, owner)
+    return units, num_copies, seed
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class AssociativeGRUCell(keras.layers.Layer):
+    """AM-GRU cell: a GRU whose state lives in a redundant holographic memory.
+
+    One step, with ``x = [x_t ; o_{t-1}]`` (the previous output is fed back) and the memory
+    ``S`` holding ``C`` permuted copies ``S_c`` of an ``n``-unit complex vector:
+
+    ```
+    k     = bound(x W_key)                        # eqs. 8-10, no bias
+    h     = mean_c conj(K_c) (*) S_c              # K_c: copy c of k permuted; eq. 5
+    [r|u] = sigmoid([x, h] W_g + b_g)             # b_g initialised to 1
+    c     = tanh([x, r*h] W_c + b_c)
+    delta = u * (c - h);  o_t = h + delta         # u weighs the candidate (not the state)
+    S_c  += K_c (*) delta                         # eq. 12
+    ```
+
+    Note the gate convention: ``o_t = (1 - u) * h + u * c``, the reverse of
+    `keras.layers.GRUCell`. The permutations are the original code's (`make_permutations`).
+
+    Args:
+        units: number of real units ``n`` (even: ``n/2`` complex entries).
+        num_copies: number of redundant permuted memory copies ``C >= 1``.
+        seed: seed of the permutations; cells that read each other's memory need the same.
+        return_retrievals: if True the output is ``[o_t, delta, h]`` (``3 * units``): what was
+            written to the memory and what was read from it at this step.
+        kernel_initializer: initializer of every kernel.
+        gate_bias_initializer: initializer of the gate bias (the original: ones).
+        candidate_bias_initializer: initializer of the candidate bias (the original: zeros).
+        kernel_regularizer: optional regularizer of every kernel.
+        bias_regularizer: optional regularizer of the biases.
+
+    Call arguments:
+        inputs: ``[batch, input_dim]``.
+        states: ``[memory [batch, units * num_copies], previous output [batch, units]]``;
+            zeros are the empty memory.
+        training: unused (present for the cell protocol).
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> cell = AssociativeGRUCell(8, num_copies=3)
+    >>> layer = keras.layers.RNN(cell, return_state=True)
+    >>> output, memory, last = layer(np.ones((2, 5, 4), "float32"))
+    >>> output.shape, memory.shape
+    (TensorShape([2, 8]), TensorShape([2, 24]))
+    """
+
+    def __init__(
+        self,
+        units,
+        num_copies=8,
+        seed=123,
+        return_retrievals=False,
+        kernel_initializer="glorot_uniform",
+        gate_bias_initializer="ones",
+        candidate_bias_initializer="zeros",
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        owner = type(self).__name__
+        self.units, self.num_copies, self.seed = check_units_copies_seed(
+            owner, units, num_copies, seed
+        )
+        self.return_retrievals = check.check_bool("return_retrievals", return_retrievals, owner)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.gate_bias_initializer = keras.initializers.get(gate_bias_initializer)
+        self.candidate_bias_initializer = keras.initializers.get(candidate_bias_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.permutations = holographic.make_permutations(self.units // 2, self.num_copies, self.seed)
+        self._permutation_matrix = holographic.permutation_matrix(self.permutations)
+        object.__setattr__(self, "_step_kernels", None)  # see `stepping_on_projections`
+        self.state_size = [self.units * self.num_copies, self.units]
+        self.output_size = self.units * (3 if self.return_retrievals else 1)
+
+    def build(self, input_shape):
+        input_dim = check.check_last_dim("inputs", input_shape, type(self).__name__)
+        controller_dim = input_dim + self.units
+        self.input_dim = input_dim
+        n = self.units
+        self.key_kernel = self._kernel("key_kernel", (controller_dim, n))
+        self.gate_kernel = self._kernel("gate_kernel", (controller_dim + n, 2 * n))
+        self.gate_bias = self.add_weight(
+            name="gate_bias",
+            shape=(2 * n,),
+            initializer=self.gate_bias_initializer,
+            regularizer=self.bias_regularizer,
+        )
+        self.candidate_kernel = self._kernel("candidate_kernel", (controller_dim + n, n))
+        self.candidate_bias = self.add_weight(
+            name="candidate_bias",
+            shape=(n,),
+            initializer=self.candidate_bias_initializer,
+            regularizer=self.bias_regularizer,
+        )
+
+    def _kernel(self, name, shape):
+        return self.add_weight(
+            name=name,
+            shape=shape,
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+        )
+
+    # -- the step ---------------------------------------------------------------------------
+    # The cell uses every kernel whole: the gate and candidate matmuls take the concatenated
+    # activations ``[x, h]`` and ``[x, r*h]``, so no weight is sliced or concatenated per step
+    # (that would copy it, and pad its gradient, at every step of the loop).
+
+    def key_copies(self, key_re, key_im):
+        """Key halves ``[batch, m]`` → the bounded permuted copies ``K_c`` as ``(re, im)``,
+        each ``[batch, C, m]`` (eqs. 4, 9-10)."""
+        key = holographic.uncomplexify(key_re, key_im)
+        return holographic.bounded_copies(key, self._permutation_matrix, self.num_copies)
+
+    def run_step(self, key, memory, gate_preactivation, candidate_preactivation, source=None):
+        """`associative_gru_step` with this cell's copies on a memory ``[batch, n * C]``;
+        returns its `StepResult` with the new memory in the same layout."""
+        step = associative_gru_step(
+            key,
+            holographic.split_memory(memory, self.num_copies),
+            gate_preactivation,
+            candidate_preactivation,
+            self._permutation_matrix,
+            self.num_copies,
+            source=source,
+        )
+        return step._replace(memory=holographic.join_memory(*step.memory))
+
+    def controller_step(self, controller, memory, key=None, source=None):
+        """`run_step` from the controller ``x = [x_t ; o_{t-1}]`` and the whole kernels;
+        ``key`` defaults to ``x W_key``."""
+        if key is None:
+            key = ops.matmul(controller, self.key_kernel)
+
+        def gate_preactivation(retrieved):
+            inputs = ops.concatenate([controller, retrieved], axis=1)
+            return ops.matmul(inputs, self.gate_kernel) + self.gate_bias
+
+        def candidate_preactivation(reset_retrieved):
+            inputs = ops.concatenate([controller, reset_retrieved], axis=1)
+            return ops.matmul(inputs, self.candidate_kernel) + self.candidate_bias
+
+        return self.run_step(key, memory, gate_preactivation, candidate_preactivation, source)
+
+    def call_with_retrievals(self, inputs, states, training=None):
+        """One step; returns ``(output, new_states, {"written": delta, "read": h})``."""
+        memory, previous_output = states[0], states[1]
+        controller = ops.concatenate([inputs, previous_output], axis=1)
+        step = self.controller_step(controller, memory)
+        retrievals = {"written": step.delta, "read": step.retrieved}
+        return step.output, [step.memory, step.output], retrievals
+
+    def call(self, inputs, states, training=None):
+        if self._step_kernels is not None:  # inside `stepping_on_projections`
+            return self.projected_call(inputs, states, self._step_kernels)
+        output, new_states, retrievals = self.call_with_retrievals(inputs, states, training)
+        if self.return_retrievals:
+            return ops.concatenate([output, retrievals["written"], retrievals["read"]], axis=1), new_states
+        return output, new_states
+
+    @contextlib.contextmanager
+    def stepping_on_projections(self, kernels):
+        """Within this context `call` takes ``inputs = x_t W_x + b`` (the input projections
+        of `projection_kernels`) and runs `projected_call` with ``kernels`` =
+        ``(recurrent_kernel, gate_h_kernel, candidate_h_kernel)``; this is how
+        `AssociativeGRU` runs the cell in the loop of `keras.layers.RNN`."""
+        object.__setattr__(self, "_step_kernels", tuple(kernels))
+        try:
+            yield self
+        finally:
+            object.__setattr__(self, "_step_kernels", None)
+
+    def compute_output_spec(self, inputs, states, training=None):
+        return step_output_spec(self, inputs)
+
+    # -- the step on precomputed input projections (used by `AssociativeGRU`) -------------
+
+    def projection_kernels(self):
+        """Splits the kernels by input rows (once per sequence, outside the time loop).
+
+        Returns ``(input_kernel [input_dim, 4n], input_bias [4n], recurrent_kernel [n, 4n],
+        gate_h_kernel [n, 2n], candidate_h_kernel [n, n])``: columns ``[key | gates |
+        candidate]``; the input rows ``x_t`` take the biases (the key has none), the fed-back
+        output rows ``o_{t-1}`` are the recurrent kernel, the retrieved ``h`` rows stay apart.
+        """
+        d, n = self.input_dim, self.units
+        key, gate, candidate = (
+            ops.convert_to_tensor(w)
+            for w in (self.key_kernel, self.gate_kernel, self.candidate_kernel)
+        )
+        input_kernel = ops.concatenate([key[:d], gate[:d], candidate[:d]], axis=1)
+        input_bias = ops.concatenate(
+            [ops.zeros((n,), dtype=input_kernel.dtype), self.gate_bias, self.candidate_bias],
+            axis=0,
+        )
+        recurrent_kernel = ops.concatenate(
+            [key[d:], gate[d : d + n], candidate[d : d + n]], axis=1
+        )
+        return input_kernel, input_bias, recurrent_kernel, gate[d + n :], candidate[d + n :]
+
+    def projected_call(self, projected, states, kernels):
+        """One step from ``projected = x_t W_x + b`` ``[batch, 4n]`` (`projection_kernels`);
+        equal to `call` on ``x_t`` up to rounding. ``kernels`` = ``(recurrent_kernel,
+        gate_h_kernel, candidate_h_kernel)``."""
+        recurrent_kernel, gate_h_kernel, candidate_h_kernel = kernels
+        memory, previous_output = states[0], states[1]
+        n = self.units
+        pre = projected + ops.matmul(previous_output, recurrent_kernel)
+        key, gate_pre, candidate_pre = ops.split(pre, [n, 3 * n], axis=1)
+        step = self.run_step(
+            key,
+            memory,
+            lambda retrieved: gate_pre + ops.matmul(retrieved, gate_h_kernel),
+            lambda reset_retrieved: candidate_pre + ops.matmul(reset_retrieved, candidate_h_kernel),
+        )
+        new_states = [step.memory, step.output]
+        if self.return_retrievals:
+            return ops.concatenate([step.output, step.delta, step.retrieved], axis=1), new_states
+        return step.output, new_states
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "units": self.units,
+                "num_copies": self.num_copies,
+                "seed": self.seed,
+                "return_retrievals": self.return_retrievals,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "gate_bias_initializer": keras.initializers.serialize(self.gate_bias_initializer),
+                "candidate_bias_initializer": keras.initializers.serialize(
+                    self.candidate_bias_initializer
+                ),
+                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
+            }
+        )
+        return config

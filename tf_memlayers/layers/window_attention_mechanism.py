@@ -1,0 +1,205 @@
+"""The window attention of Daniluk et al. (2017, §2, eqs 1-12), shared by both forms.
+
+`WindowAttentionMechanism` holds the weights, the memory layout ``[keys (L*d_k) | values
+(L*d_v) | validity (L)]`` and the equations that `SlidingWindowAttention` (all steps at once)
+and `SlidingWindowAttentionCell` (one step, inside `keras.layers.RNN`) share;
+`window_softmax` is eq. 3 over the window with invalid positions masked.
+"""
+
+import keras
+from keras import ops
+
+from tf_memlayers._validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_optional_int,
+)
+from tf_memlayers.layers.key_value_predict_split import (
+    MODES,
+    check_mode_sizes,
+    key_value_predict_sizes,
+    split_key_value_predict,
+    split_sizes,
+)
+
+
+PADS = ("mask", "zeros")
+
+
+def window_softmax(scores, valid=None):
+    """Softmax over the last axis in at least float32 (eq. 3).
+
+    Positions where ``valid`` is 0 take no probability mass; a row with no valid position gets
+    all-zero weights, so r_t = 0 when there is nothing to attend. Empty ``scores`` (no steps
+    or no sequences) give empty weights.
+
+    Args:
+        scores: Float tensor ``[..., L]``, the attention logits ``w^T M_t`` over the window.
+        valid: Optional tensor of ``scores``'s shape, 1 (or `True`) at the window positions
+            that hold an output and 0 before the start of the stream. Default: `None` (every
+            position takes part, the plain softmax).
+
+    Returns:
+        The weights alpha, of the shape of ``scores``, in float32 when ``scores`` is float16
+        or bfloat16 and in the dtype of ``scores`` otherwise.
+
+    Example:
+
+    >>> import numpy as np
+    >>> scores = np.zeros((1, 4), "float32")
+    >>> window_softmax(scores, np.array([[0, 0, 1, 1]])).numpy().tolist()
+    [[0.0, 0.0, 0.5, 0.5]]
+    """
+    if scores.dtype in ("float16", "bfloat16"):
+        scores = ops.cast(scores, "float32")
+    # The `initial` values leave every row's max / min unchanged and let empty tensors
+    # through (Keras refuses to reduce an empty tensor without one).
+    if valid is None:
+        shifted = scores - ops.max(scores, axis=-1, keepdims=True, initial=-float("inf"))
+        weights = ops.exp(shifted)
+        return weights / ops.sum(weights, axis=-1, keepdims=True)
+    valid = ops.cast(valid, scores.dtype) > 0.5
+    lowest = ops.min(scores, axis=-1, keepdims=True, initial=float("inf"))
+    top = ops.max(ops.where(valid, scores, lowest), axis=-1, keepdims=True, initial=-float("inf"))
+    weights = ops.where(valid, ops.exp(scores - top), ops.zeros_like(scores))
+    total = ops.sum(weights, axis=-1, keepdims=True)
+    return weights / ops.where(total > 0, total, ops.ones_like(total))
+
+
+class WindowAttentionMechanism:
+    """Weights and equations of the window attention, shared by the sequence and cell forms.
+
+    A mixin: `SlidingWindowAttention` (with `MemorySequenceLayer`) and
+    `SlidingWindowAttentionCell` (with `MemoryCellWrapper`) inherit from it and pass their
+    constructor arguments (``window``, ``mode``, ``sizes``, ``attention_units``, ``units``,
+    ``pad``, ``use_bias``, ``kernel_initializer``, ``bias_initializer``; documented on those
+    classes) to its initialisation. It defines the weights W^Y, W^h, w, W^r, W^x (and the
+    optional biases), eqs (2)-(5), and the flat memory ``[keys | values | validity]``.
+    """
+
+    def _init_attention(
+        self,
+        window,
+        mode,
+        sizes,
+        attention_units,
+        units,
+        pad,
+        use_bias,
+        kernel_initializer,
+        bias_initializer,
+    ):
+        owner = type(self).__name__
+        self.window = check_int("window", window, 1, owner)
+        self.mode = check_choice("mode", mode, MODES, owner)
+        self.sizes = check_mode_sizes(self.mode, sizes, owner)
+        self.attention_units = check_optional_int("attention_units", attention_units, 1, owner)
+        self.units = check_optional_int("units", units, 1, owner)
+        self.pad = check_choice("pad", pad, PADS, owner)
+        self.use_bias = check_bool("use_bias", use_bias, owner)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+
+    def _attention_config(self):
+        return {
+            "window": self.window,
+            "mode": self.mode,
+            "sizes": None if self.sizes is None else list(self.sizes),
+            "attention_units": self.attention_units,
+            "units": self.units,
+            "pad": self.pad,
+            "use_bias": self.use_bias,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+        }
+
+    def _build_attention(self, width):
+        owner = type(self).__name__
+        self.piece_sizes = split_sizes(self.mode, width, self.sizes, owner)
+        key_size, value_size, predict_size = self._key_value_predict_sizes()
+        self.output_units = self.units or value_size
+        attention = self.attention_units or key_size
+
+        def kernel(name, shape):
+            return self.add_weight(name=name, shape=shape, initializer=self.kernel_initializer)
+
+        self.memory_kernel = kernel("memory_kernel", (key_size, attention))
+        self.query_kernel = kernel("query_kernel", (key_size, attention))
+        self.score_vector = kernel("score_vector", (attention,))
+        self.context_kernel = kernel("context_kernel", (value_size, self.output_units))
+        self.predict_kernel = kernel("predict_kernel", (predict_size, self.output_units))
+        if self.use_bias:
+            self.memory_bias = self.add_weight(
+                name="memory_bias", shape=(attention,), initializer=self.bias_initializer
+            )
+            self.output_bias = self.add_weight(
+                name="output_bias", shape=(self.output_units,), initializer=self.bias_initializer
+            )
+
+    def _key_value_predict_sizes(self):
+        return key_value_predict_sizes(self.mode, self.piece_sizes)
+
+    def _split(self, outputs):
+        return split_key_value_predict(outputs, self.mode, self.piece_sizes)
+
+    @property
+    def memory_size(self):
+        """Width of the flat memory ``[keys | values | validity]``."""
+        key_size, value_size, _ = self._key_value_predict_sizes()
+        stored = key_size if self.mode == "attention" else key_size + value_size
+        return self.window * (stored + 1)
+
+    def _sizes_for(self, width):
+        """``(output units, memory_size)`` for inputs of width ``width`` (built or not)."""
+        pieces = split_sizes(self.mode, width, self.sizes, type(self).__name__)
+        key_size, value_size, _ = key_value_predict_sizes(self.mode, pieces)
+        stored = key_size if self.mode == "attention" else key_size + value_size
+        return self.units or value_size, self.window * (stored + 1)
+
+    def _unpack_memory(self, memory):
+        """Flat memory ``[B, M]`` -> keys ``[B, L, dk]``, values ``[B, L, dv]``, valid ``[B, L]``."""
+        key_size, value_size, _ = self._key_value_predict_sizes()
+        L = self.window
+        keys = ops.reshape(memory[:, : L * key_size], (-1, L, key_size))
+        if self.mode == "attention":
+            values = keys
+            offset = L * key_size
+        else:
+            offset = L * (key_size + value_size)
+            values = ops.reshape(memory[:, L * key_size : offset], (-1, L, value_size))
+        return keys, values, memory[:, offset:]
+
+    def _pack_memory(self, keys, values, valid):
+        """Inverse of `_unpack_memory`. The widths are static, so the memory keeps its static
+        shape ``[batch, memory_size]`` when the batch size is unknown (a `keras.layers.RNN`
+        loop needs its states to keep their shapes)."""
+        key_size, value_size, _ = self._key_value_predict_sizes()
+        L = self.window
+        parts = [ops.reshape(keys, (-1, L * key_size))]
+        if self.mode != "attention":
+            parts.append(ops.reshape(values, (-1, L * value_size)))
+        parts.append(ops.reshape(ops.cast(valid, keys.dtype), (-1, L)))
+        return ops.concatenate(parts, axis=-1)
+
+    def _attend(self, window_keys, query, window_values, window_valid):
+        """Eqs (2)-(4): ``window_keys`` ``[..., L, a]`` already projected by W^Y, ``query``
+        ``[..., a]`` projected by W^h. Returns ``(r [..., dv], alpha [..., L])``."""
+        pre_activation = window_keys + ops.expand_dims(query, -2)
+        if self.use_bias:
+            pre_activation = pre_activation + self.memory_bias
+        scores = ops.einsum("...la,a->...l", ops.tanh(pre_activation), self.score_vector)
+        valid = None if self.pad == "zeros" else window_valid
+        alpha = window_softmax(scores, valid)  # float32 under a mixed precision policy
+        weights = ops.cast(alpha, window_values.dtype)
+        context = ops.einsum("...l,...ld->...d", weights, window_values)
+        return context, alpha
+
+    def _combine(self, context, predict):
+        """Eq. (5): h*_t = tanh(W^r r_t + W^x p_t)."""
+        combined = ops.matmul(context, self.context_kernel) + ops.matmul(
+            predict, self.predict_kernel
+        )
+        if self.use_bias:
+            combined = combined + self.output_bias
+        return ops.tanh(combined)

@@ -1,0 +1,68 @@
+"""Language models at an equal parameter budget (Daniluk et al. 2017, §4).
+
+The paper compares its memory models with an LSTM at a roughly equal number of parameters,
+reached by adjusting the hidden size; `hidden_for_parameter_budget` finds that size for any
+kind of `build_language_model`.
+"""
+
+import numpy as np
+
+from tf_memlayers._validation import check_choice, check_int
+from tf_memlayers.models.language_model import KINDS, build_language_model
+
+
+def count_language_model_parameters(vocabulary_size, **build_kwargs):
+    """Trainable parameters of `build_language_model(vocabulary_size, **build_kwargs)`."""
+    build_kwargs = dict(build_kwargs, stateful=False, batch_size=None)
+    model = build_language_model(vocabulary_size, **build_kwargs)
+    return int(sum(np.prod(w.shape) for w in model.trainable_weights))
+
+
+def _hidden_multiple(kind, ngram):
+    """The hidden sizes a kind accepts with equal pieces: multiples of this."""
+    return {"key_value": 2, "key_value_predict": 3, "ngram": ngram - 1}.get(kind, 1)
+
+
+def hidden_for_parameter_budget(vocabulary_size, kind, budget, **build_kwargs):
+    """The LSTM width at which a model of ``kind`` has about ``budget`` parameters.
+
+    Daniluk et al. (2017) compared the memory models with an LSTM at a roughly equal number
+    of parameters by adjusting the hidden size; this finds that size: the width (a multiple
+    of the kind's number of pieces) whose trainable-parameter count is closest to ``budget``.
+
+    Args:
+        vocabulary_size: vocabulary size.
+        kind: one of `KINDS`.
+        budget: the target number of trainable parameters, e.g. the LSTM baseline's
+            (`count_language_model_parameters`).
+        **build_kwargs: the other arguments of `build_language_model` (``hidden`` excluded).
+
+    Returns:
+        ``(hidden, parameters)``.
+
+    Example:
+
+    >>> budget = count_language_model_parameters(100, kind="lstm", hidden=30, embedding_dim=30)
+    >>> hidden, count = hidden_for_parameter_budget(100, "key_value", budget, embedding_dim=30)
+    >>> hidden % 2, abs(count - budget) < 0.05 * budget
+    (0, True)
+    """
+    check_choice("kind", kind, KINDS)
+    budget = check_int("budget", budget, 1)
+    if "hidden" in build_kwargs:
+        raise ValueError("`hidden` is what `hidden_for_parameter_budget` finds; do not pass it.")
+    multiple = _hidden_multiple(kind, build_kwargs.get("ngram", 4))
+
+    def count(steps):
+        return count_language_model_parameters(
+            vocabulary_size, kind=kind, hidden=steps * multiple, **build_kwargs
+        )
+
+    low, high = 1, 1
+    while count(high) < budget:
+        low, high = high, high * 2
+    while high - low > 1:  # count(low) < budget <= count(high), unless high == 1
+        middle = (low + high) // 2
+        low, high = (middle, high) if count(middle) < budget else (low, middle)
+    best = min((low, high), key=lambda steps: abs(count(steps) - budget))
+    return best * multiple, count(best)
