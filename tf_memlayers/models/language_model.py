@@ -72,9 +72,10 @@ def _dropout(x, rate, variational, name):
     return keras.layers.Dropout(rate, noise_shape=noise_shape, name=name)(x)
 
 
-def _lstm_cell(hidden, init, forget_bias, recurrent_dropout, name):
-    return keras.layers.LSTMCell(
-        hidden,
+def _lstm_options(hidden, init, forget_bias, recurrent_dropout, name):
+    """The arguments the LSTM layer and the LSTM cell of the model share."""
+    return dict(
+        units=hidden,
         kernel_initializer=init,
         recurrent_initializer=init,
         bias_initializer=ForgetGateBias(forget_bias),
@@ -82,20 +83,15 @@ def _lstm_cell(hidden, init, forget_bias, recurrent_dropout, name):
         recurrent_dropout=recurrent_dropout,
         name=name,
     )
+
+
+def _lstm_cell(hidden, init, forget_bias, recurrent_dropout, name):
+    return keras.layers.LSTMCell(**_lstm_options(hidden, init, forget_bias, recurrent_dropout, name))
 
 
 def _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, name):
-    return keras.layers.LSTM(
-        hidden,
-        return_sequences=True,
-        stateful=stateful,
-        kernel_initializer=init,
-        recurrent_initializer=init,
-        bias_initializer=ForgetGateBias(forget_bias),
-        unit_forget_bias=False,
-        recurrent_dropout=recurrent_dropout,
-        name=name,
-    )
+    options = _lstm_options(hidden, init, forget_bias, recurrent_dropout, name)
+    return keras.layers.LSTM(return_sequences=True, stateful=stateful, **options)
 
 
 def _memory_cell(kind, lstm_cell, memory_args, ngram, units):
@@ -149,52 +145,69 @@ def build_language_model(
     """Builds a word-level LSTM language model with an optional memory layer on top.
 
     ``tokens [batch, seq_len] -> Embedding -> LSTM x layers -> memory layer -> logits``.
-    The model outputs vocabulary logits ``[batch, seq_len, vocabulary_size]`` (softmax with a bias;
-    compile with `compile_language_model`).
+    The model outputs vocabulary logits ``[batch, seq_len, vocabulary_size]`` (softmax with a
+    bias; compile with `compile_language_model`). The defaults are those of Daniluk et al.
+    (2017, §4.1), see `DANILUK_DEFAULTS`.
 
     Args:
-        vocabulary_size: vocabulary size.
-        kind: `"lstm"` (no memory), `"attention"`, `"key_value"`, `"key_value_predict"`
-            (sliding-window attention with that split of the top LSTM's output) or `"ngram"`
-            (N-gram RNN).
-        hidden: units of every LSTM layer (the top one is split into key/value/predict or
-            N-1 pieces; equal pieces must divide it unless ``sizes`` is given).
-        embedding_dim: word embedding width.
-        window: attention window L (attention kinds).
-        ngram: the order N of the N-gram RNN.
-        sizes: explicit piece sizes of the top LSTM output (key first / N-1 pieces).
-        attention_units: width of the attention hidden layer (default: the key size).
-        units: output width of the memory layer (default: the value-piece width for the
-            attention kinds, ``hidden // (ngram - 1)`` (or ``sizes[0]``) for the N-gram RNN,
-            ``embedding_dim`` when tying weights).
-        layers: number of stacked LSTM layers; the memory layer reads the top one.
-        dropout: dropout rate on the embeddings, between LSTM layers and before the softmax
-            (Zaremba et al.'s non-recurrent dropout).
-        variational_dropout: one dropout mask per sequence, shared by all time steps
-            (Gal & Ghahramani's locked dropout) instead of a new mask per step.
-        recurrent_dropout: dropout on the LSTMs' recurrent state (Keras's variational
-            recurrent dropout, one mask per sequence).
-        tie_weights: use the input embedding, transposed, as the output layer (Press & Wolf).
-            The layer feeding the softmax then has ``embedding_dim`` units (for `"lstm"`,
-            ``hidden`` must equal ``embedding_dim``).
-        batch_size: fixed batch size; required when ``stateful``.
-        seq_len: time steps per batch (the truncated-BPTT length), or `None` for variable
-            length (only without XLA recompilation concerns, e.g. probing).
-        stateful: carry LSTM states and the memory from batch to batch (truncated BPTT);
-            reset them with `tf_memlayers.callbacks.reset_language_model_states`.
-        form: `"parallel"` (`keras.layers.LSTM` followed by the sequence form of the memory
-            layer, the fast path) or `"cell"` (the memory cell wrapping an `LSTMCell` inside
-            `keras.layers.RNN`); both compute the same function.
-        init_scale: every weight is initialised U(-init_scale, init_scale).
-        forget_bias: initial LSTM forget-gate bias (other biases start at 0).
-        pad: start-of-stream treatment of the attention window (`"mask"` or `"zeros"`).
-        use_bias: biases inside the memory layer (the paper has none).
-        return_attention_scores: also output the attention weights ``[batch, seq_len,
-            window]`` (parallel attention kinds only; used by probe models).
-        name: model name (default ``"<kind>_language_model"``).
+        vocabulary_size: Integer >= 2, the number of word ids.
+        kind: String, the memory layer: `"lstm"` (none), `"attention"`, `"key_value"`,
+            `"key_value_predict"` (`SlidingWindowAttention` with that split of the top
+            LSTM's output) or `"ngram"` (the N-gram RNN, `NGramConcat`). Default: `"lstm"`.
+        hidden: Positive integer, the units of every LSTM layer (the top one is split into
+            key/value/predict or N-1 pieces; equal pieces must divide it unless ``sizes`` is
+            given). Default: `300`.
+        embedding_dim: Positive integer, the word embedding width. Default: `300`.
+        window: Positive integer, the attention window L (attention kinds). Default: `5`.
+        ngram: Integer >= 2, the order N of the N-gram RNN (``kind="ngram"``; the argument
+            ``n`` of `NGramConcat`). Default: `4`.
+        sizes: Optional tuple of positive integers, explicit piece sizes of the top LSTM
+            output (key first, or the N-1 pieces). Default: `None` (equal pieces).
+        attention_units: Optional positive integer, the width of the attention hidden
+            layer. Default: `None` (the key size).
+        units: Optional positive integer, the output width of the memory layer. Default:
+            `None` (the value-piece width for the attention kinds, ``hidden // (ngram - 1)``
+            (or ``sizes[0]``) for the N-gram RNN, ``embedding_dim`` when tying weights).
+        layers: Positive integer, the number of stacked LSTM layers; the memory layer reads
+            the top one. Default: `1`.
+        dropout: Float in [0, 1), the dropout rate on the embeddings, between LSTM layers
+            and before the softmax (Zaremba et al.'s non-recurrent dropout). Default: `0.0`.
+        variational_dropout: Boolean, (default `False`), whether to use one dropout mask per
+            sequence, shared by all time steps (Gal & Ghahramani's locked dropout), instead
+            of a new mask per step.
+        recurrent_dropout: Float in [0, 1), the dropout rate on the LSTMs' recurrent state
+            (Keras's variational recurrent dropout, one mask per sequence). Default: `0.0`.
+        tie_weights: Boolean, (default `False`), whether to use the input embedding,
+            transposed, as the output layer (Press & Wolf, `TiedEmbedding`). The layer
+            feeding the softmax then has ``embedding_dim`` units (for `"lstm"`, ``hidden``
+            must equal ``embedding_dim``).
+        batch_size: Optional positive integer, the fixed batch size; required when
+            ``stateful``. Default: `None`.
+        seq_len: Optional positive integer, the time steps per batch (the truncated-BPTT
+            length), or `None` for a variable length (e.g. probe models). Default: `20`.
+        stateful: Boolean, (default `True`), whether to carry the LSTM states and the memory
+            from batch to batch (truncated BPTT); reset them with
+            `tf_memlayers.callbacks.reset_language_model_states`.
+        form: String, `"parallel"` (`keras.layers.LSTM` followed by the sequence form of the
+            memory layer, the fast path) or `"cell"` (the memory cell wrapping an `LSTMCell`
+            inside `keras.layers.RNN`); both compute the same function. Default:
+            `"parallel"`.
+        init_scale: Float > 0, every weight is initialised U(-init_scale, init_scale).
+            Default: `0.1`.
+        forget_bias: Float, the initial LSTM forget-gate bias (the other biases start at
+            0). Default: `1.0`.
+        pad: String, the start-of-stream treatment of the attention window, `"mask"` or
+            `"zeros"` (see `SlidingWindowAttention`). Default: `"mask"`.
+        use_bias: Boolean, (default `False`), whether the memory layer has biases (the paper
+            has none).
+        return_attention_scores: Boolean, (default `False`), whether to also output the
+            attention weights ``[batch, seq_len, window]`` (parallel attention kinds only;
+            used by probe models).
+        name: Optional string, the model name. Default: `None` (``"<kind>_language_model"``).
 
     Returns:
-        A `keras.Model`.
+        A `keras.Model` with the token ids as input and the logits (followed, with
+        ``return_attention_scores=True``, by the attention weights) as output.
 
     Example:
 
@@ -279,13 +292,19 @@ def make_optimizer(optimizer="adam", learning_rate=1e-3, clipnorm=5.0):
     """The optimizer named by ``optimizer`` with global-norm gradient clipping.
 
     Args:
-        optimizer: `"adam"` (Daniluk et al.) or `"sgd"` (plain SGD without momentum, Zaremba
-            et al.).
-        learning_rate: initial learning rate.
-        clipnorm: global gradient-norm threshold (`None` or 0: no clipping).
+        optimizer: String, `"adam"` (Daniluk et al.) or `"sgd"` (plain SGD without
+            momentum, Zaremba et al.). Default: `"adam"`.
+        learning_rate: Float > 0, the initial learning rate. Default: `1e-3`.
+        clipnorm: Optional float >= 0, the global gradient-norm threshold; `None` or 0: no
+            clipping. Default: `5.0`.
 
     Returns:
         A `keras.optimizers.Optimizer`.
+
+    Example:
+
+    >>> make_optimizer("sgd", 1.0, clipnorm=None).global_clipnorm is None
+    True
     """
     check_choice("optimizer", optimizer, OPTIMIZERS)
     if not (isinstance(learning_rate, (int, float)) and learning_rate > 0):
@@ -311,19 +330,22 @@ def compile_language_model(
     reduction.
 
     Args:
-        model: a model from `build_language_model`.
-        learning_rate: initial learning rate.
-        clipnorm: global gradient-norm threshold (`None` or 0: no clipping).
-        jit_compile: compile the train step with XLA (works on CPU for these layers; Keras
-            disables it by itself where a layer, e.g. cuDNN LSTM, does not support it).
-        perplexity: add the `Perplexity` metric.
-        optimizer: `"adam"` (also for `None`), `"sgd"` (see `make_optimizer`) or a
-            `keras.optimizers.Optimizer` instance (then ``learning_rate`` and ``clipnorm``
-            are ignored).
-        loss_reduction: `"token_mean"` or `"sum_over_time"` (see `SequenceCrossentropy`).
+        model: A `keras.Model` from `build_language_model`.
+        learning_rate: Float > 0, the initial learning rate. Default: `1e-3`.
+        clipnorm: Optional float >= 0, the global gradient-norm threshold; `None` or 0: no
+            clipping. Default: `5.0`.
+        jit_compile: Boolean, (default `True`), whether to compile the train step with XLA
+            (works on CPU for these layers; Keras disables it by itself where a layer, e.g.
+            cuDNN LSTM, does not support it).
+        perplexity: Boolean, (default `True`), whether to add the `Perplexity` metric.
+        optimizer: String or `keras.optimizers.Optimizer`: `"adam"` (also for `None`),
+            `"sgd"` (see `make_optimizer`) or an optimizer instance (then ``learning_rate``
+            and ``clipnorm`` are ignored). Default: `"adam"`.
+        loss_reduction: String, `"token_mean"` or `"sum_over_time"` (see
+            `SequenceCrossentropy`). Default: `"token_mean"`.
 
     Returns:
-        The model.
+        The model, compiled.
 
     Example:
 
@@ -355,6 +377,19 @@ def weight_role(path):
     ``lstm_0/lstm_cell/kernel`` (parallel form) and
     ``key_value_rnn/sliding_window_attention_cell/lstm_0/kernel`` (cell form) are both
     ``lstm_0/kernel``; the memory layer's weights are ``memory/<name>`` in both forms.
+
+    Args:
+        path: String, a variable's ``path`` in a model from `build_language_model`.
+
+    Returns:
+        String, the weight's role.
+
+    Example:
+
+    >>> weight_role("key_value_rnn/sliding_window_attention_cell/lstm_0/kernel")
+    'lstm_0/kernel'
+    >>> weight_role("window_attention/memory_kernel")
+    'memory/memory_kernel'
     """
     parts = path.split("/")
     for part in parts:
@@ -373,8 +408,12 @@ def copy_trainable_weights(source, target):
     matched by `weight_role`. Carried states are not copied.
 
     Args:
-        source: the model to copy from.
-        target: the model to copy into.
+        source: A `keras.Model` from `build_language_model`, the model to copy from.
+        target: A `keras.Model` from `build_language_model` of the same design, the model
+            to copy into.
+
+    Raises:
+        ValueError: If the models' trainable weights differ in roles or shapes.
     """
     source_weights = {weight_role(w.path): w for w in source.trainable_weights}
     target_weights = {weight_role(w.path): w for w in target.trainable_weights}
