@@ -12,7 +12,12 @@ class ForgetGateBias(keras.initializers.Initializer):
     Keras orders an LSTM's bias as [input, forget, cell, output] gates of ``units`` each.
 
     Args:
-        forget_bias: initial forget-gate bias (1.0: Jozefowicz et al. 2015).
+        forget_bias: Float, the initial forget-gate bias. Default: `1.0` (Jozefowicz et al.
+            2015).
+
+    Call arguments:
+        shape: Tuple ``(4 * units,)``, the shape of a Keras LSTM bias.
+        dtype: Optional dtype of the tensor. Default: `None` (`keras.config.floatx()`).
 
     Example:
 

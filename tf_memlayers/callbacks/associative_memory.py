@@ -9,7 +9,23 @@ from tf_memlayers.callbacks.heatmap import write_heatmap
 
 
 def cosine_similarity_matrix(read, written, eps=1e-12):
-    """``[i, j]`` = cosine similarity of ``read[i]`` and ``written[j]`` (rows are vectors)."""
+    """The cosine similarity of every row of ``read`` with every row of ``written``.
+
+    Args:
+        read: Array ``[rows, features]``, one vector per row.
+        written: Array ``[columns, features]``, one vector per row.
+        eps: Float, the smallest norm divided by (a zero vector gets similarity 0).
+            Default: `1e-12`.
+
+    Returns:
+        float64 array ``[rows, columns]`` whose ``[i, j]`` is the cosine similarity of
+        ``read[i]`` and ``written[j]``.
+
+    Example:
+
+    >>> cosine_similarity_matrix([[1.0, 0.0], [0.0, 2.0]], [[3.0, 0.0]]).tolist()
+    [[1.0], [0.0]]
+    """
     read = np.asarray(read, dtype=np.float64)
     written = np.asarray(written, dtype=np.float64)
     read = read / np.maximum(np.linalg.norm(read, axis=1, keepdims=True), eps)
@@ -26,12 +42,16 @@ class MemoryRetrievalHeatmap(keras.callbacks.Callback):
     same matrix and the sentence pair go alongside as text.
 
     Args:
-        log_dir: TensorBoard log directory (a ``memory`` subdirectory is written).
-        premise: the probe premise as a list of tokens.
-        hypothesis: the probe hypothesis as a list of tokens.
-        vocabulary: list of words (row = id); unknown tokens map to ``"<unk>"``.
-        encoder_name: name of the model's `tf_memlayers.models.snli.ConditionalEncoder`.
-        embedding_name: name of the model's embedding layer.
+        log_dir: String or path, the TensorBoard log directory (a ``memory`` subdirectory
+            is written).
+        premise: List of strings, the probe premise's tokens (at least one).
+        hypothesis: List of strings, the probe hypothesis's tokens (at least one).
+        vocabulary: List of strings, the words by id (row = id); unknown tokens map to the
+            id of ``"<unk>"`` (1 if the vocabulary has none).
+        encoder_name: String, the name of the model's
+            `tf_memlayers.models.snli.ConditionalEncoder`. Default: `"encoder"`.
+        embedding_name: String, the name of the model's embedding layer.
+            Default: `"embedding"`.
     """
 
     def __init__(
@@ -60,8 +80,12 @@ class MemoryRetrievalHeatmap(keras.callbacks.Callback):
         self.last_matrix = None
 
     def similarity(self):
-        """The current ``[len(hypothesis), len(premise)]`` cosine-similarity matrix (or None
-        when the encoder has no associative memory)."""
+        """The cosine-similarity matrix of the probe pair under the current weights.
+
+        Returns:
+            float64 array ``[len(hypothesis), len(premise)]``, or `None` when the encoder
+            has no associative memory (``kind="gru"``).
+        """
         embedding = self.model.get_layer(self.embedding_name)
         encoder = self.model.get_layer(self.encoder_name)
         premise = embedding(self.premise_ids)[0]

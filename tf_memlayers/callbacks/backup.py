@@ -15,7 +15,19 @@ RECORD_FORMAT = 1
 
 
 def read_backup_record(directory):
-    """The record of the last backup in ``directory`` (`None` if there is none)."""
+    """The record of the last backup in ``directory`` (`None` if there is none).
+
+    Args:
+        directory: String or path, the backup directory of a `RunBackup`.
+
+    Returns:
+        Dict, the JSON record of the last backup (epoch, arrays file, variables, history,
+        state files, random states), or `None`.
+
+    Raises:
+        ValueError: If the directory holds a `keras.callbacks.BackupAndRestore` backup, or a
+            record of another format.
+    """
     record = read_json(os.path.join(directory, RECORD_FILE))
     if record is None and os.path.exists(os.path.join(directory, "training_metadata.json")):
         raise ValueError(
@@ -76,8 +88,10 @@ class RunBackup(keras.callbacks.Callback):
       from its first order in a new process).
 
     Args:
-        directory: where the backup is kept (used by nothing else).
-        state_files: paths of the callbacks' state files.
+        directory: String or path, the directory where the backup is kept (used by nothing
+            else).
+        state_files: Sequence of strings or paths, the callbacks' state files. Default:
+            `()` (none).
     """
 
     def __init__(self, directory, state_files=()):

@@ -12,7 +12,15 @@ class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
 
     The best value so far is kept in ``workdir/best.json``, so a resumed run only replaces
     the saved model with a better one (a plain `keras.callbacks.ModelCheckpoint` starts from
-    scratch in a new process and overwrites it after the first epoch).
+    scratch in a new process and overwrites it after the first epoch). List ``state_path``
+    among the ``state_files`` of a `RunBackup` to restore the best value with the run.
+
+    Args:
+        workdir: String or path, the run's directory (``best.keras`` and ``best.json`` are
+            written there).
+        monitor: String, the name of the logged quantity to monitor. Default: `"val_loss"`.
+        mode: String, `"min"` or `"max"`: whether a lower or a higher ``monitor`` value is
+            better. Default: `"min"`.
     """
 
     def __init__(self, workdir, monitor="val_loss", mode="min"):

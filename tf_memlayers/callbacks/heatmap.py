@@ -29,7 +29,23 @@ _VIRIDIS = np.array(
 
 
 def colour_map(values, vmin=None, vmax=None):
-    """Maps a 2-D array to uint8 RGB with the viridis colour map."""
+    """Maps a 2-D array to uint8 RGB with the viridis colour map.
+
+    Args:
+        values: Array ``[rows, cols]`` of numbers (NaN maps to the lowest colour).
+        vmin: Optional float, the value mapped to the lowest colour. Default: `None` (the
+            smallest value of ``values``, NaN ignored).
+        vmax: Optional float, the value mapped to the highest colour. Default: `None` (the
+            largest value of ``values``, NaN ignored).
+
+    Returns:
+        uint8 array ``[rows, cols, 3]``.
+
+    Example:
+
+    >>> colour_map([[0.0, 1.0]]).tolist()
+    [[[68, 1, 84], [253, 231, 37]]]
+    """
     values = np.asarray(values, dtype=np.float64)
     vmin = np.nanmin(values) if vmin is None else vmin
     vmax = np.nanmax(values) if vmax is None else vmax
@@ -89,8 +105,32 @@ def heatmap_image(
 ):
     """Renders ``matrix`` ([rows, cols]) as a uint8 RGB image ``[height, width, 3]``.
 
-    ``log_x=True`` draws the single row of ``matrix`` as a curve on a logarithmic x axis
-    (used for attention by heap index).
+    With matplotlib installed the image has the labels on its axes and a colour bar; without
+    it the image is the bare colour-mapped matrix, each cell a block of pixels.
+
+    Args:
+        matrix: 2-D array ``[rows, cols]``.
+        row_labels: Optional list of ``rows`` strings, the y-axis tick labels. Default:
+            `None` (no labels).
+        col_labels: Optional list of ``cols`` strings, the x-axis tick labels. Default:
+            `None` (no labels).
+        title: Optional string, the image title. Default: `None`.
+        xlabel: Optional string, the x-axis label. Default: `None`.
+        ylabel: Optional string, the y-axis label. Default: `None`.
+        vmin: Optional float, the value of the lowest colour. Default: `None` (the
+            matrix's minimum).
+        vmax: Optional float, the value of the highest colour. Default: `None` (the
+            matrix's maximum).
+        log_x: Boolean, (default `False`), whether to draw the single row of ``matrix`` as
+            a curve on a logarithmic x axis instead (used for attention by heap index).
+        cell_pixels: Positive integer, the side in pixels of each matrix cell in the image
+            made without matplotlib. Default: `12`.
+
+    Returns:
+        uint8 array ``[height, width, 3]``.
+
+    Raises:
+        ValueError: If ``matrix`` is not 2-D.
     """
     matrix = np.asarray(matrix, dtype=np.float64)
     if matrix.ndim != 2:
@@ -110,7 +150,26 @@ def heatmap_image(
 
 
 def matrix_markdown(matrix, row_labels=None, col_labels=None, digits=3):
-    """A Markdown table of ``matrix`` with its labels (for `tf.summary.text`)."""
+    """A Markdown table of ``matrix`` with its labels (for `tf.summary.text`).
+
+    Args:
+        matrix: 2-D array ``[rows, cols]`` of numbers.
+        row_labels: Optional list of ``rows`` labels (the first column). Default: `None`
+            (the row indices).
+        col_labels: Optional list of ``cols`` labels (the header). Default: `None` (the
+            column indices).
+        digits: Non-negative integer, the number of decimals of each value. Default: `3`.
+
+    Returns:
+        String, the table (``|`` in labels escaped).
+
+    Example:
+
+    >>> print(matrix_markdown([[0.5, 0.25]], ["a"], ["x", "y"], digits=2))
+    | | x | y |
+    |---|---|---|
+    | a | 0.50 | 0.25 |
+    """
     matrix = np.asarray(matrix)
     rows, cols = matrix.shape
     col_labels = list(col_labels) if col_labels is not None else [str(j) for j in range(cols)]
@@ -126,7 +185,20 @@ def matrix_markdown(matrix, row_labels=None, col_labels=None, digits=3):
 
 
 def write_heatmap(tag, matrix, step, row_labels=None, col_labels=None, **image_kwargs):
-    """Writes the heatmap image and its labelled table to the default summary writer."""
+    """Writes the heatmap image and its labelled table to the default summary writer.
+
+    Args:
+        tag: String, the summary tag of the image (the table goes to ``tag + "/table"``).
+        matrix: 2-D array ``[rows, cols]``.
+        step: Integer, the summary step (e.g. the epoch).
+        row_labels: Optional list of ``rows`` strings. Default: `None`.
+        col_labels: Optional list of ``cols`` strings. Default: `None`.
+        **image_kwargs: Other `heatmap_image` arguments (``title``, ``xlabel``, ``ylabel``,
+            ``vmin``, ``vmax``, ``log_x``, ``cell_pixels``).
+
+    Returns:
+        The uint8 image ``[height, width, 3]`` that was written.
+    """
     image = heatmap_image(matrix, row_labels, col_labels, **image_kwargs)
     tf.summary.image(tag, image[None], step=step)
     tf.summary.text(tag + "/table", matrix_markdown(matrix, row_labels, col_labels), step=step)

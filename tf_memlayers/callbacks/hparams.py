@@ -25,12 +25,14 @@ def log_hparams(log_dir, settings, metrics, trial_id=None):
     in the HParams tab, so that runs of one example compare at a glance.
 
     Args:
-        log_dir: the run's TensorBoard folder (the parent of Keras's ``train``/``validation``).
-        settings: dict of the run's resolved settings (the values the run used, after presets
-            and defaults: a learning rate, not `None`). Values that are not bool, number or
-            string are written as JSON text.
-        metrics: dict of final scalar metrics, e.g. ``{"test_accuracy": 0.64}``.
-        trial_id: name of the run in the dashboard (default: derived from the settings).
+        log_dir: String or path, the run's TensorBoard folder (the parent of Keras's
+            ``train``/``validation``).
+        settings: Dict, the run's resolved settings by name (the values the run used, after
+            presets and defaults: a learning rate, not `None`). Values that are not bool,
+            number or string are written as JSON text, `None` as ``"none"``.
+        metrics: Dict of final scalar metrics by name, e.g. ``{"test_accuracy": 0.64}``.
+        trial_id: Optional string, the name of the run in the dashboard. Default: `None`
+            (derived from the settings).
 
     Example:
 

@@ -14,6 +14,17 @@ def epoch_learning_rate(epoch, learning_rate, lr_decay=1.0, full_rate_epochs=Non
     (TensorFlow's PTB tutorial, ``lr_decay ** max(i + 1 - max_epoch, 0)``). With
     ``full_rate_epochs=None`` the rate stays constant.
 
+    Args:
+        epoch: Non-negative integer, the epoch, counted from 0.
+        learning_rate: Float, the initial (full) learning rate.
+        lr_decay: Float, the factor applied per epoch after the full-rate epochs.
+            Default: `1.0` (no decay).
+        full_rate_epochs: Optional non-negative integer, the number of epochs at the full
+            rate. Default: `None` (a constant rate).
+
+    Returns:
+        Float, the learning rate of ``epoch``.
+
     Example:
 
     >>> [epoch_learning_rate(e, 1.0, 0.5, 4) for e in range(7)]
@@ -30,9 +41,17 @@ class EpochLearningRate(keras.callbacks.LearningRateScheduler):
     index, so a resumed run continues the schedule where it stopped.
 
     Args:
-        learning_rate: the initial rate.
-        lr_decay: factor per epoch after the full-rate epochs.
-        full_rate_epochs: epochs at the full rate (`None`: constant rate).
+        learning_rate: Float, the initial (full) learning rate.
+        lr_decay: Float in (0, 1], the factor applied per epoch after the full-rate epochs.
+            Default: `1.0` (no decay).
+        full_rate_epochs: Optional non-negative integer, the number of epochs at the full
+            rate. Default: `None` (a constant rate).
+
+    Example:
+
+    >>> callback = EpochLearningRate(1.0, lr_decay=0.5, full_rate_epochs=1)
+    >>> callback.schedule(2)
+    0.25
     """
 
     def __init__(self, learning_rate, lr_decay=1.0, full_rate_epochs=None):
@@ -55,8 +74,10 @@ class ResumableReduceLROnPlateau(keras.callbacks.ReduceLROnPlateau):
     resume could never reduce the rate.
 
     Args:
-        state_path: JSON file for ``best``, ``wait`` and ``cooldown_counter``.
-        **kwargs: `keras.callbacks.ReduceLROnPlateau` arguments.
+        state_path: String or path, the JSON file that keeps ``best``, ``wait`` and
+            ``cooldown_counter`` (a `RunBackup` state file).
+        **kwargs: `keras.callbacks.ReduceLROnPlateau` arguments (``monitor``, ``factor``,
+            ``patience``, ``min_delta``, ``mode``, ...).
     """
 
     STATE = ("best", "wait", "cooldown_counter")
@@ -82,8 +103,22 @@ class ResumableReduceLROnPlateau(keras.callbacks.ReduceLROnPlateau):
 def halve_learning_rate_callback(min_delta=1e-3, state_path=None):
     """Halves the learning rate when dev accuracy did not improve by ``min_delta``.
 
-    With ``state_path`` the rule's best accuracy survives a restart
-    (`ResumableReduceLROnPlateau`).
+    The rule is checked after every epoch on ``val_accuracy`` (patience 0).
+
+    Args:
+        min_delta: Float, the smallest increase of ``val_accuracy`` that counts as an
+            improvement. Default: `1e-3`.
+        state_path: Optional string or path, a JSON file in which the rule's best accuracy
+            survives a restart (`ResumableReduceLROnPlateau`). Default: `None` (a plain
+            `keras.callbacks.ReduceLROnPlateau`).
+
+    Returns:
+        A `keras.callbacks.ReduceLROnPlateau` (or `ResumableReduceLROnPlateau`).
+
+    Example:
+
+    >>> halve_learning_rate_callback().factor
+    0.5
     """
     kwargs = dict(
         monitor="val_accuracy", factor=0.5, patience=0, min_delta=min_delta, mode="max", verbose=1

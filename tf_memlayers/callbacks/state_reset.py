@@ -6,7 +6,14 @@ from keras import ops
 
 
 def stateful_layers(model):
-    """The layers of ``model`` (nested models included) that carry state between batches."""
+    """The layers of ``model`` (nested models included) that carry state between batches.
+
+    Args:
+        model: A `keras.Model`.
+
+    Returns:
+        List of the layers whose ``stateful`` attribute is true.
+    """
     found = []
     for layer in model.layers:
         if isinstance(layer, keras.Model):
@@ -17,7 +24,15 @@ def stateful_layers(model):
 
 
 def state_variables(layer):
-    """The variables holding a stateful layer's carried state (each ``[batch, ...]``)."""
+    """The variables holding a stateful layer's carried state (each ``[batch, ...]``).
+
+    Args:
+        layer: A stateful layer: a `keras.layers.RNN` (its ``states``) or a memory layer of
+            this package (its non-trainable variables, which hold only the carried memory).
+
+    Returns:
+        List of variables.
+    """
     if isinstance(layer, keras.layers.RNN):
         return list(layer.states or [])
     # The memory layers keep nothing but their carried memory in non-trainable variables.
@@ -28,10 +43,13 @@ def reset_language_model_states(model, rows=None):
     """Clears the carried LSTM states and memories of ``model``.
 
     Args:
-        model: a stateful model (e.g. from `build_language_model(stateful=True)`).
-        rows: `None` to clear every row, or a bool vector ``[batch]`` selecting the rows
-            (streams) to clear, e.g. those starting a new document; the others keep their
-            state.
+        model: A stateful `keras.Model` (e.g. from `build_language_model(stateful=True)`).
+        rows: Optional boolean vector ``[batch]`` selecting the rows (streams) to clear,
+            e.g. those starting a new document; the others keep their state. Default:
+            `None` (clear every row).
+
+    Raises:
+        ValueError: If ``rows`` does not have one entry per row of a carried state.
 
     Example:
 
@@ -68,9 +86,12 @@ class StateResetCallback(keras.callbacks.Callback):
     document boundaries.
 
     Args:
-        train_resets: bool ``[num_batches, batch]`` (`BPTTBatches.resets` of the training
-            data) or `None`: rows to clear before each training batch.
-        eval_resets: the same for the data of `evaluate` / `predict` (and validation).
+        train_resets: Optional boolean array ``[num_batches, batch]`` (the ``resets`` of the
+            training data's `BPTTBatches`): the rows to clear before each training batch.
+            Default: `None` (reset only at the start of each epoch).
+        eval_resets: Optional boolean array ``[num_batches, batch]``, the same for the data
+            of `evaluate` / `predict` (and validation). Default: `None` (reset only at the
+            start of each evaluation or prediction).
 
     Example:
 

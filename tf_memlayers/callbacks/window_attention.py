@@ -20,7 +20,19 @@ from tf_memlayers.models.language_model import copy_trainable_weights
 
 
 def window_position_labels(window):
-    """Column labels ``["t-L", ..., "t-1"]``, oldest first like the layer's scores."""
+    """Column labels ``["t-L", ..., "t-1"]``, oldest first like the layer's scores.
+
+    Args:
+        window: Positive integer, the window length L.
+
+    Returns:
+        List of ``window`` strings.
+
+    Example:
+
+    >>> window_position_labels(3)
+    ['t-3', 't-2', 't-1']
+    """
     return [f"t-{window - j}" for j in range(window)]
 
 
@@ -28,9 +40,9 @@ def average_attention_by_position(scores, window):
     """Mean attention weight per window position over examples and full-window steps.
 
     Args:
-        scores: attention weights ``[batch, time, window]`` (oldest position first) of a
-            stateless pass starting at time 0.
-        window: the window length L.
+        scores: Array ``[batch, time, window]``, the attention weights (oldest position
+            first) of a stateless pass starting at time 0, with ``time > window``.
+        window: Positive integer, the window length L.
 
     Returns:
         float64 ``[window]``; the steps t < L, whose window reaches before the start, are left
@@ -60,17 +72,20 @@ class WindowAttentionCallback(keras.callbacks.Callback):
     """Writes the window-attention heatmaps of a language model to TensorBoard each epoch.
 
     Args:
-        probe_model: a model of the same design as the trained model, built with
+        probe_model: A `keras.Model` of the same design as the trained model, built with
             ``return_attention_scores=True`` (and typically ``stateful=False``,
             ``batch_size=None``, ``seq_len=None``); it outputs ``[logits, scores]``. It gets
             the trained model's weights before each probe.
-        log_dir: TensorBoard log directory (the images go to ``log_dir/attention``).
-        probe_tokens: int ids ``[time]`` of the probe sentence.
-        token_labels: the ``time`` tokens of the probe sentence (row labels).
-        validation_inputs: int ids ``[batch, time]`` with ``time > window``, for the average
-            attention per position.
-        window: the attention window L.
-        every_n_epochs: write every this many epochs.
+        log_dir: String or path, the TensorBoard log directory (the images go to
+            ``log_dir/attention``).
+        probe_tokens: Integer array ``[time]``, the ids of the probe sentence.
+        token_labels: List of ``time`` strings, the tokens of the probe sentence (row
+            labels).
+        validation_inputs: Integer array ``[batch, time]`` with ``time > window``, for the
+            average attention per position.
+        window: Positive integer, the attention window L.
+        every_n_epochs: Positive integer, how often to write: every this many epochs.
+            Default: `1`.
 
     Example:
 

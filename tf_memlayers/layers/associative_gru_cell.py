@@ -33,7 +33,17 @@ from tf_memlayers.ops.associative_gru_step import associative_gru_step
 
 
 def check_units_copies_seed(owner, units, num_copies, seed):
-    """Checks the arguments every AM-GRU cell takes; returns them as ints."""
+    """Checks the arguments every AM-GRU cell takes; returns them as ints.
+
+    Args:
+        owner: String, the class name that error messages start with.
+        units: Even integer >= 2, the number of real units ``n``.
+        num_copies: Positive integer, the number of memory copies ``C``.
+        seed: Integer, the seed of the permutations.
+
+    Returns:
+        Tuple ``(units, num_copies, seed)`` of ints.
+    """
     units = check.check_even("units", units, "a complex vector needs real and imaginary halves", owner)
     num_copies = check.check_int("num_copies", num_copies, 1, owner)
     seed = check.check_int("seed", seed, None, owner)
@@ -60,22 +70,30 @@ class AssociativeGRUCell(keras.layers.Layer):
     `keras.layers.GRUCell`. The permutations are the original code's (`make_permutations`).
 
     Args:
-        units: number of real units ``n`` (even: ``n/2`` complex entries).
-        num_copies: number of redundant permuted memory copies ``C >= 1``.
-        seed: seed of the permutations; cells that read each other's memory need the same.
-        return_retrievals: if True the output is ``[o_t, delta, h]`` (``3 * units``): what was
-            written to the memory and what was read from it at this step.
-        kernel_initializer: initializer of every kernel.
-        gate_bias_initializer: initializer of the gate bias (the original: ones).
-        candidate_bias_initializer: initializer of the candidate bias (the original: zeros).
-        kernel_regularizer: optional regularizer of every kernel.
-        bias_regularizer: optional regularizer of the biases.
+        units: Even positive integer, the number of real units ``n`` (``n/2`` complex
+            entries); dimensionality of the output space.
+        num_copies: Positive integer, the number ``C`` of redundant permuted memory copies.
+            Default: `8`.
+        seed: Integer, the seed of the permutations; cells that read each other's memory
+            need the same. Default: `123`.
+        return_retrievals: Boolean, (default `False`), whether the output is
+            ``[o_t, delta, h]`` (``3 * units``): the output, what was written to the memory
+            and what was read from it at this step.
+        kernel_initializer: Initializer for every kernel (``key_kernel``, ``gate_kernel``,
+            ``candidate_kernel``). Default: `"glorot_uniform"`.
+        gate_bias_initializer: Initializer for the ``gate_bias`` vector ``b_g``.
+            Default: `"ones"` (as in the original).
+        candidate_bias_initializer: Initializer for the ``candidate_bias`` vector ``b_c``.
+            Default: `"zeros"` (as in the original).
+        kernel_regularizer: Regularizer function applied to every kernel. Default: `None`.
+        bias_regularizer: Regularizer function applied to both biases. Default: `None`.
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
-        inputs: ``[batch, input_dim]``.
-        states: ``[memory [batch, units * num_copies], previous output [batch, units]]``;
-            zeros are the empty memory.
-        training: unused (present for the cell protocol).
+        inputs: A 2D tensor, with shape ``[batch, input_dim]``.
+        states: List of two tensors ``[memory [batch, units * num_copies], previous output
+            [batch, units]]``; zeros are the empty memory.
+        training: Unused (present for the cell protocol). Default: `None`.
 
     Example:
 
@@ -152,14 +170,34 @@ class AssociativeGRUCell(keras.layers.Layer):
     # (that would copy it, and pad its gradient, at every step of the loop).
 
     def key_copies(self, key_re, key_im):
-        """Key halves ``[batch, m]`` → the bounded permuted copies ``K_c`` as ``(re, im)``,
-        each ``[batch, C, m]`` (eqs. 4, 9-10)."""
+        """Key halves → the bounded permuted copies ``K_c`` (eqs. 4, 9-10).
+
+        Args:
+            key_re: Tensor ``[batch, m]``, the real half of the key (``m = units / 2``).
+            key_im: Tensor ``[batch, m]``, the imaginary half of the key.
+
+        Returns:
+            Tuple ``(re, im)`` of tensors, each ``[batch, C, m]``.
+        """
         key = holographic.uncomplexify(key_re, key_im)
         return holographic.bounded_copies(key, self._permutation_matrix, self.num_copies)
 
     def run_step(self, key, memory, gate_preactivation, candidate_preactivation, source=None):
-        """`associative_gru_step` with this cell's copies on a memory ``[batch, n * C]``;
-        returns its `StepResult` with the new memory in the same layout."""
+        """`associative_gru_step` with this cell's permutations on a flat memory.
+
+        Args:
+            key: Tensor ``[batch, n]``, the raw key ``x W_key`` (``[re | im]`` layout).
+            memory: Tensor ``[batch, n * C]``, the memory in the state layout.
+            gate_preactivation: Callable mapping the retrieved ``h`` ``[batch, n]`` to the
+                gate pre-activations ``[batch, 2n]``.
+            candidate_preactivation: Callable mapping ``r * h`` ``[batch, n]`` to the
+                candidate pre-activation ``[batch, n]``.
+            source: Optional `tf_memlayers.ops.associative_gru_step.SourceMemory`, the
+                Dual AM-GRU's read of a source memory. Default: `None`.
+
+        Returns:
+            The step's `StepResult`, with the new memory as ``[batch, n * C]``.
+        """
         step = associative_gru_step(
             key,
             holographic.split_memory(memory, self.num_copies),
@@ -172,8 +210,17 @@ class AssociativeGRUCell(keras.layers.Layer):
         return step._replace(memory=holographic.join_memory(*step.memory))
 
     def controller_step(self, controller, memory, key=None, source=None):
-        """`run_step` from the controller ``x = [x_t ; o_{t-1}]`` and the whole kernels;
-        ``key`` defaults to ``x W_key``."""
+        """`run_step` from the controller ``x = [x_t ; o_{t-1}]`` and the whole kernels.
+
+        Args:
+            controller: Tensor ``[batch, input_dim + n]``, the controller ``x``.
+            memory: Tensor ``[batch, n * C]``, the memory.
+            key: Optional tensor ``[batch, n]``, the raw key. Default: `None` (``x W_key``).
+            source: Optional `SourceMemory` (Dual AM-GRU). Default: `None`.
+
+        Returns:
+            The step's `StepResult` (see `run_step`).
+        """
         if key is None:
             key = ops.matmul(controller, self.key_kernel)
 
@@ -188,7 +235,16 @@ class AssociativeGRUCell(keras.layers.Layer):
         return self.run_step(key, memory, gate_preactivation, candidate_preactivation, source)
 
     def call_with_retrievals(self, inputs, states, training=None):
-        """One step; returns ``(output, new_states, {"written": delta, "read": h})``."""
+        """One step that also returns what was written to and read from the memory.
+
+        Args:
+            inputs: Tensor ``[batch, input_dim]``.
+            states: List ``[memory [batch, n * C], previous output [batch, n]]``.
+            training: Unused. Default: `None`.
+
+        Returns:
+            Tuple ``(output, new_states, {"written": delta, "read": h})``.
+        """
         memory, previous_output = states[0], states[1]
         controller = ops.concatenate([inputs, previous_output], axis=1)
         step = self.controller_step(controller, memory)
@@ -205,10 +261,19 @@ class AssociativeGRUCell(keras.layers.Layer):
 
     @contextlib.contextmanager
     def stepping_on_projections(self, kernels):
-        """Within this context `call` takes ``inputs = x_t W_x + b`` (the input projections
-        of `projection_kernels`) and runs `projected_call` with ``kernels`` =
-        ``(recurrent_kernel, gate_h_kernel, candidate_h_kernel)``; this is how
-        `AssociativeGRU` runs the cell in the loop of `keras.layers.RNN`."""
+        """A context in which `call` steps on precomputed input projections.
+
+        Within this context `call` takes ``inputs = x_t W_x + b`` (the input projections of
+        `projection_kernels`) and runs `projected_call`; this is how `AssociativeGRU` runs
+        the cell in the loop of `keras.layers.RNN`.
+
+        Args:
+            kernels: Tuple ``(recurrent_kernel, gate_h_kernel, candidate_h_kernel)``, the
+                last three of `projection_kernels`.
+
+        Yields:
+            The cell.
+        """
         object.__setattr__(self, "_step_kernels", tuple(kernels))
         try:
             yield self
@@ -244,9 +309,16 @@ class AssociativeGRUCell(keras.layers.Layer):
         return input_kernel, input_bias, recurrent_kernel, gate[d + n :], candidate[d + n :]
 
     def projected_call(self, projected, states, kernels):
-        """One step from ``projected = x_t W_x + b`` ``[batch, 4n]`` (`projection_kernels`);
-        equal to `call` on ``x_t`` up to rounding. ``kernels`` = ``(recurrent_kernel,
-        gate_h_kernel, candidate_h_kernel)``."""
+        """One step from precomputed input projections; equal to `call` up to rounding.
+
+        Args:
+            projected: Tensor ``[batch, 4n]``, ``x_t W_x + b`` (from `projection_kernels`).
+            states: List ``[memory [batch, n * C], previous output [batch, n]]``.
+            kernels: Tuple ``(recurrent_kernel, gate_h_kernel, candidate_h_kernel)``.
+
+        Returns:
+            Tuple ``(output, new_states)``, as `call`.
+        """
         recurrent_kernel, gate_h_kernel, candidate_h_kernel = kernels
         memory, previous_output = states[0], states[1]
         n = self.units

@@ -18,8 +18,9 @@ from tf_memlayers.ops import holographic
 class AssociativeMemoryCell(keras.layers.Layer):
     """Wraps an RNN cell so that one of its states is kept in a redundant associative memory.
 
-    At each step, with ``h_{t-1}`` the previous output (fed back as input) and ``m`` the memory
-    of ``C`` permuted copies (paper eqs. 8-12):
+    The generic AM-RNN of Weissenborn (2016, §3.2). At each step, with ``h_{t-1}`` the
+    previous output (fed back as input) and ``m`` the memory of ``C`` permuted copies (paper
+    eqs. 8-12):
 
     ```
     r_t        = bound(W_r [x_t ; h_{t-1}])                  # eqs. 8-10, no bias
@@ -34,21 +35,28 @@ class AssociativeMemoryCell(keras.layers.Layer):
     The cell's other states are carried unchanged through the step as usual.
 
     Args:
-        cell: a Keras RNN cell (``call(inputs, states)``, ``state_size`` an int or a list,
+        cell: A Keras RNN cell (``call(inputs, states)``, ``state_size`` an int or a list,
             nested as in `keras.layers.StackedRNNCells` or flat; ``output_size`` optional).
-        num_copies: number of redundant permuted memory copies ``C >= 1``.
-        seed: seed of the permutations (`tf_memlayers.ops.holographic.make_permutations`).
-        memory_state_index: which of the cell's states lives in memory, counted in the
-            flattened list of its states (default: see above).
-        return_retrievals: if True the output is ``[h_t, s_t - s_{t-1}, s_{t-1}]``: the cell
-            output, what was written to memory and what was read from it.
-        key_initializer: initializer of the key kernel ``W_r``.
+        num_copies: Positive integer, the number ``C`` of redundant permuted memory copies.
+            Default: `8`.
+        seed: Integer, the seed of the permutations
+            (`tf_memlayers.ops.holographic.make_permutations`). Default: `123`.
+        memory_state_index: Optional non-negative integer, which of the cell's states lives
+            in memory, counted in the flattened list of its states. Default: `None` (1 for a
+            `keras.layers.LSTMCell`, 0 for any other cell; see above).
+        return_retrievals: Boolean, (default `False`), whether the output is
+            ``[h_t, s_t - s_{t-1}, s_{t-1}]``: the cell output, what was written to memory
+            and what was read from it.
+        key_initializer: Initializer for the ``key_kernel`` weights matrix ``W_r``.
+            Default: `"glorot_uniform"`.
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
-        inputs: ``[batch, input_dim]``.
-        states: ``[memory [batch, M * C], previous output [batch, output_size],
-            *the cell's other states]`` with ``M`` the size of the memory state.
-        training: passed to the wrapped cell.
+        inputs: A 2D tensor, with shape ``[batch, input_dim]``.
+        states: List of tensors ``[memory [batch, M * C], previous output [batch,
+            output_size], *the cell's other states]``, with ``M`` the size of the memory
+            state.
+        training: Python boolean, passed to the wrapped cell. Default: `None`.
 
     Example:
 

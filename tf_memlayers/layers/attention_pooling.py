@@ -13,7 +13,16 @@ from tf_memlayers._validation import (
 
 
 def softmax_dtype(compute_dtype):
-    """The dtype attention softmaxes run in: float32 under half precision, else the input's."""
+    """The dtype attention softmaxes run in: float32 under half precision, else the input's.
+
+    Args:
+        compute_dtype: String, the compute dtype of the calling layer (e.g. `"float32"`, or
+            `"float16"` under a `"mixed_float16"` policy).
+
+    Returns:
+        String, `"float32"` when ``compute_dtype`` is `"float16"` or `"bfloat16"`, else
+        ``compute_dtype`` unchanged.
+    """
     return "float32" if compute_dtype in ("float16", "bfloat16") else compute_dtype
 
 
@@ -21,25 +30,39 @@ def softmax_dtype(compute_dtype):
 class AttentionPooling(keras.layers.Layer):
     """Pools ``[batch, time, features]`` to ``[batch, features]`` with additive self-attention.
 
-    ``a_t = v^T tanh(W^T h_t)``, ``alpha = softmax_t(a)``, ``r = sum_t alpha_t h_t``
-    (Gaffney, *Cache Attention for Recurrent Language Modeling*, §3.2; no query term, no
-    bias). Masked time steps are never read and get no weight (non-finite padding is
-    harmless); a sequence with every step masked, or without steps, pools to zeros.
+    The self-attentive pooling of Gaffney, *Cache Attention for Recurrent Language Modeling*,
+    §3.2, with no query term and no bias:
+
+    ```
+    a_t   = v^T tanh(W^T h_t)
+    alpha = softmax_t(a)
+    r     = sum_t alpha_t h_t
+    ```
+
+    Masked time steps are never read and get no weight (non-finite padding is harmless); a
+    sequence with every step masked, or without steps, pools to zeros. Inputs of another
+    width than the layer was built for, and a mask that is not ``[batch, time]``, are
+    `ValueError`s naming the argument and the shapes.
 
     Args:
-        units: attention width ``A`` (the columns of ``W``).
-        kernel_initializer: initializer of ``W`` (``[features, units]``).
-        score_initializer: initializer of ``v`` (``[units]``).
-        **kwargs: base `keras.layers.Layer` arguments (``name``, ``dtype``, ...).
+        units: Positive integer, the attention width ``A`` (the number of columns of ``W``).
+        kernel_initializer: Initializer for the ``kernel`` weights matrix ``W``
+            (``[features, units]``). Default: `"glorot_uniform"`.
+        score_initializer: Initializer for the ``score`` vector ``v`` (``[units]``).
+            Default: `"glorot_uniform"`.
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
-        inputs: ``[batch, time, features]`` tensor.
-        mask: optional ``[batch, time]`` boolean mask (propagated by Keras).
-        return_attention_scores: if True, also return ``alpha`` (``[batch, time]``; float32
-            under a mixed precision policy).
+        inputs: A 3D tensor, with shape ``[batch, time, features]``.
+        mask: Optional boolean tensor of shape ``[batch, time]`` (propagated by Keras, e.g.
+            from an `Embedding` with ``mask_zero=True``). Default: `None` (every step read).
+        return_attention_scores: Boolean, (default `False`), whether to also return the
+            attention weights ``alpha`` (``[batch, time]``; float32 under a mixed precision
+            policy).
 
-    Inputs of another width than the layer was built for, and a mask that is not
-    ``[batch, time]``, are `ValueError`s naming the argument and the shapes.
+    Returns:
+        The pooled tensor ``r`` of shape ``[batch, features]``, or the tuple
+        ``(r, alpha)`` when ``return_attention_scores=True``.
 
     Example:
 

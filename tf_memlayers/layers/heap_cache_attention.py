@@ -25,8 +25,9 @@ _INSERTS = {"heap": heap_insert, "topk": topk_insert}
 class HeapCacheAttention(keras.layers.Layer):
     """Adds an attention read over a cache of earlier examples' states to each state.
 
-    Gaffney, *Cache Attention for Recurrent Language Modeling* (§3.3). The cache ``C`` holds
-    ``cache_size`` vectors of the input width ``H`` (a row of zeros is an empty slot). Read::
+    The cache attention of Gaffney, *Cache Attention for Recurrent Language Modeling* (§3.3).
+    The cache ``C`` holds ``cache_size`` vectors of the input width ``H`` (a row of zeros is an
+    empty slot). Read::
 
         a_i   = v_c^T tanh(W_c^T C_i)                 (query="none": one read for every example)
         a_bi  = v_c^T tanh(W_c^T C_i + W_q^T h_b)     (query="additive")
@@ -59,26 +60,38 @@ class HeapCacheAttention(keras.layers.Layer):
     write, so the copies stay identical.
 
     Args:
-        cache_size: number of cached vectors ``K`` (>= 1).
-        attention_units: attention width ``A`` (columns of ``W_c``).
-        policy: ``"heap"`` (default) or ``"topk"``, the write rule above.
-        query: ``"none"`` (default; the paper's query-independent read), ``"additive"``
-            (the score also depends on the example's own state through ``W_q``) or
-            ``"dot"`` (scaled dot product of the example's and each cached state, both
-            projected by ``W_q``).
-        mask_empty: if True (default), empty slots take no attention weight. If False they
-            take part in the softmax with the logit of a zero vector, as in the reference
-            implementation.
-        kernel_initializer, score_initializer, gate_initializer, query_initializer:
-            initializers of ``W_c`` ``[H, A]``, ``v_c`` ``[A]``, ``z`` ``[H]``, ``W_q`` ``[H, A]``
-            (all Glorot uniform, as in the reference implementation).
-        **kwargs: base `keras.layers.Layer` arguments.
+        cache_size: Positive integer, the number ``K`` of cached vectors.
+        attention_units: Positive integer, the attention width ``A`` (the number of columns
+            of ``W_c`` and ``W_q``).
+        policy: String, the write rule above: `"heap"` or `"topk"`. Default: `"heap"`.
+        query: String, how the read scores the slots: `"none"` (the paper's
+            query-independent read), `"additive"` (the score also depends on the example's
+            own state through ``W_q``) or `"dot"` (scaled dot product of the example's and
+            each cached state, both projected by ``W_q``). Default: `"none"`.
+        mask_empty: Boolean, (default `True`), whether empty slots take no attention weight.
+            If `False` they take part in the softmax with the logit of a zero vector, as in
+            the reference implementation.
+        kernel_initializer: Initializer for the ``cache_kernel`` weights matrix ``W_c``
+            (``[H, A]``). Default: `"glorot_uniform"` (as in the reference implementation).
+        score_initializer: Initializer for the ``cache_score`` vector ``v_c`` (``[A]``).
+            Default: `"glorot_uniform"`.
+        gate_initializer: Initializer for the ``cache_gate`` vector ``z`` (``[H]``).
+            Default: `"glorot_uniform"`.
+        query_initializer: Initializer for the ``query_kernel`` weights matrix ``W_q``
+            (``[H, A]``; created only when ``query`` is not `"none"`). Default:
+            `"glorot_uniform"`.
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
-        inputs: ``[batch, H]`` states.
-        training: unused (the read is the same in training and inference).
-        return_attention_scores: if True, also return ``alpha`` (``[K]`` with
-            ``query="none"``, ``[batch, K]`` with ``query="additive"`` or ``"dot"``).
+        inputs: A 2D tensor, with shape ``[batch, H]``: the examples' states.
+        training: Unused (the read is the same in training and inference). Default: `None`.
+        return_attention_scores: Boolean, (default `False`), whether to also return the
+            attention weights ``alpha`` (``[K]`` with ``query="none"``, ``[batch, K]`` with
+            ``query="additive"`` or `"dot"`).
+
+    Returns:
+        ``out`` of shape ``[batch, H]``, or the tuple ``(out, alpha)`` when
+        ``return_attention_scores=True``.
 
     Example:
 
@@ -217,11 +230,11 @@ class HeapCacheAttention(keras.layers.Layer):
         """The read's attention weights over the slots, computed now.
 
         Args:
-            states: ``[batch, H]`` states; needed with ``query="additive"`` or ``"dot"``,
-                ignored otherwise.
+            states: Optional 2D tensor ``[batch, H]`` of the examples' states; required with
+                ``query="additive"`` or `"dot"`, ignored with `"none"`. Default: `None`.
 
         Returns:
-            ``[K]`` (``query="none"``) or ``[batch, K]`` tensor.
+            A tensor of shape ``[K]`` (``query="none"``) or ``[batch, K]``.
         """
         self._require_built("attention_weights")
         if self.query != "none" and states is None:
@@ -232,7 +245,11 @@ class HeapCacheAttention(keras.layers.Layer):
         return self._read_weights(ops.cast(self.cache, dtype), states, dtype)
 
     def fill_count(self):
-        """Number of occupied (non-zero) slots."""
+        """Number of occupied (non-zero) slots.
+
+        Returns:
+            A scalar int32 tensor.
+        """
         self._require_built("fill_count")
         return ops.sum(ops.cast(ops.any(ops.not_equal(self.cache, 0), axis=-1), "int32"))
 
@@ -246,6 +263,11 @@ class HeapCacheAttention(keras.layers.Layer):
 
         Inside a replica context of a multi-replica strategy the candidates of all replicas are
         gathered in replica order first. Works eagerly, in `tf.function` and under XLA.
+
+        Args:
+            candidates: A 2D tensor or array ``[batch, H]``, the states offered to the cache
+                (typically the batch's states after the optimizer update), written by the
+                ``policy`` rule.
 
         Returns:
             ``[batch]`` bool tensor (``[replicas * batch]`` when gathered): which candidates

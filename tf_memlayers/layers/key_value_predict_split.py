@@ -18,18 +18,52 @@ _NAMES = {"attention": "pieces (key)", "key_value": "pieces (key, value)",
 
 
 def split_sizes(mode, width, sizes=None, owner=None):
-    """Piece sizes, key first, for splitting a width-``width`` output in ``mode``."""
+    """Piece sizes, key first, for splitting a width-``width`` output in ``mode``.
+
+    Args:
+        mode: String, one of `MODES`: `"attention"` (1 piece), `"key_value"` (2 pieces) or
+            `"key_value_predict"` (3 pieces).
+        width: Positive integer, the width of the output to split.
+        sizes: Optional tuple of positive integers, explicit piece sizes (key first) that sum
+            to ``width``. Default: `None` (equal pieces, which must divide ``width``).
+        owner: Optional string, the class name that error messages start with. Default:
+            `None`.
+
+    Returns:
+        Tuple of integers, the size of each piece, key first.
+    """
     check_choice("mode", mode, MODES, owner)
     return piece_sizes(width, _PIECES[mode], sizes, owner, _NAMES[mode])
 
 
 def check_mode_sizes(mode, sizes, owner=None):
-    """Checks explicit ``sizes`` (or ``None``) against the number of pieces of ``mode``."""
+    """Checks explicit ``sizes`` (or `None`) against the number of pieces of ``mode``.
+
+    Args:
+        mode: String, one of `MODES`.
+        sizes: Optional sequence of positive integers, one per piece of ``mode`` (1, 2 or
+            3), or `None`.
+        owner: Optional string, the class name that error messages start with. Default:
+            `None`.
+
+    Returns:
+        ``sizes`` as a tuple of integers, or `None`.
+    """
     return check_sizes("sizes", sizes, _PIECES[mode], owner, _NAMES[mode])
 
 
 def key_value_predict_sizes(mode, piece_sizes):
-    """``(key, value, predict)`` widths for the resolved ``piece_sizes`` of ``mode``."""
+    """``(key, value, predict)`` widths for the resolved ``piece_sizes`` of ``mode``.
+
+    Args:
+        mode: String, one of `MODES`.
+        piece_sizes: Tuple of integers, the piece sizes of ``mode`` (from `split_sizes`).
+
+    Returns:
+        Tuple of three integers ``(key, value, predict)``; in `"attention"` mode all three
+        are the single piece's size, in `"key_value"` mode the predict width is the value
+        width (eq. 6).
+    """
     if mode == "attention":
         return piece_sizes[0], piece_sizes[0], piece_sizes[0]
     if mode == "key_value":
@@ -38,7 +72,18 @@ def key_value_predict_sizes(mode, piece_sizes):
 
 
 def split_key_value_predict(x, mode, piece_sizes):
-    """Splits ``x`` into ``(key, value, predict)`` (the same tensor may appear twice)."""
+    """Splits ``x`` into ``(key, value, predict)`` (the same tensor may appear twice).
+
+    Args:
+        x: Tensor ``[..., width]`` with ``width = sum(piece_sizes)``.
+        mode: String, one of `MODES`.
+        piece_sizes: Tuple of integers, the piece sizes of ``mode`` (from `split_sizes`).
+
+    Returns:
+        Tuple ``(key, value, predict)`` of tensors ``[..., size]``: ``x`` three times in
+        `"attention"` mode, ``(k, v, v)`` in `"key_value"` mode (eq. 6) and ``(k, v, p)``
+        in `"key_value_predict"` mode (eq. 11).
+    """
     pieces = split_pieces(x, piece_sizes)
     if mode == "attention":
         return pieces[0], pieces[0], pieces[0]
@@ -51,20 +96,24 @@ def split_key_value_predict(x, mode, piece_sizes):
 class KeyValuePredictSplit(keras.layers.Layer):
     """Splits the last axis of h_t into key, value and predict pieces.
 
-    Contiguous blocks, key first:
+    The output split of Daniluk et al. (2017, §2.1-2.2), in contiguous blocks, key first:
 
     * `"attention"`: key = value = predict = h_t;
     * `"key_value"`: h_t = [k_t ; v_t], predict = v_t (eq. 6);
     * `"key_value_predict"`: h_t = [k_t ; v_t ; p_t] (eq. 11).
 
     Args:
-        mode: one of `"attention"`, `"key_value"`, `"key_value_predict"`.
-        sizes: explicit piece sizes (1, 2 or 3 positive ints by mode, key first) that sum to
-            the input width; default: equal pieces. The paper's best models used widths such
+        mode: String, how the input is split: one of `"attention"`, `"key_value"`,
+            `"key_value_predict"`. Default: `"attention"`.
+        sizes: Optional tuple of positive integers, explicit piece sizes (1, 2 or 3 of them
+            by ``mode``, key first) that sum to the input width. Default: `None` (equal
+            pieces, which must divide the width). The paper's best models used widths such
             as 834 and 968, where unequal pieces are needed.
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
-        inputs: tensor ``[..., width]`` (rank >= 2); after the first call, of the same width.
+        inputs: A tensor ``[..., width]`` of rank >= 2; after the first call, of the same
+            width.
 
     Returns:
         The tuple ``(key, value, predict)``, each of the input's shape but the last axis; the

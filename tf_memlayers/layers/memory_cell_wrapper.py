@@ -6,21 +6,52 @@ import keras
 
 
 def flat_state_sizes(state_size):
-    """A cell's `state_size` (an int, a list, or nested lists as in
-    `keras.layers.StackedRNNCells`) as a flat list of ints."""
+    """A cell's `state_size` as a flat list of ints.
+
+    Args:
+        state_size: Integer, list of integers, or nested lists of integers (as in
+            `keras.layers.StackedRNNCells`): a cell's ``state_size``.
+
+    Returns:
+        List of integers, the sizes in flattened order.
+
+    Example:
+
+    >>> flat_state_sizes([[4, 4], 3])
+    [4, 4, 3]
+    """
     return [int(s) for s in keras.tree.flatten(state_size)]
 
 
 def cell_output_size(cell):
-    """The cell's `output_size`, else its first state size (as `keras.layers.RNN` does)."""
+    """The cell's `output_size`, else its first state size (as `keras.layers.RNN` does).
+
+    Args:
+        cell: A Keras RNN cell (an object with a ``state_size`` and, optionally, an
+            ``output_size``).
+
+    Returns:
+        Integer, the width of the cell's output.
+    """
     output_size = getattr(cell, "output_size", None)
     return int(output_size if output_size else flat_state_sizes(cell.state_size)[0])
 
 
 def step_output_spec(cell, inputs):
-    """The output spec of one step of a cell of this package: ``(output [batch,
-    output_size], [state [batch, size] for each state])``, all in the cell's compute dtype
-    (what the cell returns under any dtype policy, e.g. float16 under ``mixed_float16``)."""
+    """The output spec of one step of a cell of this package.
+
+    Args:
+        cell: A cell of this package (a `keras.layers.Layer` with ``output_size``,
+            ``state_size`` and ``compute_dtype``).
+        inputs: The step's input (a tensor or `keras.KerasTensor` ``[batch, features]``);
+            only its batch size is used.
+
+    Returns:
+        Tuple ``(output, states)`` of `keras.KerasTensor`: ``output [batch, output_size]``
+        and a list with one ``[batch, size]`` spec per flattened state, all in the cell's
+        compute dtype (what the cell returns under any dtype policy, e.g. float16 under
+        ``mixed_float16``).
+    """
     batch = inputs.shape[0]
     dtype = cell.compute_dtype
     output = keras.KerasTensor((batch, int(cell.output_size)), dtype)
@@ -29,8 +60,17 @@ def step_output_spec(cell, inputs):
 
 
 def takes_training(cell):
-    """Whether ``cell`` is a Keras layer whose `call` has a ``training`` argument (as
-    `keras.layers.RNN` decides whether to pass it)."""
+    """Whether ``cell`` is a Keras layer whose `call` has a ``training`` argument.
+
+    This is how `keras.layers.RNN` decides whether to pass ``training`` to a cell.
+
+    Args:
+        cell: Any object, typically a Keras RNN cell.
+
+    Returns:
+        Boolean, `True` if ``cell`` is a `keras.layers.Layer` whose ``call`` accepts
+        ``training``.
+    """
     if not isinstance(cell, keras.layers.Layer):
         return False
     try:
@@ -44,6 +84,17 @@ def call_cell(cell, inputs, flat_states, training=None):
 
     The states are handed over in the structure `keras.layers.RNN` gives a cell: a list for an
     int or flat `state_size`, nested lists for a nested one.
+
+    Args:
+        cell: A Keras RNN cell, called as ``cell(inputs, states)``.
+        inputs: A 2D tensor ``[batch, features]``, the input of the step.
+        flat_states: List of tensors, the cell's states in flattened order (see
+            `flat_state_sizes`).
+        training: Optional Python boolean, passed to the cell when its ``call`` takes a
+            ``training`` argument. Default: `None`.
+
+    Returns:
+        Tuple ``(output, new_states)``: the cell's output and its new states as a flat list.
     """
     structure = cell.state_size
     if isinstance(structure, (list, tuple)):
@@ -58,14 +109,17 @@ def call_cell(cell, inputs, flat_states, training=None):
 
 
 class MemoryCellWrapper(keras.layers.Layer):
-    """Wraps ``cell``; the state is the wrapped cell's states followed by one memory.
+    """Base class of the RNN cells that wrap a Keras RNN cell and add one memory state.
 
-    Subclasses define `memory_size`, `output_size` and `call` (using `run_cell`).
+    The state is the wrapped cell's states followed by one 2-D memory ``[batch,
+    memory_size]``. Subclasses define `memory_size`, `output_size` and `call` (using
+    `run_cell`).
 
     Args:
-        cell: a Keras RNN cell (any object with `state_size` that is called as
+        cell: A Keras RNN cell (any object with `state_size` that is called as
             ``cell(inputs, states) -> (output, new_states)``; nested state sizes, as in
             `keras.layers.StackedRNNCells`, are flattened into the wrapper's state list).
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
     """
 
     def __init__(self, cell, **kwargs):
@@ -91,7 +145,17 @@ class MemoryCellWrapper(keras.layers.Layer):
         return step_output_spec(self, inputs)
 
     def run_cell(self, inputs, states, training=None):
-        """Runs the wrapped cell; returns ``(h, new_cell_states, memory)``."""
+        """Runs the wrapped cell on its states.
+
+        Args:
+            inputs: A 2D tensor ``[batch, features]``, the input of the step.
+            states: List of tensors, the wrapped cell's flat states followed by the memory.
+            training: Optional Python boolean, passed to the wrapped cell. Default: `None`.
+
+        Returns:
+            Tuple ``(h, new_cell_states, memory)``: the wrapped cell's output, its new flat
+            states, and the memory (the last of ``states``, unchanged).
+        """
         states = list(states)
         h, new_states = call_cell(self.cell, inputs, states[:-1], training)
         return h, new_states, states[-1]

@@ -30,8 +30,10 @@ class MemorySequenceLayer(keras.layers.Layer):
     shapes.
 
     Args:
-        stateful: keep the memory in a non-trainable variable (saved with the model) and carry
-            it to the next call; needs a fixed batch size. `reset_state()` clears it.
+        stateful: Boolean, (default `False`), whether to keep the memory in a non-trainable
+            variable (saved with the model) and carry it to the next call; needs a fixed
+            batch size. `reset_state()` clears it.
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
     """
 
     def __init__(self, stateful=False, **kwargs):
@@ -62,7 +64,20 @@ class MemorySequenceLayer(keras.layers.Layer):
             )
 
     def check_call_inputs(self, inputs, mask=None, initial_memory=None):
-        """Checks the shapes of the call arguments (known dimensions only)."""
+        """Checks the shapes of the call arguments (known dimensions only).
+
+        Args:
+            inputs: Tensor (or array) ``[batch, time, width]``.
+            mask: Optional tensor ``[batch, time]``. Default: `None`.
+            initial_memory: Optional tensor ``[batch, memory_size]``. Default: `None`.
+
+        Returns:
+            Tuple, the shape of ``inputs``.
+
+        Raises:
+            ValueError: If a shape does not fit; the message names the argument and the
+                shapes.
+        """
         owner = type(self).__name__
         shape = check_rank("inputs", _shape(inputs), 3, owner)
         if self.input_width is not None:
@@ -91,14 +106,32 @@ class MemorySequenceLayer(keras.layers.Layer):
         return shape
 
     def memory_size_for(self, width):
-        """The memory width for inputs of width ``width`` (subclasses with a memory that
-        depends on the width override this)."""
+        """The memory width for inputs of width ``width``.
+
+        Subclasses with a memory that depends on the width override this.
+
+        Args:
+            width: Positive integer, the width of the inputs.
+
+        Returns:
+            Integer, the memory width (here `memory_size`).
+        """
         return self.memory_size
 
     def masked_inputs(self, inputs, mask):
-        """``inputs`` with the masked steps set to zero (a masked step is never read, and a
-        non-finite value there must not reach the outputs or the gradients), and the mask
-        as bool (`None` without a mask)."""
+        """``inputs`` with the masked steps set to zero, and the mask as bool.
+
+        A masked step is never read, and a non-finite value there must not reach the outputs
+        or the gradients.
+
+        Args:
+            inputs: A 3D tensor ``[batch, time, width]``.
+            mask: Optional tensor ``[batch, time]`` (nonzero: a real step), or `None`.
+
+        Returns:
+            Tuple ``(inputs, mask)``: the inputs with zeros at the masked steps and the mask
+            as bool, or ``(inputs, None)`` unchanged without a mask.
+        """
         if mask is None:
             return inputs, None
         mask = ops.cast(mask, "bool")
@@ -111,10 +144,21 @@ class MemorySequenceLayer(keras.layers.Layer):
             self.memory.assign(ops.zeros_like(self.memory))
 
     def reset_states(self):
+        """Alias of `reset_state`."""
         self.reset_state()
 
     def incoming_memory(self, inputs, initial_memory=None):
-        """The memory this call starts from, in the compute dtype, without gradient."""
+        """The memory this call starts from, in the dtype of ``inputs``, without gradient.
+
+        Args:
+            inputs: A 3D tensor ``[batch, time, width]``, the call's inputs (for the batch
+                size and dtype).
+            initial_memory: Optional tensor ``[batch, memory_size]``. Default: `None` (the
+                stored memory when stateful, else zeros).
+
+        Returns:
+            A tensor ``[batch, memory_size]``.
+        """
         if initial_memory is not None:
             memory = ops.convert_to_tensor(initial_memory)
             owner = type(self).__name__
@@ -131,7 +175,15 @@ class MemorySequenceLayer(keras.layers.Layer):
         return ops.stop_gradient(ops.cast(memory, inputs.dtype))
 
     def keep_memory(self, new_memory):
-        """Stores the memory after this call (stateful layers); returns it without gradient."""
+        """Stores the memory after this call (stateful layers); returns it without gradient.
+
+        Args:
+            new_memory: Tensor reshapeable to ``[batch, memory_size]``, the memory after the
+                call.
+
+        Returns:
+            The tensor ``[batch, memory_size]``, without gradient.
+        """
         new_memory = ops.reshape(ops.stop_gradient(new_memory), (-1, self.memory_size))
         if self.stateful:
             self.memory.assign(ops.cast(new_memory, self.memory.dtype))

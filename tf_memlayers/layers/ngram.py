@@ -63,7 +63,14 @@ class _NGram:
         return (self.n - 2) * self.width
 
     def memory_size_for(self, width):
-        """`memory_size` for inputs of width ``width`` (built or not)."""
+        """`memory_size` for inputs of width ``width`` (built or not).
+
+        Args:
+            width: Positive integer, the width W of the RNN output h_t.
+
+        Returns:
+            Integer, ``(N-2) * width``.
+        """
         return (self.n - 2) * width
 
     def _ngram_output(self, current, previous):
@@ -92,11 +99,18 @@ class _NGram:
 
 
 _COMMON_ARGS = """
-        n: the order N (>= 2); N-1 pieces are read from the last N-1 outputs.
-        units: output width of h*_t.
-        sizes: explicit sizes of the N-1 pieces (summing to the width); default equal.
-        use_bias: adds a bias `ngram_bias` inside the tanh; the paper has none.
-        kernel_initializer, bias_initializer: initialisers of W^N and the bias.
+        n: Integer >= 2, the order N of the N-gram (called `ngram` in `build_language_model`
+            and on the command line); N-1 pieces are read from the last N-1 outputs.
+        units: Positive integer, dimensionality of the output h*_t.
+        sizes: Optional tuple of N-1 positive integers, explicit piece sizes (the piece of
+            the current output first) that sum to the input width. Default: `None` (equal
+            pieces, which must divide the width).
+        use_bias: Boolean, (default `False`), whether to add a bias vector `ngram_bias`
+            inside the tanh; the paper has none.
+        kernel_initializer: Initializer for the `ngram_kernel` weights matrix W^N.
+            Default: `"glorot_uniform"`.
+        bias_initializer: Initializer for the bias vector `ngram_bias` (used with
+            ``use_bias=True``). Default: `"zeros"`.
 """
 
 
@@ -104,24 +118,36 @@ _COMMON_ARGS = """
 class NGramConcat(_NGram, MemorySequenceLayer):
     __doc__ = f"""N-gram RNN output over a whole sequence, all steps at once (eq. 13).
 
-    Weight: `ngram_kernel` (W^N, ``[width, units]``) and, with `use_bias`, `ngram_bias`.
+    Applied to the output sequence of any RNN layer (e.g. the fused `keras.layers.LSTM`),
+    it computes h*_t for every step from the current output and the N-2 outputs before it.
+    The same weights and outputs as the cell form `NGramConcatCell`.
 
-    Args:{_COMMON_ARGS}        return_memory: also return the last N-2 outputs,
-            ``[batch, (N-2)*width]``.
-        stateful: carry the last N-2 outputs to the next call in a non-trainable variable
-            (truncated BPTT; needs a fixed batch size); `reset_state()` clears it.
+    Weights: `ngram_kernel` (W^N, ``[width, units]``) and, with `use_bias`, `ngram_bias`.
+
+    Args:{_COMMON_ARGS}\
+        return_memory: Boolean, (default `False`), whether to also return the last N-2
+            outputs, ``[batch, (N-2)*width]``.
+        stateful: Boolean, (default `False`), whether to carry the last N-2 outputs to the
+            next call in a non-trainable variable (truncated BPTT; needs a fixed batch
+            size); `reset_state()` clears it.
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
-        inputs: ``[batch, time, width]`` RNN outputs.
-        mask: optional bool ``[batch, time]``; padded steps are skipped (never read, so
-            non-finite padding is harmless, and never used as an earlier output) and their
-            outputs are exactly zero.
-        initial_memory: optional ``[batch, (N-2)*width]`` earlier outputs; no gradient flows
-            into it.
+        inputs: A 3D tensor, with shape ``[batch, time, width]``: the RNN outputs.
+        mask: Optional boolean tensor ``[batch, time]``; padded steps are skipped (never
+            read, so non-finite padding is harmless, and never used as an earlier output)
+            and their outputs are exactly zero. Default: `None`.
+        initial_memory: Optional 2D tensor ``[batch, (N-2)*width]`` of earlier outputs
+            (e.g. the memory returned by the previous call); no gradient flows into it.
+            Default: `None` (the stored memory when stateful, else zeros).
+        training: Unused (accepted for API symmetry). Default: `None`.
 
     Inputs of another width than the layer was built for, a mask that is not
     ``[batch, time]``, and an ``initial_memory`` (or, with ``stateful=True``, a batch) of
     another size are `ValueError`s naming the argument and the shapes.
+
+    Returns:
+        ``h*`` ``[batch, time, units]``, or ``(h*, memory)`` with ``return_memory=True``.
 
     Example:
 
@@ -199,16 +225,22 @@ class NGramConcat(_NGram, MemorySequenceLayer):
 class NGramConcatCell(_NGram, MemoryCellWrapper):
     __doc__ = f"""The N-gram RNN as a cell wrapping any Keras RNN cell (eq. 13).
 
-    The state is the wrapped cell's states followed by the last N-2 outputs of the wrapped
-    cell, ``[batch, (N-2)*width]``, zero at the start. Same weights and outputs as
-    `NGramConcat`.
+    At each step the wrapped ``cell`` produces h_t, and the cell outputs h*_t from h_t and
+    the N-2 outputs of the wrapped cell before it. The state is the wrapped cell's states
+    followed by the last N-2 outputs of the wrapped cell, ``[batch, (N-2)*width]``, zero at
+    the start. Same weights and outputs as `NGramConcat`.
 
     Args:
-        cell: a Keras RNN cell whose output is h_t.{_COMMON_ARGS}
+        cell: A Keras RNN cell (e.g. `keras.layers.LSTMCell`) whose output h_t, of width
+            ``width``, is split into the N-1 pieces.{_COMMON_ARGS}\
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
+
     Call arguments:
-        inputs: ``[batch, features]`` input of the wrapped cell at one step.
-        states: the wrapped cell's states followed by the memory of earlier outputs.
-        training: passed to the wrapped cell.
+        inputs: A 2D tensor, with shape ``[batch, features]``: the input of the wrapped
+            cell at one step.
+        states: List of tensors, the wrapped cell's states followed by the memory of
+            earlier outputs ``[batch, (N-2)*width]``.
+        training: Python boolean, passed to the wrapped cell. Default: `None`.
 
     Example:
 

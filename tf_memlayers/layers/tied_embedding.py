@@ -16,20 +16,25 @@ class TiedEmbedding(keras.layers.Embedding):
     2017, "Using the Output Embedding to Improve Language Models").
 
     Args:
-        input_dim: Positive integer, vocabulary size.
-        output_dim: Positive integer, embedding width.
-        embeddings_initializer: Initializer of the embedding matrix ``E``. Defaults to
-            ``"uniform"``.
-        output_bias_initializer: Initializer of the output bias ``b``. Defaults to
-            ``"zeros"``.
-        **kwargs: other `keras.layers.Embedding` arguments (``mask_zero``,
+        input_dim: Positive integer, the size of the vocabulary (the number of rows of
+            ``E``, and the width of the logits).
+        output_dim: Positive integer, the dimension of the embedding vectors.
+        embeddings_initializer: Initializer for the ``embeddings`` matrix ``E``
+            (``[input_dim, output_dim]``). Default: `"uniform"`.
+        output_bias_initializer: Initializer for the ``output_bias`` vector ``b``
+            (``[input_dim]``). Default: `"zeros"`.
+        **kwargs: Other `keras.layers.Embedding` arguments (``mask_zero``,
             ``embeddings_regularizer``, ``name``, ``dtype``, ...).
 
     Call arguments:
-        inputs: integer ids (``reverse=False``) or vectors ``[..., output_dim]``
-            (``reverse=True``).
-        reverse: Boolean. If True, return logits ``[..., input_dim]`` instead of embedding.
-            Defaults to False.
+        inputs: Integer ids of any shape (``reverse=False``), or vectors
+            ``[..., output_dim]`` (``reverse=True``).
+        reverse: Boolean, (default `False`), whether to return the logits
+            ``[..., input_dim]`` of the vectors instead of embedding ids.
+
+    Returns:
+        The embeddings ``[..., output_dim]`` of the ids, or with ``reverse=True`` the
+        logits ``x E^T + b`` of shape ``[..., input_dim]``.
 
     Example:
 

@@ -158,7 +158,8 @@ class WindowAttentionMechanism:
         return self.units or value_size, self.window * (stored + 1)
 
     def _unpack_memory(self, memory):
-        """Flat memory ``[B, M]`` -> keys ``[B, L, dk]``, values ``[B, L, dv]``, valid ``[B, L]``."""
+        """Flat memory ``[B, M]`` -> keys ``[B, L, dk]``, values ``[B, L, dv]``, valid
+        ``[B, L]``."""
         key_size, value_size, _ = self._key_value_predict_sizes()
         L = self.window
         keys = ops.reshape(memory[:, : L * key_size], (-1, L, key_size))

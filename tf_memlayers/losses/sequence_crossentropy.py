@@ -20,8 +20,16 @@ class SequenceCrossentropy(keras.losses.Loss):
       larger, and the gradient-norm clipping sees the scaled gradient.
 
     Args:
-        reduction_mode: `"token_mean"` or `"sum_over_time"`.
-        name: loss name.
+        reduction_mode: String, one of `LOSS_REDUCTIONS`: `"token_mean"` or
+            `"sum_over_time"`. Default: `"token_mean"`.
+        name: String, name of the loss instance. Default: `"sequence_crossentropy"`.
+        **kwargs: Other `keras.losses.Loss` arguments, such as ``dtype`` (a ``reduction``
+            argument is ignored: ``reduction_mode`` sets it).
+
+    Call arguments:
+        y_true: Integer targets ``[batch, time]``.
+        y_pred: Logits ``[batch, time, vocabulary]``.
+        sample_weight: Optional weights ``[batch, time]`` (0 for padding). Default: `None`.
 
     Example:
 

@@ -6,13 +6,18 @@ from keras import ops
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class Perplexity(keras.metrics.Metric):
-    """exp(weighted mean negative log-likelihood) of integer targets under logits.
+    """Perplexity: exp(weighted mean negative log-likelihood) of integer targets under logits.
 
     Unlike exp of the batch-averaged loss, it sums the log-likelihood and the weights over all
     batches, so over a whole split (with zero-weight padding) it is the corpus perplexity.
 
     Args:
-        name: metric name.
+        name: String, name of the metric instance. Default: `"perplexity"`.
+        **kwargs: Other `keras.metrics.Metric` arguments, such as ``dtype``.
+
+    Standalone usage: ``update_state(y_true, y_pred, sample_weight=None)`` with integer
+    targets ``y_true`` ``[...]``, logits ``y_pred`` ``[..., vocabulary]`` and optional
+    weights ``sample_weight`` broadcastable to ``y_true`` (0 for padding).
 
     Example:
 

@@ -13,8 +13,9 @@ truncated-BPTT length, clipping, epochs, loss reduction).
   forget-gate bias 0, and the cost summed over the time steps (mean over the batch).
 * ``short-attention-spans``: Daniluk et al. (2017, §4.1): Adam 1e-3, batch 64, BPTT 20,
   clipping 5, forget-gate bias 1, init U(-0.1, 0.1), window 5, N = 4, one LSTM layer. The
-  paper's models are 300 wide; the preset's 200-unit size trains one PTB epoch in minutes on
-  a 2-core CPU. ``kind`` comes from the caller (``--model``), default attention.
+  paper's models are 300 wide; the preset's 200-unit size keeps a PTB epoch short on a CPU
+  (see the README's throughput table for timings). ``kind`` comes from the caller
+  (``--model``), default attention.
 """
 
 import dataclasses
@@ -28,11 +29,12 @@ class LanguageModelPreset:
     """A named recipe: model arguments and training arguments (read-only mappings).
 
     Args:
-        name: the preset's name.
-        description: one line saying where the settings come from.
-        model: keyword arguments of `build_language_model`.
-        training: ``optimizer``, ``learning_rate``, ``lr_decay``, ``full_rate_epochs``,
-            ``epochs``, ``batch_size``, ``seq_len``, ``clipnorm``, ``loss_reduction``.
+        name: String, the preset's name (a key of `PRESETS`).
+        description: String, one line saying where the settings come from.
+        model: Read-only mapping, keyword arguments of `build_language_model`.
+        training: Read-only mapping of the training settings: ``optimizer``,
+            ``learning_rate``, ``lr_decay``, ``full_rate_epochs``, ``epochs``,
+            ``batch_size``, ``seq_len``, ``clipnorm``, ``loss_reduction``.
     """
 
     name: str
@@ -83,6 +85,13 @@ PRESETS = {
 
 def get_preset(name):
     """The `LanguageModelPreset` called ``name`` (one of `PRESETS`).
+
+    Args:
+        name: String, one of `"zaremba-small"`, `"zaremba-medium"`, `"zaremba-large"`,
+            `"short-attention-spans"`.
+
+    Returns:
+        The `LanguageModelPreset`.
 
     Example:
 

@@ -12,7 +12,23 @@ from tf_memlayers.models.language_model import KINDS, build_language_model
 
 
 def count_language_model_parameters(vocabulary_size, **build_kwargs):
-    """Trainable parameters of `build_language_model(vocabulary_size, **build_kwargs)`."""
+    """Trainable parameters of `build_language_model(vocabulary_size, **build_kwargs)`.
+
+    The model is built stateless, without a fixed batch size (the count does not depend on
+    either).
+
+    Args:
+        vocabulary_size: Integer >= 2, the number of word ids.
+        **build_kwargs: The other arguments of `build_language_model`.
+
+    Returns:
+        Integer, the number of trainable parameters.
+
+    Example:
+
+    >>> count_language_model_parameters(10, hidden=4, embedding_dim=4)
+    234
+    """
     build_kwargs = dict(build_kwargs, stateful=False, batch_size=None)
     model = build_language_model(vocabulary_size, **build_kwargs)
     return int(sum(np.prod(w.shape) for w in model.trainable_weights))
@@ -31,14 +47,16 @@ def hidden_for_parameter_budget(vocabulary_size, kind, budget, **build_kwargs):
     of the kind's number of pieces) whose trainable-parameter count is closest to ``budget``.
 
     Args:
-        vocabulary_size: vocabulary size.
-        kind: one of `KINDS`.
-        budget: the target number of trainable parameters, e.g. the LSTM baseline's
-            (`count_language_model_parameters`).
-        **build_kwargs: the other arguments of `build_language_model` (``hidden`` excluded).
+        vocabulary_size: Integer >= 2, the number of word ids.
+        kind: String, one of `KINDS` (the ``kind`` of `build_language_model`).
+        budget: Positive integer, the target number of trainable parameters, e.g. the LSTM
+            baseline's (`count_language_model_parameters`).
+        **build_kwargs: The other arguments of `build_language_model` (``hidden``
+            excluded).
 
     Returns:
-        ``(hidden, parameters)``.
+        Tuple ``(hidden, parameters)`` of integers: the width found and the model's number
+        of trainable parameters at that width.
 
     Example:
 

@@ -43,25 +43,38 @@ class ConditionalEncoder(keras.layers.Layer):
     the premise from a zero state and then the hypothesis from the premise's final state, with
     the same weights. For ``kind="dual_am_gru"`` the hypothesis layer is a `DualAssociativeGRU`
     that shares every non-dual weight with the premise layer's cell, starts with an empty
-    memory and the premise's last output, and reads the premise's final memory. Layer 2 is a `keras.layers.GRU` run over both layer-1 output
-    sequences, the hypothesis pass starting from the premise's final state.
+    memory and the premise's last output, and reads the premise's final memory. Layer 2 is a
+    `keras.layers.GRU` run over both layer-1 output sequences, the hypothesis pass starting
+    from the premise's final state.
 
     Args:
-        kind: ``"gru"``, ``"am_gru"`` or ``"dual_am_gru"``.
-        units: size of layer 1 (even for the associative kinds).
-        top_units: size of the layer-2 GRU (default: ``units``).
-        num_copies: memory copies of the associative kinds.
-        dual_key: key mode of the Dual AM-GRU (``"paper"`` or ``"released"``).
-        seed: seed of the memory permutations.
-        kernel_initializer: initializer of every kernel (the paper: uniform ±0.05).
-        fused_loop: layer 1's ``fused_loop`` option (`AssociativeGRU`, `DualAssociativeGRU`):
-            same results, faster training (XLA compiles once per batch shape). Not for
-            ``kind="gru"``; the Dual AM-GRU with ``dual_key="paper"`` only.
+        kind: String, layer 1: `"gru"`, `"am_gru"` or `"dual_am_gru"`. Default:
+            `"dual_am_gru"`.
+        units: Positive integer, the size of layer 1 (even for the associative kinds).
+            Default: `100`.
+        top_units: Optional positive integer, the size of the layer-2 GRU. Default: `None`
+            (``units``).
+        num_copies: Positive integer, the number of memory copies of the associative kinds.
+            Default: `8`.
+        dual_key: String, the key mode of the Dual AM-GRU: `"paper"` or `"released"`.
+            Default: `"paper"`.
+        seed: Integer, the seed of the memory permutations (and of the default kernel
+            initializer). Default: `123`.
+        kernel_initializer: Initializer for every kernel. Default: `None` (uniform ±0.05, as
+            in the paper, seeded by ``seed``).
+        fused_loop: Boolean, (default `False`), layer 1's ``fused_loop`` option
+            (`AssociativeGRU`, `DualAssociativeGRU`): same results, faster training (XLA
+            compiles once per batch shape). Not for ``kind="gru"``; the Dual AM-GRU with
+            ``dual_key="paper"`` only.
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
-        inputs: ``[premise [batch, Tp, dim], hypothesis [batch, Th, dim]]``.
-        mask: optional ``[premise mask, hypothesis mask]`` (set by a masking embedding).
-        training: passed to the recurrent layers.
+        inputs: List ``[premise, hypothesis]`` of 3D tensors ``[batch, Tp, dim]`` and
+            ``[batch, Th, dim]``.
+        mask: Optional list ``[premise mask, hypothesis mask]`` of boolean tensors
+            ``[batch, Tp]`` and ``[batch, Th]`` (set by a masking embedding). Default:
+            `None`.
+        training: Python boolean, passed to the recurrent layers. Default: `None`.
 
     Returns:
         ``[p, h]``: the final layer-2 states of the premise and the hypothesis.
@@ -184,10 +197,11 @@ class ConditionalEncoder(keras.layers.Layer):
         """Steps layer 1 over ONE unpadded pair and returns what was written and read.
 
         Args:
-            premise: ``[Tp, dim]`` embedded premise; hypothesis: ``[Th, dim]``.
+            premise: Tensor or array ``[Tp, dim]``, the embedded premise.
+            hypothesis: Tensor or array ``[Th, dim]``, the embedded hypothesis.
 
         Returns:
-            dict with ``"premise_written"`` ``[Tp, units]`` (the delta written at each premise
+            Dict with ``"premise_written"`` ``[Tp, units]`` (the delta written at each premise
             step) and ``"hypothesis_read"`` ``[Th, units]`` (for the Dual AM-GRU what was read
             from the premise memory, for the AM-GRU what was read from the memory it continues).
             Empty for ``kind="gru"``.
@@ -250,19 +264,31 @@ def build_snli_model(
     """The paper's SNLI classifier as a functional `keras.Model`.
 
     Args:
-        vocabulary_size: number of word ids (id 0 = padding, masked).
-        kind: layer 1: ``"gru"``, ``"am_gru"`` or ``"dual_am_gru"``.
-        units: layer-1 size (the paper: 100 for the Dual AM-GRU, 108 AM-GRU, 126 GRU).
-        top_units: layer-2 GRU and classifier size (default ``units``).
-        embedding_dim: word vector size (ignored when ``embeddings`` is given).
-        embeddings: optional initial embedding matrix ``[vocabulary_size, dim]`` (e.g. GloVe).
-        train_embeddings: whether the embeddings are tuned.
-        num_copies: memory copies (the paper: 8).
-        dual_key: ``"paper"`` or ``"released"``.
-        dropout: dropout on the word vectors (the paper: 0.1).
-        seed: seed of the initialisers and permutations.
-        init_scale: every kernel starts uniform in ``±init_scale`` (the paper: 0.05).
-        fused_loop: `ConditionalEncoder` option (faster AM-GRU training on fixed-size batches).
+        vocabulary_size: Integer >= 2, the number of word ids (id 0 = padding, masked).
+        kind: String, layer 1: `"gru"`, `"am_gru"` or `"dual_am_gru"`. Default:
+            `"dual_am_gru"`.
+        units: Positive integer, the layer-1 size (the paper: 100 for the Dual AM-GRU, 108
+            AM-GRU, 126 GRU; even for the associative kinds). Default: `100`.
+        top_units: Optional positive integer, the layer-2 GRU and classifier size.
+            Default: `None` (``units``).
+        embedding_dim: Positive integer, the word vector size (ignored when ``embeddings``
+            is given). Default: `300`.
+        embeddings: Optional array ``[vocabulary_size, dim]``, the initial embedding matrix
+            (e.g. GloVe). Default: `None` (word vectors drawn from N(0, 1), as in the
+            original code).
+        train_embeddings: Boolean, (default `True`), whether the embeddings are tuned.
+        num_copies: Positive integer, the number of memory copies. Default: `8` (the
+            paper's).
+        dual_key: String, the Dual AM-GRU's key mode, `"paper"` or `"released"`.
+            Default: `"paper"`.
+        dropout: Float in [0, 1), the dropout rate on the word vectors. Default: `0.1` (the
+            paper's).
+        seed: Integer, the seed of the initialisers, the dropout and the permutations.
+            Default: `123`.
+        init_scale: Finite float > 0; every kernel starts uniform in ``±init_scale``.
+            Default: `0.05` (the paper's).
+        fused_loop: Boolean, (default `False`), the `ConditionalEncoder` option (faster
+            AM-GRU training on fixed-size batches).
 
     Returns:
         A model with inputs ``(premise ids, hypothesis ids)`` (int, ``[batch, time]``) and a
@@ -270,8 +296,9 @@ def build_snli_model(
         and ``"encoder"`` (a `ConditionalEncoder`).
 
     Raises:
-        TypeError, ValueError: an argument has the wrong type or is out of range (sizes
-            >= 1, ``0 <= dropout < 1``, finite ``init_scale > 0``); the message names it.
+        TypeError: If an argument has the wrong type; the message names it.
+        ValueError: If an argument is out of range (sizes >= 1, ``0 <= dropout < 1``,
+            finite ``init_scale > 0``); the message names it.
     """
     vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
     check_choice("kind", kind, KINDS)
@@ -329,11 +356,12 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Fal
     """Compiles with the paper's optimiser: Adam(lr, beta_1=0), global-norm clipping.
 
     Args:
-        model: a model from `build_snli_model`.
-        learning_rate: Adam's learning rate, a finite number > 0 (the paper: 1e-3).
-        clip_norm: global gradient-norm threshold, a finite number >= 0; ``None`` or 0: no
-            clipping (the paper: 5).
-        jit_compile: compile the train step with XLA.
+        model: A `keras.Model` from `build_snli_model`.
+        learning_rate: Finite float > 0, Adam's learning rate. Default: `1e-3` (the
+            paper's).
+        clip_norm: Optional finite float >= 0, the global gradient-norm threshold; `None`
+            or 0: no clipping. Default: `5.0` (the paper's).
+        jit_compile: Boolean, (default `False`), whether to compile the train step with XLA.
 
     Returns:
         ``model``, compiled with sparse categorical cross-entropy and accuracy.
