@@ -22,9 +22,10 @@ flags: ``--dropout``, ``--variational-dropout``, ``--tie-weights``.
 Runs are resumable: the same command (or the same ``--workdir``) continues a run interrupted
 at any point and ends as an uninterrupted run would (the interrupted epoch starts again from the
 state it began with: weights, optimizer, random seed states and the logs so far; carried states
-start each epoch from zero). The metrics cover the whole run. Each set of options has its own run
-directory, by default ``runs/ptb_memory_lm/<model>-<digest>``; a ``--workdir`` holding a run
-with other options is refused. TensorBoard logs (scalars and, for attention models, the
+start each epoch from zero). The metrics cover the whole run. Each set of settings has its own
+run directory, by default ``runs/ptb_memory_lm/<model>-<options changed from their
+defaults>-<digest of the resolved settings>``; a ``--workdir`` holding a run with other
+settings is refused. TensorBoard logs (scalars and, for attention models, the
 per-epoch attention heatmaps) go to ``<workdir>/logs``.
 
 Example::
@@ -69,10 +70,10 @@ from tf_memlayers.models.language_model import (  # noqa: E402
 from tf_memlayers.models.language_model_presets import PRESETS, get_preset  # noqa: E402
 from tf_memlayers.training import (  # noqa: E402
     make_strategy,
+    resolved_settings,
     resumable_callbacks,
     resumed_epoch,
     run_history,
-    run_settings,
     run_workdir,
     write_metrics,
 )
@@ -196,7 +197,7 @@ def parse_args(argv=None):
     run = parser.add_argument_group("run")
     options.add_option(run, "workdir",
                        help="checkpoints, resume state and TensorBoard logs (default: "
-                       f"{DEFAULT_ROOT}/<model>-<digest of the settings>, one per "
+                       f"{DEFAULT_ROOT}/<model>-<changed options>-<digest>, one per "
                        "configuration)")
     options.add_argument(run, "--probe-sentence",
                          help="sentence shown in the attention heatmap (default: the start of "
@@ -260,7 +261,7 @@ def probe_inputs(args, corpus, valid):
 
 def make_callbacks(args, workdir, corpus, train, valid, strategy, extra_callbacks=()):
     """The run's callbacks; the last one backs the run up (`resumable_callbacks`)."""
-    settings = run_settings(args, PTB_RUN_OPTIONS)
+    settings = resolved_settings(args, {"corpus": corpus.name}, PTB_RUN_OPTIONS)
     callbacks = [
         StateResetCallback(train.resets, valid.resets),
         EpochLearningRate(args.learning_rate, args.lr_decay, args.full_rate_epochs),
@@ -305,10 +306,14 @@ def last_logged(history, key):
 
 def run(args, extra_callbacks=()):
     """Trains and evaluates; returns the metrics dict."""
-    workdir = pathlib.Path(run_workdir(args, DEFAULT_ROOT, args.model, PTB_RUN_OPTIONS))
     keras.utils.set_random_seed(args.seed)
     started = time.time()
     corpus = load_data(args)
+    # The options already hold the preset's values; the corpus is what --data-dir resolved to.
+    resolved = {"corpus": corpus.name}
+    workdir = pathlib.Path(
+        run_workdir(args, DEFAULT_ROOT, args.model, PTB_RUN_OPTIONS, resolved=resolved)
+    )
     strategy = make_strategy(args.strategy)
     if strategy.num_replicas_in_sync > 1:
         raise ValueError(
@@ -382,8 +387,7 @@ def run(args, extra_callbacks=()):
         "seconds": round(time.time() - started, 1),
     }
     write_metrics(metrics, args.metrics_file)
-    # The options already hold the preset's values; the corpus is what --data-dir resolved to.
-    settings = dict(run_settings(args, PTB_RUN_OPTIONS), corpus=corpus.name)
+    settings = resolved_settings(args, resolved, PTB_RUN_OPTIONS)
     log_hparams(workdir / "logs", settings, {
         "valid_perplexity": metrics["valid_perplexity"],
         "test_perplexity": metrics["test_perplexity"],

@@ -12,8 +12,9 @@ Examples::
     python examples/snli_dual_am_gru.py --data-dir ~/snli_1.0 --embeddings glove.840B.300d.txt \\
         --eval-every 1000 --epochs 30 --workdir runs/snli
 
-The run directory (``--workdir``; by default ``runs/snli_dual_am_gru/<model>-<digest>``, one
-per set of options) keeps checkpoints (the same command resumes after an interruption at any
+The run directory (``--workdir``; by default ``runs/snli_dual_am_gru/<model>-<options changed
+from their defaults>-<digest of the resolved settings>``, e.g. ``gru-units=50-1f0c9a2e``, one
+per set of settings) keeps checkpoints (the same command resumes after an interruption at any
 point and ends as an uninterrupted run would; a different one in the same ``--workdir`` is
 refused), TensorBoard logs (scalars, the per-epoch memory retrieval heatmap and its sentence
 pair) and ``metrics.json`` (the whole run).
@@ -47,9 +48,9 @@ from tf_memlayers.models.snli import (  # noqa: E402
 from tf_memlayers.training import (  # noqa: E402
     make_strategy,
     resumable_callbacks,
+    resolved_settings,
     resumed_epoch,
     run_history,
-    run_settings,
     run_workdir,
     write_metrics,
 )
@@ -126,7 +127,7 @@ def parse_args(argv=None):
                        "3e-3 on the generated corpus)")
     options.add_option(train, "clip_norm", default=5.0)
     options.add_run_options(
-        train, seed=123, default_workdir="runs/snli_dual_am_gru/<model>-<digest of the settings>"
+        train, seed=123, default_workdir="runs/snli_dual_am_gru/<model>-<changed options>-<digest>"
     )
     args = parser.parse_args(argv)
     if args.source == "files" and not args.data_dir:
@@ -163,7 +164,6 @@ def initial_embeddings(args, vocabulary):
 def main(argv=None, extra_callbacks=()):
     """Runs the example; returns the final metrics dict."""
     args = parse_args(argv)
-    workdir = run_workdir(args, os.path.join("runs", "snli_dual_am_gru"), args.kind)
     keras.utils.set_random_seed(args.seed)
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
@@ -171,6 +171,12 @@ def main(argv=None, extra_callbacks=()):
     splits, source = load_data(args)
     vocabulary = nli_batches.build_vocabulary(splits["train"])
     matrix, found = initial_embeddings(args, vocabulary)
+    # The values the run uses where an option's default depends on the data source.
+    init_scale = args.init_scale or (0.2 if source == "generated" else 0.05)
+    learning_rate = args.learning_rate or (3e-3 if source == "generated" else 1e-3)
+    resolved = dict(source=source, init_scale=init_scale, learning_rate=learning_rate)
+    workdir = run_workdir(args, os.path.join("runs", "snli_dual_am_gru"), args.kind,
+                          resolved=resolved)
     print(f"source={source} train={len(splits['train'])} dev={len(splits['dev'])} "
           f"test={len(splits['test'])} vocabulary={len(vocabulary)} pretrained={found} "
           f"workdir={workdir}",
@@ -186,9 +192,6 @@ def main(argv=None, extra_callbacks=()):
     test_data = nli_batches.make_dataset(splits["test"], vocabulary, **common)
     steps = args.eval_every or max(1, -(-len(splits["train"]) // batch_size))
 
-    # The values the run uses where an option's default depends on the data source.
-    init_scale = args.init_scale or (0.2 if source == "generated" else 0.05)
-    learning_rate = args.learning_rate or (3e-3 if source == "generated" else 1e-3)
     with strategy.scope():
         model = build_snli_model(
             len(vocabulary),
@@ -213,7 +216,7 @@ def main(argv=None, extra_callbacks=()):
         workdir,
         monitor="val_accuracy",
         mode="max",
-        settings=run_settings(args),
+        settings=resolved_settings(args, resolved),
         callbacks=[
             halve_learning_rate_callback(state_path=os.path.join(workdir, "learning_rate.json")),
             keras.callbacks.TensorBoard(log_dir),
@@ -253,9 +256,7 @@ def main(argv=None, extra_callbacks=()):
         "seconds": round(time.time() - started, 1),
     }
     write_metrics(metrics, os.path.join(workdir, "metrics.json"))
-    resolved = dict(run_settings(args), source=source, init_scale=init_scale,
-                    learning_rate=learning_rate)
-    log_hparams(log_dir, resolved, {
+    log_hparams(log_dir, resolved_settings(args, resolved), {
         "test_accuracy": metrics["test_accuracy"],
         "best_dev_accuracy": max(metrics["dev_accuracy"], default=0.0),
     })  # fmt: skip

@@ -65,7 +65,7 @@ def _run_with_gradients(rnn, xs, states, mask):
         ("paper", True, False),
         ("paper", True, True),
     ],
-    ids=["paper_keras_loop", "released_keras_loop_backwards", "paper_fused", "paper_fused_backwards"],
+    ids=["paper_keras", "released_keras_backwards", "paper_fused", "paper_fused_backwards"],
 )
 def test_layer_equals_the_cell_form_forward_and_gradients(
     float64_policy, dual_key, fused_loop, go_backwards

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tf_memlayers.callbacks import BestModelCheckpoint, ResumableReduceLROnPlateau, RunBackup
+from tf_memlayers.training import options
 from tf_memlayers.training.reporting import write_metrics
 from tf_memlayers.training.resumable import (
     check_run_settings,
@@ -44,6 +45,34 @@ def test_explicit_workdir_wins():
     assert run_workdir(args, "runs", "x") == "mine"
     args.workdir = None
     assert run_workdir(args, "runs", "x") == run_directory("runs", {"units": 8}, "x")
+
+
+def _parser():
+    parser = options.ArgumentParser()
+    parser.add_argument("--units", type=int, default=8)
+    parser.add_argument("--learning-rate", type=float, default=None)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--workdir", default=None)
+    return parser
+
+
+def test_run_names_show_the_changed_options_and_a_digest_of_the_resolved_settings():
+    parser = _parser()
+    default = run_workdir(parser.parse_args([]), "runs", "gru", resolved={"learning_rate": 1e-3})
+    assert len(default) == len("runs/gru-") + 8  # nothing changed: label and digest only
+    argv = ["--units", "16", "--data-dir", "/data/snli_1.0/", "--epochs", "9"]
+    changed = parser.parse_args(argv)
+    assert vars(changed) == {"units": 16, "learning_rate": None, "data_dir": "/data/snli_1.0/",
+                             "epochs": 9, "workdir": None}  # the defaults stay out of vars()
+    fast = run_workdir(changed, "runs", "gru", resolved={"learning_rate": 3e-3})
+    slow = run_workdir(changed, "runs", "gru", resolved={"learning_rate": 1e-3})
+    # Readable: the options set to other values than their defaults (run options such as
+    # --epochs do not define a run); the digest tells apart what an unset option resolved to.
+    assert fast.startswith("runs/gru-data_dir=snli_1.0_units=16-")
+    assert slow.startswith("runs/gru-data_dir=snli_1.0_units=16-") and slow != fast
+    assert fast == run_workdir(parser.parse_args(argv), "runs", "gru",
+                               resolved={"learning_rate": 3e-3})
 
 
 def test_a_run_with_other_settings_is_refused(tmp_path):

@@ -37,7 +37,9 @@ class AssociativeRecurrentLayer(keras.layers.RNN):
 
     def __init__(self, cell, fused_loop=False, **kwargs):
         owner = type(self).__name__
-        flags = {name: check.check_bool(name, kwargs.pop(name, False), owner) for name in _RNN_FLAGS}
+        flags = {
+            name: check.check_bool(name, kwargs.pop(name, False), owner) for name in _RNN_FLAGS
+        }
         fused_loop = check.check_bool("fused_loop", fused_loop, owner)
         if fused_loop and (cell.return_retrievals or flags["unroll"]):
             raise ValueError(

@@ -129,7 +129,9 @@ class AssociativeGRUCell(keras.layers.Layer):
         self.candidate_bias_initializer = keras.initializers.get(candidate_bias_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.bias_regularizer = keras.regularizers.get(bias_regularizer)
-        self.permutations = holographic.make_permutations(self.units // 2, self.num_copies, self.seed)
+        self.permutations = holographic.make_permutations(
+            self.units // 2, self.num_copies, self.seed
+        )
         self._permutation_matrix = holographic.permutation_matrix(self.permutations)
         object.__setattr__(self, "_step_kernels", None)  # see `stepping_on_projections`
         self.state_size = [self.units * self.num_copies, self.units]
@@ -256,7 +258,8 @@ class AssociativeGRUCell(keras.layers.Layer):
             return self.projected_call(inputs, states, self._step_kernels)
         output, new_states, retrievals = self.call_with_retrievals(inputs, states, training)
         if self.return_retrievals:
-            return ops.concatenate([output, retrievals["written"], retrievals["read"]], axis=1), new_states
+            pieces = [output, retrievals["written"], retrievals["read"]]
+            return ops.concatenate(pieces, axis=1), new_states
         return output, new_states
 
     @contextlib.contextmanager
@@ -328,7 +331,7 @@ class AssociativeGRUCell(keras.layers.Layer):
             key,
             memory,
             lambda retrieved: gate_pre + ops.matmul(retrieved, gate_h_kernel),
-            lambda reset_retrieved: candidate_pre + ops.matmul(reset_retrieved, candidate_h_kernel),
+            lambda reset_h: candidate_pre + ops.matmul(reset_h, candidate_h_kernel),
         )
         new_states = [step.memory, step.output]
         if self.return_retrievals:

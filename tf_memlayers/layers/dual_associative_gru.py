@@ -98,7 +98,8 @@ class DualAssociativeGRUCell(keras.layers.Layer):
 
     >>> import numpy as np, keras
     >>> premise = AssociativeGRUCell(8, num_copies=2)
-    >>> _, source, last = keras.layers.RNN(premise, return_state=True)(np.ones((2, 5, 4), "float32"))
+    >>> premise_layer = keras.layers.RNN(premise, return_state=True)
+    >>> _, source, last = premise_layer(np.ones((2, 5, 4), "float32"))
     >>> dual = DualAssociativeGRUCell(8, num_copies=2, premise_cell=premise)
     >>> layer = keras.layers.RNN(dual, return_state=True)
     >>> hypothesis = np.ones((2, 3, 4), "float32")

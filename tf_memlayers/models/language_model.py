@@ -86,7 +86,8 @@ def _lstm_options(hidden, init, forget_bias, recurrent_dropout, name):
 
 
 def _lstm_cell(hidden, init, forget_bias, recurrent_dropout, name):
-    return keras.layers.LSTMCell(**_lstm_options(hidden, init, forget_bias, recurrent_dropout, name))
+    options = _lstm_options(hidden, init, forget_bias, recurrent_dropout, name)
+    return keras.layers.LSTMCell(**options)
 
 
 def _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, name):

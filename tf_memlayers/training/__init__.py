@@ -5,6 +5,7 @@ from tf_memlayers.callbacks.learning_rate import ResumableReduceLROnPlateau
 from tf_memlayers.training.evaluation import evaluate_language_model
 from tf_memlayers.training.reporting import write_metrics
 from tf_memlayers.training.resumable import (
+    resolved_settings,
     resumable_callbacks,
     resumed_epoch,
     run_history,
@@ -18,6 +19,7 @@ __all__ = [
     "RunBackup",
     "evaluate_language_model",
     "make_strategy",
+    "resolved_settings",
     "resumable_callbacks",
     "resumed_epoch",
     "run_history",

@@ -320,14 +320,34 @@ def add_argument(parser, *flags, **kwargs):
     return action
 
 
+class ParsedOptions(argparse.Namespace):
+    """The parsed options, which also know the parser's defaults.
+
+    ``defaults`` (option name → default) is kept out of ``vars()``, so the options themselves
+    stay what `vars` and `tf_memlayers.training.resumable.run_settings` see.
+    """
+
+    __slots__ = ("defaults",)
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """An `argparse.ArgumentParser` whose errors are one line, with exit status 2.
 
-    Its description is shown as written (`argparse.RawDescriptionHelpFormatter`).
+    Its description is shown as written (`argparse.RawDescriptionHelpFormatter`). It parses
+    into `ParsedOptions`, whose ``defaults`` name what the run directory calls a changed
+    option.
     """
 
     def __init__(self, *args, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        if namespace is None:
+            namespace = ParsedOptions()
+        parsed, extras = super().parse_known_args(args, namespace)
+        if isinstance(parsed, ParsedOptions):
+            parsed.defaults = {name: self.get_default(name) for name in vars(parsed)}
+        return parsed, extras
 
     def error(self, message):
         """Prints ``<prog>: error: <message> (see --help)`` on stderr and exits with 2."""
