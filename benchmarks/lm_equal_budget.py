@@ -63,6 +63,8 @@ SETTINGS = (
     "corpus", "max_epochs", "patience", "hidden", "embedding_dim", "dropout", "learning_rate",
     "window", "ngram", "batch_size", "seq_len", "seed",
 )  # fmt: skip
+# The README block each corpus's table goes to.
+README_BLOCKS = {"ptb": "lm-equal-budget-ptb", "wikitext2": "lm-equal-budget-wikitext2"}
 COLUMNS = [
     ("model", "model"),
     ("hidden", "hidden"),
@@ -103,7 +105,7 @@ def parse_args(argv=None):
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--corpus", choices=("ptb", "wikitext2"), default="ptb",
+    parser.add_argument("--corpus", choices=tuple(README_BLOCKS), default="ptb",
                         help="which corpus under --data-root")
     parser.add_argument("--data-root", type=pathlib.Path, default=shared,
                         help="folder holding ptb/ and wikitext2/")
@@ -331,7 +333,7 @@ def write_readme(report):
         f"``docs/lm_equal_budget_{report['corpus']}_valid.png`` (validation perplexity per "
         f"epoch) and ``docs/lm_equal_budget_{report['corpus']}_attention.png``."
     )
-    return update_readme(f"lm-equal-budget-{report['corpus']}", report["rows"], COLUMNS, caption)
+    return update_readme(README_BLOCKS[report["corpus"]], report["rows"], COLUMNS, caption)
 
 
 def read_report(path, settings):

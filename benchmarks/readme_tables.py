@@ -18,8 +18,14 @@ README = pathlib.Path(__file__).resolve().parents[1] / "README.rst"
 
 
 def _cell(value):
+    """A table cell: floats to 4 significant digits, lists of weights to 3 decimals, and
+    nothing for a missing value (``None``)."""
+    if value is None:
+        return ""
     if isinstance(value, float):
         return f"{value:.4g}"
+    if isinstance(value, (list, tuple)) and all(isinstance(v, float) for v in value):
+        return "[" + ", ".join(f"{v:.3f}" for v in value) + "]"
     return str(value)
 
 
