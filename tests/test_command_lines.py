@@ -147,7 +147,7 @@ def test_fill_names_the_evaluation_file_it_lacks(examples, capsys, tmp_path):
     [
         ("snli_dual_am_gru", ["--kind", "gru"], "kind", "gru", "--model"),
         ("ptb_memory_lm", ["--hidden", "16"], "hidden", 16, "--units"),
-        ("ptb_memory_lm", ["--clipnorm", "0"], "clipnorm", 0.0, "--clip-norm"),
+        ("ptb_memory_lm", ["--clipnorm", "0"], "clip_norm", 0.0, "--clip-norm"),
         ("ptb_memory_lm", ["--no-jit"], "jit", False, None),
         ("fill_last_word_cache", ["--hidden-units", "8"], "hidden_units", 8, "--units"),
         ("fill_last_word_cache", ["--jit"], "jit", True, None),

@@ -378,7 +378,7 @@ def test_sgd_step_on_the_time_summed_cost_equals_the_tutorial_update():
     grads, _ = tf.clip_by_global_norm(tape.gradient(cost, model.trainable_weights), 5.0)
     expected = [b - 0.7 * tf.convert_to_tensor(g).numpy() for b, g in zip(before, grads)]
     compile_language_model(
-        model, learning_rate=0.7, clipnorm=5.0, optimizer="sgd",
+        model, learning_rate=0.7, clip_norm=5.0, optimizer="sgd",
         loss_reduction="sum_over_time", jit_compile=False,
     )  # fmt: skip
     model.train_on_batch(x, y)
@@ -438,7 +438,7 @@ def test_presets_cover_the_named_recipes():
         "zaremba-small", "zaremba-medium", "zaremba-large", "short-attention-spans",
     }  # fmt: skip
     large = get_preset("zaremba-large").training
-    assert (large["clipnorm"], large["full_rate_epochs"], large["epochs"]) == (10.0, 14, 55)
+    assert (large["clip_norm"], large["full_rate_epochs"], large["epochs"]) == (10.0, 14, 55)
     np.testing.assert_allclose(large["lr_decay"], 1 / 1.15)
     spans = get_preset("short-attention-spans")
     assert spans.training["optimizer"] == "adam" and spans.model["forget_bias"] == 1.0

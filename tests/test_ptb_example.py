@@ -108,7 +108,7 @@ def test_config_sets_defaults_and_explicit_options_win():
     assert (args.optimizer, args.learning_rate, args.lr_decay, args.full_rate_epochs) == (
         "sgd", 1.0, 0.5, 4,
     )  # fmt: skip
-    assert (args.epochs, args.batch_size, args.seq_len, args.clipnorm) == (13, 20, 20, 5.0)
+    assert (args.epochs, args.batch_size, args.seq_len, args.clip_norm) == (13, 20, 20, 5.0)
     assert (args.loss_reduction, args.forget_bias, args.init_scale) == ("sum_over_time", 0.0, 0.1)
     mixed = example.parse_args(["--model", "ngram", "--config", "zaremba-medium", "--epochs", "2"])
     assert (mixed.model, mixed.epochs, mixed.hidden, mixed.dropout) == ("ngram", 2, 650, 0.5)

@@ -42,7 +42,7 @@ FORMS = ("parallel", "cell")
 DANILUK_DEFAULTS = {
     "learning_rate": 1e-3,
     "batch_size": 64,
-    "clipnorm": 5.0,
+    "clip_norm": 5.0,
     "forget_bias": 1.0,
     "init_scale": 0.1,
     "seq_len": 20,
@@ -289,14 +289,14 @@ def build_language_model(
 OPTIMIZERS = ("adam", "sgd")
 
 
-def make_optimizer(optimizer="adam", learning_rate=1e-3, clipnorm=5.0):
+def make_optimizer(optimizer="adam", learning_rate=1e-3, clip_norm=5.0):
     """The optimizer named by ``optimizer`` with global-norm gradient clipping.
 
     Args:
         optimizer: String, `"adam"` (Daniluk et al.) or `"sgd"` (plain SGD without
             momentum, Zaremba et al.). Default: `"adam"`.
         learning_rate: Float > 0, the initial learning rate. Default: `1e-3`.
-        clipnorm: Optional float >= 0, the global gradient-norm threshold; `None` or 0: no
+        clip_norm: Optional float >= 0, the global gradient-norm threshold; `None` or 0: no
             clipping. Default: `5.0`.
 
     Returns:
@@ -304,22 +304,22 @@ def make_optimizer(optimizer="adam", learning_rate=1e-3, clipnorm=5.0):
 
     Example:
 
-    >>> make_optimizer("sgd", 1.0, clipnorm=None).global_clipnorm is None
+    >>> make_optimizer("sgd", 1.0, clip_norm=None).global_clipnorm is None
     True
     """
     check_choice("optimizer", optimizer, OPTIMIZERS)
     if not (isinstance(learning_rate, (int, float)) and learning_rate > 0):
         raise ValueError(f"`learning_rate` must be a number > 0, got {learning_rate!r}.")
-    if clipnorm is not None and not clipnorm >= 0:
-        raise ValueError(f"`clipnorm` must be >= 0 or None, got {clipnorm!r}.")
+    if clip_norm is not None and not clip_norm >= 0:
+        raise ValueError(f"`clip_norm` must be >= 0 or None, got {clip_norm!r}.")
     optimizer_type = keras.optimizers.Adam if optimizer == "adam" else keras.optimizers.SGD
-    return optimizer_type(learning_rate, global_clipnorm=clipnorm or None)
+    return optimizer_type(learning_rate, global_clipnorm=clip_norm or None)
 
 
 def compile_language_model(
     model,
     learning_rate=1e-3,
-    clipnorm=5.0,
+    clip_norm=5.0,
     jit_compile=True,
     perplexity=True,
     optimizer="adam",
@@ -333,7 +333,7 @@ def compile_language_model(
     Args:
         model: A `keras.Model` from `build_language_model`.
         learning_rate: Float > 0, the initial learning rate. Default: `1e-3`.
-        clipnorm: Optional float >= 0, the global gradient-norm threshold; `None` or 0: no
+        clip_norm: Optional float >= 0, the global gradient-norm threshold; `None` or 0: no
             clipping. Default: `5.0`.
         jit_compile: Boolean, (default `True`), whether to compile the train step with XLA
             (works on CPU for these layers; Keras disables it by itself where a layer, e.g.
@@ -341,7 +341,7 @@ def compile_language_model(
         perplexity: Boolean, (default `True`), whether to add the `Perplexity` metric.
         optimizer: String or `keras.optimizers.Optimizer`: `"adam"` (also for `None`),
             `"sgd"` (see `make_optimizer`) or an optimizer instance (then ``learning_rate``
-            and ``clipnorm`` are ignored). Default: `"adam"`.
+            and ``clip_norm`` are ignored). Default: `"adam"`.
         loss_reduction: String, `"token_mean"` or `"sum_over_time"` (see
             `SequenceCrossentropy`). Default: `"token_mean"`.
 
@@ -359,7 +359,7 @@ def compile_language_model(
     ['loss', 'perplexity']
     """
     if not isinstance(optimizer, keras.optimizers.Optimizer):
-        optimizer = make_optimizer(optimizer or "adam", learning_rate, clipnorm)
+        optimizer = make_optimizer(optimizer or "adam", learning_rate, clip_norm)
     model.compile(
         optimizer=optimizer,
         loss=SequenceCrossentropy(loss_reduction),

@@ -34,7 +34,7 @@ class LanguageModelPreset:
         model: Read-only mapping, keyword arguments of `build_language_model`.
         training: Read-only mapping of the training settings: ``optimizer``,
             ``learning_rate``, ``lr_decay``, ``full_rate_epochs``, ``epochs``,
-            ``batch_size``, ``seq_len``, ``clipnorm``, ``loss_reduction``.
+            ``batch_size``, ``seq_len``, ``clip_norm``, ``loss_reduction``.
     """
 
     name: str
@@ -44,7 +44,7 @@ class LanguageModelPreset:
 
 
 def _zaremba(size, hidden, dropout, init_scale, full_rate_epochs, lr_decay, epochs, seq_len,
-             clipnorm):
+             clip_norm):
     return LanguageModelPreset(
         name=f"zaremba-{size}",
         description=f"Zaremba et al. (2014) {size} model, TensorFlow PTB tutorial settings",
@@ -55,7 +55,7 @@ def _zaremba(size, hidden, dropout, init_scale, full_rate_epochs, lr_decay, epoc
         training=types.MappingProxyType(dict(
             optimizer="sgd", learning_rate=1.0, lr_decay=lr_decay,
             full_rate_epochs=full_rate_epochs, epochs=epochs, batch_size=20, seq_len=seq_len,
-            clipnorm=clipnorm, loss_reduction="sum_over_time",
+            clip_norm=clip_norm, loss_reduction="sum_over_time",
         )),
     )
 
@@ -75,7 +75,7 @@ PRESETS = {
             )),
             training=types.MappingProxyType(dict(
                 optimizer="adam", learning_rate=1e-3, lr_decay=1.0, full_rate_epochs=None,
-                epochs=4, batch_size=64, seq_len=20, clipnorm=5.0,
+                epochs=4, batch_size=64, seq_len=20, clip_norm=5.0,
                 loss_reduction="token_mean",
             )),
         ),
