@@ -23,9 +23,9 @@ from tf_memlayers.models.language_model import (
     SequenceCrossentropy,
     build_language_model,
     compile_language_model,
-    copy_trainable_weights,
     make_optimizer,
 )
+from tf_memlayers.models.weight_transfer import copy_trainable_weights
 from tf_memlayers.models.parameter_budget import (
     count_language_model_parameters,
     hidden_for_parameter_budget,

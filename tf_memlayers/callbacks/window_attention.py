@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_memlayers.callbacks.heatmap import write_heatmap
-from tf_memlayers.models.language_model import copy_trainable_weights
+from tf_memlayers.models.weight_transfer import copy_trainable_weights
 
 
 def window_position_labels(window):

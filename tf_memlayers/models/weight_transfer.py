@@ -1,0 +1,70 @@
+"""Copying trained weights between the forms of one model.
+
+The cell form (``keras.layers.RNN`` over a memory cell) and the parallel form (an LSTM layer
+followed by the sequence layer) of a language model hold the same weights under different
+paths; `weight_role` names each weight by what it does, and `copy_trainable_weights` copies
+by that name, e.g. from a stateful training model into a stateless probe.
+"""
+
+# The names `build_language_model` gives its sequence-form memory layers.
+_MEMORY_LAYER_NAMES = ("window_attention", "ngram")
+
+
+def weight_role(path):
+    """A form-independent name of a language-model weight, from its variable path.
+
+    ``lstm_0/lstm_cell/kernel`` (parallel form) and
+    ``key_value_rnn/sliding_window_attention_cell/lstm_0/kernel`` (cell form) are both
+    ``lstm_0/kernel``; the memory layer's weights are ``memory/<name>`` in both forms.
+
+    Args:
+        path: String, a variable's ``path`` in a model from `build_language_model`.
+
+    Returns:
+        String, the weight's role.
+
+    Example:
+
+    >>> weight_role("key_value_rnn/sliding_window_attention_cell/lstm_0/kernel")
+    'lstm_0/kernel'
+    >>> weight_role("window_attention/memory_kernel")
+    'memory/memory_kernel'
+    """
+    parts = path.split("/")
+    for part in parts:
+        if part.startswith("lstm_") and part[5:].isdigit():
+            return f"{part}/{parts[-1]}"
+    if parts[0] in _MEMORY_LAYER_NAMES or parts[0].endswith("_rnn"):
+        return f"memory/{parts[-1]}"
+    return "/".join(parts)
+
+
+def copy_trainable_weights(source, target):
+    """Copies the trainable weights of one language model into another of the same design.
+
+    The models may differ in form (`"parallel"` / `"cell"`), batch size, sequence length,
+    statefulness and outputs (e.g. a probe model returning attention scores); weights are
+    matched by `weight_role`. Carried states are not copied.
+
+    Args:
+        source: A `keras.Model` from `build_language_model`, the model to copy from.
+        target: A `keras.Model` from `build_language_model` of the same design, the model
+            to copy into.
+
+    Raises:
+        ValueError: If the models' trainable weights differ in roles or shapes.
+    """
+    source_weights = {weight_role(w.path): w for w in source.trainable_weights}
+    target_weights = {weight_role(w.path): w for w in target.trainable_weights}
+    if sorted(source_weights) != sorted(target_weights):
+        raise ValueError(
+            "`source` and `target` have different trainable weights: "
+            f"{sorted(source_weights)} vs {sorted(target_weights)}."
+        )
+    for role, weight in target_weights.items():
+        if tuple(weight.shape) != tuple(source_weights[role].shape):
+            raise ValueError(
+                f"weight {role!r} has shape {tuple(source_weights[role].shape)} in `source` "
+                f"but {tuple(weight.shape)} in `target`."
+            )
+        weight.assign(source_weights[role])
