@@ -2,13 +2,20 @@
 
 Data: ``--data-dir`` with one sentence per line (``train.txt`` and ``dev.txt``; when there is
 no ``train.txt`` but a ``test.txt``, as in the PWKP split of the reference code, that file is
-used for training), else an embedded generated corpus whose evaluation answers can only be
-recovered from the cached states of earlier training sentences.
+used for training), else an embedded generated corpus of episodes: facts about made-up houses
+(``"red kalo ."``), then questions about them (``"kalo red"``) whose answers only those facts
+state (`tf_memlayers.data.sentences.generated_last_word_corpus`). On the generated corpus the
+cache is emptied at the start of every episode, and each evaluation episode writes its facts to
+the emptied cache before its questions are asked, so the cache holds exactly the facts that
+answer them; the metrics give the accuracy of always answering the commonest colour
+(``eval_majority_baseline``) and the read's weight on the asked house's fact
+(``eval_attention_on_fact``).
 
 Examples::
 
-    python examples/fill_last_word_cache.py                  # generated corpus, cache of 1000
+    python examples/fill_last_word_cache.py                  # generated corpus, dot read
     python examples/fill_last_word_cache.py --cache-size 0   # the same without a cache
+    python examples/fill_last_word_cache.py --query none     # the paper's read
     python examples/fill_last_word_cache.py --data-dir ../shared/data/pwkp_gaffney \\
         --embeddings glove-50d-5k.json --pooling attention --cache-size 1000 --epochs 5
 
@@ -34,9 +41,14 @@ try:
 finally:
     os.dup2(_stderr, 2)
 import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
+from tf_memlayers.callbacks.cache_attention import (  # noqa: E402
+    CacheAttentionCallback,
+    CacheEpisodesCallback,
+    cache_attention_on_entries,
+)
 from tf_memlayers.callbacks.hparams import log_hparams  # noqa: E402
-from tf_memlayers.callbacks.cache_attention import CacheAttentionCallback  # noqa: E402
 from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
 from tf_memlayers.data import sentences as data  # noqa: E402
 from tf_memlayers.layers.heap_cache_attention import POLICIES, QUERIES  # noqa: E402
@@ -67,13 +79,19 @@ def parse_args(argv=None):
                          help="training file in --data-dir (default: train.txt, else test.txt)")
     options.add_argument(source, "--eval-file", default="dev.txt", metavar="NAME",
                          help="evaluation file in --data-dir")
-    options.add_option(source, "max_train", help="use at most this many training sentences "
-                       "(default: all)")
+    options.add_option(source, "max_train", help="use at most this many training sentences of "
+                       "--data-dir (default: all)")
+    options.add_argument(source, "--episodes", type=options.positive_int, default=20,
+                         metavar="N", help="generated corpus: training episodes per epoch")
+    options.add_argument(source, "--houses", type=options.int_at_least(2), default=8,
+                         metavar="N", help="generated corpus: houses per episode, at most "
+                         f"{data.GENERATED_HOUSES}")
     options.add_argument(source, "--max-vocabulary", type=options.int_at_least(2), metavar="N",
                          help="cap the vocabulary, <pad> and <unk> included; the rarer words "
                          "become <unk> (default: no cap)")
     options.add_option(source, "max_length", default=40, type=options.int_at_least(2),
-                       help="context steps (the paper: 40); longer sentences are skipped")
+                       help="context steps (the paper: 40); longer sentences are skipped. The "
+                       f"generated corpus takes {data.GENERATED_STEPS}")
     options.add_option(source, "embeddings", help="pretrained word vectors: a GloVe text file "
                        "(optionally .gz) or a JSON {word: vector} file (default: none, vectors "
                        "drawn from N(0, 0.9^2))")
@@ -89,14 +107,19 @@ def parse_args(argv=None):
                          metavar="N", help="cached states (0: no cache)")
     options.add_argument(model, "--policy", choices=POLICIES, default="heap",
                          help="which states the cache keeps")
-    options.add_argument(model, "--query", choices=QUERIES, default="additive",
-                         help="cache read: none (the paper) or one that depends on the example")
+    options.add_argument(model, "--query", choices=QUERIES, default="dot",
+                         help="cache read: none (the paper), additive (the reference code) or "
+                         "dot (finds one earlier example)")
+    options.add_argument(model, "--cache-gate-init", choices=("ones", "glorot_uniform"),
+                         help="initial value of the cache read's gate (default: ones with "
+                         "--query dot, else glorot_uniform as in the reference code)")
     options.add_argument(model, "--faithful-to-code", action="store_true",
                          help="reproduce the reference code (sum pooling, frozen batch norm, "
                          "...)")
     train = parser.add_argument_group("training")
     options.add_option(train, "epochs", default=30)
-    options.add_option(train, "batch_size", default=64)
+    options.add_option(train, "batch_size", default=64, help="sentences per batch with "
+                       "--data-dir (the generated corpus is batched by episode)")
     options.add_option(train, "learning_rate", help="Adam's learning rate (default: 0.01, the "
                        "paper, or 1e-3 with --faithful-to-code)")
     options.add_argument(train, "--weight-decay", type=options.non_negative_float, default=1e-5,
@@ -109,6 +132,17 @@ def parse_args(argv=None):
     if not args.data_dir:
         if args.train_file:
             parser.error("argument --train-file: needs --data-dir")
+        if args.max_train:
+            parser.error("argument --max-train: needs --data-dir")
+        if args.max_length < data.GENERATED_STEPS:
+            parser.error(
+                f"argument --max-length: the generated sentences need {data.GENERATED_STEPS} "
+                f"steps, got {args.max_length}"
+            )
+        if args.houses > data.GENERATED_HOUSES:
+            parser.error(
+                f"argument --houses: must be <= {data.GENERATED_HOUSES}, got {args.houses}"
+            )
         return args
     names = [args.train_file] if args.train_file else ["train.txt", "test.txt"]
     if not any(os.path.isfile(os.path.join(args.data_dir, name)) for name in names):
@@ -120,10 +154,7 @@ def parse_args(argv=None):
 
 
 def load_sentences(args):
-    """Returns (train sentences, evaluation sentences, source description)."""
-    if not args.data_dir:
-        train, evaluation = data.generated_last_word_corpus(seed=args.seed)
-        return train, evaluation, "generated"
+    """Returns (train sentences, evaluation sentences, source description) of --data-dir."""
     train_file = args.train_file
     if train_file is None:
         has_train = os.path.exists(os.path.join(args.data_dir, "train.txt"))
@@ -132,6 +163,119 @@ def load_sentences(args):
         train = data.read_sentences(os.path.join(args.data_dir, train_file))
         evaluation = data.read_sentences(os.path.join(args.data_dir, args.eval_file))
     return train, evaluation, f"{args.data_dir}:{train_file}/{args.eval_file}"
+
+
+class FileCorpus:
+    """Sentences of --data-dir: a shuffled training set and one evaluation set."""
+
+    def __init__(self, args):
+        train, evaluation, self.source = load_sentences(args)
+        if args.max_train:
+            train = train[: args.max_train]
+        self.vocabulary = data.build_vocabulary(train, args.max_vocabulary)
+        self.x_train, self.y_train, _ = data.encode_last_word(
+            train, self.vocabulary, args.max_length
+        )
+        self.x_eval, self.y_eval, _ = data.encode_last_word(
+            evaluation, self.vocabulary, args.max_length
+        )
+        self.train_sentences = len(self.x_train)
+        self.max_length = args.max_length
+        self.args = args
+
+    def datasets(self, batch_size, initial_epoch):
+        """(training stream from ``initial_epoch`` on, steps per epoch, evaluation batches)."""
+        # Reshuffled every epoch; one endless stream of the epochs' batches, so that a resumed
+        # run skips the completed epochs' batches and sees the orders an uninterrupted run sees.
+        stream = data.last_word_dataset(
+            self.x_train, self.y_train, batch_size, shuffle=True, seed=self.args.seed
+        ).repeat()
+        steps = -(-len(self.x_train) // batch_size)
+        evaluation = data.last_word_dataset(self.x_eval, self.y_eval, batch_size)
+        return stream.skip(initial_epoch * steps), steps, evaluation
+
+    def callbacks(self):
+        return []
+
+    def probe(self, batch_size):
+        return self.x_eval[:batch_size]
+
+    def attention_on_fact(self, model):
+        return None
+
+
+class GeneratedCorpus:
+    """Episodes of facts, then questions (`data.generated_last_word_corpus`)."""
+
+    source = "generated"
+
+    def __init__(self, args):
+        self.args = args
+        # The sentences have at most 2 context words: longer rows would be padding only.
+        self.max_length = data.GENERATED_STEPS
+        self.vocabulary = data.build_vocabulary(
+            [" ".join(data.generated_last_word_vocabulary())], args.max_vocabulary
+        )
+        train, self.evaluation = self.episodes(0)
+        self.train_sentences = sum(len(e.facts) + len(e.questions) for e in train)
+        self.facts = [self.encode(e.facts)[0] for e in self.evaluation]
+        questions = [self.encode(e.questions) for e in self.evaluation]
+        self.x_eval = np.concatenate([x for x, _ in questions])
+        self.y_eval = np.concatenate([y for _, y in questions])
+
+    def episodes(self, epoch):
+        return data.generated_last_word_corpus(
+            epoch, episodes=self.args.episodes, houses=self.args.houses, seed=self.args.seed
+        )
+
+    def encode(self, sentences):
+        x, y, _ = data.encode_last_word(sentences, self.vocabulary, self.max_length)
+        return x, y
+
+    def datasets(self, batch_size, initial_epoch):
+        """(training stream from ``initial_epoch`` on, steps per epoch, evaluation batches).
+
+        Each episode is two batches, its facts and then its questions; an evaluation batch is
+        the questions of one evaluation episode. ``batch_size`` does not apply.
+        """
+        del batch_size
+
+        def batches():
+            for epoch in range(initial_epoch, self.args.epochs):
+                for episode in self.episodes(epoch)[0]:
+                    yield self.encode(episode.facts)
+                    yield self.encode(episode.questions)
+
+        spec = (
+            tf.TensorSpec((None, self.max_length), tf.int32),
+            tf.TensorSpec((None,), tf.int32),
+        )
+        stream = tf.data.Dataset.from_generator(batches, output_signature=spec)
+        evaluation = data.last_word_dataset(self.x_eval, self.y_eval, self.args.houses)
+        return stream.prefetch(tf.data.AUTOTUNE), 2 * self.args.episodes, evaluation
+
+    def callbacks(self):
+        return [CacheEpisodesCallback(2, evaluation_facts=self.facts)]
+
+    def probe(self, batch_size):
+        # After an evaluation the caches hold the last evaluation episode's facts.
+        return self.x_eval[-self.args.houses:]
+
+    def attention_on_fact(self, model):
+        """Mean read weight of the evaluation questions on the asked house's fact."""
+        if not model.cache_layers:
+            return None
+        layer = model.cache_layers[0]
+        weights = []
+        for episode, facts in zip(self.evaluation, self.facts):
+            layer.reset_cache()
+            model.write_caches(facts)
+            houses = [episode.house(s) for s in episode.facts]
+            wanted = [[episode.house(q) == h for h in houses] for q in episode.questions]
+            weights.append(cache_attention_on_entries(
+                model, layer, self.encode(episode.questions)[0], facts, wanted
+            ))  # fmt: skip
+        return float(np.mean(np.concatenate(weights)))
 
 
 def initial_embeddings(args, vocabulary):
@@ -152,31 +296,25 @@ def main(argv=None, extra_callbacks=()):
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
     started = time.time()
-    train, evaluation, source = load_sentences(args)
-    if args.max_train:
-        train = train[: args.max_train]
-    vocabulary = data.build_vocabulary(train, args.max_vocabulary)
-    x_train, y_train, _ = data.encode_last_word(train, vocabulary, args.max_length)
-    x_eval, y_eval, _ = data.encode_last_word(evaluation, vocabulary, args.max_length)
-    if not len(x_train) or not len(x_eval):
-        raise ValueError(f"No usable sentences in {source} (2 to {args.max_length} tokens).")
+    corpus = GeneratedCorpus(args) if not args.data_dir else FileCorpus(args)
+    vocabulary, x_eval, y_eval = corpus.vocabulary, corpus.x_eval, corpus.y_eval
+    if not corpus.train_sentences or not len(x_eval):
+        raise ValueError(
+            f"No usable sentences in {corpus.source} (2 to {corpus.max_length} tokens)."
+        )
     matrix, found = initial_embeddings(args, vocabulary)
-    print(f"source={source} train={len(x_train)} eval={len(x_eval)} "
+    print(f"source={corpus.source} train={corpus.train_sentences} eval={len(x_eval)} "
           f"vocabulary={len(vocabulary)} pretrained={found} workdir={workdir}", flush=True)
 
     strategy = make_strategy(args.strategy)
     batch_size = args.batch_size * strategy.num_replicas_in_sync
-    # Reshuffled every epoch; one endless stream of the epochs' batches, so that a resumed run
-    # can skip the completed epochs' batches and see the orders an uninterrupted run sees.
-    train_data = data.last_word_dataset(
-        x_train, y_train, batch_size, shuffle=True, seed=args.seed
-    ).repeat()
-    steps = -(-len(x_train) // batch_size)
-    eval_data = data.last_word_dataset(x_eval, y_eval, batch_size)
+    # A resumed run restarts the interrupted epoch with the state (cache included) it began with.
+    initial_epoch = resumed_epoch(workdir)
+    train_data, steps, eval_data = corpus.datasets(batch_size, initial_epoch)
     with strategy.scope():
         model = build_fill_last_word_model(
             len(vocabulary),
-            max_length=args.max_length,
+            max_length=corpus.max_length,
             embedding_dim=args.embedding_dim,
             hidden_units=args.hidden_units,
             pooling=args.pooling,
@@ -184,6 +322,7 @@ def main(argv=None, extra_callbacks=()):
             cache_size=args.cache_size or None,
             policy=args.policy,
             query=args.query,
+            cache_gate_initializer=args.cache_gate_init,
             embedding_matrix=matrix,
             weight_decay=args.weight_decay,
             faithful_to_code=args.faithful_to_code,
@@ -193,9 +332,10 @@ def main(argv=None, extra_callbacks=()):
         )
 
     log_dir = os.path.join(workdir, "logs")
-    callbacks = [keras.callbacks.TensorBoard(log_dir)]
+    episodes = corpus.callbacks()  # first: the other callbacks see the episode's cache
+    callbacks = [*episodes, keras.callbacks.TensorBoard(log_dir)]
     if args.cache_size:
-        callbacks.append(CacheAttentionCallback(log_dir, probe_inputs=x_eval[:batch_size]))
+        callbacks.append(CacheAttentionCallback(log_dir, probe_inputs=corpus.probe(batch_size)))
     callbacks = resumable_callbacks(
         workdir,
         monitor="val_accuracy",
@@ -203,29 +343,27 @@ def main(argv=None, extra_callbacks=()):
         settings=run_settings(args),
         callbacks=[*callbacks, *extra_callbacks],
     )
-    # A resumed run restarts the interrupted epoch with the state (cache included) it began with.
-    initial_epoch = resumed_epoch(workdir)
     model.fit(
-        train_data.skip(initial_epoch * steps),
+        train_data,
         epochs=args.epochs,
         initial_epoch=initial_epoch,
         steps_per_epoch=steps,
         validation_data=eval_data,
         callbacks=callbacks,
-        shuffle=False,  # the tf.data pipeline shuffles
+        shuffle=False,  # the tf.data pipeline shuffles (or, for episodes, keeps their order)
         verbose=args.verbose,
     )
     history = run_history(workdir)  # every epoch of the run, before and after any restart
-    final = model.evaluate(eval_data, return_dict=True, verbose=0)
+    final = model.evaluate(eval_data, return_dict=True, verbose=0, callbacks=episodes)
     metrics = {
-        "source": source,
+        "source": corpus.source,
         "workdir": workdir,
         "pooling": args.pooling,
         "cache_size": args.cache_size,
         "policy": args.policy,
         "query": args.query,
         "faithful_to_code": args.faithful_to_code,
-        "train_sentences": len(x_train),
+        "train_sentences": corpus.train_sentences,
         "eval_sentences": len(x_eval),
         "vocabulary": len(vocabulary),
         "epochs_run": list(range(resumed_epoch(workdir))),
@@ -236,12 +374,14 @@ def main(argv=None, extra_callbacks=()):
         # The best constant answer: what the answers' frequencies alone can reach.
         "eval_majority_baseline": float(np.bincount(y_eval).max() / len(y_eval)),
         "cache_fill": cache_fill_fractions(model),
+        # Generated corpus: the read's mean weight on the fact about the asked house.
+        "eval_attention_on_fact": corpus.attention_on_fact(model),
         "seconds": round(time.time() - started, 1),
     }
     write_metrics(metrics, os.path.join(workdir, "metrics.json"))
     # The optimizer holds the learning rate the run used (the default depends on the mode).
     learning_rate = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
-    resolved = dict(run_settings(args), source=source, learning_rate=learning_rate)
+    resolved = dict(run_settings(args), source=corpus.source, learning_rate=learning_rate)
     log_hparams(log_dir, resolved, {"eval_accuracy": metrics["eval_accuracy"],
                                     "eval_loss": metrics["eval_loss"]})
     return metrics

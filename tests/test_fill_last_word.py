@@ -2,16 +2,21 @@
 
 import collections
 import os
-import re
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_memlayers.callbacks.cache_attention import CacheAttentionCallback, cache_attention_by_index
+from tf_memlayers.callbacks.cache_attention import (
+    CacheAttentionCallback,
+    CacheEpisodesCallback,
+    cache_attention_by_index,
+    cache_attention_on_entries,
+)
 from tf_memlayers.data import sentences as data
 from tf_memlayers.layers.attention_pooling import AttentionPooling
+from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
     compile_fill_last_word_model,
@@ -57,51 +62,141 @@ def test_vocabulary_order_and_encoding_match_the_reference():
     assert y.tolist() == [capped.index(data.UNK)]
 
 
-def test_generated_corpus_answers_only_in_earlier_examples():
-    train, evaluation = data.generated_last_word_corpus(entities=12, held_out=4, seed=3)
-    syllable = "(?:" + "|".join(data._SYLLABLES) + ")"
-    name_pattern = re.compile(rf"^{syllable}{syllable}$")
-
-    def house(sentence):
-        (name,) = [t for t in sentence.split() if name_pattern.match(t)]
-        return name
-
-    assert len(evaluation) == 4 * len(data._QUESTIONS)
-    assert len(train) == 12 * len(data._QUESTIONS) + 8 * len(data._QUESTIONS)
-    asked = {house(s) for s in train if s.split()[-1] != "."}
-    for sentence in evaluation:
-        name, answer = house(sentence), sentence.split()[-1]
-        assert name not in asked
-        about = [s for s in train if house(s) == name]
-        # The answer never ends a training sentence about the house ...
-        assert about and all(s.split()[-1] == "." for s in about)
-        # ... but is stated inside its facts: the question's context followed by the answer.
-        assert all(s.split()[-2] == answer for s in about)
-        assert sentence + " ." in about
-    again, _ = data.generated_last_word_corpus(entities=12, held_out=4, seed=3)
-    assert again == train
-    with pytest.raises(ValueError, match="held_out"):
-        data.generated_last_word_corpus(entities=12, held_out=12)
-
-
-def test_generated_corpus_facts_are_nearest_to_their_questions():
-    """An evaluation question's state is closest to its own fact's among all training states.
-
-    With the default encoder (attention pooling), before any training: so the answers are
-    there to be found in a cache of the training states, by a read that matches states.
-    """
-    train, evaluation = data.generated_last_word_corpus(seed=0)
-    vocabulary = data.build_vocabulary(train)
-    x_train, _, _ = data.encode_last_word(train, vocabulary, max_length=12)
-    x_eval, _, _ = data.encode_last_word(evaluation, vocabulary, max_length=12)
-    model = build_fill_last_word_model(
-        len(vocabulary), max_length=12, pooling="attention", cache_size=8, query="additive"
+def test_generated_answers_are_stated_only_in_their_own_episodes_facts():
+    corpus = dict(episodes=5, houses=8, copies=4, evaluation_episodes=3, seed=1)
+    train, evaluation = data.generated_last_word_corpus(epoch=3, **corpus)
+    assert len(train) == 5 and len(evaluation) == 3
+    for episode in train + evaluation:
+        assert len(episode.facts) == len(episode.houses) == 8
+        assert sorted(episode.houses.values()) == sorted(data._COLOURS)  # each colour once
+        assert all(fact.split()[-1] == "." for fact in episode.facts)
+        asked = [q for q in episode.questions if episode.house(q) is not None]
+        assert sorted(episode.house(q) for q in asked) == sorted(episode.houses)
+        for question in asked:
+            name, answer = question.split()
+            assert answer == episode.houses[name] and name not in data._COLOURS
+            # The answer is stated once in the episode: in the fact about the asked house.
+            stating = [fact for fact in episode.facts if answer in fact.split()]
+            assert stating == [f"{answer} {name} ."]
+            assert [episode.house(fact) for fact in stating] == [name]
+        for sentence in episode.questions:
+            if episode.house(sentence) is None:  # a colour sentence: names no house
+                first, thing, last = sentence.split()
+                assert first == last in data._COLOURS and thing in data._THINGS
+    assert all(len(e.questions) == 8 + 4 for e in train)
+    assert all(len(e.questions) == 8 for e in evaluation)  # only questions about houses
+    # Deterministic; other epochs draw other training episodes, never other evaluation ones.
+    assert data.generated_last_word_corpus(epoch=3, **corpus) == (train, evaluation)
+    later, same = data.generated_last_word_corpus(epoch=4, **corpus)
+    assert same == evaluation and later != train
+    vocabulary = set(data.generated_last_word_vocabulary())
+    assert {w for e in train + evaluation for s in e.facts + e.questions for w in s.split()} <= (
+        vocabulary
     )
-    encoder = keras.Model(model.inputs, model.get_layer("cache_attention").input)
-    cached, asked = encoder.predict(x_train, verbose=0), encoder.predict(x_eval, verbose=0)
-    distances = ((asked[:, None, :] - cached[None, :, :]) ** 2).sum(-1)
-    facts = [train.index(sentence + " .") for sentence in evaluation]
-    np.testing.assert_array_equal(distances.argmin(axis=1), facts)
+
+
+def test_generated_houses_change_colour_between_episodes():
+    """No weight can hold a house's colour: the same house gets other colours elsewhere."""
+    colours = collections.defaultdict(set)
+    for epoch in range(10):
+        for episode in data.generated_last_word_corpus(epoch=epoch, seed=0)[0]:
+            for name, colour in episode.houses.items():
+                colours[name].add(colour)
+    assert len(colours) == data.GENERATED_HOUSES  # every name is trained
+    assert min(len(c) for c in colours.values()) >= 3
+    evaluation = data.generated_last_word_corpus(seed=0)[1]
+    answers = collections.Counter(c for e in evaluation for c in e.houses.values())
+    assert set(answers.values()) == {len(evaluation)}  # the commonest colour: 1/8
+
+
+@pytest.mark.parametrize(
+    "kwargs,fragment",
+    [({"houses": 0}, "houses"), ({"houses": 133}, "132"), ({"episodes": 0}, "episodes"),
+     ({"copies": -1}, "copies"), ({"epoch": -1}, "epoch")],
+)
+def test_generated_corpus_bad_arguments(kwargs, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        data.generated_last_word_corpus(**kwargs)
+
+
+def test_more_houses_than_colours_use_every_colour_equally():
+    (episode,), _ = data.generated_last_word_corpus(episodes=1, houses=20, seed=2)
+    counts = collections.Counter(episode.houses.values())
+    assert sorted(counts.values()) == [2] * 4 + [3] * 4
+
+
+class _CacheProbe(keras.callbacks.Callback):
+    """Records the cache at the start of every training and evaluation batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.train, self.test = [], []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.train.append(self.model.get_layer("cache_attention").cache.numpy().copy())
+
+    def on_test_batch_begin(self, batch, logs=None):
+        self.test.append(self.model.get_layer("cache_attention").cache.numpy().copy())
+
+
+def test_episodes_start_with_an_empty_cache_and_evaluation_writes_its_facts():
+    rng = np.random.default_rng(4)
+    model = small_model(pooling="attention", cache_size=16, query="dot")
+    compile_fill_last_word_model(model)
+    batches = [token_batch(rng, 4) for _ in range(4)]  # facts, questions, facts, questions
+    stream = tf.data.Dataset.from_generator(
+        lambda: iter(batches),
+        output_signature=(tf.TensorSpec((None, 10), tf.int32), tf.TensorSpec((None,), tf.int32)),
+    )
+    facts = [token_batch(rng, 3)[0], token_batch(rng, 5)[0]]
+    questions = [token_batch(rng, 2), token_batch(rng, 2)]
+    evaluation = tf.data.Dataset.from_tensor_slices(
+        tuple(np.concatenate(part) for part in zip(*questions))
+    ).batch(2)
+    episodes, probe = CacheEpisodesCallback(2, evaluation_facts=facts), _CacheProbe()
+    model.fit(stream, steps_per_epoch=4, epochs=1, verbose=0, shuffle=False,
+              callbacks=[episodes, probe])
+    filled = [int(np.any(cache != 0, axis=-1).sum()) for cache in probe.train]
+    assert filled == [0, 4, 0, 4]  # emptied before each episode's facts
+    model.evaluate(evaluation, verbose=0, callbacks=[episodes, probe])
+    states = keras.Function(model.input, model.get_layer("cache_attention").input)
+    for cache, written in zip(probe.test, facts):
+        rows = cache[np.any(cache != 0, axis=-1)]
+        expected = np.asarray(states(written))
+        assert len(rows) == len(expected)  # those facts and nothing else
+        np.testing.assert_allclose(
+            np.sort(rows, axis=0), np.sort(expected, axis=0), rtol=1e-5, atol=1e-6
+        )
+
+
+def _identity_cache_model(query, scale=10.0):
+    """States are the inputs; the dot read's projection is ``scale`` times the identity."""
+    inputs = keras.Input((4,))
+    layer = HeapCacheAttention(4, 4, query=query, name="cache_attention")
+    model = HeapCacheModel(inputs, layer(inputs))
+    if query != "none":
+        layer.query_kernel.assign(scale * np.eye(4, dtype="float32"))
+    return model, layer
+
+
+def test_dot_read_attends_to_the_matching_entry_and_the_weight_is_measured():
+    entries = np.eye(4, dtype="float32")
+    model, layer = _identity_cache_model("dot")
+    model.write_caches(entries)
+    wanted = np.eye(4, dtype=bool)
+    on_match = cache_attention_on_entries(model, layer, entries, entries, wanted)
+    assert on_match.shape == (4,) and np.all(on_match > 0.99)
+    # The paper's read is the same for every probe: 1/4 on the matching entry here.
+    model, layer = _identity_cache_model("none")
+    model.write_caches(entries)
+    layer.cache_kernel.assign(np.zeros((4, 4), "float32"))  # equal scores
+    on_match = cache_attention_on_entries(model, layer, entries, entries, wanted)
+    np.testing.assert_allclose(on_match, 0.25, rtol=1e-5)
+    # Slots holding no listed entry count for nothing.
+    model, layer = _identity_cache_model("dot")
+    model.write_caches(entries[:2])
+    on_match = cache_attention_on_entries(model, layer, entries, entries[2:], wanted[:, 2:])
+    np.testing.assert_allclose(on_match, 0.0, atol=1e-6)
 
 
 def test_dataset_is_fixed_length_and_prefetched():
@@ -200,7 +295,7 @@ def test_bad_builder_arguments():
         build_fill_last_word_model(1)
 
 
-@pytest.mark.parametrize("query", ["none", "additive"])
+@pytest.mark.parametrize("query", ["none", "additive", "dot"])
 def test_cache_callback_writes_weights_by_index_and_fill(tmp_path, query):
     rng = np.random.default_rng(2)
     model = small_model(pooling="last", cache_size=16, query=query)
@@ -221,8 +316,8 @@ def test_cache_callback_writes_weights_by_index_and_fill(tmp_path, query):
                 if value.tag == "cache_fill/cache_attention":
                     assert tf.make_ndarray(value.tensor) == pytest.approx(1.0)
     assert tags["cache_attention/cache_attention"] == 1 and tags["cache_fill/cache_attention"] == 1
-    if query == "additive":
-        with pytest.raises(ValueError, match="probe_inputs"):
+    if query != "none":
+        with pytest.raises(ValueError, match=f"query='{query}'.*probe_inputs"):
             cache_attention_by_index(model, layer)
 
 

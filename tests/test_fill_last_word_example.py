@@ -11,7 +11,8 @@ import pytest
 from conftest import REPO_ROOT, logged_hparams
 
 TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden-units", "8", "--attention-units", "4",
-        "--cache-size", "64", "--batch-size", "32", "--verbose", "0"]
+        "--cache-size", "64", "--batch-size", "32", "--episodes", "2", "--houses", "4",
+        "--verbose", "0"]
 
 
 def load_example():
@@ -40,18 +41,23 @@ class CacheAtStart(keras.callbacks.Callback):
 def test_generated_run_then_resume(tmp_path):
     example = load_example()
     workdir = str(tmp_path / "run")
-    short = ["--max-length", "12"]  # the generated sentences have at most 10 tokens
+    short = ["--max-length", "12"]  # the generated corpus takes 3 steps whatever this says
     first = example.main(TINY + short + ["--workdir", workdir])
     assert first["source"] == "generated" and first["epochs_run"] == [0]
     assert 0.0 <= first["eval_accuracy"] <= 1.0
-    answers = [s.split()[-1] for s in example.data.generated_last_word_corpus()[1]]
+    train, evaluation = example.data.generated_last_word_corpus(episodes=2, houses=4)
+    answers = [q.split()[-1] for e in evaluation for q in e.questions]
+    assert first["eval_sentences"] == len(answers) == 40
     commonest = max(answers.count(a) for a in answers)
     assert first["eval_majority_baseline"] == pytest.approx(commonest / len(answers))
-    assert first["train_sentences"] == len(example.data.generated_last_word_corpus()[0])
-    assert first["cache_fill"]["cache_attention"] > 0
+    assert first["train_sentences"] == sum(len(e.facts) + len(e.questions) for e in train)
+    assert 0.0 <= first["eval_attention_on_fact"] <= 1.0
+    # The last evaluation episode's 4 facts, written to the emptied cache.
+    assert first["cache_fill"]["cache_attention"] == pytest.approx(4 / 64)
     with open(os.path.join(workdir, "metrics.json")) as handle:
         assert json.load(handle)["eval_accuracy"] == first["eval_accuracy"]
     saved = keras.saving.load_model(os.path.join(workdir, "last.keras"))
+    assert saved.get_layer("cache_attention").query == "dot"
     cache_after_first = saved.get_layer("cache_attention").cache.numpy()
     assert np.any(cache_after_first != 0)
     cache_logs = os.listdir(os.path.join(workdir, "logs", "cache"))
@@ -64,6 +70,31 @@ def test_generated_run_then_resume(tmp_path):
     second = example.main(args + short + ["--workdir", workdir], extra_callbacks=[probe])
     assert second["epochs_run"] == [0, 1]  # the whole run, resumed after the first epoch
     np.testing.assert_array_equal(probe.cache, cache_after_first)
+
+
+def test_without_a_cache_the_same_encoder_is_trained_on_the_same_stream(tmp_path):
+    example = load_example()
+    metrics = example.main(TINY + ["--cache-size", "0", "--workdir", str(tmp_path / "run")])
+    assert metrics["cache_fill"] == {} and metrics["eval_attention_on_fact"] is None
+    saved = keras.saving.load_model(tmp_path / "run" / "last.keras")
+    names = [layer.name for layer in saved.layers]
+    assert names == ["context", "embedding", "encoder", "attention_pooling", "logits"]
+
+
+@pytest.mark.parametrize(
+    "argv,fragment",
+    [(["--max-train", "10"], "argument --max-train: needs --data-dir"),
+     (["--houses", "133"], "argument --houses: must be <= 132"),
+     (["--houses", "1"], "argument --houses"),
+     (["--max-length", "2"], "argument --max-length: the generated sentences need 3"),
+     (["--episodes", "0"], "argument --episodes"),
+     (["--cache-gate-init", "zeros"], "argument --cache-gate-init")],
+)
+def test_generated_corpus_options_are_checked(capsys, argv, fragment):
+    with pytest.raises(SystemExit) as exit_info:
+        load_example().parse_args(argv)
+    assert exit_info.value.code == 2
+    assert fragment in capsys.readouterr().err
 
 
 def test_real_sentences_from_data_dir(tmp_path, shared_data):
@@ -83,5 +114,5 @@ def test_run_logs_resolved_settings_and_final_metrics_for_hparams(tmp_path):
     metrics = example.main(TINY + ["--workdir", workdir])
     hparams, scalars = logged_hparams(os.path.join(workdir, "logs"))
     assert hparams["learning_rate"] == pytest.approx(0.01)  # the paper's, left at None
-    assert hparams["source"] == metrics["source"] and hparams["query"] == "additive"
+    assert hparams["source"] == metrics["source"] and hparams["query"] == "dot"
     assert scalars["eval_accuracy"] == pytest.approx(metrics["eval_accuracy"])

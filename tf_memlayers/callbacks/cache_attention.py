@@ -12,17 +12,86 @@ def cache_attention_by_index(model, layer, probe_inputs=None):
     """Mean cache-attention weight of each slot (heap index), as a NumPy ``[K]`` array.
 
     With ``query="none"`` the weights are the same for every example; with
-    ``query="additive"`` they are averaged over the states ``probe_inputs`` produce.
+    ``query="additive"`` or ``"dot"`` they are averaged over the states ``probe_inputs``
+    produce.
     """
     if layer.query == "none":
         return np.asarray(layer.attention_weights(), dtype=np.float64)
     if probe_inputs is None:
         raise ValueError(
-            f"Layer {layer.name!r} reads with query='additive': pass `probe_inputs` so the "
-            "weights can be averaged over their states."
+            f"Layer {layer.name!r} reads with query={layer.query!r}: pass `probe_inputs` so "
+            "the weights can be averaged over their states."
         )
     states = keras.Function(model.input, layer.input)(probe_inputs)
     return np.asarray(layer.attention_weights(states), dtype=np.float64).mean(axis=0)
+
+
+def cache_attention_on_entries(model, layer, probe_inputs, entry_inputs, wanted):
+    """Attention weight each probe puts on the cache slots that hold chosen entries' states.
+
+    The cache of ``layer`` must hold the states that ``entry_inputs`` produce now (e.g. just
+    written with `HeapCacheModel.write_caches`); a slot is matched to the entry whose state it
+    holds (to float rounding).
+
+    Args:
+        model: the model of ``layer``.
+        layer: a `HeapCacheAttention` layer of ``model``.
+        probe_inputs: model inputs whose reads are measured (``P`` examples).
+        entry_inputs: model inputs whose states were written to the cache (``E`` examples).
+        wanted: bool ``[P, E]``: the entries that count for each probe.
+
+    Returns:
+        A NumPy ``[P]`` array: the total read weight of each probe on its wanted entries.
+    """
+    states = keras.Function(model.input, layer.input)
+    entries = np.asarray(states(entry_inputs), dtype=np.float64)
+    cache = np.asarray(layer.cache, dtype=np.float64)
+    distances = ((cache[:, None, :] - entries[None, :, :]) ** 2).sum(-1)  # [K, E]
+    scale = 1e-8 * max(1.0, float((entries**2).sum(-1).max()))
+    held = np.where(distances.min(axis=1) <= scale, distances.argmin(axis=1), -1)  # [K]
+    if layer.query == "none":
+        weights = np.broadcast_to(np.asarray(layer.attention_weights()), (len(wanted), len(cache)))
+    else:
+        weights = np.asarray(layer.attention_weights(states(probe_inputs)))
+    wanted = np.asarray(wanted, dtype=bool)
+    on_wanted = np.where(held >= 0, wanted[:, np.maximum(held, 0)], False)  # [P, K]
+    return (np.asarray(weights, dtype=np.float64) * on_wanted).sum(axis=1)
+
+
+class CacheEpisodesCallback(keras.callbacks.Callback):
+    """Trains and evaluates on episodes: each starts with an empty cache.
+
+    Training batches come in episodes of ``batches_per_episode`` batches (e.g. the facts, then
+    the questions about them): every cache is emptied before the first batch of each episode,
+    so the questions can only be answered from the facts of their own episode. Before each
+    evaluation batch ``i`` (the questions of evaluation episode ``i``) every cache is emptied
+    and ``evaluation_facts[i]`` are written to it (`HeapCacheModel.write_caches`: the states
+    the facts produce, without a training step). Pass the callback to ``fit`` (it then also
+    applies to the validation at the end of each epoch) and to ``evaluate``.
+
+    Args:
+        batches_per_episode: training batches per episode.
+        evaluation_facts: for each evaluation batch, the model inputs to write to the caches
+            first (``None``: evaluation leaves the caches alone).
+    """
+
+    def __init__(self, batches_per_episode, evaluation_facts=None):
+        super().__init__()
+        self.batches_per_episode = int(batches_per_episode)
+        self.evaluation_facts = evaluation_facts
+
+    def _reset(self):
+        for layer in cache_attention_layers(self.model):
+            layer.reset_cache()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch % self.batches_per_episode == 0:
+            self._reset()
+
+    def on_test_batch_begin(self, batch, logs=None):
+        if self.evaluation_facts is not None:
+            self._reset()
+            self.model.write_caches(self.evaluation_facts[batch])
 
 
 class CacheAttentionCallback(keras.callbacks.Callback):

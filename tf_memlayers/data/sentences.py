@@ -106,69 +106,135 @@ def last_word_dataset(x, y, batch_size, shuffle=False, seed=0, repeat=False):
 
 _COLOURS = ("red", "blue", "green", "yellow", "white", "black", "grey", "brown")
 _SYLLABLES = ("ka", "lo", "mi", "ne", "su", "ta", "vo", "ri", "de", "pa", "zu", "ho")
-# A question (context and answer) is its fact without the final ".": the fact's context is the
-# question's context followed by the answer.
-_QUESTIONS = (
-    "the house of {e} is painted",
-    "{e} lives in a house that is painted",
-)
+_THINGS = ("fence", "door", "gate", "roof", "car", "boat")
+_END = "."
 
 
-def generated_last_word_corpus(entities=120, held_out=40, seed=0):
-    """Facts about made-up houses, and questions whose answers only those facts state.
+def _house_names():
+    return sorted(a + b for a in _SYLLABLES for b in _SYLLABLES if a != b)
 
-    Each of ``entities`` houses (a made-up two-syllable name, e.g. ``kalo``) gets a random
-    colour. Training holds, for every house and every question template, a fact that ends right
-    after the colour (``"the house of kalo is painted red ."``, whose last word is ``"."``)
-    and, for the first ``entities - held_out`` houses only, the question that is the same
-    sentence ending in the colour (``"the house of kalo is painted red"``). The evaluation set
-    asks these questions about the ``held_out`` other houses.
 
-    A held-out house's colour is never the last word of a training sentence about that house,
-    so no weight is trained to give it; it appears only inside the house's facts, whose context
-    is the question's context followed by the colour. With the default encoder (attention
-    pooling) a question's state is, even untrained, nearer to its own fact's state than to
-    any other training state, so a cache of training states holds the answer. A model gets
-    beyond the colours' frequencies only if its cache read learns, from the training
-    questions, to pick that fact (``query="additive"``). The corpus tests that; it does not
-    make it happen: at the settings of ``examples/fill_last_word_cache.py`` the additive read
-    does not learn the match, and the model with a cache does no better than the one without.
+GENERATED_HOUSES = len(_house_names())  # the made-up names, e.g. "kalo"
+GENERATED_STEPS = 3  # context steps of the generated sentences: one padding step and 2 words
 
-    The reason lies in the read, not in this corpus. A held-out house's answer needs a match
-    between its name in the question and the same name in a cached fact, for names the read
-    never saw asked, so the match has to be an identity test that generalises to new names.
-    With ``query="none"`` the read is one vector for every example. With ``query="additive"``
-    the score ``v_c^T tanh(W_c^T C_i + W_q^T h)`` learns associations between features of the
-    training questions and of the cached states, which the weights can also learn from the
-    same targets (and do, by memorising the training questions), and which do not carry over
-    to names outside them. The encoder also drops a name from a fact's state when the fact's
-    own last word does not need it, and the cache holds states written with older weights.
+
+class LastWordEpisode(collections.namedtuple("LastWordEpisode", "facts questions houses")):
+    """One episode of the generated corpus: facts, then the questions they answer.
+
+    Attributes:
+        facts: sentences ``"<colour> <house> ."`` (last word ``"."``), in the order given.
+        questions: sentences ``"<house> <colour>"`` about the episode's houses, and colour
+            sentences ``"<colour> <thing> <colour>"`` that name no house, in the order given.
+        houses: ``{house: colour}`` of the episode.
+    """
+
+    @staticmethod
+    def house(sentence):
+        """The house a generated sentence is about, or ``None`` (a colour sentence)."""
+        words = sentence.split()
+        if len(words) == 3 and words[-1] == _END:
+            return words[1]
+        if len(words) == 2:
+            return words[0]
+        return None
+
+
+def generated_last_word_vocabulary():
+    """Every word of `generated_last_word_corpus`, in a fixed order (for `build_vocabulary`)."""
+    return [_END, *_COLOURS, *_THINGS, *_house_names()]
+
+
+def _episode(rng, names, houses, copies):
+    picked = [names[i] for i in rng.choice(len(names), houses, replace=False)]
+    # Different colours for up to 8 houses, each colour as often as the others with more: the
+    # commonest colour of an episode is no better a guess than any other.
+    drawn = np.resize(rng.permutation(len(_COLOURS)), houses)
+    colours = {name: _COLOURS[i] for name, i in zip(picked, drawn)}
+    facts = [f"{colour} {name} {_END}" for name, colour in colours.items()]
+    questions = [f"{name} {colour}" for name, colour in colours.items()]
+    for thing, i in zip(rng.integers(0, len(_THINGS), copies), rng.integers(0, len(_COLOURS), copies)):
+        questions.append(f"{_COLOURS[i]} {_THINGS[thing]} {_COLOURS[i]}")
+    facts = [facts[i] for i in rng.permutation(len(facts))]
+    questions = [questions[i] for i in rng.permutation(len(questions))]
+    return LastWordEpisode(facts, questions, colours)
+
+
+def generated_last_word_corpus(
+    epoch=0, episodes=20, houses=8, copies=8, evaluation_episodes=10, seed=0
+):
+    """Episodes of facts about made-up houses, and questions that only those facts answer.
+
+    An episode names ``houses`` houses (made-up two-syllable names such as ``kalo``), each
+    with a colour: different colours for up to 8 houses, each colour equally often with more.
+    Its facts are ``"red kalo ."``, one per house, whose last word is ``"."``; its questions
+    are ``"kalo red"``, one per house: the house's name, and its colour as the last word to
+    predict. In training, ``copies`` colour sentences ``"red fence red"``, which name no
+    house, come among the questions. An epoch is ``episodes`` episodes drawn afresh for that
+    epoch (houses and colours), so a house has other colours in other episodes; the
+    evaluation episodes come from a random stream of their own and are the same in every
+    epoch.
+
+    The corpus is meant for episodes with a cache that is emptied before each one: the facts
+    are trained (and written to the cache by their training step), then the questions, whose
+    answers only the facts of their own episode state. No weight can hold a house's colour: it
+    changes from episode to episode, and no training sentence about a house ends in its
+    colour unless that colour is stated in the same episode. An evaluation episode writes its
+    facts to the emptied cache, then asks its questions (``examples/fill_last_word_cache.py``
+    does both, with `tf_memlayers.callbacks.cache_attention.CacheEpisodesCallback`). Without
+    a cache a model can only guess: always answering the commonest colour gets 1/8 of the
+    answers with 8 houses.
+
+    To answer, a cache read has to match the name in a question with the same name in one
+    cached fact, and to pass on the colour that the fact's state carries. The read with
+    ``query="dot"`` of `build_fill_last_word_model` learns both on this corpus, and the
+    paper's ``query="none"`` cannot (it gives every question the same read); README.rst has
+    the table (``benchmarks/fill_last_word_generated.py``). The corpus is shaped for that; in
+    trial runs each of these choices was needed:
+
+    * short sentences, so that a state is mostly its house's name (with facts such as
+      ``"the house of kalo is painted red ."`` the states of different houses hardly differed
+      and the read did not learn to find the facts);
+    * small episodes with different colours, so that even a diffuse read starts with some
+      weight on the right fact, and only the asked house's fact has the answer's colour;
+    * the colour sentences: the cache holds states without a gradient, so nothing else
+      teaches the encoder to keep a colour it has read in a form the output layer reads
+      (without them the output layer did not learn to read the colour even from the right
+      fact, given to it directly);
+    * a read gate that starts at 1 (`build_fill_last_word_model` does so for the dot read),
+      so that a recalled state reaches the output layer along the directions the output
+      layer reads in the example's own state.
+
+    Earlier versions of this corpus asked about houses held out of training, mentioned only
+    in facts ending in ``"."``: the model learnt to answer ``"."`` about those names, and no
+    read found their facts. Here every name is trained, with colours that change; what is
+    held out is the colours of the evaluation episodes.
 
     Args:
-        entities: number of houses (at most 132).
-        held_out: number of houses asked about only in the evaluation set.
-        seed: seed of the names, colours and training order.
+        epoch: which epoch's training episodes to draw (each epoch draws new ones).
+        episodes: training episodes per epoch.
+        houses: houses per episode (at most 132).
+        copies: colour sentences ``"<colour> <thing> <colour>"`` among each episode's
+            questions (0: none).
+        evaluation_episodes: number of evaluation episodes (the same for every epoch).
+        seed: seed of the whole corpus.
 
     Returns:
-        ``(train sentences, evaluation sentences)``, lists of strings.
+        ``(training episodes of the epoch, evaluation episodes)``: two lists of
+        `LastWordEpisode`. Evaluation episodes have no colour sentences.
     """
-    if not 0 < held_out < entities <= len(_SYLLABLES) * (len(_SYLLABLES) - 1):
+    epoch = check_int("epoch", epoch, 0)
+    episodes = check_int("episodes", episodes, 1)
+    names = _house_names()
+    houses = check_int("houses", houses, 1)
+    if houses > GENERATED_HOUSES:
         raise ValueError(
-            f"Need 0 < held_out < entities <= {len(_SYLLABLES) * (len(_SYLLABLES) - 1)}, got "
-            f"entities={entities}, held_out={held_out}."
+            f"`houses` must be <= {GENERATED_HOUSES} (the made-up names), got {houses}."
         )
-    rng = np.random.default_rng(seed)
-    names = sorted(a + b for a in _SYLLABLES for b in _SYLLABLES if a != b)
-    names = [names[i] for i in rng.choice(len(names), entities, replace=False)]
-    picks = rng.integers(0, len(_COLOURS), entities)
-    colours = {name: _COLOURS[i] for name, i in zip(names, picks)}
-
-    def questions(name):
-        return [q.format(e=name) + " " + colours[name] for q in _QUESTIONS]
-
-    asked, held = names[: entities - held_out], names[entities - held_out:]
-    train = [question + " ." for name in names for question in questions(name)]
-    train += [question for name in asked for question in questions(name)]
-    evaluation = [question for name in held for question in questions(name)]
-    order = rng.permutation(len(train))
-    return [train[i] for i in order], evaluation
+    copies = check_int("copies", copies, 0)
+    evaluation_episodes = check_int("evaluation_episodes", evaluation_episodes, 1)
+    seed = check_int("seed", seed, 0)
+    train_rng = np.random.default_rng([seed, 1, epoch])
+    evaluation_rng = np.random.default_rng([seed, 2])
+    train = [_episode(train_rng, names, houses, copies) for _ in range(episodes)]
+    evaluation = [_episode(evaluation_rng, names, houses, 0) for _ in range(evaluation_episodes)]
+    return train, evaluation

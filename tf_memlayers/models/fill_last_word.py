@@ -83,6 +83,7 @@ def build_fill_last_word_model(
     policy="heap",
     query="none",
     mask_empty=None,
+    cache_gate_initializer=None,
     embedding_matrix=None,
     weight_decay=1e-5,
     faithful_to_code=False,
@@ -102,6 +103,10 @@ def build_fill_last_word_model(
         query: `HeapCacheAttention` read: ``"none"`` (default, the paper), ``"additive"`` or
             ``"dot"`` (the read that can find one specific earlier example).
         mask_empty: `HeapCacheAttention` option; default ``not faithful_to_code``.
+        cache_gate_initializer: initializer of the cache read's gate ``z``; default ones with
+            ``query="dot"`` (the read enters the state at full strength, along the state's own
+            directions, so that the output layer reads a recalled state as it reads the
+            example's own), else Glorot uniform as in the reference code.
         embedding_matrix: optional initial embeddings ``[vocabulary_size, dim]`` (GloVe);
             otherwise ``N(0, 0.9^2)`` as in the reference code.
         weight_decay: L2 coefficient (``1e-5``).
@@ -143,6 +148,8 @@ def build_fill_last_word_model(
             )
     if mask_empty is None:
         mask_empty = not faithful_to_code
+    if cache_gate_initializer is None:
+        cache_gate_initializer = "ones" if query == "dot" else "glorot_uniform"
     masked = not faithful_to_code
 
     tokens = keras.Input((max_length,), dtype="int32", name="context")
@@ -178,6 +185,7 @@ def build_fill_last_word_model(
             policy=policy,
             query=query,
             mask_empty=mask_empty,
+            gate_initializer=cache_gate_initializer,
             name="cache_attention",
         )(state)
     logits = keras.layers.Dense(
