@@ -1,0 +1,199 @@
+"""The last-word example on its generated corpus: no cache and the three cache reads, 3 seeds.
+
+Runs ``examples/fill_last_word_cache.py`` with its defaults (the generated episodes of facts
+and questions, attention pooling, a heap cache of 1,000 states, the paper's optimizer) once
+per read and seed: without a cache (``--cache-size 0``), and with the cache read
+``--query none`` (the paper), ``additive`` (the reference code) and ``dot``. All four train the
+same encoder on the same stream. Each evaluation episode writes its facts to the emptied cache
+before its questions are asked, so a question's answer is stated only in a cached fact; the
+table gives the accuracy on those questions, the accuracy of always answering the commonest
+colour, and the read's mean weight on the fact about the asked house.
+
+Results are saved after each run in ``--results`` and a rerun with the same settings skips the
+runs already there (an interrupted run resumes from its run directory under
+``runs/benchmarks/``). Prints the summary as JSON.
+
+Example::
+
+    python -m benchmarks.fill_last_word_generated --update-readme
+    python -m benchmarks.fill_last_word_generated --from-results --update-readme
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+
+from benchmarks.readme_tables import update_readme
+from tf_memlayers.training import options
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "fill_last_word_cache.py"
+# Key (--variants, run directories): (name in the table, the example's options for it).
+VARIANTS = {
+    "no-cache": ("no cache", ["--cache-size", "0"]),
+    "none": ("cache, query=none (the paper)", ["--query", "none"]),
+    "additive": ("cache, query=additive (reference code)", ["--query", "additive"]),
+    "dot": ("cache, query=dot", ["--query", "dot"]),
+    # The dot read's gate starts at 1; the same start for the additive read.
+    "additive-gate-ones": ("cache, query=additive, gate starting at 1",
+                           ["--query", "additive", "--cache-gate-init", "ones"]),
+}
+README_BLOCK = "fill-last-word-generated"
+
+
+def parse_args(argv=None):
+    parser = options.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--seeds", nargs="+", type=options.non_negative_int, default=[0, 1, 2],
+                        help="one run per read and seed")
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
+                        help="the rows to run")
+    parser.add_argument("--epochs", type=options.positive_int,
+                        help="epochs per run (None: the example's default)")
+    parser.add_argument("--results", type=pathlib.Path,
+                        default=ROOT / "benchmarks" / "results" / "fill_last_word_generated.json",
+                        help="results file, written after each run and resumed")
+    parser.add_argument("--runs-dir", type=pathlib.Path,
+                        default=ROOT / "runs" / "benchmarks" / "fill_last_word_generated",
+                        help="where the example keeps each run (checkpoints, TensorBoard logs)")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="write the results into README.rst")
+    parser.add_argument("--from-results", action="store_true",
+                        help="do not train: render the README table from --results")
+    return parser.parse_args(argv)
+
+
+def example_arguments(args):
+    """The example's options common to every run (the settings of the benchmark)."""
+    return ["--epochs", str(args.epochs)] if args.epochs else []
+
+
+def run(key, seed, args):
+    """Runs the example once; returns its row."""
+    name, variant = VARIANTS[key]
+    workdir = args.runs_dir / f"{key}-seed{seed}"
+    command = [
+        sys.executable, str(EXAMPLE), *variant, *example_arguments(args),
+        "--seed", str(seed), "--workdir", str(workdir), "--verbose", "0",
+    ]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
+    metrics = json.loads((workdir / "metrics.json").read_text())
+    settings = json.loads((workdir / "settings.json").read_text())
+    attention = metrics.get("eval_attention_on_fact")
+    return {
+        "variant": key,
+        "model": name,
+        "seed": seed,
+        "query": metrics["query"] if metrics["cache_size"] else None,
+        "eval_accuracy": round(metrics["eval_accuracy"], 4),
+        "eval_majority_baseline": round(metrics["eval_majority_baseline"], 4),
+        "eval_attention_on_fact": None if attention is None else round(attention, 4),
+        "val_accuracy_by_epoch": [round(v, 4) for v in metrics["val_accuracy"]],
+        "eval_questions": metrics["eval_sentences"],
+        "train_sentences_per_epoch": metrics["train_sentences"],
+        "epochs": len(metrics["epochs_run"]),
+        "episodes_per_epoch": settings["episodes"],
+        "houses_per_episode": settings["houses"],
+        "pooling": metrics["pooling"],
+        "cache_size": metrics["cache_size"],
+        "seconds": metrics["seconds"],
+    }
+
+
+def mean_and_spread(values):
+    """``"mean ± std"`` over the seeds (the value alone for one seed)."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{values.mean():.3f} ± {values.std():.3f}"
+
+
+def summarise(runs):
+    rows = []
+    for key, (name, _) in VARIANTS.items():
+        mine = [r for r in runs if r["variant"] == key]
+        if not mine:
+            continue
+        attention = [r["eval_attention_on_fact"] for r in mine]
+        rows.append({
+            "model": name,
+            "seeds": len(mine),
+            "accuracy": mean_and_spread([r["eval_accuracy"] for r in mine]),
+            "accuracy_by_seed": ", ".join(f"{r['eval_accuracy']:.3f}" for r in mine),
+            "attention_on_fact": "" if None in attention else mean_and_spread(attention),
+            "majority_baseline": f"{mine[0]['eval_majority_baseline']:.3f}",
+        })  # fmt: skip
+    return rows
+
+
+def write_readme_table(report):
+    runs = report["runs"]
+    if not runs:
+        sys.exit("No runs in the results file: nothing to write to README.rst.")
+    first = runs[0]
+    epochs = sorted({r["epochs"] for r in runs})
+    cache = max(r["cache_size"] for r in runs)
+    update_readme(
+        README_BLOCK,
+        report.get("summary") or summarise(runs),
+        [("model", "model"), ("seeds", "seeds"),
+         ("accuracy", "held-out accuracy (mean ± std)"), ("accuracy_by_seed", "by seed"),
+         ("attention_on_fact", "read weight on the asked house's fact"),
+         ("majority_baseline", "commonest colour")],
+        f"``examples/fill_last_word_cache.py`` on its generated corpus with its defaults "
+        f"({'/'.join(map(str, epochs))} epochs of {first['episodes_per_epoch']} episodes of "
+        f"{first['houses_per_episode']} houses, {first['train_sentences_per_epoch']} sentences "
+        f"per epoch; {first['pooling']} pooling, a heap cache of {cache:,} states, the paper's "
+        f"optimizer): accuracy on the {first['eval_questions']} questions of the evaluation "
+        "episodes, each asked right after its episode's facts were written to the emptied "
+        "cache. Every name appears in training with colours drawn afresh for each episode, "
+        "so no weight can hold the answer; every colour is used equally often in each "
+        "episode, so always answering the commonest colour scores 1/8. Written by "
+        "``python -m benchmarks.fill_last_word_generated --update-readme``; times are in the "
+        "results file.",
+    )  # fmt: skip
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    settings = {"example_arguments": example_arguments(args)}
+    report = json.loads(args.results.read_text()) if args.results.is_file() else {}
+    if args.from_results:
+        if not report:
+            sys.exit(f"No results file at {args.results}.")
+        if args.update_readme:
+            write_readme_table(report)
+        print(json.dumps(report.get("summary") or summarise(report["runs"]), indent=1))
+        return report
+    if report.get("settings") != settings:
+        report = {"settings": settings, "runs": []}
+    done = {(r["variant"], r["seed"]) for r in report["runs"]}
+    for seed in args.seeds:
+        for key in args.variants:
+            if (key, seed) in done:
+                continue
+            report["runs"].append(run(key, seed, args))
+            report["summary"] = summarise(report["runs"])
+            args.results.parent.mkdir(parents=True, exist_ok=True)
+            args.results.write_text(json.dumps(report, indent=1) + "\n")
+            print(json.dumps(report["runs"][-1]), flush=True)
+    report["summary"] = summarise(report["runs"])
+    args.results.write_text(json.dumps(report, indent=1) + "\n")
+    print(json.dumps(report["summary"], indent=1))
+    if args.update_readme:
+        write_readme_table(report)
+    return report
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    main()
