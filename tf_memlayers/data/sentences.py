@@ -14,8 +14,8 @@ import tensorflow as tf
 
 from tf_memlayers._validation import check_int
 from tf_memlayers.data._files import check_not_blank, read_text
+from tf_memlayers.data.vocabulary import PAD, UNK, build_token_list  # noqa: F401  (PAD re-exported)
 
-PAD, UNK = "<pad>", "<unk>"
 
 
 def read_sentences(path):
@@ -40,18 +40,15 @@ def read_sentences(path):
 
 
 def build_vocabulary(sentences, max_size=None):
-    """``[PAD, UNK, words...]`` with words sorted by (-count, word), the reference's order.
+    """``[PAD, UNK, words...]`` with words sorted by (-count, word), the reference's order
+    (`tf_memlayers.data.vocabulary.build_token_list` over the whitespace-split sentences).
 
     Args:
-        sentences: iterable of strings (split on single spaces/whitespace).
-        max_size: optional cap on the vocabulary length (including PAD and UNK).
+        sentences: Iterable of strings (split on whitespace).
+        max_size: Optional integer >= 2, a cap on the vocabulary length (PAD and UNK
+            included). Default: `None` (no cap).
     """
-    if max_size is not None:
-        check_int("max_size", max_size, 2)  # room for PAD and UNK
-    counts = collections.Counter(token for s in sentences for token in s.split())
-    words = sorted((w for w in counts if w not in (PAD, UNK)), key=lambda w: (-counts[w], w))
-    vocabulary = [PAD, UNK, *words]
-    return vocabulary if max_size is None else vocabulary[:max_size]
+    return build_token_list((s.split() for s in sentences), max_size=max_size)
 
 
 def encode_last_word(sentences, vocabulary, max_length=40):
