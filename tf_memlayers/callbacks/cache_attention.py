@@ -1,4 +1,5 @@
-"""TensorBoard view of a heap cache: attention by heap index (Gaffney Fig. 5) and fill."""
+"""Heap caches in training: the TensorBoard view of attention by heap index (Gaffney Fig. 5)
+and fill, episodes that each start with an empty cache, and the read weight on chosen entries."""
 
 import keras
 import numpy as np
@@ -102,7 +103,8 @@ class CacheAttentionCallback(keras.callbacks.Callback):
 
     Args:
         log_dir: TensorBoard directory (a ``cache`` subdirectory is written).
-        probe_inputs: model inputs used to average the weights of additive-query caches.
+        probe_inputs: model inputs used to average the weights of caches whose read depends
+            on the example (``query="additive"`` or ``"dot"``).
     """
 
     def __init__(self, log_dir, probe_inputs=None):
