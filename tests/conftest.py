@@ -1,4 +1,10 @@
-"""Shared test fixtures."""
+"""Shared test fixtures, and the helpers that let the layer tests run on every backend.
+
+The layer tests run under TensorFlow (the default) and a second time under JAX
+(``KERAS_BACKEND=jax``). A test of something that exists only on TensorFlow (``tf.function``,
+``tf.data``, ``tf.distribute``, the fused AM-GRU loop, the examples) carries the
+``tensorflow_only`` marker with the reason, and is skipped with that reason on another backend.
+"""
 
 import glob
 import os
@@ -9,6 +15,167 @@ import numpy as np
 import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+BACKEND = keras.backend.backend()
+
+if BACKEND == "jax":
+    import jax
+
+    from keras.src.backend.common import dtypes as keras_dtypes
+
+    # The NumPy reference tests compare float64 results to 1e-10. Keras leaves JAX in 32-bit
+    # mode, where float64 silently becomes float32, and on every backend but TensorFlow its
+    # type promotion turns float64 into float32 too (`keras.ops.tanh` of a float64 tensor is
+    # float32). The JAX pass enables 64-bit JAX and keeps float64 as TensorFlow does.
+    jax.config.update("jax_enable_x64", True)
+    keras_dtypes.BIT64_TO_BIT32_DTYPE["float64"] = "float64"
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "tensorflow_only(reason): the test needs the TensorFlow backend; skipped, with the "
+        "reason, on any other backend.",
+    )
+
+
+# The test files that run on every backend (.ci/run's JAX pass runs exactly these): the layers'
+# reference, protocol and journey tests. The others test models, examples, tf.data pipelines,
+# callbacks and training utilities, which are TensorFlow only.
+BACKEND_NEUTRAL_FILES = (
+    "test_layer_conformance.py",
+    "test_layer_journeys.py",
+    "test_sliding_window_attention.py",
+    "test_ngram.py",
+    "test_key_value_predict_split.py",
+    "test_attention_pooling.py",
+    "test_heap_cache.py",
+    "test_associative_memory.py",
+    "test_associative_gru.py",
+    "test_associative_gru_layer.py",
+    "test_dual_associative_gru_layer.py",
+    "test_holographic.py",
+    "test_tied_embedding.py",
+    "test_memory_cell_wrapper.py",
+    "test_backends.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    if BACKEND == "tensorflow":
+        return
+    for item in items:
+        if item.path.name not in BACKEND_NEUTRAL_FILES:
+            reason = "models, examples, tf.data pipelines, callbacks and training utilities"
+            item.add_marker(
+                pytest.mark.skip(reason=f"TensorFlow only ({reason}); backend is {BACKEND}")
+            )
+            continue
+        marker = item.get_closest_marker("tensorflow_only")
+        if marker is not None:
+            reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+            item.add_marker(
+                pytest.mark.skip(reason=f"TensorFlow only ({reason}); backend is {BACKEND}")
+            )
+
+
+def tensorflow_only(reason):
+    """Marks a test (or, as ``pytestmark``, a module) that needs the TensorFlow backend."""
+    return pytest.mark.tensorflow_only(reason=reason)
+
+
+# The reasons shared by many tests.
+FUSED_LOOP = "fused_loop=True runs tf_memlayers.ops.associative_gru_loop, a TensorFlow op"
+TF_FUNCTION = "traces the layer with tf.function"
+TF_DISTRIBUTE = "uses a tf.distribute strategy"
+
+
+KERAS_MASKED_OUTPUT = (
+    "Keras's RNN on JAX emits the cell's first state at a masked step, and this cell's first "
+    "state is not its output (keras/src/backend/jax/rnn.py); use zero_output_for_mask=True"
+)
+
+
+def masked_rnn(rnn, sequences, mask, **kwargs):
+    """``rnn(sequences, mask=mask, **kwargs)`` with TensorFlow's masking on every backend.
+
+    TensorFlow's loop emits the previous output at a masked step (zeros with
+    ``zero_output_for_mask``). Keras's loop on JAX emits the cell's first state instead (see
+    `KERAS_MASKED_OUTPUT`), so there the RNN runs with ``zero_output_for_mask=True``, which
+    keeps the states right, and the previous outputs are filled in here, in the order the
+    steps were processed. Returns NumPy arrays, in the structure ``rnn`` returns.
+    """
+    if BACKEND == "tensorflow" or rnn.zero_output_for_mask:
+        results = rnn(sequences, mask=mask, **kwargs)
+        return keras.tree.map_structure(lambda t: np.asarray(keras.ops.convert_to_numpy(t)),
+                                        results)
+    return_sequences = rnn.return_sequences
+    rnn.zero_output_for_mask, rnn.return_sequences = True, True
+    try:
+        results = rnn(sequences, mask=mask, **kwargs)
+    finally:
+        rnn.zero_output_for_mask, rnn.return_sequences = False, return_sequences
+    results = [np.asarray(keras.ops.convert_to_numpy(t)) for t in keras.tree.flatten(results)]
+    outputs = results[0].copy()
+    keep = np.asarray(keras.ops.convert_to_numpy(mask)).astype(bool)
+    if rnn.go_backwards:
+        keep = keep[:, ::-1]  # the outputs come in the order of processing
+    previous = np.zeros_like(outputs[:, 0])
+    for step in range(outputs.shape[1]):
+        kept = keep[:, step]
+        previous[kept] = outputs[kept, step]
+        outputs[~kept, step] = previous[~kept]
+    results[0] = outputs if return_sequences else outputs[:, -1]
+    return results[0] if len(results) == 1 else results
+
+
+def gradients(loss_fn, variables=(), inputs=()):
+    """Gradients of a scalar loss on any backend.
+
+    Args:
+        loss_fn: Callable taking one tensor per entry of ``inputs`` and returning the scalar
+            loss; it reads ``variables`` (Keras variables, e.g. ``layer.trainable_weights``)
+            through the layers it calls.
+        variables: Keras variables to differentiate with respect to.
+        inputs: Arrays to differentiate with respect to, passed to ``loss_fn`` as tensors.
+
+    Returns:
+        ``(loss, variable_gradients, input_gradients)`` as NumPy values. A variable the loss
+        does not depend on has a gradient of zeros.
+    """
+    variables, inputs = list(variables), list(inputs)
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        tensors = [tf.convert_to_tensor(x) for x in inputs]
+        with tf.GradientTape() as tape:
+            tape.watch(tensors)
+            loss = loss_fn(*tensors)
+        found = tape.gradient(loss, variables + tensors)
+        sources = variables + tensors
+    elif BACKEND == "jax":
+        import jax
+
+        def pure(values, arrays):
+            with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+                return loss_fn(*arrays)
+
+        values = [v.value for v in variables]
+        arrays = [jax.numpy.asarray(x) for x in inputs]
+        loss, (grad_values, grad_arrays) = jax.value_and_grad(pure, argnums=(0, 1))(
+            values, arrays
+        )
+        found, sources = list(grad_values) + list(grad_arrays), values + arrays
+    else:
+        raise NotImplementedError(f"gradients() on the {BACKEND} backend")
+    found = [
+        np.zeros(np.shape(source), keras.backend.standardize_dtype(source.dtype))
+        if grad is None
+        else np.asarray(keras.ops.convert_to_numpy(grad))
+        for grad, source in zip(found, sources)
+    ]
+    return np.asarray(keras.ops.convert_to_numpy(loss)), found[: len(variables)], found[
+        len(variables) :
+    ]
 
 
 def shared_data_dir():

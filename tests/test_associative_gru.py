@@ -6,7 +6,8 @@ import os
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from conftest import masked_rnn
+from keras import ops
 
 from tf_memlayers.compat import load_original_weights, original_variable_names
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
@@ -57,9 +58,9 @@ def test_am_gru_matches_the_original_step_in_float64(
     zeros_memory, zeros_out = np.zeros((batch, units * copies)), np.zeros((batch, units))
     record = []
     ref_outputs, ref_memory = reference_run(xs, zeros_memory, zeros_out, w, perms, record=record)
-    np.testing.assert_allclose(outputs.numpy(), ref_outputs, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(memory.numpy(), ref_memory, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(last.numpy(), ref_outputs[:, -1], atol=1e-10, rtol=0)
+    np.testing.assert_allclose(np.asarray(outputs), ref_outputs, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(np.asarray(memory), ref_memory, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(np.asarray(last), ref_outputs[:, -1], atol=1e-10, rtol=0)
     # The check is not vacuous: the memory is non-trivial and bound() clipped keys.
     assert np.abs(ref_memory).max() > 0.1
     assert (recorded(record, "key_modulus") > 1).any()
@@ -85,11 +86,11 @@ def test_dual_am_gru_matches_the_original_step_in_float64(
     perms = permutations(units // 2, copies)
     _, ref_source = reference_run(xs, zeros, np.zeros((batch, units)), w, perms)
     ref_outputs, ref_memory = reference_run(
-        ys, zeros, last.numpy(), w, perms, dual=(dual_key, ref_source)
+        ys, zeros, np.asarray(last), w, perms, dual=(dual_key, ref_source)
     )
-    np.testing.assert_allclose(outputs.numpy(), ref_outputs, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(memory.numpy(), ref_memory, atol=1e-10, rtol=0)
-    np.testing.assert_array_equal(source_out.numpy(), source.numpy())  # pass-through
+    np.testing.assert_allclose(np.asarray(outputs), ref_outputs, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(np.asarray(memory), ref_memory, atol=1e-10, rtol=0)
+    np.testing.assert_array_equal(np.asarray(source_out), np.asarray(source))  # pass-through
 
 
 def test_am_gru_float32_matches_float64_reference():
@@ -100,8 +101,8 @@ def test_am_gru_float32_matches_float64_reference():
     outputs, memory, _ = run_premise(cell, xs.astype("float32"), w)
     perms = permutations(8, 4)
     ref_outputs, ref_memory = reference_run(xs, np.zeros((3, 64)), np.zeros((3, 16)), w, perms)
-    np.testing.assert_allclose(outputs.numpy(), ref_outputs, atol=1e-5, rtol=0)
-    np.testing.assert_allclose(memory.numpy(), ref_memory, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(np.asarray(outputs), ref_outputs, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(np.asarray(memory), ref_memory, atol=1e-5, rtol=0)
 
 
 def test_dual_cell_shares_every_non_dual_weight_with_the_premise_cell():
@@ -122,7 +123,7 @@ def test_zero_source_memory_makes_the_paper_dual_cell_an_am_gru():
     dual = DualAssociativeGRUCell(8, num_copies=3, premise_cell=premise)
     zeros = np.zeros((2, 24), "float32")
     got = keras.layers.RNN(dual)(xs, initial_state=[zeros, np.zeros((2, 8), "float32"), zeros])
-    np.testing.assert_allclose(got.numpy(), expected.numpy(), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-6)
 
 
 def test_source_memory_changes_the_dual_output():
@@ -131,8 +132,9 @@ def test_source_memory_changes_the_dual_output():
     dual = DualAssociativeGRUCell(8, num_copies=3)
     layer = keras.layers.RNN(dual)
     zeros, out0 = np.zeros((2, 24), "float32"), np.zeros((2, 8), "float32")
-    a = layer(xs, initial_state=[zeros, out0, zeros]).numpy()
-    b = layer(xs, initial_state=[zeros, out0, rng.normal(size=(2, 24)).astype("float32")]).numpy()
+    a = np.asarray(layer(xs, initial_state=[zeros, out0, zeros]))
+    source = rng.normal(size=(2, 24)).astype("float32")
+    b = np.asarray(layer(xs, initial_state=[zeros, out0, source]))
     assert np.abs(a - b).max() > 1e-3
 
 
@@ -147,12 +149,14 @@ def test_retrieval_noise_shrinks_with_more_copies():
         for _ in range(trials):
             keys = np.exp(1j * rng.uniform(0, 2 * np.pi, size=(items, m)))  # |k| = 1
             values = rng.normal(size=(items, m)) + 1j * rng.normal(size=(items, m))
-            re, im = cell.key_copies(tf.constant(keys.real), tf.constant(keys.imag))
+            re, im = cell.key_copies(
+                ops.convert_to_tensor(keys.real), ops.convert_to_tensor(keys.imag)
+            )
             memory = np.zeros((1, copies, m), complex)
             for i in range(items):
-                k_c = re.numpy()[i] + 1j * im.numpy()[i]
+                k_c = np.asarray(re)[i] + 1j * np.asarray(im)[i]
                 memory = memory + k_c * values[i]
-            read = (np.conj(re.numpy()[0] + 1j * im.numpy()[0]) * memory[0]).mean(axis=0)
+            read = (np.conj(np.asarray(re)[0] + 1j * np.asarray(im)[0]) * memory[0]).mean(axis=0)
             total += np.mean(np.abs(read - values[0]) ** 2)
         errors[copies] = total / trials
     # Noise variance ~ (items - 1) / copies: each 4x more copies cuts it by well over 2x.
@@ -168,11 +172,11 @@ def test_padded_steps_neither_write_nor_change_the_state():
     mask = np.array([[True] * 5, [True] * 3 + [False] * 2])
     for cell in (AssociativeGRUCell(8, num_copies=3), DualAssociativeGRUCell(8, num_copies=3)):
         layer = keras.layers.RNN(cell, return_state=True)
-        batch_states = layer(xs, mask=mask)
+        batch_states = masked_rnn(layer, xs, mask)
         for b, length in enumerate(lengths):
             single = layer(xs[b : b + 1, :length])
             for got, expected in zip(batch_states, single):
-                np.testing.assert_allclose(got.numpy()[b], expected.numpy()[0], atol=1e-6)
+                np.testing.assert_allclose(np.asarray(got)[b], np.asarray(expected)[0], atol=1e-6)
 
 
 def test_return_retrievals_exposes_write_and_read():
@@ -184,10 +188,10 @@ def test_return_retrievals_exposes_write_and_read():
     layer = keras.layers.RNN(probe, return_sequences=True)
     layer.build(xs.shape)
     probe.set_weights(plain.get_weights())
-    full = layer(xs).numpy()
+    full = np.asarray(layer(xs))
     assert full.shape == (2, 4, 24)
     out, written, read = full[..., :8], full[..., 8:16], full[..., 16:]
-    np.testing.assert_allclose(out, outputs.numpy(), atol=1e-6)
+    np.testing.assert_allclose(out, np.asarray(outputs), atol=1e-6)
     np.testing.assert_allclose(read + written, out, atol=1e-6)  # o_t = h + delta
     np.testing.assert_allclose(read[:, 0], 0.0)  # the memory starts empty
 
@@ -232,7 +236,7 @@ def test_keras_round_trip_gives_identical_outputs(tmp_path, cls):
     path = os.path.join(tmp_path, "model.keras")
     model.save(path)
     loaded = keras.saving.load_model(path)
-    np.testing.assert_array_equal(loaded(xs).numpy(), model(xs).numpy())
+    np.testing.assert_array_equal(np.asarray(loaded(xs)), np.asarray(model(xs)))
     rebuilt = cls.from_config(cell.get_config())
     assert rebuilt.get_config() == cell.get_config()
     assert rebuilt.permutations == cell.permutations
@@ -275,7 +279,7 @@ def test_mixed_float16_matches_float32_and_trains():
     xs = rng.normal(size=(4, 6, 5)).astype("float32")
     expected, _ = _premise_then_dual(6, 5)
     expected.set_weights([rng.uniform(-0.8, 0.8, size=w.shape) for w in expected.get_weights()])
-    want = [t.numpy() for t in expected(xs)]
+    want = [np.asarray(t) for t in expected(xs)]
     keras.config.set_dtype_policy("mixed_float16")
     model, trainer = _premise_then_dual(6, 5)
     model.set_weights(expected.get_weights())
@@ -308,8 +312,8 @@ def test_load_original_weights_round_trip():
     dual.build((None, input_dim))
     loaded = load_original_weights(dual, arrays)
     assert len(loaded) == 8
-    np.testing.assert_allclose(dual.premise_cell.gate_kernel.numpy(), w["gate"], rtol=1e-6)
-    np.testing.assert_allclose(dual.dual_key_kernel.numpy(), w["dual_key"], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(dual.premise_cell.gate_kernel), w["gate"], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(dual.dual_key_kernel), w["dual_key"], rtol=1e-6)
     # Loaded weights reproduce the reference step.
     xs = rng.normal(size=(2, 3, input_dim)).astype("float32")
     zeros = np.zeros((2, 16), "float32")
@@ -319,7 +323,7 @@ def test_load_original_weights_round_trip():
         xs.astype(float), zeros.astype(float), np.zeros((2, 8)), w, permutations(4, 2),
         dual=("released", source.astype(float)),
     )
-    np.testing.assert_allclose(got.numpy(), ref[:, -1], atol=1e-5)
+    np.testing.assert_allclose(np.asarray(got), ref[:, -1], atol=1e-5)
     # Export in the original names and reload into a fresh AM-GRU.
     exported = original_variable_names(dual.premise_cell)
     assert set(exported) == {
@@ -331,15 +335,15 @@ def test_load_original_weights_round_trip():
     }
     fresh = AssociativeGRUCell(units, num_copies=2)
     fresh.build((None, input_dim))
-    load_original_weights(fresh, {k: v.numpy() for k, v in exported.items()})
+    load_original_weights(fresh, {k: np.asarray(v) for k, v in exported.items()})
     for a, b in zip(fresh.weights, dual.premise_cell.weights):
-        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_load_original_weights_rejects_wrong_shapes_and_missing_names():
     cell = AssociativeGRUCell(8, num_copies=2)
     cell.build((None, 5))
-    arrays = {name: v.numpy() for name, v in original_variable_names(cell).items()}
+    arrays = {name: np.asarray(v) for name, v in original_variable_names(cell).items()}
     bad = dict(arrays)
     bad["AssociativeGRUCell/Gates/fully_connected/weights"] = np.zeros((3, 3))
     with pytest.raises(ValueError, match="Gates/fully_connected/weights"):
@@ -397,8 +401,8 @@ def test_dual_kernels_take_the_dual_cells_initializer_and_regularizer():
         6, num_copies=2, premise_cell=premise, kernel_initializer="zeros", kernel_regularizer="l2"
     )
     dual.build((None, 4))
-    assert not np.any(dual.dual_gate_kernel.numpy()) and not np.any(dual.dual_candidate_kernel)
-    assert np.any(premise.gate_kernel.numpy())  # the premise keeps its own initializer
+    assert not np.any(np.asarray(dual.dual_gate_kernel)) and not np.any(dual.dual_candidate_kernel)
+    assert np.any(np.asarray(premise.gate_kernel))  # the premise keeps its own initializer
     assert dual.dual_gate_kernel.regularizer is not None
     config = dual.get_config()
     assert config["kernel_initializer"]["class_name"] == "Zeros"

@@ -29,24 +29,26 @@ def test_matches_reference_with_mask(float64_policy):
     layer = AttentionPooling(4)
     pooled, weights = layer(inputs, mask=mask, return_attention_scores=True)
     expected, expected_weights = reference(
-        inputs, mask, layer.kernel.numpy(), layer.score.numpy()
+        inputs, mask, np.asarray(layer.kernel), np.asarray(layer.score)
     )
-    np.testing.assert_allclose(pooled.numpy(), expected, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(weights.numpy(), expected_weights, rtol=0, atol=1e-12)
-    np.testing.assert_array_equal(pooled.numpy()[2], 0.0)
+    np.testing.assert_allclose(np.asarray(pooled), expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(weights), expected_weights, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(np.asarray(pooled)[2], 0.0)
     changed = inputs.copy()
     changed[0, :3] = 100.0  # masked steps have no influence
-    np.testing.assert_allclose(layer(changed, mask=mask).numpy(), pooled.numpy(), atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(layer(changed, mask=mask)), np.asarray(pooled), atol=1e-12
+    )
 
 
 def test_float32_matches_reference_without_mask():
     rng = np.random.default_rng(1)
     inputs = rng.normal(size=(2, 6, 3)).astype("float32")
     layer = AttentionPooling(8)
-    pooled = layer(inputs).numpy()
+    pooled = np.asarray(layer(inputs))
     expected, _ = reference(
         inputs.astype(np.float64), np.ones((2, 6), bool),
-        layer.kernel.numpy().astype(np.float64), layer.score.numpy().astype(np.float64),
+        np.asarray(layer.kernel).astype(np.float64), np.asarray(layer.score).astype(np.float64),
     )
     np.testing.assert_allclose(pooled, expected, rtol=0, atol=1e-5)
 
@@ -91,16 +93,16 @@ def test_trains_under_xla_and_masks_padding(jit_compile):
     rng = np.random.default_rng(2)
     model = sequence_model(jit_compile)
     x = tokens(rng)
-    before = model.get_layer("pool").kernel.numpy().copy()
+    before = np.asarray(model.get_layer("pool").kernel).copy()
     model.fit(x, x[:, -1], epochs=2, verbose=0)
-    assert not np.array_equal(before, model.get_layer("pool").kernel.numpy())
+    assert not np.array_equal(before, np.asarray(model.get_layer("pool").kernel))
     probe = pooling_probe(model, jit_compile)
     pooled, weights = probe.predict(x, verbose=0)  # compiled with XLA when jit_compile
     np.testing.assert_array_equal(weights[:, :4], 0.0)  # the left padding
     np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-6)
     eager_pooled, eager_weights = probe(x)
-    np.testing.assert_allclose(weights, eager_weights.numpy(), atol=1e-6)
-    np.testing.assert_allclose(pooled, eager_pooled.numpy(), atol=1e-6)
+    np.testing.assert_allclose(weights, np.asarray(eager_weights), atol=1e-6)
+    np.testing.assert_allclose(pooled, np.asarray(eager_pooled), atol=1e-6)
 
 
 def uniform_weights(model, rng, limit=0.8):

@@ -13,7 +13,8 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from conftest import BACKEND, FUSED_LOOP, TF_FUNCTION, gradients, tensorflow_only
+from keras import ops
 from keras.src import testing  # Keras's layer test harness (tests only)
 
 from tf_memlayers.layers import (
@@ -32,6 +33,15 @@ from tf_memlayers.layers import (
 )
 
 INPUT_DIM = 4
+
+
+def _cases(names, fused=lambda name: "fused" in name):
+    """``names`` as pytest params; the ones with the fused AM-GRU loop are TensorFlow only."""
+    return [
+        pytest.param(name, marks=tensorflow_only(FUSED_LOOP)) if fused(name) else name
+        for name in names
+    ]
+
 
 # Every cell (and the options that change its states or output), as a factory taking
 # `dtype`, so that the mixed precision check makes the cell under the same policy.
@@ -73,10 +83,13 @@ CELLS = {
 }
 
 
+@tensorflow_only(f"{TF_FUNCTION}: an unknown batch size exists only in TensorFlow graphs")
 @pytest.mark.parametrize("name", sorted(CELLS))
 def test_cell_states_keep_their_static_shapes_with_an_unknown_batch(name):
     # keras.layers.RNN runs the cell in a while loop whose states must keep their shapes;
     # with a partial batch (unknown batch size) the window memory came back as (None, None).
+    import tensorflow as tf
+
     cell = CELLS[name]()
     cell.build((None, INPUT_DIM))
     sizes = [int(s) for s in keras.tree.flatten(cell.state_size)]
@@ -150,6 +163,9 @@ def test_the_package_uses_no_private_keras_api():
 
 X = np.random.default_rng(0).normal(size=(2, 5, INPUT_DIM)).astype("float32")
 ONES = np.ones
+# The fused AM-GRU loop where the backend has it (TensorFlow), else Keras's loop: for the
+# checks that both loops share.
+FUSED_IF_AVAILABLE = BACKEND == "tensorflow"
 
 
 def _zeros(*shape):
@@ -214,7 +230,9 @@ BAD_CALLS = [
     ),
     (
         "am_gru_initial_state_batch",
-        lambda: _am_gru(fused_loop=True)(X, initial_state=[_zeros(3, 8), _zeros(3, 4)]),
+        lambda: _am_gru(fused_loop=FUSED_IF_AVAILABLE)(
+            X, initial_state=[_zeros(3, 8), _zeros(3, 4)]
+        ),
         ValueError,
         ["`initial_state[0]`", "(3, 8)", "(2, 5, 4)"],
     ),
@@ -264,7 +282,7 @@ BAD_CALLS = [
     ),
     (
         "dual_am_gru_source_memory_batch",
-        lambda: DualAssociativeGRU(4, num_copies=2, fused_loop=True)(
+        lambda: DualAssociativeGRU(4, num_copies=2, fused_loop=FUSED_IF_AVAILABLE)(
             X, initial_state=[_zeros(2, 8), _zeros(2, 4), _zeros(3, 8)]
         ),
         ValueError,
@@ -369,8 +387,12 @@ BAD_CALLS = [
 
 @pytest.mark.parametrize(
     "bad_call, error, fragments",
-    [case[1:] for case in BAD_CALLS],
-    ids=[case[0] for case in BAD_CALLS],
+    [
+        pytest.param(*case[1:], id=case[0], marks=tensorflow_only(FUSED_LOOP))
+        if "fused" in case[0]
+        else pytest.param(*case[1:], id=case[0])
+        for case in BAD_CALLS
+    ],
 )
 def test_bad_call_inputs_are_named_errors(bad_call, error, fragments):
     with pytest.raises(error) as info:
@@ -407,7 +429,7 @@ NAN_PADDING = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(NAN_PADDING))
+@pytest.mark.parametrize("name", _cases(sorted(NAN_PADDING)))
 def test_nan_at_padded_steps_never_reaches_outputs_or_gradients(name):
     layer = NAN_PADDING[name]()
     mask = np.ones((3, 5), bool)
@@ -415,16 +437,15 @@ def test_nan_at_padded_steps_never_reaches_outputs_or_gradients(name):
     mask[2, :2] = False  # left padding
     inputs = np.random.default_rng(1).normal(size=(3, 5, INPUT_DIM)).astype("float32")
     inputs[~mask] = np.nan
-    with tf.GradientTape() as tape:
-        outputs = layer(inputs, mask=mask)
-        loss = tf.reduce_sum(tf.square(outputs))
-    gradients = tape.gradient(loss, layer.trainable_weights)
-    outputs = outputs.numpy()
+    outputs = np.asarray(ops.convert_to_numpy(layer(inputs, mask=mask)))
+    _, weight_gradients, _ = gradients(
+        lambda: ops.sum(ops.square(layer(inputs, mask=mask))), layer.trainable_weights
+    )
     assert np.isfinite(outputs).all()
     if outputs.ndim == 3:
         np.testing.assert_array_equal(outputs[~mask], 0.0)
-    for weight, gradient in zip(layer.trainable_weights, gradients):
-        assert np.isfinite(np.asarray(gradient)).all(), weight.path
+    for weight, gradient in zip(layer.trainable_weights, weight_gradients):
+        assert np.isfinite(gradient).all(), weight.path
 
 
 # -- output shapes and specs ----------------------------------------------------------------
@@ -545,7 +566,7 @@ def _shapes_and_dtypes(outputs):
 
 
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
-@pytest.mark.parametrize("name", sorted(SPEC_CASES))
+@pytest.mark.parametrize("name", _cases(sorted(SPEC_CASES)))
 def test_output_shape_and_spec_are_exact(name, policy):
     make, shape, call_kwargs = SPEC_CASES[name]
     inputs = np.random.default_rng(2).normal(size=shape).astype("float32")
@@ -606,7 +627,7 @@ def test_empty_sequences_and_batches_give_empty_outputs(name, shape, with_mask):
     assert [tuple(t.shape) for t in outputs] == _shape_list(layer.compute_output_shape(shape))
     if name != "pooling" and shape[1] == 0:
         # Nothing happened: the memory is still the (zero) initial memory.
-        np.testing.assert_array_equal(outputs[-1].numpy(), 0.0)
+        np.testing.assert_array_equal(np.asarray(outputs[-1]), 0.0)
 
 
 # -- Keras's own layer checks ---------------------------------------------------------------
@@ -775,7 +796,7 @@ LAYER_TESTS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(LAYER_TESTS))
+@pytest.mark.parametrize("name", _cases(sorted(LAYER_TESTS)))
 def test_keras_layer_checks(name):
     layer_cls, init_kwargs, arguments = LAYER_TESTS[name]
     arguments.setdefault("expected_num_non_trainable_weights", 0)

@@ -3,8 +3,9 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
+from conftest import BACKEND, gradients, masked_rnn
 from tf_memlayers import SlidingWindowAttention, SlidingWindowAttentionCell
 from window_reference import window_attention_reference
 
@@ -74,8 +75,8 @@ def test_parallel_form_matches_numpy_reference_float64(
     expected, expected_scores, _ = window_attention_reference(
         x, weights, mode, layer.piece_sizes, window, pad
     )
-    np.testing.assert_allclose(outputs.numpy(), expected, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(scores.numpy(), expected_scores, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(np.asarray(scores), expected_scores, atol=1e-10, rtol=0)
 
 
 @pytest.mark.parametrize("mode,sizes", CONFIGS)
@@ -95,7 +96,7 @@ def test_cell_form_matches_numpy_reference_float64(
     assert_attention_and_output_widths(cell, attention_units, units)
     weights = random_weights(cell)
     expected, _, _ = window_attention_reference(x, weights, mode, cell.piece_sizes, window, pad)
-    np.testing.assert_allclose(rnn(x).numpy(), expected, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(np.asarray(rnn(x)), expected, atol=1e-10, rtol=0)
 
 
 @pytest.mark.parametrize("mode,sizes", [("attention", None), ("key_value_predict", (6, 4, 2))])
@@ -107,7 +108,7 @@ def test_float32_matches_reference_to_1e5(mode, sizes):
     expected, _, _ = window_attention_reference(
         x.astype("float64"), weights, mode, layer.piece_sizes, 3
     )
-    np.testing.assert_allclose(layer(x).numpy(), expected, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(np.asarray(layer(x)), expected, atol=1e-5, rtol=0)
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers_tests")
@@ -150,11 +151,10 @@ def build_pair(mode, sizes, window, pad, use_bias, units=12, features=5):
 
 def loss_and_grads(forward, x, variables, projection):
     """``forward(x)`` and the gradients of ``sum(forward(x) * projection)`` wrt x, variables."""
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        outputs = forward(x)
-        loss = tf.reduce_sum(outputs * projection)
-    return outputs, tape.gradient(loss, [x, *variables])
+    _, variable_grads, (x_grad,) = gradients(
+        lambda v: ops.sum(forward(v) * projection), variables, [x]
+    )
+    return forward(x), [x_grad, *variable_grads]
 
 
 def holes_and_right_padding(batch=2, steps=9):
@@ -172,11 +172,16 @@ def test_cell_and_parallel_forms_agree_forward_and_gradients(
     float64_policy, mode, sizes, pad, masked
 ):
     lstm, parallel, rnn = build_pair(mode, sizes, 3, pad, True)
-    x = tf.constant(attention_inputs(steps=9, width=5))
+    # Masked steps are left out of the comparison and the loss; on JAX Keras's RNN emits the
+    # cell's first state there (KERAS_MASKED_OUTPUT), zeros with zero_output_for_mask.
+    rnn.zero_output_for_mask = BACKEND != "tensorflow"
+    x = attention_inputs(steps=9, width=5)
     keep = holes_and_right_padding() if masked else np.ones((2, 9), bool)
-    mask = tf.constant(keep) if masked else None
+    mask = ops.convert_to_tensor(keep) if masked else None
     # Masked steps are left out of the loss: there the cell form repeats its previous output.
-    projection = tf.constant(RNG.normal(size=(2, 9, parallel.output_units)) * keep[..., None])
+    projection = ops.convert_to_tensor(
+        RNG.normal(size=(2, 9, parallel.output_units)) * keep[..., None]
+    )
 
     own = [name for name in WEIGHT_NAMES if hasattr(parallel, name)]
     out_p, grads_p = loss_and_grads(
@@ -192,11 +197,11 @@ def test_cell_and_parallel_forms_agree_forward_and_gradients(
         [*cell.cell.trainable_weights, *(getattr(cell, name) for name in own)],
         projection,
     )
-    np.testing.assert_allclose(out_c.numpy()[keep], out_p.numpy()[keep], atol=1e-12)
+    np.testing.assert_allclose(np.asarray(out_c)[keep], np.asarray(out_p)[keep], atol=1e-12)
     assert len(grads_p) == len(grads_c)
     for gp, gc in zip(grads_p, grads_c):
-        assert np.abs(gp.numpy()).max() > 0
-        np.testing.assert_allclose(gc.numpy(), gp.numpy(), atol=1e-11)
+        assert np.abs(np.asarray(gp)).max() > 0
+        np.testing.assert_allclose(np.asarray(gc), np.asarray(gp), atol=1e-11)
 
 
 def test_cell_weights_are_named_like_the_parallel_layer():
@@ -216,10 +221,10 @@ def test_right_padded_batch_equals_unpadded_sequences(float64_policy, form):
 
     def run(inputs, mask=None):
         if form == "parallel":
-            return parallel(lstm(inputs, mask=mask), mask=mask).numpy()
-        return rnn(inputs, mask=mask).numpy()
+            return np.asarray(parallel(lstm(inputs, mask=mask), mask=mask))
+        return masked_rnn(rnn, inputs, mask) if mask is not None else np.asarray(rnn(inputs))
 
-    padded = run(x, tf.constant(mask))
+    padded = run(x, ops.convert_to_tensor(mask))
     for row, length in enumerate(lengths):
         alone = run(x[row : row + 1, :length])
         np.testing.assert_allclose(padded[row, :length], alone[0], atol=1e-12)
@@ -234,18 +239,19 @@ def test_masked_steps_are_never_written_nor_attended(float64_policy):
     layer = SlidingWindowAttention(3, mode="key_value", return_attention_scores=True)
     layer.build(x.shape)
     weights = random_weights(layer)
-    outputs, scores = layer(x, mask=tf.constant(mask))
+    outputs, scores = layer(x, mask=ops.convert_to_tensor(mask))
     expected, expected_scores, _ = window_attention_reference(
         x, weights, "key_value", layer.piece_sizes, 3, mask=mask
     )
-    np.testing.assert_allclose(outputs.numpy(), expected, atol=1e-10)
-    np.testing.assert_allclose(scores.numpy(), expected_scores, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(scores), expected_scores, atol=1e-10)
     cell = SlidingWindowAttentionCell(PassThroughCell(12), 3, mode="key_value")
     rnn = keras.layers.RNN(cell, return_sequences=True, zero_output_for_mask=True)
     rnn.build(x.shape)
     for name in ["memory_kernel", "query_kernel", "score_vector", "context_kernel", "predict_kernel"]:
         getattr(cell, name).assign(weights[name])
-    np.testing.assert_allclose(rnn(x, mask=tf.constant(mask)).numpy(), expected, atol=1e-10)
+    mask_tensor = ops.convert_to_tensor(mask)
+    np.testing.assert_allclose(np.asarray(rnn(x, mask=mask_tensor)), expected, atol=1e-10)
 
 
 def test_mask_propagates_to_the_next_layer():
@@ -264,13 +270,13 @@ def test_stateful_parallel_two_segments_equal_one_run(float64_policy):
     stateful.build((3, 20, 12))
     for a, b in zip(whole.weights, stateful.trainable_weights):
         b.assign(a)
-    expected = whole(x).numpy()
-    first = stateful(x[:, :20]).numpy()
-    second = stateful(x[:, 20:]).numpy()
+    expected = np.asarray(whole(x))
+    first = np.asarray(stateful(x[:, :20]))
+    second = np.asarray(stateful(x[:, 20:]))
     np.testing.assert_allclose(np.concatenate([first, second], axis=1), expected, atol=1e-12)
     stateful.reset_state()
-    assert np.all(stateful.memory.numpy() == 0.0)
-    np.testing.assert_allclose(stateful(x[:, :20]).numpy(), first, atol=1e-12)
+    assert np.all(np.asarray(stateful.memory) == 0.0)
+    np.testing.assert_allclose(np.asarray(stateful(x[:, :20])), first, atol=1e-12)
 
 
 def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy):
@@ -282,7 +288,7 @@ def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy
     first, memory = layer(x[:, :20])
     second, _ = layer(x[:, 20:], initial_memory=memory)
     np.testing.assert_allclose(
-        np.concatenate([first, second], axis=1), expected.numpy(), atol=1e-12
+        np.concatenate([first, second], axis=1), np.asarray(expected), atol=1e-12
     )
     # The memory is exactly the cell form's window state after the same 20 steps.
     cell = SlidingWindowAttentionCell(PassThroughCell(12), 4, mode="key_value")
@@ -291,13 +297,13 @@ def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy
     for name, value in weights.items():
         getattr(cell, name).assign(value)
     _, _, cell_memory = rnn(x[:, :20])
-    np.testing.assert_allclose(cell_memory.numpy(), memory.numpy(), atol=1e-12)
+    np.testing.assert_allclose(np.asarray(cell_memory), np.asarray(memory), atol=1e-12)
 
 
 def test_stateful_cell_form_two_segments_equal_one_run(float64_policy):
     x = attention_inputs(batch=2, steps=40, width=5)
     _, _, rnn = build_pair("key_value", None, 5, "mask", False)
-    expected = rnn(x).numpy()
+    expected = np.asarray(rnn(x))
     stateful = keras.layers.RNN(
         SlidingWindowAttentionCell.from_config(rnn.cell.get_config()),
         return_sequences=True,
@@ -306,21 +312,21 @@ def test_stateful_cell_form_two_segments_equal_one_run(float64_policy):
     stateful.build((2, 20, 5))
     for a, b in zip(rnn.weights, stateful.cell.weights):
         b.assign(a)
-    first = stateful(x[:, :20]).numpy()
-    second = stateful(x[:, 20:]).numpy()
+    first = np.asarray(stateful(x[:, :20]))
+    second = np.asarray(stateful(x[:, 20:]))
     np.testing.assert_allclose(np.concatenate([first, second], axis=1), expected, atol=1e-12)
     stateful.reset_state()
-    np.testing.assert_allclose(stateful(x[:, :20]).numpy(), first, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(stateful(x[:, :20])), first, atol=1e-12)
 
 
 def test_no_gradient_flows_into_carried_memory(float64_policy):
     x = attention_inputs(batch=1, steps=6)
     layer = SlidingWindowAttention(3, return_memory=True)
-    memory = tf.constant(RNG.normal(size=(1, layer_memory_size(layer, x))))
-    with tf.GradientTape() as tape:
-        tape.watch(memory)
-        out, _ = layer(x, initial_memory=memory)
-    assert tape.gradient(out, memory) is None
+    memory = RNG.normal(size=(1, layer_memory_size(layer, x)))
+    _, _, (memory_grad,) = gradients(
+        lambda m: ops.sum(layer(x, initial_memory=m)[0]), inputs=[memory]
+    )
+    assert np.all(memory_grad == 0.0)
 
 
 def layer_memory_size(layer, x):
@@ -372,14 +378,14 @@ def test_keras_file_round_trip_gives_identical_outputs(tmp_path):
     model.save(path)
     loaded = keras.models.load_model(path)
     for expected, got in zip(before, loaded(x)):
-        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
 
 
 def test_bidirectional_backward_half_equals_go_backwards_rnn(float64_policy):
     x = attention_inputs(steps=7, width=5)
     cell = SlidingWindowAttentionCell(keras.layers.GRUCell(8), 3, mode="key_value")
     bidirectional = keras.layers.Bidirectional(keras.layers.RNN(cell, return_sequences=True))
-    out = bidirectional(x).numpy()
+    out = np.asarray(bidirectional(x))
     backward = keras.layers.RNN(
         SlidingWindowAttentionCell.from_config(cell.get_config()),
         return_sequences=True,
@@ -388,7 +394,7 @@ def test_bidirectional_backward_half_equals_go_backwards_rnn(float64_policy):
     backward.build(x.shape)
     for a, b in zip(bidirectional.backward_layer.weights, backward.weights):
         b.assign(a)
-    expected = backward(x).numpy()[:, ::-1]
+    expected = np.asarray(backward(x))[:, ::-1]
     np.testing.assert_allclose(out[..., 4:], expected, atol=1e-12)
     assert out.shape == (2, 7, 8)
 
@@ -509,6 +515,6 @@ def test_stateful_layer_carries_memory_inside_jit_fit():
     data = RNG.integers(0, 20, (batch * 2, steps + 1))
     model.fit(data[:, :-1], data[:, 1:], batch_size=batch, shuffle=False, verbose=0)
     keys, _, valid = window._unpack_memory(window.memory.value)
-    assert np.all(valid.numpy() == 1.0) and np.any(keys.numpy() != 0.0)
+    assert np.all(np.asarray(valid) == 1.0) and np.any(np.asarray(keys) != 0.0)
     window.reset_state()
-    assert np.all(window.memory.numpy() == 0.0)
+    assert np.all(np.asarray(window.memory) == 0.0)

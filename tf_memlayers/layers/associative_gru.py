@@ -12,6 +12,7 @@ from keras import ops
 
 from tf_memlayers import _validation as check
 from tf_memlayers.layers.associative_gru_cell import AssociativeGRUCell
+from tf_memlayers.layers.memory_cell_wrapper import takes_training
 from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
 
 _RNN_FLAGS = (
@@ -41,6 +42,13 @@ class AssociativeRecurrentLayer(keras.layers.RNN):
             name: check.check_bool(name, kwargs.pop(name, False), owner) for name in _RNN_FLAGS
         }
         fused_loop = check.check_bool("fused_loop", fused_loop, owner)
+        if fused_loop and keras.backend.backend() != "tensorflow":
+            raise ValueError(
+                f"{owner}: `fused_loop=True` needs the TensorFlow backend (the fused loop, "
+                "tf_memlayers.ops.associative_gru_loop, is a TensorFlow op); the Keras backend "
+                f"is {keras.backend.backend()!r}. Use fused_loop=False (the default): the same "
+                "layer and weights, run by Keras's loop on every backend."
+            )
         if fused_loop and (cell.return_retrievals or flags["unroll"]):
             raise ValueError(
                 f"{owner}: `fused_loop=True` cannot be combined with "
@@ -111,8 +119,40 @@ class AssociativeRecurrentLayer(keras.layers.RNN):
         return self.keras_inner_loop(sequences, list(initial_state), mask, training)
 
     def keras_inner_loop(self, sequences, initial_state, mask, training):
-        """`keras.layers.RNN`'s own loop over the cell."""
+        """`keras.layers.RNN`'s own loop over the cell (with a mask on a backend other than
+        TensorFlow, the same loop written here: see `masked_scan_loop`)."""
+        if mask is not None and keras.backend.backend() != "tensorflow":
+            return self.masked_scan_loop(sequences, initial_state, mask, training)
         return super().inner_loop(sequences, initial_state, mask, training=training)
+
+    def masked_scan_loop(self, sequences, initial_state, mask, training):
+        """The masked loop of `keras.layers.RNN`, as `keras.ops.scan` over the steps.
+
+        Keras's loops on JAX and PyTorch take a masked step's output from the cell's first
+        state, which here is the memory, not the output. This loop carries the previous output
+        instead, as TensorFlow's does: a masked step keeps the states and emits the previous
+        output (zeros with ``zero_output_for_mask``). Returns ``(last output, outputs, final
+        states)`` with the outputs in the order of processing, as Keras's loops do.
+        """
+        keep = ops.expand_dims(ops.transpose(ops.cast(mask, "bool")), -1)  # [time, batch, 1]
+        steps = ops.transpose(sequences, (1, 0, 2))
+        if self.go_backwards:
+            steps, keep = ops.flip(steps, axis=0), ops.flip(keep, axis=0)
+        kwargs = {"training": training} if takes_training(self.cell) else {}
+        no_output = ops.zeros(
+            (ops.shape(sequences)[0], self.cell.output_size), self.cell.compute_dtype
+        )
+
+        def step(carry, step_inputs):
+            states, previous = carry
+            inputs, kept = step_inputs
+            output, new_states = self.cell(inputs, list(states), **kwargs)
+            new_states = [ops.where(kept, new, old) for new, old in zip(new_states, states)]
+            output = ops.where(kept, output, no_output if self.zero_output_for_mask else previous)
+            return (new_states, output), output
+
+        (states, last), outputs = ops.scan(step, (list(initial_state), no_output), (steps, keep))
+        return last, ops.transpose(outputs, (1, 0, 2)), states
 
     def fused_inner_loop(self, sequences, initial_state, mask):
         """The loop as one `associative_gru_loop` op; returns ``(last output, outputs,
@@ -205,7 +245,7 @@ class AssociativeGRU(AssociativeRecurrentLayer):
             steps. Defaults to False.
         fused_loop: Boolean, run the time loop as `associative_gru_loop` (not with
             ``return_retrievals`` or ``unroll``). Same results up to float rounding.
-            Defaults to False.
+            TensorFlow backend only (a `ValueError` on another backend). Defaults to False.
         **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
 
     Call arguments:

@@ -304,7 +304,8 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
             steps. Defaults to False.
         fused_loop: Boolean, run the time loop as `associative_gru_loop` (``dual_key=
             "paper"``; not with ``return_retrievals`` or ``unroll``). Same results up to
-            float rounding. Defaults to False.
+            float rounding. TensorFlow backend only (a `ValueError` on another backend).
+            Defaults to False.
         **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
 
     Call arguments:

@@ -12,6 +12,7 @@ from tf_memlayers._validation import (
     check_rank,
     check_width,
 )
+from tf_memlayers.layers import heap_cache_writes
 from tf_memlayers.layers.attention_pooling import softmax_dtype
 from tf_memlayers.ops.heap import heap_insert, topk_insert
 
@@ -19,6 +20,7 @@ POLICIES = ("heap", "topk")
 QUERIES = ("none", "additive", "dot")
 
 _INSERTS = {"heap": heap_insert, "topk": topk_insert}
+_KERAS_INSERTS = {"heap": heap_cache_writes.heap_insert, "topk": heap_cache_writes.topk_insert}
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -256,13 +258,15 @@ class HeapCacheAttention(keras.layers.Layer):
     def reset_cache(self):
         """Empties the cache."""
         self._require_built("reset_cache")
-        self.cache.assign(ops.zeros_like(self.cache))
+        self.cache.assign(ops.zeros(self.cache.shape, self.cache.dtype))
 
     def insert(self, candidates):
         """Offers ``candidates`` (``[batch, H]``) to the cache with the current weights.
 
         Inside a replica context of a multi-replica strategy the candidates of all replicas are
-        gathered in replica order first. Works eagerly, in `tf.function` and under XLA.
+        gathered in replica order first. Works eagerly, in `tf.function` and under XLA. On
+        another backend than TensorFlow the same write runs in `keras.ops`
+        (`tf_memlayers.layers.heap_cache_writes`), with the same results.
 
         Args:
             candidates: A 2D tensor or array ``[batch, H]``, the states offered to the cache
@@ -274,13 +278,10 @@ class HeapCacheAttention(keras.layers.Layer):
             entered the cache.
         """
         self._require_built("insert")
+        if keras.backend.backend() != "tensorflow":
+            return self._keras_insert(candidates)
         candidates = tf.convert_to_tensor(candidates)
-        check_rank("candidates", candidates.shape, 2, owner="HeapCacheAttention")
-        if candidates.shape[-1] is not None and candidates.shape[-1] != self.width:
-            raise ValueError(
-                f"HeapCacheAttention: `candidates` must have width {self.width} (the cache "
-                f"width), got shape {tuple(candidates.shape)}."
-            )
+        self._check_candidates(candidates.shape)
         candidates = tf.cast(candidates, self.cache.dtype)
         context = tf.distribute.get_replica_context()
         if context is not None and context.num_replicas_in_sync > 1:
@@ -291,6 +292,29 @@ class HeapCacheAttention(keras.layers.Layer):
                 object.__setattr__(self, "_compiled_insert", function)
             return self._compiled_insert(candidates)
         return self._insert(candidates)
+
+    def _check_candidates(self, shape):
+        check_rank("candidates", shape, 2, owner="HeapCacheAttention")
+        if shape[-1] is not None and shape[-1] != self.width:
+            raise ValueError(
+                f"HeapCacheAttention: `candidates` must have width {self.width} (the cache "
+                f"width), got shape {tuple(shape)}."
+            )
+
+    def _keras_insert(self, candidates):
+        """`insert` in `keras.ops` (backends other than TensorFlow): computes the new cache,
+        then assigns it."""
+        candidates = ops.convert_to_tensor(candidates)
+        self._check_candidates(candidates.shape)
+        dtype = self.cache.dtype
+        cache, entered = _KERAS_INSERTS[self.policy](
+            ops.convert_to_tensor(self.cache),
+            ops.cast(candidates, dtype),
+            ops.cast(self.cache_kernel, dtype),
+            ops.cast(self.cache_score, dtype),
+        )
+        self.cache.assign(cache)
+        return entered
 
     def _insert(self, candidates):
         cache = self.cache.value  # the tf.Variable itself (autocast is off for the cache)

@@ -141,7 +141,7 @@ class MemorySequenceLayer(keras.layers.Layer):
     def reset_state(self):
         """Clears the carried memory (stateful layers), e.g. between documents."""
         if self.memory is not None:
-            self.memory.assign(ops.zeros_like(self.memory))
+            self.memory.assign(ops.zeros(self.memory.shape, self.memory.dtype))
 
     def reset_states(self):
         """Alias of `reset_state`."""
@@ -184,7 +184,9 @@ class MemorySequenceLayer(keras.layers.Layer):
         Returns:
             The tensor ``[batch, memory_size]``, without gradient.
         """
-        new_memory = ops.reshape(ops.stop_gradient(new_memory), (-1, self.memory_size))
+        # The batch size, not -1: the memory of N-gram with n = 2 is empty.
+        batch = ops.shape(new_memory)[0]
+        new_memory = ops.reshape(ops.stop_gradient(new_memory), (batch, self.memory_size))
         if self.stateful:
             self.memory.assign(ops.cast(new_memory, self.memory.dtype))
         return new_memory

@@ -10,9 +10,30 @@ the front (`Compaction`), so the window of the r-th valid step is the contiguous
 static offset slices (`offset_windows`), O(T·L) time and memory with no scatter in the
 backward pass, and results go back to their original steps with `Compaction.restore`.
 Without a mask every step is valid and compaction is the identity.
+
+Written in `keras.ops`, so it runs on every Keras backend; batch and time may be unknown
+until run time (TensorFlow graphs), the trailing dimensions must be known.
 """
 
-import tensorflow as tf
+from keras import ops
+
+
+def _gather_steps(values, indices):
+    """``values[b, indices[b, j]]`` for every ``b, j``: ``[B, T, ...]`` -> ``[B, J, ...]``.
+
+    One row gather over the flattened ``[B * T, ...]`` steps (the equivalent of
+    ``tf.gather(values, indices, batch_dims=1)``).
+    """
+    batch, steps = ops.shape(values)[:2]
+    trailing = tuple(values.shape[2:])
+    chosen = ops.shape(indices)[1]
+    indices = ops.cast(indices, "int32")
+    # Row b of the flattened steps starts at b * T (the batch index from a cumulative sum, so
+    # that an unknown batch size needs no `arange`).
+    rows = ops.cumsum(ops.ones_like(indices[:, :1]), axis=0) - 1
+    flat_indices = ops.reshape(indices + rows * ops.cast(steps, "int32"), (-1,))
+    gathered = ops.take(ops.reshape(values, (-1, *trailing)), flat_indices, axis=0)
+    return ops.reshape(gathered, (batch, chosen, *trailing))
 
 
 class Compaction:
@@ -26,32 +47,38 @@ class Compaction:
         self.mask = mask
         if mask is None:
             return
-        self.order = tf.argsort(tf.cast(tf.logical_not(mask), tf.int32), axis=1, stable=True)
-        self.rank = tf.cumsum(tf.cast(mask, tf.int32), axis=1, exclusive=True)
-        self.total = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
+        valid = ops.cast(mask, "int32")
+        position = ops.cumsum(ops.ones_like(valid), axis=1) - 1
+        # Valid steps first, each group in step order: the sort keys are distinct, so the
+        # order does not depend on the sort being stable.
+        steps = ops.cast(ops.shape(mask)[1], "int32")
+        self.order = ops.cast(ops.argsort(position + (1 - valid) * steps, axis=1), "int32")
+        self.rank = ops.cumsum(valid, axis=1) - valid
+        self.total = ops.sum(valid, axis=1)
 
     def compact(self, sequence):
         """``[B, T, ...]`` -> the same steps with the valid ones first."""
         if self.mask is None:
             return sequence
-        return tf.gather(sequence, self.order, batch_dims=1)
+        return _gather_steps(sequence, self.order)
 
     def restore(self, compacted):
         """Inverse of `compact` on valid steps; masked steps get exact zeros (selected, not
         multiplied, so a non-finite value computed there never leaks out)."""
         if self.mask is None:
             return compacted
-        restored = tf.gather(compacted, self.rank, batch_dims=1)
-        trailing = [1] * (restored.shape.rank - 2)
-        keep = tf.reshape(self.mask, tf.concat([tf.shape(self.mask), trailing], 0))
-        return tf.where(keep, restored, tf.zeros_like(restored))
+        restored = _gather_steps(compacted, self.rank)
+        keep = ops.cast(self.mask, "bool")
+        for _ in range(len(restored.shape) - 2):
+            keep = ops.expand_dims(keep, -1)
+        return ops.where(keep, restored, ops.zeros_like(restored))
 
     def last(self, stream, window):
         """The last ``window`` items of ``stream = [memory ; compacted]``: the new memory."""
         if self.mask is None:
             return stream[:, -window:] if window else stream[:, :0]
-        positions = self.total[:, None] + tf.range(window, dtype=tf.int32)
-        return tf.gather(stream, positions, batch_dims=1)
+        positions = ops.expand_dims(self.total, 1) + ops.arange(window, dtype="int32")
+        return _gather_steps(stream, positions)
 
 
 def offset_windows(stream, window):
@@ -59,7 +86,7 @@ def offset_windows(stream, window):
 
     Window position i of step r is ``stream[:, r + i]``: the L items before the r-th step.
     """
-    steps = tf.shape(stream)[1] - window
     if window == 0:
-        return tf.expand_dims(stream, 2)[:, :, :0]
-    return tf.stack([stream[:, i : i + steps] for i in range(window)], axis=2)
+        return ops.expand_dims(stream, 2)[:, :, :0]
+    # Position i takes the steps i .. i + T - 1, i.e. up to ``i - L`` from the end.
+    return ops.stack([stream[:, i : i - window] for i in range(window)], axis=2)

@@ -1,0 +1,151 @@
+"""What runs on which Keras backend: the TensorFlow-only parts fail at construction with a
+clear error elsewhere, and the code written for the other backends is checked on each."""
+
+import re
+
+import keras
+import numpy as np
+import pytest
+from conftest import BACKEND, BACKEND_NEUTRAL_FILES, REPO_ROOT
+
+import heap_reference as ref
+import tf_memlayers
+from tf_memlayers.layers import AssociativeGRU, DualAssociativeGRU, heap_cache_writes
+
+README = (REPO_ROOT / "README.rst").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("layer_cls", [AssociativeGRU, DualAssociativeGRU])
+def test_the_fused_loop_is_tensorflow_only(layer_cls):
+    if BACKEND == "tensorflow":
+        assert layer_cls(4, num_copies=2, fused_loop=True).fused_loop
+        return
+    with pytest.raises(ValueError) as info:
+        layer_cls(4, num_copies=2, fused_loop=True)
+    message = str(info.value)
+    for fragment in (layer_cls.__name__, "fused_loop=True", "TensorFlow backend", BACKEND):
+        assert fragment in message, (fragment, message)
+    # The Keras loop is the same layer on every backend.
+    assert not layer_cls(4, num_copies=2).fused_loop
+
+
+def _backend_section():
+    match = re.search(r"^Backends\n-+\n(.*?)(?=^\S[^\n]*\n[-=~]+\n)", README, re.M | re.S)
+    assert match, "README.rst has no 'Backends' section"
+    return match.group(1)
+
+
+def test_the_readme_backend_table_names_every_public_layer():
+    section = _backend_section()
+    missing = [name for name in tf_memlayers.layers.__all__ if f"``{name}``" not in section]
+    assert not missing, missing
+    for part in ("fused_loop=True", "insert", "HeapCacheModel", "tf.data", "callbacks"):
+        assert part in section, part
+
+
+def _python_scan(f, init, xs):
+    carry, ys = init, []
+    for step in range(int(keras.tree.flatten(xs)[0].shape[0])):
+        carry, y = f(carry, keras.tree.map_structure(lambda x, step=step: x[step], xs))
+        ys.append(y)
+    return carry, keras.ops.stack(ys)
+
+
+def test_ci_runs_the_backend_neutral_tests_on_jax():
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    listed = re.search(r"jax_layer_tests=\((.*?)\)", ci, re.S).group(1).split()
+    assert sorted(listed) == sorted(f"tests/{name}" for name in BACKEND_NEUTRAL_FILES)
+    assert 'KERAS_BACKEND=jax python -m pytest -q -rs "${jax_layer_tests[@]}"' in ci
+
+
+def _masked_inputs(rng):
+    mask = np.ones((3, 6), bool)
+    mask[1, 4:] = False  # right padding
+    mask[2, 1] = False  # a hole
+    return rng.normal(size=(3, 6, 5)).astype("float32"), mask
+
+
+@pytest.mark.parametrize("go_backwards", [False, True])
+@pytest.mark.parametrize("zero_output_for_mask", [False, True])
+@pytest.mark.parametrize("layer_cls", [AssociativeGRU, DualAssociativeGRU])
+def test_the_masked_loop_of_the_other_backends_equals_keras_tensorflow_loop(
+    layer_cls, zero_output_for_mask, go_backwards, monkeypatch
+):
+    # On JAX and PyTorch, AssociativeGRU and DualAssociativeGRU run their masked loop with
+    # `masked_scan_loop` (Keras's loop there emits the memory at masked steps). On TensorFlow
+    # the same loop is checked against Keras's TensorFlow loop; on JAX, the layer tests check
+    # it against the cell form.
+    if BACKEND != "tensorflow":
+        pytest.skip("compares with Keras's TensorFlow loop; on this backend the layer tests "
+                    "compare the masked loop with the cell form")
+    rng = np.random.default_rng(3)
+    xs, mask = _masked_inputs(rng)
+    layer = layer_cls(
+        4,
+        num_copies=2,
+        return_sequences=True,
+        return_state=True,
+        go_backwards=go_backwards,
+        zero_output_for_mask=zero_output_for_mask,
+    )
+    layer.build((None, None, 5))
+    layer.set_weights([rng.normal(scale=0.5, size=w.shape) for w in layer.weights])
+    states = [rng.normal(size=(3, size)).astype("float32") for size in layer.cell.state_size]
+    expected = layer(xs, mask=mask, initial_state=states)
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    # Keras's `scan` on TensorFlow wants outputs shaped like the carry; the loop's steps are
+    # checked here with a plain Python scan.
+    monkeypatch.setattr(keras.ops, "scan", _python_scan)
+    got = layer(xs, mask=mask, initial_state=states)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), atol=1e-6)
+
+
+def _cache_and_candidates(rng, size, count, width=6, pool=None):
+    if pool is None:
+        return np.zeros((size, width)), rng.normal(size=(count, width))
+    pool = rng.normal(size=(pool, width))
+    pool[0] = 0.0  # an all-zero candidate never enters
+    return np.zeros((size, width)), pool[rng.integers(0, len(pool), count)]
+
+
+@pytest.mark.parametrize("pool", [None, 4])
+@pytest.mark.parametrize("size", [1, 7, 20])
+def test_the_keras_ops_heap_write_matches_the_reference(float64_policy, size, pool):
+    # `HeapCacheAttention.insert` on the backends other than TensorFlow; pure functions, so
+    # they are checked on every backend.
+    rng = np.random.default_rng(size)
+    cache, _ = _cache_and_candidates(rng, size, 0)
+    expected = cache.copy()
+    for _ in range(6):
+        kernel, score_vector = rng.normal(size=(6, 3)), rng.normal(size=(3,))
+        _, batch = _cache_and_candidates(rng, size, 5, pool=pool)
+        cache, entered = heap_cache_writes.heap_insert(
+            keras.ops.convert_to_tensor(cache), keras.ops.convert_to_tensor(batch),
+            keras.ops.convert_to_tensor(kernel), keras.ops.convert_to_tensor(score_vector),
+        )
+        cache = np.asarray(keras.ops.convert_to_numpy(cache))
+        expected_entered = ref.insert_batch(expected, batch, kernel, score_vector)
+        np.testing.assert_array_equal(cache, expected)
+        assert np.asarray(keras.ops.convert_to_numpy(entered)).tolist() == expected_entered
+
+
+def test_the_keras_ops_topk_write_keeps_the_best(float64_policy):
+    rng = np.random.default_rng(0)
+    cache, _ = _cache_and_candidates(rng, 4, 0)
+    for _ in range(4):
+        kernel, score_vector = rng.normal(size=(6, 3)), rng.normal(size=(3,))
+        _, batch = _cache_and_candidates(rng, 4, 6, pool=5)
+        pool = np.concatenate([cache, batch])
+        new_cache, entered = heap_cache_writes.topk_insert(
+            *(keras.ops.convert_to_tensor(a) for a in (cache, batch, kernel, score_vector))
+        )
+        scores = np.array([ref.score(v, kernel, score_vector) for v in pool])
+        best = np.lexsort((np.arange(len(pool)), -scores))[:4]  # best first, ties by position
+        cache = np.asarray(keras.ops.convert_to_numpy(new_cache))
+        np.testing.assert_array_equal(cache, pool[best[::-1]])
+        np.testing.assert_array_equal(
+            np.asarray(keras.ops.convert_to_numpy(entered)),
+            np.isin(np.arange(len(pool)), best)[len(cache) :],
+        )
