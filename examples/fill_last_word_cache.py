@@ -59,12 +59,15 @@ from tf_memlayers.models.fill_last_word import (  # noqa: E402
 )
 from tf_memlayers.models.heap_cache_model import cache_fill_fractions  # noqa: E402
 from tf_memlayers.training import (  # noqa: E402
+    evaluate,
     make_strategy,
     resumable_callbacks,
     resumed_epoch,
     run_history,
     run_settings,
     run_workdir,
+    train,
+    worker_directory,
     write_metrics,
 )
 from tf_memlayers.training import options  # noqa: E402
@@ -290,6 +293,8 @@ def initial_embeddings(args, vocabulary):
 def main(argv=None, extra_callbacks=()):
     """Runs the example; returns the final metrics dict."""
     args = parse_args(argv)
+    # First: a multi-worker strategy sets up the collective operations before any other op.
+    strategy = make_strategy(args.strategy)
     label = f"{args.pooling}-cache{args.cache_size}"
     workdir = run_workdir(args, os.path.join("runs", "fill_last_word_cache"), label)
     keras.utils.set_random_seed(args.seed)
@@ -306,7 +311,6 @@ def main(argv=None, extra_callbacks=()):
     print(f"source={corpus.source} train={corpus.train_sentences} eval={len(x_eval)} "
           f"vocabulary={len(vocabulary)} pretrained={found} workdir={workdir}", flush=True)
 
-    strategy = make_strategy(args.strategy)
     batch_size = args.batch_size * strategy.num_replicas_in_sync
     # A resumed run restarts the interrupted epoch with the state (cache included) it began with.
     initial_epoch = resumed_epoch(workdir)
@@ -331,60 +335,65 @@ def main(argv=None, extra_callbacks=()):
             model, args.faithful_to_code, args.learning_rate, jit_compile=args.jit
         )
 
-    log_dir = os.path.join(workdir, "logs")
-    episodes = corpus.callbacks()  # first: the other callbacks see the episode's cache
-    callbacks = [*episodes, keras.callbacks.TensorBoard(log_dir)]
-    if args.cache_size:
-        callbacks.append(CacheAttentionCallback(log_dir, probe_inputs=corpus.probe(batch_size)))
-    callbacks = resumable_callbacks(
-        workdir,
-        monitor="val_accuracy",
-        mode="max",
-        settings=run_settings(args),
-        callbacks=[*callbacks, *extra_callbacks],
-    )
-    model.fit(
-        train_data,
-        epochs=args.epochs,
-        initial_epoch=initial_epoch,
-        steps_per_epoch=steps,
-        validation_data=eval_data,
-        callbacks=callbacks,
-        shuffle=False,  # the tf.data pipeline shuffles (or, for episodes, keeps their order)
-        verbose=args.verbose,
-    )
-    history = run_history(workdir)  # every epoch of the run, before and after any restart
-    final = model.evaluate(eval_data, return_dict=True, verbose=0, callbacks=episodes)
-    metrics = {
-        "source": corpus.source,
-        "workdir": workdir,
-        "pooling": args.pooling,
-        "cache_size": args.cache_size,
-        "policy": args.policy,
-        "query": args.query,
-        "faithful_to_code": args.faithful_to_code,
-        "train_sentences": corpus.train_sentences,
-        "eval_sentences": len(x_eval),
-        "vocabulary": len(vocabulary),
-        "epochs_run": list(range(resumed_epoch(workdir))),
-        "val_accuracy": history.get("val_accuracy", []),
-        "history": history,
-        "eval_accuracy": float(final["accuracy"]),
-        "eval_loss": float(final["loss"]),
-        # The best constant answer: what the answers' frequencies alone can reach.
-        "eval_majority_baseline": float(np.bincount(y_eval).max() / len(y_eval)),
-        "cache_fill": cache_fill_fractions(model),
-        # Generated corpus: the read's mean weight on the fact about the asked house.
-        "eval_attention_on_fact": corpus.attention_on_fact(model),
-        "seconds": round(time.time() - started, 1),
-    }
-    write_metrics(metrics, os.path.join(workdir, "metrics.json"))
-    # The optimizer holds the learning rate the run used (the default depends on the mode).
-    learning_rate = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
-    resolved = dict(run_settings(args), source=corpus.source, learning_rate=learning_rate)
-    log_hparams(log_dir, resolved, {"eval_accuracy": metrics["eval_accuracy"],
-                                    "eval_loss": metrics["eval_loss"]})
-    return metrics
+    # The chief writes the run directory; other workers write to a temporary copy of it.
+    with worker_directory(workdir, strategy) as rundir:
+        log_dir = os.path.join(rundir, "logs")
+        episodes = corpus.callbacks()  # first: the other callbacks see the episode's cache
+        callbacks = [*episodes, keras.callbacks.TensorBoard(log_dir)]
+        if args.cache_size:
+            probe = corpus.probe(batch_size)
+            callbacks.append(CacheAttentionCallback(log_dir, probe_inputs=probe))
+        callbacks = resumable_callbacks(
+            rundir,
+            monitor="val_accuracy",
+            mode="max",
+            settings=run_settings(args),
+            callbacks=[*callbacks, *extra_callbacks],
+        )
+        # `fit`, or a custom loop where `fit` fails (several workers: keras-team/keras#20585); the
+        # tf.data pipeline shuffles (or, for episodes, keeps their order).
+        train(
+            model,
+            train_data,
+            epochs=args.epochs,
+            initial_epoch=initial_epoch,
+            steps_per_epoch=steps,
+            validation_data=eval_data,
+            callbacks=callbacks,
+            verbose=args.verbose,
+        )
+        history = run_history(rundir)  # every epoch of the run, before and after any restart
+        final = evaluate(model, eval_data, callbacks=episodes)
+        metrics = {
+            "source": corpus.source,
+            "workdir": workdir,
+            "pooling": args.pooling,
+            "cache_size": args.cache_size,
+            "policy": args.policy,
+            "query": args.query,
+            "faithful_to_code": args.faithful_to_code,
+            "train_sentences": corpus.train_sentences,
+            "eval_sentences": len(x_eval),
+            "vocabulary": len(vocabulary),
+            "epochs_run": list(range(resumed_epoch(rundir))),
+            "val_accuracy": history.get("val_accuracy", []),
+            "history": history,
+            "eval_accuracy": float(final["accuracy"]),
+            "eval_loss": float(final["loss"]),
+            # The best constant answer: what the answers' frequencies alone can reach.
+            "eval_majority_baseline": float(np.bincount(y_eval).max() / len(y_eval)),
+            "cache_fill": cache_fill_fractions(model),
+            # Generated corpus: the read's mean weight on the fact about the asked house.
+            "eval_attention_on_fact": corpus.attention_on_fact(model),
+            "seconds": round(time.time() - started, 1),
+        }
+        write_metrics(metrics, os.path.join(rundir, "metrics.json"))
+        # The optimizer holds the learning rate the run used (the default depends on the mode).
+        learning_rate = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
+        resolved = dict(run_settings(args), source=corpus.source, learning_rate=learning_rate)
+        log_hparams(log_dir, resolved, {"eval_accuracy": metrics["eval_accuracy"],
+                                        "eval_loss": metrics["eval_loss"]})
+        return metrics
 
 
 if __name__ == "__main__":

@@ -69,15 +69,18 @@ from tf_memlayers.models.language_model import (  # noqa: E402
 )
 from tf_memlayers.models.language_model_presets import PRESETS, get_preset  # noqa: E402
 from tf_memlayers.training import (  # noqa: E402
+    is_chief,
     make_strategy,
     resolved_settings,
     resumable_callbacks,
     resumed_epoch,
     run_history,
     run_workdir,
+    worker_directory,
     write_metrics,
 )
 from tf_memlayers.training import options  # noqa: E402
+from tf_memlayers.training.distributed import train as train_model  # noqa: E402
 from tf_memlayers.training.resumable import RUN_OPTIONS  # noqa: E402
 
 DEFAULT_ROOT = "runs/ptb_memory_lm"
@@ -306,6 +309,16 @@ def last_logged(history, key):
 
 def run(args, extra_callbacks=()):
     """Trains and evaluates; returns the metrics dict."""
+    # First: a multi-worker strategy sets up the collective operations before any other op.
+    strategy = make_strategy(args.strategy)
+    if strategy.num_replicas_in_sync > 1:
+        raise ValueError(
+            "truncated BPTT carries per-row states in the model's variables, which every "
+            "replica of a tf.distribute strategy holds as one mirrored copy, so the model "
+            "trains on one replica only; got "
+            f"--strategy {args.strategy} with {strategy.num_replicas_in_sync} replicas. Use "
+            "--strategy default (or multi_worker with one worker and at most one GPU)."
+        )
     keras.utils.set_random_seed(args.seed)
     started = time.time()
     corpus = load_data(args)
@@ -314,12 +327,6 @@ def run(args, extra_callbacks=()):
     workdir = pathlib.Path(
         run_workdir(args, DEFAULT_ROOT, args.model, PTB_RUN_OPTIONS, resolved=resolved)
     )
-    strategy = make_strategy(args.strategy)
-    if strategy.num_replicas_in_sync > 1:
-        raise ValueError(
-            "truncated BPTT carries per-row states, which needs one replica; got "
-            f"--strategy {args.strategy} with {strategy.num_replicas_in_sync} replicas."
-        )
     documents = not args.no_document_resets
     split_batches = {
         split: lm_batches.make_bptt_batches(
@@ -344,55 +351,59 @@ def run(args, extra_callbacks=()):
             optimizer=args.optimizer,
             loss_reduction=args.loss_reduction,
         )
-    callbacks = make_callbacks(
-        args, workdir, corpus, train, split_batches["valid"], strategy, extra_callbacks
-    )
-    # A resumed run restarts the interrupted epoch with the state it began with (the carried
-    # states start every epoch from zero).
-    initial_epoch = resumed_epoch(workdir)
-    fitted = model.fit(
-        train.dataset(),
-        validation_data=split_batches["valid"].dataset(),
-        epochs=args.epochs,
-        initial_epoch=initial_epoch,
-        callbacks=callbacks,
-        shuffle=False,  # truncated BPTT: batches stay in order
-        verbose=args.verbose,
-    )
-    history = run_history(workdir)  # every epoch of the run, before and after any restart
-    results = {
-        split: evaluate_language_model(model, split_batches[split])
-        for split in ("valid", "test")
-    }
-    metrics = {
-        "config": args.config,
-        "workdir": str(workdir),
-        "model": args.model,
-        "form": args.form,
-        "corpus": corpus.name,
-        "vocabulary": len(corpus.vocabulary),
-        "parameters": int(sum(np.prod(w.shape) for w in model.trainable_weights)),
-        "epochs": args.epochs,
-        "epochs_run_now": len(fitted.history.get("loss", [])),
-        "epochs_run": list(range(resumed_epoch(workdir))),
-        "last_epoch_train_perplexity": last_logged(history, "perplexity"),
-        "last_epoch_learning_rate": last_logged(history, "learning_rate"),
-        "train_batches_per_epoch": train.num_batches,
-        "train_tokens_per_epoch": int(train.num_targets),
-        "valid_perplexity": results["valid"]["perplexity"],
-        "test_perplexity": results["test"]["perplexity"],
-        "valid_tokens": results["valid"]["tokens"],
-        "test_tokens": results["test"]["tokens"],
-        "history": history,
-        "seconds": round(time.time() - started, 1),
-    }
-    write_metrics(metrics, args.metrics_file)
-    settings = resolved_settings(args, resolved, PTB_RUN_OPTIONS)
-    log_hparams(workdir / "logs", settings, {
-        "valid_perplexity": metrics["valid_perplexity"],
-        "test_perplexity": metrics["test_perplexity"],
-    })  # fmt: skip
-    return metrics
+    # The chief writes the run directory; other workers write to a temporary copy of it.
+    with worker_directory(workdir, strategy) as local:
+        rundir = pathlib.Path(local)
+        callbacks = make_callbacks(
+            args, rundir, corpus, train, split_batches["valid"], strategy, extra_callbacks
+        )
+        # A resumed run restarts the interrupted epoch with the state it began with (the carried
+        # states start every epoch from zero).
+        initial_epoch = resumed_epoch(rundir)
+        # `fit`, or a custom loop where `fit` fails (several workers: keras-team/keras#20585).
+        fitted = train_model(
+            model,
+            train.dataset(),  # truncated BPTT: batches stay in order
+            validation_data=split_batches["valid"].dataset(),
+            epochs=args.epochs,
+            initial_epoch=initial_epoch,
+            callbacks=callbacks,
+            verbose=args.verbose,
+        )
+        history = run_history(rundir)  # every epoch of the run, before and after any restart
+        results = {
+            split: evaluate_language_model(model, split_batches[split])
+            for split in ("valid", "test")
+        }
+        metrics = {
+            "config": args.config,
+            "workdir": str(workdir),
+            "model": args.model,
+            "form": args.form,
+            "corpus": corpus.name,
+            "vocabulary": len(corpus.vocabulary),
+            "parameters": int(sum(np.prod(w.shape) for w in model.trainable_weights)),
+            "epochs": args.epochs,
+            "epochs_run_now": len(fitted.history.get("loss", [])),
+            "epochs_run": list(range(resumed_epoch(rundir))),
+            "last_epoch_train_perplexity": last_logged(history, "perplexity"),
+            "last_epoch_learning_rate": last_logged(history, "learning_rate"),
+            "train_batches_per_epoch": train.num_batches,
+            "train_tokens_per_epoch": int(train.num_targets),
+            "valid_perplexity": results["valid"]["perplexity"],
+            "test_perplexity": results["test"]["perplexity"],
+            "valid_tokens": results["valid"]["tokens"],
+            "test_tokens": results["test"]["tokens"],
+            "history": history,
+            "seconds": round(time.time() - started, 1),
+        }
+        write_metrics(metrics, args.metrics_file if is_chief(strategy) else None)
+        settings = resolved_settings(args, resolved, PTB_RUN_OPTIONS)
+        log_hparams(rundir / "logs", settings, {
+            "valid_perplexity": metrics["valid_perplexity"],
+            "test_perplexity": metrics["test_perplexity"],
+        })  # fmt: skip
+        return metrics
 
 
 def main(argv=None):

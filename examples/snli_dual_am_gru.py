@@ -46,12 +46,15 @@ from tf_memlayers.models.snli import (  # noqa: E402
     compile_snli_model,
 )
 from tf_memlayers.training import (  # noqa: E402
+    evaluate,
     make_strategy,
     resumable_callbacks,
     resolved_settings,
     resumed_epoch,
     run_history,
     run_workdir,
+    train,
+    worker_directory,
     write_metrics,
 )
 from tf_memlayers.training import options  # noqa: E402
@@ -164,6 +167,8 @@ def initial_embeddings(args, vocabulary):
 def main(argv=None, extra_callbacks=()):
     """Runs the example; returns the final metrics dict."""
     args = parse_args(argv)
+    # First: a multi-worker strategy sets up the collective operations before any other op.
+    strategy = make_strategy(args.strategy)
     keras.utils.set_random_seed(args.seed)
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
@@ -182,7 +187,6 @@ def main(argv=None, extra_callbacks=()):
           f"workdir={workdir}",
           flush=True)
 
-    strategy = make_strategy(args.strategy)
     batch_size = args.batch_size * strategy.num_replicas_in_sync
     common = dict(padding=args.padding, max_length=args.max_length, batch_size=batch_size)
     train_data = nli_batches.make_dataset(
@@ -210,57 +214,62 @@ def main(argv=None, extra_callbacks=()):
         )
         compile_snli_model(model, learning_rate, args.clip_norm, jit_compile=args.jit)
 
-    log_dir = os.path.join(workdir, "logs")
-    probe = next((e for e in splits["dev"] if e.label == 0), splits["dev"][0])
-    callbacks = resumable_callbacks(
-        workdir,
-        monitor="val_accuracy",
-        mode="max",
-        settings=resolved_settings(args, resolved),
-        callbacks=[
-            halve_learning_rate_callback(state_path=os.path.join(workdir, "learning_rate.json")),
-            keras.callbacks.TensorBoard(log_dir),
-            MemoryRetrievalHeatmap(log_dir, probe.premise, probe.hypothesis, vocabulary),
-            *extra_callbacks,
-        ],
-    )
-    # A resumed run restarts the interrupted epoch with the state it began with; the training
-    # stream is endless, so it skips what the completed epochs used.
-    initial_epoch = resumed_epoch(workdir)
-    train_data = train_data.skip(initial_epoch * steps)
-    model.fit(
-        train_data,
-        epochs=args.epochs,
-        initial_epoch=initial_epoch,
-        steps_per_epoch=steps,
-        validation_data=dev_data,
-        callbacks=callbacks,
-        shuffle=False,  # the tf.data pipeline shuffles
-        verbose=args.verbose,
-    )
-    history = run_history(workdir)  # every epoch of the run, before and after any restart
-    test = model.evaluate(test_data, return_dict=True, verbose=args.verbose)
-    labels = np.array([e.label for e in splits["test"]])
-    metrics = {
-        "kind": args.kind,
-        "source": source,
-        "workdir": workdir,
-        "train_pairs": len(splits["train"]),
-        "test_pairs": len(splits["test"]),
-        "epochs_run": list(range(resumed_epoch(workdir))),
-        "dev_accuracy": history.get("val_accuracy", []),
-        "history": history,
-        "test_accuracy": float(test["accuracy"]),
-        "test_loss": float(test["loss"]),
-        "majority_baseline": float(np.bincount(labels, minlength=3).max() / len(labels)),
-        "seconds": round(time.time() - started, 1),
-    }
-    write_metrics(metrics, os.path.join(workdir, "metrics.json"))
-    log_hparams(log_dir, resolved_settings(args, resolved), {
-        "test_accuracy": metrics["test_accuracy"],
-        "best_dev_accuracy": max(metrics["dev_accuracy"], default=0.0),
-    })  # fmt: skip
-    return metrics
+    # The chief writes the run directory; other workers write to a temporary copy of it.
+    with worker_directory(workdir, strategy) as rundir:
+        log_dir = os.path.join(rundir, "logs")
+        probe = next((e for e in splits["dev"] if e.label == 0), splits["dev"][0])
+        callbacks = resumable_callbacks(
+            rundir,
+            monitor="val_accuracy",
+            mode="max",
+            settings=resolved_settings(args, resolved),
+            callbacks=[
+                halve_learning_rate_callback(
+                    state_path=os.path.join(rundir, "learning_rate.json")
+                ),
+                keras.callbacks.TensorBoard(log_dir),
+                MemoryRetrievalHeatmap(log_dir, probe.premise, probe.hypothesis, vocabulary),
+                *extra_callbacks,
+            ],
+        )
+        # A resumed run restarts the interrupted epoch with the state it began with; the
+        # training stream is endless, so it skips what the completed epochs used.
+        initial_epoch = resumed_epoch(rundir)
+        train_data = train_data.skip(initial_epoch * steps)
+        # `fit`, or a custom loop where `fit` fails (several workers: keras-team/keras#20585).
+        train(
+            model,
+            train_data,  # shuffled by the tf.data pipeline
+            epochs=args.epochs,
+            initial_epoch=initial_epoch,
+            steps_per_epoch=steps,
+            validation_data=dev_data,
+            callbacks=callbacks,
+            verbose=args.verbose,
+        )
+        history = run_history(rundir)  # every epoch of the run, before and after any restart
+        test = evaluate(model, test_data, verbose=args.verbose)
+        labels = np.array([e.label for e in splits["test"]])
+        metrics = {
+            "kind": args.kind,
+            "source": source,
+            "workdir": workdir,
+            "train_pairs": len(splits["train"]),
+            "test_pairs": len(splits["test"]),
+            "epochs_run": list(range(resumed_epoch(rundir))),
+            "dev_accuracy": history.get("val_accuracy", []),
+            "history": history,
+            "test_accuracy": float(test["accuracy"]),
+            "test_loss": float(test["loss"]),
+            "majority_baseline": float(np.bincount(labels, minlength=3).max() / len(labels)),
+            "seconds": round(time.time() - started, 1),
+        }
+        write_metrics(metrics, os.path.join(rundir, "metrics.json"))
+        log_hparams(log_dir, resolved_settings(args, resolved), {
+            "test_accuracy": metrics["test_accuracy"],
+            "best_dev_accuracy": max(metrics["dev_accuracy"], default=0.0),
+        })  # fmt: skip
+        return metrics
 
 
 if __name__ == "__main__":

@@ -212,8 +212,9 @@ OPTIONS = {
     "seed": Option("--seed", "random seed (weights, data order, generated data)",
                    non_negative_int, metavar="N"),
     "strategy": Option("--strategy", "tf.distribute strategy: auto (mirrored over several "
-                       "GPUs, else the default strategy), default, mirrored or one_device",
-                       choices=STRATEGIES),
+                       "GPUs, else the default strategy), default, mirrored, one_device or "
+                       "multi_worker (several machines, from the TF_CONFIG environment "
+                       "variable; see the README)", choices=STRATEGIES),
     "jit": Option("--jit", "compile the train step with XLA",
                   action=argparse.BooleanOptionalAction),
     "mixed_precision": Option("--mixed-precision", "train under the mixed_float16 policy",

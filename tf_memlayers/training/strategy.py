@@ -4,7 +4,10 @@ import tensorflow as tf
 
 from tf_memlayers._validation import check_choice
 
-STRATEGIES = ("auto", "default", "mirrored", "one_device")
+STRATEGIES = ("auto", "default", "mirrored", "one_device", "multi_worker")
+
+# A process configures its collective operations once: one multi-worker strategy per process.
+_MULTI_WORKER = []
 
 
 def make_strategy(name="auto"):
@@ -14,9 +17,19 @@ def make_strategy(name="auto"):
         name: `"auto"` (a `MirroredStrategy` when several GPUs are visible, otherwise the
             default strategy on the one device: GPU when present, else CPU), `"default"`,
             `"mirrored"` (all visible GPUs, or every logical CPU device when there are no
-            GPUs) or `"one_device"` (the first GPU, else the CPU).
+            GPUs), `"one_device"` (the first GPU, else the CPU) or `"multi_worker"` (a
+            `tf.distribute.MultiWorkerMirroredStrategy` over the cluster that the
+            ``TF_CONFIG`` environment variable describes, every visible GPU of each worker,
+            else its CPU; without ``TF_CONFIG``, this machine alone). The same multi-worker
+            strategy is returned on every call in a process. Train under it with
+            `tf_memlayers.training.train`, which runs a custom loop while Keras's ``fit``
+            fails under this strategy (keras-team/keras#20585).
     """
     check_choice("strategy", name, STRATEGIES)
+    if name == "multi_worker":
+        if not _MULTI_WORKER:
+            _MULTI_WORKER.append(tf.distribute.MultiWorkerMirroredStrategy())
+        return _MULTI_WORKER[0]
     gpus = tf.config.list_logical_devices("GPU")
     if name == "auto":
         name = "mirrored" if len(gpus) > 1 else "default"

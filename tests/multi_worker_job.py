@@ -1,0 +1,90 @@
+"""One worker of a local multi-worker run (tests/test_multi_worker.py starts several).
+
+    python tests/multi_worker_job.py JOB OUT_DIR [ARGS...]
+
+``TF_CONFIG`` names the cluster and this worker's task. JOB is ``snli`` (the SNLI example
+with ARGS for one epoch, then continued to two), ``lm`` (the PTB example with ARGS, which
+must refuse several workers, then the language model's training step,
+tests/multi_worker_models.py), ``cache`` (a `HeapCacheModel`) or ``fill`` (the last-word
+example with ARGS); several jobs separated by
+commas run one after the other. The worker writes ``OUT_DIR/<job>-<task id>.npz`` (the
+model's weights after training, by variable path) and ``OUT_DIR/<job>-<task id>.json`` (its
+results).
+"""
+
+import importlib.util
+import json
+import os
+import pathlib
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def load_example(name):
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def model_weights(model):
+    """``{variable path: value}`` of every variable of ``model``'s layers."""
+    return {w.path: np.asarray(w.numpy()) for w in model.weights}
+
+
+class KeepWeights(keras.callbacks.Callback):
+    """Keeps the model's weights at the end of training, and the epochs it ran."""
+
+    def __init__(self):
+        super().__init__()
+        self.epochs = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs.append(epoch)
+
+    def on_train_end(self, logs=None):
+        self.weights = model_weights(self.model)
+
+
+def task_id():
+    return json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {}).get("index", 0)
+
+
+def save(out_dir, job, weights, results):
+    name = os.path.join(out_dir, f"{job}-{task_id()}")
+    np.savez(name + ".npz", **weights)
+    with open(name + ".json", "w", encoding="utf-8") as handle:
+        json.dump(results, handle)
+
+
+def main(jobs, out_dir, *argv):
+    for job in jobs.split(","):
+        if job == "snli":
+            # One epoch, then the same run continued to two (it resumes from the backup).
+            example = load_example("snli_dual_am_gru")
+            first = example.main([*argv, "--epochs", "1"])
+            keep = KeepWeights()
+            metrics = example.main([*argv, "--epochs", "2"], extra_callbacks=[keep])
+            results = dict(metrics, first_run=first, epochs_run_by_second_run=keep.epochs)
+            save(out_dir, job, keep.weights, results)
+        elif job == "fill":
+            # The last-word example with its heap cache and episodes (global batches as given).
+            keep = KeepWeights()
+            metrics = load_example("fill_last_word_cache").main(list(argv), extra_callbacks=[keep])
+            save(out_dir, job, keep.weights, metrics)
+        else:
+            from multi_worker_models import JOBS
+
+            weights, results = JOBS[job](*(argv if job == "lm" else ()))
+            save(out_dir, job, weights, results)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    main(*sys.argv[1:])

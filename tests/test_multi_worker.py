@@ -1,0 +1,271 @@
+"""Training on several workers: `--strategy multi_worker` (tf.distribute.MultiWorkerMirroredStrategy
+from TF_CONFIG) through the custom loop of tf_memlayers.training.distributed.
+
+Two worker processes on localhost ports, on CPU, train tiny models; both must end with the same
+weights, equal to float rounding to one process trained on the same global batches.
+"""
+
+import glob
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import multi_worker_models as models
+from conftest import REPO_ROOT
+from tf_memlayers.training import distributed, options
+from tf_memlayers.training.strategy import STRATEGIES
+
+JOB = REPO_ROOT / "tests" / "multi_worker_job.py"
+WORKERS = 2
+# The plain GRU model: the multi-worker path is the same for every model, and it is the fastest.
+SNLI_TINY = [
+    "--model", "gru", "--train-size", "small", "--max-train", "60", "--units", "8", "--copies", "2",
+    "--embedding-dim", "8", "--eval-every", "2", "--verbose", "0", "--padding", "fixed",
+    "--max-length", "16", "--dropout", "0", "--no-jit",
+]  # fmt: skip
+SNLI_ROWS = 10  # per replica: the global batch of two workers is 20 pairs
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("localhost", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def run_workers(out_dir, jobs, argv=(), count=WORKERS, timeout=600):
+    """Runs ``tests/multi_worker_job.py jobs out_dir argv`` on ``count`` local workers."""
+    cluster = {"worker": [f"localhost:{port}" for port in free_ports(count)]}
+    processes = []
+    for index in range(count):
+        config = {"cluster": cluster, "task": {"type": "worker", "index": index}}
+        env = dict(
+            os.environ, TF_CONFIG=json.dumps(config), CUDA_VISIBLE_DEVICES="",
+            TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO_ROOT),
+        )  # fmt: skip
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, str(JOB), jobs, str(out_dir), *argv],
+                env=env, cwd=str(out_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                text=True,
+            )  # fmt: skip
+        )
+    outputs = []
+    try:
+        for process in processes:
+            outputs.append(process.communicate(timeout=timeout)[0])
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+    for index, (process, output) in enumerate(zip(processes, outputs)):
+        assert process.returncode == 0, f"worker {index} failed:\n{output[-6000:]}"
+
+
+def worker_results(out_dir, job, count=WORKERS):
+    """Each worker's ``(weights, results)``."""
+    found = []
+    for index in range(count):
+        with np.load(os.path.join(out_dir, f"{job}-{index}.npz")) as arrays:
+            weights = dict(arrays)
+        with open(os.path.join(out_dir, f"{job}-{index}.json"), encoding="utf-8") as handle:
+            found.append((weights, json.load(handle)))
+    return found
+
+
+def assert_same_weights(workers, single, rtol=1e-5, atol=1e-6):
+    """Every worker holds exactly the first one's weights, which match ``single``'s (in the
+    order of ``model.weights``: a process that built several models numbers their layers on)."""
+    first = list(workers[0].values())
+    for other in workers[1:]:
+        assert len(other) == len(first)
+        for path, got, value in zip(other, other.values(), first):
+            np.testing.assert_array_equal(got, value, err_msg=path)
+    assert len(first) == len(single)
+    for (path, value), got in zip(single.items(), first):
+        assert got.shape == value.shape, path
+        np.testing.assert_allclose(got, value, rtol=rtol, atol=atol, err_msg=path)
+
+
+# -- the choice between fit and the custom loop (no workers needed) -----------------------------
+
+
+def test_multi_worker_is_a_strategy_option():
+    assert "multi_worker" in STRATEGIES
+    parser = options.ArgumentParser(prog="train.py")
+    options.add_option(parser, "strategy", default="auto")
+    assert parser.parse_args(["--strategy", "multi_worker"]).strategy == "multi_worker"
+    assert "multi_worker" in parser.format_help() and "TF_CONFIG" in parser.format_help()
+
+
+def test_fit_is_chosen_except_under_multi_worker_until_keras_is_fixed(monkeypatch):
+    assert distributed.fit_works_under(tf.distribute.get_strategy())
+    assert distributed.is_chief(tf.distribute.get_strategy())
+    # An uninitialized instance: the type is what decides (a real one would set up collectives).
+    multi = object.__new__(tf.distribute.MultiWorkerMirroredStrategy)
+    assert distributed.is_multi_worker(multi)
+    assert distributed.KERAS_FIT_FIXED_IN is None
+    assert not distributed.fit_works_under(multi)
+    monkeypatch.setattr(distributed, "KERAS_FIT_FIXED_IN", "3.16.0")
+    assert not distributed.fit_works_under(multi, keras_version="3.15.1")
+    assert distributed.fit_works_under(multi, keras_version="3.16.0")
+
+
+def test_custom_loop_in_one_process_matches_fit():
+    """The loop's logs and weights equal fit's (a HeapCacheModel: sparse embedding
+    gradients, the cache write after each update, an accuracy metric)."""
+    strategy = tf.distribute.get_strategy()
+    expected, expected_results = models.train_cache_model(strategy)
+    keras.backend.clear_session()
+    original = models.train
+    try:
+        models.train = distributed.train_with_custom_loop
+        got, results = models.train_cache_model(strategy)
+    finally:
+        models.train = original
+    assert_same_weights([got], expected)
+    for name, values in expected_results["history"].items():
+        np.testing.assert_allclose(results["history"][name], values, rtol=1e-6, err_msg=name)
+
+
+def test_worker_directory_is_the_workdir_on_the_chief(tmp_path):
+    with distributed.worker_directory(tmp_path / "run") as rundir:
+        assert rundir == str(tmp_path / "run")
+
+
+# -- two workers --------------------------------------------------------------------------------
+
+
+def _load_snli():
+    spec = importlib.util.spec_from_file_location(
+        "snli_dual_am_gru", REPO_ROOT / "examples" / "snli_dual_am_gru.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _temporary_worker_dirs():
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "tf_memlayers-worker-*")))
+
+
+def test_snli_on_two_workers_resumes_and_matches_one_process(tmp_path):
+    workdir = tmp_path / "run"
+    before = _temporary_worker_dirs()
+    # Each worker runs one epoch, then the same run continued to two epochs, which resumes
+    # from the chief's backup (tests/multi_worker_job.py).
+    run_workers(tmp_path, "snli", [*SNLI_TINY, "--batch-size", str(SNLI_ROWS), "--strategy",
+                                   "multi_worker", "--workdir", str(workdir)])  # fmt: skip
+    assert _temporary_worker_dirs() == before  # the other worker's copies are gone
+    for name in ("last.keras", "best.keras", "metrics.json", "settings.json", "backup/run.json"):
+        assert (workdir / name).is_file(), name
+    assert glob.glob(str(workdir / "logs" / "train" / "events.out.tfevents.*"))
+    workers = worker_results(tmp_path, "snli")
+    for _, metrics in workers:
+        assert metrics["first_run"]["epochs_run"] == [0]
+        assert metrics["epochs_run_by_second_run"] == [1]  # resumed, not started again
+        assert metrics["epochs_run"] == [0, 1] and metrics["workdir"] == str(workdir)
+        same = {"seconds": metrics["seconds"], "first_run": metrics["first_run"]}
+        assert {**metrics, **same} == {**workers[0][1], **same}
+    with open(workdir / "metrics.json", encoding="utf-8") as handle:
+        assert json.load(handle)["history"] == workers[0][1]["history"]
+
+    # One process, two epochs straight, on the same global batches.
+    keep = _KeepWeights()
+    single = _load_snli().main(
+        [*SNLI_TINY, "--batch-size", str(WORKERS * SNLI_ROWS), "--strategy", "default",
+         "--epochs", "2", "--workdir", str(tmp_path / "single")],
+        extra_callbacks=[keep],
+    )  # fmt: skip
+    assert_same_weights([w for w, _ in workers], keep.weights)
+    for name, values in single["history"].items():
+        np.testing.assert_allclose(workers[0][1]["history"][name], values, rtol=1e-5, err_msg=name)
+    np.testing.assert_allclose(workers[0][1]["test_accuracy"], single["test_accuracy"], rtol=1e-6)
+
+
+class _KeepWeights(keras.callbacks.Callback):
+    def on_train_end(self, logs=None):
+        self.weights = models.weights_of(self.model)
+
+
+@pytest.fixture(scope="module")
+def language_model_and_cache_runs(tmp_path_factory):
+    """Two workers: the PTB example (refused), the language model's step, the cache model."""
+    out_dir = tmp_path_factory.mktemp("workers")
+    argv = ["--generated-tokens", "1500", "--units", "16", "--embedding-dim", "8",
+            "--batch-size", "4", "--seq-len", "10", "--window", "3", "--no-jit", "--verbose",
+            "0", "--strategy", "multi_worker", "--workdir", str(out_dir / "ptb")]  # fmt: skip
+    run_workers(out_dir, "lm,cache", argv)
+    return out_dir
+
+
+def test_language_model_example_refuses_several_workers(language_model_and_cache_runs):
+    for _, results in worker_results(language_model_and_cache_runs, "lm"):
+        refusal = results["refusal"]
+        assert refusal and "per-row states" in refusal and "2 replicas" in refusal
+
+
+def test_language_model_step_on_two_workers_matches_one_process(language_model_and_cache_runs):
+    workers = worker_results(language_model_and_cache_runs, "lm")
+    expected, results = models.train_language_model(tf.distribute.get_strategy())
+    # The clipping threshold is active: the workers clip the summed gradient as one process.
+    assert_same_weights([w for w, _ in workers], expected)
+    for _, got in workers:
+        for name, values in results["history"].items():
+            np.testing.assert_allclose(got["history"][name], values, rtol=1e-5, err_msg=name)
+
+
+def test_heap_cache_is_identical_on_every_worker(language_model_and_cache_runs):
+    workers = worker_results(language_model_and_cache_runs, "cache")
+    expected, results = models.train_cache_model(tf.distribute.get_strategy())
+    assert all(got["fill"] == results["fill"] == 8 for _, got in workers)
+    assert_same_weights([w for w, _ in workers], expected)
+    assert "cache/cache" in expected and np.abs(expected["cache/cache"]).sum() > 0
+
+
+FILL_TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden-units", "8", "--attention-units",
+             "4", "--cache-size", "16", "--episodes", "2", "--houses", "4", "--max-length", "12",
+             "--verbose", "0", "--no-jit"]  # fmt: skip
+
+
+def _load_fill():
+    spec = importlib.util.spec_from_file_location(
+        "fill_last_word_cache", REPO_ROOT / "examples" / "fill_last_word_cache.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fill_last_word_on_two_workers_matches_one_process(tmp_path):
+    """Episodes of facts then questions: each global batch split between the workers, the
+    caches written with the whole batch's states, validation with the facts written first."""
+    run_workers(tmp_path, "fill", [*FILL_TINY, "--strategy", "multi_worker", "--workdir",
+                                   str(tmp_path / "run")])  # fmt: skip
+    assert (tmp_path / "run" / "metrics.json").is_file()
+    workers = worker_results(tmp_path, "fill")
+    keep = _KeepWeights()
+    single = _load_fill().main(
+        [*FILL_TINY, "--strategy", "default", "--workdir", str(tmp_path / "single")],
+        extra_callbacks=[keep],
+    )
+    assert_same_weights([w for w, _ in workers], keep.weights)
+    assert any("cache" in path and np.abs(value).sum() > 0 for path, value in keep.weights.items())
+    for _, metrics in workers:
+        for name, values in single["history"].items():
+            np.testing.assert_allclose(metrics["history"][name], values, rtol=1e-5, err_msg=name)
+        np.testing.assert_allclose(metrics["eval_accuracy"], single["eval_accuracy"], rtol=1e-6)
+        np.testing.assert_allclose(metrics["eval_loss"], single["eval_loss"], rtol=1e-5)
