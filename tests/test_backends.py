@@ -10,7 +10,8 @@ from conftest import BACKEND, BACKEND_NEUTRAL_FILES, REPO_ROOT
 
 import heap_reference as ref
 import tf_memlayers
-from tf_memlayers.layers import AssociativeGRU, DualAssociativeGRU, heap_cache_writes
+from tf_memlayers.layers import AssociativeGRU, DualAssociativeGRU
+from tf_memlayers.ops import heap
 
 README = (REPO_ROOT / "README.rst").read_text(encoding="utf-8")
 
@@ -113,15 +114,14 @@ def _cache_and_candidates(rng, size, count, width=6, pool=None):
 @pytest.mark.parametrize("pool", [None, 4])
 @pytest.mark.parametrize("size", [1, 7, 20])
 def test_the_keras_ops_heap_write_matches_the_reference(float64_policy, size, pool):
-    # `HeapCacheAttention.insert` on the backends other than TensorFlow; pure functions, so
-    # they are checked on every backend.
+    # The pure functions behind `HeapCacheAttention.insert`, checked on every backend.
     rng = np.random.default_rng(size)
     cache, _ = _cache_and_candidates(rng, size, 0)
     expected = cache.copy()
     for _ in range(6):
         kernel, score_vector = rng.normal(size=(6, 3)), rng.normal(size=(3,))
         _, batch = _cache_and_candidates(rng, size, 5, pool=pool)
-        cache, entered = heap_cache_writes.heap_insert(
+        cache, entered = heap.heap_write(
             keras.ops.convert_to_tensor(cache), keras.ops.convert_to_tensor(batch),
             keras.ops.convert_to_tensor(kernel), keras.ops.convert_to_tensor(score_vector),
         )
@@ -138,7 +138,7 @@ def test_the_keras_ops_topk_write_keeps_the_best(float64_policy):
         kernel, score_vector = rng.normal(size=(6, 3)), rng.normal(size=(3,))
         _, batch = _cache_and_candidates(rng, 4, 6, pool=5)
         pool = np.concatenate([cache, batch])
-        new_cache, entered = heap_cache_writes.topk_insert(
+        new_cache, entered = heap.topk_write(
             *(keras.ops.convert_to_tensor(a) for a in (cache, batch, kernel, score_vector))
         )
         scores = np.array([ref.score(v, kernel, score_vector) for v in pool])

@@ -7,6 +7,7 @@ import pytest
 import heap_reference as ref
 from conftest import gradients
 from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.ops import heap
 
 WIDTH, UNITS = 6, 4
 
@@ -71,6 +72,62 @@ def test_heap_matches_reference_in_float32():
         layer.insert(batch)
         ref.insert_batch(expected, batch.astype(np.float64), kernel, score_vector)
     np.testing.assert_array_equal(np.asarray(layer.cache), expected.astype("float32"))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("width, units, rows", [(17, 5, 1001), (200, 100, 164), (64, 32, 50)])
+def test_equal_rows_get_one_score_wherever_they_sit(dtype, width, units, rows):
+    # One matrix product rounds a row differently depending on where it sits (these sizes
+    # showed it on both backends), so equal vectors would not tie as they do in the reference.
+    rng = np.random.default_rng(width)
+    distinct = rng.normal(size=(7, width)).astype(dtype)
+    picks = rng.integers(0, 7, rows)
+    pool = distinct[picks]
+    kernel, score_vector = rng.normal(size=(width, units)), rng.normal(size=(units,))
+    scores = keras.ops.convert_to_numpy(
+        heap.pool_scores(*(keras.ops.convert_to_tensor(a.astype(dtype)) for a in
+                           (pool, kernel, score_vector)))
+    )
+    for k in range(7):
+        assert len(set(scores[picks == k].tolist())) <= 1
+    expected = np.tanh(pool.astype(np.float64) @ kernel) @ score_vector
+    np.testing.assert_allclose(scores, expected, rtol=1e-4 if dtype == "float32" else 1e-12)
+
+
+def test_rows_one_bit_apart_keep_their_own_scores(float64_policy):
+    rng = np.random.default_rng(1)
+    row = rng.normal(size=(1, WIDTH))
+    pool = np.concatenate([row, np.nextafter(row, np.inf), row, -row])
+    kernel, score_vector = rng.normal(size=(WIDTH, UNITS)), rng.normal(size=(UNITS,))
+    scores = keras.ops.convert_to_numpy(heap.pool_scores(pool, kernel, score_vector))
+    expected = np.tanh(pool @ kernel) @ score_vector
+    np.testing.assert_allclose(scores, expected, rtol=1e-13)
+    assert scores[0] == scores[2] and scores[3] != scores[0]
+
+
+@pytest.mark.parametrize("policy", ["heap", "topk"])
+def test_many_repeated_candidates_in_a_large_float32_cache(policy):
+    # Ties everywhere, in products large enough for position-dependent rounding.
+    rng = np.random.default_rng(7)
+    width = 64
+    layer = HeapCacheAttention(300, 32, policy=policy)
+    layer.build((None, width))
+    kernel, score_vector = np.asarray(layer.cache_kernel), np.asarray(layer.cache_score)
+    pool = rng.normal(size=(9, width)).astype("float32")
+    expected = np.zeros((300, width))
+    for _ in range(8):
+        batch = pool[rng.integers(0, 9, 64)]
+        entered = np.asarray(layer.insert(batch))
+        if policy == "heap":
+            assert entered.tolist() == ref.insert_batch(
+                expected, batch.astype(np.float64), kernel.astype(np.float64),
+                score_vector.astype(np.float64))
+            np.testing.assert_array_equal(np.asarray(layer.cache), expected.astype("float32"))
+    rows = {tuple(r) for r in np.asarray(layer.cache) if r.any()}
+    assert rows <= {tuple(r) for r in pool}
+    if policy == "topk":  # the 9 distinct vectors fill the cache, best copies first
+        scores = keras.ops.convert_to_numpy(heap.pool_scores(layer.cache, kernel, score_vector))
+        assert np.all(np.diff(scores) >= 0)
 
 
 def test_heap_goes_stale_when_weights_change(float64_policy):

@@ -12,15 +12,13 @@ from tf_memlayers._validation import (
     check_rank,
     check_width,
 )
-from tf_memlayers.layers import heap_cache_writes
 from tf_memlayers.layers.attention_pooling import softmax_dtype
-from tf_memlayers.ops.heap import heap_insert, topk_insert
+from tf_memlayers.ops.heap import heap_write, topk_write
 
 POLICIES = ("heap", "topk")
 QUERIES = ("none", "additive", "dot")
 
-_INSERTS = {"heap": heap_insert, "topk": topk_insert}
-_KERAS_INSERTS = {"heap": heap_cache_writes.heap_insert, "topk": heap_cache_writes.topk_insert}
+_WRITES = {"heap": heap_write, "topk": topk_write}
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -52,7 +50,7 @@ class HeapCacheAttention(keras.layers.Layer):
 
     * ``policy="heap"``: the reference implementation's procedure, candidate by candidate in
       batch order: a candidate scoring strictly above the root (slot 0) replaces it and sifts
-      down the binary min-heap (`tf_memlayers.ops.heap.heap_insert`). The heap is never
+      down the binary min-heap (`tf_memlayers.ops.heap.heap_write`). The heap is never
       re-ordered as a whole, so as the weights change its order goes stale, as in the original.
     * ``policy="topk"``: after the write the cache holds the ``cache_size`` best vectors of the
       cache and the batch under the current weights, in ascending score order.
@@ -132,7 +130,7 @@ class HeapCacheAttention(keras.layers.Layer):
         self.score_initializer = keras.initializers.get(score_initializer)
         self.gate_initializer = keras.initializers.get(gate_initializer)
         self.query_initializer = keras.initializers.get(query_initializer)
-        self._compiled_insert = None
+        self._compiled_write = None
 
     def build(self, input_shape):
         check_rank("inputs", input_shape, 2, owner="HeapCacheAttention")
@@ -263,10 +261,12 @@ class HeapCacheAttention(keras.layers.Layer):
     def insert(self, candidates):
         """Offers ``candidates`` (``[batch, H]``) to the cache with the current weights.
 
-        Inside a replica context of a multi-replica strategy the candidates of all replicas are
-        gathered in replica order first. Works eagerly, in `tf.function` and under XLA. On
-        another backend than TensorFlow the same write runs in `keras.ops`
-        (`tf_memlayers.layers.heap_cache_writes`), with the same results.
+        Every vector is scored once with the current weights, the ``policy`` rule decides from
+        the scores (`tf_memlayers.ops.heap`), and the cache is rewritten once. On TensorFlow the
+        write is compiled with XLA and works eagerly, in `tf.function` and inside a model
+        compiled with ``jit_compile=True``; inside a replica context of a multi-replica strategy
+        the candidates of all replicas are gathered in replica order first, so that every
+        replica writes the same cache. On another backend the same `keras.ops` code runs as is.
 
         Args:
             candidates: A 2D tensor or array ``[batch, H]``, the states offered to the cache
@@ -278,20 +278,35 @@ class HeapCacheAttention(keras.layers.Layer):
             entered the cache.
         """
         self._require_built("insert")
-        if keras.backend.backend() != "tensorflow":
-            return self._keras_insert(candidates)
-        candidates = tf.convert_to_tensor(candidates)
+        candidates = ops.convert_to_tensor(candidates)
         self._check_candidates(candidates.shape)
-        candidates = tf.cast(candidates, self.cache.dtype)
-        context = tf.distribute.get_replica_context()
-        if context is not None and context.num_replicas_in_sync > 1:
-            candidates = context.all_gather(candidates, axis=0)
-        if tf.executing_eagerly():
-            if self._compiled_insert is None:
-                function = tf.function(self._insert, reduce_retracing=True)
-                object.__setattr__(self, "_compiled_insert", function)
-            return self._compiled_insert(candidates)
-        return self._insert(candidates)
+        candidates = ops.cast(candidates, self.cache.dtype)
+        if keras.backend.backend() == "tensorflow":
+            context = tf.distribute.get_replica_context()
+            if context is not None and context.num_replicas_in_sync > 1:
+                candidates = context.all_gather(candidates, axis=0)
+        cache, entered = self._write()(
+            self.cache.value,
+            candidates,
+            ops.cast(self.cache_kernel.value, self.cache.dtype),
+            ops.cast(self.cache_score.value, self.cache.dtype),
+        )
+        self.cache.assign(cache)
+        return entered
+
+    def _write(self):
+        """The ``policy`` write, compiled once per layer: with XLA on TensorFlow (one loop of
+        scalar steps), with `jax.jit` on JAX; as is on other backends."""
+        if self._compiled_write is None:
+            write, backend = _WRITES[self.policy], keras.backend.backend()
+            if backend == "tensorflow":
+                write = tf.function(write, jit_compile=True, reduce_retracing=True)
+            elif backend == "jax":
+                import jax
+
+                write = jax.jit(write)
+            object.__setattr__(self, "_compiled_write", write)
+        return self._compiled_write
 
     def _check_candidates(self, shape):
         check_rank("candidates", shape, 2, owner="HeapCacheAttention")
@@ -300,27 +315,6 @@ class HeapCacheAttention(keras.layers.Layer):
                 f"HeapCacheAttention: `candidates` must have width {self.width} (the cache "
                 f"width), got shape {tuple(shape)}."
             )
-
-    def _keras_insert(self, candidates):
-        """`insert` in `keras.ops` (backends other than TensorFlow): computes the new cache,
-        then assigns it."""
-        candidates = ops.convert_to_tensor(candidates)
-        self._check_candidates(candidates.shape)
-        dtype = self.cache.dtype
-        cache, entered = _KERAS_INSERTS[self.policy](
-            ops.convert_to_tensor(self.cache),
-            ops.cast(candidates, dtype),
-            ops.cast(self.cache_kernel, dtype),
-            ops.cast(self.cache_score, dtype),
-        )
-        self.cache.assign(cache)
-        return entered
-
-    def _insert(self, candidates):
-        cache = self.cache.value  # the tf.Variable itself (autocast is off for the cache)
-        kernel = tf.cast(self.cache_kernel.value, cache.dtype)
-        score_vector = tf.cast(self.cache_score.value, cache.dtype)
-        return _INSERTS[self.policy](cache, candidates, kernel, score_vector)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)
