@@ -2,8 +2,9 @@
 
 Data: ``--data-dir`` with the official SNLI 1.0 files (``snli_1.0_*.jsonl``/``.txt`` or the
 ``snli_1.0.zip`` archive) or InferSent files (``s1.*``, ``s2.*``, ``labels.*``); else the
-prepared tensorflow-datasets ``snli`` (never downloaded); else an embedded generated corpus
-whose labels need the premise to be recalled (runs anywhere in a few minutes).
+prepared tensorflow-datasets ``snli`` (downloaded and prepared first with ``--download``);
+else an embedded generated corpus whose labels need the premise to be recalled (runs anywhere
+in a few minutes).
 
 Examples::
 
@@ -78,8 +79,12 @@ def parse_args(argv=None):
                        "folder or the snli_1.0.zip archive) or InferSent files (s1.<split>, "
                        "s2.<split>, labels.<split>) (default: none, see --source)")
     options.add_argument(data, "--tfds-data-dir", metavar="DIR",
-                         help="tensorflow-datasets data_dir, never downloaded to (default: "
-                         "tensorflow-datasets' own, ~/tensorflow_datasets)")
+                         help="tensorflow-datasets data_dir (default: tensorflow-datasets' "
+                         "own, ~/tensorflow_datasets)")
+    options.add_argument(data, "--download", action="store_true",
+                         help="let tensorflow-datasets download and prepare SNLI (needs "
+                         "internet and the datasets extra; --source auto or tfds, without "
+                         "--data-dir). Without it nothing is downloaded")
     options.add_argument(data, "--train-size", choices=tuple(generated_nli.GENERATED_SIZES),
                          default="medium", help="size of the generated corpus")
     options.add_option(data, "max_train", help="use at most this many training pairs "
@@ -135,6 +140,9 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.source == "files" and not args.data_dir:
         parser.error("argument --source: 'files' needs --data-dir")
+    if args.download and (args.source in ("files", "generated") or args.data_dir):
+        parser.error("argument --download: fetches SNLI through tensorflow-datasets; use "
+                     "--source auto or tfds without --data-dir")
     if args.fused_loop and args.kind == "gru":
         parser.error("argument --fused-loop: runs the AM-GRU loop, which --model gru has not")
     if args.fused_loop and args.kind == "dual_am_gru" and args.dual_key != "paper":
@@ -144,9 +152,11 @@ def parse_args(argv=None):
 
 def load_data(args):
     from_files = args.data_dir and args.source in ("auto", "files")
-    with options.reported_as("--data-dir" if from_files else "--source"):
+    option = "--data-dir" if from_files else "--download" if args.download else "--source"
+    with options.reported_as(option):
         splits, source = snli.load_nli_splits(
-            args.source, args.data_dir, args.tfds_data_dir, args.train_size, seed=args.seed
+            args.source, args.data_dir, args.tfds_data_dir, args.train_size, seed=args.seed,
+            download=args.download,
         )
     if args.max_train:
         splits["train"] = splits["train"][: args.max_train]

@@ -76,6 +76,7 @@ SPECIFIC_BAD = {
         (["--model", "lstm"], "--model"),
         (["--embeddings", "/nonexistent/glove.txt"], "--embeddings"),
         (["--source", "files"], "--source"),
+        (["--download", "--source", "generated"], "--download"),
         (["--fused-loop", "--model", "gru"], "--fused-loop"),
         (["--fused-loop", "--dual-key", "released"], "--fused-loop"),
     ],

@@ -177,8 +177,11 @@ def test_vocabulary_and_datasets(tmp_path):
         batches = 0
         for (p, h), y in dataset:
             batches += 1
-            if padding == "bucket":
-                assert p.shape[1] % 8 == 0 and h.shape[1] % 8 == 0
+            if padding == "bucket":  # one (premise, hypothesis) pair of 8-step buckets
+                for ids in (p, h):
+                    lengths = np.count_nonzero(ids.numpy(), axis=1)
+                    buckets = {(max(n, 1) - 1) // 8 for n in lengths}
+                    assert len(buckets) == 1 and ids.shape[1] == 8 * (buckets.pop() + 1)
             else:
                 assert p.shape[1] == h.shape[1]
             for i in range(len(y)):
@@ -245,6 +248,51 @@ def test_missing_tensorflow_datasets_names_the_extra(monkeypatch):
         snli.read_tfds("dev")
     with pytest.raises(ImportError, match="datasets"):
         snli.load_nli_splits("tfds", None, None, "small")
+
+
+class _FakeTfds:
+    """tensorflow-datasets as seen by `read_tfds`: records what `load` was asked."""
+
+    def __init__(self, prepared):
+        self.prepared, self.calls = prepared, []
+
+    def load(self, name, split, download, data_dir):
+        self.calls.append((name, split, download, data_dir))
+        if not (self.prepared or download):
+            raise AssertionError("Dataset snli: could not find data in /nowhere")
+        if not self.prepared:
+            raise ConnectionError("no route to host")
+        import tensorflow as tf
+
+        return tf.data.Dataset.from_tensor_slices(
+            {"premise": [b"A man sleeps ."], "hypothesis": [b"A man rests ."], "label": [0]}
+        )
+
+
+def test_tfds_downloads_only_when_asked(monkeypatch):
+    fake = _FakeTfds(prepared=True)
+    monkeypatch.setitem(sys.modules, "tensorflow_datasets", fake)
+    splits, source = snli.load_nli_splits("auto", download=True, tfds_data_dir="/tfds")
+    assert source == "tfds" and len(splits["dev"]) == 1
+    assert [call[1:] for call in fake.calls] == [
+        ("train", True, "/tfds"), ("validation", True, "/tfds"), ("test", True, "/tfds")
+    ]
+    fake.calls.clear()
+    snli.load_nli_splits("auto")
+    assert {call[2] for call in fake.calls} == {False}
+
+
+def test_a_failed_download_is_an_error_not_the_generated_corpus(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tensorflow_datasets", _FakeTfds(prepared=False))
+    assert snli.load_nli_splits("auto", train_size="small")[1] == "generated"
+    with pytest.raises(OSError, match="could not download and prepare `snli`: no route"):
+        snli.load_nli_splits("auto", download=True)
+    with pytest.raises(FileNotFoundError, match="not prepared .*download"):
+        snli.read_tfds("dev")
+    with pytest.raises(ValueError, match="download=True.*source='generated'"):
+        snli.load_nli_splits("generated", download=True)
+    with pytest.raises(ValueError, match="download=True.*data_dir='/data'"):
+        snli.load_nli_splits("auto", data_dir="/data", download=True)
 
 
 def test_real_glove_subset(shared_data):

@@ -19,8 +19,9 @@ Language modelling:
 Natural-language inference:
 
 * `tf_memlayers.data.nli_examples`: `NLIExample` and the labels;
-* `tf_memlayers.data.snli`: SNLI readers (official release, InferSent layout,
-  tensorflow-datasets) and the chain of sources;
+* `tf_memlayers.data.snli`: SNLI readers (official release, InferSent layout) and the chain
+  of sources; `tf_memlayers.data.snli_tfds`: SNLI through tensorflow-datasets (prepared, or
+  downloaded on request);
 * `tf_memlayers.data.generated_nli`: the generated recall corpus;
 * `tf_memlayers.data.nli_batches`: vocabulary, ids and `tf.data` batches of sentence pairs.
 

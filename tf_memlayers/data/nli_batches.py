@@ -149,23 +149,29 @@ def make_dataset(
     dataset = tf.data.Dataset.from_generator(generator, output_signature=signature)
 
     # Premise and hypothesis are padded to their own multiple of `bucket_width`; a batch
-    # holds pairs of one (premise width, hypothesis width) bucket.
+    # holds pairs of one (premise width, hypothesis width) bucket. The pair of buckets is
+    # numbered as one "length" with a boundary at every number, so that
+    # `bucket_by_sequence_length` gives each pair of buckets its own batches.
     buckets = -(-longest // bucket_width)
 
     def bucket(p, h, y):
+        del y
         premise_bucket = (tf.maximum(tf.shape(p)[0], 1) - 1) // bucket_width
         hypothesis_bucket = (tf.maximum(tf.shape(h)[0], 1) - 1) // bucket_width
-        return tf.cast(premise_bucket * buckets + hypothesis_bucket, tf.int64)
+        return premise_bucket * buckets + hypothesis_bucket
 
-    def pad_batch(key, window):
-        key = tf.cast(key, tf.int32)
-        premise_width = (key // buckets + 1) * bucket_width
-        hypothesis_width = (key % buckets + 1) * bucket_width
-        return window.padded_batch(
-            batch_size, padded_shapes=([premise_width], [hypothesis_width], [])
-        )
+    def pad_to_bucket_width(p, h, y):
+        def padded(ids):
+            width = -(-tf.shape(ids)[1] // bucket_width) * bucket_width
+            return tf.pad(ids, [[0, 0], [0, tf.maximum(width, bucket_width) - tf.shape(ids)[1]]])
 
-    dataset = dataset.group_by_window(bucket, pad_batch, window_size=batch_size)
+        return padded(p), padded(h), y
+
+    dataset = dataset.bucket_by_sequence_length(
+        bucket,
+        bucket_boundaries=list(range(1, buckets * buckets)),
+        bucket_batch_sizes=[batch_size] * (buckets * buckets),
+    ).map(pad_to_bucket_width)
     dataset = dataset.map(lambda p, h, y: ((p, h), y))
     if not repeat:
         # Each bucket emits full batches and one final partial batch.

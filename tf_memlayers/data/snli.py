@@ -6,8 +6,9 @@ Sources, in the order `load_nli_splits` tries them with ``source="auto"``:
    (``snli_1.0_{train,dev,test}.jsonl`` or ``.txt``, or the ``snli_1.0.zip`` archive itself,
    read without extracting) or the InferSent layout (``s1.{split}``, ``s2.{split}``,
    ``labels.{split}``);
-2. the tensorflow-datasets ``snli`` builder when it is installed and already prepared
-   (never downloads: ``download=False``);
+2. the tensorflow-datasets ``snli`` builder when it is installed and already prepared; with
+   ``download=True`` tensorflow-datasets downloads and prepares it first (needs internet),
+   and the chain stops there;
 3. the embedded default, `tf_memlayers.data.generated_nli.generated_splits`: generated pairs
    whose labels need the premise to be recalled, so a model can be trained on a fresh
    machine with no download.
@@ -22,10 +23,11 @@ import os
 import zipfile
 import zlib
 
-from tf_memlayers._validation import check_choice
+from tf_memlayers._validation import check_bool, check_choice
 from tf_memlayers.data._files import check_not_blank, decode_utf8, decode_utf8_lines
 from tf_memlayers.data.generated_nli import generated_splits
-from tf_memlayers.data.nli_examples import SPLITS, examples_from_rows, make_example
+from tf_memlayers.data.nli_examples import SPLITS, make_example
+from tf_memlayers.data.snli_tfds import examples_from_tfds, read_tfds  # noqa: F401 (public here)
 
 
 # -- official SNLI 1.0 release --------------------------------------------------------------
@@ -285,67 +287,15 @@ def read_files(data_dir, split):
     raise _no_files_error(data_dir)
 
 
-# -- tensorflow-datasets ----------------------------------------------------------------------
-
-_TFDS_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
-
-
-def examples_from_tfds(dataset):
-    """The examples of a tensorflow-datasets ``snli`` split.
-
-    Args:
-        dataset: `tf.data.Dataset` of dicts with ``premise`` and ``hypothesis`` (bytes) and
-            ``label`` (int, -1 for no majority).
-
-    Returns:
-        A list of `NLIExample` (pairs labelled -1 dropped).
-    """
-    rows = []
-    for record in dataset.as_numpy_iterator():
-        rows.append(
-            (record["premise"].decode("utf-8"), record["hypothesis"].decode("utf-8"),
-             int(record["label"]))
-        )
-    return examples_from_rows(rows)
-
-
-def read_tfds(split, data_dir=None):
-    """Reads a split from the prepared tensorflow-datasets ``snli`` builder, never downloading.
-
-    Args:
-        split: str, ``"train"``, ``"dev"`` (the builder's ``validation``) or ``"test"``.
-        data_dir: str or `None`, the tensorflow-datasets data folder. Defaults to `None`
-            (its default).
-
-    Returns:
-        A list of `NLIExample` (pairs labelled -1 dropped).
-
-    Raises:
-        ImportError: tensorflow-datasets is not installed (the message names the extra).
-        FileNotFoundError: the builder is not prepared.
-    """
-    check_choice("split", split, SPLITS)
-    try:
-        import tensorflow_datasets as tfds  # optional dependency (extra "datasets")
-    except ImportError as error:
-        raise ImportError(
-            "Reading SNLI through tensorflow-datasets needs the `datasets` extra: "
-            "pip install \"tf-memlayers[datasets]\" (from a checkout: pip install \".[datasets]\")."
-        ) from error
-
-    try:
-        dataset = tfds.load("snli", split=_TFDS_SPLITS[split], download=False, data_dir=data_dir)
-    except Exception as error:  # tfds raises AssertionError/DatasetNotFoundError when unprepared
-        raise FileNotFoundError(f"tensorflow-datasets `snli` is not prepared: {error}") from error
-    return examples_from_tfds(dataset)
-
-
 # -- the chain --------------------------------------------------------------------------------
 
 SOURCES = ("auto", "files", "tfds", "generated")
 
 
-def load_nli_splits(source="auto", data_dir=None, tfds_data_dir=None, train_size="medium", seed=0):
+def load_nli_splits(
+    source="auto", data_dir=None, tfds_data_dir=None, train_size="medium", seed=0,
+    download=False,
+):
     """Loads train/dev/test examples from the first available source (see module docstring).
 
     Args:
@@ -358,6 +308,9 @@ def load_nli_splits(source="auto", data_dir=None, tfds_data_dir=None, train_size
         train_size: str, size of the generated corpus (`generated_splits`). Defaults to
             ``"medium"``.
         seed: int, seed of the generated corpus. Defaults to 0.
+        download: bool, let tensorflow-datasets download and prepare SNLI when it is not
+            prepared (``source`` ``"auto"`` without ``data_dir``, or ``"tfds"``; the
+            generated corpus is then no fallback). Defaults to False.
 
     Returns:
         ``(splits, source)``: dict ``{"train", "dev", "test"}`` -> list of `NLIExample`, and
@@ -368,17 +321,24 @@ def load_nli_splits(source="auto", data_dir=None, tfds_data_dir=None, train_size
             `read_files` for bad files.
         FileNotFoundError: as `read_files`, or with ``source="tfds"`` when the builder is not
             prepared.
-        ImportError: ``source="tfds"`` without tensorflow-datasets installed.
+        ImportError: ``source="tfds"`` (or ``download``) without tensorflow-datasets.
+        OSError: ``download`` and the download failed.
     """
     check_choice("source", source, SOURCES)
+    if check_bool("download", download) and (source == "generated" or data_dir is not None):
+        raise ValueError(
+            f"`download=True` fetches SNLI through tensorflow-datasets; it cannot be combined "
+            f"with source={source!r}" + (f" and data_dir={str(data_dir)!r}" if data_dir else "")
+            + ". Use source 'auto' or 'tfds' without data_dir."
+        )
     if source in ("auto", "files") and data_dir is not None:
         return {s: read_files(data_dir, s) for s in SPLITS}, "files"
     if source == "files":
         raise ValueError("`source='files'` needs `data_dir`.")
     if source in ("auto", "tfds"):
         try:
-            return {s: read_tfds(s, tfds_data_dir) for s in SPLITS}, "tfds"
+            return {s: read_tfds(s, tfds_data_dir, download) for s in SPLITS}, "tfds"
         except (ImportError, FileNotFoundError):
-            if source == "tfds":
+            if source == "tfds" or download:
                 raise
     return generated_splits(train_size, seed), "generated"
