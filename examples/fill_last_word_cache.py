@@ -20,7 +20,8 @@ Examples::
         --embeddings glove-50d-5k.json --pooling attention --cache-size 1000 --epochs 5
 
 The run directory (``--workdir``; by default ``runs/fill_last_word_cache/<pooling>-cache<size>-
-<digest>``, one per set of options) keeps checkpoints (the same command resumes after an
+<options changed from their defaults>-<digest of the resolved settings>``, one per set of
+options) keeps checkpoints (the same command resumes after an
 interruption at any point, cache and shuffling included, and ends as an uninterrupted run
 would; a different one in the same ``--workdir`` is refused),
 TensorBoard logs (scalars; each epoch the cache-attention weight by heap index on a log axis, as
@@ -53,6 +54,8 @@ from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
 from tf_memlayers.data import sentences as data  # noqa: E402
 from tf_memlayers.layers.heap_cache_attention import POLICIES, QUERIES  # noqa: E402
 from tf_memlayers.models.fill_last_word import (  # noqa: E402
+    CODE_LEARNING_RATE,
+    PAPER_LEARNING_RATE,
     POOLINGS,
     build_fill_last_word_model,
     compile_fill_last_word_model,
@@ -63,8 +66,8 @@ from tf_memlayers.training import (  # noqa: E402
     make_strategy,
     resumable_callbacks,
     resumed_epoch,
+    resolved_settings,
     run_history,
-    run_settings,
     run_workdir,
     train,
     worker_directory,
@@ -129,7 +132,7 @@ def parse_args(argv=None):
                          metavar="C", help="L2 penalty C * sum ||w||^2 / 2 on every weight")
     options.add_run_options(
         train, seed=0,
-        default_workdir="runs/fill_last_word_cache/<pooling>-cache<size>-<digest of the settings>",
+        default_workdir="runs/fill_last_word_cache/<pooling>-cache<size>-<changed options>-<digest>",
     )  # fmt: skip
     args = parser.parse_args(argv)
     if not args.data_dir:
@@ -290,13 +293,23 @@ def initial_embeddings(args, vocabulary):
     return word_vectors.embedding_matrix(vocabulary, vectors, scale=0.9, seed=args.seed)
 
 
+def run_directory(args, corpus):
+    """``(run directory, resolved values)``: ``--workdir``, or a directory named after the
+    pooling, the cache size and the changed options, with a digest of the resolved settings
+    (the source and learning rate the run uses where the defaults depend on the data and
+    the mode)."""
+    default_rate = CODE_LEARNING_RATE if args.faithful_to_code else PAPER_LEARNING_RATE
+    resolved = dict(source=corpus.source, learning_rate=args.learning_rate or default_rate)
+    label = f"{args.pooling}-cache{args.cache_size}"
+    root = os.path.join("runs", "fill_last_word_cache")
+    return run_workdir(args, root, label, resolved=resolved), resolved
+
+
 def main(argv=None, extra_callbacks=()):
     """Runs the example; returns the final metrics dict."""
     args = parse_args(argv)
     # First: a multi-worker strategy sets up the collective operations before any other op.
     strategy = make_strategy(args.strategy)
-    label = f"{args.pooling}-cache{args.cache_size}"
-    workdir = run_workdir(args, os.path.join("runs", "fill_last_word_cache"), label)
     keras.utils.set_random_seed(args.seed)
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
@@ -307,6 +320,7 @@ def main(argv=None, extra_callbacks=()):
         raise ValueError(
             f"No usable sentences in {corpus.source} (2 to {corpus.max_length} tokens)."
         )
+    workdir, resolved = run_directory(args, corpus)
     matrix, found = initial_embeddings(args, vocabulary)
     print(f"source={corpus.source} train={corpus.train_sentences} eval={len(x_eval)} "
           f"vocabulary={len(vocabulary)} pretrained={found} workdir={workdir}", flush=True)
@@ -347,7 +361,7 @@ def main(argv=None, extra_callbacks=()):
             rundir,
             monitor="val_accuracy",
             mode="max",
-            settings=run_settings(args),
+            settings=resolved_settings(args, resolved),
             callbacks=[*callbacks, *extra_callbacks],
         )
         # `fit`, or a custom loop where `fit` fails (several workers: keras-team/keras#20585); the
@@ -388,10 +402,7 @@ def main(argv=None, extra_callbacks=()):
             "seconds": round(time.time() - started, 1),
         }
         write_metrics(metrics, os.path.join(rundir, "metrics.json"))
-        # The optimizer holds the learning rate the run used (the default depends on the mode).
-        learning_rate = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
-        resolved = dict(run_settings(args), source=corpus.source, learning_rate=learning_rate)
-        log_hparams(log_dir, resolved, {"eval_accuracy": metrics["eval_accuracy"],
+        log_hparams(log_dir, resolved_settings(args, resolved), {"eval_accuracy": metrics["eval_accuracy"],
                                         "eval_loss": metrics["eval_loss"]})
         return metrics
 

@@ -81,6 +81,27 @@ def test_without_a_cache_the_same_encoder_is_trained_on_the_same_stream(tmp_path
     assert names == ["context", "embedding", "encoder", "attention_pooling", "logits"]
 
 
+def test_default_run_directory_names_changes_and_digests_resolved_values():
+    example = load_example()
+
+    def name(argv):
+        args = example.parse_args(["--episodes", "2", "--houses", "4"] + argv)
+        workdir, resolved = example.run_directory(args, example.GeneratedCorpus(args))
+        if not args.workdir:
+            assert os.path.dirname(workdir) == os.path.join("runs", "fill_last_word_cache")
+        return os.path.basename(workdir), resolved
+
+    default, resolved = name([])
+    assert default.startswith("attention-cache1000-episodes=2_houses=4-")
+    assert resolved == {"source": "generated", "learning_rate": 0.01}
+    # The same learning rate spelled out: same digest, the change in the readable part.
+    explicit, _ = name(["--learning-rate", "0.01"])
+    assert explicit.endswith(default[-8:]) and "learning_rate=0.01" in explicit
+    faithful, resolved = name(["--faithful-to-code"])
+    assert resolved["learning_rate"] == 1e-3 and faithful[-8:] != default[-8:]
+    assert name(["--workdir", "mine"])[0] == "mine"
+
+
 @pytest.mark.parametrize(
     "argv,fragment",
     [(["--max-train", "10"], "argument --max-train: needs --data-dir"),
