@@ -10,6 +10,7 @@ from tf_memlayers.layers.memory_cell_wrapper import (
     cell_output_size,
     flat_state_sizes,
     step_output_spec,
+    with_deserialized_cell,
 )
 from tf_memlayers.ops import holographic
 
@@ -166,6 +167,4 @@ class AssociativeMemoryCell(keras.layers.Layer):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["cell"] = keras.saving.deserialize_keras_object(config["cell"])
-        return cls(**config)
+        return cls(**with_deserialized_cell(config))

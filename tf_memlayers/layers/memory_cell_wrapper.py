@@ -108,6 +108,13 @@ def call_cell(cell, inputs, flat_states, training=None):
     return output, list(keras.tree.flatten(new_states))
 
 
+def with_deserialized_cell(config):
+    """A copy of a wrapper's config with its ``cell`` entry deserialized (for `from_config`)."""
+    config = dict(config)
+    config["cell"] = keras.saving.deserialize_keras_object(config["cell"])
+    return config
+
+
 class MemoryCellWrapper(keras.layers.Layer):
     """Base class of the RNN cells that wrap a Keras RNN cell and add one memory state.
 
@@ -167,6 +174,4 @@ class MemoryCellWrapper(keras.layers.Layer):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["cell"] = keras.saving.deserialize_keras_object(config["cell"])
-        return cls(**config)
+        return cls(**with_deserialized_cell(config))
