@@ -22,6 +22,7 @@ pair) and ``metrics.json`` (the whole run).
 ``tensorboard --logdir runs/snli_dual_am_gru`` compares the runs.
 """
 
+import argparse
 import os
 import sys
 import time
@@ -115,10 +116,11 @@ def parse_args(argv=None):
                          help="the Dual AM-GRU's read key: as in the paper or as in the "
                          "released code")
     options.add_option(model, "dropout", default=0.1, help="dropout rate on the word vectors")
-    options.add_argument(model, "--fused-loop", action="store_true",
+    options.add_argument(model, "--fused-loop", action=argparse.BooleanOptionalAction,
                          help="run the (Dual) AM-GRU loops fused, with a hand-written "
-                         "backward: faster steps, one XLA compile per batch shape (a few with "
-                         "--padding bucket); --model am_gru or dual_am_gru, --dual-key paper")
+                         "backward: faster steps, the same results as Keras's loop up to "
+                         "float rounding (default: on where it applies, --model am_gru, and "
+                         "dual_am_gru with --dual-key paper; --no-fused-loop: Keras's loop)")
     options.add_option(model, "init_scale",
                        help="kernels start uniform in ±this (default: 0.05, the paper, on "
                        "real data; 0.2 on the generated corpus, whose short run needs a "
@@ -148,6 +150,13 @@ def parse_args(argv=None):
     if args.fused_loop and args.kind == "dual_am_gru" and args.dual_key != "paper":
         parser.error("argument --fused-loop: runs the Dual AM-GRU with --dual-key paper only")
     return args
+
+
+def uses_fused_loop(args):
+    """``--fused-loop`` as given, else on where the fused loop serves the model."""
+    if args.fused_loop is not None:
+        return args.fused_loop
+    return args.kind == "am_gru" or (args.kind == "dual_am_gru" and args.dual_key == "paper")
 
 
 def load_data(args):
@@ -189,7 +198,10 @@ def main(argv=None, extra_callbacks=()):
     # The values the run uses where an option's default depends on the data source.
     init_scale = args.init_scale or (0.2 if source == "generated" else 0.05)
     learning_rate = args.learning_rate or (3e-3 if source == "generated" else 1e-3)
-    resolved = dict(source=source, init_scale=init_scale, learning_rate=learning_rate)
+    fused_loop = uses_fused_loop(args)
+    resolved = dict(
+        source=source, init_scale=init_scale, learning_rate=learning_rate, fused_loop=fused_loop
+    )
     workdir = run_workdir(args, os.path.join("runs", "snli_dual_am_gru"), args.kind,
                           resolved=resolved)
     print(f"source={source} train={len(splits['train'])} dev={len(splits['dev'])} "
@@ -220,7 +232,7 @@ def main(argv=None, extra_callbacks=()):
             dropout=args.dropout,
             seed=args.seed,
             init_scale=init_scale,
-            fused_loop=args.fused_loop,
+            fused_loop=fused_loop,
         )
         compile_snli_model(model, learning_rate, args.clip_norm, jit_compile=args.jit)
 

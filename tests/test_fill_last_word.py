@@ -227,6 +227,8 @@ def test_paper_mode_layers():
     cache = model.get_layer("cache_attention")
     assert cache.mask_empty is True and cache.cache_size == 12
     assert model.get_layer("embedding").mask_zero is True
+    # Left-padded masked contexts: cuDNN (right padding only) would refuse them on a GPU.
+    assert model.get_layer("encoder").use_cudnn is False
     np.testing.assert_array_equal(model.get_layer("logits").bias.numpy(), 0.0)
     assert not any("norm" in layer.name for layer in model.layers)
     optimizer = fill_last_word_optimizer()
@@ -241,6 +243,7 @@ def test_faithful_mode_sums_over_time_and_freezes_batch_norm(tmp_path):
     compile_fill_last_word_model(model, faithful_to_code=True)
     assert model.get_layer("cache_attention").mask_empty is False
     assert model.get_layer("embedding").mask_zero is False
+    assert model.get_layer("encoder").use_cudnn == "auto"  # no mask: cuDNN on a GPU
     assert np.any(model.get_layer("logits").bias.numpy() != 0)  # glorot-initialised
     assert float(model.optimizer.learning_rate) == pytest.approx(1e-3)
     assert model.optimizer.clipnorm is None

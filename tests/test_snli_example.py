@@ -34,6 +34,16 @@ def test_help_runs_as_a_script():
     assert result.returncode == 0 and "--data-dir" in result.stdout and "--strategy" in result.stdout
 
 
+@pytest.mark.parametrize(
+    "argv,fused",
+    [([], True), (["--model", "am_gru"], True), (["--dual-key", "released"], False),
+     (["--model", "gru"], False), (["--no-fused-loop"], False), (["--fused-loop"], True)],
+)
+def test_the_fused_loop_is_the_default_where_it_applies(argv, fused):
+    example = _load_example()
+    assert example.uses_fused_loop(example.parse_args(argv)) is fused
+
+
 def test_default_run_directory_is_one_per_configuration(tmp_path, monkeypatch):
     example = _load_example()
     monkeypatch.chdir(tmp_path)

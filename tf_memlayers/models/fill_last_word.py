@@ -166,8 +166,13 @@ def build_fill_last_word_model(
     if embedding_matrix is not None:
         embedding.set_weights([embedding_matrix])
     # Keras's LSTM defaults are the reference's TF1 LSTMCell: Glorot kernels, forget bias 1.
+    # cuDNN takes right-padded masks only, and these contexts are left-padded: with the mask,
+    # a GPU runs Keras's own loop.
     sequences = keras.layers.LSTM(
-        hidden_units, return_sequences=pooling == "attention", name="encoder"
+        hidden_units,
+        return_sequences=pooling == "attention",
+        use_cudnn=False if masked else "auto",
+        name="encoder",
     )(embedded)
     if pooling == "last":
         state = sequences
