@@ -300,6 +300,8 @@ def test_script_exits_2_with_one_error_line(name, argv, option):
 
 BENCHMARK_BAD = [
     ("benchmarks.associative_memory", ["--rounds", "0"], "--rounds"),
+    ("benchmarks.backends", ["--rounds", "0"], "--rounds"),
+    ("benchmarks.backends", ["--steps", "x"], "--steps"),
     ("benchmarks.associative_memory", ["--memory-limit-gib", "-1"], "--memory-limit-gib"),
     ("benchmarks.fill_last_word_real_data", ["--epochs", "0"], "--epochs"),
     ("benchmarks.fill_last_word_real_data", ["--batch-size", "-4"], "--batch-size"),
