@@ -30,6 +30,21 @@ def test_the_fused_loop_is_tensorflow_only(layer_cls):
     assert not layer_cls(4, num_copies=2).fused_loop
 
 
+def test_heap_cache_model_is_tensorflow_only():
+    from tf_memlayers.layers import HeapCacheAttention
+    from tf_memlayers.models.heap_cache_model import HeapCacheModel
+
+    inputs = keras.Input((4,))
+    outputs = HeapCacheAttention(cache_size=3, attention_units=2)(inputs)
+    if BACKEND == "tensorflow":
+        assert HeapCacheModel(inputs, outputs).cache_layers
+        return
+    with pytest.raises(ValueError) as info:
+        HeapCacheModel(inputs, outputs)
+    for fragment in ("HeapCacheModel", "TensorFlow backend", repr(BACKEND), "insert"):
+        assert fragment in str(info.value), fragment
+
+
 def _backend_section():
     match = re.search(r"^Backends\n-+\n(.*?)(?=^\S[^\n]*\n[-=~]+\n)", README, re.M | re.S)
     assert match, "README.rst has no 'Backends' section"

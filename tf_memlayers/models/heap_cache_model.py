@@ -66,6 +66,8 @@ class HeapCacheModel(keras.Model):
     `ValueError` (Keras compiles the step of all replicas into one XLA program, which cannot
     reach the variable copies on the other devices; a plain `keras.Model` fails the same way).
 
+    TensorFlow backend only: on another backend the constructor raises a `ValueError`.
+
     Args:
         inputs, outputs: as for a functional `keras.Model`.
         weight_decay: coefficient ``c`` of an L2 penalty ``c * sum_w ||w||^2 / 2`` over every
@@ -88,6 +90,14 @@ class HeapCacheModel(keras.Model):
     """
 
     def __init__(self, *args, weight_decay=0.0, **kwargs):
+        backend = keras.backend.backend()
+        if backend != "tensorflow":
+            raise ValueError(
+                "HeapCacheModel needs the TensorFlow backend (its training step is Keras's "
+                f"TensorFlow step followed by the cache write); the Keras backend is {backend!r}. "
+                "Set KERAS_BACKEND=tensorflow, or build a plain keras.Model and call "
+                "HeapCacheAttention.insert yourself."
+            )
         super().__init__(*args, **kwargs)
         self.weight_decay = float(weight_decay)
         if self.weight_decay < 0:
