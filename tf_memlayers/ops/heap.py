@@ -74,8 +74,9 @@ def _first_equal_rows(rows):
     """For each row, the index of the first row with the same bits (itself if none before)."""
     count = ops.shape(rows)[0]
     positions = ops.arange(count, dtype="int32")
-    order = ops.cast(ops.argsort(_row_hashes(rows)), "int32")
-    sorted_hashes = ops.take(_row_hashes(rows), order)
+    hashes = _row_hashes(rows)
+    order = ops.cast(ops.argsort(hashes), "int32")
+    sorted_hashes = ops.take(hashes, order)
     starts = ops.concatenate(
         [ops.ones((1,), "bool"), ops.not_equal(sorted_hashes[1:], sorted_hashes[:-1])], axis=0
     )
