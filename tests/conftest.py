@@ -37,6 +37,8 @@ def pytest_configure(config):
         "tensorflow_only(reason): the test needs the TensorFlow backend; skipped, with the "
         "reason, on any other backend.",
     )
+    # Tests of one group run in the same process under ``pytest -n N --dist loadgroup``.
+    config.addinivalue_line("markers", "xdist_group(name): run in one pytest-xdist worker")
 
 
 # The test files that run on every backend (.ci/run's JAX pass runs exactly these): the layers'

@@ -24,6 +24,11 @@ from conftest import REPO_ROOT
 from tf_memlayers.training import distributed, options
 from tf_memlayers.training.strategy import STRATEGIES
 
+# One process runs these tests one after another (`pytest -n 2 --dist loadgroup`): each test
+# checks that the workers' temporary folders are gone, which another test's workers running at
+# the same time would break.
+pytestmark = pytest.mark.xdist_group("two_workers")
+
 JOB = REPO_ROOT / "tests" / "multi_worker_job.py"
 WORKERS = 2
 # The plain GRU model: the multi-worker path is the same for every model, and it is the fastest.
