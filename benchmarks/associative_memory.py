@@ -177,7 +177,8 @@ def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds,
 
 
 def snli_model_steps(rounds, batch=50, premise_length=25, hypothesis_length=15, units=100):
-    """Median training-step time of the SNLI model, cell form vs fused loop (interleaved)."""
+    """Median training-step time of the SNLI model, cell form vs fused loop, and the fused
+    loop against the same model with a Keras GRU as layer 1 (interleaved)."""
     rng = np.random.default_rng(0)
     premise = rng.integers(2, 1000, (batch, premise_length)).astype("int32")
     hypothesis = rng.integers(2, 1000, (batch, hypothesis_length)).astype("int32")
@@ -192,8 +193,13 @@ def snli_model_steps(rounds, batch=50, premise_length=25, hypothesis_length=15, 
             runners[(kind, fused)] = (
                 lambda model=model: model.train_on_batch((premise, hypothesis), labels)
             )
+    gru = build_snli_model(1000, kind="gru", units=units, embedding_dim=100)
+    compile_snli_model(gru)
+    gru.train_on_batch((premise, hypothesis), labels)
+    runners["gru"] = lambda: gru.train_on_batch((premise, hypothesis), labels)
     samples = timing.interleaved(runners, rounds)
     medians = timing.medians(samples)
+    to_gru = timing.median_ratio(samples, "gru")
     rows = []
     for kind in ("am_gru", "dual_am_gru"):
         rows.append({
@@ -202,6 +208,8 @@ def snli_model_steps(rounds, batch=50, premise_length=25, hypothesis_length=15, 
             "fused_loop_ms": medians[(kind, True)],
             # median over rounds of (cell form / fused loop), timed in the same round
             "speedup": timing.median_ratio(samples, (kind, True))[(kind, False)],
+            "gru_model_ms": medians["gru"],
+            "fused_to_gru": to_gru[(kind, True)],
         })
     return rows
 
@@ -271,11 +279,13 @@ def main(argv=None):
             "snli-model-step",
             snli_steps,
             [("kind", "layer 1"), ("cell_form_ms", "cell form (ms)"),
-             ("fused_loop_ms", "fused_loop=True (ms)"), ("speedup", "speed-up")],
+             ("fused_loop_ms", "fused_loop=True (ms)"), ("speedup", "speed-up"),
+             ("gru_model_ms", "GRU model (ms)"), ("fused_to_gru", "fused × GRU model")],
             f"SNLI model training step (``train_on_batch``, batch 50, 100 units, 8 copies, "
             f"100-d embeddings, premise 25 / hypothesis 15 tokens), median of {rounds} "
-            f"interleaved rounds (speed-up: median of per-round ratios), {os.cpu_count()} CPU "
-            "cores.",
+            f"interleaved rounds (speed-up and × GRU: medians of per-round ratios); the GRU "
+            f"model is the same model with ``keras.layers.GRU`` as layer 1, {os.cpu_count()} "
+            "CPU cores.",
         )
 
 
