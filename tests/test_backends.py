@@ -71,7 +71,8 @@ def test_ci_runs_the_backend_neutral_tests_on_jax():
     ci = (REPO_ROOT / ".ci" / "run").read_text()
     listed = re.search(r"jax_layer_tests=\((.*?)\)", ci, re.S).group(1).split()
     assert sorted(listed) == sorted(f"tests/{name}" for name in BACKEND_NEUTRAL_FILES)
-    assert 'KERAS_BACKEND=jax python -m pytest -q -rs -n 2 --dist loadgroup "${jax_layer_tests[@]}"' in ci
+    command = "KERAS_BACKEND=jax python -m pytest -q -rs -n 2 --dist loadgroup"
+    assert f'{command} "${{jax_layer_tests[@]}}"' in ci
 
 
 def _masked_inputs(rng):
