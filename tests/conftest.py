@@ -164,7 +164,8 @@ def gradients(loss_fn, variables=(), inputs=()):
 
         values = [v.value for v in variables]
         arrays = [jax.numpy.asarray(x) for x in inputs]
-        loss, (grad_values, grad_arrays) = jax.value_and_grad(pure, argnums=(0, 1))(
+        # One compiled program: op-by-op JAX dispatch compiles every primitive on its own.
+        loss, (grad_values, grad_arrays) = jax.jit(jax.value_and_grad(pure, argnums=(0, 1)))(
             values, arrays
         )
         found, sources = list(grad_values) + list(grad_arrays), values + arrays
