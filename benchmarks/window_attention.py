@@ -7,12 +7,15 @@ process (absolute times on shared machines drift; ratios measured together do no
    softmax over the vocabulary; batch 64, 20 steps, hidden 300, vocabulary 10k, XLA on) for
    the bare `keras.layers.LSTM`, + `SlidingWindowAttention` (L = 5, 10, parallel and cell
    form) and + N-gram (N = 4, both forms). Reported as the ratio to the bare LSTM step.
-2. ``peer``: the same attention computed the Keras built-in way — Dense projections and
-   `keras.layers.AdditiveAttention` scores over the full sequence with a banded causal mask
-   (only the previous L steps) — against `SlidingWindowAttention`. First the outputs are
-   shown equal, then forward+backward time and peak memory are measured at several lengths,
-   each length in its own subprocess (peak resident memory above the pre-step level, from
-   /proc; a run that exceeds the memory limit is reported as such).
+2. ``peer``: `SlidingWindowAttention` against the window attention a user would pick instead,
+   at the same attention width and reach (`peer_layer`): Keras's `MultiHeadAttention` with its
+   built-in ``sliding_window`` and a causal mask, and `SeqSelfAttention` of the archived
+   ``keras-self-attention`` package (skipped, with the reason recorded, when it is not
+   installed). Both score a full T×T matrix. For every length, the peak memory of one
+   forward+backward step with XLA is measured in one subprocess per implementation (resident
+   memory above the pre-step level, from /proc, under an address-space limit; an
+   implementation that fails is not tried at longer lengths), then the step time of the
+   implementations that ran, with and without XLA, interleaved in one subprocess.
 
 Usage::
 
@@ -23,6 +26,7 @@ Usage::
 import argparse
 import json
 import os
+import sys
 
 import numpy as np
 
@@ -95,103 +99,159 @@ def bench_lm(rounds, variants):
     ]
 
 
-def _peer_layers(T, batch, hidden, window, seed=0):
-    """The built-in peer and our layer with identical weights, and an input batch."""
+# The implementations of the peer comparison: ours and the layers a user would pick instead.
+IMPLS = ("ours", "mha", "seq_self_attention", "output_only")
+IMPL_NAMES = {
+    "ours": "SlidingWindowAttention",
+    "output_only": "eq. (5) matmuls alone",
+    "mha": "MultiHeadAttention (sliding window)",
+    "seq_self_attention": "SeqSelfAttention",
+}
+
+
+def peer_layer(impl, window, units):
+    """``(forward, trainable weights after build)`` of one implementation, at attention width
+    ``units``, each step attending to the previous ``window`` steps.
+
+    - ``ours``: `SlidingWindowAttention(window, attention_units=units)` (additive, eqs 1-5).
+    - ``mha``: Keras's `MultiHeadAttention(num_heads=1, key_dim=units)` with its built-in
+      ``sliding_window=window + 1`` and ``use_causal_mask=True`` (step t sees t - window .. t);
+      it scores a full T×T matrix and masks it.
+    - ``seq_self_attention``: `SeqSelfAttention(units, attention_width=window + 1,
+      history_only=True)` of the archived ``keras-self-attention`` package (additive like
+      ours; it builds a [B, T, T, units] tensor).
+    - ``output_only``: not a peer but our layer's floor: its output equation (5) alone,
+      ``tanh(W^r h + W^x h)`` with two width × width kernels and no attention.
+    """
     keras = _keras()
-    from tf_memlayers import SlidingWindowAttention
+    if impl == "ours":
+        from tf_memlayers import SlidingWindowAttention
 
-    rng = np.random.default_rng(seed)
-    ours = SlidingWindowAttention(window)
-    ours.build((batch, T, hidden))
-    for variable in ours.weights:
-        variable.assign(rng.normal(0.0, 0.05, variable.shape).astype("float32"))
-    query = keras.layers.Dense(hidden, use_bias=False)
-    key = keras.layers.Dense(hidden, use_bias=False)
-    context = keras.layers.Dense(hidden, use_bias=False)
-    predict = keras.layers.Dense(hidden, use_bias=False)
-    additive = keras.layers.AdditiveAttention(use_scale=True)
-    for layer, kernel in [
-        (query, ours.query_kernel),
-        (key, ours.memory_kernel),
-        (context, ours.context_kernel),
-        (predict, ours.predict_kernel),
-    ]:
-        layer.build((batch, T, hidden))
-        layer.kernel.assign(kernel)
-    additive.build([(batch, T, hidden), (batch, T, hidden)])
-    additive.scale.assign(ours.score_vector)
-    x = rng.normal(size=(batch, T, hidden)).astype("float32")
-    return ours, (query, key, context, predict, additive), x
+        layer = SlidingWindowAttention(window, attention_units=units)
+        return layer, layer
+    if impl == "mha":
+        layer = keras.layers.MultiHeadAttention(
+            num_heads=1, key_dim=units, sliding_window=window + 1
+        )
+        return (lambda h: layer(h, h, use_causal_mask=True)), layer
+    if impl == "seq_self_attention":
+        from keras_self_attention import SeqSelfAttention
 
+        layer = SeqSelfAttention(units, attention_width=window + 1, history_only=True)
+        return layer, layer
+    if impl == "output_only":
 
-def _peer_forward(layers, h, window):
-    """Dense projections + AdditiveAttention scores, band of the previous ``window`` steps."""
-    from keras import ops
+        class OutputOnly(keras.layers.Layer):
+            def build(self, input_shape):
+                width = (input_shape[-1], input_shape[-1])
+                self.context_kernel = self.add_weight(shape=width, name="context_kernel")
+                self.predict_kernel = self.add_weight(shape=width, name="predict_kernel")
 
-    query, key, context, predict, additive = layers
-    T = ops.shape(h)[1]
-    rows = ops.arange(T)[:, None]
-    cols = ops.arange(T)[None, :]
-    band = ops.logical_and(cols < rows, cols >= rows - window)[None]
-    scores = additive._calculate_scores(query(h), key(h))
-    attended, _ = additive._apply_scores(scores, h, scores_mask=band)
-    return ops.tanh(context(attended) + predict(h))
+            def call(self, h):
+                ops = keras.ops
+                return ops.tanh(
+                    ops.matmul(h, self.context_kernel) + ops.matmul(h, self.predict_kernel)
+                )
+
+        layer = OutputOnly()
+        return layer, layer
+    raise ValueError(f"unknown implementation {impl!r}")
 
 
-def prove_peer_equal(T=30, batch=4, hidden=64, window=5):
-    ours, peer, x = _peer_layers(T, batch, hidden, window)
-    got = ours(x).numpy()
-    expected = _peer_forward(peer, x, window).numpy()
-    # Step 0 has nothing to attend: ours uses r_0 = 0; the peer's all-masked row is uniform.
-    return float(np.max(np.abs(got[:, 1:] - expected[:, 1:])))
-
-
-def peer_child(impl, T, batch, hidden, window, repeats):
-    """Runs in a subprocess: time and peak memory of forward+backward of one implementation."""
+def _training_step(impl, spec, jit):
+    """One compiled forward + backward of ``impl`` and its input."""
     import tensorflow as tf
 
-    ours, peer, x = _peer_layers(T, batch, hidden, window)
-    x = tf.constant(x)
-    if impl == "ours":
-        variables = ours.trainable_weights
-        forward = ours
-    else:
-        variables = [v for layer in peer for v in layer.trainable_weights]
-        forward = lambda h: _peer_forward(peer, h, window)  # noqa: E731
+    forward, layer = peer_layer(impl, spec["window"], spec["units"])
+    x = np.random.default_rng(0).normal(size=(spec["batch"], spec["T"], spec["hidden"]))
+    x = tf.constant(x.astype("float32"))
+    forward(x)  # builds the weights
 
-    @tf.function(jit_compile=True)
+    @tf.function(jit_compile=jit)
     def step(h):
         with tf.GradientTape() as tape:
             tape.watch(h)
             loss = tf.reduce_sum(forward(h))
-        return tape.gradient(loss, [h, *variables])
+        return tape.gradient(loss, [h, *layer.trainable_weights])
 
-    return peak_memory.measure_step(lambda: step(x), repeats)
+    return lambda: step(x)
 
 
-def run_peer_child(impl, T, args):
-    spec = {"impl": impl, "T": T, "batch": args.peer_batch, "hidden": args.peer_hidden,
-            "window": args.window, "repeats": args.repeats}
-    return peak_memory.run_child(__file__, spec, args.memory_limit_gib)
+def peer_child(spec):
+    """Runs in a subprocess. ``memory``: time and peak memory of one implementation with XLA.
+    ``time``: every implementation of ``spec["impls"]`` with and without XLA, interleaved."""
+    if spec["part"] == "memory":
+        return peak_memory.measure_step(_training_step(spec["impl"], spec, True), spec["repeats"])
+    runners = {}
+    for impl in spec["impls"]:
+        for jit, suffix in ((True, "xla"), (False, "no_xla")):
+            step = _training_step(impl, spec, jit)
+            timing.wait_for(step())  # trace and compile before timing
+            runners[f"{impl}_{suffix}"] = step
+    samples = timing.interleaved(runners, spec["repeats"])
+    return {"medians_ms": timing.medians(samples), "ratios_to_ours_xla": timing.median_ratio(
+        samples, "ours_xla")}
+
+
+def _peer_spec(args, T, **extra):
+    return {"T": T, "batch": args.peer_batch, "hidden": args.peer_hidden,
+            "window": args.window, "units": args.attention_units, "repeats": args.repeats,
+            **extra}
+
+
+def available_impls():
+    """The implementations that can run here, and why the others cannot."""
+    impls, skipped = ["ours", "mha", "output_only"], {}
+    try:
+        import keras_self_attention  # noqa: F401
+    except ImportError as error:
+        skipped["seq_self_attention"] = f"not installed ({error}); pip install keras-self-attention"
+    else:
+        impls.append("seq_self_attention")
+    return impls, skipped
 
 
 def bench_peer(args):
+    """Per length: one process per implementation for its peak memory (an implementation that
+    fails at one length is not tried at longer ones), then one process timing the ones that ran,
+    interleaved."""
+    impls, skipped = available_impls()
+    failed = {}
     rows = []
     for T in args.lengths:
-        ours = run_peer_child("ours", T, args)
-        peer = run_peer_child("keras", T, args)
-        row = {"T": T}
-        for name, res in (("ours", ours), ("keras", peer)):
-            if "error" in res:
-                row[f"{name}_ms"] = row[f"{name}_peak_mib"] = res["error"]
+        row = {"T": T, "repeats": args.repeats}
+        running = []
+        for impl in impls:
+            if impl in failed:
+                row[f"{impl}_peak_mib"] = row[f"{impl}_xla_ms"] = f"failed at T={failed[impl]}"
+                continue
+            result = peak_memory.run_child(
+                __file__, _peer_spec(args, T, part="memory", impl=impl), args.memory_limit_gib
+            )
+            if "error" in result:
+                failed[impl] = T
+                row[f"{impl}_peak_mib"] = row[f"{impl}_xla_ms"] = result["error"]
             else:
-                row[f"{name}_ms"] = res["median_ms"]
-                row[f"{name}_peak_mib"] = res["peak_mib"]
-        if "error" not in ours and "error" not in peer:
-            row["speedup"] = peer["median_ms"] / ours["median_ms"]
-            row["memory_ratio"] = peer["peak_mib"] / max(ours["peak_mib"], 1e-3)
+                row[f"{impl}_peak_mib"] = result["peak_mib"]
+                running.append(impl)
+        if running[:1] == ["ours"]:
+            times = peak_memory.run_child(
+                __file__, _peer_spec(args, T, part="time", impls=running), args.memory_limit_gib
+            )
+            if "error" in times:
+                row["timing_error"] = times["error"]
+            else:
+                for name, ms in times["medians_ms"].items():
+                    row[f"{name}_ms"] = ms
+                ratios = times["ratios_to_ours_xla"]
+                for impl in running[1:]:
+                    row[f"ours_over_{impl}"] = 1 / ratios[f"{impl}_xla"]
+                    row[f"{impl}_memory_over_ours"] = row[f"{impl}_peak_mib"] / max(
+                        row["ours_peak_mib"], 1e-3)
+                row["ours_xla_over_no_xla"] = 1 / times["ratios_to_ours_xla"]["ours_no_xla"]
+        print(json.dumps(row), file=sys.stderr, flush=True)  # progress; stdout stays JSON
         rows.append(row)
-    return rows
+    return rows, skipped
 
 
 def update_readme(results, args):
@@ -210,41 +270,56 @@ def write_lm_block(write_block, lm, rounds):
         lm,
         [("variant", "variant"), ("median_ms", "median step (ms)"), ("ratio_to_lstm", "× bare LSTM")],
         "One training step of an LSTM language model (batch 64, 20 steps, hidden 300, "
-        f"10k-word softmax, XLA), median of {rounds} interleaved steps. Targets: "
-        "parallel ≤ 1.15×, cell form ≤ 1.6× the bare LSTM.",
+        f"10k-word softmax, XLA), median of {rounds} interleaved steps. Targets (L = 10): "
+        "parallel ≤ 1.10×, cell form ≤ 1.25× the bare LSTM.",
     )
 
 
 # What the peer comparison measured with; saved with the results for --from-json.
-PEER_SETTINGS = ("window", "peer_batch", "peer_hidden", "memory_limit_gib")
+PEER_SETTINGS = ("window", "attention_units", "peer_batch", "peer_hidden", "memory_limit_gib",
+                 "repeats")
 
 
 def write_peer_block(write_block, results, args):
     settings = results.get("peer_settings")
-    if settings is None:
+    if settings is None or "attention_units" not in settings:
         raise ValueError(
-            "The saved results do not record the peer comparison's settings (window, batch, "
-            "width, memory limit); measure again to write its table."
+            "The saved results do not record the peer comparison's settings (window, attention "
+            "width, batch, width, memory limit); measure again to write its table."
         )
     args = argparse.Namespace(**settings)
+    columns = [("T", "T"), ("repeats", "timed steps"), ("ours_xla_ms", "ours XLA (ms)"),
+               ("ours_no_xla_ms", "ours no XLA (ms)")]
+    for impl in IMPLS[1:]:
+        if impl in results.get("peer_skipped", {}):
+            continue
+        columns += [(f"{impl}_xla_ms", f"{IMPL_NAMES[impl]} XLA (ms)"),
+                    (f"{impl}_no_xla_ms", "no XLA (ms)"),
+                    (f"ours_over_{impl}", "ours / it (XLA)")]
+    columns.append(("ours_peak_mib", "ours peak (MiB)"))
+    for impl in IMPLS[1:]:
+        if impl not in results.get("peer_skipped", {}):
+            columns.append((f"{impl}_peak_mib", f"{IMPL_NAMES[impl]} peak (MiB)"))
+    skipped = "".join(f" {IMPL_NAMES[i]} skipped: {why}." for i, why in
+                      results.get("peer_skipped", {}).items())
     write_block(
-        "window-attention-vs-keras",
+        "window-attention-vs-peers",
         results["peer"],
-        [
-            ("T", "T"),
-            ("ours_ms", "ours (ms)"),
-            ("keras_ms", "Keras AdditiveAttention (ms)"),
-            ("speedup", "speed-up"),
-            ("ours_peak_mib", "ours peak (MiB)"),
-            ("keras_peak_mib", "Keras peak (MiB)"),
-            ("memory_ratio", "memory ratio"),
-        ],
-        "Window attention (L = "
-        f"{args.window}) forward + backward, batch {args.peer_batch}, width {args.peer_hidden}, "
-        "XLA, against Dense projections + `AdditiveAttention` with a banded causal mask "
-        "(outputs equal to "
-        f"{results['peer_max_abs_difference']:.1e}). Peak = resident memory above the "
-        f"pre-step level; each length in its own process, limited to {args.memory_limit_gib} GiB.",
+        columns,
+        f"Window attention forward + backward, batch {args.peer_batch}, width "
+        f"{args.peer_hidden}, every step attending to the previous {args.window} steps "
+        f"(the peers also to itself), attention width {args.attention_units} everywhere: "
+        f"`SlidingWindowAttention(window={args.window}, attention_units="
+        f"{args.attention_units})`, Keras's `MultiHeadAttention(num_heads=1, key_dim="
+        f"{args.attention_units}, sliding_window={args.window + 1})` with "
+        "`use_causal_mask=True`, and `SeqSelfAttention(attention_width="
+        f"{args.window + 1}, history_only=True)` of keras-self-attention. Times: median of "
+        "the timed steps of each variant, the variants of one length interleaved in one "
+        "process, with and without XLA (`jit_compile`); \"ours / it\" is the median per-step "
+        "ratio, XLA against XLA. Peak = resident memory above the pre-step level of one XLA "
+        "step, each implementation and length in its own process limited to "
+        f"{args.memory_limit_gib} GiB; an implementation that failed is not tried at longer "
+        f"lengths.{skipped}",
     )
 
 
@@ -258,12 +333,14 @@ def parse_args(argv=None):
     parser.add_argument("--rounds", type=options.positive_int, default=40,
                         help="timed steps per LM variant")
     parser.add_argument("--repeats", type=options.positive_int, default=5,
-                        help="timed steps per peer length")
+                        help="timed steps per variant and peer length")
     parser.add_argument("--lengths", type=options.positive_int, nargs="+",
-                        default=[20, 100, 400, 1000], help="sequence lengths of the peer "
-                        "comparison")
+                        default=[20, 100, 400, 1000, 2000, 4000], help="sequence lengths of "
+                        "the peer comparison")
     parser.add_argument("--window", type=options.positive_int, default=10,
                         help="attention window of the peer comparison")
+    parser.add_argument("--attention-units", type=options.positive_int, default=32,
+                        help="attention width of every implementation in the peer comparison")
     parser.add_argument("--peer-batch", type=options.positive_int, default=8,
                         help="batch size of the peer comparison")
     parser.add_argument("--peer-hidden", type=options.positive_int, default=300,
@@ -287,11 +364,7 @@ def main(argv=None):
             update_readme(json.load(saved), args)
         return
     if args.child:
-        spec = json.loads(args.child)
-        result = peer_child(
-            spec["impl"], spec["T"], spec["batch"], spec["hidden"], spec["window"], spec["repeats"]
-        )
-        peak_memory.report(result)
+        peak_memory.report(peer_child(json.loads(args.child)))
         return
     results = {}
     if not args.skip_lm:
@@ -307,8 +380,7 @@ def main(argv=None):
         results["lm"] = bench_lm(args.rounds, variants)
         results["lm_rounds"] = args.rounds
     if not args.skip_peer:
-        results["peer_max_abs_difference"] = prove_peer_equal(window=args.window)
-        results["peer"] = bench_peer(args)
+        results["peer"], results["peer_skipped"] = bench_peer(args)
         results["peer_settings"] = {name: getattr(args, name) for name in PEER_SETTINGS}
     print(json.dumps(results, indent=2))
     if args.update_readme:

@@ -59,9 +59,9 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
 
     The parallel form of Daniluk et al. (2017) eqs (1)-(12): applied to the output sequence of
     any RNN layer (e.g. the fused `keras.layers.LSTM`), it computes every step in O(T·L) time
-    and memory. The window never feeds back into the RNN, so this equals the cell form
-    `SlidingWindowAttentionCell` (a test proves it) while running much faster (see the
-    README's speed table).
+    and O(T·width) memory (the windows of keys and values are never built). The window never
+    feeds back into the RNN, so this equals the cell form `SlidingWindowAttentionCell` (a test
+    proves it) while running much faster (see the README's speed tables).
 
     Weights: `memory_kernel` (W^Y), `query_kernel` (W^h), `score_vector` (w),
     `context_kernel` (W^r), `predict_kernel` (W^x), and with `use_bias` `memory_bias`,
@@ -173,11 +173,11 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
         key_stream = ops.concatenate([memory_keys, key], axis=1)
         value_stream = ops.concatenate([memory_values, value], axis=1)
         valid_stream = ops.concatenate([memory_valid, real], axis=1)
-        context, alpha = self._attend(
-            windows.offset_windows(ops.matmul(key_stream, self.memory_kernel), self.window),
+        context, alpha = self._attend_stream(
+            ops.matmul(key_stream, self.memory_kernel),
             ops.matmul(key, self.query_kernel),
-            windows.offset_windows(value_stream, self.window),
-            windows.offset_windows(valid_stream, self.window),
+            value_stream,
+            valid_stream,
         )
         outputs = compaction.restore(self._combine(context, predict))
         alpha = compaction.restore(alpha)

@@ -3,7 +3,9 @@
 `WindowAttentionMechanism` holds the weights, the memory layout ``[keys (L*d_k) | values
 (L*d_v) | validity (L)]`` and the equations that `SlidingWindowAttention` (all steps at once)
 and `SlidingWindowAttentionCell` (one step, inside `keras.layers.RNN`) share;
-`window_softmax` is eq. 3 over the window with invalid positions masked.
+`window_softmax` is eq. 3 over the window with invalid positions masked. The cell form reads
+its window from the memory (`_attend`); the sequence form reads all windows from the streams
+of keys and values without building them (`_attend_stream`).
 """
 
 import keras
@@ -22,6 +24,7 @@ from tf_memlayers.layers.key_value_predict_split import (
     split_key_value_predict,
     split_sizes,
 )
+from tf_memlayers.ops import windows
 
 
 PADS = ("mask", "zeros")
@@ -195,6 +198,30 @@ class WindowAttentionMechanism:
         weights = ops.cast(alpha, window_values.dtype)
         context = ops.einsum("...l,...ld->...d", weights, window_values)
         return context, alpha
+
+    def _attend_stream(self, key_stream, query, value_stream, valid_stream):
+        """Eqs (2)-(4) for all steps at once, the parallel form of `_attend`.
+
+        ``key_stream`` ``[B, L + T, a]`` (memory then steps) already projected by W^Y,
+        ``query`` ``[B, T, a]`` projected by W^h, ``value_stream`` ``[B, L + T, dv]``,
+        ``valid_stream`` ``[B, L + T]``; step r attends stream positions r .. r + L - 1.
+        The scores are L offset slices of the (narrow) key stream and the context is
+        `windows.window_weighted_sum`, so no ``[B, T, L, ...]`` window of keys or values is
+        built. Returns ``(r [B, T, dv], alpha [B, T, L])``.
+        """
+        L = self.window
+        bias = self.memory_bias if self.use_bias else None
+        scores = []
+        for i in range(L):
+            pre_activation = key_stream[:, i : i - L] + query
+            if bias is not None:
+                pre_activation = pre_activation + bias
+            scores.append(ops.einsum("bta,a->bt", ops.tanh(pre_activation), self.score_vector))
+        scores = ops.stack(scores, axis=-1)
+        valid = None if self.pad == "zeros" else windows.offset_windows(valid_stream, L)
+        alpha = window_softmax(scores, valid)  # float32 under a mixed precision policy
+        weights = ops.cast(alpha, value_stream.dtype)
+        return windows.window_weighted_sum(weights, value_stream), alpha
 
     def _combine(self, context, predict):
         """Eq. (5): h*_t = tanh(W^r r_t + W^x p_t)."""

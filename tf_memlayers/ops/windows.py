@@ -9,12 +9,15 @@ the front (`Compaction`), so the window of the r-th valid step is the contiguous
 ``stream[r : r + L]`` of ``stream = [memory ; compacted sequence]``. All windows are then
 static offset slices (`offset_windows`), O(T·L) time and memory with no scatter in the
 backward pass, and results go back to their original steps with `Compaction.restore`.
+`window_weighted_sum` reads a wide stream (the values) through its windows without
+materialising them: a block-banded matrix product, O(T·L) time and O(T·width) memory.
 Without a mask every step is valid and compaction is the identity.
 
 Written in `keras.ops`, so it runs on every Keras backend; batch and time may be unknown
 until run time (TensorFlow graphs), the trailing dimensions must be known.
 """
 
+import numpy as np
 from keras import ops
 
 
@@ -90,3 +93,49 @@ def offset_windows(stream, window):
         return ops.expand_dims(stream, 2)[:, :, :0]
     # Position i takes the steps i .. i + T - 1, i.e. up to ``i - L`` from the end.
     return ops.stack([stream[:, i : i - window] for i in range(window)], axis=2)
+
+
+def _block_placement(window, block, dtype):
+    """One-hot ``[block, window, 2 * block]``: window position i of row c of a block lands in
+    column ``block - window + c + i`` of the block pair [previous block ; own block]."""
+    placement = np.zeros((block, window, 2 * block), dtype)
+    for c in range(block):
+        for i in range(window):
+            placement[c, i, block - window + c + i] = 1
+    return placement
+
+
+def window_weighted_sum(weights, stream):
+    """``out[:, r] = sum_i weights[:, r, i] * stream[:, r + i]``, without the windows.
+
+    The same as ``einsum("btl,btld->btd", weights, offset_windows(stream, L))`` but the
+    ``[B, T, L, width]`` windows are never built: the steps are cut into blocks of
+    ``C = max(L, 8)``, the weights of a block are placed into a banded ``[C, 2C]`` matrix
+    over the block and the one before it, and two batched matrix products read the stream.
+    Memory O(T·width) instead of O(T·L·width); the products add zeros outside the band.
+
+    Args:
+        weights: ``[B, T, L]``, L static.
+        stream: ``[B, L + T, width]`` of the dtype of ``weights``, width static.
+
+    Returns:
+        ``[B, T, width]``.
+    """
+    window = weights.shape[-1]
+    block = max(window, 8)
+    batch, steps = ops.shape(weights)[:2]
+    width = stream.shape[-1]
+    blocks = (steps + block - 1) // block
+    tail = blocks * block - steps
+    weights = ops.pad(weights, [[0, 0], [0, tail], [0, 0]])
+    weights = ops.reshape(weights, (batch, blocks, block, window))
+    placement = ops.convert_to_tensor(_block_placement(window, block, "float64"), weights.dtype)
+    band = ops.einsum("bncl,clj->bncj", weights, placement)
+    # Stream index s sits at padded index s + C - L, so the window of row r (stream r .. r+L-1)
+    # lies in padded blocks r // C (previous) and r // C + 1 (own).
+    padded = ops.pad(stream, [[0, 0], [block - window, tail], [0, 0]])
+    padded = ops.reshape(padded, (batch, blocks + 1, block, width))
+    out = ops.matmul(band[..., :block], padded[:, :-1]) + ops.matmul(
+        band[..., block:], padded[:, 1:]
+    )
+    return ops.reshape(out, (batch, blocks * block, width))[:, :steps]

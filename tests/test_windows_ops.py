@@ -1,0 +1,57 @@
+"""The causal-window primitives of `tf_memlayers.ops.windows` against NumPy."""
+
+import numpy as np
+import pytest
+from keras import ops
+
+from conftest import gradients
+from tf_memlayers.ops import windows
+
+RNG = np.random.default_rng(3)
+
+
+def weighted_sum_reference(weights, stream):
+    """``out[b, r] = sum_i weights[b, r, i] * stream[b, r + i]``, loops in NumPy."""
+    batch, steps, window = weights.shape
+    out = np.zeros((batch, steps, stream.shape[-1]))
+    for b in range(batch):
+        for r in range(steps):
+            for i in range(window):
+                out[b, r] += weights[b, r, i] * stream[b, r + i]
+    return out
+
+
+# Windows below, at and above the smallest block (8); lengths around block boundaries.
+@pytest.mark.parametrize("window", [1, 3, 8, 10, 13])
+@pytest.mark.parametrize("steps", [0, 1, 7, 8, 9, 25])
+def test_window_weighted_sum_matches_numpy_forward_and_gradients(window, steps):
+    weights = RNG.normal(size=(2, steps, window))
+    stream = RNG.normal(size=(2, window + steps, 5))
+    probe = RNG.normal(size=(2, steps, 5))
+
+    got = ops.convert_to_numpy(windows.window_weighted_sum(weights, stream))
+    np.testing.assert_allclose(got, weighted_sum_reference(weights, stream), atol=1e-12)
+
+    _, _, (weights_grad, stream_grad) = gradients(
+        lambda w, s: ops.sum(windows.window_weighted_sum(w, s) * probe),
+        inputs=[weights, stream],
+    )
+    expected_weights_grad = np.zeros_like(weights)
+    expected_stream_grad = np.zeros_like(stream)
+    for r in range(steps):
+        for i in range(window):
+            expected_weights_grad[:, r, i] = np.sum(probe[:, r] * stream[:, r + i], axis=-1)
+            expected_stream_grad[:, r + i] += weights[:, r, i, None] * probe[:, r]
+    np.testing.assert_allclose(weights_grad, expected_weights_grad, atol=1e-12)
+    np.testing.assert_allclose(stream_grad, expected_stream_grad, atol=1e-12)
+
+
+def test_window_weighted_sum_equals_the_offset_windows_product():
+    weights = RNG.normal(size=(3, 17, 4)).astype("float32")
+    stream = RNG.normal(size=(3, 21, 6)).astype("float32")
+    windowed = ops.einsum("btl,btld->btd", weights, windows.offset_windows(stream, 4))
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(windows.window_weighted_sum(weights, stream)),
+        ops.convert_to_numpy(windowed),
+        atol=1e-5,
+    )
