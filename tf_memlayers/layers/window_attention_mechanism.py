@@ -4,8 +4,8 @@
 (L*d_v) | validity (L)]`` and the equations that `SlidingWindowAttention` (all steps at once)
 and `SlidingWindowAttentionCell` (one step, inside `keras.layers.RNN`) share;
 `window_softmax` is eq. 3 over the window with invalid positions masked. The cell form reads
-its window from the memory (`_attend`); the sequence form reads all windows from the streams
-of keys and values without building them (`_attend_stream`).
+its window from the memory (`_attend`); the sequence form reads the windows of the narrow
+projected keys and, without building its windows, the stream of values (`_attend_stream`).
 """
 
 import keras
@@ -205,19 +205,18 @@ class WindowAttentionMechanism:
         ``key_stream`` ``[B, L + T, a]`` (memory then steps) already projected by W^Y,
         ``query`` ``[B, T, a]`` projected by W^h, ``value_stream`` ``[B, L + T, dv]``,
         ``valid_stream`` ``[B, L + T]``; step r attends stream positions r .. r + L - 1.
-        The scores are L offset slices of the (narrow) key stream and the context is
-        `windows.window_weighted_sum`, so no ``[B, T, L, ...]`` window of keys or values is
-        built. Returns ``(r [B, T, dv], alpha [B, T, L])``.
+        The scores read the windows of the narrow projected keys ``[B, T, L, a]``; the context
+        is `windows.window_weighted_sum` over the value stream, so no ``[B, T, L, dv]``
+        window of values is built. The query, bias and score vector each enter the graph
+        once: summing the gradients of L separate uses of one tensor made the result depend
+        on the order in which TensorFlow's parallel executor ran them (last-bit differences).
+        Returns ``(r [B, T, dv], alpha [B, T, L])``.
         """
         L = self.window
-        bias = self.memory_bias if self.use_bias else None
-        scores = []
-        for i in range(L):
-            pre_activation = key_stream[:, i : i - L] + query
-            if bias is not None:
-                pre_activation = pre_activation + bias
-            scores.append(ops.einsum("bta,a->bt", ops.tanh(pre_activation), self.score_vector))
-        scores = ops.stack(scores, axis=-1)
+        pre_activation = windows.offset_windows(key_stream, L) + ops.expand_dims(query, -2)
+        if self.use_bias:
+            pre_activation = pre_activation + self.memory_bias
+        scores = ops.einsum("btla,a->btl", ops.tanh(pre_activation), self.score_vector)
         valid = None if self.pad == "zeros" else windows.offset_windows(valid_stream, L)
         alpha = window_softmax(scores, valid)  # float32 under a mixed precision policy
         weights = ops.cast(alpha, value_stream.dtype)
