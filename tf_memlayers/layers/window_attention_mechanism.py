@@ -186,15 +186,19 @@ class WindowAttentionMechanism:
         parts.append(ops.reshape(ops.cast(valid, keys.dtype), (-1, L)))
         return ops.concatenate(parts, axis=-1)
 
-    def _attend(self, window_keys, query, window_values, window_valid):
-        """Eqs (2)-(4): ``window_keys`` ``[..., L, a]`` already projected by W^Y, ``query``
-        ``[..., a]`` projected by W^h. Returns ``(r [..., dv], alpha [..., L])``."""
+    def _window_alpha(self, window_keys, query, window_valid):
+        """Eqs (2)-(3): ``window_keys`` ``[..., L, a]`` already projected by W^Y, ``query``
+        ``[..., a]`` projected by W^h. Returns alpha ``[..., L]`` (float32 under a mixed
+        precision policy)."""
         pre_activation = window_keys + ops.expand_dims(query, -2)
         if self.use_bias:
             pre_activation = pre_activation + self.memory_bias
         scores = ops.einsum("...la,a->...l", ops.tanh(pre_activation), self.score_vector)
-        valid = None if self.pad == "zeros" else window_valid
-        alpha = window_softmax(scores, valid)  # float32 under a mixed precision policy
+        return window_softmax(scores, None if self.pad == "zeros" else window_valid)
+
+    def _attend(self, window_keys, query, window_values, window_valid):
+        """Eqs (2)-(4) for one window per row. Returns ``(r [..., dv], alpha [..., L])``."""
+        alpha = self._window_alpha(window_keys, query, window_valid)
         weights = ops.cast(alpha, window_values.dtype)
         context = ops.einsum("...l,...ld->...d", weights, window_values)
         return context, alpha
@@ -205,20 +209,16 @@ class WindowAttentionMechanism:
         ``key_stream`` ``[B, L + T, a]`` (memory then steps) already projected by W^Y,
         ``query`` ``[B, T, a]`` projected by W^h, ``value_stream`` ``[B, L + T, dv]``,
         ``valid_stream`` ``[B, L + T]``; step r attends stream positions r .. r + L - 1.
-        The scores read the windows of the narrow projected keys ``[B, T, L, a]``; the context
-        is `windows.window_weighted_sum` over the value stream, so no ``[B, T, L, dv]``
-        window of values is built. The query, bias and score vector each enter the graph
-        once: summing the gradients of L separate uses of one tensor made the result depend
-        on the order in which TensorFlow's parallel executor ran them (last-bit differences).
+        The scores read the windows of the narrow projected keys ``[B, T, L, a]``, so the
+        query, bias and score vector each enter the graph once (the sum of the gradients of L
+        separate uses of one tensor depended, in its last bits, on the order in which
+        TensorFlow's executor ran them). The context is `windows.window_weighted_sum` over
+        the value stream: no ``[B, T, L, dv]`` window of values is built.
         Returns ``(r [B, T, dv], alpha [B, T, L])``.
         """
         L = self.window
-        pre_activation = windows.offset_windows(key_stream, L) + ops.expand_dims(query, -2)
-        if self.use_bias:
-            pre_activation = pre_activation + self.memory_bias
-        scores = ops.einsum("btla,a->btl", ops.tanh(pre_activation), self.score_vector)
         valid = None if self.pad == "zeros" else windows.offset_windows(valid_stream, L)
-        alpha = window_softmax(scores, valid)  # float32 under a mixed precision policy
+        alpha = self._window_alpha(windows.offset_windows(key_stream, L), query, valid)
         weights = ops.cast(alpha, value_stream.dtype)
         return windows.window_weighted_sum(weights, value_stream), alpha
 

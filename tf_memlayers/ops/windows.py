@@ -17,6 +17,8 @@ Written in `keras.ops`, so it runs on every Keras backend; batch and time may be
 until run time (TensorFlow graphs), the trailing dimensions must be known.
 """
 
+import functools
+
 import numpy as np
 from keras import ops
 
@@ -95,13 +97,14 @@ def offset_windows(stream, window):
     return ops.stack([stream[:, i : i - window] for i in range(window)], axis=2)
 
 
-def _block_placement(window, block, dtype):
+@functools.lru_cache(maxsize=None)
+def _block_placement(window, block):
     """One-hot ``[block, window, 2 * block]``: window position i of row c of a block lands in
     column ``block - window + c + i`` of the block pair [previous block ; own block]."""
-    placement = np.zeros((block, window, 2 * block), dtype)
-    for c in range(block):
-        for i in range(window):
-            placement[c, i, block - window + c + i] = 1
+    rows, positions = np.meshgrid(np.arange(block), np.arange(window), indexing="ij")
+    placement = np.zeros((block, window, 2 * block))
+    placement[rows, positions, block - window + rows + positions] = 1
+    placement.flags.writeable = False
     return placement
 
 
@@ -129,7 +132,7 @@ def window_weighted_sum(weights, stream):
     tail = blocks * block - steps
     weights = ops.pad(weights, [[0, 0], [0, tail], [0, 0]])
     weights = ops.reshape(weights, (batch, blocks, block, window))
-    placement = ops.convert_to_tensor(_block_placement(window, block, "float64"), weights.dtype)
+    placement = ops.convert_to_tensor(_block_placement(window, block), weights.dtype)
     band = ops.einsum("bncl,clj->bncj", weights, placement)
     # Stream index s sits at padded index s + C - L, so the window of row r (stream r .. r+L-1)
     # lies in padded blocks r // C (previous) and r // C + 1 (own).
