@@ -131,7 +131,7 @@ def masked_rnn(rnn, sequences, mask, **kwargs):
     return results[0] if len(results) == 1 else results
 
 
-def gradients(loss_fn, variables=(), inputs=()):
+def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
     """Gradients of a scalar loss on any backend.
 
     Args:
@@ -140,10 +140,13 @@ def gradients(loss_fn, variables=(), inputs=()):
             through the layers it calls.
         variables: Keras variables to differentiate with respect to.
         inputs: Arrays to differentiate with respect to, passed to ``loss_fn`` as tensors.
+        has_aux: Whether ``loss_fn`` returns ``(loss, aux)``: a tensor computed on the way,
+            returned with the loss without being differentiated.
 
     Returns:
-        ``(loss, variable_gradients, input_gradients)`` as NumPy values. A variable the loss
-        does not depend on has a gradient of zeros.
+        ``(loss, variable_gradients, input_gradients)`` as NumPy values, with ``(loss, aux)``
+        in place of the loss when ``has_aux``. A variable the loss does not depend on has a
+        gradient of zeros.
     """
     variables, inputs = list(variables), list(inputs)
     if BACKEND == "tensorflow":
@@ -153,7 +156,7 @@ def gradients(loss_fn, variables=(), inputs=()):
         with tf.GradientTape() as tape:
             tape.watch(tensors)
             loss = loss_fn(*tensors)
-        found = tape.gradient(loss, variables + tensors)
+        found = tape.gradient(loss[0] if has_aux else loss, variables + tensors)
         sources = variables + tensors
     elif BACKEND == "jax":
         import jax
@@ -165,9 +168,8 @@ def gradients(loss_fn, variables=(), inputs=()):
         values = [v.value for v in variables]
         arrays = [jax.numpy.asarray(x) for x in inputs]
         # One compiled program: op-by-op JAX dispatch compiles every primitive on its own.
-        loss, (grad_values, grad_arrays) = jax.jit(jax.value_and_grad(pure, argnums=(0, 1)))(
-            values, arrays
-        )
+        value_and_grad = jax.value_and_grad(pure, argnums=(0, 1), has_aux=has_aux)
+        loss, (grad_values, grad_arrays) = jax.jit(value_and_grad)(values, arrays)
         found, sources = list(grad_values) + list(grad_arrays), values + arrays
     else:
         raise NotImplementedError(f"gradients() on the {BACKEND} backend")
@@ -177,9 +179,9 @@ def gradients(loss_fn, variables=(), inputs=()):
         else np.asarray(keras.ops.convert_to_numpy(grad))
         for grad, source in zip(found, sources)
     ]
-    return np.asarray(keras.ops.convert_to_numpy(loss)), found[: len(variables)], found[
-        len(variables) :
-    ]
+    values = [np.asarray(keras.ops.convert_to_numpy(t)) for t in (loss if has_aux else [loss])]
+    loss = tuple(values) if has_aux else values[0]
+    return loss, found[: len(variables)], found[len(variables) :]
 
 
 def shared_data_dir():

@@ -1,15 +1,15 @@
 """One worker of a local multi-worker run (tests/test_multi_worker.py starts several).
 
-    python tests/multi_worker_job.py JOB OUT_DIR [ARGS...]
+    python tests/multi_worker_job.py OUT_DIR JOBS
 
-``TF_CONFIG`` names the cluster and this worker's task. JOB is ``snli`` (the SNLI example
-with ARGS for one epoch, then continued to two), ``lm`` (the PTB example with ARGS, which
-must refuse several workers, then the language model's training step,
-tests/multi_worker_models.py), ``cache`` (a `HeapCacheModel`) or ``fill`` (the last-word
-example with ARGS); several jobs separated by
-commas run one after the other. The worker writes ``OUT_DIR/<job>-<task id>.npz`` (the
-model's weights after training, by variable path) and ``OUT_DIR/<job>-<task id>.json`` (its
-results).
+``TF_CONFIG`` names the cluster and this worker's task. JOBS is a JSON object of jobs, run in
+its order, each with its command-line arguments: ``snli`` (the SNLI example for one epoch, then
+the same run continued to two), ``lm`` (the PTB example, which must refuse several workers,
+then the language model's training step, tests/multi_worker_models.py), ``cache`` (a
+`HeapCacheModel`) or ``fill`` (the last-word example). One launch runs them all: each worker
+process and its cluster are set up once. The worker writes ``OUT_DIR/<job>-<task id>.npz``
+(the model's weights after training, by variable path) and ``OUT_DIR/<job>-<task id>.json``
+(its results).
 """
 
 import importlib.util
@@ -63,8 +63,8 @@ def save(out_dir, job, weights, results):
         json.dump(results, handle)
 
 
-def main(jobs, out_dir, *argv):
-    for job in jobs.split(","):
+def main(out_dir, jobs):
+    for job, argv in json.loads(jobs).items():
         if job == "snli":
             # One epoch, then the same run continued to two (it resumes from the backup).
             example = load_example("snli_dual_am_gru")
@@ -81,7 +81,7 @@ def main(jobs, out_dir, *argv):
         else:
             from multi_worker_models import JOBS
 
-            weights, results = JOBS[job](*(argv if job == "lm" else ()))
+            weights, results = JOBS[job](*argv)
             save(out_dir, job, weights, results)
 
 

@@ -460,11 +460,23 @@ def test_tiny_model_overfits_a_tiny_corpus(kind):
     compile_language_model(model, learning_rate=0.02, jit_compile=False)
     history = model.fit(
         batches.dataset(), epochs=30, verbose=0,
-        callbacks=[StateResetCallback(batches.resets)],
+        callbacks=[StateResetCallback(batches.resets), _StopBelow("perplexity", 1.5)],
     ).history  # fmt: skip
     # Uniform guessing is perplexity 22; a memorised corpus leaves only the sentence choice
     # (1 word in 9 is a 1-in-6 guess): 6 ** (1 / 9) = 1.22.
     assert history["perplexity"][-1] < 1.6, history["perplexity"][-5:]
+
+
+class _StopBelow(keras.callbacks.Callback):
+    """Ends training once the epoch's ``metric`` is below ``threshold``."""
+
+    def __init__(self, metric, threshold):
+        super().__init__()
+        self.metric, self.threshold = metric, threshold
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs[self.metric] < self.threshold:
+            self.model.stop_training = True
 
 
 @pytest.mark.parametrize("kind, multiple", [("key_value_predict", 3), ("ngram", 3)])

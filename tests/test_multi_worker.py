@@ -51,8 +51,9 @@ def free_ports(count):
             sock.close()
 
 
-def run_workers(out_dir, jobs, argv=(), count=WORKERS, timeout=600):
-    """Runs ``tests/multi_worker_job.py jobs out_dir argv`` on ``count`` local workers."""
+def run_workers(out_dir, jobs, count=WORKERS, timeout=900):
+    """Runs ``tests/multi_worker_job.py out_dir jobs`` on ``count`` local workers; ``jobs``
+    maps each job to its arguments."""
     cluster = {"worker": [f"localhost:{port}" for port in free_ports(count)]}
     processes = []
     for index in range(count):
@@ -63,7 +64,7 @@ def run_workers(out_dir, jobs, argv=(), count=WORKERS, timeout=600):
         )  # fmt: skip
         processes.append(
             subprocess.Popen(
-                [sys.executable, str(JOB), jobs, str(out_dir), *argv],
+                [sys.executable, str(JOB), str(out_dir), json.dumps(jobs)],
                 env=env, cwd=str(out_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 text=True,
             )  # fmt: skip
@@ -154,10 +155,8 @@ def test_worker_directory_is_the_workdir_on_the_chief(tmp_path):
 # -- two workers --------------------------------------------------------------------------------
 
 
-def _load_snli():
-    spec = importlib.util.spec_from_file_location(
-        "snli_dual_am_gru", REPO_ROOT / "examples" / "snli_dual_am_gru.py"
-    )
+def _load_example(name):
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "examples" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -167,18 +166,45 @@ def _temporary_worker_dirs():
     return set(glob.glob(os.path.join(tempfile.gettempdir(), "tf_memlayers-worker-*")))
 
 
-def test_snli_on_two_workers_resumes_and_matches_one_process(tmp_path):
-    workdir = tmp_path / "run"
+FILL_TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden-units", "8", "--attention-units",
+             "4", "--cache-size", "16", "--episodes", "2", "--houses", "4", "--max-length", "12",
+             "--verbose", "0", "--no-jit"]  # fmt: skip
+PTB_TINY = ["--generated-tokens", "1500", "--units", "16", "--embedding-dim", "8",
+            "--batch-size", "4", "--seq-len", "10", "--window", "3", "--no-jit", "--verbose",
+            "0"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory):
+    """One launch of two workers runs every job: the SNLI example (one epoch, then resumed to
+    two), the last-word example, the PTB example (refused), the language model's step and the
+    cache model. Returns the output folder and the temporary folders left behind."""
+    out_dir = tmp_path_factory.mktemp("workers")
     before = _temporary_worker_dirs()
-    # Each worker runs one epoch, then the same run continued to two epochs, which resumes
-    # from the chief's backup (tests/multi_worker_job.py).
-    run_workers(tmp_path, "snli", [*SNLI_TINY, "--batch-size", str(SNLI_ROWS), "--strategy",
-                                   "multi_worker", "--workdir", str(workdir)])  # fmt: skip
-    assert _temporary_worker_dirs() == before  # the other worker's copies are gone
+    jobs = {
+        "snli": [*SNLI_TINY, "--batch-size", str(SNLI_ROWS), "--strategy", "multi_worker",
+                 "--workdir", str(out_dir / "snli")],
+        "fill": [*FILL_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "fill")],
+        "lm": [*PTB_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "ptb")],
+        "cache": [],
+    }  # fmt: skip
+    run_workers(out_dir, jobs)
+    return out_dir, _temporary_worker_dirs() - before
+
+
+def test_workers_leave_no_temporary_folders(two_workers):
+    # The other workers write their checkpoints and logs to temporary copies, then delete them.
+    _, left_behind = two_workers
+    assert not left_behind
+
+
+def test_snli_on_two_workers_resumes_and_matches_one_process(two_workers, tmp_path):
+    out_dir, _ = two_workers
+    workdir = out_dir / "snli"
     for name in ("last.keras", "best.keras", "metrics.json", "settings.json", "backup/run.json"):
         assert (workdir / name).is_file(), name
     assert glob.glob(str(workdir / "logs" / "train" / "events.out.tfevents.*"))
-    workers = worker_results(tmp_path, "snli")
+    workers = worker_results(out_dir, "snli")
     for _, metrics in workers:
         assert metrics["first_run"]["epochs_run"] == [0]
         assert metrics["epochs_run_by_second_run"] == [1]  # resumed, not started again
@@ -190,7 +216,7 @@ def test_snli_on_two_workers_resumes_and_matches_one_process(tmp_path):
 
     # One process, two epochs straight, on the same global batches.
     keep = _KeepWeights()
-    single = _load_snli().main(
+    single = _load_example("snli_dual_am_gru").main(
         [*SNLI_TINY, "--batch-size", str(WORKERS * SNLI_ROWS), "--strategy", "default",
          "--epochs", "2", "--workdir", str(tmp_path / "single")],
         extra_callbacks=[keep],
@@ -206,25 +232,14 @@ class _KeepWeights(keras.callbacks.Callback):
         self.weights = models.weights_of(self.model)
 
 
-@pytest.fixture(scope="module")
-def language_model_and_cache_runs(tmp_path_factory):
-    """Two workers: the PTB example (refused), the language model's step, the cache model."""
-    out_dir = tmp_path_factory.mktemp("workers")
-    argv = ["--generated-tokens", "1500", "--units", "16", "--embedding-dim", "8",
-            "--batch-size", "4", "--seq-len", "10", "--window", "3", "--no-jit", "--verbose",
-            "0", "--strategy", "multi_worker", "--workdir", str(out_dir / "ptb")]  # fmt: skip
-    run_workers(out_dir, "lm,cache", argv)
-    return out_dir
-
-
-def test_language_model_example_refuses_several_workers(language_model_and_cache_runs):
-    for _, results in worker_results(language_model_and_cache_runs, "lm"):
+def test_language_model_example_refuses_several_workers(two_workers):
+    for _, results in worker_results(two_workers[0], "lm"):
         refusal = results["refusal"]
         assert refusal and "per-row states" in refusal and "2 replicas" in refusal
 
 
-def test_language_model_step_on_two_workers_matches_one_process(language_model_and_cache_runs):
-    workers = worker_results(language_model_and_cache_runs, "lm")
+def test_language_model_step_on_two_workers_matches_one_process(two_workers):
+    workers = worker_results(two_workers[0], "lm")
     expected, results = models.train_language_model(tf.distribute.get_strategy())
     # The clipping threshold is active: the workers clip the summed gradient as one process.
     assert_same_weights([w for w, _ in workers], expected)
@@ -233,37 +248,22 @@ def test_language_model_step_on_two_workers_matches_one_process(language_model_a
             np.testing.assert_allclose(got["history"][name], values, rtol=1e-5, err_msg=name)
 
 
-def test_heap_cache_is_identical_on_every_worker(language_model_and_cache_runs):
-    workers = worker_results(language_model_and_cache_runs, "cache")
+def test_heap_cache_is_identical_on_every_worker(two_workers):
+    workers = worker_results(two_workers[0], "cache")
     expected, results = models.train_cache_model(tf.distribute.get_strategy())
     assert all(got["fill"] == results["fill"] == 8 for _, got in workers)
     assert_same_weights([w for w, _ in workers], expected)
     assert "cache/cache" in expected and np.abs(expected["cache/cache"]).sum() > 0
 
 
-FILL_TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden-units", "8", "--attention-units",
-             "4", "--cache-size", "16", "--episodes", "2", "--houses", "4", "--max-length", "12",
-             "--verbose", "0", "--no-jit"]  # fmt: skip
-
-
-def _load_fill():
-    spec = importlib.util.spec_from_file_location(
-        "fill_last_word_cache", REPO_ROOT / "examples" / "fill_last_word_cache.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_fill_last_word_on_two_workers_matches_one_process(tmp_path):
+def test_fill_last_word_on_two_workers_matches_one_process(two_workers, tmp_path):
     """Episodes of facts then questions: each global batch split between the workers, the
     caches written with the whole batch's states, validation with the facts written first."""
-    run_workers(tmp_path, "fill", [*FILL_TINY, "--strategy", "multi_worker", "--workdir",
-                                   str(tmp_path / "run")])  # fmt: skip
-    assert (tmp_path / "run" / "metrics.json").is_file()
-    workers = worker_results(tmp_path, "fill")
+    out_dir, _ = two_workers
+    assert (out_dir / "fill" / "metrics.json").is_file()
+    workers = worker_results(out_dir, "fill")
     keep = _KeepWeights()
-    single = _load_fill().main(
+    single = _load_example("fill_last_word_cache").main(
         [*FILL_TINY, "--strategy", "default", "--workdir", str(tmp_path / "single")],
         extra_callbacks=[keep],
     )

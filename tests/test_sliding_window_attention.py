@@ -151,10 +151,14 @@ def build_pair(mode, sizes, window, pad, use_bias, units=12, features=5):
 
 def loss_and_grads(forward, x, variables, projection):
     """``forward(x)`` and the gradients of ``sum(forward(x) * projection)`` wrt x, variables."""
-    _, variable_grads, (x_grad,) = gradients(
-        lambda v: ops.sum(forward(v) * projection), variables, [x]
+    def loss_and_outputs(v):
+        outputs = forward(v)
+        return ops.sum(outputs * projection), outputs
+
+    (_, outputs), variable_grads, (x_grad,) = gradients(
+        loss_and_outputs, variables, [x], has_aux=True
     )
-    return forward(x), [x_grad, *variable_grads]
+    return outputs, [x_grad, *variable_grads]
 
 
 def holes_and_right_padding(batch=2, steps=9):

@@ -47,13 +47,14 @@ def test_the_fused_loop_is_the_default_where_it_applies(argv, fused):
 def test_default_run_directory_is_one_per_configuration(tmp_path, monkeypatch):
     example = _load_example()
     monkeypatch.chdir(tmp_path)
-    argv = TINY + ["--epochs", "1"]
+    # The plain GRU model: the run directory does not depend on the model's kind of layer.
+    argv = TINY + ["--epochs", "1", "--kind", "gru"]
     first = example.main(argv)
-    gru = example.main(argv + ["--kind", "gru"])
-    assert gru["workdir"] != first["workdir"] and gru["epochs_run"] == [0]
-    assert os.path.dirname(gru["workdir"]) == os.path.join("runs", "snli_dual_am_gru")
-    with pytest.raises(ValueError, match="kind: 'dual_am_gru' there, 'gru' now"):
-        example.main(argv + ["--kind", "gru", "--workdir", first["workdir"]])
+    wider = example.main(argv + ["--units", "10"])
+    assert wider["workdir"] != first["workdir"] and wider["epochs_run"] == [0]
+    assert os.path.dirname(wider["workdir"]) == os.path.join("runs", "snli_dual_am_gru")
+    with pytest.raises(ValueError, match="kind: 'gru' there, 'dual_am_gru' now"):
+        example.main(TINY + ["--epochs", "1", "--workdir", first["workdir"]])
 
 
 def test_run_logs_resolved_settings_and_final_metrics_for_hparams(tmp_path):
