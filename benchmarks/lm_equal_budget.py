@@ -317,6 +317,20 @@ def draw_figures(report, folder):
     figure.savefig(folder / f"lm_equal_budget_{corpus}_attention.png")
 
 
+def capped_note(rows, max_epochs):
+    """A sentence naming the models stopped by the epoch cap while still improving."""
+    capped = [
+        row["model"] for row in rows
+        if row["epochs_trained"] == row["best_epoch"] == max_epochs
+    ]  # fmt: skip
+    if not capped:
+        return ""
+    return (
+        f" Stopped by the {max_epochs}-epoch cap with their last epoch the best, so still "
+        f"improving: {', '.join(capped)}."
+    )
+
+
 def write_readme(report):
     s = report["settings"]
     caption = (
@@ -332,6 +346,7 @@ def write_readme(report):
         "position: mean weight per window slot over validation text. Figures: "
         f"``docs/lm_equal_budget_{report['corpus']}_valid.png`` (validation perplexity per "
         f"epoch) and ``docs/lm_equal_budget_{report['corpus']}_attention.png``."
+        + capped_note(report["rows"], s["max_epochs"])
     )
     return update_readme(README_BLOCKS[report["corpus"]], report["rows"], COLUMNS, caption)
 

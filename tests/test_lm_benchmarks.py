@@ -64,3 +64,15 @@ def test_equal_budget_widths_give_every_kind_the_lstm_parameter_count():
             for hidden in (widths[kind] - multiple, widths[kind], widths[kind] + multiple)
         }
         assert min(counts, key=lambda h: abs(counts[h] - budget)) == widths[kind]
+
+
+def test_equal_budget_caption_names_the_models_the_epoch_cap_stopped():
+    equal_budget = _load("lm_equal_budget")
+    rows = [
+        {"model": "lstm", "epochs_trained": 15, "best_epoch": 15},  # capped, still improving
+        {"model": "ngram", "epochs_trained": 9, "best_epoch": 7},  # stopped early
+        {"model": "key_value", "epochs_trained": 15, "best_epoch": 13},  # capped, had stalled
+    ]
+    note = equal_budget.capped_note(rows, 15)
+    assert "15-epoch cap" in note and note.endswith("still improving: lstm.")
+    assert equal_budget.capped_note(rows[1:], 15) == ""
