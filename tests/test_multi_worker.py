@@ -6,7 +6,6 @@ weights, equal to float rounding to one process trained on the same global batch
 """
 
 import glob
-import importlib.util
 import json
 import os
 import socket
@@ -20,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 import multi_worker_models as models
+from multi_worker_job import load_example
 from conftest import REPO_ROOT
 from tf_memlayers.training import distributed, options
 from tf_memlayers.training.strategy import STRATEGIES
@@ -155,13 +155,6 @@ def test_worker_directory_is_the_workdir_on_the_chief(tmp_path):
 # -- two workers --------------------------------------------------------------------------------
 
 
-def _load_example(name):
-    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "examples" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _temporary_worker_dirs():
     return set(glob.glob(os.path.join(tempfile.gettempdir(), "tf_memlayers-worker-*")))
 
@@ -216,7 +209,7 @@ def test_snli_on_two_workers_resumes_and_matches_one_process(two_workers, tmp_pa
 
     # One process, two epochs straight, on the same global batches.
     keep = _KeepWeights()
-    single = _load_example("snli_dual_am_gru").main(
+    single = load_example("snli_dual_am_gru").main(
         [*SNLI_TINY, "--batch-size", str(WORKERS * SNLI_ROWS), "--strategy", "default",
          "--epochs", "2", "--workdir", str(tmp_path / "single")],
         extra_callbacks=[keep],
@@ -263,7 +256,7 @@ def test_fill_last_word_on_two_workers_matches_one_process(two_workers, tmp_path
     assert (out_dir / "fill" / "metrics.json").is_file()
     workers = worker_results(out_dir, "fill")
     keep = _KeepWeights()
-    single = _load_example("fill_last_word_cache").main(
+    single = load_example("fill_last_word_cache").main(
         [*FILL_TINY, "--strategy", "default", "--workdir", str(tmp_path / "single")],
         extra_callbacks=[keep],
     )
