@@ -20,6 +20,7 @@ import tensorflow as tf
 
 import multi_worker_models as models
 from multi_worker_job import load_example
+from test_ptb_example import TINY as PTB_TINY
 from conftest import REPO_ROOT
 from tf_memlayers.training import distributed, options
 from tf_memlayers.training.strategy import STRATEGIES
@@ -162,9 +163,6 @@ def _temporary_worker_dirs():
 FILL_TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden-units", "8", "--attention-units",
              "4", "--cache-size", "16", "--episodes", "2", "--houses", "4", "--max-length", "12",
              "--verbose", "0", "--no-jit"]  # fmt: skip
-PTB_TINY = ["--generated-tokens", "1500", "--units", "16", "--embedding-dim", "8",
-            "--batch-size", "4", "--seq-len", "10", "--window", "3", "--no-jit", "--verbose",
-            "0"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
