@@ -65,6 +65,7 @@ SETTINGS = (
 )  # fmt: skip
 # The README block each corpus's table goes to.
 README_BLOCKS = {"ptb": "lm-equal-budget-ptb", "wikitext2": "lm-equal-budget-wikitext2"}
+CORPUS_NAMES = {"ptb": "PTB", "wikitext2": "WikiText-2"}
 COLUMNS = [
     ("model", "model"),
     ("hidden", "hidden"),
@@ -127,10 +128,12 @@ def parse_args(argv=None):
     parser.add_argument("--probe-segments", type=positive_int, default=10,
                         help="validation segments per row joined for the attention average")
     parser.add_argument("--results", type=pathlib.Path,
-                        help="results file (default benchmarks/results/lm_equal_budget_<corpus>.json)")
+                        help="results file "
+                             "(default benchmarks/results/lm_equal_budget_<corpus>.json)")
     parser.add_argument("--workdir", type=pathlib.Path,
                         default=ROOT / "runs" / "lm_equal_budget",
-                        help="per-epoch checkpoints of the model in training")
+                        help="per-epoch checkpoints of the model in training, in "
+                             "<workdir>/<corpus>/<model>")
     parser.add_argument("--figures-dir", type=pathlib.Path, default=ROOT / "docs",
                         help="where the PNG figures are drawn")
     parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2)
@@ -162,7 +165,9 @@ def model_arguments(kind, hidden, args):
 def widths(vocabulary_size, kinds, args):
     """Each kind's LSTM width: ``--hidden`` for the LSTM, equal parameters for the others."""
     common = dict(embedding_dim=args.embedding_dim, window=args.window, ngram=args.ngram)
-    budget = count_language_model_parameters(vocabulary_size, kind="lstm", hidden=args.hidden, **common)
+    budget = count_language_model_parameters(
+        vocabulary_size, kind="lstm", hidden=args.hidden, **common
+    )
     return {
         kind: args.hidden if kind == "lstm"
         else hidden_for_parameter_budget(vocabulary_size, kind, budget, **common)[0]
@@ -228,7 +233,7 @@ def train_to_convergence(kind, hidden, corpus, batches, args, settings):
         batch_size=args.batch_size, seq_len=args.seq_len,
     )  # fmt: skip
     compile_language_model(model, learning_rate=args.learning_rate)
-    progress = ModelProgress(args.workdir, settings, kind)
+    progress = ModelProgress(args.workdir / args.corpus, settings, kind)
     history = progress.load(model)
     resets = StateResetCallback(batches["train"].resets)
     while len(history["epochs"]) < args.max_epochs and history["bad_epochs"] < args.patience:
@@ -293,7 +298,7 @@ def draw_figures(report, folder):
     axes.set_xlabel("epoch")
     axes.set_ylabel("validation perplexity")
     axes.set_yscale("log")
-    axes.set_title(f"{corpus.upper()}: validation perplexity, equal parameter budget")
+    axes.set_title(f"{CORPUS_NAMES[corpus]}: validation perplexity, equal parameter budget")
     axes.grid(True, which="both", alpha=0.3)
     axes.legend()
     figure.tight_layout()
@@ -310,7 +315,7 @@ def draw_figures(report, folder):
     axes.set_xticks(np.arange(window), [f"t-{window - i}" for i in range(window)])
     axes.set_xlabel("window position (oldest … newest)")
     axes.set_ylabel("mean attention weight")
-    axes.set_title(f"{corpus.upper()}: attention by window position (validation text)")
+    axes.set_title(f"{CORPUS_NAMES[corpus]}: attention by window position (validation text)")
     if attention:
         axes.legend()
     figure.tight_layout()
@@ -331,10 +336,17 @@ def capped_note(rows, max_epochs):
     )
 
 
+# WikiText-2 keeps its articles apart: the recurrent state and the memories start afresh at each.
+DOCUMENT_RESETS = {
+    "wikitext2": " States and memories are reset at the start of every article, in training "
+    "and scoring.",
+}
+
+
 def write_readme(report):
     s = report["settings"]
     caption = (
-        f"{report['corpus'].upper()} word-level perplexity over the complete validation and "
+        f"{CORPUS_NAMES[report['corpus']]} word-level perplexity over the complete validation and "
         f"test splits, each model trained until its validation perplexity stopped improving "
         f"(patience {s['patience']}, learning rate halved after every epoch without "
         f"improvement, at most {s['max_epochs']} epochs; scored with the best epoch's weights). "
@@ -346,9 +358,24 @@ def write_readme(report):
         "position: mean weight per window slot over validation text. Figures: "
         f"``docs/lm_equal_budget_{report['corpus']}_valid.png`` (validation perplexity per "
         f"epoch) and ``docs/lm_equal_budget_{report['corpus']}_attention.png``."
+        + DOCUMENT_RESETS.get(report["corpus"], "")
         + capped_note(report["rows"], s["max_epochs"])
     )
-    return update_readme(README_BLOCKS[report["corpus"]], report["rows"], COLUMNS, caption)
+    return update_readme(
+        README_BLOCKS[report["corpus"]], report["rows"], COLUMNS, caption,
+        footer=figure_directives(report["corpus"]), insert_after=README_BLOCKS["ptb"],
+    )  # fmt: skip
+
+
+def figure_directives(corpus):
+    """The RST showing the two figures of ``corpus`` under its table."""
+    return "\n\n".join(
+        f".. image:: docs/lm_equal_budget_{corpus}_{name}.png\n   :alt: {alt}"
+        for name, alt in (
+            ("valid", "validation perplexity per epoch of each language model"),
+            ("attention", "mean attention weight by window position of each attention model"),
+        )
+    )
 
 
 def read_report(path, settings):

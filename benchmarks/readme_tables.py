@@ -7,8 +7,9 @@ README.rst holds, for each benchmark, a block::
     .. END GENERATED: <name>
 
 `update_readme(name, rows, columns, caption)` replaces what is between the markers with an
-RST table built from ``rows`` (a list of dicts). Benchmark scripts call it with
-``--update-readme``, so every figure in README.rst comes from a run, never from typing.
+RST table built from ``rows`` (a list of dicts), or adds the block after another one.
+Benchmark scripts call it with ``--update-readme``, so every figure in README.rst comes from
+a run, never from typing.
 """
 
 import pathlib
@@ -42,13 +43,28 @@ def rst_table(rows, columns):
     return "\n".join(out)
 
 
-def update_readme(name, rows, columns, caption, readme=README):
-    """Replaces the generated block ``name`` in README.rst; returns the new block text."""
+def _markers(name):
+    return f".. BEGIN GENERATED: {name}", f".. END GENERATED: {name}"
+
+
+def update_readme(name, rows, columns, caption, readme=README, footer="", insert_after=None):
+    """Replaces the generated block ``name`` in README.rst; returns the new block text.
+
+    ``footer`` is RST placed after the table inside the block (e.g. the run's figures). A
+    block that README.rst does not have yet is added right after the block named
+    ``insert_after``; without ``insert_after`` a missing block is an error.
+    """
     text = readme.read_text(encoding="utf-8")
-    begin, end = f".. BEGIN GENERATED: {name}", f".. END GENERATED: {name}"
+    begin, end = _markers(name)
+    block = f"{begin}\n\n{caption}\n\n{rst_table(rows, columns)}\n\n"
+    block += f"{footer.strip()}\n\n{end}" if footer.strip() else end
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
-    if not pattern.search(text):
+    if pattern.search(text):
+        text = pattern.sub(lambda _: block, text)
+    elif insert_after is not None and _markers(insert_after)[1] in text:
+        anchor = _markers(insert_after)[1]
+        text = text.replace(anchor, f"{anchor}\n\n{block}", 1)
+    else:
         raise ValueError(f"README.rst has no generated block named {name!r}.")
-    block = f"{begin}\n\n{caption}\n\n{rst_table(rows, columns)}\n\n{end}"
-    readme.write_text(pattern.sub(lambda _: block, text), encoding="utf-8")
+    readme.write_text(text, encoding="utf-8")
     return block

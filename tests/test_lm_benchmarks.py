@@ -3,6 +3,8 @@
 import importlib.util
 import json
 
+import pytest
+
 from conftest import REPO_ROOT
 
 from tf_memlayers.models.language_model import (
@@ -76,3 +78,77 @@ def test_equal_budget_caption_names_the_models_the_epoch_cap_stopped():
     note = equal_budget.capped_note(rows, 15)
     assert "15-epoch cap" in note and note.endswith("still improving: lstm.")
     assert equal_budget.capped_note(rows[1:], 15) == ""
+
+
+def test_readme_block_is_added_after_the_named_block_then_replaced(tmp_path):
+    readme_tables = _load("readme_tables")
+    readme = tmp_path / "README.rst"
+    readme.write_text("intro\n\n.. BEGIN GENERATED: a\n\nold\n\n.. END GENERATED: a\n\noutro\n")
+    columns = [("model", "model")]
+    with pytest.raises(ValueError, match="no generated block named 'b'"):
+        readme_tables.update_readme("b", [], columns, "caption", readme=readme)
+    readme_tables.update_readme(
+        "b", [{"model": "x"}], columns, "first", readme=readme, footer="FOOT", insert_after="a"
+    )
+    readme_tables.update_readme(
+        "b", [{"model": "y"}], columns, "second", readme=readme, footer="FOOT", insert_after="a"
+    )
+    text = readme.read_text()
+    assert text.count(".. BEGIN GENERATED: b") == 1 and "first" not in text
+    a_end, b_begin = text.index(".. END GENERATED: a"), text.index(".. BEGIN GENERATED: b")
+    assert a_end < b_begin < text.index("| y ") < text.index("FOOT")
+    assert text.index("FOOT") < text.index(".. END GENERATED: b") < text.index("outro")
+
+
+def _tiny_wikitext(folder):
+    folder.mkdir(parents=True)
+    words = "the cat sat on a mat and the dog ran".split()
+    for split in ("train", "valid", "test"):
+        lines = []
+        for title in ("One", "Two", "Three"):
+            lines += [" ", f" = {title} = ", " "] + [f" {' '.join(words)} "] * 3
+        (folder / f"wiki.{split}.tokens").write_text("\n".join(lines) + "\n")
+
+
+def test_equal_budget_run_on_wikitext2_checkpoints_resumes_and_writes_its_block(
+    tmp_path, monkeypatch
+):
+    equal_budget = _load("lm_equal_budget")
+    readme_tables = _load("readme_tables")
+    _tiny_wikitext(tmp_path / "data" / "wikitext2")
+    argv = [
+        "--corpus", "wikitext2", "--data-root", str(tmp_path / "data"), "--models", "lstm",
+        "attention", "--max-epochs", "1", "--hidden", "8", "--embedding-dim", "8",
+        "--batch-size", "2", "--seq-len", "5", "--probe-segments", "2", "--verbose", "0",
+        "--results", str(tmp_path / "results.json"), "--workdir", str(tmp_path / "runs"),
+        "--figures-dir", str(tmp_path / "docs"),
+    ]  # fmt: skip
+    report = equal_budget.main(argv)
+    assert [row["model"] for row in report["rows"]] == ["lstm", "attention"]
+    for kind in ("lstm", "attention"):  # checkpoints are kept apart per corpus
+        state = json.loads((tmp_path / "runs" / "wikitext2" / kind / "state.json").read_text())
+        assert state["settings"]["corpus"] == "wikitext2"
+    assert len(report["rows"][1]["attention_by_position"]) == 5
+    for name in ("valid", "attention"):
+        assert (tmp_path / "docs" / f"lm_equal_budget_wikitext2_{name}.png").stat().st_size
+    # A rerun with the same settings trains nothing: both rows are read back.
+    (tmp_path / "runs" / "wikitext2").rename(tmp_path / "moved")
+    assert equal_budget.main(argv)["rows"] == json.loads((tmp_path / "results.json").read_text())[
+        "rows"
+    ]
+    assert not (tmp_path / "runs" / "wikitext2").exists()
+
+    readme = tmp_path / "README.rst"
+    readme.write_text("".join(
+        f".. {side} GENERATED: lm-equal-budget-ptb\n" for side in ("BEGIN", "END")
+    ))
+    monkeypatch.setattr(
+        equal_budget, "update_readme",
+        lambda *a, **k: readme_tables.update_readme(*a, readme=readme, **k),
+    )  # fmt: skip
+    equal_budget.write_readme(report)
+    text = readme.read_text()
+    block = text[text.index(".. END GENERATED: lm-equal-budget-ptb") :]
+    assert block.index("BEGIN GENERATED: lm-equal-budget-wikitext2") < block.index("WikiText-2")
+    assert "reset at the start of every article" in block
+    assert ".. image:: docs/lm_equal_budget_wikitext2_attention.png" in block
