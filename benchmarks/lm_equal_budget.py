@@ -18,9 +18,10 @@ For the attention models the mean attention weight per window position over vali
 is reported (Daniluk et al. Fig. 3b).
 
 The results file holds one row per finished model and is written after each model; a rerun
-with the same settings skips the models already there. Inside a run, each model's progress is
-checkpointed after every epoch in ``--workdir``, so an interrupted model continues from its
-last finished epoch. ``--figures-dir`` receives two PNG figures drawn from the results:
+with the same settings skips the models already there. Inside a run, each model's progress
+(weights, optimizer slots, dropout seed states, history) is checkpointed after every epoch in
+``--workdir``, so an interrupted model continues from its last finished epoch as if it had not
+been stopped. ``--figures-dir`` receives two PNG figures drawn from the results:
 validation perplexity per epoch of every model and the attention by window position.
 
 Example::
@@ -187,8 +188,15 @@ def attention_by_position(model, kind, hidden, vocabulary_size, valid, args):
     return [round(float(w), 4) for w in average_attention_by_position(scores, args.window)]
 
 
+def random_states(model):
+    """The model's random seed states (e.g. its dropout's), which weights files leave out."""
+    weights = {id(w) for w in model.weights}
+    return [v for v in model.variables if id(v) not in weights]
+
+
 class ModelProgress:
-    """One model's training state in ``workdir``: weights, optimizer slots and history."""
+    """One model's training state in ``workdir``: weights, optimizer slots, random seed states
+    and history, so that a resumed model trains on as if it had not been stopped."""
 
     def __init__(self, workdir, settings, kind):
         self.folder = pathlib.Path(workdir) / kind
@@ -210,6 +218,10 @@ class ModelProgress:
         slots = np.load(self.folder / "optimizer.npz")
         for i, variable in enumerate(optimizer.variables):
             variable.assign(slots[f"v{i}"])
+        if (self.folder / "random.npz").is_file():
+            seeds = np.load(self.folder / "random.npz")
+            for i, variable in enumerate(random_states(model)):
+                variable.assign(seeds[f"s{i}"])
         return state["history"]
 
     def save(self, model, history, is_best):
@@ -219,6 +231,8 @@ class ModelProgress:
             model.save_weights(self.folder / "best.weights.h5")
         slots = {f"v{i}": v.numpy() for i, v in enumerate(model.optimizer.variables)}
         np.savez(self.folder / "optimizer.npz", **slots)
+        seeds = {f"s{i}": v.numpy() for i, v in enumerate(random_states(model))}
+        np.savez(self.folder / "random.npz", **seeds)
         text = json.dumps({"settings": self.settings, "history": history}, indent=1)
         self.state_file.with_suffix(".tmp").write_text(text)
         self.state_file.with_suffix(".tmp").replace(self.state_file)

@@ -3,6 +3,8 @@
 import importlib.util
 import json
 
+import h5py
+import numpy as np
 import pytest
 
 from conftest import REPO_ROOT
@@ -152,3 +154,52 @@ def test_equal_budget_run_on_wikitext2_checkpoints_resumes_and_writes_its_block(
     assert block.index("BEGIN GENERATED: lm-equal-budget-wikitext2") < block.index("WikiText-2")
     assert "reset at the start of every article" in block
     assert ".. image:: docs/lm_equal_budget_wikitext2_attention.png" in block
+
+
+def test_equal_budget_model_resumed_after_an_interruption_trains_as_if_never_stopped(
+    tmp_path, monkeypatch
+):
+    equal_budget = _load("lm_equal_budget")
+    _tiny_wikitext(tmp_path / "data" / "wikitext2")
+
+    def arguments(name):
+        return [
+            "--corpus", "wikitext2", "--data-root", str(tmp_path / "data"), "--models", "lstm",
+            "--max-epochs", "2", "--patience", "2", "--hidden", "8", "--embedding-dim", "8",
+            "--batch-size", "2", "--seq-len", "5", "--dropout", "0.5", "--verbose", "0",
+            "--results", str(tmp_path / f"{name}.json"), "--workdir", str(tmp_path / name),
+            "--figures-dir", str(tmp_path / "docs"),
+        ]  # fmt: skip
+
+    uninterrupted = equal_budget.main(arguments("once"))["rows"][0]
+    evaluate, calls = equal_budget.evaluate_language_model, []
+
+    def stop_in_epoch_two(*args, **kwargs):
+        calls.append(None)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(equal_budget, "evaluate_language_model", stop_in_epoch_two)
+    with pytest.raises(KeyboardInterrupt):
+        equal_budget.main(arguments("twice"))
+    monkeypatch.setattr(equal_budget, "evaluate_language_model", evaluate)
+    resumed = equal_budget.main(arguments("twice"))["rows"][0]
+    assert resumed["history"] == uninterrupted["history"]
+    # Epoch 2 draws the dropout masks that follow epoch 1's, not epoch 1's again, so the
+    # weights after it are the uninterrupted run's.
+    once, twice = (_arrays(tmp_path / name / "wikitext2" / "lstm" / "last.weights.h5")
+                   for name in ("once", "twice"))  # fmt: skip
+    assert once.keys() == twice.keys() and len(once) > 3
+    for name in once:
+        np.testing.assert_array_equal(twice[name], once[name], err_msg=name)
+
+
+def _arrays(weights_file):
+    with h5py.File(weights_file, "r") as saved:
+        arrays = {}
+        saved.visititems(
+            lambda name, item: arrays.update({name: item[()]})
+            if isinstance(item, h5py.Dataset) else None
+        )  # fmt: skip
+    return arrays
