@@ -300,6 +300,7 @@ def train_to_convergence(kind, hidden, corpus, batches, args, settings):
 def draw_figures(report, folder):
     """Validation perplexity per epoch, and attention by window position (Daniluk Fig. 3b)."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
     folder.mkdir(parents=True, exist_ok=True)
     corpus, rows = report["corpus"], report["rows"]
@@ -312,6 +313,10 @@ def draw_figures(report, folder):
     axes.set_xlabel("epoch")
     axes.set_ylabel("validation perplexity")
     axes.set_yscale("log")
+    # Plain numbers at 1, 1.2, 1.5, ... x 10^k, so that perplexities between 100 and 200 read.
+    axes.yaxis.set_major_locator(LogLocator(subs=(1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8)))
+    axes.yaxis.set_major_formatter(ScalarFormatter())
+    axes.yaxis.set_minor_formatter(NullFormatter())
     axes.set_title(f"{CORPUS_NAMES[corpus]}: validation perplexity, equal parameter budget")
     axes.grid(True, which="both", alpha=0.3)
     axes.legend()
