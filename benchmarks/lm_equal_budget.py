@@ -76,6 +76,7 @@ COLUMNS = [
     ("train_perplexity", "train ppl (best epoch)"),
     ("valid_perplexity", "valid ppl"),
     ("test_perplexity", "test ppl"),
+    ("test_below_lstm", "test ppl below the LSTM's"),
     ("attention_by_position", "attention by position (oldest … newest)"),
 ]
 
@@ -362,6 +363,17 @@ DOCUMENT_RESETS = {
 }
 
 
+def with_gain_over_lstm(rows):
+    """The rows, each with how far its test perplexity is below the LSTM's (the papers' way of
+    comparing; negative when worse). Without an LSTM row there is nothing to compare with."""
+    lstm = next((row for row in rows if row["model"] == "lstm"), None)
+    return [
+        row | {"test_below_lstm": None if lstm is None or row is lstm
+               else round(lstm["test_perplexity"] - row["test_perplexity"], 1)}
+        for row in rows
+    ]  # fmt: skip
+
+
 def write_readme(report):
     s = report["settings"]
     caption = (
@@ -381,7 +393,7 @@ def write_readme(report):
         + capped_note(report["rows"], s["max_epochs"])
     )
     return update_readme(
-        README_BLOCKS[report["corpus"]], report["rows"], COLUMNS, caption,
+        README_BLOCKS[report["corpus"]], with_gain_over_lstm(report["rows"]), COLUMNS, caption,
         footer=figure_directives(report["corpus"]), insert_after=README_BLOCKS["ptb"],
     )  # fmt: skip
 

@@ -203,3 +203,16 @@ def _arrays(weights_file):
             if isinstance(item, h5py.Dataset) else None
         )  # fmt: skip
     return arrays
+
+
+def test_equal_budget_table_gives_each_model_its_test_gain_over_the_lstm():
+    equal_budget = _load("lm_equal_budget")
+    rows = [
+        {"model": "attention", "test_perplexity": 109.87},
+        {"model": "lstm", "test_perplexity": 124.74},
+        {"model": "ngram", "test_perplexity": 130.0},
+    ]
+    gains = [row["test_below_lstm"] for row in equal_budget.with_gain_over_lstm(rows)]
+    assert gains == [14.9, None, -5.3]
+    assert "test_below_lstm" not in rows[0]
+    assert equal_budget.with_gain_over_lstm(rows[:1])[0]["test_below_lstm"] is None
