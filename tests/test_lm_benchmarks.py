@@ -112,19 +112,26 @@ def _tiny_wikitext(folder):
         (folder / f"wiki.{split}.tokens").write_text("\n".join(lines) + "\n")
 
 
+def _tiny_run_arguments(tmp_path, name, *options):
+    """Command line of a tiny equal-budget run on `_tiny_wikitext`, kept in ``name``."""
+    return [
+        "--corpus", "wikitext2", "--data-root", str(tmp_path / "data"), "--hidden", "8",
+        "--embedding-dim", "8", "--batch-size", "2", "--seq-len", "5", "--verbose", "0",
+        "--results", str(tmp_path / f"{name}.json"), "--workdir", str(tmp_path / name),
+        "--figures-dir", str(tmp_path / "docs"), *options,
+    ]  # fmt: skip
+
+
 def test_equal_budget_run_on_wikitext2_checkpoints_resumes_and_writes_its_block(
     tmp_path, monkeypatch
 ):
     equal_budget = _load("lm_equal_budget")
     readme_tables = _load("readme_tables")
     _tiny_wikitext(tmp_path / "data" / "wikitext2")
-    argv = [
-        "--corpus", "wikitext2", "--data-root", str(tmp_path / "data"), "--models", "lstm",
-        "attention", "--max-epochs", "1", "--hidden", "8", "--embedding-dim", "8",
-        "--batch-size", "2", "--seq-len", "5", "--probe-segments", "2", "--verbose", "0",
-        "--results", str(tmp_path / "results.json"), "--workdir", str(tmp_path / "runs"),
-        "--figures-dir", str(tmp_path / "docs"),
-    ]  # fmt: skip
+    argv = _tiny_run_arguments(
+        tmp_path, "runs", "--models", "lstm", "attention", "--max-epochs", "1",
+        "--probe-segments", "2",
+    )  # fmt: skip
     report = equal_budget.main(argv)
     assert [row["model"] for row in report["rows"]] == ["lstm", "attention"]
     for kind in ("lstm", "attention"):  # checkpoints are kept apart per corpus
@@ -135,7 +142,7 @@ def test_equal_budget_run_on_wikitext2_checkpoints_resumes_and_writes_its_block(
         assert (tmp_path / "docs" / f"lm_equal_budget_wikitext2_{name}.png").stat().st_size
     # A rerun with the same settings trains nothing: both rows are read back.
     (tmp_path / "runs" / "wikitext2").rename(tmp_path / "moved")
-    assert equal_budget.main(argv)["rows"] == json.loads((tmp_path / "results.json").read_text())[
+    assert equal_budget.main(argv)["rows"] == json.loads((tmp_path / "runs.json").read_text())[
         "rows"
     ]
     assert not (tmp_path / "runs" / "wikitext2").exists()
@@ -163,13 +170,10 @@ def test_equal_budget_model_resumed_after_an_interruption_trains_as_if_never_sto
     _tiny_wikitext(tmp_path / "data" / "wikitext2")
 
     def arguments(name):
-        return [
-            "--corpus", "wikitext2", "--data-root", str(tmp_path / "data"), "--models", "lstm",
-            "--max-epochs", "2", "--patience", "2", "--hidden", "8", "--embedding-dim", "8",
-            "--batch-size", "2", "--seq-len", "5", "--dropout", "0.5", "--verbose", "0",
-            "--results", str(tmp_path / f"{name}.json"), "--workdir", str(tmp_path / name),
-            "--figures-dir", str(tmp_path / "docs"),
-        ]  # fmt: skip
+        return _tiny_run_arguments(
+            tmp_path, name, "--models", "lstm", "--max-epochs", "2", "--patience", "2",
+            "--dropout", "0.5",
+        )  # fmt: skip
 
     uninterrupted = equal_budget.main(arguments("once"))["rows"][0]
     evaluate, calls = equal_budget.evaluate_language_model, []
