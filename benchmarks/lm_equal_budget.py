@@ -23,6 +23,7 @@ with the same settings skips the models already there. Inside a run, each model'
 ``--workdir``, so an interrupted model continues from its last finished epoch as if it had not
 been stopped. ``--figures-dir`` receives two PNG figures drawn from the results:
 validation perplexity per epoch of every model and the attention by window position.
+`benchmarks.lm_equal_budget_cost` estimates what a run costs before it is started.
 
 Example::
 
@@ -43,6 +44,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks.readme_tables import update_readme  # noqa: E402
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
+from tf_memlayers.training import options  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
 from tf_memlayers.callbacks.window_attention import average_attention_by_position  # noqa: E402
 from tf_memlayers.data import lm_batches, lm_corpora, token_streams  # noqa: E402
@@ -81,57 +83,47 @@ COLUMNS = [
 ]
 
 
-def positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
-
-def rate(text):
-    value = float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text!r}")
-    return value
-
-
-def positive_float(text):
-    value = float(text)
-    if not (np.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return value
-
-
-def parse_args(argv=None):
+def add_model_options(parser):
+    """The options that decide what is trained: corpus, models, budget and recipe."""
     shared = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
     parser.add_argument("--corpus", choices=tuple(README_BLOCKS), default="ptb",
                         help="which corpus under --data-root")
     parser.add_argument("--data-root", type=pathlib.Path, default=shared,
                         help="folder holding ptb/ and wikitext2/")
     parser.add_argument("--models", nargs="+", choices=KINDS, default=list(KINDS))
-    parser.add_argument("--max-epochs", type=positive_int, default=15)
-    parser.add_argument("--patience", type=positive_int, default=2,
+    parser.add_argument("--max-epochs", type=options.positive_int, default=15)
+    parser.add_argument("--patience", type=options.positive_int, default=2,
                         help="epochs without a better validation perplexity before stopping")
-    parser.add_argument("--hidden", type=positive_int, default=200,
+    parser.add_argument("--hidden", type=options.positive_int, default=200,
                         help="LSTM baseline width; the others get its parameter count")
-    parser.add_argument("--embedding-dim", type=positive_int, default=200)
-    parser.add_argument("--dropout", type=rate, default=0.4,
+    parser.add_argument("--embedding-dim", type=options.positive_int, default=200)
+    parser.add_argument("--dropout", type=options.fraction, default=0.4,
                         help="dropout on the embeddings and before the softmax, every model")
-    parser.add_argument("--learning-rate", type=positive_float, default=1e-3)
-    parser.add_argument("--window", type=positive_int, default=5)
-    parser.add_argument("--ngram", type=positive_int, default=4)
-    parser.add_argument("--batch-size", type=positive_int, default=64)
-    parser.add_argument("--seq-len", type=positive_int, default=20)
+    parser.add_argument("--learning-rate", type=options.positive_float, default=1e-3)
+    parser.add_argument("--window", type=options.positive_int, default=5)
+    parser.add_argument("--ngram", type=options.positive_int, default=4)
+    parser.add_argument("--batch-size", type=options.positive_int, default=64)
+    parser.add_argument("--seq-len", type=options.positive_int, default=20)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--probe-segments", type=positive_int, default=10,
-                        help="validation segments per row joined for the attention average")
     parser.add_argument("--results", type=pathlib.Path,
                         help="results file "
                              "(default benchmarks/results/lm_equal_budget_<corpus>.json)")
+    return parser
+
+
+def results_file(args):
+    """``--results``, or the corpus's default results file."""
+    return args.results or RESULTS / f"lm_equal_budget_{args.corpus}.json"
+
+
+def parse_args(argv=None):
+    parser = options.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add_model_options(parser)
+    parser.add_argument("--probe-segments", type=options.positive_int, default=10,
+                        help="validation segments per row joined for the attention average")
     parser.add_argument("--workdir", type=pathlib.Path,
                         default=ROOT / "runs" / "lm_equal_budget",
                         help="per-epoch checkpoints of the model in training, in "
@@ -143,13 +135,14 @@ def parse_args(argv=None):
     parser.add_argument("--from-results", action="store_true",
                         help="do not train: draw the figures and README table from --results")
     args = parser.parse_args(argv)
-    args.results = args.results or RESULTS / f"lm_equal_budget_{args.corpus}.json"
+    args.results = results_file(args)
     return args
 
 
 def load_corpus(args):
     folder = {"ptb": "ptb", "wikitext2": "wikitext2"}[args.corpus]
-    corpus = lm_corpora.load_corpus(args.data_root / folder)
+    with options.reported_as("--data-root"):
+        corpus = lm_corpora.load_corpus(args.data_root / folder)
     batches = {
         split: lm_batches.make_bptt_batches(corpus.split(split), args.batch_size, args.seq_len)
         for split in token_streams.SPLITS
@@ -239,15 +232,24 @@ class ModelProgress:
         self.state_file.with_suffix(".tmp").replace(self.state_file)
 
 
-def train_to_convergence(kind, hidden, corpus, batches, args, settings):
+def build_for_training(kind, hidden, vocabulary_size, args):
+    """A fresh, compiled, stateful model of ``kind`` as the run trains it."""
     keras.backend.clear_session()
     keras.utils.set_random_seed(args.seed)
-    vocabulary_size = len(corpus.vocabulary)
     model = build_language_model(
         vocabulary_size, **model_arguments(kind, hidden, args), dropout=args.dropout,
         batch_size=args.batch_size, seq_len=args.seq_len,
     )  # fmt: skip
-    compile_language_model(model, learning_rate=args.learning_rate)
+    return compile_language_model(model, learning_rate=args.learning_rate)
+
+
+def parameter_count(model):
+    return int(sum(np.prod(w.shape) for w in model.trainable_weights))
+
+
+def train_to_convergence(kind, hidden, corpus, batches, args, settings):
+    vocabulary_size = len(corpus.vocabulary)
+    model = build_for_training(kind, hidden, vocabulary_size, args)
     progress = ModelProgress(args.workdir / args.corpus, settings, kind)
     history = progress.load(model)
     resets = StateResetCallback(batches["train"].resets)
@@ -281,7 +283,7 @@ def train_to_convergence(kind, hidden, corpus, batches, args, settings):
     row = {
         "model": kind,
         "hidden": hidden,
-        "parameters": int(sum(np.prod(w.shape) for w in model.trainable_weights)),
+        "parameters": parameter_count(model),
         "epochs_trained": len(history["epochs"]),
         "best_epoch": history["best_epoch"],
         "train_perplexity": best["train_perplexity"],

@@ -122,11 +122,24 @@ def _tiny_run_arguments(tmp_path, name, *options):
     ]  # fmt: skip
 
 
+def _readme_with_the_ptb_block(tmp_path, monkeypatch, benchmark):
+    """A README holding only the (empty) PTB block, which ``benchmark`` then writes to."""
+    readme_tables = _load("readme_tables")
+    readme = tmp_path / "README.rst"
+    readme.write_text("".join(
+        f".. {side} GENERATED: lm-equal-budget-ptb\n" for side in ("BEGIN", "END")
+    ))
+    monkeypatch.setattr(
+        benchmark, "update_readme",
+        lambda *a, **k: readme_tables.update_readme(*a, readme=readme, **k),
+    )  # fmt: skip
+    return readme
+
+
 def test_equal_budget_run_on_wikitext2_checkpoints_resumes_and_writes_its_block(
     tmp_path, monkeypatch
 ):
     equal_budget = _load("lm_equal_budget")
-    readme_tables = _load("readme_tables")
     _tiny_wikitext(tmp_path / "data" / "wikitext2")
     argv = _tiny_run_arguments(
         tmp_path, "runs", "--models", "lstm", "attention", "--max-epochs", "1",
@@ -147,14 +160,7 @@ def test_equal_budget_run_on_wikitext2_checkpoints_resumes_and_writes_its_block(
     ]
     assert not (tmp_path / "runs" / "wikitext2").exists()
 
-    readme = tmp_path / "README.rst"
-    readme.write_text("".join(
-        f".. {side} GENERATED: lm-equal-budget-ptb\n" for side in ("BEGIN", "END")
-    ))
-    monkeypatch.setattr(
-        equal_budget, "update_readme",
-        lambda *a, **k: readme_tables.update_readme(*a, readme=readme, **k),
-    )  # fmt: skip
+    readme = _readme_with_the_ptb_block(tmp_path, monkeypatch, equal_budget)
     equal_budget.write_readme(report)
     text = readme.read_text()
     block = text[text.index(".. END GENERATED: lm-equal-budget-ptb") :]
@@ -220,3 +226,72 @@ def test_equal_budget_table_gives_each_model_its_test_gain_over_the_lstm():
     assert gains == [14.9, None, -5.3]
     assert "test_below_lstm" not in rows[0]
     assert equal_budget.with_gain_over_lstm(rows[:1])[0]["test_below_lstm"] is None
+
+
+def test_cost_of_a_batch_leaves_out_the_compiling_call_and_divides_by_the_batches(monkeypatch):
+    cost = _load("lm_equal_budget_cost")
+    clock = {"now": 0.0, "calls": 0}
+
+    def run(batches):  # the first call traces and compiles: slow, and must not be timed
+        clock["now"] += 50.0 if clock["calls"] == 0 else 6.0 + clock["calls"]
+        clock["calls"] += 1
+
+    monkeypatch.setattr(cost.time, "perf_counter", lambda: clock["now"])
+    batches = cost.first_batches(_bptt_batches(num_batches=7), 3)
+    assert batches.num_batches == 3 and batches.resets.shape[0] == 3
+    # Timed calls take 7, 8 and 9 seconds for 3 batches.
+    assert cost.seconds_per_batch(run, batches, repeats=3) == pytest.approx([7 / 3, 8 / 3, 3])
+    assert clock["calls"] == 4
+
+
+def _bptt_batches(num_batches):
+    from tf_memlayers.data.lm_batches import BPTTBatches
+
+    tokens = np.zeros((num_batches, 2, 4), "int32")
+    return BPTTBatches(tokens, tokens, np.ones((num_batches, 2, 4), "float32"),
+                       np.zeros((num_batches, 2), bool))
+
+
+def test_cost_estimate_adds_up_an_epoch_and_shows_the_run_measured_minutes(
+    tmp_path, monkeypatch
+):
+    cost = _load("lm_equal_budget_cost")
+    equal_budget = _load("lm_equal_budget")
+    _tiny_wikitext(tmp_path / "data" / "wikitext2")
+    options = [
+        "--corpus", "wikitext2", "--data-root", str(tmp_path / "data"), "--hidden", "8",
+        "--embedding-dim", "8", "--batch-size", "2", "--seq-len", "5", "--max-epochs", "4",
+        "--results", str(tmp_path / "runs.json"),
+    ]  # fmt: skip
+    args = equal_budget.parse_args(options)
+    settings = {name: getattr(args, name) for name in equal_budget.SETTINGS}
+    (tmp_path / "runs.json").write_text(json.dumps({"settings": settings, "rows": [
+        {"model": "ngram", "minutes": 6.0, "epochs_trained": 4},
+    ]}))  # fmt: skip
+    report = cost.main(options + [
+        "--models", "lstm", "ngram", "--steps", "2", "--repeats", "3",
+        "--output", str(tmp_path / "cost.json"),
+    ])  # fmt: skip
+    assert report == json.loads((tmp_path / "cost.json").read_text())
+    widths = equal_budget.widths(report["vocabulary"], ["lstm", "ngram"], args)
+    for row in report["rows"]:
+        assert row["hidden"] == widths[row["model"]]
+        assert row["parameters"] == count_language_model_parameters(
+            report["vocabulary"], kind=row["model"], hidden=row["hidden"], embedding_dim=8,
+        )  # fmt: skip
+        epoch_seconds = (report["train_batches"] * row["train_step_seconds"]
+                         + report["valid_batches"] * row["scoring_step_seconds"])  # fmt: skip
+        assert row["epoch_minutes"] == pytest.approx(epoch_seconds / 60)
+        fastest, slowest = row["train_step_range"]
+        assert fastest <= row["train_step_seconds"] <= slowest
+        assert row["max_epochs_hours"] == pytest.approx(4 * epoch_seconds / 3600)
+    assert [row["measured_epoch_minutes"] for row in report["rows"]] == [None, 1.5]
+
+    readme = _readme_with_the_ptb_block(tmp_path, monkeypatch, cost)
+    ptb = dict(report, corpus="ptb", rows=[dict(row, corpus="ptb") for row in report["rows"]])
+    cost.write_readme([ptb, report])
+    block = readme.read_text().split(".. END GENERATED: lm-equal-budget-ptb")[1]
+    assert block.index("BEGIN GENERATED: lm-equal-budget-cost") < block.index("| ngram")
+    assert block.count("| ptb ") == block.count("| wikitext2 ") == 2
+    assert block.rindex("| ptb ") < block.index("| wikitext2 ")
+    assert "PTB (" in block and "WikiText-2 (" in block

@@ -1,0 +1,210 @@
+"""What a run of `benchmarks.lm_equal_budget` costs on this machine, measured before running it.
+
+The equal-budget run trains each model for up to ``--max-epochs`` epochs; on a large corpus that
+can take far longer than one is willing to wait. This script answers "how long?" without
+training: for each model (built with its equal-budget width, exactly as the run builds it) it
+times ``model.fit`` on ``--steps`` consecutive training batches of the real corpus and
+``model.evaluate`` on as many validation batches, ``--repeats`` times each after a warm-up
+(tracing and XLA compilation), and takes the medians. One epoch of the run is one pass over the
+training split plus one scoring of the complete validation split, so
+
+    epoch minutes = (train batches x train step + valid batches x scoring step) / 60
+
+and the run's upper bound is ``--max-epochs`` such epochs (early stopping can end it sooner).
+When the corpus's results file (`benchmarks.lm_equal_budget`, same settings) holds a finished
+model, its measured minutes per epoch are shown beside the estimate.
+
+The results go to ``benchmarks/results/lm_equal_budget_cost_<corpus>.json``; ``--update-readme``
+writes one README table with the rows of every corpus measured so far.
+
+Example::
+
+    python -m benchmarks.lm_equal_budget_cost --corpus wikitext2 --update-readme
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow as tf  # noqa: E402
+
+from benchmarks import lm_equal_budget as equal_budget  # noqa: E402
+from benchmarks.readme_tables import update_readme  # noqa: E402
+from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
+from tf_memlayers.training import options  # noqa: E402
+from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
+
+README_BLOCK = "lm-equal-budget-cost"
+COLUMNS = [
+    ("corpus", "corpus"),
+    ("model", "model"),
+    ("hidden", "hidden"),
+    ("parameters", "parameters"),
+    ("train_step_seconds", "train step (s)"),
+    ("train_step_range", "train step, fastest and slowest pass (s)"),
+    ("scoring_step_seconds", "scoring step (s)"),
+    ("epoch_minutes", "minutes per epoch"),
+    ("max_epochs_hours", "hours for the epoch cap"),
+    ("measured_epoch_minutes", "minutes per epoch, measured in the run"),
+]
+
+
+def cost_file(corpus):
+    return equal_budget.RESULTS / f"lm_equal_budget_cost_{corpus}.json"
+
+
+def first_batches(batches, count):
+    """The first ``count`` batches of a split (all of them when it has fewer)."""
+    return dataclasses.replace(
+        batches, inputs=batches.inputs[:count], targets=batches.targets[:count],
+        weights=batches.weights[:count], resets=batches.resets[:count],
+    )  # fmt: skip
+
+
+def seconds_per_batch(run, batches, repeats):
+    """The seconds per batch of each of ``repeats`` timed calls ``run(batches)``, after one
+    untimed call that traces and compiles."""
+    run(batches)
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run(batches)
+        samples.append((time.perf_counter() - started) / batches.num_batches)
+    return samples
+
+
+def measured_epoch_minutes(args, settings):
+    """``{model: minutes per epoch}`` of the models the corpus's run has finished."""
+    report = equal_budget.read_report(equal_budget.results_file(args), settings)
+    rows = report["rows"] if report else []
+    return {row["model"]: row["minutes"] / row["epochs_trained"] for row in rows}
+
+
+def model_cost(kind, hidden, vocabulary_size, batches, args):
+    model = equal_budget.build_for_training(kind, hidden, vocabulary_size, args)
+    train = first_batches(batches["train"], args.steps)
+    resets = StateResetCallback(train.resets)
+
+    def fit(part):
+        model.fit(part.dataset(), epochs=1, callbacks=[resets], verbose=0, shuffle=False)
+
+    train_steps = seconds_per_batch(fit, train, args.repeats)
+    scoring_steps = seconds_per_batch(
+        lambda part: evaluate_language_model(model, part),
+        first_batches(batches["valid"], args.steps), args.repeats,
+    )  # fmt: skip
+    train_step, scoring_step = statistics.median(train_steps), statistics.median(scoring_steps)
+    epoch_seconds = (batches["train"].num_batches * train_step
+                     + batches["valid"].num_batches * scoring_step)  # fmt: skip
+    return {
+        "corpus": args.corpus,
+        "model": kind,
+        "hidden": hidden,
+        "parameters": equal_budget.parameter_count(model),
+        "train_step_seconds": train_step,
+        "scoring_step_seconds": scoring_step,
+        "train_step_range": [min(train_steps), max(train_steps)],
+        "epoch_minutes": epoch_seconds / 60,
+        "max_epochs_hours": epoch_seconds * args.max_epochs / 3600,
+    }
+
+
+def measure(args):
+    settings = {name: getattr(args, name) for name in equal_budget.SETTINGS}
+    corpus, batches = equal_budget.load_corpus(args)
+    vocabulary_size = len(corpus.vocabulary)
+    hidden = equal_budget.widths(vocabulary_size, args.models, args)
+    measured = measured_epoch_minutes(args, settings)
+    rows = []
+    for kind in args.models:
+        row = model_cost(kind, hidden[kind], vocabulary_size, batches, args)
+        row["measured_epoch_minutes"] = measured.get(kind)
+        rows.append(row)
+        print(f"{kind}: {json.dumps(row)}", file=sys.stderr, flush=True)
+    return {
+        "corpus": args.corpus,
+        "vocabulary": vocabulary_size,
+        "train_batches": batches["train"].num_batches,
+        "valid_batches": batches["valid"].num_batches,
+        "settings": settings,
+        "steps": args.steps,
+        "repeats": args.repeats,
+        "cpus": os.cpu_count(),
+        "gpus": len(tf.config.list_physical_devices("GPU")),
+        "rows": rows,
+    }
+
+
+def write_readme(reports):
+    """One table with the rows of every corpus's cost report."""
+    rows = [row for report in reports for row in report["rows"]]
+    first = reports[0]
+    corpora = ", ".join(
+        f"{equal_budget.CORPUS_NAMES[r['corpus']]} ({r['train_batches']} training and "
+        f"{r['valid_batches']} validation batches, vocabulary {r['vocabulary']:,})"
+        for r in reports
+    )  # fmt: skip
+    caption = (
+        f"What one epoch of the equal-budget run costs on a machine with {first['cpus']} CPU "
+        f"cores and {first['gpus'] or 'no'} GPU, estimated by "
+        "``benchmarks/lm_equal_budget_cost.py`` from the median of "
+        f"{first['repeats']} timed passes over {first['steps']} real batches per model and "
+        f"split: {corpora}. The fastest and slowest training pass show how much identical "
+        "passes vary on the machine. Minutes per epoch: one pass over the training split plus "
+        "one scoring of the validation split. Hours for the epoch cap: that many epochs, the "
+        "run's upper bound. The last column is the run's own wall clock per epoch where that "
+        "model has finished (the run shared the machine with other work at times, so it can be "
+        "longer)."
+    )
+    return update_readme(README_BLOCK, rows, COLUMNS, caption,
+                         insert_after=equal_budget.README_BLOCKS["ptb"])
+
+
+def saved_reports():
+    """The cost reports on disk, PTB first."""
+    return [
+        json.loads(cost_file(corpus).read_text(encoding="utf-8"))
+        for corpus in equal_budget.README_BLOCKS if cost_file(corpus).is_file()
+    ]  # fmt: skip
+
+
+def parse_args(argv=None):
+    parser = options.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    equal_budget.add_model_options(parser)
+    parser.add_argument("--steps", type=options.positive_int, default=10,
+                        help="batches per timed pass, for training and for scoring")
+    parser.add_argument("--repeats", type=options.positive_int, default=5,
+                        help="timed passes per model and split (their median is used)")
+    parser.add_argument("--output", type=pathlib.Path,
+                        help="where the JSON goes "
+                             "(default benchmarks/results/lm_equal_budget_cost_<corpus>.json)")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="write the README table from every corpus's saved cost report")
+    args = parser.parse_args(argv)
+    args.output = args.output or cost_file(args.corpus)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    report = measure(args)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=1) + "\n")
+    if args.update_readme:
+        write_readme(saved_reports())
+    print(json.dumps(report, indent=1))
+    return report
+
+
+if __name__ == "__main__":
+    main()
