@@ -29,13 +29,13 @@ import os
 import pathlib
 import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
 from benchmarks import lm_equal_budget as equal_budget  # noqa: E402
+from benchmarks import timing  # noqa: E402
 from benchmarks.readme_tables import update_readme  # noqa: E402
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from tf_memlayers.training import options  # noqa: E402
@@ -72,12 +72,10 @@ def seconds_per_batch(run, batches, repeats):
     """The seconds per batch of each of ``repeats`` timed calls ``run(batches)``, after one
     untimed call that traces and compiles."""
     run(batches)
-    samples = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run(batches)
-        samples.append((time.perf_counter() - started) / batches.num_batches)
-    return samples
+    return [
+        timing.elapsed_ms(lambda: run(batches)) / 1000 / batches.num_batches
+        for _ in range(repeats)
+    ]
 
 
 def measured_epoch_minutes(args, settings):

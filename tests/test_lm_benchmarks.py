@@ -236,7 +236,7 @@ def test_cost_of_a_batch_leaves_out_the_compiling_call_and_divides_by_the_batche
         clock["now"] += 50.0 if clock["calls"] == 0 else 6.0 + clock["calls"]
         clock["calls"] += 1
 
-    monkeypatch.setattr(cost.time, "perf_counter", lambda: clock["now"])
+    monkeypatch.setattr(cost.timing.time, "perf_counter", lambda: clock["now"])
     batches = cost.first_batches(_bptt_batches(num_batches=7), 3)
     assert batches.num_batches == 3 and batches.resets.shape[0] == 3
     # Timed calls take 7, 8 and 9 seconds for 3 batches.
