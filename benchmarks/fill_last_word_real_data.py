@@ -1,14 +1,17 @@
 """Last-word accuracy on real sentences (PWKP, Gaffney's split): pooling and cache variants.
 
 Trains on ``pwkp_gaffney/test.txt`` (the reference code's 20% split; its 75% training split is
-not available) and evaluates on ``dev.txt`` (its 5% split), for: no attention (last LSTM state),
-attention pooling, attention pooling + a heap cache of 100 / 1,000 / 10,000 states (the
-paper's Table 2 sizes) read as in the paper (``query="none"``), and attention pooling + a cache
-of 1,000 states read with ``query="dot"``. Paper settings otherwise: LSTM 128, attention 64,
-Adam with the paper's learning rate and clip norm 5, L2 1e-5, batch 64, 40 steps, GloVe 50d
-where available. Results are saved after each row in ``--results``, and a rerun with the same
-settings skips the rows already there. Prints one JSON object; ``--update-readme`` writes the
-table into README.rst.
+not available) less a held-out part (``--held-out``, the same sentences for every model and
+seed) and evaluates on ``dev.txt`` (its 5% split), for: no attention (last LSTM state),
+attention pooling, and attention pooling + a heap cache of 1,000 states read as in the paper
+(``query="none"``) or with ``query="dot"``. Every model trains until its held-out accuracy
+has not improved for ``--patience`` epochs, for at most ``--max-epochs``, and is scored on
+``dev.txt`` with the weights of its best held-out epoch; each is trained with every seed of
+``--seeds`` and the table gives mean ± standard deviation over them. Paper settings otherwise:
+LSTM 128, attention 64, Adam with the paper's learning rate and clip norm 5, L2 1e-5, batch
+64, 40 steps, GloVe 50d where available. Results are saved after each (model, seed) run in
+``--results``, and a rerun with the same settings skips the runs already there. Prints one
+JSON object; ``--update-readme`` writes the table into README.rst.
 
     python -m benchmarks.fill_last_word_real_data --update-readme
     python -m benchmarks.fill_last_word_real_data --from-results --update-readme
@@ -38,12 +41,10 @@ from tf_memlayers.training import options  # noqa: E402
 VARIANTS = (
     ("no attention", "last", None, None),
     ("attention pooling", "attention", None, None),
-    ("attention + cache 100", "attention", 100, "none"),
     ("attention + cache 1,000", "attention", 1000, "none"),
-    ("attention + cache 10,000", "attention", 10000, "none"),
     ("attention + cache 1,000, dot read", "attention", 1000, "dot"),
 )
-SETTINGS = ("epochs", "batch_size", "max_train", "seed")
+SETTINGS = ("max_epochs", "patience", "held_out", "batch_size", "max_train")
 
 
 def default_data_dir():
@@ -58,15 +59,21 @@ def parse_args(argv=None):
     )
     parser.add_argument("--data-dir", type=pathlib.Path, default=default_data_dir(),
                         help="the shared corpora folder (pwkp_gaffney/, glove_subset/)")
-    parser.add_argument("--epochs", type=options.positive_int, default=1,
-                        help="the reference code ran 1 epoch")
+    parser.add_argument("--max-epochs", type=options.positive_int, default=20,
+                        help="epoch cap of every model")
+    parser.add_argument("--patience", type=options.positive_int, default=2,
+                        help="epochs without a better held-out accuracy before stopping")
+    parser.add_argument("--held-out", type=options.number_in(0.0, 1.0, low_inclusive=False),
+                        default=0.1,
+                        help="fraction of the training sentences held out for early stopping")
     parser.add_argument("--batch-size", type=options.positive_int, default=64,
                         help="sentences per batch")
     parser.add_argument("--max-train", type=options.positive_int,
                         help="limit the training sentences")
     parser.add_argument("--variants", nargs="*", type=options.non_negative_int,
                         help="indices into the variant list (default: all)")
-    parser.add_argument("--seed", type=options.non_negative_int, default=0, help="random seed")
+    parser.add_argument("--seeds", nargs="+", type=options.non_negative_int, default=[0, 1, 2],
+                        help="random seeds; every model is trained once with each")
     parser.add_argument("--results", type=pathlib.Path,
                         default=ROOT / "benchmarks" / "results" / "fill_last_word_real_data.json",
                         help="results file, written after each row and resumed")
@@ -77,31 +84,69 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def run_variant(label, pooling, cache_size, query, arrays, vocabulary, matrix, args):
+def run_variant(label, pooling, cache_size, query, arrays, vocabulary, matrix, seed, args):
+    """One model trained with ``seed`` to its best held-out epoch, scored on ``dev.txt``."""
     keras.backend.clear_session()
-    keras.utils.set_random_seed(args.seed)
-    (x_train, y_train), (x_eval, y_eval) = arrays
+    keras.utils.set_random_seed(seed)
+    (x_train, y_train), (x_held, y_held), (x_eval, y_eval) = arrays
     model = build_fill_last_word_model(
         len(vocabulary), pooling=pooling, cache_size=cache_size, query=query or "none",
         embedding_matrix=matrix,
     )  # fmt: skip
     compile_fill_last_word_model(model)
-    train = data.last_word_dataset(x_train, y_train, args.batch_size, shuffle=True, seed=args.seed)
+    train = data.last_word_dataset(x_train, y_train, args.batch_size, shuffle=True, seed=seed)
+    held_out = data.last_word_dataset(x_held, y_held, args.batch_size)
     evaluation = data.last_word_dataset(x_eval, y_eval, args.batch_size)
+    stopping = keras.callbacks.EarlyStopping(
+        monitor="val_accuracy", mode="max", patience=args.patience, restore_best_weights=True
+    )
     started = time.time()
-    model.fit(train, epochs=args.epochs, verbose=2)
+    history = model.fit(train, validation_data=held_out, epochs=args.max_epochs,
+                        callbacks=[stopping], verbose=2).history
     seconds = time.time() - started
     result = model.evaluate(evaluation, return_dict=True, verbose=0)
-    row = {
+    held = history["val_accuracy"]
+    run = {
         "model": label,
+        "seed": seed,
         "cache_size": cache_size or 0,
         "query": query or "",
+        "epochs_trained": len(held),
+        "best_epoch": int(np.argmax(held)) + 1,
+        "held_out_accuracy": [round(100 * float(a), 2) for a in held],
         "dev_accuracy": round(100 * float(result["accuracy"]), 2),
         "dev_loss": round(float(result["loss"]), 3),
         "train_seconds": round(seconds, 1),
     }
-    print(json.dumps(row), flush=True)
-    return row
+    print(json.dumps(run), flush=True)
+    return run
+
+
+def table_rows(runs):
+    """One row per model: mean ± standard deviation over its seeds, in `VARIANTS` order."""
+    rows = []
+    for label, *_ in VARIANTS:
+        mine = [run for run in runs if run["model"] == label]
+        if not mine:
+            continue
+        accuracy = np.array([run["dev_accuracy"] for run in mine])
+        rows.append({
+            "model": label,
+            "seeds": len(mine),
+            "dev_accuracy": f"{accuracy.mean():.2f} ± {accuracy.std():.2f}",
+            "per_seed": ", ".join(f"{a:.2f}" for a in accuracy),
+            "best_epochs": ", ".join(str(run["best_epoch"]) for run in mine),
+            "train_minutes": round(sum(run["train_seconds"] for run in mine) / 60 / len(mine), 1),
+        })  # fmt: skip
+    return rows
+
+
+def split_held_out(sentences, fraction):
+    """``(kept, held_out)``: a fixed random ``fraction`` of ``sentences`` held out, the same
+    for every model and seed."""
+    order = np.random.default_rng(0).permutation(len(sentences))
+    cut = max(1, int(round(fraction * len(sentences))))
+    return [sentences[i] for i in sorted(order[cut:])], [sentences[i] for i in sorted(order[:cut])]
 
 
 def main(argv=None):
@@ -116,35 +161,40 @@ def main(argv=None):
         print(json.dumps(report))
         return report
     if report.get("settings") != settings:
-        report = {"settings": settings, "rows": []}
+        report = {"settings": settings, "runs": []}
     folder = args.data_dir / "pwkp_gaffney"
     train = data.read_sentences(folder / "test.txt")
     evaluation = data.read_sentences(folder / "dev.txt")
     if args.max_train:
         train = train[: args.max_train]
+    train, held_out = split_held_out(train, args.held_out)
     vocabulary = data.build_vocabulary(train)
     x_train, y_train, _ = data.encode_last_word(train, vocabulary)
+    x_held, y_held, _ = data.encode_last_word(held_out, vocabulary)
     x_eval, y_eval, _ = data.encode_last_word(evaluation, vocabulary)
     glove = args.data_dir / "glove_subset" / "glove-50d-5k.json"
     vectors = word_vectors.load_word_vectors(glove, vocabulary=set(vocabulary))
-    matrix, found = word_vectors.embedding_matrix(vocabulary, vectors, scale=0.9, seed=args.seed)
+    matrix, found = word_vectors.embedding_matrix(vocabulary, vectors, scale=0.9, seed=0)
     unknown_labels = float(np.mean(y_eval == vocabulary.index(data.UNK)))
-    arrays = ((x_train, y_train), (x_eval, y_eval))
+    arrays = ((x_train, y_train), (x_held, y_held), (x_eval, y_eval))
     report["data"] = {
         "train_sentences": len(x_train),
+        "held_out_sentences": len(x_held),
         "dev_sentences": len(x_eval),
         "vocabulary": len(vocabulary),
         "glove_rows": found,
         "dev_labels_out_of_vocabulary": round(unknown_labels, 6),
     }
     chosen = [VARIANTS[i] for i in args.variants] if args.variants else VARIANTS
-    for variant in chosen:
-        if any(row["model"] == variant[0] for row in report["rows"]):
-            continue
-        report["rows"].append(run_variant(*variant, arrays, vocabulary, matrix, args))
-        order = [v[0] for v in VARIANTS]
-        report["rows"].sort(key=lambda row: order.index(row["model"]))
-        write_results(report, args.results)
+    # Seed by seed, so that an interrupted run has every model at least once.
+    for seed in args.seeds:
+        for variant in chosen:
+            if any((run["model"], run["seed"]) == (variant[0], seed) for run in report["runs"]):
+                continue
+            report["runs"].append(
+                run_variant(*variant, arrays, vocabulary, matrix, seed, args)
+            )
+            write_results(report, args.results)
     write_results(report, args.results)
     print(json.dumps(report))
     if args.update_readme:
@@ -160,20 +210,24 @@ def write_results(report, path):
 def write_readme_table(report):
     from benchmarks.readme_tables import update_readme
 
-    corpus, epochs = report["data"], report["settings"]["epochs"]
+    corpus, settings = report["data"], report["settings"]
     caption = (
-        f"Last-word accuracy (%) on PWKP ``dev.txt`` ({corpus['dev_sentences']:,} sentences) "
-        f"after {epochs} epoch(s) on ``test.txt`` ({corpus['train_sentences']:,} sentences, "
-        f"vocabulary {corpus['vocabulary']:,}, GloVe 50d for {corpus['glove_rows']:,} words; "
+        f"Last-word accuracy (%) on PWKP ``dev.txt`` ({corpus['dev_sentences']:,} sentences), "
+        f"trained on ``test.txt`` ({corpus['train_sentences']:,} sentences, with "
+        f"{corpus['held_out_sentences']:,} more held out for early stopping; vocabulary "
+        f"{corpus['vocabulary']:,}, GloVe 50d for {corpus['glove_rows']:,} words; "
         f"{100 * corpus['dev_labels_out_of_vocabulary']:.1f}% of dev answers are out of "
-        "vocabulary). Paper settings; the cache rows read with ``query=\"none\"`` (the paper) "
-        "unless the row says ``dot read`` (``query=\"dot\"``, its gate starting at 1). The "
-        "paper's own split (75% train) is not available, so figures are not comparable to its "
-        "Table 2."
+        f"vocabulary). Each model trained until its held-out accuracy had not improved for "
+        f"{settings['patience']} epochs (at most {settings['max_epochs']}) and scored with its "
+        "best held-out epoch's weights; mean ± standard deviation over seeds. Paper settings; "
+        "the cache rows read with ``query=\"none\"`` (the paper) unless the row says ``dot "
+        "read`` (``query=\"dot\"``, its gate starting at 1). The paper's own split (75% train) "
+        "is not available, so figures are not comparable to its Table 2."
     )
-    columns = [("model", "model"), ("dev_accuracy", "dev accuracy (%)"),
-               ("dev_loss", "dev loss"), ("train_seconds", "train time (s)")]
-    update_readme("fill-last-word-real-data", report["rows"], columns, caption)
+    columns = [("model", "model"), ("seeds", "seeds"), ("dev_accuracy", "dev accuracy (%)"),
+               ("per_seed", "per seed"), ("best_epochs", "best epoch per seed"),
+               ("train_minutes", "train minutes per seed")]
+    update_readme("fill-last-word-real-data", table_rows(report["runs"]), columns, caption)
 
 
 if __name__ == "__main__":

@@ -62,10 +62,15 @@ from tf_memlayers.models.parameter_budget import (  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+# What decides the models a run trains: a checkpoint or a results row is reused only when all
+# of these are the same.
 SETTINGS = (
-    "corpus", "max_epochs", "patience", "hidden", "embedding_dim", "dropout", "learning_rate",
-    "window", "ngram", "batch_size", "seq_len", "seed",
+    "corpus", "hidden", "embedding_dim", "dropout", "learning_rate", "window", "ngram",
+    "batch_size", "seq_len", "seed",
 )  # fmt: skip
+# When a model stops training. They are recorded but not compared: raising the cap continues
+# a model from its last epoch instead of training it again from the start.
+STOPPING_RULES = ("max_epochs", "patience")
 # The README block each corpus's table goes to.
 README_BLOCKS = {"ptb": "lm-equal-budget-ptb", "wikitext2": "lm-equal-budget-wikitext2"}
 CORPUS_NAMES = {"ptb": "PTB", "wikitext2": "WikiText-2"}
@@ -75,6 +80,7 @@ COLUMNS = [
     ("parameters", "parameters"),
     ("epochs_trained", "epochs"),
     ("best_epoch", "best epoch"),
+    ("stopped_by", "stopped by"),
     ("train_perplexity", "train ppl (best epoch)"),
     ("valid_perplexity", "valid ppl"),
     ("test_perplexity", "test ppl"),
@@ -91,7 +97,7 @@ def add_model_options(parser):
     parser.add_argument("--data-root", type=pathlib.Path, default=shared,
                         help="folder holding ptb/ and wikitext2/")
     parser.add_argument("--models", nargs="+", choices=KINDS, default=list(KINDS))
-    parser.add_argument("--max-epochs", type=options.positive_int, default=15)
+    parser.add_argument("--max-epochs", type=options.positive_int, default=40)
     parser.add_argument("--patience", type=options.positive_int, default=2,
                         help="epochs without a better validation perplexity before stopping")
     parser.add_argument("--hidden", type=options.positive_int, default=200,
@@ -395,7 +401,10 @@ def write_readme(report):
         + capped_note(report["rows"], s["max_epochs"])
     )
     return update_readme(
-        README_BLOCKS[report["corpus"]], with_gain_over_lstm(report["rows"]), COLUMNS, caption,
+        README_BLOCKS[report["corpus"]],
+        [row | {"stopped_by": stopped_by(row, s["patience"])}
+         for row in with_gain_over_lstm(report["rows"])],
+        COLUMNS, caption,
         footer=figure_directives(report["corpus"]), insert_after=README_BLOCKS["ptb"],
     )  # fmt: skip
 
@@ -411,16 +420,34 @@ def figure_directives(corpus):
     )
 
 
+def model_settings(settings):
+    """``settings`` without the stopping rules."""
+    return {name: value for name, value in settings.items() if name not in STOPPING_RULES}
+
+
 def read_report(path, settings):
+    """The results file at ``path`` if its models were trained with ``settings`` (stopping
+    rules aside), else None."""
     if path.is_file():
         report = json.loads(path.read_text(encoding="utf-8"))
-        if report.get("settings") == settings:
+        if model_settings(report.get("settings", {})) == model_settings(settings):
             return report
     return None
 
 
+def stopped_by(row, patience):
+    """``"patience"`` if the row's last ``patience`` epochs did not improve on its best, else
+    ``"cap"``: the epoch cap ended it."""
+    return "patience" if row["epochs_trained"] - row["best_epoch"] >= patience else "cap"
+
+
+def is_finished(row, args):
+    """Whether ``row`` needs no more training under this run's stopping rules."""
+    return stopped_by(row, args.patience) == "patience" or row["epochs_trained"] >= args.max_epochs
+
+
 def run(args):
-    settings = {name: getattr(args, name) for name in SETTINGS}
+    settings = {name: getattr(args, name) for name in SETTINGS + STOPPING_RULES}
     corpus, batches = load_corpus(args)
     report = read_report(args.results, settings) or {
         "corpus": args.corpus,
@@ -429,12 +456,14 @@ def run(args):
         "settings": settings,
         "rows": [],
     }
+    report["settings"] = settings
+    report["rows"] = [row for row in report["rows"] if is_finished(row, args)]
     done = {row["model"] for row in report["rows"]}
     kinds = [kind for kind in args.models if kind not in done]
     hidden = widths(len(corpus.vocabulary), kinds, args)
     for kind in kinds:
         report["rows"].append(train_to_convergence(kind, hidden[kind], corpus, batches, args,
-                                                   settings))
+                                                   model_settings(settings)))
         args.results.parent.mkdir(parents=True, exist_ok=True)
         args.results.write_text(json.dumps(report, indent=1) + "\n")
         draw_figures(report, args.figures_dir)

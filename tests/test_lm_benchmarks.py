@@ -45,12 +45,59 @@ def test_real_data_report_keeps_rows_only_for_the_same_settings(tmp_path):
 
 def test_equal_budget_report_is_resumed_only_with_the_same_settings(tmp_path):
     equal_budget = _load("lm_equal_budget")
-    settings = {"max_epochs": 15, "dropout": 0.4}
+    settings = {"max_epochs": 15, "patience": 2, "dropout": 0.4}
     path = tmp_path / "report.json"
     path.write_text(json.dumps({"settings": settings, "rows": [{"model": "lstm"}]}))
     assert equal_budget.read_report(path, settings)["rows"] == [{"model": "lstm"}]
     assert equal_budget.read_report(path, dict(settings, dropout=0.5)) is None
     assert equal_budget.read_report(tmp_path / "missing.json", settings) is None
+    # The stopping rules are not model settings: a new cap or patience reads the same report.
+    stopping = dict(settings, max_epochs=40, patience=3)
+    assert equal_budget.read_report(path, stopping)["rows"] == [{"model": "lstm"}]
+
+
+def test_equal_budget_row_says_whether_patience_or_the_cap_stopped_it():
+    equal_budget = _load("lm_equal_budget")
+    args = equal_budget.parse_args(["--max-epochs", "15", "--patience", "2"])
+    patience = {"epochs_trained": 9, "best_epoch": 7}
+    capped = {"epochs_trained": 15, "best_epoch": 14}
+    assert equal_budget.stopped_by(patience, 2) == "patience"
+    assert equal_budget.stopped_by(capped, 2) == "cap"
+    assert equal_budget.is_finished(patience, args) and equal_budget.is_finished(capped, args)
+    # A higher cap reopens the capped model only.
+    raised = equal_budget.parse_args(["--max-epochs", "40", "--patience", "2"])
+    assert equal_budget.is_finished(patience, raised)
+    assert not equal_budget.is_finished(capped, raised)
+
+
+def test_equal_budget_raising_the_cap_continues_a_model_from_its_last_epoch(
+    tmp_path, monkeypatch
+):
+    equal_budget = _load("lm_equal_budget")
+    _tiny_wikitext(tmp_path / "data" / "wikitext2")
+    evaluate, scored = equal_budget.evaluate_language_model, []
+
+    def counting(*args, **kwargs):
+        scored.append(None)
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(equal_budget, "evaluate_language_model", counting)
+
+    def run(name, cap):
+        scored.clear()
+        argv = _tiny_run_arguments(tmp_path, name, "--models", "lstm", "--max-epochs", cap,
+                                   "--patience", "2")  # fmt: skip
+        return equal_budget.main(argv)["rows"][0]
+
+    straight = run("straight", "2")
+    assert run("raised", "1")["epochs_trained"] == 1
+    continued = run("raised", "2")
+    # One validation scoring (epoch 2), then the best weights on valid and test: epoch 1 was
+    # read back from its checkpoint, not trained again.
+    assert len(scored) == 3
+    assert continued["history"] == straight["history"]
+    assert continued["epochs_trained"] == 2
+    assert continued["test_perplexity"] == straight["test_perplexity"]
 
 
 def test_equal_budget_widths_give_every_kind_the_lstm_parameter_count():
