@@ -7,51 +7,25 @@ import keras
 import numpy as np
 import pytest
 
+from layer_registry import LAYERS
+
 from tf_memlayers.layers import (
-    AssociativeGRU,
-    AssociativeGRUCell,
-    AssociativeMemoryCell,
-    DualAssociativeGRU,
-    DualAssociativeGRUCell,
-    HeapCacheAttention,
     KeyValuePredictSplit,
     NGramConcat,
-    NGramConcatCell,
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
 )
 from tf_memlayers.models.snli import ConditionalEncoder
 
-FLAGS = [
-    (lambda **f: SlidingWindowAttention(3, **f), "use_bias"),
-    (lambda **f: SlidingWindowAttention(3, **f), "return_memory"),
-    (lambda **f: SlidingWindowAttention(3, **f), "return_attention_scores"),
-    (lambda **f: SlidingWindowAttention(3, **f), "stateful"),
-    (lambda **f: SlidingWindowAttentionCell(keras.layers.LSTMCell(4), 3, **f), "use_bias"),
-    (lambda **f: NGramConcat(3, 4, **f), "use_bias"),
-    (lambda **f: NGramConcat(3, 4, **f), "return_memory"),
-    (lambda **f: NGramConcat(3, 4, **f), "stateful"),
-    (lambda **f: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **f), "use_bias"),
-    (lambda **f: AssociativeGRUCell(4, **f), "return_retrievals"),
-    (lambda **f: DualAssociativeGRUCell(4, **f), "return_retrievals"),
-    (lambda **f: AssociativeMemoryCell(keras.layers.GRUCell(4), **f), "return_retrievals"),
-    (lambda **f: HeapCacheAttention(4, 3, **f), "mask_empty"),
-    (lambda **f: ConditionalEncoder("am_gru", 4, **f), "fused_loop"),
-] + [
-    (lambda layer=layer, **f: layer(4, **f), flag)
-    for layer in (AssociativeGRU, DualAssociativeGRU)
-    for flag in (
-        "return_retrievals",
-        "return_sequences",
-        "return_state",
-        "go_backwards",
-        "stateful",
-        "unroll",
-        "zero_output_for_mask",
-        "fused_loop",
-    )
-]
-FLAG_IDS = [f"{i}-{flag}" for i, (_, flag) in enumerate(FLAGS)]
+# Every declared layer's boolean arguments (tests/layer_registry.py), and the model
+# builders' layers that take flags of their own.
+CASES = [
+    (declaration.cls.__name__, declaration.make, flag)
+    for declaration in LAYERS
+    for flag in declaration.flags
+] + [("ConditionalEncoder", lambda **f: ConditionalEncoder("am_gru", 4, **f), "fused_loop")]
+FLAGS = [(make, flag) for _, make, flag in CASES]
+FLAG_IDS = [f"{name}-{flag}" for name, _, flag in CASES]
 
 
 @pytest.mark.parametrize("make, flag", FLAGS, ids=FLAG_IDS)
