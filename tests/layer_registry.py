@@ -55,7 +55,7 @@ SHARED_SUITES = (
 
 _RNN_LAYER_FLAGS = (
     "return_retrievals", "return_sequences", "return_state", "go_backwards", "stateful",
-    "unroll", "zero_output_for_mask", "fused_loop",
+    "unroll", "zero_output_for_mask",
 )  # fmt: skip
 _CELL_SPEC = "a cell: its step spec is checked by test_cell_step_spec_is_exact"
 _NO_SEQUENCE = "maps single vectors or ids, with no sequence and so no padded steps"
