@@ -179,6 +179,16 @@ def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
     return loss, found[: len(variables)], found[len(variables) :]
 
 
+def load_script(folder, name):
+    """The script ``<repository>/<folder>/<name>.py`` (an example or a benchmark) as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / folder / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def shared_data_dir():
     """The read-only corpora folder: $TF_MEMLAYERS_DATA, else ../shared/data beside the repo."""
     env = os.environ.get("TF_MEMLAYERS_DATA")
