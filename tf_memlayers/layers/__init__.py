@@ -4,7 +4,11 @@ from tf_memlayers.layers.associative_gru import AssociativeGRU
 from tf_memlayers.layers.associative_gru_cell import AssociativeGRUCell
 from tf_memlayers.layers.associative_memory import AssociativeMemoryCell
 from tf_memlayers.layers.attention_pooling import AttentionPooling
-from tf_memlayers.layers.dual_associative_gru import DualAssociativeGRU, DualAssociativeGRUCell
+from tf_memlayers.layers.dual_associative_gru import (
+    DualAssociativeGRU,
+    DualAssociativeGRUCell,
+    premise_sharing_clone_function,
+)
 from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.layers.key_value_predict_split import KeyValuePredictSplit
 from tf_memlayers.layers.ngram import NGramConcat, NGramConcatCell
@@ -28,4 +32,5 @@ __all__ = [
     "SlidingWindowAttention",
     "SlidingWindowAttentionCell",
     "TiedEmbedding",
+    "premise_sharing_clone_function",
 ]

@@ -50,6 +50,107 @@ def _check_bias_arguments_left_to_premise(owner, **arguments):
         )
 
 
+def _premise_cell_from_config(config, owner):
+    """Takes ``premise_cell`` out of a Dual config: returns ``(premise cell or None, the other
+    arguments)``.
+
+    A Dual config holds a shared premise cell as the cell object. Keras's `.keras` saving
+    serializes that object with a ``shared_object_id`` (it also serializes it in the config of
+    the `AssociativeGRU` that owns it), and its loader hands one cell to both layers. Any
+    other config cannot say which layer of the rebuilt model owns the cell: a config taken by
+    `get_config` holds the original cell (`keras.models.clone_model`, `Bidirectional`), one
+    serialized outside a save (``model.to_json()``) holds no id. Rebuilding from either would
+    give the Dual layer premise weights that no other layer shares, so it is an error.
+    """
+    config = dict(config)
+    premise_cell = config.pop("premise_cell", None)
+    if premise_cell is None:
+        return None, config
+    if not (isinstance(premise_cell, dict) and "shared_object_id" in premise_cell):
+        raise ValueError(
+            f"{owner} {config.get('name')!r}: its `premise_cell` is shared with another layer, "
+            "and only a `.keras` file records which one: rebuilding the layer from this config "
+            "would give it premise weights of its own. Save and load the model as `.keras` "
+            "(the sharing is kept), clone it with `keras.models.clone_model(model, "
+            "clone_function=tf_memlayers.layers.premise_sharing_clone_function())`, or make "
+            "the layer again with `premise_cell=`."
+        )
+    premise_cell = keras.saving.deserialize_keras_object(premise_cell)
+    # The biases are the premise cell's and travel in its own config.
+    for name in _BIAS_DEFAULTS:
+        config.pop(name, None)
+    return premise_cell, config
+
+
+def _cell_arguments(config):
+    """A Dual cell config without ``premise_cell`` and the premise cell's bias arguments."""
+    return {k: v for k, v in config.items() if k != "premise_cell" and k not in _BIAS_DEFAULTS}
+
+
+def premise_sharing_clone_function(clone_function=None):
+    """A ``clone_function`` for `keras.models.clone_model` that keeps premise cells shared.
+
+    `keras.models.clone_model` rebuilds each layer from its own config, which cannot say which
+    layer of the clone owns the premise cell a `DualAssociativeGRU` (or a `keras.layers.RNN`
+    over a `DualAssociativeGRUCell`) shares: cloning such a model without this function is a
+    `ValueError`. With it, the clone of the Dual layer shares the cell of the clone of the
+    premise layer, as the original shares the original's. Make a new function for each clone.
+
+    Args:
+        clone_function: Optional function ``layer -> new layer`` for every other layer
+            (including the one that owns the premise cell). Defaults to
+            ``layer.__class__.from_config(layer.get_config())``, `clone_model`'s default.
+
+    Returns:
+        A function ``layer -> new layer`` to pass as ``clone_function``.
+
+    Example:
+
+    >>> import keras
+    >>> from tf_memlayers.layers import AssociativeGRU, DualAssociativeGRU
+    >>> premise, hypothesis = keras.Input((5, 4)), keras.Input((3, 4))
+    >>> premise_layer = AssociativeGRU(8, num_copies=2, return_state=True)
+    >>> _, source, last = premise_layer(premise)
+    >>> dual = DualAssociativeGRU(8, num_copies=2, premise_cell=premise_layer.cell)
+    >>> output = dual(hypothesis, initial_state=[source * 0, last, source])
+    >>> model = keras.Model([premise, hypothesis], output)
+    >>> clone = keras.models.clone_model(
+    ...     model, clone_function=premise_sharing_clone_function())
+    >>> len(clone.weights)  # the premise cell's 5 weights, shared, and the 2 dual kernels
+    7
+    """
+    if clone_function is None:
+        clone_function = lambda layer: layer.__class__.from_config(layer.get_config())  # noqa: E731
+    clones = {}  # id of an original premise cell -> its clone
+
+    def clone(layer):
+        dual_cell = getattr(layer, "cell", None)
+        if not (isinstance(dual_cell, DualAssociativeGRUCell) and dual_cell.premise_cell_is_shared):
+            new = clone_function(layer)
+        else:
+            premise = dual_cell.premise_cell
+            if id(premise) not in clones:
+                raise ValueError(
+                    f"premise_sharing_clone_function: layer {layer.name!r} shares the premise "
+                    f"cell {premise.name!r} of a layer that was not cloned before it; clone a "
+                    "model that contains the premise layer and calls it first."
+                )
+            config = layer.get_config()
+            if isinstance(layer, DualAssociativeGRU):
+                new = type(layer)(premise_cell=clones[id(premise)], **_cell_arguments(config))
+            else:  # a `keras.layers.RNN` over a `DualAssociativeGRUCell`
+                cell_config = _cell_arguments(dual_cell.get_config())
+                new_cell = type(dual_cell)(premise_cell=clones[id(premise)], **cell_config)
+                config.pop("cell")
+                new = type(layer)(new_cell, **config)
+        cell = getattr(layer, "cell", None)
+        if isinstance(cell, AssociativeGRUCell):
+            clones[id(cell)] = new.cell
+        return new
+
+    return clone
+
+
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class DualAssociativeGRUCell(keras.layers.Layer):
     """Dual AM-GRU cell: an AM-GRU that also reads a source sequence's final memory.
@@ -79,9 +180,13 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         seed: seed of the permutations; must equal the source cell's.
         return_retrievals: if True the output is ``[o_t, delta, h, h2]`` (``4 * units``).
         premise_cell: optional `AssociativeGRUCell` whose weights are shared (its ``units``,
-            ``num_copies`` and ``seed`` must match). Not serialized: a model that shares
-            weights recreates the sharing when it is rebuilt (see
-            `tf_memlayers.models.snli.ConditionalEncoder`).
+            ``num_copies`` and ``seed`` must match). A `.keras` file keeps the sharing when
+            the premise cell is the cell of an `AssociativeGRU` in the same model (a
+            `keras.layers.RNN` over it does not record the sharing, and loading fails); to
+            clone a model that shares it, pass `premise_sharing_clone_function()` to
+            `keras.models.clone_model`. Rebuilding from a config taken outside a save
+            (``from_config(get_config())``, ``model_from_json``) is a `ValueError`: it cannot
+            name the layer owning the cell.
         kernel_initializer, kernel_regularizer: for the dual kernels ``W_dg, W_dc`` and, when
             the cell makes its own premise cell, for its kernels.
         gate_bias_initializer, candidate_bias_initializer, bias_regularizer: for the premise
@@ -126,6 +231,8 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         super().__init__(**kwargs)
         owner = type(self).__name__
         units, num_copies, seed = check_units_copies_seed(owner, units, num_copies, seed)
+        # Whether the premise cell is another layer's (then it is saved in this config).
+        self.premise_cell_is_shared = premise_cell is not None
         self.dual_key = check.check_choice("dual_key", dual_key, DUAL_KEYS, owner)
         self.return_retrievals = check.check_bool("return_retrievals", return_retrievals, owner)
         if premise_cell is None:
@@ -149,6 +256,9 @@ class DualAssociativeGRUCell(keras.layers.Layer):
                 bias_regularizer=bias_regularizer,
             )
         self._check_premise_cell(premise_cell, units, num_copies, seed)
+        if self.premise_cell_is_shared:
+            # Read by `AssociativeGRU.get_config`, so that a `.keras` file keeps the sharing.
+            premise_cell.shared_as_premise = True
         self.premise_cell = premise_cell
         self.units, self.num_copies, self.seed = units, num_copies, seed
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -254,7 +364,14 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         config["kernel_initializer"] = keras.initializers.serialize(self.kernel_initializer)
         config["kernel_regularizer"] = keras.regularizers.serialize(self.kernel_regularizer)
         config.update({"dual_key": self.dual_key, "return_retrievals": self.return_retrievals})
+        if self.premise_cell_is_shared:
+            config["premise_cell"] = self.premise_cell  # see `_premise_cell_from_config`
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        premise_cell, config = _premise_cell_from_config(config, cls.__name__)
+        return cls(premise_cell=premise_cell, **config)
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -272,7 +389,10 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
 
     Pass ``premise_cell`` to share every non-dual weight with the layer that reads the
     premise (``premise_layer.cell`` of an `AssociativeGRU`), as the paper's conditional
-    encoding does; by default the layer makes its own.
+    encoding does; by default the layer makes its own. A model that shares it saves to and
+    loads from ``.keras`` with the sharing kept; `keras.models.clone_model` keeps it with
+    ``clone_function=premise_sharing_clone_function()`` (without, it is a `ValueError`: Keras
+    rebuilds each layer from its own config, which cannot name the layer owning the cell).
 
     Args:
         units: Positive even integer, the number of real units ``n``.
@@ -284,8 +404,12 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
             to 123.
         return_retrievals: Boolean, whether each step's output is ``[o_t, delta, h, h2]``
             (``4 * units``). Defaults to False.
-        premise_cell: Optional `AssociativeGRUCell` whose weights are shared (not
-            serialized; a model that shares weights recreates the sharing). Defaults to None.
+        premise_cell: Optional `AssociativeGRUCell` whose weights are shared, the cell of an
+            `AssociativeGRU` reading the premise. A `.keras` file keeps the sharing;
+            `keras.models.clone_model` keeps it with
+            ``clone_function=premise_sharing_clone_function()``; rebuilding the layer from a
+            config taken outside a save is a `ValueError`, never a silent copy. Defaults to
+            None.
         kernel_initializer: Initializer of the dual kernels (and of the premise kernels the
             layer makes). Defaults to ``"glorot_uniform"``.
         gate_bias_initializer: Initializer of the gate bias of the premise cell the layer
@@ -329,6 +453,29 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
     >>> output = layer(np.ones((2, 3, 4), "float32"), initial_state=[source * 0, last, source])
     >>> output.shape
     TensorShape([2, 8])
+
+    The same as a functional model, saved, loaded and cloned with the premise cell shared:
+
+    >>> import os, tempfile, keras
+    >>> from tf_memlayers.layers import premise_sharing_clone_function
+    >>> premise, hypothesis = keras.Input((5, 4)), keras.Input((3, 4))
+    >>> premise_layer = AssociativeGRU(8, num_copies=2, return_state=True, name="premise")
+    >>> _, source, last = premise_layer(premise)
+    >>> layer = DualAssociativeGRU(
+    ...     8, num_copies=2, premise_cell=premise_layer.cell, name="hypothesis")
+    >>> output = layer(hypothesis, initial_state=[source * 0, last, source])
+    >>> model = keras.Model([premise, hypothesis], output)
+    >>> path = os.path.join(tempfile.mkdtemp(), "dual.keras")
+    >>> model.save(path)
+    >>> loaded = keras.models.load_model(path)
+    >>> loaded.get_layer("hypothesis").cell.premise_cell is loaded.get_layer("premise").cell
+    True
+    >>> clone = keras.models.clone_model(
+    ...     model, clone_function=premise_sharing_clone_function())
+    >>> clone.get_layer("hypothesis").cell.premise_cell is clone.get_layer("premise").cell
+    True
+    >>> len(model.weights), len(loaded.weights), len(clone.weights)
+    (7, 7, 7)
     """
 
     STATES = (
@@ -382,6 +529,17 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
     @property
     def cell_permutations(self):
         return self.cell.premise_cell.permutations
+
+    def get_config(self):
+        config = super().get_config()
+        if self.cell.premise_cell_is_shared:
+            config["premise_cell"] = self.cell.premise_cell  # see `_premise_cell_from_config`
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        premise_cell, config = _premise_cell_from_config(config, cls.__name__)
+        return cls(premise_cell=premise_cell, **config)
 
     def fused_inner_loop(self, sequences, initial_state, mask):
         premise = self.cell.premise_cell
