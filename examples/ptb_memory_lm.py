@@ -203,8 +203,8 @@ def parse_args(argv=None):
                        f"{DEFAULT_ROOT}/<model>-<changed options>-<digest>, one per "
                        "configuration)")
     options.add_argument(run, "--probe-sentence",
-                         help="sentence shown in the attention heatmap (default: the start of "
-                         "the validation split)")
+                         help="sentence shown in the attention heatmap, in words of the "
+                         "corpus's vocabulary (default: the start of the validation split)")
     options.add_argument(run, "--probe-length", type=options.positive_int, default=25,
                          metavar="N", help="tokens of the default probe sentence")
     options.add_argument(run, "--metrics-file", type=options.output_file, metavar="FILE",
@@ -226,6 +226,18 @@ def load_data(args):
         test_tokens=max(size // 10, 1),
         seed=args.seed,
     )
+
+
+def check_probe_sentence(args, vocabulary):
+    """Refuses a ``--probe-sentence`` without words or with a word outside the vocabulary
+    (one command-line error line, exit status 2), before anything is built or trained."""
+    if args.probe_sentence is None:
+        return
+    with options.reported_as("--probe-sentence"):
+        tokens = args.probe_sentence.split()
+        if not tokens:
+            raise ValueError(f"{args.probe_sentence!r} has no words")
+        vocabulary.encode(tokens)
 
 
 def model_kwargs(args, vocabulary_size):
@@ -322,6 +334,7 @@ def run(args, extra_callbacks=()):
     keras.utils.set_random_seed(args.seed)
     started = time.time()
     corpus = load_data(args)
+    check_probe_sentence(args, corpus.vocabulary)
     # The options already hold the preset's values; the corpus is what --data-dir resolved to.
     resolved = {"corpus": corpus.name}
     workdir = pathlib.Path(

@@ -270,6 +270,60 @@ def test_unreadable_data_is_a_command_line_error(examples, capsys, tmp_path):
     assert "error: argument --data-dir" in line and "train.txt" in line
 
 
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_a_workdir_that_is_a_file_is_refused_when_parsed(examples, capsys, tmp_path, name):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a run directory\n")
+    line = _error_line(capsys, examples[name].parse_args, ["--workdir", str(a_file)])
+    assert "error: argument --workdir" in line and "is a file, not a directory" in line
+    line = _error_line(capsys, examples[name].parse_args, ["--workdir", str(a_file / "run")])
+    assert "error: argument --workdir" in line and "cannot be created" in line
+    # A directory to create, or one that exists, is accepted.
+    for workdir in (tmp_path / "new" / "run", tmp_path):
+        assert examples[name].parse_args(["--workdir", str(workdir)]).workdir == str(workdir)
+
+
+@pytest.mark.parametrize(
+    "sentence,message",
+    [("again zzzqqq", "token 'zzzqqq' is not in the vocabulary"), ("  ", "has no words")],
+)
+def test_a_probe_sentence_the_vocabulary_cannot_encode_is_refused(
+    examples, capsys, tmp_path, sentence, message
+):
+    argv = ["--generated-tokens", "2000", "--probe-sentence", sentence,
+            "--workdir", str(tmp_path / "run")]
+    line = _error_line(capsys, examples["ptb_memory_lm"].main, argv)
+    assert "error: argument --probe-sentence" in line and message in line
+    assert not (tmp_path / "run").exists()  # refused before the run started
+
+
+def _run_script(name, argv):
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, str(REPO_ROOT / "examples" / f"{name}.py"), *argv],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+
+
+def test_ptb_script_names_a_bad_probe_sentence_and_workdir(tmp_path):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a run directory\n")
+    cases = [
+        (["--workdir", str(a_file)], "--workdir"),
+        (["--probe-sentence", "again zzzqqq", "--generated-tokens", "2000",
+          "--workdir", str(tmp_path / "run")], "--probe-sentence"),
+    ]
+    for argv, option in cases:
+        result = _run_script("ptb_memory_lm", argv)
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr and "METRICS" not in result.stdout
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, result.stderr
+        assert lines[0].startswith(f"ptb_memory_lm.py: error: argument {option}: ")
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize(
     "name,argv,option",
     [

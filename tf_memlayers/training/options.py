@@ -121,6 +121,21 @@ def existing_file(text):
     return text
 
 
+def directory_to_write(text):
+    """The path of a directory to use or create: not a file, nor inside one."""
+    path = os.path.abspath(text)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise argparse.ArgumentTypeError(f"{text!r} is a file, not a directory")
+    existing = os.path.dirname(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} cannot be created: {existing!r} is a file, not a directory"
+        )
+    return text
+
+
 def existing_path(text):
     """The path of a file or directory that exists."""
     if not os.path.exists(text):
@@ -220,7 +235,7 @@ OPTIONS = {
     "mixed_precision": Option("--mixed-precision", "train under the mixed_float16 policy",
                               action="store_true"),
     "workdir": Option("--workdir", "run directory: checkpoints (the same command resumes), "
-                      "TensorBoard logs and metrics.json", metavar="DIR"),
+                      "TensorBoard logs and metrics.json", directory_to_write, metavar="DIR"),
     "verbose": Option("--verbose", "Keras progress output: 0 silent, 1 progress bar, 2 one "
                       "line per epoch", int, choices=(0, 1, 2)),
 }
