@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import heap_reference as ref
-from conftest import gradients
+from conftest import gradients, tensorflow_only
 from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.ops import heap
 
@@ -254,6 +254,63 @@ def test_get_config_round_trip():
     )
     assert clone.mask_empty is False
     assert isinstance(clone.gate_initializer, keras.initializers.Zeros)
+
+
+def _poisoned(batch, rng):
+    """``batch`` with NaN or infinite entries in about half of its rows; returns the batch and
+    which rows are finite."""
+    batch = batch.copy()
+    bad = rng.random(len(batch)) < 0.5
+    for row in np.flatnonzero(bad):
+        batch[row, rng.integers(0, WIDTH)] = rng.choice([np.nan, np.inf, -np.inf])
+    return batch, ~bad
+
+
+@pytest.mark.parametrize("policy", ["heap", "topk"])
+def test_non_finite_candidates_are_skipped_as_if_never_offered(float64_policy, policy):
+    # Against a twin layer offered only the finite candidates: the same caches and the same
+    # `entered` for those, False for the others, and a read with nothing non-finite in it.
+    rng = np.random.default_rng(13)
+    layer, twin = make_layer(5, policy=policy), make_layer(5, policy=policy)
+    twin.set_weights(layer.get_weights())
+    for step in range(6):
+        batch, finite = _poisoned(rng.normal(size=(8, WIDTH)), rng)
+        kernel, score_vector = set_weights(layer, rng)
+        twin.cache_kernel.assign(kernel)
+        twin.cache_score.assign(score_vector)
+        entered = np.asarray(layer.insert(batch))
+        assert not entered[~finite].any()
+        np.testing.assert_array_equal(entered[finite], np.asarray(twin.insert(batch[finite])))
+        np.testing.assert_array_equal(np.asarray(layer.cache), np.asarray(twin.cache))
+        assert np.isfinite(np.asarray(layer.cache)).all()
+    assert int(layer.fill_count()) == 5  # the finite candidates filled the cache
+    states = rng.normal(size=(3, WIDTH))
+    np.testing.assert_array_equal(np.asarray(layer(states)), np.asarray(twin(states)))
+    # A batch of nothing but non-finite candidates changes nothing, even a full cache's root.
+    before = np.asarray(layer.cache).copy()
+    entered = layer.insert(np.array([[np.nan] * WIDTH, [np.inf] * WIDTH, [-np.inf] * WIDTH]))
+    assert not np.asarray(entered).any()
+    np.testing.assert_array_equal(np.asarray(layer.cache), before)
+
+
+def test_non_finite_vectors_score_like_empty_slots():
+    vectors = np.array([[0.0, 0.0], [1.0, 2.0], [np.nan, 1.0], [np.inf, 0.0], [1.0, -np.inf]])
+    scores = keras.ops.convert_to_numpy(heap.cache_scores(vectors, np.eye(2), np.ones(2)))
+    assert np.isfinite(scores[1])
+    assert scores[[0, 2, 3, 4]].tolist() == [-np.inf] * 4
+
+
+@tensorflow_only("inserts inside tf.function, as a compiled training step does")
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_non_finite_candidates_are_skipped_inside_tf_function(jit_compile):
+    import tensorflow as tf
+
+    layer = make_layer(3, policy="topk")
+    insert = tf.function(layer.insert, jit_compile=jit_compile)
+    batch = np.ones((4, WIDTH), "float32")
+    batch[0, 0], batch[2, 1] = np.nan, np.inf
+    assert np.asarray(insert(tf.constant(batch))).tolist() == [False, True, False, True]
+    assert np.isfinite(np.asarray(layer.cache)).all() and int(layer.fill_count()) == 2
 
 
 @pytest.mark.parametrize(

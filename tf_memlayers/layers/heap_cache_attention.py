@@ -46,7 +46,8 @@ class HeapCacheAttention(keras.layers.Layer):
     The cache is written only by `insert`, which a training step calls after the optimizer
     update with the examples' states (`tf_memlayers.models.HeapCacheModel` does this in
     `fit`); calling the layer never writes, in training or inference. Each candidate is scored
-    with the current ``W_c, v_c`` (``-inf`` for an all-zero vector):
+    with the current ``W_c, v_c`` (``-inf`` for an all-zero vector, and for a vector with a NaN
+    or infinite entry, which therefore never enters the cache):
 
     * ``policy="heap"``: the reference implementation's procedure, candidate by candidate in
       batch order: a candidate scoring strictly above the root (slot 0) replaces it and sifts
@@ -268,6 +269,12 @@ class HeapCacheAttention(keras.layers.Layer):
         the candidates of all replicas are gathered in replica order first, so that every
         replica writes the same cache. On another backend the same `keras.ops` code runs as is.
 
+        A candidate with a NaN or infinite entry (a diverged step's state) is skipped: it
+        scores ``-inf``, like an empty slot, never enters the cache under either policy and
+        reports False, and the other candidates are written as if it had not been offered. It
+        is skipped rather than refused with an error because the write runs compiled (XLA,
+        `jax.jit`), where a runtime assertion cannot stop the step; the read never sees it.
+
         Args:
             candidates: A 2D tensor or array ``[batch, H]``, the states offered to the cache
                 (typically the batch's states after the optimizer update), written by the
@@ -276,6 +283,18 @@ class HeapCacheAttention(keras.layers.Layer):
         Returns:
             ``[batch]`` bool tensor (``[replicas * batch]`` when gathered): which candidates
             entered the cache.
+
+        Example:
+
+        >>> import numpy as np
+        >>> layer = HeapCacheAttention(cache_size=4, attention_units=3, policy="topk")
+        >>> states = np.random.default_rng(0).normal(size=(3, 5)).astype("float32")
+        >>> states[1, 2] = np.nan
+        >>> layer.build(states.shape)
+        >>> layer.insert(states).numpy().tolist()  # the NaN state is skipped
+        [True, False, True]
+        >>> bool(np.isfinite(layer.cache.numpy()).all())
+        True
         """
         self._require_built("insert")
         candidates = ops.convert_to_tensor(candidates)

@@ -3,7 +3,8 @@
 The cache is a ``[K, H]`` tensor whose rows are vectors; a row of zeros is an empty slot.
 A vector's score is the cache-attention logit of Gaffney's *Cache Attention for Recurrent
 Language Modeling* (§3.3), ``a = v_c^T tanh(W_c^T c)``, computed with the weights current at
-the time of the write; an empty slot (all-zero vector) scores ``-inf``.
+the time of the write; an empty slot (all-zero vector) scores ``-inf``, and so does a vector
+with a NaN or infinite entry, which therefore never enters the cache (see `cache_scores`).
 
 Two write rules, each a pure function from the old cache and the candidates to the new cache:
 
@@ -41,7 +42,14 @@ _WORDS = {
 
 
 def cache_scores(vectors, kernel, score_vector):
-    """Cache-attention logits ``v_c^T tanh(W_c^T c)`` of each row; ``-inf`` for all-zero rows.
+    """Cache-attention logits ``v_c^T tanh(W_c^T c)`` of each row; ``-inf`` for all-zero rows
+    and for rows with a NaN or infinite entry.
+
+    A non-finite row scores as an empty slot does, so neither write rule lets it in (a
+    candidate must score strictly above the root, and among equal scores the cached rows win),
+    and the cache never holds a value it would read back as NaN. The rule is part of the
+    computation rather than a check that raises, because the writes run compiled (XLA on
+    TensorFlow, `jax.jit`), where an assertion cannot stop the step.
 
     Args:
         vectors: ``[N, H]`` tensor.
@@ -51,9 +59,14 @@ def cache_scores(vectors, kernel, score_vector):
     Returns:
         ``[N]`` tensor of scores, in the dtype of ``vectors``.
     """
-    logits = ops.matmul(ops.tanh(ops.matmul(vectors, kernel)), score_vector[:, None])[:, 0]
+    vectors = ops.convert_to_tensor(vectors)
+    finite = ops.all(ops.isfinite(vectors), axis=-1)
+    # Non-finite rows are zeroed before the product, so that no NaN reaches the scores.
+    safe = ops.where(finite[:, None], vectors, ops.zeros_like(vectors))
+    logits = ops.matmul(ops.tanh(ops.matmul(safe, kernel)), score_vector[:, None])[:, 0]
     empty = ops.all(ops.equal(vectors, 0), axis=-1)
-    return ops.where(empty, ops.full_like(logits, -float("inf")), logits)
+    unusable = ops.logical_or(empty, ops.logical_not(finite))
+    return ops.where(unusable, ops.full_like(logits, -float("inf")), logits)
 
 
 def _row_hashes(rows):
