@@ -92,7 +92,7 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
 
     Inputs of another width than the layer was built for, a mask that is not
     ``[batch, time]``, and an ``initial_memory`` (or, with ``stateful=True``, a batch) of
-    another size are `ValueError`s naming the argument and the shapes. Sequences without
+    another size raise a `ValueError` naming the argument and the shapes. Sequences without
     steps, and empty batches, give empty outputs.
 
     Returns:

@@ -1,0 +1,96 @@
+"""The documentation site builds with warnings as errors, and its API reference documents every
+public name: each name of the ``__all__`` lists of the package and of its public subpackages
+(the public names of a module without ``__all__``), under the import path users write."""
+
+import importlib
+import inspect
+import os
+import pkgutil
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO_ROOT
+
+PUBLIC_MODULES = [
+    "tf_memlayers",
+    "tf_memlayers.models",
+    "tf_memlayers.callbacks",
+    "tf_memlayers.data",
+    "tf_memlayers.training",
+    "tf_memlayers.metrics",
+    "tf_memlayers.losses",
+    "tf_memlayers.compat",
+]
+
+
+def _needs(module):
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        pytest.skip(f"{module} is not installed: the docs extra is needed ('pip install -e \".[docs]\"')")
+
+
+def _public_names(module):
+    """``__all__``, or else the classes and functions the module itself defines."""
+    if hasattr(module, "__all__"):
+        return list(module.__all__)
+    return [
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and (inspect.isclass(value) or inspect.isfunction(value))
+        and value.__module__ == module.__name__
+    ]
+
+
+def _documented_modules():
+    """Every public module with the names it exports; the public submodules of packages
+    that have no ``__all__`` (``tf_memlayers.data``) included."""
+    modules = {}
+    for name in PUBLIC_MODULES:
+        module = importlib.import_module(name)
+        modules[name] = _public_names(module)
+        if not hasattr(module, "__all__") and hasattr(module, "__path__"):
+            for info in pkgutil.iter_modules(module.__path__, name + "."):
+                if not info.name.rsplit(".", 1)[1].startswith("_"):
+                    sub = importlib.import_module(info.name)
+                    modules[info.name] = _public_names(sub)
+    return modules
+
+
+@pytest.fixture(scope="module")
+def api_html(tmp_path_factory):
+    for needed in ("sphinx", "furo", "sphinx-mathjax-offline"):
+        _needs(needed)
+    out = tmp_path_factory.mktemp("html")
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(REPO_ROOT / "docs"), str(out)],
+        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert (out / "_static" / "mathjax" / "tex-chtml.js").is_file()  # equations render offline
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted((out / "api").glob("*.html")))
+
+
+def test_every_public_name_is_in_the_api_reference(api_html):
+    ids = set(re.findall(r'id="([^"]+)"', api_html))
+    modules = _documented_modules()
+    missing = []
+    for module_name, names in modules.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            if f"{module_name}.{name}" in ids:
+                continue
+            # A name re-exported from another public module is documented there once, and
+            # this module's page names it and links to it.
+            homes = [
+                other for other in modules
+                if other != module_name and f"{other}.{name}" in ids
+                and getattr(importlib.import_module(other), name, None) is getattr(module, name)
+            ]  # fmt: skip
+            if not any(f'href="#{home}.{name}"' in api_html or f'#{home}.{name}"' in api_html
+                       for home in homes) or f"{module_name}.{name}" not in api_html:
+                missing.append(f"{module_name}.{name}")
+    assert not missing, missing
