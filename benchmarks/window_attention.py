@@ -20,7 +20,7 @@ process (absolute times on shared machines drift; ratios measured together do no
 Usage::
 
     python -m benchmarks.window_attention                 # both, JSON on stdout
-    python -m benchmarks.window_attention --update-readme # also rewrite README.rst tables
+    python -m benchmarks.window_attention --update-docs # also rewrite docs/results.rst tables
 """
 
 import argparse
@@ -254,9 +254,9 @@ def bench_peer(args):
     return rows, skipped
 
 
-def update_readme(results, args):
-    """Rewrites the README blocks of whichever parts ``results`` holds."""
-    from benchmarks.readme_tables import update_readme as write_block
+def update_docs(results, args):
+    """Rewrites the results-page blocks of whichever parts ``results`` holds."""
+    from benchmarks.docs_tables import update_docs as write_block
 
     if "lm" in results:
         write_lm_block(write_block, results["lm"], results.get("lm_rounds", args.rounds))
@@ -349,9 +349,11 @@ def parse_args(argv=None):
                         help="address-space limit of each peak-memory child process")
     parser.add_argument("--skip-lm", action="store_true", help="skip the LM variants")
     parser.add_argument("--skip-peer", action="store_true", help="skip the peer comparison")
-    parser.add_argument("--update-readme", action="store_true",
-                        help="write the results into README.rst")
-    parser.add_argument("--from-json", help="render the README tables from the saved JSON of "
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the results into docs/results.rst")
+    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--from-json", help="render the results tables from the saved JSON of "
                         "an earlier run instead of measuring")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -361,7 +363,7 @@ def main(argv=None):
     args = parse_args(argv)
     if args.from_json:
         with open(args.from_json, encoding="utf-8") as saved:
-            update_readme(json.load(saved), args)
+            update_docs(json.load(saved), args)
         return
     if args.child:
         peak_memory.report(peer_child(json.loads(args.child)))
@@ -383,8 +385,8 @@ def main(argv=None):
         results["peer"], results["peer_skipped"] = bench_peer(args)
         results["peer_settings"] = {name: getattr(args, name) for name in PEER_SETTINGS}
     print(json.dumps(results, indent=2))
-    if args.update_readme:
-        update_readme(results, args)
+    if args.update_docs:
+        update_docs(results, args)
 
 
 if __name__ == "__main__":
