@@ -15,6 +15,10 @@ sys.path.insert(0, str(ROOT))
 # Importing the package imports TensorFlow; keep its start-up messages out of the build log.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from docutils import nodes  # noqa: E402
+from docutils.statemachine import StringList  # noqa: E402
+from sphinx.util.docutils import SphinxDirective  # noqa: E402
+
 from tf_memlayers.version import __version__  # noqa: E402
 
 project = "tf-memlayers"
@@ -51,3 +55,42 @@ default_role = "code"
 html_theme = "furo"
 html_title = f"tf-memlayers {release}"
 
+
+
+def _summary(obj):
+    """The first sentence-line of a docstring, joined across its wrapped lines."""
+    import inspect
+
+    doc = inspect.getdoc(obj) or ""
+    return " ".join(doc.split("\n\n")[0].split())
+
+
+class PublicNames(SphinxDirective):
+    """``.. public-names:: tf_memlayers`` — a table of the module's ``__all__`` (classes and
+    functions) with the first paragraph of each docstring, linked to the API reference, so
+    that the table follows the package instead of being kept by hand."""
+
+    required_arguments = 1
+
+    def run(self):
+        import importlib
+        import inspect
+
+        module_name = self.arguments[0]
+        module = importlib.import_module(module_name)
+        lines = [".. list-table::", "   :header-rows: 1", "   :widths: 30 70", "",
+                 "   * - name", "     - what it is"]  # fmt: skip
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+                continue
+            role = "class" if inspect.isclass(obj) else "func"
+            lines += [f"   * - :py:{role}:`~{module_name}.{name}`", f"     - {_summary(obj)}"]
+        node = nodes.section()
+        node.document = self.state.document
+        self.state.nested_parse(StringList(lines, source="public-names"), 0, node)
+        return node.children
+
+
+def setup(app):
+    app.add_directive("public-names", PublicNames)

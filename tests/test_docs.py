@@ -3,6 +3,7 @@ public name: each name of the ``__all__`` lists of the package and of its public
 (the public names of a module without ``__all__``), under the import path users write."""
 
 import importlib
+import importlib.util
 import inspect
 import os
 import pkgutil
@@ -29,7 +30,7 @@ def _needs(module):
     try:
         importlib.import_module(module)
     except ImportError:
-        pytest.skip(f"{module} is not installed: the docs extra is needed ('pip install -e \".[docs]\"')")
+        pytest.skip(f"{module} is not installed (the docs extra: pip install -e '.[docs]')")
 
 
 def _public_names(module):
@@ -66,7 +67,7 @@ def api_html(tmp_path_factory):
         _needs(needed)
     out = tmp_path_factory.mktemp("html")
     result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(REPO_ROOT / "docs"), str(out)],
+        [sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", REPO_ROOT / "docs", out],
         capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-4000:]
@@ -94,3 +95,64 @@ def test_every_public_name_is_in_the_api_reference(api_html):
                        for home in homes) or f"{module_name}.{name}" not in api_html:
                 missing.append(f"{module_name}.{name}")
     assert not missing, missing
+
+
+def test_every_results_table_is_written_by_a_benchmark_script():
+    """Figures on the results page appear only between markers that a script in benchmarks/
+    writes, and every figure the page shows is in the repository."""
+    page = (REPO_ROOT / "docs" / "results.rst").read_text(encoding="utf-8")
+    scripts = "".join(p.read_text() for p in (REPO_ROOT / "benchmarks").glob("*.py"))
+    names = re.findall(r"^\.\. BEGIN GENERATED: (\S+)", page, re.MULTILINE)
+    assert names
+    for name in names:
+        assert f".. END GENERATED: {name}" in page
+        assert f'"{name}"' in scripts, f"no benchmark script writes the results block {name!r}"
+    for image in re.findall(r"^\.\. image:: (\S+)", page, re.MULTILINE):
+        assert (REPO_ROOT / "docs" / image).is_file(), image
+
+
+BENCHMARKS_WRITING_RESULTS = sorted(
+    path.stem for path in (REPO_ROOT / "benchmarks").glob("*.py")
+    if '"--update-docs"' in path.read_text(encoding="utf-8")
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("script", BENCHMARKS_WRITING_RESULTS)
+def test_update_readme_is_a_hidden_alias_of_update_docs(script, capsys):
+    spec = importlib.util.spec_from_file_location(script, REPO_ROOT / "benchmarks" / f"{script}.py")
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    assert benchmark.parse_args(["--update-docs"]).update_docs
+    assert benchmark.parse_args(["--update-readme"]).update_docs
+    assert not benchmark.parse_args([]).update_docs
+    with pytest.raises(SystemExit):
+        benchmark.parse_args(["--help"])
+    help_text = capsys.readouterr().out
+    assert "--update-docs" in help_text and "--update-readme" not in help_text
+
+
+def _python_blocks(page):
+    pattern = re.compile(r"^\.\. code-block:: python\n\n((?:    .*\n|\n)+)", re.MULTILINE)
+    return ["\n".join(line[4:] for line in block.splitlines()) for block in pattern.findall(page)]
+
+
+PAGES_WITH_CODE = sorted(
+    path.name for path in (REPO_ROOT / "docs").glob("*.rst")
+    if _python_blocks(path.read_text(encoding="utf-8"))
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("page_name", PAGES_WITH_CODE)
+def test_the_code_on_each_page_runs_as_written(page_name, capsys):
+    """Each page's Python blocks run in order, and each print shows what its comment says."""
+    blocks = _python_blocks((REPO_ROOT / "docs" / page_name).read_text(encoding="utf-8"))
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, page_name, "exec"), namespace)
+    expected = [
+        line.split("#")[1].strip()
+        for block in blocks
+        for line in block.splitlines()
+        if line.lstrip().startswith("print(") and "#" in line
+    ]
+    assert capsys.readouterr().out.splitlines() == expected

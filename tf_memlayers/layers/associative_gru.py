@@ -218,7 +218,8 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     (`tf_memlayers.ops.associative_gru_loop`): both loops are compiled with XLA even when the
     model is not, and on CPU the batch is split into one independent loop per core. Each new
     (batch, time) shape then compiles once, so it suits fixed-size padded batches. The
-    README's speed table compares both loops with `keras.layers.GRU`.
+    speed table on the documentation's results page compares both loops with
+    `keras.layers.GRU`.
 
     Args:
         units: Positive even integer, the number of real units ``n`` (``n/2`` complex
