@@ -36,7 +36,8 @@ extensions = [
 
 exclude_patterns = ["_build"]
 templates_path = []
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 
 # Docstrings are Google style with Keras-style ``Args:`` / ``Returns:`` / ``Example:``.
 napoleon_google_docstring = True
@@ -48,7 +49,7 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 # Keras methods a layer does not override (get_config, build, ...) are Keras's to document.
 autodoc_inherit_docstrings = False
-autodoc_default_options = {"members": True, "show-inheritance": False}
+autodoc_default_options = {"members": True}
 # `x` in a docstring is code, as in the docstrings' Markdown-like convention.
 default_role = "code"
 
@@ -92,5 +93,18 @@ class PublicNames(SphinxDirective):
         return node.children
 
 
+def _init_signature(app, what, name, obj, options, signature, return_annotation):
+    """Keras layers define ``__new__(cls, *args, **kwargs)``, which autodoc would show as a
+    class's signature; show the arguments of ``__init__`` instead."""
+    import inspect
+
+    if what != "class" or "__init__" not in vars(obj):
+        return None
+    init = inspect.signature(obj.__init__)
+    parameters = list(init.parameters.values())[1:]  # without self
+    return str(init.replace(parameters=parameters, return_annotation=init.empty)), None
+
+
 def setup(app):
     app.add_directive("public-names", PublicNames)
+    app.connect("autodoc-process-signature", _init_signature)

@@ -3,9 +3,9 @@
 Each callback runs on a small model for one epoch end, writes its TensorBoard event file into a
 temporary folder, and the image it logged is copied out as a PNG into ``docs/images/``:
 
-* ``window_attention_probe.png``: `WindowAttentionCallback` on a window-attention language
-  model trained for a few epochs on the generated copy corpus (a span of words, ``again``, the
-  span repeated), so the repeated half reads the word ``span + 1`` steps back;
+* ``window_attention_probe.png``: `WindowAttentionCallback` on a small window-attention
+  language model trained for a few epochs on the generated copy corpus (a span of words,
+  ``again``, the span repeated);
 * ``memory_retrieval.png``: `MemoryRetrievalHeatmap` on a small, untrained Dual AM-GRU
   SNLI model;
 * ``cache_attention_by_index.png``: `CacheAttentionCallback` on a small last-word model whose
@@ -54,15 +54,15 @@ def window_attention(log_dir):
     from tf_memlayers.data.generated_lm import generate_copy_corpus
     from tf_memlayers.models import build_language_model, compile_language_model
 
-    corpus = generate_copy_corpus(train_tokens=60_000, valid_tokens=4_000, test_tokens=1_000,
-                                  num_words=30, seed=0)  # fmt: skip
+    corpus = generate_copy_corpus(train_tokens=200_000, valid_tokens=4_000, test_tokens=1_000,
+                                  seed=0)  # fmt: skip
     size = len(corpus.vocabulary.tokens)
-    options = dict(kind="attention", hidden=48, embedding_dim=32, window=5, stateful=False)
+    options = dict(kind="attention", hidden=64, embedding_dim=32, window=5, stateful=False)
     model = build_language_model(size, seq_len=20, **options)
     compile_language_model(model, jit_compile=False)
     ids = corpus.train.ids[: len(corpus.train.ids) // 21 * 21].reshape(-1, 21)
     keras.utils.set_random_seed(0)
-    model.fit(ids[:, :-1], ids[:, 1:], batch_size=32, epochs=6, verbose=0)
+    model.fit(ids[:, :-1], ids[:, 1:], batch_size=32, epochs=8, verbose=0)
     probe = build_language_model(size, seq_len=None, return_attention_scores=True, **options)
     valid = corpus.valid.ids
     start = int(np.flatnonzero(valid == corpus.vocabulary.id("<eos>"))[3]) + 1
