@@ -280,6 +280,40 @@ PEER_SETTINGS = ("window", "attention_units", "peer_batch", "peer_hidden", "memo
                  "repeats")
 
 
+# The figure of the peer comparison, shown under its table on the results page.
+PEER_FIGURE = os.path.join(os.path.dirname(HERE), "docs", "images", "window_attention_vs_peers.png")
+
+
+def draw_peer_figure(results, path=PEER_FIGURE):
+    """Time per training step (XLA) and peak memory against sequence length, one line per
+    implementation, both axes logarithmic."""
+    from matplotlib.figure import Figure
+
+    skipped = results.get("peer_skipped", {})
+    figure = Figure(figsize=(10, 4), dpi=80)
+    time_axes, memory_axes = figure.subplots(1, 2)
+    for impl in IMPLS:
+        if impl in skipped:
+            continue
+        for axes, key in ((time_axes, f"{impl}_xla_ms"), (memory_axes, f"{impl}_peak_mib")):
+            points = [(row["T"], row[key]) for row in results["peer"] if row.get(key) is not None]
+            if points:
+                axes.plot(*zip(*points), marker="o", label=IMPL_NAMES[impl])
+    for axes, label in ((time_axes, "ms per step, XLA"), (memory_axes, "peak memory (MiB)")):
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_xlabel("sequence length T")
+        axes.set_ylabel(label)
+        axes.grid(True, which="both", alpha=0.3)
+    time_axes.set_title("time per forward + backward step")
+    memory_axes.set_title("peak memory of one step")
+    time_axes.legend(fontsize="small")
+    figure.tight_layout()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    figure.savefig(path)
+    return path
+
+
 def write_peer_block(write_block, results, args):
     settings = results.get("peer_settings")
     if settings is None or "attention_units" not in settings:
@@ -319,8 +353,11 @@ def write_peer_block(write_block, results, args):
         "ratio, XLA against XLA. Peak = resident memory above the pre-step level of one XLA "
         "step, each implementation and length in its own process limited to "
         f"{args.memory_limit_gib} GiB; an implementation that failed is not tried at longer "
-        f"lengths.{skipped}",
+        f"lengths.{skipped} The figure shows the times and the peak memory against T.",
+        footer=".. image:: images/window_attention_vs_peers.png\n"
+        "   :alt: time per step and peak memory against sequence length",
     )
+    draw_peer_figure(results)
 
 
 def parse_args(argv=None):

@@ -156,3 +156,15 @@ def test_the_code_on_each_page_runs_as_written(page_name, capsys):
         if line.lstrip().startswith("print(") and "#" in line
     ]
     assert capsys.readouterr().out.splitlines() == expected
+
+
+def test_window_attention_peer_figure_is_drawn_from_the_results(tmp_path):
+    spec = importlib.util.spec_from_file_location(
+        "window_attention", REPO_ROOT / "benchmarks" / "window_attention.py"
+    )
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    rows = [{"T": t, "ours_xla_ms": t / 10, "ours_peak_mib": t / 5, "mha_xla_ms": t / 8,
+             "mha_peak_mib": None} for t in (20, 100)]  # fmt: skip
+    path = benchmark.draw_peer_figure({"peer": rows, "peer_skipped": {}}, tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 0 and path == tmp_path / "f.png"
