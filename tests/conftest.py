@@ -52,38 +52,22 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "xdist_group(name): run in one pytest-xdist worker")
 
 
-# The test files that run on every backend (.ci/run's JAX pass runs exactly these): the layers'
-# reference, protocol and journey tests. The others test models, examples, tf.data pipelines,
-# callbacks and training utilities, which are TensorFlow only.
-BACKEND_NEUTRAL_FILES = (
-    "test_layer_conformance.py",
-    "test_layer_journeys.py",
-    "test_sliding_window_attention.py",
-    "test_ngram.py",
-    "test_key_value_predict_split.py",
-    "test_attention_pooling.py",
-    "test_heap_cache.py",
-    "test_associative_memory.py",
-    "test_associative_gru.py",
-    "test_associative_gru_layer.py",
-    "test_dual_associative_gru_layer.py",
-    "test_holographic.py",
-    "test_tied_embedding.py",
-    "test_memory_cell_wrapper.py",
-    "test_backends.py",
-)
+def pytest_ignore_collect(collection_path, config):
+    # On another backend than TensorFlow only the layers' tests run: each declared layer's
+    # test module and the suites over every layer (tests/layer_registry.py). The others test
+    # models, examples, tf.data pipelines, callbacks and training utilities, which are
+    # TensorFlow only.
+    if BACKEND == "tensorflow" or not collection_path.name.startswith("test_"):
+        return None
+    from layer_registry import backend_neutral_files
+
+    return collection_path.name not in backend_neutral_files() or None
 
 
 def pytest_collection_modifyitems(config, items):
     if BACKEND == "tensorflow":
         return
     for item in items:
-        if item.path.name not in BACKEND_NEUTRAL_FILES:
-            reason = "models, examples, tf.data pipelines, callbacks and training utilities"
-            item.add_marker(
-                pytest.mark.skip(reason=f"TensorFlow only ({reason}); backend is {BACKEND}")
-            )
-            continue
         marker = item.get_closest_marker("tensorflow_only")
         if marker is not None:
             reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
@@ -193,6 +177,16 @@ def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
     values = [np.asarray(keras.ops.convert_to_numpy(t)) for t in (loss if has_aux else [loss])]
     loss = tuple(values) if has_aux else values[0]
     return loss, found[: len(variables)], found[len(variables) :]
+
+
+def load_script(folder, name):
+    """The script ``<repository>/<folder>/<name>.py`` (an example or a benchmark) as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / folder / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def shared_data_dir():

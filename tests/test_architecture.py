@@ -1,4 +1,4 @@
-"""The package's layout: small modules, and model builders that compose public layers only."""
+"""The package's layout: model builders compose public layers only."""
 
 import ast
 import pathlib
@@ -6,7 +6,6 @@ import pathlib
 import tf_memlayers
 
 ROOT = pathlib.Path(tf_memlayers.__file__).parent
-MAX_LINES = 400
 # What a builder must not reach for: the primitives below the layers, and the cells' internals
 # that only the layers themselves use to run their loops.
 CELL_INTERNALS = {
@@ -23,15 +22,6 @@ CELL_INTERNALS = {
 
 def _modules(folder=""):
     return sorted((ROOT / folder).rglob("*.py"))
-
-
-def test_no_module_is_longer_than_about_400_lines():
-    long = {
-        str(path.relative_to(ROOT)): lines
-        for path in _modules()
-        if (lines := len(path.read_text().splitlines())) > MAX_LINES
-    }
-    assert not long, long
 
 
 def test_model_builders_use_public_layers_only():

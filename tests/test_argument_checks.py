@@ -7,51 +7,26 @@ import keras
 import numpy as np
 import pytest
 
+from layer_registry import LAYERS
+
 from tf_memlayers.layers import (
     AssociativeGRU,
-    AssociativeGRUCell,
-    AssociativeMemoryCell,
     DualAssociativeGRU,
-    DualAssociativeGRUCell,
-    HeapCacheAttention,
     KeyValuePredictSplit,
     NGramConcat,
-    NGramConcatCell,
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
 )
 from tf_memlayers.models.snli import ConditionalEncoder
 
-FLAGS = [
-    (lambda **f: SlidingWindowAttention(3, **f), "use_bias"),
-    (lambda **f: SlidingWindowAttention(3, **f), "return_memory"),
-    (lambda **f: SlidingWindowAttention(3, **f), "return_attention_scores"),
-    (lambda **f: SlidingWindowAttention(3, **f), "stateful"),
-    (lambda **f: SlidingWindowAttentionCell(keras.layers.LSTMCell(4), 3, **f), "use_bias"),
-    (lambda **f: NGramConcat(3, 4, **f), "use_bias"),
-    (lambda **f: NGramConcat(3, 4, **f), "return_memory"),
-    (lambda **f: NGramConcat(3, 4, **f), "stateful"),
-    (lambda **f: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **f), "use_bias"),
-    (lambda **f: AssociativeGRUCell(4, **f), "return_retrievals"),
-    (lambda **f: DualAssociativeGRUCell(4, **f), "return_retrievals"),
-    (lambda **f: AssociativeMemoryCell(keras.layers.GRUCell(4), **f), "return_retrievals"),
-    (lambda **f: HeapCacheAttention(4, 3, **f), "mask_empty"),
-    (lambda **f: ConditionalEncoder("am_gru", 4, **f), "fused_loop"),
-] + [
-    (lambda layer=layer, **f: layer(4, **f), flag)
-    for layer in (AssociativeGRU, DualAssociativeGRU)
-    for flag in (
-        "return_retrievals",
-        "return_sequences",
-        "return_state",
-        "go_backwards",
-        "stateful",
-        "unroll",
-        "zero_output_for_mask",
-        "fused_loop",
-    )
+# Every declared layer's boolean arguments (tests/layer_registry.py).
+CASES = [
+    (declaration.cls.__name__, declaration.make, flag)
+    for declaration in LAYERS
+    for flag in declaration.flags
 ]
-FLAG_IDS = [f"{i}-{flag}" for i, (_, flag) in enumerate(FLAGS)]
+FLAGS = [(make, flag) for _, make, flag in CASES]
+FLAG_IDS = [f"{name}-{flag}" for name, _, flag in CASES]
 
 
 @pytest.mark.parametrize("make, flag", FLAGS, ids=FLAG_IDS)
@@ -64,6 +39,29 @@ def test_flags_must_be_bools(make, flag, value):
 @pytest.mark.parametrize("make, flag", FLAGS, ids=FLAG_IDS)
 def test_numpy_bools_are_accepted(make, flag):
     assert getattr(make(**{flag: np.bool_(False)}), flag, False) is False
+
+
+FUSED_LOOP_OWNERS = {
+    "AssociativeGRU": (lambda **f: AssociativeGRU(4, **f), "AssociativeGRU"),
+    "DualAssociativeGRU": (lambda **f: DualAssociativeGRU(4, **f), "DualAssociativeGRU"),
+    # The encoder passes fused_loop to its AM-GRU layers, which check it ...
+    "ConditionalEncoder_am_gru": (
+        lambda **f: ConditionalEncoder("am_gru", 4, **f), "AssociativeGRU"
+    ),
+    # ... and checks it itself where it has none.
+    "ConditionalEncoder_gru": (lambda **f: ConditionalEncoder("gru", 4, **f), "ConditionalEncoder"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUSED_LOOP_OWNERS))
+@pytest.mark.parametrize("value", ["yes", "Auto", 1, None])
+def test_fused_loop_must_be_a_bool_or_auto(name, value):
+    make, owner = FUSED_LOOP_OWNERS[name]
+    message = f"{owner}: `fused_loop` must be a bool or 'auto', got {value!r}."
+    with pytest.raises(TypeError, match=re.escape(message)):
+        make(fused_loop=value)
+    assert make(fused_loop=np.bool_(False)).fused_loop is False
+    assert make().fused_loop == "auto"
 
 
 SIZED = {

@@ -21,7 +21,7 @@ from keras import ops
 from test_associative_gru import random_weights, reference_run, set_cell_weights
 
 from tf_memlayers.compat import load_original_weights, original_variable_names
-from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell
+from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell, DualAssociativeGRU
 
 # Both time loops of `AssociativeGRU`: Keras's (autodiff backward) and the fused one.
 FUSED = pytest.mark.parametrize(
@@ -320,3 +320,26 @@ def test_fused_loop_trains_under_a_mirrored_strategy(tmp_path):
     assert report["replicas"] == 2
     # Two training epochs on two replicas end in the same model with either loop.
     np.testing.assert_allclose(np.array(report["True"]), np.array(report["False"]), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "layer_cls, options, fused_on_tensorflow",
+    [
+        (AssociativeGRU, {}, True),
+        (AssociativeGRU, {"return_retrievals": True}, False),
+        (AssociativeGRU, {"unroll": True}, False),
+        (DualAssociativeGRU, {}, True),
+        (DualAssociativeGRU, {"dual_key": "released"}, False),
+    ],
+)
+def test_auto_runs_the_fused_loop_wherever_it_supports_the_layer(
+    layer_cls, options, fused_on_tensorflow
+):
+    layer = layer_cls(4, num_copies=2, **options)
+    assert layer.fused_loop == "auto"
+    assert layer.uses_fused_loop is (fused_on_tensorflow and BACKEND == "tensorflow")
+    # The saved config keeps "auto", so a model saved on TensorFlow loads on any backend.
+    rebuilt = layer_cls.from_config(layer.get_config())
+    assert rebuilt.fused_loop == "auto" and rebuilt.uses_fused_loop is layer.uses_fused_loop
+    # False always runs Keras's loop.
+    assert layer_cls(4, num_copies=2, fused_loop=False, **options).uses_fused_loop is False

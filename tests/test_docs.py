@@ -3,7 +3,6 @@ public name: each name of the ``__all__`` lists of the package and of its public
 (the public names of a module without ``__all__``), under the import path users write."""
 
 import importlib
-import importlib.util
 import inspect
 import os
 import pkgutil
@@ -12,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, load_script
 
 PUBLIC_MODULES = [
     "tf_memlayers",
@@ -119,9 +118,7 @@ BENCHMARKS_WRITING_RESULTS = sorted(
 
 @pytest.mark.parametrize("script", BENCHMARKS_WRITING_RESULTS)
 def test_update_readme_is_a_hidden_alias_of_update_docs(script, capsys):
-    spec = importlib.util.spec_from_file_location(script, REPO_ROOT / "benchmarks" / f"{script}.py")
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
+    benchmark = load_script("benchmarks", script)
     assert benchmark.parse_args(["--update-docs"]).update_docs
     assert benchmark.parse_args(["--update-readme"]).update_docs
     assert not benchmark.parse_args([]).update_docs
@@ -159,11 +156,7 @@ def test_the_code_on_each_page_runs_as_written(page_name, capsys):
 
 
 def test_window_attention_peer_figure_is_drawn_from_the_results(tmp_path):
-    spec = importlib.util.spec_from_file_location(
-        "window_attention", REPO_ROOT / "benchmarks" / "window_attention.py"
-    )
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
+    benchmark = load_script("benchmarks", "window_attention")
     rows = [{"T": t, "ours_xla_ms": t / 10, "ours_peak_mib": t / 5, "mha_xla_ms": t / 8,
              "mha_peak_mib": None} for t in (20, 100)]  # fmt: skip
     path = benchmark.draw_peer_figure({"peer": rows, "peer_skipped": {}}, tmp_path / "f.png")

@@ -1,6 +1,5 @@
 """examples/fill_last_word_cache.py end to end, resume included (tiny settings)."""
 
-import importlib.util
 import json
 import os
 
@@ -8,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT, logged_hparams
+from conftest import load_script, logged_hparams
 
 TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden-units", "8", "--attention-units", "4",
         "--cache-size", "64", "--batch-size", "32", "--episodes", "2", "--houses", "4",
@@ -16,11 +15,7 @@ TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden-units", "8", "--atten
 
 
 def load_example():
-    path = REPO_ROOT / "examples" / "fill_last_word_cache.py"
-    spec = importlib.util.spec_from_file_location("fill_last_word_cache", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("examples", "fill_last_word_cache")
 
 
 def test_help(capsys):

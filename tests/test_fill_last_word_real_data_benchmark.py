@@ -1,20 +1,15 @@
 """The real-sentence last-word benchmark: held-out early stopping, seeds, resumed runs."""
 
-import importlib.util
 import json
 
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import load_script
 
 
 def _benchmark():
-    path = REPO_ROOT / "benchmarks" / "fill_last_word_real_data.py"
-    spec = importlib.util.spec_from_file_location("fill_last_word_real_data", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks", "fill_last_word_real_data")
 
 
 def _tiny_pwkp(root):

@@ -18,6 +18,7 @@ from tf_memlayers.data.lm_batches import make_bptt_batches
 from tf_memlayers.data.token_streams import TokenStream
 from tf_memlayers.models.language_model import (
     KINDS,
+    MEMORY_KINDS,
     ForgetGateBias,
     Perplexity,
     SequenceCrossentropy,
@@ -25,7 +26,7 @@ from tf_memlayers.models.language_model import (
     compile_language_model,
     make_optimizer,
 )
-from tf_memlayers.models.weight_transfer import copy_trainable_weights
+from tf_memlayers.models.weight_transfer import copy_trainable_weights, weight_role
 from tf_memlayers.models.parameter_budget import (
     count_language_model_parameters,
     hidden_for_parameter_budget,
@@ -491,3 +492,27 @@ def test_hidden_for_parameter_budget_is_the_closest_width(kind, multiple):
         assert abs(count - budget) <= abs(other - budget)
     with pytest.raises(ValueError, match="`hidden` is what"):
         hidden_for_parameter_budget(VOCAB, kind, budget, hidden=20)
+
+
+def test_a_bad_kind_given_to_the_budget_search_raises_the_builders_own_message():
+    with pytest.raises(ValueError) as builder:
+        build_language_model(VOCAB, kind="gru")
+    with pytest.raises(ValueError) as budget:
+        hidden_for_parameter_budget(VOCAB, "gru", 1000)
+    assert str(budget.value) == str(builder.value) and "`kind`" in str(builder.value)
+
+
+@pytest.mark.parametrize("kind", sorted(MEMORY_KINDS))
+def test_every_memory_kind_builds_both_forms_with_the_same_weight_roles(kind):
+    memory = MEMORY_KINDS[kind]
+    forms = ("parallel", "cell") if memory.layer is not None else ("parallel",)
+    models = [
+        build_language_model(VOCAB, kind=kind, hidden=6, embedding_dim=4, window=2, ngram=3,
+                             form=form, stateful=False)
+        for form in forms
+    ]  # fmt: skip
+    if memory.layer_name:
+        assert memory.layer_name in [layer.name for layer in models[0].layers]
+    roles = [sorted(weight_role(w.path) for w in model.trainable_weights) for model in models]
+    assert all(r == roles[0] for r in roles)
+    assert any(role.startswith("memory/") for role in roles[0]) == (memory.layer is not None)

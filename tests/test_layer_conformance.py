@@ -30,6 +30,7 @@ from tf_memlayers.layers import (
     NGramConcatCell,
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
+    TiedEmbedding,
 )
 
 INPUT_DIM = 4
@@ -743,6 +744,17 @@ LAYER_TESTS = {
             supports_masking=True,
             # No weights to train.
             run_training_check=False,
+        ),
+    ),
+    "tied_embedding": (
+        TiedEmbedding,
+        {"input_dim": 10, "output_dim": 4, "mask_zero": True},
+        dict(
+            input_shape=(2, 3),
+            input_dtype="int32",
+            expected_output_shape=(2, 3, 4),
+            expected_num_trainable_weights=2,
+            supports_masking=True,
         ),
     ),
     "pooling": (

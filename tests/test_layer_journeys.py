@@ -20,6 +20,7 @@ from tf_memlayers.layers import (
     NGramConcatCell,
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
+    TiedEmbedding,
 )
 
 VOCAB, STEPS, SAMPLES, BATCH, CLASSES = 11, 6, 5, 2, 3  # 5 samples: the last batch has 1
@@ -78,6 +79,17 @@ STEP_LAYERS = {
     )(e),
 }
 
+def _tied_language_model(tokens, masked):
+    """Embedding, LSTM, and the embedding's transpose as the output layer (weight tying)."""
+    embedding = TiedEmbedding(VOCAB, 4, mask_zero=masked)
+    features = keras.layers.LSTM(4, return_sequences=True)(embedding(tokens))
+    return keras.layers.Activation("linear", dtype="float32")(embedding(features, reverse=True))
+
+
+# Language models whose layer reads the tokens itself: (tokens, masked) -> logits.
+TOKEN_LAYERS = {"TiedEmbedding": _tied_language_model}
+
+
 # Sequence-level memories: a classifier.
 POOLED_LAYERS = {
     "AttentionPooling": lambda e: AttentionPooling(4)(
@@ -122,7 +134,10 @@ def _model(name, masked, rng):
         return model, inputs, rng.integers(0, CLASSES, size=SAMPLES)
     tokens = keras.Input((STEPS,), dtype="int32")
     embedded = _embedded(tokens, masked)
-    if name in STEP_LAYERS:
+    if name in TOKEN_LAYERS:
+        targets = rng.integers(0, VOCAB, size=(SAMPLES, STEPS))
+        logits = TOKEN_LAYERS[name](tokens, masked)
+    elif name in STEP_LAYERS:
         features = STEP_LAYERS[name](embedded)
         targets = rng.integers(0, VOCAB, size=(SAMPLES, STEPS))
         logits = keras.layers.Dense(VOCAB, dtype="float32")(features)
@@ -135,7 +150,7 @@ def _model(name, masked, rng):
 
 NAMES = [
     pytest.param(name, marks=tensorflow_only(FUSED_LOOP)) if "fused_loop" in name else name
-    for name in sorted([*STEP_LAYERS, *POOLED_LAYERS, *DUAL_LAYERS])
+    for name in sorted([*STEP_LAYERS, *POOLED_LAYERS, *DUAL_LAYERS, *TOKEN_LAYERS])
 ]
 # Without a mask in float32; with a mask under mixed precision (and XLA, the default path).
 VARIANTS = [("float32", False), ("mixed_float16", True)]

@@ -1,13 +1,12 @@
 """The language-model benchmark scripts' own arithmetic (the runs themselves are long)."""
 
-import importlib.util
 import json
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import load_script
 
 from tf_memlayers.models.language_model import (
     build_language_model,
@@ -16,10 +15,7 @@ from tf_memlayers.models.parameter_budget import count_language_model_parameters
 
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks", name)
 
 
 def test_training_flops_count_every_weight_matrix_but_the_embedding():

@@ -25,6 +25,15 @@ _RNN_FLAGS = (
 )
 
 
+def check_fused_loop(value, owner):
+    """``value`` as `"auto"`, True or False; anything else is a `TypeError` naming it."""
+    if isinstance(value, str) and value == "auto":
+        return "auto"
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{owner}: `fused_loop` must be a bool or 'auto', got {value!r}.")
+
+
 class AssociativeRecurrentLayer(keras.layers.RNN):
     """Base of `AssociativeGRU` and `DualAssociativeGRU` (not used on its own).
 
@@ -36,28 +45,41 @@ class AssociativeRecurrentLayer(keras.layers.RNN):
     STATES = ()
     CELL_ARGUMENTS = ()
 
-    def __init__(self, cell, fused_loop=False, **kwargs):
+    def __init__(self, cell, fused_loop="auto", **kwargs):
         owner = type(self).__name__
         flags = {
             name: check.check_bool(name, kwargs.pop(name, False), owner) for name in _RNN_FLAGS
         }
-        fused_loop = check.check_bool("fused_loop", fused_loop, owner)
-        if fused_loop and keras.backend.backend() != "tensorflow":
-            raise ValueError(
-                f"{owner}: `fused_loop=True` needs the TensorFlow backend (the fused loop, "
-                "tf_memlayers.ops.associative_gru_loop, is a TensorFlow op); the Keras backend "
-                f"is {keras.backend.backend()!r}. Use fused_loop=False (the default): the same "
-                "layer and weights, run by Keras's loop on every backend."
-            )
-        if fused_loop and (cell.return_retrievals or flags["unroll"]):
-            raise ValueError(
-                f"{owner}: `fused_loop=True` cannot be combined with "
-                f"return_retrievals={cell.return_retrievals!r} or unroll={flags['unroll']!r}; "
-                "the fused loop emits only the outputs and always loops."
-            )
+        fused_loop = check_fused_loop(fused_loop, owner)
+        unsupported = self.fused_loop_unsupported(cell, flags)
+        if fused_loop is True and unsupported:
+            raise ValueError(f"{owner}: `fused_loop=True` {unsupported}")
         super().__init__(cell, **flags, **kwargs)
         self.fused_loop = fused_loop
+        # "auto": the fused loop wherever it runs this layer's options, else Keras's loop,
+        # as keras.layers.GRU chooses cuDNN with use_cudnn="auto".
+        self.uses_fused_loop = fused_loop is True or (fused_loop == "auto" and not unsupported)
         self.input_spec = keras.layers.InputSpec(ndim=3)
+
+    @staticmethod
+    def fused_loop_unsupported(cell, flags):
+        """Why the fused loop cannot run a layer of ``cell`` with these RNN ``flags`` (the end
+        of a sentence that starts "`fused_loop=True` "), or `None` if it can."""
+        backend = keras.backend.backend()
+        if backend != "tensorflow":
+            return (
+                "needs the TensorFlow backend (the fused loop, "
+                "tf_memlayers.ops.associative_gru_loop, is a TensorFlow op); the Keras backend "
+                f"is {backend!r}. Use fused_loop='auto' (the default) or False: the same layer "
+                "and weights, run by Keras's loop on every backend."
+            )
+        if cell.return_retrievals or flags["unroll"]:
+            return (
+                f"cannot be combined with return_retrievals={cell.return_retrievals!r} or "
+                f"unroll={flags['unroll']!r}; the fused loop emits only the outputs and always "
+                "loops."
+            )
+        return None
 
     @staticmethod
     def cell_keywords(kwargs):
@@ -114,7 +136,7 @@ class AssociativeRecurrentLayer(keras.layers.RNN):
     def inner_loop(self, sequences, initial_state, mask, training=False):
         if not isinstance(initial_state, (list, tuple)):
             initial_state = [initial_state]
-        if self.fused_loop:
+        if self.uses_fused_loop:
             return self.fused_inner_loop(sequences, list(initial_state), mask)
         return self.keras_inner_loop(sequences, list(initial_state), mask, training)
 
@@ -214,11 +236,14 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     weights live in ``layer.cell`` with the cell's names, shapes and row order, so
     `tf_memlayers.compat.load_original_weights` takes ``layer.cell``.
 
-    With ``fused_loop=True`` the time loop is one op with a hand-written backward pass
+    With the fused loop the time loop is one op with a hand-written backward pass
     (`tf_memlayers.ops.associative_gru_loop`): both loops are compiled with XLA even when the
     model is not, and on CPU the batch is split into one independent loop per core. Each new
-    (batch, time) shape then compiles once, so it suits fixed-size padded batches. The
-    speed table on the documentation's results page compares both loops with
+    (batch, time) shape then compiles once, so it suits fixed-size padded batches. By default
+    (``fused_loop="auto"``) the layer runs the fused loop wherever it supports the call (the
+    TensorFlow backend, without ``return_retrievals`` or ``unroll``) and Keras's loop
+    otherwise, so a model saved on TensorFlow loads and runs on JAX.
+    The speed table on the documentation's results page compares both loops with
     `keras.layers.GRU`.
 
     Args:
@@ -244,9 +269,10 @@ class AssociativeGRU(AssociativeRecurrentLayer):
         unroll: Boolean, unroll the time loop (needs a known length). Defaults to False.
         zero_output_for_mask: Boolean, output zeros (not the previous output) at masked
             steps. Defaults to False.
-        fused_loop: Boolean, run the time loop as `associative_gru_loop` (not with
-            ``return_retrievals`` or ``unroll``). Same results up to float rounding.
-            TensorFlow backend only (a `ValueError` on another backend). Defaults to False.
+        fused_loop: `"auto"`, True or False: run the time loop as `associative_gru_loop`
+            where it can (`"auto"`), always (True: a `ValueError` on another backend than
+            TensorFlow, or with ``return_retrievals`` or ``unroll``), or never (False: Keras's
+            loop). Same results up to float rounding. Defaults to `"auto"`.
         **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
 
     Call arguments:
@@ -284,7 +310,7 @@ class AssociativeGRU(AssociativeRecurrentLayer):
         candidate_bias_initializer="zeros",
         kernel_regularizer=None,
         bias_regularizer=None,
-        fused_loop=False,
+        fused_loop="auto",
         **kwargs,
     ):
         cell = AssociativeGRUCell(

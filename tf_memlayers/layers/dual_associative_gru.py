@@ -265,9 +265,10 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
     Reads a sequence (the hypothesis) with an AM-GRU that, at every step, also reads the final
     memory of a source sequence (the premise), given as the third initial state. Outputs,
     states and masking are those of ``keras.layers.RNN(DualAssociativeGRUCell(...))``. With
-    ``fused_loop=True`` the time loop is one `tf_memlayers.ops.associative_gru_loop` op
+    the fused loop the time loop is one `tf_memlayers.ops.associative_gru_loop` op
     (XLA-compiled forward, hand-written backward; ``dual_key="paper"`` only), the path the
-    layer picks inside its `inner_loop`, the way `keras.layers.GRU` picks cuDNN.
+    layer picks inside its `inner_loop`, the way `keras.layers.GRU` picks cuDNN: by default
+    (``fused_loop="auto"``) wherever it supports the call, else Keras's loop.
 
     Pass ``premise_cell`` to share every non-dual weight with the layer that reads the
     premise (``premise_layer.cell`` of an `AssociativeGRU`), as the paper's conditional
@@ -302,10 +303,11 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
         unroll: Boolean, unroll the time loop (needs a known length). Defaults to False.
         zero_output_for_mask: Boolean, output zeros (not the previous output) at masked
             steps. Defaults to False.
-        fused_loop: Boolean, run the time loop as `associative_gru_loop` (``dual_key=
-            "paper"``; not with ``return_retrievals`` or ``unroll``). Same results up to
-            float rounding. TensorFlow backend only (a `ValueError` on another backend).
-            Defaults to False.
+        fused_loop: `"auto"`, True or False: run the time loop as `associative_gru_loop`
+            where it can (`"auto"`), always (True: a `ValueError` on another backend than
+            TensorFlow, with ``dual_key="released"``, ``return_retrievals`` or ``unroll``),
+            or never (False: Keras's loop). Same results up to float rounding. Defaults to
+            `"auto"`.
         **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
 
     Call arguments:
@@ -349,7 +351,7 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
         candidate_bias_initializer="zeros",
         kernel_regularizer=None,
         bias_regularizer=None,
-        fused_loop=False,
+        fused_loop="auto",
         **kwargs,
     ):
         cell = DualAssociativeGRUCell(
@@ -367,14 +369,15 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
             name="dual_associative_gru_cell",
             **self.cell_keywords(kwargs),
         )
-        if check.check_bool("fused_loop", fused_loop, "DualAssociativeGRU") and (
-            cell.dual_key != "paper"
-        ):
-            raise ValueError(
-                "DualAssociativeGRU: `fused_loop=True` runs the Dual AM-GRU with "
-                f"dual_key='paper' only; got dual_key={cell.dual_key!r}."
-            )
         super().__init__(cell, fused_loop=fused_loop, **kwargs)
+
+    @staticmethod
+    def fused_loop_unsupported(cell, flags):
+        if cell.dual_key != "paper":
+            return (
+                f"runs the Dual AM-GRU with dual_key='paper' only; got dual_key={cell.dual_key!r}."
+            )
+        return AssociativeRecurrentLayer.fused_loop_unsupported(cell, flags)
 
     @property
     def cell_permutations(self):

@@ -20,6 +20,9 @@ padding of `tf_memlayers.data.lm_batches.make_bptt_batches` the `Perplexity` met
 exactly that over a whole split.
 """
 
+import dataclasses
+from typing import Callable
+
 import keras
 
 from tf_memlayers._validation import check_choice, check_int, check_optional_int
@@ -34,8 +37,64 @@ from tf_memlayers.layers import (
 from tf_memlayers.losses import LOSS_REDUCTIONS, SequenceCrossentropy  # noqa: F401  (re-exported)
 from tf_memlayers.metrics import Perplexity
 
-KINDS = ("lstm", "attention", "key_value", "key_value_predict", "ngram")
-ATTENTION_KINDS = ("attention", "key_value", "key_value_predict")
+
+@dataclasses.dataclass(frozen=True)
+class MemoryKind:
+    """How `build_language_model` puts one kind of memory on top of the LSTM.
+
+    Attributes:
+        layer: ``(units, ngram, stateful, **memory_args) -> layer`` over the top LSTM's
+            outputs (the parallel form); `None` for no memory.
+        cell: ``(lstm_cell, units, ngram, **memory_args) -> cell`` wrapping the top LSTM
+            cell (the cell form).
+        layer_name: The name of the parallel form's memory layer (its weights' paths).
+        pieces: ``ngram -> int``: the number of equal pieces the LSTM output is split into,
+            so that its width is a multiple of it.
+        attention: Whether the memory attends over a window (takes ``window``,
+            ``attention_units`` and ``pad``, and can return attention scores).
+    """
+
+    layer: Callable = None
+    cell: Callable = None
+    layer_name: str = None
+    pieces: Callable = lambda ngram: 1
+    attention: bool = False
+
+
+def _window_attention(mode, pieces):
+    return MemoryKind(
+        layer=lambda units, ngram, stateful, **memory_args: SlidingWindowAttention(
+            mode=mode, units=units, stateful=stateful, name="window_attention", **memory_args
+        ),
+        cell=lambda lstm_cell, units, ngram, **memory_args: SlidingWindowAttentionCell(
+            lstm_cell, mode=mode, units=units, **memory_args
+        ),
+        layer_name="window_attention",
+        pieces=lambda ngram: pieces,
+        attention=True,
+    )
+
+
+# The memory kinds, by the name `build_language_model(kind=...)`, the parameter budget, the
+# examples' ``--model`` choices and the benchmarks use.
+MEMORY_KINDS = {
+    "lstm": MemoryKind(),
+    "attention": _window_attention("attention", 1),
+    "key_value": _window_attention("key_value", 2),
+    "key_value_predict": _window_attention("key_value_predict", 3),
+    "ngram": MemoryKind(
+        layer=lambda units, ngram, stateful, **memory_args: NGramConcat(
+            ngram, units, stateful=stateful, name="ngram", **memory_args
+        ),
+        cell=lambda lstm_cell, units, ngram, **memory_args: NGramConcatCell(
+            lstm_cell, ngram, units, **memory_args
+        ),
+        layer_name="ngram",
+        pieces=lambda ngram: ngram - 1,
+    ),
+}
+KINDS = tuple(MEMORY_KINDS)
+ATTENTION_KINDS = tuple(name for name, kind in MEMORY_KINDS.items() if kind.attention)
 FORMS = ("parallel", "cell")
 
 # Daniluk et al. (2017) §4.1.
@@ -95,12 +154,6 @@ def _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, name):
     return keras.layers.LSTM(return_sequences=True, stateful=stateful, **options)
 
 
-def _memory_cell(kind, lstm_cell, memory_args, ngram, units):
-    if kind == "ngram":
-        return NGramConcatCell(lstm_cell, ngram, units, **memory_args)
-    return SlidingWindowAttentionCell(lstm_cell, mode=kind, units=units, **memory_args)
-
-
 def _default_units(kind, hidden, ngram, sizes, units, tie_weights, embedding_dim):
     """Width of the memory layer's output."""
     if tie_weights:
@@ -110,11 +163,11 @@ def _default_units(kind, hidden, ngram, sizes, units, tie_weights, embedding_dim
                 f"`embedding_dim` ({embedding_dim})."
             )
         return embedding_dim
-    if units is not None or kind != "ngram":
+    if units is not None or MEMORY_KINDS[kind].attention:
         return units  # None: the attention layer's default, the value-piece width
     if sizes is not None:
         return int(sizes[0])
-    return max(1, hidden // (ngram - 1))
+    return max(1, hidden // MEMORY_KINDS[kind].pieces(ngram))
 
 
 def build_language_model(
@@ -240,8 +293,9 @@ def build_language_model(
         )
     init = keras.initializers.RandomUniform(-init_scale, init_scale)
     units = _default_units(kind, hidden, ngram, sizes, units, tie_weights, embedding_dim)
+    memory = MEMORY_KINDS[kind]
     memory_args = {"sizes": sizes, "use_bias": use_bias, "kernel_initializer": init}
-    if kind in ATTENTION_KINDS:
+    if memory.attention:
         memory_args.update(window=window, attention_units=attention_units, pad=pad)
 
     tokens = keras.Input((seq_len,), batch_size=batch_size, dtype="int32", name="tokens")
@@ -255,28 +309,20 @@ def build_language_model(
         x = _dropout(x, dropout, variational_dropout, f"lstm_{i}_dropout")
     top = f"lstm_{layers - 1}"
     scores = None
-    if kind == "lstm":
-        x = _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, top)(x)
-    elif form == "cell":
-        cell = _memory_cell(
-            kind, _lstm_cell(hidden, init, forget_bias, recurrent_dropout, top), memory_args,
-            ngram, units,
-        )
+    if memory.layer is not None and form == "cell":
+        cell = memory.cell(
+            _lstm_cell(hidden, init, forget_bias, recurrent_dropout, top), units, ngram,
+            **memory_args,
+        )  # fmt: skip
         x = keras.layers.RNN(cell, return_sequences=True, stateful=stateful, name=f"{kind}_rnn")(x)
     else:
         x = _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, top)(x)
-        if kind == "ngram":
-            x = NGramConcat(ngram, units, stateful=stateful, name="ngram", **memory_args)(x)
-        else:
-            outputs = SlidingWindowAttention(
-                mode=kind,
-                units=units,
-                stateful=stateful,
-                return_attention_scores=return_attention_scores,
-                name="window_attention",
-                **memory_args,
-            )(x)
-            x, scores = outputs if return_attention_scores else (outputs, None)
+        if return_attention_scores:  # an attention kind: checked above
+            memory_args["return_attention_scores"] = True
+        if memory.layer is not None:
+            x = memory.layer(units, ngram, stateful, **memory_args)(x)
+        if return_attention_scores:
+            x, scores = x
     x = _dropout(x, dropout, variational_dropout, "output_dropout")
     if tie_weights:
         logits = embedding(x, reverse=True)

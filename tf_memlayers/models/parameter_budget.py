@@ -7,8 +7,8 @@ kind of `build_language_model`.
 
 import numpy as np
 
-from tf_memlayers._validation import check_choice, check_int
-from tf_memlayers.models.language_model import KINDS, build_language_model
+from tf_memlayers._validation import check_int
+from tf_memlayers.models.language_model import MEMORY_KINDS, build_language_model
 
 
 def count_language_model_parameters(vocabulary_size, **build_kwargs):
@@ -35,8 +35,9 @@ def count_language_model_parameters(vocabulary_size, **build_kwargs):
 
 
 def _hidden_multiple(kind, ngram):
-    """The hidden sizes a kind accepts with equal pieces: multiples of this."""
-    return {"key_value": 2, "key_value_predict": 3, "ngram": ngram - 1}.get(kind, 1)
+    """The hidden sizes a kind accepts with equal pieces: multiples of this (1 for a name that
+    is not a kind, which `build_language_model` then refuses with its own message)."""
+    return MEMORY_KINDS[kind].pieces(ngram) if kind in MEMORY_KINDS else 1
 
 
 def hidden_for_parameter_budget(vocabulary_size, kind, budget, **build_kwargs):
@@ -65,7 +66,6 @@ def hidden_for_parameter_budget(vocabulary_size, kind, budget, **build_kwargs):
     >>> hidden % 2, abs(count - budget) < 0.05 * budget
     (0, True)
     """
-    check_choice("kind", kind, KINDS)
     budget = check_int("budget", budget, 1)
     if "hidden" in build_kwargs:
         raise ValueError("`hidden` is what `hidden_for_parameter_budget` finds; do not pass it.")

@@ -13,8 +13,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from tf_memlayers._validation import check_bool, check_choice, check_int, check_optional_int
-from tf_memlayers.layers.associative_gru import AssociativeGRU
+from tf_memlayers._validation import check_bool, check_choice, check_int
+from tf_memlayers.layers.associative_gru import AssociativeGRU, check_fused_loop
 from tf_memlayers.layers.dual_associative_gru import DUAL_KEYS, DualAssociativeGRU
 
 KINDS = ("gru", "am_gru", "dual_am_gru")
@@ -62,10 +62,10 @@ class ConditionalEncoder(keras.layers.Layer):
             initializer). Default: `123`.
         kernel_initializer: Initializer for every kernel. Default: `None` (uniform ±0.05, as
             in the paper, seeded by ``seed``).
-        fused_loop: Boolean, (default `False`), layer 1's ``fused_loop`` option
+        fused_loop: `"auto"`, True or False, layer 1's ``fused_loop`` option
             (`AssociativeGRU`, `DualAssociativeGRU`): same results, faster training (XLA
-            compiles once per batch shape). Not for ``kind="gru"``; the Dual AM-GRU with
-            ``dual_key="paper"`` only.
+            compiles once per batch shape). True is refused with ``kind="gru"``, which has
+            no AM-GRU loop. Default: `"auto"`.
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
@@ -97,23 +97,18 @@ class ConditionalEncoder(keras.layers.Layer):
         dual_key="paper",
         seed=123,
         kernel_initializer=None,
-        fused_loop=False,
+        fused_loop="auto",
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.kind = check_choice("kind", kind, KINDS, "ConditionalEncoder")
-        fused_loop = check_bool("fused_loop", fused_loop, "ConditionalEncoder")
-        if fused_loop and self.kind == "gru":
-            raise ValueError(
-                "ConditionalEncoder: `fused_loop=True` runs the AM-GRU loop; kind='gru' has "
-                "none (use kind='am_gru' or 'dual_am_gru')."
-            )
-        if fused_loop and self.kind == "dual_am_gru" and dual_key != "paper":
-            raise ValueError(
-                f"ConditionalEncoder: `fused_loop=True` runs the Dual AM-GRU with "
-                f"dual_key='paper' only; got dual_key={dual_key!r}."
-            )
-        self.fused_loop = fused_loop
+        if self.kind == "gru":  # else the AM-GRU layers own fused_loop and check it
+            self.fused_loop = check_fused_loop(fused_loop, "ConditionalEncoder")
+            if self.fused_loop is True:
+                raise ValueError(
+                    "ConditionalEncoder: `fused_loop=True` runs the AM-GRU loop; kind='gru' has "
+                    "none (use kind='am_gru' or 'dual_am_gru')."
+                )
         self.units = check_int("units", units, 1, "ConditionalEncoder")
         self.top_units = check_int("top_units", top_units or units, 1, "ConditionalEncoder")
         self.num_copies = check_int("num_copies", num_copies, 1, "ConditionalEncoder")
@@ -139,6 +134,7 @@ class ConditionalEncoder(keras.layers.Layer):
                 **layer_options,
             )
             self.premise_cell = self.premise_layer.cell
+            self.fused_loop = self.premise_layer.fused_loop
         self.hypothesis_layer = self.premise_layer
         if self.kind == "dual_am_gru":
             self.hypothesis_layer = DualAssociativeGRU(
@@ -259,7 +255,7 @@ def build_snli_model(
     dropout=0.1,
     seed=123,
     init_scale=0.05,
-    fused_loop=False,
+    fused_loop="auto",
 ):
     """The paper's SNLI classifier as a functional `keras.Model`.
 
@@ -287,8 +283,8 @@ def build_snli_model(
             Default: `123`.
         init_scale: Finite float > 0; every kernel starts uniform in ``±init_scale``.
             Default: `0.05` (the paper's).
-        fused_loop: Boolean, (default `False`), the `ConditionalEncoder` option (faster
-            AM-GRU training on fixed-size batches).
+        fused_loop: `"auto"`, True or False, the `ConditionalEncoder` option (faster
+            AM-GRU training on fixed-size batches). Default: `"auto"`.
 
     Returns:
         A model with inputs ``(premise ids, hypothesis ids)`` (int, ``[batch, time]``) and a
@@ -300,13 +296,10 @@ def build_snli_model(
         ValueError: If an argument is out of range (sizes >= 1, ``0 <= dropout < 1``,
             finite ``init_scale > 0``); the message names it.
     """
+    # kind, units, top_units, num_copies, dual_key and fused_loop are the encoder's: it
+    # checks them.
     vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
-    check_choice("kind", kind, KINDS)
-    check_int("units", units, 1)
-    check_optional_int("top_units", top_units, 1)
-    check_int("num_copies", num_copies, 1)
     check_bool("train_embeddings", train_embeddings)
-    check_bool("fused_loop", fused_loop)
     seed = check_int("seed", seed)
     dropout = _check_number("dropout", dropout, 0.0, 1.0)
     init_scale = _check_number("init_scale", init_scale, 0.0, low_open=True)

@@ -6,8 +6,10 @@ paths; `weight_role` names each weight by what it does, and `copy_trainable_weig
 by that name, e.g. from a stateful training model into a stateless probe.
 """
 
+from tf_memlayers.models.language_model import MEMORY_KINDS
+
 # The names `build_language_model` gives its sequence-form memory layers.
-_MEMORY_LAYER_NAMES = ("window_attention", "ngram")
+_MEMORY_LAYER_NAMES = {kind.layer_name for kind in MEMORY_KINDS.values() if kind.layer_name}
 
 
 def weight_role(path):
