@@ -1,4 +1,4 @@
-"""Speed of the associative-memory cells (prints JSON; ``--update-readme`` fills README.rst).
+"""Speed of the associative-memory cells (prints JSON; ``--update-docs`` fills docs/results.rst).
 
 1. Training cost per time step of an AM-GRU (n=100, C=8 and C=1; the cell form
    ``RNN(AssociativeGRUCell)``, the layer `AssociativeGRU`, which projects the inputs
@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from benchmarks import peak_memory, timing  # noqa: E402
-from benchmarks.readme_tables import update_readme  # noqa: E402
+from benchmarks.docs_tables import update_docs  # noqa: E402
 from tf_memlayers.layers import (  # noqa: E402
     AssociativeGRU,
     AssociativeGRUCell,
@@ -226,8 +226,10 @@ def parse_args(argv=None):
                         help="compile each training step (GRU and AM-GRU alike) with XLA")
     parser.add_argument("--memory-limit-gib", type=options.positive_float, default=12.0,
                         help="address-space limit of each peak-memory child process")
-    parser.add_argument("--update-readme", action="store_true",
-                        help="write the results into README.rst")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the results into docs/results.rst")
+    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
+                        help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -249,8 +251,8 @@ def main(argv=None):
     print(json.dumps({"dual_vs_word_by_word": scaling}), flush=True)
     snli_steps = snli_model_steps(rounds)
     print(json.dumps({"snli_model_step": snli_steps}), flush=True)
-    if args.update_readme:
-        update_readme(
+    if args.update_docs:
+        update_docs(
             "associative-memory-speed",
             speed,
             [("layer", "layer"), ("ms_per_time_step", "ms / time step"),
@@ -260,7 +262,7 @@ def main(argv=None):
             f"ratios), {'XLA' if args.jit_compile else 'no model-level XLA'} on either side "
             f"(``fused_loop`` compiles its own loops), {os.cpu_count()} CPU cores.",
         )
-        update_readme(
+        update_docs(
             "dual-vs-word-by-word",
             scaling,
             [("premise_length", "premise length"), ("dual_ms_per_step", "Dual AM-GRU ms/step"),
@@ -275,7 +277,7 @@ def main(argv=None):
             "Peak = resident memory during the training steps (the first run included) above "
             "the level after tracing, each model and length in its own process.",
         )
-        update_readme(
+        update_docs(
             "snli-model-step",
             snli_steps,
             [("kind", "layer 1"), ("cell_form_ms", "cell form (ms)"),

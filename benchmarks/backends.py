@@ -18,7 +18,7 @@ Cases:
 Usage::
 
     python -m benchmarks.backends                  # JSON on stdout
-    python -m benchmarks.backends --update-readme  # also the README table
+    python -m benchmarks.backends --update-docs  # also the results table
 """
 
 import argparse
@@ -129,8 +129,10 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=options.positive_int, default=15,
                         help="timed training steps per case in each child (default: 15)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--update-readme", action="store_true",
-                        help="write the table into README.rst")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the results into docs/results.rst")
+    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
+                        help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -143,14 +145,14 @@ def main(argv=None):
     report = {"rounds": args.rounds, "steps": args.steps, "rows": rows}
     RESULTS.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(report))
-    if args.update_readme:
-        from benchmarks.readme_tables import update_readme
+    if args.update_docs:
+        from benchmarks.docs_tables import update_docs
 
         caption = (
             "Median milliseconds per training step (``train_on_batch``, ``jit_compile=True``: "
             "XLA on TensorFlow, ``jax.jit`` on JAX), 2-core CPU, "
             f"{args.rounds} child processes per backend run alternately, {args.steps} steps "
-            "per case in each. Written by ``python -m benchmarks.backends --update-readme``."
+            "per case in each. Written by ``python -m benchmarks.backends --update-docs``."
         )
         columns = [
             ("description", "case"),
@@ -158,7 +160,7 @@ def main(argv=None):
             ("jax_ms", "JAX (ms)"),
             ("jax_over_tensorflow", "JAX / TensorFlow"),
         ]
-        update_readme("backends-speed", rows, columns, caption)
+        update_docs("backends-speed", rows, columns, caption)
     return report
 
 

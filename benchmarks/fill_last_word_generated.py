@@ -15,8 +15,8 @@ runs already there (an interrupted run resumes from its run directory under
 
 Example::
 
-    python -m benchmarks.fill_last_word_generated --update-readme
-    python -m benchmarks.fill_last_word_generated --from-results --update-readme
+    python -m benchmarks.fill_last_word_generated --update-docs
+    python -m benchmarks.fill_last_word_generated --from-results --update-docs
 """
 
 import argparse
@@ -28,7 +28,7 @@ import sys
 
 import numpy as np
 
-from benchmarks.readme_tables import update_readme
+from benchmarks.docs_tables import update_docs
 from tf_memlayers.training import options
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -43,7 +43,7 @@ VARIANTS = {
     "additive-gate-ones": ("cache, query=additive, gate starting at 1",
                            ["--query", "additive", "--cache-gate-init", "ones"]),
 }
-README_BLOCK = "fill-last-word-generated"
+DOCS_BLOCK = "fill-last-word-generated"
 
 
 def parse_args(argv=None):
@@ -63,10 +63,12 @@ def parse_args(argv=None):
     parser.add_argument("--runs-dir", type=pathlib.Path,
                         default=ROOT / "runs" / "benchmarks" / "fill_last_word_generated",
                         help="where the example keeps each run (checkpoints, TensorBoard logs)")
-    parser.add_argument("--update-readme", action="store_true",
-                        help="write the results into README.rst")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the results into docs/results.rst")
+    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
+                        help=argparse.SUPPRESS)
     parser.add_argument("--from-results", action="store_true",
-                        help="do not train: render the README table from --results")
+                        help="do not train: render the results table from --results")
     return parser.parse_args(argv)
 
 
@@ -135,15 +137,15 @@ def summarise(runs):
     return rows
 
 
-def write_readme_table(report):
+def write_docs_table(report):
     runs = report["runs"]
     if not runs:
-        sys.exit("No runs in the results file: nothing to write to README.rst.")
+        sys.exit("No runs in the results file: nothing to write to docs/results.rst.")
     first = runs[0]
     epochs = sorted({r["epochs"] for r in runs})
     cache = max(r["cache_size"] for r in runs)
-    update_readme(
-        README_BLOCK,
+    update_docs(
+        DOCS_BLOCK,
         report.get("summary") or summarise(runs),
         [("model", "model"), ("seeds", "seeds"),
          ("accuracy", "held-out accuracy (mean ± std)"), ("accuracy_by_seed", "by seed"),
@@ -158,7 +160,7 @@ def write_readme_table(report):
         "cache. Every name appears in training with colours drawn afresh for each episode, "
         "so no weight can hold the answer; every colour is used equally often in each "
         "episode, so always answering the commonest colour scores 1/8. Written by "
-        "``python -m benchmarks.fill_last_word_generated --update-readme``; times are in the "
+        "``python -m benchmarks.fill_last_word_generated --update-docs``; times are in the "
         "results file.",
     )  # fmt: skip
 
@@ -170,8 +172,8 @@ def main(argv=None):
     if args.from_results:
         if not report:
             sys.exit(f"No results file at {args.results}.")
-        if args.update_readme:
-            write_readme_table(report)
+        if args.update_docs:
+            write_docs_table(report)
         print(json.dumps(report.get("summary") or summarise(report["runs"]), indent=1))
         return report
     if report.get("settings") != settings:
@@ -189,8 +191,8 @@ def main(argv=None):
     report["summary"] = summarise(report["runs"])
     args.results.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report["summary"], indent=1))
-    if args.update_readme:
-        write_readme_table(report)
+    if args.update_docs:
+        write_docs_table(report)
     return report
 
 

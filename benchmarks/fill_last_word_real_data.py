@@ -11,10 +11,10 @@ has not improved for ``--patience`` epochs, for at most ``--max-epochs``, and is
 LSTM 128, attention 64, Adam with the paper's learning rate and clip norm 5, L2 1e-5, batch
 64, 40 steps, GloVe 50d where available. Results are saved after each (model, seed) run in
 ``--results``, and a rerun with the same settings skips the runs already there. Prints one
-JSON object; ``--update-readme`` writes the table into README.rst.
+JSON object; ``--update-docs`` writes the table into docs/results.rst.
 
-    python -m benchmarks.fill_last_word_real_data --update-readme
-    python -m benchmarks.fill_last_word_real_data --from-results --update-readme
+    python -m benchmarks.fill_last_word_real_data --update-docs
+    python -m benchmarks.fill_last_word_real_data --from-results --update-docs
 """
 
 import argparse
@@ -77,10 +77,12 @@ def parse_args(argv=None):
     parser.add_argument("--results", type=pathlib.Path,
                         default=ROOT / "benchmarks" / "results" / "fill_last_word_real_data.json",
                         help="results file, written after each row and resumed")
-    parser.add_argument("--update-readme", action="store_true",
-                        help="write the results into README.rst")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the results into docs/results.rst")
+    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
+                        help=argparse.SUPPRESS)
     parser.add_argument("--from-results", action="store_true",
-                        help="do not train: render the README table from --results")
+                        help="do not train: render the results table from --results")
     return parser.parse_args(argv)
 
 
@@ -156,8 +158,8 @@ def main(argv=None):
     if args.from_results:
         if not report:
             sys.exit(f"No results file at {args.results}.")
-        if args.update_readme:
-            write_readme_table(report)
+        if args.update_docs:
+            write_docs_table(report)
         print(json.dumps(report))
         return report
     if report.get("settings") != settings:
@@ -197,8 +199,8 @@ def main(argv=None):
             write_results(report, args.results)
     write_results(report, args.results)
     print(json.dumps(report))
-    if args.update_readme:
-        write_readme_table(report)
+    if args.update_docs:
+        write_docs_table(report)
     return report
 
 
@@ -207,8 +209,8 @@ def write_results(report, path):
     path.write_text(json.dumps(report, indent=1) + "\n")
 
 
-def write_readme_table(report):
-    from benchmarks.readme_tables import update_readme
+def write_docs_table(report):
+    from benchmarks.docs_tables import update_docs
 
     corpus, settings = report["data"], report["settings"]
     caption = (
@@ -227,7 +229,7 @@ def write_readme_table(report):
     columns = [("model", "model"), ("seeds", "seeds"), ("dev_accuracy", "dev accuracy (%)"),
                ("per_seed", "per seed"), ("best_epochs", "best epoch per seed"),
                ("train_minutes", "train minutes per seed")]
-    update_readme("fill-last-word-real-data", table_rows(report["runs"]), columns, caption)
+    update_docs("fill-last-word-real-data", table_rows(report["runs"]), columns, caption)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,10 @@ For B=64 states of width H=128 (attention width 64) and caches of K = 100 / 1k /
 Then the training step of the paper's model (LSTM 128 over 40 steps, attention pooling,
 vocabulary 10k, B=64) without a cache, with a K=10k cache read only (a plain Keras model over
 the same layers), and with read + heap write (`HeapCacheModel`), interleaved in one process.
-All figures are medians in milliseconds. Prints one JSON object; ``--update-readme`` writes the
-table into README.rst.
+All figures are medians in milliseconds. Prints one JSON object; ``--update-docs`` writes the
+table into docs/results.rst.
 
-    python -m benchmarks.heap_cache --update-readme
+    python -m benchmarks.heap_cache --update-docs
 """
 
 import argparse
@@ -133,8 +133,10 @@ def parse_args(argv=None):
                         help="timed inserts per cache size")
     parser.add_argument("--step-repeats", type=options.positive_int, default=15,
                         help="timed training steps per model")
-    parser.add_argument("--update-readme", action="store_true",
-                        help="write the results into README.rst")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the results into docs/results.rst")
+    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
+                        help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -162,8 +164,8 @@ def main(argv=None):
         steps["cache read + heap write"] / steps["no cache"] - 1
     )
     print(json.dumps(report))
-    if args.update_readme:
-        from benchmarks.readme_tables import update_readme
+    if args.update_docs:
+        from benchmarks.docs_tables import update_docs
 
         ratio = report.get("heap_worst_insert_ratio_100k_vs_1k")
         caption = (
@@ -189,7 +191,7 @@ def main(argv=None):
             ("insert_random_ms", "insert random (ms)"),
             ("read_ms", "read (ms)"),
         ]
-        update_readme("heap-cache-speed", rows, columns, caption)
+        update_docs("heap-cache-speed", rows, columns, caption)
     return report
 
 

@@ -27,7 +27,7 @@ validation perplexity per epoch of every model and the attention by window posit
 
 Example::
 
-    python -m benchmarks.lm_equal_budget --update-readme
+    python -m benchmarks.lm_equal_budget --update-docs
 """
 
 import argparse
@@ -42,7 +42,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from benchmarks.readme_tables import update_readme  # noqa: E402
+from benchmarks.docs_tables import update_docs  # noqa: E402
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from tf_memlayers.training import options  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
@@ -71,8 +71,8 @@ SETTINGS = (
 # When a model stops training. They are recorded but not compared: raising the cap continues
 # a model from its last epoch instead of training it again from the start.
 STOPPING_RULES = ("max_epochs", "patience")
-# The README block each corpus's table goes to.
-README_BLOCKS = {"ptb": "lm-equal-budget-ptb", "wikitext2": "lm-equal-budget-wikitext2"}
+# The results-page block each corpus's table goes to.
+DOCS_BLOCKS = {"ptb": "lm-equal-budget-ptb", "wikitext2": "lm-equal-budget-wikitext2"}
 CORPUS_NAMES = {"ptb": "PTB", "wikitext2": "WikiText-2"}
 COLUMNS = [
     ("model", "model"),
@@ -92,7 +92,7 @@ COLUMNS = [
 def add_model_options(parser):
     """The options that decide what is trained: corpus, models, budget and recipe."""
     shared = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
-    parser.add_argument("--corpus", choices=tuple(README_BLOCKS), default="ptb",
+    parser.add_argument("--corpus", choices=tuple(DOCS_BLOCKS), default="ptb",
                         help="which corpus under --data-root")
     parser.add_argument("--data-root", type=pathlib.Path, default=shared,
                         help="folder holding ptb/ and wikitext2/")
@@ -134,12 +134,15 @@ def parse_args(argv=None):
                         default=ROOT / "runs" / "lm_equal_budget",
                         help="per-epoch checkpoints of the model in training, in "
                              "<workdir>/<corpus>/<model>")
-    parser.add_argument("--figures-dir", type=pathlib.Path, default=ROOT / "docs",
+    parser.add_argument("--figures-dir", type=pathlib.Path, default=ROOT / "docs" / "images",
                         help="where the PNG figures are drawn")
     parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2)
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the results into docs/results.rst")
+    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
+                        help=argparse.SUPPRESS)
     parser.add_argument("--from-results", action="store_true",
-                        help="do not train: draw the figures and README table from --results")
+                        help="do not train: draw the figures and results table from --results")
     args = parser.parse_args(argv)
     args.results = results_file(args)
     return args
@@ -382,7 +385,7 @@ def with_gain_over_lstm(rows):
     ]  # fmt: skip
 
 
-def write_readme(report):
+def write_docs(report):
     s = report["settings"]
     caption = (
         f"{CORPUS_NAMES[report['corpus']]} word-level perplexity over the complete validation and "
@@ -394,25 +397,24 @@ def write_readme(report):
         f"{s['dropout']} on the embeddings and before the softmax for every model, window "
         f"{s['window']}, N = {s['ngram']}, Adam {s['learning_rate']:g}, clip 5, batch "
         f"{s['batch_size']}, BPTT {s['seq_len']}, forget bias 1, U(-0.1, 0.1). Attention by "
-        "position: mean weight per window slot over validation text. Figures: "
-        f"``docs/lm_equal_budget_{report['corpus']}_valid.png`` (validation perplexity per "
-        f"epoch) and ``docs/lm_equal_budget_{report['corpus']}_attention.png``."
+        "position: mean weight per window slot over validation text. The figures under the "
+        "table show the validation perplexity per epoch and the attention by position."
         + DOCUMENT_RESETS.get(report["corpus"], "")
         + capped_note(report["rows"], s["max_epochs"])
     )
-    return update_readme(
-        README_BLOCKS[report["corpus"]],
+    return update_docs(
+        DOCS_BLOCKS[report["corpus"]],
         [row | {"stopped_by": stopped_by(row, s["patience"])}
          for row in with_gain_over_lstm(report["rows"])],
         COLUMNS, caption,
-        footer=figure_directives(report["corpus"]), insert_after=README_BLOCKS["ptb"],
+        footer=figure_directives(report["corpus"]), insert_after=DOCS_BLOCKS["ptb"],
     )  # fmt: skip
 
 
 def figure_directives(corpus):
     """The RST showing the two figures of ``corpus`` under its table."""
     return "\n\n".join(
-        f".. image:: docs/lm_equal_budget_{corpus}_{name}.png\n   :alt: {alt}"
+        f".. image:: images/lm_equal_budget_{corpus}_{name}.png\n   :alt: {alt}"
         for name, alt in (
             ("valid", "validation perplexity per epoch of each language model"),
             ("attention", "mean attention weight by window position of each attention model"),
@@ -478,8 +480,8 @@ def main(argv=None):
         draw_figures(report, args.figures_dir)
     else:
         report = run(args)
-    if args.update_readme:
-        write_readme(report)
+    if args.update_docs:
+        write_docs(report)
     print(json.dumps({k: v for k, v in report.items() if k != "rows"} | {
         "rows": [{k: v for k, v in row.items() if k != "history"} for row in report["rows"]]
     }, indent=1))

@@ -14,12 +14,12 @@ and the run's upper bound is ``--max-epochs`` such epochs (early stopping can en
 When the corpus's results file (`benchmarks.lm_equal_budget`, same settings) holds a finished
 model, its measured minutes per epoch are shown beside the estimate.
 
-The results go to ``benchmarks/results/lm_equal_budget_cost_<corpus>.json``; ``--update-readme``
-writes one README table with the rows of every corpus measured so far.
+The results go to ``benchmarks/results/lm_equal_budget_cost_<corpus>.json``; ``--update-docs``
+writes one results table with the rows of every corpus measured so far.
 
 Example::
 
-    python -m benchmarks.lm_equal_budget_cost --corpus wikitext2 --update-readme
+    python -m benchmarks.lm_equal_budget_cost --corpus wikitext2 --update-docs
 """
 
 import argparse
@@ -36,12 +36,12 @@ import tensorflow as tf  # noqa: E402
 
 from benchmarks import lm_equal_budget as equal_budget  # noqa: E402
 from benchmarks import timing  # noqa: E402
-from benchmarks.readme_tables import update_readme  # noqa: E402
+from benchmarks.docs_tables import update_docs  # noqa: E402
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from tf_memlayers.training import options  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
 
-README_BLOCK = "lm-equal-budget-cost"
+DOCS_BLOCK = "lm-equal-budget-cost"
 COLUMNS = [
     ("corpus", "corpus"),
     ("model", "model"),
@@ -140,7 +140,7 @@ def measure(args):
     }
 
 
-def write_readme(reports):
+def write_docs(reports):
     """One table with the rows of every corpus's cost report."""
     rows = [row for report in reports for row in report["rows"]]
     first = reports[0]
@@ -161,15 +161,15 @@ def write_readme(reports):
         "model has finished (the run shared the machine with other work at times, so it can be "
         "longer)."
     )
-    return update_readme(README_BLOCK, rows, COLUMNS, caption,
-                         insert_after=equal_budget.README_BLOCKS["ptb"])
+    return update_docs(DOCS_BLOCK, rows, COLUMNS, caption,
+                         insert_after=equal_budget.DOCS_BLOCKS["ptb"])
 
 
 def saved_reports():
     """The cost reports on disk, PTB first."""
     return [
         json.loads(cost_file(corpus).read_text(encoding="utf-8"))
-        for corpus in equal_budget.README_BLOCKS if cost_file(corpus).is_file()
+        for corpus in equal_budget.DOCS_BLOCKS if cost_file(corpus).is_file()
     ]  # fmt: skip
 
 
@@ -186,8 +186,10 @@ def parse_args(argv=None):
     parser.add_argument("--output", type=pathlib.Path,
                         help="where the JSON goes "
                              "(default benchmarks/results/lm_equal_budget_cost_<corpus>.json)")
-    parser.add_argument("--update-readme", action="store_true",
-                        help="write the README table from every corpus's saved cost report")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the results into docs/results.rst")
+    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.output = args.output or cost_file(args.corpus)
     return args
@@ -198,8 +200,8 @@ def main(argv=None):
     report = measure(args)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=1) + "\n")
-    if args.update_readme:
-        write_readme(saved_reports())
+    if args.update_docs:
+        write_docs(saved_reports())
     print(json.dumps(report, indent=1))
     return report
 

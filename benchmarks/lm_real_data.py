@@ -10,14 +10,14 @@ each memory model gets the LSTM width whose parameter count is closest to the ba
 (exp of the mean NLL over all target tokens, states carried through each split). For the
 attention models the average attention weight per window position over validation text is
 reported too (Daniluk et al. Fig. 3: does attention concentrate on the last few positions?).
-Prints one JSON object; with ``--update-readme`` writes the README block ``lm-real-data``.
+Prints one JSON object; with ``--update-docs`` writes the results-page block ``lm-real-data``.
 
 A few epochs on a 2-core CPU are far from the paper's converged models: the table ranks the
 models at equal training, it does not reproduce the paper's figures.
 
 Example::
 
-    python -m benchmarks.lm_real_data --epochs 1 --update-readme
+    python -m benchmarks.lm_real_data --epochs 1 --update-docs
 """
 
 import argparse
@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 from benchmarks.lm_equal_budget import attention_by_position, model_arguments  # noqa: E402
-from benchmarks.readme_tables import update_readme  # noqa: E402
+from benchmarks.docs_tables import update_docs  # noqa: E402
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
 from tf_memlayers.data import lm_batches, lm_corpora, token_streams  # noqa: E402
@@ -170,14 +170,17 @@ def parse_args(argv=None):
                         help="Keras progress output")
     parser.add_argument("--json-out", help="also write the JSON here (after each model; a "
                         "rerun with the same settings skips the models already there)")
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the results into docs/results.rst")
+    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
+                        help=argparse.SUPPRESS)
     parser.add_argument("--from-json",
                         help="do not train: take the report written by an earlier --json-out")
     return parser.parse_args(argv)
 
 
-def write_readme(report):
-    """Writes the README block ``lm-real-data`` from a report."""
+def write_docs(report):
+    """Writes the results-page block ``lm-real-data`` from a report."""
     rows, settings = report["rows"], report["settings"]
     budget = (
         f"{settings['max_steps']} steps" if settings.get("max_steps")
@@ -199,7 +202,7 @@ def write_readme(report):
         "paper. Attention by position: mean weight per window slot over validation text. "
         "(Wall times are in the saved JSON; on a shared machine they are not comparable.)"
     )
-    return update_readme("lm-real-data", rows, COLUMNS, caption)
+    return update_docs("lm-real-data", rows, COLUMNS, caption)
 
 
 def saved_rows(path, settings):
@@ -250,8 +253,8 @@ def main(argv=None):
     print(text)
     if args.json_out:
         pathlib.Path(args.json_out).write_text(text + "\n")
-    if args.update_readme:
-        write_readme(report)
+    if args.update_docs:
+        write_docs(report)
     return report
 
 

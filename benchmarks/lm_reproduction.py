@@ -3,7 +3,7 @@
 Runs ``examples/ptb_memory_lm.py --config <preset>`` on Penn Treebank (default
 ``zaremba-small``: the 2 x 200 LSTM of Zaremba et al. 2014 with the TensorFlow PTB
 tutorial's settings, 13 epochs of plain SGD), saves the example's final metrics as JSON and,
-with ``--update-readme``, writes them into README.rst's ``lm-reproduction`` block. The run is
+with ``--update-docs``, writes them into docs/results.rst's ``lm-reproduction`` block. The run is
 resumable like the example (same ``--workdir``).
 
 Targets: zaremba-small test perplexity <= 117 (TensorFlow's tutorial reports 115.91,
@@ -11,9 +11,9 @@ the paper 114.5).
 
 Usage::
 
-    python -m benchmarks.lm_reproduction --update-readme        # about an hour on 2 cores
+    python -m benchmarks.lm_reproduction --update-docs        # about an hour on 2 cores
     python -m benchmarks.lm_reproduction --from-json benchmarks/results/lm_zaremba_small.json \\
-        --update-readme
+        --update-docs
 """
 
 import argparse
@@ -24,7 +24,7 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 from benchmarks.lm_real_data import default_data_dir  # noqa: E402
-from benchmarks.readme_tables import update_readme  # noqa: E402
+from benchmarks.docs_tables import update_docs  # noqa: E402
 
 COLUMNS = [
     ("config", "preset"),
@@ -46,13 +46,13 @@ def load_example():
     return module
 
 
-def write_readme(metrics):
+def write_docs(metrics):
     rows = [dict(metrics, **{
         key: f"{metrics[key]:.2f}" for key in
         ("last_epoch_train_perplexity", "valid_perplexity", "test_perplexity")
         if metrics.get(key) is not None
     })]  # fmt: skip
-    update_readme(
+    update_docs(
         "lm-reproduction",
         rows,
         COLUMNS,
@@ -79,9 +79,11 @@ def parse_args(argv=None):
     parser.add_argument("--workdir", help="run directory (default: runs/lm_reproduction/<config>)")
     parser.add_argument("--output", default=None,
                         help="metrics JSON (default: benchmarks/results/lm_<config>.json)")
-    parser.add_argument("--update-readme", action="store_true",
-                        help="write the results into README.rst")
-    parser.add_argument("--from-json", help="render the README block from a saved run")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the results into docs/results.rst")
+    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--from-json", help="render the results-page block from a saved run")
     return parser.parse_args(argv)
 
 
@@ -98,8 +100,8 @@ def main(argv=None):
             "--config", args.config, "--data-dir", args.data_dir, "--workdir", workdir,
             "--metrics-file", output, "--verbose", "2",
         ])  # fmt: skip
-    if args.update_readme:
-        write_readme(metrics)
+    if args.update_docs:
+        write_docs(metrics)
     return metrics
 
 

@@ -15,7 +15,7 @@ forward) are left out, so the share is slightly understated for the attention ki
 Usage::
 
     python -m benchmarks.lm_throughput                  # JSON on stdout
-    python -m benchmarks.lm_throughput --update-readme  # also rewrite the README table
+    python -m benchmarks.lm_throughput --update-docs  # also rewrite the results table
 """
 
 import argparse
@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 from benchmarks import timing  # noqa: E402
-from benchmarks.readme_tables import update_readme  # noqa: E402
+from benchmarks.docs_tables import update_docs  # noqa: E402
 
 COLUMNS = [
     ("kind", "kind"),
@@ -119,9 +119,9 @@ def measure(args):
     return {"matmul_peak_gflops": peak, "settings": settings, "rows": rows}
 
 
-def write_readme(results):
+def write_docs(results):
     s = results["settings"]
-    update_readme(
+    update_docs(
         "lm-throughput",
         results["rows"],
         COLUMNS,
@@ -155,9 +155,11 @@ def parse_args(argv=None):
     parser.add_argument("--rounds", type=options.positive_int, default=30,
                         help="timed steps per kind")
     parser.add_argument("--output", help="also save the JSON here")
-    parser.add_argument("--update-readme", action="store_true",
-                        help="write the results into README.rst")
-    parser.add_argument("--from-json", help="render the README table from a saved run")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the results into docs/results.rst")
+    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--from-json", help="render the results table from a saved run")
     return parser.parse_args(argv)
 
 
@@ -170,8 +172,8 @@ def main(argv=None):
         print(json.dumps(results, indent=1))
         if args.output:
             pathlib.Path(args.output).write_text(json.dumps(results, indent=1) + "\n")
-    if args.update_readme:
-        write_readme(results)
+    if args.update_docs:
+        write_docs(results)
     return results
 
 

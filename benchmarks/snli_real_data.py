@@ -1,4 +1,4 @@
-"""GRU, AM-GRU and Dual AM-GRU on real SNLI pairs, several seeds each (``--update-readme``).
+"""GRU, AM-GRU and Dual AM-GRU on real SNLI pairs, several seeds each (``--update-docs``).
 
 Only the SNLI dev and test sets are available offline (../shared/data): the three models are
 trained on dev (9,842 pairs; a held-out tenth selects the epoch and drives the learning-rate
@@ -23,7 +23,7 @@ runs already there. Prints the summary as JSON.
 
 Example::
 
-    python -m benchmarks.snli_real_data --update-readme
+    python -m benchmarks.snli_real_data --update-docs
 """
 
 import argparse
@@ -38,7 +38,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from benchmarks.readme_tables import update_readme  # noqa: E402
+from benchmarks.docs_tables import update_docs  # noqa: E402
 from tf_memlayers.callbacks.learning_rate import halve_learning_rate_callback  # noqa: E402
 from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
 from tf_memlayers.data import nli_batches, snli  # noqa: E402
@@ -155,10 +155,12 @@ def parse_args(argv=None):
                         help="results file, written after each run and resumed")
     parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2,
                         help="Keras progress output")
-    parser.add_argument("--update-readme", action="store_true",
-                        help="write the results into README.rst")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the results into docs/results.rst")
+    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
+                        help=argparse.SUPPRESS)
     parser.add_argument("--from-results", action="store_true",
-                        help="do not train: render the README table from --results")
+                        help="do not train: render the results table from --results")
     return parser.parse_args(argv)
 
 
@@ -187,7 +189,7 @@ def main(argv=None):
     settings = {name: getattr(args, name) for name in SETTINGS}
     report = json.loads(args.results.read_text()) if args.results.is_file() else {}
     if args.from_results:
-        write_readme_table(report)
+        write_docs_table(report)
         return report
     if report.get("settings") != settings:
         report = {"settings": settings, "runs": []}
@@ -204,15 +206,15 @@ def main(argv=None):
     report["summary"] = summarise(report["runs"], args.kinds)
     args.results.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report["summary"], indent=1))
-    if args.update_readme:
-        write_readme_table(report)
+    if args.update_docs:
+        write_docs_table(report)
     return report
 
 
-def write_readme_table(report):
+def write_docs_table(report):
     data, s = report["data"], report["settings"]
     summary = report.get("summary") or summarise(report["runs"], KINDS)
-    update_readme(
+    update_docs(
         "snli-real-data",
         summary,
         [("model", "model"), ("units", "H"), ("parameters_without_embeddings", "params (−E)"),

@@ -20,7 +20,7 @@ process (absolute times on shared machines drift; ratios measured together do no
 Usage::
 
     python -m benchmarks.window_attention                 # both, JSON on stdout
-    python -m benchmarks.window_attention --update-readme # also rewrite README.rst tables
+    python -m benchmarks.window_attention --update-docs # also rewrite docs/results.rst tables
 """
 
 import argparse
@@ -254,9 +254,9 @@ def bench_peer(args):
     return rows, skipped
 
 
-def update_readme(results, args):
-    """Rewrites the README blocks of whichever parts ``results`` holds."""
-    from benchmarks.readme_tables import update_readme as write_block
+def update_docs(results, args):
+    """Rewrites the results-page blocks of whichever parts ``results`` holds."""
+    from benchmarks.docs_tables import update_docs as write_block
 
     if "lm" in results:
         write_lm_block(write_block, results["lm"], results.get("lm_rounds", args.rounds))
@@ -278,6 +278,40 @@ def write_lm_block(write_block, lm, rounds):
 # What the peer comparison measured with; saved with the results for --from-json.
 PEER_SETTINGS = ("window", "attention_units", "peer_batch", "peer_hidden", "memory_limit_gib",
                  "repeats")
+
+
+# The figure of the peer comparison, shown under its table on the results page.
+PEER_FIGURE = os.path.join(os.path.dirname(HERE), "docs", "images", "window_attention_vs_peers.png")
+
+
+def draw_peer_figure(results, path=PEER_FIGURE):
+    """Time per training step (XLA) and peak memory against sequence length, one line per
+    implementation, both axes logarithmic."""
+    from matplotlib.figure import Figure
+
+    skipped = results.get("peer_skipped", {})
+    figure = Figure(figsize=(10, 4), dpi=80)
+    time_axes, memory_axes = figure.subplots(1, 2)
+    for impl in IMPLS:
+        if impl in skipped:
+            continue
+        for axes, key in ((time_axes, f"{impl}_xla_ms"), (memory_axes, f"{impl}_peak_mib")):
+            points = [(row["T"], row[key]) for row in results["peer"] if row.get(key) is not None]
+            if points:
+                axes.plot(*zip(*points), marker="o", label=IMPL_NAMES[impl])
+    for axes, label in ((time_axes, "ms per step, XLA"), (memory_axes, "peak memory (MiB)")):
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_xlabel("sequence length T")
+        axes.set_ylabel(label)
+        axes.grid(True, which="both", alpha=0.3)
+    time_axes.set_title("time per forward + backward step")
+    memory_axes.set_title("peak memory of one step")
+    time_axes.legend(fontsize="small")
+    figure.tight_layout()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    figure.savefig(path)
+    return path
 
 
 def write_peer_block(write_block, results, args):
@@ -319,8 +353,11 @@ def write_peer_block(write_block, results, args):
         "ratio, XLA against XLA. Peak = resident memory above the pre-step level of one XLA "
         "step, each implementation and length in its own process limited to "
         f"{args.memory_limit_gib} GiB; an implementation that failed is not tried at longer "
-        f"lengths.{skipped}",
+        f"lengths.{skipped} The figure shows the times and the peak memory against T.",
+        footer=".. image:: images/window_attention_vs_peers.png\n"
+        "   :alt: time per step and peak memory against sequence length",
     )
+    draw_peer_figure(results)
 
 
 def parse_args(argv=None):
@@ -349,9 +386,11 @@ def parse_args(argv=None):
                         help="address-space limit of each peak-memory child process")
     parser.add_argument("--skip-lm", action="store_true", help="skip the LM variants")
     parser.add_argument("--skip-peer", action="store_true", help="skip the peer comparison")
-    parser.add_argument("--update-readme", action="store_true",
-                        help="write the results into README.rst")
-    parser.add_argument("--from-json", help="render the README tables from the saved JSON of "
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the results into docs/results.rst")
+    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--from-json", help="render the results tables from the saved JSON of "
                         "an earlier run instead of measuring")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -361,7 +400,7 @@ def main(argv=None):
     args = parse_args(argv)
     if args.from_json:
         with open(args.from_json, encoding="utf-8") as saved:
-            update_readme(json.load(saved), args)
+            update_docs(json.load(saved), args)
         return
     if args.child:
         peak_memory.report(peer_child(json.loads(args.child)))
@@ -383,8 +422,8 @@ def main(argv=None):
         results["peer"], results["peer_skipped"] = bench_peer(args)
         results["peer_settings"] = {name: getattr(args, name) for name in PEER_SETTINGS}
     print(json.dumps(results, indent=2))
-    if args.update_readme:
-        update_readme(results, args)
+    if args.update_docs:
+        update_docs(results, args)
 
 
 if __name__ == "__main__":

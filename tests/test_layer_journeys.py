@@ -29,7 +29,7 @@ VOCAB, STEPS, SAMPLES, BATCH, CLASSES = 11, 6, 5, 2, 3  # 5 samples: the last ba
 def _rnn(cell, **kwargs):
     """``keras.layers.RNN`` over one of the package's cells, as a user of the backend writes it:
     on JAX with ``zero_output_for_mask=True``, since Keras's JAX loop emits the cell's first
-    state at a masked step (conftest.KERAS_MASKED_OUTPUT; README.rst, "Backends")."""
+    state at a masked step (conftest.KERAS_MASKED_OUTPUT; docs/backends.rst, "Backends")."""
     return keras.layers.RNN(cell, zero_output_for_mask=BACKEND != "tensorflow", **kwargs)
 
 

@@ -125,20 +125,20 @@ def test_equal_budget_caption_names_the_models_the_epoch_cap_stopped():
     assert equal_budget.capped_note(rows[1:], 15) == ""
 
 
-def test_readme_block_is_added_after_the_named_block_then_replaced(tmp_path):
-    readme_tables = _load("readme_tables")
-    readme = tmp_path / "README.rst"
-    readme.write_text("intro\n\n.. BEGIN GENERATED: a\n\nold\n\n.. END GENERATED: a\n\noutro\n")
+def test_results_block_is_added_after_the_named_block_then_replaced(tmp_path):
+    docs_tables = _load("docs_tables")
+    page = tmp_path / "results.rst"
+    page.write_text("intro\n\n.. BEGIN GENERATED: a\n\nold\n\n.. END GENERATED: a\n\noutro\n")
     columns = [("model", "model")]
     with pytest.raises(ValueError, match="no generated block named 'b'"):
-        readme_tables.update_readme("b", [], columns, "caption", readme=readme)
-    readme_tables.update_readme(
-        "b", [{"model": "x"}], columns, "first", readme=readme, footer="FOOT", insert_after="a"
+        docs_tables.update_docs("b", [], columns, "caption", page=page)
+    docs_tables.update_docs(
+        "b", [{"model": "x"}], columns, "first", page=page, footer="FOOT", insert_after="a"
     )
-    readme_tables.update_readme(
-        "b", [{"model": "y"}], columns, "second", readme=readme, footer="FOOT", insert_after="a"
+    docs_tables.update_docs(
+        "b", [{"model": "y"}], columns, "second", page=page, footer="FOOT", insert_after="a"
     )
-    text = readme.read_text()
+    text = page.read_text()
     assert text.count(".. BEGIN GENERATED: b") == 1 and "first" not in text
     a_end, b_begin = text.index(".. END GENERATED: a"), text.index(".. BEGIN GENERATED: b")
     assert a_end < b_begin < text.index("| y ") < text.index("FOOT")
@@ -165,18 +165,18 @@ def _tiny_run_arguments(tmp_path, name, *options):
     ]  # fmt: skip
 
 
-def _readme_with_the_ptb_block(tmp_path, monkeypatch, benchmark):
-    """A README holding only the (empty) PTB block, which ``benchmark`` then writes to."""
-    readme_tables = _load("readme_tables")
-    readme = tmp_path / "README.rst"
-    readme.write_text("".join(
+def _page_with_the_ptb_block(tmp_path, monkeypatch, benchmark):
+    """A results page holding only the (empty) PTB block, which ``benchmark`` then writes to."""
+    docs_tables = _load("docs_tables")
+    page = tmp_path / "results.rst"
+    page.write_text("".join(
         f".. {side} GENERATED: lm-equal-budget-ptb\n" for side in ("BEGIN", "END")
     ))
     monkeypatch.setattr(
-        benchmark, "update_readme",
-        lambda *a, **k: readme_tables.update_readme(*a, readme=readme, **k),
+        benchmark, "update_docs",
+        lambda *a, **k: docs_tables.update_docs(*a, page=page, **k),
     )  # fmt: skip
-    return readme
+    return page
 
 
 def test_equal_budget_run_on_wikitext2_checkpoints_resumes_and_writes_its_block(
@@ -203,13 +203,13 @@ def test_equal_budget_run_on_wikitext2_checkpoints_resumes_and_writes_its_block(
     ]
     assert not (tmp_path / "runs" / "wikitext2").exists()
 
-    readme = _readme_with_the_ptb_block(tmp_path, monkeypatch, equal_budget)
-    equal_budget.write_readme(report)
-    text = readme.read_text()
+    page = _page_with_the_ptb_block(tmp_path, monkeypatch, equal_budget)
+    equal_budget.write_docs(report)
+    text = page.read_text()
     block = text[text.index(".. END GENERATED: lm-equal-budget-ptb") :]
     assert block.index("BEGIN GENERATED: lm-equal-budget-wikitext2") < block.index("WikiText-2")
     assert "reset at the start of every article" in block
-    assert ".. image:: docs/lm_equal_budget_wikitext2_attention.png" in block
+    assert ".. image:: images/lm_equal_budget_wikitext2_attention.png" in block
 
 
 def test_equal_budget_model_resumed_after_an_interruption_trains_as_if_never_stopped(
@@ -330,10 +330,10 @@ def test_cost_estimate_adds_up_an_epoch_and_shows_the_run_measured_minutes(
         assert row["max_epochs_hours"] == pytest.approx(4 * epoch_seconds / 3600)
     assert [row["measured_epoch_minutes"] for row in report["rows"]] == [None, 1.5]
 
-    readme = _readme_with_the_ptb_block(tmp_path, monkeypatch, cost)
+    page = _page_with_the_ptb_block(tmp_path, monkeypatch, cost)
     ptb = dict(report, corpus="ptb", rows=[dict(row, corpus="ptb") for row in report["rows"]])
-    cost.write_readme([ptb, report])
-    block = readme.read_text().split(".. END GENERATED: lm-equal-budget-ptb")[1]
+    cost.write_docs([ptb, report])
+    block = page.read_text().split(".. END GENERATED: lm-equal-budget-ptb")[1]
     assert block.index("BEGIN GENERATED: lm-equal-budget-cost") < block.index("| ngram")
     assert block.count("| ptb ") == block.count("| wikitext2 ") == 2
     assert block.rindex("| ptb ") < block.index("| wikitext2 ")

@@ -7,18 +7,18 @@ the Keras weights of `AssociativeGRUCell` / `DualAssociativeGRUCell` is one-to-o
 same shapes and row order (``x_t`` rows, then the fed-back output ``o_{t-1}`` rows, then the
 retrieved ``h`` rows):
 
-=================================================  ======================================
-original variable (suffix)                         Keras weight
-=================================================  ======================================
-``AssociativeGRUCell/Keys/fully_connected/weights``        ``key_kernel``
-``AssociativeGRUCell/Gates/fully_connected/weights``       ``gate_kernel``
-``AssociativeGRUCell/Gates/fully_connected/biases``        ``gate_bias``
-``AssociativeGRUCell/Candidate/fully_connected/weights``   ``candidate_kernel``
-``AssociativeGRUCell/Candidate/fully_connected/biases``    ``candidate_bias``
-``AssociativeGRUCell/Keys/Dual/fully_connected/weights``   ``dual_key_kernel`` (``released``)
-``AssociativeGRUCell/DualGates/fully_connected/weights``   ``dual_gate_kernel``
+============================================================  ====================================
+original variable (suffix)                                    Keras weight
+============================================================  ====================================
+``AssociativeGRUCell/Keys/fully_connected/weights``           ``key_kernel``
+``AssociativeGRUCell/Gates/fully_connected/weights``          ``gate_kernel``
+``AssociativeGRUCell/Gates/fully_connected/biases``           ``gate_bias``
+``AssociativeGRUCell/Candidate/fully_connected/weights``      ``candidate_kernel``
+``AssociativeGRUCell/Candidate/fully_connected/biases``       ``candidate_bias``
+``AssociativeGRUCell/Keys/Dual/fully_connected/weights``      ``dual_key_kernel`` (``released``)
+``AssociativeGRUCell/DualGates/fully_connected/weights``      ``dual_gate_kernel``
 ``AssociativeGRUCell/DualCandidate/fully_connected/weights``  ``dual_candidate_kernel``
-=================================================  ======================================
+============================================================  ====================================
 
 Names are matched by suffix, so outer scopes (``rnn/SelfControllerWrapper/...``) may precede
 them; a name that matches several entries (two cells under different outer scopes) is an error

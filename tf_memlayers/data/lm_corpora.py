@@ -37,7 +37,7 @@ __all__ = [
     "make_bptt_batches",
 ]
 
-# Corpus name -> (the files that identify it, its reader).
+#: Corpus name -> (the files that identify it, its reader).
 CORPUS_LOADERS = {
     "ptb": (PTB_FILES, load_ptb),
     "wikitext2": (WIKITEXT2_FILES, load_wikitext2),

@@ -184,9 +184,9 @@ def generated_last_word_corpus(
     To answer, a cache read has to match the name in a question with the same name in one
     cached fact, and to pass on the colour that the fact's state carries. The read with
     ``query="dot"`` of `build_fill_last_word_model` learns both on this corpus, and the
-    paper's ``query="none"`` cannot (it gives every question the same read); README.rst has
-    the table (``benchmarks/fill_last_word_generated.py``). The corpus is shaped for that; in
-    trial runs each of these choices was needed:
+    paper's ``query="none"`` cannot (it gives every question the same read); the
+    documentation's results page has the table (``benchmarks/fill_last_word_generated.py``).
+    The corpus is shaped for that; in trial runs each of these choices was needed:
 
     * short sentences, so that a state is mostly its house's name (with facts such as
       ``"the house of kalo is painted red ."`` the states of different houses hardly differed

@@ -79,7 +79,7 @@ def _official_rows(lines, suffix, name):
 
 
 def _file_examples(numbered_rows, name):
-    """`NLIExample`s of ``(line number, (premise, hypothesis, label))`` rows of file ``name``.
+    """The `NLIExample` objects of ``(line number, (premise, hypothesis, label))`` rows of file ``name``.
 
     Raises:
         ValueError: a row has a sentence that is not text or an unknown label, or the file

@@ -243,6 +243,8 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     (``fused_loop="auto"``) the layer runs the fused loop wherever it supports the call (the
     TensorFlow backend, without ``return_retrievals`` or ``unroll``) and Keras's loop
     otherwise, so a model saved on TensorFlow loads and runs on JAX.
+    The speed table on the documentation's results page compares both loops with
+    `keras.layers.GRU`.
 
     Args:
         units: Positive even integer, the number of real units ``n`` (``n/2`` complex

@@ -57,14 +57,14 @@ class AssociativeGRUCell(keras.layers.Layer):
     One step, with ``x = [x_t ; o_{t-1}]`` (the previous output is fed back) and the memory
     ``S`` holding ``C`` permuted copies ``S_c`` of an ``n``-unit complex vector:
 
-    ```
-    k     = bound(x W_key)                        # eqs. 8-10, no bias
-    h     = mean_c conj(K_c) (*) S_c              # K_c: copy c of k permuted; eq. 5
-    [r|u] = sigmoid([x, h] W_g + b_g)             # b_g initialised to 1
-    c     = tanh([x, r*h] W_c + b_c)
-    delta = u * (c - h);  o_t = h + delta         # u weighs the candidate (not the state)
-    S_c  += K_c (*) delta                         # eq. 12
-    ```
+    ::
+
+        k     = bound(x W_key)                        # eqs. 8-10, no bias
+        h     = mean_c conj(K_c) (*) S_c              # K_c: copy c of k permuted; eq. 5
+        [r|u] = sigmoid([x, h] W_g + b_g)             # b_g initialised to 1
+        c     = tanh([x, r*h] W_c + b_c)
+        delta = u * (c - h);  o_t = h + delta         # u weighs the candidate (not the state)
+        S_c  += K_c (*) delta                         # eq. 12
 
     Note the gate convention: ``o_t = (1 - u) * h + u * c``, the reverse of
     `keras.layers.GRUCell`. The permutations are the original code's (`make_permutations`).

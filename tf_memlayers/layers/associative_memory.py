@@ -23,12 +23,12 @@ class AssociativeMemoryCell(keras.layers.Layer):
     previous output (fed back as input) and ``m`` the memory of ``C`` permuted copies (paper
     eqs. 8-12):
 
-    ```
-    r_t        = bound(W_r [x_t ; h_{t-1}])                  # eqs. 8-10, no bias
-    s_{t-1}    = mean_c conj(P_c r_t) (*) m_c                # eq. 8 with copies (eq. 5)
-    s_t, h_t   = cell([x_t ; h_{t-1}], s_{t-1})              # eq. 11
-    m_c       += (P_c r_t) (*) (s_t - s_{t-1})               # eq. 12
-    ```
+    ::
+
+        r_t        = bound(W_r [x_t ; h_{t-1}])                  # eqs. 8-10, no bias
+        s_{t-1}    = mean_c conj(P_c r_t) (*) m_c                # eq. 8 with copies (eq. 5)
+        s_t, h_t   = cell([x_t ; h_{t-1}], s_{t-1})              # eq. 11
+        m_c       += (P_c r_t) (*) (s_t - s_{t-1})               # eq. 12
 
     The state kept in memory is the cell's state ``memory_state_index``: by default the carry
     ``c`` of a `keras.layers.LSTMCell` (index 1, ``h`` is then carried as a plain state) and

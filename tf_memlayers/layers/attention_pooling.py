@@ -33,16 +33,16 @@ class AttentionPooling(keras.layers.Layer):
     The self-attentive pooling of Gaffney, *Cache Attention for Recurrent Language Modeling*,
     §3.2, with no query term and no bias:
 
-    ```
-    a_t   = v^T tanh(W^T h_t)
-    alpha = softmax_t(a)
-    r     = sum_t alpha_t h_t
-    ```
+    ::
+
+        a_t   = v^T tanh(W^T h_t)
+        alpha = softmax_t(a)
+        r     = sum_t alpha_t h_t
 
     Masked time steps are never read and get no weight (non-finite padding is harmless); a
     sequence with every step masked, or without steps, pools to zeros. Inputs of another
-    width than the layer was built for, and a mask that is not ``[batch, time]``, are
-    `ValueError`s naming the argument and the shapes.
+    width than the layer was built for, and a mask that is not ``[batch, time]``, raise a
+    `ValueError` naming the argument and the shapes.
 
     Args:
         units: Positive integer, the attention width ``A`` (the number of columns of ``W``).

@@ -26,7 +26,7 @@ class MemorySequenceLayer(keras.layers.Layer):
 
     Call inputs are checked up front: inputs of another width than the layer was built for,
     a mask whose shape is not ``[batch, time]``, and an ``initial_memory`` (or, when
-    stateful, a batch) of another batch size are `ValueError`s naming the argument and the
+    stateful, a batch) of another batch size raise a `ValueError` naming the argument and the
     shapes.
 
     Args:

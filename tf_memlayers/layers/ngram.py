@@ -144,7 +144,7 @@ class NGramConcat(_NGram, MemorySequenceLayer):
 
     Inputs of another width than the layer was built for, a mask that is not
     ``[batch, time]``, and an ``initial_memory`` (or, with ``stateful=True``, a batch) of
-    another size are `ValueError`s naming the argument and the shapes.
+    another size raise a `ValueError` naming the argument and the shapes.
 
     Returns:
         ``h*`` ``[batch, time, units]``, or ``(h*, memory)`` with ``return_memory=True``.

@@ -61,8 +61,8 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
     any RNN layer (e.g. the fused `keras.layers.LSTM`), it computes every step in O(T·L) time
     and O(T·(width + L·attention_units)) memory (the windows of the values are never built).
     The window never feeds back into the RNN, so this equals the cell form
-    `SlidingWindowAttentionCell` (a test proves it) while running much faster (see the README's
-    speed tables).
+    `SlidingWindowAttentionCell` (a test proves it) while running much faster (see the speed
+    tables on the documentation's results page).
 
     Weights: `memory_kernel` (W^Y), `query_kernel` (W^h), `score_vector` (w),
     `context_kernel` (W^r), `predict_kernel` (W^x), and with `use_bias` `memory_bias`,
@@ -92,7 +92,7 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
 
     Inputs of another width than the layer was built for, a mask that is not
     ``[batch, time]``, and an ``initial_memory`` (or, with ``stateful=True``, a batch) of
-    another size are `ValueError`s naming the argument and the shapes. Sequences without
+    another size raise a `ValueError` naming the argument and the shapes. Sequences without
     steps, and empty batches, give empty outputs.
 
     Returns:

@@ -5,6 +5,8 @@ from keras import ops
 
 from tf_memlayers._validation import check_choice
 
+#: The values of `SequenceCrossentropy`'s ``reduction_mode``: the mean over every
+#: target token, or the sum over the time steps of the per-step mean over the batch.
 LOSS_REDUCTIONS = ("token_mean", "sum_over_time")
 
 

@@ -14,7 +14,7 @@ truncated-BPTT length, clipping, epochs, loss reduction).
 * ``short-attention-spans``: Daniluk et al. (2017, §4.1): Adam 1e-3, batch 64, BPTT 20,
   clipping 5, forget-gate bias 1, init U(-0.1, 0.1), window 5, N = 4, one LSTM layer. The
   paper's models are 300 wide; the preset's 200-unit size keeps a PTB epoch short on a CPU
-  (see the README's throughput table for timings). ``kind`` comes from the caller
+  (see the throughput table on the documentation's results page). ``kind`` comes from the caller
   (``--model``), default attention.
 """
 

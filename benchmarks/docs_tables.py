@@ -1,21 +1,21 @@
-"""Writes a benchmark's JSON results into README.rst as a table, between marker comments.
+"""Writes a benchmark's JSON results into docs/results.rst as a table, between marker comments.
 
-README.rst holds, for each benchmark, a block::
+docs/results.rst, the documentation's results page, holds for each benchmark a block::
 
     .. BEGIN GENERATED: <name>
     ...
     .. END GENERATED: <name>
 
-`update_readme(name, rows, columns, caption)` replaces what is between the markers with an
+`update_docs(name, rows, columns, caption)` replaces what is between the markers with an
 RST table built from ``rows`` (a list of dicts), or adds the block after another one.
-Benchmark scripts call it with ``--update-readme``, so every figure in README.rst comes from
-a run, never from typing.
+Benchmark scripts call it with ``--update-docs``, so every figure on the results page comes
+from a run, never from typing.
 """
 
 import pathlib
 import re
 
-README = pathlib.Path(__file__).resolve().parents[1] / "README.rst"
+RESULTS_PAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "results.rst"
 
 
 def _cell(value):
@@ -47,14 +47,14 @@ def _markers(name):
     return f".. BEGIN GENERATED: {name}", f".. END GENERATED: {name}"
 
 
-def update_readme(name, rows, columns, caption, readme=README, footer="", insert_after=None):
-    """Replaces the generated block ``name`` in README.rst; returns the new block text.
+def update_docs(name, rows, columns, caption, page=RESULTS_PAGE, footer="", insert_after=None):
+    """Replaces the generated block ``name`` in ``page``; returns the new block text.
 
     ``footer`` is RST placed after the table inside the block (e.g. the run's figures). A
-    block that README.rst does not have yet is added right after the block named
+    block that the page does not have yet is added right after the block named
     ``insert_after``; without ``insert_after`` a missing block is an error.
     """
-    text = readme.read_text(encoding="utf-8")
+    text = page.read_text(encoding="utf-8")
     begin, end = _markers(name)
     block = f"{begin}\n\n{caption}\n\n{rst_table(rows, columns)}\n\n"
     block += f"{footer.strip()}\n\n{end}" if footer.strip() else end
@@ -65,6 +65,6 @@ def update_readme(name, rows, columns, caption, readme=README, footer="", insert
         anchor = _markers(insert_after)[1]
         text = text.replace(anchor, f"{anchor}\n\n{block}", 1)
     else:
-        raise ValueError(f"README.rst has no generated block named {name!r}.")
-    readme.write_text(text, encoding="utf-8")
+        raise ValueError(f"{page.name} has no generated block named {name!r}.")
+    page.write_text(text, encoding="utf-8")
     return block

@@ -1,0 +1,163 @@
+"""The documentation site builds with warnings as errors, and its API reference documents every
+public name: each name of the ``__all__`` lists of the package and of its public subpackages
+(the public names of a module without ``__all__``), under the import path users write."""
+
+import importlib
+import inspect
+import os
+import pkgutil
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO_ROOT, load_script
+
+PUBLIC_MODULES = [
+    "tf_memlayers",
+    "tf_memlayers.models",
+    "tf_memlayers.callbacks",
+    "tf_memlayers.data",
+    "tf_memlayers.training",
+    "tf_memlayers.metrics",
+    "tf_memlayers.losses",
+    "tf_memlayers.compat",
+]
+
+
+def _needs(module):
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        pytest.skip(f"{module} is not installed (the docs extra: pip install -e '.[docs]')")
+
+
+def _public_names(module):
+    """``__all__``, or else the classes and functions the module itself defines."""
+    if hasattr(module, "__all__"):
+        return list(module.__all__)
+    return [
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and (inspect.isclass(value) or inspect.isfunction(value))
+        and value.__module__ == module.__name__
+    ]
+
+
+def _documented_modules():
+    """Every public module with the names it exports; the public submodules of packages
+    that have no ``__all__`` (``tf_memlayers.data``) included."""
+    modules = {}
+    for name in PUBLIC_MODULES:
+        module = importlib.import_module(name)
+        modules[name] = _public_names(module)
+        if not hasattr(module, "__all__") and hasattr(module, "__path__"):
+            for info in pkgutil.iter_modules(module.__path__, name + "."):
+                if not info.name.rsplit(".", 1)[1].startswith("_"):
+                    sub = importlib.import_module(info.name)
+                    modules[info.name] = _public_names(sub)
+    return modules
+
+
+@pytest.fixture(scope="module")
+def api_html(tmp_path_factory):
+    for needed in ("sphinx", "furo", "sphinx-mathjax-offline"):
+        _needs(needed)
+    out = tmp_path_factory.mktemp("html")
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", REPO_ROOT / "docs", out],
+        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert (out / "_static" / "mathjax" / "tex-chtml.js").is_file()  # equations render offline
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted((out / "api").glob("*.html")))
+
+
+def test_every_public_name_is_in_the_api_reference(api_html):
+    ids = set(re.findall(r'id="([^"]+)"', api_html))
+    modules = _documented_modules()
+    missing = []
+    for module_name, names in modules.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            if f"{module_name}.{name}" in ids:
+                continue
+            # A name re-exported from another public module is documented there once, and
+            # this module's page names it and links to it.
+            homes = [
+                other for other in modules
+                if other != module_name and f"{other}.{name}" in ids
+                and getattr(importlib.import_module(other), name, None) is getattr(module, name)
+            ]  # fmt: skip
+            if not any(f'href="#{home}.{name}"' in api_html or f'#{home}.{name}"' in api_html
+                       for home in homes) or f"{module_name}.{name}" not in api_html:
+                missing.append(f"{module_name}.{name}")
+    assert not missing, missing
+
+
+def test_every_results_table_is_written_by_a_benchmark_script():
+    """Figures on the results page appear only between markers that a script in benchmarks/
+    writes, and every figure the page shows is in the repository."""
+    page = (REPO_ROOT / "docs" / "results.rst").read_text(encoding="utf-8")
+    scripts = "".join(p.read_text() for p in (REPO_ROOT / "benchmarks").glob("*.py"))
+    names = re.findall(r"^\.\. BEGIN GENERATED: (\S+)", page, re.MULTILINE)
+    assert names
+    for name in names:
+        assert f".. END GENERATED: {name}" in page
+        assert f'"{name}"' in scripts, f"no benchmark script writes the results block {name!r}"
+    for image in re.findall(r"^\.\. image:: (\S+)", page, re.MULTILINE):
+        assert (REPO_ROOT / "docs" / image).is_file(), image
+
+
+BENCHMARKS_WRITING_RESULTS = sorted(
+    path.stem for path in (REPO_ROOT / "benchmarks").glob("*.py")
+    if '"--update-docs"' in path.read_text(encoding="utf-8")
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("script", BENCHMARKS_WRITING_RESULTS)
+def test_update_readme_is_a_hidden_alias_of_update_docs(script, capsys):
+    benchmark = load_script("benchmarks", script)
+    assert benchmark.parse_args(["--update-docs"]).update_docs
+    assert benchmark.parse_args(["--update-readme"]).update_docs
+    assert not benchmark.parse_args([]).update_docs
+    with pytest.raises(SystemExit):
+        benchmark.parse_args(["--help"])
+    help_text = capsys.readouterr().out
+    assert "--update-docs" in help_text and "--update-readme" not in help_text
+
+
+def _python_blocks(page):
+    pattern = re.compile(r"^\.\. code-block:: python\n\n((?:    .*\n|\n)+)", re.MULTILINE)
+    return ["\n".join(line[4:] for line in block.splitlines()) for block in pattern.findall(page)]
+
+
+PAGES_WITH_CODE = sorted(
+    path.name for path in (REPO_ROOT / "docs").glob("*.rst")
+    if _python_blocks(path.read_text(encoding="utf-8"))
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("page_name", PAGES_WITH_CODE)
+def test_the_code_on_each_page_runs_as_written(page_name, capsys):
+    """Each page's Python blocks run in order, and each print shows what its comment says."""
+    blocks = _python_blocks((REPO_ROOT / "docs" / page_name).read_text(encoding="utf-8"))
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, page_name, "exec"), namespace)
+    expected = [
+        line.split("#")[1].strip()
+        for block in blocks
+        for line in block.splitlines()
+        if line.lstrip().startswith("print(") and "#" in line
+    ]
+    assert capsys.readouterr().out.splitlines() == expected
+
+
+def test_window_attention_peer_figure_is_drawn_from_the_results(tmp_path):
+    benchmark = load_script("benchmarks", "window_attention")
+    rows = [{"T": t, "ours_xla_ms": t / 10, "ours_peak_mib": t / 5, "mha_xla_ms": t / 8,
+             "mha_peak_mib": None} for t in (20, 100)]  # fmt: skip
+    path = benchmark.draw_peer_figure({"peer": rows, "peer_skipped": {}}, tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 0 and path == tmp_path / "f.png"
