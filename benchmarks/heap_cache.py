@@ -30,7 +30,7 @@ import tensorflow as tf
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention  # noqa: E402
+from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention  # noqa: E402
 from tf_memlayers.models.fill_last_word import (  # noqa: E402
     build_fill_last_word_model,
     compile_fill_last_word_model,

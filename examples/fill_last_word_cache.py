@@ -52,7 +52,7 @@ from tf_memlayers.callbacks.cache_attention import (  # noqa: E402
 from tf_memlayers.callbacks.hparams import log_hparams  # noqa: E402
 from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
 from tf_memlayers.data import sentences as data  # noqa: E402
-from tf_memlayers.layers.heap_cache_attention import POLICIES, QUERIES  # noqa: E402
+from tf_memlayers.layers.cache_attention.heap_cache_attention import POLICIES, QUERIES  # noqa: E402
 from tf_memlayers.models.fill_last_word import (  # noqa: E402
     CODE_LEARNING_RATE,
     PAPER_LEARNING_RATE,

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from tf_memlayers.layers.attention_pooling import AttentionPooling
+from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 
 
 def reference(inputs, mask, kernel, score_vector):

@@ -15,8 +15,8 @@ from tf_memlayers.callbacks.cache_attention import (
     cache_attention_on_entries,
 )
 from tf_memlayers.data import sentences as data
-from tf_memlayers.layers.attention_pooling import AttentionPooling
-from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
+from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
     compile_fill_last_word_model,
@@ -346,7 +346,7 @@ def test_cache_layers_are_found_through_the_public_keras_api():
     import inspect
 
     from tf_memlayers.callbacks import cache_attention
-    from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
+    from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
     from tf_memlayers.models import heap_cache_model
 
     for module in (cache_attention, heap_cache_model):

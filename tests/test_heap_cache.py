@@ -6,7 +6,7 @@ import pytest
 
 import heap_reference as ref
 from conftest import gradients, tensorflow_only
-from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.ops import heap
 
 WIDTH, UNITS = 6, 4

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import heap_reference as ref
-from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.fill_last_word import build_fill_last_word_model
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 

@@ -1,18 +1,18 @@
 """Memory layers and RNN cells, one mechanism per module."""
 
-from tf_memlayers.layers.associative_gru import AssociativeGRU
-from tf_memlayers.layers.associative_gru_cell import AssociativeGRUCell
-from tf_memlayers.layers.associative_memory import AssociativeMemoryCell
-from tf_memlayers.layers.attention_pooling import AttentionPooling
-from tf_memlayers.layers.dual_associative_gru import (
+from tf_memlayers.layers.associative_memory.am_gru import AssociativeGRU
+from tf_memlayers.layers.associative_memory.am_gru_cell import AssociativeGRUCell
+from tf_memlayers.layers.associative_memory.memory_cell import AssociativeMemoryCell
+from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
+from tf_memlayers.layers.associative_memory.dual_am_gru import (
     DualAssociativeGRU,
     DualAssociativeGRUCell,
     premise_sharing_clone_function,
 )
-from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
-from tf_memlayers.layers.key_value_predict_split import KeyValuePredictSplit
-from tf_memlayers.layers.ngram import NGramConcat, NGramConcatCell
-from tf_memlayers.layers.sliding_window_attention import (
+from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.layers.window_attention.key_value_predict_split import KeyValuePredictSplit
+from tf_memlayers.layers.window_attention.ngram import NGramConcat, NGramConcatCell
+from tf_memlayers.layers.window_attention.sliding_window_attention import (
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
 )

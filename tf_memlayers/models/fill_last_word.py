@@ -27,8 +27,8 @@ import keras
 import numpy as np
 
 from tf_memlayers._validation import check_bool, check_choice, check_int
-from tf_memlayers.layers.attention_pooling import AttentionPooling
-from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
+from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
 POOLINGS = ("last", "attention")

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from tf_memlayers.layers.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")

@@ -14,8 +14,8 @@ import numpy as np
 from keras import ops
 
 from tf_memlayers._validation import check_bool, check_choice, check_int
-from tf_memlayers.layers.associative_gru import AssociativeGRU, check_fused_loop
-from tf_memlayers.layers.dual_associative_gru import DUAL_KEYS, DualAssociativeGRU
+from tf_memlayers.layers.associative_memory.am_gru import AssociativeGRU, check_fused_loop
+from tf_memlayers.layers.associative_memory.dual_am_gru import DUAL_KEYS, DualAssociativeGRU
 
 KINDS = ("gru", "am_gru", "dual_am_gru")
 

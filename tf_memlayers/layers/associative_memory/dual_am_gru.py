@@ -21,8 +21,8 @@ import keras
 from keras import ops
 
 from tf_memlayers import _validation as check
-from tf_memlayers.layers.associative_gru import AM_GRU_CELL_ARGUMENTS, AssociativeRecurrentLayer
-from tf_memlayers.layers.associative_gru_cell import AssociativeGRUCell, check_units_copies_seed
+from tf_memlayers.layers.associative_memory.am_gru import AM_GRU_CELL_ARGUMENTS, AssociativeRecurrentLayer
+from tf_memlayers.layers.associative_memory.am_gru_cell import AssociativeGRUCell, check_units_copies_seed
 from tf_memlayers.layers.memory_cell_wrapper import step_output_spec
 from tf_memlayers.ops import holographic
 from tf_memlayers.ops.associative_gru_step import SourceMemory

@@ -12,7 +12,7 @@ from tf_memlayers._validation import (
     check_rank,
     check_width,
 )
-from tf_memlayers.layers.attention_pooling import softmax_dtype
+from tf_memlayers.ops.precision import softmax_dtype
 from tf_memlayers.ops.heap import heap_write, topk_write
 
 POLICIES = ("heap", "topk")

@@ -11,7 +11,7 @@ import numpy as np
 from keras import ops
 
 from tf_memlayers import _validation as check
-from tf_memlayers.layers.associative_gru_cell import AssociativeGRUCell
+from tf_memlayers.layers.associative_memory.am_gru_cell import AssociativeGRUCell
 from tf_memlayers.layers.memory_cell_wrapper import takes_training
 from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
 

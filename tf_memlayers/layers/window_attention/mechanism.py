@@ -17,7 +17,7 @@ from tf_memlayers._validation import (
     check_int,
     check_optional_int,
 )
-from tf_memlayers.layers.key_value_predict_split import (
+from tf_memlayers.layers.window_attention.key_value_predict_split import (
     MODES,
     check_mode_sizes,
     key_value_predict_sizes,
