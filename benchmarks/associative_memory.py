@@ -32,7 +32,7 @@ from tf_memlayers.layers import (  # noqa: E402
     DualAssociativeGRUCell,
 )
 from tf_memlayers.models.snli import build_snli_model, compile_snli_model  # noqa: E402
-from tf_memlayers.training import options  # noqa: E402
+from examples.harness import options  # noqa: E402
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers_benchmarks")

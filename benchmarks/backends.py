@@ -121,7 +121,7 @@ def measure(rounds, steps):
 
 
 def parse_args(argv=None):
-    from tf_memlayers.training import options
+    from examples.harness import options
 
     parser = options.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=options.positive_int, default=2,

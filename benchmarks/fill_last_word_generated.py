@@ -29,7 +29,7 @@ import sys
 import numpy as np
 
 from benchmarks.docs_tables import update_docs
-from tf_memlayers.training import options
+from examples.harness import options
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "fill_last_word_cache.py"

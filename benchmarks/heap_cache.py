@@ -35,7 +35,7 @@ from tf_memlayers.models.fill_last_word import (  # noqa: E402
     build_fill_last_word_model,
     compile_fill_last_word_model,
 )
-from tf_memlayers.training import options  # noqa: E402
+from examples.harness import options  # noqa: E402
 
 BATCH, WIDTH, UNITS = 64, 128, 64
 

@@ -44,7 +44,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks.docs_tables import update_docs  # noqa: E402
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
-from tf_memlayers.training import options  # noqa: E402
+from examples.harness import options  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
 from tf_memlayers.callbacks.window_attention import average_attention_by_position  # noqa: E402
 from tf_memlayers.data import lm_batches, lm_corpora, token_streams  # noqa: E402

@@ -38,7 +38,7 @@ from benchmarks import lm_equal_budget as equal_budget  # noqa: E402
 from benchmarks import timing  # noqa: E402
 from benchmarks.docs_tables import update_docs  # noqa: E402
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
-from tf_memlayers.training import options  # noqa: E402
+from examples.harness import options  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
 
 DOCS_BLOCK = "lm-equal-budget-cost"

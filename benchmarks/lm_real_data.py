@@ -50,7 +50,7 @@ from tf_memlayers.models.parameter_budget import (  # noqa: E402
     count_language_model_parameters,
     hidden_for_parameter_budget,
 )
-from tf_memlayers.training import options  # noqa: E402
+from examples.harness import options  # noqa: E402
 
 COLUMNS = [
     ("model", "model"),

@@ -66,7 +66,7 @@ def write_docs(metrics):
 
 def parse_args(argv=None):
     from tf_memlayers.models.language_model_presets import PRESETS
-    from tf_memlayers.training import options
+    from examples.harness import options
 
     parser = options.ArgumentParser(
         description=__doc__.split("\n")[0],

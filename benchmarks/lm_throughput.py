@@ -135,7 +135,7 @@ def write_docs(results):
 
 
 def parse_args(argv=None):
-    from tf_memlayers.training import options
+    from examples.harness import options
 
     parser = options.ArgumentParser(
         description=__doc__.split("\n")[0],

@@ -47,7 +47,7 @@ from tf_memlayers.models.snli import (  # noqa: E402
     build_snli_model,
     compile_snli_model,
 )
-from tf_memlayers.training import options  # noqa: E402
+from examples.harness import options  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))

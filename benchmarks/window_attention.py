@@ -361,7 +361,7 @@ def write_peer_block(write_block, results, args):
 
 
 def parse_args(argv=None):
-    from tf_memlayers.training import options
+    from examples.harness import options
 
     parser = options.ArgumentParser(
         description=__doc__.split("\n")[0],

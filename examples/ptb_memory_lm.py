@@ -39,16 +39,13 @@ Example::
 
 import os
 import pathlib
+import sys
 import time
 
-# TensorFlow reads this when imported; its C++ lines printed before that go to /dev/null.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-_stderr = os.dup(2)
-os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
-try:
-    import keras  # noqa: E402
-finally:
-    os.dup2(_stderr, 2)
+if __package__ in (None, ""):  # run as a file: the harness is in the repository's examples/
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from examples.harness.startup import keras  # noqa: E402  (first: a quiet TensorFlow start)
 import numpy as np  # noqa: E402
 
 from tf_memlayers.callbacks.hparams import log_hparams  # noqa: E402
@@ -71,17 +68,16 @@ from tf_memlayers.models.language_model_presets import PRESETS, get_preset  # no
 from tf_memlayers.training import (  # noqa: E402
     is_chief,
     make_strategy,
-    resolved_settings,
     resumable_callbacks,
     resumed_epoch,
     run_history,
-    run_workdir,
     worker_directory,
     write_metrics,
 )
-from tf_memlayers.training import options  # noqa: E402
+from examples.harness.run_directory import resolved_settings, run_workdir  # noqa: E402
+from examples.harness import options  # noqa: E402
 from tf_memlayers.training.distributed import train as train_model  # noqa: E402
-from tf_memlayers.training.resumable import RUN_OPTIONS  # noqa: E402
+from examples.harness.run_directory import RUN_OPTIONS  # noqa: E402
 
 DEFAULT_ROOT = "runs/ptb_memory_lm"
 # Options that do not change what is trained: a run resumed with other values is the same run.

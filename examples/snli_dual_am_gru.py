@@ -27,14 +27,10 @@ import os
 import sys
 import time
 
-# TensorFlow reads this when imported; its C++ lines printed before that go to /dev/null.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-_stderr = os.dup(2)
-os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
-try:
-    import keras  # noqa: E402
-finally:
-    os.dup2(_stderr, 2)
+if __package__ in (None, ""):  # run as a file: the harness is in the repository's examples/
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from examples.harness.startup import keras  # noqa: E402  (first: a quiet TensorFlow start)
 import numpy as np  # noqa: E402
 
 from tf_memlayers.callbacks.learning_rate import halve_learning_rate_callback  # noqa: E402
@@ -51,15 +47,14 @@ from tf_memlayers.training import (  # noqa: E402
     evaluate,
     make_strategy,
     resumable_callbacks,
-    resolved_settings,
     resumed_epoch,
     run_history,
-    run_workdir,
     train,
     worker_directory,
     write_metrics,
 )
-from tf_memlayers.training import options  # noqa: E402
+from examples.harness.run_directory import resolved_settings, run_workdir  # noqa: E402
+from examples.harness import options  # noqa: E402
 
 
 def _snli_files(path):

@@ -15,7 +15,7 @@ import keras
 import pytest
 
 from conftest import REPO_ROOT
-from tf_memlayers.training import options
+from examples.harness import options
 
 EXAMPLES = ("snli_dual_am_gru", "ptb_memory_lm", "fill_last_word_cache")
 

@@ -9,16 +9,14 @@ import numpy as np
 import pytest
 
 from tf_memlayers.callbacks import BestModelCheckpoint, ResumableReduceLROnPlateau, RunBackup
-from tf_memlayers.training import options
+from examples.harness import options
 from tf_memlayers.training.reporting import write_metrics
+from examples.harness.run_directory import run_directory, run_settings, run_workdir
 from tf_memlayers.training.resumable import (
     check_run_settings,
     resumable_callbacks,
     resumed_epoch,
-    run_directory,
     run_history,
-    run_settings,
-    run_workdir,
 )
 
 

@@ -34,4 +34,4 @@ from tf_memlayers.layers.associative_memory.original_weights import (
     original_variable_names,
 )
 
-__all__ = ["SCOPE", "load_original_weights", "original_variable_names"]
+__all__ = ["load_original_weights", "original_variable_names"]

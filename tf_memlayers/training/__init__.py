@@ -1,7 +1,6 @@
-"""Training utilities shared by the example scripts: strategies, resumable runs, reports."""
+"""Training: ``train`` (``fit``, or a custom loop where ``fit`` fails under several workers),
+strategies, resumable runs and metric reports."""
 
-from tf_memlayers.callbacks.backup import RunBackup
-from tf_memlayers.callbacks.learning_rate import ResumableReduceLROnPlateau
 from tf_memlayers.training.distributed import (
     evaluate,
     fit_works_under,
@@ -13,29 +12,23 @@ from tf_memlayers.training.distributed import (
 from tf_memlayers.training.evaluation import evaluate_language_model
 from tf_memlayers.training.reporting import write_metrics
 from tf_memlayers.training.resumable import (
-    resolved_settings,
+    check_run_settings,
     resumable_callbacks,
     resumed_epoch,
     run_history,
-    run_settings,
-    run_workdir,
 )
 from tf_memlayers.training.strategy import make_strategy
 
 __all__ = [
-    "ResumableReduceLROnPlateau",
-    "RunBackup",
+    "check_run_settings",
     "evaluate",
     "evaluate_language_model",
     "fit_works_under",
     "is_chief",
     "make_strategy",
-    "resolved_settings",
     "resumable_callbacks",
     "resumed_epoch",
     "run_history",
-    "run_settings",
-    "run_workdir",
     "train",
     "train_with_custom_loop",
     "worker_directory",

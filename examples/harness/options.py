@@ -340,7 +340,7 @@ class ParsedOptions(argparse.Namespace):
     """The parsed options, which also know the parser's defaults.
 
     ``defaults`` (option name → default) is kept out of ``vars()``, so the options themselves
-    stay what `vars` and `tf_memlayers.training.resumable.run_settings` see.
+    stay what `vars` and `examples.harness.run_directory.run_settings` see.
     """
 
     __slots__ = ("defaults",)

@@ -1,0 +1,1 @@
+"""The example scripts, and the harness they share (`examples.harness`)."""

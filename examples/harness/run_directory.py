@@ -1,0 +1,90 @@
+"""Run directories of the example scripts: one per set of options, named after the options
+changed from their defaults, with a digest of the settings the run computes with."""
+
+import hashlib
+import json
+import os
+import re
+
+from tf_memlayers.callbacks.run_files import plain_json
+
+# Options of the example scripts that say how long or how verbosely to run, or where to keep
+# the run, but not what the run computes: a run resumed with other values is the same run.
+RUN_OPTIONS = ("epochs", "verbose", "workdir", "strategy", "jit", "no_jit")
+def run_settings(args, run_options=RUN_OPTIONS):
+    """The parsed command-line options that define a run (all but ``run_options``).
+
+    Args:
+        args: an `argparse.Namespace` (or a dict).
+        run_options: option names left out.
+
+    Returns:
+        A dict with JSON values (paths and other objects as strings), sorted by name.
+    """
+    values = args if isinstance(args, dict) else vars(args)
+    return plain_json({k: v for k, v in sorted(values.items()) if k not in run_options})
+
+
+def _readable(value):
+    """A short, file-name-safe spelling of an option's value."""
+    if isinstance(value, (list, tuple)):
+        return "+".join(_readable(v) for v in value)
+    text = os.path.basename(str(value).rstrip("/\\")) or str(value)
+    return re.sub(r"[^A-Za-z0-9.+-]+", "_", text)[:24]
+
+
+def run_name(settings, label=None, changed=None):
+    """``<label>-<option=value>_..._<option=value>-<digest>`` for a run.
+
+    Args:
+        settings: the run's resolved settings (what it computes with, after presets and
+            defaults that depend on the data are applied); the digest is taken over them.
+        label: optional leading word, e.g. the model kind.
+        changed: optional dict of the options the user set to other values than their
+            defaults; they make the name readable (at most about 80 characters of them).
+
+    Returns:
+        The directory name. Equal settings give equal names, other settings other digests.
+    """
+    text = json.dumps(plain_json(settings), sort_keys=True)
+    digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:8]
+    readable = "_".join(f"{name}={_readable(v)}" for name, v in sorted((changed or {}).items()))
+    if len(readable) > 80:
+        readable = readable[:80].rsplit("_", 1)[0]
+    return "-".join(part for part in (label, readable, digest) if part)
+
+
+def run_directory(root, settings, label=None, changed=None):
+    """``root/`` `run_name`: one directory per distinct run.
+
+    Running the same command again gives the same directory (so it resumes); changing any
+    setting gives another one (so runs never mix).
+    """
+    return os.path.join(root, run_name(settings, label, changed))
+
+
+def changed_options(args, run_options=RUN_OPTIONS):
+    """The options of ``args`` (`run_settings`) whose values differ from the parser's
+    defaults (known when ``args`` is a `examples.harness.options.ParsedOptions`)."""
+    defaults = getattr(args, "defaults", None) or {}
+    return {
+        name: value
+        for name, value in run_settings(args, run_options).items()
+        if name in defaults and value != plain_json(defaults[name])
+    }
+
+
+def resolved_settings(args, resolved=None, run_options=RUN_OPTIONS):
+    """`run_settings` with the values options resolved to (e.g. ``source="auto"`` →
+    ``"generated"``, ``learning_rate=None`` → ``0.003``) put in their place."""
+    return dict(run_settings(args, run_options), **plain_json(dict(resolved or {})))
+
+
+def run_workdir(args, default_root, label=None, run_options=RUN_OPTIONS, resolved=None):
+    """``args.workdir`` if given, else `run_directory` under ``default_root``: named after
+    ``label`` and the options changed from their defaults, with a digest of the resolved
+    settings (`resolved_settings`)."""
+    if args.workdir:
+        return str(args.workdir)
+    settings = resolved_settings(args, resolved, run_options)
+    return run_directory(default_root, settings, label, changed_options(args, run_options))
