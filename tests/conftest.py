@@ -59,9 +59,12 @@ def pytest_ignore_collect(collection_path, config):
     # TensorFlow only.
     if BACKEND == "tensorflow" or not collection_path.name.startswith("test_"):
         return None
+    if collection_path.suffix != ".py":  # a folder: collected if it may hold such a file
+        return None
     from layer_registry import backend_neutral_files
 
-    return collection_path.name not in backend_neutral_files() or None
+    relative = collection_path.resolve().relative_to(REPO_ROOT / "tests").as_posix()
+    return relative not in backend_neutral_files() or None
 
 
 def pytest_collection_modifyitems(config, items):

@@ -5,8 +5,8 @@ Each `keras.layers.Layer` subclass exported by ``tf_memlayers`` is declared here
 * ``make``: a small instance (keyword arguments are passed on, so a suite can set a flag or
   a ``dtype``);
 * ``flags``: its boolean constructor arguments, each checked to refuse a non-bool;
-* ``tests``: the test module of its mechanism (NumPy reference and mechanism tests), which
-  runs on every Keras backend;
+* ``tests``: the test module of its mechanism (NumPy reference and mechanism tests), as a
+  path under ``tests/``; it runs on every Keras backend;
 * ``reference``: the module of its NumPy reference, where it has one;
 * ``not_in``: the suites that do not apply to it, each with the reason.
 
@@ -45,11 +45,11 @@ SUITES = ("keras_checks", "journeys", "nan_padding", "output_spec", "flags")
 # own checks) and the suites over every layer, which run on every backend with the mechanisms'
 # own test modules.
 SHARED_SUITES = (
-    "test_layer_conformance.py",
-    "test_layer_journeys.py",
-    "test_layer_registry.py",
-    "test_memory_cell_wrapper.py",
-    "test_holographic.py",
+    "layers/test_layer_conformance.py",
+    "layers/test_layer_journeys.py",
+    "layers/test_layer_registry.py",
+    "layers/test_memory_cell_wrapper.py",
+    "ops/test_holographic.py",
     "test_backends.py",
 )
 
@@ -78,14 +78,14 @@ LAYERS = (
     Declaration(
         SlidingWindowAttention,
         lambda **kw: SlidingWindowAttention(3, **kw),
-        "test_sliding_window_attention.py",
+        "layers/window_attention/test_sliding_window_attention.py",
         flags=("use_bias", "return_memory", "return_attention_scores", "stateful"),
         reference="window_reference",
     ),
     Declaration(
         SlidingWindowAttentionCell,
         lambda **kw: SlidingWindowAttentionCell(keras.layers.LSTMCell(4), 3, **kw),
-        "test_sliding_window_attention.py",
+        "layers/window_attention/test_sliding_window_attention.py",
         flags=("use_bias",),
         reference="window_reference",
         not_in={"output_spec": _CELL_SPEC, "nan_padding": _RNN_MASKING},
@@ -93,20 +93,20 @@ LAYERS = (
     Declaration(
         NGramConcat,
         lambda **kw: NGramConcat(3, 4, **kw),
-        "test_ngram.py",
+        "layers/window_attention/test_ngram.py",
         flags=("use_bias", "return_memory", "stateful"),
     ),
     Declaration(
         NGramConcatCell,
         lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw),
-        "test_ngram.py",
+        "layers/window_attention/test_ngram.py",
         flags=("use_bias",),
         not_in={"output_spec": _CELL_SPEC, "nan_padding": _RNN_MASKING},
     ),
     Declaration(
         KeyValuePredictSplit,
         lambda **kw: KeyValuePredictSplit("key_value_predict", **kw),
-        "test_key_value_predict_split.py",
+        "layers/window_attention/test_key_value_predict_split.py",
         not_in={
             "nan_padding": "splits each step's features on its own: a NaN stays in its step",
             "flags": "has no boolean arguments",
@@ -115,13 +115,13 @@ LAYERS = (
     Declaration(
         AttentionPooling,
         lambda **kw: AttentionPooling(3, **kw),
-        "test_attention_pooling.py",
+        "layers/cache_attention/test_attention_pooling.py",
         not_in={"flags": "has no boolean arguments"},
     ),
     Declaration(
         HeapCacheAttention,
         lambda **kw: HeapCacheAttention(4, 3, **kw),
-        "test_heap_cache.py",
+        "layers/cache_attention/test_heap_cache_attention.py",
         flags=("mask_empty",),
         reference="heap_reference",
         not_in={"nan_padding": _NO_SEQUENCE},
@@ -129,14 +129,14 @@ LAYERS = (
     Declaration(
         AssociativeMemoryCell,
         lambda **kw: AssociativeMemoryCell(keras.layers.GRUCell(4), **kw),
-        "test_associative_memory.py",
+        "layers/associative_memory/test_memory_cell.py",
         flags=("return_retrievals",),
         not_in={"output_spec": _CELL_SPEC, "nan_padding": _RNN_MASKING},
     ),
     Declaration(
         AssociativeGRUCell,
         lambda **kw: AssociativeGRUCell(4, **kw),
-        "test_associative_gru.py",
+        "layers/associative_memory/test_am_gru_cell.py",
         flags=("return_retrievals",),
         reference="am_gru_reference",
         not_in={"output_spec": _CELL_SPEC, "nan_padding": _RNN_MASKING},
@@ -144,14 +144,14 @@ LAYERS = (
     Declaration(
         AssociativeGRU,
         lambda **kw: AssociativeGRU(4, **kw),
-        "test_associative_gru_layer.py",
+        "layers/associative_memory/test_am_gru.py",
         flags=_RNN_LAYER_FLAGS,
         reference="am_gru_reference",
     ),
     Declaration(
         DualAssociativeGRUCell,
         lambda **kw: DualAssociativeGRUCell(4, **kw),
-        "test_associative_gru.py",
+        "layers/associative_memory/test_am_gru_cell.py",
         flags=("return_retrievals",),
         reference="am_gru_reference",
         not_in={"output_spec": _CELL_SPEC, "nan_padding": _RNN_MASKING},
@@ -159,14 +159,14 @@ LAYERS = (
     Declaration(
         DualAssociativeGRU,
         lambda **kw: DualAssociativeGRU(4, **kw),
-        "test_dual_associative_gru_layer.py",
+        "layers/associative_memory/test_dual_am_gru.py",
         flags=_RNN_LAYER_FLAGS,
         reference="am_gru_reference",
     ),
     Declaration(
         TiedEmbedding,
         lambda **kw: TiedEmbedding(10, 4, **kw),
-        "test_tied_embedding.py",
+        "layers/test_tied_embedding.py",
         not_in={
             "nan_padding": "reads integer ids, which cannot be NaN",
             "output_spec": "keras.layers.Embedding's spec, checked in test_tied_embedding.py",
@@ -185,8 +185,8 @@ def applies(declaration, suite):
 
 
 def backend_neutral_files():
-    """The test files that run on every backend: the suites over every layer, the shared
-    parts, and each declared layer's own test module."""
+    """The test files that run on every backend (paths under ``tests/``): the suites over
+    every layer, the shared parts, and each declared layer's own test module."""
     return frozenset(SHARED_SUITES) | {declaration.tests for declaration in LAYERS}
 
 

@@ -74,10 +74,15 @@ def test_ci_runs_the_backend_neutral_tests_on_jax(monkeypatch):
     assert "KERAS_BACKEND=jax python -m pytest -q -rs -n 2 --dist loadgroup tests\n" in ci
     # Off TensorFlow, collection keeps exactly the registry's test files.
     monkeypatch.setattr(conftest, "BACKEND", "jax")
-    files = sorted((REPO_ROOT / "tests").glob("test_*.py"))
-    kept = {path.name for path in files if not conftest.pytest_ignore_collect(path, None)}
+    tests = REPO_ROOT / "tests"
+    files = sorted(tests.rglob("test_*.py"))
+    kept = {
+        path.relative_to(tests).as_posix()
+        for path in files
+        if not conftest.pytest_ignore_collect(path, None)
+    }
     assert kept == backend_neutral_files()
-    assert conftest.pytest_ignore_collect(REPO_ROOT / "tests" / "test_ptb_example.py", None)
+    assert conftest.pytest_ignore_collect(tests / "examples" / "test_ptb_example.py", None)
 
 
 def _masked_inputs(rng):

@@ -23,7 +23,8 @@ import multi_worker_models as models
 from multi_worker_job import load_example
 from test_ptb_example import TINY as PTB_TINY
 from conftest import REPO_ROOT
-from tf_memlayers.training import distributed, options
+from examples.harness import options
+from tf_memlayers.training import distributed
 from tf_memlayers.training.strategy import STRATEGIES
 
 # One process runs these tests one after another (`pytest -n 2 --dist loadgroup`): each test

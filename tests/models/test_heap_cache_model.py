@@ -12,12 +12,14 @@ import pytest
 import tensorflow as tf
 
 import heap_reference as ref
+from conftest import REPO_ROOT
+
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.fill_last_word import build_fill_last_word_model
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
 FEATURES, WIDTH, CLASSES = 5, 6, 3
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = str(REPO_ROOT)
 
 
 def build_model(cache_size=7, policy="heap", query="none", weight_decay=0.0):

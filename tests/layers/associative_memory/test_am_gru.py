@@ -11,6 +11,7 @@ import pytest
 from am_gru_reference import permutations
 from conftest import (
     BACKEND,
+    REPO_ROOT,
     FUSED_LOOP,
     TF_DISTRIBUTE,
     gradients,
@@ -18,7 +19,7 @@ from conftest import (
     tensorflow_only,
 )
 from keras import ops
-from test_associative_gru import random_weights, reference_run, set_cell_weights
+from test_am_gru_cell import random_weights, reference_run, set_cell_weights
 
 from tf_memlayers.compat import load_original_weights, original_variable_names
 from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell, DualAssociativeGRU
@@ -310,8 +311,7 @@ print(json.dumps({"replicas": strategy.num_replicas_in_sync, **predictions}))
 def test_fused_loop_trains_under_a_mirrored_strategy(tmp_path):
     script = tmp_path / "mirrored.py"
     script.write_text(MIRRORED_SCRIPT)
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=repo, TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
     result = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
     )
