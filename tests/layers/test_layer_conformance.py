@@ -16,24 +16,18 @@ import pytest
 from conftest import BACKEND, FUSED_LOOP, TF_FUNCTION, gradients, tensorflow_only
 from keras import ops
 from keras.src import testing  # Keras's layer test harness (tests only)
+from layer_registry import INPUT_DIM, suite_cases
 
 from tf_memlayers.layers import (
     AssociativeGRU,
-    AssociativeGRUCell,
-    AssociativeMemoryCell,
     AttentionPooling,
     DualAssociativeGRU,
-    DualAssociativeGRUCell,
     HeapCacheAttention,
     KeyValuePredictSplit,
     NGramConcat,
-    NGramConcatCell,
     SlidingWindowAttention,
-    SlidingWindowAttentionCell,
-    TiedEmbedding,
 )
 
-INPUT_DIM = 4
 
 
 def _cases(names, fused=lambda name: "fused" in name):
@@ -46,42 +40,7 @@ def _cases(names, fused=lambda name: "fused" in name):
 
 # Every cell (and the options that change its states or output), as a factory taking
 # `dtype`, so that the mixed precision check makes the cell under the same policy.
-CELLS = {
-    "window_attention": lambda dtype=None: SlidingWindowAttentionCell(
-        keras.layers.LSTMCell(6, dtype=dtype), window=3, dtype=dtype
-    ),
-    "window_key_value": lambda dtype=None: SlidingWindowAttentionCell(
-        keras.layers.GRUCell(6, dtype=dtype), window=2, mode="key_value", dtype=dtype
-    ),
-    "window_key_value_predict": lambda dtype=None: SlidingWindowAttentionCell(
-        keras.layers.LSTMCell(6, dtype=dtype),
-        window=3,
-        mode="key_value_predict",
-        units=5,
-        use_bias=True,
-        dtype=dtype,
-    ),
-    "ngram_2": lambda dtype=None: NGramConcatCell(
-        keras.layers.GRUCell(6, dtype=dtype), n=2, units=5, dtype=dtype
-    ),
-    "ngram_4": lambda dtype=None: NGramConcatCell(
-        keras.layers.LSTMCell(6, dtype=dtype), n=4, units=5, use_bias=True, dtype=dtype
-    ),
-    "associative_memory_lstm": lambda dtype=None: AssociativeMemoryCell(
-        keras.layers.LSTMCell(6, dtype=dtype), num_copies=2, dtype=dtype
-    ),
-    "associative_memory_gru": lambda dtype=None: AssociativeMemoryCell(
-        keras.layers.GRUCell(6, dtype=dtype), num_copies=3, return_retrievals=True, dtype=dtype
-    ),
-    "am_gru": lambda dtype=None: AssociativeGRUCell(6, num_copies=2, dtype=dtype),
-    "am_gru_retrievals": lambda dtype=None: AssociativeGRUCell(
-        6, num_copies=1, return_retrievals=True, dtype=dtype
-    ),
-    "dual_am_gru_paper": lambda dtype=None: DualAssociativeGRUCell(6, num_copies=2, dtype=dtype),
-    "dual_am_gru_released": lambda dtype=None: DualAssociativeGRUCell(
-        6, num_copies=2, dual_key="released", return_retrievals=True, dtype=dtype
-    ),
-}
+CELLS = suite_cases("cells")
 
 
 @tensorflow_only(f"{TF_FUNCTION}: an unknown batch size exists only in TensorFlow graphs")
@@ -407,27 +366,7 @@ def test_bad_call_inputs_are_named_errors(bad_call, error, fragments):
 
 # Layers whose documentation promises zero outputs at masked steps (sequence outputs), or
 # that never read masked steps (pooled outputs).
-NAN_PADDING = {
-    "am_gru_keras_loop": lambda: AssociativeGRU(
-        4, num_copies=2, return_sequences=True, zero_output_for_mask=True
-    ),
-    "am_gru_fused_loop": lambda: AssociativeGRU(
-        4, num_copies=2, return_sequences=True, zero_output_for_mask=True, fused_loop=True
-    ),
-    **{
-        f"dual_am_gru_{loop}": lambda fused=fused: DualAssociativeGRU(
-            4, num_copies=2, return_sequences=True, zero_output_for_mask=True, fused_loop=fused
-        )
-        for loop, fused in (("keras_loop", False), ("fused_loop", True))
-    },
-    "window_attention": lambda: SlidingWindowAttention(2),
-    "window_zeros_pad": lambda: SlidingWindowAttention(3, mode="key_value", pad="zeros"),
-    "window_key_value_predict": lambda: SlidingWindowAttention(
-        2, mode="key_value_predict", sizes=(2, 1, 1), use_bias=True
-    ),
-    "ngram": lambda: NGramConcat(3, 5, use_bias=True),
-    "pooling": lambda: AttentionPooling(3),
-}
+NAN_PADDING = suite_cases("nan_padding")
 
 
 @pytest.mark.parametrize("name", _cases(sorted(NAN_PADDING)))
@@ -452,104 +391,7 @@ def test_nan_at_padded_steps_never_reaches_outputs_or_gradients(name):
 # -- output shapes and specs ----------------------------------------------------------------
 
 # (layer factory taking `dtype`, input shape, call keyword arguments)
-SPEC_CASES = {
-    "window": (lambda dtype: SlidingWindowAttention(3, dtype=dtype), (2, 5, 4), {}),
-    "window_all_outputs": (
-        lambda dtype: SlidingWindowAttention(
-            2,
-            mode="key_value_predict",
-            sizes=(3, 2, 1),
-            units=5,
-            return_attention_scores=True,
-            return_memory=True,
-            dtype=dtype,
-        ),
-        (2, 5, 6),
-        {},
-    ),
-    "window_memory": (
-        lambda dtype: SlidingWindowAttention(2, mode="key_value", return_memory=True, dtype=dtype),
-        (2, 5, 4),
-        {},
-    ),
-    "ngram": (lambda dtype: NGramConcat(3, 5, dtype=dtype), (2, 5, 4), {}),
-    "ngram_memory": (
-        lambda dtype: NGramConcat(4, 5, sizes=(2, 1, 3), return_memory=True, dtype=dtype),
-        (2, 5, 6),
-        {},
-    ),
-    "ngram_2_memory": (
-        lambda dtype: NGramConcat(2, 5, return_memory=True, dtype=dtype),
-        (2, 5, 4),
-        {},
-    ),
-    "split_attention": (lambda dtype: KeyValuePredictSplit(dtype=dtype), (2, 5, 4), {}),
-    "split_key_value_predict": (
-        lambda dtype: KeyValuePredictSplit("key_value_predict", sizes=(3, 2, 1), dtype=dtype),
-        (2, 5, 6),
-        {},
-    ),
-    "split_rank_2": (
-        lambda dtype: KeyValuePredictSplit("key_value", dtype=dtype),
-        (2, 4),
-        {},
-    ),
-    "pooling": (lambda dtype: AttentionPooling(3, dtype=dtype), (2, 5, 4), {}),
-    "pooling_scores": (
-        lambda dtype: AttentionPooling(3, dtype=dtype),
-        (2, 5, 4),
-        {"return_attention_scores": True},
-    ),
-    "cache": (lambda dtype: HeapCacheAttention(3, 2, dtype=dtype), (2, 4), {}),
-    "cache_scores": (
-        lambda dtype: HeapCacheAttention(3, 2, dtype=dtype),
-        (2, 4),
-        {"return_attention_scores": True},
-    ),
-    "cache_additive_scores": (
-        lambda dtype: HeapCacheAttention(3, 2, query="additive", dtype=dtype),
-        (2, 4),
-        {"return_attention_scores": True},
-    ),
-    "am_gru_states": (
-        lambda dtype: AssociativeGRU(
-            4, num_copies=2, return_sequences=True, return_state=True, dtype=dtype
-        ),
-        (2, 5, 4),
-        {},
-    ),
-    "am_gru_fused_last": (
-        lambda dtype: AssociativeGRU(4, num_copies=3, fused_loop=True, dtype=dtype),
-        (2, 5, 4),
-        {},
-    ),
-    "am_gru_retrievals": (
-        lambda dtype: AssociativeGRU(
-            4, num_copies=1, return_retrievals=True, return_sequences=True, dtype=dtype
-        ),
-        (2, 5, 4),
-        {},
-    ),
-    "dual_am_gru_states": (
-        lambda dtype: DualAssociativeGRU(
-            4, num_copies=2, return_sequences=True, return_state=True, dtype=dtype
-        ),
-        (2, 5, 4),
-        {},
-    ),
-    "dual_am_gru_fused_last": (
-        lambda dtype: DualAssociativeGRU(4, num_copies=3, fused_loop=True, dtype=dtype),
-        (2, 5, 4),
-        {},
-    ),
-    "dual_am_gru_retrievals": (
-        lambda dtype: DualAssociativeGRU(
-            4, num_copies=2, dual_key="released", return_retrievals=True, dtype=dtype
-        ),
-        (2, 5, 4),
-        {},
-    ),
-}
+SPEC_CASES = suite_cases("output_spec")
 
 
 def _shape_list(shapes):
@@ -608,14 +450,7 @@ def test_cell_step_spec_is_exact(name, policy):
 
 # -- empty sequences and batches ------------------------------------------------------------
 
-EMPTY_CASES = {
-    "window": lambda: SlidingWindowAttention(2, return_attention_scores=True, return_memory=True),
-    "window_zeros_pad": lambda: SlidingWindowAttention(
-        2, mode="key_value", pad="zeros", return_memory=True
-    ),
-    "ngram": lambda: NGramConcat(3, 5, return_memory=True),
-    "pooling": lambda: AttentionPooling(3),
-}
+EMPTY_CASES = suite_cases("empty")
 
 
 @pytest.mark.parametrize("with_mask", [False, True], ids=["no_mask", "mask"])
@@ -636,176 +471,8 @@ def test_empty_sequences_and_batches_give_empty_outputs(name, shape, with_mask):
 KERAS_CHECKS = testing.TestCase()
 
 
-def _rnn_over(cell_name, **rnn_kwargs):
-    """A `layer_cls` for `run_layer_test`: `keras.layers.RNN` over a fresh cell, made under
-    the same dtype policy as the RNN."""
-
-    def make(**kwargs):
-        cell = CELLS[cell_name](dtype=kwargs.get("dtype"))
-        return keras.layers.RNN(cell, **rnn_kwargs, **kwargs)
-
-    return make
-
-
 # (layer_cls, init_kwargs, run_layer_test arguments); the inputs are [2, 3, features].
-LAYER_TESTS = {
-    **{
-        f"am_gru_{loop}": (
-            AssociativeGRU,
-            {"units": 4, "num_copies": 2, "return_sequences": True, "fused_loop": fused},
-            dict(
-                input_shape=(2, 3, 4),
-                expected_output_shape=(2, 3, 4),
-                expected_num_trainable_weights=5,
-                supports_masking=True,
-            ),
-        )
-        for loop, fused in (("keras_loop", False), ("fused_loop", True))
-    },
-    **{
-        f"dual_am_gru_{key}_{loop}": (
-            DualAssociativeGRU,
-            {"units": 4, "num_copies": 2, "dual_key": key, "return_sequences": True,
-             "fused_loop": fused},
-            dict(
-                input_shape=(2, 3, 4),
-                expected_output_shape=(2, 3, 4),
-                expected_num_trainable_weights=5 + 2 + (key == "released"),
-                supports_masking=True,
-            ),
-        )
-        for key, loop, fused in (
-            ("paper", "keras_loop", False),
-            ("released", "keras_loop", False),
-            ("paper", "fused_loop", True),
-        )
-    },
-    "window": (
-        SlidingWindowAttention,
-        {"window": 2, "mode": "key_value", "use_bias": True},
-        dict(
-            input_shape=(2, 3, 6),
-            expected_output_shape=(2, 3, 3),
-            expected_num_trainable_weights=7,
-            supports_masking=True,
-        ),
-    ),
-    "window_scores_and_memory": (
-        SlidingWindowAttention,
-        {"window": 2, "return_attention_scores": True, "return_memory": True},
-        dict(
-            input_shape=(2, 3, 4),
-            expected_output_shape=((2, 3, 4), (2, 3, 2), (2, 10)),
-            expected_num_trainable_weights=5,
-            supports_masking=True,
-            # The loss of the training check sums one tensor; the scores come out too.
-            run_training_check=False,
-        ),
-    ),
-    "window_stateful": (
-        SlidingWindowAttention,
-        {"window": 2, "stateful": True},
-        dict(
-            input_shape=(2, 3, 4),
-            expected_output_shape=(2, 3, 4),
-            expected_num_trainable_weights=5,
-            expected_num_non_trainable_weights=1,
-            supports_masking=True,
-        ),
-    ),
-    "ngram": (
-        NGramConcat,
-        {"n": 3, "units": 5, "use_bias": True},
-        dict(
-            input_shape=(2, 3, 6),
-            expected_output_shape=(2, 3, 5),
-            expected_num_trainable_weights=2,
-            supports_masking=True,
-        ),
-    ),
-    "ngram_stateful": (
-        NGramConcat,
-        {"n": 4, "units": 5, "stateful": True},
-        dict(
-            input_shape=(2, 3, 6),
-            expected_output_shape=(2, 3, 5),
-            expected_num_trainable_weights=1,
-            expected_num_non_trainable_weights=1,
-            supports_masking=True,
-        ),
-    ),
-    "split": (
-        KeyValuePredictSplit,
-        {"mode": "key_value_predict", "sizes": (2, 2, 2)},
-        dict(
-            input_shape=(2, 3, 6),
-            expected_output_shape=((2, 3, 2), (2, 3, 2), (2, 3, 2)),
-            expected_num_trainable_weights=0,
-            supports_masking=True,
-            # No weights to train.
-            run_training_check=False,
-        ),
-    ),
-    "tied_embedding": (
-        TiedEmbedding,
-        {"input_dim": 10, "output_dim": 4, "mask_zero": True},
-        dict(
-            input_shape=(2, 3),
-            input_dtype="int32",
-            expected_output_shape=(2, 3, 4),
-            expected_num_trainable_weights=2,
-            supports_masking=True,
-        ),
-    ),
-    "pooling": (
-        AttentionPooling,
-        {"units": 3},
-        dict(
-            input_shape=(2, 3, 4),
-            expected_output_shape=(2, 4),
-            expected_num_trainable_weights=2,
-            supports_masking=True,
-        ),
-    ),
-    "cache": (
-        HeapCacheAttention,
-        {"cache_size": 3, "attention_units": 2, "query": "additive"},
-        dict(
-            input_shape=(2, 4),
-            expected_output_shape=(2, 4),
-            expected_num_trainable_weights=4,
-            expected_num_non_trainable_weights=1,
-            supports_masking=False,
-        ),
-    ),
-    **{
-        f"rnn_{name}": (
-            _rnn_over(name, return_sequences=True),
-            {},
-            dict(
-                input_shape=(2, 3, INPUT_DIM),
-                expected_output_shape=(2, 3, output_size),
-                expected_num_trainable_weights=weights,
-                expected_num_seed_generators=seeds,
-                supports_masking=True,
-            ),
-        )
-        # The wrapped Keras cells (3 weights) have a seed generator for their dropout.
-        for name, output_size, weights, seeds in (
-            ("window_attention", 6, 3 + 5, 1),
-            ("window_key_value", 3, 3 + 5, 1),
-            ("window_key_value_predict", 5, 3 + 7, 1),
-            ("ngram_2", 5, 3 + 1, 1),
-            ("ngram_4", 5, 3 + 2, 1),
-            ("associative_memory_lstm", 6, 3 + 1, 1),
-            ("associative_memory_gru", 6 + 2 * 6, 3 + 1, 1),
-            ("am_gru", 6, 5, 0),
-            ("am_gru_retrievals", 18, 5, 0),
-            ("dual_am_gru_paper", 6, 5 + 2, 0),
-            ("dual_am_gru_released", 24, 5 + 3, 0),
-        )
-    },
-}
+LAYER_TESTS = suite_cases("keras_checks")
 
 
 @pytest.mark.parametrize("name", _cases(sorted(LAYER_TESTS)))

@@ -6,31 +6,13 @@ import keras
 import numpy as np
 import pytest
 from conftest import BACKEND, FUSED_LOOP, tensorflow_only
+from layer_registry import suite_cases
 
 from tf_memlayers.layers import (
-    AssociativeGRU,
-    AssociativeGRUCell,
-    AssociativeMemoryCell,
-    AttentionPooling,
-    DualAssociativeGRU,
-    DualAssociativeGRUCell,
     HeapCacheAttention,
-    KeyValuePredictSplit,
-    NGramConcat,
-    NGramConcatCell,
-    SlidingWindowAttention,
-    SlidingWindowAttentionCell,
-    TiedEmbedding,
 )
 
 VOCAB, STEPS, SAMPLES, BATCH, CLASSES = 11, 6, 5, 2, 3  # 5 samples: the last batch has 1
-
-
-def _rnn(cell, **kwargs):
-    """``keras.layers.RNN`` over one of the package's cells, as a user of the backend writes it:
-    on JAX with ``zero_output_for_mask=True``, since Keras's JAX loop emits the cell's first
-    state at a masked step (conftest.KERAS_MASKED_OUTPUT; docs/backends.rst, "Backends")."""
-    return keras.layers.RNN(cell, zero_output_for_mask=BACKEND != "tensorflow", **kwargs)
 
 
 def _tokens(rng, masked, steps=STEPS):
@@ -48,71 +30,19 @@ def _embedded(inputs, masked):
     return keras.layers.Embedding(VOCAB, 4, mask_zero=masked)(inputs)
 
 
-# Per-step memories: a language-model head on every step.
-STEP_LAYERS = {
-    "SlidingWindowAttention": lambda e: SlidingWindowAttention(3, mode="key_value")(
-        keras.layers.LSTM(8, return_sequences=True)(e)
-    ),
-    "SlidingWindowAttentionCell": lambda e: _rnn(
-        SlidingWindowAttentionCell(keras.layers.LSTMCell(8), window=3), return_sequences=True
-    )(e),
-    "NGramConcat": lambda e: NGramConcat(3, 6)(keras.layers.LSTM(8, return_sequences=True)(e)),
-    "NGramConcatCell": lambda e: _rnn(
-        NGramConcatCell(keras.layers.GRUCell(8), n=3, units=6), return_sequences=True
-    )(e),
-    "KeyValuePredictSplit": lambda e: keras.layers.Concatenate()(
-        list(
-            KeyValuePredictSplit("key_value_predict", sizes=(4, 2, 2))(
-                keras.layers.LSTM(8, return_sequences=True)(e)
-            )[1:]
-        )
-    ),
-    "AssociativeGRU": lambda e: AssociativeGRU(8, num_copies=2, return_sequences=True)(e),
-    "AssociativeGRU_fused_loop": lambda e: AssociativeGRU(
-        8, num_copies=2, return_sequences=True, fused_loop=True
-    )(e),
-    "AssociativeGRUCell": lambda e: _rnn(
-        AssociativeGRUCell(8, num_copies=2), return_sequences=True
-    )(e),
-    "AssociativeMemoryCell": lambda e: _rnn(
-        AssociativeMemoryCell(keras.layers.LSTMCell(8), num_copies=2), return_sequences=True
-    )(e),
-}
-
-def _tied_language_model(tokens, masked):
-    """Embedding, LSTM, and the embedding's transpose as the output layer (weight tying)."""
-    embedding = TiedEmbedding(VOCAB, 4, mask_zero=masked)
-    features = keras.layers.LSTM(4, return_sequences=True)(embedding(tokens))
-    return keras.layers.Activation("linear", dtype="float32")(embedding(features, reverse=True))
 
 
-# Language models whose layer reads the tokens itself: (tokens, masked) -> logits.
-TOKEN_LAYERS = {"TiedEmbedding": _tied_language_model}
 
 
-# Sequence-level memories: a classifier.
-POOLED_LAYERS = {
-    "AttentionPooling": lambda e: AttentionPooling(4)(
-        keras.layers.LSTM(8, return_sequences=True)(e)
-    ),
-    "HeapCacheAttention": lambda e: HeapCacheAttention(4, 3)(keras.layers.LSTM(8)(e)),
-}
 
 
-# Conditional encoding: (premise layer, hypothesis layer) returning the final states.
-DUAL_LAYERS = {
-    "DualAssociativeGRUCell": lambda: (
-        _rnn(AssociativeGRUCell(8, num_copies=2), return_state=True),
-        _rnn(DualAssociativeGRUCell(8, num_copies=2)),
-    ),
-    **{
-        name: lambda fused=fused: (
-            AssociativeGRU(8, num_copies=2, return_state=True, fused_loop=fused),
-            DualAssociativeGRU(8, num_copies=2, fused_loop=fused),
-        )
-        for name, fused in (("DualAssociativeGRU", False), ("DualAssociativeGRU_fused_loop", True))
-    },
-}
+
+# The declared layers' journeys, by role (tests/layer_registry.py).
+JOURNEYS = suite_cases("journeys")
+STEP_LAYERS, POOLED_LAYERS, DUAL_LAYERS, TOKEN_LAYERS = (
+    {name: build for name, (kind, build) in JOURNEYS.items() if kind == role}
+    for role in ("step", "pooled", "dual", "token")
+)
 
 
 def _model(name, masked, rng):
@@ -136,7 +66,7 @@ def _model(name, masked, rng):
     embedded = _embedded(tokens, masked)
     if name in TOKEN_LAYERS:
         targets = rng.integers(0, VOCAB, size=(SAMPLES, STEPS))
-        logits = TOKEN_LAYERS[name](tokens, masked)
+        logits = TOKEN_LAYERS[name](tokens, masked, VOCAB)
     elif name in STEP_LAYERS:
         features = STEP_LAYERS[name](embedded)
         targets = rng.integers(0, VOCAB, size=(SAMPLES, STEPS))

@@ -1,16 +1,15 @@
-"""The layer registry (tests/layer_registry.py) is complete, and every suite over every layer
-has a case of each declared layer, unless the declaration says why not."""
+"""The layer registry (tests/layer_registry.py) is complete: every exported layer is declared,
+and every declaration has cases of its own class in each suite over every layer, unless it
+says why not."""
 
 import inspect
 
 import keras
 import numpy as np
 import pytest
-import test_layer_conformance as conformance
 import test_layer_journeys as journeys
 from conftest import BACKEND, REPO_ROOT
 from layer_registry import LAYERS, SUITES, applies, backend_neutral_files, layer_classes
-from test_argument_checks import FLAGS
 
 import tf_memlayers
 
@@ -48,42 +47,42 @@ def test_registry_makes_small_instances_of_the_declared_class():
         assert type(declaration.make()) is declaration.cls
 
 
-# The classes each suite has cases of.
-def _keras_checks():
-    for layer_cls, init_kwargs, _ in conformance.LAYER_TESTS.values():
-        if BACKEND != "tensorflow" and init_kwargs.get("fused_loop"):
-            continue
-        yield layer_cls(**init_kwargs)
+def _runs_here(name):
+    """Whether the case ``name`` runs on this backend (the fused loop is TensorFlow only)."""
+    return BACKEND == "tensorflow" or "fused" not in name
 
 
-def _journeys():
+# What each suite's cases of one declaration build.
+def _keras_checks(declaration):
+    for name, (layer_cls, init_kwargs, _) in declaration.keras_checks.items():
+        if _runs_here(name):
+            yield layer_cls(**init_kwargs)
+
+
+def _journeys(declaration):
     rng = np.random.default_rng(0)
-    for param in journeys.NAMES:
-        name = getattr(param, "values", (param,))[0]
-        if BACKEND != "tensorflow" and "fused_loop" in name:
-            continue
-        keras.backend.clear_session(free_memory=False)
-        yield journeys._model(name, False, rng)[0]
+    for name in declaration.journeys:
+        if _runs_here(name):
+            keras.backend.clear_session(free_memory=False)
+            yield journeys._model(name, False, rng)[0]
 
 
-def _nan_padding():
-    for name, make in conformance.NAN_PADDING.items():
-        if BACKEND == "tensorflow" or "fused" not in name:
-            yield make()
+def _nan_padding(declaration):
+    return (make() for name, make in declaration.nan_padding.items() if _runs_here(name))
 
 
-def _output_spec():
-    for name, (make, _, _) in conformance.SPEC_CASES.items():
-        if BACKEND == "tensorflow" or "fused" not in name:
-            yield make("float32")
+def _output_spec(declaration):
+    return (
+        make("float32") for name, (make, _, _) in declaration.output_spec.items()
+        if _runs_here(name)
+    )  # fmt: skip
 
 
-def _flags():
-    for make, _ in FLAGS:
-        yield make()
+def _flags(declaration):
+    return (declaration.make(**{flag: False}) for flag in declaration.flags)
 
 
-CASES = {
+BUILT = {
     "keras_checks": _keras_checks,
     "journeys": _journeys,
     "nan_padding": _nan_padding,
@@ -93,16 +92,15 @@ CASES = {
 
 
 @pytest.mark.parametrize("suite", SUITES)
-def test_registry_every_suite_has_a_case_of_every_declared_layer(suite):
-    covered = set()
-    for layer in CASES[suite]():
-        covered |= layer_classes(layer)
-    missing = sorted(
-        declaration.cls.__name__
-        for declaration in LAYERS
-        if applies(declaration, suite) and declaration.cls not in covered
+@pytest.mark.parametrize("declaration", LAYERS, ids=lambda d: d.cls.__name__)
+def test_registry_declaration_has_cases_of_its_own_layer_in_every_suite(declaration, suite):
+    built = list(BUILT[suite](declaration))
+    if not applies(declaration, suite):
+        assert not built, f"{suite!r} is said not to apply, but cases are declared"
+        return
+    assert built, (
+        f"no case of {declaration.cls.__name__} in the {suite!r} suite: add one to its "
+        "declaration, or say why not (`not_in`)"
     )
-    assert not missing, (
-        f"no case in the {suite!r} suite for {missing}: add one, or say why not in the "
-        "layer's declaration (`not_in`)"
-    )
+    for layer in built:
+        assert declaration.cls in layer_classes(layer), (suite, layer)
