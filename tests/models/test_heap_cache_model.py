@@ -20,6 +20,8 @@ from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
 FEATURES, WIDTH, CLASSES = 5, 6, 3
 REPO = str(REPO_ROOT)
+# What a script run in a subprocess imports: the package, the tests' helpers and this module.
+TEST_PATH = os.pathsep.join([REPO, str(REPO_ROOT / "tests"), os.path.dirname(__file__)])
 
 
 def build_model(cache_size=7, policy="heap", query="none", weight_decay=0.0):
@@ -186,10 +188,9 @@ DISTRIBUTED_SCRIPT = textwrap.dedent(
 def test_mirrored_strategy_keeps_identical_caches(tmp_path):
     script = tmp_path / "distributed.py"
     script.write_text(DISTRIBUTED_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
-    tests_dir = os.path.join(REPO, "tests")
+    env = dict(os.environ, PYTHONPATH=TEST_PATH, TF_CPP_MIN_LOG_LEVEL="2")
     result = subprocess.run(
-        [sys.executable, str(script), tests_dir],
+        [sys.executable, str(script), os.path.dirname(os.path.abspath(__file__))],
         capture_output=True, text=True, env=env, timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -254,9 +255,9 @@ def test_jit_compile_under_mirrored_strategy_raises_a_clear_error(tmp_path):
     """XLA with several replicas fails in Keras itself; the model says so before training."""
     script = tmp_path / "jit_distributed.py"
     script.write_text(JIT_DISTRIBUTED_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, PYTHONPATH=TEST_PATH, TF_CPP_MIN_LOG_LEVEL="2")
     result = subprocess.run(
-        [sys.executable, str(script), os.path.join(REPO, "tests")],
+        [sys.executable, str(script), os.path.dirname(os.path.abspath(__file__))],
         capture_output=True, text=True, env=env, timeout=300, check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]

@@ -110,7 +110,9 @@ class ConditionalEncoder(keras.layers.Layer):
                     "none (use kind='am_gru' or 'dual_am_gru')."
                 )
         self.units = check_int("units", units, 1, "ConditionalEncoder")
-        self.top_units = check_int("top_units", top_units or units, 1, "ConditionalEncoder")
+        self.top_units = check_int(
+            "top_units", self.units if top_units is None else top_units, 1, "ConditionalEncoder"
+        )
         self.num_copies = check_int("num_copies", num_copies, 1, "ConditionalEncoder")
         self.dual_key = check_choice("dual_key", dual_key, DUAL_KEYS, "ConditionalEncoder")
         self.seed = check_int("seed", seed, None, "ConditionalEncoder")

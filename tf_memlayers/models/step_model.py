@@ -1,0 +1,192 @@
+"""A language model one token at a time, with its state in the open: for generation and serving.
+
+A model from `build_language_model` keeps its recurrent state inside (a stateful model) or
+starts every call from zeros. `build_step_model` turns it, whatever its kind and form, into a
+model that reads one token per row and the state, and returns the logits and the new state::
+
+    (tokens [batch, 1], *state) -> (logits [batch, 1, vocabulary], *new_state)
+
+with the same weights. Running it token by token from `initial_step_state` gives, at every
+position, the logits the full model gives on the whole sequence. The state is plain tensors,
+so the step model generates text in a Python loop, and exports (``model.export``) and converts
+(``tf.lite.TFLiteConverter``) as an ordinary stateless model.
+"""
+
+import keras
+import numpy as np
+
+from tf_memlayers.layers import NGramConcat, SlidingWindowAttention
+
+
+def _stateless_copy(layer, **overrides):
+    """A new layer of ``layer``'s class and config, with ``overrides`` and ``stateful=False``."""
+    config = dict(layer.get_config(), stateful=False, **overrides)
+    return type(layer).from_config(config)
+
+
+def _state_inputs(name, sizes, dtype):
+    return [
+        keras.Input((size,), dtype=dtype, name=f"{name}_state_{i}")
+        for i, size in enumerate(sizes)
+    ]
+
+
+def _recurrent_layers(model):
+    """The model's recurrent layers in order: its LSTM layers, then its memory (a sequence
+    layer, or the RNN over a memory cell)."""
+    return [
+        layer for layer in model.layers
+        if isinstance(layer, (keras.layers.RNN, SlidingWindowAttention, NGramConcat))
+    ]  # fmt: skip
+
+
+def build_step_model(model, name=None):
+    """The step model of a language model from `build_language_model`.
+
+    Args:
+        model: A `keras.Model` from `tf_memlayers.models.build_language_model`, of any kind
+            and form, stateful or not, trained or not (with ``return_attention_scores``, only
+            the logits are kept).
+        name: Optional string, the step model's name. Default: `None`
+            (``"<model name>_step"``).
+
+    Returns:
+        A `keras.Model` with inputs ``[tokens, *state]`` (``tokens`` int32 ``[batch, 1]``;
+        the state: each LSTM layer's ``h`` and ``c``, then the memory: the window or N-gram
+        memory ``[batch, memory_size]``, or the states of the RNN over a memory cell) and
+        outputs ``[logits, *new_state]`` in the same order. Each state input is named
+        ``<layer>_state_<i>``. Dropout is left out (the step model is for inference). The
+        weights are copies of ``model``'s at the time of the call.
+
+    Raises:
+        ValueError: If ``model`` is not a language model from `build_language_model`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tf_memlayers.models import build_language_model
+    >>> lm = build_language_model(30, kind="key_value", hidden=8, embedding_dim=6, window=3,
+    ...                           stateful=False, seq_len=None)
+    >>> step = build_step_model(lm)
+    >>> state = initial_step_state(step, batch_size=2)
+    >>> logits, *state = step([np.array([[3], [4]]), *state])
+    >>> logits.shape
+    TensorShape([2, 1, 30])
+    """
+    layer_names = {layer.name for layer in model.layers}
+    if "embedding" not in layer_names or not _recurrent_layers(model):
+        raise ValueError(
+            "`model` must be a language model from tf_memlayers.models.build_language_model "
+            f"(an 'embedding' layer and recurrent layers); got layers {sorted(layer_names)}."
+        )
+    embedding = model.get_layer("embedding")
+    dtype = keras.backend.standardize_dtype(embedding.compute_dtype)
+    tokens = keras.Input((1,), dtype="int32", name="tokens")
+    x = embedding(tokens)
+    state_inputs, state_outputs = [], []
+    for layer in _recurrent_layers(model):
+        if isinstance(layer, keras.layers.RNN):
+            # One step: unrolled, without a loop op (which TFLite cannot convert).
+            step_layer = _stateless_copy(
+                layer, return_sequences=True, return_state=True, unroll=True
+            )
+            sizes = keras.tree.flatten(layer.cell.state_size)
+            states = _state_inputs(layer.name, sizes, dtype)
+            x, *new_states = step_layer(x, initial_state=states)
+        else:
+            step_layer = _stateless_copy(
+                layer, return_memory=True,
+                **({"return_attention_scores": False}
+                   if isinstance(layer, SlidingWindowAttention) else {}),
+            )  # fmt: skip
+            states = _state_inputs(layer.name, [layer.memory_size], dtype)
+            x, memory = step_layer(x, initial_memory=states[0])
+            new_states = [memory]
+        for source, target in zip(layer.trainable_weights, step_layer.trainable_weights):
+            target.assign(source)
+        state_inputs += states
+        state_outputs += new_states
+    if "softmax" in layer_names:
+        logits = model.get_layer("softmax")(x)
+    else:  # tied weights: the embedding's transpose is the output layer
+        logits = embedding(x, reverse=True)
+    return keras.Model(
+        [tokens, *state_inputs], [logits, *state_outputs], name=name or f"{model.name}_step"
+    )
+
+
+def initial_step_state(step_model, batch_size):
+    """The zero state of ``step_model`` (from `build_step_model`) for ``batch_size`` rows: the
+    state a full model starts a sequence from.
+
+    Args:
+        step_model: A `keras.Model` from `build_step_model`.
+        batch_size: Positive integer, the number of rows.
+
+    Returns:
+        A list of NumPy arrays, one per state input, in the order of the model's inputs.
+    """
+    return [
+        np.zeros((batch_size, *tuple(spec.shape)[1:]), keras.backend.standardize_dtype(spec.dtype))
+        for spec in step_model.inputs[1:]
+    ]
+
+
+def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None):
+    """Continues each row of ``prompt`` by ``num_tokens`` tokens, one step at a time.
+
+    The prompt is read token by token from the zero state; then each new token is drawn from
+    the softmax of the last logits divided by ``temperature`` (the most likely token with
+    ``temperature=0``) and fed back.
+
+    Args:
+        step_model: A `keras.Model` from `build_step_model`.
+        prompt: Integer array ``[batch, length]`` (``length >= 1``) of token ids.
+        num_tokens: Non-negative integer, how many tokens to add.
+        temperature: Float >= 0; 0 picks the most likely token. Default: `1.0`.
+        seed: Optional integer, the seed of the draws. Default: `None`.
+
+    Returns:
+        Integer NumPy array ``[batch, num_tokens]``: the generated tokens.
+
+    Raises:
+        ValueError: If ``prompt`` is not a non-empty ``[batch, length]`` array of integers,
+            ``num_tokens`` is negative or ``temperature`` is negative or not finite.
+    """
+    prompt = np.asarray(prompt)
+    if prompt.ndim != 2 or 0 in prompt.shape or not np.issubdtype(prompt.dtype, np.integer):
+        raise ValueError(
+            "`prompt` must be a non-empty integer array [batch, length]; got shape "
+            f"{prompt.shape} and dtype {prompt.dtype}."
+        )
+    if isinstance(num_tokens, bool) or not isinstance(num_tokens, (int, np.integer)) or (
+        num_tokens < 0
+    ):
+        raise ValueError(f"`num_tokens` must be an integer >= 0, got {num_tokens!r}.")
+    if not (isinstance(temperature, (int, float)) and np.isfinite(temperature)) or (
+        temperature < 0
+    ):
+        raise ValueError(f"`temperature` must be a finite number >= 0, got {temperature!r}.")
+    rng = np.random.default_rng(seed)
+    state = initial_step_state(step_model, prompt.shape[0])
+
+    def step(tokens, state):
+        logits, *state = step_model([tokens.astype("int32"), *state], training=False)
+        state = [np.asarray(keras.ops.convert_to_numpy(s)) for s in state]
+        return np.asarray(keras.ops.convert_to_numpy(logits), "float64")[:, -1], state
+
+    for position in range(prompt.shape[1]):
+        logits, state = step(prompt[:, position : position + 1], state)
+    generated = []
+    for index in range(num_tokens):
+        if temperature == 0:
+            tokens = np.argmax(logits, axis=-1)
+        else:
+            scaled = logits / temperature
+            probabilities = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
+            probabilities /= probabilities.sum(axis=-1, keepdims=True)
+            tokens = np.array([rng.choice(len(p), p=p) for p in probabilities])
+        generated.append(tokens)
+        if index + 1 < num_tokens:  # the last token needs no logits after it
+            logits, state = step(tokens[:, None], state)
+    return np.stack(generated, axis=1) if generated else np.zeros((prompt.shape[0], 0), int)
