@@ -65,6 +65,7 @@ from tf_memlayers.models.language_model import (  # noqa: E402
     compile_language_model,
 )
 from tf_memlayers.models.language_model_presets import PRESETS, get_preset  # noqa: E402
+from tf_memlayers.models.step_model import build_step_model, generate  # noqa: E402
 from tf_memlayers.training import (  # noqa: E402
     is_chief,
     make_strategy,
@@ -81,7 +82,10 @@ from examples.harness.run_directory import RUN_OPTIONS  # noqa: E402
 
 DEFAULT_ROOT = "runs/ptb_memory_lm"
 # Options that do not change what is trained: a run resumed with other values is the same run.
-PTB_RUN_OPTIONS = (*RUN_OPTIONS, "metrics_file", "probe_sentence", "probe_length")
+PTB_RUN_OPTIONS = (
+    *RUN_OPTIONS, "metrics_file", "probe_sentence", "probe_length", "generate", "prompt",
+    "temperature", "generate_seed",
+)  # fmt: skip
 
 
 BASE_DEFAULTS = {
@@ -203,6 +207,17 @@ def parse_args(argv=None):
                          "corpus's vocabulary (default: the start of the validation split)")
     options.add_argument(run, "--probe-length", type=options.positive_int, default=25,
                          metavar="N", help="tokens of the default probe sentence")
+    options.add_argument(run, "--generate", type=options.non_negative_int, default=0,
+                         metavar="N", help="after training, continue --prompt by N words "
+                         "(a finished run only generates: run its command again with this)")
+    options.add_argument(run, "--prompt",
+                         help="words of the corpus's vocabulary that --generate continues "
+                         "(default: the first 5 words of the validation split)")
+    options.add_argument(run, "--temperature", type=options.number_in(0.0), default=1.0,
+                         help="softmax temperature of --generate; 0 picks the most likely "
+                         "word")
+    options.add_argument(run, "--generate-seed", type=options.non_negative_int, default=0,
+                         metavar="SEED", help="seed of --generate's draws")
     options.add_argument(run, "--metrics-file", type=options.output_file, metavar="FILE",
                          help="also write the final metrics JSON here (default: only print "
                          "them)")
@@ -234,6 +249,29 @@ def check_probe_sentence(args, vocabulary):
         if not tokens:
             raise ValueError(f"{args.probe_sentence!r} has no words")
         vocabulary.encode(tokens)
+
+
+def prompt_ids(args, corpus):
+    """The token ids of ``--prompt`` (refused in one command-line error line if it has no words
+    or a word outside the vocabulary), or of the first words of the validation split."""
+    if args.prompt is None:
+        return np.asarray(corpus.split("valid").ids[:5])
+    with options.reported_as("--prompt"):
+        words = args.prompt.split()
+        if not words:
+            raise ValueError(f"{args.prompt!r} has no words")
+        return np.asarray(corpus.vocabulary.encode(words))
+
+
+def generated_text(args, model, corpus, prompt):
+    """``--generate`` words after ``prompt``, from the step model of the trained ``model``."""
+    step_model = build_step_model(model)
+    tokens = generate(step_model, prompt[None, :], args.generate,
+                      temperature=args.temperature, seed=args.generate_seed)  # fmt: skip
+    return {
+        "prompt": " ".join(corpus.vocabulary.decode(prompt)),
+        "generated": " ".join(corpus.vocabulary.decode(tokens[0])),
+    }
 
 
 def model_kwargs(args, vocabulary_size):
@@ -331,6 +369,7 @@ def run(args, extra_callbacks=()):
     started = time.time()
     corpus = load_data(args)
     check_probe_sentence(args, corpus.vocabulary)
+    prompt = prompt_ids(args, corpus) if args.generate else None
     # The options already hold the preset's values; the corpus is what --data-dir resolved to.
     resolved = {"corpus": corpus.name}
     workdir = pathlib.Path(
@@ -406,6 +445,9 @@ def run(args, extra_callbacks=()):
             "history": history,
             "seconds": round(time.time() - started, 1),
         }
+        if args.generate:
+            metrics["generation"] = generated_text(args, model, corpus, prompt)
+            print(f"{metrics['generation']['prompt']} >> {metrics['generation']['generated']}")
         write_metrics(metrics, args.metrics_file if is_chief(strategy) else None)
         settings = resolved_settings(args, resolved, PTB_RUN_OPTIONS)
         log_hparams(rundir / "logs", settings, {

@@ -297,6 +297,20 @@ def test_a_probe_sentence_the_vocabulary_cannot_encode_is_refused(
     assert not (tmp_path / "run").exists()  # refused before the run started
 
 
+@pytest.mark.parametrize(
+    "prompt,message",
+    [("again zzzqqq", "token 'zzzqqq' is not in the vocabulary"), ("  ", "has no words")],
+)
+def test_a_prompt_the_vocabulary_cannot_encode_is_refused(
+    examples, capsys, tmp_path, prompt, message
+):
+    argv = ["--generated-tokens", "2000", "--generate", "3", "--prompt", prompt,
+            "--workdir", str(tmp_path / "run")]
+    line = _error_line(capsys, examples["ptb_memory_lm"].main, argv)
+    assert "error: argument --prompt" in line and message in line
+    assert not (tmp_path / "run").exists()  # refused before the run started
+
+
 def _run_script(name, argv):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     env["PYTHONPATH"] = str(REPO_ROOT)
@@ -329,6 +343,8 @@ def test_ptb_script_names_a_bad_probe_sentence_and_workdir(tmp_path):
     [
         ("snli_dual_am_gru", ["--epochs", "0"], "--epochs"),
         ("ptb_memory_lm", ["--learning-rate", "nan"], "--learning-rate"),
+        ("ptb_memory_lm", ["--generate", "-2"], "--generate"),
+        ("ptb_memory_lm", ["--temperature", "-1"], "--temperature"),
         ("fill_last_word_cache", ["--data-dir", "/nonexistent"], "--data-dir"),
     ],
 )

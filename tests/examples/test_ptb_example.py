@@ -149,3 +149,27 @@ def test_bad_data_dir_is_reported(tmp_path, capsys):
     assert exit_info.value.code == 2
     error = capsys.readouterr().err
     assert "ptb.train.txt" in error and "wiki.train.tokens" in error and "cbt_test.txt" in error
+
+
+def test_a_finished_run_generates_from_its_trained_model(tmp_path, capsys):
+    workdir = tmp_path / "run"
+    argv = [*TINY, "--model", "key_value", "--epochs", "1", "--workdir", str(workdir)]
+    trained = example.main(argv)
+    assert "generation" not in trained
+    corpus = example.load_data(example.parse_args(TINY))
+    prompt = " ".join(corpus.vocabulary.decode(corpus.valid.ids[:3]))
+    generating = [*argv, "--generate", "6", "--prompt", prompt, "--temperature", "0"]
+    # The same run (the generation options do not change it): nothing left to train.
+    metrics = example.main(generating)
+    assert metrics["workdir"] == trained["workdir"] and metrics["epochs_run_now"] == 0
+    assert metrics["test_perplexity"] == pytest.approx(trained["test_perplexity"])
+    words = metrics["generation"]["generated"].split()
+    assert metrics["generation"]["prompt"] == prompt and len(words) == 6
+    assert f"{prompt} >> {metrics['generation']['generated']}" in capsys.readouterr().out
+    # The most likely words of the trained model, read back from its best checkpoint.
+    model = keras.saving.load_model(workdir / "last.keras")
+    from tf_memlayers.models import build_step_model, generate
+
+    expected = generate(build_step_model(model), corpus.vocabulary.encode(prompt.split())[None],
+                        6, temperature=0)  # fmt: skip
+    assert words == corpus.vocabulary.decode(expected[0])

@@ -1,0 +1,168 @@
+"""The step model of a language model: token by token with explicit state, it gives the full
+model's logits at every position, generates, and exports to SavedModel and TFLite."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_memlayers.models import (
+    build_language_model,
+    build_step_model,
+    generate,
+    initial_step_state,
+)
+from tf_memlayers.models.language_model import KINDS, MEMORY_KINDS
+
+VOCAB, STEPS, BATCH = 17, 6, 2
+
+
+def _language_model(kind, form="parallel", stateful=False, **options):
+    model = build_language_model(
+        VOCAB, kind=kind, hidden=6, embedding_dim=4, window=2, ngram=3, form=form,
+        stateful=stateful, batch_size=BATCH if stateful else None,
+        seq_len=STEPS if stateful else None, **options,
+    )  # fmt: skip
+    rng = np.random.default_rng(3)
+    for weight in model.trainable_weights:  # weights far from their initial values
+        weight.assign(rng.normal(scale=0.3, size=weight.shape).astype("float32"))
+    return model
+
+
+def _step_by_step(step_model, tokens):
+    state = initial_step_state(step_model, tokens.shape[0])
+    logits = []
+    for position in range(tokens.shape[1]):
+        step_logits, *state = step_model([tokens[:, position : position + 1], *state])
+        state = [keras.ops.convert_to_numpy(s) for s in state]
+        logits.append(keras.ops.convert_to_numpy(step_logits))
+    return np.concatenate(logits, axis=1)
+
+
+def _full(model, tokens):
+    logits = model(tokens, training=False)
+    return keras.ops.convert_to_numpy(logits[0] if isinstance(logits, list) else logits)
+
+
+CASES = [
+    (kind, form, stateful)
+    for kind in KINDS
+    for form in (("parallel", "cell") if MEMORY_KINDS[kind].layer else ("parallel",))
+    for stateful in (False, True)
+]
+
+
+@pytest.mark.parametrize("kind, form, stateful", CASES)
+def test_step_model_gives_the_full_models_logits_at_every_position(kind, form, stateful):
+    model = _language_model(kind, form, stateful, layers=2, dropout=0.3)
+    tokens = np.random.default_rng(0).integers(0, VOCAB, size=(BATCH, STEPS))
+    step_model = build_step_model(model)
+    np.testing.assert_allclose(
+        _step_by_step(step_model, tokens), _full(model, tokens), rtol=0, atol=1e-5
+    )
+
+
+@pytest.mark.parametrize(
+    "kind, options",
+    [("key_value", {"tie_weights": True}), ("attention", {"return_attention_scores": True})],
+    ids=["tied_weights", "attention_scores"],
+)
+def test_step_model_of_tied_and_probing_models(kind, options):
+    model = _language_model(kind, **options)
+    tokens = np.random.default_rng(1).integers(0, VOCAB, size=(BATCH, STEPS))
+    np.testing.assert_allclose(
+        _step_by_step(build_step_model(model), tokens), _full(model, tokens), rtol=0, atol=1e-5
+    )
+
+
+def test_step_model_names_its_state_and_starts_from_zeros():
+    step_model = build_step_model(_language_model("ngram", form="cell"))
+    names = [spec.name for spec in step_model.inputs]
+    # The N-gram cell wraps the top LSTM cell: its states are the LSTM's h and c and the memory.
+    assert names == ["tokens", "ngram_rnn_state_0", "ngram_rnn_state_1", "ngram_rnn_state_2"]
+    state = initial_step_state(step_model, 3)
+    assert [s.shape for s in state] == [(3, 6)] * 3 and not any(s.any() for s in state)
+
+
+def test_greedy_generation_follows_the_full_models_most_likely_token():
+    model = _language_model("key_value_predict")
+    prompt = np.array([[3, 5, 7], [2, 2, 9]])
+    generated = generate(build_step_model(model), prompt, 4, temperature=0)
+    assert generated.shape == (2, 4)
+    text = prompt
+    for position in range(4):
+        expected = np.argmax(_full(model, text)[:, -1], axis=-1)
+        np.testing.assert_array_equal(generated[:, position], expected)
+        text = np.concatenate([text, expected[:, None]], axis=1)
+
+
+def test_sampled_generation_is_set_by_its_seed():
+    step_model = build_step_model(_language_model("attention"))
+    prompt = np.array([[1, 2]])
+    first = generate(step_model, prompt, 8, temperature=1.0, seed=5)
+    assert np.array_equal(first, generate(step_model, prompt, 8, temperature=1.0, seed=5))
+    draws = {tuple(generate(step_model, prompt, 8, seed=s)[0]) for s in range(6)}
+    assert len(draws) > 1
+    assert generate(step_model, prompt, 0).shape == (1, 0)
+
+
+@pytest.mark.parametrize(
+    "arguments, fragment",
+    [
+        ({"prompt": np.zeros((2, 0), int)}, "`prompt`"),
+        ({"prompt": np.array([1.5, 2.5])}, "`prompt`"),
+        ({"num_tokens": -1}, "`num_tokens`"),
+        ({"temperature": -0.5}, "`temperature`"),
+        ({"temperature": float("nan")}, "`temperature`"),
+    ],
+)
+def test_generation_names_a_bad_argument(arguments, fragment):
+    step_model = build_step_model(_language_model("lstm"))
+    call = dict(prompt=np.array([[1, 2]]), num_tokens=2) | arguments
+    with pytest.raises(ValueError, match=fragment):
+        generate(step_model, **call)
+
+
+def test_a_model_that_is_not_a_language_model_is_refused():
+    inputs = keras.Input((3,))
+    with pytest.raises(ValueError, match="build_language_model"):
+        build_step_model(keras.Model(inputs, keras.layers.Dense(2)(inputs)))
+
+
+@pytest.mark.parametrize("kind, form", [("key_value", "parallel"), ("ngram", "cell")])
+def test_exported_and_converted_step_models_generate_the_same_tokens(kind, form, tmp_path):
+    step_model = build_step_model(_language_model(kind, form))
+    step_model.export(str(tmp_path / "saved"), verbose=False)
+    saved = tf.saved_model.load(str(tmp_path / "saved"))
+    tokens = np.array([[4], [9]], "int32")
+    state = initial_step_state(step_model, 2)
+    for keras_out, served_out in zip(step_model([tokens, *state]), saved.serve([tokens, *state])):
+        np.testing.assert_allclose(np.asarray(served_out), keras.ops.convert_to_numpy(keras_out),
+                                   rtol=0, atol=1e-6)  # fmt: skip
+
+    interpreter_module = pytest.importorskip(
+        "ai_edge_litert.interpreter", reason="the TFLite check needs ai-edge-litert"
+    )
+    converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "saved"))
+    interpreter = interpreter_module.Interpreter(model_content=converter.convert())
+    runner = interpreter.get_signature_runner()
+    names = [spec.name for spec in step_model.inputs]
+    output_names = sorted(runner.get_output_details())
+
+    def lite_step(tokens, state):
+        outputs = runner(**dict(zip(names, [tokens, *state])))
+        # Keras names the outputs output_0, output_1, ... in the model's order.
+        values = [outputs[name] for name in sorted(output_names, key=lambda n: int(n.split("_")[-1]))]
+        return values[0], values[1:]
+
+    prompt = np.array([[3, 5], [7, 1]], "int32")
+    expected = generate(step_model, prompt, 5, temperature=0)
+    state = initial_step_state(step_model, 2)
+    for position in range(prompt.shape[1]):
+        logits, state = lite_step(prompt[:, position : position + 1], state)
+    generated = []
+    for _ in range(5):
+        token = np.argmax(logits[:, -1], axis=-1).astype("int32")
+        generated.append(token)
+        logits, state = lite_step(token[:, None], state)
+    np.testing.assert_array_equal(np.stack(generated, axis=1), expected)
