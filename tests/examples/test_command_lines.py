@@ -283,31 +283,18 @@ def test_a_workdir_that_is_a_file_is_refused_when_parsed(examples, capsys, tmp_p
         assert examples[name].parse_args(["--workdir", str(workdir)]).workdir == str(workdir)
 
 
+@pytest.mark.parametrize("option", [["--probe-sentence"], ["--generate", "3", "--prompt"]],
+                         ids=["probe_sentence", "prompt"])
 @pytest.mark.parametrize(
     "sentence,message",
     [("again zzzqqq", "token 'zzzqqq' is not in the vocabulary"), ("  ", "has no words")],
 )
-def test_a_probe_sentence_the_vocabulary_cannot_encode_is_refused(
-    examples, capsys, tmp_path, sentence, message
+def test_words_the_vocabulary_cannot_encode_are_refused(
+    examples, capsys, tmp_path, option, sentence, message
 ):
-    argv = ["--generated-tokens", "2000", "--probe-sentence", sentence,
-            "--workdir", str(tmp_path / "run")]
+    argv = ["--generated-tokens", "2000", *option, sentence, "--workdir", str(tmp_path / "run")]
     line = _error_line(capsys, examples["ptb_memory_lm"].main, argv)
-    assert "error: argument --probe-sentence" in line and message in line
-    assert not (tmp_path / "run").exists()  # refused before the run started
-
-
-@pytest.mark.parametrize(
-    "prompt,message",
-    [("again zzzqqq", "token 'zzzqqq' is not in the vocabulary"), ("  ", "has no words")],
-)
-def test_a_prompt_the_vocabulary_cannot_encode_is_refused(
-    examples, capsys, tmp_path, prompt, message
-):
-    argv = ["--generated-tokens", "2000", "--generate", "3", "--prompt", prompt,
-            "--workdir", str(tmp_path / "run")]
-    line = _error_line(capsys, examples["ptb_memory_lm"].main, argv)
-    assert "error: argument --prompt" in line and message in line
+    assert f"error: argument {option[-1]}" in line and message in line
     assert not (tmp_path / "run").exists()  # refused before the run started
 
 
