@@ -336,3 +336,27 @@ def test_bad_arguments():
         ConditionalEncoder("dual_am_gru", dual_key="released", fused_loop=True)
     with pytest.raises(TypeError, match="fused_loop.*bool.*1"):
         ConditionalEncoder("am_gru", fused_loop=1)
+
+
+@pytest.mark.parametrize("fused_loop", [False, "auto"])
+def test_exported_classifier_gives_the_same_probabilities(tmp_path, fused_loop):
+    model = build_snli_model(
+        30, kind="dual_am_gru", units=8, embedding_dim=6, num_copies=2, fused_loop=fused_loop
+    )
+    premise = np.array([[3, 4, 5, 0, 0], [6, 7, 8, 9, 2]], "int32")  # 0: padding
+    hypothesis = np.array([[1, 2, 3, 4], [5, 6, 0, 0]], "int32")
+    model.export(str(tmp_path / "saved"), verbose=False)
+    saved = tf.saved_model.load(str(tmp_path / "saved"))
+    np.testing.assert_allclose(
+        np.asarray(saved.serve([premise, hypothesis])),
+        keras.ops.convert_to_numpy(model([premise, hypothesis])),
+        rtol=0, atol=1e-6,
+    )  # fmt: skip
+    # The time loops over sentences of any length convert to TFLite with TensorFlow's own
+    # list ops (SELECT_TF_OPS), which an interpreter runs with the Flex delegate only.
+    converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "saved"))
+    converter.target_spec.supported_ops = [
+        tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS
+    ]
+    converter._experimental_lower_tensor_list_ops = False
+    assert len(converter.convert()) > 0
