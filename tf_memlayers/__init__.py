@@ -2,13 +2,16 @@
 
 Architecture, bottom up:
 
-* `tf_memlayers.ops` — primitives (causal windows over a sequence, holographic complex ops).
-* `tf_memlayers.layers` — one module per mechanism, each a Keras layer and/or RNN cell.
+* `tf_memlayers.ops` — primitives (causal windows over a sequence, holographic complex ops,
+  the heap, the fused AM-GRU loop).
+* `tf_memlayers.layers` — one folder per mechanism (``window_attention``,
+  ``associative_memory``, ``cache_attention``), each with its Keras layers and RNN cells.
 * `tf_memlayers.metrics`, `tf_memlayers.losses`, `tf_memlayers.initializers` — `Perplexity`,
   `SequenceCrossentropy`, `ForgetGateBias`.
-* `tf_memlayers.models` — builders that assemble each paper's model from the layers.
-* `tf_memlayers.data`, `tf_memlayers.callbacks`, `tf_memlayers.training` — input pipelines,
-  TensorBoard views and run utilities used by the scripts in ``examples/``.
+* `tf_memlayers.models` — builders that assemble each paper's model from the layers, and the
+  step model of a language model for generation and serving.
+* `tf_memlayers.data`, `tf_memlayers.callbacks`, `tf_memlayers.training` — corpus readers and
+  ``tf.data`` pipelines, TensorBoard views and schedules, and ``train`` with resumable runs.
 """
 
 from tf_memlayers.version import __version__
