@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from benchmarks import peak_memory, timing  # noqa: E402
-from benchmarks.docs_tables import update_docs  # noqa: E402
+from benchmarks.docs_tables import add_update_docs_option, update_docs
 from tf_memlayers.layers import (  # noqa: E402
     AssociativeGRU,
     AssociativeGRUCell,
@@ -226,10 +226,7 @@ def parse_args(argv=None):
                         help="compile each training step (GRU and AM-GRU alike) with XLA")
     parser.add_argument("--memory-limit-gib", type=options.positive_float, default=12.0,
                         help="address-space limit of each peak-memory child process")
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write the results into docs/results.rst")
-    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
-                        help=argparse.SUPPRESS)
+    add_update_docs_option(parser)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 

@@ -28,6 +28,7 @@ import pathlib
 import statistics
 import subprocess
 import sys
+from benchmarks.docs_tables import add_update_docs_option, update_docs  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "backends.json"
@@ -129,10 +130,7 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=options.positive_int, default=15,
                         help="timed training steps per case in each child (default: 15)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write the results into docs/results.rst")
-    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
-                        help=argparse.SUPPRESS)
+    add_update_docs_option(parser)
     return parser.parse_args(argv)
 
 
@@ -146,7 +144,6 @@ def main(argv=None):
     RESULTS.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(report))
     if args.update_docs:
-        from benchmarks.docs_tables import update_docs
 
         caption = (
             "Median milliseconds per training step (``train_on_batch``, ``jit_compile=True``: "

@@ -12,10 +12,21 @@ Benchmark scripts call it with ``--update-docs``, so every figure on the results
 from a run, never from typing.
 """
 
+import argparse
 import pathlib
 import re
 
 RESULTS_PAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "results.rst"
+
+
+def add_update_docs_option(parser):
+    """``--update-docs`` (write the results into docs/results.rst), with ``--update-readme``, its
+    older spelling, as a hidden alias."""
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the results into docs/results.rst")
+    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
+                        help=argparse.SUPPRESS)
+    return parser
 
 
 def _cell(value):

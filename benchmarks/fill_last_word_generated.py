@@ -28,7 +28,7 @@ import sys
 
 import numpy as np
 
-from benchmarks.docs_tables import update_docs
+from benchmarks.docs_tables import add_update_docs_option, update_docs
 from examples.harness import options
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -63,10 +63,7 @@ def parse_args(argv=None):
     parser.add_argument("--runs-dir", type=pathlib.Path,
                         default=ROOT / "runs" / "benchmarks" / "fill_last_word_generated",
                         help="where the example keeps each run (checkpoints, TensorBoard logs)")
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write the results into docs/results.rst")
-    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
-                        help=argparse.SUPPRESS)
+    add_update_docs_option(parser)
     parser.add_argument("--from-results", action="store_true",
                         help="do not train: render the results table from --results")
     return parser.parse_args(argv)

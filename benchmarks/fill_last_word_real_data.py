@@ -36,6 +36,7 @@ from tf_memlayers.models.fill_last_word import (  # noqa: E402
     compile_fill_last_word_model,
 )
 from examples.harness import options  # noqa: E402
+from benchmarks.docs_tables import add_update_docs_option, update_docs  # noqa: E402
 
 # (row, pooling, cache size, cache read)
 VARIANTS = (
@@ -77,10 +78,7 @@ def parse_args(argv=None):
     parser.add_argument("--results", type=pathlib.Path,
                         default=ROOT / "benchmarks" / "results" / "fill_last_word_real_data.json",
                         help="results file, written after each row and resumed")
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write the results into docs/results.rst")
-    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
-                        help=argparse.SUPPRESS)
+    add_update_docs_option(parser)
     parser.add_argument("--from-results", action="store_true",
                         help="do not train: render the results table from --results")
     return parser.parse_args(argv)
@@ -210,7 +208,6 @@ def write_results(report, path):
 
 
 def write_docs_table(report):
-    from benchmarks.docs_tables import update_docs
 
     corpus, settings = report["data"], report["settings"]
     caption = (

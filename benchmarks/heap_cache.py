@@ -36,6 +36,7 @@ from tf_memlayers.models.fill_last_word import (  # noqa: E402
     compile_fill_last_word_model,
 )
 from examples.harness import options  # noqa: E402
+from benchmarks.docs_tables import add_update_docs_option, update_docs  # noqa: E402
 
 BATCH, WIDTH, UNITS = 64, 128, 64
 
@@ -133,10 +134,7 @@ def parse_args(argv=None):
                         help="timed inserts per cache size")
     parser.add_argument("--step-repeats", type=options.positive_int, default=15,
                         help="timed training steps per model")
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write the results into docs/results.rst")
-    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
-                        help=argparse.SUPPRESS)
+    add_update_docs_option(parser)
     return parser.parse_args(argv)
 
 
@@ -165,7 +163,6 @@ def main(argv=None):
     )
     print(json.dumps(report))
     if args.update_docs:
-        from benchmarks.docs_tables import update_docs
 
         ratio = report.get("heap_worst_insert_ratio_100k_vs_1k")
         caption = (

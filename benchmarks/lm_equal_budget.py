@@ -42,7 +42,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from benchmarks.docs_tables import update_docs  # noqa: E402
+from benchmarks.docs_tables import add_update_docs_option, update_docs
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from examples.harness import options  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
@@ -137,10 +137,7 @@ def parse_args(argv=None):
     parser.add_argument("--figures-dir", type=pathlib.Path, default=ROOT / "docs" / "images",
                         help="where the PNG figures are drawn")
     parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2)
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write the results into docs/results.rst")
-    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
-                        help=argparse.SUPPRESS)
+    add_update_docs_option(parser)
     parser.add_argument("--from-results", action="store_true",
                         help="do not train: draw the figures and results table from --results")
     args = parser.parse_args(argv)

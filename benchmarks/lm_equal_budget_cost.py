@@ -36,7 +36,7 @@ import tensorflow as tf  # noqa: E402
 
 from benchmarks import lm_equal_budget as equal_budget  # noqa: E402
 from benchmarks import timing  # noqa: E402
-from benchmarks.docs_tables import update_docs  # noqa: E402
+from benchmarks.docs_tables import add_update_docs_option, update_docs
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from examples.harness import options  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
@@ -186,10 +186,7 @@ def parse_args(argv=None):
     parser.add_argument("--output", type=pathlib.Path,
                         help="where the JSON goes "
                              "(default benchmarks/results/lm_equal_budget_cost_<corpus>.json)")
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write the results into docs/results.rst")
-    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
-                        help=argparse.SUPPRESS)
+    add_update_docs_option(parser)
     args = parser.parse_args(argv)
     args.output = args.output or cost_file(args.corpus)
     return args

@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 from benchmarks.lm_equal_budget import attention_by_position, model_arguments  # noqa: E402
-from benchmarks.docs_tables import update_docs  # noqa: E402
+from benchmarks.docs_tables import add_update_docs_option, update_docs
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
 from tf_memlayers.data import lm_batches, lm_corpora, token_streams  # noqa: E402
@@ -170,10 +170,7 @@ def parse_args(argv=None):
                         help="Keras progress output")
     parser.add_argument("--json-out", help="also write the JSON here (after each model; a "
                         "rerun with the same settings skips the models already there)")
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write the results into docs/results.rst")
-    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
-                        help=argparse.SUPPRESS)
+    add_update_docs_option(parser)
     parser.add_argument("--from-json",
                         help="do not train: take the report written by an earlier --json-out")
     return parser.parse_args(argv)

@@ -24,7 +24,7 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 from benchmarks.lm_real_data import default_data_dir  # noqa: E402
-from benchmarks.docs_tables import update_docs  # noqa: E402
+from benchmarks.docs_tables import add_update_docs_option, update_docs
 
 COLUMNS = [
     ("config", "preset"),
@@ -79,10 +79,7 @@ def parse_args(argv=None):
     parser.add_argument("--workdir", help="run directory (default: runs/lm_reproduction/<config>)")
     parser.add_argument("--output", default=None,
                         help="metrics JSON (default: benchmarks/results/lm_<config>.json)")
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write the results into docs/results.rst")
-    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
-                        help=argparse.SUPPRESS)
+    add_update_docs_option(parser)
     parser.add_argument("--from-json", help="render the results-page block from a saved run")
     return parser.parse_args(argv)
 

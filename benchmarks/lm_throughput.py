@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 from benchmarks import timing  # noqa: E402
-from benchmarks.docs_tables import update_docs  # noqa: E402
+from benchmarks.docs_tables import add_update_docs_option, update_docs
 
 COLUMNS = [
     ("kind", "kind"),
@@ -155,10 +155,7 @@ def parse_args(argv=None):
     parser.add_argument("--rounds", type=options.positive_int, default=30,
                         help="timed steps per kind")
     parser.add_argument("--output", help="also save the JSON here")
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write the results into docs/results.rst")
-    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
-                        help=argparse.SUPPRESS)
+    add_update_docs_option(parser)
     parser.add_argument("--from-json", help="render the results table from a saved run")
     return parser.parse_args(argv)
 

@@ -38,7 +38,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from benchmarks.docs_tables import update_docs  # noqa: E402
+from benchmarks.docs_tables import add_update_docs_option, update_docs
 from tf_memlayers.callbacks.learning_rate import halve_learning_rate_callback  # noqa: E402
 from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
 from tf_memlayers.data import nli_batches, snli  # noqa: E402
@@ -155,10 +155,7 @@ def parse_args(argv=None):
                         help="results file, written after each run and resumed")
     parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2,
                         help="Keras progress output")
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write the results into docs/results.rst")
-    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
-                        help=argparse.SUPPRESS)
+    add_update_docs_option(parser)
     parser.add_argument("--from-results", action="store_true",
                         help="do not train: render the results table from --results")
     return parser.parse_args(argv)

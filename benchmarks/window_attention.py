@@ -33,6 +33,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 from benchmarks import peak_memory, timing  # noqa: E402
+from benchmarks.docs_tables import add_update_docs_option, update_docs as write_block  # noqa: E402
 
 
 def _keras():
@@ -256,7 +257,6 @@ def bench_peer(args):
 
 def update_docs(results, args):
     """Rewrites the results-page blocks of whichever parts ``results`` holds."""
-    from benchmarks.docs_tables import update_docs as write_block
 
     if "lm" in results:
         write_lm_block(write_block, results["lm"], results.get("lm_rounds", args.rounds))
@@ -386,10 +386,7 @@ def parse_args(argv=None):
                         help="address-space limit of each peak-memory child process")
     parser.add_argument("--skip-lm", action="store_true", help="skip the LM variants")
     parser.add_argument("--skip-peer", action="store_true", help="skip the peer comparison")
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write the results into docs/results.rst")
-    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
-                        help=argparse.SUPPRESS)
+    add_update_docs_option(parser)
     parser.add_argument("--from-json", help="render the results tables from the saved JSON of "
                         "an earlier run instead of measuring")
     parser.add_argument("--child", help=argparse.SUPPRESS)
