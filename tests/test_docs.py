@@ -112,7 +112,7 @@ def test_every_results_table_is_written_by_a_benchmark_script():
 
 BENCHMARKS_WRITING_RESULTS = sorted(
     path.stem for path in (REPO_ROOT / "benchmarks").glob("*.py")
-    if "add_update_docs_option(parser)" in path.read_text(encoding="utf-8")
+    if "add_update_docs_option(parser)\n" in path.read_text(encoding="utf-8")
 )  # fmt: skip
 
 
