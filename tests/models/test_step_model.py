@@ -75,6 +75,15 @@ def test_step_model_of_tied_and_probing_models(kind, options):
     )
 
 
+def test_step_model_of_a_frozen_model_has_its_weights():
+    model = _language_model("key_value", stateful=True, layers=2)
+    model.trainable = False
+    tokens = np.random.default_rng(2).integers(0, VOCAB, size=(BATCH, STEPS))
+    np.testing.assert_allclose(
+        _step_by_step(build_step_model(model), tokens), _full(model, tokens), rtol=0, atol=1e-5
+    )
+
+
 def test_step_model_names_its_state_and_starts_from_zeros():
     step_model = build_step_model(_language_model("ngram", form="cell"))
     names = [spec.name for spec in step_model.inputs]

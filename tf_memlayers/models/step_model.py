@@ -24,6 +24,18 @@ def _stateless_copy(layer, **overrides):
     return type(layer).from_config(config)
 
 
+def _copy_weights(source, target):
+    """Assigns ``target``'s weights from ``source`` (a layer of the same class and config, made
+    in the same order): trainable or frozen alike; the memory a stateful sequence layer
+    carries between calls, which the step layer does not have, is left out."""
+    carried = getattr(source, "stateful", False) and not isinstance(source, keras.layers.RNN)
+    weights = [w for w in source.weights if not (carried and w.name == "memory")]
+    if [tuple(w.shape) for w in weights] != [tuple(w.shape) for w in target.weights]:
+        raise ValueError(f"the weights of layer {source.name!r} do not match its step copy")
+    for weight, value in zip(target.weights, weights):
+        weight.assign(value)
+
+
 def _state_inputs(name, sizes, dtype):
     return [
         keras.Input((size,), dtype=dtype, name=f"{name}_state_{i}")
@@ -56,7 +68,8 @@ def build_step_model(model, name=None):
         memory ``[batch, memory_size]``, or the states of the RNN over a memory cell) and
         outputs ``[logits, *new_state]`` in the same order. Each state input is named
         ``<layer>_state_<i>``. Dropout is left out (the step model is for inference). The
-        weights are copies of ``model``'s at the time of the call.
+        embedding and output layers are ``model``'s own; the recurrent layers' weights are
+        copies of ``model``'s at the time of the call.
 
     Raises:
         ValueError: If ``model`` is not a language model from `build_language_model`.
@@ -102,8 +115,7 @@ def build_step_model(model, name=None):
             states = _state_inputs(layer.name, [layer.memory_size], dtype)
             x, memory = step_layer(x, initial_memory=states[0])
             new_states = [memory]
-        for source, target in zip(layer.trainable_weights, step_layer.trainable_weights):
-            target.assign(source)
+        _copy_weights(layer, step_layer)
         state_inputs += states
         state_outputs += new_states
     if "softmax" in layer_names:
