@@ -58,24 +58,30 @@ def _markers(name):
     return f".. BEGIN GENERATED: {name}", f".. END GENERATED: {name}"
 
 
-def update_docs(name, rows, columns, caption, page=RESULTS_PAGE, footer="", insert_after=None):
-    """Replaces the generated block ``name`` in ``page``; returns the new block text.
+def with_block(text, name, rows, columns, caption, footer="", insert_after=None, where="the page"):
+    """``(new text, block)``: ``text`` with its generated block ``name`` made from ``rows``.
 
     ``footer`` is RST placed after the table inside the block (e.g. the run's figures). A
-    block that the page does not have yet is added right after the block named
+    block that ``text`` does not have yet is added right after the block named
     ``insert_after``; without ``insert_after`` a missing block is an error.
     """
-    text = page.read_text(encoding="utf-8")
     begin, end = _markers(name)
     block = f"{begin}\n\n{caption}\n\n{rst_table(rows, columns)}\n\n"
     block += f"{footer.strip()}\n\n{end}" if footer.strip() else end
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
     if pattern.search(text):
-        text = pattern.sub(lambda _: block, text)
-    elif insert_after is not None and _markers(insert_after)[1] in text:
+        return pattern.sub(lambda _: block, text), block
+    if insert_after is not None and _markers(insert_after)[1] in text:
         anchor = _markers(insert_after)[1]
-        text = text.replace(anchor, f"{anchor}\n\n{block}", 1)
-    else:
-        raise ValueError(f"{page.name} has no generated block named {name!r}.")
+        return text.replace(anchor, f"{anchor}\n\n{block}", 1), block
+    raise ValueError(f"{where} has no generated block named {name!r}.")
+
+
+def update_docs(name, rows, columns, caption, page=RESULTS_PAGE, footer="", insert_after=None):
+    """Replaces the generated block ``name`` in ``page`` (`with_block`); returns the block."""
+    text, block = with_block(
+        page.read_text(encoding="utf-8"), name, rows, columns, caption, footer, insert_after,
+        where=page.name,
+    )  # fmt: skip
     page.write_text(text, encoding="utf-8")
     return block

@@ -12,7 +12,7 @@ import json
 import pathlib
 import sys
 
-from benchmarks.docs_tables import update_docs
+from benchmarks.docs_tables import with_block
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -72,14 +72,14 @@ def main(argv=None):
                         help="only check that README.rst's block is current")
     args = parser.parse_args(argv)
     text = README.read_text(encoding="utf-8")
-    block = update_docs(BLOCK, rows(), COLUMNS, CAPTION, page=README)
+    new_text, block = with_block(text, BLOCK, rows(), COLUMNS, CAPTION, where=README.name)
     if args.check:
-        current = README.read_text(encoding="utf-8")
-        README.write_text(text, encoding="utf-8")
-        if current != text:
+        if new_text != text:
             print("README.rst's headline block differs from the results files: run "
                   "python -m benchmarks.headlines", file=sys.stderr)
             return 1
+    else:
+        README.write_text(new_text, encoding="utf-8")
     print(block)
     return 0
 

@@ -5,7 +5,9 @@ from conftest import load_script
 
 def test_readme_headlines_are_the_results_files():
     headlines = load_script("benchmarks", "headlines")
+    readme = headlines.README.read_text(encoding="utf-8")
     assert headlines.main(["--check"]) == 0, "run: python -m benchmarks.headlines"
+    assert headlines.README.read_text(encoding="utf-8") == readme  # checked, not written
 
 
 def test_headlines_name_every_papers_models():
@@ -15,3 +17,5 @@ def test_headlines_name_every_papers_models():
         assert f"{model} " in rows[0]["result"]
     for model in ("gru", "am_gru", "dual_am_gru"):
         assert f"{model} " in rows[1]["result"]
+    for model in ("no attention", "attention pooling", "attention + cache 1,000"):
+        assert f"{model} " in rows[2]["result"]
