@@ -456,13 +456,14 @@ def run(args):
         "rows": [],
     }
     report["settings"] = settings
-    report["rows"] = [row for row in report["rows"] if is_finished(row, args)]
-    done = {row["model"] for row in report["rows"]}
+    # A row that the stopping rules reopen stays published until its model finishes again.
+    done = {row["model"] for row in report["rows"] if is_finished(row, args)}
     kinds = [kind for kind in args.models if kind not in done]
     hidden = widths(len(corpus.vocabulary), kinds, args)
     for kind in kinds:
-        report["rows"].append(train_to_convergence(kind, hidden[kind], corpus, batches, args,
-                                                   model_settings(settings)))
+        row = train_to_convergence(kind, hidden[kind], corpus, batches, args,
+                                   model_settings(settings))  # fmt: skip
+        report["rows"] = [r for r in report["rows"] if r["model"] != kind] + [row]
         args.results.parent.mkdir(parents=True, exist_ok=True)
         args.results.write_text(json.dumps(report, indent=1) + "\n")
         draw_figures(report, args.figures_dir)

@@ -66,6 +66,10 @@ def test_equal_budget_row_says_whether_patience_or_the_cap_stopped_it():
     assert not equal_budget.is_finished(capped, raised)
 
 
+def _interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
 def test_equal_budget_raising_the_cap_continues_a_model_from_its_last_epoch(
     tmp_path, monkeypatch
 ):
@@ -87,6 +91,13 @@ def test_equal_budget_raising_the_cap_continues_a_model_from_its_last_epoch(
 
     straight = run("straight", "2")
     assert run("raised", "1")["epochs_trained"] == 1
+    # Interrupted while continuing: the 1-epoch row stays in the results file.
+    monkeypatch.setattr(equal_budget, "evaluate_language_model", _interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        run("raised", "2")
+    rows = json.loads((tmp_path / "raised.json").read_text())["rows"]
+    assert [row["epochs_trained"] for row in rows] == [1]
+    monkeypatch.setattr(equal_budget, "evaluate_language_model", counting)
     continued = run("raised", "2")
     # One validation scoring (epoch 2), then the best weights on valid and test: epoch 1 was
     # read back from its checkpoint, not trained again.
