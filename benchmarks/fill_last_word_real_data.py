@@ -133,7 +133,9 @@ def table_rows(runs):
         rows.append({
             "model": label,
             "seeds": len(mine),
-            "dev_accuracy": f"{accuracy.mean():.2f} ± {accuracy.std():.2f}",
+            "dev_accuracy": f"{accuracy.mean():.2f}" + (
+                f" ± {accuracy.std():.2f}" if len(mine) > 1 else ""
+            ),
             "per_seed": ", ".join(f"{a:.2f}" for a in accuracy),
             "best_epochs": ", ".join(str(run["best_epoch"]) for run in mine),
             "train_minutes": round(sum(run["train_seconds"] for run in mine) / 60 / len(mine), 1),

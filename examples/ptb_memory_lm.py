@@ -222,7 +222,10 @@ def parse_args(argv=None):
                          help="also write the final metrics JSON here (default: only print "
                          "them)")
     options.add_option(run, "verbose", default=1)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.prompt is not None and not args.generate:
+        parser.error("argument --prompt: is continued by --generate N; give it too")
+    return args
 
 
 def load_data(args):
@@ -239,28 +242,22 @@ def load_data(args):
     )
 
 
-def check_probe_sentence(args, vocabulary):
-    """Refuses a ``--probe-sentence`` without words or with a word outside the vocabulary
-    (one command-line error line, exit status 2), before anything is built or trained."""
-    if args.probe_sentence is None:
-        return
-    with options.reported_as("--probe-sentence"):
-        tokens = args.probe_sentence.split()
-        if not tokens:
-            raise ValueError(f"{args.probe_sentence!r} has no words")
-        vocabulary.encode(tokens)
+def encoded_words(option, text, vocabulary):
+    """The ids of the words of ``text``, given as ``option``; a text without words or with a
+    word outside the vocabulary is one command-line error line (exit status 2), before
+    anything is built or trained."""
+    with options.reported_as(option):
+        words = text.split()
+        if not words:
+            raise ValueError(f"{text!r} has no words")
+        return np.asarray(vocabulary.encode(words))
 
 
 def prompt_ids(args, corpus):
-    """The token ids of ``--prompt`` (refused in one command-line error line if it has no words
-    or a word outside the vocabulary), or of the first words of the validation split."""
+    """The ids of ``--prompt``, or of the first 5 words of the validation split."""
     if args.prompt is None:
         return np.asarray(corpus.split("valid").ids[:5])
-    with options.reported_as("--prompt"):
-        words = args.prompt.split()
-        if not words:
-            raise ValueError(f"{args.prompt!r} has no words")
-        return np.asarray(corpus.vocabulary.encode(words))
+    return encoded_words("--prompt", args.prompt, corpus.vocabulary)
 
 
 def generated_text(args, model, corpus, prompt):
@@ -298,7 +295,7 @@ def probe_inputs(args, corpus, valid):
     vocab = corpus.vocabulary
     if args.probe_sentence:
         tokens = args.probe_sentence.split()
-        ids = vocab.encode(tokens)
+        ids = encoded_words("--probe-sentence", args.probe_sentence, vocab)
     else:
         ids = corpus.valid.ids[: args.probe_length]
         tokens = vocab.decode(ids)
@@ -368,7 +365,8 @@ def run(args, extra_callbacks=()):
     keras.utils.set_random_seed(args.seed)
     started = time.time()
     corpus = load_data(args)
-    check_probe_sentence(args, corpus.vocabulary)
+    if args.probe_sentence is not None:
+        encoded_words("--probe-sentence", args.probe_sentence, corpus.vocabulary)
     prompt = prompt_ids(args, corpus) if args.generate else None
     # The options already hold the preset's values; the corpus is what --data-dir resolved to.
     resolved = {"corpus": corpus.name}

@@ -8,14 +8,14 @@ Each `keras.layers.Layer` subclass exported by ``tf_memlayers`` is declared here
 * ``tests``: the test module of its mechanism (NumPy reference and mechanism tests), as a
   path under ``tests/``; it runs on every Keras backend;
 * ``reference``: the module of its NumPy reference, where it has one;
-* ``not_in``: the suites that do not apply to it, each with the reason.
-
+* ``not_in``: the suites of `SUITES` that do not apply to it, each with the reason;
 * its cases of the suites over every layer (Keras's layer checks, the user journeys, masked
-  padding, exact output specs, empty inputs; for a cell, the cells those use).
+  padding, exact output specs, and empty inputs where the layer takes them; for a cell, the
+  cells those use).
 
 The suites draw their cases from here (`suite_cases`); `tests/layers/test_layer_registry.py`
 checks that every exported layer is declared and that each declaration has cases of its own
-class in each suite, unless it says why not. The test selection of the other backends
+class in each suite of `SUITES`, unless it says why not. The test selection of the other backends
 (`backend_neutral_files`) comes from here too. A new layer is one declaration.
 """
 

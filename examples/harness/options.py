@@ -229,7 +229,7 @@ OPTIONS = {
     "strategy": Option("--strategy", "tf.distribute strategy: auto (mirrored over several "
                        "GPUs, else the default strategy), default, mirrored, one_device or "
                        "multi_worker (several machines, from the TF_CONFIG environment "
-                       "variable; see the README)", choices=STRATEGIES),
+                       "variable; see docs/backends.rst)", choices=STRATEGIES),
     "jit": Option("--jit", "compile the train step with XLA",
                   action=argparse.BooleanOptionalAction),
     "mixed_precision": Option("--mixed-precision", "train under the mixed_float16 policy",

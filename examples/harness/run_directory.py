@@ -11,6 +11,8 @@ from tf_memlayers.callbacks.run_files import plain_json
 # Options of the example scripts that say how long or how verbosely to run, or where to keep
 # the run, but not what the run computes: a run resumed with other values is the same run.
 RUN_OPTIONS = ("epochs", "verbose", "workdir", "strategy", "jit", "no_jit")
+
+
 def run_settings(args, run_options=RUN_OPTIONS):
     """The parsed command-line options that define a run (all but ``run_options``).
 

@@ -332,6 +332,7 @@ def test_ptb_script_names_a_bad_probe_sentence_and_workdir(tmp_path):
         ("ptb_memory_lm", ["--learning-rate", "nan"], "--learning-rate"),
         ("ptb_memory_lm", ["--generate", "-2"], "--generate"),
         ("ptb_memory_lm", ["--temperature", "-1"], "--temperature"),
+        ("ptb_memory_lm", ["--prompt", "the cat"], "--prompt"),
         ("fill_last_word_cache", ["--data-dir", "/nonexistent"], "--data-dir"),
     ],
 )

@@ -79,7 +79,11 @@ def _output_spec(declaration):
 
 
 def _flags(declaration):
-    return (declaration.make(**{flag: False}) for flag in declaration.flags)
+    # Each declared flag is an argument the layer keeps in its config.
+    config = declaration.make().get_config()
+    for flag in declaration.flags:
+        assert flag in config, f"{declaration.cls.__name__} has no argument {flag!r}"
+        yield declaration.make(**{flag: True})
 
 
 BUILT = {

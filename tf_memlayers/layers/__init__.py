@@ -1,4 +1,5 @@
-"""Memory layers and RNN cells, one mechanism per module."""
+"""Memory layers and RNN cells: one folder per mechanism (``window_attention``,
+``associative_memory``, ``cache_attention``), and the parts they share."""
 
 from tf_memlayers.layers.associative_memory.am_gru import AssociativeGRU
 from tf_memlayers.layers.associative_memory.am_gru_cell import AssociativeGRUCell

@@ -309,7 +309,7 @@ def build_language_model(
         x = _dropout(x, dropout, variational_dropout, f"lstm_{i}_dropout")
     top = f"lstm_{layers - 1}"
     scores = None
-    if memory.layer is not None and form == "cell":
+    if memory.cell is not None and form == "cell":
         cell = memory.cell(
             _lstm_cell(hidden, init, forget_bias, recurrent_dropout, top), units, ngram,
             **memory_args,

@@ -336,7 +336,7 @@ def build_snli_model(
     )
     p, h = encoder([drop(embed(premise)), drop(embed(hypothesis))])
     features = keras.layers.Concatenate(name="features")([p, h, ops.abs(p - h)])
-    size = top_units or units
+    size = encoder.top_units
     for i in range(2):
         features = keras.layers.Dense(size, "relu", kernel_initializer=init, name=f"relu_{i}")(
             features
