@@ -31,7 +31,7 @@ def rows():
     epochs = sorted({row["epochs_trained"] for row in lm})
     snli = _load("snli_real_data")
     last_word = _load("fill_last_word_real_data")
-    from benchmarks.fill_last_word_real_data import table_rows
+    from benchmarks.papers.fill_last_word_real_data import table_rows
 
     return [
         {

@@ -100,7 +100,7 @@ def test_every_results_table_is_written_by_a_benchmark_script():
     """Figures on the results page appear only between markers that a script in benchmarks/
     writes, and every figure the page shows is in the repository."""
     page = (REPO_ROOT / "docs" / "results.rst").read_text(encoding="utf-8")
-    scripts = "".join(p.read_text() for p in (REPO_ROOT / "benchmarks").glob("*.py"))
+    scripts = "".join(p.read_text() for p in (REPO_ROOT / "benchmarks").rglob("*.py"))
     names = re.findall(r"^\.\. BEGIN GENERATED: (\S+)", page, re.MULTILINE)
     assert names
     for name in names:
@@ -111,14 +111,16 @@ def test_every_results_table_is_written_by_a_benchmark_script():
 
 
 BENCHMARKS_WRITING_RESULTS = sorted(
-    path.stem for path in (REPO_ROOT / "benchmarks").glob("*.py")
+    path.relative_to(REPO_ROOT).with_suffix("").as_posix()
+    for path in (REPO_ROOT / "benchmarks").rglob("*.py")
     if "add_update_docs_option(parser)\n" in path.read_text(encoding="utf-8")
 )  # fmt: skip
 
 
 @pytest.mark.parametrize("script", BENCHMARKS_WRITING_RESULTS)
 def test_update_readme_is_a_hidden_alias_of_update_docs(script, capsys):
-    benchmark = load_script("benchmarks", script)
+    folder, _, name = script.rpartition("/")
+    benchmark = load_script(folder, name)
     assert benchmark.parse_args(["--update-docs"]).update_docs
     assert benchmark.parse_args(["--update-readme"]).update_docs
     assert not benchmark.parse_args([]).update_docs
@@ -156,7 +158,7 @@ def test_the_code_on_each_page_runs_as_written(page_name, capsys):
 
 
 def test_window_attention_peer_figure_is_drawn_from_the_results(tmp_path):
-    benchmark = load_script("benchmarks", "window_attention")
+    benchmark = load_script("benchmarks/speed", "window_attention")
     rows = [{"T": t, "ours_xla_ms": t / 10, "ours_peak_mib": t / 5, "mha_xla_ms": t / 8,
              "mha_peak_mib": None} for t in (20, 100)]  # fmt: skip
     path = benchmark.draw_peer_figure({"peer": rows, "peer_skipped": {}}, tmp_path / "f.png")

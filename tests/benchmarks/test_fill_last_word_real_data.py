@@ -9,7 +9,7 @@ from conftest import load_script
 
 
 def _benchmark():
-    return load_script("benchmarks", "fill_last_word_real_data")
+    return load_script("benchmarks/papers", "fill_last_word_real_data")
 
 
 def _tiny_pwkp(root):

@@ -6,7 +6,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import load_script
+from conftest import REPO_ROOT, load_script
 
 from tf_memlayers.models.language_model import (
     build_language_model,
@@ -15,7 +15,9 @@ from tf_memlayers.models.parameter_budget import count_language_model_parameters
 
 
 def _load(name):
-    return load_script("benchmarks", name)
+    """The benchmark script ``name``, from wherever it lives under benchmarks/."""
+    (path,) = (REPO_ROOT / "benchmarks").rglob(f"{name}.py")
+    return load_script(path.parent.relative_to(REPO_ROOT).as_posix(), name)
 
 
 def test_training_flops_count_every_weight_matrix_but_the_embedding():

@@ -185,7 +185,7 @@ def generated_last_word_corpus(
     cached fact, and to pass on the colour that the fact's state carries. The read with
     ``query="dot"`` of `build_fill_last_word_model` learns both on this corpus, and the
     paper's ``query="none"`` cannot (it gives every question the same read); the
-    documentation's results page has the table (``benchmarks/fill_last_word_generated.py``).
+    documentation's results page has the table (``benchmarks/papers/fill_last_word_generated.py``).
     The corpus is shaped for that; in trial runs each of these choices was needed:
 
     * short sentences, so that a state is mostly its house's name (with facts such as

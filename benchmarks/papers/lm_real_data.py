@@ -17,7 +17,7 @@ models at equal training, it does not reproduce the paper's figures.
 
 Example::
 
-    python -m benchmarks.lm_real_data --epochs 1 --update-docs
+    python -m benchmarks.papers.lm_real_data --epochs 1 --update-docs
 """
 
 import argparse
@@ -32,9 +32,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-from benchmarks.lm_equal_budget import attention_by_position, model_arguments  # noqa: E402
+from benchmarks.papers.lm_equal_budget import attention_by_position, model_arguments  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402

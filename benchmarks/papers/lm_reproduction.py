@@ -11,8 +11,8 @@ the paper 114.5).
 
 Usage::
 
-    python -m benchmarks.lm_reproduction --update-docs        # about an hour on 2 cores
-    python -m benchmarks.lm_reproduction --from-json benchmarks/results/lm_zaremba_small.json \\
+    python -m benchmarks.papers.lm_reproduction --update-docs        # about an hour on 2 cores
+    python -m benchmarks.papers.lm_reproduction --from-json benchmarks/results/lm_zaremba_small.json \\
         --update-docs
 """
 
@@ -21,9 +21,9 @@ import importlib.util
 import json
 import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-from benchmarks.lm_real_data import default_data_dir  # noqa: E402
+from benchmarks.papers.lm_real_data import default_data_dir  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 
 COLUMNS = [

@@ -14,7 +14,7 @@ the same layers), and with read + heap write (`HeapCacheModel`), interleaved in 
 All figures are medians in milliseconds. Prints one JSON object; ``--update-docs`` writes the
 table into docs/results.rst.
 
-    python -m benchmarks.heap_cache --update-docs
+    python -m benchmarks.speed.heap_cache --update-docs
 """
 
 import argparse
@@ -28,7 +28,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention  # noqa: E402
 from tf_memlayers.models.fill_last_word import (  # noqa: E402

@@ -14,8 +14,8 @@ forward) are left out, so the share is slightly understated for the attention ki
 
 Usage::
 
-    python -m benchmarks.lm_throughput                  # JSON on stdout
-    python -m benchmarks.lm_throughput --update-docs  # also rewrite the results table
+    python -m benchmarks.speed.lm_throughput                  # JSON on stdout
+    python -m benchmarks.speed.lm_throughput --update-docs  # also rewrite the results table
 """
 
 import argparse
@@ -27,7 +27,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 from benchmarks import timing  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs

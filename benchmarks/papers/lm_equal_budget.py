@@ -23,11 +23,11 @@ with the same settings skips the models already there. Inside a run, each model'
 ``--workdir``, so an interrupted model continues from its last finished epoch as if it had not
 been stopped. ``--figures-dir`` receives two PNG figures drawn from the results:
 validation perplexity per epoch of every model and the attention by window position.
-`benchmarks.lm_equal_budget_cost` estimates what a run costs before it is started.
+`benchmarks.papers.lm_equal_budget_cost` estimates what a run costs before it is started.
 
 Example::
 
-    python -m benchmarks.lm_equal_budget --update-docs
+    python -m benchmarks.papers.lm_equal_budget --update-docs
 """
 
 import argparse
@@ -60,7 +60,7 @@ from tf_memlayers.models.parameter_budget import (  # noqa: E402
     hidden_for_parameter_budget,
 )
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 # What decides the models a run trains: a checkpoint or a results row is reused only when all
 # of these are the same.

@@ -19,8 +19,8 @@ process (absolute times on shared machines drift; ratios measured together do no
 
 Usage::
 
-    python -m benchmarks.window_attention                 # both, JSON on stdout
-    python -m benchmarks.window_attention --update-docs # also rewrite docs/results.rst tables
+    python -m benchmarks.speed.window_attention                 # both, JSON on stdout
+    python -m benchmarks.speed.window_attention --update-docs # also rewrite docs/results.rst tables
 """
 
 import argparse

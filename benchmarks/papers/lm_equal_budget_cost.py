@@ -1,4 +1,4 @@
-"""What a run of `benchmarks.lm_equal_budget` costs on this machine, measured before running it.
+"""What a run of `benchmarks.papers.lm_equal_budget` costs on this machine, measured before running it.
 
 The equal-budget run trains each model for up to ``--max-epochs`` epochs; on a large corpus that
 can take far longer than one is willing to wait. This script answers "how long?" without
@@ -11,7 +11,7 @@ training split plus one scoring of the complete validation split, so
     epoch minutes = (train batches x train step + valid batches x scoring step) / 60
 
 and the run's upper bound is ``--max-epochs`` such epochs (early stopping can end it sooner).
-When the corpus's results file (`benchmarks.lm_equal_budget`, same settings) holds a finished
+When the corpus's results file (`benchmarks.papers.lm_equal_budget`, same settings) holds a finished
 model, its measured minutes per epoch are shown beside the estimate.
 
 The results go to ``benchmarks/results/lm_equal_budget_cost_<corpus>.json``; ``--update-docs``
@@ -19,7 +19,7 @@ writes one results table with the rows of every corpus measured so far.
 
 Example::
 
-    python -m benchmarks.lm_equal_budget_cost --corpus wikitext2 --update-docs
+    python -m benchmarks.papers.lm_equal_budget_cost --corpus wikitext2 --update-docs
 """
 
 import argparse
@@ -34,7 +34,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from benchmarks import lm_equal_budget as equal_budget  # noqa: E402
+from benchmarks.papers import lm_equal_budget as equal_budget  # noqa: E402
 from benchmarks import timing  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
@@ -152,7 +152,7 @@ def write_docs(reports):
     caption = (
         f"What one epoch of the equal-budget run costs on a machine with {first['cpus']} CPU "
         f"cores and {first['gpus'] or 'no'} GPU, estimated by "
-        "``benchmarks/lm_equal_budget_cost.py`` from the median of "
+        "``benchmarks/papers/lm_equal_budget_cost.py`` from the median of "
         f"{first['repeats']} timed passes over {first['steps']} real batches per model and "
         f"split: {corpora}. The fastest and slowest training pass show how much identical "
         "passes vary on the machine. Minutes per epoch: one pass over the training split plus "

@@ -17,8 +17,8 @@ Cases:
 
 Usage::
 
-    python -m benchmarks.backends                  # JSON on stdout
-    python -m benchmarks.backends --update-docs  # also the results table
+    python -m benchmarks.speed.backends                  # JSON on stdout
+    python -m benchmarks.speed.backends --update-docs  # also the results table
 """
 
 import argparse
@@ -30,7 +30,7 @@ import subprocess
 import sys
 from benchmarks.docs_tables import add_update_docs_option, update_docs  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "backends.json"
 BACKENDS = ("tensorflow", "jax")
 CASES = {
@@ -91,7 +91,7 @@ def child(steps):
 def _run_child(backend, steps):
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.backends", "--child", "--steps", str(steps)],
+        [sys.executable, "-m", "benchmarks.speed.backends", "--child", "--steps", str(steps)],
         cwd=ROOT, env=env, capture_output=True, text=True, check=False,
     )
     if result.returncode != 0:
@@ -149,7 +149,7 @@ def main(argv=None):
             "Median milliseconds per training step (``train_on_batch``, ``jit_compile=True``: "
             "XLA on TensorFlow, ``jax.jit`` on JAX), 2-core CPU, "
             f"{args.rounds} child processes per backend run alternately, {args.steps} steps "
-            "per case in each. Written by ``python -m benchmarks.backends --update-docs``."
+            "per case in each. Written by ``python -m benchmarks.speed.backends --update-docs``."
         )
         columns = [
             ("description", "case"),

@@ -15,8 +15,8 @@ runs already there (an interrupted run resumes from its run directory under
 
 Example::
 
-    python -m benchmarks.fill_last_word_generated --update-docs
-    python -m benchmarks.fill_last_word_generated --from-results --update-docs
+    python -m benchmarks.papers.fill_last_word_generated --update-docs
+    python -m benchmarks.papers.fill_last_word_generated --from-results --update-docs
 """
 
 import argparse
@@ -31,7 +31,7 @@ import numpy as np
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from examples.harness import options
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "fill_last_word_cache.py"
 # Key (--variants, run directories): (name in the table, the example's options for it).
 VARIANTS = {
@@ -157,7 +157,7 @@ def write_docs_table(report):
         "cache. Every name appears in training with colours drawn afresh for each episode, "
         "so no weight can hold the answer; every colour is used equally often in each "
         "episode, so always answering the commonest colour scores 1/8. Written by "
-        "``python -m benchmarks.fill_last_word_generated --update-docs``; times are in the "
+        "``python -m benchmarks.papers.fill_last_word_generated --update-docs``; times are in the "
         "results file.",
     )  # fmt: skip
 

@@ -13,8 +13,8 @@ LSTM 128, attention 64, Adam with the paper's learning rate and clip norm 5, L2 
 ``--results``, and a rerun with the same settings skips the runs already there. Prints one
 JSON object; ``--update-docs`` writes the table into docs/results.rst.
 
-    python -m benchmarks.fill_last_word_real_data --update-docs
-    python -m benchmarks.fill_last_word_real_data --from-results --update-docs
+    python -m benchmarks.papers.fill_last_word_real_data --update-docs
+    python -m benchmarks.papers.fill_last_word_real_data --from-results --update-docs
 """
 
 import argparse
@@ -27,7 +27,7 @@ import time
 import keras
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
 from tf_memlayers.data import sentences as data  # noqa: E402

@@ -23,7 +23,7 @@ runs already there. Prints the summary as JSON.
 
 Example::
 
-    python -m benchmarks.snli_real_data --update-docs
+    python -m benchmarks.papers.snli_real_data --update-docs
 """
 
 import argparse
@@ -49,7 +49,7 @@ from tf_memlayers.models.snli import (  # noqa: E402
 )
 from examples.harness import options  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
 SETTINGS = ("epochs", "units", "copies", "batch_size", "learning_rate", "init_scale",
             "max_length", "fused_loop")
@@ -224,7 +224,7 @@ def write_docs_table(report):
         f"evaluated on the {data['test']} SNLI test pairs with the best epoch's weights "
         f"(majority class {data['majority_baseline']:.3f}). Weights start U(±{s['init_scale']}) "
         f"(the paper: ±0.05, which leaves these small-data runs on a plateau at chance; see "
-        f"``benchmarks/snli_real_data.py``), Adam {s['learning_rate']:g} with beta1 = 0, "
+        f"``benchmarks/papers/snli_real_data.py``), Adam {s['learning_rate']:g} with beta1 = 0, "
         f"clip 5, {s['copies']} copies"
         + (", the (Dual) AM-GRU through the fused layers" if s["fused_loop"] else "")
         + ". Small-data regime: the paper trains on 550k pairs; these numbers compare the "
