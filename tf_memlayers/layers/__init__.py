@@ -17,6 +17,7 @@ from tf_memlayers.layers.window_attention.sliding_window_attention import (
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
 )
+from tf_memlayers.layers.resettable_rnn import ResettableCell, ResettableRNN
 from tf_memlayers.layers.tied_embedding import TiedEmbedding
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
     "KeyValuePredictSplit",
     "NGramConcat",
     "NGramConcatCell",
+    "ResettableCell",
+    "ResettableRNN",
     "SlidingWindowAttention",
     "SlidingWindowAttentionCell",
     "TiedEmbedding",

@@ -4,6 +4,8 @@ import inspect
 
 import keras
 
+from tf_memlayers.layers.resets import check_reset, zero_where
+
 
 def flat_state_sizes(state_size):
     """A cell's `state_size` as a flat list of ints.
@@ -151,19 +153,25 @@ class MemoryCellWrapper(keras.layers.Layer):
     def compute_output_spec(self, inputs, states, training=None):
         return step_output_spec(self, inputs)
 
-    def run_cell(self, inputs, states, training=None):
-        """Runs the wrapped cell on its states.
+    def run_cell(self, inputs, states, training=None, reset=None):
+        """Runs the wrapped cell on its states, after zeroing the states (the wrapped cell's
+        and the memory) of the rows that ``reset`` marks.
 
         Args:
             inputs: A 2D tensor ``[batch, features]``, the input of the step.
             states: List of tensors, the wrapped cell's flat states followed by the memory.
             training: Optional Python boolean, passed to the wrapped cell. Default: `None`.
+            reset: Optional bool tensor ``[batch]``, true in the rows that start a new
+                document at this step. Default: `None`.
 
         Returns:
             Tuple ``(h, new_cell_states, memory)``: the wrapped cell's output, its new flat
-            states, and the memory (the last of ``states``, unchanged).
+            states, and the memory (the last of ``states``, zero in the reset rows).
         """
         states = list(states)
+        if reset is not None:
+            reset = check_reset(reset, tuple(inputs.shape)[:1], type(self).__name__)
+            states = zero_where(reset, states)
         h, new_states = call_cell(self.cell, inputs, states[:-1], training)
         return h, new_states, states[-1]
 

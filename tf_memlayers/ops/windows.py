@@ -142,3 +142,38 @@ def window_weighted_sum(weights, stream):
         band[..., block:], padded[:, 1:]
     )
     return ops.reshape(out, (batch, blocks * block, width))[:, :steps]
+
+
+class Documents:
+    """The documents of a stream with resets: which window positions share a step's document.
+
+    With ``reset`` (bool ``[B, T]``, true where a new document starts), each valid step of the
+    compacted sequence belongs to a document, numbered by the resets up to it; the carried
+    memory belongs to the document in progress at the start of the call (number 0). A window
+    position of another document than its step must read as a position before the start of
+    the stream (zero, and invalid), which is what a fresh sequence would see there. Resets at
+    masked steps are compacted past the valid steps and so change no valid step.
+
+    Args:
+        reset: Bool ``[B, T]``.
+        compaction: The `Compaction` of the call's mask.
+        window: Non-negative integer L, the length of the windows.
+    """
+
+    def __init__(self, reset, compaction, window):
+        starts = compaction.compact(ops.cast(reset, "int32"))
+        document = ops.cumsum(starts, axis=1)
+        carried = ops.repeat(ops.zeros_like(document[:, :1]), window, axis=1)
+        stream = ops.concatenate([carried, document], axis=1)
+        #: Bool ``[B, T, L]``: window position i of compacted step r is in r's document.
+        self.same = ops.equal(offset_windows(stream, window), ops.expand_dims(document, -1))
+        last = compaction.last(stream, window)
+        #: Bool ``[B, L]``: the items of the new memory that are in the last document.
+        self.last_same = ops.equal(last, last[:, -1:]) if window else last > 0
+
+    @staticmethod
+    def keep(same, items):
+        """``items`` ``[B, ..., L, ...]`` where ``same`` (``[B, ..., L]``) holds, else zero."""
+        for _ in range(len(items.shape) - len(same.shape)):
+            same = ops.expand_dims(same, -1)
+        return ops.where(same, items, ops.zeros_like(items))

@@ -203,7 +203,7 @@ class WindowAttentionMechanism:
         context = ops.einsum("...l,...ld->...d", weights, window_values)
         return context, alpha
 
-    def _attend_stream(self, key_stream, query, value_stream, valid_stream):
+    def _attend_stream(self, key_stream, query, value_stream, valid_stream, documents=None):
         """Eqs (2)-(4) for all steps at once, the parallel form of `_attend`.
 
         ``key_stream`` ``[B, L + T, a]`` (memory then steps) already projected by W^Y,
@@ -213,13 +213,23 @@ class WindowAttentionMechanism:
         query, bias and score vector each enter the graph once (the sum of the gradients of L
         separate uses of one tensor depended, in its last bits, on the order in which
         TensorFlow's executor ran them). The context is `windows.window_weighted_sum` over
-        the value stream: no ``[B, T, L, dv]`` window of values is built.
+        the value stream: no ``[B, T, L, dv]`` window of values is built. With
+        ``documents`` (a `windows.Documents`), a window position of another document than
+        its step is what a fresh stream has there: a zero key and value, and invalid.
         Returns ``(r [B, T, dv], alpha [B, T, L])``.
         """
         L = self.window
+        window_keys = windows.offset_windows(key_stream, L)
         valid = None if self.pad == "zeros" else windows.offset_windows(valid_stream, L)
-        alpha = self._window_alpha(windows.offset_windows(key_stream, L), query, valid)
+        if documents is not None:
+            window_keys = documents.keep(documents.same, window_keys)
+            if valid is not None:
+                valid = documents.keep(documents.same, valid)
+        alpha = self._window_alpha(window_keys, query, valid)
         weights = ops.cast(alpha, value_stream.dtype)
+        if documents is not None:
+            # A zero value adds nothing: drop the other documents' values from the sum.
+            weights = documents.keep(documents.same, weights)
         return windows.window_weighted_sum(weights, value_stream), alpha
 
     def _combine(self, context, predict):

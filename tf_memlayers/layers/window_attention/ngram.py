@@ -141,6 +141,10 @@ class NGramConcat(_NGram, MemorySequenceLayer):
             (e.g. the memory returned by the previous call); no gradient flows into it.
             Default: `None` (the stored memory when stateful, else zeros).
         training: Unused (accepted for API symmetry). Default: `None`.
+        reset: Optional bool tensor ``[batch, time]``, true where a new document starts: from
+            that step on, earlier outputs come only from the row's document (zeros before
+            its start, as in a sequence of its own), and the returned memory holds only the
+            last document. Resets at masked steps are ignored. Default: `None`.
 
     Inputs of another width than the layer was built for, a mask that is not
     ``[batch, time]``, and an ``initial_memory`` (or, with ``stateful=True``, a batch) of
@@ -177,8 +181,8 @@ class NGramConcat(_NGram, MemorySequenceLayer):
         self._resolve_width(width)
         self._build_ngram()
 
-    def call(self, inputs, mask=None, initial_memory=None, training=None):
-        self.check_call_inputs(inputs, mask, initial_memory)
+    def call(self, inputs, mask=None, initial_memory=None, training=None, reset=None):
+        self.check_call_inputs(inputs, mask, initial_memory, reset)
         inputs, mask = self.masked_inputs(inputs, mask)
         batch = ops.shape(inputs)[0]
         memory = self.incoming_memory(inputs, initial_memory)
@@ -187,10 +191,14 @@ class NGramConcat(_NGram, MemorySequenceLayer):
         compacted = compaction.compact(inputs)
         stream = ops.concatenate([memory, compacted], axis=1)
         previous = windows.offset_windows(stream, self.n - 2)
+        last = compaction.last(stream, self.n - 2)
+        documents = self.documents(reset, compaction, self.n - 2)
+        if documents is not None:
+            # Earlier outputs of another document are the zeros before a fresh stream.
+            previous = documents.keep(documents.same, previous)
+            last = documents.keep(documents.last_same, last)
         outputs = compaction.restore(self._ngram_output(compacted, previous))
-        new_memory = self.keep_memory(
-            ops.reshape(compaction.last(stream, self.n - 2), (batch, self.memory_size))
-        )
+        new_memory = self.keep_memory(ops.reshape(last, (batch, self.memory_size)))
         if self.return_memory:
             return outputs, new_memory
         return outputs
@@ -204,8 +212,10 @@ class NGramConcat(_NGram, MemorySequenceLayer):
             return outputs, (batch, self.memory_size_for(width))
         return outputs
 
-    def compute_output_spec(self, inputs, mask=None, initial_memory=None, training=None):
-        self.check_call_inputs(inputs, mask, initial_memory)
+    def compute_output_spec(
+        self, inputs, mask=None, initial_memory=None, training=None, reset=None
+    ):
+        self.check_call_inputs(inputs, mask, initial_memory, reset)
         shapes = self.compute_output_shape(inputs.shape)
         if self.return_memory:
             return tuple(keras.KerasTensor(shape, self.compute_dtype) for shape in shapes)
@@ -241,6 +251,10 @@ class NGramConcatCell(_NGram, MemoryCellWrapper):
         states: List of tensors, the wrapped cell's states followed by the memory of
             earlier outputs ``[batch, (N-2)*width]``.
         training: Python boolean, passed to the wrapped cell. Default: `None`.
+        reset: Optional bool tensor ``[batch]``, true in the rows where a new document
+            starts at this step: their states (the wrapped cell's and the earlier outputs)
+            are zeroed first, as at the start of a sequence. `ResettableRNN` passes it at
+            every step. Default: `None`.
 
     Example:
 
@@ -274,8 +288,8 @@ class NGramConcatCell(_NGram, MemoryCellWrapper):
         super().build(input_shape)
         self._build_ngram()
 
-    def call(self, inputs, states, training=None):
-        h, new_cell_states, memory = self.run_cell(inputs, states, training)
+    def call(self, inputs, states, training=None, reset=None):
+        h, new_cell_states, memory = self.run_cell(inputs, states, training, reset)
         previous = ops.reshape(memory, (ops.shape(h)[0], self.n - 2, self.width))
         output = self._ngram_output(h, previous)
         if self.n > 2:

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from tf_memlayers.layers.resets import check_reset
 from tf_memlayers._validation import (
     check_bool,
     check_mask_shape,
@@ -11,6 +12,7 @@ from tf_memlayers._validation import (
     check_same_batch,
     check_width,
 )
+from tf_memlayers.ops import windows
 
 
 def _shape(x):
@@ -63,13 +65,14 @@ class MemorySequenceLayer(keras.layers.Layer):
                 trainable=False,
             )
 
-    def check_call_inputs(self, inputs, mask=None, initial_memory=None):
+    def check_call_inputs(self, inputs, mask=None, initial_memory=None, reset=None):
         """Checks the shapes of the call arguments (known dimensions only).
 
         Args:
             inputs: Tensor (or array) ``[batch, time, width]``.
             mask: Optional tensor ``[batch, time]``. Default: `None`.
             initial_memory: Optional tensor ``[batch, memory_size]``. Default: `None`.
+            reset: Optional bool tensor ``[batch, time]``. Default: `None`.
 
         Returns:
             Tuple, the shape of ``inputs``.
@@ -94,6 +97,8 @@ class MemorySequenceLayer(keras.layers.Layer):
                     "initial_memory", memory_shape, memory_size, "the layer's memory_size", owner
                 )
             check_same_batch("initial_memory", memory_shape, "inputs", shape, owner)
+        if reset is not None:
+            check_reset(reset, shape[:2], owner)
         if self.memory is not None:
             batch = shape[0]
             if batch is not None and batch != self.memory.shape[0]:
@@ -137,6 +142,21 @@ class MemorySequenceLayer(keras.layers.Layer):
         mask = ops.cast(mask, "bool")
         inputs = ops.where(ops.expand_dims(mask, -1), inputs, ops.zeros_like(inputs))
         return inputs, mask
+
+    def documents(self, reset, compaction, window):
+        """The `windows.Documents` of a call's ``reset``, or `None` without one.
+
+        Args:
+            reset: Optional bool tensor ``[batch, time]``.
+            compaction: The `windows.Compaction` of the call's mask.
+            window: Non-negative integer, the number of earlier items a step reads.
+
+        Returns:
+            A `windows.Documents`, or `None`.
+        """
+        if reset is None:
+            return None
+        return windows.Documents(ops.convert_to_tensor(reset), compaction, window)
 
     def reset_state(self):
         """Clears the carried memory (stateful layers), e.g. between documents."""

@@ -89,6 +89,11 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
             an earlier segment (e.g. the returned memory of the previous call); no gradient
             flows into it. Default: `None` (the stored memory when stateful, else zeros).
         training: Unused (accepted for API symmetry). Default: `None`.
+        reset: Optional bool tensor ``[batch, time]``, true where a new document starts: from
+            that step on, the row attends only over its document, exactly as if the document
+            were a sequence of its own started from zero memory (the carried memory is
+            forgotten too); the returned memory holds only the last document. Resets at
+            masked steps are ignored. Default: `None`.
 
     Inputs of another width than the layer was built for, a mask that is not
     ``[batch, time]``, and an ``initial_memory`` (or, with ``stateful=True``, a batch) of
@@ -162,13 +167,14 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
         """
         return self._sizes_for(width)[1]
 
-    def call(self, inputs, mask=None, initial_memory=None, training=None):
-        self.check_call_inputs(inputs, mask, initial_memory)
+    def call(self, inputs, mask=None, initial_memory=None, training=None, reset=None):
+        self.check_call_inputs(inputs, mask, initial_memory, reset)
         inputs, mask = self.masked_inputs(inputs, mask)
         memory_keys, memory_values, memory_valid = self._unpack_memory(
             self.incoming_memory(inputs, initial_memory)
         )
         compaction = windows.Compaction(mask)
+        documents = self.documents(reset, compaction, self.window)
         key, value, predict = self._split(compaction.compact(inputs))
         real = ops.ones(ops.shape(inputs)[:2], memory_valid.dtype)
         key_stream = ops.concatenate([memory_keys, key], axis=1)
@@ -179,19 +185,20 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
             ops.matmul(key, self.query_kernel),
             value_stream,
             valid_stream,
+            documents,
         )
         outputs = compaction.restore(self._combine(context, predict))
         alpha = compaction.restore(alpha)
 
         new_memory = None
         if self.return_memory or self.stateful:
-            new_memory = self.keep_memory(
-                self._pack_memory(
-                    compaction.last(key_stream, self.window),
-                    compaction.last(value_stream, self.window),
-                    compaction.last(valid_stream, self.window),
-                )
-            )
+            last = [
+                compaction.last(stream, self.window)
+                for stream in (key_stream, value_stream, valid_stream)
+            ]
+            if documents is not None:
+                last = [documents.keep(documents.last_same, items) for items in last]
+            new_memory = self.keep_memory(self._pack_memory(*last))
         results = [outputs]
         if self.return_attention_scores:
             results.append(alpha)
@@ -209,8 +216,10 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
             shapes.append((batch, memory_size))
         return shapes[0] if len(shapes) == 1 else tuple(shapes)
 
-    def compute_output_spec(self, inputs, mask=None, initial_memory=None, training=None):
-        self.check_call_inputs(inputs, mask, initial_memory)
+    def compute_output_spec(
+        self, inputs, mask=None, initial_memory=None, training=None, reset=None
+    ):
+        self.check_call_inputs(inputs, mask, initial_memory, reset)
         shapes = self.compute_output_shape(inputs.shape)
         if not (self.return_attention_scores or self.return_memory):
             return keras.KerasTensor(shapes, self.compute_dtype)
@@ -269,6 +278,10 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
         states: List of tensors, the wrapped cell's states followed by the window memory
             ``[batch, memory_size]``.
         training: Python boolean, passed to the wrapped cell. Default: `None`.
+        reset: Optional bool tensor ``[batch]``, true in the rows where a new document
+            starts at this step: their states (the wrapped cell's and the window) are zeroed
+            first, as at the start of a sequence. `ResettableRNN` passes it at every step.
+            Default: `None`.
 
     Example:
 
@@ -319,8 +332,8 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
         super().build(input_shape)
         self._build_attention(self.cell_output_size)
 
-    def call(self, inputs, states, training=None):
-        h, new_cell_states, memory = self.run_cell(inputs, states, training)
+    def call(self, inputs, states, training=None, reset=None):
+        h, new_cell_states, memory = self.run_cell(inputs, states, training, reset)
 
         key, value, predict = self._split(h)
         memory_keys, memory_values, memory_valid = self._unpack_memory(memory)

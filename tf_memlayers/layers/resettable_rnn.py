@@ -1,0 +1,268 @@
+"""`ResettableCell` and `ResettableRNN`: in-graph per-row resets for any Keras RNN cell.
+
+See `tf_memlayers.layers.resets` for what a reset means. `scan_loop` is the loop of
+`keras.layers.RNN` with a mask and a reset per step, written in `keras.ops`, which
+`ResettableRNN` and the associative-memory layers run when a call has ``reset``.
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+from tf_memlayers._validation import check_same_batch
+from tf_memlayers.layers.memory_cell_wrapper import takes_training
+from tf_memlayers.layers.resets import check_reset, takes_reset, zero_where
+
+
+def _shape(x):
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class ResettableCell(keras.layers.Layer):
+    """Any Keras RNN cell, with a ``reset`` call argument that zeroes a row's states.
+
+    Where ``reset`` is true the cell's states are set to zero before the step, so the row
+    continues exactly as a new sequence (the zero initial state of `keras.layers.RNN`) would.
+    No weights of its own; the wrapped cell's weights, states and output are the wrapper's.
+    Run it with `ResettableRNN` to reset rows inside a sequence; `keras.layers.RNN` runs it
+    as the plain cell.
+
+    Args:
+        cell: A Keras RNN cell (e.g. `keras.layers.LSTMCell`, or
+            `keras.layers.StackedRNNCells`), whose states are zero at the start of a
+            sequence.
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
+
+    Call arguments:
+        inputs: A 2D tensor ``[batch, features]``, the input of the step.
+        states: The wrapped cell's states.
+        training: Python boolean, passed to the wrapped cell. Default: `None`.
+        reset: Optional bool tensor ``[batch]``, true in the rows whose states start again
+            at this step. Default: `None` (no row).
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from tf_memlayers import ResettableCell
+    >>> cell = ResettableCell(keras.layers.GRUCell(3))
+    >>> x = np.ones((2, 4), "float32")
+    >>> _, states = cell(x, [np.ones((2, 3), "float32")], reset=np.array([True, False]))
+    >>> fresh, _ = cell(x, [np.zeros((2, 3), "float32")])
+    >>> bool(np.allclose(states[0][0], fresh[0]))
+    True
+    """
+
+    def __init__(self, cell, **kwargs):
+        super().__init__(**kwargs)
+        if not hasattr(cell, "state_size") or not callable(cell):
+            raise TypeError(
+                f"ResettableCell: `cell` must be a Keras RNN cell with a `state_size`, got "
+                f"{cell!r}."
+            )
+        self.cell = cell
+
+    @property
+    def state_size(self):
+        return self.cell.state_size
+
+    @property
+    def output_size(self):
+        return getattr(self.cell, "output_size", None)
+
+    def build(self, input_shape):
+        if not self.cell.built:
+            self.cell.build(input_shape)
+
+    def get_initial_state(self, batch_size=None):
+        initial = getattr(self.cell, "get_initial_state", None)
+        if initial is not None:
+            return initial(batch_size=batch_size)
+        sizes = self.cell.state_size
+        sizes = list(sizes) if isinstance(sizes, (list, tuple)) else [sizes]
+        return [ops.zeros((batch_size, size), self.compute_dtype) for size in sizes]
+
+    def call(self, inputs, states, training=None, reset=None):
+        if reset is not None:
+            reset = check_reset(reset, _shape(inputs)[:1], "ResettableCell")
+            states = zero_where(reset, states)
+        kwargs = {"training": training} if takes_training(self.cell) else {}
+        return self.cell(inputs, states, **kwargs)
+
+    def get_config(self):
+        config = super().get_config()
+        config["cell"] = keras.saving.serialize_keras_object(self.cell)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["cell"] = keras.saving.deserialize_keras_object(config["cell"])
+        return cls(**config)
+
+
+def _unwrapped(cell):
+    """The cells whose dropout masks `keras.layers.RNN` prepares: through the package's
+    wrappers (`ResettableCell`, the memory cells) to the Keras cell inside."""
+    while not hasattr(cell, "get_dropout_mask") and hasattr(cell, "cell"):
+        cell = cell.cell
+    return cell
+
+
+def scan_loop(layer, sequences, initial_state, mask=None, reset=None, training=None):
+    """The loop of `keras.layers.RNN` over ``layer.cell``, with masks and resets, written
+    with `keras.ops.scan` (a Python loop with ``layer.unroll``).
+
+    A masked step keeps the states and emits the previous output (zeros with
+    ``layer.zero_output_for_mask``), as Keras's TensorFlow loop does; a step with a reset
+    passes its column of ``reset`` to the cell as ``reset``.
+
+    Args:
+        layer: A `keras.layers.RNN` (its ``cell``, ``go_backwards``, ``unroll`` and
+            ``zero_output_for_mask`` are used).
+        sequences: Tensor ``[batch, time, features]``.
+        initial_state: List of the cell's states.
+        mask: Optional bool tensor ``[batch, time]``. Default: `None`.
+        reset: Optional bool tensor ``[batch, time]``. Default: `None`.
+        training: Passed to the cell when its ``call`` takes it. Default: `None`.
+
+    Returns:
+        ``(last output, outputs [batch, time, units] in the order of processing, final
+        states)``, as Keras's loops return them.
+    """
+    cell = layer.cell
+    batch = ops.shape(sequences)[0]
+    steps = ops.transpose(sequences, (1, 0, 2))
+    if mask is None:
+        mask = ops.ones(ops.shape(sequences)[:2], "bool")
+    keep = ops.expand_dims(ops.transpose(ops.cast(mask, "bool")), -1)  # [time, batch, 1]
+    if reset is None:
+        reset = ops.zeros(ops.shape(sequences)[:2], "bool")
+    resets = ops.transpose(ops.cast(reset, "bool"))  # [time, batch]
+    if layer.go_backwards:
+        steps, keep, resets = (ops.flip(x, axis=0) for x in (steps, keep, resets))
+    kwargs = {"training": training} if takes_training(cell) else {}
+    no_output = ops.zeros((batch, cell.output_size), cell.compute_dtype)
+
+    def step(carry, step_inputs):
+        states, previous = carry
+        inputs, kept, flags = step_inputs
+        output, new_states = cell(inputs, states, reset=flags, **kwargs)
+        if not keras.tree.is_nested(new_states):
+            new_states = [new_states]
+        new_states = keras.tree.map_structure(
+            lambda new, old: ops.where(kept, new, old), list(new_states), list(states)
+        )
+        output = ops.where(kept, output, no_output if layer.zero_output_for_mask else previous)
+        # The step's outputs have the structure of the carry: TensorFlow's `ops.scan` needs
+        # that. Only the output is used.
+        return (new_states, output), (new_states, output)
+
+    carry = (list(initial_state), no_output)
+    if layer.unroll:
+        outputs = []
+        for t in range(sequences.shape[1]):
+            carry, (_, output) = step(carry, (steps[t], keep[t], resets[t]))
+            outputs.append(output)
+        outputs = ops.stack(outputs, axis=0)
+    else:
+        carry, (_, outputs) = ops.scan(step, carry, (steps, keep, resets))
+    states, last = carry
+    return last, ops.transpose(outputs, (1, 0, 2)), states
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class ResettableRNN(keras.layers.RNN):
+    """`keras.layers.RNN` with a ``reset`` call argument: rows start again mid-sequence.
+
+    Where ``reset`` is true, the row's states are zeroed before that step, so each document
+    packed into a row is computed as if it were its own sequence: for training on documents
+    packed back to back, and for streams that cross document boundaries inside one call, in
+    `fit`, under XLA and in exported models. Without ``reset`` it is `keras.layers.RNN` (the
+    same loop, weights and outputs).
+
+    The cell must take a ``reset`` call argument (the package's memory cells do); any other
+    Keras cell is wrapped in `ResettableCell`.
+
+    Args:
+        cell: A Keras RNN cell. Cells without a ``reset`` argument are wrapped in
+            `ResettableCell`.
+        **kwargs: The arguments of `keras.layers.RNN` (``return_sequences``,
+            ``return_state``, ``stateful``, ``unroll``, ``zero_output_for_mask``, ...).
+            ``go_backwards=True`` cannot be combined with ``reset`` (a document's start is
+            then the end of its steps).
+
+    Call arguments:
+        sequences: A 3D tensor ``[batch, time, features]``.
+        initial_state: Optional list of the cell's initial states. Default: `None`.
+        mask: Optional bool tensor ``[batch, time]``. Default: `None`.
+        training: Python boolean, passed to the cell. Default: `False`.
+        reset: Optional bool tensor ``[batch, time]``, true where a new document starts.
+            Default: `None`.
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from tf_memlayers import ResettableRNN
+    >>> rnn = ResettableRNN(keras.layers.LSTMCell(4), return_sequences=True)
+    >>> x = np.random.default_rng(0).normal(size=(1, 5, 3)).astype("float32")
+    >>> reset = np.array([[False, False, True, False, False]])
+    >>> packed = rnn(x, reset=reset)
+    >>> alone = rnn(x[:, 2:])
+    >>> bool(np.allclose(packed[:, 2:], alone, atol=1e-6))
+    True
+    """
+
+    def __init__(self, cell, **kwargs):
+        if not takes_reset(cell):
+            cell = ResettableCell(cell)
+        super().__init__(cell, **kwargs)
+        self._call_reset = None
+
+    def call(self, sequences, initial_state=None, mask=None, training=False, reset=None):
+        if reset is not None:
+            reset = self.checked_reset(reset, sequences)
+        self._call_reset = reset
+        try:
+            return super().call(
+                sequences, initial_state=initial_state, mask=mask, training=training
+            )
+        finally:
+            self._call_reset = None
+
+    def checked_reset(self, reset, sequences):
+        """``reset`` checked against ``sequences`` (see `check_reset`)."""
+        owner = type(self).__name__
+        if self.go_backwards:
+            raise ValueError(
+                f"{owner}: `reset` cannot be combined with go_backwards=True: a document's "
+                "first step would be read last. Reverse the documents instead."
+            )
+        shape = _shape(sequences)
+        reset = check_reset(reset, shape[:2], owner, "sequences")
+        check_same_batch("reset", _shape(reset), "sequences", shape, owner)
+        return reset
+
+    def compute_output_spec(self, sequences, initial_state=None, mask=None, training=False,
+                            reset=None):  # fmt: skip
+        if reset is not None:
+            self.checked_reset(reset, sequences)
+        return super().compute_output_spec(
+            sequences, initial_state=initial_state, mask=mask, training=training
+        )
+
+    def inner_loop(self, sequences, initial_state, mask, training=False):
+        if self._call_reset is None:
+            return super().inner_loop(sequences, initial_state, mask, training=training)
+        if not keras.tree.is_nested(initial_state):
+            initial_state = [initial_state]
+        return scan_loop(
+            self, sequences, list(initial_state), mask, self._call_reset, training
+        )
+
+    def _maybe_config_dropout_masks(self, cell, input_sequence, input_state):
+        super()._maybe_config_dropout_masks(_unwrapped(cell), input_sequence, input_state)
+
+    def _maybe_reset_dropout_masks(self, cell):
+        super()._maybe_reset_dropout_masks(_unwrapped(cell))
+
