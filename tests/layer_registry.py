@@ -35,6 +35,8 @@ from tf_memlayers.layers import (
     KeyValuePredictSplit,
     NGramConcat,
     NGramConcatCell,
+    ResettableCell,
+    ResettableRNN,
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
     TiedEmbedding,
@@ -51,6 +53,7 @@ SHARED_SUITES = (
     "layers/test_layer_journeys.py",
     "layers/test_layer_registry.py",
     "layers/test_memory_cell_wrapper.py",
+    "layers/test_resets.py",
     "ops/test_holographic.py",
     "test_backends.py",
 )
@@ -115,6 +118,13 @@ def rnn_over(cell_name, **rnn_kwargs):
         return keras.layers.RNN(cell, **rnn_kwargs, **kwargs)
 
     return make
+
+
+def _rnn_resettable(cell):
+    """`ResettableRNN` over ``cell``, written as `_rnn` writes `keras.layers.RNN`."""
+    return ResettableRNN(
+        cell, return_sequences=True, zero_output_for_mask=keras.backend.backend() != "tensorflow"
+    )
 
 
 def _tied_language_model(tokens, masked, vocabulary):
@@ -791,6 +801,101 @@ LAYERS = (
             "dual_am_gru_retrievals": (
                 lambda dtype: DualAssociativeGRU(
                     4, num_copies=2, dual_key="released", return_retrievals=True, dtype=dtype
+                ),
+                (2, 5, 4),
+                {},
+            ),
+        },
+    ),
+    Declaration(
+        ResettableCell,
+        lambda **kw: ResettableCell(keras.layers.GRUCell(4), **kw),
+        "layers/test_resettable_rnn.py",
+        not_in={
+            "output_spec": _CELL_SPEC,
+            "nan_padding": _RNN_MASKING,
+            "flags": "has no boolean arguments",
+        },
+        cells={
+            "resettable_lstm": lambda dtype=None: ResettableCell(
+                keras.layers.LSTMCell(6, dtype=dtype), dtype=dtype
+            ),
+        },
+        keras_checks={
+            "rnn_resettable_lstm": (
+                rnn_over("resettable_lstm", return_sequences=True),
+                {},
+                dict(
+                    input_shape=(2, 3, INPUT_DIM),
+                    expected_output_shape=(2, 3, 6),
+                    expected_num_trainable_weights=3,
+                    supports_masking=True,
+                ),
+            ),
+        },
+        journeys={
+            "ResettableCell": (
+                "step",
+                lambda e: _rnn(ResettableCell(keras.layers.LSTMCell(8)), return_sequences=True)(e),
+            ),
+        },
+    ),
+    Declaration(
+        ResettableRNN,
+        lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw),
+        "layers/test_resettable_rnn.py",
+        flags=_RNN_LAYER_FLAGS[1:],
+        not_in={"nan_padding": "keras.layers.RNN's masking, which promises nothing about NaN"},
+        keras_checks={
+            "resettable_rnn": (
+                lambda **kw: ResettableRNN(
+                    keras.layers.LSTMCell(5, dtype=kw.get("dtype")), return_sequences=True, **kw
+                ),
+                {},
+                dict(
+                    input_shape=(2, 3, INPUT_DIM),
+                    expected_output_shape=(2, 3, 5),
+                    expected_num_trainable_weights=3,
+                    supports_masking=True,
+                ),
+            ),
+            "resettable_rnn_window_cell": (
+                lambda **kw: ResettableRNN(
+                    SlidingWindowAttentionCell(
+                        keras.layers.LSTMCell(6, dtype=kw.get("dtype")),
+                        window=2,
+                        mode="key_value",
+                        dtype=kw.get("dtype"),
+                    ),
+                    return_state=True,
+                    **kw,
+                ),
+                {},
+                dict(
+                    input_shape=(2, 3, INPUT_DIM),
+                    expected_output_shape=((2, 3), (2, 6), (2, 6), (2, 2 * 7)),
+                    expected_num_trainable_weights=3 + 5,
+                    supports_masking=True,
+                ),
+            ),
+        },
+        journeys={
+            "ResettableRNN": (
+                "step",
+                lambda e: _rnn_resettable(keras.layers.LSTMCell(8))(e),
+            ),
+        },
+        output_spec={
+            "resettable_rnn": (
+                lambda dtype: ResettableRNN(
+                    keras.layers.GRUCell(5, dtype=dtype), return_sequences=True, dtype=dtype
+                ),
+                (2, 5, 4),
+                {},
+            ),
+            "resettable_rnn_state": (
+                lambda dtype: ResettableRNN(
+                    keras.layers.LSTMCell(5, dtype=dtype), return_state=True, dtype=dtype
                 ),
                 (2, 5, 4),
                 {},

@@ -19,7 +19,7 @@ def split_reference(h, mode, sizes):
 
 
 def window_attention_reference(
-    h, weights, mode, sizes, window, pad="mask", mask=None, memory=None
+    h, weights, mode, sizes, window, pad="mask", mask=None, memory=None, reset=None
 ):
     """Outputs ``[B, T, units]``, attention ``[B, T, L]`` and the final history of each row.
 
@@ -28,6 +28,8 @@ def window_attention_reference(
         weights: dict with memory_kernel, query_kernel, score_vector, context_kernel,
             predict_kernel and optionally memory_bias, output_bias (NumPy arrays).
         memory: optional per-row list of L ``(key, value, valid)`` triples, oldest first.
+        reset: optional bool ``[B, T]``: at a valid step where it is true, the history starts
+            again empty, as at the start of a stream without memory.
     """
     B, T, _ = h.shape
     WY, Wh, w = weights["memory_kernel"], weights["query_kernel"], weights["score_vector"]
@@ -47,6 +49,8 @@ def window_attention_reference(
         for t in range(T):
             if mask is not None and not mask[b, t]:
                 continue
+            if reset is not None and reset[b, t]:
+                history = [(np.zeros(key_size), np.zeros(value_size), 0.0)] * window
             k, v, p = split_reference(h[b, t], mode, sizes)
             recent = history[-window:]
             keys = np.stack([item[0] for item in recent])
@@ -71,8 +75,9 @@ def window_attention_reference(
     return outputs, attention, histories
 
 
-def ngram_reference(h, kernel, n, sizes, bias=0.0, mask=None, memory=None):
-    """Eq. (13): outputs ``[B, T, units]`` and each row's last N-2 valid outputs."""
+def ngram_reference(h, kernel, n, sizes, bias=0.0, mask=None, memory=None, reset=None):
+    """Eq. (13): outputs ``[B, T, units]`` and each row's last N-2 valid outputs; at a valid
+    step where ``reset`` (bool ``[B, T]``) is true the earlier outputs are zeros again."""
     B, T, W = h.shape
     bounds = np.cumsum([0, *sizes])
     outputs = np.zeros((B, T, kernel.shape[1]))
@@ -82,6 +87,8 @@ def ngram_reference(h, kernel, n, sizes, bias=0.0, mask=None, memory=None):
         for t in range(T):
             if mask is not None and not mask[b, t]:
                 continue
+            if reset is not None and reset[b, t]:
+                history = [np.zeros(W)] * (n - 2)
             sequence = history + [h[b, t]]  # ..., h_{t-1}, h_t
             feature = np.concatenate(
                 [sequence[-i][bounds[i - 1] : bounds[i]] for i in range(1, n)]

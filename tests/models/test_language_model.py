@@ -516,3 +516,27 @@ def test_every_memory_kind_builds_both_forms_with_the_same_weight_roles(kind):
     roles = [sorted(weight_role(w.path) for w in model.trainable_weights) for model in models]
     assert all(r == roles[0] for r in roles)
     assert any(role.startswith("memory/") for role in roles[0]) == (memory.layer is not None)
+
+
+@pytest.mark.parametrize("kind", sorted(MEMORY_KINDS))
+@pytest.mark.parametrize("form", ["parallel", "cell"])
+def test_resets_model_on_packed_documents_equals_each_document_alone(kind, form):
+    """``resets=True``: a row of documents packed back to back scores each document as the
+    same model scores it alone, from fresh states."""
+    keras.utils.set_random_seed(4)
+    options = dict(kind=kind, hidden=12, embedding_dim=6, window=3, ngram=3, layers=2,
+                   stateful=False, seq_len=None, form=form, init_scale=0.5)  # fmt: skip
+    packed_model = build_language_model(30, resets=True, **options)
+    plain = build_language_model(30, **options)
+    plain.set_weights(packed_model.get_weights())
+    rng = np.random.default_rng(1)
+    tokens = rng.integers(1, 30, size=(2, 12)).astype("int32")
+    reset = np.zeros((2, 12), bool)
+    reset[0, [4, 9]] = True
+    reset[1, 6] = True
+    logits = np.asarray(packed_model({"tokens": tokens, "reset": reset}))
+    for row, bounds in ((0, [0, 4, 9, 12]), (1, [0, 6, 12])):
+        for start, stop in zip(bounds[:-1], bounds[1:]):
+            alone = np.asarray(plain(tokens[row : row + 1, start:stop]))[0]
+            np.testing.assert_allclose(logits[row, start:stop], alone, atol=1e-5, rtol=0)
+    assert not np.allclose(logits, np.asarray(plain(tokens)), atol=1e-4)

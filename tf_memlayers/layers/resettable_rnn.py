@@ -1,17 +1,29 @@
 """`ResettableCell` and `ResettableRNN`: in-graph per-row resets for any Keras RNN cell.
 
-See `tf_memlayers.layers.resets` for what a reset means. `scan_loop` is the loop of
-`keras.layers.RNN` with a mask and a reset per step, written in `keras.ops`, which
-`ResettableRNN` and the associative-memory layers run when a call has ``reset``.
+See `tf_memlayers.layers.resets` for what a reset means. `ResettableRNN` runs Keras's own
+loop with each step's reset flag riding along as an extra input column; `scan_loop` is the
+same loop written with `keras.ops.scan`, for layers that keep TensorFlow's masking on the
+other backends.
 """
 
 import keras
 import numpy as np
 from keras import ops
 
-from tf_memlayers._validation import check_same_batch
+from tf_memlayers._validation import check_bool, check_same_batch
 from tf_memlayers.layers.memory_cell_wrapper import takes_training
 from tf_memlayers.layers.resets import check_reset, takes_reset, zero_where
+
+
+# The boolean arguments of `keras.layers.RNN`.
+RNN_FLAGS = (
+    "return_sequences",
+    "return_state",
+    "go_backwards",
+    "stateful",
+    "unroll",
+    "zero_output_for_mask",
+)
 
 
 def _shape(x):
@@ -54,6 +66,9 @@ class ResettableCell(keras.layers.Layer):
     """
 
     def __init__(self, cell, **kwargs):
+        if kwargs.get("dtype") is None and isinstance(cell, keras.layers.Layer):
+            # The states are the wrapped cell's, so is their dtype.
+            kwargs["dtype"] = cell.dtype_policy
         super().__init__(**kwargs)
         if not hasattr(cell, "state_size") or not callable(cell):
             raise TypeError(
@@ -171,6 +186,20 @@ def scan_loop(layer, sequences, initial_state, mask=None, reset=None, training=N
     return last, ops.transpose(outputs, (1, 0, 2)), states
 
 
+class _StepWithReset:
+    """Stands in for a cell inside `keras.layers.RNN.inner_loop` while a call has a reset:
+    splits the reset flag off the step's inputs (their last column) and calls the cell with
+    it. Not a layer, so the loop passes no ``training``; this passes the call's own."""
+
+    def __init__(self, cell, training):
+        self.cell = cell
+        self.kwargs = {"training": training} if takes_training(cell) else {}
+
+    def __call__(self, inputs, states):
+        flags = inputs[..., -1] > 0.5
+        return self.cell(inputs[..., :-1], states, reset=flags, **self.kwargs)
+
+
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class ResettableRNN(keras.layers.RNN):
     """`keras.layers.RNN` with a ``reset`` call argument: rows start again mid-sequence.
@@ -214,6 +243,9 @@ class ResettableRNN(keras.layers.RNN):
     """
 
     def __init__(self, cell, **kwargs):
+        for name in RNN_FLAGS:
+            if name in kwargs:
+                kwargs[name] = check_bool(name, kwargs[name], type(self).__name__)
         if not takes_reset(cell):
             cell = ResettableCell(cell)
         super().__init__(cell, **kwargs)
@@ -252,13 +284,21 @@ class ResettableRNN(keras.layers.RNN):
         )
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
-        if self._call_reset is None:
+        reset = self._call_reset
+        if reset is None:
             return super().inner_loop(sequences, initial_state, mask, training=training)
-        if not keras.tree.is_nested(initial_state):
-            initial_state = [initial_state]
-        return scan_loop(
-            self, sequences, list(initial_state), mask, self._call_reset, training
+        # Keras's own loop (XLA-ready on TensorFlow, with its masking on every backend), over
+        # the steps with their reset flag as one more input column, which `_StepWithReset`
+        # hands to the cell as its ``reset`` argument.
+        marked = ops.concatenate(
+            [sequences, ops.expand_dims(ops.cast(reset, sequences.dtype), -1)], axis=-1
         )
+        cell = self.cell
+        object.__setattr__(self, "cell", _StepWithReset(cell, training))
+        try:
+            return super().inner_loop(marked, initial_state, mask, training=training)
+        finally:
+            object.__setattr__(self, "cell", cell)
 
     def _maybe_config_dropout_masks(self, cell, input_sequence, input_state):
         super()._maybe_config_dropout_masks(_unwrapped(cell), input_sequence, input_state)

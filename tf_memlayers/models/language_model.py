@@ -25,11 +25,12 @@ from typing import Callable
 
 import keras
 
-from tf_memlayers._validation import check_choice, check_int, check_optional_int
+from tf_memlayers._validation import check_bool, check_choice, check_int, check_optional_int
 from tf_memlayers.initializers import ForgetGateBias
 from tf_memlayers.layers import (
     NGramConcat,
     NGramConcatCell,
+    ResettableRNN,
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
     TiedEmbedding,
@@ -194,6 +195,7 @@ def build_language_model(
     pad="mask",
     use_bias=False,
     return_attention_scores=False,
+    resets=False,
     name=None,
 ):
     """Builds a word-level LSTM language model with an optional memory layer on top.
@@ -257,6 +259,13 @@ def build_language_model(
         return_attention_scores: Boolean, (default `False`), whether to also output the
             attention weights ``[batch, seq_len, window]`` (parallel attention kinds only;
             used by probe models).
+        resets: Boolean, (default `False`), whether the model takes a second input,
+            ``reset`` (bool ``[batch, seq_len]``, true where a new document starts), and
+            starts each row's LSTM states and memory again there, inside the graph: for
+            documents packed back to back in each row (`tf_memlayers.data.lm_batches` with
+            ``pack=True``). The inputs are then a dict ``{"tokens", "reset"}``, and the LSTM
+            layers are `ResettableRNN` over an `LSTMCell` (the same weights, in the same
+            order, as `keras.layers.LSTM`).
         name: Optional string, the model name. Default: `None` (``"<kind>_language_model"``).
 
     Returns:
@@ -291,6 +300,7 @@ def build_language_model(
             f"`tie_weights=True` with kind='lstm' needs `hidden` == `embedding_dim`; got "
             f"hidden={hidden}, embedding_dim={embedding_dim}."
         )
+    resets = check_bool("resets", resets)
     init = keras.initializers.RandomUniform(-init_scale, init_scale)
     units = _default_units(kind, hidden, ngram, sizes, units, tie_weights, embedding_dim)
     memory = MEMORY_KINDS[kind]
@@ -299,13 +309,24 @@ def build_language_model(
         memory_args.update(window=window, attention_units=attention_units, pad=pad)
 
     tokens = keras.Input((seq_len,), batch_size=batch_size, dtype="int32", name="tokens")
+    reset = None
+    if resets:
+        reset = keras.Input((seq_len,), batch_size=batch_size, dtype="bool", name="reset")
+    starts = {} if reset is None else {"reset": reset}
+
+    def lstm(name):
+        if reset is None:
+            return _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, name)
+        cell = _lstm_cell(hidden, init, forget_bias, recurrent_dropout, "lstm_cell")
+        return ResettableRNN(cell, return_sequences=True, stateful=stateful, name=name)
+
     embedding_type = TiedEmbedding if tie_weights else keras.layers.Embedding
     embedding = embedding_type(
         vocabulary_size, embedding_dim, embeddings_initializer=init, name="embedding"
     )
     x = _dropout(embedding(tokens), dropout, variational_dropout, "embedding_dropout")
     for i in range(layers - 1):
-        x = _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, f"lstm_{i}")(x)
+        x = lstm(f"lstm_{i}")(x, **starts)
         x = _dropout(x, dropout, variational_dropout, f"lstm_{i}_dropout")
     top = f"lstm_{layers - 1}"
     scores = None
@@ -314,13 +335,16 @@ def build_language_model(
             _lstm_cell(hidden, init, forget_bias, recurrent_dropout, top), units, ngram,
             **memory_args,
         )  # fmt: skip
-        x = keras.layers.RNN(cell, return_sequences=True, stateful=stateful, name=f"{kind}_rnn")(x)
+        rnn_type = keras.layers.RNN if reset is None else ResettableRNN
+        x = rnn_type(cell, return_sequences=True, stateful=stateful, name=f"{kind}_rnn")(
+            x, **starts
+        )
     else:
-        x = _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, top)(x)
+        x = lstm(top)(x, **starts)
         if return_attention_scores:  # an attention kind: checked above
             memory_args["return_attention_scores"] = True
         if memory.layer is not None:
-            x = memory.layer(units, ngram, stateful, **memory_args)(x)
+            x = memory.layer(units, ngram, stateful, **memory_args)(x, **starts)
         if return_attention_scores:
             x, scores = x
     x = _dropout(x, dropout, variational_dropout, "output_dropout")
@@ -329,7 +353,8 @@ def build_language_model(
     else:
         logits = keras.layers.Dense(vocabulary_size, kernel_initializer=init, name="softmax")(x)
     outputs = logits if scores is None else [logits, scores]
-    return keras.Model(tokens, outputs, name=name or f"{kind}_language_model")
+    inputs = tokens if reset is None else {"tokens": tokens, "reset": reset}
+    return keras.Model(inputs, outputs, name=name or f"{kind}_language_model")
 
 
 OPTIMIZERS = ("adam", "sgd")

@@ -1,0 +1,186 @@
+"""`ResettableCell` and `ResettableRNN`: any Keras cell with in-graph per-row resets."""
+
+import keras
+import numpy as np
+import pytest
+
+from conftest import BACKEND, tensorflow_only
+from tf_memlayers import ResettableCell, ResettableRNN
+
+RNG = np.random.default_rng(3)
+B, T, F = 3, 10, 5
+
+
+def _resets():
+    reset = np.zeros((B, T), bool)
+    reset[0, [2, 6]] = True
+    reset[1, 0] = True
+    return reset
+
+
+def _documents(reset, row):
+    starts = sorted({0, *np.flatnonzero(reset[row])})
+    return list(zip(starts, [*starts[1:], reset.shape[1]]))
+
+
+CELLS = {
+    "lstm": lambda: keras.layers.LSTMCell(4),
+    "gru": lambda: keras.layers.GRUCell(4),
+    "stacked": lambda: keras.layers.StackedRNNCells(
+        [keras.layers.LSTMCell(3), keras.layers.GRUCell(4)]
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CELLS))
+@pytest.mark.parametrize("unroll", [False, True])
+def test_packed_documents_equal_separate_runs(float64_policy, name, unroll):
+    rnn = ResettableRNN(CELLS[name](), return_sequences=True, return_state=True, unroll=unroll)
+    x = RNG.normal(size=(B, T, F))
+    reset = _resets()
+    outputs, *states = rnn(x, reset=reset)
+    for row in range(B):
+        for start, stop in _documents(reset, row):
+            alone, *alone_states = rnn(x[row : row + 1, start:stop])
+            np.testing.assert_allclose(np.asarray(outputs)[row, start:stop],
+                                       np.asarray(alone)[0], atol=1e-12, rtol=0)  # fmt: skip
+        for state, alone_state in zip(keras.tree.flatten(states), keras.tree.flatten(alone_states)):
+            np.testing.assert_allclose(np.asarray(state)[row], np.asarray(alone_state)[0],
+                                       atol=1e-12, rtol=0)  # fmt: skip
+
+
+def test_without_reset_it_is_keras_rnn_and_lstm(float64_policy):
+    x = RNG.normal(size=(B, T, F))
+    rnn = ResettableRNN(keras.layers.LSTMCell(4), return_sequences=True)
+    lstm = keras.layers.LSTM(4, return_sequences=True)
+    lstm.build(x.shape)
+    rnn.build(x.shape)
+    rnn.set_weights(lstm.get_weights())
+    np.testing.assert_allclose(np.asarray(rnn(x)), np.asarray(lstm(x)), atol=1e-12, rtol=0)
+    # An all-false reset is the same computation through the reset loop.
+    no_reset = np.zeros((B, T), bool)
+    np.testing.assert_allclose(np.asarray(rnn(x, reset=no_reset)), np.asarray(lstm(x)),
+                               atol=1e-12, rtol=0)  # fmt: skip
+
+
+def test_masks_with_resets_keep_states_over_padding(float64_policy):
+    x = RNG.normal(size=(B, T, F))
+    reset = _resets()
+    mask = np.ones((B, T), bool)
+    mask[0, [2, 4]] = False  # the reset at the masked step 2 is ignored
+    mask[2, 7:] = False
+    rnn = ResettableRNN(keras.layers.GRUCell(4), return_sequences=True,
+                        zero_output_for_mask=True)  # fmt: skip
+    outputs = np.asarray(rnn(x, mask=mask, reset=reset))
+    # Row 0: the documents of valid steps are [0, 1, 3, 5] (no reset at 2) and [6 ..].
+    kept = [0, 1, 3, 5]
+    first = np.asarray(rnn(x[:1, kept]))[0]
+    np.testing.assert_allclose(outputs[0, kept], first, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(outputs[0, 6:], np.asarray(rnn(x[:1, 6:]))[0], atol=1e-12)
+    assert np.all(outputs[0, [2, 4]] == 0) and np.all(outputs[2, 7:] == 0)
+
+
+def test_initial_state_is_forgotten_at_a_reset_only(float64_policy):
+    x = RNG.normal(size=(B, T, F))
+    rnn = ResettableRNN(keras.layers.LSTMCell(4), return_sequences=True)
+    initial = [RNG.normal(size=(B, 4)), RNG.normal(size=(B, 4))]
+    reset = np.zeros((B, T), bool)
+    reset[0, 0] = True
+    outputs = np.asarray(rnn(x, initial_state=initial, reset=reset))
+    np.testing.assert_allclose(outputs[0], np.asarray(rnn(x[:1]))[0], atol=1e-12)
+    np.testing.assert_allclose(outputs[1:], np.asarray(rnn(x, initial_state=initial))[1:],
+                               atol=1e-12)  # fmt: skip
+
+
+def test_stateful_segments_with_resets_equal_one_run(float64_policy):
+    x = RNG.normal(size=(B, T, F))
+    reset = _resets()
+    whole = ResettableRNN(keras.layers.LSTMCell(4), return_sequences=True)
+    expected = np.asarray(whole(x, reset=reset))
+    stateful = ResettableRNN(keras.layers.LSTMCell(4), return_sequences=True, stateful=True)
+    stateful.build((B, None, F))
+    stateful.set_weights(whole.get_weights())
+    parts = [stateful(x[:, a:b], reset=reset[:, a:b]) for a, b in ((0, 4), (4, 7), (7, T))]
+    np.testing.assert_allclose(np.concatenate([np.asarray(p) for p in parts], axis=1), expected,
+                               atol=1e-12, rtol=0)  # fmt: skip
+
+
+def _model(dropout=0.0):
+    tokens = keras.Input((None,), dtype="int32", name="tokens")
+    reset = keras.Input((None,), dtype="bool", name="reset")
+    embedded = keras.layers.Embedding(20, 6, mask_zero=True)(tokens)
+    cell = keras.layers.LSTMCell(8, dropout=dropout, recurrent_dropout=dropout)
+    features = ResettableRNN(cell, return_sequences=True)(embedded, reset=reset)
+    logits = keras.layers.Dense(20)(features)
+    return keras.Model({"tokens": tokens, "reset": reset}, logits)
+
+
+def _data(batch=7, steps=6):
+    tokens = RNG.integers(1, 20, size=(batch, steps)).astype("int32")
+    tokens[0, -2:] = 0
+    reset = RNG.random((batch, steps)) < 0.3
+    targets = RNG.integers(0, 20, size=(batch, steps)).astype("int32")
+    return {"tokens": tokens, "reset": reset}, targets
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_fit_with_a_partial_last_batch_and_keras_file_round_trip(tmp_path, dropout):
+    model = _model(dropout)
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=BACKEND != "torch")  # fmt: skip
+    inputs, targets = _data()
+    history = model.fit(inputs, targets, batch_size=3, epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    expected = model.predict(inputs, verbose=0)
+    path = tmp_path / "resettable.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    np.testing.assert_allclose(loaded.predict(inputs, verbose=0), expected, atol=1e-6)
+    # The reset reaches the loop: other resets give other outputs.
+    flipped = dict(inputs, reset=~inputs["reset"])
+    assert not np.allclose(loaded.predict(flipped, verbose=0), expected, atol=1e-4)
+
+
+def test_mixed_float16_matches_float32():
+    x = RNG.normal(size=(B, T, F)).astype("float32")
+    reset = _resets()
+    rnn = ResettableRNN(keras.layers.GRUCell(4), return_sequences=True)
+    expected = np.asarray(rnn(x, reset=reset))
+    half = ResettableRNN(keras.layers.GRUCell(4, dtype="mixed_float16"), return_sequences=True,
+                         dtype="mixed_float16")  # fmt: skip
+    half.build(x.shape)
+    half.set_weights(rnn.get_weights())
+    np.testing.assert_allclose(np.asarray(half(x, reset=reset)).astype("float32"), expected,
+                               atol=1e-2)  # fmt: skip
+
+
+@tensorflow_only("exports a SavedModel")
+def test_export_keeps_the_reset_input(tmp_path):
+    import tensorflow as tf
+
+    model = _model()
+    inputs, _ = _data()
+    expected = model.predict(inputs, verbose=0)
+    model.export(str(tmp_path / "served"), verbose=False)
+    served = tf.saved_model.load(str(tmp_path / "served"))
+    outputs = served.serve({"tokens": tf.constant(inputs["tokens"]),
+                            "reset": tf.constant(inputs["reset"])})  # fmt: skip
+    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-5)
+
+
+def test_cells_without_reset_are_wrapped_and_configs_round_trip():
+    rnn = ResettableRNN(keras.layers.GRUCell(4), return_sequences=True)
+    assert isinstance(rnn.cell, ResettableCell)
+    again = ResettableRNN.from_config(rnn.get_config())
+    assert isinstance(again.cell, ResettableCell)
+    assert isinstance(again.cell.cell, keras.layers.GRUCell)
+    assert again.return_sequences
+    cell = ResettableCell(keras.layers.LSTMCell(3), name="wrapped")
+    clone = ResettableCell.from_config(cell.get_config())
+    assert clone.name == "wrapped" and clone.cell.units == 3
+    assert clone.state_size == cell.cell.state_size
+
+
+def test_a_non_cell_is_refused():
+    with pytest.raises(TypeError, match="ResettableCell: `cell` must be a Keras RNN cell"):
+        ResettableCell(keras.layers.Dense(3))
