@@ -255,12 +255,25 @@ class ResettableRNN(keras.layers.RNN):
         if reset is not None:
             reset = self.checked_reset(reset, sequences)
         self._call_reset = reset
+        inner = _unwrapped(self.cell)
+        dropout = inner is not self.cell and hasattr(inner, "get_dropout_mask")
+        if dropout:
+            # `keras.layers.RNN` draws the dropout masks of a cell once per call, before its
+            # loop, but only of a cell it sees; do it for the cell inside the wrapper.
+            inner.get_dropout_mask(sequences[:, 0])
+            first_state = keras.tree.flatten(inner.state_size)[0]
+            inner.get_recurrent_dropout_mask(
+                ops.zeros((ops.shape(sequences)[0], first_state), inner.compute_dtype)
+            )
         try:
             return super().call(
                 sequences, initial_state=initial_state, mask=mask, training=training
             )
         finally:
             self._call_reset = None
+            if dropout:
+                inner.reset_dropout_mask()
+                inner.reset_recurrent_dropout_mask()
 
     def checked_reset(self, reset, sequences):
         """``reset`` checked against ``sequences`` (see `check_reset`)."""
@@ -300,9 +313,4 @@ class ResettableRNN(keras.layers.RNN):
         finally:
             object.__setattr__(self, "cell", cell)
 
-    def _maybe_config_dropout_masks(self, cell, input_sequence, input_state):
-        super()._maybe_config_dropout_masks(_unwrapped(cell), input_sequence, input_state)
-
-    def _maybe_reset_dropout_masks(self, cell):
-        super()._maybe_reset_dropout_masks(_unwrapped(cell))
 
