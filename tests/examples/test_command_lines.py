@@ -376,6 +376,7 @@ BENCHMARK_BAD = [
     ("benchmarks.papers.lm_real_data", ["--hidden", "0"], "--hidden"),
     ("benchmarks.papers.lm_real_data", ["--seq-len", "0"], "--seq-len"),
     ("benchmarks.speed.lm_throughput", ["--rounds", "0"], "--rounds"),
+    ("benchmarks.speed.lm_packing", ["--repeats", "0"], "--repeats"),
     ("benchmarks.speed.lm_throughput", ["--vocab", "1"], "--vocab"),
     ("benchmarks.papers.snli_real_data", ["--learning-rate", "nan"], "--learning-rate"),
     ("benchmarks.papers.snli_real_data", ["--units", "0"], "--units"),

@@ -5,7 +5,7 @@ import numpy as np
 from tf_memlayers.callbacks.state_reset import StateResetCallback
 
 
-def takes_reset(model):
+def has_reset_input(model):
     """Whether ``model`` takes the ``reset`` input of `build_language_model(resets=True)`.
 
     Args:
@@ -33,7 +33,7 @@ def check_batches_fit_model(model, batches):
     Raises:
         ValueError: If packed batches meet a model without resets, or the other way round.
     """
-    if batches.packed != takes_reset(model):
+    if batches.packed != has_reset_input(model):
         have = "packed" if batches.packed else "padded"
         need = "resets=True" if batches.packed else "resets=False"
         raise ValueError(
