@@ -11,8 +11,10 @@ the plain LSTM language model at a small size, it times ``model.fit`` on the fir
 training batches of each layout (stateful, XLA, the state resets of each layout in the
 loop): one untimed pass that traces and compiles, then ``--repeats`` passes, the layouts
 interleaved so that load on a shared machine hits both alike. It reports the median seconds per
-batch, the real target tokens per second over the timed batches, and what a whole training
-epoch takes (the split's batches at the median step time) with its target tokens per second.
+batch, the packed step over the padded one (the median over passes of the ratio within a pass,
+which cancels load that changes between passes), the real target tokens per second over the
+timed batches, and what a whole training epoch takes (the split's batches at the median step
+time) with its target tokens per second. The machine's load average is saved with the results.
 The packed model runs Keras's own RNN loop over the LSTM cell (`ResettableRNN`), the padded
 model `keras.layers.LSTM`; the step times show what that costs.
 
@@ -49,6 +51,7 @@ COLUMNS = [
     ("valid_padding", "padding, valid"),
     ("train_batches", "train batches"),
     ("step_ms", "median step (ms)"),
+    ("step_ratio", "step × padded"),
     ("tokens_per_second", "target tokens/s (timed batches)"),
     ("epoch_minutes", "minutes per epoch"),
     ("epoch_tokens_per_second", "target tokens/s (epoch)"),
@@ -130,7 +133,10 @@ def measure(corpus, args):
     }
     for run in runners.values():  # trace and compile
         run()
+    load_before = os.getloadavg()[0]
     samples = timing.interleaved(runners, args.repeats)
+    load_after = os.getloadavg()[0]
+    ratios = timing.median_ratio(samples, "padded")  # both layouts time `steps` batches
     rows = []
     for layout in LAYOUTS:
         step = statistics.median(samples[layout]) / 1000 / timed[layout].num_batches
@@ -144,6 +150,7 @@ def measure(corpus, args):
             "train_batches": train.num_batches,
             "timed_targets": timed[layout].num_targets,
             "step_ms": 1000 * step,
+            "step_ratio": ratios[layout],
             "step_ms_range": [min(samples[layout]) / timed[layout].num_batches,
                               max(samples[layout]) / timed[layout].num_batches],
             "tokens_per_second": round(timed[layout].num_targets / step
@@ -161,6 +168,7 @@ def measure(corpus, args):
         "model": "lstm",
         "settings": settings,
         "cpus": os.cpu_count(),
+        "load_average": [round(load_before, 2), round(load_after, 2)],
         "rows": rows,
     }
 
@@ -178,8 +186,10 @@ def write_docs(results):
         f"{s['hidden']}, batch {s['batch_size']}, {s['seq_len']} steps, "
         f"{results['vocabulary']}-word softmax, stateful, XLA): ``model.fit`` on the first "
         f"{s['steps']} training batches, median of {s['repeats']} interleaved passes after a "
-        f"compiling pass, on {results['cpus']} CPU cores; an epoch is the split's batches at "
-        f"that median step.",
+        f"compiling pass, on {results['cpus']} CPU cores (load average "
+        f"{results['load_average'][0]:g} before the timed passes, "
+        f"{results['load_average'][1]:g} after: a shared machine); an epoch is the split's "
+        f"batches at that median step.",
         insert_after="lm-throughput",
     )
 
@@ -201,9 +211,9 @@ def parse_args(argv=None):
                         help="rows per batch")
     parser.add_argument("--seq-len", type=options.positive_int, default=20,
                         help="truncated-BPTT length")
-    parser.add_argument("--steps", type=options.positive_int, default=40,
+    parser.add_argument("--steps", type=options.positive_int, default=20,
                         help="training batches per timed pass")
-    parser.add_argument("--repeats", type=options.positive_int, default=3,
+    parser.add_argument("--repeats", type=options.positive_int, default=7,
                         help="timed passes per layout")
     parser.add_argument("--seed", type=options.non_negative_int, default=0,
                         help="random seed of the weights")

@@ -37,6 +37,8 @@ def test_reports_padding_and_speed_of_both_layouts(packing, tmp_path, monkeypatc
         assert 0 < row["timed_targets"] <= 3 * 4 * 6
         low, high = row["step_ms_range"]
         assert low <= row["step_ms"] <= high
+    assert padded["step_ratio"] == 1 and packed["step_ratio"] > 0
+    assert len(results["load_average"]) == 2
     text = page.read_text()
     assert ".. BEGIN GENERATED: lm-packing" in text and "packed" in text
 

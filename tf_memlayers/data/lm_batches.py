@@ -90,9 +90,8 @@ class BPTTBatches:
             A `BPTTBatches`.
         """
         num_batches = check_int("num_batches", num_batches, 1)
-        return BPTTBatches(
-            *(None if a is None else a[:num_batches] for a in dataclasses.astuple(self))
-        )
+        arrays = (getattr(self, field.name) for field in dataclasses.fields(self))
+        return BPTTBatches(*(None if a is None else a[:num_batches] for a in arrays))
 
     def dataset(self, prefetch=tf.data.AUTOTUNE):
         """A `tf.data.Dataset` of ``(inputs, targets, weights)`` batches, in order.
