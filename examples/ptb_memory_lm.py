@@ -236,9 +236,8 @@ def parse_args(argv=None):
     if args.prompt is not None and not args.generate:
         parser.error("argument --prompt: is continued by --generate N; give it too")
     if args.pack and args.no_document_resets:
-        parser.error("argument --pack: restarts the model at each document, which "
-                     "--no-document-resets does not have (each split is one stream); give one "
-                     "of them")
+        parser.error("argument --pack: packs documents with a restart at each one, but "
+                     "--no-document-resets reads each split as one stream; give one of them")
     return args
 
 
