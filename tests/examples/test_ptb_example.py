@@ -198,9 +198,10 @@ def test_pack_on_one_document_trains_and_scores_as_padding_does(tmp_path, capsys
 
 
 def test_pack_trains_attention_on_documents_back_to_back(tmp_path, capsys):
-    argv = [*TINY, "--model", "attention", "--epochs", "1", "--pack",
+    argv = [*TINY, "--model", "attention", "--epochs", "1", "--pack", "--generate", "3",
             "--workdir", str(tmp_path / "run")]  # fmt: skip
     metrics = example.main(argv)
+    assert len(metrics["generation"]["generated"].split()) == 3  # the step model of it
     corpus = example.load_data(example.parse_args(TINY))
     assert corpus.train.num_documents > 1 and metrics["pack"]
     assert metrics["train_tokens_per_epoch"] == corpus.train.num_tokens - 1
