@@ -44,6 +44,7 @@ from benchmarks.docs_tables import add_update_docs_option, update_docs  # noqa: 
 
 RESULTS = ROOT / "benchmarks" / "results" / "lm_packing.json"
 LAYOUTS = ("padded", "packed")
+SPLITS = ("train", "valid", "test")
 DOCS_BLOCK = "lm-packing"
 COLUMNS = [
     ("layout", "layout"),
@@ -85,14 +86,11 @@ def layouts(corpus, args):
     """``{layout: {split: BPTTBatches}}`` of both layouts."""
     from tf_memlayers.data.lm_batches import make_bptt_batches
 
-    return {
-        layout: {
-            split: make_bptt_batches(corpus.split(split), args.batch_size, args.seq_len,
-                                     pack=layout == "packed")  # fmt: skip
-            for split in ("train", "valid", "test")
-        }
-        for layout in LAYOUTS
-    }
+    def split_batches(split, layout):
+        stream = corpus.split(split)
+        return make_bptt_batches(stream, args.batch_size, args.seq_len, pack=layout == "packed")
+
+    return {layout: {split: split_batches(split, layout) for split in SPLITS} for layout in LAYOUTS}
 
 
 def build(vocabulary_size, packed, args):
@@ -162,8 +160,7 @@ def measure(corpus, args):
                 ("hidden", "batch_size", "seq_len", "steps", "repeats", "seed")}  # fmt: skip
     return {
         "corpus": corpus.name,
-        "documents": {split: corpus.split(split).num_documents
-                      for split in ("train", "valid", "test")},  # fmt: skip
+        "documents": {split: corpus.split(split).num_documents for split in SPLITS},
         "vocabulary": vocabulary_size,
         "model": "lstm",
         "settings": settings,
