@@ -5,7 +5,9 @@ Trains an LSTM language model with one of the memory layers of *Frustratingly Sh
 Spans in Neural Language Modeling* on top (``--model lstm | attention | key_value |
 key_value_predict | ngram``), with truncated BPTT over consecutive batches, states reset at
 the start of every epoch and at document boundaries, and reports validation and test
-perplexity (exp of the mean negative log-likelihood over all target tokens) as JSON.
+perplexity (exp of the mean negative log-likelihood over all target tokens) as JSON. Each
+document starts at a segment boundary (padded to it), or, with ``--pack``, documents follow
+each other back to back and the model restarts its rows inside the graph where one starts.
 
 Data: ``--data-dir`` holding Penn Treebank (``ptb.{train,valid,test}.txt``), WikiText-2
 (``wiki.{train,valid,test}.tokens``, optionally .gz) or the Children's Book Test
@@ -34,6 +36,7 @@ Example::
     python examples/ptb_memory_lm.py --model lstm     # the baseline on the same data
     python examples/ptb_memory_lm.py --model ngram --data-dir ../shared/data/ptb
     python examples/ptb_memory_lm.py --config zaremba-small --data-dir ../shared/data/ptb
+    python examples/ptb_memory_lm.py --model lstm --pack --data-dir ../shared/data/wikitext2
     tensorboard --logdir runs/ptb_memory_lm        # all runs side by side
 """
 
@@ -86,6 +89,9 @@ PTB_RUN_OPTIONS = (
     *RUN_OPTIONS, "metrics_file", "probe_sentence", "probe_length", "generate", "prompt",
     "temperature", "generate_seed",
 )  # fmt: skip
+# Options added after runs were named: they enter a run's settings (and its directory's
+# digest) only when given, so earlier command lines keep their run directories.
+PTB_ADDED_OPTIONS = ("pack",)
 
 
 BASE_DEFAULTS = {
@@ -164,6 +170,10 @@ def parse_args(argv=None):
                          metavar="RATE", help="dropout rate on the LSTM's recurrent state")
     options.add_argument(model, "--tie-weights", action="store_true",
                          help="share the input embedding with the output layer")
+    options.add_argument(model, "--pack", action="store_true",
+                         help="pack documents back to back in each row, the model restarting "
+                         "a row's states inside the graph where a document starts, instead "
+                         "of padding each document to a segment start")
     options.add_option(model, "init_scale", default=d["init_scale"], preset=True,
                        help="weights start uniform in ±this")
     options.add_argument(model, "--forget-bias", type=options.number_in(), default=d["forget_bias"],
@@ -225,6 +235,9 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.prompt is not None and not args.generate:
         parser.error("argument --prompt: is continued by --generate N; give it too")
+    if args.pack and args.no_document_resets:
+        parser.error("argument --pack: packs documents with a restart at each one, but "
+                     "--no-document-resets reads each split as one stream; give one of them")
     return args
 
 
@@ -307,7 +320,9 @@ def probe_inputs(args, corpus, valid):
 
 def make_callbacks(args, workdir, corpus, train, valid, strategy, extra_callbacks=()):
     """The run's callbacks; the last one backs the run up (`resumable_callbacks`)."""
-    settings = resolved_settings(args, {"corpus": corpus.name}, PTB_RUN_OPTIONS)
+    settings = resolved_settings(
+        args, {"corpus": corpus.name}, PTB_RUN_OPTIONS, PTB_ADDED_OPTIONS
+    )
     callbacks = [
         StateResetCallback(train.resets, valid.resets),
         EpochLearningRate(args.learning_rate, args.lr_decay, args.full_rate_epochs),
@@ -336,12 +351,7 @@ def make_callbacks(args, workdir, corpus, train, valid, strategy, extra_callback
 
 
 def truncate(batches, limit):
-    if limit is None or limit >= batches.num_batches:
-        return batches
-    return lm_batches.BPTTBatches(
-        batches.inputs[:limit], batches.targets[:limit], batches.weights[:limit],
-        batches.resets[:limit],
-    )
+    return batches if limit is None else batches.take(limit)
 
 
 def last_logged(history, key):
@@ -371,12 +381,14 @@ def run(args, extra_callbacks=()):
     # The options already hold the preset's values; the corpus is what --data-dir resolved to.
     resolved = {"corpus": corpus.name}
     workdir = pathlib.Path(
-        run_workdir(args, DEFAULT_ROOT, args.model, PTB_RUN_OPTIONS, resolved=resolved)
+        run_workdir(args, DEFAULT_ROOT, args.model, PTB_RUN_OPTIONS, resolved=resolved,
+                    added_options=PTB_ADDED_OPTIONS)
     )
     documents = not args.no_document_resets
     split_batches = {
         split: lm_batches.make_bptt_batches(
-            corpus.split(split), args.batch_size, args.seq_len, reset_at_documents=documents
+            corpus.split(split), args.batch_size, args.seq_len, reset_at_documents=documents,
+            pack=args.pack,
         )
         for split in token_streams.SPLITS
     }
@@ -388,6 +400,7 @@ def run(args, extra_callbacks=()):
             seq_len=args.seq_len,
             stateful=True,
             form=args.form,
+            resets=args.pack,
         )
         compile_language_model(
             model,
@@ -436,6 +449,8 @@ def run(args, extra_callbacks=()):
             "last_epoch_learning_rate": last_logged(history, "learning_rate"),
             "train_batches_per_epoch": train.num_batches,
             "train_tokens_per_epoch": int(train.num_targets),
+            "pack": args.pack,
+            "train_padding_fraction": round(train.padding_fraction, 6),
             "valid_perplexity": results["valid"]["perplexity"],
             "test_perplexity": results["test"]["perplexity"],
             "valid_tokens": results["valid"]["tokens"],
@@ -447,7 +462,7 @@ def run(args, extra_callbacks=()):
             metrics["generation"] = generated_text(args, model, corpus, prompt)
             print(f"{metrics['generation']['prompt']} >> {metrics['generation']['generated']}")
         write_metrics(metrics, args.metrics_file if is_chief(strategy) else None)
-        settings = resolved_settings(args, resolved, PTB_RUN_OPTIONS)
+        settings = resolved_settings(args, resolved, PTB_RUN_OPTIONS, PTB_ADDED_OPTIONS)
         log_hparams(rundir / "logs", settings, {
             "valid_perplexity": metrics["valid_perplexity"],
             "test_perplexity": metrics["test_perplexity"],

@@ -52,6 +52,7 @@ SUPPORT_MODULES = [
     "tf_memlayers.callbacks.learning_rate",
     "tf_memlayers.callbacks.state_reset",
     "tf_memlayers.callbacks.window_attention",
+    "tf_memlayers.data.lm_batches",
 ]
 
 

@@ -13,18 +13,30 @@ from tf_memlayers.callbacks.run_files import plain_json
 RUN_OPTIONS = ("epochs", "verbose", "workdir", "strategy", "jit", "no_jit")
 
 
-def run_settings(args, run_options=RUN_OPTIONS):
+def run_settings(args, run_options=RUN_OPTIONS, added_options=()):
     """The parsed command-line options that define a run (all but ``run_options``).
 
     Args:
         args: an `argparse.Namespace` (or a dict).
         run_options: option names left out.
+        added_options: names of options that define a run only when set to other values
+            than their defaults (known when ``args`` is a
+            `examples.harness.options.ParsedOptions`): options added to a script after runs
+            were named, so that the command lines without them keep their settings, and
+            their run directories.
 
     Returns:
         A dict with JSON values (paths and other objects as strings), sorted by name.
     """
     values = args if isinstance(args, dict) else vars(args)
-    return plain_json({k: v for k, v in sorted(values.items()) if k not in run_options})
+    defaults = getattr(args, "defaults", None) or {}
+    at_default = {
+        name for name in added_options
+        if name in values and name in defaults and values[name] == defaults[name]
+    }  # fmt: skip
+    return plain_json(
+        {k: v for k, v in sorted(values.items()) if k not in run_options and k not in at_default}
+    )
 
 
 def _readable(value):
@@ -65,28 +77,31 @@ def run_directory(root, settings, label=None, changed=None):
     return os.path.join(root, run_name(settings, label, changed))
 
 
-def changed_options(args, run_options=RUN_OPTIONS):
+def changed_options(args, run_options=RUN_OPTIONS, added_options=()):
     """The options of ``args`` (`run_settings`) whose values differ from the parser's
     defaults (known when ``args`` is a `examples.harness.options.ParsedOptions`)."""
     defaults = getattr(args, "defaults", None) or {}
     return {
         name: value
-        for name, value in run_settings(args, run_options).items()
+        for name, value in run_settings(args, run_options, added_options).items()
         if name in defaults and value != plain_json(defaults[name])
     }
 
 
-def resolved_settings(args, resolved=None, run_options=RUN_OPTIONS):
+def resolved_settings(args, resolved=None, run_options=RUN_OPTIONS, added_options=()):
     """`run_settings` with the values options resolved to (e.g. ``source="auto"`` →
     ``"generated"``, ``learning_rate=None`` → ``0.003``) put in their place."""
-    return dict(run_settings(args, run_options), **plain_json(dict(resolved or {})))
+    settings = run_settings(args, run_options, added_options)
+    return dict(settings, **plain_json(dict(resolved or {})))
 
 
-def run_workdir(args, default_root, label=None, run_options=RUN_OPTIONS, resolved=None):
+def run_workdir(args, default_root, label=None, run_options=RUN_OPTIONS, resolved=None,
+                added_options=()):  # fmt: skip
     """``args.workdir`` if given, else `run_directory` under ``default_root``: named after
     ``label`` and the options changed from their defaults, with a digest of the resolved
-    settings (`resolved_settings`)."""
+    settings (`resolved_settings`; ``added_options`` as in `run_settings`)."""
     if args.workdir:
         return str(args.workdir)
-    settings = resolved_settings(args, resolved, run_options)
-    return run_directory(default_root, settings, label, changed_options(args, run_options))
+    settings = resolved_settings(args, resolved, run_options, added_options)
+    changed = changed_options(args, run_options, added_options)
+    return run_directory(default_root, settings, label, changed)

@@ -5,6 +5,7 @@ import gzip
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tf_memlayers.data import cbt, lm_corpora, ptb, wikitext2
 from tf_memlayers.data.generated_lm import generate_copy_corpus
@@ -267,3 +268,101 @@ def test_bptt_rejects_bad_arguments():
         make_bptt_batches(TokenStream(np.arange(1), np.array([0])), 2, 3)
     with pytest.raises(ValueError, match="document_starts"):
         TokenStream(np.arange(5), np.array([1, 3]))
+
+
+# --- Packed documents ------------------------------------------------------------------------
+
+
+def _flat_rows(array):
+    """``array`` ``[num_batches, batch_size, seq_len]`` as the rows it lays out, one after the
+    other: ``[batch_size * num_batches * seq_len]``."""
+    return array.swapaxes(0, 1).reshape(-1)
+
+
+@pytest.mark.parametrize("batch_size,seq_len", [(3, 5), (1, 4), (4, 1), (2, 40)])
+def test_packed_layout_holds_every_pair_once_in_order_with_padding_only_at_the_tail(
+    batch_size, seq_len
+):
+    ids = np.arange(1, 101, dtype=np.int32)  # token t + 1 at position t: pairs are (t+1, t+2)
+    starts = np.array([0, 13, 40, 41, 77, 98])
+    batches = make_bptt_batches(TokenStream(ids, starts), batch_size, seq_len, pack=True)
+    assert batches.packed and batches.inputs.shape[1:] == (batch_size, seq_len)
+    assert batches.num_targets == 99
+    # Read row by row, the layout is the stream itself, then padding with weight 0.
+    inputs, targets = _flat_rows(batches.inputs), _flat_rows(batches.targets)
+    weights = _flat_rows(batches.weights)
+    np.testing.assert_array_equal(inputs[:99], ids[:-1])
+    np.testing.assert_array_equal(targets[:99], ids[1:])
+    np.testing.assert_array_equal(weights[:99], 1.0)
+    assert not weights[99:].any() and not inputs[99:].any() and not targets[99:].any()
+    # Fewer than one segment per row of padding: no row is longer than it needs to be.
+    assert len(weights) - 99 < batch_size * seq_len
+    assert batches.padding_fraction == pytest.approx((len(weights) - 99) / len(weights))
+    # Rows are contiguous: row b of batch i + 1 continues row b of batch i.
+    for i in range(batches.num_batches - 1):
+        for b in range(batch_size):
+            if batches.weights[i + 1, b, 0]:
+                assert batches.inputs[i + 1, b, 0] == batches.inputs[i, b, -1] + 1
+
+
+def test_packed_reset_mask_marks_exactly_the_document_starts():
+    ids = np.arange(100, dtype=np.int32)  # the input at a position is its stream offset
+    starts = np.array([0, 13, 40, 41, 77, 98])
+    batches = make_bptt_batches(TokenStream(ids, starts), 3, 5, pack=True)
+    assert batches.reset_mask.shape == batches.inputs.shape
+    assert batches.reset_mask.dtype == bool
+    marked = batches.inputs[batches.reset_mask]
+    assert sorted(marked.tolist()) == starts.tolist()
+    assert (batches.weights[batches.reset_mask] == 1).all()  # never on padding
+    # The host has nothing to clear: the model restarts the rows itself.
+    assert batches.resets.shape == (batches.num_batches, 3) and not batches.resets.any()
+    # A document starting at the last token has no pair to read it: nothing to mark.
+    last = make_bptt_batches(TokenStream(ids, np.array([0, 99])), 3, 5, pack=True)
+    assert last.inputs[last.reset_mask].tolist() == [0]
+
+
+def test_packing_leaves_a_one_document_stream_as_it_was():
+    ids = np.arange(1, 201, dtype=np.int32)
+    stream = TokenStream(ids, np.array([0]))
+    padded = make_bptt_batches(stream, 4, 7)
+    packed = make_bptt_batches(stream, 4, 7, pack=True)
+    for name in ("inputs", "targets", "weights"):
+        np.testing.assert_array_equal(getattr(packed, name), getattr(padded, name))
+    assert packed.padding_fraction == padded.padding_fraction
+    assert packed.reset_mask.sum() == 1 and packed.reset_mask[0, 0, 0]
+    assert padded.reset_mask is None and not padded.packed
+
+
+def test_packing_removes_the_padding_between_documents():
+    corpus = generate_copy_corpus(3000, 300, 300, num_words=20, sentences_per_document=3)
+    stream = corpus.train
+    assert stream.num_documents > 10
+    padded = make_bptt_batches(stream, 4, 9)
+    packed = make_bptt_batches(stream, 4, 9, pack=True)
+    assert packed.num_targets == padded.num_targets == stream.num_tokens - 1
+    assert _pairs(packed) == _pairs(padded)
+    assert packed.padding_fraction < padded.padding_fraction
+    assert packed.num_batches <= padded.num_batches
+    # Without document resets, packing marks only the start of the stream.
+    flat = make_bptt_batches(stream, 4, 9, reset_at_documents=False, pack=True)
+    assert flat.reset_mask.sum() == 1
+
+
+def test_packed_dataset_yields_tokens_and_reset_mask():
+    corpus = generate_copy_corpus(2000, 200, 200, num_words=20, sentences_per_document=2)
+    batches = make_bptt_batches(corpus.train, 4, 6, pack=True)
+    dataset = batches.dataset()
+    assert set(dataset.element_spec[0]) == {"tokens", "reset"}
+    assert dataset.element_spec[0]["reset"].dtype == tf.bool
+    for i, (x, y, w) in enumerate(dataset.as_numpy_iterator()):
+        np.testing.assert_array_equal(x["tokens"], batches.inputs[i])
+        np.testing.assert_array_equal(x["reset"], batches.reset_mask[i])
+        np.testing.assert_array_equal(y, batches.targets[i])
+        np.testing.assert_array_equal(w, batches.weights[i])
+    assert i + 1 == batches.num_batches
+    first = batches.take(2)
+    assert first.num_batches == 2 and first.packed
+    np.testing.assert_array_equal(first.reset_mask, batches.reset_mask[:2])
+    assert batches.take(10_000).num_batches == batches.num_batches
+    with pytest.raises(TypeError, match="`pack` must be a bool"):
+        make_bptt_batches(corpus.train, 4, 6, pack="yes")

@@ -99,6 +99,7 @@ SPECIFIC_BAD = {
         (["--max-train-batches", "0"], "--max-train-batches"),
         (["--config", "zaremba-tiny"], "--config"),
         (["--metrics-file", "/nonexistent/metrics.json"], "--metrics-file"),
+        (["--pack", "--no-document-resets"], "--pack"),
     ],
     "fill_last_word_cache": [
         (["--max-length", "1"], "--max-length"),
@@ -333,6 +334,7 @@ def test_ptb_script_names_a_bad_probe_sentence_and_workdir(tmp_path):
         ("ptb_memory_lm", ["--generate", "-2"], "--generate"),
         ("ptb_memory_lm", ["--temperature", "-1"], "--temperature"),
         ("ptb_memory_lm", ["--prompt", "the cat"], "--prompt"),
+        ("ptb_memory_lm", ["--no-document-resets", "--pack"], "--pack"),
         ("fill_last_word_cache", ["--data-dir", "/nonexistent"], "--data-dir"),
     ],
 )
@@ -374,6 +376,7 @@ BENCHMARK_BAD = [
     ("benchmarks.papers.lm_real_data", ["--hidden", "0"], "--hidden"),
     ("benchmarks.papers.lm_real_data", ["--seq-len", "0"], "--seq-len"),
     ("benchmarks.speed.lm_throughput", ["--rounds", "0"], "--rounds"),
+    ("benchmarks.speed.lm_packing", ["--repeats", "0"], "--repeats"),
     ("benchmarks.speed.lm_throughput", ["--vocab", "1"], "--vocab"),
     ("benchmarks.papers.snli_real_data", ["--learning-rate", "nan"], "--learning-rate"),
     ("benchmarks.papers.snli_real_data", ["--units", "0"], "--units"),

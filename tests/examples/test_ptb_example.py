@@ -173,3 +173,62 @@ def test_a_finished_run_generates_from_its_trained_model(tmp_path, capsys):
     expected = generate(build_step_model(model), corpus.vocabulary.encode(prompt.split())[None],
                         6, temperature=0)  # fmt: skip
     assert words == corpus.vocabulary.decode(expected[0])
+
+
+def _write_ptb_files(folder, seed=0):
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(30)] + ["<unk>"]
+    for split, lines in (("train", 300), ("valid", 40), ("test", 40)):
+        text = "".join(" " + " ".join(rng.choice(words, 8)) + " \n" for _ in range(lines))
+        (folder / f"ptb.{split}.txt").write_text(text)
+
+
+def test_pack_on_one_document_trains_and_scores_as_padding_does(tmp_path, capsys):
+    # PTB is one document: packing changes nothing in the batches, and the model with
+    # in-graph resets has the same weights as the plain one, so the runs agree.
+    _write_ptb_files(tmp_path)
+    argv = [*TINY, "--model", "lstm", "--epochs", "1", "--data-dir", str(tmp_path)]
+    padded = example.main([*argv, "--workdir", str(tmp_path / "padded")])
+    packed = example.main([*argv, "--pack", "--workdir", str(tmp_path / "packed")])
+    assert packed["pack"] and not padded["pack"]
+    assert packed["train_padding_fraction"] == padded["train_padding_fraction"]
+    assert packed["valid_tokens"] == padded["valid_tokens"] == 40 * 9 - 1
+    for key in ("valid_perplexity", "test_perplexity"):
+        np.testing.assert_allclose(packed[key], padded[key], rtol=1e-5)
+
+
+def test_pack_trains_attention_on_documents_back_to_back(tmp_path, capsys):
+    argv = [*TINY, "--model", "attention", "--epochs", "1", "--pack", "--generate", "3",
+            "--workdir", str(tmp_path / "run")]  # fmt: skip
+    metrics = example.main(argv)
+    assert len(metrics["generation"]["generated"].split()) == 3  # the step model of it
+    corpus = example.load_data(example.parse_args(TINY))
+    assert corpus.train.num_documents > 1 and metrics["pack"]
+    assert metrics["train_tokens_per_epoch"] == corpus.train.num_tokens - 1
+    assert metrics["valid_tokens"] == corpus.valid.num_tokens - 1
+    for split in ("valid", "test"):
+        assert 1.0 < metrics[f"{split}_perplexity"] < len(corpus.vocabulary)
+    model = keras.saving.load_model(tmp_path / "run" / "last.keras")
+    assert set(model.input) == {"tokens", "reset"}
+
+
+def test_pack_names_its_own_run_directory_and_leaves_the_others_as_they_were():
+    from examples.harness.run_directory import resolved_settings, run_workdir
+
+    def workdir(argv):
+        args = example.parse_args(argv)
+        return run_workdir(args, example.DEFAULT_ROOT, args.model, example.PTB_RUN_OPTIONS,
+                           resolved={"corpus": "ptb"}, added_options=example.PTB_ADDED_OPTIONS)
+
+    plain = example.parse_args(["--model", "lstm"])
+    settings = resolved_settings(plain, {"corpus": "ptb"}, example.PTB_RUN_OPTIONS,
+                                 example.PTB_ADDED_OPTIONS)  # fmt: skip
+    # Without --pack the settings, and so the digest, are those of the options before it.
+    assert "pack" not in settings
+    assert settings == resolved_settings(
+        {k: v for k, v in vars(plain).items() if k != "pack"}, {"corpus": "ptb"},
+        example.PTB_RUN_OPTIONS,
+    )  # fmt: skip
+    packed = workdir(["--model", "lstm", "--pack"])
+    assert "pack=True" in packed and packed != workdir(["--model", "lstm"])
+    assert workdir(["--model", "lstm"]) == workdir(["--model", "lstm"])

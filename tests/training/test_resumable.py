@@ -73,6 +73,20 @@ def test_run_names_show_the_changed_options_and_a_digest_of_the_resolved_setting
                                resolved={"learning_rate": 3e-3})
 
 
+def test_an_added_option_defines_a_run_only_when_given():
+    parser = _parser()
+    parser.add_argument("--pack", action="store_true")
+    before = run_workdir(_parser().parse_args([]), "runs", "gru")  # the script without --pack
+    args = parser.parse_args([])
+    assert run_settings(args, added_options=("pack",)) == run_settings(_parser().parse_args([]))
+    assert run_workdir(args, "runs", "gru", added_options=("pack",)) == before
+    assert run_workdir(args, "runs", "gru") != before  # counted as any option, it would move
+    given = parser.parse_args(["--pack"])
+    assert run_settings(given, added_options=("pack",))["pack"] is True
+    packed = run_workdir(given, "runs", "gru", added_options=("pack",))
+    assert packed.startswith("runs/gru-pack=True-") and packed != before
+
+
 def test_a_run_with_other_settings_is_refused(tmp_path):
     check_run_settings(str(tmp_path), {"units": 8, "kind": "gru"})
     assert json.loads((tmp_path / "settings.json").read_text()) == {"kind": "gru", "units": 8}
