@@ -77,8 +77,6 @@ SPECIFIC_BAD = {
         (["--embeddings", "/nonexistent/glove.txt"], "--embeddings"),
         (["--source", "files"], "--source"),
         (["--download", "--source", "generated"], "--download"),
-        (["--fused-loop", "--model", "gru"], "--fused-loop"),
-        (["--fused-loop", "--dual-key", "released"], "--fused-loop"),
     ],
     "ptb_memory_lm": [
         (["--dropout", "1.5"], "--dropout"),
@@ -132,6 +130,24 @@ def test_a_data_dir_without_the_corpus_files_is_refused_when_parsed(examples, ca
     (tmp_path / "notes.txt").write_text("nothing here\n")
     line = _error_line(capsys, examples[name].parse_args, ["--data-dir", str(tmp_path)])
     assert "error: argument --data-dir" in line and str(tmp_path) in line
+
+
+# Combinations the (Dual) AM-GRU layers refuse to run fused, and the end of their message.
+FUSED_LOOP_REFUSED = [
+    (["--fused-loop", "--model", "gru"], "kind='gru' has none"),
+    (["--fused-loop", "--dual-key", "released"], "dual_key='paper' only"),
+]
+
+
+@pytest.mark.parametrize("argv,message", FUSED_LOOP_REFUSED)
+def test_snli_reports_a_fused_loop_the_layers_refuse_with_their_message(
+    examples, capsys, argv, message
+):
+    example = examples["snli_dual_am_gru"]
+    line = _error_line(
+        capsys, lambda argv: example.build_model(example.parse_args(argv), 20, None, 0.05), argv
+    )  # fmt: skip
+    assert "error: argument --fused-loop: " in line and message in line
 
 
 def test_fill_names_the_evaluation_file_it_lacks(examples, capsys, tmp_path):
@@ -352,6 +368,20 @@ def test_script_exits_2_with_one_error_line(name, argv, option):
     # "All log messages before absl::InitializeLog()" and CUDA-stub lines of builds without
     # a GPU driver).
     assert result.stderr.strip().splitlines() == errors
+
+
+@pytest.mark.parametrize("argv,message", FUSED_LOOP_REFUSED)
+def test_snli_script_exits_2_when_the_layers_refuse_the_fused_loop(tmp_path, argv, message):
+    tiny = ["--source", "generated", "--train-size", "small", "--max-train", "50", "--units",
+            "8", "--copies", "2", "--workdir", str(tmp_path / "run")]  # fmt: skip
+    result = _run_script("snli_dual_am_gru", argv + tiny)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "METRICS" not in result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("snli_dual_am_gru.py: error: argument --fused-loop: ")
+    assert message in lines[0]
+    assert not (tmp_path / "run").exists()  # refused before the run started
 
 
 # --- benchmarks ------------------------------------------------------------------------------

@@ -37,11 +37,19 @@ def test_help_runs_as_a_script():
 @pytest.mark.parametrize(
     "argv,fused",
     [([], True), (["--model", "am_gru"], True), (["--dual-key", "released"], False),
-     (["--model", "gru"], False), (["--no-fused-loop"], False), (["--fused-loop"], True)],
+     (["--model", "gru"], False), (["--no-fused-loop"], False), (["--fused-loop"], True),
+     (["--model", "am_gru", "--no-fused-loop"], False)],
 )
 def test_the_fused_loop_is_the_default_where_it_applies(argv, fused):
     example = _load_example()
-    assert example.uses_fused_loop(example.parse_args(argv)) is fused
+    args = example.parse_args(argv + ["--units", "8", "--copies", "2"])
+    model = example.build_model(args, 20, None, 0.05)
+    assert example.runs_fused_loop(model) is fused
+    # The option reaches the layers as given; without it the layers choose ("auto").
+    encoder = model.get_layer("encoder")
+    given = {"--fused-loop": True, "--no-fused-loop": False}
+    expected = next((given[flag] for flag in argv if flag in given), "auto")
+    assert encoder.fused_loop == expected
 
 
 def test_default_run_directory_is_one_per_configuration(tmp_path, monkeypatch):
