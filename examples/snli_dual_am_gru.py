@@ -54,7 +54,11 @@ from tf_memlayers.training import (  # noqa: E402
     worker_directory,
     write_metrics,
 )
-from examples.harness.run_directory import resolved_settings, run_workdir  # noqa: E402
+from examples.harness.run_directory import (  # noqa: E402
+    recorded_names,
+    resolved_settings,
+    run_workdir,
+)
 from examples.harness import options  # noqa: E402
 
 
@@ -97,7 +101,7 @@ def parse_args(argv=None):
     options.add_argument(data, "--freeze-embeddings", action="store_true",
                          help="keep the word vectors fixed")
     model = parser.add_argument_group("model")
-    options.add_option(model, "model", default="dual_am_gru", dest="kind", choices=KINDS,
+    options.add_option(model, "model", default="dual_am_gru", choices=KINDS,
                        help="layer 1: gru, am_gru (associative memory GRU) or dual_am_gru "
                        "(AM-GRU over the premise, Dual AM-GRU over the hypothesis)")
     options.add_option(model, "units", default=100, help="size of layer 1 (the paper: 100 "
@@ -158,7 +162,7 @@ def build_model(args, vocabulary_size, matrix, init_scale):
     with refused:
         return build_snli_model(
             vocabulary_size,
-            kind=args.kind,
+            kind=args.model,
             units=args.units,
             top_units=args.top_units,
             embedding_dim=args.embedding_dim,
@@ -171,6 +175,24 @@ def build_model(args, vocabulary_size, matrix, init_scale):
             init_scale=init_scale,
             fused_loop=fused_loop,
         )
+
+
+# The run settings (digest, directory name, the settings a resumed run is checked against)
+# record ``--model`` as ``kind``, the name run directories hold it by.
+RECORDED_NAMES = {"model": "kind"}
+
+
+def run_settings(args, resolved):
+    """The settings the run computes with (`resolved_settings`), under their recorded names."""
+    return resolved_settings(recorded_names(args, RECORDED_NAMES), resolved)
+
+
+def run_directory(args, resolved):
+    """``--workdir``, or the run's own directory under ``runs/snli_dual_am_gru/``: named after
+    the model and the options changed from their defaults, with a digest of the settings
+    (`run_workdir`, under the recorded names)."""
+    root = os.path.join("runs", "snli_dual_am_gru")
+    return run_workdir(recorded_names(args, RECORDED_NAMES), root, args.model, resolved=resolved)
 
 
 def runs_fused_loop(model):
@@ -236,8 +258,7 @@ def main(argv=None, extra_callbacks=()):
     # loop by float rounding.
     resolved = dict(source=source, init_scale=init_scale, learning_rate=learning_rate,
                     fused_loop=runs_fused_loop(model))  # fmt: skip
-    workdir = run_workdir(args, os.path.join("runs", "snli_dual_am_gru"), args.kind,
-                          resolved=resolved)
+    workdir = run_directory(args, resolved)
     print(f"source={source} train={len(splits['train'])} dev={len(splits['dev'])} "
           f"test={len(splits['test'])} vocabulary={len(vocabulary)} pretrained={found} "
           f"workdir={workdir}",
@@ -251,7 +272,7 @@ def main(argv=None, extra_callbacks=()):
             rundir,
             monitor="val_accuracy",
             mode="max",
-            settings=resolved_settings(args, resolved),
+            settings=run_settings(args, resolved),
             callbacks=[
                 halve_learning_rate_callback(
                     state_path=os.path.join(rundir, "learning_rate.json")
@@ -280,7 +301,7 @@ def main(argv=None, extra_callbacks=()):
         test = evaluate(model, test_data, verbose=args.verbose)
         labels = np.array([e.label for e in splits["test"]])
         metrics = {
-            "kind": args.kind,
+            "kind": args.model,
             "source": source,
             "workdir": workdir,
             "train_pairs": len(splits["train"]),
@@ -294,7 +315,7 @@ def main(argv=None, extra_callbacks=()):
             "seconds": round(time.time() - started, 1),
         }
         write_metrics(metrics, os.path.join(rundir, "metrics.json"))
-        log_hparams(log_dir, resolved_settings(args, resolved), {
+        log_hparams(log_dir, run_settings(args, resolved), {
             "test_accuracy": metrics["test_accuracy"],
             "best_dev_accuracy": max(metrics["dev_accuracy"], default=0.0),
         })  # fmt: skip

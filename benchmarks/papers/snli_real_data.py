@@ -133,8 +133,10 @@ def parse_args(argv=None):
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS),
+    parser.add_argument("--models", nargs="+", choices=KINDS, default=list(KINDS),
                         help="the models to train")
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, dest="models",
+                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # old spelling
     parser.add_argument("--seeds", nargs="+", type=options.non_negative_int,
                         default=[123, 124, 125], help="one run per model and seed")
     parser.add_argument("--epochs", type=options.positive_int, default=10, help="epochs per run")
@@ -184,11 +186,11 @@ def main(argv=None):
     if args.from_results:
         return results_file.render(args.results, write_docs_table)
     results = ResultsFile(args.results, {name: getattr(args, name) for name in SETTINGS},
-                          summarise=lambda runs: summarise(runs, args.kinds))  # fmt: skip
+                          summarise=lambda runs: summarise(runs, args.models))  # fmt: skip
     report = results.resume()
     # The embedding matrix's random rows (words without a GloVe vector) use the first seed.
     splits, vocabulary, matrix, report["data"] = load_data(args.seeds[0])
-    for kind, seed in results.missing(report, [(k, s) for s in args.seeds for k in args.kinds]):
+    for kind, seed in results.missing(report, [(k, s) for s in args.seeds for k in args.models]):
         results.add(report, run(kind, seed, splits, vocabulary, matrix, args))
         print(json.dumps(report["runs"][-1]), flush=True)
     results.finish(report, write_docs_table if args.update_docs else None)

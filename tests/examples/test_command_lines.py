@@ -54,7 +54,6 @@ COMMON_BAD = [
     (["--learning-rate", "0"], "--learning-rate"),
     (["--learning-rate", "nan"], "--learning-rate"),
     (["--learning-rate", "inf"], "--learning-rate"),
-    (["--units", "0"], "--units"),
     (["--batch-size", "0"], "--batch-size"),
     (["--embedding-dim", "0"], "--embedding-dim"),
     (["--seed", "-1"], "--seed"),
@@ -65,6 +64,7 @@ COMMON_BAD = [
 ]
 SPECIFIC_BAD = {
     "snli_dual_am_gru": [
+        (["--units", "0"], "--units"),
         (["--dropout", "1"], "--dropout"),
         (["--clip-norm", "-5"], "--clip-norm"),
         (["--init-scale", "0"], "--init-scale"),
@@ -79,6 +79,7 @@ SPECIFIC_BAD = {
         (["--download", "--source", "generated"], "--download"),
     ],
     "ptb_memory_lm": [
+        (["--hidden", "0"], "--hidden"),
         (["--dropout", "1.5"], "--dropout"),
         (["--clip-norm", "-5"], "--clip-norm"),
         (["--init-scale", "-0.1"], "--init-scale"),
@@ -99,6 +100,7 @@ SPECIFIC_BAD = {
         (["--metrics-file", "/nonexistent/metrics.json"], "--metrics-file"),
     ],
     "fill_last_word_cache": [
+        (["--hidden", "0"], "--hidden"),
         (["--max-length", "1"], "--max-length"),
         (["--max-train", "0"], "--max-train"),
         (["--max-vocabulary", "1"], "--max-vocabulary"),
@@ -162,11 +164,14 @@ def test_fill_names_the_evaluation_file_it_lacks(examples, capsys, tmp_path):
 @pytest.mark.parametrize(
     "name,argv,attribute,value,new_spelling",
     [
-        ("snli_dual_am_gru", ["--kind", "gru"], "kind", "gru", "--model"),
-        ("ptb_memory_lm", ["--hidden", "16"], "hidden", 16, "--units"),
+        ("snli_dual_am_gru", ["--kind", "gru"], "model", "gru", "--model"),
+        ("snli_dual_am_gru", ["--hidden", "16"], "units", 16, "--units"),
+        ("ptb_memory_lm", ["--units", "16"], "hidden", 16, "--hidden"),
+        ("ptb_memory_lm", ["--hidden-units", "16"], "hidden", 16, "--hidden"),
         ("ptb_memory_lm", ["--clipnorm", "0"], "clip_norm", 0.0, "--clip-norm"),
         ("ptb_memory_lm", ["--no-jit"], "jit", False, None),
-        ("fill_last_word_cache", ["--hidden-units", "8"], "hidden_units", 8, "--units"),
+        ("fill_last_word_cache", ["--hidden-units", "8"], "hidden", 8, "--hidden"),
+        ("fill_last_word_cache", ["--units", "8"], "hidden", 8, "--hidden"),
         ("fill_last_word_cache", ["--jit"], "jit", True, None),
     ],
 )
@@ -187,11 +192,17 @@ def test_one_spelling_per_shared_option(examples, capsys):
             example.parse_args(["--help"])
         text = capsys.readouterr().out
         spellings[name] = set(re.findall(r"^  (--[a-z-]+)", text, re.MULTILINE))
-        for old in ("--kind", "--hidden", "--hidden-units", "--clipnorm"):
+        for old in ("--kind", "--hidden-units", "--clipnorm"):
             assert old not in spellings[name], (name, old)
-    for option in ("--units", "--jit", "--seed", "--epochs", "--learning-rate", "--batch-size",
+    for option in ("--jit", "--seed", "--epochs", "--learning-rate", "--batch-size",
                    "--embedding-dim", "--data-dir", "--workdir", "--strategy", "--verbose"):
         assert all(option in found for found in spellings.values()), option
+    # One meaning per word: --units is a layer's output width (the SNLI example's layer 1),
+    # --hidden the width of the LSTM under the memory layer or the pooling.
+    assert "--units" in spellings["snli_dual_am_gru"]
+    assert "--hidden" not in spellings["snli_dual_am_gru"]
+    for name in ("ptb_memory_lm", "fill_last_word_cache"):
+        assert "--hidden" in spellings[name] and "--units" not in spellings[name], name
     for option in ("--model", "--clip-norm", "--dropout", "--init-scale"):
         assert option in spellings["snli_dual_am_gru"] & spellings["ptb_memory_lm"], option
 
@@ -228,10 +239,10 @@ def test_ptb_help_says_which_defaults_a_config_preset_sets(examples, capsys):
     with pytest.raises(SystemExit):
         examples["ptb_memory_lm"].parse_args(["--config", "zaremba-small", "--help"])
     entries = _help_entries(capsys.readouterr().out)
-    for option in ("--model", "--units", "--layers", "--epochs", "--learning-rate",
+    for option in ("--model", "--hidden", "--layers", "--epochs", "--learning-rate",
                    "--lr-decay", "--clip-norm", "--dropout", "--seq-len", "--full-rate-epochs"):
         assert options.PRESET_NOTE in entries[option], option
-    assert "(default: 200;" in entries["--units"]  # the preset's value
+    assert "(default: 200;" in entries["--hidden"]  # the preset's value
     for option in ("--strategy", "--workdir", "--probe-length"):
         assert options.PRESET_NOTE not in entries[option], option
 
@@ -245,9 +256,9 @@ class _FitCalled(Exception):
     [
         ("snli_dual_am_gru", ["--train-size", "small", "--max-train", "60", "--units", "4",
                               "--copies", "2", "--embedding-dim", "4", "--verbose", "0"]),
-        ("ptb_memory_lm", ["--generated-tokens", "600", "--units", "8", "--embedding-dim", "4",
+        ("ptb_memory_lm", ["--generated-tokens", "600", "--hidden", "8", "--embedding-dim", "4",
                            "--batch-size", "4", "--seq-len", "5", "--no-jit", "--verbose", "0"]),
-        ("fill_last_word_cache", ["--units", "4", "--embedding-dim", "4", "--attention-units",
+        ("fill_last_word_cache", ["--hidden", "4", "--embedding-dim", "4", "--attention-units",
                                   "2", "--cache-size", "8", "--max-length", "12",
                                   "--verbose", "0"]),
     ],

@@ -56,7 +56,7 @@ def test_default_run_directory_is_one_per_configuration(tmp_path, monkeypatch):
     example = _load_example()
     monkeypatch.chdir(tmp_path)
     # The plain GRU model: the run directory does not depend on the model's kind of layer.
-    argv = TINY + ["--epochs", "1", "--kind", "gru"]
+    argv = TINY + ["--epochs", "1", "--model", "gru"]
     first = example.main(argv)
     wider = example.main(argv + ["--units", "10"])
     assert wider["workdir"] != first["workdir"] and wider["epochs_run"] == [0]
