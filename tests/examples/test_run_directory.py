@@ -107,3 +107,12 @@ def test_recorded_names_rename_values_and_defaults_alike():
     assert resolved_settings(recorded) == resolved_settings(same)
     assert run_workdir(recorded, "runs", "gru") == run_workdir(same, "runs", "gru")
     assert "kind=gru" in run_workdir(recorded, "runs", "gru")
+
+
+def test_run_directory_module_examples_run():
+    import doctest
+
+    from examples.harness import run_directory
+
+    result = doctest.testmod(run_directory)
+    assert result.attempted and not result.failed
