@@ -158,8 +158,8 @@ def build_model(args, vocabulary_size, matrix, init_scale):
     ``--fused-loop``, with the layer's own message, and the script exits with status 2.
     """
     fused_loop = "auto" if args.fused_loop is None else args.fused_loop
-    refused = options.reported_as("--fused-loop") if args.fused_loop else contextlib.nullcontext()
-    with refused:
+    demanded = args.fused_loop is True
+    with options.reported_as("--fused-loop") if demanded else contextlib.nullcontext():
         return build_snli_model(
             vocabulary_size,
             kind=args.model,

@@ -1,28 +1,20 @@
-"""Run directories of the examples keep their names (and digests) whatever spelling of an
-option the command line uses, so that the runs on disk resume (`examples/harness/run_directory.py`)."""
+"""The examples' run directories (`examples/harness/run_directory.py`) keep their names and
+digests whatever spelling of an option the command line uses, so that the runs on disk
+resume."""
 
-import importlib.util
 import types
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import load_script
 from examples.harness.options import ParsedOptions
 from examples.harness.run_directory import recorded_names, resolved_settings, run_workdir
 
 
-def _load(name):
-    path = REPO_ROOT / "examples" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"run_directory_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def examples():
-    return {name: _load(name) for name in ("ptb_memory_lm", "fill_last_word_cache",
-                                           "snli_dual_am_gru")}  # fmt: skip
+    names = ("ptb_memory_lm", "fill_last_word_cache", "snli_dual_am_gru")
+    return {name: load_script("examples", name) for name in names}
 
 
 # Command lines -> the run directory they have always been given (with the generated data).
