@@ -68,7 +68,7 @@ def run(kind, seed, splits, vocabulary, matrix, args):
     units = layer_one_units(kind, args.units)
     model = build_snli_model(
         len(vocabulary), kind=kind, units=units, embeddings=matrix, num_copies=args.copies,
-        seed=seed, init_scale=args.init_scale, fused_loop=args.fused_loop and kind != "gru",
+        seed=seed, init_scale=args.init_scale, fused_loop="auto" if args.fused_loop else False,
     )  # fmt: skip
     compile_snli_model(model, args.learning_rate)
     common = dict(batch_size=args.batch_size, max_length=args.max_length)
@@ -153,7 +153,8 @@ def parse_args(argv=None):
     parser.add_argument("--max-length", type=options.positive_int, default=40,
                         help="truncate sentences to this many tokens")
     parser.add_argument("--fused-loop", action=argparse.BooleanOptionalAction, default=True,
-                        help="run the (Dual) AM-GRU through the fused layers")
+                        help="run the (Dual) AM-GRU through the fused loop wherever the layers "
+                        "support it (their fused_loop='auto'); --no-fused-loop: Keras's loop")
     parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2,
                         help="Keras progress output")
     add_results_options(parser, ROOT / "benchmarks" / "results" / "snli_real_data.json")
