@@ -103,7 +103,7 @@ def cache_attention(log_dir):
 
     keras.utils.set_random_seed(0)
     model = build_fill_last_word_model(
-        50, max_length=8, embedding_dim=8, hidden_units=16, pooling="attention",
+        50, max_length=8, embedding_dim=8, hidden=16, pooling="attention",
         attention_units=8, cache_size=255,
     )  # fmt: skip
     layer = cache_attention_layers(model)[0]

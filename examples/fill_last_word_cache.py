@@ -67,7 +67,11 @@ from tf_memlayers.training import (  # noqa: E402
     worker_directory,
     write_metrics,
 )
-from examples.harness.run_directory import resolved_settings, run_workdir  # noqa: E402
+from examples.harness.run_directory import (  # noqa: E402
+    recorded_names,
+    resolved_settings,
+    run_workdir,
+)
 from examples.harness import options  # noqa: E402
 
 
@@ -99,7 +103,7 @@ def parse_args(argv=None):
     model = parser.add_argument_group("model")
     options.add_option(model, "embedding_dim", default=100,
                        help="word vector size without --embeddings")
-    options.add_option(model, "units", default=128, dest="hidden_units", help="LSTM size")
+    options.add_option(model, "hidden", default=128, help="width of the LSTM")
     options.add_argument(model, "--attention-units", type=options.positive_int, default=64,
                          metavar="N", help="width of the attention pooling and cache reads")
     options.add_argument(model, "--pooling", choices=POOLINGS, default="attention",
@@ -288,6 +292,16 @@ def initial_embeddings(args, vocabulary):
     return word_vectors.embedding_matrix(vocabulary, vectors, scale=0.9, seed=args.seed)
 
 
+# The run settings (digest, directory name, the settings a resumed run is checked against)
+# record the LSTM width ``--hidden`` as ``hidden_units``, the name run directories hold it by.
+RECORDED_NAMES = {"hidden": "hidden_units"}
+
+
+def run_settings(args, resolved):
+    """The settings the run computes with (`resolved_settings`), under their recorded names."""
+    return resolved_settings(recorded_names(args, RECORDED_NAMES), resolved)
+
+
 def run_directory(args, corpus):
     """``(run directory, resolved values)``: ``--workdir``, or a directory named after the
     pooling, the cache size and the changed options, with a digest of the resolved settings
@@ -297,7 +311,8 @@ def run_directory(args, corpus):
     resolved = dict(source=corpus.source, learning_rate=args.learning_rate or default_rate)
     label = f"{args.pooling}-cache{args.cache_size}"
     root = os.path.join("runs", "fill_last_word_cache")
-    return run_workdir(args, root, label, resolved=resolved), resolved
+    recorded = recorded_names(args, RECORDED_NAMES)
+    return run_workdir(recorded, root, label, resolved=resolved), resolved
 
 
 def main(argv=None, extra_callbacks=()):
@@ -329,7 +344,7 @@ def main(argv=None, extra_callbacks=()):
             len(vocabulary),
             max_length=corpus.max_length,
             embedding_dim=args.embedding_dim,
-            hidden_units=args.hidden_units,
+            hidden=args.hidden,
             pooling=args.pooling,
             attention_units=args.attention_units,
             cache_size=args.cache_size or None,
@@ -356,7 +371,7 @@ def main(argv=None, extra_callbacks=()):
             rundir,
             monitor="val_accuracy",
             mode="max",
-            settings=resolved_settings(args, resolved),
+            settings=run_settings(args, resolved),
             callbacks=[*callbacks, *extra_callbacks],
         )
         # `fit`, or a custom loop where `fit` fails (several workers: keras-team/keras#20585); the
@@ -397,7 +412,7 @@ def main(argv=None, extra_callbacks=()):
             "seconds": round(time.time() - started, 1),
         }
         write_metrics(metrics, os.path.join(rundir, "metrics.json"))
-        log_hparams(log_dir, resolved_settings(args, resolved), {"eval_accuracy": metrics["eval_accuracy"],
+        log_hparams(log_dir, run_settings(args, resolved), {"eval_accuracy": metrics["eval_accuracy"],
                                         "eval_loss": metrics["eval_loss"]})
         return metrics
 

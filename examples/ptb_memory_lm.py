@@ -149,8 +149,8 @@ def parse_args(argv=None):
                        help="the memory layer on top of the LSTM (lstm: none)")
     options.add_argument(model, "--form", choices=FORMS, default="parallel",
                          help="memory layer over the LSTM's output sequence, or as an RNN cell")
-    options.add_option(model, "units", default=d["hidden"], dest="hidden", preset=True,
-                       help="LSTM size")
+    options.add_option(model, "hidden", default=d["hidden"], preset=True,
+                       help="width of each LSTM layer")
     options.add_option(model, "embedding_dim", default=d["embedding_dim"], preset=True)
     options.add_argument(model, "--layers", type=options.positive_int, default=d["layers"],
                          metavar="N", help="stacked LSTM layers " + note)

@@ -23,6 +23,7 @@ pair) and ``metrics.json`` (the whole run).
 """
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -53,7 +54,11 @@ from tf_memlayers.training import (  # noqa: E402
     worker_directory,
     write_metrics,
 )
-from examples.harness.run_directory import resolved_settings, run_workdir  # noqa: E402
+from examples.harness.run_directory import (  # noqa: E402
+    recorded_names,
+    resolved_settings,
+    run_workdir,
+)
 from examples.harness import options  # noqa: E402
 
 
@@ -96,7 +101,7 @@ def parse_args(argv=None):
     options.add_argument(data, "--freeze-embeddings", action="store_true",
                          help="keep the word vectors fixed")
     model = parser.add_argument_group("model")
-    options.add_option(model, "model", default="dual_am_gru", dest="kind", choices=KINDS,
+    options.add_option(model, "model", default="dual_am_gru", choices=KINDS,
                        help="layer 1: gru, am_gru (associative memory GRU) or dual_am_gru "
                        "(AM-GRU over the premise, Dual AM-GRU over the hypothesis)")
     options.add_option(model, "units", default=100, help="size of layer 1 (the paper: 100 "
@@ -114,8 +119,9 @@ def parse_args(argv=None):
     options.add_argument(model, "--fused-loop", action=argparse.BooleanOptionalAction,
                          help="run the (Dual) AM-GRU loops fused, with a hand-written "
                          "backward: faster steps, the same results as Keras's loop up to "
-                         "float rounding (default: on where it applies, --model am_gru, and "
-                         "dual_am_gru with --dual-key paper; --no-fused-loop: Keras's loop)")
+                         "float rounding (default: each layer runs it where it supports the "
+                         "layer's options, e.g. not with --dual-key released; --no-fused-loop: "
+                         "Keras's loop)")
     options.add_option(model, "init_scale",
                        help="kernels start uniform in ±this (default: 0.05, the paper, on "
                        "real data; 0.2 on the generated corpus, whose short run needs a "
@@ -140,18 +146,60 @@ def parse_args(argv=None):
     if args.download and (args.source in ("files", "generated") or args.data_dir):
         parser.error("argument --download: fetches SNLI through tensorflow-datasets; use "
                      "--source auto or tfds without --data-dir")
-    if args.fused_loop and args.kind == "gru":
-        parser.error("argument --fused-loop: runs the AM-GRU loop, which --model gru has not")
-    if args.fused_loop and args.kind == "dual_am_gru" and args.dual_key != "paper":
-        parser.error("argument --fused-loop: runs the Dual AM-GRU with --dual-key paper only")
     return args
 
 
-def uses_fused_loop(args):
-    """``--fused-loop`` as given, else on where the fused loop serves the model."""
-    if args.fused_loop is not None:
-        return args.fused_loop
-    return args.kind == "am_gru" or (args.kind == "dual_am_gru" and args.dual_key == "paper")
+def build_model(args, vocabulary_size, matrix, init_scale):
+    """The classifier of the command line ``args`` (`build_snli_model`), not compiled.
+
+    The layers own the fused-loop rules: ``--fused-loop`` and ``--no-fused-loop`` are passed
+    on as given, no option as ``"auto"``. A combination the layers refuse (``--fused-loop``
+    with a model or key their fused loop cannot run) is reported as a command-line error about
+    ``--fused-loop``, with the layer's own message, and the script exits with status 2.
+    """
+    fused_loop = "auto" if args.fused_loop is None else args.fused_loop
+    demanded = args.fused_loop is True
+    with options.reported_as("--fused-loop") if demanded else contextlib.nullcontext():
+        return build_snli_model(
+            vocabulary_size,
+            kind=args.model,
+            units=args.units,
+            top_units=args.top_units,
+            embedding_dim=args.embedding_dim,
+            embeddings=matrix,
+            train_embeddings=not args.freeze_embeddings,
+            num_copies=args.copies,
+            dual_key=args.dual_key,
+            dropout=args.dropout,
+            seed=args.seed,
+            init_scale=init_scale,
+            fused_loop=fused_loop,
+        )
+
+
+# The run settings (digest, directory name, the settings a resumed run is checked against)
+# record ``--model`` as ``kind``, the name run directories hold it by.
+RECORDED_NAMES = {"model": "kind"}
+
+
+def run_settings(args, resolved):
+    """The settings the run computes with (`resolved_settings`), under their recorded names."""
+    return resolved_settings(recorded_names(args, RECORDED_NAMES), resolved)
+
+
+def run_directory(args, resolved):
+    """``--workdir``, or the run's own directory under ``runs/snli_dual_am_gru/``: named after
+    the model and the options changed from their defaults, with a digest of the settings
+    (`run_workdir`, under the recorded names)."""
+    root = os.path.join("runs", "snli_dual_am_gru")
+    return run_workdir(recorded_names(args, RECORDED_NAMES), root, args.model, resolved=resolved)
+
+
+def runs_fused_loop(model):
+    """Whether every loop of layer 1 of ``model`` runs fused, as its layers chose."""
+    encoder = model.get_layer("encoder")
+    layers = (encoder.premise_layer, encoder.hypothesis_layer)
+    return all(getattr(layer, "uses_fused_loop", False) for layer in layers)
 
 
 def load_data(args):
@@ -193,16 +241,6 @@ def main(argv=None, extra_callbacks=()):
     # The values the run uses where an option's default depends on the data source.
     init_scale = args.init_scale or (0.2 if source == "generated" else 0.05)
     learning_rate = args.learning_rate or (3e-3 if source == "generated" else 1e-3)
-    fused_loop = uses_fused_loop(args)
-    resolved = dict(
-        source=source, init_scale=init_scale, learning_rate=learning_rate, fused_loop=fused_loop
-    )
-    workdir = run_workdir(args, os.path.join("runs", "snli_dual_am_gru"), args.kind,
-                          resolved=resolved)
-    print(f"source={source} train={len(splits['train'])} dev={len(splits['dev'])} "
-          f"test={len(splits['test'])} vocabulary={len(vocabulary)} pretrained={found} "
-          f"workdir={workdir}",
-          flush=True)
 
     batch_size = args.batch_size * strategy.num_replicas_in_sync
     common = dict(padding=args.padding, max_length=args.max_length, batch_size=batch_size)
@@ -214,22 +252,17 @@ def main(argv=None, extra_callbacks=()):
     steps = args.eval_every or max(1, -(-len(splits["train"]) // batch_size))
 
     with strategy.scope():
-        model = build_snli_model(
-            len(vocabulary),
-            kind=args.kind,
-            units=args.units,
-            top_units=args.top_units,
-            embedding_dim=args.embedding_dim,
-            embeddings=matrix,
-            train_embeddings=not args.freeze_embeddings,
-            num_copies=args.copies,
-            dual_key=args.dual_key,
-            dropout=args.dropout,
-            seed=args.seed,
-            init_scale=init_scale,
-            fused_loop=fused_loop,
-        )
+        model = build_model(args, len(vocabulary), matrix, init_scale)
         compile_snli_model(model, learning_rate, args.clip_norm, jit_compile=args.jit)
+    # Whether the fused loop runs is part of the settings: its results differ from Keras's
+    # loop by float rounding.
+    resolved = dict(source=source, init_scale=init_scale, learning_rate=learning_rate,
+                    fused_loop=runs_fused_loop(model))  # fmt: skip
+    workdir = run_directory(args, resolved)
+    print(f"source={source} train={len(splits['train'])} dev={len(splits['dev'])} "
+          f"test={len(splits['test'])} vocabulary={len(vocabulary)} pretrained={found} "
+          f"workdir={workdir}",
+          flush=True)
 
     # The chief writes the run directory; other workers write to a temporary copy of it.
     with worker_directory(workdir, strategy) as rundir:
@@ -239,7 +272,7 @@ def main(argv=None, extra_callbacks=()):
             rundir,
             monitor="val_accuracy",
             mode="max",
-            settings=resolved_settings(args, resolved),
+            settings=run_settings(args, resolved),
             callbacks=[
                 halve_learning_rate_callback(
                     state_path=os.path.join(rundir, "learning_rate.json")
@@ -268,7 +301,7 @@ def main(argv=None, extra_callbacks=()):
         test = evaluate(model, test_data, verbose=args.verbose)
         labels = np.array([e.label for e in splits["test"]])
         metrics = {
-            "kind": args.kind,
+            "kind": args.model,
             "source": source,
             "workdir": workdir,
             "train_pairs": len(splits["train"]),
@@ -282,7 +315,7 @@ def main(argv=None, extra_callbacks=()):
             "seconds": round(time.time() - started, 1),
         }
         write_metrics(metrics, os.path.join(rundir, "metrics.json"))
-        log_hparams(log_dir, resolved_settings(args, resolved), {
+        log_hparams(log_dir, run_settings(args, resolved), {
             "test_accuracy": metrics["test_accuracy"],
             "best_dev_accuracy": max(metrics["dev_accuracy"], default=0.0),
         })  # fmt: skip

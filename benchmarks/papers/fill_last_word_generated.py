@@ -28,7 +28,9 @@ import sys
 
 import numpy as np
 
+from benchmarks import results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
+from benchmarks.results_file import ResultsFile, add_results_options
 from examples.harness import options
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -57,15 +59,11 @@ def parse_args(argv=None):
                         help="the rows to run")
     parser.add_argument("--epochs", type=options.positive_int,
                         help="epochs per run (None: the example's default)")
-    parser.add_argument("--results", type=pathlib.Path,
-                        default=ROOT / "benchmarks" / "results" / "fill_last_word_generated.json",
-                        help="results file, written after each run and resumed")
     parser.add_argument("--runs-dir", type=pathlib.Path,
                         default=ROOT / "runs" / "benchmarks" / "fill_last_word_generated",
                         help="where the example keeps each run (checkpoints, TensorBoard logs)")
+    add_results_options(parser, ROOT / "benchmarks" / "results" / "fill_last_word_generated.json")
     add_update_docs_option(parser)
-    parser.add_argument("--from-results", action="store_true",
-                        help="do not train: render the results table from --results")
     return parser.parse_args(argv)
 
 
@@ -164,32 +162,19 @@ def write_docs_table(report):
 
 def main(argv=None):
     args = parse_args(argv)
-    settings = {"example_arguments": example_arguments(args)}
-    report = json.loads(args.results.read_text()) if args.results.is_file() else {}
+    write_docs = write_docs_table if args.update_docs else None
     if args.from_results:
-        if not report:
-            sys.exit(f"No results file at {args.results}.")
-        if args.update_docs:
-            write_docs_table(report)
+        report = results_file.render(args.results, write_docs)
         print(json.dumps(report.get("summary") or summarise(report["runs"]), indent=1))
         return report
-    if report.get("settings") != settings:
-        report = {"settings": settings, "runs": []}
-    done = {(r["variant"], r["seed"]) for r in report["runs"]}
-    for seed in args.seeds:
-        for key in args.variants:
-            if (key, seed) in done:
-                continue
-            report["runs"].append(run(key, seed, args))
-            report["summary"] = summarise(report["runs"])
-            args.results.parent.mkdir(parents=True, exist_ok=True)
-            args.results.write_text(json.dumps(report, indent=1) + "\n")
-            print(json.dumps(report["runs"][-1]), flush=True)
-    report["summary"] = summarise(report["runs"])
-    args.results.write_text(json.dumps(report, indent=1) + "\n")
+    settings = {"example_arguments": example_arguments(args)}
+    results = ResultsFile(args.results, settings, key=("variant", "seed"), summarise=summarise)
+    report = results.resume()
+    for key, seed in results.missing(report, [(k, s) for s in args.seeds for k in args.variants]):
+        results.add(report, run(key, seed, args))
+        print(json.dumps(report["runs"][-1]), flush=True)
+    results.finish(report, write_docs)
     print(json.dumps(report["summary"], indent=1))
-    if args.update_docs:
-        write_docs_table(report)
     return report
 
 

@@ -36,7 +36,9 @@ from tf_memlayers.models.fill_last_word import (  # noqa: E402
     compile_fill_last_word_model,
 )
 from examples.harness import options  # noqa: E402
+from benchmarks import results_file  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs  # noqa: E402
+from benchmarks.results_file import ResultsFile, add_results_options  # noqa: E402
 
 # (row, pooling, cache size, cache read)
 VARIANTS = (
@@ -75,12 +77,8 @@ def parse_args(argv=None):
                         help="indices into the variant list (default: all)")
     parser.add_argument("--seeds", nargs="+", type=options.non_negative_int, default=[0, 1, 2],
                         help="random seeds; every model is trained once with each")
-    parser.add_argument("--results", type=pathlib.Path,
-                        default=ROOT / "benchmarks" / "results" / "fill_last_word_real_data.json",
-                        help="results file, written after each row and resumed")
+    add_results_options(parser, ROOT / "benchmarks" / "results" / "fill_last_word_real_data.json")
     add_update_docs_option(parser)
-    parser.add_argument("--from-results", action="store_true",
-                        help="do not train: render the results table from --results")
     return parser.parse_args(argv)
 
 
@@ -153,17 +151,13 @@ def split_held_out(sentences, fraction):
 
 def main(argv=None):
     args = parse_args(argv)
-    settings = {name: getattr(args, name) for name in SETTINGS}
-    report = json.loads(args.results.read_text()) if args.results.is_file() else {}
+    write_docs = write_docs_table if args.update_docs else None
     if args.from_results:
-        if not report:
-            sys.exit(f"No results file at {args.results}.")
-        if args.update_docs:
-            write_docs_table(report)
+        report = results_file.render(args.results, write_docs)
         print(json.dumps(report))
         return report
-    if report.get("settings") != settings:
-        report = {"settings": settings, "runs": []}
+    results = ResultsFile(args.results, {name: getattr(args, name) for name in SETTINGS})
+    report = results.resume()
     folder = args.data_dir / "pwkp_gaffney"
     train = data.read_sentences(folder / "test.txt")
     evaluation = data.read_sentences(folder / "dev.txt")
@@ -188,25 +182,13 @@ def main(argv=None):
         "dev_labels_out_of_vocabulary": round(unknown_labels, 6),
     }
     chosen = [VARIANTS[i] for i in args.variants] if args.variants else VARIANTS
+    variants = {variant[0]: variant for variant in chosen}
     # Seed by seed, so that an interrupted run has every model at least once.
-    for seed in args.seeds:
-        for variant in chosen:
-            if any((run["model"], run["seed"]) == (variant[0], seed) for run in report["runs"]):
-                continue
-            report["runs"].append(
-                run_variant(*variant, arrays, vocabulary, matrix, seed, args)
-            )
-            write_results(report, args.results)
-    write_results(report, args.results)
+    for label, seed in results.missing(report, [(v, s) for s in args.seeds for v in variants]):
+        results.add(report, run_variant(*variants[label], arrays, vocabulary, matrix, seed, args))
+    results.finish(report, write_docs)
     print(json.dumps(report))
-    if args.update_docs:
-        write_docs_table(report)
     return report
-
-
-def write_results(report, path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=1) + "\n")
 
 
 def write_docs_table(report):

@@ -43,6 +43,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from benchmarks.docs_tables import add_update_docs_option, update_docs
+from benchmarks.results_file import ResultsFile, read_or_exit
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from examples.harness import options  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
@@ -424,14 +425,16 @@ def model_settings(settings):
     return {name: value for name, value in settings.items() if name not in STOPPING_RULES}
 
 
+def results_of(path, settings):
+    """The `ResultsFile` at ``path`` of a run with ``settings``: one row per model, kept while
+    the models are trained with the same settings (stopping rules aside)."""
+    return ResultsFile(path, settings, rows="rows", key=("model",), compared=model_settings)
+
+
 def read_report(path, settings):
     """The results file at ``path`` if its models were trained with ``settings`` (stopping
     rules aside), else None."""
-    if path.is_file():
-        report = json.loads(path.read_text(encoding="utf-8"))
-        if model_settings(report.get("settings", {})) == model_settings(settings):
-            return report
-    return None
+    return results_of(path, settings).stored()
 
 
 def stopped_by(row, patience):
@@ -448,24 +451,21 @@ def is_finished(row, args):
 def run(args):
     settings = {name: getattr(args, name) for name in SETTINGS + STOPPING_RULES}
     corpus, batches = load_corpus(args)
-    report = read_report(args.results, settings) or {
+    results = results_of(args.results, settings)
+    report = results.resume(fresh={
         "corpus": args.corpus,
         "train_tokens": corpus.train.num_tokens,
         "batches_per_epoch": batches["train"].num_batches,
         "settings": settings,
         "rows": [],
-    }
-    report["settings"] = settings
+    })  # fmt: skip
     # A row that the stopping rules reopen stays published until its model finishes again.
-    done = {row["model"] for row in report["rows"] if is_finished(row, args)}
-    kinds = [kind for kind in args.models if kind not in done]
+    kinds = results.missing(report, args.models, finished=lambda row: is_finished(row, args))
     hidden = widths(len(corpus.vocabulary), kinds, args)
     for kind in kinds:
         row = train_to_convergence(kind, hidden[kind], corpus, batches, args,
                                    model_settings(settings))  # fmt: skip
-        report["rows"] = [r for r in report["rows"] if r["model"] != kind] + [row]
-        args.results.parent.mkdir(parents=True, exist_ok=True)
-        args.results.write_text(json.dumps(report, indent=1) + "\n")
+        results.add(report, row)
         draw_figures(report, args.figures_dir)
         print(f"saved {kind} to {args.results}", file=sys.stderr, flush=True)
     return report
@@ -474,7 +474,7 @@ def run(args):
 def main(argv=None):
     args = parse_args(argv)
     if args.from_results:
-        report = json.loads(args.results.read_text(encoding="utf-8"))
+        report = read_or_exit(args.results)
         draw_figures(report, args.figures_dir)
     else:
         report = run(args)

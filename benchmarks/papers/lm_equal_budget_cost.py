@@ -34,7 +34,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from benchmarks.papers import lm_equal_budget as equal_budget  # noqa: E402
-from benchmarks import timing  # noqa: E402
+from benchmarks import results_file, timing  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from examples.harness import options  # noqa: E402
@@ -163,10 +163,8 @@ def write_docs(reports):
 
 def saved_reports():
     """The cost reports on disk, PTB first."""
-    return [
-        json.loads(cost_file(corpus).read_text(encoding="utf-8"))
-        for corpus in equal_budget.DOCS_BLOCKS if cost_file(corpus).is_file()
-    ]  # fmt: skip
+    reports = (results_file.read(cost_file(corpus)) for corpus in equal_budget.DOCS_BLOCKS)
+    return [report for report in reports if report is not None]
 
 
 def parse_args(argv=None):
@@ -191,8 +189,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     report = measure(args)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=1) + "\n")
+    results_file.write(args.output, report)
     if args.update_docs:
         write_docs(saved_reports())
     print(json.dumps(report, indent=1))

@@ -35,7 +35,9 @@ import numpy as np  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 from benchmarks.papers.lm_equal_budget import attention_by_position, model_arguments  # noqa: E402
+from benchmarks import results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
+from benchmarks.results_file import ResultsFile
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
 from tf_memlayers.data import lm_batches, lm_corpora, token_streams  # noqa: E402
@@ -204,10 +206,7 @@ def write_docs(report):
 
 def saved_rows(path, settings):
     """Rows of an earlier, interrupted run with the same settings (saved after each model)."""
-    if not path or not pathlib.Path(path).is_file():
-        return []
-    report = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
-    return report["rows"] if report.get("settings") == settings else []
+    return ResultsFile(path, settings, rows="rows", key=("model",)).kept_rows() if path else []
 
 
 def run(args):
@@ -234,7 +233,7 @@ def run(args):
         report["rows"].append(train_and_evaluate(kind, hidden[kind], corpus, batches, args))
         print(json.dumps(report["rows"][-1]), file=sys.stderr, flush=True)
         if args.json_out:  # an interrupted run continues with the next model
-            pathlib.Path(args.json_out).write_text(json.dumps(report, indent=1) + "\n")
+            results_file.write(args.json_out, report)
     order = {kind: i for i, kind in enumerate(args.models)}
     report["rows"].sort(key=lambda row: order.get(row["model"], len(order)))
     return report
@@ -243,13 +242,12 @@ def run(args):
 def main(argv=None):
     args = parse_args(argv)
     if args.from_json:
-        report = json.loads(pathlib.Path(args.from_json).read_text())
+        report = results_file.read_or_exit(args.from_json)
     else:
         report = run(args)
-    text = json.dumps(report, indent=1)
-    print(text)
+    print(json.dumps(report, indent=1))
     if args.json_out:
-        pathlib.Path(args.json_out).write_text(text + "\n")
+        results_file.write(args.json_out, report)
     if args.update_docs:
         write_docs(report)
     return report

@@ -18,12 +18,12 @@ Usage::
 
 import argparse
 import importlib.util
-import json
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 from benchmarks.papers.lm_real_data import default_data_dir  # noqa: E402
+from benchmarks import results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 
 COLUMNS = [
@@ -87,7 +87,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     if args.from_json:
-        metrics = json.loads(pathlib.Path(args.from_json).read_text(encoding="utf-8"))
+        metrics = results_file.read_or_exit(args.from_json)
     else:
         output = args.output or str(
             ROOT / "benchmarks" / "results" / f"lm_{args.config.replace('-', '_')}.json"

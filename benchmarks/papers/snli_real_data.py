@@ -38,7 +38,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from benchmarks import results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
+from benchmarks.results_file import ResultsFile, add_results_options
 from tf_memlayers.callbacks.learning_rate import halve_learning_rate_callback  # noqa: E402
 from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
 from tf_memlayers.data import nli_batches, snli  # noqa: E402
@@ -66,7 +68,7 @@ def run(kind, seed, splits, vocabulary, matrix, args):
     units = layer_one_units(kind, args.units)
     model = build_snli_model(
         len(vocabulary), kind=kind, units=units, embeddings=matrix, num_copies=args.copies,
-        seed=seed, init_scale=args.init_scale, fused_loop=args.fused_loop and kind != "gru",
+        seed=seed, init_scale=args.init_scale, fused_loop="auto" if args.fused_loop else False,
     )  # fmt: skip
     compile_snli_model(model, args.learning_rate)
     common = dict(batch_size=args.batch_size, max_length=args.max_length)
@@ -131,8 +133,10 @@ def parse_args(argv=None):
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS),
+    parser.add_argument("--models", nargs="+", choices=KINDS, default=list(KINDS),
                         help="the models to train")
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, dest="models",
+                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # old spelling
     parser.add_argument("--seeds", nargs="+", type=options.non_negative_int,
                         default=[123, 124, 125], help="one run per model and seed")
     parser.add_argument("--epochs", type=options.positive_int, default=10, help="epochs per run")
@@ -149,15 +153,12 @@ def parse_args(argv=None):
     parser.add_argument("--max-length", type=options.positive_int, default=40,
                         help="truncate sentences to this many tokens")
     parser.add_argument("--fused-loop", action=argparse.BooleanOptionalAction, default=True,
-                        help="run the (Dual) AM-GRU through the fused layers")
-    parser.add_argument("--results", type=pathlib.Path,
-                        default=ROOT / "benchmarks" / "results" / "snli_real_data.json",
-                        help="results file, written after each run and resumed")
+                        help="run the (Dual) AM-GRU through the fused loop wherever the layers "
+                        "support it (their fused_loop='auto'); --no-fused-loop: Keras's loop")
     parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2,
                         help="Keras progress output")
+    add_results_options(parser, ROOT / "benchmarks" / "results" / "snli_real_data.json")
     add_update_docs_option(parser)
-    parser.add_argument("--from-results", action="store_true",
-                        help="do not train: render the results table from --results")
     return parser.parse_args(argv)
 
 
@@ -183,28 +184,18 @@ def load_data(seed):
 
 def main(argv=None):
     args = parse_args(argv)
-    settings = {name: getattr(args, name) for name in SETTINGS}
-    report = json.loads(args.results.read_text()) if args.results.is_file() else {}
     if args.from_results:
-        write_docs_table(report)
-        return report
-    if report.get("settings") != settings:
-        report = {"settings": settings, "runs": []}
+        return results_file.render(args.results, write_docs_table)
+    results = ResultsFile(args.results, {name: getattr(args, name) for name in SETTINGS},
+                          summarise=lambda runs: summarise(runs, args.models))  # fmt: skip
+    report = results.resume()
     # The embedding matrix's random rows (words without a GloVe vector) use the first seed.
     splits, vocabulary, matrix, report["data"] = load_data(args.seeds[0])
-    done = {(r["model"], r["seed"]) for r in report["runs"]}
-    for seed in args.seeds:
-        for kind in args.kinds:
-            if (kind, seed) in done:
-                continue
-            report["runs"].append(run(kind, seed, splits, vocabulary, matrix, args))
-            args.results.write_text(json.dumps(report, indent=1) + "\n")
-            print(json.dumps(report["runs"][-1]), flush=True)
-    report["summary"] = summarise(report["runs"], args.kinds)
-    args.results.write_text(json.dumps(report, indent=1) + "\n")
+    for kind, seed in results.missing(report, [(k, s) for s in args.seeds for k in args.models]):
+        results.add(report, run(kind, seed, splits, vocabulary, matrix, args))
+        print(json.dumps(report["runs"][-1]), flush=True)
+    results.finish(report, write_docs_table if args.update_docs else None)
     print(json.dumps(report["summary"], indent=1))
-    if args.update_docs:
-        write_docs_table(report)
     return report
 
 

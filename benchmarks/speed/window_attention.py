@@ -5,8 +5,9 @@ process (absolute times on shared machines drift; ratios measured together do no
 
 1. ``lm``: one training step of an LSTM language model (embedding -> LSTM -> memory layer ->
    softmax over the vocabulary; batch 64, 20 steps, hidden 300, vocabulary 10k, XLA on) for
-   the bare `keras.layers.LSTM`, + `SlidingWindowAttention` (L = 5, 10, parallel and cell
-   form) and + N-gram (N = 4, both forms). Reported as the ratio to the bare LSTM step.
+   each variant of `LM_VARIANTS`, a memory kind of the language-model builder's table in one
+   form: the bare `keras.layers.LSTM`, + `SlidingWindowAttention` (L = 5, 10, parallel and
+   cell form) and + N-gram (N = 4, both forms). Reported as the ratio to the bare LSTM step.
 2. ``peer``: `SlidingWindowAttention` against the window attention a user would pick instead,
    at the same attention width and reach (`peer_layer`): Keras's `MultiHeadAttention` with its
    built-in ``sliding_window`` and a causal mask, and `SeqSelfAttention` of the archived
@@ -42,34 +43,51 @@ def _keras():
     return keras
 
 
-def lm_model(variant, vocab=10000, hidden=300, steps=20, batch=64):
-    keras = _keras()
-    from tf_memlayers import (
-        NGramConcat,
-        NGramConcatCell,
-        SlidingWindowAttention,
-        SlidingWindowAttentionCell,
-    )
+# The LM variants: name in the results -> (memory kind of `MEMORY_KINDS`, form, size). The
+# size is the window of an attention kind and N of the N-gram RNN; the memory layer's output
+# is as wide as the LSTM. A new variant is one more entry.
+LM_VARIANTS = {
+    "lstm": ("lstm", "parallel", None),
+    "window-parallel:5": ("attention", "parallel", 5),
+    "window-parallel:10": ("attention", "parallel", 10),
+    "window-cell:5": ("attention", "cell", 5),
+    "window-cell:10": ("attention", "cell", 10),
+    "ngram-parallel:4": ("ngram", "parallel", 4),
+    "ngram-cell:4": ("ngram", "cell", 4),
+}
 
+
+def lm_model(variant, vocab=10000, hidden=300, steps=20, batch=64):
+    """The compiled language model of ``variant`` (a key of `LM_VARIANTS`): embedding, the
+    LSTM with the variant's memory (on top of it, or wrapping its cell), softmax logits.
+
+    Args:
+        variant: String, a key of `LM_VARIANTS`.
+        vocab: Integer, the vocabulary size.
+        hidden: Integer, the LSTM width (and the memory layer's output width).
+        steps: Integer, the sequence length.
+        batch: Integer, the batch size.
+
+    Returns:
+        A `keras.Model` compiled with XLA.
+    """
+    keras = _keras()
+    from tf_memlayers.models.language_model import MEMORY_KINDS
+
+    if variant not in LM_VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; the variants are {list(LM_VARIANTS)}")
+    kind, form, size = LM_VARIANTS[variant]
+    memory = MEMORY_KINDS[kind]
+    ngram, sized = (None, {"window": size}) if memory.attention else (size, {})
     inputs = keras.Input((steps,), batch_size=batch, dtype="int32")
     h = keras.layers.Embedding(vocab, hidden)(inputs)
-    kind, _, size = variant.partition(":")
-    if kind == "lstm":
-        h = keras.layers.LSTM(hidden, return_sequences=True)(h)
-    elif kind == "window-parallel":
-        h = keras.layers.LSTM(hidden, return_sequences=True)(h)
-        h = SlidingWindowAttention(int(size))(h)
-    elif kind == "window-cell":
-        cell = SlidingWindowAttentionCell(keras.layers.LSTMCell(hidden), int(size))
-        h = keras.layers.RNN(cell, return_sequences=True)(h)
-    elif kind == "ngram-parallel":
-        h = keras.layers.LSTM(hidden, return_sequences=True)(h)
-        h = NGramConcat(int(size), hidden)(h)
-    elif kind == "ngram-cell":
-        cell = NGramConcatCell(keras.layers.LSTMCell(hidden), int(size), hidden)
+    if form == "cell" and memory.cell is not None:
+        cell = memory.cell(keras.layers.LSTMCell(hidden), hidden, ngram, **sized)
         h = keras.layers.RNN(cell, return_sequences=True)(h)
     else:
-        raise ValueError(f"unknown variant {variant!r}")
+        h = keras.layers.LSTM(hidden, return_sequences=True)(h)
+        if memory.layer is not None:
+            h = memory.layer(hidden, ngram, False, **sized)(h)
     model = keras.Model(inputs, keras.layers.Dense(vocab)(h))
     model.compile(
         keras.optimizers.Adam(1e-3, global_clipnorm=5.0),
@@ -79,11 +97,13 @@ def lm_model(variant, vocab=10000, hidden=300, steps=20, batch=64):
     return model
 
 
-def bench_lm(rounds, variants):
+def bench_lm(rounds, variants, vocab=10000, hidden=300, steps=20, batch=64):
+    """One row per variant: the median training step and its ratio to the bare LSTM's (the
+    variants, ``"lstm"`` among them, timed interleaved; the shapes are `lm_model`'s)."""
     rng = np.random.default_rng(0)
-    x = rng.integers(0, 10000, (64, 20)).astype("int32")
-    y = rng.integers(0, 10000, (64, 20)).astype("int32")
-    models = {v: lm_model(v) for v in variants}
+    x = rng.integers(0, vocab, (batch, steps)).astype("int32")
+    y = rng.integers(0, vocab, (batch, steps)).astype("int32")
+    models = {v: lm_model(v, vocab, hidden, steps, batch) for v in variants}
     for model in models.values():  # compile and warm up
         for _ in range(2):
             model.train_on_batch(x, y)
@@ -404,16 +424,7 @@ def main(argv=None):
         return
     results = {}
     if not args.skip_lm:
-        variants = [
-            "lstm",
-            "window-parallel:5",
-            "window-parallel:10",
-            "window-cell:5",
-            "window-cell:10",
-            "ngram-parallel:4",
-            "ngram-cell:4",
-        ]
-        results["lm"] = bench_lm(args.rounds, variants)
+        results["lm"] = bench_lm(args.rounds, list(LM_VARIANTS))
         results["lm_rounds"] = args.rounds
     if not args.skip_peer:
         results["peer"], results["peer_skipped"] = bench_peer(args)

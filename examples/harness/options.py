@@ -7,16 +7,18 @@ by `ArgumentParser` reports a bad value in one line and exits with status 2::
     $ python examples/snli_dual_am_gru.py --epochs 0
     snli_dual_am_gru.py: error: argument --epochs: must be an integer >= 1, got '0' (see --help)
 
-Every option's help shows its default. Older spellings (``--kind``, ``--hidden``,
-``--hidden-units``, ``--clipnorm``) still work as hidden aliases that print a note naming the
-current spelling.
+Every option's help shows its default. Each word means one thing in every example, as in
+Keras and the model builders: ``--units`` is a layer's output width, ``--hidden`` the width of
+an LSTM under a memory layer, ``--model`` the kind of model. Older spellings (``--kind`` for
+``--model``, ``--clipnorm`` for ``--clip-norm``, and those `OPTIONS` lists) still work as
+hidden aliases that print a note naming the current spelling.
 
 Example:
 
 >>> parser = ArgumentParser(prog="train.py")
 >>> _ = add_option(parser, "epochs", default=3)
->>> _ = add_option(parser, "units", default=100, dest="hidden")
->>> args = parser.parse_args(["--epochs", "5", "--units", "64"])
+>>> _ = add_option(parser, "hidden", default=100)
+>>> args = parser.parse_args(["--epochs", "5", "--hidden", "64"])
 >>> args.epochs, args.hidden
 (5, 64)
 >>> parser.format_help().count("(default: 3)")
@@ -210,8 +212,10 @@ OPTIONS = {
                          metavar="N"),
     # model
     "model": Option("--model", "the model to train", aliases=("--kind",)),
-    "units": Option("--units", "size of the recurrent layer", positive_int,
+    "units": Option("--units", "output width of the recurrent layer", positive_int,
                     aliases=("--hidden", "--hidden-units"), metavar="N"),
+    "hidden": Option("--hidden", "width of the LSTM", positive_int,
+                     aliases=("--units", "--hidden-units"), metavar="N"),
     "embedding_dim": Option("--embedding-dim", "word vector size", positive_int, metavar="N"),
     "dropout": Option("--dropout", "dropout rate", fraction, metavar="RATE"),
     "init_scale": Option("--init-scale", "kernels start uniform in ±this", positive_float,

@@ -6,6 +6,7 @@ import json
 import os
 import re
 
+from examples.harness.options import ParsedOptions
 from tf_memlayers.callbacks.run_files import plain_json
 
 # Options of the example scripts that say how long or how verbosely to run, or where to keep
@@ -37,6 +38,39 @@ def run_settings(args, run_options=RUN_OPTIONS, added_options=()):
     return plain_json(
         {k: v for k, v in sorted(values.items()) if k not in run_options and k not in at_default}
     )
+
+
+def recorded_names(args, names):
+    """``args`` with some options under the names that run settings record them by.
+
+    A run's settings, digest and directory name are recorded by option name. An option whose
+    attribute is not its recorded name is recorded under that name, so that the run
+    directories already on disk keep their names and resume.
+
+    Args:
+        args: an `examples.harness.options.ParsedOptions` (or an `argparse.Namespace`).
+        names: dict, option attribute -> the name run settings record it under.
+
+    Returns:
+        A `ParsedOptions` with the values (and the parser's defaults) of ``args``, the options
+        of ``names`` renamed.
+
+    Example:
+
+    >>> args = ParsedOptions(model="gru", units=8)
+    >>> args.defaults = {"model": "dual_am_gru", "units": 8}
+    >>> recorded = recorded_names(args, {"model": "kind"})
+    >>> vars(recorded), recorded.defaults["kind"]
+    ({'kind': 'gru', 'units': 8}, 'dual_am_gru')
+    """
+
+    def rename(name):
+        return names.get(name, name)
+
+    recorded = ParsedOptions(**{rename(name): value for name, value in vars(args).items()})
+    defaults = getattr(args, "defaults", None) or {}
+    recorded.defaults = {rename(name): value for name, value in defaults.items()}
+    return recorded
 
 
 def _readable(value):

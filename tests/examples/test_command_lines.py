@@ -54,7 +54,6 @@ COMMON_BAD = [
     (["--learning-rate", "0"], "--learning-rate"),
     (["--learning-rate", "nan"], "--learning-rate"),
     (["--learning-rate", "inf"], "--learning-rate"),
-    (["--units", "0"], "--units"),
     (["--batch-size", "0"], "--batch-size"),
     (["--embedding-dim", "0"], "--embedding-dim"),
     (["--seed", "-1"], "--seed"),
@@ -65,6 +64,7 @@ COMMON_BAD = [
 ]
 SPECIFIC_BAD = {
     "snli_dual_am_gru": [
+        (["--units", "0"], "--units"),
         (["--dropout", "1"], "--dropout"),
         (["--clip-norm", "-5"], "--clip-norm"),
         (["--init-scale", "0"], "--init-scale"),
@@ -77,10 +77,9 @@ SPECIFIC_BAD = {
         (["--embeddings", "/nonexistent/glove.txt"], "--embeddings"),
         (["--source", "files"], "--source"),
         (["--download", "--source", "generated"], "--download"),
-        (["--fused-loop", "--model", "gru"], "--fused-loop"),
-        (["--fused-loop", "--dual-key", "released"], "--fused-loop"),
     ],
     "ptb_memory_lm": [
+        (["--hidden", "0"], "--hidden"),
         (["--dropout", "1.5"], "--dropout"),
         (["--clip-norm", "-5"], "--clip-norm"),
         (["--init-scale", "-0.1"], "--init-scale"),
@@ -102,6 +101,7 @@ SPECIFIC_BAD = {
         (["--pack", "--no-document-resets"], "--pack"),
     ],
     "fill_last_word_cache": [
+        (["--hidden", "0"], "--hidden"),
         (["--max-length", "1"], "--max-length"),
         (["--max-train", "0"], "--max-train"),
         (["--max-vocabulary", "1"], "--max-vocabulary"),
@@ -135,6 +135,24 @@ def test_a_data_dir_without_the_corpus_files_is_refused_when_parsed(examples, ca
     assert "error: argument --data-dir" in line and str(tmp_path) in line
 
 
+# Combinations the (Dual) AM-GRU layers refuse to run fused, and the end of their message.
+FUSED_LOOP_REFUSED = [
+    (["--fused-loop", "--model", "gru"], "kind='gru' has none"),
+    (["--fused-loop", "--dual-key", "released"], "dual_key='paper' only"),
+]
+
+
+@pytest.mark.parametrize("argv,message", FUSED_LOOP_REFUSED)
+def test_snli_reports_a_fused_loop_the_layers_refuse_with_their_message(
+    examples, capsys, argv, message
+):
+    example = examples["snli_dual_am_gru"]
+    line = _error_line(
+        capsys, lambda argv: example.build_model(example.parse_args(argv), 20, None, 0.05), argv
+    )  # fmt: skip
+    assert "error: argument --fused-loop: " in line and message in line
+
+
 def test_fill_names_the_evaluation_file_it_lacks(examples, capsys, tmp_path):
     (tmp_path / "train.txt").write_text("a b c\n")
     parse = examples["fill_last_word_cache"].parse_args
@@ -147,11 +165,14 @@ def test_fill_names_the_evaluation_file_it_lacks(examples, capsys, tmp_path):
 @pytest.mark.parametrize(
     "name,argv,attribute,value,new_spelling",
     [
-        ("snli_dual_am_gru", ["--kind", "gru"], "kind", "gru", "--model"),
-        ("ptb_memory_lm", ["--hidden", "16"], "hidden", 16, "--units"),
+        ("snli_dual_am_gru", ["--kind", "gru"], "model", "gru", "--model"),
+        ("snli_dual_am_gru", ["--hidden", "16"], "units", 16, "--units"),
+        ("ptb_memory_lm", ["--units", "16"], "hidden", 16, "--hidden"),
+        ("ptb_memory_lm", ["--hidden-units", "16"], "hidden", 16, "--hidden"),
         ("ptb_memory_lm", ["--clipnorm", "0"], "clip_norm", 0.0, "--clip-norm"),
         ("ptb_memory_lm", ["--no-jit"], "jit", False, None),
-        ("fill_last_word_cache", ["--hidden-units", "8"], "hidden_units", 8, "--units"),
+        ("fill_last_word_cache", ["--hidden-units", "8"], "hidden", 8, "--hidden"),
+        ("fill_last_word_cache", ["--units", "8"], "hidden", 8, "--hidden"),
         ("fill_last_word_cache", ["--jit"], "jit", True, None),
     ],
 )
@@ -172,11 +193,17 @@ def test_one_spelling_per_shared_option(examples, capsys):
             example.parse_args(["--help"])
         text = capsys.readouterr().out
         spellings[name] = set(re.findall(r"^  (--[a-z-]+)", text, re.MULTILINE))
-        for old in ("--kind", "--hidden", "--hidden-units", "--clipnorm"):
+        for old in ("--kind", "--hidden-units", "--clipnorm"):
             assert old not in spellings[name], (name, old)
-    for option in ("--units", "--jit", "--seed", "--epochs", "--learning-rate", "--batch-size",
+    for option in ("--jit", "--seed", "--epochs", "--learning-rate", "--batch-size",
                    "--embedding-dim", "--data-dir", "--workdir", "--strategy", "--verbose"):
         assert all(option in found for found in spellings.values()), option
+    # One meaning per word: --units is a layer's output width (the SNLI example's layer 1),
+    # --hidden the width of the LSTM under the memory layer or the pooling.
+    assert "--units" in spellings["snli_dual_am_gru"]
+    assert "--hidden" not in spellings["snli_dual_am_gru"]
+    for name in ("ptb_memory_lm", "fill_last_word_cache"):
+        assert "--hidden" in spellings[name] and "--units" not in spellings[name], name
     for option in ("--model", "--clip-norm", "--dropout", "--init-scale"):
         assert option in spellings["snli_dual_am_gru"] & spellings["ptb_memory_lm"], option
 
@@ -213,10 +240,10 @@ def test_ptb_help_says_which_defaults_a_config_preset_sets(examples, capsys):
     with pytest.raises(SystemExit):
         examples["ptb_memory_lm"].parse_args(["--config", "zaremba-small", "--help"])
     entries = _help_entries(capsys.readouterr().out)
-    for option in ("--model", "--units", "--layers", "--epochs", "--learning-rate",
+    for option in ("--model", "--hidden", "--layers", "--epochs", "--learning-rate",
                    "--lr-decay", "--clip-norm", "--dropout", "--seq-len", "--full-rate-epochs"):
         assert options.PRESET_NOTE in entries[option], option
-    assert "(default: 200;" in entries["--units"]  # the preset's value
+    assert "(default: 200;" in entries["--hidden"]  # the preset's value
     for option in ("--strategy", "--workdir", "--probe-length"):
         assert options.PRESET_NOTE not in entries[option], option
 
@@ -230,9 +257,9 @@ class _FitCalled(Exception):
     [
         ("snli_dual_am_gru", ["--train-size", "small", "--max-train", "60", "--units", "4",
                               "--copies", "2", "--embedding-dim", "4", "--verbose", "0"]),
-        ("ptb_memory_lm", ["--generated-tokens", "600", "--units", "8", "--embedding-dim", "4",
+        ("ptb_memory_lm", ["--generated-tokens", "600", "--hidden", "8", "--embedding-dim", "4",
                            "--batch-size", "4", "--seq-len", "5", "--no-jit", "--verbose", "0"]),
-        ("fill_last_word_cache", ["--units", "4", "--embedding-dim", "4", "--attention-units",
+        ("fill_last_word_cache", ["--hidden", "4", "--embedding-dim", "4", "--attention-units",
                                   "2", "--cache-size", "8", "--max-length", "12",
                                   "--verbose", "0"]),
     ],
@@ -354,6 +381,20 @@ def test_script_exits_2_with_one_error_line(name, argv, option):
     # "All log messages before absl::InitializeLog()" and CUDA-stub lines of builds without
     # a GPU driver).
     assert result.stderr.strip().splitlines() == errors
+
+
+@pytest.mark.parametrize("argv,message", FUSED_LOOP_REFUSED)
+def test_snli_script_exits_2_when_the_layers_refuse_the_fused_loop(tmp_path, argv, message):
+    tiny = ["--source", "generated", "--train-size", "small", "--max-train", "50", "--units",
+            "8", "--copies", "2", "--workdir", str(tmp_path / "run")]  # fmt: skip
+    result = _run_script("snli_dual_am_gru", argv + tiny)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "METRICS" not in result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("snli_dual_am_gru.py: error: argument --fused-loop: ")
+    assert message in lines[0]
+    assert not (tmp_path / "run").exists()  # refused before the run started
 
 
 # --- benchmarks ------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import load_script, logged_hparams
 
-TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden-units", "8", "--attention-units", "4",
+TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden", "8", "--attention-units", "4",
         "--cache-size", "64", "--batch-size", "32", "--episodes", "2", "--houses", "4",
         "--verbose", "0"]
 

@@ -162,7 +162,7 @@ def _temporary_worker_dirs():
     return set(glob.glob(os.path.join(tempfile.gettempdir(), "tf_memlayers-worker-*")))
 
 
-FILL_TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden-units", "8", "--attention-units",
+FILL_TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden", "8", "--attention-units",
              "4", "--cache-size", "16", "--episodes", "2", "--houses", "4", "--max-length", "12",
              "--verbose", "0", "--no-jit"]  # fmt: skip
 

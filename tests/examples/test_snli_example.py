@@ -37,18 +37,26 @@ def test_help_runs_as_a_script():
 @pytest.mark.parametrize(
     "argv,fused",
     [([], True), (["--model", "am_gru"], True), (["--dual-key", "released"], False),
-     (["--model", "gru"], False), (["--no-fused-loop"], False), (["--fused-loop"], True)],
+     (["--model", "gru"], False), (["--no-fused-loop"], False), (["--fused-loop"], True),
+     (["--model", "am_gru", "--no-fused-loop"], False)],
 )
 def test_the_fused_loop_is_the_default_where_it_applies(argv, fused):
     example = _load_example()
-    assert example.uses_fused_loop(example.parse_args(argv)) is fused
+    args = example.parse_args(argv + ["--units", "8", "--copies", "2"])
+    model = example.build_model(args, 20, None, 0.05)
+    assert example.runs_fused_loop(model) is fused
+    # The option reaches the layers as given; without it the layers choose ("auto").
+    encoder = model.get_layer("encoder")
+    given = {"--fused-loop": True, "--no-fused-loop": False}
+    expected = next((given[flag] for flag in argv if flag in given), "auto")
+    assert encoder.fused_loop == expected
 
 
 def test_default_run_directory_is_one_per_configuration(tmp_path, monkeypatch):
     example = _load_example()
     monkeypatch.chdir(tmp_path)
     # The plain GRU model: the run directory does not depend on the model's kind of layer.
-    argv = TINY + ["--epochs", "1", "--kind", "gru"]
+    argv = TINY + ["--epochs", "1", "--model", "gru"]
     first = example.main(argv)
     wider = example.main(argv + ["--units", "10"])
     assert wider["workdir"] != first["workdir"] and wider["epochs_run"] == [0]

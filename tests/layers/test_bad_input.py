@@ -270,7 +270,7 @@ def _snli(**kwargs):
 
 
 def _fill(**kwargs):
-    settings = {"embedding_dim": 4, "hidden_units": 4, "attention_units": 4, "pooling": "attention"}
+    settings = {"embedding_dim": 4, "hidden": 4, "attention_units": 4, "pooling": "attention"}
     return build_fill_last_word_model(20, **{**settings, **kwargs})
 
 

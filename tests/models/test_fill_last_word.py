@@ -209,7 +209,7 @@ def test_dataset_is_fixed_length_and_prefetched():
 
 def small_model(**kwargs):
     kwargs.setdefault("embedding_dim", 6)
-    kwargs.setdefault("hidden_units", 8)
+    kwargs.setdefault("hidden", 8)
     kwargs.setdefault("attention_units", 4)
     return build_fill_last_word_model(30, max_length=10, **kwargs)
 
@@ -370,3 +370,14 @@ def test_cache_layers_are_found_through_the_public_keras_api():
     x = [np.ones((2, 3), "float32"), np.zeros((2, 3), "float32")]
     weights = cache_attention_by_index(model, top, probe_inputs=x)
     assert weights.shape == (4,)
+
+
+def test_hidden_units_is_an_old_spelling_of_hidden():
+    common = dict(max_length=10, embedding_dim=6, pooling="attention", attention_units=4)
+    with pytest.warns(DeprecationWarning, match="`hidden_units` is deprecated; use `hidden`"):
+        old = build_fill_last_word_model(30, hidden_units=5, **common)
+    new = build_fill_last_word_model(30, hidden=5, **common)
+    assert old.get_layer("encoder").units == new.get_layer("encoder").units == 5
+    assert old.count_params() == new.count_params()
+    with pytest.raises(TypeError, match="hidden=16 and hidden_units=5"):
+        build_fill_last_word_model(30, hidden=16, hidden_units=5, **common)

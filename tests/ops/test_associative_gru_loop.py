@@ -7,7 +7,7 @@ import tensorflow as tf
 from keras.src import backend as keras_backend
 
 from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell, DualAssociativeGRUCell
-from tf_memlayers.ops.associative_gru_loop import _shard_sizes, associative_gru_loop
+from tf_memlayers.ops.associative_gru_loop import associative_gru_loop, shard_sizes
 
 
 def _setup(batch, copies, seed, steps=6, units=8, input_dim=5):
@@ -155,7 +155,7 @@ def test_fused_loop_in_half_precision_matches_the_cell_form(policy):
 
 def test_shards_differ_in_size_by_at_most_one():
     for batch, shards in ((15, 8), (16, 2), (3, 3), (7, 4)):
-        sizes = _shard_sizes(tf.constant(batch), shards).numpy()
+        sizes = shard_sizes(tf.constant(batch), shards).numpy()
         assert sizes.sum() == batch and sizes.max() - sizes.min() <= 1 and len(sizes) == shards
 
 

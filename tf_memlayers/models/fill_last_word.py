@@ -22,6 +22,7 @@ vector of an example is the state the cache read is added to (post batch norm in
 
 import math
 import numbers
+import warnings
 
 import keras
 import numpy as np
@@ -76,7 +77,7 @@ def build_fill_last_word_model(
     *,
     max_length=40,
     embedding_dim=100,
-    hidden_units=128,
+    hidden=128,
     pooling="last",
     attention_units=64,
     cache_size=None,
@@ -88,6 +89,7 @@ def build_fill_last_word_model(
     weight_decay=1e-5,
     faithful_to_code=False,
     name="fill_last_word",
+    hidden_units=None,
 ):
     """Builds the (uncompiled) last-word model; see the module docstring for the two modes.
 
@@ -95,7 +97,7 @@ def build_fill_last_word_model(
         vocabulary_size: number of token ids (id 0 is padding).
         max_length: context steps (40 in the paper).
         embedding_dim: word vector size (100 in the paper; ignored with ``embedding_matrix``).
-        hidden_units: LSTM size ``H`` (128).
+        hidden: width ``H`` of the LSTM (128), as ``hidden`` of `build_language_model`.
         pooling: ``"last"`` (the final LSTM state) or ``"attention"``.
         attention_units: width ``A`` of both attentions (64).
         cache_size: number of cached states ``K``; ``None`` or 0 for no cache.
@@ -112,6 +114,8 @@ def build_fill_last_word_model(
         weight_decay: L2 coefficient (``1e-5``).
         faithful_to_code: reproduce the reference code instead of the paper.
         name: model name.
+        hidden_units: deprecated spelling of ``hidden`` (a `DeprecationWarning`); giving both
+            with different values is a `TypeError`.
 
     Returns:
         A `HeapCacheModel` mapping ``[batch, max_length]`` int ids to ``[batch, vocabulary]``
@@ -123,7 +127,7 @@ def build_fill_last_word_model(
 
     Example:
 
-    >>> model = build_fill_last_word_model(50, embedding_dim=8, hidden_units=16,
+    >>> model = build_fill_last_word_model(50, embedding_dim=8, hidden=16,
     ...                                    pooling="attention", cache_size=32)
     >>> compile_fill_last_word_model(model)
     >>> model.output_shape
@@ -131,7 +135,18 @@ def build_fill_last_word_model(
     """
     vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
     max_length = check_int("max_length", max_length, 1)
-    hidden_units = check_int("hidden_units", hidden_units, 1)
+    if hidden_units is not None:
+        warnings.warn(
+            "build_fill_last_word_model: `hidden_units` is deprecated; use `hidden`, the LSTM "
+            "width.", DeprecationWarning, stacklevel=2,
+        )  # fmt: skip
+        if hidden not in (128, hidden_units):
+            raise TypeError(
+                f"build_fill_last_word_model: give the LSTM width once, as `hidden`; got "
+                f"hidden={hidden!r} and hidden_units={hidden_units!r}."
+            )
+        hidden = hidden_units
+    hidden = check_int("hidden", hidden, 1)
     check_choice("pooling", pooling, POOLINGS)
     check_bool("faithful_to_code", faithful_to_code)
     if (pooling == "attention" and not faithful_to_code) or cache_size:
@@ -169,7 +184,7 @@ def build_fill_last_word_model(
     # cuDNN takes right-padded masks only, and these contexts are left-padded: with the mask,
     # a GPU runs Keras's own loop.
     sequences = keras.layers.LSTM(
-        hidden_units,
+        hidden,
         return_sequences=pooling == "attention",
         use_cudnn=False if masked else "auto",
         name="encoder",

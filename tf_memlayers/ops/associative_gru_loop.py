@@ -119,7 +119,7 @@ def associative_gru_loop(
         projected, memory, output, recurrent_kernel, *kernels = arguments
         source = as_parts(kernels.pop(2)) if has_source else None
         kernels = tuple(kernels) + (None, None) * (not has_source)
-        sizes = _shard_sizes(tf.shape(output)[0], num_shards)
+        sizes = shard_sizes(tf.shape(output)[0], num_shards)
 
         def shard(x, axis=0):
             if x is None:
@@ -227,8 +227,19 @@ def _usable_cores():
     return os.cpu_count() or 1
 
 
-def _shard_sizes(batch, num_shards):
-    """Sizes of ``num_shards`` contiguous batch shards, differing by at most one."""
+def shard_sizes(batch, num_shards):
+    """Sizes of ``num_shards`` contiguous batch shards, differing by at most one.
+
+    `associative_gru_loop` splits the batch into these shards with ``num_shards > 1``.
+
+    Args:
+        batch: Integer scalar tensor, the batch size.
+        num_shards: Positive integer, the number of shards.
+
+    Returns:
+        An integer tensor ``[num_shards]`` (the dtype of ``batch``) that sums to ``batch``, the
+        first ``batch % num_shards`` shards one larger than the others.
+    """
     shards = tf.range(num_shards)
     return batch // num_shards + tf.cast(shards < batch % num_shards, batch.dtype)
 

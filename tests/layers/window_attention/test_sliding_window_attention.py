@@ -7,6 +7,7 @@ from keras import ops
 
 from conftest import BACKEND, gradients, masked_rnn
 from tf_memlayers import SlidingWindowAttention, SlidingWindowAttentionCell
+from tf_memlayers.layers.window_attention.key_value_predict_split import key_value_predict_sizes
 from window_reference import window_attention_reference
 
 RNG = np.random.default_rng(0)
@@ -46,7 +47,7 @@ CONFIGS = [
 
 def assert_attention_and_output_widths(layer, attention_units, units):
     """W^Y has ``attention_units`` columns and h*_t ``units`` (defaults: key / value size)."""
-    key_size, value_size, _ = layer._key_value_predict_sizes()
+    key_size, value_size, _ = key_value_predict_sizes(layer.mode, layer.piece_sizes)
     assert layer.memory_kernel.shape[-1] == (attention_units or key_size)
     assert layer.context_kernel.shape[-1] == (units or value_size)
 
@@ -518,7 +519,11 @@ def test_stateful_layer_carries_memory_inside_jit_fit():
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
     data = RNG.integers(0, 20, (batch * 2, steps + 1))
     model.fit(data[:, :-1], data[:, 1:], batch_size=batch, shuffle=False, verbose=0)
-    keys, _, valid = window._unpack_memory(window.memory.value)
-    assert np.all(np.asarray(valid) == 1.0) and np.any(np.asarray(keys) != 0.0)
+    # The flat memory is [keys | values | validity] (`memory_size`): L keys of the key width
+    # (the first of the LSTM output's two pieces) first, one validity flag per slot last.
+    memory, key_size = np.asarray(window.memory), window.piece_sizes[0]
+    assert memory.shape == (batch, window.memory_size) and window.piece_sizes == (4, 4)
+    keys, valid = memory[:, : window.window * key_size], memory[:, -window.window :]
+    assert np.all(valid == 1.0) and np.any(keys != 0.0)
     window.reset_state()
     assert np.all(np.asarray(window.memory) == 0.0)

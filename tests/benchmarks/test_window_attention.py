@@ -1,0 +1,93 @@
+"""The window-attention speed benchmark's language models (`benchmarks/speed/window_attention.py`),
+at small shapes."""
+
+import json
+
+import keras
+import pytest
+from conftest import load_script
+
+from tf_memlayers import (
+    NGramConcat,
+    NGramConcatCell,
+    SlidingWindowAttention,
+    SlidingWindowAttentionCell,
+)
+from tf_memlayers.models.language_model import MEMORY_KINDS
+
+SMALL = dict(vocab=20, hidden=6, steps=4, batch=2)
+
+
+def _benchmark():
+    return load_script("benchmarks/speed", "window_attention")
+
+
+def _memory(model):
+    """The model's memory: the layer after the LSTM, or the cell its RNN runs (None: none)."""
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.RNN) and not isinstance(layer, keras.layers.LSTM):
+            return layer.cell
+        if isinstance(layer, (SlidingWindowAttention, NGramConcat)):
+            return layer
+    return None
+
+
+def test_every_variant_is_a_memory_kind_of_the_builder_in_one_form():
+    variants = _benchmark().LM_VARIANTS
+    assert list(variants)[0] == "lstm"
+    for name, (kind, form, size) in variants.items():
+        assert kind in MEMORY_KINDS and form in ("parallel", "cell"), name
+        if kind != "lstm":
+            assert name.endswith(f":{size}"), name
+
+
+@pytest.mark.parametrize(
+    "variant, memory_type, size",
+    [
+        ("lstm", None, None),
+        ("window-parallel:5", SlidingWindowAttention, 5),
+        ("window-cell:10", SlidingWindowAttentionCell, 10),
+        ("ngram-parallel:4", NGramConcat, 4),
+        ("ngram-cell:4", NGramConcatCell, 4),
+    ],
+)
+def test_variant_builds_its_memory_on_an_lstm_as_wide_as_the_memory_output(
+    variant, memory_type, size
+):
+    model = _benchmark().lm_model(variant, **SMALL)
+    assert model.output.shape == (2, 4, 20)
+    memory = _memory(model)
+    if memory_type is None:
+        assert memory is None
+        assert [type(layer) for layer in model.layers].count(keras.layers.LSTM) == 1
+        return
+    assert type(memory) is memory_type
+    config = memory.get_config()
+    assert config["window" if "Sliding" in memory_type.__name__ else "n"] == size
+    # The memory's output is as wide as the LSTM: the softmax reads 6 features.
+    assert model.layers[-1].kernel.shape == (6, 20)
+    if memory_type in (SlidingWindowAttentionCell, NGramConcatCell):
+        assert memory.cell.units == 6
+
+
+def test_unknown_variant_names_the_known_ones():
+    with pytest.raises(ValueError, match="unknown variant 'window-parallel:7'.*'lstm'"):
+        _benchmark().lm_model("window-parallel:7", **SMALL)
+
+
+def test_lm_part_prints_one_row_per_variant_with_its_ratio_to_the_lstm(monkeypatch, capsys):
+    benchmark = _benchmark()
+    bench_lm = benchmark.bench_lm
+    chosen = ["lstm", "window-cell:5", "ngram-parallel:4"]
+    monkeypatch.setattr(benchmark, "LM_VARIANTS",
+                        {name: benchmark.LM_VARIANTS[name] for name in chosen})  # fmt: skip
+    monkeypatch.setattr(benchmark, "bench_lm",
+                        lambda rounds, variants: bench_lm(rounds, variants, **SMALL))
+    benchmark.main(["--skip-peer", "--rounds", "2"])
+    results = json.loads(capsys.readouterr().out)
+    assert list(results) == ["lm", "lm_rounds"] and results["lm_rounds"] == 2
+    assert [row["variant"] for row in results["lm"]] == chosen
+    for row in results["lm"]:
+        assert list(row) == ["variant", "median_ms", "ratio_to_lstm"]
+        assert row["median_ms"] > 0
+    assert results["lm"][0]["ratio_to_lstm"] == 1.0
