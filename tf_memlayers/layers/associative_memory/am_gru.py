@@ -296,6 +296,18 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     >>> output, memory, last = layer(np.ones((2, 5, 4), "float32"))
     >>> output.shape, memory.shape
     (TensorShape([2, 8]), TensorShape([2, 24]))
+
+    Two documents packed into row 0, the second starting at step 2, give what the second
+    gives on its own:
+
+    >>> x = np.random.default_rng(0).normal(size=(2, 5, 4)).astype("float32")
+    >>> reset = np.zeros((2, 5), bool)
+    >>> reset[0, 2] = True
+    >>> layer = AssociativeGRU(8, num_copies=3, return_sequences=True)
+    >>> packed = layer(x, reset=reset)
+    >>> alone = layer(x[:1, 2:])
+    >>> bool(np.allclose(packed[0, 2:], alone[0], atol=1e-5))
+    True
     """
 
     STATES = (("memory", "units * num_copies"), ("previous output", "units"))
