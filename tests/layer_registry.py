@@ -49,6 +49,7 @@ SUITES = ("keras_checks", "journeys", "nan_padding", "output_spec", "flags")
 # own checks) and the suites over every layer, which run on every backend with the mechanisms'
 # own test modules.
 SHARED_SUITES = (
+    "layers/associative_memory/test_am_resets.py",
     "layers/test_layer_conformance.py",
     "layers/test_layer_journeys.py",
     "layers/test_layer_registry.py",

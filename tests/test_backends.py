@@ -100,9 +100,9 @@ def test_the_masked_loop_of_the_other_backends_equals_keras_tensorflow_loop(
     layer_cls, zero_output_for_mask, go_backwards, monkeypatch
 ):
     # On JAX and PyTorch, AssociativeGRU and DualAssociativeGRU run their masked loop with
-    # `masked_scan_loop` (Keras's loop there emits the memory at masked steps). On TensorFlow
-    # the same loop is checked against Keras's TensorFlow loop; on JAX, the layer tests check
-    # it against the cell form.
+    # `tf_memlayers.layers.resettable_rnn.scan_loop` (Keras's loop there emits the memory at
+    # masked steps). On TensorFlow the same loop is checked against Keras's TensorFlow loop;
+    # on JAX, the layer tests check it against the cell form.
     if BACKEND != "tensorflow":
         pytest.skip("compares with Keras's TensorFlow loop; on this backend the layer tests "
                     "compare the masked loop with the cell form")

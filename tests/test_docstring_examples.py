@@ -14,13 +14,14 @@ import tf_memlayers.metrics
 import tf_memlayers.models
 
 
-def _modules(package):
-    return sorted(
-        name for _, name, _ in pkgutil.iter_modules(package.__path__, package.__name__ + ".")
-    )
+def _modules(package, walk=False):
+    """The modules of ``package``; with ``walk``, those of its subpackages too."""
+    modules = pkgutil.walk_packages if walk else pkgutil.iter_modules
+    return sorted(name for _, name, _ in modules(package.__path__, package.__name__ + "."))
 
 
-MODULES = _modules(tf_memlayers.layers)
+# The layers live in one folder per mechanism.
+MODULES = _modules(tf_memlayers.layers, walk=True)
 
 
 @pytest.mark.parametrize("module_name", MODULES)

@@ -1,9 +1,10 @@
 """The AM-GRU layer: `keras.layers.RNN` over an `AssociativeGRUCell`, with a fused loop.
 
 `AssociativeRecurrentLayer` holds what the AM-GRU and the Dual AM-GRU layers share: the
-checks of the call arguments, masked inputs kept out of the computation, the choice of the
-time loop (Keras's, or the fused `tf_memlayers.ops.associative_gru_loop`, the way
-`keras.layers.GRU` chooses cuDNN in its `inner_loop`) and a flat config.
+checks of the call arguments, masked inputs kept out of the computation, per-row resets
+(`tf_memlayers.layers.resettable_rnn.ResettableRNN`), the choice of the time loop (Keras's,
+or the fused `tf_memlayers.ops.associative_gru_loop`, the way `keras.layers.GRU` chooses
+cuDNN in its `inner_loop`) and a flat config.
 """
 
 import keras
@@ -12,7 +13,7 @@ from keras import ops
 
 from tf_memlayers import _validation as check
 from tf_memlayers.layers.associative_memory.am_gru_cell import AssociativeGRUCell
-from tf_memlayers.layers.memory_cell_wrapper import takes_training
+from tf_memlayers.layers.resettable_rnn import ResettableRNN, scan_loop
 from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
 
 _RNN_FLAGS = (
@@ -34,8 +35,12 @@ def check_fused_loop(value, owner):
     raise TypeError(f"{owner}: `fused_loop` must be a bool or 'auto', got {value!r}.")
 
 
-class AssociativeRecurrentLayer(keras.layers.RNN):
+class AssociativeRecurrentLayer(ResettableRNN):
     """Base of `AssociativeGRU` and `DualAssociativeGRU` (not used on its own).
+
+    A `ResettableRNN`: a call with ``reset`` runs `scan_loop`, Keras's loop with a reset per
+    step, since the fused loop has no resets (``fused_loop="auto"`` falls back to Keras's
+    loop for that call, ``fused_loop=True`` refuses it).
 
     Subclasses set ``STATES``, a ``(name, width description)`` pair per state, and
     ``CELL_ARGUMENTS``, the cell's config keys that become the layer's, and implement
@@ -86,19 +91,21 @@ class AssociativeRecurrentLayer(keras.layers.RNN):
         """The keyword arguments of ``kwargs`` that the layer's cell takes too."""
         return {"dtype": kwargs.get("dtype"), "trainable": kwargs.get("trainable", True)}
 
-    def call(self, sequences, initial_state=None, mask=None, training=False):
+    def call(self, sequences, initial_state=None, mask=None, training=False, reset=None):
         sequences = ops.convert_to_tensor(sequences)
         if mask is not None:
             mask = ops.convert_to_tensor(mask)
-        self._check_call_arguments(sequences, initial_state, mask)
+        self._check_call_arguments(sequences, initial_state, mask, reset)
         if mask is not None:
             # A masked step's output and states are discarded; zeroing its inputs keeps
             # non-finite padding out of the kept outputs and of the gradients.
             keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
             sequences = ops.where(keep, sequences, ops.zeros_like(sequences))
-        return super().call(sequences, initial_state=initial_state, mask=mask, training=training)
+        return super().call(
+            sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
+        )
 
-    def _check_call_arguments(self, sequences, initial_state, mask):
+    def _check_call_arguments(self, sequences, initial_state, mask, reset=None):
         """Checks the shapes of the call arguments up front, naming the argument."""
         owner = type(self).__name__
         shape = tuple(sequences.shape)
@@ -106,6 +113,15 @@ class AssociativeRecurrentLayer(keras.layers.RNN):
         check.check_time_steps("sequences", shape, owner)
         if mask is not None:
             check.check_mask_shape(mask.shape, shape, owner, inputs_name="sequences")
+        if reset is not None:
+            if self.fused_loop is True:
+                raise ValueError(
+                    f"{owner}: `reset` cannot be used with fused_loop=True: the fused loop "
+                    "(tf_memlayers.ops.associative_gru_loop) has no resets. Use "
+                    "fused_loop='auto' (the default; a call with `reset` then runs Keras's "
+                    "loop) or fused_loop=False."
+                )
+            self.checked_reset(reset, sequences)
         if initial_state is None:
             return
         states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [
@@ -127,54 +143,31 @@ class AssociativeRecurrentLayer(keras.layers.RNN):
             check.check_width(name, state_shape, size, what, owner)
             check.check_same_batch(name, state_shape, "sequences", shape, owner)
 
-    def compute_output_spec(self, sequences, initial_state=None, mask=None, training=False):
-        self._check_call_arguments(sequences, initial_state, mask)
+    def compute_output_spec(self, sequences, initial_state=None, mask=None, training=False,
+                            reset=None):  # fmt: skip
+        self._check_call_arguments(sequences, initial_state, mask, reset)
         return super().compute_output_spec(
-            sequences, initial_state=initial_state, mask=mask, training=training
+            sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
         )
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
         if not isinstance(initial_state, (list, tuple)):
             initial_state = [initial_state]
-        if self.uses_fused_loop:
+        # The fused loop has no resets: a call with `reset` runs Keras's loop (`call` has
+        # refused it with fused_loop=True).
+        if self.uses_fused_loop and self._call_reset is None:
             return self.fused_inner_loop(sequences, list(initial_state), mask)
         return self.keras_inner_loop(sequences, list(initial_state), mask, training)
 
     def keras_inner_loop(self, sequences, initial_state, mask, training):
-        """`keras.layers.RNN`'s own loop over the cell (with a mask on a backend other than
-        TensorFlow, the same loop written here: see `masked_scan_loop`)."""
+        """`keras.layers.RNN`'s own loop over the cell, or `scan_loop`, the same loop written
+        in `keras.ops`: with ``reset`` (see `ResettableRNN`), and with a mask on a backend
+        other than TensorFlow, where Keras's loops take a masked step's output from the
+        cell's first state, which here is the memory, not the output (`scan_loop` carries the
+        previous output, as TensorFlow's loop does)."""
         if mask is not None and keras.backend.backend() != "tensorflow":
-            return self.masked_scan_loop(sequences, initial_state, mask, training)
+            return scan_loop(self, sequences, initial_state, mask, self._call_reset, training)
         return super().inner_loop(sequences, initial_state, mask, training=training)
-
-    def masked_scan_loop(self, sequences, initial_state, mask, training):
-        """The masked loop of `keras.layers.RNN`, as `keras.ops.scan` over the steps.
-
-        Keras's loops on JAX and PyTorch take a masked step's output from the cell's first
-        state, which here is the memory, not the output. This loop carries the previous output
-        instead, as TensorFlow's does: a masked step keeps the states and emits the previous
-        output (zeros with ``zero_output_for_mask``). Returns ``(last output, outputs, final
-        states)`` with the outputs in the order of processing, as Keras's loops do.
-        """
-        keep = ops.expand_dims(ops.transpose(ops.cast(mask, "bool")), -1)  # [time, batch, 1]
-        steps = ops.transpose(sequences, (1, 0, 2))
-        if self.go_backwards:
-            steps, keep = ops.flip(steps, axis=0), ops.flip(keep, axis=0)
-        kwargs = {"training": training} if takes_training(self.cell) else {}
-        no_output = ops.zeros(
-            (ops.shape(sequences)[0], self.cell.output_size), self.cell.compute_dtype
-        )
-
-        def step(carry, step_inputs):
-            states, previous = carry
-            inputs, kept = step_inputs
-            output, new_states = self.cell(inputs, list(states), **kwargs)
-            new_states = [ops.where(kept, new, old) for new, old in zip(new_states, states)]
-            output = ops.where(kept, output, no_output if self.zero_output_for_mask else previous)
-            return (new_states, output), output
-
-        (states, last), outputs = ops.scan(step, (list(initial_state), no_output), (steps, keep))
-        return last, ops.transpose(outputs, (1, 0, 2)), states
 
     def fused_inner_loop(self, sequences, initial_state, mask):
         """The loop as one `associative_gru_loop` op; returns ``(last output, outputs,
@@ -282,10 +275,19 @@ class AssociativeGRU(AssociativeRecurrentLayer):
         mask: optional boolean ``[batch, time]``; masked steps neither read nor write, and
             their inputs are never used (non-finite padding is harmless).
         training: unused (present for the layer protocol).
+        reset: optional boolean ``[batch, time]``, true where a new document starts: before
+            that step the row's memory and previous output are set to zero, so each document
+            packed into a row gives the outputs and final states of the same layer run on it
+            alone, from zeros (``initial_state`` and stateful states are forgotten at the
+            reset; other rows and steps are untouched; a reset at a masked step is ignored;
+            no gradient flows back through a reset; see `tf_memlayers.layers.resets`). The
+            fused loop has no resets: with ``fused_loop="auto"`` a call with ``reset`` runs
+            Keras's loop, with ``fused_loop=True`` it is a `ValueError`, and so is
+            ``go_backwards=True``.
 
-    A sequence without time steps, a mask whose shape is not ``[batch, time]``, or an
-    initial state of another width or batch size is a `ValueError` naming the argument and
-    the shapes.
+    A sequence without time steps, a mask or reset whose shape is not ``[batch, time]``, a
+    reset that is not boolean, or an initial state of another width or batch size is a
+    `ValueError` naming the argument and the shapes.
 
     Example:
 
@@ -294,6 +296,18 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     >>> output, memory, last = layer(np.ones((2, 5, 4), "float32"))
     >>> output.shape, memory.shape
     (TensorShape([2, 8]), TensorShape([2, 24]))
+
+    Two documents packed into row 0, the second starting at step 2, give what the second
+    gives on its own:
+
+    >>> x = np.random.default_rng(0).normal(size=(2, 5, 4)).astype("float32")
+    >>> reset = np.zeros((2, 5), bool)
+    >>> reset[0, 2] = True
+    >>> layer = AssociativeGRU(8, num_copies=3, return_sequences=True)
+    >>> packed = layer(x, reset=reset)
+    >>> alone = layer(x[:1, 2:])
+    >>> bool(np.allclose(packed[0, 2:], alone[0], atol=1e-5))
+    True
     """
 
     STATES = (("memory", "units * num_copies"), ("previous output", "units"))

@@ -28,6 +28,7 @@ from keras import ops
 
 from tf_memlayers import _validation as check
 from tf_memlayers.layers.memory_cell_wrapper import step_output_spec
+from tf_memlayers.layers.resets import check_reset, zero_where
 from tf_memlayers.ops import holographic
 from tf_memlayers.ops.associative_gru_step import associative_gru_step
 
@@ -48,6 +49,27 @@ def check_units_copies_seed(owner, units, num_copies, seed):
     num_copies = check.check_int("num_copies", num_copies, 1, owner)
     seed = check.check_int("seed", seed, None, owner)
     return units, num_copies, seed
+
+
+def zero_reset_rows(owner, inputs, states, reset):
+    """A step's ``states`` (as a list) set to zero in the rows that ``reset`` marks.
+
+    Args:
+        owner: String, the class name that error messages start with.
+        inputs: Tensor ``[batch, features]``, the step's input (its batch size is what
+            ``reset`` is checked against).
+        states: List of the step's states, each ``[batch, ...]``.
+        reset: Optional bool tensor ``[batch]`` (see `tf_memlayers.layers.resets`); `None`
+            leaves the states as they are.
+
+    Returns:
+        List of the states, zero in the reset rows.
+    """
+    states = list(states)
+    if reset is None:
+        return states
+    reset = check_reset(reset, tuple(inputs.shape)[:1], owner)
+    return zero_where(reset, states)
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -94,6 +116,12 @@ class AssociativeGRUCell(keras.layers.Layer):
         states: List of two tensors ``[memory [batch, units * num_copies], previous output
             [batch, units]]``; zeros are the empty memory.
         training: Unused (present for the cell protocol). Default: `None`.
+        reset: Optional bool tensor ``[batch]``, true in the rows that start a new document
+            at this step: their memory and previous output are set to zero before the step,
+            so they compute what the first step of a sequence computes
+            (`tf_memlayers.layers.resets`). `keras.layers.RNN` does not pass it; run the cell
+            with `tf_memlayers.layers.ResettableRNN` to reset rows inside a sequence.
+            Default: `None` (no row).
 
     Example:
 
@@ -236,27 +264,32 @@ class AssociativeGRUCell(keras.layers.Layer):
 
         return self.run_step(key, memory, gate_preactivation, candidate_preactivation, source)
 
-    def call_with_retrievals(self, inputs, states, training=None):
+    def call_with_retrievals(self, inputs, states, training=None, reset=None):
         """One step that also returns what was written to and read from the memory.
 
         Args:
             inputs: Tensor ``[batch, input_dim]``.
             states: List ``[memory [batch, n * C], previous output [batch, n]]``.
             training: Unused. Default: `None`.
+            reset: Optional bool tensor ``[batch]``: the rows whose states are zeroed
+                before the step (see `call`). Default: `None`.
 
         Returns:
             Tuple ``(output, new_states, {"written": delta, "read": h})``.
         """
+        states = zero_reset_rows(type(self).__name__, inputs, states, reset)
         memory, previous_output = states[0], states[1]
         controller = ops.concatenate([inputs, previous_output], axis=1)
         step = self.controller_step(controller, memory)
         retrievals = {"written": step.delta, "read": step.retrieved}
         return step.output, [step.memory, step.output], retrievals
 
-    def call(self, inputs, states, training=None):
+    def call(self, inputs, states, training=None, reset=None):
         if self._step_kernels is not None:  # inside `stepping_on_projections`
-            return self.projected_call(inputs, states, self._step_kernels)
-        output, new_states, retrievals = self.call_with_retrievals(inputs, states, training)
+            return self.projected_call(inputs, states, self._step_kernels, reset=reset)
+        output, new_states, retrievals = self.call_with_retrievals(
+            inputs, states, training, reset=reset
+        )
         if self.return_retrievals:
             pieces = [output, retrievals["written"], retrievals["read"]]
             return ops.concatenate(pieces, axis=1), new_states
@@ -283,7 +316,8 @@ class AssociativeGRUCell(keras.layers.Layer):
         finally:
             object.__setattr__(self, "_step_kernels", None)
 
-    def compute_output_spec(self, inputs, states, training=None):
+    def compute_output_spec(self, inputs, states, training=None, reset=None):
+        zero_reset_rows(type(self).__name__, inputs, [], reset)  # checks ``reset``
         return step_output_spec(self, inputs)
 
     # -- the step on precomputed input projections (used by `AssociativeGRU`) -------------
@@ -311,18 +345,21 @@ class AssociativeGRUCell(keras.layers.Layer):
         )
         return input_kernel, input_bias, recurrent_kernel, gate[d + n :], candidate[d + n :]
 
-    def projected_call(self, projected, states, kernels):
+    def projected_call(self, projected, states, kernels, reset=None):
         """One step from precomputed input projections; equal to `call` up to rounding.
 
         Args:
             projected: Tensor ``[batch, 4n]``, ``x_t W_x + b`` (from `projection_kernels`).
             states: List ``[memory [batch, n * C], previous output [batch, n]]``.
             kernels: Tuple ``(recurrent_kernel, gate_h_kernel, candidate_h_kernel)``.
+            reset: Optional bool tensor ``[batch]``: the rows whose states are zeroed
+                before the step (see `call`). Default: `None`.
 
         Returns:
             Tuple ``(output, new_states)``, as `call`.
         """
         recurrent_kernel, gate_h_kernel, candidate_h_kernel = kernels
+        states = zero_reset_rows(type(self).__name__, projected, states, reset)
         memory, previous_output = states[0], states[1]
         n = self.units
         pre = projected + ops.matmul(previous_output, recurrent_kernel)

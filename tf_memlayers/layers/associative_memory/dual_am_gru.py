@@ -22,7 +22,11 @@ from keras import ops
 
 from tf_memlayers import _validation as check
 from tf_memlayers.layers.associative_memory.am_gru import AM_GRU_CELL_ARGUMENTS, AssociativeRecurrentLayer
-from tf_memlayers.layers.associative_memory.am_gru_cell import AssociativeGRUCell, check_units_copies_seed
+from tf_memlayers.layers.associative_memory.am_gru_cell import (
+    AssociativeGRUCell,
+    check_units_copies_seed,
+    zero_reset_rows,
+)
 from tf_memlayers.layers.memory_cell_wrapper import step_output_spec
 from tf_memlayers.ops import holographic
 from tf_memlayers.ops.associative_gru_step import SourceMemory
@@ -198,6 +202,12 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         states: ``[memory [batch, units * C], previous output [batch, units],
             source memory [batch, units * C]]``.
         training: unused.
+        reset: Optional bool tensor ``[batch]``, true in the rows that start a new document
+            at this step: their memory and previous output are set to zero before the step.
+            The source memory is kept: it is what the row reads, not a recurrent state
+            (the cell returns it unchanged), so a reset row continues as a sequence started
+            from ``initial_state=[0, 0, source memory]`` would (see
+            `tf_memlayers.layers.resets`). Default: `None` (no row).
 
     Example:
 
@@ -333,9 +343,16 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         read_key = holographic.uncomplexify(key_second, dual_second)
         return write_key, SourceMemory(parts, *kernels, key=read_key, conjugate=False)
 
-    def call_with_retrievals(self, inputs, states, training=None):
-        """One step; returns ``(output, new_states, {"written", "read", "source_read"})``."""
-        memory, previous_output, source = states[0], states[1], states[2]
+    def call_with_retrievals(self, inputs, states, training=None, reset=None):
+        """One step; returns ``(output, new_states, {"written", "read", "source_read"})``.
+
+        ``reset`` (optional bool ``[batch]``) zeroes the memory and previous output of its
+        rows before the step, and keeps their source memory (see `call`).
+        """
+        source = states[2]
+        memory, previous_output = zero_reset_rows(
+            type(self).__name__, inputs, states[:2], reset
+        )
         self._check_source(source)
         controller = ops.concatenate([inputs, previous_output], axis=1)
         key, source_memory = self._source_memory(controller, source)
@@ -347,14 +364,17 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         }
         return step.output, [step.memory, step.output, source], retrievals
 
-    def call(self, inputs, states, training=None):
-        output, new_states, retrievals = self.call_with_retrievals(inputs, states, training)
+    def call(self, inputs, states, training=None, reset=None):
+        output, new_states, retrievals = self.call_with_retrievals(
+            inputs, states, training, reset=reset
+        )
         if self.return_retrievals:
             pieces = [output, retrievals["written"], retrievals["read"], retrievals["source_read"]]
             return ops.concatenate(pieces, axis=1), new_states
         return output, new_states
 
-    def compute_output_spec(self, inputs, states, training=None):
+    def compute_output_spec(self, inputs, states, training=None, reset=None):
+        zero_reset_rows(type(self).__name__, inputs, [], reset)  # checks ``reset``
         return step_output_spec(self, inputs)
 
     def get_config(self):
@@ -442,6 +462,14 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
             Zeros by default (then the source is empty and contributes nothing).
         mask: optional boolean ``[batch, time]``; masked steps neither read nor write.
         training: unused (present for the layer protocol).
+        reset: optional boolean ``[batch, time]``, true where a new document starts: before
+            that step the row's memory and previous output are set to zero; its source
+            memory, which the cell reads and never changes, is kept. From there the row
+            computes what the layer computes on that document alone with ``initial_state=[0,
+            0, source memory]`` (other rows and steps are untouched; a reset at a masked step
+            is ignored; see `tf_memlayers.layers.resets`). The fused loop has no resets:
+            with ``fused_loop="auto"`` a call with ``reset`` runs Keras's loop, with
+            ``fused_loop=True`` it is a `ValueError`, and so is ``go_backwards=True``.
 
     Example:
 

@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from tf_memlayers import _validation as check
+from tf_memlayers.layers.associative_memory.am_gru_cell import zero_reset_rows
 from tf_memlayers.layers.memory_cell_wrapper import (
     call_cell,
     cell_output_size,
@@ -58,6 +59,13 @@ class AssociativeMemoryCell(keras.layers.Layer):
             output_size], *the cell's other states]``, with ``M`` the size of the memory
             state.
         training: Python boolean, passed to the wrapped cell. Default: `None`.
+        reset: Optional bool tensor ``[batch]``, true in the rows that start a new document
+            at this step: every state of those rows (the memory, the previous output and the
+            wrapped cell's other states) is set to zero before the step, so the wrapped cell
+            starts from the zero state that `keras.layers.RNN` gives a new sequence (see
+            `tf_memlayers.layers.resets`). Run the cell with
+            `tf_memlayers.layers.ResettableRNN` to reset rows inside a sequence.
+            Default: `None` (no row).
 
     Example:
 
@@ -129,7 +137,8 @@ class AssociativeMemoryCell(keras.layers.Layer):
         key = ops.matmul(controller, self.key_kernel)
         return holographic.bounded_copies(key, self._permutation_matrix, self.num_copies)
 
-    def call(self, inputs, states, training=None):
+    def call(self, inputs, states, training=None, reset=None):
+        states = zero_reset_rows(type(self).__name__, inputs, states, reset)
         memory, previous_output, others = states[0], states[1], list(states[2:])
         controller = ops.concatenate([inputs, previous_output], axis=1)
         copies_re, copies_im = self._key_copies(controller)
@@ -148,7 +157,8 @@ class AssociativeMemoryCell(keras.layers.Layer):
             output = ops.concatenate([output, written, retrieved], axis=1)
         return output, new_states
 
-    def compute_output_spec(self, inputs, states, training=None):
+    def compute_output_spec(self, inputs, states, training=None, reset=None):
+        zero_reset_rows(type(self).__name__, inputs, [], reset)  # checks ``reset``
         return step_output_spec(self, inputs)
 
     def get_config(self):

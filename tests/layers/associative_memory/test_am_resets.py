@@ -1,0 +1,428 @@
+"""Per-row resets (``reset``) of the associative-memory layers and cells: a batch of rows
+with documents packed back to back equals each document run on its own from a fresh state
+(`tf_memlayers.layers.resets`)."""
+
+import keras
+import numpy as np
+import pytest
+from conftest import BACKEND, FUSED_LOOP, gradients, masked_rnn, tensorflow_only
+from keras import ops
+
+from tf_memlayers.layers import (
+    AssociativeGRU,
+    AssociativeGRUCell,
+    AssociativeMemoryCell,
+    DualAssociativeGRU,
+    DualAssociativeGRUCell,
+    ResettableRNN,
+)
+
+UNITS, COPIES, INPUT_DIM, STEPS = 8, 3, 4, 7
+SEQUENCE_FLAGS = {"return_sequences": True, "return_state": True}
+
+# The layers under test, each a factory of a layer returning every step's output and its
+# final states.
+KINDS = {
+    "am_gru_keras_loop": lambda **kw: AssociativeGRU(
+        UNITS, num_copies=COPIES, fused_loop=False, **SEQUENCE_FLAGS, **kw
+    ),
+    # On TensorFlow "auto" runs the fused loop, and a call with `reset` falls back.
+    "am_gru_auto": lambda **kw: AssociativeGRU(UNITS, num_copies=COPIES, **SEQUENCE_FLAGS, **kw),
+    "am_gru_unroll": lambda **kw: AssociativeGRU(
+        UNITS, num_copies=COPIES, unroll=True, **SEQUENCE_FLAGS, **kw
+    ),
+    "am_gru_retrievals": lambda **kw: AssociativeGRU(
+        UNITS, num_copies=COPIES, return_retrievals=True, **SEQUENCE_FLAGS, **kw
+    ),
+    "dual_auto": lambda **kw: DualAssociativeGRU(UNITS, num_copies=COPIES, **SEQUENCE_FLAGS, **kw),
+    "dual_released": lambda **kw: DualAssociativeGRU(
+        UNITS, num_copies=COPIES, dual_key="released", **SEQUENCE_FLAGS, **kw
+    ),
+    "rnn_am_gru_cell": lambda **kw: ResettableRNN(
+        AssociativeGRUCell(UNITS, num_copies=COPIES), **SEQUENCE_FLAGS, **kw
+    ),
+    "rnn_memory_cell_gru": lambda **kw: ResettableRNN(
+        AssociativeMemoryCell(keras.layers.GRUCell(6), num_copies=COPIES), **SEQUENCE_FLAGS, **kw
+    ),
+    "rnn_memory_cell_lstm": lambda **kw: ResettableRNN(
+        AssociativeMemoryCell(keras.layers.LSTMCell(6), num_copies=2), **SEQUENCE_FLAGS, **kw
+    ),
+    "rnn_dual_cell": lambda **kw: ResettableRNN(
+        DualAssociativeGRUCell(UNITS, num_copies=COPIES), **SEQUENCE_FLAGS, **kw
+    ),
+}
+
+
+def _numpy(x):
+    return np.asarray(keras.ops.convert_to_numpy(x))
+
+
+def _resets_and_mask():
+    """Three rows of `STEPS` steps: row 0 starts documents at steps 2 and 5, row 1 at step 0
+    (forgetting any initial state) and 4, row 2 has no document boundary (its one reset is
+    at a masked step, which ignores it). The mask pads row 0 at the end and leaves holes
+    inside documents."""
+    reset = np.zeros((3, STEPS), bool)
+    reset[0, [2, 5]] = True
+    reset[1, [0, 4]] = True
+    reset[2, 3] = True
+    mask = np.ones((3, STEPS), bool)
+    mask[0, 6] = False  # padding at the end
+    mask[0, 3] = False  # a hole in the second document
+    mask[1, 5] = False  # a hole right after a reset
+    mask[2, 3] = False  # the reset here is ignored
+    return reset, mask
+
+
+def _documents(reset, mask):
+    """Per row, the ``(start, end, fresh)`` of its documents: a document starts at step 0 and
+    at every reset of a kept step; ``fresh`` tells whether it starts from a fresh state (a
+    reset) or from the initial state."""
+    kept = np.ones_like(reset) if mask is None else mask
+    rows = []
+    for row, keep in zip(reset, kept):
+        starts = [t for t in range(1, len(row)) if row[t] and keep[t]]
+        bounds = [0] + starts + [len(row)]
+        fresh = [bool(row[0] and keep[0])] + [True] * len(starts)
+        rows.append([(s, e, f) for s, e, f in zip(bounds, bounds[1:], fresh)])
+    return rows
+
+
+def _is_dual(layer):
+    return isinstance(layer.cell, DualAssociativeGRUCell)
+
+
+def _fresh_state(layer, initial_state, row):
+    """The states a row starts a document from after a reset: zeros, and for the Dual
+    cell, the row's source memory (not a recurrent state, so kept)."""
+    if not _is_dual(layer):
+        return None
+    sizes = keras.tree.flatten(layer.cell.state_size)
+    dtype = layer.cell.compute_dtype
+    states = [np.zeros((1, size), dtype) for size in sizes]
+    if initial_state is not None:
+        states[2] = np.asarray(initial_state[2])[row : row + 1]
+    return states
+
+
+def separate_runs(layer, xs, reset, mask=None, initial_state=None):
+    """Each document of each row run on its own by ``layer`` (not stateful): the expected
+    outputs ``[batch, time, ...]`` and final states of the packed run."""
+    outputs, finals = None, []
+    for row, documents in enumerate(_documents(reset, mask)):
+        for start, end, fresh in documents:
+            if fresh or initial_state is None:
+                init = _fresh_state(layer, initial_state, row)
+            else:
+                init = [np.asarray(s)[row : row + 1] for s in initial_state]
+            x = xs[row : row + 1, start:end]
+            if mask is None:
+                result = [_numpy(t) for t in layer(x, initial_state=init)]
+            else:
+                result = masked_rnn(layer, x, mask[row : row + 1, start:end], initial_state=init)
+            if outputs is None:
+                outputs = np.zeros(xs.shape[:2] + result[0].shape[2:], result[0].dtype)
+            outputs[row, start:end] = result[0][0]
+        finals.append([state[0] for state in result[1:]])
+    return outputs, [np.stack(states) for states in zip(*finals)]
+
+
+def _random_initial_state(layer, rng, batch=3):
+    sizes = keras.tree.flatten(layer.cell.state_size)
+    dtype = layer.cell.compute_dtype
+    return [(0.5 * rng.normal(size=(batch, size))).astype(dtype) for size in sizes]
+
+
+def _built(kind, xs, rng, **kwargs):
+    """A layer of ``kind``, built and run once (so that a stateful layer is ready)."""
+    layer = KINDS[kind](**kwargs)
+    layer.build(xs.shape)
+    # Non-trivial weights, so that every state matters.
+    for weight in layer.weights:
+        weight.assign(rng.uniform(-0.7, 0.7, size=weight.shape).astype(weight.dtype))
+    return layer
+
+
+def _assert_equal_runs(packed, expected, atol):
+    outputs, *states = packed
+    expected_outputs, expected_states = expected
+    np.testing.assert_allclose(_numpy(outputs), expected_outputs, atol=atol, rtol=0)
+    assert len(states) == len(expected_states)
+    for got, want in zip(states, expected_states):
+        np.testing.assert_allclose(_numpy(got), want, atol=atol, rtol=0)
+
+
+@pytest.mark.parametrize("case", ["plain", "masked", "initial_state", "masked_initial_state"])
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_packed_documents_equal_separate_runs_in_float64(float64_policy, kind, case):
+    rng = np.random.default_rng(sorted(KINDS).index(kind))
+    xs = rng.normal(size=(3, STEPS, INPUT_DIM))
+    layer = _built(kind, xs, rng)
+    reset, mask = _resets_and_mask()
+    mask = mask if "masked" in case else None
+    initial = _random_initial_state(layer, rng) if "initial" in case else None
+    packed = layer(xs, reset=reset, mask=mask, initial_state=initial)
+    expected = separate_runs(layer, xs, reset, mask, initial)
+    _assert_equal_runs(packed, expected, atol=1e-10)
+    # Not vacuous: without the resets the rows with documents compute something else.
+    if mask is None:
+        plain = _numpy(layer(xs, initial_state=initial)[0])
+    else:
+        plain = masked_rnn(layer, xs, mask, initial_state=initial)[0]
+    assert np.abs(plain[:2] - expected[0][:2]).max() > 1e-3
+    if mask is not None:  # row 2's only reset is at a masked step, which ignores it
+        np.testing.assert_allclose(_numpy(packed[0])[2], plain[2], atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru"])
+def test_stateful_layer_forgets_the_carried_states_at_a_reset(float64_policy, kind):
+    rng = np.random.default_rng(3)
+    # Two segments of a stream.
+    first, xs = rng.normal(size=(3, 3, INPUT_DIM)), rng.normal(size=(3, STEPS, INPUT_DIM))
+    stateful = _built(kind, xs, rng, stateful=True)
+    twin = KINDS[kind]()  # the same weights, not stateful
+    twin.build(xs.shape)
+    twin.set_weights(stateful.get_weights())
+    carried = [_numpy(s) for s in stateful(first)[1:]]
+    reset = np.zeros((3, STEPS), bool)
+    reset[0, 4] = True  # row 0: the end of the first document, then a new one
+    reset[1, 0] = True  # row 1: a new document at once
+    packed = stateful(xs, reset=reset)
+    expected = separate_runs(twin, xs, reset, initial_state=carried)
+    _assert_equal_runs(packed, expected, atol=1e-10)
+    # The layer keeps the packed run's final states for the next segment.
+    for variable, state in zip(stateful.states, expected[1]):
+        np.testing.assert_allclose(_numpy(variable), state, atol=1e-10, rtol=0)
+
+
+# -- one step of a cell ----------------------------------------------------------------------
+
+CELLS = {
+    "am_gru_cell": lambda: AssociativeGRUCell(UNITS, num_copies=COPIES),
+    "am_gru_cell_retrievals": lambda: AssociativeGRUCell(
+        UNITS, num_copies=COPIES, return_retrievals=True
+    ),
+    "memory_cell_gru": lambda: AssociativeMemoryCell(keras.layers.GRUCell(6), num_copies=COPIES),
+    "memory_cell_lstm": lambda: AssociativeMemoryCell(keras.layers.LSTMCell(6), num_copies=2),
+    "dual_cell": lambda: DualAssociativeGRUCell(UNITS, num_copies=COPIES),
+    "dual_cell_released": lambda: DualAssociativeGRUCell(
+        UNITS, num_copies=COPIES, dual_key="released"
+    ),
+}
+
+
+def _cell_and_states(name, rng, batch=3):
+    cell = CELLS[name]()
+    cell.build((None, INPUT_DIM))
+    for weight in cell.weights:
+        weight.assign(rng.uniform(-0.7, 0.7, size=weight.shape))
+    sizes = keras.tree.flatten(cell.state_size)
+    states = [rng.normal(size=(batch, size)) for size in sizes]
+    return cell, states
+
+
+def _fresh_cell_states(cell, states, reset):
+    """The states a reset row starts from: zeros, but the Dual cell's source memory."""
+    fresh = [np.where(reset[:, None], 0.0, s) for s in states]
+    if isinstance(cell, DualAssociativeGRUCell):
+        fresh[2] = states[2]
+    return fresh
+
+
+@pytest.mark.parametrize("name", sorted(CELLS))
+def test_one_step_with_reset_equals_the_step_from_zero_states(float64_policy, name):
+    rng = np.random.default_rng(sorted(CELLS).index(name))
+    cell, states = _cell_and_states(name, rng)
+    x = rng.normal(size=(3, INPUT_DIM))
+    reset = np.array([True, False, True])
+    output, new_states = cell(x, states, reset=reset)
+    want_output, want_states = cell(x, _fresh_cell_states(cell, states, reset))
+    np.testing.assert_allclose(_numpy(output), _numpy(want_output), atol=1e-12, rtol=0)
+    for got, want in zip(new_states, want_states):
+        np.testing.assert_allclose(_numpy(got), _numpy(want), atol=1e-12, rtol=0)
+    # Not vacuous: the reset rows differ from the step on their own states.
+    unreset, _ = cell(x, states)
+    assert np.abs(_numpy(unreset)[0] - _numpy(output)[0]).max() > 1e-3
+    np.testing.assert_allclose(_numpy(output)[1], _numpy(unreset)[1], atol=1e-12, rtol=0)
+    if isinstance(cell, DualAssociativeGRUCell):  # the source memory passes through
+        np.testing.assert_array_equal(_numpy(new_states[2]), states[2])
+
+
+def test_am_gru_cell_step_paths_take_reset(float64_policy):
+    rng = np.random.default_rng(5)
+    cell, states = _cell_and_states("am_gru_cell_retrievals", rng)
+    x = rng.normal(size=(3, INPUT_DIM))
+    reset = np.array([False, True, False])
+    fresh = _fresh_cell_states(cell, states, reset)
+    want_output, want_states, want_retrievals = cell.call_with_retrievals(x, fresh)
+    output, new_states, retrievals = cell.call_with_retrievals(x, states, reset=reset)
+    for got, want in zip(
+        [output, *new_states, *retrievals.values()],
+        [want_output, *want_states, *want_retrievals.values()],
+    ):
+        np.testing.assert_allclose(_numpy(got), _numpy(want), atol=1e-12, rtol=0)
+    # The step on precomputed input projections, as `AssociativeGRU`'s loop runs it.
+    input_kernel, input_bias, *kernels = cell.projection_kernels()
+    projected = ops.matmul(x, input_kernel) + input_bias
+    want = cell.projected_call(projected, fresh, kernels)
+    got = cell.projected_call(projected, states, kernels, reset=reset)
+    with cell.stepping_on_projections(kernels):
+        stepped = cell(projected, states, reset=reset)
+    for result in (got, stepped):
+        for g, w in zip(keras.tree.flatten(result), keras.tree.flatten(want)):
+            np.testing.assert_allclose(_numpy(g), _numpy(w), atol=1e-12, rtol=0)
+    assert np.abs(_numpy(want[0]) - _numpy(cell.projected_call(projected, states, kernels)[0]))[
+        1
+    ].max() > 1e-3
+
+
+# -- gradients -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["am_gru_keras_loop", "am_gru_auto", "dual_auto",
+                                  "rnn_memory_cell_gru"])  # fmt: skip
+def test_no_gradient_flows_back_through_a_reset(float64_policy, kind):
+    rng = np.random.default_rng(6)
+    xs = rng.normal(size=(3, STEPS, INPUT_DIM))
+    layer = _built(kind, xs, rng)
+    initial = _random_initial_state(layer, rng)
+    start = 4
+    reset = np.zeros((3, STEPS), bool)
+    reset[0, start] = True
+
+    def loss_with(reset):
+        def loss(xs, *initial):
+            outputs = layer(xs, reset=reset, initial_state=list(initial))[0]
+            return ops.sum(ops.sin(outputs[0, start:]))
+
+        return loss
+
+    _, _, (grad_x, *grad_initial) = gradients(loss_with(reset), inputs=[xs, *initial])
+    np.testing.assert_array_equal(grad_x[0, :start], 0.0)
+    assert np.abs(grad_x[0, start:]).min() > 0
+    # The recurrent states are forgotten; the Dual layer's source memory is read after the
+    # reset too.
+    for grad in grad_initial[:2]:
+        np.testing.assert_array_equal(grad, 0.0)
+    if _is_dual(layer):
+        assert np.abs(grad_initial[2][0]).max() > 0
+    # Without the reset, the same loss depends on the earlier steps.
+    _, _, (grad_x, *_) = gradients(loss_with(np.zeros_like(reset)), inputs=[xs, *initial])
+    assert np.abs(grad_x[0, :start]).min() > 0
+
+
+# -- compiled, mixed precision ---------------------------------------------------------------
+
+
+def _compiled(function):
+    """``function`` compiled with XLA: `tf.function(jit_compile=True)` or `jax.jit`."""
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(function, jit_compile=True)
+    if BACKEND == "jax":
+        import jax
+
+        return jax.jit(function)
+    pytest.skip(f"no XLA compilation on the {BACKEND} backend")
+
+
+@pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru"])
+def test_xla_compiled_call_with_reset_equals_separate_runs(kind):
+    rng = np.random.default_rng(7)
+    xs = rng.normal(size=(3, STEPS, INPUT_DIM)).astype("float32")
+    layer = _built(kind, xs, rng)
+    reset, mask = _resets_and_mask()
+    call = _compiled(lambda xs, reset, mask: layer(xs, reset=reset, mask=mask))
+    packed = call(xs, reset, mask)
+    _assert_equal_runs(packed, separate_runs(layer, xs, reset, mask), atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru"])
+def test_mixed_float16_call_with_reset_equals_separate_runs(kind):
+    keras.config.set_dtype_policy("mixed_float16")
+    rng = np.random.default_rng(8)
+    xs = rng.normal(size=(3, STEPS, INPUT_DIM)).astype("float32")
+    layer = _built(kind, xs, rng)
+    reset, mask = _resets_and_mask()
+    packed = layer(xs, reset=reset, mask=mask)
+    assert keras.backend.standardize_dtype(packed[0].dtype) == "float16"
+    _assert_equal_runs(packed, separate_runs(layer, xs, reset, mask), atol=5e-3)
+
+
+# -- in a functional model ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto"])
+def test_functional_model_with_a_reset_input(kind):
+    rng = np.random.default_rng(9)
+    xs = rng.normal(size=(3, STEPS, INPUT_DIM)).astype("float32")
+    reset, _ = _resets_and_mask()
+    inputs = keras.Input((None, INPUT_DIM))
+    resets = keras.Input((None,), dtype="bool")
+    layer = KINDS[kind]()
+    symbolic = layer(inputs, reset=resets)
+    assert [tuple(t.shape) for t in symbolic] == [
+        (None, None, layer.cell.output_size),
+        *[(None, size) for size in layer.cell.state_size],
+    ]
+    model = keras.Model([inputs, resets], symbolic)
+    got = model([xs, reset])
+    _assert_equal_runs(got, separate_runs(layer, xs, reset), atol=1e-5)
+
+
+# -- bad arguments -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_am_gru_cell"])
+def test_bad_reset_is_a_value_error_naming_reset(kind):
+    xs = np.ones((2, 5, INPUT_DIM), "float32")
+    layer = KINDS[kind]()
+    good = np.zeros((2, 5), bool)
+    for bad in (good.astype("float32"), np.zeros((2, 4), bool), np.zeros((3, 5), bool),
+                np.zeros((2,), bool), np.zeros((2, 5, 1), bool)):  # fmt: skip
+        with pytest.raises(ValueError, match="`reset`"):
+            layer(xs, reset=bad)
+    with pytest.raises(ValueError, match="`reset`.*go_backwards"):
+        KINDS[kind](go_backwards=True)(xs, reset=good)
+    with pytest.raises(ValueError, match="`reset`"):
+        layer(keras.Input((5, INPUT_DIM)), reset=keras.Input((4,), dtype="bool"))
+
+
+@pytest.mark.parametrize("name", ["am_gru_cell", "memory_cell_gru", "dual_cell"])
+def test_bad_one_step_reset_is_a_value_error_naming_reset(name):
+    cell, states = _cell_and_states(name, np.random.default_rng(10), batch=2)
+    x = np.ones((2, INPUT_DIM))
+    for bad in (np.zeros((2,), "float32"), np.zeros((3,), bool), np.zeros((2, 5), bool)):
+        with pytest.raises(ValueError, match="`reset`"):
+            cell(x, states, reset=bad)
+
+
+@tensorflow_only(FUSED_LOOP)
+@pytest.mark.parametrize("layer_cls", [AssociativeGRU, DualAssociativeGRU])
+def test_fused_loop_true_refuses_reset(layer_cls):
+    xs = np.ones((2, 5, INPUT_DIM), "float32")
+    layer = layer_cls(UNITS, num_copies=COPIES, fused_loop=True)
+    layer(xs)  # runs without reset
+    message = "`reset`.*fused_loop=True.*fused_loop='auto'.*False"
+    with pytest.raises(ValueError, match=message):
+        layer(xs, reset=np.zeros((2, 5), bool))
+    with pytest.raises(ValueError, match=message):
+        layer(keras.Input((5, INPUT_DIM)), reset=keras.Input((5,), dtype="bool"))
+
+
+@tensorflow_only(FUSED_LOOP)
+def test_auto_runs_the_fused_loop_without_reset_and_keras_loop_with_it():
+    rng = np.random.default_rng(11)
+    xs = rng.normal(size=(2, 5, INPUT_DIM)).astype("float32")
+    layer = AssociativeGRU(UNITS, num_copies=COPIES, return_sequences=True)
+    layer.build(xs.shape)
+    assert layer.uses_fused_loop
+    loops = []
+    fused, keras_loop = layer.fused_inner_loop, layer.keras_inner_loop
+    layer.fused_inner_loop = lambda *a: loops.append("fused") or fused(*a)
+    layer.keras_inner_loop = lambda *a: loops.append("keras") or keras_loop(*a)
+    plain = layer(xs)
+    with_reset = layer(xs, reset=np.zeros((2, 5), bool))
+    assert loops == ["fused", "keras"]
+    np.testing.assert_allclose(_numpy(with_reset), _numpy(plain), atol=1e-5)
