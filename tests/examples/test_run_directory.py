@@ -60,7 +60,8 @@ def test_ptb_run_directories_keep_their_names(examples, directory, argv):
     ptb = examples["ptb_memory_lm"]
     args = ptb.parse_args(argv)
     workdir = run_workdir(args, ptb.DEFAULT_ROOT, args.model, ptb.PTB_RUN_OPTIONS,
-                          resolved={"corpus": "ptb"})  # fmt: skip
+                          resolved={"corpus": "ptb"},
+                          added_options=ptb.PTB_ADDED_OPTIONS)  # fmt: skip
     assert str(workdir) == directory
 
 
