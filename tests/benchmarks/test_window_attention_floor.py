@@ -1,0 +1,48 @@
+"""The window-attention floor benchmark (`benchmarks/speed/window_attention_floor.py`) and the
+matrix-product arithmetic it reports (`benchmarks/matmul_peak.py`), at small shapes."""
+
+import json
+
+from conftest import load_script, tensorflow_only
+
+from benchmarks import matmul_peak
+
+pytestmark = tensorflow_only("times tf.function training steps")
+
+
+def _benchmark():
+    return load_script("benchmarks/speed", "window_attention_floor")
+
+
+def test_the_peer_has_as_many_weights_as_ours_and_the_floor_the_same_products():
+    floor = _benchmark()
+    key_dim = floor.equal_weight_key_dim(300, 32)
+    assert key_dim == 165  # 198,795 weights against our 199,232
+    counts = {}
+    for variant in floor.VARIANTS:
+        _, counts[variant] = floor.training_step(variant, 3, 2, 300, 10, 32, key_dim)
+    assert counts["ours"] == floor.ours_weights(300, 32) == 199232
+    # One key_dim more or less changes the peer's weights by 4 * width + 3.
+    assert abs(counts["mha"] - counts["ours"]) < (4 * 300 + 3) / 2
+    # The floor holds exactly the layer's four kernels (no score vector).
+    assert counts["floor"] == counts["ours"] - 32
+
+
+def test_training_flops_count_each_product_three_times():
+    assert matmul_peak.product_flops(2, 3, 4) == 48
+    assert matmul_peak.training_flops([(2, 3, 4), (1, 1, 1)]) == 3 * (48 + 2)
+
+
+def test_a_run_reports_every_variant_and_its_share_of_the_peak(capsys, tmp_path):
+    output = tmp_path / "floor.json"
+    _benchmark().main(["--lengths", "12", "--rounds", "1", "--batch", "2", "--width", "16",
+                       "--window", "3", "--attention-units", "4", "--output", str(output)])
+    results = json.loads(capsys.readouterr().out)
+    assert json.loads(output.read_text()) == results
+    (row,) = results["rows"]
+    assert row["T"] == 12 and row["peak_gflops"] > 0
+    for variant in ("ours", "floor", "mha"):
+        assert row[f"{variant}_ms"] > 0
+        assert 0 < row[f"{variant}_peak_share"]
+    assert row["ours_gflop"] == row["floor_gflop"]
+    assert row["ours_over_floor"] > 0 and row["ours_over_mha"] > 0
