@@ -140,7 +140,7 @@ def bench(args):
             row[f"{variant}_ms"] = round(medians[variant], 3)
             row[f"{variant}_weights"] = weights[variant]
             row[f"{variant}_gflop"] = round(flops / 1e9, 4)
-            row[f"{variant}_peak_share"] = round(flops / (medians[variant] * 1e6) / peak, 3)
+            row[f"{variant}_peak_share"] = flops / (medians[variant] * 1e6) / peak
         row["ours_over_floor"] = round(1 / ratios["floor"], 3)
         row["ours_over_mha"] = round(1 / ratios["mha"], 3)
         rows.append(row)
