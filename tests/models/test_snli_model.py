@@ -11,7 +11,12 @@ from tf_memlayers.callbacks.associative_memory import (
     MemoryRetrievalHeatmap,
     cosine_similarity_matrix,
 )
-from tf_memlayers.models.snli import ConditionalEncoder, build_snli_model, compile_snli_model
+from tf_memlayers.models.snli import (
+    ConditionalEncoder,
+    build_fixed_length_snli_model,
+    build_snli_model,
+    compile_snli_model,
+)
 
 from am_gru_reference import permutations, recorded, reference_run
 
@@ -336,6 +341,10 @@ def test_bad_arguments():
         ConditionalEncoder("dual_am_gru", dual_key="released", fused_loop=True)
     with pytest.raises(TypeError, match="fused_loop.*bool.*1"):
         ConditionalEncoder("am_gru", fused_loop=1)
+    with pytest.raises(ValueError, match="fused_loop=True.*unroll=True"):
+        ConditionalEncoder("dual_am_gru", fused_loop=True, unroll=True)
+    with pytest.raises(TypeError, match="unroll.*bool"):
+        ConditionalEncoder("gru", unroll="yes")
 
 
 @pytest.mark.parametrize("fused_loop", [False, "auto"])
@@ -360,3 +369,75 @@ def test_exported_classifier_gives_the_same_probabilities(tmp_path, fused_loop):
     ]
     converter._experimental_lower_tensor_list_ops = False
     assert len(converter.convert()) > 0
+
+
+def _builtin_tflite(model):
+    """``model`` converted with TFLite's built-in operators only (no Flex)."""
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    return converter.convert()
+
+
+@pytest.mark.parametrize(
+    "kind, fused_loop, unroll, batch_size",
+    [
+        ("gru", "auto", True, None),
+        ("am_gru", True, True, None),
+        ("dual_am_gru", True, True, None),
+        ("dual_am_gru", "auto", False, 3),
+    ],
+)
+def test_fixed_length_copy_runs_in_tflite_with_builtin_operators_only(
+    kind, fused_loop, unroll, batch_size
+):
+    interpreter_module = pytest.importorskip(
+        "ai_edge_litert.interpreter", reason="the TFLite check needs ai-edge-litert"
+    )
+    rng = np.random.default_rng(5)
+    model = build_snli_model(
+        30, kind=kind, units=8, embedding_dim=6, num_copies=2, fused_loop=fused_loop
+    )
+    _set_uniform_weights(model, rng)
+    # Sentences shorter than the fixed lengths, padded with id 0 (masked).
+    premise = np.array([[3, 4, 5, 0, 0, 0], [6, 7, 8, 9, 2, 11], [12, 13, 0, 0, 0, 0]], "int32")
+    hypothesis = np.array([[1, 2, 3, 4], [5, 6, 0, 0], [14, 0, 0, 0]], "int32")
+    expected = keras.ops.convert_to_numpy(model([premise, hypothesis]))
+    # Not vacuous: the rows differ by far more than the tolerance, and the padding is
+    # ignored (row 0 unpadded).
+    assert np.ptp(expected, axis=0).max() > 100 * 1e-5
+    np.testing.assert_allclose(
+        model([premise[:1, :3], hypothesis[:1]]), expected[:1], rtol=0, atol=1e-6
+    )
+
+    # The variable-length model needs TensorFlow's list ops: built-in operators are refused.
+    with pytest.raises(Exception, match="TensorList"):
+        _builtin_tflite(model)
+    fixed = build_fixed_length_snli_model(
+        model, premise_length=6, hypothesis_length=4, batch_size=batch_size, unroll=unroll
+    )
+    assert [tuple(i.shape) for i in fixed.inputs] == [(batch_size, 6), (batch_size, 4)]
+    np.testing.assert_allclose(fixed([premise, hypothesis]), expected, rtol=0, atol=1e-6)
+
+    interpreter = interpreter_module.Interpreter(model_content=_builtin_tflite(fixed))
+    runner = interpreter.get_signature_runner()
+    (output_name,) = runner.get_output_details()
+    got = runner(premise=premise, hypothesis=hypothesis)[output_name]
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5)
+    if batch_size is None:  # the batch size stays free
+        got = runner(premise=premise[1:], hypothesis=hypothesis[1:])[output_name]
+        np.testing.assert_allclose(got, expected[1:], rtol=0, atol=1e-5)
+
+
+def test_fixed_length_copy_names_a_bad_argument():
+    model = build_snli_model(20, kind="gru", units=4, embedding_dim=3)
+    with pytest.raises(ValueError, match="unroll=False.*batch_size"):
+        build_fixed_length_snli_model(model, 5, 3, unroll=False)
+    with pytest.raises(ValueError, match="premise_length"):
+        build_fixed_length_snli_model(model, 0, 3)
+    with pytest.raises(TypeError, match="hypothesis_length"):
+        build_fixed_length_snli_model(model, 5, 2.5)
+    with pytest.raises(ValueError, match="batch_size"):
+        build_fixed_length_snli_model(model, 5, 3, batch_size=0)
+    other = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    with pytest.raises(ValueError, match="build_snli_model"):
+        build_fixed_length_snli_model(other, 5, 3)

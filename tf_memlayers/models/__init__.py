@@ -9,12 +9,17 @@ from tf_memlayers.models.language_model import (
     build_language_model,
     compile_language_model,
 )
-from tf_memlayers.models.snli import build_snli_model, compile_snli_model
+from tf_memlayers.models.snli import (
+    build_fixed_length_snli_model,
+    build_snli_model,
+    compile_snli_model,
+)
 from tf_memlayers.models.step_model import build_step_model, generate, initial_step_state
 
 __all__ = [
     "HeapCacheModel",
     "build_fill_last_word_model",
+    "build_fixed_length_snli_model",
     "build_language_model",
     "build_snli_model",
     "build_step_model",

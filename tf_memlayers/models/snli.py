@@ -65,7 +65,12 @@ class ConditionalEncoder(keras.layers.Layer):
         fused_loop: `"auto"`, True or False, layer 1's ``fused_loop`` option
             (`AssociativeGRU`, `DualAssociativeGRU`): same results, faster training (XLA
             compiles once per batch shape). True is refused with ``kind="gru"``, which has
-            no AM-GRU loop. Default: `"auto"`.
+            no AM-GRU loop, and with ``unroll=True``. Default: `"auto"`.
+        unroll: Boolean, unroll every time loop (layer 1 and layer 2) into one block of
+            operations per step: the sentence lengths must then be fixed (known when the
+            encoder is built). With ``fused_loop="auto"`` layer 1 then runs Keras's loop,
+            unrolled. For fixed-length exports without loop ops (TFLite's built-in operators,
+            see `build_fixed_length_snli_model`). Default: `False`.
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
@@ -98,10 +103,12 @@ class ConditionalEncoder(keras.layers.Layer):
         seed=123,
         kernel_initializer=None,
         fused_loop="auto",
+        unroll=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.kind = check_choice("kind", kind, KINDS, "ConditionalEncoder")
+        self.unroll = check_bool("unroll", unroll, "ConditionalEncoder")
         if self.kind == "gru":  # else the AM-GRU layers own fused_loop and check it
             self.fused_loop = check_fused_loop(fused_loop, "ConditionalEncoder")
             if self.fused_loop is True:
@@ -120,7 +127,7 @@ class ConditionalEncoder(keras.layers.Layer):
             kernel_initializer = keras.initializers.RandomUniform(-0.05, 0.05, seed=self.seed)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         init = self.kernel_initializer
-        layer_options = dict(return_sequences=True, return_state=True)
+        layer_options = dict(return_sequences=True, return_state=True, unroll=self.unroll)
         if self.kind == "gru":
             self.premise_cell = keras.layers.GRUCell(
                 self.units, kernel_initializer=init, recurrent_initializer=init
@@ -151,7 +158,8 @@ class ConditionalEncoder(keras.layers.Layer):
             )
         self.hypothesis_cell = self.hypothesis_layer.cell
         self.top_layer = keras.layers.GRU(
-            self.top_units, kernel_initializer=init, recurrent_initializer=init
+            self.top_units, kernel_initializer=init, recurrent_initializer=init,
+            unroll=self.unroll,
         )
         self.supports_masking = True
 
@@ -239,6 +247,7 @@ class ConditionalEncoder(keras.layers.Layer):
                 "seed": self.seed,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "fused_loop": self.fused_loop,
+                "unroll": self.unroll,
             }
         )
         return config
@@ -298,6 +307,18 @@ def build_snli_model(
         ValueError: If an argument is out of range (sizes >= 1, ``0 <= dropout < 1``,
             finite ``init_scale > 0``); the message names it.
     """
+    return _snli_model(
+        vocabulary_size, kind, units, top_units, embedding_dim, embeddings, train_embeddings,
+        num_copies, dual_key, dropout, seed, init_scale, fused_loop,
+    )  # fmt: skip
+
+
+def _snli_model(
+    vocabulary_size, kind, units, top_units, embedding_dim, embeddings, train_embeddings,
+    num_copies, dual_key, dropout, seed, init_scale, fused_loop,
+    premise_length=None, hypothesis_length=None, batch_size=None, unroll=False, name=None,
+):  # fmt: skip
+    """`build_snli_model`, with the input shapes and the encoder's ``unroll`` as options."""
     # kind, units, top_units, num_copies, dual_key and fused_loop are the encoder's: it
     # checks them.
     vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
@@ -319,8 +340,12 @@ def build_snli_model(
         # The original code draws every word vector from N(0, 1) before GloVe overwrites the
         # known words; ±0.05 word vectors would leave the whole network near zero.
         embedding_init = keras.initializers.RandomNormal(0.0, 1.0, seed=seed)
-    premise = keras.Input((None,), dtype="int32", name="premise")
-    hypothesis = keras.Input((None,), dtype="int32", name="hypothesis")
+    premise = keras.Input(
+        (premise_length,), batch_size=batch_size, dtype="int32", name="premise"
+    )
+    hypothesis = keras.Input(
+        (hypothesis_length,), batch_size=batch_size, dtype="int32", name="hypothesis"
+    )
     embed = keras.layers.Embedding(
         vocabulary_size,
         embedding_dim,
@@ -332,7 +357,7 @@ def build_snli_model(
     drop = keras.layers.Dropout(dropout, seed=seed, name="word_dropout")
     encoder = ConditionalEncoder(
         kind, units, top_units, num_copies, dual_key, seed, kernel_initializer=init,
-        fused_loop=fused_loop, name="encoder",
+        fused_loop=fused_loop, unroll=unroll, name="encoder",
     )
     p, h = encoder([drop(embed(premise)), drop(embed(hypothesis))])
     features = keras.layers.Concatenate(name="features")([p, h, ops.abs(p - h)])
@@ -344,7 +369,108 @@ def build_snli_model(
     probabilities = keras.layers.Dense(
         3, "softmax", kernel_initializer=init, dtype="float32", name="softmax"
     )(features)
-    return keras.Model([premise, hypothesis], probabilities, name=f"snli_{kind}")
+    return keras.Model([premise, hypothesis], probabilities, name=name or f"snli_{kind}")
+
+
+def build_fixed_length_snli_model(
+    model, premise_length, hypothesis_length, batch_size=None, unroll=True, name=None
+):
+    """A copy of an SNLI classifier for fixed sentence lengths, for TFLite's built-in operators.
+
+    The model of `build_snli_model` runs its recurrent layers as loops over sentences of any
+    length; `tf.lite.TFLiteConverter` turns such loops into TensorFlow's list ops, which only
+    an interpreter with the Flex delegate runs. This copy reads premises of exactly
+    ``premise_length`` ids and hypotheses of exactly ``hypothesis_length`` ids (shorter
+    sentences padded with id 0, which the embedding masks, as in training; longer ones must be
+    cut, or a longer copy built) and runs layer 1 with Keras's loop (``fused_loop=False``), so
+    that it converts with TFLite's built-in operators only
+    (``converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]``) and gives
+    ``model``'s probabilities. Two ways:
+
+    * ``unroll=True`` (the default): every time loop unrolled, one block of operations per
+      step; the batch size stays free. The graph, and the conversion time, grow with the
+      lengths.
+    * ``unroll=False`` with a fixed ``batch_size``: the loops stay loops, which TFLite runs as
+      its built-in ``WHILE`` only when every shape in them is fixed, the batch size included;
+      a smaller model that converts faster.
+
+    Args:
+        model: A `keras.Model` from `build_snli_model` (of any kind, trained or not, or loaded
+            from a ``.keras`` file).
+        premise_length: Positive integer, the number of premise ids per row.
+        hypothesis_length: Positive integer, the number of hypothesis ids per row.
+        batch_size: Optional positive integer, a fixed number of rows; needed with
+            ``unroll=False``. Default: `None` (any number of rows).
+        unroll: Boolean, whether to unroll the time loops. Default: `True`.
+        name: Optional string, the copy's name. Default: `None` (``"<model name>_fixed"``).
+
+    Returns:
+        A `keras.Model` with inputs ``premise`` int32 ``[batch, premise_length]`` and
+        ``hypothesis`` int32 ``[batch, hypothesis_length]`` and ``model``'s output, with the
+        same layers and copies of ``model``'s weights at the time of the call.
+
+    Raises:
+        ValueError: If ``model`` is not a model from `build_snli_model`, a length or the
+            batch size is not a positive integer, or ``unroll=False`` comes without a
+            ``batch_size``; the message names the argument.
+        TypeError: If a length or the batch size is not an integer, or ``unroll`` is not a
+            bool; the message names it.
+
+    Example:
+
+    >>> import numpy as np
+    >>> import tensorflow as tf
+    >>> model = build_snli_model(20, kind="gru", units=4, embedding_dim=3)
+    >>> fixed = build_fixed_length_snli_model(model, premise_length=5, hypothesis_length=3)
+    >>> premise = np.array([[3, 4, 5, 0, 0]])  # two padding ids
+    >>> hypothesis = np.array([[6, 7, 0]])
+    >>> bool(np.allclose(fixed([premise, hypothesis]), model([premise, hypothesis]), atol=1e-6))
+    True
+    >>> converter = tf.lite.TFLiteConverter.from_keras_model(fixed)
+    >>> converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    >>> flatbuffer = converter.convert()  # doctest: +SKIP
+    """
+    owner = "build_fixed_length_snli_model"
+    premise_length = check_int("premise_length", premise_length, 1, owner)
+    hypothesis_length = check_int("hypothesis_length", hypothesis_length, 1, owner)
+    if batch_size is not None:
+        batch_size = check_int("batch_size", batch_size, 1, owner)
+    unroll = check_bool("unroll", unroll, owner)
+    if not unroll and batch_size is None:
+        raise ValueError(
+            f"{owner}: `unroll=False` needs a fixed `batch_size`: TFLite runs the time loops "
+            "with its built-in WHILE only when every shape in them is fixed, the batch size "
+            "included. Give batch_size=..., or unroll=True (the batch size then stays free)."
+        )
+    layers = {layer.name: layer for layer in getattr(model, "layers", [])}
+    encoder = layers.get("encoder")
+    if not (isinstance(encoder, ConditionalEncoder) and "embedding" in layers
+            and "word_dropout" in layers):  # fmt: skip
+        raise ValueError(
+            f"{owner}: `model` must be a model from tf_memlayers.models.build_snli_model (layers "
+            f"'embedding', 'word_dropout' and 'encoder', a ConditionalEncoder); got {model!r}."
+        )
+    embedding, config = layers["embedding"], encoder.get_config()
+    # Built under the encoder's dtype policy, so a mixed-precision model's copy computes as
+    # it does.
+    policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(encoder.dtype_policy)
+    try:
+        copy = _snli_model(
+            embedding.input_dim, config["kind"], config["units"], config["top_units"],
+            embedding.output_dim, None, embedding.trainable, config["num_copies"],
+            config["dual_key"], layers["word_dropout"].rate, config["seed"], 0.05,
+            fused_loop=False, premise_length=premise_length,
+            hypothesis_length=hypothesis_length, batch_size=batch_size, unroll=unroll,
+            name=name or f"{model.name}_fixed",
+        )  # fmt: skip
+    finally:
+        keras.config.set_dtype_policy(policy)
+    weights = model.get_weights()
+    if [w.shape for w in weights] != [tuple(w.shape) for w in copy.weights]:
+        raise ValueError(f"{owner}: the weights of `model` do not match its fixed-length copy.")
+    copy.set_weights(weights)
+    return copy
 
 
 def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=False):
