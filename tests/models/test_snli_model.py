@@ -362,7 +362,8 @@ def test_exported_classifier_gives_the_same_probabilities(tmp_path, fused_loop):
         rtol=0, atol=1e-6,
     )  # fmt: skip
     # The time loops over sentences of any length convert to TFLite with TensorFlow's own
-    # list ops (SELECT_TF_OPS), which an interpreter runs with the Flex delegate only.
+    # list ops (SELECT_TF_OPS), which an interpreter runs with the Flex delegate only; a
+    # fixed-length copy converts with the built-in operators (the test below).
     converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "saved"))
     converter.target_spec.supported_ops = [
         tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS

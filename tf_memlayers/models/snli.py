@@ -158,7 +158,9 @@ class ConditionalEncoder(keras.layers.Layer):
             )
         self.hypothesis_cell = self.hypothesis_layer.cell
         self.top_layer = keras.layers.GRU(
-            self.top_units, kernel_initializer=init, recurrent_initializer=init,
+            self.top_units,
+            kernel_initializer=init,
+            recurrent_initializer=init,
             unroll=self.unroll,
         )
         self.supports_masking = True
@@ -340,9 +342,7 @@ def _snli_model(
         # The original code draws every word vector from N(0, 1) before GloVe overwrites the
         # known words; ±0.05 word vectors would leave the whole network near zero.
         embedding_init = keras.initializers.RandomNormal(0.0, 1.0, seed=seed)
-    premise = keras.Input(
-        (premise_length,), batch_size=batch_size, dtype="int32", name="premise"
-    )
+    premise = keras.Input((premise_length,), batch_size=batch_size, dtype="int32", name="premise")
     hypothesis = keras.Input(
         (hypothesis_length,), batch_size=batch_size, dtype="int32", name="hypothesis"
     )
