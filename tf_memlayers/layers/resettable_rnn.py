@@ -211,7 +211,9 @@ class ResettableRNN(keras.layers.RNN):
     same loop, weights and outputs).
 
     The cell must take a ``reset`` call argument (the package's memory cells do); any other
-    Keras cell is wrapped in `ResettableCell`.
+    Keras cell is wrapped in `ResettableCell`. On backends other than TensorFlow a call with a
+    mask runs `scan_loop`, which masks as Keras's TensorFlow loop does (a masked step keeps the
+    states and emits the previous output, or zeros with ``zero_output_for_mask``).
 
     Args:
         cell: A Keras RNN cell. Cells without a ``reset`` argument are wrapped in
@@ -298,6 +300,13 @@ class ResettableRNN(keras.layers.RNN):
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
         reset = self._call_reset
+        if mask is not None and keras.backend.backend() != "tensorflow":
+            # Keras's loops on the other backends emit a masked step's output from the cell's
+            # first state, which for a memory cell is not its output; `scan_loop` keeps
+            # TensorFlow's masking.
+            if not keras.tree.is_nested(initial_state):
+                initial_state = [initial_state]
+            return scan_loop(self, sequences, list(initial_state), mask, reset, training)
         if reset is None:
             return super().inner_loop(sequences, initial_state, mask, training=training)
         # Keras's own loop (XLA-ready on TensorFlow, with its masking on every backend), over

@@ -13,7 +13,7 @@ from keras import ops
 
 from tf_memlayers import _validation as check
 from tf_memlayers.layers.associative_memory.am_gru_cell import AssociativeGRUCell
-from tf_memlayers.layers.resettable_rnn import ResettableRNN, scan_loop
+from tf_memlayers.layers.resettable_rnn import ResettableRNN
 from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
 
 _RNN_FLAGS = (
@@ -38,8 +38,8 @@ def check_fused_loop(value, owner):
 class AssociativeRecurrentLayer(ResettableRNN):
     """Base of `AssociativeGRU` and `DualAssociativeGRU` (not used on its own).
 
-    A `ResettableRNN`: a call with ``reset`` runs `scan_loop`, Keras's loop with a reset per
-    step, since the fused loop has no resets (``fused_loop="auto"`` falls back to Keras's
+    A `ResettableRNN`: a call with ``reset`` runs Keras's loop with a reset per step (see
+    `ResettableRNN`), since the fused loop has no resets (``fused_loop="auto"`` falls back to Keras's
     loop for that call, ``fused_loop=True`` refuses it).
 
     Subclasses set ``STATES``, a ``(name, width description)`` pair per state, and
@@ -160,13 +160,8 @@ class AssociativeRecurrentLayer(ResettableRNN):
         return self.keras_inner_loop(sequences, list(initial_state), mask, training)
 
     def keras_inner_loop(self, sequences, initial_state, mask, training):
-        """`keras.layers.RNN`'s own loop over the cell, or `scan_loop`, the same loop written
-        in `keras.ops`: with ``reset`` (see `ResettableRNN`), and with a mask on a backend
-        other than TensorFlow, where Keras's loops take a masked step's output from the
-        cell's first state, which here is the memory, not the output (`scan_loop` carries the
-        previous output, as TensorFlow's loop does)."""
-        if mask is not None and keras.backend.backend() != "tensorflow":
-            return scan_loop(self, sequences, initial_state, mask, self._call_reset, training)
+        """`ResettableRNN`'s loop over the cell: Keras's own, with ``reset`` if the call has
+        one, or `scan_loop` with a mask on a backend other than TensorFlow."""
         return super().inner_loop(sequences, initial_state, mask, training=training)
 
     def fused_inner_loop(self, sequences, initial_state, mask):
