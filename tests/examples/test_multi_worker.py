@@ -167,11 +167,14 @@ FILL_TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden", "8", "--attent
              "--verbose", "0", "--no-jit"]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def two_workers(tmp_path_factory):
     """One launch of two workers runs every job: the SNLI example (one epoch, then resumed to
     two), the last-word example, the PTB example (refused), the language model's step and the
-    cache model. Returns the output folder and the temporary folders left behind."""
+    cache model. Returns the output folder and the temporary folders left behind.
+
+    Session-scoped: the process that runs this module's tests may run other modules' tests
+    between them, and a module-scoped fixture would then launch the workers again."""
     out_dir = tmp_path_factory.mktemp("workers")
     before = _temporary_worker_dirs()
     jobs = {
