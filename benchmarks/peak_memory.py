@@ -57,15 +57,22 @@ def report(result):
     print(_PREFIX + json.dumps(result), flush=True)
 
 
+def child_module(script, root):
+    """The module name of ``script`` (a path under the repository ``root``), for ``-m``:
+    ``<root>/benchmarks/speed/x.py`` -> ``benchmarks.speed.x``."""
+    relative = os.path.relpath(os.path.abspath(script), root)
+    return os.path.splitext(relative)[0].replace(os.sep, ".")
+
+
 def run_child(script, spec, memory_limit_gib, timeout=1800):
-    """Runs ``python -m benchmarks.<script's name> --child <spec as JSON>`` from the repository
-    root, under an address-space limit.
+    """Runs ``python -m <script's module> --child <spec as JSON>`` from the repository root,
+    under an address-space limit.
 
     Returns the dict the child passed to `report`, or ``{"error": ...}``.
     """
-    module = f"benchmarks.{os.path.splitext(os.path.basename(script))[0]}"
-    command = [sys.executable, "-m", module, "--child", json.dumps(spec)]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    module = child_module(script, root)
+    command = [sys.executable, "-m", module, "--child", json.dumps(spec)]
     limit = int(memory_limit_gib * 2**30)
 
     def limit_memory():
