@@ -96,6 +96,23 @@ KERAS_MASKED_OUTPUT = (
 )
 
 
+@keras.saving.register_keras_serializable(package="tf_memlayers_tests")
+class PassThroughCell(keras.layers.Layer):
+    """A stateless cell whose output is its input (keeps one dummy state)."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.state_size = 1
+        self.output_size = units
+
+    def call(self, inputs, states):
+        return inputs, states
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+
+
 def masked_rnn(rnn, sequences, mask, **kwargs):
     """``rnn(sequences, mask=mask, **kwargs)`` with TensorFlow's masking on every backend.
 

@@ -59,17 +59,13 @@ def variant_products(variant, rows, width, attention_units, key_dim, steps, wind
 def _layer(variant, window, attention_units, key_dim):
     import keras
 
+    from benchmarks.speed.window_attention import peer_layer
+
     ops = keras.ops
     if variant == "ours":
-        from tf_memlayers import SlidingWindowAttention
-
-        layer = SlidingWindowAttention(window, attention_units=attention_units)
-        return layer, layer
+        return peer_layer("ours", window, attention_units)
     if variant == "mha":
-        layer = keras.layers.MultiHeadAttention(
-            num_heads=1, key_dim=key_dim, sliding_window=window + 1
-        )
-        return (lambda h: layer(h, h, use_causal_mask=True)), layer
+        return peer_layer("mha", window, key_dim)
 
     class Floor(keras.layers.Layer):
         """The four products of eqs (2) and (5); the projections reach the loss through a

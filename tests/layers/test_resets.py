@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-from conftest import BACKEND, gradients
+from conftest import BACKEND, PassThroughCell, gradients
 from tf_memlayers import (
     NGramConcat,
     NGramConcatCell,
@@ -48,20 +48,6 @@ def _random_weights(layer, scale=0.5):
     return values
 
 
-@keras.saving.register_keras_serializable(package="tf_memlayers_reset_tests")
-class _PassThroughCell(keras.layers.Layer):
-    """A stateless cell whose output is its input (keeps one dummy state)."""
-
-    def __init__(self, units, **kwargs):
-        super().__init__(**kwargs)
-        self.units = units
-        self.state_size = 1
-        self.output_size = units
-
-    def call(self, inputs, states):
-        return inputs, states
-
-
 WINDOW_CASES = [
     ("attention", None, "mask"),
     ("key_value", (7, 5), "mask"),
@@ -93,7 +79,7 @@ def test_window_attention_with_resets_matches_reference(float64_policy, mode, si
     # The reset changed something: without it, the rows with resets differ.
     assert not np.allclose(np.asarray(layer(x, mask=mask)[0])[0, 4:], expected[0, 4:])
 
-    cell = SlidingWindowAttentionCell(_PassThroughCell(W), 3, mode=mode, sizes=sizes, pad=pad,
+    cell = SlidingWindowAttentionCell(PassThroughCell(W), 3, mode=mode, sizes=sizes, pad=pad,
                                       use_bias=True)  # fmt: skip
     rnn = ResettableRNN(cell, return_sequences=True, zero_output_for_mask=True)
     rnn.build(x.shape)
@@ -121,7 +107,7 @@ def test_ngram_with_resets_matches_reference(float64_policy, n, masked):
     np.testing.assert_allclose(
         np.asarray(layer(x, mask=mask, reset=reset)), expected, atol=1e-10, rtol=0
     )
-    cell = NGramConcatCell(_PassThroughCell(W), n, 5, use_bias=True)
+    cell = NGramConcatCell(PassThroughCell(W), n, 5, use_bias=True)
     rnn = ResettableRNN(cell, return_sequences=True, zero_output_for_mask=True)
     rnn.build(x.shape)
     for variable in cell.trainable_weights:

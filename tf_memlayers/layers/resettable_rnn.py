@@ -11,7 +11,7 @@ import numpy as np
 from keras import ops
 
 from tf_memlayers._validation import check_bool, check_same_batch
-from tf_memlayers.layers.memory_cell_wrapper import takes_training
+from tf_memlayers.layers.memory_cell_wrapper import takes_training, with_deserialized_cell
 from tf_memlayers.layers.resets import check_reset, takes_reset, zero_where
 
 
@@ -111,9 +111,7 @@ class ResettableCell(keras.layers.Layer):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["cell"] = keras.saving.deserialize_keras_object(config["cell"])
-        return cls(**config)
+        return cls(**with_deserialized_cell(config))
 
 
 def _unwrapped(cell):

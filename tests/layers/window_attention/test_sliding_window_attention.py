@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from conftest import BACKEND, gradients, masked_rnn
+from conftest import BACKEND, PassThroughCell, gradients, masked_rnn
 from tf_memlayers import SlidingWindowAttention, SlidingWindowAttentionCell
 from tf_memlayers.layers.window_attention.key_value_predict_split import key_value_predict_sizes
 from window_reference import window_attention_reference
@@ -110,23 +110,6 @@ def test_float32_matches_reference_to_1e5(mode, sizes):
         x.astype("float64"), weights, mode, layer.piece_sizes, 3
     )
     np.testing.assert_allclose(np.asarray(layer(x)), expected, atol=1e-5, rtol=0)
-
-
-@keras.saving.register_keras_serializable(package="tf_memlayers_tests")
-class PassThroughCell(keras.layers.Layer):
-    """A stateless cell whose output is its input (keeps one dummy state)."""
-
-    def __init__(self, units, **kwargs):
-        super().__init__(**kwargs)
-        self.units = units
-        self.state_size = 1
-        self.output_size = units
-
-    def call(self, inputs, states):
-        return inputs, states
-
-    def get_config(self):
-        return {**super().get_config(), "units": self.units}
 
 
 def build_pair(mode, sizes, window, pad, use_bias, units=12, features=5):
