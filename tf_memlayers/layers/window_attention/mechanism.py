@@ -5,7 +5,8 @@
 and `SlidingWindowAttentionCell` (one step, inside `keras.layers.RNN`) share;
 `window_softmax` is eq. 3 over the window with invalid positions masked. The cell form reads
 its window from the memory (`_attend`); the sequence form reads the windows of the narrow
-projected keys and, without building its windows, the stream of values (`_attend_stream`).
+projected keys and, without building its windows, the stream of values already multiplied by
+W^r (`_attend_stream`; ``W^r sum_i alpha_i y_i = sum_i alpha_i W^r y_i``).
 """
 
 import keras
@@ -213,10 +214,11 @@ class WindowAttentionMechanism:
         query, bias and score vector each enter the graph once (the sum of the gradients of L
         separate uses of one tensor depended, in its last bits, on the order in which
         TensorFlow's executor ran them). The context is `windows.window_weighted_sum` over
-        the value stream: no ``[B, T, L, dv]`` window of values is built. With
+        the value stream: no ``[B, T, L, dv]`` window of values is built; a value stream
+        already multiplied by W^r (`_project_values`) gives W^r r_t. With
         ``documents`` (a `windows.Documents`), a window position of another document than
         its step is what a fresh stream has there: a zero key and value, and invalid.
-        Returns ``(r [B, T, dv], alpha [B, T, L])``.
+        Returns ``(r [B, T, width of value_stream], alpha [B, T, L])``.
         """
         L = self.window
         window_keys = windows.offset_windows(key_stream, L)
@@ -232,11 +234,19 @@ class WindowAttentionMechanism:
             weights = documents.keep(documents.same, weights)
         return windows.window_weighted_sum(weights, value_stream), alpha
 
-    def _combine(self, context, predict):
-        """Eq. (5): h*_t = tanh(W^r r_t + W^x p_t)."""
-        combined = ops.matmul(context, self.context_kernel) + ops.matmul(
-            predict, self.predict_kernel
-        )
+    def _project_values(self, value_stream):
+        """Whether the sequence form multiplies the values by W^r before the weighted sum.
+
+        Eq. (5)'s ``W^r r_t`` equals ``sum_i alpha_ti (W^r y_i)``, so the product can run once
+        over the stream of values, beside eq. (2)'s projection of the same stream, instead of
+        over the contexts. It is chosen when it does not widen the weighted sum (the output is
+        at most as wide as the values).
+        """
+        return self.output_units <= value_stream.shape[-1]
+
+    def _combine(self, projected_context, predict):
+        """Eq. (5): h*_t = tanh(W^r r_t + W^x p_t), from ``projected_context`` = W^r r_t."""
+        combined = projected_context + ops.matmul(predict, self.predict_kernel)
         if self.use_bias:
             combined = combined + self.output_bias
         return ops.tanh(combined)

@@ -180,13 +180,16 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
         key_stream = ops.concatenate([memory_keys, key], axis=1)
         value_stream = ops.concatenate([memory_values, value], axis=1)
         valid_stream = ops.concatenate([memory_valid, real], axis=1)
+        project = self._project_values(value_stream)
         context, alpha = self._attend_stream(
             ops.matmul(key_stream, self.memory_kernel),
             ops.matmul(key, self.query_kernel),
-            value_stream,
+            ops.matmul(value_stream, self.context_kernel) if project else value_stream,
             valid_stream,
             documents,
         )
+        if not project:
+            context = ops.matmul(context, self.context_kernel)
         outputs = compaction.restore(self._combine(context, predict))
         alpha = compaction.restore(alpha)
 
@@ -343,7 +346,7 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
             memory_values,
             memory_valid,
         )
-        output = self._combine(context, predict)
+        output = self._combine(ops.matmul(context, self.context_kernel), predict)
         new_memory = self._pack_memory(
             ops.concatenate([memory_keys[:, 1:], key[:, None]], axis=1),
             ops.concatenate([memory_values[:, 1:], value[:, None]], axis=1),
