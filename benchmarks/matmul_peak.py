@@ -24,6 +24,27 @@ def training_flops(products):
     return 3 * sum(product_flops(*shape) for shape in products)
 
 
+def weight_training_flops_per_token(model):
+    """Training operations per token of the products with ``model``'s weight matrices: 6 x the
+    weight-matrix parameters outside the embedding (forward 2, backward 4 per parameter).
+
+    Every such matrix multiplies each token's vector once, which is nearly all of a language
+    model's arithmetic; products without weights (an attention's window products) are left
+    out, so a share of the peak built on it is slightly understated for those.
+
+    Args:
+        model: A built `keras.Model`.
+
+    Returns:
+        Integer, the operations per token.
+    """
+    matrices = [
+        w for w in model.trainable_weights
+        if len(w.shape) == 2 and "embedding" not in w.path
+    ]  # fmt: skip
+    return 6 * sum(int(np.prod(w.shape)) for w in matrices)
+
+
 def peak_gflops(sizes=(512, 1024, 2048), rounds=7):
     """The best GFLOP/s of XLA-compiled float32 square matrix products.
 

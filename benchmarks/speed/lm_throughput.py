@@ -6,11 +6,11 @@ ngram; parallel form, stateful, XLA) at one size (default: the paper's 300 units
 and reports for each kind its median step, tokens per second, its ratio to the bare LSTM and
 the share of the machine's float32 matrix-multiply peak it reaches.
 
-The peak is measured in the same process (a 2048 x 2048 float32 matmul, median), before and
+The peak (`benchmarks.matmul_peak.peak_gflops`) is measured in the same process, before and
 after the models; the larger is used. FLOPs per token count the products with weight matrices
-(6 x the weight-matrix parameters outside the embedding: forward 2, backward 4), which is
-nearly all of each step's arithmetic; the attention's window products (2 L (A + v) per token
-forward) are left out, so the share is slightly understated for the attention kinds.
+(`benchmarks.matmul_peak.weight_training_flops_per_token`), which is nearly all of each step's
+arithmetic; the attention's window products (2 L (A + v) per token forward) are left out, so
+the share is slightly understated for the attention kinds.
 
 Usage::
 
@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-from benchmarks import timing  # noqa: E402
+from benchmarks import matmul_peak, timing  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 
 COLUMNS = [
@@ -41,27 +41,6 @@ COLUMNS = [
     ("gflop_per_step", "GFLOP/step"),
     ("share_of_peak", "share of matmul peak"),
 ]
-
-
-def matmul_peak_gflops(size=2048, repeats=20):
-    """Median float32 GFLOP/s of a square matmul on this machine."""
-    import tensorflow as tf
-
-    a = tf.random.normal((size, size))
-    b = tf.random.normal((size, size))
-    product = tf.function(tf.matmul)
-    product(a, b).numpy()
-    seconds = timing.median_ms(lambda: product(a, b), repeats) / 1000
-    return 2 * size**3 / seconds / 1e9
-
-
-def training_flops_per_token(model):
-    """6 x the weight-matrix parameters outside the embedding (see the module docstring)."""
-    matrices = [
-        w for w in model.trainable_weights
-        if len(w.shape) == 2 and "embedding" not in w.path
-    ]  # fmt: skip
-    return 6 * sum(int(np.prod(w.shape)) for w in matrices)
 
 
 def build_models(kinds, args):
@@ -96,15 +75,15 @@ def time_steps(models, args):
 def measure(args):
     from tf_memlayers.models.language_model import KINDS
 
-    peak_before = matmul_peak_gflops()
+    peak_before = matmul_peak.peak_gflops()
     models = build_models(KINDS, args)
     medians = time_steps(models, args)
-    peak = max(peak_before, matmul_peak_gflops())
+    peak = max(peak_before, matmul_peak.peak_gflops())
     tokens = args.batch_size * args.seq_len
     rows = []
     for kind, model in models.items():
         step = medians[kind]
-        flops = training_flops_per_token(model) * tokens
+        flops = matmul_peak.weight_training_flops_per_token(model) * tokens
         rows.append({
             "kind": kind,
             "parameters": model.count_params(),

@@ -33,7 +33,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-from benchmarks import peak_memory, timing  # noqa: E402
+from benchmarks import matmul_peak, peak_memory, timing  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs as write_block  # noqa: E402
 
 
@@ -98,8 +98,10 @@ def lm_model(variant, vocab=10000, hidden=300, steps=20, batch=64):
 
 
 def bench_lm(rounds, variants, vocab=10000, hidden=300, steps=20, batch=64):
-    """One row per variant: the median training step and its ratio to the bare LSTM's (the
-    variants, ``"lstm"`` among them, timed interleaved; the shapes are `lm_model`'s)."""
+    """One row per variant: the median training step, its ratio to the bare LSTM's (the
+    variants, ``"lstm"`` among them, timed interleaved; the shapes are `lm_model`'s), the
+    arithmetic of its weight products and their share of the machine's matrix-product peak,
+    measured in the same process (`benchmarks.matmul_peak`)."""
     rng = np.random.default_rng(0)
     x = rng.integers(0, vocab, (batch, steps)).astype("int32")
     y = rng.integers(0, vocab, (batch, steps)).astype("int32")
@@ -109,15 +111,20 @@ def bench_lm(rounds, variants, vocab=10000, hidden=300, steps=20, batch=64):
             model.train_on_batch(x, y)
     runners = {v: (lambda model=model: model.train_on_batch(x, y)) for v, model in models.items()}
     medians = timing.medians(timing.interleaved(runners, rounds))
-    # The ratio of the medians (not the median of per-round ratios).
-    return [
-        {
+    peak = matmul_peak.peak_gflops()
+    rows = []
+    for variant in variants:
+        flops = matmul_peak.weight_training_flops_per_token(models[variant]) * batch * steps
+        rows.append({
             "variant": variant,
             "median_ms": medians[variant],
+            # The ratio of the medians (not the median of per-round ratios).
             "ratio_to_lstm": medians[variant] / medians["lstm"],
-        }
-        for variant in variants
-    ]
+            "gflop_per_step": flops / 1e9,
+            "share_of_peak": flops / (medians[variant] * 1e6) / peak,
+            "peak_gflops": round(peak, 1),
+        })  # fmt: skip
+    return rows
 
 
 # The implementations of the peer comparison: ours and the layers a user would pick instead.
@@ -288,10 +295,15 @@ def write_lm_block(write_block, lm, rounds):
     write_block(
         "window-attention-speed",
         lm,
-        [("variant", "variant"), ("median_ms", "median step (ms)"), ("ratio_to_lstm", "× bare LSTM")],
+        [("variant", "variant"), ("median_ms", "median step (ms)"), ("ratio_to_lstm", "× bare LSTM"),
+         ("gflop_per_step", "GFLOP/step"), ("share_of_peak", "share of matmul peak")],
         "One training step of an LSTM language model (batch 64, 20 steps, hidden 300, "
         f"10k-word softmax, XLA), median of {rounds} interleaved steps. Targets (L = 10): "
-        "parallel ≤ 1.10×, cell form ≤ 1.25× the bare LSTM.",
+        "parallel ≤ 1.10×, cell form ≤ 1.25× the bare LSTM. GFLOP/step: the products with "
+        "weight matrices (6 × their parameters outside the embedding, per token); share of "
+        "peak: that over the step's time, against this machine's float32 matrix-product rate "
+        + (f"measured in the same run ({lm[0]['peak_gflops']} GFLOP/s)."
+           if lm and "peak_gflops" in lm[0] else "measured in the same run."),
     )
 
 

@@ -21,14 +21,15 @@ def _load(name):
 
 
 def test_training_flops_count_every_weight_matrix_but_the_embedding():
-    throughput = _load("lm_throughput")
+    from benchmarks import matmul_peak
+
     vocab, embedding, hidden = 50, 6, 8
     model = build_language_model(
         vocab, kind="lstm", hidden=hidden, embedding_dim=embedding, layers=2, stateful=False
     )
     lstm = lambda inputs: 4 * hidden * (inputs + hidden)  # noqa: E731  kernel + recurrent
     forward_per_token = 2 * (lstm(embedding) + lstm(hidden) + hidden * vocab)
-    assert throughput.training_flops_per_token(model) == 3 * forward_per_token
+    assert matmul_peak.weight_training_flops_per_token(model) == 3 * forward_per_token
 
 
 def test_real_data_report_keeps_rows_only_for_the_same_settings(tmp_path):

@@ -83,11 +83,20 @@ def test_lm_part_prints_one_row_per_variant_with_its_ratio_to_the_lstm(monkeypat
                         {name: benchmark.LM_VARIANTS[name] for name in chosen})  # fmt: skip
     monkeypatch.setattr(benchmark, "bench_lm",
                         lambda rounds, variants: bench_lm(rounds, variants, **SMALL))
+    monkeypatch.setattr(benchmark.matmul_peak, "peak_gflops", lambda: 50.0)
     benchmark.main(["--skip-peer", "--rounds", "2"])
     results = json.loads(capsys.readouterr().out)
     assert list(results) == ["lm", "lm_rounds"] and results["lm_rounds"] == 2
     assert [row["variant"] for row in results["lm"]] == chosen
     for row in results["lm"]:
-        assert list(row) == ["variant", "median_ms", "ratio_to_lstm"]
-        assert row["median_ms"] > 0
+        assert list(row) == ["variant", "median_ms", "ratio_to_lstm", "gflop_per_step",
+                             "share_of_peak", "peak_gflops"]
+        assert row["median_ms"] > 0 and row["peak_gflops"] == 50.0
+        model = benchmark.lm_model(row["variant"], **SMALL)
+        tokens = SMALL["batch"] * SMALL["steps"]
+        flops = benchmark.matmul_peak.weight_training_flops_per_token(model) * tokens
+        assert row["gflop_per_step"] == pytest.approx(flops / 1e9)
+        assert row["share_of_peak"] == pytest.approx(flops / (row["median_ms"] * 1e6) / 50.0)
     assert results["lm"][0]["ratio_to_lstm"] == 1.0
+    # The memory adds weight products to the bare LSTM's.
+    assert results["lm"][1]["gflop_per_step"] > results["lm"][0]["gflop_per_step"]
