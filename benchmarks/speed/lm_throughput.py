@@ -12,10 +12,16 @@ after the models; the larger is used. FLOPs per token count the products with we
 arithmetic; the attention's window products (2 L (A + v) per token forward) are left out, so
 the share is slightly understated for the attention kinds.
 
+With ``--equal-parameters`` every memory kind gets the LSTM width at which it has as many
+parameters as the bare LSTM at ``--hidden``, as in the equal-budget comparison of
+`benchmarks.papers.lm_equal_budget` (its table is a block of its own on the results page).
+
 Usage::
 
     python -m benchmarks.speed.lm_throughput                  # JSON on stdout
     python -m benchmarks.speed.lm_throughput --update-docs  # also rewrite the results table
+    # the PTB comparison's models (4.3M weights):
+    python -m benchmarks.speed.lm_throughput --hidden 200 --dropout 0.4 --equal-parameters
 """
 
 import argparse
@@ -34,6 +40,7 @@ from benchmarks.docs_tables import add_update_docs_option, update_docs
 
 COLUMNS = [
     ("kind", "kind"),
+    ("hidden", "hidden"),
     ("parameters", "parameters"),
     ("median_ms", "median step (ms)"),
     ("tokens_per_second", "tokens/s"),
@@ -43,15 +50,36 @@ COLUMNS = [
 ]
 
 
+def widths(kinds, args):
+    """Each kind's LSTM width: ``--hidden``, or with ``--equal-parameters`` the width at which
+    the kind has as many parameters as the LSTM at ``--hidden`` (the equal-budget comparison of
+    `benchmarks.papers.lm_equal_budget`)."""
+    from tf_memlayers.models.parameter_budget import (
+        count_language_model_parameters,
+        hidden_for_parameter_budget,
+    )
+
+    if not args.equal_parameters:
+        return dict.fromkeys(kinds, args.hidden)
+    common = dict(embedding_dim=args.embedding_dim, window=args.window, ngram=args.ngram)
+    budget = count_language_model_parameters(args.vocab, kind="lstm", hidden=args.hidden, **common)
+    return {
+        kind: args.hidden if kind == "lstm"
+        else hidden_for_parameter_budget(args.vocab, kind, budget, **common)[0]
+        for kind in kinds
+    }  # fmt: skip
+
+
 def build_models(kinds, args):
+    """The compiled, stateful models of ``kinds`` (kind -> LSTM width)."""
     from tf_memlayers.models.language_model import build_language_model, compile_language_model
 
     models = {}
-    for kind in kinds:
+    for kind, hidden in kinds.items():
         model = build_language_model(
-            args.vocab, kind=kind, hidden=args.hidden, embedding_dim=args.hidden,
-            window=args.window, ngram=args.ngram, batch_size=args.batch_size,
-            seq_len=args.seq_len, stateful=True,
+            args.vocab, kind=kind, hidden=hidden, embedding_dim=args.embedding_dim,
+            window=args.window, ngram=args.ngram, dropout=args.dropout,
+            batch_size=args.batch_size, seq_len=args.seq_len, stateful=True,
         )  # fmt: skip
         models[kind] = compile_language_model(model, jit_compile=True)
     return models
@@ -76,7 +104,8 @@ def measure(args):
     from tf_memlayers.models.language_model import KINDS
 
     peak_before = matmul_peak.peak_gflops()
-    models = build_models(KINDS, args)
+    hidden = widths(KINDS, args)
+    models = build_models(hidden, args)
     medians = time_steps(models, args)
     peak = max(peak_before, matmul_peak.peak_gflops())
     tokens = args.batch_size * args.seq_len
@@ -86,6 +115,7 @@ def measure(args):
         flops = matmul_peak.weight_training_flops_per_token(model) * tokens
         rows.append({
             "kind": kind,
+            "hidden": hidden[kind],
             "parameters": model.count_params(),
             "median_ms": 1000 * step,
             "tokens_per_second": round(tokens / step),
@@ -93,23 +123,36 @@ def measure(args):
             "gflop_per_step": flops / 1e9,
             "share_of_peak": flops / step / 1e9 / peak,
         })  # fmt: skip
-    settings = {k: getattr(args, k) for k in
-                ("vocab", "hidden", "window", "ngram", "batch_size", "seq_len", "rounds")}
+    settings = {k: getattr(args, k) for k in SETTINGS}
     return {"matmul_peak_gflops": peak, "settings": settings, "rows": rows}
 
 
+SETTINGS = ("vocab", "hidden", "embedding_dim", "equal_parameters", "dropout", "window", "ngram",
+            "batch_size", "seq_len", "rounds")
+
+
 def write_docs(results):
+    """Writes the table of ``results`` into docs/results.rst: the block ``lm-throughput``, or
+    ``lm-throughput-equal-parameters`` for a run with ``--equal-parameters``."""
     s = results["settings"]
+    equal = s.get("equal_parameters", False)
+    shape = (
+        f"the LSTM at {s['hidden']} and every kind at the width that gives it as many "
+        "parameters (the PTB comparison's budget)" if equal else f"hidden {s['hidden']}"
+    )
     update_docs(
-        "lm-throughput",
+        "lm-throughput-equal-parameters" if equal else "lm-throughput",
         results["rows"],
         COLUMNS,
-        f"Training throughput of each language model (parallel form, stateful, XLA; hidden "
-        f"{s['hidden']}, batch {s['batch_size']}, {s['seq_len']} steps, {s['vocab']}-word "
-        f"softmax, window {s['window']}, N = {s['ngram']}), median of {s['rounds']} "
-        f"interleaved steps in one process. Share of peak: weight-matrix FLOPs per step over "
-        f"the time, divided by this machine's float32 matmul peak measured in the same run "
-        f"({results['matmul_peak_gflops']:.0f} GFLOP/s).",
+        f"Training throughput of each language model (parallel form, stateful, XLA; {shape}; "
+        f"embedding {s.get('embedding_dim', s['hidden'])}, dropout {s.get('dropout', 0.0)}, "
+        f"batch {s['batch_size']}, {s['seq_len']} steps, {s['vocab']}-word softmax, window "
+        f"{s['window']}, N = {s['ngram']}), median of {s['rounds']} interleaved steps in one "
+        "process. Share of peak: weight-matrix FLOPs per step over the time, divided by this "
+        "machine's float32 matmul peak measured in the same run "
+        f"({results['matmul_peak_gflops']:.0f} GFLOP/s)."
+        + (" Target: every kind within 1.2× the LSTM's step." if equal else ""),
+        insert_after="lm-throughput" if equal else None,
     )
 
 
@@ -123,7 +166,14 @@ def parse_args(argv=None):
     parser.add_argument("--vocab", type=options.int_at_least(2), default=10000,
                         help="vocabulary size")
     parser.add_argument("--hidden", type=options.positive_int, default=300,
-                        help="LSTM size (and embedding size)")
+                        help="LSTM size (of the bare LSTM with --equal-parameters)")
+    parser.add_argument("--embedding-dim", type=options.positive_int,
+                        help="embedding size (default: --hidden)")
+    parser.add_argument("--equal-parameters", action="store_true",
+                        help="give each memory kind the LSTM width at which it has as many "
+                             "parameters as the bare LSTM (the equal-budget comparison)")
+    parser.add_argument("--dropout", type=options.fraction, default=0.0,
+                        help="dropout of the models, as build_language_model takes it")
     parser.add_argument("--window", type=options.positive_int, default=5,
                         help="attention window")
     parser.add_argument("--ngram", type=options.positive_int, default=4, help="N of the N-gram RNN")
@@ -136,7 +186,10 @@ def parse_args(argv=None):
     parser.add_argument("--output", help="also save the JSON here")
     add_update_docs_option(parser)
     parser.add_argument("--from-json", help="render the results table from a saved run")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.embedding_dim is None:
+        args.embedding_dim = args.hidden
+    return args
 
 
 def main(argv=None):

@@ -352,3 +352,24 @@ def test_cost_estimate_adds_up_an_epoch_and_shows_the_run_measured_minutes(
     assert block.count("| ptb ") == block.count("| wikitext2 ") == 2
     assert block.rindex("| ptb ") < block.index("| wikitext2 ")
     assert "PTB (" in block and "WikiText-2 (" in block
+
+
+def test_throughput_with_equal_parameters_gives_every_kind_the_lstms_parameter_count():
+    throughput = _load("lm_throughput")
+    args = throughput.parse_args(
+        ["--vocab", "200", "--hidden", "40", "--window", "3", "--ngram", "2", "--batch-size", "2",
+         "--seq-len", "4", "--equal-parameters"]
+    )  # fmt: skip
+    assert args.embedding_dim == 40
+    from tf_memlayers.models.language_model import KINDS
+
+    hidden = throughput.widths(KINDS, args)
+    assert hidden["lstm"] == 40 and set(hidden) == set(KINDS)
+    assert len(set(hidden.values())) > 1  # the memory kinds' widths differ from the LSTM's
+    counts = {kind: model.count_params()
+              for kind, model in throughput.build_models(hidden, args).items()}  # fmt: skip
+    for kind, count in counts.items():
+        assert abs(count - counts["lstm"]) <= 0.05 * counts["lstm"], (kind, counts)
+    # Without the option every kind has the LSTM's width.
+    plain = throughput.parse_args(["--hidden", "12"])
+    assert throughput.widths(KINDS, plain) == dict.fromkeys(KINDS, 12)

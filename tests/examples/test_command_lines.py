@@ -419,6 +419,7 @@ BENCHMARK_BAD = [
     ("benchmarks.speed.lm_throughput", ["--rounds", "0"], "--rounds"),
     ("benchmarks.speed.lm_packing", ["--repeats", "0"], "--repeats"),
     ("benchmarks.speed.lm_throughput", ["--vocab", "1"], "--vocab"),
+    ("benchmarks.speed.lm_throughput", ["--dropout", "1.5"], "--dropout"),
     ("benchmarks.papers.snli_real_data", ["--learning-rate", "nan"], "--learning-rate"),
     ("benchmarks.papers.snli_real_data", ["--units", "0"], "--units"),
     ("benchmarks.speed.window_attention", ["--lengths", "20", "-5"], "--lengths"),
