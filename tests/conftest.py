@@ -53,9 +53,10 @@ def pytest_configure(config):
 
 
 def pytest_ignore_collect(collection_path, config):
-    # On another backend than TensorFlow only the layers' tests run: each declared layer's
-    # test module and the suites over every layer (tests/layer_registry.py). The others test
-    # models, examples, tf.data pipelines, callbacks and training utilities, which are
+    # On another backend than TensorFlow only the layers' tests run: each layer's test module
+    # (the modules that declare layers in the registry, found by reading the files, without
+    # importing them) and the suites over every layer (tests/layer_registry.py). The others
+    # test models, examples, tf.data pipelines, callbacks and training utilities, which are
     # TensorFlow only.
     if BACKEND == "tensorflow" or not collection_path.name.startswith("test_"):
         return None
@@ -65,6 +66,17 @@ def pytest_ignore_collect(collection_path, config):
 
     relative = collection_path.resolve().relative_to(REPO_ROOT / "tests").as_posix()
     return relative not in backend_neutral_files() or None
+
+
+# The test modules pytest collected, by path, selected or not: the registry's test checks that
+# the layers' declarations are read from these very modules (tests/layer_registry.py).
+COLLECTED_MODULES = {}
+
+
+def pytest_itemcollected(item):
+    module = item.getparent(pytest.Module)
+    if module is not None:
+        COLLECTED_MODULES[module.path.resolve()] = module.obj
 
 
 def pytest_collection_modifyitems(config, items):

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from layer_registry import LAYERS
+from layer_registry import declarations
 
 from tf_memlayers.layers import (
     AssociativeGRU,
@@ -22,7 +22,7 @@ from tf_memlayers.models.snli import ConditionalEncoder
 # Every declared layer's boolean arguments (tests/layer_registry.py).
 CASES = [
     (declaration.cls.__name__, declaration.make, flag)
-    for declaration in LAYERS
+    for declaration in declarations()
     for flag in declaration.flags
 ]
 FLAGS = [(make, flag) for _, make, flag in CASES]

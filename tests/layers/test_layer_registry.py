@@ -1,15 +1,26 @@
 """The layer registry (tests/layer_registry.py) is complete: every exported layer is declared,
-and every declaration has cases of its own class in each suite over every layer, unless it
-says why not."""
+in its own test module, and every declaration has cases of its own class in each suite over
+every layer, unless it says why not. The declaring modules are the ones pytest collects."""
 
 import inspect
+import pathlib
+import sys
 
 import keras
 import numpy as np
 import pytest
 import test_layer_journeys as journeys
-from conftest import BACKEND, REPO_ROOT
-from layer_registry import LAYERS, SUITES, applies, backend_neutral_files, layer_classes
+from conftest import BACKEND, COLLECTED_MODULES, REPO_ROOT
+from layer_registry import (
+    SUITES,
+    applies,
+    backend_neutral_files,
+    declarations,
+    declaring_files,
+    declaring_modules,
+    find_declaring_files,
+    layer_classes,
+)
 
 import tf_memlayers
 
@@ -24,17 +35,20 @@ def _exported_layers():
 
 
 def test_registry_declares_every_exported_layer():
-    declared = [declaration.cls for declaration in LAYERS]
+    declared = [declaration.cls for declaration in declarations()]
     assert len(declared) == len(set(declared)), "a layer is declared twice"
     missing = sorted(cls.__name__ for cls in _exported_layers() - set(declared))
-    assert not missing, f"exported but not declared in tests/layer_registry.py: {missing}"
+    assert not missing, (
+        f"exported but not declared: {missing}; declare each in the DECLARATIONS of its test "
+        "module (tests/layer_registry.py)"
+    )
     unexported = sorted(cls.__name__ for cls in set(declared) - _exported_layers())
     assert not unexported, f"declared but not exported by tf_memlayers: {unexported}"
 
 
 def test_registry_names_test_modules_and_references_that_exist():
-    for declaration in LAYERS:
-        assert (REPO_ROOT / "tests" / declaration.tests).is_file(), declaration
+    assert declaring_files(), "no test module declares a layer"
+    for declaration in declarations():
         if declaration.reference:
             assert (REPO_ROOT / "tests" / f"{declaration.reference}.py").is_file(), declaration
         assert set(declaration.not_in) <= set(SUITES), declaration
@@ -42,8 +56,48 @@ def test_registry_names_test_modules_and_references_that_exist():
         assert (REPO_ROOT / "tests" / name).is_file(), name
 
 
+def _same_file(module, path):
+    file = getattr(module, "__file__", None)
+    return file is not None and pathlib.Path(file).resolve() == path.resolve()
+
+
+def test_registry_imports_each_declaring_module_once_as_the_module_pytest_collects():
+    # pytest imports a test file under its basename; a second import under another name (or a
+    # second module object under the same name) would run the module's code twice and make a
+    # second set of declarations, apart from the tests that pytest runs.
+    registered = [id(declaration) for declaration in declarations()]
+    for relative, module in declaring_modules().items():
+        path = (REPO_ROOT / "tests" / relative).resolve()
+        assert _same_file(module, path), (relative, module)
+        names = sorted(name for name, other in list(sys.modules.items()) if _same_file(other, path))
+        assert names == [path.stem], f"{relative} is imported as {names}, not once as {path.stem}"
+        assert sys.modules[path.stem] is module, relative
+        if path in COLLECTED_MODULES:  # collected in this run
+            assert COLLECTED_MODULES[path] is module, f"pytest collected another {relative}"
+        # The registry holds the module's own declaration objects.
+        assert all(id(declaration) in registered for declaration in module.DECLARATIONS)
+    assert len(registered) == sum(len(m.DECLARATIONS) for m in declaring_modules().values())
+
+
+def test_registry_refuses_declarations_outside_the_layers_test_modules(tmp_path):
+    declares = "import layer_registry\n\nDECLARATIONS = ()\n"
+    (tmp_path / "layers" / "mechanism").mkdir(parents=True)
+    (tmp_path / "models").mkdir()
+    (tmp_path / "layers" / "mechanism" / "test_layer.py").write_text(declares)
+    # Neither an indented assignment nor a mention declares.
+    (tmp_path / "layers" / "test_other.py").write_text(
+        "def f():\n    DECLARATIONS = ()\n# DECLARATIONS = ()\nX = 'DECLARATIONS = ()'\n"
+    )
+    assert find_declaring_files(tmp_path) == ("layers/mechanism/test_layer.py",)
+    for misplaced in ("models/test_model.py", "layers/mechanism/reference.py", "test_top.py"):
+        (tmp_path / misplaced).write_text(declares)
+        with pytest.raises(ValueError, match=f"DECLARATIONS in {misplaced} .*test_\\*.py file"):
+            find_declaring_files(tmp_path)
+        (tmp_path / misplaced).unlink()
+
+
 def test_registry_makes_small_instances_of_the_declared_class():
-    for declaration in LAYERS:
+    for declaration in declarations():
         assert type(declaration.make()) is declaration.cls
 
 
@@ -96,7 +150,7 @@ BUILT = {
 
 
 @pytest.mark.parametrize("suite", SUITES)
-@pytest.mark.parametrize("declaration", LAYERS, ids=lambda d: d.cls.__name__)
+@pytest.mark.parametrize("declaration", declarations(), ids=lambda d: d.cls.__name__)
 def test_registry_declaration_has_cases_of_its_own_layer_in_every_suite(declaration, suite):
     built = list(BUILT[suite](declaration))
     if not applies(declaration, suite):

@@ -5,7 +5,128 @@ import numpy as np
 import pytest
 
 from conftest import BACKEND, tensorflow_only
-from tf_memlayers import ResettableCell, ResettableRNN
+from layer_registry import (
+    CELL_SPEC,
+    INPUT_DIM,
+    RNN_LAYER_FLAGS,
+    RNN_MASKING,
+    Declaration,
+    rnn_over,
+    user_rnn,
+)
+from tf_memlayers import ResettableCell, ResettableRNN, SlidingWindowAttentionCell
+
+
+def _rnn_resettable(cell):
+    """`ResettableRNN` over ``cell``, written as `user_rnn` writes `keras.layers.RNN`."""
+    return ResettableRNN(
+        cell, return_sequences=True, zero_output_for_mask=keras.backend.backend() != "tensorflow"
+    )
+
+
+# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
+# instance, the boolean arguments, and the cases of the suites over every layer.
+DECLARATIONS = (
+    Declaration(
+        ResettableCell,
+        lambda **kw: ResettableCell(keras.layers.GRUCell(4), **kw),
+        not_in={
+            "output_spec": CELL_SPEC,
+            "nan_padding": RNN_MASKING,
+            "flags": "has no boolean arguments",
+        },
+        cells={
+            "resettable_lstm": lambda dtype=None: ResettableCell(
+                keras.layers.LSTMCell(6, dtype=dtype), dtype=dtype
+            ),
+        },
+        keras_checks={
+            "rnn_resettable_lstm": (
+                rnn_over("resettable_lstm", return_sequences=True),
+                {},
+                dict(
+                    input_shape=(2, 3, INPUT_DIM),
+                    expected_output_shape=(2, 3, 6),
+                    expected_num_trainable_weights=3,
+                    expected_num_seed_generators=1,
+                    supports_masking=True,
+                ),
+            ),
+        },
+        journeys={
+            "ResettableCell": (
+                "step",
+                lambda e: user_rnn(
+                    ResettableCell(keras.layers.LSTMCell(8)), return_sequences=True
+                )(e),
+            ),
+        },
+    ),
+    Declaration(
+        ResettableRNN,
+        lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw),
+        flags=RNN_LAYER_FLAGS[1:],
+        not_in={"nan_padding": "keras.layers.RNN's masking, which promises nothing about NaN"},
+        keras_checks={
+            "resettable_rnn": (
+                lambda **kw: ResettableRNN(
+                    keras.layers.LSTMCell(5, dtype=kw.get("dtype")), return_sequences=True, **kw
+                ),
+                {},
+                dict(
+                    input_shape=(2, 3, INPUT_DIM),
+                    expected_output_shape=(2, 3, 5),
+                    expected_num_trainable_weights=3,
+                    expected_num_seed_generators=1,
+                    supports_masking=True,
+                ),
+            ),
+            "resettable_rnn_window_cell": (
+                lambda **kw: ResettableRNN(
+                    SlidingWindowAttentionCell(
+                        keras.layers.LSTMCell(6, dtype=kw.get("dtype")),
+                        window=2,
+                        mode="key_value",
+                        dtype=kw.get("dtype"),
+                    ),
+                    return_state=True,
+                    **kw,
+                ),
+                {},
+                dict(
+                    input_shape=(2, 3, INPUT_DIM),
+                    expected_output_shape=((2, 3), (2, 6), (2, 6), (2, 2 * 7)),
+                    expected_num_trainable_weights=3 + 5,
+                    expected_num_seed_generators=1,
+                    supports_masking=True,
+                ),
+            ),
+        },
+        journeys={
+            "ResettableRNN": (
+                "step",
+                lambda e: _rnn_resettable(keras.layers.LSTMCell(8))(e),
+            ),
+        },
+        output_spec={
+            "resettable_rnn": (
+                lambda dtype: ResettableRNN(
+                    keras.layers.GRUCell(5, dtype=dtype), return_sequences=True, dtype=dtype
+                ),
+                (2, 5, 4),
+                {},
+            ),
+            "resettable_rnn_state": (
+                lambda dtype: ResettableRNN(
+                    keras.layers.LSTMCell(5, dtype=dtype), return_state=True, dtype=dtype
+                ),
+                (2, 5, 4),
+                {},
+            ),
+        },
+    ),
+)
+
 
 RNG = np.random.default_rng(3)
 B, T, F = 3, 10, 5

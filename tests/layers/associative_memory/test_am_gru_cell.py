@@ -8,11 +8,108 @@ import numpy as np
 import pytest
 from conftest import masked_rnn
 from keras import ops
+from layer_registry import CELL_SPEC, INPUT_DIM, RNN_MASKING, Declaration, rnn_over, user_rnn
 
 from tf_memlayers.compat import load_original_weights, original_variable_names
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
 
 from am_gru_reference import permutations, random_weights, recorded, reference_run
+
+# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
+# instance, the boolean arguments, and the cases of the suites over every layer.
+DECLARATIONS = (
+    Declaration(
+        AssociativeGRUCell,
+        lambda **kw: AssociativeGRUCell(4, **kw),
+        flags=("return_retrievals",),
+        reference="am_gru_reference",
+        not_in={"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING},
+        cells={
+            "am_gru": lambda dtype=None: AssociativeGRUCell(6, num_copies=2, dtype=dtype),
+            "am_gru_retrievals": lambda dtype=None: AssociativeGRUCell(
+                6, num_copies=1, return_retrievals=True, dtype=dtype
+            ),
+        },
+        keras_checks={
+            "rnn_am_gru": (
+                rnn_over("am_gru", return_sequences=True),
+                {},
+                dict(
+                    input_shape=(2, 3, INPUT_DIM),
+                    expected_output_shape=(2, 3, 6),
+                    expected_num_trainable_weights=5,
+                    expected_num_seed_generators=0,
+                    supports_masking=True,
+                ),
+            ),
+            "rnn_am_gru_retrievals": (
+                rnn_over("am_gru_retrievals", return_sequences=True),
+                {},
+                dict(
+                    input_shape=(2, 3, INPUT_DIM),
+                    expected_output_shape=(2, 3, 18),
+                    expected_num_trainable_weights=5,
+                    expected_num_seed_generators=0,
+                    supports_masking=True,
+                ),
+            ),
+        },
+        journeys={
+            "AssociativeGRUCell": (
+                "step",
+                lambda e: user_rnn(AssociativeGRUCell(8, num_copies=2), return_sequences=True)(e),
+            ),
+        },
+    ),
+    Declaration(
+        DualAssociativeGRUCell,
+        lambda **kw: DualAssociativeGRUCell(4, **kw),
+        flags=("return_retrievals",),
+        reference="am_gru_reference",
+        not_in={"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING},
+        cells={
+            "dual_am_gru_paper": lambda dtype=None: DualAssociativeGRUCell(
+                6, num_copies=2, dtype=dtype
+            ),
+            "dual_am_gru_released": lambda dtype=None: DualAssociativeGRUCell(
+                6, num_copies=2, dual_key="released", return_retrievals=True, dtype=dtype
+            ),
+        },
+        keras_checks={
+            "rnn_dual_am_gru_paper": (
+                rnn_over("dual_am_gru_paper", return_sequences=True),
+                {},
+                dict(
+                    input_shape=(2, 3, INPUT_DIM),
+                    expected_output_shape=(2, 3, 6),
+                    expected_num_trainable_weights=5 + 2,
+                    expected_num_seed_generators=0,
+                    supports_masking=True,
+                ),
+            ),
+            "rnn_dual_am_gru_released": (
+                rnn_over("dual_am_gru_released", return_sequences=True),
+                {},
+                dict(
+                    input_shape=(2, 3, INPUT_DIM),
+                    expected_output_shape=(2, 3, 24),
+                    expected_num_trainable_weights=5 + 3,
+                    expected_num_seed_generators=0,
+                    supports_masking=True,
+                ),
+            ),
+        },
+        journeys={
+            "DualAssociativeGRUCell": (
+                "dual",
+                lambda: (
+                    user_rnn(AssociativeGRUCell(8, num_copies=2), return_state=True),
+                    user_rnn(DualAssociativeGRUCell(8, num_copies=2)),
+                ),
+            ),
+        },
+    ),
+)
 
 
 def set_cell_weights(cell, w):

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from conftest import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from keras import ops
+from layer_registry import RNN_LAYER_FLAGS, Declaration
 
 from tf_memlayers.layers import (
     AssociativeGRU,
@@ -13,6 +14,91 @@ from tf_memlayers.layers import (
     DualAssociativeGRUCell,
     premise_sharing_clone_function,
 )
+
+# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
+# instance, the boolean arguments, and the cases of the suites over every layer.
+DECLARATIONS = (
+    Declaration(
+        DualAssociativeGRU,
+        lambda **kw: DualAssociativeGRU(4, **kw),
+        flags=RNN_LAYER_FLAGS,
+        reference="am_gru_reference",
+        keras_checks={
+            **{
+                f"dual_am_gru_{key}_{loop}": (
+                    DualAssociativeGRU,
+                    {
+                        "units": 4,
+                        "num_copies": 2,
+                        "dual_key": key,
+                        "return_sequences": True,
+                        "fused_loop": fused,
+                    },
+                    dict(
+                        input_shape=(2, 3, 4),
+                        expected_output_shape=(2, 3, 4),
+                        expected_num_trainable_weights=5 + 2 + (key == "released"),
+                        supports_masking=True,
+                    ),
+                )
+                for key, loop, fused in (
+                    ("paper", "keras_loop", False),
+                    ("released", "keras_loop", False),
+                    ("paper", "fused_loop", True),
+                )
+            },
+        },
+        journeys={
+            **{
+                name: (
+                    "dual",
+                    lambda fused=fused: (
+                        AssociativeGRU(8, num_copies=2, return_state=True, fused_loop=fused),
+                        DualAssociativeGRU(8, num_copies=2, fused_loop=fused),
+                    ),
+                )
+                for name, fused in (
+                    ("DualAssociativeGRU", False),
+                    ("DualAssociativeGRU_fused_loop", True),
+                )
+            },
+        },
+        nan_padding={
+            **{
+                f"dual_am_gru_{loop}": lambda fused=fused: DualAssociativeGRU(
+                    4,
+                    num_copies=2,
+                    return_sequences=True,
+                    zero_output_for_mask=True,
+                    fused_loop=fused,
+                )
+                for loop, fused in (("keras_loop", False), ("fused_loop", True))
+            },
+        },
+        output_spec={
+            "dual_am_gru_states": (
+                lambda dtype: DualAssociativeGRU(
+                    4, num_copies=2, return_sequences=True, return_state=True, dtype=dtype
+                ),
+                (2, 5, 4),
+                {},
+            ),
+            "dual_am_gru_fused_last": (
+                lambda dtype: DualAssociativeGRU(4, num_copies=3, fused_loop=True, dtype=dtype),
+                (2, 5, 4),
+                {},
+            ),
+            "dual_am_gru_retrievals": (
+                lambda dtype: DualAssociativeGRU(
+                    4, num_copies=2, dual_key="released", return_retrievals=True, dtype=dtype
+                ),
+                (2, 5, 4),
+                {},
+            ),
+        },
+    ),
+)
+
 
 UNITS, COPIES, INPUT_DIM, BATCH, STEPS = 8, 3, 5, 3, 6
 # The fused loop where the backend has it (TensorFlow), else Keras's: for the tests whose

@@ -7,8 +7,64 @@ import numpy as np
 import pytest
 from am_gru_reference import permutations
 from conftest import masked_rnn
+from layer_registry import CELL_SPEC, INPUT_DIM, RNN_MASKING, Declaration, rnn_over, user_rnn
 
 from tf_memlayers.layers import AssociativeMemoryCell
+
+# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
+# instance, the boolean arguments, and the cases of the suites over every layer.
+DECLARATIONS = (
+    Declaration(
+        AssociativeMemoryCell,
+        lambda **kw: AssociativeMemoryCell(keras.layers.GRUCell(4), **kw),
+        flags=("return_retrievals",),
+        not_in={"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING},
+        cells={
+            "associative_memory_lstm": lambda dtype=None: AssociativeMemoryCell(
+                keras.layers.LSTMCell(6, dtype=dtype), num_copies=2, dtype=dtype
+            ),
+            "associative_memory_gru": lambda dtype=None: AssociativeMemoryCell(
+                keras.layers.GRUCell(6, dtype=dtype),
+                num_copies=3,
+                return_retrievals=True,
+                dtype=dtype,
+            ),
+        },
+        keras_checks={
+            "rnn_associative_memory_lstm": (
+                rnn_over("associative_memory_lstm", return_sequences=True),
+                {},
+                dict(
+                    input_shape=(2, 3, INPUT_DIM),
+                    expected_output_shape=(2, 3, 6),
+                    expected_num_trainable_weights=3 + 1,
+                    expected_num_seed_generators=1,
+                    supports_masking=True,
+                ),
+            ),
+            "rnn_associative_memory_gru": (
+                rnn_over("associative_memory_gru", return_sequences=True),
+                {},
+                dict(
+                    input_shape=(2, 3, INPUT_DIM),
+                    expected_output_shape=(2, 3, 6 + 2 * 6),
+                    expected_num_trainable_weights=3 + 1,
+                    expected_num_seed_generators=1,
+                    supports_masking=True,
+                ),
+            ),
+        },
+        journeys={
+            "AssociativeMemoryCell": (
+                "step",
+                lambda e: user_rnn(
+                    AssociativeMemoryCell(keras.layers.LSTMCell(8), num_copies=2),
+                    return_sequences=True,
+                )(e),
+            ),
+        },
+    ),
+)
 
 
 def _bound(z):

@@ -6,8 +6,56 @@ import pytest
 
 import heap_reference as ref
 from conftest import gradients, tensorflow_only
+from layer_registry import Declaration
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.ops import heap
+
+# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
+# instance, the boolean arguments, and the cases of the suites over every layer.
+DECLARATIONS = (
+    Declaration(
+        HeapCacheAttention,
+        lambda **kw: HeapCacheAttention(4, 3, **kw),
+        flags=("mask_empty",),
+        reference="heap_reference",
+        not_in={
+            "nan_padding": "maps single vectors or ids, with no sequence and so no padded steps"
+        },
+        keras_checks={
+            "cache": (
+                HeapCacheAttention,
+                {"cache_size": 3, "attention_units": 2, "query": "additive"},
+                dict(
+                    input_shape=(2, 4),
+                    expected_output_shape=(2, 4),
+                    expected_num_trainable_weights=4,
+                    expected_num_non_trainable_weights=1,
+                    supports_masking=False,
+                ),
+            ),
+        },
+        journeys={
+            "HeapCacheAttention": (
+                "pooled",
+                lambda e: HeapCacheAttention(4, 3)(keras.layers.LSTM(8)(e)),
+            ),
+        },
+        output_spec={
+            "cache": (lambda dtype: HeapCacheAttention(3, 2, dtype=dtype), (2, 4), {}),
+            "cache_scores": (
+                lambda dtype: HeapCacheAttention(3, 2, dtype=dtype),
+                (2, 4),
+                {"return_attention_scores": True},
+            ),
+            "cache_additive_scores": (
+                lambda dtype: HeapCacheAttention(3, 2, query="additive", dtype=dtype),
+                (2, 4),
+                {"return_attention_scores": True},
+            ),
+        },
+    ),
+)
+
 
 WIDTH, UNITS = 6, 4
 

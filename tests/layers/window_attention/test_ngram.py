@@ -6,9 +6,115 @@ import pytest
 from keras import ops
 
 from conftest import BACKEND, gradients
+from layer_registry import CELL_SPEC, INPUT_DIM, RNN_MASKING, Declaration, rnn_over, user_rnn
 from tf_memlayers import NGramConcat, NGramConcatCell
 from test_sliding_window_attention import PassThroughCell, holes_and_right_padding, loss_and_grads
 from window_reference import ngram_reference
+
+# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
+# instance, the boolean arguments, and the cases of the suites over every layer.
+DECLARATIONS = (
+    Declaration(
+        NGramConcat,
+        lambda **kw: NGramConcat(3, 4, **kw),
+        flags=("use_bias", "return_memory", "stateful"),
+        keras_checks={
+            "ngram": (
+                NGramConcat,
+                {"n": 3, "units": 5, "use_bias": True},
+                dict(
+                    input_shape=(2, 3, 6),
+                    expected_output_shape=(2, 3, 5),
+                    expected_num_trainable_weights=2,
+                    supports_masking=True,
+                ),
+            ),
+            "ngram_stateful": (
+                NGramConcat,
+                {"n": 4, "units": 5, "stateful": True},
+                dict(
+                    input_shape=(2, 3, 6),
+                    expected_output_shape=(2, 3, 5),
+                    expected_num_trainable_weights=1,
+                    expected_num_non_trainable_weights=1,
+                    supports_masking=True,
+                ),
+            ),
+        },
+        journeys={
+            "NGramConcat": (
+                "step",
+                lambda e: NGramConcat(3, 6)(keras.layers.LSTM(8, return_sequences=True)(e)),
+            ),
+        },
+        nan_padding={
+            "ngram": lambda: NGramConcat(3, 5, use_bias=True),
+        },
+        output_spec={
+            "ngram": (lambda dtype: NGramConcat(3, 5, dtype=dtype), (2, 5, 4), {}),
+            "ngram_memory": (
+                lambda dtype: NGramConcat(4, 5, sizes=(2, 1, 3), return_memory=True, dtype=dtype),
+                (2, 5, 6),
+                {},
+            ),
+            "ngram_2_memory": (
+                lambda dtype: NGramConcat(2, 5, return_memory=True, dtype=dtype),
+                (2, 5, 4),
+                {},
+            ),
+        },
+        empty={
+            "ngram": lambda: NGramConcat(3, 5, return_memory=True),
+        },
+    ),
+    Declaration(
+        NGramConcatCell,
+        lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw),
+        flags=("use_bias",),
+        not_in={"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING},
+        cells={
+            "ngram_2": lambda dtype=None: NGramConcatCell(
+                keras.layers.GRUCell(6, dtype=dtype), n=2, units=5, dtype=dtype
+            ),
+            "ngram_4": lambda dtype=None: NGramConcatCell(
+                keras.layers.LSTMCell(6, dtype=dtype), n=4, units=5, use_bias=True, dtype=dtype
+            ),
+        },
+        keras_checks={
+            "rnn_ngram_2": (
+                rnn_over("ngram_2", return_sequences=True),
+                {},
+                dict(
+                    input_shape=(2, 3, INPUT_DIM),
+                    expected_output_shape=(2, 3, 5),
+                    expected_num_trainable_weights=3 + 1,
+                    expected_num_seed_generators=1,
+                    supports_masking=True,
+                ),
+            ),
+            "rnn_ngram_4": (
+                rnn_over("ngram_4", return_sequences=True),
+                {},
+                dict(
+                    input_shape=(2, 3, INPUT_DIM),
+                    expected_output_shape=(2, 3, 5),
+                    expected_num_trainable_weights=3 + 2,
+                    expected_num_seed_generators=1,
+                    supports_masking=True,
+                ),
+            ),
+        },
+        journeys={
+            "NGramConcatCell": (
+                "step",
+                lambda e: user_rnn(
+                    NGramConcatCell(keras.layers.GRUCell(8), n=3, units=6), return_sequences=True
+                )(e),
+            ),
+        },
+    ),
+)
+
 
 RNG = np.random.default_rng(1)
 
