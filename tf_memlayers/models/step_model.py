@@ -15,7 +15,7 @@ so the step model generates text in a Python loop, and exports (``model.export``
 import keras
 import numpy as np
 
-from tf_memlayers.layers import NGramConcat, SlidingWindowAttention
+from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
 
 
 def _stateless_copy(layer, **overrides):
@@ -45,10 +45,10 @@ def _state_inputs(name, sizes, dtype):
 
 def _recurrent_layers(model):
     """The model's recurrent layers in order: its LSTM layers, then its memory (a sequence
-    layer, or the RNN over a memory cell)."""
+    layer with a carried memory, or the RNN over a memory cell)."""
     return [
         layer for layer in model.layers
-        if isinstance(layer, (keras.layers.RNN, SlidingWindowAttention, NGramConcat))
+        if isinstance(layer, (keras.layers.RNN, MemorySequenceLayer))
     ]  # fmt: skip
 
 
@@ -107,10 +107,12 @@ def build_step_model(model, name=None):
             states = _state_inputs(layer.name, sizes, dtype)
             x, *new_states = step_layer(x, initial_state=states)
         else:
+            # Only the output and the memory: a layer's other outputs (attention scores) are
+            # left out.
             step_layer = _stateless_copy(
                 layer, return_memory=True,
                 **({"return_attention_scores": False}
-                   if isinstance(layer, SlidingWindowAttention) else {}),
+                   if "return_attention_scores" in layer.get_config() else {}),
             )  # fmt: skip
             states = _state_inputs(layer.name, [layer.memory_size], dtype)
             x, memory = step_layer(x, initial_memory=states[0])
