@@ -177,14 +177,21 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
         documents = self.documents(reset, compaction, self.window)
         key, value, predict = self._split(compaction.compact(inputs))
         real = ops.ones(ops.shape(inputs)[:2], memory_valid.dtype)
-        key_stream = ops.concatenate([memory_keys, key], axis=1)
-        value_stream = ops.concatenate([memory_values, value], axis=1)
-        valid_stream = ops.concatenate([memory_valid, real], axis=1)
-        project = self._project_values(value_stream)
+
+        def stream(carried, steps):
+            return ops.concatenate([carried, steps], axis=1)
+
+        def projected_stream(carried, steps, kernel):
+            # Each part is projected before they are joined: no copy of the wide stream.
+            return stream(ops.matmul(carried, kernel), ops.matmul(steps, kernel))
+
+        valid_stream = stream(memory_valid, real)
+        project = self._project_values(value)
         context, alpha = self._attend_stream(
-            ops.matmul(key_stream, self.memory_kernel),
+            projected_stream(memory_keys, key, self.memory_kernel),
             ops.matmul(key, self.query_kernel),
-            ops.matmul(value_stream, self.context_kernel) if project else value_stream,
+            projected_stream(memory_values, value, self.context_kernel)
+            if project else stream(memory_values, value),
             valid_stream,
             documents,
         )
@@ -196,9 +203,10 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
         new_memory = None
         if self.return_memory or self.stateful:
             last = [
-                compaction.last(stream, self.window)
-                for stream in (key_stream, value_stream, valid_stream)
-            ]
+                compaction.last(items, self.window)
+                for items in (stream(memory_keys, key), stream(memory_values, value),
+                              valid_stream)
+            ]  # fmt: skip
             if documents is not None:
                 last = [documents.keep(documents.last_same, items) for items in last]
             new_memory = self.keep_memory(self._pack_memory(*last))
