@@ -52,6 +52,29 @@ def measure_step(step, repeats, include_first_run=False):
     return {"median_ms": median_ms, "peak_mib": max(peak - before, 0) / 1024}
 
 
+def xla_training_buffers_mib(model, inputs):
+    """MiB of the temporary buffers XLA assigns to one gradient step of ``model`` on ``inputs``
+    (a mean-square loss of its output), on Keras's JAX backend.
+
+    XLA plans every buffer of a compiled program before it runs (`jax.stages.Compiled.
+    memory_analysis`), so this is the step's exact working memory beyond its arguments and
+    outputs, independent of the allocator and of the load on the machine. The calling process
+    must run Keras on JAX (``KERAS_BACKEND=jax``).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    trainable = [v.value for v in model.trainable_variables]
+    non_trainable = [v.value for v in model.non_trainable_variables]
+
+    def loss(trainable, inputs):
+        outputs, _ = model.stateless_call(trainable, non_trainable, inputs)
+        return jnp.mean(jnp.square(outputs))
+
+    compiled = jax.jit(jax.grad(loss)).lower(trainable, inputs).compile()
+    return compiled.memory_analysis().temp_size_in_bytes / 2**20
+
+
 def report(result):
     """Prints a child's result for `run_child`."""
     print(_PREFIX + json.dumps(result), flush=True)
@@ -64,9 +87,9 @@ def child_module(script, root):
     return os.path.splitext(relative)[0].replace(os.sep, ".")
 
 
-def run_child(script, spec, memory_limit_gib, timeout=1800):
+def run_child(script, spec, memory_limit_gib, timeout=1800, env=None):
     """Runs ``python -m <script's module> --child <spec as JSON>`` from the repository root,
-    under an address-space limit.
+    under an address-space limit, with ``env`` (a dict) added to the environment.
 
     Returns the dict the child passed to `report`, or ``{"error": ...}``.
     """
@@ -80,7 +103,7 @@ def run_child(script, spec, memory_limit_gib, timeout=1800):
 
     done = subprocess.run(
         command, capture_output=True, text=True, preexec_fn=limit_memory, timeout=timeout,
-        cwd=root,
+        cwd=root, env=None if env is None else {**os.environ, **env},
     )
     for line in done.stdout.splitlines():
         if line.startswith(_PREFIX):

@@ -12,7 +12,9 @@ loss, for T = 20, 100, 400, 1000 and 2000, the variants interleaved in one proce
   step t sees t - window .. t) with ``key_dim`` chosen so that its weights number as ours.
 
 Each row reports the median step times, the ratios ``ours / floor`` and ``ours / mha`` (the
-median of the per-round ratios), the arithmetic of each variant's matrix products per step
+median of the per-round ratios), the working memory of each variant's step (the temporary
+buffers XLA assigns to it, `benchmarks.peak_memory.xla_training_buffers_mib`, computed in a
+child process on Keras's JAX backend), the arithmetic of each variant's matrix products per step
 and its share of the machine's float32 matrix-product peak (`benchmarks.matmul_peak`, measured
 in the same process), so the distance to the physical limit shows beside the distance to
 the peer. Prints JSON; ``--update-docs`` writes the table into docs/results.rst.
@@ -27,7 +29,7 @@ import json
 
 import numpy as np
 
-from benchmarks import matmul_peak, timing
+from benchmarks import matmul_peak, peak_memory, timing
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 
 VARIANTS = ("ours", "floor", "mha")
@@ -114,6 +116,27 @@ def training_step(variant, steps, batch, width, window, attention_units, key_dim
     return lambda: step(x), sum(int(np.prod(v.shape)) for v in layer.trainable_weights)
 
 
+def buffers_child(spec):
+    """Runs in a child process on the JAX backend (``--child``): XLA's working memory of one
+    training step of ``spec["variant"]`` followed by ``Dense(width)``."""
+    import keras
+
+    forward, _ = _layer(spec["variant"], spec["window"], spec["attention_units"], spec["key_dim"])
+    inputs = keras.Input((spec["steps"], spec["width"]), batch_size=spec["batch"])
+    model = keras.Model(inputs, keras.layers.Dense(spec["width"])(forward(inputs)))
+    x = np.random.default_rng(0).normal(size=(spec["batch"], spec["steps"], spec["width"]))
+    return {"xla_buffers_mib": peak_memory.xla_training_buffers_mib(model, x.astype("float32"))}
+
+
+def xla_buffers(variant, steps, args, key_dim):
+    """`buffers_child` of one variant and length, in its own process; None if it failed."""
+    spec = {"variant": variant, "steps": steps, "batch": args.batch, "width": args.width,
+            "window": args.window, "attention_units": args.attention_units, "key_dim": key_dim}
+    result = peak_memory.run_child(__file__, spec, memory_limit_gib=16,
+                                   env={"KERAS_BACKEND": "jax"})  # fmt: skip
+    return result.get("xla_buffers_mib")
+
+
 def bench(args):
     """One row per length: medians, ratios, weights, arithmetic and share of the peak."""
     key_dim = equal_weight_key_dim(args.width, args.attention_units)
@@ -139,12 +162,18 @@ def bench(args):
             row[f"{variant}_peak_share"] = flops / (medians[variant] * 1e6) / peak
         row["ours_over_floor"] = round(1 / ratios["floor"], 3)
         row["ours_over_mha"] = round(1 / ratios["mha"], 3)
+        if not args.skip_memory:
+            for variant in VARIANTS:
+                row[f"{variant}_xla_buffers_mib"] = xla_buffers(variant, steps, args, key_dim)
+            if row["ours_xla_buffers_mib"] and row["mha_xla_buffers_mib"]:
+                row["ours_over_mha_buffers"] = round(
+                    row["ours_xla_buffers_mib"] / row["mha_xla_buffers_mib"], 3)
         rows.append(row)
     return {"settings": {name: getattr(args, name) for name in SETTINGS},
             "mha_key_dim": key_dim, "rows": rows}
 
 
-SETTINGS = ("batch", "width", "window", "attention_units", "lengths", "rounds")
+SETTINGS = ("batch", "width", "window", "attention_units", "lengths", "rounds", "skip_memory")
 
 
 def write_docs(results):
@@ -156,6 +185,9 @@ def write_docs(results):
         ("mha_ms", "MHA, equal weights (ms)"),
         ("ours_over_floor", "ours / floor"),
         ("ours_over_mha", "ours / MHA"),
+        ("ours_xla_buffers_mib", "ours: XLA buffers (MiB)"),
+        ("mha_xla_buffers_mib", "MHA: XLA buffers (MiB)"),
+        ("ours_over_mha_buffers", "buffers: ours / MHA"),
         ("ours_peak_share", "ours: share of peak"),
         ("floor_peak_share", "floor: share of peak"),
     ]
@@ -172,8 +204,10 @@ def write_docs(results):
         f"{settings['window'] + 1})` with key_dim {results['mha_key_dim']}, so that its weights "
         f"number as ours. Medians of {settings['rounds']} interleaved rounds; a share of peak "
         "is the step's matrix-product arithmetic over its time, against this machine's float32 "
-        f"product rate measured in the same process ({peak} GFLOP/s). Targets: ours / floor "
-        "≤ 1.25 and ours / MHA ≤ 0.9 at every T.",
+        f"product rate measured in the same process ({peak} GFLOP/s). XLA buffers: the "
+        "temporary buffers XLA assigns to the compiled step (Keras on JAX, in a child process), "
+        "its working memory beyond weights and inputs. Targets: ours / floor ≤ 1.25 and ours / "
+        "MHA ≤ 0.9 at every T; buffers at T = 2000 ≤ ¼ of MHA's.",
         insert_after="window-attention-vs-peers",
     )
 
@@ -194,13 +228,19 @@ def parse_args(argv=None):
                         help="attention window L")
     parser.add_argument("--attention-units", type=options.positive_int, default=32,
                         help="attention width of our layer")
+    parser.add_argument("--skip-memory", action="store_true",
+                        help="leave out the XLA buffer sizes (a JAX child process per cell)")
     parser.add_argument("--output", help="also write the JSON results to this file")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     add_update_docs_option(parser)
     return parser.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.child:
+        peak_memory.report(buffers_child(json.loads(args.child)))
+        return
     results = bench(args)
     text = json.dumps(results, indent=2)
     print(text)

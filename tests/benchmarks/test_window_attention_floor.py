@@ -36,7 +36,8 @@ def test_training_flops_count_each_product_three_times():
 def test_a_run_reports_every_variant_and_its_share_of_the_peak(capsys, tmp_path):
     output = tmp_path / "floor.json"
     _benchmark().main(["--lengths", "12", "--rounds", "1", "--batch", "2", "--width", "16",
-                       "--window", "3", "--attention-units", "4", "--output", str(output)])
+                       "--window", "3", "--attention-units", "4", "--output", str(output),
+                       "--skip-memory"])
     results = json.loads(capsys.readouterr().out)
     assert json.loads(output.read_text()) == results
     (row,) = results["rows"]
@@ -46,3 +47,12 @@ def test_a_run_reports_every_variant_and_its_share_of_the_peak(capsys, tmp_path)
         assert 0 < row[f"{variant}_peak_share"]
     assert row["ours_gflop"] == row["floor_gflop"]
     assert row["ours_over_floor"] > 0 and row["ours_over_mha"] > 0
+
+
+def test_xla_buffers_come_from_a_jax_child_and_grow_with_the_length():
+    floor = _benchmark()
+    args = floor.parse_args(["--batch", "2", "--width", "16", "--window", "3",
+                             "--attention-units", "4"])  # fmt: skip
+    short, long = (floor.xla_buffers("ours", steps, args, key_dim=5) for steps in (16, 256))
+    assert short is not None and long is not None, "the JAX child failed"
+    assert 0 < short < long
