@@ -8,6 +8,7 @@ from keras.src import backend as keras_backend
 
 from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell, DualAssociativeGRUCell
 from tf_memlayers.ops.associative_gru_loop import associative_gru_loop, shard_sizes
+from tf_memlayers.ops.associative_gru_passes import _stacked_rows
 
 
 def _setup(batch, copies, seed, steps=6, units=8, input_dim=5):
@@ -74,6 +75,55 @@ def test_fused_loop_equals_keras_loop_in_float64(batch, num_shards, jit_compile,
     for e, g in zip(expected[0] + expected[1], got[0] + got[1]):
         assert np.abs(e).max() > 0
         np.testing.assert_allclose(g, e, atol=1e-11, rtol=1e-11)
+
+
+@pytest.mark.parametrize("zero_output_for_mask", [False, True])
+def test_fused_loop_with_eight_copies_equals_keras_loop_in_float64(zero_output_for_mask):
+    """The benchmark's copy count: eight permutations, each step's copies read from a
+    ``[B, 2, 8, m]`` memory."""
+    cell, xs, memory, output, mask = _setup(4, copies=8, seed=21, units=12)
+    expected = _values_and_gradients(
+        _keras_loop, cell, xs, memory, output, mask, zero_output_for_mask=zero_output_for_mask
+    )
+    got = _values_and_gradients(
+        _fused_loop, cell, xs, memory, output, mask, zero_output_for_mask=zero_output_for_mask,
+        jit_compile=True, num_shards=2,
+    )
+    for e, g in zip(expected[0] + expected[1], got[0] + got[1]):
+        assert np.abs(e).max() > 0
+        np.testing.assert_allclose(g, e, atol=1e-11, rtol=1e-11)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_a_masked_step_ignores_non_finite_projections(jit_compile):
+    """A masked step writes K (*) 0 to the memory, so its K must not see the step's input."""
+    cell, xs, memory, output, mask = _setup(3, copies=4, seed=31)
+    input_kernel, input_bias, *kernels = cell.projection_kernels()
+    projected = tf.transpose(tf.matmul(xs, input_kernel) + input_bias, (1, 0, 2))
+    time_mask = tf.transpose(mask)
+    poisoned = tf.where(time_mask[:, :, None], projected, np.nan)
+    results = []
+    for inputs in (projected, poisoned):
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            values = associative_gru_loop(inputs, memory, output, *kernels, cell.permutations,
+                                          mask=time_mask, jit_compile=jit_compile, num_shards=2)
+            loss = _loss(*values)
+        grad = tape.gradient(loss, inputs)
+        results.append([v.numpy() for v in values] + [tf.where(time_mask[:, :, None], grad,
+                                                                0.0).numpy()])
+    for e, g in zip(*results):
+        assert np.isfinite(g).all()
+        np.testing.assert_array_equal(g, e)
+
+
+def test_stacked_rows_add_the_product_in_one_matmul():
+    rng = np.random.default_rng(11)
+    kernel = tf.constant(rng.normal(size=(6, 4)))
+    x, y = tf.constant(rng.normal(size=(3, 4))), tf.constant(rng.normal(size=(3, 6)))
+    got = tf.matmul(tf.concat([x, y], axis=1), _stacked_rows(kernel, 6))
+    np.testing.assert_allclose(got.numpy(), x.numpy() @ kernel.numpy().T + y.numpy(),
+                               rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("batch, num_shards", [(4, 2), (2, 3)])

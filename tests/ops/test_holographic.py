@@ -84,6 +84,22 @@ def test_permutation_matrix_gives_the_permuted_copies():
         np.testing.assert_array_equal(np.asarray(copies_im)[:, c], im[:, perm])
 
 
+@pytest.mark.parametrize("num_complex, num_copies", [(6, 3), (50, 8)])
+def test_permuted_copies_gradient_is_the_adjoint_of_the_copies(num_complex, num_copies):
+    """The gather-and-sum adjoint equals multiplying by ``P^T``: <copies(x), g> = <x, adj(g)>
+    for every x, i.e. adj(g) = g @ P^T on the rows ``(b, re), (b, im)``."""
+    perms = holographic.make_permutations(num_complex, num_copies, seed=9)
+    matrix = holographic.permutation_matrix(perms).astype(np.float64)
+    rng = np.random.default_rng(4)
+    grad_re, grad_im = rng.normal(size=(2, 3, num_copies, num_complex))
+    got = holographic.permuted_copies_gradient(
+        tensor(grad_re), tensor(grad_im), holographic.unpermuting_indices(perms), num_copies
+    )
+    rows = np.stack([grad_re, grad_im], axis=1).reshape(-1, num_copies * num_complex)
+    expected = (rows @ matrix.T).reshape(-1, 2 * num_complex)
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-12, atol=1e-12)
+
+
 def test_memory_layout_round_trip():
     memory = np.arange(2 * 24, dtype=np.float64).reshape(2, 24)  # C = 3, n = 8
     re, im = holographic.split_memory(tensor(memory), 3)

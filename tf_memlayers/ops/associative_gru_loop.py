@@ -103,7 +103,8 @@ def associative_gru_loop(
     forward = _function(forward_loop, jit_compile)
     backward = _function(backward_loop, jit_compile)
     matrix = tf.constant(holographic.permutation_matrix(permutations), dtype=projected.dtype)
-    constants = (matrix, num_copies, zero_output_for_mask, n)
+    unpermute = tf.constant(holographic.unpermuting_indices(permutations))
+    constants = (num_copies, zero_output_for_mask, n)
     has_source = source is not None
     arguments = [projected, memory, output, recurrent_kernel, gate_h_kernel, candidate_h_kernel]
     if has_source:
@@ -135,7 +136,8 @@ def associative_gru_loop(
         stopped = lambda x: None if x is None else tf.stop_gradient(x)  # noqa: E731
         step_kernels = tuple(map(stopped, kernels))
         results = [
-            forward(p, m, s, o, stopped(recurrent_kernel), step_kernels, stopped(x), *constants)
+            forward(p, m, s, o, stopped(recurrent_kernel), step_kernels, stopped(x), matrix,
+                    *constants)
             for p, m, s, o, x in zip(
                 shard(stopped(projected), 1), masks, shard(stopped(parts)),
                 shard(stopped(output)), sources,
@@ -153,7 +155,8 @@ def associative_gru_loop(
                                    (grad_output, output))
             )
             grads = [
-                backward(s, m, go, gm, gl, recurrent_kernel, kernels, x, *constants)
+                backward(s, m, go, gm, gl, recurrent_kernel, kernels, x, matrix, unpermute,
+                         *constants)
                 for s, m, go, gm, gl, x in zip(
                     saved, masks, shard(grad_outputs, 1), shard(as_parts(grad_memory)),
                     shard(grad_output), sources,

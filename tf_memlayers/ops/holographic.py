@@ -124,8 +124,9 @@ def make_permutations(num_complex, num_copies, seed=123):
 def permutation_matrix(permutations):
     """A 0/1 matrix ``P`` ``[m, C * m]`` with ``(k @ P)[:, c*m + j] = k[:, perm_c[j]]``.
 
-    Permuting by a fixed 0/1 matmul is exact (one 1 per column) and faster on CPU than a
-    gather, in both directions of backpropagation.
+    Permuting by a fixed 0/1 matmul is exact (one 1 per column), and making the copies this
+    way is faster on CPU than a gather. The adjoint, which sums ``C`` values into each entry,
+    is a gather instead (`permuted_copies_gradient`).
     """
     permutations = np.asarray(permutations)
     num_copies, num_complex = permutations.shape
@@ -163,16 +164,39 @@ def bounded_copies(key, matrix, num_copies):
     return permuted_copies(key, matrix, num_copies)
 
 
-def permuted_copies_gradient(grad_re, grad_im, matrix, num_copies):
+def unpermuting_indices(permutations):
+    """Gather indices ``[C * m]`` that undo the copies' permutations: gathering the ``C * m``
+    entries of all copies (copy-major, as `permuted_copies` lays them out) at these indices
+    puts every copy back in the key's order, ``g[c*m + i] = copies[c*m + perm_c^-1[i]]``.
+
+    Example:
+
+    >>> unpermuting_indices([[0, 1, 2], [2, 0, 1]]).tolist()
+    [0, 1, 2, 4, 5, 3]
+    """
+    permutations = np.asarray(permutations)
+    num_copies, num_complex = permutations.shape
+    inverse = np.argsort(permutations, axis=1)
+    return (np.arange(num_copies)[:, None] * num_complex + inverse).reshape(-1).astype(np.int32)
+
+
+def permuted_copies_gradient(grad_re, grad_im, indices, num_copies):
     """Adjoint of `permuted_copies`: the copies' gradients ``(re, im)``, each ``[batch, C,
-    n/2]``, → the key's ``[batch, n]`` (``[re | im]`` layout). Multiplying by ``P^T`` undoes
-    each copy's permutation and sums over the copies."""
+    n/2]``, → the key's ``[batch, n]`` (``[re | im]`` layout), the sum over the copies of
+    each copy's gradient put back in the key's order.
+
+    ``indices`` is `unpermuting_indices`. The gather moves numbers and the sum over copies
+    runs over each entry's ``C`` values, so this equals multiplying by ``P^T`` (one 1 per
+    row and copy) up to the order of that sum. Under XLA the gather and the sum fuse with
+    the computation of the copies' gradients, which a matmul would need written out first.
+    """
     if num_copies == 1:
         return uncomplexify(grad_re[:, 0], grad_im[:, 0])
     num_complex = grad_re.shape[-1]
-    rows = ops.reshape(ops.stack([grad_re, grad_im], axis=1), (-1, num_copies * num_complex))
-    matrix = ops.convert_to_tensor(matrix, dtype=rows.dtype)
-    return ops.reshape(ops.matmul(rows, ops.transpose(matrix)), (-1, 2 * num_complex))
+    rows = ops.reshape(ops.stack([grad_re, grad_im], axis=1), (-1, 2, num_copies * num_complex))
+    unpermuted = ops.take(rows, indices, axis=2)
+    summed = ops.sum(ops.reshape(unpermuted, (-1, 2, num_copies, num_complex)), axis=2)
+    return ops.reshape(summed, (-1, 2 * num_complex))
 
 
 def permuted_copies_parts(re, im, matrix, num_copies):
