@@ -26,21 +26,23 @@ def training_flops(products):
 
 def weight_training_flops_per_token(model):
     """Training operations per token of the products with ``model``'s weight matrices: 6 x the
-    weight-matrix parameters outside the embedding (forward 2, backward 4 per parameter).
+    weight-matrix parameters outside the embedding and the biases (forward 2, backward 4 per
+    parameter).
 
     Every such matrix multiplies each token's vector once, which is nearly all of a language
     model's arithmetic; products without weights (an attention's window products) are left
     out, so a share of the peak built on it is slightly understated for those.
 
     Args:
-        model: A built `keras.Model`.
+        model: A built `keras.Model` or layer.
 
     Returns:
         Integer, the operations per token.
     """
+    # Biases are left out even when two-dimensional (keras.layers.GRU's is [2, 3n]).
     matrices = [
         w for w in model.trainable_weights
-        if len(w.shape) == 2 and "embedding" not in w.path
+        if len(w.shape) == 2 and "embedding" not in w.path and not w.path.endswith("bias")
     ]  # fmt: skip
     return 6 * sum(int(np.prod(w.shape)) for w in matrices)
 

@@ -24,7 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from benchmarks import peak_memory, timing  # noqa: E402
+from benchmarks import matmul_peak, peak_memory, timing  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from tf_memlayers.layers import (  # noqa: E402
     AssociativeGRU,
@@ -68,9 +68,12 @@ class WordByWordAttentionCell(keras.layers.Layer):
         return output, [new[0], flat]
 
 
-def _train_step(layer_fn, inputs, extra=None, jit_compile=False, run_once=True):
-    """A traced training step of ``layer_fn()`` (run once unless ``run_once=False``)."""
+def _train_step(layer_fn, inputs, extra=None, jit_compile=False, run_once=True, layers=None):
+    """A traced training step of ``layer_fn()`` (run once unless ``run_once=False``); the
+    layer is appended to ``layers`` when given."""
     layer = layer_fn()
+    if layers is not None:
+        layers.append(layer)
     head = keras.layers.Dense(1)
 
     @tf.function(jit_compile=jit_compile)
@@ -102,20 +105,31 @@ def speed_vs_gru(batch, steps, units, copies, rounds, jit_compile=False):
         variants[f"AM-GRU C={c} (AssociativeGRU, fused_loop)"] = lambda c=c: AssociativeGRU(
             units, num_copies=c, fused_loop=True
         )
-    runners = {name: _train_step(fn, x, jit_compile=jit_compile) for name, fn in variants.items()}
+    runners, layers = {}, {}
+    for name, fn in variants.items():
+        built = []
+        runners[name] = _train_step(fn, x, jit_compile=jit_compile, layers=built)
+        layers[name] = built[0]
     samples = timing.interleaved(runners, rounds)
+    peak = matmul_peak.peak_gflops()
     # The ratio is the median of per-round ratios: each round times every layer back to back,
     # so load that drifts on a shared machine cancels out of the pair.
     medians = timing.medians(samples)
     ratios = timing.median_ratio(samples, "GRU")
-    return [
-        {
+    rows = []
+    for name in samples:
+        # The products with the layer's weight matrices; the AM-GRU's permutation products
+        # and its reads and writes are left out.
+        flops = matmul_peak.weight_training_flops_per_token(layers[name]) * batch * steps
+        rows.append({
             "layer": name,
             "ms_per_time_step": medians[name] / steps,
             "ratio_to_gru": ratios[name],
-        }
-        for name in samples
-    ]
+            "gflop_per_step": flops / 1e9,
+            "share_of_peak": flops / (medians[name] * 1e6) / peak,
+            "peak_gflops": round(peak, 1),
+        })  # fmt: skip
+    return rows
 
 
 def hypothesis_steps_for(batch, hypothesis_steps, units, copies, length, run_once=True):
@@ -253,11 +267,17 @@ def main(argv=None):
             "associative-memory-speed",
             speed,
             [("layer", "layer"), ("ms_per_time_step", "ms / time step"),
-             ("ratio_to_gru", "× keras GRU")],
+             ("ratio_to_gru", "× keras GRU"), ("gflop_per_step", "GFLOP/step"),
+             ("share_of_peak", "share of matmul peak")],
             f"Training step (forward + backward) per time step, batch 50, 100 units, T=30, "
             f"median of {rounds} interleaved rounds (the ratio: median of the per-round "
             f"ratios), {'XLA' if args.jit_compile else 'no model-level XLA'} on either side "
-            f"(``fused_loop`` compiles its own loops), {os.cpu_count()} CPU cores.",
+            f"(``fused_loop`` compiles its own loops), {os.cpu_count()} CPU cores. GFLOP/step: "
+            "the products with the layer's weight matrices (6 × their parameters per token; "
+            "the AM-GRU's permutation products, reads and writes left out); share of peak: that "
+            "over the step's time, against this machine's float32 matrix-product rate measured "
+            f"in the same run ({speed[0]['peak_gflops']} GFLOP/s). Target: fused, 8 copies "
+            "≤ 1.5× the GRU.",
         )
         update_docs(
             "dual-vs-word-by-word",
