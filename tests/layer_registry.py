@@ -120,6 +120,23 @@ def rnn_over(cell_name, **rnn_kwargs):
     return make
 
 
+def rnn_case(cell_name, output_width, trainable_weights, seed_generators):
+    """A `keras_checks` case: ``keras.layers.RNN(return_sequences=True)`` over the ``cells``
+    case ``cell_name`` on ``[2, 3, INPUT_DIM]`` inputs, with its expected output width and
+    numbers of trainable weights and seed generators."""
+    return (
+        rnn_over(cell_name, return_sequences=True),
+        {},
+        dict(
+            input_shape=(2, 3, INPUT_DIM),
+            expected_output_shape=(2, 3, output_width),
+            expected_num_trainable_weights=trainable_weights,
+            expected_num_seed_generators=seed_generators,
+            supports_masking=True,
+        ),
+    )
+
+
 # A module-level assignment of ``DECLARATIONS`` (annotated or not), at the start of a line.
 _DECLARES = re.compile(r"^DECLARATIONS\s*(?::[^=\n]*)?=", re.MULTILINE)
 # Where declarations belong: the layers' test modules (the folder under ``tests/``).

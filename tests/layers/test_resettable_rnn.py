@@ -11,7 +11,7 @@ from layer_registry import (
     RNN_LAYER_FLAGS,
     RNN_MASKING,
     Declaration,
-    rnn_over,
+    rnn_case,
     user_rnn,
 )
 from tf_memlayers import ResettableCell, ResettableRNN, SlidingWindowAttentionCell
@@ -41,17 +41,7 @@ DECLARATIONS = (
             ),
         },
         keras_checks={
-            "rnn_resettable_lstm": (
-                rnn_over("resettable_lstm", return_sequences=True),
-                {},
-                dict(
-                    input_shape=(2, 3, INPUT_DIM),
-                    expected_output_shape=(2, 3, 6),
-                    expected_num_trainable_weights=3,
-                    expected_num_seed_generators=1,
-                    supports_masking=True,
-                ),
-            ),
+            "rnn_resettable_lstm": rnn_case("resettable_lstm", 6, 3, 1),
         },
         journeys={
             "ResettableCell": (

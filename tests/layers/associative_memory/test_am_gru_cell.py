@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import masked_rnn
 from keras import ops
-from layer_registry import CELL_SPEC, INPUT_DIM, RNN_MASKING, Declaration, rnn_over, user_rnn
+from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
 
 from tf_memlayers.compat import load_original_weights, original_variable_names
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
@@ -31,28 +31,8 @@ DECLARATIONS = (
             ),
         },
         keras_checks={
-            "rnn_am_gru": (
-                rnn_over("am_gru", return_sequences=True),
-                {},
-                dict(
-                    input_shape=(2, 3, INPUT_DIM),
-                    expected_output_shape=(2, 3, 6),
-                    expected_num_trainable_weights=5,
-                    expected_num_seed_generators=0,
-                    supports_masking=True,
-                ),
-            ),
-            "rnn_am_gru_retrievals": (
-                rnn_over("am_gru_retrievals", return_sequences=True),
-                {},
-                dict(
-                    input_shape=(2, 3, INPUT_DIM),
-                    expected_output_shape=(2, 3, 18),
-                    expected_num_trainable_weights=5,
-                    expected_num_seed_generators=0,
-                    supports_masking=True,
-                ),
-            ),
+            "rnn_am_gru": rnn_case("am_gru", 6, 5, 0),
+            "rnn_am_gru_retrievals": rnn_case("am_gru_retrievals", 18, 5, 0),
         },
         journeys={
             "AssociativeGRUCell": (
@@ -76,28 +56,8 @@ DECLARATIONS = (
             ),
         },
         keras_checks={
-            "rnn_dual_am_gru_paper": (
-                rnn_over("dual_am_gru_paper", return_sequences=True),
-                {},
-                dict(
-                    input_shape=(2, 3, INPUT_DIM),
-                    expected_output_shape=(2, 3, 6),
-                    expected_num_trainable_weights=5 + 2,
-                    expected_num_seed_generators=0,
-                    supports_masking=True,
-                ),
-            ),
-            "rnn_dual_am_gru_released": (
-                rnn_over("dual_am_gru_released", return_sequences=True),
-                {},
-                dict(
-                    input_shape=(2, 3, INPUT_DIM),
-                    expected_output_shape=(2, 3, 24),
-                    expected_num_trainable_weights=5 + 3,
-                    expected_num_seed_generators=0,
-                    supports_masking=True,
-                ),
-            ),
+            "rnn_dual_am_gru_paper": rnn_case("dual_am_gru_paper", 6, 5 + 2, 0),
+            "rnn_dual_am_gru_released": rnn_case("dual_am_gru_released", 24, 5 + 3, 0),
         },
         journeys={
             "DualAssociativeGRUCell": (

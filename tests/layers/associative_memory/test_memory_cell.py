@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from am_gru_reference import permutations
 from conftest import masked_rnn
-from layer_registry import CELL_SPEC, INPUT_DIM, RNN_MASKING, Declaration, rnn_over, user_rnn
+from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
 
 from tf_memlayers.layers import AssociativeMemoryCell
 
@@ -31,28 +31,8 @@ DECLARATIONS = (
             ),
         },
         keras_checks={
-            "rnn_associative_memory_lstm": (
-                rnn_over("associative_memory_lstm", return_sequences=True),
-                {},
-                dict(
-                    input_shape=(2, 3, INPUT_DIM),
-                    expected_output_shape=(2, 3, 6),
-                    expected_num_trainable_weights=3 + 1,
-                    expected_num_seed_generators=1,
-                    supports_masking=True,
-                ),
-            ),
-            "rnn_associative_memory_gru": (
-                rnn_over("associative_memory_gru", return_sequences=True),
-                {},
-                dict(
-                    input_shape=(2, 3, INPUT_DIM),
-                    expected_output_shape=(2, 3, 6 + 2 * 6),
-                    expected_num_trainable_weights=3 + 1,
-                    expected_num_seed_generators=1,
-                    supports_masking=True,
-                ),
-            ),
+            "rnn_associative_memory_lstm": rnn_case("associative_memory_lstm", 6, 3 + 1, 1),
+            "rnn_associative_memory_gru": rnn_case("associative_memory_gru", 6 + 2 * 6, 3 + 1, 1),
         },
         journeys={
             "AssociativeMemoryCell": (

@@ -6,7 +6,7 @@ import pytest
 from keras import ops
 
 from conftest import BACKEND, gradients
-from layer_registry import CELL_SPEC, INPUT_DIM, RNN_MASKING, Declaration, rnn_over, user_rnn
+from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
 from tf_memlayers import NGramConcat, NGramConcatCell
 from test_sliding_window_attention import PassThroughCell, holes_and_right_padding, loss_and_grads
 from window_reference import ngram_reference
@@ -81,28 +81,8 @@ DECLARATIONS = (
             ),
         },
         keras_checks={
-            "rnn_ngram_2": (
-                rnn_over("ngram_2", return_sequences=True),
-                {},
-                dict(
-                    input_shape=(2, 3, INPUT_DIM),
-                    expected_output_shape=(2, 3, 5),
-                    expected_num_trainable_weights=3 + 1,
-                    expected_num_seed_generators=1,
-                    supports_masking=True,
-                ),
-            ),
-            "rnn_ngram_4": (
-                rnn_over("ngram_4", return_sequences=True),
-                {},
-                dict(
-                    input_shape=(2, 3, INPUT_DIM),
-                    expected_output_shape=(2, 3, 5),
-                    expected_num_trainable_weights=3 + 2,
-                    expected_num_seed_generators=1,
-                    supports_masking=True,
-                ),
-            ),
+            "rnn_ngram_2": rnn_case("ngram_2", 5, 3 + 1, 1),
+            "rnn_ngram_4": rnn_case("ngram_4", 5, 3 + 2, 1),
         },
         journeys={
             "NGramConcatCell": (

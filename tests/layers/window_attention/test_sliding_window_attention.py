@@ -6,7 +6,7 @@ import pytest
 from keras import ops
 
 from conftest import BACKEND, PassThroughCell, gradients, masked_rnn
-from layer_registry import CELL_SPEC, INPUT_DIM, RNN_MASKING, Declaration, rnn_over, user_rnn
+from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
 from tf_memlayers import SlidingWindowAttention, SlidingWindowAttentionCell
 from tf_memlayers.layers.window_attention.key_value_predict_split import key_value_predict_sizes
 from window_reference import window_attention_reference
@@ -124,39 +124,9 @@ DECLARATIONS = (
             ),
         },
         keras_checks={
-            "rnn_window_attention": (
-                rnn_over("window_attention", return_sequences=True),
-                {},
-                dict(
-                    input_shape=(2, 3, INPUT_DIM),
-                    expected_output_shape=(2, 3, 6),
-                    expected_num_trainable_weights=3 + 5,
-                    expected_num_seed_generators=1,
-                    supports_masking=True,
-                ),
-            ),
-            "rnn_window_key_value": (
-                rnn_over("window_key_value", return_sequences=True),
-                {},
-                dict(
-                    input_shape=(2, 3, INPUT_DIM),
-                    expected_output_shape=(2, 3, 3),
-                    expected_num_trainable_weights=3 + 5,
-                    expected_num_seed_generators=1,
-                    supports_masking=True,
-                ),
-            ),
-            "rnn_window_key_value_predict": (
-                rnn_over("window_key_value_predict", return_sequences=True),
-                {},
-                dict(
-                    input_shape=(2, 3, INPUT_DIM),
-                    expected_output_shape=(2, 3, 5),
-                    expected_num_trainable_weights=3 + 7,
-                    expected_num_seed_generators=1,
-                    supports_masking=True,
-                ),
-            ),
+            "rnn_window_attention": rnn_case("window_attention", 6, 3 + 5, 1),
+            "rnn_window_key_value": rnn_case("window_key_value", 3, 3 + 5, 1),
+            "rnn_window_key_value_predict": rnn_case("window_key_value_predict", 5, 3 + 7, 1),
         },
         journeys={
             "SlidingWindowAttentionCell": (
