@@ -31,6 +31,7 @@ module.
 import dataclasses
 import functools
 import importlib
+import inspect
 import os
 import pathlib
 import re
@@ -247,6 +248,43 @@ def backend_neutral_files():
     """The test files that run on every backend (paths under ``tests/``): the suites over
     every layer, the shared parts, and each declaring module (found without importing it)."""
     return frozenset(SHARED_SUITES) | frozenset(declaring_files())
+
+
+def _is_cell(layer):
+    return hasattr(layer, "state_size") and not isinstance(layer, keras.layers.RNN)
+
+
+def _takes(method, name):
+    return name in inspect.signature(method).parameters
+
+
+@functools.cache
+def _small_instances():
+    return {declaration.cls.__name__: declaration.make() for declaration in declarations()}
+
+
+def declared_makers(*, cell=None, call_argument=None, init_argument=None, base=None):
+    """``{class name: make}`` of the declared layers of one kind, for the tests that run on
+    every such layer (a new layer of that kind joins them by its declaration alone).
+
+    Args:
+        cell: `True` for cells only (layers with a ``state_size``, called one step at a time),
+            `False` for layers on whole sequences only; `None` for both.
+        call_argument: Optional name of an argument the layer's ``call`` must take (such as
+            ``"reset"``).
+        init_argument: Optional name of an argument the layer's constructor must take (such
+            as ``"sizes"``).
+        base: Optional class the layer's class must subclass.
+    """
+    made = _small_instances()
+    return {
+        declaration.cls.__name__: declaration.make
+        for declaration in declarations()
+        if (cell is None or _is_cell(made[declaration.cls.__name__]) == cell)
+        and (call_argument is None or _takes(declaration.cls.call, call_argument))
+        and (init_argument is None or _takes(declaration.cls.__init__, init_argument))
+        and (base is None or issubclass(declaration.cls, base))
+    }
 
 
 def layer_classes(layer):

@@ -44,7 +44,8 @@ def check_sizes(name, sizes, count, owner=None, what="pieces"):
     prefix = f"{owner}: " if owner else ""
     if isinstance(sizes, (str, bytes)) or not isinstance(sizes, collections.abc.Iterable):
         raise TypeError(
-            f"{prefix}`{name}` must be a list of {count} positive integers, got {sizes!r}."
+            f"{prefix}`{name}` must be a list of {count} positive "
+            f"{'integer' if count == 1 else 'integers'}, got {sizes!r}."
         )
     sizes = tuple(sizes)
     if len(sizes) != count:

@@ -3,20 +3,12 @@
 import json
 import re
 
-import keras
 import numpy as np
 import pytest
 
-from layer_registry import declarations
+from layer_registry import declarations, declared_makers
 
-from tf_memlayers.layers import (
-    AssociativeGRU,
-    DualAssociativeGRU,
-    KeyValuePredictSplit,
-    NGramConcat,
-    SlidingWindowAttention,
-    SlidingWindowAttentionCell,
-)
+from tf_memlayers.layers import AssociativeGRU, DualAssociativeGRU
 from tf_memlayers.models.snli import ConditionalEncoder
 
 # Every declared layer's boolean arguments (tests/layer_registry.py).
@@ -64,33 +56,54 @@ def test_fused_loop_must_be_a_bool_or_auto(name, value):
     assert make().fused_loop == "auto"
 
 
-SIZED = {
-    "split": lambda sizes: KeyValuePredictSplit("key_value", sizes=sizes),
-    "window": lambda sizes: SlidingWindowAttention(3, mode="key_value", sizes=sizes),
-    "window_cell": lambda sizes: SlidingWindowAttentionCell(
-        keras.layers.LSTMCell(5), 3, mode="key_value", sizes=sizes
-    ),
-    "ngram": lambda sizes: NGramConcat(3, 4, sizes=sizes),
-}
+# Every declared layer that takes explicit piece sizes (tests/layer_registry.py).
+SIZED = declared_makers(init_argument="sizes")
 
 
-@pytest.mark.parametrize("kind", sorted(SIZED))
-@pytest.mark.parametrize(
-    "sizes, error, fragment",
-    [
-        (5, TypeError, "`sizes` must be a list of 2 positive integers, got 5"),
-        ("23", TypeError, "`sizes` must be a list of 2 positive integers"),
-        ((2, 2, 1), ValueError, "`sizes` must list 2 pieces"),
-        ((2.5, 2.5), TypeError, "`sizes` must be an integer, got 2.5"),
-        ((5, 0), ValueError, "`sizes` must be >= 1, got 0"),
-    ],
-)
-def test_sizes_are_checked_when_made(kind, sizes, error, fragment):
-    with pytest.raises(error, match=fragment):
-        SIZED[kind](sizes)
+def _pieces(make):
+    """The one number of sizes ``make`` accepts, found by trying 1 to 6 pieces (a cell may
+    still refuse sizes that do not add up to its cell's output width)."""
+    accepted = []
+    for count in range(1, 7):
+        try:
+            make(sizes=[1] * count)
+        except ValueError as error:
+            if "`sizes` must list" in str(error):
+                continue
+        accepted.append(count)
+    assert len(accepted) == 1, accepted
+    return accepted[0]
 
 
-@pytest.mark.parametrize("kind", ["split", "window", "ngram"])
-def test_numpy_sizes_give_a_json_config(kind):
-    config = SIZED[kind](np.array([2, 3])).get_config()
-    assert json.loads(json.dumps(config))["sizes"] == [2, 3]
+def _width(make):
+    """The width a cell's sizes must add up to (its cell's output), or any width for a
+    layer, which checks the sum when built."""
+    layer = make()
+    return getattr(layer, "cell_output_size", None) or 12
+
+
+@pytest.mark.parametrize("name", sorted(SIZED))
+def test_sizes_are_checked_when_made(name):
+    make = SIZED[name]
+    count = _pieces(make)
+    integers = "integer" if count == 1 else "integers"
+    pieces = "piece" if count == 1 else "pieces"
+    bad = [
+        (5, TypeError, f"{name}: `sizes` must be a list of {count} positive {integers}, got 5"),
+        ("23", TypeError, f"`sizes` must be a list of {count} positive {integers}, got '23'"),
+        ([1] * (count + 1), ValueError, f"`sizes` must list {count} {pieces}"),
+        ([2.5] + [1] * (count - 1), TypeError, "`sizes` must be an integer, got 2.5"),
+        ([1] * (count - 1) + [0], ValueError, "`sizes` must be >= 1, got 0"),
+    ]
+    for sizes, error, fragment in bad:
+        with pytest.raises(error, match=re.escape(fragment)):
+            make(sizes=sizes)
+
+
+@pytest.mark.parametrize("name", sorted(SIZED))
+def test_numpy_sizes_give_a_json_config(name):
+    make = SIZED[name]
+    sizes = [1] * (_pieces(make) - 1)
+    sizes.append(_width(make) - sum(sizes))
+    config = make(sizes=np.array(sizes)).get_config()
+    assert json.loads(json.dumps(config))["sizes"] == sizes

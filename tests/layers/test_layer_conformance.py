@@ -16,7 +16,7 @@ import pytest
 from conftest import BACKEND, FUSED_LOOP, TF_FUNCTION, gradients, tensorflow_only
 from keras import ops
 from keras.src import testing  # Keras's layer test harness (tests only)
-from layer_registry import INPUT_DIM, suite_cases
+from layer_registry import INPUT_DIM, declared_makers, suite_cases
 
 from tf_memlayers.layers import (
     AssociativeGRU,
@@ -24,9 +24,9 @@ from tf_memlayers.layers import (
     DualAssociativeGRU,
     HeapCacheAttention,
     KeyValuePredictSplit,
-    NGramConcat,
     SlidingWindowAttention,
 )
+from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
 
 
 
@@ -142,6 +142,9 @@ def _am_gru(**kwargs):
     return AssociativeGRU(4, num_copies=2, **kwargs)
 
 
+# Every declared sequence layer with a carried memory (tests/layer_registry.py).
+MEMORY_SEQUENCE_LAYERS = declared_makers(base=MemorySequenceLayer)
+
 # (id, the bad call, exception type, fragments the message must contain)
 BAD_CALLS = [
     *[
@@ -250,10 +253,7 @@ BAD_CALLS = [
     ),
     *[
         row
-        for name, make in (
-            ("window", lambda **kw: SlidingWindowAttention(3, **kw)),
-            ("ngram", lambda **kw: NGramConcat(3, 4, **kw)),
-        )
+        for name, make in MEMORY_SEQUENCE_LAYERS.items()
         for row in (
             (
                 f"{name}_mask_too_long",

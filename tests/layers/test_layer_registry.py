@@ -16,6 +16,7 @@ from layer_registry import (
     applies,
     backend_neutral_files,
     declarations,
+    declared_makers,
     declaring_files,
     declaring_modules,
     find_declaring_files,
@@ -99,6 +100,20 @@ def test_registry_refuses_declarations_outside_the_layers_test_modules(tmp_path)
 def test_registry_makes_small_instances_of_the_declared_class():
     for declaration in declarations():
         assert type(declaration.make()) is declaration.cls
+
+
+def test_registry_sorts_the_layers_taking_reset_into_cells_and_sequence_layers():
+    """The suites over every cell or sequence layer taking ``reset`` (tests/layers/
+    test_resets.py) get each such layer once, as what it is."""
+    cells = declared_makers(cell=True, call_argument="reset")
+    sequences = declared_makers(cell=False, call_argument="reset")
+    everything = declared_makers(call_argument="reset")
+    assert cells and sequences and not set(cells) & set(sequences)
+    assert set(cells) | set(sequences) == set(everything)
+    for name, make in cells.items():
+        assert not isinstance(make(), keras.layers.RNN) and make().state_size, name
+    for name, make in sequences.items():
+        assert not hasattr(make(), "state_size") or isinstance(make(), keras.layers.RNN), name
 
 
 def _runs_here(name):

@@ -1,4 +1,5 @@
-"""The ``reset`` call argument of the window-attention and N-gram layers and cells.
+"""The ``reset`` call argument: of the window-attention and N-gram layers and cells against
+their references, and of every declared layer and cell that takes it.
 
 A row with a reset at step t computes, from t on, exactly what the layer computes on the
 document alone from a fresh state: checked against the NumPy references (which start the
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import BACKEND, PassThroughCell, gradients
+from layer_registry import declared_makers
 from tf_memlayers import (
     NGramConcat,
     NGramConcatCell,
@@ -18,6 +20,7 @@ from tf_memlayers import (
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
 )
+from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
 from window_reference import ngram_reference, window_attention_reference
 
 RNG = np.random.default_rng(7)
@@ -117,21 +120,21 @@ def test_ngram_with_resets_matches_reference(float64_policy, n, masked):
     )
 
 
-def _memory_layers():
-    return {
-        "window": lambda **kw: SlidingWindowAttention(3, mode="key_value", **kw),
-        "window_zeros": lambda **kw: SlidingWindowAttention(2, pad="zeros", **kw),
-        "ngram": lambda **kw: NGramConcat(4, 5, **kw),
-    }
+# Every declared sequence layer with a carried memory (tests/layer_registry.py), and the
+# window layer with zero padding of the window.
+MEMORY_LAYERS = {
+    **declared_makers(base=MemorySequenceLayer),
+    "SlidingWindowAttention_pad_zeros": lambda **kw: SlidingWindowAttention(2, pad="zeros", **kw),
+}
 
 
-@pytest.mark.parametrize("name", sorted(_memory_layers()))
+@pytest.mark.parametrize("name", sorted(MEMORY_LAYERS))
 def test_packed_documents_equal_separate_runs_and_memory_is_the_last_document(
     float64_policy, name
 ):
     x = RNG.normal(size=(B, T, W))
     reset = _resets()
-    layer = _memory_layers()[name](return_memory=True)
+    layer = MEMORY_LAYERS[name](return_memory=True)
     outputs, memory = layer(x, reset=reset)
     for row in range(B):
         for start, stop in _documents(reset, row):
@@ -144,10 +147,10 @@ def test_packed_documents_equal_separate_runs_and_memory_is_the_last_document(
                                    atol=1e-12, rtol=0)  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(_memory_layers()))
+@pytest.mark.parametrize("name", sorted(MEMORY_LAYERS))
 def test_a_reset_forgets_carried_memory_and_other_rows_keep_it(float64_policy, name):
     x = RNG.normal(size=(B, T, W))
-    layer = _memory_layers()[name](return_memory=True)
+    layer = MEMORY_LAYERS[name](return_memory=True)
     _, carried = layer(RNG.normal(size=(B, 6, W)))
     reset = np.zeros((B, T), bool)
     reset[0, 0] = True  # row 0 starts a new document: the carried memory is forgotten
@@ -163,13 +166,13 @@ def test_a_reset_forgets_carried_memory_and_other_rows_keep_it(float64_policy, n
     assert not np.allclose(fresh[2], continued[2])
 
 
-@pytest.mark.parametrize("name", sorted(_memory_layers()))
+@pytest.mark.parametrize("name", sorted(MEMORY_LAYERS))
 def test_stateful_segments_with_resets_equal_one_run(float64_policy, name):
     x = RNG.normal(size=(B, T, W))
     reset = _resets()
-    whole = _memory_layers()[name]()
+    whole = MEMORY_LAYERS[name]()
     expected = np.asarray(whole(x, reset=reset))
-    stateful = _memory_layers()[name](stateful=True)
+    stateful = MEMORY_LAYERS[name](stateful=True)
     stateful.build((B, None, W))
     stateful.set_weights(whole.get_weights()[: len(stateful.trainable_weights)]
                          + [np.zeros(stateful.memory.shape)])  # fmt: skip
@@ -248,24 +251,35 @@ def test_no_gradient_crosses_a_reset(float64_policy, form):
     assert np.all(np.abs(dx[0, 3:8]).sum(-1) > 0)
 
 
-def test_one_step_cell_reset_starts_the_rows_again(float64_policy):
-    cells = [
-        SlidingWindowAttentionCell(keras.layers.GRUCell(W), 3, mode="key_value"),
-        NGramConcatCell(keras.layers.LSTMCell(W), 4, 5),
-    ]
-    for cell in cells:
-        x = RNG.normal(size=(B, 5))
-        states = [RNG.normal(size=(B, size)) for size in cell.state_size]
-        reset = np.array([True, False, True])
-        output, new_states = cell(x, states, reset=reset)
-        fresh_output, fresh_states = cell(x, [np.zeros_like(s) for s in states])
-        kept_output, kept_states = cell(x, states)
-        output = np.asarray(output)
-        np.testing.assert_allclose(output[reset], np.asarray(fresh_output)[reset], atol=1e-12)
-        np.testing.assert_allclose(output[~reset], np.asarray(kept_output)[~reset], atol=1e-12)
-        for new, fresh in zip(new_states, fresh_states):
-            np.testing.assert_allclose(np.asarray(new)[reset], np.asarray(fresh)[reset],
-                                       atol=1e-12)  # fmt: skip
+# Every declared cell whose step takes ``reset`` (tests/layer_registry.py).
+RESET_CELLS = declared_makers(cell=True, call_argument="reset")
+
+
+def _step_states(cell):
+    return [RNG.normal(size=(B, size)) for size in keras.tree.flatten(cell.state_size)]
+
+
+@pytest.mark.parametrize("name", sorted(RESET_CELLS))
+def test_one_step_cell_reset_starts_the_rows_again(float64_policy, name):
+    """A reset row steps from zero states, except the states a cell carries unchanged (the
+    dual cell's source memory); the other rows step from their own states."""
+    cell = RESET_CELLS[name]()
+    x = RNG.normal(size=(B, 5))
+    states = _step_states(cell)
+    kept_output, kept_states = cell(x, states)
+    carried = [np.array_equal(np.asarray(new), old) for new, old in zip(kept_states, states)]
+    reset = np.array([True, False, True])
+    output, new_states = cell(x, states, reset=reset)
+    zeroed = [old if keep else np.zeros_like(old) for old, keep in zip(states, carried)]
+    fresh_output, fresh_states = cell(x, zeroed)
+    output = np.asarray(output)
+    np.testing.assert_allclose(output[reset], np.asarray(fresh_output)[reset], atol=1e-12)
+    np.testing.assert_allclose(output[~reset], np.asarray(kept_output)[~reset], atol=1e-12)
+    assert np.abs(output[0] - np.asarray(kept_output)[0]).max() > 1e-3
+    for new, fresh, kept in zip(new_states, fresh_states, kept_states):
+        new = np.asarray(new)
+        np.testing.assert_allclose(new[reset], np.asarray(fresh)[reset], atol=1e-12)
+        np.testing.assert_allclose(new[~reset], np.asarray(kept)[~reset], atol=1e-12)
 
 
 def test_resets_under_jit_compile_match_eager():
@@ -307,22 +321,24 @@ BAD_RESETS = [
 
 
 @pytest.mark.parametrize("bad,match", BAD_RESETS)
-@pytest.mark.parametrize("name", ["window", "ngram", "resettable_rnn"])
+@pytest.mark.parametrize("name", sorted(declared_makers(cell=False, call_argument="reset")))
 def test_bad_resets_are_refused_naming_reset(name, bad, match):
-    layer = {
-        "window": lambda: SlidingWindowAttention(3),
-        "ngram": lambda: NGramConcat(3, 4),
-        "resettable_rnn": lambda: ResettableRNN(keras.layers.GRUCell(4)),
-    }[name]()
+    layer = declared_makers(cell=False, call_argument="reset")[name]()
     x = np.zeros((B, T, W), "float32")
     with pytest.raises(ValueError, match="`reset` " + match):
         layer(x, reset=bad)
 
 
-@pytest.mark.parametrize("bad", [np.zeros((B,), "float32"), np.zeros((B, 1), bool)])
-def test_bad_one_step_resets_are_refused_naming_reset(bad):
-    cell = SlidingWindowAttentionCell(keras.layers.GRUCell(W), 3)
-    states = [np.zeros((B, size), "float32") for size in cell.state_size]
+@pytest.mark.parametrize(
+    "bad",
+    [np.zeros((B,), "float32"), np.zeros((B + 1,), bool), np.zeros((B, 1), bool),
+     np.zeros((B, 5), bool)],  # fmt: skip
+    ids=["float32", "another_batch", "rank_2", "a_sequence"],
+)
+@pytest.mark.parametrize("name", sorted(RESET_CELLS))
+def test_bad_one_step_resets_are_refused_naming_reset(name, bad):
+    cell = RESET_CELLS[name]()
+    states = [state.astype("float32") for state in _step_states(cell)]
     with pytest.raises(ValueError, match="`reset` must"):
         cell(np.zeros((B, 5), "float32"), states, reset=bad)
 

@@ -37,6 +37,10 @@ VOCAB = 23
 SMALL = dict(hidden=12, embedding_dim=6, window=3, ngram=4)
 
 
+# The kinds with a memory, which have a cell form and a parallel form.
+WITH_MEMORY = sorted(name for name, memory in MEMORY_KINDS.items() if memory.layer is not None)
+
+
 def _tokens(batch, time, seed=0):
     return np.random.default_rng(seed).integers(0, VOCAB, (batch, time)).astype("int32")
 
@@ -48,7 +52,7 @@ def _model(kind, **overrides):
 
 
 @pytest.mark.parametrize(
-    "kind, form", [(kind, "parallel") for kind in KINDS] + [("key_value_predict", "cell")]
+    "kind, form", [(kind, "parallel") for kind in KINDS] + [(kind, "cell") for kind in WITH_MEMORY]
 )
 def test_every_kind_trains_a_step(kind, form):
     model = compile_language_model(_model(kind, form=form), learning_rate=0.01, jit_compile=False)
@@ -75,7 +79,7 @@ def test_every_kind_trains_a_step(kind, form):
     assert not silent
 
 
-@pytest.mark.parametrize("kind", ["lstm", "key_value_predict", "ngram"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_stateful_model_carries_state_across_segments(kind):
     stateful = _model(kind, layers=2)
     stateless = _model(kind, layers=2, stateful=False, batch_size=None, seq_len=None)
@@ -103,7 +107,7 @@ def test_row_reset_restarts_only_the_selected_rows():
         reset_language_model_states(model, rows=np.array([True, False, True]))
 
 
-@pytest.mark.parametrize("kind", ["key_value", "ngram"])
+@pytest.mark.parametrize("kind", WITH_MEMORY)
 def test_cell_form_equals_parallel_form(kind):
     cell = _model(kind, form="cell", tie_weights=True, hidden=12, embedding_dim=6)
     parallel = _model(kind, form="parallel", tie_weights=True, hidden=12, embedding_dim=6)
@@ -116,25 +120,29 @@ def test_cell_form_equals_parallel_form(kind):
         np.testing.assert_allclose(cell(x).numpy(), parallel(x).numpy(), atol=2e-5)
 
 
-MEMORY_OPTIONS = {
-    "key_value_predict": dict(
-        sizes=(4, 3, 5), attention_units=5, units=7, pad="zeros", use_bias=True
-    ),
-    "ngram": dict(sizes=(3, 4, 5), units=7, use_bias=True),
-}
+def _memory_options(kind):
+    """Every memory option of ``kind`` set away from its default: explicit unequal sizes
+    (one per piece, adding up to the hidden width), units, a bias, and for the attention kinds
+    the attention width and zero padding."""
+    memory = MEMORY_KINDS[kind]
+    sizes = tuple(range(4, 4 + memory.pieces(SMALL["ngram"])))
+    options = dict(sizes=sizes, hidden=sum(sizes), units=7, use_bias=True)
+    if memory.attention:
+        options.update(attention_units=5, pad="zeros")
+    return options
 
 
-@pytest.mark.parametrize("kind", sorted(MEMORY_OPTIONS))
+@pytest.mark.parametrize("kind", WITH_MEMORY)
 def test_memory_options_reach_both_forms_alike(kind):
-    options = dict(MEMORY_OPTIONS[kind], recurrent_dropout=0.3)
+    options = dict(_memory_options(kind), recurrent_dropout=0.3)
     models = {form: _model(kind, form=form, **options) for form in ("cell", "parallel")}
-    memory = models["parallel"].get_layer("ngram" if kind == "ngram" else "window_attention")
+    memory = models["parallel"].get_layer(MEMORY_KINDS[kind].layer_name)
     cell = models["cell"].get_layer(f"{kind}_rnn").cell
     lstm = models["parallel"].get_layer("lstm_0").cell
     assert lstm.recurrent_dropout == cell.cell.recurrent_dropout == 0.3
     for layer in (memory, cell):
         assert layer.sizes == options["sizes"] and layer.use_bias and layer.units == 7
-        if kind != "ngram":
+        if MEMORY_KINDS[kind].attention:
             assert layer.pad == "zeros" and tuple(layer.memory_kernel.shape) == (4, 5)
     for weight in models["cell"].trainable_weights:
         weight.assign(np.random.default_rng(1).uniform(-0.8, 0.8, weight.shape))
@@ -480,9 +488,10 @@ class _StopBelow(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
-@pytest.mark.parametrize("kind, multiple", [("key_value_predict", 3), ("ngram", 3)])
-def test_hidden_for_parameter_budget_is_the_closest_width(kind, multiple):
+@pytest.mark.parametrize("kind", KINDS)
+def test_hidden_for_parameter_budget_is_the_closest_width(kind):
     common = dict(embedding_dim=10, window=3, ngram=4)
+    multiple = MEMORY_KINDS[kind].pieces(common["ngram"])
     budget = count_language_model_parameters(VOCAB, kind="lstm", hidden=20, **common)
     hidden, count = hidden_for_parameter_budget(VOCAB, kind, budget, **common)
     assert hidden % multiple == 0

@@ -389,15 +389,6 @@ def test_bad_reset_is_a_value_error_naming_reset(kind):
         layer(keras.Input((5, INPUT_DIM)), reset=keras.Input((4,), dtype="bool"))
 
 
-@pytest.mark.parametrize("name", ["am_gru_cell", "memory_cell_gru", "dual_cell"])
-def test_bad_one_step_reset_is_a_value_error_naming_reset(name):
-    cell, states = _cell_and_states(name, np.random.default_rng(10), batch=2)
-    x = np.ones((2, INPUT_DIM))
-    for bad in (np.zeros((2,), "float32"), np.zeros((3,), bool), np.zeros((2, 5), bool)):
-        with pytest.raises(ValueError, match="`reset`"):
-            cell(x, states, reset=bad)
-
-
 @tensorflow_only(FUSED_LOOP)
 @pytest.mark.parametrize("layer_cls", [AssociativeGRU, DualAssociativeGRU])
 def test_fused_loop_true_refuses_reset(layer_cls):

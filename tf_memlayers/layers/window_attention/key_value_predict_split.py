@@ -13,7 +13,7 @@ from tf_memlayers.ops.pieces import piece_sizes, split_pieces
 
 MODES = ("attention", "key_value", "key_value_predict")
 _PIECES = {"attention": 1, "key_value": 2, "key_value_predict": 3}
-_NAMES = {"attention": "pieces (key)", "key_value": "pieces (key, value)",
+_NAMES = {"attention": "piece (key)", "key_value": "pieces (key, value)",
           "key_value_predict": "pieces (key, value, predict)"}
 
 

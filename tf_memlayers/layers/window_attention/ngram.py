@@ -44,7 +44,7 @@ class _NGram:
         )
 
     def _pieces_name(self):
-        return f"pieces (N-1 = {self.n - 1})"
+        return f"{'piece' if self.n == 2 else 'pieces'} (N-1 = {self.n - 1})"
 
     def _build_ngram(self):
         self.ngram_kernel = self.add_weight(
