@@ -14,7 +14,7 @@ i.e. ``C`` times per value, and a select on those products slows them several ti
 the loops keep the per-copy fusions plain:
 
 * the ``[B, n]`` vectors they read come out of a matmul or a saved tensor, never out of a
-  chain: the gradient reaching the retrieved ``h`` is ONE matmul (`_stacked_rows`), and
+  chain: the gradient reaching the retrieved ``h`` is ONE matmul (`stacked_rows`), and
   ``delta`` is saved by the forward loop rather than recomputed;
 * a mask acts on ``[B, n]`` tensors only: a masked row's key is zero, so its copies and its
   write are zero and its memory stays as it is, and the backward zeroes that row's ``[B, n]``
@@ -124,7 +124,7 @@ def forward_loop(
     return memory, output, {name: array.stack() for name, array in arrays.items()}
 
 
-def _stacked_rows(kernel, units):
+def stacked_rows(kernel, units):
     """``[kernel^T ; I]`` ``[k + n, n]``: ``[x | y] @ it = x kernel^T + y`` in ONE matmul, so the
     sum comes out of the matmul already formed (see the module docstring)."""
     identity = tf.eye(units, dtype=kernel.dtype)
@@ -136,7 +136,7 @@ def _backward_step(saved, grad_memory, grad_output, kernels, source, matrix, unp
     """Gradients of one step: returns ``(d pre [B, 4n], d memory before the step (read part
     only), d source (read part; None without a source))``. ``grad_output`` is the gradient
     reaching ``o_t``, ``grad_memory`` the one reaching the memory after the step.
-    ``kernels`` is ``(_stacked_rows(G_h), C_h, [W_dg^T ; W_dc^T] or None)``.
+    ``kernels`` is ``(stacked_rows(G_h), C_h, [W_dg^T ; W_dc^T] or None)``.
 
     ``keep`` (``[B, 1]`` bool, with a mask) marks the rows that took the step; in the others
     ``grad_output`` and the saved ``delta`` must be zero, and the gradient that the write
@@ -221,7 +221,7 @@ def backward_loop(
     dual_rows = None
     if source is not None:
         dual_rows = tf.transpose(tf.concat([dual_gate_kernel, dual_candidate_kernel], axis=1))
-    step_kernels = (_stacked_rows(gate_h_kernel, units), candidate_h_kernel, dual_rows)
+    step_kernels = (stacked_rows(gate_h_kernel, units), candidate_h_kernel, dual_rows)
     grad_pre_array = tf.TensorArray(grad_outputs.dtype, size=steps)
     grad_source = tf.zeros_like(grad_memory) if source is not None else tf.zeros(())
 
