@@ -27,9 +27,8 @@ from examples.harness import options
 from tf_memlayers.training import distributed
 from tf_memlayers.training.strategy import STRATEGIES
 
-# One process runs these tests one after another (`pytest -n 2 --dist loadgroup`): each test
-# checks that the workers' temporary folders are gone, which another test's workers running at
-# the same time would break.
+# One process runs these tests one after another (`pytest -n 2 --dist loadgroup`, where the
+# grouping works), so that one launch of the workers serves them all (`two_workers`).
 pytestmark = pytest.mark.xdist_group("two_workers")
 
 JOB = REPO_ROOT / "tests" / "multi_worker_job.py"
@@ -167,25 +166,62 @@ FILL_TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden", "8", "--attent
              "--verbose", "0", "--no-jit"]  # fmt: skip
 
 
+def _launch_once(shared, launch, timeout=1200):
+    """Runs ``launch()`` (which returns a JSON-able value) once for every pytest process that
+    shares the folder ``shared``, and returns its value in each of them.
+
+    The first process to create ``shared/claimed`` launches; the others wait for
+    ``shared/done.json`` (or ``shared/failed``). Needed because pytest-xdist's ``loadgroup``
+    does not keep a group in one process with pytest 9.2 (pytest-xdist issue 1386), and a
+    session fixture then runs once in each process that has one of its tests.
+    """
+    shared.mkdir(parents=True, exist_ok=True)
+    done, failed = shared / "done.json", shared / "failed"
+    try:
+        os.close(os.open(shared / "claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        deadline = time.monotonic() + timeout
+        while not (done.exists() or failed.exists()) and time.monotonic() < deadline:
+            time.sleep(1)
+        if not done.exists():
+            pytest.fail(f"the launch in another pytest process failed or timed out ({shared})")
+    else:
+        try:
+            value = launch()
+        except BaseException:
+            failed.touch()
+            raise
+        done.with_suffix(".tmp").write_text(json.dumps(value), encoding="utf-8")
+        os.replace(done.with_suffix(".tmp"), done)
+    return json.loads(done.read_text(encoding="utf-8"))
+
+
 @pytest.fixture(scope="session")
 def two_workers(tmp_path_factory):
     """One launch of two workers runs every job: the SNLI example (one epoch, then resumed to
     two), the last-word example, the PTB example (refused), the language model's step and the
     cache model. Returns the output folder and the temporary folders left behind.
 
-    Session-scoped: the process that runs this module's tests may run other modules' tests
-    between them, and a module-scoped fixture would then launch the workers again."""
-    out_dir = tmp_path_factory.mktemp("workers")
-    before = _temporary_worker_dirs()
-    jobs = {
-        "snli": [*SNLI_TINY, "--batch-size", str(SNLI_ROWS), "--strategy", "multi_worker",
-                 "--workdir", str(out_dir / "snli")],
-        "fill": [*FILL_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "fill")],
-        "lm": [*PTB_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "ptb")],
-        "cache": [],
-    }  # fmt: skip
-    run_workers(out_dir, jobs)
-    return out_dir, _temporary_worker_dirs() - before
+    One launch for the whole test run, in whichever pytest process needs it first: under
+    pytest-xdist the processes share the parent of their temporary folders."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    out_dir = root / "two_workers"
+
+    def launch():
+        before = _temporary_worker_dirs()
+        jobs = {
+            "snli": [*SNLI_TINY, "--batch-size", str(SNLI_ROWS), "--strategy", "multi_worker",
+                     "--workdir", str(out_dir / "snli")],
+            "fill": [*FILL_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "fill")],
+            "lm": [*PTB_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "ptb")],
+            "cache": [],
+        }  # fmt: skip
+        run_workers(out_dir, jobs)
+        return sorted(_temporary_worker_dirs() - before)
+
+    return out_dir, set(_launch_once(out_dir, launch))
 
 
 def test_workers_leave_no_temporary_folders(two_workers):
