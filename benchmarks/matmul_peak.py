@@ -24,14 +24,40 @@ def training_flops(products):
     return 3 * sum(product_flops(*shape) for shape in products)
 
 
-def weight_training_flops_per_token(model):
-    """Training operations per token of the products with ``model``'s weight matrices: 6 x the
-    weight-matrix parameters outside the embedding and the biases (forward 2, backward 4 per
-    parameter).
+def weight_matrices(model):
+    """``model``'s weight matrices: its two-dimensional trainable weights outside the
+    embedding, biases left out (even two-dimensional ones: ``keras.layers.GRU``'s is
+    ``[2, 3n]``)."""
+    return [
+        w for w in model.trainable_weights
+        if len(w.shape) == 2 and "embedding" not in w.path and not w.path.endswith("bias")
+    ]  # fmt: skip
 
-    Every such matrix multiplies each token's vector once, which is nearly all of a language
-    model's arithmetic; products without weights (an attention's window products) are left
-    out, so a share of the peak built on it is slightly understated for those.
+
+def weight_training_flops(model, rows=lambda weight: 1):
+    """Training operations of one step's products with ``model``'s weight matrices: 6 x each
+    matrix's parameters (forward 2, backward 4 per parameter) x the rows it multiplies in
+    the step, ``rows(weight)`` (for a layer over sequences, the batch times the time steps;
+    for a layer on one vector per example, the batch).
+
+    Products without weights (an attention's window products, a holographic memory's
+    permutations, reads and writes) are left out, so a share of the peak built on it is
+    understated for those.
+
+    Args:
+        model: A built `keras.Model` or layer.
+        rows: Callable, ``weight -> int``. Default: 1 for every matrix (per token).
+
+    Returns:
+        Integer, the operations.
+    """
+    return 6 * sum(int(np.prod(w.shape)) * int(rows(w)) for w in weight_matrices(model))
+
+
+def weight_training_flops_per_token(model):
+    """Training operations per token of the products with ``model``'s weight matrices
+    (`weight_training_flops` with every matrix multiplying each token's vector once): nearly
+    all of a language model's arithmetic.
 
     Args:
         model: A built `keras.Model` or layer.
@@ -39,12 +65,13 @@ def weight_training_flops_per_token(model):
     Returns:
         Integer, the operations per token.
     """
-    # Biases are left out even when two-dimensional (keras.layers.GRU's is [2, 3n]).
-    matrices = [
-        w for w in model.trainable_weights
-        if len(w.shape) == 2 and "embedding" not in w.path and not w.path.endswith("bias")
-    ]  # fmt: skip
-    return 6 * sum(int(np.prod(w.shape)) for w in matrices)
+    return weight_training_flops(model)
+
+
+def floor_columns(flops, milliseconds, peak):
+    """``{"gflop_per_step", "share_of_peak"}`` of a step of ``flops`` operations timed at
+    ``milliseconds``, against the matrix-product rate ``peak`` (GFLOP/s, `peak_gflops`)."""
+    return {"gflop_per_step": flops / 1e9, "share_of_peak": flops / (milliseconds * 1e6) / peak}
 
 
 def peak_gflops(sizes=(512, 1024, 2048), rounds=7):

@@ -132,9 +132,11 @@ def speed_vs_gru(batch, steps, units, copies, rounds, jit_compile=False):
     return rows
 
 
-def hypothesis_steps_for(batch, hypothesis_steps, units, copies, length, run_once=True):
+def hypothesis_steps_for(batch, hypothesis_steps, units, copies, length, run_once=True,
+                         layers=None):
     """``{"dual": step, "attention": step}``: training steps over the hypothesis, reading a
-    premise memory (Dual AM-GRU) or ``length`` premise outputs (word-by-word attention)."""
+    premise memory (Dual AM-GRU) or ``length`` premise outputs (word-by-word attention). The
+    two layers are appended to ``layers`` when given (dual first)."""
     x = tf.random.normal((batch, hypothesis_steps, units))
     memory = tf.random.normal((batch, units * copies)) * 0.1
     premise = tf.random.normal((batch, length * units))
@@ -144,12 +146,14 @@ def hypothesis_steps_for(batch, hypothesis_steps, units, copies, length, run_onc
         x,
         [zeros_memory, last, memory],
         run_once=run_once,
+        layers=layers,
     )
     attention = _train_step(
         lambda: keras.layers.RNN(WordByWordAttentionCell(units, length)),
         x,
         [last, premise],
         run_once=run_once,
+        layers=layers,
     )
     return {"dual": dual, "attention": attention}
 
@@ -168,11 +172,21 @@ def memory_child(spec):
     )
 
 
-def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds,
+def _hypothesis_rows(batch, hypothesis_steps, length):
+    """``weight -> rows it multiplies`` over the hypothesis: every matrix one state per step,
+    except the word-by-word attention's ``w_y`` and ``w``, which act on each of the
+    ``length`` premise outputs at every step."""
+    per_step = batch * hypothesis_steps
+    return lambda weight: per_step * (length if weight.path.split("/")[-1] in ("w_y", "w") else 1)
+
+
+def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds, peak,
                       memory_limit_gib=12.0):
     rows = []
     for length in lengths:
-        steps = hypothesis_steps_for(batch, hypothesis_steps, units, copies, length)
+        layers = []
+        steps = hypothesis_steps_for(batch, hypothesis_steps, units, copies, length,
+                                     layers=layers)  # fmt: skip
         medians = timing.medians(timing.interleaved(steps, rounds))
         row = {
             "premise_length": length,
@@ -181,6 +195,13 @@ def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds,
             "dual_floats_read": units * copies,
             "attention_floats_read": units * length,
         }
+        for model, layer in zip(("dual", "attention"), layers):
+            flops = matmul_peak.weight_training_flops(
+                layer, _hypothesis_rows(batch, hypothesis_steps, length)
+            )
+            floor = matmul_peak.floor_columns(flops, medians[model], peak)
+            row[f"{model}_gflop_per_step"] = floor["gflop_per_step"]
+            row[f"{model}_share_of_peak"] = floor["share_of_peak"]
         for model in ("dual", "attention"):
             spec = {"model": model, "batch": batch, "hypothesis_steps": hypothesis_steps,
                     "units": units, "copies": copies, "length": length, "repeats": rounds}
@@ -190,26 +211,46 @@ def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds,
     return rows
 
 
-def snli_model_steps(rounds, batch=50, premise_length=25, hypothesis_length=15, units=100):
+def _snli_rows(batch, premise_length, hypothesis_length):
+    """``weight -> rows it multiplies`` in a training step of the SNLI model: the encoder's
+    matrices every premise and hypothesis position (layer 1 reads both with the same weights,
+    layer 2 runs over both), the Dual AM-GRU's own matrices the hypothesis positions, the
+    classifier's one pair per example."""
+
+    def rows(weight):
+        if "/dual_associative_gru_cell/" in weight.path:
+            return batch * hypothesis_length
+        if weight.path.startswith("encoder/"):
+            return batch * (premise_length + hypothesis_length)
+        return batch
+
+    return rows
+
+
+def snli_model_steps(rounds, peak, batch=50, premise_length=25, hypothesis_length=15,
+                     units=100):
     """Median training-step time of the SNLI model, cell form vs fused loop, and the fused
     loop against the same model with a Keras GRU as layer 1 (interleaved)."""
     rng = np.random.default_rng(0)
     premise = rng.integers(2, 1000, (batch, premise_length)).astype("int32")
     hypothesis = rng.integers(2, 1000, (batch, hypothesis_length)).astype("int32")
     labels = rng.integers(0, 3, batch)
-    runners = {}
+    runners, flops = {}, {}
+    count = _snli_rows(batch, premise_length, hypothesis_length)
     for kind in ("am_gru", "dual_am_gru"):
         for fused in (False, True):
             model = build_snli_model(1000, kind=kind, units=units, embedding_dim=100,
                                      fused_loop=fused)
             compile_snli_model(model)
             model.train_on_batch((premise, hypothesis), labels)  # trace and compile
+            flops[kind] = matmul_peak.weight_training_flops(model, count)
             runners[(kind, fused)] = (
                 lambda model=model: model.train_on_batch((premise, hypothesis), labels)
             )
     gru = build_snli_model(1000, kind="gru", units=units, embedding_dim=100)
     compile_snli_model(gru)
     gru.train_on_batch((premise, hypothesis), labels)
+    flops["gru"] = matmul_peak.weight_training_flops(gru, count)
     runners["gru"] = lambda: gru.train_on_batch((premise, hypothesis), labels)
     samples = timing.interleaved(runners, rounds)
     medians = timing.medians(samples)
@@ -224,7 +265,13 @@ def snli_model_steps(rounds, batch=50, premise_length=25, hypothesis_length=15, 
             "speedup": timing.median_ratio(samples, (kind, True))[(kind, False)],
             "gru_model_ms": medians["gru"],
             "fused_to_gru": to_gru[(kind, True)],
-        })
+            "gflop_per_step": flops[kind] / 1e9,
+            "fused_share_of_peak": matmul_peak.floor_columns(
+                flops[kind], medians[(kind, True)], peak)["share_of_peak"],
+            "gru_gflop_per_step": flops["gru"] / 1e9,
+            "gru_share_of_peak": matmul_peak.floor_columns(
+                flops["gru"], medians["gru"], peak)["share_of_peak"],
+        })  # fmt: skip
     return rows
 
 
@@ -256,11 +303,12 @@ def main(argv=None):
     speed = speed_vs_gru(batch=50, steps=30, units=100, copies=8, rounds=rounds,
                          jit_compile=args.jit_compile)
     print(json.dumps({"associative_memory_speed": speed}), flush=True)
+    peak = speed[0]["peak_gflops"]
     scaling = dual_vs_attention(batch=50, hypothesis_steps=10, units=100, copies=8,
-                                lengths=lengths, rounds=rounds,
+                                lengths=lengths, rounds=rounds, peak=peak,
                                 memory_limit_gib=args.memory_limit_gib)
     print(json.dumps({"dual_vs_word_by_word": scaling}), flush=True)
-    snli_steps = snli_model_steps(rounds)
+    snli_steps = snli_model_steps(rounds, peak)
     print(json.dumps({"snli_model_step": snli_steps}), flush=True)
     if args.update_docs:
         update_docs(
@@ -287,24 +335,40 @@ def main(argv=None):
              ("dual_floats_read", "Dual floats read/step"),
              ("attention_floats_read", "attention floats read/step"),
              ("dual_peak_mib", "Dual peak (MiB)"),
-             ("attention_peak_mib", "attention peak (MiB)")],
+             ("attention_peak_mib", "attention peak (MiB)"),
+             ("dual_gflop_per_step", "Dual GFLOP/step"),
+             ("dual_share_of_peak", "Dual share of matmul peak"),
+             ("attention_gflop_per_step", "attention GFLOP/step"),
+             ("attention_share_of_peak", "attention share of matmul peak")],
             f"Hypothesis-side training cost per step against premise length (batch 50, 100 "
             f"units, 8 copies, 10 hypothesis steps, median of {rounds} rounds): the Dual AM-GRU "
             "reads a fixed-size memory, word-by-word attention reads every premise output. "
             "Peak = resident memory during the training steps (the first run included) above "
-            "the level after tracing, each model and length in its own process.",
+            "the level after tracing, each model and length in its own process. GFLOP/step: "
+            "the products with the layer's weight matrices over the 10 hypothesis steps (6 × "
+            "their parameters per row; the attention's W_y and w act on every premise output "
+            "at every step); share of peak: that over the step's time, against the matrix-"
+            f"product rate measured in the same run ({peak} GFLOP/s).",
         )
         update_docs(
             "snli-model-step",
             snli_steps,
             [("kind", "layer 1"), ("cell_form_ms", "cell form (ms)"),
              ("fused_loop_ms", "fused_loop=True (ms)"), ("speedup", "speed-up"),
-             ("gru_model_ms", "GRU model (ms)"), ("fused_to_gru", "fused × GRU model")],
+             ("gru_model_ms", "GRU model (ms)"), ("fused_to_gru", "fused × GRU model"),
+             ("gflop_per_step", "GFLOP/step"), ("fused_share_of_peak", "fused share of peak"),
+             ("gru_gflop_per_step", "GRU model GFLOP/step"),
+             ("gru_share_of_peak", "GRU model share of peak")],
             f"SNLI model training step (``train_on_batch``, batch 50, 100 units, 8 copies, "
             f"100-d embeddings, premise 25 / hypothesis 15 tokens), median of {rounds} "
             f"interleaved rounds (speed-up and × GRU: medians of per-round ratios); the GRU "
             f"model is the same model with ``keras.layers.GRU`` as layer 1, {os.cpu_count()} "
-            "CPU cores.",
+            "CPU cores. GFLOP/step: the products with the weight matrices (6 × their "
+            "parameters per row: the encoder's every premise and hypothesis position, the "
+            "Dual AM-GRU's own every hypothesis position, the classifier's one per pair; the "
+            "holographic memory's permutations, reads and writes left out); share of peak: "
+            "that over the step's time, against the matrix-product rate measured in the same "
+            f"run ({peak} GFLOP/s).",
         )
 
 

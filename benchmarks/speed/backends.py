@@ -28,7 +28,9 @@ import pathlib
 import statistics
 import subprocess
 import sys
-from benchmarks.docs_tables import add_update_docs_option, update_docs  # noqa: E402
+
+from benchmarks import matmul_peak
+from benchmarks.docs_tables import add_update_docs_option, update_docs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "backends.json"
@@ -70,22 +72,27 @@ def child(steps):
     import keras
     import numpy as np
 
-    from benchmarks import timing
+    from benchmarks import matmul_peak, timing
 
     backend = keras.backend.backend()
     cases = [c for c in CASES if backend == "tensorflow" or c != "am_gru_fused"]
     rng = np.random.default_rng(0)
-    runners = {}
+    runners, flops = {}, {}
     for case in cases:
         model = _model(case)
         shape = (8, 400, 300) if case == "window" else (50, 30, 100)
+        # Every weight matrix multiplies each of the step's batch x time vectors (the Dense(1)
+        # head's is one more column).
+        flops[case] = matmul_peak.weight_training_flops(model, lambda w: shape[0] * shape[1])
         x = rng.normal(size=shape).astype("float32")
         y = rng.normal(size=shape[:2] + (1,)).astype("float32")
         for _ in range(2):  # compile and warm up
             model.train_on_batch(x, y)
         runners[case] = (lambda m, a, b: lambda: m.train_on_batch(a, b))(model, x, y)
     samples = timing.interleaved(runners, steps)
-    print(json.dumps({"backend": backend, "samples_ms": samples}))
+    report = {"backend": backend, "samples_ms": samples, "flops": flops,
+              "peak_gflops": matmul_peak.peak_gflops()}  # fmt: skip
+    print(json.dumps(report))
 
 
 def _run_child(backend, steps):
@@ -102,11 +109,15 @@ def _run_child(backend, steps):
 def measure(rounds, steps):
     """Children alternately per backend; ``{case: {backend: median ms}}`` and the ratios."""
     samples = {backend: {} for backend in BACKENDS}
+    peaks, flops = [], {}
     for _ in range(rounds):
         for backend in BACKENDS:
             report = _run_child(backend, steps)
             for case, values in report["samples_ms"].items():
                 samples[backend].setdefault(case, []).extend(values)
+            peaks.append(report["peak_gflops"])
+            flops.update(report["flops"])
+    peak = statistics.median(peaks)
     rows = []
     for case, description in CASES.items():
         row = {"case": case, "description": description}
@@ -117,6 +128,12 @@ def measure(rounds, steps):
             row["jax_over_tensorflow"] = row["jax_ms"] / row["tensorflow_ms"]
         else:
             row["jax_over_tensorflow"] = None
+        row["gflop_per_step"] = flops[case] / 1e9
+        for backend in BACKENDS:
+            ms = row[f"{backend}_ms"]
+            share = matmul_peak.floor_columns(flops[case], ms, peak)["share_of_peak"] if ms else None
+            row[f"{backend}_share_of_peak"] = share
+        row["peak_gflops"] = round(peak, 1)
         rows.append(row)
     return rows
 
@@ -149,13 +166,21 @@ def main(argv=None):
             "Median milliseconds per training step (``train_on_batch``, ``jit_compile=True``: "
             "XLA on TensorFlow, ``jax.jit`` on JAX), 2-core CPU, "
             f"{args.rounds} child processes per backend run alternately, {args.steps} steps "
-            "per case in each. Written by ``python -m benchmarks.speed.backends --update-docs``."
+            "per case in each. GFLOP/step: the products with the layers' weight matrices (6 × "
+            "their parameters per vector of the batch × time steps; the attention's window "
+            "products and the AM-GRU's permutations, reads and writes left out); share of "
+            "peak: that over the step's time, against this machine's float32 matrix-product "
+            f"rate measured in the children ({rows[0]['peak_gflops']} GFLOP/s, median). "
+            "Written by ``python -m benchmarks.speed.backends --update-docs``."
         )
         columns = [
             ("description", "case"),
             ("tensorflow_ms", "TensorFlow (ms)"),
             ("jax_ms", "JAX (ms)"),
             ("jax_over_tensorflow", "JAX / TensorFlow"),
+            ("gflop_per_step", "GFLOP/step"),
+            ("tensorflow_share_of_peak", "TensorFlow share of matmul peak"),
+            ("jax_share_of_peak", "JAX share of matmul peak"),
         ]
         update_docs("backends-speed", rows, columns, caption)
     return report

@@ -36,6 +36,7 @@ from tf_memlayers.models.fill_last_word import (  # noqa: E402
     compile_fill_last_word_model,
 )
 from examples.harness import options  # noqa: E402
+from benchmarks import matmul_peak  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs  # noqa: E402
 
 BATCH, WIDTH, UNITS = 64, 128, 64
@@ -92,8 +93,18 @@ def insert_rows(sizes, repeats, rng):
     return [case.row() for case in cases]
 
 
-def step_overhead(repeats, rng, vocabulary=10000, cache_size=10000):
-    x = rng.integers(1, vocabulary, (BATCH, 40)).astype("int32")
+def _rows(cache_size, steps):
+    """``weight -> rows it multiplies in a training step`` of the fill-last-word model: the
+    encoder's and the pooling's matrices every position, the cache's its ``cache_size``
+    cached states (scored by every read), the softmax layer's one state per example."""
+    per_layer = {"encoder": BATCH * steps, "attention_pooling": BATCH * steps,
+                 "cache_attention": cache_size}  # fmt: skip
+    return lambda weight: per_layer.get(weight.path.split("/")[0], BATCH)
+
+
+def step_overhead(repeats, rng, vocabulary=10000, cache_size=10000, steps=40):
+    """``(median ms, floor columns)`` of the three models' training steps, by name."""
+    x = rng.integers(1, vocabulary, (BATCH, steps)).astype("int32")
     x[:, :10] = 0
     y = rng.integers(1, vocabulary, BATCH).astype("int32")
 
@@ -120,7 +131,20 @@ def step_overhead(repeats, rng, vocabulary=10000, cache_size=10000):
             started = time.perf_counter()
             model.train_on_batch(x, y)
             times[name].append(1000 * (time.perf_counter() - started))
-    return {name: statistics.median(values) for name, values in times.items()}
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    peak = matmul_peak.peak_gflops()
+    floors = {
+        name: {
+            **matmul_peak.floor_columns(
+                matmul_peak.weight_training_flops(model, _rows(cache_size, steps)),
+                medians[name],
+                peak,
+            ),
+            "peak_gflops": round(peak, 1),
+        }
+        for name, model in models.items()
+    }
+    return medians, floors
 
 
 def parse_args(argv=None):
@@ -155,8 +179,9 @@ def main(argv=None):
         report["heap_over_topk_worst_1k"] = (
             heap[1000]["insert_worst_ms"] / topk[1000]["insert_worst_ms"]
         )
-    steps = step_overhead(args.step_repeats, rng)
+    steps, floors = step_overhead(args.step_repeats, rng)
     report["train_step_ms"] = steps
+    report["train_step_floor"] = floors
     report["cache_read_step_overhead"] = steps["cache read"] / steps["no cache"] - 1
     report["cache_read_write_step_overhead"] = (
         steps["cache read + heap write"] / steps["no cache"] - 1
@@ -180,6 +205,17 @@ def main(argv=None):
             "compiled with XLA"
             + (f"; at K=1k the exact heap write takes {report['heap_over_topk_worst_1k']:.2f}x "
                "the top-k write (worst case)." if "heap_over_topk_worst_1k" in report else ".")
+            + " The steps' products with the weight matrices (6 × their parameters per row "
+            "they multiply: the LSTM's and the pooling's every position, the cache's every "
+            "cached state, the softmax layer's one per example) and their share of this "
+            "machine's float32 matrix-product peak measured in the same run "
+            f"({floors['no cache']['peak_gflops']} GFLOP/s): "
+            + ", ".join(
+                f"{name} {floor['gflop_per_step']:.2f} GFLOP ({100 * floor['share_of_peak']:.0f}%)"
+                for name, floor in floors.items()
+            )
+            + ". The inserts have no matrix product of their size: their floor is the reads "
+            "and writes of the cache."
         )
         columns = [
             ("cache_size", "K"),

@@ -39,7 +39,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-from benchmarks import timing  # noqa: E402
+from benchmarks import matmul_peak, timing  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "lm_packing.json"
@@ -56,6 +56,8 @@ COLUMNS = [
     ("tokens_per_second", "target tokens/s (timed batches)"),
     ("epoch_minutes", "minutes per epoch"),
     ("epoch_tokens_per_second", "target tokens/s (epoch)"),
+    ("gflop_per_step", "GFLOP/step"),
+    ("share_of_peak", "share of matmul peak"),
 ]
 
 
@@ -125,15 +127,14 @@ def measure(corpus, args):
     batches = layouts(corpus, args)
     vocabulary_size = len(corpus.vocabulary)
     timed = {layout: batches[layout]["train"].take(args.steps) for layout in LAYOUTS}
-    runners = {
-        layout: fit_runner(build(vocabulary_size, layout == "packed", args), timed[layout])
-        for layout in LAYOUTS
-    }
+    models = {layout: build(vocabulary_size, layout == "packed", args) for layout in LAYOUTS}
+    runners = {layout: fit_runner(models[layout], timed[layout]) for layout in LAYOUTS}
     for run in runners.values():  # trace and compile
         run()
     load_before = os.getloadavg()[0]
     samples = timing.interleaved(runners, args.repeats)
     load_after = os.getloadavg()[0]
+    peak = matmul_peak.peak_gflops()
     ratios = timing.median_ratio(samples, "padded")  # both layouts time `steps` batches
     rows = []
     for layout in LAYOUTS:
@@ -155,6 +156,14 @@ def measure(corpus, args):
                                        / timed[layout].num_batches),
             "epoch_minutes": epoch_seconds / 60,
             "epoch_tokens_per_second": round(train.num_targets / epoch_seconds),
+            # Every weight matrix multiplies each of the batch's positions, padded or not.
+            **matmul_peak.floor_columns(
+                matmul_peak.weight_training_flops_per_token(models[layout])
+                * args.batch_size * args.seq_len,
+                1000 * step,
+                peak,
+            ),
+            "peak_gflops": round(peak, 1),
         })  # fmt: skip
     settings = {name: getattr(args, name) for name in
                 ("hidden", "batch_size", "seq_len", "steps", "repeats", "seed")}  # fmt: skip
@@ -186,7 +195,11 @@ def write_docs(results):
         f"compiling pass, on {results['cpus']} CPU cores (load average "
         f"{results['load_average'][0]:g} before the timed passes, "
         f"{results['load_average'][1]:g} after: a shared machine); an epoch is the split's "
-        f"batches at that median step.",
+        f"batches at that median step. GFLOP/step: the products with the weight matrices (6 × "
+        f"their parameters per position of the batch, the embedding left out); share of peak: "
+        f"that over the median step, against this machine's float32 matrix-product rate "
+        f"measured in the same run ({results['rows'][0].get('peak_gflops', 'not measured')} "
+        f"GFLOP/s).",
         insert_after="lm-throughput",
     )
 

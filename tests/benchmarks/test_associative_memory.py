@@ -26,3 +26,42 @@ def test_speed_rows_report_each_layers_weight_products_and_share_of_the_peak(mon
         per_step = row["ms_per_time_step"] * steps
         assert row["share_of_peak"] == pytest.approx(
             row["gflop_per_step"] * 1e9 / (per_step * 1e6) / 40.0)
+
+
+def test_dual_and_word_by_word_rows_count_the_premise_products_per_step(monkeypatch):
+    benchmark = load_script("benchmarks/speed", "associative_memory")
+    monkeypatch.setattr(benchmark.peak_memory, "run_child", lambda *a, **k: {"peak_mib": 1.0})
+    batch, steps, units, copies, length = 2, 3, 4, 2, 5
+    (row,) = benchmark.dual_vs_attention(batch, steps, units, copies, [length], rounds=1,
+                                         peak=40.0)  # fmt: skip
+    # The dual cell: the AM-GRU's W_x [d, 4n], R [n, 4n], G_h [n, 2n], C_h [n, n] and its own
+    # [n, 2n] and [n, n], once per hypothesis step.
+    dual = 6 * units * (4 * units + 4 * units + 2 * units + units + 2 * units + units)
+    assert row["dual_gflop_per_step"] == pytest.approx(dual * batch * steps / 1e9)
+    # Word by word: W_y [n, n] and w [n, 1] on each premise output, W_h [n, n] and the GRU's
+    # kernel [d + n, 3n] and recurrent kernel [n, 3n] once, at every hypothesis step.
+    attention = 6 * (length * (units * units + units) + units * units
+                     + 2 * units * 3 * units + units * 3 * units)  # fmt: skip
+    assert row["attention_gflop_per_step"] == pytest.approx(attention * batch * steps / 1e9)
+    for model in ("dual", "attention"):
+        step_ms = row[f"{model}_ms_per_step"] * steps
+        assert row[f"{model}_share_of_peak"] == pytest.approx(
+            row[f"{model}_gflop_per_step"] * 1e9 / (step_ms * 1e6) / 40.0)
+
+
+def test_snli_rows_count_both_sentences_in_the_encoder_and_one_pair_in_the_classifier():
+    benchmark = load_script("benchmarks/speed", "associative_memory")
+    from tf_memlayers.models.snli import build_snli_model
+
+    model = build_snli_model(50, kind="dual_am_gru", units=4, embedding_dim=4)
+    rows = benchmark._snli_rows(batch=2, premise_length=3, hypothesis_length=5)
+    counted = {weight.path: rows(weight) for weight in model.trainable_weights}
+
+    def count(suffix):  # layer names carry a process-wide number (gru, gru_1, ...)
+        (found,) = [n for path, n in counted.items() if path.endswith(suffix)]
+        return found
+
+    assert count("/associative_gru_cell/key_kernel") == 2 * (3 + 5)  # layer 1, both sentences
+    assert count("/gru_cell/kernel") == 2 * (3 + 5)  # layer 2 over both
+    assert count("/dual_associative_gru_cell/dual_gate_kernel") == 2 * 5  # the hypothesis
+    assert count("relu_0/kernel") == count("softmax/kernel") == 2

@@ -38,9 +38,18 @@ def test_reports_padding_and_speed_of_both_layouts(packing, tmp_path, monkeypatc
         low, high = row["step_ms_range"]
         assert low <= row["step_ms"] <= high
     assert padded["step_ratio"] == 1 and packed["step_ratio"] > 0
+    # The floor: the LSTM's two matrices (input and recurrent, [8, 32] each) and the softmax
+    # layer's [8, vocabulary], 6 operations per parameter for each of the 4 x 6 positions.
+    vocabulary = results["vocabulary"]
+    flops = 6 * (8 * 32 + 8 * 32 + 8 * vocabulary) * 4 * 6
+    for row in (padded, packed):
+        assert row["gflop_per_step"] == flops / 1e9
+        share = flops / (row["step_ms"] * 1e6) / row["peak_gflops"]
+        assert abs(row["share_of_peak"] - share) <= 1e-3 * share
     assert len(results["load_average"]) == 2
     text = page.read_text()
     assert ".. BEGIN GENERATED: lm-packing" in text and "packed" in text
+    assert "share of matmul peak" in text
 
 
 def test_without_the_corpus_nothing_is_measured(packing, tmp_path, capsys):

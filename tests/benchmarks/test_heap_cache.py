@@ -1,0 +1,19 @@
+"""The heap-cache speed benchmark (`benchmarks/speed/heap_cache.py`): the rows each weight
+matrix of the fill-last-word model multiplies in a training step, for its floor."""
+
+from conftest import load_script
+
+
+def test_rows_count_positions_cached_states_and_examples():
+    benchmark = load_script("benchmarks/speed", "heap_cache")
+    from tf_memlayers.models.fill_last_word import build_fill_last_word_model
+
+    model = build_fill_last_word_model(30, pooling="attention", embedding_dim=4, cache_size=7)
+    rows = benchmark._rows(cache_size=7, steps=5)
+    counted = {weight.path: rows(weight) for weight in model.trainable_weights}
+    positions = benchmark.BATCH * 5
+    assert counted["encoder/lstm_cell/kernel"] == counted["encoder/lstm_cell/recurrent_kernel"]
+    assert counted["encoder/lstm_cell/kernel"] == positions
+    assert counted["attention_pooling/kernel"] == positions
+    assert counted["cache_attention/cache_kernel"] == 7
+    assert counted["logits/kernel"] == benchmark.BATCH
