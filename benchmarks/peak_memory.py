@@ -75,6 +75,18 @@ def xla_training_buffers_mib(model, inputs):
     return compiled.memory_analysis().temp_size_in_bytes / 2**20
 
 
+def xla_buffers_of_forward(forward, batch, steps, width, seed=0):
+    """`xla_training_buffers_mib` of ``keras.Model(x, forward(x))`` on a normal
+    ``[batch, steps, width]`` float32 input ``x``. Keras must run on JAX."""
+    import keras
+    import numpy as np
+
+    inputs = keras.Input((steps, width), batch_size=batch)
+    model = keras.Model(inputs, forward(inputs))
+    x = np.random.default_rng(seed).normal(size=(batch, steps, width)).astype("float32")
+    return xla_training_buffers_mib(model, x)
+
+
 def report(result):
     """Prints a child's result for `run_child`."""
     print(_PREFIX + json.dumps(result), flush=True)

@@ -12,11 +12,13 @@ process (absolute times on shared machines drift; ratios measured together do no
    at the same attention width and reach (`peer_layer`): Keras's `MultiHeadAttention` with its
    built-in ``sliding_window`` and a causal mask, and `SeqSelfAttention` of the archived
    ``keras-self-attention`` package (skipped, with the reason recorded, when it is not
-   installed). Both score a full T×T matrix. For every length, the peak memory of one
-   forward+backward step with XLA is measured in one subprocess per implementation (resident
-   memory above the pre-step level, from /proc, under an address-space limit; an
-   implementation that fails is not tried at longer lengths), then the step time of the
-   implementations that ran, with and without XLA, interleaved in one subprocess.
+   installed). Both score a full T×T matrix. For every length, the working memory of one
+   forward+backward step is the temporary buffers XLA plans for it, computed without running
+   it on Keras's JAX backend in one subprocess per implementation
+   (`benchmarks.peak_memory.xla_training_buffers_mib`: exact, and independent of the allocator
+   and the load); an implementation that fails, or whose buffers exceed the memory limit, is
+   not tried at longer lengths. Then the step time of the others, with and without XLA on
+   TensorFlow, interleaved in one subprocess under the memory limit.
 
 Usage::
 
@@ -206,10 +208,13 @@ def _training_step(impl, spec, jit):
 
 
 def peer_child(spec):
-    """Runs in a subprocess. ``memory``: time and peak memory of one implementation with XLA.
-    ``time``: every implementation of ``spec["impls"]`` with and without XLA, interleaved."""
+    """Runs in a subprocess. ``memory`` (on the JAX backend): the XLA buffers of one
+    implementation's training step. ``time`` (TensorFlow): every implementation of
+    ``spec["impls"]`` with and without XLA, interleaved."""
     if spec["part"] == "memory":
-        return peak_memory.measure_step(_training_step(spec["impl"], spec, True), spec["repeats"])
+        forward, _ = peer_layer(spec["impl"], spec["window"], spec["units"])
+        return {"xla_buffers_mib": peak_memory.xla_buffers_of_forward(
+            forward, spec["batch"], spec["T"], spec["hidden"])}
     runners = {}
     for impl in spec["impls"]:
         for jit, suffix in ((True, "xla"), (False, "no_xla")):
@@ -240,27 +245,34 @@ def available_impls():
 
 
 def bench_peer(args):
-    """Per length: one process per implementation for its peak memory (an implementation that
-    fails at one length is not tried at longer ones), then one process timing the ones that ran,
-    interleaved."""
+    """Per length: one process per implementation for its XLA buffers (an implementation that
+    fails, or needs more than the memory limit, at one length is not tried at longer ones),
+    then one process timing the others, interleaved."""
     impls, skipped = available_impls()
     failed = {}
     rows = []
+    limit_mib = args.memory_limit_gib * 1024
     for T in args.lengths:
         row = {"T": T, "repeats": args.repeats}
         running = []
         for impl in impls:
             if impl in failed:
-                row[f"{impl}_peak_mib"] = row[f"{impl}_xla_ms"] = f"failed at T={failed[impl]}"
+                row[f"{impl}_xla_buffers_mib"] = row[f"{impl}_xla_ms"] = (
+                    f"failed at T={failed[impl]}")
                 continue
             result = peak_memory.run_child(
-                __file__, _peer_spec(args, T, part="memory", impl=impl), args.memory_limit_gib
-            )
-            if "error" in result:
+                # Compiled, never run: the address-space limit only has to admit JAX itself.
+                __file__, _peer_spec(args, T, part="memory", impl=impl), 16,
+                env={"KERAS_BACKEND": "jax"},
+            )  # fmt: skip
+            buffers = result.get("xla_buffers_mib")
+            if buffers is None or buffers > limit_mib:
                 failed[impl] = T
-                row[f"{impl}_peak_mib"] = row[f"{impl}_xla_ms"] = result["error"]
+                row[f"{impl}_xla_buffers_mib"] = buffers if buffers else result["error"]
+                row[f"{impl}_xla_ms"] = (
+                    f"not run: needs {buffers:.0f} MiB" if buffers else result["error"])
             else:
-                row[f"{impl}_peak_mib"] = result["peak_mib"]
+                row[f"{impl}_xla_buffers_mib"] = buffers
                 running.append(impl)
         if running[:1] == ["ours"]:
             times = peak_memory.run_child(
@@ -274,8 +286,8 @@ def bench_peer(args):
                 ratios = times["ratios_to_ours_xla"]
                 for impl in running[1:]:
                     row[f"ours_over_{impl}"] = 1 / ratios[f"{impl}_xla"]
-                    row[f"{impl}_memory_over_ours"] = row[f"{impl}_peak_mib"] / max(
-                        row["ours_peak_mib"], 1e-3)
+                    row[f"{impl}_memory_over_ours"] = (
+                        row[f"{impl}_xla_buffers_mib"] / max(row["ours_xla_buffers_mib"], 1e-3))
                 row["ours_xla_over_no_xla"] = 1 / times["ratios_to_ours_xla"]["ours_no_xla"]
         print(json.dumps(row), file=sys.stderr, flush=True)  # progress; stdout stays JSON
         rows.append(row)
@@ -317,8 +329,8 @@ PEER_FIGURE = os.path.join(os.path.dirname(HERE), "docs", "images", "window_atte
 
 
 def draw_peer_figure(results, path=PEER_FIGURE):
-    """Time per training step (XLA) and peak memory against sequence length, one line per
-    implementation, both axes logarithmic."""
+    """Time per training step (XLA) and the step's XLA buffers against sequence length, one
+    line per implementation, both axes logarithmic."""
     from matplotlib.figure import Figure
 
     skipped = results.get("peer_skipped", {})
@@ -327,18 +339,21 @@ def draw_peer_figure(results, path=PEER_FIGURE):
     for impl in IMPLS:
         if impl in skipped:
             continue
-        for axes, key in ((time_axes, f"{impl}_xla_ms"), (memory_axes, f"{impl}_peak_mib")):
-            points = [(row["T"], row[key]) for row in results["peer"] if row.get(key) is not None]
+        for axes, key in ((time_axes, f"{impl}_xla_ms"),
+                          (memory_axes, f"{impl}_xla_buffers_mib")):
+            points = [(row["T"], row[key]) for row in results["peer"]
+                      if isinstance(row.get(key), (int, float))]  # fmt: skip
             if points:
                 axes.plot(*zip(*points), marker="o", label=IMPL_NAMES[impl])
-    for axes, label in ((time_axes, "ms per step, XLA"), (memory_axes, "peak memory (MiB)")):
+    for axes, label in ((time_axes, "ms per step, XLA"),
+                        (memory_axes, "XLA buffers of a step (MiB)")):
         axes.set_xscale("log")
         axes.set_yscale("log")
         axes.set_xlabel("sequence length T")
         axes.set_ylabel(label)
         axes.grid(True, which="both", alpha=0.3)
     time_axes.set_title("time per forward + backward step")
-    memory_axes.set_title("peak memory of one step")
+    memory_axes.set_title("working memory of one step")
     time_axes.legend(fontsize="small")
     figure.tight_layout()
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -362,10 +377,10 @@ def write_peer_block(write_block, results, args):
         columns += [(f"{impl}_xla_ms", f"{IMPL_NAMES[impl]} XLA (ms)"),
                     (f"{impl}_no_xla_ms", "no XLA (ms)"),
                     (f"ours_over_{impl}", "ours / it (XLA)")]
-    columns.append(("ours_peak_mib", "ours peak (MiB)"))
+    columns.append(("ours_xla_buffers_mib", "ours XLA buffers (MiB)"))
     for impl in IMPLS[1:]:
         if impl not in results.get("peer_skipped", {}):
-            columns.append((f"{impl}_peak_mib", f"{IMPL_NAMES[impl]} peak (MiB)"))
+            columns.append((f"{impl}_xla_buffers_mib", f"{IMPL_NAMES[impl]} XLA buffers (MiB)"))
     skipped = "".join(f" {IMPL_NAMES[i]} skipped: {why}." for i, why in
                       results.get("peer_skipped", {}).items())
     write_block(
@@ -382,12 +397,13 @@ def write_peer_block(write_block, results, args):
         f"{args.window + 1}, history_only=True)` of keras-self-attention. Times: median of "
         "the timed steps of each variant, the variants of one length interleaved in one "
         "process, with and without XLA (`jit_compile`); \"ours / it\" is the median per-step "
-        "ratio, XLA against XLA. Peak = resident memory above the pre-step level of one XLA "
-        "step, each implementation and length in its own process limited to "
-        f"{args.memory_limit_gib} GiB; an implementation that failed is not tried at longer "
-        f"lengths.{skipped} The figure shows the times and the peak memory against T.",
+        "ratio, XLA against XLA. XLA buffers: the temporary buffers XLA plans for one "
+        "training step (forward + backward), on Keras's JAX backend, computed without running "
+        "it, each implementation and length in its own process; an implementation that "
+        f"failed or needed more than {args.memory_limit_gib} GiB is not timed, nor tried at "
+        f"longer lengths.{skipped} The figure shows the times and the buffers against T.",
         footer=".. image:: images/window_attention_vs_peers.png\n"
-        "   :alt: time per step and peak memory against sequence length",
+        "   :alt: time per step and XLA buffers of a step against sequence length",
     )
     draw_peer_figure(results)
 

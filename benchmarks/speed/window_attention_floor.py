@@ -122,10 +122,9 @@ def buffers_child(spec):
     import keras
 
     forward, _ = _layer(spec["variant"], spec["window"], spec["attention_units"], spec["key_dim"])
-    inputs = keras.Input((spec["steps"], spec["width"]), batch_size=spec["batch"])
-    model = keras.Model(inputs, keras.layers.Dense(spec["width"])(forward(inputs)))
-    x = np.random.default_rng(0).normal(size=(spec["batch"], spec["steps"], spec["width"]))
-    return {"xla_buffers_mib": peak_memory.xla_training_buffers_mib(model, x.astype("float32"))}
+    dense = keras.layers.Dense(spec["width"])
+    return {"xla_buffers_mib": peak_memory.xla_buffers_of_forward(
+        lambda h: dense(forward(h)), spec["batch"], spec["steps"], spec["width"])}
 
 
 def xla_buffers(variant, steps, args, key_dim):

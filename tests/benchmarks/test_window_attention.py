@@ -100,3 +100,37 @@ def test_lm_part_prints_one_row_per_variant_with_its_ratio_to_the_lstm(monkeypat
     assert results["lm"][0]["ratio_to_lstm"] == 1.0
     # The memory adds weight products to the bare LSTM's.
     assert results["lm"][1]["gflop_per_step"] > results["lm"][0]["gflop_per_step"]
+
+
+def test_peer_part_times_only_what_fits_and_reports_xla_buffers(monkeypatch):
+    """An implementation whose XLA buffers exceed the memory limit is not timed, nor tried
+    at longer lengths; the others' buffers and ratios are reported (children faked)."""
+    benchmark = _benchmark()
+    monkeypatch.setattr(benchmark, "available_impls", lambda: (["ours", "mha"], {}))
+    calls = []
+
+    def fake_child(script, spec, memory_limit_gib, env=None):
+        calls.append((spec["part"], spec.get("impl"), spec["T"], (env or {}).get("KERAS_BACKEND")))
+        if spec["part"] == "memory":
+            per_step = {"ours": 0.5, "mha": spec["T"] / 10}[spec["impl"]]
+            return {"xla_buffers_mib": per_step * spec["T"]}
+        return {"medians_ms": {f"{impl}_{kind}": 2.0 for impl in spec["impls"]
+                               for kind in ("xla", "no_xla")},
+                "ratios_to_ours_xla": {f"{impl}_{kind}": 1.0 for impl in spec["impls"]
+                                       for kind in ("xla", "no_xla")}}  # fmt: skip
+
+    monkeypatch.setattr(benchmark.peak_memory, "run_child", fake_child)
+    args = benchmark.parse_args(["--lengths", "20", "400", "800", "--memory-limit-gib", "1"])
+    rows, skipped = benchmark.bench_peer(args)
+    assert skipped == {}
+    short, middle, long = rows
+    assert short["ours_xla_buffers_mib"] == 10 and short["mha_xla_buffers_mib"] == 40
+    assert short["mha_memory_over_ours"] == 4 and short["ours_over_mha"] == 1
+    # At T = 400 the peer needs 16000 MiB > 1024: not timed, and not tried at T = 800.
+    assert middle["mha_xla_buffers_mib"] == 16000
+    assert middle["mha_xla_ms"] == "not run: needs 16000 MiB" and "ours_over_mha" not in middle
+    assert long["mha_xla_buffers_mib"] == "failed at T=400"
+    assert ("memory", "mha", 800, "jax") not in calls
+    assert all(backend == "jax" for part, _, _, backend in calls if part == "memory")
+    assert long["ours_xla_buffers_mib"] == 400 and long["ours_xla_ms"] == 2.0
+    assert [T for part, _, T, _ in calls if part == "time"] == [20, 400, 800]
