@@ -11,6 +11,7 @@ from tf_memlayers.layers.associative_memory.dual_am_gru import (
     premise_sharing_clone_function,
 )
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.layers.dropout import PhiloxDropout
 from tf_memlayers.layers.window_attention.key_value_predict_split import KeyValuePredictSplit
 from tf_memlayers.layers.window_attention.ngram import NGramConcat, NGramConcatCell
 from tf_memlayers.layers.window_attention.sliding_window_attention import (
@@ -31,6 +32,7 @@ __all__ = [
     "KeyValuePredictSplit",
     "NGramConcat",
     "NGramConcatCell",
+    "PhiloxDropout",
     "ResettableCell",
     "ResettableRNN",
     "SlidingWindowAttention",

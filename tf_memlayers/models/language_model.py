@@ -30,6 +30,7 @@ from tf_memlayers.initializers import ForgetGateBias
 from tf_memlayers.layers import (
     NGramConcat,
     NGramConcatCell,
+    PhiloxDropout,
     ResettableRNN,
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
@@ -129,7 +130,7 @@ def _dropout(x, rate, variational, name):
     if not rate:
         return x
     noise_shape = (None, 1, x.shape[-1]) if variational else None
-    return keras.layers.Dropout(rate, noise_shape=noise_shape, name=name)(x)
+    return PhiloxDropout(rate, noise_shape=noise_shape, name=name)(x)
 
 
 def _lstm_options(hidden, init, forget_bias, recurrent_dropout, name):

@@ -16,6 +16,7 @@ from keras import ops
 from tf_memlayers._validation import check_bool, check_choice, check_int
 from tf_memlayers.layers.associative_memory.am_gru import AssociativeGRU, check_fused_loop
 from tf_memlayers.layers.associative_memory.dual_am_gru import DUAL_KEYS, DualAssociativeGRU
+from tf_memlayers.layers.dropout import PhiloxDropout
 
 KINDS = ("gru", "am_gru", "dual_am_gru")
 
@@ -354,7 +355,7 @@ def _snli_model(
         trainable=train_embeddings,
         name="embedding",
     )
-    drop = keras.layers.Dropout(dropout, seed=seed, name="word_dropout")
+    drop = PhiloxDropout(dropout, seed=seed, name="word_dropout")
     encoder = ConditionalEncoder(
         kind, units, top_units, num_copies, dual_key, seed, kernel_initializer=init,
         fused_loop=fused_loop, unroll=unroll, name="encoder",
