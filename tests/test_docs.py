@@ -5,6 +5,7 @@ public name: each name of the ``__all__`` lists of the package and of its public
 import importlib
 import inspect
 import os
+import pathlib
 import pkgutil
 import re
 import subprocess
@@ -163,3 +164,8 @@ def test_window_attention_peer_figure_is_drawn_from_the_results(tmp_path):
              "mha_xla_buffers_mib": "failed at T=20"} for t in (20, 100)]  # fmt: skip
     path = benchmark.draw_peer_figure({"peer": rows, "peer_skipped": {}}, tmp_path / "f.png")
     assert (tmp_path / "f.png").stat().st_size > 0 and path == tmp_path / "f.png"
+    # By default the figure goes where the results page shows it.
+    page = (REPO_ROOT / "docs" / "results.rst").read_text(encoding="utf-8")
+    assert ".. image:: images/window_attention_vs_peers.png" in page
+    assert pathlib.Path(benchmark.PEER_FIGURE) == REPO_ROOT / "docs" / "images" / (
+        "window_attention_vs_peers.png")

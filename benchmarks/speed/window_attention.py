@@ -33,7 +33,8 @@ import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+# The repository root (this file is benchmarks/speed/window_attention.py).
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks import matmul_peak, peak_memory, timing  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs as write_block  # noqa: E402
@@ -325,7 +326,7 @@ PEER_SETTINGS = ("window", "attention_units", "peer_batch", "peer_hidden", "memo
 
 
 # The figure of the peer comparison, shown under its table on the results page.
-PEER_FIGURE = os.path.join(os.path.dirname(HERE), "docs", "images", "window_attention_vs_peers.png")
+PEER_FIGURE = os.path.join(ROOT, "docs", "images", "window_attention_vs_peers.png")
 
 
 def draw_peer_figure(results, path=PEER_FIGURE):
