@@ -172,7 +172,7 @@ def memory_child(spec):
     )
 
 
-def _hypothesis_rows(batch, hypothesis_steps, length):
+def hypothesis_step_rows(batch, hypothesis_steps, length):
     """``weight -> rows it multiplies`` over the hypothesis: every matrix one state per step,
     except the word-by-word attention's ``w_y`` and ``w``, which act on each of the
     ``length`` premise outputs at every step."""
@@ -197,7 +197,7 @@ def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds, p
         }
         for model, layer in zip(("dual", "attention"), layers):
             flops = matmul_peak.weight_training_flops(
-                layer, _hypothesis_rows(batch, hypothesis_steps, length)
+                layer, hypothesis_step_rows(batch, hypothesis_steps, length)
             )
             floor = matmul_peak.floor_columns(flops, medians[model], peak)
             row[f"{model}_gflop_per_step"] = floor["gflop_per_step"]
@@ -211,7 +211,7 @@ def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds, p
     return rows
 
 
-def _snli_rows(batch, premise_length, hypothesis_length):
+def snli_step_rows(batch, premise_length, hypothesis_length):
     """``weight -> rows it multiplies`` in a training step of the SNLI model: the encoder's
     matrices every premise and hypothesis position (layer 1 reads both with the same weights,
     layer 2 runs over both), the Dual AM-GRU's own matrices the hypothesis positions, the
@@ -236,7 +236,7 @@ def snli_model_steps(rounds, peak, batch=50, premise_length=25, hypothesis_lengt
     hypothesis = rng.integers(2, 1000, (batch, hypothesis_length)).astype("int32")
     labels = rng.integers(0, 3, batch)
     runners, flops = {}, {}
-    count = _snli_rows(batch, premise_length, hypothesis_length)
+    count = snli_step_rows(batch, premise_length, hypothesis_length)
     for kind in ("am_gru", "dual_am_gru"):
         for fused in (False, True):
             model = build_snli_model(1000, kind=kind, units=units, embedding_dim=100,

@@ -93,7 +93,7 @@ def insert_rows(sizes, repeats, rng):
     return [case.row() for case in cases]
 
 
-def _rows(cache_size, steps):
+def step_rows(cache_size, steps):
     """``weight -> rows it multiplies in a training step`` of the fill-last-word model: the
     encoder's and the pooling's matrices every position, the cache's its ``cache_size``
     cached states (scored by every read), the softmax layer's one state per example."""
@@ -136,7 +136,7 @@ def step_overhead(repeats, rng, vocabulary=10000, cache_size=10000, steps=40):
     floors = {
         name: {
             **matmul_peak.floor_columns(
-                matmul_peak.weight_training_flops(model, _rows(cache_size, steps)),
+                matmul_peak.weight_training_flops(model, step_rows(cache_size, steps)),
                 medians[name],
                 peak,
             ),

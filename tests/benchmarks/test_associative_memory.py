@@ -54,7 +54,7 @@ def test_snli_rows_count_both_sentences_in_the_encoder_and_one_pair_in_the_class
     from tf_memlayers.models.snli import build_snli_model
 
     model = build_snli_model(50, kind="dual_am_gru", units=4, embedding_dim=4)
-    rows = benchmark._snli_rows(batch=2, premise_length=3, hypothesis_length=5)
+    rows = benchmark.snli_step_rows(batch=2, premise_length=3, hypothesis_length=5)
     counted = {weight.path: rows(weight) for weight in model.trainable_weights}
 
     def count(suffix):  # layer names carry a process-wide number (gru, gru_1, ...)

@@ -9,7 +9,7 @@ def test_rows_count_positions_cached_states_and_examples():
     from tf_memlayers.models.fill_last_word import build_fill_last_word_model
 
     model = build_fill_last_word_model(30, pooling="attention", embedding_dim=4, cache_size=7)
-    rows = benchmark._rows(cache_size=7, steps=5)
+    rows = benchmark.step_rows(cache_size=7, steps=5)
     counted = {weight.path: rows(weight) for weight in model.trainable_weights}
     positions = benchmark.BATCH * 5
     assert counted["encoder/lstm_cell/kernel"] == counted["encoder/lstm_cell/recurrent_kernel"]
