@@ -16,9 +16,10 @@ process (absolute times on shared machines drift; ratios measured together do no
    forward+backward step is the temporary buffers XLA plans for it, computed without running
    it on Keras's JAX backend in one subprocess per implementation
    (`benchmarks.peak_memory.xla_training_buffers_mib`: exact, and independent of the allocator
-   and the load); an implementation that fails, or whose buffers exceed the memory limit, is
-   not tried at longer lengths. Then the step time of the others, with and without XLA on
-   TensorFlow, interleaved in one subprocess under the memory limit.
+   and the load); an implementation whose buffers exceed the memory limit is not tried at
+   longer lengths. Then the step time of the others, with and without XLA on TensorFlow,
+   interleaved in one subprocess under the memory limit (a peer that does not run on JAX is
+   timed beside ours in a subprocess of its own).
 
 Usage::
 
@@ -245,17 +246,37 @@ def available_impls():
     return impls, skipped
 
 
+def _record_times(row, times, impls, own=True):
+    """Writes a timing child's medians and ratios for ``impls`` into ``row`` (``ours``'s own
+    times too when ``own``)."""
+    for name, ms in times["medians_ms"].items():
+        if own or not name.startswith("ours_"):
+            row[f"{name}_ms"] = ms
+    ratios = times["ratios_to_ours_xla"]
+    for impl in impls:
+        if impl == "ours":
+            continue
+        row[f"ours_over_{impl}"] = 1 / ratios[f"{impl}_xla"]
+        buffers = row.get(f"{impl}_xla_buffers_mib")
+        if isinstance(buffers, (int, float)):
+            row[f"{impl}_memory_over_ours"] = buffers / max(row["ours_xla_buffers_mib"], 1e-3)
+    if own:
+        row["ours_xla_over_no_xla"] = 1 / ratios["ours_no_xla"]
+
+
 def bench_peer(args):
-    """Per length: one process per implementation for its XLA buffers (an implementation that
-    fails, or needs more than the memory limit, at one length is not tried at longer ones),
-    then one process timing the others, interleaved."""
+    """Per length: one process per implementation for its XLA buffers on JAX (an
+    implementation that needs more than the memory limit at one length is not tried at longer
+    ones), then one process timing those that fit, interleaved. An implementation whose
+    buffers cannot be read on JAX (a peer written for TensorFlow only) is timed beside ours in
+    a process of its own, and not tried at longer lengths once that fails."""
     impls, skipped = available_impls()
     failed = {}
     rows = []
     limit_mib = args.memory_limit_gib * 1024
     for T in args.lengths:
         row = {"T": T, "repeats": args.repeats}
-        running = []
+        running, unmeasured = [], []
         for impl in impls:
             if impl in failed:
                 row[f"{impl}_xla_buffers_mib"] = row[f"{impl}_xla_ms"] = (
@@ -267,11 +288,13 @@ def bench_peer(args):
                 env={"KERAS_BACKEND": "jax"},
             )  # fmt: skip
             buffers = result.get("xla_buffers_mib")
-            if buffers is None or buffers > limit_mib:
+            if buffers is None:
+                row[f"{impl}_xla_buffers_mib"] = "not measured: fails on JAX"
+                unmeasured.append(impl)
+            elif buffers > limit_mib:
                 failed[impl] = T
-                row[f"{impl}_xla_buffers_mib"] = buffers if buffers else result["error"]
-                row[f"{impl}_xla_ms"] = (
-                    f"not run: needs {buffers:.0f} MiB" if buffers else result["error"])
+                row[f"{impl}_xla_buffers_mib"] = buffers
+                row[f"{impl}_xla_ms"] = f"not run: needs {buffers:.0f} MiB"
             else:
                 row[f"{impl}_xla_buffers_mib"] = buffers
                 running.append(impl)
@@ -282,14 +305,17 @@ def bench_peer(args):
             if "error" in times:
                 row["timing_error"] = times["error"]
             else:
-                for name, ms in times["medians_ms"].items():
-                    row[f"{name}_ms"] = ms
-                ratios = times["ratios_to_ours_xla"]
-                for impl in running[1:]:
-                    row[f"ours_over_{impl}"] = 1 / ratios[f"{impl}_xla"]
-                    row[f"{impl}_memory_over_ours"] = (
-                        row[f"{impl}_xla_buffers_mib"] / max(row["ours_xla_buffers_mib"], 1e-3))
-                row["ours_xla_over_no_xla"] = 1 / times["ratios_to_ours_xla"]["ours_no_xla"]
+                _record_times(row, times, running)
+            for impl in unmeasured:
+                times = peak_memory.run_child(
+                    __file__, _peer_spec(args, T, part="time", impls=["ours", impl]),
+                    args.memory_limit_gib,
+                )  # fmt: skip
+                if "error" in times:
+                    failed[impl] = T
+                    row[f"{impl}_xla_ms"] = times["error"]
+                else:
+                    _record_times(row, times, ["ours", impl], own=False)
         print(json.dumps(row), file=sys.stderr, flush=True)  # progress; stdout stays JSON
         rows.append(row)
     return rows, skipped
@@ -400,9 +426,11 @@ def write_peer_block(write_block, results, args):
         "process, with and without XLA (`jit_compile`); \"ours / it\" is the median per-step "
         "ratio, XLA against XLA. XLA buffers: the temporary buffers XLA plans for one "
         "training step (forward + backward), on Keras's JAX backend, computed without running "
-        "it, each implementation and length in its own process; an implementation that "
-        f"failed or needed more than {args.memory_limit_gib} GiB is not timed, nor tried at "
-        f"longer lengths.{skipped} The figure shows the times and the buffers against T.",
+        "it, each implementation and length in its own process (SeqSelfAttention does not run "
+        "on JAX: its buffers are not measured, and it is timed beside ours in a process of its "
+        f"own); an implementation that needed more than {args.memory_limit_gib} GiB, or failed, "
+        f"is not timed, nor tried at longer lengths.{skipped} The figure shows the times and "
+        "the buffers against T.",
         footer=".. image:: images/window_attention_vs_peers.png\n"
         "   :alt: time per step and XLA buffers of a step against sequence length",
     )

@@ -104,19 +104,28 @@ def test_lm_part_prints_one_row_per_variant_with_its_ratio_to_the_lstm(monkeypat
 
 def test_peer_part_times_only_what_fits_and_reports_xla_buffers(monkeypatch):
     """An implementation whose XLA buffers exceed the memory limit is not timed, nor tried
-    at longer lengths; the others' buffers and ratios are reported (children faked)."""
+    at longer lengths; one whose buffers cannot be read on JAX is timed beside ours in a
+    process of its own, until that fails; the others' buffers and ratios are reported
+    (children faked)."""
     benchmark = _benchmark()
-    monkeypatch.setattr(benchmark, "available_impls", lambda: (["ours", "mha"], {}))
+    impls = ["ours", "mha", "seq_self_attention"]
+    monkeypatch.setattr(benchmark, "available_impls", lambda: (impls, {}))
     calls = []
 
     def fake_child(script, spec, memory_limit_gib, env=None):
-        calls.append((spec["part"], spec.get("impl"), spec["T"], (env or {}).get("KERAS_BACKEND")))
+        backend = (env or {}).get("KERAS_BACKEND")
+        calls.append((spec["part"], spec.get("impl") or tuple(spec["impls"]), spec["T"], backend))
         if spec["part"] == "memory":
+            if spec["impl"] == "seq_self_attention":
+                return {"error": "failed (memory limit 16 GiB or crash)"}
             per_step = {"ours": 0.5, "mha": spec["T"] / 10}[spec["impl"]]
             return {"xla_buffers_mib": per_step * spec["T"]}
-        return {"medians_ms": {f"{impl}_{kind}": 2.0 for impl in spec["impls"]
+        if "seq_self_attention" in spec["impls"] and spec["T"] >= 400:
+            return {"error": "failed (memory limit 1 GiB or crash)"}
+        factor = {"ours": 1.0, "mha": 2.0, "seq_self_attention": 4.0}
+        return {"medians_ms": {f"{impl}_{kind}": factor[impl] for impl in spec["impls"]
                                for kind in ("xla", "no_xla")},
-                "ratios_to_ours_xla": {f"{impl}_{kind}": 1.0 for impl in spec["impls"]
+                "ratios_to_ours_xla": {f"{impl}_{kind}": factor[impl] for impl in spec["impls"]
                                        for kind in ("xla", "no_xla")}}  # fmt: skip
 
     monkeypatch.setattr(benchmark.peak_memory, "run_child", fake_child)
@@ -125,12 +134,21 @@ def test_peer_part_times_only_what_fits_and_reports_xla_buffers(monkeypatch):
     assert skipped == {}
     short, middle, long = rows
     assert short["ours_xla_buffers_mib"] == 10 and short["mha_xla_buffers_mib"] == 40
-    assert short["mha_memory_over_ours"] == 4 and short["ours_over_mha"] == 1
-    # At T = 400 the peer needs 16000 MiB > 1024: not timed, and not tried at T = 800.
+    assert short["mha_memory_over_ours"] == 4 and short["ours_over_mha"] == 0.5
+    assert short["ours_xla_ms"] == 1.0 and short["mha_xla_ms"] == 2.0
+    # The TensorFlow-only peer: no buffers, timed in its own process beside ours.
+    assert short["seq_self_attention_xla_buffers_mib"] == "not measured: fails on JAX"
+    assert short["seq_self_attention_xla_ms"] == 4.0 and short["ours_over_seq_self_attention"] == 0.25
+    assert "seq_self_attention_memory_over_ours" not in short
+    # At T = 400 the peer needs 16000 MiB > 1024: not timed, and not tried at T = 800; the
+    # TensorFlow-only peer fails there, and is not tried at T = 800 either.
     assert middle["mha_xla_buffers_mib"] == 16000
     assert middle["mha_xla_ms"] == "not run: needs 16000 MiB" and "ours_over_mha" not in middle
-    assert long["mha_xla_buffers_mib"] == "failed at T=400"
-    assert ("memory", "mha", 800, "jax") not in calls
+    assert middle["seq_self_attention_xla_ms"] == "failed (memory limit 1 GiB or crash)"
+    assert long["mha_xla_buffers_mib"] == long["mha_xla_ms"] == "failed at T=400"
+    assert long["seq_self_attention_xla_ms"] == "failed at T=400"
+    assert long["ours_xla_buffers_mib"] == 400 and long["ours_xla_ms"] == 1.0
     assert all(backend == "jax" for part, _, _, backend in calls if part == "memory")
-    assert long["ours_xla_buffers_mib"] == 400 and long["ours_xla_ms"] == 2.0
-    assert [T for part, _, T, _ in calls if part == "time"] == [20, 400, 800]
+    assert [(impls, T) for part, impls, T, _ in calls if part == "time"] == [
+        (("ours", "mha"), 20), (("ours", "seq_self_attention"), 20),
+        (("ours",), 400), (("ours", "seq_self_attention"), 400), (("ours",), 800)]
