@@ -363,15 +363,15 @@ def draw_peer_figure(results, path=PEER_FIGURE):
     skipped = results.get("peer_skipped", {})
     figure = Figure(figsize=(10, 4), dpi=80)
     time_axes, memory_axes = figure.subplots(1, 2)
-    for impl in IMPLS:
+    for index, impl in enumerate(IMPLS):
         if impl in skipped:
             continue
         for axes, key in ((time_axes, f"{impl}_xla_ms"),
                           (memory_axes, f"{impl}_xla_buffers_mib")):
             points = [(row["T"], row[key]) for row in results["peer"]
                       if isinstance(row.get(key), (int, float))]  # fmt: skip
-            if points:
-                axes.plot(*zip(*points), marker="o", label=IMPL_NAMES[impl])
+            if points:  # one colour per implementation in both panels
+                axes.plot(*zip(*points), marker="o", color=f"C{index}", label=IMPL_NAMES[impl])
     for axes, label in ((time_axes, "ms per step, XLA"),
                         (memory_axes, "XLA buffers of a step (MiB)")):
         axes.set_xscale("log")
@@ -382,6 +382,7 @@ def draw_peer_figure(results, path=PEER_FIGURE):
     time_axes.set_title("time per forward + backward step")
     memory_axes.set_title("working memory of one step")
     time_axes.legend(fontsize="small")
+    memory_axes.legend(fontsize="small")
     figure.tight_layout()
     os.makedirs(os.path.dirname(path), exist_ok=True)
     figure.savefig(path)
