@@ -8,6 +8,19 @@ from layer_registry import Declaration
 
 from tf_memlayers import PhiloxDropout
 
+def _keras_check(**init_kwargs):
+    """A `keras_checks` case: the layer on ``[2, 3, 4]`` inputs, its own shape out, no
+    weights and one seed generator."""
+    expectations = dict(
+        input_shape=(2, 3, 4),
+        expected_output_shape=(2, 3, 4),
+        expected_num_trainable_weights=0,
+        expected_num_seed_generators=1,
+        supports_masking=True,
+    )
+    return PhiloxDropout, init_kwargs, expectations
+
+
 # The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
 # instance, the boolean arguments, and the cases of the suites over every layer.
 DECLARATIONS = (
@@ -19,28 +32,8 @@ DECLARATIONS = (
             "flags": "has no boolean arguments",
         },
         keras_checks={
-            "philox_dropout": (
-                PhiloxDropout,
-                {"rate": 0.5, "seed": 1},
-                dict(
-                    input_shape=(2, 3, 4),
-                    expected_output_shape=(2, 3, 4),
-                    expected_num_trainable_weights=0,
-                    expected_num_seed_generators=1,
-                    supports_masking=True,
-                ),
-            ),
-            "philox_dropout_variational": (
-                PhiloxDropout,
-                {"rate": 0.3, "noise_shape": (None, 1, 4)},
-                dict(
-                    input_shape=(2, 3, 4),
-                    expected_output_shape=(2, 3, 4),
-                    expected_num_trainable_weights=0,
-                    expected_num_seed_generators=1,
-                    supports_masking=True,
-                ),
-            ),
+            "philox_dropout": _keras_check(rate=0.5, seed=1),
+            "philox_dropout_variational": _keras_check(rate=0.3, noise_shape=(None, 1, 4)),
         },
         journeys={
             "PhiloxDropout": (
