@@ -21,7 +21,9 @@ module-level ``DECLARATIONS =``) and reads their declarations when first asked
 pytest does, under the name pytest gives it, and reuses the module pytest imported: a test
 module is never imported twice.
 
-The suites draw their cases from here (`suite_cases`); `tests/layers/test_layer_registry.py`
+The suites draw their cases from here (`suite_cases`), and the suites over every layer of a
+kind (the cells taking ``reset``, the layers with a carried memory, the layers taking ``sizes``)
+take the layers by what they are (`declared_makers`); `tests/layers/test_layer_registry.py`
 checks that every exported layer is declared and that each declaration has cases of its own
 class in each suite of `SUITES`, unless it says why not. The test selection of the other backends
 (`backend_neutral_files`) comes from here too. A new layer is one declaration, in its own test
