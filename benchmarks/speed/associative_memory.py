@@ -125,8 +125,7 @@ def speed_vs_gru(batch, steps, units, copies, rounds, jit_compile=False):
             "layer": name,
             "ms_per_time_step": medians[name] / steps,
             "ratio_to_gru": ratios[name],
-            "gflop_per_step": flops / 1e9,
-            "share_of_peak": flops / (medians[name] * 1e6) / peak,
+            **matmul_peak.floor_columns(flops, medians[name], peak),
             "peak_gflops": round(peak, 1),
         })  # fmt: skip
     return rows

@@ -120,8 +120,7 @@ def measure(args):
             "median_ms": 1000 * step,
             "tokens_per_second": round(tokens / step),
             "ratio_to_lstm": step / medians["lstm"],
-            "gflop_per_step": flops / 1e9,
-            "share_of_peak": flops / step / 1e9 / peak,
+            **matmul_peak.floor_columns(flops, 1000 * step, peak),
         })  # fmt: skip
     settings = {k: getattr(args, k) for k in SETTINGS}
     return {"matmul_peak_gflops": peak, "settings": settings, "rows": rows}

@@ -124,8 +124,7 @@ def bench_lm(rounds, variants, vocab=10000, hidden=300, steps=20, batch=64):
             "median_ms": medians[variant],
             # The ratio of the medians (not the median of per-round ratios).
             "ratio_to_lstm": medians[variant] / medians["lstm"],
-            "gflop_per_step": flops / 1e9,
-            "share_of_peak": flops / (medians[variant] * 1e6) / peak,
+            **matmul_peak.floor_columns(flops, medians[variant], peak),
             "peak_gflops": round(peak, 1),
         })  # fmt: skip
     return rows
