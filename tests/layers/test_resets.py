@@ -253,6 +253,8 @@ def test_no_gradient_crosses_a_reset(float64_policy, form):
 
 # Every declared cell whose step takes ``reset`` (tests/layer_registry.py).
 RESET_CELLS = declared_makers(cell=True, call_argument="reset")
+# Every declared layer on whole sequences whose call takes ``reset``.
+RESET_SEQUENCE_LAYERS = declared_makers(cell=False, call_argument="reset")
 
 
 def _step_states(cell):
@@ -321,9 +323,9 @@ BAD_RESETS = [
 
 
 @pytest.mark.parametrize("bad,match", BAD_RESETS)
-@pytest.mark.parametrize("name", sorted(declared_makers(cell=False, call_argument="reset")))
+@pytest.mark.parametrize("name", sorted(RESET_SEQUENCE_LAYERS))
 def test_bad_resets_are_refused_naming_reset(name, bad, match):
-    layer = declared_makers(cell=False, call_argument="reset")[name]()
+    layer = RESET_SEQUENCE_LAYERS[name]()
     x = np.zeros((B, T, W), "float32")
     with pytest.raises(ValueError, match="`reset` " + match):
         layer(x, reset=bad)
