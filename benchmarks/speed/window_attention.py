@@ -76,6 +76,7 @@ def lm_model(variant, vocab=10000, hidden=300, steps=20, batch=64):
         A `keras.Model` compiled with XLA.
     """
     keras = _keras()
+    from tf_memlayers.layers import ResettableRNN
     from tf_memlayers.models.language_model import MEMORY_KINDS
 
     if variant not in LM_VARIANTS:
@@ -86,8 +87,9 @@ def lm_model(variant, vocab=10000, hidden=300, steps=20, batch=64):
     inputs = keras.Input((steps,), batch_size=batch, dtype="int32")
     h = keras.layers.Embedding(vocab, hidden)(inputs)
     if form == "cell" and memory.cell is not None:
+        # The loop the language-model builder runs a memory cell in.
         cell = memory.cell(keras.layers.LSTMCell(hidden), hidden, ngram, **sized)
-        h = keras.layers.RNN(cell, return_sequences=True)(h)
+        h = ResettableRNN(cell, return_sequences=True)(h)
     else:
         h = keras.layers.LSTM(hidden, return_sequences=True)(h)
         if memory.layer is not None:

@@ -124,6 +124,15 @@ class MemoryCellWrapper(keras.layers.Layer):
     memory_size]``. Subclasses define `memory_size`, `output_size` and `call` (using
     `run_cell`).
 
+    A subclass may also define a loop cache (`loop_cache`): values derived from the states
+    that spare every step some work, such as the window's keys already multiplied by a
+    weight matrix. A loop that supports it (`ResettableRNN`, `scan_loop`) derives the cache
+    from its initial states at every call, carries it beside the states, and passes it to
+    ``call`` as ``cache``; ``call`` then returns the next cache too. The states, outputs and
+    gradients are those of the plain step, which derives the cache from its states itself.
+    The cache is never a state: it is derived afresh at every call, so a stateful loop whose
+    weights changed between calls does not read a stale one.
+
     Args:
         cell: A Keras RNN cell (any object with `state_size` that is called as
             ``cell(inputs, states) -> (output, new_states)``; nested state sizes, as in
@@ -153,9 +162,21 @@ class MemoryCellWrapper(keras.layers.Layer):
     def compute_output_spec(self, inputs, states, training=None):
         return step_output_spec(self, inputs)
 
-    def run_cell(self, inputs, states, training=None, reset=None):
+    def loop_cache(self, states):
+        """The loop cache derived from ``states`` (see the class docstring).
+
+        Args:
+            states: List of tensors, the wrapped cell's flat states followed by the memory.
+
+        Returns:
+            List of tensors ``[batch, ...]``, empty here (no cache). A subclass's cache must
+            be zero where the states are zero, as after a reset.
+        """
+        return []
+
+    def run_cell(self, inputs, states, training=None, reset=None, cache=()):
         """Runs the wrapped cell on its states, after zeroing the states (the wrapped cell's
-        and the memory) of the rows that ``reset`` marks.
+        and the memory) and the loop cache of the rows that ``reset`` marks.
 
         Args:
             inputs: A 2D tensor ``[batch, features]``, the input of the step.
@@ -163,17 +184,19 @@ class MemoryCellWrapper(keras.layers.Layer):
             training: Optional Python boolean, passed to the wrapped cell. Default: `None`.
             reset: Optional bool tensor ``[batch]``, true in the rows that start a new
                 document at this step. Default: `None`.
+            cache: List of tensors, the step's loop cache (`loop_cache`). Default: none.
 
         Returns:
-            Tuple ``(h, new_cell_states, memory)``: the wrapped cell's output, its new flat
-            states, and the memory (the last of ``states``, zero in the reset rows).
+            Tuple ``(h, new_cell_states, memory, cache)``: the wrapped cell's output, its new
+            flat states, the memory (the last of ``states``) and the cache as a list, both
+            zero in the reset rows.
         """
-        states = list(states)
+        states, cache = list(states), list(cache)
         if reset is not None:
             reset = check_reset(reset, tuple(inputs.shape)[:1], type(self).__name__)
-            states = zero_where(reset, states)
+            states, cache = zero_where(reset, (states, cache))
         h, new_states = call_cell(self.cell, inputs, states[:-1], training)
-        return h, new_states, states[-1]
+        return h, new_states, states[-1], cache
 
     def get_config(self):
         config = super().get_config()

@@ -122,13 +122,21 @@ def _unwrapped(cell):
     return cell
 
 
+def loop_cache(cell, states):
+    """The loop cache of ``cell`` derived from ``states``: its `loop_cache` (see
+    `MemoryCellWrapper`), or an empty list for a cell without one."""
+    make = getattr(cell, "loop_cache", None)
+    return [] if make is None else list(make(list(states)))
+
+
 def scan_loop(layer, sequences, initial_state, mask=None, reset=None, training=None):
     """The loop of `keras.layers.RNN` over ``layer.cell``, with masks and resets, written
     with `keras.ops.scan` (a Python loop with ``layer.unroll``).
 
     A masked step keeps the states and emits the previous output (zeros with
     ``layer.zero_output_for_mask``), as Keras's TensorFlow loop does; a step with a reset
-    passes its column of ``reset`` to the cell as ``reset``.
+    passes its column of ``reset`` to the cell as ``reset``. A cell's loop cache
+    (`loop_cache`) is carried beside the states and passed to the cell as ``cache``.
 
     Args:
         layer: A `keras.layers.RNN` (its ``cell``, ``go_backwards``, ``unroll`` and
@@ -156,11 +164,20 @@ def scan_loop(layer, sequences, initial_state, mask=None, reset=None, training=N
         steps, keep, resets = (ops.flip(x, axis=0) for x in (steps, keep, resets))
     kwargs = {"training": training} if takes_training(cell) else {}
     no_output = ops.zeros((batch, cell.output_size), cell.compute_dtype)
+    count = len(initial_state)
+    cache = loop_cache(cell, initial_state)
+    if cache:
+        kwargs["cache"] = None  # set at every step
 
     def step(carry, step_inputs):
         states, previous = carry
         inputs, kept, flags = step_inputs
-        output, new_states = cell(inputs, states, reset=flags, **kwargs)
+        if cache:
+            kwargs["cache"] = states[count:]
+            output, new_states, new_cache = cell(inputs, states[:count], reset=flags, **kwargs)
+            new_states = [*new_states, *new_cache]
+        else:
+            output, new_states = cell(inputs, states, reset=flags, **kwargs)
         if not keras.tree.is_nested(new_states):
             new_states = [new_states]
         new_states = keras.tree.map_structure(
@@ -171,7 +188,7 @@ def scan_loop(layer, sequences, initial_state, mask=None, reset=None, training=N
         # that. Only the output is used.
         return (new_states, output), (new_states, output)
 
-    carry = (list(initial_state), no_output)
+    carry = ([*initial_state, *cache], no_output)
     if layer.unroll:
         outputs = []
         for t in range(sequences.shape[1]):
@@ -181,21 +198,34 @@ def scan_loop(layer, sequences, initial_state, mask=None, reset=None, training=N
     else:
         carry, (_, outputs) = ops.scan(step, carry, (steps, keep, resets))
     states, last = carry
-    return last, ops.transpose(outputs, (1, 0, 2)), states
+    return last, ops.transpose(outputs, (1, 0, 2)), states[:count]
 
 
-class _StepWithReset:
-    """Stands in for a cell inside `keras.layers.RNN.inner_loop` while a call has a reset:
-    splits the reset flag off the step's inputs (their last column) and calls the cell with
-    it. Not a layer, so the loop passes no ``training``; this passes the call's own."""
+class _LoopStep:
+    """Stands in for a cell inside `keras.layers.RNN.inner_loop`: with ``reset``, splits
+    each step's reset flag off its inputs (their last column) and passes it to the cell;
+    with ``cached`` states at the end of the loop's states, passes them to the cell as its
+    loop cache and appends the new cache to the new states. Not a layer, so the loop passes
+    no ``training``; this passes the call's own."""
 
-    def __init__(self, cell, training):
+    def __init__(self, cell, training, reset, cached):
         self.cell = cell
+        self.reset = reset
+        self.cached = cached
         self.kwargs = {"training": training} if takes_training(cell) else {}
 
     def __call__(self, inputs, states):
-        flags = inputs[..., -1] > 0.5
-        return self.cell(inputs[..., :-1], states, reset=flags, **self.kwargs)
+        kwargs = dict(self.kwargs)
+        if self.reset:
+            kwargs["reset"] = inputs[..., -1] > 0.5
+            inputs = inputs[..., :-1]
+        if not self.cached:
+            return self.cell(inputs, states, **kwargs)
+        count = len(states) - self.cached
+        output, new_states, new_cache = self.cell(
+            inputs, states[:count], cache=states[count:], **kwargs
+        )
+        return output, [*keras.tree.flatten(new_states), *new_cache]
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -212,6 +242,11 @@ class ResettableRNN(keras.layers.RNN):
     Keras cell is wrapped in `ResettableCell`. On backends other than TensorFlow a call with a
     mask runs `scan_loop`, which masks as Keras's TensorFlow loop does (a masked step keeps the
     states and emits the previous output, or zeros with ``zero_output_for_mask``).
+
+    A cell with a loop cache (`MemoryCellWrapper.loop_cache`, e.g. the window keys that
+    `SlidingWindowAttentionCell` has already projected) gets it: derived from the initial
+    states at every call and carried beside the states, it spares each step work without
+    changing the outputs, states or gradients.
 
     Args:
         cell: A Keras RNN cell. Cells without a ``reset`` argument are wrapped in
@@ -298,26 +333,33 @@ class ResettableRNN(keras.layers.RNN):
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
         reset = self._call_reset
+        if not keras.tree.is_nested(initial_state):
+            initial_state = [initial_state]
+        initial_state = list(initial_state)
         if mask is not None and keras.backend.backend() != "tensorflow":
             # Keras's loops on the other backends emit a masked step's output from the cell's
             # first state, which for a memory cell is not its output; `scan_loop` keeps
             # TensorFlow's masking.
-            if not keras.tree.is_nested(initial_state):
-                initial_state = [initial_state]
-            return scan_loop(self, sequences, list(initial_state), mask, reset, training)
-        if reset is None:
+            return scan_loop(self, sequences, initial_state, mask, reset, training)
+        cache = loop_cache(self.cell, initial_state)
+        if reset is None and not cache:
             return super().inner_loop(sequences, initial_state, mask, training=training)
-        # Keras's own loop (XLA-ready on TensorFlow, with its masking on every backend), over
-        # the steps with their reset flag as one more input column, which `_StepWithReset`
-        # hands to the cell as its ``reset`` argument.
-        marked = ops.concatenate(
-            [sequences, ops.expand_dims(ops.cast(reset, sequences.dtype), -1)], axis=-1
-        )
+        # Keras's own loop (XLA-ready on TensorFlow, with its masking on every backend). The
+        # reset flags ride along as one more input column and the loop cache beside the
+        # states; `_LoopStep` hands both to the cell.
+        if reset is not None:
+            sequences = ops.concatenate(
+                [sequences, ops.expand_dims(ops.cast(reset, sequences.dtype), -1)], axis=-1
+            )
         cell = self.cell
-        object.__setattr__(self, "cell", _StepWithReset(cell, training))
+        step = _LoopStep(cell, training, reset is not None, len(cache))
+        object.__setattr__(self, "cell", step)
         try:
-            return super().inner_loop(marked, initial_state, mask, training=training)
+            last, outputs, states = super().inner_loop(
+                sequences, initial_state + cache, mask, training=training
+            )
         finally:
             object.__setattr__(self, "cell", cell)
+        return last, outputs, list(states)[: len(initial_state)]
 
 

@@ -289,7 +289,7 @@ class NGramConcatCell(_NGram, MemoryCellWrapper):
         self._build_ngram()
 
     def call(self, inputs, states, training=None, reset=None):
-        h, new_cell_states, memory = self.run_cell(inputs, states, training, reset)
+        h, new_cell_states, memory, _ = self.run_cell(inputs, states, training, reset)
         previous = ops.reshape(memory, (ops.shape(h)[0], self.n - 2, self.width))
         output = self._ngram_output(h, previous)
         if self.n > 2:

@@ -293,6 +293,10 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
             starts at this step: their states (the wrapped cell's and the window) are zeroed
             first, as at the start of a sequence. `ResettableRNN` passes it at every step.
             Default: `None`.
+        cache: Optional list of tensors, the loop cache (`loop_cache`): the window's keys
+            already projected by W^Y. With it the step projects only its new key and
+            returns ``(output, new_states, new_cache)``. `ResettableRNN` passes it.
+            Default: `None` (the step projects the window's keys itself).
 
     Example:
 
@@ -343,16 +347,35 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
         super().build(input_shape)
         self._build_attention(self.cell_output_size)
 
-    def call(self, inputs, states, training=None, reset=None):
-        h, new_cell_states, memory = self.run_cell(inputs, states, training, reset)
+    def loop_cache(self, states):
+        """The window's keys projected by W^Y, ``[batch, window * attention width]``.
+
+        Eq. (2) needs W^Y k_i for the L keys of the window at every step. Carried through a
+        loop (`ResettableRNN`), each step projects only its new key instead of all L.
+
+        Args:
+            states: List of tensors, the wrapped cell's states followed by the memory.
+
+        Returns:
+            A list with one tensor ``[batch, window * attention width]``.
+        """
+        keys, _, _ = self._unpack_memory(states[-1])
+        projected = ops.matmul(keys, self.memory_kernel)
+        return [ops.reshape(projected, (-1, self.window * self.memory_kernel.shape[-1]))]
+
+    def call(self, inputs, states, training=None, reset=None, cache=None):
+        cached = cache is not None
+        if not cached:
+            cache = self.loop_cache(states)
+        h, new_cell_states, memory, (projected,) = self.run_cell(
+            inputs, states, training, reset, cache
+        )
 
         key, value, predict = self._split(h)
         memory_keys, memory_values, memory_valid = self._unpack_memory(memory)
+        window_keys = ops.reshape(projected, (-1, self.window, self.memory_kernel.shape[-1]))
         context, _ = self._attend(
-            ops.matmul(memory_keys, self.memory_kernel),
-            ops.matmul(key, self.query_kernel),
-            memory_values,
-            memory_valid,
+            window_keys, ops.matmul(key, self.query_kernel), memory_values, memory_valid
         )
         output = self._combine(ops.matmul(context, self.context_kernel), predict)
         new_memory = self._pack_memory(
@@ -360,7 +383,12 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
             ops.concatenate([memory_values[:, 1:], value[:, None]], axis=1),
             ops.concatenate([memory_valid[:, 1:], ops.ones_like(memory_valid[:, :1])], axis=1),
         )
-        return output, [*new_cell_states, new_memory]
+        new_states = [*new_cell_states, new_memory]
+        if not cached:
+            return output, new_states
+        new_key = ops.matmul(key, self.memory_kernel)[:, None]
+        new_projected = ops.concatenate([window_keys[:, 1:], new_key], axis=1)
+        return output, new_states, [ops.reshape(new_projected, (-1, projected.shape[-1]))]
 
     def get_config(self):
         config = super().get_config()
