@@ -103,11 +103,56 @@ def lm_model(variant, vocab=10000, hidden=300, steps=20, batch=64):
     return model
 
 
+def attention_part_step(window, hidden=300, steps=20, batch=64):
+    """Eqs (2)-(4) of the parallel form without their weight products, as the language model
+    of `lm_model` runs them: the ``tanh`` of the scores over ``[batch, steps, window,
+    hidden]`` (the attention width is the key's), the score vector, the window softmax and
+    the weighted sum of the values, forward and backward, on streams already projected; XLA.
+
+    Returns:
+        A callable that runs one step (warmed up).
+    """
+    import tensorflow as tf
+    from tf_memlayers import SlidingWindowAttention
+
+    layer = SlidingWindowAttention(window)
+    layer.build((batch, steps, hidden))
+    rng = np.random.default_rng(0)
+
+    def tensor(*shape):
+        return tf.constant(rng.normal(size=shape).astype("float32"))
+
+    keys, values = tensor(batch, window + steps, hidden), tensor(batch, window + steps, hidden)
+    query, projection = tensor(batch, steps, hidden), tensor(batch, steps, hidden)
+    valid = tf.concat([tf.zeros((batch, window)), tf.ones((batch, steps))], axis=1)
+
+    @tf.function(jit_compile=True)
+    def step():
+        with tf.GradientTape() as tape:
+            tape.watch([keys, query, values])
+            context, _ = layer._attend_stream(keys, query, values, valid)
+            loss = tf.reduce_sum(context * projection)
+        return tape.gradient(loss, [keys, query, values, layer.score_vector])
+
+    def run():
+        return [gradient.numpy() for gradient in step()]
+
+    for _ in range(2):
+        run()
+    return run
+
+
+# The window of the row that times eqs (2)-(4) alone (`attention_part_step`), beside the LM
+# variants: what the parallel form adds to its weight products.
+ATTENTION_PART_WINDOW = 10
+
+
 def bench_lm(rounds, variants, vocab=10000, hidden=300, steps=20, batch=64):
     """One row per variant: the median training step, its ratio to the bare LSTM's (the
     variants, ``"lstm"`` among them, timed interleaved; the shapes are `lm_model`'s), the
     arithmetic of its weight products and their share of the machine's matrix-product peak,
-    measured in the same process (`benchmarks.matmul_peak`)."""
+    measured in the same process (`benchmarks.matmul_peak`). A last row, timed with them,
+    is eqs (2)-(4) alone at `ATTENTION_PART_WINDOW` (`attention_part_step`)."""
     rng = np.random.default_rng(0)
     x = rng.integers(0, vocab, (batch, steps)).astype("int32")
     y = rng.integers(0, vocab, (batch, steps)).astype("int32")
@@ -116,11 +161,15 @@ def bench_lm(rounds, variants, vocab=10000, hidden=300, steps=20, batch=64):
         for _ in range(2):
             model.train_on_batch(x, y)
     runners = {v: (lambda model=model: model.train_on_batch(x, y)) for v, model in models.items()}
+    part = f"eqs (2)-(4) alone:{ATTENTION_PART_WINDOW}"
+    runners[part] = attention_part_step(ATTENTION_PART_WINDOW, hidden, steps, batch)
     medians = timing.medians(timing.interleaved(runners, rounds))
     peak = matmul_peak.peak_gflops()
     rows = []
-    for variant in variants:
-        flops = matmul_peak.weight_training_flops_per_token(models[variant]) * batch * steps
+    for variant in [*variants, part]:
+        flops = 0 if variant == part else (
+            matmul_peak.weight_training_flops_per_token(models[variant]) * batch * steps
+        )  # fmt: skip
         rows.append({
             "variant": variant,
             "median_ms": medians[variant],
@@ -343,7 +392,12 @@ def write_lm_block(write_block, lm, rounds):
         "weight matrices (6 × their parameters outside the embedding, per token); share of "
         "peak: that over the step's time, against this machine's float32 matrix-product rate "
         + (f"measured in the same run ({lm[0]['peak_gflops']} GFLOP/s)."
-           if lm and "peak_gflops" in lm[0] else "measured in the same run."),
+           if lm and "peak_gflops" in lm[0] else "measured in the same run.")
+        + " The row ``eqs (2)-(4) alone``, timed with the others, is what the parallel form "
+        "adds besides weight products: the scores' tanh over [64, 20, L, 300] (the attention "
+        "width is the key's), the window softmax and the weighted sum, forward and backward, "
+        "on streams already projected. The parallel form's weight products alone are the "
+        "GFLOP ratio above the LSTM's; this row is the rest.",
     )
 
 

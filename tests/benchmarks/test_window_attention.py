@@ -87,8 +87,14 @@ def test_lm_part_prints_one_row_per_variant_with_its_ratio_to_the_lstm(monkeypat
     benchmark.main(["--skip-peer", "--rounds", "2"])
     results = json.loads(capsys.readouterr().out)
     assert list(results) == ["lm", "lm_rounds"] and results["lm_rounds"] == 2
-    assert [row["variant"] for row in results["lm"]] == chosen
-    for row in results["lm"]:
+    *rows, part = results["lm"]
+    assert [row["variant"] for row in rows] == chosen
+    # Eqs (2)-(4) alone: timed with the models, no weight product.
+    assert part["variant"] == "eqs (2)-(4) alone:10" and part["median_ms"] > 0
+    assert part["gflop_per_step"] == 0 and part["ratio_to_lstm"] == pytest.approx(
+        part["median_ms"] / rows[0]["median_ms"]
+    )
+    for row in rows:
         assert list(row) == ["variant", "median_ms", "ratio_to_lstm", "gflop_per_step",
                              "share_of_peak", "peak_gflops"]
         assert row["median_ms"] > 0 and row["peak_gflops"] == 50.0
