@@ -351,17 +351,19 @@ def draw_figures(report, folder):
     figure.savefig(folder / f"lm_equal_budget_{corpus}_attention.png")
 
 
-def capped_note(rows, max_epochs):
-    """A sentence naming the models stopped by the epoch cap while still improving."""
+def capped_note(rows):
+    """A sentence naming the models an epoch cap stopped while still improving (their last
+    epoch their best), each with its number of epochs: rows kept from a run with a lower cap
+    say so."""
     capped = [
-        row["model"] for row in rows
-        if row["epochs_trained"] == row["best_epoch"] == max_epochs
+        f"{row['model']} ({row['epochs_trained']} epochs)" for row in rows
+        if row["epochs_trained"] == row["best_epoch"]
     ]  # fmt: skip
     if not capped:
         return ""
     return (
-        f" Stopped by the {max_epochs}-epoch cap with their last epoch the best, so still "
-        f"improving: {', '.join(capped)}."
+        " Stopped by an epoch cap with their last epoch the best, so still improving: "
+        f"{', '.join(capped)}."
     )
 
 
@@ -398,7 +400,7 @@ def write_docs(report):
         "position: mean weight per window slot over validation text. The figures under the "
         "table show the validation perplexity per epoch and the attention by position."
         + DOCUMENT_RESETS.get(report["corpus"], "")
-        + capped_note(report["rows"], s["max_epochs"])
+        + capped_note(report["rows"])
     )
     return update_docs(
         DOCS_BLOCKS[report["corpus"]],

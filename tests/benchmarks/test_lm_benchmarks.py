@@ -134,9 +134,13 @@ def test_equal_budget_caption_names_the_models_the_epoch_cap_stopped():
         {"model": "ngram", "epochs_trained": 9, "best_epoch": 7},  # stopped early
         {"model": "key_value", "epochs_trained": 15, "best_epoch": 13},  # capped, had stalled
     ]
-    note = equal_budget.capped_note(rows, 15)
-    assert "15-epoch cap" in note and note.endswith("still improving: lstm.")
-    assert equal_budget.capped_note(rows[1:], 15) == ""
+    assert equal_budget.capped_note(rows).endswith("still improving: lstm (15 epochs).")
+    assert equal_budget.capped_note(rows[1:]) == ""
+    # A row kept from a run with a lower cap names its own number of epochs.
+    rows.append({"model": "attention", "epochs_trained": 40, "best_epoch": 40})
+    assert equal_budget.capped_note(rows).endswith(
+        "still improving: lstm (15 epochs), attention (40 epochs)."
+    )
 
 
 def test_results_block_is_added_after_the_named_block_then_replaced(tmp_path):
