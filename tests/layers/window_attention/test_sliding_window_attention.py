@@ -8,6 +8,7 @@ from keras import ops
 from conftest import BACKEND, PassThroughCell, gradients, masked_rnn
 from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
 from tf_memlayers import ResettableRNN, SlidingWindowAttention, SlidingWindowAttentionCell
+from tf_memlayers.layers import resettable_rnn
 from tf_memlayers.layers.window_attention.key_value_predict_split import key_value_predict_sizes
 from window_reference import window_attention_reference
 
@@ -339,60 +340,45 @@ def with_loop_cache_recorded(cell):
 
 
 @pytest.mark.parametrize("mode,sizes", [("attention", None), ("key_value_predict", (6, 4, 2))])
-def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(float64_policy, mode,
+def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(float64_policy,
+                                                                       monkeypatch, mode,
                                                                        sizes):  # fmt: skip
-    # `ResettableRNN` carries the projected window keys beside the states; Keras's own loop
-    # steps the cell without them. Masked steps (holes, right padding) and a reset mid-row.
-    _, _, plain = build_pair(mode, sizes, 3, "mask", True)
-    plain.return_state = True
-    plain.zero_output_for_mask = True
-    cached = ResettableRNN(plain.cell, return_sequences=True, return_state=True,
-                           zero_output_for_mask=True)  # fmt: skip
-    given = with_loop_cache_recorded(plain.cell)
+    # `ResettableRNN` carries the projected window keys beside the states and passes them to
+    # the cell; without a cache (here: the loop finding none) each step projects the window
+    # itself. Masked steps (holes, right padding) and a reset inside each row.
+    _, _, keras_rnn = build_pair(mode, sizes, 3, "mask", True)
+    cell = keras_rnn.cell
+    rnn = ResettableRNN(cell, return_sequences=True, return_state=True)
+    given = with_loop_cache_recorded(cell)
     x = attention_inputs(steps=9, width=5)
     mask = ops.convert_to_tensor(holes_and_right_padding())
     reset = np.zeros((2, 9), bool)
     reset[0, 4] = reset[1, 3] = True
-    projection = ops.convert_to_tensor(RNG.normal(size=(2, 9, plain.cell.output_units)))
-    variables = plain.cell.trainable_weights
-    results = {}
-    for name, rnn, kwargs in (("plain", plain, {}), ("cached", cached, {"reset": reset})):
-        if name == "plain":
-            # The plain loop has no resets: the row is split into its two documents by hand.
-            def forward(v, rnn=rnn):
-                return split_at_resets(rnn, v, mask, reset)
-        else:
-            def forward(v, rnn=rnn, kwargs=kwargs):
-                return rnn(v, mask=mask, **kwargs)
-        given.clear()
-        outputs, *states = forward(ops.convert_to_tensor(x))
-        _, grads, (x_grad,) = gradients(
-            lambda v, f=forward: ops.sum(f(v)[0] * projection), variables, [x]
-        )
-        results[name] = (outputs, states, [x_grad, *grads])
-        assert set(given) == {name == "cached"}
-    (out_p, states_p, grads_p), (out_c, states_c, grads_c) = results.values()
+    projection = ops.convert_to_tensor(RNG.normal(size=(2, 9, cell.output_units)))
+
+    def forward(v):
+        return rnn(v, mask=mask, reset=reset)
+
+    results = []
+    for cached in (False, True):
+        with monkeypatch.context() as patch:
+            if not cached:
+                patch.setattr(resettable_rnn, "loop_cache", lambda cell, states: [])
+            given.clear()
+            outputs, *states = forward(ops.convert_to_tensor(x))
+            _, grads, (x_grad,) = gradients(
+                lambda v: ops.sum(forward(v)[0] * projection), cell.trainable_weights, [x]
+            )
+        assert set(given) == {cached}
+        results.append((outputs, states, [x_grad, *grads]))
+    (out_p, states_p, grads_p), (out_c, states_c, grads_c) = results
     np.testing.assert_allclose(np.asarray(out_c), np.asarray(out_p), atol=1e-12)
-    assert len(states_c) == len(states_p) == len(plain.cell.state_size)
+    assert len(states_c) == len(states_p) == len(cell.state_size)
     for got, expected in zip(states_c, states_p):
         np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-12)
     for got, expected in zip(grads_c, grads_p):
         assert np.abs(np.asarray(expected)).max() > 0
         np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-11)
-
-
-def split_at_resets(rnn, x, mask, reset):
-    """``rnn`` run over each document of the rows of ``x`` alone (one reset per row), its
-    outputs put back in place; the final states are those of the last documents."""
-    starts = [int(np.flatnonzero(row)[0]) for row in reset]
-    outputs, states = [], []
-    for row, start in enumerate(starts):
-        first = rnn(x[row : row + 1, :start], mask=mask[row : row + 1, :start])[0]
-        second, *last = rnn(x[row : row + 1, start:], mask=mask[row : row + 1, start:])
-        outputs.append(ops.concatenate([first, second], axis=1))
-        states.append(last)
-    joined = [ops.concatenate(parts, axis=0) for parts in zip(*states)]
-    return (ops.concatenate(outputs, axis=0), *joined)
 
 
 def test_stateful_loop_derives_its_cache_afresh_after_the_weights_change(float64_policy):
