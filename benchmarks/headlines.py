@@ -24,11 +24,28 @@ def _load(name):
     return json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
 
 
+def lm_headline(ptb_rows):
+    """``(comparison, result)`` of the PTB language models: test perplexities, best first.
+    When the models trained for different numbers of epochs (rows kept from a run with a
+    lower epoch cap), each score names its model's epochs."""
+    lm = sorted(ptb_rows, key=lambda row: row["test_perplexity"])
+    epochs = sorted({row["epochs_trained"] for row in lm})
+    comparison = (
+        f"PTB word-level test perplexity, equal parameter budget ({lm[0]['parameters']:,} "
+        "weights), "
+        + (f"{epochs[0]} epochs" if len(epochs) == 1 else "each model's epochs in brackets")
+    )
+    result = ", ".join(
+        f"{row['model']} {row['test_perplexity']:.1f}"
+        + ("" if len(epochs) == 1 else f" ({row['epochs_trained']} epochs)")
+        for row in lm
+    )
+    return comparison, result
+
+
 def rows():
     """One row per paper: the comparison, its data and its models' scores."""
-    ptb = _load("lm_equal_budget_ptb")
-    lm = sorted(ptb["rows"], key=lambda row: row["test_perplexity"])
-    epochs = sorted({row["epochs_trained"] for row in lm})
+    lm_comparison, lm_result = lm_headline(_load("lm_equal_budget_ptb")["rows"])
     snli = _load("snli_real_data")
     last_word = _load("fill_last_word_real_data")
     from benchmarks.papers.fill_last_word_real_data import table_rows
@@ -36,10 +53,8 @@ def rows():
     return [
         {
             "paper": "Daniluk et al. 2017",
-            "comparison": f"PTB word-level test perplexity, equal parameter budget "
-                          f"({lm[0]['parameters']:,} weights), "
-                          f"{'/'.join(map(str, epochs))} epochs",
-            "result": ", ".join(f"{row['model']} {row['test_perplexity']:.1f}" for row in lm),
+            "comparison": lm_comparison,
+            "result": lm_result,
         },
         {
             "paper": "Weissenborn 2016",

@@ -313,7 +313,7 @@ def draw_figures(report, folder):
     from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
     folder.mkdir(parents=True, exist_ok=True)
-    corpus, rows = report["corpus"], report["rows"]
+    corpus, rows = report["corpus"], in_model_order(report["rows"])
     figure = Figure(figsize=(7, 4.5), dpi=100)
     axes = figure.subplots()
     for row in rows:
@@ -351,6 +351,11 @@ def draw_figures(report, folder):
     figure.savefig(folder / f"lm_equal_budget_{corpus}_attention.png")
 
 
+def in_model_order(rows):
+    """``rows`` in the order of the builder's kinds (the LSTM first), however they finished."""
+    return sorted(rows, key=lambda row: KINDS.index(row["model"]))
+
+
 def capped_note(rows):
     """A sentence naming the models an epoch cap stopped while still improving (their last
     epoch their best), each with its number of epochs: rows kept from a run with a lower cap
@@ -374,15 +379,45 @@ DOCUMENT_RESETS = {
 }
 
 
-def with_gain_over_lstm(rows):
+def training_regime(row, settings):
+    """What ended ``row``'s training, as far as it matters for comparing rows: the stopping
+    rule or the run's epoch cap (``"run"``, the same for every row of this run), else the
+    lower epoch cap of an earlier run that stopped it (``"cap <epochs>"``)."""
+    if stopped_by(row, settings["patience"]) == "patience":
+        return "run"
+    if row["epochs_trained"] >= settings["max_epochs"]:
+        return "run"
+    return f"cap {row['epochs_trained']}"
+
+
+def with_gain_over_lstm(rows, settings):
     """The rows, each with how far its test perplexity is below the LSTM's (the papers' way of
-    comparing; negative when worse). Without an LSTM row there is nothing to compare with."""
+    comparing; negative when worse). Blank where there is nothing to compare with fairly: no
+    LSTM row, or the row and the LSTM's ended by different epoch caps (`training_regime`)."""
     lstm = next((row for row in rows if row["model"] == "lstm"), None)
-    return [
-        row | {"test_below_lstm": None if lstm is None or row is lstm
-               else round(lstm["test_perplexity"] - row["test_perplexity"], 1)}
-        for row in rows
-    ]  # fmt: skip
+
+    def gain(row):
+        if lstm is None or row is lstm:
+            return None
+        if training_regime(row, settings) != training_regime(lstm, settings):
+            return None
+        return round(lstm["test_perplexity"] - row["test_perplexity"], 1)
+
+    return [row | {"test_below_lstm": gain(row)} for row in rows]
+
+
+def different_caps_note(rows, settings):
+    """A sentence naming the models whose gain over the LSTM is blank because another epoch
+    cap ended the one or the other."""
+    gains = with_gain_over_lstm(rows, settings)
+    blank = [row["model"] for row in gains
+             if row["model"] != "lstm" and row["test_below_lstm"] is None]  # fmt: skip
+    if not blank or not any(row["model"] == "lstm" for row in rows):
+        return ""
+    return (
+        " No gain over the LSTM is given where an epoch cap ended the model and the LSTM "
+        f"after different numbers of epochs: {', '.join(blank)}."
+    )
 
 
 def write_docs(report):
@@ -400,12 +435,13 @@ def write_docs(report):
         "position: mean weight per window slot over validation text. The figures under the "
         "table show the validation perplexity per epoch and the attention by position."
         + DOCUMENT_RESETS.get(report["corpus"], "")
-        + capped_note(report["rows"])
+        + capped_note(in_model_order(report["rows"]))
+        + different_caps_note(in_model_order(report["rows"]), s)
     )
     return update_docs(
         DOCS_BLOCKS[report["corpus"]],
         [row | {"stopped_by": stopped_by(row, s["patience"])}
-         for row in with_gain_over_lstm(report["rows"])],
+         for row in with_gain_over_lstm(in_model_order(report["rows"]), s)],
         COLUMNS, caption,
         footer=figure_directives(report["corpus"]), insert_after=DOCS_BLOCKS["ptb"],
     )  # fmt: skip

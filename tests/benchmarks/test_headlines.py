@@ -19,3 +19,18 @@ def test_headlines_name_every_papers_models():
         assert f"{model} " in rows[1]["result"]
     for model in ("no attention", "attention pooling", "attention + cache 1,000"):
         assert f"{model} " in rows[2]["result"]
+
+
+def test_lm_headline_names_each_models_epochs_when_they_differ():
+    lm_headline = load_script("benchmarks", "headlines").lm_headline
+    row = {"parameters": 4000, "epochs_trained": 15}
+    same = [row | {"model": "lstm", "test_perplexity": 120.0},
+            row | {"model": "ngram", "test_perplexity": 110.04}]  # fmt: skip
+    assert lm_headline(same) == (
+        "PTB word-level test perplexity, equal parameter budget (4,000 weights), 15 epochs",
+        "ngram 110.0, lstm 120.0",
+    )
+    mixed = [same[0] | {"epochs_trained": 40}, same[1]]
+    comparison, result = lm_headline(mixed)
+    assert comparison.endswith("each model's epochs in brackets")
+    assert result == "ngram 110.0 (15 epochs), lstm 120.0 (40 epochs)"

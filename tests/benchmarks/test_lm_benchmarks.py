@@ -278,15 +278,27 @@ def _arrays(weights_file):
 
 def test_equal_budget_table_gives_each_model_its_test_gain_over_the_lstm():
     equal_budget = _load("lm_equal_budget")
+    settings = {"patience": 2, "max_epochs": 40}
+    run = {"epochs_trained": 20, "best_epoch": 18}  # ended by the stopping rule
     rows = [
-        {"model": "attention", "test_perplexity": 109.87},
-        {"model": "lstm", "test_perplexity": 124.74},
-        {"model": "ngram", "test_perplexity": 130.0},
+        {"model": "attention", "test_perplexity": 109.87, **run},
+        {"model": "lstm", "test_perplexity": 124.74, "epochs_trained": 40, "best_epoch": 39},
+        {"model": "ngram", "test_perplexity": 130.0, **run},
     ]
-    gains = [row["test_below_lstm"] for row in equal_budget.with_gain_over_lstm(rows)]
+    gains = [row["test_below_lstm"] for row in equal_budget.with_gain_over_lstm(rows, settings)]
     assert gains == [14.9, None, -5.3]
     assert "test_below_lstm" not in rows[0]
-    assert equal_budget.with_gain_over_lstm(rows[:1])[0]["test_below_lstm"] is None
+    assert equal_budget.with_gain_over_lstm(rows[:1], settings)[0]["test_below_lstm"] is None
+    assert equal_budget.different_caps_note(rows, settings) == ""
+    # A row kept from a run capped at 15 epochs is not compared with the LSTM of this run...
+    rows.append({"model": "key_value", "test_perplexity": 115.0, "epochs_trained": 15,
+                 "best_epoch": 15})  # fmt: skip
+    assert equal_budget.with_gain_over_lstm(rows, settings)[-1]["test_below_lstm"] is None
+    assert equal_budget.different_caps_note(rows, settings).endswith("epochs: key_value.")
+    # ... but with an LSTM that the same cap stopped.
+    rows[1] |= {"epochs_trained": 15, "best_epoch": 15}
+    gains = [row["test_below_lstm"] for row in equal_budget.with_gain_over_lstm(rows, settings)]
+    assert gains == [None, None, None, 9.7]
 
 
 def test_cost_of_a_batch_leaves_out_the_compiling_call_and_divides_by_the_batches(monkeypatch):
