@@ -381,6 +381,20 @@ def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(float64_p
         np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-11)
 
 
+def test_a_cache_that_loop_cache_did_not_make_is_refused():
+    cell = SlidingWindowAttentionCell(keras.layers.LSTMCell(4), window=3, attention_units=5)
+    x = np.zeros((2, 6), "float32")
+    states = [np.zeros((2, size), "float32") for size in cell.state_size]
+    cell.build(x.shape)
+    good = cell.loop_cache(states)
+    assert [tuple(item.shape) for item in good] == [(2, 15)]
+    cell(x, states, cache=good)
+    for bad in ([], [np.zeros((2, 14), "float32")], good + good, np.zeros((2, 3, 5), "float32")):
+        with pytest.raises(ValueError, match=r"`cache` must be what `loop_cache` returns, a "
+                           r"list of one tensor \[batch, 15\] \(window 3 × attention width 5\)"):
+            cell(x, states, cache=bad)
+
+
 def test_stateful_loop_derives_its_cache_afresh_after_the_weights_change(float64_policy):
     # The cache is never carried from one call to the next: the second segment projects the
     # carried keys with the changed W^Y, as the plain step does.

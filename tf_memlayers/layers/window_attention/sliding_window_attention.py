@@ -295,8 +295,9 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
             Default: `None`.
         cache: Optional list of tensors, the loop cache (`loop_cache`): the window's keys
             already projected by W^Y. With it the step projects only its new key and
-            returns ``(output, new_states, new_cache)``. `ResettableRNN` passes it.
-            Default: `None` (the step projects the window's keys itself).
+            returns ``(output, new_states, new_cache)``. `ResettableRNN` passes it; a list
+            of another form is a `ValueError`. Default: `None` (the step projects the
+            window's keys itself).
 
     Example:
 
@@ -365,7 +366,9 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
 
     def call(self, inputs, states, training=None, reset=None, cache=None):
         cached = cache is not None
-        if not cached:
+        if cached:
+            cache = self._checked_cache(cache)
+        else:
             cache = self.loop_cache(states)
         h, new_cell_states, memory, (projected,) = self.run_cell(
             inputs, states, training, reset, cache
@@ -389,6 +392,20 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
         new_key = ops.matmul(key, self.memory_kernel)[:, None]
         new_projected = ops.concatenate([window_keys[:, 1:], new_key], axis=1)
         return output, new_states, [ops.reshape(new_projected, (-1, projected.shape[-1]))]
+
+    def _checked_cache(self, cache):
+        """``cache`` as a list, if it is what `loop_cache` returns: one tensor ``[batch,
+        window * attention width]``; else a `ValueError` naming what was given."""
+        width = self.window * self.memory_kernel.shape[-1]
+        cache = list(cache) if isinstance(cache, (list, tuple)) else [cache]
+        shapes = [tuple(getattr(item, "shape", ())) for item in cache]
+        if len(cache) != 1 or len(shapes[0]) != 2 or shapes[0][-1] not in (None, width):
+            raise ValueError(
+                f"{type(self).__name__}: `cache` must be what `loop_cache` returns, a list of "
+                f"one tensor [batch, {width}] (window {self.window} × attention width "
+                f"{self.memory_kernel.shape[-1]}), got shapes {shapes}."
+            )
+        return cache
 
     def get_config(self):
         config = super().get_config()
