@@ -383,9 +383,8 @@ def training_regime(row, settings):
     """What ended ``row``'s training, as far as it matters for comparing rows: the stopping
     rule or the run's epoch cap (``"run"``, the same for every row of this run), else the
     lower epoch cap of an earlier run that stopped it (``"cap <epochs>"``)."""
-    if stopped_by(row, settings["patience"]) == "patience":
-        return "run"
-    if row["epochs_trained"] >= settings["max_epochs"]:
+    stopping_rule = stopped_by(row, settings["patience"]) == "patience"
+    if stopping_rule or row["epochs_trained"] >= settings["max_epochs"]:
         return "run"
     return f"cap {row['epochs_trained']}"
 
@@ -422,6 +421,7 @@ def different_caps_note(rows, settings):
 
 def write_docs(report):
     s = report["settings"]
+    rows = in_model_order(report["rows"])
     caption = (
         f"{CORPUS_NAMES[report['corpus']]} word-level perplexity over the complete validation and "
         f"test splits, each model trained until its validation perplexity stopped improving "
@@ -435,13 +435,13 @@ def write_docs(report):
         "position: mean weight per window slot over validation text. The figures under the "
         "table show the validation perplexity per epoch and the attention by position."
         + DOCUMENT_RESETS.get(report["corpus"], "")
-        + capped_note(in_model_order(report["rows"]))
-        + different_caps_note(in_model_order(report["rows"]), s)
+        + capped_note(rows)
+        + different_caps_note(rows, s)
     )
     return update_docs(
         DOCS_BLOCKS[report["corpus"]],
         [row | {"stopped_by": stopped_by(row, s["patience"])}
-         for row in with_gain_over_lstm(in_model_order(report["rows"]), s)],
+         for row in with_gain_over_lstm(rows, s)],
         COLUMNS, caption,
         footer=figure_directives(report["corpus"]), insert_after=DOCS_BLOCKS["ptb"],
     )  # fmt: skip

@@ -166,15 +166,14 @@ def scan_loop(layer, sequences, initial_state, mask=None, reset=None, training=N
     no_output = ops.zeros((batch, cell.output_size), cell.compute_dtype)
     count = len(initial_state)
     cache = loop_cache(cell, initial_state)
-    if cache:
-        kwargs["cache"] = None  # set at every step
 
     def step(carry, step_inputs):
         states, previous = carry
         inputs, kept, flags = step_inputs
         if cache:
-            kwargs["cache"] = states[count:]
-            output, new_states, new_cache = cell(inputs, states[:count], reset=flags, **kwargs)
+            output, new_states, new_cache = cell(
+                inputs, states[:count], reset=flags, cache=states[count:], **kwargs
+            )
             new_states = [*new_states, *new_cache]
         else:
             output, new_states = cell(inputs, states, reset=flags, **kwargs)
