@@ -122,17 +122,18 @@ def attention_part_step(window, hidden=300, steps=20, batch=64):
     def tensor(*shape):
         return tf.constant(rng.normal(size=shape).astype("float32"))
 
-    keys, values = tensor(batch, window + steps, hidden), tensor(batch, window + steps, hidden)
-    query, projection = tensor(batch, steps, hidden), tensor(batch, steps, hidden)
+    keys, query = tensor(batch, window + steps, hidden), tensor(batch, steps, hidden)
+    carried, values = tensor(batch, window, hidden), tensor(batch, steps, hidden)
+    projection = tensor(batch, steps, hidden)
     valid = tf.concat([tf.zeros((batch, window)), tf.ones((batch, steps))], axis=1)
 
     @tf.function(jit_compile=True)
     def step():
         with tf.GradientTape() as tape:
-            tape.watch([keys, query, values])
-            context, _ = layer._attend_stream(keys, query, values, valid)
+            tape.watch([keys, query, carried, values])
+            context, _ = layer._attend_stream(keys, query, carried, values, valid)
             loss = tf.reduce_sum(context * projection)
-        return tape.gradient(loss, [keys, query, values, layer.score_vector])
+        return tape.gradient(loss, [keys, query, carried, values, layer.score_vector])
 
     def run():
         return [gradient.numpy() for gradient in step()]

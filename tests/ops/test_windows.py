@@ -29,12 +29,15 @@ def test_window_weighted_sum_matches_numpy_forward_and_gradients(window, steps):
     stream = RNG.normal(size=(2, window + steps, 5))
     probe = RNG.normal(size=(2, steps, 5))
 
-    got = ops.convert_to_numpy(windows.window_weighted_sum(weights, stream))
+    def weighted_sum(w, carried, steps_part):
+        return windows.window_weighted_sum(w, carried, steps_part)
+
+    got = ops.convert_to_numpy(weighted_sum(weights, stream[:, :window], stream[:, window:]))
     np.testing.assert_allclose(got, weighted_sum_reference(weights, stream), atol=1e-12)
 
-    _, _, (weights_grad, stream_grad) = gradients(
-        lambda w, s: ops.sum(windows.window_weighted_sum(w, s) * probe),
-        inputs=[weights, stream],
+    _, _, (weights_grad, carried_grad, steps_grad) = gradients(
+        lambda w, c, s: ops.sum(weighted_sum(w, c, s) * probe),
+        inputs=[weights, stream[:, :window], stream[:, window:]],
     )
     expected_weights_grad = np.zeros_like(weights)
     expected_stream_grad = np.zeros_like(stream)
@@ -43,7 +46,8 @@ def test_window_weighted_sum_matches_numpy_forward_and_gradients(window, steps):
             expected_weights_grad[:, r, i] = np.sum(probe[:, r] * stream[:, r + i], axis=-1)
             expected_stream_grad[:, r + i] += weights[:, r, i, None] * probe[:, r]
     np.testing.assert_allclose(weights_grad, expected_weights_grad, atol=1e-12)
-    np.testing.assert_allclose(stream_grad, expected_stream_grad, atol=1e-12)
+    np.testing.assert_allclose(carried_grad, expected_stream_grad[:, :window], atol=1e-12)
+    np.testing.assert_allclose(steps_grad, expected_stream_grad[:, window:], atol=1e-12)
 
 
 def test_window_weighted_sum_equals_the_offset_windows_product():
@@ -51,7 +55,7 @@ def test_window_weighted_sum_equals_the_offset_windows_product():
     stream = RNG.normal(size=(3, 21, 6)).astype("float32")
     windowed = ops.einsum("btl,btld->btd", weights, windows.offset_windows(stream, 4))
     np.testing.assert_allclose(
-        ops.convert_to_numpy(windows.window_weighted_sum(weights, stream)),
+        ops.convert_to_numpy(windows.window_weighted_sum(weights, stream[:, :4], stream[:, 4:])),
         ops.convert_to_numpy(windowed),
         atol=1e-5,
     )

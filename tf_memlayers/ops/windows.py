@@ -108,40 +108,52 @@ def _block_placement(window, block):
     return placement
 
 
-def window_weighted_sum(weights, stream):
-    """``out[:, r] = sum_i weights[:, r, i] * stream[:, r + i]``, without the windows.
+def window_weighted_sum(weights, carried, steps):
+    """``out[:, r] = sum_i weights[:, r, i] * stream[:, r + i]``, without the windows, where
+    ``stream = [carried ; steps]``.
 
-    The same as ``einsum("btl,btld->btd", weights, offset_windows(stream, L))`` but the
-    ``[B, T, L, width]`` windows are never built: the steps are cut into blocks of
-    ``C = max(L, 8)``, the weights of a block are placed into a banded ``[C, 2C]`` matrix
-    over the block and the one before it, and two batched matrix products read the stream.
-    Memory O(T·width) instead of O(T·L·width); the products add zeros outside the band.
+    The same as ``einsum("btl,btld->btd", weights, offset_windows(stream, L))`` but neither
+    the ``[B, T, L, width]`` windows nor the joined stream is built: the steps are cut into
+    blocks of ``C = max(L, 8)``, the weights of a block are placed into a banded ``[C, 2C]``
+    matrix over the block before it and its own, and batched matrix products read the blocks
+    of ``steps`` in place (the carried items form the block before the first). Memory
+    O(T·width) instead of O(T·L·width); the products add zeros outside the band.
 
     Args:
         weights: ``[B, T, L]``, L static.
-        stream: ``[B, L + T, width]`` of the dtype of ``weights``, width static.
+        carried: ``[B, L, width]`` of the dtype of ``weights``: the L items before the steps.
+        steps: ``[B, T, width]`` of the dtype of ``weights``, width static.
 
     Returns:
         ``[B, T, width]``.
     """
     window = weights.shape[-1]
     block = max(window, 8)
-    batch, steps = ops.shape(weights)[:2]
-    width = stream.shape[-1]
-    blocks = (steps + block - 1) // block
-    tail = blocks * block - steps
+    batch, length = ops.shape(weights)[:2]
+    width = steps.shape[-1]
+    blocks = (length + block - 1) // block
+    tail = blocks * block - length
     weights = ops.pad(weights, [[0, 0], [0, tail], [0, 0]])
     weights = ops.reshape(weights, (batch, blocks, block, window))
     placement = ops.convert_to_tensor(_block_placement(window, block), weights.dtype)
     band = ops.einsum("bncl,clj->bncj", weights, placement)
-    # Stream index s sits at padded index s + C - L, so the window of row r (stream r .. r+L-1)
-    # lies in padded blocks r // C (previous) and r // C + 1 (own).
-    padded = ops.pad(stream, [[0, 0], [block - window, tail], [0, 0]])
-    padded = ops.reshape(padded, (batch, blocks + 1, block, width))
-    out = ops.matmul(band[..., :block], padded[:, :-1]) + ops.matmul(
-        band[..., block:], padded[:, 1:]
+    previous, own = band[..., :block], band[..., block:]
+    # Step s of the stream (carried items first) lies at row s + C - L of [carried block ;
+    # step blocks], so the window of step r lies in the block before r's and in r's own.
+    step_blocks = ops.reshape(
+        ops.pad(steps, [[0, 0], [0, tail], [0, 0]]), (batch, blocks, block, width)
     )
-    return ops.reshape(out, (batch, blocks * block, width))[:, :steps]
+    carried_block = ops.expand_dims(ops.pad(carried, [[0, 0], [block - window, 0], [0, 0]]), 1)
+    # Every product reads whole operands (slicing the step blocks would copy them): the band
+    # of block k + 1 over block k is computed at k and moved to k + 1 afterwards.
+    from_previous = ops.matmul(
+        ops.pad(previous[:, 1:], [[0, 0], [0, 1], [0, 0], [0, 0]]), step_blocks
+    )
+    from_carried = ops.matmul(previous[:, :1], carried_block)
+    out = ops.matmul(own, step_blocks) + ops.concatenate(
+        [from_carried, from_previous[:, :-1]], axis=1
+    )
+    return ops.reshape(out, (batch, blocks * block, width))[:, :length]
 
 
 class Documents:

@@ -204,21 +204,25 @@ class WindowAttentionMechanism:
         context = ops.einsum("...l,...ld->...d", weights, window_values)
         return context, alpha
 
-    def _attend_stream(self, key_stream, query, value_stream, valid_stream, documents=None):
+    def _attend_stream(
+        self, key_stream, query, carried_values, step_values, valid_stream, documents=None
+    ):
         """Eqs (2)-(4) for all steps at once, the parallel form of `_attend`.
 
         ``key_stream`` ``[B, L + T, a]`` (memory then steps) already projected by W^Y,
-        ``query`` ``[B, T, a]`` projected by W^h, ``value_stream`` ``[B, L + T, dv]``,
-        ``valid_stream`` ``[B, L + T]``; step r attends stream positions r .. r + L - 1.
+        ``query`` ``[B, T, a]`` projected by W^h, the value stream in its two parts (the
+        memory's ``carried_values`` ``[B, L, dv]`` and ``step_values`` ``[B, T, dv]``, so
+        the wide stream is never joined), ``valid_stream`` ``[B, L + T]``; step r attends
+        stream positions r .. r + L - 1.
         The scores read the windows of the narrow projected keys ``[B, T, L, a]``, so the
         query, bias and score vector each enter the graph once (the sum of the gradients of L
         separate uses of one tensor depended, in its last bits, on the order in which
         TensorFlow's executor ran them). The context is `windows.window_weighted_sum` over
-        the value stream: no ``[B, T, L, dv]`` window of values is built; a value stream
-        already multiplied by W^r (`_project_values`) gives W^r r_t. With
+        the value stream: no ``[B, T, L, dv]`` window of values is built; values already
+        multiplied by W^r (`_project_values`) give W^r r_t. With
         ``documents`` (a `windows.Documents`), a window position of another document than
         its step is what a fresh stream has there: a zero key and value, and invalid.
-        Returns ``(r [B, T, width of value_stream], alpha [B, T, L])``.
+        Returns ``(r [B, T, width of the values], alpha [B, T, L])``.
         """
         L = self.window
         window_keys = windows.offset_windows(key_stream, L)
@@ -228,21 +232,21 @@ class WindowAttentionMechanism:
             if valid is not None:
                 valid = documents.keep(documents.same, valid)
         alpha = self._window_alpha(window_keys, query, valid)
-        weights = ops.cast(alpha, value_stream.dtype)
+        weights = ops.cast(alpha, step_values.dtype)
         if documents is not None:
             # A zero value adds nothing: drop the other documents' values from the sum.
             weights = documents.keep(documents.same, weights)
-        return windows.window_weighted_sum(weights, value_stream), alpha
+        return windows.window_weighted_sum(weights, carried_values, step_values), alpha
 
-    def _project_values(self, value_stream):
+    def _project_values(self, values):
         """Whether the sequence form multiplies the values by W^r before the weighted sum.
 
         Eq. (5)'s ``W^r r_t`` equals ``sum_i alpha_ti (W^r y_i)``, so the product can run once
-        over the stream of values, beside eq. (2)'s projection of the same stream, instead of
+        over the values, beside eq. (2)'s projection of the same stream, instead of
         over the contexts. It is chosen when it does not widen the weighted sum (the output is
         at most as wide as the values).
         """
-        return self.output_units <= value_stream.shape[-1]
+        return self.output_units <= values.shape[-1]
 
     def _combine(self, projected_context, predict):
         """Eq. (5): h*_t = tanh(W^r r_t + W^x p_t), from ``projected_context`` = W^r r_t."""

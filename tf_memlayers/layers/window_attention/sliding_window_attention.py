@@ -187,11 +187,13 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
 
         valid_stream = stream(memory_valid, real)
         project = self._project_values(value)
+        values = (memory_values, value)
+        if project:
+            values = tuple(ops.matmul(part, self.context_kernel) for part in values)
         context, alpha = self._attend_stream(
             projected_stream(memory_keys, key, self.memory_kernel),
             ops.matmul(key, self.query_kernel),
-            projected_stream(memory_values, value, self.context_kernel)
-            if project else stream(memory_values, value),
+            *values,
             valid_stream,
             documents,
         )
