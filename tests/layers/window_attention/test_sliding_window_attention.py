@@ -539,6 +539,27 @@ def test_no_gradient_flows_into_carried_memory(float64_policy):
     assert np.all(memory_grad == 0.0)
 
 
+@pytest.mark.parametrize(
+    "mode, units", [("attention", None), ("key_value", 9)]  # values projected before / after
+)
+def test_a_fresh_memory_equals_explicit_zeros_forward_and_gradients(float64_policy, mode, units):
+    # Without initial_memory the carried part is not projected (zeros project to zeros).
+    x = attention_inputs(batch=2, steps=7)
+    layer = SlidingWindowAttention(3, mode=mode, units=units, pad="zeros", use_bias=True)
+    zeros = np.zeros((2, layer_memory_size(layer, x)))
+    random_weights(layer)
+    results = [
+        gradients(lambda h: ops.sum(layer(h, **call) * np.cos(np.arange(7))[:, None]),
+                  layer.trainable_weights, [x])
+        for call in ({}, {"initial_memory": zeros})
+    ]  # fmt: skip
+    (fresh_loss, fresh_weights, fresh_inputs), (loss, weight_grads, input_grads) = results
+    np.testing.assert_allclose(fresh_loss, loss, atol=1e-12)
+    for got, expected in zip(fresh_weights + fresh_inputs, weight_grads + input_grads):
+        np.testing.assert_allclose(got, expected, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(layer(x)), np.asarray(layer(x, initial_memory=zeros)))
+
+
 def layer_memory_size(layer, x):
     layer.build(x.shape)
     return layer.memory_size

@@ -181,15 +181,26 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
         def stream(carried, steps):
             return ops.concatenate([carried, steps], axis=1)
 
+        # Without initial_memory a layer that is not stateful starts from zeros, which every
+        # product maps to zeros: the carried part then needs none.
+        fresh = initial_memory is None and not self.stateful
+
+        def project(carried, kernel):
+            if fresh:
+                shape = (ops.shape(carried)[0], carried.shape[1], kernel.shape[-1])
+                return ops.zeros(shape, carried.dtype)
+            return ops.matmul(carried, kernel)
+
         def projected_stream(carried, steps, kernel):
             # Each part is projected before they are joined: no copy of the wide stream.
-            return stream(ops.matmul(carried, kernel), ops.matmul(steps, kernel))
+            return stream(project(carried, kernel), ops.matmul(steps, kernel))
 
         valid_stream = stream(memory_valid, real)
-        project = self._project_values(value)
+        project_values = self._project_values(value)
         values = (memory_values, value)
-        if project:
-            values = tuple(ops.matmul(part, self.context_kernel) for part in values)
+        if project_values:
+            values = (project(memory_values, self.context_kernel),
+                      ops.matmul(value, self.context_kernel))
         context, alpha = self._attend_stream(
             projected_stream(memory_keys, key, self.memory_kernel),
             ops.matmul(key, self.query_kernel),
@@ -197,7 +208,7 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
             valid_stream,
             documents,
         )
-        if not project:
+        if not project_values:
             context = ops.matmul(context, self.context_kernel)
         outputs = compaction.restore(self._combine(context, predict))
         alpha = compaction.restore(alpha)
