@@ -167,6 +167,18 @@ class MemorySequenceLayer(keras.layers.Layer):
         """Alias of `reset_state`."""
         self.reset_state()
 
+    def starts_from_zeros(self, initial_memory=None):
+        """Whether a call with this ``initial_memory`` starts from the zero memory: none given
+        and no stored memory (the layer is not stateful).
+
+        Args:
+            initial_memory: The call's ``initial_memory`` argument, or `None`.
+
+        Returns:
+            Python bool, known when the call is traced.
+        """
+        return initial_memory is None and self.memory is None
+
     def incoming_memory(self, inputs, initial_memory=None):
         """The memory this call starts from, in the dtype of ``inputs``, without gradient.
 
@@ -179,6 +191,8 @@ class MemorySequenceLayer(keras.layers.Layer):
         Returns:
             A tensor ``[batch, memory_size]``.
         """
+        if self.starts_from_zeros(initial_memory):
+            return ops.zeros((ops.shape(inputs)[0], self.memory_size), inputs.dtype)
         if initial_memory is not None:
             memory = ops.convert_to_tensor(initial_memory)
             owner = type(self).__name__
@@ -188,10 +202,8 @@ class MemorySequenceLayer(keras.layers.Layer):
                     f"{owner}: `initial_memory` must have width {self.memory_size} (the "
                     f"layer's memory_size), got shape {tuple(memory.shape)}."
                 )
-        elif self.memory is not None:
-            memory = self.memory.value
         else:
-            return ops.zeros((ops.shape(inputs)[0], self.memory_size), inputs.dtype)
+            memory = self.memory.value
         return ops.stop_gradient(ops.cast(memory, inputs.dtype))
 
     def keep_memory(self, new_memory):

@@ -181,9 +181,8 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
         def stream(carried, steps):
             return ops.concatenate([carried, steps], axis=1)
 
-        # Without initial_memory a layer that is not stateful starts from zeros, which every
-        # product maps to zeros: the carried part then needs none.
-        fresh = initial_memory is None and not self.stateful
+        # A call that starts from the zero memory needs no product of it: zeros map to zeros.
+        fresh = self.starts_from_zeros(initial_memory)
 
         def project(carried, kernel):
             if fresh:
