@@ -9,7 +9,13 @@ loss, for T = 20, 100, 400, 1000 and 2000, the variants interleaved in one proce
   projections (W^Y and W^h, width × 32) and eq. (5)'s two width × width products (W^r, W^x).
   Nothing the layer does can cost less than these products;
 * ``mha``: Keras's `MultiHeadAttention` (one head, ``sliding_window=window + 1``, causal mask:
-  step t sees t - window .. t) with ``key_dim`` chosen so that its weights number as ours.
+  step t sees t - window .. t) with ``key_dim`` chosen so that its weights number as ours;
+* ``ours`` with parts of the attention replaced by an elementwise stand-in of the same inputs
+  and output shape, which costs next to nothing: without eq. (4)'s weighted sum, without the
+  scores (eqs (2)-(3): ``tanh``, ``w`` and the softmax), and without both. What each
+  replacement saves, over the floor's time, is what that part costs above the floor; what
+  is left without both is the rest (the windows of the keys, the validity, the joins and
+  eq. (5)'s ``tanh``).
 
 Each row reports the median step times, the ratios ``ours / floor`` and ``ours / mha`` (the
 median of the per-round ratios), the working memory of each variant's step (the temporary
@@ -25,6 +31,7 @@ Usage::
 """
 
 import argparse
+import contextlib
 import json
 
 import numpy as np
@@ -33,6 +40,12 @@ from benchmarks import matmul_peak, peak_memory, timing
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 
 VARIANTS = ("ours", "floor", "mha")
+#: The variants of ours with parts replaced by stand-ins, and the parts each replaces.
+PARTS = {
+    "ours_without_weighted_sum": ("weighted_sum",),
+    "ours_without_scores": ("scores",),
+    "ours_without_both": ("weighted_sum", "scores"),
+}
 
 
 def ours_weights(width, attention_units):
@@ -50,7 +63,7 @@ def variant_products(variant, rows, width, attention_units, key_dim, steps, wind
     """``(rows, inner, columns)`` of the matrix products of one forward pass of a variant,
     followed by the ``Dense(width)``; ``rows`` is batch × T."""
     dense = [(rows, width, width)]
-    if variant in ("ours", "floor"):
+    if variant in ("ours", "floor", *PARTS):
         return dense + [(rows, width, attention_units)] * 2 + [(rows, width, width)] * 2
     batch = rows // steps
     # Q, K, V and the output projection; the T × T scores and their weighted sum.
@@ -64,7 +77,7 @@ def _layer(variant, window, attention_units, key_dim):
     from benchmarks.speed.window_attention import peer_layer
 
     ops = keras.ops
-    if variant == "ours":
+    if variant == "ours" or variant in PARTS:
         return peer_layer("ours", window, attention_units)
     if variant == "mha":
         return peer_layer("mha", window, key_dim)
@@ -91,6 +104,46 @@ def _layer(variant, window, attention_units, key_dim):
 
     layer = Floor()
     return layer, layer
+
+
+@contextlib.contextmanager
+def stand_ins(parts):
+    """While active, the named ``parts`` of `SlidingWindowAttention`'s sequence form are
+    replaced by elementwise stand-ins that read the same inputs and give the same shapes:
+    ``"weighted_sum"`` (eq. (4), `windows.window_weighted_sum`) and ``"scores"`` (eqs
+    (2)-(3), `WindowAttentionMechanism._window_alpha`). A step traced inside keeps them."""
+    from keras import ops
+
+    from tf_memlayers.layers.window_attention import mechanism
+    from tf_memlayers.ops import windows
+
+    def weighted_sum(weights, carried, steps):
+        return steps * ops.sum(weights, axis=-1, keepdims=True)
+
+    def window_alpha(layer, window_keys, query, window_valid):
+        return (ops.sum(window_keys, axis=-1) + ops.sum(query, axis=-1, keepdims=True)
+                + ops.sum(layer.score_vector))  # fmt: skip
+
+    saved = windows.window_weighted_sum, mechanism.WindowAttentionMechanism._window_alpha
+    if "weighted_sum" in parts:
+        windows.window_weighted_sum = weighted_sum
+    if "scores" in parts:
+        mechanism.WindowAttentionMechanism._window_alpha = window_alpha
+    try:
+        yield
+    finally:
+        windows.window_weighted_sum, mechanism.WindowAttentionMechanism._window_alpha = saved
+
+
+def compiled_step(variant, steps, batch, width, window, attention_units, key_dim):
+    """`training_step` of ``variant``, traced and compiled (with the stand-ins of a variant of
+    `PARTS`); returns ``(run, weights)``."""
+    with stand_ins(PARTS.get(variant, ())):
+        run, weights = training_step(
+            variant, steps, batch, width, window, attention_units, key_dim
+        )
+        timing.wait_for(run())  # trace and compile before timing
+    return run, weights
 
 
 def training_step(variant, steps, batch, width, window, attention_units, key_dim):
@@ -143,11 +196,10 @@ def bench(args):
     rows = []
     for steps in args.lengths:
         runners, weights = {}, {}
-        for variant in VARIANTS:
-            run, weights[variant] = training_step(variant, steps, args.batch, args.width,
-                                                  args.window, args.attention_units, key_dim)
-            timing.wait_for(run())  # trace and compile before timing
-            runners[variant] = run
+        for variant in (*VARIANTS, *PARTS):
+            runners[variant], weights[variant] = compiled_step(
+                variant, steps, args.batch, args.width, args.window, args.attention_units,
+                key_dim)  # fmt: skip
         samples = timing.interleaved(runners, args.rounds)
         medians, ratios = timing.medians(samples), timing.median_ratio(samples, "ours")
         row = {"T": steps, "rounds": args.rounds, "peak_gflops": round(peak, 1)}
@@ -161,6 +213,14 @@ def bench(args):
             row[f"{variant}_peak_share"] = flops / (medians[variant] * 1e6) / peak
         row["ours_over_floor"] = round(1 / ratios["floor"], 3)
         row["ours_over_mha"] = round(1 / ratios["mha"], 3)
+        # What each part costs above the floor, in units of the floor's time: the time its
+        # stand-in saves; the rest is what remains above the floor without both parts.
+        for variant, name in zip(PARTS, ("weighted_sum", "scores", "attention")):
+            row[f"{variant}_ms"] = round(medians[variant], 3)
+            row[f"{name}_over_floor"] = round(
+                (medians["ours"] - medians[variant]) / medians["floor"], 3)
+        row["rest_over_floor"] = round(
+            (medians["ours_without_both"] - medians["floor"]) / medians["floor"], 3)
         if not args.skip_memory:
             for variant in VARIANTS:
                 row[f"{variant}_xla_buffers_mib"] = xla_buffers(variant, steps, args, key_dim)
@@ -184,6 +244,10 @@ def write_docs(results):
         ("mha_ms", "MHA, equal weights (ms)"),
         ("ours_over_floor", "ours / floor"),
         ("ours_over_mha", "ours / MHA"),
+        ("weighted_sum_over_floor", "eq. (4) sum / floor"),
+        ("scores_over_floor", "scores / floor"),
+        ("attention_over_floor", "both / floor"),
+        ("rest_over_floor", "rest / floor"),
         ("ours_xla_buffers_mib", "ours: XLA buffers (MiB)"),
         ("mha_xla_buffers_mib", "MHA: XLA buffers (MiB)"),
         ("ours_over_mha_buffers", "buffers: ours / MHA"),
@@ -205,7 +269,10 @@ def write_docs(results):
         "is the step's matrix-product arithmetic over its time, against this machine's float32 "
         f"product rate measured in the same process ({peak} GFLOP/s). XLA buffers: the "
         "temporary buffers XLA assigns to the compiled step (Keras on JAX, in a child process), "
-        "its working memory beyond weights and inputs. Targets: ours / floor ≤ 1.25 and ours / "
+        "its working memory beyond weights and inputs. The parts: what the step saves when eq. "
+        "(4)'s weighted sum, the scores (eqs (2)-(3)) or both are replaced by an elementwise "
+        "stand-in of the same shapes, over the floor's time; the rest is what remains above the "
+        "floor without both (the key windows, the validity, the joins, eq. (5)'s tanh). Targets: ours / floor ≤ 1.25 and ours / "
         "MHA ≤ 0.9 at every T; buffers at T = 2000 ≤ ¼ of MHA's.",
         insert_after="window-attention-vs-peers",
     )

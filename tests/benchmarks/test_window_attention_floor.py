@@ -49,6 +49,29 @@ def test_a_run_reports_every_variant_and_its_share_of_the_peak(capsys, tmp_path)
         assert 0 < row[f"{variant}_peak_share"]
     assert row["ours_gflop"] == row["floor_gflop"]
     assert row["ours_over_floor"] > 0 and row["ours_over_mha"] > 0
+    for variant, part in zip(_benchmark().PARTS, ("weighted_sum", "scores", "attention")):
+        assert row[f"{variant}_ms"] > 0
+        saved = (row["ours_ms"] - row[f"{variant}_ms"]) / row["floor_ms"]
+        assert row[f"{part}_over_floor"] == pytest.approx(saved, abs=0.01)
+    rest = (row["ours_without_both_ms"] - row["floor_ms"]) / row["floor_ms"]
+    assert row["rest_over_floor"] == pytest.approx(rest, abs=0.01)
+
+
+def test_the_stand_ins_replace_their_parts_only_while_active():
+    import numpy as np
+
+    from tf_memlayers import SlidingWindowAttention
+
+    floor = _benchmark()
+    layer = SlidingWindowAttention(window=3, attention_units=4)
+    inputs = np.random.default_rng(0).normal(size=(2, 7, 8)).astype("float32")
+    expected = np.asarray(layer(inputs))
+    for parts in floor.PARTS.values():
+        with floor.stand_ins(parts):
+            replaced = np.asarray(layer(inputs))
+        assert replaced.shape == expected.shape
+        assert not np.allclose(replaced, expected), parts
+        np.testing.assert_array_equal(np.asarray(layer(inputs)), expected)
 
 
 def test_xla_buffers_come_from_a_jax_child_and_grow_with_the_length():
