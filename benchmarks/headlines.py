@@ -30,9 +30,11 @@ def lm_headline(ptb_rows):
     lower epoch cap), each score names its model's epochs."""
     lm = sorted(ptb_rows, key=lambda row: row["test_perplexity"])
     epochs = sorted({row["epochs_trained"] for row in lm})
+    # The budget is the LSTM's: every memory model takes the width closest to it.
+    lstm = [row for row in lm if row["model"] == "lstm"]
+    budget = f"the LSTM's {lstm[0]['parameters']:,}" if lstm else f"{lm[0]['parameters']:,}"
     comparison = (
-        f"PTB word-level test perplexity, equal parameter budget ({lm[0]['parameters']:,} "
-        "weights), "
+        f"PTB word-level test perplexity, equal parameter budget ({budget} weights), "
         + (f"{epochs[0]} epochs" if len(epochs) == 1 else "each model's epochs in brackets")
     )
     result = ", ".join(

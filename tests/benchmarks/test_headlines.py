@@ -25,11 +25,14 @@ def test_lm_headline_names_each_models_epochs_when_they_differ():
     lm_headline = load_script("benchmarks", "headlines").lm_headline
     row = {"parameters": 4000, "epochs_trained": 15}
     same = [row | {"model": "lstm", "test_perplexity": 120.0},
-            row | {"model": "ngram", "test_perplexity": 110.04}]  # fmt: skip
+            row | {"model": "ngram", "test_perplexity": 110.04, "parameters": 3990}]  # fmt: skip
     assert lm_headline(same) == (
-        "PTB word-level test perplexity, equal parameter budget (4,000 weights), 15 epochs",
+        "PTB word-level test perplexity, equal parameter budget (the LSTM's 4,000 weights), "
+        "15 epochs",
         "ngram 110.0, lstm 120.0",
     )
+    # Without the LSTM's row, the best model's count.
+    assert "budget (3,990 weights)" in lm_headline(same[1:])[0]
     mixed = [same[0] | {"epochs_trained": 40}, same[1]]
     comparison, result = lm_headline(mixed)
     assert comparison.endswith("each model's epochs in brackets")
