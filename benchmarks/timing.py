@@ -1,8 +1,9 @@
 """The benchmarks' one timing helper: wall-clock milliseconds of calls, medians and ratios.
 
 Every benchmark times the same way: `elapsed_ms` wraps one call in `time.perf_counter` and
-waits for its result (TensorFlow may return before a tensor is computed, so anything with a
-``.numpy()`` method is fetched before the clock stops). `median_ms` repeats one call;
+waits for its result (TensorFlow and JAX may return before a tensor is computed, so a JAX
+array is waited for and anything else with a ``.numpy()`` method is fetched before the clock
+stops). `median_ms` repeats one call;
 `interleaved` times several runners back to back in each round, so load that drifts on a shared
 machine hits every runner of a round alike; `median_ratio` then compares runners round by round
 (the median of the per-round ratios), which cancels that drift, and `medians` summarises each
@@ -25,14 +26,17 @@ __all__ = ["elapsed_ms", "interleaved", "median_ms", "median_ratio", "medians", 
 
 
 def wait_for(value):
-    """Fetches every tensor in ``value`` (anything with ``.numpy()``, also inside lists, tuples
-    and dicts), so the work that computes it is finished; returns ``value`` unchanged."""
+    """Waits for every tensor in ``value`` (a JAX array, or anything with ``.numpy()``; also
+    inside lists, tuples and dicts), so the work that computes it is finished; returns
+    ``value`` unchanged."""
     if isinstance(value, dict):
         for item in value.values():
             wait_for(item)
     elif isinstance(value, (list, tuple)):
         for item in value:
             wait_for(item)
+    elif hasattr(value, "block_until_ready"):  # a JAX array: wait, without a copy to the host
+        value.block_until_ready()
     elif hasattr(value, "numpy"):
         value.numpy()
     return value

@@ -125,6 +125,16 @@ class PassThroughCell(keras.layers.Layer):
         return {**super().get_config(), "units": self.units}
 
 
+def keras_lstm(units, **kwargs):
+    """``keras.layers.LSTM(units, **kwargs)`` as the package's builders make it: with cuDNN
+    only where it computes right in the LSTM's dtype (`tf_memlayers.lstm_use_cudnn`; on a
+    GPU, JAX's cuDNN LSTM computes float32 only)."""
+    from tf_memlayers import lstm_use_cudnn
+
+    policy = keras.dtype_policies.get(kwargs.get("dtype") or keras.config.dtype_policy())
+    return keras.layers.LSTM(units, use_cudnn=lstm_use_cudnn(policy.compute_dtype), **kwargs)
+
+
 def masked_rnn(rnn, sequences, mask, **kwargs):
     """``rnn(sequences, mask=mask, **kwargs)`` with TensorFlow's masking on every backend.
 

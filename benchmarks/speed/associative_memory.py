@@ -22,7 +22,7 @@ import os
 
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from benchmarks import matmul_peak, peak_memory, timing  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs
@@ -32,7 +32,6 @@ from tf_memlayers.layers import (  # noqa: E402
     DualAssociativeGRUCell,
 )
 from tf_memlayers.models.snli import build_snli_model, compile_snli_model  # noqa: E402
-from examples.harness import options  # noqa: E402
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers_benchmarks")
@@ -60,17 +59,19 @@ class WordByWordAttentionCell(keras.layers.Layer):
 
     def call(self, inputs, states, training=None):
         h, flat = states
-        premise = tf.reshape(flat, (-1, self.premise_length, self.units))
-        m = tf.tanh(tf.einsum("blk,kj->blj", premise, self.w_y) + (h @ self.w_h)[:, None, :])
-        alpha = tf.nn.softmax(tf.squeeze(m @ self.w, -1), axis=-1)
-        read = tf.einsum("bl,blk->bk", alpha, premise)
-        output, new = self.gru(tf.concat([inputs, read], 1), [h])
+        premise = ops.reshape(flat, (-1, self.premise_length, self.units))
+        m = ops.tanh(ops.einsum("blk,kj->blj", premise, self.w_y) + (h @ self.w_h)[:, None, :])
+        alpha = ops.softmax(ops.squeeze(m @ self.w, -1), axis=-1)
+        read = ops.einsum("bl,blk->bk", alpha, premise)
+        output, new = self.gru(ops.concatenate([inputs, read], 1), [h])
         return output, [new[0], flat]
 
 
 def _train_step(layer_fn, inputs, extra=None, jit_compile=False, run_once=True, layers=None):
     """A traced training step of ``layer_fn()`` (run once unless ``run_once=False``); the
     layer is appended to ``layers`` when given."""
+    import tensorflow as tf  # the timed steps are TensorFlow's
+
     layer = layer_fn()
     if layers is not None:
         layers.append(layer)
@@ -93,6 +94,8 @@ def _train_step(layer_fn, inputs, extra=None, jit_compile=False, run_once=True, 
 
 
 def speed_vs_gru(batch, steps, units, copies, rounds, jit_compile=False):
+    import tensorflow as tf  # the timed steps are TensorFlow's
+
     x = tf.random.normal((batch, steps, units))
     variants = {"GRU": lambda: keras.layers.GRU(units)}
     for c in (copies, 1):
@@ -136,6 +139,8 @@ def hypothesis_steps_for(batch, hypothesis_steps, units, copies, length, run_onc
     """``{"dual": step, "attention": step}``: training steps over the hypothesis, reading a
     premise memory (Dual AM-GRU) or ``length`` premise outputs (word-by-word attention). The
     two layers are appended to ``layers`` when given (dual first)."""
+    import tensorflow as tf  # the timed steps are TensorFlow's
+
     x = tf.random.normal((batch, hypothesis_steps, units))
     memory = tf.random.normal((batch, units * copies)) * 0.1
     premise = tf.random.normal((batch, length * units))
@@ -159,6 +164,8 @@ def hypothesis_steps_for(batch, hypothesis_steps, units, copies, length, run_onc
 
 def memory_child(spec):
     """Runs in a subprocess (``--child``): time and peak memory of one model's step."""
+    import tensorflow as tf  # the timed steps are TensorFlow's
+
     keras.utils.set_random_seed(0)
     steps = hypothesis_steps_for(
         spec["batch"], spec["hypothesis_steps"], spec["units"], spec["copies"], spec["length"],
@@ -275,6 +282,8 @@ def snli_model_steps(rounds, peak, batch=50, premise_length=25, hypothesis_lengt
 
 
 def parse_args(argv=None):
+    from examples.harness import options
+
     parser = options.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,

@@ -78,6 +78,7 @@ def lm_model(variant, vocab=10000, hidden=300, steps=20, batch=64):
     keras = _keras()
     from tf_memlayers.layers import ResettableRNN
     from tf_memlayers.models.language_model import MEMORY_KINDS
+    from tf_memlayers.layers import lstm_use_cudnn
 
     if variant not in LM_VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; the variants are {list(LM_VARIANTS)}")
@@ -91,7 +92,9 @@ def lm_model(variant, vocab=10000, hidden=300, steps=20, batch=64):
         cell = memory.cell(keras.layers.LSTMCell(hidden), hidden, ngram, **sized)
         h = ResettableRNN(cell, return_sequences=True)(h)
     else:
-        h = keras.layers.LSTM(hidden, return_sequences=True)(h)
+        # cuDNN where it computes this dtype right, as the language-model builder decides.
+        use_cudnn = lstm_use_cudnn()
+        h = keras.layers.LSTM(hidden, return_sequences=True, use_cudnn=use_cudnn)(h)
         if memory.layer is not None:
             h = memory.layer(hidden, ngram, False, **sized)(h)
     model = keras.Model(inputs, keras.layers.Dense(vocab)(h))

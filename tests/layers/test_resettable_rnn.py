@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from conftest import BACKEND, tensorflow_only
+from conftest import BACKEND, keras_lstm, tensorflow_only
 from layer_registry import (
     CELL_SPEC,
     INPUT_DIM,
@@ -163,7 +163,7 @@ def test_packed_documents_equal_separate_runs(float64_policy, name, unroll):
 def test_without_reset_it_is_keras_rnn_and_lstm(float64_policy):
     x = RNG.normal(size=(B, T, F))
     rnn = ResettableRNN(keras.layers.LSTMCell(4), return_sequences=True)
-    lstm = keras.layers.LSTM(4, return_sequences=True)
+    lstm = keras_lstm(4, return_sequences=True)
     lstm.build(x.shape)
     rnn.build(x.shape)
     rnn.set_weights(lstm.get_weights())

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 from keras.src import testing
+from conftest import keras_lstm
 from layer_registry import Declaration
 
 from tf_memlayers import TiedEmbedding
@@ -12,7 +13,7 @@ from tf_memlayers import TiedEmbedding
 def _tied_language_model(tokens, masked, vocabulary):
     """Embedding, LSTM, and the embedding's transpose as the output layer (weight tying)."""
     embedding = TiedEmbedding(vocabulary, 4, mask_zero=masked)
-    features = keras.layers.LSTM(4, return_sequences=True)(embedding(tokens))
+    features = keras_lstm(4, return_sequences=True)(embedding(tokens))
     return keras.layers.Activation("linear", dtype="float32")(embedding(features, reverse=True))
 
 

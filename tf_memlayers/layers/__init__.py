@@ -11,6 +11,7 @@ from tf_memlayers.layers.associative_memory.dual_am_gru import (
     premise_sharing_clone_function,
 )
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.layers.cudnn import lstm_use_cudnn
 from tf_memlayers.layers.dropout import PhiloxDropout
 from tf_memlayers.layers.window_attention.key_value_predict_split import KeyValuePredictSplit
 from tf_memlayers.layers.window_attention.ngram import NGramConcat, NGramConcatCell
@@ -38,5 +39,6 @@ __all__ = [
     "SlidingWindowAttention",
     "SlidingWindowAttentionCell",
     "TiedEmbedding",
+    "lstm_use_cudnn",
     "premise_sharing_clone_function",
 ]

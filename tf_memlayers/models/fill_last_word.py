@@ -30,6 +30,7 @@ import numpy as np
 from tf_memlayers._validation import check_bool, check_choice, check_int
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.layers.cudnn import lstm_use_cudnn
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
 POOLINGS = ("last", "attention")
@@ -182,11 +183,12 @@ def build_fill_last_word_model(
         embedding.set_weights([embedding_matrix])
     # Keras's LSTM defaults are the reference's TF1 LSTMCell: Glorot kernels, forget bias 1.
     # cuDNN takes right-padded masks only, and these contexts are left-padded: with the mask,
-    # a GPU runs Keras's own loop.
+    # a GPU runs Keras's own loop (and so it does in a dtype JAX's cuDNN LSTM cannot take).
+    use_cudnn = lstm_use_cudnn()
     sequences = keras.layers.LSTM(
         hidden,
         return_sequences=pooling == "attention",
-        use_cudnn=False if masked else "auto",
+        use_cudnn=False if masked else use_cudnn,
         name="encoder",
     )(embedded)
     if pooling == "last":

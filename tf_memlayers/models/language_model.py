@@ -35,6 +35,7 @@ from tf_memlayers.layers import (
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
     TiedEmbedding,
+    lstm_use_cudnn,
 )
 from tf_memlayers.losses import LOSS_REDUCTIONS, SequenceCrossentropy  # noqa: F401  (re-exported)
 from tf_memlayers.metrics import Perplexity
@@ -153,7 +154,10 @@ def _lstm_cell(hidden, init, forget_bias, recurrent_dropout, name):
 
 def _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, name):
     options = _lstm_options(hidden, init, forget_bias, recurrent_dropout, name)
-    return keras.layers.LSTM(return_sequences=True, stateful=stateful, **options)
+    use_cudnn = lstm_use_cudnn()
+    return keras.layers.LSTM(
+        return_sequences=True, stateful=stateful, use_cudnn=use_cudnn, **options
+    )
 
 
 def _default_units(kind, hidden, ngram, sizes, units, tie_weights, embedding_dim):

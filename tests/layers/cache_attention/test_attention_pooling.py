@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 import pytest
+from conftest import keras_lstm
 from layer_registry import Declaration
 
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
@@ -29,7 +30,7 @@ DECLARATIONS = (
         journeys={
             "AttentionPooling": (
                 "pooled",
-                lambda e: AttentionPooling(4)(keras.layers.LSTM(8, return_sequences=True)(e)),
+                lambda e: AttentionPooling(4)(keras_lstm(8, return_sequences=True)(e)),
             ),
         },
         nan_padding={

@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 import pytest
+from conftest import keras_lstm
 from layer_registry import Declaration
 
 from tf_memlayers import KeyValuePredictSplit
@@ -37,7 +38,7 @@ DECLARATIONS = (
                 lambda e: keras.layers.Concatenate()(
                     list(
                         KeyValuePredictSplit("key_value_predict", sizes=(4, 2, 2))(
-                            keras.layers.LSTM(8, return_sequences=True)(e)
+                            keras_lstm(8, return_sequences=True)(e)
                         )[1:]
                     )
                 ),

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from conftest import BACKEND, gradients
+from conftest import BACKEND, gradients, keras_lstm
 from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
 from tf_memlayers import NGramConcat, NGramConcatCell
 from test_sliding_window_attention import PassThroughCell, holes_and_right_padding, loss_and_grads
@@ -44,7 +44,7 @@ DECLARATIONS = (
         journeys={
             "NGramConcat": (
                 "step",
-                lambda e: NGramConcat(3, 6)(keras.layers.LSTM(8, return_sequences=True)(e)),
+                lambda e: NGramConcat(3, 6)(keras_lstm(8, return_sequences=True)(e)),
             ),
         },
         nan_padding={
@@ -151,7 +151,7 @@ def test_piece_i_comes_from_output_at_t_minus_i_plus_1(float64_policy):
 
 def build_pair(n, sizes, units=6, width=12, features=5):
     """An LSTM + parallel layer and an RNN(cell form) with identical weights."""
-    lstm = keras.layers.LSTM(width, return_sequences=True)
+    lstm = keras_lstm(width, return_sequences=True)
     parallel = NGramConcat(n, units, sizes=sizes, use_bias=True)
     cell = NGramConcatCell(keras.layers.LSTMCell(width), n, units, sizes=sizes, use_bias=True)
     rnn = keras.layers.RNN(cell, return_sequences=True)
@@ -317,7 +317,7 @@ def small_language_model(probe=False):
     """Logits; with ``probe`` also h*_t."""
     inputs = keras.Input((8,), dtype="int32")
     h = keras.layers.Embedding(20, 6)(inputs)
-    h = keras.layers.LSTM(9, return_sequences=True)(h)
+    h = keras_lstm(9, return_sequences=True)(h)
     h_star = NGramConcat(4, 6)(h)
     logits = keras.layers.Dense(20)(h_star)
     return keras.Model(inputs, [logits, h_star] if probe else logits)

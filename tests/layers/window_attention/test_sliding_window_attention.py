@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from conftest import BACKEND, PassThroughCell, gradients, masked_rnn
+from conftest import BACKEND, PassThroughCell, gradients, keras_lstm, masked_rnn
 from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
 from tf_memlayers import ResettableRNN, SlidingWindowAttention, SlidingWindowAttentionCell
 from tf_memlayers.layers import resettable_rnn
@@ -59,7 +59,7 @@ DECLARATIONS = (
             "SlidingWindowAttention": (
                 "step",
                 lambda e: SlidingWindowAttention(3, mode="key_value")(
-                    keras.layers.LSTM(8, return_sequences=True)(e)
+                    keras_lstm(8, return_sequences=True)(e)
                 ),
             ),
         },
@@ -246,7 +246,7 @@ def test_float32_matches_reference_to_1e5(mode, sizes):
 
 def build_pair(mode, sizes, window, pad, use_bias, units=12, features=5):
     """An LSTM + parallel layer and an RNN(cell form) with identical weights."""
-    lstm = keras.layers.LSTM(units, return_sequences=True)
+    lstm = keras_lstm(units, return_sequences=True)
     parallel = SlidingWindowAttention(window, mode=mode, sizes=sizes, pad=pad, use_bias=use_bias)
     cell = SlidingWindowAttentionCell(
         keras.layers.LSTMCell(units), window, mode=mode, sizes=sizes, pad=pad, use_bias=use_bias
@@ -467,7 +467,7 @@ def test_masked_steps_are_never_written_nor_attended(float64_policy):
 def test_mask_propagates_to_the_next_layer():
     inputs = keras.Input((None,), dtype="int32")
     h = keras.layers.Embedding(10, 6, mask_zero=True)(inputs)
-    h = keras.layers.LSTM(6, return_sequences=True)(h)
+    h = keras_lstm(6, return_sequences=True)(h)
     out = SlidingWindowAttention(2)(h)
     assert out._keras_mask is not None
 
@@ -596,7 +596,7 @@ def test_get_config_round_trips_every_argument():
 
 def test_keras_file_round_trip_gives_identical_outputs(tmp_path):
     inputs = keras.Input((None, 5))
-    h = keras.layers.LSTM(12, return_sequences=True)(inputs)
+    h = keras_lstm(12, return_sequences=True)(inputs)
     a = SlidingWindowAttention(3, mode="key_value_predict", use_bias=True)(h)
     b = keras.layers.RNN(
         SlidingWindowAttentionCell(keras.layers.LSTMCell(12), 3, mode="key_value"),
@@ -636,7 +636,7 @@ def small_language_model(form, probe=False):
     h = keras.layers.Embedding(30, 8)(inputs)
     scores = []
     if form == "parallel":
-        h = keras.layers.LSTM(12, return_sequences=True)(h)
+        h = keras_lstm(12, return_sequences=True)(h)
         h = SlidingWindowAttention(3, mode="key_value", return_attention_scores=probe)(h)
         if probe:
             h, *scores = h
@@ -739,7 +739,7 @@ def test_stateful_layer_carries_memory_inside_jit_fit():
     batch, steps = 4, 6
     inputs = keras.Input((steps,), batch_size=batch, dtype="int32")
     h = keras.layers.Embedding(20, 6)(inputs)
-    h = keras.layers.LSTM(8, return_sequences=True, stateful=True)(h)
+    h = keras_lstm(8, return_sequences=True, stateful=True)(h)
     window = SlidingWindowAttention(3, mode="key_value", stateful=True)
     model = keras.Model(inputs, keras.layers.Dense(20)(window(h)))
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)

@@ -14,7 +14,6 @@ from keras import ops
 from tf_memlayers import _validation as check
 from tf_memlayers.layers.associative_memory.am_gru_cell import AssociativeGRUCell
 from tf_memlayers.layers.resettable_rnn import ResettableRNN
-from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
 
 _RNN_FLAGS = (
     "return_sequences",
@@ -172,6 +171,10 @@ class AssociativeRecurrentLayer(ResettableRNN):
     def run_fused_loop(self, projected, initial_state, mask, kernels, **options):
         """`batch_major_associative_gru_loop` with this layer's direction and mask rule;
         returns ``(last output, outputs, [memory, output])``."""
+        # A TensorFlow op: imported here, since the fused loop runs on TensorFlow only
+        # (`fused_loop_unsupported`) and the layer itself needs no TensorFlow.
+        from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
+
         outputs, memory, output = batch_major_associative_gru_loop(
             projected,
             initial_state[0],

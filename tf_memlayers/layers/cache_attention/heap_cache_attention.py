@@ -1,7 +1,6 @@
 """Attention over a cache of earlier training examples kept as a min-heap (Gaffney)."""
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from tf_memlayers._validation import (
@@ -301,6 +300,8 @@ class HeapCacheAttention(keras.layers.Layer):
         self._check_candidates(candidates.shape)
         candidates = ops.cast(candidates, self.cache.dtype)
         if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
             context = tf.distribute.get_replica_context()
             if context is not None and context.num_replicas_in_sync > 1:
                 candidates = context.all_gather(candidates, axis=0)
@@ -319,6 +320,8 @@ class HeapCacheAttention(keras.layers.Layer):
         if self._compiled_write is None:
             write, backend = _WRITES[self.policy], keras.backend.backend()
             if backend == "tensorflow":
+                import tensorflow as tf
+
                 write = tf.function(write, jit_compile=True, reduce_retracing=True)
             elif backend == "jax":
                 import jax

@@ -1,0 +1,1 @@
+"""The prepared GPU run: layer suites and speed tables on Keras\x27s JAX backend."""

@@ -1,0 +1,55 @@
+"""What JAX runs on: prints the devices and writes them as JSON (the GPU run's step 2).
+
+Usage::
+
+    python -m benchmarks.gpu.device --out device.json --require-gpu yes
+
+Exits with status 3 when ``--require-gpu yes`` and JAX's default backend is not a GPU.
+"""
+
+import argparse
+import json
+import sys
+
+
+def describe():
+    """JAX's and Keras's versions, the default backend and each device with its memory."""
+    import jax
+    import keras
+
+    devices = []
+    for device in jax.devices():
+        stats = device.memory_stats() or {}
+        devices.append({
+            "id": device.id, "platform": device.platform,
+            "kind": getattr(device, "device_kind", ""),
+            "memory_mib": stats["bytes_limit"] / 2**20 if "bytes_limit" in stats else None,
+        })  # fmt: skip
+    return {
+        "jax": jax.__version__, "keras": keras.__version__, "python": sys.version.split()[0],
+        "keras_backend": keras.backend.backend(), "default_backend": jax.default_backend(),
+        "devices": devices,
+    }  # fmt: skip
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", required=True, help="the JSON file to write")
+    parser.add_argument("--require-gpu", choices=("yes", "no"), default="yes",
+                        help="exit with status 3 unless JAX runs on a GPU (default: yes)")
+    args = parser.parse_args(argv)
+    found = describe()
+    with open(args.out, "w", encoding="utf-8") as out:
+        json.dump(found, out, indent=1)
+    for device in found["devices"]:
+        print(f"JAX {found['jax']} ({found['default_backend']}): device {device['id']} "
+              f"{device['platform']} {device['kind']} {device['memory_mib'] or '?'} MiB")
+    if args.require_gpu == "yes" and found["default_backend"] != "gpu":
+        print(f"JAX's default backend is {found['default_backend']!r}, not 'gpu'",
+              file=sys.stderr)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""The layer tests of the GPU run (step 3 of ``benchmarks/gpu/run.sh``): which, and what came out.
+
+The selection is every declared layer's own test module (its NumPy-reference exactness tests
+and mechanism tests: the declaring modules of ``tests/layer_registry.py``) and the suites over
+every layer that check Keras's layer protocol (`SUITES`), on Keras's JAX backend. They run
+under pytest-xdist with a time limit; whatever happens, ``layer_tests.xml`` (JUnit) and
+``layer_tests.json`` (counts, the failures with their messages, the tests that the time limit
+left unrun) are written. A rehearsal runs the first test of each selected file only, through
+the same steps.
+
+Usage::
+
+    JAX_DEFAULT_MATMUL_PRECISION=highest KERAS_BACKEND=jax \\
+        python -m benchmarks.gpu.layer_tests --out results/ --seconds 170 --workers 8
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ElementTree
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TESTS = ROOT / "tests"
+#: The suites over every layer that the GPU run adds to the declaring modules: Keras's
+#: `run_layer_test` checks and the exact output specs of every declared layer.
+SUITES = ("layers/test_layer_conformance.py",)
+
+
+def selected_files():
+    """The test files of the GPU run, as paths under ``tests/``: the declaring modules (found
+    as the test suite finds them, without importing them) and `SUITES`."""
+    sys.path.insert(0, str(TESTS))
+    try:
+        from layer_registry import declaring_files
+    finally:
+        sys.path.remove(str(TESTS))
+    return [*declaring_files(), *SUITES]
+
+
+def pytest_command(targets, workers, junit):
+    """The pytest command over ``targets`` (files or test ids under the repository)."""
+    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--disable-warnings", "-p", "no:cacheprovider",
+               f"--junitxml={junit}", "-o", "junit_family=xunit2"]  # fmt: skip
+    if workers > 1:
+        command += ["-n", str(workers), "--dist", "loadgroup"]
+    return command + list(targets)
+
+
+def collect(files):
+    """The test ids in ``files`` (paths under ``tests/``), as pytest collects them."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
+         *(f"tests/{f}" for f in files)],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    if done.returncode != 0 or not ids:
+        raise RuntimeError(f"collecting the layer tests failed:\n{done.stdout}\n{done.stderr}")
+    return ids
+
+
+def run(targets, workers, seconds, junit, log):
+    """Runs pytest over ``targets``; interrupts it (SIGINT, so that it still writes its
+    report) after ``seconds``. Returns ``(exit status, whether it was interrupted)``."""
+    with open(log, "w", encoding="utf-8") as out:
+        process = subprocess.Popen(
+            pytest_command(targets, workers, junit), cwd=ROOT, stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            return process.wait(timeout=seconds), False
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGINT)
+            try:
+                return process.wait(timeout=30), True
+            except subprocess.TimeoutExpired:
+                process.kill()
+                return process.wait(), True
+
+
+def summarise(junit, collected=()):
+    """Counts and failures of a pytest JUnit report, and the ``collected`` test ids it does
+    not report (left unrun)."""
+    summary = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "seconds": 0.0,
+               "failures": [], "per_file": {}}  # fmt: skip
+    reported = set()
+    if pathlib.Path(junit).is_file():
+        for case in ElementTree.parse(junit).getroot().iter("testcase"):
+            if not case.get("name"):  # a test interrupted at the time limit: not reported
+                continue
+            # classname: the module's dotted path, then the test's classes, if any.
+            parts = case.get("classname", "").split(".")
+            cut = next((i + 1 for i, part in enumerate(parts) if part.startswith("test_")),
+                       len(parts))  # fmt: skip
+            file = "/".join(parts[:cut])
+            test_id = "::".join([f"{file}.py", *parts[cut:], case.get("name", "")])
+            reported.add(test_id)
+            outcome = "passed"
+            for child in case:
+                if child.tag in ("failure", "error", "skipped"):
+                    outcome = {"failure": "failed", "error": "errors"}.get(child.tag, "skipped")
+                    if outcome != "skipped":
+                        message = (child.get("message") or child.text or "").strip()
+                        summary["failures"].append(
+                            {"test": test_id, "message": message.splitlines()[0][:500]
+                             if message else ""})  # fmt: skip
+                    break
+            summary[outcome] += 1
+            summary["seconds"] += float(case.get("time") or 0)
+            counts = summary["per_file"].setdefault(file, {})
+            counts[outcome] = counts.get(outcome, 0) + 1
+    summary["not_run"] = [test_id for test_id in collected if test_id not in reported]
+    return summary
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", required=True, help="the folder the results go to")
+    parser.add_argument("--seconds", type=float, default=170.0,
+                        help="the tests' time limit (default: 170)")
+    parser.add_argument("--workers", type=int, default=8,
+                        help="pytest-xdist processes (default: 8)")
+    parser.add_argument("--mode", choices=("full", "rehearsal"), default="full",
+                        help="every selected test, or the first of each file (default: full)")
+    parser.add_argument("--rerun-from", help="the layer_tests.json of an earlier run: run "
+                        "only the tests that failed there or that its time limit left unrun")
+    args = parser.parse_args(argv)
+    out = pathlib.Path(args.out)
+    junit, log = out / "layer_tests.xml", out / "layer_tests.log"
+    files = selected_files()
+    started = time.perf_counter()
+    collected = collect(files)
+    if args.rerun_from:
+        earlier = json.loads(pathlib.Path(args.rerun_from).read_text(encoding="utf-8"))
+        wanted = {f["test"] for f in earlier["failures"]} | set(earlier["not_run"])
+        targets = [test_id for test_id in collected if test_id in wanted]
+        collected = targets
+        if not targets:
+            print(f"layer tests: nothing to rerun from {args.rerun_from}")
+            return 0
+    elif args.mode == "rehearsal":
+        firsts = {}
+        for test_id in collected:
+            firsts.setdefault(test_id.split("::")[0], test_id)
+        targets = list(firsts.values())
+    else:
+        targets = [f"tests/{f}" for f in files]
+    status, interrupted = run(targets, args.workers, args.seconds, junit, log)
+    summary = {
+        "mode": args.mode, "files": files, "collected": len(collected),
+        "precision": os.environ.get("JAX_DEFAULT_MATMUL_PRECISION", "default"),
+        "exit_status": status, "interrupted_at_time_limit": interrupted,
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "rerun_from": args.rerun_from,
+        **summarise(junit, collected if args.mode == "full" else targets),
+    }  # fmt: skip
+    (out / "layer_tests.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    print(f"layer tests: {summary['passed']} passed, {summary['failed']} failed, "
+          f"{summary['errors']} errors, {summary['skipped']} skipped, "
+          f"{len(summary['not_run'])} not run, in {summary['wall_seconds']} s")
+    for failure in summary["failures"]:
+        print(f"FAILED {failure['test']}: {failure['message']}")
+    return 0 if status == 0 and not interrupted else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The GPU run: the layers' tests and the speed tables on Keras's JAX backend, in one command.
+#
+#   OUT=<folder> benchmarks/gpu/run.sh               # on the GPU machine
+#   OUT=<folder> benchmarks/gpu/run.sh --rehearse    # the same steps on a CPU, tiny sizes
+#
+# Made for a machine with a GPU, Python 3.12 and JAX built for CUDA, but without TensorFlow,
+# Keras or a network. What Keras needs beyond such a machine travels with the working tree as
+# wheels in .whl/ (git-ignored), fetched beforehand on a machine with a network, from the
+# repository's root:
+#
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#       --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+#       -d .whl -r benchmarks/gpu/wheels.txt
+#
+# Steps, each writing under $OUT:
+#   1. installs the wheels of .whl/ (if any) and then this package with --no-deps, offline,
+#      into a scratch folder put first on PYTHONPATH;
+#   2. checks that JAX sees a GPU and prints it (device.json); a full run stops here without
+#      one;
+#   3. runs the layers' exactness and protocol tests (benchmarks/gpu/layer_tests.py) with
+#      float32 matrix products at JAX's "highest" precision (layer_tests.xml, layer_tests.json,
+#      layer_tests.log);
+#   4. measures the speed tables, float32 and mixed bfloat16 (benchmarks/gpu/speed.py,
+#      speed.json), within their time budget.
+# The run's own log is run.log. Exit status: 0 when every step ran and every test passed.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+mode=full
+case "${1:-}" in
+  "") ;;
+  --rehearse) mode=rehearsal ;;
+  *) echo "benchmarks/gpu/run.sh: unknown option '$1' (the only option is --rehearse)" >&2; exit 2 ;;
+esac
+out="${OUT:?benchmarks/gpu/run.sh: set OUT to the folder the results go to}"
+mkdir -p "$out"
+exec > >(tee "$out/run.log") 2>&1
+python="${PYTHON:-python3}"
+# Seconds for the layer tests and for the speed tables (the whole run takes about their sum
+# plus a minute of installing and compiling); the rehearsal's are enough for a 2-core CPU.
+if [ "$mode" = full ]; then
+  tests_s="${GPU_RUN_TESTS_S:-180}"; speed_s="${GPU_RUN_SPEED_S:-160}"; workers=12
+else
+  tests_s="${GPU_RUN_TESTS_S:-120}"; speed_s="${GPU_RUN_SPEED_S:-240}"; workers=2
+fi
+say() { echo "[run.sh ${mode} $(date -u +%H:%M:%S) +${SECONDS}s] $*"; }
+status=0
+
+say "1. installing"
+site="$(mktemp -d)"
+trap 'rm -rf "$site"' EXIT
+if compgen -G ".whl/*.whl" >/dev/null; then
+  "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "$site" .whl/*.whl || { say "the wheels of .whl/ did not install"; exit 1; }
+  export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+  say "installed $(ls .whl/*.whl | wc -l) wheels from .whl/"
+else
+  say "no wheels in .whl/: using the installed Keras"
+fi
+# The package, --no-deps and offline; setuptools from .whl/ when the machine's is too old.
+"$python" -m pip install -q --no-index --no-deps --no-build-isolation --no-compile \
+  --no-cache-dir --target "$site" . || { say "the package did not install"; exit 1; }
+export KERAS_BACKEND=jax XLA_PYTHON_CLIENT_PREALLOCATE=false
+(cd "$site" && "$python" -c "import keras, tf_memlayers, sys; print('installed: keras',
+keras.__version__, '| tf_memlayers', tf_memlayers.__version__, 'from', tf_memlayers.__file__,
+'| tensorflow imported:', 'tensorflow' in sys.modules)") || { say "the package does not import"; exit 1; }
+
+say "2. the device"
+"$python" -m benchmarks.gpu.device --out "$out/device.json" --require-gpu "$([ "$mode" = full ] && echo yes || echo no)" \
+  || { say "JAX sees no GPU: stopping"; exit 3; }
+
+say "3. the layer tests (${tests_s}s at most, ${workers} workers)"
+# GPU_RUN_RERUN_FROM: an earlier run's layer_tests.json, to run only what failed or was left.
+JAX_DEFAULT_MATMUL_PRECISION=highest "$python" -m benchmarks.gpu.layer_tests \
+  --out "$out" --seconds "$tests_s" --workers "$workers" --mode "$mode" \
+  ${GPU_RUN_RERUN_FROM:+--rerun-from "$GPU_RUN_RERUN_FROM"} || status=1
+
+say "4. the speed tables (${speed_s}s budget)"
+# GPU_RUN_SPEED_ARGS: more options of benchmarks/gpu/speed.py (--tables, --lengths).
+# shellcheck disable=SC2086
+"$python" -m benchmarks.gpu.speed --sizes "$mode" --budget-s "$speed_s" --out "$out/speed.json" \
+  ${GPU_RUN_SPEED_ARGS:-} || status=1
+
+say "done, status ${status}"
+exit "$status"

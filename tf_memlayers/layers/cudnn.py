@@ -1,0 +1,37 @@
+"""Where Keras's cuDNN LSTM computes right: the ``use_cudnn`` of an LSTM beside the layers."""
+
+import keras
+
+
+def lstm_use_cudnn(compute_dtype=None):
+    """The ``use_cudnn`` argument of a `keras.layers.LSTM` that computes in ``compute_dtype``.
+
+    On a GPU, Keras's JAX backend runs `keras.layers.LSTM` through JAX's cuDNN LSTM when
+    ``use_cudnn="auto"`` (the default), and that LSTM computes float32 only: in float64 its
+    forward pass returns wrong values and its backward pass does not compile, and in float16
+    or bfloat16 (the ``"mixed_float16"`` and ``"mixed_bfloat16"`` policies) it does not
+    compile. On JAX an LSTM in any other dtype must therefore run Keras's own loop
+    (``use_cudnn=False``). TensorFlow's cuDNN LSTM takes every float dtype. The package's
+    model builders pass this to their LSTMs; pass it to yours when you stack the layers on a
+    `keras.layers.LSTM` under a mixed-precision policy.
+
+    Args:
+        compute_dtype: Optional string, the LSTM's compute dtype. Default: `None`, the compute
+            dtype of the global dtype policy (`keras.config.dtype_policy`), which an LSTM built
+            without a ``dtype`` argument takes.
+
+    Returns:
+        `"auto"` (cuDNN where Keras can use it) or `False` (Keras's own loop).
+
+    Example:
+
+    >>> import keras
+    >>> lstm = keras.layers.LSTM(8, use_cudnn=lstm_use_cudnn())
+    >>> lstm_use_cudnn("float32")
+    'auto'
+    """
+    if compute_dtype is None:
+        compute_dtype = keras.config.dtype_policy().compute_dtype
+    if keras.backend.backend() == "jax" and compute_dtype != "float32":
+        return False
+    return "auto"
