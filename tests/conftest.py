@@ -53,11 +53,11 @@ def pytest_configure(config):
 
 
 def pytest_ignore_collect(collection_path, config):
-    # On another backend than TensorFlow only the layers' tests run: each layer's test module
-    # (the modules that declare layers in the registry, found by reading the files, without
-    # importing them) and the suites over every layer (tests/layer_registry.py). The others
-    # test models, examples, tf.data pipelines, callbacks and training utilities, which are
-    # TensorFlow only.
+    # On another backend than TensorFlow only the backend-neutral tests run: each layer's test
+    # module (the modules that declare layers in the registry, found by reading the files,
+    # without importing them), the suites over every layer and the tests of what else runs
+    # without TensorFlow (tests/layer_registry.py). The others test the examples, tf.data
+    # pipelines, callbacks, training utilities and TensorFlow's own paths of the models.
     if BACKEND == "tensorflow" or not collection_path.name.startswith("test_"):
         return None
     if collection_path.suffix != ".py":  # a folder: collected if it may hold such a file

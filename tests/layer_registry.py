@@ -61,6 +61,17 @@ SHARED_SUITES = (
     "test_backends.py",
 )
 
+# The tests of what else the package runs without TensorFlow, on every backend: the import
+# without TensorFlow, the model builders with the step model, the LSTMs' cuDNN rule, training
+# on several devices, and the GPU run's rehearsal.
+WITHOUT_TENSORFLOW = (
+    "benchmarks/test_gpu_run.py",
+    "layers/test_cudnn.py",
+    "models/test_builders_on_every_backend.py",
+    "test_package_import.py",
+    "training/test_data_parallel.py",
+)
+
 # The boolean arguments of the package's `keras.layers.RNN` subclasses.
 RNN_LAYER_FLAGS = (
     "return_retrievals", "return_sequences", "return_state", "go_backwards", "stateful",
@@ -248,8 +259,10 @@ def suite_cases(suite):
 
 def backend_neutral_files():
     """The test files that run on every backend (paths under ``tests/``): the suites over
-    every layer, the shared parts, and each declaring module (found without importing it)."""
-    return frozenset(SHARED_SUITES) | frozenset(declaring_files())
+    every layer, the shared parts, the tests of what runs without TensorFlow, and each
+    declaring module (found without importing it)."""
+    neutral = frozenset(SHARED_SUITES) | frozenset(WITHOUT_TENSORFLOW)
+    return neutral | frozenset(declaring_files())
 
 
 def _is_cell(layer):

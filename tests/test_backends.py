@@ -80,7 +80,10 @@ def _python_scan(f, init, xs):
 
 def test_ci_runs_the_backend_neutral_tests_on_jax(monkeypatch):
     ci = (REPO_ROOT / ".ci" / "run").read_text()
-    assert "KERAS_BACKEND=jax python -m pytest -q -rs -n 2 --dist loadgroup tests\n" in ci
+    # In an environment without TensorFlow (checked before the tests run).
+    assert '-m pip install --no-deps -e .\n' in ci and '-c "import tensorflow"' in ci
+    assert ('KERAS_BACKEND=jax "$jax_venv/bin/python" -m pytest -q -rs -n 2 --dist loadgroup '
+            "tests\n") in ci
     # Off TensorFlow, collection keeps exactly the registry's test files.
     monkeypatch.setattr(conftest, "BACKEND", "jax")
     tests = REPO_ROOT / "tests"

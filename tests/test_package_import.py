@@ -2,6 +2,7 @@
 
 import ast
 import json
+import os
 import subprocess
 import sys
 
@@ -47,3 +48,70 @@ def test_import_registers_every_class_without_data_or_training():
         assert not [m for m in loaded if m == heavy or m.startswith(heavy + ".")], loaded
     for light in ("tf_memlayers.layers", "tf_memlayers.metrics", "tf_memlayers.losses"):
         assert light in loaded
+
+
+# The modules that exist for TensorFlow only: they import it through
+# `tf_memlayers._tensorflow.require_tensorflow`, whose error names them.
+TENSORFLOW_ONLY = ("tf_memlayers.callbacks", "tf_memlayers.data", "tf_memlayers.training",
+                   "tf_memlayers.ops.associative_gru_loop",
+                   "tf_memlayers.ops.associative_gru_passes")  # fmt: skip
+
+# Run in a child process on Keras's JAX backend with every import of TensorFlow refused, as
+# on a machine without it: imports each module of the package and reports what happened.
+_WITHOUT_TENSORFLOW = """
+import importlib, json, pathlib, sys
+
+class RefuseTensorFlow:
+    def find_spec(self, name, path=None, target=None):
+        if name == "tensorflow" or name.startswith("tensorflow."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, RefuseTensorFlow())
+import tf_memlayers
+report = {"top": sorted(m for m in sys.modules if m.split(".")[0] == "tensorflow"),
+          "modules": {}}
+root = pathlib.Path(tf_memlayers.__file__).parent
+for path in sorted(root.rglob("*.py")):
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    try:
+        importlib.import_module(name)
+        report["modules"][name] = "ok"
+    except ModuleNotFoundError as error:
+        report["modules"][name] = str(error)
+report["after"] = sorted(m for m in sys.modules if m.split(".")[0] == "tensorflow")
+print(json.dumps(report))
+"""
+
+
+def test_the_layers_import_without_tensorflow():
+    """On JAX without TensorFlow, ``import tf_memlayers`` and every module of its layers,
+    models, ops, losses and metrics import, and none imports TensorFlow; the TensorFlow-only
+    modules refuse with an error naming what needs TensorFlow. Fails if a module-level
+    ``import tensorflow`` comes back on a layer's import path."""
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("needs JAX (Keras's JAX backend), which is not installed")
+    result = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_TENSORFLOW], capture_output=True, text=True,
+        cwd=REPO_ROOT, timeout=300, env={**os.environ, "KERAS_BACKEND": "jax"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["top"] == [] and report["after"] == [], report
+    modules = report["modules"]
+    assert {"tf_memlayers.layers", "tf_memlayers.models", "tf_memlayers.models.step_model",
+            "tf_memlayers.layers.associative_memory.am_gru"} <= set(modules)  # fmt: skip
+    for name, outcome in modules.items():
+        if name.startswith(TENSORFLOW_ONLY):  # a module without tf code may import
+            assert outcome == "ok" or "needs TensorFlow" in outcome, (name, outcome)
+        else:
+            assert outcome == "ok", (name, outcome)
+    for name, part in (("tf_memlayers.callbacks", "tf_memlayers.callbacks"),
+                       ("tf_memlayers.training", "tf_memlayers.training"),
+                       ("tf_memlayers.data.lm_batches", "tf_memlayers.data"),
+                       ("tf_memlayers.ops.associative_gru_loop", "fused AM-GRU loop")):
+        assert "needs TensorFlow" in modules[name] and part in modules[name], modules[name]

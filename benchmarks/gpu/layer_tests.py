@@ -118,6 +118,13 @@ def summarise(junit, collected=()):
     return summary
 
 
+def rerun_targets(earlier, collected):
+    """The ``collected`` test ids that the summary ``earlier`` (a ``layer_tests.json``) gives
+    as failed or left unrun, in collection order."""
+    wanted = {failure["test"] for failure in earlier["failures"]} | set(earlier["not_run"])
+    return [test_id for test_id in collected if test_id in wanted]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="the folder the results go to")
@@ -137,9 +144,7 @@ def main(argv=None):
     collected = collect(files)
     if args.rerun_from:
         earlier = json.loads(pathlib.Path(args.rerun_from).read_text(encoding="utf-8"))
-        wanted = {f["test"] for f in earlier["failures"]} | set(earlier["not_run"])
-        targets = [test_id for test_id in collected if test_id in wanted]
-        collected = targets
+        targets = collected = rerun_targets(earlier, collected)
         if not targets:
             print(f"layer tests: nothing to rerun from {args.rerun_from}")
             return 0

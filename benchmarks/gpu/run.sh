@@ -50,15 +50,18 @@ status=0
 say "1. installing"
 site="$(mktemp -d)"
 trap 'rm -rf "$site"' EXIT
-if compgen -G ".whl/*.whl" >/dev/null; then
+# GPU_RUN_WHEELS: the folder of the wheels (default .whl/; a rehearsal on another Python
+# points it at an empty folder and uses the Keras installed there).
+wheels="${GPU_RUN_WHEELS:-.whl}"
+if compgen -G "$wheels/*.whl" >/dev/null; then
   "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "$site" .whl/*.whl || { say "the wheels of .whl/ did not install"; exit 1; }
+    --target "$site" "$wheels"/*.whl || { say "the wheels of $wheels/ did not install"; exit 1; }
   export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
-  say "installed $(ls .whl/*.whl | wc -l) wheels from .whl/"
+  say "installed $(ls "$wheels"/*.whl | wc -l) wheels from $wheels/"
 else
-  say "no wheels in .whl/: using the installed Keras"
+  say "no wheels in $wheels/: using the installed Keras"
 fi
-# The package, --no-deps and offline; setuptools from .whl/ when the machine's is too old.
+# The package, --no-deps and offline (with the carried setuptools where there is one).
 "$python" -m pip install -q --no-index --no-deps --no-build-isolation --no-compile \
   --no-cache-dir --target "$site" . || { say "the package did not install"; exit 1; }
 export KERAS_BACKEND=jax XLA_PYTHON_CLIENT_PREALLOCATE=false

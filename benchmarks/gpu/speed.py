@@ -62,6 +62,8 @@ SIZES = {
         lm_vocab=50, lm_hidden=18, lm_batch=4, lm_steps=5,
         am_units=8, am_batch=4, am_steps=5, snli_units=8, snli_batch=4,
         heap_sizes=(16,), heap_batch=8, rounds=2, peak_sizes=(256,),
+        # One variant of each memory kind and form: the code paths of all of them.
+        lm_variants=("lstm", "window-parallel:5", "window-cell:5", "ngram-cell:4"),
     ),
 }  # fmt: skip
 DTYPES = ("float32", "mixed_bfloat16")
@@ -145,7 +147,9 @@ class Step:
         lowered = jax.jit(step, donate_argnums=(0, 1)).lower(
             self.trainable, self.non_trainable, inputs, targets
         )
+        started = time.perf_counter()
         self.compiled = lowered.compile()
+        self.compile_s = time.perf_counter() - started
         analysis = self.compiled.memory_analysis()
         self.buffers_mib = None if analysis is None else analysis.temp_size_in_bytes / 2**20
         self.runnable = limit_mib is None or self.buffers_mib is None or (
@@ -216,7 +220,7 @@ def timed_rows(steps, rounds):
     return timing.medians(samples), timing.median_ratio(samples, next(iter(runners)))
 
 
-def window_attention_table(sizes, budget, peaks, limit_mib):
+def window_attention_table(sizes, budget, peaks, limit_mib, progress):
     """Rows of ``window_attention``: per dtype and T, ours, its floor and the peer."""
     import keras
 
@@ -237,6 +241,12 @@ def window_attention_table(sizes, budget, peaks, limit_mib):
             x = x.astype("float32")
             built = {}
             for variant in ("ours", "floor", "mha"):
+                if variant == "mha" and steps > sizes.get("peer_max_length", steps):
+                    row["mha_ms"] = (f"not run: the peer is compiled up to T = "
+                                     f"{sizes['peer_max_length']} (--peer-max-length)")
+                    continue
+                # What a run that ends here (its time limit) leaves in the results file.
+                progress(rows + [{**row, "status": f"compiling {variant} when the run ended"}])
 
                 def build(variant=variant):
                     forward, _ = _layer(variant, WINDOW, ATTENTION_UNITS, key_dim)
@@ -251,6 +261,7 @@ def window_attention_table(sizes, budget, peaks, limit_mib):
                     row[f"{variant}_error"] = _error(error)
                     continue
                 row[f"{variant}_buffers_mib"] = built[variant].buffers_mib
+                row[f"{variant}_compile_s"] = built[variant].compile_s
                 if not built[variant].runnable:
                     row[f"{variant}_ms"] = f"not run: needs {built[variant].buffers_mib:.0f} MiB"
             if "ours" not in built or not built["ours"].runnable:
@@ -271,11 +282,12 @@ def window_attention_table(sizes, budget, peaks, limit_mib):
             if isinstance(row.get("mha_buffers_mib"), float) and row.get("ours_buffers_mib"):
                 row["ours_memory_over_mha"] = row["ours_buffers_mib"] / row["mha_buffers_mib"]
             rows.append(row)
+            progress(rows)
             print(json.dumps(row), file=sys.stderr, flush=True)
     return rows
 
 
-def language_model_table(sizes, budget, peaks, limit_mib):
+def language_model_table(sizes, budget, peaks, limit_mib, progress):
     """Rows of ``language_model``: per dtype, each LM variant against the bare LSTM."""
     import keras
 
@@ -288,11 +300,12 @@ def language_model_table(sizes, budget, peaks, limit_mib):
     rows = []
     for dtype in DTYPES:
         built, row_of = {}, {}
-        for variant in LM_VARIANTS:
+        for variant in sizes.get("lm_variants", LM_VARIANTS):
             row_of[variant] = {"dtype": dtype, "variant": variant}
             if not budget.allows():
                 row_of[variant]["status"] = SKIPPED
                 continue
+            progress(rows + [{**row_of[variant], "status": "compiling when the run ended"}])
             try:
                 model = with_policy(dtype, lambda v=variant: lm_model(
                     v, vocab, sizes["lm_hidden"], steps, batch))
@@ -311,10 +324,11 @@ def language_model_table(sizes, budget, peaks, limit_mib):
                     **matmul_peak.floor_columns(flops * batch * steps, ms, peaks[dtype]),
                 )  # fmt: skip
         rows.extend(row_of.values())
+        progress(rows)
     return rows
 
 
-def associative_memory_table(sizes, budget, peaks, limit_mib):
+def associative_memory_table(sizes, budget, peaks, limit_mib, progress):
     """Rows of ``associative_memory``: per dtype, the AM-GRU (C = 8, layer and cell form)
     against `keras.layers.GRU`, per time step."""
     import keras
@@ -354,7 +368,7 @@ def associative_memory_table(sizes, budget, peaks, limit_mib):
     return rows
 
 
-def snli_table(sizes, budget, peaks, limit_mib):
+def snli_table(sizes, budget, peaks, limit_mib, progress):
     """Rows of ``snli``: per dtype, the SNLI model's step with each layer 1 against GRU."""
     from benchmarks.speed.associative_memory import snli_step_rows
     from tf_memlayers.models.snli import build_snli_model
@@ -387,7 +401,7 @@ def snli_table(sizes, budget, peaks, limit_mib):
     return rows
 
 
-def heap_write_table(sizes, budget, peaks, limit_mib):
+def heap_write_table(sizes, budget, peaks, limit_mib, progress):
     """Rows of ``heap_write``: `HeapCacheAttention.insert` of 64 states into a full cache of
     K (the weakest K of a scored pool, in ascending order: a valid min-heap), heap against
     top-k; the batch either beats every cached state (worst case) or is random."""
@@ -499,10 +513,16 @@ def run(sizes, out, budget_s, tables=TABLES, name=None):
     for table in tables:
         budget.begin(table)
         started = time.perf_counter()
+        def progress(rows, table=table):
+            results["tables"][table] = rows
+            write(out, results)
+
         try:
-            results["tables"][table] = BUILDERS[table](sizes, budget, peaks, limit_mib)
+            results["tables"][table] = BUILDERS[table](sizes, budget, peaks, limit_mib, progress)
         except Exception as error:  # noqa: BLE001  (one table's failure leaves the others)
             results["errors"][table] = _error(error)
+            results["tables"][table] = [row for row in results["tables"].get(table, [])
+                                        if not str(row.get("status")).startswith("compiling")]
             print(f"{table}: {_error(error)}", file=sys.stderr, flush=True)
         results.setdefault("seconds", {})[table] = round(time.perf_counter() - started, 1)
         write(out, results)
@@ -518,6 +538,9 @@ def parse_args(argv=None):
                         help="seconds the tables may take in all (default: 200)")
     parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES),
                         help="the tables to measure (default: all)")
+    parser.add_argument("--peer-max-length", type=int,
+                        help="compile MultiHeadAttention only up to this T (default: at every "
+                        "length)")
     parser.add_argument("--lengths", nargs="+", type=int,
                         help="the window-attention table's sequence lengths (default: the "
                         "sizes')")
@@ -530,6 +553,8 @@ def main(argv=None):
     sizes = dict(SIZES[args.sizes])
     if args.lengths:
         sizes["lengths"] = tuple(args.lengths)
+    if args.peer_max_length:
+        sizes["peer_max_length"] = args.peer_max_length
     return 1 if run(sizes, args.out, args.budget_s, args.tables, args.sizes)["errors"] else 0
 
 

@@ -414,6 +414,17 @@ PEER_SETTINGS = ("window", "attention_units", "peer_batch", "peer_hidden", "memo
 PEER_FIGURE = os.path.join(ROOT, "docs", "images", "window_attention_vs_peers.png")
 
 
+def label_length_axes(time_axes, time_label, memory_axes):
+    """The two panels of a figure against sequence length: both axes logarithmic, a grid,
+    the time panel labelled ``time_label`` and the memory panel with XLA's buffers."""
+    for axes, label in ((time_axes, time_label), (memory_axes, "XLA buffers of a step (MiB)")):
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_xlabel("sequence length T")
+        axes.set_ylabel(label)
+        axes.grid(True, which="both", alpha=0.3)
+
+
 def draw_peer_figure(results, path=PEER_FIGURE):
     """Time per training step (XLA) and the step's XLA buffers against sequence length, one
     line per implementation, both axes logarithmic."""
@@ -431,13 +442,7 @@ def draw_peer_figure(results, path=PEER_FIGURE):
                       if isinstance(row.get(key), (int, float))]  # fmt: skip
             if points:  # one colour per implementation in both panels
                 axes.plot(*zip(*points), marker="o", color=f"C{index}", label=IMPL_NAMES[impl])
-    for axes, label in ((time_axes, "ms per step, XLA"),
-                        (memory_axes, "XLA buffers of a step (MiB)")):
-        axes.set_xscale("log")
-        axes.set_yscale("log")
-        axes.set_xlabel("sequence length T")
-        axes.set_ylabel(label)
-        axes.grid(True, which="both", alpha=0.3)
+    label_length_axes(time_axes, "ms per step, XLA", memory_axes)
     time_axes.set_title("time per forward + backward step")
     memory_axes.set_title("working memory of one step")
     time_axes.legend(fontsize="small")

@@ -3,9 +3,11 @@ wrote (Weissenborn 2016, Fig. 2)."""
 
 import keras
 import numpy as np
-import tensorflow as tf
 
+from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers.callbacks.heatmap import write_heatmap
+
+tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
 
 
 def cosine_similarity_matrix(read, written, eps=1e-12):

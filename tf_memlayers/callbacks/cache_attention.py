@@ -3,10 +3,12 @@ and fill, episodes that each start with an empty cache, and the read weight on c
 
 import keras
 import numpy as np
-import tensorflow as tf
 
+from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers.callbacks.heatmap import heatmap_image
 from tf_memlayers.models.heap_cache_model import cache_attention_layers
+
+tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
 
 
 def cache_attention_by_index(model, layer, probe_inputs=None):

@@ -8,7 +8,10 @@ text summary that is always written alongside.
 import io
 
 import numpy as np
-import tensorflow as tf
+
+from tf_memlayers._tensorflow import require_tensorflow
+
+tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
 
 # Anchor colours of the viridis colour map, interpolated linearly.
 _VIRIDIS = np.array(

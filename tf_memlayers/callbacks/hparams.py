@@ -3,8 +3,11 @@
 import json
 import numbers
 
-import tensorflow as tf
 from tensorboard.plugins.hparams import api as hparams_api
+
+from tf_memlayers._tensorflow import require_tensorflow
+
+tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
 
 
 def _hparam_value(value):

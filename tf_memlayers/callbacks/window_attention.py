@@ -13,10 +13,12 @@ The layers themselves write no summaries (that would break `jit_compile`).
 
 import keras
 import numpy as np
-import tensorflow as tf
 
+from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers.callbacks.heatmap import write_heatmap
 from tf_memlayers.models.weight_transfer import copy_trainable_weights
+
+tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
 
 
 def window_position_labels(window):

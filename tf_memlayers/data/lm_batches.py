@@ -23,9 +23,11 @@ perplexity computed with the weights is exp(mean NLL over all target tokens of t
 import dataclasses
 
 import numpy as np
-import tensorflow as tf
 
+from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers._validation import check_bool, check_int
+
+tf = require_tensorflow("tf_memlayers.data (tf.data pipelines)")
 
 
 @dataclasses.dataclass(frozen=True)

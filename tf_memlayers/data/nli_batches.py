@@ -9,11 +9,13 @@ per bucket of similar lengths.
 import collections
 
 import numpy as np
-import tensorflow as tf
 
+from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers._validation import check_choice, check_int
 from tf_memlayers.data.nli_examples import label_id
 from tf_memlayers.data.vocabulary import UNK, build_token_list
+
+tf = require_tensorflow("tf_memlayers.data (tf.data pipelines)")
 
 
 def build_vocabulary(examples, min_count=1):

@@ -10,11 +10,13 @@ import collections
 import pathlib
 
 import numpy as np
-import tensorflow as tf
 
+from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers._validation import check_int
 from tf_memlayers.data._files import check_not_blank, read_text
 from tf_memlayers.data.vocabulary import PAD, UNK, build_token_list  # noqa: F401  (PAD re-exported)
+
+tf = require_tensorflow("tf_memlayers.data (tf.data pipelines)")
 
 
 

@@ -101,7 +101,9 @@ def build_fill_last_word_model(
         hidden: width ``H`` of the LSTM (128), as ``hidden`` of `build_language_model`.
         pooling: ``"last"`` (the final LSTM state) or ``"attention"``.
         attention_units: width ``A`` of both attentions (64).
-        cache_size: number of cached states ``K``; ``None`` or 0 for no cache.
+        cache_size: number of cached states ``K``; ``None`` or 0 for no cache. A cache needs
+            the TensorFlow backend (`HeapCacheModel` writes it in TensorFlow's training step):
+            on another backend the model is refused with a `ValueError`.
         policy: `HeapCacheAttention` write rule, ``"heap"`` (default) or ``"topk"``.
         query: `HeapCacheAttention` read: ``"none"`` (default, the paper), ``"additive"`` or
             ``"dot"`` (the read that can find one specific earlier example).

@@ -66,7 +66,10 @@ class HeapCacheModel(keras.Model):
     `ValueError` (Keras compiles the step of all replicas into one XLA program, which cannot
     reach the variable copies on the other devices; a plain `keras.Model` fails the same way).
 
-    TensorFlow backend only: on another backend the constructor raises a `ValueError`.
+    The cache write is TensorFlow only: on another backend the constructor of a model with
+    `HeapCacheAttention` layers raises a `ValueError`. Without them the model is a functional
+    model with weight decay, and runs on every backend (`build_fill_last_word_model` without
+    a cache).
 
     Args:
         inputs, outputs: as for a functional `keras.Model`.
@@ -90,15 +93,18 @@ class HeapCacheModel(keras.Model):
     """
 
     def __init__(self, *args, weight_decay=0.0, **kwargs):
-        backend = keras.backend.backend()
-        if backend != "tensorflow":
-            raise ValueError(
-                "HeapCacheModel needs the TensorFlow backend (its training step is Keras's "
-                f"TensorFlow step followed by the cache write); the Keras backend is {backend!r}. "
-                "Set KERAS_BACKEND=tensorflow, or build a plain keras.Model and call "
-                "HeapCacheAttention.insert yourself."
-            )
         super().__init__(*args, **kwargs)
+        layers = cache_attention_layers(self)
+        backend = keras.backend.backend()
+        if layers and backend != "tensorflow":
+            raise ValueError(
+                "HeapCacheModel needs the TensorFlow backend to write the caches of its "
+                f"HeapCacheAttention layers {[layer.name for layer in layers]} (its training "
+                "step is Keras's TensorFlow step followed by the cache write); the Keras backend "
+                f"is {backend!r}. Set KERAS_BACKEND=tensorflow, leave the HeapCacheAttention "
+                "layers out (build_fill_last_word_model(cache_size=None)), or build a plain "
+                "keras.Model and call HeapCacheAttention.insert yourself."
+            )
         self.weight_decay = float(weight_decay)
         if self.weight_decay < 0:
             raise ValueError(f"`weight_decay` must be >= 0, got {weight_decay}.")
@@ -106,7 +112,6 @@ class HeapCacheModel(keras.Model):
             for weight in self.trainable_weights:
                 if getattr(weight, "regularizer", None) is None:
                     weight.regularizer = HalfSquaredNorm(self.weight_decay)
-        layers = cache_attention_layers(self)
         # Not a Layer, so not tracked: the candidates' graph shares the model's layers.
         object.__setattr__(self, "_cache_layers_list", layers)
         candidates = None
@@ -140,11 +145,13 @@ class HeapCacheModel(keras.Model):
         check_jit_compile_strategy(self)
         return super().make_predict_function(force)
 
-    def train_step(self, data):
-        logs = super().train_step(data)
-        x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
-        # Automatic control dependencies order these reads after the optimizer's writes.
-        self.write_caches(x)
+    def train_step(self, *args):
+        # ``(data)`` on TensorFlow; ``(state, data)`` on JAX, where the model has no caches.
+        logs = super().train_step(*args)
+        if self._cache_layers_list:
+            x, _, _ = keras.utils.unpack_x_y_sample_weight(args[-1])
+            # Automatic control dependencies order these reads after the optimizer's writes.
+            self.write_caches(x)
         return logs
 
     def get_config(self):
@@ -168,6 +175,8 @@ def check_jit_compile_strategy(model):
         ValueError: ``model.jit_compile`` is true and ``model.distribute_strategy`` has more
             than one replica.
     """
+    if keras.backend.backend() != "tensorflow":
+        return  # no tf.distribute strategy elsewhere
     strategy = model.distribute_strategy
     replicas = strategy.num_replicas_in_sync
     if model.jit_compile and replicas > 1:

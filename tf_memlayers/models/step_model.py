@@ -33,7 +33,9 @@ def _copy_weights(source, target):
     if [tuple(w.shape) for w in weights] != [tuple(w.shape) for w in target.weights]:
         raise ValueError(f"the weights of layer {source.name!r} do not match its step copy")
     for weight, value in zip(target.weights, weights):
-        weight.assign(value)
+        # A copy of the value: on JAX, assigning the variable itself would share its buffer,
+        # which the source model's compiled steps (`fit`, `predict`) donate and delete.
+        weight.assign(keras.ops.convert_to_numpy(value))
 
 
 def _state_inputs(name, sizes, dtype):

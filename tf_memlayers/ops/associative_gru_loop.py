@@ -15,10 +15,12 @@ unmasked step), or zeros with ``zero_output_for_mask`` — the semantics of `ker
 
 import os
 
-import tensorflow as tf
 
+from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers.ops import holographic
 from tf_memlayers.ops.associative_gru_passes import backward_loop, forward_loop
+
+tf = require_tensorflow("the fused AM-GRU loop (tf_memlayers.ops.associative_gru_loop)")
 
 
 _compiled = {}

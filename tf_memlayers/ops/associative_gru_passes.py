@@ -27,10 +27,12 @@ Measured on CPU (8 copies, n = 100, 25 rows per shard), this takes over a third 
 backward loop, and more with a mask.
 """
 
-import tensorflow as tf
 
+from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers.ops import holographic
 from tf_memlayers.ops.associative_gru_step import SourceMemory, associative_gru_step
+
+tf = require_tensorflow("the fused AM-GRU loop (tf_memlayers.ops.associative_gru_passes)")
 
 
 def _parts(x):

@@ -13,9 +13,11 @@ logs. Public Keras API only.
 
 import keras
 import numpy as np
-import tensorflow as tf
 
+from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers.training.global_batch import GlobalBatchLoss, GlobalBatchMetrics
+
+tf = require_tensorflow("tf_memlayers.training (the tf.distribute training loop)")
 
 
 def _specs(structure):

@@ -32,9 +32,11 @@ import shutil
 import tempfile
 
 import keras
-import tensorflow as tf
 
+from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers.training.custom_loop import evaluate_locally, train_with_custom_loop
+
+tf = require_tensorflow("tf_memlayers.training (tf.distribute training)")
 
 KERAS_ISSUE = "keras-team/keras#20585"
 # The first Keras version whose `fit` works under MultiWorkerMirroredStrategy (None: the issue

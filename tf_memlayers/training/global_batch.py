@@ -15,7 +15,10 @@ the global batch.
 
 import keras
 import numpy as np
-import tensorflow as tf
+
+from tf_memlayers._tensorflow import require_tensorflow
+
+tf = require_tensorflow("tf_memlayers.training (the tf.distribute training loop)")
 
 # The reductions of `keras.losses.Loss` that divide the summed losses by a count.
 _DIVIDING = ("sum_over_batch_size", "mean", "mean_with_sample_weight")

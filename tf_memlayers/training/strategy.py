@@ -1,8 +1,10 @@
 """Choice of `tf.distribute` strategy from a command-line flag."""
 
-import tensorflow as tf
 
+from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers._validation import check_choice
+
+tf = require_tensorflow("tf_memlayers.training (tf.distribute strategies)")
 
 STRATEGIES = ("auto", "default", "mirrored", "one_device", "multi_worker")
 

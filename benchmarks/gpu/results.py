@@ -1,0 +1,295 @@
+"""The GPU runs on the results page: reads ``benchmarks/results/gpu/run-*/`` and writes the
+tables and the figure of the results page's "On a GPU" section.
+
+Each run folder holds what ``benchmarks/gpu/run.sh`` wrote under ``$OUT`` on the GPU machine
+(``device.json``, ``layer_tests.json``, ``speed.json``, ``run.log``), committed as it came
+back. The runs are read in their number's order: the layer-test table has one row per run (a
+later run may rerun what an earlier one left failed or unrun), and in the speed tables a row a
+later run measured replaces the same row of an earlier run (same table, dtype and case). What
+no run measured stays in the tables with the reason its run gave.
+
+Usage::
+
+    python -m benchmarks.gpu.results --update-docs
+"""
+
+import argparse
+import collections
+import json
+import pathlib
+import re
+
+from benchmarks.docs_tables import RESULTS_PAGE, add_update_docs_option, update_docs
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RUNS = ROOT / "benchmarks" / "results" / "gpu"
+FIGURE = ROOT / "docs" / "images" / "gpu_window_attention.png"
+# How a row of each speed table is told apart from the others.
+ROW_KEYS = {
+    "window_attention": ("dtype", "T"),
+    "language_model": ("dtype", "variant"),
+    "associative_memory": ("dtype", "layer"),
+    "snli": ("dtype", "kind"),
+    "heap_write": ("dtype", "cache_size"),
+}
+# XLA's warning of a slow constant folding, and the time it reports once it is done.
+_FOLDING_TOOK = re.compile(r"The operation took ([0-9hms.]+)\s*\nConstant folding")
+
+
+def run_number(folder):
+    return int(folder.name.rsplit("-", 1)[1])
+
+
+def load_runs(folder=RUNS):
+    """The runs under ``folder`` in order: ``[{"name", "device", "layer_tests", "speed",
+    "log"}]``, a missing file read as None."""
+    runs = []
+    for path in sorted(folder.glob("run-*"), key=run_number):
+        run = {"name": path.name}
+        for key, file in (("device", "device.json"), ("layer_tests", "layer_tests.json"),
+                          ("speed", "speed.json")):  # fmt: skip
+            file = path / file
+            run[key] = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else None
+        log = path / "run.log"
+        run["log"] = log.read_text(encoding="utf-8") if log.is_file() else ""
+        runs.append(run)
+    return runs
+
+
+def gpu_name(run):
+    devices = (run["device"] or {}).get("devices") or []
+    return devices[0]["kind"] if devices else "?"
+
+
+def _seconds(text):
+    """XLA's duration (``1m58.938722243s``, ``8.2s``) in seconds."""
+    minutes, _, seconds = text.rpartition("m")
+    return 60 * float(minutes or 0) + float(seconds.rstrip("s"))
+
+
+def longest_constant_folding(log):
+    """The longest constant folding XLA reported in a run's log, in seconds, or None."""
+    found = [_seconds(match) for match in _FOLDING_TOOK.findall(log)]
+    return max(found) if found else None
+
+
+def failure_kinds(failures):
+    """The failures' messages grouped by their first words: ``"13 × ValueError: ...; ..."``."""
+    counts = collections.Counter(
+        re.sub(r"\s+", " ", failure["message"])[:60].rstrip() for failure in failures
+    )
+    return "; ".join(f"{n} × {message}" for message, n in counts.most_common())
+
+
+def layer_test_rows(runs):
+    rows = []
+    for run in runs:
+        tests = run["layer_tests"]
+        if tests is None:
+            continue
+        selection = ("rerun of the failed and unrun tests of "
+                     + pathlib.Path(tests["rerun_from"]).parent.name if tests.get("rerun_from")
+                     else f"{len(tests['files'])} test modules")  # fmt: skip
+        rows.append({
+            "run": run["name"], "gpu": gpu_name(run),
+            "versions": f"JAX {run['device']['jax']}, Keras {run['device']['keras']}",
+            "precision": tests["precision"], "selection": selection,
+            "passed": tests["passed"], "failed": tests["failed"] + tests["errors"],
+            "skipped": tests["skipped"], "not_run": len(tests["not_run"]),
+            "seconds": tests["wall_seconds"], "failures": failure_kinds(tests["failures"]),
+        })  # fmt: skip
+    return rows
+
+
+def merged_rows(runs, table):
+    """The rows of ``table`` over every run, a later run's measured row replacing the same
+    row of an earlier one; a table that failed in a run gives one row with its error."""
+    rows = {}
+    for run in runs:
+        speed = run["speed"]
+        if speed is None:
+            continue
+        keys = ROW_KEYS[table]
+        for row in speed["tables"].get(table, []):
+            key = tuple(row.get(k) for k in keys)
+            if "status" in row and key in rows and "status" not in rows[key]:
+                continue  # a measured row stays
+            rows[key] = {**row, "run": run["name"]}
+            if "error" in row and "status" not in row:
+                rows[key]["status"] = f"failed: {row['error']}"
+        error = speed.get("errors", {}).get(table)
+        if error and not speed["tables"].get(table):
+            rows.setdefault(("error", run["name"]), {"status": f"failed: {error}",
+                                                     "run": run["name"]})  # fmt: skip
+    return list(rows.values())
+
+
+def peaks_text(runs):
+    """The matrix-product rates each run measured, as a sentence."""
+    parts = []
+    for run in runs:
+        speed = run["speed"]
+        if speed and speed.get("peak_gflops"):
+            peaks = speed["peak_gflops"]
+            parts.append(
+                f"{run['name']} on an {gpu_name(run)}: float32 {peaks['float32'] / 1000:.0f}, "
+                f"bfloat16 {peaks['mixed_bfloat16'] / 1000:.0f}"
+                + (f", float32 at 'highest' precision "
+                   f"{speed['peak_gflops_float32_highest'] / 1000:.0f}"
+                   if speed.get("peak_gflops_float32_highest") else "")
+                + " TFLOP/s"
+            )  # fmt: skip
+    return "; ".join(parts)
+
+
+def stalled_compiles(runs):
+    """A sentence on the runs whose log shows XLA folding constants for minutes, or ''."""
+    parts = []
+    for run in runs:
+        longest = longest_constant_folding(run["log"])
+        if longest is not None and longest >= 60:
+            asked = (run["speed"] or {}).get("settings", {}).get("lengths")
+            parts.append(f"{run['name']} (lengths {asked}): one constant folding took "
+                         f"{longest:.0f} s (``{run['name']}/run.log``)")  # fmt: skip
+    if not parts:
+        return ""
+    return (" Rows missing a time at long T: a run that measured them ended while XLA was "
+            "still folding constants in compiling their steps, an int32 reduce-window over a "
+            "1 × T × T constant by its shape (the shape of MultiHeadAttention's causal mask, "
+            "which Keras builds from cumulative sums): " + "; ".join(parts) + ".")
+
+
+def draw_window_figure(rows, path=FIGURE):
+    """Time per training step and XLA buffers against T, one line per variant and dtype."""
+    from matplotlib.figure import Figure
+
+    from benchmarks.speed.window_attention import label_length_axes
+
+    figure = Figure(figsize=(10, 4.5), dpi=90)
+    time_axes, memory_axes = figure.subplots(1, 2)
+    names = {"ours": "SlidingWindowAttention", "floor": "its matrix products alone",
+             "mha": "MultiHeadAttention (equal weights)"}  # fmt: skip
+    for index, variant in enumerate(names):
+        for dtype, style in (("float32", "-"), ("mixed_bfloat16", "--")):
+            for axes, key in ((time_axes, f"{variant}_ms"), (memory_axes, f"{variant}_buffers_mib")):
+                points = sorted((row["T"], row[key]) for row in rows
+                                if row.get("dtype") == dtype and isinstance(row.get(key), float))
+                if points:
+                    axes.plot(*zip(*points), style, marker="o", color=f"C{index}",
+                              label=f"{names[variant]}, {dtype}")  # fmt: skip
+    label_length_axes(time_axes, "ms per training step", memory_axes)
+    time_axes.set_title("time per training step")
+    memory_axes.set_title("working memory of one step")
+    time_axes.legend(fontsize="x-small")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    return path
+
+
+def update(runs, page=RESULTS_PAGE, figure=FIGURE):
+    """Writes the GPU blocks of ``page`` (docs/results.rst) and ``figure`` from ``runs``."""
+    update_docs(
+        "gpu-layer-tests",
+        layer_test_rows(runs),
+        [("run", "run"), ("gpu", "GPU"), ("versions", "versions"),
+         ("precision", "matmul precision"), ("selection", "tests"), ("passed", "passed"),
+         ("failed", "failed"), ("skipped", "skipped"), ("not_run", "not run (time limit)"),
+         ("seconds", "seconds"), ("failures", "failures, by message")],
+        "The layers' tests on a GPU, Keras's JAX backend (``benchmarks/gpu/layer_tests.py``): "
+        "every declared layer's own test module (its NumPy-reference exactness tests and "
+        "mechanism tests) and the Keras layer-protocol suite, with float32 matrix products "
+        "at JAX's 'highest' precision (no TF32), under a time limit; skipped: the tests of "
+        "TensorFlow-only parts. A rerun runs only what an earlier run left failed or unrun. "
+        "Written by ``python -m benchmarks.gpu.results --update-docs``.",
+        page=page,
+    )  # fmt: skip
+    window = merged_rows(runs, "window_attention")
+    update_docs(
+        "gpu-window-attention",
+        window,
+        [("dtype", "dtype"), ("T", "T"), ("ours_ms", "ours (ms)"), ("floor_ms", "floor (ms)"),
+         ("mha_ms", "MHA (ms)"), ("ours_over_floor", "ours / floor"),
+         ("ours_over_mha", "ours / MHA"), ("ours_buffers_mib", "ours buffers (MiB)"),
+         ("mha_buffers_mib", "MHA buffers (MiB)"), ("ours_share_of_peak", "ours share of peak"),
+         ("floor_share_of_peak", "floor share of peak"), ("status", "not measured")],
+        "One SGD training step (``jax.jit``) of `SlidingWindowAttention(window=10, "
+        "attention_units=32)` followed by `Dense(300)` on [8, T, 300], against its floor (its "
+        "four matrix products alone) and Keras's `MultiHeadAttention` with `sliding_window` "
+        "and a causal mask at equal weights (``benchmarks/gpu/speed.py``), medians of 20 "
+        "interleaved steps; ratios are medians of per-step ratios. Buffers: the temporary "
+        "memory XLA plans for the step. Share of peak: the step's matrix-product arithmetic "
+        "over its time, against the matrix-product rate of the same dtype measured in the "
+        f"same run ({peaks_text(runs)}). Goals: ours / MHA ≤ 0.9 at every T, ours / floor "
+        "≤ 1.5, and at T = 16000 ours' buffers ≤ a tenth of MHA's."
+        + stalled_compiles(runs),
+        footer=".. image:: images/gpu_window_attention.png\n"
+        "   :alt: time per step and XLA buffers against sequence length, on a GPU",
+        page=page,
+    )  # fmt: skip
+    draw_window_figure(window, figure)
+    update_docs(
+        "gpu-language-model",
+        merged_rows(runs, "language_model"),
+        [("dtype", "dtype"), ("variant", "variant"), ("cudnn", "LSTM use_cudnn"),
+         ("median_ms", "median step (ms)"), ("ratio_to_lstm", "× bare LSTM"),
+         ("share_of_peak", "share of peak"), ("status", "not measured")],
+        "One training step of the LSTM language model of the window-attention speed table "
+        "(batch 64, 20 steps, hidden 300, 10k-word softmax), each memory variant against the "
+        "bare LSTM, ``jax.jit``. Goal: at most 1.2× the bare LSTM.",
+        page=page,
+    )  # fmt: skip
+    update_docs(
+        "gpu-associative-memory",
+        merged_rows(runs, "associative_memory"),
+        [("dtype", "dtype"), ("layer", "layer"), ("ms_per_time_step", "ms / time step"),
+         ("ratio_to_gru", "× GRU"), ("gflop_per_step", "GFLOP/step"),
+         ("share_of_peak", "share of peak"), ("status", "not measured")],
+        "Training step per time step (batch 50, 100 units, T = 30, a `Dense(1)` head), "
+        "`AssociativeGRU` (Keras's loop on JAX) and ``keras.layers.RNN(AssociativeGRUCell)`` "
+        "with 8 copies against ``keras.layers.GRU(100)``, ``jax.jit``, medians of 20 "
+        "interleaved steps. GFLOP/step: the products with weight matrices (the memory's "
+        "permutations, reads and writes left out). Goal: the AM-GRU at most 1.5× the GRU.",
+        page=page,
+    )  # fmt: skip
+    update_docs(
+        "gpu-snli",
+        merged_rows(runs, "snli"),
+        [("dtype", "dtype"), ("kind", "layer 1"), ("median_ms", "median step (ms)"),
+         ("ratio_to_gru", "× GRU model"), ("gflop_per_step", "GFLOP/step"),
+         ("share_of_peak", "share of peak"), ("status", "not measured")],
+        "The SNLI model's training step (batch 50, 100 units, 8 copies, 100-d embeddings, "
+        "premise 25 / hypothesis 15 tokens), layer 1 the AM-GRU or the Dual AM-GRU against "
+        "the same model with a GRU, ``jax.jit``, medians of 20 interleaved steps.",
+        page=page,
+    )  # fmt: skip
+    update_docs(
+        "gpu-heap-write",
+        merged_rows(runs, "heap_write"),
+        [("dtype", "dtype"), ("cache_size", "K"), ("heap_worst_ms", "heap, all enter (ms)"),
+         ("topk_worst_ms", "top-k, all enter (ms)"), ("heap_random_ms", "heap, random (ms)"),
+         ("topk_random_ms", "top-k, random (ms)"), ("status", "not measured")],
+        "`HeapCacheAttention.insert` of 64 states into a full cache of K, the heap write "
+        "against the top-k write: a batch that beats every cached state, and a random one.",
+        page=page,
+    )  # fmt: skip
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_update_docs_option(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    runs = load_runs()
+    if args.update_docs:
+        update(runs)
+    else:
+        print(json.dumps({"layer_tests": layer_test_rows(runs),
+                          **{table: merged_rows(runs, table) for table in ROW_KEYS}}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""The GPU run (``benchmarks/gpu/``): its rehearsal on a CPU, the layer tests' summary and
+reruns, the speed tables' time budget, and the results page written from the runs."""
+
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+
+from benchmarks.gpu import layer_tests, results, speed
+
+RUN_SH = REPO_ROOT / "benchmarks" / "gpu" / "run.sh"
+
+
+def _has(module):
+    return importlib.util.find_spec(module) is not None
+
+
+def _builds_the_package():
+    """Whether this environment has the package's build requirement (pyproject.toml's
+    license fields need setuptools 77), which the rehearsal's offline install uses."""
+    try:
+        from importlib.metadata import version
+
+        return int(version("setuptools").split(".")[0]) >= 77
+    except Exception:  # noqa: BLE001  (no setuptools, or an unreadable version)
+        return False
+
+
+@pytest.mark.skipif(not (_has("jax") and _has("xdist")),
+                    reason="the rehearsal runs Keras on JAX and pytest-xdist")  # fmt: skip
+@pytest.mark.skipif(not _builds_the_package(),
+                    reason="the rehearsal builds the package: needs setuptools>=77 (the test "
+                    "extra)")  # fmt: skip
+def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
+    """``run.sh --rehearse``: the same steps as on the GPU (install, device, layer tests,
+    speed tables) on this machine's CPU, at tiny sizes and one length."""
+    out = tmp_path / "out"
+    # No wheels: those of .whl/ are for the GPU machine's Python; this one has Keras.
+    (tmp_path / "no-wheels").mkdir()
+    env = {**os.environ, "OUT": str(out), "PYTHON": sys.executable,
+           "GPU_RUN_WHEELS": str(tmp_path / "no-wheels"), "GPU_RUN_SPEED_ARGS": "--lengths 20"}  # fmt: skip
+    env.pop("XLA_FLAGS", None)
+    done = subprocess.run(["bash", str(RUN_SH), "--rehearse"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert "done, status 0" in (out / "run.log").read_text(encoding="utf-8")
+    device = json.loads((out / "device.json").read_text(encoding="utf-8"))
+    assert device["keras_backend"] == "jax" and device["devices"]
+    tests = json.loads((out / "layer_tests.json").read_text(encoding="utf-8"))
+    # One test of each selected file ran, and none failed.
+    assert tests["failed"] == tests["errors"] == 0 and tests["not_run"] == []
+    assert tests["passed"] + tests["skipped"] == len(tests["files"]) == len(
+        layer_tests.selected_files()
+    )
+    assert {f"tests/{name[:-3]}" for name in tests["files"]} == set(tests["per_file"])
+    assert (out / "layer_tests.xml").is_file()
+    measured = json.loads((out / "speed.json").read_text(encoding="utf-8"))
+    assert measured["errors"] == {} and set(measured["tables"]) == set(speed.TABLES)
+    assert all(peak > 0 for peak in measured["peak_gflops"].values())
+    for table, rows in measured["tables"].items():
+        assert rows and not any("status" in row or "error" in row for row in rows), table
+    for row in measured["tables"]["window_attention"]:
+        assert row["T"] == 20
+        for variant in ("ours", "floor", "mha"):
+            assert row[f"{variant}_ms"] > 0 and row[f"{variant}_buffers_mib"] > 0
+    assert {row["dtype"] for row in measured["tables"]["language_model"]} == set(speed.DTYPES)
+
+
+def test_a_bad_option_is_one_line_and_status_2(tmp_path):
+    done = subprocess.run(["bash", str(RUN_SH), "--fast"], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, "OUT": str(tmp_path)}, timeout=60)  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "--fast" in done.stderr
+
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest">
+<testcase classname="tests.layers.test_a" name="test_one" time="1.5"/>
+<testcase classname="tests.layers.test_a.TestGroup" name="test_two[x]" time="0.5">
+  <failure message="ValueError: bad&#10;second line">trace</failure></testcase>
+<testcase classname="tests.layers.window.test_b" name="test_three" time="0.25">
+  <skipped message="TensorFlow only"/></testcase>
+<testcase classname="tests.layers.window.test_b" name="test_four" time="0.25">
+  <error message="RuntimeError: setup">trace</error></testcase>
+<testcase time="0.001"/>
+</testsuite></testsuites>
+"""
+
+
+def test_the_summary_counts_each_outcome_and_names_what_did_not_run(tmp_path):
+    junit = tmp_path / "junit.xml"
+    junit.write_text(JUNIT, encoding="utf-8")
+    collected = ["tests/layers/test_a.py::test_one", "tests/layers/test_a.py::TestGroup::test_two[x]",
+                 "tests/layers/window/test_b.py::test_three",
+                 "tests/layers/window/test_b.py::test_four",
+                 "tests/layers/window/test_b.py::test_five"]  # fmt: skip
+    summary = layer_tests.summarise(junit, collected)
+    assert (summary["passed"], summary["failed"], summary["errors"], summary["skipped"]) == (
+        1, 1, 1, 1)
+    # The placeholder of a test interrupted at the time limit counts as nothing.
+    assert summary["not_run"] == ["tests/layers/window/test_b.py::test_five"]
+    assert summary["failures"] == [
+        {"test": "tests/layers/test_a.py::TestGroup::test_two[x]", "message": "ValueError: bad"},
+        {"test": "tests/layers/window/test_b.py::test_four", "message": "RuntimeError: setup"},
+    ]
+    assert summary["per_file"]["tests/layers/test_a"] == {"passed": 1, "failed": 1}
+    assert summary["seconds"] == pytest.approx(2.5)
+
+
+def test_a_rerun_takes_the_failed_and_unrun_tests_in_collection_order():
+    earlier = {"failures": [{"test": "t.py::c", "message": ""}], "not_run": ["t.py::a"]}
+    assert layer_tests.rerun_targets(earlier, ["t.py::a", "t.py::b", "t.py::c"]) == [
+        "t.py::a", "t.py::c"]
+
+
+def test_the_budget_gives_a_table_its_share_of_what_is_left(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(speed.time, "perf_counter", lambda: now[0])
+    budget = speed.Budget(100.0, ["window_attention", "heap_write"])
+    budget.begin("window_attention")  # 0.4 / (0.4 + 0.1) of 100 s
+    now[0] = 79.0
+    assert budget.allows()
+    now[0] = 81.0
+    assert not budget.allows()
+    budget.begin("heap_write")  # what is left: 19 s, all of it
+    now[0] = 99.0
+    assert budget.allows()
+    now[0] = 100.5
+    assert not budget.allows()
+
+
+def _write_run(folder, number, speed_results, tests=None, log=""):
+    run = folder / f"run-{number}"
+    run.mkdir(parents=True)
+    device = {"jax": "0.0", "keras": "3.0", "devices": [{"kind": "Some GPU"}]}
+    (run / "device.json").write_text(json.dumps(device), encoding="utf-8")
+    (run / "speed.json").write_text(json.dumps(speed_results), encoding="utf-8")
+    if tests is not None:
+        (run / "layer_tests.json").write_text(json.dumps(tests), encoding="utf-8")
+    (run / "run.log").write_text(log, encoding="utf-8")
+
+
+def test_a_later_run_replaces_rows_it_measured_and_keeps_the_others(tmp_path):
+    skipped = {"dtype": "float32", "T": 4000, "status": "not run"}
+    first = {"tables": {"window_attention": [
+        {"dtype": "float32", "T": 20, "ours_ms": 1.0}, skipped,
+        {"dtype": "float32", "T": 100, "ours_ms": 2.0}]}, "errors": {"snli": "ValueError: x"}}
+    second = {"tables": {"window_attention": [
+        {"dtype": "float32", "T": 4000, "ours_ms": 3.0},
+        {"dtype": "float32", "T": 100, "status": "not run"}]}, "errors": {}}
+    _write_run(tmp_path, 2, second)
+    _write_run(tmp_path, 10, {"tables": {}, "errors": {}})  # read after run-2, not before
+    _write_run(tmp_path, 1, first)
+    runs = results.load_runs(tmp_path)
+    assert [run["name"] for run in runs] == ["run-1", "run-2", "run-10"]
+    rows = {row["T"]: row for row in results.merged_rows(runs, "window_attention")}
+    assert rows[20] == {"dtype": "float32", "T": 20, "ours_ms": 1.0, "run": "run-1"}
+    assert rows[4000]["ours_ms"] == 3.0 and rows[4000]["run"] == "run-2"
+    assert rows[100]["ours_ms"] == 2.0  # a row a later run skipped keeps its measurement
+    assert results.merged_rows(runs, "snli") == [
+        {"status": "failed: ValueError: x", "run": "run-1"}]
+
+
+def test_the_longest_constant_folding_is_read_from_the_log():
+    log = ("E slow_operation_alarm.cc:140] The operation took 1m58.938722243s\n"
+           "Constant folding an instruction is taking > 1s:\n"
+           "E slow_operation_alarm.cc:140] The operation took 8.2s\n"
+           "Constant folding an instruction is taking > 2s:\n")  # fmt: skip
+    assert results.longest_constant_folding(log) == pytest.approx(118.938722243)
+    assert results.longest_constant_folding("nothing slow") is None
+
+
+def test_failures_are_grouped_by_message():
+    failures = [{"test": "a", "message": "ValueError: x"}, {"test": "b", "message": "E: y"},
+                {"test": "c", "message": "ValueError: x"}]
+    assert results.failure_kinds(failures) == "2 × ValueError: x; 1 × E: y"
+
+
+def test_the_results_page_holds_what_the_runs_give(tmp_path):
+    """The GPU blocks of docs/results.rst are what ``benchmarks.gpu.results`` writes from
+    the committed runs (rewritten into a copy of the page here)."""
+    page = REPO_ROOT / "docs" / "results.rst"
+    copy = tmp_path / "results.rst"
+    copy.write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
+    runs = results.load_runs()
+    assert runs, "no GPU runs under benchmarks/results/gpu/"
+    results.update(runs, page=copy, figure=tmp_path / "figure.png")
+    assert copy.read_text(encoding="utf-8") == page.read_text(encoding="utf-8")
+    assert (tmp_path / "figure.png").stat().st_size > 0
+    assert (REPO_ROOT / "docs" / "images" / results.FIGURE.name).is_file()
+    # Every run's test counts are on the page.
+    text = copy.read_text(encoding="utf-8")
+    for run in runs:
+        assert f"| {run['name']} " in text
+
+
+def test_the_wheels_are_pinned():
+    lines = [line.strip() for line in
+             (REPO_ROOT / "benchmarks" / "gpu" / "wheels.txt").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]  # fmt: skip
+    assert lines and all("==" in line for line in lines)
+    assert {line.split("==")[0] for line in lines} >= {"keras", "namex", "optree"}
+
+
+def test_the_gpu_run_needs_no_tensorflow():
+    """The GPU machine has no TensorFlow: nothing the run imports may need it."""
+    for path in (REPO_ROOT / "benchmarks" / "gpu").glob("*.py"):
+        assert "import tensorflow" not in path.read_text(encoding="utf-8"), path
+    assert pathlib.Path(RUN_SH).stat().st_mode & 0o111

@@ -1,0 +1,42 @@
+"""`lstm_use_cudnn`: Keras's cuDNN LSTM only where it computes the LSTM's dtype right."""
+
+import keras
+import pytest
+
+from conftest import BACKEND
+from tf_memlayers import lstm_use_cudnn
+from tf_memlayers.models import build_fill_last_word_model, build_language_model
+
+# JAX's cuDNN LSTM (which Keras's JAX backend takes on a GPU) computes float32 only.
+EXPECTED = {
+    "float32": "auto",
+    **{dtype: "auto" if BACKEND == "tensorflow" else False
+       for dtype in ("float16", "bfloat16", "float64")},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", sorted(EXPECTED))
+def test_cudnn_only_where_it_computes_the_dtype(dtype):
+    assert lstm_use_cudnn(dtype) == EXPECTED[dtype]
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16", "mixed_float16", "float64"])
+def test_the_default_is_the_global_policy(policy):
+    keras.config.set_dtype_policy(policy)
+    assert lstm_use_cudnn() == EXPECTED[keras.config.dtype_policy().compute_dtype]
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_the_builders_lstms_follow_the_rule(policy):
+    keras.config.set_dtype_policy(policy)
+    expected = EXPECTED[keras.config.dtype_policy().compute_dtype]
+    model = build_language_model(50, kind="attention", hidden=8, embedding_dim=8, window=3,
+                                 batch_size=2, seq_len=4, stateful=False)  # fmt: skip
+    lstms = [layer for layer in model.layers if isinstance(layer, keras.layers.LSTM)]
+    assert lstms and all(layer.use_cudnn == expected for layer in lstms)
+    # The last-word model's masked encoder runs Keras's loop whatever the dtype (cuDNN takes
+    # right-padded masks only); unmasked (the original code's layout) it follows the rule.
+    for faithful, want in ((False, False), (True, expected)):
+        model = build_fill_last_word_model(30, max_length=5, embedding_dim=4, hidden=4,
+                                           faithful_to_code=faithful)  # fmt: skip
+        assert model.get_layer("encoder").use_cudnn == want
