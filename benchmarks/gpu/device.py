@@ -7,9 +7,10 @@ Usage::
 Exits with status 3 when ``--require-gpu yes`` and JAX's default backend is not a GPU.
 """
 
-import argparse
 import json
 import sys
+
+from benchmarks.gpu import ArgumentParser
 
 
 def describe():
@@ -33,7 +34,7 @@ def describe():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="the JSON file to write")
     parser.add_argument("--require-gpu", choices=("yes", "no"), default="yes",
                         help="exit with status 3 unless JAX runs on a GPU (default: yes)")

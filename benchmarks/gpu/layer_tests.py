@@ -14,7 +14,6 @@ Usage::
         python -m benchmarks.gpu.layer_tests --out results/ --seconds 170 --workers 8
 """
 
-import argparse
 import json
 import os
 import pathlib
@@ -23,6 +22,8 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ElementTree
+
+from benchmarks.gpu import ArgumentParser, positive
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
@@ -126,11 +127,11 @@ def rerun_targets(earlier, collected):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="the folder the results go to")
-    parser.add_argument("--seconds", type=float, default=170.0,
+    parser.add_argument("--seconds", type=positive(float), default=170.0,
                         help="the tests' time limit (default: 170)")
-    parser.add_argument("--workers", type=int, default=8,
+    parser.add_argument("--workers", type=positive(int), default=8,
                         help="pytest-xdist processes (default: 8)")
     parser.add_argument("--mode", choices=("full", "rehearsal"), default="full",
                         help="every selected test, or the first of each file (default: full)")

@@ -13,13 +13,13 @@ Usage::
     python -m benchmarks.gpu.results --update-docs
 """
 
-import argparse
 import collections
 import json
 import pathlib
 import re
 
 from benchmarks.docs_tables import RESULTS_PAGE, add_update_docs_option, update_docs
+from benchmarks.gpu import ArgumentParser
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RUNS = ROOT / "benchmarks" / "results" / "gpu"
@@ -276,7 +276,7 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     add_update_docs_option(parser)
     return parser.parse_args(argv)
 

@@ -37,9 +37,7 @@ Usage::
     KERAS_BACKEND=jax python -m benchmarks.gpu.speed --sizes rehearsal --out results.json
 """
 
-import argparse
 import json
-import os
 import pathlib
 import sys
 import time
@@ -47,6 +45,7 @@ import time
 import numpy as np
 
 from benchmarks import matmul_peak, timing
+from benchmarks.gpu import ArgumentParser, positive
 
 #: The sizes of a run: ``"full"`` for a GPU, ``"rehearsal"`` for a CPU check of the same
 #: code paths in seconds.
@@ -530,18 +529,18 @@ def run(sizes, out, budget_s, tables=TABLES, name=None):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", choices=sorted(SIZES), default="full",
                         help="full sizes (a GPU) or the rehearsal's tiny ones (default: full)")
     parser.add_argument("--out", required=True, help="the JSON file to write")
-    parser.add_argument("--budget-s", type=float, default=200.0,
+    parser.add_argument("--budget-s", type=positive(float), default=200.0,
                         help="seconds the tables may take in all (default: 200)")
     parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES),
                         help="the tables to measure (default: all)")
-    parser.add_argument("--peer-max-length", type=int,
+    parser.add_argument("--peer-max-length", type=positive(int),
                         help="compile MultiHeadAttention only up to this T (default: at every "
                         "length)")
-    parser.add_argument("--lengths", nargs="+", type=int,
+    parser.add_argument("--lengths", nargs="+", type=positive(int),
                         help="the window-attention table's sequence lengths (default: the "
                         "sizes')")
     return parser.parse_args(argv)

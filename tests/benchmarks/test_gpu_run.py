@@ -79,6 +79,23 @@ def test_a_bad_option_is_one_line_and_status_2(tmp_path):
     assert done.stderr.strip().count("\n") == 0 and "--fast" in done.stderr
 
 
+@pytest.mark.parametrize("script, argv, named", [
+    ("speed", ["--out", "x.json", "--budget-s", "-3"], "--budget-s"),
+    ("speed", ["--out", "x.json", "--lengths", "20", "ten"], "--lengths"),
+    ("speed", ["--out", "x.json", "--tables", "everything"], "--tables"),
+    ("layer_tests", ["--out", ".", "--workers", "0"], "--workers"),
+    ("device", ["--out", "x.json", "--require-gpu", "maybe"], "--require-gpu"),
+    ("results", ["--bogus"], "--bogus"),
+])  # fmt: skip
+def test_the_scripts_refuse_bad_options_in_one_line(script, argv, named, tmp_path):
+    done = subprocess.run([sys.executable, "-m", f"benchmarks.gpu.{script}", *argv],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "KERAS_BACKEND": "jax"})  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and named in done.stderr, done.stderr
+    assert not (tmp_path / "x.json").exists()
+
+
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
 <testcase classname="tests.layers.test_a" name="test_one" time="1.5"/>

@@ -40,3 +40,10 @@ def test_the_builders_lstms_follow_the_rule(policy):
         model = build_fill_last_word_model(30, max_length=5, embedding_dim=4, hidden=4,
                                            faithful_to_code=faithful)  # fmt: skip
         assert model.get_layer("encoder").use_cudnn == want
+
+
+@pytest.mark.parametrize("bad, error", [(32, TypeError), ("int32", ValueError),
+                                        ("float", ValueError)])  # fmt: skip
+def test_a_bad_dtype_is_refused_with_its_name(bad, error):
+    with pytest.raises(error, match=rf"`compute_dtype`.*{bad!r}"):
+        lstm_use_cudnn(bad)

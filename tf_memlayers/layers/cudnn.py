@@ -2,6 +2,8 @@
 
 import keras
 
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
 
 def lstm_use_cudnn(compute_dtype=None):
     """The ``use_cudnn`` argument of a `keras.layers.LSTM` that computes in ``compute_dtype``.
@@ -23,6 +25,10 @@ def lstm_use_cudnn(compute_dtype=None):
     Returns:
         `"auto"` (cuDNN where Keras can use it) or `False` (Keras's own loop).
 
+    Raises:
+        TypeError: ``compute_dtype`` is not a string (or None).
+        ValueError: ``compute_dtype`` is not a float dtype.
+
     Example:
 
     >>> import keras
@@ -32,6 +38,16 @@ def lstm_use_cudnn(compute_dtype=None):
     """
     if compute_dtype is None:
         compute_dtype = keras.config.dtype_policy().compute_dtype
+    if not isinstance(compute_dtype, str):
+        raise TypeError(
+            f"lstm_use_cudnn: `compute_dtype` must be a string naming a float dtype or None, "
+            f"got {compute_dtype!r} of type {type(compute_dtype).__name__}."
+        )
+    if compute_dtype not in FLOAT_DTYPES:
+        raise ValueError(
+            f"lstm_use_cudnn: `compute_dtype` must be one of {FLOAT_DTYPES} (an LSTM's compute "
+            f"dtype), got {compute_dtype!r}."
+        )
     if keras.backend.backend() == "jax" and compute_dtype != "float32":
         return False
     return "auto"
