@@ -19,7 +19,6 @@ from tf_memlayers.data.vocabulary import PAD, UNK, build_token_list  # noqa: F40
 tf = require_tensorflow("tf_memlayers.data (tf.data pipelines)")
 
 
-
 def read_sentences(path):
     """Non-empty lines of a text file (``.gz`` decompressed), whitespace-stripped.
 

@@ -22,7 +22,6 @@ from tf_memlayers.ops.associative_gru_passes import backward_loop, forward_loop
 
 tf = require_tensorflow("the fused AM-GRU loop (tf_memlayers.ops.associative_gru_loop)")
 
-
 _compiled = {}
 
 
