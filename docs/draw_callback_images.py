@@ -51,7 +51,7 @@ def save(png, name):
 
 def window_attention(log_dir):
     from tf_memlayers.callbacks import WindowAttentionCallback
-    from tf_memlayers.data.generated_lm import generate_copy_corpus
+    from examples.language_modeling.generated_lm import generate_copy_corpus
     from tf_memlayers.models import build_language_model, compile_language_model
 
     corpus = generate_copy_corpus(train_tokens=200_000, valid_tokens=4_000, test_tokens=1_000,

@@ -1,1 +1,3 @@
-"""The example scripts, and the harness they share (`examples.harness`)."""
+"""The example scripts, each with a folder of what its experiment needs beyond the package
+(`examples.language_modeling`, `examples.snli`, `examples.fill_last_word`), and the harness
+the three share (`examples.harness`)."""

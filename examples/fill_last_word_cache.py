@@ -4,7 +4,7 @@ Data: ``--data-dir`` with one sentence per line (``train.txt`` and ``dev.txt``; 
 no ``train.txt`` but a ``test.txt``, as in the PWKP split of the reference code, that file is
 used for training), else an embedded generated corpus of episodes: facts about made-up houses
 (``"red kalo ."``), then questions about them (``"kalo red"``) whose answers only those facts
-state (`tf_memlayers.data.sentences.generated_last_word_corpus`). On the generated corpus the
+state (`examples.fill_last_word.sentences.generated_last_word_corpus`). On the generated corpus the
 cache is emptied at the start of every episode, and each evaluation episode writes its facts to
 the emptied cache before its questions are asked, so the cache holds exactly the facts that
 answer them; the metrics give the accuracy of always answering the commonest colour
@@ -45,9 +45,9 @@ from tf_memlayers.callbacks.cache_attention import (  # noqa: E402
     CacheEpisodesCallback,
     cache_attention_on_entries,
 )
-from tf_memlayers.callbacks.hparams import log_hparams  # noqa: E402
-from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
-from tf_memlayers.data import sentences as data  # noqa: E402
+from examples.harness.training.hparams import log_hparams  # noqa: E402
+from examples.harness.data import embeddings as word_vectors  # noqa: E402
+from examples.fill_last_word import sentences as data  # noqa: E402
 from tf_memlayers.layers.cache_attention.heap_cache_attention import POLICIES, QUERIES  # noqa: E402
 from tf_memlayers.models.fill_last_word import (  # noqa: E402
     CODE_LEARNING_RATE,
@@ -57,7 +57,7 @@ from tf_memlayers.models.fill_last_word import (  # noqa: E402
     compile_fill_last_word_model,
 )
 from tf_memlayers.models.heap_cache_model import cache_fill_fractions  # noqa: E402
-from tf_memlayers.training import (  # noqa: E402
+from examples.harness.training import (  # noqa: E402
     evaluate,
     make_strategy,
     resumable_callbacks,

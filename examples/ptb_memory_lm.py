@@ -51,12 +51,17 @@ if __package__ in (None, ""):  # run as a file: the harness is in the repository
 from examples.harness.startup import keras  # noqa: E402  (first: a quiet TensorFlow start)
 import numpy as np  # noqa: E402
 
-from tf_memlayers.callbacks.hparams import log_hparams  # noqa: E402
-from tf_memlayers.callbacks.learning_rate import EpochLearningRate  # noqa: E402
+from examples.harness.training.hparams import log_hparams  # noqa: E402
+from examples.harness.training.learning_rate import EpochLearningRate  # noqa: E402
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
-from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
+from examples.language_modeling.evaluation import evaluate_language_model  # noqa: E402
 from tf_memlayers.callbacks.window_attention import WindowAttentionCallback  # noqa: E402
-from tf_memlayers.data import generated_lm, lm_batches, lm_corpora, token_streams  # noqa: E402
+from examples.language_modeling import (  # noqa: E402
+    generated_lm,
+    lm_batches,
+    lm_corpora,
+    token_streams,
+)
 from tf_memlayers.models.language_model import (  # noqa: E402
     ATTENTION_KINDS,
     DANILUK_DEFAULTS,
@@ -67,9 +72,9 @@ from tf_memlayers.models.language_model import (  # noqa: E402
     build_language_model,
     compile_language_model,
 )
-from tf_memlayers.models.language_model_presets import PRESETS, get_preset  # noqa: E402
+from examples.language_modeling.presets import PRESETS, get_preset  # noqa: E402
 from tf_memlayers.models.step_model import build_step_model, generate  # noqa: E402
-from tf_memlayers.training import (  # noqa: E402
+from examples.harness.training import (  # noqa: E402
     is_chief,
     make_strategy,
     resumable_callbacks,
@@ -80,7 +85,7 @@ from tf_memlayers.training import (  # noqa: E402
 )
 from examples.harness.run_directory import resolved_settings, run_workdir  # noqa: E402
 from examples.harness import options  # noqa: E402
-from tf_memlayers.training.distributed import train as train_model  # noqa: E402
+from examples.harness.training.distributed import train as train_model  # noqa: E402
 from examples.harness.run_directory import RUN_OPTIONS  # noqa: E402
 
 DEFAULT_ROOT = "runs/ptb_memory_lm"

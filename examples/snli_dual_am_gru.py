@@ -34,17 +34,17 @@ if __package__ in (None, ""):  # run as a file: the harness is in the repository
 from examples.harness.startup import keras  # noqa: E402  (first: a quiet TensorFlow start)
 import numpy as np  # noqa: E402
 
-from tf_memlayers.callbacks.learning_rate import halve_learning_rate_callback  # noqa: E402
+from examples.harness.training.learning_rate import halve_learning_rate_callback  # noqa: E402
 from tf_memlayers.callbacks.associative_memory import MemoryRetrievalHeatmap  # noqa: E402
-from tf_memlayers.callbacks.hparams import log_hparams  # noqa: E402
-from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
-from tf_memlayers.data import generated_nli, nli_batches, snli  # noqa: E402
+from examples.harness.training.hparams import log_hparams  # noqa: E402
+from examples.harness.data import embeddings as word_vectors  # noqa: E402
+from examples.snli import generated_nli, nli_batches, snli  # noqa: E402
 from tf_memlayers.models.snli import (  # noqa: E402
     KINDS,
     build_snli_model,
     compile_snli_model,
 )
-from tf_memlayers.training import (  # noqa: E402
+from examples.harness.training import (  # noqa: E402
     evaluate,
     make_strategy,
     resumable_callbacks,

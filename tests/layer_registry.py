@@ -62,14 +62,16 @@ SHARED_SUITES = (
 )
 
 # The tests of what else the package runs without TensorFlow, on every backend: the import
-# without TensorFlow, the model builders with the step model, the LSTMs' cuDNN rule, training
-# on several devices, and the GPU run's rehearsal.
+# without TensorFlow, the model builders with the step model, the LSTMs' cuDNN rule, Keras's
+# own RNN tests with ResettableRNN in place of keras.layers.RNN, training on several devices,
+# and the GPU run's rehearsal.
 WITHOUT_TENSORFLOW = (
     "benchmarks/test_gpu_run.py",
     "layers/test_cudnn.py",
+    "layers/test_resettable_rnn_keras_suite.py",
     "models/test_builders_on_every_backend.py",
     "test_package_import.py",
-    "training/test_data_parallel.py",
+    "models/test_data_parallel.py",
 )
 
 # The boolean arguments of the package's `keras.layers.RNN` subclasses.

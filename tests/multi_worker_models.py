@@ -1,4 +1,4 @@
-"""Small models trained under a strategy by `tf_memlayers.training.train`, for
+"""Small models trained under a strategy by `examples.harness.training.train`, for
 tests/test_multi_worker.py: each worker of a local cluster runs them (through
 tests/multi_worker_job.py) and the test runs them in one process on the same global batches.
 """
@@ -7,11 +7,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_memlayers.data import generated_lm, lm_batches
+from examples.language_modeling import generated_lm, lm_batches
 from tf_memlayers.layers import AttentionPooling, HeapCacheAttention
 from tf_memlayers.models import HeapCacheModel
 from tf_memlayers.models.language_model import build_language_model, compile_language_model
-from tf_memlayers.training import make_strategy, train
+from examples.harness.training import make_strategy, train
 
 LM_ROWS = 4  # global batch: LM_ROWS // replicas rows on each replica
 LM_BATCHES = 5

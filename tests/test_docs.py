@@ -18,8 +18,6 @@ PUBLIC_MODULES = [
     "tf_memlayers",
     "tf_memlayers.models",
     "tf_memlayers.callbacks",
-    "tf_memlayers.data",
-    "tf_memlayers.training",
     "tf_memlayers.metrics",
     "tf_memlayers.losses",
     "tf_memlayers.compat",
@@ -48,7 +46,7 @@ def _public_names(module):
 
 def _documented_modules():
     """Every public module with the names it exports; the public submodules of packages
-    that have no ``__all__`` (``tf_memlayers.data``) included."""
+    that have no ``__all__`` included."""
     modules = {}
     for name in PUBLIC_MODULES:
         module = importlib.import_module(name)

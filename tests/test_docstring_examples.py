@@ -1,5 +1,5 @@
 """Every `Example:` in the docstrings of the layers, metrics, losses, initializers, callbacks and
-model builders runs and prints what it shows."""
+model builders, and of the examples' folders, runs and prints what it shows."""
 
 import doctest
 import importlib
@@ -7,6 +7,10 @@ import pkgutil
 
 import pytest
 
+import examples.fill_last_word
+import examples.harness
+import examples.language_modeling
+import examples.snli
 import tf_memlayers.callbacks
 import tf_memlayers.layers
 import tf_memlayers.losses
@@ -49,11 +53,8 @@ SUPPORT_MODULES = [
     *_modules(tf_memlayers.metrics),
     *_modules(tf_memlayers.losses),
     "tf_memlayers.initializers",
-    "tf_memlayers.callbacks.hparams",
-    "tf_memlayers.callbacks.learning_rate",
     "tf_memlayers.callbacks.state_reset",
     "tf_memlayers.callbacks.window_attention",
-    "tf_memlayers.data.lm_batches",
 ]
 
 
@@ -62,3 +63,28 @@ def test_support_module_examples_run(module_name):
     module = importlib.import_module(module_name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+EXAMPLE_MODULES = [
+    *_modules(examples.harness, walk=True),
+    *_modules(examples.language_modeling),
+    *_modules(examples.snli),
+    *_modules(examples.fill_last_word),
+]
+# The examples' modules whose docstrings must show a runnable example.
+WITH_EXAMPLES = (
+    "examples.harness.training.hparams",
+    "examples.harness.training.learning_rate",
+    "examples.language_modeling.lm_batches",
+    "examples.language_modeling.parameter_budget",
+    "examples.language_modeling.presets",
+)
+
+
+@pytest.mark.parametrize("module_name", EXAMPLE_MODULES)
+def test_example_module_examples_run(module_name):
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
+    if module_name in WITH_EXAMPLES:
+        assert result.attempted > 0

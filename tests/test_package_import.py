@@ -23,7 +23,7 @@ def registered_class_names():
     return names
 
 
-def test_import_registers_every_class_without_data_or_training():
+def test_import_registers_every_class_and_loads_no_callbacks():
     names = registered_class_names()
     assert {"TiedEmbedding", "Perplexity", "SequenceCrossentropy", "ConditionalEncoder"} <= set(
         names
@@ -33,6 +33,7 @@ def test_import_registers_every_class_without_data_or_training():
         f"names = {names!r}\n"
         "print(json.dumps({\n"
         "  'modules': sorted(m for m in sys.modules if m.startswith('tf_memlayers.')),\n"
+        "  'examples': sorted(m for m in sys.modules if m.split('.')[0] == 'examples'),\n"
         "  'missing': [n for n in names\n"
         "              if keras.saving.get_registered_object('tf_memlayers>' + n) is None],\n"
         "}))\n"
@@ -43,17 +44,33 @@ def test_import_registers_every_class_without_data_or_training():
     )
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["missing"] == []
+    assert report["examples"] == []
     loaded = report["modules"]
-    for heavy in ("tf_memlayers.data", "tf_memlayers.training", "tf_memlayers.callbacks"):
-        assert not [m for m in loaded if m == heavy or m.startswith(heavy + ".")], loaded
+    assert not [m for m in loaded if m.startswith("tf_memlayers.callbacks")], loaded
     for light in ("tf_memlayers.layers", "tf_memlayers.metrics", "tf_memlayers.losses"):
         assert light in loaded
 
 
+def test_the_package_holds_no_experiment_harness():
+    """The experiments' corpus readers, input pipelines and training loops live with the
+    examples: the package has no ``data`` or ``training`` part and imports nothing from
+    ``examples``."""
+    assert not (PACKAGE / "data").exists() and not (PACKAGE / "training").exists()
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            modules = []
+            if isinstance(node, ast.ImportFrom):
+                modules = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            found += [f"{path.name}: {m}" for m in modules if m.split(".")[0] == "examples"]
+    assert found == []
+
+
 # The modules that exist for TensorFlow only: they import it through
 # `tf_memlayers._tensorflow.require_tensorflow`, whose error names them.
-TENSORFLOW_ONLY = ("tf_memlayers.callbacks", "tf_memlayers.data", "tf_memlayers.training",
-                   "tf_memlayers.ops.associative_gru_loop",
+TENSORFLOW_ONLY = ("tf_memlayers.callbacks", "tf_memlayers.ops.associative_gru_loop",
                    "tf_memlayers.ops.associative_gru_passes")  # fmt: skip
 
 # Run in a child process on Keras's JAX backend with every import of TensorFlow refused, as
@@ -111,7 +128,5 @@ def test_the_layers_import_without_tensorflow():
         else:
             assert outcome == "ok", (name, outcome)
     for name, part in (("tf_memlayers.callbacks", "tf_memlayers.callbacks"),
-                       ("tf_memlayers.training", "tf_memlayers.training"),
-                       ("tf_memlayers.data.lm_batches", "tf_memlayers.data"),
                        ("tf_memlayers.ops.associative_gru_loop", "fused AM-GRU loop")):
         assert "needs TensorFlow" in modules[name] and part in modules[name], modules[name]

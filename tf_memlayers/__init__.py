@@ -10,8 +10,11 @@ Architecture, bottom up:
   `SequenceCrossentropy`, `ForgetGateBias`.
 * `tf_memlayers.models` — builders that assemble each paper's model from the layers, and the
   step model of a language model for generation and serving.
-* `tf_memlayers.data`, `tf_memlayers.callbacks`, `tf_memlayers.training` — corpus readers and
-  ``tf.data`` pipelines, TensorBoard views and schedules, and ``train`` with resumable runs.
+* `tf_memlayers.callbacks` — TensorBoard views of what the memories do, and the state resets
+  of stateful language models.
+
+The examples in the repository's ``examples/`` own their experiments: corpus readers,
+``tf.data`` pipelines, training with resumable runs and the papers' recipes.
 """
 
 from tf_memlayers.version import __version__

@@ -29,8 +29,8 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
-from tf_memlayers.data import sentences as data  # noqa: E402
+from examples.harness.data import embeddings as word_vectors  # noqa: E402
+from examples.fill_last_word import sentences as data  # noqa: E402
 from tf_memlayers.models.fill_last_word import (  # noqa: E402
     build_fill_last_word_model,
     compile_fill_last_word_model,

@@ -46,9 +46,9 @@ from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.results_file import ResultsFile, read_or_exit
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from examples.harness import options  # noqa: E402
-from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
+from examples.language_modeling.evaluation import evaluate_language_model  # noqa: E402
 from tf_memlayers.callbacks.window_attention import average_attention_by_position  # noqa: E402
-from tf_memlayers.data import lm_batches, lm_corpora, token_streams  # noqa: E402
+from examples.language_modeling import lm_batches, lm_corpora, token_streams  # noqa: E402
 from tf_memlayers.models.language_model import (  # noqa: E402
     ATTENTION_KINDS,
     KINDS,
@@ -56,7 +56,7 @@ from tf_memlayers.models.language_model import (  # noqa: E402
     compile_language_model,
 )
 from tf_memlayers.models.weight_transfer import copy_trainable_weights  # noqa: E402
-from tf_memlayers.models.parameter_budget import (  # noqa: E402
+from examples.language_modeling.parameter_budget import (  # noqa: E402
     count_language_model_parameters,
     hidden_for_parameter_budget,
 )

@@ -38,7 +38,7 @@ from benchmarks import results_file, timing  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from examples.harness import options  # noqa: E402
-from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
+from examples.language_modeling.evaluation import evaluate_language_model  # noqa: E402
 
 DOCS_BLOCK = "lm-equal-budget-cost"
 COLUMNS = [

@@ -39,8 +39,8 @@ from benchmarks import results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.results_file import ResultsFile
 from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
-from tf_memlayers.training.evaluation import evaluate_language_model  # noqa: E402
-from tf_memlayers.data import lm_batches, lm_corpora, token_streams  # noqa: E402
+from examples.language_modeling.evaluation import evaluate_language_model  # noqa: E402
+from examples.language_modeling import lm_batches, lm_corpora, token_streams  # noqa: E402
 from tf_memlayers.models.language_model import (  # noqa: E402
     ATTENTION_KINDS,
     DANILUK_DEFAULTS,
@@ -48,7 +48,7 @@ from tf_memlayers.models.language_model import (  # noqa: E402
     build_language_model,
     compile_language_model,
 )
-from tf_memlayers.models.parameter_budget import (  # noqa: E402
+from examples.language_modeling.parameter_budget import (  # noqa: E402
     count_language_model_parameters,
     hidden_for_parameter_budget,
 )

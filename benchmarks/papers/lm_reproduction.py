@@ -65,7 +65,7 @@ def write_docs(metrics):
 
 
 def parse_args(argv=None):
-    from tf_memlayers.models.language_model_presets import PRESETS
+    from examples.language_modeling.presets import PRESETS
     from examples.harness import options
 
     parser = options.ArgumentParser(

@@ -41,9 +41,9 @@ import numpy as np  # noqa: E402
 from benchmarks import results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.results_file import ResultsFile, add_results_options
-from tf_memlayers.callbacks.learning_rate import halve_learning_rate_callback  # noqa: E402
-from tf_memlayers.data import embeddings as word_vectors  # noqa: E402
-from tf_memlayers.data import nli_batches, snli  # noqa: E402
+from examples.harness.training.learning_rate import halve_learning_rate_callback  # noqa: E402
+from examples.harness.data import embeddings as word_vectors  # noqa: E402
+from examples.snli import nli_batches, snli  # noqa: E402
 from tf_memlayers.models.snli import (  # noqa: E402
     KINDS,
     build_snli_model,

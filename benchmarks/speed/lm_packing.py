@@ -1,9 +1,9 @@
 """Documents packed back to back against documents padded to segment starts, on WikiText-2.
 
-The truncated-BPTT layout (`tf_memlayers.data.lm_batches.make_bptt_batches`) either pads each
-document out to the next segment start, the model's states being cleared from the host between
-batches, or packs the documents back to back (``pack=True``), the model restarting a row inside
-the graph where a document starts (`build_language_model(resets=True)`). Both score every
+The truncated-BPTT layout (`examples.language_modeling.lm_batches.make_bptt_batches`) either
+pads each document out to the next segment start, the model's states being cleared from the host
+between batches, or packs the documents back to back (``pack=True``), the model restarting a row
+inside the graph where a document starts (`build_language_model(resets=True)`). Both score every
 target token once, each document from a fresh state; packing leaves out the padding.
 
 For each split the script reports the share of padding positions in both layouts. Then, for
@@ -72,7 +72,7 @@ def default_data_dir():
 def load_corpus(args):
     """The corpus to measure: the generated one with ``--generated-tokens``, else the files of
     ``--data-dir`` (`None` when the folder is absent)."""
-    from tf_memlayers.data import generated_lm, lm_corpora
+    from examples.language_modeling import generated_lm, lm_corpora
 
     if args.generated_tokens:
         size = args.generated_tokens
@@ -86,7 +86,7 @@ def load_corpus(args):
 
 def layouts(corpus, args):
     """``{layout: {split: BPTTBatches}}`` of both layouts."""
-    from tf_memlayers.data.lm_batches import make_bptt_batches
+    from examples.language_modeling.lm_batches import make_bptt_batches
 
     def split_batches(split, layout):
         stream = corpus.split(split)

@@ -54,7 +54,7 @@ def widths(kinds, args):
     """Each kind's LSTM width: ``--hidden``, or with ``--equal-parameters`` the width at which
     the kind has as many parameters as the LSTM at ``--hidden`` (the equal-budget comparison of
     `benchmarks.papers.lm_equal_budget`)."""
-    from tf_memlayers.models.parameter_budget import (
+    from examples.language_modeling.parameter_budget import (
         count_language_model_parameters,
         hidden_for_parameter_budget,
     )

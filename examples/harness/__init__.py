@@ -1,3 +1,4 @@
-"""What the example scripts (and the benchmarks built on them) share because they have a
-command line: the options and their checks (`options`), run directories named after the
-options (`run_directory`) and a quiet start (`startup`). Not part of the package."""
+"""What the example scripts (and the benchmarks built on them) share: the options and their
+checks (`options`), run directories named after the options (`run_directory`), a quiet start
+(`startup`), vocabularies, text files and word vectors (`data`), and training with resumable
+runs (`training`). Not part of the package."""

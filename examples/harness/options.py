@@ -32,7 +32,7 @@ import math
 import os
 import sys
 
-from tf_memlayers.training.strategy import STRATEGIES
+from examples.harness.training.strategy import STRATEGIES
 
 # -- value types ------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import os
 import re
 
 from examples.harness.options import ParsedOptions
-from tf_memlayers.callbacks.run_files import plain_json
+from examples.harness.training.run_files import plain_json
 
 # Options of the example scripts that say how long or how verbosely to run, or where to keep
 # the run, but not what the run computes: a run resumed with other values is the same run.

@@ -11,7 +11,7 @@ from conftest import REPO_ROOT, load_script
 from tf_memlayers.models.language_model import (
     build_language_model,
 )
-from tf_memlayers.models.parameter_budget import count_language_model_parameters
+from examples.language_modeling.parameter_budget import count_language_model_parameters
 
 
 def _load(name):
@@ -318,7 +318,7 @@ def test_cost_of_a_batch_leaves_out_the_compiling_call_and_divides_by_the_batche
 
 
 def _bptt_batches(num_batches):
-    from tf_memlayers.data.lm_batches import BPTTBatches
+    from examples.language_modeling.lm_batches import BPTTBatches
 
     tokens = np.zeros((num_batches, 2, 4), "int32")
     return BPTTBatches(tokens, tokens, np.ones((num_batches, 2, 4), "float32"),

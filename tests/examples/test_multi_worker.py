@@ -1,5 +1,5 @@
 """Training on several workers: `--strategy multi_worker` (tf.distribute.MultiWorkerMirroredStrategy
-from TF_CONFIG) through the custom loop of tf_memlayers.training.distributed.
+from TF_CONFIG) through the custom loop of examples.harness.training.distributed.
 
 Two worker processes on localhost ports, on CPU, train tiny models; both must end with the same
 weights, equal to float rounding to one process trained on the same global batches.
@@ -24,8 +24,8 @@ from multi_worker_job import load_example
 from test_ptb_example import TINY as PTB_TINY
 from conftest import REPO_ROOT
 from examples.harness import options
-from tf_memlayers.training import distributed
-from tf_memlayers.training.strategy import STRATEGIES
+from examples.harness.training import distributed
+from examples.harness.training.strategy import STRATEGIES
 
 # One process runs these tests one after another (`pytest -n 2 --dist loadgroup`, where the
 # grouping works), so that one launch of the workers serves them all (`two_workers`).

@@ -11,7 +11,10 @@ import zipfile
 
 import pytest
 
-from tf_memlayers.data import cbt, embeddings, generated_nli, ptb, sentences, snli, wikitext2
+from examples.language_modeling import cbt, ptb, wikitext2
+from examples.harness.data import embeddings
+from examples.snli import generated_nli, snli
+from examples.fill_last_word import sentences
 from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
     compile_fill_last_word_model,

@@ -14,7 +14,7 @@ from tf_memlayers.callbacks.cache_attention import (
     cache_attention_by_index,
     cache_attention_on_entries,
 )
-from tf_memlayers.data import sentences as data
+from examples.fill_last_word import sentences as data
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.fill_last_word import (

@@ -5,17 +5,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_memlayers.callbacks.learning_rate import EpochLearningRate, epoch_learning_rate
+from examples.harness.training.learning_rate import EpochLearningRate, epoch_learning_rate
 from tf_memlayers.callbacks.state_reset import StateResetCallback, reset_language_model_states
-from tf_memlayers.training.evaluation import evaluate_language_model
+from examples.language_modeling.evaluation import evaluate_language_model
 from tf_memlayers.callbacks.window_attention import (
     WindowAttentionCallback,
     average_attention_by_position,
     window_position_labels,
 )
-from tf_memlayers.data.generated_lm import generate_copy_corpus
-from tf_memlayers.data.lm_batches import make_bptt_batches
-from tf_memlayers.data.token_streams import TokenStream
+from examples.language_modeling.generated_lm import generate_copy_corpus
+from examples.language_modeling.lm_batches import make_bptt_batches
+from examples.language_modeling.token_streams import TokenStream
 from tf_memlayers.models.language_model import (
     KINDS,
     MEMORY_KINDS,
@@ -27,11 +27,11 @@ from tf_memlayers.models.language_model import (
     make_optimizer,
 )
 from tf_memlayers.models.weight_transfer import copy_trainable_weights, weight_role
-from tf_memlayers.models.parameter_budget import (
+from examples.language_modeling.parameter_budget import (
     count_language_model_parameters,
     hidden_for_parameter_budget,
 )
-from tf_memlayers.models.language_model_presets import PRESETS, get_preset
+from examples.language_modeling.presets import PRESETS, get_preset
 
 VOCAB = 23
 SMALL = dict(hidden=12, embedding_dim=6, window=3, ngram=4)

@@ -86,8 +86,8 @@ class StateResetCallback(keras.callbacks.Callback):
     document boundaries.
 
     Args:
-        train_resets: Optional boolean array ``[num_batches, batch]`` (the ``resets`` of the
-            training data's `BPTTBatches`): the rows to clear before each training batch.
+        train_resets: Optional boolean array ``[num_batches, batch]`` (e.g. the ``resets`` of the
+            PTB example's truncated-BPTT batches): the rows to clear before each training batch.
             Default: `None` (reset only at the start of each epoch).
         eval_resets: Optional boolean array ``[num_batches, batch]``, the same for the data
             of `evaluate` / `predict` (and validation). Default: `None` (reset only at the
@@ -95,11 +95,12 @@ class StateResetCallback(keras.callbacks.Callback):
 
     Example:
 
-    >>> from tf_memlayers.data.generated_lm import generate_copy_corpus
-    >>> from tf_memlayers.data.lm_batches import make_bptt_batches
-    >>> corpus = generate_copy_corpus(2000, 200, 200)
-    >>> train = make_bptt_batches(corpus.train, 4, 10)
-    >>> callback = StateResetCallback(train.resets)
+    >>> import numpy as np
+    >>> # Three batches of two rows; a new document starts in row 1 at the third batch.
+    >>> resets = np.array([[True, True], [False, False], [False, True]])
+    >>> callback = StateResetCallback(train_resets=resets)
+    >>> callback.train_resets[2].tolist()
+    [False, True]
     """
 
     def __init__(self, train_resets=None, eval_resets=None):

@@ -15,9 +15,8 @@ baselines of *Neural Language Models Explained* are options: dropout on the non-
 connections (Zaremba et al. 2014), variational ("locked") dropout with one mask per sequence
 (Gal & Ghahramani 2016) and tied input/output embeddings (Press & Wolf 2017).
 
-Perplexity is exp(mean negative log-likelihood over all target tokens); with the zero-weight
-padding of `tf_memlayers.data.lm_batches.make_bptt_batches` the `Perplexity` metric computes
-exactly that over a whole split.
+Perplexity is exp(mean negative log-likelihood over all target tokens); with padding given
+zero sample weights, the `Perplexity` metric computes exactly that over a whole split.
 """
 
 import dataclasses
@@ -267,8 +266,8 @@ def build_language_model(
         resets: Boolean, (default `False`), whether the model takes a second input,
             ``reset`` (bool ``[batch, seq_len]``, true where a new document starts), and
             starts each row's LSTM states and memory again there, inside the graph: for
-            documents packed back to back in each row (`tf_memlayers.data.lm_batches` with
-            ``pack=True``). The inputs are then a dict ``{"tokens", "reset"}``, and the LSTM
+            documents packed back to back in each row (as in the PTB example's batches
+            with ``pack=True``). The inputs are then a dict ``{"tokens", "reset"}``, and the LSTM
             layers are `ResettableRNN` over an `LSTMCell` (the same weights, in the same
             order, as `keras.layers.LSTM`).
         name: Optional string, the model name. Default: `None` (``"<kind>_language_model"``).

@@ -1,0 +1,50 @@
+"""A run's resolved settings and final metrics for TensorBoard's HParams dashboard."""
+
+import json
+import numbers
+
+import tensorflow as tf
+from tensorboard.plugins.hparams import api as hparams_api
+
+
+def _hparam_value(value):
+    """``value`` as a type the HParams plugin accepts (bool, number or string)."""
+    if isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return "none" if value is None else json.dumps(value, default=str)
+
+
+def log_hparams(log_dir, settings, metrics, trial_id=None):
+    """Writes a run's settings and final metrics where the HParams dashboard finds them.
+
+    `tensorboard --logdir <folder of runs>` then lists every run with its settings and metrics
+    in the HParams tab, so that runs of one example compare at a glance.
+
+    Args:
+        log_dir: String or path, the run's TensorBoard folder (the parent of Keras's
+            ``train``/``validation``).
+        settings: Dict, the run's resolved settings by name (the values the run used, after
+            presets and defaults: a learning rate, not `None`). Values that are not bool,
+            number or string are written as JSON text, `None` as ``"none"``.
+        metrics: Dict of final scalar metrics by name, e.g. ``{"test_accuracy": 0.64}``.
+        trial_id: Optional string, the name of the run in the dashboard. Default: `None`
+            (derived from the settings).
+
+    Example:
+
+    >>> import tempfile
+    >>> log_hparams(tempfile.mkdtemp(), {"learning_rate": 1e-3, "source": "generated"},
+    ...             {"test_accuracy": 0.6})
+    """
+    values = {str(name): _hparam_value(value) for name, value in sorted(settings.items())}
+    writer = tf.summary.create_file_writer(str(log_dir))
+    with writer.as_default():
+        hparams_api.hparams(values, trial_id=trial_id)
+        for name, value in sorted(metrics.items()):
+            tf.summary.scalar(name, float(value), step=0)
+    writer.flush()
+    writer.close()
