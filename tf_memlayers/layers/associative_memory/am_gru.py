@@ -287,6 +287,13 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     reset that is not boolean, or an initial state of another width or batch size is a
     `ValueError` naming the argument and the shapes.
 
+    Returns:
+        The last output ``[batch, units]``, or with ``return_sequences=True`` the output of
+        every step ``[batch, time, units]`` (``3 * units`` wide with
+        ``return_retrievals=True``); with ``return_state=True``, the tuple ``(output, memory
+        [batch, units * num_copies], last output [batch, units])`` of the output and the final
+        states.
+
     Example:
 
     >>> import numpy as np

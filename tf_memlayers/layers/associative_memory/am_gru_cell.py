@@ -74,21 +74,28 @@ def zero_reset_rows(owner, inputs, states, reset):
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class AssociativeGRUCell(keras.layers.Layer):
-    """AM-GRU cell: a GRU whose state lives in a redundant holographic memory.
+    r"""AM-GRU cell: a GRU whose state lives in a redundant holographic memory.
 
     One step, with ``x = [x_t ; o_{t-1}]`` (the previous output is fed back) and the memory
     ``S`` holding ``C`` permuted copies ``S_c`` of an ``n``-unit complex vector:
 
-    ::
+    .. math::
 
-        k     = bound(x W_key)                        # eqs. 8-10, no bias
-        h     = mean_c conj(K_c) (*) S_c              # K_c: copy c of k permuted; eq. 5
-        [r|u] = sigmoid([x, h] W_g + b_g)             # b_g initialised to 1
-        c     = tanh([x, r*h] W_c + b_c)
-        delta = u * (c - h);  o_t = h + delta         # u weighs the candidate (not the state)
-        S_c  += K_c (*) delta                         # eq. 12
+        \begin{aligned}
+        k &= \operatorname{bound}(x\,W_{key})
+            && \text{eqs. 8-10, no bias} \\
+        h &= \frac{1}{C} \sum_{c=1}^{C} \overline{K_c} \circledast S_c
+            && \text{$K_c$: copy $c$ of $k$ permuted; eq. 5} \\
+        [r \mid u] &= \sigma([x, h]\,W_g + b_g)
+            && \text{$b_g$ initialised to 1} \\
+        c &= \tanh([x, r \odot h]\,W_c + b_c) \\
+        \delta &= u \odot (c - h), \quad o_t = h + \delta
+            && \text{$u$ weighs the candidate (not the state)} \\
+        S_c &\leftarrow S_c + K_c \circledast \delta
+            && \text{eq. 12}
+        \end{aligned}
 
-    Note the gate convention: ``o_t = (1 - u) * h + u * c``, the reverse of
+    Note the gate convention: :math:`o_t = (1 - u) \odot h + u \odot c`, the reverse of
     `keras.layers.GRUCell`. The permutations are the original code's (`make_permutations`).
 
     Args:
@@ -122,6 +129,11 @@ class AssociativeGRUCell(keras.layers.Layer):
             (`tf_memlayers.layers.resets`). `keras.layers.RNN` does not pass it; run the cell
             with `tf_memlayers.layers.ResettableRNN` to reset rows inside a sequence.
             Default: `None` (no row).
+
+    Returns:
+        Tuple ``(output, new_states)``: the output ``o_t`` ``[batch, units]`` (with
+        ``return_retrievals=True``, ``[o_t, delta, h]`` ``[batch, 3 * units]``) and the list
+        of new states ``[memory [batch, units * num_copies], o_t [batch, units]]``.
 
     Example:
 

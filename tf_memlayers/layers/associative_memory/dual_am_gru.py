@@ -157,7 +157,7 @@ def premise_sharing_clone_function(clone_function=None):
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class DualAssociativeGRUCell(keras.layers.Layer):
-    """Dual AM-GRU cell: an AM-GRU that also reads a source sequence's final memory.
+    r"""Dual AM-GRU cell: an AM-GRU that also reads a source sequence's final memory.
 
     The source memory ``S^x`` (e.g. the premise's final AM-GRU memory) is a pass-through
     state: it is set through ``initial_state=`` and returned unchanged. At each step the cell
@@ -167,8 +167,10 @@ class DualAssociativeGRUCell(keras.layers.Layer):
 
     Keys (``dual_key``):
 
-    * ``"paper"``: the AM-GRU key ``k = bound(x W_key)``; the source is read with the same
-      conjugated key, ``h2 = mean_c conj(K_c) (*) S^x_c`` (the paper's "same key").
+    * ``"paper"``: the AM-GRU key :math:`k = \operatorname{bound}(x\,W_{key})`; the source is
+      read with the same conjugated key,
+      :math:`h2 = \frac{1}{C} \sum_{c=1}^{C} \overline{K_c} \circledast S^x_c` (the paper's
+      "same key").
     * ``"released"``: the released code's layout. With ``a = x W_key`` and ``b = x W_dual``
       (``dual_key_kernel``), the write key is ``bound(a[:, :n/2] + i b[:, :n/2])`` and the
       source is read with ``bound(a[:, n/2:] + i b[:, n/2:])``, not conjugated.
@@ -208,6 +210,12 @@ class DualAssociativeGRUCell(keras.layers.Layer):
             (the cell returns it unchanged), so a reset row continues as a sequence started
             from ``initial_state=[0, 0, source memory]`` would (see
             `tf_memlayers.layers.resets`). Default: `None` (no row).
+
+    Returns:
+        Tuple ``(output, new_states)``: the output ``o_t`` ``[batch, units]`` (with
+        ``return_retrievals=True``, ``[o_t, delta, h, h2]`` ``[batch, 4 * units]``) and the
+        list of new states ``[memory [batch, units * C], o_t [batch, units], source memory
+        [batch, units * C]]``, the source memory unchanged.
 
     Example:
 
@@ -470,6 +478,13 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
             is ignored; see `tf_memlayers.layers.resets`). The fused loop has no resets:
             with ``fused_loop="auto"`` a call with ``reset`` runs Keras's loop, with
             ``fused_loop=True`` it is a `ValueError`, and so is ``go_backwards=True``.
+
+    Returns:
+        The last output ``[batch, units]``, or with ``return_sequences=True`` the output of
+        every step ``[batch, time, units]`` (``4 * units`` wide with
+        ``return_retrievals=True``); with ``return_state=True``, the tuple ``(output, memory
+        [batch, units * num_copies], last output [batch, units], source memory [batch,
+        units * num_copies])`` of the output and the final states.
 
     Example:
 

@@ -18,18 +18,24 @@ from tf_memlayers.ops import holographic
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class AssociativeMemoryCell(keras.layers.Layer):
-    """Wraps an RNN cell so that one of its states is kept in a redundant associative memory.
+    r"""Wraps an RNN cell so that one of its states is kept in a redundant associative memory.
 
     The generic AM-RNN of Weissenborn (2016, §3.2). At each step, with ``h_{t-1}`` the
     previous output (fed back as input) and ``m`` the memory of ``C`` permuted copies (paper
     eqs. 8-12):
 
-    ::
+    .. math::
 
-        r_t        = bound(W_r [x_t ; h_{t-1}])                  # eqs. 8-10, no bias
-        s_{t-1}    = mean_c conj(P_c r_t) (*) m_c                # eq. 8 with copies (eq. 5)
-        s_t, h_t   = cell([x_t ; h_{t-1}], s_{t-1})              # eq. 11
-        m_c       += (P_c r_t) (*) (s_t - s_{t-1})               # eq. 12
+        \begin{aligned}
+        r_t &= \operatorname{bound}(W_r [x_t ; h_{t-1}])
+            && \text{eqs. 8-10, no bias} \\
+        s_{t-1} &= \frac{1}{C} \sum_{c=1}^{C} \overline{P_c r_t} \circledast m_c
+            && \text{eq. 8 with copies (eq. 5)} \\
+        s_t, h_t &= \operatorname{cell}([x_t ; h_{t-1}], s_{t-1})
+            && \text{eq. 11} \\
+        m_c &\leftarrow m_c + (P_c r_t) \circledast (s_t - s_{t-1})
+            && \text{eq. 12}
+        \end{aligned}
 
     The state kept in memory is the cell's state ``memory_state_index``: by default the carry
     ``c`` of a `keras.layers.LSTMCell` (index 1, ``h`` is then carried as a plain state) and
@@ -66,6 +72,12 @@ class AssociativeMemoryCell(keras.layers.Layer):
             `tf_memlayers.layers.resets`). Run the cell with
             `tf_memlayers.layers.ResettableRNN` to reset rows inside a sequence.
             Default: `None` (no row).
+
+    Returns:
+        Tuple ``(output, new_states)``: the wrapped cell's output ``h_t`` ``[batch,
+        output_size]`` (with ``return_retrievals=True``, ``[h_t, s_t - s_{t-1}, s_{t-1}]``,
+        ``[batch, output_size + 2 * M]``) and the list of new states ``[memory [batch,
+        M * C], h_t [batch, output_size], *the cell's other new states]``.
 
     Example:
 

@@ -15,16 +15,18 @@ from tf_memlayers.ops.precision import softmax_dtype
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class AttentionPooling(keras.layers.Layer):
-    """Pools ``[batch, time, features]`` to ``[batch, features]`` with additive self-attention.
+    r"""Pools ``[batch, time, features]`` to ``[batch, features]`` with additive self-attention.
 
     The self-attentive pooling of Gaffney, *Cache Attention for Recurrent Language Modeling*,
     §3.2, with no query term and no bias:
 
-    ::
+    .. math::
 
-        a_t   = v^T tanh(W^T h_t)
-        alpha = softmax_t(a)
-        r     = sum_t alpha_t h_t
+        \begin{aligned}
+        a_t &= v^T \tanh(W^T h_t) \\
+        \alpha &= \operatorname{softmax}_t(a) \\
+        r &= \sum_t \alpha_t h_t
+        \end{aligned}
 
     Masked time steps are never read and get no weight (non-finite padding is harmless); a
     sequence with every step masked, or without steps, pools to zeros. Inputs of another

@@ -22,25 +22,32 @@ _WRITES = {"heap": heap_write, "topk": topk_write}
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class HeapCacheAttention(keras.layers.Layer):
-    """Adds an attention read over a cache of earlier examples' states to each state.
+    r"""Adds an attention read over a cache of earlier examples' states to each state.
 
     The cache attention of Gaffney, *Cache Attention for Recurrent Language Modeling* (§3.3).
     The cache ``C`` holds ``cache_size`` vectors of the input width ``H`` (a row of zeros is an
-    empty slot). Read::
+    empty slot). Read:
 
-        a_i   = v_c^T tanh(W_c^T C_i)                 (query="none": one read for every example)
-        a_bi  = v_c^T tanh(W_c^T C_i + W_q^T h_b)     (query="additive")
-        a_bi  = (W_q^T h_b) . (W_q^T C_i) / sqrt(A)   (query="dot")
-        alpha = softmax_i(a)
-        out_b = h_b + z * sum_i alpha_i C_i
+    .. math::
+
+        \begin{aligned}
+        a_i &= v_c^T \tanh(W_c^T C_i)
+            && \text{(query="none": one read for every example)} \\
+        a_{bi} &= v_c^T \tanh(W_c^T C_i + W_q^T h_b)
+            && \text{(query="additive")} \\
+        a_{bi} &= (W_q^T h_b) \cdot (W_q^T C_i) / \sqrt{A}
+            && \text{(query="dot")} \\
+        \alpha &= \operatorname{softmax}_i(a) \\
+        \mathit{out}_b &= h_b + z \odot \sum_i \alpha_i C_i
+        \end{aligned}
 
     Gradients reach ``W_c``, ``v_c``, ``z`` (and ``W_q``), never the cache. The ``"dot"`` read
     projects the example's state and the cached states with the same ``W_q``, so that a cached
     state equal to the example's own scores highest from the start: the read that can find one
     specific earlier example. Whatever the read, the heap's order score stays the paper's
-    ``v_c^T tanh(W_c^T C_i)``; with ``query="dot"`` the read does not use ``W_c, v_c``, so they
-    keep their initial values (non-trainable weights) and the heap keeps the states that score
-    highest under that fixed score.
+    :math:`v_c^T \tanh(W_c^T C_i)`; with ``query="dot"`` the read does not use ``W_c, v_c``, so
+    they keep their initial values (non-trainable weights) and the heap keeps the states that
+    score highest under that fixed score.
 
     The cache is written only by `insert`, which a training step calls after the optimizer
     update with the examples' states (`tf_memlayers.models.HeapCacheModel` does this in

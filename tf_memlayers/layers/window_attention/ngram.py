@@ -1,12 +1,11 @@
-"""The N-gram RNN output layer (Daniluk et al. 2017, §2.3, eq. 13).
+"""The N-gram RNN output layer (Daniluk et al. 2017, §2.4, eq. 13).
 
-The RNN output h_t of width W is cut into N-1 contiguous pieces [h^1_t ; ... ; h^{N-1}_t], and
-
-    h*_t = tanh(W^N [h^1_t ; h^2_{t-1} ; ... ; h^{N-1}_{t-N+2}])
-
-so piece i comes from the output at time t-i+1; before the start of the stream the missing
-pieces are zeros. Both forms carry the last N-2 outputs as a 2-D memory ``[batch, (N-2)*W]``
-(oldest first): `NGramConcat` on a whole sequence at once, `NGramConcatCell` as an RNN cell.
+The RNN output h_t of width W is cut into N-1 contiguous pieces, and h*_t is a projection of the
+current piece 1, the previous output's piece 2, and so on (eq. 13, written out in
+`NGramConcat`), so piece i comes from the output at time t-i+1; before the start of the stream
+the missing pieces are zeros. Both forms carry the last N-2 outputs as a 2-D memory ``[batch,
+(N-2)*W]`` (oldest first): `NGramConcat` on a whole sequence at once, `NGramConcatCell` as an
+RNN cell.
 """
 
 import keras
@@ -98,7 +97,25 @@ class _NGram:
         }
 
 
-_COMMON_ARGS = """
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class NGramConcat(_NGram, MemorySequenceLayer):
+    r"""N-gram RNN output over a whole sequence, all steps at once (eq. 13).
+
+    Applied to the output sequence of any RNN layer (e.g. the fused `keras.layers.LSTM`),
+    it computes h*_t for every step from the current output and the N-2 outputs before it.
+    The RNN output h_t is cut into N-1 pieces :math:`[h^1_t ; \ldots ; h^{N-1}_t]` and
+
+    .. math::
+
+        h^*_t = \tanh\left(W^N [h^1_t ; h^2_{t-1} ; \ldots ; h^{N-1}_{t-N+2}]\right) \tag{13}
+
+    (zeros before the start of the stream). The same weights and outputs as the cell form
+    `NGramConcatCell`.
+
+    Weights: `ngram_kernel` (:math:`W^N`, ``[width, units]``) and, with `use_bias`,
+    `ngram_bias`.
+
+    Args:
         n: Integer >= 2, the order N of the N-gram (called `ngram` in `build_language_model`
             and on the command line); N-1 pieces are read from the last N-1 outputs.
         units: Positive integer, dimensionality of the output h*_t.
@@ -111,20 +128,6 @@ _COMMON_ARGS = """
             Default: `"glorot_uniform"`.
         bias_initializer: Initializer for the bias vector `ngram_bias` (used with
             ``use_bias=True``). Default: `"zeros"`.
-"""
-
-
-@keras.saving.register_keras_serializable(package="tf_memlayers")
-class NGramConcat(_NGram, MemorySequenceLayer):
-    __doc__ = f"""N-gram RNN output over a whole sequence, all steps at once (eq. 13).
-
-    Applied to the output sequence of any RNN layer (e.g. the fused `keras.layers.LSTM`),
-    it computes h*_t for every step from the current output and the N-2 outputs before it.
-    The same weights and outputs as the cell form `NGramConcatCell`.
-
-    Weights: `ngram_kernel` (W^N, ``[width, units]``) and, with `use_bias`, `ngram_bias`.
-
-    Args:{_COMMON_ARGS}\
         return_memory: Boolean, (default `False`), whether to also return the last N-2
             outputs, ``[batch, (N-2)*width]``.
         stateful: Boolean, (default `False`), whether to carry the last N-2 outputs to the
@@ -233,7 +236,7 @@ class NGramConcat(_NGram, MemorySequenceLayer):
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class NGramConcatCell(_NGram, MemoryCellWrapper):
-    __doc__ = f"""The N-gram RNN as a cell wrapping any Keras RNN cell (eq. 13).
+    """The N-gram RNN as a cell wrapping any Keras RNN cell (eq. 13).
 
     At each step the wrapped ``cell`` produces h_t, and the cell outputs h*_t from h_t and
     the N-2 outputs of the wrapped cell before it. The state is the wrapped cell's states
@@ -242,7 +245,19 @@ class NGramConcatCell(_NGram, MemoryCellWrapper):
 
     Args:
         cell: A Keras RNN cell (e.g. `keras.layers.LSTMCell`) whose output h_t, of width
-            ``width``, is split into the N-1 pieces.{_COMMON_ARGS}\
+            ``width``, is split into the N-1 pieces.
+        n: Integer >= 2, the order N of the N-gram (called `ngram` in `build_language_model`
+            and on the command line); N-1 pieces are read from the last N-1 outputs.
+        units: Positive integer, dimensionality of the output h*_t.
+        sizes: Optional tuple of N-1 positive integers, explicit piece sizes (the piece of
+            the current output first) that sum to the input width. Default: `None` (equal
+            pieces, which must divide the width).
+        use_bias: Boolean, (default `False`), whether to add a bias vector `ngram_bias`
+            inside the tanh; the paper has none.
+        kernel_initializer: Initializer for the `ngram_kernel` weights matrix W^N.
+            Default: `"glorot_uniform"`.
+        bias_initializer: Initializer for the bias vector `ngram_bias` (used with
+            ``use_bias=True``). Default: `"zeros"`.
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
@@ -255,6 +270,11 @@ class NGramConcatCell(_NGram, MemoryCellWrapper):
             starts at this step: their states (the wrapped cell's and the earlier outputs)
             are zeroed first, as at the start of a sequence. `ResettableRNN` passes it at
             every step. Default: `None`.
+
+    Returns:
+        Tuple ``(output, new_states)``: the output h*_t ``[batch, units]`` and the list of new
+        states, the wrapped cell's followed by the memory of its last N-2 outputs with h_t
+        appended (the oldest dropped), ``[batch, (N-2)*width]``.
 
     Example:
 

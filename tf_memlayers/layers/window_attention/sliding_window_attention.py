@@ -1,18 +1,13 @@
 """Attention over a sliding window of previous outputs (Daniluk et al. 2017, §2, eqs 1-12).
 
-At step t the layer attends over the previous L keys (never the current one)::
-
-    M_t     = tanh(W^Y [k_{t-L} .. k_{t-1}] + (W^h k_t) 1^T)
-    alpha_t = softmax(w^T M_t)
-    r_t     = [v_{t-L} .. v_{t-1}] alpha_t^T
-    h*_t    = tanh(W^r r_t + W^x p_t)
-
-where (k_t, v_t, p_t) is the `KeyValuePredictSplit` of the RNN output h_t. Two forms compute the
-same thing: `SlidingWindowAttention` on a whole output sequence at once (the fast training path)
-and `SlidingWindowAttentionCell`, which wraps any Keras RNN cell for `keras.layers.RNN`.
-Both keep the window as a 2-D memory ``[keys (L*d_k) | values (L*d_v) | validity (L)]``
-(values are omitted in `"attention"` mode, where they equal the keys), which is the cell's extra
-state and the parallel layer's carried memory, so the two forms can hand memory to each other.
+At step t the layer attends over the previous L keys, never the current one (eqs 7-9 and 12,
+written out in `SlidingWindowAttention`); (k_t, v_t, p_t) is the `KeyValuePredictSplit` of the
+RNN output h_t. Two forms compute the same thing: `SlidingWindowAttention` on a whole output
+sequence at once (the fast training path) and `SlidingWindowAttentionCell`, which wraps any
+Keras RNN cell for `keras.layers.RNN`. Both keep the window as a 2-D memory ``[keys (L*d_k) |
+values (L*d_v) | validity (L)]`` (values are omitted in `"attention"` mode, where they equal the
+keys), which is the cell's extra state and the parallel layer's carried memory, so the two forms
+can hand memory to each other.
 """
 
 import keras
@@ -26,7 +21,37 @@ from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLa
 from tf_memlayers.layers.window_attention.mechanism import WindowAttentionMechanism
 from tf_memlayers.ops import windows
 
-_COMMON_ARGS = """
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
+    r"""Sliding-window attention over a whole output sequence, all steps at once.
+
+    At step t the layer attends over the previous L keys (never the current one):
+
+    .. math::
+
+        \begin{aligned}
+        M_t &= \tanh\left(W^Y [k_{t-L} \cdots k_{t-1}] + (W^h k_t)\,\mathbf{1}^T\right)
+            && \text{(7)} \\
+        \alpha_t &= \operatorname{softmax}(w^T M_t) && \text{(8)} \\
+        r_t &= [v_{t-L} \cdots v_{t-1}]\,\alpha_t^T && \text{(9)} \\
+        h^*_t &= \tanh(W^r r_t + W^x p_t) && \text{(12)}
+        \end{aligned}
+
+    where (k_t, v_t, p_t) is the `KeyValuePredictSplit` of the RNN output h_t.
+
+    The parallel form of Daniluk et al. (2017) eqs (1)-(12): applied to the output sequence of
+    any RNN layer (e.g. the fused `keras.layers.LSTM`), it computes every step in O(T·L) time
+    and O(T·(width + L·attention_units)) memory (the windows of the values are never built).
+    The window never feeds back into the RNN, so this equals the cell form
+    `SlidingWindowAttentionCell` (a test proves it) while running much faster (see the speed
+    tables on the documentation's results page).
+
+    Weights: `memory_kernel` (:math:`W^Y`), `query_kernel` (:math:`W^h`), `score_vector`
+    (:math:`w`), `context_kernel` (:math:`W^r`), `predict_kernel` (:math:`W^x`), and with
+    `use_bias` `memory_bias`, `output_bias`.
+
+    Args:
         window: Positive integer, the window length L: the number of previous outputs
             attended over.
         mode: String, how the input is split (`KeyValuePredictSplit`): `"attention"` (key =
@@ -50,25 +75,6 @@ _COMMON_ARGS = """
             `predict_kernel`). Default: `"glorot_uniform"`.
         bias_initializer: Initializer for the bias vectors `memory_bias` and `output_bias`
             (used with ``use_bias=True``). Default: `"zeros"`.
-"""
-
-
-@keras.saving.register_keras_serializable(package="tf_memlayers")
-class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
-    __doc__ = f"""Sliding-window attention over a whole output sequence, all steps at once.
-
-    The parallel form of Daniluk et al. (2017) eqs (1)-(12): applied to the output sequence of
-    any RNN layer (e.g. the fused `keras.layers.LSTM`), it computes every step in O(T·L) time
-    and O(T·(width + L·attention_units)) memory (the windows of the values are never built).
-    The window never feeds back into the RNN, so this equals the cell form
-    `SlidingWindowAttentionCell` (a test proves it) while running much faster (see the speed
-    tables on the documentation's results page).
-
-    Weights: `memory_kernel` (W^Y), `query_kernel` (W^h), `score_vector` (w),
-    `context_kernel` (W^r), `predict_kernel` (W^x), and with `use_bias` `memory_bias`,
-    `output_bias`.
-
-    Args:{_COMMON_ARGS}\
         return_attention_scores: Boolean, (default `False`), whether to also return the
             window weights alpha, ``[batch, time, window]`` (oldest position first; float32
             under a mixed precision policy, like the softmax that makes them).
@@ -277,7 +283,7 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
-    __doc__ = f"""Sliding-window attention as an RNN cell wrapping any Keras RNN cell.
+    """Sliding-window attention as an RNN cell wrapping any Keras RNN cell.
 
     At each step the wrapped ``cell`` produces h_t; the cell splits it into (k_t, v_t, p_t),
     attends over the last L keys/values kept in its state (Daniluk et al. 2017, eqs 1-12),
@@ -291,8 +297,30 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
     The same weights as `SlidingWindowAttention`, which computes the same outputs in parallel.
 
     Args:
-        cell: A Keras RNN cell (e.g. `keras.layers.LSTMCell`) whose output is h_t.\
-{_COMMON_ARGS}\
+        cell: A Keras RNN cell (e.g. `keras.layers.LSTMCell`) whose output is h_t.
+        window: Positive integer, the window length L: the number of previous outputs
+            attended over.
+        mode: String, how the input is split (`KeyValuePredictSplit`): `"attention"` (key =
+            value = predict = h_t), `"key_value"` (h_t = [k; v], predict = v) or
+            `"key_value_predict"` (h_t = [k; v; p]). Default: `"attention"`.
+        sizes: Optional tuple of positive integers, explicit piece sizes (1, 2 or 3 of them
+            by ``mode``, key first) that sum to the input width. Default: `None` (equal
+            pieces, which must divide the width).
+        attention_units: Optional positive integer, the width of the attention hidden layer
+            M_t (the columns of W^Y and W^h). Default: `None` (the key size).
+        units: Optional positive integer, dimensionality of the output h*_t. Default: `None`
+            (the value size).
+        pad: String, the treatment of window positions before the start of the stream:
+            `"mask"` (they take no probability mass, and r_t = 0 when there is nothing to
+            attend) or `"zeros"` (they are zero vectors that take part in the softmax, the
+            literal reading). Default: `"mask"`.
+        use_bias: Boolean, (default `False`), whether to add a bias vector inside M_t
+            (`memory_bias`) and inside h*_t (`output_bias`); the paper has none.
+        kernel_initializer: Initializer for the kernels W^Y, W^h, w, W^r and W^x
+            (`memory_kernel`, `query_kernel`, `score_vector`, `context_kernel`,
+            `predict_kernel`). Default: `"glorot_uniform"`.
+        bias_initializer: Initializer for the bias vectors `memory_bias` and `output_bias`
+            (used with ``use_bias=True``). Default: `"zeros"`.
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
@@ -310,6 +338,13 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
             returns ``(output, new_states, new_cache)``. `ResettableRNN` passes it; a list
             of another form is a `ValueError`. Default: `None` (the step projects the
             window's keys itself).
+
+    Returns:
+        Tuple ``(output, new_states)``: the output h*_t ``[batch, units]`` and the list of new
+        states, the wrapped cell's followed by the window memory with k_t and v_t appended
+        (the oldest position dropped). With ``cache``, ``(output, new_states, new_cache)``,
+        where ``new_cache`` is the window's keys after the step projected by W^Y (what
+        `loop_cache` returns for ``new_states``).
 
     Example:
 
@@ -363,7 +398,7 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
     def loop_cache(self, states):
         """The window's keys projected by W^Y, ``[batch, window * attention width]``.
 
-        Eq. (2) needs W^Y k_i for the L keys of the window at every step. Carried through a
+        Eq. (7) needs W^Y k_i for the L keys of the window at every step. Carried through a
         loop (`ResettableRNN`), each step projects only its new key instead of all L.
 
         Args:

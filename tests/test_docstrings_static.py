@@ -1,0 +1,141 @@
+"""Docstrings are static text, and the public names' docstrings have Keras's sections.
+
+Editors, ``help()`` run on the source, linters and other static tools read a docstring from
+the source: one assembled at import time (``__doc__ = f"..."``, or an f-string in the
+docstring's place, which Python does not take as a docstring at all) is invisible to them.
+LaTeX in a docstring (``.. math::``) needs a raw string, or its backslashes turn into escape
+characters (``\\tanh`` into a tab and ``anh``).
+
+Every class and function of ``tf_memlayers.__all__`` documents its arguments (``Args:``), shows
+an ``Example:``, and, for layers and cells, documents the arguments of ``call`` (``Call
+arguments:``) and what it returns (``Returns:``).
+"""
+
+import ast
+import inspect
+import re
+import warnings
+
+import keras
+import pytest
+from conftest import REPO_ROOT
+
+import tf_memlayers
+
+SOURCES = sorted((REPO_ROOT / "tf_memlayers").rglob("*.py"))
+DOCUMENTED_NODES = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _where(path, node):
+    return f"{path.relative_to(REPO_ROOT).as_posix()}:{node.lineno}"
+
+
+def _trees():
+    for path in SOURCES:
+        yield path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _assigns_doc(target):
+    """Whether an assignment target binds ``__doc__`` (a name, an attribute, or inside a tuple)."""
+    return any(
+        (isinstance(node, ast.Name) and node.id == "__doc__")
+        or (isinstance(node, ast.Attribute) and node.attr == "__doc__")
+        for node in ast.walk(target)
+    )
+
+
+def test_no_docstring_is_assembled_at_import_time():
+    found = []
+    for path, tree in _trees():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                targets = [node.target]
+            else:
+                targets = []
+            if any(_assigns_doc(target) for target in targets):
+                found.append(f"{_where(path, node)} assigns __doc__")
+            if isinstance(node, DOCUMENTED_NODES) and node.body:
+                first = node.body[0]
+                if isinstance(first, ast.Expr) and isinstance(first.value, ast.JoinedStr):
+                    found.append(f"{_where(path, first)} has an f-string as its docstring")
+    assert not found, "docstrings must be plain string literals:\n" + "\n".join(found)
+
+
+def test_backslashes_in_docstrings_are_not_escapes():
+    """An invalid escape (``\\operatorname``) is a warning when the module compiles; a valid
+    one (``\\tanh``, ``\\frac``, ``\\beta``) silently puts a control character in the text."""
+    found = []
+    for path in SOURCES:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            try:
+                compile(path.read_text(encoding="utf-8"), str(path), "exec")
+            except SyntaxError as error:
+                found.append(f"{path.relative_to(REPO_ROOT).as_posix()}:{error.lineno} {error.msg}")
+    for path, tree in _trees():
+        for node in ast.walk(tree):
+            if isinstance(node, DOCUMENTED_NODES):
+                doc = ast.get_docstring(node, clean=False) or ""
+                control = sorted({repr(c) for c in doc if ord(c) < 32 and c != "\n"})
+                if control:
+                    where = _where(path, node) if hasattr(node, "lineno") else str(path)
+                    found.append(f"{where} docstring holds {', '.join(control)}")
+    assert not found, "use a raw docstring (r\"\"\"...\"\"\") for LaTeX:\n" + "\n".join(found)
+
+
+def _takes_arguments(function):
+    parameters = inspect.signature(function).parameters.values()
+    return any(p.name != "self" and p.kind is not p.VAR_KEYWORD for p in parameters)
+
+
+def _required_sections(obj):
+    sections = []
+    if inspect.isclass(obj):
+        if _takes_arguments(obj.__init__):
+            sections.append("Args:")
+        if issubclass(obj, keras.layers.Layer):
+            sections += ["Call arguments:", "Returns:"]
+    elif _takes_arguments(obj):
+        sections.append("Args:")
+    return [*sections, "Example:"]
+
+
+PUBLIC = [
+    name
+    for name, obj in ((name, getattr(tf_memlayers, name)) for name in tf_memlayers.__all__)
+    if inspect.isclass(obj) or inspect.isfunction(obj)
+]
+# Their call's result is not described yet; strict, so the mark has to go once it is.
+WITHOUT_RETURNS = {"ResettableCell", "ResettableRNN"}
+
+
+def test_the_public_names_that_are_not_classes_or_functions():
+    assert set(tf_memlayers.__all__) - set(PUBLIC) == {"__version__"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            name,
+            marks=pytest.mark.xfail(
+                strict=True, reason="tf_memlayers/layers/resettable_rnn.py has no Returns:"
+            ),
+        )
+        if name in WITHOUT_RETURNS
+        else name
+        for name in PUBLIC
+    ],
+)
+def test_public_docstring_has_the_keras_sections(name):
+    obj = getattr(tf_memlayers, name)
+    doc = obj.__doc__
+    assert doc, f"{name} has no docstring of its own"
+    missing = [
+        section
+        for section in _required_sections(obj)
+        if not re.search(rf"^[ \t]*{re.escape(section)}[ \t]*$", doc, re.MULTILINE)
+    ]
+    assert not missing, f"{name}'s docstring has no {missing} section (a line of its own)"
