@@ -39,6 +39,7 @@ from tf_memlayers.callbacks.associative_memory import MemoryRetrievalHeatmap  # 
 from examples.harness.training.hparams import log_hparams  # noqa: E402
 from examples.harness.data import embeddings as word_vectors  # noqa: E402
 from examples.snli import generated_nli, nli_batches, snli  # noqa: E402
+from tf_memlayers.layers.associative_memory.dual_am_gru import DUAL_KEYS  # noqa: E402
 from tf_memlayers.models.snli import (  # noqa: E402
     KINDS,
     build_snli_model,
@@ -112,7 +113,7 @@ def parse_args(argv=None):
                        help="word vector size without --embeddings (the paper: 300d GloVe)")
     options.add_argument(model, "--copies", type=options.positive_int, default=8, metavar="N",
                          help="redundant memory copies of the associative memory")
-    options.add_argument(model, "--dual-key", choices=("paper", "released"), default="paper",
+    options.add_argument(model, "--dual-key", choices=DUAL_KEYS, default="paper",
                          help="the Dual AM-GRU's read key: as in the paper or as in the "
                          "released code")
     options.add_option(model, "dropout", default=0.1, help="dropout rate on the word vectors")

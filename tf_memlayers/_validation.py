@@ -5,6 +5,7 @@ names the argument, the value received and what is allowed.
 """
 
 import collections.abc
+import math
 import numbers
 
 import numpy as np
@@ -21,6 +22,31 @@ def check_int(name, value, minimum=None, owner=None):
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{prefix}`{name}` must be >= {minimum}, got {value}.")
+    return value
+
+
+def check_number(name, value, low=None, high=None, low_open=False, high_open=True, owner=None):
+    """Returns ``value`` as a float; rejects bools, non-numbers, NaN, infinities and values
+    outside ``[low, high)`` (``(low, ...`` with ``low_open``, ``..., high]`` without
+    ``high_open``; `None`: no bound on that side)."""
+    prefix = f"{owner}: " if owner else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{prefix}`{name}` must be a number, got {value!r} of type {type(value).__name__}."
+        )
+    given, value = value, float(value)
+    above = low is None or (value > low if low_open else value >= low)
+    below = high is None or (value < high if high_open else value <= high)
+    if not (math.isfinite(value) and above and below):
+        if high is None:
+            allowed = "" if low is None else f" {'>' if low_open else '>='} {low}"
+        elif low is None:
+            allowed = f" {'<' if high_open else '<='} {high}"
+        else:
+            allowed = (
+                f" in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+            )
+        raise ValueError(f"{prefix}`{name}` must be a finite number{allowed}, got {given!r}.")
     return value
 
 

@@ -132,7 +132,7 @@ def _case(name, rng):
                 vocabulary, 8, mask_zero=True, embeddings_initializer=word_vectors()
             )(ids)
             states = keras.layers.GRU(10, return_sequences=True)(embedded)
-            logits = keras.layers.Dense(3)(AttentionPooling(units=5)(states))
+            logits = keras.layers.Dense(3)(AttentionPooling(attention_units=5)(states))
             return keras.Model(ids, logits)
 
         x = tokens((GLOBAL_BATCH, steps))

@@ -20,14 +20,12 @@ Both use an L2 penalty ``1e-5 * sum ||w||^2 / 2`` over every trainable weight, a
 vector of an example is the state the cache read is added to (post batch norm in the code).
 """
 
-import math
-import numbers
 import warnings
 
 import keras
 import numpy as np
 
-from tf_memlayers._validation import check_bool, check_choice, check_int
+from tf_memlayers._validation import check_bool, check_choice, check_int, check_number
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.layers.cudnn import lstm_use_cudnn
@@ -35,18 +33,6 @@ from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
 POOLINGS = ("last", "attention")
 PAPER_LEARNING_RATE, CODE_LEARNING_RATE, PAPER_CLIP_NORM = 0.01, 1e-3, 5.0
-
-
-def _check_number(name, value, minimum, strict):
-    """``value`` as a finite float ``> minimum`` (``strict``) or ``>= minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"`{name}` must be a number, got {value!r} of type {type(value).__name__}.")
-    given, value = value, float(value)
-    if not (math.isfinite(value) and (value > minimum if strict else value >= minimum)):
-        raise ValueError(
-            f"`{name}` must be a finite number {'>' if strict else '>='} {minimum}, got {given!r}."
-        )
-    return value
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -126,7 +112,9 @@ def build_fill_last_word_model(
 
     Raises:
         TypeError, ValueError: an argument has the wrong type or is out of range (sizes
-            >= 1, ``cache_size >= 0``, finite ``weight_decay >= 0``); the message names it.
+            >= 1, finite ``weight_decay >= 0``); the message names it. ``attention_units`` and
+            a ``cache_size`` other than `None` or 0 are checked by the layers that take them
+            (`AttentionPooling`, `HeapCacheAttention`).
 
     Example:
 
@@ -152,11 +140,7 @@ def build_fill_last_word_model(
     hidden = check_int("hidden", hidden, 1)
     check_choice("pooling", pooling, POOLINGS)
     check_bool("faithful_to_code", faithful_to_code)
-    if (pooling == "attention" and not faithful_to_code) or cache_size:
-        check_int("attention_units", attention_units, 1)
-    if cache_size is not None:
-        check_int("cache_size", cache_size, 0)
-    weight_decay = _check_number("weight_decay", weight_decay, 0.0, strict=False)
+    weight_decay = check_number("weight_decay", weight_decay, 0.0)
     if embedding_matrix is not None:
         embedding_matrix = np.asarray(embedding_matrix)
         if embedding_matrix.ndim != 2 or embedding_matrix.shape[0] != vocabulary_size:
@@ -238,9 +222,9 @@ def fill_last_word_optimizer(faithful_to_code=False, learning_rate=None, clip_no
     """
     check_bool("faithful_to_code", faithful_to_code)
     if learning_rate is not None:
-        learning_rate = _check_number("learning_rate", learning_rate, 0.0, strict=True)
+        learning_rate = check_number("learning_rate", learning_rate, 0.0, low_open=True)
     if clip_norm is not None:
-        clip_norm = _check_number("clip_norm", clip_norm, 0.0, strict=False)
+        clip_norm = check_number("clip_norm", clip_norm, 0.0)
     if learning_rate is None:
         learning_rate = CODE_LEARNING_RATE if faithful_to_code else PAPER_LEARNING_RATE
     if clip_norm is None and not faithful_to_code:

@@ -24,7 +24,13 @@ from typing import Callable
 
 import keras
 
-from tf_memlayers._validation import check_bool, check_choice, check_int, check_optional_int
+from tf_memlayers._validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_number,
+    check_optional_int,
+)
 from tf_memlayers.initializers import ForgetGateBias
 from tf_memlayers.layers import (
     NGramConcat,
@@ -114,15 +120,13 @@ DANILUK_DEFAULTS = {
 }
 
 
-def _check_kind_arguments(kind, form, window, ngram, layers, dropout, recurrent_dropout):
+def _check_kind_arguments(kind, form, ngram, layers, dropout, recurrent_dropout):
     check_choice("kind", kind, KINDS)
     check_choice("form", form, FORMS)
-    check_int("window", window, 1)
     check_int("ngram", ngram, 2)
     check_int("layers", layers, 1)
     for name, rate in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
-        if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not 0 <= rate < 1:
-            raise ValueError(f"`{name}` must be a number in [0, 1), got {rate!r}.")
+        check_number(name, rate, 0.0, 1.0)
 
 
 def _dropout(x, rate, variational, name):
@@ -289,11 +293,10 @@ def build_language_model(
     embedding_dim = check_int("embedding_dim", embedding_dim, 1)
     seq_len = check_optional_int("seq_len", seq_len, 1)
     batch_size = check_optional_int("batch_size", batch_size, 1)
-    _check_kind_arguments(kind, form, window, ngram, layers, dropout, recurrent_dropout)
+    _check_kind_arguments(kind, form, ngram, layers, dropout, recurrent_dropout)
     if stateful and batch_size is None:
         raise ValueError("`stateful=True` needs a fixed `batch_size`; got batch_size=None.")
-    if not init_scale > 0:
-        raise ValueError(f"`init_scale` must be > 0, got {init_scale!r}.")
+    init_scale = check_number("init_scale", init_scale, 0.0, low_open=True)
     if return_attention_scores and (kind not in ATTENTION_KINDS or form != "parallel"):
         raise ValueError(
             "`return_attention_scores=True` needs an attention kind "
@@ -383,10 +386,9 @@ def make_optimizer(optimizer="adam", learning_rate=1e-3, clip_norm=5.0):
     True
     """
     check_choice("optimizer", optimizer, OPTIMIZERS)
-    if not (isinstance(learning_rate, (int, float)) and learning_rate > 0):
-        raise ValueError(f"`learning_rate` must be a number > 0, got {learning_rate!r}.")
-    if clip_norm is not None and not clip_norm >= 0:
-        raise ValueError(f"`clip_norm` must be >= 0 or None, got {clip_norm!r}.")
+    check_number("learning_rate", learning_rate, 0.0, low_open=True)
+    if clip_norm is not None:
+        check_number("clip_norm", clip_norm, 0.0)
     optimizer_type = keras.optimizers.Adam if optimizer == "adam" else keras.optimizers.SGD
     return optimizer_type(learning_rate, global_clipnorm=clip_norm or None)
 

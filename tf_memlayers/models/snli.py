@@ -6,34 +6,17 @@ layer 2, a GRU over the layer-1 outputs whose hypothesis pass starts from the pr
 GRU state → features ``[p, h, |p - h|]`` → two ReLU layers → 3-way softmax.
 """
 
-import math
-import numbers
 
 import keras
 import numpy as np
 from keras import ops
 
-from tf_memlayers._validation import check_bool, check_choice, check_int
+from tf_memlayers._validation import check_bool, check_choice, check_int, check_number
 from tf_memlayers.layers.associative_memory.am_gru import AssociativeGRU, check_fused_loop
-from tf_memlayers.layers.associative_memory.dual_am_gru import DUAL_KEYS, DualAssociativeGRU
+from tf_memlayers.layers.associative_memory.dual_am_gru import DualAssociativeGRU
 from tf_memlayers.layers.dropout import PhiloxDropout
 
 KINDS = ("gru", "am_gru", "dual_am_gru")
-
-
-def _check_number(name, value, low, high=None, low_open=False, high_open=True):
-    """``value`` as a float, finite and within ``[low, high)`` (or ``(low, ...`` if open)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"`{name}` must be a number, got {value!r} of type {type(value).__name__}.")
-    given, value = value, float(value)
-    above = value > low if low_open else value >= low
-    below = high is None or (value < high if high_open else value <= high)
-    if not (math.isfinite(value) and above and below):
-        allowed = f"{'>' if low_open else '>='} {low}" if high is None else (
-            f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
-        )
-        raise ValueError(f"`{name}` must be a finite number {allowed}, got {given!r}.")
-    return value
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -121,8 +104,9 @@ class ConditionalEncoder(keras.layers.Layer):
         self.top_units = check_int(
             "top_units", self.units if top_units is None else top_units, 1, "ConditionalEncoder"
         )
-        self.num_copies = check_int("num_copies", num_copies, 1, "ConditionalEncoder")
-        self.dual_key = check_choice("dual_key", dual_key, DUAL_KEYS, "ConditionalEncoder")
+        # Checked by the layers that take them (`AssociativeGRU`, `DualAssociativeGRU`).
+        self.num_copies = num_copies
+        self.dual_key = dual_key
         self.seed = check_int("seed", seed, None, "ConditionalEncoder")
         if kernel_initializer is None:
             kernel_initializer = keras.initializers.RandomUniform(-0.05, 0.05, seed=self.seed)
@@ -327,8 +311,8 @@ def _snli_model(
     vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
     check_bool("train_embeddings", train_embeddings)
     seed = check_int("seed", seed)
-    dropout = _check_number("dropout", dropout, 0.0, 1.0)
-    init_scale = _check_number("init_scale", init_scale, 0.0, low_open=True)
+    dropout = check_number("dropout", dropout, 0.0, 1.0)
+    init_scale = check_number("init_scale", init_scale, 0.0, low_open=True)
     init = keras.initializers.RandomUniform(-init_scale, init_scale, seed=seed)
     if embeddings is not None:
         embeddings = np.asarray(embeddings)
@@ -488,9 +472,9 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Fal
     Returns:
         ``model``, compiled with sparse categorical cross-entropy and accuracy.
     """
-    learning_rate = _check_number("learning_rate", learning_rate, 0.0, low_open=True)
+    learning_rate = check_number("learning_rate", learning_rate, 0.0, low_open=True)
     if clip_norm is not None:
-        clip_norm = _check_number("clip_norm", clip_norm, 0.0)
+        clip_norm = check_number("clip_norm", clip_norm, 0.0)
     model.compile(
         optimizer=keras.optimizers.Adam(learning_rate, beta_1=0.0, global_clipnorm=clip_norm),
         loss="sparse_categorical_crossentropy",

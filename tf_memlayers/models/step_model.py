@@ -15,6 +15,7 @@ so the step model generates text in a Python loop, and exports (``model.export``
 import keras
 import numpy as np
 
+from tf_memlayers._validation import check_int, check_number
 from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
 
 
@@ -168,6 +169,7 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None):
     Raises:
         ValueError: If ``prompt`` is not a non-empty ``[batch, length]`` array of integers,
             ``num_tokens`` is negative or ``temperature`` is negative or not finite.
+        TypeError: If ``num_tokens`` is not an integer or ``temperature`` not a number.
     """
     prompt = np.asarray(prompt)
     if prompt.ndim != 2 or 0 in prompt.shape or not np.issubdtype(prompt.dtype, np.integer):
@@ -175,14 +177,8 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None):
             "`prompt` must be a non-empty integer array [batch, length]; got shape "
             f"{prompt.shape} and dtype {prompt.dtype}."
         )
-    if isinstance(num_tokens, bool) or not isinstance(num_tokens, (int, np.integer)) or (
-        num_tokens < 0
-    ):
-        raise ValueError(f"`num_tokens` must be an integer >= 0, got {num_tokens!r}.")
-    if not (isinstance(temperature, (int, float)) and np.isfinite(temperature)) or (
-        temperature < 0
-    ):
-        raise ValueError(f"`temperature` must be a finite number >= 0, got {temperature!r}.")
+    num_tokens = check_int("num_tokens", num_tokens, 0)
+    temperature = check_number("temperature", temperature, 0.0)
     rng = np.random.default_rng(seed)
     state = initial_step_state(step_model, prompt.shape[0])
 

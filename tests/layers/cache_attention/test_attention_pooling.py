@@ -185,11 +185,18 @@ def test_save_load_and_config(tmp_path):
     np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
     layer = AttentionPooling(5, kernel_initializer="ones", name="p")
     clone = AttentionPooling.from_config(layer.get_config())
-    assert clone.get_config() == layer.get_config() and clone.units == 5
+    assert clone.get_config() == layer.get_config() and clone.attention_units == 5
+
+
+def test_a_config_saved_with_units_loads():
+    """Versions 0.1 and 0.2 named the attention width `units` in the config."""
+    config = AttentionPooling(5, name="p").get_config()
+    config["units"] = config.pop("attention_units")
+    assert AttentionPooling.from_config(config).attention_units == 5
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="units"):
+    with pytest.raises(ValueError, match="`attention_units`"):
         AttentionPooling(0)
     with pytest.raises(TypeError, match="units"):
         AttentionPooling("8")

@@ -34,10 +34,11 @@ class AttentionPooling(keras.layers.Layer):
     `ValueError` naming the argument and the shapes.
 
     Args:
-        units: Positive integer, the attention width ``A`` (the number of columns of ``W``).
+        attention_units: Positive integer, the attention width ``A`` (the number of columns of
+            ``W``), as in the other attention layers.
         kernel_initializer: Initializer for the ``kernel`` weights matrix ``W``
-            (``[features, units]``). Default: `"glorot_uniform"`.
-        score_initializer: Initializer for the ``score`` vector ``v`` (``[units]``).
+            (``[features, attention_units]``). Default: `"glorot_uniform"`.
+        score_initializer: Initializer for the ``score`` vector ``v`` (``[attention_units]``).
             Default: `"glorot_uniform"`.
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
@@ -56,20 +57,22 @@ class AttentionPooling(keras.layers.Layer):
     Example:
 
     >>> import numpy as np
-    >>> pool = AttentionPooling(units=8)
+    >>> pool = AttentionPooling(attention_units=8)
     >>> tuple(pool(np.ones((2, 5, 4), "float32")).shape)
     (2, 4)
     """
 
     def __init__(
         self,
-        units,
+        attention_units,
         kernel_initializer="glorot_uniform",
         score_initializer="glorot_uniform",
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.units = check_int("units", units, 1, owner="AttentionPooling")
+        self.attention_units = check_int(
+            "attention_units", attention_units, 1, owner="AttentionPooling"
+        )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.score_initializer = keras.initializers.get(score_initializer)
         self.supports_masking = True
@@ -80,10 +83,10 @@ class AttentionPooling(keras.layers.Layer):
         features = check_last_dim("inputs", input_shape, owner="AttentionPooling")
         self.features = features
         self.kernel = self.add_weight(
-            name="kernel", shape=(features, self.units), initializer=self.kernel_initializer
+            name="kernel", shape=(features, self.attention_units), initializer=self.kernel_initializer
         )
         self.score = self.add_weight(
-            name="score", shape=(self.units,), initializer=self.score_initializer
+            name="score", shape=(self.attention_units,), initializer=self.score_initializer
         )
 
     def _check_call_inputs(self, inputs, mask):
@@ -138,8 +141,15 @@ class AttentionPooling(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            units=self.units,
+            attention_units=self.attention_units,
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
             score_initializer=keras.initializers.serialize(self.score_initializer),
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if "units" in config:  # saved by 0.1 and 0.2, which named the attention width `units`
+            config["attention_units"] = config.pop("units")
+        return cls(**config)

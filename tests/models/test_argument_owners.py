@@ -1,0 +1,111 @@
+"""One owner per argument: a builder passes a layer's argument on unchecked, and the layer that
+takes it refuses a bad value, naming it; numbers are checked by one function everywhere."""
+
+import ast
+import pathlib
+import traceback
+
+import pytest
+
+import tf_memlayers
+from tf_memlayers.models.fill_last_word import build_fill_last_word_model
+from tf_memlayers.models.language_model import build_language_model
+from tf_memlayers.models.snli import ConditionalEncoder, build_snli_model
+
+PACKAGE = pathlib.Path(tf_memlayers.__file__).parent
+MODELS = PACKAGE / "models"
+
+# (the builder's module, the argument, the call with a bad value, the module that owns it)
+PASSED_ON = [
+    (
+        "language_model.py", "window",
+        lambda: build_language_model(30, kind="key_value", window=0, hidden=8,
+                                     embedding_dim=4, batch_size=2),
+        "layers/window_attention/mechanism.py",
+    ),
+    (
+        "fill_last_word.py", "attention_units",
+        lambda: build_fill_last_word_model(30, max_length=6, embedding_dim=4, hidden=8,
+                                           pooling="attention", attention_units=0),
+        "layers/cache_attention/attention_pooling.py",
+    ),
+    (
+        "fill_last_word.py", "cache_size",
+        lambda: build_fill_last_word_model(30, max_length=6, embedding_dim=4, hidden=8,
+                                           cache_size=-1),
+        "layers/cache_attention/heap_cache_attention.py",
+    ),
+    (
+        "snli.py", "num_copies",
+        lambda: ConditionalEncoder("am_gru", units=8, num_copies=0),
+        "layers/associative_memory/am_gru_cell.py",
+    ),
+    (
+        "snli.py", "dual_key",
+        lambda: ConditionalEncoder("dual_am_gru", units=8, num_copies=2, dual_key="both"),
+        "layers/associative_memory/dual_am_gru.py",
+    ),
+]  # fmt: skip
+
+
+def _raising_module(error):
+    """The package module whose code called the check that raised ``error``: the last frame
+    of the traceback outside ``_validation.py``."""
+    frames = [f.filename for f in traceback.extract_tb(error.__traceback__)]
+    owners = [f for f in frames if not f.endswith("_validation.py")]
+    return pathlib.Path(owners[-1]).resolve().relative_to(PACKAGE.resolve()).as_posix()
+
+
+def _checked_names(path):
+    """The argument names that the checks in ``path`` name (``check_*("name", ...)``)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
+            node.func, "id", ""
+        )
+        first = node.args[0]
+        if func.startswith("check_") and isinstance(first, ast.Constant):
+            names.add(first.value)
+    return names
+
+
+@pytest.mark.parametrize(
+    "builder_module, name, call, owner", PASSED_ON, ids=[case[1] for case in PASSED_ON]
+)
+def test_a_passed_on_argument_is_checked_by_the_layer_that_takes_it(
+    builder_module, name, call, owner
+):
+    with pytest.raises(ValueError, match=f"`{name}`") as raised:
+        call()
+    assert _raising_module(raised.value) == owner
+    assert name not in _checked_names(MODELS / builder_module)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: build_language_model(30, hidden=8, embedding_dim=4, batch_size=2,
+                                     dropout="0.1"),
+        lambda: build_snli_model(30, units=8, num_copies=2, dropout="0.1"),
+        lambda: build_fill_last_word_model(30, max_length=6, embedding_dim=4, hidden=8,
+                                           weight_decay="0"),
+    ],
+    ids=["language_model", "snli", "fill_last_word"],
+)  # fmt: skip
+def test_a_number_of_the_wrong_type_is_a_type_error_from_the_one_number_check(call):
+    with pytest.raises(TypeError, match="must be a number, got '0") as raised:
+        call()
+    last = traceback.extract_tb(raised.value.__traceback__)[-1]
+    assert last.filename.endswith("_validation.py") and last.name == "check_number"
+
+
+def test_no_module_has_a_number_check_of_its_own():
+    own = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and "check_number" in node.name:
+                if path.name != "_validation.py":
+                    own.append(f"{path.name}: {node.name}")
+    assert own == []
