@@ -107,28 +107,13 @@ PUBLIC = [
     for name, obj in ((name, getattr(tf_memlayers, name)) for name in tf_memlayers.__all__)
     if inspect.isclass(obj) or inspect.isfunction(obj)
 ]
-# Their call's result is not described yet; strict, so the mark has to go once it is.
-WITHOUT_RETURNS = {"ResettableCell", "ResettableRNN"}
 
 
 def test_the_public_names_that_are_not_classes_or_functions():
     assert set(tf_memlayers.__all__) - set(PUBLIC) == {"__version__"}
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(
-                strict=True, reason="tf_memlayers/layers/resettable_rnn.py has no Returns:"
-            ),
-        )
-        if name in WITHOUT_RETURNS
-        else name
-        for name in PUBLIC
-    ],
-)
+@pytest.mark.parametrize("name", PUBLIC)
 def test_public_docstring_has_the_keras_sections(name):
     obj = getattr(tf_memlayers, name)
     doc = obj.__doc__

@@ -295,3 +295,127 @@ def test_cells_without_reset_are_wrapped_and_configs_round_trip():
 def test_a_non_cell_is_refused():
     with pytest.raises(TypeError, match="ResettableCell: `cell` must be a Keras RNN cell"):
         ResettableCell(keras.layers.Dense(3))
+
+
+@pytest.mark.parametrize("unroll", [False, True])
+@pytest.mark.parametrize("masked", [False, True])
+def test_a_list_of_cells_is_stacked_and_every_cell_restarts_at_a_reset(unroll, masked):
+    cells = [keras.layers.LSTMCell(3), keras.layers.GRUCell(4)]
+    rnn = ResettableRNN(cells, return_sequences=True, return_state=True, unroll=unroll,
+                        zero_output_for_mask=True)  # fmt: skip
+    stack = rnn.cell.cell
+    assert isinstance(rnn.cell, ResettableCell)
+    assert isinstance(stack, keras.layers.StackedRNNCells) and stack.cells == cells
+    x = RNG.normal(size=(B, T, F)).astype("float32")
+    reset = _resets()
+    mask = np.ones((B, T), bool)
+    if masked:
+        mask[2, 7:] = False
+    outputs, *states = rnn(x, reset=reset, mask=mask)
+    assert len(states) == 2  # one entry a cell, as keras.layers.RNN returns a stack's states
+    # The reference: the same stacked cells under keras.layers.RNN, on each document alone.
+    alone_rnn = keras.layers.RNN(stack, return_sequences=True, return_state=True)
+    for row in range(B):
+        for start, stop in _documents(reset, row):
+            stop = min(stop, int(mask[row].sum()))
+            alone, *alone_states = alone_rnn(x[row : row + 1, start:stop])
+            np.testing.assert_allclose(np.asarray(outputs)[row, start:stop],
+                                       np.asarray(alone)[0], atol=1e-6, rtol=0)  # fmt: skip
+        # The states of every cell of the stack are those of the row's last document alone.
+        for state, alone_state in zip(keras.tree.flatten(states), keras.tree.flatten(alone_states)):
+            np.testing.assert_allclose(np.asarray(state)[row], np.asarray(alone_state)[0],
+                                       atol=1e-6, rtol=0)  # fmt: skip
+
+
+def test_a_list_of_cells_gives_keras_rnn_outputs_and_config():
+    x = RNG.normal(size=(B, T, F)).astype("float32")
+    rnn = ResettableRNN([keras.layers.LSTMCell(3), keras.layers.GRUCell(4)], return_state=True)
+    stacked = keras.layers.RNN([keras.layers.LSTMCell(3), keras.layers.GRUCell(4)],
+                               return_state=True)  # fmt: skip
+    stacked.build(x.shape)
+    rnn.build(x.shape)
+    rnn.set_weights(stacked.get_weights())
+    for got, expected in zip(keras.tree.flatten(rnn(x)), keras.tree.flatten(stacked(x))):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-6, rtol=0)
+    again = ResettableRNN.from_config(rnn.get_config())
+    assert isinstance(again.cell.cell, keras.layers.StackedRNNCells)
+    assert [type(c) for c in again.cell.cell.cells] == [keras.layers.LSTMCell, keras.layers.GRUCell]
+
+
+def test_stacked_dropout_cells_draw_their_masks_once_per_call():
+    # keras.layers.RNN draws each dropout cell's masks before its loop; inside a compiled step
+    # (a traced scan on JAX) a mask drawn by the loop itself would escape it.
+    tokens = keras.Input((None,), dtype="int32", name="tokens")
+    reset = keras.Input((None,), dtype="bool", name="reset")
+    embedded = keras.layers.Embedding(20, 6)(tokens)
+    cells = [keras.layers.LSTMCell(4, dropout=0.3, recurrent_dropout=0.3),
+             keras.layers.GRUCell(4, dropout=0.3, recurrent_dropout=0.3)]  # fmt: skip
+    features = ResettableRNN(cells, return_sequences=True)(embedded, reset=reset)
+    model = keras.Model({"tokens": tokens, "reset": reset}, keras.layers.Dense(20)(features))
+    # Compiled where the loop is traced (JAX's scan); a graph on TensorFlow, not XLA, for time.
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=BACKEND == "jax")  # fmt: skip
+    inputs, targets = _data()
+    history = model.fit(inputs, targets, batch_size=3, epochs=1, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    assert all(c._dropout_mask is None and c._recurrent_dropout_mask is None for c in cells)
+    # In training the masks are drawn: the same call twice differs.
+    first, second = (np.asarray(model(inputs, training=True)) for _ in range(2))
+    assert not np.allclose(first, second)
+
+
+class _UnregisteredCell(keras.layers.Layer):
+    """A two-state cell that is not registered for Keras serialization."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.state_size = [units, units]
+        self.output_size = units
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name="kernel")
+        self.recurrent = self.add_weight(shape=(self.units, self.units), name="recurrent")
+
+    def call(self, inputs, states):
+        first = keras.ops.tanh(inputs @ self.kernel + states[0] @ self.recurrent)
+        return first, [first, states[1] + first]
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+
+
+@pytest.mark.parametrize("rnn_class", [keras.layers.RNN, ResettableRNN],
+                         ids=["keras_rnn", "resettable_rnn"])  # fmt: skip
+def test_an_unregistered_cell_round_trips_with_custom_objects(tmp_path, rnn_class):
+    # ResettableRNN round-trips a cell Keras cannot name by itself as keras.layers.RNN does:
+    # given the class in `custom_objects`, through its config and through a .keras file.
+    custom = {"_UnregisteredCell": _UnregisteredCell}
+    x = RNG.normal(size=(B, T, F)).astype("float32")
+    rnn = rnn_class(_UnregisteredCell(4), return_sequences=True, name="rnn")
+    expected = np.asarray(rnn(x))
+    config = rnn.get_config()
+    # `keras.layers.RNN.from_config` takes the cell out of the dict it is given: a copy each.
+    with pytest.raises(TypeError, match="Could not locate class '_UnregisteredCell'"):
+        rnn_class.from_config(dict(config))
+    revived = [rnn_class.from_config(dict(config), custom_objects=custom)]
+    with keras.saving.custom_object_scope(custom):
+        revived.append(rnn_class.from_config(dict(config)))
+    serialized = keras.saving.serialize_keras_object(rnn)
+    revived.append(keras.saving.deserialize_keras_object(serialized, custom_objects=custom))
+    for layer in revived:
+        assert type(layer) is rnn_class and layer.get_config() == config
+        cell = layer.cell.cell if rnn_class is ResettableRNN else layer.cell
+        assert type(cell) is _UnregisteredCell and cell.units == 4
+        layer.build(x.shape)
+        layer.set_weights(rnn.get_weights())
+        np.testing.assert_allclose(np.asarray(layer(x)), expected, atol=1e-6, rtol=0)
+
+    model = keras.Sequential([keras.Input((T, F)), rnn])
+    path = tmp_path / "unregistered.keras"
+    model.save(path)
+    with pytest.raises(TypeError, match="Could not locate class '_UnregisteredCell'"):
+        keras.saving.load_model(path)
+    loaded = keras.saving.load_model(path, custom_objects=custom)
+    assert type(loaded.layers[0]) is rnn_class
+    np.testing.assert_allclose(np.asarray(loaded(x)), expected, atol=1e-6, rtol=0)

@@ -11,7 +11,11 @@ import numpy as np
 from keras import ops
 
 from tf_memlayers._validation import check_bool, check_same_batch
-from tf_memlayers.layers.memory_cell_wrapper import takes_training, with_deserialized_cell
+from tf_memlayers.layers.memory_cell_wrapper import (
+    cell_output_size,
+    takes_training,
+    with_deserialized_cell,
+)
 from tf_memlayers.layers.resets import check_reset, takes_reset, zero_where
 
 
@@ -52,6 +56,10 @@ class ResettableCell(keras.layers.Layer):
         training: Python boolean, passed to the wrapped cell. Default: `None`.
         reset: Optional bool tensor ``[batch]``, true in the rows whose states start again
             at this step. Default: `None` (no row).
+
+    Returns:
+        What the wrapped cell returns for the step, ``(output, new_states)``, computed from
+        states zeroed in the ``reset`` rows.
 
     Example:
 
@@ -122,6 +130,44 @@ def _unwrapped(cell):
     return cell
 
 
+def _draw_dropout_masks(cell, step_inputs):
+    """Draws the dropout masks of ``cell`` (a dropout cell, a `keras.layers.StackedRNNCells`
+    of them, or either inside the package's wrappers) for a call whose first step's inputs
+    are ``step_inputs`` ``[batch, features]``, as `keras.layers.RNN` draws those of the cell
+    it runs: once per call, before its loop, so every step of the call uses the same masks
+    and the loop itself draws nothing (JAX traces it).
+
+    Returns:
+        List of the cells whose masks were drawn, for `_reset_dropout_masks`.
+    """
+    cell = _unwrapped(cell)
+    if hasattr(cell, "get_dropout_mask"):
+        cell.get_dropout_mask(step_inputs)
+        first_state = keras.tree.flatten(cell.state_size)[0]
+        cell.get_recurrent_dropout_mask(
+            ops.zeros((ops.shape(step_inputs)[0], first_state), cell.compute_dtype)
+        )
+        return [cell]
+    if not isinstance(cell, keras.layers.StackedRNNCells):
+        return []
+    drawn = []
+    for inner in cell.cells:
+        drawn += _draw_dropout_masks(inner, step_inputs)
+        # The next cell's input is this one's output: only its shape and dtype matter here.
+        step_inputs = ops.zeros(
+            (ops.shape(step_inputs)[0], cell_output_size(inner)),
+            getattr(inner, "compute_dtype", None),
+        )
+    return drawn
+
+
+def _reset_dropout_masks(cells):
+    """Forgets the masks that `_draw_dropout_masks` drew for ``cells``."""
+    for cell in cells:
+        cell.reset_dropout_mask()
+        cell.reset_recurrent_dropout_mask()
+
+
 def loop_cache(cell, states):
     """The loop cache of ``cell`` derived from ``states``: its `loop_cache` (see
     `MemoryCellWrapper`), or an empty list for a cell without one."""
@@ -163,7 +209,8 @@ def scan_loop(layer, sequences, initial_state, mask=None, reset=None, training=N
     if layer.go_backwards:
         steps, keep, resets = (ops.flip(x, axis=0) for x in (steps, keep, resets))
     kwargs = {"training": training} if takes_training(cell) else {}
-    no_output = ops.zeros((batch, cell.output_size), cell.compute_dtype)
+    # A cell without an `output_size` outputs its first state, as `keras.layers.RNN` assumes.
+    no_output = ops.zeros((batch, cell_output_size(cell)), cell.compute_dtype)
     count = len(initial_state)
     cache = loop_cache(cell, initial_state)
 
@@ -237,10 +284,20 @@ class ResettableRNN(keras.layers.RNN):
     `fit`, under XLA and in exported models. Without ``reset`` it is `keras.layers.RNN` (the
     same loop, weights and outputs).
 
+    It takes a cell or a list of cells, as `keras.layers.RNN` does: a list is stacked into a
+    `keras.layers.StackedRNNCells`, and a reset zeroes the states of every cell of the stack.
     The cell must take a ``reset`` call argument (the package's memory cells do); any other
-    Keras cell is wrapped in `ResettableCell`. On backends other than TensorFlow a call with a
-    mask runs `scan_loop`, which masks as Keras's TensorFlow loop does (a masked step keeps the
-    states and emits the previous output, or zeros with ``zero_output_for_mask``).
+    Keras cell (a stack included) is wrapped in `ResettableCell`. On backends other than
+    TensorFlow a call with a mask runs `scan_loop`, which masks as Keras's TensorFlow loop does
+    (a masked step keeps the states and emits the previous output, or zeros with
+    ``zero_output_for_mask``).
+
+    Keras's own tests of `keras.layers.RNN` pass with it in its place, as the package's tests
+    check on each backend: ``rnn_test.py``, ``stacked_rnn_cells_test.py``,
+    ``dropout_rnn_cell_test.py`` and ``bidirectional_test.py`` of ``keras/src/layers/rnn/`` (in
+    the last, ``SimpleRNN``, ``GRU`` and ``LSTM`` built as this layer over their cells; its
+    tests of the cuDNN kernels of `keras.layers.LSTM` and `keras.layers.GRU`, which this layer
+    has not, left out).
 
     A cell with a loop cache (`MemoryCellWrapper.loop_cache`, e.g. the window keys that
     `SlidingWindowAttentionCell` has already projected) gets it: derived from the initial
@@ -248,8 +305,9 @@ class ResettableRNN(keras.layers.RNN):
     changing the outputs, states or gradients.
 
     Args:
-        cell: A Keras RNN cell. Cells without a ``reset`` argument are wrapped in
-            `ResettableCell`.
+        cell: A Keras RNN cell, or a list of them (stacked into a
+            `keras.layers.StackedRNNCells`, as `keras.layers.RNN` stacks them). Cells without a
+            ``reset`` argument are wrapped in `ResettableCell`.
         **kwargs: The arguments of `keras.layers.RNN` (``return_sequences``,
             ``return_state``, ``stateful``, ``unroll``, ``zero_output_for_mask``, ...).
             ``go_backwards=True`` cannot be combined with ``reset`` (a document's start is
@@ -262,6 +320,11 @@ class ResettableRNN(keras.layers.RNN):
         training: Python boolean, passed to the cell. Default: `False`.
         reset: Optional bool tensor ``[batch, time]``, true where a new document starts.
             Default: `None`.
+
+    Returns:
+        As `keras.layers.RNN`: the last output ``[batch, units]``, or every step's output
+        ``[batch, time, units]`` with ``return_sequences=True``; with ``return_state=True``,
+        the output followed by the final states.
 
     Example:
 
@@ -280,6 +343,10 @@ class ResettableRNN(keras.layers.RNN):
         for name in RNN_FLAGS:
             if name in kwargs:
                 kwargs[name] = check_bool(name, kwargs[name], type(self).__name__)
+        if isinstance(cell, (list, tuple)):
+            # Stacked as `keras.layers.RNN` stacks a list, then wrapped as one cell: a reset
+            # zeroes the states of every cell of the stack.
+            cell = keras.layers.StackedRNNCells(cell)
         if not takes_reset(cell):
             cell = ResettableCell(cell)
         super().__init__(cell, **kwargs)
@@ -289,25 +356,19 @@ class ResettableRNN(keras.layers.RNN):
         if reset is not None:
             reset = self.checked_reset(reset, sequences)
         self._call_reset = reset
-        inner = _unwrapped(self.cell)
-        dropout = inner is not self.cell and hasattr(inner, "get_dropout_mask")
-        if dropout:
-            # `keras.layers.RNN` draws the dropout masks of a cell once per call, before its
-            # loop, but only of a cell it sees; do it for the cell inside the wrapper.
-            inner.get_dropout_mask(sequences[:, 0])
-            first_state = keras.tree.flatten(inner.state_size)[0]
-            inner.get_recurrent_dropout_mask(
-                ops.zeros((ops.shape(sequences)[0], first_state), inner.compute_dtype)
-            )
+        # `keras.layers.RNN` draws the dropout masks of the cell it runs (a dropout cell, or
+        # the cells of a `StackedRNNCells`) once per call, before its loop, but only of a cell
+        # it sees; draw those of the cells inside the wrapper.
+        drawn = []
+        if _unwrapped(self.cell) is not self.cell:
+            drawn = _draw_dropout_masks(self.cell, sequences[:, 0])
         try:
             return super().call(
                 sequences, initial_state=initial_state, mask=mask, training=training
             )
         finally:
             self._call_reset = None
-            if dropout:
-                inner.reset_dropout_mask()
-                inner.reset_recurrent_dropout_mask()
+            _reset_dropout_masks(drawn)
 
     def checked_reset(self, reset, sequences):
         """``reset`` checked against ``sequences`` (see `check_reset`)."""
