@@ -24,14 +24,19 @@ def _modules(package, walk=False):
     return sorted(name for _, name, _ in modules(package.__path__, package.__name__ + "."))
 
 
+def _run_examples(module_name):
+    """Runs the docstring examples of ``module_name``; returns doctest's result."""
+    module = importlib.import_module(module_name)
+    return doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+
+
 # The layers live in one folder per mechanism.
 MODULES = _modules(tf_memlayers.layers, walk=True)
 
 
 @pytest.mark.parametrize("module_name", MODULES)
 def test_docstring_examples_run(module_name):
-    module = importlib.import_module(module_name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = _run_examples(module_name)
     assert result.failed == 0
     exported = [
         name
@@ -44,8 +49,7 @@ def test_docstring_examples_run(module_name):
 
 @pytest.mark.parametrize("module_name", _modules(tf_memlayers.models))
 def test_model_builder_examples_run(module_name):
-    module = importlib.import_module(module_name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = _run_examples(module_name)
     assert result.attempted > 0 and result.failed == 0
 
 
@@ -60,8 +64,7 @@ SUPPORT_MODULES = [
 
 @pytest.mark.parametrize("module_name", SUPPORT_MODULES)
 def test_support_module_examples_run(module_name):
-    module = importlib.import_module(module_name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = _run_examples(module_name)
     assert result.attempted > 0 and result.failed == 0
 
 
@@ -83,8 +86,7 @@ WITH_EXAMPLES = (
 
 @pytest.mark.parametrize("module_name", EXAMPLE_MODULES)
 def test_example_module_examples_run(module_name):
-    module = importlib.import_module(module_name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = _run_examples(module_name)
     assert result.failed == 0
     if module_name in WITH_EXAMPLES:
         assert result.attempted > 0
