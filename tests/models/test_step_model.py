@@ -123,6 +123,8 @@ def test_sampled_generation_is_set_by_its_seed():
         ({"num_tokens": -1}, "`num_tokens`"),
         ({"temperature": -0.5}, "`temperature`"),
         ({"temperature": float("nan")}, "`temperature`"),
+        ({"prompt": np.array([[1, -3]])}, r"`prompt` holds token ids outside \[0, 17\).*\[-3\]"),
+        ({"prompt": np.array([[1, 17, 40]])}, r"outside \[0, 17\).*\[17, 40\]"),
     ],
 )
 def test_generation_names_a_bad_argument(arguments, fragment):
@@ -130,6 +132,16 @@ def test_generation_names_a_bad_argument(arguments, fragment):
     call = dict(prompt=np.array([[1, 2]]), num_tokens=2) | arguments
     with pytest.raises(ValueError, match=fragment):
         generate(step_model, **call)
+
+
+@pytest.mark.parametrize("resets", [False, True])
+def test_generation_from_the_language_model_itself_names_build_step_model(resets):
+    """One output and one input (or tokens and resets): not a step model."""
+    model = _language_model("key_value", resets=resets)
+    refused = r"`step_model` must be a step model.*build_step_model"
+    for prompt in (np.array([[1, 2]]), np.array([[1, 2], [3, 4]])):
+        with pytest.raises(ValueError, match=refused):
+            generate(model, prompt, 2)
 
 
 def test_a_model_that_is_not_a_language_model_is_refused():

@@ -149,6 +149,26 @@ def initial_step_state(step_model, batch_size):
     ]
 
 
+def _check_step_model(step_model):
+    """Refuses a model that is not a step model: a step model takes ``[tokens [batch, 1],
+    *state]`` and returns ``[logits, *new_state]``, one state output per state input."""
+    inputs = getattr(step_model, "inputs", None) or []
+    outputs = getattr(step_model, "outputs", None) or []
+    if not (
+        len(inputs) >= 2
+        and len(outputs) == len(inputs)
+        and tuple(inputs[0].shape)[1:] == (1,)
+    ):
+        shapes = [tuple(x.shape) for x in inputs]
+        raise ValueError(
+            "`step_model` must be a step model from `build_step_model` (inputs: the tokens "
+            f"[batch, 1] and the state; outputs: the logits and the new state); got "
+            f"{getattr(step_model, 'name', step_model)!r} with inputs of shapes {shapes} and "
+            f"{len(outputs)} output(s). Call `build_step_model(model)` on the language model "
+            "first."
+        )
+
+
 def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None):
     """Continues each row of ``prompt`` by ``num_tokens`` tokens, one step at a time.
 
@@ -167,8 +187,10 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None):
         Integer NumPy array ``[batch, num_tokens]``: the generated tokens.
 
     Raises:
-        ValueError: If ``prompt`` is not a non-empty ``[batch, length]`` array of integers,
-            ``num_tokens`` is negative or ``temperature`` is negative or not finite.
+        ValueError: If ``step_model`` is not a step model (e.g. the language model itself),
+            ``prompt`` is not a non-empty ``[batch, length]`` array of integers or holds ids
+            outside the vocabulary, ``num_tokens`` is negative or ``temperature`` is negative
+            or not finite.
         TypeError: If ``num_tokens`` is not an integer or ``temperature`` not a number.
     """
     prompt = np.asarray(prompt)
@@ -179,6 +201,14 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None):
         )
     num_tokens = check_int("num_tokens", num_tokens, 0)
     temperature = check_number("temperature", temperature, 0.0)
+    _check_step_model(step_model)
+    vocabulary_size = step_model.outputs[0].shape[-1]
+    outside = prompt[(prompt < 0) | (prompt >= vocabulary_size)]
+    if outside.size:
+        raise ValueError(
+            f"`prompt` holds token ids outside [0, {vocabulary_size}), the step model's "
+            f"vocabulary: {sorted(set(outside.tolist()))[:10]}."
+        )
     rng = np.random.default_rng(seed)
     state = initial_step_state(step_model, prompt.shape[0])
 
