@@ -63,12 +63,13 @@ SHARED_SUITES = (
 
 # The tests of what else the package runs without TensorFlow, on every backend: the import
 # without TensorFlow, the model builders with the step model, the LSTMs' cuDNN rule, Keras's
-# own RNN tests with ResettableRNN in place of keras.layers.RNN, training on several devices,
-# and the GPU run's rehearsal.
+# own tests of the Keras classes the package's classes stand in for (ResettableRNN,
+# ResettableCell, PhiloxDropout, TiedEmbedding) with ours in their place, training on several
+# devices, and the GPU run's rehearsal.
 WITHOUT_TENSORFLOW = (
     "benchmarks/test_gpu_run.py",
     "layers/test_cudnn.py",
-    "layers/test_resettable_rnn_keras_suite.py",
+    "layers/test_keras_tests_with_ours.py",
     "models/test_builders_on_every_backend.py",
     "test_package_import.py",
     "models/test_data_parallel.py",

@@ -105,6 +105,21 @@ def test_bad_sizes_name_the_argument(kwargs, name):
         TiedEmbedding(**kwargs)
 
 
+@pytest.mark.parametrize("weights", [np.ones((3, 4)), [np.ones((3, 4))]])
+def test_weights_set_the_embedding_matrix_as_in_keras_embedding(weights):
+    layer = TiedEmbedding(3, 4, output_bias_initializer="ones", weights=weights)
+    np.testing.assert_array_equal(np.asarray(layer.embeddings), np.ones((3, 4)))
+    np.testing.assert_array_equal(np.asarray(layer.output_bias), np.ones(3))
+    with pytest.raises(ValueError):
+        TiedEmbedding(3, 4, weights=np.ones((4, 3)))
+
+
+def test_a_quantized_dtype_is_refused():
+    # Keras would run its quantized call, which has no `reverse`.
+    with pytest.raises(ValueError, match="TiedEmbedding: `dtype`.*int8_from_float32"):
+        TiedEmbedding(10, 4, dtype="int8_from_float32")
+
+
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
 def test_journey_fit_on_a_partial_batch_with_a_mask(tmp_path, policy):
     keras.config.set_dtype_policy(policy)

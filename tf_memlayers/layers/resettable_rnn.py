@@ -42,7 +42,16 @@ class ResettableCell(keras.layers.Layer):
     continues exactly as a new sequence (the zero initial state of `keras.layers.RNN`) would.
     No weights of its own; the wrapped cell's weights, states and output are the wrapper's.
     Run it with `ResettableRNN` to reset rows inside a sequence; `keras.layers.RNN` runs it
-    as the plain cell.
+    as the plain cell, but for the dropout of a cell with ``dropout`` or
+    ``recurrent_dropout``, whose masks `keras.layers.RNN` draws before its loop only for the
+    Keras cells it sees, not for one inside this wrapper: train such a cell in `ResettableRNN`,
+    which draws them.
+
+    Keras's own tests of `keras.layers.SimpleRNN`, `keras.layers.GRU` and `keras.layers.LSTM`
+    (``simple_rnn_test.py``, ``gru_test.py`` and ``lstm_test.py`` of ``keras/src/layers/rnn/``)
+    pass with each layer built as `keras.layers.RNN` over this wrapper of its cell, as the
+    package's tests check on each backend, except those that train with dropout (see above)
+    and the one of `keras.layers.GRU`'s own legacy config.
 
     Args:
         cell: A Keras RNN cell (e.g. `keras.layers.LSTMCell`, or

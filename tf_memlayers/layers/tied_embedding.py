@@ -15,6 +15,12 @@ class TiedEmbedding(keras.layers.Embedding):
     ``x E^T + b``, with the same matrix ``E`` and a separate output bias ``b`` (Press & Wolf
     2017, "Using the Output Embedding to Improve Language Models").
 
+    Keras's own tests of `keras.layers.Embedding` (``embedding_test.py`` of
+    ``keras/src/layers/core/``) pass with it in its place, as the package's tests check on each
+    backend, except those that count its weights (``b`` is one more), that quantize it (it is
+    not quantized: the ``reverse=True`` logits read the float ``E``) or that expect Keras's own
+    errors for bad sizes (checked as every argument of the package is).
+
     Args:
         input_dim: Positive integer, the size of the vocabulary (the number of rows of
             ``E``, and the width of the logits).
@@ -23,8 +29,12 @@ class TiedEmbedding(keras.layers.Embedding):
             (``[input_dim, output_dim]``). Default: `"uniform"`.
         output_bias_initializer: Initializer for the ``output_bias`` vector ``b``
             (``[input_dim]``). Default: `"zeros"`.
+        weights: Optional initial value of the embedding matrix ``E`` (or a list holding
+            it), as in `keras.layers.Embedding`; ``b`` starts from its initializer.
+            Default: `None`.
         **kwargs: Other `keras.layers.Embedding` arguments (``mask_zero``,
-            ``embeddings_regularizer``, ``name``, ``dtype``, ...).
+            ``embeddings_regularizer``, ``lora_rank``, ``name``, ``dtype``, ...). A quantized
+            ``dtype`` (``"int8_from_float32"``, ...) is refused: the layer is not quantized.
 
     Call arguments:
         inputs: Integer ids of any shape (``reverse=False``), or vectors
@@ -51,6 +61,7 @@ class TiedEmbedding(keras.layers.Embedding):
         output_dim,
         embeddings_initializer="uniform",
         output_bias_initializer="zeros",
+        weights=None,
         **kwargs,
     ):
         input_dim = check_int("input_dim", input_dim, 1, "TiedEmbedding")
@@ -58,7 +69,19 @@ class TiedEmbedding(keras.layers.Embedding):
         super().__init__(
             input_dim, output_dim, embeddings_initializer=embeddings_initializer, **kwargs
         )
+        if self.quantization_mode is not None:
+            raise ValueError(
+                "TiedEmbedding: `dtype` cannot be a quantized dtype policy (its reverse=True "
+                f"logits need the float embedding matrix), got {self.dtype_policy.name!r}."
+            )
         self.output_bias_initializer = keras.initializers.get(output_bias_initializer)
+        if weights is not None:
+            # Set here, not by `keras.layers.Embedding`, which builds the layer before the
+            # output bias's initializer exists. As there: the matrix, or a list holding it.
+            self.build()
+            if not (isinstance(weights, list) and len(weights) == 1):
+                weights = [weights]
+            self.set_weights([*weights, ops.convert_to_numpy(self.output_bias)])
 
     def build(self, input_shape=None):
         if self.built:

@@ -18,7 +18,7 @@ DECLARATIONS = (
         keras_checks={
             "pooling": (
                 AttentionPooling,
-                {"units": 3},
+                {"attention_units": 3},
                 dict(
                     input_shape=(2, 3, 4),
                     expected_output_shape=(2, 4),
