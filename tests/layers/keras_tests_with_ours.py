@@ -41,6 +41,7 @@ import keras.src.layers
 import pytest
 
 from tf_memlayers import PhiloxDropout, ResettableCell, ResettableRNN, TiedEmbedding
+from tf_memlayers.layers.resettable_rnn import RNN_FLAGS
 
 SUITES_VARIABLE = "KERAS_TESTS_SUITES"
 REPORT_VARIABLE = "KERAS_TESTS_REPORT"
@@ -67,18 +68,7 @@ class Suite:
 
 # The arguments of `keras.layers.SimpleRNN`, `GRU` and `LSTM` that belong to the RNN layer;
 # the others are their cell's.
-_LAYER_ARGUMENTS = (
-    "return_sequences",
-    "return_state",
-    "go_backwards",
-    "stateful",
-    "unroll",
-    "zero_output_for_mask",
-    "name",
-    "dtype",
-    "trainable",
-    "activity_regularizer",
-)
+_LAYER_ARGUMENTS = (*RNN_FLAGS, "name", "dtype", "trainable", "activity_regularizer")
 
 
 def _layer_over_cell(cell_class, rnn):

@@ -217,7 +217,7 @@ def test_variational_dropout_uses_one_mask_per_sequence():
         ({"window": 0}, "`window` must be >= 1, got 0"),
         ({"seq_len": 0}, "`seq_len` must be >= 1, got 0"),
         ({"form": "fused"}, "`form` must be one of"),
-        ({"dropout": 1.5}, "`dropout` must be a number in \\[0, 1\\), got 1.5"),
+        ({"dropout": 1.5}, "`dropout` must be a finite number in \\[0.0, 1.0\\), got 1.5"),
         ({"batch_size": None}, "`stateful=True` needs a fixed `batch_size`"),
         ({"kind": "ngram", "return_attention_scores": True}, "`return_attention_scores=True`"),
     ],
@@ -418,7 +418,7 @@ def test_make_optimizer_names_bad_arguments():
     assert isinstance(model.optimizer, keras.optimizers.Adam)
     with pytest.raises(ValueError, match="`optimizer` must be one of .*'rmsprop'"):
         make_optimizer("rmsprop")
-    with pytest.raises(ValueError, match="`learning_rate` must be a number > 0, got -1"):
+    with pytest.raises(ValueError, match="`learning_rate` must be a finite number > 0.0, got -1"):
         make_optimizer("sgd", -1)
 
 
