@@ -101,8 +101,8 @@ class Declaration:
     #: keras_checks: ``name -> (layer_cls, init_kwargs, run_layer_test arguments)``;
     keras_checks: dict = dataclasses.field(default_factory=dict)
     #: journeys: ``name -> (role, builder)``: ``"step"`` (embedded tokens -> features per
-    #: step), ``"pooled"`` (-> one vector), ``"dual"`` (() -> premise and hypothesis layers)
-    #: or ``"token"`` ((tokens, masked, vocabulary) -> logits);
+    #: step), ``"pooled"`` (-> one vector), ``"pair"`` ((embedded premise, embedded
+    #: hypothesis) -> one vector) or ``"token"`` ((tokens, masked, vocabulary) -> logits);
     journeys: dict = dataclasses.field(default_factory=dict)
     #: nan_padding: ``name -> factory()`` of a layer promising zero (or unread) padded steps;
     nan_padding: dict = dataclasses.field(default_factory=dict)
@@ -123,6 +123,17 @@ def user_rnn(cell, **kwargs):
     state at a masked step (conftest.KERAS_MASKED_OUTPUT; docs/backends.rst, "Backends")."""
     return keras.layers.RNN(
         cell, zero_output_for_mask=keras.backend.backend() != "tensorflow", **kwargs
+    )
+
+
+def read_premise_memory(premise_layer, hypothesis_layer, premise, hypothesis):
+    """A ``"pair"`` journey over two recurrent layers: ``premise_layer`` (returning its states
+    ``[memory, last output]``) reads the premise, then ``hypothesis_layer`` reads the
+    hypothesis from an empty memory and the premise's last output, reading the premise's
+    final memory (the Dual AM-GRU's three states); returns the hypothesis output."""
+    _, memory, last = premise_layer(premise)
+    return hypothesis_layer(
+        hypothesis, initial_state=[keras.ops.zeros_like(memory), last, memory]
     )
 
 

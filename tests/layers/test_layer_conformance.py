@@ -408,20 +408,30 @@ def _shapes_and_dtypes(outputs):
     ]
 
 
+def _per_input(shape, make):
+    """``make(shape)``, or for a layer over several inputs (``shape`` a list of shapes) the
+    list of ``make`` of each."""
+    return [make(one) for one in shape] if isinstance(shape, list) else make(shape)
+
+
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
 @pytest.mark.parametrize("name", _cases(sorted(SPEC_CASES)))
 def test_output_shape_and_spec_are_exact(name, policy):
     make, shape, call_kwargs = SPEC_CASES[name]
-    inputs = np.random.default_rng(2).normal(size=shape).astype("float32")
+    rng = np.random.default_rng(2)
+    inputs = _per_input(shape, lambda one: rng.normal(size=one).astype("float32"))
     eager = _shapes_and_dtypes(make(policy)(inputs, **call_kwargs))
 
     # The spec of a layer that is not built yet (what Keras asks for first) ...
+    compute_dtype = keras.DTypePolicy(policy).compute_dtype
     spec = make(policy).compute_output_spec(
-        keras.KerasTensor(shape, keras.DTypePolicy(policy).compute_dtype), **call_kwargs
+        _per_input(shape, lambda one: keras.KerasTensor(one, compute_dtype)), **call_kwargs
     )
     assert _shapes_and_dtypes(spec) == eager
     # ... the symbolic call in a functional model ...
-    symbolic = make(policy)(keras.Input(batch_shape=shape), **call_kwargs)
+    symbolic = make(policy)(
+        _per_input(shape, lambda one: keras.Input(batch_shape=one)), **call_kwargs
+    )
     assert _shapes_and_dtypes(symbolic) == eager
     # ... and compute_output_shape, which needs no dtype.
     if not call_kwargs:

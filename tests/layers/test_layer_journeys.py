@@ -29,35 +29,22 @@ def _tokens(rng, masked, steps=STEPS):
 def _embedded(inputs, masked):
     return keras.layers.Embedding(VOCAB, 4, mask_zero=masked)(inputs)
 
-
-
-
-
-
-
-
-
 # The declared layers' journeys, by role (tests/layer_registry.py).
 JOURNEYS = suite_cases("journeys")
-STEP_LAYERS, POOLED_LAYERS, DUAL_LAYERS, TOKEN_LAYERS = (
+STEP_LAYERS, POOLED_LAYERS, PAIR_LAYERS, TOKEN_LAYERS = (
     {name: build for name, (kind, build) in JOURNEYS.items() if kind == role}
-    for role in ("step", "pooled", "dual", "token")
+    for role in ("step", "pooled", "pair", "token")
 )
 
 
 def _model(name, masked, rng):
     """``(model, inputs, targets)`` for the layer ``name``."""
-    if name in DUAL_LAYERS:
-        # Conditional encoding: the hypothesis reads the premise's final memory.
+    if name in PAIR_LAYERS:
+        # A sentence pair, both sentences through one embedding (conditional encoding).
         premise = keras.Input((STEPS,), dtype="int32")
         hypothesis = keras.Input((STEPS - 2,), dtype="int32")
         embedding = keras.layers.Embedding(VOCAB, 4, mask_zero=masked)
-        premise_layer, hypothesis_layer = DUAL_LAYERS[name]()
-        _, memory, last = premise_layer(embedding(premise))
-        encoded = hypothesis_layer(
-            embedding(hypothesis),
-            initial_state=[keras.ops.zeros_like(memory), last, memory],
-        )
+        encoded = PAIR_LAYERS[name](embedding(premise), embedding(hypothesis))
         logits = keras.layers.Dense(CLASSES, dtype="float32")(encoded)
         inputs = [_tokens(rng, masked), _tokens(rng, masked, STEPS - 2)]
         model = keras.Model([premise, hypothesis], logits)
@@ -80,7 +67,7 @@ def _model(name, masked, rng):
 
 NAMES = [
     pytest.param(name, marks=tensorflow_only(FUSED_LOOP)) if "fused_loop" in name else name
-    for name in sorted([*STEP_LAYERS, *POOLED_LAYERS, *DUAL_LAYERS, *TOKEN_LAYERS])
+    for name in sorted([*STEP_LAYERS, *POOLED_LAYERS, *PAIR_LAYERS, *TOKEN_LAYERS])
 ]
 # Without a mask in float32; with a mask under mixed precision (and XLA, the default path).
 VARIANTS = [("float32", False), ("mixed_float16", True)]

@@ -223,8 +223,9 @@ def test_bad_loop_arguments():
 def _dual_setup(batch, copies, seed, steps=6, units=8, input_dim=5):
     cell, xs, memory, output, mask = _setup(batch, copies, seed, steps, units, input_dim)
     rng = np.random.default_rng(seed + 100)
-    dual = DualAssociativeGRUCell(units, num_copies=copies, premise_cell=cell, dtype="float64")
+    dual = DualAssociativeGRUCell(units, num_copies=copies, dtype="float64")
     dual.build((batch, input_dim))
+    dual.premise_cell.set_weights(cell.get_weights())
     for weight in (dual.dual_gate_kernel, dual.dual_candidate_kernel):
         weight.assign(rng.normal(scale=0.4, size=weight.shape))
     source = tf.constant(rng.normal(scale=0.3, size=(batch, units * copies)))

@@ -8,7 +8,9 @@ from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooli
 from tf_memlayers.layers.associative_memory.dual_am_gru import (
     DualAssociativeGRU,
     DualAssociativeGRUCell,
-    premise_sharing_clone_function,
+)
+from tf_memlayers.layers.associative_memory.dual_associative_encoder import (
+    DualAssociativeEncoder,
 )
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.layers.cudnn import lstm_use_cudnn
@@ -27,6 +29,7 @@ __all__ = [
     "AssociativeGRUCell",
     "AssociativeMemoryCell",
     "AttentionPooling",
+    "DualAssociativeEncoder",
     "DualAssociativeGRU",
     "DualAssociativeGRUCell",
     "HeapCacheAttention",
@@ -40,5 +43,4 @@ __all__ = [
     "SlidingWindowAttentionCell",
     "TiedEmbedding",
     "lstm_use_cudnn",
-    "premise_sharing_clone_function",
 ]

@@ -4,6 +4,7 @@ from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
     compile_fill_last_word_model,
 )
+from tf_memlayers.models.conditional_encoder import ConditionalEncoder
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 from tf_memlayers.models.language_model import (
     build_language_model,
@@ -17,6 +18,7 @@ from tf_memlayers.models.snli import (
 from tf_memlayers.models.step_model import build_step_model, generate, initial_step_state
 
 __all__ = [
+    "ConditionalEncoder",
     "HeapCacheModel",
     "build_fill_last_word_model",
     "build_fixed_length_snli_model",

@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 from conftest import masked_rnn
 from keras import ops
-from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
+from layer_registry import (
+    CELL_SPEC,
+    RNN_MASKING,
+    Declaration,
+    read_premise_memory,
+    rnn_case,
+    user_rnn,
+)
 
 from tf_memlayers.compat import load_original_weights, original_variable_names
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
@@ -61,10 +68,12 @@ DECLARATIONS = (
         },
         journeys={
             "DualAssociativeGRUCell": (
-                "dual",
-                lambda: (
+                "pair",
+                lambda premise, hypothesis: read_premise_memory(
                     user_rnn(AssociativeGRUCell(8, num_copies=2), return_state=True),
                     user_rnn(DualAssociativeGRUCell(8, num_copies=2)),
+                    premise,
+                    hypothesis,
                 ),
             ),
         },
@@ -131,9 +140,9 @@ def test_dual_am_gru_matches_the_original_step_in_float64(
     rng = np.random.default_rng(units * copies + 1)
     xs, ys = rng.normal(size=(batch, steps, 5)), rng.normal(size=(batch, steps - 1, 5))
     w = random_weights(rng, 5, units)
-    premise = AssociativeGRUCell(units, num_copies=copies)
-    _, source, last = run_premise(premise, xs, w)
-    dual = DualAssociativeGRUCell(units, num_copies=copies, dual_key=dual_key, premise_cell=premise)
+    dual = DualAssociativeGRUCell(units, num_copies=copies, dual_key=dual_key)
+    # The premise read by the Dual cell's own AM-GRU cell, as conditional encoding does.
+    _, source, last = run_premise(dual.premise_cell, xs, w)
     layer = keras.layers.RNN(dual, return_sequences=True, return_state=True)
     layer.build(ys.shape)
     set_cell_weights(dual, w)
@@ -162,11 +171,10 @@ def test_am_gru_float32_matches_float64_reference():
     np.testing.assert_allclose(np.asarray(memory), ref_memory, atol=1e-5, rtol=0)
 
 
-def test_dual_cell_shares_every_non_dual_weight_with_the_premise_cell():
-    premise = AssociativeGRUCell(8, num_copies=2)
-    dual = DualAssociativeGRUCell(8, num_copies=2, dual_key="released", premise_cell=premise)
+def test_dual_cell_holds_the_am_gru_weights_and_the_dual_kernels():
+    dual = DualAssociativeGRUCell(8, num_copies=2, dual_key="released")
     dual.build((None, 5))
-    premise_ids = {id(v) for v in premise.weights}
+    premise_ids = {id(v) for v in dual.premise_cell.weights}
     assert len(premise_ids) == 5 and premise_ids <= {id(v) for v in dual.weights}
     names = sorted(v.path.split("/")[-1] for v in dual.weights if id(v) not in premise_ids)
     assert names == ["dual_candidate_kernel", "dual_gate_kernel", "dual_key_kernel"]
@@ -175,9 +183,8 @@ def test_dual_cell_shares_every_non_dual_weight_with_the_premise_cell():
 def test_zero_source_memory_makes_the_paper_dual_cell_an_am_gru():
     rng = np.random.default_rng(8)
     xs = rng.normal(size=(2, 4, 5)).astype("float32")
-    premise = AssociativeGRUCell(8, num_copies=3)
-    expected = keras.layers.RNN(premise)(xs)
-    dual = DualAssociativeGRUCell(8, num_copies=3, premise_cell=premise)
+    dual = DualAssociativeGRUCell(8, num_copies=3)
+    expected = keras.layers.RNN(dual.premise_cell)(xs)
     zeros = np.zeros((2, 24), "float32")
     got = keras.layers.RNN(dual)(xs, initial_state=[zeros, np.zeros((2, 8), "float32"), zeros])
     np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-6)
@@ -323,9 +330,10 @@ def _premise_then_dual(steps, features):
     """An AM-GRU over the inputs, then a Dual AM-GRU over them reading its memory: a model of
     ``[premise outputs, premise memory, dual output]`` and one with a regression head."""
     inputs = keras.Input((steps, features))
-    premise = AssociativeGRUCell(8, num_copies=4)
-    seq, memory, last = keras.layers.RNN(premise, return_sequences=True, return_state=True)(inputs)
-    dual = DualAssociativeGRUCell(8, num_copies=4, premise_cell=premise)
+    dual = DualAssociativeGRUCell(8, num_copies=4)
+    seq, memory, last = keras.layers.RNN(
+        dual.premise_cell, return_sequences=True, return_state=True
+    )(inputs)
     out = keras.layers.RNN(dual)(inputs, initial_state=[memory * 0.0, last, memory])
     head = keras.layers.Dense(1, dtype="float32")(out)
     return keras.Model(inputs, [seq, memory, out]), keras.Model(inputs, head)
@@ -445,30 +453,30 @@ def test_mismatched_source_memory_width_is_rejected():
         )
 
 
-def test_mismatched_premise_cell_is_rejected():
-    with pytest.raises(ValueError, match="num_copies"):
-        DualAssociativeGRUCell(8, num_copies=3, premise_cell=AssociativeGRUCell(8, num_copies=2))
-    with pytest.raises(TypeError, match="premise_cell"):
-        DualAssociativeGRUCell(8, premise_cell=keras.layers.GRUCell(8))
+def test_a_premise_cell_argument_names_the_encoder_that_shares_it():
+    with pytest.raises(TypeError, match="premise_cell.*DualAssociativeEncoder"):
+        DualAssociativeGRUCell(8, premise_cell=AssociativeGRUCell(8))
 
 
-def test_dual_kernels_take_the_dual_cells_initializer_and_regularizer():
-    premise = AssociativeGRUCell(6, num_copies=2)
+def test_initializers_and_regularizers_reach_every_weight_of_the_dual_cell():
     dual = DualAssociativeGRUCell(
-        6, num_copies=2, premise_cell=premise, kernel_initializer="zeros", kernel_regularizer="l2"
+        6,
+        num_copies=2,
+        kernel_initializer="zeros",
+        kernel_regularizer="l2",
+        gate_bias_initializer="zeros",
+        candidate_bias_initializer="ones",
+        bias_regularizer="l1",
     )
     dual.build((None, 4))
-    assert not np.any(np.asarray(dual.dual_gate_kernel)) and not np.any(dual.dual_candidate_kernel)
-    assert np.any(np.asarray(premise.gate_kernel))  # the premise keeps its own initializer
-    assert dual.dual_gate_kernel.regularizer is not None
+    premise = dual.premise_cell
+    for kernel in (dual.dual_gate_kernel, dual.dual_candidate_kernel, premise.gate_kernel,
+                   premise.key_kernel, premise.candidate_kernel):  # fmt: skip
+        assert not np.any(np.asarray(kernel)) and kernel.regularizer is not None
+    assert not np.any(np.asarray(premise.gate_bias))
+    np.testing.assert_array_equal(np.asarray(premise.candidate_bias), 1.0)
+    assert premise.gate_bias.regularizer is not None
     config = dual.get_config()
     assert config["kernel_initializer"]["class_name"] == "Zeros"
     assert config["kernel_regularizer"]["class_name"] == "L2"
-
-
-def test_bias_arguments_with_a_premise_cell_are_rejected():
-    premise = AssociativeGRUCell(6, num_copies=2)
-    with pytest.raises(ValueError, match="gate_bias_initializer='zeros'.*premise cell"):
-        DualAssociativeGRUCell(
-            6, num_copies=2, premise_cell=premise, gate_bias_initializer="zeros"
-        )
+    assert config["bias_regularizer"]["class_name"] == "L1"

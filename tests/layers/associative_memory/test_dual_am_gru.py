@@ -5,14 +5,13 @@ import numpy as np
 import pytest
 from conftest import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from keras import ops
-from layer_registry import RNN_LAYER_FLAGS, Declaration
+from layer_registry import RNN_LAYER_FLAGS, Declaration, read_premise_memory
 
 from tf_memlayers.layers import (
     AssociativeGRU,
     AssociativeGRUCell,
     DualAssociativeGRU,
     DualAssociativeGRUCell,
-    premise_sharing_clone_function,
 )
 
 # The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
@@ -50,13 +49,12 @@ DECLARATIONS = (
         },
         journeys={
             **{
-                name: (
-                    "dual",
-                    lambda fused=fused: (
-                        AssociativeGRU(8, num_copies=2, return_state=True, fused_loop=fused),
-                        DualAssociativeGRU(8, num_copies=2, fused_loop=fused),
-                    ),
-                )
+                name: ("pair", lambda premise, hypothesis, fused=fused: read_premise_memory(
+                    AssociativeGRU(8, num_copies=2, return_state=True, fused_loop=fused),
+                    DualAssociativeGRU(8, num_copies=2, fused_loop=fused),
+                    premise,
+                    hypothesis,
+                ))
                 for name, fused in (
                     ("DualAssociativeGRU", False),
                     ("DualAssociativeGRU_fused_loop", True),
@@ -193,139 +191,9 @@ def test_the_source_memory_changes_the_outputs():
     assert np.abs(with_source - without).max() > 1e-3
 
 
-def test_shared_premise_cell_gives_conditional_encoding(float64_policy):
-    # The layers of `ConditionalEncoder`: an `AssociativeGRU` over the premise, then a
-    # `DualAssociativeGRU` sharing its cell over the hypothesis, against the cells stepped by
-    # `keras.layers.RNN`.
-    rng = np.random.default_rng(5)
-    premise_layer = AssociativeGRU(
-        UNITS, num_copies=COPIES, return_state=True, fused_loop=FUSED_IF_AVAILABLE
-    )
-    hypothesis_layer = DualAssociativeGRU(
-        UNITS, num_copies=COPIES, premise_cell=premise_layer.cell, fused_loop=FUSED_IF_AVAILABLE
-    )
-    premise = rng.normal(size=(BATCH, STEPS, INPUT_DIM))
-    hypothesis = rng.normal(size=(BATCH, STEPS - 2, INPUT_DIM))
-    _, memory, last = premise_layer(premise)
-    got = hypothesis_layer(hypothesis, initial_state=[0 * memory, last, memory])
-    assert len(hypothesis_layer.trainable_weights) == 5 + 2
-    assert hypothesis_layer.cell.premise_cell is premise_layer.cell
-
-    premise_cell = AssociativeGRUCell(UNITS, num_copies=COPIES)
-    dual_cell = DualAssociativeGRUCell(UNITS, num_copies=COPIES, premise_cell=premise_cell)
-    dual_cell.build((None, INPUT_DIM))  # builds the premise cell too
-    premise_cell.set_weights(premise_layer.cell.get_weights())
-    dual_cell.set_weights(hypothesis_layer.cell.get_weights())
-    _, memory, last = keras.layers.RNN(premise_cell, return_state=True)(premise)
-    expected = keras.layers.RNN(dual_cell)(hypothesis, initial_state=[0 * memory, last, memory])
-    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-10, rtol=0)
-
-
-def _conditional_encoding_model(fused_loop=False, dual_key="paper"):
-    """A functional model built as the `DualAssociativeGRU` docstring shows: the Dual layer
-    shares the premise layer's cell and reads its final memory."""
-    premise, hypothesis = keras.Input((STEPS, INPUT_DIM)), keras.Input((STEPS - 2, INPUT_DIM))
-    premise_layer = AssociativeGRU(
-        UNITS, num_copies=COPIES, return_state=True, fused_loop=fused_loop, name="premise"
-    )
-    _, memory, last = premise_layer(premise)
-    dual = DualAssociativeGRU(
-        UNITS,
-        num_copies=COPIES,
-        dual_key=dual_key,
-        premise_cell=premise_layer.cell,
-        fused_loop=fused_loop,
-        name="hypothesis",
-    )
-    output = dual(hypothesis, initial_state=[memory * 0, last, memory])
-    return keras.Model([premise, hypothesis], output)
-
-
-def _assert_premise_cell_shared(model):
-    premise_cell = model.get_layer("premise").cell
-    assert model.get_layer("hypothesis").cell.premise_cell is premise_cell
-    assert len(model.weights) == 5 + 2  # the premise cell's weights once, the dual kernels
-    assert len({id(w) for w in model.weights}) == 7
-
-
-def _inputs(rng):
-    return [
-        rng.normal(size=(BATCH, STEPS, INPUT_DIM)).astype("float32"),
-        rng.normal(size=(BATCH, STEPS - 2, INPUT_DIM)).astype("float32"),
-    ]
-
-
-@pytest.mark.parametrize("fused_loop", [False, True] if FUSED_IF_AVAILABLE else [False])
-def test_shared_premise_cell_survives_keras_file(tmp_path, fused_loop):
-    rng = np.random.default_rng(11)
-    model = _conditional_encoding_model(fused_loop=fused_loop)
-    model.set_weights([rng.normal(scale=0.4, size=w.shape) for w in model.weights])
-    xs = _inputs(rng)
-    expected = np.asarray(model(xs))
-    model.save(tmp_path / "model.keras")
-
-    loaded = keras.models.load_model(tmp_path / "model.keras")
-    _assert_premise_cell_shared(loaded)
-    np.testing.assert_array_equal(np.asarray(loaded(xs)), expected)
-    # Training the loaded model moves the one premise cell both layers read.
-    loaded.get_layer("premise").cell.key_kernel.assign_add(np.ones((INPUT_DIM + UNITS, UNITS)))
-    assert np.abs(np.asarray(loaded(xs)) - expected).max() > 1e-3
-    # Saved again, it loads again.
-    loaded.save(tmp_path / "again.keras")
-    _assert_premise_cell_shared(keras.models.load_model(tmp_path / "again.keras"))
-
-
-def test_unshared_layers_keep_their_configs():
-    # Only a cell that a Dual layer shares goes into the `AssociativeGRU` config.
-    assert "cell" not in AssociativeGRU(UNITS).get_config()
-    assert "premise_cell" not in DualAssociativeGRU(UNITS).get_config()
-    assert "premise_cell" not in DualAssociativeGRUCell(UNITS).get_config()
-
-
-def test_clone_model_keeps_the_shared_premise_cell_with_the_clone_function():
-    rng = np.random.default_rng(12)
-    model = _conditional_encoding_model()
-    clone = keras.models.clone_model(model, clone_function=premise_sharing_clone_function())
-    _assert_premise_cell_shared(clone)
-    assert not {id(w) for w in clone.weights} & {id(w) for w in model.weights}
-    clone.set_weights(model.get_weights())
-    xs = _inputs(rng)
-    np.testing.assert_array_equal(np.asarray(clone(xs)), np.asarray(model(xs)))
-    assert clone.get_layer("hypothesis").get_config() == {
-        **model.get_layer("hypothesis").get_config(),
-        "premise_cell": clone.get_layer("premise").cell,
-    }
-
-
-def test_clone_function_keeps_sharing_for_the_cell_form():
-    premise, hypothesis = keras.Input((STEPS, INPUT_DIM)), keras.Input((STEPS - 2, INPUT_DIM))
-    premise_layer = AssociativeGRU(UNITS, num_copies=COPIES, return_state=True)
-    _, memory, last = premise_layer(premise)
-    cell = DualAssociativeGRUCell(
-        UNITS, num_copies=COPIES, dual_key="released", premise_cell=premise_layer.cell
-    )
-    output = keras.layers.RNN(cell)(hypothesis, initial_state=[memory * 0, last, memory])
-    model = keras.Model([premise, hypothesis], output)
-    clone = keras.models.clone_model(model, clone_function=premise_sharing_clone_function())
-    clone_premise, clone_rnn = clone.layers[1], clone.layers[-1]
-    assert clone_rnn.cell.premise_cell is clone_premise.cell
-    assert clone_rnn.cell.dual_key == "released"
-    assert len(clone.weights) == 5 + 3 == len(model.weights)
-
-
-def test_sharing_is_never_lost_silently():
-    model = _conditional_encoding_model()
-    layer = model.get_layer("hypothesis")
-    # `clone_model`'s default rebuilds each layer from its config alone.
-    with pytest.raises(ValueError, match="premise_cell.*premise_sharing_clone_function"):
-        keras.models.clone_model(model)
-    with pytest.raises(ValueError, match="premise_cell"):
-        DualAssociativeGRU.from_config(layer.get_config())
-    with pytest.raises(ValueError, match="premise_cell"):
-        DualAssociativeGRUCell.from_config(layer.cell.get_config())
-    # A config serialized outside a `.keras` save holds no shared-object id.
-    with pytest.raises(ValueError, match="premise_cell"):
-        keras.models.model_from_json(model.to_json())
+def test_premise_cell_is_not_an_argument():
+    with pytest.raises(TypeError, match="premise_cell.*DualAssociativeEncoder"):
+        DualAssociativeGRU(UNITS, premise_cell=AssociativeGRUCell(UNITS))
 
 
 @tensorflow_only(FUSED_LOOP)

@@ -332,48 +332,26 @@ class AssociativeGRU(AssociativeRecurrentLayer):
         fused_loop="auto",
         **kwargs,
     ):
-        # `from_config` passes the cell that a `.keras` file shares with a `DualAssociativeGRU`.
-        cell = kwargs.pop("_shared_cell", None)
-        if cell is None:
-            cell = AssociativeGRUCell(
-                units,
-                num_copies=num_copies,
-                seed=seed,
-                return_retrievals=check.check_bool(
-                    "return_retrievals", return_retrievals, "AssociativeGRU"
-                ),
-                kernel_initializer=kernel_initializer,
-                gate_bias_initializer=gate_bias_initializer,
-                candidate_bias_initializer=candidate_bias_initializer,
-                kernel_regularizer=kernel_regularizer,
-                bias_regularizer=bias_regularizer,
-                name="associative_gru_cell",
-                **self.cell_keywords(kwargs),
-            )
+        cell = AssociativeGRUCell(
+            units,
+            num_copies=num_copies,
+            seed=seed,
+            return_retrievals=check.check_bool(
+                "return_retrievals", return_retrievals, "AssociativeGRU"
+            ),
+            kernel_initializer=kernel_initializer,
+            gate_bias_initializer=gate_bias_initializer,
+            candidate_bias_initializer=candidate_bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            bias_regularizer=bias_regularizer,
+            name="associative_gru_cell",
+            **self.cell_keywords(kwargs),
+        )
         super().__init__(cell, fused_loop=fused_loop, **kwargs)
 
     @property
     def cell_permutations(self):
         return self.cell.permutations
-
-    def get_config(self):
-        config = super().get_config()
-        if getattr(self.cell, "shared_as_premise", False):
-            # The cell object itself: Keras's `.keras` saving serializes it here and in the
-            # `DualAssociativeGRU` that shares it with one `shared_object_id`, and its loader
-            # then hands one cell to both layers.
-            config["cell"] = self.cell
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        cell = config.pop("cell", None)
-        if isinstance(cell, dict) and "shared_object_id" in cell:
-            return cls(_shared_cell=keras.saving.deserialize_keras_object(cell), **config)
-        # Any other config (`clone_model`, `from_config(get_config())`) makes a new cell from
-        # the arguments, as for a cell that no other layer shares.
-        return cls(**config)
 
     def _projections(self, sequences):
         """The input projections of every step, and the step's remaining kernels."""

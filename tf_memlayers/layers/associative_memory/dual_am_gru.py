@@ -1,11 +1,12 @@
 """The Dual AM-GRU of Weissenborn (2016, §4): an AM-GRU that also reads a source's memory.
 
 `DualAssociativeGRUCell` reads, at every step, the final memory of a source sequence (the
-premise), carried as a pass-through state, and shares every non-dual weight with a premise
-`AssociativeGRUCell` (conditional encoding with shared weights). `DualAssociativeGRU` runs it
-over a sequence, in Keras's loop or in the fused `associative_gru_loop`.
+premise), carried as a pass-through state; its AM-GRU weights are those of the
+`AssociativeGRUCell` it holds, which a `DualAssociativeEncoder` also reads the premise with
+(conditional encoding with shared weights). `DualAssociativeGRU` runs the cell over a
+sequence, in Keras's loop or in the fused `associative_gru_loop`.
 
-The cell's own weights (original variables under ``AssociativeGRUCell/``, ``D = input_dim +
+The dual weights (original variables under ``AssociativeGRUCell/``, ``D = input_dim +
 units``):
 
 ==========================  =====================================================  ==========
@@ -33,126 +34,20 @@ from tf_memlayers.ops.associative_gru_step import SourceMemory
 
 DUAL_KEYS = ("paper", "released")
 
-# The premise cell's arguments a Dual cell reports in its config.
+# The arguments of the AM-GRU cell inside a Dual cell that the Dual cell's config reports.
 _SHARED_ARGUMENTS = tuple(name for name in AM_GRU_CELL_ARGUMENTS if name != "return_retrievals")
 
 
-_BIAS_DEFAULTS = {
-    "gate_bias_initializer": "ones",
-    "candidate_bias_initializer": "zeros",
-    "bias_regularizer": None,
-}
-
-
-def _check_bias_arguments_left_to_premise(owner, **arguments):
-    passed = {k: v for k, v in arguments.items() if v != _BIAS_DEFAULTS[k]}
-    if passed:
-        raise ValueError(
-            f"{owner}: with `premise_cell` the biases are that cell's; got "
-            + ", ".join(f"{k}={v!r}" for k, v in passed.items())
-            + ". Set them on the premise cell instead."
+def _refuse_premise_cell(owner, kwargs):
+    """A `TypeError` for ``premise_cell=``: the Dual cell owns its AM-GRU weights, and
+    `DualAssociativeEncoder` shares them with the premise pass."""
+    if "premise_cell" in kwargs:
+        raise TypeError(
+            f"{owner}: `premise_cell` is not an argument: the Dual AM-GRU owns every weight it "
+            "reads. To encode a premise with an AM-GRU and a hypothesis with a Dual AM-GRU "
+            "that shares its weights (conditional encoding), use "
+            "tf_memlayers.layers.DualAssociativeEncoder, which owns both passes."
         )
-
-
-def _premise_cell_from_config(config, owner):
-    """Takes ``premise_cell`` out of a Dual config: returns ``(premise cell or None, the other
-    arguments)``.
-
-    A Dual config holds a shared premise cell as the cell object. Keras's `.keras` saving
-    serializes that object with a ``shared_object_id`` (it also serializes it in the config of
-    the `AssociativeGRU` that owns it), and its loader hands one cell to both layers. Any
-    other config cannot say which layer of the rebuilt model owns the cell: a config taken by
-    `get_config` holds the original cell (`keras.models.clone_model`, `Bidirectional`), one
-    serialized outside a save (``model.to_json()``) holds no id. Rebuilding from either would
-    give the Dual layer premise weights that no other layer shares, so it is an error.
-    """
-    config = dict(config)
-    premise_cell = config.pop("premise_cell", None)
-    if premise_cell is None:
-        return None, config
-    if not (isinstance(premise_cell, dict) and "shared_object_id" in premise_cell):
-        raise ValueError(
-            f"{owner} {config.get('name')!r}: its `premise_cell` is shared with another layer, "
-            "and only a `.keras` file records which one: rebuilding the layer from this config "
-            "would give it premise weights of its own. Save and load the model as `.keras` "
-            "(the sharing is kept), clone it with `keras.models.clone_model(model, "
-            "clone_function=tf_memlayers.layers.premise_sharing_clone_function())`, or make "
-            "the layer again with `premise_cell=`."
-        )
-    premise_cell = keras.saving.deserialize_keras_object(premise_cell)
-    # The biases are the premise cell's and travel in its own config.
-    for name in _BIAS_DEFAULTS:
-        config.pop(name, None)
-    return premise_cell, config
-
-
-def _cell_arguments(config):
-    """A Dual cell config without ``premise_cell`` and the premise cell's bias arguments."""
-    return {k: v for k, v in config.items() if k != "premise_cell" and k not in _BIAS_DEFAULTS}
-
-
-def premise_sharing_clone_function(clone_function=None):
-    """A ``clone_function`` for `keras.models.clone_model` that keeps premise cells shared.
-
-    `keras.models.clone_model` rebuilds each layer from its own config, which cannot say which
-    layer of the clone owns the premise cell a `DualAssociativeGRU` (or a `keras.layers.RNN`
-    over a `DualAssociativeGRUCell`) shares: cloning such a model without this function is a
-    `ValueError`. With it, the clone of the Dual layer shares the cell of the clone of the
-    premise layer, as the original shares the original's. Make a new function for each clone.
-
-    Args:
-        clone_function: Optional function ``layer -> new layer`` for every other layer
-            (including the one that owns the premise cell). Defaults to
-            ``layer.__class__.from_config(layer.get_config())``, `clone_model`'s default.
-
-    Returns:
-        A function ``layer -> new layer`` to pass as ``clone_function``.
-
-    Example:
-
-    >>> import keras
-    >>> from tf_memlayers.layers import AssociativeGRU, DualAssociativeGRU
-    >>> premise, hypothesis = keras.Input((5, 4)), keras.Input((3, 4))
-    >>> premise_layer = AssociativeGRU(8, num_copies=2, return_state=True)
-    >>> _, source, last = premise_layer(premise)
-    >>> dual = DualAssociativeGRU(8, num_copies=2, premise_cell=premise_layer.cell)
-    >>> output = dual(hypothesis, initial_state=[source * 0, last, source])
-    >>> model = keras.Model([premise, hypothesis], output)
-    >>> clone = keras.models.clone_model(
-    ...     model, clone_function=premise_sharing_clone_function())
-    >>> len(clone.weights)  # the premise cell's 5 weights, shared, and the 2 dual kernels
-    7
-    """
-    if clone_function is None:
-        clone_function = lambda layer: layer.__class__.from_config(layer.get_config())  # noqa: E731
-    clones = {}  # id of an original premise cell -> its clone
-
-    def clone(layer):
-        dual_cell = getattr(layer, "cell", None)
-        if not (isinstance(dual_cell, DualAssociativeGRUCell) and dual_cell.premise_cell_is_shared):
-            new = clone_function(layer)
-        else:
-            premise = dual_cell.premise_cell
-            if id(premise) not in clones:
-                raise ValueError(
-                    f"premise_sharing_clone_function: layer {layer.name!r} shares the premise "
-                    f"cell {premise.name!r} of a layer that was not cloned before it; clone a "
-                    "model that contains the premise layer and calls it first."
-                )
-            config = layer.get_config()
-            if isinstance(layer, DualAssociativeGRU):
-                new = type(layer)(premise_cell=clones[id(premise)], **_cell_arguments(config))
-            else:  # a `keras.layers.RNN` over a `DualAssociativeGRUCell`
-                cell_config = _cell_arguments(dual_cell.get_config())
-                new_cell = type(dual_cell)(premise_cell=clones[id(premise)], **cell_config)
-                config.pop("cell")
-                new = type(layer)(new_cell, **config)
-        cell = getattr(layer, "cell", None)
-        if isinstance(cell, AssociativeGRUCell):
-            clones[id(cell)] = new.cell
-        return new
-
-    return clone
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -175,9 +70,10 @@ class DualAssociativeGRUCell(keras.layers.Layer):
       (``dual_key_kernel``), the write key is ``bound(a[:, :n/2] + i b[:, :n/2])`` and the
       source is read with ``bound(a[:, n/2:] + i b[:, n/2:])``, not conjugated.
 
-    All non-dual weights live in ``premise_cell``, an `AssociativeGRUCell`: pass the premise's
-    cell to share them (conditional encoding with shared weights, as in the original); by
-    default the cell makes its own.
+    The cell owns every weight it reads: the AM-GRU weights in ``premise_cell``, an
+    `AssociativeGRUCell` (its sublayer, with that cell's weight names, shapes and row order),
+    and the dual kernels. To read the premise with that same AM-GRU cell, as the paper's
+    conditional encoding does, use `DualAssociativeEncoder`, which runs both passes.
 
     Args:
         units: number of real units ``n`` (even).
@@ -185,19 +81,10 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         dual_key: ``"paper"`` or ``"released"`` (see above).
         seed: seed of the permutations; must equal the source cell's.
         return_retrievals: if True the output is ``[o_t, delta, h, h2]`` (``4 * units``).
-        premise_cell: optional `AssociativeGRUCell` whose weights are shared (its ``units``,
-            ``num_copies`` and ``seed`` must match). A `.keras` file keeps the sharing when
-            the premise cell is the cell of an `AssociativeGRU` in the same model (a
-            `keras.layers.RNN` over it does not record the sharing, and loading fails); to
-            clone a model that shares it, pass `premise_sharing_clone_function()` to
-            `keras.models.clone_model`. Rebuilding from a config taken outside a save
-            (``from_config(get_config())``, ``model_from_json``) is a `ValueError`: it cannot
-            name the layer owning the cell.
-        kernel_initializer, kernel_regularizer: for the dual kernels ``W_dg, W_dc`` and, when
-            the cell makes its own premise cell, for its kernels.
-        gate_bias_initializer, candidate_bias_initializer, bias_regularizer: for the premise
-            cell the cell makes; with ``premise_cell`` given they are that cell's, and passing
-            other values than the defaults is an error.
+        kernel_initializer, kernel_regularizer: for every kernel: the dual kernels ``W_dg,
+            W_dc`` (and ``dual_key_kernel``) and the AM-GRU cell's.
+        gate_bias_initializer, candidate_bias_initializer, bias_regularizer: for the AM-GRU
+            cell's biases.
 
     Call arguments:
         inputs: ``[batch, input_dim]``.
@@ -220,11 +107,9 @@ class DualAssociativeGRUCell(keras.layers.Layer):
     Example:
 
     >>> import numpy as np, keras
-    >>> premise = AssociativeGRUCell(8, num_copies=2)
-    >>> premise_layer = keras.layers.RNN(premise, return_state=True)
-    >>> _, source, last = premise_layer(np.ones((2, 5, 4), "float32"))
-    >>> dual = DualAssociativeGRUCell(8, num_copies=2, premise_cell=premise)
-    >>> layer = keras.layers.RNN(dual, return_state=True)
+    >>> source = np.random.default_rng(0).normal(size=(2, 16)).astype("float32")
+    >>> last = np.zeros((2, 8), "float32")
+    >>> layer = keras.layers.RNN(DualAssociativeGRUCell(8, num_copies=2), return_state=True)
     >>> hypothesis = np.ones((2, 3, 4), "float32")
     >>> output, *_ = layer(hypothesis, initial_state=[source * 0, last, source])
     >>> output.shape
@@ -238,7 +123,6 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         dual_key="paper",
         seed=123,
         return_retrievals=False,
-        premise_cell=None,
         kernel_initializer="glorot_uniform",
         gate_bias_initializer="ones",
         candidate_bias_initializer="zeros",
@@ -246,38 +130,24 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         bias_regularizer=None,
         **kwargs,
     ):
-        super().__init__(**kwargs)
         owner = type(self).__name__
+        _refuse_premise_cell(owner, kwargs)
+        super().__init__(**kwargs)
         units, num_copies, seed = check_units_copies_seed(owner, units, num_copies, seed)
-        # Whether the premise cell is another layer's (then it is saved in this config).
-        self.premise_cell_is_shared = premise_cell is not None
         self.dual_key = check.check_choice("dual_key", dual_key, DUAL_KEYS, owner)
         self.return_retrievals = check.check_bool("return_retrievals", return_retrievals, owner)
-        if premise_cell is None:
-            premise_cell = AssociativeGRUCell(
-                units,
-                num_copies=num_copies,
-                seed=seed,
-                kernel_initializer=kernel_initializer,
-                gate_bias_initializer=gate_bias_initializer,
-                candidate_bias_initializer=candidate_bias_initializer,
-                kernel_regularizer=kernel_regularizer,
-                bias_regularizer=bias_regularizer,
-                dtype=kwargs.get("dtype"),
-                name="premise_cell",
-            )
-        else:
-            _check_bias_arguments_left_to_premise(
-                owner,
-                gate_bias_initializer=gate_bias_initializer,
-                candidate_bias_initializer=candidate_bias_initializer,
-                bias_regularizer=bias_regularizer,
-            )
-        self._check_premise_cell(premise_cell, units, num_copies, seed)
-        if self.premise_cell_is_shared:
-            # Read by `AssociativeGRU.get_config`, so that a `.keras` file keeps the sharing.
-            premise_cell.shared_as_premise = True
-        self.premise_cell = premise_cell
+        self.premise_cell = AssociativeGRUCell(
+            units,
+            num_copies=num_copies,
+            seed=seed,
+            kernel_initializer=kernel_initializer,
+            gate_bias_initializer=gate_bias_initializer,
+            candidate_bias_initializer=candidate_bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            bias_regularizer=bias_regularizer,
+            dtype=kwargs.get("dtype"),
+            name="premise_cell",
+        )
         self.units, self.num_copies, self.seed = units, num_copies, seed
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
@@ -289,28 +159,15 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         """The copies' permutations (those of the premise cell)."""
         return self.premise_cell.permutations
 
-    @staticmethod
-    def _check_premise_cell(cell, units, num_copies, seed):
-        if not isinstance(cell, AssociativeGRUCell):
-            raise TypeError(
-                "DualAssociativeGRUCell: `premise_cell` must be an AssociativeGRUCell, got "
-                f"{type(cell).__name__}."
-            )
-        for name, mine in (("units", units), ("num_copies", num_copies), ("seed", seed)):
-            if getattr(cell, name) != mine:
-                raise ValueError(
-                    f"DualAssociativeGRUCell: `premise_cell.{name}` is {getattr(cell, name)} but "
-                    f"`{name}` is {mine}; they must be equal to read the premise memory."
-                )
-
     def build(self, input_shape):
         input_dim = check.check_last_dim("inputs", input_shape, type(self).__name__)
         if not self.premise_cell.built:
             self.premise_cell.build(input_shape)
         elif self.premise_cell.input_dim != input_dim:
+            # Built by the premise pass of a `DualAssociativeEncoder`, before this cell.
             raise ValueError(
-                f"DualAssociativeGRUCell: inputs have {input_dim} features but the shared "
-                f"premise cell was built for {self.premise_cell.input_dim}."
+                f"DualAssociativeGRUCell: inputs have {input_dim} features but its AM-GRU "
+                f"cell was built for {self.premise_cell.input_dim} (the premise's features)."
             )
         n = self.units
         if self.dual_key == "released":
@@ -392,14 +249,7 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         config["kernel_initializer"] = keras.initializers.serialize(self.kernel_initializer)
         config["kernel_regularizer"] = keras.regularizers.serialize(self.kernel_regularizer)
         config.update({"dual_key": self.dual_key, "return_retrievals": self.return_retrievals})
-        if self.premise_cell_is_shared:
-            config["premise_cell"] = self.premise_cell  # see `_premise_cell_from_config`
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        premise_cell, config = _premise_cell_from_config(config, cls.__name__)
-        return cls(premise_cell=premise_cell, **config)
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -415,12 +265,9 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
     layer picks inside its `inner_loop`, the way `keras.layers.GRU` picks cuDNN: by default
     (``fused_loop="auto"``) wherever it supports the call, else Keras's loop.
 
-    Pass ``premise_cell`` to share every non-dual weight with the layer that reads the
-    premise (``premise_layer.cell`` of an `AssociativeGRU`), as the paper's conditional
-    encoding does; by default the layer makes its own. A model that shares it saves to and
-    loads from ``.keras`` with the sharing kept; `keras.models.clone_model` keeps it with
-    ``clone_function=premise_sharing_clone_function()`` (without, it is a `ValueError`: Keras
-    rebuilds each layer from its own config, which cannot name the layer owning the cell).
+    The layer owns every weight it reads (the AM-GRU cell ``cell.premise_cell`` and the dual
+    kernels). For the paper's conditional encoding, where the premise is read by an AM-GRU
+    with these same AM-GRU weights, use `DualAssociativeEncoder`: it owns both passes.
 
     Args:
         units: Positive even integer, the number of real units ``n``.
@@ -432,20 +279,14 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
             to 123.
         return_retrievals: Boolean, whether each step's output is ``[o_t, delta, h, h2]``
             (``4 * units``). Defaults to False.
-        premise_cell: Optional `AssociativeGRUCell` whose weights are shared, the cell of an
-            `AssociativeGRU` reading the premise. A `.keras` file keeps the sharing;
-            `keras.models.clone_model` keeps it with
-            ``clone_function=premise_sharing_clone_function()``; rebuilding the layer from a
-            config taken outside a save is a `ValueError`, never a silent copy. Defaults to
-            None.
-        kernel_initializer: Initializer of the dual kernels (and of the premise kernels the
-            layer makes). Defaults to ``"glorot_uniform"``.
-        gate_bias_initializer: Initializer of the gate bias of the premise cell the layer
-            makes. Defaults to ``"ones"``.
+        kernel_initializer: Initializer of every kernel (the dual kernels and the AM-GRU
+            cell's). Defaults to ``"glorot_uniform"``.
+        gate_bias_initializer: Initializer of the AM-GRU cell's gate bias. Defaults to
+            ``"ones"``.
         candidate_bias_initializer: Initializer of its candidate bias. Defaults to
             ``"zeros"``.
         kernel_regularizer: Optional regularizer of every kernel. Defaults to None.
-        bias_regularizer: Optional regularizer of the premise cell's biases. Defaults to None.
+        bias_regularizer: Optional regularizer of the AM-GRU cell's biases. Defaults to None.
         return_sequences: Boolean, return every step's output (else the last). Defaults to
             False.
         return_state: Boolean, also return the final states ``[memory, last output, source
@@ -492,33 +333,10 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
     >>> from tf_memlayers.layers import AssociativeGRU
     >>> premise_layer = AssociativeGRU(8, num_copies=2, return_state=True)
     >>> _, source, last = premise_layer(np.ones((2, 5, 4), "float32"))
-    >>> layer = DualAssociativeGRU(8, num_copies=2, premise_cell=premise_layer.cell)
+    >>> layer = DualAssociativeGRU(8, num_copies=2)
     >>> output = layer(np.ones((2, 3, 4), "float32"), initial_state=[source * 0, last, source])
     >>> output.shape
     TensorShape([2, 8])
-
-    The same as a functional model, saved, loaded and cloned with the premise cell shared:
-
-    >>> import os, tempfile, keras
-    >>> from tf_memlayers.layers import premise_sharing_clone_function
-    >>> premise, hypothesis = keras.Input((5, 4)), keras.Input((3, 4))
-    >>> premise_layer = AssociativeGRU(8, num_copies=2, return_state=True, name="premise")
-    >>> _, source, last = premise_layer(premise)
-    >>> layer = DualAssociativeGRU(
-    ...     8, num_copies=2, premise_cell=premise_layer.cell, name="hypothesis")
-    >>> output = layer(hypothesis, initial_state=[source * 0, last, source])
-    >>> model = keras.Model([premise, hypothesis], output)
-    >>> path = os.path.join(tempfile.mkdtemp(), "dual.keras")
-    >>> model.save(path)
-    >>> loaded = keras.models.load_model(path)
-    >>> loaded.get_layer("hypothesis").cell.premise_cell is loaded.get_layer("premise").cell
-    True
-    >>> clone = keras.models.clone_model(
-    ...     model, clone_function=premise_sharing_clone_function())
-    >>> clone.get_layer("hypothesis").cell.premise_cell is clone.get_layer("premise").cell
-    True
-    >>> len(model.weights), len(loaded.weights), len(clone.weights)
-    (7, 7, 7)
     """
 
     STATES = (
@@ -535,7 +353,6 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
         dual_key="paper",
         seed=123,
         return_retrievals=False,
-        premise_cell=None,
         kernel_initializer="glorot_uniform",
         gate_bias_initializer="ones",
         candidate_bias_initializer="zeros",
@@ -544,13 +361,13 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
         fused_loop="auto",
         **kwargs,
     ):
+        _refuse_premise_cell(type(self).__name__, kwargs)
         cell = DualAssociativeGRUCell(
             units,
             num_copies=num_copies,
             dual_key=dual_key,
             seed=seed,
             return_retrievals=return_retrievals,
-            premise_cell=premise_cell,
             kernel_initializer=kernel_initializer,
             gate_bias_initializer=gate_bias_initializer,
             candidate_bias_initializer=candidate_bias_initializer,
@@ -572,17 +389,6 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
     @property
     def cell_permutations(self):
         return self.cell.premise_cell.permutations
-
-    def get_config(self):
-        config = super().get_config()
-        if self.cell.premise_cell_is_shared:
-            config["premise_cell"] = self.cell.premise_cell  # see `_premise_cell_from_config`
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        premise_cell, config = _premise_cell_from_config(config, cls.__name__)
-        return cls(premise_cell=premise_cell, **config)
 
     def fused_inner_loop(self, sequences, initial_state, mask):
         premise = self.cell.premise_cell

@@ -1,0 +1,406 @@
+"""`DualAssociativeEncoder` against `am_gru_reference` and against its two passes written with
+`keras.layers.RNN` over the cells; one shared set of weights through saving, cloning and
+configs."""
+
+import keras
+import numpy as np
+import pytest
+from am_gru_reference import permutations, random_weights, recorded, reference_run
+from conftest import BACKEND, FUSED_LOOP, gradients, tensorflow_only
+from keras import ops
+from layer_registry import Declaration
+
+from tf_memlayers.layers import DualAssociativeEncoder, DualAssociativeGRUCell
+
+ENCODER_FLAGS = ("return_sequences", "return_state", "unroll", "zero_output_for_mask")
+UNITS, COPIES, INPUT_DIM, BATCH, PREMISE_STEPS, HYPOTHESIS_STEPS = 8, 3, 5, 3, 6, 4
+# Right-padded rows: each row's number of real steps.
+PREMISE_LENGTHS, HYPOTHESIS_LENGTHS = (6, 4, 5), (4, 2, 3)
+# The fused loop where the backend has it (TensorFlow), else Keras's.
+FUSED_IF_AVAILABLE = BACKEND == "tensorflow"
+
+DECLARATIONS = (
+    Declaration(
+        DualAssociativeEncoder,
+        lambda **kw: DualAssociativeEncoder(4, num_copies=2, **kw),
+        flags=ENCODER_FLAGS,
+        reference="am_gru_reference",
+        not_in={
+            "nan_padding": "takes a sentence pair: "
+            "test_nan_at_padded_steps_of_both_sentences_never_reaches_outputs_or_gradients"
+        },
+        keras_checks={
+            f"dual_associative_encoder_{key}_{loop}": (
+                DualAssociativeEncoder,
+                {
+                    "units": 4,
+                    "num_copies": 2,
+                    "dual_key": key,
+                    "return_sequences": True,
+                    "fused_loop": fused,
+                },
+                dict(
+                    input_shape=((2, 3, 4), (2, 2, 4)),
+                    expected_output_shape=((2, 3, 4), (2, 2, 4)),
+                    expected_num_trainable_weights=5 + 2 + (key == "released"),
+                    supports_masking=True,
+                ),
+            )
+            for key, loop, fused in (
+                ("paper", "keras_loop", False),
+                ("released", "keras_loop", False),
+                ("paper", "fused_loop", True),
+            )
+        },
+        journeys={
+            name: (
+                "pair",
+                lambda premise, hypothesis, fused=fused: DualAssociativeEncoder(
+                    8, num_copies=2, fused_loop=fused
+                )([premise, hypothesis])[1],
+            )
+            for name, fused in (
+                ("DualAssociativeEncoder", False),
+                ("DualAssociativeEncoder_fused_loop", True),
+            )
+        },
+        output_spec={
+            "dual_associative_encoder_states": (
+                lambda dtype: DualAssociativeEncoder(
+                    4, num_copies=2, return_sequences=True, return_state=True, dtype=dtype
+                ),
+                [(2, 5, 4), (2, 3, 4)],
+                {},
+            ),
+            "dual_associative_encoder_fused_last": (
+                lambda dtype: DualAssociativeEncoder(
+                    4, num_copies=3, fused_loop=True, dtype=dtype
+                ),
+                [(2, 5, 4), (2, 3, 4)],
+                {},
+            ),
+        },
+    ),
+)
+
+
+def _masks():
+    return [
+        np.arange(steps)[None, :] < np.array(lengths)[:, None]
+        for steps, lengths in (
+            (PREMISE_STEPS, PREMISE_LENGTHS),
+            (HYPOTHESIS_STEPS, HYPOTHESIS_LENGTHS),
+        )
+    ]
+
+
+def _inputs(rng, dtype="float64"):
+    return [
+        rng.normal(size=(BATCH, PREMISE_STEPS, INPUT_DIM)).astype(dtype),
+        rng.normal(size=(BATCH, HYPOTHESIS_STEPS, INPUT_DIM)).astype(dtype),
+    ]
+
+
+def _set_weights(dual_cell, w):
+    """Sets a Dual cell's weights (its AM-GRU cell's and the dual kernels) from the arrays of
+    `am_gru_reference.random_weights`."""
+    premise = dual_cell.premise_cell
+    for name, variable in (
+        ("key", premise.key_kernel),
+        ("gate", premise.gate_kernel),
+        ("gate_bias", premise.gate_bias),
+        ("candidate", premise.candidate_kernel),
+        ("candidate_bias", premise.candidate_bias),
+        ("dual_gate", dual_cell.dual_gate_kernel),
+        ("dual_candidate", dual_cell.dual_candidate_kernel),
+    ):
+        variable.assign(w[name])
+    if dual_cell.dual_key == "released":
+        dual_cell.dual_key_kernel.assign(w["dual_key"])
+
+
+def _encoder(dual_key="paper", fused_loop=False, **kwargs):
+    encoder = DualAssociativeEncoder(
+        UNITS, num_copies=COPIES, dual_key=dual_key, fused_loop=fused_loop, **kwargs
+    )
+    encoder.build([(None, None, INPUT_DIM), (None, None, INPUT_DIM)])
+    return encoder
+
+
+PASSES = [
+    ("paper", False),
+    ("released", False),
+    pytest.param("paper", True, marks=tensorflow_only(FUSED_LOOP)),
+]
+PASS_IDS = ["paper_keras_loop", "released_keras_loop", "paper_fused_loop"]
+
+
+@pytest.mark.parametrize("dual_key, fused_loop", PASSES, ids=PASS_IDS)
+def test_encoder_matches_the_reference_in_float64(float64_policy, dual_key, fused_loop):
+    rng = np.random.default_rng(20)
+    encoder = _encoder(dual_key, fused_loop, return_sequences=True, return_state=True)
+    w = random_weights(rng, INPUT_DIM, UNITS)
+    _set_weights(encoder.hypothesis_layer.cell, w)
+    premise, hypothesis = _inputs(rng)
+    outputs = encoder([premise, hypothesis], mask=_masks())
+    got = [np.asarray(ops.convert_to_numpy(t)) for t in outputs]
+    premise_outputs, hypothesis_outputs, premise_memory, premise_last, memory, last = got
+
+    perms = permutations(UNITS // 2, COPIES)
+    empty, zeros = np.zeros((1, UNITS * COPIES)), np.zeros((1, UNITS))
+    for row, (premise_length, hypothesis_length) in enumerate(
+        zip(PREMISE_LENGTHS, HYPOTHESIS_LENGTHS)
+    ):
+        # Each row on its own, without its padding, as the paper's equations read it.
+        ref_premise, ref_source = reference_run(
+            premise[row : row + 1, :premise_length], empty, zeros, w, perms
+        )
+        ref_hypothesis, ref_memory = reference_run(
+            hypothesis[row : row + 1, :hypothesis_length],
+            empty,
+            ref_premise[:, -1],
+            w,
+            perms,
+            dual=(dual_key, ref_source),
+        )
+        for name, value, expected in (
+            ("premise outputs", premise_outputs[row, :premise_length], ref_premise[0]),
+            ("premise memory", premise_memory[row], ref_source[0]),
+            ("premise last output", premise_last[row], ref_premise[0, -1]),
+            ("hypothesis outputs", hypothesis_outputs[row, :hypothesis_length],
+             ref_hypothesis[0]),
+            ("hypothesis memory", memory[row], ref_memory[0]),
+            ("hypothesis last output", last[row], ref_hypothesis[0, -1]),
+        ):  # fmt: skip
+            np.testing.assert_allclose(value, expected, atol=1e-10, rtol=0, err_msg=name)
+    # Not vacuous: the hypothesis read something from the premise memory.
+    assert np.abs(premise_memory).max() > 0.1
+
+
+def test_encoder_float32_matches_the_float64_reference():
+    rng = np.random.default_rng(21)
+    encoder = _encoder(fused_loop=FUSED_IF_AVAILABLE)
+    w = random_weights(rng, INPUT_DIM, UNITS)
+    _set_weights(encoder.hypothesis_layer.cell, w)
+    premise, hypothesis = _inputs(rng)
+    _, last = encoder([premise.astype("float32"), hypothesis.astype("float32")])
+    perms = permutations(UNITS // 2, COPIES)
+    empty, zeros = np.zeros((BATCH, UNITS * COPIES)), np.zeros((BATCH, UNITS))
+    ref_premise, ref_source = reference_run(premise, empty, zeros, w, perms)
+    ref_hypothesis, _ = reference_run(
+        hypothesis, empty, ref_premise[:, -1], w, perms, dual=("paper", ref_source)
+    )
+    np.testing.assert_allclose(np.asarray(last), ref_hypothesis[:, -1], atol=1e-5, rtol=0)
+
+
+def _cell_form(encoder):
+    """The encoder's two passes written with `keras.layers.RNN` over a fresh Dual cell with the
+    encoder's weights: its AM-GRU cell over the premise, the Dual cell over the hypothesis."""
+    config = encoder.get_config()
+    cell = DualAssociativeGRUCell(
+        UNITS, num_copies=COPIES, dual_key=config["dual_key"], seed=config["seed"]
+    )
+    cell.build((None, INPUT_DIM))
+    cell.set_weights(encoder.hypothesis_layer.cell.get_weights())
+    options = dict(return_sequences=True, return_state=True, zero_output_for_mask=True)
+    premise_rnn = keras.layers.RNN(cell.premise_cell, **options)
+    hypothesis_rnn = keras.layers.RNN(cell, **options)
+
+    def run(premise, hypothesis, mask):
+        premise_outputs, memory, last = premise_rnn(premise, mask=mask[0])
+        outputs, *states = hypothesis_rnn(
+            hypothesis, initial_state=[memory * 0.0, last, memory], mask=mask[1]
+        )
+        return [premise_outputs, outputs, memory, last, *states[:2]]
+
+    return cell, run
+
+
+def _loss(outputs):
+    return sum(ops.sum(ops.sin(3.0 * t)) for t in outputs)
+
+
+@pytest.mark.parametrize("dual_key, fused_loop", PASSES, ids=PASS_IDS)
+def test_encoder_equals_its_cell_form_forward_and_gradients(float64_policy, dual_key, fused_loop):
+    rng = np.random.default_rng(22)
+    encoder = _encoder(
+        dual_key, fused_loop, return_sequences=True, return_state=True, zero_output_for_mask=True
+    )
+    encoder.set_weights([rng.normal(scale=0.5, size=w.shape) for w in encoder.weights])
+    cell, run_cells = _cell_form(encoder)
+    inputs, mask = _inputs(rng), _masks()
+
+    def by_encoder(premise, hypothesis):
+        return _loss(encoder([premise, hypothesis], mask=mask))
+
+    def by_cells(premise, hypothesis):
+        return _loss(run_cells(premise, hypothesis, mask))
+
+    got = gradients(by_encoder, encoder.trainable_weights, inputs)
+    by_name = {w.name: w for w in cell.trainable_weights}
+    expected = gradients(by_cells, [by_name[w.name] for w in encoder.trainable_weights], inputs)
+    np.testing.assert_allclose(got[0], expected[0], atol=1e-10, rtol=0)
+    # One gradient per weight, in the same order: the premise pass and the hypothesis pass
+    # both reach the shared AM-GRU weights.
+    assert len(got[1]) == 5 + 2 + (dual_key == "released")
+    for g, e in zip(got[1] + got[2], expected[1] + expected[2]):
+        assert np.abs(e).max() > 0
+        np.testing.assert_allclose(g, e, atol=1e-10, rtol=1e-10)
+
+
+def test_both_passes_train_one_set_of_am_gru_weights():
+    rng = np.random.default_rng(23)
+    encoder = _encoder()
+    inputs = _inputs(rng, "float32")
+    premise_cell = encoder.premise_layer.cell
+    assert premise_cell is encoder.hypothesis_layer.cell.premise_cell
+    assert len(encoder.weights) == len({id(w) for w in encoder.weights}) == 7
+    # The premise output alone depends on the AM-GRU weights only; the hypothesis output
+    # also reaches them through the premise memory it reads.
+    _, premise_grads, _ = gradients(
+        lambda p, h: _loss(encoder([p, h])[:1]), premise_cell.trainable_weights, inputs
+    )
+    assert all(np.abs(g).max() > 0 for g in premise_grads)
+
+
+@pytest.mark.parametrize("fused_loop", [False, True] if FUSED_IF_AVAILABLE else [False])
+def test_keras_file_clone_and_config_keep_one_shared_set_of_weights(tmp_path, fused_loop):
+    rng = np.random.default_rng(24)
+    premise, hypothesis = keras.Input((None, INPUT_DIM)), keras.Input((None, INPUT_DIM))
+    encoder = DualAssociativeEncoder(
+        UNITS, num_copies=COPIES, dual_key="released" if not fused_loop else "paper",
+        fused_loop=fused_loop, name="encoder",
+    )  # fmt: skip
+    model = keras.Model([premise, hypothesis], encoder([premise, hypothesis]))
+    model.set_weights([rng.normal(scale=0.4, size=w.shape) for w in model.weights])
+    xs = _inputs(rng, "float32")
+    expected = [np.asarray(t) for t in model(xs)]
+    model.save(tmp_path / "model.keras")
+
+    def check(copy, same_weights):
+        layer = copy.get_layer("encoder")
+        assert layer.premise_layer.cell is layer.hypothesis_layer.cell.premise_cell
+        assert len({id(w) for w in copy.weights}) == len(model.weights)
+        if not same_weights:
+            copy.set_weights(model.get_weights())
+        for got, want in zip(copy(xs), expected):
+            np.testing.assert_allclose(np.asarray(got), want, atol=1e-6, rtol=0)
+        # Moving the one AM-GRU weight set moves both outputs.
+        layer.premise_layer.cell.key_kernel.assign_add(np.ones_like(
+            np.asarray(layer.premise_layer.cell.key_kernel)
+        ))
+        for got, want in zip(copy(xs), expected):
+            assert np.abs(np.asarray(got) - want).max() > 1e-3
+
+    check(keras.models.load_model(tmp_path / "model.keras"), same_weights=True)
+    check(keras.models.clone_model(model), same_weights=False)
+    check(keras.models.model_from_json(model.to_json()), same_weights=False)
+    assert not {id(w) for w in keras.models.clone_model(model).weights} & {
+        id(w) for w in model.weights
+    }
+
+
+def test_config_round_trip_keeps_every_argument():
+    encoder = DualAssociativeEncoder(
+        6,
+        num_copies=2,
+        dual_key="released",
+        seed=9,
+        kernel_initializer="zeros",
+        gate_bias_initializer="zeros",
+        candidate_bias_initializer="ones",
+        kernel_regularizer="l2",
+        bias_regularizer="l1",
+        return_sequences=True,
+        return_state=True,
+        unroll=True,
+        zero_output_for_mask=True,
+        fused_loop=False,
+        name="pair",
+    )
+    config = encoder.get_config()
+    rebuilt = DualAssociativeEncoder.from_config(config)
+    assert rebuilt.get_config() == config
+    assert (config["dual_key"], config["seed"], config["unroll"]) == ("released", 9, True)
+    assert rebuilt.hypothesis_layer.cell.permutations == encoder.hypothesis_layer.cell.permutations
+
+
+def test_nan_at_padded_steps_of_both_sentences_never_reaches_outputs_or_gradients():
+    rng = np.random.default_rng(25)
+    encoder = _encoder(fused_loop=FUSED_IF_AVAILABLE, return_sequences=True,
+                       zero_output_for_mask=True)  # fmt: skip
+    premise, hypothesis = _inputs(rng, "float32")
+    mask = _masks()
+    premise[~mask[0]] = np.nan
+    hypothesis[~mask[1]] = np.nan
+    outputs = [np.asarray(ops.convert_to_numpy(t)) for t in encoder([premise, hypothesis], mask)]
+    for output, sentence_mask in zip(outputs, mask):
+        assert np.isfinite(output).all()
+        assert not output[~sentence_mask].any()  # zero_output_for_mask
+    _, weight_grads, _ = gradients(
+        lambda: _loss(encoder([premise, hypothesis], mask=mask)), encoder.trainable_weights
+    )
+    assert all(np.isfinite(g).all() for g in weight_grads)
+
+
+def test_masks_pass_on_with_the_sequences():
+    encoder = _encoder(return_sequences=True)
+    mask = [keras.ops.convert_to_tensor(m) for m in _masks()]
+    masks = encoder.compute_mask(None, mask)
+    assert masks[0] is mask[0] and masks[1] is mask[1]
+    assert _encoder().compute_mask(None, mask) == [None, None]
+    assert _encoder(return_state=True).compute_mask(None, mask) == [None] * 6
+    assert _encoder().compute_mask(None, None) is None
+
+
+def test_memory_retrievals_match_the_reference(float64_policy):
+    rng = np.random.default_rng(26)
+    encoder = _encoder()
+    w = random_weights(rng, INPUT_DIM, UNITS)
+    _set_weights(encoder.hypothesis_layer.cell, w)
+    premise, hypothesis = (x[0] for x in _inputs(rng))
+    got = encoder.memory_retrievals(premise, hypothesis)
+    perms = permutations(UNITS // 2, COPIES)
+    written, read = [], []
+    empty = np.zeros((1, UNITS * COPIES))
+    outputs, source = reference_run(
+        premise[None], empty, np.zeros((1, UNITS)), w, perms, record=written
+    )
+    reference_run(hypothesis[None], empty, outputs[:, -1], w, perms, dual=("paper", source),
+                  record=read)  # fmt: skip
+    np.testing.assert_allclose(got["premise_written"], recorded(written, "written")[0],
+                               atol=1e-10)  # fmt: skip
+    np.testing.assert_allclose(got["hypothesis_read"], recorded(read, "source_read")[0],
+                               atol=1e-10)  # fmt: skip
+    assert np.abs(got["hypothesis_read"]).max() > 1e-3
+
+
+@pytest.mark.parametrize(
+    "call, error, fragment",
+    [
+        (lambda e: e(np.ones((2, 3, 4), "float32")), ValueError, "`inputs` must be a list"),
+        (
+            lambda e: e([np.ones((2, 3, 4), "float32")] * 2, mask=np.ones((2, 3), bool)),
+            ValueError,
+            "`mask` must be a list",
+        ),
+        (
+            lambda e: e([np.ones((2, 3, 4), "float32"), np.ones((2, 3, 5), "float32")]),
+            ValueError,
+            "inputs have 5 features but its AM-GRU cell was built for 4",
+        ),
+    ],
+    ids=["one_input", "one_mask", "different_widths"],
+)
+def test_bad_inputs_are_named_errors(call, error, fragment):
+    with pytest.raises(error, match=fragment):
+        call(DualAssociativeEncoder(4, num_copies=2))
+
+
+def test_arguments_are_checked_by_the_layers_that_own_them():
+    with pytest.raises(ValueError, match="units.*even"):
+        DualAssociativeEncoder(5)
+    with pytest.raises(ValueError, match="dual_key"):
+        DualAssociativeEncoder(4, dual_key="both")
+    with pytest.raises(TypeError, match="`return_state` must be a bool"):
+        DualAssociativeEncoder(4, return_state="yes")
