@@ -61,7 +61,7 @@ def test_snli_rows_count_both_sentences_in_the_encoder_and_one_pair_in_the_class
         (found,) = [n for path, n in counted.items() if path.endswith(suffix)]
         return found
 
-    assert count("/associative_gru_cell/key_kernel") == 2 * (3 + 5)  # layer 1, both sentences
+    assert count("/premise_cell/key_kernel") == 2 * (3 + 5)  # layer 1, both sentences
     assert count("/gru_cell/kernel") == 2 * (3 + 5)  # layer 2 over both
     assert count("/dual_associative_gru_cell/dual_gate_kernel") == 2 * 5  # the hypothesis
     assert count("relu_0/kernel") == count("softmax/kernel") == 2
