@@ -52,18 +52,19 @@ def save(png, name):
 def window_attention(log_dir):
     from tf_memlayers.callbacks import WindowAttentionCallback
     from examples.language_modeling.generated_lm import generate_copy_corpus
-    from tf_memlayers.models import build_language_model, compile_language_model
+    from examples.language_modeling.memories import language_model
+    from tf_memlayers.models import compile_language_model
 
     corpus = generate_copy_corpus(train_tokens=200_000, valid_tokens=4_000, test_tokens=1_000,
                                   seed=0)  # fmt: skip
     size = len(corpus.vocabulary.tokens)
     options = dict(kind="attention", hidden=64, embedding_dim=32, window=5, stateful=False)
-    model = build_language_model(size, seq_len=20, **options)
+    model = language_model(size, seq_len=20, **options)
     compile_language_model(model, jit_compile=False)
     ids = corpus.train.ids[: len(corpus.train.ids) // 21 * 21].reshape(-1, 21)
     keras.utils.set_random_seed(0)
     model.fit(ids[:, :-1], ids[:, 1:], batch_size=32, epochs=8, verbose=0)
-    probe = build_language_model(size, seq_len=None, return_attention_scores=True, **options)
+    probe = language_model(size, seq_len=None, return_attention_scores=True, **options)
     valid = corpus.valid.ids
     start = int(np.flatnonzero(valid == corpus.vocabulary.id("<eos>"))[3]) + 1
     tokens = valid[start : start + 12]

@@ -63,14 +63,16 @@ from examples.language_modeling import (  # noqa: E402
     token_streams,
 )
 from tf_memlayers.models.language_model import (  # noqa: E402
-    ATTENTION_KINDS,
     DANILUK_DEFAULTS,
-    FORMS,
-    KINDS,
     LOSS_REDUCTIONS,
     OPTIMIZERS,
-    build_language_model,
     compile_language_model,
+)
+from examples.language_modeling.memories import (  # noqa: E402
+    ATTENTION_KINDS,
+    FORMS,
+    KINDS,
+    language_model,
 )
 from examples.language_modeling.presets import PRESETS, get_preset  # noqa: E402
 from tf_memlayers.models.step_model import build_step_model, generate  # noqa: E402
@@ -335,7 +337,7 @@ def make_callbacks(args, workdir, corpus, train, valid, strategy, extra_callback
     ]
     if args.model in ATTENTION_KINDS:
         with strategy.scope():
-            probe = build_language_model(
+            probe = language_model(
                 **model_kwargs(args, len(corpus.vocabulary)),
                 stateful=False,
                 seq_len=None,
@@ -399,7 +401,7 @@ def run(args, extra_callbacks=()):
     }
     train = truncate(split_batches["train"], args.max_train_batches)
     with strategy.scope():
-        model = build_language_model(
+        model = language_model(
             **model_kwargs(args, len(corpus.vocabulary)),
             batch_size=args.batch_size,
             seq_len=args.seq_len,

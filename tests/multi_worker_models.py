@@ -10,7 +10,8 @@ import tensorflow as tf
 from examples.language_modeling import generated_lm, lm_batches
 from tf_memlayers.layers import AttentionPooling, HeapCacheAttention
 from tf_memlayers.models import HeapCacheModel
-from tf_memlayers.models.language_model import build_language_model, compile_language_model
+from examples.language_modeling.memories import language_model
+from tf_memlayers.models.language_model import compile_language_model
 from examples.harness.training import make_strategy, train
 
 LM_ROWS = 4  # global batch: LM_ROWS // replicas rows on each replica
@@ -43,7 +44,7 @@ def train_language_model(strategy):
     keras.utils.set_random_seed(7)
     vocabulary, train_data, valid_data = lm_data()
     with strategy.scope():
-        model = build_language_model(
+        model = language_model(
             vocabulary, kind="attention", hidden=16, embedding_dim=8, window=3, seq_len=10,
             stateful=False,
         )  # fmt: skip

@@ -1,8 +1,39 @@
-"""Initializers."""
+"""Initializers: `ForgetGateBias`, and `for_one_weight` for layers that draw several weights
+from one initializer."""
 
 import keras
 import numpy as np
 from keras import ops
+
+
+def for_one_weight(initializer):
+    """``initializer`` made ready to draw one more weight, so that no two weights start alike.
+
+    Keras's random initializers are stateless: one instance returns the same values at every
+    call with a shape (and the same leading values for other shapes). A layer that draws
+    several weights from its one ``kernel_initializer`` clones it for each weight, as
+    `keras.layers.MultiHeadAttention` does, and an unseeded clone draws a seed of its own. An
+    initializer seeded by a `keras.random.SeedGenerator` draws new values at every call and is
+    used as it is; one with an integer seed gives each weight the same values, as in Keras.
+
+    Args:
+        initializer: A `keras.initializers.Initializer`.
+
+    Returns:
+        The initializer to pass to ``add_weight`` for one weight.
+
+    Example:
+
+    >>> import keras, numpy as np
+    >>> glorot = keras.initializers.GlorotUniform()
+    >>> a, b = (np.asarray(for_one_weight(glorot)((3, 3))) for _ in range(2))
+    >>> bool(np.array_equal(a, b))
+    False
+    """
+    seed = getattr(initializer, "seed", None)
+    if isinstance(seed, keras.random.SeedGenerator):
+        return initializer
+    return initializer.__class__.from_config(initializer.get_config())
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")

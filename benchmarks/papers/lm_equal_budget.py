@@ -49,11 +49,11 @@ from examples.harness import options  # noqa: E402
 from examples.language_modeling.evaluation import evaluate_language_model  # noqa: E402
 from tf_memlayers.callbacks.window_attention import average_attention_by_position  # noqa: E402
 from examples.language_modeling import lm_batches, lm_corpora, token_streams  # noqa: E402
-from tf_memlayers.models.language_model import (  # noqa: E402
+from tf_memlayers.models.language_model import compile_language_model  # noqa: E402
+from examples.language_modeling.memories import (  # noqa: E402
     ATTENTION_KINDS,
     KINDS,
-    build_language_model,
-    compile_language_model,
+    language_model,
 )
 from tf_memlayers.models.weight_transfer import copy_trainable_weights  # noqa: E402
 from examples.language_modeling.parameter_budget import (  # noqa: E402
@@ -179,7 +179,7 @@ def widths(vocabulary_size, kinds, args):
 
 def attention_by_position(model, kind, hidden, vocabulary_size, valid, args):
     """Mean attention weight per window position over the first validation rows."""
-    probe = build_language_model(
+    probe = language_model(
         vocabulary_size, **model_arguments(kind, hidden, args), stateful=False, seq_len=None,
         return_attention_scores=True,
     )  # fmt: skip
@@ -243,7 +243,7 @@ def build_for_training(kind, hidden, vocabulary_size, args):
     """A fresh, compiled, stateful model of ``kind`` as the run trains it."""
     keras.backend.clear_session()
     keras.utils.set_random_seed(args.seed)
-    model = build_language_model(
+    model = language_model(
         vocabulary_size, **model_arguments(kind, hidden, args), dropout=args.dropout,
         batch_size=args.batch_size, seq_len=args.seq_len,
     )  # fmt: skip

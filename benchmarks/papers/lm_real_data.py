@@ -42,11 +42,13 @@ from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from examples.language_modeling.evaluation import evaluate_language_model  # noqa: E402
 from examples.language_modeling import lm_batches, lm_corpora, token_streams  # noqa: E402
 from tf_memlayers.models.language_model import (  # noqa: E402
-    ATTENTION_KINDS,
     DANILUK_DEFAULTS,
-    KINDS,
-    build_language_model,
     compile_language_model,
+)
+from examples.language_modeling.memories import (  # noqa: E402
+    ATTENTION_KINDS,
+    KINDS,
+    language_model,
 )
 from examples.language_modeling.parameter_budget import (  # noqa: E402
     count_language_model_parameters,
@@ -88,7 +90,7 @@ class StepBudget(keras.callbacks.Callback):
 def train_and_evaluate(kind, hidden, corpus, batches, args):
     keras.backend.clear_session()
     keras.utils.set_random_seed(args.seed)
-    model = build_language_model(
+    model = language_model(
         len(corpus.vocabulary), **model_arguments(kind, hidden, args),
         batch_size=args.batch_size, seq_len=args.seq_len,
     )  # fmt: skip

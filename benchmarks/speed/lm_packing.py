@@ -100,7 +100,7 @@ def build(vocabulary_size, packed, args):
     from tf_memlayers.models.language_model import build_language_model, compile_language_model
 
     model = build_language_model(
-        vocabulary_size, kind="lstm", hidden=args.hidden, embedding_dim=args.hidden,
+        vocabulary_size, hidden=args.hidden, embedding_dim=args.hidden,
         batch_size=args.batch_size, seq_len=args.seq_len, stateful=True, resets=packed,
     )  # fmt: skip
     return compile_language_model(model, jit_compile=True)

@@ -1,6 +1,6 @@
 """Training throughput of each language-model kind against a bare LSTM LM; prints JSON.
 
-Builds every kind of `build_language_model` (lstm, attention, key_value, key_value_predict,
+Builds a model of every memory kind of `examples.language_modeling.memories` (lstm, attention, key_value, key_value_predict,
 ngram; parallel form, stateful, XLA) at one size (default: the paper's 300 units, batch 64,
 20 steps, 10k-word softmax) in one process, times training steps with the kinds interleaved,
 and reports for each kind its median step, tokens per second, its ratio to the bare LSTM and
@@ -72,11 +72,12 @@ def widths(kinds, args):
 
 def build_models(kinds, args):
     """The compiled, stateful models of ``kinds`` (kind -> LSTM width)."""
-    from tf_memlayers.models.language_model import build_language_model, compile_language_model
+    from examples.language_modeling.memories import language_model
+    from tf_memlayers.models.language_model import compile_language_model
 
     models = {}
     for kind, hidden in kinds.items():
-        model = build_language_model(
+        model = language_model(
             args.vocab, kind=kind, hidden=hidden, embedding_dim=args.embedding_dim,
             window=args.window, ngram=args.ngram, dropout=args.dropout,
             batch_size=args.batch_size, seq_len=args.seq_len, stateful=True,
@@ -101,7 +102,7 @@ def time_steps(models, args):
 
 
 def measure(args):
-    from tf_memlayers.models.language_model import KINDS
+    from examples.language_modeling.memories import KINDS
 
     peak_before = matmul_peak.peak_gflops()
     hidden = widths(KINDS, args)

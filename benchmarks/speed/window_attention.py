@@ -47,7 +47,8 @@ def _keras():
     return keras
 
 
-# The LM variants: name in the results -> (memory kind of `MEMORY_KINDS`, form, size). The
+# The LM variants: name in the results -> (memory kind of
+# `examples.language_modeling.memories`, form, size). The
 # size is the window of an attention kind and N of the N-gram RNN; the memory layer's output
 # is as wide as the LSTM. A new variant is one more entry.
 LM_VARIANTS = {
@@ -76,27 +77,25 @@ def lm_model(variant, vocab=10000, hidden=300, steps=20, batch=64):
         A `keras.Model` compiled with XLA.
     """
     keras = _keras()
-    from tf_memlayers.layers import ResettableRNN
-    from tf_memlayers.models.language_model import MEMORY_KINDS
-    from tf_memlayers.layers import lstm_use_cudnn
+    from examples.language_modeling.memories import make_memory
+    from tf_memlayers.layers import ResettableRNN, lstm_use_cudnn
 
     if variant not in LM_VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; the variants are {list(LM_VARIANTS)}")
     kind, form, size = LM_VARIANTS[variant]
-    memory = MEMORY_KINDS[kind]
-    ngram, sized = (None, {"window": size}) if memory.attention else (size, {})
+    sized = {"ngram": size} if kind == "ngram" else {"window": size} if size else {}
+    memory = make_memory(kind, hidden, form=form, units=hidden, stateful=False, **sized)
     inputs = keras.Input((steps,), batch_size=batch, dtype="int32")
     h = keras.layers.Embedding(vocab, hidden)(inputs)
-    if form == "cell" and memory.cell is not None:
+    if form == "cell" and memory is not None:
         # The loop the language-model builder runs a memory cell in.
-        cell = memory.cell(keras.layers.LSTMCell(hidden), hidden, ngram, **sized)
-        h = ResettableRNN(cell, return_sequences=True)(h)
+        h = ResettableRNN(memory(keras.layers.LSTMCell(hidden)), return_sequences=True)(h)
     else:
         # cuDNN where it computes this dtype right, as the language-model builder decides.
         use_cudnn = lstm_use_cudnn()
         h = keras.layers.LSTM(hidden, return_sequences=True, use_cudnn=use_cudnn)(h)
-        if memory.layer is not None:
-            h = memory.layer(hidden, ngram, False, **sized)(h)
+        if memory is not None:
+            h = memory(h)
     model = keras.Model(inputs, keras.layers.Dense(vocab)(h))
     model.compile(
         keras.optimizers.Adam(1e-3, global_clipnorm=5.0),

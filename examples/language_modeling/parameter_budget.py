@@ -2,24 +2,25 @@
 
 The paper compares its memory models with an LSTM at a roughly equal number of parameters,
 reached by adjusting the hidden size; `hidden_for_parameter_budget` finds that size for any
-kind of `build_language_model`.
+memory kind of `examples.language_modeling.memories`.
 """
 
 import numpy as np
 
+from examples.language_modeling import memories
 from tf_memlayers._validation import check_int
-from tf_memlayers.models.language_model import MEMORY_KINDS, build_language_model
 
 
 def count_language_model_parameters(vocabulary_size, **build_kwargs):
-    """Trainable parameters of `build_language_model(vocabulary_size, **build_kwargs)`.
+    """Trainable parameters of `memories.language_model(vocabulary_size, **build_kwargs)`.
 
     The model is built stateless, without a fixed batch size (the count does not depend on
     either).
 
     Args:
         vocabulary_size: Integer >= 2, the number of word ids.
-        **build_kwargs: The other arguments of `build_language_model`.
+        **build_kwargs: The other arguments of `memories.language_model` (``kind`` and the
+            arguments of `build_language_model`).
 
     Returns:
         Integer, the number of trainable parameters.
@@ -30,14 +31,8 @@ def count_language_model_parameters(vocabulary_size, **build_kwargs):
     234
     """
     build_kwargs = dict(build_kwargs, stateful=False, batch_size=None)
-    model = build_language_model(vocabulary_size, **build_kwargs)
+    model = memories.language_model(vocabulary_size, **build_kwargs)
     return int(sum(np.prod(w.shape) for w in model.trainable_weights))
-
-
-def _hidden_multiple(kind, ngram):
-    """The hidden sizes a kind accepts with equal pieces: multiples of this (1 for a name that
-    is not a kind, which `build_language_model` then refuses with its own message)."""
-    return MEMORY_KINDS[kind].pieces(ngram) if kind in MEMORY_KINDS else 1
 
 
 def hidden_for_parameter_budget(vocabulary_size, kind, budget, **build_kwargs):
@@ -49,10 +44,10 @@ def hidden_for_parameter_budget(vocabulary_size, kind, budget, **build_kwargs):
 
     Args:
         vocabulary_size: Integer >= 2, the number of word ids.
-        kind: String, one of `KINDS` (the ``kind`` of `build_language_model`).
+        kind: String, one of `memories.KINDS`.
         budget: Positive integer, the target number of trainable parameters, e.g. the LSTM
             baseline's (`count_language_model_parameters`).
-        **build_kwargs: The other arguments of `build_language_model` (``hidden``
+        **build_kwargs: The other arguments of `memories.language_model` (``hidden``
             excluded).
 
     Returns:
@@ -69,7 +64,9 @@ def hidden_for_parameter_budget(vocabulary_size, kind, budget, **build_kwargs):
     budget = check_int("budget", budget, 1)
     if "hidden" in build_kwargs:
         raise ValueError("`hidden` is what `hidden_for_parameter_budget` finds; do not pass it.")
-    multiple = _hidden_multiple(kind, build_kwargs.get("ngram", 4))
+    # The hidden sizes the kind accepts with equal pieces are multiples of its pieces (1 for
+    # a name that is not a kind, which `make_memory` then refuses with its own message).
+    multiple = memories.pieces(kind, build_kwargs.get("ngram", 4))
 
     def count(steps):
         return count_language_model_parameters(

@@ -1,7 +1,8 @@
-"""Named training recipes for `build_language_model`: the papers' settings in one place.
+"""Named training recipes for the language-model example: the papers' settings in one place.
 
-Each preset is a `LanguageModelPreset`: the keyword arguments of `build_language_model`
-(``model``) and of training (``training``: optimizer, learning-rate schedule, batch size,
+Each preset is a `LanguageModelPreset`: the keyword arguments of
+`examples.language_modeling.memories.language_model` (``model``: the memory ``kind`` and the
+arguments of `build_language_model`) and of training (``training``: optimizer, learning-rate schedule, batch size,
 truncated-BPTT length, clipping, epochs, loss reduction).
 
 * ``zaremba-small`` / ``zaremba-medium`` / ``zaremba-large``: Zaremba et al. (2014) as
@@ -31,7 +32,7 @@ class LanguageModelPreset:
     Args:
         name: String, the preset's name (a key of `PRESETS`).
         description: String, one line saying where the settings come from.
-        model: Read-only mapping, keyword arguments of `build_language_model`.
+        model: Read-only mapping, keyword arguments of `memories.language_model`.
         training: Read-only mapping of the training settings: ``optimizer``,
             ``learning_rate``, ``lr_decay``, ``full_rate_epochs``, ``epochs``,
             ``batch_size``, ``seq_len``, ``clip_norm``, ``loss_reduction``.

@@ -25,7 +25,7 @@ def test_training_flops_count_every_weight_matrix_but_the_embedding():
 
     vocab, embedding, hidden = 50, 6, 8
     model = build_language_model(
-        vocab, kind="lstm", hidden=hidden, embedding_dim=embedding, layers=2, stateful=False
+        vocab, hidden=hidden, embedding_dim=embedding, layers=2, stateful=False
     )
     lstm = lambda inputs: 4 * hidden * (inputs + hidden)  # noqa: E731  kernel + recurrent
     forward_per_token = 2 * (lstm(embedding) + lstm(hidden) + hidden * vocab)
@@ -377,7 +377,7 @@ def test_throughput_with_equal_parameters_gives_every_kind_the_lstms_parameter_c
          "--seq-len", "4", "--equal-parameters"]
     )  # fmt: skip
     assert args.embedding_dim == 40
-    from tf_memlayers.models.language_model import KINDS
+    from examples.language_modeling.memories import KINDS
 
     hidden = throughput.widths(KINDS, args)
     assert hidden["lstm"] == 40 and set(hidden) == set(KINDS)

@@ -13,7 +13,7 @@ from tf_memlayers import (
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
 )
-from tf_memlayers.models.language_model import MEMORY_KINDS
+from examples.language_modeling.memories import KINDS
 
 SMALL = dict(vocab=20, hidden=6, steps=4, batch=2)
 
@@ -36,7 +36,7 @@ def test_every_variant_is_a_memory_kind_of_the_builder_in_one_form():
     variants = _benchmark().LM_VARIANTS
     assert list(variants)[0] == "lstm"
     for name, (kind, form, size) in variants.items():
-        assert kind in MEMORY_KINDS and form in ("parallel", "cell"), name
+        assert kind in KINDS and form in ("parallel", "cell"), name
         if kind != "lstm":
             assert name.endswith(f":{size}"), name
 

@@ -8,7 +8,8 @@ import pytest
 from examples.language_modeling.generated_lm import generate_copy_corpus
 from examples.language_modeling.lm_batches import make_bptt_batches
 from examples.language_modeling.token_streams import TokenStream
-from tf_memlayers.models.language_model import build_language_model, compile_language_model
+from examples.language_modeling.memories import language_model
+from tf_memlayers.models.language_model import compile_language_model
 from tf_memlayers.models.weight_transfer import copy_trainable_weights
 from examples.language_modeling.evaluation import evaluate_language_model
 
@@ -64,8 +65,8 @@ def test_packed_and_padded_validation_score_the_same_perplexity(kind, layout):
     assert packed.padding_fraction < padded.padding_fraction
     keras.utils.set_random_seed(5)
     options = dict(SMALL, kind=kind, batch_size=batch_size, seq_len=seq_len, stateful=True)
-    packed_model = build_language_model(VOCAB, resets=True, **options)
-    padded_model = build_language_model(VOCAB, **options)
+    packed_model = language_model(VOCAB, resets=True, **options)
+    padded_model = language_model(VOCAB, **options)
     padded_model.set_weights(packed_model.get_weights())  # the same weights, in the same order
     for model in (packed_model, padded_model):
         compile_language_model(model, jit_compile=False)
@@ -75,7 +76,7 @@ def test_packed_and_padded_validation_score_the_same_perplexity(kind, layout):
     assert from_packed["tokens"] == from_padded["tokens"] == stream.num_tokens - 1
     np.testing.assert_allclose(from_packed["perplexity"], from_padded["perplexity"], rtol=1e-5)
 
-    alone = build_language_model(VOCAB, **dict(options, stateful=False, batch_size=None,
+    alone = language_model(VOCAB, **dict(options, stateful=False, batch_size=None,
                                                 seq_len=None))  # fmt: skip
     copy_trainable_weights(padded_model, alone)
     expected, count = _document_by_document(alone, stream)
@@ -94,9 +95,9 @@ def test_packed_and_padded_validation_score_the_same_perplexity(kind, layout):
 def test_batches_laid_out_otherwise_than_the_model_reads_them_are_refused():
     stream = _aligned_stream()
     options = dict(SMALL, batch_size=3, seq_len=5)
-    plain = compile_language_model(build_language_model(VOCAB, **options), jit_compile=False)
+    plain = compile_language_model(language_model(VOCAB, **options), jit_compile=False)
     resetting = compile_language_model(
-        build_language_model(VOCAB, resets=True, **options), jit_compile=False
+        language_model(VOCAB, resets=True, **options), jit_compile=False
     )
     with pytest.raises(ValueError, match=r"packed .*resets=True"):
         evaluate_language_model(plain, make_bptt_batches(stream, 3, 5, pack=True))

@@ -5,6 +5,7 @@ import pytest
 
 from conftest import BACKEND
 from tf_memlayers import lstm_use_cudnn
+from tf_memlayers.layers import SlidingWindowAttention
 from tf_memlayers.models import build_fill_last_word_model, build_language_model
 
 # JAX's cuDNN LSTM (which Keras's JAX backend takes on a GPU) computes float32 only.
@@ -30,8 +31,8 @@ def test_the_default_is_the_global_policy(policy):
 def test_the_builders_lstms_follow_the_rule(policy):
     keras.config.set_dtype_policy(policy)
     expected = EXPECTED[keras.config.dtype_policy().compute_dtype]
-    model = build_language_model(50, kind="attention", hidden=8, embedding_dim=8, window=3,
-                                 batch_size=2, seq_len=4, stateful=False)  # fmt: skip
+    model = build_language_model(50, SlidingWindowAttention(window=3), hidden=8,
+                                 embedding_dim=8, batch_size=2, seq_len=4, stateful=False)
     lstms = [layer for layer in model.layers if isinstance(layer, keras.layers.LSTM)]
     assert lstms and all(layer.use_cudnn == expected for layer in lstms)
     # The last-word model's masked encoder runs Keras's loop whatever the dtype (cuDNN takes

@@ -117,7 +117,7 @@ def test_language_and_snli_builders_use_it():
         pytest.skip("the builders' models are tested on TensorFlow (tests/models)")
     from tf_memlayers.models import build_language_model, build_snli_model
 
-    model = build_language_model(30, kind="lstm", hidden=4, embedding_dim=4, dropout=0.2,
+    model = build_language_model(30, hidden=4, embedding_dim=4, dropout=0.2,
                                  stateful=False)
     snli = build_snli_model(30, kind="gru", units=4, embedding_dim=4)
     for built in (model, snli):

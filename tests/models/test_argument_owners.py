@@ -9,39 +9,47 @@ import pytest
 
 import tf_memlayers
 from tf_memlayers.models.fill_last_word import build_fill_last_word_model
+from examples.language_modeling.memories import language_model
 from tf_memlayers.models.language_model import build_language_model
 from tf_memlayers.models.snli import ConditionalEncoder, build_snli_model
 
 PACKAGE = pathlib.Path(tf_memlayers.__file__).parent
-MODELS = PACKAGE / "models"
+REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 
-# (the builder's module, the argument, the call with a bad value, the module that owns it)
+# (the module that passes the argument on, under the repository, the argument, the call with
+# a bad value, the package module that owns it)
 PASSED_ON = [
     (
-        "language_model.py", "window",
-        lambda: build_language_model(30, kind="key_value", window=0, hidden=8,
-                                     embedding_dim=4, batch_size=2),
+        "examples/language_modeling/memories.py", "window",
+        lambda: language_model(30, kind="key_value", window=0, hidden=8, embedding_dim=4,
+                               batch_size=2),
         "layers/window_attention/mechanism.py",
     ),
     (
-        "fill_last_word.py", "attention_units",
+        "examples/language_modeling/memories.py", "n",
+        lambda: language_model(30, kind="ngram", ngram=1, hidden=8, embedding_dim=4,
+                               batch_size=2),
+        "layers/window_attention/ngram.py",
+    ),
+    (
+        "tf_memlayers/models/fill_last_word.py", "attention_units",
         lambda: build_fill_last_word_model(30, max_length=6, embedding_dim=4, hidden=8,
                                            pooling="attention", attention_units=0),
         "layers/cache_attention/attention_pooling.py",
     ),
     (
-        "fill_last_word.py", "cache_size",
+        "tf_memlayers/models/fill_last_word.py", "cache_size",
         lambda: build_fill_last_word_model(30, max_length=6, embedding_dim=4, hidden=8,
                                            cache_size=-1),
         "layers/cache_attention/heap_cache_attention.py",
     ),
     (
-        "snli.py", "num_copies",
+        "tf_memlayers/models/conditional_encoder.py", "num_copies",
         lambda: ConditionalEncoder("am_gru", units=8, num_copies=0),
         "layers/associative_memory/am_gru_cell.py",
     ),
     (
-        "snli.py", "dual_key",
+        "tf_memlayers/models/conditional_encoder.py", "dual_key",
         lambda: ConditionalEncoder("dual_am_gru", units=8, num_copies=2, dual_key="both"),
         "layers/associative_memory/dual_am_gru.py",
     ),
@@ -72,7 +80,7 @@ def _checked_names(path):
 
 
 @pytest.mark.parametrize(
-    "builder_module, name, call, owner", PASSED_ON, ids=[case[1] for case in PASSED_ON]
+    "builder_module, name, call, owner", PASSED_ON, ids=[f"{case[0].rsplit('/', 1)[-1]}-{case[1]}" for case in PASSED_ON]
 )
 def test_a_passed_on_argument_is_checked_by_the_layer_that_takes_it(
     builder_module, name, call, owner
@@ -80,7 +88,7 @@ def test_a_passed_on_argument_is_checked_by_the_layer_that_takes_it(
     with pytest.raises(ValueError, match=f"`{name}`") as raised:
         call()
     assert _raising_module(raised.value) == owner
-    assert name not in _checked_names(MODELS / builder_module)
+    assert name not in _checked_names(REPOSITORY / builder_module)
 
 
 @pytest.mark.parametrize(

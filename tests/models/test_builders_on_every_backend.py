@@ -23,7 +23,7 @@ from tf_memlayers.models import (
     generate,
     initial_step_state,
 )
-from tf_memlayers.models.language_model import FORMS, MEMORY_KINDS
+from examples.language_modeling.memories import FORMS, KINDS, language_model
 
 VOCAB = 23
 # The training step of every `compile_*` here: compiled by XLA on JAX, where the step without
@@ -89,7 +89,7 @@ LANGUAGE_MODELS = {
 
 
 def test_the_language_model_cases_cover_every_memory_kind_and_form():
-    assert {kind for kind, _, _ in LANGUAGE_MODELS.values()} == set(MEMORY_KINDS)
+    assert {kind for kind, _, _ in LANGUAGE_MODELS.values()} == set(KINDS)
     assert {form for _, form, _ in LANGUAGE_MODELS.values()} == set(FORMS)
 
 
@@ -99,7 +99,7 @@ def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
     options = dict(options)
     compile_options = options.pop("compile", {})
     stateful = options.setdefault("stateful", True)
-    model = build_language_model(
+    model = language_model(
         VOCAB, kind=kind, form=form, hidden=12, embedding_dim=6, window=3, ngram=4,
         batch_size=2 if stateful else None, seq_len=5, **options,
     )  # fmt: skip
@@ -149,7 +149,7 @@ KERAS_JAX_RNN_STATES = (
 @pytest.mark.xfail(BACKEND != "tensorflow", reason=KERAS_JAX_RNN_STATES, strict=True)
 def test_stateful_language_model_carries_its_state_in_fit_and_predict(tmp_path):
     model = build_language_model(
-        VOCAB, kind="lstm", hidden=12, embedding_dim=6, batch_size=2, seq_len=5
+        VOCAB, hidden=12, embedding_dim=6, batch_size=2, seq_len=5
     )
     compile_language_model(model, jit_compile=JIT)
     rng = np.random.default_rng(0)
@@ -269,7 +269,7 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
 
 @pytest.mark.parametrize("kind, form", [("key_value", "parallel"), ("ngram", "cell")])
 def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_path):
-    model = build_language_model(
+    model = language_model(
         VOCAB, kind=kind, form=form, hidden=12, embedding_dim=6, window=3, ngram=4,
         stateful=False, seq_len=None, name=f"{kind}_{form}",
     )  # fmt: skip

@@ -58,7 +58,8 @@ def _case(name, rng):
     import keras
 
     from tf_memlayers import AttentionPooling, HeapCacheAttention
-    from tf_memlayers.models import build_language_model, build_snli_model, compile_language_model
+    from examples.language_modeling.memories import language_model
+    from tf_memlayers.models import build_snli_model, compile_language_model
 
     vocabulary, steps = 30, 6
     tokens = lambda shape: rng.integers(1, vocabulary, shape).astype("int32")  # noqa: E731
@@ -80,7 +81,7 @@ def _case(name, rng):
         kind = "ngram" if name.endswith("ngram") else "key_value"
 
         def build():
-            return build_language_model(
+            return language_model(
                 vocabulary, kind=kind, hidden=12, embedding_dim=8, window=3,
                 ngram=3, stateful=False, seq_len=steps, dropout=0.0, init_scale=1.0,
             )  # fmt: skip

@@ -16,9 +16,9 @@ from tf_memlayers.callbacks.window_attention import (
 from examples.language_modeling.generated_lm import generate_copy_corpus
 from examples.language_modeling.lm_batches import make_bptt_batches
 from examples.language_modeling.token_streams import TokenStream
+from examples.language_modeling import memories
+from examples.language_modeling.memories import ATTENTION_KINDS, KINDS, language_model
 from tf_memlayers.models.language_model import (
-    KINDS,
-    MEMORY_KINDS,
     ForgetGateBias,
     Perplexity,
     SequenceCrossentropy,
@@ -32,13 +32,14 @@ from examples.language_modeling.parameter_budget import (
     hidden_for_parameter_budget,
 )
 from examples.language_modeling.presets import PRESETS, get_preset
+from tf_memlayers.layers import NGramConcatCell, SlidingWindowAttention
 
 VOCAB = 23
 SMALL = dict(hidden=12, embedding_dim=6, window=3, ngram=4)
 
 
 # The kinds with a memory, which have a cell form and a parallel form.
-WITH_MEMORY = sorted(name for name, memory in MEMORY_KINDS.items() if memory.layer is not None)
+WITH_MEMORY = sorted(kind for kind in KINDS if kind != "lstm")
 
 
 def _tokens(batch, time, seed=0):
@@ -48,7 +49,7 @@ def _tokens(batch, time, seed=0):
 def _model(kind, **overrides):
     kwargs = dict(SMALL, kind=kind, batch_size=2, seq_len=5)
     kwargs.update(overrides)
-    return build_language_model(VOCAB, **kwargs)
+    return language_model(VOCAB, **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -124,10 +125,9 @@ def _memory_options(kind):
     """Every memory option of ``kind`` set away from its default: explicit unequal sizes
     (one per piece, adding up to the hidden width), units, a bias, and for the attention kinds
     the attention width and zero padding."""
-    memory = MEMORY_KINDS[kind]
-    sizes = tuple(range(4, 4 + memory.pieces(SMALL["ngram"])))
+    sizes = tuple(range(4, 4 + memories.pieces(kind, SMALL["ngram"])))
     options = dict(sizes=sizes, hidden=sum(sizes), units=7, use_bias=True)
-    if memory.attention:
+    if kind in ATTENTION_KINDS:
         options.update(attention_units=5, pad="zeros")
     return options
 
@@ -136,13 +136,13 @@ def _memory_options(kind):
 def test_memory_options_reach_both_forms_alike(kind):
     options = dict(_memory_options(kind), recurrent_dropout=0.3)
     models = {form: _model(kind, form=form, **options) for form in ("cell", "parallel")}
-    memory = models["parallel"].get_layer(MEMORY_KINDS[kind].layer_name)
-    cell = models["cell"].get_layer(f"{kind}_rnn").cell
+    memory = models["parallel"].get_layer(memories.LAYER_NAMES[kind])
+    cell = models["cell"].get_layer("memory_rnn").cell
     lstm = models["parallel"].get_layer("lstm_0").cell
     assert lstm.recurrent_dropout == cell.cell.recurrent_dropout == 0.3
     for layer in (memory, cell):
         assert layer.sizes == options["sizes"] and layer.use_bias and layer.units == 7
-        if MEMORY_KINDS[kind].attention:
+        if kind in ATTENTION_KINDS:
             assert layer.pad == "zeros" and tuple(layer.memory_kernel.shape) == (4, 5)
     for weight in models["cell"].trainable_weights:
         weight.assign(np.random.default_rng(1).uniform(-0.8, 0.8, weight.shape))
@@ -226,7 +226,7 @@ def test_bad_arguments_are_named(overrides, message):
     kwargs = dict(SMALL, kind="attention", batch_size=2, seq_len=5)
     kwargs.update(overrides)
     with pytest.raises(ValueError, match=message):
-        build_language_model(VOCAB, **kwargs)
+        language_model(VOCAB, **kwargs)
 
 
 def _numpy_perplexity(model, ids, piece_starts):
@@ -247,7 +247,7 @@ def _numpy_perplexity(model, ids, piece_starts):
 def test_perplexity_equals_numpy_document_by_document(kind):
     corpus = generate_copy_corpus(600, 300, 300, num_words=VOCAB - 2, sentences_per_document=4)
     kwargs = dict(SMALL, kind=kind)
-    model = build_language_model(VOCAB, **kwargs, batch_size=3, seq_len=7)
+    model = language_model(VOCAB, **kwargs, batch_size=3, seq_len=7)
     compile_language_model(model, learning_rate=0.02, jit_compile=False)
     train = make_bptt_batches(corpus.train, 3, 7)
     model.fit(train.dataset(), callbacks=[StateResetCallback(train.resets)], verbose=0)
@@ -262,7 +262,7 @@ def test_perplexity_equals_numpy_document_by_document(kind):
         TokenStream(np.arange(stream.num_tokens), stream.document_starts), 3, 7
     ).inputs[0, :, 0]
     pieces = [*stream.document_starts.tolist(), *positions.tolist()]
-    reference = build_language_model(VOCAB, **kwargs, stateful=False, seq_len=None)
+    reference = language_model(VOCAB, **kwargs, stateful=False, seq_len=None)
     copy_trainable_weights(model, reference)
     expected, count = _numpy_perplexity(reference, stream.ids, pieces)
     assert result["tokens"] == count == stream.num_tokens - 1
@@ -430,7 +430,7 @@ def _zaremba_parameters(vocab, hidden):
 @pytest.mark.parametrize("name", ["zaremba-small", "zaremba-medium"])
 def test_zaremba_presets_build_the_papers_model(name):
     preset = get_preset(name)
-    model = build_language_model(1000, **preset.model, batch_size=2, seq_len=3)
+    model = language_model(1000, **preset.model, batch_size=2, seq_len=3)
     hidden = preset.model["hidden"]
     assert model.count_params() == _zaremba_parameters(1000, hidden)
     assert [layer.name for layer in model.layers if isinstance(layer, keras.layers.LSTM)] == [
@@ -463,7 +463,7 @@ def test_tiny_model_overfits_a_tiny_corpus(kind):
     sentences = rng.integers(1, 21, (6, 9))
     stream = np.concatenate([sentences[i] for i in rng.integers(0, 6, 120)])
     batches = make_bptt_batches(TokenStream(stream.astype("int32"), [0]), 4, 9)
-    model = build_language_model(
+    model = language_model(
         22, kind=kind, hidden=24, embedding_dim=16, window=3, ngram=3, batch_size=4, seq_len=9
     )
     compile_language_model(model, learning_rate=0.02, jit_compile=False)
@@ -491,7 +491,7 @@ class _StopBelow(keras.callbacks.Callback):
 @pytest.mark.parametrize("kind", KINDS)
 def test_hidden_for_parameter_budget_is_the_closest_width(kind):
     common = dict(embedding_dim=10, window=3, ngram=4)
-    multiple = MEMORY_KINDS[kind].pieces(common["ngram"])
+    multiple = memories.pieces(kind, common["ngram"])
     budget = count_language_model_parameters(VOCAB, kind="lstm", hidden=20, **common)
     hidden, count = hidden_for_parameter_budget(VOCAB, kind, budget, **common)
     assert hidden % multiple == 0
@@ -503,31 +503,30 @@ def test_hidden_for_parameter_budget_is_the_closest_width(kind):
         hidden_for_parameter_budget(VOCAB, kind, budget, hidden=20)
 
 
-def test_a_bad_kind_given_to_the_budget_search_raises_the_builders_own_message():
+def test_a_bad_kind_given_to_the_budget_search_raises_the_mappings_own_message():
     with pytest.raises(ValueError) as builder:
-        build_language_model(VOCAB, kind="gru")
+        language_model(VOCAB, kind="gru")
     with pytest.raises(ValueError) as budget:
         hidden_for_parameter_budget(VOCAB, "gru", 1000)
     assert str(budget.value) == str(builder.value) and "`kind`" in str(builder.value)
 
 
-@pytest.mark.parametrize("kind", sorted(MEMORY_KINDS))
+@pytest.mark.parametrize("kind", KINDS)
 def test_every_memory_kind_builds_both_forms_with_the_same_weight_roles(kind):
-    memory = MEMORY_KINDS[kind]
-    forms = ("parallel", "cell") if memory.layer is not None else ("parallel",)
+    forms = ("parallel", "cell") if kind != "lstm" else ("parallel",)
     models = [
-        build_language_model(VOCAB, kind=kind, hidden=6, embedding_dim=4, window=2, ngram=3,
-                             form=form, stateful=False)
+        language_model(VOCAB, kind=kind, hidden=6, embedding_dim=4, window=2, ngram=3,
+                       form=form, stateful=False)
         for form in forms
     ]  # fmt: skip
-    if memory.layer_name:
-        assert memory.layer_name in [layer.name for layer in models[0].layers]
+    if kind != "lstm":
+        assert memories.LAYER_NAMES[kind] in [layer.name for layer in models[0].layers]
     roles = [sorted(weight_role(w.path) for w in model.trainable_weights) for model in models]
     assert all(r == roles[0] for r in roles)
-    assert any(role.startswith("memory/") for role in roles[0]) == (memory.layer is not None)
+    assert any(role.startswith("memory/") for role in roles[0]) == (kind != "lstm")
 
 
-@pytest.mark.parametrize("kind", sorted(MEMORY_KINDS))
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("form", ["parallel", "cell"])
 def test_resets_model_on_packed_documents_equals_each_document_alone(kind, form):
     """``resets=True``: a row of documents packed back to back scores each document as the
@@ -535,8 +534,8 @@ def test_resets_model_on_packed_documents_equals_each_document_alone(kind, form)
     keras.utils.set_random_seed(4)
     options = dict(kind=kind, hidden=12, embedding_dim=6, window=3, ngram=3, layers=2,
                    stateful=False, seq_len=None, form=form, init_scale=0.5)  # fmt: skip
-    packed_model = build_language_model(30, resets=True, **options)
-    plain = build_language_model(30, **options)
+    packed_model = language_model(30, resets=True, **options)
+    plain = language_model(30, **options)
     plain.set_weights(packed_model.get_weights())
     rng = np.random.default_rng(1)
     tokens = rng.integers(1, 30, size=(2, 12)).astype("int32")
@@ -549,3 +548,65 @@ def test_resets_model_on_packed_documents_equals_each_document_alone(kind, form)
             alone = np.asarray(plain(tokens[row : row + 1, start:stop]))[0]
             np.testing.assert_allclose(logits[row, start:stop], alone, atol=1e-5, rtol=0)
     assert not np.allclose(logits, np.asarray(plain(tokens)), atol=1e-4)
+
+
+# -- the builder composes what it is given ----------------------------------------------------
+
+
+def test_any_keras_layer_is_a_memory_without_an_edit_of_the_builder():
+    # A layer the builder knows nothing of: a projection of every step of the top LSTM.
+    memory = keras.layers.Dense(5, name="projection")
+    model = build_language_model(VOCAB, memory, hidden=8, embedding_dim=4, batch_size=2,
+                                 seq_len=5)  # fmt: skip
+    assert model.get_layer("projection") is memory
+    assert tuple(model.get_layer("softmax").kernel.shape) == (5, VOCAB)
+    assert model(_tokens(2, 5)).shape == (2, 5, VOCAB)
+
+
+def test_a_memory_cell_wraps_the_builders_top_lstm_cell():
+    seen = []
+
+    def memory(cell):
+        seen.append(cell)
+        return NGramConcatCell(cell, 3, 4)
+
+    model = build_language_model(VOCAB, memory, hidden=8, embedding_dim=4, layers=2,
+                                 batch_size=2, seq_len=5)  # fmt: skip
+    (cell,) = seen
+    assert isinstance(cell, keras.layers.LSTMCell) and cell.units == 8 and cell.name == "lstm_1"
+    assert model.get_layer("memory_rnn").cell.cell is cell
+    assert model(_tokens(2, 5)).shape == (2, 5, VOCAB)
+
+
+def test_a_memorys_other_outputs_are_the_models():
+    memory = SlidingWindowAttention(window=3, return_attention_scores=True)
+    model = build_language_model(VOCAB, memory, hidden=8, embedding_dim=4, stateful=False,
+                                 seq_len=None)  # fmt: skip
+    logits, scores = model(_tokens(2, 6))
+    assert logits.shape == (2, 6, VOCAB) and scores.shape == (2, 6, 3)
+
+
+@pytest.mark.parametrize(
+    "memory, overrides, error, message",
+    [
+        ("attention", {}, TypeError, "`memory` must be None, a Keras layer"),
+        (lambda: NGramConcatCell(keras.layers.LSTMCell(8), 3, 4), {}, TypeError,
+         "pass a function of that cell"),
+        (lambda: (lambda cell: keras.layers.Dense(4)), {}, TypeError,
+         "must return a Keras RNN cell"),
+        (lambda: SlidingWindowAttention(window=3), {}, ValueError,
+         "stateful=False but the model has stateful=True"),
+        (lambda: keras.layers.Dense(4), {"resets": True}, ValueError,
+         "`resets=True` needs a memory that takes a `reset`"),
+        (lambda: keras.layers.Dense(5), {"tie_weights": True}, ValueError,
+         "`tie_weights=True` needs the softmax input to be `embedding_dim` \\(4\\) wide; the "
+         "memory outputs 5"),
+    ],
+    ids=["a_name", "a_cell", "a_function_without_a_cell", "another_stateful", "no_reset",
+         "tied_width"],
+)
+def test_a_memory_that_does_not_fit_is_named(memory, overrides, error, message):
+    memory = memory() if callable(memory) else memory
+    with pytest.raises(error, match=message):
+        build_language_model(VOCAB, memory, hidden=8, embedding_dim=4, batch_size=2,
+                             seq_len=5, **overrides)  # fmt: skip

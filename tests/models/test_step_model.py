@@ -12,13 +12,13 @@ from tf_memlayers.models import (
     generate,
     initial_step_state,
 )
-from tf_memlayers.models.language_model import KINDS, MEMORY_KINDS
+from examples.language_modeling.memories import KINDS, language_model
 
 VOCAB, STEPS, BATCH = 17, 6, 2
 
 
 def _language_model(kind, form="parallel", stateful=False, **options):
-    model = build_language_model(
+    model = language_model(
         VOCAB, kind=kind, hidden=6, embedding_dim=4, window=2, ngram=3, form=form,
         stateful=stateful, batch_size=BATCH if stateful else None,
         seq_len=STEPS if stateful else None, **options,
@@ -47,7 +47,7 @@ def _full(model, tokens):
 CASES = [
     (kind, form, stateful)
     for kind in KINDS
-    for form in (("parallel", "cell") if MEMORY_KINDS[kind].layer else ("parallel",))
+    for form in (("parallel", "cell") if kind != "lstm" else ("parallel",))
     for stateful in (False, True)
 ]
 
@@ -88,7 +88,7 @@ def test_step_model_names_its_state_and_starts_from_zeros():
     step_model = build_step_model(_language_model("ngram", form="cell"))
     names = [spec.name for spec in step_model.inputs]
     # The N-gram cell wraps the top LSTM cell: its states are the LSTM's h and c and the memory.
-    assert names == ["tokens", "ngram_rnn_state_0", "ngram_rnn_state_1", "ngram_rnn_state_2"]
+    assert names == ["tokens", "memory_rnn_state_0", "memory_rnn_state_1", "memory_rnn_state_2"]
     state = initial_step_state(step_model, 3)
     assert [s.shape for s in state] == [(3, 6)] * 3 and not any(s.any() for s in state)
 
@@ -148,6 +148,15 @@ def test_a_model_that_is_not_a_language_model_is_refused():
     inputs = keras.Input((3,))
     with pytest.raises(ValueError, match="build_language_model"):
         build_step_model(keras.Model(inputs, keras.layers.Dense(2)(inputs)))
+
+
+def test_a_memory_the_step_model_cannot_step_is_named():
+    model = build_language_model(
+        VOCAB, keras.layers.Dense(4, name="projection"), hidden=6, embedding_dim=4,
+        stateful=False, seq_len=None,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="layer 'projection' \\(Dense\\) is none of these"):
+        build_step_model(model)
 
 
 @pytest.mark.parametrize("kind, form", [("key_value", "parallel"), ("ngram", "cell")])

@@ -75,7 +75,8 @@ class WindowAttentionCallback(keras.callbacks.Callback):
 
     Args:
         probe_model: A `keras.Model` of the same design as the trained model, built with
-            ``return_attention_scores=True`` (and typically ``stateful=False``,
+            a memory layer that returns its attention scores (``SlidingWindowAttention(...,
+            return_attention_scores=True)``; typically ``stateful=False``,
             ``batch_size=None``, ``seq_len=None``); it outputs ``[logits, scores]``. It gets
             the trained model's weights before each probe.
         log_dir: String or path, the TensorBoard log directory (the images go to
@@ -92,9 +93,11 @@ class WindowAttentionCallback(keras.callbacks.Callback):
     Example:
 
     >>> import numpy as np
+    >>> from tf_memlayers import SlidingWindowAttention
     >>> from tf_memlayers.models.language_model import build_language_model
-    >>> probe = build_language_model(30, kind="attention", hidden=8, embedding_dim=8,
-    ...     window=3, stateful=False, seq_len=None, return_attention_scores=True)
+    >>> memory = SlidingWindowAttention(window=3, return_attention_scores=True)
+    >>> probe = build_language_model(30, memory, hidden=8, embedding_dim=8, stateful=False,
+    ...     seq_len=None)
     >>> callback = WindowAttentionCallback(probe, "/tmp/logs", np.arange(6), list("abcdef"),
     ...     np.ones((2, 8), "int32"), window=3)
     """

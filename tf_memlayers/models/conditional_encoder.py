@@ -45,8 +45,10 @@ class ConditionalEncoder(keras.layers.Layer):
             Default: `"paper"`.
         seed: Integer, the seed of the memory permutations (and of the default kernel
             initializer). Default: `123`.
-        kernel_initializer: Initializer for every kernel. Default: `None` (uniform ±0.05, as
-            in the paper, seeded by ``seed``).
+        kernel_initializer: Initializer for every kernel (seed it with a
+            `keras.random.SeedGenerator`: an integer seed gives every kernel the same
+            values). Default: `None` (uniform ±0.05, as in the paper, drawn from a generator
+            seeded by ``seed``).
         fused_loop: `"auto"`, True or False, layer 1's ``fused_loop`` option
             (`AssociativeGRU`, `DualAssociativeGRU`): same results, faster training (XLA
             compiles once per batch shape). True is refused with ``kind="gru"``, which has
@@ -110,7 +112,10 @@ class ConditionalEncoder(keras.layers.Layer):
         self.dual_key = dual_key
         self.seed = check_int("seed", seed, None, "ConditionalEncoder")
         if kernel_initializer is None:
-            kernel_initializer = keras.initializers.RandomUniform(-0.05, 0.05, seed=self.seed)
+            # Each draw advances the generator: no two kernels start alike.
+            kernel_initializer = keras.initializers.RandomUniform(
+                -0.05, 0.05, seed=keras.random.SeedGenerator(self.seed)
+            )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         init = self.kernel_initializer
         layer_options = dict(return_sequences=True, return_state=True, unroll=self.unroll)

@@ -1,13 +1,17 @@
-"""Word-level recurrent language models with a memory layer on top (Daniluk et al. 2017).
+"""Word-level recurrent language models with a memory on top (Daniluk et al. 2017).
 
-The model is ``embedding -> LSTM (x layers) -> memory layer -> softmax with bias``, where the
-memory layer is one of
+The model is ``embedding -> LSTM (x layers) -> memory -> softmax with bias``, where the memory
+is a layer the caller makes and passes in (`build_language_model`'s ``memory``):
 
-* ``"lstm"``: none (the baseline);
-* ``"attention"``, ``"key_value"``, ``"key_value_predict"``: `SlidingWindowAttention` over
-  the previous ``window`` outputs of the top LSTM, with the matching output split;
-* ``"ngram"``: `NGramConcat`, the N-gram RNN.
+* none: the LSTM baseline;
+* a sequence layer over the top LSTM's outputs (the parallel form), e.g.
+  ``SlidingWindowAttention(window=5, mode="key_value", stateful=True)`` or
+  ``NGramConcat(n=4, units=100, stateful=True)``;
+* a function from the top `keras.layers.LSTMCell` to a memory cell wrapping it (the cell form),
+  e.g. ``lambda cell: SlidingWindowAttentionCell(cell, window=5, mode="key_value")``, run by
+  `keras.layers.RNN`.
 
+Any layer or cell with the Keras layer protocol works: the builder dispatches on nothing.
 Training defaults are those of Daniluk et al. (2017, §4.1): Adam with learning rate 1e-3,
 mini-batches of 64, gradient clipping at global norm 5, forget-gate bias 1, all other
 parameters U(-0.1, 0.1), truncated BPTT over 20 steps, states reset between documents. The
@@ -19,8 +23,7 @@ Perplexity is exp(mean negative log-likelihood over all target tokens); with pad
 zero sample weights, the `Perplexity` metric computes exactly that over a whole split.
 """
 
-import dataclasses
-from typing import Callable
+import inspect
 
 import keras
 
@@ -32,78 +35,12 @@ from tf_memlayers._validation import (
     check_optional_int,
 )
 from tf_memlayers.initializers import ForgetGateBias
-from tf_memlayers.layers import (
-    NGramConcat,
-    NGramConcatCell,
-    PhiloxDropout,
-    ResettableRNN,
-    SlidingWindowAttention,
-    SlidingWindowAttentionCell,
-    TiedEmbedding,
-    lstm_use_cudnn,
-)
+from tf_memlayers.layers import PhiloxDropout, ResettableRNN, TiedEmbedding, lstm_use_cudnn
 from tf_memlayers.losses import LOSS_REDUCTIONS, SequenceCrossentropy  # noqa: F401  (re-exported)
 from tf_memlayers.metrics import Perplexity
 
-
-@dataclasses.dataclass(frozen=True)
-class MemoryKind:
-    """How `build_language_model` puts one kind of memory on top of the LSTM.
-
-    Attributes:
-        layer: ``(units, ngram, stateful, **memory_args) -> layer`` over the top LSTM's
-            outputs (the parallel form); `None` for no memory.
-        cell: ``(lstm_cell, units, ngram, **memory_args) -> cell`` wrapping the top LSTM
-            cell (the cell form).
-        layer_name: The name of the parallel form's memory layer (its weights' paths).
-        pieces: ``ngram -> int``: the number of equal pieces the LSTM output is split into,
-            so that its width is a multiple of it.
-        attention: Whether the memory attends over a window (takes ``window``,
-            ``attention_units`` and ``pad``, and can return attention scores).
-    """
-
-    layer: Callable = None
-    cell: Callable = None
-    layer_name: str = None
-    pieces: Callable = lambda ngram: 1
-    attention: bool = False
-
-
-def _window_attention(mode, pieces):
-    return MemoryKind(
-        layer=lambda units, ngram, stateful, **memory_args: SlidingWindowAttention(
-            mode=mode, units=units, stateful=stateful, name="window_attention", **memory_args
-        ),
-        cell=lambda lstm_cell, units, ngram, **memory_args: SlidingWindowAttentionCell(
-            lstm_cell, mode=mode, units=units, **memory_args
-        ),
-        layer_name="window_attention",
-        pieces=lambda ngram: pieces,
-        attention=True,
-    )
-
-
-# The memory kinds, by the name `build_language_model(kind=...)`, the parameter budget, the
-# examples' ``--model`` choices and the benchmarks use.
-MEMORY_KINDS = {
-    "lstm": MemoryKind(),
-    "attention": _window_attention("attention", 1),
-    "key_value": _window_attention("key_value", 2),
-    "key_value_predict": _window_attention("key_value_predict", 3),
-    "ngram": MemoryKind(
-        layer=lambda units, ngram, stateful, **memory_args: NGramConcat(
-            ngram, units, stateful=stateful, name="ngram", **memory_args
-        ),
-        cell=lambda lstm_cell, units, ngram, **memory_args: NGramConcatCell(
-            lstm_cell, ngram, units, **memory_args
-        ),
-        layer_name="ngram",
-        pieces=lambda ngram: ngram - 1,
-    ),
-}
-KINDS = tuple(MEMORY_KINDS)
-ATTENTION_KINDS = tuple(name for name, kind in MEMORY_KINDS.items() if kind.attention)
-FORMS = ("parallel", "cell")
+# The name of the `keras.layers.RNN` that runs a memory cell (the cell form).
+MEMORY_RNN_NAME = "memory_rnn"
 
 # Daniluk et al. (2017) §4.1.
 DANILUK_DEFAULTS = {
@@ -118,15 +55,6 @@ DANILUK_DEFAULTS = {
     "hidden": 300,
     "embedding_dim": 300,
 }
-
-
-def _check_kind_arguments(kind, form, ngram, layers, dropout, recurrent_dropout):
-    check_choice("kind", kind, KINDS)
-    check_choice("form", form, FORMS)
-    check_int("ngram", ngram, 2)
-    check_int("layers", layers, 1)
-    for name, rate in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
-        check_number(name, rate, 0.0, 1.0)
 
 
 def _dropout(x, rate, variational, name):
@@ -163,32 +91,51 @@ def _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, name):
     )
 
 
-def _default_units(kind, hidden, ngram, sizes, units, tie_weights, embedding_dim):
-    """Width of the memory layer's output."""
-    if tie_weights:
-        if units is not None and units != embedding_dim:
-            raise ValueError(
-                f"with `tie_weights=True` the memory output width `units` ({units}) must equal "
-                f"`embedding_dim` ({embedding_dim})."
+def _is_cell(layer):
+    return hasattr(layer, "state_size") and not isinstance(layer, keras.layers.RNN)
+
+
+def _takes_reset(layer):
+    return "reset" in inspect.signature(layer.call).parameters
+
+
+def _check_memory(memory, stateful, resets):
+    """``memory`` as ``(layer, None)`` (a sequence layer), ``(None, factory)`` (a function of
+    the top LSTM cell) or ``(None, None)``; anything else is a `TypeError` naming it."""
+    if memory is None:
+        return None, None
+    if isinstance(memory, keras.layers.Layer):
+        if _is_cell(memory):
+            raise TypeError(
+                f"`memory` is the cell {memory.name!r} ({type(memory).__name__}); a memory "
+                "cell wraps the top LSTM cell, which the builder makes: pass a function of "
+                f"that cell, e.g. memory=lambda cell: {type(memory).__name__}(cell, ...)."
             )
-        return embedding_dim
-    if units is not None or MEMORY_KINDS[kind].attention:
-        return units  # None: the attention layer's default, the value-piece width
-    if sizes is not None:
-        return int(sizes[0])
-    return max(1, hidden // MEMORY_KINDS[kind].pieces(ngram))
+        if getattr(memory, "stateful", stateful) != stateful:
+            raise ValueError(
+                f"`memory` ({memory.name!r}) has stateful={memory.stateful} but the model "
+                f"has stateful={stateful}: the memory must carry across batches exactly when "
+                "the LSTM states do. Make the layer with stateful=" + str(stateful) + "."
+            )
+        if resets and not _takes_reset(memory):
+            raise ValueError(
+                f"`resets=True` needs a memory that takes a `reset` call argument; "
+                f"{memory.name!r} ({type(memory).__name__}) does not."
+            )
+        return memory, None
+    if callable(memory):
+        return None, memory
+    raise TypeError(
+        "`memory` must be None, a Keras layer over the top LSTM's outputs, or a function "
+        f"from the top LSTM cell to a memory cell; got {memory!r}."
+    )
 
 
 def build_language_model(
     vocabulary_size,
-    kind="lstm",
+    memory=None,
     hidden=300,
     embedding_dim=300,
-    window=5,
-    ngram=4,
-    sizes=None,
-    attention_units=None,
-    units=None,
     layers=1,
     dropout=0.0,
     variational_dropout=False,
@@ -197,43 +144,34 @@ def build_language_model(
     batch_size=None,
     seq_len=20,
     stateful=True,
-    form="parallel",
     init_scale=0.1,
     forget_bias=1.0,
-    pad="mask",
-    use_bias=False,
-    return_attention_scores=False,
     resets=False,
     name=None,
 ):
-    """Builds a word-level LSTM language model with an optional memory layer on top.
+    """Builds a word-level LSTM language model with an optional memory on top.
 
-    ``tokens [batch, seq_len] -> Embedding -> LSTM x layers -> memory layer -> logits``.
-    The model outputs vocabulary logits ``[batch, seq_len, vocabulary_size]`` (softmax with a
-    bias; compile with `compile_language_model`). The defaults are those of Daniluk et al.
-    (2017, §4.1), see `DANILUK_DEFAULTS`.
+    ``tokens [batch, seq_len] -> Embedding -> LSTM x layers -> memory -> logits``. The model
+    outputs vocabulary logits ``[batch, seq_len, vocabulary_size]`` (softmax with a bias;
+    compile with `compile_language_model`). The defaults are those of Daniluk et al. (2017,
+    §4.1), see `DANILUK_DEFAULTS`.
 
     Args:
         vocabulary_size: Integer >= 2, the number of word ids.
-        kind: String, the memory layer: `"lstm"` (none), `"attention"`, `"key_value"`,
-            `"key_value_predict"` (`SlidingWindowAttention` with that split of the top
-            LSTM's output) or `"ngram"` (the N-gram RNN, `NGramConcat`). Default: `"lstm"`.
-        hidden: Positive integer, the units of every LSTM layer (the top one is split into
-            key/value/predict or N-1 pieces; equal pieces must divide it unless ``sizes`` is
-            given). Default: `300`.
+        memory: What reads the top LSTM: `None` (the LSTM baseline); a Keras layer over the
+            top LSTM's outputs ``[batch, seq_len, hidden]`` (the parallel form, e.g.
+            ``SlidingWindowAttention(window=5, mode="key_value", stateful=True)`` or
+            ``NGramConcat(n=4, units=100, stateful=True)``), whose ``stateful`` must equal
+            the model's; or a function from the top `keras.layers.LSTMCell` (made by the
+            builder, with ``hidden`` units and the model's initializers) to a cell wrapping
+            it (the cell form, e.g. ``lambda cell: SlidingWindowAttentionCell(cell,
+            window=5)``), run by `keras.layers.RNN` named ``"memory_rnn"``. A layer that
+            returns several outputs (``return_attention_scores=True``) adds the others to
+            the model's outputs. Default: `None`.
+        hidden: Positive integer, the units of every LSTM layer. Default: `300`.
         embedding_dim: Positive integer, the word embedding width. Default: `300`.
-        window: Positive integer, the attention window L (attention kinds). Default: `5`.
-        ngram: Integer >= 2, the order N of the N-gram RNN (``kind="ngram"``; the argument
-            ``n`` of `NGramConcat`). Default: `4`.
-        sizes: Optional tuple of positive integers, explicit piece sizes of the top LSTM
-            output (key first, or the N-1 pieces). Default: `None` (equal pieces).
-        attention_units: Optional positive integer, the width of the attention hidden
-            layer. Default: `None` (the key size).
-        units: Optional positive integer, the output width of the memory layer. Default:
-            `None` (the value-piece width for the attention kinds, ``hidden // (ngram - 1)``
-            (or ``sizes[0]``) for the N-gram RNN, ``embedding_dim`` when tying weights).
-        layers: Positive integer, the number of stacked LSTM layers; the memory layer reads
-            the top one. Default: `1`.
+        layers: Positive integer, the number of stacked LSTM layers; the memory reads the top
+            one. Default: `1`.
         dropout: Float in [0, 1), the dropout rate on the embeddings, between LSTM layers
             and before the softmax (Zaremba et al.'s non-recurrent dropout). Default: `0.0`.
         variational_dropout: Boolean, (default `False`), whether to use one dropout mask per
@@ -242,9 +180,9 @@ def build_language_model(
         recurrent_dropout: Float in [0, 1), the dropout rate on the LSTMs' recurrent state
             (Keras's variational recurrent dropout, one mask per sequence). Default: `0.0`.
         tie_weights: Boolean, (default `False`), whether to use the input embedding,
-            transposed, as the output layer (Press & Wolf, `TiedEmbedding`). The layer
-            feeding the softmax then has ``embedding_dim`` units (for `"lstm"`, ``hidden``
-            must equal ``embedding_dim``).
+            transposed, as the output layer (Press & Wolf, `TiedEmbedding`). What feeds the
+            softmax (the memory's output, or the top LSTM's) must then be ``embedding_dim``
+            wide.
         batch_size: Optional positive integer, the fixed batch size; required when
             ``stateful``. Default: `None`.
         seq_len: Optional positive integer, the time steps per batch (the truncated-BPTT
@@ -252,68 +190,60 @@ def build_language_model(
         stateful: Boolean, (default `True`), whether to carry the LSTM states and the memory
             from batch to batch (truncated BPTT); reset them with
             `tf_memlayers.callbacks.reset_language_model_states`.
-        form: String, `"parallel"` (`keras.layers.LSTM` followed by the sequence form of the
-            memory layer, the fast path) or `"cell"` (the memory cell wrapping an `LSTMCell`
-            inside `keras.layers.RNN`); both compute the same function. Default:
-            `"parallel"`.
-        init_scale: Float > 0, every weight is initialised U(-init_scale, init_scale).
-            Default: `0.1`.
+        init_scale: Float > 0, the embedding, LSTM and softmax weights start U(-init_scale,
+            init_scale) (the memory's are its own). Default: `0.1`.
         forget_bias: Float, the initial LSTM forget-gate bias (the other biases start at
             0). Default: `1.0`.
-        pad: String, the start-of-stream treatment of the attention window, `"mask"` or
-            `"zeros"` (see `SlidingWindowAttention`). Default: `"mask"`.
-        use_bias: Boolean, (default `False`), whether the memory layer has biases (the paper
-            has none).
-        return_attention_scores: Boolean, (default `False`), whether to also output the
-            attention weights ``[batch, seq_len, window]`` (parallel attention kinds only;
-            used by probe models).
         resets: Boolean, (default `False`), whether the model takes a second input,
             ``reset`` (bool ``[batch, seq_len]``, true where a new document starts), and
             starts each row's LSTM states and memory again there, inside the graph: for
             documents packed back to back in each row (as in the PTB example's batches
-            with ``pack=True``). The inputs are then a dict ``{"tokens", "reset"}``, and the LSTM
-            layers are `ResettableRNN` over an `LSTMCell` (the same weights, in the same
-            order, as `keras.layers.LSTM`).
-        name: Optional string, the model name. Default: `None` (``"<kind>_language_model"``).
+            with ``pack=True``). The inputs are then a dict ``{"tokens", "reset"}``, and the
+            LSTM layers are `ResettableRNN` over an `LSTMCell` (the same weights, in the same
+            order, as `keras.layers.LSTM`); a memory layer must take ``reset``.
+        name: Optional string, the model name. Default: `None` (``"language_model"``).
 
     Returns:
-        A `keras.Model` with the token ids as input and the logits (followed, with
-        ``return_attention_scores=True``, by the attention weights) as output.
+        A `keras.Model` with the token ids as input and the logits (followed by the memory
+        layer's other outputs, if it has any) as output.
+
+    Raises:
+        TypeError: If an argument has the wrong type (``memory`` a cell instead of a function
+            of the top LSTM cell, say); the message names it.
+        ValueError: If an argument is out of range, or ``memory`` does not fit the model
+            (another ``stateful``, no ``reset`` with ``resets=True``, a width other than
+            ``embedding_dim`` with ``tie_weights=True``); the message names it.
 
     Example:
 
     >>> import numpy as np
-    >>> model = build_language_model(50, kind="key_value", hidden=16, embedding_dim=8,
-    ...                              window=3, batch_size=2, seq_len=5)
+    >>> from tf_memlayers import SlidingWindowAttention
+    >>> memory = SlidingWindowAttention(window=3, mode="key_value", stateful=True)
+    >>> model = build_language_model(50, memory, hidden=16, embedding_dim=8, batch_size=2,
+    ...                              seq_len=5)
     >>> model(np.zeros((2, 5), "int32")).shape
     TensorShape([2, 5, 50])
     """
     vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
     hidden = check_int("hidden", hidden, 1)
     embedding_dim = check_int("embedding_dim", embedding_dim, 1)
+    layers = check_int("layers", layers, 1)
+    for rate_name, rate in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
+        check_number(rate_name, rate, 0.0, 1.0)
     seq_len = check_optional_int("seq_len", seq_len, 1)
     batch_size = check_optional_int("batch_size", batch_size, 1)
-    _check_kind_arguments(kind, form, ngram, layers, dropout, recurrent_dropout)
+    stateful = check_bool("stateful", stateful)
     if stateful and batch_size is None:
         raise ValueError("`stateful=True` needs a fixed `batch_size`; got batch_size=None.")
     init_scale = check_number("init_scale", init_scale, 0.0, low_open=True)
-    if return_attention_scores and (kind not in ATTENTION_KINDS or form != "parallel"):
-        raise ValueError(
-            "`return_attention_scores=True` needs an attention kind "
-            f"{ATTENTION_KINDS} in the parallel form; got kind={kind!r}, form={form!r}."
-        )
-    if tie_weights and kind == "lstm" and hidden != embedding_dim:
-        raise ValueError(
-            f"`tie_weights=True` with kind='lstm' needs `hidden` == `embedding_dim`; got "
-            f"hidden={hidden}, embedding_dim={embedding_dim}."
-        )
     resets = check_bool("resets", resets)
-    init = keras.initializers.RandomUniform(-init_scale, init_scale)
-    units = _default_units(kind, hidden, ngram, sizes, units, tie_weights, embedding_dim)
-    memory = MEMORY_KINDS[kind]
-    memory_args = {"sizes": sizes, "use_bias": use_bias, "kernel_initializer": init}
-    if memory.attention:
-        memory_args.update(window=window, attention_units=attention_units, pad=pad)
+    tie_weights = check_bool("tie_weights", tie_weights)
+    memory_layer, memory_cell = _check_memory(memory, stateful, resets)
+    # One generator for every weight: each draw advances it, so no two weights start alike
+    # (an integer seed would give every weight of a shape the same values).
+    init = keras.initializers.RandomUniform(
+        -init_scale, init_scale, seed=keras.random.SeedGenerator()
+    )
 
     tokens = keras.Input((seq_len,), batch_size=batch_size, dtype="int32", name="tokens")
     reset = None
@@ -336,32 +266,38 @@ def build_language_model(
         x = lstm(f"lstm_{i}")(x, **starts)
         x = _dropout(x, dropout, variational_dropout, f"lstm_{i}_dropout")
     top = f"lstm_{layers - 1}"
-    scores = None
-    if memory.cell is not None and form == "cell":
-        cell = memory.cell(
-            _lstm_cell(hidden, init, forget_bias, recurrent_dropout, top), units, ngram,
-            **memory_args,
-        )  # fmt: skip
+    extra_outputs = []
+    if memory_cell is not None:
+        cell = memory_cell(_lstm_cell(hidden, init, forget_bias, recurrent_dropout, top))
+        if not _is_cell(cell):
+            raise TypeError(
+                "`memory` must return a Keras RNN cell (a layer with a `state_size`) from the "
+                f"top LSTM cell; got {cell!r}."
+            )
         rnn_type = keras.layers.RNN if reset is None else ResettableRNN
-        x = rnn_type(cell, return_sequences=True, stateful=stateful, name=f"{kind}_rnn")(
+        x = rnn_type(cell, return_sequences=True, stateful=stateful, name=MEMORY_RNN_NAME)(
             x, **starts
         )
     else:
         x = lstm(top)(x, **starts)
-        if return_attention_scores:  # an attention kind: checked above
-            memory_args["return_attention_scores"] = True
-        if memory.layer is not None:
-            x = memory.layer(units, ngram, stateful, **memory_args)(x, **starts)
-        if return_attention_scores:
-            x, scores = x
+        if memory_layer is not None:
+            x = memory_layer(x, **starts)
+            if isinstance(x, (list, tuple)):
+                x, *extra_outputs = x
+    if tie_weights and x.shape[-1] != embedding_dim:
+        raise ValueError(
+            f"`tie_weights=True` needs the softmax input to be `embedding_dim` "
+            f"({embedding_dim}) wide; the {'memory' if memory is not None else 'top LSTM'} "
+            f"outputs {x.shape[-1]} features."
+        )
     x = _dropout(x, dropout, variational_dropout, "output_dropout")
     if tie_weights:
         logits = embedding(x, reverse=True)
     else:
         logits = keras.layers.Dense(vocabulary_size, kernel_initializer=init, name="softmax")(x)
-    outputs = logits if scores is None else [logits, scores]
+    outputs = [logits, *extra_outputs] if extra_outputs else logits
     inputs = tokens if reset is None else {"tokens": tokens, "reset": reset}
-    return keras.Model(inputs, outputs, name=name or f"{kind}_language_model")
+    return keras.Model(inputs, outputs, name=name or "language_model")
 
 
 OPTIMIZERS = ("adam", "sgd")

@@ -97,7 +97,11 @@ def _snli_model(
     seed = check_int("seed", seed)
     dropout = check_number("dropout", dropout, 0.0, 1.0)
     init_scale = check_number("init_scale", init_scale, 0.0, low_open=True)
-    init = keras.initializers.RandomUniform(-init_scale, init_scale, seed=seed)
+    # Seeded by one generator that each draw advances: reproducible from ``seed``, and no two
+    # weights start alike (an integer seed would give every weight the same stream).
+    init = keras.initializers.RandomUniform(
+        -init_scale, init_scale, seed=keras.random.SeedGenerator(seed)
+    )
     if embeddings is not None:
         embeddings = np.asarray(embeddings)
         if embeddings.ndim != 2 or embeddings.shape[0] != vocabulary_size:

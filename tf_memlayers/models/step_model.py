@@ -1,7 +1,7 @@
 """A language model one token at a time, with its state in the open: for generation and serving.
 
 A model from `build_language_model` keeps its recurrent state inside (a stateful model) or
-starts every call from zeros. `build_step_model` turns it, whatever its kind and form, into a
+starts every call from zeros. `build_step_model` turns it, whatever its memory and form, into a
 model that reads one token per row and the state, and returns the logits and the new state::
 
     (tokens [batch, 1], *state) -> (logits [batch, 1, vocabulary], *new_state)
@@ -16,6 +16,7 @@ import keras
 import numpy as np
 
 from tf_memlayers._validation import check_int, check_number
+from tf_memlayers.layers.dropout import PhiloxDropout
 from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
 
 
@@ -46,22 +47,36 @@ def _state_inputs(name, sizes, dtype):
     ]
 
 
+_RECURRENT = (keras.layers.RNN, MemorySequenceLayer)
+# The layers a step model leaves out: the inputs and dropout (the step model is for inference).
+_LEFT_OUT = (keras.layers.InputLayer, keras.layers.Dropout, PhiloxDropout)
+
+
 def _recurrent_layers(model):
     """The model's recurrent layers in order: its LSTM layers, then its memory (a sequence
-    layer with a carried memory, or the RNN over a memory cell)."""
-    return [
-        layer for layer in model.layers
-        if isinstance(layer, (keras.layers.RNN, MemorySequenceLayer))
-    ]  # fmt: skip
+    layer with a carried memory, or the RNN over a memory cell). A layer it cannot step (a
+    memory of another kind) is a `ValueError` naming it."""
+    for layer in model.layers:
+        if not isinstance(layer, (*_RECURRENT, *_LEFT_OUT)) and layer.name not in (
+            "embedding", "softmax"
+        ):
+            raise ValueError(
+                "build_step_model steps the embedding, the recurrent layers "
+                "(keras.layers.RNN, or a sequence layer with a carried memory such as "
+                "SlidingWindowAttention and NGramConcat) and the softmax of a language model; "
+                f"layer {layer.name!r} ({type(layer).__name__}) is none of these."
+            )
+    return [layer for layer in model.layers if isinstance(layer, _RECURRENT)]
 
 
 def build_step_model(model, name=None):
     """The step model of a language model from `build_language_model`.
 
     Args:
-        model: A `keras.Model` from `tf_memlayers.models.build_language_model`, of any kind
-            and form, stateful or not, trained or not (with ``return_attention_scores``, only
-            the logits are kept).
+        model: A `keras.Model` from `tf_memlayers.models.build_language_model`, with any
+            memory (a sequence layer with a carried memory, such as `SlidingWindowAttention`
+            and `NGramConcat`, or a memory cell), stateful or not, trained or not (of a
+            memory that returns attention scores, only the logits are kept).
         name: Optional string, the step model's name. Default: `None`
             (``"<model name>_step"``).
 
@@ -75,14 +90,18 @@ def build_step_model(model, name=None):
         copies of ``model``'s at the time of the call.
 
     Raises:
-        ValueError: If ``model`` is not a language model from `build_language_model`.
+        ValueError: If ``model`` is not a language model from `build_language_model`, or
+            its memory is a layer the step model cannot step (neither a `keras.layers.RNN`
+            nor a sequence layer with a carried memory); the message names it.
 
     Example:
 
     >>> import numpy as np
     >>> from tf_memlayers.models import build_language_model
-    >>> lm = build_language_model(30, kind="key_value", hidden=8, embedding_dim=6, window=3,
-    ...                           stateful=False, seq_len=None)
+    >>> from tf_memlayers import SlidingWindowAttention
+    >>> memory = SlidingWindowAttention(window=3, mode="key_value")
+    >>> lm = build_language_model(30, memory, hidden=8, embedding_dim=6, stateful=False,
+    ...                           seq_len=None)
     >>> step = build_step_model(lm)
     >>> state = initial_step_state(step, batch_size=2)
     >>> logits, *state = step([np.array([[3], [4]]), *state])

@@ -6,18 +6,18 @@ paths; `weight_role` names each weight by what it does, and `copy_trainable_weig
 by that name, e.g. from a stateful training model into a stateless probe.
 """
 
-from tf_memlayers.models.language_model import MEMORY_KINDS
-
-# The names `build_language_model` gives its sequence-form memory layers.
-_MEMORY_LAYER_NAMES = {kind.layer_name for kind in MEMORY_KINDS.values() if kind.layer_name}
+# The layers `build_language_model` names, besides the LSTMs (``lstm_<i>``) and the memory.
+_NAMED_LAYERS = ("embedding", "softmax")
 
 
 def weight_role(path):
     """A form-independent name of a language-model weight, from its variable path.
 
     ``lstm_0/lstm_cell/kernel`` (parallel form) and
-    ``key_value_rnn/sliding_window_attention_cell/lstm_0/kernel`` (cell form) are both
-    ``lstm_0/kernel``; the memory layer's weights are ``memory/<name>`` in both forms.
+    ``memory_rnn/sliding_window_attention_cell/lstm_0/kernel`` (cell form) are both
+    ``lstm_0/kernel``; the memory's weights (those of the layer over the top LSTM, or of the
+    memory cell around it) are ``memory/<name>`` in both forms; the embedding's and the
+    softmax's keep their paths.
 
     Args:
         path: String, a variable's ``path`` in a model from `build_language_model`.
@@ -27,18 +27,18 @@ def weight_role(path):
 
     Example:
 
-    >>> weight_role("key_value_rnn/sliding_window_attention_cell/lstm_0/kernel")
+    >>> weight_role("memory_rnn/sliding_window_attention_cell/lstm_0/kernel")
     'lstm_0/kernel'
-    >>> weight_role("window_attention/memory_kernel")
+    >>> weight_role("sliding_window_attention/memory_kernel")
     'memory/memory_kernel'
     """
     parts = path.split("/")
     for part in parts:
         if part.startswith("lstm_") and part[5:].isdigit():
             return f"{part}/{parts[-1]}"
-    if parts[0] in _MEMORY_LAYER_NAMES or parts[0].endswith("_rnn"):
-        return f"memory/{parts[-1]}"
-    return "/".join(parts)
+    if parts[0] in _NAMED_LAYERS:
+        return "/".join(parts)
+    return f"memory/{parts[-1]}"
 
 
 def copy_trainable_weights(source, target):

@@ -26,6 +26,7 @@ import contextlib
 import keras
 from keras import ops
 
+from tf_memlayers.initializers import for_one_weight
 from tf_memlayers import _validation as check
 from tf_memlayers.layers.memory_cell_wrapper import step_output_spec
 from tf_memlayers.layers.resets import check_reset, zero_where
@@ -202,7 +203,7 @@ class AssociativeGRUCell(keras.layers.Layer):
         return self.add_weight(
             name=name,
             shape=shape,
-            initializer=self.kernel_initializer,
+            initializer=for_one_weight(self.kernel_initializer),
             regularizer=self.kernel_regularizer,
         )
 

@@ -21,6 +21,7 @@ Keras weight                original variable                                   
 import keras
 from keras import ops
 
+from tf_memlayers.initializers import for_one_weight
 from tf_memlayers import _validation as check
 from tf_memlayers.layers.associative_memory.am_gru import AM_GRU_CELL_ARGUMENTS, AssociativeRecurrentLayer
 from tf_memlayers.layers.associative_memory.am_gru_cell import (
@@ -179,7 +180,7 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         return self.add_weight(
             name=name,
             shape=shape,
-            initializer=self.kernel_initializer,
+            initializer=for_one_weight(self.kernel_initializer),
             regularizer=self.kernel_regularizer,
         )
 

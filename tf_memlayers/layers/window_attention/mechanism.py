@@ -12,6 +12,7 @@ W^r (`_attend_stream`; ``W^r sum_i alpha_i y_i = sum_i alpha_i W^r y_i``).
 import keras
 from keras import ops
 
+from tf_memlayers.initializers import for_one_weight
 from tf_memlayers._validation import (
     check_bool,
     check_choice,
@@ -126,7 +127,9 @@ class WindowAttentionMechanism:
         attention = self.attention_units or key_size
 
         def kernel(name, shape):
-            return self.add_weight(name=name, shape=shape, initializer=self.kernel_initializer)
+            return self.add_weight(
+                name=name, shape=shape, initializer=for_one_weight(self.kernel_initializer)
+            )
 
         self.memory_kernel = kernel("memory_kernel", (key_size, attention))
         self.query_kernel = kernel("query_kernel", (key_size, attention))

@@ -116,8 +116,8 @@ class NGramConcat(_NGram, MemorySequenceLayer):
     `ngram_bias`.
 
     Args:
-        n: Integer >= 2, the order N of the N-gram (called `ngram` in `build_language_model`
-            and on the command line); N-1 pieces are read from the last N-1 outputs.
+        n: Integer >= 2, the order N of the N-gram (the PTB example's ``--ngram``); N-1
+            pieces are read from the last N-1 outputs.
         units: Positive integer, dimensionality of the output h*_t.
         sizes: Optional tuple of N-1 positive integers, explicit piece sizes (the piece of
             the current output first) that sum to the input width. Default: `None` (equal
@@ -246,8 +246,8 @@ class NGramConcatCell(_NGram, MemoryCellWrapper):
     Args:
         cell: A Keras RNN cell (e.g. `keras.layers.LSTMCell`) whose output h_t, of width
             ``width``, is split into the N-1 pieces.
-        n: Integer >= 2, the order N of the N-gram (called `ngram` in `build_language_model`
-            and on the command line); N-1 pieces are read from the last N-1 outputs.
+        n: Integer >= 2, the order N of the N-gram (the PTB example's ``--ngram``); N-1
+            pieces are read from the last N-1 outputs.
         units: Positive integer, dimensionality of the output h*_t.
         sizes: Optional tuple of N-1 positive integers, explicit piece sizes (the piece of
             the current output first) that sum to the input width. Default: `None` (equal

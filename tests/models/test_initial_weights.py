@@ -1,0 +1,102 @@
+"""Weights start independent: in the builders' models and in the layers that draw several
+kernels from one initializer, no two randomly drawn weights share their values; a seeded
+builder draws the same weights again."""
+
+import keras
+import numpy as np
+import pytest
+
+from tf_memlayers.layers import (
+    AssociativeGRUCell,
+    DualAssociativeEncoder,
+    DualAssociativeGRUCell,
+    NGramConcat,
+    SlidingWindowAttention,
+    SlidingWindowAttentionCell,
+)
+from tf_memlayers.models import build_language_model, build_snli_model
+from tf_memlayers.models.conditional_encoder import ConditionalEncoder
+
+PREFIX = 8  # entries compared: stateless draws from one seed agree on their first entries
+
+
+def _random_weights(weights):
+    """``{path: flat values}`` of the weights drawn at random (not from a few constants, as
+    the biases are)."""
+    flat = {w.path: np.asarray(keras.ops.convert_to_numpy(w)).ravel() for w in weights}
+    return {path: v for path, v in flat.items() if len(np.unique(v)) > PREFIX}
+
+
+def _alike(weights):
+    flat = _random_weights(weights)
+    paths = sorted(flat)
+    return [
+        (a, b)
+        for i, a in enumerate(paths)
+        for b in paths[i + 1 :]
+        if np.array_equal(flat[a][:PREFIX], flat[b][:PREFIX])
+    ]
+
+
+LANGUAGE_MODELS = {
+    "lstm": lambda: None,
+    "window_attention": lambda: SlidingWindowAttention(window=3, mode="key_value"),
+    "ngram": lambda: NGramConcat(3, 8),
+    "cell_form": lambda: lambda cell: SlidingWindowAttentionCell(cell, window=3),
+}
+
+
+@pytest.mark.parametrize("memory", sorted(LANGUAGE_MODELS))
+def test_language_model_weights_start_independent(memory):
+    # Two LSTM layers as wide as the embedding: every LSTM kernel has the same shape.
+    model = build_language_model(
+        30, LANGUAGE_MODELS[memory](), hidden=16, embedding_dim=16, layers=2, stateful=False,
+        seq_len=None,
+    )  # fmt: skip
+    model.build((None, None))
+    assert len(_random_weights(model.weights)) >= 5
+    assert _alike(model.weights) == []
+
+
+@pytest.mark.parametrize("kind", ["gru", "am_gru", "dual_am_gru"])
+def test_snli_model_weights_start_independent_and_reproducible(kind):
+    def build(seed):
+        return build_snli_model(20, kind=kind, units=8, embedding_dim=8, num_copies=2, seed=seed)
+
+    model = build(3)
+    assert len(_random_weights(model.weights)) >= 7
+    assert _alike(model.weights) == []
+    again, other = build(3), build(4)
+    for a, b, c in zip(model.weights, again.weights, other.weights):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert any(
+        not np.array_equal(np.asarray(a), np.asarray(c))
+        for a, c in zip(model.weights, other.weights)
+    )
+
+
+def test_conditional_encoder_default_kernels_start_independent():
+    encoder = ConditionalEncoder("dual_am_gru", units=8, num_copies=2)
+    encoder.build([(None, None, 8), (None, None, 8)])
+    assert _alike(encoder.weights) == []
+
+
+LAYERS = {
+    "SlidingWindowAttention": (
+        lambda: SlidingWindowAttention(window=3, mode="key_value_predict", units=4), (2, 5, 12)
+    ),
+    "AssociativeGRUCell": (lambda: AssociativeGRUCell(8, num_copies=2), (2, 8)),
+    "DualAssociativeGRUCell": (lambda: DualAssociativeGRUCell(8, num_copies=2), (2, 8)),
+    "DualAssociativeEncoder": (
+        lambda: DualAssociativeEncoder(8, num_copies=2), [(2, 5, 8), (2, 3, 8)]
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_a_layers_kernels_from_one_initializer_start_independent(name):
+    make, shape = LAYERS[name]
+    layer = make()
+    layer.build(shape)
+    assert len(_random_weights(layer.weights)) >= 3
+    assert _alike(layer.weights) == []
