@@ -238,7 +238,11 @@ def _child_main():
 
 
 def _child_environment():
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
+    # The repository root on the path: the child builds its language models with the
+    # examples' memories (examples.language_modeling.memories).
+    root = str(pathlib.Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", PYTHONPATH=path)
     flags = [
         flag
         for flag in env.get("XLA_FLAGS", "").split()
