@@ -81,13 +81,13 @@ def window_attention(log_dir):
 
 def memory_retrieval(log_dir):
     from tf_memlayers.callbacks import MemoryRetrievalHeatmap
-    from tf_memlayers.models import build_snli_model
+    from examples.snli.encoders import snli_model
 
     keras.utils.set_random_seed(0)
     words = "a man plays the guitar on stage person is playing music"
     vocabulary = ["<pad>", "<unk>", *words.split()]
-    model = build_snli_model(len(vocabulary), kind="dual_am_gru", units=32, embedding_dim=16,
-                             num_copies=4, init_scale=0.5)  # fmt: skip
+    model = snli_model(len(vocabulary), kind="dual_am_gru", units=32, embedding_dim=16,
+                       num_copies=4, init_scale=0.5)  # fmt: skip
     callback = MemoryRetrievalHeatmap(
         log_dir, "a man plays the guitar on stage".split(),
         "a person is playing music".split(), vocabulary,

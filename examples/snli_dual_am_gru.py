@@ -24,6 +24,7 @@ pair) and ``metrics.json`` (the whole run).
 
 import argparse
 import contextlib
+import operator
 import os
 import sys
 import time
@@ -40,11 +41,8 @@ from examples.harness.training.hparams import log_hparams  # noqa: E402
 from examples.harness.data import embeddings as word_vectors  # noqa: E402
 from examples.snli import generated_nli, nli_batches, snli  # noqa: E402
 from tf_memlayers.layers.associative_memory.dual_am_gru import DUAL_KEYS  # noqa: E402
-from tf_memlayers.models.snli import (  # noqa: E402
-    KINDS,
-    build_snli_model,
-    compile_snli_model,
-)
+from examples.snli.encoders import KINDS, snli_model  # noqa: E402
+from tf_memlayers.models.snli import compile_snli_model  # noqa: E402
 from examples.harness.training import (  # noqa: E402
     evaluate,
     make_strategy,
@@ -99,8 +97,12 @@ def parse_args(argv=None):
     options.add_option(data, "embeddings", help="pretrained word vectors: a GloVe text file "
                        "(optionally .gz) or a JSON {word: vector} file (default: none, "
                        "vectors drawn from N(0, 1))")
-    options.add_argument(data, "--freeze-embeddings", action="store_true",
-                         help="keep the word vectors fixed")
+    options.add_argument(data, "--train-embeddings", action=argparse.BooleanOptionalAction,
+                         default=True, help="tune the word vectors (--no-train-embeddings: "
+                         "keep them fixed)")
+    data.add_argument("--freeze-embeddings", action=options.DeprecatedAlias, nargs=0,
+                      replacement="--no-train-embeddings", dest="train_embeddings",
+                      const=False, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     model = parser.add_argument_group("model")
     options.add_option(model, "model", default="dual_am_gru", choices=KINDS,
                        help="layer 1: gru, am_gru (associative memory GRU) or dual_am_gru "
@@ -111,8 +113,7 @@ def parse_args(argv=None):
                          help="size of layer 2 and of the classifier (default: --units)")
     options.add_option(model, "embedding_dim", default=50,
                        help="word vector size without --embeddings (the paper: 300d GloVe)")
-    options.add_argument(model, "--copies", type=options.positive_int, default=8, metavar="N",
-                         help="redundant memory copies of the associative memory")
+    options.add_option(model, "num_copies", default=8)
     options.add_argument(model, "--dual-key", choices=DUAL_KEYS, default="paper",
                          help="the Dual AM-GRU's read key: as in the paper or as in the "
                          "released code")
@@ -151,7 +152,8 @@ def parse_args(argv=None):
 
 
 def build_model(args, vocabulary_size, matrix, init_scale):
-    """The classifier of the command line ``args`` (`build_snli_model`), not compiled.
+    """The classifier of the command line ``args`` (`build_snli_model` with the encoder
+    ``--model`` names, `examples.snli.encoders`), not compiled.
 
     The layers own the fused-loop rules: ``--fused-loop`` and ``--no-fused-loop`` are passed
     on as given, no option as ``"auto"``. A combination the layers refuse (``--fused-loop``
@@ -161,26 +163,31 @@ def build_model(args, vocabulary_size, matrix, init_scale):
     fused_loop = "auto" if args.fused_loop is None else args.fused_loop
     demanded = args.fused_loop is True
     with options.reported_as("--fused-loop") if demanded else contextlib.nullcontext():
-        return build_snli_model(
+        return snli_model(
             vocabulary_size,
             kind=args.model,
             units=args.units,
             top_units=args.top_units,
-            embedding_dim=args.embedding_dim,
-            embeddings=matrix,
-            train_embeddings=not args.freeze_embeddings,
-            num_copies=args.copies,
+            num_copies=args.num_copies,
             dual_key=args.dual_key,
-            dropout=args.dropout,
             seed=args.seed,
             init_scale=init_scale,
             fused_loop=fused_loop,
+            embedding_dim=args.embedding_dim,
+            embeddings=matrix,
+            train_embeddings=args.train_embeddings,
+            dropout=args.dropout,
         )
 
 
 # The run settings (digest, directory name, the settings a resumed run is checked against)
-# record ``--model`` as ``kind``, the name run directories hold it by.
-RECORDED_NAMES = {"model": "kind"}
+# record ``--model`` as ``kind``, ``--num-copies`` as ``copies`` and ``--train-embeddings`` as
+# ``freeze_embeddings`` (its negation), the names run directories hold them by.
+RECORDED_NAMES = {
+    "model": "kind",
+    "num_copies": "copies",
+    "train_embeddings": ("freeze_embeddings", operator.not_),
+}
 
 
 def run_settings(args, resolved):
@@ -198,8 +205,9 @@ def run_directory(args, resolved):
 
 def runs_fused_loop(model):
     """Whether every loop of layer 1 of ``model`` runs fused, as its layers chose."""
-    encoder = model.get_layer("encoder")
-    layers = (encoder.premise_layer, encoder.hypothesis_layer)
+    first = model.get_layer("encoder").encoder_layers[0]
+    passes = [getattr(first, name, None) for name in ("premise_layer", "hypothesis_layer")]
+    layers = passes if all(passes) else [first]  # the Dual AM-GRU's encoder has two passes
     return all(getattr(layer, "uses_fused_loop", False) for layer in layers)
 
 

@@ -121,3 +121,29 @@ def random_weights(rng, input_dim, n, scale=0.6):
         "dual_gate": u(n, 2 * n),
         "dual_candidate": u(n, n),
     }
+
+
+def conditional_encoding_retrievals(premise, hypothesis, w, units, copies, seed=123,
+                                    dual_key=None):  # fmt: skip
+    """What conditional encoding writes and reads over ONE pair (``[Tp, dim]``, ``[Th, dim]``):
+    the premise pass from an empty memory, then the hypothesis pass from the premise's final
+    memory (an AM-GRU: ``dual_key=None``) or from an empty memory reading the premise's (a Dual
+    AM-GRU with ``dual_key``). Returns ``premise_written`` ``[Tp, units]`` and
+    ``hypothesis_read`` ``[Th, units]``."""
+    perms = permutations(units // 2, copies, seed)
+    empty = np.zeros((1, units * copies))
+    written, read = [], []
+    outputs, memory = reference_run(
+        np.asarray(premise, np.float64)[None], empty, np.zeros((1, units)), w, perms,
+        record=written,
+    )  # fmt: skip
+    hypothesis = np.asarray(hypothesis, np.float64)[None]
+    if dual_key is None:
+        reference_run(hypothesis, memory, outputs[:, -1], w, perms, record=read)
+    else:
+        dual = (dual_key, memory)
+        reference_run(hypothesis, empty, outputs[:, -1], w, perms, dual=dual, record=read)
+    return {
+        "premise_written": recorded(written, "written")[0],
+        "hypothesis_read": recorded(read, "read" if dual_key is None else "source_read")[0],
+    }

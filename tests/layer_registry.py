@@ -120,7 +120,7 @@ INPUT_DIM = 4
 def user_rnn(cell, **kwargs):
     """``keras.layers.RNN`` over one of the package's cells, as a user of the backend writes it:
     on JAX with ``zero_output_for_mask=True``, since Keras's JAX loop emits the cell's first
-    state at a masked step (conftest.KERAS_MASKED_OUTPUT; docs/backends.rst, "Backends")."""
+    state at a masked step (support.KERAS_MASKED_OUTPUT; docs/backends.rst, "Backends")."""
     return keras.layers.RNN(
         cell, zero_output_for_mask=keras.backend.backend() != "tensorflow", **kwargs
     )

@@ -10,7 +10,7 @@ import tf_memlayers.models
 import numpy as np
 import pytest
 import conftest
-from conftest import BACKEND, REPO_ROOT
+from support import BACKEND, REPO_ROOT
 from layer_registry import backend_neutral_files, declarations
 
 import heap_reference as ref

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO_ROOT, load_script
+from support import REPO_ROOT, load_script
 
 PUBLIC_MODULES = [
     "tf_memlayers",

@@ -18,7 +18,7 @@ import warnings
 
 import keras
 import pytest
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 import tf_memlayers
 

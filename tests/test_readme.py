@@ -3,7 +3,7 @@
 import re
 import shlex
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 README = (REPO_ROOT / "README.rst").read_text(encoding="utf-8")
 

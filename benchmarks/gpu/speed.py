@@ -370,7 +370,7 @@ def associative_memory_table(sizes, budget, peaks, limit_mib, progress):
 def snli_table(sizes, budget, peaks, limit_mib, progress):
     """Rows of ``snli``: per dtype, the SNLI model's step with each layer 1 against GRU."""
     from benchmarks.speed.associative_memory import snli_step_rows
-    from tf_memlayers.models.snli import build_snli_model
+    from examples.snli.encoders import snli_model
 
     batch, units = sizes["snli_batch"], sizes["snli_units"]
     premise_length, hypothesis_length = 25, 15
@@ -387,7 +387,7 @@ def snli_table(sizes, budget, peaks, limit_mib, progress):
             continue
         built = {}
         for kind in kinds:
-            model = with_policy(dtype, lambda kind=kind: build_snli_model(
+            model = with_policy(dtype, lambda kind=kind: snli_model(
                 1000, kind=kind, units=units, embedding_dim=units))
             built[kind] = Step(model, [premise, hypothesis], labels, label_crossentropy,
                                limit_mib)  # fmt: skip

@@ -44,11 +44,8 @@ from benchmarks.results_file import ResultsFile, add_results_options
 from examples.harness.training.learning_rate import halve_learning_rate_callback  # noqa: E402
 from examples.harness.data import embeddings as word_vectors  # noqa: E402
 from examples.snli import nli_batches, snli  # noqa: E402
-from tf_memlayers.models.snli import (  # noqa: E402
-    KINDS,
-    build_snli_model,
-    compile_snli_model,
-)
+from examples.snli.encoders import KINDS, snli_model  # noqa: E402
+from tf_memlayers.models.snli import compile_snli_model  # noqa: E402
 from examples.harness import options  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -66,7 +63,7 @@ def layer_one_units(kind, units):
 def run(kind, seed, splits, vocabulary, matrix, args):
     keras.utils.set_random_seed(seed)
     units = layer_one_units(kind, args.units)
-    model = build_snli_model(
+    model = snli_model(
         len(vocabulary), kind=kind, units=units, embeddings=matrix, num_copies=args.copies,
         seed=seed, init_scale=args.init_scale, fused_loop="auto" if args.fused_loop else False,
     )  # fmt: skip
@@ -142,8 +139,8 @@ def parse_args(argv=None):
     parser.add_argument("--epochs", type=options.positive_int, default=10, help="epochs per run")
     parser.add_argument("--units", type=options.positive_int, default=100,
                         help="Dual AM-GRU size (paper: 100)")
-    parser.add_argument("--copies", type=options.positive_int, default=8,
-                        help="associative memory copies")
+    # Stored as ``copies``, the name its results files record it by.
+    options.add_option(parser, "num_copies", default=8, dest="copies")
     parser.add_argument("--batch-size", type=options.positive_int, default=50,
                         help="pairs per batch")
     parser.add_argument("--learning-rate", type=options.positive_float, default=1e-3,

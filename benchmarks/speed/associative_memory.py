@@ -31,7 +31,8 @@ from tf_memlayers.layers import (  # noqa: E402
     AssociativeGRUCell,
     DualAssociativeGRUCell,
 )
-from tf_memlayers.models.snli import build_snli_model, compile_snli_model  # noqa: E402
+from examples.snli.encoders import snli_model  # noqa: E402
+from tf_memlayers.models.snli import compile_snli_model  # noqa: E402
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers_benchmarks")
@@ -245,15 +246,15 @@ def snli_model_steps(rounds, peak, batch=50, premise_length=25, hypothesis_lengt
     count = snli_step_rows(batch, premise_length, hypothesis_length)
     for kind in ("am_gru", "dual_am_gru"):
         for fused in (False, True):
-            model = build_snli_model(1000, kind=kind, units=units, embedding_dim=100,
-                                     fused_loop=fused)
+            model = snli_model(1000, kind=kind, units=units, embedding_dim=100,
+                               fused_loop=fused)
             compile_snli_model(model)
             model.train_on_batch((premise, hypothesis), labels)  # trace and compile
             flops[kind] = matmul_peak.weight_training_flops(model, count)
             runners[(kind, fused)] = (
                 lambda model=model: model.train_on_batch((premise, hypothesis), labels)
             )
-    gru = build_snli_model(1000, kind="gru", units=units, embedding_dim=100)
+    gru = snli_model(1000, kind="gru", units=units, embedding_dim=100)
     compile_snli_model(gru)
     gru.train_on_batch((premise, hypothesis), labels)
     flops["gru"] = matmul_peak.weight_training_flops(gru, count)

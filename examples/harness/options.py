@@ -217,6 +217,8 @@ OPTIONS = {
     "hidden": Option("--hidden", "width of the LSTM", positive_int,
                      aliases=("--units", "--hidden-units"), metavar="N"),
     "embedding_dim": Option("--embedding-dim", "word vector size", positive_int, metavar="N"),
+    "num_copies": Option("--num-copies", "redundant copies of the associative memory",
+                         positive_int, aliases=("--copies",), metavar="N"),
     "dropout": Option("--dropout", "dropout rate", fraction, metavar="RATE"),
     "init_scale": Option("--init-scale", "kernels start uniform in ±this", positive_float,
                          metavar="SCALE"),
@@ -248,7 +250,8 @@ PRESET_NOTE = "a --config preset sets its own"
 
 
 class DeprecatedAlias(argparse.Action):
-    """Stores the value of an old spelling in the option's ``dest`` and says so on stderr."""
+    """Stores the value of an old spelling in the option's ``dest`` and says so on stderr
+    (a flag's alias, ``nargs=0``, stores its ``const``)."""
 
     def __init__(self, option_strings, dest, replacement=None, **kwargs):
         super().__init__(option_strings, dest, **kwargs)
@@ -259,7 +262,7 @@ class DeprecatedAlias(argparse.Action):
             f"{parser.prog}: note: {option_string} is an old spelling of {self.replacement}",
             file=sys.stderr,
         )
-        setattr(namespace, self.dest, values)
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
 
 
 def add_option(parser, name, default=None, help=None, dest=None, preset=False, **overrides):

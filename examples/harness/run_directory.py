@@ -44,12 +44,15 @@ def recorded_names(args, names):
     """``args`` with some options under the names that run settings record them by.
 
     A run's settings, digest and directory name are recorded by option name. An option whose
-    attribute is not its recorded name is recorded under that name, so that the run
-    directories already on disk keep their names and resume.
+    attribute is not its recorded name is recorded under that name (and, where its meaning
+    was turned around, with its value converted), so that the run directories already on disk
+    keep their names and resume.
 
     Args:
         args: an `examples.harness.options.ParsedOptions` (or an `argparse.Namespace`).
-        names: dict, option attribute -> the name run settings record it under.
+        names: dict, option attribute -> the name run settings record it under, or a pair
+            ``(name, convert)`` whose function ``convert`` turns the option's value (and its
+            default) into the recorded one.
 
     Returns:
         A `ParsedOptions` with the values (and the parser's defaults) of ``args``, the options
@@ -57,19 +60,26 @@ def recorded_names(args, names):
 
     Example:
 
-    >>> args = ParsedOptions(model="gru", units=8)
-    >>> args.defaults = {"model": "dual_am_gru", "units": 8}
-    >>> recorded = recorded_names(args, {"model": "kind"})
-    >>> vars(recorded), recorded.defaults["kind"]
-    ({'kind': 'gru', 'units': 8}, 'dual_am_gru')
+    >>> args = ParsedOptions(model="gru", units=8, train_embeddings=False)
+    >>> args.defaults = {"model": "dual_am_gru", "units": 8, "train_embeddings": True}
+    >>> names = {"model": "kind", "train_embeddings": ("freeze_embeddings", lambda v: not v)}
+    >>> recorded = recorded_names(args, names)
+    >>> vars(recorded)
+    {'kind': 'gru', 'units': 8, 'freeze_embeddings': True}
+    >>> recorded.defaults["kind"], recorded.defaults["freeze_embeddings"]
+    ('dual_am_gru', False)
     """
 
-    def rename(name):
-        return names.get(name, name)
+    def record(name, value):
+        recorded = names.get(name, name)
+        if isinstance(recorded, tuple):
+            recorded, convert = recorded
+            value = convert(value)
+        return recorded, value
 
-    recorded = ParsedOptions(**{rename(name): value for name, value in vars(args).items()})
+    recorded = ParsedOptions(**dict(record(name, value) for name, value in vars(args).items()))
     defaults = getattr(args, "defaults", None) or {}
-    recorded.defaults = {rename(name): value for name, value in defaults.items()}
+    recorded.defaults = dict(record(name, value) for name, value in defaults.items())
     return recorded
 
 

@@ -3,7 +3,7 @@ shapes: its rows and the arithmetic it reports."""
 
 import pytest
 
-from conftest import load_script, tensorflow_only
+from support import load_script, tensorflow_only
 
 pytestmark = tensorflow_only("times tf.function training steps and the fused loop")
 
@@ -51,9 +51,9 @@ def test_dual_and_word_by_word_rows_count_the_premise_products_per_step(monkeypa
 
 def test_snli_rows_count_both_sentences_in_the_encoder_and_one_pair_in_the_classifier():
     benchmark = load_script("benchmarks/speed", "associative_memory")
-    from tf_memlayers.models.snli import build_snli_model
+    from examples.snli.encoders import snli_model
 
-    model = build_snli_model(50, kind="dual_am_gru", units=4, embedding_dim=4)
+    model = snli_model(50, kind="dual_am_gru", units=4, embedding_dim=4)
     rows = benchmark.snli_step_rows(batch=2, premise_length=3, hypothesis_length=5)
     counted = {weight.path: rows(weight) for weight in model.trainable_weights}
 

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import load_script
+from support import load_script
 
 
 def _benchmark():

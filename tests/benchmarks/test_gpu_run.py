@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 from benchmarks.gpu import layer_tests, results, speed
 

@@ -1,6 +1,6 @@
 """README.rst's headline results are what the benchmarks' results files say."""
 
-from conftest import load_script
+from support import load_script
 
 
 def test_readme_headlines_are_the_results_files():

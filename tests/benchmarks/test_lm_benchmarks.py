@@ -6,7 +6,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT, load_script
+from support import REPO_ROOT, load_script
 
 from tf_memlayers.models.language_model import (
     build_language_model,

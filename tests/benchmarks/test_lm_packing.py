@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import REPO_ROOT, load_script
+from support import REPO_ROOT, load_script
 
 
 @pytest.fixture(scope="module")

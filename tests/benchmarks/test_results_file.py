@@ -7,7 +7,7 @@ import json
 import sys
 
 import pytest
-from conftest import REPO_ROOT, load_script
+from support import REPO_ROOT, load_script
 
 sys.path.insert(0, str(REPO_ROOT))
 try:

@@ -5,7 +5,7 @@ import json
 
 import keras
 import pytest
-from conftest import load_script
+from support import load_script
 
 from tf_memlayers import (
     NGramConcat,

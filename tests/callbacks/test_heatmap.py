@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 from tf_memlayers.callbacks.associative_memory import MemoryRetrievalHeatmap
 from tf_memlayers.callbacks.heatmap import heatmap_image
 

@@ -14,7 +14,7 @@ import sys
 import keras
 import pytest
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 from examples.harness import options
 
 EXAMPLES = ("snli_dual_am_gru", "ptb_memory_lm", "fill_last_word_cache")
@@ -70,7 +70,7 @@ SPECIFIC_BAD = {
         (["--init-scale", "0"], "--init-scale"),
         (["--max-train", "0"], "--max-train"),
         (["--max-length", "0"], "--max-length"),
-        (["--copies", "0"], "--copies"),
+        (["--num-copies", "0"], "--num-copies"),
         (["--top-units", "0"], "--top-units"),
         (["--eval-every", "0"], "--eval-every"),
         (["--model", "lstm"], "--model"),
@@ -137,7 +137,7 @@ def test_a_data_dir_without_the_corpus_files_is_refused_when_parsed(examples, ca
 
 # Combinations the (Dual) AM-GRU layers refuse to run fused, and the end of their message.
 FUSED_LOOP_REFUSED = [
-    (["--fused-loop", "--model", "gru"], "kind='gru' has none"),
+    (["--fused-loop", "--model", "gru"], "the GRU model has none"),
     (["--fused-loop", "--dual-key", "released"], "dual_key='paper' only"),
 ]
 
@@ -256,7 +256,7 @@ class _FitCalled(Exception):
     "name,argv",
     [
         ("snli_dual_am_gru", ["--train-size", "small", "--max-train", "60", "--units", "4",
-                              "--copies", "2", "--embedding-dim", "4", "--verbose", "0"]),
+                              "--num-copies", "2", "--embedding-dim", "4", "--verbose", "0"]),
         ("ptb_memory_lm", ["--generated-tokens", "600", "--hidden", "8", "--embedding-dim", "4",
                            "--batch-size", "4", "--seq-len", "5", "--no-jit", "--verbose", "0"]),
         ("fill_last_word_cache", ["--hidden", "4", "--embedding-dim", "4", "--attention-units",
@@ -386,7 +386,7 @@ def test_script_exits_2_with_one_error_line(name, argv, option):
 @pytest.mark.parametrize("argv,message", FUSED_LOOP_REFUSED)
 def test_snli_script_exits_2_when_the_layers_refuse_the_fused_loop(tmp_path, argv, message):
     tiny = ["--source", "generated", "--train-size", "small", "--max-train", "50", "--units",
-            "8", "--copies", "2", "--workdir", str(tmp_path / "run")]  # fmt: skip
+            "8", "--num-copies", "2", "--workdir", str(tmp_path / "run")]  # fmt: skip
     result = _run_script("snli_dual_am_gru", argv + tiny)
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr and "METRICS" not in result.stdout

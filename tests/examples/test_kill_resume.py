@@ -15,7 +15,7 @@ from test_fill_last_word_example import TINY as FILL_TINY
 from test_ptb_example import TINY as PTB_TINY
 from test_snli_example import TINY as SNLI_TINY
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 # Values that describe the process rather than what the run computed.
 PROCESS_FIELDS = {"seconds", "workdir", "epochs_run_now"}

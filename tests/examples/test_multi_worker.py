@@ -22,7 +22,7 @@ import tensorflow as tf
 import multi_worker_models as models
 from multi_worker_job import load_example
 from test_ptb_example import TINY as PTB_TINY
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 from examples.harness import options
 from examples.harness.training import distributed
 from examples.harness.training.strategy import STRATEGIES
@@ -35,7 +35,7 @@ JOB = REPO_ROOT / "tests" / "multi_worker_job.py"
 WORKERS = 2
 # The plain GRU model: the multi-worker path is the same for every model, and it is the fastest.
 SNLI_TINY = [
-    "--model", "gru", "--train-size", "small", "--max-train", "60", "--units", "8", "--copies", "2",
+    "--model", "gru", "--train-size", "small", "--max-train", "60", "--units", "8", "--num-copies", "2",
     "--embedding-dim", "8", "--eval-every", "2", "--verbose", "0", "--padding", "fixed",
     "--max-length", "16", "--dropout", "0", "--no-jit",
 ]  # fmt: skip

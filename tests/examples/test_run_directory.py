@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from conftest import load_script
+from support import load_script
 from examples.harness.options import ParsedOptions
 from examples.harness.run_directory import recorded_names, resolved_settings, run_workdir
 
@@ -38,7 +38,7 @@ FILL = {
     ],
 }
 SNLI = {
-    "runs/snli_dual_am_gru/dual_am_gru-353eabab": [[]],
+    "runs/snli_dual_am_gru/dual_am_gru-353eabab": [[], ["--train-embeddings"]],
     "runs/snli_dual_am_gru/gru-kind=gru-8ad4104e": [["--model", "gru"], ["--kind", "gru"]],
     "runs/snli_dual_am_gru/am_gru-kind=am_gru_units=50-0593458b": [
         ["--model", "am_gru", "--units", "50"], ["--kind", "am_gru", "--hidden", "50"],
@@ -47,6 +47,18 @@ SNLI = {
     "runs/snli_dual_am_gru/dual_am_gru-fused_loop=False-8b2d2369": [["--no-fused-loop"]],
     "runs/snli_dual_am_gru/am_gru-fused_loop=True_kind=am_gru-82e40766": [
         ["--fused-loop", "--model", "am_gru"],
+    ],
+    # --num-copies is recorded as copies, the name of its older spelling.
+    "runs/snli_dual_am_gru/dual_am_gru-copies=4-a558f7a2": [["--num-copies", "4"], ["--copies", "4"]],
+    "runs/snli_dual_am_gru/am_gru-copies=2_kind=am_gru-5fea1077": [
+        ["--model", "am_gru", "--num-copies", "2"],
+    ],
+    # --no-train-embeddings is recorded as freeze_embeddings=True, its older spelling.
+    "runs/snli_dual_am_gru/dual_am_gru-freeze_embeddings=True-fc4c06de": [
+        ["--no-train-embeddings"], ["--freeze-embeddings"],
+    ],
+    "runs/snli_dual_am_gru/gru-copies=3_freeze_embeddings=True_kind=gru-41d71ba2": [
+        ["--no-train-embeddings", "--num-copies", "3", "--model", "gru"],
     ],
 }
 

@@ -8,8 +8,8 @@ import pytest
 
 from layer_registry import declarations, declared_makers
 
-from tf_memlayers.layers import AssociativeGRU, DualAssociativeGRU
-from tf_memlayers.models.snli import ConditionalEncoder
+from tf_memlayers.layers import AssociativeGRU, DualAssociativeEncoder, DualAssociativeGRU
+from examples.snli.encoders import make_encoder
 
 # Every declared layer's boolean arguments (tests/layer_registry.py).
 CASES = [
@@ -36,12 +36,13 @@ def test_numpy_bools_are_accepted(make, flag):
 FUSED_LOOP_OWNERS = {
     "AssociativeGRU": (lambda **f: AssociativeGRU(4, **f), "AssociativeGRU"),
     "DualAssociativeGRU": (lambda **f: DualAssociativeGRU(4, **f), "DualAssociativeGRU"),
-    # The encoder passes fused_loop to its AM-GRU layers, which check it ...
-    "ConditionalEncoder_am_gru": (
-        lambda **f: ConditionalEncoder("am_gru", 4, **f), "AssociativeGRU"
+    "DualAssociativeEncoder": (
+        lambda **f: DualAssociativeEncoder(4, **f), "DualAssociativeGRU"
     ),
-    # ... and checks it itself where it has none.
-    "ConditionalEncoder_gru": (lambda **f: ConditionalEncoder("gru", 4, **f), "ConditionalEncoder"),
+    # The SNLI example passes fused_loop on to its AM-GRU layers, which check it.
+    "make_encoder_am_gru": (
+        lambda **f: make_encoder("am_gru", 4, **f).encoder_layers[0], "AssociativeGRU"
+    ),
 }
 
 

@@ -9,6 +9,7 @@ import json
 import os
 import zipfile
 
+import keras
 import pytest
 
 from examples.language_modeling import cbt, ptb, wikitext2
@@ -19,7 +20,8 @@ from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
     compile_fill_last_word_model,
 )
-from tf_memlayers.models.snli import build_snli_model, compile_snli_model
+from examples.snli.encoders import make_encoder
+from tf_memlayers.models.snli import ConditionalEncoder, build_snli_model, compile_snli_model
 
 # Bytes that are not text: what `load_ptb` read as 288 "words" of U+FFFD, and
 # `read_sentences` as 121 "sentences".
@@ -269,7 +271,12 @@ def test_glove_lines_of_one_length_still_read_words_with_spaces(tmp_path):
 
 
 def _snli(**kwargs):
-    return build_snli_model(20, **{"units": 4, "num_copies": 2, "embedding_dim": 4, **kwargs})
+    encoder = make_encoder("dual_am_gru", 4, num_copies=2)
+    return build_snli_model(20, **{"encoder": encoder, "embedding_dim": 4, **kwargs})
+
+
+def _sequence_encoder():
+    return ConditionalEncoder([keras.layers.GRU(4, return_sequences=True, return_state=True)])
 
 
 def _fill(**kwargs):
@@ -279,11 +286,17 @@ def _fill(**kwargs):
 
 BUILDER_CASES = {
     "snli_embedding_dim_0": (lambda: _snli(embedding_dim=0), ValueError, ["embedding_dim", "0"]),
-    "snli_units_0": (lambda: _snli(units=0), ValueError, ["`units`", "0"]),
-    "snli_top_units_0": (lambda: _snli(top_units=0), ValueError, ["top_units", "0"]),
-    "snli_num_copies_0": (lambda: _snli(num_copies=0), ValueError, ["num_copies", "0"]),
+    "snli_encoder_a_string": (
+        lambda: _snli(encoder="dual_am_gru"), TypeError, ["`encoder`", "'dual_am_gru'"],
+    ),
+    "snli_encoder_returns_sequences": (
+        lambda: _snli(encoder=_sequence_encoder()), ValueError,
+        ["`encoder`", "two vectors", "(None, None, 4)"],
+    ),
+    "snli_classifier_units_0": (
+        lambda: _snli(classifier_units=0), ValueError, ["classifier_units", "0"],
+    ),
     "snli_dropout_1_5": (lambda: _snli(dropout=1.5), ValueError, ["dropout", "1.5"]),
-    "snli_init_scale_inf": (lambda: _snli(init_scale=float("inf")), ValueError, ["init_scale"]),
     "snli_seed_float": (lambda: _snli(seed=1.5), TypeError, ["seed", "1.5"]),
     "snli_train_embeddings_str": (
         lambda: _snli(train_embeddings="no"), TypeError, ["train_embeddings", "'no'"],

@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 import pytest
-from conftest import BACKEND, TF_FUNCTION, tensorflow_only
+from support import BACKEND, TF_FUNCTION, tensorflow_only
 from layer_registry import Declaration
 
 from tf_memlayers import PhiloxDropout
@@ -115,11 +115,12 @@ def test_bad_rates_are_keras_dropouts_errors():
 def test_language_and_snli_builders_use_it():
     if BACKEND != "tensorflow":
         pytest.skip("the builders' models are tested on TensorFlow (tests/models)")
-    from tf_memlayers.models import build_language_model, build_snli_model
+    from examples.snli.encoders import snli_model
+    from tf_memlayers.models import build_language_model
 
     model = build_language_model(30, hidden=4, embedding_dim=4, dropout=0.2,
                                  stateful=False)
-    snli = build_snli_model(30, kind="gru", units=4, embedding_dim=4)
+    snli = snli_model(30, kind="gru", units=4, embedding_dim=4)
     for built in (model, snli):
         dropouts = [layer for layer in built.layers if isinstance(layer, keras.layers.Dropout)]
         assert dropouts and all(type(layer) is PhiloxDropout for layer in dropouts)

@@ -13,7 +13,7 @@
 import keras
 import numpy as np
 import pytest
-from conftest import BACKEND, FUSED_LOOP, TF_FUNCTION, gradients, tensorflow_only
+from support import BACKEND, FUSED_LOOP, TF_FUNCTION, gradients, tensorflow_only
 from keras import ops
 from keras.src import testing  # Keras's layer test harness (tests only)
 from layer_registry import INPUT_DIM, declared_makers, suite_cases

@@ -5,7 +5,7 @@ on data whose last batch is partial, with and without a Keras mask and under
 import keras
 import numpy as np
 import pytest
-from conftest import BACKEND, FUSED_LOOP, tensorflow_only
+from support import BACKEND, FUSED_LOOP, tensorflow_only
 from layer_registry import suite_cases
 
 from tf_memlayers.layers import (

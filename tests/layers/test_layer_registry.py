@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 import test_layer_journeys as journeys
-from conftest import BACKEND, COLLECTED_MODULES, REPO_ROOT
+from support import BACKEND, COLLECTED_MODULES, REPO_ROOT
 from layer_registry import (
     SUITES,
     applies,

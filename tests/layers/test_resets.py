@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from conftest import BACKEND, PassThroughCell, gradients
+from support import BACKEND, PassThroughCell, gradients
 from layer_registry import declared_makers
 from tf_memlayers import (
     NGramConcat,

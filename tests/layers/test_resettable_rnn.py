@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from conftest import BACKEND, keras_lstm, tensorflow_only
+from support import BACKEND, keras_lstm, tensorflow_only
 from layer_registry import (
     CELL_SPEC,
     INPUT_DIM,

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 from keras.src import testing
-from conftest import keras_lstm
+from support import keras_lstm
 from layer_registry import Declaration
 
 from tf_memlayers import TiedEmbedding

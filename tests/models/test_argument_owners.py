@@ -11,7 +11,8 @@ import tf_memlayers
 from tf_memlayers.models.fill_last_word import build_fill_last_word_model
 from examples.language_modeling.memories import language_model
 from tf_memlayers.models.language_model import build_language_model
-from tf_memlayers.models.snli import ConditionalEncoder, build_snli_model
+from examples.snli.encoders import make_encoder
+from tf_memlayers.models.snli import build_snli_model
 
 PACKAGE = pathlib.Path(tf_memlayers.__file__).parent
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
@@ -44,13 +45,13 @@ PASSED_ON = [
         "layers/cache_attention/heap_cache_attention.py",
     ),
     (
-        "tf_memlayers/models/conditional_encoder.py", "num_copies",
-        lambda: ConditionalEncoder("am_gru", units=8, num_copies=0),
+        "examples/snli/encoders.py", "num_copies",
+        lambda: make_encoder("am_gru", units=8, num_copies=0),
         "layers/associative_memory/am_gru_cell.py",
     ),
     (
-        "tf_memlayers/models/conditional_encoder.py", "dual_key",
-        lambda: ConditionalEncoder("dual_am_gru", units=8, num_copies=2, dual_key="both"),
+        "examples/snli/encoders.py", "dual_key",
+        lambda: make_encoder("dual_am_gru", units=8, num_copies=2, dual_key="both"),
         "layers/associative_memory/dual_am_gru.py",
     ),
 ]  # fmt: skip
@@ -96,7 +97,7 @@ def test_a_passed_on_argument_is_checked_by_the_layer_that_takes_it(
     [
         lambda: build_language_model(30, hidden=8, embedding_dim=4, batch_size=2,
                                      dropout="0.1"),
-        lambda: build_snli_model(30, units=8, num_copies=2, dropout="0.1"),
+        lambda: build_snli_model(30, embedding_dim=4, dropout="0.1"),
         lambda: build_fill_last_word_model(30, max_length=6, embedding_dim=4, hidden=8,
                                            weight_decay="0"),
     ],

@@ -59,7 +59,8 @@ def _case(name, rng):
 
     from tf_memlayers import AttentionPooling, HeapCacheAttention
     from examples.language_modeling.memories import language_model
-    from tf_memlayers.models import build_snli_model, compile_language_model
+    from examples.snli.encoders import snli_model
+    from tf_memlayers.models import compile_language_model
 
     vocabulary, steps = 30, 6
     tokens = lambda shape: rng.integers(1, vocabulary, shape).astype("int32")  # noqa: E731
@@ -95,7 +96,7 @@ def _case(name, rng):
     if name == "snli_dual_am_gru":
 
         def build():
-            return build_snli_model(
+            return snli_model(
                 vocabulary, kind="dual_am_gru", units=8, embedding_dim=6, num_copies=2,
                 dropout=0.0, seed=SEED, init_scale=0.5,
             )  # fmt: skip

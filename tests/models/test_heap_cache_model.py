@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import heap_reference as ref
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.fill_last_word import build_fill_last_word_model

@@ -14,8 +14,8 @@ from tf_memlayers.layers import (
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
 )
+from examples.snli.encoders import snli_model
 from tf_memlayers.models import build_language_model, build_snli_model
-from tf_memlayers.models.conditional_encoder import ConditionalEncoder
 
 PREFIX = 8  # entries compared: stateless draws from one seed agree on their first entries
 
@@ -61,7 +61,7 @@ def test_language_model_weights_start_independent(memory):
 @pytest.mark.parametrize("kind", ["gru", "am_gru", "dual_am_gru"])
 def test_snli_model_weights_start_independent_and_reproducible(kind):
     def build(seed):
-        return build_snli_model(20, kind=kind, units=8, embedding_dim=8, num_copies=2, seed=seed)
+        return snli_model(20, kind=kind, units=8, embedding_dim=8, num_copies=2, seed=seed)
 
     model = build(3)
     assert len(_random_weights(model.weights)) >= 7
@@ -75,10 +75,10 @@ def test_snli_model_weights_start_independent_and_reproducible(kind):
     )
 
 
-def test_conditional_encoder_default_kernels_start_independent():
-    encoder = ConditionalEncoder("dual_am_gru", units=8, num_copies=2)
-    encoder.build([(None, None, 8), (None, None, 8)])
-    assert _alike(encoder.weights) == []
+def test_the_snli_builders_default_kernels_start_independent():
+    model = build_snli_model(20, embedding_dim=8)
+    assert len(_random_weights(model.weights)) >= 7
+    assert _alike(model.weights) == []
 
 
 LAYERS = {

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 from am_gru_reference import permutations
-from conftest import gradients
+from support import gradients
 from keras import ops
 
 tensor = ops.convert_to_tensor

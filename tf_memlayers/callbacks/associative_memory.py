@@ -50,8 +50,9 @@ class MemoryRetrievalHeatmap(keras.callbacks.Callback):
         hypothesis: List of strings, the probe hypothesis's tokens (at least one).
         vocabulary: List of strings, the words by id (row = id); unknown tokens map to the
             id of ``"<unk>"`` (1 if the vocabulary has none).
-        encoder_name: String, the name of the model's
-            `tf_memlayers.models.snli.ConditionalEncoder`. Default: `"encoder"`.
+        encoder_name: String, the name of the model's encoder (a
+            `tf_memlayers.models.ConditionalEncoder`, or any layer with a
+            ``memory_retrievals(premise, hypothesis)`` method). Default: `"encoder"`.
         embedding_name: String, the name of the model's embedding layer.
             Default: `"embedding"`.
     """
@@ -85,8 +86,8 @@ class MemoryRetrievalHeatmap(keras.callbacks.Callback):
         """The cosine-similarity matrix of the probe pair under the current weights.
 
         Returns:
-            float64 array ``[len(hypothesis), len(premise)]``, or `None` when the encoder
-            has no associative memory (``kind="gru"``).
+            float64 array ``[len(hypothesis), len(premise)]``, or `None` when the encoder's
+            first layer has no associative memory (a GRU).
         """
         embedding = self.model.get_layer(self.embedding_name)
         encoder = self.model.get_layer(self.encoder_name)

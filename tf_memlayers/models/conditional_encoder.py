@@ -1,63 +1,41 @@
-"""`ConditionalEncoder`: the encoder of Weissenborn's (2016, §5) SNLI model.
+"""`ConditionalEncoder`: conditional encoding of a sentence pair by a stack of layers.
 
-Layer 1 (a GRU, an AM-GRU, or the AM-GRU and Dual AM-GRU of conditional encoding) reads the
-premise, then the hypothesis from the premise's final state; layer 2, a GRU, reads both
-layer-1 output sequences the same way. `tf_memlayers.models.build_snli_model` puts it between
-the word vectors and the classifier.
+Each layer of the stack reads the premise, then the hypothesis starting from the premise's
+final state, with the same weights (Rocktäschel et al. 2016; Weissenborn 2016, §5). The
+paper's SNLI model stacks `tf_memlayers.layers.DualAssociativeEncoder` and a
+`keras.layers.GRU`; `tf_memlayers.models.build_snli_model` puts the encoder between the word
+vectors and the classifier.
 """
 
 import keras
 
-from tf_memlayers._validation import check_bool, check_choice, check_int
-from tf_memlayers.layers.associative_memory.am_gru import AssociativeGRU, check_fused_loop
-from tf_memlayers.layers.associative_memory.dual_associative_encoder import (
-    conditional_encoding_layers,
-    hypothesis_initial_state,
-    step_retrievals,
-)
-
-KINDS = ("gru", "am_gru", "dual_am_gru")
+from tf_memlayers.layers.associative_memory.dual_associative_encoder import step_retrievals
+from tf_memlayers.models import _conditional_encoder_v0
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class ConditionalEncoder(keras.layers.Layer):
-    """Encodes a premise and a hypothesis with shared weights (conditional encoding).
+    """Encodes a premise and a hypothesis with a stack of layers, each conditioning the
+    hypothesis on the premise.
 
-    Layer 1 (a `keras.layers.GRU` cell in `keras.layers.RNN`, or an `AssociativeGRU`) reads
-    the premise from a zero state and then the hypothesis from the premise's final state, with
-    the same weights. For ``kind="dual_am_gru"`` layer 1 is the conditional encoding of
-    `tf_memlayers.layers.DualAssociativeEncoder`: the hypothesis layer is a
-    `DualAssociativeGRU` that starts with an empty memory and the premise's last output, reads
-    the premise's final memory, and shares every non-dual weight with the premise pass (the
-    encoder owns both). Layer 2 is a `keras.layers.GRU` run over both layer-1 output
-    sequences, the hypothesis pass starting from the premise's final state.
+    Each layer of ``layers`` takes the premise and hypothesis sequences the layer before it
+    gave (the first: the word vectors) and gives the next layer two sequences, the last
+    layer two vectors (or sequences). A layer is one of:
+
+    * a recurrent layer (a `keras.layers.RNN`, such as `keras.layers.GRU`,
+      `keras.layers.LSTM` or `tf_memlayers.layers.AssociativeGRU`, built with
+      ``return_state=True``): it reads the premise from its zero state, then the hypothesis
+      from the premise's final states, with the same weights;
+    * a layer of a sentence pair (such as `tf_memlayers.layers.DualAssociativeEncoder`):
+      called on ``[premise, hypothesis]`` with both masks, it conditions the hypothesis on
+      the premise itself and returns ``(premise output, hypothesis output, ...)``.
+
+    Every layer but the last returns sequences (``return_sequences=True``). The encoder
+    passes the masks on to every layer and owns the layers: a ``.keras`` file,
+    `keras.models.clone_model` and ``from_config(get_config())`` rebuild the stack.
 
     Args:
-        kind: String, layer 1: `"gru"`, `"am_gru"` or `"dual_am_gru"`. Default:
-            `"dual_am_gru"`.
-        units: Positive integer, the size of layer 1 (even for the associative kinds).
-            Default: `100`.
-        top_units: Optional positive integer, the size of the layer-2 GRU. Default: `None`
-            (``units``).
-        num_copies: Positive integer, the number of memory copies of the associative kinds.
-            Default: `8`.
-        dual_key: String, the key mode of the Dual AM-GRU: `"paper"` or `"released"`.
-            Default: `"paper"`.
-        seed: Integer, the seed of the memory permutations (and of the default kernel
-            initializer). Default: `123`.
-        kernel_initializer: Initializer for every kernel (seed it with a
-            `keras.random.SeedGenerator`: an integer seed gives every kernel the same
-            values). Default: `None` (uniform ±0.05, as in the paper, drawn from a generator
-            seeded by ``seed``).
-        fused_loop: `"auto"`, True or False, layer 1's ``fused_loop`` option
-            (`AssociativeGRU`, `DualAssociativeGRU`): same results, faster training (XLA
-            compiles once per batch shape). True is refused with ``kind="gru"``, which has
-            no AM-GRU loop, and with ``unroll=True``. Default: `"auto"`.
-        unroll: Boolean, unroll every time loop (layer 1 and layer 2) into one block of
-            operations per step: the sentence lengths must then be fixed (known when the
-            encoder is built). With ``fused_loop="auto"`` layer 1 then runs Keras's loop,
-            unrolled. For fixed-length exports without loop ops (TFLite's built-in operators,
-            see `build_fixed_length_snli_model`). Default: `False`.
+        layers: Non-empty list of Keras layers, as above.
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
@@ -66,169 +44,165 @@ class ConditionalEncoder(keras.layers.Layer):
         mask: Optional list ``[premise mask, hypothesis mask]`` of boolean tensors
             ``[batch, Tp]`` and ``[batch, Th]`` (set by a masking embedding). Default:
             `None`.
-        training: Python boolean, passed to the recurrent layers. Default: `None`.
+        training: Python boolean, passed to every layer. Default: `None`.
 
     Returns:
-        ``[p, h]``: the final layer-2 states of the premise and the hypothesis.
+        ``[p, h]``: the last layer's outputs for the premise and the hypothesis (its final
+        outputs ``[batch, units]``, or its output sequences if it returns sequences).
+
+    Raises:
+        TypeError: If ``layers`` is not a non-empty list of Keras layers; the message names
+            the item.
+        ValueError: If a recurrent layer does not return its state, or a layer before the
+            last does not return sequences; the message names the layer.
 
     Example:
 
+    The paper's encoder (Weissenborn 2016, §5): the AM-GRU and Dual AM-GRU of conditional
+    encoding, then a GRU.
+
+    >>> import keras
     >>> import numpy as np
-    >>> encoder = ConditionalEncoder("dual_am_gru", units=8, num_copies=2)
+    >>> from tf_memlayers.layers import DualAssociativeEncoder
+    >>> encoder = ConditionalEncoder([
+    ...     DualAssociativeEncoder(8, num_copies=2, return_sequences=True),
+    ...     keras.layers.GRU(8, return_state=True),
+    ... ])
     >>> p, h = encoder([np.ones((2, 5, 4), "float32"), np.ones((2, 3, 4), "float32")])
-    >>> p.shape, h.shape
-    (TensorShape([2, 8]), TensorShape([2, 8]))
+    >>> tuple(p.shape), tuple(h.shape)
+    ((2, 8), (2, 8))
     """
 
-    def __init__(
-        self,
-        kind="dual_am_gru",
-        units=100,
-        top_units=None,
-        num_copies=8,
-        dual_key="paper",
-        seed=123,
-        kernel_initializer=None,
-        fused_loop="auto",
-        unroll=False,
-        **kwargs,
-    ):
+    def __init__(self, layers, **kwargs):
         super().__init__(**kwargs)
-        self.kind = check_choice("kind", kind, KINDS, "ConditionalEncoder")
-        self.unroll = check_bool("unroll", unroll, "ConditionalEncoder")
-        if self.kind == "gru":  # else the AM-GRU layers own fused_loop and check it
-            self.fused_loop = check_fused_loop(fused_loop, "ConditionalEncoder")
-            if self.fused_loop is True:
+        owner = "ConditionalEncoder"
+        if not isinstance(layers, (list, tuple)) or not layers:
+            raise TypeError(
+                f"{owner}: `layers` must be a non-empty list of Keras layers; got {layers!r}."
+            )
+        for i, layer in enumerate(layers):
+            if not isinstance(layer, keras.layers.Layer):
+                raise TypeError(
+                    f"{owner}: `layers[{i}]` must be a Keras layer; got {layer!r} of type "
+                    f"{type(layer).__name__}."
+                )
+            if _is_recurrent(layer) and not layer.return_state:
                 raise ValueError(
-                    "ConditionalEncoder: `fused_loop=True` runs the AM-GRU loop; kind='gru' has "
-                    "none (use kind='am_gru' or 'dual_am_gru')."
+                    f"{owner}: the recurrent layer `layers[{i}]` ({layer.name!r}) must be built "
+                    "with return_state=True: the hypothesis pass starts from the premise's "
+                    "final states."
                 )
-        self.units = check_int("units", units, 1, "ConditionalEncoder")
-        self.top_units = check_int(
-            "top_units", self.units if top_units is None else top_units, 1, "ConditionalEncoder"
-        )
-        # Checked by the layers that take them (`AssociativeGRU`, `DualAssociativeGRU`).
-        self.num_copies = num_copies
-        self.dual_key = dual_key
-        self.seed = check_int("seed", seed, None, "ConditionalEncoder")
-        if kernel_initializer is None:
-            # Each draw advances the generator: no two kernels start alike.
-            kernel_initializer = keras.initializers.RandomUniform(
-                -0.05, 0.05, seed=keras.random.SeedGenerator(self.seed)
-            )
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        init = self.kernel_initializer
-        layer_options = dict(return_sequences=True, return_state=True, unroll=self.unroll)
-        if self.kind == "gru":
-            self.premise_cell = keras.layers.GRUCell(
-                self.units, kernel_initializer=init, recurrent_initializer=init
-            )
-            self.premise_layer = keras.layers.RNN(self.premise_cell, **layer_options)
-            self.hypothesis_layer = self.premise_layer
-        else:
-            associative_arguments = dict(
-                num_copies=self.num_copies, seed=self.seed, kernel_initializer=init
-            )
-            if self.kind == "am_gru":
-                self.premise_layer = AssociativeGRU(
-                    self.units, fused_loop=fused_loop, **associative_arguments, **layer_options
+            if i < len(layers) - 1 and not getattr(layer, "return_sequences", True):
+                raise ValueError(
+                    f"{owner}: `layers[{i}]` ({layer.name!r}) must return sequences "
+                    f"(return_sequences=True): layers[{i + 1}] reads them."
                 )
-                hypothesis_layer = self.premise_layer
-            else:
-                self.premise_layer, hypothesis_layer = conditional_encoding_layers(
-                    self.units,
-                    fused_loop=fused_loop,
-                    flags=layer_options,
-                    dual_key=self.dual_key,
-                    **associative_arguments,
-                )
-            self.premise_cell = self.premise_layer.cell
-            self.hypothesis_layer = hypothesis_layer
-            self.fused_loop = self.premise_layer.fused_loop
-        self.hypothesis_cell = self.hypothesis_layer.cell
-        self.top_layer = keras.layers.GRU(
-            self.top_units,
-            kernel_initializer=init,
-            recurrent_initializer=init,
-            unroll=self.unroll,
-        )
+        self.encoder_layers = list(layers)
         self.supports_masking = True
 
-    def build(self, input_shape):
-        premise_shape, hypothesis_shape = input_shape
-        self.premise_layer.build(premise_shape)
-        if self.hypothesis_layer is not self.premise_layer:
-            self.hypothesis_layer.build(hypothesis_shape)
-        self.top_layer.build(tuple(premise_shape[:2]) + (self.units,))
+    @property
+    def return_sequences(self):
+        return bool(getattr(self.encoder_layers[-1], "return_sequences", False))
 
-    def _hypothesis_initial_state(self, premise_states):
-        if self.kind == "dual_am_gru":
-            return hypothesis_initial_state(premise_states)
-        return list(premise_states)
+    def build(self, input_shape):
+        premise_shape, hypothesis_shape = (tuple(shape) for shape in input_shape)
+        for layer in self.encoder_layers:
+            # A layer deserialized with its build config (``clone_model``) is built already.
+            if not layer.built:
+                layer.build(premise_shape if _is_recurrent(layer) else
+                            [premise_shape, hypothesis_shape])  # fmt: skip
+            premise_shape, hypothesis_shape = _output_shapes(
+                layer, premise_shape, hypothesis_shape
+            )
 
     def call(self, inputs, mask=None, training=None):
         premise, hypothesis = inputs
-        premise_mask, hypothesis_mask = mask if mask is not None else (None, None)
-        premise_seq, *premise_states = self.premise_layer(
-            premise, mask=premise_mask, training=training
-        )
-        hypothesis_seq, *_ = self.hypothesis_layer(
-            hypothesis,
-            initial_state=self._hypothesis_initial_state(premise_states),
-            mask=hypothesis_mask,
-            training=training,
-        )
-        p = self.top_layer(premise_seq, mask=premise_mask, training=training)
-        h = self.top_layer(hypothesis_seq, initial_state=p, mask=hypothesis_mask, training=training)
-        return [p, h]
+        masks = list(mask) if mask is not None else [None, None]
+        for layer in self.encoder_layers:
+            if _is_recurrent(layer):
+                premise_out, *states = layer(premise, mask=masks[0], training=training)
+                hypothesis_out, *_ = layer(
+                    hypothesis, initial_state=states, mask=masks[1], training=training
+                )
+            else:
+                premise_out, hypothesis_out, *_ = layer(
+                    [premise, hypothesis], mask=masks, training=training
+                )
+            premise, hypothesis = premise_out, hypothesis_out
+        return [premise, hypothesis]
 
     def compute_mask(self, inputs, mask=None):
-        return None
+        if mask is None or not self.return_sequences:
+            return None
+        return list(mask)
 
     def compute_output_shape(self, input_shape):
-        batch = input_shape[0][0]
-        return [(batch, self.top_units), (batch, self.top_units)]
+        premise_shape, hypothesis_shape = (tuple(shape) for shape in input_shape)
+        for layer in self.encoder_layers:
+            premise_shape, hypothesis_shape = _output_shapes(
+                layer, premise_shape, hypothesis_shape
+            )
+        return [premise_shape, hypothesis_shape]
 
     def memory_retrievals(self, premise, hypothesis):
-        """Steps layer 1 over ONE unpadded pair and returns what was written and read.
+        """What the first layer wrote to and read from its associative memory over ONE pair.
+
+        The first layer reads the word vectors, so its memory is the one whose writes and
+        reads line up with the words. A pair layer with a ``memory_retrievals`` method (the
+        Dual AM-GRU's `tf_memlayers.layers.DualAssociativeEncoder`) answers for itself; a
+        recurrent layer whose cell reports retrievals (``call_with_retrievals``, as
+        `tf_memlayers.layers.AssociativeGRUCell` does) is stepped over the premise and then
+        over the hypothesis from the premise's final states.
 
         Args:
             premise: Tensor or array ``[Tp, dim]``, the embedded premise.
             hypothesis: Tensor or array ``[Th, dim]``, the embedded hypothesis.
 
         Returns:
-            Dict with ``"premise_written"`` ``[Tp, units]`` (the delta written at each premise
-            step) and ``"hypothesis_read"`` ``[Th, units]`` (for the Dual AM-GRU what was read
-            from the premise memory, for the AM-GRU what was read from the memory it continues).
-            Empty for ``kind="gru"``.
+            Dict with ``"premise_written"`` ``[Tp, units]`` (the delta written at each
+            premise step) and ``"hypothesis_read"`` ``[Th, units]`` (what each hypothesis step
+            read: from the premise's memory for the Dual AM-GRU, from the memory it continues
+            for the AM-GRU), float64; empty when the first layer has no such memory.
         """
-        if self.kind == "gru":
+        layer = self.encoder_layers[0]
+        if hasattr(layer, "memory_retrievals"):
+            return layer.memory_retrievals(premise, hypothesis)
+        cell = getattr(layer, "cell", None)
+        if not (_is_recurrent(layer) and hasattr(cell, "call_with_retrievals")):
             return {}
+        if not layer.built:
+            layer.build((None, None, keras.ops.shape(premise)[-1]))
         # Stepped outside `__call__`, so nothing autocasts the variables: under a mixed
         # precision policy the probe runs in the variables' dtype.
         return step_retrievals(
-            self.premise_cell,
-            self.hypothesis_cell,
-            premise,
-            hypothesis,
-            self.variable_dtype,
-            self._hypothesis_initial_state,
-            "source_read" if self.kind == "dual_am_gru" else "read",
+            cell, cell, premise, hypothesis, layer.variable_dtype, list, "read"
         )
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "kind": self.kind,
-                "units": self.units,
-                "top_units": self.top_units,
-                "num_copies": self.num_copies,
-                "dual_key": self.dual_key,
-                "seed": self.seed,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "fused_loop": self.fused_loop,
-                "unroll": self.unroll,
-            }
-        )
+        config["layers"] = [keras.layers.serialize(layer) for layer in self.encoder_layers]
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        if "kind" in config:
+            # The encoder as 0.1 and 0.2 saved it: one kind name and its sizes.
+            return _conditional_encoder_v0.ConditionalEncoder.from_config(config)
+        config = dict(config)
+        config["layers"] = [keras.layers.deserialize(layer) for layer in config["layers"]]
+        return cls(**config)
+
+
+def _is_recurrent(layer):
+    return isinstance(layer, keras.layers.RNN)
+
+
+def _output_shapes(layer, premise_shape, hypothesis_shape):
+    """The shapes of the premise and hypothesis outputs of ``layer`` in the stack."""
+    if not _is_recurrent(layer):
+        shapes = layer.compute_output_shape([premise_shape, hypothesis_shape])
+        return tuple(shapes[0]), tuple(shapes[1])
+    # A recurrent layer's output shape, followed by its states' shapes.
+    return tuple(
+        tuple(layer.compute_output_shape(shape)[0]) for shape in (premise_shape, hypothesis_shape)
+    )

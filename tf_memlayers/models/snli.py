@@ -1,9 +1,10 @@
 """The SNLI model of Weissenborn (2016, §5): conditional encoding with shared weights.
 
-Embeddings → (dropout) → layer 1 over the premise, then over the hypothesis starting from the
-premise's final state (GRU, AM-GRU, or AM-GRU + Dual AM-GRU reading the premise memory) →
-layer 2, a GRU over the layer-1 outputs whose hypothesis pass starts from the premise's final
-GRU state → features ``[p, h, |p - h|]`` → two ReLU layers → 3-way softmax.
+Embeddings → (dropout) → an encoder of the sentence pair (`ConditionalEncoder`: the paper's
+stacks the AM-GRU and Dual AM-GRU of `tf_memlayers.layers.DualAssociativeEncoder`, then a GRU
+whose hypothesis pass starts from the premise's final state) → features ``[p, h, |p - h|]`` →
+two ReLU layers → 3-way softmax. The builder takes the encoder as a layer: the GRU and AM-GRU
+rows of the paper's Table 1, or any other pair encoder, need no edit of it.
 """
 
 
@@ -11,12 +12,12 @@ import keras
 import numpy as np
 from keras import ops
 
-from tf_memlayers._validation import check_bool, check_int, check_number
+from tf_memlayers._validation import check_bool, check_int, check_number, check_optional_int
+from tf_memlayers.layers.associative_memory.dual_associative_encoder import DualAssociativeEncoder
 from tf_memlayers.layers.dropout import PhiloxDropout
-from tf_memlayers.models.conditional_encoder import KINDS, ConditionalEncoder
+from tf_memlayers.models.conditional_encoder import ConditionalEncoder
 
 __all__ = [
-    "KINDS",
     "ConditionalEncoder",
     "build_fixed_length_snli_model",
     "build_snli_model",
@@ -26,82 +27,119 @@ __all__ = [
 
 def build_snli_model(
     vocabulary_size,
-    kind="dual_am_gru",
-    units=100,
-    top_units=None,
+    encoder=None,
     embedding_dim=300,
     embeddings=None,
     train_embeddings=True,
-    num_copies=8,
-    dual_key="paper",
     dropout=0.1,
+    classifier_units=None,
     seed=123,
-    init_scale=0.05,
-    fused_loop="auto",
+    kernel_initializer=None,
+    name="snli",
 ):
     """The paper's SNLI classifier as a functional `keras.Model`.
 
     Args:
         vocabulary_size: Integer >= 2, the number of word ids (id 0 = padding, masked).
-        kind: String, layer 1: `"gru"`, `"am_gru"` or `"dual_am_gru"`. Default:
-            `"dual_am_gru"`.
-        units: Positive integer, the layer-1 size (the paper: 100 for the Dual AM-GRU, 108
-            AM-GRU, 126 GRU; even for the associative kinds). Default: `100`.
-        top_units: Optional positive integer, the layer-2 GRU and classifier size.
-            Default: `None` (``units``).
+        encoder: Optional layer that encodes the embedded pair: called on ``[premise,
+            hypothesis]`` word vectors (``[batch, T, embedding_dim]``, with their masks), it
+            returns ``[p, h]``, two vectors ``[batch, units]``; usually a
+            `ConditionalEncoder`. Default: `None`, the paper's encoder:
+            ``ConditionalEncoder([DualAssociativeEncoder(100, num_copies=8,
+            return_sequences=True), keras.layers.GRU(100, return_state=True)])`` with every
+            kernel drawn from the builder's initializer and the permutations from ``seed``.
         embedding_dim: Positive integer, the word vector size (ignored when ``embeddings``
             is given). Default: `300`.
         embeddings: Optional array ``[vocabulary_size, dim]``, the initial embedding matrix
             (e.g. GloVe). Default: `None` (word vectors drawn from N(0, 1), as in the
             original code).
         train_embeddings: Boolean, (default `True`), whether the embeddings are tuned.
-        num_copies: Positive integer, the number of memory copies. Default: `8` (the
-            paper's).
-        dual_key: String, the Dual AM-GRU's key mode, `"paper"` or `"released"`.
-            Default: `"paper"`.
         dropout: Float in [0, 1), the dropout rate on the word vectors. Default: `0.1` (the
             paper's).
-        seed: Integer, the seed of the initialisers, the dropout and the permutations.
-            Default: `123`.
-        init_scale: Finite float > 0; every kernel starts uniform in ``±init_scale``.
-            Default: `0.05` (the paper's).
-        fused_loop: `"auto"`, True or False, the `ConditionalEncoder` option (faster
-            AM-GRU training on fixed-size batches). Default: `"auto"`.
+        classifier_units: Optional positive integer, the size of the two ReLU layers.
+            Default: `None` (the width of the encoder's outputs).
+        seed: Integer, the seed of the word vectors, the dropout and the default
+            ``kernel_initializer`` (and of the default encoder's permutations). Default:
+            `123`.
+        kernel_initializer: Optional initializer of the classifier's kernels (and of the
+            default encoder's). Pass the one your encoder's layers draw from, seeded by a
+            `keras.random.SeedGenerator` (each draw advances it), so that no two kernels start
+            alike. Default: `None`, uniform in ±0.05 (the paper's) from a generator seeded by
+            ``seed``.
+        name: String, the model's name. Default: `"snli"`.
 
     Returns:
         A model with inputs ``(premise ids, hypothesis ids)`` (int, ``[batch, time]``) and a
-        softmax over (entailment, neutral, contradiction). Layers are named ``"embedding"``
-        and ``"encoder"`` (a `ConditionalEncoder`).
+        softmax over (entailment, neutral, contradiction). Layers are named ``"embedding"``,
+        ``"word_dropout"`` and ``"encoder"`` (``encoder``, renamed).
 
     Raises:
         TypeError: If an argument has the wrong type; the message names it.
-        ValueError: If an argument is out of range (sizes >= 1, ``0 <= dropout < 1``,
-            finite ``init_scale > 0``); the message names it.
+        ValueError: If an argument is out of range (sizes >= 1, ``0 <= dropout < 1``) or the
+            encoder does not return two vectors; the message names it.
+
+    Example:
+
+    The GRU row of the paper's Table 1 (126 units, scaled down here):
+
+    >>> import keras
+    >>> from tf_memlayers.models import ConditionalEncoder
+    >>> gru = ConditionalEncoder([
+    ...     keras.layers.GRU(6, return_sequences=True, return_state=True),
+    ...     keras.layers.GRU(6, return_state=True),
+    ... ])
+    >>> model = build_snli_model(20, encoder=gru, embedding_dim=4)
+    >>> model.output_shape
+    (None, 3)
     """
     return _snli_model(
-        vocabulary_size, kind, units, top_units, embedding_dim, embeddings, train_embeddings,
-        num_copies, dual_key, dropout, seed, init_scale, fused_loop,
+        vocabulary_size, encoder, embedding_dim, embeddings, train_embeddings, dropout,
+        classifier_units, seed, kernel_initializer, name,
+    )  # fmt: skip
+
+
+def paper_encoder(units=100, num_copies=8, seed=123, kernel_initializer="glorot_uniform"):
+    """The paper's encoder: `DualAssociativeEncoder` (``units``, ``num_copies``), then a GRU
+    of ``units``, every kernel from ``kernel_initializer``."""
+    return ConditionalEncoder(
+        [
+            DualAssociativeEncoder(
+                units, num_copies=num_copies, seed=seed, kernel_initializer=kernel_initializer,
+                return_sequences=True,
+            ),
+            keras.layers.GRU(
+                units, kernel_initializer=kernel_initializer,
+                recurrent_initializer=kernel_initializer, return_state=True,
+            ),
+        ]
     )  # fmt: skip
 
 
 def _snli_model(
-    vocabulary_size, kind, units, top_units, embedding_dim, embeddings, train_embeddings,
-    num_copies, dual_key, dropout, seed, init_scale, fused_loop,
-    premise_length=None, hypothesis_length=None, batch_size=None, unroll=False, name=None,
+    vocabulary_size, encoder, embedding_dim, embeddings, train_embeddings, dropout,
+    classifier_units, seed, kernel_initializer, name, premise_length=None, hypothesis_length=None,
+    batch_size=None,
 ):  # fmt: skip
-    """`build_snli_model`, with the input shapes and the encoder's ``unroll`` as options."""
-    # kind, units, top_units, num_copies, dual_key and fused_loop are the encoder's: it
-    # checks them.
+    """`build_snli_model`, with the input shapes as options."""
     vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
     check_bool("train_embeddings", train_embeddings)
     seed = check_int("seed", seed)
     dropout = check_number("dropout", dropout, 0.0, 1.0)
-    init_scale = check_number("init_scale", init_scale, 0.0, low_open=True)
-    # Seeded by one generator that each draw advances: reproducible from ``seed``, and no two
-    # weights start alike (an integer seed would give every weight the same stream).
-    init = keras.initializers.RandomUniform(
-        -init_scale, init_scale, seed=keras.random.SeedGenerator(seed)
-    )
+    classifier_units = check_optional_int("classifier_units", classifier_units, 1)
+    if encoder is not None and not isinstance(encoder, keras.layers.Layer):
+        raise TypeError(
+            f"`encoder` must be a Keras layer (such as a ConditionalEncoder) or None; got "
+            f"{encoder!r} of type {type(encoder).__name__}."
+        )
+    if kernel_initializer is None:
+        # Seeded by one generator that each draw advances: reproducible from ``seed``, and no
+        # two weights start alike (an integer seed would give every weight the same stream).
+        kernel_initializer = keras.initializers.RandomUniform(
+            -0.05, 0.05, seed=keras.random.SeedGenerator(seed)
+        )
+    init = keras.initializers.get(kernel_initializer)
+    if encoder is None:
+        encoder = paper_encoder(seed=seed, kernel_initializer=init)
     if embeddings is not None:
         embeddings = np.asarray(embeddings)
         if embeddings.ndim != 2 or embeddings.shape[0] != vocabulary_size:
@@ -128,13 +166,10 @@ def _snli_model(
         name="embedding",
     )
     drop = PhiloxDropout(dropout, seed=seed, name="word_dropout")
-    encoder = ConditionalEncoder(
-        kind, units, top_units, num_copies, dual_key, seed, kernel_initializer=init,
-        fused_loop=fused_loop, unroll=unroll, name="encoder",
-    )
-    p, h = encoder([drop(embed(premise)), drop(embed(hypothesis))])
+    encoder.name = "encoder"
+    p, h = _encode(encoder, drop(embed(premise)), drop(embed(hypothesis)))
     features = keras.layers.Concatenate(name="features")([p, h, ops.abs(p - h)])
-    size = encoder.top_units
+    size = classifier_units or p.shape[-1]
     for i in range(2):
         features = keras.layers.Dense(size, "relu", kernel_initializer=init, name=f"relu_{i}")(
             features
@@ -142,7 +177,21 @@ def _snli_model(
     probabilities = keras.layers.Dense(
         3, "softmax", kernel_initializer=init, dtype="float32", name="softmax"
     )(features)
-    return keras.Model([premise, hypothesis], probabilities, name=name or f"snli_{kind}")
+    return keras.Model([premise, hypothesis], probabilities, name=name)
+
+
+def _encode(encoder, premise, hypothesis):
+    """``encoder``'s ``[p, h]`` for the embedded pair, checked to be two vectors."""
+    outputs = encoder([premise, hypothesis])
+    if (not isinstance(outputs, (list, tuple)) or len(outputs) != 2
+            or any(len(x.shape) != 2 for x in outputs)):  # fmt: skip
+        shapes = [tuple(x.shape) for x in keras.tree.flatten(outputs)]
+        raise ValueError(
+            f"`encoder` must return two vectors [p, h] of shape (batch, units); "
+            f"{encoder.__class__.__name__} returned shapes {shapes} (the last recurrent layer "
+            "of a ConditionalEncoder must not return sequences)."
+        )
+    return outputs
 
 
 def build_fixed_length_snli_model(
@@ -155,8 +204,8 @@ def build_fixed_length_snli_model(
     an interpreter with the Flex delegate runs. This copy reads premises of exactly
     ``premise_length`` ids and hypotheses of exactly ``hypothesis_length`` ids (shorter
     sentences padded with id 0, which the embedding masks, as in training; longer ones must be
-    cut, or a longer copy built) and runs layer 1 with Keras's loop (``fused_loop=False``), so
-    that it converts with TFLite's built-in operators only
+    cut, or a longer copy built) and runs the encoder's layers with Keras's loop
+    (``fused_loop=False`` wherever a layer has the option), so that it converts with TFLite's built-in operators only
     (``converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]``) and gives
     ``model``'s probabilities. Two ways:
 
@@ -168,7 +217,7 @@ def build_fixed_length_snli_model(
       a smaller model that converts faster.
 
     Args:
-        model: A `keras.Model` from `build_snli_model` (of any kind, trained or not, or loaded
+        model: A `keras.Model` from `build_snli_model` (with any encoder, trained or not, or loaded
             from a ``.keras`` file).
         premise_length: Positive integer, the number of premise ids per row.
         hypothesis_length: Positive integer, the number of hypothesis ids per row.
@@ -193,7 +242,13 @@ def build_fixed_length_snli_model(
 
     >>> import numpy as np
     >>> import tensorflow as tf
-    >>> model = build_snli_model(20, kind="gru", units=4, embedding_dim=3)
+    >>> import keras
+    >>> from tf_memlayers.models import ConditionalEncoder
+    >>> gru = ConditionalEncoder([
+    ...     keras.layers.GRU(4, return_sequences=True, return_state=True),
+    ...     keras.layers.GRU(4, return_state=True),
+    ... ])
+    >>> model = build_snli_model(20, encoder=gru, embedding_dim=3)
     >>> fixed = build_fixed_length_snli_model(model, premise_length=5, hypothesis_length=3)
     >>> premise = np.array([[3, 4, 5, 0, 0]])  # two padding ids
     >>> hypothesis = np.array([[6, 7, 0]])
@@ -217,25 +272,25 @@ def build_fixed_length_snli_model(
         )
     layers = {layer.name: layer for layer in getattr(model, "layers", [])}
     encoder = layers.get("encoder")
-    if not (isinstance(encoder, ConditionalEncoder) and "embedding" in layers
-            and "word_dropout" in layers):  # fmt: skip
+    if not all(name in layers for name in ("embedding", "word_dropout", "encoder", "relu_0")):
         raise ValueError(
             f"{owner}: `model` must be a model from tf_memlayers.models.build_snli_model (layers "
-            f"'embedding', 'word_dropout' and 'encoder', a ConditionalEncoder); got {model!r}."
+            f"'embedding', 'word_dropout', 'encoder' and 'relu_0'); got {model!r}."
         )
-    embedding, config = layers["embedding"], encoder.get_config()
+    embedding, dropout = layers["embedding"], layers["word_dropout"]
+    # The encoder's layers with their time loops unrolled, or in Keras's loop, wherever they
+    # have the option: the loops TFLite's built-in operators run.
+    fixed_encoder = keras.layers.deserialize(_fixed_loops(keras.layers.serialize(encoder), unroll))
     # Built under the encoder's dtype policy, so a mixed-precision model's copy computes as
     # it does.
     policy = keras.config.dtype_policy()
     keras.config.set_dtype_policy(encoder.dtype_policy)
     try:
         copy = _snli_model(
-            embedding.input_dim, config["kind"], config["units"], config["top_units"],
-            embedding.output_dim, None, embedding.trainable, config["num_copies"],
-            config["dual_key"], layers["word_dropout"].rate, config["seed"], 0.05,
-            fused_loop=False, premise_length=premise_length,
-            hypothesis_length=hypothesis_length, batch_size=batch_size, unroll=unroll,
-            name=name or f"{model.name}_fixed",
+            embedding.input_dim, fixed_encoder, embedding.output_dim, None, embedding.trainable,
+            dropout.rate, layers["relu_0"].units, dropout.seed, None,
+            name or f"{model.name}_fixed", premise_length=premise_length,
+            hypothesis_length=hypothesis_length, batch_size=batch_size,
         )  # fmt: skip
     finally:
         keras.config.set_dtype_policy(policy)
@@ -244,6 +299,21 @@ def build_fixed_length_snli_model(
         raise ValueError(f"{owner}: the weights of `model` do not match its fixed-length copy.")
     copy.set_weights(weights)
     return copy
+
+
+def _fixed_loops(config, unroll):
+    """A copy of the layer config ``config`` with ``unroll`` set, and the fused AM-GRU loop off,
+    in every (nested) layer config that has these options."""
+    if isinstance(config, list):
+        return [_fixed_loops(item, unroll) for item in config]
+    if not isinstance(config, dict):
+        return config
+    config = {key: _fixed_loops(value, unroll) for key, value in config.items()}
+    if "fused_loop" in config:
+        config["fused_loop"] = False
+    if "fused_loop" in config or "unroll" in config:
+        config["unroll"] = unroll
+    return config
 
 
 def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=False):

@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 from am_gru_reference import permutations
-from conftest import (
+from support import (
     BACKEND,
     REPO_ROOT,
     FUSED_LOOP,

@@ -6,7 +6,7 @@ import os
 import keras
 import numpy as np
 import pytest
-from conftest import masked_rnn
+from support import masked_rnn
 from keras import ops
 from layer_registry import (
     CELL_SPEC,

@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 import pytest
-from conftest import BACKEND, FUSED_LOOP, gradients, tensorflow_only
+from support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from keras import ops
 from layer_registry import RNN_LAYER_FLAGS, Declaration, read_premise_memory
 

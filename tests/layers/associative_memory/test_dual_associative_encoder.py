@@ -5,8 +5,13 @@ configs."""
 import keras
 import numpy as np
 import pytest
-from am_gru_reference import permutations, random_weights, recorded, reference_run
-from conftest import BACKEND, FUSED_LOOP, gradients, tensorflow_only
+from am_gru_reference import (
+    conditional_encoding_retrievals,
+    permutations,
+    random_weights,
+    reference_run,
+)
+from support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from keras import ops
 from layer_registry import Declaration
 
@@ -360,18 +365,9 @@ def test_memory_retrievals_match_the_reference(float64_policy):
     _set_weights(encoder.hypothesis_layer.cell, w)
     premise, hypothesis = (x[0] for x in _inputs(rng))
     got = encoder.memory_retrievals(premise, hypothesis)
-    perms = permutations(UNITS // 2, COPIES)
-    written, read = [], []
-    empty = np.zeros((1, UNITS * COPIES))
-    outputs, source = reference_run(
-        premise[None], empty, np.zeros((1, UNITS)), w, perms, record=written
-    )
-    reference_run(hypothesis[None], empty, outputs[:, -1], w, perms, dual=("paper", source),
-                  record=read)  # fmt: skip
-    np.testing.assert_allclose(got["premise_written"], recorded(written, "written")[0],
-                               atol=1e-10)  # fmt: skip
-    np.testing.assert_allclose(got["hypothesis_read"], recorded(read, "source_read")[0],
-                               atol=1e-10)  # fmt: skip
+    want = conditional_encoding_retrievals(premise, hypothesis, w, UNITS, COPIES, dual_key="paper")
+    for name in ("premise_written", "hypothesis_read"):
+        np.testing.assert_allclose(got[name], want[name], atol=1e-10, err_msg=name)
     assert np.abs(got["hypothesis_read"]).max() > 1e-3
 
 

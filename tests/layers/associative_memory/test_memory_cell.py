@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 from am_gru_reference import permutations
-from conftest import masked_rnn
+from support import masked_rnn
 from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
 
 from tf_memlayers.layers import AssociativeMemoryCell

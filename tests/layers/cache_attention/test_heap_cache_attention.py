@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import heap_reference as ref
-from conftest import gradients, keras_lstm, tensorflow_only
+from support import gradients, keras_lstm, tensorflow_only
 from layer_registry import Declaration
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.ops import heap

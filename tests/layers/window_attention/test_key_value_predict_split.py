@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 import pytest
-from conftest import keras_lstm
+from support import keras_lstm
 from layer_registry import Declaration
 
 from tf_memlayers import KeyValuePredictSplit

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from conftest import BACKEND, gradients, keras_lstm
+from support import BACKEND, gradients, keras_lstm
 from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
 from tf_memlayers import NGramConcat, NGramConcatCell
 from test_sliding_window_attention import PassThroughCell, holes_and_right_padding, loss_and_grads

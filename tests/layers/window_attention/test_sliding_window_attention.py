@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from conftest import BACKEND, PassThroughCell, gradients, keras_lstm, masked_rnn
+from support import BACKEND, PassThroughCell, gradients, keras_lstm, masked_rnn
 from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
 from tf_memlayers import ResettableRNN, SlidingWindowAttention, SlidingWindowAttentionCell
 from tf_memlayers.layers import resettable_rnn

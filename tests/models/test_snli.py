@@ -1,0 +1,293 @@
+"""The SNLI model builder (`build_snli_model`, `build_fixed_length_snli_model`,
+`compile_snli_model`) and the retrieval heatmap callback."""
+
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+import pytest
+
+from am_gru_reference import conditional_encoding_retrievals
+from examples.snli.encoders import KINDS, make_encoder, snli_model
+from tf_memlayers.callbacks.associative_memory import (
+    MemoryRetrievalHeatmap,
+    cosine_similarity_matrix,
+)
+from tf_memlayers.layers import DualAssociativeEncoder
+from tf_memlayers.models.snli import (
+    ConditionalEncoder,
+    build_fixed_length_snli_model,
+    build_snli_model,
+    compile_snli_model,
+)
+
+
+def _batch(rng, batch=4, vocabulary=20):
+    premise = rng.integers(2, vocabulary, size=(batch, 7)).astype("int32")
+    hypothesis = rng.integers(2, vocabulary, size=(batch, 4)).astype("int32")
+    premise[1, 5:] = 0
+    hypothesis[2, 3:] = 0
+    return premise, hypothesis
+
+
+def _set_uniform_weights(layer, rng, scale=0.8):
+    """Every weight U(-scale, scale): far from the ±0.05 init, so that every layer shows in
+    the probabilities well above the float32 tolerances."""
+    layer.set_weights([rng.uniform(-scale, scale, size=w.shape) for w in layer.get_weights()])
+
+
+def test_the_default_encoder_is_the_papers():
+    model = build_snli_model(20, embedding_dim=6)
+    first, top = model.get_layer("encoder").encoder_layers
+    assert isinstance(first, DualAssociativeEncoder) and isinstance(top, keras.layers.GRU)
+    assert (first.units, first.num_copies, top.units) == (100, 8, 100)
+    assert model.get_layer("relu_0").units == model.get_layer("relu_1").units == 100
+    assert model.name == "snli"
+
+
+@pytest.mark.parametrize("fused_loop", [False, True])
+def test_model_trains_saves_and_reloads(tmp_path, fused_loop):
+    rng = np.random.default_rng(0)
+    premise, hypothesis = _batch(rng)
+    labels = np.array([0, 1, 2, 0])
+    model = snli_model(20, units=8, embedding_dim=6, num_copies=2, fused_loop=fused_loop)
+    compile_snli_model(model)
+    loss = model.train_on_batch((premise, hypothesis), labels)
+    assert np.isfinite(loss).all()
+    probabilities = model.predict_on_batch((premise, hypothesis))
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, rtol=1e-5)
+    path = os.path.join(tmp_path, "snli.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_array_equal(loaded.predict_on_batch((premise, hypothesis)), probabilities)
+    first = loaded.get_layer("encoder").encoder_layers[0]
+    # Sharing survives reloading: the premise pass runs the Dual cell's own AM-GRU cell.
+    assert first.premise_layer.cell is first.hypothesis_layer.cell.premise_cell
+    assert first.fused_loop is fused_loop
+
+
+@pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
+def test_fused_loop_gives_the_same_model(kind):
+    rng = np.random.default_rng(3)
+    premise, hypothesis = _batch(rng)
+    labels = np.array([0, 1, 2, 0])
+    models = [
+        snli_model(20, kind=kind, units=8, embedding_dim=6, num_copies=3, fused_loop=fused)
+        for fused in (False, True)
+    ]
+    _set_uniform_weights(models[0], rng)
+    models[1].set_weights(models[0].get_weights())
+    results = []
+    for model in models:
+        with tf.GradientTape() as tape:
+            probabilities = model((premise, hypothesis))
+            loss = keras.losses.sparse_categorical_crossentropy(labels, probabilities)
+        results.append([probabilities] + tape.gradient(loss, model.trainable_weights))
+    first = models[1].get_layer("encoder").encoder_layers[0]
+    assert first.get_config()["fused_loop"] is True
+    for cell_form, fused in zip(*results):  # the embedding gradient is IndexedSlices
+        np.testing.assert_allclose(
+            tf.convert_to_tensor(fused).numpy(), tf.convert_to_tensor(cell_form).numpy(),
+            atol=2e-6, rtol=1e-5,
+        )
+    # Not vacuous: another premise moves the hypothesis's probabilities by far more than the
+    # tolerance.
+    other = models[0]((premise[::-1], hypothesis)).numpy()
+    assert np.abs(other - results[0][0].numpy()).max() > 100 * 2e-6
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_kind_predicts_a_distribution(kind):
+    rng = np.random.default_rng(0)
+    model = snli_model(20, kind=kind, units=8, embedding_dim=6, num_copies=2)
+    probabilities = model(_batch(rng)).numpy()
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, rtol=1e-5)
+    assert probabilities.shape == (4, 3)
+    assert model.name == f"snli_{kind}"
+
+
+def test_an_encoder_the_builder_knows_nothing_of_works(tmp_path):
+    encoder = ConditionalEncoder([
+        keras.layers.LSTM(5, return_sequences=True, return_state=True),
+        keras.layers.SimpleRNN(3, return_sequences=True, return_state=True),
+        keras.layers.GRU(4, return_state=True),
+    ])  # fmt: skip
+    model = build_snli_model(20, encoder=encoder, embedding_dim=6, classifier_units=7)
+    assert model.get_layer("relu_0").units == 7
+    compile_snli_model(model)
+    premise, hypothesis = _batch(np.random.default_rng(9))
+    model.train_on_batch((premise, hypothesis), np.array([0, 1, 2, 0]))
+    model.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras")
+    np.testing.assert_allclose(
+        loaded.predict_on_batch((premise, hypothesis)),
+        model.predict_on_batch((premise, hypothesis)), atol=1e-6,
+    )  # fmt: skip
+
+
+def test_cosine_similarity_matrix():
+    read = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    written = np.array([[3.0, 0.0], [0.0, -1.0]])
+    expected = np.array([[1.0, 0.0], [0.0, -1.0], [2**-0.5, -(2**-0.5)]])
+    np.testing.assert_allclose(cosine_similarity_matrix(read, written), expected, atol=1e-12)
+
+
+def test_heatmap_callback_writes_an_image(tmp_path):
+    vocabulary = ["<pad>", "<unk>", "a", "red", "cat", "the", "is", "."]
+    model = snli_model(len(vocabulary), units=8, embedding_dim=6, num_copies=2)
+    callback = MemoryRetrievalHeatmap(
+        str(tmp_path), ["a", "red", "cat", "."], ["the", "cat", "is", "red", "."], vocabulary
+    )
+    callback.set_model(model)
+    callback.on_epoch_end(0)
+    assert callback.last_matrix.shape == (5, 4)
+    assert np.all(np.abs(callback.last_matrix) <= 1 + 1e-9)
+    vectors = model.get_layer("embedding").embeddings.numpy()
+    dual = model.get_layer("encoder").encoder_layers[0].hypothesis_layer.cell
+    weights = {
+        "key": dual.premise_cell.key_kernel, "gate": dual.premise_cell.gate_kernel,
+        "gate_bias": dual.premise_cell.gate_bias, "candidate": dual.premise_cell.candidate_kernel,
+        "candidate_bias": dual.premise_cell.candidate_bias, "dual_gate": dual.dual_gate_kernel,
+        "dual_candidate": dual.dual_candidate_kernel,
+    }  # fmt: skip
+    w = {name: np.asarray(v.numpy(), np.float64) for name, v in weights.items()}
+    want = conditional_encoding_retrievals(
+        vectors[callback.premise_ids[0]], vectors[callback.hypothesis_ids[0]], w, 8, 2,
+        dual_key="paper",
+    )  # fmt: skip
+    expected = cosine_similarity_matrix(want["hypothesis_read"], want["premise_written"])
+    np.testing.assert_allclose(callback.last_matrix, expected, atol=1e-5)
+    summaries = {}
+    for name in os.listdir(tmp_path / "memory"):
+        for event in tf.compat.v1.train.summary_iterator(str(tmp_path / "memory" / name)):
+            for value in event.summary.value:
+                summaries[value.tag] = value
+    assert {"memory/retrieval", "memory/retrieval/table", "memory/sentence"} <= set(summaries)
+    image = tf.make_ndarray(summaries["memory/retrieval"].tensor)
+    # An image summary holds [width, height, encoded PNG]; decode the PNG itself.
+    pixels = tf.io.decode_png(image[2]).numpy()
+    assert pixels.ndim == 3 and pixels.shape[2] in (3, 4) and pixels.shape[0] >= 5
+    table = tf.make_ndarray(summaries["memory/retrieval/table"].tensor).item().decode()
+    assert table.splitlines()[0] == "| | a | red | cat | . |"  # premise tokens label the columns
+    assert [row.split(" | ")[0] for row in table.splitlines()[2:]] == [
+        "| the", "| cat", "| is", "| red", "| .",
+    ]
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="embeddings.*shape"):
+        build_snli_model(10, embeddings=np.zeros((9, 4)))
+    with pytest.raises(TypeError, match="`encoder` must be a Keras layer.*'gru'"):
+        build_snli_model(10, encoder="gru")
+    returns_sequences = ConditionalEncoder([keras.layers.GRU(4, return_sequences=True,
+                                                             return_state=True)])  # fmt: skip
+    with pytest.raises(ValueError, match=r"`encoder` must return two vectors.*\(None, None, 4\)"):
+        build_snli_model(10, encoder=returns_sequences, embedding_dim=3)
+    # The encoder's layers check their own arguments.
+    with pytest.raises(ValueError, match="units.*even"):
+        make_encoder("am_gru", units=7)
+    with pytest.raises(ValueError, match="fused_loop=True.*dual_key='paper'.*'released'"):
+        make_encoder("dual_am_gru", dual_key="released", fused_loop=True)
+    # The GRU model has no fused loop: the example's encoder maker checks the option itself.
+    with pytest.raises(ValueError, match="fused_loop=True.*GRU model has none"):
+        make_encoder("gru", fused_loop=True)
+    with pytest.raises(TypeError, match="make_encoder: `fused_loop` must be a bool or 'auto'"):
+        make_encoder("gru", fused_loop="yes")
+
+
+@pytest.mark.parametrize("fused_loop", [False, "auto"])
+def test_exported_classifier_gives_the_same_probabilities(tmp_path, fused_loop):
+    model = snli_model(
+        30, kind="dual_am_gru", units=8, embedding_dim=6, num_copies=2, fused_loop=fused_loop
+    )
+    premise = np.array([[3, 4, 5, 0, 0], [6, 7, 8, 9, 2]], "int32")  # 0: padding
+    hypothesis = np.array([[1, 2, 3, 4], [5, 6, 0, 0]], "int32")
+    model.export(str(tmp_path / "saved"), verbose=False)
+    saved = tf.saved_model.load(str(tmp_path / "saved"))
+    np.testing.assert_allclose(
+        np.asarray(saved.serve([premise, hypothesis])),
+        keras.ops.convert_to_numpy(model([premise, hypothesis])),
+        rtol=0, atol=1e-6,
+    )  # fmt: skip
+    # The time loops over sentences of any length convert to TFLite with TensorFlow's own
+    # list ops (SELECT_TF_OPS), which an interpreter runs with the Flex delegate only; a
+    # fixed-length copy converts with the built-in operators (the test below).
+    converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "saved"))
+    converter.target_spec.supported_ops = [
+        tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS
+    ]
+    converter._experimental_lower_tensor_list_ops = False
+    assert len(converter.convert()) > 0
+
+
+def _builtin_tflite(model):
+    """``model`` converted with TFLite's built-in operators only (no Flex)."""
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    return converter.convert()
+
+
+@pytest.mark.parametrize(
+    "kind, fused_loop, unroll, batch_size",
+    [
+        ("gru", "auto", True, None),
+        ("am_gru", True, True, None),
+        ("dual_am_gru", True, True, None),
+        ("dual_am_gru", "auto", False, 3),
+    ],
+)
+def test_fixed_length_copy_runs_in_tflite_with_builtin_operators_only(
+    kind, fused_loop, unroll, batch_size
+):
+    interpreter_module = pytest.importorskip(
+        "ai_edge_litert.interpreter", reason="the TFLite check needs ai-edge-litert"
+    )
+    rng = np.random.default_rng(5)
+    model = snli_model(
+        30, kind=kind, units=8, embedding_dim=6, num_copies=2, fused_loop=fused_loop
+    )
+    _set_uniform_weights(model, rng)
+    # Sentences shorter than the fixed lengths, padded with id 0 (masked).
+    premise = np.array([[3, 4, 5, 0, 0, 0], [6, 7, 8, 9, 2, 11], [12, 13, 0, 0, 0, 0]], "int32")
+    hypothesis = np.array([[1, 2, 3, 4], [5, 6, 0, 0], [14, 0, 0, 0]], "int32")
+    expected = keras.ops.convert_to_numpy(model([premise, hypothesis]))
+    # Not vacuous: the rows differ by far more than the tolerance, and the padding is
+    # ignored (row 0 unpadded).
+    assert np.ptp(expected, axis=0).max() > 100 * 1e-5
+    np.testing.assert_allclose(
+        model([premise[:1, :3], hypothesis[:1]]), expected[:1], rtol=0, atol=1e-6
+    )
+
+    # The variable-length model needs TensorFlow's list ops: built-in operators are refused.
+    with pytest.raises(Exception, match="TensorList"):
+        _builtin_tflite(model)
+    fixed = build_fixed_length_snli_model(
+        model, premise_length=6, hypothesis_length=4, batch_size=batch_size, unroll=unroll
+    )
+    assert [tuple(i.shape) for i in fixed.inputs] == [(batch_size, 6), (batch_size, 4)]
+    np.testing.assert_allclose(fixed([premise, hypothesis]), expected, rtol=0, atol=1e-6)
+
+    interpreter = interpreter_module.Interpreter(model_content=_builtin_tflite(fixed))
+    runner = interpreter.get_signature_runner()
+    (output_name,) = runner.get_output_details()
+    got = runner(premise=premise, hypothesis=hypothesis)[output_name]
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5)
+    if batch_size is None:  # the batch size stays free
+        got = runner(premise=premise[1:], hypothesis=hypothesis[1:])[output_name]
+        np.testing.assert_allclose(got, expected[1:], rtol=0, atol=1e-5)
+
+
+def test_fixed_length_copy_names_a_bad_argument():
+    model = snli_model(20, kind="gru", units=4, embedding_dim=3)
+    with pytest.raises(ValueError, match="unroll=False.*batch_size"):
+        build_fixed_length_snli_model(model, 5, 3, unroll=False)
+    with pytest.raises(ValueError, match="premise_length"):
+        build_fixed_length_snli_model(model, 0, 3)
+    with pytest.raises(TypeError, match="hypothesis_length"):
+        build_fixed_length_snli_model(model, 5, 2.5)
+    with pytest.raises(ValueError, match="batch_size"):
+        build_fixed_length_snli_model(model, 5, 3, batch_size=0)
+    other = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    with pytest.raises(ValueError, match="build_snli_model"):
+        build_fixed_length_snli_model(other, 5, 3)

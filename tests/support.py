@@ -1,0 +1,187 @@
+"""What the tests share: the backend they run on, the TensorFlow-only marker and its common
+reasons, small cells and layers, gradients on any backend, the scripts as modules and the logs
+they write. Test modules import it (``from support import gradients``); ``conftest.py`` holds
+only pytest's hooks and fixtures."""
+
+import glob
+import os
+import pathlib
+
+import keras
+import numpy as np
+import pytest
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+BACKEND = keras.backend.backend()
+
+# The test modules pytest collected, by path, selected or not (``conftest.py`` records them):
+# the registry's test checks that the layers' declarations are read from these very modules
+# (tests/layer_registry.py).
+COLLECTED_MODULES = {}
+
+
+def tensorflow_only(reason):
+    """Marks a test (or, as ``pytestmark``, a module) that needs the TensorFlow backend."""
+    return pytest.mark.tensorflow_only(reason=reason)
+
+
+# The reasons shared by many tests.
+FUSED_LOOP = "fused_loop=True runs tf_memlayers.ops.associative_gru_loop, a TensorFlow op"
+TF_FUNCTION = "traces the layer with tf.function"
+TF_DISTRIBUTE = "uses a tf.distribute strategy"
+
+
+KERAS_MASKED_OUTPUT = (
+    "Keras's RNN on JAX emits the cell's first state at a masked step, and this cell's first "
+    "state is not its output (keras/src/backend/jax/rnn.py); use zero_output_for_mask=True"
+)
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers_tests")
+class PassThroughCell(keras.layers.Layer):
+    """A stateless cell whose output is its input (keeps one dummy state)."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.state_size = 1
+        self.output_size = units
+
+    def call(self, inputs, states):
+        return inputs, states
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+
+
+def keras_lstm(units, **kwargs):
+    """``keras.layers.LSTM(units, **kwargs)`` as the package's builders make it: with cuDNN
+    only where it computes right in the LSTM's dtype (`tf_memlayers.lstm_use_cudnn`; on a
+    GPU, JAX's cuDNN LSTM computes float32 only)."""
+    from tf_memlayers import lstm_use_cudnn
+
+    policy = keras.dtype_policies.get(kwargs.get("dtype") or keras.config.dtype_policy())
+    return keras.layers.LSTM(units, use_cudnn=lstm_use_cudnn(policy.compute_dtype), **kwargs)
+
+
+def masked_rnn(rnn, sequences, mask, **kwargs):
+    """``rnn(sequences, mask=mask, **kwargs)`` with TensorFlow's masking on every backend.
+
+    TensorFlow's loop emits the previous output at a masked step (zeros with
+    ``zero_output_for_mask``). Keras's loop on JAX emits the cell's first state instead (see
+    `KERAS_MASKED_OUTPUT`), so there the RNN runs with ``zero_output_for_mask=True``, which
+    keeps the states right, and the previous outputs are filled in here, in the order the
+    steps were processed. Returns NumPy arrays, in the structure ``rnn`` returns.
+    """
+    if BACKEND == "tensorflow" or rnn.zero_output_for_mask:
+        results = rnn(sequences, mask=mask, **kwargs)
+        return keras.tree.map_structure(lambda t: np.asarray(keras.ops.convert_to_numpy(t)),
+                                        results)
+    return_sequences = rnn.return_sequences
+    rnn.zero_output_for_mask, rnn.return_sequences = True, True
+    try:
+        results = rnn(sequences, mask=mask, **kwargs)
+    finally:
+        rnn.zero_output_for_mask, rnn.return_sequences = False, return_sequences
+    results = [np.asarray(keras.ops.convert_to_numpy(t)) for t in keras.tree.flatten(results)]
+    outputs = results[0].copy()
+    keep = np.asarray(keras.ops.convert_to_numpy(mask)).astype(bool)
+    if rnn.go_backwards:
+        keep = keep[:, ::-1]  # the outputs come in the order of processing
+    previous = np.zeros_like(outputs[:, 0])
+    for step in range(outputs.shape[1]):
+        kept = keep[:, step]
+        previous[kept] = outputs[kept, step]
+        outputs[~kept, step] = previous[~kept]
+    results[0] = outputs if return_sequences else outputs[:, -1]
+    return results[0] if len(results) == 1 else results
+
+
+def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
+    """Gradients of a scalar loss on any backend.
+
+    Args:
+        loss_fn: Callable taking one tensor per entry of ``inputs`` and returning the scalar
+            loss; it reads ``variables`` (Keras variables, e.g. ``layer.trainable_weights``)
+            through the layers it calls.
+        variables: Keras variables to differentiate with respect to.
+        inputs: Arrays to differentiate with respect to, passed to ``loss_fn`` as tensors.
+        has_aux: Whether ``loss_fn`` returns ``(loss, aux)``: a tensor computed on the way,
+            returned with the loss without being differentiated.
+
+    Returns:
+        ``(loss, variable_gradients, input_gradients)`` as NumPy values, with ``(loss, aux)``
+        in place of the loss when ``has_aux``. A variable the loss does not depend on has a
+        gradient of zeros.
+    """
+    variables, inputs = list(variables), list(inputs)
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        tensors = [tf.convert_to_tensor(x) for x in inputs]
+        with tf.GradientTape() as tape:
+            tape.watch(tensors)
+            loss = loss_fn(*tensors)
+        found = tape.gradient(loss[0] if has_aux else loss, variables + tensors)
+        sources = variables + tensors
+    elif BACKEND == "jax":
+        import jax
+
+        def pure(values, arrays):
+            with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+                return loss_fn(*arrays)
+
+        values = [v.value for v in variables]
+        arrays = [jax.numpy.asarray(x) for x in inputs]
+        # One compiled program: op-by-op JAX dispatch compiles every primitive on its own.
+        value_and_grad = jax.value_and_grad(pure, argnums=(0, 1), has_aux=has_aux)
+        loss, (grad_values, grad_arrays) = jax.jit(value_and_grad)(values, arrays)
+        found, sources = list(grad_values) + list(grad_arrays), values + arrays
+    else:
+        raise NotImplementedError(f"gradients() on the {BACKEND} backend")
+    found = [
+        np.zeros(np.shape(source), keras.backend.standardize_dtype(source.dtype))
+        if grad is None
+        else np.asarray(keras.ops.convert_to_numpy(grad))
+        for grad, source in zip(found, sources)
+    ]
+    values = [np.asarray(keras.ops.convert_to_numpy(t)) for t in (loss if has_aux else [loss])]
+    loss = tuple(values) if has_aux else values[0]
+    return loss, found[: len(variables)], found[len(variables) :]
+
+
+def load_script(folder, name):
+    """The script ``<repository>/<folder>/<name>.py`` (an example or a benchmark) as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / folder / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def shared_data_dir():
+    """The read-only corpora folder: $TF_MEMLAYERS_DATA, else ../shared/data beside the repo."""
+    env = os.environ.get("TF_MEMLAYERS_DATA")
+    return pathlib.Path(env) if env else REPO_ROOT.parent / "shared" / "data"
+
+
+def logged_hparams(log_dir):
+    """The hparams and scalar metrics written in ``log_dir`` (its own event files only)."""
+    import tensorflow as tf
+    from tensorboard.plugins.hparams import metadata
+
+    hparams, scalars = {}, {}
+    for path in glob.glob(os.path.join(log_dir, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                plugin = value.metadata.plugin_data
+                if plugin.plugin_name == metadata.PLUGIN_NAME and value.tag == (
+                    metadata.SESSION_START_INFO_TAG
+                ):
+                    info = metadata.parse_session_start_info_plugin_data(plugin.content)
+                    for name, v in info.hparams.items():
+                        hparams[name] = v.WhichOneof("kind") and getattr(v, v.WhichOneof("kind"))
+                elif plugin.plugin_name == "scalars":
+                    scalars[value.tag] = float(tf.make_ndarray(value.tensor))
+    return hparams, scalars
