@@ -1,4 +1,5 @@
-"""The package's layout: model builders compose public layers only."""
+"""The package's layout: model builders compose public layers only; the examples and
+benchmarks use the public package only."""
 
 import ast
 import pathlib
@@ -42,3 +43,38 @@ def test_model_builders_use_public_layers_only():
             if isinstance(node, ast.Attribute) and node.attr in CELL_INTERNALS:
                 found.append(f"{where} uses .{node.attr}")
     assert not found, found
+
+
+REPOSITORY = ROOT.parent
+
+
+def _private_imports(path):
+    """The imports in ``path`` of a private module of the package (a dotted name with a part
+    starting with an underscore, such as ``tf_memlayers._validation``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        found += [
+            f"{path.relative_to(REPOSITORY)}:{node.lineno} imports {name}"
+            for name in names
+            if name.split(".")[0] == "tf_memlayers"
+            and any(part.startswith("_") for part in name.split(".")[1:])
+        ]
+    return found
+
+
+def test_the_examples_and_benchmarks_use_the_public_package_only():
+    # What users fork must run against the installed package's public names.
+    found = [
+        hit
+        for folder in ("examples", "benchmarks")
+        for path in sorted((REPOSITORY / folder).rglob("*.py"))
+        for hit in _private_imports(path)
+    ]
+    assert not found, found
+    # Not vacuous: the package's own modules do import its private ones.
+    assert _private_imports(ROOT / "models" / "snli.py")

@@ -12,7 +12,7 @@ import pathlib
 import numpy as np
 import tensorflow as tf
 
-from tf_memlayers._validation import check_int
+from examples.harness.checks import check_int
 from examples.harness.data.files import check_not_blank, read_text
 from examples.harness.data.vocabulary import (  # noqa: F401  (PAD re-exported)
     PAD,

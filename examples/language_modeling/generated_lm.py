@@ -7,7 +7,7 @@ its state (a plain LSTM). It is the default corpus of ``examples/ptb_memory_lm.p
 
 import numpy as np
 
-from tf_memlayers._validation import check_int
+from examples.harness.checks import check_int
 from examples.language_modeling.token_streams import encode_corpus
 from examples.harness.data.vocabulary import EOS, Vocabulary
 

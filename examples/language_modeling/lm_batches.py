@@ -25,7 +25,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from tf_memlayers._validation import check_bool, check_int
+from examples.harness.checks import check_bool, check_int
 
 
 @dataclasses.dataclass(frozen=True)

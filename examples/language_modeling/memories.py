@@ -18,7 +18,7 @@ sequence layer: the fast path) and ``"cell"`` (the memory cell around the LSTM c
 
 import keras
 
-from tf_memlayers._validation import check_choice
+from examples.harness.checks import check_choice
 from tf_memlayers.layers import (
     NGramConcat,
     NGramConcatCell,

@@ -8,7 +8,7 @@ memory kind of `examples.language_modeling.memories`.
 import numpy as np
 
 from examples.language_modeling import memories
-from tf_memlayers._validation import check_int
+from examples.harness.checks import check_int
 
 
 def count_language_model_parameters(vocabulary_size, **build_kwargs):

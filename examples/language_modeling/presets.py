@@ -22,7 +22,7 @@ truncated-BPTT length, clipping, epochs, loss reduction).
 import dataclasses
 import types
 
-from tf_memlayers._validation import check_choice
+from examples.harness.checks import check_choice
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,7 +9,7 @@ no download.
 
 import random
 
-from tf_memlayers._validation import check_choice, check_int
+from examples.harness.checks import check_choice, check_int
 from examples.snli.nli_examples import LABELS, SPLITS, examples_from_rows
 
 _ENTITIES = (

@@ -11,7 +11,7 @@ import collections
 import numpy as np
 import tensorflow as tf
 
-from tf_memlayers._validation import check_choice, check_int
+from examples.harness.checks import check_choice, check_int
 from examples.snli.nli_examples import label_id
 from examples.harness.data.vocabulary import UNK, build_token_list
 

@@ -23,7 +23,7 @@ import os
 import zipfile
 import zlib
 
-from tf_memlayers._validation import check_bool, check_choice
+from examples.harness.checks import check_bool, check_choice
 from examples.harness.data.files import check_not_blank, decode_utf8, decode_utf8_lines
 from examples.snli.generated_nli import generated_splits
 from examples.snli.nli_examples import SPLITS, make_example

@@ -4,7 +4,7 @@ The second source of `examples.snli.snli.load_nli_splits`. tensorflow-datasets i
 optional dependency (the ``datasets`` extra).
 """
 
-from tf_memlayers._validation import check_bool, check_choice
+from examples.harness.checks import check_bool, check_choice
 from examples.snli.nli_examples import SPLITS, examples_from_rows
 
 _TFDS_SPLITS = {"train": "train", "dev": "validation", "test": "test"}

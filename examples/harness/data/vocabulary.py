@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from tf_memlayers._validation import check_int
+from examples.harness.checks import check_int
 
 PAD = "<pad>"
 UNK = "<unk>"

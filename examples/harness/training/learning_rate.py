@@ -2,7 +2,7 @@
 
 import keras
 
-from tf_memlayers._validation import check_optional_int
+from examples.harness.checks import check_optional_int
 from examples.harness.training.run_files import read_json, write_json
 
 

@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from tf_memlayers._validation import check_choice
+from examples.harness.checks import check_choice
 
 STRATEGIES = ("auto", "default", "mirrored", "one_device", "multi_worker")
 
