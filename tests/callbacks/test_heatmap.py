@@ -47,3 +47,10 @@ def test_small_heatmaps_are_legible():
     assert image.shape[1] >= 400 and image.shape[0] >= 250
     curve = heatmap_image(np.random.default_rng(0).random((1, 8)), log_x=True)
     assert curve.shape[1] >= 400
+
+
+def test_a_long_curve_keeps_a_size_shown_unscaled():
+    # The cache's 255 heap slots: drawn at 640 x 360 pixels, narrower than a documentation page's
+    # content column (742 pixels at 1280), so its labels are shown at their own size.
+    curve = heatmap_image(np.random.default_rng(0).random((1, 255)), log_x=True)
+    assert curve.shape[:2] == (360, 640)

@@ -67,9 +67,15 @@ def _matplotlib_image(matrix, row_labels, col_labels, title, xlabel, ylabel, vmi
     from matplotlib.figure import Figure
 
     rows, cols = matrix.shape
-    # At least 6 x 3.5 inches at 80 dpi: 480 x 280 pixels, room for the labels and colour bar.
-    width = min(max(6.0, 2.0 + 0.35 * cols), 16.0)
-    height = min(max(3.5, 1.5 + 0.35 * rows), 12.0)
+    if log_x:
+        # A curve: 640 x 360 pixels whatever its length, so that a page or TensorBoard shows it
+        # at its own size, labels legible.
+        width, height = 8.0, 4.5
+    else:
+        # At least 6 x 3.5 inches at 80 dpi: 480 x 280 pixels, room for the labels and colour
+        # bar; a cell grows with the rows and columns.
+        width = min(max(6.0, 2.0 + 0.35 * cols), 16.0)
+        height = min(max(3.5, 1.5 + 0.35 * rows), 12.0)
     figure = Figure(figsize=(width, height), dpi=80)
     FigureCanvasAgg(figure)
     axes = figure.subplots()
