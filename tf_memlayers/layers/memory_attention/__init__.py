@@ -1,0 +1,1 @@
+"""Attention over a memory inside the recurrent loop (`AttentionWrapper`, `AttentionRNN`)."""

@@ -1,0 +1,426 @@
+"""`AttentionWrapper` and `AttentionRNN`: a recurrent cell that attends over a memory at every
+step (Bahdanau et al. 2015; Luong et al. 2015), the memory given at call time."""
+
+import keras
+from keras import ops
+
+from tf_memlayers import _validation as check
+from tf_memlayers.layers.memory_cell_wrapper import (
+    call_cell,
+    cell_output_size,
+    flat_state_sizes,
+    with_deserialized_cell,
+)
+from tf_memlayers.layers.resets import check_reset, zero_where
+from tf_memlayers.layers.resettable_rnn import ResettableRNN
+
+SCORES = ("additive", "dot", "general")
+POSITIONS = ("after", "before")
+
+
+def masked_softmax(scores, mask):
+    """Softmax over the last axis of ``scores`` ``[batch, length]`` where ``mask`` is true.
+
+    Computed in float32 where the scores are 16-bit floats (which cannot hold the masking
+    value, and lose the softmax's precision); a row with no true entry gets all-zero weights, so
+    that its context is zero, not NaN.
+
+    Args:
+        scores: Tensor ``[batch, length]``.
+        mask: Optional bool tensor ``[batch, length]``; `None`: every entry.
+
+    Returns:
+        Tensor ``[batch, length]``, float32 or float64.
+    """
+    if keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
+        scores = ops.cast(scores, "float32")
+    if mask is None:
+        return ops.softmax(scores, axis=-1)
+    mask = ops.cast(mask, "bool")
+    masked = ops.where(mask, scores, ops.full_like(scores, -1e30))
+    weights = ops.softmax(masked, axis=-1)
+    return ops.where(mask, weights, ops.zeros_like(weights))
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class AttentionWrapper(keras.layers.Layer):
+    r"""A Keras RNN cell that attends over a memory at every step.
+
+    At step :math:`t` a query :math:`q_t` scores every memory vector :math:`m_j`, the softmax
+    of the scores over the unmasked vectors weighs them into a context :math:`c_t`:
+
+    .. math::
+
+        e_{tj} = \mathrm{score}(q_t, m_j), \qquad
+        \alpha_{tj} = \frac{\exp e_{tj}}{\sum_{k} \exp e_{tk}}, \qquad
+        c_t = \sum_j \alpha_{tj} m_j,
+
+    with the scores
+
+    * ``"additive"`` (Bahdanau et al. 2015): :math:`v^\top \tanh(W_q q_t + W_m m_j)`; with
+      ``normalize=True``, :math:`v` is weight-normalised, :math:`g\, v / \lVert v \rVert`, and
+      a bias :math:`b` is added inside the tanh;
+    * ``"dot"`` (Luong et al. 2015): :math:`q_t^\top m_j` (the query as wide as the memory);
+    * ``"general"`` (Luong et al. 2015): :math:`q_t^\top W_a m_j`;
+
+    the last two times a learned scalar :math:`g` with ``scale=True``.
+
+    ``position="after"`` (Luong): the wrapped cell runs first, on the step's input joined
+    with the previous attention vector (input feeding), and its output :math:`h_t` is the
+    query; the attention vector is :math:`a_t = \tanh(W_c [c_t; h_t])`.
+    ``position="before"`` (Bahdanau's RNNsearch): the query is the cell's previous output
+    :math:`h_{t-1}`, and the cell runs on the step's input joined with :math:`c_t`. The step
+    outputs :math:`a_t` (``output_attention=True``; with ``position="before"``,
+    :math:`a_t = \tanh(W_c [c_t; h_t])` too) or the cell's :math:`h_t`.
+
+    The memory is a call argument, never constructor state: a layer of this package or your
+    own loop passes it at every step. `AttentionRNN` is the sequence layer over this cell,
+    taking the memory once per call.
+
+    Args:
+        cell: A Keras RNN cell (`keras.layers.LSTMCell`, `keras.layers.GRUCell`,
+            `tf_memlayers.layers.AssociativeGRUCell`, ...).
+        score: ``"additive"``, ``"dot"`` or ``"general"``. Default: ``"additive"``.
+        attention_units: Positive integer, the width of the additive score's hidden layer.
+            Default: `None` (the cell's output width).
+        normalize: Boolean, weight-normalise the additive score (``score="additive"`` only).
+            Default: `False`.
+        scale: Boolean, multiply the dot or general score by a learned scalar. Default:
+            `False`.
+        position: ``"after"`` or ``"before"`` the cell, as above. Default: ``"after"``.
+        attention_size: Positive integer, the width of the attention vector :math:`a_t`.
+            Default: `None` (the cell's output width).
+        output_attention: Boolean, output :math:`a_t` (else the cell's output). Default:
+            `True`.
+        return_alignments: Boolean, append the step's weights :math:`\alpha_t` over the
+            memory to its output (the memory's length must be known when the cell is built);
+            `AttentionRNN` returns them apart, as the alignment history. Default: `False`.
+        kernel_initializer: Initializer of the attention's kernels. Default:
+            ``"glorot_uniform"``.
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
+
+    Call arguments:
+        inputs: Tensor ``[batch, features]``, the step's input.
+        states: List, the wrapped cell's states followed by the fed-back vector (the
+            previous attention vector with ``position="after"``, the cell's previous output
+            with ``"before"``).
+        memory: Tensor ``[batch, length, memory_dim]``, the vectors attended over.
+        memory_mask: Optional bool tensor ``[batch, length]``, false at padding. A row with
+            no true entry attends to nothing: its context is zero. Default: `None`.
+        training: Python boolean, passed to the wrapped cell. Default: `None`.
+        reset: Optional bool tensor ``[batch]``, true in the rows that start a new sequence
+            at this step: their states are zeroed first. Default: `None`.
+
+    Returns:
+        ``(output, new_states)``.
+    """
+
+    def __init__(
+        self,
+        cell,
+        score="additive",
+        attention_units=None,
+        normalize=False,
+        scale=False,
+        position="after",
+        attention_size=None,
+        output_attention=True,
+        return_alignments=False,
+        kernel_initializer="glorot_uniform",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        owner = type(self).__name__
+        if not hasattr(cell, "state_size") or not callable(cell):
+            raise TypeError(
+                f"{owner}: `cell` must be a Keras RNN cell with a `state_size`, got {cell!r}."
+            )
+        self.cell = cell
+        self.score = check.check_choice("score", score, SCORES, owner)
+        self.position = check.check_choice("position", position, POSITIONS, owner)
+        self.normalize = check.check_bool("normalize", normalize, owner)
+        self.scale = check.check_bool("scale", scale, owner)
+        self.output_attention = check.check_bool("output_attention", output_attention, owner)
+        self.return_alignments = check.check_bool("return_alignments", return_alignments, owner)
+        if self.normalize and self.score != "additive":
+            raise ValueError(
+                f"{owner}: `normalize=True` weight-normalises the additive score; got "
+                f"score={self.score!r} (use `scale=True` for a learned scale)."
+            )
+        if self.scale and self.score == "additive":
+            raise ValueError(
+                f"{owner}: `scale=True` scales the dot or general score; got score='additive' "
+                "(use `normalize=True`)."
+            )
+        self.cell_state_sizes = flat_state_sizes(cell.state_size)
+        self.cell_output_size = cell_output_size(cell)
+        self.attention_units = check.check_optional_int(
+            "attention_units", attention_units, 1, owner
+        ) or self.cell_output_size
+        self.attention_size = check.check_optional_int(
+            "attention_size", attention_size, 1, owner
+        ) or self.cell_output_size
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.memory_dim = None
+        self.memory_length = None
+        self._bound = None
+
+    @property
+    def feedback_size(self):
+        return self.attention_size if self.position == "after" else self.cell_output_size
+
+    @property
+    def state_size(self):
+        return [*self.cell_state_sizes, self.feedback_size]
+
+    @property
+    def output_size(self):
+        size = self.attention_size if self.output_attention else self.cell_output_size
+        # With the alignments, each step's output is [output, weights over the memory].
+        return size + self.memory_length if self.return_alignments else size
+
+    def build(self, inputs_shape, memory_shape=None):
+        owner = type(self).__name__
+        if memory_shape is None or len(memory_shape) != 3 or memory_shape[-1] is None:
+            raise ValueError(
+                f"{owner}: `memory` must be a 3D tensor [batch, length, memory_dim] with a known "
+                f"memory_dim; got shape {memory_shape}."
+            )
+        self.memory_dim = int(memory_shape[-1])
+        if self.return_alignments:
+            if memory_shape[1] is None:
+                raise ValueError(
+                    f"{owner}: `return_alignments=True` needs the memory's length known when the "
+                    f"layer is built (each step outputs its weights over it); got memory shape "
+                    f"{tuple(memory_shape)}. Pad the memory to a fixed length."
+                )
+            self.memory_length = int(memory_shape[1])
+        query = self.cell_output_size
+        if self.score == "dot" and query != self.memory_dim:
+            raise ValueError(
+                f"{owner}: score='dot' needs the query (the cell's output, {query} wide) as wide "
+                f"as the memory ({self.memory_dim}); use score='general' or 'additive'."
+            )
+        fed = self.feedback_size if self.position == "after" else self.memory_dim
+        if not self.cell.built:
+            self.cell.build((inputs_shape[0], int(inputs_shape[-1]) + fed))
+        init = self.kernel_initializer
+        if self.score == "additive":
+            units = self.attention_units
+            self.query_kernel = self.add_weight(
+                name="query_kernel", shape=(query, units), initializer=init
+            )
+            self.memory_kernel = self.add_weight(
+                name="memory_kernel", shape=(self.memory_dim, units), initializer=init
+            )
+            self.score_vector = self.add_weight(
+                name="score_vector", shape=(units,), initializer=init
+            )
+            if self.normalize:
+                self.score_norm = self.add_weight(
+                    name="score_norm", shape=(), initializer=keras.initializers.Constant(
+                        (1.0 / units) ** 0.5
+                    ),
+                )
+                self.score_bias = self.add_weight(
+                    name="score_bias", shape=(units,), initializer="zeros"
+                )
+        elif self.score == "general":
+            self.memory_kernel = self.add_weight(
+                name="memory_kernel", shape=(self.memory_dim, query), initializer=init
+            )
+        if self.scale:
+            self.score_scale = self.add_weight(name="score_scale", shape=(), initializer="ones")
+        if self.output_attention or self.position == "after":
+            self.attention_kernel = self.add_weight(
+                name="attention_kernel",
+                shape=(self.memory_dim + self.cell_output_size, self.attention_size),
+                initializer=init,
+            )
+        self.built = True
+
+    def memory_keys(self, memory):
+        """The memory's keys, computed once per sequence: ``memory W_m`` (additive),
+        ``memory W_a`` (general) or the memory itself (dot)."""
+        if self.score == "dot":
+            return memory
+        return ops.matmul(memory, self.memory_kernel)
+
+    def attend(self, query, memory, keys, memory_mask=None):
+        """The context ``[batch, memory_dim]`` and the weights ``[batch, length]`` (at least float32)
+        of ``query`` ``[batch, query_dim]`` over ``memory`` with its precomputed ``keys``."""
+        if self.score == "additive":
+            hidden = keys + ops.expand_dims(ops.matmul(query, self.query_kernel), 1)
+            vector = self.score_vector
+            if self.normalize:
+                hidden = hidden + self.score_bias
+                vector = self.score_norm * vector / ops.sqrt(ops.sum(ops.square(vector)))
+            scores = ops.sum(ops.tanh(hidden) * vector, axis=-1)
+        else:
+            scores = ops.sum(keys * ops.expand_dims(query, 1), axis=-1)
+            if self.scale:
+                scores = self.score_scale * scores
+        weights = masked_softmax(scores, memory_mask)
+        context = ops.sum(ops.expand_dims(ops.cast(weights, memory.dtype), -1) * memory, axis=1)
+        return context, weights
+
+    def attention_vector(self, context, output):
+        return ops.tanh(ops.matmul(ops.concatenate([context, output], -1), self.attention_kernel))
+
+    def call(self, inputs, states, memory=None, memory_mask=None, training=None, reset=None,
+             keys=None):  # fmt: skip
+        owner = type(self).__name__
+        if memory is None and self._bound is not None:
+            # Inside `AttentionRNN`'s loop: the memory of the running call, keys precomputed.
+            memory, memory_mask, keys = self._bound
+        if memory is None:
+            raise ValueError(
+                f"{owner}: no `memory` given: pass the vectors to attend over, [batch, length, "
+                "memory_dim], at every call."
+            )
+        states = list(states)
+        if reset is not None:
+            reset = check_reset(reset, tuple(inputs.shape)[:1], owner)
+            states = zero_where(reset, states)
+        if keys is None:
+            keys = self.memory_keys(memory)
+        cell_states, fed = states[:-1], states[-1]
+        if self.position == "after":
+            output, new_cell_states = call_cell(
+                self.cell, ops.concatenate([inputs, fed], -1), cell_states, training
+            )
+            context, weights = self.attend(output, memory, keys, memory_mask)
+            attention = self.attention_vector(context, output)
+            feedback = attention
+        else:
+            context, weights = self.attend(fed, memory, keys, memory_mask)
+            output, new_cell_states = call_cell(
+                self.cell, ops.concatenate([inputs, context], -1), cell_states, training
+            )
+            attention = self.attention_vector(context, output) if self.output_attention else None
+            feedback = output
+        step_output = attention if self.output_attention else output
+        if self.return_alignments:
+            step_output = ops.concatenate([step_output, ops.cast(weights, step_output.dtype)], -1)
+        return step_output, [*new_cell_states, feedback]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "cell": keras.saving.serialize_keras_object(self.cell),
+                "score": self.score,
+                "attention_units": self.attention_units,
+                "normalize": self.normalize,
+                "scale": self.scale,
+                "position": self.position,
+                "attention_size": self.attention_size,
+                "output_attention": self.output_attention,
+                "return_alignments": self.return_alignments,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**with_deserialized_cell(config))
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class AttentionRNN(ResettableRNN):
+    """`keras.layers.RNN` over an `AttentionWrapper`, with the memory as a call argument.
+
+    The memory's keys are computed once per call, and every step of the loop attends over the
+    memory given to that call (so a stateful layer may read another memory at each call).
+
+    Args:
+        cell: An `AttentionWrapper`.
+        **kwargs: The arguments of `keras.layers.RNN` (``return_sequences``,
+            ``return_state``, ``stateful``, ``unroll``, ``zero_output_for_mask``, ...).
+
+    Call arguments:
+        sequences: Tensor ``[batch, time, features]``.
+        memory: Tensor ``[batch, length, memory_dim]``, the vectors attended over.
+        memory_mask: Optional bool tensor ``[batch, length]``, false at padding. Default:
+            `None`.
+        initial_state: Optional list of the cell's initial states. Default: `None`.
+        mask: Optional bool tensor ``[batch, time]`` of the sequences. Default: `None`.
+        training: Python boolean. Default: `False`.
+        reset: Optional bool tensor ``[batch, time]``, true where a new sequence starts.
+            Default: `None`.
+
+    Returns:
+        As `keras.layers.RNN`.
+    """
+
+    def __init__(self, cell, **kwargs):
+        if not isinstance(cell, AttentionWrapper):
+            raise TypeError(
+                f"AttentionRNN: `cell` must be an AttentionWrapper, got {cell!r}."
+            )
+        super().__init__(cell, **kwargs)
+
+    def build(self, sequences_shape, memory_shape=None, initial_state_shape=None):
+        if not self.cell.built:
+            step_shape = (sequences_shape[0], sequences_shape[-1])
+            self.cell.build(step_shape, memory_shape)
+        super().build(sequences_shape, initial_state_shape)
+
+    def call(self, sequences, memory=None, memory_mask=None, initial_state=None, mask=None,
+             training=False, reset=None):  # fmt: skip
+        owner = type(self).__name__
+        if memory is None:
+            raise ValueError(
+                f"{owner}: no `memory` given: pass the vectors to attend over, [batch, length, "
+                "memory_dim]."
+            )
+        memory = ops.convert_to_tensor(memory)
+        if len(memory.shape) != 3 or memory.shape[-1] != self.cell.memory_dim:
+            raise ValueError(
+                f"{owner}: `memory` must be [batch, length, {self.cell.memory_dim}] (the width "
+                f"it was built with); got shape {tuple(memory.shape)}."
+            )
+        if memory_mask is not None:
+            memory_mask = ops.convert_to_tensor(memory_mask)
+            if tuple(memory_mask.shape) != tuple(memory.shape[:2]) and None not in tuple(
+                memory_mask.shape
+            ):
+                raise ValueError(
+                    f"{owner}: `memory_mask` must be [batch, length] = {tuple(memory.shape[:2])}, "
+                    f"the memory's; got shape {tuple(memory_mask.shape)}."
+                )
+            memory_mask = ops.cast(memory_mask, "bool")
+        self.cell._bound = (memory, memory_mask, self.cell.memory_keys(memory))
+        try:
+            results = super().call(
+                sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
+            )
+        finally:
+            self.cell._bound = None
+        return self._split_alignments(results)
+
+    def _split_alignments(self, results):
+        """With the cell's ``return_alignments``, the outputs split into ``(outputs,
+        alignments)``, the states (with ``return_state``) after them."""
+        if not self.cell.return_alignments:
+            return results
+        outputs, states = (results[0], list(results[1:])) if self.return_state else (results, [])
+        width = self.cell.output_size - self.cell.memory_length
+        return (outputs[..., :width], outputs[..., width:], *states)
+
+    def compute_output_spec(self, sequences, memory=None, memory_mask=None, initial_state=None,
+                            mask=None, training=False, reset=None):  # fmt: skip
+        spec = super().compute_output_spec(
+            sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
+        )
+        if not self.cell.return_alignments:
+            return spec
+        output, states = (spec[0], list(spec[1:])) if self.return_state else (spec, [])
+        width = self.cell.output_size - self.cell.memory_length
+        head = tuple(output.shape[:-1])
+        return (
+            keras.KerasTensor(head + (width,), output.dtype),
+            keras.KerasTensor(head + (self.cell.memory_length,), output.dtype),
+            *states,
+        )
