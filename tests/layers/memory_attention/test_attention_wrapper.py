@@ -336,3 +336,44 @@ def test_dot_needs_a_query_as_wide_as_the_memory():
     layer = AttentionRNN(AttentionWrapper(keras.layers.GRUCell(5), score="dot"))
     with pytest.raises(ValueError, match="score='dot' needs the query"):
         layer(x, memory=memory)
+
+
+def test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients():
+    rng = np.random.default_rng(11)
+    x, memory, mask = _data(rng, "float32")
+    sequence_mask = np.ones((BATCH, STEPS), bool)
+    sequence_mask[0, 3:] = False
+    x[~sequence_mask] = np.nan
+    memory[~mask] = np.nan
+    layer = AttentionRNN(
+        AttentionWrapper(keras.layers.GRUCell(UNITS)), return_sequences=True,
+        zero_output_for_mask=True,
+    )  # fmt: skip
+
+    def loss(memory):
+        out = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
+        return keras.ops.sum(out**2)
+
+    layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
+    value, weight_grads, (memory_grad,) = gradients(loss, layer.trainable_weights, [memory])
+    assert np.isfinite(value)
+    assert all(np.isfinite(g).all() for g in weight_grads)
+    np.testing.assert_array_equal(memory_grad[~mask], 0.0)
+    assert np.isfinite(memory_grad).all()
+
+
+def test_keras_layer_checks():
+    from keras.src import testing
+
+    def make(**kwargs):
+        dtype = kwargs.get("dtype")
+        cell = AttentionWrapper(keras.layers.GRUCell(4, dtype=dtype), dtype=dtype)
+        return AttentionRNN(cell, return_sequences=True, **kwargs)
+
+    # The memory comes in by name, as its own input; Keras's training check calls the layer
+    # on one input, so the fit of a model with a memory input is tested above.
+    testing.TestCase().run_layer_test(
+        make, {}, input_shape={"sequences_shape": (2, 3, 4), "memory_shape": (2, 6, 8)},
+        expected_output_shape=(2, 3, 4), expected_num_trainable_weights=3 + 4,
+        supports_masking=True, run_training_check=False,
+    )  # fmt: skip

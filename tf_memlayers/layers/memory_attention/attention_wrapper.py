@@ -283,6 +283,9 @@ class AttentionWrapper(keras.layers.Layer):
             reset = check_reset(reset, tuple(inputs.shape)[:1], owner)
             states = zero_where(reset, states)
         if keys is None:
+            if memory_mask is not None:
+                mask = ops.expand_dims(ops.cast(memory_mask, "bool"), -1)
+                memory = ops.where(mask, memory, ops.zeros_like(memory))
             keys = self.memory_keys(memory)
         cell_states, fed = states[:-1], states[-1]
         if self.position == "after":
@@ -391,6 +394,13 @@ class AttentionRNN(ResettableRNN):
                     f"the memory's; got shape {tuple(memory_mask.shape)}."
                 )
             memory_mask = ops.cast(memory_mask, "bool")
+            # Padding is never read: zeroed before the keys, so that nothing there (NaN
+            # included) reaches the outputs or the gradients.
+            memory = ops.where(ops.expand_dims(memory_mask, -1), memory, ops.zeros_like(memory))
+        if mask is not None:
+            # The same for the sequences' padding: the masked steps' inputs are never used.
+            keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
+            sequences = ops.where(keep, sequences, ops.zeros_like(sequences))
         self.cell._bound = (memory, memory_mask, self.cell.memory_keys(memory))
         try:
             results = super().call(
