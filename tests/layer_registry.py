@@ -110,6 +110,9 @@ class Declaration:
     output_spec: dict = dataclasses.field(default_factory=dict)
     #: empty: ``name -> factory()`` of a layer called on empty sequences and batches.
     empty: dict = dataclasses.field(default_factory=dict)
+    #: ``batch -> dict``: what every call needs besides its input (a memory to attend over),
+    #: for a batch of ``batch`` rows; the suites that call the small instance pass it.
+    call_kwargs: Callable[[int], dict] | None = None
 
 
 # The width of the call inputs of the cases (``[2, 3, INPUT_DIM]`` sequences, unless a case
@@ -290,6 +293,15 @@ def _takes(method, name):
 @functools.cache
 def _small_instances():
     return {declaration.cls.__name__: declaration.make() for declaration in declarations()}
+
+
+def extra_call_arguments(class_name, batch):
+    """What every call of the declared layer ``class_name`` needs besides its input, for a
+    batch of ``batch`` rows (its declaration's ``call_kwargs``; none for most layers)."""
+    for declaration in declarations():
+        if declaration.cls.__name__ == class_name and declaration.call_kwargs:
+            return declaration.call_kwargs(batch)
+    return {}
 
 
 def declared_makers(*, cell=None, call_argument=None, init_argument=None, base=None):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from support import BACKEND, PassThroughCell, gradients
-from layer_registry import declared_makers
+from layer_registry import declared_makers, extra_call_arguments
 from tf_memlayers import (
     NGramConcat,
     NGramConcatCell,
@@ -266,14 +266,15 @@ def test_one_step_cell_reset_starts_the_rows_again(float64_policy, name):
     """A reset row steps from zero states, except the states a cell carries unchanged (the
     dual cell's source memory); the other rows step from their own states."""
     cell = RESET_CELLS[name]()
+    extra = extra_call_arguments(name, B)
     x = RNG.normal(size=(B, 5))
     states = _step_states(cell)
-    kept_output, kept_states = cell(x, states)
+    kept_output, kept_states = cell(x, states, **extra)
     carried = [np.array_equal(np.asarray(new), old) for new, old in zip(kept_states, states)]
     reset = np.array([True, False, True])
-    output, new_states = cell(x, states, reset=reset)
+    output, new_states = cell(x, states, reset=reset, **extra)
     zeroed = [old if keep else np.zeros_like(old) for old, keep in zip(states, carried)]
-    fresh_output, fresh_states = cell(x, zeroed)
+    fresh_output, fresh_states = cell(x, zeroed, **extra)
     output = np.asarray(output)
     np.testing.assert_allclose(output[reset], np.asarray(fresh_output)[reset], atol=1e-12)
     np.testing.assert_allclose(output[~reset], np.asarray(kept_output)[~reset], atol=1e-12)
@@ -328,7 +329,7 @@ def test_bad_resets_are_refused_naming_reset(name, bad, match):
     layer = RESET_SEQUENCE_LAYERS[name]()
     x = np.zeros((B, T, W), "float32")
     with pytest.raises(ValueError, match="`reset` " + match):
-        layer(x, reset=bad)
+        layer(x, reset=bad, **extra_call_arguments(name, B))
 
 
 @pytest.mark.parametrize(
@@ -341,8 +342,9 @@ def test_bad_resets_are_refused_naming_reset(name, bad, match):
 def test_bad_one_step_resets_are_refused_naming_reset(name, bad):
     cell = RESET_CELLS[name]()
     states = [state.astype("float32") for state in _step_states(cell)]
+    extra = extra_call_arguments(name, B)
     with pytest.raises(ValueError, match="`reset` must"):
-        cell(np.zeros((B, 5), "float32"), states, reset=bad)
+        cell(np.zeros((B, 5), "float32"), states, reset=bad, **extra)
 
 
 def test_reset_with_go_backwards_is_refused():

@@ -1,5 +1,5 @@
 """Memory layers and RNN cells: one folder per mechanism (``window_attention``,
-``associative_memory``, ``cache_attention``), and the parts they share."""
+``associative_memory``, ``cache_attention``, ``memory_attention``), and the parts they share."""
 
 from tf_memlayers.layers.associative_memory.am_gru import AssociativeGRU
 from tf_memlayers.layers.associative_memory.am_gru_cell import AssociativeGRUCell
@@ -14,6 +14,7 @@ from tf_memlayers.layers.associative_memory.dual_associative_encoder import (
 )
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.layers.cudnn import lstm_use_cudnn
+from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionRNN, AttentionWrapper
 from tf_memlayers.layers.dropout import PhiloxDropout
 from tf_memlayers.layers.window_attention.key_value_predict_split import KeyValuePredictSplit
 from tf_memlayers.layers.window_attention.ngram import NGramConcat, NGramConcatCell
@@ -29,6 +30,8 @@ __all__ = [
     "AssociativeGRUCell",
     "AssociativeMemoryCell",
     "AttentionPooling",
+    "AttentionRNN",
+    "AttentionWrapper",
     "DualAssociativeEncoder",
     "DualAssociativeGRU",
     "DualAssociativeGRUCell",

@@ -112,7 +112,21 @@ class AttentionWrapper(keras.layers.Layer):
             at this step: their states are zeroed first. Default: `None`.
 
     Returns:
-        ``(output, new_states)``.
+        ``(output, new_states)``: the step's output (``[batch, attention_size]``, or the
+        cell's output; followed by the weights over the memory with ``return_alignments``)
+        and the new states.
+
+    Example:
+
+    A decoder step by step, as a hand-written loop runs it:
+
+    >>> import numpy as np, keras
+    >>> cell = AttentionWrapper(keras.layers.LSTMCell(16), score="general")
+    >>> memory = np.random.default_rng(0).normal(size=(2, 7, 12)).astype("float32")
+    >>> states = [np.zeros((2, size), "float32") for size in cell.state_size]
+    >>> output, states = cell(np.ones((2, 5), "float32"), states, memory=memory)
+    >>> output.shape, [s.shape[-1] for s in states]
+    (TensorShape([2, 16]), [16, 16, 16])
     """
 
     def __init__(
@@ -244,7 +258,8 @@ class AttentionWrapper(keras.layers.Layer):
         ``memory W_a`` (general) or the memory itself (dot)."""
         if self.score == "dot":
             return memory
-        return ops.matmul(memory, self.memory_kernel)
+        # Called by `AttentionRNN` outside the cell's own call: cast as the call would.
+        return ops.matmul(memory, ops.cast(self.memory_kernel, memory.dtype))
 
     def attend(self, query, memory, keys, memory_mask=None):
         """The context ``[batch, memory_dim]`` and the weights ``[batch, length]`` (at least float32)
@@ -278,6 +293,8 @@ class AttentionWrapper(keras.layers.Layer):
                 f"{owner}: no `memory` given: pass the vectors to attend over, [batch, length, "
                 "memory_dim], at every call."
             )
+        # Keras casts a call's first input to the compute dtype, not its keyword arguments.
+        memory = ops.cast(memory, self.compute_dtype)
         states = list(states)
         if reset is not None:
             reset = check_reset(reset, tuple(inputs.shape)[:1], owner)
@@ -354,7 +371,27 @@ class AttentionRNN(ResettableRNN):
             Default: `None`.
 
     Returns:
-        As `keras.layers.RNN`.
+        As `keras.layers.RNN`: the last output ``[batch, size]``, or every step's ``[batch,
+        time, size]`` with ``return_sequences=True``; with the cell's ``return_alignments``,
+        followed by the weights over the memory (``[batch, length]`` or ``[batch, time,
+        length]``); with ``return_state=True``, the final states after them.
+
+    Example:
+
+    A decoder over an encoder's outputs, padding masked, with the alignment history:
+
+    >>> import numpy as np, keras
+    >>> rng = np.random.default_rng(0)
+    >>> encoded = rng.normal(size=(2, 7, 12)).astype("float32")
+    >>> encoded_mask = np.array([[True] * 7, [True] * 4 + [False] * 3])
+    >>> targets = rng.normal(size=(2, 5, 3)).astype("float32")
+    >>> cell = AttentionWrapper(keras.layers.GRUCell(16), return_alignments=True)
+    >>> decoder = AttentionRNN(cell, return_sequences=True)
+    >>> outputs, alignments = decoder(targets, memory=encoded, memory_mask=encoded_mask)
+    >>> outputs.shape, alignments.shape
+    (TensorShape([2, 5, 16]), TensorShape([2, 5, 7]))
+    >>> float(keras.ops.max(alignments[1, :, 4:]))  # nothing on the padding
+    0.0
     """
 
     def __init__(self, cell, **kwargs):
@@ -378,7 +415,7 @@ class AttentionRNN(ResettableRNN):
                 f"{owner}: no `memory` given: pass the vectors to attend over, [batch, length, "
                 "memory_dim]."
             )
-        memory = ops.convert_to_tensor(memory)
+        memory = ops.cast(ops.convert_to_tensor(memory), self.cell.compute_dtype)
         if len(memory.shape) != 3 or memory.shape[-1] != self.cell.memory_dim:
             raise ValueError(
                 f"{owner}: `memory` must be [batch, length, {self.cell.memory_dim}] (the width "
