@@ -5,7 +5,8 @@ Architecture, bottom up:
 * `tf_memlayers.ops` — primitives (causal windows over a sequence, holographic complex ops,
   the heap, the fused AM-GRU loop).
 * `tf_memlayers.layers` — one folder per mechanism (``window_attention``,
-  ``associative_memory``, ``cache_attention``), each with its Keras layers and RNN cells.
+  ``associative_memory``, ``cache_attention``, ``memory_attention``), each with its Keras
+  layers and RNN cells.
 * `tf_memlayers.metrics`, `tf_memlayers.losses`, `tf_memlayers.initializers` — `Perplexity`,
   `SequenceCrossentropy`, `ForgetGateBias`.
 * `tf_memlayers.models` — builders that assemble each paper's model from the layers, and the
