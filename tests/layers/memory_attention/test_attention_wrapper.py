@@ -454,3 +454,14 @@ def test_output_spec_is_exact(policy, return_sequences, return_state):
         assert [tuple(t.shape) for t in got] == shapes
         dtype = keras.dtype_policies.get(policy).compute_dtype
         assert [keras.backend.standardize_dtype(t.dtype) for t in got] == [dtype] * len(shapes)
+
+
+@pytest.mark.parametrize("initializer", ["glorot_uniform", keras.initializers.RandomUniform(
+    -0.1, 0.1, seed=keras.random.SeedGenerator(3))], ids=["unseeded", "seed_generator"])
+def test_kernels_drawn_from_one_initializer_start_independent(initializer):
+    # The query and memory kernels have one shape here: a stateless initializer used for both
+    # would start them equal.
+    cell = AttentionWrapper(keras.layers.GRUCell(UNITS), kernel_initializer=initializer)
+    cell.build((None, INPUT_DIM), (None, LENGTH, UNITS))
+    query, memory = (keras.ops.convert_to_numpy(k) for k in (cell.query_kernel, cell.memory_kernel))
+    assert query.shape == memory.shape and not np.allclose(query, memory)

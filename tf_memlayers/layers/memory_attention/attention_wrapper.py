@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from tf_memlayers import _validation as check
+from tf_memlayers.initializers import for_one_weight
 from tf_memlayers.layers.memory_cell_wrapper import (
     call_cell,
     cell_output_size,
@@ -218,17 +219,20 @@ class AttentionWrapper(keras.layers.Layer):
         fed = self.feedback_size if self.position == "after" else self.memory_dim
         if not self.cell.built:
             self.cell.build((inputs_shape[0], int(inputs_shape[-1]) + fed))
-        init = self.kernel_initializer
+        # A clone per kernel: one stateless initializer would start them all alike.
+        def init():
+            return for_one_weight(self.kernel_initializer)
+
         if self.score == "additive":
             units = self.attention_units
             self.query_kernel = self.add_weight(
-                name="query_kernel", shape=(query, units), initializer=init
+                name="query_kernel", shape=(query, units), initializer=init()
             )
             self.memory_kernel = self.add_weight(
-                name="memory_kernel", shape=(self.memory_dim, units), initializer=init
+                name="memory_kernel", shape=(self.memory_dim, units), initializer=init()
             )
             self.score_vector = self.add_weight(
-                name="score_vector", shape=(units,), initializer=init
+                name="score_vector", shape=(units,), initializer=init()
             )
             if self.normalize:
                 self.score_norm = self.add_weight(
@@ -241,7 +245,7 @@ class AttentionWrapper(keras.layers.Layer):
                 )
         elif self.score == "general":
             self.memory_kernel = self.add_weight(
-                name="memory_kernel", shape=(self.memory_dim, query), initializer=init
+                name="memory_kernel", shape=(self.memory_dim, query), initializer=init()
             )
         if self.scale:
             self.score_scale = self.add_weight(name="score_scale", shape=(), initializer="ones")
@@ -249,7 +253,7 @@ class AttentionWrapper(keras.layers.Layer):
             self.attention_kernel = self.add_weight(
                 name="attention_kernel",
                 shape=(self.memory_dim + self.cell_output_size, self.attention_size),
-                initializer=init,
+                initializer=init(),
             )
         self.built = True
 
