@@ -346,12 +346,13 @@ def test_wraps_any_cell_trains_saves_and_loads(cell, tmp_path):
     )  # fmt: skip
 
 
-def test_mixed_float16_matches_float32():
+@pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 6e-2)])
+def test_mixed_precision_matches_float32(policy, atol):
     rng = np.random.default_rng(8)
     x, memory, mask = _data(rng, "float32")
     expected = _layer()
     want = keras.ops.convert_to_numpy(expected(x, memory=memory, memory_mask=mask))
-    keras.config.set_dtype_policy("mixed_float16")
+    keras.config.set_dtype_policy(policy)
     try:
         layer = _layer()
         layer(x, memory=memory, memory_mask=mask)
@@ -359,8 +360,9 @@ def test_mixed_float16_matches_float32():
         keras.config.set_dtype_policy("float32")
     layer.set_weights(expected.get_weights())
     got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
-    assert got.dtype == np.float16
-    np.testing.assert_allclose(got.astype(np.float32), want, atol=2e-2)
+    assert keras.backend.standardize_dtype(got.dtype) == policy.split("_")[1]
+    np.testing.assert_allclose(np.asarray(got, np.float32), want, atol=atol)
+    assert np.abs(want).max() > 10 * atol  # the outputs are far larger than the tolerance
 
 
 @pytest.mark.parametrize(
