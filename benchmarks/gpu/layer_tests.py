@@ -30,6 +30,9 @@ TESTS = ROOT / "tests"
 #: The suites over every layer that the GPU run adds to the declaring modules: Keras's
 #: `run_layer_test` checks and the exact output specs of every declared layer.
 SUITES = ("layers/test_layer_conformance.py",)
+#: How many of the longest tests a summary names (what to trim when the selection outgrows
+#: its time).
+SLOWEST = 20
 
 
 def selected_files():
@@ -85,11 +88,11 @@ def run(targets, workers, seconds, junit, log):
 
 
 def summarise(junit, collected=()):
-    """Counts and failures of a pytest JUnit report, and the ``collected`` test ids it does
-    not report (left unrun)."""
+    """Counts and failures of a pytest JUnit report, the `SLOWEST` longest tests with their
+    seconds, and the ``collected`` test ids it does not report (left unrun)."""
     summary = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "seconds": 0.0,
                "failures": [], "per_file": {}}  # fmt: skip
-    reported = set()
+    reported, durations = set(), []
     if pathlib.Path(junit).is_file():
         for case in ElementTree.parse(junit).getroot().iter("testcase"):
             if not case.get("name"):  # a test interrupted at the time limit: not reported
@@ -113,8 +116,11 @@ def summarise(junit, collected=()):
                     break
             summary[outcome] += 1
             summary["seconds"] += float(case.get("time") or 0)
+            durations.append((float(case.get("time") or 0), test_id))
             counts = summary["per_file"].setdefault(file, {})
             counts[outcome] = counts.get(outcome, 0) + 1
+    summary["slowest"] = [{"test": test_id, "seconds": seconds} for seconds, test_id
+                          in sorted(durations, key=lambda d: -d[0])[:SLOWEST]]  # fmt: skip
     summary["not_run"] = [test_id for test_id in collected if test_id not in reported]
     return summary
 

@@ -2,11 +2,12 @@
 tables and the figure of the results page's "On a GPU" section.
 
 Each run folder holds what ``benchmarks/gpu/run.sh`` wrote under ``$OUT`` on the GPU machine
-(``device.json``, ``layer_tests.json``, ``speed.json``, ``run.log``), committed as it came
-back. The runs are read in their number's order: the layer-test table has one row per run (a
-later run may rerun what an earlier one left failed or unrun), and in the speed tables a row a
-later run measured replaces the same row of an earlier run (same table, dtype and case). What
-no run measured stays in the tables with the reason its run gave.
+(``device.json``, ``layer_tests.json``, ``speed.json``, ``speed_long.json`` where the run had
+that step, ``run.log``), committed as it came back. The runs are read in their number's order:
+the layer-test table has one row per run (a later run may rerun what an earlier one left failed
+or unrun), and in the speed tables a row a later run measured replaces the same row of an
+earlier run (same table, dtype and case). What no run measured stays in the tables with the
+reason its run gave.
 
 Usage::
 
@@ -42,14 +43,16 @@ def run_number(folder):
 
 def load_runs(folder=RUNS):
     """The runs under ``folder`` in order: ``[{"name", "device", "layer_tests", "speed",
-    "log"}]``, a missing file read as None."""
+    "speeds", "log"}]``, a missing file read as None; ``speeds`` lists the run's speed files
+    that exist (``speed.json``, then ``speed_long.json``), ``speed`` is the first."""
     runs = []
     for path in sorted(folder.glob("run-*"), key=run_number):
         run = {"name": path.name}
         for key, file in (("device", "device.json"), ("layer_tests", "layer_tests.json"),
-                          ("speed", "speed.json")):  # fmt: skip
+                          ("speed", "speed.json"), ("speed_long", "speed_long.json")):  # fmt: skip
             file = path / file
             run[key] = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else None
+        run["speeds"] = [speed for speed in (run["speed"], run.pop("speed_long")) if speed]
         log = path / "run.log"
         run["log"] = log.read_text(encoding="utf-8") if log.is_file() else ""
         runs.append(run)
@@ -105,10 +108,7 @@ def merged_rows(runs, table):
     """The rows of ``table`` over every run, a later run's measured row replacing the same
     row of an earlier one; a table that failed in a run gives one row with its error."""
     rows = {}
-    for run in runs:
-        speed = run["speed"]
-        if speed is None:
-            continue
+    for run, speed in ((run, speed) for run in runs for speed in run["speeds"]):
         keys = ROW_KEYS[table]
         for row in speed["tables"].get(table, []):
             key = tuple(row.get(k) for k in keys)
@@ -140,6 +140,23 @@ def peaks_text(runs):
                 + " TFLOP/s"
             )  # fmt: skip
     return "; ".join(parts)
+
+
+def folding_off_text(runs):
+    """A sentence naming the rows measured with XLA's constant folding off, or ''."""
+    parts = []
+    for run in runs:
+        for speed in run["speeds"]:
+            flags = (speed.get("device") or {}).get("xla_flags") or ""
+            if "constant_folding" in flags:
+                lengths = (speed.get("settings") or {}).get("lengths")
+                parts.append(f"{run['name']}, T = {', '.join(map(str, lengths))}")
+    if not parts:
+        return ""
+    return (" Rows compiled with XLA's constant folding off (``XLA_FLAGS="
+            "--xla_disable_hlo_passes=constant_folding``, in a process of their own, so that "
+            "MultiHeadAttention's causal mask is computed when the step runs instead of "
+            "folded for minutes at compile time): " + "; ".join(parts) + ".")
 
 
 def stalled_compiles(runs):
@@ -222,12 +239,28 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
         "over its time, against the matrix-product rate of the same dtype measured in the "
         f"same run ({peaks_text(runs)}). Goals: ours / MHA ≤ 0.9 at every T, ours / floor "
         "≤ 1.5, and at T = 16000 ours' buffers ≤ a tenth of MHA's."
-        + stalled_compiles(runs),
+        + folding_off_text(runs) + stalled_compiles(runs),
         footer=".. image:: images/gpu_window_attention.png\n"
         "   :alt: time per step and XLA buffers against sequence length, on a GPU",
         page=page,
     )  # fmt: skip
     draw_window_figure(window, figure)
+    update_docs(
+        "gpu-window-attention-parts",
+        [row for row in window if "attention_over_floor" in row],
+        [("dtype", "dtype"), ("T", "T"), ("ours_over_floor", "ours / floor"),
+         ("weighted_sum_over_floor", "weighted sum"), ("scores_over_floor", "scores"),
+         ("attention_over_floor", "both"), ("rest_over_floor", "rest")],
+        "Where ours spends its time above the floor on a GPU, in units of the floor's time, "
+        "from the same runs: ours with parts of the attention replaced by elementwise "
+        "stand-ins that read the same inputs (``benchmarks/speed/window_attention_floor.py``"
+        "'s ``PARTS``), timed interleaved with the rows above. A part's cost is the time its "
+        "stand-in saves (the median over the rounds of (ours - ours without it) / floor); "
+        "'both' replaces the weighted sum (eq. 4) and the scores (eqs. 2-3) together, and "
+        "'rest' is what ours without both still costs above the floor. The parts overlap "
+        "(XLA fuses across them), so they need not add up.",
+        page=page, insert_after="gpu-window-attention",
+    )  # fmt: skip
     update_docs(
         "gpu-language-model",
         merged_rows(runs, "language_model"),
@@ -248,8 +281,13 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
         "Training step per time step (batch 50, 100 units, T = 30, a `Dense(1)` head), "
         "`AssociativeGRU` (Keras's loop on JAX) and ``keras.layers.RNN(AssociativeGRUCell)`` "
         "with 8 copies against ``keras.layers.GRU(100)``, ``jax.jit``, medians of 20 "
-        "interleaved steps. GFLOP/step: the products with weight matrices (the memory's "
-        "permutations, reads and writes left out). Goal: the AM-GRU at most 1.5× the GRU.",
+        "interleaved steps. The floor row is `AssociativeGRU` with the holographic key "
+        "copies, read and write replaced by elementwise stand-ins that read the same inputs "
+        "(``benchmarks/speed/associative_memory.py``'s ``holographic_stand_ins``): the loop, "
+        "the key, gate and candidate products and everything between them, without the "
+        "memory's permutations, reads and writes. GFLOP/step: the products with weight "
+        "matrices (the memory's permutations, reads and writes left out). Goal: the AM-GRU "
+        "at most 1.5× the GRU.",
         page=page,
     )  # fmt: skip
     update_docs(

@@ -22,7 +22,13 @@
 #      float32 matrix products at JAX's "highest" precision (layer_tests.xml, layer_tests.json,
 #      layer_tests.log);
 #   4. measures the speed tables, float32 and mixed bfloat16 (benchmarks/gpu/speed.py,
-#      speed.json), within their time budget.
+#      speed.json), within their time budget, window attention at T <= 1000;
+#   5. measures window attention at long T (16000 and 4000; speed_long.json) in a process of
+#      its own with XLA's constant folding off: folding MultiHeadAttention's T x T causal mask
+#      at compile time takes minutes at T = 4000 (the rows measure running steps, which
+#      folding would not change but for that mask, computed at run time instead).
+# Each step of measuring ends at its time limit (its budget plus a margin); what it measured
+# by then is in its file.
 # The run's own log is run.log. Exit status: 0 when every step ran and every test passed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,10 +45,13 @@ exec > >(tee "$out/run.log") 2>&1
 python="${PYTHON:-python3}"
 # Seconds for the layer tests and for the speed tables (the whole run takes about their sum
 # plus a minute of installing and compiling); the rehearsal's are enough for a 2-core CPU.
+# GPU_RUN_LONG_LENGTHS: step 5's lengths ("" skips step 5).
 if [ "$mode" = full ]; then
-  tests_s="${GPU_RUN_TESTS_S:-180}"; speed_s="${GPU_RUN_SPEED_S:-160}"; workers=12
+  tests_s="${GPU_RUN_TESTS_S:-240}"; speed_s="${GPU_RUN_SPEED_S:-170}"; workers=14
+  long_s="${GPU_RUN_LONG_S:-90}"; long_lengths="${GPU_RUN_LONG_LENGTHS-16000 4000}"
 else
   tests_s="${GPU_RUN_TESTS_S:-120}"; speed_s="${GPU_RUN_SPEED_S:-240}"; workers=2
+  long_s="${GPU_RUN_LONG_S:-120}"; long_lengths="${GPU_RUN_LONG_LENGTHS-40}"
 fi
 say() { echo "[run.sh ${mode} $(date -u +%H:%M:%S) +${SECONDS}s] $*"; }
 status=0
@@ -82,8 +91,18 @@ JAX_DEFAULT_MATMUL_PRECISION=highest "$python" -m benchmarks.gpu.layer_tests \
 say "4. the speed tables (${speed_s}s budget)"
 # GPU_RUN_SPEED_ARGS: more options of benchmarks/gpu/speed.py (--tables, --lengths).
 # shellcheck disable=SC2086
-"$python" -m benchmarks.gpu.speed --sizes "$mode" --budget-s "$speed_s" --out "$out/speed.json" \
-  ${GPU_RUN_SPEED_ARGS:-} || status=1
+timeout -k 10 "$((speed_s + 90))" "$python" -m benchmarks.gpu.speed --sizes "$mode" \
+  --budget-s "$speed_s" --out "$out/speed.json" ${GPU_RUN_SPEED_ARGS:-} \
+  || status=1
+
+if [ -n "$long_lengths" ]; then
+  say "5. window attention at T = ${long_lengths} (${long_s}s budget, constant folding off)"
+  # shellcheck disable=SC2086
+  XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_disable_hlo_passes=constant_folding" \
+    timeout -k 10 "$((long_s + 90))" "$python" -m benchmarks.gpu.speed --sizes "$mode" \
+    --budget-s "$long_s" --out "$out/speed_long.json" --tables window_attention \
+    --lengths $long_lengths || status=1
+fi
 
 say "done, status ${status}"
 exit "$status"

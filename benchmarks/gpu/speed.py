@@ -8,14 +8,21 @@ weights, bfloat16 products):
   of `SlidingWindowAttention(window=10, attention_units=32)` followed by ``Dense(300)`` on
   ``[8, T, 300]`` inputs, against its floor (the same layer's four matrix products alone) and
   Keras's `MultiHeadAttention` with ``sliding_window`` and a causal mask at equal weights
-  (`benchmarks.speed.window_attention_floor`), for T = 20, 100, 1000, 4000 and 16000; with each step's working
-  memory, the temporary buffers XLA plans for it (`jax.stages.Compiled.memory_analysis`);
+  (`benchmarks.speed.window_attention_floor`), for T = 20, 100 and 1000 (others with
+  ``--lengths``: ``benchmarks/gpu/run.sh`` measures 4000 and 16000 in a process of their own);
+  with each step's working memory, the temporary buffers XLA plans for it
+  (`jax.stages.Compiled.memory_analysis`);
+  up to T = 100 also ours with parts of the attention replaced by elementwise stand-ins
+  (`benchmarks.speed.window_attention_floor.PARTS`: the weighted sum, the scores, both), so
+  that what each part costs above the floor is measured, in units of the floor's time;
 * ``language_model``: the training step of the LSTM language model of
   `benchmarks.speed.window_attention.lm_model` (batch 64, 20 steps, hidden 300, 10k words)
   with each memory variant, against the bare LSTM;
 * ``associative_memory``: the training step of `AssociativeGRU` and of
   ``keras.layers.RNN(AssociativeGRUCell)`` (100 units, 8 copies; batch 50, 30 steps) against
-  ``keras.layers.GRU(100)``;
+  ``keras.layers.GRU(100)``, and the AM-GRU's floor: `AssociativeGRU` with its holographic
+  key copies, read and write replaced by elementwise stand-ins
+  (`benchmarks.speed.associative_memory.holographic_stand_ins`), its loop and products kept;
 * ``snli``: the SNLI model's training step (`tf_memlayers.models.snli.build_snli_model`,
   batch 50, 100 units, premise 25 / hypothesis 15 tokens) with the Dual AM-GRU and the
   AM-GRU as layer 1, against the same model with a GRU;
@@ -37,7 +44,9 @@ Usage::
     KERAS_BACKEND=jax python -m benchmarks.gpu.speed --sizes rehearsal --out results.json
 """
 
+import contextlib
 import json
+import os
 import pathlib
 import sys
 import time
@@ -51,16 +60,17 @@ from benchmarks.gpu import ArgumentParser, positive
 #: code paths in seconds.
 SIZES = {
     "full": dict(
-        lengths=(20, 100, 1000, 4000, 16000), width=300, peer_batch=8,
+        lengths=(20, 100, 1000), width=300, peer_batch=8,
         lm_vocab=10000, lm_hidden=300, lm_batch=64, lm_steps=20,
         am_units=100, am_batch=50, am_steps=30, snli_units=100, snli_batch=50,
         heap_sizes=(1000, 10000), heap_batch=64, rounds=20, peak_sizes=(4096, 8192),
+        parts_max_length=100,
     ),
     "rehearsal": dict(
         lengths=(20, 40), width=16, peer_batch=2,
         lm_vocab=50, lm_hidden=18, lm_batch=4, lm_steps=5,
         am_units=8, am_batch=4, am_steps=5, snli_units=8, snli_batch=4,
-        heap_sizes=(16,), heap_batch=8, rounds=2, peak_sizes=(256,),
+        heap_sizes=(16,), heap_batch=8, rounds=2, peak_sizes=(256,), parts_max_length=20,
         # One variant of each memory kind and form: the code paths of all of them.
         lm_variants=("lstm", "window-parallel:5", "window-cell:5", "ngram-cell:4"),
     ),
@@ -71,6 +81,9 @@ TABLES = ("window_attention", "language_model", "associative_memory", "snli", "h
 BUDGET_SHARES = {"window_attention": 0.4, "language_model": 0.25, "associative_memory": 0.1,
                  "snli": 0.15, "heap_write": 0.1}  # fmt: skip
 WINDOW, ATTENTION_UNITS = 10, 32
+#: The associative-memory table's floor row: `AssociativeGRU` (C = 8) under
+#: `benchmarks.speed.associative_memory.holographic_stand_ins`.
+FLOOR_LAYER = "floor: AssociativeGRU C=8, memory by stand-ins"
 LEARNING_RATE = 1e-3
 
 
@@ -210,13 +223,22 @@ def with_policy(dtype, build):
 
 
 def timed_rows(steps, rounds):
-    """Median ms of each runnable `Step` of ``steps`` (a dict), interleaved, and the median
-    per-round ratios to the first."""
+    """Median ms of each runnable `Step` of ``steps`` (a dict), interleaved, the median
+    per-round ratios to the first, and the samples (`timing.interleaved`)."""
     runners = {name: step.run for name, step in steps.items() if step.runnable}
     for run in runners.values():  # the first runs after compiling are not timed
         timing.wait_for(run())
     samples = timing.interleaved(runners, rounds)
-    return timing.medians(samples), timing.median_ratio(samples, next(iter(runners)))
+    return timing.medians(samples), timing.median_ratio(samples, next(iter(runners))), samples
+
+
+def median_saving_over(samples, minuend, subtrahend, unit):
+    """The median over the rounds of ``(minuend - subtrahend) / unit``, each round's times:
+    the time ``subtrahend``'s stand-ins save, in units of ``unit``'s time."""
+    return float(np.median([
+        (big - small) / scale
+        for big, small, scale in zip(samples[minuend], samples[subtrahend], samples[unit])
+    ]))  # fmt: skip
 
 
 def window_attention_table(sizes, budget, peaks, limit_mib, progress):
@@ -224,7 +246,7 @@ def window_attention_table(sizes, budget, peaks, limit_mib, progress):
     import keras
 
     from benchmarks.speed.window_attention_floor import (
-        _layer, equal_weight_key_dim, variant_products,
+        PARTS, _layer, equal_weight_key_dim, stand_ins, variant_products,
     )  # fmt: skip
 
     width, batch = sizes["width"], sizes["peer_batch"]
@@ -239,7 +261,8 @@ def window_attention_table(sizes, budget, peaks, limit_mib, progress):
             x = np.random.default_rng(0).normal(size=(batch, steps, width))
             x = x.astype("float32")
             built = {}
-            for variant in ("ours", "floor", "mha"):
+            parts = tuple(PARTS) if steps <= sizes["parts_max_length"] else ()
+            for variant in ("ours", "floor", "mha", *parts):
                 if variant == "mha" and steps > sizes.get("peer_max_length", steps):
                     row["mha_ms"] = (f"not run: the peer is compiled up to T = "
                                      f"{sizes['peer_max_length']} (--peer-max-length)")
@@ -254,8 +277,10 @@ def window_attention_table(sizes, budget, peaks, limit_mib, progress):
                     return keras.Model(inputs, outputs)
 
                 try:
-                    built[variant] = Step(with_policy(dtype, build), x, None, mean_square,
-                                          limit_mib)  # fmt: skip
+                    # A part's stand-ins are in place while its step is traced and compiled.
+                    with stand_ins(PARTS[variant][1] if variant in PARTS else ()):
+                        built[variant] = Step(with_policy(dtype, build), x, None, mean_square,
+                                              limit_mib)  # fmt: skip
                 except Exception as error:  # noqa: BLE001  (recorded in the row)
                     row[f"{variant}_error"] = _error(error)
                     continue
@@ -266,9 +291,11 @@ def window_attention_table(sizes, budget, peaks, limit_mib, progress):
             if "ours" not in built or not built["ours"].runnable:
                 rows.append(row)
                 continue
-            medians, ratios = timed_rows(built, sizes["rounds"])
+            medians, ratios, samples = timed_rows(built, sizes["rounds"])
             for variant, ms in medians.items():
                 row[f"{variant}_ms"] = ms
+                if variant in PARTS:
+                    continue
                 products = variant_products(variant, batch * steps, width, ATTENTION_UNITS,
                                             key_dim, steps, WINDOW)  # fmt: skip
                 share = matmul_peak.floor_columns(matmul_peak.training_flops(products), ms,
@@ -278,6 +305,15 @@ def window_attention_table(sizes, budget, peaks, limit_mib, progress):
             for variant in ("floor", "mha"):
                 if variant in ratios:
                     row[f"ours_over_{variant}"] = 1 / ratios[variant]
+            if parts and "floor" in samples and all(part in samples for part in parts):
+                # What each part costs above the floor, in units of the floor's time: the
+                # time its stand-in saves; "rest": what ours without both parts still costs
+                # above the floor (the parts overlap, so the three need not add up).
+                for variant, (name, _) in PARTS.items():
+                    row[f"{name}_over_floor"] = median_saving_over(samples, "ours", variant,
+                                                                   "floor")  # fmt: skip
+                row["rest_over_floor"] = median_saving_over(samples, "ours_without_both",
+                                                            "floor", "floor")  # fmt: skip
             if isinstance(row.get("mha_buffers_mib"), float) and row.get("ours_buffers_mib"):
                 row["ours_memory_over_mha"] = row["ours_buffers_mib"] / row["mha_buffers_mib"]
             rows.append(row)
@@ -315,7 +351,7 @@ def language_model_table(sizes, budget, peaks, limit_mib, progress):
             lstm = [layer for layer in model.layers if isinstance(layer, keras.layers.LSTM)]
             row_of[variant]["cudnn"] = lstm[0].use_cudnn if lstm else None
         if "lstm" in built and len(built) > 1:
-            medians, ratios = timed_rows(built, sizes["rounds"])
+            medians, ratios, _ = timed_rows(built, sizes["rounds"])
             for variant, ms in medians.items():
                 flops = matmul_peak.weight_training_flops_per_token(built[variant].model)
                 row_of[variant].update(
@@ -332,6 +368,7 @@ def associative_memory_table(sizes, budget, peaks, limit_mib, progress):
     against `keras.layers.GRU`, per time step."""
     import keras
 
+    from benchmarks.speed.associative_memory import holographic_stand_ins
     from tf_memlayers import AssociativeGRU, AssociativeGRUCell
 
     batch, steps, units, copies = sizes["am_batch"], sizes["am_steps"], sizes["am_units"], 8
@@ -342,6 +379,7 @@ def associative_memory_table(sizes, budget, peaks, limit_mib, progress):
         f"RNN(AssociativeGRUCell) C={copies}": lambda: keras.layers.RNN(
             AssociativeGRUCell(units, num_copies=copies)
         ),
+        FLOOR_LAYER: lambda: AssociativeGRU(units, num_copies=copies),
     }
     rows = []
     for dtype in DTYPES:
@@ -355,8 +393,9 @@ def associative_memory_table(sizes, budget, peaks, limit_mib, progress):
                 inputs = keras.Input((steps, units), batch_size=batch)
                 return keras.Model(inputs, keras.layers.Dense(1)(make()(inputs)))
 
-            built[name] = Step(with_policy(dtype, build), x, None, mean_square, limit_mib)
-        medians, ratios = timed_rows(built, sizes["rounds"])
+            with holographic_stand_ins() if name == FLOOR_LAYER else contextlib.nullcontext():
+                built[name] = Step(with_policy(dtype, build), x, None, mean_square, limit_mib)
+        medians, ratios, _ = timed_rows(built, sizes["rounds"])
         for name, ms in medians.items():
             flops = matmul_peak.weight_training_flops_per_token(built[name].model)
             rows.append({
@@ -391,7 +430,7 @@ def snli_table(sizes, budget, peaks, limit_mib, progress):
                 1000, kind=kind, units=units, embedding_dim=units))
             built[kind] = Step(model, [premise, hypothesis], labels, label_crossentropy,
                                limit_mib)  # fmt: skip
-        medians, ratios = timed_rows(built, sizes["rounds"])
+        medians, ratios, _ = timed_rows(built, sizes["rounds"])
         for kind, ms in medians.items():
             flops = matmul_peak.weight_training_flops(built[kind].model, count)
             rows.append({"dtype": dtype, "kind": kind, "median_ms": ms,
@@ -472,6 +511,7 @@ def device_description():
         "devices": [f"{d.platform}:{getattr(d, 'device_kind', '')}" for d in devices],
         "device_memory_mib": device_memory_mib(),
         "matmul_precision": str(jax.config.jax_default_matmul_precision),
+        "xla_flags": os.environ.get("XLA_FLAGS"),
     }  # fmt: skip
 
 

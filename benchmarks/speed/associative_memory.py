@@ -17,6 +17,7 @@
 """
 
 import argparse
+import contextlib
 import json
 import os
 
@@ -66,6 +67,41 @@ class WordByWordAttentionCell(keras.layers.Layer):
         read = ops.einsum("bl,blk->bk", alpha, premise)
         output, new = self.gru(ops.concatenate([inputs, read], 1), [h])
         return output, [new[0], flat]
+
+
+@contextlib.contextmanager
+def holographic_stand_ins():
+    """While active, the holographic parts of the AM-GRU step
+    (`tf_memlayers.ops.associative_gru_step`) are replaced by elementwise stand-ins that read
+    the same inputs and give the same shapes: the key's bounded permuted copies (eqs. 4,
+    9-10: the bound and the permutation product), the read (eq. 5) and the write (eq. 12).
+    A step traced inside keeps the recurrent loop and the key, gate and candidate products
+    with everything between them, and carries the memory as a state: the AM-GRU's floor
+    without its associative memory. Restored on exit."""
+    from tf_memlayers.ops import associative_gru_step as step_module
+    from tf_memlayers.ops import holographic
+
+    def bounded_copies(key, matrix, num_copies):
+        del matrix
+        return tuple(ops.repeat(half[:, None, :], num_copies, axis=1)
+                     for half in holographic.complexify(key))  # fmt: skip
+
+    def read(copies, memory, conjugate=True):
+        del conjugate
+        return holographic.uncomplexify(*(ops.mean(key * part, axis=1)
+                                          for key, part in zip(copies, memory)))  # fmt: skip
+
+    def write_memory_parts(key_re, key_im, memory_re, memory_im, value_re, value_im):
+        return (memory_re + key_re * value_re[:, None, :],
+                memory_im + key_im * value_im[:, None, :])  # fmt: skip
+
+    saved = holographic.bounded_copies, holographic.write_memory_parts, step_module._read
+    holographic.bounded_copies, holographic.write_memory_parts = bounded_copies, write_memory_parts
+    step_module._read = read
+    try:
+        yield
+    finally:
+        holographic.bounded_copies, holographic.write_memory_parts, step_module._read = saved
 
 
 def _train_step(layer_fn, inputs, extra=None, jit_compile=False, run_once=True, layers=None):

@@ -13,6 +13,7 @@ import pytest
 from support import REPO_ROOT
 
 from benchmarks.gpu import layer_tests, results, speed
+from benchmarks.speed.window_attention_floor import PARTS
 
 RUN_SH = REPO_ROOT / "benchmarks" / "gpu" / "run.sh"
 
@@ -69,7 +70,21 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
         assert row["T"] == 20
         for variant in ("ours", "floor", "mha"):
             assert row[f"{variant}_ms"] > 0 and row[f"{variant}_buffers_mib"] > 0
+        # T = 20 is within the rehearsal's parts_max_length: each part's cost is measured.
+        for variant, (part, _) in PARTS.items():
+            assert row[f"{variant}_ms"] > 0 and isinstance(row[f"{part}_over_floor"], float)
+        assert isinstance(row["rest_over_floor"], float)
     assert {row["dtype"] for row in measured["tables"]["language_model"]} == set(speed.DTYPES)
+    assert [row["layer"] for row in measured["tables"]["associative_memory"]].count(
+        speed.FLOOR_LAYER) == len(speed.DTYPES)
+    # Step 5: the long lengths, in their own process with XLA's constant folding off, without
+    # the parts (beyond parts_max_length).
+    long = json.loads((out / "speed_long.json").read_text(encoding="utf-8"))
+    assert "constant_folding" in long["device"]["xla_flags"] and long["errors"] == {}
+    assert [(row["dtype"], row["T"]) for row in long["tables"]["window_attention"]] == [
+        (dtype, 40) for dtype in speed.DTYPES]
+    for row in long["tables"]["window_attention"]:
+        assert row["ours_ms"] > 0 and row["mha_ms"] > 0 and "attention_over_floor" not in row
 
 
 def test_a_bad_option_is_one_line_and_status_2(tmp_path):
@@ -128,6 +143,8 @@ def test_the_summary_counts_each_outcome_and_names_what_did_not_run(tmp_path):
     ]
     assert summary["per_file"]["tests/layers/test_a"] == {"passed": 1, "failed": 1}
     assert summary["seconds"] == pytest.approx(2.5)
+    assert summary["slowest"][0] == {"test": "tests/layers/test_a.py::test_one", "seconds": 1.5}
+    assert [entry["seconds"] for entry in summary["slowest"]] == [1.5, 0.5, 0.25, 0.25]
 
 
 def test_a_rerun_takes_the_failed_and_unrun_tests_in_collection_order():
@@ -152,12 +169,14 @@ def test_the_budget_gives_a_table_its_share_of_what_is_left(monkeypatch):
     assert not budget.allows()
 
 
-def _write_run(folder, number, speed_results, tests=None, log=""):
+def _write_run(folder, number, speed_results, tests=None, log="", long=None):
     run = folder / f"run-{number}"
     run.mkdir(parents=True)
     device = {"jax": "0.0", "keras": "3.0", "devices": [{"kind": "Some GPU"}]}
     (run / "device.json").write_text(json.dumps(device), encoding="utf-8")
     (run / "speed.json").write_text(json.dumps(speed_results), encoding="utf-8")
+    if long is not None:
+        (run / "speed_long.json").write_text(json.dumps(long), encoding="utf-8")
     if tests is not None:
         (run / "layer_tests.json").write_text(json.dumps(tests), encoding="utf-8")
     (run / "run.log").write_text(log, encoding="utf-8")
@@ -182,6 +201,59 @@ def test_a_later_run_replaces_rows_it_measured_and_keeps_the_others(tmp_path):
     assert rows[100]["ours_ms"] == 2.0  # a row a later run skipped keeps its measurement
     assert results.merged_rows(runs, "snli") == [
         {"status": "failed: ValueError: x", "run": "run-1"}]
+
+
+def test_a_runs_long_lengths_join_its_rows_and_are_named_as_compiled_without_folding(tmp_path):
+    main = {"tables": {"window_attention": [{"dtype": "float32", "T": 20, "ours_ms": 1.0}]},
+            "errors": {}, "device": {"xla_flags": None}, "settings": {"lengths": [20]}}
+    long = {"tables": {"window_attention": [{"dtype": "float32", "T": 4000, "ours_ms": 9.0},
+                                            {"dtype": "float32", "T": 16000,
+                                             "status": "compiling mha when the run ended"}]},
+            "errors": {}, "device": {"xla_flags": "--xla_disable_hlo_passes=constant_folding"},
+            "settings": {"lengths": [16000, 4000]}}  # fmt: skip
+    _write_run(tmp_path, 1, main, long=long)
+    _write_run(tmp_path, 2, main)
+    runs = results.load_runs(tmp_path)
+    assert [len(run["speeds"]) for run in runs] == [2, 1]
+    rows = {row["T"]: row for row in results.merged_rows(runs, "window_attention")}
+    assert rows[4000]["ours_ms"] == 9.0 and rows[4000]["run"] == "run-1"
+    assert rows[16000]["status"].startswith("compiling mha")
+    assert rows[20]["run"] == "run-2"
+    text = results.folding_off_text(runs)
+    assert "run-1, T = 16000, 4000" in text and "run-2" not in text
+    assert results.folding_off_text(results.load_runs(tmp_path / "none")) == ""
+
+
+def test_a_parts_saving_is_the_median_over_the_rounds_of_each_rounds_times():
+    samples = {"ours": [3.0, 5.0, 4.0], "part": [1.0, 1.0, 1.0], "floor": [2.0, 2.0, 4.0]}
+    # Rounds: 2 / 2, 4 / 2, 3 / 4; the medians' difference over the floor's median would be 1.5.
+    assert speed.median_saving_over(samples, "ours", "part", "floor") == 1.0
+
+
+def test_the_am_gru_floor_replaces_the_memory_only_while_active():
+    """`holographic_stand_ins`: same shapes, other values, and the AM-GRU exact again after."""
+    import numpy as np
+
+    from benchmarks.speed.associative_memory import holographic_stand_ins
+    from tf_memlayers import AssociativeGRU
+    from tf_memlayers.ops import associative_gru_step, holographic
+
+    layer = AssociativeGRU(6, num_copies=2, return_sequences=True, return_state=True)
+    inputs = np.random.default_rng(0).normal(size=(2, 5, 4)).astype("float32")
+    expected = [np.asarray(x) for x in layer(inputs)]
+    originals = (holographic.bounded_copies, holographic.write_memory_parts,
+                 associative_gru_step._read)  # fmt: skip
+    with holographic_stand_ins():
+        floor = [np.asarray(x) for x in layer(inputs)]
+    assert [x.shape for x in floor] == [x.shape for x in expected]
+    assert all(np.isfinite(x).all() for x in floor)
+    assert not np.allclose(floor[0], expected[0]) and not np.allclose(floor[-1], expected[-1])
+    with pytest.raises(RuntimeError), holographic_stand_ins():
+        raise RuntimeError("a failed trace")
+    assert (holographic.bounded_copies, holographic.write_memory_parts,
+            associative_gru_step._read) == originals  # fmt: skip
+    for got, want in zip(layer(inputs), expected):
+        np.testing.assert_array_equal(np.asarray(got), want)
 
 
 def test_the_longest_constant_folding_is_read_from_the_log():
