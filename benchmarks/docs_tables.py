@@ -68,12 +68,14 @@ def with_block(text, name, rows, columns, caption, footer="", insert_after=None,
     begin, end = _markers(name)
     block = f"{begin}\n\n{caption}\n\n{rst_table(rows, columns)}\n\n"
     block += f"{footer.strip()}\n\n{end}" if footer.strip() else end
-    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
+    # Whole marker lines only: a block's name may begin another's (``x`` and ``x-parts``).
+    pattern = re.compile(f"^{re.escape(begin)}$.*?^{re.escape(end)}$", re.DOTALL | re.MULTILINE)
     if pattern.search(text):
-        return pattern.sub(lambda _: block, text), block
-    if insert_after is not None and _markers(insert_after)[1] in text:
-        anchor = _markers(insert_after)[1]
-        return text.replace(anchor, f"{anchor}\n\n{block}", 1), block
+        return pattern.sub(lambda _: block, text, count=1), block
+    if insert_after is not None:
+        anchor = re.search(f"^{re.escape(_markers(insert_after)[1])}$", text, re.MULTILINE)
+        if anchor:
+            return text[:anchor.end()] + f"\n\n{block}" + text[anchor.end():], block
     raise ValueError(f"{where} has no generated block named {name!r}.")
 
 

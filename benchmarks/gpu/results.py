@@ -22,6 +22,8 @@ import re
 from benchmarks.docs_tables import RESULTS_PAGE, add_update_docs_option, update_docs
 from benchmarks.gpu import ArgumentParser
 
+from benchmarks.gpu.speed import FLOOR_LAYER
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RUNS = ROOT / "benchmarks" / "results" / "gpu"
 FIGURE = ROOT / "docs" / "images" / "gpu_window_attention.png"
@@ -106,10 +108,13 @@ def layer_test_rows(runs):
 
 def merged_rows(runs, table):
     """The rows of ``table`` over every run, a later run's measured row replacing the same
-    row of an earlier one; a table that failed in a run gives one row with its error."""
+    row of an earlier one; a table that failed in a run gives one row with its error, until
+    a later run measures it."""
     rows = {}
     for run, speed in ((run, speed) for run in runs for speed in run["speeds"]):
         keys = ROW_KEYS[table]
+        if any("status" not in row for row in speed["tables"].get(table, [])):
+            rows = {key: row for key, row in rows.items() if key[0] != "error"}
         for row in speed["tables"].get(table, []):
             key = tuple(row.get(k) for k in keys)
             if "status" in row and key in rows and "status" not in rows[key]:
@@ -176,6 +181,58 @@ def stalled_compiles(runs):
             "which Keras builds from cumulative sums): " + "; ".join(parts) + ".")
 
 
+def _worst(rows, key):
+    """The row of ``rows`` with the largest number under ``key``, or None."""
+    measured = [row for row in rows if isinstance(row.get(key), (int, float))]
+    return max(measured, key=lambda row: row[key]) if measured else None
+
+
+def goal_rows(runs):
+    """One row per goal of the GPU run: its limit, the worst measured value with where it
+    was measured, whether it is met, and the measured reasons beside it (floors, shares of
+    the matrix-product peak)."""
+    window = merged_rows(runs, "window_attention")
+    lm = merged_rows(runs, "language_model")
+    am = merged_rows(runs, "associative_memory")
+    goals = []
+
+    def add(goal, limit, row, key, where, why=""):
+        if row is None:
+            goals.append({"goal": goal, "limit": f"≤ {limit}", "met": "not measured"})
+            return
+        goals.append({"goal": goal, "limit": f"≤ {limit}", "worst": row[key],
+                      "where": where(row), "met": "yes" if row[key] <= limit else "no",
+                      "why": why(row) if why and row[key] > limit else ""})  # fmt: skip
+
+    at = lambda row: f"T = {row['T']}, {row['dtype']}"  # noqa: E731
+    add("window attention / MHA, every T", 0.9,
+        _worst(window, "ours_over_mha"), "ours_over_mha", at,
+        lambda row: (f"floor alone: {row['floor_ms'] / row['mha_ms']:.2f} × MHA; "
+                     f"{row['ours_share_of_peak']:.2%} of peak"))
+    add("window attention / floor", 1.5, _worst(window, "ours_over_floor"),
+        "ours_over_floor", at)
+    add("window attention memory / MHA, T = 16000", 0.1,
+        _worst([row for row in window if row.get("T") == 16000], "ours_memory_over_mha"),
+        "ours_memory_over_mha", at)
+    for form in ("parallel", "cell"):
+        add(f"LM step / bare LSTM, {form} form", 1.2,
+            _worst([row for row in lm if f"-{form}:" in str(row.get("variant"))],
+                   "ratio_to_lstm"), "ratio_to_lstm",
+            lambda row: f"{row['variant']}, {row['dtype']}",
+            lambda row: (f"memory in the LSTM's loop; {row['share_of_peak']:.2%} of peak, bare "
+                         "LSTM " + ", ".join(f"{other['share_of_peak']:.2%}" for other in lm
+                                             if other.get("variant") == "lstm"
+                                             and other.get("dtype") == row["dtype"])))
+    floors = {row["dtype"]: row for row in am if row.get("layer") == FLOOR_LAYER}
+    add("AM-GRU (C = 8) / GRU", 1.5,
+        _worst([row for row in am if row.get("layer") == "AssociativeGRU C=8"],
+               "ratio_to_gru"), "ratio_to_gru", lambda row: row["dtype"],
+        lambda row: (f"floor (memory by stand-ins): "
+                     f"{floors[row['dtype']]['ratio_to_gru']:.2f} × GRU"
+                     if row["dtype"] in floors else ""))
+    return goals
+
+
 def draw_window_figure(rows, path=FIGURE):
     """Time per training step and XLA buffers against T, one line per variant and dtype."""
     from matplotlib.figure import Figure
@@ -206,6 +263,18 @@ def draw_window_figure(rows, path=FIGURE):
 
 def update(runs, page=RESULTS_PAGE, figure=FIGURE):
     """Writes the GPU blocks of ``page`` (docs/results.rst) and ``figure`` from ``runs``."""
+    update_docs(
+        "gpu-goals",
+        goal_rows(runs),
+        [("goal", "goal"), ("limit", "limit"), ("worst", "worst measured"),
+         ("where", "where"), ("met", "met"), ("why", "measured beside it")],
+        "The GPU run's goals against the worst value the runs measured (the tables below), "
+        "and, for a goal missed, what was measured beside it that says why: a floor is the "
+        "same step with only its matrix products (window attention) or with the memory's "
+        "reads and writes by elementwise stand-ins (AM-GRU); share of peak: the step's "
+        "matrix-product arithmetic over its time, against the rate measured in the same run.",
+        page=page,
+    )  # fmt: skip
     update_docs(
         "gpu-layer-tests",
         layer_test_rows(runs),

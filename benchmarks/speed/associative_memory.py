@@ -77,7 +77,8 @@ def holographic_stand_ins():
     9-10: the bound and the permutation product), the read (eq. 5) and the write (eq. 12).
     A step traced inside keeps the recurrent loop and the key, gate and candidate products
     with everything between them, and carries the memory as a state: the AM-GRU's floor
-    without its associative memory. Restored on exit."""
+    without its associative memory. Restored on exit. The step is the Keras loop's (every
+    AM-GRU on JAX; ``fused_loop=False`` on TensorFlow): the fused loop has its own."""
     from tf_memlayers.ops import associative_gru_step as step_module
     from tf_memlayers.ops import holographic
 

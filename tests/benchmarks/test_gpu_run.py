@@ -201,6 +201,11 @@ def test_a_later_run_replaces_rows_it_measured_and_keeps_the_others(tmp_path):
     assert rows[100]["ours_ms"] == 2.0  # a row a later run skipped keeps its measurement
     assert results.merged_rows(runs, "snli") == [
         {"status": "failed: ValueError: x", "run": "run-1"}]
+    # A later run that measures the failed table takes its error row away.
+    _write_run(tmp_path, 11, {"tables": {"snli": [{"dtype": "float32", "kind": "gru",
+                                                   "median_ms": 1.0}]}, "errors": {}})
+    assert results.merged_rows(results.load_runs(tmp_path), "snli") == [
+        {"dtype": "float32", "kind": "gru", "median_ms": 1.0, "run": "run-11"}]
 
 
 def test_a_runs_long_lengths_join_its_rows_and_are_named_as_compiled_without_folding(tmp_path):
@@ -224,6 +229,29 @@ def test_a_runs_long_lengths_join_its_rows_and_are_named_as_compiled_without_fol
     assert results.folding_off_text(results.load_runs(tmp_path / "none")) == ""
 
 
+def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_missed(tmp_path):
+    window = [
+        {"dtype": "float32", "T": 20, "ours_over_mha": 1.1, "ours_over_floor": 1.2,
+         "ours_ms": 1.1, "floor_ms": 0.95, "mha_ms": 1.0, "ours_share_of_peak": 0.01},
+        {"dtype": "float32", "T": 16000, "ours_over_mha": 0.4, "ours_over_floor": 1.05,
+         "ours_memory_over_mha": 0.04, "ours_ms": 4.0, "floor_ms": 3.8, "mha_ms": 10.0},
+        {"dtype": "mixed_bfloat16", "T": 16000, "status": "not run"},
+    ]
+    am = [{"dtype": "float32", "layer": "AssociativeGRU C=8", "ratio_to_gru": 2.0},
+          {"dtype": "float32", "layer": speed.FLOOR_LAYER, "ratio_to_gru": 1.8}]
+    _write_run(tmp_path, 1, {"tables": {"window_attention": window, "associative_memory": am},
+                             "errors": {}})  # fmt: skip
+    goals = {row["goal"]: row for row in results.goal_rows(results.load_runs(tmp_path))}
+    mha = goals["window attention / MHA, every T"]
+    assert (mha["worst"], mha["where"], mha["met"]) == (1.1, "T = 20, float32", "no")
+    assert mha["why"].startswith("floor alone: 0.95 × MHA")
+    floor = goals["window attention / floor"]
+    assert (floor["worst"], floor["met"], floor["why"]) == (1.2, "yes", "")
+    assert goals["window attention memory / MHA, T = 16000"]["worst"] == 0.04
+    assert goals["AM-GRU (C = 8) / GRU"]["why"] == "floor (memory by stand-ins): 1.80 × GRU"
+    assert goals["LM step / bare LSTM, cell form"]["met"] == "not measured"
+
+
 def test_a_parts_saving_is_the_median_over_the_rounds_of_each_rounds_times():
     samples = {"ours": [3.0, 5.0, 4.0], "part": [1.0, 1.0, 1.0], "floor": [2.0, 2.0, 4.0]}
     # Rounds: 2 / 2, 4 / 2, 3 / 4; the medians' difference over the floor's median would be 1.5.
@@ -238,7 +266,9 @@ def test_the_am_gru_floor_replaces_the_memory_only_while_active():
     from tf_memlayers import AssociativeGRU
     from tf_memlayers.ops import associative_gru_step, holographic
 
-    layer = AssociativeGRU(6, num_copies=2, return_sequences=True, return_state=True)
+    # The Keras loop, which every AM-GRU takes on JAX (the fused loop is TensorFlow's own).
+    layer = AssociativeGRU(6, num_copies=2, return_sequences=True, return_state=True,
+                           fused_loop=False)  # fmt: skip
     inputs = np.random.default_rng(0).normal(size=(2, 5, 4)).astype("float32")
     expected = [np.asarray(x) for x in layer(inputs)]
     originals = (holographic.bounded_copies, holographic.write_memory_parts,

@@ -163,6 +163,24 @@ def test_results_block_is_added_after_the_named_block_then_replaced(tmp_path):
     assert text.index("FOOT") < text.index(".. END GENERATED: b") < text.index("outro")
 
 
+def test_a_block_whose_name_begins_another_is_replaced_alone(tmp_path):
+    """Blocks ``a`` and ``a-parts``: rewriting either, again and again, leaves one of each."""
+    docs_tables = _load("docs_tables")
+    page = tmp_path / "results.rst"
+    page.write_text("intro\n\n.. BEGIN GENERATED: a\n\nold\n\n.. END GENERATED: a\n\noutro\n")
+    columns = [("model", "model")]
+    for round_ in range(3):
+        docs_tables.update_docs("a", [{"model": f"a{round_}"}], columns, "A", page=page)
+        docs_tables.update_docs("a-parts", [{"model": f"p{round_}"}], columns, "P", page=page,
+                                insert_after="a")  # fmt: skip
+    text = page.read_text()
+    for name in ("a", "a-parts"):
+        assert text.count(f".. BEGIN GENERATED: {name}\n") == 1
+        assert text.count(f".. END GENERATED: {name}\n") == 1
+    assert text.index("| a2 ") < text.index(".. END GENERATED: a\n") < text.index("| p2 ")
+    assert "a1" not in text and "p1" not in text and text.endswith("outro\n")
+
+
 def _tiny_wikitext(folder):
     folder.mkdir(parents=True)
     words = "the cat sat on a mat and the dog ran".split()
