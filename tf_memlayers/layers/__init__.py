@@ -15,6 +15,7 @@ from tf_memlayers.layers.associative_memory.dual_associative_encoder import (
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.layers.cudnn import lstm_use_cudnn
 from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionRNN, AttentionWrapper
+from tf_memlayers.layers.memory_attention.word_by_word_attention import WordByWordAttention
 from tf_memlayers.layers.dropout import PhiloxDropout
 from tf_memlayers.layers.window_attention.key_value_predict_split import KeyValuePredictSplit
 from tf_memlayers.layers.window_attention.ngram import NGramConcat, NGramConcatCell
@@ -45,5 +46,6 @@ __all__ = [
     "SlidingWindowAttention",
     "SlidingWindowAttentionCell",
     "TiedEmbedding",
+    "WordByWordAttention",
     "lstm_use_cudnn",
 ]

@@ -9,7 +9,12 @@ import pytest
 
 from layer_registry import RNN_LAYER_FLAGS, Declaration
 from support import gradients
-from tf_memlayers.layers import AssociativeGRUCell, AttentionRNN, AttentionWrapper
+from tf_memlayers.layers import (
+    AssociativeGRUCell,
+    AttentionRNN,
+    AttentionWrapper,
+    WordByWordAttention,
+)
 
 BATCH, STEPS, LENGTH, MEMORY_DIM, UNITS, INPUT_DIM = 3, 5, 6, 8, 8, 4
 
@@ -52,6 +57,22 @@ DECLARATIONS = (
                     input_shape={"sequences_shape": (2, 3, 4), "memory_shape": (2, 6, 8)},
                     expected_output_shape=(2, 3, 4),
                     expected_num_trainable_weights=3 + 4,
+                    expected_num_seed_generators=1,  # the GRU cell's dropout
+                    supports_masking=True,
+                    run_training_check=False,
+                ),
+            ),
+            "attention_rnn_word_by_word": (
+                lambda **kw: AttentionRNN(
+                    WordByWordAttention(keras.layers.GRUCell(4, dtype=kw.get("dtype")),
+                                        memory_dim=8, dtype=kw.get("dtype")),
+                    return_sequences=True, **kw,
+                ),
+                {},
+                dict(
+                    input_shape={"sequences_shape": (2, 3, 4), "memory_shape": (2, 6, 8)},
+                    expected_output_shape=(2, 3, 4),
+                    expected_num_trainable_weights=3 + 5,
                     expected_num_seed_generators=1,  # the GRU cell's dropout
                     supports_masking=True,
                     run_training_check=False,

@@ -182,7 +182,24 @@ class AttentionWrapper(keras.layers.Layer):
 
     @property
     def feedback_size(self):
+        """The width of the fed-back state (the last of `state_size`)."""
         return self.attention_size if self.position == "after" else self.cell_output_size
+
+    @property
+    def query_size(self):
+        """The width of the query the scores read (the cell's output)."""
+        return self.cell_output_size
+
+    def fed_input_size(self):
+        """The width joined to the step's input before the cell (once the memory's width is
+        known): the previous attention vector (``"after"``, input feeding) or the context
+        (``"before"``)."""
+        return self.feedback_size if self.position == "after" else self.memory_dim
+
+    @property
+    def uses_attention_kernel(self):
+        """Whether the step computes the attention vector (``attention_kernel``)."""
+        return self.output_attention or self.position == "after"
 
     @property
     def state_size(self):
@@ -210,15 +227,14 @@ class AttentionWrapper(keras.layers.Layer):
                     f"{tuple(memory_shape)}. Pad the memory to a fixed length."
                 )
             self.memory_length = int(memory_shape[1])
-        query = self.cell_output_size
+        query = self.query_size
         if self.score == "dot" and query != self.memory_dim:
             raise ValueError(
                 f"{owner}: score='dot' needs the query (the cell's output, {query} wide) as wide "
                 f"as the memory ({self.memory_dim}); use score='general' or 'additive'."
             )
-        fed = self.feedback_size if self.position == "after" else self.memory_dim
         if not self.cell.built:
-            self.cell.build((inputs_shape[0], int(inputs_shape[-1]) + fed))
+            self.cell.build((inputs_shape[0], int(inputs_shape[-1]) + self.fed_input_size()))
         # A clone per kernel: one stateless initializer would start them all alike.
         def init():
             return for_one_weight(self.kernel_initializer)
@@ -249,7 +265,7 @@ class AttentionWrapper(keras.layers.Layer):
             )
         if self.scale:
             self.score_scale = self.add_weight(name="score_scale", shape=(), initializer="ones")
-        if self.output_attention or self.position == "after":
+        if self.uses_attention_kernel:
             self.attention_kernel = self.add_weight(
                 name="attention_kernel",
                 shape=(self.memory_dim + self.cell_output_size, self.attention_size),
@@ -308,7 +324,16 @@ class AttentionWrapper(keras.layers.Layer):
                 mask = ops.expand_dims(ops.cast(memory_mask, "bool"), -1)
                 memory = ops.where(mask, memory, ops.zeros_like(memory))
             keys = self.memory_keys(memory)
-        cell_states, fed = states[:-1], states[-1]
+        step_output, weights, new_cell_states, feedback = self.step(
+            inputs, states[:-1], states[-1], memory, keys, memory_mask, training
+        )
+        if self.return_alignments:
+            step_output = ops.concatenate([step_output, ops.cast(weights, step_output.dtype)], -1)
+        return step_output, [*new_cell_states, feedback]
+
+    def step(self, inputs, cell_states, fed, memory, keys, memory_mask, training):
+        """One step after the resets: ``(output, weights over the memory, the cell's new
+        states, the new fed-back vector)``."""
         if self.position == "after":
             output, new_cell_states = call_cell(
                 self.cell, ops.concatenate([inputs, fed], -1), cell_states, training
@@ -324,9 +349,7 @@ class AttentionWrapper(keras.layers.Layer):
             attention = self.attention_vector(context, output) if self.output_attention else None
             feedback = output
         step_output = attention if self.output_attention else output
-        if self.return_alignments:
-            step_output = ops.concatenate([step_output, ops.cast(weights, step_output.dtype)], -1)
-        return step_output, [*new_cell_states, feedback]
+        return step_output, weights, new_cell_states, feedback
 
     def get_config(self):
         config = super().get_config()
@@ -359,7 +382,7 @@ class AttentionRNN(ResettableRNN):
     memory given to that call (so a stateful layer may read another memory at each call).
 
     Args:
-        cell: An `AttentionWrapper`.
+        cell: An `AttentionWrapper` (or a `WordByWordAttention`, which is one).
         **kwargs: The arguments of `keras.layers.RNN` (``return_sequences``,
             ``return_state``, ``stateful``, ``unroll``, ``zero_output_for_mask``, ...).
 

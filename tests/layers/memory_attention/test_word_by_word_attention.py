@@ -1,0 +1,471 @@
+"""`WordByWordAttention` against a NumPy reference written from Rocktäschel et al.'s (2016)
+equations, cell and sequence forms, masks, resets, state, saving and mixed precision."""
+
+import keras
+import numpy as np
+import pytest
+
+from layer_registry import Declaration
+from support import gradients
+from tf_memlayers.layers import (
+    AssociativeGRUCell,
+    AttentionRNN,
+    AttentionWrapper,
+    WordByWordAttention,
+)
+
+BATCH, STEPS, LENGTH, MEMORY_DIM, UNITS, INPUT_DIM = 3, 5, 6, 7, 8, 4
+
+
+def _declared_memory(batch):
+    """The memory the suites over every layer pass: ``[batch, 4, 6]``."""
+    return {"memory": np.random.default_rng(batch).normal(size=(batch, 4, 6)).astype("float32")}
+
+
+def _premise_then_hypothesis(premise, hypothesis):
+    """A ``"pair"`` journey, the paper's model: an LSTM reads the premise, and the hypothesis
+    LSTM attends over its outputs word by word; the pair's representation h*."""
+    encoded = keras.layers.LSTM(6, return_sequences=True)(premise)
+    return AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(6)))(hypothesis, memory=encoded)
+
+
+DECLARATIONS = (
+    Declaration(
+        WordByWordAttention,
+        lambda **kw: WordByWordAttention(keras.layers.GRUCell(4), memory_dim=6, **kw),
+        flags=("output_attention", "return_alignments"),
+        call_kwargs=_declared_memory,
+        not_in={
+            "keras_checks": "a cell taking its memory at every call, which keras.layers.RNN "
+            "does not pass: the case 'attention_rnn_word_by_word' runs Keras's checks over it "
+            "in AttentionRNN",
+            "output_spec": "a cell taking a memory: test_output_spec_is_exact",
+            "nan_padding": "takes a memory: test_nan_in_padding_of_either_sequence_never_"
+            "reaches_outputs_or_gradients",
+        },
+        journeys={"WordByWordAttention": ("pair", _premise_then_hypothesis)},
+    ),
+)
+
+
+def _softmax(scores, mask):
+    scores = np.where(mask, scores, -np.inf)
+    top = np.max(np.where(mask, scores, -1e300), axis=-1, keepdims=True)
+    weights = np.where(mask, np.exp(np.where(mask, scores - top, 0.0)), 0.0)
+    total = weights.sum(-1, keepdims=True)
+    return np.where(total > 0, weights / np.where(total > 0, total, 1.0), 0.0)
+
+
+def reference(x, Y, mask, cell_weights, w, output_attention=True, sequence_mask=None):
+    """Rocktäschel et al. (2016), §2.4, around a SimpleRNN cell (h = tanh(x W + h U + b)),
+    step by step in float64, in the paper's column-vector form (each matrix below is the
+    transpose of the layer's kernel: ``W^y = memory_kernel^T`` and so on)::
+
+        M_t = tanh(W^y Y + (W^h h_t + W^r r_{t-1}) e_L^T)
+        alpha_t = softmax(w^T M_t)
+        r_t = Y alpha_t^T + tanh(W^t r_{t-1})
+        h*_t = tanh(W^p r_t + W^x h_t)
+
+    ``Y`` is the memory ``[batch, L, k]`` (each row's premise as columns ``y_j``). Returns
+    the outputs ``[batch, time, ...]`` and the weights ``[batch, time, L]``."""
+    kernel, recurrent, bias = cell_weights
+    units, k = recurrent.shape[0], Y.shape[-1]
+    W_y = w["memory_kernel"].T
+    W_h, W_r = w["query_kernel"][:units].T, w["query_kernel"][units:].T
+    W_t = w["transition_kernel"].T
+    vector = w["score_vector"]
+    batch, steps = x.shape[:2]
+    h, r = np.zeros((batch, units)), np.zeros((batch, k))
+    if sequence_mask is None:
+        sequence_mask = np.ones((batch, steps), bool)
+    outputs, alignments, previous = [], [], None
+    for t in range(steps):
+        new_h = np.tanh(x[:, t] @ kernel + h @ recurrent + bias)
+        new_r, out = np.zeros_like(r), []
+        alphas = []
+        for b in range(batch):
+            Y_b = Y[b].T  # [k, L]
+            M = np.tanh(W_y @ Y_b + np.outer(W_h @ new_h[b] + W_r @ r[b], np.ones(Y_b.shape[1])))
+            alpha = _softmax(vector @ M, mask[b])
+            new_r[b] = Y_b @ alpha + np.tanh(W_t @ r[b])
+            if output_attention:
+                W_p = w["attention_kernel"][:k].T
+                W_x = w["attention_kernel"][k:].T
+                out.append(np.tanh(W_p @ new_r[b] + W_x @ new_h[b]))
+            else:
+                out.append(new_h[b])
+            alphas.append(alpha)
+        out = np.stack(out)
+        keep = sequence_mask[:, t][:, None]
+        h, r = np.where(keep, new_h, h), np.where(keep, new_r, r)
+        previous = out if previous is None else np.where(keep, out, previous)
+        outputs.append(np.where(keep, out, previous))
+        alignments.append(np.stack(alphas))
+    return np.stack(outputs, 1), np.stack(alignments, 1)
+
+
+def _data(rng, dtype="float64"):
+    x = rng.normal(size=(BATCH, STEPS, INPUT_DIM)).astype(dtype)
+    memory = rng.normal(size=(BATCH, LENGTH, MEMORY_DIM)).astype(dtype)
+    mask = np.ones((BATCH, LENGTH), bool)
+    mask[1, 4:] = False  # padding
+    return x, memory, mask
+
+
+def _layer(output_attention=True, cell=None, return_alignments=False, **kwargs):
+    wrapper = WordByWordAttention(
+        cell or keras.layers.SimpleRNNCell(UNITS), memory_dim=MEMORY_DIM,
+        output_attention=output_attention, return_alignments=return_alignments, **kwargs,
+    )  # fmt: skip
+    return AttentionRNN(wrapper, return_sequences=True)
+
+
+def _randomize(layer, rng, scale=0.7):
+    layer.set_weights([rng.uniform(-scale, scale, np.shape(v)) for v in layer.get_weights()])
+
+
+def _weights(layer):
+    wrapper = layer.cell
+    cell = wrapper.cell
+    cell_weights = tuple(
+        np.asarray(keras.ops.convert_to_numpy(v), np.float64)
+        for v in (cell.kernel, cell.recurrent_kernel, cell.bias)
+    )
+    own = {
+        v.path.split("/")[-1]: np.asarray(keras.ops.convert_to_numpy(v), np.float64)
+        for v in wrapper.weights
+        if all(v is not c for c in cell.weights)
+    }
+    return cell_weights, own
+
+
+@pytest.mark.parametrize("output_attention", [True, False])
+@pytest.mark.parametrize("sizes", [{}, {"attention_units": 5, "attention_size": 6}])
+def test_matches_the_reference_in_float64(float64_policy, output_attention, sizes):
+    rng = np.random.default_rng(0)
+    x, memory, mask = _data(rng)
+    layer = _layer(output_attention, return_alignments=True, **sizes)
+    layer(x, memory=memory, memory_mask=mask)
+    _randomize(layer, rng)
+    outputs, alignments = layer(x, memory=memory, memory_mask=mask)
+    cell_weights, own = _weights(layer)
+    want, want_alignments = reference(x, memory, mask, cell_weights, own, output_attention)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(outputs), want, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(alignments), want_alignments,
+                               atol=1e-10, rtol=0)  # fmt: skip
+    # Not vacuous: the padding mask, W^r and W^t each change the weights over the memory
+    # (and h*, where it is the output; the cell's own output never reads the attention).
+    for changed_mask, name in ((np.ones_like(mask), None), (mask, "query_kernel"),
+                               (mask, "transition_kernel")):  # fmt: skip
+        changed = dict(own)
+        if name:
+            changed[name] = own[name].copy()
+            changed[name][UNITS if name == "query_kernel" else 0:] = 0.0
+        other, other_alignments = reference(x, memory, changed_mask, cell_weights, changed,
+                                            output_attention)  # fmt: skip
+        assert np.abs(other_alignments - want_alignments).max() > 1e-3, name
+        assert (np.abs(other - want).max() > 1e-3) == output_attention, name
+
+
+def test_matches_the_reference_in_float32():
+    rng = np.random.default_rng(1)
+    x, memory, mask = _data(rng, "float32")
+    layer = _layer(return_alignments=True)
+    layer(x, memory=memory, memory_mask=mask)
+    _randomize(layer, rng)
+    outputs, alignments = layer(x, memory=memory, memory_mask=mask)
+    want, want_alignments = reference(x.astype(np.float64), memory.astype(np.float64), mask,
+                                      *_weights(layer))  # fmt: skip
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(outputs), want, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(alignments), want_alignments,
+                               atol=1e-5, rtol=0)  # fmt: skip
+
+
+def test_the_paper_s_weights_at_k_100():
+    """Six k × k matrices and w: W^y, [W^h; W^r], W^t and [W^p; W^x] (Rocktäschel et al.)."""
+    cell = WordByWordAttention(keras.layers.LSTMCell(100))
+    cell.build((None, 300), (None, 20, 100))
+    own = [v for v in cell.weights if all(v is not c for c in cell.cell.weights)]
+    assert {v.path.split("/")[-1]: tuple(v.shape) for v in own} == {
+        "query_kernel": (200, 100), "memory_kernel": (100, 100), "score_vector": (100,),
+        "attention_kernel": (200, 100), "transition_kernel": (100, 100),
+    }  # fmt: skip
+    assert sum(int(np.prod(v.shape)) for v in own) == 6 * 100 * 100 + 100
+    # The cell reads the hypothesis alone: nothing is fed back into its input.
+    assert tuple(cell.cell.kernel.shape) == (300, 400)
+
+
+def test_masked_steps_of_the_sequence_keep_the_state(float64_policy):
+    rng = np.random.default_rng(2)
+    x, memory, mask = _data(rng)
+    sequence_mask = np.ones((BATCH, STEPS), bool)
+    sequence_mask[0, 3:] = False
+    sequence_mask[2, 1] = False
+    layer = _layer()
+    layer(x, memory=memory, memory_mask=mask)
+    _randomize(layer, rng)
+    got = keras.ops.convert_to_numpy(
+        layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
+    )
+    want, _ = reference(x, memory, mask, *_weights(layer), sequence_mask=sequence_mask)
+    np.testing.assert_allclose(got, want, atol=1e-10, rtol=0)
+
+
+def test_a_fully_masked_memory_row_reads_nothing(float64_policy):
+    # Nothing to attend to: the weights and Y alpha^T are zero, so r stays tanh(W^t 0) = 0.
+    rng = np.random.default_rng(3)
+    x, memory, mask = _data(rng)
+    mask[2] = False
+    layer = _layer(return_alignments=True)
+    layer(x, memory=memory, memory_mask=mask)
+    _randomize(layer, rng)
+    wrapper = layer.cell
+    states_layer = AttentionRNN(wrapper, return_sequences=True, return_state=True)
+    outputs, alignments, *states = states_layer(x, memory=memory, memory_mask=mask)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(alignments)[2], 0.0)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(states[-1])[2], 0.0)
+    assert np.isfinite(keras.ops.convert_to_numpy(outputs)).all()
+    want, want_alignments = reference(x, memory, mask, *_weights(layer))
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(outputs), want, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(alignments, want_alignments, atol=1e-10, rtol=0)
+
+
+def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gradients():
+    rng = np.random.default_rng(4)
+    x, memory, mask = _data(rng, "float32")
+    layer = _layer(cell=keras.layers.LSTMCell(UNITS))
+    layer(x, memory=memory, memory_mask=mask)
+    _randomize(layer, rng)
+    wrapper = layer.cell
+
+    def by_cell(x, memory):
+        states = [keras.ops.zeros((BATCH, s)) for s in wrapper.state_size]
+        outputs = []
+        for t in range(STEPS):
+            out, states = wrapper(x[:, t], states, memory=memory, memory_mask=mask)
+            outputs.append(out)
+        return keras.ops.sum(keras.ops.stack(outputs, 1) ** 2)
+
+    def by_layer(x, memory):
+        return keras.ops.sum(layer(x, memory=memory, memory_mask=mask) ** 2)
+
+    loss_cell, grads_cell, input_grads_cell = gradients(by_cell, layer.weights, [x, memory])
+    loss_layer, grads_layer, input_grads_layer = gradients(by_layer, layer.weights, [x, memory])
+    np.testing.assert_allclose(loss_cell, loss_layer, rtol=1e-5)
+    for a, b in zip(grads_cell + input_grads_cell, grads_layer + input_grads_layer):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-4)
+    assert np.abs(input_grads_layer[1]).max() > 1e-3  # the memory gets a gradient
+    assert all(np.abs(g).max() > 0 for g in grads_layer)  # every weight is used
+
+
+def test_a_reset_starts_a_row_again():
+    rng = np.random.default_rng(5)
+    x, memory, mask = _data(rng, "float32")
+    layer = _layer()
+    layer(x, memory=memory, memory_mask=mask)
+    _randomize(layer, rng)
+    reset = np.zeros((BATCH, STEPS), bool)
+    reset[:, 2] = True
+    packed = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask, reset=reset))
+    alone = keras.ops.convert_to_numpy(layer(x[:, 2:], memory=memory, memory_mask=mask))
+    np.testing.assert_allclose(packed[:, 2:], alone, atol=1e-6)
+    whole = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
+    assert np.abs(whole[:, 2:] - alone).max() > 1e-3
+
+
+def test_state_carries_over_from_one_call_to_the_next():
+    rng = np.random.default_rng(6)
+    x, memory, mask = _data(rng, "float32")
+    wrapper = WordByWordAttention(keras.layers.GRUCell(UNITS), memory_dim=MEMORY_DIM)
+    layer = AttentionRNN(wrapper, return_sequences=True, return_state=True)
+    whole, *_ = layer(x, memory=memory, memory_mask=mask)
+    first, *states = layer(x[:, :2], memory=memory, memory_mask=mask)
+    assert [tuple(s.shape) for s in states] == [(BATCH, UNITS), (BATCH, MEMORY_DIM)]
+    second, *_ = layer(x[:, 2:], memory=memory, memory_mask=mask, initial_state=states)
+    np.testing.assert_allclose(
+        np.concatenate([first, second], 1), keras.ops.convert_to_numpy(whole), atol=1e-6
+    )
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        lambda: keras.layers.LSTMCell(UNITS),
+        lambda: keras.layers.GRUCell(UNITS),
+        lambda: AssociativeGRUCell(UNITS, num_copies=2),
+    ],
+    ids=["lstm", "gru", "am_gru"],
+)
+def test_wraps_any_cell_trains_on_a_partial_batch_saves_loads_and_clones(cell, tmp_path):
+    rng = np.random.default_rng(7)
+    x, memory, mask = _data(rng, "float32")
+    inputs = keras.Input((None, INPUT_DIM))
+    memory_input = keras.Input((None, MEMORY_DIM))
+    mask_input = keras.Input((None,), dtype="bool")
+    wrapper = WordByWordAttention(cell(), memory_dim=MEMORY_DIM, attention_size=6)
+    h = AttentionRNN(wrapper)(inputs, memory=memory_input, memory_mask=mask_input)
+    model = keras.Model([inputs, memory_input, mask_input], keras.layers.Dense(3)(h))
+    model.compile("adam", "mse")
+    before = [np.array(w) for w in model.get_weights()]
+    # Three rows in batches of two: the last batch is partial.
+    model.fit([x, memory, mask], np.zeros((BATCH, 3)), batch_size=2, epochs=1, verbose=0)
+    assert all(not np.allclose(a, b) for a, b in zip(before, model.get_weights()) if a.size > 1)
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert isinstance(loaded.layers[3].cell, WordByWordAttention)
+    np.testing.assert_allclose(
+        loaded.predict([x, memory, mask], verbose=0), model.predict([x, memory, mask], verbose=0),
+        atol=1e-6,
+    )  # fmt: skip
+    cloned = keras.models.clone_model(model)
+    cloned.set_weights(model.get_weights())
+    np.testing.assert_allclose(
+        cloned.predict([x, memory, mask], verbose=0), model.predict([x, memory, mask], verbose=0),
+        atol=1e-6,
+    )  # fmt: skip
+
+
+def test_the_config_round_trips_and_holds_no_fixed_choice():
+    cell = WordByWordAttention(keras.layers.GRUCell(5), memory_dim=3, attention_units=4,
+                               attention_size=2, output_attention=False)  # fmt: skip
+    config = cell.get_config()
+    assert not {"score", "position", "normalize", "scale"} & set(config)
+    again = WordByWordAttention.from_config(config)
+    assert (again.memory_dim, again.attention_units, again.attention_size,
+            again.output_attention, again.state_size) == (3, 4, 2, False, [5, 3])  # fmt: skip
+    # Without the sizes: the paper's k (the cell's width) everywhere.
+    cell = WordByWordAttention(keras.layers.GRUCell(5))
+    assert (cell.memory_dim, cell.attention_units, cell.attention_size) == (5, 5, 5)
+
+
+@pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 6e-2)])
+def test_mixed_precision_matches_float32(policy, atol):
+    rng = np.random.default_rng(8)
+    x, memory, mask = _data(rng, "float32")
+    expected = _layer()
+    expected(x, memory=memory, memory_mask=mask)
+    _randomize(expected, rng)
+    want = keras.ops.convert_to_numpy(expected(x, memory=memory, memory_mask=mask))
+    keras.config.set_dtype_policy(policy)
+    try:
+        layer = _layer()
+        layer(x, memory=memory, memory_mask=mask)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    layer.set_weights(expected.get_weights())
+    got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
+    assert keras.backend.standardize_dtype(got.dtype) == policy.split("_")[1]
+    np.testing.assert_allclose(np.asarray(got, np.float32), want, atol=atol)
+    assert np.abs(want).max() > 10 * atol  # the outputs are far larger than the tolerance
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, fragment",
+    [
+        ({"memory_dim": 0}, ValueError, "`memory_dim` must be >= 1"),
+        ({"attention_units": 0}, ValueError, "`attention_units` must be >= 1"),
+        ({"attention_size": -1}, ValueError, "`attention_size` must be >= 1"),
+        ({"score": "dot"}, TypeError, "`score` is fixed by the word-by-word attention"),
+        ({"position": "before"}, TypeError, "`position` is fixed"),
+        ({"output_attention": "yes"}, TypeError, "`output_attention` must be a bool"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, error, fragment):
+    with pytest.raises(error) as raised:
+        WordByWordAttention(keras.layers.GRUCell(4), **kwargs)
+    assert fragment in str(raised.value)
+
+
+def test_bad_calls_are_named():
+    x, memory, mask = _data(np.random.default_rng(9), "float32")
+    # The memory must be as wide as memory_dim (the cell's width by default).
+    layer = AttentionRNN(WordByWordAttention(keras.layers.GRUCell(UNITS)))
+    with pytest.raises(ValueError, match=r"the memory is 7 wide, but memory_dim=8"):
+        layer(x, memory=memory)
+    layer = _layer()
+    layer(x, memory=memory, memory_mask=mask)
+    with pytest.raises(ValueError, match="no `memory` given"):
+        layer(x)
+    with pytest.raises(ValueError, match=r"`memory_mask` must be \[batch, length\]"):
+        layer(x, memory=memory, memory_mask=mask[:, :3])
+    with pytest.raises(TypeError, match="`cell` must be a Keras RNN cell"):
+        WordByWordAttention("lstm")
+
+
+def test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients():
+    rng = np.random.default_rng(11)
+    x, memory, mask = _data(rng, "float32")
+    sequence_mask = np.ones((BATCH, STEPS), bool)
+    sequence_mask[0, 3:] = False
+    x[~sequence_mask] = np.nan
+    memory[~mask] = np.nan
+    layer = AttentionRNN(
+        WordByWordAttention(keras.layers.GRUCell(UNITS), memory_dim=MEMORY_DIM),
+        return_sequences=True, zero_output_for_mask=True,
+    )  # fmt: skip
+
+    def loss(memory):
+        out = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
+        return keras.ops.sum(out**2)
+
+    layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
+    value, weight_grads, (memory_grad,) = gradients(loss, layer.trainable_weights, [memory])
+    assert np.isfinite(value)
+    assert all(np.isfinite(g).all() for g in weight_grads)
+    np.testing.assert_array_equal(memory_grad[~mask], 0.0)
+    assert np.isfinite(memory_grad).all()
+
+
+@pytest.mark.parametrize("return_state", [False, True])
+@pytest.mark.parametrize("return_sequences", [False, True])
+@pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
+def test_output_spec_is_exact(policy, return_sequences, return_state):
+    x, memory, mask = _data(np.random.default_rng(12), "float32")
+    cell = WordByWordAttention(keras.layers.LSTMCell(UNITS, dtype=policy), memory_dim=MEMORY_DIM,
+                               return_alignments=True, attention_size=6, dtype=policy)  # fmt: skip
+    layer = AttentionRNN(cell, return_sequences=return_sequences, return_state=return_state,
+                         dtype=policy)  # fmt: skip
+    eager = keras.tree.flatten(layer(x, memory=memory, memory_mask=mask))
+    spec = keras.tree.flatten(layer.compute_output_spec(
+        keras.KerasTensor(x.shape), memory=keras.KerasTensor(memory.shape)
+    ))  # fmt: skip
+    symbolic = keras.tree.flatten(
+        layer(keras.Input(batch_shape=x.shape), memory=keras.Input(batch_shape=memory.shape))
+    )
+    head = (BATCH, STEPS) if return_sequences else (BATCH,)
+    widths = [6, LENGTH] + ([UNITS, UNITS, MEMORY_DIM] if return_state else [])
+    shapes = [head + (widths[0],), head + (widths[1],)] + [(BATCH, w) for w in widths[2:]]
+    for got in (eager, spec, symbolic):
+        assert [tuple(t.shape) for t in got] == shapes
+        dtype = keras.dtype_policies.get(policy).compute_dtype
+        assert [keras.backend.standardize_dtype(t.dtype) for t in got] == [dtype] * len(shapes)
+
+
+def test_with_w_r_and_w_t_zero_it_is_luong_attention_without_input_feeding(float64_policy):
+    """Setting W^r = 0 and W^t = 0 leaves the additive attention after the cell: the
+    `AttentionWrapper` step with its input-feeding rows of the cell's kernel zero."""
+    rng = np.random.default_rng(13)
+    x, memory, mask = _data(rng)
+    ours = _layer()
+    ours(x, memory=memory, memory_mask=mask)
+    _randomize(ours, rng)
+    luong = AttentionRNN(AttentionWrapper(keras.layers.SimpleRNNCell(UNITS), score="additive",
+                                          attention_units=MEMORY_DIM), return_sequences=True)
+    luong(x, memory=memory, memory_mask=mask)
+    wrapper, other = ours.cell, luong.cell
+    query = keras.ops.convert_to_numpy(wrapper.query_kernel)
+    other.query_kernel.assign(query[:UNITS])
+    wrapper.query_kernel.assign(np.concatenate([query[:UNITS], np.zeros_like(query[UNITS:])]))
+    wrapper.transition_kernel.assign(np.zeros((MEMORY_DIM, MEMORY_DIM)))
+    for name in ("memory_kernel", "score_vector", "attention_kernel"):
+        getattr(other, name).assign(getattr(wrapper, name))
+    kernel = keras.ops.convert_to_numpy(wrapper.cell.kernel)
+    fed = np.zeros((other.attention_size, UNITS))
+    other.cell.kernel.assign(np.concatenate([kernel, fed]))
+    other.cell.recurrent_kernel.assign(wrapper.cell.recurrent_kernel)
+    other.cell.bias.assign(wrapper.cell.bias)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(ours(x, memory=memory, memory_mask=mask)),
+        keras.ops.convert_to_numpy(luong(x, memory=memory, memory_mask=mask)),
+        atol=1e-12, rtol=0,
+    )  # fmt: skip
