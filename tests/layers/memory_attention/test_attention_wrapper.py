@@ -31,7 +31,7 @@ def _attend_from_hypothesis(premise, hypothesis, **wrapper_kwargs):
 
 
 NAN_PADDING = "takes a memory: test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients"
-WRAPPER_FLAGS = ("normalize", "output_attention", "return_alignments")
+WRAPPER_FLAGS = ("normalize", "output_attention", "return_alignments", "input_feeding")
 
 DECLARATIONS = (
     Declaration(
@@ -116,7 +116,7 @@ def _softmax(scores, mask):
 
 
 def reference(x, memory, mask, cell_weights, w, score, position, output_attention,
-              normalize=False, scale=False, sequence_mask=None):  # fmt: skip
+              normalize=False, scale=False, sequence_mask=None, input_feeding=True):  # fmt: skip
     """The wrapper around a SimpleRNN cell (h = tanh(x W + h U + b)), step by step, in float64.
 
     Returns the outputs ``[batch, time, ...]`` and the weights ``[batch, time, length]``."""
@@ -147,7 +147,8 @@ def reference(x, memory, mask, cell_weights, w, score, position, output_attentio
     outputs, alignments, previous = [], [], None
     for t in range(steps):
         if position == "after":
-            new_h = np.tanh(np.concatenate([x[:, t], fed], -1) @ kernel + h @ recurrent + bias)
+            cell_input = np.concatenate([x[:, t], fed], -1) if input_feeding else x[:, t]
+            new_h = np.tanh(cell_input @ kernel + h @ recurrent + bias)
             context, alpha = attend(new_h)
             attention = np.tanh(np.concatenate([context, new_h], -1) @ w["attention_kernel"])
             new_fed = attention
@@ -208,7 +209,8 @@ CONFIGURATIONS = [
         ("additive", "dot", "general"), ("after", "before"), (True, False)
     )
     for extra in ({}, {"normalize": True} if score == "additive" else {"scale": True})
-]
+] + [("dot", "after", True, {"input_feeding": False}),
+     ("additive", "after", True, {"input_feeding": False, "normalize": True})]
 
 
 @pytest.mark.parametrize("score, position, output_attention, extra", CONFIGURATIONS)
@@ -415,6 +417,8 @@ def test_bad_calls_are_named(call, error, fragment):
         ({"scale": True}, ValueError, "`scale=True`"),
         ({"attention_size": 0}, ValueError, "`attention_size` must be >= 1"),
         ({"return_alignments": "yes"}, TypeError, "`return_alignments` must be a bool"),
+        ({"position": "before", "input_feeding": False}, ValueError, "`input_feeding=False`"),
+        ({"input_feeding": 1}, TypeError, "`input_feeding` must be a bool"),
     ],
 )
 def test_bad_arguments_are_named(kwargs, error, fragment):

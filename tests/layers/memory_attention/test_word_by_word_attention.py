@@ -329,7 +329,7 @@ def test_the_config_round_trips_and_holds_no_fixed_choice():
     cell = WordByWordAttention(keras.layers.GRUCell(5), memory_dim=3, attention_units=4,
                                attention_size=2, output_attention=False)  # fmt: skip
     config = cell.get_config()
-    assert not {"score", "position", "normalize", "scale"} & set(config)
+    assert not {"score", "position", "normalize", "scale", "input_feeding"} & set(config)
     again = WordByWordAttention.from_config(config)
     assert (again.memory_dim, again.attention_units, again.attention_size,
             again.output_attention, again.state_size) == (3, 4, 2, False, [5, 3])  # fmt: skip
@@ -367,6 +367,7 @@ def test_mixed_precision_matches_float32(policy, atol):
         ({"attention_size": -1}, ValueError, "`attention_size` must be >= 1"),
         ({"score": "dot"}, TypeError, "`score` is fixed by the word-by-word attention"),
         ({"position": "before"}, TypeError, "`position` is fixed"),
+        ({"input_feeding": True}, TypeError, "`input_feeding` is fixed"),
         ({"output_attention": "yes"}, TypeError, "`output_attention` must be a bool"),
     ],
 )
@@ -441,29 +442,29 @@ def test_output_spec_is_exact(policy, return_sequences, return_state):
         assert [keras.backend.standardize_dtype(t.dtype) for t in got] == [dtype] * len(shapes)
 
 
-def test_with_w_r_and_w_t_zero_it_is_luong_attention_without_input_feeding(float64_policy):
-    """Setting W^r = 0 and W^t = 0 leaves the additive attention after the cell: the
-    `AttentionWrapper` step with its input-feeding rows of the cell's kernel zero."""
+def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(
+    float64_policy,
+):
+    """Setting W^r = 0 and W^t = 0 leaves the additive attention after the cell, which reads
+    the hypothesis alone: `AttentionWrapper(score="additive", input_feeding=False)`."""
     rng = np.random.default_rng(13)
     x, memory, mask = _data(rng)
     ours = _layer()
     ours(x, memory=memory, memory_mask=mask)
     _randomize(ours, rng)
     luong = AttentionRNN(AttentionWrapper(keras.layers.SimpleRNNCell(UNITS), score="additive",
-                                          attention_units=MEMORY_DIM), return_sequences=True)
+                                          attention_units=MEMORY_DIM, input_feeding=False),
+                         return_sequences=True)  # fmt: skip
     luong(x, memory=memory, memory_mask=mask)
     wrapper, other = ours.cell, luong.cell
     query = keras.ops.convert_to_numpy(wrapper.query_kernel)
-    other.query_kernel.assign(query[:UNITS])
     wrapper.query_kernel.assign(np.concatenate([query[:UNITS], np.zeros_like(query[UNITS:])]))
     wrapper.transition_kernel.assign(np.zeros((MEMORY_DIM, MEMORY_DIM)))
+    other.query_kernel.assign(query[:UNITS])
     for name in ("memory_kernel", "score_vector", "attention_kernel"):
         getattr(other, name).assign(getattr(wrapper, name))
-    kernel = keras.ops.convert_to_numpy(wrapper.cell.kernel)
-    fed = np.zeros((other.attention_size, UNITS))
-    other.cell.kernel.assign(np.concatenate([kernel, fed]))
-    other.cell.recurrent_kernel.assign(wrapper.cell.recurrent_kernel)
-    other.cell.bias.assign(wrapper.cell.bias)
+    for mine, theirs in zip(wrapper.cell.weights, other.cell.weights):
+        theirs.assign(mine)
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(ours(x, memory=memory, memory_mask=mask)),
         keras.ops.convert_to_numpy(luong(x, memory=memory, memory_mask=mask)),

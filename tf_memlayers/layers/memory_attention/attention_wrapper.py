@@ -67,8 +67,9 @@ class AttentionWrapper(keras.layers.Layer):
     the last two times a learned scalar :math:`g` with ``scale=True``.
 
     ``position="after"`` (Luong): the wrapped cell runs first, on the step's input joined
-    with the previous attention vector (input feeding), and its output :math:`h_t` is the
-    query; the attention vector is :math:`a_t = \tanh(W_c [c_t; h_t])`.
+    with the previous attention vector (input feeding; ``input_feeding=False``: on the input
+    alone), and its output :math:`h_t` is the query; the attention vector is
+    :math:`a_t = \tanh(W_c [c_t; h_t])`.
     ``position="before"`` (Bahdanau's RNNsearch): the query is the cell's previous output
     :math:`h_{t-1}`, and the cell runs on the step's input joined with :math:`c_t`. The step
     outputs :math:`a_t` (``output_attention=True``; with ``position="before"``,
@@ -93,6 +94,9 @@ class AttentionWrapper(keras.layers.Layer):
             Default: `None` (the cell's output width).
         output_attention: Boolean, output :math:`a_t` (else the cell's output). Default:
             `True`.
+        input_feeding: Boolean, join the previous attention vector to the cell's input
+            (``position="after"`` only: before the cell, the context is the cell's input by
+            definition). Default: `True`.
         return_alignments: Boolean, append the step's weights :math:`\alpha_t` over the
             memory to its output (the memory's length must be known when the cell is built);
             `AttentionRNN` returns them apart, as the alignment history. Default: `False`.
@@ -142,6 +146,7 @@ class AttentionWrapper(keras.layers.Layer):
         output_attention=True,
         return_alignments=False,
         kernel_initializer="glorot_uniform",
+        input_feeding=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -157,6 +162,13 @@ class AttentionWrapper(keras.layers.Layer):
         self.scale = check.check_bool("scale", scale, owner)
         self.output_attention = check.check_bool("output_attention", output_attention, owner)
         self.return_alignments = check.check_bool("return_alignments", return_alignments, owner)
+        self.input_feeding = check.check_bool("input_feeding", input_feeding, owner)
+        if not self.input_feeding and self.position == "before":
+            raise ValueError(
+                f"{owner}: `input_feeding=False` leaves the attention vector out of the cell's "
+                "input with position='after'; with position='before' the context is the cell's "
+                "input (RNNsearch)."
+            )
         if self.normalize and self.score != "additive":
             raise ValueError(
                 f"{owner}: `normalize=True` weight-normalises the additive score; got "
@@ -194,7 +206,9 @@ class AttentionWrapper(keras.layers.Layer):
         """The width joined to the step's input before the cell (once the memory's width is
         known): the previous attention vector (``"after"``, input feeding) or the context
         (``"before"``)."""
-        return self.feedback_size if self.position == "after" else self.memory_dim
+        if self.position == "before":
+            return self.memory_dim
+        return self.feedback_size if self.input_feeding else 0
 
     @property
     def uses_attention_kernel(self):
@@ -290,13 +304,17 @@ class AttentionWrapper(keras.layers.Layer):
             if self.normalize:
                 hidden = hidden + self.score_bias
                 vector = self.score_norm * vector / ops.sqrt(ops.sum(ops.square(vector)))
-            scores = ops.sum(ops.tanh(hidden) * vector, axis=-1)
+            scores = ops.matmul(ops.tanh(hidden), vector)
         else:
-            scores = ops.sum(keys * ops.expand_dims(query, 1), axis=-1)
+            # Batched matrix products ([b, L, d] x [b, d, 1]), not a broadcast product and
+            # a sum: one kernel each, forward and backward, at every step of the loop.
+            scores = ops.squeeze(ops.matmul(keys, ops.expand_dims(query, -1)), -1)
             if self.scale:
                 scores = self.score_scale * scores
         weights = masked_softmax(scores, memory_mask)
-        context = ops.sum(ops.expand_dims(ops.cast(weights, memory.dtype), -1) * memory, axis=1)
+        context = ops.squeeze(
+            ops.matmul(ops.expand_dims(ops.cast(weights, memory.dtype), 1), memory), 1
+        )
         return context, weights
 
     def attention_vector(self, context, output):
@@ -335,9 +353,8 @@ class AttentionWrapper(keras.layers.Layer):
         """One step after the resets: ``(output, weights over the memory, the cell's new
         states, the new fed-back vector)``."""
         if self.position == "after":
-            output, new_cell_states = call_cell(
-                self.cell, ops.concatenate([inputs, fed], -1), cell_states, training
-            )
+            cell_inputs = ops.concatenate([inputs, fed], -1) if self.input_feeding else inputs
+            output, new_cell_states = call_cell(self.cell, cell_inputs, cell_states, training)
             context, weights = self.attend(output, memory, keys, memory_mask)
             attention = self.attention_vector(context, output)
             feedback = attention
@@ -365,6 +382,7 @@ class AttentionWrapper(keras.layers.Layer):
                 "output_attention": self.output_attention,
                 "return_alignments": self.return_alignments,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "input_feeding": self.input_feeding,
             }
         )
         return config

@@ -107,7 +107,7 @@ class WordByWordAttention(AttentionWrapper):
         **kwargs,
     ):
         owner = type(self).__name__
-        for fixed in ("score", "position", "normalize", "scale"):
+        for fixed in ("score", "position", "normalize", "scale", "input_feeding"):
             if fixed in kwargs:
                 raise TypeError(
                     f"{owner}: `{fixed}` is fixed by the word-by-word attention (an additive "
@@ -119,6 +119,7 @@ class WordByWordAttention(AttentionWrapper):
             score="additive",
             attention_units=attention_units,
             position="after",
+            input_feeding=False,  # the cell reads the hypothesis alone
             attention_size=attention_size,
             output_attention=output_attention,
             return_alignments=return_alignments,
@@ -139,8 +140,6 @@ class WordByWordAttention(AttentionWrapper):
         """The query :math:`[h_t; r_{t-1}]`."""
         return self.cell_output_size + self.memory_dim
 
-    def fed_input_size(self):
-        return 0  # the cell reads the hypothesis alone
 
     @property
     def uses_attention_kernel(self):
@@ -175,7 +174,7 @@ class WordByWordAttention(AttentionWrapper):
 
     def get_config(self):
         config = super().get_config()
-        for fixed in ("score", "position", "normalize", "scale"):
+        for fixed in ("score", "position", "normalize", "scale", "input_feeding"):
             config.pop(fixed)
         config["memory_dim"] = self.memory_dim
         return config
