@@ -6,11 +6,13 @@
    hand-written backward, one per batch shard on CPU) against `keras.layers.GRU(100)` at batch 50, same input, same
    `tf.function` around each (no XLA unless ``--jit-compile``), variants interleaved in one
    process, medians (the ratio: median of the per-round ratios).
-2. Hypothesis-side cost per step against premise length (25 … 400): the Dual AM-GRU reads a
-   fixed-size premise memory, a word-by-word attention GRU (Rocktäschel et al. 2016) attends
-   over every premise output. Time per step (interleaved rounds), the number of floats each
-   reads per step, and the peak resident memory of a training step, measured for each model
-   and length in its own process (`benchmarks/peak_memory.py`).
+2. Hypothesis-side cost per step against premise length (10 … 2,000), the paper's claim of
+   constant time and memory per step: the Dual AM-GRU reads a fixed-size premise memory, the
+   LSTM with word-by-word attention (`WordByWordAttention`, Rocktäschel et al. 2016, the
+   paper's comparator) attends over every premise output. Time per step (interleaved
+   rounds), the number of floats each reads per step, and the peak resident memory of a
+   training step, measured for each model and length in its own process
+   (`benchmarks/peak_memory.py`); a figure of both against the length.
 3. The SNLI model's training step (`tf_memlayers.models.snli`, batch 50, 100 units, 8
    copies, premise 25 / hypothesis 15 tokens) with layer 1 in the cell form and with
    ``fused_loop=True``, for the AM-GRU and the Dual AM-GRU.
@@ -20,6 +22,7 @@ import argparse
 import contextlib
 import json
 import os
+import pathlib
 
 import keras
 import numpy as np
@@ -30,43 +33,12 @@ from benchmarks.docs_tables import add_update_docs_option, update_docs
 from tf_memlayers.layers import (  # noqa: E402
     AssociativeGRU,
     AssociativeGRUCell,
+    AttentionRNN,
     DualAssociativeGRUCell,
+    WordByWordAttention,
 )
 from examples.snli.encoders import snli_model  # noqa: E402
 from tf_memlayers.models.snli import compile_snli_model  # noqa: E402
-
-
-@keras.saving.register_keras_serializable(package="tf_memlayers_benchmarks")
-class WordByWordAttentionCell(keras.layers.Layer):
-    """GRU whose input is joined with attention over all premise outputs, per step.
-
-    ``M = tanh(W_y Y + (W_h h_{t-1}) 1^T)``, ``alpha = softmax(w^T M)``, ``r = Y alpha^T``;
-    the GRU reads ``[x_t ; r]``. The premise outputs ``Y`` ``[batch, L * k]`` are a
-    pass-through state.
-    """
-
-    def __init__(self, units, premise_length, **kwargs):
-        super().__init__(**kwargs)
-        self.units, self.premise_length = units, premise_length
-        self.gru = keras.layers.GRUCell(units)
-        self.state_size = [units, units * premise_length]
-        self.output_size = units
-
-    def build(self, input_shape):
-        k = self.units
-        self.w_y = self.add_weight(shape=(k, k), name="w_y")
-        self.w_h = self.add_weight(shape=(k, k), name="w_h")
-        self.w = self.add_weight(shape=(k, 1), name="w")
-        self.gru.build((input_shape[0], input_shape[-1] + k))
-
-    def call(self, inputs, states, training=None):
-        h, flat = states
-        premise = ops.reshape(flat, (-1, self.premise_length, self.units))
-        m = ops.tanh(ops.einsum("blk,kj->blj", premise, self.w_y) + (h @ self.w_h)[:, None, :])
-        alpha = ops.softmax(ops.squeeze(m @ self.w, -1), axis=-1)
-        read = ops.einsum("bl,blk->bk", alpha, premise)
-        output, new = self.gru(ops.concatenate([inputs, read], 1), [h])
-        return output, [new[0], flat]
 
 
 @contextlib.contextmanager
@@ -105,9 +77,11 @@ def holographic_stand_ins():
         holographic.bounded_copies, holographic.write_memory_parts, step_module._read = saved
 
 
-def _train_step(layer_fn, inputs, extra=None, jit_compile=False, run_once=True, layers=None):
-    """A traced training step of ``layer_fn()`` (run once unless ``run_once=False``); the
-    layer is appended to ``layers`` when given."""
+def _train_step(layer_fn, inputs, extra=None, jit_compile=False, run_once=True, layers=None,
+                call_kwargs=None):  # fmt: skip
+    """A traced training step of ``layer_fn()`` (run once unless ``run_once=False``), called
+    on ``inputs`` with ``initial_state=extra`` where given and ``call_kwargs``; the layer is
+    appended to ``layers`` when given."""
     import tensorflow as tf  # the timed steps are TensorFlow's
 
     layer = layer_fn()
@@ -118,7 +92,10 @@ def _train_step(layer_fn, inputs, extra=None, jit_compile=False, run_once=True, 
     @tf.function(jit_compile=jit_compile)
     def step():
         with tf.GradientTape() as tape:
-            out = layer(inputs) if extra is None else layer(inputs, initial_state=extra)
+            kwargs = dict(call_kwargs or {})
+            if extra is not None:
+                kwargs["initial_state"] = extra
+            out = layer(inputs, **kwargs)
             loss = tf.reduce_mean(tf.square(head(out)))
         variables = layer.trainable_variables + head.trainable_variables
         grads = tape.gradient(loss, variables)
@@ -181,7 +158,7 @@ def hypothesis_steps_for(batch, hypothesis_steps, units, copies, length, run_onc
 
     x = tf.random.normal((batch, hypothesis_steps, units))
     memory = tf.random.normal((batch, units * copies)) * 0.1
-    premise = tf.random.normal((batch, length * units))
+    premise = tf.random.normal((batch, length, units))
     zeros_memory, last = tf.zeros_like(memory), tf.zeros((batch, units))
     dual = _train_step(
         lambda: keras.layers.RNN(DualAssociativeGRUCell(units, num_copies=copies)),
@@ -191,11 +168,11 @@ def hypothesis_steps_for(batch, hypothesis_steps, units, copies, length, run_onc
         layers=layers,
     )
     attention = _train_step(
-        lambda: keras.layers.RNN(WordByWordAttentionCell(units, length)),
+        lambda: AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(units))),
         x,
-        [last, premise],
         run_once=run_once,
         layers=layers,
+        call_kwargs={"memory": premise},
     )
     return {"dual": dual, "attention": attention}
 
@@ -218,10 +195,12 @@ def memory_child(spec):
 
 def hypothesis_step_rows(batch, hypothesis_steps, length):
     """``weight -> rows it multiplies`` over the hypothesis: every matrix one state per step,
-    except the word-by-word attention's ``w_y`` and ``w``, which act on each of the
-    ``length`` premise outputs at every step."""
+    except the word-by-word attention's :math:`W^y` (``memory_kernel``), which acts on each of
+    the ``length`` premise outputs once per call (:math:`W^y Y` does not change with the
+    step). Its :math:`w` is a vector, left out as the other non-matrix products are."""
     per_step = batch * hypothesis_steps
-    return lambda weight: per_step * (length if weight.path.split("/")[-1] in ("w_y", "w") else 1)
+    return lambda weight: (batch * length if weight.path.split("/")[-1] == "memory_kernel"
+                           else per_step)  # fmt: skip
 
 
 def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds, peak,
@@ -319,6 +298,39 @@ def snli_model_steps(rounds, peak, batch=50, premise_length=25, hypothesis_lengt
     return rows
 
 
+DUAL_FIGURE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "images" / (
+    "dual_vs_word_by_word.png")
+
+
+def draw_dual_figure(rows, path=DUAL_FIGURE):
+    """Time and peak memory of a hypothesis step against premise length, both models, both
+    axes logarithmic."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(10, 4), dpi=80)
+    time_axes, memory_axes = figure.subplots(1, 2)
+    for index, (model, name) in enumerate((("dual", "Dual AM-GRU (8 copies)"),
+                                           ("attention", "LSTM, word-by-word attention"))):
+        for axes, key in ((time_axes, f"{model}_ms_per_step"), (memory_axes, f"{model}_peak_mib")):
+            points = [(row["premise_length"], row[key]) for row in rows
+                      if isinstance(row.get(key), (int, float))]  # fmt: skip
+            if points:
+                axes.plot(*zip(*points), marker="o", color=f"C{index}", label=name)
+    for axes, label in ((time_axes, "ms per hypothesis step"), (memory_axes, "peak MiB")):
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_xlabel("premise length")
+        axes.set_ylabel(label)
+        axes.grid(True, which="both", alpha=0.3)
+        axes.legend(fontsize="small")
+    time_axes.set_title("training time per hypothesis step")
+    memory_axes.set_title("peak memory of a training step")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    return path
+
+
 def parse_args(argv=None):
     from examples.harness import options
 
@@ -344,7 +356,7 @@ def main(argv=None):
         peak_memory.report(memory_child(json.loads(args.child)))
         return
     rounds = 3 if args.quick else args.rounds
-    lengths = (25, 100) if args.quick else (25, 50, 100, 200, 400)
+    lengths = (25, 100) if args.quick else (10, 25, 50, 100, 200, 500, 1000, 2000)
     keras.utils.set_random_seed(0)
     speed = speed_vs_gru(batch=50, steps=30, units=100, copies=8, rounds=rounds,
                          jit_compile=args.jit_compile)
@@ -376,26 +388,27 @@ def main(argv=None):
         update_docs(
             "dual-vs-word-by-word",
             scaling,
-            [("premise_length", "premise length"), ("dual_ms_per_step", "Dual AM-GRU ms/step"),
-             ("attention_ms_per_step", "word-by-word attention ms/step"),
-             ("dual_floats_read", "Dual floats read/step"),
-             ("attention_floats_read", "attention floats read/step"),
-             ("dual_peak_mib", "Dual peak (MiB)"),
-             ("attention_peak_mib", "attention peak (MiB)"),
-             ("dual_gflop_per_step", "Dual GFLOP/step"),
-             ("dual_share_of_peak", "Dual share of matmul peak"),
-             ("attention_gflop_per_step", "attention GFLOP/step"),
-             ("attention_share_of_peak", "attention share of matmul peak")],
+            [("premise_length", "premise length"), ("dual_ms_per_step", "Dual ms/step"),
+             ("attention_ms_per_step", "attention ms/step"),
+             ("dual_peak_mib", "Dual peak (MiB)"), ("attention_peak_mib", "attention peak (MiB)"),
+             ("dual_share_of_peak", "Dual share of peak"),
+             ("attention_share_of_peak", "attention share of peak")],
             f"Hypothesis-side training cost per step against premise length (batch 50, 100 "
-            f"units, 8 copies, 10 hypothesis steps, median of {rounds} rounds): the Dual AM-GRU "
-            "reads a fixed-size memory, word-by-word attention reads every premise output. "
-            "Peak = resident memory during the training steps (the first run included) above "
-            "the level after tracing, each model and length in its own process. GFLOP/step: "
-            "the products with the layer's weight matrices over the 10 hypothesis steps (6 × "
-            "their parameters per row; the attention's W_y and w act on every premise output "
-            "at every step); share of peak: that over the step's time, against the matrix-"
-            f"product rate measured in the same run ({peak} GFLOP/s).",
+            f"units, 10 hypothesis steps, median of {rounds} interleaved rounds, "
+            f"{os.cpu_count()} CPU cores): the Dual AM-GRU (8 copies) reads a fixed-size "
+            f"memory of the premise ({100 * 8} floats a row), the LSTM with "
+            "`WordByWordAttention` (Rocktäschel et al. 2016) every premise output (100 floats "
+            "each). Peak = resident memory during the training steps (the first run included) "
+            "above the level after tracing, each model and length in its own process. Share of "
+            "peak: the products with the layer's weight matrices over the 10 hypothesis steps "
+            "(6 × their parameters per row; the attention's W^y once per premise output, its "
+            "other matrices and the Dual AM-GRU's once per step) over the step's time, against "
+            f"the matrix-product rate measured in the same run ({peak} GFLOP/s).",
+            footer=f".. image:: images/{DUAL_FIGURE.name}\n"
+            "   :alt: time and peak memory of a hypothesis step against premise length, the "
+            "Dual AM-GRU and word-by-word attention",
         )
+        draw_dual_figure(scaling)
         update_docs(
             "snli-model-step",
             snli_steps,

@@ -38,11 +38,12 @@ def test_dual_and_word_by_word_rows_count_the_premise_products_per_step(monkeypa
     # [n, 2n] and [n, n], once per hypothesis step.
     dual = 6 * units * (4 * units + 4 * units + 2 * units + units + 2 * units + units)
     assert row["dual_gflop_per_step"] == pytest.approx(dual * batch * steps / 1e9)
-    # Word by word: W_y [n, n] and w [n, 1] on each premise output, W_h [n, n] and the GRU's
-    # kernel [d + n, 3n] and recurrent kernel [n, 3n] once, at every hypothesis step.
-    attention = 6 * (length * (units * units + units) + units * units
-                     + 2 * units * 3 * units + units * 3 * units)  # fmt: skip
-    assert row["attention_gflop_per_step"] == pytest.approx(attention * batch * steps / 1e9)
+    # Word by word (an LSTM cell): W^y [n, n] on each premise output once per call; at every
+    # hypothesis step the LSTM's kernel [d, 4n] and recurrent kernel [n, 4n], [W^h; W^r]
+    # [2n, n], W^t [n, n] and [W^p; W^x] [2n, n].
+    per_step = units * 4 * units * 2 + 2 * units * units + units * units + 2 * units * units
+    attention = 6 * (batch * length * units * units + batch * steps * per_step)
+    assert row["attention_gflop_per_step"] == pytest.approx(attention / 1e9)
     for model in ("dual", "attention"):
         step_ms = row[f"{model}_ms_per_step"] * steps
         assert row[f"{model}_share_of_peak"] == pytest.approx(

@@ -197,7 +197,10 @@ def test_fused_loop_in_half_precision_matches_the_cell_form(policy):
     finally:
         keras.config.set_dtype_policy("float32")
     assert results[1][0].dtype == results[0][0].dtype == policy.split("_")[1]
-    tolerance = 2e-2 if policy == "mixed_bfloat16" else 3e-3
+    # bfloat16 keeps 8 significant bits (a step of 2^-7 just below 2): the two loops round in
+    # different orders over six steps, and differ by up to about 0.022 of the largest value
+    # over initializer seeds 0-7 (at seed 5, in the first weight's gradient).
+    tolerance = 4e-2 if policy == "mixed_bfloat16" else 3e-3
     for e, g in zip(*results):
         e, g = (tf.cast(x, tf.float32).numpy() for x in (e, g))
         np.testing.assert_allclose(g, e, atol=tolerance * max(1.0, np.abs(e).max()), rtol=0)
