@@ -8,7 +8,20 @@ import numpy as np
 import pytest
 
 from layer_registry import RNN_LAYER_FLAGS, Declaration
-from support import gradients
+from memory_attention_reference import (
+    attention_wrapper_reference as reference,
+    check_cell_loop_matches_layer,
+    check_mixed_precision_matches_float32,
+    check_nan_in_padding_never_reaches_outputs_or_gradients,
+    check_output_spec_is_exact,
+    check_reset_starts_a_row_again,
+    check_state_carries_over,
+    check_trains_saves_loads_and_clones,
+    data,
+    declared_memory,
+    randomize as _randomize,
+    wrapper_weights as _weights,
+)
 from tf_memlayers.layers import (
     AssociativeGRUCell,
     AttentionRNN,
@@ -17,11 +30,11 @@ from tf_memlayers.layers import (
 )
 
 BATCH, STEPS, LENGTH, MEMORY_DIM, UNITS, INPUT_DIM = 3, 5, 6, 8, 8, 4
+SHAPES = (BATCH, STEPS, LENGTH, MEMORY_DIM, INPUT_DIM)
 
 
-def _declared_memory(batch):
-    """The memory the suites over every layer pass: ``[batch, 4, 6]``."""
-    return {"memory": np.random.default_rng(batch).normal(size=(batch, 4, 6)).astype("float32")}
+def _data(rng, dtype="float64"):
+    return data(rng, SHAPES, dtype)
 
 
 def _attend_from_hypothesis(premise, hypothesis, **wrapper_kwargs):
@@ -38,7 +51,7 @@ DECLARATIONS = (
         AttentionRNN,
         lambda **kw: AttentionRNN(AttentionWrapper(keras.layers.GRUCell(4)), **kw),
         flags=tuple(flag for flag in RNN_LAYER_FLAGS if flag != "return_retrievals"),
-        call_kwargs=_declared_memory,
+        call_kwargs=declared_memory,
         not_in={
             "nan_padding": NAN_PADDING,
             "output_spec": "takes a memory: test_output_spec_is_exact",
@@ -91,7 +104,7 @@ DECLARATIONS = (
         AttentionWrapper,
         lambda **kw: AttentionWrapper(keras.layers.GRUCell(4), **kw),
         flags=WRAPPER_FLAGS,
-        call_kwargs=_declared_memory,
+        call_kwargs=declared_memory,
         not_in={
             "keras_checks": "a cell taking its memory at every call, which keras.layers.RNN "
             "does not pass: AttentionRNN's case runs Keras's checks over it",
@@ -107,100 +120,12 @@ DECLARATIONS = (
 )
 
 
-def _softmax(scores, mask):
-    scores = np.where(mask, scores, -np.inf)
-    top = np.max(np.where(mask, scores, -1e300), axis=-1, keepdims=True)
-    weights = np.where(mask, np.exp(np.where(mask, scores - top, 0.0)), 0.0)
-    total = weights.sum(-1, keepdims=True)
-    return np.where(total > 0, weights / np.where(total > 0, total, 1.0), 0.0)
-
-
-def reference(x, memory, mask, cell_weights, w, score, position, output_attention,
-              normalize=False, scale=False, sequence_mask=None, input_feeding=True):  # fmt: skip
-    """The wrapper around a SimpleRNN cell (h = tanh(x W + h U + b)), step by step, in float64.
-
-    Returns the outputs ``[batch, time, ...]`` and the weights ``[batch, time, length]``."""
-    kernel, recurrent, bias = cell_weights
-    batch, steps = x.shape[:2]
-    h = np.zeros((batch, recurrent.shape[0]))
-    fed = np.zeros((batch, w["attention_kernel"].shape[1] if position == "after" else h.shape[1]))
-    if sequence_mask is None:
-        sequence_mask = np.ones((batch, steps), bool)
-
-    def attend(query):
-        if score == "additive":
-            hidden = (memory @ w["memory_kernel"]) + (query @ w["query_kernel"])[:, None]
-            vector = w["score_vector"]
-            if normalize:
-                hidden = hidden + w["score_bias"]
-                vector = w["score_norm"] * vector / np.linalg.norm(vector)
-            e = np.tanh(hidden) @ vector
-        elif score == "dot":
-            e = np.einsum("bld,bd->bl", memory, query)
-        else:
-            e = np.einsum("bld,bd->bl", memory @ w["memory_kernel"], query)
-        if scale:
-            e = w["score_scale"] * e
-        alpha = _softmax(e, mask)
-        return np.einsum("bl,bld->bd", alpha, memory), alpha
-
-    outputs, alignments, previous = [], [], None
-    for t in range(steps):
-        if position == "after":
-            cell_input = np.concatenate([x[:, t], fed], -1) if input_feeding else x[:, t]
-            new_h = np.tanh(cell_input @ kernel + h @ recurrent + bias)
-            context, alpha = attend(new_h)
-            attention = np.tanh(np.concatenate([context, new_h], -1) @ w["attention_kernel"])
-            new_fed = attention
-        else:
-            context, alpha = attend(fed)
-            new_h = np.tanh(np.concatenate([x[:, t], context], -1) @ kernel + h @ recurrent + bias)
-            attention = None
-            if output_attention:
-                attention = np.tanh(np.concatenate([context, new_h], -1) @ w["attention_kernel"])
-            new_fed = new_h
-        out = attention if output_attention else new_h
-        keep = sequence_mask[:, t][:, None]
-        h, fed = np.where(keep, new_h, h), np.where(keep, new_fed, fed)
-        previous = out if previous is None else np.where(keep, out, previous)
-        outputs.append(np.where(keep, out, previous))
-        alignments.append(alpha)
-    return np.stack(outputs, 1), np.stack(alignments, 1)
-
-
-def _data(rng, dtype="float64"):
-    x = rng.normal(size=(BATCH, STEPS, INPUT_DIM)).astype(dtype)
-    memory = rng.normal(size=(BATCH, LENGTH, MEMORY_DIM)).astype(dtype)
-    mask = np.ones((BATCH, LENGTH), bool)
-    mask[1, 4:] = False  # padding
-    return x, memory, mask
-
-
 def _layer(score="additive", position="after", output_attention=True, cell=None, **kwargs):
     wrapper = AttentionWrapper(
         cell or keras.layers.SimpleRNNCell(UNITS), score=score, position=position,
         output_attention=output_attention, **kwargs,
     )  # fmt: skip
     return AttentionRNN(wrapper, return_sequences=True)
-
-
-def _randomize(layer, rng, scale=0.7):
-    layer.set_weights([rng.uniform(-scale, scale, np.shape(v)) for v in layer.get_weights()])
-
-
-def _weights(layer):
-    wrapper = layer.cell
-    cell = wrapper.cell
-    cell_weights = tuple(
-        np.asarray(keras.ops.convert_to_numpy(v), np.float64)
-        for v in (cell.kernel, cell.recurrent_kernel, cell.bias)
-    )
-    own = {
-        v.path.split("/")[-1]: np.asarray(keras.ops.convert_to_numpy(v), np.float64)
-        for v in wrapper.weights
-        if all(v is not c for c in cell.weights)
-    }
-    return cell_weights, own
 
 
 CONFIGURATIONS = [
@@ -284,25 +209,7 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
     layer = _layer("general", "before", scale=True)
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
-    wrapper = layer.cell
-
-    def by_cell(x, memory):
-        states = [keras.ops.zeros((BATCH, s)) for s in wrapper.state_size]
-        outputs = []
-        for t in range(STEPS):
-            out, states = wrapper(x[:, t], states, memory=memory, memory_mask=mask)
-            outputs.append(out)
-        return keras.ops.sum(keras.ops.stack(outputs, 1) ** 2)
-
-    def by_layer(x, memory):
-        return keras.ops.sum(layer(x, memory=memory, memory_mask=mask) ** 2)
-
-    loss_cell, grads_cell, input_grads_cell = gradients(by_cell, layer.weights, [x, memory])
-    loss_layer, grads_layer, input_grads_layer = gradients(by_layer, layer.weights, [x, memory])
-    np.testing.assert_allclose(loss_cell, loss_layer, rtol=1e-5)
-    for a, b in zip(grads_cell + input_grads_cell, grads_layer + input_grads_layer):
-        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-4)
-    assert np.abs(input_grads_layer[1]).max() > 1e-3  # the memory gets a gradient
+    check_cell_loop_matches_layer(layer, x, memory, mask)
 
 
 def test_a_reset_starts_a_row_again():
@@ -311,26 +218,14 @@ def test_a_reset_starts_a_row_again():
     layer = _layer()
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
-    reset = np.zeros((BATCH, STEPS), bool)
-    reset[:, 2] = True
-    packed = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask, reset=reset))
-    alone = keras.ops.convert_to_numpy(layer(x[:, 2:], memory=memory, memory_mask=mask))
-    np.testing.assert_allclose(packed[:, 2:], alone, atol=1e-6)
-    whole = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
-    assert np.abs(whole[:, 2:] - alone).max() > 1e-3
+    check_reset_starts_a_row_again(layer, x, memory, mask)
 
 
 def test_state_carries_over_from_one_call_to_the_next():
-    rng = np.random.default_rng(6)
-    x, memory, mask = _data(rng, "float32")
+    x, memory, mask = _data(np.random.default_rng(6), "float32")
     wrapper = AttentionWrapper(keras.layers.GRUCell(UNITS), score="dot", position="before")
     layer = AttentionRNN(wrapper, return_sequences=True, return_state=True)
-    whole, *_ = layer(x, memory=memory, memory_mask=mask)
-    first, *states = layer(x[:, :2], memory=memory, memory_mask=mask)
-    second, *_ = layer(x[:, 2:], memory=memory, memory_mask=mask, initial_state=states)
-    np.testing.assert_allclose(
-        np.concatenate([first, second], 1), keras.ops.convert_to_numpy(whole), atol=1e-6
-    )
+    check_state_carries_over(layer, x, memory, mask)
 
 
 @pytest.mark.parametrize(
@@ -343,49 +238,15 @@ def test_state_carries_over_from_one_call_to_the_next():
     ids=["lstm", "gru", "am_gru"],
 )
 def test_wraps_any_cell_trains_saves_and_loads(cell, tmp_path):
-    rng = np.random.default_rng(7)
-    x, memory, mask = _data(rng, "float32")
-    inputs = keras.Input((None, INPUT_DIM))
-    memory_input = keras.Input((None, MEMORY_DIM))
-    mask_input = keras.Input((None,), dtype="bool")
+    x, memory, mask = _data(np.random.default_rng(7), "float32")
     wrapper = AttentionWrapper(cell(), attention_size=6)
-    h = AttentionRNN(wrapper)(inputs, memory=memory_input, memory_mask=mask_input)
-    model = keras.Model([inputs, memory_input, mask_input], keras.layers.Dense(3)(h))
-    model.compile("adam", "mse")
-    before = [np.array(w) for w in model.get_weights()]
-    model.fit([x, memory, mask], np.zeros((BATCH, 3)), epochs=1, verbose=0)
-    assert all(not np.allclose(a, b) for a, b in zip(before, model.get_weights()) if a.size > 1)
-    model.save(tmp_path / "model.keras")
-    loaded = keras.saving.load_model(tmp_path / "model.keras")
-    np.testing.assert_allclose(
-        loaded.predict([x, memory, mask], verbose=0), model.predict([x, memory, mask], verbose=0),
-        atol=1e-6,
-    )  # fmt: skip
-    cloned = keras.models.clone_model(model)
-    cloned.set_weights(model.get_weights())
-    np.testing.assert_allclose(
-        cloned.predict([x, memory, mask], verbose=0), model.predict([x, memory, mask], verbose=0),
-        atol=1e-6,
-    )  # fmt: skip
+    check_trains_saves_loads_and_clones(wrapper, x, memory, mask, tmp_path / "model.keras")
 
 
 @pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 6e-2)])
 def test_mixed_precision_matches_float32(policy, atol):
-    rng = np.random.default_rng(8)
-    x, memory, mask = _data(rng, "float32")
-    expected = _layer()
-    want = keras.ops.convert_to_numpy(expected(x, memory=memory, memory_mask=mask))
-    keras.config.set_dtype_policy(policy)
-    try:
-        layer = _layer()
-        layer(x, memory=memory, memory_mask=mask)
-    finally:
-        keras.config.set_dtype_policy("float32")
-    layer.set_weights(expected.get_weights())
-    got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
-    assert keras.backend.standardize_dtype(got.dtype) == policy.split("_")[1]
-    np.testing.assert_allclose(np.asarray(got, np.float32), want, atol=atol)
-    assert np.abs(want).max() > 10 * atol  # the outputs are far larger than the tolerance
+    x, memory, mask = _data(np.random.default_rng(8), "float32")
+    check_mixed_precision_matches_float32(_layer, x, memory, mask, policy, atol)
 
 
 @pytest.mark.parametrize(
@@ -435,27 +296,12 @@ def test_dot_needs_a_query_as_wide_as_the_memory():
 
 
 def test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients():
-    rng = np.random.default_rng(11)
-    x, memory, mask = _data(rng, "float32")
-    sequence_mask = np.ones((BATCH, STEPS), bool)
-    sequence_mask[0, 3:] = False
-    x[~sequence_mask] = np.nan
-    memory[~mask] = np.nan
+    x, memory, mask = _data(np.random.default_rng(11), "float32")
     layer = AttentionRNN(
         AttentionWrapper(keras.layers.GRUCell(UNITS)), return_sequences=True,
         zero_output_for_mask=True,
     )  # fmt: skip
-
-    def loss(memory):
-        out = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
-        return keras.ops.sum(out**2)
-
-    layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
-    value, weight_grads, (memory_grad,) = gradients(loss, layer.trainable_weights, [memory])
-    assert np.isfinite(value)
-    assert all(np.isfinite(g).all() for g in weight_grads)
-    np.testing.assert_array_equal(memory_grad[~mask], 0.0)
-    assert np.isfinite(memory_grad).all()
+    check_nan_in_padding_never_reaches_outputs_or_gradients(layer, x, memory, mask)
 
 
 @pytest.mark.parametrize("return_state", [False, True])
@@ -467,20 +313,10 @@ def test_output_spec_is_exact(policy, return_sequences, return_state):
                             attention_size=7, dtype=policy)  # fmt: skip
     layer = AttentionRNN(cell, return_sequences=return_sequences, return_state=return_state,
                          dtype=policy)  # fmt: skip
-    eager = keras.tree.flatten(layer(x, memory=memory, memory_mask=mask))
-    spec = keras.tree.flatten(layer.compute_output_spec(
-        keras.KerasTensor(x.shape), memory=keras.KerasTensor(memory.shape)
-    ))  # fmt: skip
-    symbolic = keras.tree.flatten(
-        layer(keras.Input(batch_shape=x.shape), memory=keras.Input(batch_shape=memory.shape))
-    )
     head = (BATCH, STEPS) if return_sequences else (BATCH,)
     widths = [7, LENGTH] + ([UNITS, UNITS, 7] if return_state else [])
     shapes = [head + (widths[0],), head + (widths[1],)] + [(BATCH, w) for w in widths[2:]]
-    for got in (eager, spec, symbolic):
-        assert [tuple(t.shape) for t in got] == shapes
-        dtype = keras.dtype_policies.get(policy).compute_dtype
-        assert [keras.backend.standardize_dtype(t.dtype) for t in got] == [dtype] * len(shapes)
+    check_output_spec_is_exact(layer, x, memory, mask, shapes, policy)
 
 
 @pytest.mark.parametrize("initializer", ["glorot_uniform", keras.initializers.RandomUniform(

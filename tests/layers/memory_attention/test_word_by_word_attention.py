@@ -6,7 +6,20 @@ import numpy as np
 import pytest
 
 from layer_registry import Declaration
-from support import gradients
+from memory_attention_reference import (
+    check_cell_loop_matches_layer,
+    check_mixed_precision_matches_float32,
+    check_nan_in_padding_never_reaches_outputs_or_gradients,
+    check_output_spec_is_exact,
+    check_reset_starts_a_row_again,
+    check_state_carries_over,
+    check_trains_saves_loads_and_clones,
+    data,
+    declared_memory,
+    randomize as _randomize,
+    word_by_word_reference as reference,
+    wrapper_weights as _weights,
+)
 from tf_memlayers.layers import (
     AssociativeGRUCell,
     AttentionRNN,
@@ -15,11 +28,11 @@ from tf_memlayers.layers import (
 )
 
 BATCH, STEPS, LENGTH, MEMORY_DIM, UNITS, INPUT_DIM = 3, 5, 6, 7, 8, 4
+SHAPES = (BATCH, STEPS, LENGTH, MEMORY_DIM, INPUT_DIM)
 
 
-def _declared_memory(batch):
-    """The memory the suites over every layer pass: ``[batch, 4, 6]``."""
-    return {"memory": np.random.default_rng(batch).normal(size=(batch, 4, 6)).astype("float32")}
+def _data(rng, dtype="float64"):
+    return data(rng, SHAPES, dtype)
 
 
 def _premise_then_hypothesis(premise, hypothesis):
@@ -34,7 +47,7 @@ DECLARATIONS = (
         WordByWordAttention,
         lambda **kw: WordByWordAttention(keras.layers.GRUCell(4), memory_dim=6, **kw),
         flags=("output_attention", "return_alignments"),
-        call_kwargs=_declared_memory,
+        call_kwargs=declared_memory,
         not_in={
             "keras_checks": "a cell taking its memory at every call, which keras.layers.RNN "
             "does not pass: the case 'attention_rnn_word_by_word' runs Keras's checks over it "
@@ -48,95 +61,12 @@ DECLARATIONS = (
 )
 
 
-def _softmax(scores, mask):
-    scores = np.where(mask, scores, -np.inf)
-    top = np.max(np.where(mask, scores, -1e300), axis=-1, keepdims=True)
-    weights = np.where(mask, np.exp(np.where(mask, scores - top, 0.0)), 0.0)
-    total = weights.sum(-1, keepdims=True)
-    return np.where(total > 0, weights / np.where(total > 0, total, 1.0), 0.0)
-
-
-def reference(x, Y, mask, cell_weights, w, output_attention=True, sequence_mask=None):
-    """Rocktäschel et al. (2016), §2.4, around a SimpleRNN cell (h = tanh(x W + h U + b)),
-    step by step in float64, in the paper's column-vector form (each matrix below is the
-    transpose of the layer's kernel: ``W^y = memory_kernel^T`` and so on)::
-
-        M_t = tanh(W^y Y + (W^h h_t + W^r r_{t-1}) e_L^T)
-        alpha_t = softmax(w^T M_t)
-        r_t = Y alpha_t^T + tanh(W^t r_{t-1})
-        h*_t = tanh(W^p r_t + W^x h_t)
-
-    ``Y`` is the memory ``[batch, L, k]`` (each row's premise as columns ``y_j``). Returns
-    the outputs ``[batch, time, ...]`` and the weights ``[batch, time, L]``."""
-    kernel, recurrent, bias = cell_weights
-    units, k = recurrent.shape[0], Y.shape[-1]
-    W_y = w["memory_kernel"].T
-    W_h, W_r = w["query_kernel"][:units].T, w["query_kernel"][units:].T
-    W_t = w["transition_kernel"].T
-    vector = w["score_vector"]
-    batch, steps = x.shape[:2]
-    h, r = np.zeros((batch, units)), np.zeros((batch, k))
-    if sequence_mask is None:
-        sequence_mask = np.ones((batch, steps), bool)
-    outputs, alignments, previous = [], [], None
-    for t in range(steps):
-        new_h = np.tanh(x[:, t] @ kernel + h @ recurrent + bias)
-        new_r, out = np.zeros_like(r), []
-        alphas = []
-        for b in range(batch):
-            Y_b = Y[b].T  # [k, L]
-            M = np.tanh(W_y @ Y_b + np.outer(W_h @ new_h[b] + W_r @ r[b], np.ones(Y_b.shape[1])))
-            alpha = _softmax(vector @ M, mask[b])
-            new_r[b] = Y_b @ alpha + np.tanh(W_t @ r[b])
-            if output_attention:
-                W_p = w["attention_kernel"][:k].T
-                W_x = w["attention_kernel"][k:].T
-                out.append(np.tanh(W_p @ new_r[b] + W_x @ new_h[b]))
-            else:
-                out.append(new_h[b])
-            alphas.append(alpha)
-        out = np.stack(out)
-        keep = sequence_mask[:, t][:, None]
-        h, r = np.where(keep, new_h, h), np.where(keep, new_r, r)
-        previous = out if previous is None else np.where(keep, out, previous)
-        outputs.append(np.where(keep, out, previous))
-        alignments.append(np.stack(alphas))
-    return np.stack(outputs, 1), np.stack(alignments, 1)
-
-
-def _data(rng, dtype="float64"):
-    x = rng.normal(size=(BATCH, STEPS, INPUT_DIM)).astype(dtype)
-    memory = rng.normal(size=(BATCH, LENGTH, MEMORY_DIM)).astype(dtype)
-    mask = np.ones((BATCH, LENGTH), bool)
-    mask[1, 4:] = False  # padding
-    return x, memory, mask
-
-
 def _layer(output_attention=True, cell=None, return_alignments=False, **kwargs):
     wrapper = WordByWordAttention(
         cell or keras.layers.SimpleRNNCell(UNITS), memory_dim=MEMORY_DIM,
         output_attention=output_attention, return_alignments=return_alignments, **kwargs,
     )  # fmt: skip
     return AttentionRNN(wrapper, return_sequences=True)
-
-
-def _randomize(layer, rng, scale=0.7):
-    layer.set_weights([rng.uniform(-scale, scale, np.shape(v)) for v in layer.get_weights()])
-
-
-def _weights(layer):
-    wrapper = layer.cell
-    cell = wrapper.cell
-    cell_weights = tuple(
-        np.asarray(keras.ops.convert_to_numpy(v), np.float64)
-        for v in (cell.kernel, cell.recurrent_kernel, cell.bias)
-    )
-    own = {
-        v.path.split("/")[-1]: np.asarray(keras.ops.convert_to_numpy(v), np.float64)
-        for v in wrapper.weights
-        if all(v is not c for c in cell.weights)
-    }
-    return cell_weights, own
 
 
 @pytest.mark.parametrize("output_attention", [True, False])
@@ -236,26 +166,8 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
     layer = _layer(cell=keras.layers.LSTMCell(UNITS))
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
-    wrapper = layer.cell
-
-    def by_cell(x, memory):
-        states = [keras.ops.zeros((BATCH, s)) for s in wrapper.state_size]
-        outputs = []
-        for t in range(STEPS):
-            out, states = wrapper(x[:, t], states, memory=memory, memory_mask=mask)
-            outputs.append(out)
-        return keras.ops.sum(keras.ops.stack(outputs, 1) ** 2)
-
-    def by_layer(x, memory):
-        return keras.ops.sum(layer(x, memory=memory, memory_mask=mask) ** 2)
-
-    loss_cell, grads_cell, input_grads_cell = gradients(by_cell, layer.weights, [x, memory])
-    loss_layer, grads_layer, input_grads_layer = gradients(by_layer, layer.weights, [x, memory])
-    np.testing.assert_allclose(loss_cell, loss_layer, rtol=1e-5)
-    for a, b in zip(grads_cell + input_grads_cell, grads_layer + input_grads_layer):
-        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-4)
-    assert np.abs(input_grads_layer[1]).max() > 1e-3  # the memory gets a gradient
-    assert all(np.abs(g).max() > 0 for g in grads_layer)  # every weight is used
+    grads = check_cell_loop_matches_layer(layer, x, memory, mask)
+    assert all(np.abs(g).max() > 0 for g in grads)  # every weight is used
 
 
 def test_a_reset_starts_a_row_again():
@@ -264,27 +176,15 @@ def test_a_reset_starts_a_row_again():
     layer = _layer()
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
-    reset = np.zeros((BATCH, STEPS), bool)
-    reset[:, 2] = True
-    packed = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask, reset=reset))
-    alone = keras.ops.convert_to_numpy(layer(x[:, 2:], memory=memory, memory_mask=mask))
-    np.testing.assert_allclose(packed[:, 2:], alone, atol=1e-6)
-    whole = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
-    assert np.abs(whole[:, 2:] - alone).max() > 1e-3
+    check_reset_starts_a_row_again(layer, x, memory, mask)
 
 
 def test_state_carries_over_from_one_call_to_the_next():
-    rng = np.random.default_rng(6)
-    x, memory, mask = _data(rng, "float32")
+    x, memory, mask = _data(np.random.default_rng(6), "float32")
     wrapper = WordByWordAttention(keras.layers.GRUCell(UNITS), memory_dim=MEMORY_DIM)
     layer = AttentionRNN(wrapper, return_sequences=True, return_state=True)
-    whole, *_ = layer(x, memory=memory, memory_mask=mask)
-    first, *states = layer(x[:, :2], memory=memory, memory_mask=mask)
+    states = check_state_carries_over(layer, x, memory, mask)
     assert [tuple(s.shape) for s in states] == [(BATCH, UNITS), (BATCH, MEMORY_DIM)]
-    second, *_ = layer(x[:, 2:], memory=memory, memory_mask=mask, initial_state=states)
-    np.testing.assert_allclose(
-        np.concatenate([first, second], 1), keras.ops.convert_to_numpy(whole), atol=1e-6
-    )
 
 
 @pytest.mark.parametrize(
@@ -297,32 +197,9 @@ def test_state_carries_over_from_one_call_to_the_next():
     ids=["lstm", "gru", "am_gru"],
 )
 def test_wraps_any_cell_trains_on_a_partial_batch_saves_loads_and_clones(cell, tmp_path):
-    rng = np.random.default_rng(7)
-    x, memory, mask = _data(rng, "float32")
-    inputs = keras.Input((None, INPUT_DIM))
-    memory_input = keras.Input((None, MEMORY_DIM))
-    mask_input = keras.Input((None,), dtype="bool")
+    x, memory, mask = _data(np.random.default_rng(7), "float32")
     wrapper = WordByWordAttention(cell(), memory_dim=MEMORY_DIM, attention_size=6)
-    h = AttentionRNN(wrapper)(inputs, memory=memory_input, memory_mask=mask_input)
-    model = keras.Model([inputs, memory_input, mask_input], keras.layers.Dense(3)(h))
-    model.compile("adam", "mse")
-    before = [np.array(w) for w in model.get_weights()]
-    # Three rows in batches of two: the last batch is partial.
-    model.fit([x, memory, mask], np.zeros((BATCH, 3)), batch_size=2, epochs=1, verbose=0)
-    assert all(not np.allclose(a, b) for a, b in zip(before, model.get_weights()) if a.size > 1)
-    model.save(tmp_path / "model.keras")
-    loaded = keras.saving.load_model(tmp_path / "model.keras")
-    assert isinstance(loaded.layers[3].cell, WordByWordAttention)
-    np.testing.assert_allclose(
-        loaded.predict([x, memory, mask], verbose=0), model.predict([x, memory, mask], verbose=0),
-        atol=1e-6,
-    )  # fmt: skip
-    cloned = keras.models.clone_model(model)
-    cloned.set_weights(model.get_weights())
-    np.testing.assert_allclose(
-        cloned.predict([x, memory, mask], verbose=0), model.predict([x, memory, mask], verbose=0),
-        atol=1e-6,
-    )  # fmt: skip
+    check_trains_saves_loads_and_clones(wrapper, x, memory, mask, tmp_path / "model.keras")
 
 
 def test_the_config_round_trips_and_holds_no_fixed_choice():
@@ -342,21 +219,7 @@ def test_the_config_round_trips_and_holds_no_fixed_choice():
 def test_mixed_precision_matches_float32(policy, atol):
     rng = np.random.default_rng(8)
     x, memory, mask = _data(rng, "float32")
-    expected = _layer()
-    expected(x, memory=memory, memory_mask=mask)
-    _randomize(expected, rng)
-    want = keras.ops.convert_to_numpy(expected(x, memory=memory, memory_mask=mask))
-    keras.config.set_dtype_policy(policy)
-    try:
-        layer = _layer()
-        layer(x, memory=memory, memory_mask=mask)
-    finally:
-        keras.config.set_dtype_policy("float32")
-    layer.set_weights(expected.get_weights())
-    got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
-    assert keras.backend.standardize_dtype(got.dtype) == policy.split("_")[1]
-    np.testing.assert_allclose(np.asarray(got, np.float32), want, atol=atol)
-    assert np.abs(want).max() > 10 * atol  # the outputs are far larger than the tolerance
+    check_mixed_precision_matches_float32(_layer, x, memory, mask, policy, atol, rng)
 
 
 @pytest.mark.parametrize(
@@ -394,27 +257,12 @@ def test_bad_calls_are_named():
 
 
 def test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients():
-    rng = np.random.default_rng(11)
-    x, memory, mask = _data(rng, "float32")
-    sequence_mask = np.ones((BATCH, STEPS), bool)
-    sequence_mask[0, 3:] = False
-    x[~sequence_mask] = np.nan
-    memory[~mask] = np.nan
+    x, memory, mask = _data(np.random.default_rng(11), "float32")
     layer = AttentionRNN(
         WordByWordAttention(keras.layers.GRUCell(UNITS), memory_dim=MEMORY_DIM),
         return_sequences=True, zero_output_for_mask=True,
     )  # fmt: skip
-
-    def loss(memory):
-        out = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
-        return keras.ops.sum(out**2)
-
-    layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
-    value, weight_grads, (memory_grad,) = gradients(loss, layer.trainable_weights, [memory])
-    assert np.isfinite(value)
-    assert all(np.isfinite(g).all() for g in weight_grads)
-    np.testing.assert_array_equal(memory_grad[~mask], 0.0)
-    assert np.isfinite(memory_grad).all()
+    check_nan_in_padding_never_reaches_outputs_or_gradients(layer, x, memory, mask)
 
 
 @pytest.mark.parametrize("return_state", [False, True])
@@ -426,20 +274,10 @@ def test_output_spec_is_exact(policy, return_sequences, return_state):
                                return_alignments=True, attention_size=6, dtype=policy)  # fmt: skip
     layer = AttentionRNN(cell, return_sequences=return_sequences, return_state=return_state,
                          dtype=policy)  # fmt: skip
-    eager = keras.tree.flatten(layer(x, memory=memory, memory_mask=mask))
-    spec = keras.tree.flatten(layer.compute_output_spec(
-        keras.KerasTensor(x.shape), memory=keras.KerasTensor(memory.shape)
-    ))  # fmt: skip
-    symbolic = keras.tree.flatten(
-        layer(keras.Input(batch_shape=x.shape), memory=keras.Input(batch_shape=memory.shape))
-    )
     head = (BATCH, STEPS) if return_sequences else (BATCH,)
     widths = [6, LENGTH] + ([UNITS, UNITS, MEMORY_DIM] if return_state else [])
     shapes = [head + (widths[0],), head + (widths[1],)] + [(BATCH, w) for w in widths[2:]]
-    for got in (eager, spec, symbolic):
-        assert [tuple(t.shape) for t in got] == shapes
-        dtype = keras.dtype_policies.get(policy).compute_dtype
-        assert [keras.backend.standardize_dtype(t.dtype) for t in got] == [dtype] * len(shapes)
+    check_output_spec_is_exact(layer, x, memory, mask, shapes, policy)
 
 
 def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(

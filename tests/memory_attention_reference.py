@@ -1,0 +1,295 @@
+"""NumPy float64 references of the attention cells over a memory (`AttentionWrapper`:
+Bahdanau et al. 2015, Luong et al. 2015; `WordByWordAttention`: Rocktäschel et al. 2016),
+written from the papers' equations, and the checks their test modules share: the cell in a loop
+of one's own against `AttentionRNN`, resets, state across calls, training and saving, mixed
+precision, NaN in padding and exact output specs.
+
+The references wrap a SimpleRNN cell (``h = tanh(x W + h U + b)``) and run step by step."""
+
+import keras
+import numpy as np
+
+from support import gradients
+
+
+def masked_softmax(scores, mask):
+    """Softmax over the last axis where ``mask`` is true; a row with no true entry gets
+    all-zero weights."""
+    scores = np.where(mask, scores, -np.inf)
+    top = np.max(np.where(mask, scores, -1e300), axis=-1, keepdims=True)
+    weights = np.where(mask, np.exp(np.where(mask, scores - top, 0.0)), 0.0)
+    total = weights.sum(-1, keepdims=True)
+    return np.where(total > 0, weights / np.where(total > 0, total, 1.0), 0.0)
+
+
+def attention_wrapper_reference(x, memory, mask, cell_weights, w, score, position,
+                                output_attention, normalize=False, scale=False,
+                                sequence_mask=None, input_feeding=True):  # fmt: skip
+    """The wrapper around a SimpleRNN cell (h = tanh(x W + h U + b)), step by step, in float64.
+
+    Returns the outputs ``[batch, time, ...]`` and the weights ``[batch, time, length]``."""
+    kernel, recurrent, bias = cell_weights
+    batch, steps = x.shape[:2]
+    h = np.zeros((batch, recurrent.shape[0]))
+    fed = np.zeros((batch, w["attention_kernel"].shape[1] if position == "after" else h.shape[1]))
+    if sequence_mask is None:
+        sequence_mask = np.ones((batch, steps), bool)
+
+    def attend(query):
+        if score == "additive":
+            hidden = (memory @ w["memory_kernel"]) + (query @ w["query_kernel"])[:, None]
+            vector = w["score_vector"]
+            if normalize:
+                hidden = hidden + w["score_bias"]
+                vector = w["score_norm"] * vector / np.linalg.norm(vector)
+            e = np.tanh(hidden) @ vector
+        elif score == "dot":
+            e = np.einsum("bld,bd->bl", memory, query)
+        else:
+            e = np.einsum("bld,bd->bl", memory @ w["memory_kernel"], query)
+        if scale:
+            e = w["score_scale"] * e
+        alpha = masked_softmax(e, mask)
+        return np.einsum("bl,bld->bd", alpha, memory), alpha
+
+    outputs, alignments, previous = [], [], None
+    for t in range(steps):
+        if position == "after":
+            cell_input = np.concatenate([x[:, t], fed], -1) if input_feeding else x[:, t]
+            new_h = np.tanh(cell_input @ kernel + h @ recurrent + bias)
+            context, alpha = attend(new_h)
+            attention = np.tanh(np.concatenate([context, new_h], -1) @ w["attention_kernel"])
+            new_fed = attention
+        else:
+            context, alpha = attend(fed)
+            new_h = np.tanh(np.concatenate([x[:, t], context], -1) @ kernel + h @ recurrent + bias)
+            attention = None
+            if output_attention:
+                attention = np.tanh(np.concatenate([context, new_h], -1) @ w["attention_kernel"])
+            new_fed = new_h
+        out = attention if output_attention else new_h
+        keep = sequence_mask[:, t][:, None]
+        h, fed = np.where(keep, new_h, h), np.where(keep, new_fed, fed)
+        previous = out if previous is None else np.where(keep, out, previous)
+        outputs.append(np.where(keep, out, previous))
+        alignments.append(alpha)
+    return np.stack(outputs, 1), np.stack(alignments, 1)
+
+
+def word_by_word_reference(x, Y, mask, cell_weights, w, output_attention=True,
+                           sequence_mask=None):  # fmt: skip
+    """Rocktäschel et al. (2016), §2.4, around a SimpleRNN cell (h = tanh(x W + h U + b)),
+    step by step in float64, in the paper's column-vector form (each matrix below is the
+    transpose of the layer's kernel: ``W^y = memory_kernel^T`` and so on)::
+
+        M_t = tanh(W^y Y + (W^h h_t + W^r r_{t-1}) e_L^T)
+        alpha_t = softmax(w^T M_t)
+        r_t = Y alpha_t^T + tanh(W^t r_{t-1})
+        h*_t = tanh(W^p r_t + W^x h_t)
+
+    ``Y`` is the memory ``[batch, L, k]`` (each row's premise as columns ``y_j``). Returns
+    the outputs ``[batch, time, ...]`` and the weights ``[batch, time, L]``."""
+    kernel, recurrent, bias = cell_weights
+    units, k = recurrent.shape[0], Y.shape[-1]
+    W_y = w["memory_kernel"].T
+    W_h, W_r = w["query_kernel"][:units].T, w["query_kernel"][units:].T
+    W_t = w["transition_kernel"].T
+    vector = w["score_vector"]
+    batch, steps = x.shape[:2]
+    h, r = np.zeros((batch, units)), np.zeros((batch, k))
+    if sequence_mask is None:
+        sequence_mask = np.ones((batch, steps), bool)
+    outputs, alignments, previous = [], [], None
+    for t in range(steps):
+        new_h = np.tanh(x[:, t] @ kernel + h @ recurrent + bias)
+        new_r, out = np.zeros_like(r), []
+        alphas = []
+        for b in range(batch):
+            Y_b = Y[b].T  # [k, L]
+            M = np.tanh(W_y @ Y_b + np.outer(W_h @ new_h[b] + W_r @ r[b], np.ones(Y_b.shape[1])))
+            alpha = masked_softmax(vector @ M, mask[b])
+            new_r[b] = Y_b @ alpha + np.tanh(W_t @ r[b])
+            if output_attention:
+                W_p = w["attention_kernel"][:k].T
+                W_x = w["attention_kernel"][k:].T
+                out.append(np.tanh(W_p @ new_r[b] + W_x @ new_h[b]))
+            else:
+                out.append(new_h[b])
+            alphas.append(alpha)
+        out = np.stack(out)
+        keep = sequence_mask[:, t][:, None]
+        h, r = np.where(keep, new_h, h), np.where(keep, new_r, r)
+        previous = out if previous is None else np.where(keep, out, previous)
+        outputs.append(np.where(keep, out, previous))
+        alignments.append(np.stack(alphas))
+    return np.stack(outputs, 1), np.stack(alignments, 1)
+
+
+def data(rng, shapes, dtype="float64"):
+    """``(x, memory, memory_mask)`` of ``shapes = (batch, steps, length, memory_dim,
+    input_dim)``, the second row's memory padded from position 4."""
+    batch, steps, length, memory_dim, input_dim = shapes
+    x = rng.normal(size=(batch, steps, input_dim)).astype(dtype)
+    memory = rng.normal(size=(batch, length, memory_dim)).astype(dtype)
+    mask = np.ones((batch, length), bool)
+    mask[1, 4:] = False  # padding
+    return x, memory, mask
+
+
+def declared_memory(batch):
+    """The memory the suites over every layer pass to the declared attention cells:
+    ``{"memory": [batch, 4, 6]}``."""
+    return {"memory": np.random.default_rng(batch).normal(size=(batch, 4, 6)).astype("float32")}
+
+
+def randomize(layer, rng, scale=0.7):
+    """Every weight of ``layer`` drawn from U(-scale, scale)."""
+    layer.set_weights([rng.uniform(-scale, scale, np.shape(v)) for v in layer.get_weights()])
+
+
+def wrapper_weights(layer):
+    """``((kernel, recurrent_kernel, bias) of the wrapped SimpleRNN cell, {name: weight} of
+    the wrapper's own})`` of an `AttentionRNN`, in float64."""
+    wrapper = layer.cell
+    cell = wrapper.cell
+    cell_weights = tuple(
+        np.asarray(keras.ops.convert_to_numpy(v), np.float64)
+        for v in (cell.kernel, cell.recurrent_kernel, cell.bias)
+    )
+    own = {
+        v.path.split("/")[-1]: np.asarray(keras.ops.convert_to_numpy(v), np.float64)
+        for v in wrapper.weights
+        if all(v is not c for c in cell.weights)
+    }
+    return cell_weights, own
+
+
+def check_cell_loop_matches_layer(layer, x, memory, mask):
+    """The built `AttentionRNN` ``layer``'s cell called step by step gives the layer's
+    outputs and gradients (weights, inputs and memory); the memory gets a gradient."""
+    wrapper, steps = layer.cell, x.shape[1]
+
+    def by_cell(x, memory):
+        states = [keras.ops.zeros((x.shape[0], s)) for s in wrapper.state_size]
+        outputs = []
+        for t in range(steps):
+            out, states = wrapper(x[:, t], states, memory=memory, memory_mask=mask)
+            outputs.append(out)
+        return keras.ops.sum(keras.ops.stack(outputs, 1) ** 2)
+
+    def by_layer(x, memory):
+        return keras.ops.sum(layer(x, memory=memory, memory_mask=mask) ** 2)
+
+    loss_cell, grads_cell, input_grads_cell = gradients(by_cell, layer.weights, [x, memory])
+    loss_layer, grads_layer, input_grads_layer = gradients(by_layer, layer.weights, [x, memory])
+    np.testing.assert_allclose(loss_cell, loss_layer, rtol=1e-5)
+    for a, b in zip(grads_cell + input_grads_cell, grads_layer + input_grads_layer):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-4)
+    assert np.abs(input_grads_layer[1]).max() > 1e-3  # the memory gets a gradient
+    return grads_layer
+
+
+def check_reset_starts_a_row_again(layer, x, memory, mask):
+    """A reset at step 2 of every row equals running the rows from step 2 alone."""
+    reset = np.zeros(x.shape[:2], bool)
+    reset[:, 2] = True
+    packed = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask, reset=reset))
+    alone = keras.ops.convert_to_numpy(layer(x[:, 2:], memory=memory, memory_mask=mask))
+    np.testing.assert_allclose(packed[:, 2:], alone, atol=1e-6)
+    whole = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
+    assert np.abs(whole[:, 2:] - alone).max() > 1e-3
+
+
+def check_state_carries_over(layer, x, memory, mask):
+    """Two calls of ``layer`` (``return_sequences`` and ``return_state``), the second from
+    the first's states, give one call's outputs; returns the states between them."""
+    whole, *_ = layer(x, memory=memory, memory_mask=mask)
+    first, *states = layer(x[:, :2], memory=memory, memory_mask=mask)
+    second, *_ = layer(x[:, 2:], memory=memory, memory_mask=mask, initial_state=states)
+    np.testing.assert_allclose(
+        np.concatenate([first, second], 1), keras.ops.convert_to_numpy(whole), atol=1e-6
+    )
+    return states
+
+
+def check_trains_saves_loads_and_clones(wrapper, x, memory, mask, path):
+    """A functional model over ``AttentionRNN(wrapper)`` trains every weight with `fit` (a
+    partial last batch), and its `.keras` file and its clone predict as it does."""
+    from tf_memlayers.layers import AttentionRNN
+
+    inputs = keras.Input((None, x.shape[-1]))
+    memory_input = keras.Input((None, memory.shape[-1]))
+    mask_input = keras.Input((None,), dtype="bool")
+    h = AttentionRNN(wrapper)(inputs, memory=memory_input, memory_mask=mask_input)
+    model = keras.Model([inputs, memory_input, mask_input], keras.layers.Dense(3)(h))
+    model.compile("adam", "mse")
+    before = [np.array(w) for w in model.get_weights()]
+    # Batches of two over an odd number of rows: the last batch is partial.
+    model.fit([x, memory, mask], np.zeros((x.shape[0], 3)), batch_size=2, epochs=1, verbose=0)
+    assert all(not np.allclose(a, b) for a, b in zip(before, model.get_weights()) if a.size > 1)
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert type(loaded.layers[3].cell) is type(wrapper)
+    expected = model.predict([x, memory, mask], verbose=0)
+    np.testing.assert_allclose(loaded.predict([x, memory, mask], verbose=0), expected, atol=1e-6)
+    cloned = keras.models.clone_model(model)
+    cloned.set_weights(model.get_weights())
+    np.testing.assert_allclose(cloned.predict([x, memory, mask], verbose=0), expected, atol=1e-6)
+
+
+def check_mixed_precision_matches_float32(make_layer, x, memory, mask, policy, atol, rng=None):
+    """``make_layer()`` built under ``policy`` (with the float32 layer's weights, drawn by
+    ``rng`` when given) computes in its dtype and stays within ``atol`` of float32."""
+    expected = make_layer()
+    want = keras.ops.convert_to_numpy(expected(x, memory=memory, memory_mask=mask))
+    if rng is not None:
+        randomize(expected, rng)
+        want = keras.ops.convert_to_numpy(expected(x, memory=memory, memory_mask=mask))
+    keras.config.set_dtype_policy(policy)
+    try:
+        layer = make_layer()
+        layer(x, memory=memory, memory_mask=mask)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    layer.set_weights(expected.get_weights())
+    got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
+    assert keras.backend.standardize_dtype(got.dtype) == policy.split("_")[1]
+    np.testing.assert_allclose(np.asarray(got, np.float32), want, atol=atol)
+    assert np.abs(want).max() > 10 * atol  # the outputs are far larger than the tolerance
+
+
+def check_nan_in_padding_never_reaches_outputs_or_gradients(layer, x, memory, mask):
+    """NaN in the sequences' masked steps and in the memory's padding: finite outputs and
+    gradients, and a zero gradient for the memory's padding."""
+    sequence_mask = np.ones(x.shape[:2], bool)
+    sequence_mask[0, 3:] = False
+    x, memory = x.copy(), memory.copy()
+    x[~sequence_mask] = np.nan
+    memory[~mask] = np.nan
+
+    def loss(memory):
+        out = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
+        return keras.ops.sum(out**2)
+
+    layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
+    value, weight_grads, (memory_grad,) = gradients(loss, layer.trainable_weights, [memory])
+    assert np.isfinite(value)
+    assert all(np.isfinite(g).all() for g in weight_grads)
+    np.testing.assert_array_equal(memory_grad[~mask], 0.0)
+    assert np.isfinite(memory_grad).all()
+
+
+def check_output_spec_is_exact(layer, x, memory, mask, shapes, policy):
+    """Eager outputs, `compute_output_spec` and symbolic outputs of ``layer`` all have
+    ``shapes`` and the policy's compute dtype."""
+    eager = keras.tree.flatten(layer(x, memory=memory, memory_mask=mask))
+    spec = keras.tree.flatten(layer.compute_output_spec(
+        keras.KerasTensor(x.shape), memory=keras.KerasTensor(memory.shape)
+    ))  # fmt: skip
+    symbolic = keras.tree.flatten(
+        layer(keras.Input(batch_shape=x.shape), memory=keras.Input(batch_shape=memory.shape))
+    )
+    dtype = keras.dtype_policies.get(policy).compute_dtype
+    for got in (eager, spec, symbolic):
+        assert [tuple(t.shape) for t in got] == shapes
+        assert [keras.backend.standardize_dtype(t.dtype) for t in got] == [dtype] * len(shapes)
