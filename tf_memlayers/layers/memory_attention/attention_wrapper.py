@@ -144,9 +144,9 @@ class AttentionWrapper(keras.layers.Layer):
         position="after",
         attention_size=None,
         output_attention=True,
+        input_feeding=True,
         return_alignments=False,
         kernel_initializer="glorot_uniform",
-        input_feeding=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
