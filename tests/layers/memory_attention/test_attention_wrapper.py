@@ -43,6 +43,26 @@ def _attend_from_hypothesis(premise, hypothesis, **wrapper_kwargs):
     return AttentionRNN(cell)(hypothesis, memory=premise)
 
 
+def _keras_case(make_cell, own_weights):
+    """A `keras_checks` case: `AttentionRNN` (``return_sequences=True``) over
+    ``make_cell(dtype)``, a GRU cell of 4 units wrapped with ``own_weights`` weights of its
+    own, over a memory of width 8. The memory comes in by name, as its own input; Keras's
+    training check calls a layer on one input: the journeys fit a model with a memory
+    input."""
+    return (
+        lambda **kw: AttentionRNN(make_cell(kw.get("dtype")), return_sequences=True, **kw),
+        {},
+        dict(
+            input_shape={"sequences_shape": (2, 3, 4), "memory_shape": (2, 6, 8)},
+            expected_output_shape=(2, 3, 4),
+            expected_num_trainable_weights=3 + own_weights,
+            expected_num_seed_generators=1,  # the GRU cell's dropout
+            supports_masking=True,
+            run_training_check=False,
+        ),
+    )
+
+
 NAN_PADDING = "takes a memory: test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients"
 WRAPPER_FLAGS = ("normalize", "output_attention", "return_alignments", "input_feeding")
 
@@ -57,39 +77,14 @@ DECLARATIONS = (
             "output_spec": "takes a memory: test_output_spec_is_exact",
         },
         keras_checks={
-            "attention_rnn": (
-                lambda **kw: AttentionRNN(
-                    AttentionWrapper(keras.layers.GRUCell(4, dtype=kw.get("dtype")),
-                                     dtype=kw.get("dtype")),
-                    return_sequences=True, **kw,
-                ),
-                {},
-                # The memory comes in by name, as its own input; Keras's training check
-                # calls a layer on one input: the journeys fit a model with a memory input.
-                dict(
-                    input_shape={"sequences_shape": (2, 3, 4), "memory_shape": (2, 6, 8)},
-                    expected_output_shape=(2, 3, 4),
-                    expected_num_trainable_weights=3 + 4,
-                    expected_num_seed_generators=1,  # the GRU cell's dropout
-                    supports_masking=True,
-                    run_training_check=False,
-                ),
+            "attention_rnn": _keras_case(
+                lambda dtype: AttentionWrapper(keras.layers.GRUCell(4, dtype=dtype), dtype=dtype),
+                own_weights=4,
             ),
-            "attention_rnn_word_by_word": (
-                lambda **kw: AttentionRNN(
-                    WordByWordAttention(keras.layers.GRUCell(4, dtype=kw.get("dtype")),
-                                        memory_dim=8, dtype=kw.get("dtype")),
-                    return_sequences=True, **kw,
-                ),
-                {},
-                dict(
-                    input_shape={"sequences_shape": (2, 3, 4), "memory_shape": (2, 6, 8)},
-                    expected_output_shape=(2, 3, 4),
-                    expected_num_trainable_weights=3 + 5,
-                    expected_num_seed_generators=1,  # the GRU cell's dropout
-                    supports_masking=True,
-                    run_training_check=False,
-                ),
+            "attention_rnn_word_by_word": _keras_case(
+                lambda dtype: WordByWordAttention(keras.layers.GRUCell(4, dtype=dtype),
+                                                  memory_dim=8, dtype=dtype),
+                own_weights=5,
             ),
         },
         journeys={
