@@ -1,4 +1,5 @@
-"""Trains GRU / AM-GRU / Dual AM-GRU sentence-pair classifiers (Weissenborn 2016) on SNLI.
+"""Trains GRU / AM-GRU / Dual AM-GRU sentence-pair classifiers (Weissenborn 2016) on SNLI, and the
+paper's comparator, an LSTM with word-by-word attention (Rocktäschel et al. 2016).
 
 Data: ``--data-dir`` with the official SNLI 1.0 files (``snli_1.0_*.jsonl``/``.txt`` or the
 ``snli_1.0.zip`` archive) or InferSent files (``s1.*``, ``s2.*``, ``labels.*``); else the
@@ -10,6 +11,7 @@ Examples::
 
     python examples/snli_dual_am_gru.py                      # embedded corpus, Dual AM-GRU
     python examples/snli_dual_am_gru.py --model gru --epochs 3
+    python examples/snli_dual_am_gru.py --model word_by_word
     python examples/snli_dual_am_gru.py --data-dir ~/snli_1.0 --embeddings glove.840B.300d.txt \\
         --eval-every 1000 --epochs 30 --workdir runs/snli
 
@@ -106,9 +108,11 @@ def parse_args(argv=None):
     model = parser.add_argument_group("model")
     options.add_option(model, "model", default="dual_am_gru", choices=KINDS,
                        help="layer 1: gru, am_gru (associative memory GRU) or dual_am_gru "
-                       "(AM-GRU over the premise, Dual AM-GRU over the hypothesis)")
+                       "(AM-GRU over the premise, Dual AM-GRU over the hypothesis); or "
+                       "word_by_word: an LSTM over the premise and an LSTM with word-by-word "
+                       "attention over the hypothesis, without layer 2")
     options.add_option(model, "units", default=100, help="size of layer 1 (the paper: 100 "
-                       "for the Dual AM-GRU, 108 AM-GRU, 126 GRU)")
+                       "for the Dual AM-GRU, 108 AM-GRU, 126 GRU, 100 word_by_word)")
     options.add_argument(model, "--top-units", type=options.positive_int, metavar="N",
                          help="size of layer 2 and of the classifier (default: --units)")
     options.add_option(model, "embedding_dim", default=50,
@@ -156,13 +160,16 @@ def build_model(args, vocabulary_size, matrix, init_scale):
     ``--model`` names, `examples.snli.encoders`), not compiled.
 
     The layers own the fused-loop rules: ``--fused-loop`` and ``--no-fused-loop`` are passed
-    on as given, no option as ``"auto"``. A combination the layers refuse (``--fused-loop``
-    with a model or key their fused loop cannot run) is reported as a command-line error about
-    ``--fused-loop``, with the layer's own message, and the script exits with status 2.
+    on as given, no option as ``"auto"``. A combination the encoder refuses (``--fused-loop``
+    with a model or key their fused loop cannot run, ``--top-units`` with the word-by-word
+    model, which has no layer 2) is reported as a command-line error about the option, with
+    the encoder's own message, and the script exits with status 2.
     """
     fused_loop = "auto" if args.fused_loop is None else args.fused_loop
-    demanded = args.fused_loop is True
-    with options.reported_as("--fused-loop") if demanded else contextlib.nullcontext():
+    # make_encoder checks the fused loop first.
+    option = ("--fused-loop" if args.fused_loop is True else
+              "--top-units" if args.top_units is not None else None)  # fmt: skip
+    with options.reported_as(option) if option else contextlib.nullcontext():
         return snli_model(
             vocabulary_size,
             kind=args.model,

@@ -62,7 +62,8 @@ SHARED_SUITES = (
 )
 
 # The tests of what else the package runs without TensorFlow, on every backend: the import
-# without TensorFlow, the model builders with the step model, the LSTMs' cuDNN rule, Keras's
+# without TensorFlow, the model builders with the step model, the pair encoder with attention,
+# the LSTMs' cuDNN rule, Keras's
 # own tests of the Keras classes the package's classes stand in for (ResettableRNN,
 # ResettableCell, PhiloxDropout, TiedEmbedding) with ours in their place, training on several
 # devices, and the GPU run's rehearsal.
@@ -71,6 +72,7 @@ WITHOUT_TENSORFLOW = (
     "layers/test_cudnn.py",
     "layers/test_keras_tests_with_ours.py",
     "models/test_builders_on_every_backend.py",
+    "models/test_conditional_attention_encoder.py",
     "test_package_import.py",
     "models/test_data_parallel.py",
 )

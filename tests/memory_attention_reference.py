@@ -77,7 +77,7 @@ def attention_wrapper_reference(x, memory, mask, cell_weights, w, score, positio
 
 
 def word_by_word_reference(x, Y, mask, cell_weights, w, output_attention=True,
-                           sequence_mask=None):  # fmt: skip
+                           sequence_mask=None, initial_h=None):  # fmt: skip
     """Rocktäschel et al. (2016), §2.4, around a SimpleRNN cell (h = tanh(x W + h U + b)),
     step by step in float64, in the paper's column-vector form (each matrix below is the
     transpose of the layer's kernel: ``W^y = memory_kernel^T`` and so on)::
@@ -87,8 +87,9 @@ def word_by_word_reference(x, Y, mask, cell_weights, w, output_attention=True,
         r_t = Y alpha_t^T + tanh(W^t r_{t-1})
         h*_t = tanh(W^p r_t + W^x h_t)
 
-    ``Y`` is the memory ``[batch, L, k]`` (each row's premise as columns ``y_j``). Returns
-    the outputs ``[batch, time, ...]`` and the weights ``[batch, time, L]``."""
+    ``Y`` is the memory ``[batch, L, k]`` (each row's premise as columns ``y_j``); the cell
+    starts from ``initial_h`` (default zeros) and r_0 = 0. Returns the outputs ``[batch,
+    time, ...]`` and the weights ``[batch, time, L]``."""
     kernel, recurrent, bias = cell_weights
     units, k = recurrent.shape[0], Y.shape[-1]
     W_y = w["memory_kernel"].T
@@ -96,7 +97,8 @@ def word_by_word_reference(x, Y, mask, cell_weights, w, output_attention=True,
     W_t = w["transition_kernel"].T
     vector = w["score_vector"]
     batch, steps = x.shape[:2]
-    h, r = np.zeros((batch, units)), np.zeros((batch, k))
+    h = np.zeros((batch, units)) if initial_h is None else initial_h
+    r = np.zeros((batch, k))
     if sequence_mask is None:
         sequence_mask = np.ones((batch, steps), bool)
     outputs, alignments, previous = [], [], None

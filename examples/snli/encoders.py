@@ -10,17 +10,33 @@ two layers, the second a GRU of ``top_units``:
 * ``"dual_am_gru"``: the `DualAssociativeEncoder` (100 units), whose hypothesis pass reads the
   premise's final memory.
 
+Beside them, the paper's comparator (its "LSTM-Attention", Rocktäschel et al. 2016):
+
+* ``"word_by_word"``: a `tf_memlayers.models.ConditionalAttentionEncoder`, an LSTM over the
+  premise and an LSTM with `WordByWordAttention` over the premise's outputs reading the
+  hypothesis (100 units, the paper's k), each with its own weights, and no second layer (the
+  pair's representation is :math:`h^*`).
+
 `make_encoder` makes the one a name stands for; `snli_model` builds a classifier from the names
 and sizes the command line gives (for the example, its benchmarks and tests).
 """
 
 import keras
 
-from tf_memlayers.layers import AssociativeGRU, DualAssociativeEncoder
+from tf_memlayers.layers import (
+    AssociativeGRU,
+    AttentionRNN,
+    DualAssociativeEncoder,
+    WordByWordAttention,
+)
 from tf_memlayers.layers.associative_memory.am_gru import check_fused_loop
-from tf_memlayers.models import ConditionalEncoder, build_snli_model
+from tf_memlayers.models import (
+    ConditionalAttentionEncoder,
+    ConditionalEncoder,
+    build_snli_model,
+)
 
-KINDS = ("gru", "am_gru", "dual_am_gru")
+KINDS = ("gru", "am_gru", "dual_am_gru", "word_by_word")
 
 
 def make_encoder(
@@ -38,10 +54,11 @@ def make_encoder(
     Args:
         kind: One of `KINDS`.
         units: The size of layer 1 (checked by its layer: even for the associative kinds).
-        top_units: The size of the layer-2 GRU; `None`: ``units``.
+        top_units: The size of the layer-2 GRU; `None`: ``units``. The word-by-word model
+            has no layer 2: a ``top_units`` with it is an error.
         num_copies, dual_key, seed, fused_loop: The associative layers' options (``seed``
-            seeds their permutations), checked there. The GRU has no fused loop:
-            ``fused_loop=True`` with ``kind="gru"`` is an error.
+            seeds their permutations), checked there. The GRU and the word-by-word model
+            have no fused loop: ``fused_loop=True`` with them is an error.
         kernel_initializer: The initializer of every kernel.
 
     Returns:
@@ -50,12 +67,30 @@ def make_encoder(
     if kind not in KINDS:
         raise ValueError(f"`kind` must be one of {KINDS}; got {kind!r}.")
     init = kernel_initializer
-    if kind == "gru":
-        if check_fused_loop(fused_loop, "make_encoder") is True:
+    if kind in ("gru", "word_by_word") and check_fused_loop(fused_loop, "make_encoder") is True:
+        raise ValueError(
+            f"`fused_loop=True` runs the AM-GRU loop; the {kind} model has none (use the "
+            "am_gru or dual_am_gru model)."
+        )
+    if kind == "word_by_word":
+        if top_units is not None:
             raise ValueError(
-                "`fused_loop=True` runs the AM-GRU loop; the GRU model has none (use the "
-                "am_gru or dual_am_gru model)."
+                f"`top_units` sizes layer 2, which the word_by_word model does not have (its "
+                f"attention gives the pair's representation); got top_units={top_units!r}."
             )
+        return ConditionalEncoder([ConditionalAttentionEncoder(
+            keras.layers.LSTM(
+                units, kernel_initializer=init, recurrent_initializer=init,
+                return_sequences=True, return_state=True, name="premise_lstm",
+            ),
+            AttentionRNN(
+                WordByWordAttention(keras.layers.LSTMCell(
+                    units, kernel_initializer=init, recurrent_initializer=init,
+                ), kernel_initializer=init),
+                name="hypothesis_lstm_attention",
+            ),
+        )])  # fmt: skip
+    if kind == "gru":
         first = keras.layers.GRU(
             units, kernel_initializer=init, recurrent_initializer=init,
             return_sequences=True, return_state=True,

@@ -135,22 +135,25 @@ def test_a_data_dir_without_the_corpus_files_is_refused_when_parsed(examples, ca
     assert "error: argument --data-dir" in line and str(tmp_path) in line
 
 
-# Combinations the (Dual) AM-GRU layers refuse to run fused, and the end of their message.
-FUSED_LOOP_REFUSED = [
-    (["--fused-loop", "--model", "gru"], "the GRU model has none"),
+# Combinations the encoder refuses, the option reported and the end of the encoder's message.
+ENCODER_REFUSED = [
+    (["--fused-loop", "--model", "gru"], "the gru model has none"),
+    (["--fused-loop", "--model", "word_by_word"], "the word_by_word model has none"),
     (["--fused-loop", "--dual-key", "released"], "dual_key='paper' only"),
+    (["--model", "word_by_word", "--top-units", "5"], "which the word_by_word model does not"),
 ]
 
 
-@pytest.mark.parametrize("argv,message", FUSED_LOOP_REFUSED)
-def test_snli_reports_a_fused_loop_the_layers_refuse_with_their_message(
+@pytest.mark.parametrize("argv,message", ENCODER_REFUSED)
+def test_snli_reports_an_option_the_encoder_refuses_with_its_message(
     examples, capsys, argv, message
 ):
     example = examples["snli_dual_am_gru"]
     line = _error_line(
         capsys, lambda argv: example.build_model(example.parse_args(argv), 20, None, 0.05), argv
     )  # fmt: skip
-    assert "error: argument --fused-loop: " in line and message in line
+    option = "--top-units" if "--top-units" in argv else "--fused-loop"
+    assert f"error: argument {option}: " in line and message in line
 
 
 def test_fill_names_the_evaluation_file_it_lacks(examples, capsys, tmp_path):
@@ -383,8 +386,8 @@ def test_script_exits_2_with_one_error_line(name, argv, option):
     assert result.stderr.strip().splitlines() == errors
 
 
-@pytest.mark.parametrize("argv,message", FUSED_LOOP_REFUSED)
-def test_snli_script_exits_2_when_the_layers_refuse_the_fused_loop(tmp_path, argv, message):
+@pytest.mark.parametrize("argv,message", ENCODER_REFUSED)
+def test_snli_script_exits_2_when_the_encoder_refuses_an_option(tmp_path, argv, message):
     tiny = ["--source", "generated", "--train-size", "small", "--max-train", "50", "--units",
             "8", "--num-copies", "2", "--workdir", str(tmp_path / "run")]  # fmt: skip
     result = _run_script("snli_dual_am_gru", argv + tiny)
@@ -392,7 +395,8 @@ def test_snli_script_exits_2_when_the_layers_refuse_the_fused_loop(tmp_path, arg
     assert "Traceback" not in result.stderr and "METRICS" not in result.stdout
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("snli_dual_am_gru.py: error: argument --fused-loop: ")
+    option = "--top-units" if "--top-units" in argv else "--fused-loop"
+    assert lines[0].startswith(f"snli_dual_am_gru.py: error: argument {option}: ")
     assert message in lines[0]
     assert not (tmp_path / "run").exists()  # refused before the run started
 

@@ -38,7 +38,7 @@ def test_help_runs_as_a_script():
     "argv,fused",
     [([], True), (["--model", "am_gru"], True), (["--dual-key", "released"], False),
      (["--model", "gru"], False), (["--no-fused-loop"], False), (["--fused-loop"], True),
-     (["--model", "am_gru", "--no-fused-loop"], False)],
+     (["--model", "am_gru", "--no-fused-loop"], False), (["--model", "word_by_word"], False)],
 )
 def test_the_fused_loop_is_the_default_where_it_applies(argv, fused):
     example = _load_example()
@@ -49,7 +49,8 @@ def test_the_fused_loop_is_the_default_where_it_applies(argv, fused):
     first = model.get_layer("encoder").encoder_layers[0]
     given = {"--fused-loop": True, "--no-fused-loop": False}
     expected = next((given[flag] for flag in argv if flag in given), "auto")
-    assert getattr(first, "fused_loop", "auto") == expected  # the GRU has no such option
+    # The GRU and the word-by-word encoder have no such option.
+    assert getattr(first, "fused_loop", "auto") == expected
 
 
 def test_default_run_directory_is_one_per_configuration(tmp_path, monkeypatch):

@@ -175,7 +175,7 @@ def _snli_batch(rng):
     return (premise, hypothesis), np.array([0, 1, 2, 0])
 
 
-@pytest.mark.parametrize("kind", ["gru", "am_gru", "dual_am_gru"])
+@pytest.mark.parametrize("kind", ["gru", "am_gru", "dual_am_gru", "word_by_word"])
 def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
     model = snli_model(20, kind=kind, units=8, embedding_dim=6, num_copies=2)
     compile_snli_model(model, jit_compile=JIT)
@@ -195,13 +195,15 @@ def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
         # Sharing survives loading: the premise pass runs the Dual cell's own AM-GRU cell.
         assert first.premise_layer.cell is first.hypothesis_layer.cell.premise_cell
     else:
-        assert first.__class__.__name__ == {"gru": "GRU", "am_gru": "AssociativeGRU"}[kind]
+        assert first.__class__.__name__ == {
+            "gru": "GRU", "am_gru": "AssociativeGRU", "word_by_word": "ConditionalAttentionEncoder"
+        }[kind]
     expected = _outputs(model, inputs)
     assert expected.shape == (4, 3)
     np.testing.assert_allclose(expected.sum(-1), 1.0, rtol=1e-5)
     assert expected.std(0).max() > 1e-3  # the rows' probabilities differ
     np.testing.assert_allclose(_outputs(loaded, inputs), expected, rtol=1e-6, atol=1e-6)
-    if kind == "dual_am_gru":
+    if kind in ("dual_am_gru", "word_by_word"):
         # The fixed-length copy of the loaded model (every loop unrolled) gives the same
         # probabilities on the padded sentences.
         fixed = build_fixed_length_snli_model(loaded, premise_length=7, hypothesis_length=4)

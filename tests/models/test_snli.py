@@ -190,8 +190,12 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="fused_loop=True.*dual_key='paper'.*'released'"):
         make_encoder("dual_am_gru", dual_key="released", fused_loop=True)
     # The GRU model has no fused loop: the example's encoder maker checks the option itself.
-    with pytest.raises(ValueError, match="fused_loop=True.*GRU model has none"):
+    with pytest.raises(ValueError, match="fused_loop=True.*the gru model has none"):
         make_encoder("gru", fused_loop=True)
+    with pytest.raises(ValueError, match="the word_by_word model has none"):
+        make_encoder("word_by_word", fused_loop=True)
+    with pytest.raises(ValueError, match="`top_units` sizes layer 2.*top_units=5"):
+        make_encoder("word_by_word", top_units=5)
     with pytest.raises(TypeError, match="make_encoder: `fused_loop` must be a bool or 'auto'"):
         make_encoder("gru", fused_loop="yes")
 
@@ -235,6 +239,7 @@ def _builtin_tflite(model):
         ("am_gru", True, True, None),
         ("dual_am_gru", True, True, None),
         ("dual_am_gru", "auto", False, 3),
+        ("word_by_word", "auto", True, None),
     ],
 )
 def test_fixed_length_copy_runs_in_tflite_with_builtin_operators_only(

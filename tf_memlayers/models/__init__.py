@@ -4,6 +4,7 @@ from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
     compile_fill_last_word_model,
 )
+from tf_memlayers.models.conditional_attention_encoder import ConditionalAttentionEncoder
 from tf_memlayers.models.conditional_encoder import ConditionalEncoder
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 from tf_memlayers.models.language_model import (
@@ -18,6 +19,7 @@ from tf_memlayers.models.snli import (
 from tf_memlayers.models.step_model import build_step_model, generate, initial_step_state
 
 __all__ = [
+    "ConditionalAttentionEncoder",
     "ConditionalEncoder",
     "HeapCacheModel",
     "build_fill_last_word_model",

@@ -1,0 +1,158 @@
+"""`ConditionalAttentionEncoder`: a recurrent layer over the premise, an `AttentionRNN` over the
+hypothesis from the premise's final states, attending over the premise's outputs.
+
+Checked against a float64 NumPy reference (a SimpleRNN premise pass, then the word-by-word
+attention of `memory_attention_reference` from the premise's final state), with padding in both
+sentences; and the way the SNLI model uses it (the example's ``word_by_word`` encoder).
+"""
+
+import keras
+import numpy as np
+import pytest
+
+from memory_attention_reference import randomize, word_by_word_reference
+from tf_memlayers.layers import AttentionRNN, AttentionWrapper, WordByWordAttention
+from tf_memlayers.models import ConditionalAttentionEncoder, ConditionalEncoder
+
+
+def _encoder(units=5, dtype=None, **hypothesis_flags):
+    return ConditionalAttentionEncoder(
+        keras.layers.SimpleRNN(units, return_sequences=True, return_state=True, dtype=dtype),
+        AttentionRNN(
+            WordByWordAttention(keras.layers.SimpleRNNCell(units, dtype=dtype), dtype=dtype),
+            dtype=dtype, **hypothesis_flags,
+        ),  # fmt: skip
+        dtype=dtype,
+    )
+
+
+def _pair(rng, dtype="float64"):
+    premise = rng.normal(size=(3, 6, 4)).astype(dtype)
+    hypothesis = rng.normal(size=(3, 4, 4)).astype(dtype)
+    premise_mask = np.ones((3, 6), bool)
+    premise_mask[1, 4:] = False
+    premise_mask[2, 2:] = False
+    hypothesis_mask = np.ones((3, 4), bool)
+    hypothesis_mask[0, 3:] = False
+    return premise, hypothesis, premise_mask, hypothesis_mask
+
+
+def _numpy(x):
+    return np.asarray(keras.ops.convert_to_numpy(x))
+
+
+def _reference(encoder, premise, hypothesis, premise_mask, hypothesis_mask, sequences=False):
+    """The premise's SimpleRNN pass in NumPy (its final h carried through the padding), then
+    the word-by-word attention from that h over its outputs."""
+    kernel, recurrent, bias = (_numpy(w).astype(np.float64)
+                               for w in encoder.premise_layer.cell.weights)  # fmt: skip
+    h = np.zeros((premise.shape[0], recurrent.shape[0]))
+    outputs = []
+    for t in range(premise.shape[1]):
+        keep = premise_mask[:, t][:, None]
+        h = np.where(keep, np.tanh(premise[:, t] @ kernel + h @ recurrent + bias), h)
+        outputs.append(h)
+    memory = np.stack(outputs, 1)
+    wrapper = encoder.hypothesis_layer.cell
+    cell_weights = tuple(_numpy(w).astype(np.float64) for w in wrapper.cell.weights)
+    own = {
+        v.path.split("/")[-1]: _numpy(v).astype(np.float64)
+        for v in wrapper.weights
+        if all(v is not c for c in wrapper.cell.weights)
+    }
+    got, _ = word_by_word_reference(
+        hypothesis, memory, premise_mask, cell_weights, own,
+        sequence_mask=hypothesis_mask, initial_h=h,
+    )  # fmt: skip
+    return h, got if sequences else got[:, -1]
+
+
+@pytest.mark.parametrize("return_sequences", [False, True])
+def test_matches_the_reference_with_padding_in_both_sentences(return_sequences):
+    rng = np.random.default_rng(0)
+    premise, hypothesis, premise_mask, hypothesis_mask = _pair(rng)
+    encoder = _encoder(dtype="float64", return_sequences=return_sequences)
+    encoder.build([premise.shape, hypothesis.shape])
+    randomize(encoder, rng)
+    p, h = encoder([premise, hypothesis], mask=[premise_mask, hypothesis_mask])
+    want_p, want_h = _reference(
+        encoder, premise, hypothesis, premise_mask, hypothesis_mask, return_sequences
+    )
+    np.testing.assert_allclose(_numpy(p), want_p, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(_numpy(h), want_h, rtol=0, atol=1e-10)
+    # Not vacuous: the premise's final state and its padding both matter.
+    _, from_zeros = _reference(
+        encoder, premise * 0.0, hypothesis, premise_mask, hypothesis_mask, return_sequences
+    )
+    assert np.abs(from_zeros - want_h).max() > 1e-2
+    _, unmasked = _reference(
+        encoder, premise, hypothesis, np.ones_like(premise_mask), hypothesis_mask,
+        return_sequences,
+    )  # fmt: skip
+    assert np.abs(unmasked - want_h).max() > 1e-2
+
+
+def test_premise_padding_is_never_read():
+    rng = np.random.default_rng(1)
+    premise, hypothesis, premise_mask, hypothesis_mask = _pair(rng, "float32")
+    encoder = _encoder()
+    encoder.build([premise.shape, hypothesis.shape])
+    randomize(encoder, rng)
+    p, h = encoder([premise, hypothesis], mask=[premise_mask, hypothesis_mask])
+    noisy = np.where(premise_mask[..., None], premise, np.nan).astype("float32")
+    p2, h2 = encoder([noisy, hypothesis], mask=[premise_mask, hypothesis_mask])
+    np.testing.assert_allclose(_numpy(p2), _numpy(p), atol=1e-6)
+    np.testing.assert_allclose(_numpy(h2), _numpy(h), atol=1e-6)
+    # Row 2 alone, without its padding, gives the same pair.
+    p3, h3 = encoder([premise[2:, :2], hypothesis[2:]])
+    np.testing.assert_allclose(_numpy(p3), _numpy(p)[2:], atol=1e-6)
+    np.testing.assert_allclose(_numpy(h3), _numpy(h)[2:], atol=1e-6)
+
+
+def test_any_attention_wrapper_fits_and_the_stack_saves_loads_and_clones(tmp_path):
+    rng = np.random.default_rng(2)
+    premise, hypothesis, premise_mask, hypothesis_mask = _pair(rng, "float32")
+    # Luong's attention with its fed-back state (one state more than the LSTM's two).
+    pair = ConditionalAttentionEncoder(
+        keras.layers.LSTM(6, return_sequences=True, return_state=True),
+        AttentionRNN(AttentionWrapper(keras.layers.LSTMCell(6), score="general")),
+    )
+    inputs = [keras.Input((None, 4)), keras.Input((None, 4))]
+    p, h = ConditionalEncoder([pair])(inputs)
+    model = keras.Model(inputs, keras.layers.Concatenate()([p, h]))
+    randomize(model, rng)
+    expected = _numpy(model([premise, hypothesis]))
+    assert expected.shape == (3, 12)
+    path = tmp_path / "pair.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    np.testing.assert_allclose(_numpy(loaded([premise, hypothesis])), expected, atol=1e-6)
+    clone = keras.models.clone_model(model)
+    clone.set_weights(model.get_weights())
+    np.testing.assert_allclose(_numpy(clone([premise, hypothesis])), expected, atol=1e-6)
+    first = loaded.layers[2].encoder_layers[0]
+    assert isinstance(first, ConditionalAttentionEncoder)
+    assert first.hypothesis_layer.cell.score == "general"
+
+
+def test_bad_layers_are_named():
+    lstm = keras.layers.LSTM(4, return_sequences=True, return_state=True)
+    attention = AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4)))
+    with pytest.raises(TypeError, match="`premise_layer` must be a keras.layers.RNN"):
+        ConditionalAttentionEncoder(keras.layers.Dense(4), attention)
+    with pytest.raises(TypeError, match="`hypothesis_layer` must be an AttentionRNN"):
+        ConditionalAttentionEncoder(lstm, keras.layers.LSTM(4))
+    with pytest.raises(ValueError, match="return_sequences=True and return_state=True"):
+        ConditionalAttentionEncoder(keras.layers.LSTM(4, return_state=True), attention)
+    with pytest.raises(ValueError, match="zero_output_for_mask=True"):
+        ConditionalAttentionEncoder(
+            keras.layers.LSTM(
+                4, return_sequences=True, return_state=True, zero_output_for_mask=True
+            ),
+            attention,
+        )
+    narrow = ConditionalAttentionEncoder(
+        keras.layers.LSTM(3, return_sequences=True, return_state=True), attention
+    )
+    with pytest.raises(ValueError, match="outputs are 3 wide.*memory 4 wide"):
+        narrow.build([(None, None, 2), (None, None, 2)])

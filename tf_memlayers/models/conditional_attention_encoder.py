@@ -1,0 +1,171 @@
+"""`ConditionalAttentionEncoder`: conditional encoding with attention over the premise
+(Rocktäschel et al. 2016, §2.3-2.4), the comparator of Weissenborn's (2016) Table 1."""
+
+import keras
+from keras import ops
+
+from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionRNN
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class ConditionalAttentionEncoder(keras.layers.Layer):
+    r"""Encodes a sentence pair: a recurrent layer reads the premise, and an `AttentionRNN`
+    reads the hypothesis from the premise's final states, attending over the premise's
+    outputs at every step.
+
+    This is the LSTM with word-by-word attention of Rocktäschel et al. (2016), "LSTM-Attention"
+    in Weissenborn's (2016) Table 1, when the premise layer is a `keras.layers.LSTM` and the
+    hypothesis layer an `AttentionRNN` over a `tf_memlayers.layers.WordByWordAttention` of a
+    `keras.layers.LSTMCell`: the premise LSTM gives :math:`Y = [y_1 \dots y_L]` and its final
+    states; the hypothesis LSTM (its own weights) starts from those states, with
+    :math:`r_0 = 0`, and its last output is :math:`h^* = \tanh(W^p r_N + W^x h_N)`. Any other
+    `AttentionWrapper` (Bahdanau's or Luong's attention) fits the same way.
+
+    The two layers have their own weights (the paper's two LSTMs); the hypothesis cell's
+    states must match the premise layer's (the same cell type and width). As a pair layer it
+    goes into `tf_memlayers.models.ConditionalEncoder`, or straight into
+    `tf_memlayers.models.build_snli_model` as the ``encoder``.
+
+    Args:
+        premise_layer: A `keras.layers.RNN` (such as `keras.layers.LSTM`) built with
+            ``return_sequences=True`` and ``return_state=True``: its outputs are the memory,
+            its final states start the hypothesis.
+        hypothesis_layer: An `AttentionRNN`; its cell's ``memory_dim``, where set, must be the
+            premise layer's output width.
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
+
+    Call arguments:
+        inputs: List ``[premise, hypothesis]`` of 3D tensors ``[batch, Tp, dim]`` and
+            ``[batch, Th, dim]``.
+        mask: Optional list ``[premise mask, hypothesis mask]`` of boolean tensors
+            ``[batch, Tp]`` and ``[batch, Th]`` (padding at the end). The premise's mask is
+            also the memory's: padding is never attended to. Default: `None`.
+        training: Python boolean, passed to both layers. Default: `None`.
+
+    Returns:
+        ``[p, h]``: the premise layer's final output ``[batch, units]`` and the hypothesis
+        layer's output (:math:`h^*` for the word-by-word attention; every step's with its
+        ``return_sequences=True``).
+
+    Raises:
+        TypeError: If a layer has the wrong type; the message names it.
+        ValueError: If the premise layer does not return its sequences and states, returns
+            zeros at masked steps (``zero_output_for_mask=True``: its last step would not be
+            its final output), or its width is not the attention's ``memory_dim``; the message
+            names the layer.
+
+    Example:
+
+    Rocktäschel et al.'s model (scaled down): an LSTM over the premise, an LSTM with
+    word-by-word attention over the hypothesis.
+
+    >>> import keras, numpy as np
+    >>> from tf_memlayers import AttentionRNN, WordByWordAttention
+    >>> encoder = ConditionalAttentionEncoder(
+    ...     keras.layers.LSTM(8, return_sequences=True, return_state=True),
+    ...     AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(8))),
+    ... )
+    >>> p, h = encoder([np.ones((2, 5, 4), "float32"), np.ones((2, 3, 4), "float32")])
+    >>> tuple(p.shape), tuple(h.shape)
+    ((2, 8), (2, 8))
+    """
+
+    def __init__(self, premise_layer, hypothesis_layer, **kwargs):
+        super().__init__(**kwargs)
+        owner = type(self).__name__
+        if not isinstance(premise_layer, keras.layers.RNN):
+            raise TypeError(
+                f"{owner}: `premise_layer` must be a keras.layers.RNN (such as "
+                f"keras.layers.LSTM); got {premise_layer!r}."
+            )
+        if not isinstance(hypothesis_layer, AttentionRNN):
+            raise TypeError(
+                f"{owner}: `hypothesis_layer` must be an AttentionRNN; got {hypothesis_layer!r}."
+            )
+        if not (premise_layer.return_sequences and premise_layer.return_state):
+            raise ValueError(
+                f"{owner}: `premise_layer` ({premise_layer.name!r}) must be built with "
+                "return_sequences=True and return_state=True: its outputs are the memory and "
+                "its final states start the hypothesis."
+            )
+        if premise_layer.zero_output_for_mask:
+            raise ValueError(
+                f"{owner}: `premise_layer` ({premise_layer.name!r}) has "
+                "zero_output_for_mask=True, so its last step is not its final output at "
+                "padding; build it with zero_output_for_mask=False."
+            )
+        self.premise_layer = premise_layer
+        self.hypothesis_layer = hypothesis_layer
+        self.supports_masking = True
+
+    @property
+    def return_sequences(self):
+        return bool(self.hypothesis_layer.return_sequences)
+
+    def _memory_shape(self, premise_shape):
+        return tuple(self.premise_layer.compute_output_shape(premise_shape)[0])
+
+    def build(self, input_shape):
+        premise_shape, hypothesis_shape = (tuple(shape) for shape in input_shape)
+        memory_shape = self._memory_shape(premise_shape)
+        # An `AttentionWrapper` takes the memory's width when built, unless given one.
+        memory_dim = self.hypothesis_layer.cell.memory_dim
+        if memory_dim is not None and memory_shape[-1] != memory_dim:
+            raise ValueError(
+                f"{type(self).__name__}: the premise layer's outputs are {memory_shape[-1]} "
+                f"wide, but the hypothesis layer's attention reads a memory {memory_dim} wide "
+                "(its cell's `memory_dim`)."
+            )
+        if not self.premise_layer.built:
+            self.premise_layer.build(premise_shape)
+        if not self.hypothesis_layer.built:
+            self.hypothesis_layer.build(hypothesis_shape, memory_shape)
+
+    def call(self, inputs, mask=None, training=None):
+        premise, hypothesis = inputs
+        premise_mask, hypothesis_mask = list(mask) if mask is not None else [None, None]
+        memory, *states = self.premise_layer(premise, mask=premise_mask, training=training)
+        # The hypothesis starts from the premise's states; the attention's own state
+        # (Rocktäschel's r_0, or Luong's fed-back attention) starts at zero.
+        cell = self.hypothesis_layer.cell
+        batch = ops.shape(memory)[0]
+        extra = [
+            ops.zeros((batch, size), memory.dtype)
+            for size in cell.state_size[len(cell.cell_state_sizes):]
+        ]
+        outputs = self.hypothesis_layer(
+            hypothesis, memory=memory, memory_mask=premise_mask,
+            initial_state=[*states, *extra], mask=hypothesis_mask, training=training,
+        )  # fmt: skip
+        if self.hypothesis_layer.return_state or cell.return_alignments:
+            outputs = outputs[0]
+        # Keras's RNNs carry the last unmasked output through the padding at the end, so the
+        # last step is the premise's final output.
+        return [memory[:, -1], outputs]
+
+    def compute_mask(self, inputs, mask=None):
+        if mask is None or not self.return_sequences:
+            return None
+        return [None, mask[1]]
+
+    def compute_output_shape(self, input_shape):
+        premise_shape, hypothesis_shape = (tuple(shape) for shape in input_shape)
+        memory_shape = self._memory_shape(premise_shape)
+        width = self.hypothesis_layer.cell.output_size
+        if self.hypothesis_layer.cell.return_alignments:
+            width -= self.hypothesis_layer.cell.memory_length
+        head = hypothesis_shape[:2] if self.return_sequences else hypothesis_shape[:1]
+        return [(memory_shape[0], memory_shape[-1]), (*head, width)]
+
+    def get_config(self):
+        config = super().get_config()
+        config["premise_layer"] = keras.layers.serialize(self.premise_layer)
+        config["hypothesis_layer"] = keras.layers.serialize(self.hypothesis_layer)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for name in ("premise_layer", "hypothesis_layer"):
+            config[name] = keras.layers.deserialize(config[name])
+        return cls(**config)
