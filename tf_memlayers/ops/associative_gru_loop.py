@@ -25,8 +25,9 @@ tf = require_tensorflow("the fused AM-GRU loop (tf_memlayers.ops.associative_gru
 _compiled = {}
 
 
-def _function(fn, jit_compile):
-    key = (fn, jit_compile)
+def _function(fn, jit_compile, copy=0):
+    """``fn`` as a `tf.function`, one per ``(fn, jit_compile, copy)``."""
+    key = (fn, jit_compile, copy)
     if key not in _compiled:
         _compiled[key] = tf.function(fn, jit_compile=jit_compile, reduce_retracing=True)
     return _compiled[key]
@@ -101,7 +102,6 @@ def associative_gru_loop(
         mask = tf.cast(mask, tf.bool)
     n = output.shape[-1]
     zero_output_for_mask = bool(zero_output_for_mask)
-    forward = _function(forward_loop, jit_compile)
     backward = _function(backward_loop, jit_compile)
     matrix = tf.constant(holographic.permutation_matrix(permutations), dtype=projected.dtype)
     unpermute = tf.constant(holographic.unpermuting_indices(permutations))
@@ -121,12 +121,18 @@ def associative_gru_loop(
         projected, memory, output, recurrent_kernel, *kernels = arguments
         source = as_parts(kernels.pop(2)) if has_source else None
         kernels = tuple(kernels) + (None, None) * (not has_source)
-        sizes = shard_sizes(tf.shape(output)[0], num_shards)
+        shards, sizes = _shards(output, num_shards)
+        # A static batch (a model built with a fixed batch size, as TFLite's built-in
+        # operators need) runs each shard through a function of its own: the converter lowers
+        # the loops of a function called once, not of one called by several shards.
+        static = not isinstance(sizes, tf.Tensor)
+        forwards = [_function(forward_loop, jit_compile, i if static else 0)
+                    for i in range(shards)]  # fmt: skip
 
         def shard(x, axis=0):
             if x is None:
-                return [None] * num_shards
-            return tf.split(x, sizes, axis=axis) if num_shards > 1 else [x]
+                return [None] * shards
+            return tf.split(x, sizes, axis=axis) if shards > 1 else [x]
 
         parts = as_parts(memory)
         masks = shard(mask, 1)
@@ -139,8 +145,8 @@ def associative_gru_loop(
         results = [
             forward(p, m, s, o, stopped(recurrent_kernel), step_kernels, stopped(x), matrix,
                     *constants)
-            for p, m, s, o, x in zip(
-                shard(stopped(projected), 1), masks, shard(stopped(parts)),
+            for forward, p, m, s, o, x in zip(
+                forwards, shard(stopped(projected), 1), masks, shard(stopped(parts)),
                 shard(stopped(output)), sources,
             )
         ]
@@ -246,6 +252,20 @@ def shard_sizes(batch, num_shards):
     """
     shards = tf.range(num_shards)
     return batch // num_shards + tf.cast(shards < batch % num_shards, batch.dtype)
+
+
+def _shards(output, num_shards):
+    """``(count, sizes)`` of the batch shards of ``output`` ``[B, n]``.
+
+    A static batch gets static sizes and no empty shard, so that every shape inside the loops
+    stays static: TFLite's built-in operators convert the loops' tensor lists only then (a
+    model built with a fixed batch size). Otherwise the sizes are computed in the graph.
+    """
+    batch = output.shape[0]
+    if batch is None:
+        return num_shards, shard_sizes(tf.shape(output)[0], num_shards)
+    count = max(1, min(num_shards, batch))
+    return count, [batch // count + int(i < batch % count) for i in range(count)]
 
 
 def _join(pieces, axis):

@@ -90,7 +90,16 @@ def forward_loop(
         projected = tf.where(mask[:, :, None], projected, tf.zeros_like(projected))
     steps = tf.shape(projected)[0]
     names = _SAVED if source is not None else _SAVED[:-1]
-    arrays = {name: tf.TensorArray(projected.dtype, size=steps) for name in names}
+    # Each list's element shape given up front (the batch's, static where the batch is):
+    # TFLite's built-in operators convert a loop's tensor lists only with static shapes.
+    rows = projected.shape[1]
+    widths = {"memory": tuple(memory.shape[1:]), "g": (2 * units,)}
+    arrays = {
+        name: tf.TensorArray(
+            projected.dtype, size=steps, element_shape=(rows, *widths.get(name, (units,)))
+        )
+        for name in names
+    }
 
     def body(t, memory, output, emitted, arrays):
         pre = projected[t] + tf.matmul(output, recurrent_kernel)
@@ -224,7 +233,9 @@ def backward_loop(
     if source is not None:
         dual_rows = tf.transpose(tf.concat([dual_gate_kernel, dual_candidate_kernel], axis=1))
     step_kernels = (stacked_rows(gate_h_kernel, units), candidate_h_kernel, dual_rows)
-    grad_pre_array = tf.TensorArray(grad_outputs.dtype, size=steps)
+    grad_pre_array = tf.TensorArray(
+        grad_outputs.dtype, size=steps, element_shape=(grad_outputs.shape[1], 4 * units)
+    )
     grad_source = tf.zeros_like(grad_memory) if source is not None else tf.zeros(())
 
     def body(t, grad_memory, grad_output, carried, grad_source, grad_pre_array):

@@ -1,0 +1,87 @@
+"""A model a user builds by hand around the (Dual) AM-GRU, with the layers' default
+``fused_loop="auto"``, converts to TFLite with the built-in operators alone and gives the Keras
+model's outputs: a one-step model (window attention carrying its memory, then the AM-GRU with
+explicit states, batch 1) and fixed-length models with a fixed batch size.
+
+The fused loop splits the batch into shards that run concurrently on CPU cores (one per core,
+at most 8); the tests split it as an 8-core machine does, so the shards are exercised on any
+machine.
+"""
+
+import keras
+import numpy as np
+import pytest
+from support import tensorflow_only
+
+from tf_memlayers.layers import AssociativeGRU, DualAssociativeGRU, SlidingWindowAttention
+
+pytestmark = tensorflow_only("converts with TensorFlow's TFLite converter")
+
+
+@pytest.fixture(autouse=True)
+def eight_shards(monkeypatch):
+    from tf_memlayers.ops import associative_gru_loop
+
+    monkeypatch.setattr(associative_gru_loop, "default_num_shards", lambda: 8)
+
+
+def _builtin_interpreter(model):
+    import tensorflow as tf
+
+    interpreter_module = pytest.importorskip(
+        "ai_edge_litert.interpreter", reason="the TFLite check needs ai-edge-litert"
+    )
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    interpreter = interpreter_module.Interpreter(model_content=converter.convert())
+    return interpreter.get_signature_runner()
+
+
+def _check_converted(model, inputs):
+    """The converted model's outputs against the Keras model's, by position."""
+    runner = _builtin_interpreter(model)
+    expected = [keras.ops.convert_to_numpy(y) for y in keras.tree.flatten(model(inputs))]
+    names = [spec.name for spec in model.inputs]
+    got = runner(**dict(zip(names, inputs)))
+    # Keras names the outputs output_0, output_1, ... in the model's order.
+    got = [got[name] for name in sorted(got, key=lambda name: int(name.split("_")[-1]))]
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=0, atol=1e-5)
+
+
+def _randomize(model, rng, scale=0.5):
+    model.set_weights([rng.uniform(-scale, scale, np.shape(w)) for w in model.get_weights()])
+
+
+@pytest.mark.parametrize("steps, batch", [(1, 1), (1, 3), (12, 4)])
+def test_window_attention_then_the_am_gru_with_explicit_states(steps, batch):
+    rng = np.random.default_rng(steps + batch)
+    attention = SlidingWindowAttention(window=3, return_memory=True)
+    am_gru = AssociativeGRU(8, num_copies=2, return_sequences=True, return_state=True)
+    assert am_gru.uses_fused_loop  # the default chooses the fused loop
+    x = keras.Input((steps, 6), batch_size=batch, name="x")
+    memory_shape = attention.compute_output_spec(keras.KerasTensor((batch, steps, 6)))[1].shape
+    memory = keras.Input(batch_shape=tuple(memory_shape), name="memory")
+    attended, new_memory = attention(x, initial_memory=memory)
+    memory_width, output_width = am_gru.cell.state_size  # n * C, n
+    states = [keras.Input(batch_shape=(batch, memory_width), name="am_memory"),
+              keras.Input(batch_shape=(batch, output_width), name="am_output")]  # fmt: skip
+    outputs, *new_states = am_gru(attended, initial_state=states)
+    model = keras.Model([x, memory, *states], [outputs, new_memory, *new_states])
+    _randomize(model, rng)
+    inputs = [rng.normal(size=tuple(t.shape)).astype("float32") for t in model.inputs]
+    _check_converted(model, inputs)
+
+
+def test_a_fixed_length_dual_am_gru_reading_a_premise_memory():
+    rng = np.random.default_rng(7)
+    layer = DualAssociativeGRU(8, num_copies=2, return_sequences=True)
+    assert layer.uses_fused_loop
+    hypothesis = keras.Input((10, 6), batch_size=4, name="hypothesis")
+    states = [keras.Input(batch_shape=(4, width), name=name) for name, width in
+              zip(("memory", "output", "premise_memory"), layer.cell.state_size)]  # fmt: skip
+    model = keras.Model([hypothesis, *states], layer(hypothesis, initial_state=states))
+    _randomize(model, rng)
+    inputs = [rng.normal(size=tuple(t.shape)).astype("float32") for t in model.inputs]
+    _check_converted(model, inputs)
