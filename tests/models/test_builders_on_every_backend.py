@@ -304,3 +304,30 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
     tokens = np.array([[4], [9]], "int32")
     for expected, output in zip(step_model([tokens, *state]), loaded_step_model([tokens, *state])):
         np.testing.assert_allclose(_numpy(output), _numpy(expected), rtol=1e-6, atol=1e-6)
+    # A sampler of keras-hub's contract (keras-hub's greedy sampler, restated here: keras-hub
+    # is an optional extra) runs the step model inside the backend's while loop.
+    np.testing.assert_array_equal(generate(step_model, prompt, 4, sampler=_greedy_sampler),
+                                  greedy)  # fmt: skip
+
+
+def _greedy_sampler(next, prompt, cache=None, index=0, mask=None, model=None, **kwargs):
+    """keras-hub's `Sampler.__call__` with a greedy `get_next_token`: ``next(prompt, cache,
+    index)`` gives the logits of position ``index``; the prompt buffer is filled where
+    ``mask`` is false."""
+    ops = keras.ops
+
+    def body(prompt, cache, index):
+        logits, _, cache = next(prompt, cache, index)
+        token = ops.cast(ops.argmax(logits, axis=-1), prompt.dtype)
+        token = ops.where(mask[:, index], prompt[:, index], token)
+        # Both start indices of the index's dtype (JAX, with 64-bit types on, would make the
+        # literal 0 an int64).
+        start = [ops.zeros_like(index), index]
+        return ops.slice_update(prompt, start, token[:, None]), cache, index + 1
+
+    length = ops.shape(prompt)[-1]
+    prompt, _, _ = ops.while_loop(
+        lambda *_: True, body, (prompt, cache, ops.convert_to_tensor(index, "int32")),
+        maximum_iterations=length - index,
+    )  # fmt: skip
+    return prompt

@@ -196,3 +196,68 @@ def test_exported_and_converted_step_models_generate_the_same_tokens(kind, form,
         generated.append(token)
         logits, state = lite_step(token[:, None], state)
     np.testing.assert_array_equal(np.stack(generated, axis=1), expected)
+
+
+def _log_softmax(logits):
+    logits = np.asarray(logits, np.float64)
+    top = logits.max(-1, keepdims=True)
+    return logits - top - np.log(np.exp(logits - top).sum(-1, keepdims=True))
+
+
+def _beam_search(model, prompt, num_tokens, num_beams):
+    """Beam search over the full model's logits, row by row: every beam extended by every
+    token, the ``num_beams`` most likely kept; the most likely beam at the end."""
+    best = []
+    for row in prompt:
+        beams = [(0.0, list(row))]
+        for _ in range(num_tokens):
+            texts = np.array([text for _, text in beams])
+            scores = _log_softmax(_full(model, texts)[:, -1])
+            candidates = [(score + scores[b, token], text + [token])
+                          for b, (score, text) in enumerate(beams)
+                          for token in range(scores.shape[-1])]  # fmt: skip
+            beams = sorted(candidates, key=lambda c: -c[0])[:num_beams]
+        best.append(beams[0][1][len(row):])
+    return np.array(best)
+
+
+@pytest.mark.parametrize("prompt_length", [1, 3])
+def test_keras_hub_samplers_drive_generation(prompt_length):
+    keras_hub = pytest.importorskip("keras_hub", reason="the samplers come from keras-hub")
+    model = _language_model("key_value_predict")
+    step_model = build_step_model(model)
+    prompt = np.array([[3, 5, 7], [2, 2, 9]])[:, :prompt_length]
+    greedy = generate(step_model, prompt, 5, temperature=0)
+    for sampler in ("greedy", keras_hub.samplers.TopKSampler(k=1, seed=0),
+                    keras_hub.samplers.BeamSampler(num_beams=1)):  # fmt: skip
+        np.testing.assert_array_equal(generate(step_model, prompt, 5, sampler=sampler), greedy)
+    # Beam search carries the step model's state as its cache, one copy per beam, and
+    # reorders it as the beams are chosen: the same tokens as a beam search over the full
+    # model's logits.
+    beams = generate(step_model, prompt, 4, sampler=keras_hub.samplers.BeamSampler(num_beams=3))
+    np.testing.assert_array_equal(beams, _beam_search(model, prompt, 4, num_beams=3))
+    if prompt_length == 3:  # here the beams find a likelier continuation than greedy's
+        assert not np.array_equal(beams, greedy[:, :4])
+    # Random samplers draw from their own seed generators.
+    drawn = {
+        tuple(generate(step_model, prompt, 6, sampler=keras_hub.samplers.TopPSampler(
+            p=0.9, seed=seed)).ravel())
+        for seed in range(4)
+    }  # fmt: skip
+    assert len(drawn) > 1
+    assert all(0 <= token < VOCAB for draw in drawn for token in draw)
+
+
+def test_a_bad_sampler_is_named(monkeypatch):
+    step_model = build_step_model(_language_model("lstm"))
+    prompt = np.array([[1, 2]])
+    with pytest.raises(TypeError, match="`sampler` must be a keras-hub sampler.*int"):
+        generate(step_model, prompt, 2, sampler=3)
+    with pytest.raises(ValueError, match="`temperature` and `seed` do not apply"):
+        generate(step_model, prompt, 2, temperature=0, sampler=lambda *a, **k: None)
+    keras_hub = pytest.importorskip("keras_hub", reason="the samplers come from keras-hub")
+    with pytest.raises(ValueError, match="ContrastiveSampler reads the model's hidden states"):
+        generate(step_model, prompt, 2, sampler=keras_hub.samplers.ContrastiveSampler())
+    monkeypatch.setitem(__import__("sys").modules, "keras_hub", None)  # not installed
+    with pytest.raises(ImportError, match=r'pip install "tf-memlayers\[keras-hub\]"'):
+        generate(step_model, prompt, 2, sampler="top_k")

@@ -188,19 +188,31 @@ def _check_step_model(step_model):
         )
 
 
-def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None):
+def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None, sampler=None):
     """Continues each row of ``prompt`` by ``num_tokens`` tokens, one step at a time.
 
     The prompt is read token by token from the zero state; then each new token is drawn from
     the softmax of the last logits divided by ``temperature`` (the most likely token with
-    ``temperature=0``) and fed back.
+    ``temperature=0``) and fed back. With a ``sampler``, keras-hub's samplers choose the
+    tokens instead (greedy, random, top-k, top-p, beam search; keras-hub is the optional extra
+    ``pip install "tf-memlayers[keras-hub]"``): the step model's state is the sampler's cache,
+    a list of batch-major tensors, and its ``next(prompt, cache, index)`` reads the token
+    before ``index`` with the step model.
 
     Args:
         step_model: A `keras.Model` from `build_step_model`.
         prompt: Integer array ``[batch, length]`` (``length >= 1``) of token ids.
         num_tokens: Non-negative integer, how many tokens to add.
-        temperature: Float >= 0; 0 picks the most likely token. Default: `1.0`.
-        seed: Optional integer, the seed of the draws. Default: `None`.
+        temperature: Float >= 0; 0 picks the most likely token. Default: `1.0`. Not with a
+            ``sampler``, which has its own.
+        seed: Optional integer, the seed of the draws. Default: `None`. Not with a
+            ``sampler`` (a keras-hub sampler takes its own ``seed``).
+        sampler: Optional keras-hub sampler: an instance (such as
+            ``keras_hub.samplers.TopKSampler(k=5, seed=1)`` or ``BeamSampler(num_beams=4)``), a
+            name ``keras_hub.samplers.get`` knows (``"greedy"``, ``"top_k"``, ...), or any
+            callable with the samplers' call signature ``sampler(next, prompt, cache=...,
+            index=..., mask=..., model=...)``. Samplers that read the model's hidden states
+            (contrastive search) are refused: a step model returns none. Default: `None`.
 
     Returns:
         Integer NumPy array ``[batch, num_tokens]``: the generated tokens.
@@ -208,9 +220,22 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None):
     Raises:
         ValueError: If ``step_model`` is not a step model (e.g. the language model itself),
             ``prompt`` is not a non-empty ``[batch, length]`` array of integers or holds ids
-            outside the vocabulary, ``num_tokens`` is negative or ``temperature`` is negative
-            or not finite.
-        TypeError: If ``num_tokens`` is not an integer or ``temperature`` not a number.
+            outside the vocabulary, ``num_tokens`` is negative, ``temperature`` is negative
+            or not finite, or ``temperature``/``seed`` come with a ``sampler``.
+        TypeError: If ``num_tokens`` is not an integer, ``temperature`` not a number, or
+            ``sampler`` neither a sampler's name nor callable.
+        ImportError: If ``sampler`` is a name and keras-hub is not installed.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tf_memlayers import SlidingWindowAttention
+    >>> from tf_memlayers.models import build_language_model, build_step_model
+    >>> lm = build_language_model(20, SlidingWindowAttention(window=2), hidden=8,
+    ...                           embedding_dim=4, stateful=False, seq_len=None)
+    >>> step = build_step_model(lm)
+    >>> generate(step, np.array([[3, 4], [5, 6]]), 3, temperature=0).shape
+    (2, 3)
     """
     prompt = np.asarray(prompt)
     if prompt.ndim != 2 or 0 in prompt.shape or not np.issubdtype(prompt.dtype, np.integer):
@@ -220,6 +245,13 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None):
         )
     num_tokens = check_int("num_tokens", num_tokens, 0)
     temperature = check_number("temperature", temperature, 0.0)
+    if sampler is not None:
+        sampler = _resolve_sampler(sampler)
+        if temperature != 1.0 or seed is not None:
+            raise ValueError(
+                "`temperature` and `seed` do not apply with a `sampler`: give them to the "
+                f"sampler (got temperature={temperature!r}, seed={seed!r})."
+            )
     _check_step_model(step_model)
     vocabulary_size = step_model.outputs[0].shape[-1]
     outside = prompt[(prompt < 0) | (prompt >= vocabulary_size)]
@@ -228,7 +260,8 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None):
             f"`prompt` holds token ids outside [0, {vocabulary_size}), the step model's "
             f"vocabulary: {sorted(set(outside.tolist()))[:10]}."
         )
-    rng = np.random.default_rng(seed)
+    if num_tokens == 0:
+        return np.zeros((prompt.shape[0], 0), int)
     state = initial_step_state(step_model, prompt.shape[0])
 
     def step(tokens, state):
@@ -236,6 +269,12 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None):
         state = [np.asarray(keras.ops.convert_to_numpy(s)) for s in state]
         return np.asarray(keras.ops.convert_to_numpy(logits), "float64")[:, -1], state
 
+    if sampler is not None:
+        # The sampler feeds the prompt's last token itself (its first `next`).
+        for position in range(prompt.shape[1] - 1):
+            _, state = step(prompt[:, position : position + 1], state)
+        return _sample(step_model, sampler, prompt, num_tokens, state)
+    rng = np.random.default_rng(seed)
     for position in range(prompt.shape[1]):
         logits, state = step(prompt[:, position : position + 1], state)
     generated = []
@@ -250,4 +289,54 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None):
         generated.append(tokens)
         if index + 1 < num_tokens:  # the last token needs no logits after it
             logits, state = step(tokens[:, None], state)
-    return np.stack(generated, axis=1) if generated else np.zeros((prompt.shape[0], 0), int)
+    return np.stack(generated, axis=1)
+
+
+def _resolve_sampler(sampler):
+    """``sampler`` as a callable sampler: a keras-hub sampler's name is looked up in
+    keras-hub; a sampler that needs hidden states is refused."""
+    if isinstance(sampler, str):
+        try:
+            import keras_hub
+        except ImportError as error:
+            raise ImportError(
+                f"`sampler={sampler!r}` names a keras-hub sampler, and keras-hub is not "
+                'installed: pip install "tf-memlayers[keras-hub]" (or pass a sampler instance).'
+            ) from error
+        sampler = keras_hub.samplers.get(sampler)
+    if not callable(sampler):
+        raise TypeError(
+            "`sampler` must be a keras-hub sampler (an instance or its name) or a callable "
+            f"with the samplers' call signature; got {sampler!r} of type "
+            f"{type(sampler).__name__}."
+        )
+    if "Contrastive" in type(sampler).__name__:
+        raise ValueError(
+            f"`sampler`: {type(sampler).__name__} reads the model's hidden states, and a step "
+            "model returns only the logits and its state; use a greedy, random, top-k, top-p "
+            "or beam sampler."
+        )
+    return sampler
+
+
+def _sample(step_model, sampler, prompt, num_tokens, state):
+    """Runs ``sampler`` over the buffer ``[prompt | num_tokens zeros]`` from ``state`` (the
+    state after all but the prompt's last token); returns the tokens it wrote."""
+    length = prompt.shape[1]
+    buffer = np.concatenate([prompt, np.zeros((prompt.shape[0], num_tokens), prompt.dtype)], 1)
+    mask = np.broadcast_to(np.arange(buffer.shape[1]) < length, buffer.shape)
+
+    def next(prompt, cache, index):
+        tokens = keras.ops.take(prompt, keras.ops.expand_dims(index - 1, 0), axis=1)
+        logits, *cache = step_model([keras.ops.cast(tokens, "int32"), *cache], training=False)
+        return logits[:, -1], None, tuple(cache)
+
+    tokens = sampler(
+        next,
+        keras.ops.convert_to_tensor(buffer.astype("int32")),
+        cache=tuple(keras.ops.convert_to_tensor(s) for s in state),
+        index=length,
+        mask=keras.ops.convert_to_tensor(mask),
+        model=step_model,
+    )
+    return np.asarray(keras.ops.convert_to_numpy(tokens))[:, length:].astype(int)
