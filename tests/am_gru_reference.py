@@ -90,7 +90,8 @@ def reference_step(x_t, memory, previous, w, perms, dual=None, record=None):
     S = S + K * _complex(delta)[:, None, :]
     if record is not None:
         record.append(
-            {"written": delta, "read": h, "source_read": h2, "key_modulus": np.abs(raw_key)}
+            {"written": delta, "read": h, "source_read": h2, "key_modulus": np.abs(raw_key),
+             "key": np.concatenate([write_key.real, write_key.imag], axis=1)}
         )
     return output, _memory_to_real(S)
 

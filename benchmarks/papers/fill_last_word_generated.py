@@ -23,13 +23,13 @@ import argparse
 import json
 import os
 import pathlib
-import subprocess
 import sys
 
 import numpy as np
 
 from benchmarks import results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
+from benchmarks.papers.example_runs import mean_and_spread, run_example
 from benchmarks.results_file import ResultsFile, add_results_options
 from examples.harness import options
 
@@ -75,16 +75,10 @@ def example_arguments(args):
 def run(key, seed, args):
     """Runs the example once; returns its row."""
     name, variant = VARIANTS[key]
-    workdir = args.runs_dir / f"{key}-seed{seed}"
-    command = [
-        sys.executable, str(EXAMPLE), *variant, *example_arguments(args),
-        "--seed", str(seed), "--workdir", str(workdir), "--verbose", "0",
-    ]  # fmt: skip
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    if done.returncode:
-        sys.exit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
-    metrics = json.loads((workdir / "metrics.json").read_text())
-    settings = json.loads((workdir / "settings.json").read_text())
+    metrics, settings = run_example(
+        EXAMPLE, [*variant, *example_arguments(args), "--seed", str(seed)],
+        args.runs_dir / f"{key}-seed{seed}", ROOT,
+    )  # fmt: skip
     attention = metrics.get("eval_attention_on_fact")
     return {
         "variant": key,
@@ -104,14 +98,6 @@ def run(key, seed, args):
         "cache_size": metrics["cache_size"],
         "seconds": metrics["seconds"],
     }
-
-
-def mean_and_spread(values):
-    """``"mean ± std"`` over the seeds (the value alone for one seed)."""
-    values = np.asarray(values, dtype=np.float64)
-    if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{values.mean():.3f} ± {values.std():.3f}"
 
 
 def summarise(runs):

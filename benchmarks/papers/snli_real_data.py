@@ -41,6 +41,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks import results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
+from benchmarks.papers.example_runs import mean_and_spread
 from benchmarks.results_file import ResultsFile, add_results_options
 from examples.harness.training.learning_rate import halve_learning_rate_callback  # noqa: E402
 from examples.harness.data import embeddings as word_vectors  # noqa: E402
@@ -107,13 +108,6 @@ def run(kind, seed, splits, vocabulary, matrix, args):
     }
 
 
-def mean_and_spread(values):
-    """``"mean ± std"`` over the seeds (the value alone for one seed)."""
-    if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{values.mean():.4f} ± {values.std():.4f}"
-
-
 def summarise(runs, kinds):
     rows = []
     for kind in kinds:
@@ -127,8 +121,8 @@ def summarise(runs, kinds):
             "units": mine[0]["units"],
             "parameters_without_embeddings": mine[0]["parameters_without_embeddings"],
             "seeds": len(mine),
-            "dev": mean_and_spread(dev),
-            "test": mean_and_spread(test),
+            "dev": mean_and_spread(dev, 4),
+            "test": mean_and_spread(test, 4),
             "test_by_seed": ", ".join(f"{r['test_accuracy']:.3f}" for r in mine),
             "best_epochs": ", ".join(str(r["best_epoch"]) for r in mine),
         })  # fmt: skip

@@ -17,7 +17,7 @@ import pytest
 from support import REPO_ROOT
 from examples.harness import options
 
-EXAMPLES = ("snli_dual_am_gru", "ptb_memory_lm", "fill_last_word_cache")
+EXAMPLES = ("snli_dual_am_gru", "ptb_memory_lm", "fill_last_word_cache", "seq2seq_autoencoder")
 
 
 def _load(name):
@@ -112,6 +112,21 @@ SPECIFIC_BAD = {
         (["--train-file", "train.txt"], "--train-file"),
     ],
 }
+SPECIFIC_BAD["seq2seq_autoencoder"] = [
+    (["--units", "7"], "--units"),  # the dual_am_gru model's units are even
+    (["--units", "0"], "--units"),
+    (["--model", "lstm"], "--model"),
+    (["--beams", "0"], "--beams"),
+    (["--vocabulary-size", "4"], "--vocabulary-size"),
+    (["--max-length", "0"], "--max-length"),
+    (["--max-train", "0"], "--max-train"),
+    (["--dual-key", "both"], "--dual-key"),
+    (["--num-copies", "0"], "--num-copies"),
+    (["--init-scale", "0"], "--init-scale"),
+    (["--clip-norm", "-5"], "--clip-norm"),
+    (["--probe-sentences", "0"], "--probe-sentences"),
+    (["--train-size", "huge"], "--train-size"),
+]
 BAD_CASES = [
     (name, argv, option)
     for name in EXAMPLES
@@ -265,6 +280,9 @@ class _FitCalled(Exception):
         ("fill_last_word_cache", ["--hidden", "4", "--embedding-dim", "4", "--attention-units",
                                   "2", "--cache-size", "8", "--max-length", "12",
                                   "--verbose", "0"]),
+        ("seq2seq_autoencoder", ["--train-size", "small", "--units", "4", "--num-copies", "2",
+                                 "--embedding-dim", "4", "--probe-sentences", "2",
+                                 "--verbose", "0"]),
     ],
 )
 def test_fit_is_told_not_to_shuffle_the_tf_data_pipeline(examples, monkeypatch, tmp_path, name,
@@ -426,6 +444,10 @@ BENCHMARK_BAD = [
     ("benchmarks.speed.lm_throughput", ["--dropout", "1.5"], "--dropout"),
     ("benchmarks.papers.snli_real_data", ["--learning-rate", "nan"], "--learning-rate"),
     ("benchmarks.papers.snli_real_data", ["--units", "0"], "--units"),
+    ("benchmarks.papers.snli_real_data", ["--models", "lstm"], "--models"),
+    ("benchmarks.papers.seq2seq_autoencoding", ["--epochs", "0"], "--epochs"),
+    ("benchmarks.papers.seq2seq_autoencoding", ["--models", "lstm"], "--models"),
+    ("benchmarks.papers.seq2seq_autoencoding", ["--seeds", "-1"], "--seeds"),
     ("benchmarks.speed.window_attention", ["--lengths", "20", "-5"], "--lengths"),
     ("benchmarks.speed.window_attention", ["--window", "0"], "--window"),
 ]

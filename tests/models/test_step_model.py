@@ -261,3 +261,26 @@ def test_a_bad_sampler_is_named(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "keras_hub", None)  # not installed
     with pytest.raises(ImportError, match=r'pip install "tf-memlayers\[keras-hub\]"'):
         generate(step_model, prompt, 2, sampler="top_k")
+
+
+def test_generation_from_a_given_state():
+    model = _language_model("key_value")
+    step_model = build_step_model(model)
+    prompt = np.array([[3, 5], [7, 1]])
+    # The state after reading [4, 9] first: generating from it continues [4, 9, 3, 5].
+    state = initial_step_state(step_model, 2)
+    for token in (4, 9):
+        _, *state = step_model([np.full((2, 1), token, "int32"), *state])
+        state = [keras.ops.convert_to_numpy(s) for s in state]
+    longer = np.concatenate([np.array([[4, 9], [4, 9]]), prompt], axis=1)
+    from_state = generate(step_model, prompt, 3, temperature=0, initial_state=state)
+    np.testing.assert_array_equal(from_state, generate(step_model, longer, 3, temperature=0))
+    zeros = initial_step_state(step_model, 2)
+    np.testing.assert_array_equal(
+        generate(step_model, prompt, 3, temperature=0, initial_state=zeros),
+        generate(step_model, prompt, 3, temperature=0),
+    )
+    with pytest.raises(ValueError, match=r"`initial_state` must be \d+ arrays of shapes"):
+        generate(step_model, prompt, 3, initial_state=state[:-1])
+    with pytest.raises(ValueError, match="2 rows as `prompt`"):
+        generate(step_model, prompt, 3, initial_state=[s[:1] for s in state])

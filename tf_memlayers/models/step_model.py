@@ -188,10 +188,12 @@ def _check_step_model(step_model):
         )
 
 
-def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None, sampler=None):
+def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None, sampler=None,
+             initial_state=None):  # fmt: skip
     """Continues each row of ``prompt`` by ``num_tokens`` tokens, one step at a time.
 
-    The prompt is read token by token from the zero state; then each new token is drawn from
+    The prompt is read token by token from the zero state (or from ``initial_state``, such as
+    the states a decoder starts from after its encoder); then each new token is drawn from
     the softmax of the last logits divided by ``temperature`` (the most likely token with
     ``temperature=0``) and fed back. With a ``sampler``, keras-hub's samplers choose the
     tokens instead (greedy, random, top-k, top-p, beam search; keras-hub is the optional extra
@@ -213,6 +215,9 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None, sampler
             callable with the samplers' call signature ``sampler(next, prompt, cache=...,
             index=..., mask=..., model=...)``. Samplers that read the model's hidden states
             (contrastive search) are refused: a step model returns none. Default: `None`.
+        initial_state: Optional list of arrays, one per state input of ``step_model``, each
+            with ``batch`` rows: the state the prompt is read from. Default: `None`
+            (`initial_step_state`'s zeros).
 
     Returns:
         Integer NumPy array ``[batch, num_tokens]``: the generated tokens.
@@ -221,7 +226,8 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None, sampler
         ValueError: If ``step_model`` is not a step model (e.g. the language model itself),
             ``prompt`` is not a non-empty ``[batch, length]`` array of integers or holds ids
             outside the vocabulary, ``num_tokens`` is negative, ``temperature`` is negative
-            or not finite, or ``temperature``/``seed`` come with a ``sampler``.
+            or not finite, ``temperature``/``seed`` come with a ``sampler``, or
+            ``initial_state`` does not match the step model's state inputs.
         TypeError: If ``num_tokens`` is not an integer, ``temperature`` not a number, or
             ``sampler`` neither a sampler's name nor callable.
         ImportError: If ``sampler`` is a name and keras-hub is not installed.
@@ -260,9 +266,9 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None, sampler
             f"`prompt` holds token ids outside [0, {vocabulary_size}), the step model's "
             f"vocabulary: {sorted(set(outside.tolist()))[:10]}."
         )
+    state = _start_state(step_model, initial_state, prompt.shape[0])
     if num_tokens == 0:
         return np.zeros((prompt.shape[0], 0), int)
-    state = initial_step_state(step_model, prompt.shape[0])
 
     def step(tokens, state):
         logits, *state = step_model([tokens.astype("int32"), *state], training=False)
@@ -290,6 +296,28 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None, sampler
         if index + 1 < num_tokens:  # the last token needs no logits after it
             logits, state = step(tokens[:, None], state)
     return np.stack(generated, axis=1)
+
+
+def _start_state(step_model, initial_state, batch_size):
+    """``initial_state`` as NumPy arrays, checked against the step model's state inputs
+    (their number, and each one's shape after the batch); the zero state when `None`."""
+    if initial_state is None:
+        return initial_step_state(step_model, batch_size)
+    specs = step_model.inputs[1:]
+    state = [np.asarray(keras.ops.convert_to_numpy(s)) for s in initial_state]
+    shapes = [tuple(s.shape) for s in state]
+    fits = len(state) == len(specs) and all(
+        shape[0] == batch_size and len(shape) == len(spec.shape)
+        and all(want in (None, got) for want, got in zip(tuple(spec.shape)[1:], shape[1:]))
+        for shape, spec in zip(shapes, specs)
+    )  # fmt: skip
+    if not fits:
+        wanted = [(batch_size, *tuple(spec.shape)[1:]) for spec in specs]
+        raise ValueError(
+            f"`initial_state` must be {len(specs)} arrays of shapes {wanted} (the step "
+            f"model's state inputs, {batch_size} rows as `prompt`); got shapes {shapes}."
+        )
+    return state
 
 
 def _resolve_sampler(sampler):

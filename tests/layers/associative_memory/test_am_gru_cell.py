@@ -287,6 +287,33 @@ def test_dual_return_retrievals_match_the_reference(dual_key):
     assert np.abs(recorded(record, "source_read")).max() > 0.1  # h2 is not trivially zero
 
 
+@pytest.mark.parametrize("dual_key", [None, "paper", "released"])
+def test_the_write_key_each_step_reports_matches_the_reference(dual_key):
+    # call_with_retrievals's "key": bound(x W_key) (or the released layout's write key), the
+    # key a memory probe compares across steps.
+    rng = np.random.default_rng(13)
+    xs = rng.normal(size=(2, 4, 5))
+    w = random_weights(rng, 5, 8, scale=1.5)  # large enough for bound() to clip some keys
+    perms = permutations(4, 2, 123)
+    if dual_key is None:
+        cell, extra = AssociativeGRUCell(8, num_copies=2, dtype="float64"), []
+        dual = None
+    else:
+        cell = DualAssociativeGRUCell(8, num_copies=2, dual_key=dual_key, dtype="float64")
+        source = rng.normal(size=(2, 16))
+        extra, dual = [source], (dual_key, source)
+    cell.build((2, 5))
+    set_cell_weights(cell, w)
+    record = []
+    reference_run(xs, np.zeros((2, 16)), np.zeros((2, 8)), w, perms, dual=dual, record=record)
+    states, keys = [np.zeros((2, 16)), np.zeros((2, 8)), *extra], []
+    for t in range(xs.shape[1]):
+        _, states, retrievals = cell.call_with_retrievals(xs[:, t], states)
+        keys.append(ops.convert_to_numpy(retrievals["key"]))
+    np.testing.assert_allclose(np.stack(keys, 1), recorded(record, "key"), atol=1e-10, rtol=0)
+    assert (recorded(record, "key_modulus") > 1).any()  # bound() clipped some
+
+
 @pytest.mark.parametrize("cls", [AssociativeGRUCell, DualAssociativeGRUCell])
 def test_keras_round_trip_gives_identical_outputs(tmp_path, cls):
     rng = np.random.default_rng(12)

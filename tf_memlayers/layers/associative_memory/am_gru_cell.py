@@ -73,6 +73,13 @@ def zero_reset_rows(owner, inputs, states, reset):
     return zero_where(reset, states)
 
 
+def write_key(step):
+    """The write key of a step (`StepResult`), ``[batch, n]`` in ``[re | im]`` layout: copy 0
+    of its copies, which no permutation moves."""
+    re, im = step.copies
+    return ops.concatenate([re[:, 0], im[:, 0]], axis=1)
+
+
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class AssociativeGRUCell(keras.layers.Layer):
     r"""AM-GRU cell: a GRU whose state lives in a redundant holographic memory.
@@ -288,13 +295,15 @@ class AssociativeGRUCell(keras.layers.Layer):
                 before the step (see `call`). Default: `None`.
 
         Returns:
-            Tuple ``(output, new_states, {"written": delta, "read": h})``.
+            Tuple ``(output, new_states, {"written": delta, "read": h, "key": k})``, ``k``
+            the write key :math:`\operatorname{bound}(x\,W_{key})` ``[batch, n]`` in ``[re |
+            im]`` layout (unpermuted, as copy 0 uses it).
         """
         states = zero_reset_rows(type(self).__name__, inputs, states, reset)
         memory, previous_output = states[0], states[1]
         controller = ops.concatenate([inputs, previous_output], axis=1)
         step = self.controller_step(controller, memory)
-        retrievals = {"written": step.delta, "read": step.retrieved}
+        retrievals = {"written": step.delta, "read": step.retrieved, "key": write_key(step)}
         return step.output, [step.memory, step.output], retrievals
 
     def call(self, inputs, states, training=None, reset=None):

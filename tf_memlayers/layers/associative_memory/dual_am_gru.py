@@ -27,6 +27,7 @@ from tf_memlayers.layers.associative_memory.am_gru import AM_GRU_CELL_ARGUMENTS,
 from tf_memlayers.layers.associative_memory.am_gru_cell import (
     AssociativeGRUCell,
     check_units_copies_seed,
+    write_key,
     zero_reset_rows,
 )
 from tf_memlayers.layers.memory_cell_wrapper import step_output_spec
@@ -210,7 +211,8 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         return write_key, SourceMemory(parts, *kernels, key=read_key, conjugate=False)
 
     def call_with_retrievals(self, inputs, states, training=None, reset=None):
-        """One step; returns ``(output, new_states, {"written", "read", "source_read"})``.
+        """One step; returns ``(output, new_states, {"written", "read", "source_read",
+        "key"})`` (``"key"``: the write key, as `AssociativeGRUCell.call_with_retrievals`).
 
         ``reset`` (optional bool ``[batch]``) zeroes the memory and previous output of its
         rows before the step, and keeps their source memory (see `call`).
@@ -227,6 +229,7 @@ class DualAssociativeGRUCell(keras.layers.Layer):
             "written": step.delta,
             "read": step.retrieved,
             "source_read": step.source_read,
+            "key": write_key(step),
         }
         return step.output, [step.memory, step.output, source], retrievals
 

@@ -1,0 +1,217 @@
+"""The paper's sequence-to-sequence experiment (Weissenborn 2016, §5.3): auto-encoding with a Dual
+AM-GRU decoder, an attention decoder and a plain GRU encoder-decoder, several seeds each.
+
+Runs ``examples/seq2seq_autoencoder.py`` on its generated corpus once per model and seed and
+tabulates what the example reports: the teacher-forced test perplexity and word accuracy, how
+well the test sentences are decoded from their encodings alone (greedily), and what the
+memories do (`examples.seq2seq.probes`): for the Dual AM-GRU, how alike the keys are that the
+encoder writes under (the paper: "the encoder AM-GRU learned very quickly to write everything
+with the same key") before and after training, and for it and the attention decoder, the share
+of decoder steps that read most from the word they are about to predict (a memory addressed by
+position) or from the last word (the paper's Figure 3). Draws the paper's Figure 3 from the
+first seed's Dual AM-GRU run, beside the attention decoder's weights over the same sentence.
+
+Results are saved after each run in ``--results`` and a rerun with the same settings skips the
+runs already there (an interrupted run resumes from its run directory under
+``runs/benchmarks/``). Prints the summary as JSON.
+
+Example::
+
+    python -m benchmarks.papers.seq2seq_autoencoding --update-docs
+    python -m benchmarks.papers.seq2seq_autoencoding --from-results --update-docs
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+
+import numpy as np
+
+from benchmarks import results_file
+from benchmarks.docs_tables import add_update_docs_option, update_docs
+from benchmarks.papers.example_runs import mean_and_spread, run_example
+from benchmarks.results_file import ResultsFile, add_results_options
+from examples.harness import options
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "seq2seq_autoencoder.py"
+MODELS = {
+    "dual_am_gru": "AM-GRU encoder, Dual AM-GRU decoder",
+    "attention": "GRU encoder, GRU decoder with attention",
+    "gru": "GRU encoder, GRU decoder",
+}
+DOCS_BLOCK = "seq2seq-autoencoding"
+FIGURE = ROOT / "docs" / "images" / "seq2seq_figure3.png"
+
+
+def parse_args(argv=None):
+    parser = options.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS),
+                        help="the rows to run")
+    parser.add_argument("--seeds", nargs="+", type=options.non_negative_int, default=[0, 1, 2],
+                        help="one run per model and seed")
+    parser.add_argument("--epochs", type=options.positive_int, default=20, help="epochs per run")
+    parser.add_argument("--runs-dir", type=pathlib.Path,
+                        default=ROOT / "runs" / "benchmarks" / "seq2seq_autoencoding",
+                        help="where the example keeps each run (checkpoints, TensorBoard logs)")
+    add_results_options(parser, ROOT / "benchmarks" / "results" / "seq2seq_autoencoding.json")
+    add_update_docs_option(parser)
+    return parser.parse_args(argv)
+
+
+def example_arguments(args):
+    """The example's options common to every run (the settings of the benchmark)."""
+    return ["--epochs", str(args.epochs)]
+
+
+def run(model, seed, args):
+    """Runs the example once; returns its row."""
+    metrics, settings = run_example(
+        EXAMPLE, ["--model", model, *example_arguments(args), "--seed", str(seed)],
+        args.runs_dir / f"{model}-seed{seed}", ROOT,
+    )  # fmt: skip
+    return {
+        "model": model,
+        "seed": seed,
+        "units": settings["units"],
+        "parameters": metrics["parameters"],
+        "epochs": metrics["epochs_run"],
+        "train_sentences": metrics["train_sentences"],
+        "test_sentences": metrics["test_sentences"],
+        "vocabulary": metrics["vocabulary"],
+        "test_perplexity": metrics["test_perplexity"],
+        "test_word_accuracy": metrics["test_word_accuracy"],
+        "decoded_exact_match": metrics["decoded_exact_match"],
+        "decoded_word_accuracy": metrics["decoded_word_accuracy"],
+        "memory_before_training": metrics["memory_before_training"],
+        "memory": metrics["memory"],
+        "probe_heatmap": metrics["probe_heatmap"],
+        "val_loss_by_epoch": [round(v, 4) for v in metrics["history"]["val_loss"]],
+        "seconds": metrics["seconds"],
+    }
+
+
+def summarise(runs):
+    rows = []
+    for model, name in MODELS.items():
+        mine = [r for r in runs if r["model"] == model]
+        if not mine:
+            continue
+
+        def memory(key, when="memory"):
+            return mean_and_spread([r[when].get(key) for r in mine], 2)
+
+        rows.append({
+            "model": name,
+            "seeds": len(mine),
+            "parameters": mine[0]["parameters"],
+            "test_perplexity": mean_and_spread([r["test_perplexity"] for r in mine], 2),
+            "test_word_accuracy": mean_and_spread([r["test_word_accuracy"] for r in mine]),
+            "decoded_word_accuracy": mean_and_spread([r["decoded_word_accuracy"] for r in mine]),
+            "decoded_exact_match": mean_and_spread([r["decoded_exact_match"] for r in mine]),
+            "key_similarity_before": memory("key_similarity", "memory_before_training"),
+            "key_similarity": memory("key_similarity"),
+            "read_aligned": memory("read_aligned"),
+            "read_last": memory("read_last"),
+        })  # fmt: skip
+    return rows
+
+
+def draw_figure(runs, path=FIGURE):
+    """The first seed's Dual AM-GRU heatmap (Figure 3) beside the attention decoder's weights
+    on the same sentence; returns the path, or `None` without both runs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    found = {}
+    for model in ("dual_am_gru", "attention"):
+        mine = sorted((r for r in runs if r["model"] == model), key=lambda r: r["seed"])
+        if mine and mine[0]["probe_heatmap"]:
+            found[model] = mine[0]
+    if len(found) < 2:
+        return None
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+    panels = [
+        ("dual_am_gru", "Dual AM-GRU: cosine(encoder write, decoder read)", -1.0, 1.0),
+        ("attention", "attention decoder: weights over the source", 0.0, 1.0),
+    ]
+    for axis, (model, title, low, high) in zip(axes, panels):
+        heatmap = found[model]["probe_heatmap"]
+        image = axis.imshow(np.array(heatmap["matrix"]), cmap="viridis", vmin=low, vmax=high,
+                            aspect="auto")  # fmt: skip
+        axis.set_xticks(range(len(heatmap["source"])), heatmap["source"], rotation=60,
+                        ha="right", fontsize=9)  # fmt: skip
+        axis.set_yticks(range(len(heatmap["decoder_input"])), heatmap["decoder_input"],
+                        fontsize=9)  # fmt: skip
+        axis.set_xlabel("source word (written by the encoder)")
+        axis.set_ylabel("decoder input")
+        axis.set_title(f"{title}\n(seed {found[model]['seed']})", fontsize=10)
+        figure.colorbar(image, ax=axis, fraction=0.046)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def write_docs_table(report):
+    runs = report["runs"]
+    if not runs:
+        sys.exit("No runs in the results file: nothing to write to docs/results.rst.")
+    first = runs[0]
+    epochs = sorted({r["epochs"] for r in runs})
+    draw_figure(runs)
+    update_docs(
+        DOCS_BLOCK,
+        report.get("summary") or summarise(runs),
+        [("model", "model"), ("seeds", "seeds"), ("parameters", "parameters"),
+         ("test_perplexity", "test perplexity"), ("test_word_accuracy", "word accuracy"),
+         ("decoded_word_accuracy", "decoded: word accuracy"),
+         ("decoded_exact_match", "decoded: whole sentence"),
+         ("key_similarity_before", "key similarity, untrained"),
+         ("key_similarity", "key similarity, trained"),
+         ("read_aligned", "reads its word most"), ("read_last", "reads the last word most")],
+        f"``examples/seq2seq_autoencoder.py`` on its generated corpus "
+        f"({first['train_sentences']} training sentences of 4-14 words, vocabulary "
+        f"{first['vocabulary']}), {'/'.join(map(str, epochs))} epochs, {first['units']} units, "
+        "mean ± std over the seeds. Test perplexity and word accuracy: teacher-forced, over "
+        f"the {first['test_sentences']} test sentences' words and end marks. Decoded: each test "
+        "sentence decoded greedily from its encoding alone through the decoder's step model, "
+        "word by word at its position, and whole sentences exactly right. Key similarity: "
+        "the mean cosine similarity of the keys the AM-GRU encoder writes under at two "
+        "steps of a sentence (1: one key for everything). The last two columns: the share of "
+        "decoder steps whose read from the encoder's memory (the Dual AM-GRU's retrieval, the "
+        "attention's weights) is largest at the word being predicted, and at the source's last "
+        "word; over 100 test sentences. Written by ``python -m "
+        "benchmarks.papers.seq2seq_autoencoding --update-docs``; times are in the results file.",
+    )  # fmt: skip
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    write_docs = write_docs_table if args.update_docs else None
+    if args.from_results:
+        report = results_file.render(args.results, write_docs)
+        print(json.dumps(report.get("summary") or summarise(report["runs"]), indent=1))
+        return report
+    settings = {"example_arguments": example_arguments(args)}
+    results = ResultsFile(args.results, settings, key=("model", "seed"), summarise=summarise)
+    report = results.resume()
+    for model, seed in results.missing(report, [(m, s) for s in args.seeds for m in args.models]):
+        results.add(report, run(model, seed, args))
+        print(json.dumps({k: v for k, v in report["runs"][-1].items() if k != "probe_heatmap"}),
+              flush=True)  # fmt: skip
+    results.finish(report, write_docs)
+    print(json.dumps(report["summary"], indent=1))
+    return report
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    main()

@@ -1,0 +1,184 @@
+"""The sentences of the auto-encoding example: a generated corpus, files of real sentences, the
+vocabulary, and the teacher-forced batches.
+
+Auto-encoding reads a sentence and writes it back: the encoder reads ``x_1 … x_n``, the decoder
+reads ``<s> x_1 … x_n`` and predicts ``x_1 … x_n </s>``.
+
+* `generated_sentences`: sentences of a small grammar (subject, verb, object, an optional
+  place and time), 4 to 14 words over a vocabulary of about 80, each word chosen at random, so
+  every sentence must be remembered word by word. Runs anywhere, reproducible from a seed.
+* `read_sentence_files`: a folder of one sentence per line, tokens separated by spaces, with
+  ``train``, ``valid`` and ``test`` files (``train.txt`` or a name ending ``.train.txt``, as
+  Penn Treebank's ``ptb.train.txt``; ``.gz`` files are read too).
+"""
+
+import os
+
+import numpy as np
+
+from examples.harness.checks import check_int
+from examples.harness.data.files import check_not_blank, read_text
+from examples.harness.data.vocabulary import EOS, PAD, UNK, build_token_list
+
+BOS = "<s>"
+SPECIAL_TOKENS = (PAD, UNK, BOS, EOS)  # ids 0, 1, 2, 3
+SPLITS = ("train", "valid", "test")
+GENERATED_SIZES = {"small": (600, 100, 100), "medium": (4000, 500, 500)}
+
+_DETERMINERS = ("the", "a", "every", "some", "one", "that")
+_ADJECTIVES = ("old", "young", "red", "small", "tall", "quiet", "happy", "green", "dark",
+               "bright", "tired", "clever")  # fmt: skip
+_NOUNS = ("man", "woman", "dog", "cat", "child", "farmer", "teacher", "bird", "horse",
+          "doctor", "sailor", "painter", "boat", "house", "tree", "river", "car", "apple")
+_VERBS = ("sees", "follows", "paints", "finds", "carries", "watches", "likes", "meets",
+          "pushes", "feeds", "draws", "visits")  # fmt: skip
+_PREPOSITIONS = ("near", "behind", "under", "beside", "inside", "above")
+_TIMES = ("today", "at night", "in the morning", "every day", "again", "slowly")
+
+
+def _noun_phrase(rng):
+    words = [rng.choice(_DETERMINERS)]
+    if rng.random() < 0.6:
+        words.append(rng.choice(_ADJECTIVES))
+    return words + [rng.choice(_NOUNS)]
+
+
+def generated_sentences(count, seed=0):
+    """``count`` sentences of the example's grammar, as token lists.
+
+    Args:
+        count: Positive integer, the number of sentences.
+        seed: Integer, the seed of the draws. Default: `0`.
+
+    Returns:
+        A list of ``count`` lists of str, each of 4 to 14 words.
+
+    Example:
+
+    >>> generated_sentences(2, seed=1)[0][:2]
+    ['the', 'young']
+    """
+    count = check_int("count", count, 1)
+    rng = np.random.default_rng(seed)
+    sentences = []
+    for _ in range(count):
+        words = _noun_phrase(rng) + [rng.choice(_VERBS)] + _noun_phrase(rng)
+        if rng.random() < 0.5:
+            words += [rng.choice(_PREPOSITIONS)] + _noun_phrase(rng)
+        if rng.random() < 0.4:
+            words += rng.choice(_TIMES).split()
+        sentences.append([str(word) for word in words])
+    return sentences
+
+
+def generated_splits(size="medium", seed=0):
+    """The generated corpus's train, valid and test splits (`GENERATED_SIZES`), drawn from
+    independent streams of one seed."""
+    if size not in GENERATED_SIZES:
+        raise ValueError(f"`size` must be one of {tuple(GENERATED_SIZES)}; got {size!r}.")
+    return {
+        split: generated_sentences(count, seed=seed * 3 + i)
+        for i, (split, count) in enumerate(zip(SPLITS, GENERATED_SIZES[size]))
+    }
+
+
+def find_sentence_files(directory):
+    """The train, valid and test files of ``directory``: ``<split>.txt`` or a name ending in
+    ``.<split>.txt`` (optionally ``.gz``).
+
+    Returns:
+        Dict split -> path.
+
+    Raises:
+        ValueError: A split has no file, or more than one; the message names the folder.
+    """
+    if not os.path.isdir(directory):
+        raise ValueError(f"{directory} is not a folder.")
+    names = sorted(os.listdir(directory))
+    found = {}
+    for split in SPLITS:
+        matches = [
+            name for name in names
+            if any(name == f"{split}.txt{gz}" or name.endswith(f".{split}.txt{gz}")
+                   for gz in ("", ".gz"))
+        ]  # fmt: skip
+        if len(matches) != 1:
+            raise ValueError(
+                f"{directory} must hold one {split} file (one sentence per line), named "
+                f"{split}.txt or *.{split}.txt (optionally .gz); found {matches or 'none'}."
+            )
+        found[split] = os.path.join(directory, matches[0])
+    return found
+
+
+def read_sentence_files(directory, max_length):
+    """The sentences of ``directory``'s files (`find_sentence_files`), one per line, split at
+    spaces; blank lines and sentences longer than ``max_length`` words are left out.
+
+    Returns:
+        Dict split -> list of token lists.
+
+    Raises:
+        ValueError: A file is missing, not text, blank, or has no sentence of at most
+            ``max_length`` words; the message names it.
+    """
+    max_length = check_int("max_length", max_length, 1)
+    splits = {}
+    for split, path in find_sentence_files(directory).items():
+        text = check_not_blank(read_text(path), path)
+        sentences = [line.split() for line in text.splitlines()]
+        sentences = [s for s in sentences if 0 < len(s) <= max_length]
+        if not sentences:
+            raise ValueError(f"{path} has no sentence of 1 to {max_length} words.")
+        splits[split] = sentences
+    return splits
+
+
+def build_vocabulary(sentences, max_size=None):
+    """`SPECIAL_TOKENS`, then the words of ``sentences`` by frequency, at most ``max_size``
+    in all (the rest read as ``<unk>``)."""
+    return build_token_list(sentences, special_tokens=SPECIAL_TOKENS, max_size=max_size)
+
+
+def encode(sentences, vocabulary, max_length):
+    """The teacher-forced arrays of ``sentences``, padded with 0.
+
+    Returns:
+        ``(source, decoder_input, target)``, int32 arrays: ``source`` ``[N, max_length]``
+        (the words), ``decoder_input`` and ``target`` ``[N, max_length + 1]`` (``<s>`` and the
+        words; the words and ``</s>``).
+    """
+    index = {word: i for i, word in enumerate(vocabulary)}
+    unk, bos, eos = index[UNK], index[BOS], index[EOS]
+    source = np.zeros((len(sentences), max_length), np.int32)
+    decoder_input = np.zeros((len(sentences), max_length + 1), np.int32)
+    target = np.zeros_like(decoder_input)
+    for row, sentence in enumerate(sentences):
+        ids = [index.get(word, unk) for word in sentence[:max_length]]
+        source[row, : len(ids)] = ids
+        decoder_input[row, : len(ids) + 1] = [bos, *ids]
+        target[row, : len(ids) + 1] = [*ids, eos]
+    return source, decoder_input, target
+
+
+def make_dataset(sentences, vocabulary, max_length, batch_size, shuffle=False, seed=0,
+                 repeat=False):  # fmt: skip
+    """A `tf.data.Dataset` of ``((source, decoder_input), target)`` batches (`encode`), each
+    cut to its longest sentence, shuffled each pass with ``shuffle``, endless with
+    ``repeat``. The padding (id 0) is masked by the models' embeddings, and the loss and
+    accuracy count the target's words and ``</s>`` only."""
+    import tensorflow as tf
+
+    source, decoder_input, target = encode(sentences, vocabulary, max_length)
+    data = tf.data.Dataset.from_tensor_slices(((source, decoder_input), target))
+    if shuffle:
+        data = data.shuffle(len(sentences), seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        data = data.repeat()
+
+    def trim(inputs, target):
+        source, decoder_input = inputs
+        steps = tf.reduce_max(tf.reduce_sum(tf.cast(source > 0, tf.int32), axis=1))
+        return (source[:, :steps], decoder_input[:, : steps + 1]), target[:, : steps + 1]
+
+    return data.batch(batch_size).map(trim).prefetch(tf.data.AUTOTUNE)
