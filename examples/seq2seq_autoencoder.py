@@ -2,7 +2,7 @@
 encoder and a Dual AM-GRU decoder without shared parameters, beside an attention decoder and a
 plain GRU encoder-decoder.
 
-The decoder reads ``<s>`` and the sentence and predicts the sentence and ``</s>`` (teacher
+The decoder reads ``<s>`` and the sentence and predicts the sentence and ``<eos>`` (teacher
 forcing); after training, the test sentences are decoded from their encodings alone, one word
 at a time through the decoder's step model (`tf_memlayers.models.generate`: greedy, or a beam
 search with ``--beams`` and keras-hub installed).
@@ -40,7 +40,11 @@ from examples.harness.startup import keras  # noqa: E402  (first: a quiet Tensor
 import numpy as np  # noqa: E402
 
 from examples.harness import options  # noqa: E402
-from examples.harness.run_directory import resolved_settings, run_workdir  # noqa: E402
+from examples.harness.run_directory import (  # noqa: E402
+    RUN_OPTIONS,
+    resolved_settings,
+    run_workdir,
+)
 from examples.harness.training import (  # noqa: E402
     make_strategy,
     resumable_callbacks,
@@ -107,6 +111,10 @@ def parse_args(argv=None):
         "<digest>",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    shortest, longest = sentences.GENERATED_LENGTHS
+    if not args.data_dir and args.max_length < shortest:
+        parser.error(f"argument --max-length: the generated corpus's sentences have {shortest} "
+                     f"to {longest} words; got {args.max_length}")  # fmt: skip
     if args.model == "dual_am_gru" and args.units % 2:
         parser.error(f"argument --units: must be even for the dual_am_gru model (its memory "
                      f"is complex, n/2 numbers); got {args.units}")  # fmt: skip
@@ -149,7 +157,7 @@ def load_data(args):
 
 def decoded_scores(autoencoder, splits_test, vocabulary, max_length, beams):
     """Exact-match rate and word accuracy of decoding the test sentences from their encodings
-    (each word compared at its position, the decoded ``</s>`` included)."""
+    (each word compared at its position, the decoded ``<eos>`` included)."""
     source, _, target = sentences.encode(splits_test, vocabulary, max_length)
     bos, eos = vocabulary.index(sentences.BOS), vocabulary.index(sentences.EOS)
     decoded = np.concatenate([
@@ -165,7 +173,7 @@ def decoded_scores(autoencoder, splits_test, vocabulary, max_length, beams):
 
 def teacher_forced_scores(model, dataset):
     """Per-word cross-entropy (its exponential, the perplexity) and accuracy of the target's
-    words and ``</s>``, over the whole dataset."""
+    words and ``<eos>``, over the whole dataset."""
     total, count, correct = 0.0, 0, 0
     for (source, decoder_input), target in dataset:
         logits = np.asarray(model.predict_on_batch([source, decoder_input]), np.float64)
@@ -199,6 +207,15 @@ def probe_heatmap(autoencoder, pair, vocabulary):
             "decoder_input": [vocabulary[i] for i in decoder_input]}  # fmt: skip
 
 
+def recorded_run_options(args):
+    """The options that do not define what a run trains (`RUN_OPTIONS`), here with the ones
+    that only decide its evaluation (``--beams``, ``--probe-sentences``: a finished run's
+    command with other values evaluates it again) and the AM-GRU's options for the other
+    models."""
+    ignored = () if args.model == "dual_am_gru" else ("num_copies", "dual_key")
+    return RUN_OPTIONS + ("beams", "probe_sentences") + ignored
+
+
 def main(argv=None):
     """Runs the example; returns the final metrics dict."""
     args = parse_args(argv)
@@ -229,9 +246,10 @@ def main(argv=None):
             autoencoder.model, args.learning_rate, args.clip_norm, jit_compile=args.jit
         )
     resolved = {"source": source}
-    settings = resolved_settings(args, resolved)
+    run_options = recorded_run_options(args)
+    settings = resolved_settings(args, resolved, run_options)
     workdir = run_workdir(
-        args, os.path.join("runs", "seq2seq_autoencoder"), args.model, resolved=resolved
+        args, os.path.join("runs", "seq2seq_autoencoder"), args.model, run_options, resolved
     )
     print(f"source={source} train={len(splits['train'])} valid={len(splits['valid'])} "
           f"test={len(splits['test'])} vocabulary={len(vocabulary)} workdir={workdir}",

@@ -166,9 +166,10 @@ def build_model(args, vocabulary_size, matrix, init_scale):
     the encoder's own message, and the script exits with status 2.
     """
     fused_loop = "auto" if args.fused_loop is None else args.fused_loop
-    # make_encoder checks the fused loop first.
+    # make_encoder checks the fused loop first; --top-units only the word-by-word model refuses.
+    with_top_units = args.top_units is not None and args.model == "word_by_word"
     option = ("--fused-loop" if args.fused_loop is True else
-              "--top-units" if args.top_units is not None else None)  # fmt: skip
+              "--top-units" if with_top_units else None)  # fmt: skip
     with options.reported_as(option) if option else contextlib.nullcontext():
         return snli_model(
             vocabulary_size,

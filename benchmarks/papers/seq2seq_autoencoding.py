@@ -34,6 +34,7 @@ from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.papers.example_runs import mean_and_spread, run_example
 from benchmarks.results_file import ResultsFile, add_results_options
 from examples.harness import options
+from examples.seq2seq.sentences import GENERATED_LENGTHS
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "seq2seq_autoencoder.py"
@@ -160,16 +161,38 @@ def draw_figure(runs, path=FIGURE):
     return path
 
 
+def findings(summary):
+    """The paper's two claims against the runs, as a sentence of the summary's values (empty
+    without the Dual AM-GRU's row)."""
+    rows = {row["model"]: row for row in summary}
+    dual = rows.get(MODELS["dual_am_gru"])
+    if not dual or not dual["key_similarity"]:
+        return ""
+    text = (
+        "The paper's finding against these runs: the AM-GRU encoder's keys have a mean "
+        f"cosine similarity of {dual['key_similarity_before']} untrained and "
+        f"{dual['key_similarity']} trained (1: one key for everything, as the paper found); "
+        f"the Dual AM-GRU decoder's read is largest at the source's last word in "
+        f"{dual['read_last']} of its steps and at the word it predicts in {dual['read_aligned']}"
+    )
+    attention = rows.get(MODELS["attention"])
+    if attention and attention["read_aligned"]:
+        text += f" (the attention decoder's weights: {attention['read_aligned']} at that word)"
+    return text + "."
+
+
 def write_docs_table(report):
     runs = report["runs"]
     if not runs:
         sys.exit("No runs in the results file: nothing to write to docs/results.rst.")
     first = runs[0]
     epochs = sorted({r["epochs"] for r in runs})
+    shortest, longest = GENERATED_LENGTHS
     draw_figure(runs)
+    summary = report.get("summary") or summarise(runs)
     update_docs(
         DOCS_BLOCK,
-        report.get("summary") or summarise(runs),
+        summary,
         [("model", "model"), ("seeds", "seeds"), ("parameters", "parameters"),
          ("test_perplexity", "test perplexity"), ("test_word_accuracy", "word accuracy"),
          ("decoded_word_accuracy", "decoded: word accuracy"),
@@ -178,7 +201,7 @@ def write_docs_table(report):
          ("key_similarity", "key similarity, trained"),
          ("read_aligned", "reads its word most"), ("read_last", "reads the last word most")],
         f"``examples/seq2seq_autoencoder.py`` on its generated corpus "
-        f"({first['train_sentences']} training sentences of 4-14 words, vocabulary "
+        f"({first['train_sentences']} training sentences of {shortest}-{longest} words, vocabulary "
         f"{first['vocabulary']}), {'/'.join(map(str, epochs))} epochs, {first['units']} units, "
         "mean ± std over the seeds. Test perplexity and word accuracy: teacher-forced, over "
         f"the {first['test_sentences']} test sentences' words and end marks. Decoded: each test "
@@ -190,6 +213,7 @@ def write_docs_table(report):
         "attention's weights) is largest at the word being predicted, and at the source's last "
         "word; over 100 test sentences. Written by ``python -m "
         "benchmarks.papers.seq2seq_autoencoding --update-docs``; times are in the results file.",
+        footer=findings(summary),
     )  # fmt: skip
 
 

@@ -85,8 +85,9 @@ class AutoEncoder:
 
     def decode(self, source, max_steps, bos_id, eos_id, sampler=None):
         """Decodes each row of ``source`` (ids ``[batch, S]``, padded with 0) into at most
-        ``max_steps`` ids, greedily or with ``sampler`` (a keras-hub sampler or its name);
-        every id after the first ``eos_id`` of a row is set to 0.
+        ``max_steps`` ids, greedily or with ``sampler`` (a keras-hub sampler or its name),
+        each row ended by its first ``eos_id`` (`generate`'s ``end_token_id``); every id after
+        it is set to 0.
 
         Returns:
             int NumPy array ``[batch, max_steps]``.
@@ -95,7 +96,7 @@ class AutoEncoder:
         state = list(state) if isinstance(state, (list, tuple)) else [state]
         prompt = np.full((len(source), 1), bos_id)
         tokens = generate(
-            self.step_model, prompt, max_steps, initial_state=state,
+            self.step_model, prompt, max_steps, initial_state=state, end_token_id=eos_id,
             sampler=sampler, **({} if sampler else {"temperature": 0}),
         )  # fmt: skip
         ended = np.cumsum(tokens == eos_id, axis=1) - (tokens == eos_id) > 0
@@ -137,7 +138,9 @@ def build_autoencoder(kind, vocabulary_size, units=64, embedding_dim=32, num_cop
         vocabulary_size, embedding_dim, mask_zero=True, embeddings_initializer=init,
         name="target_embedding",
     )  # fmt: skip
-    logits = keras.layers.Dense(vocabulary_size, kernel_initializer=init, name="logits")
+    # The logits in float32 under a mixed-precision policy too: a softmax over the vocabulary.
+    logits = keras.layers.Dense(vocabulary_size, kernel_initializer=init, dtype="float32",
+                                name="logits")  # fmt: skip
     recurrent = dict(kernel_initializer=init, return_state=True)
     embedded_source = source_embedding(source)
     if kind == "dual_am_gru":
@@ -251,7 +254,7 @@ def _alignments(encoder, decoder, probe, source, target):
 
 def compile_autoencoder(model, learning_rate=3e-3, clip_norm=5.0, jit_compile=False):
     """Adam with global-norm clipping. The logits carry the decoder input's mask, so the loss
-    is the mean cross-entropy of the target's words and ``</s>`` (the padding left out), and
+    is the mean cross-entropy of the target's words and ``<eos>`` (the padding left out), and
     the accuracy theirs."""
     model.compile(
         optimizer=keras.optimizers.Adam(learning_rate, global_clipnorm=clip_norm or None),

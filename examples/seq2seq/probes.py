@@ -41,7 +41,7 @@ def key_similarity(keys):
 
 def position_shares(matrix):
     """``(aligned, last)`` of a ``[T, S]`` matrix over decoder steps (``T = S + 1``: step
-    ``t`` predicts word ``t``, the last step ``</s>``): the share of the word-predicting steps
+    ``t`` predicts word ``t``, the last step ``<eos>``): the share of the word-predicting steps
     whose largest entry is at source position ``t``, and at the last position."""
     steps = min(matrix.shape[0], matrix.shape[1])
     best = np.argmax(matrix[:steps], axis=1)
@@ -72,7 +72,9 @@ def probe_statistics(autoencoder, sentences):
         values["read_last"].append(last)
         if "key_similarity" in values and len(source) > 1:
             values["key_similarity"].append(key_similarity(probe["keys"]))
-    return {name: round(float(np.mean(found)), 4) for name, found in values.items()}
+    # `None` where no sentence gave a value (key similarity needs two words).
+    return {name: round(float(np.mean(found)), 4) if found else None
+            for name, found in values.items()}  # fmt: skip
 
 
 class MemoryProbe(keras.callbacks.Callback):
@@ -119,5 +121,6 @@ class MemoryProbe(keras.callbacks.Callback):
                 vmin=-1.0 if dual else 0.0, vmax=1.0,
             )  # fmt: skip
             for name, value in statistics.items():
-                tf.summary.scalar(f"memory/{name}", value, step=epoch)
+                if value is not None:
+                    tf.summary.scalar(f"memory/{name}", value, step=epoch)
         self.writer.flush()

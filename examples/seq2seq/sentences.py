@@ -2,10 +2,10 @@
 vocabulary, and the teacher-forced batches.
 
 Auto-encoding reads a sentence and writes it back: the encoder reads ``x_1 … x_n``, the decoder
-reads ``<s> x_1 … x_n`` and predicts ``x_1 … x_n </s>``.
+reads ``<s> x_1 … x_n`` and predicts ``x_1 … x_n <eos>``.
 
 * `generated_sentences`: sentences of a small grammar (subject, verb, object, an optional
-  place and time), 4 to 14 words over a vocabulary of about 80, each word chosen at random, so
+  place and time), 5 to 14 words over a vocabulary of 62, each word chosen at random, so
   every sentence must be remembered word by word. Runs anywhere, reproducible from a seed.
 * `read_sentence_files`: a folder of one sentence per line, tokens separated by spaces, with
   ``train``, ``valid`` and ``test`` files (``train.txt`` or a name ending ``.train.txt``, as
@@ -24,6 +24,7 @@ BOS = "<s>"
 SPECIAL_TOKENS = (PAD, UNK, BOS, EOS)  # ids 0, 1, 2, 3
 SPLITS = ("train", "valid", "test")
 GENERATED_SIZES = {"small": (600, 100, 100), "medium": (4000, 500, 500)}
+GENERATED_LENGTHS = (5, 14)  # the shortest and longest generated sentence, in words
 
 _DETERMINERS = ("the", "a", "every", "some", "one", "that")
 _ADJECTIVES = ("old", "young", "red", "small", "tall", "quiet", "happy", "green", "dark",
@@ -51,7 +52,7 @@ def generated_sentences(count, seed=0):
         seed: Integer, the seed of the draws. Default: `0`.
 
     Returns:
-        A list of ``count`` lists of str, each of 4 to 14 words.
+        A list of ``count`` lists of str, each of 5 to 14 words.
 
     Example:
 
@@ -84,7 +85,7 @@ def generated_splits(size="medium", seed=0):
 
 def find_sentence_files(directory):
     """The train, valid and test files of ``directory``: ``<split>.txt`` or a name ending in
-    ``.<split>.txt`` (optionally ``.gz``).
+    ``.<split>.txt`` (optionally ``.gz``), the shortest where several match.
 
     Returns:
         Dict split -> path.
@@ -102,12 +103,16 @@ def find_sentence_files(directory):
             if any(name == f"{split}.txt{gz}" or name.endswith(f".{split}.txt{gz}")
                    for gz in ("", ".gz"))
         ]  # fmt: skip
-        if len(matches) != 1:
+        # The shortest name wins: ptb.train.txt over ptb.char.train.txt in Penn Treebank's
+        # folder.
+        shortest = [name for name in matches if len(name) == min(map(len, matches), default=0)]
+        if len(shortest) != 1:
             raise ValueError(
                 f"{directory} must hold one {split} file (one sentence per line), named "
-                f"{split}.txt or *.{split}.txt (optionally .gz); found {matches or 'none'}."
+                f"{split}.txt or *.{split}.txt (optionally .gz; the shortest such name is "
+                f"read); found {shortest or 'none'}."
             )
-        found[split] = os.path.join(directory, matches[0])
+        found[split] = os.path.join(directory, shortest[0])
     return found
 
 
@@ -146,7 +151,7 @@ def encode(sentences, vocabulary, max_length):
     Returns:
         ``(source, decoder_input, target)``, int32 arrays: ``source`` ``[N, max_length]``
         (the words), ``decoder_input`` and ``target`` ``[N, max_length + 1]`` (``<s>`` and the
-        words; the words and ``</s>``).
+        words; the words and ``<eos>``).
     """
     index = {word: i for i, word in enumerate(vocabulary)}
     unk, bos, eos = index[UNK], index[BOS], index[EOS]
@@ -166,7 +171,7 @@ def make_dataset(sentences, vocabulary, max_length, batch_size, shuffle=False, s
     """A `tf.data.Dataset` of ``((source, decoder_input), target)`` batches (`encode`), each
     cut to its longest sentence, shuffled each pass with ``shuffle``, endless with
     ``repeat``. The padding (id 0) is masked by the models' embeddings, and the loss and
-    accuracy count the target's words and ``</s>`` only."""
+    accuracy count the target's words and ``<eos>`` only."""
     import tensorflow as tf
 
     source, decoder_input, target = encode(sentences, vocabulary, max_length)

@@ -14,8 +14,10 @@ Beside them, the paper's comparator (its "LSTM-Attention", Rocktäschel et al. 2
 
 * ``"word_by_word"``: a `tf_memlayers.models.ConditionalAttentionEncoder`, an LSTM over the
   premise and an LSTM with `WordByWordAttention` over the premise's outputs reading the
-  hypothesis (100 units, the paper's k), each with its own weights, and no second layer (the
-  pair's representation is :math:`h^*`).
+  hypothesis (100 units, the paper's k), each with its own weights, and no second layer. Its
+  outputs are the premise LSTM's last output and :math:`h^*`, which the classifier reads as
+  ``[p, h*, |p - h*|]``, as for the other rows (Rocktäschel et al. classify from
+  :math:`h^*` alone).
 
 `make_encoder` makes the one a name stands for; `snli_model` builds a classifier from the names
 and sizes the command line gives (for the example, its benchmarks and tests).

@@ -1,24 +1,33 @@
-"""README.rst's headline results are what the benchmarks' results files say."""
+"""The headline results (README.rst, and the top of the results page) are what the benchmarks'
+results files say."""
 
 from support import load_script
 
 
-def test_readme_headlines_are_the_results_files():
+def test_the_headlines_are_the_results_files():
     headlines = load_script("benchmarks", "headlines")
-    readme = headlines.README.read_text(encoding="utf-8")
+    pages = {page: page.read_text(encoding="utf-8") for page in headlines.PAGES}
     assert headlines.main(["--check"]) == 0, "run: python -m benchmarks.headlines"
-    assert headlines.README.read_text(encoding="utf-8") == readme  # checked, not written
+    for page, text in pages.items():
+        assert page.read_text(encoding="utf-8") == text  # checked, not written
+    # The results page opens with them: its first generated block.
+    results = pages[headlines.RESULTS_PAGE]
+    assert results.index("BEGIN GENERATED:") == results.index("BEGIN GENERATED: headlines")
 
 
 def test_headlines_name_every_papers_models():
     rows = load_script("benchmarks", "headlines").rows()
-    assert [row["paper"] for row in rows] == ["Daniluk et al. 2017", "Weissenborn 2016", "Gaffney"]
+    assert [row["paper"] for row in rows] == [
+        "Daniluk et al. 2017", "Weissenborn 2016", "Weissenborn 2016", "Gaffney"
+    ]
     for model in ("lstm", "attention", "key_value", "key_value_predict", "ngram"):
         assert f"{model} " in rows[0]["result"]
-    for model in ("gru", "am_gru", "dual_am_gru"):
+    for model in ("gru", "am_gru", "dual_am_gru", "word_by_word"):
         assert f"{model} " in rows[1]["result"]
-    for model in ("no attention", "attention pooling", "attention + cache 1,000"):
+    for model in ("dual_am_gru", "attention", "gru"):
         assert f"{model} " in rows[2]["result"]
+    for model in ("no attention", "attention pooling", "attention + cache 1,000"):
+        assert f"{model} " in rows[3]["result"]
 
 
 def test_lm_headline_names_each_models_epochs_when_they_differ():

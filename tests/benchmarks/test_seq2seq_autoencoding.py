@@ -41,6 +41,16 @@ def test_the_summary_has_a_row_per_model_with_the_seeds_mean_and_spread():
     assert gru["test_perplexity"] == "3.00" and gru["key_similarity"] == ""
 
 
+def test_the_findings_sentence_quotes_the_summary():
+    summary = seq2seq_autoencoding.summarise([_row("dual_am_gru", 0, 2.0, 0.8),
+                                              _row("attention", 0, 2.0)])  # fmt: skip
+    text = seq2seq_autoencoding.findings(summary)
+    assert "0.00 untrained and 0.80 trained" in text
+    assert "last word in 0.25 of its steps and at the word it predicts in 0.50" in text
+    assert "(the attention decoder's weights: 0.50 at that word)" in text
+    assert seq2seq_autoencoding.findings(summary[1:]) == ""
+
+
 def test_the_figure_needs_both_memories_and_is_drawn_from_the_first_seed(tmp_path):
     path = tmp_path / "figure.png"
     assert seq2seq_autoencoding.draw_figure([_row("dual_am_gru", 0, 2.0, 0.8)], path) is None

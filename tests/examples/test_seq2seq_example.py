@@ -45,6 +45,7 @@ def test_sentence_files_are_found_and_checked(tmp_path):
     with pytest.raises(ValueError, match="one test file.*found none"):
         sentences.find_sentence_files(tmp_path)
     (tmp_path / "test.txt").write_text("c d\n")
+    (tmp_path / "ptb.char.train.txt").write_text("a _ b\n")  # as in Penn Treebank's folder
     splits = sentences.read_sentence_files(tmp_path, max_length=4)
     assert splits["train"] == [["a", "b", "c"], ["b", "c"]]  # the long and blank lines left out
     assert splits["test"] == [["c", "d"]]
@@ -160,11 +161,15 @@ def test_the_probe_statistics():
     keys = np.array([[1.0, 0.0], [2.0, 0.0], [0.0, 3.0]])
     assert probes.key_similarity(keys) == pytest.approx(1 / 3)  # pairs (1, 2): 1; the rest 0
     assert np.isnan(probes.key_similarity(keys[:1]))
-    diagonal = np.eye(4)[:, :3] + 0.1  # 4 decoder steps over 3 words: the last predicts </s>
+    diagonal = np.eye(4)[:, :3] + 0.1  # 4 decoder steps over 3 words: the last predicts <eos>
     assert probes.position_shares(diagonal) == (1.0, pytest.approx(1 / 3))
     last = np.zeros((4, 3))
     last[:, 2] = 1.0
     assert probes.position_shares(last) == (pytest.approx(1 / 3), 1.0)
+    # One-word sentences have no two keys to compare.
+    statistics = probes.probe_statistics(_autoencoder("dual_am_gru"),
+                                         [(np.array([5]), np.array([2, 5]))])  # fmt: skip
+    assert statistics["key_similarity"] is None and statistics["read_aligned"] == 1.0
 
 
 def test_an_autoencoder_trains_and_its_memory_probe_runs_each_epoch(tmp_path):

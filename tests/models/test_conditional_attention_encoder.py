@@ -144,15 +144,39 @@ def test_bad_layers_are_named():
         ConditionalAttentionEncoder(lstm, keras.layers.LSTM(4))
     with pytest.raises(ValueError, match="return_sequences=True and return_state=True"):
         ConditionalAttentionEncoder(keras.layers.LSTM(4, return_state=True), attention)
-    with pytest.raises(ValueError, match="zero_output_for_mask=True"):
+    with pytest.raises(ValueError, match="go_backwards=True"):
         ConditionalAttentionEncoder(
-            keras.layers.LSTM(
-                4, return_sequences=True, return_state=True, zero_output_for_mask=True
-            ),
+            keras.layers.LSTM(4, return_sequences=True, return_state=True, go_backwards=True),
             attention,
         )
     narrow = ConditionalAttentionEncoder(
-        keras.layers.LSTM(3, return_sequences=True, return_state=True), attention
+        keras.layers.LSTM(3, return_sequences=True, return_state=True, name="narrow"), attention
     )
-    with pytest.raises(ValueError, match="outputs are 3 wide.*memory 4 wide"):
+    with pytest.raises(ValueError, match="'narrow' outputs vectors 3 wide.*memory 4 wide"):
         narrow.build([(None, None, 2), (None, None, 2)])
+    gru = ConditionalAttentionEncoder(
+        keras.layers.GRU(4, return_sequences=True, return_state=True, name="gru"),
+        AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4)), name="lstm_attention"),
+    )
+    with pytest.raises(ValueError, match=r"'gru' has states of sizes \[4\].*'lstm_attention' "
+                                         r"states of sizes \[4, 4\]"):
+        gru.build([(None, None, 2), (None, None, 2)])
+
+
+def test_the_premise_vector_is_its_last_words_output_however_padding_is_emitted():
+    # A loop that emits zeros at the padding (as cuDNN's does on a GPU) gives the same pair.
+    rng = np.random.default_rng(5)
+    premise, hypothesis, premise_mask, hypothesis_mask = _pair(rng, "float32")
+    pairs = []
+    for zeros in (False, True):
+        encoder = _encoder(zero_output_for_mask=False)
+        encoder.premise_layer.zero_output_for_mask = zeros
+        encoder.build([premise.shape, hypothesis.shape])
+        pairs.append(encoder)
+    randomize(pairs[0], rng)
+    pairs[1].set_weights(pairs[0].get_weights())
+    (p, h), (p0, h0) = (e([premise, hypothesis], mask=[premise_mask, hypothesis_mask])
+                        for e in pairs)  # fmt: skip
+    np.testing.assert_allclose(_numpy(p0), _numpy(p), atol=1e-6)
+    np.testing.assert_allclose(_numpy(h0), _numpy(h), atol=1e-6)
+    assert np.abs(_numpy(p)[1:]).min() > 0  # the padded rows' vectors are not zero

@@ -204,18 +204,23 @@ def _log_softmax(logits):
     return logits - top - np.log(np.exp(logits - top).sum(-1, keepdims=True))
 
 
-def _beam_search(model, prompt, num_tokens, num_beams):
+def _beam_search(model, prompt, num_tokens, num_beams, end=None):
     """Beam search over the full model's logits, row by row: every beam extended by every
-    token, the ``num_beams`` most likely kept; the most likely beam at the end."""
+    token, the ``num_beams`` most likely kept; the most likely beam at the end. A beam that
+    generated ``end`` has ended: it goes on with ``end`` alone, at no cost."""
     best = []
     for row in prompt:
         beams = [(0.0, list(row))]
         for _ in range(num_tokens):
             texts = np.array([text for _, text in beams])
             scores = _log_softmax(_full(model, texts)[:, -1])
-            candidates = [(score + scores[b, token], text + [token])
-                          for b, (score, text) in enumerate(beams)
-                          for token in range(scores.shape[-1])]  # fmt: skip
+            candidates = []
+            for b, (score, text) in enumerate(beams):
+                if end is not None and end in text[len(row):]:
+                    candidates.append((score, text + [end]))
+                    continue
+                candidates += [(score + scores[b, token], text + [token])
+                               for token in range(scores.shape[-1])]  # fmt: skip
             beams = sorted(candidates, key=lambda c: -c[0])[:num_beams]
         best.append(beams[0][1][len(row):])
     return np.array(best)
@@ -246,6 +251,32 @@ def test_keras_hub_samplers_drive_generation(prompt_length):
     }  # fmt: skip
     assert len(drawn) > 1
     assert all(0 <= token < VOCAB for draw in drawn for token in draw)
+
+
+def test_an_end_token_ends_a_row_for_every_way_of_choosing():
+    model = _language_model("key_value_predict")
+    step_model = build_step_model(model)
+    prompt = np.array([[3, 5, 7], [2, 2, 9]])
+    greedy = generate(step_model, prompt, 6, temperature=0)
+    end = int(greedy[0, 1])  # a token greedy generation emits early
+    ended = generate(step_model, prompt, 6, temperature=0, end_token_id=end)
+    for row in range(2):
+        first = list(greedy[row]).index(end) if end in greedy[row] else 6
+        np.testing.assert_array_equal(ended[row, : first + 1], greedy[row, : first + 1])
+        assert (ended[row, first:] == end).all()
+    with pytest.raises(ValueError, match=r"`end_token_id` must be a token id in \[0, 17\)"):
+        generate(step_model, prompt, 2, end_token_id=17)
+    keras_hub = pytest.importorskip("keras_hub", reason="the samplers come from keras-hub")
+    np.testing.assert_array_equal(
+        generate(step_model, prompt, 6, sampler="greedy", end_token_id=end), ended
+    )
+    # A beam search ranks an ended beam by its text up to the end token (here row 1 ends at
+    # once, where a search scoring the tokens after the end would not).
+    beams = generate(step_model, prompt, 4, end_token_id=end,
+                     sampler=keras_hub.samplers.BeamSampler(num_beams=3))  # fmt: skip
+    np.testing.assert_array_equal(beams, _beam_search(model, prompt, 4, 3, end=end))
+    unended = _beam_search(model, prompt, 4, 3)
+    assert not np.array_equal(beams, np.where(np.cumsum(unended == end, 1) > 0, end, unended))
 
 
 def test_a_bad_sampler_is_named(monkeypatch):

@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionRNN
+from tf_memlayers.layers.memory_cell_wrapper import flat_state_sizes
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -28,8 +29,8 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
 
     Args:
         premise_layer: A `keras.layers.RNN` (such as `keras.layers.LSTM`) built with
-            ``return_sequences=True`` and ``return_state=True``: its outputs are the memory,
-            its final states start the hypothesis.
+            ``return_sequences=True`` and ``return_state=True``, reading forwards: its outputs
+            are the memory, its final states start the hypothesis.
         hypothesis_layer: An `AttentionRNN`; its cell's ``memory_dim``, where set, must be the
             premise layer's output width.
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
@@ -39,7 +40,8 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
             ``[batch, Th, dim]``.
         mask: Optional list ``[premise mask, hypothesis mask]`` of boolean tensors
             ``[batch, Tp]`` and ``[batch, Th]`` (padding at the end). The premise's mask is
-            also the memory's: padding is never attended to. Default: `None`.
+            also the memory's: padding is never attended to, and ``p`` is the output at each
+            premise's last word. Default: `None`.
         training: Python boolean, passed to both layers. Default: `None`.
 
     Returns:
@@ -49,10 +51,9 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
 
     Raises:
         TypeError: If a layer has the wrong type; the message names it.
-        ValueError: If the premise layer does not return its sequences and states, returns
-            zeros at masked steps (``zero_output_for_mask=True``: its last step would not be
-            its final output), or its width is not the attention's ``memory_dim``; the message
-            names the layer.
+        ValueError: If the premise layer does not return its sequences and states or runs
+            backwards, its states do not match the hypothesis cell's, or its width is not the
+            attention's ``memory_dim``; the message names the layers.
 
     Example:
 
@@ -88,11 +89,11 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
                 "return_sequences=True and return_state=True: its outputs are the memory and "
                 "its final states start the hypothesis."
             )
-        if premise_layer.zero_output_for_mask:
+        if premise_layer.go_backwards:
             raise ValueError(
-                f"{owner}: `premise_layer` ({premise_layer.name!r}) has "
-                "zero_output_for_mask=True, so its last step is not its final output at "
-                "padding; build it with zero_output_for_mask=False."
+                f"{owner}: `premise_layer` ({premise_layer.name!r}) has go_backwards=True: its "
+                "outputs would come in reverse order, not in the order of the premise's words "
+                "and mask that the attention reads. Build it with go_backwards=False."
             )
         self.premise_layer = premise_layer
         self.hypothesis_layer = hypothesis_layer
@@ -108,13 +109,24 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
     def build(self, input_shape):
         premise_shape, hypothesis_shape = (tuple(shape) for shape in input_shape)
         memory_shape = self._memory_shape(premise_shape)
+        owner, premise, hypothesis = (type(self).__name__, self.premise_layer.name,
+                                      self.hypothesis_layer.name)  # fmt: skip
         # An `AttentionWrapper` takes the memory's width when built, unless given one.
         memory_dim = self.hypothesis_layer.cell.memory_dim
         if memory_dim is not None and memory_shape[-1] != memory_dim:
             raise ValueError(
-                f"{type(self).__name__}: the premise layer's outputs are {memory_shape[-1]} "
-                f"wide, but the hypothesis layer's attention reads a memory {memory_dim} wide "
-                "(its cell's `memory_dim`)."
+                f"{owner}: the premise layer {premise!r} outputs vectors {memory_shape[-1]} "
+                f"wide, but the hypothesis layer {hypothesis!r} attends over a memory "
+                f"{memory_dim} wide (its cell's `memory_dim`)."
+            )
+        premise_states = flat_state_sizes(self.premise_layer.cell.state_size)
+        hypothesis_states = list(self.hypothesis_layer.cell.cell_state_sizes)
+        if premise_states != hypothesis_states:
+            raise ValueError(
+                f"{owner}: the hypothesis starts from the premise's final states, but the "
+                f"premise layer {premise!r} has states of sizes {premise_states} and the cell "
+                f"of the hypothesis layer {hypothesis!r} states of sizes {hypothesis_states}; "
+                "use the same kind of cell, of the same width, in both."
             )
         if not self.premise_layer.built:
             self.premise_layer.build(premise_shape)
@@ -139,9 +151,7 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
         )  # fmt: skip
         if self.hypothesis_layer.return_state or cell.return_alignments:
             outputs = outputs[0]
-        # Keras's RNNs carry the last unmasked output through the padding at the end, so the
-        # last step is the premise's final output.
-        return [memory[:, -1], outputs]
+        return [_final_outputs(memory, premise_mask), outputs]
 
     def compute_mask(self, inputs, mask=None):
         if mask is None or not self.return_sequences:
@@ -169,3 +179,14 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
         for name in ("premise_layer", "hypothesis_layer"):
             config[name] = keras.layers.deserialize(config[name])
         return cls(**config)
+
+
+def _final_outputs(outputs, mask):
+    """Each row's output at its last unmasked step (the padding at the end). Taken by the mask,
+    not from the last step, which holds zeros where a loop zeroes the padding's outputs
+    (``zero_output_for_mask=True``, or cuDNN's kernel on a GPU)."""
+    if mask is None:
+        return outputs[:, -1]
+    last = ops.sum(ops.cast(mask, "int32"), axis=1) - 1
+    index = ops.expand_dims(ops.expand_dims(ops.maximum(last, 0), -1), -1)
+    return ops.squeeze(ops.take_along_axis(outputs, index, axis=1), 1)

@@ -189,7 +189,7 @@ def _check_step_model(step_model):
 
 
 def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None, sampler=None,
-             initial_state=None):  # fmt: skip
+             initial_state=None, end_token_id=None):  # fmt: skip
     """Continues each row of ``prompt`` by ``num_tokens`` tokens, one step at a time.
 
     The prompt is read token by token from the zero state (or from ``initial_state``, such as
@@ -218,6 +218,10 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None, sampler
         initial_state: Optional list of arrays, one per state input of ``step_model``, each
             with ``batch`` rows: the state the prompt is read from. Default: `None`
             (`initial_step_state`'s zeros).
+        end_token_id: Optional integer, the token that ends a text: once a row has generated
+            it, every later token of the row is it, and a sampler scores the row as ended
+            there (a beam search ranks finished beams by their text up to the end token; the
+            loop stops once every row has ended). Default: `None` (no end token).
 
     Returns:
         Integer NumPy array ``[batch, num_tokens]``: the generated tokens.
@@ -226,8 +230,9 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None, sampler
         ValueError: If ``step_model`` is not a step model (e.g. the language model itself),
             ``prompt`` is not a non-empty ``[batch, length]`` array of integers or holds ids
             outside the vocabulary, ``num_tokens`` is negative, ``temperature`` is negative
-            or not finite, ``temperature``/``seed`` come with a ``sampler``, or
-            ``initial_state`` does not match the step model's state inputs.
+            or not finite, ``temperature``/``seed`` come with a ``sampler``,
+            ``initial_state`` does not match the step model's state inputs, or
+            ``end_token_id`` is outside the vocabulary.
         TypeError: If ``num_tokens`` is not an integer, ``temperature`` not a number, or
             ``sampler`` neither a sampler's name nor callable.
         ImportError: If ``sampler`` is a name and keras-hub is not installed.
@@ -266,6 +271,13 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None, sampler
             f"`prompt` holds token ids outside [0, {vocabulary_size}), the step model's "
             f"vocabulary: {sorted(set(outside.tolist()))[:10]}."
         )
+    if end_token_id is not None:
+        end_token_id = check_int("end_token_id", end_token_id, 0)
+        if end_token_id >= vocabulary_size:
+            raise ValueError(
+                f"`end_token_id` must be a token id in [0, {vocabulary_size}), the step "
+                f"model's vocabulary; got {end_token_id}."
+            )
     state = _start_state(step_model, initial_state, prompt.shape[0])
     if num_tokens == 0:
         return np.zeros((prompt.shape[0], 0), int)
@@ -279,7 +291,8 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None, sampler
         # The sampler feeds the prompt's last token itself (its first `next`).
         for position in range(prompt.shape[1] - 1):
             _, state = step(prompt[:, position : position + 1], state)
-        return _sample(step_model, sampler, prompt, num_tokens, state)
+        tokens = _sample(step_model, sampler, prompt, num_tokens, state, end_token_id)
+        return _after_the_end(tokens, end_token_id)
     rng = np.random.default_rng(seed)
     for position in range(prompt.shape[1]):
         logits, state = step(prompt[:, position : position + 1], state)
@@ -295,7 +308,16 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None, sampler
         generated.append(tokens)
         if index + 1 < num_tokens:  # the last token needs no logits after it
             logits, state = step(tokens[:, None], state)
-    return np.stack(generated, axis=1)
+    return _after_the_end(np.stack(generated, axis=1), end_token_id)
+
+
+def _after_the_end(tokens, end_token_id):
+    """``tokens`` ``[batch, n]`` with every token after a row's first ``end_token_id`` set to
+    it (unchanged without an end token)."""
+    if end_token_id is None:
+        return tokens
+    ended = np.cumsum(tokens == end_token_id, axis=1) > 0
+    return np.where(ended, end_token_id, tokens)
 
 
 def _start_state(step_model, initial_state, batch_size):
@@ -347,24 +369,36 @@ def _resolve_sampler(sampler):
     return sampler
 
 
-def _sample(step_model, sampler, prompt, num_tokens, state):
+def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None):
     """Runs ``sampler`` over the buffer ``[prompt | num_tokens zeros]`` from ``state`` (the
     state after all but the prompt's last token); returns the tokens it wrote."""
+    ops = keras.ops
     length = prompt.shape[1]
     buffer = np.concatenate([prompt, np.zeros((prompt.shape[0], num_tokens), prompt.dtype)], 1)
     mask = np.broadcast_to(np.arange(buffer.shape[1]) < length, buffer.shape)
 
     def next(prompt, cache, index):
-        tokens = keras.ops.take(prompt, keras.ops.expand_dims(index - 1, 0), axis=1)
-        logits, *cache = step_model([keras.ops.cast(tokens, "int32"), *cache], training=False)
-        return logits[:, -1], None, tuple(cache)
+        tokens = ops.take(prompt, ops.expand_dims(index - 1, 0), axis=1)
+        logits, *cache = step_model([ops.cast(tokens, "int32"), *cache], training=False)
+        logits = logits[:, -1]
+        if end_token_id is not None:
+            # A row that generated the end token has ended: all its mass stays on the end
+            # token, so its score is that of its text up to the end.
+            ended = ops.logical_and(ops.equal(tokens, end_token_id), index - 1 >= length)
+            ended_logits = ops.where(
+                ops.equal(ops.arange(ops.shape(logits)[-1]), end_token_id), 0.0, -1e9
+            )
+            logits = ops.where(ended, ops.cast(ended_logits, logits.dtype), logits)
+        return logits, None, tuple(cache)
 
+    extra = {} if end_token_id is None else {"stop_token_ids": [end_token_id]}
     tokens = sampler(
         next,
-        keras.ops.convert_to_tensor(buffer.astype("int32")),
-        cache=tuple(keras.ops.convert_to_tensor(s) for s in state),
+        ops.convert_to_tensor(buffer.astype("int32")),
+        cache=tuple(ops.convert_to_tensor(s) for s in state),
         index=length,
-        mask=keras.ops.convert_to_tensor(mask),
+        mask=ops.convert_to_tensor(mask),
         model=step_model,
+        **extra,
     )
     return np.asarray(keras.ops.convert_to_numpy(tokens))[:, length:].astype(int)

@@ -296,7 +296,7 @@ class AssociativeGRUCell(keras.layers.Layer):
 
         Returns:
             Tuple ``(output, new_states, {"written": delta, "read": h, "key": k})``, ``k``
-            the write key :math:`\operatorname{bound}(x\,W_{key})` ``[batch, n]`` in ``[re |
+            the write key ``bound(x W_key)`` ``[batch, n]`` in ``[re |
             im]`` layout (unpermuted, as copy 0 uses it).
         """
         states = zero_reset_rows(type(self).__name__, inputs, states, reset)
