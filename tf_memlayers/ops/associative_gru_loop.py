@@ -25,11 +25,14 @@ tf = require_tensorflow("the fused AM-GRU loop (tf_memlayers.ops.associative_gru
 _compiled = {}
 
 
-def _function(fn, jit_compile, copy=0):
-    """``fn`` as a `tf.function`, one per ``(fn, jit_compile, copy)``."""
-    key = (fn, jit_compile, copy)
+def _function(fn, jit_compile, exact_shapes=False):
+    """``fn`` as a `tf.function`; one that relaxes its shapes after two different calls,
+    unless ``exact_shapes`` (a trace per shape: every shape inside stays static)."""
+    key = (fn, jit_compile, exact_shapes)
     if key not in _compiled:
-        _compiled[key] = tf.function(fn, jit_compile=jit_compile, reduce_retracing=True)
+        _compiled[key] = tf.function(
+            fn, jit_compile=jit_compile, reduce_retracing=not exact_shapes
+        )
     return _compiled[key]
 
 
@@ -45,6 +48,7 @@ def associative_gru_loop(
     zero_output_for_mask=False,
     jit_compile=False,
     num_shards=1,
+    exact_shapes=False,
     source=None,
     dual_gate_kernel=None,
     dual_candidate_kernel=None,
@@ -65,6 +69,9 @@ def associative_gru_loop(
         jit_compile: compile the forward and the backward loop with XLA.
         num_shards: split the batch into this many independent loops (at most one per
             example), which TensorFlow runs concurrently (one core each).
+        exact_shapes: trace the forward loop for these shapes alone, never relaxing them
+            (a model with a fixed batch size to convert with TFLite's built-in operators,
+            which need every shape in a loop static).
         source: optional ``[B, n * C]`` source memory read at every step with the same key
             (`DualAssociativeGRUCell` with ``dual_key="paper"``); needs
             ``dual_gate_kernel`` ``[n, 2n]`` and ``dual_candidate_kernel`` ``[n, n]``.
@@ -103,6 +110,7 @@ def associative_gru_loop(
     n = output.shape[-1]
     zero_output_for_mask = bool(zero_output_for_mask)
     backward = _function(backward_loop, jit_compile)
+    forward = _function(forward_loop, jit_compile, exact_shapes)
     matrix = tf.constant(holographic.permutation_matrix(permutations), dtype=projected.dtype)
     unpermute = tf.constant(holographic.unpermuting_indices(permutations))
     constants = (num_copies, zero_output_for_mask, n)
@@ -122,12 +130,6 @@ def associative_gru_loop(
         source = as_parts(kernels.pop(2)) if has_source else None
         kernels = tuple(kernels) + (None, None) * (not has_source)
         shards, sizes = _shards(output, num_shards)
-        # A static batch (a model built with a fixed batch size, as TFLite's built-in
-        # operators need) runs each shard through a function of its own: the converter lowers
-        # the loops of a function called once, not of one called by several shards.
-        static = not isinstance(sizes, tf.Tensor)
-        forwards = [_function(forward_loop, jit_compile, i if static else 0)
-                    for i in range(shards)]  # fmt: skip
 
         def shard(x, axis=0):
             if x is None:
@@ -145,8 +147,8 @@ def associative_gru_loop(
         results = [
             forward(p, m, s, o, stopped(recurrent_kernel), step_kernels, stopped(x), matrix,
                     *constants)
-            for forward, p, m, s, o, x in zip(
-                forwards, shard(stopped(projected), 1), masks, shard(stopped(parts)),
+            for p, m, s, o, x in zip(
+                shard(stopped(projected), 1), masks, shard(stopped(parts)),
                 shard(stopped(output)), sources,
             )
         ]
@@ -255,12 +257,8 @@ def shard_sizes(batch, num_shards):
 
 
 def _shards(output, num_shards):
-    """``(count, sizes)`` of the batch shards of ``output`` ``[B, n]``.
-
-    A static batch gets static sizes and no empty shard, so that every shape inside the loops
-    stays static: TFLite's built-in operators convert the loops' tensor lists only then (a
-    model built with a fixed batch size). Otherwise the sizes are computed in the graph.
-    """
+    """``(count, sizes)`` of the batch shards of ``output`` ``[B, n]``: static sizes and no
+    empty shard for a static batch, else sizes computed in the graph."""
     batch = output.shape[0]
     if batch is None:
         return num_shards, shard_sizes(tf.shape(output)[0], num_shards)

@@ -155,7 +155,7 @@ class AssociativeRecurrentLayer(ResettableRNN):
         # The fused loop has no resets: a call with `reset` runs Keras's loop (`call` has
         # refused it with fused_loop=True).
         if self.uses_fused_loop and self._call_reset is None:
-            return self.fused_inner_loop(sequences, list(initial_state), mask)
+            return self.fused_inner_loop(sequences, list(initial_state), mask, training)
         return self.keras_inner_loop(sequences, list(initial_state), mask, training)
 
     def keras_inner_loop(self, sequences, initial_state, mask, training):
@@ -163,17 +163,27 @@ class AssociativeRecurrentLayer(ResettableRNN):
         one, or `scan_loop` with a mask on a backend other than TensorFlow."""
         return super().inner_loop(sequences, initial_state, mask, training=training)
 
-    def fused_inner_loop(self, sequences, initial_state, mask):
+    def fused_inner_loop(self, sequences, initial_state, mask, training=False):
         """The loop as one `associative_gru_loop` op; returns ``(last output, outputs,
         final states)``."""
         raise NotImplementedError
 
-    def run_fused_loop(self, projected, initial_state, mask, kernels, **options):
+    def run_fused_loop(self, projected, initial_state, mask, kernels, training=False,
+                       **options):  # fmt: skip
         """`batch_major_associative_gru_loop` with this layer's direction and mask rule;
-        returns ``(last output, outputs, [memory, output])``."""
+        returns ``(last output, outputs, [memory, output])``.
+
+        On a CPU the loop splits the batch into shards that run concurrently, except in
+        inference with a fixed batch size (a model built for export, an eager call): there
+        the batch runs as one loop traced for its own shapes, all static, as TFLite's built-in
+        operators need to convert it.
+        """
         # A TensorFlow op: imported here, since the fused loop runs on TensorFlow only
         # (`fused_loop_unsupported`) and the layer itself needs no TensorFlow.
         from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
+
+        if not training and projected.shape[0] is not None:
+            options.update(num_shards=1, exact_shapes=True)
 
         outputs, memory, output = batch_major_associative_gru_loop(
             projected,
@@ -365,6 +375,6 @@ class AssociativeGRU(AssociativeRecurrentLayer):
         with self.cell.stepping_on_projections(kernels):
             return super().keras_inner_loop(projected, initial_state, mask, training)
 
-    def fused_inner_loop(self, sequences, initial_state, mask):
+    def fused_inner_loop(self, sequences, initial_state, mask, training=False):
         projected, kernels = self._projections(sequences)
-        return self.run_fused_loop(projected, initial_state, mask, kernels)
+        return self.run_fused_loop(projected, initial_state, mask, kernels, training)

@@ -394,7 +394,7 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
     def cell_permutations(self):
         return self.cell.premise_cell.permutations
 
-    def fused_inner_loop(self, sequences, initial_state, mask):
+    def fused_inner_loop(self, sequences, initial_state, mask, training=False):
         premise = self.cell.premise_cell
         input_kernel, input_bias, *kernels = premise.projection_kernels()
         projected = ops.matmul(sequences, input_kernel) + input_bias
@@ -404,6 +404,7 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
             initial_state,
             mask,
             kernels,
+            training,
             source=source,
             dual_gate_kernel=self.cell.dual_gate_kernel,
             dual_candidate_kernel=self.cell.dual_candidate_kernel,
