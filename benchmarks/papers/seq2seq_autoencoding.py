@@ -43,8 +43,18 @@ MODELS = {
     "attention": "GRU encoder, GRU decoder with attention",
     "gru": "GRU encoder, GRU decoder",
 }
-DOCS_BLOCK = "seq2seq-autoencoding"
-FIGURE = ROOT / "docs" / "images" / "seq2seq_figure3.png"
+DATA = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
+# Key (--corpus): the example's options for the corpus (the folder of its files, if any, is
+# added by `run`), the default epochs and seeds, and the results page's block and figure.
+CORPORA = {
+    "generated": {"folder": None, "arguments": [], "epochs": 20, "seeds": [0, 1, 2],
+                  "block": "seq2seq-autoencoding", "figure": "seq2seq_figure3.png"},
+    "ptb": {"folder": "ptb", "arguments": ["--max-length", "15", "--max-train", "10000"],
+            "epochs": 8, "seeds": [0], "block": "seq2seq-autoencoding-ptb",
+            "figure": "seq2seq_figure3_ptb.png"},
+}  # fmt: skip
+IMAGES = ROOT / "docs" / "images"
+RESULTS = ROOT / "benchmarks" / "results"
 
 
 def parse_args(argv=None):
@@ -52,29 +62,48 @@ def parse_args(argv=None):
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
+    parser.add_argument("--corpus", choices=list(CORPORA), default="generated",
+                        help="the example's generated corpus, or Penn Treebank's sentences of "
+                        f"at most 15 words from {DATA / 'ptb'} (TF_MEMLAYERS_DATA)")
     parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS),
                         help="the rows to run")
-    parser.add_argument("--seeds", nargs="+", type=options.non_negative_int, default=[0, 1, 2],
-                        help="one run per model and seed")
-    parser.add_argument("--epochs", type=options.positive_int, default=20, help="epochs per run")
+    parser.add_argument("--seeds", nargs="+", type=options.non_negative_int,
+                        help="one run per model and seed (default: 0 1 2 on the generated "
+                        "corpus, 0 on Penn Treebank)")
+    parser.add_argument("--epochs", type=options.positive_int,
+                        help="epochs per run (default: 20 on the generated corpus, 8 on Penn "
+                        "Treebank)")
     parser.add_argument("--runs-dir", type=pathlib.Path,
                         default=ROOT / "runs" / "benchmarks" / "seq2seq_autoencoding",
                         help="where the example keeps each run (checkpoints, TensorBoard logs)")
-    add_results_options(parser, ROOT / "benchmarks" / "results" / "seq2seq_autoencoding.json")
+    add_results_options(parser, None)
     add_update_docs_option(parser)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    corpus = CORPORA[args.corpus]
+    args.seeds = args.seeds or corpus["seeds"]
+    args.epochs = args.epochs or corpus["epochs"]
+    suffix = "" if args.corpus == "generated" else f"_{args.corpus}"
+    args.results = args.results or RESULTS / f"seq2seq_autoencoding{suffix}.json"
+    return args
 
 
 def example_arguments(args):
-    """The example's options common to every run (the settings of the benchmark)."""
-    return ["--epochs", str(args.epochs)]
+    """The example's options common to every run (the settings of the benchmark), but for the
+    corpus's folder."""
+    return [*CORPORA[args.corpus]["arguments"], "--epochs", str(args.epochs)]
 
 
 def run(model, seed, args):
     """Runs the example once; returns its row."""
+    folder = CORPORA[args.corpus]["folder"]
+    data = []
+    if folder:
+        if not (DATA / folder).is_dir():
+            sys.exit(f"{DATA / folder} not found (set TF_MEMLAYERS_DATA).")
+        data = ["--data-dir", str(DATA / folder)]
     metrics, settings = run_example(
-        EXAMPLE, ["--model", model, *example_arguments(args), "--seed", str(seed)],
-        args.runs_dir / f"{model}-seed{seed}", ROOT,
+        EXAMPLE, ["--model", model, *data, *example_arguments(args), "--seed", str(seed)],
+        args.runs_dir / f"{args.corpus}-{model}-seed{seed}", ROOT,
     )  # fmt: skip
     return {
         "model": model,
@@ -123,7 +152,7 @@ def summarise(runs):
     return rows
 
 
-def draw_figure(runs, path=FIGURE):
+def draw_figure(runs, path):
     """The first seed's Dual AM-GRU heatmap (Figure 3) beside the attention decoder's weights
     on the same sentence; returns the path, or `None` without both runs."""
     import matplotlib
@@ -185,13 +214,28 @@ def write_docs_table(report):
     runs = report["runs"]
     if not runs:
         sys.exit("No runs in the results file: nothing to write to docs/results.rst.")
+    corpus = report["settings"].get("corpus", "generated")
     first = runs[0]
     epochs = sorted({r["epochs"] for r in runs})
-    shortest, longest = GENERATED_LENGTHS
-    draw_figure(runs)
+    if corpus == "generated":
+        shortest, longest = GENERATED_LENGTHS
+        sentences = (f"its generated corpus ({first['train_sentences']} training sentences of "
+                     f"{shortest}-{longest} words, vocabulary {first['vocabulary']})")  # fmt: skip
+    else:
+        sentences = (f"Penn Treebank's sentences of at most 15 words ({first['train_sentences']} "
+                     f"from the training split, vocabulary {first['vocabulary']} with "
+                     "``<unk>``)")  # fmt: skip
+    figure = CORPORA[corpus]["figure"]
+    drawn = draw_figure(runs, IMAGES / figure)
     summary = report.get("summary") or summarise(runs)
+    footer = findings(summary)
+    if drawn:
+        footer += (f"\n\n.. image:: images/{figure}\n   :alt: Two heatmaps over one test "
+                   "sentence: left, the cosine similarity between what the AM-GRU encoder "
+                   "wrote at each source word and what the Dual AM-GRU decoder read at each "
+                   "step; right, the attention decoder's weights over the source words.")
     update_docs(
-        DOCS_BLOCK,
+        CORPORA[corpus]["block"],
         summary,
         [("model", "model"), ("seeds", "seeds"), ("parameters", "parameters"),
          ("test_perplexity", "test perplexity"), ("test_word_accuracy", "word accuracy"),
@@ -200,9 +244,8 @@ def write_docs_table(report):
          ("key_similarity_before", "key similarity, untrained"),
          ("key_similarity", "key similarity, trained"),
          ("read_aligned", "reads its word most"), ("read_last", "reads the last word most")],
-        f"``examples/seq2seq_autoencoder.py`` on its generated corpus "
-        f"({first['train_sentences']} training sentences of {shortest}-{longest} words, vocabulary "
-        f"{first['vocabulary']}), {'/'.join(map(str, epochs))} epochs, {first['units']} units, "
+        f"``examples/seq2seq_autoencoder.py`` on {sentences}, "
+        f"{'/'.join(map(str, epochs))} epochs, {first['units']} units, "
         "mean ± std over the seeds. Test perplexity and word accuracy: teacher-forced, over "
         f"the {first['test_sentences']} test sentences' words and end marks. Decoded: each test "
         "sentence decoded greedily from its encoding alone through the decoder's step model, "
@@ -212,8 +255,11 @@ def write_docs_table(report):
         "decoder steps whose read from the encoder's memory (the Dual AM-GRU's retrieval, the "
         "attention's weights) is largest at the word being predicted, and at the source's last "
         "word; over 100 test sentences. Written by ``python -m "
-        "benchmarks.papers.seq2seq_autoencoding --update-docs``; times are in the results file.",
-        footer=findings(summary),
+        "benchmarks.papers.seq2seq_autoencoding --update-docs"
+        + ("" if corpus == "generated" else f" --corpus {corpus}")
+        + "``; times are in the results file.",
+        footer=footer,
+        insert_after=None if corpus == "generated" else CORPORA["generated"]["block"],
     )  # fmt: skip
 
 
@@ -224,7 +270,7 @@ def main(argv=None):
         report = results_file.render(args.results, write_docs)
         print(json.dumps(report.get("summary") or summarise(report["runs"]), indent=1))
         return report
-    settings = {"example_arguments": example_arguments(args)}
+    settings = {"corpus": args.corpus, "example_arguments": example_arguments(args)}
     results = ResultsFile(args.results, settings, key=("model", "seed"), summarise=summarise)
     report = results.resume()
     for model, seed in results.missing(report, [(m, s) for s in args.seeds for m in args.models]):

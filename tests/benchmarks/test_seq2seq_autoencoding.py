@@ -59,6 +59,17 @@ def test_the_figure_needs_both_memories_and_is_drawn_from_the_first_seed(tmp_pat
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_each_corpus_has_its_defaults_results_file_and_block():
+    generated = seq2seq_autoencoding.parse_args([])
+    assert generated.seeds == [0, 1, 2] and generated.epochs == 20
+    assert generated.results.name == "seq2seq_autoencoding.json"
+    ptb = seq2seq_autoencoding.parse_args(["--corpus", "ptb", "--epochs", "3"])
+    assert ptb.seeds == [0] and ptb.epochs == 3
+    assert ptb.results.name == "seq2seq_autoencoding_ptb.json"
+    assert seq2seq_autoencoding.example_arguments(ptb) == [
+        "--max-length", "15", "--max-train", "10000", "--epochs", "3"]  # fmt: skip
+
+
 def test_the_shared_helpers(tmp_path):
     result = doctest.testmod(example_runs)
     assert result.attempted > 0 and result.failed == 0

@@ -449,6 +449,7 @@ BENCHMARK_BAD = [
     ("benchmarks.papers.seq2seq_autoencoding", ["--epochs", "0"], "--epochs"),
     ("benchmarks.papers.seq2seq_autoencoding", ["--models", "lstm"], "--models"),
     ("benchmarks.papers.seq2seq_autoencoding", ["--seeds", "-1"], "--seeds"),
+    ("benchmarks.papers.seq2seq_autoencoding", ["--corpus", "wmt14"], "--corpus"),
     ("benchmarks.speed.window_attention", ["--lengths", "20", "-5"], "--lengths"),
     ("benchmarks.speed.window_attention", ["--window", "0"], "--window"),
 ]
