@@ -392,13 +392,20 @@ def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None):
         return logits, None, tuple(cache)
 
     extra = {} if end_token_id is None else {"stop_token_ids": [end_token_id]}
-    tokens = sampler(
-        next,
+
+    def run(buffer, cache, mask):
+        return sampler(next, buffer, cache=cache, index=length, mask=mask, model=step_model,
+                       **extra)  # fmt: skip
+
+    if keras.backend.backend() == "tensorflow":
+        # As keras-hub's models generate: the sampler's loop traced into one graph, not run
+        # op by op (on JAX its loop is traced by `lax.while_loop` already).
+        import tensorflow as tf
+
+        run = tf.function(run)
+    tokens = run(
         ops.convert_to_tensor(buffer.astype("int32")),
-        cache=tuple(ops.convert_to_tensor(s) for s in state),
-        index=length,
-        mask=ops.convert_to_tensor(mask),
-        model=step_model,
-        **extra,
+        tuple(ops.convert_to_tensor(s) for s in state),
+        ops.convert_to_tensor(mask),
     )
     return np.asarray(keras.ops.convert_to_numpy(tokens))[:, length:].astype(int)
