@@ -28,7 +28,6 @@ the encoder wrote and what the decoder read, or the attention weights, with the 
 statistics of `examples.seq2seq.probes`) and ``metrics.json``.
 """
 
-import argparse
 import os
 import sys
 import time

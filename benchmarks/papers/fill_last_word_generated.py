@@ -25,8 +25,6 @@ import os
 import pathlib
 import sys
 
-import numpy as np
-
 from benchmarks import results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.papers.example_runs import mean_and_spread, run_example
