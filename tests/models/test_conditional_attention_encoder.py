@@ -9,6 +9,7 @@ sentences; and the way the SNLI model uses it (the example's ``word_by_word`` en
 import keras
 import numpy as np
 import pytest
+from keras.src.testing import TestCase
 
 from memory_attention_reference import randomize, word_by_word_reference
 from tf_memlayers.layers import AttentionRNN, AttentionWrapper, WordByWordAttention
@@ -180,3 +181,51 @@ def test_the_premise_vector_is_its_last_words_output_however_padding_is_emitted(
     np.testing.assert_allclose(_numpy(p0), _numpy(p), atol=1e-6)
     np.testing.assert_allclose(_numpy(h0), _numpy(h), atol=1e-6)
     assert np.abs(_numpy(p)[1:]).min() > 0  # the padded rows' vectors are not zero
+
+
+def test_mixed_float16_matches_float32():
+    rng = np.random.default_rng(6)
+    premise, hypothesis, premise_mask, hypothesis_mask = _pair(rng, "float32")
+    expected = _encoder()
+    expected.build([premise.shape, hypothesis.shape])
+    randomize(expected, rng)
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        encoder = _encoder()
+        encoder.build([premise.shape, hypothesis.shape])
+    finally:
+        keras.config.set_dtype_policy("float32")
+    encoder.set_weights(expected.get_weights())
+    masks = [premise_mask, hypothesis_mask]
+    got = encoder([premise, hypothesis], mask=masks)
+    assert all(keras.backend.standardize_dtype(x.dtype) == "float16" for x in got)
+    for g, w in zip(got, expected([premise, hypothesis], mask=masks)):
+        np.testing.assert_allclose(_numpy(g).astype("float32"), _numpy(w), atol=5e-3)
+
+
+class ConditionalAttentionEncoderLayerTest(TestCase):
+    """Keras's own layer checks (`run_layer_test`). The two layers inside compute under their
+    own dtype policies, so Keras's check that a ``dtype`` argument sets the outputs' dtype does
+    not apply; mixed precision is test_mixed_float16_matches_float32's."""
+
+    def test_keras_layer_checks(self):
+        for name, hypothesis_cell, weights in (
+            ("word_by_word", lambda: WordByWordAttention(keras.layers.LSTMCell(4)), 3 + 3 + 5),
+            ("luong", lambda: AttentionWrapper(keras.layers.LSTMCell(4), score="general"), 3 + 3 + 2),
+        ):  # fmt: skip
+            with self.subTest(name=name):
+                self.run_layer_test(
+                    ConditionalAttentionEncoder,
+                    init_kwargs={
+                        "premise_layer": keras.layers.LSTM(
+                            4, return_sequences=True, return_state=True
+                        ),
+                        "hypothesis_layer": AttentionRNN(hypothesis_cell()),
+                    },
+                    input_shape=((2, 5, 3), (2, 4, 3)),
+                    expected_output_shape=[(2, 4), (2, 4)],
+                    expected_num_trainable_weights=weights,
+                    supports_masking=True,
+                    run_training_check=False,
+                    run_mixed_precision_check=False,
+                )
