@@ -1,11 +1,16 @@
 """SlidingWindowAttention (parallel form) and SlidingWindowAttentionCell (cell form)."""
 
+import json
+import os
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
-from support import BACKEND, PassThroughCell, gradients, keras_lstm, masked_rnn
+from support import BACKEND, REPO_ROOT, PassThroughCell, gradients, keras_lstm, masked_rnn
 from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
 from tf_memlayers import ResettableRNN, SlidingWindowAttention, SlidingWindowAttentionCell
 from tf_memlayers.layers import resettable_rnn
@@ -753,3 +758,33 @@ def test_stateful_layer_carries_memory_inside_jit_fit():
     assert np.all(valid == 1.0) and np.any(keys != 0.0)
     window.reset_state()
     assert np.all(np.asarray(window.memory) == 0.0)
+
+
+ONE_STEP_SCRIPT = """
+import json
+import numpy as np
+from tf_memlayers import SlidingWindowAttention
+
+layer = SlidingWindowAttention(window=5, mode="key_value", return_memory=True)
+inputs = np.random.default_rng(0).normal(size=(8, 300, 32)).astype("float32")
+whole, _ = layer(inputs)
+memory, steps = None, []
+for t in range(inputs.shape[1]):
+    output, memory = layer(inputs[:, t : t + 1], initial_memory=memory)
+    steps.append(np.asarray(output))
+print(json.dumps(float(np.abs(np.concatenate(steps, 1) - np.asarray(whole)).max())))
+"""
+
+
+def test_one_step_calls_at_batch_eight_match_the_whole_sequence(tmp_path):
+    """300 calls of one step each, carrying the memory, give the one call's outputs, in a
+    process of their own: on TensorFlow's CPU kernels, a batched product over [8, 1, L, a]
+    broadcast against the score vector corrupted the heap and aborted the process."""
+    script = tmp_path / "one_step.py"
+    script.write_text(ONE_STEP_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) < 1e-5
