@@ -9,7 +9,10 @@ to each call), run by `AttentionRNN`: `AttentionWrapper` with Luong et al.'s dot
 the cell without input feeding (the cell's own step unchanged) and their general score with
 input feeding (the cell's input joined with the previous attention vector), Bahdanau et al.'s
 RNNsearch (the additive score before the cell, the context joined to its input), and
-`WordByWordAttention` (Rocktäschel et al. 2016). The variants are timed
+`WordByWordAttention` (Rocktäschel et al. 2016). Without input feeding nothing of the
+attention reaches the next step, so `AttentionRNN` runs the cell's loop alone and attends
+for all steps in batched products after it; the others attend inside the loop, step by
+step. The variants are timed
 interleaved in one process (`benchmarks.timing`): medians in milliseconds, and the ratio to
 the bare cell as the median of the per-round ratios. A step costs time linear in L, so the
 table gives several L; the goal is the wrapped LSTM within 1.5× the bare cell at L = 50.
@@ -165,10 +168,13 @@ def main(argv=None):
             "(``benchmarks/speed/attention_wrapper.py``), medians of "
             f"{args.rounds} interleaved rounds (× bare cell: the median of the per-round "
             f"ratios). Goal: within {GOAL_RATIO}× the bare cell at L = {GOAL_LENGTH}. Where "
-            "the context or the previous attention vector joins the cell's input (input "
-            "feeding, RNNsearch), the cell's own input product is twice as wide as the bare "
-            "cell's; the word-by-word attention adds three products of its own per step "
-            "(the query, W^t and the output).",
+            "the attention feeds nothing back (Luong's score without input feeding), the "
+            "cell's loop runs alone and the attention of all steps follows it in batched "
+            "products. Where the context or the previous attention vector joins the cell's "
+            "input (input feeding, RNNsearch), the attention runs inside the loop, step by "
+            "step, and the cell's own input product is twice as wide as the bare cell's; the "
+            "word-by-word attention adds three products of its own per step (the query, W^t "
+            "and the output).",
         )
 
 

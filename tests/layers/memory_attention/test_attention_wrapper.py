@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from layer_registry import RNN_LAYER_FLAGS, Declaration
+from support import gradients
 from memory_attention_reference import (
     attention_wrapper_reference as reference,
     check_cell_loop_matches_layer,
@@ -26,6 +27,7 @@ from tf_memlayers.layers import (
     AssociativeGRUCell,
     AttentionRNN,
     AttentionWrapper,
+    ResettableRNN,
     WordByWordAttention,
 )
 
@@ -232,16 +234,20 @@ def test_state_carries_over_from_one_call_to_the_next():
     ],
     ids=["lstm", "gru", "am_gru"],
 )
-def test_wraps_any_cell_trains_saves_and_loads(cell, tmp_path):
+@pytest.mark.parametrize("input_feeding", [True, False], ids=["step_by_step", "after_the_loop"])
+def test_wraps_any_cell_trains_saves_and_loads(cell, input_feeding, tmp_path):
     x, memory, mask = _data(np.random.default_rng(7), "float32")
-    wrapper = AttentionWrapper(cell(), attention_size=6)
+    wrapper = AttentionWrapper(cell(), attention_size=6, input_feeding=input_feeding)
     check_trains_saves_loads_and_clones(wrapper, x, memory, mask, tmp_path / "model.keras")
 
 
+@pytest.mark.parametrize("input_feeding", [True, False], ids=["step_by_step", "after_the_loop"])
 @pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 6e-2)])
-def test_mixed_precision_matches_float32(policy, atol):
+def test_mixed_precision_matches_float32(policy, atol, input_feeding):
     x, memory, mask = _data(np.random.default_rng(8), "float32")
-    check_mixed_precision_matches_float32(_layer, x, memory, mask, policy, atol)
+    check_mixed_precision_matches_float32(
+        lambda: _layer(input_feeding=input_feeding), x, memory, mask, policy, atol
+    )
 
 
 @pytest.mark.parametrize(
@@ -323,3 +329,114 @@ def test_kernels_drawn_from_one_initializer_start_independent(initializer):
     cell.build((None, INPUT_DIM), (None, LENGTH, UNITS))
     query, memory = (keras.ops.convert_to_numpy(k) for k in (cell.query_kernel, cell.memory_kernel))
     assert query.shape == memory.shape and not np.allclose(query, memory)
+
+
+class _StepByStep(AttentionRNN):
+    """`AttentionRNN` that runs its wrapper step by step, as it runs a wrapper whose attention
+    feeds back (the loop of `ResettableRNN`)."""
+
+    def inner_loop(self, sequences, initial_state, mask, training=False):
+        return ResettableRNN.inner_loop(self, sequences, initial_state, mask, training=training)
+
+
+# Options of the wrapper (all without input feeding: its attention does not feed back) and of
+# the layer, and whether the call gets a sequence mask (rows starting and ending with padding,
+# padding inside, and a row of padding only), resets and an initial state.
+ALL_AT_ONCE_CASES = {
+    "additive": ({}, {}, {}),
+    "additive_normalized_alignments": (
+        {"normalize": True, "return_alignments": True}, {}, {"mask": True}
+    ),
+    "dot_scaled_cell_output": ({"score": "dot", "scale": True, "output_attention": False},
+                               {}, {"mask": True}),
+    "general_zero_output_for_mask": ({"score": "general"}, {"zero_output_for_mask": True},
+                                     {"mask": True, "initial_state": True}),
+    "general_last_output": ({"score": "general", "return_alignments": True},
+                            {"return_sequences": False}, {"mask": True, "initial_state": True}),
+    "backwards": ({"score": "general"}, {"go_backwards": True}, {"mask": True}),
+    "resets": ({}, {}, {"mask": True, "reset": True, "initial_state": True}),
+    "unrolled": ({"score": "dot"}, {"unroll": True}, {"mask": True}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ALL_AT_ONCE_CASES))
+def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
+    """Without input feeding the layer runs the wrapped cell's loop alone and attends for all
+    steps at once: outputs, final states and gradients (weights, inputs, memory, initial
+    state) are the step-by-step loop's, with masks, resets, an initial state and the layer's
+    options."""
+    wrapper_options, layer_options, call = ALL_AT_ONCE_CASES[case]
+    rng = np.random.default_rng(7)
+    x, memory, memory_mask = _data(rng, "float32")
+    if wrapper_options.get("score") == "dot":
+        memory = memory[..., :UNITS]
+    wrapper = AttentionWrapper(keras.layers.GRUCell(UNITS), input_feeding=False,
+                               attention_size=5, **wrapper_options)  # fmt: skip
+    options = {"return_sequences": True, "return_state": True, **layer_options}
+    layer, loop = AttentionRNN(wrapper, **options), _StepByStep(wrapper, **options)
+    assert not wrapper.feeds_back
+    kwargs = {"memory_mask": memory_mask}
+    if call.get("mask"):
+        mask = np.ones((BATCH, STEPS), bool)
+        mask[0, :2] = mask[0, 4:] = False
+        mask[1, 2] = False
+        mask[2] = False
+        kwargs["mask"] = mask
+    if call.get("reset"):
+        reset = np.zeros((BATCH, STEPS), bool)
+        reset[:, 3] = reset[0, 1] = True
+        kwargs["reset"] = reset
+    states = [rng.normal(size=(BATCH, size)).astype("float32") for size in wrapper.state_size]
+    layer(x, memory=memory, **kwargs)
+    _randomize(layer, rng)
+
+    def run(model):
+        def outputs(x, memory, *states):
+            given = {"initial_state": list(states)} if call.get("initial_state") else {}
+            return model(x, memory=memory, **kwargs, **given)
+
+        def loss(*arrays):
+            return sum(keras.ops.sum(keras.ops.sin(3.0 * o)) for o in outputs(*arrays))
+
+        _, weight_grads, input_grads = gradients(
+            loss, layer.trainable_weights, [x, memory, *states]
+        )
+        values = [keras.ops.convert_to_numpy(o) for o in outputs(x, memory, *states)]
+        return values, weight_grads + input_grads
+
+    got_outputs, got_grads = run(layer)
+    want_outputs, want_grads = run(loop)
+    assert len(got_outputs) == len(want_outputs)
+    for got, want in zip(got_outputs, want_outputs):
+        np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+    for got, want in zip(got_grads, want_grads):
+        np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
+    # Not vacuous: the weights get gradients, and the padded rows and steps are where the
+    # masking shows (zeros before a row's first step, the fed-back state kept).
+    assert all(np.abs(g).max() > 0 for g in want_grads[: len(layer.trainable_weights)])
+    if call.get("mask") and not call.get("initial_state"):
+        np.testing.assert_array_equal(want_outputs[0][2], 0.0)
+
+
+def test_a_stateful_layer_attending_after_the_loop_carries_the_step_by_step_states():
+    x, memory, memory_mask = _data(np.random.default_rng(8), "float32")
+    wrapper = AttentionWrapper(keras.layers.LSTMCell(UNITS), score="general", input_feeding=False)
+    options = {"return_sequences": True, "stateful": True}
+    layer, loop = AttentionRNN(wrapper, **options), _StepByStep(wrapper, **options)
+    for call in range(2):
+        got = layer(x, memory=memory, memory_mask=memory_mask)
+        want = loop(x, memory=memory, memory_mask=memory_mask)
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(got),
+                                   keras.ops.convert_to_numpy(want), atol=1e-5)  # fmt: skip
+    for got, want in zip(layer.states, loop.states):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(got),
+                                   keras.ops.convert_to_numpy(want), atol=1e-5)  # fmt: skip
+    assert np.abs(keras.ops.convert_to_numpy(layer.states[-1])).max() > 1e-2
+
+
+def test_which_wrappers_attend_after_the_loop():
+    cell = keras.layers.GRUCell(UNITS)
+    assert not AttentionWrapper(cell, input_feeding=False).feeds_back
+    assert AttentionWrapper(cell).feeds_back
+    assert AttentionWrapper(cell, position="before").feeds_back
+    assert WordByWordAttention(cell).feeds_back

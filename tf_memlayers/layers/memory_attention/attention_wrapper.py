@@ -216,6 +216,14 @@ class AttentionWrapper(keras.layers.Layer):
         return self.output_attention or self.position == "after"
 
     @property
+    def feeds_back(self):
+        """Whether a step's attention reaches the next step: the context joins the cell's
+        input (``position="before"``) or the previous attention vector does (input
+        feeding). Where it does not, `AttentionRNN` runs the wrapped cell's loop alone and
+        attends for all steps at once after it (`attend_steps`)."""
+        return self.position == "before" or self.input_feeding
+
+    @property
     def state_size(self):
         return [*self.cell_state_sizes, self.feedback_size]
 
@@ -320,6 +328,61 @@ class AttentionWrapper(keras.layers.Layer):
     def attention_vector(self, context, output):
         return ops.tanh(ops.matmul(ops.concatenate([context, output], -1), self.attention_kernel))
 
+    def attend_steps(self, outputs, memory, keys, memory_mask=None):
+        """The attention of every step at once, for a cell whose attention does not feed
+        back (`feeds_back` is false): the cell's outputs ``[batch, time, cell output]`` are
+        the queries.
+
+        The same equations as `step`, as batched products over all steps; called by
+        `AttentionRNN` outside the cell's own call, so the weights are cast to the compute
+        dtype here, as a call would cast them.
+
+        Args:
+            outputs: Tensor ``[batch, time, cell output width]``, the wrapped cell's outputs
+                :math:`h_t`.
+            memory: Tensor ``[batch, length, memory_dim]``, padding zeroed.
+            keys: The memory's keys (`memory_keys`).
+            memory_mask: Optional bool tensor ``[batch, length]``. Default: `None`.
+
+        Returns:
+            ``(step outputs, attention vectors)``: the outputs the loop would give
+            (``[batch, time, output_size]``, the weights over the memory appended with
+            ``return_alignments``) and :math:`a_t` ``[batch, time, attention_size]``, the
+            fed-back state of each step.
+        """
+        dtype = outputs.dtype
+
+        def weight(variable):
+            return ops.cast(variable, dtype)
+
+        if self.score == "additive":
+            query = ops.matmul(outputs, weight(self.query_kernel))  # [b, t, units]
+            hidden = ops.expand_dims(keys, 1) + ops.expand_dims(query, 2)  # [b, t, L, units]
+            vector = weight(self.score_vector)
+            if self.normalize:
+                hidden = hidden + weight(self.score_bias)
+                vector = weight(self.score_norm) * vector / ops.sqrt(ops.sum(ops.square(vector)))
+            # One 2-D product over all (row, step, position): the same sums as the step's,
+            # and no batched product over [b, 1, L, units] on TensorFlow's CPU, whose oneDNN
+            # kernel writes outside its buffers when broadcast against a vector.
+            units = hidden.shape[-1]
+            scores = ops.matmul(ops.reshape(ops.tanh(hidden), (-1, units)), vector[:, None])
+            scores = ops.reshape(scores, ops.shape(hidden)[:-1])
+        else:
+            scores = ops.matmul(outputs, ops.transpose(keys, (0, 2, 1)))  # [b, t, L]
+            if self.scale:
+                scores = weight(self.score_scale) * scores
+        mask = None if memory_mask is None else ops.expand_dims(memory_mask, 1)
+        weights = masked_softmax(scores, mask)
+        context = ops.matmul(ops.cast(weights, memory.dtype), memory)  # [b, t, memory_dim]
+        attention = ops.tanh(
+            ops.matmul(ops.concatenate([context, outputs], -1), weight(self.attention_kernel))
+        )
+        step_outputs = attention if self.output_attention else outputs
+        if self.return_alignments:
+            step_outputs = ops.concatenate([step_outputs, ops.cast(weights, dtype)], -1)
+        return step_outputs, attention
+
     def call(self, inputs, states, memory=None, memory_mask=None, training=None, reset=None,
              keys=None):  # fmt: skip
         owner = type(self).__name__
@@ -392,12 +455,47 @@ class AttentionWrapper(keras.layers.Layer):
         return cls(**with_deserialized_cell(config))
 
 
+class _CellAlone:
+    """Stands in for an `AttentionWrapper` whose attention does not feed back, inside the loop
+    of `AttentionRNN`: runs the wrapped cell alone on the step's input, after the step's
+    resets; the fed-back state passes through (`AttentionRNN` sets it after the loop).
+
+    With ``marked`` (a call with a mask), the output carries one more column of ones, which
+    the loop's masking carries over or zeroes as it does the output, and two more states
+    follow the wrapper's: the cell's output and a one, which masked steps keep."""
+
+    def __init__(self, wrapper, training, marked):
+        self.wrapper = wrapper
+        self.training = training
+        self.marked = marked
+        self.compute_dtype = wrapper.compute_dtype
+        self.output_size = wrapper.cell_output_size + int(marked)
+        self.state_size = [*wrapper.state_size, *((wrapper.cell_output_size, 1) if marked else ())]
+
+    def __call__(self, inputs, states, reset=None):
+        states = list(states)
+        if reset is not None:
+            states = zero_where(reset, states)
+        count = len(self.wrapper.cell_state_sizes)
+        output, cell_states = call_cell(self.wrapper.cell, inputs, states[:count], self.training)
+        new_states = [*cell_states, states[count]]
+        if self.marked:
+            one = ops.ones_like(output[:, :1])
+            new_states += [output, one]
+            output = ops.concatenate([output, one], -1)
+        return output, new_states
+
+
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class AttentionRNN(ResettableRNN):
     """`keras.layers.RNN` over an `AttentionWrapper`, with the memory as a call argument.
 
     The memory's keys are computed once per call, and every step of the loop attends over the
     memory given to that call (so a stateful layer may read another memory at each call).
+    Where the cell's attention feeds nothing back (`AttentionWrapper.feeds_back` is false:
+    ``position="after"`` without input feeding), the loop runs the wrapped cell alone and the
+    attention of all steps follows it in batched products, with the step-by-step loop's
+    outputs, states and gradients.
 
     Args:
         cell: An `AttentionWrapper` (or a `WordByWordAttention`, which is one).
@@ -491,6 +589,53 @@ class AttentionRNN(ResettableRNN):
         finally:
             self.cell._bound = None
         return self._split_alignments(results)
+
+    def inner_loop(self, sequences, initial_state, mask, training=False):
+        wrapper = self.cell
+        if wrapper.feeds_back:
+            return super().inner_loop(sequences, initial_state, mask, training=training)
+        # Nothing of the attention reaches the next step: the loop runs the wrapped cell
+        # alone, and every step's attention is computed at once from the cell's outputs.
+        memory, memory_mask, keys = wrapper._bound
+        marked = mask is not None
+        alone = _CellAlone(wrapper, training, marked)
+        extra = []
+        if marked:
+            # The cell's output at each row's last unmasked step, and whether it had one:
+            # states, so that masked steps keep them.
+            batch = ops.shape(sequences)[0]
+            extra = [ops.zeros((batch, wrapper.cell_output_size), wrapper.compute_dtype),
+                     ops.zeros((batch, 1), wrapper.compute_dtype)]  # fmt: skip
+        object.__setattr__(self, "cell", alone)
+        try:
+            last, outputs, states = super().inner_loop(
+                sequences, [*initial_state, *extra], mask, training=training
+            )
+        finally:
+            object.__setattr__(self, "cell", wrapper)
+        states = list(states)
+        if not self.return_sequences:
+            # Keras's loop keeps every step's output only with `return_sequences`.
+            outputs = ops.expand_dims(last, 1)
+        if marked:
+            # The marker column: 1 where the loop's output is a step's, 0 where it has none
+            # yet (before a row's first unmasked step) or zeroes it (`zero_output_for_mask`).
+            real = outputs[..., -1:] > 0.5
+            outputs = outputs[..., :-1]
+            last_output, seen = states[-2], states[-1] > 0.5
+            states = states[:-2]
+        else:
+            last_output = last
+        step_outputs, _ = wrapper.attend_steps(outputs, memory, keys, memory_mask)
+        _, final = wrapper.attend_steps(ops.expand_dims(last_output, 1), memory, keys,
+                                        memory_mask)  # fmt: skip
+        final = final[:, 0]
+        if marked:
+            step_outputs = ops.where(real, step_outputs, ops.zeros_like(step_outputs))
+            # A row without an unmasked step keeps the fed-back state it started with.
+            final = ops.where(seen, final, states[-1])
+        states[-1] = final
+        return step_outputs[:, -1], step_outputs, states
 
     def _split_alignments(self, results):
         """With the cell's ``return_alignments``, the outputs split into ``(outputs,

@@ -140,10 +140,14 @@ class WordByWordAttention(AttentionWrapper):
         """The query :math:`[h_t; r_{t-1}]`."""
         return self.cell_output_size + self.memory_dim
 
-
     @property
     def uses_attention_kernel(self):
         return self.output_attention
+
+    @property
+    def feeds_back(self):
+        """Always: :math:`r_{t-1}` enters the step's query and :math:`r_t`."""
+        return True
 
     def build(self, inputs_shape, memory_shape=None):
         if memory_shape is not None and len(memory_shape) == 3 and (
