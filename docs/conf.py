@@ -8,6 +8,7 @@ Build with ``python -m sphinx -W -b html docs docs/_build/html`` after
 
 import os
 import pathlib
+import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -18,6 +19,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from docutils import nodes  # noqa: E402
 from docutils.statemachine import StringList  # noqa: E402
 from sphinx.util.docutils import SphinxDirective  # noqa: E402
+from sphinx.util.nodes import make_refnode  # noqa: E402
 
 from tf_memlayers.version import __version__  # noqa: E402
 
@@ -29,13 +31,14 @@ version = __version__
 
 extensions = [
     "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
     "sphinx-mathjax-offline",
 ]
 
 exclude_patterns = ["_build"]
-templates_path = []
+templates_path = ["_templates"]
 html_static_path = ["_static"]
 html_css_files = ["custom.css"]
 
@@ -50,8 +53,13 @@ autodoc_typehints = "description"
 # Keras methods a layer does not override (get_config, build, ...) are Keras's to document.
 autodoc_inherit_docstrings = False
 autodoc_default_options = {"members": True}
-# `x` in a docstring is code, as in the docstrings' Markdown-like convention.
-default_role = "code"
+# One page per class and function (docs/api/index.rst lists them by mechanism; the pages
+# are generated into docs/api/generated at each build, from docs/_templates/autosummary).
+autosummary_generate = True
+# `x` in a docstring or page links to the object it names where the reference documents
+# it, to Keras's, TensorFlow's or JAX's documentation for their names (`external_url`), and
+# is shown as code otherwise.
+default_role = "py:obj"
 
 html_theme = "furo"
 html_title = f"tf-memlayers {release}"
@@ -105,6 +113,125 @@ def _init_signature(app, what, name, obj, options, signature, return_annotation)
     return str(init.replace(parameters=parameters, return_annotation=init.empty)), None
 
 
+#: keras.io's page of each Keras name the documentation mentions; a name below one of these
+#: (a method, an attribute) links to its page. Other Keras names link to the API index.
+KERAS_PAGES = {
+    "keras.Input": "layers/core_layers/input/",
+    "keras.KerasTensor": "layers/core_layers/input/",
+    "keras.Model": "models/model/",
+    "keras.config.dtype_policy": "mixed_precision/policy/",
+    "keras.distribution": "distribution/",
+    "keras.initializers": "layers/initializers/",
+    "keras.layers.Bidirectional": "layers/recurrent_layers/bidirectional/",
+    "keras.layers.Dropout": "layers/regularization_layers/dropout/",
+    "keras.layers.Embedding": "layers/core_layers/embedding/",
+    "keras.layers.GRU": "layers/recurrent_layers/gru/",
+    "keras.layers.GRUCell": "layers/recurrent_layers/gru_cell/",
+    "keras.layers.LSTM": "layers/recurrent_layers/lstm/",
+    "keras.layers.LSTMCell": "layers/recurrent_layers/lstm_cell/",
+    "keras.layers.Layer": "layers/base_layer/",
+    "keras.layers.MultiHeadAttention": "layers/attention_layers/multi_head_attention/",
+    "keras.layers.RNN": "layers/recurrent_layers/rnn/",
+    "keras.layers.SimpleRNN": "layers/recurrent_layers/simple_rnn/",
+    "keras.layers.StackedRNNCells": "layers/recurrent_layers/stacked_rnn_cell/",
+    "keras.layers.Wrapper": "layers/",
+    "keras.losses": "losses/",
+    "keras.metrics": "metrics/",
+    "keras.models.clone_model": "models/cloning/",
+    "keras.ops": "ops/",
+    "keras.optimizers": "optimizers/",
+    "keras.random": "random/",
+}
+
+
+def external_url(name):
+    """The documentation page of a Keras, TensorFlow or JAX name (`None` for other names):
+    keras.io's page from `KERAS_PAGES`, TensorFlow's API page, which follows the name's
+    path, and JAX's API page."""
+    if name.startswith("keras."):
+        parts = name.split(".")
+        for end in range(len(parts), 1, -1):
+            page = KERAS_PAGES.get(".".join(parts[:end]))
+            if page is not None:
+                return "https://keras.io/api/" + page
+        return "https://keras.io/api/"
+    if name.startswith("tf."):
+        return "https://www.tensorflow.org/api_docs/python/" + name.replace(".", "/")
+    if name.startswith("jax."):
+        return f"https://docs.jax.dev/en/latest/_autosummary/{name}.html"
+    return None
+
+
+def _resolve_missing(app, env, node, contnode):
+    """A Python reference Sphinx's own lookup does not resolve: a Keras, TensorFlow or JAX
+    name links to its documentation (the build has no network, so no inventory); a name of
+    this package written without its module (`AssociativeGRUCell` in a page, or in the
+    docstring of a builder in `tf_memlayers.models`) links to the one documented object of
+    that name; anything else stays code."""
+    if node.get("refdomain") != "py":
+        return None
+    target = node.get("reftarget", "")
+    url = external_url(target)
+    if url is not None:
+        reference = nodes.reference("", "", internal=False, refuri=url)
+        reference += contnode
+        return reference
+    domain = env.get_domain("py")
+    # Not the aliases autodoc records under the defining module's path.
+    found = [name for name, entry in domain.objects.items()
+             if name.startswith("tf_memlayers.") and name.endswith("." + target)
+             and not entry.aliased]  # fmt: skip
+    if len(found) != 1:
+        return None
+    entry = domain.objects[found[0]]
+    return make_refnode(app.builder, node["refdoc"], entry.docname, entry.node_id, contnode,
+                        found[0])  # fmt: skip
+
+
+#: The sections of a Google-style docstring, in the order an API page shows them.
+SECTION_ORDER = ("Example", "Examples", "Args", "Arguments", "Call arguments", "Returns",
+                 "Yields", "Raises")  # fmt: skip
+_SECTION = re.compile(r"^([A-Z][A-Za-z ]*):\s*$")
+
+
+def keras_io_order(lines):
+    """A class's or function's docstring lines in the order of a keras.io page: the first
+    paragraph, the example, the arguments, the call arguments, what it returns and raises,
+    then the paragraphs that followed the first (how it is computed) under "Notes"."""
+    starts = [i for i, line in enumerate(lines)
+              if _SECTION.match(line) and _SECTION.match(line).group(1) in SECTION_ORDER]  # fmt: skip
+    head = lines[: starts[0]] if starts else list(lines)
+    sections = {}
+    for start, end in zip(starts, starts[1:] + [len(lines)]):
+        sections[_SECTION.match(lines[start]).group(1)] = lines[start:end]
+    blank = next((i for i, line in enumerate(head) if not line.strip()), len(head))
+    summary, notes = head[:blank], head[blank:]
+    ordered = list(summary) + [""]
+    for name in SECTION_ORDER:
+        if name not in sections:
+            continue
+        section = sections[name]
+        if name.startswith("Example"):
+            # Keras writes the example unindented under its header, which napoleon does not
+            # take for a section: a heading of its own, the example as written.
+            body = section[1:]
+            indent = min((len(line) - len(line.lstrip()) for line in body if line.strip()),
+                         default=0)  # fmt: skip
+            section = [".. rubric:: Example", ""] + [line[indent:] for line in body]
+        ordered += section + [""]
+    if any(line.strip() for line in notes):
+        ordered += [".. rubric:: Notes", ""] + list(notes) + [""]
+    return ordered
+
+
+def _reorder_docstring(app, what, name, obj, options, lines):
+    if what in ("class", "function", "exception"):
+        lines[:] = keras_io_order(lines)
+
+
 def setup(app):
     app.add_directive("public-names", PublicNames)
     app.connect("autodoc-process-signature", _init_signature)
+    # Before napoleon (priority 500) turns the sections into fields.
+    app.connect("autodoc-process-docstring", _reorder_docstring, priority=400)
+    app.connect("missing-reference", _resolve_missing)

@@ -10,11 +10,11 @@ ROOT = pathlib.Path(tf_memlayers.__file__).parent
 # What a builder must not reach for: the primitives below the layers, and the cells' internals
 # that only the layers themselves use to run their loops.
 CELL_INTERNALS = {
-    "projection_kernels",
-    "stepping_on_projections",
-    "projected_call",
-    "run_step",
-    "controller_step",
+    "_projection_kernels",
+    "_stepping_on_projections",
+    "_projected_call",
+    "_run_step",
+    "_controller_step",
     "permutations",
     "dual_gate_kernel",
     "dual_candidate_kernel",

@@ -2,6 +2,8 @@
 public name: each name of the ``__all__`` lists of the package and of its public subpackages
 (the public names of a module without ``__all__``), under the import path users write."""
 
+import html
+import html.parser
 import importlib
 import inspect
 import os
@@ -60,7 +62,8 @@ def _documented_modules():
 
 
 @pytest.fixture(scope="module")
-def api_html(tmp_path_factory):
+def site(tmp_path_factory):
+    """The documentation built into a temporary folder (with warnings as errors)."""
     for needed in ("sphinx", "furo", "sphinx-mathjax-offline"):
         _needs(needed)
     out = tmp_path_factory.mktemp("html")
@@ -70,7 +73,12 @@ def api_html(tmp_path_factory):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-4000:]
     assert (out / "_static" / "mathjax" / "tex-chtml.js").is_file()  # equations render offline
-    return "\n".join(p.read_text(encoding="utf-8") for p in sorted((out / "api").glob("*.html")))
+    return out
+
+
+@pytest.fixture(scope="module")
+def api_html(site):
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted((site / "api").rglob("*.html")))
 
 
 def test_every_public_name_is_in_the_api_reference(api_html):
@@ -93,6 +101,166 @@ def test_every_public_name_is_in_the_api_reference(api_html):
                        for home in homes) or f"{module_name}.{name}" not in api_html:
                 missing.append(f"{module_name}.{name}")
     assert not missing, missing
+
+
+class _PageText(html.parser.HTMLParser):
+    """A built page's prose (the text outside code, code blocks, scripts and styles) and
+    the code spans of its cross-references that are not inside a link (references Sphinx
+    could not resolve)."""
+
+    CODE = ("pre", "code", "script", "style", "kbd", "samp")
+
+    def __init__(self):
+        super().__init__()
+        self.prose, self.unlinked = [], []
+        self._open, self._code, self._links, self._xref = [], 0, 0, None
+
+    def handle_starttag(self, tag, attrs):
+        classes = dict(attrs).get("class") or ""
+        code = tag in self.CODE or "highlight" in classes
+        self._open.append((tag, code))
+        self._code += code
+        self._links += tag == "a"
+        if tag == "code" and "xref" in classes and not self._links:
+            self._xref = []
+
+    def handle_endtag(self, tag):
+        while self._open:
+            opened, code = self._open.pop()
+            self._code -= code
+            self._links -= opened == "a"
+            if opened == "code" and self._xref is not None:
+                self.unlinked.append("".join(self._xref))
+                self._xref = None
+            if opened == tag:
+                break
+
+    def handle_data(self, data):
+        if self._xref is not None:
+            self._xref.append(data)
+        if not self._code:
+            self.prose.append(data)
+
+
+def _read_page(path):
+    page = _PageText()
+    page.feed(path.read_text(encoding="utf-8"))
+    return "".join(page.prose), page.unlinked
+
+
+def _site_pages(site):
+    return [
+        path for path in sorted(site.rglob("*.html"))
+        if "_static" not in path.parts and path.name not in ("genindex.html", "search.html")
+    ]  # fmt: skip
+
+
+def _home(module_name, name):
+    """The module under whose path ``name`` of ``module_name`` is documented: the package's
+    top level for what it re-exports (``Perplexity``, ``SequenceCrossentropy``)."""
+    value = getattr(importlib.import_module(module_name), name)
+    top = importlib.import_module("tf_memlayers")
+    return "tf_memlayers" if getattr(top, name, None) is value else module_name
+
+
+def _classes_and_functions():
+    return sorted(
+        {(_home(module, name), name) for module, names in _documented_modules().items()
+         for name in names
+         if inspect.isclass(getattr(importlib.import_module(module), name))
+         or inspect.isfunction(getattr(importlib.import_module(module), name))}
+    )  # fmt: skip
+
+
+def test_each_public_class_and_function_has_a_page_of_its_own(site):
+    pages = {path.stem for path in (site / "api" / "generated").glob("*.html")}
+    wanted = {f"{home}.{name}" for home, name in _classes_and_functions()}
+    assert wanted <= pages, sorted(wanted - pages)
+    for full_name in wanted:
+        page = (site / "api" / "generated" / f"{full_name}.html").read_text(encoding="utf-8")
+        assert f'id="{full_name}"' in page
+    # The reference's contents list every page, grouped under its mechanism's heading.
+    index = (site / "api" / "index.html").read_text(encoding="utf-8")
+    assert all(f'href="generated/{full_name}.html' in index for full_name in wanted)
+    assert "Window attention" in index and "Attention over a memory" in index
+
+
+def test_each_page_gives_the_example_before_the_arguments_and_the_notes_last(site):
+    page = (site / "api" / "generated" / "tf_memlayers.SlidingWindowAttention.html").read_text(
+        encoding="utf-8"
+    )
+    order = [page.index(marker) for marker in (
+        'id="tf_memlayers.SlidingWindowAttention"', ">Example<", ">Parameters", ">Call arguments",
+        ">Returns", ">Notes<",
+    )]  # fmt: skip
+    assert order == sorted(order)
+    # The notes hold the paragraphs after the summary, the equations included.
+    assert page.index("W^Y", order[-1]) > order[-1]
+
+
+def test_no_object_is_documented_twice_and_nothing_private_is(site):
+    defined = []
+    for path in _site_pages(site):
+        defined += re.findall(r'<dt class="sig sig-object py" id="([^"]+)"', path.read_text(
+            encoding="utf-8"))  # fmt: skip
+    assert defined
+    twice = sorted({name for name in defined if defined.count(name) > 1})
+    assert not twice, twice
+    private = [name for name in defined
+               if any(part.startswith("_") for part in name.split(".")) and not
+               name.endswith(".__version__")]  # fmt: skip
+    assert not private, private
+
+
+def test_every_name_of_the_package_the_reference_mentions_is_documented(site, api_html):
+    documented = set(re.findall(r'id="(tf_memlayers[^"]*)"', api_html)) | set(PUBLIC_MODULES)
+
+    def documented_under_another_path(name):
+        """``tf_memlayers.metrics.Perplexity`` is ``tf_memlayers.Perplexity``."""
+        module, _, attribute = name.rpartition(".")
+        if module not in PUBLIC_MODULES:
+            return False
+        value = getattr(importlib.import_module(module), attribute, None)
+        top = importlib.import_module("tf_memlayers")
+        return f"tf_memlayers.{attribute}" in documented and getattr(top, attribute) is value
+
+    undocumented = set()
+    for path in sorted((site / "api").rglob("*.html")):
+        text = html.unescape(re.sub(r"<[^>]+>", "", path.read_text(encoding="utf-8")))
+        undocumented |= {
+            f"{path.name}: {name}" for name in re.findall(r"tf_memlayers(?:\.\w+)+", text)
+            if name not in documented and not documented_under_another_path(name)
+        }  # fmt: skip
+    assert not undocumented, sorted(undocumented)
+
+
+def test_no_page_shows_raw_markup(site):
+    """No backquote in any page's prose: each code span of a docstring or a page was turned
+    into code or a link."""
+    stray = []
+    for path in _site_pages(site):
+        prose, _ = _read_page(path)
+        stray += [f"{path.relative_to(site)}: {m}" for m in re.findall(r".{0,30}`.{0,30}", prose)]
+    assert not stray, stray[:20]
+
+
+def test_names_link_to_their_documentation(site):
+    """A name of the package in a code span links to its page; a Keras, TensorFlow or JAX
+    name links to that library's documentation."""
+    public = {name for _, name in _classes_and_functions()}
+    unlinked = []
+    for path in _site_pages(site):
+        _, names = _read_page(path)
+        unlinked += [
+            f"{path.relative_to(site)}: {name}" for name in names
+            if name.split(".")[0] in ("keras", "tf", "jax", "tf_memlayers")
+            or name.rstrip("()") in public
+        ]  # fmt: skip
+    assert not unlinked, unlinked
+    page = (site / "api" / "generated" / "tf_memlayers.AttentionRNN.html").read_text(
+        encoding="utf-8")  # fmt: skip
+    assert 'href="https://keras.io/api/layers/recurrent_layers/rnn/"' in page
+    assert 'href="tf_memlayers.AttentionWrapper.html#tf_memlayers.AttentionWrapper"' in page
 
 
 def test_every_results_table_is_written_by_a_benchmark_script():

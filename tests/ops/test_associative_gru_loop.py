@@ -31,17 +31,17 @@ def _loss(outputs, memory, output):
 
 
 def _keras_loop(cell, xs, memory, output, mask, zero_output_for_mask):
-    input_kernel, input_bias, *kernels = cell.projection_kernels()
+    input_kernel, input_bias, *kernels = cell._projection_kernels()
     projected = tf.matmul(xs, input_kernel) + input_bias
     _, outputs, states = keras_backend.rnn(
-        lambda x, s: cell.projected_call(x, s, kernels), projected, [memory, output],
+        lambda x, s: cell._projected_call(x, s, kernels), projected, [memory, output],
         mask=mask, zero_output_for_mask=zero_output_for_mask,
     )
     return outputs, states[0], states[1]
 
 
 def _fused_loop(cell, xs, memory, output, mask, zero_output_for_mask, **options):
-    input_kernel, input_bias, *kernels = cell.projection_kernels()
+    input_kernel, input_bias, *kernels = cell._projection_kernels()
     projected = tf.transpose(tf.matmul(xs, input_kernel) + input_bias, (1, 0, 2))
     outputs, memory, output = associative_gru_loop(
         projected, memory, output, *kernels, cell.permutations, mask=tf.transpose(mask),
@@ -98,7 +98,7 @@ def test_fused_loop_with_eight_copies_equals_keras_loop_in_float64(zero_output_f
 def test_a_masked_step_ignores_non_finite_projections(jit_compile):
     """A masked step writes K (*) 0 to the memory, so its K must not see the step's input."""
     cell, xs, memory, output, mask = _setup(3, copies=4, seed=31)
-    input_kernel, input_bias, *kernels = cell.projection_kernels()
+    input_kernel, input_bias, *kernels = cell._projection_kernels()
     projected = tf.transpose(tf.matmul(xs, input_kernel) + input_bias, (1, 0, 2))
     time_mask = tf.transpose(mask)
     poisoned = tf.where(time_mask[:, :, None], projected, np.nan)
@@ -140,7 +140,7 @@ def test_fused_loop_with_unknown_shapes_inside_a_tf_function(batch, num_shards):
     def values_and_gradients(xs, memory, output, int_mask):
         with tf.GradientTape() as tape:
             tape.watch([xs, memory, output])
-            input_kernel, input_bias, *kernels = cell.projection_kernels()
+            input_kernel, input_bias, *kernels = cell._projection_kernels()
             projected = tf.transpose(tf.matmul(xs, input_kernel) + input_bias, (1, 0, 2))
             outputs, new_memory, new_output = associative_gru_loop(
                 projected, memory, output, *kernels, cell.permutations,
@@ -214,7 +214,7 @@ def test_shards_differ_in_size_by_at_most_one():
 
 def test_bad_loop_arguments():
     cell, xs, memory, output, _ = _setup(2, copies=1, seed=1)
-    _, _, *kernels = cell.projection_kernels()
+    _, _, *kernels = cell._projection_kernels()
     projected = tf.zeros((6, 2, 32), tf.float64)
     with pytest.raises(ValueError, match="one copy the permutation must be the identity"):
         associative_gru_loop(projected, memory, output, *kernels, [[1, 0, 2, 3]])
@@ -244,7 +244,7 @@ def test_dual_fused_loop_equals_keras_loop_in_float64(batch, num_shards, jit_com
     for fused in (False, True):
         with tf.GradientTape() as tape:
             tape.watch([xs, memory, output, source])
-            input_kernel, input_bias, *kernels = dual.premise_cell.projection_kernels()
+            input_kernel, input_bias, *kernels = dual.premise_cell._projection_kernels()
             projected = tf.matmul(xs, input_kernel) + input_bias
             if fused:
                 outputs, new_memory, new_output = associative_gru_loop(
@@ -271,7 +271,7 @@ def test_dual_fused_loop_equals_keras_loop_in_float64(batch, num_shards, jit_com
 
 def test_dual_arguments_go_together():
     cell, xs, memory, output, _ = _setup(2, copies=2, seed=1)
-    _, _, *kernels = cell.projection_kernels()
+    _, _, *kernels = cell._projection_kernels()
     projected = tf.zeros((6, 2, 32), tf.float64)
     with pytest.raises(ValueError, match="source=a tensor, dual_gate_kernel=None"):
         associative_gru_loop(projected, memory, output, *kernels, cell.permutations,

@@ -93,7 +93,7 @@ class TiedEmbedding(keras.layers.Embedding):
 
     @property
     def variable_serialization_spec(self):
-        # Saved after the embedding's own variables, in every mode, as in `.keras` files
+        # Saved after the embedding's own variables, in every mode, as in ``.keras`` files
         # written before this layer subclassed `keras.layers.Embedding`.
         return {
             mode: [*names, "output_bias"]

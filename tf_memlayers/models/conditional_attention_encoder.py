@@ -16,7 +16,7 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
 
     This is the LSTM with word-by-word attention of Rocktäschel et al. (2016), "LSTM-Attention"
     in Weissenborn's (2016) Table 1, when the premise layer is a `keras.layers.LSTM` and the
-    hypothesis layer an `AttentionRNN` over a `tf_memlayers.layers.WordByWordAttention` of a
+    hypothesis layer an `AttentionRNN` over a `tf_memlayers.WordByWordAttention` of a
     `keras.layers.LSTMCell`: the premise LSTM gives :math:`Y = [y_1 \dots y_L]` and its final
     states; the hypothesis LSTM (its own weights) starts from those states, with
     :math:`r_0 = 0`, and its last output is :math:`h^* = \tanh(W^p r_N + W^x h_N)`. Any other

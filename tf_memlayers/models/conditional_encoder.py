@@ -2,7 +2,7 @@
 
 Each layer of the stack reads the premise, then the hypothesis starting from the premise's
 final state, with the same weights (Rocktäschel et al. 2016; Weissenborn 2016, §5). The
-paper's SNLI model stacks `tf_memlayers.layers.DualAssociativeEncoder` and a
+paper's SNLI model stacks `tf_memlayers.DualAssociativeEncoder` and a
 `keras.layers.GRU`; `tf_memlayers.models.build_snli_model` puts the encoder between the word
 vectors and the classifier.
 """
@@ -23,10 +23,10 @@ class ConditionalEncoder(keras.layers.Layer):
     layer two vectors (or sequences). A layer is one of:
 
     * a recurrent layer (a `keras.layers.RNN`, such as `keras.layers.GRU`,
-      `keras.layers.LSTM` or `tf_memlayers.layers.AssociativeGRU`, built with
+      `keras.layers.LSTM` or `tf_memlayers.AssociativeGRU`, built with
       ``return_state=True``): it reads the premise from its zero state, then the hypothesis
       from the premise's final states, with the same weights;
-    * a layer of a sentence pair (such as `tf_memlayers.layers.DualAssociativeEncoder`):
+    * a layer of a sentence pair (such as `tf_memlayers.DualAssociativeEncoder`):
       called on ``[premise, hypothesis]`` with both masks, it conditions the hypothesis on
       the premise itself and returns ``(premise output, hypothesis output, ...)``.
 
@@ -63,7 +63,7 @@ class ConditionalEncoder(keras.layers.Layer):
 
     >>> import keras
     >>> import numpy as np
-    >>> from tf_memlayers.layers import DualAssociativeEncoder
+    >>> from tf_memlayers import DualAssociativeEncoder
     >>> encoder = ConditionalEncoder([
     ...     DualAssociativeEncoder(8, num_copies=2, return_sequences=True),
     ...     keras.layers.GRU(8, return_state=True),
@@ -149,9 +149,9 @@ class ConditionalEncoder(keras.layers.Layer):
 
         The first layer reads the word vectors, so its memory is the one whose writes and
         reads line up with the words. A pair layer with a ``memory_retrievals`` method (the
-        Dual AM-GRU's `tf_memlayers.layers.DualAssociativeEncoder`) answers for itself; a
+        Dual AM-GRU's `tf_memlayers.DualAssociativeEncoder`) answers for itself; a
         recurrent layer whose cell reports retrievals (``call_with_retrievals``, as
-        `tf_memlayers.layers.AssociativeGRUCell` does) is stepped over the premise and then
+        `tf_memlayers.AssociativeGRUCell` does) is stepped over the premise and then
         over the hypothesis from the premise's final states.
 
         Args:

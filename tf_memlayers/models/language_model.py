@@ -154,7 +154,8 @@ def build_language_model(
     ``tokens [batch, seq_len] -> Embedding -> LSTM x layers -> memory -> logits``. The model
     outputs vocabulary logits ``[batch, seq_len, vocabulary_size]`` (softmax with a bias;
     compile with `compile_language_model`). The defaults are those of Daniluk et al. (2017,
-    §4.1), see `DANILUK_DEFAULTS`.
+    §4.1): 300 hidden units, 300-dimensional embeddings, segments of 20 words, an
+    initialisation scale of 0.1 and a forget-gate bias of 1.
 
     Args:
         vocabulary_size: Integer >= 2, the number of word ids.
@@ -199,7 +200,7 @@ def build_language_model(
             starts each row's LSTM states and memory again there, inside the graph: for
             documents packed back to back in each row (as in the PTB example's batches
             with ``pack=True``). The inputs are then a dict ``{"tokens", "reset"}``, and the
-            LSTM layers are `ResettableRNN` over an `LSTMCell` (the same weights, in the same
+            LSTM layers are `ResettableRNN` over a `keras.layers.LSTMCell` (the same weights, in the same
             order, as `keras.layers.LSTM`); a memory layer must take ``reset``.
         name: Optional string, the model name. Default: `None` (``"language_model"``).
 

@@ -57,7 +57,7 @@ def associative_gru_loop(
 
     Args:
         projected: ``[T, B, 4n]`` ``x_t W_x + b`` with columns ``[key | gates | candidate]``
-            (`AssociativeGRUCell.projection_kernels`).
+            (`AssociativeGRUCell._projection_kernels`).
         memory: ``[B, n * C]`` initial memory (layout of `AssociativeGRUCell`).
         output: ``[B, n]`` initial fed-back output ``o_0``.
         recurrent_kernel: ``R`` ``[n, 4n]`` (rows of ``o_{t-1}``).
@@ -197,7 +197,7 @@ def batch_major_associative_gru_loop(
     Args:
         projected: ``[B, T, 4n]`` input projections; mask: optional ``[B, T]``.
         memory, output, permutations: as in `associative_gru_loop`.
-        kernels: ``(R, G_h, C_h)`` (`AssociativeGRUCell.projection_kernels` after the input
+        kernels: ``(R, G_h, C_h)`` (`AssociativeGRUCell._projection_kernels` after the input
             kernel and bias).
         go_backwards: run the sequence in reverse (outputs in processing order, as Keras).
         jit_compile: as in `associative_gru_loop` (here XLA by default).

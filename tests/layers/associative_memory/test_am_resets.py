@@ -262,16 +262,16 @@ def test_am_gru_cell_step_paths_take_reset(float64_policy):
     ):
         np.testing.assert_allclose(_numpy(got), _numpy(want), atol=1e-12, rtol=0)
     # The step on precomputed input projections, as `AssociativeGRU`'s loop runs it.
-    input_kernel, input_bias, *kernels = cell.projection_kernels()
+    input_kernel, input_bias, *kernels = cell._projection_kernels()
     projected = ops.matmul(x, input_kernel) + input_bias
-    want = cell.projected_call(projected, fresh, kernels)
-    got = cell.projected_call(projected, states, kernels, reset=reset)
-    with cell.stepping_on_projections(kernels):
+    want = cell._projected_call(projected, fresh, kernels)
+    got = cell._projected_call(projected, states, kernels, reset=reset)
+    with cell._stepping_on_projections(kernels):
         stepped = cell(projected, states, reset=reset)
     for result in (got, stepped):
         for g, w in zip(keras.tree.flatten(result), keras.tree.flatten(want)):
             np.testing.assert_allclose(_numpy(g), _numpy(w), atol=1e-12, rtol=0)
-    assert np.abs(_numpy(want[0]) - _numpy(cell.projected_call(projected, states, kernels)[0]))[
+    assert np.abs(_numpy(want[0]) - _numpy(cell._projected_call(projected, states, kernels)[0]))[
         1
     ].max() > 1e-3
 

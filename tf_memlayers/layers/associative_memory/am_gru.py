@@ -237,8 +237,7 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     weights live in ``layer.cell`` with the cell's names, shapes and row order, so
     `tf_memlayers.compat.load_original_weights` takes ``layer.cell``.
 
-    With the fused loop the time loop is one op with a hand-written backward pass
-    (`tf_memlayers.ops.associative_gru_loop`): both loops are compiled with XLA even when the
+    With the fused loop the time loop is one op with a hand-written backward pass: both loops are compiled with XLA even when the
     model is not, and on CPU the batch is split into one independent loop per core. Each new
     (batch, time) shape then compiles once, so it suits fixed-size padded batches. By default
     (``fused_loop="auto"``) the layer runs the fused loop wherever it supports the call (the
@@ -288,7 +287,7 @@ class AssociativeGRU(AssociativeRecurrentLayer):
             packed into a row gives the outputs and final states of the same layer run on it
             alone, from zeros (``initial_state`` and stateful states are forgotten at the
             reset; other rows and steps are untouched; a reset at a masked step is ignored;
-            no gradient flows back through a reset; see `tf_memlayers.layers.resets`). The
+            no gradient flows back through a reset; see `ResettableRNN`). The
             fused loop has no resets: with ``fused_loop="auto"`` a call with ``reset`` runs
             Keras's loop, with ``fused_loop=True`` it is a `ValueError`, and so is
             ``go_backwards=True``.
@@ -365,14 +364,14 @@ class AssociativeGRU(AssociativeRecurrentLayer):
 
     def _projections(self, sequences):
         """The input projections of every step, and the step's remaining kernels."""
-        input_kernel, input_bias, *kernels = self.cell.projection_kernels()
+        input_kernel, input_bias, *kernels = self.cell._projection_kernels()
         # Computed here, outside the loop: the step captures loop-invariant tensors instead
         # of reading (and, under XLA, storing per step for the gradient) the variables.
         return ops.matmul(sequences, input_kernel) + input_bias, kernels
 
     def keras_inner_loop(self, sequences, initial_state, mask, training):
         projected, kernels = self._projections(sequences)
-        with self.cell.stepping_on_projections(kernels):
+        with self.cell._stepping_on_projections(kernels):
             return super().keras_inner_loop(projected, initial_state, mask, training)
 
     def fused_inner_loop(self, sequences, initial_state, mask, training=False):

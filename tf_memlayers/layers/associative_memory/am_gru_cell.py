@@ -60,7 +60,7 @@ def zero_reset_rows(owner, inputs, states, reset):
         inputs: Tensor ``[batch, features]``, the step's input (its batch size is what
             ``reset`` is checked against).
         states: List of the step's states, each ``[batch, ...]``.
-        reset: Optional bool tensor ``[batch]`` (see `tf_memlayers.layers.resets`); `None`
+        reset: Optional bool tensor ``[batch]`` (see `ResettableRNN`); `None`
             leaves the states as they are.
 
     Returns:
@@ -133,9 +133,9 @@ class AssociativeGRUCell(keras.layers.Layer):
         training: Unused (present for the cell protocol). Default: `None`.
         reset: Optional bool tensor ``[batch]``, true in the rows that start a new document
             at this step: their memory and previous output are set to zero before the step,
-            so they compute what the first step of a sequence computes
-            (`tf_memlayers.layers.resets`). `keras.layers.RNN` does not pass it; run the cell
-            with `tf_memlayers.layers.ResettableRNN` to reset rows inside a sequence.
+            so they compute what the first step of a sequence computes.
+            `keras.layers.RNN` does not pass it; run the cell with `ResettableRNN` to reset
+            rows inside a sequence.
             Default: `None` (no row).
 
     Returns:
@@ -181,7 +181,7 @@ class AssociativeGRUCell(keras.layers.Layer):
             self.units // 2, self.num_copies, self.seed
         )
         self._permutation_matrix = holographic.permutation_matrix(self.permutations)
-        object.__setattr__(self, "_step_kernels", None)  # see `stepping_on_projections`
+        object.__setattr__(self, "_step_kernels", None)  # see `_stepping_on_projections`
         self.state_size = [self.units * self.num_copies, self.units]
         self.output_size = self.units * (3 if self.return_retrievals else 1)
 
@@ -232,7 +232,7 @@ class AssociativeGRUCell(keras.layers.Layer):
         key = holographic.uncomplexify(key_re, key_im)
         return holographic.bounded_copies(key, self._permutation_matrix, self.num_copies)
 
-    def run_step(self, key, memory, gate_preactivation, candidate_preactivation, source=None):
+    def _run_step(self, key, memory, gate_preactivation, candidate_preactivation, source=None):
         """`associative_gru_step` with this cell's permutations on a flat memory.
 
         Args:
@@ -259,8 +259,8 @@ class AssociativeGRUCell(keras.layers.Layer):
         )
         return step._replace(memory=holographic.join_memory(*step.memory))
 
-    def controller_step(self, controller, memory, key=None, source=None):
-        """`run_step` from the controller ``x = [x_t ; o_{t-1}]`` and the whole kernels.
+    def _controller_step(self, controller, memory, key=None, source=None):
+        """`_run_step` from the controller ``x = [x_t ; o_{t-1}]`` and the whole kernels.
 
         Args:
             controller: Tensor ``[batch, input_dim + n]``, the controller ``x``.
@@ -269,7 +269,7 @@ class AssociativeGRUCell(keras.layers.Layer):
             source: Optional `SourceMemory` (Dual AM-GRU). Default: `None`.
 
         Returns:
-            The step's `StepResult` (see `run_step`).
+            The step's `StepResult` (see `_run_step`).
         """
         if key is None:
             key = ops.matmul(controller, self.key_kernel)
@@ -282,7 +282,7 @@ class AssociativeGRUCell(keras.layers.Layer):
             inputs = ops.concatenate([controller, reset_retrieved], axis=1)
             return ops.matmul(inputs, self.candidate_kernel) + self.candidate_bias
 
-        return self.run_step(key, memory, gate_preactivation, candidate_preactivation, source)
+        return self._run_step(key, memory, gate_preactivation, candidate_preactivation, source)
 
     def call_with_retrievals(self, inputs, states, training=None, reset=None):
         """One step that also returns what was written to and read from the memory.
@@ -302,13 +302,13 @@ class AssociativeGRUCell(keras.layers.Layer):
         states = zero_reset_rows(type(self).__name__, inputs, states, reset)
         memory, previous_output = states[0], states[1]
         controller = ops.concatenate([inputs, previous_output], axis=1)
-        step = self.controller_step(controller, memory)
+        step = self._controller_step(controller, memory)
         retrievals = {"written": step.delta, "read": step.retrieved, "key": write_key(step)}
         return step.output, [step.memory, step.output], retrievals
 
     def call(self, inputs, states, training=None, reset=None):
-        if self._step_kernels is not None:  # inside `stepping_on_projections`
-            return self.projected_call(inputs, states, self._step_kernels, reset=reset)
+        if self._step_kernels is not None:  # inside `_stepping_on_projections`
+            return self._projected_call(inputs, states, self._step_kernels, reset=reset)
         output, new_states, retrievals = self.call_with_retrievals(
             inputs, states, training, reset=reset
         )
@@ -318,16 +318,16 @@ class AssociativeGRUCell(keras.layers.Layer):
         return output, new_states
 
     @contextlib.contextmanager
-    def stepping_on_projections(self, kernels):
+    def _stepping_on_projections(self, kernels):
         """A context in which `call` steps on precomputed input projections.
 
         Within this context `call` takes ``inputs = x_t W_x + b`` (the input projections of
-        `projection_kernels`) and runs `projected_call`; this is how `AssociativeGRU` runs
+        `_projection_kernels`) and runs `_projected_call`; this is how `AssociativeGRU` runs
         the cell in the loop of `keras.layers.RNN`.
 
         Args:
             kernels: Tuple ``(recurrent_kernel, gate_h_kernel, candidate_h_kernel)``, the
-                last three of `projection_kernels`.
+                last three of `_projection_kernels`.
 
         Yields:
             The cell.
@@ -344,7 +344,7 @@ class AssociativeGRUCell(keras.layers.Layer):
 
     # -- the step on precomputed input projections (used by `AssociativeGRU`) -------------
 
-    def projection_kernels(self):
+    def _projection_kernels(self):
         """Splits the kernels by input rows (once per sequence, outside the time loop).
 
         Returns ``(input_kernel [input_dim, 4n], input_bias [4n], recurrent_kernel [n, 4n],
@@ -367,11 +367,11 @@ class AssociativeGRUCell(keras.layers.Layer):
         )
         return input_kernel, input_bias, recurrent_kernel, gate[d + n :], candidate[d + n :]
 
-    def projected_call(self, projected, states, kernels, reset=None):
+    def _projected_call(self, projected, states, kernels, reset=None):
         """One step from precomputed input projections; equal to `call` up to rounding.
 
         Args:
-            projected: Tensor ``[batch, 4n]``, ``x_t W_x + b`` (from `projection_kernels`).
+            projected: Tensor ``[batch, 4n]``, ``x_t W_x + b`` (from `_projection_kernels`).
             states: List ``[memory [batch, n * C], previous output [batch, n]]``.
             kernels: Tuple ``(recurrent_kernel, gate_h_kernel, candidate_h_kernel)``.
             reset: Optional bool tensor ``[batch]``: the rows whose states are zeroed
@@ -386,7 +386,7 @@ class AssociativeGRUCell(keras.layers.Layer):
         n = self.units
         pre = projected + ops.matmul(previous_output, recurrent_kernel)
         key, gate_pre, candidate_pre = ops.split(pre, [n, 3 * n], axis=1)
-        step = self.run_step(
+        step = self._run_step(
             key,
             memory,
             lambda retrieved: gate_pre + ops.matmul(retrieved, gate_h_kernel),

@@ -97,8 +97,8 @@ class DualAssociativeGRUCell(keras.layers.Layer):
             at this step: their memory and previous output are set to zero before the step.
             The source memory is kept: it is what the row reads, not a recurrent state
             (the cell returns it unchanged), so a reset row continues as a sequence started
-            from ``initial_state=[0, 0, source memory]`` would (see
-            `tf_memlayers.layers.resets`). Default: `None` (no row).
+            from ``initial_state=[0, 0, source memory]`` would (see `ResettableRNN`).
+            Default: `None` (no row).
 
     Returns:
         Tuple ``(output, new_states)``: the output ``o_t`` ``[batch, units]`` (with
@@ -224,7 +224,7 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         self._check_source(source)
         controller = ops.concatenate([inputs, previous_output], axis=1)
         key, source_memory = self._source_memory(controller, source)
-        step = self.premise_cell.controller_step(controller, memory, key=key, source=source_memory)
+        step = self.premise_cell._controller_step(controller, memory, key=key, source=source_memory)
         retrievals = {
             "written": step.delta,
             "read": step.retrieved,
@@ -264,7 +264,7 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
     Reads a sequence (the hypothesis) with an AM-GRU that, at every step, also reads the final
     memory of a source sequence (the premise), given as the third initial state. Outputs,
     states and masking are those of ``keras.layers.RNN(DualAssociativeGRUCell(...))``. With
-    the fused loop the time loop is one `tf_memlayers.ops.associative_gru_loop` op
+    the fused loop the time loop is one op
     (XLA-compiled forward, hand-written backward; ``dual_key="paper"`` only), the path the
     layer picks inside its `inner_loop`, the way `keras.layers.GRU` picks cuDNN: by default
     (``fused_loop="auto"``) wherever it supports the call, else Keras's loop.
@@ -320,7 +320,7 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
             memory, which the cell reads and never changes, is kept. From there the row
             computes what the layer computes on that document alone with ``initial_state=[0,
             0, source memory]`` (other rows and steps are untouched; a reset at a masked step
-            is ignored; see `tf_memlayers.layers.resets`). The fused loop has no resets:
+            is ignored; see `ResettableRNN`). The fused loop has no resets:
             with ``fused_loop="auto"`` a call with ``reset`` runs Keras's loop, with
             ``fused_loop=True`` it is a `ValueError`, and so is ``go_backwards=True``.
 
@@ -334,7 +334,7 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
     Example:
 
     >>> import numpy as np
-    >>> from tf_memlayers.layers import AssociativeGRU
+    >>> from tf_memlayers import AssociativeGRU
     >>> premise_layer = AssociativeGRU(8, num_copies=2, return_state=True)
     >>> _, source, last = premise_layer(np.ones((2, 5, 4), "float32"))
     >>> layer = DualAssociativeGRU(8, num_copies=2)
@@ -396,7 +396,7 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
 
     def fused_inner_loop(self, sequences, initial_state, mask, training=False):
         premise = self.cell.premise_cell
-        input_kernel, input_bias, *kernels = premise.projection_kernels()
+        input_kernel, input_bias, *kernels = premise._projection_kernels()
         projected = ops.matmul(sequences, input_kernel) + input_bias
         source = initial_state[2]
         last, outputs, states = self.run_fused_loop(

@@ -3,7 +3,7 @@
 The premise is read by an AM-GRU, the hypothesis by a Dual AM-GRU that starts from the
 premise's last output and reads the premise's final memory; both passes read one set of AM-GRU
 weights. The encoder owns both passes: the Dual AM-GRU layer owns every weight, and the
-premise pass runs the AM-GRU cell inside it, so that `.keras` files, `keras.models.clone_model`
+premise pass runs the AM-GRU cell inside it, so that ``.keras`` files, `keras.models.clone_model`
 and ``from_config`` keep one shared set of weights with nothing but the encoder's own config.
 """
 
@@ -108,7 +108,7 @@ class DualAssociativeEncoder(keras.layers.Layer):
     the dots being the AM-GRU's own terms. Both passes read one set of AM-GRU weights (the
     paper's conditional encoding with shared parameters); the Dual AM-GRU adds ``W_dg`` and
     ``W_dc`` (and, with ``dual_key="released"``, ``dual_key_kernel``). The layer owns both
-    passes and every weight, so a `.keras` file, `keras.models.clone_model` and
+    passes and every weight, so a ``.keras`` file, `keras.models.clone_model` and
     ``from_config(get_config())`` give an encoder that shares them in the same way.
 
     Args:
@@ -133,7 +133,7 @@ class DualAssociativeEncoder(keras.layers.Layer):
         zero_output_for_mask: Boolean, with ``return_sequences``, output zeros (not the
             previous output) at masked steps. Defaults to False.
         fused_loop: `"auto"`, True or False, both passes' time loop (see `AssociativeGRU`):
-            `tf_memlayers.ops.associative_gru_loop` where it runs the call (`"auto"`),
+            the fused loop where it runs the call (`"auto"`),
             always (True), or never (False). Defaults to `"auto"`.
         **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
 

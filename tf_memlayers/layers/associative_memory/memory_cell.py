@@ -47,8 +47,7 @@ class AssociativeMemoryCell(keras.layers.Layer):
             nested as in `keras.layers.StackedRNNCells` or flat; ``output_size`` optional).
         num_copies: Positive integer, the number ``C`` of redundant permuted memory copies.
             Default: `8`.
-        seed: Integer, the seed of the permutations
-            (`tf_memlayers.ops.holographic.make_permutations`). Default: `123`.
+        seed: Integer, the seed of the random permutations of the copies. Default: `123`.
         memory_state_index: Optional non-negative integer, which of the cell's states lives
             in memory, counted in the flattened list of its states. Default: `None` (1 for a
             `keras.layers.LSTMCell`, 0 for any other cell; see above).
@@ -68,9 +67,8 @@ class AssociativeMemoryCell(keras.layers.Layer):
         reset: Optional bool tensor ``[batch]``, true in the rows that start a new document
             at this step: every state of those rows (the memory, the previous output and the
             wrapped cell's other states) is set to zero before the step, so the wrapped cell
-            starts from the zero state that `keras.layers.RNN` gives a new sequence (see
-            `tf_memlayers.layers.resets`). Run the cell with
-            `tf_memlayers.layers.ResettableRNN` to reset rows inside a sequence.
+            starts from the zero state that `keras.layers.RNN` gives a new sequence. Run the
+            cell with `ResettableRNN` to reset rows inside a sequence.
             Default: `None` (no row).
 
     Returns:

@@ -57,7 +57,7 @@ class HeapCacheAttention(keras.layers.Layer):
 
     * ``policy="heap"``: the reference implementation's procedure, candidate by candidate in
       batch order: a candidate scoring strictly above the root (slot 0) replaces it and sifts
-      down the binary min-heap (`tf_memlayers.ops.heap.heap_write`). The heap is never
+      down the binary min-heap. The heap is never
       re-ordered as a whole, so as the weights change its order goes stale, as in the original.
     * ``policy="topk"``: after the write the cache holds the ``cache_size`` best vectors of the
       cache and the batch under the current weights, in ascending score order.
@@ -269,7 +269,7 @@ class HeapCacheAttention(keras.layers.Layer):
         """Offers ``candidates`` (``[batch, H]``) to the cache with the current weights.
 
         Every vector is scored once with the current weights, the ``policy`` rule decides from
-        the scores (`tf_memlayers.ops.heap`), and the cache is rewritten once. On TensorFlow the
+        the scores, and the cache is rewritten once. On TensorFlow the
         write is compiled with XLA and works eagerly, in `tf.function` and inside a model
         compiled with ``jit_compile=True``; inside a replica context of a multi-replica strategy
         the candidates of all replicas are gathered in replica order first, so that every

@@ -81,7 +81,7 @@ class AttentionWrapper(keras.layers.Layer):
 
     Args:
         cell: A Keras RNN cell (`keras.layers.LSTMCell`, `keras.layers.GRUCell`,
-            `tf_memlayers.layers.AssociativeGRUCell`, ...).
+            `tf_memlayers.AssociativeGRUCell`, ...).
         score: ``"additive"``, ``"dot"`` or ``"general"``. Default: ``"additive"``.
         attention_units: Positive integer, the width of the additive score's hidden layer.
             Default: `None` (the cell's output width).
