@@ -99,7 +99,7 @@ class _NGram:
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class NGramConcat(_NGram, MemorySequenceLayer):
-    r"""N-gram RNN output over a whole sequence, all steps at once (eq. 13).
+    r"""N-gram RNN output over a whole sequence, all steps at once (equation 13).
 
     Applied to the output sequence of any RNN layer (e.g. the fused `keras.layers.LSTM`),
     it computes h*_t for every step from the current output and the N-2 outputs before it.
@@ -236,7 +236,7 @@ class NGramConcat(_NGram, MemorySequenceLayer):
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class NGramConcatCell(_NGram, MemoryCellWrapper):
-    """The N-gram RNN as a cell wrapping any Keras RNN cell (eq. 13).
+    """The N-gram RNN as a cell wrapping any Keras RNN cell (equation 13).
 
     At each step the wrapped ``cell`` produces h_t, and the cell outputs h*_t from h_t and
     the N-2 outputs of the wrapped cell before it. The state is the wrapped cell's states
