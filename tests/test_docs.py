@@ -263,6 +263,22 @@ def test_names_link_to_their_documentation(site):
     assert 'href="tf_memlayers.AttentionWrapper.html#tf_memlayers.AttentionWrapper"' in page
 
 
+def test_no_table_on_any_page_has_more_columns_than_fit_the_content_column(site):
+    """At most `MAX_COLUMNS` columns (`benchmarks/docs_tables.py`): with more, a table
+    overflows the content column at 1280 px."""
+    limit = load_script("benchmarks", "docs_tables").MAX_COLUMNS
+    wide, tables = [], 0
+    for path in _site_pages(site):
+        for table in re.findall(r"<table.*?</table>", path.read_text(encoding="utf-8"), re.S):
+            tables += 1
+            first_row = re.search(r"<tr[^>]*>(.*?)</tr>", table, re.S).group(1)
+            columns = len(re.findall(r"<t[hd][ >]", first_row))
+            if columns > limit:
+                wide.append(f"{path.relative_to(site)}: {columns} columns")
+    assert tables > 40  # the results page's tables are read
+    assert not wide, wide
+
+
 def test_every_results_table_is_written_by_a_benchmark_script():
     """Figures on the results page appear only between markers that a script in benchmarks/
     writes, and every figure the page shows is in the repository."""

@@ -452,6 +452,7 @@ BENCHMARK_BAD = [
     ("benchmarks.papers.seq2seq_autoencoding", ["--corpus", "wmt14"], "--corpus"),
     ("benchmarks.speed.window_attention", ["--lengths", "20", "-5"], "--lengths"),
     ("benchmarks.speed.window_attention", ["--window", "0"], "--window"),
+    ("benchmarks.docs_tables", ["--reflow", "no_such_page.rst"], "page"),
 ]
 
 
