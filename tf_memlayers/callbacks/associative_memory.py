@@ -55,6 +55,26 @@ class MemoryRetrievalHeatmap(keras.callbacks.Callback):
             ``memory_retrievals(premise, hypothesis)`` method). Default: `"encoder"`.
         embedding_name: String, the name of the model's embedding layer.
             Default: `"embedding"`.
+
+    Example:
+
+    >>> import pathlib, tempfile
+    >>> import keras
+    >>> from tf_memlayers import DualAssociativeEncoder
+    >>> from tf_memlayers.models import ConditionalEncoder, build_snli_model
+    >>> encoder = ConditionalEncoder([
+    ...     DualAssociativeEncoder(4, num_copies=2, return_sequences=True),
+    ...     keras.layers.GRU(4, return_state=True),
+    ... ])
+    >>> vocabulary = ["<pad>", "<unk>", "a", "dog", "runs", "sleeps"]
+    >>> model = build_snli_model(len(vocabulary), encoder=encoder, embedding_dim=3)
+    >>> log_dir = tempfile.mkdtemp()
+    >>> heatmap = MemoryRetrievalHeatmap(log_dir, ["a", "dog", "runs"], ["a", "dog", "sleeps"],
+    ...                                  vocabulary)
+    >>> heatmap.set_model(model)
+    >>> heatmap.on_epoch_end(0)
+    >>> [path.name for path in pathlib.Path(log_dir).iterdir()]
+    ['memory']
     """
 
     def __init__(

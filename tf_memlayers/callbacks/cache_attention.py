@@ -107,6 +107,20 @@ class CacheAttentionCallback(keras.callbacks.Callback):
         log_dir: TensorBoard directory (a ``cache`` subdirectory is written).
         probe_inputs: model inputs used to average the weights of caches whose read depends
             on the example (``query="additive"`` or ``"dot"``).
+
+    Example:
+
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> from tf_memlayers.models import build_fill_last_word_model, compile_fill_last_word_model
+    >>> model = build_fill_last_word_model(30, max_length=6, embedding_dim=4, hidden=8,
+    ...                                    cache_size=16)
+    >>> compile_fill_last_word_model(model)
+    >>> log_dir = tempfile.mkdtemp()
+    >>> x = np.random.default_rng(0).integers(1, 30, (8, 6))
+    >>> _ = model.fit(x, x[:, -1], verbose=0, callbacks=[CacheAttentionCallback(log_dir)])
+    >>> [path.name for path in pathlib.Path(log_dir).iterdir()]
+    ['cache']
     """
 
     def __init__(self, log_dir, probe_inputs=None):

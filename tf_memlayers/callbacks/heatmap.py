@@ -140,6 +140,13 @@ def heatmap_image(
 
     Raises:
         ValueError: If ``matrix`` is not 2-D.
+
+    Example:
+
+    >>> image = heatmap_image([[0.1, 0.9], [0.7, 0.3]], ["a", "b"], ["x", "y"],
+    ...                       title="attention")
+    >>> image.dtype, image.ndim, image.shape[-1]
+    (dtype('uint8'), 3, 3)
     """
     matrix = np.asarray(matrix, dtype=np.float64)
     if matrix.ndim != 2:
@@ -207,6 +214,17 @@ def write_heatmap(tag, matrix, step, row_labels=None, col_labels=None, **image_k
 
     Returns:
         The uint8 image ``[height, width, 3]`` that was written.
+
+    Example:
+
+    >>> import pathlib, tempfile
+    >>> import tensorflow as tf
+    >>> log_dir = tempfile.mkdtemp()
+    >>> with tf.summary.create_file_writer(log_dir).as_default():
+    ...     image = write_heatmap("memory/retrieval", [[0.2, 0.8]], step=0,
+    ...                           row_labels=["dog"], col_labels=["a", "dog"])
+    >>> image.shape[-1], len(list(pathlib.Path(log_dir).iterdir()))
+    (3, 1)
     """
     image = heatmap_image(matrix, row_labels, col_labels, **image_kwargs)
     tf.summary.image(tag, image[None], step=step)

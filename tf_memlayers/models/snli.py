@@ -329,6 +329,21 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Fal
 
     Returns:
         ``model``, compiled with sparse categorical cross-entropy and accuracy.
+
+    Example:
+
+    >>> import numpy as np
+    >>> import keras
+    >>> from tf_memlayers.models import ConditionalEncoder
+    >>> gru = ConditionalEncoder([
+    ...     keras.layers.GRU(4, return_sequences=True, return_state=True),
+    ...     keras.layers.GRU(4, return_state=True),
+    ... ])
+    >>> model = compile_snli_model(build_snli_model(20, encoder=gru, embedding_dim=3))
+    >>> pairs = [np.ones((2, 5), "int32"), np.ones((2, 3), "int32")]  # premise, hypothesis
+    >>> history = model.fit(pairs, np.array([0, 2]), verbose=0)
+    >>> sorted(history.history)
+    ['accuracy', 'loss']
     """
     learning_rate = check_number("learning_rate", learning_rate, 0.0, low_open=True)
     if clip_norm is not None:

@@ -161,6 +161,15 @@ def initial_step_state(step_model, batch_size):
 
     Returns:
         A list of NumPy arrays, one per state input, in the order of the model's inputs.
+
+    Example:
+
+    >>> from tf_memlayers import SlidingWindowAttention
+    >>> from tf_memlayers.models import build_language_model, build_step_model
+    >>> lm = build_language_model(20, SlidingWindowAttention(window=2), hidden=8,
+    ...                           embedding_dim=4, stateful=False, seq_len=None)
+    >>> [state.shape for state in initial_step_state(build_step_model(lm), 3)]
+    [(3, 8), (3, 8), (3, 18)]
     """
     return [
         np.zeros((batch_size, *tuple(spec.shape)[1:]), keras.backend.standardize_dtype(spec.dtype))

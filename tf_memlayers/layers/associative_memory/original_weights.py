@@ -57,7 +57,29 @@ def _find(arrays, name):
 
 
 def original_variable_names(cell):
-    """Returns ``{original variable name: Keras variable}`` for a built cell."""
+    """Returns ``{original variable name: Keras variable}`` for a built cell.
+
+    Args:
+        cell: A built `AssociativeGRUCell` or `DualAssociativeGRUCell`.
+
+    Returns:
+        A dict from each of the cell's weights' names in the original code (its variable
+        scope, e.g. ``"AssociativeGRUCell/Gates/fully_connected/weights"``) to the Keras
+        variable that holds it.
+
+    Raises:
+        ValueError: If ``cell`` is not built.
+        TypeError: If ``cell`` is neither of the two cells.
+
+    Example:
+
+    >>> from tf_memlayers import AssociativeGRUCell
+    >>> cell = AssociativeGRUCell(4, num_copies=2)
+    >>> cell.build((None, 3))
+    >>> sorted(original_variable_names(cell))[:2]
+    ['AssociativeGRUCell/Candidate/fully_connected/biases',
+     'AssociativeGRUCell/Candidate/fully_connected/weights']
+    """
     if not cell.built:
         raise ValueError("`cell` must be built (call it or `cell.build(input_shape)`) first.")
     return {name: getattr(owner, attribute) for name, owner, attribute in _mapping(cell)}
@@ -80,6 +102,21 @@ def load_original_weights(cell, arrays, prefix=None):
         ValueError: a required variable is missing, matches several entries, or has the wrong
             shape; or the arrays hold the released code's Dual key for a cell with
             ``dual_key="paper"`` (which would compute something else than that code).
+
+    Example:
+
+    Arrays as a checkpoint of the original code names them (under an outer scope):
+
+    >>> import numpy as np
+    >>> from tf_memlayers import AssociativeGRUCell
+    >>> cell = AssociativeGRUCell(4, num_copies=2)
+    >>> cell.build((None, 3))
+    >>> arrays = {"encoder/" + name: np.full(tuple(variable.shape), 0.5, "float32")
+    ...           for name, variable in original_variable_names(cell).items()}
+    >>> len(load_original_weights(cell, arrays, prefix="encoder/"))
+    5
+    >>> float(cell.key_kernel[0, 0])
+    0.5
     """
     if prefix is not None:
         if not isinstance(prefix, str):
