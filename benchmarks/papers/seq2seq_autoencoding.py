@@ -167,7 +167,9 @@ def draw_figure(runs, path):
             found[model] = mine[0]
     if len(found) < 2:
         return None
-    figure, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+    # One panel above the other, 6.6 inches at 110 dpi: 726 pixels wide, so that the results
+    # page's content column shows it at its own size.
+    figure, axes = plt.subplots(2, 1, figsize=(6.6, 9.0))
     panels = [
         ("dual_am_gru", "Dual AM-GRU: cosine(encoder write, decoder read)", -1.0, 1.0),
         ("attention", "attention decoder: weights over the source", 0.0, 1.0),
