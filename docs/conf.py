@@ -198,8 +198,8 @@ def keras_io_order(lines):
     """A class's or function's docstring lines in the order of a keras.io page: the first
     paragraph, the example, the arguments, the call arguments, what it returns and raises,
     then the paragraphs that followed the first (how it is computed) under "Notes"."""
-    starts = [i for i, line in enumerate(lines)
-              if _SECTION.match(line) and _SECTION.match(line).group(1) in SECTION_ORDER]  # fmt: skip
+    headers = [(i, _SECTION.match(line)) for i, line in enumerate(lines)]
+    starts = [i for i, match in headers if match and match.group(1) in SECTION_ORDER]
     head = lines[: starts[0]] if starts else list(lines)
     sections = {}
     for start, end in zip(starts, starts[1:] + [len(lines)]):

@@ -234,6 +234,34 @@ def test_every_name_of_the_package_the_reference_mentions_is_documented(site, ap
     assert not undocumented, sorted(undocumented)
 
 
+# Methods of Keras's layer protocol, which a docstring names as Keras's, not as the package's.
+KERAS_PROTOCOL = {"build", "call", "compute_output_shape", "from_config", "get_config",
+                  "get_initial_state", "inner_loop", "output_size", "reset_state",
+                  "reset_states", "state_size"}  # fmt: skip
+
+
+def test_the_reference_names_no_function_or_class_it_does_not_document(site):
+    """A function or class of the package's own modules that the reference does not document
+    (a private helper, a primitive of ``tf_memlayers.ops``) is not named on its pages."""
+    import ast
+
+    defined = set()
+    for path in (REPO_ROOT / "tf_memlayers").rglob("*.py"):
+        defined |= {node.name for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                    if isinstance(node, (ast.FunctionDef, ast.ClassDef))}  # fmt: skip
+    pages = sorted((site / "api").rglob("*.html"))
+    documented = {name.rsplit(".", 1)[-1] for path in pages
+                  for name in re.findall(r'id="tf_memlayers\.([^"]+)"', path.read_text(
+                      encoding="utf-8"))}  # fmt: skip
+    undocumented = defined - documented - KERAS_PROTOCOL
+    named = []
+    for path in pages:
+        _, unlinked = _read_page(path)
+        named += [f"{path.name}: {name}" for name in unlinked
+                  if name.split("(")[0].split(".")[-1] in undocumented]  # fmt: skip
+    assert not named, named
+
+
 def test_no_page_shows_raw_markup(site):
     """No backquote in any page's prose: each code span of a docstring or a page was turned
     into code or a link."""

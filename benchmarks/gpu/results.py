@@ -303,8 +303,8 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
          ("floor_share_of_peak", "floor share of peak"), ("status", "not measured")],
         "One SGD training step (``jax.jit``) of `SlidingWindowAttention(window=10, "
         "attention_units=32)` followed by `Dense(300)` on [8, T, 300], against its floor (its "
-        "four matrix products alone) and Keras's `keras.layers.MultiHeadAttention` with `sliding_window` "
-        "and a causal mask at equal weights (``benchmarks/gpu/speed.py``), medians of 20 "
+        "four matrix products alone) and Keras's `keras.layers.MultiHeadAttention` with "
+        "`sliding_window` and a causal mask at equal weights (``benchmarks/gpu/speed.py``), medians of 20 "
         "interleaved steps; ratios are medians of per-step ratios. Buffers: the temporary "
         "memory XLA plans for the step. Share of peak: the step's matrix-product arithmetic "
         "over its time, against the matrix-product rate of the same dtype measured in the "

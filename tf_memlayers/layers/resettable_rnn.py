@@ -297,8 +297,8 @@ class ResettableRNN(keras.layers.RNN):
     `keras.layers.StackedRNNCells`, and a reset zeroes the states of every cell of the stack.
     The cell must take a ``reset`` call argument (the package's memory cells do); any other
     Keras cell (a stack included) is wrapped in `ResettableCell`. On backends other than
-    TensorFlow a call with a mask runs `scan_loop`, which masks as Keras's TensorFlow loop does
-    (a masked step keeps the states and emits the previous output, or zeros with
+    TensorFlow a call with a mask runs a loop of its own that masks as Keras's TensorFlow loop
+    does (a masked step keeps the states and emits the previous output, or zeros with
     ``zero_output_for_mask``).
 
     Keras's own tests of `keras.layers.RNN` pass with it in its place, as the package's tests
@@ -308,7 +308,7 @@ class ResettableRNN(keras.layers.RNN):
     tests of the cuDNN kernels of `keras.layers.LSTM` and `keras.layers.GRU`, which this layer
     has not, left out).
 
-    A cell with a loop cache (`MemoryCellWrapper.loop_cache`, e.g. the window keys that
+    A cell with a loop cache (a ``loop_cache`` method, e.g. the window keys that
     `SlidingWindowAttentionCell` has already projected) gets it: derived from the initial
     states at every call and carried beside the states, it spares each step work without
     changing the outputs, states or gradients.
@@ -380,7 +380,8 @@ class ResettableRNN(keras.layers.RNN):
             _reset_dropout_masks(drawn)
 
     def checked_reset(self, reset, sequences):
-        """``reset`` checked against ``sequences`` (see `check_reset`)."""
+        """``reset`` checked against ``sequences``: a bool ``[batch, time]`` tensor of their
+        batch and length; a `ValueError` with ``go_backwards``."""
         owner = type(self).__name__
         if self.go_backwards:
             raise ValueError(

@@ -200,8 +200,8 @@ def build_language_model(
             starts each row's LSTM states and memory again there, inside the graph: for
             documents packed back to back in each row (as in the PTB example's batches
             with ``pack=True``). The inputs are then a dict ``{"tokens", "reset"}``, and the
-            LSTM layers are `ResettableRNN` over a `keras.layers.LSTMCell` (the same weights, in the same
-            order, as `keras.layers.LSTM`); a memory layer must take ``reset``.
+            LSTM layers are `ResettableRNN` over a `keras.layers.LSTMCell` (the same
+            weights, in the same order, as `keras.layers.LSTM`); a memory layer must take ``reset``.
         name: Optional string, the model name. Default: `None` (``"language_model"``).
 
     Returns:
@@ -354,7 +354,8 @@ def compile_language_model(
             cuDNN LSTM, does not support it).
         perplexity: Boolean, (default `True`), whether to add the `Perplexity` metric.
         optimizer: String or `keras.optimizers.Optimizer`: `"adam"` (also for `None`),
-            `"sgd"` (see `make_optimizer`) or an optimizer instance (then ``learning_rate``
+            `"sgd"` (plain SGD without momentum, as Zaremba et al.; both clip the gradients'
+            global norm at ``clip_norm``) or an optimizer instance (then ``learning_rate``
             and ``clip_norm`` are ignored). Default: `"adam"`.
         loss_reduction: String, `"token_mean"` or `"sum_over_time"` (see
             `SequenceCrossentropy`). Default: `"token_mean"`.

@@ -237,8 +237,9 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     weights live in ``layer.cell`` with the cell's names, shapes and row order, so
     `tf_memlayers.compat.load_original_weights` takes ``layer.cell``.
 
-    With the fused loop the time loop is one op with a hand-written backward pass: both loops are compiled with XLA even when the
-    model is not, and on CPU the batch is split into one independent loop per core. Each new
+    With the fused loop the time loop is one op with a hand-written backward pass: both
+    loops are compiled with XLA even when the model is not, and on CPU the batch is split
+    into one independent loop per core. Each new
     (batch, time) shape then compiles once, so it suits fixed-size padded batches. By default
     (``fused_loop="auto"``) the layer runs the fused loop wherever it supports the call (the
     TensorFlow backend, without ``return_retrievals`` or ``unroll``) and Keras's loop
@@ -269,10 +270,10 @@ class AssociativeGRU(AssociativeRecurrentLayer):
         unroll: Boolean, unroll the time loop (needs a known length). Defaults to False.
         zero_output_for_mask: Boolean, output zeros (not the previous output) at masked
             steps. Defaults to False.
-        fused_loop: `"auto"`, True or False: run the time loop as `associative_gru_loop`
-            where it can (`"auto"`), always (True: a `ValueError` on another backend than
-            TensorFlow, or with ``return_retrievals`` or ``unroll``), or never (False: Keras's
-            loop). Same results up to float rounding. Defaults to `"auto"`.
+        fused_loop: `"auto"`, True or False: run the time loop as one fused op where it
+            can (`"auto"`), always (True: a `ValueError` on another backend than TensorFlow,
+            or with ``return_retrievals`` or ``unroll``), or never (False: Keras's loop).
+            Same results up to float rounding. Defaults to `"auto"`.
         **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
 
     Call arguments:

@@ -104,7 +104,8 @@ class AssociativeGRUCell(keras.layers.Layer):
         \end{aligned}
 
     Note the gate convention: :math:`o_t = (1 - u) \odot h + u \odot c`, the reverse of
-    `keras.layers.GRUCell`. The permutations are the original code's (`make_permutations`).
+    `keras.layers.GRUCell`. The permutations are the original code's (drawn from ``seed`` as
+    it draws them).
 
     Args:
         units: Even positive integer, the number of real units ``n`` (``n/2`` complex

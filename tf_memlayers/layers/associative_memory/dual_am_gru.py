@@ -224,7 +224,9 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         self._check_source(source)
         controller = ops.concatenate([inputs, previous_output], axis=1)
         key, source_memory = self._source_memory(controller, source)
-        step = self.premise_cell._controller_step(controller, memory, key=key, source=source_memory)
+        step = self.premise_cell._controller_step(
+            controller, memory, key=key, source=source_memory
+        )
         retrievals = {
             "written": step.delta,
             "read": step.retrieved,
@@ -300,10 +302,10 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
         unroll: Boolean, unroll the time loop (needs a known length). Defaults to False.
         zero_output_for_mask: Boolean, output zeros (not the previous output) at masked
             steps. Defaults to False.
-        fused_loop: `"auto"`, True or False: run the time loop as `associative_gru_loop`
-            where it can (`"auto"`), always (True: a `ValueError` on another backend than
-            TensorFlow, with ``dual_key="released"``, ``return_retrievals`` or ``unroll``),
-            or never (False: Keras's loop). Same results up to float rounding. Defaults to
+        fused_loop: `"auto"`, True or False: run the time loop as one fused op where it
+            can (`"auto"`), always (True: a `ValueError` on another backend than TensorFlow,
+            with ``dual_key="released"``, ``return_retrievals`` or ``unroll``), or never
+            (False: Keras's loop). Same results up to float rounding. Defaults to
             `"auto"`.
         **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
 

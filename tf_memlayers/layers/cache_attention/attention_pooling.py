@@ -45,7 +45,8 @@ class AttentionPooling(keras.layers.Layer):
     Call arguments:
         inputs: A 3D tensor, with shape ``[batch, time, features]``.
         mask: Optional boolean tensor of shape ``[batch, time]`` (propagated by Keras, e.g.
-            from a `keras.layers.Embedding` with ``mask_zero=True``). Default: `None` (every step read).
+            from a `keras.layers.Embedding` with ``mask_zero=True``). Default: `None`
+            (every step read).
         return_attention_scores: Boolean, (default `False`), whether to also return the
             attention weights ``alpha`` (``[batch, time]``; float32 under a mixed precision
             policy).

@@ -290,9 +290,9 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
     outputs h*_t and appends k_t, v_t to the window. The state is the wrapped cell's states
     followed by one 2-D memory ``[keys | values | validity]`` whose zero initial value means
     "nothing attended yet", so `stateful=True`, `reset_state()`, `return_state`,
-    `go_backwards`, `keras.layers.Bidirectional` and step-by-step generation work as with any cell. At a
-    masked step `keras.layers.RNN` copies the state forward: the step is never written to the
-    window.
+    `go_backwards`, `keras.layers.Bidirectional` and step-by-step generation work as with
+    any cell. At a masked step `keras.layers.RNN` copies the state forward: the step is never
+    written to the window.
 
     The same weights as `SlidingWindowAttention`, which computes the same outputs in parallel.
 
