@@ -160,6 +160,32 @@ def load_script(folder, name):
     return module
 
 
+def json_report_of_script(script, path=None, *args):
+    """Runs the Python source ``script`` as a file in a process of its own (the repository
+    importable, TensorFlow's log quiet, at most 300 s) and returns its last line of output
+    read as JSON; fails with the tail of its standard error if it does not exit with 0.
+
+    Args:
+        script: The source to run.
+        path: Optional ``os.pathsep``-joined import path. Default: `None` (the repository).
+        *args: Command-line arguments for the script.
+    """
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    env = dict(os.environ, PYTHONPATH=path or str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
+    # A file, not ``-c``: AutoGraph reads the source of the functions it converts.
+    with tempfile.TemporaryDirectory() as folder:
+        source = pathlib.Path(folder) / "script.py"
+        source.write_text(script, encoding="utf-8")
+        result = subprocess.run([sys.executable, str(source), *args], capture_output=True,
+                                text=True, env=env, timeout=300)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
 def shared_data_dir():
     """The read-only corpora folder: $TF_MEMLAYERS_DATA, else ../shared/data beside the repo."""
     env = os.environ.get("TF_MEMLAYERS_DATA")

@@ -1,6 +1,5 @@
 """HeapCacheModel: the cache write inside `fit` (eager, XLA, distributed) and its persistence."""
 
-import json
 import os
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import heap_reference as ref
-from support import REPO_ROOT
+from support import REPO_ROOT, json_report_of_script
 
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.fill_last_word import build_fill_last_word_model
@@ -185,16 +184,9 @@ DISTRIBUTED_SCRIPT = textwrap.dedent(
 )
 
 
-def test_mirrored_strategy_keeps_identical_caches(tmp_path):
-    script = tmp_path / "distributed.py"
-    script.write_text(DISTRIBUTED_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=TEST_PATH, TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(
-        [sys.executable, str(script), os.path.dirname(os.path.abspath(__file__))],
-        capture_output=True, text=True, env=env, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+def test_mirrored_strategy_keeps_identical_caches():
+    report = json_report_of_script(DISTRIBUTED_SCRIPT, TEST_PATH, os.path.dirname(
+        os.path.abspath(__file__)))  # fmt: skip
     assert report["replicas"] == 2
     for policy in ("heap", "topk"):
         first, second = (np.array(c) for c in report[policy]["copies"])
@@ -251,17 +243,10 @@ JIT_DISTRIBUTED_SCRIPT = textwrap.dedent(
 )
 
 
-def test_jit_compile_under_mirrored_strategy_raises_a_clear_error(tmp_path):
+def test_jit_compile_under_mirrored_strategy_raises_a_clear_error():
     """XLA with several replicas fails in Keras itself; the model says so before training."""
-    script = tmp_path / "jit_distributed.py"
-    script.write_text(JIT_DISTRIBUTED_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=TEST_PATH, TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(
-        [sys.executable, str(script), os.path.dirname(os.path.abspath(__file__))],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = json_report_of_script(JIT_DISTRIBUTED_SCRIPT, TEST_PATH, os.path.dirname(
+        os.path.abspath(__file__)))  # fmt: skip
     assert report["replicas"] == 2
     message = report["cache_model"]
     assert message is not None, "jit_compile=True under MirroredStrategy trained without error"

@@ -1,9 +1,6 @@
 """`AssociativeGRU` (input projections before the loop) against `RNN(AssociativeGRUCell)`."""
 
-import json
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -11,10 +8,10 @@ import pytest
 from am_gru_reference import permutations
 from support import (
     BACKEND,
-    REPO_ROOT,
     FUSED_LOOP,
     TF_DISTRIBUTE,
     gradients,
+    json_report_of_script,
     masked_rnn,
     tensorflow_only,
 )
@@ -377,15 +374,8 @@ print(json.dumps({"replicas": strategy.num_replicas_in_sync, **predictions}))
 
 
 @tensorflow_only(f"{TF_DISTRIBUTE} and {FUSED_LOOP}")
-def test_fused_loop_trains_under_a_mirrored_strategy(tmp_path):
-    script = tmp_path / "mirrored.py"
-    script.write_text(MIRRORED_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+def test_fused_loop_trains_under_a_mirrored_strategy():
+    report = json_report_of_script(MIRRORED_SCRIPT)
     assert report["replicas"] == 2
     # Two training epochs on two replicas end in the same model with either loop.
     np.testing.assert_allclose(np.array(report["True"]), np.array(report["False"]), atol=1e-5)

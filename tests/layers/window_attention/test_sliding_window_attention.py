@@ -1,16 +1,11 @@
 """SlidingWindowAttention (parallel form) and SlidingWindowAttentionCell (cell form)."""
 
-import json
-import os
-import subprocess
-import sys
-
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
-from support import BACKEND, REPO_ROOT, PassThroughCell, gradients, keras_lstm, masked_rnn
+from support import BACKEND, json_report_of_script, PassThroughCell, gradients, keras_lstm, masked_rnn
 from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
 from tf_memlayers import ResettableRNN, SlidingWindowAttention, SlidingWindowAttentionCell
 from tf_memlayers.layers import resettable_rnn
@@ -776,15 +771,8 @@ print(json.dumps(float(np.abs(np.concatenate(steps, 1) - np.asarray(whole)).max(
 """
 
 
-def test_one_step_calls_at_batch_eight_match_the_whole_sequence(tmp_path):
+def test_one_step_calls_at_batch_eight_match_the_whole_sequence():
     """300 calls of one step each, carrying the memory, give the one call's outputs, in a
     process of their own: on TensorFlow's CPU kernels, a batched product over [8, 1, L, a]
     broadcast against the score vector corrupted the heap and aborted the process."""
-    script = tmp_path / "one_step.py"
-    script.write_text(ONE_STEP_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads(result.stdout.strip().splitlines()[-1]) < 1e-5
+    assert json_report_of_script(ONE_STEP_SCRIPT) < 1e-5
