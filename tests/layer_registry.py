@@ -58,6 +58,7 @@ SHARED_SUITES = (
     "layers/test_memory_cell_wrapper.py",
     "layers/test_resets.py",
     "ops/test_holographic.py",
+    "ops/test_products.py",
     "test_backends.py",
 )
 

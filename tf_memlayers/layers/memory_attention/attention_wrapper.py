@@ -14,6 +14,7 @@ from tf_memlayers.layers.memory_cell_wrapper import (
 )
 from tf_memlayers.layers.resets import check_reset, zero_where
 from tf_memlayers.layers.resettable_rnn import ResettableRNN
+from tf_memlayers.ops.products import dot_last_axis
 
 SCORES = ("additive", "dot", "general")
 POSITIONS = ("after", "before")
@@ -362,12 +363,7 @@ class AttentionWrapper(keras.layers.Layer):
             if self.normalize:
                 hidden = hidden + weight(self.score_bias)
                 vector = weight(self.score_norm) * vector / ops.sqrt(ops.sum(ops.square(vector)))
-            # One 2-D product over all (row, step, position): the same sums as the step's,
-            # and no batched product over [b, 1, L, units] on TensorFlow's CPU, whose oneDNN
-            # kernel writes outside its buffers when broadcast against a vector.
-            units = hidden.shape[-1]
-            scores = ops.matmul(ops.reshape(ops.tanh(hidden), (-1, units)), vector[:, None])
-            scores = ops.reshape(scores, ops.shape(hidden)[:-1])
+            scores = dot_last_axis(ops.tanh(hidden), vector)
         else:
             scores = ops.matmul(outputs, ops.transpose(keys, (0, 2, 1)))  # [b, t, L]
             if self.scale:

@@ -27,6 +27,7 @@ from tf_memlayers.layers.window_attention.key_value_predict_split import (
     split_sizes,
 )
 from tf_memlayers.ops import windows
+from tf_memlayers.ops.products import dot_last_axis
 
 
 PADS = ("mask", "zeros")
@@ -197,14 +198,7 @@ class WindowAttentionMechanism:
         pre_activation = window_keys + ops.expand_dims(query, -2)
         if self.use_bias:
             pre_activation = pre_activation + self.memory_bias
-        activated = ops.tanh(pre_activation)
-        # The product with w runs as one 2-D matmul over all rows: TensorFlow's CPU (oneDNN)
-        # batched matmul that an einsum over [B, 1, L, a] becomes, broadcast against the
-        # vector, writes outside its buffers when the batch is 4 or more and the step axis 1
-        # (a one-step call at batch >= 4), and the process then aborts.
-        width = activated.shape[-1]
-        scores = ops.matmul(ops.reshape(activated, (-1, width)), self.score_vector[:, None])
-        scores = ops.reshape(scores, ops.shape(activated)[:-1])
+        scores = dot_last_axis(ops.tanh(pre_activation), self.score_vector)
         return window_softmax(scores, None if self.pad == "zeros" else window_valid)
 
     def _attend(self, window_keys, query, window_values, window_valid):
