@@ -37,7 +37,8 @@ extensions = [
     "sphinx-mathjax-offline",
 ]
 
-exclude_patterns = ["_build"]
+# docs/api/_layers.rst is part of docs/api/index.rst (an include), not a page of its own.
+exclude_patterns = ["_build", "api/_layers.rst"]
 templates_path = ["_templates"]
 html_static_path = ["_static"]
 html_css_files = ["custom.css"]
@@ -53,9 +54,10 @@ autodoc_typehints = "description"
 # Keras methods a layer does not override (get_config, build, ...) are Keras's to document.
 autodoc_inherit_docstrings = False
 autodoc_default_options = {"members": True}
-# One page per class and function (docs/api/index.rst lists them by mechanism; the pages
-# are generated into docs/api/generated at each build, from docs/_templates/autosummary).
-autosummary_generate = True
+# One page per class and function (docs/api/index.rst lists them, the layers by mechanism
+# from docs/api/_layers.rst; the pages are generated into docs/api/generated at each build,
+# from docs/_templates/autosummary).
+autosummary_generate = ["api/index.rst", "api/_layers.rst"]
 # `x` in a docstring or page links to the object it names where the reference documents
 # it, to Keras's, TensorFlow's or JAX's documentation for their names (`external_url`), and
 # is shown as code otherwise.
@@ -64,6 +66,64 @@ default_role = "py:obj"
 html_theme = "furo"
 html_title = f"tf-memlayers {release}"
 
+
+
+# The page of a mechanism (a folder of tf_memlayers/layers/), where it is not the folder's name.
+MECHANISM_PAGES = {"cache_attention": "heap_cache"}
+# The title of the layers defined in tf_memlayers/layers/ itself, outside a mechanism's folder.
+BUILDING_BLOCKS = "Resets and utilities"
+
+
+def layer_sections(root=ROOT):
+    """The API reference's sections of the layers, as reStructuredText: one per mechanism (a
+    folder of ``tf_memlayers/layers/``, titled after it and summed up by its docstring's first
+    paragraph, linking to its page), then the building blocks defined in
+    ``tf_memlayers/layers/`` itself; each lists what ``tf_memlayers`` exports from there, in
+    the order of the modules and of the definitions in each. A new layer is listed once it is
+    exported."""
+    import importlib
+    import inspect
+
+    import tf_memlayers
+
+    layers_dir = pathlib.Path(root) / "tf_memlayers" / "layers"
+    found = {}
+    for name in tf_memlayers.__all__:
+        module = getattr(getattr(tf_memlayers, name), "__module__", "") or ""
+        if module.startswith("tf_memlayers.layers."):
+            parts = module.split(".")
+            group = parts[2] if len(parts) > 3 else None
+            line = inspect.getsourcelines(getattr(tf_memlayers, name))[1]
+            found.setdefault(group, []).append((module, line, name))
+    folders = sorted(p.name for p in layers_dir.iterdir() if (p / "__init__.py").is_file())
+    text = []
+    for group in [*folders, None]:
+        if group not in found:
+            continue
+        if group is None:
+            title, intro = BUILDING_BLOCKS, []
+        else:
+            package = importlib.import_module(f"tf_memlayers.layers.{group}")
+            summary = " ".join((package.__doc__ or "").strip().split("\n\n")[0].split())
+            page = MECHANISM_PAGES.get(group, group)
+            title = group.replace("_", " ").capitalize()
+            intro = [f"{summary} The mechanism's page: :doc:`../{page}`.", ""]
+        text += [title, "-" * len(title), "", *intro, ".. autosummary::",
+                 "   :toctree: generated", "   :nosignatures:", ""]  # fmt: skip
+        text += [f"   tf_memlayers.{name}" for _, _, name in sorted(found[group])]
+        text.append("")
+    return "\n".join(text)
+
+
+def _write_layer_sections():
+    path = pathlib.Path(__file__).resolve().parent / "api" / "_layers.rst"
+    text = layer_sections()
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
+# Written before Sphinx reads the sources (autosummary generates the layers' pages from it).
+_write_layer_sections()
 
 
 def _summary(obj):

@@ -24,7 +24,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from support import BACKEND, COLLECTED_MODULES, REPO_ROOT, shared_data_dir  # noqa: E402
+from tests.selection import collected  # noqa: E402
+from tests.support import BACKEND, shared_data_dir  # noqa: E402
 
 if BACKEND == "jax":
     import jax
@@ -39,6 +40,10 @@ if BACKEND == "jax":
     keras_dtypes.BIT64_TO_BIT32_DTYPE["float64"] = "float64"
 
 
+# pytester: the test case's own tests run pytest on a toy test class.
+pytest_plugins = ("pytester",)
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
@@ -50,25 +55,8 @@ def pytest_configure(config):
 
 
 def pytest_ignore_collect(collection_path, config):
-    # On another backend than TensorFlow only the backend-neutral tests run: each layer's test
-    # module (the modules that declare layers in the registry, found by reading the files,
-    # without importing them), the suites over every layer and the tests of what else runs
-    # without TensorFlow (tests/layer_registry.py). The others test the examples, tf.data
-    # pipelines, callbacks, training utilities and TensorFlow's own paths of the models.
-    if BACKEND == "tensorflow" or not collection_path.name.startswith("test_"):
-        return None
-    if collection_path.suffix != ".py":  # a folder: collected if it may hold such a file
-        return None
-    from layer_registry import backend_neutral_files
-
-    relative = collection_path.resolve().relative_to(REPO_ROOT / "tests").as_posix()
-    return relative not in backend_neutral_files() or None
-
-
-def pytest_itemcollected(item):
-    module = item.getparent(pytest.Module)
-    if module is not None:
-        COLLECTED_MODULES[module.path.resolve()] = module.obj
+    # On another backend than TensorFlow only the backend-neutral tests run (tests/selection.py).
+    return None if collected(BACKEND, collection_path) else True
 
 
 def pytest_collection_modifyitems(config, items):

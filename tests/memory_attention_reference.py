@@ -9,7 +9,7 @@ The references wrap a SimpleRNN cell (``h = tanh(x W + h U + b)``) and run step 
 import keras
 import numpy as np
 
-from support import gradients
+from tests.support import gradients
 
 
 def masked_softmax(scores, mask):

@@ -79,12 +79,11 @@ def main(out_dir, jobs):
             metrics = load_example("fill_last_word_cache").main(list(argv), extra_callbacks=[keep])
             save(out_dir, job, keep.weights, metrics)
         else:
-            from multi_worker_models import JOBS
+            from tests.multi_worker_models import JOBS
 
             weights, results = JOBS[job](*argv)
             save(out_dir, job, weights, results)
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     main(*sys.argv[1:])

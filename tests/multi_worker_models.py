@@ -82,7 +82,7 @@ def train_cache_model(strategy):
 
 def lm_refused(*argv):
     """The PTB example under the multi-worker strategy: its error message (or `None`)."""
-    from multi_worker_job import load_example
+    from tests.multi_worker_job import load_example
 
     try:
         load_example("ptb_memory_lm").main(list(argv))

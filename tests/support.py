@@ -1,6 +1,6 @@
 """What the tests share: the backend they run on, the TensorFlow-only marker and its common
 reasons, small cells and layers, gradients on any backend, the scripts as modules and the logs
-they write. Test modules import it (``from support import gradients``); ``conftest.py`` holds
+they write. Test modules import it (``from tests.support import gradients``); ``conftest.py`` holds
 only pytest's hooks and fixtures."""
 
 import glob
@@ -13,11 +13,6 @@ import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 BACKEND = keras.backend.backend()
-
-# The test modules pytest collected, by path, selected or not (``conftest.py`` records them):
-# the registry's test checks that the layers' declarations are read from these very modules
-# (tests/layer_registry.py).
-COLLECTED_MODULES = {}
 
 
 def tensorflow_only(reason):
@@ -190,6 +185,19 @@ def shared_data_dir():
     """The read-only corpora folder: $TF_MEMLAYERS_DATA, else ../shared/data beside the repo."""
     env = os.environ.get("TF_MEMLAYERS_DATA")
     return pathlib.Path(env) if env else REPO_ROOT.parent / "shared" / "data"
+
+
+def summary_events(folder):
+    """``{tag: [(step, value), ...]}`` of the TensorBoard event files in ``folder``, in the
+    order written (``value`` is the summary's protocol buffer)."""
+    import tensorflow as tf
+
+    events = {}
+    for name in sorted(os.listdir(folder)):
+        for event in tf.compat.v1.train.summary_iterator(os.path.join(folder, name)):
+            for value in event.summary.value:
+                events.setdefault(value.tag, []).append((event.step, value))
+    return events
 
 
 def logged_hparams(log_dir):

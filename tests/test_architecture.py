@@ -1,10 +1,12 @@
 """The package's layout: model builders compose public layers only; the examples and
-benchmarks use the public package only."""
+benchmarks use the public package only; every module has its test module at the mirrored
+path."""
 
 import ast
 import pathlib
 
 import tf_memlayers
+from tests.selection import mirrored_test_module
 
 ROOT = pathlib.Path(tf_memlayers.__file__).parent
 # What a builder must not reach for: the primitives below the layers, and the cells' internals
@@ -78,3 +80,17 @@ def test_the_examples_and_benchmarks_use_the_public_package_only():
     assert not found, found
     # Not vacuous: the package's own modules do import its private ones.
     assert _private_imports(ROOT / "models" / "snli.py")
+
+
+def test_every_package_module_has_its_test_module_at_the_mirrored_path():
+    """``tf_memlayers/a/b.py`` is tested by ``tests/a/test_b.py``: a reader finds a module's
+    tests without searching, and a new module without tests fails here."""
+    tests = pathlib.Path(__file__).resolve().parent
+    missing = []
+    for path in _modules():
+        if path.name == "__init__.py":
+            continue
+        test = mirrored_test_module(path.relative_to(ROOT).as_posix())
+        if not (tests / test).is_file():
+            missing.append(f"tests/{test} (for tf_memlayers/{path.relative_to(ROOT)})")
+    assert not missing, missing

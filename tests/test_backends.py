@@ -9,11 +9,10 @@ import tf_memlayers
 import tf_memlayers.models
 import numpy as np
 import pytest
-import conftest
-from support import BACKEND, REPO_ROOT
-from layer_registry import backend_neutral_files, declarations
+from tests.support import BACKEND, REPO_ROOT
+from tests.selection import backend_neutral_files, collected
 
-import heap_reference as ref
+from tests import heap_reference as ref
 from tf_memlayers.layers import AssociativeGRU, DualAssociativeGRU
 from tf_memlayers.ops import heap
 
@@ -79,23 +78,21 @@ def _python_scan(f, init, xs):
     return carry, keras.ops.stack(ys)
 
 
-def test_ci_runs_the_backend_neutral_tests_on_jax(monkeypatch):
+def test_ci_runs_the_backend_neutral_tests_on_jax():
     ci = (REPO_ROOT / ".ci" / "run").read_text()
     # In an environment without TensorFlow (checked before the tests run).
     assert '-m pip install --no-deps -e .\n' in ci and '-c "import tensorflow"' in ci
     assert ('KERAS_BACKEND=jax "$jax_venv/bin/python" -m pytest -q -rs -n 2 --dist loadgroup '
             "tests\n") in ci
-    # Off TensorFlow, collection keeps exactly the registry's test files.
-    monkeypatch.setattr(conftest, "BACKEND", "jax")
+    # Off TensorFlow, collection keeps exactly the selected test files (tests/selection.py),
+    # every layer's test module among them.
     tests = REPO_ROOT / "tests"
     files = sorted(tests.rglob("test_*.py"))
-    kept = {
-        path.relative_to(tests).as_posix()
-        for path in files
-        if not conftest.pytest_ignore_collect(path, None)
-    }
+    kept = {path.relative_to(tests).as_posix() for path in files if collected("jax", path)}
     assert kept == backend_neutral_files()
-    assert conftest.pytest_ignore_collect(tests / "examples" / "test_ptb_example.py", None)
+    assert "layers/window_attention/test_sliding_window_attention.py" in kept
+    assert not collected("jax", tests / "examples" / "test_ptb_example.py")
+    assert all(collected("tensorflow", path) for path in files)
 
 
 def _masked_inputs(rng):

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from support import REPO_ROOT, load_script
+from tests.support import REPO_ROOT, load_script
 
 PUBLIC_MODULES = [
     "tf_memlayers",

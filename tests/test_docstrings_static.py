@@ -19,7 +19,7 @@ import warnings
 
 import keras
 import pytest
-from support import REPO_ROOT
+from tests.support import REPO_ROOT
 
 import tf_memlayers
 

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from support import REPO_ROOT
+from tests.support import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "tf_memlayers"
 

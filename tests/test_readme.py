@@ -3,7 +3,7 @@
 import re
 import shlex
 
-from support import REPO_ROOT
+from tests.support import REPO_ROOT
 
 README = (REPO_ROOT / "README.rst").read_text(encoding="utf-8")
 

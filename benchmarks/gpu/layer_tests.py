@@ -1,8 +1,8 @@
 """The layer tests of the GPU run (step 3 of ``benchmarks/gpu/run.sh``): which, and what came out.
 
-The selection is every declared layer's own test module (its NumPy-reference exactness tests
-and mechanism tests: the declaring modules of ``tests/layer_registry.py``) and the suites over
-every layer that check Keras's layer protocol (`SUITES`), on Keras's JAX backend. They run
+The selection is every layer's test module (its test class with the suites of Keras's layer
+protocol, its NumPy-reference exactness tests and mechanism tests: the modules of
+``tests.selection.layer_test_modules``), on Keras's JAX backend. They run
 under pytest-xdist with a time limit; whatever happens, ``layer_tests.xml`` (JUnit) and
 ``layer_tests.json`` (counts, the failures with their messages, the tests that the time limit
 left unrun) are written. A rehearsal runs the first test of each selected file only, through
@@ -26,24 +26,17 @@ import xml.etree.ElementTree as ElementTree
 from benchmarks.gpu import ArgumentParser, positive
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-TESTS = ROOT / "tests"
-#: The suites over every layer that the GPU run adds to the declaring modules: Keras's
-#: `run_layer_test` checks and the exact output specs of every declared layer.
-SUITES = ("layers/test_layer_conformance.py",)
 #: How many of the longest tests a summary names (what to trim when the selection outgrows
 #: its time).
 SLOWEST = 20
 
 
 def selected_files():
-    """The test files of the GPU run, as paths under ``tests/``: the declaring modules (found
-    as the test suite finds them, without importing them) and `SUITES`."""
-    sys.path.insert(0, str(TESTS))
-    try:
-        from layer_registry import declaring_files
-    finally:
-        sys.path.remove(str(TESTS))
-    return [*declaring_files(), *SUITES]
+    """The test files of the GPU run, as paths under ``tests/``: each layer's test module
+    (`tests.selection.layer_test_modules`, found from paths, without importing them)."""
+    from tests.selection import layer_test_modules
+
+    return list(layer_test_modules())
 
 
 def pytest_command(targets, workers, junit):

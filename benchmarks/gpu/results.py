@@ -285,8 +285,8 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
          ("failed", "failed"), ("skipped", "skipped"), ("not_run", "not run (time limit)"),
          ("seconds", "seconds"), ("failures", "failures, by message")],
         "The layers' tests on a GPU, Keras's JAX backend (``benchmarks/gpu/layer_tests.py``): "
-        "every declared layer's own test module (its NumPy-reference exactness tests and "
-        "mechanism tests) and the Keras layer-protocol suite, with float32 matrix products "
+        "each layer's test module (its Keras layer-protocol suites, NumPy-reference "
+        "exactness tests and mechanism tests), with float32 matrix products "
         "at JAX's 'highest' precision (no TF32), under a time limit; skipped: the tests of "
         "TensorFlow-only parts. A rerun runs only what an earlier run left failed or unrun. "
         "Written by ``python -m benchmarks.gpu.results --update-docs``.",

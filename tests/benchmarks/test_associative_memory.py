@@ -3,7 +3,7 @@ shapes: its rows and the arithmetic it reports."""
 
 import pytest
 
-from support import load_script, tensorflow_only
+from tests.support import load_script, tensorflow_only
 
 pytestmark = tensorflow_only("times tf.function training steps and the fused loop")
 

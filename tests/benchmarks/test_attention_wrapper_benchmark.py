@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from support import REPO_ROOT, load_script
+from tests.support import REPO_ROOT, load_script
 
 
 def test_a_run_times_every_variant_against_the_bare_cell(capsys):

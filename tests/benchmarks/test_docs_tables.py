@@ -2,7 +2,7 @@
 
 import pytest
 
-from support import REPO_ROOT, load_script
+from tests.support import REPO_ROOT, load_script
 
 
 @pytest.fixture(scope="module")

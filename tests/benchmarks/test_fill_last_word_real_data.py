@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from support import load_script
+from tests.support import load_script
 
 
 def _benchmark():

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from support import REPO_ROOT
+from tests.support import BACKEND, REPO_ROOT
 
 from benchmarks.gpu import layer_tests, results, speed
 from benchmarks.speed.window_attention_floor import PARTS
@@ -35,6 +35,11 @@ def _builds_the_package():
 
 @pytest.mark.skipif(not (_has("jax") and _has("xdist")),
                     reason="the rehearsal runs Keras on JAX and pytest-xdist")  # fmt: skip
+# The GPU run and its rehearsal run Keras on JAX without TensorFlow, as the JAX pass does; run
+# there only, the four minutes it takes are spent once.
+@pytest.mark.skipif(BACKEND == "tensorflow",
+                    reason="the GPU run is on Keras's JAX backend: its rehearsal runs in the "
+                    "pass with KERAS_BACKEND=jax")  # fmt: skip
 @pytest.mark.skipif(not _builds_the_package(),
                     reason="the rehearsal builds the package: needs setuptools>=77 (the test "
                     "extra)")  # fmt: skip

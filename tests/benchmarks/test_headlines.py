@@ -1,7 +1,7 @@
 """The headline results (README.rst, and the top of the results page) are what the benchmarks'
 results files say."""
 
-from support import load_script
+from tests.support import load_script
 
 
 def test_the_headlines_are_the_results_files():

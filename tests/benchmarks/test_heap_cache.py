@@ -1,7 +1,7 @@
 """The heap-cache speed benchmark (`benchmarks/speed/heap_cache.py`): the rows each weight
 matrix of the fill-last-word model multiplies in a training step, for its floor."""
 
-from support import load_script
+from tests.support import load_script
 
 
 def test_rows_count_positions_cached_states_and_examples():

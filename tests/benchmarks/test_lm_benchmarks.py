@@ -7,7 +7,7 @@ import h5py
 import numpy as np
 import pytest
 
-from support import REPO_ROOT, load_script
+from tests.support import REPO_ROOT, load_script
 
 from tf_memlayers.models.language_model import (
     build_language_model,

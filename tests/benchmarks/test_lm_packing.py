@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from support import REPO_ROOT, load_script
+from tests.support import REPO_ROOT, load_script
 
 
 @pytest.fixture(scope="module")

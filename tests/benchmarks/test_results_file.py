@@ -7,7 +7,7 @@ import json
 import sys
 
 import pytest
-from support import REPO_ROOT, load_script
+from tests.support import REPO_ROOT, load_script
 
 sys.path.insert(0, str(REPO_ROOT))
 try:

@@ -5,7 +5,7 @@ import json
 
 import keras
 import pytest
-from support import load_script
+from tests.support import load_script
 
 from tf_memlayers import (
     NGramConcat,

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from support import load_script, tensorflow_only
+from tests.support import load_script, tensorflow_only
 
 from benchmarks import matmul_peak
 

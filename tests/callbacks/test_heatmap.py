@@ -7,8 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from support import REPO_ROOT
-from tf_memlayers.callbacks.associative_memory import MemoryRetrievalHeatmap
+from tests.support import REPO_ROOT
 from tf_memlayers.callbacks.heatmap import heatmap_image
 
 SCRIPT = """
@@ -30,14 +29,6 @@ def test_heatmap_keeps_the_matplotlib_backend():
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split()[-4:] == ["3", "uint8", "3", "svg"]
-
-
-def test_empty_probe_sentences_are_rejected(tmp_path):
-    vocabulary = ["<pad>", "<unk>", "a"]
-    with pytest.raises(ValueError, match="probe `premise` must have at least one token"):
-        MemoryRetrievalHeatmap(str(tmp_path), [], ["a"], vocabulary)
-    with pytest.raises(ValueError, match="probe `hypothesis`"):
-        MemoryRetrievalHeatmap(str(tmp_path), ["a"], [], vocabulary)
 
 
 def test_small_heatmaps_are_legible():

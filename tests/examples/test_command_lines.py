@@ -14,7 +14,7 @@ import sys
 import keras
 import pytest
 
-from support import REPO_ROOT
+from tests.support import REPO_ROOT
 from examples.harness import options
 
 EXAMPLES = ("snli_dual_am_gru", "ptb_memory_lm", "fill_last_word_cache", "seq2seq_autoencoder")

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from support import load_script, logged_hparams
+from tests.support import load_script, logged_hparams
 
 TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden", "8", "--attention-units", "4",
         "--cache-size", "64", "--batch-size", "32", "--episodes", "2", "--houses", "4",

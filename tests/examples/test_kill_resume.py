@@ -11,11 +11,11 @@ import sys
 
 import keras
 import numpy as np
-from test_fill_last_word_example import TINY as FILL_TINY
-from test_ptb_example import TINY as PTB_TINY
-from test_snli_example import TINY as SNLI_TINY
+from tests.examples.test_fill_last_word_example import TINY as FILL_TINY
+from tests.examples.test_ptb_example import TINY as PTB_TINY
+from tests.examples.test_snli_example import TINY as SNLI_TINY
 
-from support import REPO_ROOT
+from tests.support import REPO_ROOT
 
 # Values that describe the process rather than what the run computed.
 PROCESS_FIELDS = {"seconds", "workdir", "epochs_run_now"}

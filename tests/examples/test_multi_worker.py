@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import multi_worker_models as models
-from multi_worker_job import load_example
-from test_ptb_example import TINY as PTB_TINY
-from support import REPO_ROOT
+from tests import multi_worker_models as models
+from tests.multi_worker_job import load_example
+from tests.examples.test_ptb_example import TINY as PTB_TINY
+from tests.support import REPO_ROOT
 from examples.harness import options
 from examples.harness.training import distributed
 from examples.harness.training.strategy import STRATEGIES

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from support import REPO_ROOT, logged_hparams
+from tests.support import REPO_ROOT, logged_hparams
 
 SPEC = importlib.util.spec_from_file_location(
     "ptb_memory_lm", REPO_ROOT / "examples" / "ptb_memory_lm.py"

@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from support import load_script
+from tests.support import load_script
 from examples.harness.options import ParsedOptions
 from examples.harness.run_directory import recorded_names, resolved_settings, run_workdir
 

@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from support import REPO_ROOT, load_script
+from tests.support import REPO_ROOT, load_script
 from examples.seq2seq import probes, sentences
 from examples.seq2seq.models import MODELS, build_autoencoder, compile_autoencoder
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell

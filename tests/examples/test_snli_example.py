@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from support import REPO_ROOT, logged_hparams
+from tests.support import REPO_ROOT, logged_hparams
 
 SCRIPT = REPO_ROOT / "examples" / "snli_dual_am_gru.py"
 TINY = [

@@ -3,7 +3,7 @@
 import keras
 import pytest
 
-from support import BACKEND
+from tests.support import BACKEND
 from tf_memlayers import lstm_use_cudnn
 from tf_memlayers.layers import SlidingWindowAttention
 from tf_memlayers.models import build_fill_last_word_model, build_language_model

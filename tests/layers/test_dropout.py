@@ -3,8 +3,8 @@
 import keras
 import numpy as np
 import pytest
-from support import BACKEND, TF_FUNCTION, tensorflow_only
-from layer_registry import Declaration
+from tests.support import BACKEND, TF_FUNCTION, tensorflow_only
+from tests.layer_test_case import LayerTestCase
 
 from tf_memlayers import PhiloxDropout
 
@@ -21,31 +21,28 @@ def _keras_check(**init_kwargs):
     return PhiloxDropout, init_kwargs, expectations
 
 
-# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
-# instance, the boolean arguments, and the cases of the suites over every layer.
-DECLARATIONS = (
-    Declaration(
-        PhiloxDropout,
-        lambda **kw: PhiloxDropout(0.5, **kw),
-        not_in={
-            "nan_padding": "passes every step through, masked or not, as keras.layers.Dropout",
-            "flags": "has no boolean arguments",
-        },
-        keras_checks={
-            "philox_dropout": _keras_check(rate=0.5, seed=1),
-            "philox_dropout_variational": _keras_check(rate=0.3, noise_shape=(None, 1, 4)),
-        },
-        journeys={
-            "PhiloxDropout": (
-                "step",
-                lambda e: keras.layers.GRU(8, return_sequences=True)(PhiloxDropout(0.3)(e)),
-            ),
-        },
-        output_spec={
-            "philox_dropout": (lambda dtype: PhiloxDropout(0.5, dtype=dtype), (2, 5, 4), {}),
-        },
-    ),
-)
+class PhiloxDropoutTest(LayerTestCase):
+    """The shared suites of `PhiloxDropout` (tests/layer_test_case.py)."""
+
+    layer_cls = PhiloxDropout
+    make = staticmethod(lambda **kw: PhiloxDropout(0.5, **kw))
+    not_in = {
+        "nan_padding": "passes every step through, masked or not, as keras.layers.Dropout",
+        "flags": "has no boolean arguments",
+    }
+    keras_checks = {
+        "philox_dropout": _keras_check(rate=0.5, seed=1),
+        "philox_dropout_variational": _keras_check(rate=0.3, noise_shape=(None, 1, 4)),
+    }
+    journeys = {
+        "PhiloxDropout": (
+            "step",
+            lambda e: keras.layers.GRU(8, return_sequences=True)(PhiloxDropout(0.3)(e)),
+        ),
+    }
+    output_spec = {
+        "philox_dropout": (lambda dtype: PhiloxDropout(0.5, dtype=dtype), (2, 5, 4), {}),
+    }
 
 X = np.random.default_rng(0).normal(size=(6, 7, 5)).astype("float32")
 

@@ -23,8 +23,7 @@ import sys
 import keras
 import pytest
 
-import keras_tests_with_ours as plugin
-
+from tests.layers import keras_tests_with_ours as plugin
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # The runs, each a pytest process of its own: {id: (suite names, Keras's test files)}. The

@@ -1,23 +1,15 @@
-"""Keras conformance of every public layer and cell.
-
-* `run_layer_test` (Keras's own layer checks: serialization, build, symbolic and eager calls,
-  a compiled training step, output specs under ``mixed_float16``) for every public layer, and
-  for every cell inside `keras.layers.RNN`;
-* a cell's new states keep their static shapes when the batch size is unknown (the loop of
-  `keras.layers.RNN` refuses states whose shape changes);
-* exact `compute_output_shape` / `compute_output_spec`, dtypes included;
-* bad call inputs (wrong mask, memory or state shapes, empty sequences) raise a clear error
-  naming the argument and the shapes; NaN at padded steps never reaches the outputs.
+"""What holds across the layers beyond their test classes' shared suites
+(tests/layer_test_case.py): the package uses no private Keras API, and bad call inputs of the
+recurrent, pooling, split and cache layers (a wrong mask, memory or state shape, no time
+steps) raise an error naming the argument and the shapes.
 """
 
 import keras
 import numpy as np
 import pytest
-from support import BACKEND, FUSED_LOOP, TF_FUNCTION, gradients, tensorflow_only
-from keras import ops
-from keras.src import testing  # Keras's layer test harness (tests only)
-from layer_registry import INPUT_DIM, declared_makers, suite_cases
 
+from tests.layer_test_case import INPUT_DIM
+from tests.support import BACKEND, FUSED_LOOP, tensorflow_only
 from tf_memlayers.layers import (
     AssociativeGRU,
     AttentionPooling,
@@ -26,48 +18,7 @@ from tf_memlayers.layers import (
     KeyValuePredictSplit,
     SlidingWindowAttention,
 )
-from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
 
-
-
-def _cases(names, fused=lambda name: "fused" in name):
-    """``names`` as pytest params; the ones with the fused AM-GRU loop are TensorFlow only."""
-    return [
-        pytest.param(name, marks=tensorflow_only(FUSED_LOOP)) if fused(name) else name
-        for name in names
-    ]
-
-
-# Every cell (and the options that change its states or output), as a factory taking
-# `dtype`, so that the mixed precision check makes the cell under the same policy.
-CELLS = suite_cases("cells")
-
-
-@tensorflow_only(f"{TF_FUNCTION}: an unknown batch size exists only in TensorFlow graphs")
-@pytest.mark.parametrize("name", sorted(CELLS))
-def test_cell_states_keep_their_static_shapes_with_an_unknown_batch(name):
-    # keras.layers.RNN runs the cell in a while loop whose states must keep their shapes;
-    # with a partial batch (unknown batch size) the window memory came back as (None, None).
-    import tensorflow as tf
-
-    cell = CELLS[name]()
-    cell.build((None, INPUT_DIM))
-    sizes = [int(s) for s in keras.tree.flatten(cell.state_size)]
-    shapes = {}
-
-    @tf.function(
-        input_signature=[tf.TensorSpec((None, INPUT_DIM))]
-        + [tf.TensorSpec((None, size)) for size in sizes]
-    )
-    def step(inputs, *states):
-        output, new_states = cell(inputs, list(states))
-        shapes["output"] = tuple(output.shape)
-        shapes["states"] = [tuple(s.shape) for s in keras.tree.flatten(new_states)]
-        return output
-
-    step.get_concrete_function()
-    assert shapes["output"] == (None, cell.output_size)
-    assert shapes["states"] == [(None, size) for size in sizes]
 
 
 def _private_keras_names():
@@ -141,9 +92,6 @@ def _called_twice(layer, first, second, **kwargs):
 def _am_gru(**kwargs):
     return AssociativeGRU(4, num_copies=2, **kwargs)
 
-
-# Every declared sequence layer with a carried memory (tests/layer_registry.py).
-MEMORY_SEQUENCE_LAYERS = declared_makers(base=MemorySequenceLayer)
 
 # (id, the bad call, exception type, fragments the message must contain)
 BAD_CALLS = [
@@ -251,67 +199,6 @@ BAD_CALLS = [
         ValueError,
         ["`initial_state[2]`", "(3, 8)", "(2, 5, 4)"],
     ),
-    *[
-        row
-        for name, make in MEMORY_SEQUENCE_LAYERS.items()
-        for row in (
-            (
-                f"{name}_mask_too_long",
-                lambda make=make: make()(X, mask=ONES((2, 6), bool)),
-                ValueError,
-                ["`mask`", "(2, 6)", "(2, 5, 4)"],
-            ),
-            (
-                f"{name}_mask_of_another_batch",
-                lambda make=make: make()(X, mask=ONES((3, 5), bool)),
-                ValueError,
-                ["`mask`", "(3, 5)", "(2, 5, 4)"],
-            ),
-            (
-                f"{name}_mask_of_rank_3",
-                lambda make=make: make()(X, mask=ONES((2, 5, 1), bool)),
-                ValueError,
-                ["`mask`", "(2, 5, 1)", "(2, 5, 4)"],
-            ),
-            (
-                f"{name}_symbolic_mask_too_long",
-                lambda make=make: make()(
-                    keras.Input((5, INPUT_DIM)), mask=keras.Input((6,), dtype="bool")
-                ),
-                ValueError,
-                ["`mask`", "(None, 6)", "(None, 5, 4)"],
-            ),
-            (
-                f"{name}_initial_memory_of_another_batch",
-                lambda make=make: make()(X, initial_memory=_zeros(3, make().memory_size_for(4))),
-                ValueError,
-                ["`initial_memory`", "(3, ", "(2, 5, 4)"],
-            ),
-            (
-                f"{name}_stateful_batch_of_another_size",
-                lambda make=make: _called_twice(make(stateful=True), X, X[:1]),
-                ValueError,
-                ["`inputs`", "(1, 5, 4)", "memory of shape (2, "],
-            ),
-            (
-                f"{name}_stateful_with_initial_memory_of_another_batch",
-                lambda make=make: _called_twice(
-                    make(stateful=True),
-                    X,
-                    X[:1],
-                    initial_memory=_zeros(1, make().memory_size_for(4)),
-                ),
-                ValueError,
-                ["`inputs`", "(1, 5, 4)", "memory of shape (2, "],
-            ),
-            (
-                f"{name}_inputs_of_another_width",
-                lambda make=make: _called_twice(make(), X, _zeros(2, 5, 6)),
-                ValueError,
-                ["`inputs`", "width 4", "(2, 5, 6)"],
-            ),
-        )
-    ],
     (
         "window_initial_memory_width",
         lambda: SlidingWindowAttention(3)(X, initial_memory=_zeros(2, 14)),
@@ -360,134 +247,3 @@ def test_bad_call_inputs_are_named_errors(bad_call, error, fragments):
     message = str(info.value)
     for fragment in fragments:
         assert fragment in message, (fragment, message)
-
-
-# -- non-finite values at padded steps ------------------------------------------------------
-
-# Layers whose documentation promises zero outputs at masked steps (sequence outputs), or
-# that never read masked steps (pooled outputs).
-NAN_PADDING = suite_cases("nan_padding")
-
-
-@pytest.mark.parametrize("name", _cases(sorted(NAN_PADDING)))
-def test_nan_at_padded_steps_never_reaches_outputs_or_gradients(name):
-    layer = NAN_PADDING[name]()
-    mask = np.ones((3, 5), bool)
-    mask[1, 3:] = False  # right padding
-    mask[2, :2] = False  # left padding
-    inputs = np.random.default_rng(1).normal(size=(3, 5, INPUT_DIM)).astype("float32")
-    inputs[~mask] = np.nan
-    outputs = np.asarray(ops.convert_to_numpy(layer(inputs, mask=mask)))
-    _, weight_gradients, _ = gradients(
-        lambda: ops.sum(ops.square(layer(inputs, mask=mask))), layer.trainable_weights
-    )
-    assert np.isfinite(outputs).all()
-    if outputs.ndim == 3:
-        np.testing.assert_array_equal(outputs[~mask], 0.0)
-    for weight, gradient in zip(layer.trainable_weights, weight_gradients):
-        assert np.isfinite(gradient).all(), weight.path
-
-
-# -- output shapes and specs ----------------------------------------------------------------
-
-# (layer factory taking `dtype`, input shape, call keyword arguments)
-SPEC_CASES = suite_cases("output_spec")
-
-
-def _shape_list(shapes):
-    """A `compute_output_shape` result (one shape, or a tuple of shapes) as a list of tuples."""
-    if isinstance(shapes[0], (int, type(None))):
-        return [tuple(shapes)]
-    return [tuple(shape) for shape in shapes]
-
-
-def _shapes_and_dtypes(outputs):
-    return [
-        (tuple(t.shape), keras.backend.standardize_dtype(t.dtype))
-        for t in keras.tree.flatten(outputs)
-    ]
-
-
-def _per_input(shape, make):
-    """``make(shape)``, or for a layer over several inputs (``shape`` a list of shapes) the
-    list of ``make`` of each."""
-    return [make(one) for one in shape] if isinstance(shape, list) else make(shape)
-
-
-@pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
-@pytest.mark.parametrize("name", _cases(sorted(SPEC_CASES)))
-def test_output_shape_and_spec_are_exact(name, policy):
-    make, shape, call_kwargs = SPEC_CASES[name]
-    rng = np.random.default_rng(2)
-    inputs = _per_input(shape, lambda one: rng.normal(size=one).astype("float32"))
-    eager = _shapes_and_dtypes(make(policy)(inputs, **call_kwargs))
-
-    # The spec of a layer that is not built yet (what Keras asks for first) ...
-    compute_dtype = keras.DTypePolicy(policy).compute_dtype
-    spec = make(policy).compute_output_spec(
-        _per_input(shape, lambda one: keras.KerasTensor(one, compute_dtype)), **call_kwargs
-    )
-    assert _shapes_and_dtypes(spec) == eager
-    # ... the symbolic call in a functional model ...
-    symbolic = make(policy)(
-        _per_input(shape, lambda one: keras.Input(batch_shape=one)), **call_kwargs
-    )
-    assert _shapes_and_dtypes(symbolic) == eager
-    # ... and compute_output_shape, which needs no dtype.
-    if not call_kwargs:
-        computed = make(policy).compute_output_shape(shape)
-        assert _shape_list(computed) == [s for s, _ in eager]
-
-
-@pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
-@pytest.mark.parametrize("name", sorted(CELLS))
-def test_cell_step_spec_is_exact(name, policy):
-    # A cell called on symbolic tensors (one step, e.g. in a hand-written decoder).
-    dtype = keras.DTypePolicy(policy).compute_dtype
-    cell = CELLS[name](policy)
-    sizes = [int(s) for s in keras.tree.flatten(cell.state_size)]
-    eager = _shapes_and_dtypes(
-        cell(np.ones((2, INPUT_DIM), dtype), [np.zeros((2, size), dtype) for size in sizes])
-    )
-    inputs = keras.Input(batch_shape=(2, INPUT_DIM), dtype=dtype)
-    states = [keras.Input(batch_shape=(2, size), dtype=dtype) for size in sizes]
-    # Asked directly (as Keras's layer checks do; the spec inferred by tracing `call` outside
-    # the layer's autocast scope said float32 under mixed precision) ...
-    assert _shapes_and_dtypes(cell.compute_output_spec(inputs, states)) == eager
-    # ... and through a symbolic call of a new cell.
-    assert _shapes_and_dtypes(CELLS[name](policy)(inputs, states)) == eager
-
-
-# -- empty sequences and batches ------------------------------------------------------------
-
-EMPTY_CASES = suite_cases("empty")
-
-
-@pytest.mark.parametrize("with_mask", [False, True], ids=["no_mask", "mask"])
-@pytest.mark.parametrize("shape", [(2, 0, 4), (0, 5, 4)], ids=["no_steps", "no_sequences"])
-@pytest.mark.parametrize("name", sorted(EMPTY_CASES))
-def test_empty_sequences_and_batches_give_empty_outputs(name, shape, with_mask):
-    layer = EMPTY_CASES[name]()
-    mask = np.ones(shape[:2], bool) if with_mask else None
-    outputs = keras.tree.flatten(layer(np.zeros(shape, "float32"), mask=mask))
-    assert [tuple(t.shape) for t in outputs] == _shape_list(layer.compute_output_shape(shape))
-    if name != "pooling" and shape[1] == 0:
-        # Nothing happened: the memory is still the (zero) initial memory.
-        np.testing.assert_array_equal(np.asarray(outputs[-1]), 0.0)
-
-
-# -- Keras's own layer checks ---------------------------------------------------------------
-
-KERAS_CHECKS = testing.TestCase()
-
-
-# (layer_cls, init_kwargs, run_layer_test arguments); the inputs are [2, 3, features].
-LAYER_TESTS = suite_cases("keras_checks")
-
-
-@pytest.mark.parametrize("name", _cases(sorted(LAYER_TESTS)))
-def test_keras_layer_checks(name):
-    layer_cls, init_kwargs, arguments = LAYER_TESTS[name]
-    arguments.setdefault("expected_num_non_trainable_weights", 0)
-    arguments.setdefault("expected_num_seed_generators", 0)
-    KERAS_CHECKS.run_layer_test(layer_cls, init_kwargs, **arguments)

@@ -4,13 +4,16 @@ import keras
 import numpy as np
 import pytest
 
-from support import BACKEND, keras_lstm, tensorflow_only
-from layer_registry import (
+from tests.support import BACKEND, keras_lstm, tensorflow_only
+from tests.layer_test_case import (
     CELL_SPEC,
+    CellTests,
     INPUT_DIM,
+    LayerTestCase,
     RNN_LAYER_FLAGS,
     RNN_MASKING,
-    Declaration,
+    ResetCellTests,
+    ResetSequenceTests,
     rnn_case,
     user_rnn,
 )
@@ -24,98 +27,98 @@ def _rnn_resettable(cell):
     )
 
 
-# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
-# instance, the boolean arguments, and the cases of the suites over every layer.
-DECLARATIONS = (
-    Declaration(
-        ResettableCell,
-        lambda **kw: ResettableCell(keras.layers.GRUCell(4), **kw),
-        not_in={
-            "output_spec": CELL_SPEC,
-            "nan_padding": RNN_MASKING,
-            "flags": "has no boolean arguments",
-        },
-        cells={
-            "resettable_lstm": lambda dtype=None: ResettableCell(
-                keras.layers.LSTMCell(6, dtype=dtype), dtype=dtype
+class ResettableCellTest(CellTests, ResetCellTests, LayerTestCase):
+    """The shared suites of `ResettableCell` (tests/layer_test_case.py)."""
+
+    layer_cls = ResettableCell
+    make = staticmethod(lambda **kw: ResettableCell(keras.layers.GRUCell(4), **kw))
+    not_in = {
+        "output_spec": CELL_SPEC,
+        "nan_padding": RNN_MASKING,
+        "flags": "has no boolean arguments",
+    }
+    cells = {
+        "resettable_lstm": lambda dtype=None: ResettableCell(
+            keras.layers.LSTMCell(6, dtype=dtype), dtype=dtype
+        ),
+    }
+    keras_checks = {
+        "rnn_resettable_lstm": rnn_case(cells["resettable_lstm"], 6, 3, 1),
+    }
+    journeys = {
+        "ResettableCell": (
+            "step",
+            lambda e: user_rnn(
+                ResettableCell(keras.layers.LSTMCell(8)), return_sequences=True
+            )(e),
+        ),
+    }
+
+
+class ResettableRNNTest(ResetSequenceTests, LayerTestCase):
+    """The shared suites of `ResettableRNN` (tests/layer_test_case.py)."""
+
+    layer_cls = ResettableRNN
+    make = staticmethod(lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw))
+    flags = RNN_LAYER_FLAGS[1:]
+    not_in = {"nan_padding": "keras.layers.RNN's masking, which promises nothing about NaN"}
+    keras_checks = {
+        "resettable_rnn": (
+            lambda **kw: ResettableRNN(
+                keras.layers.LSTMCell(5, dtype=kw.get("dtype")), return_sequences=True, **kw
             ),
-        },
-        keras_checks={
-            "rnn_resettable_lstm": rnn_case("resettable_lstm", 6, 3, 1),
-        },
-        journeys={
-            "ResettableCell": (
-                "step",
-                lambda e: user_rnn(
-                    ResettableCell(keras.layers.LSTMCell(8)), return_sequences=True
-                )(e),
+            {},
+            dict(
+                input_shape=(2, 3, INPUT_DIM),
+                expected_output_shape=(2, 3, 5),
+                expected_num_trainable_weights=3,
+                expected_num_seed_generators=1,
+                supports_masking=True,
             ),
-        },
-    ),
-    Declaration(
-        ResettableRNN,
-        lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw),
-        flags=RNN_LAYER_FLAGS[1:],
-        not_in={"nan_padding": "keras.layers.RNN's masking, which promises nothing about NaN"},
-        keras_checks={
-            "resettable_rnn": (
-                lambda **kw: ResettableRNN(
-                    keras.layers.LSTMCell(5, dtype=kw.get("dtype")), return_sequences=True, **kw
+        ),
+        "resettable_rnn_window_cell": (
+            lambda **kw: ResettableRNN(
+                SlidingWindowAttentionCell(
+                    keras.layers.LSTMCell(6, dtype=kw.get("dtype")),
+                    window=2,
+                    mode="key_value",
+                    dtype=kw.get("dtype"),
                 ),
-                {},
-                dict(
-                    input_shape=(2, 3, INPUT_DIM),
-                    expected_output_shape=(2, 3, 5),
-                    expected_num_trainable_weights=3,
-                    expected_num_seed_generators=1,
-                    supports_masking=True,
-                ),
+                return_state=True,
+                **kw,
             ),
-            "resettable_rnn_window_cell": (
-                lambda **kw: ResettableRNN(
-                    SlidingWindowAttentionCell(
-                        keras.layers.LSTMCell(6, dtype=kw.get("dtype")),
-                        window=2,
-                        mode="key_value",
-                        dtype=kw.get("dtype"),
-                    ),
-                    return_state=True,
-                    **kw,
-                ),
-                {},
-                dict(
-                    input_shape=(2, 3, INPUT_DIM),
-                    expected_output_shape=((2, 3), (2, 6), (2, 6), (2, 2 * 7)),
-                    expected_num_trainable_weights=3 + 5,
-                    expected_num_seed_generators=1,
-                    supports_masking=True,
-                ),
+            {},
+            dict(
+                input_shape=(2, 3, INPUT_DIM),
+                expected_output_shape=((2, 3), (2, 6), (2, 6), (2, 2 * 7)),
+                expected_num_trainable_weights=3 + 5,
+                expected_num_seed_generators=1,
+                supports_masking=True,
             ),
-        },
-        journeys={
-            "ResettableRNN": (
-                "step",
-                lambda e: _rnn_resettable(keras.layers.LSTMCell(8))(e),
+        ),
+    }
+    journeys = {
+        "ResettableRNN": (
+            "step",
+            lambda e: _rnn_resettable(keras.layers.LSTMCell(8))(e),
+        ),
+    }
+    output_spec = {
+        "resettable_rnn": (
+            lambda dtype: ResettableRNN(
+                keras.layers.GRUCell(5, dtype=dtype), return_sequences=True, dtype=dtype
             ),
-        },
-        output_spec={
-            "resettable_rnn": (
-                lambda dtype: ResettableRNN(
-                    keras.layers.GRUCell(5, dtype=dtype), return_sequences=True, dtype=dtype
-                ),
-                (2, 5, 4),
-                {},
+            (2, 5, 4),
+            {},
+        ),
+        "resettable_rnn_state": (
+            lambda dtype: ResettableRNN(
+                keras.layers.LSTMCell(5, dtype=dtype), return_state=True, dtype=dtype
             ),
-            "resettable_rnn_state": (
-                lambda dtype: ResettableRNN(
-                    keras.layers.LSTMCell(5, dtype=dtype), return_state=True, dtype=dtype
-                ),
-                (2, 5, 4),
-                {},
-            ),
-        },
-    ),
-)
+            (2, 5, 4),
+            {},
+        ),
+    }
 
 
 RNG = np.random.default_rng(3)

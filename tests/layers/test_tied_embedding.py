@@ -4,8 +4,8 @@ import keras
 import numpy as np
 import pytest
 from keras.src import testing
-from support import keras_lstm
-from layer_registry import Declaration
+from tests.support import keras_lstm
+from tests.layer_test_case import LayerTestCase
 
 from tf_memlayers import TiedEmbedding
 
@@ -17,35 +17,32 @@ def _tied_language_model(tokens, masked, vocabulary):
     return keras.layers.Activation("linear", dtype="float32")(embedding(features, reverse=True))
 
 
-# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
-# instance, the boolean arguments, and the cases of the suites over every layer.
-DECLARATIONS = (
-    Declaration(
-        TiedEmbedding,
-        lambda **kw: TiedEmbedding(10, 4, **kw),
-        not_in={
-            "nan_padding": "reads integer ids, which cannot be NaN",
-            "output_spec": "keras.layers.Embedding's spec, checked in test_tied_embedding.py",
-            "flags": "has no boolean arguments of its own",
-        },
-        keras_checks={
-            "tied_embedding": (
-                TiedEmbedding,
-                {"input_dim": 10, "output_dim": 4, "mask_zero": True},
-                dict(
-                    input_shape=(2, 3),
-                    input_dtype="int32",
-                    expected_output_shape=(2, 3, 4),
-                    expected_num_trainable_weights=2,
-                    supports_masking=True,
-                ),
+class TiedEmbeddingTest(LayerTestCase):
+    """The shared suites of `TiedEmbedding` (tests/layer_test_case.py)."""
+
+    layer_cls = TiedEmbedding
+    make = staticmethod(lambda **kw: TiedEmbedding(10, 4, **kw))
+    not_in = {
+        "nan_padding": "reads integer ids, which cannot be NaN",
+        "output_spec": "keras.layers.Embedding's spec, checked in test_tied_embedding.py",
+        "flags": "has no boolean arguments of its own",
+    }
+    keras_checks = {
+        "tied_embedding": (
+            TiedEmbedding,
+            {"input_dim": 10, "output_dim": 4, "mask_zero": True},
+            dict(
+                input_shape=(2, 3),
+                input_dtype="int32",
+                expected_output_shape=(2, 3, 4),
+                expected_num_trainable_weights=2,
+                supports_masking=True,
             ),
-        },
-        journeys={
-            "TiedEmbedding": ("token", _tied_language_model),
-        },
-    ),
-)
+        ),
+    }
+    journeys = {
+        "TiedEmbedding": ("token", _tied_language_model),
+    }
 
 
 class TiedEmbeddingLayerTest(testing.TestCase):

@@ -8,7 +8,7 @@ of the language model and of itself. The last-word model with a cache is TensorF
 import keras
 import numpy as np
 import pytest
-from support import BACKEND
+from tests.support import BACKEND
 
 from tf_memlayers.models import (
     HeapCacheModel,

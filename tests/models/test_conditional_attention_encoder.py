@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from keras.src.testing import TestCase
 
-from memory_attention_reference import randomize, word_by_word_reference
+from tests.memory_attention_reference import randomize, word_by_word_reference
 from tf_memlayers.layers import AttentionRNN, AttentionWrapper, WordByWordAttention
 from tf_memlayers.models import ConditionalAttentionEncoder, ConditionalEncoder
 

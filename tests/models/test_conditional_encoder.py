@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from keras.src.testing import TestCase
 
-from am_gru_reference import conditional_encoding_retrievals
+from tests.am_gru_reference import conditional_encoding_retrievals
 from examples.snli.encoders import KINDS, make_encoder
 
 # The stacks of two layers (the word-by-word model is one pair layer, tested in

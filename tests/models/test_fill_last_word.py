@@ -1,22 +1,14 @@
-"""Last-word data, the model builder's two modes, and the cache callback."""
+"""Last-word data, the model builder's two modes, and how a model's caches are found."""
 
 import collections
-import os
 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
-from tf_memlayers.callbacks.cache_attention import (
-    CacheAttentionCallback,
-    CacheEpisodesCallback,
-    cache_attention_by_index,
-    cache_attention_on_entries,
-)
+from tf_memlayers.callbacks.cache_attention import cache_attention_by_index
 from examples.fill_last_word import sentences as data
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
-from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
     compile_fill_last_word_model,
@@ -125,80 +117,6 @@ def test_more_houses_than_colours_use_every_colour_equally():
     assert sorted(counts.values()) == [2] * 4 + [3] * 4
 
 
-class _CacheProbe(keras.callbacks.Callback):
-    """Records the cache at the start of every training and evaluation batch."""
-
-    def __init__(self):
-        super().__init__()
-        self.train, self.test = [], []
-
-    def on_train_batch_begin(self, batch, logs=None):
-        self.train.append(self.model.get_layer("cache_attention").cache.numpy().copy())
-
-    def on_test_batch_begin(self, batch, logs=None):
-        self.test.append(self.model.get_layer("cache_attention").cache.numpy().copy())
-
-
-def test_episodes_start_with_an_empty_cache_and_evaluation_writes_its_facts():
-    rng = np.random.default_rng(4)
-    model = small_model(pooling="attention", cache_size=16, query="dot")
-    compile_fill_last_word_model(model)
-    batches = [token_batch(rng, 4) for _ in range(4)]  # facts, questions, facts, questions
-    stream = tf.data.Dataset.from_generator(
-        lambda: iter(batches),
-        output_signature=(tf.TensorSpec((None, 10), tf.int32), tf.TensorSpec((None,), tf.int32)),
-    )
-    facts = [token_batch(rng, 3)[0], token_batch(rng, 5)[0]]
-    questions = [token_batch(rng, 2), token_batch(rng, 2)]
-    evaluation = tf.data.Dataset.from_tensor_slices(
-        tuple(np.concatenate(part) for part in zip(*questions))
-    ).batch(2)
-    episodes, probe = CacheEpisodesCallback(2, evaluation_facts=facts), _CacheProbe()
-    model.fit(stream, steps_per_epoch=4, epochs=1, verbose=0, shuffle=False,
-              callbacks=[episodes, probe])
-    filled = [int(np.any(cache != 0, axis=-1).sum()) for cache in probe.train]
-    assert filled == [0, 4, 0, 4]  # emptied before each episode's facts
-    model.evaluate(evaluation, verbose=0, callbacks=[episodes, probe])
-    states = keras.Function(model.input, model.get_layer("cache_attention").input)
-    for cache, written in zip(probe.test, facts):
-        rows = cache[np.any(cache != 0, axis=-1)]
-        expected = np.asarray(states(written))
-        assert len(rows) == len(expected)  # those facts and nothing else
-        np.testing.assert_allclose(
-            np.sort(rows, axis=0), np.sort(expected, axis=0), rtol=1e-5, atol=1e-6
-        )
-
-
-def _identity_cache_model(query, scale=10.0):
-    """States are the inputs; the dot read's projection is ``scale`` times the identity."""
-    inputs = keras.Input((4,))
-    layer = HeapCacheAttention(4, 4, query=query, name="cache_attention")
-    model = HeapCacheModel(inputs, layer(inputs))
-    if query != "none":
-        layer.query_kernel.assign(scale * np.eye(4, dtype="float32"))
-    return model, layer
-
-
-def test_dot_read_attends_to_the_matching_entry_and_the_weight_is_measured():
-    entries = np.eye(4, dtype="float32")
-    model, layer = _identity_cache_model("dot")
-    model.write_caches(entries)
-    wanted = np.eye(4, dtype=bool)
-    on_match = cache_attention_on_entries(model, layer, entries, entries, wanted)
-    assert on_match.shape == (4,) and np.all(on_match > 0.99)
-    # The paper's read is the same for every probe: 1/4 on the matching entry here.
-    model, layer = _identity_cache_model("none")
-    model.write_caches(entries)
-    layer.cache_kernel.assign(np.zeros((4, 4), "float32"))  # equal scores
-    on_match = cache_attention_on_entries(model, layer, entries, entries, wanted)
-    np.testing.assert_allclose(on_match, 0.25, rtol=1e-5)
-    # Slots holding no listed entry count for nothing.
-    model, layer = _identity_cache_model("dot")
-    model.write_caches(entries[:2])
-    on_match = cache_attention_on_entries(model, layer, entries, entries[2:], wanted[:, 2:])
-    np.testing.assert_allclose(on_match, 0.0, atol=1e-6)
-
-
 def test_dataset_is_fixed_length_and_prefetched():
     x = np.zeros((10, 40), np.int32)
     dataset = data.last_word_dataset(x, np.arange(10, dtype=np.int32), 4, shuffle=True)
@@ -296,32 +214,6 @@ def test_bad_builder_arguments():
         small_model(pooling="max")
     with pytest.raises(ValueError, match="vocabulary_size"):
         build_fill_last_word_model(1)
-
-
-@pytest.mark.parametrize("query", ["none", "additive", "dot"])
-def test_cache_callback_writes_weights_by_index_and_fill(tmp_path, query):
-    rng = np.random.default_rng(2)
-    model = small_model(pooling="last", cache_size=16, query=query)
-    compile_fill_last_word_model(model)
-    x, y = token_batch(rng)
-    callback = CacheAttentionCallback(str(tmp_path), probe_inputs=x)
-    model.fit(x, y, epochs=1, batch_size=8, verbose=0, callbacks=[callback])
-    layer = model.get_layer("cache_attention")
-    weights = cache_attention_by_index(model, layer, x)
-    assert weights.shape == (16,)
-    np.testing.assert_allclose(weights.sum(), 1.0, rtol=1e-5)
-    assert np.all(weights[np.all(layer.cache.numpy() == 0, axis=-1)] == 0)
-    tags = collections.Counter()
-    for name in os.listdir(tmp_path / "cache"):
-        for event in tf.compat.v1.train.summary_iterator(str(tmp_path / "cache" / name)):
-            for value in event.summary.value:
-                tags[value.tag] += 1
-                if value.tag == "cache_fill/cache_attention":
-                    assert tf.make_ndarray(value.tensor) == pytest.approx(1.0)
-    assert tags["cache_attention/cache_attention"] == 1 and tags["cache_fill/cache_attention"] == 1
-    if query != "none":
-        with pytest.raises(ValueError, match=f"query='{query}'.*probe_inputs"):
-            cache_attention_by_index(model, layer)
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import heap_reference as ref
-from support import REPO_ROOT, json_report_of_script
+from tests import heap_reference as ref
+from tests.support import REPO_ROOT, json_report_of_script
 
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.fill_last_word import build_fill_last_word_model
@@ -19,8 +19,6 @@ from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
 FEATURES, WIDTH, CLASSES = 5, 6, 3
 REPO = str(REPO_ROOT)
-# What a script run in a subprocess imports: the package, the tests' helpers and this module.
-TEST_PATH = os.pathsep.join([REPO, str(REPO_ROOT / "tests"), os.path.dirname(__file__)])
 
 
 def build_model(cache_size=7, policy="heap", query="none", weight_decay=0.0):
@@ -154,9 +152,8 @@ DISTRIBUTED_SCRIPT = textwrap.dedent(
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras
-    sys.path.insert(0, sys.argv[1])
-    import heap_reference as ref
-    from test_heap_cache_model import build_model, compile_model, data, expected_write
+    from tests import heap_reference as ref
+    from tests.models.test_heap_cache_model import build_model, compile_model, data, expected_write
 
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     report = {"replicas": strategy.num_replicas_in_sync}
@@ -185,8 +182,7 @@ DISTRIBUTED_SCRIPT = textwrap.dedent(
 
 
 def test_mirrored_strategy_keeps_identical_caches():
-    report = json_report_of_script(DISTRIBUTED_SCRIPT, TEST_PATH, os.path.dirname(
-        os.path.abspath(__file__)))  # fmt: skip
+    report = json_report_of_script(DISTRIBUTED_SCRIPT)
     assert report["replicas"] == 2
     for policy in ("heap", "topk"):
         first, second = (np.array(c) for c in report[policy]["copies"])
@@ -214,8 +210,7 @@ JIT_DISTRIBUTED_SCRIPT = textwrap.dedent(
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras
-    sys.path.insert(0, sys.argv[1])
-    from test_heap_cache_model import build_model, compile_model, data
+    from tests.models.test_heap_cache_model import build_model, compile_model, data
 
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     x, y = data(np.random.default_rng(0), 16)
@@ -245,8 +240,7 @@ JIT_DISTRIBUTED_SCRIPT = textwrap.dedent(
 
 def test_jit_compile_under_mirrored_strategy_raises_a_clear_error():
     """XLA with several replicas fails in Keras itself; the model says so before training."""
-    report = json_report_of_script(JIT_DISTRIBUTED_SCRIPT, TEST_PATH, os.path.dirname(
-        os.path.abspath(__file__)))  # fmt: skip
+    report = json_report_of_script(JIT_DISTRIBUTED_SCRIPT)
     assert report["replicas"] == 2
     message = report["cache_model"]
     assert message is not None, "jit_compile=True under MirroredStrategy trained without error"

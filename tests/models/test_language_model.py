@@ -1,4 +1,5 @@
-"""The language-model builder, state handling, perplexity and the window-attention view."""
+"""The language-model builder, its stateful models and their resets, its corpus perplexity
+and its training recipes."""
 
 import keras
 import numpy as np
@@ -8,11 +9,6 @@ import tensorflow as tf
 from examples.harness.training.learning_rate import EpochLearningRate, epoch_learning_rate
 from tf_memlayers.callbacks.state_reset import StateResetCallback, reset_language_model_states
 from examples.language_modeling.evaluation import evaluate_language_model
-from tf_memlayers.callbacks.window_attention import (
-    WindowAttentionCallback,
-    average_attention_by_position,
-    window_position_labels,
-)
 from examples.language_modeling.generated_lm import generate_copy_corpus
 from examples.language_modeling.lm_batches import make_bptt_batches
 from examples.language_modeling.token_streams import TokenStream
@@ -20,8 +16,6 @@ from examples.language_modeling import memories
 from examples.language_modeling.memories import ATTENTION_KINDS, KINDS, language_model
 from tf_memlayers.models.language_model import (
     ForgetGateBias,
-    Perplexity,
-    SequenceCrossentropy,
     build_language_model,
     compile_language_model,
     make_optimizer,
@@ -92,20 +86,6 @@ def test_stateful_model_carries_state_across_segments(kind):
     # After a reset the next segment is computed from scratch again.
     reset_language_model_states(stateful)
     np.testing.assert_allclose(stateful(x[:, :5]).numpy(), whole[:, :5], atol=1e-5)
-
-
-def test_row_reset_restarts_only_the_selected_rows():
-    model = _model("attention")
-    fresh = _model("attention", stateful=False, batch_size=None, seq_len=None)
-    copy_trainable_weights(model, fresh)
-    x = _tokens(2, 10)
-    model(x[:, :5])
-    reset_language_model_states(model, rows=np.array([True, False]))
-    second = model(x[:, 5:]).numpy()
-    np.testing.assert_allclose(second[0], fresh(x[:1, 5:]).numpy()[0], atol=1e-5)
-    np.testing.assert_allclose(second[1], fresh(x[1:])[0, 5:].numpy(), atol=1e-5)
-    with pytest.raises(ValueError, match="`rows` has 3 entries"):
-        reset_language_model_states(model, rows=np.array([True, False, True]))
 
 
 @pytest.mark.parametrize("kind", WITH_MEMORY)
@@ -270,110 +250,6 @@ def test_perplexity_equals_numpy_document_by_document(kind):
     # Without the per-document resets the figure differs: the test would see a missed reset.
     carried = model.evaluate(batches.dataset(), verbose=0, return_dict=True)["perplexity"]
     assert abs(carried - expected) > 1e-4 * expected
-
-
-def test_perplexity_metric_ignores_zero_weights():
-    metric = Perplexity()
-    logits = np.log(np.array([[[0.5, 0.25, 0.25], [0.1, 0.8, 0.1]]], "float32"))
-    metric.update_state(np.array([[0, 1]]), logits, sample_weight=np.array([[1.0, 0.0]]))
-    np.testing.assert_allclose(metric.result(), 2.0, rtol=1e-6)
-    metric.update_state(np.array([[1, 1]]), logits, sample_weight=np.array([[1.0, 1.0]]))
-    expected = np.exp(-(np.log(0.5) + np.log(0.25) + np.log(0.8)) / 3)
-    np.testing.assert_allclose(metric.result(), expected, rtol=1e-6)
-
-
-# --- Window-attention TensorBoard view ------------------------------------------------------
-
-
-def test_average_attention_by_position_skips_partial_windows():
-    scores = np.zeros((2, 6, 3))
-    scores[:, :3] = [1.0, 0.0, 0.0]  # partial windows: must not count
-    scores[:, 3:] = [0.2, 0.3, 0.5]
-    np.testing.assert_allclose(average_attention_by_position(scores, 3), [0.2, 0.3, 0.5])
-    assert window_position_labels(3) == ["t-3", "t-2", "t-1"]
-    with pytest.raises(ValueError, match="more than window=3"):
-        average_attention_by_position(scores[:, :3], 3)
-
-
-def _read_events(log_dir):
-    events = {}
-    for path in log_dir.rglob("events.out.tfevents.*"):
-        for record in tf.data.TFRecordDataset(str(path)):
-            event = tf.compat.v1.Event.FromString(record.numpy())
-            for value in event.summary.value:
-                events.setdefault(value.tag, []).append((event.step, value))
-    return events
-
-
-def test_window_attention_callback_writes_heatmaps(tmp_path):
-    model = _model("key_value")
-    compile_language_model(model, jit_compile=False)
-    probe = _model(
-        "key_value", stateful=False, batch_size=None, seq_len=None, return_attention_scores=True
-    )
-    sentence = _tokens(1, 7)[0]
-    validation = _tokens(4, 9)
-    callback = WindowAttentionCallback(
-        probe, tmp_path, sentence, [f"w{i}" for i in sentence], validation, window=3
-    )
-    x = _tokens(2, 5)
-    model.fit(x, x, epochs=2, verbose=0, callbacks=[callback])
-    sentence_scores, average = callback.probe()
-    # The probe has the trained weights: its scores are the trained model's.
-    _, direct = _probe_with_weights_of(model)(sentence[None])
-    np.testing.assert_allclose(sentence_scores, direct.numpy()[0], atol=1e-6)
-    assert sentence_scores.shape == (7, 3)
-    np.testing.assert_allclose(sentence_scores[3:].sum(axis=-1), 1.0, atol=1e-5)
-    np.testing.assert_allclose(average.sum(), 1.0, atol=1e-5)
-    events = _read_events(tmp_path)
-    for tag in ("window_attention/probe_sentence", "window_attention/average_by_position"):
-        assert [step for step, _ in events[tag]] == [0, 1]
-    table = events["window_attention/average_by_position/table"][-1][1]
-    text = tf.make_ndarray(table.tensor).item().decode()
-    assert "t-3" in text and f"{average[-1]:.3f}" in text
-
-
-def _probe_with_weights_of(model):
-    probe = _model(
-        "key_value", stateful=False, batch_size=None, seq_len=None, return_attention_scores=True
-    )
-    copy_trainable_weights(model, probe)
-    return probe
-
-
-def test_window_attention_callback_checks_inputs(tmp_path):
-    probe = _model(
-        "attention", stateful=False, batch_size=None, seq_len=None, return_attention_scores=True
-    )
-    with pytest.raises(ValueError, match="`token_labels` has 2 entries"):
-        WindowAttentionCallback(probe, tmp_path, [1, 2, 3], ["a", "b"], _tokens(2, 9), 3)
-    with pytest.raises(ValueError, match="time > window"):
-        WindowAttentionCallback(probe, tmp_path, [1, 2], ["a", "b"], _tokens(2, 3), 3)
-
-
-def _numpy_token_nll(targets, logits):
-    logits = logits.astype(np.float64)
-    logits = logits - logits.max(axis=-1, keepdims=True)
-    log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
-    return -np.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
-
-
-def test_sequence_crossentropy_reductions_match_numpy():
-    rng = np.random.default_rng(0)
-    targets = rng.integers(0, 7, (3, 5)).astype("int32")
-    logits = rng.normal(size=(3, 5, 7)).astype("float32")
-    weights = (rng.uniform(size=(3, 5)) > 0.3).astype("float32")
-    nll = _numpy_token_nll(targets, logits)
-    token_mean = SequenceCrossentropy("token_mean")(targets, logits, sample_weight=weights)
-    summed = SequenceCrossentropy("sum_over_time")(targets, logits, sample_weight=weights)
-    np.testing.assert_allclose(float(token_mean), (nll * weights).sum() / weights.sum(), rtol=1e-5)
-    # Zaremba's cost: sum over the time steps of the per-step mean over the batch.
-    np.testing.assert_allclose(float(summed), (nll * weights).mean(axis=0).sum(), rtol=1e-5)
-    np.testing.assert_allclose(float(summed), (nll * weights).sum() / 3, rtol=1e-5)
-    restored = SequenceCrossentropy.from_config(SequenceCrossentropy("sum_over_time").get_config())
-    assert restored.reduction_mode == "sum_over_time"
-    with pytest.raises(ValueError, match="`reduction_mode` must be one of .*'mean'"):
-        SequenceCrossentropy("mean")
 
 
 def test_sgd_step_on_the_time_summed_cost_equals_the_tutorial_update():

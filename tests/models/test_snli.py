@@ -1,5 +1,5 @@
 """The SNLI model builder (`build_snli_model`, `build_fixed_length_snli_model`,
-`compile_snli_model`) and the retrieval heatmap callback."""
+`compile_snli_model`)."""
 
 import os
 
@@ -8,12 +8,7 @@ import numpy as np
 import tensorflow as tf
 import pytest
 
-from am_gru_reference import conditional_encoding_retrievals
 from examples.snli.encoders import KINDS, make_encoder, snli_model
-from tf_memlayers.callbacks.associative_memory import (
-    MemoryRetrievalHeatmap,
-    cosine_similarity_matrix,
-)
 from tf_memlayers.layers import DualAssociativeEncoder
 from tf_memlayers.models.snli import (
     ConditionalEncoder,
@@ -124,55 +119,6 @@ def test_an_encoder_the_builder_knows_nothing_of_works(tmp_path):
         loaded.predict_on_batch((premise, hypothesis)),
         model.predict_on_batch((premise, hypothesis)), atol=1e-6,
     )  # fmt: skip
-
-
-def test_cosine_similarity_matrix():
-    read = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
-    written = np.array([[3.0, 0.0], [0.0, -1.0]])
-    expected = np.array([[1.0, 0.0], [0.0, -1.0], [2**-0.5, -(2**-0.5)]])
-    np.testing.assert_allclose(cosine_similarity_matrix(read, written), expected, atol=1e-12)
-
-
-def test_heatmap_callback_writes_an_image(tmp_path):
-    vocabulary = ["<pad>", "<unk>", "a", "red", "cat", "the", "is", "."]
-    model = snli_model(len(vocabulary), units=8, embedding_dim=6, num_copies=2)
-    callback = MemoryRetrievalHeatmap(
-        str(tmp_path), ["a", "red", "cat", "."], ["the", "cat", "is", "red", "."], vocabulary
-    )
-    callback.set_model(model)
-    callback.on_epoch_end(0)
-    assert callback.last_matrix.shape == (5, 4)
-    assert np.all(np.abs(callback.last_matrix) <= 1 + 1e-9)
-    vectors = model.get_layer("embedding").embeddings.numpy()
-    dual = model.get_layer("encoder").encoder_layers[0].hypothesis_layer.cell
-    weights = {
-        "key": dual.premise_cell.key_kernel, "gate": dual.premise_cell.gate_kernel,
-        "gate_bias": dual.premise_cell.gate_bias, "candidate": dual.premise_cell.candidate_kernel,
-        "candidate_bias": dual.premise_cell.candidate_bias, "dual_gate": dual.dual_gate_kernel,
-        "dual_candidate": dual.dual_candidate_kernel,
-    }  # fmt: skip
-    w = {name: np.asarray(v.numpy(), np.float64) for name, v in weights.items()}
-    want = conditional_encoding_retrievals(
-        vectors[callback.premise_ids[0]], vectors[callback.hypothesis_ids[0]], w, 8, 2,
-        dual_key="paper",
-    )  # fmt: skip
-    expected = cosine_similarity_matrix(want["hypothesis_read"], want["premise_written"])
-    np.testing.assert_allclose(callback.last_matrix, expected, atol=1e-5)
-    summaries = {}
-    for name in os.listdir(tmp_path / "memory"):
-        for event in tf.compat.v1.train.summary_iterator(str(tmp_path / "memory" / name)):
-            for value in event.summary.value:
-                summaries[value.tag] = value
-    assert {"memory/retrieval", "memory/retrieval/table", "memory/sentence"} <= set(summaries)
-    image = tf.make_ndarray(summaries["memory/retrieval"].tensor)
-    # An image summary holds [width, height, encoded PNG]; decode the PNG itself.
-    pixels = tf.io.decode_png(image[2]).numpy()
-    assert pixels.ndim == 3 and pixels.shape[2] in (3, 4) and pixels.shape[0] >= 5
-    table = tf.make_ndarray(summaries["memory/retrieval/table"].tensor).item().decode()
-    assert table.splitlines()[0] == "| | a | red | cat | . |"  # premise tokens label the columns
-    assert [row.split(" | ")[0] for row in table.splitlines()[2:]] == [
-        "| the", "| cat", "| is", "| red", "| .",
-    ]
 
 
 def test_bad_arguments():

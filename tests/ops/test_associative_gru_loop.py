@@ -8,7 +8,6 @@ from keras.src import backend as keras_backend
 
 from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell, DualAssociativeGRUCell
 from tf_memlayers.ops.associative_gru_loop import associative_gru_loop, shard_sizes
-from tf_memlayers.ops.associative_gru_passes import stacked_rows
 
 
 def _setup(batch, copies, seed, steps=6, units=8, input_dim=5):
@@ -115,15 +114,6 @@ def test_a_masked_step_ignores_non_finite_projections(jit_compile):
     for e, g in zip(*results):
         assert np.isfinite(g).all()
         np.testing.assert_array_equal(g, e)
-
-
-def test_stacked_rows_add_the_product_in_one_matmul():
-    rng = np.random.default_rng(11)
-    kernel = tf.constant(rng.normal(size=(6, 4)))
-    x, y = tf.constant(rng.normal(size=(3, 4))), tf.constant(rng.normal(size=(3, 6)))
-    got = tf.matmul(tf.concat([x, y], axis=1), stacked_rows(kernel, 6))
-    np.testing.assert_allclose(got.numpy(), x.numpy() @ kernel.numpy().T + y.numpy(),
-                               rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("batch, num_shards", [(4, 2), (2, 3)])

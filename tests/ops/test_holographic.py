@@ -3,8 +3,8 @@
 import keras
 import numpy as np
 import pytest
-from am_gru_reference import permutations
-from support import gradients
+from tests.am_gru_reference import permutations
+from tests.support import gradients
 from keras import ops
 
 tensor = ops.convert_to_tensor

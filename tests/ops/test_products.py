@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from support import gradients
+from tests.support import gradients
 from tf_memlayers.ops.products import dot_last_axis
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from support import gradients
+from tests.support import gradients
 from tf_memlayers.ops import windows
 
 RNG = np.random.default_rng(3)

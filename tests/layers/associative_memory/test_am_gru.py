@@ -5,8 +5,8 @@ import os
 import keras
 import numpy as np
 import pytest
-from am_gru_reference import permutations
-from support import (
+from tests.am_gru_reference import permutations
+from tests.support import (
     BACKEND,
     FUSED_LOOP,
     TF_DISTRIBUTE,
@@ -16,78 +16,76 @@ from support import (
     tensorflow_only,
 )
 from keras import ops
-from layer_registry import RNN_LAYER_FLAGS, Declaration
-from test_am_gru_cell import random_weights, reference_run, set_cell_weights
+from tests.layer_test_case import LayerTestCase, RNN_LAYER_FLAGS, ResetSequenceTests
+from tests.layers.associative_memory.test_am_gru_cell import random_weights, reference_run, set_cell_weights
 
 from tf_memlayers.compat import load_original_weights, original_variable_names
 from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell, DualAssociativeGRU
 
-# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
-# instance, the boolean arguments, and the cases of the suites over every layer.
-DECLARATIONS = (
-    Declaration(
-        AssociativeGRU,
-        lambda **kw: AssociativeGRU(4, **kw),
-        flags=RNN_LAYER_FLAGS,
-        reference="am_gru_reference",
-        keras_checks={
-            **{
-                f"am_gru_{loop}": (
-                    AssociativeGRU,
-                    {"units": 4, "num_copies": 2, "return_sequences": True, "fused_loop": fused},
-                    dict(
-                        input_shape=(2, 3, 4),
-                        expected_output_shape=(2, 3, 4),
-                        expected_num_trainable_weights=5,
-                        supports_masking=True,
-                    ),
-                )
-                for loop, fused in (("keras_loop", False), ("fused_loop", True))
-            },
-        },
-        journeys={
-            "AssociativeGRU": (
-                "step",
-                lambda e: AssociativeGRU(8, num_copies=2, return_sequences=True)(e),
-            ),
-            "AssociativeGRU_fused_loop": (
-                "step",
-                lambda e: AssociativeGRU(8, num_copies=2, return_sequences=True, fused_loop=True)(
-                    e
+
+class AssociativeGRUTest(ResetSequenceTests, LayerTestCase):
+    """The shared suites of `AssociativeGRU` (tests/layer_test_case.py)."""
+
+    layer_cls = AssociativeGRU
+    make = staticmethod(lambda **kw: AssociativeGRU(4, **kw))
+    flags = RNN_LAYER_FLAGS
+    reference = "am_gru_reference"
+    keras_checks = {
+        **{
+            f"am_gru_{loop}": (
+                AssociativeGRU,
+                {"units": 4, "num_copies": 2, "return_sequences": True, "fused_loop": fused},
+                dict(
+                    input_shape=(2, 3, 4),
+                    expected_output_shape=(2, 3, 4),
+                    expected_num_trainable_weights=5,
+                    supports_masking=True,
                 ),
-            ),
+            )
+            for loop, fused in (("keras_loop", False), ("fused_loop", True))
         },
-        nan_padding={
-            "am_gru_keras_loop": lambda: AssociativeGRU(
-                4, num_copies=2, return_sequences=True, zero_output_for_mask=True
+    }
+    journeys = {
+        "AssociativeGRU": (
+            "step",
+            lambda e: AssociativeGRU(8, num_copies=2, return_sequences=True)(e),
+        ),
+        "AssociativeGRU_fused_loop": (
+            "step",
+            lambda e: AssociativeGRU(8, num_copies=2, return_sequences=True, fused_loop=True)(
+                e
             ),
-            "am_gru_fused_loop": lambda: AssociativeGRU(
-                4, num_copies=2, return_sequences=True, zero_output_for_mask=True, fused_loop=True
+        ),
+    }
+    nan_padding = {
+        "am_gru_keras_loop": lambda: AssociativeGRU(
+            4, num_copies=2, return_sequences=True, zero_output_for_mask=True
+        ),
+        "am_gru_fused_loop": lambda: AssociativeGRU(
+            4, num_copies=2, return_sequences=True, zero_output_for_mask=True, fused_loop=True
+        ),
+    }
+    output_spec = {
+        "am_gru_states": (
+            lambda dtype: AssociativeGRU(
+                4, num_copies=2, return_sequences=True, return_state=True, dtype=dtype
             ),
-        },
-        output_spec={
-            "am_gru_states": (
-                lambda dtype: AssociativeGRU(
-                    4, num_copies=2, return_sequences=True, return_state=True, dtype=dtype
-                ),
-                (2, 5, 4),
-                {},
+            (2, 5, 4),
+            {},
+        ),
+        "am_gru_fused_last": (
+            lambda dtype: AssociativeGRU(4, num_copies=3, fused_loop=True, dtype=dtype),
+            (2, 5, 4),
+            {},
+        ),
+        "am_gru_retrievals": (
+            lambda dtype: AssociativeGRU(
+                4, num_copies=1, return_retrievals=True, return_sequences=True, dtype=dtype
             ),
-            "am_gru_fused_last": (
-                lambda dtype: AssociativeGRU(4, num_copies=3, fused_loop=True, dtype=dtype),
-                (2, 5, 4),
-                {},
-            ),
-            "am_gru_retrievals": (
-                lambda dtype: AssociativeGRU(
-                    4, num_copies=1, return_retrievals=True, return_sequences=True, dtype=dtype
-                ),
-                (2, 5, 4),
-                {},
-            ),
-        },
-    ),
-)
+            (2, 5, 4),
+            {},
+        ),
+    }
 
 
 # Both time loops of `AssociativeGRU`: Keras's (autodiff backward) and the fused one.

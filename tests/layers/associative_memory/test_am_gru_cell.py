@@ -6,13 +6,14 @@ import os
 import keras
 import numpy as np
 import pytest
-from support import masked_rnn
+from tests.support import masked_rnn
 from keras import ops
-from layer_registry import (
+from tests.layer_test_case import (
     CELL_SPEC,
+    CellTests,
+    LayerTestCase,
     RNN_MASKING,
-    Declaration,
-    read_premise_memory,
+    ResetCellTests,
     rnn_case,
     user_rnn,
 )
@@ -20,65 +21,33 @@ from layer_registry import (
 from tf_memlayers.compat import load_original_weights, original_variable_names
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
 
-from am_gru_reference import permutations, random_weights, recorded, reference_run
+from tests.am_gru_reference import permutations, random_weights, recorded, reference_run
 
-# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
-# instance, the boolean arguments, and the cases of the suites over every layer.
-DECLARATIONS = (
-    Declaration(
-        AssociativeGRUCell,
-        lambda **kw: AssociativeGRUCell(4, **kw),
-        flags=("return_retrievals",),
-        reference="am_gru_reference",
-        not_in={"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING},
-        cells={
-            "am_gru": lambda dtype=None: AssociativeGRUCell(6, num_copies=2, dtype=dtype),
-            "am_gru_retrievals": lambda dtype=None: AssociativeGRUCell(
-                6, num_copies=1, return_retrievals=True, dtype=dtype
-            ),
-        },
-        keras_checks={
-            "rnn_am_gru": rnn_case("am_gru", 6, 5, 0),
-            "rnn_am_gru_retrievals": rnn_case("am_gru_retrievals", 18, 5, 0),
-        },
-        journeys={
-            "AssociativeGRUCell": (
-                "step",
-                lambda e: user_rnn(AssociativeGRUCell(8, num_copies=2), return_sequences=True)(e),
-            ),
-        },
-    ),
-    Declaration(
-        DualAssociativeGRUCell,
-        lambda **kw: DualAssociativeGRUCell(4, **kw),
-        flags=("return_retrievals",),
-        reference="am_gru_reference",
-        not_in={"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING},
-        cells={
-            "dual_am_gru_paper": lambda dtype=None: DualAssociativeGRUCell(
-                6, num_copies=2, dtype=dtype
-            ),
-            "dual_am_gru_released": lambda dtype=None: DualAssociativeGRUCell(
-                6, num_copies=2, dual_key="released", return_retrievals=True, dtype=dtype
-            ),
-        },
-        keras_checks={
-            "rnn_dual_am_gru_paper": rnn_case("dual_am_gru_paper", 6, 5 + 2, 0),
-            "rnn_dual_am_gru_released": rnn_case("dual_am_gru_released", 24, 5 + 3, 0),
-        },
-        journeys={
-            "DualAssociativeGRUCell": (
-                "pair",
-                lambda premise, hypothesis: read_premise_memory(
-                    user_rnn(AssociativeGRUCell(8, num_copies=2), return_state=True),
-                    user_rnn(DualAssociativeGRUCell(8, num_copies=2)),
-                    premise,
-                    hypothesis,
-                ),
-            ),
-        },
-    ),
-)
+
+class AssociativeGRUCellTest(CellTests, ResetCellTests, LayerTestCase):
+    """The shared suites of `AssociativeGRUCell` (tests/layer_test_case.py)."""
+
+    layer_cls = AssociativeGRUCell
+    make = staticmethod(lambda **kw: AssociativeGRUCell(4, **kw))
+    flags = ("return_retrievals",)
+    reference = "am_gru_reference"
+    not_in = {"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING}
+    cells = {
+        "am_gru": lambda dtype=None: AssociativeGRUCell(6, num_copies=2, dtype=dtype),
+        "am_gru_retrievals": lambda dtype=None: AssociativeGRUCell(
+            6, num_copies=1, return_retrievals=True, dtype=dtype
+        ),
+    }
+    keras_checks = {
+        "rnn_am_gru": rnn_case(cells["am_gru"], 6, 5, 0),
+        "rnn_am_gru_retrievals": rnn_case(cells["am_gru_retrievals"], 18, 5, 0),
+    }
+    journeys = {
+        "AssociativeGRUCell": (
+            "step",
+            lambda e: user_rnn(AssociativeGRUCell(8, num_copies=2), return_sequences=True)(e),
+        ),
+    }
 
 
 def set_cell_weights(cell, w):

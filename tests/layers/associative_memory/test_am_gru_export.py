@@ -11,7 +11,7 @@ machine.
 import keras
 import numpy as np
 import pytest
-from support import tensorflow_only
+from tests.support import tensorflow_only
 
 from tf_memlayers.layers import AssociativeGRU, DualAssociativeGRU, SlidingWindowAttention
 

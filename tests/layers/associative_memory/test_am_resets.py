@@ -5,7 +5,7 @@ with documents packed back to back equals each document run on its own from a fr
 import keras
 import numpy as np
 import pytest
-from support import BACKEND, FUSED_LOOP, gradients, masked_rnn, tensorflow_only
+from tests.support import BACKEND, FUSED_LOOP, gradients, masked_rnn, tensorflow_only
 from keras import ops
 
 from tf_memlayers.layers import (

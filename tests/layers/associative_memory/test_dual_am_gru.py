@@ -3,9 +3,20 @@
 import keras
 import numpy as np
 import pytest
-from support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
+from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from keras import ops
-from layer_registry import RNN_LAYER_FLAGS, Declaration, read_premise_memory
+from tests.layer_test_case import (
+    CELL_SPEC,
+    RNN_LAYER_FLAGS,
+    RNN_MASKING,
+    CellTests,
+    LayerTestCase,
+    ResetCellTests,
+    ResetSequenceTests,
+    read_premise_memory,
+    rnn_case,
+    user_rnn,
+)
 
 from tf_memlayers.layers import (
     AssociativeGRU,
@@ -14,93 +25,124 @@ from tf_memlayers.layers import (
     DualAssociativeGRUCell,
 )
 
-# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
-# instance, the boolean arguments, and the cases of the suites over every layer.
-DECLARATIONS = (
-    Declaration(
-        DualAssociativeGRU,
-        lambda **kw: DualAssociativeGRU(4, **kw),
-        flags=RNN_LAYER_FLAGS,
-        reference="am_gru_reference",
-        keras_checks={
-            **{
-                f"dual_am_gru_{key}_{loop}": (
-                    DualAssociativeGRU,
-                    {
-                        "units": 4,
-                        "num_copies": 2,
-                        "dual_key": key,
-                        "return_sequences": True,
-                        "fused_loop": fused,
-                    },
-                    dict(
-                        input_shape=(2, 3, 4),
-                        expected_output_shape=(2, 3, 4),
-                        expected_num_trainable_weights=5 + 2 + (key == "released"),
-                        supports_masking=True,
-                    ),
-                )
-                for key, loop, fused in (
-                    ("paper", "keras_loop", False),
-                    ("released", "keras_loop", False),
-                    ("paper", "fused_loop", True),
-                )
-            },
-        },
-        journeys={
-            **{
-                name: ("pair", lambda premise, hypothesis, fused=fused: read_premise_memory(
-                    AssociativeGRU(8, num_copies=2, return_state=True, fused_loop=fused),
-                    DualAssociativeGRU(8, num_copies=2, fused_loop=fused),
-                    premise,
-                    hypothesis,
-                ))
-                for name, fused in (
-                    ("DualAssociativeGRU", False),
-                    ("DualAssociativeGRU_fused_loop", True),
-                )
-            },
-        },
-        nan_padding={
-            **{
-                f"dual_am_gru_{loop}": lambda fused=fused: DualAssociativeGRU(
-                    4,
-                    num_copies=2,
-                    return_sequences=True,
-                    zero_output_for_mask=True,
-                    fused_loop=fused,
-                )
-                for loop, fused in (("keras_loop", False), ("fused_loop", True))
-            },
-        },
-        output_spec={
-            "dual_am_gru_states": (
-                lambda dtype: DualAssociativeGRU(
-                    4, num_copies=2, return_sequences=True, return_state=True, dtype=dtype
+
+class DualAssociativeGRUTest(ResetSequenceTests, LayerTestCase):
+    """The shared suites of `DualAssociativeGRU` (tests/layer_test_case.py)."""
+
+    layer_cls = DualAssociativeGRU
+    make = staticmethod(lambda **kw: DualAssociativeGRU(4, **kw))
+    flags = RNN_LAYER_FLAGS
+    reference = "am_gru_reference"
+    keras_checks = {
+        **{
+            f"dual_am_gru_{key}_{loop}": (
+                DualAssociativeGRU,
+                {
+                    "units": 4,
+                    "num_copies": 2,
+                    "dual_key": key,
+                    "return_sequences": True,
+                    "fused_loop": fused,
+                },
+                dict(
+                    input_shape=(2, 3, 4),
+                    expected_output_shape=(2, 3, 4),
+                    expected_num_trainable_weights=5 + 2 + (key == "released"),
+                    supports_masking=True,
                 ),
-                (2, 5, 4),
-                {},
-            ),
-            "dual_am_gru_fused_last": (
-                lambda dtype: DualAssociativeGRU(4, num_copies=3, fused_loop=True, dtype=dtype),
-                (2, 5, 4),
-                {},
-            ),
-            "dual_am_gru_retrievals": (
-                lambda dtype: DualAssociativeGRU(
-                    4, num_copies=2, dual_key="released", return_retrievals=True, dtype=dtype
-                ),
-                (2, 5, 4),
-                {},
-            ),
+            )
+            for key, loop, fused in (
+                ("paper", "keras_loop", False),
+                ("released", "keras_loop", False),
+                ("paper", "fused_loop", True),
+            )
         },
-    ),
-)
+    }
+    journeys = {
+        **{
+            name: ("pair", lambda premise, hypothesis, fused=fused: read_premise_memory(
+                AssociativeGRU(8, num_copies=2, return_state=True, fused_loop=fused),
+                DualAssociativeGRU(8, num_copies=2, fused_loop=fused),
+                premise,
+                hypothesis,
+            ))
+            for name, fused in (
+                ("DualAssociativeGRU", False),
+                ("DualAssociativeGRU_fused_loop", True),
+            )
+        },
+    }
+    nan_padding = {
+        **{
+            f"dual_am_gru_{loop}": lambda fused=fused: DualAssociativeGRU(
+                4,
+                num_copies=2,
+                return_sequences=True,
+                zero_output_for_mask=True,
+                fused_loop=fused,
+            )
+            for loop, fused in (("keras_loop", False), ("fused_loop", True))
+        },
+    }
+    output_spec = {
+        "dual_am_gru_states": (
+            lambda dtype: DualAssociativeGRU(
+                4, num_copies=2, return_sequences=True, return_state=True, dtype=dtype
+            ),
+            (2, 5, 4),
+            {},
+        ),
+        "dual_am_gru_fused_last": (
+            lambda dtype: DualAssociativeGRU(4, num_copies=3, fused_loop=True, dtype=dtype),
+            (2, 5, 4),
+            {},
+        ),
+        "dual_am_gru_retrievals": (
+            lambda dtype: DualAssociativeGRU(
+                4, num_copies=2, dual_key="released", return_retrievals=True, dtype=dtype
+            ),
+            (2, 5, 4),
+            {},
+        ),
+    }
 
 
 UNITS, COPIES, INPUT_DIM, BATCH, STEPS = 8, 3, 5, 3, 6
 # The fused loop where the backend has it (TensorFlow), else Keras's: for the tests whose
 # subject is not the loop.
+class DualAssociativeGRUCellTest(CellTests, ResetCellTests, LayerTestCase):
+    """The shared suites of `DualAssociativeGRUCell` (tests/layer_test_case.py)."""
+
+    layer_cls = DualAssociativeGRUCell
+    make = staticmethod(lambda **kw: DualAssociativeGRUCell(4, **kw))
+    flags = ("return_retrievals",)
+    reference = "am_gru_reference"
+    not_in = {"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING}
+    cells = {
+        "dual_am_gru_paper": lambda dtype=None: DualAssociativeGRUCell(
+            6, num_copies=2, dtype=dtype
+        ),
+        "dual_am_gru_released": lambda dtype=None: DualAssociativeGRUCell(
+            6, num_copies=2, dual_key="released", return_retrievals=True, dtype=dtype
+        ),
+    }
+    keras_checks = {
+        "rnn_dual_am_gru_paper": rnn_case(cells["dual_am_gru_paper"], 6, 5 + 2, 0),
+        "rnn_dual_am_gru_released": rnn_case(cells["dual_am_gru_released"], 24, 5 + 3, 0),
+    }
+    journeys = {
+        "DualAssociativeGRUCell": (
+            "pair",
+            lambda premise, hypothesis: read_premise_memory(
+                user_rnn(AssociativeGRUCell(8, num_copies=2), return_state=True),
+                user_rnn(DualAssociativeGRUCell(8, num_copies=2)),
+                premise,
+                hypothesis,
+            ),
+        ),
+    }
+
+
 FUSED_IF_AVAILABLE = BACKEND == "tensorflow"
 
 

@@ -5,15 +5,15 @@ configs."""
 import keras
 import numpy as np
 import pytest
-from am_gru_reference import (
+from tests.am_gru_reference import (
     conditional_encoding_retrievals,
     permutations,
     random_weights,
     reference_run,
 )
-from support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
+from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from keras import ops
-from layer_registry import Declaration
+from tests.layer_test_case import LayerTestCase
 
 from tf_memlayers.layers import DualAssociativeEncoder, DualAssociativeGRUCell
 
@@ -24,69 +24,69 @@ PREMISE_LENGTHS, HYPOTHESIS_LENGTHS = (6, 4, 5), (4, 2, 3)
 # The fused loop where the backend has it (TensorFlow), else Keras's.
 FUSED_IF_AVAILABLE = BACKEND == "tensorflow"
 
-DECLARATIONS = (
-    Declaration(
-        DualAssociativeEncoder,
-        lambda **kw: DualAssociativeEncoder(4, num_copies=2, **kw),
-        flags=ENCODER_FLAGS,
-        reference="am_gru_reference",
-        not_in={
-            "nan_padding": "takes a sentence pair: "
-            "test_nan_at_padded_steps_of_both_sentences_never_reaches_outputs_or_gradients"
-        },
-        keras_checks={
-            f"dual_associative_encoder_{key}_{loop}": (
-                DualAssociativeEncoder,
-                {
-                    "units": 4,
-                    "num_copies": 2,
-                    "dual_key": key,
-                    "return_sequences": True,
-                    "fused_loop": fused,
-                },
-                dict(
-                    input_shape=((2, 3, 4), (2, 2, 4)),
-                    expected_output_shape=((2, 3, 4), (2, 2, 4)),
-                    expected_num_trainable_weights=5 + 2 + (key == "released"),
-                    supports_masking=True,
-                ),
-            )
-            for key, loop, fused in (
-                ("paper", "keras_loop", False),
-                ("released", "keras_loop", False),
-                ("paper", "fused_loop", True),
-            )
-        },
-        journeys={
-            name: (
-                "pair",
-                lambda premise, hypothesis, fused=fused: DualAssociativeEncoder(
-                    8, num_copies=2, fused_loop=fused
-                )([premise, hypothesis])[1],
-            )
-            for name, fused in (
-                ("DualAssociativeEncoder", False),
-                ("DualAssociativeEncoder_fused_loop", True),
-            )
-        },
-        output_spec={
-            "dual_associative_encoder_states": (
-                lambda dtype: DualAssociativeEncoder(
-                    4, num_copies=2, return_sequences=True, return_state=True, dtype=dtype
-                ),
-                [(2, 5, 4), (2, 3, 4)],
-                {},
+
+class DualAssociativeEncoderTest(LayerTestCase):
+    """The shared suites of `DualAssociativeEncoder` (tests/layer_test_case.py)."""
+
+    layer_cls = DualAssociativeEncoder
+    make = staticmethod(lambda **kw: DualAssociativeEncoder(4, num_copies=2, **kw))
+    flags = ENCODER_FLAGS
+    reference = "am_gru_reference"
+    not_in = {
+        "nan_padding": "takes a sentence pair: "
+        "test_nan_at_padded_steps_of_both_sentences_never_reaches_outputs_or_gradients"
+    }
+    keras_checks = {
+        f"dual_associative_encoder_{key}_{loop}": (
+            DualAssociativeEncoder,
+            {
+                "units": 4,
+                "num_copies": 2,
+                "dual_key": key,
+                "return_sequences": True,
+                "fused_loop": fused,
+            },
+            dict(
+                input_shape=((2, 3, 4), (2, 2, 4)),
+                expected_output_shape=((2, 3, 4), (2, 2, 4)),
+                expected_num_trainable_weights=5 + 2 + (key == "released"),
+                supports_masking=True,
             ),
-            "dual_associative_encoder_fused_last": (
-                lambda dtype: DualAssociativeEncoder(
-                    4, num_copies=3, fused_loop=True, dtype=dtype
-                ),
-                [(2, 5, 4), (2, 3, 4)],
-                {},
+        )
+        for key, loop, fused in (
+            ("paper", "keras_loop", False),
+            ("released", "keras_loop", False),
+            ("paper", "fused_loop", True),
+        )
+    }
+    journeys = {
+        name: (
+            "pair",
+            lambda premise, hypothesis, fused=fused: DualAssociativeEncoder(
+                8, num_copies=2, fused_loop=fused
+            )([premise, hypothesis])[1],
+        )
+        for name, fused in (
+            ("DualAssociativeEncoder", False),
+            ("DualAssociativeEncoder_fused_loop", True),
+        )
+    }
+    output_spec = {
+        "dual_associative_encoder_states": (
+            lambda dtype: DualAssociativeEncoder(
+                4, num_copies=2, return_sequences=True, return_state=True, dtype=dtype
             ),
-        },
-    ),
-)
+            [(2, 5, 4), (2, 3, 4)],
+            {},
+        ),
+        "dual_associative_encoder_fused_last": (
+            lambda dtype: DualAssociativeEncoder(
+                4, num_copies=3, fused_loop=True, dtype=dtype
+            ),
+            [(2, 5, 4), (2, 3, 4)],
+            {},
+        ),
+    }
 
 
 def _masks():

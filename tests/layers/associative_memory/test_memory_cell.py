@@ -5,46 +5,52 @@ import os
 import keras
 import numpy as np
 import pytest
-from am_gru_reference import permutations
-from support import masked_rnn
-from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
+from tests.am_gru_reference import permutations
+from tests.support import masked_rnn
+from tests.layer_test_case import (
+    CELL_SPEC,
+    CellTests,
+    LayerTestCase,
+    RNN_MASKING,
+    ResetCellTests,
+    rnn_case,
+    user_rnn,
+)
 
 from tf_memlayers.layers import AssociativeMemoryCell
 
-# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
-# instance, the boolean arguments, and the cases of the suites over every layer.
-DECLARATIONS = (
-    Declaration(
-        AssociativeMemoryCell,
-        lambda **kw: AssociativeMemoryCell(keras.layers.GRUCell(4), **kw),
-        flags=("return_retrievals",),
-        not_in={"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING},
-        cells={
-            "associative_memory_lstm": lambda dtype=None: AssociativeMemoryCell(
-                keras.layers.LSTMCell(6, dtype=dtype), num_copies=2, dtype=dtype
-            ),
-            "associative_memory_gru": lambda dtype=None: AssociativeMemoryCell(
-                keras.layers.GRUCell(6, dtype=dtype),
-                num_copies=3,
-                return_retrievals=True,
-                dtype=dtype,
-            ),
-        },
-        keras_checks={
-            "rnn_associative_memory_lstm": rnn_case("associative_memory_lstm", 6, 3 + 1, 1),
-            "rnn_associative_memory_gru": rnn_case("associative_memory_gru", 6 + 2 * 6, 3 + 1, 1),
-        },
-        journeys={
-            "AssociativeMemoryCell": (
-                "step",
-                lambda e: user_rnn(
-                    AssociativeMemoryCell(keras.layers.LSTMCell(8), num_copies=2),
-                    return_sequences=True,
-                )(e),
-            ),
-        },
-    ),
-)
+
+class AssociativeMemoryCellTest(CellTests, ResetCellTests, LayerTestCase):
+    """The shared suites of `AssociativeMemoryCell` (tests/layer_test_case.py)."""
+
+    layer_cls = AssociativeMemoryCell
+    make = staticmethod(lambda **kw: AssociativeMemoryCell(keras.layers.GRUCell(4), **kw))
+    flags = ("return_retrievals",)
+    not_in = {"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING}
+    cells = {
+        "associative_memory_lstm": lambda dtype=None: AssociativeMemoryCell(
+            keras.layers.LSTMCell(6, dtype=dtype), num_copies=2, dtype=dtype
+        ),
+        "associative_memory_gru": lambda dtype=None: AssociativeMemoryCell(
+            keras.layers.GRUCell(6, dtype=dtype),
+            num_copies=3,
+            return_retrievals=True,
+            dtype=dtype,
+        ),
+    }
+    keras_checks = {
+        "rnn_associative_memory_lstm": rnn_case(cells["associative_memory_lstm"], 6, 3 + 1, 1),
+        "rnn_associative_memory_gru": rnn_case(cells["associative_memory_gru"], 6 + 2 * 6, 3 + 1, 1),
+    }
+    journeys = {
+        "AssociativeMemoryCell": (
+            "step",
+            lambda e: user_rnn(
+                AssociativeMemoryCell(keras.layers.LSTMCell(8), num_copies=2),
+                return_sequences=True,
+            )(e),
+        ),
+    }
 
 
 def _bound(z):

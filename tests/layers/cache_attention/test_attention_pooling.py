@@ -3,52 +3,52 @@
 import keras
 import numpy as np
 import pytest
-from support import keras_lstm
-from layer_registry import Declaration
+from tests.support import keras_lstm
+from tests.layer_test_case import EmptyInputTests, LayerTestCase
 
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 
-# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
-# instance, the boolean arguments, and the cases of the suites over every layer.
-DECLARATIONS = (
-    Declaration(
-        AttentionPooling,
-        lambda **kw: AttentionPooling(3, **kw),
-        not_in={"flags": "has no boolean arguments"},
-        keras_checks={
-            "pooling": (
-                AttentionPooling,
-                {"attention_units": 3},
-                dict(
-                    input_shape=(2, 3, 4),
-                    expected_output_shape=(2, 4),
-                    expected_num_trainable_weights=2,
-                    supports_masking=True,
-                ),
+
+class AttentionPoolingTest(EmptyInputTests, LayerTestCase):
+    """The shared suites of `AttentionPooling` (tests/layer_test_case.py)."""
+
+    layer_cls = AttentionPooling
+    make = staticmethod(lambda **kw: AttentionPooling(3, **kw))
+    not_in = {"flags": "has no boolean arguments"}
+    # Pooling has no memory: its one output is the pooled vector.
+    last_output_is_memory = False
+    keras_checks = {
+        "pooling": (
+            AttentionPooling,
+            {"attention_units": 3},
+            dict(
+                input_shape=(2, 3, 4),
+                expected_output_shape=(2, 4),
+                expected_num_trainable_weights=2,
+                supports_masking=True,
             ),
-        },
-        journeys={
-            "AttentionPooling": (
-                "pooled",
-                lambda e: AttentionPooling(4)(keras_lstm(8, return_sequences=True)(e)),
-            ),
-        },
-        nan_padding={
-            "pooling": lambda: AttentionPooling(3),
-        },
-        output_spec={
-            "pooling": (lambda dtype: AttentionPooling(3, dtype=dtype), (2, 5, 4), {}),
-            "pooling_scores": (
-                lambda dtype: AttentionPooling(3, dtype=dtype),
-                (2, 5, 4),
-                {"return_attention_scores": True},
-            ),
-        },
-        empty={
-            "pooling": lambda: AttentionPooling(3),
-        },
-    ),
-)
+        ),
+    }
+    journeys = {
+        "AttentionPooling": (
+            "pooled",
+            lambda e: AttentionPooling(4)(keras_lstm(8, return_sequences=True)(e)),
+        ),
+    }
+    nan_padding = {
+        "pooling": lambda: AttentionPooling(3),
+    }
+    output_spec = {
+        "pooling": (lambda dtype: AttentionPooling(3, dtype=dtype), (2, 5, 4), {}),
+        "pooling_scores": (
+            lambda dtype: AttentionPooling(3, dtype=dtype),
+            (2, 5, 4),
+            {"return_attention_scores": True},
+        ),
+    }
+    empty = {
+        "pooling": lambda: AttentionPooling(3),
+    }
 
 
 def reference(inputs, mask, kernel, score_vector):

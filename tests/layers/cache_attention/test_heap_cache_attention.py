@@ -4,57 +4,61 @@ import keras
 import numpy as np
 import pytest
 
-import heap_reference as ref
-from support import gradients, keras_lstm, tensorflow_only
-from layer_registry import Declaration
+from tests import heap_reference as ref
+from tests.support import gradients, keras_lstm, tensorflow_only
+from tests.layer_test_case import LayerTestCase
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.ops import heap
 
-# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
-# instance, the boolean arguments, and the cases of the suites over every layer.
-DECLARATIONS = (
-    Declaration(
-        HeapCacheAttention,
-        lambda **kw: HeapCacheAttention(4, 3, **kw),
-        flags=("mask_empty",),
-        reference="heap_reference",
-        not_in={
-            "nan_padding": "maps single vectors or ids, with no sequence and so no padded steps"
-        },
-        keras_checks={
-            "cache": (
-                HeapCacheAttention,
-                {"cache_size": 3, "attention_units": 2, "query": "additive"},
-                dict(
-                    input_shape=(2, 4),
-                    expected_output_shape=(2, 4),
-                    expected_num_trainable_weights=4,
-                    expected_num_non_trainable_weights=1,
-                    supports_masking=False,
-                ),
+
+class HeapCacheAttentionTest(LayerTestCase):
+    """The shared suites of `HeapCacheAttention` (tests/layer_test_case.py)."""
+
+    layer_cls = HeapCacheAttention
+    make = staticmethod(lambda **kw: HeapCacheAttention(4, 3, **kw))
+    flags = ("mask_empty",)
+    reference = "heap_reference"
+    not_in = {
+        "nan_padding": "maps single vectors or ids, with no sequence and so no padded steps"
+    }
+    keras_checks = {
+        "cache": (
+            HeapCacheAttention,
+            {"cache_size": 3, "attention_units": 2, "query": "additive"},
+            dict(
+                input_shape=(2, 4),
+                expected_output_shape=(2, 4),
+                expected_num_trainable_weights=4,
+                expected_num_non_trainable_weights=1,
+                supports_masking=False,
             ),
-        },
-        journeys={
-            "HeapCacheAttention": (
-                "pooled",
-                lambda e: HeapCacheAttention(4, 3)(keras_lstm(8)(e)),
-            ),
-        },
-        output_spec={
-            "cache": (lambda dtype: HeapCacheAttention(3, 2, dtype=dtype), (2, 4), {}),
-            "cache_scores": (
-                lambda dtype: HeapCacheAttention(3, 2, dtype=dtype),
-                (2, 4),
-                {"return_attention_scores": True},
-            ),
-            "cache_additive_scores": (
-                lambda dtype: HeapCacheAttention(3, 2, query="additive", dtype=dtype),
-                (2, 4),
-                {"return_attention_scores": True},
-            ),
-        },
-    ),
-)
+        ),
+    }
+    journeys = {
+        "HeapCacheAttention": (
+            "pooled",
+            lambda e: HeapCacheAttention(4, 3)(keras_lstm(8)(e)),
+        ),
+    }
+    output_spec = {
+        "cache": (lambda dtype: HeapCacheAttention(3, 2, dtype=dtype), (2, 4), {}),
+        "cache_scores": (
+            lambda dtype: HeapCacheAttention(3, 2, dtype=dtype),
+            (2, 4),
+            {"return_attention_scores": True},
+        ),
+        "cache_additive_scores": (
+            lambda dtype: HeapCacheAttention(3, 2, query="additive", dtype=dtype),
+            (2, 4),
+            {"return_attention_scores": True},
+        ),
+    }
+
+    def before_saving(self, model, rng):
+        # Fill the cache, so that the saved model has something to read.
+        cache = next(layer for layer in model.layers if isinstance(layer, HeapCacheAttention))
+        cache.insert(rng.normal(size=(4, cache.width)).astype("float32"))
+        assert int(cache.fill_count()) > 0
 
 
 WIDTH, UNITS = 6, 4

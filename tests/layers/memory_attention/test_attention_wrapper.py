@@ -7,9 +7,14 @@ import keras
 import numpy as np
 import pytest
 
-from layer_registry import RNN_LAYER_FLAGS, Declaration
-from support import gradients
-from memory_attention_reference import (
+from tests.layer_test_case import (
+    LayerTestCase,
+    RNN_LAYER_FLAGS,
+    ResetCellTests,
+    ResetSequenceTests,
+)
+from tests.support import gradients
+from tests.memory_attention_reference import (
     attention_wrapper_reference as reference,
     check_cell_loop_matches_layer,
     check_mixed_precision_matches_float32,
@@ -68,53 +73,58 @@ def _keras_case(make_cell, own_weights):
 NAN_PADDING = "takes a memory: test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients"
 WRAPPER_FLAGS = ("normalize", "output_attention", "return_alignments", "input_feeding")
 
-DECLARATIONS = (
-    Declaration(
-        AttentionRNN,
-        lambda **kw: AttentionRNN(AttentionWrapper(keras.layers.GRUCell(4)), **kw),
-        flags=tuple(flag for flag in RNN_LAYER_FLAGS if flag != "return_retrievals"),
-        call_kwargs=declared_memory,
-        not_in={
-            "nan_padding": NAN_PADDING,
-            "output_spec": "takes a memory: test_output_spec_is_exact",
-        },
-        keras_checks={
-            "attention_rnn": _keras_case(
-                lambda dtype: AttentionWrapper(keras.layers.GRUCell(4, dtype=dtype), dtype=dtype),
-                own_weights=4,
-            ),
-            "attention_rnn_word_by_word": _keras_case(
-                lambda dtype: WordByWordAttention(keras.layers.GRUCell(4, dtype=dtype),
-                                                  memory_dim=8, dtype=dtype),
-                own_weights=5,
-            ),
-        },
-        journeys={
-            "AttentionRNN": ("pair", _attend_from_hypothesis),
-            "AttentionRNN_before_dot": (
-                "pair", lambda p, h: _attend_from_hypothesis(p, h, score="general",
-                                                             position="before")
-            ),
-        },
-    ),
-    Declaration(
-        AttentionWrapper,
-        lambda **kw: AttentionWrapper(keras.layers.GRUCell(4), **kw),
-        flags=WRAPPER_FLAGS,
-        call_kwargs=declared_memory,
-        not_in={
-            "keras_checks": "a cell taking its memory at every call, which keras.layers.RNN "
-            "does not pass: AttentionRNN's case runs Keras's checks over it",
-            "output_spec": "a cell taking a memory: test_output_spec_is_exact",
-            "nan_padding": NAN_PADDING,
-        },
-        journeys={
-            "AttentionWrapper_additive_normalized": (
-                "pair", lambda p, h: _attend_from_hypothesis(p, h, normalize=True)
-            ),
-        },
-    ),
-)
+
+class AttentionRNNTest(ResetSequenceTests, LayerTestCase):
+    """The shared suites of `AttentionRNN` (tests/layer_test_case.py)."""
+
+    layer_cls = AttentionRNN
+    make = staticmethod(lambda **kw: AttentionRNN(AttentionWrapper(keras.layers.GRUCell(4)), **kw))
+    flags = tuple(flag for flag in RNN_LAYER_FLAGS if flag != "return_retrievals")
+    not_in = {
+        "nan_padding": NAN_PADDING,
+        "output_spec": "takes a memory: test_output_spec_is_exact",
+    }
+    keras_checks = {
+        "attention_rnn": _keras_case(
+            lambda dtype: AttentionWrapper(keras.layers.GRUCell(4, dtype=dtype), dtype=dtype),
+            own_weights=4,
+        ),
+        "attention_rnn_word_by_word": _keras_case(
+            lambda dtype: WordByWordAttention(keras.layers.GRUCell(4, dtype=dtype),
+                                              memory_dim=8, dtype=dtype),
+            own_weights=5,
+        ),
+    }
+    journeys = {
+        "AttentionRNN": ("pair", _attend_from_hypothesis),
+        "AttentionRNN_before_dot": (
+            "pair", lambda p, h: _attend_from_hypothesis(p, h, score="general",
+                                                         position="before")
+        ),
+    }
+    call_kwargs = staticmethod(declared_memory)
+
+
+class AttentionWrapperTest(ResetCellTests, LayerTestCase):
+    """The shared suites of `AttentionWrapper` (tests/layer_test_case.py)."""
+
+    layer_cls = AttentionWrapper
+    make = staticmethod(lambda **kw: AttentionWrapper(keras.layers.GRUCell(4), **kw))
+    flags = WRAPPER_FLAGS
+    not_in = {
+        "cells": "a cell taking its memory at every call, which the cell suites do not pass: "
+        "its steps are checked in AttentionRNN and by this module's step tests",
+        "keras_checks": "a cell taking its memory at every call, which keras.layers.RNN "
+        "does not pass: AttentionRNN's case runs Keras's checks over it",
+        "output_spec": "a cell taking a memory: test_output_spec_is_exact",
+        "nan_padding": NAN_PADDING,
+    }
+    journeys = {
+        "AttentionWrapper_additive_normalized": (
+            "pair", lambda p, h: _attend_from_hypothesis(p, h, normalize=True)
+        ),
+    }
+    call_kwargs = staticmethod(declared_memory)
 
 
 def _layer(score="additive", position="after", output_attention=True, cell=None, **kwargs):

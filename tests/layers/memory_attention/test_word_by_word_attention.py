@@ -5,8 +5,8 @@ import keras
 import numpy as np
 import pytest
 
-from layer_registry import Declaration
-from memory_attention_reference import (
+from tests.layer_test_case import LayerTestCase, ResetCellTests
+from tests.memory_attention_reference import (
     check_cell_loop_matches_layer,
     check_mixed_precision_matches_float32,
     check_nan_in_padding_never_reaches_outputs_or_gradients,
@@ -42,23 +42,24 @@ def _premise_then_hypothesis(premise, hypothesis):
     return AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(6)))(hypothesis, memory=encoded)
 
 
-DECLARATIONS = (
-    Declaration(
-        WordByWordAttention,
-        lambda **kw: WordByWordAttention(keras.layers.GRUCell(4), memory_dim=6, **kw),
-        flags=("output_attention", "return_alignments"),
-        call_kwargs=declared_memory,
-        not_in={
-            "keras_checks": "a cell taking its memory at every call, which keras.layers.RNN "
-            "does not pass: the case 'attention_rnn_word_by_word' runs Keras's checks over it "
-            "in AttentionRNN",
-            "output_spec": "a cell taking a memory: test_output_spec_is_exact",
-            "nan_padding": "takes a memory: test_nan_in_padding_of_either_sequence_never_"
-            "reaches_outputs_or_gradients",
-        },
-        journeys={"WordByWordAttention": ("pair", _premise_then_hypothesis)},
-    ),
-)
+class WordByWordAttentionTest(ResetCellTests, LayerTestCase):
+    """The shared suites of `WordByWordAttention` (tests/layer_test_case.py)."""
+
+    layer_cls = WordByWordAttention
+    make = staticmethod(lambda **kw: WordByWordAttention(keras.layers.GRUCell(4), memory_dim=6, **kw))
+    flags = ("output_attention", "return_alignments")
+    not_in = {
+        "cells": "a cell taking its memory at every call, which the cell suites do not pass: "
+        "its steps are checked in AttentionRNN and by this module's step tests",
+        "keras_checks": "a cell taking its memory at every call, which keras.layers.RNN "
+        "does not pass: the case 'attention_rnn_word_by_word' runs Keras's checks over it "
+        "in AttentionRNN",
+        "output_spec": "a cell taking a memory: test_output_spec_is_exact",
+        "nan_padding": "takes a memory: test_nan_in_padding_of_either_sequence_never_"
+        "reaches_outputs_or_gradients",
+    }
+    journeys = {"WordByWordAttention": ("pair", _premise_then_hypothesis)}
+    call_kwargs = staticmethod(declared_memory)
 
 
 def _layer(output_attention=True, cell=None, return_alignments=False, **kwargs):

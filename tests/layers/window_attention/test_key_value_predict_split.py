@@ -3,64 +3,62 @@
 import keras
 import numpy as np
 import pytest
-from support import keras_lstm
-from layer_registry import Declaration
+from tests.support import keras_lstm
+from tests.layer_test_case import LayerTestCase, SizesTests
 
 from tf_memlayers import KeyValuePredictSplit
 
-# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
-# instance, the boolean arguments, and the cases of the suites over every layer.
-DECLARATIONS = (
-    Declaration(
-        KeyValuePredictSplit,
-        lambda **kw: KeyValuePredictSplit("key_value_predict", **kw),
-        not_in={
-            "nan_padding": "splits each step's features on its own: a NaN stays in its step",
-            "flags": "has no boolean arguments",
-        },
-        keras_checks={
-            "split": (
-                KeyValuePredictSplit,
-                {"mode": "key_value_predict", "sizes": (2, 2, 2)},
-                dict(
-                    input_shape=(2, 3, 6),
-                    expected_output_shape=((2, 3, 2), (2, 3, 2), (2, 3, 2)),
-                    expected_num_trainable_weights=0,
-                    supports_masking=True,
-                    # No weights to train.
-                    run_training_check=False,
-                ),
+
+class KeyValuePredictSplitTest(SizesTests, LayerTestCase):
+    """The shared suites of `KeyValuePredictSplit` (tests/layer_test_case.py)."""
+
+    layer_cls = KeyValuePredictSplit
+    make = staticmethod(lambda **kw: KeyValuePredictSplit("key_value_predict", **kw))
+    not_in = {
+        "nan_padding": "splits each step's features on its own: a NaN stays in its step",
+        "flags": "has no boolean arguments",
+    }
+    keras_checks = {
+        "split": (
+            KeyValuePredictSplit,
+            {"mode": "key_value_predict", "sizes": (2, 2, 2)},
+            dict(
+                input_shape=(2, 3, 6),
+                expected_output_shape=((2, 3, 2), (2, 3, 2), (2, 3, 2)),
+                expected_num_trainable_weights=0,
+                supports_masking=True,
+                # No weights to train.
+                run_training_check=False,
             ),
-        },
-        journeys={
-            "KeyValuePredictSplit": (
-                "step",
-                lambda e: keras.layers.Concatenate()(
-                    list(
-                        KeyValuePredictSplit("key_value_predict", sizes=(4, 2, 2))(
-                            keras_lstm(8, return_sequences=True)(e)
-                        )[1:]
-                    )
-                ),
+        ),
+    }
+    journeys = {
+        "KeyValuePredictSplit": (
+            "step",
+            lambda e: keras.layers.Concatenate()(
+                list(
+                    KeyValuePredictSplit("key_value_predict", sizes=(4, 2, 2))(
+                        keras_lstm(8, return_sequences=True)(e)
+                    )[1:]
+                )
             ),
-        },
-        output_spec={
-            "split_attention": (lambda dtype: KeyValuePredictSplit(dtype=dtype), (2, 5, 4), {}),
-            "split_key_value_predict": (
-                lambda dtype: KeyValuePredictSplit(
-                    "key_value_predict", sizes=(3, 2, 1), dtype=dtype
-                ),
-                (2, 5, 6),
-                {},
+        ),
+    }
+    output_spec = {
+        "split_attention": (lambda dtype: KeyValuePredictSplit(dtype=dtype), (2, 5, 4), {}),
+        "split_key_value_predict": (
+            lambda dtype: KeyValuePredictSplit(
+                "key_value_predict", sizes=(3, 2, 1), dtype=dtype
             ),
-            "split_rank_2": (
-                lambda dtype: KeyValuePredictSplit("key_value", dtype=dtype),
-                (2, 4),
-                {},
-            ),
-        },
-    ),
-)
+            (2, 5, 6),
+            {},
+        ),
+        "split_rank_2": (
+            lambda dtype: KeyValuePredictSplit("key_value", dtype=dtype),
+            (2, 4),
+            {},
+        ),
+    }
 
 
 def test_pieces_are_contiguous_key_first():

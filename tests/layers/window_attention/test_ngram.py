@@ -5,95 +5,108 @@ import numpy as np
 import pytest
 from keras import ops
 
-from support import BACKEND, gradients, keras_lstm
-from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
-from tf_memlayers import NGramConcat, NGramConcatCell
-from test_sliding_window_attention import PassThroughCell, holes_and_right_padding, loss_and_grads
-from window_reference import ngram_reference
-
-# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
-# instance, the boolean arguments, and the cases of the suites over every layer.
-DECLARATIONS = (
-    Declaration(
-        NGramConcat,
-        lambda **kw: NGramConcat(3, 4, **kw),
-        flags=("use_bias", "return_memory", "stateful"),
-        keras_checks={
-            "ngram": (
-                NGramConcat,
-                {"n": 3, "units": 5, "use_bias": True},
-                dict(
-                    input_shape=(2, 3, 6),
-                    expected_output_shape=(2, 3, 5),
-                    expected_num_trainable_weights=2,
-                    supports_masking=True,
-                ),
-            ),
-            "ngram_stateful": (
-                NGramConcat,
-                {"n": 4, "units": 5, "stateful": True},
-                dict(
-                    input_shape=(2, 3, 6),
-                    expected_output_shape=(2, 3, 5),
-                    expected_num_trainable_weights=1,
-                    expected_num_non_trainable_weights=1,
-                    supports_masking=True,
-                ),
-            ),
-        },
-        journeys={
-            "NGramConcat": (
-                "step",
-                lambda e: NGramConcat(3, 6)(keras_lstm(8, return_sequences=True)(e)),
-            ),
-        },
-        nan_padding={
-            "ngram": lambda: NGramConcat(3, 5, use_bias=True),
-        },
-        output_spec={
-            "ngram": (lambda dtype: NGramConcat(3, 5, dtype=dtype), (2, 5, 4), {}),
-            "ngram_memory": (
-                lambda dtype: NGramConcat(4, 5, sizes=(2, 1, 3), return_memory=True, dtype=dtype),
-                (2, 5, 6),
-                {},
-            ),
-            "ngram_2_memory": (
-                lambda dtype: NGramConcat(2, 5, return_memory=True, dtype=dtype),
-                (2, 5, 4),
-                {},
-            ),
-        },
-        empty={
-            "ngram": lambda: NGramConcat(3, 5, return_memory=True),
-        },
-    ),
-    Declaration(
-        NGramConcatCell,
-        lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw),
-        flags=("use_bias",),
-        not_in={"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING},
-        cells={
-            "ngram_2": lambda dtype=None: NGramConcatCell(
-                keras.layers.GRUCell(6, dtype=dtype), n=2, units=5, dtype=dtype
-            ),
-            "ngram_4": lambda dtype=None: NGramConcatCell(
-                keras.layers.LSTMCell(6, dtype=dtype), n=4, units=5, use_bias=True, dtype=dtype
-            ),
-        },
-        keras_checks={
-            "rnn_ngram_2": rnn_case("ngram_2", 5, 3 + 1, 1),
-            "rnn_ngram_4": rnn_case("ngram_4", 5, 3 + 2, 1),
-        },
-        journeys={
-            "NGramConcatCell": (
-                "step",
-                lambda e: user_rnn(
-                    NGramConcatCell(keras.layers.GRUCell(8), n=3, units=6), return_sequences=True
-                )(e),
-            ),
-        },
-    ),
+from tests.support import BACKEND, gradients, keras_lstm
+from tests.layer_test_case import (
+    CELL_SPEC,
+    CarriedMemoryTests,
+    CellTests,
+    EmptyInputTests,
+    LayerTestCase,
+    RNN_MASKING,
+    ResetCellTests,
+    ResetSequenceTests,
+    SizesTests,
+    rnn_case,
+    user_rnn,
 )
+from tf_memlayers import NGramConcat, NGramConcatCell
+from tests.layers.window_attention.test_sliding_window_attention import PassThroughCell, holes_and_right_padding, loss_and_grads
+from tests.window_reference import ngram_reference
+
+
+class NGramConcatTest(EmptyInputTests, ResetSequenceTests, CarriedMemoryTests, SizesTests, LayerTestCase):
+    """The shared suites of `NGramConcat` (tests/layer_test_case.py)."""
+
+    layer_cls = NGramConcat
+    make = staticmethod(lambda **kw: NGramConcat(3, 4, **kw))
+    flags = ("use_bias", "return_memory", "stateful")
+    keras_checks = {
+        "ngram": (
+            NGramConcat,
+            {"n": 3, "units": 5, "use_bias": True},
+            dict(
+                input_shape=(2, 3, 6),
+                expected_output_shape=(2, 3, 5),
+                expected_num_trainable_weights=2,
+                supports_masking=True,
+            ),
+        ),
+        "ngram_stateful": (
+            NGramConcat,
+            {"n": 4, "units": 5, "stateful": True},
+            dict(
+                input_shape=(2, 3, 6),
+                expected_output_shape=(2, 3, 5),
+                expected_num_trainable_weights=1,
+                expected_num_non_trainable_weights=1,
+                supports_masking=True,
+            ),
+        ),
+    }
+    journeys = {
+        "NGramConcat": (
+            "step",
+            lambda e: NGramConcat(3, 6)(keras_lstm(8, return_sequences=True)(e)),
+        ),
+    }
+    nan_padding = {
+        "ngram": lambda: NGramConcat(3, 5, use_bias=True),
+    }
+    output_spec = {
+        "ngram": (lambda dtype: NGramConcat(3, 5, dtype=dtype), (2, 5, 4), {}),
+        "ngram_memory": (
+            lambda dtype: NGramConcat(4, 5, sizes=(2, 1, 3), return_memory=True, dtype=dtype),
+            (2, 5, 6),
+            {},
+        ),
+        "ngram_2_memory": (
+            lambda dtype: NGramConcat(2, 5, return_memory=True, dtype=dtype),
+            (2, 5, 4),
+            {},
+        ),
+    }
+    empty = {
+        "ngram": lambda: NGramConcat(3, 5, return_memory=True),
+    }
+
+
+class NGramConcatCellTest(CellTests, ResetCellTests, SizesTests, LayerTestCase):
+    """The shared suites of `NGramConcatCell` (tests/layer_test_case.py)."""
+
+    layer_cls = NGramConcatCell
+    make = staticmethod(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
+    flags = ("use_bias",)
+    not_in = {"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING}
+    cells = {
+        "ngram_2": lambda dtype=None: NGramConcatCell(
+            keras.layers.GRUCell(6, dtype=dtype), n=2, units=5, dtype=dtype
+        ),
+        "ngram_4": lambda dtype=None: NGramConcatCell(
+            keras.layers.LSTMCell(6, dtype=dtype), n=4, units=5, use_bias=True, dtype=dtype
+        ),
+    }
+    keras_checks = {
+        "rnn_ngram_2": rnn_case(cells["ngram_2"], 5, 3 + 1, 1),
+        "rnn_ngram_4": rnn_case(cells["ngram_4"], 5, 3 + 2, 1),
+    }
+    journeys = {
+        "NGramConcatCell": (
+            "step",
+            lambda e: user_rnn(
+                NGramConcatCell(keras.layers.GRUCell(8), n=3, units=6), return_sequences=True
+            )(e),
+        ),
+    }
 
 
 RNG = np.random.default_rng(1)

@@ -5,141 +5,158 @@ import numpy as np
 import pytest
 from keras import ops
 
-from support import BACKEND, json_report_of_script, PassThroughCell, gradients, keras_lstm, masked_rnn
-from layer_registry import CELL_SPEC, RNN_MASKING, Declaration, rnn_case, user_rnn
+from tests.support import BACKEND, json_report_of_script, PassThroughCell, gradients, keras_lstm, masked_rnn
+from tests.layer_test_case import (
+    CELL_SPEC,
+    CarriedMemoryTests,
+    CellTests,
+    EmptyInputTests,
+    LayerTestCase,
+    RNN_MASKING,
+    ResetCellTests,
+    ResetSequenceTests,
+    SizesTests,
+    rnn_case,
+    user_rnn,
+)
 from tf_memlayers import ResettableRNN, SlidingWindowAttention, SlidingWindowAttentionCell
 from tf_memlayers.layers import resettable_rnn
 from tf_memlayers.layers.window_attention.key_value_predict_split import key_value_predict_sizes
-from window_reference import window_attention_reference
+from tests.window_reference import window_attention_reference
 
-# The layer registry's declarations of this module's layers (tests/layer_registry.py): a small
-# instance, the boolean arguments, and the cases of the suites over every layer.
-DECLARATIONS = (
-    Declaration(
-        SlidingWindowAttention,
-        lambda **kw: SlidingWindowAttention(3, **kw),
-        flags=("use_bias", "return_memory", "return_attention_scores", "stateful"),
-        reference="window_reference",
-        keras_checks={
-            "window": (
-                SlidingWindowAttention,
-                {"window": 2, "mode": "key_value", "use_bias": True},
-                dict(
-                    input_shape=(2, 3, 6),
-                    expected_output_shape=(2, 3, 3),
-                    expected_num_trainable_weights=7,
-                    supports_masking=True,
-                ),
+
+class SlidingWindowAttentionTest(
+    EmptyInputTests, ResetSequenceTests, CarriedMemoryTests, SizesTests, LayerTestCase
+):
+    """The shared suites of `SlidingWindowAttention` (tests/layer_test_case.py)."""
+
+    layer_cls = SlidingWindowAttention
+    # The window's memory with zero padding as well as the default masked padding.
+    memory_variants = {"pad_zeros": lambda **kw: SlidingWindowAttention(2, pad="zeros", **kw)}
+    make = staticmethod(lambda **kw: SlidingWindowAttention(3, **kw))
+    flags = ("use_bias", "return_memory", "return_attention_scores", "stateful")
+    reference = "window_reference"
+    keras_checks = {
+        "window": (
+            SlidingWindowAttention,
+            {"window": 2, "mode": "key_value", "use_bias": True},
+            dict(
+                input_shape=(2, 3, 6),
+                expected_output_shape=(2, 3, 3),
+                expected_num_trainable_weights=7,
+                supports_masking=True,
             ),
-            "window_scores_and_memory": (
-                SlidingWindowAttention,
-                {"window": 2, "return_attention_scores": True, "return_memory": True},
-                dict(
-                    input_shape=(2, 3, 4),
-                    expected_output_shape=((2, 3, 4), (2, 3, 2), (2, 10)),
-                    expected_num_trainable_weights=5,
-                    supports_masking=True,
-                    # The loss of the training check sums one tensor; the scores come out too.
-                    run_training_check=False,
-                ),
+        ),
+        "window_scores_and_memory": (
+            SlidingWindowAttention,
+            {"window": 2, "return_attention_scores": True, "return_memory": True},
+            dict(
+                input_shape=(2, 3, 4),
+                expected_output_shape=((2, 3, 4), (2, 3, 2), (2, 10)),
+                expected_num_trainable_weights=5,
+                supports_masking=True,
+                # The loss of the training check sums one tensor; the scores come out too.
+                run_training_check=False,
             ),
-            "window_stateful": (
-                SlidingWindowAttention,
-                {"window": 2, "stateful": True},
-                dict(
-                    input_shape=(2, 3, 4),
-                    expected_output_shape=(2, 3, 4),
-                    expected_num_trainable_weights=5,
-                    expected_num_non_trainable_weights=1,
-                    supports_masking=True,
-                ),
+        ),
+        "window_stateful": (
+            SlidingWindowAttention,
+            {"window": 2, "stateful": True},
+            dict(
+                input_shape=(2, 3, 4),
+                expected_output_shape=(2, 3, 4),
+                expected_num_trainable_weights=5,
+                expected_num_non_trainable_weights=1,
+                supports_masking=True,
             ),
-        },
-        journeys={
-            "SlidingWindowAttention": (
-                "step",
-                lambda e: SlidingWindowAttention(3, mode="key_value")(
-                    keras_lstm(8, return_sequences=True)(e)
-                ),
+        ),
+    }
+    journeys = {
+        "SlidingWindowAttention": (
+            "step",
+            lambda e: SlidingWindowAttention(3, mode="key_value")(
+                keras_lstm(8, return_sequences=True)(e)
             ),
-        },
-        nan_padding={
-            "window_attention": lambda: SlidingWindowAttention(2),
-            "window_zeros_pad": lambda: SlidingWindowAttention(3, mode="key_value", pad="zeros"),
-            "window_key_value_predict": lambda: SlidingWindowAttention(
-                2, mode="key_value_predict", sizes=(2, 1, 1), use_bias=True
-            ),
-        },
-        output_spec={
-            "window": (lambda dtype: SlidingWindowAttention(3, dtype=dtype), (2, 5, 4), {}),
-            "window_all_outputs": (
-                lambda dtype: SlidingWindowAttention(
-                    2,
-                    mode="key_value_predict",
-                    sizes=(3, 2, 1),
-                    units=5,
-                    return_attention_scores=True,
-                    return_memory=True,
-                    dtype=dtype,
-                ),
-                (2, 5, 6),
-                {},
-            ),
-            "window_memory": (
-                lambda dtype: SlidingWindowAttention(
-                    2, mode="key_value", return_memory=True, dtype=dtype
-                ),
-                (2, 5, 4),
-                {},
-            ),
-        },
-        empty={
-            "window": lambda: SlidingWindowAttention(
-                2, return_attention_scores=True, return_memory=True
-            ),
-            "window_zeros_pad": lambda: SlidingWindowAttention(
-                2, mode="key_value", pad="zeros", return_memory=True
-            ),
-        },
-    ),
-    Declaration(
-        SlidingWindowAttentionCell,
-        lambda **kw: SlidingWindowAttentionCell(keras.layers.LSTMCell(4), 3, **kw),
-        flags=("use_bias",),
-        reference="window_reference",
-        not_in={"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING},
-        cells={
-            "window_attention": lambda dtype=None: SlidingWindowAttentionCell(
-                keras.layers.LSTMCell(6, dtype=dtype), window=3, dtype=dtype
-            ),
-            "window_key_value": lambda dtype=None: SlidingWindowAttentionCell(
-                keras.layers.GRUCell(6, dtype=dtype), window=2, mode="key_value", dtype=dtype
-            ),
-            "window_key_value_predict": lambda dtype=None: SlidingWindowAttentionCell(
-                keras.layers.LSTMCell(6, dtype=dtype),
-                window=3,
+        ),
+    }
+    nan_padding = {
+        "window_attention": lambda: SlidingWindowAttention(2),
+        "window_zeros_pad": lambda: SlidingWindowAttention(3, mode="key_value", pad="zeros"),
+        "window_key_value_predict": lambda: SlidingWindowAttention(
+            2, mode="key_value_predict", sizes=(2, 1, 1), use_bias=True
+        ),
+    }
+    output_spec = {
+        "window": (lambda dtype: SlidingWindowAttention(3, dtype=dtype), (2, 5, 4), {}),
+        "window_all_outputs": (
+            lambda dtype: SlidingWindowAttention(
+                2,
                 mode="key_value_predict",
+                sizes=(3, 2, 1),
                 units=5,
-                use_bias=True,
+                return_attention_scores=True,
+                return_memory=True,
                 dtype=dtype,
             ),
-        },
-        keras_checks={
-            "rnn_window_attention": rnn_case("window_attention", 6, 3 + 5, 1),
-            "rnn_window_key_value": rnn_case("window_key_value", 3, 3 + 5, 1),
-            "rnn_window_key_value_predict": rnn_case("window_key_value_predict", 5, 3 + 7, 1),
-        },
-        journeys={
-            "SlidingWindowAttentionCell": (
-                "step",
-                lambda e: user_rnn(
-                    SlidingWindowAttentionCell(keras.layers.LSTMCell(8), window=3),
-                    return_sequences=True,
-                )(e),
+            (2, 5, 6),
+            {},
+        ),
+        "window_memory": (
+            lambda dtype: SlidingWindowAttention(
+                2, mode="key_value", return_memory=True, dtype=dtype
             ),
-        },
-    ),
-)
+            (2, 5, 4),
+            {},
+        ),
+    }
+    empty = {
+        "window": lambda: SlidingWindowAttention(
+            2, return_attention_scores=True, return_memory=True
+        ),
+        "window_zeros_pad": lambda: SlidingWindowAttention(
+            2, mode="key_value", pad="zeros", return_memory=True
+        ),
+    }
+
+
+class SlidingWindowAttentionCellTest(CellTests, ResetCellTests, SizesTests, LayerTestCase):
+    """The shared suites of `SlidingWindowAttentionCell` (tests/layer_test_case.py)."""
+
+    layer_cls = SlidingWindowAttentionCell
+    make = staticmethod(lambda **kw: SlidingWindowAttentionCell(keras.layers.LSTMCell(4), 3, **kw))
+    flags = ("use_bias",)
+    reference = "window_reference"
+    not_in = {"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING}
+    cells = {
+        "window_attention": lambda dtype=None: SlidingWindowAttentionCell(
+            keras.layers.LSTMCell(6, dtype=dtype), window=3, dtype=dtype
+        ),
+        "window_key_value": lambda dtype=None: SlidingWindowAttentionCell(
+            keras.layers.GRUCell(6, dtype=dtype), window=2, mode="key_value", dtype=dtype
+        ),
+        "window_key_value_predict": lambda dtype=None: SlidingWindowAttentionCell(
+            keras.layers.LSTMCell(6, dtype=dtype),
+            window=3,
+            mode="key_value_predict",
+            units=5,
+            use_bias=True,
+            dtype=dtype,
+        ),
+    }
+    keras_checks = {
+        "rnn_window_attention": rnn_case(cells["window_attention"], 6, 3 + 5, 1),
+        "rnn_window_key_value": rnn_case(cells["window_key_value"], 3, 3 + 5, 1),
+        "rnn_window_key_value_predict": rnn_case(cells["window_key_value_predict"], 5, 3 + 7, 1),
+    }
+    journeys = {
+        "SlidingWindowAttentionCell": (
+            "step",
+            lambda e: user_rnn(
+                SlidingWindowAttentionCell(keras.layers.LSTMCell(8), window=3),
+                return_sequences=True,
+            )(e),
+        ),
+    }
 
 
 RNG = np.random.default_rng(0)

@@ -1,0 +1,107 @@
+"""`SequenceCrossentropy` (`tf_memlayers.losses.sequence_crossentropy`) against its two
+reductions computed in NumPy from the log-softmax: the weighted mean per target token and the
+sum over the time steps of the per-step mean over the batch; with and without weights, with
+zero-weight padding, in a compiled model's evaluation, ignoring a ``reduction`` argument, and
+saved and restored by its registered name."""
+
+import keras
+import numpy as np
+import pytest
+
+from tf_memlayers.losses import LOSS_REDUCTIONS, SequenceCrossentropy
+
+
+def _numpy_token_nll(targets, logits):
+    logits = logits.astype(np.float64)
+    logits = logits - logits.max(axis=-1, keepdims=True)
+    log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+    return -np.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
+
+
+def _batch(seed, batch=3, time=5, vocabulary=7):
+    rng = np.random.default_rng(seed)
+    targets = rng.integers(0, vocabulary, (batch, time)).astype("int32")
+    logits = rng.normal(size=(batch, time, vocabulary)).astype("float32")
+    weights = (rng.uniform(size=(batch, time)) > 0.3).astype("float32")
+    return targets, logits, weights
+
+
+def test_sequence_crossentropy_reductions_match_numpy():
+    rng = np.random.default_rng(0)
+    targets = rng.integers(0, 7, (3, 5)).astype("int32")
+    logits = rng.normal(size=(3, 5, 7)).astype("float32")
+    weights = (rng.uniform(size=(3, 5)) > 0.3).astype("float32")
+    nll = _numpy_token_nll(targets, logits)
+    token_mean = SequenceCrossentropy("token_mean")(targets, logits, sample_weight=weights)
+    summed = SequenceCrossentropy("sum_over_time")(targets, logits, sample_weight=weights)
+    np.testing.assert_allclose(float(token_mean), (nll * weights).sum() / weights.sum(), rtol=1e-5)
+    # Zaremba's cost: sum over the time steps of the per-step mean over the batch.
+    np.testing.assert_allclose(float(summed), (nll * weights).mean(axis=0).sum(), rtol=1e-5)
+    np.testing.assert_allclose(float(summed), (nll * weights).sum() / 3, rtol=1e-5)
+    restored = SequenceCrossentropy.from_config(SequenceCrossentropy("sum_over_time").get_config())
+    assert restored.reduction_mode == "sum_over_time"
+    with pytest.raises(ValueError, match="`reduction_mode` must be one of .*'mean'"):
+        SequenceCrossentropy("mean")
+
+
+def test_without_weights_the_reductions_are_the_plain_means():
+    targets, logits, _ = _batch(1, batch=4, time=6)
+    nll = _numpy_token_nll(targets, logits)
+    assert SequenceCrossentropy().reduction_mode == LOSS_REDUCTIONS[0] == "token_mean"
+    np.testing.assert_allclose(float(SequenceCrossentropy()(targets, logits)), nll.mean(),
+                               rtol=1e-5)  # fmt: skip
+    summed = SequenceCrossentropy("sum_over_time")(targets, logits)
+    np.testing.assert_allclose(float(summed), nll.mean(axis=0).sum(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", LOSS_REDUCTIONS)
+def test_zero_weight_padding_changes_neither_reduction(mode):
+    # The same sequences with three steps of padding (any targets and logits, weight 0): the
+    # token mean is still over the real tokens, the time sum still over the real steps.
+    targets, logits, weights = _batch(2)
+    padding_targets, padding_logits, _ = _batch(3, time=3)
+    padded = (
+        np.concatenate([targets, padding_targets], axis=1),
+        np.concatenate([logits, 10 * padding_logits], axis=1),
+        np.concatenate([weights, np.zeros((3, 3), "float32")], axis=1),
+    )
+    loss = SequenceCrossentropy(mode)
+    np.testing.assert_allclose(float(loss(*padded[:2], sample_weight=padded[2])),
+                               float(loss(targets, logits, sample_weight=weights)),
+                               rtol=1e-5)  # fmt: skip
+
+
+@pytest.mark.parametrize("reduction", ["sum", "none"])
+def test_a_reduction_argument_is_ignored(reduction):
+    targets, logits, weights = _batch(4)
+    nll = _numpy_token_nll(targets, logits)
+    token_mean = SequenceCrossentropy(reduction=reduction)(targets, logits, sample_weight=weights)
+    assert np.shape(token_mean) == ()
+    np.testing.assert_allclose(float(token_mean), (nll * weights).sum() / weights.sum(),
+                               rtol=1e-5)  # fmt: skip
+    summed = SequenceCrossentropy("sum_over_time", reduction=reduction)(targets, logits)
+    np.testing.assert_allclose(float(summed), nll.mean(axis=0).sum(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", LOSS_REDUCTIONS)
+def test_a_compiled_model_reports_the_loss_of_its_weighted_batch(mode):
+    # The model's output is its input: the logits reach the loss as they are.
+    targets, logits, weights = _batch(5, batch=4)
+    model = keras.Sequential([keras.Input((5, 7)), keras.layers.Identity()])
+    model.compile(loss=SequenceCrossentropy(mode), jit_compile=False)
+    loss = model.evaluate(logits, targets, sample_weight=weights, batch_size=4, verbose=0)
+    weighted = _numpy_token_nll(targets, logits) * weights
+    expected = weighted.sum() / weights.sum() if mode == "token_mean" else weighted.sum() / 4
+    np.testing.assert_allclose(loss, expected, rtol=1e-5)
+
+
+def test_the_loss_is_restored_by_its_registered_name():
+    config = keras.losses.serialize(SequenceCrossentropy("sum_over_time", name="cost"))
+    assert config["registered_name"] == "tf_memlayers>SequenceCrossentropy"
+    restored = keras.losses.deserialize(config)
+    assert isinstance(restored, SequenceCrossentropy)
+    assert (restored.reduction_mode, restored.name) == ("sum_over_time", "cost")
+    targets, logits, _ = _batch(6)
+    np.testing.assert_allclose(float(restored(targets, logits)),
+                               _numpy_token_nll(targets, logits).mean(axis=0).sum(),
+                               rtol=1e-5)  # fmt: skip

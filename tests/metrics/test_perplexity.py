@@ -1,0 +1,112 @@
+"""`Perplexity` (`tf_memlayers.metrics.perplexity`) against the corpus perplexity computed in
+NumPy from the log-softmax, exp(sum of the weighted negative log-likelihoods / sum of the
+weights), over batches of different shapes: zero weights leave tokens out, weights broadcast to
+the targets, float16 logits count as they are, `reset_state` forgets, a compiled model's
+evaluation sums over its batches, and the metric is restored by its registered name."""
+
+import keras
+import numpy as np
+import pytest
+
+from tf_memlayers.metrics import Perplexity
+
+
+def _numpy_nll(targets, logits):
+    logits = np.asarray(logits, np.float64)
+    logits = logits - logits.max(axis=-1, keepdims=True)
+    log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+    return -np.take_along_axis(log_probs, np.asarray(targets)[..., None], axis=-1)[..., 0]
+
+
+def _batch(rng, batch, time, vocabulary=6):
+    targets = rng.integers(0, vocabulary, (batch, time)).astype("int32")
+    logits = rng.normal(size=(batch, time, vocabulary)).astype("float32")
+    weights = (rng.uniform(size=(batch, time)) > 0.3).astype("float32")
+    return targets, logits, weights
+
+
+def test_perplexity_metric_ignores_zero_weights():
+    metric = Perplexity()
+    logits = np.log(np.array([[[0.5, 0.25, 0.25], [0.1, 0.8, 0.1]]], "float32"))
+    metric.update_state(np.array([[0, 1]]), logits, sample_weight=np.array([[1.0, 0.0]]))
+    np.testing.assert_allclose(metric.result(), 2.0, rtol=1e-6)
+    metric.update_state(np.array([[1, 1]]), logits, sample_weight=np.array([[1.0, 1.0]]))
+    expected = np.exp(-(np.log(0.5) + np.log(0.25) + np.log(0.8)) / 3)
+    np.testing.assert_allclose(metric.result(), expected, rtol=1e-6)
+
+
+def test_batches_of_different_shapes_give_the_corpus_perplexity():
+    rng = np.random.default_rng(0)
+    batches = [_batch(rng, 2, 4), _batch(rng, 3, 2), _batch(rng, 1, 5)]
+    metric = Perplexity()
+    total, count = 0.0, 0.0
+    for targets, logits, weights in batches:
+        metric.update_state(targets, logits, sample_weight=weights)
+        total += (_numpy_nll(targets, logits) * weights).sum()
+        count += weights.sum()
+    np.testing.assert_allclose(float(metric.result()), np.exp(total / count), rtol=1e-5)
+    # Without weights every token counts.
+    metric = Perplexity()
+    for targets, logits, _ in batches:
+        metric.update_state(targets, logits)
+    nll = np.concatenate([_numpy_nll(t, x).ravel() for t, x, _ in batches])
+    np.testing.assert_allclose(float(metric.result()), np.exp(nll.mean()), rtol=1e-5)
+
+
+def test_weights_broadcast_to_the_targets():
+    rng = np.random.default_rng(1)
+    targets, logits, _ = _batch(rng, 3, 4)
+    per_row = np.array([[1.0], [0.0], [2.0]], "float32")  # [batch, 1]: one weight a sequence
+    metric = Perplexity()
+    metric.update_state(targets, logits, sample_weight=per_row)
+    weights = np.broadcast_to(per_row, (3, 4))
+    expected = np.exp((_numpy_nll(targets, logits) * weights).sum() / weights.sum())
+    np.testing.assert_allclose(float(metric.result()), expected, rtol=1e-5)
+
+
+def test_float16_logits_count_as_they_are():
+    rng = np.random.default_rng(2)
+    targets, logits, weights = _batch(rng, 2, 5)
+    logits = logits.astype("float16")
+    metric = Perplexity()
+    metric.update_state(targets, logits, sample_weight=weights)
+    expected = np.exp((_numpy_nll(targets, logits) * weights).sum() / weights.sum())
+    np.testing.assert_allclose(float(metric.result()), expected, rtol=1e-5)
+
+
+def test_reset_state_forgets_every_batch():
+    rng = np.random.default_rng(3)
+    metric = Perplexity()
+    metric.update_state(*_batch(rng, 2, 3)[:2])
+    metric.reset_state()
+    assert float(metric.result()) == 1.0  # no tokens yet: exp(0), not NaN
+    targets, logits, weights = _batch(rng, 2, 3)
+    metric.update_state(targets, logits, sample_weight=weights)
+    expected = np.exp((_numpy_nll(targets, logits) * weights).sum() / weights.sum())
+    np.testing.assert_allclose(float(metric.result()), expected, rtol=1e-5)
+
+
+def test_a_compiled_models_evaluation_sums_over_its_batches():
+    # The model's output is its input: the logits reach the metric as they are. Three batches
+    # with different numbers of real tokens (none in the first): exp of the mean batch loss
+    # would differ. Keras passes the sample weights to `weighted_metrics` only, as
+    # `compile_language_model` registers the metric.
+    rng = np.random.default_rng(4)
+    targets, logits, weights = _batch(rng, 6, 4)
+    weights[:2] = 0.0
+    weights[2, 0] = 1.0
+    model = keras.Sequential([keras.Input((4, 6)), keras.layers.Identity()])
+    model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  weighted_metrics=[Perplexity()], jit_compile=False)  # fmt: skip
+    logs = model.evaluate(logits, targets, sample_weight=weights, batch_size=2, verbose=0,
+                          return_dict=True)  # fmt: skip
+    expected = np.exp((_numpy_nll(targets, logits) * weights).sum() / weights.sum())
+    np.testing.assert_allclose(logs["perplexity"], expected, rtol=1e-5)
+
+
+def test_the_metric_is_restored_by_its_registered_name():
+    config = keras.metrics.serialize(Perplexity(name="ppl"))
+    assert config["registered_name"] == "tf_memlayers>Perplexity"
+    restored = keras.metrics.deserialize(config)
+    assert isinstance(restored, Perplexity) and restored.name == "ppl"
+    assert float(restored.result()) == pytest.approx(1.0)

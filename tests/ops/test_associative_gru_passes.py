@@ -1,0 +1,235 @@
+"""The two time loops of the fused AM-GRU, each on its own, in float64: `forward_loop` against
+the NumPy restatement of the original step (`am_gru_reference`), run row by row over the
+unmasked steps, for what it returns and for every tensor it saves for the backward loop (keys
+before the bound, the memory and output before each step, the retrieval, gates, candidate,
+delta and source read, zeros where the backward must read zeros); `backward_loop` against
+TensorFlow's automatic gradient of `forward_loop`, for arbitrary gradients reaching the emitted
+outputs, the final memory and the final output; and `stacked_rows`. With and without a mask
+(either masked-output rule) and a Dual AM-GRU source memory. The end-to-end op and its batch
+shards are tests/ops/test_associative_gru_loop.py's."""
+
+import numpy as np
+import pytest
+
+from tests import am_gru_reference as ref
+from tests.support import tensorflow_only
+
+pytestmark = tensorflow_only("the fused AM-GRU's passes are TensorFlow loops")
+
+STEPS, BATCH, UNITS, COPIES, INPUT_DIM = 5, 3, 6, 3, 4
+M = UNITS // 2
+
+
+def _modules():
+    import tensorflow as tf
+
+    from tf_memlayers.ops import associative_gru_passes
+
+    return tf, associative_gru_passes
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _problem(seed, dual, masked):
+    rng = np.random.default_rng(seed)
+    w = ref.random_weights(rng, INPUT_DIM, UNITS)
+    w["key"] *= 0.3  # keys of modulus about 1: the bound clips some entries, not all
+    mask = None
+    if masked:
+        mask = rng.random((BATCH, STEPS)) > 0.3
+        mask[0, :2] = False  # masked before the row's first real step
+        mask[1, 3] = False  # a hole
+        mask[2, :] = True
+    return dict(
+        w=w,
+        xs=rng.normal(size=(BATCH, STEPS, INPUT_DIM)),
+        memory=rng.normal(scale=0.5, size=(BATCH, UNITS * COPIES)),
+        output=rng.normal(size=(BATCH, UNITS)),
+        source=rng.normal(scale=0.5, size=(BATCH, UNITS * COPIES)) if dual else None,
+        mask=mask,
+        perms=ref.permutations(M, COPIES, seed),
+    )
+
+
+def _loop_arguments(problem):
+    """The reference's weights as the loops take them: ``[x_t, o_{t-1}, h] W`` splits into the
+    input projection ``p_t`` (columns ``[key | gates | candidate]``, biases included), the
+    recurrent kernel ``R`` of ``o_{t-1}`` and the kernels ``G_h``, ``C_h`` of ``h``."""
+    w, d = problem["w"], INPUT_DIM
+    input_kernel = np.concatenate([w["key"][:d], w["gate"][:d], w["candidate"][:d]], axis=1)
+    bias = np.concatenate([np.zeros(UNITS), w["gate_bias"], w["candidate_bias"]])
+    projected = np.einsum("btd,dk->tbk", problem["xs"], input_kernel) + bias
+    recurrent = np.concatenate(
+        [w["key"][d:], w["gate"][d : d + UNITS], w["candidate"][d : d + UNITS]], axis=1
+    )
+    dual = problem["source"] is not None
+    kernels = (w["gate"][d + UNITS :], w["candidate"][d + UNITS :],
+               w["dual_gate"] if dual else None, w["dual_candidate"] if dual else None)  # fmt: skip
+    matrix = np.zeros((M, COPIES * M))  # (k @ P)[:, c * m + j] = k[:, perm_c[j]]
+    for c, perm in enumerate(problem["perms"]):
+        matrix[perm, c * M + np.arange(M)] = 1.0
+    # Gathering all copies' entries here puts each copy back in the key's order.
+    unpermute = np.concatenate([c * M + np.argsort(perm) for c, perm in
+                                enumerate(problem["perms"])]).astype(np.int32)  # fmt: skip
+    return projected, recurrent, kernels, matrix, unpermute
+
+
+def _parts(memory):
+    """``[B, n * C]`` -> the loops' ``[B, 2, C, m]`` (real parts, then imaginary parts)."""
+    return None if memory is None else memory.reshape(len(memory), 2, COPIES, M)
+
+
+def _reference_forward(problem, zero_output_for_mask):
+    """Each row alone over its unmasked steps: the emitted outputs, the final states and, per
+    step, what the backward loop reads, with a ``taken`` flag per (step, row)."""
+    w, mask = problem["w"], problem["mask"]
+    taken = np.ones((STEPS, BATCH), bool) if mask is None else mask.T
+    names = ("key", "memory", "previous", "h", "g", "c", "delta", "h2")
+    saved = {name: [[None] * BATCH for _ in range(STEPS)] for name in names}
+    outputs = np.zeros((STEPS, BATCH, UNITS))
+    final_memory, final_output = problem["memory"].copy(), problem["output"].copy()
+    for b in range(BATCH):
+        memory, previous = problem["memory"][b : b + 1], problem["output"][b : b + 1]
+        emitted = np.zeros((1, UNITS))
+        dual = None if problem["source"] is None else ("paper", problem["source"][b : b + 1])
+        for t in range(STEPS):
+            x_t = problem["xs"][b : b + 1, t]
+            x = np.concatenate([x_t, previous], axis=1)
+            saved["memory"][t][b], saved["previous"][t][b] = memory[0], previous[0]
+            if not taken[t, b]:
+                emitted = np.zeros((1, UNITS)) if zero_output_for_mask else emitted
+                outputs[t, b] = emitted[0]
+                continue
+            record = []
+            new_output, memory = ref.reference_step(x_t, memory, previous, w, problem["perms"],
+                                                    dual, record)  # fmt: skip
+            h, h2 = record[0]["read"], record[0]["source_read"]
+            gate_pre = np.concatenate([x, h], 1) @ w["gate"] + w["gate_bias"]
+            if h2 is not None:
+                gate_pre += h2 @ w["dual_gate"]
+            gates = _sigmoid(gate_pre)
+            candidate_pre = np.concatenate([x, gates[:, :UNITS] * h], 1) @ w["candidate"]
+            candidate_pre += w["candidate_bias"]
+            if h2 is not None:
+                candidate_pre += h2 @ w["dual_candidate"]
+            step = dict(key=x @ w["key"], h=h, g=gates, c=np.tanh(candidate_pre),
+                        delta=record[0]["written"], h2=h2)  # fmt: skip
+            for name, value in step.items():
+                saved[name][t][b] = None if value is None else value[0]
+            previous = emitted = new_output
+            outputs[t, b] = new_output[0]
+        final_memory[b], final_output[b] = memory[0], previous[0]
+    return outputs, final_memory, final_output, saved, taken
+
+
+@pytest.mark.parametrize("dual", [False, True], ids=["am_gru", "dual"])
+@pytest.mark.parametrize("masked, zero_output_for_mask",
+                         [(False, False), (True, False), (True, True)],
+                         ids=["no_mask", "mask", "mask_zero_output"])  # fmt: skip
+def test_forward_loop_matches_the_reference_and_saves_what_the_backward_reads(
+    dual, masked, zero_output_for_mask
+):
+    tf, passes = _modules()
+    problem = _problem(3 + dual + 2 * masked + zero_output_for_mask, dual, masked)
+    projected, recurrent, kernels, matrix, _ = _loop_arguments(problem)
+    mask = None if problem["mask"] is None else tf.constant(problem["mask"].T)
+    memory, output, saved = passes.forward_loop(
+        tf.constant(projected), mask, tf.constant(_parts(problem["memory"])),
+        tf.constant(problem["output"]), tf.constant(recurrent),
+        tuple(None if k is None else tf.constant(k) for k in kernels),
+        None if not dual else tf.constant(_parts(problem["source"])), tf.constant(matrix),
+        COPIES, zero_output_for_mask, UNITS,
+    )  # fmt: skip
+    outputs, final_memory, final_output, expected, taken = _reference_forward(
+        problem, zero_output_for_mask
+    )
+    assert sorted(saved) == sorted(["outputs", "key", "memory", "previous", "h", "g", "c",
+                                    "delta"] + ["h2"] * dual)  # fmt: skip
+    close = dict(rtol=0, atol=1e-12)
+    np.testing.assert_allclose(saved["outputs"].numpy(), outputs, **close)
+    np.testing.assert_allclose(memory.numpy(), _parts(final_memory), **close)
+    np.testing.assert_allclose(output.numpy(), final_output, **close)
+    for t in range(STEPS):
+        for b in range(BATCH):
+            where = f"step {t}, row {b}"
+            np.testing.assert_allclose(saved["memory"].numpy()[t, b],
+                                       _parts(expected["memory"][t][b][None])[0], **close,
+                                       err_msg=where)  # fmt: skip
+            np.testing.assert_allclose(saved["previous"].numpy()[t, b],
+                                       expected["previous"][t][b], **close, err_msg=where)
+            if not taken[t, b]:
+                # A masked row's key is zero (so its write is zero) and its delta reads zero.
+                assert not saved["key"].numpy()[t, b].any(), where
+                assert not saved["delta"].numpy()[t, b].any(), where
+                continue
+            for name in ("key", "h", "g", "c", "delta") + ("h2",) * dual:
+                np.testing.assert_allclose(saved[name].numpy()[t, b], expected[name][t][b],
+                                           **close, err_msg=f"{name}, {where}")  # fmt: skip
+    if masked:  # not vacuous: some masked steps emit an earlier output, unless zeros
+        assert (~taken).any()
+        assert (np.abs(outputs[~taken]).max() > 0) != zero_output_for_mask
+
+
+def _incoming_gradients(rng):
+    return (rng.normal(size=(STEPS, BATCH, UNITS)),
+            rng.normal(size=(BATCH, 2, COPIES, M)),
+            rng.normal(size=(BATCH, UNITS)))  # fmt: skip
+
+
+@pytest.mark.parametrize("dual", [False, True], ids=["am_gru", "dual"])
+@pytest.mark.parametrize("masked, zero_output_for_mask",
+                         [(False, False), (True, False), (True, True)],
+                         ids=["no_mask", "mask", "mask_zero_output"])  # fmt: skip
+def test_backward_loop_equals_the_automatic_gradient_of_the_forward_loop(
+    dual, masked, zero_output_for_mask
+):
+    tf, passes = _modules()
+    problem = _problem(20 + dual + 2 * masked + zero_output_for_mask, dual, masked)
+    projected, recurrent, kernels, matrix, unpermute = _loop_arguments(problem)
+    mask = None if problem["mask"] is None else tf.constant(problem["mask"].T)
+    grad_outputs, grad_memory, grad_output = (
+        tf.constant(g) for g in _incoming_gradients(np.random.default_rng(1))
+    )
+    sources = [tf.constant(projected), tf.constant(_parts(problem["memory"])),
+               tf.constant(problem["output"]), tf.constant(recurrent),
+               tf.constant(kernels[0]), tf.constant(kernels[1])]  # fmt: skip
+    if dual:
+        sources += [tf.constant(_parts(problem["source"])), tf.constant(kernels[2]),
+                    tf.constant(kernels[3])]  # fmt: skip
+    source = sources[6] if dual else None
+    loop_kernels = tuple(sources[4:6]) + (tuple(sources[7:9]) if dual else (None, None))
+    matrix = tf.constant(matrix)
+    with tf.GradientTape() as tape:
+        tape.watch(sources)
+        memory, output, saved = passes.forward_loop(
+            sources[0], mask, sources[1], sources[2], sources[3], loop_kernels, source, matrix,
+            COPIES, zero_output_for_mask, UNITS,
+        )
+        loss = (tf.reduce_sum(saved["outputs"] * grad_outputs)
+                + tf.reduce_sum(memory * grad_memory) + tf.reduce_sum(output * grad_output))
+    expected = tape.gradient(loss, sources)
+    got = passes.backward_loop(
+        saved, mask, grad_outputs, grad_memory, grad_output, sources[3], loop_kernels, source,
+        matrix, tf.constant(unpermute), COPIES, zero_output_for_mask, UNITS,
+    )
+    names = ["projected", "memory", "output", "R", "G_h", "C_h", "source", "W_dg", "W_dc"]
+    assert len(got) == len(expected)
+    for name, g, e in zip(names, got, expected):
+        e = np.zeros(g.shape) if e is None else e.numpy()
+        assert np.abs(e).max() > 1e-3, name
+        np.testing.assert_allclose(g.numpy(), e, rtol=1e-10, atol=1e-10, err_msg=name)
+    if masked:  # a masked step's input projection gets no gradient
+        grad_projected = got[0].numpy()
+        assert not grad_projected[~problem["mask"].T].any()
+
+
+def test_stacked_rows_add_the_product_in_one_matmul():
+    tf, passes = _modules()
+    rng = np.random.default_rng(11)
+    kernel = tf.constant(rng.normal(size=(6, 4)))
+    x, y = tf.constant(rng.normal(size=(3, 4))), tf.constant(rng.normal(size=(3, 6)))
+    got = tf.matmul(tf.concat([x, y], axis=1), passes.stacked_rows(kernel, 6))
+    np.testing.assert_allclose(got.numpy(), x.numpy() @ kernel.numpy().T + y.numpy(),
+                               rtol=1e-12, atol=1e-12)

@@ -1,0 +1,154 @@
+"""The pieces of `tf_memlayers.ops.heap` below the two write rules: `heap_slots`, the
+reference's insertion loop replayed on scores alone, against the procedure as the module
+documents it, written here in NumPy, on scores with ties, empty slots and stale (non-heap)
+orders, down to which pool entry each slot holds; `cache_scores` in the dtype of its rows; and
+`pool_scores`, whose equal rows share one score, in half precision too, while different rows
+whose hashes collide keep their own scores. The write rules themselves are checked against
+`heap_reference` on every backend in tests/test_backends.py, and through `HeapCacheAttention`
+in tests/layers/cache_attention/test_heap_cache_attention.py."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from tests import heap_reference as ref
+from tf_memlayers.ops import heap
+
+
+def _numpy(x):
+    return np.asarray(ops.convert_to_numpy(x))
+
+
+def replayed_slots(slot_scores, candidate_scores):
+    """The documented procedure: a candidate scoring strictly above the root (slot 0) replaces
+    it and sifts down; the children of slot i are 2i+1 and 2i+2 (a missing child scores
+    +inf); the sift stops when the node scores strictly below both children, else it swaps
+    with 2i+2 when that child's score is <= the score of 2i+1, else with 2i+1. Returns each
+    slot's pool index (k for the vector in slot k, K + b for candidate b) and which
+    candidates entered."""
+    scores, size = list(slot_scores), len(slot_scores)
+    sources, entered = list(range(size)), []
+    for b, score in enumerate(candidate_scores):
+        entered.append(bool(score > scores[0]))
+        if not entered[-1]:
+            continue
+        scores[0], sources[0], index = score, size + b, 0
+        while True:
+            first, second = 2 * index + 1, 2 * index + 2
+            first_score = scores[first] if first < size else np.inf
+            second_score = scores[second] if second < size else np.inf
+            if scores[index] < first_score and scores[index] < second_score:
+                break
+            child = second if second_score <= first_score else first
+            scores[index], scores[child] = scores[child], scores[index]
+            sources[index], sources[child] = sources[child], sources[index]
+            index = child
+    return sources, entered
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 8])
+def test_heap_slots_replay_the_documented_procedure(float64_policy, size):
+    # Scores from a few values, so that ties decide; -inf is an empty slot or an unusable
+    # candidate; the slots are in random (stale) order, as after the weights changed.
+    rng = np.random.default_rng(size)
+    values = np.array([-np.inf, 0.0, 1.0, 2.0, 3.0])
+    for _ in range(6):
+        slot_scores, candidate_scores = rng.choice(values, size), rng.choice(values, 7)
+        sources, entered = heap.heap_slots(ops.convert_to_tensor(slot_scores),
+                                           ops.convert_to_tensor(candidate_scores))
+        expected_sources, expected_entered = replayed_slots(slot_scores, candidate_scores)
+        assert _numpy(sources).tolist() == expected_sources
+        assert _numpy(entered).tolist() == expected_entered
+        assert keras.backend.standardize_dtype(sources.dtype) == "int32"
+
+
+def test_heap_slots_move_the_vectors_as_the_reference_does(float64_policy):
+    # On distinct vectors scored by `heap_reference`, the slots' pool indices put the vectors
+    # where its sift-down puts them (and the replay above agrees).
+    rng = np.random.default_rng(9)
+    kernel, score_vector = rng.normal(size=(3, 2)), rng.normal(size=(2,))
+    cache, candidates = rng.normal(size=(6, 3)), rng.normal(size=(9, 3))
+    cache[4] = 0.0  # an empty slot
+    score = lambda rows: np.array([ref.score(v, kernel, score_vector) for v in rows])  # noqa: E731
+    sources, entered = heap.heap_slots(ops.convert_to_tensor(score(cache)),
+                                       ops.convert_to_tensor(score(candidates)))  # fmt: skip
+    expected = cache.copy()
+    expected_entered = ref.insert_batch(expected, candidates, kernel, score_vector)
+    pool = np.concatenate([cache, candidates])
+    np.testing.assert_array_equal(pool[_numpy(sources)], expected)
+    assert _numpy(entered).tolist() == expected_entered
+    assert replayed_slots(score(cache), score(candidates)) == (_numpy(sources).tolist(),
+                                                                expected_entered)
+    assert any(expected_entered) and not all(expected_entered)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cache_scores_in_the_rows_dtype_with_empty_rows_at_minus_infinity(dtype):
+    rng = np.random.default_rng(2)
+    vectors = rng.normal(size=(5, 4))
+    vectors[1] = 0.0
+    vectors[2] = -0.0  # negative zeros are zeros: an empty slot too
+    vectors[3, :2] = 0.0  # some zero entries only: a real vector
+    kernel, score_vector = rng.normal(size=(4, 3)), rng.normal(size=(3,))
+    scores = heap.cache_scores(*(ops.convert_to_tensor(a.astype(dtype))
+                                 for a in (vectors, kernel, score_vector)))  # fmt: skip
+    assert keras.backend.standardize_dtype(scores.dtype) == dtype
+    expected = np.tanh(vectors @ kernel) @ score_vector
+    expected[[1, 2]] = -np.inf
+    np.testing.assert_allclose(_numpy(scores), expected,
+                               rtol=1e-5 if dtype == "float32" else 1e-13)  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_equal_half_precision_rows_share_one_score(dtype):
+    rng = np.random.default_rng(4)
+    distinct = rng.normal(size=(5, 24))
+    picks = rng.integers(0, 5, 300)
+    kernel, score_vector = rng.normal(scale=0.3, size=(24, 8)), rng.normal(size=(8,))
+    pool, kernel_t, score_t = (ops.cast(ops.convert_to_tensor(a), dtype)
+                               for a in (distinct[picks], kernel, score_vector))  # fmt: skip
+    scores = _numpy(ops.cast(heap.pool_scores(pool, kernel_t, score_t), "float32"))
+    for k in range(5):
+        assert len(set(scores[picks == k].tolist())) == 1
+    # The rows and weights as rounded to the dtype, scored in float64.
+    rounded = [_numpy(ops.cast(t, "float32")).astype(np.float64)
+               for t in (pool, kernel_t, score_t)]  # fmt: skip
+    expected = np.tanh(rounded[0] @ rounded[1]) @ rounded[2]
+    np.testing.assert_allclose(scores, expected, rtol=0, atol=0.1 * np.abs(expected).max())
+
+
+def _float32_rows(words):
+    return np.asarray(words, np.uint32).view(np.float32)
+
+
+def test_different_rows_with_the_same_hash_keep_their_own_scores():
+    # Two-column float32 rows whose bit hashes collide. The hash of a row's words is linear in
+    # them, h = a w0 + b w1 (mod 2^32), so (w0 + k b, w1 - k a) hashes as (w0, w1) does for
+    # every k; a and b are the hashes of the rows with words (1, 0) and (0, 1). A k for which
+    # both changes are below 2^23 changes at most the mantissas and the exponents' last bit:
+    # two moderate, different vectors with different scores.
+    unit_rows = ops.convert_to_tensor(_float32_rows([[1, 0], [0, 1]]))
+    a, b = (int(h) % 2**32 for h in _numpy(heap._row_hashes(unit_rows)))
+    k = np.arange(1, 2**20, dtype=np.uint64)
+    centered = lambda w: ((w + 2**31) % 2**32).astype(np.int64) - 2**31  # noqa: E731
+    steps = centered(k * b % 2**32), centered((2**32 - k * a % 2**32) % 2**32)
+    small = (np.abs(steps[0]) < 2**23) & (np.abs(steps[1]) < 2**23)
+    step = np.array([s[np.flatnonzero(small)[0]] for s in steps])
+    words = np.array([0x3F400000, 0xBFA00000], np.int64)  # 0.75, -1.25
+    rows = _float32_rows([words, (words + step) % 2**32, words])
+    pool = ops.convert_to_tensor(rows)
+    row_hashes = _numpy(heap._row_hashes(pool))
+    assert row_hashes[0] == row_hashes[1] == row_hashes[2], "the rows must collide"
+    kernel, score_vector = np.array([[0.7, -0.4], [0.2, 0.9]]), np.array([1.0, -1.5])
+    scores = _numpy(heap.pool_scores(pool, kernel.astype("float32"),
+                                     score_vector.astype("float32")))  # fmt: skip
+    expected = np.tanh(rows.astype(np.float64) @ kernel) @ score_vector
+    assert abs(expected[0] - expected[1]) > 1e-3
+    np.testing.assert_allclose(scores, expected, rtol=1e-5, atol=1e-6)
+    assert scores[0] == scores[2]
+
+
+def test_rows_of_another_dtype_than_floating_point_are_refused():
+    with pytest.raises(TypeError, match="cache rows must be floating point, got dtype int32"):
+        heap.pool_scores(np.ones((3, 2), "int32"), np.ones((2, 2)), np.ones(2))

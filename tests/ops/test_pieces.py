@@ -1,0 +1,74 @@
+"""`piece_sizes` and `split_pieces`: equal pieces or explicit sizes of a last axis, every bad
+size refused with a message that names the owner, what the pieces are and the fix, and the
+split into contiguous pieces in order that put back together give the input."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from tf_memlayers.ops.pieces import piece_sizes, split_pieces
+
+
+@pytest.mark.parametrize("width, count", [(12, 1), (12, 3), (12, 4), (7, 7)])
+def test_equal_pieces_divide_the_width(width, count):
+    assert piece_sizes(width, count) == (width // count,) * count
+
+
+def test_explicit_sizes_come_back_as_a_tuple_of_ints():
+    sizes = piece_sizes(10, 3, [5, np.int64(3), 2])
+    assert sizes == (5, 3, 2) and type(sizes) is tuple
+    assert all(type(size) is int for size in sizes)
+
+
+def test_a_width_that_does_not_divide_names_the_owner_and_the_fix():
+    with pytest.raises(ValueError) as info:
+        piece_sizes(10, 3, owner="Splitter", what="parts")
+    assert str(info.value) == (
+        "Splitter: the input width 10 does not divide into 3 equal parts; pass explicit "
+        "`sizes=` (3 positive integers summing to 10)."
+    )
+
+
+def test_sizes_that_do_not_add_up_to_the_width_are_refused():
+    with pytest.raises(ValueError, match=r"^Splitter: `sizes` \(4, 4\) sum to 8, but the input "
+                                         r"width is 9; they must add up to the width\.$"):
+        piece_sizes(9, 2, (4, 4), owner="Splitter")
+    # Without an owner the message starts with what is wrong.
+    with pytest.raises(ValueError, match=r"^`sizes` \(5, 5\) sum to 10"):
+        piece_sizes(9, 2, (5, 5))
+
+
+@pytest.mark.parametrize(
+    "sizes, error, fragment",
+    [
+        ((3, 3, 3), ValueError, r"`sizes` must list 2 halves, got 3"),
+        ((9, 0), ValueError, r"`sizes` must be >= 1, got 0"),
+        ((10, -1), ValueError, r"`sizes` must be >= 1, got -1"),
+        ((4.5, 4.5), TypeError, r"`sizes` must be an integer, got 4.5"),
+        ((True, 8), TypeError, r"`sizes` must be an integer, got True"),
+        ("45", TypeError, r"`sizes` must be a list of 2 positive integers, got '45'"),
+        (9, TypeError, r"`sizes` must be a list of 2 positive integers, got 9"),
+    ],
+)
+def test_bad_sizes_are_refused_before_the_sum_is_checked(sizes, error, fragment):
+    with pytest.raises(error, match=f"^Splitter: {fragment}"):
+        piece_sizes(9, 2, sizes, owner="Splitter", what="halves")
+
+
+@pytest.mark.parametrize("sizes", [(12,), (4, 8), (5, 4, 3), (1, 1, 10)])
+def test_split_pieces_are_contiguous_and_in_order(sizes):
+    x = np.random.default_rng(len(sizes)).normal(size=(2, 3, sum(sizes)))
+    pieces = split_pieces(ops.convert_to_tensor(x), sizes)
+    pieces = [np.asarray(ops.convert_to_numpy(p)) for p in pieces]
+    bounds = np.cumsum([0, *sizes])
+    assert [p.shape for p in pieces] == [(2, 3, size) for size in sizes]
+    for piece, start, stop in zip(pieces, bounds[:-1], bounds[1:]):
+        np.testing.assert_array_equal(piece, x[..., start:stop])
+    np.testing.assert_array_equal(np.concatenate(pieces, axis=-1), x)
+
+
+def test_split_pieces_keep_the_static_widths_of_a_symbolic_input():
+    inputs = keras.Input((None, 9))
+    pieces = split_pieces(inputs, piece_sizes(9, 3, (2, 3, 4)))
+    assert [tuple(p.shape) for p in pieces] == [(None, None, 2), (None, None, 3), (None, None, 4)]

@@ -1,0 +1,88 @@
+"""Which test modules run on every Keras backend.
+
+The TensorFlow pass runs every test. Another backend's pass (the JAX pass runs without
+TensorFlow installed) collects the files named here, found from paths alone, without importing
+them: each layer's test module (the mirror under ``tests/layers/`` of a module of
+``tf_memlayers/layers/``, holding the layer's test class, its NumPy-reference tests and its
+mechanism tests), the tests of what all layers share, and the tests of what else runs without
+TensorFlow. A test in these files that needs TensorFlow carries the ``tensorflow_only`` marker
+and is skipped, with its reason, elsewhere.
+"""
+
+import pathlib
+
+TESTS_DIR = pathlib.Path(__file__).resolve().parent
+PACKAGE_DIR = TESTS_DIR.parent / "tf_memlayers"
+
+# The tests of what every layer shares: the test case's completeness, the conformance across
+# layers, the primitives written with Keras ops (holographic memory, products, the heap, the
+# AM-GRU step, pieces, precision), the argument checks and initializers, the backends' own
+# checks.
+SHARED = (
+    "layers/associative_memory/test_am_resets.py",
+    "layers/test_layer_conformance.py",
+    "ops/test_associative_gru_step.py",
+    "ops/test_heap.py",
+    "ops/test_holographic.py",
+    "ops/test_pieces.py",
+    "ops/test_precision.py",
+    "ops/test_products.py",
+    "test__tensorflow.py",
+    "test__validation.py",
+    "test_backends.py",
+    "test_initializers.py",
+    "test_layer_test_case.py",
+)
+
+# The tests of what else the package runs without TensorFlow, on every backend: the loss and
+# the metric, the import without TensorFlow, the model builders with the step model, the pair encoder with attention,
+# Keras's own tests of the Keras classes the package's classes stand in for (ResettableRNN,
+# ResettableCell, PhiloxDropout, TiedEmbedding) with ours in their place, training on several
+# devices, and the GPU run's rehearsal.
+WITHOUT_TENSORFLOW = (
+    "benchmarks/test_gpu_run.py",
+    "losses/test_sequence_crossentropy.py",
+    "metrics/test_perplexity.py",
+    "layers/test_keras_tests_with_ours.py",
+    "models/test_builders_on_every_backend.py",
+    "models/test_conditional_attention_encoder.py",
+    "models/test_data_parallel.py",
+    "test_package_import.py",
+)
+
+
+def mirrored_test_module(module_path):
+    """The test module of the package module at ``module_path`` (a path under
+    ``tf_memlayers/``, e.g. ``layers/dropout.py``), as a path under ``tests/``
+    (``layers/test_dropout.py``)."""
+    path = pathlib.PurePosixPath(module_path)
+    return (path.parent / f"test_{path.name}").as_posix().removeprefix("./")
+
+
+def layer_test_modules(package_dir=PACKAGE_DIR, tests_dir=TESTS_DIR):
+    """The test modules of the modules of ``tf_memlayers/layers/`` that exist, as sorted
+    paths under ``tests/``."""
+    package_dir = pathlib.Path(package_dir)
+    found = []
+    for path in sorted((package_dir / "layers").rglob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        test = mirrored_test_module(path.relative_to(package_dir).as_posix())
+        if (pathlib.Path(tests_dir) / test).is_file():
+            found.append(test)
+    return tuple(found)
+
+
+def backend_neutral_files():
+    """The test files that run on every backend, as paths under ``tests/``."""
+    return frozenset(SHARED) | frozenset(WITHOUT_TENSORFLOW) | frozenset(layer_test_modules())
+
+
+def collected(backend, path):
+    """Whether the pass on ``backend`` collects ``path`` (a file or folder under ``tests/``):
+    on TensorFlow everything; elsewhere every folder and helper module, and of the test
+    modules (``test_*.py``) the `backend_neutral_files`."""
+    path = pathlib.Path(path)
+    if backend == "tensorflow" or not path.name.startswith("test_") or path.suffix != ".py":
+        return True
+    return path.resolve().relative_to(TESTS_DIR).as_posix() in backend_neutral_files()

@@ -1,0 +1,54 @@
+"""`require_tensorflow` (`tf_memlayers._tensorflow`), the one way the package's TensorFlow-only
+parts get TensorFlow: it returns the module; without TensorFlow it raises a
+``ModuleNotFoundError`` for ``tensorflow`` that names the part which needed it and what runs
+without it, chained to the import's own error; a module missing inside TensorFlow's import is
+reported as it is. (The package importing on JAX without TensorFlow is tested in
+test_package_import.py.)"""
+
+import builtins
+import sys
+
+import pytest
+
+from tests.support import tensorflow_only
+from tf_memlayers._tensorflow import require_tensorflow
+
+
+@tensorflow_only("returns the installed tensorflow module")
+def test_the_tensorflow_module_is_returned():
+    import tensorflow
+
+    assert require_tensorflow("the fused AM-GRU loop") is tensorflow
+
+
+def test_without_tensorflow_the_error_names_the_part_that_needs_it(monkeypatch):
+    # None in sys.modules: the next `import tensorflow` fails as on a machine without it.
+    monkeypatch.setitem(sys.modules, "tensorflow", None)
+    with pytest.raises(ModuleNotFoundError) as raised:
+        require_tensorflow("the fused AM-GRU loop")
+    error = raised.value
+    assert error.name == "tensorflow"
+    message = str(error)
+    assert message.startswith("the fused AM-GRU loop needs TensorFlow, which is not installed.")
+    assert "`pip install tensorflow`" in message
+    assert "its layers, cells, model builders and step model" in message
+    # The import's own error stays attached, for the traceback.
+    assert isinstance(error.__cause__, ModuleNotFoundError)
+    assert error.__cause__.name == "tensorflow"
+
+
+def test_a_module_missing_inside_tensorflow_is_reported_as_it_is(monkeypatch):
+    # TensorFlow installed but one of its own dependencies missing: that is the error to see,
+    # not "TensorFlow is not installed".
+    missing = ModuleNotFoundError("No module named 'absl'", name="absl")
+    real_import = builtins.__import__
+
+    def failing_import(name, *args, **kwargs):
+        if name == "tensorflow":
+            raise missing
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", failing_import)
+    with pytest.raises(ModuleNotFoundError) as raised:
+        require_tensorflow("TensorBoard summaries")
+    assert raised.value is missing

@@ -1,0 +1,225 @@
+"""The argument checks every public class shares (`tf_memlayers._validation`): what each one
+lets through and in which type, what it refuses with a ``TypeError`` (wrong type) or a
+``ValueError`` (wrong value), and that the message names the owner, the argument, the value
+received and what is allowed; the number check's bounds against the interval they describe."""
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from tf_memlayers._validation import (
+    check_bool,
+    check_choice,
+    check_even,
+    check_int,
+    check_last_dim,
+    check_mask_shape,
+    check_number,
+    check_optional_int,
+    check_rank,
+    check_same_batch,
+    check_sizes,
+    check_time_steps,
+    check_width,
+)
+
+
+def _raises(error, message):
+    """``pytest.raises`` matching the whole message, taken literally."""
+    return pytest.raises(error, match=f"^{re.escape(message)}$")
+
+
+def test_check_int_returns_a_python_int():
+    for value in (3, np.int64(3), np.int8(3)):
+        result = check_int("n", value)
+        assert result == 3 and type(result) is int
+    assert check_int("n", 1, minimum=1) == 1
+    assert check_int("n", -5) == -5  # no minimum: any integer
+
+
+@pytest.mark.parametrize("value", [True, np.True_, 2.0, "3", None, np.float32(1)])
+def test_check_int_refuses_what_is_not_an_integer(value):
+    with _raises(TypeError, f"Owner: `n` must be an integer, got {value!r} of type "
+                            f"{type(value).__name__}."):  # fmt: skip
+        check_int("n", value, owner="Owner")
+
+
+def test_check_int_refuses_values_below_the_minimum():
+    with _raises(ValueError, "`units` must be >= 1, got 0."):
+        check_int("units", 0, minimum=1)
+    with _raises(ValueError, "Layer: `window` must be >= 2, got -3."):
+        check_int("window", np.int64(-3), minimum=2, owner="Layer")
+
+
+BOUNDS = [
+    # low, high, low_open, high_open, the allowed values as the message says them
+    (0.0, 1.0, False, True, " in [0.0, 1.0)"),
+    (0.0, 1.0, True, False, " in (0.0, 1.0]"),
+    (0.0, 1.0, True, True, " in (0.0, 1.0)"),
+    (0.0, 1.0, False, False, " in [0.0, 1.0]"),
+    (0, None, False, True, " >= 0"),
+    (0, None, True, True, " > 0"),
+    (None, 1, False, True, " < 1"),
+    (None, 1, False, False, " <= 1"),
+    (None, None, False, True, ""),
+]
+
+
+@pytest.mark.parametrize("low, high, low_open, high_open, allowed", BOUNDS)
+def test_check_number_accepts_exactly_the_interval_of_its_bounds(
+    low, high, low_open, high_open, allowed
+):
+    def inside(x):
+        above = low is None or (x > low if low_open else x >= low)
+        below = high is None or (x < high if high_open else x <= high)
+        return above and below
+
+    bounds = dict(low=low, high=high, low_open=low_open, high_open=high_open)
+    for value in (-1, 0, 1e-9, 0.5, 1 - 1e-9, 1, 2, np.float32(0.25), np.int64(1)):
+        if inside(float(value)):
+            result = check_number("rate", value, **bounds)
+            assert result == float(value) and type(result) is float
+        else:
+            with _raises(ValueError, f"Owner: `rate` must be a finite number{allowed}, "
+                                     f"got {value!r}."):  # fmt: skip
+                check_number("rate", value, owner="Owner", **bounds)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, np.float32("nan")])
+def test_check_number_refuses_nan_and_infinities_even_without_bounds(value):
+    with _raises(ValueError, f"`x` must be a finite number, got {value!r}."):
+        check_number("x", value)
+
+
+@pytest.mark.parametrize("value", [True, "0.5", None, 1j, [0.5]])
+def test_check_number_refuses_what_is_not_a_real_number(value):
+    with _raises(TypeError, f"`x` must be a number, got {value!r} of type "
+                            f"{type(value).__name__}."):  # fmt: skip
+        check_number("x", value, low=0.0)
+
+
+def test_check_bool_takes_python_and_numpy_bools_only():
+    for value, expected in ((True, True), (False, False), (np.True_, True), (np.False_, False)):
+        result = check_bool("flag", value)
+        assert result is expected
+    for value in (1, 0, "no", None, np.array([True])):
+        with _raises(TypeError, f"Owner: `flag` must be a bool, got {value!r}."):
+            check_bool("flag", value, owner="Owner")
+
+
+def test_check_optional_int_lets_none_through():
+    assert check_optional_int("seed", None, minimum=0) is None
+    assert check_optional_int("seed", np.int32(4), minimum=0) == 4
+    with _raises(ValueError, "`seed` must be >= 0, got -1."):
+        check_optional_int("seed", -1, minimum=0)
+    with pytest.raises(TypeError, match="`seed` must be an integer, got 1.5"):
+        check_optional_int("seed", 1.5)
+
+
+def test_check_sizes_returns_a_tuple_of_positive_ints():
+    assert check_sizes("sizes", None, 3) is None
+    for sizes in ([4, 2, 1], (4, 2, 1), np.array([4, 2, 1]), (s for s in (4, 2, 1))):
+        result = check_sizes("sizes", sizes, 3)
+        assert result == (4, 2, 1) and all(type(s) is int for s in result)
+
+
+def test_check_sizes_names_what_is_wrong():
+    with _raises(TypeError, "Owner: `sizes` must be a list of 2 positive integers, got 'ab'."):
+        check_sizes("sizes", "ab", 2, owner="Owner")
+    with _raises(TypeError, "`sizes` must be a list of 1 positive integer, got 5."):
+        check_sizes("sizes", 5, 1)
+    with _raises(ValueError, "`heads` must list 2 heads, got 3: (1, 2, 3)."):
+        check_sizes("heads", [1, 2, 3], 2, what="heads")
+    with _raises(ValueError, "`sizes` must list 2 pieces, got 1: (4,)."):
+        check_sizes("sizes", [4], 2)
+    with _raises(ValueError, "`sizes` must be >= 1, got 0."):
+        check_sizes("sizes", [3, 0], 2)
+    with pytest.raises(TypeError, match="`sizes` must be an integer, got 1.5"):
+        check_sizes("sizes", [3, 1.5], 2)
+
+
+def test_check_choice_lists_the_choices():
+    assert check_choice("mode", "b", ("a", "b")) == "b"
+    with _raises(ValueError, "Owner: `mode` must be one of 'a', 'b'; got 'c'."):
+        check_choice("mode", "c", ("a", "b"), owner="Owner")
+    with _raises(ValueError, "`mode` must be one of 'a', 'b'; got None."):
+        check_choice("mode", None, ["a", "b"])
+
+
+def test_check_even_takes_even_integers_from_two():
+    assert check_even("units", 2, "real and imaginary halves") == 2
+    assert check_even("units", np.int64(8), "real and imaginary halves") == 8
+    with _raises(ValueError, "Cell: `units` must be even (real and imaginary halves); got 7."):
+        check_even("units", 7, "real and imaginary halves", owner="Cell")
+    for value in (0, -2):
+        with _raises(ValueError, f"`units` must be >= 2, got {value}."):
+            check_even("units", value, "why")
+    with pytest.raises(TypeError, match="`units` must be an integer"):
+        check_even("units", 4.0, "why")
+
+
+def test_check_rank_counts_the_dimensions():
+    assert check_rank("inputs", [2, None, 4], 3) == (2, None, 4)
+    with _raises(ValueError, "Layer: `inputs` must have rank 3, got shape (2, 4) (rank 2)."):
+        check_rank("inputs", (2, 4), 3, owner="Layer")
+    with _raises(ValueError, "`inputs` must have rank 2, got shape () (rank 0)."):
+        check_rank("inputs", (), 2)
+
+
+def test_check_last_dim_needs_a_known_last_dimension():
+    result = check_last_dim("inputs", (None, None, np.int64(5)))
+    assert result == 5 and type(result) is int
+    with _raises(ValueError, "Layer: the last dimension of `inputs` must be known, got "
+                             "(2, 3, None)."):  # fmt: skip
+        check_last_dim("inputs", [2, 3, None], owner="Layer")
+
+
+@pytest.mark.parametrize(
+    "mask_shape, inputs_shape, agree",
+    [
+        ((2, 5), (2, 5, 3), True),
+        ((None, 5), (2, 5, 3), True),  # a dimension not known yet is not compared
+        ((2, None), (None, 5, 3), True),
+        ((2, 5), (2, 5), True),
+        ((2, 4), (2, 5, 3), False),
+        ((3, 5), (2, 5, 3), False),
+        ((2, 5, 1), (2, 5, 3), False),  # a mask has no feature dimension
+        ((2,), (2, 5, 3), False),
+    ],
+)
+def test_check_mask_shape_compares_the_first_two_dimensions(mask_shape, inputs_shape, agree):
+    if agree:
+        assert check_mask_shape(mask_shape, inputs_shape) == tuple(mask_shape)
+    else:
+        with _raises(ValueError, f"Layer: `mask` must have shape (batch, time) = "
+                                 f"{inputs_shape[:2]}, the first two dimensions of `sequence` "
+                                 f"of shape {inputs_shape}; got shape {mask_shape}."):
+            check_mask_shape(mask_shape, inputs_shape, owner="Layer", inputs_name="sequence")
+
+
+def test_check_same_batch_compares_known_batch_sizes():
+    assert check_same_batch("a", [2, 3], "b", (2, 7)) == (2, 3)
+    for shape, other in (((None, 3), (4, 1)), ((4, 3), (None,)), ((), (4,)), ((4,), ())):
+        assert check_same_batch("a", shape, "b", other) == shape
+    with _raises(ValueError, "Owner: `memory` of shape (2, 3) has batch size 2, but `inputs` "
+                             "of shape (3, 5, 3) has batch size 3; they must be equal."):
+        check_same_batch("memory", (2, 3), "inputs", (3, 5, 3), owner="Owner")
+
+
+def test_check_width_compares_a_known_last_dimension():
+    assert check_width("inputs", [2, 4], 4, "the cache width") == (2, 4)
+    assert check_width("inputs", (2, None), 4, "the cache width") == (2, None)
+    assert check_width("inputs", (), 4, "the cache width") == ()
+    with _raises(ValueError, "Owner: `inputs` must have width 4 (the cache width); got shape "
+                             "(2, 5)."):  # fmt: skip
+        check_width("inputs", (2, 5), 4, "the cache width", owner="Owner")
+
+
+def test_check_time_steps_refuses_an_empty_time_dimension():
+    for shape in ((2, 1, 3), (2, None, 3), (5,), ()):
+        assert check_time_steps("inputs", shape) == tuple(shape)
+    with _raises(ValueError, "Owner: `inputs` must have at least one time step; got shape "
+                             "(2, 0, 3)."):  # fmt: skip
+        check_time_steps("inputs", [2, 0, 3], owner="Owner")

@@ -1,0 +1,74 @@
+"""The public path of the loader of the original code's associative-memory weights
+(`tf_memlayers.compat`): it exports the loader of
+`tf_memlayers.layers.associative_memory.original_weights` (tested in its own module), the table
+in its documentation is the mapping the loader uses, for both cells and both Dual keys, and the
+paper-era TF 0.8 spelling it documents loads as the ``fully_connected`` one does."""
+
+import re
+
+import numpy as np
+import pytest
+
+from tf_memlayers import compat
+from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
+from tf_memlayers.layers.associative_memory import original_weights
+
+# A row of the documentation's table: ``original variable``, then ``Keras weight``.
+ROW = re.compile(r"^``(AssociativeGRUCell/\S+)``\s+``(\w+)``", re.MULTILINE)
+DUAL_WEIGHTS = ("dual_key_kernel", "dual_gate_kernel", "dual_candidate_kernel")
+
+
+def _documented_table():
+    """``{original variable name: Keras weight attribute}`` as compat's docstring lists it."""
+    return dict(ROW.findall(compat.__doc__))
+
+
+def _built(cell, input_dim=5):
+    cell.build((None, input_dim))
+    return cell
+
+
+def test_compat_exports_the_loader():
+    assert compat.__all__ == ["load_original_weights", "original_variable_names"]
+    assert compat.load_original_weights is original_weights.load_original_weights
+    assert compat.original_variable_names is original_weights.original_variable_names
+    assert compat.SCOPE == original_weights.SCOPE == "AssociativeGRUCell"
+
+
+@pytest.mark.parametrize("cell_kind", ["am_gru", "dual_paper", "dual_released"])
+def test_the_documented_table_is_the_loaders_mapping(cell_kind):
+    table = _documented_table()
+    assert len(table) == 8 and set(DUAL_WEIGHTS) <= set(table.values())
+    if cell_kind == "am_gru":
+        cell = _built(AssociativeGRUCell(8, num_copies=2))
+        premise, expected = cell, {k: v for k, v in table.items() if v not in DUAL_WEIGHTS}
+    else:
+        dual_key = cell_kind.removeprefix("dual_")
+        cell = _built(DualAssociativeGRUCell(8, num_copies=2, dual_key=dual_key))
+        premise, expected = cell.premise_cell, dict(table)
+        if dual_key == "paper":  # the paper's Dual key is the AM-GRU's (`key_kernel`)
+            expected = {k: v for k, v in table.items() if v != "dual_key_kernel"}
+    found = compat.original_variable_names(cell)
+    assert set(found) == set(expected)
+    for name, attribute in expected.items():
+        owner = cell if attribute in DUAL_WEIGHTS else premise
+        assert found[name] is getattr(owner, attribute), name
+
+
+def test_the_tf08_spelling_loads_as_the_fully_connected_one():
+    rng = np.random.default_rng(0)
+    cell = _built(AssociativeGRUCell(8, num_copies=2))
+    spelled = {"fully_connected/weights": "Linear/Matrix", "fully_connected/biases": "Linear/Bias"}
+    arrays, expected = {}, {}
+    for name, variable in compat.original_variable_names(cell).items():
+        value = rng.normal(size=variable.shape).astype("float32")
+        old_name = name
+        for new, old in spelled.items():
+            old_name = old_name.replace(new, old)
+        assert old_name != name
+        arrays["rnn/SelfControllerWrapper/" + old_name] = value
+        expected[name] = value
+    loaded = compat.load_original_weights(cell, arrays)
+    assert sorted(loaded) == sorted(expected)
+    for name, variable in compat.original_variable_names(cell).items():
+        np.testing.assert_array_equal(variable.numpy(), expected[name])

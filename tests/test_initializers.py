@@ -1,0 +1,96 @@
+"""The initializers (`tf_memlayers.initializers`): `ForgetGateBias` puts its value on the forget
+gate of a Keras LSTM's bias, checked against one LSTM step computed in NumPy, refuses other
+shapes and is restored by its registered name; `for_one_weight` gives each weight of a layer
+its own draw from an unseeded initializer, keeping what the initializer draws from, and leaves
+a seeded one as Keras does."""
+
+import keras
+import numpy as np
+import pytest
+
+from tf_memlayers.initializers import ForgetGateBias, for_one_weight
+
+
+@pytest.mark.parametrize("units, forget_bias", [(1, 1.0), (3, 2.5), (2, -0.5)])
+def test_forget_gate_bias_sets_the_second_quarter_only(units, forget_bias):
+    # Keras orders an LSTM's bias as [input, forget, cell, output], `units` each.
+    values = np.asarray(ForgetGateBias(forget_bias)((4 * units,)))
+    expected = np.concatenate([np.zeros(units), np.full(units, forget_bias), np.zeros(2 * units)])
+    np.testing.assert_array_equal(values, expected)
+    assert values.dtype == np.float32
+
+
+def test_forget_gate_bias_takes_the_dtype_asked_for():
+    values = ForgetGateBias(0.1)((4,), dtype="float64")
+    assert keras.backend.standardize_dtype(values.dtype) == "float64"
+    assert float(np.asarray(values)[1]) == 0.1  # not rounded through float32
+
+
+def test_the_forget_gate_bias_reaches_the_lstms_forget_gate():
+    # With zero kernels an LSTM step from (h0, c0) has gates i = o = sigmoid(0), f =
+    # sigmoid(forget bias), candidate tanh(0) = 0: c1 = f * c0, h1 = o * tanh(c1).
+    units, forget_bias = 3, 2.0
+    lstm = keras.layers.LSTM(units, bias_initializer=ForgetGateBias(forget_bias),
+                             unit_forget_bias=False, kernel_initializer="zeros",
+                             recurrent_initializer="zeros", return_state=True)  # fmt: skip
+    c0 = np.array([[1.0, -2.0, 0.5]], "float32")
+    h0 = np.zeros((1, units), "float32")
+    h1, _, c1 = lstm(np.ones((1, 1, 2), "float32"), initial_state=[h0, c0])
+    sigmoid = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
+    np.testing.assert_allclose(np.asarray(c1), sigmoid(forget_bias) * c0, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(h1), sigmoid(0) * np.tanh(sigmoid(forget_bias) * c0),
+                               rtol=1e-6)  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", [(7,), (8, 2), (), (4, 1)])
+def test_forget_gate_bias_refuses_shapes_other_than_an_lstm_bias(shape):
+    with pytest.raises(ValueError, match=r"expected an LSTM bias shape \(4\*units,\)"):
+        ForgetGateBias()(shape)
+
+
+def test_forget_gate_bias_is_restored_by_its_registered_name():
+    config = keras.initializers.serialize(ForgetGateBias(0.75))
+    assert config["registered_name"] == "tf_memlayers>ForgetGateBias"
+    restored = keras.initializers.deserialize(config)
+    assert isinstance(restored, ForgetGateBias) and restored.forget_bias == 0.75
+    np.testing.assert_array_equal(np.asarray(restored((4,))), [0.0, 0.75, 0.0, 0.0])
+
+
+@pytest.mark.parametrize(
+    "initializer",
+    [keras.initializers.GlorotUniform, keras.initializers.RandomNormal,
+     keras.initializers.Orthogonal],  # fmt: skip
+)
+def test_each_weight_of_an_unseeded_initializer_is_drawn_anew(initializer):
+    initializer = initializer()
+    first, second = (np.asarray(for_one_weight(initializer)((4, 4))) for _ in range(2))
+    assert not np.array_equal(first, second)
+    # Keras's own initializer is stateless: it would give both weights the same values.
+    np.testing.assert_array_equal(np.asarray(initializer((4, 4))), np.asarray(initializer((4, 4))))
+
+
+def test_a_clone_draws_from_the_same_distribution():
+    initializer = keras.initializers.RandomUniform(minval=5.0, maxval=6.0)
+    clone = for_one_weight(initializer)
+    assert type(clone) is keras.initializers.RandomUniform
+    values = np.asarray(clone((50, 40)))
+    assert values.min() >= 5.0 and values.max() < 6.0
+    assert values.mean() == pytest.approx(5.5, abs=0.02)  # 2000 draws: s.e. 0.0065
+    # Initializers that draw nothing are unchanged.
+    assert np.asarray(for_one_weight(ForgetGateBias(3.0))((4,))).tolist() == [0, 3, 0, 0]
+    np.testing.assert_array_equal(np.asarray(for_one_weight(keras.initializers.Constant(2.0))(
+        (2, 2))), 2.0)  # fmt: skip
+
+
+def test_an_integer_seed_gives_each_weight_the_same_values():
+    initializer = keras.initializers.GlorotUniform(seed=7)
+    values = [np.asarray(for_one_weight(initializer)((3, 5))) for _ in range(2)]
+    np.testing.assert_array_equal(values[0], values[1])
+    np.testing.assert_array_equal(values[0], np.asarray(initializer((3, 5))))
+
+
+def test_a_seed_generator_is_used_as_it_is():
+    initializer = keras.initializers.GlorotUniform(seed=keras.random.SeedGenerator(3))
+    assert for_one_weight(initializer) is initializer
+    first, second = (np.asarray(for_one_weight(initializer)((3, 3))) for _ in range(2))
+    assert not np.array_equal(first, second)  # the generator draws anew at every call

@@ -1,0 +1,71 @@
+"""The package's version (`tf_memlayers.version`): a PEP 440 version, the one the package
+exports, the one ``pyproject.toml`` gives the distribution, the one the installed metadata
+holds, and the newest entry of ``CHANGELOG.rst``, which says "unreleased" exactly while the
+version is a development or pre-release; the changelog's entries run newest first."""
+
+import importlib
+import importlib.metadata
+import re
+import tomllib
+
+import pytest
+from packaging.version import Version  # pytest's own dependency
+
+import tf_memlayers
+from tests.support import REPO_ROOT
+from tf_memlayers.version import __version__
+
+# The headings of CHANGELOG.rst's entries (underlined with dashes), each a version, then
+# "(unreleased)" or, for a release, optionally its date in brackets.
+HEADING = re.compile(r"^(.+)\n-+$", re.MULTILINE)
+ENTRY = re.compile(r"(\d+(?:\.\d+)*)(?: \((.+)\))?")
+
+
+def _changelog_entries():
+    """``[(version, unreleased), ...]`` of CHANGELOG.rst, in the file's order."""
+    text = (REPO_ROOT / "CHANGELOG.rst").read_text(encoding="utf-8")
+    entries = []
+    for heading in HEADING.findall(text):
+        entry = ENTRY.fullmatch(heading)
+        assert entry, f"CHANGELOG.rst: {heading!r} is not a version's heading"
+        entries.append((Version(entry[1]), entry[2] == "unreleased"))
+    return entries
+
+
+def test_the_version_is_a_pep_440_version_exported_by_the_package():
+    assert isinstance(__version__, str)
+    assert str(Version(__version__)) == __version__  # already in its normal form
+    assert tf_memlayers.__version__ == __version__
+    assert "__version__" in tf_memlayers.__all__
+
+
+def test_the_distribution_takes_its_version_from_the_module():
+    with open(REPO_ROOT / "pyproject.toml", "rb") as file:
+        project = tomllib.load(file)
+    assert "version" in project["project"]["dynamic"]
+    attribute = project["tool"]["setuptools"]["dynamic"]["version"]["attr"]
+    module, name = attribute.rsplit(".", 1)
+    assert getattr(importlib.import_module(module), name) == __version__
+
+
+def test_the_installed_metadata_has_the_version():
+    try:
+        installed = importlib.metadata.version("tf-memlayers")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("tf-memlayers is not installed (only importable from the checkout)")
+    assert installed == __version__
+
+
+def test_the_newest_changelog_entry_is_this_version():
+    entries = _changelog_entries()
+    assert len(entries) >= 2, entries
+    version = Version(__version__)
+    newest, unreleased = entries[0]
+    assert newest == Version(version.base_version)
+    # A development or pre-release build is of a version not released yet.
+    assert unreleased == (version.is_devrelease or version.is_prerelease)
+
+
+def test_the_changelog_runs_newest_first():
+    versions = [version for version, _ in _changelog_entries()]
+    assert versions == sorted(set(versions), reverse=True)
