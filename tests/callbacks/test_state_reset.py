@@ -150,3 +150,31 @@ def test_without_reset_tables_only_the_starts_clear_the_states():
     assert _cleared_rows(before, _carried(model)) == [False, False, False]
     callback.on_test_begin()
     assert all(not state.any() for state in _carried(model))
+
+
+def test_a_bidirectional_layers_states_are_its_two_rnns_states():
+    inputs = keras.Input(batch_shape=(2, 3, 4))
+    layer = keras.layers.Bidirectional(keras.layers.GRU(5, stateful=True, dropout=0.1))
+    model = keras.Model(inputs, layer(inputs))
+    model(np.ones((2, 3, 4), "float32"))
+    found = state_variables(layer)
+    assert [v.path for v in found] == [
+        v.path for v in layer.forward_layer.states + layer.backward_layer.states
+    ]
+    # The dropout's seeds are non-trainable variables too, but no state: a reset keeps them.
+    seeds = [v for v in layer.non_trainable_variables if v.path not in {s.path for s in found}]
+    assert seeds
+    kept = [np.asarray(keras.ops.convert_to_numpy(v)) for v in seeds]
+    reset_language_model_states(model)
+    for variable in found:
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), 0.0)
+    for variable, value in zip(seeds, kept):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), value)
+
+
+def test_another_stateful_layer_is_refused_naming_it():
+    class Counter(keras.layers.Layer):
+        stateful = True
+
+    with pytest.raises(ValueError, match="`layer` 'counter' is a stateful Counter, whose carried"):
+        state_variables(Counter(name="counter"))

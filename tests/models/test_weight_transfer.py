@@ -122,3 +122,35 @@ def test_a_weight_of_another_shape_is_refused_naming_it():
     with pytest.raises(ValueError, match=r"^weight 'lstm_0/kernel' has shape \(3, 16\) in "
                                          r"`source` but \(3, 24\) in `target`\.$"):
         copy_trainable_weights(_parallel(layers=1), target)
+    # A refused copy writes nothing: the embedding, whose shapes agree, is as it was.
+    before = _values(target)
+    with pytest.raises(ValueError):
+        copy_trainable_weights(_parallel(layers=1), target)
+    for path, value in _values(target).items():
+        np.testing.assert_array_equal(value, before[path], err_msg=path)
+
+
+class _TwoDenseMemory(keras.layers.Layer):
+    """A memory layer with two sublayers whose weights have the same last path part."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.first, self.second = keras.layers.Dense(HIDDEN), keras.layers.Dense(HIDDEN)
+
+    def call(self, inputs):
+        return self.second(self.first(inputs))
+
+
+def test_two_weights_of_one_role_are_refused_naming_both():
+    def model():
+        return build_language_model(VOCAB, _TwoDenseMemory(), hidden=HIDDEN,
+                                    embedding_dim=EMBEDDING, layers=1, seq_len=3,
+                                    stateful=False)  # fmt: skip
+
+    source, target = model(), model()
+    before = _values(target)
+    with pytest.raises(ValueError, match=r"^`source` has two trainable weights of the role "
+                                         r"'memory/kernel' \(\S+/kernel and \S+/kernel\)"):
+        copy_trainable_weights(source, target)
+    for path, value in _values(target).items():
+        np.testing.assert_array_equal(value, before[path], err_msg=path)

@@ -4,6 +4,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
+
 
 def stateful_layers(model):
     """The layers of ``model`` (nested models included) that carry state between batches.
@@ -27,16 +29,29 @@ def state_variables(layer):
     """The variables holding a stateful layer's carried state (each ``[batch, ...]``).
 
     Args:
-        layer: A stateful layer: a `keras.layers.RNN` (its ``states``) or a memory layer of
-            this package (its non-trainable variables, which hold only the carried memory).
+        layer: A stateful layer: a `keras.layers.RNN` (its ``states``), a
+            `keras.layers.Bidirectional` over two of them, or a memory layer of this package
+            (its non-trainable variables, which hold only the carried memory).
 
     Returns:
         List of variables.
+
+    Raises:
+        ValueError: If ``layer`` is another stateful layer, whose state variables are not
+            known (its non-trainable variables may hold other things, such as seeds).
     """
     if isinstance(layer, keras.layers.RNN):
         return list(layer.states or [])
-    # The memory layers keep nothing but their carried memory in non-trainable variables.
-    return list(layer.non_trainable_variables)
+    if isinstance(layer, keras.layers.Bidirectional):
+        return state_variables(layer.forward_layer) + state_variables(layer.backward_layer)
+    if isinstance(layer, MemorySequenceLayer):
+        # The memory layers keep nothing but their carried memory in non-trainable variables.
+        return list(layer.non_trainable_variables)
+    raise ValueError(
+        f"`layer` {layer.name!r} is a stateful {type(layer).__name__}, whose carried state "
+        "is not known here: resets handle a keras.layers.RNN, a keras.layers.Bidirectional "
+        "over RNNs and this package's memory layers."
+    )
 
 
 def reset_language_model_states(model, rows=None):

@@ -17,7 +17,9 @@ class Perplexity(keras.metrics.Metric):
 
     Standalone usage: ``update_state(y_true, y_pred, sample_weight=None)`` with integer
     targets ``y_true`` ``[...]``, logits ``y_pred`` ``[..., vocabulary]`` and optional
-    weights ``sample_weight`` broadcastable to ``y_true`` (0 for padding).
+    weights ``sample_weight`` broadcastable to ``y_true`` (0 for padding). In ``compile``,
+    pass it in ``weighted_metrics``: Keras hands the sample weights only to those, so under
+    ``metrics`` the padding would count (`compile_language_model` does this).
 
     Example:
 

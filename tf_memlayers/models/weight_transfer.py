@@ -54,19 +54,38 @@ def copy_trainable_weights(source, target):
             to copy into.
 
     Raises:
-        ValueError: If the models' trainable weights differ in roles or shapes.
+        ValueError: If the models' trainable weights differ in roles or shapes, or two weights
+            of one model have the same role (nothing is copied then).
     """
-    source_weights = {weight_role(w.path): w for w in source.trainable_weights}
-    target_weights = {weight_role(w.path): w for w in target.trainable_weights}
+    source_weights = _weights_by_role(source, "source")
+    target_weights = _weights_by_role(target, "target")
     if sorted(source_weights) != sorted(target_weights):
         raise ValueError(
             "`source` and `target` have different trainable weights: "
             f"{sorted(source_weights)} vs {sorted(target_weights)}."
         )
+    # Every shape is checked before the first weight is written, so that a refused copy
+    # leaves `target` as it was.
     for role, weight in target_weights.items():
         if tuple(weight.shape) != tuple(source_weights[role].shape):
             raise ValueError(
                 f"weight {role!r} has shape {tuple(source_weights[role].shape)} in `source` "
                 f"but {tuple(weight.shape)} in `target`."
             )
+    for role, weight in target_weights.items():
         weight.assign(source_weights[role])
+
+
+def _weights_by_role(model, argument):
+    """``{role: weight}`` of ``model``'s trainable weights; refuses two weights of one role."""
+    weights = {}
+    for weight in model.trainable_weights:
+        role = weight_role(weight.path)
+        if role in weights:
+            raise ValueError(
+                f"`{argument}` has two trainable weights of the role {role!r} "
+                f"({weights[role].path} and {weight.path}): `copy_trainable_weights` matches "
+                "weights by role, so it cannot tell them apart."
+            )
+        weights[role] = weight
+    return weights
