@@ -56,7 +56,7 @@ def _backend_section():
 
 
 def test_the_backend_table_covers_every_layer_and_names_only_real_ones():
-    """The table's first row covers every layer (each declared layer's tests run on every
+    """The table's first row covers every layer (each layer's test class runs on every
     backend, `test_ci_runs_the_backend_neutral_tests_on_jax`); its other rows are the
     exceptions, and every layer they name exists."""
     section = _backend_section()
