@@ -188,13 +188,13 @@ def shared_data_dir():
 
 
 def summary_events(folder):
-    """``{tag: [(step, value), ...]}`` of the TensorBoard event files in ``folder``, in the
-    order written (``value`` is the summary's protocol buffer)."""
+    """``{tag: [(step, value), ...]}`` of the TensorBoard event files in ``folder`` and its
+    subfolders, in the order written (``value`` is the summary's protocol buffer)."""
     import tensorflow as tf
 
     events = {}
-    for name in sorted(os.listdir(folder)):
-        for event in tf.compat.v1.train.summary_iterator(os.path.join(folder, name)):
+    for path in sorted(pathlib.Path(folder).rglob("events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
             for value in event.summary.value:
                 events.setdefault(value.tag, []).append((event.step, value))
     return events

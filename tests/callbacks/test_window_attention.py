@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from examples.language_modeling.memories import language_model
-from tests.support import tensorflow_only
+from tests.support import summary_events, tensorflow_only
 from tf_memlayers.callbacks.window_attention import (
     WindowAttentionCallback,
     average_attention_by_position,
@@ -52,7 +52,6 @@ def test_average_attention_by_position_skips_partial_windows():
     scores[:, :3] = [1.0, 0.0, 0.0]  # partial windows: must not count
     scores[:, 3:] = [0.2, 0.3, 0.5]
     np.testing.assert_allclose(average_attention_by_position(scores, 3), [0.2, 0.3, 0.5])
-    assert window_position_labels(3) == ["t-3", "t-2", "t-1"]
     with pytest.raises(ValueError, match="more than window=3"):
         average_attention_by_position(scores[:, :3], 3)
 
@@ -77,16 +76,6 @@ def test_scores_of_another_shape_are_refused(shape):
         average_attention_by_position(np.zeros(shape), 4)
 
 
-def _read_events(log_dir):
-    events = {}
-    for path in log_dir.rglob("events.out.tfevents.*"):
-        for record in tf.data.TFRecordDataset(str(path)):
-            event = tf.compat.v1.Event.FromString(record.numpy())
-            for value in event.summary.value:
-                events.setdefault(value.tag, []).append((event.step, value))
-    return events
-
-
 def test_window_attention_callback_writes_heatmaps(tmp_path):
     model = _model("key_value")
     compile_language_model(model, jit_compile=False)
@@ -107,7 +96,7 @@ def test_window_attention_callback_writes_heatmaps(tmp_path):
     assert sentence_scores.shape == (7, 3)
     np.testing.assert_allclose(sentence_scores[3:].sum(axis=-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(average.sum(), 1.0, atol=1e-5)
-    events = _read_events(tmp_path)
+    events = summary_events(tmp_path)
     for tag in ("window_attention/probe_sentence", "window_attention/average_by_position"):
         assert [step for step, _ in events[tag]] == [0, 1]
     table = events["window_attention/average_by_position/table"][-1][1]
@@ -141,7 +130,7 @@ def test_every_n_epochs_writes_the_probe_of_the_current_weights(tmp_path):
             weight.assign(rng.uniform(-0.8, 0.8, weight.shape))
         callback.on_epoch_end(epoch)
     callback.on_train_end()
-    events = _read_events(tmp_path)
+    events = summary_events(tmp_path)
     for tag in ("window_attention/probe_sentence", "window_attention/probe_sentence/table",
                 "window_attention/average_by_position", "window_attention/probe_sentence_text"):
         assert [step for step, _ in events[tag]] == [1, 3], tag  # the 2nd and 4th epochs

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 from tests.support import BACKEND, TF_FUNCTION, tensorflow_only
-from tests.layer_test_case import LayerTestCase
+from tests.layer_test_case import EmptyInputTests, LayerTestCase
 
 from tf_memlayers import PhiloxDropout
 
@@ -21,7 +21,7 @@ def _keras_check(**init_kwargs):
     return PhiloxDropout, init_kwargs, expectations
 
 
-class PhiloxDropoutTest(LayerTestCase):
+class PhiloxDropoutTest(EmptyInputTests, LayerTestCase):
     """The shared suites of `PhiloxDropout` (tests/layer_test_case.py)."""
 
     layer_cls = PhiloxDropout
@@ -30,6 +30,9 @@ class PhiloxDropoutTest(LayerTestCase):
         "nan_padding": "passes every step through, masked or not, as keras.layers.Dropout",
         "flags": "has no boolean arguments",
     }
+    empty = {"dropout": lambda: PhiloxDropout(0.5)}
+    # Its output is the input, dropped out: no memory.
+    last_output_is_memory = False
     keras_checks = {
         "philox_dropout": _keras_check(rate=0.5, seed=1),
         "philox_dropout_variational": _keras_check(rate=0.3, noise_shape=(None, 1, 4)),

@@ -13,9 +13,12 @@ from tests.support import BACKEND, FUSED_LOOP, tensorflow_only
 from tf_memlayers.layers import (
     AssociativeGRU,
     AttentionPooling,
+    AttentionRNN,
+    AttentionWrapper,
     DualAssociativeGRU,
     HeapCacheAttention,
     KeyValuePredictSplit,
+    ResettableRNN,
     SlidingWindowAttention,
 )
 
@@ -205,6 +208,23 @@ BAD_CALLS = [
         ValueError,
         ["`initial_memory`", "width 15", "(2, 14)"],
     ),
+    *[
+        (
+            f"{name}_no_time_steps",
+            lambda call=call: call(X[:, :0]),
+            ValueError,
+            [f"{name}: `sequences` must have at least one time step", "(2, 0, 4)"],
+        )
+        for name, call in (
+            ("ResettableRNN", lambda x: ResettableRNN(keras.layers.GRUCell(3))(x)),
+            (
+                "AttentionRNN",
+                lambda x: AttentionRNN(AttentionWrapper(keras.layers.GRUCell(3)))(
+                    x, memory=_zeros(2, 3, 5)
+                ),
+            ),
+        )
+    ],
     (
         "pooling_mask_too_long",
         lambda: AttentionPooling(3)(X, mask=ONES((2, 6), bool)),

@@ -6,6 +6,7 @@ import pytest
 
 from tests.support import BACKEND, keras_lstm, tensorflow_only
 from tests.layer_test_case import (
+    REFUSES_EMPTY,
     CELL_SPEC,
     CellTests,
     INPUT_DIM,
@@ -61,7 +62,10 @@ class ResettableRNNTest(ResetSequenceTests, LayerTestCase):
     layer_cls = ResettableRNN
     make = staticmethod(lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw))
     flags = RNN_LAYER_FLAGS[1:]
-    not_in = {"nan_padding": "keras.layers.RNN's masking, which promises nothing about NaN"}
+    not_in = {
+        "empty": REFUSES_EMPTY,
+        "nan_padding": "keras.layers.RNN's masking, which promises nothing about NaN",
+    }
     keras_checks = {
         "resettable_rnn": (
             lambda **kw: ResettableRNN(

@@ -23,6 +23,7 @@ class TiedEmbeddingTest(LayerTestCase):
     layer_cls = TiedEmbedding
     make = staticmethod(lambda **kw: TiedEmbedding(10, 4, **kw))
     not_in = {
+        "empty": "keras.layers.Embedding's lookup of integer ids",
         "nan_padding": "reads integer ids, which cannot be NaN",
         "output_spec": "keras.layers.Embedding's spec, checked in test_tied_embedding.py",
         "flags": "has no boolean arguments of its own",

@@ -15,7 +15,6 @@ from examples.language_modeling.token_streams import TokenStream
 from examples.language_modeling import memories
 from examples.language_modeling.memories import ATTENTION_KINDS, KINDS, language_model
 from tf_memlayers.models.language_model import (
-    ForgetGateBias,
     build_language_model,
     compile_language_model,
     make_optimizer,
@@ -175,7 +174,6 @@ def test_initialisation_follows_the_paper():
     units = SMALL["hidden"]
     np.testing.assert_array_equal(bias[units : 2 * units], 1.0)
     np.testing.assert_array_equal(np.delete(bias, np.s_[units : 2 * units]), 0.0)
-    np.testing.assert_array_equal(ForgetGateBias(2.5)((8,)).numpy(), [0, 0, 2.5, 2.5, 0, 0, 0, 0])
 
 
 def test_variational_dropout_uses_one_mask_per_sequence():

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from tf_memlayers._validation import check_bool, check_same_batch
+from tf_memlayers._validation import check_bool, check_same_batch, check_time_steps
 from tf_memlayers.layers.memory_cell_wrapper import (
     cell_output_size,
     takes_training,
@@ -362,6 +362,9 @@ class ResettableRNN(keras.layers.RNN):
         self._call_reset = None
 
     def call(self, sequences, initial_state=None, mask=None, training=False, reset=None):
+        # Keras's loop reads the first step before it starts: without one it fails deep in
+        # the backend, so the empty sequence is refused here, naming it.
+        check_time_steps("sequences", _shape(sequences), type(self).__name__)
         if reset is not None:
             reset = self.checked_reset(reset, sequences)
         self._call_reset = reset

@@ -16,7 +16,12 @@ from tests.support import (
     tensorflow_only,
 )
 from keras import ops
-from tests.layer_test_case import LayerTestCase, RNN_LAYER_FLAGS, ResetSequenceTests
+from tests.layer_test_case import (
+    REFUSES_EMPTY,
+    RNN_LAYER_FLAGS,
+    LayerTestCase,
+    ResetSequenceTests,
+)
 from tests.layers.associative_memory.test_am_gru_cell import random_weights, reference_run, set_cell_weights
 
 from tf_memlayers.compat import load_original_weights, original_variable_names
@@ -28,6 +33,7 @@ class AssociativeGRUTest(ResetSequenceTests, LayerTestCase):
 
     layer_cls = AssociativeGRU
     make = staticmethod(lambda **kw: AssociativeGRU(4, **kw))
+    not_in = {"empty": REFUSES_EMPTY}
     flags = RNN_LAYER_FLAGS
     reference = "am_gru_reference"
     keras_checks = {

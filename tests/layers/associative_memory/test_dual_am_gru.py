@@ -6,6 +6,7 @@ import pytest
 from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from keras import ops
 from tests.layer_test_case import (
+    REFUSES_EMPTY,
     CELL_SPEC,
     RNN_LAYER_FLAGS,
     RNN_MASKING,
@@ -31,6 +32,7 @@ class DualAssociativeGRUTest(ResetSequenceTests, LayerTestCase):
 
     layer_cls = DualAssociativeGRU
     make = staticmethod(lambda **kw: DualAssociativeGRU(4, **kw))
+    not_in = {"empty": REFUSES_EMPTY}
     flags = RNN_LAYER_FLAGS
     reference = "am_gru_reference"
     keras_checks = {

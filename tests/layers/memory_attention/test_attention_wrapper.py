@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tests.layer_test_case import (
+    REFUSES_EMPTY,
     LayerTestCase,
     RNN_LAYER_FLAGS,
     ResetCellTests,
@@ -81,6 +82,7 @@ class AttentionRNNTest(ResetSequenceTests, LayerTestCase):
     make = staticmethod(lambda **kw: AttentionRNN(AttentionWrapper(keras.layers.GRUCell(4)), **kw))
     flags = tuple(flag for flag in RNN_LAYER_FLAGS if flag != "return_retrievals")
     not_in = {
+        "empty": REFUSES_EMPTY,
         "nan_padding": NAN_PADDING,
         "output_spec": "takes a memory: test_output_spec_is_exact",
     }

@@ -4,12 +4,12 @@ import keras
 import numpy as np
 import pytest
 from tests.support import keras_lstm
-from tests.layer_test_case import LayerTestCase, SizesTests
+from tests.layer_test_case import EmptyInputTests, LayerTestCase, SizesTests
 
 from tf_memlayers import KeyValuePredictSplit
 
 
-class KeyValuePredictSplitTest(SizesTests, LayerTestCase):
+class KeyValuePredictSplitTest(EmptyInputTests, SizesTests, LayerTestCase):
     """The shared suites of `KeyValuePredictSplit` (tests/layer_test_case.py)."""
 
     layer_cls = KeyValuePredictSplit
@@ -18,6 +18,9 @@ class KeyValuePredictSplitTest(SizesTests, LayerTestCase):
         "nan_padding": "splits each step's features on its own: a NaN stays in its step",
         "flags": "has no boolean arguments",
     }
+    empty = {"split": lambda: KeyValuePredictSplit("key_value_predict", sizes=(2, 1, 1))}
+    # Its outputs are the pieces of each step: no memory.
+    last_output_is_memory = False
     keras_checks = {
         "split": (
             KeyValuePredictSplit,

@@ -176,7 +176,8 @@ def test_the_packed_memory_keeps_a_static_width_with_an_unknown_batch():
     layer.build((None, None, 5))
     keys, values = keras.Input((4, 3)), keras.Input((4, 2))
     packed = layer._pack_memory(keys, values, keras.Input((4,), dtype="bool"))
-    assert tuple(packed.shape) == (None, layer.memory_size) == (None, 24)
+    # The window's four keys and values, with one mask column per step: 4 * (3 + 2 + 1).
+    assert tuple(packed.shape) == (None, layer.memory_size) == (None, 4 * (3 + 2 + 1))
 
 
 def _weights(layer, rng):

@@ -208,9 +208,14 @@ def test_documents_come_with_a_reset_only():
     reset = np.array([[False, True, False], [False, False, True]])
     documents = layer.documents(reset, compaction, 2)
     assert isinstance(documents, windows.Documents)
-    # Step 1 of row 0 starts a document: its window (positions -1 and 0) is another one's.
-    np.testing.assert_array_equal(_numpy(documents.same)[0, 1], [False, False])
-    np.testing.assert_array_equal(_numpy(documents.same)[1, 1], [True, True])
+    # Window position j of step t (the step t - 2 + j) is in step t's document when no reset
+    # lies after it up to t; the steps before the sequence belong to its first document.
+    expected = np.array([
+        [[not reset[row, max(t - 2 + j, -1) + 1 : t + 1].any() for j in range(2)]
+         for t in range(3)]
+        for row in range(2)
+    ])  # fmt: skip
+    np.testing.assert_array_equal(_numpy(documents.same), expected)
 
 
 def test_config_and_the_stateful_flag():
