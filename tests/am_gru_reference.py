@@ -51,6 +51,21 @@ def _copies(key, perms):
     return np.stack([key[:, perm] for perm in perms], axis=1)
 
 
+def gates_and_candidate(w, x, h, h2=None):
+    """The gates ``[r, u]`` and the candidate ``c`` of an AM-GRU step from the controller
+    input ``x = [x_t, h_{t-1}]``, the retrieval ``h`` and, for the Dual AM-GRU, the source
+    retrieval ``h2``."""
+    gate_pre = np.concatenate([x, h], 1) @ w["gate"] + w["gate_bias"]
+    if h2 is not None:
+        gate_pre = gate_pre + h2 @ w["dual_gate"]
+    gates = _sigmoid(gate_pre)
+    r = gates[:, : h.shape[1]]
+    cand_pre = np.concatenate([x, r * h], 1) @ w["candidate"] + w["candidate_bias"]
+    if h2 is not None:
+        cand_pre = cand_pre + h2 @ w["dual_candidate"]
+    return gates, np.tanh(cand_pre)
+
+
 def reference_step(x_t, memory, previous, w, perms, dual=None, record=None):
     """One AM-GRU (``dual=None``) or Dual AM-GRU step; ``dual = (mode, source_memory)``.
 
@@ -72,19 +87,12 @@ def reference_step(x_t, memory, previous, w, perms, dual=None, record=None):
     K = _copies(write_key, perms)
     S = _memory_to_complex(memory, copies)
     h = _real((np.conj(K) * S).mean(axis=1))
-    gate_pre = np.concatenate([x, h], 1) @ w["gate"] + w["gate_bias"]
     h2 = None
     if dual is not None:
         source = _memory_to_complex(dual[1], copies)
         h2 = _real((_copies(read_key, perms) * source).mean(axis=1))
-        gate_pre = gate_pre + h2 @ w["dual_gate"]
-    gates = _sigmoid(gate_pre)
-    n = h.shape[1]
-    r, u = gates[:, :n], gates[:, n:]
-    cand_pre = np.concatenate([x, r * h], 1) @ w["candidate"] + w["candidate_bias"]
-    if dual is not None:
-        cand_pre = cand_pre + h2 @ w["dual_candidate"]
-    c = np.tanh(cand_pre)
+    gates, c = gates_and_candidate(w, x, h, h2)
+    u = gates[:, h.shape[1] :]
     delta = u * (c - h)
     output = h + delta
     S = S + K * _complex(delta)[:, None, :]

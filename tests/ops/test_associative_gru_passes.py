@@ -28,10 +28,6 @@ def _modules():
     return tf, associative_gru_passes
 
 
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 def _problem(seed, dual, masked):
     rng = np.random.default_rng(seed)
     w = ref.random_weights(rng, INPUT_DIM, UNITS)
@@ -106,15 +102,8 @@ def _reference_forward(problem, zero_output_for_mask):
             new_output, memory = ref.reference_step(x_t, memory, previous, w, problem["perms"],
                                                     dual, record)  # fmt: skip
             h, h2 = record[0]["read"], record[0]["source_read"]
-            gate_pre = np.concatenate([x, h], 1) @ w["gate"] + w["gate_bias"]
-            if h2 is not None:
-                gate_pre += h2 @ w["dual_gate"]
-            gates = _sigmoid(gate_pre)
-            candidate_pre = np.concatenate([x, gates[:, :UNITS] * h], 1) @ w["candidate"]
-            candidate_pre += w["candidate_bias"]
-            if h2 is not None:
-                candidate_pre += h2 @ w["dual_candidate"]
-            step = dict(key=x @ w["key"], h=h, g=gates, c=np.tanh(candidate_pre),
+            gates, candidate = ref.gates_and_candidate(w, x, h, h2)
+            step = dict(key=x @ w["key"], h=h, g=gates, c=candidate,
                         delta=record[0]["written"], h2=h2)  # fmt: skip
             for name, value in step.items():
                 saved[name][t][b] = None if value is None else value[0]

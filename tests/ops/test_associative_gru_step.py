@@ -17,10 +17,6 @@ N, INPUT_DIM, BATCH = 6, 4, 5
 M = N // 2
 
 
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 def _parts(memory, copies):
     """``[B, n * C]`` laid out ``[Re copy0 | ... | Im copy0 | ...]`` -> ``(re, im)`` tensors
     ``[B, C, m]``."""
@@ -82,26 +78,13 @@ def _run_step(w, x, key, memory, perms, source=None):
     )
 
 
-def _expected_gates_and_candidate(w, x, h, h2=None):
-    """Eqs. of the module docstring in NumPy from the retrieval ``h`` (and ``h2``)."""
-    gate_pre = np.concatenate([x, h], 1) @ w["gate"] + w["gate_bias"]
-    if h2 is not None:
-        gate_pre += h2 @ w["dual_gate"]
-    gates = _sigmoid(gate_pre)
-    candidate_pre = np.concatenate([x, gates[:, :N] * h], 1) @ w["candidate"]
-    candidate_pre += w["candidate_bias"]
-    if h2 is not None:
-        candidate_pre += h2 @ w["dual_candidate"]
-    return gates, np.tanh(candidate_pre)
-
-
 def _check_against_reference(result, w, x, expected_output, expected_memory, record, perms):
     step = record[-1]
     np.testing.assert_allclose(_numpy(result.output), expected_output, rtol=0, atol=1e-12)
     np.testing.assert_allclose(_joined(result.memory), expected_memory, rtol=0, atol=1e-12)
     np.testing.assert_allclose(_numpy(result.retrieved), step["read"], rtol=0, atol=1e-12)
     np.testing.assert_allclose(_numpy(result.delta), step["written"], rtol=0, atol=1e-12)
-    gates, candidate = _expected_gates_and_candidate(w, x, step["read"], step["source_read"])
+    gates, candidate = ref.gates_and_candidate(w, x, step["read"], step["source_read"])
     np.testing.assert_allclose(_numpy(result.gates), gates, rtol=0, atol=1e-12)
     np.testing.assert_allclose(_numpy(result.candidate), candidate, rtol=0, atol=1e-12)
     # The write key's copies: the recorded bounded key, permuted copy by copy.
@@ -176,7 +159,7 @@ def test_a_separate_read_key_is_conjugated_by_default(float64_policy):
     state = memory.reshape(BATCH, 2, 3, M)
     h = _real(np.mean(np.conj(copies) * (state[:, 0] + 1j * state[:, 1]), axis=1))
     np.testing.assert_allclose(_numpy(result.retrieved), h, rtol=0, atol=1e-12)
-    gates, candidate = _expected_gates_and_candidate(w, x, h, _real(read))
+    gates, candidate = ref.gates_and_candidate(w, x, h, _real(read))
     delta = gates[:, N:] * (candidate - h)
     np.testing.assert_allclose(_numpy(result.output), h + delta, rtol=0, atol=1e-12)
     written = state[:, 0] + 1j * state[:, 1] + copies * (delta[:, :M] + 1j * delta[:, M:])[:, None]
