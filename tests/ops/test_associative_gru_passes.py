@@ -113,10 +113,15 @@ def _reference_forward(problem, zero_output_for_mask):
     return outputs, final_memory, final_output, saved, taken
 
 
-@pytest.mark.parametrize("dual", [False, True], ids=["am_gru", "dual"])
-@pytest.mark.parametrize("masked, zero_output_for_mask",
-                         [(False, False), (True, False), (True, True)],
-                         ids=["no_mask", "mask", "mask_zero_output"])  # fmt: skip
+def _loop_cases(test):
+    """``test`` over both cells, without a mask and with one under both masked-output rules."""
+    test = pytest.mark.parametrize("masked, zero_output_for_mask",
+                                   [(False, False), (True, False), (True, True)],
+                                   ids=["no_mask", "mask", "mask_zero_output"])(test)  # fmt: skip
+    return pytest.mark.parametrize("dual", [False, True], ids=["am_gru", "dual"])(test)
+
+
+@_loop_cases
 def test_forward_loop_matches_the_reference_and_saves_what_the_backward_reads(
     dual, masked, zero_output_for_mask
 ):
@@ -167,10 +172,7 @@ def _incoming_gradients(rng):
             rng.normal(size=(BATCH, UNITS)))  # fmt: skip
 
 
-@pytest.mark.parametrize("dual", [False, True], ids=["am_gru", "dual"])
-@pytest.mark.parametrize("masked, zero_output_for_mask",
-                         [(False, False), (True, False), (True, True)],
-                         ids=["no_mask", "mask", "mask_zero_output"])  # fmt: skip
+@_loop_cases
 def test_backward_loop_equals_the_automatic_gradient_of_the_forward_loop(
     dual, masked, zero_output_for_mask
 ):
