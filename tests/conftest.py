@@ -6,8 +6,12 @@ The layer tests run under TensorFlow (the default) and a second time under JAX
 ``tensorflow_only`` marker with the reason, and is skipped with that reason on another backend.
 """
 
+import atexit
 import gc
+import importlib.util
 import os
+import shutil
+import tempfile
 
 # XLA's CPU code generation without LLVM's optimisation passes, for this process and the
 # examples' processes the tests start. The tests compile thousands of small programs (on JAX
@@ -19,6 +23,27 @@ import os
 _XLA_FAST_COMPILE = "--xla_backend_optimization_level=0"
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_XLA_FAST_COMPILE}".strip()
+
+# On JAX, a compilation cache for each test process (a pytest-xdist worker, or a pytest run
+# a test starts), in a folder of its own that the process removes when it ends. JAX keys each
+# compiled program by its HLO, the compile options and the XLA flags, and reuses the program
+# when the same computation comes again: the tests run many layers of equal shapes, eagerly (a
+# `lax.scan` traced afresh at every call) and in Keras's jitted steps, so much of the
+# compiling is a repeat (the AM-GRU's packed-document tests take half the time with the
+# cache). A program read from the cache is the program XLA would compile again: what the
+# tests compute does not change. One folder per process, since JAX may read an entry that
+# another process is still writing (it then warns and compiles). JAX reads these variables
+# when it starts; a cache folder set outside the tests is used as it is.
+_OWN_JAX_CACHE = "TF_MEMLAYERS_TESTS_JAX_CACHE"
+if importlib.util.find_spec("jax") and os.environ.get("JAX_COMPILATION_CACHE_DIR") in (
+    None, os.environ.get(_OWN_JAX_CACHE)
+):  # fmt: skip
+    _jax_cache = tempfile.mkdtemp(prefix="tf-memlayers-tests-jax-cache-")
+    atexit.register(shutil.rmtree, _jax_cache, ignore_errors=True)
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = os.environ[_OWN_JAX_CACHE] = _jax_cache
+    # Every program, however quick to compile or small.
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "-1"
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

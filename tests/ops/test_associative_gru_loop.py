@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 from keras.src import backend as keras_backend
 
+from tests.support import all_pairs
 from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell, DualAssociativeGRUCell
 from tf_memlayers.ops.associative_gru_loop import associative_gru_loop, shard_sizes
 
@@ -58,11 +59,15 @@ def _values_and_gradients(loop, cell, xs, memory, output, mask, **options):
     return [r.numpy() for r in results], [g.numpy() for g in tape.gradient(loss, sources)]
 
 
-@pytest.mark.parametrize("batch, num_shards", [(5, 1), (5, 2), (7, 3), (1, 2)])
-@pytest.mark.parametrize("jit_compile", [False, True])
-@pytest.mark.parametrize("zero_output_for_mask", [False, True])
-def test_fused_loop_equals_keras_loop_in_float64(batch, num_shards, jit_compile,
+# Each batch and shard count with and without XLA and under both masked-output rules, and the
+# two options together, by pairs (`all_pairs`: 8 cases of the product's 16).
+@pytest.mark.parametrize(
+    "batch_and_shards, jit_compile, zero_output_for_mask",
+    all_pairs([(5, 1), (5, 2), (7, 3), (1, 2)], [False, True], [False, True]),
+)
+def test_fused_loop_equals_keras_loop_in_float64(batch_and_shards, jit_compile,
                                                  zero_output_for_mask):
+    batch, num_shards = batch_and_shards
     cell, xs, memory, output, mask = _setup(batch, copies=3, seed=batch + num_shards)
     expected = _values_and_gradients(
         _keras_loop, cell, xs, memory, output, mask, zero_output_for_mask=zero_output_for_mask

@@ -5,7 +5,9 @@ with documents packed back to back equals each document run on its own from a fr
 import keras
 import numpy as np
 import pytest
-from tests.support import BACKEND, FUSED_LOOP, gradients, masked_rnn, tensorflow_only
+from tests.support import (
+    BACKEND, FUSED_LOOP, all_pairs, gradients, masked_rnn, tensorflow_only,
+)
 from keras import ops
 
 from tf_memlayers.layers import (
@@ -152,15 +154,21 @@ def _assert_equal_runs(packed, expected, atol):
         np.testing.assert_allclose(_numpy(got), want, atol=atol, rtol=0)
 
 
-@pytest.mark.parametrize("case", ["plain", "masked", "initial_state", "masked_initial_state"])
-@pytest.mark.parametrize("kind", sorted(KINDS))
-def test_packed_documents_equal_separate_runs_in_float64(float64_policy, kind, case):
+# Each layer with and without a mask, with and without an initial state, and each mask case
+# with each initial-state case, by pairs (`all_pairs`: 20 cases of the product's 40).
+@pytest.mark.parametrize(
+    "kind, masked, initial_state",
+    all_pairs(sorted(KINDS), ["masked", "unmasked"], ["initial_state", "zero_state"]),
+)
+def test_packed_documents_equal_separate_runs_in_float64(
+    float64_policy, kind, masked, initial_state
+):
     rng = np.random.default_rng(sorted(KINDS).index(kind))
     xs = rng.normal(size=(3, STEPS, INPUT_DIM))
     layer = _built(kind, xs, rng)
     reset, mask = _resets_and_mask()
-    mask = mask if "masked" in case else None
-    initial = _random_initial_state(layer, rng) if "initial" in case else None
+    mask = mask if masked == "masked" else None
+    initial = _random_initial_state(layer, rng) if initial_state == "initial_state" else None
     packed = layer(xs, reset=reset, mask=mask, initial_state=initial)
     expected = separate_runs(layer, xs, reset, mask, initial)
     _assert_equal_runs(packed, expected, atol=1e-10)

@@ -1,7 +1,6 @@
 """`AttentionWrapper` and `AttentionRNN` against a NumPy reference written from the equations
 (Bahdanau et al. 2015; Luong et al. 2015), cell and sequence forms, masks, resets, state."""
 
-import itertools
 
 import keras
 import numpy as np
@@ -14,7 +13,7 @@ from tests.layer_test_case import (
     ResetCellTests,
     ResetSequenceTests,
 )
-from tests.support import gradients
+from tests.support import all_pairs, gradients
 from tests.memory_attention_reference import (
     attention_wrapper_reference as reference,
     check_cell_loop_matches_layer,
@@ -137,18 +136,34 @@ def _layer(score="additive", position="after", output_attention=True, cell=None,
     return AttentionRNN(wrapper, return_sequences=True)
 
 
-CONFIGURATIONS = [
-    (score, position, output_attention, extra)
-    for score, position, output_attention in itertools.product(
-        ("additive", "dot", "general"), ("after", "before"), (True, False)
-    )
-    for extra in ({}, {"normalize": True} if score == "additive" else {"scale": True})
-] + [("dot", "after", True, {"input_feeding": False}),
-     ("additive", "after", True, {"input_feeding": False, "normalize": True})]
+# The score functions with their options, each paired with each position and each
+# output_attention by `all_pairs` (12 cases; the product is 24); then input_feeding=False,
+# which needs position="after", and with output_attention=True lets the attention reach the
+# outputs.
+SCORE_OPTIONS = {
+    "additive": ("additive", {}),
+    "additive_normalized": ("additive", {"normalize": True}),
+    "dot": ("dot", {}),
+    "dot_scaled": ("dot", {"scale": True}),
+    "general": ("general", {}),
+    "general_scaled": ("general", {"scale": True}),
+}
+NO_INPUT_FEEDING = {
+    "dot_no_input_feeding": ("dot", {"input_feeding": False}),
+    "additive_normalized_no_input_feeding": (
+        "additive", {"normalize": True, "input_feeding": False}
+    ),
+}
 
 
-@pytest.mark.parametrize("score, position, output_attention, extra", CONFIGURATIONS)
-def test_matches_the_reference_in_float64(float64_policy, score, position, output_attention, extra):
+@pytest.mark.parametrize(
+    "score_options, position, output_attention",
+    all_pairs(sorted(SCORE_OPTIONS), ("after", "before"), (True, False))
+    + [pytest.param(name, "after", True, id=f"{name}-after-True") for name in NO_INPUT_FEEDING],
+)
+def test_matches_the_reference_in_float64(float64_policy, score_options, position,
+                                          output_attention):  # fmt: skip
+    score, extra = {**SCORE_OPTIONS, **NO_INPUT_FEEDING}[score_options]
     rng = np.random.default_rng(0)
     x, memory, mask = _data(rng)
     layer = _layer(score, position, output_attention, attention_size=7, **extra)

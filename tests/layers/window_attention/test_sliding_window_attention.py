@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.support import BACKEND, json_report_of_script, PassThroughCell, gradients, keras_lstm, masked_rnn
+from tests.support import (
+    BACKEND, PassThroughCell, all_pairs, gradients, json_report_of_script, keras_lstm, masked_rnn,
+)
 from tests.layer_test_case import (
     CELL_SPEC,
     CarriedMemoryTests,
@@ -206,13 +208,15 @@ def assert_attention_and_output_widths(layer, attention_units, units):
 WINDOWS_AND_WIDTHS = [(1, None, None), (3, None, None), (10, None, None), (3, 5, 7)]
 
 
-@pytest.mark.parametrize("mode,sizes", CONFIGS)
-@pytest.mark.parametrize("window,attention_units,units", WINDOWS_AND_WIDTHS)
-@pytest.mark.parametrize("pad", ["mask", "zeros"])
-@pytest.mark.parametrize("use_bias", [False, True])
+# The options' values by pairs (`all_pairs`): the full product of the four lists is 80 cases.
+@pytest.mark.parametrize(
+    "config, widths, pad, use_bias",
+    all_pairs(CONFIGS, WINDOWS_AND_WIDTHS, ["mask", "zeros"], [False, True]),
+)
 def test_parallel_form_matches_numpy_reference_float64(
-    float64_policy, mode, sizes, window, pad, use_bias, attention_units, units
+    float64_policy, config, widths, pad, use_bias
 ):
+    (mode, sizes), (window, attention_units, units) = config, widths
     x = attention_inputs()
     layer = SlidingWindowAttention(
         window, mode=mode, sizes=sizes, attention_units=attention_units, units=units, pad=pad,
@@ -229,12 +233,11 @@ def test_parallel_form_matches_numpy_reference_float64(
     np.testing.assert_allclose(np.asarray(scores), expected_scores, atol=1e-10, rtol=0)
 
 
-@pytest.mark.parametrize("mode,sizes", CONFIGS)
-@pytest.mark.parametrize("window,attention_units,units", WINDOWS_AND_WIDTHS)
-@pytest.mark.parametrize("pad", ["mask", "zeros"])
-def test_cell_form_matches_numpy_reference_float64(
-    float64_policy, mode, sizes, window, pad, attention_units, units
-):
+@pytest.mark.parametrize(
+    "config, widths, pad", all_pairs(CONFIGS, WINDOWS_AND_WIDTHS, ["mask", "zeros"])
+)
+def test_cell_form_matches_numpy_reference_float64(float64_policy, config, widths, pad):
+    (mode, sizes), (window, attention_units, units) = config, widths
     x = attention_inputs(steps=11)
     # An identity-like base cell: the cell's output h_t is its input x_t.
     cell = SlidingWindowAttentionCell(
@@ -302,12 +305,11 @@ def holes_and_right_padding(batch=2, steps=9):
     return mask
 
 
-@pytest.mark.parametrize("mode,sizes", CONFIGS)
-@pytest.mark.parametrize("pad", ["mask", "zeros"])
-@pytest.mark.parametrize("masked", [False, True])
-def test_cell_and_parallel_forms_agree_forward_and_gradients(
-    float64_policy, mode, sizes, pad, masked
-):
+@pytest.mark.parametrize(
+    "config, pad, masked", all_pairs(CONFIGS, ["mask", "zeros"], [False, True])
+)
+def test_cell_and_parallel_forms_agree_forward_and_gradients(float64_policy, config, pad, masked):
+    mode, sizes = config
     lstm, parallel, rnn = build_pair(mode, sizes, 3, pad, True)
     # Masked steps are left out of the comparison and the loss; on JAX Keras's RNN emits the
     # cell's first state there (KERAS_MASKED_OUTPUT), zeros with zero_output_for_mask.

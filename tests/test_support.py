@@ -1,0 +1,44 @@
+"""The test helpers that choose cases: `tests.support.all_pairs`."""
+
+import itertools
+
+import pytest
+
+from tests.support import all_pairs
+
+FACTORS = [
+    [("attention", None), ("key_value", (7, 5)), ("key_value_predict", (6, 4, 2))],
+    [1, 3, 10, 12],
+    ["mask", "zeros"],
+    [False, True],
+]
+
+
+def _rows(params):
+    return [tuple(param.values) for param in params]
+
+
+@pytest.mark.parametrize("factors", [FACTORS, FACTORS[:3], FACTORS[1:], [[1, 2, 3], "ab"]])
+def test_every_pair_of_values_meets_in_fewer_rows_than_the_product(factors):
+    rows = _rows(all_pairs(*factors))
+    for (i, first), (j, second) in itertools.combinations(enumerate(factors), 2):
+        met = {(row[i], row[j]) for row in rows}
+        assert met == set(itertools.product(first, second)), (i, j)
+    product = len(list(itertools.product(*factors)))
+    # The fewest rows possible are the two largest factors' product.
+    largest = sorted(len(values) for values in factors)[-2:]
+    assert largest[0] * largest[1] <= len(rows) <= product
+    if len(factors) > 2:
+        assert len(rows) < product
+
+
+def test_one_factor_gives_each_value_once():
+    assert _rows(all_pairs(["a", "b", "c"])) == [("a",), ("b",), ("c",)]
+
+
+def test_the_rows_and_ids_are_the_same_every_time_and_the_ids_unique():
+    first, second = all_pairs(*FACTORS), all_pairs(*FACTORS)
+    assert _rows(first) == _rows(second) and [p.id for p in first] == [p.id for p in second]
+    ids = [param.id for param in first]
+    assert len(set(ids)) == len(ids)
+    assert ids[0] == "attention_None-1-mask-False"
