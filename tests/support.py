@@ -168,10 +168,8 @@ def all_pairs(*factors):
     def covered(row):
         return {(group, tuple(row[k] for k in group)) for group in groups}
 
-    uncovered = set().union(
-        *(covered(row) for row in itertools.product(*(range(len(v)) for v in levels)))
-    )
     candidates = list(itertools.product(*(range(len(values)) for values in levels)))
+    uncovered = set().union(*(covered(row) for row in candidates))
     rows = []
     while uncovered:
         row = max(candidates, key=lambda candidate: len(covered(candidate) & uncovered))
