@@ -351,7 +351,7 @@ def main(argv=None, extra_callbacks=()):
             policy=args.policy,
             query=args.query,
             cache_gate_initializer=args.cache_gate_init,
-            embedding_matrix=matrix,
+            embeddings=matrix,
             weight_decay=args.weight_decay,
             faithful_to_code=args.faithful_to_code,
         )

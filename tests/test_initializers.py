@@ -48,6 +48,18 @@ def test_forget_gate_bias_refuses_shapes_other_than_an_lstm_bias(shape):
         ForgetGateBias()(shape)
 
 
+@pytest.mark.parametrize("forget_bias, error, fragment", [
+    ("x", TypeError, "`forget_bias` must be a number, got 'x' of type str"),
+    (True, TypeError, "`forget_bias` must be a number, got True of type bool"),
+    (float("nan"), ValueError, "`forget_bias` must be a finite number, got nan"),
+    (float("inf"), ValueError, "`forget_bias` must be a finite number, got inf"),
+])  # fmt: skip
+def test_forget_gate_bias_names_a_bad_value(forget_bias, error, fragment):
+    with pytest.raises(error) as raised:
+        ForgetGateBias(forget_bias)
+    assert "ForgetGateBias: " + fragment in str(raised.value)
+
+
 def test_forget_gate_bias_is_restored_by_its_registered_name():
     config = keras.initializers.serialize(ForgetGateBias(0.75))
     assert config["registered_name"] == "tf_memlayers>ForgetGateBias"

@@ -58,6 +58,16 @@ def check_bool(name, value, owner=None):
     return bool(value)
 
 
+def check_bool_or_auto(name, value, owner=None):
+    """Returns ``value`` as a bool, or ``"auto"`` (Keras's ``jit_compile`` values)."""
+    if isinstance(value, str) and value == "auto":
+        return value
+    if not isinstance(value, (bool, np.bool_)):
+        prefix = f"{owner}: " if owner else ""
+        raise TypeError(f"{prefix}`{name}` must be a bool or \"auto\", got {value!r}.")
+    return bool(value)
+
+
 def check_optional_int(name, value, minimum=None, owner=None):
     """Like `check_int`, but lets ``None`` through."""
     return None if value is None else check_int(name, value, minimum, owner)

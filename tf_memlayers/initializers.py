@@ -5,6 +5,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from tf_memlayers._validation import check_number
+
 
 def for_one_weight(initializer):
     """``initializer`` made ready to draw one more weight, so that no two weights start alike.
@@ -57,7 +59,7 @@ class ForgetGateBias(keras.initializers.Initializer):
     """
 
     def __init__(self, forget_bias=1.0):
-        self.forget_bias = float(forget_bias)
+        self.forget_bias = check_number("forget_bias", forget_bias, owner="ForgetGateBias")
 
     def __call__(self, shape, dtype=None):
         if len(shape) != 1 or shape[0] % 4:

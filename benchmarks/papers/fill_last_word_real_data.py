@@ -89,7 +89,7 @@ def run_variant(label, pooling, cache_size, query, arrays, vocabulary, matrix, s
     (x_train, y_train), (x_held, y_held), (x_eval, y_eval) = arrays
     model = build_fill_last_word_model(
         len(vocabulary), pooling=pooling, cache_size=cache_size, query=query or "none",
-        embedding_matrix=matrix,
+        embeddings=matrix,
     )  # fmt: skip
     compile_fill_last_word_model(model)
     train = data.last_word_dataset(x_train, y_train, args.batch_size, shuffle=True, seed=seed)

@@ -236,7 +236,7 @@ def _alignment_probe(decoder, length, input_dim):
     """A copy of the attention decoder whose cell also returns its weights, for memories of
     ``length`` vectors and inputs ``input_dim`` wide (a cell returning its weights needs the
     memory's length when built)."""
-    config = dict(decoder.cell.get_config(), return_alignments=True)
+    config = dict(decoder.cell.get_config(), return_attention_scores=True)
     probe = AttentionRNN(type(decoder.cell).from_config(config), return_sequences=True)
     probe.build((1, None, input_dim), (1, length, decoder.cell.memory_dim))
     return probe

@@ -309,8 +309,8 @@ BUILDER_CASES = {
     "fill_weight_decay_nan": (
         lambda: _fill(weight_decay=float("nan")), ValueError, ["weight_decay", "nan"],
     ),
-    "fill_embedding_matrix_shape": (
-        lambda: _fill(embedding_matrix=[[1.0]]), ValueError, ["embedding_matrix", "(1, 1)"],
+    "fill_embeddings_shape": (
+        lambda: _fill(embeddings=[[1.0]]), ValueError, ["`embeddings`", "(1, 1)"],
     ),
     "fill_faithful_to_code_str": (
         lambda: _fill(faithful_to_code="no"), TypeError, ["faithful_to_code"],

@@ -112,6 +112,22 @@ def test_weights_set_the_embedding_matrix_as_in_keras_embedding(weights):
         TiedEmbedding(3, 4, weights=np.ones((4, 3)))
 
 
+@pytest.mark.parametrize("reverse, width, error, fragment", [
+    (True, 5, ValueError, "`inputs` must have width 4 (the embedding's output_dim, for "
+                          "reverse=True); got shape (2, 3, 5)"),
+    ("yes", 4, TypeError, "`reverse` must be a bool, got 'yes'"),
+])  # fmt: skip
+def test_bad_reverse_calls_are_named(reverse, width, error, fragment):
+    layer = TiedEmbedding(10, 4)
+    vectors = np.ones((2, 3, width), "float32")
+    with pytest.raises(error) as raised:
+        layer(vectors, reverse=reverse)
+    assert fragment in str(raised.value)
+    with pytest.raises(error) as raised:
+        layer.compute_output_shape(vectors.shape, reverse=reverse)
+    assert fragment in str(raised.value)
+
+
 def test_a_quantized_dtype_is_refused():
     # Keras would run its quantized call, which has no `reverse`.
     with pytest.raises(ValueError, match="TiedEmbedding: `dtype`.*int8_from_float32"):

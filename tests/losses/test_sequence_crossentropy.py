@@ -90,11 +90,19 @@ def test_a_compiled_model_reports_the_loss_of_its_weighted_batch(mode):
 
 
 def test_the_loss_is_restored_by_its_registered_name():
-    config = keras.losses.serialize(SequenceCrossentropy("sum_over_time", name="cost"))
+    config = keras.losses.serialize(
+        SequenceCrossentropy("sum_over_time", name="cost", dtype="float16")
+    )
     assert config["registered_name"] == "tf_memlayers>SequenceCrossentropy"
     restored = keras.losses.deserialize(config)
     assert isinstance(restored, SequenceCrossentropy)
-    assert (restored.reduction_mode, restored.name) == ("sum_over_time", "cost")
+    assert (restored.reduction_mode, restored.name, restored.dtype) == (
+        "sum_over_time", "cost", "float16")  # fmt: skip
+    # The values, in float32 (the default dtype, restored as such).
+    restored = keras.losses.deserialize(
+        keras.losses.serialize(SequenceCrossentropy("sum_over_time"))
+    )
+    assert restored.dtype == "float32"
     targets, logits, _ = _batch(6)
     np.testing.assert_allclose(float(restored(targets, logits)),
                                _numpy_token_nll(targets, logits).mean(axis=0).sum(),

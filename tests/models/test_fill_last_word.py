@@ -194,8 +194,15 @@ def test_faithful_mode_sums_over_time_and_freezes_batch_norm(tmp_path):
 def test_glove_initialisation_and_save_load(tmp_path):
     rng = np.random.default_rng(1)
     matrix = rng.normal(size=(30, 5)).astype("float32")
-    model = small_model(pooling="last", cache_size=8, embedding_matrix=matrix)
+    model = small_model(pooling="last", cache_size=8, embeddings=matrix)
     np.testing.assert_array_equal(model.get_layer("embedding").embeddings.numpy(), matrix)
+    # The deprecated spelling still works, once.
+    with pytest.warns(DeprecationWarning, match="`embedding_matrix` is deprecated"):
+        old = small_model(pooling="last", embedding_matrix=matrix)
+    np.testing.assert_array_equal(old.get_layer("embedding").embeddings.numpy(), matrix)
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="give the initial "
+                                                         "embeddings once"):  # fmt: skip
+        small_model(embeddings=matrix, embedding_matrix=matrix)
     compile_fill_last_word_model(model)
     x, y = token_batch(rng)
     model.fit(x, y, epochs=1, batch_size=8, verbose=0)
@@ -214,6 +221,22 @@ def test_bad_builder_arguments():
         small_model(pooling="max")
     with pytest.raises(ValueError, match="vocabulary_size"):
         build_fill_last_word_model(1)
+    # The deprecated spelling is checked under its own name.
+    with pytest.warns(DeprecationWarning), pytest.raises(
+        TypeError, match="`hidden_units` must be an integer, got '8'"
+    ):
+        small_model(hidden=128, hidden_units="8")
+    # None or 0: no cache. Anything else is the cache layer's to check, not a silent "none".
+    assert "cache_attention" not in [layer.name for layer in small_model(cache_size=0).layers]
+    for cache_size in ("", False, 0.0):
+        with pytest.raises(TypeError, match=f"`cache_size` must be an integer, got {cache_size!r}"):
+            small_model(cache_size=cache_size)
+    # The weight decay is HeapCacheModel's to check.
+    for weight_decay, error in (("x", TypeError), (float("nan"), ValueError), (-1.0, ValueError)):
+        with pytest.raises(error, match=f"HeapCacheModel: `weight_decay` must be a .*{weight_decay!r}"):
+            small_model(weight_decay=weight_decay)
+    with pytest.raises(TypeError, match='`jit_compile` must be a bool or "auto", got \'x\''):
+        compile_fill_last_word_model(small_model(), jit_compile="x")
 
 
 @pytest.mark.parametrize(

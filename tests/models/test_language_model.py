@@ -296,6 +296,22 @@ def test_make_optimizer_names_bad_arguments():
         make_optimizer("sgd", -1)
 
 
+@pytest.mark.parametrize("build, compile_, error, fragment", [
+    ({"variational_dropout": "no"}, {}, TypeError, "`variational_dropout` must be a bool, got 'no'"),
+    ({"forget_bias": "1"}, {}, TypeError, "`forget_bias` must be a number, got '1'"),
+    ({}, {"perplexity": "no"}, TypeError, "`perplexity` must be a bool, got 'no'"),
+    ({}, {"jit_compile": "no"}, TypeError, '`jit_compile` must be a bool or "auto", got \'no\''),
+    ({}, {"optimizer": ""}, ValueError, "`optimizer` must be one of 'adam', 'sgd'; got ''"),
+    ({}, {"loss_reduction": "mean"}, ValueError,
+     "`loss_reduction` must be one of 'token_mean', 'sum_over_time'; got 'mean'"),
+])  # fmt: skip
+def test_build_and_compile_name_a_bad_argument(build, compile_, error, fragment):
+    with pytest.raises(error) as raised:
+        model = build_language_model(VOCAB, hidden=4, embedding_dim=4, stateful=False, **build)
+        compile_language_model(model, **compile_)
+    assert fragment in str(raised.value)
+
+
 def _zaremba_parameters(vocab, hidden):
     lstm = 4 * hidden * (2 * hidden) + 4 * hidden
     return vocab * hidden + 2 * lstm + hidden * vocab + vocab

@@ -124,6 +124,13 @@ def test_an_encoder_the_builder_knows_nothing_of_works(tmp_path):
 def test_bad_arguments():
     with pytest.raises(ValueError, match="embeddings.*shape"):
         build_snli_model(10, embeddings=np.zeros((9, 4)))
+    gru = ConditionalEncoder([keras.layers.GRU(4, return_sequences=True, return_state=True),
+                              keras.layers.GRU(4, return_state=True)])  # fmt: skip
+    # A seed below 0 reached Keras's seed generator, which failed with an OverflowError.
+    with pytest.raises(ValueError, match="`seed` must be >= 0, got -1"):
+        build_snli_model(10, encoder=gru, embedding_dim=3, seed=-1)
+    with pytest.raises(TypeError, match='`jit_compile` must be a bool or "auto", got \'no\''):
+        compile_snli_model(build_snli_model(10, encoder=gru, embedding_dim=3), jit_compile="no")
     with pytest.raises(TypeError, match="`encoder` must be a Keras layer.*'gru'"):
         build_snli_model(10, encoder="gru")
     returns_sequences = ConditionalEncoder([keras.layers.GRU(4, return_sequences=True,

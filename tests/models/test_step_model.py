@@ -134,6 +134,34 @@ def test_generation_names_a_bad_argument(arguments, fragment):
         generate(step_model, **call)
 
 
+@pytest.mark.parametrize("seed, error, fragment", [
+    ("a", TypeError, "`seed` must be an integer, got 'a' of type str"),
+    (1.5, TypeError, "`seed` must be an integer, got 1.5 of type float"),
+    (-1, ValueError, "`seed` must be >= 0, got -1"),
+])  # fmt: skip
+def test_generation_names_a_bad_seed(seed, error, fragment):
+    step_model = build_step_model(_language_model("lstm"))
+    with pytest.raises(error) as raised:
+        generate(step_model, np.array([[1, 2]]), 2, seed=seed)
+    assert fragment in str(raised.value)
+
+
+def test_the_initial_state_names_a_bad_batch_size_or_model():
+    model = _language_model("lstm")
+    step_model = build_step_model(model)
+    for batch_size, error, fragment in [
+        (0, ValueError, "`batch_size` must be >= 1, got 0"),
+        (2.5, TypeError, "`batch_size` must be an integer, got 2.5"),
+        ("2", TypeError, "`batch_size` must be an integer, got '2'"),
+    ]:  # fmt: skip
+        with pytest.raises(error) as raised:
+            initial_step_state(step_model, batch_size)
+        assert fragment in str(raised.value)
+    # The language model is not its step model: no state would come back.
+    with pytest.raises(ValueError, match=r"`step_model` must be a step model.*build_step_model"):
+        initial_step_state(model, 2)
+
+
 @pytest.mark.parametrize("resets", [False, True])
 def test_generation_from_the_language_model_itself_names_build_step_model(resets):
     """One output and one input (or tokens and resets): not a step model."""
@@ -148,6 +176,8 @@ def test_a_model_that_is_not_a_language_model_is_refused():
     inputs = keras.Input((3,))
     with pytest.raises(ValueError, match="build_language_model"):
         build_step_model(keras.Model(inputs, keras.layers.Dense(2)(inputs)))
+    with pytest.raises(TypeError, match="`model` must be a keras.Model .* got 'x' of type str"):
+        build_step_model("x")
 
 
 def test_a_memory_the_step_model_cannot_step_is_named():

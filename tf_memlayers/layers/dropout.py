@@ -1,5 +1,7 @@
 """Dropout whose TensorFlow masks name their random algorithm, so that XLA compiles them well."""
 
+import numbers
+
 import keras
 
 
@@ -48,6 +50,15 @@ class PhiloxDropout(keras.layers.Dropout):
     >>> sorted(set(outputs.ravel().tolist()))
     [0.0, 2.0]
     """
+
+    def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
+        # The type here; the range is `keras.layers.Dropout`'s own check (and message).
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real):
+            raise TypeError(
+                f"PhiloxDropout: `rate` must be a number in [0, 1], got {rate!r} of type "
+                f"{type(rate).__name__}."
+            )
+        super().__init__(rate, noise_shape=noise_shape, seed=seed, **kwargs)
 
     def call(self, inputs, training=False):
         if not training or self.rate in (0, 1) or keras.backend.backend() != "tensorflow":

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from tf_memlayers._validation import check_int
+from tf_memlayers._validation import check_bool, check_int, check_width
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -100,8 +100,16 @@ class TiedEmbedding(keras.layers.Embedding):
             for mode, names in super().variable_serialization_spec.items()
         }
 
+    def _check_reverse(self, reverse, shape):
+        """``reverse`` as a bool; with it, vectors ``shape`` must have width ``output_dim``."""
+        reverse = check_bool("reverse", reverse, "TiedEmbedding")
+        if reverse:
+            check_width("inputs", shape, self.output_dim,
+                        "the embedding's output_dim, for reverse=True", "TiedEmbedding")  # fmt: skip
+        return reverse
+
     def call(self, inputs, reverse=False):
-        if not reverse:
+        if not self._check_reverse(reverse, inputs.shape):
             return super().call(inputs)
         kernel = ops.transpose(ops.cast(self.embeddings, self.compute_dtype))
         return ops.matmul(inputs, kernel) + ops.cast(self.output_bias, self.compute_dtype)
@@ -112,7 +120,7 @@ class TiedEmbedding(keras.layers.Embedding):
         return mask  # logits of vectors (reverse=True) keep the vectors' mask
 
     def compute_output_shape(self, input_shape, reverse=False):
-        if reverse:
+        if self._check_reverse(reverse, input_shape):
             return (*input_shape[:-1], self.input_dim)
         return super().compute_output_shape(input_shape)
 

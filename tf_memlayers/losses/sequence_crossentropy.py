@@ -60,4 +60,4 @@ class SequenceCrossentropy(keras.losses.Loss):
         return nll
 
     def get_config(self):
-        return {"reduction_mode": self.reduction_mode, "name": self.name}
+        return {"reduction_mode": self.reduction_mode, "name": self.name, "dtype": self.dtype}

@@ -149,7 +149,7 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
             hypothesis, memory=memory, memory_mask=premise_mask,
             initial_state=[*states, *extra], mask=hypothesis_mask, training=training,
         )  # fmt: skip
-        if self.hypothesis_layer.return_state or cell.return_alignments:
+        if self.hypothesis_layer.return_state or cell.return_attention_scores:
             outputs = outputs[0]
         return [_final_outputs(memory, premise_mask), outputs]
 
@@ -162,7 +162,7 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
         premise_shape, hypothesis_shape = (tuple(shape) for shape in input_shape)
         memory_shape = self._memory_shape(premise_shape)
         width = self.hypothesis_layer.cell.output_size
-        if self.hypothesis_layer.cell.return_alignments:
+        if self.hypothesis_layer.cell.return_attention_scores:
             width -= self.hypothesis_layer.cell.memory_length
         head = hypothesis_shape[:2] if self.return_sequences else hypothesis_shape[:1]
         return [(memory_shape[0], memory_shape[-1]), (*head, width)]

@@ -20,12 +20,19 @@ Both use an L2 penalty ``1e-5 * sum ||w||^2 / 2`` over every trainable weight, a
 vector of an example is the state the cache read is added to (post batch norm in the code).
 """
 
+import numbers
 import warnings
 
 import keras
 import numpy as np
 
-from tf_memlayers._validation import check_bool, check_choice, check_int, check_number
+from tf_memlayers._validation import (
+    check_bool,
+    check_bool_or_auto,
+    check_choice,
+    check_int,
+    check_number,
+)
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.layers.cudnn import lstm_use_cudnn
@@ -59,6 +66,11 @@ def _frozen_batch_norm(name):
     return FrozenBatchNormalization(epsilon=1e-3, name=name)
 
 
+def _is_zero(value):
+    """Whether ``value`` is the integer 0 (not `False`, ``0.0`` or ``""``)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value == 0
+
+
 def build_fill_last_word_model(
     vocabulary_size,
     *,
@@ -72,18 +84,19 @@ def build_fill_last_word_model(
     query="none",
     mask_empty=None,
     cache_gate_initializer=None,
-    embedding_matrix=None,
+    embeddings=None,
     weight_decay=1e-5,
     faithful_to_code=False,
     name="fill_last_word",
     hidden_units=None,
+    embedding_matrix=None,
 ):
     """Builds the (uncompiled) last-word model; see the module docstring for the two modes.
 
     Args:
         vocabulary_size: number of token ids (id 0 is padding).
         max_length: context steps (40 in the paper).
-        embedding_dim: word vector size (100 in the paper; ignored with ``embedding_matrix``).
+        embedding_dim: word vector size (100 in the paper; ignored with ``embeddings``).
         hidden: width ``H`` of the LSTM (128), as ``hidden`` of `build_language_model`.
         pooling: ``"last"`` (the final LSTM state) or ``"attention"``.
         attention_units: width ``A`` of both attentions (64).
@@ -98,13 +111,16 @@ def build_fill_last_word_model(
             ``query="dot"`` (the read enters the state at full strength, along the state's own
             directions, so that the output layer reads a recalled state as it reads the
             example's own), else Glorot uniform as in the reference code.
-        embedding_matrix: optional initial embeddings ``[vocabulary_size, dim]`` (GloVe);
-            otherwise ``N(0, 0.9^2)`` as in the reference code.
+        embeddings: optional initial embeddings ``[vocabulary_size, dim]`` (GloVe), as
+            ``embeddings`` of `build_snli_model`; otherwise ``N(0, 0.9^2)`` as in the
+            reference code.
         weight_decay: L2 coefficient (``1e-5``).
         faithful_to_code: reproduce the reference code instead of the paper.
         name: model name.
         hidden_units: deprecated spelling of ``hidden`` (a `DeprecationWarning`); giving both
             with different values is a `TypeError`.
+        embedding_matrix: deprecated spelling of ``embeddings`` (a `DeprecationWarning`);
+            giving both is a `TypeError`.
 
     Returns:
         A `HeapCacheModel` mapping ``[batch, max_length]`` int ids to ``[batch, vocabulary]``
@@ -112,9 +128,9 @@ def build_fill_last_word_model(
 
     Raises:
         TypeError, ValueError: an argument has the wrong type or is out of range (sizes
-            >= 1, finite ``weight_decay >= 0``); the message names it. ``attention_units`` and
-            a ``cache_size`` other than `None` or 0 are checked by the layers that take them
-            (`AttentionPooling`, `HeapCacheAttention`).
+            >= 1); the message names it. ``attention_units``, a ``cache_size`` other than
+            `None` or 0 and ``weight_decay`` (finite, >= 0) are checked by the classes that
+            take them (`AttentionPooling`, `HeapCacheAttention`, `HeapCacheModel`).
 
     Example:
 
@@ -136,17 +152,27 @@ def build_fill_last_word_model(
                 f"build_fill_last_word_model: give the LSTM width once, as `hidden`; got "
                 f"hidden={hidden!r} and hidden_units={hidden_units!r}."
             )
-        hidden = hidden_units
+        hidden = check_int("hidden_units", hidden_units, 1)
     hidden = check_int("hidden", hidden, 1)
     check_choice("pooling", pooling, POOLINGS)
     check_bool("faithful_to_code", faithful_to_code)
-    weight_decay = check_number("weight_decay", weight_decay, 0.0)
     if embedding_matrix is not None:
-        embedding_matrix = np.asarray(embedding_matrix)
-        if embedding_matrix.ndim != 2 or embedding_matrix.shape[0] != vocabulary_size:
+        warnings.warn(
+            "build_fill_last_word_model: `embedding_matrix` is deprecated; use `embeddings`, "
+            "as in build_snli_model.", DeprecationWarning, stacklevel=2,
+        )  # fmt: skip
+        if embeddings is not None:
+            raise TypeError(
+                "build_fill_last_word_model: give the initial embeddings once, as "
+                "`embeddings`; got both `embeddings` and `embedding_matrix`."
+            )
+        embeddings = embedding_matrix
+    if embeddings is not None:
+        embeddings = np.asarray(embeddings)
+        if embeddings.ndim != 2 or embeddings.shape[0] != vocabulary_size:
             raise ValueError(
-                f"`embedding_matrix` must have shape ({vocabulary_size}, dim); got "
-                f"{embedding_matrix.shape}."
+                f"`embeddings` must have shape ({vocabulary_size}, dim); got "
+                f"{embeddings.shape}."
             )
     if mask_empty is None:
         mask_empty = not faithful_to_code
@@ -155,8 +181,8 @@ def build_fill_last_word_model(
     masked = not faithful_to_code
 
     tokens = keras.Input((max_length,), dtype="int32", name="context")
-    if embedding_matrix is not None:
-        embedding_dim = int(embedding_matrix.shape[1])
+    if embeddings is not None:
+        embedding_dim = int(embeddings.shape[1])
     embedding = keras.layers.Embedding(
         vocabulary_size,
         check_int("embedding_dim", embedding_dim, 1),
@@ -165,8 +191,8 @@ def build_fill_last_word_model(
         name="embedding",
     )
     embedded = embedding(tokens)
-    if embedding_matrix is not None:
-        embedding.set_weights([embedding_matrix])
+    if embeddings is not None:
+        embedding.set_weights([embeddings])
     # Keras's LSTM defaults are the reference's TF1 LSTMCell: Glorot kernels, forget bias 1.
     # cuDNN takes right-padded masks only, and these contexts are left-padded: with the mask,
     # a GPU runs Keras's own loop (and so it does in a dtype JAX's cuDNN LSTM cannot take).
@@ -186,7 +212,8 @@ def build_fill_last_word_model(
         state = AttentionPooling(attention_units, name="attention_pooling")(sequences)
     if faithful_to_code:
         state = _frozen_batch_norm("state_norm")(state)
-    if cache_size:
+    # None or 0: no cache; any other value is the layer's to check.
+    if not (cache_size is None or _is_zero(cache_size)):
         state = HeapCacheAttention(
             cache_size,
             attention_units,
@@ -248,7 +275,8 @@ def compile_fill_last_word_model(
         clip_norm: Optional finite number >= 0, the threshold of each gradient's norm (0: no
             clipping). Default: `None` (5, the paper's; no clipping with
             ``faithful_to_code``).
-        jit_compile: Boolean, compile the train step with XLA. Default: `False`.
+        jit_compile: Boolean or `"auto"` (as in `keras.Model.compile`), whether to compile
+            the train step with XLA. Default: `False`.
 
     Example:
 
@@ -259,6 +287,7 @@ def compile_fill_last_word_model(
     >>> sorted(history.history)
     ['accuracy', 'loss']
     """
+    jit_compile = check_bool_or_auto("jit_compile", jit_compile)
     model.compile(
         fill_last_word_optimizer(faithful_to_code, learning_rate, clip_norm),
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),

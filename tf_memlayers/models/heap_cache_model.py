@@ -4,6 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from tf_memlayers._validation import check_number
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 
 
@@ -105,9 +106,7 @@ class HeapCacheModel(keras.Model):
                 "layers out (build_fill_last_word_model(cache_size=None)), or build a plain "
                 "keras.Model and call HeapCacheAttention.insert yourself."
             )
-        self.weight_decay = float(weight_decay)
-        if self.weight_decay < 0:
-            raise ValueError(f"`weight_decay` must be >= 0, got {weight_decay}.")
+        self.weight_decay = check_number("weight_decay", weight_decay, 0.0, owner="HeapCacheModel")
         if self.weight_decay:
             for weight in self.trainable_weights:
                 if getattr(weight, "regularizer", None) is None:

@@ -29,6 +29,7 @@ import keras
 
 from tf_memlayers._validation import (
     check_bool,
+    check_bool_or_auto,
     check_choice,
     check_int,
     check_number,
@@ -234,6 +235,7 @@ def build_language_model(
     seq_len = check_optional_int("seq_len", seq_len, 1)
     batch_size = check_optional_int("batch_size", batch_size, 1)
     stateful = check_bool("stateful", stateful)
+    variational_dropout = check_bool("variational_dropout", variational_dropout)
     if stateful and batch_size is None:
         raise ValueError("`stateful=True` needs a fixed `batch_size`; got batch_size=None.")
     init_scale = check_number("init_scale", init_scale, 0.0, low_open=True)
@@ -349,9 +351,9 @@ def compile_language_model(
         learning_rate: Float > 0, the initial learning rate. Default: `1e-3`.
         clip_norm: Optional float >= 0, the global gradient-norm threshold; `None` or 0: no
             clipping. Default: `5.0`.
-        jit_compile: Boolean, (default `True`), whether to compile the train step with XLA
-            (works on CPU for these layers; Keras disables it by itself where a layer, e.g.
-            cuDNN LSTM, does not support it).
+        jit_compile: Boolean or `"auto"` (as in `keras.Model.compile`), whether to compile
+            the train step with XLA (works on CPU for these layers; Keras disables it by
+            itself where a layer, e.g. cuDNN LSTM, does not support it). Default: `True`.
         perplexity: Boolean, (default `True`), whether to add the `Perplexity` metric.
         optimizer: String or `keras.optimizers.Optimizer`: `"adam"` (also for `None`),
             `"sgd"` (plain SGD without momentum, as Zaremba et al.; both clip the gradients'
@@ -374,7 +376,13 @@ def compile_language_model(
     ['loss', 'perplexity']
     """
     if not isinstance(optimizer, keras.optimizers.Optimizer):
-        optimizer = make_optimizer(optimizer or "adam", learning_rate, clip_norm)
+        optimizer = make_optimizer(
+            "adam" if optimizer is None else optimizer, learning_rate, clip_norm
+        )
+    # Checked here under the name the caller gave it (the loss calls it `reduction_mode`).
+    loss_reduction = check_choice("loss_reduction", loss_reduction, LOSS_REDUCTIONS)
+    perplexity = check_bool("perplexity", perplexity)
+    jit_compile = check_bool_or_auto("jit_compile", jit_compile)
     model.compile(
         optimizer=optimizer,
         loss=SequenceCrossentropy(loss_reduction),

@@ -12,7 +12,13 @@ import keras
 import numpy as np
 from keras import ops
 
-from tf_memlayers._validation import check_bool, check_int, check_number, check_optional_int
+from tf_memlayers._validation import (
+    check_bool,
+    check_bool_or_auto,
+    check_int,
+    check_number,
+    check_optional_int,
+)
 from tf_memlayers.layers.associative_memory.dual_associative_encoder import DualAssociativeEncoder
 from tf_memlayers.layers.dropout import PhiloxDropout
 from tf_memlayers.models.conditional_encoder import ConditionalEncoder
@@ -123,7 +129,7 @@ def _snli_model(
     """`build_snli_model`, with the input shapes as options."""
     vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
     check_bool("train_embeddings", train_embeddings)
-    seed = check_int("seed", seed)
+    seed = check_int("seed", seed, 0)
     dropout = check_number("dropout", dropout, 0.0, 1.0)
     classifier_units = check_optional_int("classifier_units", classifier_units, 1)
     if encoder is not None and not isinstance(encoder, keras.layers.Layer):
@@ -325,7 +331,8 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Fal
             paper's).
         clip_norm: Optional finite float >= 0, the global gradient-norm threshold; `None`
             or 0: no clipping. Default: `5.0` (the paper's).
-        jit_compile: Boolean, (default `False`), whether to compile the train step with XLA.
+        jit_compile: Boolean or `"auto"` (as in `keras.Model.compile`), whether to compile
+            the train step with XLA. Default: `False`.
 
     Returns:
         ``model``, compiled with sparse categorical cross-entropy and accuracy.
@@ -348,6 +355,7 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Fal
     learning_rate = check_number("learning_rate", learning_rate, 0.0, low_open=True)
     if clip_norm is not None:
         clip_norm = check_number("clip_norm", clip_norm, 0.0)
+    jit_compile = check_bool_or_auto("jit_compile", jit_compile)
     model.compile(
         optimizer=keras.optimizers.Adam(learning_rate, beta_1=0.0, global_clipnorm=clip_norm),
         loss="sparse_categorical_crossentropy",

@@ -15,7 +15,7 @@ so the step model generates text in a Python loop, and exports (``model.export``
 import keras
 import numpy as np
 
-from tf_memlayers._validation import check_int, check_number
+from tf_memlayers._validation import check_int, check_number, check_optional_int
 from tf_memlayers.layers.dropout import PhiloxDropout
 from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
 
@@ -108,6 +108,11 @@ def build_step_model(model, name=None):
     >>> logits.shape
     TensorShape([2, 1, 30])
     """
+    if not isinstance(model, keras.Model):
+        raise TypeError(
+            "`model` must be a keras.Model from tf_memlayers.models.build_language_model; got "
+            f"{model!r} of type {type(model).__name__}."
+        )
     layer_names = {layer.name for layer in model.layers}
     if "embedding" not in layer_names or not _recurrent_layers(model):
         raise ValueError(
@@ -171,6 +176,11 @@ def initial_step_state(step_model, batch_size):
     >>> [state.shape for state in initial_step_state(build_step_model(lm), 3)]
     [(3, 8), (3, 8), (3, 18)]
     """
+    _check_step_model(step_model)
+    return _zero_state(step_model, check_int("batch_size", batch_size, 1))
+
+
+def _zero_state(step_model, batch_size):
     return [
         np.zeros((batch_size, *tuple(spec.shape)[1:]), keras.backend.standardize_dtype(spec.dtype))
         for spec in step_model.inputs[1:]
@@ -265,6 +275,7 @@ def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None, sampler
         )
     num_tokens = check_int("num_tokens", num_tokens, 0)
     temperature = check_number("temperature", temperature, 0.0)
+    seed = check_optional_int("seed", seed, 0)
     if sampler is not None:
         sampler = _resolve_sampler(sampler)
         if temperature != 1.0 or seed is not None:
@@ -333,7 +344,7 @@ def _start_state(step_model, initial_state, batch_size):
     """``initial_state`` as NumPy arrays, checked against the step model's state inputs
     (their number, and each one's shape after the batch); the zero state when `None`."""
     if initial_state is None:
-        return initial_step_state(step_model, batch_size)
+        return _zero_state(step_model, batch_size)
     specs = step_model.inputs[1:]
     state = [np.asarray(keras.ops.convert_to_numpy(s)) for s in initial_state]
     shapes = [tuple(s.shape) for s in state]

@@ -202,6 +202,10 @@ def test_bad_arguments():
         AttentionPooling("8")
     with pytest.raises(ValueError, match="rank 3"):
         AttentionPooling(4)(np.ones((2, 5), "float32"))
+    inputs = np.ones((2, 5, 6), "float32")
+    for call in (AttentionPooling(4), AttentionPooling(4).compute_output_spec):
+        with pytest.raises(TypeError, match="`return_attention_scores` must be a bool, got 'x'"):
+            call(inputs, return_attention_scores="x")
 
 
 def test_attention_scores_in_a_functional_model():

@@ -71,7 +71,7 @@ def _keras_case(make_cell, own_weights):
 
 
 NAN_PADDING = "takes a memory: test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients"
-WRAPPER_FLAGS = ("normalize", "output_attention", "return_alignments", "input_feeding")
+WRAPPER_FLAGS = ("normalize", "output_attention", "return_attention_scores", "input_feeding")
 
 
 class AttentionRNNTest(ResetSequenceTests, LayerTestCase):
@@ -166,7 +166,9 @@ def test_matches_the_reference_in_float64(float64_policy, score_options, positio
     score, extra = {**SCORE_OPTIONS, **NO_INPUT_FEEDING}[score_options]
     rng = np.random.default_rng(0)
     x, memory, mask = _data(rng)
-    layer = _layer(score, position, output_attention, attention_size=7, **extra)
+    # An attention vector of its own width, where the step computes one.
+    size = {"attention_size": 7} if position == "after" or output_attention else {}
+    layer = _layer(score, position, output_attention, **size, **extra)
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
     got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
@@ -214,7 +216,7 @@ def test_a_fully_masked_memory_row_gives_a_zero_context(float64_policy):
     rng = np.random.default_rng(3)
     x, memory, mask = _data(rng)
     mask[2] = False
-    wrapper = AttentionWrapper(keras.layers.SimpleRNNCell(UNITS), return_alignments=True)
+    wrapper = AttentionWrapper(keras.layers.SimpleRNNCell(UNITS), return_attention_scores=True)
     layer = AttentionRNN(wrapper, return_sequences=True)
     outputs, alignments = layer(x, memory=memory, memory_mask=mask)
     alignments = keras.ops.convert_to_numpy(alignments)
@@ -305,9 +307,16 @@ def test_bad_calls_are_named(call, error, fragment):
         ({"score": "dot", "normalize": True}, ValueError, "`normalize=True`"),
         ({"scale": True}, ValueError, "`scale=True`"),
         ({"attention_size": 0}, ValueError, "`attention_size` must be >= 1"),
-        ({"return_alignments": "yes"}, TypeError, "`return_alignments` must be a bool"),
+        ({"return_attention_scores": "yes"}, TypeError, "`return_attention_scores` must be a bool"),
         ({"position": "before", "input_feeding": False}, ValueError, "`input_feeding=False`"),
         ({"input_feeding": 1}, TypeError, "`input_feeding` must be a bool"),
+        ({"score": "dot", "attention_units": 32}, ValueError,
+         "got attention_units=32 with score='dot'"),
+        ({"score": "general", "attention_units": 32}, ValueError,
+         "got attention_units=32 with score='general'"),
+        ({"position": "before", "output_attention": False, "attention_size": 32}, ValueError,
+         "never computes with output_attention=False and position='before'; got "
+         "attention_size=32"),
     ],
 )
 def test_bad_arguments_are_named(kwargs, error, fragment):
@@ -337,8 +346,8 @@ def test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients():
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
 def test_output_spec_is_exact(policy, return_sequences, return_state):
     x, memory, mask = _data(np.random.default_rng(12), "float32")
-    cell = AttentionWrapper(keras.layers.LSTMCell(UNITS, dtype=policy), return_alignments=True,
-                            attention_size=7, dtype=policy)  # fmt: skip
+    cell = AttentionWrapper(keras.layers.LSTMCell(UNITS, dtype=policy),
+                            return_attention_scores=True, attention_size=7, dtype=policy)  # fmt: skip
     layer = AttentionRNN(cell, return_sequences=return_sequences, return_state=return_state,
                          dtype=policy)  # fmt: skip
     head = (BATCH, STEPS) if return_sequences else (BATCH,)
@@ -372,13 +381,13 @@ class _StepByStep(AttentionRNN):
 ALL_AT_ONCE_CASES = {
     "additive": ({}, {}, {}),
     "additive_normalized_alignments": (
-        {"normalize": True, "return_alignments": True}, {}, {"mask": True}
+        {"normalize": True, "return_attention_scores": True}, {}, {"mask": True}
     ),
     "dot_scaled_cell_output": ({"score": "dot", "scale": True, "output_attention": False},
                                {}, {"mask": True}),
     "general_zero_output_for_mask": ({"score": "general"}, {"zero_output_for_mask": True},
                                      {"mask": True, "initial_state": True}),
-    "general_last_output": ({"score": "general", "return_alignments": True},
+    "general_last_output": ({"score": "general", "return_attention_scores": True},
                             {"return_sequences": False}, {"mask": True, "initial_state": True}),
     "backwards": ({"score": "general"}, {"go_backwards": True}, {"mask": True}),
     "resets": ({}, {}, {"mask": True, "reset": True, "initial_state": True}),

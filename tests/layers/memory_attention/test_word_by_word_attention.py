@@ -46,8 +46,10 @@ class WordByWordAttentionTest(ResetCellTests, LayerTestCase):
     """The shared suites of `WordByWordAttention` (tests/layer_test_case.py)."""
 
     layer_cls = WordByWordAttention
-    make = staticmethod(lambda **kw: WordByWordAttention(keras.layers.GRUCell(4), memory_dim=6, **kw))
-    flags = ("output_attention", "return_alignments")
+    make = staticmethod(
+        lambda **kw: WordByWordAttention(keras.layers.GRUCell(4), memory_dim=6, **kw)
+    )
+    flags = ("output_attention", "return_attention_scores")
     not_in = {
         "cells": "a cell taking its memory at every call, which the cell suites do not pass: "
         "its steps are checked in AttentionRNN and by this module's step tests",
@@ -62,10 +64,11 @@ class WordByWordAttentionTest(ResetCellTests, LayerTestCase):
     call_kwargs = staticmethod(declared_memory)
 
 
-def _layer(output_attention=True, cell=None, return_alignments=False, **kwargs):
+def _layer(output_attention=True, cell=None, return_attention_scores=False, **kwargs):
     wrapper = WordByWordAttention(
         cell or keras.layers.SimpleRNNCell(UNITS), memory_dim=MEMORY_DIM,
-        output_attention=output_attention, return_alignments=return_alignments, **kwargs,
+        output_attention=output_attention, return_attention_scores=return_attention_scores,
+        **kwargs,
     )  # fmt: skip
     return AttentionRNN(wrapper, return_sequences=True)
 
@@ -75,7 +78,9 @@ def _layer(output_attention=True, cell=None, return_alignments=False, **kwargs):
 def test_matches_the_reference_in_float64(float64_policy, output_attention, sizes):
     rng = np.random.default_rng(0)
     x, memory, mask = _data(rng)
-    layer = _layer(output_attention, return_alignments=True, **sizes)
+    if not output_attention:  # no h*_t to size
+        sizes = {k: v for k, v in sizes.items() if k != "attention_size"}
+    layer = _layer(output_attention, return_attention_scores=True, **sizes)
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
     outputs, alignments = layer(x, memory=memory, memory_mask=mask)
@@ -101,7 +106,7 @@ def test_matches_the_reference_in_float64(float64_policy, output_attention, size
 def test_matches_the_reference_in_float32():
     rng = np.random.default_rng(1)
     x, memory, mask = _data(rng, "float32")
-    layer = _layer(return_alignments=True)
+    layer = _layer(return_attention_scores=True)
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
     outputs, alignments = layer(x, memory=memory, memory_mask=mask)
@@ -147,7 +152,7 @@ def test_a_fully_masked_memory_row_reads_nothing(float64_policy):
     rng = np.random.default_rng(3)
     x, memory, mask = _data(rng)
     mask[2] = False
-    layer = _layer(return_alignments=True)
+    layer = _layer(return_attention_scores=True)
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
     wrapper = layer.cell
@@ -205,12 +210,20 @@ def test_wraps_any_cell_trains_on_a_partial_batch_saves_loads_and_clones(cell, t
 
 def test_the_config_round_trips_and_holds_no_fixed_choice():
     cell = WordByWordAttention(keras.layers.GRUCell(5), memory_dim=3, attention_units=4,
-                               attention_size=2, output_attention=False)  # fmt: skip
+                               attention_size=2)  # fmt: skip
     config = cell.get_config()
     assert not {"score", "position", "normalize", "scale", "input_feeding"} & set(config)
     again = WordByWordAttention.from_config(config)
     assert (again.memory_dim, again.attention_units, again.attention_size,
-            again.output_attention, again.state_size) == (3, 4, 2, False, [5, 3])  # fmt: skip
+            again.output_attention, again.state_size) == (3, 4, 2, True, [5, 3])  # fmt: skip
+    # Without h*_t there is no attention size to give, nor one in the config.
+    cell = WordByWordAttention(keras.layers.GRUCell(5), memory_dim=3, output_attention=False)
+    config = cell.get_config()
+    assert config["attention_size"] is None
+    assert WordByWordAttention.from_config(config).output_size == 5
+    with pytest.raises(ValueError, match="never computes with output_attention=False; got "
+                       "attention_size=2"):  # fmt: skip
+        WordByWordAttention(keras.layers.GRUCell(5), attention_size=2, output_attention=False)
     # Without the sizes: the paper's k (the cell's width) everywhere.
     cell = WordByWordAttention(keras.layers.GRUCell(5))
     assert (cell.memory_dim, cell.attention_units, cell.attention_size) == (5, 5, 5)
@@ -271,8 +284,10 @@ def test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients():
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
 def test_output_spec_is_exact(policy, return_sequences, return_state):
     x, memory, mask = _data(np.random.default_rng(12), "float32")
-    cell = WordByWordAttention(keras.layers.LSTMCell(UNITS, dtype=policy), memory_dim=MEMORY_DIM,
-                               return_alignments=True, attention_size=6, dtype=policy)  # fmt: skip
+    cell = WordByWordAttention(
+        keras.layers.LSTMCell(UNITS, dtype=policy), memory_dim=MEMORY_DIM,
+        return_attention_scores=True, attention_size=6, dtype=policy,
+    )  # fmt: skip
     layer = AttentionRNN(cell, return_sequences=return_sequences, return_state=return_state,
                          dtype=policy)  # fmt: skip
     head = (BATCH, STEPS) if return_sequences else (BATCH,)

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from tf_memlayers._validation import (
+    check_bool,
     check_int,
     check_last_dim,
     check_mask_shape,
@@ -101,6 +102,9 @@ class AttentionPooling(keras.layers.Layer):
             check_mask_shape(mask.shape, shape, owner="AttentionPooling")
 
     def call(self, inputs, mask=None, return_attention_scores=False):
+        return_attention_scores = check_bool(
+            "return_attention_scores", return_attention_scores, "AttentionPooling"
+        )
         if mask is not None:
             mask = ops.convert_to_tensor(mask)
         self._check_call_inputs(inputs, mask)
@@ -132,6 +136,9 @@ class AttentionPooling(keras.layers.Layer):
         return (input_shape[0], input_shape[-1])
 
     def compute_output_spec(self, inputs, mask=None, return_attention_scores=False):
+        return_attention_scores = check_bool(
+            "return_attention_scores", return_attention_scores, "AttentionPooling"
+        )
         self._check_call_inputs(inputs, mask)
         pooled = keras.KerasTensor(self.compute_output_shape(inputs.shape), self.compute_dtype)
         if not return_attention_scores:

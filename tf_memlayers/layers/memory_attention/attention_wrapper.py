@@ -84,21 +84,22 @@ class AttentionWrapper(keras.layers.Layer):
         cell: A Keras RNN cell (`keras.layers.LSTMCell`, `keras.layers.GRUCell`,
             `tf_memlayers.AssociativeGRUCell`, ...).
         score: ``"additive"``, ``"dot"`` or ``"general"``. Default: ``"additive"``.
-        attention_units: Positive integer, the width of the additive score's hidden layer.
-            Default: `None` (the cell's output width).
+        attention_units: Positive integer, the width of the additive score's hidden layer
+            (``score="additive"`` only). Default: `None` (the cell's output width).
         normalize: Boolean, weight-normalise the additive score (``score="additive"`` only).
             Default: `False`.
         scale: Boolean, multiply the dot or general score by a learned scalar. Default:
             `False`.
         position: ``"after"`` or ``"before"`` the cell, as above. Default: ``"after"``.
-        attention_size: Positive integer, the width of the attention vector :math:`a_t`.
-            Default: `None` (the cell's output width).
+        attention_size: Positive integer, the width of the attention vector :math:`a_t`
+            (not with ``position="before"`` and ``output_attention=False``, which compute
+            none). Default: `None` (the cell's output width).
         output_attention: Boolean, output :math:`a_t` (else the cell's output). Default:
             `True`.
         input_feeding: Boolean, join the previous attention vector to the cell's input
             (``position="after"`` only: before the cell, the context is the cell's input by
             definition). Default: `True`.
-        return_alignments: Boolean, append the step's weights :math:`\alpha_t` over the
+        return_attention_scores: Boolean, append the step's weights :math:`\alpha_t` over the
             memory to its output (the memory's length must be known when the cell is built);
             `AttentionRNN` returns them apart, as the alignment history. Default: `False`.
         kernel_initializer: Initializer of the attention's kernels. Default:
@@ -119,7 +120,7 @@ class AttentionWrapper(keras.layers.Layer):
 
     Returns:
         ``(output, new_states)``: the step's output (``[batch, attention_size]``, or the
-        cell's output; followed by the weights over the memory with ``return_alignments``)
+        cell's output; followed by the weights over the memory with ``return_attention_scores``)
         and the new states.
 
     Example:
@@ -146,7 +147,7 @@ class AttentionWrapper(keras.layers.Layer):
         attention_size=None,
         output_attention=True,
         input_feeding=True,
-        return_alignments=False,
+        return_attention_scores=False,
         kernel_initializer="glorot_uniform",
         **kwargs,
     ):
@@ -162,7 +163,9 @@ class AttentionWrapper(keras.layers.Layer):
         self.normalize = check.check_bool("normalize", normalize, owner)
         self.scale = check.check_bool("scale", scale, owner)
         self.output_attention = check.check_bool("output_attention", output_attention, owner)
-        self.return_alignments = check.check_bool("return_alignments", return_alignments, owner)
+        self.return_attention_scores = check.check_bool(
+            "return_attention_scores", return_attention_scores, owner
+        )
         self.input_feeding = check.check_bool("input_feeding", input_feeding, owner)
         if not self.input_feeding and self.position == "before":
             raise ValueError(
@@ -188,6 +191,19 @@ class AttentionWrapper(keras.layers.Layer):
         self.attention_size = check.check_optional_int(
             "attention_size", attention_size, 1, owner
         ) or self.cell_output_size
+        # A width the layer would never use is refused, as `normalize` and `scale` are.
+        if attention_units is not None and self.score != "additive":
+            raise ValueError(
+                f"{owner}: `attention_units` is the width of the additive score's hidden "
+                f"layer; got attention_units={attention_units!r} with score={self.score!r}."
+            )
+        if attention_size is not None and not self.uses_attention_kernel:
+            where = " and position='before'" if self.position == "before" else ""
+            raise ValueError(
+                f"{owner}: `attention_size` is the width of the attention vector, which the "
+                f"step never computes with output_attention=False{where}; got "
+                f"attention_size={attention_size!r}."
+            )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.memory_dim = None
         self.memory_length = None
@@ -232,7 +248,7 @@ class AttentionWrapper(keras.layers.Layer):
     def output_size(self):
         size = self.attention_size if self.output_attention else self.cell_output_size
         # With the alignments, each step's output is [output, weights over the memory].
-        return size + self.memory_length if self.return_alignments else size
+        return size + self.memory_length if self.return_attention_scores else size
 
     def build(self, inputs_shape, memory_shape=None):
         owner = type(self).__name__
@@ -242,12 +258,12 @@ class AttentionWrapper(keras.layers.Layer):
                 f"memory_dim; got shape {memory_shape}."
             )
         self.memory_dim = int(memory_shape[-1])
-        if self.return_alignments:
+        if self.return_attention_scores:
             if memory_shape[1] is None:
                 raise ValueError(
-                    f"{owner}: `return_alignments=True` needs the memory's length known when the "
-                    f"layer is built (each step outputs its weights over it); got memory shape "
-                    f"{tuple(memory_shape)}. Pad the memory to a fixed length."
+                    f"{owner}: `return_attention_scores=True` needs the memory's length known "
+                    "when the layer is built (each step outputs its weights over it); got "
+                    f"memory shape {tuple(memory_shape)}. Pad the memory to a fixed length."
                 )
             self.memory_length = int(memory_shape[1])
         query = self.query_size
@@ -348,7 +364,7 @@ class AttentionWrapper(keras.layers.Layer):
         Returns:
             ``(step outputs, attention vectors)``: the outputs the loop would give
             (``[batch, time, output_size]``, the weights over the memory appended with
-            ``return_alignments``) and :math:`a_t` ``[batch, time, attention_size]``, the
+            ``return_attention_scores``) and :math:`a_t` ``[batch, time, attention_size]``, the
             fed-back state of each step.
         """
         dtype = outputs.dtype
@@ -375,7 +391,7 @@ class AttentionWrapper(keras.layers.Layer):
             ops.matmul(ops.concatenate([context, outputs], -1), weight(self.attention_kernel))
         )
         step_outputs = attention if self.output_attention else outputs
-        if self.return_alignments:
+        if self.return_attention_scores:
             step_outputs = ops.concatenate([step_outputs, ops.cast(weights, dtype)], -1)
         return step_outputs, attention
 
@@ -404,7 +420,7 @@ class AttentionWrapper(keras.layers.Layer):
         step_output, weights, new_cell_states, feedback = self.step(
             inputs, states[:-1], states[-1], memory, keys, memory_mask, training
         )
-        if self.return_alignments:
+        if self.return_attention_scores:
             step_output = ops.concatenate([step_output, ops.cast(weights, step_output.dtype)], -1)
         return step_output, [*new_cell_states, feedback]
 
@@ -433,13 +449,13 @@ class AttentionWrapper(keras.layers.Layer):
             {
                 "cell": keras.saving.serialize_keras_object(self.cell),
                 "score": self.score,
-                "attention_units": self.attention_units,
+                "attention_units": self.attention_units if self.score == "additive" else None,
                 "normalize": self.normalize,
                 "scale": self.scale,
                 "position": self.position,
-                "attention_size": self.attention_size,
+                "attention_size": self.attention_size if self.uses_attention_kernel else None,
                 "output_attention": self.output_attention,
-                "return_alignments": self.return_alignments,
+                "return_attention_scores": self.return_attention_scores,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "input_feeding": self.input_feeding,
             }
@@ -511,7 +527,7 @@ class AttentionRNN(ResettableRNN):
 
     Returns:
         As `keras.layers.RNN`: the last output ``[batch, size]``, or every step's ``[batch,
-        time, size]`` with ``return_sequences=True``; with the cell's ``return_alignments``,
+        time, size]`` with ``return_sequences=True``; with the cell's ``return_attention_scores``,
         followed by the weights over the memory (``[batch, length]`` or ``[batch, time,
         length]``); with ``return_state=True``, the final states after them.
 
@@ -524,7 +540,7 @@ class AttentionRNN(ResettableRNN):
     >>> encoded = rng.normal(size=(2, 7, 12)).astype("float32")
     >>> encoded_mask = np.array([[True] * 7, [True] * 4 + [False] * 3])
     >>> targets = rng.normal(size=(2, 5, 3)).astype("float32")
-    >>> cell = AttentionWrapper(keras.layers.GRUCell(16), return_alignments=True)
+    >>> cell = AttentionWrapper(keras.layers.GRUCell(16), return_attention_scores=True)
     >>> decoder = AttentionRNN(cell, return_sequences=True)
     >>> outputs, alignments = decoder(targets, memory=encoded, memory_mask=encoded_mask)
     >>> outputs.shape, alignments.shape
@@ -634,9 +650,9 @@ class AttentionRNN(ResettableRNN):
         return step_outputs[:, -1], step_outputs, states
 
     def _split_alignments(self, results):
-        """With the cell's ``return_alignments``, the outputs split into ``(outputs,
+        """With the cell's ``return_attention_scores``, the outputs split into ``(outputs,
         alignments)``, the states (with ``return_state``) after them."""
-        if not self.cell.return_alignments:
+        if not self.cell.return_attention_scores:
             return results
         outputs, states = (results[0], list(results[1:])) if self.return_state else (results, [])
         width = self.cell.output_size - self.cell.memory_length
@@ -647,7 +663,7 @@ class AttentionRNN(ResettableRNN):
         spec = super().compute_output_spec(
             sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
         )
-        if not self.cell.return_alignments:
+        if not self.cell.return_attention_scores:
             return spec
         output, states = (spec[0], list(spec[1:])) if self.return_state else (spec, [])
         width = self.cell.output_size - self.cell.memory_length

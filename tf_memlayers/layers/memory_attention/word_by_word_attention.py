@@ -55,7 +55,7 @@ class WordByWordAttention(AttentionWrapper):
             cell's output width).
         output_attention: Boolean, output :math:`h^*_t` (else the cell's :math:`h_t`).
             Default: `True`.
-        return_alignments: Boolean, append the step's weights :math:`\alpha_t` to its output,
+        return_attention_scores: Boolean, append the step's weights :math:`\alpha_t` to its output,
             as `AttentionWrapper` does. Default: `False`.
         kernel_initializer: Initializer of the attention's kernels. Default:
             ``"glorot_uniform"``.
@@ -75,7 +75,7 @@ class WordByWordAttention(AttentionWrapper):
 
     Returns:
         ``(output, new_states)``: :math:`h^*_t` ``[batch, attention_size]`` (or the cell's
-        output; followed by :math:`\alpha_t` with ``return_alignments``) and the new states.
+        output; followed by :math:`\alpha_t` with ``return_attention_scores``) and the new states.
 
     Example:
 
@@ -102,7 +102,7 @@ class WordByWordAttention(AttentionWrapper):
         attention_units=None,
         attention_size=None,
         output_attention=True,
-        return_alignments=False,
+        return_attention_scores=False,
         kernel_initializer="glorot_uniform",
         **kwargs,
     ):
@@ -122,7 +122,7 @@ class WordByWordAttention(AttentionWrapper):
             input_feeding=False,  # the cell reads the hypothesis alone
             attention_size=attention_size,
             output_attention=output_attention,
-            return_alignments=return_alignments,
+            return_attention_scores=return_attention_scores,
             kernel_initializer=kernel_initializer,
             **kwargs,
         )
