@@ -91,9 +91,9 @@ def parse_args(argv=None):
     options.add_argument(source, "--houses", type=options.int_at_least(2), default=8,
                          metavar="N", help="generated corpus: houses per episode, at most "
                          f"{data.GENERATED_HOUSES}")
-    options.add_argument(source, "--max-vocabulary", type=options.int_at_least(2), metavar="N",
-                         help="cap the vocabulary, <pad> and <unk> included; the rarer words "
-                         "become <unk> (default: no cap)")
+    options.add_argument(source, "--max-vocabulary", type=options.int_at_least(3), metavar="N",
+                         help="cap the vocabulary, <pad> and <unk> included (so at least one "
+                         "word beside them); the rarer words become <unk> (default: no cap)")
     options.add_option(source, "max_length", default=40, type=options.int_at_least(2),
                        help="context steps (the paper: 40); longer sentences are skipped. The "
                        f"generated corpus takes {data.GENERATED_STEPS}")
@@ -327,9 +327,11 @@ def main(argv=None, extra_callbacks=()):
     corpus = GeneratedCorpus(args) if not args.data_dir else FileCorpus(args)
     vocabulary, x_eval, y_eval = corpus.vocabulary, corpus.x_eval, corpus.y_eval
     if not corpus.train_sentences or not len(x_eval):
-        raise ValueError(
-            f"No usable sentences in {corpus.source} (2 to {corpus.max_length} tokens)."
-        )
+        # Reported as the option that leaves the sentences out, exit status 2.
+        with options.reported_as("--max-length"):
+            raise ValueError(
+                f"no usable sentences in {corpus.source} (2 to {corpus.max_length} tokens)"
+            )
     workdir, resolved = run_directory(args, corpus)
     matrix, found = initial_embeddings(args, vocabulary)
     print(f"source={corpus.source} train={corpus.train_sentences} eval={len(x_eval)} "

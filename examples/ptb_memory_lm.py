@@ -291,6 +291,17 @@ def generated_text(args, model, corpus, prompt):
     }
 
 
+def sizes_option(args):
+    """The option a refusal of the model's widths is reported under (exit status 2, the
+    layer's own message): the explicit ``--sizes``, else ``--tie-weights``, else what the
+    memory splits, ``--ngram`` of the N-gram model or the LSTM's ``--hidden``."""
+    if args.sizes is not None:
+        return "--sizes"
+    if args.tie_weights:
+        return "--tie-weights"
+    return "--ngram" if args.model == "ngram" else "--hidden"
+
+
 def model_kwargs(args, vocabulary_size):
     return dict(
         vocabulary_size=vocabulary_size,
@@ -372,13 +383,14 @@ def run(args, extra_callbacks=()):
     # First: a multi-worker strategy sets up the collective operations before any other op.
     strategy = make_strategy(args.strategy)
     if strategy.num_replicas_in_sync > 1:
-        raise ValueError(
-            "truncated BPTT carries per-row states in the model's variables, which every "
-            "replica of a tf.distribute strategy holds as one mirrored copy, so the model "
-            "trains on one replica only; got "
-            f"--strategy {args.strategy} with {strategy.num_replicas_in_sync} replicas. Use "
-            "--strategy default (or multi_worker with one worker and at most one GPU)."
-        )
+        with options.reported_as("--strategy"):
+            raise ValueError(
+                "truncated BPTT carries per-row states in the model's variables, which every "
+                "replica of a tf.distribute strategy holds as one mirrored copy, so the model "
+                f"trains on one replica only; got {args.strategy} with "
+                f"{strategy.num_replicas_in_sync} replicas. Use --strategy default (or "
+                "multi_worker with one worker and at most one GPU)."
+            )
     keras.utils.set_random_seed(args.seed)
     started = time.time()
     corpus = load_data(args)
@@ -400,7 +412,7 @@ def run(args, extra_callbacks=()):
         for split in token_streams.SPLITS
     }
     train = truncate(split_batches["train"], args.max_train_batches)
-    with strategy.scope():
+    with strategy.scope(), options.reported_as(sizes_option(args)):
         model = language_model(
             **model_kwargs(args, len(corpus.vocabulary)),
             batch_size=args.batch_size,

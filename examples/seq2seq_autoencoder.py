@@ -76,9 +76,9 @@ def parse_args(argv=None):
                        "(default: all)")
     options.add_option(data, "max_length", default=16, help="longest sentence, in words "
                        "(longer ones are left out)")
-    options.add_argument(data, "--vocabulary-size", type=options.int_at_least(5), default=10000,
-                         metavar="N", help="the most frequent words kept, special tokens "
-                         "included (the rest read as <unk>)")
+    options.add_argument(data, "--max-vocabulary", type=options.int_at_least(5), default=10000,
+                         metavar="N", help="cap the vocabulary: the most frequent words kept, "
+                         "special tokens included (the rest read as <unk>)")
     model = parser.add_argument_group("model")
     options.add_option(model, "model", default="dual_am_gru", choices=MODELS,
                        help="dual_am_gru: AM-GRU encoder, Dual AM-GRU decoder reading its "
@@ -225,7 +225,7 @@ def main(argv=None):
         keras.config.set_dtype_policy("mixed_float16")
     started = time.time()
     splits, source = load_data(args)
-    vocabulary = sentences.build_vocabulary(splits["train"], max_size=args.vocabulary_size)
+    vocabulary = sentences.build_vocabulary(splits["train"], max_size=args.max_vocabulary)
     batch_size = args.batch_size * strategy.num_replicas_in_sync
     common = dict(vocabulary=vocabulary, max_length=args.max_length, batch_size=batch_size)
     train_data = sentences.make_dataset(

@@ -149,6 +149,9 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.source == "files" and not args.data_dir:
         parser.error("argument --source: 'files' needs --data-dir")
+    if args.data_dir and args.source in ("tfds", "generated"):
+        parser.error(f"argument --data-dir: is read with --source auto or files, not with "
+                     f"--source {args.source}")  # fmt: skip
     if args.download and (args.source in ("files", "generated") or args.data_dir):
         parser.error("argument --download: fetches SNLI through tensorflow-datasets; use "
                      "--source auto or tfds without --data-dir")

@@ -105,6 +105,7 @@ SPECIFIC_BAD = {
         (["--max-length", "1"], "--max-length"),
         (["--max-train", "0"], "--max-train"),
         (["--max-vocabulary", "1"], "--max-vocabulary"),
+        (["--max-vocabulary", "2"], "--max-vocabulary"),  # <pad> and <unk> only: no word
         (["--attention-units", "0"], "--attention-units"),
         (["--cache-size", "-1"], "--cache-size"),
         (["--weight-decay", "-1e-5"], "--weight-decay"),
@@ -117,7 +118,7 @@ SPECIFIC_BAD["seq2seq_autoencoder"] = [
     (["--units", "0"], "--units"),
     (["--model", "lstm"], "--model"),
     (["--beams", "0"], "--beams"),
-    (["--vocabulary-size", "4"], "--vocabulary-size"),
+    (["--max-vocabulary", "4"], "--max-vocabulary"),
     (["--max-length", "0"], "--max-length"),
     (["--max-train", "0"], "--max-train"),
     (["--dual-key", "both"], "--dual-key"),
@@ -170,6 +171,47 @@ def test_snli_reports_an_option_the_encoder_refuses_with_its_message(
     )  # fmt: skip
     option = "--top-units" if "--top-units" in argv else "--fused-loop"
     assert f"error: argument {option}: " in line and message in line
+
+
+# Widths the language model refuses, reported as the option to change, with the layer's message.
+PTB_WIDTHS_REFUSED = [
+    (["--model", "ngram", "--ngram", "8"], "--ngram", "does not divide into 7 equal pieces"),
+    (["--model", "key_value", "--hidden", "9"], "--hidden", "does not divide into 2 equal pieces"),
+    (["--sizes", "3", "3", "3"], "--sizes", "`sizes` must list 1 piece (key), got 3"),
+    (["--model", "lstm", "--tie-weights", "--hidden", "8", "--embedding-dim", "4"],
+     "--tie-weights", "needs `hidden` == `embedding_dim`"),
+]
+
+
+@pytest.mark.parametrize("argv, option, message", PTB_WIDTHS_REFUSED)
+def test_ptb_reports_widths_the_model_refuses_as_the_option(examples, capsys, tmp_path, argv,
+                                                            option, message):  # fmt: skip
+    main = examples["ptb_memory_lm"].main
+    run = tmp_path / "run"
+    line = _error_line(capsys, main, [*argv, "--generated-tokens", "2000", "--verbose", "0",
+                                      "--workdir", str(run)])  # fmt: skip
+    assert f"error: argument {option}: " in line and message in line
+    assert not run.exists()
+
+
+def test_fill_reports_files_without_a_usable_sentence_as_max_length(examples, capsys, tmp_path):
+    for name in ("train.txt", "dev.txt"):
+        (tmp_path / name).write_text("one two three four five six\n")
+    run = tmp_path / "run"
+    line = _error_line(capsys, examples["fill_last_word_cache"].main,
+                       ["--data-dir", str(tmp_path), "--max-length", "3", "--workdir", str(run)])  # fmt: skip
+    assert "error: argument --max-length: no usable sentences in" in line
+    assert not run.exists()
+
+
+@pytest.mark.parametrize("source", ["tfds", "generated"])
+def test_snli_refuses_a_data_dir_its_source_would_not_read(examples, capsys, tmp_path, source):
+    for split in ("train", "dev", "test"):
+        (tmp_path / f"snli_1.0_{split}.jsonl").write_text("")
+    line = _error_line(capsys, examples["snli_dual_am_gru"].parse_args,
+                       ["--data-dir", str(tmp_path), "--source", source])  # fmt: skip
+    assert ("error: argument --data-dir: is read with --source auto or files, not with "
+            f"--source {source}") in line
 
 
 def test_fill_names_the_evaluation_file_it_lacks(examples, capsys, tmp_path):
