@@ -198,8 +198,8 @@ def test_fill_reports_files_without_a_usable_sentence_as_max_length(examples, ca
     for name in ("train.txt", "dev.txt"):
         (tmp_path / name).write_text("one two three four five six\n")
     run = tmp_path / "run"
-    line = _error_line(capsys, examples["fill_last_word_cache"].main,
-                       ["--data-dir", str(tmp_path), "--max-length", "3", "--workdir", str(run)])  # fmt: skip
+    argv = ["--data-dir", str(tmp_path), "--max-length", "3", "--workdir", str(run)]
+    line = _error_line(capsys, examples["fill_last_word_cache"].main, argv)
     assert "error: argument --max-length: no usable sentences in" in line
     assert not run.exists()
 

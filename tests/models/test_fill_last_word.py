@@ -233,7 +233,8 @@ def test_bad_builder_arguments():
             small_model(cache_size=cache_size)
     # The weight decay is HeapCacheModel's to check.
     for weight_decay, error in (("x", TypeError), (float("nan"), ValueError), (-1.0, ValueError)):
-        with pytest.raises(error, match=f"HeapCacheModel: `weight_decay` must be a .*{weight_decay!r}"):
+        refused = f"HeapCacheModel: `weight_decay` must be a .*{weight_decay!r}"
+        with pytest.raises(error, match=refused):
             small_model(weight_decay=weight_decay)
     with pytest.raises(TypeError, match='`jit_compile` must be a bool or "auto", got \'x\''):
         compile_fill_last_word_model(small_model(), jit_compile="x")

@@ -297,7 +297,8 @@ def test_make_optimizer_names_bad_arguments():
 
 
 @pytest.mark.parametrize("build, compile_, error, fragment", [
-    ({"variational_dropout": "no"}, {}, TypeError, "`variational_dropout` must be a bool, got 'no'"),
+    ({"variational_dropout": "no"}, {}, TypeError,
+     "`variational_dropout` must be a bool, got 'no'"),
     ({"forget_bias": "1"}, {}, TypeError, "`forget_bias` must be a number, got '1'"),
     ({}, {"perplexity": "no"}, TypeError, "`perplexity` must be a bool, got 'no'"),
     ({}, {"jit_compile": "no"}, TypeError, '`jit_compile` must be a bool or "auto", got \'no\''),

@@ -104,8 +104,10 @@ class TiedEmbedding(keras.layers.Embedding):
         """``reverse`` as a bool; with it, vectors ``shape`` must have width ``output_dim``."""
         reverse = check_bool("reverse", reverse, "TiedEmbedding")
         if reverse:
-            check_width("inputs", shape, self.output_dim,
-                        "the embedding's output_dim, for reverse=True", "TiedEmbedding")  # fmt: skip
+            check_width(
+                "inputs", shape, self.output_dim, "the embedding's output_dim, for reverse=True",
+                "TiedEmbedding",
+            )
         return reverse
 
     def call(self, inputs, reverse=False):

@@ -346,8 +346,10 @@ def test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients():
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
 def test_output_spec_is_exact(policy, return_sequences, return_state):
     x, memory, mask = _data(np.random.default_rng(12), "float32")
-    cell = AttentionWrapper(keras.layers.LSTMCell(UNITS, dtype=policy),
-                            return_attention_scores=True, attention_size=7, dtype=policy)  # fmt: skip
+    cell = AttentionWrapper(
+        keras.layers.LSTMCell(UNITS, dtype=policy), return_attention_scores=True,
+        attention_size=7, dtype=policy,
+    )  # fmt: skip
     layer = AttentionRNN(cell, return_sequences=return_sequences, return_state=return_state,
                          dtype=policy)  # fmt: skip
     head = (BATCH, STEPS) if return_sequences else (BATCH,)
