@@ -245,6 +245,13 @@ def parse_args(argv=None):
     if args.pack and args.no_document_resets:
         parser.error("argument --pack: packs documents with a restart at each one, but "
                      "--no-document-resets reads each split as one stream; give one of them")
+    # Options that would be taken and never used.
+    if args.lr_decay != 1.0 and args.full_rate_epochs is None:
+        parser.error(f"argument --lr-decay: applies after --full-rate-epochs N, which neither "
+                     f"the command nor --config sets; got --lr-decay {args.lr_decay} alone")
+    if args.sizes is not None and args.model == "lstm":
+        parser.error("argument --sizes: sizes the pieces of a memory's input; --model lstm "
+                     "has no memory")
     return args
 
 

@@ -99,6 +99,8 @@ SPECIFIC_BAD = {
         (["--config", "zaremba-tiny"], "--config"),
         (["--metrics-file", "/nonexistent/metrics.json"], "--metrics-file"),
         (["--pack", "--no-document-resets"], "--pack"),
+        (["--lr-decay", "0.5"], "--lr-decay"),  # without --full-rate-epochs: never applied
+        (["--model", "lstm", "--sizes", "4", "4"], "--sizes"),
     ],
     "fill_last_word_cache": [
         (["--hidden", "0"], "--hidden"),
