@@ -152,6 +152,13 @@ def parse_args(argv=None):
     if args.data_dir and args.source in ("tfds", "generated"):
         parser.error(f"argument --data-dir: is read with --source auto or files, not with "
                      f"--source {args.source}")  # fmt: skip
+    if args.tfds_data_dir is not None:
+        if args.data_dir or args.source in ("files", "generated"):
+            parser.error("argument --tfds-data-dir: is read with --source auto or tfds, "
+                         "without --data-dir")
+        if not args.download and not os.path.isdir(args.tfds_data_dir):
+            parser.error(f"argument --tfds-data-dir: no folder {args.tfds_data_dir!r} (with "
+                         "--download, tensorflow-datasets prepares SNLI there)")
     if args.download and (args.source in ("files", "generated") or args.data_dir):
         parser.error("argument --download: fetches SNLI through tensorflow-datasets; use "
                      "--source auto or tfds without --data-dir")

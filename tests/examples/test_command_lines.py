@@ -77,6 +77,8 @@ SPECIFIC_BAD = {
         (["--embeddings", "/nonexistent/glove.txt"], "--embeddings"),
         (["--source", "files"], "--source"),
         (["--download", "--source", "generated"], "--download"),
+        (["--tfds-data-dir", "/nonexistent/tfds"], "--tfds-data-dir"),
+        (["--tfds-data-dir", ".", "--source", "generated"], "--tfds-data-dir"),
     ],
     "ptb_memory_lm": [
         (["--hidden", "0"], "--hidden"),
