@@ -98,7 +98,7 @@ PTB_RUN_OPTIONS = (
 )  # fmt: skip
 # Options added after runs were named: they enter a run's settings (and its directory's
 # digest) only when given, so earlier command lines keep their run directories.
-PTB_ADDED_OPTIONS = ("pack",)
+PTB_ADDED_OPTIONS = ("pack", "mixed_precision")
 
 
 BASE_DEFAULTS = {
@@ -212,6 +212,7 @@ def parse_args(argv=None):
                          help="train on only the first N batches of each epoch (default: all)")
     options.add_option(train, "strategy", default="auto")
     options.add_option(train, "jit", default=True)
+    options.add_option(train, "mixed_precision", default=False)
     options.add_option(train, "seed", default=0)
 
     run = parser.add_argument_group("run")
@@ -399,6 +400,8 @@ def run(args, extra_callbacks=()):
                 "multi_worker with one worker and at most one GPU)."
             )
     keras.utils.set_random_seed(args.seed)
+    if args.mixed_precision:
+        keras.config.set_dtype_policy("mixed_float16")
     started = time.time()
     corpus = load_data(args)
     if args.probe_sentence is not None:

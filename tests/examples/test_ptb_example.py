@@ -212,6 +212,23 @@ def test_pack_trains_attention_on_documents_back_to_back(tmp_path, capsys):
     assert set(model.input) == {"tokens", "reset"}
 
 
+def test_mixed_precision_trains_in_float16_and_names_its_own_run(tmp_path, capsys):
+    argv = [*TINY, "--model", "key_value", "--epochs", "1", "--mixed-precision"]
+    metrics = example.main([*argv, "--workdir", str(tmp_path / "run")])
+    model = keras.saving.load_model(tmp_path / "run" / "last.keras")
+    assert model.get_layer("embedding").dtype_policy.name == "mixed_float16"
+    corpus = example.load_data(example.parse_args(TINY))
+    for split in ("valid", "test"):
+        assert 1.0 < metrics[f"{split}_perplexity"] < len(corpus.vocabulary)
+    # Like --pack, an option added after runs were named: only a run that gives it changes.
+    def settings(argv):
+        return example.resolved_settings(example.parse_args(argv), {"corpus": "generated"},
+                                         example.PTB_RUN_OPTIONS, example.PTB_ADDED_OPTIONS)
+
+    assert settings(argv)["mixed_precision"] is True
+    assert "mixed_precision" not in settings(TINY)
+
+
 def test_pack_names_its_own_run_directory_and_leaves_the_others_as_they_were():
     from examples.harness.run_directory import resolved_settings, run_workdir
 
@@ -223,11 +240,12 @@ def test_pack_names_its_own_run_directory_and_leaves_the_others_as_they_were():
     plain = example.parse_args(["--model", "lstm"])
     settings = resolved_settings(plain, {"corpus": "ptb"}, example.PTB_RUN_OPTIONS,
                                  example.PTB_ADDED_OPTIONS)  # fmt: skip
-    # Without --pack the settings, and so the digest, are those of the options before it.
+    # Without --pack (or another added option) the settings, and so the digest, are those of
+    # the options before them.
     assert "pack" not in settings
     assert settings == resolved_settings(
-        {k: v for k, v in vars(plain).items() if k != "pack"}, {"corpus": "ptb"},
-        example.PTB_RUN_OPTIONS,
+        {k: v for k, v in vars(plain).items() if k not in example.PTB_ADDED_OPTIONS},
+        {"corpus": "ptb"}, example.PTB_RUN_OPTIONS,
     )  # fmt: skip
     packed = workdir(["--model", "lstm", "--pack"])
     assert "pack=True" in packed and packed != workdir(["--model", "lstm"])
