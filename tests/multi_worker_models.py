@@ -86,8 +86,12 @@ def lm_refused(*argv):
 
     try:
         load_example("ptb_memory_lm").main(list(argv))
-    except ValueError as error:
-        return str(error)
+    except SystemExit as refused:
+        # A command-line error about --strategy (status 2): the message of the ValueError
+        # it reports.
+        if refused.code != 2 or not isinstance(refused.__cause__, ValueError):
+            raise
+        return str(refused.__cause__)
     return None
 
 
