@@ -327,11 +327,9 @@ def main(argv=None, extra_callbacks=()):
     corpus = GeneratedCorpus(args) if not args.data_dir else FileCorpus(args)
     vocabulary, x_eval, y_eval = corpus.vocabulary, corpus.x_eval, corpus.y_eval
     if not corpus.train_sentences or not len(x_eval):
-        # Reported as the option that leaves the sentences out, exit status 2.
-        with options.reported_as("--max-length"):
-            raise ValueError(
-                f"no usable sentences in {corpus.source} (2 to {corpus.max_length} tokens)"
-            )
+        # Reported as the option that leaves the sentences out.
+        options.refuse("--max-length", f"no usable sentences in {corpus.source} (2 to "
+                                       f"{corpus.max_length} tokens)")  # fmt: skip
     workdir, resolved = run_directory(args, corpus)
     matrix, found = initial_embeddings(args, vocabulary)
     print(f"source={corpus.source} train={corpus.train_sentences} eval={len(x_eval)} "

@@ -391,14 +391,14 @@ def run(args, extra_callbacks=()):
     # First: a multi-worker strategy sets up the collective operations before any other op.
     strategy = make_strategy(args.strategy)
     if strategy.num_replicas_in_sync > 1:
-        with options.reported_as("--strategy"):
-            raise ValueError(
-                "truncated BPTT carries per-row states in the model's variables, which every "
-                "replica of a tf.distribute strategy holds as one mirrored copy, so the model "
-                f"trains on one replica only; got {args.strategy} with "
-                f"{strategy.num_replicas_in_sync} replicas. Use --strategy default (or "
-                "multi_worker with one worker and at most one GPU)."
-            )
+        options.refuse(
+            "--strategy",
+            "truncated BPTT carries per-row states in the model's variables, which every "
+            "replica of a tf.distribute strategy holds as one mirrored copy, so the model "
+            f"trains on one replica only; got {args.strategy} with "
+            f"{strategy.num_replicas_in_sync} replicas. Use --strategy default (or "
+            "multi_worker with one worker and at most one GPU).",
+        )
     keras.utils.set_random_seed(args.seed)
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")

@@ -395,7 +395,21 @@ def reported_as(option, prog=None):
     try:
         yield
     except (ImportError, OSError, ValueError) as error:
-        prog = prog or os.path.basename(sys.argv[0])
-        message = " ".join(str(error).split())
-        print(f"{prog}: error: argument {option}: {message}", file=sys.stderr)
-        raise SystemExit(2) from error
+        refuse(option, str(error), prog, cause=error)
+
+
+def refuse(option, message, prog=None, cause=None):
+    """Exits with status 2 after one line, ``<prog>: error: argument <option>: <message>``,
+    as argparse does for a bad value: for a value found wrong after parsing.
+
+    Args:
+        option: the option at fault, e.g. ``"--strategy"``.
+        message: what is wrong (its white space is folded onto one line).
+        prog: the program name (default: the script's file name).
+        cause: the exception behind the refusal, chained to the `SystemExit` (default: a
+            ``ValueError`` of ``message``).
+    """
+    prog = prog or os.path.basename(sys.argv[0])
+    message = " ".join(str(message).split())
+    print(f"{prog}: error: argument {option}: {message}", file=sys.stderr)
+    raise SystemExit(2) from (cause or ValueError(message))
