@@ -127,6 +127,8 @@ def parse_args(argv=None):
                        "--data-dir (the generated corpus is batched by episode)")
     options.add_option(train, "learning_rate", help="Adam's learning rate (default: 0.01, the "
                        "paper, or 1e-3 with --faithful-to-code)")
+    options.add_option(train, "clip_norm", help="each gradient's norm is clipped to this (0: "
+                       "none; default: 5, the paper, or none with --faithful-to-code)")
     options.add_argument(train, "--weight-decay", type=options.non_negative_float, default=1e-5,
                          metavar="C", help="L2 penalty C * sum ||w||^2 / 2 on every weight")
     options.add_run_options(
@@ -295,11 +297,14 @@ def initial_embeddings(args, vocabulary):
 # The run settings (digest, directory name, the settings a resumed run is checked against)
 # record the LSTM width ``--hidden`` as ``hidden_units``, the name run directories hold it by.
 RECORDED_NAMES = {"hidden": "hidden_units"}
+# Options added after runs were named: they define a run only when given (`run_settings`).
+FILL_ADDED_OPTIONS = ("clip_norm",)
 
 
 def run_settings(args, resolved):
     """The settings the run computes with (`resolved_settings`), under their recorded names."""
-    return resolved_settings(recorded_names(args, RECORDED_NAMES), resolved)
+    recorded = recorded_names(args, RECORDED_NAMES)
+    return resolved_settings(recorded, resolved, added_options=FILL_ADDED_OPTIONS)
 
 
 def run_directory(args, corpus):
@@ -312,7 +317,9 @@ def run_directory(args, corpus):
     label = f"{args.pooling}-cache{args.cache_size}"
     root = os.path.join("runs", "fill_last_word_cache")
     recorded = recorded_names(args, RECORDED_NAMES)
-    return run_workdir(recorded, root, label, resolved=resolved), resolved
+    workdir = run_workdir(recorded, root, label, resolved=resolved,
+                          added_options=FILL_ADDED_OPTIONS)  # fmt: skip
+    return workdir, resolved
 
 
 def main(argv=None, extra_callbacks=()):
@@ -355,9 +362,8 @@ def main(argv=None, extra_callbacks=()):
             weight_decay=args.weight_decay,
             faithful_to_code=args.faithful_to_code,
         )
-        compile_fill_last_word_model(
-            model, args.faithful_to_code, args.learning_rate, jit_compile=args.jit
-        )
+        compile_fill_last_word_model(model, args.faithful_to_code, args.learning_rate,
+                                     clip_norm=args.clip_norm, jit_compile=args.jit)  # fmt: skip
 
     # The chief writes the run directory; other workers write to a temporary copy of it.
     with worker_directory(workdir, strategy) as rundir:

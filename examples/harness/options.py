@@ -364,6 +364,15 @@ class ArgumentParser(argparse.ArgumentParser):
     def __init__(self, *args, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
+    def get_default(self, dest):
+        """The default of the option stored in ``dest``: that of the option itself, not the
+        `argparse.SUPPRESS` of an old spelling of it (argparse's own skips a default of
+        `None` and takes the next option with the same ``dest``)."""
+        for action in self._actions:
+            if action.dest == dest and action.default is not argparse.SUPPRESS:
+                return action.default
+        return self._defaults.get(dest)
+
     def parse_known_args(self, args=None, namespace=None):
         if namespace is None:
             namespace = ParsedOptions()

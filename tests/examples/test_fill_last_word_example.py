@@ -95,6 +95,26 @@ def test_default_run_directory_names_changes_and_digests_resolved_values():
     faithful, resolved = name(["--faithful-to-code"])
     assert resolved["learning_rate"] == 1e-3 and faithful[-8:] != default[-8:]
     assert name(["--workdir", "mine"])[0] == "mine"
+    # --clip-norm was added after runs were named: only a run that gives it changes.
+    clipped, _ = name(["--clip-norm", "1"])
+    assert "clip_norm=1.0" in clipped and clipped[-8:] != default[-8:]
+
+
+@pytest.mark.parametrize("argv, clip_norm", [
+    ([], 5.0),  # the paper's
+    (["--faithful-to-code", "--clip-norm", "2"], 2.0),  # the reference code never clips
+])  # fmt: skip
+def test_clip_norm_reaches_the_optimizer(tmp_path, argv, clip_norm):
+    example = load_example()
+    captured = {}
+
+    class Optimizer(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            captured["clipnorm"] = self.model.optimizer.clipnorm
+
+    argv = [*TINY, "--cache-size", "0", "--workdir", str(tmp_path / "run"), *argv]
+    example.main(argv, extra_callbacks=[Optimizer()])
+    assert captured["clipnorm"] == clip_norm
 
 
 @pytest.mark.parametrize(

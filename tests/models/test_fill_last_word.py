@@ -151,6 +151,9 @@ def test_paper_mode_layers():
     assert not any("norm" in layer.name for layer in model.layers)
     optimizer = fill_last_word_optimizer()
     assert float(optimizer.learning_rate) == pytest.approx(0.01) and optimizer.clipnorm == 5.0
+    assert fill_last_word_optimizer(clip_norm=1.5).clipnorm == 1.5
+    assert fill_last_word_optimizer(clip_norm=0).clipnorm is None  # 0: no clipping
+    assert fill_last_word_optimizer(True, clip_norm=2).clipnorm == 2.0
     assert model.weight_decay == 1e-5
     assert small_model(cache_size=None).cache_layers == []
 

@@ -41,6 +41,14 @@ def test_the_default_encoder_is_the_papers():
     assert model.name == "snli"
 
 
+@pytest.mark.parametrize("clip_norm, expected", [(5.0, 5.0), (0.5, 0.5), (0, None), (None, None)])
+def test_the_optimizer_is_the_papers_with_the_clip_norm_given(clip_norm, expected):
+    model = compile_snli_model(snli_model(20, units=4, embedding_dim=3), clip_norm=clip_norm)
+    optimizer = model.optimizer
+    assert optimizer.global_clipnorm == expected and optimizer.clipnorm is None
+    assert float(optimizer.beta_1) == 0.0 and float(optimizer.learning_rate) == np.float32(1e-3)
+
+
 @pytest.mark.parametrize("fused_loop", [False, True])
 def test_model_trains_saves_and_reloads(tmp_path, fused_loop):
     rng = np.random.default_rng(0)

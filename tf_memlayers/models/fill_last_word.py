@@ -256,7 +256,7 @@ def fill_last_word_optimizer(faithful_to_code=False, learning_rate=None, clip_no
         learning_rate = CODE_LEARNING_RATE if faithful_to_code else PAPER_LEARNING_RATE
     if clip_norm is None and not faithful_to_code:
         clip_norm = PAPER_CLIP_NORM
-    return keras.optimizers.Adam(learning_rate, clipnorm=clip_norm)
+    return keras.optimizers.Adam(learning_rate, clipnorm=clip_norm or None)
 
 
 def compile_fill_last_word_model(

@@ -356,8 +356,9 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Fal
     if clip_norm is not None:
         clip_norm = check_number("clip_norm", clip_norm, 0.0)
     jit_compile = check_bool_or_auto("jit_compile", jit_compile)
+    optimizer = keras.optimizers.Adam(learning_rate, beta_1=0.0, global_clipnorm=clip_norm or None)
     model.compile(
-        optimizer=keras.optimizers.Adam(learning_rate, beta_1=0.0, global_clipnorm=clip_norm),
+        optimizer=optimizer,
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy"],
         jit_compile=jit_compile,
