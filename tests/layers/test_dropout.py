@@ -89,6 +89,22 @@ def test_compiled_masks_drop_the_rate_and_change_every_step():
     assert 0.05 < (first != second).mean()
 
 
+@tensorflow_only(TF_FUNCTION)
+def test_the_masks_are_drawn_by_philox():
+    import tensorflow as tf
+
+    layer = PhiloxDropout(0.5, seed=1)
+    step = tf.function(lambda x: layer(x, training=True))
+    graph = step.get_concrete_function(tf.TensorSpec((2, 5), tf.float32)).graph
+    algorithms = [
+        int(tf.get_static_value(op.inputs[-1]))
+        for op in graph.get_operations()
+        if op.type.startswith("StatelessRandom") and op.inputs[-1].op.name.endswith("/alg")
+    ]  # fmt: skip
+    # TensorFlow's default ("auto_select", 3) may change with the device; Philox is 1.
+    assert algorithms and set(algorithms) == {tf.random.Algorithm.PHILOX.value}
+
+
 def test_inference_and_rate_zero_pass_the_input_through_and_rate_one_drops_everything():
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(PhiloxDropout(0.5)(X)), X)
     np.testing.assert_array_equal(

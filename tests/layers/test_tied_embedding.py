@@ -25,7 +25,8 @@ class TiedEmbeddingTest(LayerTestCase):
     not_in = {
         "empty": "keras.layers.Embedding's lookup of integer ids",
         "nan_padding": "reads integer ids, which cannot be NaN",
-        "output_spec": "keras.layers.Embedding's spec, checked in test_tied_embedding.py",
+        "output_spec": "two calls (ids, and vectors with reverse=True): "
+                       "test_output_spec_is_what_the_symbolic_and_eager_calls_give",
         "flags": "has no boolean arguments of its own",
     }
     keras_checks = {
@@ -80,6 +81,23 @@ def test_mask_and_mixed_precision():
     assert vectors.dtype == "float16"
     assert layer(vectors, reverse=True).dtype == "float16"
     np.testing.assert_array_equal(np.asarray(layer.compute_mask(ids)), [[True, False]])
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_output_spec_is_what_the_symbolic_and_eager_calls_give(policy, reverse):
+    keras.config.set_dtype_policy(policy)
+    layer = TiedEmbedding(6, 4)
+    if reverse:
+        data = np.ones((2, 3, 4), "float32")
+        symbolic = keras.Input((3, 4), batch_size=2)
+    else:
+        data = np.ones((2, 3), "int32")
+        symbolic = keras.Input((3,), batch_size=2, dtype="int32")
+    spec = layer.compute_output_spec(symbolic, reverse=reverse)
+    wanted = ((2, 3, 6 if reverse else 4), "float16" if policy == "mixed_float16" else "float32")
+    for got in (spec, layer(symbolic, reverse=reverse), layer(data, reverse=reverse)):
+        assert (tuple(got.shape), keras.backend.standardize_dtype(got.dtype)) == wanted
 
 
 def test_config_round_trip_and_saving(tmp_path):

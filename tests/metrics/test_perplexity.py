@@ -110,3 +110,8 @@ def test_the_metric_is_restored_by_its_registered_name():
     restored = keras.metrics.deserialize(config)
     assert isinstance(restored, Perplexity) and restored.name == "ppl"
     assert float(restored.result()) == pytest.approx(1.0)
+    # The restored metric measures: exp of the mean negative log-likelihood of its batch.
+    targets, logits, weights = _batch(np.random.default_rng(3), 3, 5)
+    restored.update_state(targets, logits, sample_weight=weights)
+    expected = np.exp((_numpy_nll(targets, logits) * weights).sum() / weights.sum())
+    np.testing.assert_allclose(float(restored.result()), expected, rtol=1e-5)

@@ -273,7 +273,7 @@ def test_cache_layers_are_found_through_the_public_keras_api():
         assert "._inputs_struct" not in source and "._flatten_layers" not in source
     # Caches at the top level, in a nested model and under a wrapper, each once, in order.
     first, second = keras.Input((3,), name="first"), keras.Input((3,), name="second")
-    top = HeapCacheAttention(4, 2, name="top")
+    top = HeapCacheAttention(4, 2, query="dot", name="top")
     inner_input = keras.Input((3,))
     inner = keras.Model(inner_input, HeapCacheAttention(4, 2, name="nested")(inner_input))
     model = keras.Model([first, second], keras.layers.Add()([top(first), inner(second)]))
@@ -285,10 +285,15 @@ def test_cache_layers_are_found_through_the_public_keras_api():
     sequence = keras.Input((5, 3))
     outer = keras.Model(sequence, wrapped(sequence))
     assert [layer.name for layer in heap_cache_model.cache_attention_layers(outer)] == ["wrapped"]
-    # The probe reads the states a cache layer receives for inputs in the model's structure.
-    x = [np.ones((2, 3), "float32"), np.zeros((2, 3), "float32")]
+    # The probe reads the states a cache layer receives for inputs in the model's structure:
+    # the query-dependent read of `first`'s rows, averaged over them.
+    rng = np.random.default_rng(0)
+    top.cache.assign(rng.normal(size=(4, 3)))
+    x = [rng.normal(size=(5, 3)).astype("float32"), rng.normal(size=(5, 3)).astype("float32")]
     weights = cache_attention_by_index(model, top, probe_inputs=x)
-    assert weights.shape == (4,)
+    expected = np.asarray(top.attention_weights(x[0])).mean(axis=0)
+    np.testing.assert_allclose(weights, expected, rtol=1e-6)
+    assert not np.allclose(expected, np.asarray(top.attention_weights(x[1])).mean(axis=0))
 
 
 def test_hidden_units_is_an_old_spelling_of_hidden():

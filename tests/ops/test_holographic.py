@@ -64,6 +64,8 @@ def test_permutations_are_pythons_random_sequence():
 
 
 def test_permutations_of_the_original_fixture():
+    # The fixture the original code's permutations give (random.Random(123), n = 200, C = 8,
+    # Python 3.11), as ORIGINAL_CODE.md records it: the default seed is the original's.
     perms = holographic.make_permutations(100, 8)  # n = 200 real units
     assert perms[0] == list(range(100))
     assert perms[1][:12] == [87, 29, 63, 50, 84, 93, 7, 67, 64, 75, 24, 60]

@@ -113,6 +113,9 @@ class TiedEmbedding(keras.layers.Embedding):
     def call(self, inputs, reverse=False):
         if not self._check_reverse(reverse, inputs.shape):
             return super().call(inputs)
+        # Keras's Embedding does not cast its inputs (ids); vectors are cast here, so that
+        # float32 vectors give the policy's logits as float16 ones do.
+        inputs = ops.cast(inputs, self.compute_dtype)
         kernel = ops.transpose(ops.cast(self.embeddings, self.compute_dtype))
         return ops.matmul(inputs, kernel) + ops.cast(self.output_bias, self.compute_dtype)
 

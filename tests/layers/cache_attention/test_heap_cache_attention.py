@@ -92,12 +92,20 @@ def candidate_batches(rng, batches, batch_size, pool_size=None):
 
 
 def test_first_candidate_lands_at_index_62():
+    # The reference code's sift-down: every slot is empty (-inf, all tied), ties go to the
+    # child 2i+2, and a missing child scores +inf, so the first candidate sinks along the 2i+2
+    # path to the first slot without children: for K = 100 index 62, as checked against the
+    # reference code.
+    landing = 0
+    while 2 * landing + 2 < 100:
+        landing = 2 * landing + 2
+    assert landing == 62
     layer = make_layer(100)
     vector = np.random.default_rng(0).normal(size=(1, WIDTH)).astype("float32")
     assert np.asarray(layer.insert(vector)).tolist() == [True]
     occupied = np.flatnonzero(np.any(np.asarray(layer.cache) != 0, axis=-1))
-    assert occupied.tolist() == [62]
-    np.testing.assert_array_equal(np.asarray(layer.cache)[62], vector[0])
+    assert occupied.tolist() == [landing]
+    np.testing.assert_array_equal(np.asarray(layer.cache)[landing], vector[0])
 
 
 @pytest.mark.parametrize("cache_size", [1, 7, 100])
@@ -176,6 +184,14 @@ def test_many_repeated_candidates_in_a_large_float32_cache(policy):
                 expected, batch.astype(np.float64), kernel.astype(np.float64),
                 score_vector.astype(np.float64))
             np.testing.assert_array_equal(np.asarray(layer.cache), expected.astype("float32"))
+        else:  # the best 300 of what was kept and the batch, ties by position
+            everything = np.concatenate([expected, batch.astype(np.float64)])
+            scores = np.array([ref.score(v, kernel.astype(np.float64),
+                                         score_vector.astype(np.float64)) for v in everything])
+            best = np.lexsort((np.arange(len(everything)), -scores))[:300]
+            expected = everything[best[::-1]]  # weakest first
+            rows = [tuple(r) for r in np.asarray(layer.cache)]
+            assert rows == [tuple(r) for r in expected.astype("float32")]
     rows = {tuple(r) for r in np.asarray(layer.cache) if r.any()}
     assert rows <= {tuple(r) for r in pool}
     if policy == "topk":  # the 9 distinct vectors fill the cache, best copies first
