@@ -25,7 +25,9 @@ options) keeps checkpoints (the same command resumes after an
 interruption at any point, cache and shuffling included, and ends as an uninterrupted run
 would; a different one in the same ``--workdir`` is refused),
 TensorBoard logs (scalars; each epoch the cache-attention weight by heap index on a log axis, as
-in the paper's Fig. 5, and the cache fill) and ``metrics.json`` (the whole run).
+in the paper's Fig. 5, and the cache fill, both read after the epoch's evaluation: on the
+generated corpus, of the cache the last evaluation episode wrote) and ``metrics.json`` (the
+whole run).
 ``tensorboard --logdir runs/fill_last_word_cache`` compares the runs.
 """
 

@@ -16,8 +16,8 @@ Examples::
         --eval-every 1000 --epochs 30 --workdir runs/snli
 
 The run directory (``--workdir``; by default ``runs/snli_dual_am_gru/<model>-<options changed
-from their defaults>-<digest of the resolved settings>``, e.g. ``gru-units=50-1f0c9a2e``, one
-per set of settings) keeps checkpoints (the same command resumes after an interruption at any
+from their defaults>-<digest of the resolved settings>``, e.g. ``gru-kind=gru_units=50-<digest>``
+for ``--model gru --units 50``, one per set of settings) keeps checkpoints (the same command resumes after an interruption at any
 point and ends as an uninterrupted run would; a different one in the same ``--workdir`` is
 refused), TensorBoard logs (scalars, the per-epoch memory retrieval heatmap and its sentence
 pair) and ``metrics.json`` (the whole run).
@@ -300,11 +300,13 @@ def main(argv=None, extra_callbacks=()):
             monitor="val_accuracy",
             mode="max",
             settings=run_settings(args, resolved),
+            # TensorBoard first: it logs the learning rate the epoch ran with, before the
+            # rule halves it for the next epoch (as the run's history records it).
             callbacks=[
+                keras.callbacks.TensorBoard(log_dir),
                 halve_learning_rate_callback(
                     state_path=os.path.join(rundir, "learning_rate.json")
                 ),
-                keras.callbacks.TensorBoard(log_dir),
                 MemoryRetrievalHeatmap(log_dir, probe.premise, probe.hypothesis, vocabulary),
                 *extra_callbacks,
             ],

@@ -92,10 +92,9 @@ class MemoryProbe(keras.callbacks.Callback):
 
     def __init__(self, log_dir, autoencoder, sentences, vocabulary):
         super().__init__()
-        import tensorflow as tf
-
         self.autoencoder, self.sentences, self.vocabulary = autoencoder, sentences, vocabulary
-        self.writer = tf.summary.create_file_writer(f"{log_dir}/memory")
+        self.log_dir = str(log_dir)
+        self._writer = None  # made at the first image: the GRU leaves no empty run behind
         self.history = []
 
     def on_epoch_end(self, epoch, logs=None):
@@ -111,7 +110,9 @@ class MemoryProbe(keras.callbacks.Callback):
         self.history.append(statistics)
         words = [self.vocabulary[i] for i in source]
         inputs = [self.vocabulary[i] for i in decoder_input]
-        with self.writer.as_default():
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(f"{self.log_dir}/memory")
+        with self._writer.as_default():
             dual = kind == "dual_am_gru"
             write_heatmap(
                 "memory/retrieval" if dual else "attention/alignment", matrix, step=epoch,
@@ -123,4 +124,4 @@ class MemoryProbe(keras.callbacks.Callback):
             for name, value in statistics.items():
                 if value is not None:
                     tf.summary.scalar(f"memory/{name}", value, step=epoch)
-        self.writer.flush()
+        self._writer.flush()

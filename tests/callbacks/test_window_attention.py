@@ -104,6 +104,31 @@ def test_window_attention_callback_writes_heatmaps(tmp_path):
     assert "t-3" in text and f"{average[-1]:.3f}" in text
 
 
+def test_near_equal_averages_are_drawn_in_near_equal_colours(tmp_path, monkeypatch):
+    from tf_memlayers.callbacks import heatmap, window_attention
+
+    drawn = {}
+
+    def record(tag, matrix, step, row_labels=None, col_labels=None, **image_kwargs):
+        drawn[tag] = image_kwargs
+        return heatmap.write_heatmap(tag, matrix, step, row_labels, col_labels, **image_kwargs)
+
+    monkeypatch.setattr(window_attention, "write_heatmap", record)
+    probe = _model(
+        "key_value", stateful=False, batch_size=None, seq_len=None, return_attention_scores=True
+    )
+    sentence = _tokens(1, 7)[0]
+    callback = WindowAttentionCallback(
+        probe, tmp_path, sentence, [f"w{i}" for i in sentence], _tokens(4, 9), window=3
+    )
+    callback.set_model(_model("key_value"))
+    callback.on_epoch_end(0)
+    scale = drawn["window_attention/average_by_position"]
+    # An average as an untrained model gives: 1/3 each, up to rounding.
+    colours = heatmap.colour_map([[0.3332, 0.3333, 0.3335]], scale.get("vmin"), scale.get("vmax"))
+    assert np.abs(colours.astype(int) - colours[0, 0].astype(int)).max() <= 2
+
+
 def _probe_with_weights_of(model, kind="key_value"):
     probe = _model(
         kind, stateful=False, batch_size=None, seq_len=None, return_attention_scores=True

@@ -6,9 +6,11 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
-from tests.support import REPO_ROOT, logged_hparams
+from tests.support import REPO_ROOT, logged_hparams, summary_events
 
 SCRIPT = REPO_ROOT / "examples" / "snli_dual_am_gru.py"
 TINY = [
@@ -69,8 +71,17 @@ def test_default_run_directory_is_one_per_configuration(tmp_path, monkeypatch):
 def test_run_logs_resolved_settings_and_final_metrics_for_hparams(tmp_path):
     example = _load_example()
     workdir = str(tmp_path / "run")
-    metrics = example.main(TINY + ["--epochs", "1", "--workdir", workdir])
+    metrics = example.main(TINY + ["--epochs", "2", "--workdir", workdir])
     hparams, scalars = logged_hparams(os.path.join(workdir, "logs"))
+    # TensorBoard's learning rate of each epoch is the one it ran with, as in the history:
+    # the tiny model's dev accuracy stays flat, so the rate is halved after each epoch.
+    events = summary_events(os.path.join(workdir, "logs", "train"))
+    logged = [(step, float(tf.make_ndarray(value.tensor)))
+              for step, value in events["epoch_learning_rate"]]  # fmt: skip
+    used = metrics["history"]["learning_rate"]
+    assert [step for step, _ in logged] == [0, 1]
+    np.testing.assert_allclose([rate for _, rate in logged], used, rtol=1e-6)
+    assert used[0] == pytest.approx(3e-3)
     # The options left at None are logged with the values the run used on the generated data.
     assert hparams["learning_rate"] == pytest.approx(3e-3)
     assert hparams["init_scale"] == pytest.approx(0.2)

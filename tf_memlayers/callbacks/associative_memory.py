@@ -99,7 +99,9 @@ class MemoryRetrievalHeatmap(keras.callbacks.Callback):
         self.premise_ids = np.array([[index.get(w, unk) for w in self.premise]], np.int32)
         self.hypothesis_ids = np.array([[index.get(w, unk) for w in self.hypothesis]], np.int32)
         self.encoder_name, self.embedding_name = encoder_name, embedding_name
-        self.writer = tf.summary.create_file_writer(f"{log_dir}/memory")
+        self.log_dir = str(log_dir)
+        # Made at the first image: an encoder without a memory leaves no empty run behind.
+        self._writer = None
         self.last_matrix = None
 
     def similarity(self):
@@ -123,7 +125,9 @@ class MemoryRetrievalHeatmap(keras.callbacks.Callback):
         if matrix is None:
             return
         self.last_matrix = matrix
-        with self.writer.as_default():
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(f"{self.log_dir}/memory")
+        with self._writer.as_default():
             write_heatmap(
                 "memory/retrieval",
                 matrix,
@@ -141,4 +145,4 @@ class MemoryRetrievalHeatmap(keras.callbacks.Callback):
                 f"premise: {' '.join(self.premise)}\n\nhypothesis: {' '.join(self.hypothesis)}",
                 step=epoch,
             )
-        self.writer.flush()
+        self._writer.flush()

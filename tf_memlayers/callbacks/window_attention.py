@@ -174,6 +174,9 @@ class WindowAttentionCallback(keras.callbacks.Callback):
                 col_labels=columns,
                 title=f"average attention per position, epoch {epoch + 1}",
                 xlabel="window position",
+                # From 0: near-equal averages (about 1/window each) take near-equal colours,
+                # where a scale from their own minimum would stretch rounding into contrast.
+                vmin=0.0,
             )
             tf.summary.text(
                 "window_attention/probe_sentence_text", " ".join(self.token_labels), step=epoch
