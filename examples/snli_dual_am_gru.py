@@ -19,8 +19,8 @@ The run directory (``--workdir``; by default ``runs/snli_dual_am_gru/<model>-<op
 from their defaults>-<digest of the resolved settings>``, e.g. ``gru-kind=gru_units=50-<digest>``
 for ``--model gru --units 50``, one per set of settings) keeps checkpoints (the same command resumes after an interruption at any
 point and ends as an uninterrupted run would; a different one in the same ``--workdir`` is
-refused), TensorBoard logs (scalars, the per-epoch memory retrieval heatmap and its sentence
-pair) and ``metrics.json`` (the whole run).
+refused), TensorBoard logs (scalars, the per-epoch memory retrieval heatmap, or the word-by-word
+attention's weights, and its sentence pair) and ``metrics.json`` (the whole run).
 ``tensorboard --logdir runs/snli_dual_am_gru`` compares the runs.
 """
 
@@ -38,7 +38,7 @@ from examples.harness.startup import keras  # noqa: E402  (first: a quiet Tensor
 import numpy as np  # noqa: E402
 
 from examples.harness.training.learning_rate import halve_learning_rate_callback  # noqa: E402
-from tf_memlayers.callbacks.associative_memory import MemoryRetrievalHeatmap  # noqa: E402
+from tf_memlayers.callbacks import MemoryRetrievalHeatmap, PairAttentionHeatmap  # noqa: E402
 from examples.harness.training.hparams import log_hparams  # noqa: E402
 from examples.harness.data import embeddings as word_vectors  # noqa: E402
 from examples.snli import generated_nli, nli_batches, snli  # noqa: E402
@@ -307,7 +307,10 @@ def main(argv=None, extra_callbacks=()):
                 halve_learning_rate_callback(
                     state_path=os.path.join(rundir, "learning_rate.json")
                 ),
+                # What the model read from the premise: its associative memory's retrievals
+                # or its attention's weights (each draws only where the encoder has it).
                 MemoryRetrievalHeatmap(log_dir, probe.premise, probe.hypothesis, vocabulary),
+                PairAttentionHeatmap(log_dir, probe.premise, probe.hypothesis, vocabulary),
                 *extra_callbacks,
             ],
         )

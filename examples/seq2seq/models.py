@@ -51,7 +51,6 @@ class AutoEncoder:
         self.model = model
         self.encoder_model = encoder_model
         self.step_model = step_model
-        self._alignment_probes = {}  # by source length (see `_alignments`)
 
     def memory_probe(self, source, decoder_input):
         """What the decoder read over ONE sentence, teacher-forced (the probes of the paper's
@@ -74,13 +73,10 @@ class AutoEncoder:
         if self.kind == "dual_am_gru":
             return _associative_probe(encoder.cell, decoder.cell, source[0], target[0])
         if self.kind == "attention":
-            length = int(source.shape[1])
-            if length not in self._alignment_probes:
-                self._alignment_probes[length] = _alignment_probe(
-                    decoder, length, int(target.shape[-1])
-                )
-            probe = self._alignment_probes[length]
-            return {"alignments": _alignments(encoder, decoder, probe, source, target)}
+            encoded, state = encoder(source)
+            feed = ops.zeros((1, decoder.cell.feedback_size), encoded.dtype)
+            alignments = decoder.attention_scores(target, encoded, initial_state=[state, feed])
+            return {"alignments": np.asarray(ops.convert_to_numpy(alignments[0]), np.float64)}
         return {}
 
     def decode(self, source, max_steps, bos_id, eos_id, sampler=None):
@@ -230,26 +226,6 @@ def _associative_probe(encoder_cell, decoder_cell, source, target):
         return np.stack([ops.convert_to_numpy(row) for row in rows]).astype(np.float64)
 
     return {"written": as_array(written), "keys": as_array(keys), "read": as_array(read)}
-
-
-def _alignment_probe(decoder, length, input_dim):
-    """A copy of the attention decoder whose cell also returns its weights, for memories of
-    ``length`` vectors and inputs ``input_dim`` wide (a cell returning its weights needs the
-    memory's length when built)."""
-    config = dict(decoder.cell.get_config(), return_attention_scores=True)
-    probe = AttentionRNN(type(decoder.cell).from_config(config), return_sequences=True)
-    probe.build((1, None, input_dim), (1, length, decoder.cell.memory_dim))
-    return probe
-
-
-def _alignments(encoder, decoder, probe, source, target):
-    """The attention decoder's weights over ``source`` at each step of ``target`` (both
-    embedded, one row), from ``probe`` (`_alignment_probe`) with the decoder's weights."""
-    encoded, state = encoder(source)
-    probe.set_weights(decoder.get_weights())
-    feed = ops.zeros((1, probe.cell.feedback_size), encoded.dtype)
-    _, alignments = probe(target, memory=encoded, initial_state=[state, feed])
-    return np.asarray(ops.convert_to_numpy(alignments[0]), np.float64)
 
 
 def compile_autoencoder(model, learning_rate=3e-3, clip_norm=5.0, jit_compile=False):

@@ -88,3 +88,15 @@ def test_run_logs_resolved_settings_and_final_metrics_for_hparams(tmp_path):
     assert hparams["source"] == "generated" and hparams["kind"] == "dual_am_gru"
     assert hparams["units"] == 8
     assert scalars["test_accuracy"] == pytest.approx(metrics["test_accuracy"])
+    # The Dual AM-GRU draws its memory's retrievals; it has no attention to draw.
+    assert os.listdir(os.path.join(workdir, "logs", "memory"))
+    assert not os.path.exists(os.path.join(workdir, "logs", "attention"))
+
+
+def test_the_word_by_word_model_draws_where_the_hypothesis_attends(tmp_path):
+    example = _load_example()
+    workdir = tmp_path / "run"
+    example.main(TINY + ["--model", "word_by_word", "--epochs", "1", "--workdir", str(workdir)])
+    events = summary_events(workdir / "logs" / "attention")
+    assert [step for step, _ in events["attention/alignment"]] == [0]
+    assert not (workdir / "logs" / "memory").exists()

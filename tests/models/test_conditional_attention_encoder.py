@@ -42,9 +42,11 @@ def _numpy(x):
     return np.asarray(keras.ops.convert_to_numpy(x))
 
 
-def _reference(encoder, premise, hypothesis, premise_mask, hypothesis_mask, sequences=False):
+def _reference(encoder, premise, hypothesis, premise_mask, hypothesis_mask, sequences=False,
+               weights=False):  # fmt: skip
     """The premise's SimpleRNN pass in NumPy (its final h carried through the padding), then
-    the word-by-word attention from that h over its outputs."""
+    the word-by-word attention from that h over its outputs; with ``weights``, the attention's
+    weights ``[batch, Th, Tp]`` instead."""
     kernel, recurrent, bias = (_numpy(w).astype(np.float64)
                                for w in encoder.premise_layer.cell.weights)  # fmt: skip
     h = np.zeros((premise.shape[0], recurrent.shape[0]))
@@ -61,10 +63,12 @@ def _reference(encoder, premise, hypothesis, premise_mask, hypothesis_mask, sequ
         for v in wrapper.weights
         if all(v is not c for c in wrapper.cell.weights)
     }
-    got, _ = word_by_word_reference(
+    got, alphas = word_by_word_reference(
         hypothesis, memory, premise_mask, cell_weights, own,
         sequence_mask=hypothesis_mask, initial_h=h,
     )  # fmt: skip
+    if weights:
+        return alphas
     return h, got if sequences else got[:, -1]
 
 
@@ -91,6 +95,26 @@ def test_matches_the_reference_with_padding_in_both_sentences(return_sequences):
         return_sequences,
     )  # fmt: skip
     assert np.abs(unmasked - want_h).max() > 1e-2
+
+
+def test_attention_scores_of_one_pair_are_the_references_weights():
+    rng = np.random.default_rng(3)
+    premise, hypothesis, _, _ = _pair(rng)
+    encoder = _encoder(dtype="float64")
+    encoder.build([premise.shape, hypothesis.shape])
+    randomize(encoder, rng)
+    full = np.ones(premise.shape[:2], bool), np.ones(hypothesis.shape[:2], bool)
+    want = _reference(encoder, premise, hypothesis, *full, weights=True)
+    for row in range(len(premise)):
+        got = encoder.attention_scores(premise[row], hypothesis[row])
+        assert got.dtype == np.float64 and got.shape == want[row].shape
+        np.testing.assert_allclose(got, want[row], rtol=0, atol=1e-10)
+    # Through the pair encoder of a model; a first layer that does not attend has none.
+    stack = ConditionalEncoder([encoder])
+    np.testing.assert_allclose(stack.attention_scores(premise[0], hypothesis[0]), want[0],
+                               rtol=0, atol=1e-10)  # fmt: skip
+    gru = keras.layers.GRU(4, return_sequences=True, return_state=True)
+    assert ConditionalEncoder([gru]).attention_scores(premise[0], hypothesis[0]) is None
 
 
 def test_premise_padding_is_never_read():

@@ -1,13 +1,10 @@
 """TensorBoard view of an associative memory: what the hypothesis read vs what the premise
 wrote (Weissenborn 2016, Fig. 2)."""
 
-import keras
 import numpy as np
 
-from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers.callbacks.heatmap import write_heatmap
-
-tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
+from tf_memlayers.callbacks.pair_probe import PairProbe
 
 
 def cosine_similarity_matrix(read, written, eps=1e-12):
@@ -35,7 +32,7 @@ def cosine_similarity_matrix(read, written, eps=1e-12):
     return read @ written.T
 
 
-class MemoryRetrievalHeatmap(keras.callbacks.Callback):
+class MemoryRetrievalHeatmap(PairProbe):
     """Each epoch, writes the retrieval heatmap of one probe sentence pair to TensorBoard.
 
     The image (tag ``memory/retrieval``) shows the cosine similarity between what the premise
@@ -77,31 +74,10 @@ class MemoryRetrievalHeatmap(keras.callbacks.Callback):
     ['memory']
     """
 
-    def __init__(
-        self,
-        log_dir,
-        premise,
-        hypothesis,
-        vocabulary,
-        encoder_name="encoder",
-        embedding_name="embedding",
-    ):
-        super().__init__()
-        index = {w: i for i, w in enumerate(vocabulary)}
-        unk = index.get("<unk>", 1)
-        self.premise, self.hypothesis = list(premise), list(hypothesis)
-        for name, tokens in (("premise", self.premise), ("hypothesis", self.hypothesis)):
-            if not tokens:
-                raise ValueError(
-                    f"MemoryRetrievalHeatmap: the probe `{name}` must have at least one token, "
-                    f"got {tokens!r}."
-                )
-        self.premise_ids = np.array([[index.get(w, unk) for w in self.premise]], np.int32)
-        self.hypothesis_ids = np.array([[index.get(w, unk) for w in self.hypothesis]], np.int32)
-        self.encoder_name, self.embedding_name = encoder_name, embedding_name
-        self.log_dir = str(log_dir)
-        # Made at the first image: an encoder without a memory leaves no empty run behind.
-        self._writer = None
+    def __init__(self, log_dir, premise, hypothesis, vocabulary, encoder_name="encoder",
+                 embedding_name="embedding"):  # fmt: skip
+        super().__init__(log_dir, "memory", premise, hypothesis, vocabulary, encoder_name,
+                         embedding_name)  # fmt: skip
         self.last_matrix = None
 
     def similarity(self):
@@ -111,10 +87,7 @@ class MemoryRetrievalHeatmap(keras.callbacks.Callback):
             float64 array ``[len(hypothesis), len(premise)]``, or `None` when the encoder's
             first layer has no associative memory (a GRU).
         """
-        embedding = self.model.get_layer(self.embedding_name)
-        encoder = self.model.get_layer(self.encoder_name)
-        premise = embedding(self.premise_ids)[0]
-        hypothesis = embedding(self.hypothesis_ids)[0]
+        encoder, premise, hypothesis = self.embedded_pair()
         retrievals = encoder.memory_retrievals(premise, hypothesis)
         if not retrievals:
             return None
@@ -125,9 +98,7 @@ class MemoryRetrievalHeatmap(keras.callbacks.Callback):
         if matrix is None:
             return
         self.last_matrix = matrix
-        if self._writer is None:
-            self._writer = tf.summary.create_file_writer(f"{self.log_dir}/memory")
-        with self._writer.as_default():
+        with self.writer().as_default():
             write_heatmap(
                 "memory/retrieval",
                 matrix,
@@ -140,9 +111,5 @@ class MemoryRetrievalHeatmap(keras.callbacks.Callback):
                 vmin=-1.0,
                 vmax=1.0,
             )
-            tf.summary.text(
-                "memory/sentence",
-                f"premise: {' '.join(self.premise)}\n\nhypothesis: {' '.join(self.hypothesis)}",
-                step=epoch,
-            )
-        self._writer.flush()
+            self.write_sentence("memory/sentence", epoch)
+        self.writer().flush()

@@ -2,6 +2,7 @@
 (Rocktäschel et al. 2016, §2.3-2.4), the comparator of Weissenborn's (2016) Table 1."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionRNN
@@ -137,21 +138,49 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
         premise, hypothesis = inputs
         premise_mask, hypothesis_mask = list(mask) if mask is not None else [None, None]
         memory, *states = self.premise_layer(premise, mask=premise_mask, training=training)
-        # The hypothesis starts from the premise's states; the attention's own state
-        # (Rocktäschel's r_0, or Luong's fed-back attention) starts at zero.
+        outputs = self.hypothesis_layer(
+            hypothesis, memory=memory, memory_mask=premise_mask,
+            initial_state=self._hypothesis_states(memory, states), mask=hypothesis_mask,
+            training=training,
+        )  # fmt: skip
+        cell = self.hypothesis_layer.cell
+        if self.hypothesis_layer.return_state or cell.return_attention_scores:
+            outputs = outputs[0]
+        return [_final_outputs(memory, premise_mask), outputs]
+
+    def _hypothesis_states(self, memory, premise_states):
+        """The hypothesis starts from the premise's states; the attention's own state
+        (Rocktäschel's r_0, or Luong's fed-back attention) starts at zero."""
         cell = self.hypothesis_layer.cell
         batch = ops.shape(memory)[0]
         extra = [
             ops.zeros((batch, size), memory.dtype)
             for size in cell.state_size[len(cell.cell_state_sizes):]
         ]
-        outputs = self.hypothesis_layer(
-            hypothesis, memory=memory, memory_mask=premise_mask,
-            initial_state=[*states, *extra], mask=hypothesis_mask, training=training,
-        )  # fmt: skip
-        if self.hypothesis_layer.return_state or cell.return_attention_scores:
-            outputs = outputs[0]
-        return [_final_outputs(memory, premise_mask), outputs]
+        return [*premise_states, *extra]
+
+    def attention_scores(self, premise, hypothesis):
+        """Where the hypothesis attends in the premise, over ONE pair: at each hypothesis
+        word, the attention's weights over the premise's words (Rocktäschel et al.'s
+        :math:`\alpha_t`), as the call computes them in inference
+        (`tf_memlayers.AttentionRNN.attention_scores`).
+
+        Args:
+            premise: Tensor or array ``[Tp, dim]``, the embedded premise.
+            hypothesis: Tensor or array ``[Th, dim]``, the embedded hypothesis.
+
+        Returns:
+            float64 NumPy array ``[Th, Tp]``; each row sums to 1.
+        """
+        premise = ops.expand_dims(ops.convert_to_tensor(premise), 0)
+        hypothesis = ops.expand_dims(ops.convert_to_tensor(hypothesis), 0)
+        if not self.built:
+            self.build([tuple(premise.shape), tuple(hypothesis.shape)])
+        memory, *states = self.premise_layer(premise)
+        scores = self.hypothesis_layer.attention_scores(
+            hypothesis, memory, initial_state=self._hypothesis_states(memory, states)
+        )
+        return np.asarray(ops.convert_to_numpy(scores)[0], np.float64)
 
     def compute_mask(self, inputs, mask=None):
         if mask is None or not self.return_sequences:

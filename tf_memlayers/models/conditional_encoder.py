@@ -178,6 +178,23 @@ class ConditionalEncoder(keras.layers.Layer):
             cell, cell, premise, hypothesis, layer.variable_dtype, list, "read"
         )
 
+    def attention_scores(self, premise, hypothesis):
+        """Where the first layer's attention over the premise looks, over ONE pair: a pair
+        layer with an ``attention_scores`` method (`ConditionalAttentionEncoder`) answers.
+
+        Args:
+            premise: Tensor or array ``[Tp, dim]``, the embedded premise.
+            hypothesis: Tensor or array ``[Th, dim]``, the embedded hypothesis.
+
+        Returns:
+            float64 NumPy array ``[Th, Tp]``, each hypothesis word's weights over the
+            premise's words; `None` when the first layer does not attend over the premise.
+        """
+        layer = self.encoder_layers[0]
+        if not hasattr(layer, "attention_scores"):
+            return None
+        return layer.attention_scores(premise, hypothesis)
+
     def get_config(self):
         config = super().get_config()
         config["layers"] = [keras.layers.serialize(layer) for layer in self.encoder_layers]

@@ -181,6 +181,27 @@ def test_matches_the_reference_in_float64(float64_policy, score_options, positio
     assert np.abs(unmasked - want)[1].max() > 1e-3
 
 
+@pytest.mark.parametrize("score, position", [("additive", "after"), ("general", "before")])
+def test_attention_scores_of_a_layer_without_them_are_the_references(float64_policy, score,
+                                                                       position):  # fmt: skip
+    rng = np.random.default_rng(4)
+    x, memory, mask = _data(rng)
+    layer = _layer(score, position)
+    layer(x, memory=memory, memory_mask=mask)
+    _randomize(layer, rng)
+    scores = keras.ops.convert_to_numpy(layer.attention_scores(x, memory, mask))
+    _, want = reference(x, memory, mask, *_weights(layer), score, position, True)
+    np.testing.assert_allclose(scores, want, atol=1e-10, rtol=0)
+    # After training changed the weights, the scores follow them (the copy is reused).
+    _randomize(layer, rng)
+    _, want = reference(x, memory, mask, *_weights(layer), score, position, True)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(layer.attention_scores(x, memory, mask)),
+                               want, atol=1e-10, rtol=0)  # fmt: skip
+    # The copy is not a part of the layer: its weights and config are unchanged.
+    assert [w.path for w in layer.weights] == [w.path for w in layer.cell.weights]
+    assert layer.get_config()["cell"]["config"]["return_attention_scores"] is False
+
+
 @pytest.mark.parametrize("position", ["after", "before"])
 def test_matches_the_reference_in_float32(position):
     rng = np.random.default_rng(1)

@@ -658,6 +658,56 @@ class AttentionRNN(ResettableRNN):
         width = self.cell.output_size - self.cell.memory_length
         return (outputs[..., :width], outputs[..., width:], *states)
 
+    def attention_scores(self, sequences, memory, memory_mask=None, initial_state=None):
+        """The cell's weights over the memory at every step, as a call in inference computes
+        them: what the cell's ``return_attention_scores`` would append to the outputs, from a
+        layer built without it (to look at what a trained model attends to).
+
+        A copy of the layer whose cell returns its weights runs the call, with this layer's
+        weights; the copy is kept for later calls with a memory of the same length.
+
+        Args:
+            sequences: Tensor ``[batch, time, features]``, without padding.
+            memory: Tensor ``[batch, length, memory_dim]``, the vectors attended over.
+            memory_mask: Optional bool tensor ``[batch, length]``, false at padding.
+                Default: `None`.
+            initial_state: Optional list of the cell's initial states. Default: `None`
+                (zeros).
+
+        Returns:
+            A tensor ``[batch, time, length]``: at each step, the weights over the memory (in
+            the steps' order of the outputs, reversed with ``go_backwards``).
+
+        Example:
+
+        >>> import numpy as np, keras
+        >>> decoder = AttentionRNN(AttentionWrapper(keras.layers.GRUCell(4)))
+        >>> memory = np.ones((1, 6, 3), "float32")
+        >>> _ = decoder(np.ones((1, 2, 5), "float32"), memory=memory)
+        >>> scores = decoder.attention_scores(np.ones((1, 2, 5), "float32"), memory)
+        >>> tuple(scores.shape), float(keras.ops.sum(scores[0, 0]))
+        ((1, 2, 6), 1.0)
+        """
+        memory = ops.convert_to_tensor(memory)
+        sequences = ops.convert_to_tensor(sequences)
+        if not self.built:
+            self.build(tuple(sequences.shape), tuple(memory.shape))
+        key = (int(memory.shape[1]), int(sequences.shape[-1]))
+        probes = self.__dict__.setdefault("_attention_probes", {})
+        if key not in probes:
+            config = dict(self.cell.get_config(), return_attention_scores=True)
+            probe = AttentionRNN(
+                type(self.cell).from_config(config), return_sequences=True,
+                go_backwards=self.go_backwards, dtype=self.dtype_policy,
+            )  # fmt: skip
+            probe.build((None, None, key[1]), (None, key[0], self.cell.memory_dim))
+            probes[key] = probe
+        probe = probes[key]
+        probe.set_weights(self.get_weights())
+        _, scores = probe(sequences, memory=memory, memory_mask=memory_mask,
+                          initial_state=initial_state)  # fmt: skip
+        return scores
+
     def compute_output_spec(self, sequences, memory=None, memory_mask=None, initial_state=None,
                             mask=None, training=False, reset=None):  # fmt: skip
         spec = super().compute_output_spec(

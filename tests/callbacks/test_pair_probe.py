@@ -1,0 +1,68 @@
+"""What the pair encoders' TensorBoard views share (`tf_memlayers.callbacks.pair_probe`): the
+probe pair's word ids, its refusal of an empty sentence, the embedded pair, and the writer made
+at its first use and closed when training ends."""
+
+import numpy as np
+import pytest
+
+from tests.support import summary_events, tensorflow_only
+from tf_memlayers.callbacks import MemoryRetrievalHeatmap, PairAttentionHeatmap
+from tf_memlayers.callbacks.pair_probe import PairProbe
+from tf_memlayers.models import ConditionalEncoder, build_snli_model
+
+pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
+
+
+def _probe(tmp_path, premise=("a", "dog", "runs"), hypothesis=("cats", "sleep"), **kwargs):
+    vocabulary = kwargs.pop("vocabulary", ["<pad>", "<unk>", "a", "dog", "runs", "sleep"])
+    return PairProbe(tmp_path, "view", premise, hypothesis, vocabulary, "encoder", "embedding",
+                     **kwargs)  # fmt: skip
+
+
+def test_the_pair_is_read_as_word_ids_unknown_words_as_unk(tmp_path):
+    probe = _probe(tmp_path)
+    np.testing.assert_array_equal(probe.premise_ids, [[2, 3, 4]])
+    np.testing.assert_array_equal(probe.hypothesis_ids, [[1, 5]])  # "cats" is not a word
+    # Without "<unk>" in the vocabulary, id 1 stands for the unknown words.
+    odd = _probe(tmp_path, vocabulary=["<pad>", "?", "a", "dog", "runs", "sleep"])
+    np.testing.assert_array_equal(odd.hypothesis_ids, [[1, 5]])
+    assert probe.premise == ["a", "dog", "runs"] and probe.hypothesis == ["cats", "sleep"]
+
+
+@pytest.mark.parametrize("premise, hypothesis, name", [((), ("a",), "premise"),
+                                                       (("a",), (), "hypothesis")])
+@pytest.mark.parametrize("view", [PairAttentionHeatmap, MemoryRetrievalHeatmap])
+def test_an_empty_probe_sentence_is_refused_naming_the_view(tmp_path, view, premise, hypothesis,
+                                                            name):  # fmt: skip
+    with pytest.raises(ValueError, match=f"{view.__name__}: the probe `{name}` must have"):
+        view(tmp_path, premise, hypothesis, ["<pad>", "<unk>", "a"])
+
+
+def test_the_embedded_pair_is_the_models_embedding_of_its_ids(tmp_path):
+    import keras
+
+    encoder = ConditionalEncoder([keras.layers.GRU(4, return_state=True)])
+    model = build_snli_model(6, encoder=encoder, embedding_dim=3)
+    probe = _probe(tmp_path)
+    probe.set_model(model)
+    got_encoder, premise, hypothesis = probe.embedded_pair()
+    vectors = np.asarray(model.get_layer("embedding").embeddings)
+    assert got_encoder is model.get_layer("encoder")
+    np.testing.assert_array_equal(np.asarray(premise), vectors[[2, 3, 4]])
+    np.testing.assert_array_equal(np.asarray(hypothesis), vectors[[1, 5]])
+
+
+def test_the_writer_is_made_at_its_first_use_and_closed_at_the_end(tmp_path):
+    import tensorflow as tf
+
+    probe = _probe(tmp_path)
+    assert not (tmp_path / "view").exists()
+    writer = probe.writer()
+    assert probe.writer() is writer
+    with writer.as_default():
+        probe.write_sentence("view/sentence", step=2)
+    probe.on_train_end()
+    (step, value), = summary_events(tmp_path / "view")["view/sentence"]
+    text = tf.make_ndarray(value.tensor).item().decode()
+    assert step == 2 and text == "premise: a dog runs\n\nhypothesis: cats sleep"
+    assert probe.writer() is not writer  # a new one after training ended

@@ -1,0 +1,66 @@
+"""What the TensorBoard views of a sentence-pair encoder share: one probe pair, its word ids,
+its embedded words, and a summary writer made at the first image."""
+
+import keras
+import numpy as np
+
+from tf_memlayers._tensorflow import require_tensorflow
+
+tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
+
+
+class PairProbe(keras.callbacks.Callback):
+    """A callback that draws, each epoch, what a pair encoder does with one probe pair.
+
+    Args:
+        log_dir: String or path, the TensorBoard log directory; the images go to its
+            ``run`` subdirectory, made at the first image (an encoder with nothing to draw
+            leaves no empty run).
+        run: String, the subdirectory.
+        premise: List of strings, the probe premise's tokens (at least one).
+        hypothesis: List of strings, the probe hypothesis's tokens (at least one).
+        vocabulary: List of strings, the words by id (row = id); unknown tokens map to the
+            id of ``"<unk>"`` (1 if the vocabulary has none).
+        encoder_name: String, the name of the model's encoder.
+        embedding_name: String, the name of the model's embedding layer.
+    """
+
+    def __init__(self, log_dir, run, premise, hypothesis, vocabulary, encoder_name,
+                 embedding_name):  # fmt: skip
+        super().__init__()
+        index = {w: i for i, w in enumerate(vocabulary)}
+        unk = index.get("<unk>", 1)
+        self.premise, self.hypothesis = list(premise), list(hypothesis)
+        for name, tokens in (("premise", self.premise), ("hypothesis", self.hypothesis)):
+            if not tokens:
+                raise ValueError(
+                    f"{type(self).__name__}: the probe `{name}` must have at least one token, "
+                    f"got {tokens!r}."
+                )
+        self.premise_ids = np.array([[index.get(w, unk) for w in self.premise]], np.int32)
+        self.hypothesis_ids = np.array([[index.get(w, unk) for w in self.hypothesis]], np.int32)
+        self.encoder_name, self.embedding_name = encoder_name, embedding_name
+        self.log_dir, self.run = str(log_dir), run
+        self._writer = None
+
+    def embedded_pair(self):
+        """``(encoder, premise [Tp, dim], hypothesis [Th, dim])`` under the current weights."""
+        embedding = self.model.get_layer(self.embedding_name)
+        encoder = self.model.get_layer(self.encoder_name)
+        return encoder, embedding(self.premise_ids)[0], embedding(self.hypothesis_ids)[0]
+
+    def writer(self):
+        """The summary writer of ``log_dir/run``, made at its first use."""
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(f"{self.log_dir}/{self.run}")
+        return self._writer
+
+    def write_sentence(self, tag, step):
+        """The probe pair as text, under ``tag``."""
+        text = f"premise: {' '.join(self.premise)}\n\nhypothesis: {' '.join(self.hypothesis)}"
+        tf.summary.text(tag, text, step=step)
+
+    def on_train_end(self, logs=None):
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
