@@ -284,7 +284,9 @@ def main(argv=None):
             "test_sentences": len(splits["test"]),
             "vocabulary": len(vocabulary),
             "parameters": int(model.count_params()),
-            "epochs_run": len(history.get("loss", [])),
+            # The epochs the whole run trained, before and after any restart, as in the
+            # other examples.
+            "epochs_run": list(range(resumed_epoch(rundir))),
             "history": history,
             **teacher_forced_scores(model, test_data),
             **decoded_scores(autoencoder, splits["test"], vocabulary, args.max_length,

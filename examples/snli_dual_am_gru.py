@@ -16,10 +16,11 @@ Examples::
         --eval-every 1000 --epochs 30 --workdir runs/snli
 
 The run directory (``--workdir``; by default ``runs/snli_dual_am_gru/<model>-<options changed
-from their defaults>-<digest of the resolved settings>``, e.g. ``gru-kind=gru_units=50-<digest>``
-for ``--model gru --units 50``, one per set of settings) keeps checkpoints (the same command resumes after an interruption at any
-point and ends as an uninterrupted run would; a different one in the same ``--workdir`` is
-refused), TensorBoard logs (scalars, the per-epoch memory retrieval heatmap, or the word-by-word
+from their defaults>-<digest of the resolved settings>``, e.g.
+``gru-kind=gru_units=50-<digest>`` for ``--model gru --units 50``, one per set of settings)
+keeps checkpoints (the same command resumes after an interruption at any point and ends as an
+uninterrupted run would; a different one in the same ``--workdir`` is refused), TensorBoard
+logs (scalars, the per-epoch memory retrieval heatmap, or the word-by-word
 attention's weights, and its sentence pair) and ``metrics.json`` (the whole run).
 ``tensorboard --logdir runs/snli_dual_am_gru`` compares the runs.
 """

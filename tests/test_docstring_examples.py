@@ -63,6 +63,9 @@ SUPPORT_MODULES = [
     "tf_memlayers.initializers",
     "tf_memlayers.callbacks.state_reset",
     "tf_memlayers.callbacks.window_attention",
+    "tf_memlayers.callbacks.associative_memory",
+    "tf_memlayers.callbacks.memory_attention",
+    "tf_memlayers.callbacks.pair_probe",
 ]
 
 

@@ -110,7 +110,7 @@ def run(model, seed, args):
         "seed": seed,
         "units": settings["units"],
         "parameters": metrics["parameters"],
-        "epochs": metrics["epochs_run"],
+        "epochs": len(metrics["epochs_run"]),
         "train_sentences": metrics["train_sentences"],
         "test_sentences": metrics["test_sentences"],
         "vocabulary": metrics["vocabulary"],

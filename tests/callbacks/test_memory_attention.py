@@ -1,6 +1,6 @@
 """What `PairAttentionHeatmap` (`tf_memlayers.callbacks.memory_attention`) writes to
 TensorBoard each epoch: the attention's weights over the probe premise at each hypothesis word
-(those of the encoder's own `attention_scores`, the word-by-word attention's NumPy reference
+(those of the encoder's own `premise_attention`, the word-by-word attention's NumPy reference
 being checked there), the table and the sentence pair at the epoch's step; nothing, not even
 an empty run, for an encoder without attention."""
 
@@ -45,7 +45,7 @@ def test_every_epoch_writes_the_weights_and_the_pair_at_its_step(tmp_path):
     embedding = model.get_layer("embedding")
     vectors = np.asarray(embedding.embeddings)
     np.testing.assert_array_equal(heatmap.premise_ids, [[2, 3, 4, 1]])
-    want = model.get_layer("encoder").attention_scores(vectors[[2, 3, 4, 1]], vectors[[2, 3, 5]])
+    want = model.get_layer("encoder").premise_attention(vectors[[2, 3, 4, 1]], vectors[[2, 3, 5]])
     np.testing.assert_allclose(first, want, rtol=1e-6)
     assert first.shape == (3, 4)
     np.testing.assert_allclose(first.sum(axis=-1), 1.0, rtol=1e-6)
@@ -53,7 +53,7 @@ def test_every_epoch_writes_the_weights_and_the_pair_at_its_step(tmp_path):
     embedding.embeddings.assign(np.random.default_rng(1).normal(size=(6, 3)))
     heatmap.on_epoch_end(3)
     assert not np.allclose(heatmap.last_matrix, first)
-    np.testing.assert_array_equal(heatmap.last_matrix, heatmap.weights())
+    np.testing.assert_array_equal(heatmap.last_matrix, heatmap.attention())
     events = summary_events(tmp_path / "attention")
     for tag in ("attention/alignment", "attention/alignment/table", "attention/sentence"):
         assert [step for step, _ in events[tag]] == [0, 3], tag
@@ -75,6 +75,6 @@ def test_an_encoder_without_attention_writes_nothing(tmp_path):
     model = build_snli_model(len(VOCABULARY), encoder=encoder, embedding_dim=3)
     heatmap = PairAttentionHeatmap(tmp_path, PREMISE, HYPOTHESIS, VOCABULARY)
     heatmap.set_model(model)
-    assert heatmap.weights() is None
+    assert heatmap.attention() is None
     heatmap.on_epoch_end(0)
     assert heatmap.last_matrix is None and not (tmp_path / "attention").exists()

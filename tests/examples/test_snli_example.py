@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -73,15 +74,18 @@ def test_run_logs_resolved_settings_and_final_metrics_for_hparams(tmp_path):
     workdir = str(tmp_path / "run")
     metrics = example.main(TINY + ["--epochs", "2", "--workdir", workdir])
     hparams, scalars = logged_hparams(os.path.join(workdir, "logs"))
-    # TensorBoard's learning rate of each epoch is the one it ran with, as in the history:
-    # the tiny model's dev accuracy stays flat, so the rate is halved after each epoch.
+    # TensorBoard's learning rate of each epoch is the one it ran with, as in the history,
+    # also where the rule halves it: the tiny model's dev accuracy stays flat, so after epoch
+    # 2 (the first it can compare) the rate is halved for an epoch that never runs.
     events = summary_events(os.path.join(workdir, "logs", "train"))
     logged = [(step, float(tf.make_ndarray(value.tensor)))
               for step, value in events["epoch_learning_rate"]]  # fmt: skip
     used = metrics["history"]["learning_rate"]
     assert [step for step, _ in logged] == [0, 1]
     np.testing.assert_allclose([rate for _, rate in logged], used, rtol=1e-6)
-    assert used[0] == pytest.approx(3e-3)
+    assert used == [pytest.approx(3e-3)] * 2
+    last = keras.saving.load_model(os.path.join(workdir, "last.keras"))
+    assert float(last.optimizer.learning_rate) == pytest.approx(used[-1] / 2)
     # The options left at None are logged with the values the run used on the generated data.
     assert hparams["learning_rate"] == pytest.approx(3e-3)
     assert hparams["init_scale"] == pytest.approx(0.2)

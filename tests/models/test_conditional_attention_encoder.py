@@ -97,7 +97,7 @@ def test_matches_the_reference_with_padding_in_both_sentences(return_sequences):
     assert np.abs(unmasked - want_h).max() > 1e-2
 
 
-def test_attention_scores_of_one_pair_are_the_references_weights():
+def test_premise_attention_of_one_pair_is_the_references_weights():
     rng = np.random.default_rng(3)
     premise, hypothesis, _, _ = _pair(rng)
     encoder = _encoder(dtype="float64")
@@ -106,15 +106,15 @@ def test_attention_scores_of_one_pair_are_the_references_weights():
     full = np.ones(premise.shape[:2], bool), np.ones(hypothesis.shape[:2], bool)
     want = _reference(encoder, premise, hypothesis, *full, weights=True)
     for row in range(len(premise)):
-        got = encoder.attention_scores(premise[row], hypothesis[row])
+        got = encoder.premise_attention(premise[row], hypothesis[row])
         assert got.dtype == np.float64 and got.shape == want[row].shape
         np.testing.assert_allclose(got, want[row], rtol=0, atol=1e-10)
     # Through the pair encoder of a model; a first layer that does not attend has none.
     stack = ConditionalEncoder([encoder])
-    np.testing.assert_allclose(stack.attention_scores(premise[0], hypothesis[0]), want[0],
+    np.testing.assert_allclose(stack.premise_attention(premise[0], hypothesis[0]), want[0],
                                rtol=0, atol=1e-10)  # fmt: skip
     gru = keras.layers.GRU(4, return_sequences=True, return_state=True)
-    assert ConditionalEncoder([gru]).attention_scores(premise[0], hypothesis[0]) is None
+    assert ConditionalEncoder([gru]).premise_attention(premise[0], hypothesis[0]) is None
 
 
 def test_premise_padding_is_never_read():

@@ -85,9 +85,12 @@ class MemoryRetrievalHeatmap(PairProbe):
 
         Returns:
             float64 array ``[len(hypothesis), len(premise)]``, or `None` when the encoder's
-            first layer has no associative memory (a GRU).
+            first layer has no associative memory (a GRU) or the encoder no
+            ``memory_retrievals``.
         """
         encoder, premise, hypothesis = self.embedded_pair()
+        if not hasattr(encoder, "memory_retrievals"):
+            return None
         retrievals = encoder.memory_retrievals(premise, hypothesis)
         if not retrievals:
             return None

@@ -23,7 +23,7 @@ class PairAttentionHeatmap(PairProbe):
             id of ``"<unk>"`` (1 if the vocabulary has none).
         encoder_name: String, the name of the model's encoder (a
             `tf_memlayers.models.ConditionalEncoder`, or any layer with an
-            ``attention_scores(premise, hypothesis)`` method). Default: `"encoder"`.
+            ``premise_attention(premise, hypothesis)`` method). Default: `"encoder"`.
         embedding_name: String, the name of the model's embedding layer.
             Default: `"embedding"`.
 
@@ -55,7 +55,7 @@ class PairAttentionHeatmap(PairProbe):
                          embedding_name)  # fmt: skip
         self.last_matrix = None
 
-    def weights(self):
+    def attention(self):
         """The attention's weights over the probe pair under the current weights.
 
         Returns:
@@ -63,12 +63,12 @@ class PairAttentionHeatmap(PairProbe):
             does not attend over the premise.
         """
         encoder, premise, hypothesis = self.embedded_pair()
-        if not hasattr(encoder, "attention_scores"):
+        if not hasattr(encoder, "premise_attention"):
             return None
-        return encoder.attention_scores(premise, hypothesis)
+        return encoder.premise_attention(premise, hypothesis)
 
     def on_epoch_end(self, epoch, logs=None):
-        matrix = self.weights()
+        matrix = self.attention()
         if matrix is None:
             return
         self.last_matrix = matrix

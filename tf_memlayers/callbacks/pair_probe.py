@@ -14,18 +14,26 @@ class PairProbe(keras.callbacks.Callback):
 
     Args:
         log_dir: String or path, the TensorBoard log directory; the images go to its
-            ``run`` subdirectory, made at the first image (an encoder with nothing to draw
-            leaves no empty run).
-        run: String, the subdirectory.
+            ``subdir`` subdirectory (a run in TensorBoard), made at the first image (an
+            encoder with nothing to draw leaves no empty run).
+        subdir: String, the subdirectory.
         premise: List of strings, the probe premise's tokens (at least one).
         hypothesis: List of strings, the probe hypothesis's tokens (at least one).
         vocabulary: List of strings, the words by id (row = id); unknown tokens map to the
             id of ``"<unk>"`` (1 if the vocabulary has none).
         encoder_name: String, the name of the model's encoder.
         embedding_name: String, the name of the model's embedding layer.
+
+    Example:
+
+    >>> import tempfile
+    >>> probe = PairProbe(tempfile.mkdtemp(), "view", ["a", "dog"], ["a", "cat"],
+    ...                   ["<pad>", "<unk>", "a", "dog"], "encoder", "embedding")
+    >>> probe.premise_ids.tolist(), probe.hypothesis_ids.tolist()  # "cat" is unknown
+    ([[2, 3]], [[2, 1]])
     """
 
-    def __init__(self, log_dir, run, premise, hypothesis, vocabulary, encoder_name,
+    def __init__(self, log_dir, subdir, premise, hypothesis, vocabulary, encoder_name,
                  embedding_name):  # fmt: skip
         super().__init__()
         index = {w: i for i, w in enumerate(vocabulary)}
@@ -40,7 +48,7 @@ class PairProbe(keras.callbacks.Callback):
         self.premise_ids = np.array([[index.get(w, unk) for w in self.premise]], np.int32)
         self.hypothesis_ids = np.array([[index.get(w, unk) for w in self.hypothesis]], np.int32)
         self.encoder_name, self.embedding_name = encoder_name, embedding_name
-        self.log_dir, self.run = str(log_dir), run
+        self.log_dir, self.subdir = str(log_dir), subdir
         self._writer = None
 
     def embedded_pair(self):
@@ -50,9 +58,9 @@ class PairProbe(keras.callbacks.Callback):
         return encoder, embedding(self.premise_ids)[0], embedding(self.hypothesis_ids)[0]
 
     def writer(self):
-        """The summary writer of ``log_dir/run``, made at its first use."""
+        """The summary writer of ``log_dir/subdir``, made at its first use."""
         if self._writer is None:
-            self._writer = tf.summary.create_file_writer(f"{self.log_dir}/{self.run}")
+            self._writer = tf.summary.create_file_writer(f"{self.log_dir}/{self.subdir}")
         return self._writer
 
     def write_sentence(self, tag, step):

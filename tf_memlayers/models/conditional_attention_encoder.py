@@ -159,10 +159,10 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
         ]
         return [*premise_states, *extra]
 
-    def attention_scores(self, premise, hypothesis):
-        """Where the hypothesis attends in the premise, over ONE pair: at each hypothesis
+    def premise_attention(self, premise, hypothesis):
+        r"""Where the hypothesis attends in the premise, over ONE pair: at each hypothesis
         word, the attention's weights over the premise's words (Rocktäschel et al.'s
-        :math:`\alpha_t`), as the call computes them in inference
+        :math:`\alpha_t`), as an eager call in inference computes them
         (`tf_memlayers.AttentionRNN.attention_scores`).
 
         Args:
@@ -171,6 +171,18 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
 
         Returns:
             float64 NumPy array ``[Th, Tp]``; each row sums to 1.
+
+        Example:
+
+        >>> import keras, numpy as np
+        >>> from tf_memlayers import AttentionRNN, WordByWordAttention
+        >>> encoder = ConditionalAttentionEncoder(
+        ...     keras.layers.LSTM(8, return_sequences=True, return_state=True),
+        ...     AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(8))),
+        ... )
+        >>> weights = encoder.premise_attention(np.ones((5, 4)), np.ones((3, 4)))
+        >>> weights.shape, bool(np.allclose(weights.sum(axis=-1), 1.0))
+        ((3, 5), True)
         """
         premise = ops.expand_dims(ops.convert_to_tensor(premise), 0)
         hypothesis = ops.expand_dims(ops.convert_to_tensor(hypothesis), 0)

@@ -178,9 +178,9 @@ class ConditionalEncoder(keras.layers.Layer):
             cell, cell, premise, hypothesis, layer.variable_dtype, list, "read"
         )
 
-    def attention_scores(self, premise, hypothesis):
+    def premise_attention(self, premise, hypothesis):
         """Where the first layer's attention over the premise looks, over ONE pair: a pair
-        layer with an ``attention_scores`` method (`ConditionalAttentionEncoder`) answers.
+        layer with a ``premise_attention`` method (`ConditionalAttentionEncoder`) answers.
 
         Args:
             premise: Tensor or array ``[Tp, dim]``, the embedded premise.
@@ -191,9 +191,9 @@ class ConditionalEncoder(keras.layers.Layer):
             premise's words; `None` when the first layer does not attend over the premise.
         """
         layer = self.encoder_layers[0]
-        if not hasattr(layer, "attention_scores"):
+        if not hasattr(layer, "premise_attention"):
             return None
-        return layer.attention_scores(premise, hypothesis)
+        return layer.premise_attention(premise, hypothesis)
 
     def get_config(self):
         config = super().get_config()

@@ -197,9 +197,42 @@ def test_attention_scores_of_a_layer_without_them_are_the_references(float64_pol
     _, want = reference(x, memory, mask, *_weights(layer), score, position, True)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(layer.attention_scores(x, memory, mask)),
                                want, atol=1e-10, rtol=0)  # fmt: skip
-    # The copy is not a part of the layer: its weights and config are unchanged.
+    # The copy is not a part of the layer: its weights and config are unchanged, and a model
+    # saved after the call loads into one saved before it, and back.
     assert [w.path for w in layer.weights] == [w.path for w in layer.cell.weights]
     assert layer.get_config()["cell"]["config"]["return_attention_scores"] is False
+
+
+def test_attention_scores_leave_saving_and_loading_as_they_were(tmp_path):
+    rng = np.random.default_rng(5)
+    x, memory, mask = _data(rng, "float32")
+    inputs = [keras.Input(x.shape[1:]), keras.Input(memory.shape[1:])]
+    layer = _layer()
+    model = keras.Model(inputs, layer(inputs[0], memory=inputs[1]))
+    model.save_weights(tmp_path / "before.weights.h5")
+    model.save(tmp_path / "before.keras")
+    scores = layer.attention_scores(x, memory, mask)
+    model.save(tmp_path / "after.keras")
+    model.load_weights(tmp_path / "before.weights.h5")
+    restored = keras.saving.load_model(tmp_path / "after.keras")
+    assert len(restored.weights) == len(model.weights)
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(restored.layers[-1].attention_scores(x, memory, mask)),
+        keras.ops.convert_to_numpy(scores),
+    )
+    restored.load_weights(tmp_path / "before.weights.h5")
+
+
+def test_attention_scores_name_what_they_cannot_take():
+    rng = np.random.default_rng(6)
+    x, memory, mask = _data(rng, "float32")
+    layer = _layer()
+    layer(x, memory=memory, memory_mask=mask)
+    with pytest.raises(ValueError, match=r"attention_scores: `sequences` must be \[batch, time, "):
+        layer.attention_scores(x[..., :-1], memory, mask)
+    assert layer.attention_scores(x, memory, mask).shape == (*x.shape[:2], memory.shape[1])
+    with pytest.raises(ValueError, match="attention_scores: `memory` must be .* known length"):
+        layer.attention_scores(x, memory[0])
 
 
 @pytest.mark.parametrize("position", ["after", "before"])

@@ -1,6 +1,8 @@
 """`AttentionWrapper` and `AttentionRNN`: a recurrent cell that attends over a memory at every
 step (Bahdanau et al. 2015; Luong et al. 2015), the memory given at call time."""
 
+import weakref
+
 import keras
 from keras import ops
 
@@ -498,6 +500,11 @@ class _CellAlone:
         return output, new_states
 
 
+# `AttentionRNN.attention_scores`'s copies of each layer, by (memory length, input width): kept
+# outside the layer, so that saving, loading and cloning never see them.
+_ATTENTION_PROBES = weakref.WeakKeyDictionary()
+
+
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class AttentionRNN(ResettableRNN):
     """`keras.layers.RNN` over an `AttentionWrapper`, with the memory as a call argument.
@@ -560,6 +567,8 @@ class AttentionRNN(ResettableRNN):
         if not self.cell.built:
             step_shape = (sequences_shape[0], sequences_shape[-1])
             self.cell.build(step_shape, memory_shape)
+        # The inputs' width, which `attention_scores` checks (the cell's kernels take it).
+        self._sequences_width = sequences_shape[-1]
         super().build(sequences_shape, initial_state_shape)
 
     def call(self, sequences, memory=None, memory_mask=None, initial_state=None, mask=None,
@@ -659,24 +668,33 @@ class AttentionRNN(ResettableRNN):
         return (outputs[..., :width], outputs[..., width:], *states)
 
     def attention_scores(self, sequences, memory, memory_mask=None, initial_state=None):
-        """The cell's weights over the memory at every step, as a call in inference computes
-        them: what the cell's ``return_attention_scores`` would append to the outputs, from a
-        layer built without it (to look at what a trained model attends to).
+        """The cell's weights over the memory at every step, as an eager call in inference
+        computes them from ``initial_state``: what the cell's ``return_attention_scores``
+        would append to the outputs, from a layer built without it (to look at what a trained
+        model attends to).
 
-        A copy of the layer whose cell returns its weights runs the call, with this layer's
-        weights; the copy is kept for later calls with a memory of the same length.
+        A copy of the layer whose cell returns its weights runs the call with this layer's
+        current weights (copied at each call, so call it eagerly, not inside a compiled
+        function). The copy is kept outside the layer, which saves, loads and clones as it
+        did, for later calls with a memory of the same length.
 
         Args:
-            sequences: Tensor ``[batch, time, features]``, without padding.
-            memory: Tensor ``[batch, length, memory_dim]``, the vectors attended over.
+            sequences: Tensor ``[batch, time, features]``, without padding, ``features`` the
+                width the layer was built with.
+            memory: Tensor ``[batch, length, memory_dim]`` of a known ``length``, the vectors
+                attended over.
             memory_mask: Optional bool tensor ``[batch, length]``, false at padding.
                 Default: `None`.
             initial_state: Optional list of the cell's initial states. Default: `None`
-                (zeros).
+                (zeros; a stateful layer's carried states are not read).
 
         Returns:
             A tensor ``[batch, time, length]``: at each step, the weights over the memory (in
             the steps' order of the outputs, reversed with ``go_backwards``).
+
+        Raises:
+            ValueError: If ``sequences`` is not as wide as the layer's inputs, or the
+                memory's length is not known; the message names the argument.
 
         Example:
 
@@ -688,12 +706,23 @@ class AttentionRNN(ResettableRNN):
         >>> tuple(scores.shape), float(keras.ops.sum(scores[0, 0]))
         ((1, 2, 6), 1.0)
         """
+        owner = f"{type(self).__name__}.attention_scores"
         memory = ops.convert_to_tensor(memory)
         sequences = ops.convert_to_tensor(sequences)
         if not self.built:
             self.build(tuple(sequences.shape), tuple(memory.shape))
+        if len(memory.shape) != 3 or memory.shape[1] is None:
+            raise ValueError(
+                f"{owner}: `memory` must be [batch, length, memory_dim] with a known length; "
+                f"got shape {tuple(memory.shape)}."
+            )
+        if sequences.shape[-1] != self._sequences_width:
+            raise ValueError(
+                f"{owner}: `sequences` must be [batch, time, {self._sequences_width}] (the width "
+                f"the layer was built with); got shape {tuple(sequences.shape)}."
+            )
         key = (int(memory.shape[1]), int(sequences.shape[-1]))
-        probes = self.__dict__.setdefault("_attention_probes", {})
+        probes = _ATTENTION_PROBES.setdefault(self, {})
         if key not in probes:
             config = dict(self.cell.get_config(), return_attention_scores=True)
             probe = AttentionRNN(
