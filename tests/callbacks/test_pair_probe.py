@@ -66,3 +66,9 @@ def test_the_writer_is_made_at_its_first_use_and_closed_at_the_end(tmp_path):
     text = tf.make_ndarray(value.tensor).item().decode()
     assert step == 2 and text == "premise: a dog runs\n\nhypothesis: cats sleep"
     assert probe.writer() is not writer  # a new one after training ended
+
+
+def test_a_view_says_what_it_draws(tmp_path):
+    with pytest.raises(NotImplementedError, match="PairProbe must say what it draws"):
+        _probe(tmp_path).on_epoch_end(0)
+    assert not (tmp_path / "view").exists()

@@ -3,7 +3,6 @@ wrote (Weissenborn 2016, Fig. 2)."""
 
 import numpy as np
 
-from tf_memlayers.callbacks.heatmap import write_heatmap
 from tf_memlayers.callbacks.pair_probe import PairProbe
 
 
@@ -78,7 +77,10 @@ class MemoryRetrievalHeatmap(PairProbe):
                  embedding_name="embedding"):  # fmt: skip
         super().__init__(log_dir, "memory", premise, hypothesis, vocabulary, encoder_name,
                          embedding_name)  # fmt: skip
-        self.last_matrix = None
+
+    tag = "memory/retrieval"
+    image = dict(title="cosine(premise write, hypothesis read)", xlabel="premise (written)",
+                 ylabel="hypothesis (read)", vmin=-1.0, vmax=1.0)  # fmt: skip
 
     def similarity(self):
         """The cosine-similarity matrix of the probe pair under the current weights.
@@ -96,23 +98,4 @@ class MemoryRetrievalHeatmap(PairProbe):
             return None
         return cosine_similarity_matrix(retrievals["hypothesis_read"], retrievals["premise_written"])
 
-    def on_epoch_end(self, epoch, logs=None):
-        matrix = self.similarity()
-        if matrix is None:
-            return
-        self.last_matrix = matrix
-        with self.writer().as_default():
-            write_heatmap(
-                "memory/retrieval",
-                matrix,
-                step=epoch,
-                row_labels=self.hypothesis,
-                col_labels=self.premise,
-                title="cosine(premise write, hypothesis read)",
-                xlabel="premise (written)",
-                ylabel="hypothesis (read)",
-                vmin=-1.0,
-                vmax=1.0,
-            )
-            self.write_sentence("memory/sentence", epoch)
-        self.writer().flush()
+    matrix = similarity

@@ -1,7 +1,6 @@
 """TensorBoard view of an attention over the premise: where each hypothesis word looks
 (Rocktäschel et al. 2016, Fig. 3; the word-by-word attention of the SNLI example)."""
 
-from tf_memlayers.callbacks.heatmap import write_heatmap
 from tf_memlayers.callbacks.pair_probe import PairProbe
 
 
@@ -53,7 +52,10 @@ class PairAttentionHeatmap(PairProbe):
                  embedding_name="embedding"):  # fmt: skip
         super().__init__(log_dir, "attention", premise, hypothesis, vocabulary, encoder_name,
                          embedding_name)  # fmt: skip
-        self.last_matrix = None
+
+    tag = "attention/alignment"
+    image = dict(title="attention weights over the premise", xlabel="premise (attended)",
+                 ylabel="hypothesis", vmin=0.0, vmax=1.0)  # fmt: skip
 
     def attention(self):
         """The attention's weights over the probe pair under the current weights.
@@ -67,23 +69,4 @@ class PairAttentionHeatmap(PairProbe):
             return None
         return encoder.premise_attention(premise, hypothesis)
 
-    def on_epoch_end(self, epoch, logs=None):
-        matrix = self.attention()
-        if matrix is None:
-            return
-        self.last_matrix = matrix
-        with self.writer().as_default():
-            write_heatmap(
-                "attention/alignment",
-                matrix,
-                step=epoch,
-                row_labels=self.hypothesis,
-                col_labels=self.premise,
-                title="attention weights over the premise",
-                xlabel="premise (attended)",
-                ylabel="hypothesis",
-                vmin=0.0,
-                vmax=1.0,
-            )
-            self.write_sentence("attention/sentence", epoch)
-        self.writer().flush()
+    matrix = attention

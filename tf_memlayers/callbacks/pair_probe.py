@@ -5,12 +5,19 @@ import keras
 import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
+from tf_memlayers.callbacks.heatmap import write_heatmap
 
 tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
 
 
 class PairProbe(keras.callbacks.Callback):
     """A callback that draws, each epoch, what a pair encoder does with one probe pair.
+
+    A view says what it draws: `matrix` (``[len(hypothesis), len(premise)]``, or `None` when
+    the encoder has nothing to draw), the image's ``tag`` and its ``image`` options (those
+    of `tf_memlayers.callbacks.write_heatmap`). Each epoch the image, its table and the
+    sentence pair (``<subdir>/sentence``) are written at the epoch's step, and the matrix is
+    kept as ``last_matrix``.
 
     Args:
         log_dir: String or path, the TensorBoard log directory; the images go to its
@@ -50,6 +57,14 @@ class PairProbe(keras.callbacks.Callback):
         self.encoder_name, self.embedding_name = encoder_name, embedding_name
         self.log_dir, self.subdir = str(log_dir), subdir
         self._writer = None
+        self.last_matrix = None
+
+    tag = None
+    image = {}
+
+    def matrix(self):
+        """The matrix to draw under the current weights, or `None`."""
+        raise NotImplementedError(f"{type(self).__name__} must say what it draws (`matrix`).")
 
     def embedded_pair(self):
         """``(encoder, premise [Tp, dim], hypothesis [Th, dim])`` under the current weights."""
@@ -67,6 +82,17 @@ class PairProbe(keras.callbacks.Callback):
         """The probe pair as text, under ``tag``."""
         text = f"premise: {' '.join(self.premise)}\n\nhypothesis: {' '.join(self.hypothesis)}"
         tf.summary.text(tag, text, step=step)
+
+    def on_epoch_end(self, epoch, logs=None):
+        matrix = self.matrix()
+        if matrix is None:
+            return
+        self.last_matrix = matrix
+        with self.writer().as_default():
+            write_heatmap(self.tag, matrix, step=epoch, row_labels=self.hypothesis,
+                          col_labels=self.premise, **self.image)  # fmt: skip
+            self.write_sentence(f"{self.subdir}/sentence", epoch)
+        self.writer().flush()
 
     def on_train_end(self, logs=None):
         if self._writer is not None:
