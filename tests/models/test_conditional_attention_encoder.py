@@ -115,6 +115,11 @@ def test_premise_attention_of_one_pair_is_the_references_weights():
                                rtol=0, atol=1e-10)  # fmt: skip
     gru = keras.layers.GRU(4, return_sequences=True, return_state=True)
     assert ConditionalEncoder([gru]).premise_attention(premise[0], hypothesis[0]) is None
+    # One pair: a batch, or a sentence without a word, is named.
+    with pytest.raises(ValueError, match=r"premise_attention: `premise` must be one embedded"):
+        encoder.premise_attention(premise, hypothesis[0])
+    with pytest.raises(ValueError, match=r"`hypothesis` must be .* got shape \(0, 4\)"):
+        encoder.premise_attention(premise[0], hypothesis[0, :0])
 
 
 def test_premise_padding_is_never_read():

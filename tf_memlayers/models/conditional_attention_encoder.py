@@ -172,6 +172,10 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
         Returns:
             float64 NumPy array ``[Th, Tp]``; each row sums to 1.
 
+        Raises:
+            ValueError: If a sentence is not one ``[time, dim]`` matrix with a step; the
+                message names it.
+
         Example:
 
         >>> import keras, numpy as np
@@ -184,8 +188,14 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
         >>> weights.shape, bool(np.allclose(weights.sum(axis=-1), 1.0))
         ((3, 5), True)
         """
-        premise = ops.expand_dims(ops.convert_to_tensor(premise), 0)
-        hypothesis = ops.expand_dims(ops.convert_to_tensor(hypothesis), 0)
+        premise, hypothesis = ops.convert_to_tensor(premise), ops.convert_to_tensor(hypothesis)
+        for name, sentence in (("premise", premise), ("hypothesis", hypothesis)):
+            if len(sentence.shape) != 2 or sentence.shape[0] == 0:
+                raise ValueError(
+                    f"{type(self).__name__}.premise_attention: `{name}` must be one embedded "
+                    f"sentence [time, dim] of at least one step; got shape {tuple(sentence.shape)}."
+                )
+        premise, hypothesis = ops.expand_dims(premise, 0), ops.expand_dims(hypothesis, 0)
         if not self.built:
             self.build([tuple(premise.shape), tuple(hypothesis.shape)])
         memory, *states = self.premise_layer(premise)
