@@ -500,7 +500,7 @@ class _CellAlone:
         return output, new_states
 
 
-# `AttentionRNN.attention_scores`'s copies of each layer, by (memory length, input width): kept
+# `AttentionRNN.attention_scores`'s copies of each layer, by the memory's length: kept
 # outside the layer, so that saving, loading and cloning never see them.
 _ATTENTION_PROBES = weakref.WeakKeyDictionary()
 
@@ -721,17 +721,17 @@ class AttentionRNN(ResettableRNN):
                 f"{owner}: `sequences` must be [batch, time, {self._sequences_width}] (the width "
                 f"the layer was built with); got shape {tuple(sequences.shape)}."
             )
-        key = (int(memory.shape[1]), int(sequences.shape[-1]))
+        length = int(memory.shape[1])
         probes = _ATTENTION_PROBES.setdefault(self, {})
-        if key not in probes:
+        if length not in probes:
             config = dict(self.cell.get_config(), return_attention_scores=True)
             probe = AttentionRNN(
                 type(self.cell).from_config(config), return_sequences=True,
                 go_backwards=self.go_backwards, dtype=self.dtype_policy,
             )  # fmt: skip
-            probe.build((None, None, key[1]), (None, key[0], self.cell.memory_dim))
-            probes[key] = probe
-        probe = probes[key]
+            probe.build((None, None, self._sequences_width), (None, length, self.cell.memory_dim))
+            probes[length] = probe
+        probe = probes[length]
         probe.set_weights(self.get_weights())
         _, scores = probe(sequences, memory=memory, memory_mask=memory_mask,
                           initial_state=initial_state)  # fmt: skip
