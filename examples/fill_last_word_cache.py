@@ -420,8 +420,10 @@ def main(argv=None, extra_callbacks=()):
             "seconds": round(time.time() - started, 1),
         }
         write_metrics(metrics, os.path.join(rundir, "metrics.json"))
-        log_hparams(log_dir, run_settings(args, resolved), {"eval_accuracy": metrics["eval_accuracy"],
-                                        "eval_loss": metrics["eval_loss"]})
+        # Under the options' own names (`--hidden` as ``hidden``), as every example does.
+        log_hparams(log_dir, resolved_settings(args, resolved), {
+            "eval_accuracy": metrics["eval_accuracy"], "eval_loss": metrics["eval_loss"],
+        })  # fmt: skip
         return metrics
 
 

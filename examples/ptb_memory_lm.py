@@ -491,7 +491,8 @@ def run(args, extra_callbacks=()):
             metrics["generation"] = generated_text(args, model, corpus, prompt)
             print(f"{metrics['generation']['prompt']} >> {metrics['generation']['generated']}")
         write_metrics(metrics, args.metrics_file if is_chief(strategy) else None)
-        settings = resolved_settings(args, resolved, PTB_RUN_OPTIONS, PTB_ADDED_OPTIONS)
+        # The corpus as ``source``, the data a run read in every example's HParams.
+        settings = resolved_settings(args, {"source": corpus.name}, PTB_RUN_OPTIONS)
         log_hparams(rundir / "logs", settings, {
             "valid_perplexity": metrics["valid_perplexity"],
             "test_perplexity": metrics["test_perplexity"],

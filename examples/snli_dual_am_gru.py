@@ -334,7 +334,7 @@ def main(argv=None, extra_callbacks=()):
         test = evaluate(model, test_data, verbose=args.verbose)
         labels = np.array([e.label for e in splits["test"]])
         metrics = {
-            "kind": args.model,
+            "model": args.model,
             "source": source,
             "workdir": workdir,
             "train_pairs": len(splits["train"]),
@@ -348,7 +348,8 @@ def main(argv=None, extra_callbacks=()):
             "seconds": round(time.time() - started, 1),
         }
         write_metrics(metrics, os.path.join(rundir, "metrics.json"))
-        log_hparams(log_dir, run_settings(args, resolved), {
+        # Under the options' own names (`--model` as ``model``), as every example does.
+        log_hparams(log_dir, resolved_settings(args, resolved), {
             "test_accuracy": metrics["test_accuracy"],
             "best_dev_accuracy": max(metrics["dev_accuracy"], default=0.0),
         })  # fmt: skip

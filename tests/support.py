@@ -261,3 +261,12 @@ def logged_hparams(log_dir):
                 elif plugin.plugin_name == "scalars":
                     scalars[value.tag] = float(tf.make_ndarray(value.tensor))
     return hparams, scalars
+
+
+def assert_hparams_named_as_options(hparams, args):
+    """Every example logs its settings under its options' own names (the attributes of the
+    parsed ``args``: ``model``, ``num_copies``, ``hidden``) and the data it read as
+    ``source``, so that the HParams dashboard of several examples' runs has one column per
+    option."""
+    assert "source" in hparams, sorted(hparams)
+    assert set(hparams) - {"source"} <= set(vars(args)), sorted(set(hparams) - set(vars(args)))

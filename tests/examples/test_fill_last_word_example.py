@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.support import load_script, logged_hparams
+from tests.support import assert_hparams_named_as_options, load_script, logged_hparams
 
 TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden", "8", "--attention-units", "4",
         "--cache-size", "64", "--batch-size", "32", "--episodes", "2", "--houses", "4",
@@ -151,4 +151,6 @@ def test_run_logs_resolved_settings_and_final_metrics_for_hparams(tmp_path):
     hparams, scalars = logged_hparams(os.path.join(workdir, "logs"))
     assert hparams["learning_rate"] == pytest.approx(0.01)  # the paper's, left at None
     assert hparams["source"] == metrics["source"] and hparams["query"] == "dot"
+    assert hparams["hidden"] == example.parse_args(TINY).hidden
+    assert_hparams_named_as_options(hparams, example.parse_args(TINY))
     assert scalars["eval_accuracy"] == pytest.approx(metrics["eval_accuracy"])

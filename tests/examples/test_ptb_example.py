@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.support import REPO_ROOT, logged_hparams
+from tests.support import REPO_ROOT, assert_hparams_named_as_options, logged_hparams
 
 SPEC = importlib.util.spec_from_file_location(
     "ptb_memory_lm", REPO_ROOT / "examples" / "ptb_memory_lm.py"
@@ -59,7 +59,8 @@ def test_generated_default_end_to_end(tmp_path, capsys):
     assert {"window_attention/probe_sentence", "window_attention/average_by_position"} <= tags
     assert {"epoch_loss", "epoch_perplexity", "epoch_learning_rate"} <= tags
     hparams, scalars = logged_hparams(str(workdir / "logs"))
-    assert hparams["model"] == "attention" and hparams["corpus"] == "generated"
+    assert hparams["model"] == "attention" and hparams["source"] == "generated"
+    assert_hparams_named_as_options(hparams, example.parse_args(argv))
     assert hparams["learning_rate"] == pytest.approx(1e-3) and hparams["hidden"] == 16
     assert scalars["test_perplexity"] == pytest.approx(metrics["test_perplexity"])
 

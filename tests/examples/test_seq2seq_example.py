@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.support import REPO_ROOT, load_script
+from tests.support import REPO_ROOT, assert_hparams_named_as_options, load_script, logged_hparams
 from examples.seq2seq import probes, sentences
 from examples.seq2seq.models import MODELS, build_autoencoder, compile_autoencoder
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
@@ -214,6 +214,9 @@ def test_the_example_runs_and_reports(example, tmp_path, model):
                                                len(heatmap["source"]))  # fmt: skip
         assert heatmap["decoder_input"][1:] == heatmap["source"]
     assert (tmp_path / "run" / "metrics.json").exists()
+    hparams, _ = logged_hparams(str(tmp_path / "run" / "logs"))
+    assert hparams["model"] == model and hparams["source"] == metrics["source"]
+    assert_hparams_named_as_options(hparams, example.parse_args([*TINY, "--model", model]))
     # The GRU has nothing to draw, and leaves no empty run for TensorBoard to list.
     memory_logs = tmp_path / "run" / "logs" / "memory"
     assert os.listdir(memory_logs) if model != "gru" else not memory_logs.exists()

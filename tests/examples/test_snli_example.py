@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.support import REPO_ROOT, logged_hparams, summary_events
+from tests.support import REPO_ROOT, assert_hparams_named_as_options, logged_hparams, summary_events
 
 SCRIPT = REPO_ROOT / "examples" / "snli_dual_am_gru.py"
 TINY = [
@@ -89,8 +89,10 @@ def test_run_logs_resolved_settings_and_final_metrics_for_hparams(tmp_path):
     # The options left at None are logged with the values the run used on the generated data.
     assert hparams["learning_rate"] == pytest.approx(3e-3)
     assert hparams["init_scale"] == pytest.approx(0.2)
-    assert hparams["source"] == "generated" and hparams["kind"] == "dual_am_gru"
-    assert hparams["units"] == 8
+    assert hparams["source"] == "generated" and hparams["model"] == "dual_am_gru"
+    assert hparams["units"] == 8 and hparams["num_copies"] == 2
+    assert_hparams_named_as_options(hparams, example.parse_args(TINY))
+    assert metrics["model"] == "dual_am_gru"
     assert scalars["test_accuracy"] == pytest.approx(metrics["test_accuracy"])
     # The Dual AM-GRU draws its memory's retrievals; it has no attention to draw.
     assert os.listdir(os.path.join(workdir, "logs", "memory"))
