@@ -77,13 +77,20 @@ def probe_statistics(autoencoder, sentences):
             for name, found in values.items()}  # fmt: skip
 
 
+# The TensorBoard run (a subdirectory of the log directory) and tag prefix of each kind of
+# model's probe: the Dual AM-GRU's memory, or the attention (as the SNLI example names them).
+RUNS = {"dual_am_gru": "memory", "attention": "attention"}
+
+
 class MemoryProbe(keras.callbacks.Callback):
     """Each epoch, writes one sentence's heatmap (``memory/retrieval``: Figure 3, or
     ``attention/alignment``) and the `probe_statistics` over the probe sentences
-    (``memory/<name>`` scalars) to TensorBoard; keeps the last values in ``history``.
+    (``memory/<name>`` or ``attention/<name>`` scalars) to TensorBoard; keeps the last values
+    in ``history``.
 
     Args:
-        log_dir: The TensorBoard log directory (a ``memory`` subdirectory is written).
+        log_dir: The TensorBoard log directory (its run `RUNS` of the model's kind is
+            written: ``memory`` or ``attention``).
         autoencoder: The `examples.seq2seq.models.AutoEncoder` being trained.
         sentences: List of ``(source ids, decoder input ids)`` pairs without padding; the first
             is drawn.
@@ -110,12 +117,13 @@ class MemoryProbe(keras.callbacks.Callback):
         self.history.append(statistics)
         words = [self.vocabulary[i] for i in source]
         inputs = [self.vocabulary[i] for i in decoder_input]
+        run = RUNS[kind]
         if self._writer is None:
-            self._writer = tf.summary.create_file_writer(f"{self.log_dir}/memory")
+            self._writer = tf.summary.create_file_writer(f"{self.log_dir}/{run}")
         with self._writer.as_default():
             dual = kind == "dual_am_gru"
             write_heatmap(
-                "memory/retrieval" if dual else "attention/alignment", matrix, step=epoch,
+                f"{run}/retrieval" if dual else f"{run}/alignment", matrix, step=epoch,
                 row_labels=inputs, col_labels=words,
                 title="cosine(encoder write, decoder read)" if dual else "attention weights",
                 xlabel="source (written)" if dual else "source", ylabel="decoder input",
@@ -123,5 +131,5 @@ class MemoryProbe(keras.callbacks.Callback):
             )  # fmt: skip
             for name, value in statistics.items():
                 if value is not None:
-                    tf.summary.scalar(f"memory/{name}", value, step=epoch)
+                    tf.summary.scalar(f"{run}/{name}", value, step=epoch)
         self._writer.flush()

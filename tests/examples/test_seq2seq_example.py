@@ -11,7 +11,13 @@ import keras
 import numpy as np
 import pytest
 
-from tests.support import REPO_ROOT, assert_hparams_named_as_options, load_script, logged_hparams
+from tests.support import (
+    REPO_ROOT,
+    assert_hparams_named_as_options,
+    load_script,
+    logged_hparams,
+    summary_events,
+)
 from examples.seq2seq import probes, sentences
 from examples.seq2seq.models import MODELS, build_autoencoder, compile_autoencoder
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
@@ -217,9 +223,16 @@ def test_the_example_runs_and_reports(example, tmp_path, model):
     hparams, _ = logged_hparams(str(tmp_path / "run" / "logs"))
     assert hparams["model"] == model and hparams["source"] == metrics["source"]
     assert_hparams_named_as_options(hparams, example.parse_args([*TINY, "--model", model]))
-    # The GRU has nothing to draw, and leaves no empty run for TensorBoard to list.
-    memory_logs = tmp_path / "run" / "logs" / "memory"
-    assert os.listdir(memory_logs) if model != "gru" else not memory_logs.exists()
+    # Each memory draws in its own run (the attention in ``attention``, as in the SNLI
+    # example); the GRU has nothing to draw, and leaves no empty run for TensorBoard to list.
+    logs = tmp_path / "run" / "logs"
+    drawn = {run for run in probes.RUNS.values() if (logs / run).exists()}
+    assert drawn == ({probes.RUNS[model]} if model != "gru" else set())
+    for run in drawn:
+        tags = set(summary_events(str(logs / run)))
+        expected = {f"{run}/{name}" for name in probes.STATISTICS[model]}
+        image = f"{run}/retrieval" if run == "memory" else f"{run}/alignment"
+        assert tags == expected | {image, f"{image}/table"}
     if model == "gru":
         # The same command resumes the finished run: nothing more to train.
         again = example.main([*TINY, "--model", model, "--workdir", str(tmp_path / "run")])
