@@ -160,7 +160,7 @@ class WindowAttentionCallback(keras.callbacks.Callback):
                 step=epoch,
                 row_labels=self.token_labels,
                 col_labels=columns,
-                title=f"attention weights, epoch {epoch + 1}",
+                title="attention weights",
                 xlabel="window position",
                 ylabel="token",
                 vmin=0.0,
@@ -172,7 +172,7 @@ class WindowAttentionCallback(keras.callbacks.Callback):
                 step=epoch,
                 row_labels=["mean"],
                 col_labels=columns,
-                title=f"average attention per position, epoch {epoch + 1}",
+                title="average attention per position",
                 xlabel="window position",
                 # From 0: near-equal averages (about 1/window each) take near-equal colours,
                 # where a scale from their own minimum would stretch rounding into contrast.
