@@ -1,10 +1,15 @@
 """A run's resolved settings and final metrics for TensorBoard's HParams dashboard."""
 
+import glob
 import json
 import numbers
+import os
 
 import tensorflow as tf
 from tensorboard.plugins.hparams import api as hparams_api
+
+# The ending of the event files `log_hparams` writes, by which it finds its own.
+SUFFIX = ".hparams"
 
 
 def _hparam_value(value):
@@ -34,6 +39,8 @@ def log_hparams(log_dir, settings, metrics, trial_id=None):
         trial_id: Optional string, the name of the run in the dashboard. Default: `None`
             (derived from the settings).
 
+    A run's earlier record in ``log_dir`` (written by this function) is replaced.
+
     Example:
 
     >>> import tempfile
@@ -41,7 +48,11 @@ def log_hparams(log_dir, settings, metrics, trial_id=None):
     ...             {"test_accuracy": 0.6})
     """
     values = {str(name): _hparam_value(value) for name, value in sorted(settings.items())}
-    writer = tf.summary.create_file_writer(str(log_dir))
+    # One record per run: the same command run again on a finished run (which evaluates it
+    # again) replaces the record it wrote, where a second one would list the run twice.
+    for earlier in glob.glob(os.path.join(glob.escape(str(log_dir)), f"*{SUFFIX}")):
+        os.remove(earlier)
+    writer = tf.summary.create_file_writer(str(log_dir), filename_suffix=SUFFIX)
     with writer.as_default():
         hparams_api.hparams(values, trial_id=trial_id)
         for name, value in sorted(metrics.items()):
