@@ -71,6 +71,7 @@ from examples.harness.training import (  # noqa: E402
 )
 from examples.harness.run_directory import (  # noqa: E402
     recorded_names,
+    recorded_spellings,
     resolved_settings,
     run_workdir,
 )
@@ -380,6 +381,7 @@ def main(argv=None, extra_callbacks=()):
             monitor="val_accuracy",
             mode="max",
             settings=run_settings(args, resolved),
+            spellings=recorded_spellings(RECORDED_NAMES),
             callbacks=[*callbacks, *extra_callbacks],
         )
         # `fit`, or a custom loop where `fit` fails (several workers: keras-team/keras#20585); the

@@ -58,6 +58,7 @@ from examples.harness.training import (  # noqa: E402
 )
 from examples.harness.run_directory import (  # noqa: E402
     recorded_names,
+    recorded_spellings,
     resolved_settings,
     run_workdir,
 )
@@ -301,6 +302,7 @@ def main(argv=None, extra_callbacks=()):
             monitor="val_accuracy",
             mode="max",
             settings=run_settings(args, resolved),
+            spellings=recorded_spellings(RECORDED_NAMES),
             # TensorBoard first: it logs the learning rate the epoch ran with, before the
             # rule halves it for the next epoch (as the run's history records it).
             callbacks=[

@@ -83,6 +83,33 @@ def recorded_names(args, names):
     return recorded
 
 
+def recorded_spellings(names):
+    """How an error names a setting that `recorded_names` records under another name: by the
+    option a user types.
+
+    Args:
+        names: dict as in `recorded_names`.
+
+    Returns:
+        Dict, recorded name -> ``--option`` (or ``"<name> (the opposite of --option)"`` for a
+        value turned around).
+
+    Example:
+
+    >>> spellings = recorded_spellings({"model": "kind", "train_embeddings": ("frozen", None)})
+    >>> spellings["kind"], spellings["frozen"]
+    ('--model', 'frozen (the opposite of --train-embeddings)')
+    """
+    spellings = {}
+    for option, recorded in names.items():
+        flag = "--" + option.replace("_", "-")
+        if isinstance(recorded, tuple):
+            spellings[recorded[0]] = f"{recorded[0]} (the opposite of {flag})"
+        else:
+            spellings[recorded] = flag
+    return spellings
+
+
 def _readable(value):
     """A short, file-name-safe spelling of an option's value."""
     if isinstance(value, (list, tuple)):

@@ -95,6 +95,9 @@ def test_a_run_with_other_settings_is_refused(tmp_path):
     check_run_settings(str(tmp_path), {"kind": "gru", "units": 8})  # the same run: resumes
     with pytest.raises(ValueError, match="units: 8 there, 9 now"):
         check_run_settings(str(tmp_path), {"units": 9, "kind": "gru"})
+    # A setting recorded under another name than its option's is named as the user types it.
+    with pytest.raises(ValueError, match="settings \\(--model: 'gru' there, 'lstm' now; units"):
+        check_run_settings(str(tmp_path), {"units": 9, "kind": "lstm"}, {"kind": "--model"})
 
 
 def test_resumed_epoch(tmp_path):

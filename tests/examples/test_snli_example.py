@@ -65,7 +65,7 @@ def test_default_run_directory_is_one_per_configuration(tmp_path, monkeypatch):
     wider = example.main(argv + ["--units", "10"])
     assert wider["workdir"] != first["workdir"] and wider["epochs_run"] == [0]
     assert os.path.dirname(wider["workdir"]) == os.path.join("runs", "snli_dual_am_gru")
-    with pytest.raises(ValueError, match="kind: 'gru' there, 'dual_am_gru' now"):
+    with pytest.raises(ValueError, match="--model: 'gru' there, 'dual_am_gru' now"):
         example.main(TINY + ["--epochs", "1", "--workdir", first["workdir"]])
 
 

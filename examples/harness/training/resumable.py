@@ -11,8 +11,15 @@ from examples.harness.training.run_files import plain_json, read_json, write_jso
 SETTINGS_FILE = "settings.json"
 
 
-def check_run_settings(workdir, settings):
+def check_run_settings(workdir, settings, spellings=None):
     """Records ``settings`` in ``workdir``, or checks them against the run already there.
+
+    Args:
+        workdir: the run directory.
+        settings: dict of what defines the run.
+        spellings: optional dict, a setting's name -> how the error names it (the option a
+            user types, for a setting recorded under another name:
+            `examples.harness.run_directory.recorded_spellings`).
 
     Raises:
         ValueError: ``workdir`` holds a run with different settings (resuming it would
@@ -24,8 +31,9 @@ def check_run_settings(workdir, settings):
     if saved is None:
         write_json(path, settings)
         return
+    spellings = spellings or {}
     differences = [
-        f"{name}: {saved.get(name)!r} there, {settings.get(name)!r} now"
+        f"{spellings.get(name, name)}: {saved.get(name)!r} there, {settings.get(name)!r} now"
         for name in sorted(set(saved) | set(settings))
         if saved.get(name) != settings.get(name)
     ]
@@ -62,7 +70,8 @@ def run_history(workdir):
     return {name: [logs.get(name) for logs in epochs] for name in names}
 
 
-def resumable_callbacks(workdir, monitor="val_loss", mode="min", settings=None, callbacks=()):
+def resumable_callbacks(workdir, monitor="val_loss", mode="min", settings=None, callbacks=(),
+                        spellings=None):  # fmt: skip
     """Returns the callbacks of a training run that resumes exactly after an interruption.
 
     In order: a `BestModelCheckpoint` (the best model as ``workdir/best.keras``, across
@@ -86,11 +95,12 @@ def resumable_callbacks(workdir, monitor="val_loss", mode="min", settings=None, 
             ``workdir/settings.json``, and a run with other settings in ``workdir`` is an
             error instead of being resumed (`check_run_settings`).
         callbacks: the run's other callbacks.
+        spellings: optional dict, how `check_run_settings` names a setting in its error.
     """
     workdir = str(workdir)
     os.makedirs(workdir, exist_ok=True)
     if settings is not None:
-        check_run_settings(workdir, settings)
+        check_run_settings(workdir, settings, spellings)
     callbacks = list(callbacks)
     best_path = os.path.join(workdir, "best.json")
     state_files = [best_path] + [c.state_path for c in callbacks if getattr(c, "state_path", None)]
