@@ -381,7 +381,7 @@ def main(argv=None, extra_callbacks=()):
             monitor="val_accuracy",
             mode="max",
             settings=run_settings(args, resolved),
-            spellings=recorded_spellings(RECORDED_NAMES),
+            spellings=recorded_spellings(RECORDED_NAMES, vars(args)),
             callbacks=[*callbacks, *extra_callbacks],
         )
         # `fit`, or a custom loop where `fit` fails (several workers: keras-team/keras#20585); the

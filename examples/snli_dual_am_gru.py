@@ -302,7 +302,7 @@ def main(argv=None, extra_callbacks=()):
             monitor="val_accuracy",
             mode="max",
             settings=run_settings(args, resolved),
-            spellings=recorded_spellings(RECORDED_NAMES),
+            spellings=recorded_spellings(RECORDED_NAMES, vars(args)),
             # TensorBoard first: it logs the learning rate the epoch ran with, before the
             # rule halves it for the next epoch (as the run's history records it).
             callbacks=[

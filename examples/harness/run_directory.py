@@ -83,24 +83,29 @@ def recorded_names(args, names):
     return recorded
 
 
-def recorded_spellings(names):
-    """How an error names a setting that `recorded_names` records under another name: by the
-    option a user types.
+def recorded_spellings(names, options=()):
+    """How an error names a run's settings: by the option a user types, also where
+    `recorded_names` records the option under another name.
 
     Args:
         names: dict as in `recorded_names`.
+        options: the attribute names of the script's options (``vars(args)``), each spelled
+            ``--option``.
 
     Returns:
         Dict, recorded name -> ``--option`` (or ``"<name> (the opposite of --option)"`` for a
-        value turned around).
+        value turned around). Settings that are no option (a value resolved from the data)
+        are not in it.
 
     Example:
 
     >>> spellings = recorded_spellings({"model": "kind", "train_embeddings": ("frozen", None)})
     >>> spellings["kind"], spellings["frozen"]
     ('--model', 'frozen (the opposite of --train-embeddings)')
+    >>> recorded_spellings({"model": "kind"}, ["model", "num_copies"])["num_copies"]
+    '--num-copies'
     """
-    spellings = {}
+    spellings = {name: "--" + name.replace("_", "-") for name in options}
     for option, recorded in names.items():
         flag = "--" + option.replace("_", "-")
         if isinstance(recorded, tuple):

@@ -76,7 +76,13 @@ def test_scores_of_another_shape_are_refused(shape):
         average_attention_by_position(np.zeros(shape), 4)
 
 
-def test_window_attention_callback_writes_heatmaps(tmp_path):
+def test_window_attention_callback_writes_heatmaps(tmp_path, monkeypatch):
+    from tf_memlayers.callbacks import window_attention
+
+    drawn = []
+    draw = window_attention.write_heatmap
+    monkeypatch.setattr(window_attention, "write_heatmap",
+                        lambda tag, *a, **kw: drawn.append((tag, kw)) or draw(tag, *a, **kw))
     model = _model("key_value")
     compile_language_model(model, jit_compile=False)
     probe = _model(
@@ -102,6 +108,12 @@ def test_window_attention_callback_writes_heatmaps(tmp_path):
     table = events["window_attention/average_by_position/table"][-1][1]
     text = tf.make_ndarray(table.tensor).item().decode()
     assert "t-3" in text and f"{average[-1]:.3f}" in text
+    # The titles leave the epoch to TensorBoard's step (counted from 0, where a title's count
+    # from 1 disagreed with it).
+    assert {(tag, kw["title"]) for tag, kw in drawn} == {
+        ("window_attention/probe_sentence", "attention weights"),
+        ("window_attention/average_by_position", "average attention per position"),
+    }
 
 
 def test_near_equal_averages_are_drawn_in_near_equal_colours(tmp_path, monkeypatch):

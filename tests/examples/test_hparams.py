@@ -4,15 +4,23 @@ import glob
 import os
 
 import pytest
+import tensorflow as tf
+from tensorboard.plugins.hparams import api as hparams_api
 
-from examples.harness.training.hparams import SUFFIX, log_hparams
-from tests.support import logged_hparams, summary_events
+from examples.harness.training.hparams import SUFFIX, hparams_records, log_hparams
+from tests.support import logged_hparams
 
 
-def _records(log_dir):
-    """The HParams session records in ``log_dir`` itself (not its subfolders)."""
-    events = summary_events(log_dir)
-    return len(events.get("_hparams_/session_start_info", []))
+def _write(folder, hparams=None, scalar=None):
+    """An event file in ``folder`` written without `log_hparams` (its default name), holding
+    an HParams record and/or a scalar."""
+    writer = tf.summary.create_file_writer(str(folder))
+    with writer.as_default():
+        if hparams is not None:
+            hparams_api.hparams(hparams)
+        if scalar is not None:
+            tf.summary.scalar("loss", scalar, step=0)
+    writer.close()
 
 
 def test_values_are_written_as_the_dashboard_takes_them(tmp_path):
@@ -25,11 +33,22 @@ def test_values_are_written_as_the_dashboard_takes_them(tmp_path):
 
 
 def test_a_run_logged_again_keeps_one_record_the_last(tmp_path):
-    # Another file in the folder (as a user's own writer might leave) is kept.
-    (tmp_path / "notes.txt").write_text("kept")
+    # A record written before the files had their suffix (under another name) ...
+    _write(tmp_path, hparams={"kind": "gru"})
+    # ... and what else the folder holds: an event file of the folder without HParams, a run's
+    # events in a subfolder, a file of the user's with the suffix's ending.
+    _write(tmp_path, scalar=1.0)
+    (tmp_path / "train").mkdir()
+    _write(tmp_path / "train", hparams={"units": 1}, scalar=2.0)
+    (tmp_path / f"notes{SUFFIX}").write_text("kept")
+    kept = {path for path in glob.glob(str(tmp_path / "**" / "*"), recursive=True)
+            if os.path.isfile(path)} - set(hparams_records(tmp_path))  # fmt: skip
+    assert len(hparams_records(tmp_path)) == 1 and len(kept) == 3
+
     log_hparams(tmp_path, {"units": 8}, {"accuracy": 0.5})
     log_hparams(tmp_path, {"units": 8}, {"accuracy": 0.75})
-    assert len(glob.glob(os.path.join(tmp_path, f"*{SUFFIX}"))) == 1
-    assert _records(str(tmp_path)) == 1
-    assert logged_hparams(str(tmp_path))[1] == {"accuracy": 0.75}
-    assert (tmp_path / "notes.txt").read_text() == "kept"
+    (record,) = hparams_records(tmp_path)
+    assert record.endswith(SUFFIX)
+    hparams, scalars = logged_hparams(str(tmp_path))
+    assert hparams == {"units": 8} and scalars == {"accuracy": 0.75, "loss": 1.0}
+    assert all(os.path.isfile(path) for path in kept)

@@ -7,6 +7,7 @@ import os
 
 import tensorflow as tf
 from tensorboard.plugins.hparams import api as hparams_api
+from tensorboard.plugins.hparams import metadata as hparams_metadata
 
 # The ending of the event files `log_hparams` writes, by which it finds its own.
 SUFFIX = ".hparams"
@@ -39,7 +40,8 @@ def log_hparams(log_dir, settings, metrics, trial_id=None):
         trial_id: Optional string, the name of the run in the dashboard. Default: `None`
             (derived from the settings).
 
-    A run's earlier record in ``log_dir`` (written by this function) is replaced.
+    A run's earlier record in ``log_dir`` (an event file of ``log_dir`` itself holding HParams
+    settings, as this function writes) is replaced; other files are left as they are.
 
     Example:
 
@@ -49,9 +51,9 @@ def log_hparams(log_dir, settings, metrics, trial_id=None):
     """
     values = {str(name): _hparam_value(value) for name, value in sorted(settings.items())}
     # One record per run: the same command run again on a finished run (which evaluates it
-    # again) replaces the record it wrote, where a second one would list the run twice.
-    for earlier in glob.glob(os.path.join(glob.escape(str(log_dir)), f"*{SUFFIX}")):
-        os.remove(earlier)
+    # again) replaces the record it wrote, where a second one would list the run twice. The
+    # earlier records are removed once the new one is written.
+    earlier = hparams_records(log_dir)
     writer = tf.summary.create_file_writer(str(log_dir), filename_suffix=SUFFIX)
     with writer.as_default():
         hparams_api.hparams(values, trial_id=trial_id)
@@ -59,3 +61,25 @@ def log_hparams(log_dir, settings, metrics, trial_id=None):
             tf.summary.scalar(name, float(value), step=0)
     writer.flush()
     writer.close()
+    for path in earlier:
+        os.remove(path)
+
+
+def hparams_records(log_dir):
+    """The event files of ``log_dir`` itself (not of its runs' subfolders) that hold an HParams
+    record: those `log_hparams` writes (ending in `SUFFIX`), and those it wrote without the
+    suffix."""
+    found = []
+    for path in glob.glob(os.path.join(glob.escape(str(log_dir)), "events.out.tfevents.*")):
+        if path.endswith(SUFFIX) or _holds_hparams(path):
+            found.append(path)
+    return sorted(found)
+
+
+def _holds_hparams(path):
+    """Whether the event file ``path`` holds an HParams session record."""
+    for event in tf.compat.v1.train.summary_iterator(path):
+        for value in event.summary.value:
+            if value.metadata.plugin_data.plugin_name == hparams_metadata.PLUGIN_NAME:
+                return True
+    return False

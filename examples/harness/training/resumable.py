@@ -32,11 +32,11 @@ def check_run_settings(workdir, settings, spellings=None):
         write_json(path, settings)
         return
     spellings = spellings or {}
-    differences = [
+    differences = sorted(
         f"{spellings.get(name, name)}: {saved.get(name)!r} there, {settings.get(name)!r} now"
-        for name in sorted(set(saved) | set(settings))
+        for name in set(saved) | set(settings)
         if saved.get(name) != settings.get(name)
-    ]
+    )
     if differences:
         raise ValueError(
             f"The workdir {workdir!r} holds a run with other settings ("
