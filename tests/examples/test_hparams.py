@@ -41,14 +41,20 @@ def test_a_run_logged_again_keeps_one_record_the_last(tmp_path):
     (tmp_path / "train").mkdir()
     _write(tmp_path / "train", hparams={"units": 1}, scalar=2.0)
     (tmp_path / f"notes{SUFFIX}").write_text("kept")
+    # An event file cut short (a crash while writing) is read as far as it goes.
+    _write(tmp_path / "cut", scalar=3.0)
+    (cut,) = glob.glob(str(tmp_path / "cut" / "*"))
+    data = open(cut, "rb").read()
+    (tmp_path / "events.out.tfevents.0.cut").write_bytes(data[: len(data) - 5])
     kept = {path for path in glob.glob(str(tmp_path / "**" / "*"), recursive=True)
             if os.path.isfile(path)} - set(hparams_records(tmp_path))  # fmt: skip
-    assert len(hparams_records(tmp_path)) == 1 and len(kept) == 3
+    assert len(hparams_records(tmp_path)) == 1 and len(kept) == 5
 
     log_hparams(tmp_path, {"units": 8}, {"accuracy": 0.5})
     log_hparams(tmp_path, {"units": 8}, {"accuracy": 0.75})
     (record,) = hparams_records(tmp_path)
     assert record.endswith(SUFFIX)
+    assert all(os.path.isfile(path) for path in kept)
+    os.remove(tmp_path / "events.out.tfevents.0.cut")  # which this test's reader cannot read
     hparams, scalars = logged_hparams(str(tmp_path))
     assert hparams == {"units": 8} and scalars == {"accuracy": 0.75, "loss": 1.0}
-    assert all(os.path.isfile(path) for path in kept)

@@ -77,9 +77,13 @@ def hparams_records(log_dir):
 
 
 def _holds_hparams(path):
-    """Whether the event file ``path`` holds an HParams session record."""
-    for event in tf.compat.v1.train.summary_iterator(path):
-        for value in event.summary.value:
-            if value.metadata.plugin_data.plugin_name == hparams_metadata.PLUGIN_NAME:
-                return True
+    """Whether the event file ``path`` holds an HParams session record (read up to where it
+    ends or breaks off: a file cut short by a crash is read as far as it goes)."""
+    try:
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name == hparams_metadata.PLUGIN_NAME:
+                    return True
+    except tf.errors.DataLossError:
+        pass
     return False
