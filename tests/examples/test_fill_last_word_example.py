@@ -57,6 +57,13 @@ def test_generated_run_then_resume(tmp_path):
     assert np.any(cache_after_first != 0)
     cache_logs = os.listdir(os.path.join(workdir, "logs", "cache"))
     assert any(name.startswith("events") for name in cache_logs)
+    # HParams: the resolved settings under the options' names, and the final metrics.
+    hparams, scalars = logged_hparams(os.path.join(workdir, "logs"))
+    assert hparams["learning_rate"] == pytest.approx(0.01)  # the paper's, left at None
+    assert hparams["source"] == first["source"] and hparams["query"] == "dot"
+    assert hparams["hidden"] == example.parse_args(TINY).hidden
+    assert_hparams_named_as_options(hparams, example.parse_args(TINY + short))
+    assert scalars["eval_accuracy"] == pytest.approx(first["eval_accuracy"])
 
     keras.backend.clear_session()
     probe = CacheAtStart()
@@ -148,15 +155,3 @@ def test_real_sentences_from_data_dir(tmp_path, shared_data):
     )
     assert metrics["source"].endswith("test.txt/dev.txt")
     assert metrics["train_sentences"] <= 300 and metrics["eval_sentences"] > 5000
-
-
-def test_run_logs_resolved_settings_and_final_metrics_for_hparams(tmp_path):
-    example = load_example()
-    workdir = str(tmp_path / "run")
-    metrics = example.main(TINY + ["--workdir", workdir])
-    hparams, scalars = logged_hparams(os.path.join(workdir, "logs"))
-    assert hparams["learning_rate"] == pytest.approx(0.01)  # the paper's, left at None
-    assert hparams["source"] == metrics["source"] and hparams["query"] == "dot"
-    assert hparams["hidden"] == example.parse_args(TINY).hidden
-    assert_hparams_named_as_options(hparams, example.parse_args(TINY))
-    assert scalars["eval_accuracy"] == pytest.approx(metrics["eval_accuracy"])

@@ -14,6 +14,7 @@ import numpy as np
 from tests.examples.test_fill_last_word_example import TINY as FILL_TINY
 from tests.examples.test_ptb_example import TINY as PTB_TINY
 from tests.examples.test_snli_example import TINY as SNLI_TINY
+from tests.examples.test_snli_example import assert_logged_settings_and_metrics
 
 from tests.support import REPO_ROOT
 
@@ -136,6 +137,11 @@ def test_snli_killed_in_its_last_epoch_resumes_exactly(tmp_path, capsys):
     assert json.loads((workdir / "metrics.json").read_text()) == json.loads(printed)
     assert os.listdir(workdir / "logs" / "memory")  # the retrieval heatmap was written
     _assert_same_run(straight, resumed, tmp_path)
+    # What the run logs for TensorBoard, on the run that was never interrupted (the resumed
+    # run's event files also hold the killed process's records).
+    assert_logged_settings_and_metrics(
+        tmp_path / "straight", straight, _load("snli_dual_am_gru").parse_args(argv)
+    )
 
 
 def test_fill_last_word_killed_in_its_last_epoch_resumes_exactly(tmp_path):

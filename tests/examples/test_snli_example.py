@@ -69,10 +69,11 @@ def test_default_run_directory_is_one_per_configuration(tmp_path, monkeypatch):
         example.main(TINY + ["--epochs", "1", "--workdir", first["workdir"]])
 
 
-def test_run_logs_resolved_settings_and_final_metrics_for_hparams(tmp_path):
-    example = _load_example()
-    workdir = str(tmp_path / "run")
-    metrics = example.main(TINY + ["--epochs", "2", "--workdir", workdir])
+def assert_logged_settings_and_metrics(workdir, metrics, args):
+    """What a two-epoch run of the Dual AM-GRU on the generated data (``TINY``) logs for
+    TensorBoard: the learning rate of each epoch, the resolved settings as HParams under the
+    options' names, the final metrics, and the memory's retrievals. Checked on the straight
+    run of `tests.examples.test_kill_resume`'s SNLI test, which trains that run."""
     hparams, scalars = logged_hparams(os.path.join(workdir, "logs"))
     # TensorBoard's learning rate of each epoch is the one it ran with, as in the history,
     # also where the rule halves it: the tiny model's dev accuracy stays flat, so after epoch
@@ -91,7 +92,7 @@ def test_run_logs_resolved_settings_and_final_metrics_for_hparams(tmp_path):
     assert hparams["init_scale"] == pytest.approx(0.2)
     assert hparams["source"] == "generated" and hparams["model"] == "dual_am_gru"
     assert hparams["units"] == 8 and hparams["num_copies"] == 2
-    assert_hparams_named_as_options(hparams, example.parse_args(TINY))
+    assert_hparams_named_as_options(hparams, args)
     assert metrics["model"] == "dual_am_gru"
     assert scalars["test_accuracy"] == pytest.approx(metrics["test_accuracy"])
     # The Dual AM-GRU draws its memory's retrievals; it has no attention to draw.
