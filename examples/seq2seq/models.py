@@ -235,7 +235,8 @@ def compile_autoencoder(model, learning_rate=3e-3, clip_norm=5.0, jit_compile=Fa
     model.compile(
         optimizer=keras.optimizers.Adam(learning_rate, global_clipnorm=clip_norm or None),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
+        # An object, not "accuracy": its variables exist before the train step is traced.
+        metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         jit_compile=jit_compile,
     )
     return model

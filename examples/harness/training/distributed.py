@@ -158,6 +158,12 @@ def train(
     """
     strategy = strategy or model.distribute_strategy
     if fit_works_under(strategy):
+        # The optimizer's variables made before `fit`: outside a tf.distribute strategy's
+        # scope, Keras on TensorFlow makes them inside the first trace of the train step, and
+        # TensorFlow then traces the whole step a second time.
+        if not model.optimizer.built:
+            with strategy.scope():
+                model.optimizer.build(model.trainable_variables)
         return model.fit(
             x,
             epochs=epochs,
