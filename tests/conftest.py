@@ -22,11 +22,13 @@ import tempfile
 # of the N-gram layer take a further 35% less. The flags change how fast the compiled code runs,
 # not what it computes: the results agree with the optimised code's to float rounding, and every
 # comparison of two runs in the tests compiles both in the same way. A flag that ``XLA_FLAGS``
-# already sets is left as it is. Set before TensorFlow or JAX starts XLA.
-_XLA_FAST_COMPILE = {
-    "xla_backend_optimization_level": "0",
-    "xla_cpu_use_fusion_emitters": "false",
-}
+# already sets is left as it is. The emitters' flag is for the CPU compiler: where the tests run
+# on a GPU (``TF_MEMLAYERS_TESTS_DEVICE=gpu``, set by ``benchmarks/gpu/run.sh``) it is left out,
+# so that another JAX's XLA, which may not know it, starts. Set before TensorFlow or JAX starts
+# XLA.
+_XLA_FAST_COMPILE = {"xla_backend_optimization_level": "0"}
+if os.environ.get("TF_MEMLAYERS_TESTS_DEVICE", "cpu") == "cpu":
+    _XLA_FAST_COMPILE["xla_cpu_use_fusion_emitters"] = "false"
 _xla_flags = os.environ.get("XLA_FLAGS", "")
 os.environ["XLA_FLAGS"] = " ".join(
     [_xla_flags, *(f"--{flag}={value}" for flag, value in _XLA_FAST_COMPILE.items()

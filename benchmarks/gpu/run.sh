@@ -49,6 +49,8 @@ python="${PYTHON:-python3}"
 if [ "$mode" = full ]; then
   tests_s="${GPU_RUN_TESTS_S:-240}"; speed_s="${GPU_RUN_SPEED_S:-170}"; workers=14
   long_s="${GPU_RUN_LONG_S:-90}"; long_lengths="${GPU_RUN_LONG_LENGTHS-16000 4000}"
+  # The layer tests leave out the flags of XLA's CPU compiler (tests/conftest.py).
+  export TF_MEMLAYERS_TESTS_DEVICE=gpu
 else
   tests_s="${GPU_RUN_TESTS_S:-120}"; speed_s="${GPU_RUN_SPEED_S:-240}"; workers=2
   long_s="${GPU_RUN_LONG_S:-120}"; long_lengths="${GPU_RUN_LONG_LENGTHS-40}"
