@@ -49,6 +49,7 @@ from keras import ops
 from keras.src import testing  # Keras's layer test harness (tests only)
 
 from tests.support import BACKEND, FUSED_LOOP, TF_FUNCTION, gradients, tensorflow_only
+from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 # The suites every layer has, by the name `not_in` uses.
 SUITES = ("keras_checks", "journeys", "nan_padding", "output_spec", "flags")
@@ -326,7 +327,8 @@ class LayerTestCase:
         with dtype_policy(policy):
             rng = np.random.default_rng(7)
             model, inputs, targets = journey_model(role, build, masked, rng)
-            model.compile(
+            compile_and_build_optimizer(
+                model,
                 optimizer=keras.optimizers.Adam(1e-2),
                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                 # XLA (the default) in one variant; on TensorFlow the other skips its compile

@@ -10,6 +10,7 @@ import keras
 import numpy as np
 
 from tests.support import gradients
+from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 
 def masked_softmax(scores, mask):
@@ -224,7 +225,7 @@ def check_trains_saves_loads_and_clones(wrapper, x, memory, mask, path):
     mask_input = keras.Input((None,), dtype="bool")
     h = AttentionRNN(wrapper)(inputs, memory=memory_input, memory_mask=mask_input)
     model = keras.Model([inputs, memory_input, mask_input], keras.layers.Dense(3)(h))
-    model.compile("adam", "mse")
+    compile_and_build_optimizer(model, "adam", "mse")
     before = [np.array(w) for w in model.get_weights()]
     # Batches of two over an odd number of rows: the last batch is partial.
     model.fit([x, memory, mask], np.zeros((x.shape[0], 3)), batch_size=2, epochs=1, verbose=0)

@@ -145,6 +145,19 @@ def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
     return loss, found[: len(variables)], found[len(variables) :]
 
 
+def count_train_step_traces(model):
+    """A list that gains an item each time ``model``'s train step is traced from now on (its
+    Python function runs once per trace)."""
+    traces, train_step = [], model.train_step
+
+    def counted(*args, **kwargs):
+        traces.append(None)
+        return train_step(*args, **kwargs)
+
+    model.train_step = counted
+    return traces
+
+
 def all_pairs(*factors):
     """The cases of an all-pairs design over ``factors`` (each a list of values), as
     ``pytest.param`` rows of one value per factor for ``pytest.mark.parametrize``.

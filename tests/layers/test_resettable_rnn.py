@@ -19,6 +19,7 @@ from tests.layer_test_case import (
     user_rnn,
 )
 from tf_memlayers import ResettableCell, ResettableRNN, SlidingWindowAttentionCell
+from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 
 def _rnn_resettable(cell):
@@ -244,8 +245,10 @@ def _data(batch=7, steps=6):
 @pytest.mark.parametrize("dropout", [0.0, 0.3])
 def test_fit_with_a_partial_last_batch_and_keras_file_round_trip(tmp_path, dropout):
     model = _model(dropout)
-    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  jit_compile=BACKEND != "torch")  # fmt: skip
+    compile_and_build_optimizer(
+        model, "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=BACKEND != "torch",
+    )
     inputs, targets = _data()
     history = model.fit(inputs, targets, batch_size=3, epochs=2, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
@@ -360,8 +363,10 @@ def test_stacked_dropout_cells_draw_their_masks_once_per_call():
     features = ResettableRNN(cells, return_sequences=True)(embedded, reset=reset)
     model = keras.Model({"tokens": tokens, "reset": reset}, keras.layers.Dense(20)(features))
     # Compiled where the loop is traced (JAX's scan); a graph on TensorFlow, not XLA, for time.
-    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  jit_compile=BACKEND == "jax")  # fmt: skip
+    compile_and_build_optimizer(
+        model, "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=BACKEND == "jax",
+    )
     inputs, targets = _data()
     history = model.fit(inputs, targets, batch_size=3, epochs=1, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))

@@ -8,6 +8,7 @@ from tests.support import keras_lstm
 from tests.layer_test_case import LayerTestCase
 
 from tf_memlayers import TiedEmbedding
+from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 
 def _tied_language_model(tokens, masked, vocabulary):
@@ -160,7 +161,9 @@ def test_journey_fit_on_a_partial_batch_with_a_mask(tmp_path, policy):
     hidden = keras.layers.GRU(4, return_sequences=True)(embedding(tokens))
     logits = keras.layers.Activation("linear", dtype="float32")(embedding(hidden, reverse=True))
     model = keras.Model(tokens, logits)
-    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    compile_and_build_optimizer(
+        model, "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     ids = np.array([[1, 2, 3, 0], [4, 5, 0, 0], [6, 7, 8, 1], [2, 2, 0, 0], [3, 0, 0, 0]])
     history = model.fit(ids, ids, batch_size=2, epochs=2, verbose=0)  # batches of 2, 2 and 1
     assert np.all(np.isfinite(history.history["loss"]))

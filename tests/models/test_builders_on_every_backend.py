@@ -8,7 +8,7 @@ of the language model and of itself. The last-word model with a cache is TensorF
 import keras
 import numpy as np
 import pytest
-from tests.support import BACKEND
+from tests.support import BACKEND, count_train_step_traces
 
 from tf_memlayers.models import (
     HeapCacheModel,
@@ -117,7 +117,11 @@ def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
     for weight in model.trainable_weights:
         weight.assign(rng.uniform(-0.5, 0.5, weight.shape).astype("float32"))
     before = _weights(model)
+    traces = count_train_step_traces(model)
     logs = model.train_on_batch(inputs, targets, return_dict=True)
+    # The compile helper built the optimizer: one trace of the step (Keras on TensorFlow would
+    # otherwise make its variables inside the first trace, and TensorFlow trace it again).
+    assert len(traces) == 1
     assert np.isfinite(logs["loss"]) and np.isfinite(logs["perplexity"])
     if compile_options.get("loss_reduction", "token_mean") == "token_mean":
         # One batch, every weight 1: the perplexity is exp(mean NLL), the loss that mean.
@@ -184,7 +188,9 @@ def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
     rng = np.random.default_rng(1)
     model.set_weights([rng.uniform(-0.8, 0.8, np.shape(w)) for w in model.get_weights()])
     before = _weights(model)
+    traces = count_train_step_traces(model)
     logs = model.train_on_batch(inputs, labels, return_dict=True)
+    assert len(traces) == 1  # the optimizer built by the compile helper
     assert np.isfinite(logs["loss"]) and 0 <= logs["accuracy"] <= 1
     _assert_every_weight_changed(before, model)
 
@@ -246,7 +252,9 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
     compile_fill_last_word_model(model, faithful_to_code=faithful_to_code, jit_compile=JIT)
     contexts, words = _last_word_batch(np.random.default_rng(0))
     before = _weights(model)
+    traces = count_train_step_traces(model)
     logs = model.fit(contexts, words, batch_size=8, epochs=1, verbose=0).history
+    assert len(traces) == 1  # two equal batches, and the optimizer built by the compile helper
     assert np.isfinite(logs["loss"]).all()
     _assert_every_weight_changed(before, model)
     if cache_size:

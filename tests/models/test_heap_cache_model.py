@@ -16,6 +16,7 @@ from tests.support import REPO_ROOT, json_report_of_script
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.fill_last_word import build_fill_last_word_model
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
+from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 FEATURES, WIDTH, CLASSES = 5, 6, 3
 REPO = str(REPO_ROOT)
@@ -30,7 +31,8 @@ def build_model(cache_size=7, policy="heap", query="none", weight_decay=0.0):
 
 
 def compile_model(model, jit_compile=False, learning_rate=0.05):
-    model.compile(
+    compile_and_build_optimizer(
+        model,
         keras.optimizers.Adam(learning_rate),
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=jit_compile,

@@ -36,6 +36,7 @@ from tf_memlayers._validation import (
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.layers.cudnn import lstm_use_cudnn
+from tf_memlayers.models._compiling import compile_and_build_optimizer
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
 POOLINGS = ("last", "attention")
@@ -264,7 +265,8 @@ def compile_fill_last_word_model(
 ):
     """Compiles with sparse cross-entropy on logits and accuracy, and Adam as in the paper
     (learning rate 0.01, each gradient's norm clipped at 5) or as in the reference code
-    (learning rate 1e-3, no clipping).
+    (learning rate 1e-3, no clipping). The optimizer is built on the model's trainable
+    weights, so that TensorFlow traces the first training step once.
 
     Args:
         model: A `keras.Model` from `build_fill_last_word_model`.
@@ -288,9 +290,10 @@ def compile_fill_last_word_model(
     ['accuracy', 'loss']
     """
     jit_compile = check_bool_or_auto("jit_compile", jit_compile)
-    model.compile(
-        fill_last_word_optimizer(faithful_to_code, learning_rate, clip_norm),
-        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    compile_and_build_optimizer(
+        model,
+        optimizer=fill_last_word_optimizer(faithful_to_code, learning_rate, clip_norm),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         jit_compile=jit_compile,
     )

@@ -39,6 +39,7 @@ from tf_memlayers.initializers import ForgetGateBias
 from tf_memlayers.layers import PhiloxDropout, ResettableRNN, TiedEmbedding, lstm_use_cudnn
 from tf_memlayers.losses import LOSS_REDUCTIONS, SequenceCrossentropy  # noqa: F401  (re-exported)
 from tf_memlayers.metrics import Perplexity
+from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 # The name of the `keras.layers.RNN` that runs a memory cell (the cell form).
 MEMORY_RNN_NAME = "memory_rnn"
@@ -363,7 +364,8 @@ def compile_language_model(
             `SequenceCrossentropy`). Default: `"token_mean"`.
 
     Returns:
-        The model, compiled.
+        The model, compiled, its optimizer built (so that TensorFlow traces the first
+        training step once).
 
     Example:
 
@@ -383,10 +385,10 @@ def compile_language_model(
     loss_reduction = check_choice("loss_reduction", loss_reduction, LOSS_REDUCTIONS)
     perplexity = check_bool("perplexity", perplexity)
     jit_compile = check_bool_or_auto("jit_compile", jit_compile)
-    model.compile(
+    return compile_and_build_optimizer(
+        model,
         optimizer=optimizer,
         loss=SequenceCrossentropy(loss_reduction),
         weighted_metrics=[Perplexity()] if perplexity else None,
         jit_compile=jit_compile,
     )
-    return model

@@ -21,6 +21,7 @@ from tf_memlayers._validation import (
 )
 from tf_memlayers.layers.associative_memory.dual_associative_encoder import DualAssociativeEncoder
 from tf_memlayers.layers.dropout import PhiloxDropout
+from tf_memlayers.models._compiling import compile_and_build_optimizer
 from tf_memlayers.models.conditional_encoder import ConditionalEncoder
 
 __all__ = [
@@ -335,7 +336,8 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Fal
             the train step with XLA. Default: `False`.
 
     Returns:
-        ``model``, compiled with sparse categorical cross-entropy and accuracy.
+        ``model``, compiled with sparse categorical cross-entropy and accuracy, its optimizer
+        built (so that TensorFlow traces the first training step once).
 
     Example:
 
@@ -357,7 +359,8 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Fal
         clip_norm = check_number("clip_norm", clip_norm, 0.0)
     jit_compile = check_bool_or_auto("jit_compile", jit_compile)
     optimizer = keras.optimizers.Adam(learning_rate, beta_1=0.0, global_clipnorm=clip_norm or None)
-    model.compile(
+    return compile_and_build_optimizer(
+        model,
         optimizer=optimizer,
         loss="sparse_categorical_crossentropy",
         # A metric object, not "accuracy": Keras makes its variables now rather than inside the
@@ -365,4 +368,3 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Fal
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         jit_compile=jit_compile,
     )
-    return model

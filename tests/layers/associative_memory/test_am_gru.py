@@ -26,6 +26,7 @@ from tests.layers.associative_memory.test_am_gru_cell import random_weights, ref
 
 from tf_memlayers.compat import load_original_weights, original_variable_names
 from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell, DualAssociativeGRU
+from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 
 class AssociativeGRUTest(ResetSequenceTests, LayerTestCase):
@@ -277,7 +278,9 @@ def test_jit_compiled_training_step_matches_eager(fused_loop):
     results = []
     for jit in (False, True):
         model = build()
-        model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", jit_compile=jit)
+        compile_and_build_optimizer(
+            model, optimizer=keras.optimizers.SGD(0.1), loss="mse", jit_compile=jit
+        )
         model.train_on_batch(xs, ys)
         results.append(model.predict_on_batch(xs))
     np.testing.assert_allclose(results[0], results[1], atol=1e-5)
@@ -303,7 +306,7 @@ def test_mixed_precision_matches_float32_and_trains(policy, fused_loop):
         got = keras.ops.convert_to_numpy(keras.ops.cast(layer(xs), "float32"))
         out = keras.layers.Dense(1, dtype="float32")(keras.layers.GlobalAveragePooling1D()(seq))
         model = keras.Model(inputs, out)
-        model.compile(optimizer="adam", loss="mse")
+        compile_and_build_optimizer(model, optimizer="adam", loss="mse")
         loss = model.train_on_batch(xs, np.ones((4, 1), "float32"))
     finally:
         keras.config.set_dtype_policy("float32")

@@ -20,6 +20,7 @@ from tests.layer_test_case import (
 
 from tf_memlayers.compat import load_original_weights, original_variable_names
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
+from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 from tests.am_gru_reference import permutations, random_weights, recorded, reference_run
 
@@ -316,7 +317,9 @@ def test_jit_compiled_training_step_matches_eager():
     results = []
     for jit in (False, True):
         model = build()
-        model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", jit_compile=jit)
+        compile_and_build_optimizer(
+            model, optimizer=keras.optimizers.SGD(0.1), loss="mse", jit_compile=jit
+        )
         model.train_on_batch(xs, ys)
         results.append(model.predict_on_batch(xs))
     np.testing.assert_allclose(results[0], results[1], atol=1e-5)
@@ -349,7 +352,7 @@ def test_mixed_float16_matches_float32_and_trains():
     for name, g, w in zip(["outputs", "memory", "dual output"], got, want):
         g = np.asarray(g, "float32")
         np.testing.assert_allclose(g, w, atol=5e-3 * max(1.0, np.abs(w).max()), err_msg=name)
-    trainer.compile(optimizer="adam", loss="mse")
+    compile_and_build_optimizer(trainer, optimizer="adam", loss="mse")
     loss = trainer.train_on_batch(xs, np.ones((4, 1), "float32"))
     assert np.isfinite(loss)
 

@@ -18,6 +18,7 @@ from tests.layer_test_case import (
 )
 
 from tf_memlayers.layers import AssociativeMemoryCell
+from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 
 class AssociativeMemoryCellTest(CellTests, ResetCellTests, LayerTestCase):
@@ -198,7 +199,7 @@ def test_jit_and_mixed_float16():
         rnn.set_weights(reference.get_weights())
         got = keras.ops.convert_to_numpy(keras.ops.cast(rnn(xs), "float32"))
         model = keras.Model(inputs, keras.layers.Dense(1, dtype="float32")(hidden))
-        model.compile(optimizer="adam", loss="mse", jit_compile=True)
+        compile_and_build_optimizer(model, optimizer="adam", loss="mse", jit_compile=True)
         loss = model.train_on_batch(xs, np.ones((4, 1), "float32"))
     finally:
         keras.config.set_dtype_policy("float32")

@@ -7,6 +7,7 @@ from tests.support import keras_lstm
 from tests.layer_test_case import EmptyInputTests, LayerTestCase
 
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
+from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 
 class AttentionPoolingTest(EmptyInputTests, LayerTestCase):
@@ -104,7 +105,8 @@ def sequence_model(jit_compile=False):
     states = keras.layers.Dense(6, activation="tanh", name="states")(embedded)
     pooled = AttentionPooling(3, name="pool")(states)
     model = keras.Model(tokens, keras.layers.Dense(12, dtype="float32")(pooled))
-    model.compile(
+    compile_and_build_optimizer(
+        model,
         "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=jit_compile,
     )

@@ -20,6 +20,7 @@ from tests.layer_test_case import (
     user_rnn,
 )
 from tf_memlayers import NGramConcat, NGramConcatCell
+from tf_memlayers.models._compiling import compile_and_build_optimizer
 from tests.layers.window_attention.test_sliding_window_attention import PassThroughCell, holes_and_right_padding, loss_and_grads
 from tests.window_reference import ngram_reference
 
@@ -340,7 +341,10 @@ def test_jit_fit_matches_eager_and_trains():
     data = RNG.integers(0, 20, (16, 9))
     model = small_language_model()
     eager = model.predict(data[:, :-1], verbose=0)
-    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
+    compile_and_build_optimizer(
+        model, "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=True,
+    )
     np.testing.assert_allclose(model.predict(data[:, :-1], verbose=0), eager, atol=1e-5)
     losses = model.fit(data[:, :-1], data[:, 1:], epochs=2, verbose=0).history["loss"]
     assert np.all(np.isfinite(losses))

@@ -25,6 +25,7 @@ from tests.layer_test_case import (
 from tf_memlayers import ResettableRNN, SlidingWindowAttention, SlidingWindowAttentionCell
 from tf_memlayers.layers import resettable_rnn
 from tf_memlayers.layers.window_attention.key_value_predict_split import key_value_predict_sizes
+from tf_memlayers.models._compiling import compile_and_build_optimizer
 from tests.window_reference import window_attention_reference
 
 
@@ -673,7 +674,8 @@ def test_fit_with_jit_compile_matches_eager_and_learns(form):
     data = RNG.integers(0, 30, (32, 11))
     model = small_language_model(form)
     eager = model.predict(data[:, :-1], verbose=0)
-    model.compile(
+    compile_and_build_optimizer(
+        model,
         keras.optimizers.Adam(1e-2),
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=True,
@@ -763,7 +765,10 @@ def test_stateful_layer_carries_memory_inside_jit_fit():
     h = keras_lstm(8, return_sequences=True, stateful=True)(h)
     window = SlidingWindowAttention(3, mode="key_value", stateful=True)
     model = keras.Model(inputs, keras.layers.Dense(20)(window(h)))
-    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
+    compile_and_build_optimizer(
+        model, "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=True,
+    )
     data = RNG.integers(0, 20, (batch * 2, steps + 1))
     model.fit(data[:, :-1], data[:, 1:], batch_size=batch, shuffle=False, verbose=0)
     # The flat memory is [keys | values | validity] (`memory_size`): L keys of the key width

@@ -1,0 +1,34 @@
+"""`compile_and_build_optimizer`: the model compiled with its optimizer built, so that the
+train step is traced once."""
+
+import keras
+import numpy as np
+import pytest
+
+from tests.support import count_train_step_traces
+from tf_memlayers.models._compiling import compile_and_build_optimizer
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
+def test_the_optimizer_is_built_and_the_step_traced_once(policy):
+    keras.config.set_dtype_policy(policy)
+    try:
+        inputs = keras.Input((3,))
+        hidden = keras.layers.Dense(4)(inputs)
+        model = keras.Model(inputs, keras.layers.Dense(2, dtype="float32")(hidden))
+        returned = compile_and_build_optimizer(model, keras.optimizers.Adam(0.1), loss="mse")
+    finally:
+        keras.config.set_dtype_policy("float32")
+    assert returned is model and model.optimizer.built
+    # Under mixed_float16 Keras wraps the optimizer in a LossScaleOptimizer: built with it.
+    assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer) == (
+        policy == "mixed_float16")  # fmt: skip
+    traces = count_train_step_traces(model)
+    x, y = np.ones((4, 3), "float32"), np.zeros((4, 2), "float32")
+    before = [keras.ops.convert_to_numpy(w).copy() for w in model.trainable_weights]
+    for _ in range(2):
+        model.train_on_batch(x, y)
+    assert len(traces) == 1
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 2
+    after = [keras.ops.convert_to_numpy(w) for w in model.trainable_weights]
+    assert all(not np.array_equal(a, b) for a, b in zip(after, before))
