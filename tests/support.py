@@ -145,6 +145,20 @@ def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
     return loss, found[: len(variables)], found[len(variables) :]
 
 
+def compiled(function):
+    """``function`` compiled as one program by `jax.jit` on JAX, as a step of `fit` or
+    `predict` runs there; ``function`` itself on another backend.
+
+    On JAX an eager call compiles each of a layer's operations apart, at each new shape: for
+    these layers' many small operations several times slower than compiling the whole call
+    once. For calls that only read the layer's variables (not a stateful layer's)."""
+    if BACKEND != "jax":
+        return function
+    import jax
+
+    return jax.jit(function)
+
+
 def count_train_step_traces(model):
     """A list that gains an item each time ``model``'s train step is traced from now on (its
     Python function runs once per trace)."""
@@ -158,7 +172,12 @@ def count_train_step_traces(model):
     return traces
 
 
-def all_pairs(*factors):
+# The backends that `all_pairs(..., split_by_backend=True)` shares rows between: the test
+# suite runs once on each (README.rst).
+SPLIT_BACKENDS = ("tensorflow", "jax")
+
+
+def all_pairs(*factors, split_by_backend=False):
     """The cases of an all-pairs design over ``factors`` (each a list of values), as
     ``pytest.param`` rows of one value per factor for ``pytest.mark.parametrize``.
 
@@ -169,7 +188,23 @@ def all_pairs(*factors):
     order that covers the most values and pairs not yet covered, so the cases and their ids
     are the same at every run. A row's id joins its values' ids (a tuple's items joined by
     ``_``).
+
+    With ``split_by_backend``, the Keras backend is one more factor (`SPLIT_BACKENDS`), and
+    the rows of the backend that runs the tests are returned, without it: every pair of values
+    meets on one backend or the other, and every value of every factor is met on each backend,
+    in about half the rows on each (on a backend outside `SPLIT_BACKENDS`, every row). For
+    designs whose code is the same on every backend but for Keras's operations; a design that
+    guards a backend's own path (a loop, a kernel) keeps every row on each.
     """
+    if split_by_backend and BACKEND in SPLIT_BACKENDS:
+        rows = all_pairs(*factors, list(SPLIT_BACKENDS))
+        return [
+            pytest.param(*row.values[:-1], id=row.id.rsplit("-", 1)[0])
+            for row in rows
+            if row.values[-1] == BACKEND
+        ]
+    if split_by_backend:
+        return all_pairs(*factors)
     import itertools
 
     levels = [list(values) for values in factors]

@@ -1,9 +1,11 @@
-"""The test helpers that choose cases: `tests.support.all_pairs`."""
+"""The test helpers that choose cases: `tests.support.all_pairs`, also split between the
+backends."""
 
 import itertools
 
 import pytest
 
+from tests import support
 from tests.support import all_pairs
 
 FACTORS = [
@@ -42,3 +44,27 @@ def test_the_rows_and_ids_are_the_same_every_time_and_the_ids_unique():
     ids = [param.id for param in first]
     assert len(set(ids)) == len(ids)
     assert ids[0] == "attention_None-1-mask-False"
+
+
+@pytest.mark.parametrize("factors", [FACTORS, FACTORS[1:], [[1, 2, 3], "ab"]])
+def test_a_design_split_by_backend_meets_every_pair_on_one_backend_and_each_value_on_each(
+    factors, monkeypatch
+):
+    by_backend = {}
+    for backend in support.SPLIT_BACKENDS:
+        monkeypatch.setattr(support, "BACKEND", backend)
+        by_backend[backend] = all_pairs(*factors, split_by_backend=True)
+    both = [_rows(params) for params in by_backend.values()]
+    for rows in both:
+        # Each backend: every value of every factor, in fewer rows than the whole design.
+        for k, values in enumerate(factors):
+            assert {row[k] for row in rows} == set(values), k
+        assert len(rows) < len(all_pairs(*factors))
+    rows = both[0] + both[1]
+    for (i, first), (j, second) in itertools.combinations(enumerate(factors), 2):
+        assert {(row[i], row[j]) for row in rows} == set(itertools.product(first, second))
+    ids = [param.id for params in by_backend.values() for param in params]
+    assert len(set(ids)) == len(ids) and all(not i.endswith(("-jax", "-tensorflow")) for i in ids)
+    # Another backend runs every row.
+    monkeypatch.setattr(support, "BACKEND", "torch")
+    assert _rows(all_pairs(*factors, split_by_backend=True)) == _rows(all_pairs(*factors))

@@ -399,69 +399,42 @@ def test_words_the_vocabulary_cannot_encode_are_refused(
     assert not (tmp_path / "run").exists()  # refused before the run started
 
 
-def _run_script(name, argv):
-    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    env["PYTHONPATH"] = str(REPO_ROOT)
-    return subprocess.run(
-        [sys.executable, str(REPO_ROOT / "examples" / f"{name}.py"), *argv],
-        capture_output=True, text=True, env=env, timeout=300,
-    )
+SNLI_TINY = ["--source", "generated", "--train-size", "small", "--max-train", "50", "--units",
+             "8", "--num-copies", "2"]  # fmt: skip
 
 
-def test_ptb_script_names_a_bad_probe_sentence(tmp_path):
-    # Refused once the corpus is read, after the command line is parsed.
-    argv = ["--probe-sentence", "again zzzqqq", "--generated-tokens", "2000",
-            "--workdir", str(tmp_path / "run")]  # fmt: skip
-    result = _run_script("ptb_memory_lm", argv)
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr and "METRICS" not in result.stdout
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("ptb_memory_lm.py: error: argument --probe-sentence: ")
-    assert not (tmp_path / "run").exists()
-
-
-# One run of each script as users start it; the in-process tests above check every refusal's
-# line (the seq2seq script's run is in its own test module).
+# One run of each script as users start it, each with a refusal found at another stage: while
+# parsing, once the corpus is read (PTB's probe sentence), when the encoder is built (SNLI).
+# The in-process tests above check every refusal's line (the seq2seq script's run is in its own
+# test module).
 @pytest.mark.parametrize(
-    "name,argv,option",
+    "name,argv,option,message",
     [
-        ("snli_dual_am_gru", ["--epochs", "0"], "--epochs"),
-        ("ptb_memory_lm", ["--learning-rate", "nan"], "--learning-rate"),
-        ("fill_last_word_cache", ["--data-dir", "/nonexistent"], "--data-dir"),
+        ("snli_dual_am_gru", [*ENCODER_REFUSED[0][0], *SNLI_TINY], "--fused-loop",
+         ENCODER_REFUSED[0][1]),
+        ("ptb_memory_lm", ["--probe-sentence", "again zzzqqq", "--generated-tokens", "2000"],
+         "--probe-sentence", ""),
+        ("ptb_memory_lm", ["--learning-rate", "nan"], "--learning-rate", ""),
+        ("fill_last_word_cache", ["--data-dir", "/nonexistent"], "--data-dir", ""),
     ],
-)
-def test_script_exits_2_with_one_error_line(name, argv, option):
+    ids=["snli_encoder", "ptb_probe_sentence", "ptb_parse", "fill_last_word_cache"],
+)  # fmt: skip
+def test_script_exits_2_with_one_error_line(name, argv, option, message, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     env["PYTHONPATH"] = str(REPO_ROOT)
     result = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "examples" / f"{name}.py"), *argv],
+        [sys.executable, str(REPO_ROOT / "examples" / f"{name}.py"), *argv,
+         "--workdir", str(tmp_path / "run")],
         capture_output=True, text=True, env=env, timeout=300,
-    )
+    )  # fmt: skip
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr and "METRICS" not in result.stdout
-    errors = [line for line in result.stderr.splitlines() if "error:" in line]
-    assert errors == [result.stderr.splitlines()[-1]]
-    assert errors[0].startswith(f"{name}.py: error: argument {option}")
-    # Nothing else: none of TensorFlow's C++ start-up lines ("cpu_feature_guard", the absl
+    # One line: none of TensorFlow's C++ start-up lines either ("cpu_feature_guard", the absl
     # "All log messages before absl::InitializeLog()" and CUDA-stub lines of builds without
     # a GPU driver).
-    assert result.stderr.strip().splitlines() == errors
-
-
-# As a script, one refusal reported as each option (all four messages are checked in-process).
-@pytest.mark.parametrize("argv,message", [ENCODER_REFUSED[0], ENCODER_REFUSED[3]])
-def test_snli_script_exits_2_when_the_encoder_refuses_an_option(tmp_path, argv, message):
-    tiny = ["--source", "generated", "--train-size", "small", "--max-train", "50", "--units",
-            "8", "--num-copies", "2", "--workdir", str(tmp_path / "run")]  # fmt: skip
-    result = _run_script("snli_dual_am_gru", argv + tiny)
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr and "METRICS" not in result.stdout
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    option = "--top-units" if "--top-units" in argv else "--fused-loop"
-    assert lines[0].startswith(f"snli_dual_am_gru.py: error: argument {option}: ")
-    assert message in lines[0]
+    assert lines[0].startswith(f"{name}.py: error: argument {option}: ") and message in lines[0]
     assert not (tmp_path / "run").exists()  # refused before the run started
 
 

@@ -12,6 +12,10 @@ import sys
 import keras
 import numpy as np
 from tests.examples.test_fill_last_word_example import TINY as FILL_TINY
+from tests.examples.test_fill_last_word_example import (
+    CacheAtEpochBegin,
+    assert_generated_run_reports,
+)
 from tests.examples.test_ptb_example import TINY as PTB_TINY
 from tests.examples.test_snli_example import TINY as SNLI_TINY
 from tests.examples.test_snli_example import assert_logged_settings_and_metrics
@@ -66,10 +70,12 @@ class _EpochCounter(keras.callbacks.Callback):
         self.epochs.append(epoch)
 
 
-def _straight_killed_resumed(tmp_path, script, entry, argv):
+def _straight_killed_resumed(tmp_path, script, entry, argv, straight_callbacks=(),
+                             resumed_callbacks=()):  # fmt: skip
     """Runs ``argv`` uninterrupted (here, while a new process runs it in ``resumed`` until it
-    is killed), then runs it again in ``resumed``. Returns both metrics and the epochs that
-    the second run of ``resumed`` trained."""
+    is killed), then runs it again in ``resumed``, each run in this process with its extra
+    callbacks. Returns both metrics and the epochs that the second run of ``resumed``
+    trained."""
     example = _load(script)
 
     def call(workdir, callbacks=()):
@@ -88,12 +94,12 @@ def _straight_killed_resumed(tmp_path, script, entry, argv):
             stdout=log, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
         try:
-            straight = call("straight")
+            straight = call("straight", straight_callbacks)
         finally:
             returncode = killed.wait(timeout=900)
     assert returncode == -signal.SIGKILL, (tmp_path / "killed.log").read_text()[-3000:]
     counter = _EpochCounter()
-    resumed = call("resumed", [counter])
+    resumed = call("resumed", [counter, *resumed_callbacks])
     return straight, resumed, counter.epochs
 
 
@@ -147,12 +153,20 @@ def test_snli_killed_in_its_last_epoch_resumes_exactly(tmp_path, capsys):
 def test_fill_last_word_killed_in_its_last_epoch_resumes_exactly(tmp_path):
     # A training set reshuffled every epoch and a heap cache written by every training step.
     argv = [*FILL_TINY, "--max-length", "12", "--epochs", "2"]
+    straight_caches, resumed_caches = CacheAtEpochBegin(), CacheAtEpochBegin()
     straight, resumed, epochs = _straight_killed_resumed(
-        tmp_path, "fill_last_word_cache", "main", argv
+        tmp_path, "fill_last_word_cache", "main", argv, [straight_caches], [resumed_caches]
     )
     assert epochs == [1]
     assert resumed["epochs_run"] == [0, 1] and len(resumed["val_accuracy"]) == 2
+    # The resumed run starts its epoch from the cache the first epoch left.
+    assert np.any(resumed_caches.caches[1] != 0)
+    np.testing.assert_array_equal(resumed_caches.caches[1], straight_caches.caches[1])
     _assert_same_run(straight, resumed, tmp_path)
+    # What the run reports and logs, on the run that was never interrupted.
+    assert_generated_run_reports(
+        tmp_path / "straight", straight, _load("fill_last_word_cache").parse_args(argv)
+    )
 
 
 def test_ptb_killed_in_its_last_epoch_resumes_exactly(tmp_path):

@@ -16,7 +16,6 @@ import time
 
 import keras
 import numpy as np
-import pytest
 import tensorflow as tf
 
 from tests import multi_worker_models as models
@@ -27,9 +26,6 @@ from examples.harness import options
 from examples.harness.training import distributed
 from examples.harness.training.strategy import STRATEGIES
 
-# One process runs these tests one after another (`pytest -n 2 --dist loadgroup`, where the
-# grouping works), so that one launch of the workers serves them all (`two_workers`).
-pytestmark = pytest.mark.xdist_group("two_workers")
 
 JOB = REPO_ROOT / "tests" / "multi_worker_job.py"
 WORKERS = 2
@@ -53,9 +49,9 @@ def free_ports(count):
             sock.close()
 
 
-def run_workers(out_dir, jobs, count=WORKERS, timeout=900):
-    """Runs ``tests/multi_worker_job.py out_dir jobs`` on ``count`` local workers; ``jobs``
-    maps each job to its arguments."""
+def start_workers(out_dir, jobs, count=WORKERS):
+    """Starts ``tests/multi_worker_job.py out_dir jobs`` on ``count`` local workers (``jobs``
+    maps each job to its arguments), and returns their processes."""
     cluster = {"worker": [f"localhost:{port}" for port in free_ports(count)]}
     processes = []
     for index in range(count):
@@ -71,6 +67,12 @@ def run_workers(out_dir, jobs, count=WORKERS, timeout=900):
                 text=True,
             )  # fmt: skip
         )
+    return processes
+
+
+def wait_for_workers(processes, timeout=900):
+    """Waits for the workers of `start_workers`, and fails with a worker's output if it failed
+    (it kills those still running after ``timeout`` seconds)."""
     outputs = []
     try:
         for process in processes:
@@ -166,77 +168,83 @@ FILL_TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden", "8", "--attent
              "--verbose", "0", "--no-jit"]  # fmt: skip
 
 
-def _launch_once(shared, launch, timeout=1200):
-    """Runs ``launch()`` (which returns a JSON-able value) once for every pytest process that
-    shares the folder ``shared``, and returns its value in each of them.
-
-    The first process to create ``shared/claimed`` launches; the others wait for
-    ``shared/done.json`` (or ``shared/failed``). Needed because pytest-xdist's ``loadgroup``
-    does not keep a group in one process with pytest 9.2 (pytest-xdist issue 1386), and a
-    session fixture then runs once in each process that has one of its tests.
-    """
-    shared.mkdir(parents=True, exist_ok=True)
-    done, failed = shared / "done.json", shared / "failed"
-    try:
-        os.close(os.open(shared / "claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        deadline = time.monotonic() + timeout
-        while not (done.exists() or failed.exists()) and time.monotonic() < deadline:
-            time.sleep(1)
-        if not done.exists():
-            pytest.fail(f"the launch in another pytest process failed or timed out ({shared})")
-    else:
-        try:
-            value = launch()
-        except BaseException:
-            failed.touch()
-            raise
-        done.with_suffix(".tmp").write_text(json.dumps(value), encoding="utf-8")
-        os.replace(done.with_suffix(".tmp"), done)
-    return json.loads(done.read_text(encoding="utf-8"))
+class _KeepWeights(keras.callbacks.Callback):
+    def on_train_end(self, logs=None):
+        self.weights = models.weights_of(self.model)
 
 
-@pytest.fixture(scope="session")
-def two_workers(tmp_path_factory):
+def _one_process_example(script, argv, workdir):
+    """``script``'s example run in this process: its metrics and the weights it ended with."""
+    keras.backend.clear_session()
+    keep = _KeepWeights()
+    metrics = load_example(script).main([*argv, "--workdir", str(workdir)], extra_callbacks=[keep])
+    return metrics, keep.weights
+
+
+def test_two_workers_train_as_one_process(tmp_path, subtests):
     """One launch of two workers runs every job: the SNLI example (one epoch, then resumed to
     two), the last-word example, the PTB example (refused), the language model's step and the
-    cache model. Returns the output folder and the temporary folders left behind.
+    cache model. While they train, this process trains the same models on the same global
+    batches; then each job is checked against them."""
+    out_dir = tmp_path / "two_workers"
+    out_dir.mkdir()
+    before = _temporary_worker_dirs()
+    jobs = {
+        "snli": [*SNLI_TINY, "--batch-size", str(SNLI_ROWS), "--strategy", "multi_worker",
+                 "--workdir", str(out_dir / "snli")],
+        "fill": [*FILL_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "fill")],
+        "lm": [*PTB_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "ptb")],
+        "cache": [],
+    }  # fmt: skip
+    processes = start_workers(out_dir, jobs)
+    try:
+        # One process, on the global batches: SNLI two epochs straight.
+        snli = _one_process_example(
+            "snli_dual_am_gru",
+            [*SNLI_TINY, "--batch-size", str(WORKERS * SNLI_ROWS), "--strategy", "default",
+             "--epochs", "2"],
+            tmp_path / "snli",
+        )  # fmt: skip
+        fill = _one_process_example(
+            "fill_last_word_cache", [*FILL_TINY, "--strategy", "default"], tmp_path / "fill"
+        )
+        keras.backend.clear_session()
+        language_model = models.train_language_model(tf.distribute.get_strategy())
+        keras.backend.clear_session()
+        cache = models.train_cache_model(tf.distribute.get_strategy())
+    finally:
+        wait_for_workers(processes)
+    left_behind = _temporary_worker_dirs() - before
 
-    One launch for the whole test run, in whichever pytest process needs it first: under
-    pytest-xdist the processes share the parent of their temporary folders."""
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent
-    out_dir = root / "two_workers"
-
-    def launch():
-        before = _temporary_worker_dirs()
-        jobs = {
-            "snli": [*SNLI_TINY, "--batch-size", str(SNLI_ROWS), "--strategy", "multi_worker",
-                     "--workdir", str(out_dir / "snli")],
-            "fill": [*FILL_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "fill")],
-            "lm": [*PTB_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "ptb")],
-            "cache": [],
-        }  # fmt: skip
-        run_workers(out_dir, jobs)
-        return sorted(_temporary_worker_dirs() - before)
-
-    return out_dir, set(_launch_once(out_dir, launch))
+    with subtests.test("the workers leave no temporary folders"):
+        _check_no_temporary_folders(left_behind)
+    with subtests.test("snli"):
+        _check_snli(out_dir, *snli)
+    with subtests.test("the language-model example refuses several workers"):
+        for _, results in worker_results(out_dir, "lm"):
+            refusal = results["refusal"]
+            assert refusal and "per-row states" in refusal and "2 replicas" in refusal
+    with subtests.test("language model"):
+        _check_language_model(out_dir, *language_model)
+    with subtests.test("cache"):
+        _check_cache(out_dir, *cache)
+    with subtests.test("fill"):
+        _check_fill(out_dir, *fill)
 
 
-def test_workers_leave_no_temporary_folders(two_workers):
+def _check_no_temporary_folders(left_behind):
     # The other workers write their checkpoints and logs to temporary copies, then delete them.
     # On a loaded machine such a folder was once still listed right after the workers exited
     # and gone moments later; a folder that is still there after a grace period is a leak.
-    _, left_behind = two_workers
     deadline = time.monotonic() + 30
     while any(os.path.exists(folder) for folder in left_behind) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not [folder for folder in left_behind if os.path.exists(folder)]
 
 
-def test_snli_on_two_workers_resumes_and_matches_one_process(two_workers, tmp_path):
-    out_dir, _ = two_workers
+def _check_snli(out_dir, single, single_weights):
+    """The two workers' SNLI run, resumed after its first epoch, ends as the one-process run
+    of two epochs straight."""
     workdir = out_dir / "snli"
     for name in ("last.keras", "best.keras", "metrics.json", "settings.json", "backup/run.json"):
         assert (workdir / name).is_file(), name
@@ -250,34 +258,14 @@ def test_snli_on_two_workers_resumes_and_matches_one_process(two_workers, tmp_pa
         assert {**metrics, **same} == {**workers[0][1], **same}
     with open(workdir / "metrics.json", encoding="utf-8") as handle:
         assert json.load(handle)["history"] == workers[0][1]["history"]
-
-    # One process, two epochs straight, on the same global batches.
-    keep = _KeepWeights()
-    single = load_example("snli_dual_am_gru").main(
-        [*SNLI_TINY, "--batch-size", str(WORKERS * SNLI_ROWS), "--strategy", "default",
-         "--epochs", "2", "--workdir", str(tmp_path / "single")],
-        extra_callbacks=[keep],
-    )  # fmt: skip
-    assert_same_weights([w for w, _ in workers], keep.weights)
+    assert_same_weights([w for w, _ in workers], single_weights)
     for name, values in single["history"].items():
         np.testing.assert_allclose(workers[0][1]["history"][name], values, rtol=1e-5, err_msg=name)
     np.testing.assert_allclose(workers[0][1]["test_accuracy"], single["test_accuracy"], rtol=1e-6)
 
 
-class _KeepWeights(keras.callbacks.Callback):
-    def on_train_end(self, logs=None):
-        self.weights = models.weights_of(self.model)
-
-
-def test_language_model_example_refuses_several_workers(two_workers):
-    for _, results in worker_results(two_workers[0], "lm"):
-        refusal = results["refusal"]
-        assert refusal and "per-row states" in refusal and "2 replicas" in refusal
-
-
-def test_language_model_step_on_two_workers_matches_one_process(two_workers):
-    workers = worker_results(two_workers[0], "lm")
-    expected, results = models.train_language_model(tf.distribute.get_strategy())
+def _check_language_model(out_dir, expected, results):
+    workers = worker_results(out_dir, "lm")
     # The clipping threshold is active: the workers clip the summed gradient as one process.
     assert_same_weights([w for w, _ in workers], expected)
     for _, got in workers:
@@ -285,27 +273,22 @@ def test_language_model_step_on_two_workers_matches_one_process(two_workers):
             np.testing.assert_allclose(got["history"][name], values, rtol=1e-5, err_msg=name)
 
 
-def test_heap_cache_is_identical_on_every_worker(two_workers):
-    workers = worker_results(two_workers[0], "cache")
-    expected, results = models.train_cache_model(tf.distribute.get_strategy())
+def _check_cache(out_dir, expected, results):
+    """The heap cache is identical on every worker, and as one process writes it."""
+    workers = worker_results(out_dir, "cache")
     assert all(got["fill"] == results["fill"] == 8 for _, got in workers)
     assert_same_weights([w for w, _ in workers], expected)
     assert "cache/cache" in expected and np.abs(expected["cache/cache"]).sum() > 0
 
 
-def test_fill_last_word_on_two_workers_matches_one_process(two_workers, tmp_path):
+def _check_fill(out_dir, single, single_weights):
     """Episodes of facts then questions: each global batch split between the workers, the
     caches written with the whole batch's states, validation with the facts written first."""
-    out_dir, _ = two_workers
     assert (out_dir / "fill" / "metrics.json").is_file()
     workers = worker_results(out_dir, "fill")
-    keep = _KeepWeights()
-    single = load_example("fill_last_word_cache").main(
-        [*FILL_TINY, "--strategy", "default", "--workdir", str(tmp_path / "single")],
-        extra_callbacks=[keep],
-    )
-    assert_same_weights([w for w, _ in workers], keep.weights)
-    assert any("cache" in path and np.abs(value).sum() > 0 for path, value in keep.weights.items())
+    assert_same_weights([w for w, _ in workers], single_weights)
+    assert any("cache" in path and np.abs(value).sum() > 0
+               for path, value in single_weights.items())  # fmt: skip
     for _, metrics in workers:
         for name, values in single["history"].items():
             np.testing.assert_allclose(metrics["history"][name], values, rtol=1e-5, err_msg=name)

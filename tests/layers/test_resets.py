@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.support import BACKEND, PassThroughCell, gradients
+from tests.support import BACKEND, PassThroughCell, all_pairs, compiled, gradients
 from tests.layer_test_case import B, T, W, packed_resets as _resets
 from tf_memlayers import (
     NGramConcat,
@@ -34,6 +34,12 @@ def _random_weights(layer, scale=0.5):
     return values
 
 
+def _call(layer, x, mask, reset):
+    """``layer(x, mask=mask, reset=reset)`` as NumPy, compiled on JAX (`compiled`)."""
+    outputs = compiled(lambda x, mask, reset: layer(x, mask=mask, reset=reset))(x, mask, reset)
+    return keras.tree.map_structure(np.asarray, outputs)
+
+
 WINDOW_CASES = [
     ("attention", None, "mask"),
     ("key_value", (7, 5), "mask"),
@@ -42,9 +48,13 @@ WINDOW_CASES = [
 ]
 
 
-@pytest.mark.parametrize("mode,sizes,pad", WINDOW_CASES)
-@pytest.mark.parametrize("masked", [False, True])
-def test_window_attention_with_resets_matches_reference(float64_policy, mode, sizes, pad, masked):
+# Each case with and without a mask, the backend one more factor (`all_pairs`): each pass
+# runs every case and both mask settings, half the pairs of them.
+@pytest.mark.parametrize(
+    "case, masked", all_pairs(WINDOW_CASES, [False, True], split_by_backend=True)
+)
+def test_window_attention_with_resets_matches_reference(float64_policy, case, masked):
+    mode, sizes, pad = case
     x = RNG.normal(size=(B, T, W))
     reset = _resets()
     mask = None
@@ -56,14 +66,14 @@ def test_window_attention_with_resets_matches_reference(float64_policy, mode, si
                                    return_attention_scores=True)  # fmt: skip
     layer.build(x.shape)
     weights = _random_weights(layer)
-    outputs, scores = layer(x, mask=mask, reset=reset)
+    outputs, scores = _call(layer, x, mask, reset)
     expected, expected_scores, _ = window_attention_reference(
         x, weights, mode, layer.piece_sizes, 3, pad, mask=mask, reset=reset
     )
     np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-10, rtol=0)
     np.testing.assert_allclose(np.asarray(scores), expected_scores, atol=1e-10, rtol=0)
     # The reset changed something: without it, the rows with resets differ.
-    assert not np.allclose(np.asarray(layer(x, mask=mask)[0])[0, 4:], expected[0, 4:])
+    assert not np.allclose(_call(layer, x, mask, None)[0][0, 4:], expected[0, 4:])
 
     cell = SlidingWindowAttentionCell(PassThroughCell(W), 3, mode=mode, sizes=sizes, pad=pad,
                                       use_bias=True)  # fmt: skip
@@ -71,12 +81,11 @@ def test_window_attention_with_resets_matches_reference(float64_policy, mode, si
     rnn.build(x.shape)
     for variable in cell.trainable_weights:
         variable.assign(weights[variable.path.split("/")[-1]])
-    cell_outputs = np.asarray(rnn(x, mask=mask, reset=reset))
+    cell_outputs = _call(rnn, x, mask, reset)
     np.testing.assert_allclose(cell_outputs, expected, atol=1e-10, rtol=0)
 
 
-@pytest.mark.parametrize("n", [2, 3, 5])
-@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("n, masked", all_pairs([2, 3, 5], [False, True], split_by_backend=True))
 def test_ngram_with_resets_matches_reference(float64_policy, n, masked):
     x = RNG.normal(size=(B, T, W))
     reset = _resets()
@@ -90,17 +99,13 @@ def test_ngram_with_resets_matches_reference(float64_policy, n, masked):
     weights = _random_weights(layer)
     expected, _ = ngram_reference(x, weights["ngram_kernel"], n, layer.piece_sizes,
                                   weights["ngram_bias"], mask=mask, reset=reset)  # fmt: skip
-    np.testing.assert_allclose(
-        np.asarray(layer(x, mask=mask, reset=reset)), expected, atol=1e-10, rtol=0
-    )
+    np.testing.assert_allclose(_call(layer, x, mask, reset), expected, atol=1e-10, rtol=0)
     cell = NGramConcatCell(PassThroughCell(W), n, 5, use_bias=True)
     rnn = ResettableRNN(cell, return_sequences=True, zero_output_for_mask=True)
     rnn.build(x.shape)
     for variable in cell.trainable_weights:
         variable.assign(weights[variable.path.split("/")[-1]])
-    np.testing.assert_allclose(
-        np.asarray(rnn(x, mask=mask, reset=reset)), expected, atol=1e-10, rtol=0
-    )
+    np.testing.assert_allclose(_call(rnn, x, mask, reset), expected, atol=1e-10, rtol=0)
 
 
 def _pair(window=3):

@@ -224,14 +224,17 @@ def test_stateful_segments_with_resets_equal_one_run(float64_policy):
                                atol=1e-12, rtol=0)  # fmt: skip
 
 
-def _model(dropout=0.0):
+def _model():
+    """A language model over a stack of an LSTM and a GRU cell with dropout on their inputs
+    and states, and its cells."""
     tokens = keras.Input((None,), dtype="int32", name="tokens")
     reset = keras.Input((None,), dtype="bool", name="reset")
     embedded = keras.layers.Embedding(20, 6, mask_zero=True)(tokens)
-    cell = keras.layers.LSTMCell(8, dropout=dropout, recurrent_dropout=dropout)
-    features = ResettableRNN(cell, return_sequences=True)(embedded, reset=reset)
+    cells = [keras.layers.LSTMCell(8, dropout=0.3, recurrent_dropout=0.3),
+             keras.layers.GRUCell(4, dropout=0.3, recurrent_dropout=0.3)]  # fmt: skip
+    features = ResettableRNN(cells, return_sequences=True)(embedded, reset=reset)
     logits = keras.layers.Dense(20)(features)
-    return keras.Model({"tokens": tokens, "reset": reset}, logits)
+    return keras.Model({"tokens": tokens, "reset": reset}, logits), cells
 
 
 def _data(batch=7, steps=6):
@@ -242,9 +245,10 @@ def _data(batch=7, steps=6):
     return {"tokens": tokens, "reset": reset}, targets
 
 
-@pytest.mark.parametrize("dropout", [0.0, 0.3])
-def test_fit_with_a_partial_last_batch_and_keras_file_round_trip(tmp_path, dropout):
-    model = _model(dropout)
+def test_stacked_dropout_cells_fit_on_a_partial_last_batch_and_round_trip(tmp_path):
+    model, cells = _model()
+    # Compiled (XLA; a traced scan on JAX): keras.layers.RNN draws each dropout cell's masks
+    # before its loop, where a mask drawn by the loop itself would escape it.
     compile_and_build_optimizer(
         model, "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=BACKEND != "torch",
@@ -252,6 +256,11 @@ def test_fit_with_a_partial_last_batch_and_keras_file_round_trip(tmp_path, dropo
     inputs, targets = _data()
     history = model.fit(inputs, targets, batch_size=3, epochs=2, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
+    # The masks are drawn once per call and dropped after it; in training the same call twice
+    # differs.
+    assert all(c._dropout_mask is None and c._recurrent_dropout_mask is None for c in cells)
+    first, second = (np.asarray(model(inputs, training=True)) for _ in range(2))
+    assert not np.allclose(first, second)
     expected = model.predict(inputs, verbose=0)
     path = tmp_path / "resettable.keras"
     model.save(path)
@@ -279,7 +288,7 @@ def test_mixed_float16_matches_float32():
 def test_export_keeps_the_reset_input(tmp_path):
     import tensorflow as tf
 
-    model = _model()
+    model, _ = _model()
     inputs, _ = _data()
     expected = model.predict(inputs, verbose=0)
     model.export(str(tmp_path / "served"), verbose=False)
@@ -350,30 +359,6 @@ def test_a_list_of_cells_gives_keras_rnn_outputs_and_config():
     again = ResettableRNN.from_config(rnn.get_config())
     assert isinstance(again.cell.cell, keras.layers.StackedRNNCells)
     assert [type(c) for c in again.cell.cell.cells] == [keras.layers.LSTMCell, keras.layers.GRUCell]
-
-
-def test_stacked_dropout_cells_draw_their_masks_once_per_call():
-    # keras.layers.RNN draws each dropout cell's masks before its loop; inside a compiled step
-    # (a traced scan on JAX) a mask drawn by the loop itself would escape it.
-    tokens = keras.Input((None,), dtype="int32", name="tokens")
-    reset = keras.Input((None,), dtype="bool", name="reset")
-    embedded = keras.layers.Embedding(20, 6)(tokens)
-    cells = [keras.layers.LSTMCell(4, dropout=0.3, recurrent_dropout=0.3),
-             keras.layers.GRUCell(4, dropout=0.3, recurrent_dropout=0.3)]  # fmt: skip
-    features = ResettableRNN(cells, return_sequences=True)(embedded, reset=reset)
-    model = keras.Model({"tokens": tokens, "reset": reset}, keras.layers.Dense(20)(features))
-    # Compiled where the loop is traced (JAX's scan); a graph on TensorFlow, not XLA, for time.
-    compile_and_build_optimizer(
-        model, "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        jit_compile=BACKEND == "jax",
-    )
-    inputs, targets = _data()
-    history = model.fit(inputs, targets, batch_size=3, epochs=1, verbose=0)
-    assert np.all(np.isfinite(history.history["loss"]))
-    assert all(c._dropout_mask is None and c._recurrent_dropout_mask is None for c in cells)
-    # In training the masks are drawn: the same call twice differs.
-    first, second = (np.asarray(model(inputs, training=True)) for _ in range(2))
-    assert not np.allclose(first, second)
 
 
 class _UnregisteredCell(keras.layers.Layer):

@@ -225,9 +225,11 @@ def test_fixed_length_copy_runs_in_tflite_with_builtin_operators_only(
         model([premise[:1, :3], hypothesis[:1]]), expected[:1], rtol=0, atol=1e-6
     )
 
-    # The variable-length model needs TensorFlow's list ops: built-in operators are refused.
-    with pytest.raises(Exception, match="TensorList"):
-        _builtin_tflite(model)
+    # The variable-length model needs TensorFlow's list ops: built-in operators are refused
+    # (one conversion, for the model with the most loops, is enough to show it).
+    if kind == "dual_am_gru" and batch_size is None:
+        with pytest.raises(Exception, match="TensorList"):
+            _builtin_tflite(model)
     fixed = build_fixed_length_snli_model(
         model, premise_length=6, hypothesis_length=4, batch_size=batch_size, unroll=unroll
     )

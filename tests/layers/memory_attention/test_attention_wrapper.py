@@ -158,7 +158,7 @@ NO_INPUT_FEEDING = {
 
 @pytest.mark.parametrize(
     "score_options, position, output_attention",
-    all_pairs(sorted(SCORE_OPTIONS), ("after", "before"), (True, False))
+    all_pairs(sorted(SCORE_OPTIONS), ("after", "before"), (True, False), split_by_backend=True)
     + [pytest.param(name, "after", True, id=f"{name}-after-True") for name in NO_INPUT_FEEDING],
 )
 def test_matches_the_reference_in_float64(float64_policy, score_options, position,
@@ -308,19 +308,22 @@ def test_state_carries_over_from_one_call_to_the_next():
     check_state_carries_over(layer, x, memory, mask)
 
 
-@pytest.mark.parametrize(
-    "cell",
-    [
-        lambda: keras.layers.LSTMCell(UNITS),
-        lambda: keras.layers.GRUCell(UNITS),
-        lambda: AssociativeGRUCell(UNITS, num_copies=2),
-    ],
-    ids=["lstm", "gru", "am_gru"],
-)
-@pytest.mark.parametrize("input_feeding", [True, False], ids=["step_by_step", "after_the_loop"])
-def test_wraps_any_cell_trains_saves_and_loads(cell, input_feeding, tmp_path):
+WRAPPED_CELLS = {
+    "lstm": lambda: keras.layers.LSTMCell(UNITS),
+    "gru": lambda: keras.layers.GRUCell(UNITS),
+    "am_gru": lambda: AssociativeGRUCell(UNITS, num_copies=2),
+}
+
+
+# Each cell attending step by step and after the loop, the backend one more factor
+# (`all_pairs`): each pass trains every cell and both ways.
+@pytest.mark.parametrize("cell, attend", all_pairs(
+    list(WRAPPED_CELLS), ["step_by_step", "after_the_loop"], split_by_backend=True
+))  # fmt: skip
+def test_wraps_any_cell_trains_saves_and_loads(cell, attend, tmp_path):
     x, memory, mask = _data(np.random.default_rng(7), "float32")
-    wrapper = AttentionWrapper(cell(), attention_size=6, input_feeding=input_feeding)
+    wrapper = AttentionWrapper(WRAPPED_CELLS[cell](), attention_size=6,
+                               input_feeding=attend == "step_by_step")  # fmt: skip
     check_trains_saves_loads_and_clones(wrapper, x, memory, mask, tmp_path / "model.keras")
 
 

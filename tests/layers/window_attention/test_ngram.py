@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.support import BACKEND, gradients, keras_lstm
+from tests.support import BACKEND, all_pairs, gradients, keras_lstm
 from tests.layer_test_case import (
     CELL_SPEC,
     CarriedMemoryTests,
@@ -123,9 +123,13 @@ def set_random(layer, names=("ngram_kernel", "ngram_bias")):
     return values
 
 
-@pytest.mark.parametrize("n,sizes", [(2, None), (3, None), (4, None), (4, (5, 4, 3)), (5, (3, 3, 3, 3))])
-@pytest.mark.parametrize("use_bias", [False, True])
-def test_parallel_and_cell_match_numpy_reference_float64(float64_policy, n, sizes, use_bias):
+# Each (n, sizes) with and without a bias, the backend one more factor (`all_pairs`).
+@pytest.mark.parametrize("case, use_bias", all_pairs(
+    [(2, None), (3, None), (4, None), (4, (5, 4, 3)), (5, (3, 3, 3, 3))], [False, True],
+    split_by_backend=True,
+))  # fmt: skip
+def test_parallel_and_cell_match_numpy_reference_float64(float64_policy, case, use_bias):
+    n, sizes = case
     x = RNG.normal(size=(2, 9, 12))
     layer = NGramConcat(n, 7, sizes=sizes, use_bias=use_bias)
     layer.build(x.shape)
@@ -180,9 +184,11 @@ def build_pair(n, sizes, units=6, width=12, features=5):
     return lstm, parallel, rnn
 
 
-@pytest.mark.parametrize("n,sizes", [(2, None), (3, (8, 4)), (4, None), (5, (3, 3, 3, 3))])
-@pytest.mark.parametrize("masked", [False, True])
-def test_cell_and_parallel_agree_on_gradients(float64_policy, n, sizes, masked):
+@pytest.mark.parametrize("case, masked", all_pairs(
+    [(2, None), (3, (8, 4)), (4, None), (5, (3, 3, 3, 3))], [False, True], split_by_backend=True
+))  # fmt: skip
+def test_cell_and_parallel_agree_on_gradients(float64_policy, case, masked):
+    n, sizes = case
     lstm, parallel, rnn = build_pair(n, sizes)
     # Masked steps are left out of the comparison and the loss; on JAX Keras's RNN emits the
     # cell's first state there (KERAS_MASKED_OUTPUT), zeros with zero_output_for_mask.

@@ -6,8 +6,8 @@ import pytest
 from keras import ops
 
 from tests.support import (
-    BACKEND, PassThroughCell, all_pairs, gradients, json_report_of_script, keras_lstm, masked_rnn,
-    tensorflow_only,
+    BACKEND, PassThroughCell, all_pairs, compiled, gradients, json_report_of_script, keras_lstm,
+    masked_rnn, tensorflow_only,
 )
 from tests.layer_test_case import (
     CELL_SPEC,
@@ -211,10 +211,11 @@ WINDOWS = [1, 3, 10]
 WIDTHS = [(None, None), (5, 7)]
 
 
-# The options' values by pairs (`all_pairs`): the full product of the five lists is 120 cases.
+# The options' values by pairs (`all_pairs`; the full product of the five lists is 120 cases),
+# the backend one more factor: the parallel form is the same Keras operations on each.
 @pytest.mark.parametrize(
     "config, window, widths, pad, use_bias",
-    all_pairs(CONFIGS, WINDOWS, WIDTHS, ["mask", "zeros"], [False, True]),
+    all_pairs(CONFIGS, WINDOWS, WIDTHS, ["mask", "zeros"], [False, True], split_by_backend=True),
 )
 def test_parallel_form_matches_numpy_reference_float64(
     float64_policy, config, window, widths, pad, use_bias
@@ -228,7 +229,7 @@ def test_parallel_form_matches_numpy_reference_float64(
     layer.build(x.shape)
     assert_attention_and_output_widths(layer, attention_units, units)
     weights = random_weights(layer)
-    outputs, scores = layer(x)
+    outputs, scores = compiled(layer)(x)
     expected, expected_scores, _ = window_attention_reference(
         x, weights, mode, layer.piece_sizes, window, pad
     )
@@ -237,7 +238,8 @@ def test_parallel_form_matches_numpy_reference_float64(
 
 
 @pytest.mark.parametrize(
-    "config, window, widths, pad", all_pairs(CONFIGS, WINDOWS, WIDTHS, ["mask", "zeros"])
+    "config, window, widths, pad",
+    all_pairs(CONFIGS, WINDOWS, WIDTHS, ["mask", "zeros"], split_by_backend=True),
 )
 def test_cell_form_matches_numpy_reference_float64(float64_policy, config, window, widths, pad):
     (mode, sizes), (attention_units, units) = config, widths
@@ -252,7 +254,7 @@ def test_cell_form_matches_numpy_reference_float64(float64_policy, config, windo
     assert_attention_and_output_widths(cell, attention_units, units)
     weights = random_weights(cell)
     expected, _, _ = window_attention_reference(x, weights, mode, cell.piece_sizes, window, pad)
-    np.testing.assert_allclose(np.asarray(rnn(x)), expected, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(np.asarray(compiled(rnn)(x)), expected, atol=1e-10, rtol=0)
 
 
 @pytest.mark.parametrize("mode,sizes", [("attention", None), ("key_value_predict", (6, 4, 2))])
@@ -309,7 +311,8 @@ def holes_and_right_padding(batch=2, steps=9):
 
 
 @pytest.mark.parametrize(
-    "config, pad, masked", all_pairs(CONFIGS, ["mask", "zeros"], [False, True])
+    "config, pad, masked",
+    all_pairs(CONFIGS, ["mask", "zeros"], [False, True], split_by_backend=True),
 )
 def test_cell_and_parallel_forms_agree_forward_and_gradients(float64_policy, config, pad, masked):
     mode, sizes = config
@@ -471,7 +474,8 @@ def test_masked_steps_are_never_written_nor_attended(float64_policy):
     layer = SlidingWindowAttention(3, mode="key_value", return_attention_scores=True)
     layer.build(x.shape)
     weights = random_weights(layer)
-    outputs, scores = layer(x, mask=ops.convert_to_tensor(mask))
+    call = compiled(lambda x, mask: layer(x, mask=mask))
+    outputs, scores = call(x, ops.convert_to_tensor(mask))
     expected, expected_scores, _ = window_attention_reference(
         x, weights, "key_value", layer.piece_sizes, 3, mask=mask
     )
@@ -482,8 +486,8 @@ def test_masked_steps_are_never_written_nor_attended(float64_policy):
     rnn.build(x.shape)
     for name in ["memory_kernel", "query_kernel", "score_vector", "context_kernel", "predict_kernel"]:
         getattr(cell, name).assign(weights[name])
-    mask_tensor = ops.convert_to_tensor(mask)
-    np.testing.assert_allclose(np.asarray(rnn(x, mask=mask_tensor)), expected, atol=1e-10)
+    outputs = compiled(lambda x, mask: rnn(x, mask=mask))(x, ops.convert_to_tensor(mask))
+    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-10)
 
 
 def test_mask_propagates_to_the_next_layer():
@@ -516,9 +520,10 @@ def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy
     layer = SlidingWindowAttention(4, mode="key_value", return_memory=True)
     layer.build(x.shape)
     weights = random_weights(layer)
-    expected, _ = layer(x)
-    first, memory = layer(x[:, :20])
-    second, _ = layer(x[:, 20:], initial_memory=memory)
+    call = compiled(lambda x, memory: layer(x, initial_memory=memory))
+    expected, _ = call(x, None)
+    first, memory = call(x[:, :20], None)
+    second, _ = call(x[:, 20:], memory)
     np.testing.assert_allclose(
         np.concatenate([first, second], axis=1), np.asarray(expected), atol=1e-12
     )
@@ -528,7 +533,7 @@ def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy
     rnn.build(x.shape)
     for name, value in weights.items():
         getattr(cell, name).assign(value)
-    _, _, cell_memory = rnn(x[:, :20])
+    _, _, cell_memory = compiled(rnn)(x[:, :20])
     np.testing.assert_allclose(np.asarray(cell_memory), np.asarray(memory), atol=1e-12)
 
 
