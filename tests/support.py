@@ -1,6 +1,6 @@
 """What the tests share: the backend they run on, the TensorFlow-only marker and its common
-reasons, small cells and layers, gradients on any backend, the scripts as modules and the logs
-they write. Test modules import it (``from tests.support import gradients``); ``conftest.py`` holds
+reasons, small cells and layers, gradients and compiled calls on any backend, the train step's
+traces, the all-pairs designs, the scripts as modules and the logs they write. Test modules import it (``from tests.support import gradients``); ``conftest.py`` holds
 only pytest's hooks and fixtures."""
 
 import glob

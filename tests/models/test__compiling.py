@@ -32,3 +32,21 @@ def test_the_optimizer_is_built_and_the_step_traced_once(policy):
     assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 2
     after = [keras.ops.convert_to_numpy(w) for w in model.trainable_weights]
     assert all(not np.array_equal(a, b) for a, b in zip(after, before))
+
+
+class SubclassedModel(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(2)
+
+    def call(self, inputs):
+        return self.dense(inputs)
+
+
+def test_a_model_not_built_yet_is_left_to_keras():
+    model = SubclassedModel()
+    compile_and_build_optimizer(model, keras.optimizers.Adam(0.1), loss="mse")
+    # Its optimizer built now would know no variable, and the first step would fail.
+    assert not model.optimizer.built
+    model.train_on_batch(np.ones((4, 3), "float32"), np.zeros((4, 2), "float32"))
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 1
