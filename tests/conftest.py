@@ -86,8 +86,6 @@ def pytest_configure(config):
         "tensorflow_only(reason): the test needs the TensorFlow backend; skipped, with the "
         "reason, on any other backend.",
     )
-    # Tests of one group run in the same process under ``pytest -n N --dist loadgroup``.
-    config.addinivalue_line("markers", "xdist_group(name): run in one pytest-xdist worker")
 
 
 def pytest_ignore_collect(collection_path, config):

@@ -1,7 +1,8 @@
 """The command lines of the examples and benchmarks: bad values exit 2 with one line.
 
 Most checks run the examples' parsers in-process (importing an example costs nothing once
-TensorFlow is loaded); one subprocess per example checks the real exit status and output.
+TensorFlow is loaded); a subprocess for each stage at which an example refuses (while parsing,
+once the corpus is read, when the model is built) checks the real exit status and output.
 """
 
 import importlib

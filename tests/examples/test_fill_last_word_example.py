@@ -1,4 +1,5 @@
-"""examples/fill_last_word_cache.py end to end, resume included (tiny settings)."""
+"""examples/fill_last_word_cache.py end to end (tiny settings). A run's report, logs and resume
+are checked on the runs of tests/examples/test_kill_resume.py (`assert_generated_run_reports`)."""
 
 import json
 import os

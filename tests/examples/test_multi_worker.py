@@ -26,7 +26,6 @@ from examples.harness import options
 from examples.harness.training import distributed
 from examples.harness.training.strategy import STRATEGIES
 
-
 JOB = REPO_ROOT / "tests" / "multi_worker_job.py"
 WORKERS = 2
 # The plain GRU model: the multi-worker path is the same for every model, and it is the fastest.

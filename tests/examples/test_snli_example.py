@@ -1,5 +1,5 @@
-"""End-to-end runs of examples/snli_dual_am_gru.py on a tiny setting (killed and resumed:
-tests/test_kill_resume.py)."""
+"""End-to-end runs of examples/snli_dual_am_gru.py on a tiny setting (killed and resumed, and
+what a run logs for TensorBoard: tests/examples/test_kill_resume.py)."""
 
 import importlib.util
 import os
