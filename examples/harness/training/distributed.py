@@ -158,9 +158,8 @@ def train(
     """
     strategy = strategy or model.distribute_strategy
     if fit_works_under(strategy):
-        # The optimizer's variables made before `fit`: outside a tf.distribute strategy's
-        # scope, Keras on TensorFlow makes them inside the first trace of the train step, and
-        # TensorFlow then traces the whole step a second time.
+        # The optimizer's variables made before `fit`, as the package's compile helpers make
+        # them (tf_memlayers.models._compiling says why), for a model compiled otherwise.
         if not model.optimizer.built:
             with strategy.scope():
                 model.optimizer.build(model.trainable_variables)
