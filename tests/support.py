@@ -1,8 +1,10 @@
 """What the tests share: the backend they run on, the TensorFlow-only marker and its common
 reasons, small cells and layers, gradients and compiled calls on any backend, the train step's
-traces, the all-pairs designs, the scripts as modules and the logs they write. Test modules import it (``from tests.support import gradients``); ``conftest.py`` holds
-only pytest's hooks and fixtures."""
+traces, TensorFlow's graph optimisations, the all-pairs designs, the scripts as modules and the
+logs they write. Test modules import it (``from tests.support import gradients``);
+``conftest.py`` holds only pytest's hooks and fixtures."""
 
+import contextlib
 import glob
 import os
 import pathlib
@@ -157,6 +159,25 @@ def compiled(function):
     import jax
 
     return jax.jit(function)
+
+
+#: The option of `tf.config.optimizer` that turns TensorFlow's graph optimiser (Grappler) off.
+NO_GRAPH_OPTIMIZATIONS = "disable_meta_optimizer"
+
+
+@contextlib.contextmanager
+def graph_optimizations(enabled):
+    """TensorFlow's graph optimiser, Grappler, on (``enabled``) or off for the graph functions
+    first run in this thread inside the block; as it was before, after it. (A function keeps
+    the graph it was optimised to, or not, at its first run.)"""
+    import tensorflow as tf
+
+    before = tf.config.optimizer.get_experimental_options().get(NO_GRAPH_OPTIMIZATIONS, False)
+    tf.config.optimizer.set_experimental_options({NO_GRAPH_OPTIMIZATIONS: not enabled})
+    try:
+        yield
+    finally:
+        tf.config.optimizer.set_experimental_options({NO_GRAPH_OPTIMIZATIONS: before})
 
 
 def count_train_step_traces(model):

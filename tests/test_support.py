@@ -68,3 +68,19 @@ def test_a_design_split_by_backend_meets_every_pair_on_one_backend_and_each_valu
     # Another backend runs every row.
     monkeypatch.setattr(support, "BACKEND", "torch")
     assert _rows(all_pairs(*factors, split_by_backend=True)) == _rows(all_pairs(*factors))
+
+
+@support.tensorflow_only("Grappler is TensorFlow's graph optimiser")
+def test_the_tests_run_without_graph_optimizations_but_inside_the_block():
+    import tensorflow as tf
+
+    def off():
+        return tf.config.optimizer.get_experimental_options()[support.NO_GRAPH_OPTIMIZATIONS]
+
+    assert off() is True  # tests/conftest.py
+    with support.graph_optimizations(True):
+        assert off() is False
+        with support.graph_optimizations(False):
+            assert off() is True
+        assert off() is False
+    assert off() is True

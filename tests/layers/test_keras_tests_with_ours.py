@@ -26,15 +26,12 @@ import pytest
 from tests.layers import keras_tests_with_ours as plugin
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-# The runs, each a pytest process of its own: {id: (suite names, Keras's test files)}. The
-# ResettableRNN files take 5 to 30 s each, one per run, which pytest-xdist spreads over its
-# workers; the other suites' files share one run, whose time is mostly the start of the process
-# (TensorFlow's import).
+# The runs, each a pytest process of its own: {id: (suite names, Keras's test files)}. Two
+# processes: `ResettableRNN`'s suite replaces ``keras.layers.RNN`` in the whole process, which
+# would change what the cell suites build (``keras.layers.RNN`` over a `ResettableCell`). Each
+# run's files share its start (TensorFlow's import, Keras's test modules).
 RUNS = {
-    **{
-        f"ResettableRNN-{pathlib.Path(file).name}": (("ResettableRNN",), (file,))
-        for file in plugin.SUITES["ResettableRNN"].files
-    },
+    "ResettableRNN": (("ResettableRNN",), plugin.SUITES["ResettableRNN"].files),
     "ResettableCell-PhiloxDropout-TiedEmbedding": (
         ("ResettableCell", "PhiloxDropout", "TiedEmbedding"),
         tuple(
