@@ -103,8 +103,9 @@ def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
             through the layers it calls.
         variables: Keras variables to differentiate with respect to.
         inputs: Arrays to differentiate with respect to, passed to ``loss_fn`` as tensors.
-        has_aux: Whether ``loss_fn`` returns ``(loss, aux)``: a tensor computed on the way,
-            returned with the loss without being differentiated.
+        has_aux: Whether ``loss_fn`` returns ``(loss, aux)``: tensors computed on the way (a
+            tensor, or a list, tuple or dict of them), returned with the loss without being
+            differentiated.
 
     Returns:
         ``(loss, variable_gradients, input_gradients)`` as NumPy values, with ``(loss, aux)``
@@ -142,8 +143,10 @@ def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
         else np.asarray(keras.ops.convert_to_numpy(grad))
         for grad, source in zip(found, sources)
     ]
-    values = [np.asarray(keras.ops.convert_to_numpy(t)) for t in (loss if has_aux else [loss])]
-    loss = tuple(values) if has_aux else values[0]
+    def numpy(tensor):
+        return np.asarray(keras.ops.convert_to_numpy(tensor))
+
+    loss = (numpy(loss[0]), keras.tree.map_structure(numpy, loss[1])) if has_aux else numpy(loss)
     return loss, found[: len(variables)], found[len(variables) :]
 
 
