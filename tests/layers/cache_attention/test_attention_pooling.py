@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 import pytest
-from tests.support import keras_lstm
+from tests.support import BACKEND, keras_lstm
 from tests.layer_test_case import EmptyInputTests, LayerTestCase
 
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
@@ -136,6 +136,9 @@ def pooling_probe(model, jit_compile=False):
 
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_trains_under_xla_and_masks_padding(jit_compile):
+    if BACKEND == "jax" and not jit_compile:
+        pytest.skip("on JAX, jit_compile=False runs the training step operation by operation, "
+                    "not in a graph: the step that Keras compiles there is the XLA variant")
     rng = np.random.default_rng(2)
     model = sequence_model(jit_compile)
     x = tokens(rng)
@@ -176,15 +179,8 @@ def test_mixed_float16_matches_float32():
     assert np.isfinite(loss)
 
 
-def test_save_load_and_config(tmp_path):
-    rng = np.random.default_rng(4)
-    model = sequence_model()
-    x = tokens(rng)
-    model.fit(x, x[:, -1], epochs=1, verbose=0)
-    path = str(tmp_path / "pool.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+def test_config_round_trip():
+    # Trained, saved and loaded in a model: the journeys of AttentionPoolingTest.
     layer = AttentionPooling(5, kernel_initializer="ones", name="p")
     clone = AttentionPooling.from_config(layer.get_config())
     assert clone.get_config() == layer.get_config() and clone.attention_units == 5
