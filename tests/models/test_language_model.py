@@ -48,14 +48,15 @@ def _model(kind, **overrides):
 @pytest.mark.parametrize(
     "kind, form", [(kind, "parallel") for kind in KINDS] + [(kind, "cell") for kind in WITH_MEMORY]
 )
-def test_every_kind_trains_a_step(kind, form):
-    model = compile_language_model(_model(kind, form=form), learning_rate=0.01, jit_compile=False)
+def test_every_kind_starts_near_uniform_and_every_weight_gets_a_gradient(kind, form):
+    # A training step of each kind and form, its metrics and a round trip:
+    # tests/models/test_builders_on_every_backend.py.
+    model = _model(kind, form=form)
     x, y = _tokens(2, 5), _tokens(2, 5, seed=1)
-    assert model(x).shape == (2, 5, VOCAB)
-    logs = model.train_on_batch(x, y, return_dict=True)
-    # One batch, all weights 1: the perplexity metric is exp(mean NLL) = exp(loss).
-    np.testing.assert_allclose(logs["perplexity"], np.exp(logs["loss"]), rtol=1e-5)
-    np.testing.assert_allclose(logs["loss"], np.log(VOCAB), rtol=0.05)  # near-uniform at init
+    logits = model(x)
+    assert logits.shape == (2, 5, VOCAB)
+    loss = keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
+    np.testing.assert_allclose(np.mean(loss), np.log(VOCAB), rtol=0.05)  # near-uniform at init
     # Every weight takes part: with weights well away from the small initial values (where
     # the attention scores are nearly flat) each one gets a non-zero gradient.
     rng = np.random.default_rng(0)
