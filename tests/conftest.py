@@ -83,8 +83,9 @@ if BACKEND == "tensorflow":
     # operations): on the tests' small graphs, each run a few times, that costs far more than
     # it saves, and with it off the TensorFlow pass takes 13% less machine time. What a graph
     # computes does not change; the results agree with the optimised graph's to float rounding.
-    # The examples' tests turn it on again (tests/examples/conftest.py): they run the examples
-    # with the optimised graphs, as a user does, as do the processes the tests start.
+    # tests/test_graph_optimizations.py checks that the optimised graphs of the package's models
+    # compute what the graphs as traced do. The processes the tests start optimise, as a
+    # user's do (the kill tests' killed runs do not: their runs are resumed in this process).
     tf.config.optimizer.set_experimental_options({NO_GRAPH_OPTIMIZATIONS: True})
 
 

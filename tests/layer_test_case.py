@@ -370,10 +370,13 @@ class LayerTestCase:
         mask[2, :2] = False  # left padding
         inputs = np.random.default_rng(1).normal(size=(3, 5, INPUT_DIM)).astype("float32")
         inputs[~mask] = np.nan
-        outputs = np.asarray(ops.convert_to_numpy(layer(inputs, mask=mask)))
-        _, weight_gradients, _ = gradients(
-            lambda: ops.sum(ops.square(layer(inputs, mask=mask))), layer.trainable_weights
-        )
+        layer.build(inputs.shape)
+
+        def loss():
+            outputs = layer(inputs, mask=mask)
+            return ops.sum(ops.square(outputs)), outputs
+
+        (_, outputs), weight_gradients, _ = gradients(loss, layer.trainable_weights, has_aux=True)
         assert np.isfinite(outputs).all()
         if outputs.ndim == 3:
             np.testing.assert_array_equal(outputs[~mask], 0.0)

@@ -1,0 +1,131 @@
+"""TensorFlow's graph optimiser, Grappler, which the tests turn off (tests/conftest.py), leaves
+what the package's models compute unchanged: a step of each model, its loss and gradients,
+gives the same values from the optimised graph as from the graph as traced."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from examples.language_modeling.memories import language_model
+from examples.snli.encoders import snli_model
+from tests.support import graph_optimizations, tensorflow_only
+from tf_memlayers import AttentionRNN, AttentionWrapper, DualAssociativeEncoder
+from tf_memlayers.models import build_fill_last_word_model
+
+pytestmark = tensorflow_only("Grappler is TensorFlow's graph optimiser")
+
+VOCAB = 30
+
+
+def _tokens(rng, shape, low=1):
+    return rng.integers(low, VOCAB, shape).astype("int32")
+
+
+def _dual_am_gru(fused_loop):
+    """The Dual AM-GRU's sentence-pair encoder (an AM-GRU over the premise) on word vectors."""
+    premise, hypothesis = keras.Input((7,), dtype="int32"), keras.Input((4,), dtype="int32")
+    embedding = keras.layers.Embedding(VOCAB, 6, mask_zero=True)
+    encoder = DualAssociativeEncoder(8, num_copies=2, fused_loop=fused_loop)
+    encoded = encoder([embedding(premise), embedding(hypothesis)])[1]
+    return keras.Model([premise, hypothesis], keras.layers.Dense(3)(encoded))
+
+
+def _attention_rnn():
+    tokens, memory = keras.Input((6,), dtype="int32"), keras.Input((4, 8))
+    embedded = keras.layers.Embedding(VOCAB, 8, mask_zero=True)(tokens)
+    wrapper = AttentionWrapper(keras.layers.GRUCell(8), score="general")
+    states = AttentionRNN(wrapper, return_sequences=True)(embedded, memory=memory)
+    return keras.Model([tokens, memory], keras.layers.Dense(VOCAB)(states))
+
+
+# {case: (model builder, inputs and targets of one batch from a generator)}. Every memory
+# layer, in both forms where it has two, and each AM-GRU loop (the Dual AM-GRU's model runs
+# an AM-GRU over the premise).
+CASES = {
+    "dual_am_gru_keras_loop": (
+        lambda: _dual_am_gru(fused_loop=False),
+        lambda rng: ((_tokens(rng, (4, 7)), _tokens(rng, (4, 4))), rng.integers(0, 3, 4)),
+    ),
+    "dual_am_gru_fused_loop": (
+        lambda: _dual_am_gru(fused_loop=True),
+        lambda rng: ((_tokens(rng, (4, 7)), _tokens(rng, (4, 4))), rng.integers(0, 3, 4)),
+    ),
+    "snli_word_by_word": (
+        lambda: snli_model(VOCAB, kind="word_by_word", units=8, embedding_dim=6),
+        lambda rng: ((_tokens(rng, (4, 7)), _tokens(rng, (4, 4))), rng.integers(0, 3, 4)),
+    ),
+    "lm_key_value_predict_parallel": (
+        lambda: language_model(VOCAB, kind="key_value_predict", hidden=12, embedding_dim=6,
+                               window=3, stateful=False, seq_len=6, resets=True),  # fmt: skip
+        lambda rng: ({"tokens": _tokens(rng, (2, 6)), "reset": rng.random((2, 6)) < 0.3},
+                     _tokens(rng, (2, 6))),  # fmt: skip
+    ),
+    "lm_attention_cell": (
+        lambda: language_model(VOCAB, kind="attention", form="cell", hidden=12,
+                               embedding_dim=6, window=3, stateful=False, seq_len=6),  # fmt: skip
+        lambda rng: (_tokens(rng, (2, 6)), _tokens(rng, (2, 6))),
+    ),
+    "lm_ngram_cell": (
+        lambda: language_model(VOCAB, kind="ngram", form="cell", hidden=12, embedding_dim=6,
+                               ngram=3, stateful=False, seq_len=6),  # fmt: skip
+        lambda rng: (_tokens(rng, (2, 6)), _tokens(rng, (2, 6))),
+    ),
+    "lm_ngram_parallel": (
+        lambda: language_model(VOCAB, kind="ngram", hidden=12, embedding_dim=6, ngram=3,
+                               stateful=False, seq_len=6),  # fmt: skip
+        lambda rng: (_tokens(rng, (2, 6)), _tokens(rng, (2, 6))),
+    ),
+    "last_word_cache_and_pooling": (
+        lambda: build_fill_last_word_model(VOCAB, max_length=10, embedding_dim=6, hidden=8,
+                                           attention_units=4, pooling="attention",
+                                           cache_size=12),  # fmt: skip
+        lambda rng: (_tokens(rng, (8, 10), low=0), _tokens(rng, (8,))),
+    ),
+    "attention_wrapper": (
+        _attention_rnn,
+        lambda rng: ((_tokens(rng, (3, 6), low=0), rng.normal(size=(3, 4, 8)).astype("float32")),
+                     _tokens(rng, (3, 6))),  # fmt: skip
+    ),
+}
+
+
+def _loss_and_gradients(model):
+    """A new graph function: the model's loss (the mean cross-entropy of its last output, as
+    logits or probabilities) and its gradients for one batch."""
+    from_logits = model.layers[-1].get_config().get("activation") != "softmax"
+
+    @tf.function
+    def step(inputs, targets):
+        with tf.GradientTape() as tape:
+            outputs = model(inputs, training=False)
+            loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
+                targets, outputs, from_logits=from_logits))  # fmt: skip
+        return loss, tape.gradient(loss, model.trainable_weights)
+
+    return step
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_an_optimised_step_computes_what_the_traced_step_does(case):
+    build, batch = CASES[case]
+    rng = np.random.default_rng(3)
+    model = build()
+    inputs, targets = batch(rng)
+    # Weights away from the small initial values, so that every weight shows in the loss, and
+    # a cache with entries to read.
+    for weight in model.trainable_weights:
+        weight.assign(rng.uniform(-0.5, 0.5, weight.shape).astype(weight.dtype))
+    if case == "last_word_cache_and_pooling":
+        cache = model.get_layer("cache_attention")
+        cache.insert(rng.normal(size=(12, cache.cache.shape[-1])).astype("float32"))
+    plain_loss, plain_grads = _loss_and_gradients(model)(inputs, targets)
+    with graph_optimizations(True):
+        loss, grads = _loss_and_gradients(model)(inputs, targets)
+    np.testing.assert_allclose(loss.numpy(), plain_loss.numpy(), rtol=1e-5)
+    assert len(grads) == len(plain_grads) == len(model.trainable_weights)
+    for weight, got, want in zip(model.trainable_weights, grads, plain_grads):
+        # (An embedding's gradient is IndexedSlices.)
+        got, want = (tf.convert_to_tensor(g).numpy() for g in (got, want))
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6, err_msg=weight.path)
+        assert np.abs(want).max() > 0, weight.path
