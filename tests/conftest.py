@@ -85,7 +85,8 @@ if BACKEND == "tensorflow":
     # computes does not change; the results agree with the optimised graph's to float rounding.
     # tests/test_graph_optimizations.py checks that the optimised graphs of the package's models
     # compute what the graphs as traced do. The processes the tests start optimise, as a
-    # user's do (the kill tests' killed runs do not: their runs are resumed in this process).
+    # user's do, but for those whose runs are compared with this process's (the kill tests'
+    # killed runs, the multi-worker tests' workers).
     tf.config.optimizer.set_experimental_options({NO_GRAPH_OPTIMIZATIONS: True})
 
 
