@@ -80,9 +80,10 @@ if BACKEND == "tensorflow":
 
     # TensorFlow's graph optimiser (Grappler) off in this process. It rewrites each graph
     # function for speed when the function first runs (folding constants, fusing and pruning
-    # operations): on the tests' small graphs, each run a few times, that costs far more than
-    # it saves, and with it off the TensorFlow pass takes 13% less machine time. What a graph
-    # computes does not change; the results agree with the optimised graph's to float rounding.
+    # operations): on the tests' small graphs, each run a few times, that costs more than it
+    # saves (two of the test files took 5% less time without it, in a paired comparison). What
+    # a graph computes does not change; the results agree with the optimised graph's to float
+    # rounding.
     # tests/test_graph_optimizations.py checks that the optimised graphs of the package's models
     # compute what the graphs as traced do. The processes the tests start optimise, as a
     # user's do, but for those whose runs are compared with this process's (the kill tests'
