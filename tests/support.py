@@ -143,6 +143,7 @@ def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
         else np.asarray(keras.ops.convert_to_numpy(grad))
         for grad, source in zip(found, sources)
     ]
+
     def numpy(tensor):
         return np.asarray(keras.ops.convert_to_numpy(tensor))
 

@@ -10,7 +10,9 @@ import tensorflow as tf
 from examples.language_modeling.memories import language_model
 from examples.snli.encoders import snli_model
 from tests.support import graph_optimizations, tensorflow_only
-from tf_memlayers import AttentionRNN, AttentionWrapper, DualAssociativeEncoder
+from tf_memlayers import (
+    AssociativeMemoryCell, AttentionRNN, AttentionWrapper, DualAssociativeEncoder, ResettableRNN,
+)
 from tf_memlayers.models import build_fill_last_word_model
 
 pytestmark = tensorflow_only("Grappler is TensorFlow's graph optimiser")
@@ -29,6 +31,15 @@ def _dual_am_gru(fused_loop):
     encoder = DualAssociativeEncoder(8, num_copies=2, fused_loop=fused_loop)
     encoded = encoder([embedding(premise), embedding(hypothesis)])[1]
     return keras.Model([premise, hypothesis], keras.layers.Dense(3)(encoded))
+
+
+def _memory_cell():
+    """An LSTM with an associative memory, run with resets."""
+    tokens, reset = keras.Input((6,), dtype="int32"), keras.Input((6,), dtype="bool")
+    embedded = keras.layers.Embedding(VOCAB, 8)(tokens)
+    cell = AssociativeMemoryCell(keras.layers.LSTMCell(8), num_copies=2)
+    states = ResettableRNN(cell, return_sequences=True)(embedded, reset=reset)
+    return keras.Model([tokens, reset], keras.layers.Dense(VOCAB)(states))
 
 
 def _attention_rnn():
@@ -81,6 +92,10 @@ CASES = {
                                            attention_units=4, pooling="attention",
                                            cache_size=12),  # fmt: skip
         lambda rng: (_tokens(rng, (8, 10), low=0), _tokens(rng, (8,))),
+    ),
+    "memory_cell_with_resets": (
+        _memory_cell,
+        lambda rng: ((_tokens(rng, (2, 6)), rng.random((2, 6)) < 0.3), _tokens(rng, (2, 6))),
     ),
     "attention_wrapper": (
         _attention_rnn,
