@@ -61,7 +61,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from tests.selection import collected  # noqa: E402
-from tests.support import BACKEND, NO_GRAPH_OPTIMIZATIONS, shared_data_dir  # noqa: E402
+from tests.support import BACKEND, shared_data_dir, turn_off_graph_optimizations  # noqa: E402
 
 if BACKEND == "jax":
     import jax
@@ -76,8 +76,6 @@ if BACKEND == "jax":
     keras_dtypes.BIT64_TO_BIT32_DTYPE["float64"] = "float64"
 
 if BACKEND == "tensorflow":
-    import tensorflow as tf
-
     # TensorFlow's graph optimiser (Grappler) off in this process. It rewrites each graph
     # function for speed when the function first runs (folding constants, fusing and pruning
     # operations): on the tests' small graphs, each run a few times, that costs more than it
@@ -88,7 +86,7 @@ if BACKEND == "tensorflow":
     # compute what the graphs as traced do. The processes the tests start optimise, as a
     # user's do, but for those whose runs are compared with this process's (the kill tests'
     # killed runs, the multi-worker tests' workers).
-    tf.config.optimizer.set_experimental_options({NO_GRAPH_OPTIMIZATIONS: True})
+    turn_off_graph_optimizations()
 
 
 # pytester: the test case's own tests run pytest on a toy test class.

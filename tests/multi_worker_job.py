@@ -22,13 +22,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
-from tests.support import NO_GRAPH_OPTIMIZATIONS  # noqa: E402
+from tests.support import turn_off_graph_optimizations  # noqa: E402
 
 # Without TensorFlow's graph optimiser, as the test process that compares its one-process runs
 # with this worker's (tests/conftest.py).
-tf.config.optimizer.set_experimental_options({NO_GRAPH_OPTIMIZATIONS: True})
+turn_off_graph_optimizations()
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 

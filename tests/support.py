@@ -169,6 +169,14 @@ def compiled(function):
 NO_GRAPH_OPTIMIZATIONS = "disable_meta_optimizer"
 
 
+def turn_off_graph_optimizations():
+    """TensorFlow's graph optimiser, Grappler, off in this process from now on, as the tests run
+    (tests/conftest.py); for the processes the tests start whose runs are compared with theirs."""
+    import tensorflow as tf
+
+    tf.config.optimizer.set_experimental_options({NO_GRAPH_OPTIMIZATIONS: True})
+
+
 @contextlib.contextmanager
 def graph_optimizations(enabled):
     """TensorFlow's graph optimiser, Grappler, on (``enabled``) or off for the graph functions

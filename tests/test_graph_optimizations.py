@@ -33,6 +33,18 @@ def _dual_am_gru(fused_loop):
     return keras.Model([premise, hypothesis], keras.layers.Dense(3)(encoded))
 
 
+def _last_word_model():
+    """The last-word model with its heap cache (holding entries to read) and attention pooling."""
+    model = build_fill_last_word_model(
+        VOCAB, max_length=10, embedding_dim=6, hidden=8, attention_units=4, pooling="attention",
+        cache_size=12,
+    )  # fmt: skip
+    cache = model.get_layer("cache_attention")
+    entries = np.random.default_rng(5).normal(size=(12, cache.cache.shape[-1]))
+    cache.insert(entries.astype("float32"))
+    return model
+
+
 def _memory_cell():
     """An LSTM with an associative memory, run with resets."""
     tokens, reset = keras.Input((6,), dtype="int32"), keras.Input((6,), dtype="bool")
@@ -88,9 +100,7 @@ CASES = {
         lambda rng: (_tokens(rng, (2, 6)), _tokens(rng, (2, 6))),
     ),
     "last_word_cache_and_pooling": (
-        lambda: build_fill_last_word_model(VOCAB, max_length=10, embedding_dim=6, hidden=8,
-                                           attention_units=4, pooling="attention",
-                                           cache_size=12),  # fmt: skip
+        _last_word_model,
         lambda rng: (_tokens(rng, (8, 10), low=0), _tokens(rng, (8,))),
     ),
     "memory_cell_with_resets": (
@@ -127,13 +137,9 @@ def test_an_optimised_step_computes_what_the_traced_step_does(case):
     rng = np.random.default_rng(3)
     model = build()
     inputs, targets = batch(rng)
-    # Weights away from the small initial values, so that every weight shows in the loss, and
-    # a cache with entries to read.
+    # Weights away from the small initial values, so that every weight shows in the loss.
     for weight in model.trainable_weights:
         weight.assign(rng.uniform(-0.5, 0.5, weight.shape).astype(weight.dtype))
-    if case == "last_word_cache_and_pooling":
-        cache = model.get_layer("cache_attention")
-        cache.insert(rng.normal(size=(12, cache.cache.shape[-1])).astype("float32"))
     plain_loss, plain_grads = _loss_and_gradients(model)(inputs, targets)
     with graph_optimizations(True):
         loss, grads = _loss_and_gradients(model)(inputs, targets)

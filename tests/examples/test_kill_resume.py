@@ -20,7 +20,7 @@ from tests.examples.test_ptb_example import TINY as PTB_TINY
 from tests.examples.test_snli_example import TINY as SNLI_TINY
 from tests.examples.test_snli_example import assert_logged_settings_and_metrics
 
-from tests.support import NO_GRAPH_OPTIMIZATIONS, REPO_ROOT
+from tests.support import REPO_ROOT
 
 # Values that describe the process rather than what the run computed.
 PROCESS_FIELDS = {"seconds", "workdir", "epochs_run_now"}
@@ -30,12 +30,12 @@ PROCESS_FIELDS = {"seconds", "workdir", "epochs_run_now"}
 # (its function that takes extra callbacks), argv[3]: the script's arguments as JSON. Without
 # TensorFlow's graph optimiser, as in the tests' own process (tests/conftest.py): the resumed
 # run continues from this process's weights, and must end where the straight run ends.
-KILLER = f"""
+KILLER = """
 import importlib.util, json, os, signal, sys
 import keras
-import tensorflow as tf
+from tests.support import turn_off_graph_optimizations
 
-tf.config.optimizer.set_experimental_options({{{NO_GRAPH_OPTIMIZATIONS!r}: True}})
+turn_off_graph_optimizations()
 
 spec = importlib.util.spec_from_file_location("example", sys.argv[1])
 example = importlib.util.module_from_spec(spec)
