@@ -20,10 +20,11 @@ import pathlib
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 
-from benchmarks.gpu import ArgumentParser, positive
+from benchmarks.gpu import ArgumentParser, collected_ids, positive
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 #: How many of the longest tests a summary names (what to trim when the selection outgrows
@@ -39,17 +40,20 @@ def selected_files():
     return list(layer_test_modules())
 
 
-def pytest_command(targets, workers, junit):
-    """The pytest command over ``targets`` (files or test ids under the repository)."""
+def pytest_command(targets, workers, junit, ids_file):
+    """The pytest command over ``targets`` (files or test ids under the repository), which
+    writes the ids of the tests it collects to ``ids_file`` (`collected_ids`)."""
     command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--disable-warnings", "-p", "no:cacheprovider",
-               f"--junitxml={junit}", "-o", "junit_family=xunit2"]  # fmt: skip
+               f"--junitxml={junit}", "-o", "junit_family=xunit2",
+               "-p", collected_ids.__name__, f"--collected-ids-file={ids_file}"]  # fmt: skip
     if workers > 1:
         command += ["-n", str(workers), "--dist", "loadgroup"]
     return command + list(targets)
 
 
 def collect(files):
-    """The test ids in ``files`` (paths under ``tests/``), as pytest collects them."""
+    """The test ids in ``files`` (paths under ``tests/``), as pytest collects them (for a
+    rerun or a rehearsal, which choose their tests from them before they run)."""
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
          *(f"tests/{f}" for f in files)],
@@ -61,12 +65,12 @@ def collect(files):
     return ids
 
 
-def run(targets, workers, seconds, junit, log):
+def run(targets, workers, seconds, junit, log, ids_file):
     """Runs pytest over ``targets``; interrupts it (SIGINT, so that it still writes its
     report) after ``seconds``. Returns ``(exit status, whether it was interrupted)``."""
     with open(log, "w", encoding="utf-8") as out:
         process = subprocess.Popen(
-            pytest_command(targets, workers, junit), cwd=ROOT, stdout=out,
+            pytest_command(targets, workers, junit, ids_file), cwd=ROOT, stdout=out,
             stderr=subprocess.STDOUT,
         )  # fmt: skip
         try:
@@ -141,28 +145,34 @@ def main(argv=None):
     junit, log = out / "layer_tests.xml", out / "layer_tests.log"
     files = selected_files()
     started = time.perf_counter()
-    collected = collect(files)
     if args.rerun_from:
         earlier = json.loads(pathlib.Path(args.rerun_from).read_text(encoding="utf-8"))
-        targets = collected = rerun_targets(earlier, collected)
+        targets = rerun_targets(earlier, collect(files))
         if not targets:
             print(f"layer tests: nothing to rerun from {args.rerun_from}")
             return 0
     elif args.mode == "rehearsal":
         firsts = {}
-        for test_id in collected:
+        for test_id in collect(files):
             firsts.setdefault(test_id.split("::")[0], test_id)
         targets = list(firsts.values())
     else:
         targets = [f"tests/{f}" for f in files]
-    status, interrupted = run(targets, args.workers, args.seconds, junit, log)
+    with tempfile.TemporaryDirectory() as scratch:
+        ids_file = pathlib.Path(scratch) / "collected.txt"
+        status, interrupted = run(targets, args.workers, args.seconds, junit, log, ids_file)
+        # What the run collected; where its time limit came before its collection ended,
+        # collected again here (a rerun's or a rehearsal's tests are the targets).
+        collected = collected_ids.read(ids_file)
+    if collected is None:
+        collected = collect(files) if args.mode == "full" and not args.rerun_from else targets
     summary = {
         "mode": args.mode, "files": files, "collected": len(collected),
         "precision": os.environ.get("JAX_DEFAULT_MATMUL_PRECISION", "default"),
         "exit_status": status, "interrupted_at_time_limit": interrupted,
         "wall_seconds": round(time.perf_counter() - started, 1),
         "rerun_from": args.rerun_from,
-        **summarise(junit, collected if args.mode == "full" else targets),
+        **summarise(junit, collected),
     }  # fmt: skip
     (out / "layer_tests.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     print(f"layer tests: {summary['passed']} passed, {summary['failed']} failed, "

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support import BACKEND, REPO_ROOT
 
-from benchmarks.gpu import layer_tests, results, speed
+from benchmarks.gpu import collected_ids, layer_tests, results, speed
 from benchmarks.speed.window_attention_floor import PARTS
 
 RUN_SH = REPO_ROOT / "benchmarks" / "gpu" / "run.sh"
@@ -152,6 +152,37 @@ def test_the_summary_counts_each_outcome_and_names_what_did_not_run(tmp_path):
     assert summary["seconds"] == pytest.approx(2.5)
     assert summary["slowest"][0] == {"test": "tests/layers/test_a.py::test_one", "seconds": 1.5}
     assert [entry["seconds"] for entry in summary["slowest"]] == [1.5, 0.5, 0.25, 0.25]
+
+
+TOY_TESTS = """
+import pytest
+
+def test_one():
+    pass
+
+@pytest.mark.parametrize("x", [1, 2])
+def test_two(x):
+    assert x < 2
+"""
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_run_writes_the_ids_of_the_tests_it_collected(pytester, monkeypatch, workers):
+    """The plugin the layer tests' run loads: the collected ids, in collection order, written
+    once by the process that collects or, under pytest-xdist, by the controller."""
+    if workers > 1 and not _has("xdist"):
+        pytest.skip("needs pytest-xdist")
+    pytester.makepyfile(test_toy=TOY_TESTS)
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
+    ids = pytester.path / "collected.txt"
+    command = ["-p", collected_ids.__name__, f"--collected-ids-file={ids}", "-p", "no:cacheprovider"]
+    if workers > 1:
+        command += ["-n", str(workers)]
+    result = pytester.runpytest_subprocess(*command)
+    result.assert_outcomes(passed=2, failed=1)
+    assert collected_ids.read(ids) == [
+        "test_toy.py::test_one", "test_toy.py::test_two[1]", "test_toy.py::test_two[2]"]
+    assert collected_ids.read(pytester.path / "elsewhere.txt") is None
 
 
 def test_a_rerun_takes_the_failed_and_unrun_tests_in_collection_order():
