@@ -169,6 +169,7 @@ def main(argv=None):
     summary = {
         "mode": args.mode, "files": files, "collected": len(collected),
         "precision": os.environ.get("JAX_DEFAULT_MATMUL_PRECISION", "default"),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "exit_status": status, "interrupted_at_time_limit": interrupted,
         "wall_seconds": round(time.perf_counter() - started, 1),
         "rerun_from": args.rerun_from,

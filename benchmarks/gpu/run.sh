@@ -22,11 +22,13 @@
 #      float32 matrix products at JAX's "highest" precision (layer_tests.xml, layer_tests.json,
 #      layer_tests.log);
 #   4. measures the speed tables, float32 and mixed bfloat16 (benchmarks/gpu/speed.py,
-#      speed.json), within their time budget, window attention at T <= 1000;
-#   5. measures window attention at long T (16000 and 4000; speed_long.json) in a process of
+#      speed.json), within their time budget, window attention at T = 20 and 100, with the
+#      card's matrix-product peaks;
+#   5. measures window attention at long T (4000 and 16000; speed_long.json) in a process of
 #      its own with XLA's constant folding off: folding MultiHeadAttention's T x T causal mask
 #      at compile time takes minutes at T = 4000 (the rows measure running steps, which
-#      folding would not change but for that mask, computed at run time instead).
+#      folding would not change but for that mask, computed at run time instead). Its
+#      shares of peak are of the peaks step 4 measured.
 # Each step of measuring ends at its time limit (its budget plus a margin); what it measured
 # by then is in its file.
 # The run's own log is run.log. Exit status: 0 when every step ran and every test passed.
@@ -44,16 +46,19 @@ mkdir -p "$out"
 exec > >(tee "$out/run.log") 2>&1
 python="${PYTHON:-python3}"
 # Seconds for the layer tests and for the speed tables (the whole run takes about their sum
-# plus a minute of installing and compiling); the rehearsal's are enough for a 2-core CPU.
-# GPU_RUN_LONG_LENGTHS: step 5's lengths ("" skips step 5).
+# plus half a minute of installing and starting); on a GPU, the whole run fits 8 minutes; the
+# rehearsal's are enough for a 2-core CPU. GPU_RUN_LONG_LENGTHS: step 5's lengths ("" skips
+# step 5).
 if [ "$mode" = full ]; then
-  tests_s="${GPU_RUN_TESTS_S:-240}"; speed_s="${GPU_RUN_SPEED_S:-170}"; workers=14
-  long_s="${GPU_RUN_LONG_S:-90}"; long_lengths="${GPU_RUN_LONG_LENGTHS-16000 4000}"
+  tests_s="${GPU_RUN_TESTS_S:-170}"; speed_s="${GPU_RUN_SPEED_S:-190}"; workers=16
+  long_s="${GPU_RUN_LONG_S:-85}"; long_lengths="${GPU_RUN_LONG_LENGTHS-4000 16000}"
+  speed_args="${GPU_RUN_SPEED_ARGS---lengths 20 100}"
   # The layer tests leave out the flags of XLA's CPU compiler (tests/conftest.py).
   export TF_MEMLAYERS_TESTS_DEVICE=gpu
 else
   tests_s="${GPU_RUN_TESTS_S:-120}"; speed_s="${GPU_RUN_SPEED_S:-240}"; workers=2
   long_s="${GPU_RUN_LONG_S:-120}"; long_lengths="${GPU_RUN_LONG_LENGTHS-40}"
+  speed_args="${GPU_RUN_SPEED_ARGS-}"
   # A rehearsal checks that every step runs, not how fast: XLA compiles its many small
   # programs without LLVM's optimisation passes (the CPU speed tables take 40% less time) and
   # with its older emitters for fused operations, which generate code sooner.
@@ -89,16 +94,24 @@ say "2. the device"
   || { say "JAX sees no GPU: stopping"; exit 3; }
 
 say "3. the layer tests (${tests_s}s at most, ${workers} workers)"
+# The tests check what the layers compute, not how fast, and compiling is most of their time
+# on a GPU (each compiles thousands of small programs). So XLA does not autotune (time the
+# candidate kernels of each matrix product to pick the fastest) and gives matrix products to
+# cuBLAS instead of generating a Triton kernel for each: on an H200, a sample of 64 of the
+# tests spent 98 s compiling with these flags against 168 s without (summed over 14
+# processes). On a CPU the flags change nothing; the rehearsal checks that XLA knows them.
 # GPU_RUN_RERUN_FROM: an earlier run's layer_tests.json, to run only what failed or was left.
+XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_gpu_autotune_level=0 --xla_gpu_enable_triton_gemm=false" \
 JAX_DEFAULT_MATMUL_PRECISION=highest "$python" -m benchmarks.gpu.layer_tests \
   --out "$out" --seconds "$tests_s" --workers "$workers" --mode "$mode" \
   ${GPU_RUN_RERUN_FROM:+--rerun-from "$GPU_RUN_RERUN_FROM"} || status=1
 
 say "4. the speed tables (${speed_s}s budget)"
-# GPU_RUN_SPEED_ARGS: more options of benchmarks/gpu/speed.py (--tables, --lengths).
+# GPU_RUN_SPEED_ARGS: options of benchmarks/gpu/speed.py (--tables, --lengths; on a GPU
+# "--lengths 20 100" unless set).
 # shellcheck disable=SC2086
 timeout -k 10 "$((speed_s + 90))" "$python" -m benchmarks.gpu.speed --sizes "$mode" \
-  --budget-s "$speed_s" --out "$out/speed.json" ${GPU_RUN_SPEED_ARGS:-} \
+  --budget-s "$speed_s" --out "$out/speed.json" $speed_args \
   || status=1
 
 if [ -n "$long_lengths" ]; then
@@ -107,7 +120,7 @@ if [ -n "$long_lengths" ]; then
   XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_disable_hlo_passes=constant_folding" \
     timeout -k 10 "$((long_s + 90))" "$python" -m benchmarks.gpu.speed --sizes "$mode" \
     --budget-s "$long_s" --out "$out/speed_long.json" --tables window_attention \
-    --lengths $long_lengths || status=1
+    --lengths $long_lengths --peaks-from "$out/speed.json" || status=1
 fi
 
 say "done, status ${status}"

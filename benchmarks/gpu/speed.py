@@ -34,7 +34,8 @@ Every training step is the same `jax.jit` function of the model's weights
 (`training_step`), so the rows differ only in the layers. The variants of a table row are
 timed interleaved (`benchmarks.timing`), and each row carries its arithmetic (the products
 with weight matrices, `benchmarks.matmul_peak`) and its share of the matrix-product rate of
-the same dtype measured at the start of the same run. Rows are written to ``--out`` as each
+the same dtype measured at the start of the same run (or by an earlier step of the same GPU
+run: ``--peaks-from``). Rows are written to ``--out`` as each
 table finishes; a table that would pass the run's time budget (``--budget-s``) records the
 rows it did not reach, with that reason.
 
@@ -523,9 +524,22 @@ def write(path, results):
     scratch.replace(path)
 
 
-def run(sizes, out, budget_s, tables=TABLES, name=None):
+def earlier_peaks(path):
+    """The matrix-product peaks of the results file ``path`` (``peak_gflops`` and
+    ``peak_gflops_float32_highest``), or None when it has none (an earlier step that
+    failed before measuring them)."""
+    try:
+        earlier = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    peaks = {key: earlier.get(key) for key in ("peak_gflops", "peak_gflops_float32_highest")}
+    return peaks if peaks["peak_gflops"] else None
+
+
+def run(sizes, out, budget_s, tables=TABLES, name=None, peaks_from=None):
     """Measures ``tables`` at ``sizes`` (a value of `SIZES`, called ``name``); writes ``out``
-    after each."""
+    after each. The shares of peak are of the peaks in the results file ``peaks_from`` when
+    it has them (an earlier step of the same run), else of peaks measured here."""
     import keras
 
     if keras.backend.backend() != "jax":
@@ -537,15 +551,24 @@ def run(sizes, out, budget_s, tables=TABLES, name=None):
     budget = Budget(budget_s, tables)
     # The matrix-product rates the shares are taken against, per dtype policy: float32
     # products at JAX's default precision, bfloat16 products for the mixed policy.
-    results["peak_gflops"] = peaks = {
-        "float32": matmul_peak.peak_gflops(sizes["peak_sizes"], dtype="float32"),
-        "mixed_bfloat16": matmul_peak.peak_gflops(sizes["peak_sizes"], dtype="bfloat16"),
-    }
-    # For reference: float32 products at full precision (on a GPU, without TF32).
-    with _jax().default_matmul_precision("highest"):
-        results["peak_gflops_float32_highest"] = matmul_peak.peak_gflops(
-            sizes["peak_sizes"], dtype="float32"
-        )
+    started = time.perf_counter()
+    earlier = earlier_peaks(peaks_from) if peaks_from else None
+    if earlier:
+        results.update(earlier, peaks_from=str(peaks_from))
+    else:
+        if peaks_from:
+            print(f"no peaks in {peaks_from}: measuring them", file=sys.stderr, flush=True)
+        results["peak_gflops"] = {
+            "float32": matmul_peak.peak_gflops(sizes["peak_sizes"], dtype="float32"),
+            "mixed_bfloat16": matmul_peak.peak_gflops(sizes["peak_sizes"], dtype="bfloat16"),
+        }
+        # For reference: float32 products at full precision (on a GPU, without TF32).
+        with _jax().default_matmul_precision("highest"):
+            results["peak_gflops_float32_highest"] = matmul_peak.peak_gflops(
+                sizes["peak_sizes"], dtype="float32"
+            )
+    results["peaks_seconds"] = round(time.perf_counter() - started, 1)
+    peaks = results["peak_gflops"]
     write(out, results)
     memory = device_memory_mib()
     limit_mib = None if memory is None else 0.8 * memory
@@ -580,6 +603,10 @@ def parse_args(argv=None):
     parser.add_argument("--peer-max-length", type=positive(int),
                         help="compile MultiHeadAttention only up to this T (default: at every "
                         "length)")
+    parser.add_argument("--peaks-from", metavar="FILE",
+                        help="the results file of an earlier step of the same run, whose "
+                        "matrix-product peaks the shares of peak use (default: measure them; "
+                        "also when FILE has none)")
     parser.add_argument("--lengths", nargs="+", type=positive(int),
                         help="the window-attention table's sequence lengths (default: the "
                         "sizes')")
@@ -594,7 +621,8 @@ def main(argv=None):
         sizes["lengths"] = tuple(args.lengths)
     if args.peer_max_length:
         sizes["peer_max_length"] = args.peer_max_length
-    return 1 if run(sizes, args.out, args.budget_s, args.tables, args.sizes)["errors"] else 0
+    results = run(sizes, args.out, args.budget_s, args.tables, args.sizes, args.peaks_from)
+    return 1 if results["errors"] else 0
 
 
 if __name__ == "__main__":

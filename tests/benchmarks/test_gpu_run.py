@@ -66,6 +66,9 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     )
     assert {f"tests/{name[:-3]}" for name in tests["files"]} == set(tests["per_file"])
     assert (out / "layer_tests.xml").is_file()
+    # The tests compile without autotuning, their matrix products in cuBLAS (on a GPU).
+    assert {"--xla_gpu_autotune_level=0", "--xla_gpu_enable_triton_gemm=false"} <= set(
+        tests["xla_flags"].split())
     measured = json.loads((out / "speed.json").read_text(encoding="utf-8"))
     assert measured["errors"] == {} and set(measured["tables"]) == set(speed.TABLES)
     assert all(peak > 0 for peak in measured["peak_gflops"].values())
@@ -88,6 +91,10 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     # the parts (beyond parts_max_length).
     long = json.loads((out / "speed_long.json").read_text(encoding="utf-8"))
     assert "constant_folding" in long["device"]["xla_flags"] and long["errors"] == {}
+    # Its shares of peak are of the peaks step 4 measured.
+    assert long["peaks_from"] == str(out / "speed.json")
+    assert long["peak_gflops"] == measured["peak_gflops"]
+    assert long["peak_gflops_float32_highest"] == measured["peak_gflops_float32_highest"]
     assert [(row["dtype"], row["T"]) for row in long["tables"]["window_attention"]] == [
         (dtype, 40) for dtype in speed.DTYPES]
     for row in long["tables"]["window_attention"]:
@@ -288,6 +295,18 @@ def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_misse
     assert goals["window attention memory / MHA, T = 16000"]["worst"] == 0.04
     assert goals["AM-GRU (C = 8) / GRU"]["why"] == "floor (memory by stand-ins): 1.80 × GRU"
     assert goals["LM step / bare LSTM, cell form"]["met"] == "not measured"
+
+
+def test_peaks_come_from_an_earlier_results_file_only_where_it_has_them(tmp_path):
+    peaks = {"peak_gflops": {"float32": 3.0, "mixed_bfloat16": 6.0},
+             "peak_gflops_float32_highest": 1.5}  # fmt: skip
+    with_peaks, without = tmp_path / "with.json", tmp_path / "without.json"
+    with_peaks.write_text(json.dumps({"tables": {}, **peaks}), encoding="utf-8")
+    without.write_text(json.dumps({"tables": {}}), encoding="utf-8")
+    (tmp_path / "cut.json").write_text('{"peak_gflops": {"float', encoding="utf-8")
+    assert speed.earlier_peaks(with_peaks) == peaks
+    for path in (without, tmp_path / "cut.json", tmp_path / "absent.json"):
+        assert speed.earlier_peaks(path) is None
 
 
 def test_a_parts_saving_is_the_median_over_the_rounds_of_each_rounds_times():
