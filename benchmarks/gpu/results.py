@@ -37,6 +37,7 @@ ROW_KEYS = {
 }
 # XLA's warning of a slow constant folding, and the time it reports once it is done.
 _FOLDING_TOOK = re.compile(r"The operation took ([0-9hms.]+)\s*\nConstant folding")
+_RUN_DONE = re.compile(r"\+(\d+)s\] done, status")
 
 
 def run_number(folder):
@@ -78,6 +79,13 @@ def longest_constant_folding(log):
     return max(found) if found else None
 
 
+def whole_run_seconds(log):
+    """The seconds ``run.sh`` took from its start to its end, from its log, or None (a run
+    that did not end)."""
+    found = _RUN_DONE.findall(log)
+    return int(found[-1]) if found else None
+
+
 def failure_kinds(failures):
     """The failures' messages grouped by their first words: ``"13 × ValueError: ...; ..."``."""
     counts = collections.Counter(
@@ -102,6 +110,8 @@ def layer_test_rows(runs):
             "passed": tests["passed"], "failed": tests["failed"] + tests["errors"],
             "skipped": tests["skipped"], "not_run": len(tests["not_run"]),
             "seconds": tests["wall_seconds"], "failures": failure_kinds(tests["failures"]),
+            "xla_flags": tests.get("xla_flags", "not recorded") or "none",
+            "run_seconds": whole_run_seconds(run["log"]),
         })  # fmt: skip
     return rows
 
@@ -283,12 +293,17 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
         [("run", "run"), ("gpu", "GPU"), ("versions", "versions"),
          ("precision", "matmul precision"), ("selection", "tests"), ("passed", "passed"),
          ("failed", "failed"), ("skipped", "skipped"), ("not_run", "not run (time limit)"),
-         ("seconds", "seconds"), ("failures", "failures, by message")],
+         ("seconds", "tests (s)"), ("failures", "failures, by message"),
+         ("xla_flags", "the tests' XLA flags"), ("run_seconds", "whole run (s)")],
         "The layers' tests on a GPU, Keras's JAX backend (``benchmarks/gpu/layer_tests.py``): "
         "each layer's test module (its Keras layer-protocol suites, NumPy-reference "
         "exactness tests and mechanism tests), with float32 matrix products "
         "at JAX's 'highest' precision (no TF32), under a time limit; skipped: the tests of "
         "TensorFlow-only parts. A rerun runs only what an earlier run left failed or unrun. "
+        "The tests' XLA flags: those ``run.sh`` set for them (``--xla_gpu_autotune_level=0 "
+        "--xla_gpu_enable_triton_gemm=false``: compiling without autotuning, the matrix "
+        "products in cuBLAS). Whole run: ``run.sh`` from its start to its end, every step "
+        "(``run.log``). "
         "Written by ``python -m benchmarks.gpu.results --update-docs``.",
         page=page,
     )  # fmt: skip

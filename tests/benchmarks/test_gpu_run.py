@@ -253,6 +253,22 @@ def test_a_later_run_replaces_rows_it_measured_and_keeps_the_others(tmp_path):
         {"dtype": "float32", "kind": "gru", "median_ms": 1.0, "run": "run-11"}]
 
 
+def test_a_runs_test_row_gives_the_tests_xla_flags_and_the_whole_runs_seconds(tmp_path):
+    tests = {"files": ["layers/test_a.py"], "precision": "highest", "passed": 3, "failed": 0,
+             "errors": 0, "skipped": 1, "not_run": [], "wall_seconds": 12.5, "failures": []}
+    flagged = {**tests, "xla_flags": "--xla_gpu_autotune_level=0"}
+    log = ("[run.sh full 10:00:00 +0s] 1. installing\n"
+           "[run.sh full 10:07:44 +464s] done, status 0\n")  # fmt: skip
+    _write_run(tmp_path, 1, {"tables": {}, "errors": {}}, tests=tests)  # ended early
+    _write_run(tmp_path, 2, {"tables": {}, "errors": {}}, tests={**tests, "xla_flags": ""},
+               log=log)  # fmt: skip
+    _write_run(tmp_path, 3, {"tables": {}, "errors": {}}, tests=flagged, log=log)
+    rows = results.layer_test_rows(results.load_runs(tmp_path))
+    assert [(row["xla_flags"], row["run_seconds"]) for row in rows] == [
+        ("not recorded", None), ("none", 464), ("--xla_gpu_autotune_level=0", 464)]
+    assert rows[0]["seconds"] == 12.5 and rows[0]["selection"] == "1 test modules"
+
+
 def test_a_runs_long_lengths_join_its_rows_and_are_named_as_compiled_without_folding(tmp_path):
     main = {"tables": {"window_attention": [{"dtype": "float32", "T": 20, "ours_ms": 1.0}]},
             "errors": {}, "device": {"xla_flags": None}, "settings": {"lengths": [20]}}
