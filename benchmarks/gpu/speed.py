@@ -35,9 +35,9 @@ Every training step is the same `jax.jit` function of the model's weights
 timed interleaved (`benchmarks.timing`), and each row carries its arithmetic (the products
 with weight matrices, `benchmarks.matmul_peak`) and its share of the matrix-product rate of
 the same dtype measured at the start of the same run (or by an earlier step of the same GPU
-run: ``--peaks-from``). Rows are written to ``--out`` as each
-table finishes; a table that would pass the run's time budget (``--budget-s``) records the
-rows it did not reach, with that reason.
+run: ``--peaks-from``). Rows are written to ``--out`` as each table finishes; a table that
+would pass the run's time budget (``--budget-s``) records the rows it did not reach, with
+that reason.
 
 Usage::
 
