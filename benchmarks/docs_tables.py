@@ -25,10 +25,12 @@ RESULTS_PAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "results.r
 def add_update_docs_option(parser):
     """``--update-docs`` (write the results into docs/results.rst), with ``--update-readme``, its
     older spelling, as a hidden alias."""
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write the results into docs/results.rst")
-    parser.add_argument("--update-readme", dest="update_docs", action="store_true",
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--update-docs", action="store_true", help="write the results into docs/results.rst"
+    )
+    parser.add_argument(
+        "--update-readme", dest="update_docs", action="store_true", help=argparse.SUPPRESS
+    )
     return parser
 
 
@@ -104,8 +106,9 @@ def parse_grid(table):
     edges = [i for i, ch in enumerate(lines[0]) if ch == "+"]
     return [
         [line[a + 1 : b].strip() for a, b in zip(edges, edges[1:])]
-        for line in lines if line.startswith("|")
-    ]  # fmt: skip
+        for line in lines
+        if line.startswith("|")
+    ]
 
 
 _GRID = re.compile(r"^\+[-+]+\+\n(?:^[|+].*\n?)+", re.MULTILINE)
@@ -116,12 +119,16 @@ def reflow(text):
     rules (a table wider than `MAX_COLUMNS` split); the figures in them unchanged."""
 
     def block(match):
-        return _GRID.sub(lambda table: "\n\n".join(
-            _grid(part) for part in split_columns(parse_grid(table.group()))
-        ) + "\n", match.group())  # fmt: skip
+        return _GRID.sub(
+            lambda table: (
+                "\n\n".join(_grid(part) for part in split_columns(parse_grid(table.group()))) + "\n"
+            ),
+            match.group(),
+        )
 
-    pattern = re.compile(r"^\.\. BEGIN GENERATED: (\S+)$.*?^\.\. END GENERATED: \1$",
-                         re.DOTALL | re.MULTILINE)  # fmt: skip
+    pattern = re.compile(
+        r"^\.\. BEGIN GENERATED: (\S+)$.*?^\.\. END GENERATED: \1$", re.DOTALL | re.MULTILINE
+    )
     return pattern.sub(block, text)
 
 
@@ -146,16 +153,22 @@ def with_block(text, name, rows, columns, caption, footer="", insert_after=None,
     if insert_after is not None:
         anchor = re.search(f"^{re.escape(_markers(insert_after)[1])}$", text, re.MULTILINE)
         if anchor:
-            return text[:anchor.end()] + f"\n\n{block}" + text[anchor.end():], block
+            return text[: anchor.end()] + f"\n\n{block}" + text[anchor.end() :], block
     raise ValueError(f"{where} has no generated block named {name!r}.")
 
 
 def update_docs(name, rows, columns, caption, page=RESULTS_PAGE, footer="", insert_after=None):
     """Replaces the generated block ``name`` in ``page`` (`with_block`); returns the block."""
     text, block = with_block(
-        page.read_text(encoding="utf-8"), name, rows, columns, caption, footer, insert_after,
+        page.read_text(encoding="utf-8"),
+        name,
+        rows,
+        columns,
+        caption,
+        footer,
+        insert_after,
         where=page.name,
-    )  # fmt: skip
+    )
     page.write_text(text, encoding="utf-8")
     return block
 
@@ -170,12 +183,20 @@ def _existing_page(text):
 def parse_args(argv=None):
     from benchmarks.gpu import ArgumentParser
 
-    parser = ArgumentParser(description="Rewrites the generated tables of a page by the "
-                            "current rules (a wide table split), their figures unchanged.")
-    parser.add_argument("--reflow", action="store_true", required=True,
-                        help="rewrite the page's generated tables")
-    parser.add_argument("page", nargs="?", type=_existing_page, default=RESULTS_PAGE,
-                        help="the page (default: docs/results.rst)")
+    parser = ArgumentParser(
+        description="Rewrites the generated tables of a page by the "
+        "current rules (a wide table split), their figures unchanged."
+    )
+    parser.add_argument(
+        "--reflow", action="store_true", required=True, help="rewrite the page's generated tables"
+    )
+    parser.add_argument(
+        "page",
+        nargs="?",
+        type=_existing_page,
+        default=RESULTS_PAGE,
+        help="the page (default: docs/results.rst)",
+    )
     return parser.parse_args(argv)
 
 

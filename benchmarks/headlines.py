@@ -35,9 +35,8 @@ def lm_headline(ptb_rows):
     # The budget is the LSTM's: every memory model takes the width closest to it.
     lstm = [row for row in lm if row["model"] == "lstm"]
     budget = f"the LSTM's {lstm[0]['parameters']:,}" if lstm else f"{lm[0]['parameters']:,}"
-    comparison = (
-        f"PTB word-level test perplexity, equal parameter budget ({budget} weights), "
-        + (f"{epochs[0]} epochs" if len(epochs) == 1 else "each model's epochs in brackets")
+    comparison = f"PTB word-level test perplexity, equal parameter budget ({budget} weights), " + (
+        f"{epochs[0]} epochs" if len(epochs) == 1 else "each model's epochs in brackets"
     )
     result = ", ".join(
         f"{row['model']} {row['test_perplexity']:.1f}"
@@ -51,11 +50,15 @@ def seq2seq_headline(summaries):
     """``(comparison, result)`` of the auto-encoders, ``summaries`` by corpus name: decoded word
     accuracy (whole sentences in brackets) and the AM-GRU encoder's key similarity (the
     paper's "same key")."""
-    names = {"AM-GRU encoder, Dual AM-GRU decoder": "dual_am_gru",
-             "GRU encoder, GRU decoder with attention": "attention",
-             "GRU encoder, GRU decoder": "gru"}  # fmt: skip
-    comparison = ("sentence auto-encoding (§5.3): test words decoded right, whole sentences in "
-                  "brackets, and the AM-GRU encoder's key similarity (1: one key)")  # fmt: skip
+    names = {
+        "AM-GRU encoder, Dual AM-GRU decoder": "dual_am_gru",
+        "GRU encoder, GRU decoder with attention": "attention",
+        "GRU encoder, GRU decoder": "gru",
+    }
+    comparison = (
+        "sentence auto-encoding (§5.3): test words decoded right, whole sentences in "
+        "brackets, and the AM-GRU encoder's key similarity (1: one key)"
+    )
     parts = []
     for corpus, summary in summaries.items():
         seeds = summary[0]["seeds"]
@@ -75,10 +78,12 @@ def rows():
     """One row per comparison: the paper, its data and its models' scores."""
     lm_comparison, lm_result = lm_headline(_load("lm_equal_budget_ptb")["rows"])
     snli = _load("snli_real_data")
-    seq2seq_comparison, seq2seq_result = seq2seq_headline({
-        "generated corpus": _load("seq2seq_autoencoding")["summary"],
-        "Penn Treebank": _load("seq2seq_autoencoding_ptb")["summary"],
-    })  # fmt: skip
+    seq2seq_comparison, seq2seq_result = seq2seq_headline(
+        {
+            "generated corpus": _load("seq2seq_autoencoding")["summary"],
+            "Penn Treebank": _load("seq2seq_autoencoding_ptb")["summary"],
+        }
+    )
     last_word = _load("fill_last_word_real_data")
     from benchmarks.papers.fill_last_word_real_data import table_rows
     from benchmarks.papers.snli_real_data import PAPER_TABLE_1
@@ -92,8 +97,8 @@ def rows():
         {
             "paper": "Weissenborn 2016",
             "comparison": f"SNLI test accuracy on {snli['data']['train']:,} training pairs, "
-                          f"{snli['summary'][0]['seeds']} seeds (the paper's on 550k pairs in "
-                          "brackets)",
+            f"{snli['summary'][0]['seeds']} seeds (the paper's on 550k pairs in "
+            "brackets)",
             "result": ", ".join(
                 f"{row['model']} {row['test']} (paper {PAPER_TABLE_1[row['model']][-1]}%)"
                 for row in snli["summary"]
@@ -113,7 +118,7 @@ def rows():
                 for row in table_rows(last_word["runs"])
             ),
         },
-    ]  # fmt: skip
+    ]
 
 
 COLUMNS = [("paper", "paper"), ("comparison", "comparison"), ("result", "result")]
@@ -125,8 +130,9 @@ CAPTION = (
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true",
-                        help="only check that the blocks are current")
+    parser.add_argument(
+        "--check", action="store_true", help="only check that the blocks are current"
+    )
     args = parser.parse_args(argv)
     found = rows()
     for page in PAGES:
@@ -135,8 +141,11 @@ def main(argv=None):
         if not args.check:
             page.write_text(new_text, encoding="utf-8")
         elif new_text != text:
-            print(f"{page.name}'s headline block differs from the results files: run "
-                  "python -m benchmarks.headlines", file=sys.stderr)
+            print(
+                f"{page.name}'s headline block differs from the results files: run "
+                "python -m benchmarks.headlines",
+                file=sys.stderr,
+            )
             return 1
     print(block)
     return 0

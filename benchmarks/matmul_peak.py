@@ -29,9 +29,10 @@ def weight_matrices(model):
     embedding, biases left out (even two-dimensional ones: ``keras.layers.GRU``'s is
     ``[2, 3n]``)."""
     return [
-        w for w in model.trainable_weights
+        w
+        for w in model.trainable_weights
         if len(w.shape) == 2 and "embedding" not in w.path and not w.path.endswith("bias")
-    ]  # fmt: skip
+    ]
 
 
 def weight_training_flops(model, rows=lambda weight: 1):

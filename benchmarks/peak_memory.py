@@ -2,7 +2,8 @@
 
 A child process (the benchmark script itself, re-run with ``--child <json>``) builds one
 step, resets the kernel's resident-memory high-water mark (Linux ``/proc/self/clear_refs``),
-times ``repeats`` runs and reports the peak above the level at the reset (`measure_step`). The parent limits the child's address space, so a configuration that
+times ``repeats`` runs and reports the peak above the level at the reset (`measure_step`). The
+parent limits the child's address space, so a configuration that
 would exhaust the machine fails alone.
 """
 
@@ -114,10 +115,15 @@ def run_child(script, spec, memory_limit_gib, timeout=1800, env=None):
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     done = subprocess.run(
-        command, capture_output=True, text=True, preexec_fn=limit_memory, timeout=timeout,
-        cwd=root, env=None if env is None else {**os.environ, **env},
+        command,
+        capture_output=True,
+        text=True,
+        preexec_fn=limit_memory,
+        timeout=timeout,
+        cwd=root,
+        env=None if env is None else {**os.environ, **env},
     )
     for line in done.stdout.splitlines():
         if line.startswith(_PREFIX):
-            return json.loads(line[len(_PREFIX):])
+            return json.loads(line[len(_PREFIX) :])
     return {"error": f"failed (memory limit {memory_limit_gib} GiB or crash)"}

@@ -76,10 +76,15 @@ def write(path, report):
 def add_results_options(parser, default, renders="the results table"):
     """Adds ``--results`` (the results file, default ``default``) and ``--from-results`` (do
     not run: render ``renders`` from the stored file) to ``parser``."""
-    parser.add_argument("--results", type=pathlib.Path, default=default,
-                        help="results file, written after each run and resumed")
-    parser.add_argument("--from-results", action="store_true",
-                        help=f"do not train: render {renders} from --results")
+    parser.add_argument(
+        "--results",
+        type=pathlib.Path,
+        default=default,
+        help="results file, written after each run and resumed",
+    )
+    parser.add_argument(
+        "--from-results", action="store_true", help=f"do not train: render {renders} from --results"
+    )
     return parser
 
 
@@ -101,8 +106,9 @@ class ResultsFile:
             is stored under ``"summary"`` every time the file is written.
     """
 
-    def __init__(self, path, settings, rows="runs", key=("model", "seed"), compared=None,
-                 summarise=None):  # fmt: skip
+    def __init__(
+        self, path, settings, rows="runs", key=("model", "seed"), compared=None, summarise=None
+    ):
         self.path = pathlib.Path(path)
         self.settings = settings
         self.rows = rows
@@ -188,4 +194,3 @@ class ResultsFile:
         if self.summarise is not None:
             report["summary"] = self.summarise(report[self.rows])
         write(self.path, report)
-

@@ -89,8 +89,6 @@ def median_ratio(samples, base_name):
     ratios = {}
     for name, values in samples.items():
         if len(values) != len(base):
-            raise ValueError(
-                f"{name!r} has {len(values)} rounds, {base_name!r} has {len(base)}"
-            )
+            raise ValueError(f"{name!r} has {len(values)} rounds, {base_name!r} has {len(base)}")
         ratios[name] = statistics.median(value / b for value, b in zip(values, base))
     return ratios

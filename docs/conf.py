@@ -67,7 +67,6 @@ html_theme = "furo"
 html_title = f"tf-memlayers {release}"
 
 
-
 # The page of a mechanism (a folder of tf_memlayers/layers/), where it is not the folder's name.
 MECHANISM_PAGES = {"cache_attention": "heap_cache"}
 # The title of the layers defined in tf_memlayers/layers/ itself, outside a mechanism's folder.
@@ -108,8 +107,16 @@ def layer_sections(root=ROOT):
             page = MECHANISM_PAGES.get(group, group)
             title = group.replace("_", " ").capitalize()
             intro = [f"{summary} The mechanism's page: :doc:`../{page}`.", ""]
-        text += [title, "-" * len(title), "", *intro, ".. autosummary::",
-                 "   :toctree: generated", "   :nosignatures:", ""]  # fmt: skip
+        text += [
+            title,
+            "-" * len(title),
+            "",
+            *intro,
+            ".. autosummary::",
+            "   :toctree: generated",
+            "   :nosignatures:",
+            "",
+        ]
         text += [f"   tf_memlayers.{name}" for _, _, name in sorted(found[group])]
         text.append("")
     return "\n".join(text)
@@ -147,8 +154,14 @@ class PublicNames(SphinxDirective):
 
         module_name = self.arguments[0]
         module = importlib.import_module(module_name)
-        lines = [".. list-table::", "   :header-rows: 1", "   :widths: 30 70", "",
-                 "   * - name", "     - what it is"]  # fmt: skip
+        lines = [
+            ".. list-table::",
+            "   :header-rows: 1",
+            "   :widths: 30 70",
+            "",
+            "   * - name",
+            "     - what it is",
+        ]
         for name in module.__all__:
             obj = getattr(module, name)
             if not (inspect.isclass(obj) or inspect.isfunction(obj)):
@@ -238,19 +251,30 @@ def _resolve_missing(app, env, node, contnode):
         return reference
     domain = env.get_domain("py")
     # Not the aliases autodoc records under the defining module's path.
-    found = [name for name, entry in domain.objects.items()
-             if name.startswith("tf_memlayers.") and name.endswith("." + target)
-             and not entry.aliased]  # fmt: skip
+    found = [
+        name
+        for name, entry in domain.objects.items()
+        if name.startswith("tf_memlayers.") and name.endswith("." + target) and not entry.aliased
+    ]
     if len(found) != 1:
         return None
     entry = domain.objects[found[0]]
-    return make_refnode(app.builder, node["refdoc"], entry.docname, entry.node_id, contnode,
-                        found[0])  # fmt: skip
+    return make_refnode(
+        app.builder, node["refdoc"], entry.docname, entry.node_id, contnode, found[0]
+    )
 
 
 #: The sections of a Google-style docstring, in the order an API page shows them.
-SECTION_ORDER = ("Example", "Examples", "Args", "Arguments", "Call arguments", "Returns",
-                 "Yields", "Raises")  # fmt: skip
+SECTION_ORDER = (
+    "Example",
+    "Examples",
+    "Args",
+    "Arguments",
+    "Call arguments",
+    "Returns",
+    "Yields",
+    "Raises",
+)
 _SECTION = re.compile(r"^([A-Z][A-Za-z ]*):\s*$")
 
 
@@ -275,8 +299,9 @@ def keras_io_order(lines):
             # Keras writes the example unindented under its header, which napoleon does not
             # take for a section: a heading of its own, the example as written.
             body = section[1:]
-            indent = min((len(line) - len(line.lstrip()) for line in body if line.strip()),
-                         default=0)  # fmt: skip
+            indent = min(
+                (len(line) - len(line.lstrip()) for line in body if line.strip()), default=0
+            )
             section = [".. rubric:: Example", ""] + [line[indent:] for line in body]
         ordered += section + [""]
     if any(line.strip() for line in notes):

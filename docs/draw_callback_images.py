@@ -50,13 +50,14 @@ def save(png, name):
 
 
 def window_attention(log_dir):
-    from tf_memlayers.callbacks import WindowAttentionCallback
     from examples.language_modeling.generated_lm import generate_copy_corpus
     from examples.language_modeling.memories import language_model
+    from tf_memlayers.callbacks import WindowAttentionCallback
     from tf_memlayers.models import compile_language_model
 
-    corpus = generate_copy_corpus(train_tokens=200_000, valid_tokens=4_000, test_tokens=1_000,
-                                  seed=0)  # fmt: skip
+    corpus = generate_copy_corpus(
+        train_tokens=200_000, valid_tokens=4_000, test_tokens=1_000, seed=0
+    )
     size = len(corpus.vocabulary.tokens)
     options = dict(kind="attention", hidden=64, embedding_dim=32, window=5, stateful=False)
     model = language_model(size, seq_len=20, **options)
@@ -69,29 +70,43 @@ def window_attention(log_dir):
     start = int(np.flatnonzero(valid == corpus.vocabulary.id("<eos>"))[3]) + 1
     tokens = valid[start : start + 12]
     callback = WindowAttentionCallback(
-        probe, log_dir, tokens, corpus.vocabulary.decode(tokens),
-        valid[: len(valid) // 40 * 40].reshape(-1, 40)[:32], window=5,
-    )  # fmt: skip
+        probe,
+        log_dir,
+        tokens,
+        corpus.vocabulary.decode(tokens),
+        valid[: len(valid) // 40 * 40].reshape(-1, 40)[:32],
+        window=5,
+    )
     callback.set_model(model)
     callback.on_epoch_end(0)
     callback.on_train_end()
-    save(logged_image(f"{log_dir}/attention", "window_attention/probe_sentence"),
-         "window_attention_probe.png")
+    save(
+        logged_image(f"{log_dir}/attention", "window_attention/probe_sentence"),
+        "window_attention_probe.png",
+    )
 
 
 def memory_retrieval(log_dir):
-    from tf_memlayers.callbacks import MemoryRetrievalHeatmap
     from examples.snli.encoders import snli_model
+    from tf_memlayers.callbacks import MemoryRetrievalHeatmap
 
     keras.utils.set_random_seed(0)
     words = "a man plays the guitar on stage person is playing music"
     vocabulary = ["<pad>", "<unk>", *words.split()]
-    model = snli_model(len(vocabulary), kind="dual_am_gru", units=32, embedding_dim=16,
-                       num_copies=4, init_scale=0.5)  # fmt: skip
+    model = snli_model(
+        len(vocabulary),
+        kind="dual_am_gru",
+        units=32,
+        embedding_dim=16,
+        num_copies=4,
+        init_scale=0.5,
+    )
     callback = MemoryRetrievalHeatmap(
-        log_dir, "a man plays the guitar on stage".split(),
-        "a person is playing music".split(), vocabulary,
-    )  # fmt: skip
+        log_dir,
+        "a man plays the guitar on stage".split(),
+        "a person is playing music".split(),
+        vocabulary,
+    )
     callback.set_model(model)
     callback.on_epoch_end(0)
     save(logged_image(f"{log_dir}/memory", "memory/retrieval"), "memory_retrieval.png")
@@ -104,9 +119,14 @@ def cache_attention(log_dir):
 
     keras.utils.set_random_seed(0)
     model = build_fill_last_word_model(
-        50, max_length=8, embedding_dim=8, hidden=16, pooling="attention",
-        attention_units=8, cache_size=255,
-    )  # fmt: skip
+        50,
+        max_length=8,
+        embedding_dim=8,
+        hidden=16,
+        pooling="attention",
+        attention_units=8,
+        cache_size=255,
+    )
     layer = cache_attention_layers(model)[0]
     rng = np.random.default_rng(0)
     for _ in range(8):
@@ -115,8 +135,10 @@ def cache_attention(log_dir):
     callback.set_model(model)
     callback.on_epoch_end(0)
     callback.on_train_end()
-    save(logged_image(f"{log_dir}/cache", f"cache_attention/{layer.name}"),
-         "cache_attention_by_index.png")
+    save(
+        logged_image(f"{log_dir}/cache", f"cache_attention/{layer.name}"),
+        "cache_attention_by_index.png",
+    )
 
 
 if __name__ == "__main__":

@@ -38,27 +38,19 @@ import time
 if __package__ in (None, ""):  # run as a file: the harness is in the repository's examples/
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from examples.harness.startup import keras  # noqa: E402  (first: a quiet TensorFlow start)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tf_memlayers.callbacks.cache_attention import (  # noqa: E402
-    CacheAttentionCallback,
-    CacheEpisodesCallback,
-    cache_attention_on_entries,
-)
-from examples.harness.training.hparams import log_hparams  # noqa: E402
-from examples.harness.data import embeddings as word_vectors  # noqa: E402
 from examples.fill_last_word import sentences as data  # noqa: E402
-from tf_memlayers.layers.cache_attention.heap_cache_attention import POLICIES, QUERIES  # noqa: E402
-from tf_memlayers.models.fill_last_word import (  # noqa: E402
-    CODE_LEARNING_RATE,
-    PAPER_LEARNING_RATE,
-    POOLINGS,
-    build_fill_last_word_model,
-    compile_fill_last_word_model,
+from examples.harness import options  # noqa: E402
+from examples.harness.data import embeddings as word_vectors  # noqa: E402
+from examples.harness.run_directory import (  # noqa: E402
+    recorded_names,
+    recorded_spellings,
+    resolved_settings,
+    run_workdir,
 )
-from tf_memlayers.models.heap_cache_model import cache_fill_fractions  # noqa: E402
+from examples.harness.startup import keras  # noqa: E402  (first: a quiet TensorFlow start)
 from examples.harness.training import (  # noqa: E402
     evaluate,
     make_strategy,
@@ -69,75 +61,174 @@ from examples.harness.training import (  # noqa: E402
     worker_directory,
     write_metrics,
 )
-from examples.harness.run_directory import (  # noqa: E402
-    recorded_names,
-    recorded_spellings,
-    resolved_settings,
-    run_workdir,
+from examples.harness.training.hparams import log_hparams  # noqa: E402
+from tf_memlayers.callbacks.cache_attention import (  # noqa: E402
+    CacheAttentionCallback,
+    CacheEpisodesCallback,
+    cache_attention_on_entries,
 )
-from examples.harness import options  # noqa: E402
+from tf_memlayers.layers.cache_attention.heap_cache_attention import POLICIES, QUERIES  # noqa: E402
+from tf_memlayers.models.fill_last_word import (  # noqa: E402
+    CODE_LEARNING_RATE,
+    PAPER_LEARNING_RATE,
+    POOLINGS,
+    build_fill_last_word_model,
+    compile_fill_last_word_model,
+)
+from tf_memlayers.models.heap_cache_model import cache_fill_fractions  # noqa: E402
 
 
 def parse_args(argv=None):
     parser = options.ArgumentParser(description=__doc__.split("\n\n")[0])
     source = parser.add_argument_group("data")
-    options.add_option(source, "data_dir", help="folder of one-sentence-per-line files "
-                       "(default: none, the embedded generated corpus)")
-    options.add_argument(source, "--train-file", metavar="NAME",
-                         help="training file in --data-dir (default: train.txt, else test.txt)")
-    options.add_argument(source, "--eval-file", default="dev.txt", metavar="NAME",
-                         help="evaluation file in --data-dir")
-    options.add_option(source, "max_train", help="use at most this many training sentences of "
-                       "--data-dir (default: all)")
-    options.add_argument(source, "--episodes", type=options.positive_int, default=20,
-                         metavar="N", help="generated corpus: training episodes per epoch")
-    options.add_argument(source, "--houses", type=options.int_at_least(2), default=8,
-                         metavar="N", help="generated corpus: houses per episode, at most "
-                         f"{data.GENERATED_HOUSES}")
-    options.add_argument(source, "--max-vocabulary", type=options.int_at_least(3), metavar="N",
-                         help="cap the vocabulary, <pad> and <unk> included (so at least one "
-                         "word beside them); the rarer words become <unk> (default: no cap)")
-    options.add_option(source, "max_length", default=40, type=options.int_at_least(2),
-                       help="context steps (the paper: 40); longer sentences are skipped. The "
-                       f"generated corpus takes {data.GENERATED_STEPS}")
-    options.add_option(source, "embeddings", help="pretrained word vectors: a GloVe text file "
-                       "(optionally .gz) or a JSON {word: vector} file (default: none, vectors "
-                       "drawn from N(0, 0.9^2))")
+    options.add_option(
+        source,
+        "data_dir",
+        help="folder of one-sentence-per-line files (default: none, the embedded generated corpus)",
+    )
+    options.add_argument(
+        source,
+        "--train-file",
+        metavar="NAME",
+        help="training file in --data-dir (default: train.txt, else test.txt)",
+    )
+    options.add_argument(
+        source,
+        "--eval-file",
+        default="dev.txt",
+        metavar="NAME",
+        help="evaluation file in --data-dir",
+    )
+    options.add_option(
+        source,
+        "max_train",
+        help="use at most this many training sentences of --data-dir (default: all)",
+    )
+    options.add_argument(
+        source,
+        "--episodes",
+        type=options.positive_int,
+        default=20,
+        metavar="N",
+        help="generated corpus: training episodes per epoch",
+    )
+    options.add_argument(
+        source,
+        "--houses",
+        type=options.int_at_least(2),
+        default=8,
+        metavar="N",
+        help=f"generated corpus: houses per episode, at most {data.GENERATED_HOUSES}",
+    )
+    options.add_argument(
+        source,
+        "--max-vocabulary",
+        type=options.int_at_least(3),
+        metavar="N",
+        help="cap the vocabulary, <pad> and <unk> included (so at least one "
+        "word beside them); the rarer words become <unk> (default: no cap)",
+    )
+    options.add_option(
+        source,
+        "max_length",
+        default=40,
+        type=options.int_at_least(2),
+        help="context steps (the paper: 40); longer sentences are skipped. The "
+        f"generated corpus takes {data.GENERATED_STEPS}",
+    )
+    options.add_option(
+        source,
+        "embeddings",
+        help="pretrained word vectors: a GloVe text file "
+        "(optionally .gz) or a JSON {word: vector} file (default: none, vectors "
+        "drawn from N(0, 0.9^2))",
+    )
     model = parser.add_argument_group("model")
-    options.add_option(model, "embedding_dim", default=100,
-                       help="word vector size without --embeddings")
+    options.add_option(
+        model, "embedding_dim", default=100, help="word vector size without --embeddings"
+    )
     options.add_option(model, "hidden", default=128, help="width of the LSTM")
-    options.add_argument(model, "--attention-units", type=options.positive_int, default=64,
-                         metavar="N", help="width of the attention pooling and cache reads")
-    options.add_argument(model, "--pooling", choices=POOLINGS, default="attention",
-                         help="sentence state: the last LSTM state or attention pooling")
-    options.add_argument(model, "--cache-size", type=options.non_negative_int, default=1000,
-                         metavar="N", help="cached states (0: no cache)")
-    options.add_argument(model, "--policy", choices=POLICIES, default="heap",
-                         help="which states the cache keeps")
-    options.add_argument(model, "--query", choices=QUERIES, default="dot",
-                         help="cache read: none (the paper), additive (the reference code) or "
-                         "dot (finds one earlier example)")
-    options.add_argument(model, "--cache-gate-init", choices=("ones", "glorot_uniform"),
-                         help="initial value of the cache read's gate (default: ones with "
-                         "--query dot, else glorot_uniform as in the reference code)")
-    options.add_argument(model, "--faithful-to-code", action="store_true",
-                         help="reproduce the reference code (sum pooling, frozen batch norm, "
-                         "...)")
+    options.add_argument(
+        model,
+        "--attention-units",
+        type=options.positive_int,
+        default=64,
+        metavar="N",
+        help="width of the attention pooling and cache reads",
+    )
+    options.add_argument(
+        model,
+        "--pooling",
+        choices=POOLINGS,
+        default="attention",
+        help="sentence state: the last LSTM state or attention pooling",
+    )
+    options.add_argument(
+        model,
+        "--cache-size",
+        type=options.non_negative_int,
+        default=1000,
+        metavar="N",
+        help="cached states (0: no cache)",
+    )
+    options.add_argument(
+        model, "--policy", choices=POLICIES, default="heap", help="which states the cache keeps"
+    )
+    options.add_argument(
+        model,
+        "--query",
+        choices=QUERIES,
+        default="dot",
+        help="cache read: none (the paper), additive (the reference code) or "
+        "dot (finds one earlier example)",
+    )
+    options.add_argument(
+        model,
+        "--cache-gate-init",
+        choices=("ones", "glorot_uniform"),
+        help="initial value of the cache read's gate (default: ones with "
+        "--query dot, else glorot_uniform as in the reference code)",
+    )
+    options.add_argument(
+        model,
+        "--faithful-to-code",
+        action="store_true",
+        help="reproduce the reference code (sum pooling, frozen batch norm, ...)",
+    )
     train = parser.add_argument_group("training")
     options.add_option(train, "epochs", default=30)
-    options.add_option(train, "batch_size", default=64, help="sentences per batch with "
-                       "--data-dir (the generated corpus is batched by episode)")
-    options.add_option(train, "learning_rate", help="Adam's learning rate (default: 0.01, the "
-                       "paper, or 1e-3 with --faithful-to-code)")
-    options.add_option(train, "clip_norm", help="each gradient's norm is clipped to this (0: "
-                       "none; default: 5, the paper, or none with --faithful-to-code)")
-    options.add_argument(train, "--weight-decay", type=options.non_negative_float, default=1e-5,
-                         metavar="C", help="L2 penalty C * sum ||w||^2 / 2 on every weight")
+    options.add_option(
+        train,
+        "batch_size",
+        default=64,
+        help="sentences per batch with --data-dir (the generated corpus is batched by episode)",
+    )
+    options.add_option(
+        train,
+        "learning_rate",
+        help="Adam's learning rate (default: 0.01, the paper, or 1e-3 with --faithful-to-code)",
+    )
+    options.add_option(
+        train,
+        "clip_norm",
+        help="each gradient's norm is clipped to this (0: "
+        "none; default: 5, the paper, or none with --faithful-to-code)",
+    )
+    options.add_argument(
+        train,
+        "--weight-decay",
+        type=options.non_negative_float,
+        default=1e-5,
+        metavar="C",
+        help="L2 penalty C * sum ||w||^2 / 2 on every weight",
+    )
     options.add_run_options(
-        train, seed=0,
-        default_workdir="runs/fill_last_word_cache/<pooling>-cache<size>-<changed options>-<digest>",
-    )  # fmt: skip
+        train,
+        seed=0,
+        default_workdir=(
+            "runs/fill_last_word_cache/<pooling>-cache<size>-<changed options>-<digest>"
+        ),
+    )
     args = parser.parse_args(argv)
     if not args.data_dir:
         if args.train_file:
@@ -269,7 +360,7 @@ class GeneratedCorpus:
 
     def probe(self, batch_size):
         # After an evaluation the caches hold the last evaluation episode's facts.
-        return self.x_eval[-self.args.houses:]
+        return self.x_eval[-self.args.houses :]
 
     def attention_on_fact(self, model):
         """Mean read weight of the evaluation questions on the asked house's fact."""
@@ -282,9 +373,11 @@ class GeneratedCorpus:
             model.write_caches(facts)
             houses = [episode.house(s) for s in episode.facts]
             wanted = [[episode.house(q) == h for h in houses] for q in episode.questions]
-            weights.append(cache_attention_on_entries(
-                model, layer, self.encode(episode.questions)[0], facts, wanted
-            ))  # fmt: skip
+            weights.append(
+                cache_attention_on_entries(
+                    model, layer, self.encode(episode.questions)[0], facts, wanted
+                )
+            )
         return float(np.mean(np.concatenate(weights)))
 
 
@@ -320,8 +413,9 @@ def run_directory(args, corpus):
     label = f"{args.pooling}-cache{args.cache_size}"
     root = os.path.join("runs", "fill_last_word_cache")
     recorded = recorded_names(args, RECORDED_NAMES)
-    workdir = run_workdir(recorded, root, label, resolved=resolved,
-                          added_options=FILL_ADDED_OPTIONS)  # fmt: skip
+    workdir = run_workdir(
+        recorded, root, label, resolved=resolved, added_options=FILL_ADDED_OPTIONS
+    )
     return workdir, resolved
 
 
@@ -338,12 +432,17 @@ def main(argv=None, extra_callbacks=()):
     vocabulary, x_eval, y_eval = corpus.vocabulary, corpus.x_eval, corpus.y_eval
     if not corpus.train_sentences or not len(x_eval):
         # Reported as the option that leaves the sentences out.
-        options.refuse("--max-length", f"no usable sentences in {corpus.source} (2 to "
-                                       f"{corpus.max_length} tokens)")  # fmt: skip
+        options.refuse(
+            "--max-length",
+            f"no usable sentences in {corpus.source} (2 to {corpus.max_length} tokens)",
+        )
     workdir, resolved = run_directory(args, corpus)
     matrix, found = initial_embeddings(args, vocabulary)
-    print(f"source={corpus.source} train={corpus.train_sentences} eval={len(x_eval)} "
-          f"vocabulary={len(vocabulary)} pretrained={found} workdir={workdir}", flush=True)
+    print(
+        f"source={corpus.source} train={corpus.train_sentences} eval={len(x_eval)} "
+        f"vocabulary={len(vocabulary)} pretrained={found} workdir={workdir}",
+        flush=True,
+    )
 
     batch_size = args.batch_size * strategy.num_replicas_in_sync
     # A resumed run restarts the interrupted epoch with the state (cache included) it began with.
@@ -365,8 +464,13 @@ def main(argv=None, extra_callbacks=()):
             weight_decay=args.weight_decay,
             faithful_to_code=args.faithful_to_code,
         )
-        compile_fill_last_word_model(model, args.faithful_to_code, args.learning_rate,
-                                     clip_norm=args.clip_norm, jit_compile=args.jit)  # fmt: skip
+        compile_fill_last_word_model(
+            model,
+            args.faithful_to_code,
+            args.learning_rate,
+            clip_norm=args.clip_norm,
+            jit_compile=args.jit,
+        )
 
     # The chief writes the run directory; other workers write to a temporary copy of it.
     with worker_directory(workdir, strategy) as rundir:
@@ -423,9 +527,14 @@ def main(argv=None, extra_callbacks=()):
         }
         write_metrics(metrics, os.path.join(rundir, "metrics.json"))
         # Under the options' own names (`--hidden` as ``hidden``), as every example does.
-        log_hparams(log_dir, resolved_settings(args, resolved), {
-            "eval_accuracy": metrics["eval_accuracy"], "eval_loss": metrics["eval_loss"],
-        })  # fmt: skip
+        log_hparams(
+            log_dir,
+            resolved_settings(args, resolved),
+            {
+                "eval_accuracy": metrics["eval_accuracy"],
+                "eval_loss": metrics["eval_loss"],
+            },
+        )
         return metrics
 
 

@@ -48,34 +48,15 @@ import time
 if __package__ in (None, ""):  # run as a file: the harness is in the repository's examples/
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from examples.harness.startup import keras  # noqa: E402  (first: a quiet TensorFlow start)
 import numpy as np  # noqa: E402
 
-from examples.harness.training.hparams import log_hparams  # noqa: E402
-from examples.harness.training.learning_rate import EpochLearningRate  # noqa: E402
-from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
-from examples.language_modeling.evaluation import evaluate_language_model  # noqa: E402
-from tf_memlayers.callbacks.window_attention import WindowAttentionCallback  # noqa: E402
-from examples.language_modeling import (  # noqa: E402
-    generated_lm,
-    lm_batches,
-    lm_corpora,
-    token_streams,
+from examples.harness import options  # noqa: E402
+from examples.harness.run_directory import (  # noqa: E402
+    RUN_OPTIONS,  # noqa: E402
+    resolved_settings,
+    run_workdir,
 )
-from tf_memlayers.models.language_model import (  # noqa: E402
-    DANILUK_DEFAULTS,
-    LOSS_REDUCTIONS,
-    OPTIMIZERS,
-    compile_language_model,
-)
-from examples.language_modeling.memories import (  # noqa: E402
-    ATTENTION_KINDS,
-    FORMS,
-    KINDS,
-    language_model,
-)
-from examples.language_modeling.presets import PRESETS, get_preset  # noqa: E402
-from tf_memlayers.models.step_model import build_step_model, generate  # noqa: E402
+from examples.harness.startup import keras  # noqa: E402  (first: a quiet TensorFlow start)
 from examples.harness.training import (  # noqa: E402
     is_chief,
     make_strategy,
@@ -85,17 +66,45 @@ from examples.harness.training import (  # noqa: E402
     worker_directory,
     write_metrics,
 )
-from examples.harness.run_directory import resolved_settings, run_workdir  # noqa: E402
-from examples.harness import options  # noqa: E402
 from examples.harness.training.distributed import train as train_model  # noqa: E402
-from examples.harness.run_directory import RUN_OPTIONS  # noqa: E402
+from examples.harness.training.hparams import log_hparams  # noqa: E402
+from examples.harness.training.learning_rate import EpochLearningRate  # noqa: E402
+from examples.language_modeling import (  # noqa: E402
+    generated_lm,
+    lm_batches,
+    lm_corpora,
+    token_streams,
+)
+from examples.language_modeling.evaluation import evaluate_language_model  # noqa: E402
+from examples.language_modeling.memories import (  # noqa: E402
+    ATTENTION_KINDS,
+    FORMS,
+    KINDS,
+    language_model,
+)
+from examples.language_modeling.presets import PRESETS, get_preset  # noqa: E402
+from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
+from tf_memlayers.callbacks.window_attention import WindowAttentionCallback  # noqa: E402
+from tf_memlayers.models.language_model import (  # noqa: E402
+    DANILUK_DEFAULTS,
+    LOSS_REDUCTIONS,
+    OPTIMIZERS,
+    compile_language_model,
+)
+from tf_memlayers.models.step_model import build_step_model, generate  # noqa: E402
 
 DEFAULT_ROOT = "runs/ptb_memory_lm"
 # Options that do not change what is trained: a run resumed with other values is the same run.
 PTB_RUN_OPTIONS = (
-    *RUN_OPTIONS, "metrics_file", "probe_sentence", "probe_length", "generate", "prompt",
-    "temperature", "generate_seed",
-)  # fmt: skip
+    *RUN_OPTIONS,
+    "metrics_file",
+    "probe_sentence",
+    "probe_length",
+    "generate",
+    "prompt",
+    "temperature",
+    "generate_seed",
+)
 # Options added after runs were named: they enter a run's settings (and its directory's
 # digest) only when given, so earlier command lines keep their run directories.
 PTB_ADDED_OPTIONS = ("pack", "mixed_precision")
@@ -132,127 +141,285 @@ def parse_args(argv=None):
     note = f"(default: %(default)s; {options.PRESET_NOTE})"
     parser = options.ArgumentParser(description=__doc__.split("\n\n")[0])
     options.add_argument(
-        parser, "--config", choices=tuple(PRESETS),
+        parser,
+        "--config",
+        choices=tuple(PRESETS),
         help="a named recipe whose settings become the defaults of the other options "
-        "(explicit options still win): " + "; ".join(
-            f"{name}: {preset.description}" for name, preset in PRESETS.items()
-        ) + " (default: none, the paper's settings)",
+        "(explicit options still win): "
+        + "; ".join(f"{name}: {preset.description}" for name, preset in PRESETS.items())
+        + " (default: none, the paper's settings)",
     )
     data = parser.add_argument_group("data")
-    options.add_option(data, "data_dir",
-                       type=options.checked_path(lm_corpora.detect_corpus),
-                       help="folder with Penn Treebank (ptb.{train,valid,test}.txt), "
-                       "WikiText-2 (wiki.{train,valid,test}.tokens, optionally .gz) or CBT "
-                       "(cbt_*.txt) files (default: none, the embedded generated corpus)")
-    options.add_argument(data, "--generated-tokens", type=options.positive_int,
-                         default=150_000, metavar="N",
-                         help="training tokens of the generated corpus (valid/test: a tenth)")
-    options.add_argument(data, "--no-document-resets", action="store_true",
-                         help="treat each split as one stream (no state resets between "
-                         "documents)")
+    options.add_option(
+        data,
+        "data_dir",
+        type=options.checked_path(lm_corpora.detect_corpus),
+        help="folder with Penn Treebank (ptb.{train,valid,test}.txt), "
+        "WikiText-2 (wiki.{train,valid,test}.tokens, optionally .gz) or CBT "
+        "(cbt_*.txt) files (default: none, the embedded generated corpus)",
+    )
+    options.add_argument(
+        data,
+        "--generated-tokens",
+        type=options.positive_int,
+        default=150_000,
+        metavar="N",
+        help="training tokens of the generated corpus (valid/test: a tenth)",
+    )
+    options.add_argument(
+        data,
+        "--no-document-resets",
+        action="store_true",
+        help="treat each split as one stream (no state resets between documents)",
+    )
 
     model = parser.add_argument_group("model")
-    options.add_option(model, "model", default=d["kind"], choices=KINDS, preset=True,
-                       help="the memory layer on top of the LSTM (lstm: none)")
-    options.add_argument(model, "--form", choices=FORMS, default="parallel",
-                         help="memory layer over the LSTM's output sequence, or as an RNN cell")
-    options.add_option(model, "hidden", default=d["hidden"], preset=True,
-                       help="width of each LSTM layer")
+    options.add_option(
+        model,
+        "model",
+        default=d["kind"],
+        choices=KINDS,
+        preset=True,
+        help="the memory layer on top of the LSTM (lstm: none)",
+    )
+    options.add_argument(
+        model,
+        "--form",
+        choices=FORMS,
+        default="parallel",
+        help="memory layer over the LSTM's output sequence, or as an RNN cell",
+    )
+    options.add_option(
+        model, "hidden", default=d["hidden"], preset=True, help="width of each LSTM layer"
+    )
     options.add_option(model, "embedding_dim", default=d["embedding_dim"], preset=True)
-    options.add_argument(model, "--layers", type=options.positive_int, default=d["layers"],
-                         metavar="N", help="stacked LSTM layers " + note)
-    options.add_argument(model, "--window", type=options.positive_int, default=d["window"],
-                         metavar="L", help="attention window: previous outputs attended to "
-                         + note)
-    options.add_argument(model, "--ngram", type=options.positive_int, default=d["ngram"],
-                         metavar="N", help="N of the N-gram RNN " + note)
-    options.add_argument(model, "--sizes", type=options.positive_int, nargs="+", metavar="N",
-                         help="explicit piece sizes of the top LSTM output, key first "
-                         "(default: the model's equal split)")
-    options.add_option(model, "dropout", default=d["dropout"], preset=True,
-                       help="dropout rate on the embeddings and before the softmax")
-    options.add_argument(model, "--variational-dropout", action="store_true",
-                         help="one dropout mask per sequence (locked dropout)")
-    options.add_argument(model, "--recurrent-dropout", type=options.fraction, default=0.0,
-                         metavar="RATE", help="dropout rate on the LSTM's recurrent state")
-    options.add_argument(model, "--tie-weights", action="store_true",
-                         help="share the input embedding with the output layer")
-    options.add_argument(model, "--pack", action="store_true",
-                         help="pack documents back to back in each row, the model restarting "
-                         "a row's states inside the graph where a document starts, instead "
-                         "of padding each document to a segment start")
-    options.add_option(model, "init_scale", default=d["init_scale"], preset=True,
-                       help="weights start uniform in ±this")
-    options.add_argument(model, "--forget-bias", type=options.number_in(), default=d["forget_bias"],
-                         metavar="B", help="initial LSTM forget-gate bias " + note)
+    options.add_argument(
+        model,
+        "--layers",
+        type=options.positive_int,
+        default=d["layers"],
+        metavar="N",
+        help="stacked LSTM layers " + note,
+    )
+    options.add_argument(
+        model,
+        "--window",
+        type=options.positive_int,
+        default=d["window"],
+        metavar="L",
+        help="attention window: previous outputs attended to " + note,
+    )
+    options.add_argument(
+        model,
+        "--ngram",
+        type=options.positive_int,
+        default=d["ngram"],
+        metavar="N",
+        help="N of the N-gram RNN " + note,
+    )
+    options.add_argument(
+        model,
+        "--sizes",
+        type=options.positive_int,
+        nargs="+",
+        metavar="N",
+        help="explicit piece sizes of the top LSTM output, key first "
+        "(default: the model's equal split)",
+    )
+    options.add_option(
+        model,
+        "dropout",
+        default=d["dropout"],
+        preset=True,
+        help="dropout rate on the embeddings and before the softmax",
+    )
+    options.add_argument(
+        model,
+        "--variational-dropout",
+        action="store_true",
+        help="one dropout mask per sequence (locked dropout)",
+    )
+    options.add_argument(
+        model,
+        "--recurrent-dropout",
+        type=options.fraction,
+        default=0.0,
+        metavar="RATE",
+        help="dropout rate on the LSTM's recurrent state",
+    )
+    options.add_argument(
+        model,
+        "--tie-weights",
+        action="store_true",
+        help="share the input embedding with the output layer",
+    )
+    options.add_argument(
+        model,
+        "--pack",
+        action="store_true",
+        help="pack documents back to back in each row, the model restarting "
+        "a row's states inside the graph where a document starts, instead "
+        "of padding each document to a segment start",
+    )
+    options.add_option(
+        model,
+        "init_scale",
+        default=d["init_scale"],
+        preset=True,
+        help="weights start uniform in ±this",
+    )
+    options.add_argument(
+        model,
+        "--forget-bias",
+        type=options.number_in(),
+        default=d["forget_bias"],
+        metavar="B",
+        help="initial LSTM forget-gate bias " + note,
+    )
 
     train = parser.add_argument_group("training")
     options.add_option(train, "epochs", default=d["epochs"], preset=True)
-    options.add_option(train, "batch_size", default=d["batch_size"], preset=True,
-                       help="rows advanced in parallel")
-    options.add_argument(train, "--seq-len", type=options.positive_int, default=d["seq_len"],
-                         metavar="N", help="truncated-BPTT length " + note)
-    options.add_argument(train, "--optimizer", choices=OPTIMIZERS, default=d["optimizer"],
-                         help="adam (Daniluk et al.) or plain sgd (Zaremba et al.) " + note)
+    options.add_option(
+        train, "batch_size", default=d["batch_size"], preset=True, help="rows advanced in parallel"
+    )
+    options.add_argument(
+        train,
+        "--seq-len",
+        type=options.positive_int,
+        default=d["seq_len"],
+        metavar="N",
+        help="truncated-BPTT length " + note,
+    )
+    options.add_argument(
+        train,
+        "--optimizer",
+        choices=OPTIMIZERS,
+        default=d["optimizer"],
+        help="adam (Daniluk et al.) or plain sgd (Zaremba et al.) " + note,
+    )
     options.add_option(train, "learning_rate", default=d["learning_rate"], preset=True)
-    options.add_argument(train, "--lr-decay", type=options.number_in(0.0, 1.0, False, True),
-                         default=d["lr_decay"], metavar="FACTOR",
-                         help="learning-rate factor per epoch after --full-rate-epochs " + note)
-    options.add_argument(train, "--full-rate-epochs", type=options.positive_int,
-                         default=d["full_rate_epochs"], metavar="N",
-                         help="epochs at the initial learning rate before the decay starts "
-                         f"(default: no decay; {options.PRESET_NOTE})")
-    options.add_argument(train, "--loss-reduction", choices=LOSS_REDUCTIONS,
-                         default=d["loss_reduction"],
-                         help="token_mean: mean NLL per token; sum_over_time: summed over the "
-                         "BPTT steps (Zaremba et al.) " + note)
-    options.add_option(train, "clip_norm", default=d["clip_norm"], preset=True,
-                       help="global gradient-norm clipping threshold (0: none)")
-    options.add_argument(train, "--max-train-batches", type=options.positive_int, metavar="N",
-                         help="train on only the first N batches of each epoch (default: all)")
+    options.add_argument(
+        train,
+        "--lr-decay",
+        type=options.number_in(0.0, 1.0, False, True),
+        default=d["lr_decay"],
+        metavar="FACTOR",
+        help="learning-rate factor per epoch after --full-rate-epochs " + note,
+    )
+    options.add_argument(
+        train,
+        "--full-rate-epochs",
+        type=options.positive_int,
+        default=d["full_rate_epochs"],
+        metavar="N",
+        help="epochs at the initial learning rate before the decay starts "
+        f"(default: no decay; {options.PRESET_NOTE})",
+    )
+    options.add_argument(
+        train,
+        "--loss-reduction",
+        choices=LOSS_REDUCTIONS,
+        default=d["loss_reduction"],
+        help="token_mean: mean NLL per token; sum_over_time: summed over the "
+        "BPTT steps (Zaremba et al.) " + note,
+    )
+    options.add_option(
+        train,
+        "clip_norm",
+        default=d["clip_norm"],
+        preset=True,
+        help="global gradient-norm clipping threshold (0: none)",
+    )
+    options.add_argument(
+        train,
+        "--max-train-batches",
+        type=options.positive_int,
+        metavar="N",
+        help="train on only the first N batches of each epoch (default: all)",
+    )
     options.add_option(train, "strategy", default="auto")
     options.add_option(train, "jit", default=True)
     options.add_option(train, "mixed_precision", default=False)
     options.add_option(train, "seed", default=0)
 
     run = parser.add_argument_group("run")
-    options.add_option(run, "workdir",
-                       help="checkpoints, resume state and TensorBoard logs (default: "
-                       f"{DEFAULT_ROOT}/<model>-<changed options>-<digest>, one per "
-                       "configuration)")
-    options.add_argument(run, "--probe-sentence",
-                         help="sentence shown in the attention heatmap, in words of the "
-                         "corpus's vocabulary (default: the start of the validation split)")
-    options.add_argument(run, "--probe-length", type=options.positive_int, default=25,
-                         metavar="N", help="tokens of the default probe sentence")
-    options.add_argument(run, "--generate", type=options.non_negative_int, default=0,
-                         metavar="N", help="after training, continue --prompt by N words "
-                         "(a finished run only generates: run its command again with this)")
-    options.add_argument(run, "--prompt",
-                         help="words of the corpus's vocabulary that --generate continues "
-                         "(default: the first 5 words of the validation split)")
-    options.add_argument(run, "--temperature", type=options.number_in(0.0), default=1.0,
-                         help="softmax temperature of --generate; 0 picks the most likely "
-                         "word")
-    options.add_argument(run, "--generate-seed", type=options.non_negative_int, default=0,
-                         metavar="SEED", help="seed of --generate's draws")
-    options.add_argument(run, "--metrics-file", type=options.output_file, metavar="FILE",
-                         help="also write the final metrics JSON here (default: only print "
-                         "them)")
+    options.add_option(
+        run,
+        "workdir",
+        help="checkpoints, resume state and TensorBoard logs (default: "
+        f"{DEFAULT_ROOT}/<model>-<changed options>-<digest>, one per "
+        "configuration)",
+    )
+    options.add_argument(
+        run,
+        "--probe-sentence",
+        help="sentence shown in the attention heatmap, in words of the "
+        "corpus's vocabulary (default: the start of the validation split)",
+    )
+    options.add_argument(
+        run,
+        "--probe-length",
+        type=options.positive_int,
+        default=25,
+        metavar="N",
+        help="tokens of the default probe sentence",
+    )
+    options.add_argument(
+        run,
+        "--generate",
+        type=options.non_negative_int,
+        default=0,
+        metavar="N",
+        help="after training, continue --prompt by N words "
+        "(a finished run only generates: run its command again with this)",
+    )
+    options.add_argument(
+        run,
+        "--prompt",
+        help="words of the corpus's vocabulary that --generate continues "
+        "(default: the first 5 words of the validation split)",
+    )
+    options.add_argument(
+        run,
+        "--temperature",
+        type=options.number_in(0.0),
+        default=1.0,
+        help="softmax temperature of --generate; 0 picks the most likely word",
+    )
+    options.add_argument(
+        run,
+        "--generate-seed",
+        type=options.non_negative_int,
+        default=0,
+        metavar="SEED",
+        help="seed of --generate's draws",
+    )
+    options.add_argument(
+        run,
+        "--metrics-file",
+        type=options.output_file,
+        metavar="FILE",
+        help="also write the final metrics JSON here (default: only print them)",
+    )
     options.add_option(run, "verbose", default=1)
     args = parser.parse_args(argv)
     if args.prompt is not None and not args.generate:
         parser.error("argument --prompt: is continued by --generate N; give it too")
     if args.pack and args.no_document_resets:
-        parser.error("argument --pack: packs documents with a restart at each one, but "
-                     "--no-document-resets reads each split as one stream; give one of them")
+        parser.error(
+            "argument --pack: packs documents with a restart at each one, but "
+            "--no-document-resets reads each split as one stream; give one of them"
+        )
     # Options that would be taken and never used.
     if args.lr_decay != 1.0 and args.full_rate_epochs is None:
-        parser.error(f"argument --lr-decay: applies after --full-rate-epochs N, which neither "
-                     f"the command nor --config sets; got --lr-decay {args.lr_decay} alone")
+        parser.error(
+            f"argument --lr-decay: applies after --full-rate-epochs N, which neither "
+            f"the command nor --config sets; got --lr-decay {args.lr_decay} alone"
+        )
     if args.sizes is not None and args.model == "lstm":
-        parser.error("argument --sizes: sizes the pieces of a memory's input; --model lstm "
-                     "has no memory")
+        parser.error(
+            "argument --sizes: sizes the pieces of a memory's input; --model lstm has no memory"
+        )
     return args
 
 
@@ -291,8 +458,13 @@ def prompt_ids(args, corpus):
 def generated_text(args, model, corpus, prompt):
     """``--generate`` words after ``prompt``, from the step model of the trained ``model``."""
     step_model = build_step_model(model)
-    tokens = generate(step_model, prompt[None, :], args.generate,
-                      temperature=args.temperature, seed=args.generate_seed)  # fmt: skip
+    tokens = generate(
+        step_model,
+        prompt[None, :],
+        args.generate,
+        temperature=args.temperature,
+        seed=args.generate_seed,
+    )
     return {
         "prompt": " ".join(corpus.vocabulary.decode(prompt)),
         "generated": " ".join(corpus.vocabulary.decode(tokens[0])),
@@ -346,9 +518,7 @@ def probe_inputs(args, corpus, valid):
 
 def make_callbacks(args, workdir, corpus, train, valid, strategy, extra_callbacks=()):
     """The run's callbacks; the last one backs the run up (`resumable_callbacks`)."""
-    settings = resolved_settings(
-        args, {"corpus": corpus.name}, PTB_RUN_OPTIONS, PTB_ADDED_OPTIONS
-    )
+    settings = resolved_settings(args, {"corpus": corpus.name}, PTB_RUN_OPTIONS, PTB_ADDED_OPTIONS)
     callbacks = [
         StateResetCallback(train.resets, valid.resets),
         EpochLearningRate(args.learning_rate, args.lr_decay, args.full_rate_epochs),
@@ -410,13 +580,22 @@ def run(args, extra_callbacks=()):
     # The options already hold the preset's values; the corpus is what --data-dir resolved to.
     resolved = {"corpus": corpus.name}
     workdir = pathlib.Path(
-        run_workdir(args, DEFAULT_ROOT, args.model, PTB_RUN_OPTIONS, resolved=resolved,
-                    added_options=PTB_ADDED_OPTIONS)
+        run_workdir(
+            args,
+            DEFAULT_ROOT,
+            args.model,
+            PTB_RUN_OPTIONS,
+            resolved=resolved,
+            added_options=PTB_ADDED_OPTIONS,
+        )
     )
     documents = not args.no_document_resets
     split_batches = {
         split: lm_batches.make_bptt_batches(
-            corpus.split(split), args.batch_size, args.seq_len, reset_at_documents=documents,
+            corpus.split(split),
+            args.batch_size,
+            args.seq_len,
+            reset_at_documents=documents,
             pack=args.pack,
         )
         for split in token_streams.SPLITS
@@ -493,10 +672,14 @@ def run(args, extra_callbacks=()):
         write_metrics(metrics, args.metrics_file if is_chief(strategy) else None)
         # The corpus as ``source``, the data a run read in every example's HParams.
         settings = resolved_settings(args, {"source": corpus.name}, PTB_RUN_OPTIONS)
-        log_hparams(rundir / "logs", settings, {
-            "valid_perplexity": metrics["valid_perplexity"],
-            "test_perplexity": metrics["test_perplexity"],
-        })  # fmt: skip
+        log_hparams(
+            rundir / "logs",
+            settings,
+            {
+                "valid_perplexity": metrics["valid_perplexity"],
+                "test_perplexity": metrics["test_perplexity"],
+            },
+        )
         return metrics
 
 

@@ -35,7 +35,6 @@ import time
 if __package__ in (None, ""):  # run as a file: the harness is in the repository's examples/
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from examples.harness.startup import keras  # noqa: E402  (first: a quiet TensorFlow start)
 import numpy as np  # noqa: E402
 
 from examples.harness import options  # noqa: E402
@@ -44,6 +43,7 @@ from examples.harness.run_directory import (  # noqa: E402
     resolved_settings,
     run_workdir,
 )
+from examples.harness.startup import keras  # noqa: E402  (first: a quiet TensorFlow start)
 from examples.harness.training import (  # noqa: E402
     make_strategy,
     resumable_callbacks,
@@ -66,57 +66,105 @@ PROBE_SENTENCES_PER_EPOCH = 10
 def parse_args(argv=None):
     parser = options.ArgumentParser(description=__doc__.split("\n\n")[0])
     data = parser.add_argument_group("data")
-    options.add_option(data, "data_dir", metavar="PATH",
-                       type=options.checked_path(sentences.find_sentence_files),
-                       help="folder of train, valid and test files, one sentence per line "
-                       "(default: none, the generated corpus)")  # fmt: skip
-    options.add_argument(data, "--train-size", choices=tuple(sentences.GENERATED_SIZES),
-                         default="medium", help="size of the generated corpus")
-    options.add_option(data, "max_train", help="use at most this many training sentences "
-                       "(default: all)")
-    options.add_option(data, "max_length", default=16, help="longest sentence, in words "
-                       "(longer ones are left out)")
-    options.add_argument(data, "--max-vocabulary", type=options.int_at_least(5), default=10000,
-                         metavar="N", help="cap the vocabulary: the most frequent words kept, "
-                         "special tokens included (the rest read as <unk>)")
+    options.add_option(
+        data,
+        "data_dir",
+        metavar="PATH",
+        type=options.checked_path(sentences.find_sentence_files),
+        help="folder of train, valid and test files, one sentence per line "
+        "(default: none, the generated corpus)",
+    )
+    options.add_argument(
+        data,
+        "--train-size",
+        choices=tuple(sentences.GENERATED_SIZES),
+        default="medium",
+        help="size of the generated corpus",
+    )
+    options.add_option(
+        data, "max_train", help="use at most this many training sentences (default: all)"
+    )
+    options.add_option(
+        data, "max_length", default=16, help="longest sentence, in words (longer ones are left out)"
+    )
+    options.add_argument(
+        data,
+        "--max-vocabulary",
+        type=options.int_at_least(5),
+        default=10000,
+        metavar="N",
+        help="cap the vocabulary: the most frequent words kept, "
+        "special tokens included (the rest read as <unk>)",
+    )
     model = parser.add_argument_group("model")
-    options.add_option(model, "model", default="dual_am_gru", choices=MODELS,
-                       help="dual_am_gru: AM-GRU encoder, Dual AM-GRU decoder reading its "
-                       "memory; attention: GRU encoder, GRU decoder with Luong's attention over "
-                       "its outputs; gru: GRU encoder, GRU decoder from its final state")
-    options.add_option(model, "units", default=64, help="width of the encoder and the decoder "
-                       "(even for dual_am_gru)")
+    options.add_option(
+        model,
+        "model",
+        default="dual_am_gru",
+        choices=MODELS,
+        help="dual_am_gru: AM-GRU encoder, Dual AM-GRU decoder reading its "
+        "memory; attention: GRU encoder, GRU decoder with Luong's attention over "
+        "its outputs; gru: GRU encoder, GRU decoder from its final state",
+    )
+    options.add_option(
+        model,
+        "units",
+        default=64,
+        help="width of the encoder and the decoder (even for dual_am_gru)",
+    )
     options.add_option(model, "embedding_dim", default=32)
     options.add_option(model, "num_copies", default=8)
-    options.add_argument(model, "--dual-key", choices=DUAL_KEYS, default="released",
-                         help="the Dual AM-GRU decoder's read key: 'released', the layout of "
-                         "the paper's auto-encoding code (share_key=False), or 'paper', the "
-                         "write key itself")
+    options.add_argument(
+        model,
+        "--dual-key",
+        choices=DUAL_KEYS,
+        default="released",
+        help="the Dual AM-GRU decoder's read key: 'released', the layout of "
+        "the paper's auto-encoding code (share_key=False), or 'paper', the "
+        "write key itself",
+    )
     options.add_option(model, "init_scale", default=0.1)
-    options.add_argument(model, "--probe-sentences", type=options.positive_int, default=100,
-                         metavar="N", help="test sentences whose memory the probes read "
-                         "before and after training (examples/seq2seq/probes.py); the first "
-                         f"{PROBE_SENTENCES_PER_EPOCH} also at each epoch's end")
+    options.add_argument(
+        model,
+        "--probe-sentences",
+        type=options.positive_int,
+        default=100,
+        metavar="N",
+        help="test sentences whose memory the probes read "
+        "before and after training (examples/seq2seq/probes.py); the first "
+        f"{PROBE_SENTENCES_PER_EPOCH} also at each epoch's end",
+    )
     train = parser.add_argument_group("training")
     options.add_option(train, "epochs", default=10)
     options.add_option(train, "batch_size", default=32)
     options.add_option(train, "learning_rate", default=3e-3, help="Adam's learning rate")
     options.add_option(train, "clip_norm", default=5.0)
-    options.add_argument(train, "--beams", type=options.positive_int, default=1, metavar="N",
-                         help="decode the test sentences with a beam search of N beams "
-                         "(keras-hub's BeamSampler; needs keras-hub); 1: greedily")
+    options.add_argument(
+        train,
+        "--beams",
+        type=options.positive_int,
+        default=1,
+        metavar="N",
+        help="decode the test sentences with a beam search of N beams "
+        "(keras-hub's BeamSampler; needs keras-hub); 1: greedily",
+    )
     options.add_run_options(
-        train, seed=123, default_workdir="runs/seq2seq_autoencoder/<model>-<changed options>-"
-        "<digest>",
-    )  # fmt: skip
+        train,
+        seed=123,
+        default_workdir="runs/seq2seq_autoencoder/<model>-<changed options>-<digest>",
+    )
     args = parser.parse_args(argv)
     shortest, longest = sentences.GENERATED_LENGTHS
     if not args.data_dir and args.max_length < shortest:
-        parser.error(f"argument --max-length: the generated corpus's sentences have {shortest} "
-                     f"to {longest} words; got {args.max_length}")  # fmt: skip
+        parser.error(
+            f"argument --max-length: the generated corpus's sentences have {shortest} "
+            f"to {longest} words; got {args.max_length}"
+        )
     if args.model == "dual_am_gru" and args.units % 2:
-        parser.error(f"argument --units: must be even for the dual_am_gru model (its memory "
-                     f"is complex, n/2 numbers); got {args.units}")  # fmt: skip
+        parser.error(
+            f"argument --units: must be even for the dual_am_gru model (its memory "
+            f"is complex, n/2 numbers); got {args.units}"
+        )
     if args.beams > 1:
         with options.reported_as("--beams"):
             sampler(args.beams)
@@ -143,8 +191,9 @@ def load_data(args):
         source = "files"
     else:
         splits = sentences.generated_splits(args.train_size, seed=args.seed)
-        splits = {name: [s for s in found if len(s) <= args.max_length]
-                  for name, found in splits.items()}  # fmt: skip
+        splits = {
+            name: [s for s in found if len(s) <= args.max_length] for name, found in splits.items()
+        }
         source = "generated"
     if args.max_train:
         splits["train"] = splits["train"][: args.max_train]
@@ -159,10 +208,12 @@ def decoded_scores(autoencoder, splits_test, vocabulary, max_length, beams):
     (each word compared at its position, the decoded ``<eos>`` included)."""
     source, _, target = sentences.encode(splits_test, vocabulary, max_length)
     bos, eos = vocabulary.index(sentences.BOS), vocabulary.index(sentences.EOS)
-    decoded = np.concatenate([
-        autoencoder.decode(source[i : i + 256], max_length + 1, bos, eos, sampler(beams))
-        for i in range(0, len(source), 256)
-    ])  # fmt: skip
+    decoded = np.concatenate(
+        [
+            autoencoder.decode(source[i : i + 256], max_length + 1, bos, eos, sampler(beams))
+            for i in range(0, len(source), 256)
+        ]
+    )
     words = target > 0
     return {
         "decoded_exact_match": round(float(np.all(decoded == target, axis=1).mean()), 4),
@@ -183,9 +234,11 @@ def teacher_forced_scores(model, dataset):
         total -= np.take_along_axis(log_probs, target[..., None], -1)[..., 0][words].sum()
         correct += (logits.argmax(-1) == target)[words].sum()
         count += words.sum()
-    return {"test_loss": round(total / count, 4),
-            "test_perplexity": round(float(np.exp(total / count)), 3),
-            "test_word_accuracy": round(correct / count, 4)}  # fmt: skip
+    return {
+        "test_loss": round(total / count, 4),
+        "test_perplexity": round(float(np.exp(total / count)), 3),
+        "test_word_accuracy": round(correct / count, 4),
+    }
 
 
 def probe_pairs(splits_test, vocabulary, max_length, count):
@@ -201,9 +254,11 @@ def probe_heatmap(autoencoder, pair, vocabulary):
     matrix = probes.heatmap_matrix(autoencoder.kind, autoencoder.memory_probe(*pair))
     if matrix is None:
         return None
-    return {"matrix": np.round(matrix, 4).tolist(),
-            "source": [vocabulary[i] for i in source],
-            "decoder_input": [vocabulary[i] for i in decoder_input]}  # fmt: skip
+    return {
+        "matrix": np.round(matrix, 4).tolist(),
+        "source": [vocabulary[i] for i in source],
+        "decoder_input": [vocabulary[i] for i in decoder_input],
+    }
 
 
 def recorded_run_options(args):
@@ -237,10 +292,15 @@ def main(argv=None):
 
     with strategy.scope():
         autoencoder = build_autoencoder(
-            args.model, len(vocabulary), units=args.units, embedding_dim=args.embedding_dim,
-            num_copies=args.num_copies, dual_key=args.dual_key, seed=args.seed,
+            args.model,
+            len(vocabulary),
+            units=args.units,
+            embedding_dim=args.embedding_dim,
+            num_copies=args.num_copies,
+            dual_key=args.dual_key,
+            seed=args.seed,
             init_scale=args.init_scale,
-        )  # fmt: skip
+        )
         model = compile_autoencoder(
             autoencoder.model, args.learning_rate, args.clip_norm, jit_compile=args.jit
         )
@@ -250,9 +310,11 @@ def main(argv=None):
     workdir = run_workdir(
         args, os.path.join("runs", "seq2seq_autoencoder"), args.model, run_options, resolved
     )
-    print(f"source={source} train={len(splits['train'])} valid={len(splits['valid'])} "
-          f"test={len(splits['test'])} vocabulary={len(vocabulary)} workdir={workdir}",
-          flush=True)  # fmt: skip
+    print(
+        f"source={source} train={len(splits['train'])} valid={len(splits['valid'])} "
+        f"test={len(splits['test'])} vocabulary={len(vocabulary)} workdir={workdir}",
+        flush=True,
+    )
 
     pairs = probe_pairs(splits["test"], vocabulary, args.max_length, args.probe_sentences)
     # Before training: where the memory starts (the paper's finding is about what it learns).
@@ -264,17 +326,25 @@ def main(argv=None):
             log_dir, autoencoder, pairs[:PROBE_SENTENCES_PER_EPOCH], vocabulary
         )
         callbacks = resumable_callbacks(
-            rundir, monitor="val_loss", mode="min", settings=settings,
+            rundir,
+            monitor="val_loss",
+            mode="min",
+            settings=settings,
             callbacks=[keras.callbacks.TensorBoard(log_dir), probe],
-        )  # fmt: skip
+        )
         # A resumed run restarts the interrupted epoch; the training stream is endless, so it
         # skips what the completed epochs used.
         initial_epoch = resumed_epoch(rundir)
         train(
-            model, train_data.skip(initial_epoch * steps), epochs=args.epochs,
-            initial_epoch=initial_epoch, steps_per_epoch=steps, validation_data=valid_data,
-            callbacks=callbacks, verbose=args.verbose,
-        )  # fmt: skip
+            model,
+            train_data.skip(initial_epoch * steps),
+            epochs=args.epochs,
+            initial_epoch=initial_epoch,
+            steps_per_epoch=steps,
+            validation_data=valid_data,
+            callbacks=callbacks,
+            verbose=args.verbose,
+        )
         history = run_history(rundir)
         metrics = {
             "model": args.model,
@@ -289,18 +359,21 @@ def main(argv=None):
             "epochs_run": list(range(resumed_epoch(rundir))),
             "history": history,
             **teacher_forced_scores(model, test_data),
-            **decoded_scores(autoencoder, splits["test"], vocabulary, args.max_length,
-                             args.beams),  # fmt: skip
+            **decoded_scores(autoencoder, splits["test"], vocabulary, args.max_length, args.beams),
             "memory_before_training": initial_statistics,
             "memory": probes.probe_statistics(autoencoder, pairs),
             "probe_heatmap": probe_heatmap(autoencoder, pairs[0], vocabulary),
             "seconds": round(time.time() - started, 1),
         }
         write_metrics(metrics, os.path.join(rundir, "metrics.json"))
-        log_hparams(log_dir, settings, {
-            "test_perplexity": metrics["test_perplexity"],
-            "decoded_exact_match": metrics["decoded_exact_match"],
-        })  # fmt: skip
+        log_hparams(
+            log_dir,
+            settings,
+            {
+                "test_perplexity": metrics["test_perplexity"],
+                "decoded_exact_match": metrics["decoded_exact_match"],
+            },
+        )
         return metrics
 
 

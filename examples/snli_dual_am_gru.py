@@ -35,17 +35,17 @@ import time
 if __package__ in (None, ""):  # run as a file: the harness is in the repository's examples/
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from examples.harness.startup import keras  # noqa: E402  (first: a quiet TensorFlow start)
 import numpy as np  # noqa: E402
 
-from examples.harness.training.learning_rate import halve_learning_rate_callback  # noqa: E402
-from tf_memlayers.callbacks import MemoryRetrievalHeatmap, PairAttentionHeatmap  # noqa: E402
-from examples.harness.training.hparams import log_hparams  # noqa: E402
+from examples.harness import options  # noqa: E402
 from examples.harness.data import embeddings as word_vectors  # noqa: E402
-from examples.snli import generated_nli, nli_batches, snli  # noqa: E402
-from tf_memlayers.layers.associative_memory.dual_am_gru import DUAL_KEYS  # noqa: E402
-from examples.snli.encoders import KINDS, snli_model  # noqa: E402
-from tf_memlayers.models.snli import compile_snli_model  # noqa: E402
+from examples.harness.run_directory import (  # noqa: E402
+    recorded_names,
+    recorded_spellings,
+    resolved_settings,
+    run_workdir,
+)
+from examples.harness.startup import keras  # noqa: E402  (first: a quiet TensorFlow start)
 from examples.harness.training import (  # noqa: E402
     evaluate,
     make_strategy,
@@ -56,13 +56,13 @@ from examples.harness.training import (  # noqa: E402
     worker_directory,
     write_metrics,
 )
-from examples.harness.run_directory import (  # noqa: E402
-    recorded_names,
-    recorded_spellings,
-    resolved_settings,
-    run_workdir,
-)
-from examples.harness import options  # noqa: E402
+from examples.harness.training.hparams import log_hparams  # noqa: E402
+from examples.harness.training.learning_rate import halve_learning_rate_callback  # noqa: E402
+from examples.snli import generated_nli, nli_batches, snli  # noqa: E402
+from examples.snli.encoders import KINDS, snli_model  # noqa: E402
+from tf_memlayers.callbacks import MemoryRetrievalHeatmap, PairAttentionHeatmap  # noqa: E402
+from tf_memlayers.layers.associative_memory.dual_am_gru import DUAL_KEYS  # noqa: E402
+from tf_memlayers.models.snli import compile_snli_model  # noqa: E402
 
 
 def _snli_files(path):
@@ -73,77 +73,160 @@ def _snli_files(path):
 def parse_args(argv=None):
     parser = options.ArgumentParser(description=__doc__.split("\n\n")[0])
     data = parser.add_argument_group("data")
-    options.add_argument(data, "--source", choices=snli.SOURCES, default="auto",
-                         help="auto: --data-dir if given, else the prepared tensorflow-datasets "
-                         "snli, else the generated corpus; files: --data-dir only; tfds: "
-                         "tensorflow-datasets only; generated: the generated corpus")
-    options.add_option(data, "data_dir", metavar="PATH",
-                       type=options.checked_path(_snli_files, options.existing_path),
-                       help="official SNLI 1.0 files (snli_1.0_<split>.jsonl or .txt, in a "
-                       "folder or the snli_1.0.zip archive) or InferSent files (s1.<split>, "
-                       "s2.<split>, labels.<split>) (default: none, see --source)")
-    options.add_argument(data, "--tfds-data-dir", metavar="DIR",
-                         help="tensorflow-datasets data_dir (default: tensorflow-datasets' "
-                         "own, ~/tensorflow_datasets)")
-    options.add_argument(data, "--download", action="store_true",
-                         help="let tensorflow-datasets download and prepare SNLI (needs "
-                         "internet and the datasets extra; --source auto or tfds, without "
-                         "--data-dir). Without it nothing is downloaded")
-    options.add_argument(data, "--train-size", choices=tuple(generated_nli.GENERATED_SIZES),
-                         default="medium", help="size of the generated corpus")
-    options.add_option(data, "max_train", help="use at most this many training pairs "
-                       "(default: all)")
-    options.add_option(data, "max_length", default=64, help="truncate sentences to this many "
-                       "tokens")
-    options.add_argument(data, "--padding", choices=nli_batches.PADDINGS, default="bucket",
-                         help="bucket: pad each batch to a multiple of 8 steps; fixed: pad "
-                         "every batch to the longest sentence")
-    options.add_option(data, "embeddings", help="pretrained word vectors: a GloVe text file "
-                       "(optionally .gz) or a JSON {word: vector} file (default: none, "
-                       "vectors drawn from N(0, 1))")
-    options.add_argument(data, "--train-embeddings", action=argparse.BooleanOptionalAction,
-                         default=True, help="tune the word vectors (--no-train-embeddings: "
-                         "keep them fixed)")
-    data.add_argument("--freeze-embeddings", action=options.DeprecatedAlias, nargs=0,
-                      replacement="--no-train-embeddings", dest="train_embeddings",
-                      const=False, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    options.add_argument(
+        data,
+        "--source",
+        choices=snli.SOURCES,
+        default="auto",
+        help="auto: --data-dir if given, else the prepared tensorflow-datasets "
+        "snli, else the generated corpus; files: --data-dir only; tfds: "
+        "tensorflow-datasets only; generated: the generated corpus",
+    )
+    options.add_option(
+        data,
+        "data_dir",
+        metavar="PATH",
+        type=options.checked_path(_snli_files, options.existing_path),
+        help="official SNLI 1.0 files (snli_1.0_<split>.jsonl or .txt, in a "
+        "folder or the snli_1.0.zip archive) or InferSent files (s1.<split>, "
+        "s2.<split>, labels.<split>) (default: none, see --source)",
+    )
+    options.add_argument(
+        data,
+        "--tfds-data-dir",
+        metavar="DIR",
+        help="tensorflow-datasets data_dir (default: tensorflow-datasets' "
+        "own, ~/tensorflow_datasets)",
+    )
+    options.add_argument(
+        data,
+        "--download",
+        action="store_true",
+        help="let tensorflow-datasets download and prepare SNLI (needs "
+        "internet and the datasets extra; --source auto or tfds, without "
+        "--data-dir). Without it nothing is downloaded",
+    )
+    options.add_argument(
+        data,
+        "--train-size",
+        choices=tuple(generated_nli.GENERATED_SIZES),
+        default="medium",
+        help="size of the generated corpus",
+    )
+    options.add_option(
+        data, "max_train", help="use at most this many training pairs (default: all)"
+    )
+    options.add_option(
+        data, "max_length", default=64, help="truncate sentences to this many tokens"
+    )
+    options.add_argument(
+        data,
+        "--padding",
+        choices=nli_batches.PADDINGS,
+        default="bucket",
+        help="bucket: pad each batch to a multiple of 8 steps; fixed: pad "
+        "every batch to the longest sentence",
+    )
+    options.add_option(
+        data,
+        "embeddings",
+        help="pretrained word vectors: a GloVe text file "
+        "(optionally .gz) or a JSON {word: vector} file (default: none, "
+        "vectors drawn from N(0, 1))",
+    )
+    options.add_argument(
+        data,
+        "--train-embeddings",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="tune the word vectors (--no-train-embeddings: keep them fixed)",
+    )
+    data.add_argument(
+        "--freeze-embeddings",
+        action=options.DeprecatedAlias,
+        nargs=0,
+        replacement="--no-train-embeddings",
+        dest="train_embeddings",
+        const=False,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+    )
     model = parser.add_argument_group("model")
-    options.add_option(model, "model", default="dual_am_gru", choices=KINDS,
-                       help="layer 1: gru, am_gru (associative memory GRU) or dual_am_gru "
-                       "(AM-GRU over the premise, Dual AM-GRU over the hypothesis); or "
-                       "word_by_word: an LSTM over the premise and an LSTM with word-by-word "
-                       "attention over the hypothesis, without layer 2")
-    options.add_option(model, "units", default=100, help="size of layer 1 (the paper: 100 "
-                       "for the Dual AM-GRU, 108 AM-GRU, 126 GRU, 100 word_by_word)")
-    options.add_argument(model, "--top-units", type=options.positive_int, metavar="N",
-                         help="size of layer 2 and of the classifier (default: --units)")
-    options.add_option(model, "embedding_dim", default=50,
-                       help="word vector size without --embeddings (the paper: 300d GloVe)")
+    options.add_option(
+        model,
+        "model",
+        default="dual_am_gru",
+        choices=KINDS,
+        help="layer 1: gru, am_gru (associative memory GRU) or dual_am_gru "
+        "(AM-GRU over the premise, Dual AM-GRU over the hypothesis); or "
+        "word_by_word: an LSTM over the premise and an LSTM with word-by-word "
+        "attention over the hypothesis, without layer 2",
+    )
+    options.add_option(
+        model,
+        "units",
+        default=100,
+        help="size of layer 1 (the paper: 100 "
+        "for the Dual AM-GRU, 108 AM-GRU, 126 GRU, 100 word_by_word)",
+    )
+    options.add_argument(
+        model,
+        "--top-units",
+        type=options.positive_int,
+        metavar="N",
+        help="size of layer 2 and of the classifier (default: --units)",
+    )
+    options.add_option(
+        model,
+        "embedding_dim",
+        default=50,
+        help="word vector size without --embeddings (the paper: 300d GloVe)",
+    )
     options.add_option(model, "num_copies", default=8)
-    options.add_argument(model, "--dual-key", choices=DUAL_KEYS, default="paper",
-                         help="the Dual AM-GRU's read key: as in the paper or as in the "
-                         "released code")
+    options.add_argument(
+        model,
+        "--dual-key",
+        choices=DUAL_KEYS,
+        default="paper",
+        help="the Dual AM-GRU's read key: as in the paper or as in the released code",
+    )
     options.add_option(model, "dropout", default=0.1, help="dropout rate on the word vectors")
-    options.add_argument(model, "--fused-loop", action=argparse.BooleanOptionalAction,
-                         help="run the (Dual) AM-GRU loops fused, with a hand-written "
-                         "backward: faster steps, the same results as Keras's loop up to "
-                         "float rounding (default: each layer runs it where it supports the "
-                         "layer's options, e.g. not with --dual-key released; --no-fused-loop: "
-                         "Keras's loop)")
-    options.add_option(model, "init_scale",
-                       help="kernels start uniform in ±this (default: 0.05, the paper, on "
-                       "real data; 0.2 on the generated corpus, whose short run needs a "
-                       "better-conditioned start)")
+    options.add_argument(
+        model,
+        "--fused-loop",
+        action=argparse.BooleanOptionalAction,
+        help="run the (Dual) AM-GRU loops fused, with a hand-written "
+        "backward: faster steps, the same results as Keras's loop up to "
+        "float rounding (default: each layer runs it where it supports the "
+        "layer's options, e.g. not with --dual-key released; --no-fused-loop: "
+        "Keras's loop)",
+    )
+    options.add_option(
+        model,
+        "init_scale",
+        help="kernels start uniform in ±this (default: 0.05, the paper, on "
+        "real data; 0.2 on the generated corpus, whose short run needs a "
+        "better-conditioned start)",
+    )
     train = parser.add_argument_group("training")
-    options.add_option(train, "epochs", default=4, help="number of dev checks (epochs of "
-                       "--eval-every batches)")
-    options.add_argument(train, "--eval-every", type=options.positive_int, metavar="N",
-                         help="batches between dev checks, an epoch of the schedule (default: "
-                         "one pass over the training data; the paper: 1000)")
+    options.add_option(
+        train, "epochs", default=4, help="number of dev checks (epochs of --eval-every batches)"
+    )
+    options.add_argument(
+        train,
+        "--eval-every",
+        type=options.positive_int,
+        metavar="N",
+        help="batches between dev checks, an epoch of the schedule (default: "
+        "one pass over the training data; the paper: 1000)",
+    )
     options.add_option(train, "batch_size", default=50)
-    options.add_option(train, "learning_rate",
-                       help="Adam's learning rate (default: 1e-3, the paper, on real data; "
-                       "3e-3 on the generated corpus)")
+    options.add_option(
+        train,
+        "learning_rate",
+        help="Adam's learning rate (default: 1e-3, the paper, on real data; "
+        "3e-3 on the generated corpus)",
+    )
     options.add_option(train, "clip_norm", default=5.0)
     options.add_run_options(
         train, seed=123, default_workdir="runs/snli_dual_am_gru/<model>-<changed options>-<digest>"
@@ -152,18 +235,25 @@ def parse_args(argv=None):
     if args.source == "files" and not args.data_dir:
         parser.error("argument --source: 'files' needs --data-dir")
     if args.data_dir and args.source in ("tfds", "generated"):
-        parser.error(f"argument --data-dir: is read with --source auto or files, not with "
-                     f"--source {args.source}")  # fmt: skip
+        parser.error(
+            f"argument --data-dir: is read with --source auto or files, not with "
+            f"--source {args.source}"
+        )
     if args.tfds_data_dir is not None:
         if args.data_dir or args.source in ("files", "generated"):
-            parser.error("argument --tfds-data-dir: is read with --source auto or tfds, "
-                         "without --data-dir")
+            parser.error(
+                "argument --tfds-data-dir: is read with --source auto or tfds, without --data-dir"
+            )
         if not args.download and not os.path.isdir(args.tfds_data_dir):
-            parser.error(f"argument --tfds-data-dir: no folder {args.tfds_data_dir!r} (with "
-                         "--download, tensorflow-datasets prepares SNLI there)")
+            parser.error(
+                f"argument --tfds-data-dir: no folder {args.tfds_data_dir!r} (with "
+                "--download, tensorflow-datasets prepares SNLI there)"
+            )
     if args.download and (args.source in ("files", "generated") or args.data_dir):
-        parser.error("argument --download: fetches SNLI through tensorflow-datasets; use "
-                     "--source auto or tfds without --data-dir")
+        parser.error(
+            "argument --download: fetches SNLI through tensorflow-datasets; use "
+            "--source auto or tfds without --data-dir"
+        )
     return args
 
 
@@ -180,8 +270,9 @@ def build_model(args, vocabulary_size, matrix, init_scale):
     fused_loop = "auto" if args.fused_loop is None else args.fused_loop
     # make_encoder checks the fused loop first; --top-units only the word-by-word model refuses.
     with_top_units = args.top_units is not None and args.model == "word_by_word"
-    option = ("--fused-loop" if args.fused_loop is True else
-              "--top-units" if with_top_units else None)  # fmt: skip
+    option = (
+        "--fused-loop" if args.fused_loop is True else "--top-units" if with_top_units else None
+    )
     with options.reported_as(option) if option else contextlib.nullcontext():
         return snli_model(
             vocabulary_size,
@@ -236,7 +327,11 @@ def load_data(args):
     option = "--data-dir" if from_files else "--download" if args.download else "--source"
     with options.reported_as(option):
         splits, source = snli.load_nli_splits(
-            args.source, args.data_dir, args.tfds_data_dir, args.train_size, seed=args.seed,
+            args.source,
+            args.data_dir,
+            args.tfds_data_dir,
+            args.train_size,
+            seed=args.seed,
             download=args.download,
         )
     if args.max_train:
@@ -285,13 +380,19 @@ def main(argv=None, extra_callbacks=()):
         compile_snli_model(model, learning_rate, args.clip_norm, jit_compile=args.jit)
     # Whether the fused loop runs is part of the settings: its results differ from Keras's
     # loop by float rounding.
-    resolved = dict(source=source, init_scale=init_scale, learning_rate=learning_rate,
-                    fused_loop=runs_fused_loop(model))  # fmt: skip
+    resolved = dict(
+        source=source,
+        init_scale=init_scale,
+        learning_rate=learning_rate,
+        fused_loop=runs_fused_loop(model),
+    )
     workdir = run_directory(args, resolved)
-    print(f"source={source} train={len(splits['train'])} dev={len(splits['dev'])} "
-          f"test={len(splits['test'])} vocabulary={len(vocabulary)} pretrained={found} "
-          f"workdir={workdir}",
-          flush=True)
+    print(
+        f"source={source} train={len(splits['train'])} dev={len(splits['dev'])} "
+        f"test={len(splits['test'])} vocabulary={len(vocabulary)} pretrained={found} "
+        f"workdir={workdir}",
+        flush=True,
+    )
 
     # The chief writes the run directory; other workers write to a temporary copy of it.
     with worker_directory(workdir, strategy) as rundir:
@@ -307,9 +408,7 @@ def main(argv=None, extra_callbacks=()):
             # rule halves it for the next epoch (as the run's history records it).
             callbacks=[
                 keras.callbacks.TensorBoard(log_dir),
-                halve_learning_rate_callback(
-                    state_path=os.path.join(rundir, "learning_rate.json")
-                ),
+                halve_learning_rate_callback(state_path=os.path.join(rundir, "learning_rate.json")),
                 # What the model read from the premise: its associative memory's retrievals
                 # or its attention's weights (each draws only where the encoder has it).
                 MemoryRetrievalHeatmap(log_dir, probe.premise, probe.hypothesis, vocabulary),
@@ -351,10 +450,14 @@ def main(argv=None, extra_callbacks=()):
         }
         write_metrics(metrics, os.path.join(rundir, "metrics.json"))
         # Under the options' own names (`--model` as ``model``), as every example does.
-        log_hparams(log_dir, resolved_settings(args, resolved), {
-            "test_accuracy": metrics["test_accuracy"],
-            "best_dev_accuracy": max(metrics["dev_accuracy"], default=0.0),
-        })  # fmt: skip
+        log_hparams(
+            log_dir,
+            resolved_settings(args, resolved),
+            {
+                "test_accuracy": metrics["test_accuracy"],
+                "best_dev_accuracy": max(metrics["dev_accuracy"], default=0.0),
+            },
+        )
         return metrics
 
 

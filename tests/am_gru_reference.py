@@ -98,8 +98,13 @@ def reference_step(x_t, memory, previous, w, perms, dual=None, record=None):
     S = S + K * _complex(delta)[:, None, :]
     if record is not None:
         record.append(
-            {"written": delta, "read": h, "source_read": h2, "key_modulus": np.abs(raw_key),
-             "key": np.concatenate([write_key.real, write_key.imag], axis=1)}
+            {
+                "written": delta,
+                "read": h,
+                "source_read": h2,
+                "key_modulus": np.abs(raw_key),
+                "key": np.concatenate([write_key.real, write_key.imag], axis=1),
+            }
         )
     return output, _memory_to_real(S)
 
@@ -132,8 +137,7 @@ def random_weights(rng, input_dim, n, scale=0.6):
     }
 
 
-def conditional_encoding_retrievals(premise, hypothesis, w, units, copies, seed=123,
-                                    dual_key=None):  # fmt: skip
+def conditional_encoding_retrievals(premise, hypothesis, w, units, copies, seed=123, dual_key=None):
     """What conditional encoding writes and reads over ONE pair (``[Tp, dim]``, ``[Th, dim]``):
     the premise pass from an empty memory, then the hypothesis pass from the premise's final
     memory (an AM-GRU: ``dual_key=None``) or from an empty memory reading the premise's (a Dual
@@ -143,9 +147,13 @@ def conditional_encoding_retrievals(premise, hypothesis, w, units, copies, seed=
     empty = np.zeros((1, units * copies))
     written, read = [], []
     outputs, memory = reference_run(
-        np.asarray(premise, np.float64)[None], empty, np.zeros((1, units)), w, perms,
+        np.asarray(premise, np.float64)[None],
+        empty,
+        np.zeros((1, units)),
+        w,
+        perms,
         record=written,
-    )  # fmt: skip
+    )
     hypothesis = np.asarray(hypothesis, np.float64)[None]
     if dual_key is None:
         reference_run(hypothesis, memory, outputs[:, -1], w, perms, record=read)

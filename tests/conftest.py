@@ -31,8 +31,14 @@ if os.environ.get("TF_MEMLAYERS_TESTS_DEVICE", "cpu") == "cpu":
     _XLA_FAST_COMPILE["xla_cpu_use_fusion_emitters"] = "false"
 _xla_flags = os.environ.get("XLA_FLAGS", "")
 os.environ["XLA_FLAGS"] = " ".join(
-    [_xla_flags, *(f"--{flag}={value}" for flag, value in _XLA_FAST_COMPILE.items()
-                   if flag not in _xla_flags)]  # fmt: skip
+    [
+        _xla_flags,
+        *(
+            f"--{flag}={value}"
+            for flag, value in _XLA_FAST_COMPILE.items()
+            if flag not in _xla_flags
+        ),
+    ]
 ).strip()
 
 # On JAX, a compilation cache for each test process (a pytest-xdist worker, or a pytest run
@@ -47,8 +53,9 @@ os.environ["XLA_FLAGS"] = " ".join(
 # when it starts; a cache folder set outside the tests is used as it is.
 _OWN_JAX_CACHE = "TF_MEMLAYERS_TESTS_JAX_CACHE"
 if importlib.util.find_spec("jax") and os.environ.get("JAX_COMPILATION_CACHE_DIR") in (
-    None, os.environ.get(_OWN_JAX_CACHE)
-):  # fmt: skip
+    None,
+    os.environ.get(_OWN_JAX_CACHE),
+):
     _jax_cache = tempfile.mkdtemp(prefix="tf-memlayers-tests-jax-cache-")
     atexit.register(shutil.rmtree, _jax_cache, ignore_errors=True)
     os.environ["JAX_COMPILATION_CACHE_DIR"] = os.environ[_OWN_JAX_CACHE] = _jax_cache
@@ -65,7 +72,6 @@ from tests.support import BACKEND, shared_data_dir, turn_off_graph_optimizations
 
 if BACKEND == "jax":
     import jax
-
     from keras.src.backend.common import dtypes as keras_dtypes
 
     # The NumPy reference tests compare float64 results to 1e-10. Keras leaves JAX in 32-bit
@@ -154,5 +160,3 @@ def float64_policy():
     keras.config.set_dtype_policy("float64")
     yield
     keras.config.set_dtype_policy("float32")
-
-

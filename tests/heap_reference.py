@@ -45,17 +45,20 @@ def insert_batch(cache, candidates, kernel, score_vector):
     return entered
 
 
-def read(cache, states, kernel, score_vector, gate, query_kernel=None, mask_empty=True,
-         query="additive"):
+def read(
+    cache, states, kernel, score_vector, gate, query_kernel=None, mask_empty=True, query="additive"
+):
     """``h + z * sum_i alpha_i C_i`` with the paper's read (no ``query_kernel``), the
     additive-query read or the scaled dot-product read (``query="dot"``)."""
     keys = cache @ kernel  # [K, A]
     if query == "dot":
         projected_states, projected_cache = states @ query_kernel, cache @ query_kernel
-        logits = np.array([
-            [q @ c / np.sqrt(query_kernel.shape[1]) for c in projected_cache]
-            for q in projected_states
-        ])  # fmt: skip
+        logits = np.array(
+            [
+                [q @ c / np.sqrt(query_kernel.shape[1]) for c in projected_cache]
+                for q in projected_states
+            ]
+        )
     elif query_kernel is None:
         logits = np.tanh(keys) @ score_vector  # [K], the same for every example
         logits = np.broadcast_to(logits, (len(states), len(cache)))

@@ -49,8 +49,13 @@ from keras import ops
 from keras.src import testing  # Keras's layer test harness (tests only)
 
 from tests.support import (
-    BACKEND, FUSED_LOOP, TF_FUNCTION, compiled, gradients, tensorflow_only,
-)  # fmt: skip
+    BACKEND,
+    FUSED_LOOP,
+    TF_FUNCTION,
+    compiled,
+    gradients,
+    tensorflow_only,
+)
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 # The float32 journey without a mask is TensorFlow's graph (not XLA) path. On JAX, where fit
@@ -67,9 +72,14 @@ SUITES = ("keras_checks", "journeys", "nan_padding", "output_spec", "flags")
 
 # The boolean arguments of the package's `keras.layers.RNN` subclasses.
 RNN_LAYER_FLAGS = (
-    "return_retrievals", "return_sequences", "return_state", "go_backwards", "stateful",
-    "unroll", "zero_output_for_mask",
-)  # fmt: skip
+    "return_retrievals",
+    "return_sequences",
+    "return_state",
+    "go_backwards",
+    "stateful",
+    "unroll",
+    "zero_output_for_mask",
+)
 # Why a cell is not in the suites that take whole sequences.
 CELL_SPEC = "a cell: its step spec is checked by test_cell_step_spec_is_exact"
 RNN_MASKING = (
@@ -101,9 +111,7 @@ def read_premise_memory(premise_layer, hypothesis_layer, premise, hypothesis):
     hypothesis from an empty memory and the premise's last output, reading the premise's
     final memory (the Dual AM-GRU's three states); returns the hypothesis output."""
     _, memory, last = premise_layer(premise)
-    return hypothesis_layer(
-        hypothesis, initial_state=[keras.ops.zeros_like(memory), last, memory]
-    )
+    return hypothesis_layer(hypothesis, initial_state=[keras.ops.zeros_like(memory), last, memory])
 
 
 def rnn_case(make_cell, output_width, trainable_weights, seed_generators):
@@ -308,18 +316,21 @@ class LayerTestCase:
             return
         if suite in self.not_in:
             reason = f"{self.layer_cls.__name__} is not in {suite!r}: {self.not_in[suite]}"
-            metafunc.parametrize("case", [pytest.param(None, marks=pytest.mark.skip(reason=reason))], ids=["not_applicable"])  # fmt: skip
+            metafunc.parametrize(
+                "case",
+                [pytest.param(None, marks=pytest.mark.skip(reason=reason))],
+                ids=["not_applicable"],
+            )
             return
         cases = self.cases(suite)
         metafunc.parametrize(
             "case",
             [
-                pytest.param(case, marks=tensorflow_only(FUSED_LOOP)) if "fused" in name
-                else case
+                pytest.param(case, marks=tensorflow_only(FUSED_LOOP)) if "fused" in name else case
                 for name, case in sorted(cases.items())
             ],
             ids=sorted(cases),
-        )  # fmt: skip
+        )
 
     # -- the suites ------------------------------------------------------------------------
 
@@ -430,12 +441,17 @@ class LayerTestCase:
         """Whether Keras's layer checks run their training step in some case of this layer."""
         if "keras_checks" in self.not_in:
             return False
-        return any(dict(arguments).get("run_training_check", True)
-                   for _, _, arguments in self.cases("keras_checks").values())  # fmt: skip
+        return any(
+            dict(arguments).get("run_training_check", True)
+            for _, _, arguments in self.cases("keras_checks").values()
+        )
 
     @over("journeys")
-    @pytest.mark.parametrize("policy, masked", [("float32", False), ("mixed_float16", True)],
-                             ids=["no_mask", "mask_mixed_float16"])  # fmt: skip
+    @pytest.mark.parametrize(
+        "policy, masked",
+        [("float32", False), ("mixed_float16", True)],
+        ids=["no_mask", "mask_mixed_float16"],
+    )
     def test_fit_on_a_partial_batch_then_save_and_load(self, case, policy, masked, tmp_path):
         if BACKEND == "jax" and not masked and self.keras_checks_train():
             pytest.skip(JAX_FLOAT32_JOURNEY)
@@ -588,8 +604,12 @@ class ResetCellTests:
     @over("reset_cell")
     @pytest.mark.parametrize(
         "bad",
-        [np.zeros((B,), "float32"), np.zeros((B + 1,), bool), np.zeros((B, 1), bool),
-         np.zeros((B, 5), bool)],  # fmt: skip
+        [
+            np.zeros((B,), "float32"),
+            np.zeros((B + 1,), bool),
+            np.zeros((B, 1), bool),
+            np.zeros((B, 5), bool),
+        ],
         ids=["float32", "another_batch", "rank_2", "a_sequence"],
     )
     def test_bad_one_step_resets_are_refused_naming_reset(self, case, bad):
@@ -635,10 +655,12 @@ _X = np.random.default_rng(0).normal(size=(2, 5, INPUT_DIM)).astype("float32")
 # (id, the bad call of a layer made by ``make(**kwargs)``, fragments its ValueError names)
 BAD_MEMORY_CALLS = {
     "mask_too_long": (
-        lambda make: make()(_X, mask=np.ones((2, 6), bool)), ["`mask`", "(2, 6)", "(2, 5, 4)"]
+        lambda make: make()(_X, mask=np.ones((2, 6), bool)),
+        ["`mask`", "(2, 6)", "(2, 5, 4)"],
     ),
     "mask_of_another_batch": (
-        lambda make: make()(_X, mask=np.ones((3, 5), bool)), ["`mask`", "(3, 5)", "(2, 5, 4)"]
+        lambda make: make()(_X, mask=np.ones((3, 5), bool)),
+        ["`mask`", "(3, 5)", "(2, 5, 4)"],
     ),
     "mask_of_rank_3": (
         lambda make: make()(_X, mask=np.ones((2, 5, 1), bool)),
@@ -688,12 +710,14 @@ class CarriedMemoryTests:
         for row in range(B):
             for start, stop in documents(reset, row):
                 alone, alone_memory = call(x[row : row + 1, start:stop], None)
-                np.testing.assert_allclose(np.asarray(outputs)[row, start:stop],
-                                           np.asarray(alone)[0], atol=1e-12, rtol=0)  # fmt: skip
+                np.testing.assert_allclose(
+                    np.asarray(outputs)[row, start:stop], np.asarray(alone)[0], atol=1e-12, rtol=0
+                )
             # The memory after the call is the last document's: continuing from it equals
             # continuing the last document alone.
-            np.testing.assert_allclose(np.asarray(memory)[row], np.asarray(alone_memory)[0],
-                                       atol=1e-12, rtol=0)  # fmt: skip
+            np.testing.assert_allclose(
+                np.asarray(memory)[row], np.asarray(alone_memory)[0], atol=1e-12, rtol=0
+            )
 
     @in_float64
     def run_reset_forgets_memory_test(self, make):
@@ -712,8 +736,9 @@ class CarriedMemoryTests:
         continued = np.asarray(call(x, carried, None)[0])
         np.testing.assert_allclose(outputs[0], fresh[0], atol=1e-12, rtol=0)
         np.testing.assert_allclose(outputs[1, :4], continued[1, :4], atol=1e-12, rtol=0)
-        np.testing.assert_allclose(outputs[1, 4:], np.asarray(call(x[1:2, 4:], None, None)[0])[0],
-                                   atol=1e-12, rtol=0)  # fmt: skip
+        np.testing.assert_allclose(
+            outputs[1, 4:], np.asarray(call(x[1:2, 4:], None, None)[0])[0], atol=1e-12, rtol=0
+        )
         np.testing.assert_allclose(outputs[2], continued[2], atol=1e-12, rtol=0)
         assert not np.allclose(fresh[2], continued[2])
 
@@ -727,11 +752,14 @@ class CarriedMemoryTests:
         expected = np.asarray(compiled(lambda x, reset: whole(x, reset=reset))(x, reset))
         stateful = make(stateful=True)
         stateful.build((B, None, W))
-        stateful.set_weights(whole.get_weights()[: len(stateful.trainable_weights)]
-                             + [np.zeros(stateful.memory.shape)])  # fmt: skip
+        stateful.set_weights(
+            whole.get_weights()[: len(stateful.trainable_weights)]
+            + [np.zeros(stateful.memory.shape)]
+        )
         parts = [stateful(x[:, a:b], reset=reset[:, a:b]) for a, b in ((0, 5), (5, 9), (9, T))]
-        np.testing.assert_allclose(np.concatenate([np.asarray(p) for p in parts], axis=1),
-                                   expected, atol=1e-12, rtol=0)  # fmt: skip
+        np.testing.assert_allclose(
+            np.concatenate([np.asarray(p) for p in parts], axis=1), expected, atol=1e-12, rtol=0
+        )
 
     def run_bad_memory_call_test(self, make, bad_call, fragments):
         """A call with a mask, memory or input of the wrong shape raises a `ValueError`
@@ -790,7 +818,7 @@ class SizesTests:
             ([1] * (count + 1), ValueError, f"`sizes` must list {count} {pieces}"),
             ([2.5] + [1] * (count - 1), TypeError, "`sizes` must be an integer, got 2.5"),
             ([1] * (count - 1) + [0], ValueError, "`sizes` must be >= 1, got 0"),
-        ]  # fmt: skip
+        ]
         for sizes, error, fragment in bad:
             with pytest.raises(error, match=re.escape(fragment)):
                 make(sizes=sizes)

@@ -23,9 +23,20 @@ def masked_softmax(scores, mask):
     return np.where(total > 0, weights / np.where(total > 0, total, 1.0), 0.0)
 
 
-def attention_wrapper_reference(x, memory, mask, cell_weights, w, score, position,
-                                output_attention, normalize=False, scale=False,
-                                sequence_mask=None, input_feeding=True):  # fmt: skip
+def attention_wrapper_reference(
+    x,
+    memory,
+    mask,
+    cell_weights,
+    w,
+    score,
+    position,
+    output_attention,
+    normalize=False,
+    scale=False,
+    sequence_mask=None,
+    input_feeding=True,
+):
     """The wrapper around a SimpleRNN cell (h = tanh(x W + h U + b)), step by step, in float64.
 
     Returns the outputs ``[batch, time, ...]`` and the weights ``[batch, time, length]``."""
@@ -77,8 +88,9 @@ def attention_wrapper_reference(x, memory, mask, cell_weights, w, score, positio
     return np.stack(outputs, 1), np.stack(alignments, 1)
 
 
-def word_by_word_reference(x, Y, mask, cell_weights, w, output_attention=True,
-                           sequence_mask=None, initial_h=None):  # fmt: skip
+def word_by_word_reference(
+    x, Y, mask, cell_weights, w, output_attention=True, sequence_mask=None, initial_h=None
+):
     """Rocktäschel et al. (2016), §2.4, around a SimpleRNN cell (h = tanh(x W + h U + b)),
     step by step in float64, in the paper's column-vector form (each matrix below is the
     transpose of the layer's kernel: ``W^y = memory_kernel^T`` and so on)::
@@ -286,9 +298,11 @@ def check_output_spec_is_exact(layer, x, memory, mask, shapes, policy):
     """Eager outputs, `compute_output_spec` and symbolic outputs of ``layer`` all have
     ``shapes`` and the policy's compute dtype."""
     eager = keras.tree.flatten(layer(x, memory=memory, memory_mask=mask))
-    spec = keras.tree.flatten(layer.compute_output_spec(
-        keras.KerasTensor(x.shape), memory=keras.KerasTensor(memory.shape)
-    ))  # fmt: skip
+    spec = keras.tree.flatten(
+        layer.compute_output_spec(
+            keras.KerasTensor(x.shape), memory=keras.KerasTensor(memory.shape)
+        )
+    )
     symbolic = keras.tree.flatten(
         layer(keras.Input(batch_shape=x.shape), memory=keras.Input(batch_shape=memory.shape))
     )

@@ -7,12 +7,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from examples.harness.training import make_strategy, train
 from examples.language_modeling import generated_lm, lm_batches
+from examples.language_modeling.memories import language_model
 from tf_memlayers.layers import AttentionPooling, HeapCacheAttention
 from tf_memlayers.models import HeapCacheModel
-from examples.language_modeling.memories import language_model
 from tf_memlayers.models.language_model import compile_language_model
-from examples.harness.training import make_strategy, train
 
 LM_ROWS = 4  # global batch: LM_ROWS // replicas rows on each replica
 LM_BATCHES = 5
@@ -31,9 +31,11 @@ def lm_data():
     def first(stream, count):
         batches = lm_batches.make_bptt_batches(stream, LM_ROWS, 10)
         return lm_batches.BPTTBatches(
-            batches.inputs[:count], batches.targets[:count], batches.weights[:count],
+            batches.inputs[:count],
+            batches.targets[:count],
+            batches.weights[:count],
             batches.resets[:count],
-        ).dataset()  # fmt: skip
+        ).dataset()
 
     return len(corpus.vocabulary), first(corpus.train, LM_BATCHES), first(corpus.valid, 2)
 
@@ -45,9 +47,14 @@ def train_language_model(strategy):
     vocabulary, train_data, valid_data = lm_data()
     with strategy.scope():
         model = language_model(
-            vocabulary, kind="attention", hidden=16, embedding_dim=8, window=3, seq_len=10,
+            vocabulary,
+            kind="attention",
+            hidden=16,
+            embedding_dim=8,
+            window=3,
+            seq_len=10,
             stateful=False,
-        )  # fmt: skip
+        )
         compile_language_model(model, 0.01, 0.05, jit_compile=False)  # clipping at 0.05
     history = train(model, train_data, epochs=2, validation_data=valid_data, verbose=0)
     return weights_of(model), {"history": history.history}

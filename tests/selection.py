@@ -35,7 +35,8 @@ SHARED = (
 )
 
 # The tests of what else the package runs without TensorFlow, on every backend: the loss and
-# the metric, the import without TensorFlow, the model builders with the step model, the pair encoder with attention,
+# the metric, the import without TensorFlow, the model builders with the step model, the pair
+# encoder with attention,
 # Keras's own tests of the Keras classes the package's classes stand in for (ResettableRNN,
 # ResettableCell, PhiloxDropout, TiedEmbedding) with ours in their place, training on several
 # devices, and the GPU run's rehearsal.

@@ -72,8 +72,9 @@ def masked_rnn(rnn, sequences, mask, **kwargs):
     """
     if BACKEND == "tensorflow" or rnn.zero_output_for_mask:
         results = rnn(sequences, mask=mask, **kwargs)
-        return keras.tree.map_structure(lambda t: np.asarray(keras.ops.convert_to_numpy(t)),
-                                        results)
+        return keras.tree.map_structure(
+            lambda t: np.asarray(keras.ops.convert_to_numpy(t)), results
+        )
     return_sequences = rnn.return_sequences
     rnn.zero_output_for_mask, rnn.return_sequences = True, True
     try:
@@ -298,8 +299,13 @@ def json_report_of_script(script, path=None, *args):
     with tempfile.TemporaryDirectory() as folder:
         source = pathlib.Path(folder) / "script.py"
         source.write_text(script, encoding="utf-8")
-        result = subprocess.run([sys.executable, str(source), *args], capture_output=True,
-                                text=True, env=env, timeout=300)  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, str(source), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 

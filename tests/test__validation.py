@@ -41,8 +41,9 @@ def test_check_int_returns_a_python_int():
 
 @pytest.mark.parametrize("value", [True, np.True_, 2.0, "3", None, np.float32(1)])
 def test_check_int_refuses_what_is_not_an_integer(value):
-    with _raises(TypeError, f"Owner: `n` must be an integer, got {value!r} of type "
-                            f"{type(value).__name__}."):  # fmt: skip
+    with _raises(
+        TypeError, f"Owner: `n` must be an integer, got {value!r} of type {type(value).__name__}."
+    ):
         check_int("n", value, owner="Owner")
 
 
@@ -82,8 +83,9 @@ def test_check_number_accepts_exactly_the_interval_of_its_bounds(
             result = check_number("rate", value, **bounds)
             assert result == float(value) and type(result) is float
         else:
-            with _raises(ValueError, f"Owner: `rate` must be a finite number{allowed}, "
-                                     f"got {value!r}."):  # fmt: skip
+            with _raises(
+                ValueError, f"Owner: `rate` must be a finite number{allowed}, got {value!r}."
+            ):
                 check_number("rate", value, owner="Owner", **bounds)
 
 
@@ -95,8 +97,7 @@ def test_check_number_refuses_nan_and_infinities_even_without_bounds(value):
 
 @pytest.mark.parametrize("value", [True, "0.5", None, 1j, [0.5]])
 def test_check_number_refuses_what_is_not_a_real_number(value):
-    with _raises(TypeError, f"`x` must be a number, got {value!r} of type "
-                            f"{type(value).__name__}."):  # fmt: skip
+    with _raises(TypeError, f"`x` must be a number, got {value!r} of type {type(value).__name__}."):
         check_number("x", value, low=0.0)
 
 
@@ -171,8 +172,9 @@ def test_check_rank_counts_the_dimensions():
 def test_check_last_dim_needs_a_known_last_dimension():
     result = check_last_dim("inputs", (None, None, np.int64(5)))
     assert result == 5 and type(result) is int
-    with _raises(ValueError, "Layer: the last dimension of `inputs` must be known, got "
-                             "(2, 3, None)."):  # fmt: skip
+    with _raises(
+        ValueError, "Layer: the last dimension of `inputs` must be known, got (2, 3, None)."
+    ):
         check_last_dim("inputs", [2, 3, None], owner="Layer")
 
 
@@ -193,9 +195,12 @@ def test_check_mask_shape_compares_the_first_two_dimensions(mask_shape, inputs_s
     if agree:
         assert check_mask_shape(mask_shape, inputs_shape) == tuple(mask_shape)
     else:
-        with _raises(ValueError, f"Layer: `mask` must have shape (batch, time) = "
-                                 f"{inputs_shape[:2]}, the first two dimensions of `sequence` "
-                                 f"of shape {inputs_shape}; got shape {mask_shape}."):
+        with _raises(
+            ValueError,
+            f"Layer: `mask` must have shape (batch, time) = "
+            f"{inputs_shape[:2]}, the first two dimensions of `sequence` "
+            f"of shape {inputs_shape}; got shape {mask_shape}.",
+        ):
             check_mask_shape(mask_shape, inputs_shape, owner="Layer", inputs_name="sequence")
 
 
@@ -203,8 +208,11 @@ def test_check_same_batch_compares_known_batch_sizes():
     assert check_same_batch("a", [2, 3], "b", (2, 7)) == (2, 3)
     for shape, other in (((None, 3), (4, 1)), ((4, 3), (None,)), ((), (4,)), ((4,), ())):
         assert check_same_batch("a", shape, "b", other) == shape
-    with _raises(ValueError, "Owner: `memory` of shape (2, 3) has batch size 2, but `inputs` "
-                             "of shape (3, 5, 3) has batch size 3; they must be equal."):
+    with _raises(
+        ValueError,
+        "Owner: `memory` of shape (2, 3) has batch size 2, but `inputs` "
+        "of shape (3, 5, 3) has batch size 3; they must be equal.",
+    ):
         check_same_batch("memory", (2, 3), "inputs", (3, 5, 3), owner="Owner")
 
 
@@ -212,14 +220,16 @@ def test_check_width_compares_a_known_last_dimension():
     assert check_width("inputs", [2, 4], 4, "the cache width") == (2, 4)
     assert check_width("inputs", (2, None), 4, "the cache width") == (2, None)
     assert check_width("inputs", (), 4, "the cache width") == ()
-    with _raises(ValueError, "Owner: `inputs` must have width 4 (the cache width); got shape "
-                             "(2, 5)."):  # fmt: skip
+    with _raises(
+        ValueError, "Owner: `inputs` must have width 4 (the cache width); got shape (2, 5)."
+    ):
         check_width("inputs", (2, 5), 4, "the cache width", owner="Owner")
 
 
 def test_check_time_steps_refuses_an_empty_time_dimension():
     for shape in ((2, 1, 3), (2, None, 3), (5,), ()):
         assert check_time_steps("inputs", shape) == tuple(shape)
-    with _raises(ValueError, "Owner: `inputs` must have at least one time step; got shape "
-                             "(2, 0, 3)."):  # fmt: skip
+    with _raises(
+        ValueError, "Owner: `inputs` must have at least one time step; got shape (2, 0, 3)."
+    ):
         check_time_steps("inputs", [2, 0, 3], owner="Owner")

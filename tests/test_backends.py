@@ -4,15 +4,14 @@ clear error elsewhere, and the code written for the other backends is checked on
 import re
 
 import keras
+import numpy as np
+import pytest
 
 import tf_memlayers
 import tf_memlayers.models
-import numpy as np
-import pytest
-from tests.support import BACKEND, REPO_ROOT
-from tests.selection import backend_neutral_files, collected
-
 from tests import heap_reference as ref
+from tests.selection import backend_neutral_files, collected
+from tests.support import BACKEND, REPO_ROOT
 from tf_memlayers.layers import AssociativeGRU, DualAssociativeGRU
 from tf_memlayers.ops import heap
 
@@ -81,9 +80,10 @@ def _python_scan(f, init, xs):
 def test_ci_runs_the_backend_neutral_tests_on_jax():
     ci = (REPO_ROOT / ".ci" / "run").read_text()
     # In an environment without TensorFlow (checked before the tests run).
-    assert '-m pip install --no-deps -e .\n' in ci and '-c "import tensorflow"' in ci
-    assert ('KERAS_BACKEND=jax "$jax_venv/bin/python" -m pytest -q -rs -n 2 --dist loadgroup '
-            "tests\n") in ci
+    assert "-m pip install --no-deps -e .\n" in ci and '-c "import tensorflow"' in ci
+    assert (
+        'KERAS_BACKEND=jax "$jax_venv/bin/python" -m pytest -q -rs -n 2 --dist loadgroup tests\n'
+    ) in ci
     # Off TensorFlow, collection keeps exactly the selected test files (tests/selection.py),
     # every layer's test module among them.
     tests = REPO_ROOT / "tests"
@@ -113,8 +113,10 @@ def test_the_masked_loop_of_the_other_backends_equals_keras_tensorflow_loop(
     # masked steps). On TensorFlow the same loop is checked against Keras's TensorFlow loop;
     # on JAX, the layer tests check it against the cell form.
     if BACKEND != "tensorflow":
-        pytest.skip("compares with Keras's TensorFlow loop; on this backend the layer tests "
-                    "compare the masked loop with the cell form")
+        pytest.skip(
+            "compares with Keras's TensorFlow loop; on this backend the layer tests "
+            "compare the masked loop with the cell form"
+        )
     rng = np.random.default_rng(3)
     xs, mask = _masked_inputs(rng)
     layer = layer_cls(
@@ -158,8 +160,10 @@ def test_the_keras_ops_heap_write_matches_the_reference(float64_policy, size, po
         kernel, score_vector = rng.normal(size=(6, 3)), rng.normal(size=(3,))
         _, batch = _cache_and_candidates(rng, size, 5, pool=pool)
         cache, entered = heap.heap_write(
-            keras.ops.convert_to_tensor(cache), keras.ops.convert_to_tensor(batch),
-            keras.ops.convert_to_tensor(kernel), keras.ops.convert_to_tensor(score_vector),
+            keras.ops.convert_to_tensor(cache),
+            keras.ops.convert_to_tensor(batch),
+            keras.ops.convert_to_tensor(kernel),
+            keras.ops.convert_to_tensor(score_vector),
         )
         cache = np.asarray(keras.ops.convert_to_numpy(cache))
         expected_entered = ref.insert_batch(expected, batch, kernel, score_vector)

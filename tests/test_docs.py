@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+
 from tests.support import REPO_ROOT, load_script
 
 PUBLIC_MODULES = [
@@ -68,8 +69,10 @@ def site(tmp_path_factory):
     out = tmp_path_factory.mktemp("html")
     result = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", REPO_ROOT / "docs", out],
-        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     assert (out / "_static" / "mathjax" / "tex-chtml.js").is_file()  # equations render offline
     return out
@@ -92,12 +95,19 @@ def test_every_public_name_is_in_the_api_reference(api_html):
             # A name re-exported from another public module is documented there once, and
             # this module's page names it and links to it.
             homes = [
-                other for other in modules
-                if other != module_name and f"{other}.{name}" in ids
+                other
+                for other in modules
+                if other != module_name
+                and f"{other}.{name}" in ids
                 and getattr(importlib.import_module(other), name, None) is getattr(module, name)
-            ]  # fmt: skip
-            if not any(f'href="#{home}.{name}"' in api_html or f'#{home}.{name}"' in api_html
-                       for home in homes) or f"{module_name}.{name}" not in api_html:
+            ]
+            if (
+                not any(
+                    f'href="#{home}.{name}"' in api_html or f'#{home}.{name}"' in api_html
+                    for home in homes
+                )
+                or f"{module_name}.{name}" not in api_html
+            ):
                 missing.append(f"{module_name}.{name}")
     assert not missing, missing
 
@@ -149,9 +159,10 @@ def _read_page(path):
 
 def _site_pages(site):
     return [
-        path for path in sorted(site.rglob("*.html"))
+        path
+        for path in sorted(site.rglob("*.html"))
         if "_static" not in path.parts and path.name not in ("genindex.html", "search.html")
-    ]  # fmt: skip
+    ]
 
 
 def _home(module_name, name):
@@ -164,11 +175,14 @@ def _home(module_name, name):
 
 def _classes_and_functions():
     return sorted(
-        {(_home(module, name), name) for module, names in _documented_modules().items()
-         for name in names
-         if inspect.isclass(getattr(importlib.import_module(module), name))
-         or inspect.isfunction(getattr(importlib.import_module(module), name))}
-    )  # fmt: skip
+        {
+            (_home(module, name), name)
+            for module, names in _documented_modules().items()
+            for name in names
+            if inspect.isclass(getattr(importlib.import_module(module), name))
+            or inspect.isfunction(getattr(importlib.import_module(module), name))
+        }
+    )
 
 
 def test_each_public_class_and_function_has_a_page_of_its_own(site):
@@ -188,10 +202,17 @@ def test_each_page_gives_the_example_before_the_arguments_and_the_notes_last(sit
     page = (site / "api" / "generated" / "tf_memlayers.SlidingWindowAttention.html").read_text(
         encoding="utf-8"
     )
-    order = [page.index(marker) for marker in (
-        'id="tf_memlayers.SlidingWindowAttention"', ">Example<", ">Parameters", ">Call arguments",
-        ">Returns", ">Notes<",
-    )]  # fmt: skip
+    order = [
+        page.index(marker)
+        for marker in (
+            'id="tf_memlayers.SlidingWindowAttention"',
+            ">Example<",
+            ">Parameters",
+            ">Call arguments",
+            ">Returns",
+            ">Notes<",
+        )
+    ]
     assert order == sorted(order)
     # The notes hold the paragraphs after the summary, the equations included.
     assert page.index("W^Y", order[-1]) > order[-1]
@@ -200,14 +221,18 @@ def test_each_page_gives_the_example_before_the_arguments_and_the_notes_last(sit
 def test_no_object_is_documented_twice_and_nothing_private_is(site):
     defined = []
     for path in _site_pages(site):
-        defined += re.findall(r'<dt class="sig sig-object py" id="([^"]+)"', path.read_text(
-            encoding="utf-8"))  # fmt: skip
+        defined += re.findall(
+            r'<dt class="sig sig-object py" id="([^"]+)"', path.read_text(encoding="utf-8")
+        )
     assert defined
     twice = sorted({name for name in defined if defined.count(name) > 1})
     assert not twice, twice
-    private = [name for name in defined
-               if any(part.startswith("_") for part in name.split(".")) and not
-               name.endswith(".__version__")]  # fmt: skip
+    private = [
+        name
+        for name in defined
+        if any(part.startswith("_") for part in name.split("."))
+        and not name.endswith(".__version__")
+    ]
     assert not private, private
 
 
@@ -227,16 +252,27 @@ def test_every_name_of_the_package_the_reference_mentions_is_documented(site, ap
     for path in sorted((site / "api").rglob("*.html")):
         text = html.unescape(re.sub(r"<[^>]+>", "", path.read_text(encoding="utf-8")))
         undocumented |= {
-            f"{path.name}: {name}" for name in re.findall(r"tf_memlayers(?:\.\w+)+", text)
+            f"{path.name}: {name}"
+            for name in re.findall(r"tf_memlayers(?:\.\w+)+", text)
             if name not in documented and not documented_under_another_path(name)
-        }  # fmt: skip
+        }
     assert not undocumented, sorted(undocumented)
 
 
 # Methods of Keras's layer protocol, which a docstring names as Keras's, not as the package's.
-KERAS_PROTOCOL = {"build", "call", "compute_output_shape", "from_config", "get_config",
-                  "get_initial_state", "inner_loop", "output_size", "reset_state",
-                  "reset_states", "state_size"}  # fmt: skip
+KERAS_PROTOCOL = {
+    "build",
+    "call",
+    "compute_output_shape",
+    "from_config",
+    "get_config",
+    "get_initial_state",
+    "inner_loop",
+    "output_size",
+    "reset_state",
+    "reset_states",
+    "state_size",
+}
 
 
 def test_the_reference_names_no_function_or_class_it_does_not_document(site):
@@ -246,18 +282,26 @@ def test_the_reference_names_no_function_or_class_it_does_not_document(site):
 
     defined = set()
     for path in (REPO_ROOT / "tf_memlayers").rglob("*.py"):
-        defined |= {node.name for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-                    if isinstance(node, (ast.FunctionDef, ast.ClassDef))}  # fmt: skip
+        defined |= {
+            node.name
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+        }
     pages = sorted((site / "api").rglob("*.html"))
-    documented = {name.rsplit(".", 1)[-1] for path in pages
-                  for name in re.findall(r'id="tf_memlayers\.([^"]+)"', path.read_text(
-                      encoding="utf-8"))}  # fmt: skip
+    documented = {
+        name.rsplit(".", 1)[-1]
+        for path in pages
+        for name in re.findall(r'id="tf_memlayers\.([^"]+)"', path.read_text(encoding="utf-8"))
+    }
     undocumented = defined - documented - KERAS_PROTOCOL
     named = []
     for path in pages:
         _, unlinked = _read_page(path)
-        named += [f"{path.name}: {name}" for name in unlinked
-                  if name.split("(")[0].split(".")[-1] in undocumented]  # fmt: skip
+        named += [
+            f"{path.name}: {name}"
+            for name in unlinked
+            if name.split("(")[0].split(".")[-1] in undocumented
+        ]
     assert not named, named
 
 
@@ -279,13 +323,15 @@ def test_names_link_to_their_documentation(site):
     for path in _site_pages(site):
         _, names = _read_page(path)
         unlinked += [
-            f"{path.relative_to(site)}: {name}" for name in names
+            f"{path.relative_to(site)}: {name}"
+            for name in names
             if name.split(".")[0] in ("keras", "tf", "jax", "tf_memlayers")
             or name.rstrip("()") in public
-        ]  # fmt: skip
+        ]
     assert not unlinked, unlinked
     page = (site / "api" / "generated" / "tf_memlayers.AttentionRNN.html").read_text(
-        encoding="utf-8")  # fmt: skip
+        encoding="utf-8"
+    )
     assert 'href="https://keras.io/api/layers/recurrent_layers/rnn/"' in page
     assert 'href="tf_memlayers.AttentionWrapper.html#tf_memlayers.AttentionWrapper"' in page
 

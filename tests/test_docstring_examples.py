@@ -48,7 +48,9 @@ def test_docstring_examples_run(module_name):
 
 
 # The public modules of the builders (a private one keeps the 0.1/0.2 encoder for loading).
-BUILDER_MODULES = [m for m in _modules(tf_memlayers.models) if not m.rsplit(".", 1)[1].startswith("_")]
+BUILDER_MODULES = [
+    m for m in _modules(tf_memlayers.models) if not m.rsplit(".", 1)[1].startswith("_")
+]
 
 
 @pytest.mark.parametrize("module_name", BUILDER_MODULES)

@@ -19,9 +19,9 @@ import warnings
 
 import keras
 import pytest
-from tests.support import REPO_ROOT
 
 import tf_memlayers
+from tests.support import REPO_ROOT
 
 SOURCES = sorted((REPO_ROOT / "tf_memlayers").rglob("*.py"))
 DOCUMENTED_NODES = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
@@ -83,7 +83,7 @@ def test_backslashes_in_docstrings_are_not_escapes():
                 if control:
                     where = _where(path, node) if hasattr(node, "lineno") else str(path)
                     found.append(f"{where} docstring holds {', '.join(control)}")
-    assert not found, "use a raw docstring (r\"\"\"...\"\"\") for LaTeX:\n" + "\n".join(found)
+    assert not found, 'use a raw docstring (r"""...""") for LaTeX:\n' + "\n".join(found)
 
 
 def _takes_arguments(function):

@@ -11,7 +11,11 @@ from examples.language_modeling.memories import language_model
 from examples.snli.encoders import snli_model
 from tests.support import graph_optimizations, tensorflow_only
 from tf_memlayers import (
-    AssociativeMemoryCell, AttentionRNN, AttentionWrapper, DualAssociativeEncoder, ResettableRNN,
+    AssociativeMemoryCell,
+    AttentionRNN,
+    AttentionWrapper,
+    DualAssociativeEncoder,
+    ResettableRNN,
 )
 from tf_memlayers.models import build_fill_last_word_model
 
@@ -36,9 +40,14 @@ def _dual_am_gru(fused_loop):
 def _last_word_model():
     """The last-word model with its heap cache (holding entries to read) and attention pooling."""
     model = build_fill_last_word_model(
-        VOCAB, max_length=10, embedding_dim=6, hidden=8, attention_units=4, pooling="attention",
+        VOCAB,
+        max_length=10,
+        embedding_dim=6,
+        hidden=8,
+        attention_units=4,
+        pooling="attention",
         cache_size=12,
-    )  # fmt: skip
+    )
     cache = model.get_layer("cache_attention")
     entries = np.random.default_rng(5).normal(size=(12, cache.cache.shape[-1]))
     cache.insert(entries.astype("float32"))
@@ -79,24 +88,51 @@ CASES = {
         lambda rng: ((_tokens(rng, (4, 7)), _tokens(rng, (4, 4))), rng.integers(0, 3, 4)),
     ),
     "lm_key_value_predict_parallel": (
-        lambda: language_model(VOCAB, kind="key_value_predict", hidden=12, embedding_dim=6,
-                               window=3, stateful=False, seq_len=6, resets=True),  # fmt: skip
-        lambda rng: ({"tokens": _tokens(rng, (2, 6)), "reset": rng.random((2, 6)) < 0.3},
-                     _tokens(rng, (2, 6))),  # fmt: skip
+        lambda: language_model(
+            VOCAB,
+            kind="key_value_predict",
+            hidden=12,
+            embedding_dim=6,
+            window=3,
+            stateful=False,
+            seq_len=6,
+            resets=True,
+        ),
+        lambda rng: (
+            {"tokens": _tokens(rng, (2, 6)), "reset": rng.random((2, 6)) < 0.3},
+            _tokens(rng, (2, 6)),
+        ),
     ),
     "lm_attention_cell": (
-        lambda: language_model(VOCAB, kind="attention", form="cell", hidden=12,
-                               embedding_dim=6, window=3, stateful=False, seq_len=6),  # fmt: skip
+        lambda: language_model(
+            VOCAB,
+            kind="attention",
+            form="cell",
+            hidden=12,
+            embedding_dim=6,
+            window=3,
+            stateful=False,
+            seq_len=6,
+        ),
         lambda rng: (_tokens(rng, (2, 6)), _tokens(rng, (2, 6))),
     ),
     "lm_ngram_cell": (
-        lambda: language_model(VOCAB, kind="ngram", form="cell", hidden=12, embedding_dim=6,
-                               ngram=3, stateful=False, seq_len=6),  # fmt: skip
+        lambda: language_model(
+            VOCAB,
+            kind="ngram",
+            form="cell",
+            hidden=12,
+            embedding_dim=6,
+            ngram=3,
+            stateful=False,
+            seq_len=6,
+        ),
         lambda rng: (_tokens(rng, (2, 6)), _tokens(rng, (2, 6))),
     ),
     "lm_ngram_parallel": (
-        lambda: language_model(VOCAB, kind="ngram", hidden=12, embedding_dim=6, ngram=3,
-                               stateful=False, seq_len=6),  # fmt: skip
+        lambda: language_model(
+            VOCAB, kind="ngram", hidden=12, embedding_dim=6, ngram=3, stateful=False, seq_len=6
+        ),
         lambda rng: (_tokens(rng, (2, 6)), _tokens(rng, (2, 6))),
     ),
     "last_word_cache_and_pooling": (
@@ -109,8 +145,10 @@ CASES = {
     ),
     "attention_wrapper": (
         _attention_rnn,
-        lambda rng: ((_tokens(rng, (3, 6), low=0), rng.normal(size=(3, 4, 8)).astype("float32")),
-                     _tokens(rng, (3, 6))),  # fmt: skip
+        lambda rng: (
+            (_tokens(rng, (3, 6), low=0), rng.normal(size=(3, 4, 8)).astype("float32")),
+            _tokens(rng, (3, 6)),
+        ),
     ),
 }
 
@@ -124,8 +162,11 @@ def _loss_and_gradients(model):
     def step(inputs, targets):
         with tf.GradientTape() as tape:
             outputs = model(inputs, training=False)
-            loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
-                targets, outputs, from_logits=from_logits))  # fmt: skip
+            loss = tf.reduce_mean(
+                keras.losses.sparse_categorical_crossentropy(
+                    targets, outputs, from_logits=from_logits
+                )
+            )
         return loss, tape.gradient(loss, model.trainable_weights)
 
     return step

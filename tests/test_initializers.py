@@ -30,16 +30,22 @@ def test_the_forget_gate_bias_reaches_the_lstms_forget_gate():
     # With zero kernels an LSTM step from (h0, c0) has gates i = o = sigmoid(0), f =
     # sigmoid(forget bias), candidate tanh(0) = 0: c1 = f * c0, h1 = o * tanh(c1).
     units, forget_bias = 3, 2.0
-    lstm = keras.layers.LSTM(units, bias_initializer=ForgetGateBias(forget_bias),
-                             unit_forget_bias=False, kernel_initializer="zeros",
-                             recurrent_initializer="zeros", return_state=True)  # fmt: skip
+    lstm = keras.layers.LSTM(
+        units,
+        bias_initializer=ForgetGateBias(forget_bias),
+        unit_forget_bias=False,
+        kernel_initializer="zeros",
+        recurrent_initializer="zeros",
+        return_state=True,
+    )
     c0 = np.array([[1.0, -2.0, 0.5]], "float32")
     h0 = np.zeros((1, units), "float32")
     h1, _, c1 = lstm(np.ones((1, 1, 2), "float32"), initial_state=[h0, c0])
     sigmoid = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
     np.testing.assert_allclose(np.asarray(c1), sigmoid(forget_bias) * c0, rtol=1e-6)
-    np.testing.assert_allclose(np.asarray(h1), sigmoid(0) * np.tanh(sigmoid(forget_bias) * c0),
-                               rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        np.asarray(h1), sigmoid(0) * np.tanh(sigmoid(forget_bias) * c0), rtol=1e-6
+    )
 
 
 @pytest.mark.parametrize("shape", [(7,), (8, 2), (), (4, 1)])
@@ -48,12 +54,15 @@ def test_forget_gate_bias_refuses_shapes_other_than_an_lstm_bias(shape):
         ForgetGateBias()(shape)
 
 
-@pytest.mark.parametrize("forget_bias, error, fragment", [
-    ("x", TypeError, "`forget_bias` must be a number, got 'x' of type str"),
-    (True, TypeError, "`forget_bias` must be a number, got True of type bool"),
-    (float("nan"), ValueError, "`forget_bias` must be a finite number, got nan"),
-    (float("inf"), ValueError, "`forget_bias` must be a finite number, got inf"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "forget_bias, error, fragment",
+    [
+        ("x", TypeError, "`forget_bias` must be a number, got 'x' of type str"),
+        (True, TypeError, "`forget_bias` must be a number, got True of type bool"),
+        (float("nan"), ValueError, "`forget_bias` must be a finite number, got nan"),
+        (float("inf"), ValueError, "`forget_bias` must be a finite number, got inf"),
+    ],
+)
 def test_forget_gate_bias_names_a_bad_value(forget_bias, error, fragment):
     with pytest.raises(error) as raised:
         ForgetGateBias(forget_bias)
@@ -70,8 +79,11 @@ def test_forget_gate_bias_is_restored_by_its_registered_name():
 
 @pytest.mark.parametrize(
     "initializer",
-    [keras.initializers.GlorotUniform, keras.initializers.RandomNormal,
-     keras.initializers.Orthogonal],  # fmt: skip
+    [
+        keras.initializers.GlorotUniform,
+        keras.initializers.RandomNormal,
+        keras.initializers.Orthogonal,
+    ],
 )
 def test_each_weight_of_an_unseeded_initializer_is_drawn_anew(initializer):
     initializer = initializer()
@@ -90,8 +102,9 @@ def test_a_clone_draws_from_the_same_distribution():
     assert values.mean() == pytest.approx(5.5, abs=0.02)  # 2000 draws: s.e. 0.0065
     # Initializers that draw nothing are unchanged.
     assert np.asarray(for_one_weight(ForgetGateBias(3.0))((4,))).tolist() == [0, 3, 0, 0]
-    np.testing.assert_array_equal(np.asarray(for_one_weight(keras.initializers.Constant(2.0))(
-        (2, 2))), 2.0)  # fmt: skip
+    np.testing.assert_array_equal(
+        np.asarray(for_one_weight(keras.initializers.Constant(2.0))((2, 2))), 2.0
+    )
 
 
 def test_an_integer_seed_gives_each_weight_the_same_values():

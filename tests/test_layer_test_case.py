@@ -182,9 +182,8 @@ def _nan_padding(test_class):
 
 def _output_spec(test_class):
     return (
-        make("float32") for name, (make, _, _) in test_class.output_spec.items()
-        if _runs_here(name)
-    )  # fmt: skip
+        make("float32") for name, (make, _, _) in test_class.output_spec.items() if _runs_here(name)
+    )
 
 
 def _flags(test_class):
@@ -237,7 +236,15 @@ def test_a_suite_that_does_not_apply_is_skipped_with_its_reason(pytester):
             }
         """
     )
-    result = pytester.runpytest("-p", "no:cacheprovider", "-o", "python_classes=*Test",
-                                "-k", "flags or keras_layer_checks", "-rs", "test_toy.py")  # fmt: skip
+    result = pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "python_classes=*Test",
+        "-k",
+        "flags or keras_layer_checks",
+        "-rs",
+        "test_toy.py",
+    )
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*Dense is not in 'flags': has no boolean arguments*"])

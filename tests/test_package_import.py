@@ -39,8 +39,12 @@ def test_import_registers_every_class_and_loads_no_callbacks():
         "}))\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO_ROOT,
-        timeout=300, check=True,
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=300,
+        check=True,
     )
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["missing"] == []
@@ -70,8 +74,11 @@ def test_the_package_holds_no_experiment_harness():
 
 # The modules that exist for TensorFlow only: they import it through
 # `tf_memlayers._tensorflow.require_tensorflow`, whose error names them.
-TENSORFLOW_ONLY = ("tf_memlayers.callbacks", "tf_memlayers.ops.associative_gru_loop",
-                   "tf_memlayers.ops.associative_gru_passes")  # fmt: skip
+TENSORFLOW_ONLY = (
+    "tf_memlayers.callbacks",
+    "tf_memlayers.ops.associative_gru_loop",
+    "tf_memlayers.ops.associative_gru_passes",
+)
 
 # Run in a child process on Keras's JAX backend with every import of TensorFlow refused, as
 # on a machine without it: imports each module of the package and reports what happened.
@@ -113,20 +120,30 @@ def test_the_layers_import_without_tensorflow():
     if importlib.util.find_spec("jax") is None:
         pytest.skip("needs JAX (Keras's JAX backend), which is not installed")
     result = subprocess.run(
-        [sys.executable, "-c", _WITHOUT_TENSORFLOW], capture_output=True, text=True,
-        cwd=REPO_ROOT, timeout=300, env={**os.environ, "KERAS_BACKEND": "jax"},
-    )  # fmt: skip
+        [sys.executable, "-c", _WITHOUT_TENSORFLOW],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=300,
+        env={**os.environ, "KERAS_BACKEND": "jax"},
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["top"] == [] and report["after"] == [], report
     modules = report["modules"]
-    assert {"tf_memlayers.layers", "tf_memlayers.models", "tf_memlayers.models.step_model",
-            "tf_memlayers.layers.associative_memory.am_gru"} <= set(modules)  # fmt: skip
+    assert {
+        "tf_memlayers.layers",
+        "tf_memlayers.models",
+        "tf_memlayers.models.step_model",
+        "tf_memlayers.layers.associative_memory.am_gru",
+    } <= set(modules)
     for name, outcome in modules.items():
         if name.startswith(TENSORFLOW_ONLY):  # a module without tf code may import
             assert outcome == "ok" or "needs TensorFlow" in outcome, (name, outcome)
         else:
             assert outcome == "ok", (name, outcome)
-    for name, part in (("tf_memlayers.callbacks", "tf_memlayers.callbacks"),
-                       ("tf_memlayers.ops.associative_gru_loop", "fused AM-GRU loop")):
+    for name, part in (
+        ("tf_memlayers.callbacks", "tf_memlayers.callbacks"),
+        ("tf_memlayers.ops.associative_gru_loop", "fused AM-GRU loop"),
+    ):
         assert "needs TensorFlow" in modules[name] and part in modules[name], modules[name]

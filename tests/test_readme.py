@@ -9,13 +9,8 @@ README = (REPO_ROOT / "README.rst").read_text(encoding="utf-8")
 
 
 def code_blocks(language):
-    pattern = re.compile(
-        rf"^\.\. code-block:: {language}\n\n((?:    .*\n|\n)+)", re.MULTILINE
-    )
-    return [
-        "\n".join(line[4:] for line in block.splitlines())
-        for block in pattern.findall(README)
-    ]
+    pattern = re.compile(rf"^\.\. code-block:: {language}\n\n((?:    .*\n|\n)+)", re.MULTILINE)
+    return ["\n".join(line[4:] for line in block.splitlines()) for block in pattern.findall(README)]
 
 
 def test_quick_start_runs_as_written(capsys):

@@ -90,9 +90,7 @@ def ngram_reference(h, kernel, n, sizes, bias=0.0, mask=None, memory=None, reset
             if reset is not None and reset[b, t]:
                 history = [np.zeros(W)] * (n - 2)
             sequence = history + [h[b, t]]  # ..., h_{t-1}, h_t
-            feature = np.concatenate(
-                [sequence[-i][bounds[i - 1] : bounds[i]] for i in range(1, n)]
-            )
+            feature = np.concatenate([sequence[-i][bounds[i - 1] : bounds[i]] for i in range(1, n)])
             outputs[b, t] = np.tanh(feature @ kernel + bias)
             history.append(h[b, t])
         histories.append(history[len(history) - (n - 2) :] if n > 2 else [])

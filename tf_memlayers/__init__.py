@@ -18,11 +18,11 @@ The examples in the repository's ``examples/`` own their experiments: corpus rea
 ``tf.data`` pipelines, training with resumable runs and the papers' recipes.
 """
 
-from tf_memlayers.version import __version__
+from tf_memlayers import models  # noqa: E402,F401  (registers the models' classes for loading)
 from tf_memlayers.layers import *  # noqa: F401,F403
 from tf_memlayers.layers import __all__ as _layer_names
 from tf_memlayers.losses import SequenceCrossentropy
 from tf_memlayers.metrics import Perplexity
-from tf_memlayers import models  # noqa: E402,F401  (registers the models' classes for loading)
+from tf_memlayers.version import __version__
 
 __all__ = ["__version__", *_layer_names, "Perplexity", "SequenceCrossentropy"]

@@ -16,8 +16,7 @@ def check_int(name, value, minimum=None, owner=None):
     prefix = f"{owner}: " if owner else ""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(
-            f"{prefix}`{name}` must be an integer, got {value!r} "
-            f"of type {type(value).__name__}."
+            f"{prefix}`{name}` must be an integer, got {value!r} of type {type(value).__name__}."
         )
     value = int(value)
     if minimum is not None and value < minimum:
@@ -43,9 +42,7 @@ def check_number(name, value, low=None, high=None, low_open=False, high_open=Tru
         elif low is None:
             allowed = f" {'<' if high_open else '<='} {high}"
         else:
-            allowed = (
-                f" in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
-            )
+            allowed = f" in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
         raise ValueError(f"{prefix}`{name}` must be a finite number{allowed}, got {given!r}.")
     return value
 
@@ -64,7 +61,7 @@ def check_bool_or_auto(name, value, owner=None):
         return value
     if not isinstance(value, (bool, np.bool_)):
         prefix = f"{owner}: " if owner else ""
-        raise TypeError(f"{prefix}`{name}` must be a bool or \"auto\", got {value!r}.")
+        raise TypeError(f'{prefix}`{name}` must be a bool or "auto", got {value!r}.')
     return bool(value)
 
 
@@ -123,7 +120,9 @@ def check_last_dim(name, shape, owner=None):
     prefix = f"{owner}: " if owner else ""
     last = shape[-1]
     if last is None:
-        raise ValueError(f"{prefix}the last dimension of `{name}` must be known, got {tuple(shape)}.")
+        raise ValueError(
+            f"{prefix}the last dimension of `{name}` must be known, got {tuple(shape)}."
+        )
     return int(last)
 
 
@@ -166,9 +165,7 @@ def check_width(name, shape, width, what, owner=None):
     shape = tuple(shape)
     if shape and shape[-1] is not None and shape[-1] != width:
         prefix = f"{owner}: " if owner else ""
-        raise ValueError(
-            f"{prefix}`{name}` must have width {width} ({what}); got shape {shape}."
-        )
+        raise ValueError(f"{prefix}`{name}` must have width {width} ({what}); got shape {shape}.")
     return shape
 
 
@@ -177,7 +174,5 @@ def check_time_steps(name, shape, owner=None):
     shape = tuple(shape)
     if len(shape) > 1 and shape[1] == 0:
         prefix = f"{owner}: " if owner else ""
-        raise ValueError(
-            f"{prefix}`{name}` must have at least one time step; got shape {shape}."
-        )
+        raise ValueError(f"{prefix}`{name}` must have at least one time step; got shape {shape}.")
     return shape

@@ -14,16 +14,18 @@ import pytest
 
 
 def pytest_addoption(parser):
-    parser.addoption("--collected-ids-file", default=None,
-                     help="the file the collected tests' ids are written to")  # fmt: skip
+    parser.addoption(
+        "--collected-ids-file",
+        default=None,
+        help="the file the collected tests' ids are written to",
+    )
 
 
 def _write(config, ids):
     path = config.getoption("collected_ids_file")
     # A pytest-xdist worker (``workerinput``) leaves the file to the controller.
     if path and not hasattr(config, "workerinput"):
-        pathlib.Path(path).write_text("".join(f"{test_id}\n" for test_id in ids),
-                                      encoding="utf-8")  # fmt: skip
+        pathlib.Path(path).write_text("".join(f"{test_id}\n" for test_id in ids), encoding="utf-8")
 
 
 def pytest_collection_finish(session):

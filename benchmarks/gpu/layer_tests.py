@@ -43,9 +43,22 @@ def selected_files():
 def pytest_command(targets, workers, junit, ids_file):
     """The pytest command over ``targets`` (files or test ids under the repository), which
     writes the ids of the tests it collects to ``ids_file`` (`collected_ids`)."""
-    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--disable-warnings", "-p", "no:cacheprovider",
-               f"--junitxml={junit}", "-o", "junit_family=xunit2",
-               "-p", collected_ids.__name__, f"--collected-ids-file={ids_file}"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-rfE",
+        "--disable-warnings",
+        "-p",
+        "no:cacheprovider",
+        f"--junitxml={junit}",
+        "-o",
+        "junit_family=xunit2",
+        "-p",
+        collected_ids.__name__,
+        f"--collected-ids-file={ids_file}",
+    ]
     if workers > 1:
         command += ["-n", str(workers), "--dist", "loadgroup"]
     return command + list(targets)
@@ -55,10 +68,21 @@ def collect(files):
     """The test ids in ``files`` (paths under ``tests/``), as pytest collects them (for a
     rerun or a rehearsal, which choose their tests from them before they run)."""
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
-         *(f"tests/{f}" for f in files)],
-        cwd=ROOT, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "--collect-only",
+            "-p",
+            "no:cacheprovider",
+            *(f"tests/{f}" for f in files),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     ids = [line for line in done.stdout.splitlines() if "::" in line]
     if done.returncode != 0 or not ids:
         raise RuntimeError(f"collecting the layer tests failed:\n{done.stdout}\n{done.stderr}")
@@ -70,9 +94,11 @@ def run(targets, workers, seconds, junit, log, ids_file):
     report) after ``seconds``. Returns ``(exit status, whether it was interrupted)``."""
     with open(log, "w", encoding="utf-8") as out:
         process = subprocess.Popen(
-            pytest_command(targets, workers, junit, ids_file), cwd=ROOT, stdout=out,
+            pytest_command(targets, workers, junit, ids_file),
+            cwd=ROOT,
+            stdout=out,
             stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        )
         try:
             return process.wait(timeout=seconds), False
         except subprocess.TimeoutExpired:
@@ -87,8 +113,15 @@ def run(targets, workers, seconds, junit, log, ids_file):
 def summarise(junit, collected=()):
     """Counts and failures of a pytest JUnit report, the `SLOWEST` longest tests with their
     seconds, and the ``collected`` test ids it does not report (left unrun)."""
-    summary = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "seconds": 0.0,
-               "failures": [], "per_file": {}}  # fmt: skip
+    summary = {
+        "passed": 0,
+        "failed": 0,
+        "errors": 0,
+        "skipped": 0,
+        "seconds": 0.0,
+        "failures": [],
+        "per_file": {},
+    }
     reported, durations = set(), []
     if pathlib.Path(junit).is_file():
         for case in ElementTree.parse(junit).getroot().iter("testcase"):
@@ -96,8 +129,9 @@ def summarise(junit, collected=()):
                 continue
             # classname: the module's dotted path, then the test's classes, if any.
             parts = case.get("classname", "").split(".")
-            cut = next((i + 1 for i, part in enumerate(parts) if part.startswith("test_")),
-                       len(parts))  # fmt: skip
+            cut = next(
+                (i + 1 for i, part in enumerate(parts) if part.startswith("test_")), len(parts)
+            )
             file = "/".join(parts[:cut])
             test_id = "::".join([f"{file}.py", *parts[cut:], case.get("name", "")])
             reported.add(test_id)
@@ -108,16 +142,21 @@ def summarise(junit, collected=()):
                     if outcome != "skipped":
                         message = (child.get("message") or child.text or "").strip()
                         summary["failures"].append(
-                            {"test": test_id, "message": message.splitlines()[0][:500]
-                             if message else ""})  # fmt: skip
+                            {
+                                "test": test_id,
+                                "message": message.splitlines()[0][:500] if message else "",
+                            }
+                        )
                     break
             summary[outcome] += 1
             summary["seconds"] += float(case.get("time") or 0)
             durations.append((float(case.get("time") or 0), test_id))
             counts = summary["per_file"].setdefault(file, {})
             counts[outcome] = counts.get(outcome, 0) + 1
-    summary["slowest"] = [{"test": test_id, "seconds": seconds} for seconds, test_id
-                          in sorted(durations, key=lambda d: -d[0])[:SLOWEST]]  # fmt: skip
+    summary["slowest"] = [
+        {"test": test_id, "seconds": seconds}
+        for seconds, test_id in sorted(durations, key=lambda d: -d[0])[:SLOWEST]
+    ]
     summary["not_run"] = [test_id for test_id in collected if test_id not in reported]
     return summary
 
@@ -132,14 +171,26 @@ def rerun_targets(earlier, collected):
 def main(argv=None):
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="the folder the results go to")
-    parser.add_argument("--seconds", type=positive(float), default=170.0,
-                        help="the tests' time limit (default: 170)")
-    parser.add_argument("--workers", type=positive(int), default=8,
-                        help="pytest-xdist processes (default: 8)")
-    parser.add_argument("--mode", choices=("full", "rehearsal"), default="full",
-                        help="every selected test, or the first of each file (default: full)")
-    parser.add_argument("--rerun-from", help="the layer_tests.json of an earlier run: run "
-                        "only the tests that failed there or that its time limit left unrun")
+    parser.add_argument(
+        "--seconds",
+        type=positive(float),
+        default=170.0,
+        help="the tests' time limit (default: 170)",
+    )
+    parser.add_argument(
+        "--workers", type=positive(int), default=8, help="pytest-xdist processes (default: 8)"
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("full", "rehearsal"),
+        default="full",
+        help="every selected test, or the first of each file (default: full)",
+    )
+    parser.add_argument(
+        "--rerun-from",
+        help="the layer_tests.json of an earlier run: run "
+        "only the tests that failed there or that its time limit left unrun",
+    )
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out)
     junit, log = out / "layer_tests.xml", out / "layer_tests.log"
@@ -167,18 +218,23 @@ def main(argv=None):
     if collected is None:
         collected = collect(files) if args.mode == "full" and not args.rerun_from else targets
     summary = {
-        "mode": args.mode, "files": files, "collected": len(collected),
+        "mode": args.mode,
+        "files": files,
+        "collected": len(collected),
         "precision": os.environ.get("JAX_DEFAULT_MATMUL_PRECISION", "default"),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
-        "exit_status": status, "interrupted_at_time_limit": interrupted,
+        "exit_status": status,
+        "interrupted_at_time_limit": interrupted,
         "wall_seconds": round(time.perf_counter() - started, 1),
         "rerun_from": args.rerun_from,
         **summarise(junit, collected),
-    }  # fmt: skip
+    }
     (out / "layer_tests.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(f"layer tests: {summary['passed']} passed, {summary['failed']} failed, "
-          f"{summary['errors']} errors, {summary['skipped']} skipped, "
-          f"{len(summary['not_run'])} not run, in {summary['wall_seconds']} s")
+    print(
+        f"layer tests: {summary['passed']} passed, {summary['failed']} failed, "
+        f"{summary['errors']} errors, {summary['skipped']} skipped, "
+        f"{len(summary['not_run'])} not run, in {summary['wall_seconds']} s"
+    )
     for failure in summary["failures"]:
         print(f"FAILED {failure['test']}: {failure['message']}")
     return 0 if status == 0 and not interrupted else 1

@@ -21,7 +21,6 @@ import re
 
 from benchmarks.docs_tables import RESULTS_PAGE, add_update_docs_option, update_docs
 from benchmarks.gpu import ArgumentParser
-
 from benchmarks.gpu.speed import FLOOR_LAYER
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -51,8 +50,12 @@ def load_runs(folder=RUNS):
     runs = []
     for path in sorted(folder.glob("run-*"), key=run_number):
         run = {"name": path.name}
-        for key, file in (("device", "device.json"), ("layer_tests", "layer_tests.json"),
-                          ("speed", "speed.json"), ("speed_long", "speed_long.json")):  # fmt: skip
+        for key, file in (
+            ("device", "device.json"),
+            ("layer_tests", "layer_tests.json"),
+            ("speed", "speed.json"),
+            ("speed_long", "speed_long.json"),
+        ):
             file = path / file
             run[key] = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else None
         run["speeds"] = [speed for speed in (run["speed"], run.pop("speed_long")) if speed]
@@ -100,19 +103,29 @@ def layer_test_rows(runs):
         tests = run["layer_tests"]
         if tests is None:
             continue
-        selection = ("rerun of the failed and unrun tests of "
-                     + pathlib.Path(tests["rerun_from"]).parent.name if tests.get("rerun_from")
-                     else f"{len(tests['files'])} test modules")  # fmt: skip
-        rows.append({
-            "run": run["name"], "gpu": gpu_name(run),
-            "versions": f"JAX {run['device']['jax']}, Keras {run['device']['keras']}",
-            "precision": tests["precision"], "selection": selection,
-            "passed": tests["passed"], "failed": tests["failed"] + tests["errors"],
-            "skipped": tests["skipped"], "not_run": len(tests["not_run"]),
-            "seconds": tests["wall_seconds"], "failures": failure_kinds(tests["failures"]),
-            "xla_flags": tests.get("xla_flags", "not recorded") or "none",
-            "run_seconds": whole_run_seconds(run["log"]),
-        })  # fmt: skip
+        selection = (
+            "rerun of the failed and unrun tests of "
+            + pathlib.Path(tests["rerun_from"]).parent.name
+            if tests.get("rerun_from")
+            else f"{len(tests['files'])} test modules"
+        )
+        rows.append(
+            {
+                "run": run["name"],
+                "gpu": gpu_name(run),
+                "versions": f"JAX {run['device']['jax']}, Keras {run['device']['keras']}",
+                "precision": tests["precision"],
+                "selection": selection,
+                "passed": tests["passed"],
+                "failed": tests["failed"] + tests["errors"],
+                "skipped": tests["skipped"],
+                "not_run": len(tests["not_run"]),
+                "seconds": tests["wall_seconds"],
+                "failures": failure_kinds(tests["failures"]),
+                "xla_flags": tests.get("xla_flags", "not recorded") or "none",
+                "run_seconds": whole_run_seconds(run["log"]),
+            }
+        )
     return rows
 
 
@@ -121,21 +134,23 @@ def merged_rows(runs, table):
     row of an earlier one; a table that failed in a run gives one row with its error, until
     a later run measures it."""
     rows = {}
-    for run, speed in ((run, speed) for run in runs for speed in run["speeds"]):
-        keys = ROW_KEYS[table]
-        if any("status" not in row for row in speed["tables"].get(table, [])):
-            rows = {key: row for key, row in rows.items() if key[0] != "error"}
-        for row in speed["tables"].get(table, []):
-            key = tuple(row.get(k) for k in keys)
-            if "status" in row and key in rows and "status" not in rows[key]:
-                continue  # a measured row stays
-            rows[key] = {**row, "run": run["name"]}
-            if "error" in row and "status" not in row:
-                rows[key]["status"] = f"failed: {row['error']}"
-        error = speed.get("errors", {}).get(table)
-        if error and not speed["tables"].get(table):
-            rows.setdefault(("error", run["name"]), {"status": f"failed: {error}",
-                                                     "run": run["name"]})  # fmt: skip
+    for run in runs:
+        for speed in run["speeds"]:
+            keys = ROW_KEYS[table]
+            if any("status" not in row for row in speed["tables"].get(table, [])):
+                rows = {key: row for key, row in rows.items() if key[0] != "error"}
+            for row in speed["tables"].get(table, []):
+                key = tuple(row.get(k) for k in keys)
+                if "status" in row and key in rows and "status" not in rows[key]:
+                    continue  # a measured row stays
+                rows[key] = {**row, "run": run["name"]}
+                if "error" in row and "status" not in row:
+                    rows[key]["status"] = f"failed: {row['error']}"
+            error = speed.get("errors", {}).get(table)
+            if error and not speed["tables"].get(table):
+                rows.setdefault(
+                    ("error", run["name"]), {"status": f"failed: {error}", "run": run["name"]}
+                )
     return list(rows.values())
 
 
@@ -149,11 +164,14 @@ def peaks_text(runs):
             parts.append(
                 f"{run['name']} on an {gpu_name(run)}: float32 {peaks['float32'] / 1000:.0f}, "
                 f"bfloat16 {peaks['mixed_bfloat16'] / 1000:.0f}"
-                + (f", float32 at 'highest' precision "
-                   f"{speed['peak_gflops_float32_highest'] / 1000:.0f}"
-                   if speed.get("peak_gflops_float32_highest") else "")
+                + (
+                    f", float32 at 'highest' precision "
+                    f"{speed['peak_gflops_float32_highest'] / 1000:.0f}"
+                    if speed.get("peak_gflops_float32_highest")
+                    else ""
+                )
                 + " TFLOP/s"
-            )  # fmt: skip
+            )
     return "; ".join(parts)
 
 
@@ -168,10 +186,12 @@ def folding_off_text(runs):
                 parts.append(f"{run['name']}, T = {', '.join(map(str, lengths))}")
     if not parts:
         return ""
-    return (" Rows compiled with XLA's constant folding off (``XLA_FLAGS="
-            "--xla_disable_hlo_passes=constant_folding``, in a process of their own, so that "
-            "MultiHeadAttention's causal mask is computed when the step runs instead of "
-            "folded for minutes at compile time): " + "; ".join(parts) + ".")
+    return (
+        " Rows compiled with XLA's constant folding off (``XLA_FLAGS="
+        "--xla_disable_hlo_passes=constant_folding``, in a process of their own, so that "
+        "MultiHeadAttention's causal mask is computed when the step runs instead of "
+        "folded for minutes at compile time): " + "; ".join(parts) + "."
+    )
 
 
 def stalled_compiles(runs):
@@ -181,14 +201,18 @@ def stalled_compiles(runs):
         longest = longest_constant_folding(run["log"])
         if longest is not None and longest >= 60:
             asked = (run["speed"] or {}).get("settings", {}).get("lengths")
-            parts.append(f"{run['name']} (lengths {asked}): one constant folding took "
-                         f"{longest:.0f} s (``{run['name']}/run.log``)")  # fmt: skip
+            parts.append(
+                f"{run['name']} (lengths {asked}): one constant folding took "
+                f"{longest:.0f} s (``{run['name']}/run.log``)"
+            )
     if not parts:
         return ""
-    return (" Rows missing a time at long T: a run that measured them ended while XLA was "
-            "still folding constants in compiling their steps, an int32 reduce-window over a "
-            "1 × T × T constant by its shape (the shape of MultiHeadAttention's causal mask, "
-            "which Keras builds from cumulative sums): " + "; ".join(parts) + ".")
+    return (
+        " Rows missing a time at long T: a run that measured them ended while XLA was "
+        "still folding constants in compiling their steps, an int32 reduce-window over a "
+        "1 × T × T constant by its shape (the shape of MultiHeadAttention's causal mask, "
+        "which Keras builds from cumulative sums): " + "; ".join(parts) + "."
+    )
 
 
 def _worst(rows, key):
@@ -210,36 +234,67 @@ def goal_rows(runs):
         if row is None:
             goals.append({"goal": goal, "limit": f"≤ {limit}", "met": "not measured"})
             return
-        goals.append({"goal": goal, "limit": f"≤ {limit}", "worst": row[key],
-                      "where": where(row), "met": "yes" if row[key] <= limit else "no",
-                      "why": why(row) if why and row[key] > limit else ""})  # fmt: skip
+        goals.append(
+            {
+                "goal": goal,
+                "limit": f"≤ {limit}",
+                "worst": row[key],
+                "where": where(row),
+                "met": "yes" if row[key] <= limit else "no",
+                "why": why(row) if why and row[key] > limit else "",
+            }
+        )
 
     at = lambda row: f"T = {row['T']}, {row['dtype']}"  # noqa: E731
-    add("window attention / MHA, every T", 0.9,
-        _worst(window, "ours_over_mha"), "ours_over_mha", at,
-        lambda row: (f"floor alone: {row['floor_ms'] / row['mha_ms']:.2f} × MHA; "
-                     f"{row['ours_share_of_peak']:.2%} of peak"))
-    add("window attention / floor", 1.5, _worst(window, "ours_over_floor"),
-        "ours_over_floor", at)
-    add("window attention memory / MHA, T = 16000", 0.1,
+    add(
+        "window attention / MHA, every T",
+        0.9,
+        _worst(window, "ours_over_mha"),
+        "ours_over_mha",
+        at,
+        lambda row: (
+            f"floor alone: {row['floor_ms'] / row['mha_ms']:.2f} × MHA; "
+            f"{row['ours_share_of_peak']:.2%} of peak"
+        ),
+    )
+    add("window attention / floor", 1.5, _worst(window, "ours_over_floor"), "ours_over_floor", at)
+    add(
+        "window attention memory / MHA, T = 16000",
+        0.1,
         _worst([row for row in window if row.get("T") == 16000], "ours_memory_over_mha"),
-        "ours_memory_over_mha", at)
+        "ours_memory_over_mha",
+        at,
+    )
     for form in ("parallel", "cell"):
-        add(f"LM step / bare LSTM, {form} form", 1.2,
-            _worst([row for row in lm if f"-{form}:" in str(row.get("variant"))],
-                   "ratio_to_lstm"), "ratio_to_lstm",
+        add(
+            f"LM step / bare LSTM, {form} form",
+            1.2,
+            _worst([row for row in lm if f"-{form}:" in str(row.get("variant"))], "ratio_to_lstm"),
+            "ratio_to_lstm",
             lambda row: f"{row['variant']}, {row['dtype']}",
-            lambda row: (f"memory in the LSTM's loop; {row['share_of_peak']:.2%} of peak, bare "
-                         "LSTM " + ", ".join(f"{other['share_of_peak']:.2%}" for other in lm
-                                             if other.get("variant") == "lstm"
-                                             and other.get("dtype") == row["dtype"])))
+            lambda row: (
+                f"memory in the LSTM's loop; {row['share_of_peak']:.2%} of peak, bare "
+                "LSTM "
+                + ", ".join(
+                    f"{other['share_of_peak']:.2%}"
+                    for other in lm
+                    if other.get("variant") == "lstm" and other.get("dtype") == row["dtype"]
+                )
+            ),
+        )
     floors = {row["dtype"]: row for row in am if row.get("layer") == FLOOR_LAYER}
-    add("AM-GRU (C = 8) / GRU", 1.5,
-        _worst([row for row in am if row.get("layer") == "AssociativeGRU C=8"],
-               "ratio_to_gru"), "ratio_to_gru", lambda row: row["dtype"],
-        lambda row: (f"floor (memory by stand-ins): "
-                     f"{floors[row['dtype']]['ratio_to_gru']:.2f} × GRU"
-                     if row["dtype"] in floors else ""))
+    add(
+        "AM-GRU (C = 8) / GRU",
+        1.5,
+        _worst([row for row in am if row.get("layer") == "AssociativeGRU C=8"], "ratio_to_gru"),
+        "ratio_to_gru",
+        lambda row: row["dtype"],
+        lambda row: (
+            f"floor (memory by stand-ins): {floors[row['dtype']]['ratio_to_gru']:.2f} × GRU"
+            if row["dtype"] in floors
+            else ""
+        ),
+    )
     return goals
 
 
@@ -253,16 +308,30 @@ def draw_window_figure(rows, path=FIGURE):
     # page's content column shows it at its own size.
     figure = Figure(figsize=(8.1, 8.0), dpi=90)
     time_axes, memory_axes = figure.subplots(2, 1)
-    names = {"ours": "SlidingWindowAttention", "floor": "its matrix products alone",
-             "mha": "MultiHeadAttention (equal weights)"}  # fmt: skip
+    names = {
+        "ours": "SlidingWindowAttention",
+        "floor": "its matrix products alone",
+        "mha": "MultiHeadAttention (equal weights)",
+    }
     for index, variant in enumerate(names):
         for dtype, style in (("float32", "-"), ("mixed_bfloat16", "--")):
-            for axes, key in ((time_axes, f"{variant}_ms"), (memory_axes, f"{variant}_buffers_mib")):
-                points = sorted((row["T"], row[key]) for row in rows
-                                if row.get("dtype") == dtype and isinstance(row.get(key), float))
+            for axes, key in (
+                (time_axes, f"{variant}_ms"),
+                (memory_axes, f"{variant}_buffers_mib"),
+            ):
+                points = sorted(
+                    (row["T"], row[key])
+                    for row in rows
+                    if row.get("dtype") == dtype and isinstance(row.get(key), float)
+                )
                 if points:
-                    axes.plot(*zip(*points), style, marker="o", color=f"C{index}",
-                              label=f"{names[variant]}, {dtype}")  # fmt: skip
+                    axes.plot(
+                        *zip(*points),
+                        style,
+                        marker="o",
+                        color=f"C{index}",
+                        label=f"{names[variant]}, {dtype}",
+                    )
     label_length_axes(time_axes, "ms per training step", memory_axes)
     time_axes.set_title("time per training step")
     memory_axes.set_title("working memory of one step")
@@ -278,23 +347,39 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
     update_docs(
         "gpu-goals",
         goal_rows(runs),
-        [("goal", "goal"), ("limit", "limit"), ("worst", "worst measured"),
-         ("where", "where"), ("met", "met"), ("why", "measured beside it")],
+        [
+            ("goal", "goal"),
+            ("limit", "limit"),
+            ("worst", "worst measured"),
+            ("where", "where"),
+            ("met", "met"),
+            ("why", "measured beside it"),
+        ],
         "The GPU run's goals against the worst value the runs measured (the tables below), "
         "and, for a goal missed, what was measured beside it that says why: a floor is the "
         "same step with only its matrix products (window attention) or with the memory's "
         "reads and writes by elementwise stand-ins (AM-GRU); share of peak: the step's "
         "matrix-product arithmetic over its time, against the rate measured in the same run.",
         page=page,
-    )  # fmt: skip
+    )
     update_docs(
         "gpu-layer-tests",
         layer_test_rows(runs),
-        [("run", "run"), ("gpu", "GPU"), ("versions", "versions"),
-         ("precision", "matmul precision"), ("selection", "tests"), ("passed", "passed"),
-         ("failed", "failed"), ("skipped", "skipped"), ("not_run", "not run (time limit)"),
-         ("seconds", "tests (s)"), ("failures", "failures, by message"),
-         ("xla_flags", "the tests' XLA flags"), ("run_seconds", "whole run (s)")],
+        [
+            ("run", "run"),
+            ("gpu", "GPU"),
+            ("versions", "versions"),
+            ("precision", "matmul precision"),
+            ("selection", "tests"),
+            ("passed", "passed"),
+            ("failed", "failed"),
+            ("skipped", "skipped"),
+            ("not_run", "not run (time limit)"),
+            ("seconds", "tests (s)"),
+            ("failures", "failures, by message"),
+            ("xla_flags", "the tests' XLA flags"),
+            ("run_seconds", "whole run (s)"),
+        ],
         "The layers' tests on a GPU, Keras's JAX backend (``benchmarks/gpu/layer_tests.py``): "
         "each layer's test module (its Keras layer-protocol suites, NumPy-reference "
         "exactness tests and mechanism tests), with float32 matrix products "
@@ -306,37 +391,54 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
         "(``run.log``). "
         "Written by ``python -m benchmarks.gpu.results --update-docs``.",
         page=page,
-    )  # fmt: skip
+    )
     window = merged_rows(runs, "window_attention")
     update_docs(
         "gpu-window-attention",
         window,
-        [("dtype", "dtype"), ("T", "T"), ("ours_ms", "ours (ms)"), ("floor_ms", "floor (ms)"),
-         ("mha_ms", "MHA (ms)"), ("ours_over_floor", "ours / floor"),
-         ("ours_over_mha", "ours / MHA"), ("ours_buffers_mib", "ours buffers (MiB)"),
-         ("mha_buffers_mib", "MHA buffers (MiB)"), ("ours_share_of_peak", "ours share of peak"),
-         ("floor_share_of_peak", "floor share of peak"), ("status", "not measured")],
+        [
+            ("dtype", "dtype"),
+            ("T", "T"),
+            ("ours_ms", "ours (ms)"),
+            ("floor_ms", "floor (ms)"),
+            ("mha_ms", "MHA (ms)"),
+            ("ours_over_floor", "ours / floor"),
+            ("ours_over_mha", "ours / MHA"),
+            ("ours_buffers_mib", "ours buffers (MiB)"),
+            ("mha_buffers_mib", "MHA buffers (MiB)"),
+            ("ours_share_of_peak", "ours share of peak"),
+            ("floor_share_of_peak", "floor share of peak"),
+            ("status", "not measured"),
+        ],
         "One SGD training step (``jax.jit``) of `SlidingWindowAttention(window=10, "
         "attention_units=32)` followed by `Dense(300)` on [8, T, 300], against its floor (its "
         "four matrix products alone) and Keras's `keras.layers.MultiHeadAttention` with "
-        "`sliding_window` and a causal mask at equal weights (``benchmarks/gpu/speed.py``), medians of 20 "
+        "`sliding_window` and a causal mask at equal weights (``benchmarks/gpu/speed.py``), "
+        "medians of 20 "
         "interleaved steps; ratios are medians of per-step ratios. Buffers: the temporary "
         "memory XLA plans for the step. Share of peak: the step's matrix-product arithmetic "
         "over its time, against the matrix-product rate of the same dtype measured in the "
         f"same run ({peaks_text(runs)}). Goals: ours / MHA ≤ 0.9 at every T, ours / floor "
         "≤ 1.5, and at T = 16000 ours' buffers ≤ a tenth of MHA's."
-        + folding_off_text(runs) + stalled_compiles(runs),
+        + folding_off_text(runs)
+        + stalled_compiles(runs),
         footer=".. image:: images/gpu_window_attention.png\n"
         "   :alt: time per step and XLA buffers against sequence length, on a GPU",
         page=page,
-    )  # fmt: skip
+    )
     draw_window_figure(window, figure)
     update_docs(
         "gpu-window-attention-parts",
         [row for row in window if "attention_over_floor" in row],
-        [("dtype", "dtype"), ("T", "T"), ("ours_over_floor", "ours / floor"),
-         ("weighted_sum_over_floor", "weighted sum"), ("scores_over_floor", "scores"),
-         ("attention_over_floor", "both"), ("rest_over_floor", "rest")],
+        [
+            ("dtype", "dtype"),
+            ("T", "T"),
+            ("ours_over_floor", "ours / floor"),
+            ("weighted_sum_over_floor", "weighted sum"),
+            ("scores_over_floor", "scores"),
+            ("attention_over_floor", "both"),
+            ("rest_over_floor", "rest"),
+        ],
         "Where ours spends its time above the floor on a GPU, in units of the floor's time, "
         "from the same runs: ours with parts of the attention replaced by elementwise "
         "stand-ins that read the same inputs (``benchmarks/speed/window_attention_floor.py``"
@@ -345,25 +447,38 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
         "'both' replaces the weighted sum (eq. 4) and the scores (eqs. 2-3) together, and "
         "'rest' is what ours without both still costs above the floor. The parts overlap "
         "(XLA fuses across them), so they need not add up.",
-        page=page, insert_after="gpu-window-attention",
-    )  # fmt: skip
+        page=page,
+        insert_after="gpu-window-attention",
+    )
     update_docs(
         "gpu-language-model",
         merged_rows(runs, "language_model"),
-        [("dtype", "dtype"), ("variant", "variant"), ("cudnn", "LSTM use_cudnn"),
-         ("median_ms", "median step (ms)"), ("ratio_to_lstm", "× bare LSTM"),
-         ("share_of_peak", "share of peak"), ("status", "not measured")],
+        [
+            ("dtype", "dtype"),
+            ("variant", "variant"),
+            ("cudnn", "LSTM use_cudnn"),
+            ("median_ms", "median step (ms)"),
+            ("ratio_to_lstm", "× bare LSTM"),
+            ("share_of_peak", "share of peak"),
+            ("status", "not measured"),
+        ],
         "One training step of the LSTM language model of the window-attention speed table "
         "(batch 64, 20 steps, hidden 300, 10k-word softmax), each memory variant against the "
         "bare LSTM, ``jax.jit``. Goal: at most 1.2× the bare LSTM.",
         page=page,
-    )  # fmt: skip
+    )
     update_docs(
         "gpu-associative-memory",
         merged_rows(runs, "associative_memory"),
-        [("dtype", "dtype"), ("layer", "layer"), ("ms_per_time_step", "ms / time step"),
-         ("ratio_to_gru", "× GRU"), ("gflop_per_step", "GFLOP/step"),
-         ("share_of_peak", "share of peak"), ("status", "not measured")],
+        [
+            ("dtype", "dtype"),
+            ("layer", "layer"),
+            ("ms_per_time_step", "ms / time step"),
+            ("ratio_to_gru", "× GRU"),
+            ("gflop_per_step", "GFLOP/step"),
+            ("share_of_peak", "share of peak"),
+            ("status", "not measured"),
+        ],
         "Training step per time step (batch 50, 100 units, T = 30, a `Dense(1)` head), "
         "`AssociativeGRU` (Keras's loop on JAX) and ``keras.layers.RNN(AssociativeGRUCell)`` "
         "with 8 copies against ``keras.layers.GRU(100)``, ``jax.jit``, medians of 20 "
@@ -375,28 +490,40 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
         "matrices (the memory's permutations, reads and writes left out). Goal: the AM-GRU "
         "at most 1.5× the GRU.",
         page=page,
-    )  # fmt: skip
+    )
     update_docs(
         "gpu-snli",
         merged_rows(runs, "snli"),
-        [("dtype", "dtype"), ("kind", "layer 1"), ("median_ms", "median step (ms)"),
-         ("ratio_to_gru", "× GRU model"), ("gflop_per_step", "GFLOP/step"),
-         ("share_of_peak", "share of peak"), ("status", "not measured")],
+        [
+            ("dtype", "dtype"),
+            ("kind", "layer 1"),
+            ("median_ms", "median step (ms)"),
+            ("ratio_to_gru", "× GRU model"),
+            ("gflop_per_step", "GFLOP/step"),
+            ("share_of_peak", "share of peak"),
+            ("status", "not measured"),
+        ],
         "The SNLI model's training step (batch 50, 100 units, 8 copies, 100-d embeddings, "
         "premise 25 / hypothesis 15 tokens), layer 1 the AM-GRU or the Dual AM-GRU against "
         "the same model with a GRU, ``jax.jit``, medians of 20 interleaved steps.",
         page=page,
-    )  # fmt: skip
+    )
     update_docs(
         "gpu-heap-write",
         merged_rows(runs, "heap_write"),
-        [("dtype", "dtype"), ("cache_size", "K"), ("heap_worst_ms", "heap, all enter (ms)"),
-         ("topk_worst_ms", "top-k, all enter (ms)"), ("heap_random_ms", "heap, random (ms)"),
-         ("topk_random_ms", "top-k, random (ms)"), ("status", "not measured")],
+        [
+            ("dtype", "dtype"),
+            ("cache_size", "K"),
+            ("heap_worst_ms", "heap, all enter (ms)"),
+            ("topk_worst_ms", "top-k, all enter (ms)"),
+            ("heap_random_ms", "heap, random (ms)"),
+            ("topk_random_ms", "top-k, random (ms)"),
+            ("status", "not measured"),
+        ],
         "`HeapCacheAttention.insert` of 64 states into a full cache of K, the heap write "
         "against the top-k write: a batch that beats every cached state, and a random one.",
         page=page,
-    )  # fmt: skip
+    )
 
 
 def parse_args(argv=None):
@@ -411,8 +538,15 @@ def main(argv=None):
     if args.update_docs:
         update(runs)
     else:
-        print(json.dumps({"layer_tests": layer_test_rows(runs),
-                          **{table: merged_rows(runs, table) for table in ROW_KEYS}}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "layer_tests": layer_test_rows(runs),
+                    **{table: merged_rows(runs, table) for table in ROW_KEYS},
+                },
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

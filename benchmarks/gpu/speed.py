@@ -61,26 +61,56 @@ from benchmarks.gpu import ArgumentParser, positive
 #: code paths in seconds.
 SIZES = {
     "full": dict(
-        lengths=(20, 100, 1000), width=300, peer_batch=8,
-        lm_vocab=10000, lm_hidden=300, lm_batch=64, lm_steps=20,
-        am_units=100, am_batch=50, am_steps=30, snli_units=100, snli_batch=50,
-        heap_sizes=(1000, 10000), heap_batch=64, rounds=20, peak_sizes=(4096, 8192),
+        lengths=(20, 100, 1000),
+        width=300,
+        peer_batch=8,
+        lm_vocab=10000,
+        lm_hidden=300,
+        lm_batch=64,
+        lm_steps=20,
+        am_units=100,
+        am_batch=50,
+        am_steps=30,
+        snli_units=100,
+        snli_batch=50,
+        heap_sizes=(1000, 10000),
+        heap_batch=64,
+        rounds=20,
+        peak_sizes=(4096, 8192),
         parts_max_length=100,
     ),
     "rehearsal": dict(
-        lengths=(20, 40), width=16, peer_batch=2,
-        lm_vocab=50, lm_hidden=18, lm_batch=4, lm_steps=5,
-        am_units=8, am_batch=4, am_steps=5, snli_units=8, snli_batch=4,
-        heap_sizes=(16,), heap_batch=8, rounds=2, peak_sizes=(256,), parts_max_length=20,
+        lengths=(20, 40),
+        width=16,
+        peer_batch=2,
+        lm_vocab=50,
+        lm_hidden=18,
+        lm_batch=4,
+        lm_steps=5,
+        am_units=8,
+        am_batch=4,
+        am_steps=5,
+        snli_units=8,
+        snli_batch=4,
+        heap_sizes=(16,),
+        heap_batch=8,
+        rounds=2,
+        peak_sizes=(256,),
+        parts_max_length=20,
         # One variant of each memory kind and form: the code paths of all of them.
         lm_variants=("lstm", "window-parallel:5", "window-cell:5", "ngram-cell:4"),
     ),
-}  # fmt: skip
+}
 DTYPES = ("float32", "mixed_bfloat16")
 TABLES = ("window_attention", "language_model", "associative_memory", "snli", "heap_write")
 # The share of the run's budget each table may spend before its next row is skipped.
-BUDGET_SHARES = {"window_attention": 0.4, "language_model": 0.25, "associative_memory": 0.1,
-                 "snli": 0.15, "heap_write": 0.1}  # fmt: skip
+BUDGET_SHARES = {
+    "window_attention": 0.4,
+    "language_model": 0.25,
+    "associative_memory": 0.1,
+    "snli": 0.15,
+    "heap_write": 0.1,
+}
 WINDOW, ATTENTION_UNITS = 10, 32
 #: The associative-memory table's floor row: `AssociativeGRU` (C = 8) under
 #: `benchmarks.speed.associative_memory.holographic_stand_ins`.
@@ -165,8 +195,8 @@ class Step:
         self.compile_s = time.perf_counter() - started
         analysis = self.compiled.memory_analysis()
         self.buffers_mib = None if analysis is None else analysis.temp_size_in_bytes / 2**20
-        self.runnable = limit_mib is None or self.buffers_mib is None or (
-            self.buffers_mib <= limit_mib
+        self.runnable = (
+            limit_mib is None or self.buffers_mib is None or (self.buffers_mib <= limit_mib)
         )
 
     def run(self):
@@ -197,15 +227,14 @@ class Budget:
     def begin(self, table):
         self.table_start = time.perf_counter()
         left = self.seconds - (self.table_start - self.start)
-        self.table_seconds = left * BUDGET_SHARES[table] / sum(
-            BUDGET_SHARES[t] for t in self.to_come
+        self.table_seconds = (
+            left * BUDGET_SHARES[table] / sum(BUDGET_SHARES[t] for t in self.to_come)
         )
         self.to_come.remove(table)
 
     def allows(self):
         now = time.perf_counter()
-        return (now - self.start < self.seconds
-                and now - self.table_start < self.table_seconds)  # fmt: skip
+        return now - self.start < self.seconds and now - self.table_start < self.table_seconds
 
 
 SKIPPED = "not run: the run's time budget was spent"
@@ -236,10 +265,14 @@ def timed_rows(steps, rounds):
 def median_saving_over(samples, minuend, subtrahend, unit):
     """The median over the rounds of ``(minuend - subtrahend) / unit``, each round's times:
     the time ``subtrahend``'s stand-ins save, in units of ``unit``'s time."""
-    return float(np.median([
-        (big - small) / scale
-        for big, small, scale in zip(samples[minuend], samples[subtrahend], samples[unit])
-    ]))  # fmt: skip
+    return float(
+        np.median(
+            [
+                (big - small) / scale
+                for big, small, scale in zip(samples[minuend], samples[subtrahend], samples[unit])
+            ]
+        )
+    )
 
 
 def window_attention_table(sizes, budget, peaks, limit_mib, progress):
@@ -247,8 +280,12 @@ def window_attention_table(sizes, budget, peaks, limit_mib, progress):
     import keras
 
     from benchmarks.speed.window_attention_floor import (
-        PARTS, _layer, equal_weight_key_dim, stand_ins, variant_products,
-    )  # fmt: skip
+        PARTS,
+        _layer,
+        equal_weight_key_dim,
+        stand_ins,
+        variant_products,
+    )
 
     width, batch = sizes["width"], sizes["peer_batch"]
     key_dim = equal_weight_key_dim(width, ATTENTION_UNITS)
@@ -265,13 +302,15 @@ def window_attention_table(sizes, budget, peaks, limit_mib, progress):
             parts = tuple(PARTS) if steps <= sizes["parts_max_length"] else ()
             for variant in ("ours", "floor", "mha", *parts):
                 if variant == "mha" and steps > sizes.get("peer_max_length", steps):
-                    row["mha_ms"] = (f"not run: the peer is compiled up to T = "
-                                     f"{sizes['peer_max_length']} (--peer-max-length)")
+                    row["mha_ms"] = (
+                        f"not run: the peer is compiled up to T = "
+                        f"{sizes['peer_max_length']} (--peer-max-length)"
+                    )
                     continue
                 # What a run that ends here (its time limit) leaves in the results file.
                 progress(rows + [{**row, "status": f"compiling {variant} when the run ended"}])
 
-                def build(variant=variant):
+                def build(variant=variant, steps=steps):
                     forward, _ = _layer(variant, WINDOW, ATTENTION_UNITS, key_dim)
                     inputs = keras.Input((steps, width), batch_size=batch)
                     outputs = keras.layers.Dense(width)(forward(inputs))
@@ -280,8 +319,9 @@ def window_attention_table(sizes, budget, peaks, limit_mib, progress):
                 try:
                     # A part's stand-ins are in place while its step is traced and compiled.
                     with stand_ins(PARTS[variant][1] if variant in PARTS else ()):
-                        built[variant] = Step(with_policy(dtype, build), x, None, mean_square,
-                                              limit_mib)  # fmt: skip
+                        built[variant] = Step(
+                            with_policy(dtype, build), x, None, mean_square, limit_mib
+                        )
                 except Exception as error:  # noqa: BLE001  (recorded in the row)
                     row[f"{variant}_error"] = _error(error)
                     continue
@@ -297,10 +337,12 @@ def window_attention_table(sizes, budget, peaks, limit_mib, progress):
                 row[f"{variant}_ms"] = ms
                 if variant in PARTS:
                     continue
-                products = variant_products(variant, batch * steps, width, ATTENTION_UNITS,
-                                            key_dim, steps, WINDOW)  # fmt: skip
-                share = matmul_peak.floor_columns(matmul_peak.training_flops(products), ms,
-                                                  peaks[dtype])  # fmt: skip
+                products = variant_products(
+                    variant, batch * steps, width, ATTENTION_UNITS, key_dim, steps, WINDOW
+                )
+                share = matmul_peak.floor_columns(
+                    matmul_peak.training_flops(products), ms, peaks[dtype]
+                )
                 row[f"{variant}_gflop_per_step"] = share["gflop_per_step"]
                 row[f"{variant}_share_of_peak"] = share["share_of_peak"]
             for variant in ("floor", "mha"):
@@ -311,10 +353,12 @@ def window_attention_table(sizes, budget, peaks, limit_mib, progress):
                 # time its stand-in saves; "rest": what ours without both parts still costs
                 # above the floor (the parts overlap, so the three need not add up).
                 for variant, (name, _) in PARTS.items():
-                    row[f"{name}_over_floor"] = median_saving_over(samples, "ours", variant,
-                                                                   "floor")  # fmt: skip
-                row["rest_over_floor"] = median_saving_over(samples, "ours_without_both",
-                                                            "floor", "floor")  # fmt: skip
+                    row[f"{name}_over_floor"] = median_saving_over(
+                        samples, "ours", variant, "floor"
+                    )
+                row["rest_over_floor"] = median_saving_over(
+                    samples, "ours_without_both", "floor", "floor"
+                )
             if isinstance(row.get("mha_buffers_mib"), float) and row.get("ours_buffers_mib"):
                 row["ours_memory_over_mha"] = row["ours_buffers_mib"] / row["mha_buffers_mib"]
             rows.append(row)
@@ -343,8 +387,9 @@ def language_model_table(sizes, budget, peaks, limit_mib, progress):
                 continue
             progress(rows + [{**row_of[variant], "status": "compiling when the run ended"}])
             try:
-                model = with_policy(dtype, lambda v=variant: lm_model(
-                    v, vocab, sizes["lm_hidden"], steps, batch))
+                model = with_policy(
+                    dtype, lambda v=variant: lm_model(v, vocab, sizes["lm_hidden"], steps, batch)
+                )
                 built[variant] = Step(model, x, y, token_crossentropy, limit_mib)
             except Exception as error:  # noqa: BLE001  (recorded in the row)
                 row_of[variant]["error"] = _error(error)
@@ -356,9 +401,10 @@ def language_model_table(sizes, budget, peaks, limit_mib, progress):
             for variant, ms in medians.items():
                 flops = matmul_peak.weight_training_flops_per_token(built[variant].model)
                 row_of[variant].update(
-                    median_ms=ms, ratio_to_lstm=ratios[variant],
+                    median_ms=ms,
+                    ratio_to_lstm=ratios[variant],
                     **matmul_peak.floor_columns(flops * batch * steps, ms, peaks[dtype]),
-                )  # fmt: skip
+                )
         rows.extend(row_of.values())
         progress(rows)
     return rows
@@ -399,11 +445,15 @@ def associative_memory_table(sizes, budget, peaks, limit_mib, progress):
         medians, ratios, _ = timed_rows(built, sizes["rounds"])
         for name, ms in medians.items():
             flops = matmul_peak.weight_training_flops_per_token(built[name].model)
-            rows.append({
-                "dtype": dtype, "layer": name, "ms_per_time_step": ms / steps,
-                "ratio_to_gru": ratios[name],
-                **matmul_peak.floor_columns(flops * batch * steps, ms, peaks[dtype]),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "dtype": dtype,
+                    "layer": name,
+                    "ms_per_time_step": ms / steps,
+                    "ratio_to_gru": ratios[name],
+                    **matmul_peak.floor_columns(flops * batch * steps, ms, peaks[dtype]),
+                }
+            )
     return rows
 
 
@@ -427,16 +477,23 @@ def snli_table(sizes, budget, peaks, limit_mib, progress):
             continue
         built = {}
         for kind in kinds:
-            model = with_policy(dtype, lambda kind=kind: snli_model(
-                1000, kind=kind, units=units, embedding_dim=units))
-            built[kind] = Step(model, [premise, hypothesis], labels, label_crossentropy,
-                               limit_mib)  # fmt: skip
+            model = with_policy(
+                dtype,
+                lambda kind=kind: snli_model(1000, kind=kind, units=units, embedding_dim=units),
+            )
+            built[kind] = Step(model, [premise, hypothesis], labels, label_crossentropy, limit_mib)
         medians, ratios, _ = timed_rows(built, sizes["rounds"])
         for kind, ms in medians.items():
             flops = matmul_peak.weight_training_flops(built[kind].model, count)
-            rows.append({"dtype": dtype, "kind": kind, "median_ms": ms,
-                         "ratio_to_gru": ratios[kind],
-                         **matmul_peak.floor_columns(flops, ms, peaks[dtype])})  # fmt: skip
+            rows.append(
+                {
+                    "dtype": dtype,
+                    "kind": kind,
+                    "median_ms": ms,
+                    "ratio_to_gru": ratios[kind],
+                    **matmul_peak.floor_columns(flops, ms, peaks[dtype]),
+                }
+            )
     return rows
 
 
@@ -508,12 +565,14 @@ def device_description():
 
     devices = jax.devices()
     return {
-        "jax": jax.__version__, "keras": keras.__version__, "backend": jax.default_backend(),
+        "jax": jax.__version__,
+        "keras": keras.__version__,
+        "backend": jax.default_backend(),
         "devices": [f"{d.platform}:{getattr(d, 'device_kind', '')}" for d in devices],
         "device_memory_mib": device_memory_mib(),
         "matmul_precision": str(jax.config.jax_default_matmul_precision),
         "xla_flags": os.environ.get("XLA_FLAGS"),
-    }  # fmt: skip
+    }
 
 
 def write(path, results):
@@ -545,9 +604,14 @@ def run(sizes, out, budget_s, tables=TABLES, name=None, peaks_from=None):
     if keras.backend.backend() != "jax":
         raise SystemExit("benchmarks.gpu.speed: run it with KERAS_BACKEND=jax")
     keras.utils.set_random_seed(0)
-    results = {"sizes": name, "tables_asked": list(tables), "settings": {k: list(v) if isinstance(v, tuple) else v
-                                                  for k, v in sizes.items()},
-               "device": device_description(), "tables": {}, "errors": {}}  # fmt: skip
+    results = {
+        "sizes": name,
+        "tables_asked": list(tables),
+        "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items()},
+        "device": device_description(),
+        "tables": {},
+        "errors": {},
+    }
     budget = Budget(budget_s, tables)
     # The matrix-product rates the shares are taken against, per dtype policy: float32
     # products at JAX's default precision, bfloat16 products for the mixed policy.
@@ -575,6 +639,7 @@ def run(sizes, out, budget_s, tables=TABLES, name=None, peaks_from=None):
     for table in tables:
         budget.begin(table)
         started = time.perf_counter()
+
         def progress(rows, table=table):
             results["tables"][table] = rows
             write(out, results)
@@ -583,8 +648,11 @@ def run(sizes, out, budget_s, tables=TABLES, name=None, peaks_from=None):
             results["tables"][table] = BUILDERS[table](sizes, budget, peaks, limit_mib, progress)
         except Exception as error:  # noqa: BLE001  (one table's failure leaves the others)
             results["errors"][table] = _error(error)
-            results["tables"][table] = [row for row in results["tables"].get(table, [])
-                                        if not str(row.get("status")).startswith("compiling")]
+            results["tables"][table] = [
+                row
+                for row in results["tables"].get(table, [])
+                if not str(row.get("status")).startswith("compiling")
+            ]
             print(f"{table}: {_error(error)}", file=sys.stderr, flush=True)
         results.setdefault("seconds", {})[table] = round(time.perf_counter() - started, 1)
         write(out, results)
@@ -593,23 +661,44 @@ def run(sizes, out, budget_s, tables=TABLES, name=None, peaks_from=None):
 
 def parse_args(argv=None):
     parser = ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", choices=sorted(SIZES), default="full",
-                        help="full sizes (a GPU) or the rehearsal's tiny ones (default: full)")
+    parser.add_argument(
+        "--sizes",
+        choices=sorted(SIZES),
+        default="full",
+        help="full sizes (a GPU) or the rehearsal's tiny ones (default: full)",
+    )
     parser.add_argument("--out", required=True, help="the JSON file to write")
-    parser.add_argument("--budget-s", type=positive(float), default=200.0,
-                        help="seconds the tables may take in all (default: 200)")
-    parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES),
-                        help="the tables to measure (default: all)")
-    parser.add_argument("--peer-max-length", type=positive(int),
-                        help="compile MultiHeadAttention only up to this T (default: at every "
-                        "length)")
-    parser.add_argument("--peaks-from", metavar="FILE",
-                        help="the results file of an earlier step of the same run, whose "
-                        "matrix-product peaks the shares of peak use (default: measure them; "
-                        "also when FILE has none)")
-    parser.add_argument("--lengths", nargs="+", type=positive(int),
-                        help="the window-attention table's sequence lengths (default: the "
-                        "sizes')")
+    parser.add_argument(
+        "--budget-s",
+        type=positive(float),
+        default=200.0,
+        help="seconds the tables may take in all (default: 200)",
+    )
+    parser.add_argument(
+        "--tables",
+        nargs="+",
+        choices=TABLES,
+        default=list(TABLES),
+        help="the tables to measure (default: all)",
+    )
+    parser.add_argument(
+        "--peer-max-length",
+        type=positive(int),
+        help="compile MultiHeadAttention only up to this T (default: at every length)",
+    )
+    parser.add_argument(
+        "--peaks-from",
+        metavar="FILE",
+        help="the results file of an earlier step of the same run, whose "
+        "matrix-product peaks the shares of peak use (default: measure them; "
+        "also when FILE has none)",
+    )
+    parser.add_argument(
+        "--lengths",
+        nargs="+",
+        type=positive(int),
+        help="the window-attention table's sequence lengths (default: the sizes')",
+    )
     return parser.parse_args(argv)
 
 

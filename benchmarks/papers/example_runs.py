@@ -15,13 +15,13 @@ def run_example(script, arguments, workdir, root):
     Returns:
         ``(metrics, settings)``: the run's ``metrics.json`` and ``settings.json``.
     """
-    command = [sys.executable, str(script), *arguments, "--workdir", str(workdir),
-               "--verbose", "0"]  # fmt: skip
+    command = [sys.executable, str(script), *arguments, "--workdir", str(workdir), "--verbose", "0"]
     done = subprocess.run(command, cwd=root, capture_output=True, text=True)
     if done.returncode:
         sys.exit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
-    return tuple(json.loads((workdir / name).read_text()) for name in ("metrics.json",
-                                                                       "settings.json"))
+    return tuple(
+        json.loads((workdir / name).read_text()) for name in ("metrics.json", "settings.json")
+    )
 
 
 def mean_and_spread(values, digits=3):

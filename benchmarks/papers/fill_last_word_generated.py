@@ -40,8 +40,10 @@ VARIANTS = {
     "additive": ("cache, query=additive (reference code)", ["--query", "additive"]),
     "dot": ("cache, query=dot", ["--query", "dot"]),
     # The dot read's gate starts at 1; the same start for the additive read.
-    "additive-gate-ones": ("cache, query=additive, gate starting at 1",
-                           ["--query", "additive", "--cache-gate-init", "ones"]),
+    "additive-gate-ones": (
+        "cache, query=additive, gate starting at 1",
+        ["--query", "additive", "--cache-gate-init", "ones"],
+    ),
 }
 DOCS_BLOCK = "fill-last-word-generated"
 
@@ -51,15 +53,29 @@ def parse_args(argv=None):
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--seeds", nargs="+", type=options.non_negative_int, default=[0, 1, 2],
-                        help="one run per read and seed")
-    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
-                        help="the rows to run")
-    parser.add_argument("--epochs", type=options.positive_int,
-                        help="epochs per run (None: the example's default)")
-    parser.add_argument("--runs-dir", type=pathlib.Path,
-                        default=ROOT / "runs" / "benchmarks" / "fill_last_word_generated",
-                        help="where the example keeps each run (checkpoints, TensorBoard logs)")
+    parser.add_argument(
+        "--seeds",
+        nargs="+",
+        type=options.non_negative_int,
+        default=[0, 1, 2],
+        help="one run per read and seed",
+    )
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        choices=list(VARIANTS),
+        default=list(VARIANTS),
+        help="the rows to run",
+    )
+    parser.add_argument(
+        "--epochs", type=options.positive_int, help="epochs per run (None: the example's default)"
+    )
+    parser.add_argument(
+        "--runs-dir",
+        type=pathlib.Path,
+        default=ROOT / "runs" / "benchmarks" / "fill_last_word_generated",
+        help="where the example keeps each run (checkpoints, TensorBoard logs)",
+    )
     add_results_options(parser, ROOT / "benchmarks" / "results" / "fill_last_word_generated.json")
     add_update_docs_option(parser)
     return parser.parse_args(argv)
@@ -74,9 +90,11 @@ def run(key, seed, args):
     """Runs the example once; returns its row."""
     name, variant = VARIANTS[key]
     metrics, settings = run_example(
-        EXAMPLE, [*variant, *example_arguments(args), "--seed", str(seed)],
-        args.runs_dir / f"{key}-seed{seed}", ROOT,
-    )  # fmt: skip
+        EXAMPLE,
+        [*variant, *example_arguments(args), "--seed", str(seed)],
+        args.runs_dir / f"{key}-seed{seed}",
+        ROOT,
+    )
     attention = metrics.get("eval_attention_on_fact")
     return {
         "variant": key,
@@ -105,14 +123,16 @@ def summarise(runs):
         if not mine:
             continue
         attention = [r["eval_attention_on_fact"] for r in mine]
-        rows.append({
-            "model": name,
-            "seeds": len(mine),
-            "accuracy": mean_and_spread([r["eval_accuracy"] for r in mine]),
-            "accuracy_by_seed": ", ".join(f"{r['eval_accuracy']:.3f}" for r in mine),
-            "attention_on_fact": "" if None in attention else mean_and_spread(attention),
-            "majority_baseline": f"{mine[0]['eval_majority_baseline']:.3f}",
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": name,
+                "seeds": len(mine),
+                "accuracy": mean_and_spread([r["eval_accuracy"] for r in mine]),
+                "accuracy_by_seed": ", ".join(f"{r['eval_accuracy']:.3f}" for r in mine),
+                "attention_on_fact": "" if None in attention else mean_and_spread(attention),
+                "majority_baseline": f"{mine[0]['eval_majority_baseline']:.3f}",
+            }
+        )
     return rows
 
 
@@ -126,10 +146,14 @@ def write_docs_table(report):
     update_docs(
         DOCS_BLOCK,
         report.get("summary") or summarise(runs),
-        [("model", "model"), ("seeds", "seeds"),
-         ("accuracy", "held-out accuracy (mean ± std)"), ("accuracy_by_seed", "by seed"),
-         ("attention_on_fact", "read weight on the asked house's fact"),
-         ("majority_baseline", "commonest colour")],
+        [
+            ("model", "model"),
+            ("seeds", "seeds"),
+            ("accuracy", "held-out accuracy (mean ± std)"),
+            ("accuracy_by_seed", "by seed"),
+            ("attention_on_fact", "read weight on the asked house's fact"),
+            ("majority_baseline", "commonest colour"),
+        ],
         f"``examples/fill_last_word_cache.py`` on its generated corpus with its defaults "
         f"({'/'.join(map(str, epochs))} epochs of {first['episodes_per_epoch']} episodes of "
         f"{first['houses_per_episode']} houses, {first['train_sentences_per_epoch']} sentences "
@@ -141,7 +165,7 @@ def write_docs_table(report):
         "episode, so always answering the commonest colour scores 1/8. Written by "
         "``python -m benchmarks.papers.fill_last_word_generated --update-docs``; times are in the "
         "results file.",
-    )  # fmt: skip
+    )
 
 
 def main(argv=None):

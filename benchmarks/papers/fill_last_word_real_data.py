@@ -29,16 +29,16 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-from examples.harness.data import embeddings as word_vectors  # noqa: E402
+from benchmarks import results_file  # noqa: E402
+from benchmarks.docs_tables import add_update_docs_option, update_docs  # noqa: E402
+from benchmarks.results_file import ResultsFile, add_results_options  # noqa: E402
 from examples.fill_last_word import sentences as data  # noqa: E402
+from examples.harness import options  # noqa: E402
+from examples.harness.data import embeddings as word_vectors  # noqa: E402
 from tf_memlayers.models.fill_last_word import (  # noqa: E402
     build_fill_last_word_model,
     compile_fill_last_word_model,
 )
-from examples.harness import options  # noqa: E402
-from benchmarks import results_file  # noqa: E402
-from benchmarks.docs_tables import add_update_docs_option, update_docs  # noqa: E402
-from benchmarks.results_file import ResultsFile, add_results_options  # noqa: E402
 
 # (row, pooling, cache size, cache read)
 VARIANTS = (
@@ -60,23 +60,46 @@ def parse_args(argv=None):
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--data-dir", type=pathlib.Path, default=default_data_dir(),
-                        help="the shared corpora folder (pwkp_gaffney/, glove_subset/)")
-    parser.add_argument("--max-epochs", type=options.positive_int, default=20,
-                        help="epoch cap of every model")
-    parser.add_argument("--patience", type=options.positive_int, default=2,
-                        help="epochs without a better held-out accuracy before stopping")
-    parser.add_argument("--held-out", type=options.number_in(0.0, 1.0, low_inclusive=False),
-                        default=0.1,
-                        help="fraction of the training sentences held out for early stopping")
-    parser.add_argument("--batch-size", type=options.positive_int, default=64,
-                        help="sentences per batch")
-    parser.add_argument("--max-train", type=options.positive_int,
-                        help="limit the training sentences")
-    parser.add_argument("--variants", nargs="*", type=options.non_negative_int,
-                        help="indices into the variant list (default: all)")
-    parser.add_argument("--seeds", nargs="+", type=options.non_negative_int, default=[0, 1, 2],
-                        help="random seeds; every model is trained once with each")
+    parser.add_argument(
+        "--data-dir",
+        type=pathlib.Path,
+        default=default_data_dir(),
+        help="the shared corpora folder (pwkp_gaffney/, glove_subset/)",
+    )
+    parser.add_argument(
+        "--max-epochs", type=options.positive_int, default=20, help="epoch cap of every model"
+    )
+    parser.add_argument(
+        "--patience",
+        type=options.positive_int,
+        default=2,
+        help="epochs without a better held-out accuracy before stopping",
+    )
+    parser.add_argument(
+        "--held-out",
+        type=options.number_in(0.0, 1.0, low_inclusive=False),
+        default=0.1,
+        help="fraction of the training sentences held out for early stopping",
+    )
+    parser.add_argument(
+        "--batch-size", type=options.positive_int, default=64, help="sentences per batch"
+    )
+    parser.add_argument(
+        "--max-train", type=options.positive_int, help="limit the training sentences"
+    )
+    parser.add_argument(
+        "--variants",
+        nargs="*",
+        type=options.non_negative_int,
+        help="indices into the variant list (default: all)",
+    )
+    parser.add_argument(
+        "--seeds",
+        nargs="+",
+        type=options.non_negative_int,
+        default=[0, 1, 2],
+        help="random seeds; every model is trained once with each",
+    )
     add_results_options(parser, ROOT / "benchmarks" / "results" / "fill_last_word_real_data.json")
     add_update_docs_option(parser)
     return parser.parse_args(argv)
@@ -88,9 +111,12 @@ def run_variant(label, pooling, cache_size, query, arrays, vocabulary, matrix, s
     keras.utils.set_random_seed(seed)
     (x_train, y_train), (x_held, y_held), (x_eval, y_eval) = arrays
     model = build_fill_last_word_model(
-        len(vocabulary), pooling=pooling, cache_size=cache_size, query=query or "none",
+        len(vocabulary),
+        pooling=pooling,
+        cache_size=cache_size,
+        query=query or "none",
         embeddings=matrix,
-    )  # fmt: skip
+    )
     compile_fill_last_word_model(model)
     train = data.last_word_dataset(x_train, y_train, args.batch_size, shuffle=True, seed=seed)
     held_out = data.last_word_dataset(x_held, y_held, args.batch_size)
@@ -99,8 +125,9 @@ def run_variant(label, pooling, cache_size, query, arrays, vocabulary, matrix, s
         monitor="val_accuracy", mode="max", patience=args.patience, restore_best_weights=True
     )
     started = time.time()
-    history = model.fit(train, validation_data=held_out, epochs=args.max_epochs,
-                        callbacks=[stopping], verbose=2).history
+    history = model.fit(
+        train, validation_data=held_out, epochs=args.max_epochs, callbacks=[stopping], verbose=2
+    ).history
     seconds = time.time() - started
     result = model.evaluate(evaluation, return_dict=True, verbose=0)
     held = history["val_accuracy"]
@@ -128,16 +155,19 @@ def table_rows(runs):
         if not mine:
             continue
         accuracy = np.array([run["dev_accuracy"] for run in mine])
-        rows.append({
-            "model": label,
-            "seeds": len(mine),
-            "dev_accuracy": f"{accuracy.mean():.2f}" + (
-                f" ± {accuracy.std():.2f}" if len(mine) > 1 else ""
-            ),
-            "per_seed": ", ".join(f"{a:.2f}" for a in accuracy),
-            "best_epochs": ", ".join(str(run["best_epoch"]) for run in mine),
-            "train_minutes": round(sum(run["train_seconds"] for run in mine) / 60 / len(mine), 1),
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": label,
+                "seeds": len(mine),
+                "dev_accuracy": f"{accuracy.mean():.2f}"
+                + (f" ± {accuracy.std():.2f}" if len(mine) > 1 else ""),
+                "per_seed": ", ".join(f"{a:.2f}" for a in accuracy),
+                "best_epochs": ", ".join(str(run["best_epoch"]) for run in mine),
+                "train_minutes": round(
+                    sum(run["train_seconds"] for run in mine) / 60 / len(mine), 1
+                ),
+            }
+        )
     return rows
 
 
@@ -203,15 +233,20 @@ def write_docs_table(report):
         f"vocabulary). Each model trained until its held-out accuracy had not improved for "
         f"{settings['patience']} epochs (at most {settings['max_epochs']}) and scored with its "
         "best held-out epoch's weights; mean ± standard deviation over seeds. Paper settings; "
-        "the cache rows read with ``query=\"none\"`` (the paper) unless the row says ``dot "
-        "read`` (``query=\"dot\"``, its gate starting at 1). The paper reports (validation "
+        'the cache rows read with ``query="none"`` (the paper) unless the row says ``dot '
+        'read`` (``query="dot"``, its gate starting at 1). The paper reports (validation '
         "accuracy, Table 2) a plain LSTM at about 7.0%, attention 28.2% and attention + a cache "
         "of 1,000 33.6%, on its own 75% training split, which is not available, and with a "
         "validation set drawn from inside its training set, so the figures are not comparable."
     )
-    columns = [("model", "model"), ("seeds", "seeds"), ("dev_accuracy", "dev accuracy (%)"),
-               ("per_seed", "per seed"), ("best_epochs", "best epoch per seed"),
-               ("train_minutes", "train minutes per seed")]
+    columns = [
+        ("model", "model"),
+        ("seeds", "seeds"),
+        ("dev_accuracy", "dev accuracy (%)"),
+        ("per_seed", "per seed"),
+        ("best_epochs", "best epoch per seed"),
+        ("train_minutes", "train minutes per seed"),
+    ]
     update_docs("fill-last-word-real-data", table_rows(report["runs"]), columns, caption)
 
 

@@ -44,31 +44,39 @@ import numpy as np  # noqa: E402
 
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.results_file import ResultsFile, read_or_exit
-from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 from examples.harness import options  # noqa: E402
-from examples.language_modeling.evaluation import evaluate_language_model  # noqa: E402
-from tf_memlayers.callbacks.window_attention import average_attention_by_position  # noqa: E402
 from examples.language_modeling import lm_batches, lm_corpora, token_streams  # noqa: E402
-from tf_memlayers.models.language_model import compile_language_model  # noqa: E402
+from examples.language_modeling.evaluation import evaluate_language_model  # noqa: E402
 from examples.language_modeling.memories import (  # noqa: E402
     ATTENTION_KINDS,
     KINDS,
     language_model,
 )
-from tf_memlayers.models.weight_transfer import copy_trainable_weights  # noqa: E402
 from examples.language_modeling.parameter_budget import (  # noqa: E402
     count_language_model_parameters,
     hidden_for_parameter_budget,
 )
+from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
+from tf_memlayers.callbacks.window_attention import average_attention_by_position  # noqa: E402
+from tf_memlayers.models.language_model import compile_language_model  # noqa: E402
+from tf_memlayers.models.weight_transfer import copy_trainable_weights  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 # What decides the models a run trains: a checkpoint or a results row is reused only when all
 # of these are the same.
 SETTINGS = (
-    "corpus", "hidden", "embedding_dim", "dropout", "learning_rate", "window", "ngram",
-    "batch_size", "seq_len", "seed",
-)  # fmt: skip
+    "corpus",
+    "hidden",
+    "embedding_dim",
+    "dropout",
+    "learning_rate",
+    "window",
+    "ngram",
+    "batch_size",
+    "seq_len",
+    "seed",
+)
 # When a model stops training. They are recorded but not compared: raising the cap continues
 # a model from its last epoch instead of training it again from the start.
 STOPPING_RULES = ("max_epochs", "patience")
@@ -93,28 +101,44 @@ COLUMNS = [
 def add_model_options(parser):
     """The options that decide what is trained: corpus, models, budget and recipe."""
     shared = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
-    parser.add_argument("--corpus", choices=tuple(DOCS_BLOCKS), default="ptb",
-                        help="which corpus under --data-root")
-    parser.add_argument("--data-root", type=pathlib.Path, default=shared,
-                        help="folder holding ptb/ and wikitext2/")
+    parser.add_argument(
+        "--corpus", choices=tuple(DOCS_BLOCKS), default="ptb", help="which corpus under --data-root"
+    )
+    parser.add_argument(
+        "--data-root", type=pathlib.Path, default=shared, help="folder holding ptb/ and wikitext2/"
+    )
     parser.add_argument("--models", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--max-epochs", type=options.positive_int, default=40)
-    parser.add_argument("--patience", type=options.positive_int, default=2,
-                        help="epochs without a better validation perplexity before stopping")
-    parser.add_argument("--hidden", type=options.positive_int, default=200,
-                        help="LSTM baseline width; the others get its parameter count")
+    parser.add_argument(
+        "--patience",
+        type=options.positive_int,
+        default=2,
+        help="epochs without a better validation perplexity before stopping",
+    )
+    parser.add_argument(
+        "--hidden",
+        type=options.positive_int,
+        default=200,
+        help="LSTM baseline width; the others get its parameter count",
+    )
     parser.add_argument("--embedding-dim", type=options.positive_int, default=200)
-    parser.add_argument("--dropout", type=options.fraction, default=0.4,
-                        help="dropout on the embeddings and before the softmax, every model")
+    parser.add_argument(
+        "--dropout",
+        type=options.fraction,
+        default=0.4,
+        help="dropout on the embeddings and before the softmax, every model",
+    )
     parser.add_argument("--learning-rate", type=options.positive_float, default=1e-3)
     parser.add_argument("--window", type=options.positive_int, default=5)
     parser.add_argument("--ngram", type=options.positive_int, default=4)
     parser.add_argument("--batch-size", type=options.positive_int, default=64)
     parser.add_argument("--seq-len", type=options.positive_int, default=20)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--results", type=pathlib.Path,
-                        help="results file "
-                             "(default benchmarks/results/lm_equal_budget_<corpus>.json)")
+    parser.add_argument(
+        "--results",
+        type=pathlib.Path,
+        help="results file (default benchmarks/results/lm_equal_budget_<corpus>.json)",
+    )
     return parser
 
 
@@ -129,18 +153,31 @@ def parse_args(argv=None):
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add_model_options(parser)
-    parser.add_argument("--probe-segments", type=options.positive_int, default=10,
-                        help="validation segments per row joined for the attention average")
-    parser.add_argument("--workdir", type=pathlib.Path,
-                        default=ROOT / "runs" / "lm_equal_budget",
-                        help="per-epoch checkpoints of the model in training, in "
-                             "<workdir>/<corpus>/<model>")
-    parser.add_argument("--figures-dir", type=pathlib.Path, default=ROOT / "docs" / "images",
-                        help="where the PNG figures are drawn")
+    parser.add_argument(
+        "--probe-segments",
+        type=options.positive_int,
+        default=10,
+        help="validation segments per row joined for the attention average",
+    )
+    parser.add_argument(
+        "--workdir",
+        type=pathlib.Path,
+        default=ROOT / "runs" / "lm_equal_budget",
+        help="per-epoch checkpoints of the model in training, in <workdir>/<corpus>/<model>",
+    )
+    parser.add_argument(
+        "--figures-dir",
+        type=pathlib.Path,
+        default=ROOT / "docs" / "images",
+        help="where the PNG figures are drawn",
+    )
     parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2)
     add_update_docs_option(parser)
-    parser.add_argument("--from-results", action="store_true",
-                        help="do not train: draw the figures and results table from --results")
+    parser.add_argument(
+        "--from-results",
+        action="store_true",
+        help="do not train: draw the figures and results table from --results",
+    )
     args = parser.parse_args(argv)
     args.results = results_file(args)
     return args
@@ -159,9 +196,12 @@ def load_corpus(args):
 
 def model_arguments(kind, hidden, args):
     return dict(
-        kind=kind, hidden=hidden, embedding_dim=args.embedding_dim, window=args.window,
+        kind=kind,
+        hidden=hidden,
+        embedding_dim=args.embedding_dim,
+        window=args.window,
         ngram=args.ngram,
-    )  # fmt: skip
+    )
 
 
 def widths(vocabulary_size, kinds, args):
@@ -171,18 +211,22 @@ def widths(vocabulary_size, kinds, args):
         vocabulary_size, kind="lstm", hidden=args.hidden, **common
     )
     return {
-        kind: args.hidden if kind == "lstm"
+        kind: args.hidden
+        if kind == "lstm"
         else hidden_for_parameter_budget(vocabulary_size, kind, budget, **common)[0]
         for kind in kinds
-    }  # fmt: skip
+    }
 
 
 def attention_by_position(model, kind, hidden, vocabulary_size, valid, args):
     """Mean attention weight per window position over the first validation rows."""
     probe = language_model(
-        vocabulary_size, **model_arguments(kind, hidden, args), stateful=False, seq_len=None,
+        vocabulary_size,
+        **model_arguments(kind, hidden, args),
+        stateful=False,
+        seq_len=None,
         return_attention_scores=True,
-    )  # fmt: skip
+    )
     copy_trainable_weights(model, probe)
     rows = np.concatenate(list(valid.inputs[: args.probe_segments]), axis=1)
     _, scores = probe(rows, training=False)
@@ -206,8 +250,14 @@ class ModelProgress:
 
     def load(self, model):
         """The saved history (and weights into ``model``), or a fresh one."""
-        fresh = {"epochs": [], "best_valid": None, "best_epoch": None, "bad_epochs": 0,
-                 "learning_rate": self.settings["learning_rate"], "seconds": 0.0}
+        fresh = {
+            "epochs": [],
+            "best_valid": None,
+            "best_epoch": None,
+            "bad_epochs": 0,
+            "learning_rate": self.settings["learning_rate"],
+            "seconds": 0.0,
+        }
         if not self.state_file.is_file():
             return fresh
         state = json.loads(self.state_file.read_text())
@@ -244,9 +294,12 @@ def build_for_training(kind, hidden, vocabulary_size, args):
     keras.backend.clear_session()
     keras.utils.set_random_seed(args.seed)
     model = language_model(
-        vocabulary_size, **model_arguments(kind, hidden, args), dropout=args.dropout,
-        batch_size=args.batch_size, seq_len=args.seq_len,
-    )  # fmt: skip
+        vocabulary_size,
+        **model_arguments(kind, hidden, args),
+        dropout=args.dropout,
+        batch_size=args.batch_size,
+        seq_len=args.seq_len,
+    )
     return compile_language_model(model, learning_rate=args.learning_rate)
 
 
@@ -265,25 +318,34 @@ def train_to_convergence(kind, hidden, corpus, batches, args, settings):
         model.optimizer.learning_rate.assign(history["learning_rate"])
         started = time.time()
         logs = model.fit(
-            batches["train"].dataset(), epochs=1, callbacks=[resets], verbose=args.verbose,
+            batches["train"].dataset(),
+            epochs=1,
+            callbacks=[resets],
+            verbose=args.verbose,
             shuffle=False,
         ).history
         valid = evaluate_language_model(model, batches["valid"])["perplexity"]
         history["seconds"] += time.time() - started
         improved = history["best_valid"] is None or valid < history["best_valid"]
-        history["epochs"].append({
-            "epoch": epoch + 1, "learning_rate": history["learning_rate"],
-            "train_perplexity": round(float(logs["perplexity"][-1]), 2),
-            "valid_perplexity": round(valid, 2),
-        })  # fmt: skip
+        history["epochs"].append(
+            {
+                "epoch": epoch + 1,
+                "learning_rate": history["learning_rate"],
+                "train_perplexity": round(float(logs["perplexity"][-1]), 2),
+                "valid_perplexity": round(valid, 2),
+            }
+        )
         if improved:
             history.update(best_valid=valid, best_epoch=epoch + 1, bad_epochs=0)
         else:
             history["bad_epochs"] += 1
             history["learning_rate"] /= 2
         progress.save(model, history, improved)
-        print(f"{kind} epoch {epoch + 1}: {json.dumps(history['epochs'][-1])}", file=sys.stderr,
-              flush=True)
+        print(
+            f"{kind} epoch {epoch + 1}: {json.dumps(history['epochs'][-1])}",
+            file=sys.stderr,
+            flush=True,
+        )
     model.load_weights(progress.folder / "best.weights.h5")
     scores = {split: evaluate_language_model(model, batches[split]) for split in ("valid", "test")}
     best = history["epochs"][history["best_epoch"] - 1]
@@ -318,8 +380,12 @@ def draw_figures(report, folder):
     axes = figure.subplots()
     for row in rows:
         epochs = [e["epoch"] for e in row["history"]]
-        axes.plot(epochs, [e["valid_perplexity"] for e in row["history"]], marker="o",
-                  label=f"{row['model']} (H={row['hidden']})")
+        axes.plot(
+            epochs,
+            [e["valid_perplexity"] for e in row["history"]],
+            marker="o",
+            label=f"{row['model']} (H={row['hidden']})",
+        )
     axes.set_xlabel("epoch")
     axes.set_ylabel("validation perplexity")
     axes.set_yscale("log")
@@ -361,9 +427,10 @@ def capped_note(rows):
     epoch their best), each with its number of epochs: rows kept from a run with a lower cap
     say so."""
     capped = [
-        f"{row['model']} ({row['epochs_trained']} epochs)" for row in rows
+        f"{row['model']} ({row['epochs_trained']} epochs)"
+        for row in rows
         if row["epochs_trained"] == row["best_epoch"]
-    ]  # fmt: skip
+    ]
     if not capped:
         return ""
     return (
@@ -409,8 +476,9 @@ def different_caps_note(rows, settings):
     """A sentence naming the models whose gain over the LSTM is blank because another epoch
     cap ended the one or the other."""
     gains = with_gain_over_lstm(rows, settings)
-    blank = [row["model"] for row in gains
-             if row["model"] != "lstm" and row["test_below_lstm"] is None]  # fmt: skip
+    blank = [
+        row["model"] for row in gains if row["model"] != "lstm" and row["test_below_lstm"] is None
+    ]
     if not blank or not any(row["model"] == "lstm" for row in rows):
         return ""
     return (
@@ -440,11 +508,15 @@ def write_docs(report):
     )
     return update_docs(
         DOCS_BLOCKS[report["corpus"]],
-        [row | {"stopped_by": stopped_by(row, s["patience"])}
-         for row in with_gain_over_lstm(rows, s)],
-        COLUMNS, caption,
-        footer=figure_directives(report["corpus"]), insert_after=DOCS_BLOCKS["ptb"],
-    )  # fmt: skip
+        [
+            row | {"stopped_by": stopped_by(row, s["patience"])}
+            for row in with_gain_over_lstm(rows, s)
+        ],
+        COLUMNS,
+        caption,
+        footer=figure_directives(report["corpus"]),
+        insert_after=DOCS_BLOCKS["ptb"],
+    )
 
 
 def figure_directives(corpus):
@@ -490,19 +562,22 @@ def run(args):
     settings = {name: getattr(args, name) for name in SETTINGS + STOPPING_RULES}
     corpus, batches = load_corpus(args)
     results = results_of(args.results, settings)
-    report = results.resume(fresh={
-        "corpus": args.corpus,
-        "train_tokens": corpus.train.num_tokens,
-        "batches_per_epoch": batches["train"].num_batches,
-        "settings": settings,
-        "rows": [],
-    })  # fmt: skip
+    report = results.resume(
+        fresh={
+            "corpus": args.corpus,
+            "train_tokens": corpus.train.num_tokens,
+            "batches_per_epoch": batches["train"].num_batches,
+            "settings": settings,
+            "rows": [],
+        }
+    )
     # A row that the stopping rules reopen stays published until its model finishes again.
     kinds = results.missing(report, args.models, finished=lambda row: is_finished(row, args))
     hidden = widths(len(corpus.vocabulary), kinds, args)
     for kind in kinds:
-        row = train_to_convergence(kind, hidden[kind], corpus, batches, args,
-                                   model_settings(settings))  # fmt: skip
+        row = train_to_convergence(
+            kind, hidden[kind], corpus, batches, args, model_settings(settings)
+        )
         results.add(report, row)
         draw_figures(report, args.figures_dir)
         print(f"saved {kind} to {args.results}", file=sys.stderr, flush=True)
@@ -518,9 +593,15 @@ def main(argv=None):
         report = run(args)
     if args.update_docs:
         write_docs(report)
-    print(json.dumps({k: v for k, v in report.items() if k != "rows"} | {
-        "rows": [{k: v for k, v in row.items() if k != "history"} for row in report["rows"]]
-    }, indent=1))
+    print(
+        json.dumps(
+            {k: v for k, v in report.items() if k != "rows"}
+            | {
+                "rows": [{k: v for k, v in row.items() if k != "history"} for row in report["rows"]]
+            },
+            indent=1,
+        )
+    )
     return report
 
 

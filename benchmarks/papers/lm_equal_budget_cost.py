@@ -1,4 +1,5 @@
-"""What a run of `benchmarks.papers.lm_equal_budget` costs on this machine, measured before running it.
+"""What a run of `benchmarks.papers.lm_equal_budget` costs on this machine, measured before running
+it.
 
 The equal-budget run trains each model for up to ``--max-epochs`` epochs; on a large corpus that
 can take far longer than one is willing to wait. This script answers "how long?" without
@@ -33,12 +34,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from benchmarks.papers import lm_equal_budget as equal_budget  # noqa: E402
 from benchmarks import results_file, timing  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs
-from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
+from benchmarks.papers import lm_equal_budget as equal_budget  # noqa: E402
 from examples.harness import options  # noqa: E402
 from examples.language_modeling.evaluation import evaluate_language_model  # noqa: E402
+from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
 
 DOCS_BLOCK = "lm-equal-budget-cost"
 COLUMNS = [
@@ -69,8 +70,7 @@ def seconds_per_batch(run, batches, repeats):
     untimed call that traces and compiles."""
     run(batches)
     return [
-        timing.elapsed_ms(lambda: run(batches)) / 1000 / batches.num_batches
-        for _ in range(repeats)
+        timing.elapsed_ms(lambda: run(batches)) / 1000 / batches.num_batches for _ in range(repeats)
     ]
 
 
@@ -92,11 +92,13 @@ def model_cost(kind, hidden, vocabulary_size, batches, args):
     train_steps = seconds_per_batch(fit, train, args.repeats)
     scoring_steps = seconds_per_batch(
         lambda part: evaluate_language_model(model, part),
-        first_batches(batches["valid"], args.steps), args.repeats,
-    )  # fmt: skip
+        first_batches(batches["valid"], args.steps),
+        args.repeats,
+    )
     train_step, scoring_step = statistics.median(train_steps), statistics.median(scoring_steps)
-    epoch_seconds = (batches["train"].num_batches * train_step
-                     + batches["valid"].num_batches * scoring_step)  # fmt: skip
+    epoch_seconds = (
+        batches["train"].num_batches * train_step + batches["valid"].num_batches * scoring_step
+    )
     return {
         "corpus": args.corpus,
         "model": kind,
@@ -144,7 +146,7 @@ def write_docs(reports):
         f"{equal_budget.CORPUS_NAMES[r['corpus']]} ({r['train_batches']} training and "
         f"{r['valid_batches']} validation batches, vocabulary {r['vocabulary']:,})"
         for r in reports
-    )  # fmt: skip
+    )
     caption = (
         f"What one epoch of the equal-budget run costs on a machine with {first['cpus']} CPU "
         f"cores and {first['gpus'] or 'no'} GPU, estimated by "
@@ -157,8 +159,9 @@ def write_docs(reports):
         "model has finished (the run shared the machine with other work at times, so it can be "
         "longer)."
     )
-    return update_docs(DOCS_BLOCK, rows, COLUMNS, caption,
-                         insert_after=equal_budget.DOCS_BLOCKS["ptb"])
+    return update_docs(
+        DOCS_BLOCK, rows, COLUMNS, caption, insert_after=equal_budget.DOCS_BLOCKS["ptb"]
+    )
 
 
 def saved_reports():
@@ -173,13 +176,23 @@ def parse_args(argv=None):
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     equal_budget.add_model_options(parser)
-    parser.add_argument("--steps", type=options.positive_int, default=10,
-                        help="batches per timed pass, for training and for scoring")
-    parser.add_argument("--repeats", type=options.positive_int, default=5,
-                        help="timed passes per model and split (their median is used)")
-    parser.add_argument("--output", type=pathlib.Path,
-                        help="where the JSON goes "
-                             "(default benchmarks/results/lm_equal_budget_cost_<corpus>.json)")
+    parser.add_argument(
+        "--steps",
+        type=options.positive_int,
+        default=10,
+        help="batches per timed pass, for training and for scoring",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=options.positive_int,
+        default=5,
+        help="timed passes per model and split (their median is used)",
+    )
+    parser.add_argument(
+        "--output",
+        type=pathlib.Path,
+        help="where the JSON goes (default benchmarks/results/lm_equal_budget_cost_<corpus>.json)",
+    )
     add_update_docs_option(parser)
     args = parser.parse_args(argv)
     args.output = args.output or cost_file(args.corpus)

@@ -29,32 +29,32 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-from benchmarks.papers.lm_equal_budget import attention_by_position, model_arguments  # noqa: E402
 from benchmarks import results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
+from benchmarks.papers.lm_equal_budget import attention_by_position, model_arguments
 from benchmarks.results_file import ResultsFile
-from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
-from examples.language_modeling.evaluation import evaluate_language_model  # noqa: E402
-from examples.language_modeling import lm_batches, lm_corpora, token_streams  # noqa: E402
-from tf_memlayers.models.language_model import (  # noqa: E402
-    DANILUK_DEFAULTS,
-    compile_language_model,
-)
-from examples.language_modeling.memories import (  # noqa: E402
+from examples.harness import options
+from examples.language_modeling import lm_batches, lm_corpora, token_streams
+from examples.language_modeling.evaluation import evaluate_language_model
+from examples.language_modeling.memories import (
     ATTENTION_KINDS,
     KINDS,
     language_model,
 )
-from examples.language_modeling.parameter_budget import (  # noqa: E402
+from examples.language_modeling.parameter_budget import (
     count_language_model_parameters,
     hidden_for_parameter_budget,
 )
-from examples.harness import options  # noqa: E402
+from tf_memlayers.callbacks.state_reset import StateResetCallback
+from tf_memlayers.models.language_model import (
+    DANILUK_DEFAULTS,
+    compile_language_model,
+)
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 COLUMNS = [
     ("model", "model"),
@@ -91,9 +91,11 @@ def train_and_evaluate(kind, hidden, corpus, batches, args):
     keras.backend.clear_session()
     keras.utils.set_random_seed(args.seed)
     model = language_model(
-        len(corpus.vocabulary), **model_arguments(kind, hidden, args),
-        batch_size=args.batch_size, seq_len=args.seq_len,
-    )  # fmt: skip
+        len(corpus.vocabulary),
+        **model_arguments(kind, hidden, args),
+        batch_size=args.batch_size,
+        seq_len=args.seq_len,
+    )
     compile_language_model(model, jit_compile=not args.no_jit)
     budget = StepBudget(args.max_steps)
     started = time.time()
@@ -117,10 +119,11 @@ def train_and_evaluate(kind, hidden, corpus, batches, args):
     }
     if kind in ATTENTION_KINDS:
         row["attention_by_position"] = [
-            round(weight, 3) for weight in attention_by_position(
+            round(weight, 3)
+            for weight in attention_by_position(
                 model, kind, hidden, len(corpus.vocabulary), batches["valid"], args
             )
-        ]  # fmt: skip
+        ]
     return row
 
 
@@ -132,10 +135,11 @@ def widths(corpus, kinds, args):
     common = dict(embedding_dim=args.embedding_dim, window=args.window, ngram=args.ngram)
     budget = count_language_model_parameters(vocab, kind="lstm", hidden=args.hidden, **common)
     return {
-        kind: args.hidden if kind == "lstm"
+        kind: args.hidden
+        if kind == "lstm"
         else hidden_for_parameter_budget(vocab, kind, budget, **common)[0]
         for kind in kinds
-    }  # fmt: skip
+    }
 
 
 def parse_args(argv=None):
@@ -144,39 +148,68 @@ def parse_args(argv=None):
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--data-dir", default=str(default_data_dir()),
-                        help="folder with ptb.{train,valid,test}.txt (or another corpus)")
-    parser.add_argument("--models", nargs="+", choices=KINDS, default=list(KINDS),
-                        help="the models to train")
-    parser.add_argument("--epochs", type=options.positive_int, default=1,
-                        help="training epochs per model")
-    parser.add_argument("--max-steps", type=options.positive_int,
-                        help="stop each model after this many steps instead")
-    parser.add_argument("--hidden", type=options.positive_int, default=200,
-                        help="LSTM baseline width; the others get its parameter count")
-    parser.add_argument("--no-equal-parameters", action="store_true",
-                        help="give every model the width --hidden instead")
-    parser.add_argument("--probe-segments", type=options.positive_int, default=10,
-                        help="validation segments per row joined for the attention average")
-    parser.add_argument("--embedding-dim", type=options.positive_int, default=200,
-                        help="word vector size")
-    parser.add_argument("--window", type=options.positive_int, default=d["window"],
-                        help="attention window")
-    parser.add_argument("--ngram", type=options.positive_int, default=d["ngram"],
-                        help="N of the N-gram RNN")
-    parser.add_argument("--batch-size", type=options.positive_int, default=d["batch_size"],
-                        help="rows per batch")
-    parser.add_argument("--seq-len", type=options.positive_int, default=d["seq_len"],
-                        help="truncated-BPTT length")
+    parser.add_argument(
+        "--data-dir",
+        default=str(default_data_dir()),
+        help="folder with ptb.{train,valid,test}.txt (or another corpus)",
+    )
+    parser.add_argument(
+        "--models", nargs="+", choices=KINDS, default=list(KINDS), help="the models to train"
+    )
+    parser.add_argument(
+        "--epochs", type=options.positive_int, default=1, help="training epochs per model"
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=options.positive_int,
+        help="stop each model after this many steps instead",
+    )
+    parser.add_argument(
+        "--hidden",
+        type=options.positive_int,
+        default=200,
+        help="LSTM baseline width; the others get its parameter count",
+    )
+    parser.add_argument(
+        "--no-equal-parameters",
+        action="store_true",
+        help="give every model the width --hidden instead",
+    )
+    parser.add_argument(
+        "--probe-segments",
+        type=options.positive_int,
+        default=10,
+        help="validation segments per row joined for the attention average",
+    )
+    parser.add_argument(
+        "--embedding-dim", type=options.positive_int, default=200, help="word vector size"
+    )
+    parser.add_argument(
+        "--window", type=options.positive_int, default=d["window"], help="attention window"
+    )
+    parser.add_argument(
+        "--ngram", type=options.positive_int, default=d["ngram"], help="N of the N-gram RNN"
+    )
+    parser.add_argument(
+        "--batch-size", type=options.positive_int, default=d["batch_size"], help="rows per batch"
+    )
+    parser.add_argument(
+        "--seq-len", type=options.positive_int, default=d["seq_len"], help="truncated-BPTT length"
+    )
     parser.add_argument("--no-jit", action="store_true", help="do not compile with XLA")
     parser.add_argument("--seed", type=options.non_negative_int, default=0, help="random seed")
-    parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=0,
-                        help="Keras progress output")
-    parser.add_argument("--json-out", help="also write the JSON here (after each model; a "
-                        "rerun with the same settings skips the models already there)")
+    parser.add_argument(
+        "--verbose", type=int, choices=(0, 1, 2), default=0, help="Keras progress output"
+    )
+    parser.add_argument(
+        "--json-out",
+        help="also write the JSON here (after each model; a "
+        "rerun with the same settings skips the models already there)",
+    )
     add_update_docs_option(parser)
-    parser.add_argument("--from-json",
-                        help="do not train: take the report written by an earlier --json-out")
+    parser.add_argument(
+        "--from-json", help="do not train: take the report written by an earlier --json-out"
+    )
     return parser.parse_args(argv)
 
 
@@ -184,9 +217,10 @@ def write_docs(report):
     """Writes the results-page block ``lm-real-data`` from a report."""
     rows, settings = report["rows"], report["settings"]
     budget = (
-        f"{settings['max_steps']} steps" if settings.get("max_steps")
+        f"{settings['max_steps']} steps"
+        if settings.get("max_steps")
         else f"{settings['epochs']} epoch(s) ({report['batches_per_epoch']} steps each)"
-    )  # fmt: skip
+    )
     if settings.get("no_equal_parameters"):
         widths = f"Every model has {settings['hidden']} LSTM units"
     else:
@@ -197,7 +231,8 @@ def write_docs(report):
     caption = (
         f"{report['corpus'].upper()} word-level perplexity (complete validation / test splits) "
         f"after {budget} of {settings['batch_size']}x{settings['seq_len']} tokens per model "
-        f"on a 2-core CPU. {widths}. Embedding {settings['embedding_dim']}, window {settings['window']}, "
+        f"on a 2-core CPU. {widths}. Embedding {settings['embedding_dim']}, window "
+        f"{settings['window']}, "
         f"N = {settings['ngram']}, Adam 1e-3, clip 5, forget bias 1, U(-0.1, 0.1). Far from "
         "converged: this ranks the models at equal training, it does not reproduce the "
         "paper. Attention by position: mean weight per window slot over validation text. "
@@ -217,10 +252,21 @@ def run(args):
         split: lm_batches.make_bptt_batches(corpus.split(split), args.batch_size, args.seq_len)
         for split in token_streams.SPLITS
     }
-    settings = {k: getattr(args, k) for k in (
-        "epochs", "max_steps", "hidden", "embedding_dim", "window", "ngram", "batch_size",
-        "seq_len", "seed", "no_equal_parameters",
-    )}  # fmt: skip
+    settings = {
+        k: getattr(args, k)
+        for k in (
+            "epochs",
+            "max_steps",
+            "hidden",
+            "embedding_dim",
+            "window",
+            "ngram",
+            "batch_size",
+            "seq_len",
+            "seed",
+            "no_equal_parameters",
+        )
+    }
     report = {
         "corpus": corpus.name,
         "train_tokens": corpus.train.num_tokens,

@@ -12,7 +12,8 @@ the paper 114.5).
 Usage::
 
     python -m benchmarks.papers.lm_reproduction --update-docs        # about an hour on 2 cores
-    python -m benchmarks.papers.lm_reproduction --from-json benchmarks/results/lm_zaremba_small.json \\
+    python -m benchmarks.papers.lm_reproduction --from-json
+    benchmarks/results/lm_zaremba_small.json \\
         --update-docs
 """
 
@@ -20,11 +21,11 @@ import argparse
 import importlib.util
 import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-from benchmarks.papers.lm_real_data import default_data_dir  # noqa: E402
 from benchmarks import results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
+from benchmarks.papers.lm_real_data import default_data_dir
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 COLUMNS = [
     ("config", "preset"),
@@ -47,11 +48,16 @@ def load_example():
 
 
 def write_docs(metrics):
-    rows = [dict(metrics, **{
-        key: f"{metrics[key]:.2f}" for key in
-        ("last_epoch_train_perplexity", "valid_perplexity", "test_perplexity")
-        if metrics.get(key) is not None
-    })]  # fmt: skip
+    rows = [
+        dict(
+            metrics,
+            **{
+                key: f"{metrics[key]:.2f}"
+                for key in ("last_epoch_train_perplexity", "valid_perplexity", "test_perplexity")
+                if metrics.get(key) is not None
+            },
+        )
+    ]
     update_docs(
         "lm-reproduction",
         rows,
@@ -65,20 +71,26 @@ def write_docs(metrics):
 
 
 def parse_args(argv=None):
-    from examples.language_modeling.presets import PRESETS
     from examples.harness import options
+    from examples.language_modeling.presets import PRESETS
 
     parser = options.ArgumentParser(
         description=__doc__.split("\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--config", choices=tuple(PRESETS), default="zaremba-small",
-                        help="the examples/ptb_memory_lm.py preset to run")
-    parser.add_argument("--data-dir", default=str(default_data_dir()),
-                        help="folder with the Penn Treebank files")
+    parser.add_argument(
+        "--config",
+        choices=tuple(PRESETS),
+        default="zaremba-small",
+        help="the examples/ptb_memory_lm.py preset to run",
+    )
+    parser.add_argument(
+        "--data-dir", default=str(default_data_dir()), help="folder with the Penn Treebank files"
+    )
     parser.add_argument("--workdir", help="run directory (default: runs/lm_reproduction/<config>)")
-    parser.add_argument("--output", default=None,
-                        help="metrics JSON (default: benchmarks/results/lm_<config>.json)")
+    parser.add_argument(
+        "--output", default=None, help="metrics JSON (default: benchmarks/results/lm_<config>.json)"
+    )
     add_update_docs_option(parser)
     parser.add_argument("--from-json", help="render the results-page block from a saved run")
     return parser.parse_args(argv)
@@ -93,10 +105,20 @@ def main(argv=None):
             ROOT / "benchmarks" / "results" / f"lm_{args.config.replace('-', '_')}.json"
         )
         workdir = args.workdir or f"runs/lm_reproduction/{args.config}"
-        metrics = load_example().main([
-            "--config", args.config, "--data-dir", args.data_dir, "--workdir", workdir,
-            "--metrics-file", output, "--verbose", "2",
-        ])  # fmt: skip
+        metrics = load_example().main(
+            [
+                "--config",
+                args.config,
+                "--data-dir",
+                args.data_dir,
+                "--workdir",
+                workdir,
+                "--metrics-file",
+                output,
+                "--verbose",
+                "2",
+            ]
+        )
     if args.update_docs:
         write_docs(metrics)
     return metrics

@@ -47,12 +47,23 @@ DATA = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" /
 # Key (--corpus): the example's options for the corpus (the folder of its files, if any, is
 # added by `run`), the default epochs and seeds, and the results page's block and figure.
 CORPORA = {
-    "generated": {"folder": None, "arguments": [], "epochs": 20, "seeds": [0, 1, 2],
-                  "block": "seq2seq-autoencoding", "figure": "seq2seq_figure3.png"},
-    "ptb": {"folder": "ptb", "arguments": ["--max-length", "15", "--max-train", "10000"],
-            "epochs": 8, "seeds": [0], "block": "seq2seq-autoencoding-ptb",
-            "figure": "seq2seq_figure3_ptb.png"},
-}  # fmt: skip
+    "generated": {
+        "folder": None,
+        "arguments": [],
+        "epochs": 20,
+        "seeds": [0, 1, 2],
+        "block": "seq2seq-autoencoding",
+        "figure": "seq2seq_figure3.png",
+    },
+    "ptb": {
+        "folder": "ptb",
+        "arguments": ["--max-length", "15", "--max-train", "10000"],
+        "epochs": 8,
+        "seeds": [0],
+        "block": "seq2seq-autoencoding-ptb",
+        "figure": "seq2seq_figure3_ptb.png",
+    },
+}
 IMAGES = ROOT / "docs" / "images"
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -62,20 +73,34 @@ def parse_args(argv=None):
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--corpus", choices=list(CORPORA), default="generated",
-                        help="the example's generated corpus, or Penn Treebank's sentences of "
-                        f"at most 15 words from {DATA / 'ptb'} (TF_MEMLAYERS_DATA)")
-    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS),
-                        help="the rows to run")
-    parser.add_argument("--seeds", nargs="+", type=options.non_negative_int,
-                        help="one run per model and seed (default: 0 1 2 on the generated "
-                        "corpus, 0 on Penn Treebank)")
-    parser.add_argument("--epochs", type=options.positive_int,
-                        help="epochs per run (default: 20 on the generated corpus, 8 on Penn "
-                        "Treebank)")
-    parser.add_argument("--runs-dir", type=pathlib.Path,
-                        default=ROOT / "runs" / "benchmarks" / "seq2seq_autoencoding",
-                        help="where the example keeps each run (checkpoints, TensorBoard logs)")
+    parser.add_argument(
+        "--corpus",
+        choices=list(CORPORA),
+        default="generated",
+        help="the example's generated corpus, or Penn Treebank's sentences of "
+        f"at most 15 words from {DATA / 'ptb'} (TF_MEMLAYERS_DATA)",
+    )
+    parser.add_argument(
+        "--models", nargs="+", choices=list(MODELS), default=list(MODELS), help="the rows to run"
+    )
+    parser.add_argument(
+        "--seeds",
+        nargs="+",
+        type=options.non_negative_int,
+        help="one run per model and seed (default: 0 1 2 on the generated "
+        "corpus, 0 on Penn Treebank)",
+    )
+    parser.add_argument(
+        "--epochs",
+        type=options.positive_int,
+        help="epochs per run (default: 20 on the generated corpus, 8 on Penn Treebank)",
+    )
+    parser.add_argument(
+        "--runs-dir",
+        type=pathlib.Path,
+        default=ROOT / "runs" / "benchmarks" / "seq2seq_autoencoding",
+        help="where the example keeps each run (checkpoints, TensorBoard logs)",
+    )
     add_results_options(parser, None)
     add_update_docs_option(parser)
     args = parser.parse_args(argv)
@@ -102,9 +127,11 @@ def run(model, seed, args):
             sys.exit(f"{DATA / folder} not found (set TF_MEMLAYERS_DATA).")
         data = ["--data-dir", str(DATA / folder)]
     metrics, settings = run_example(
-        EXAMPLE, ["--model", model, *data, *example_arguments(args), "--seed", str(seed)],
-        args.runs_dir / f"{args.corpus}-{model}-seed{seed}", ROOT,
-    )  # fmt: skip
+        EXAMPLE,
+        ["--model", model, *data, *example_arguments(args), "--seed", str(seed)],
+        args.runs_dir / f"{args.corpus}-{model}-seed{seed}",
+        ROOT,
+    )
     return {
         "model": model,
         "seed": seed,
@@ -133,22 +160,26 @@ def summarise(runs):
         if not mine:
             continue
 
-        def memory(key, when="memory"):
+        def memory(key, when="memory", mine=mine):
             return mean_and_spread([r[when].get(key) for r in mine], 2)
 
-        rows.append({
-            "model": name,
-            "seeds": len(mine),
-            "parameters": mine[0]["parameters"],
-            "test_perplexity": mean_and_spread([r["test_perplexity"] for r in mine], 2),
-            "test_word_accuracy": mean_and_spread([r["test_word_accuracy"] for r in mine]),
-            "decoded_word_accuracy": mean_and_spread([r["decoded_word_accuracy"] for r in mine]),
-            "decoded_exact_match": mean_and_spread([r["decoded_exact_match"] for r in mine]),
-            "key_similarity_before": memory("key_similarity", "memory_before_training"),
-            "key_similarity": memory("key_similarity"),
-            "read_aligned": memory("read_aligned"),
-            "read_last": memory("read_last"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": name,
+                "seeds": len(mine),
+                "parameters": mine[0]["parameters"],
+                "test_perplexity": mean_and_spread([r["test_perplexity"] for r in mine], 2),
+                "test_word_accuracy": mean_and_spread([r["test_word_accuracy"] for r in mine]),
+                "decoded_word_accuracy": mean_and_spread(
+                    [r["decoded_word_accuracy"] for r in mine]
+                ),
+                "decoded_exact_match": mean_and_spread([r["decoded_exact_match"] for r in mine]),
+                "key_similarity_before": memory("key_similarity", "memory_before_training"),
+                "key_similarity": memory("key_similarity"),
+                "read_aligned": memory("read_aligned"),
+                "read_last": memory("read_last"),
+            }
+        )
     return rows
 
 
@@ -176,12 +207,13 @@ def draw_figure(runs, path):
     ]
     for axis, (model, title, low, high) in zip(axes, panels):
         heatmap = found[model]["probe_heatmap"]
-        image = axis.imshow(np.array(heatmap["matrix"]), cmap="viridis", vmin=low, vmax=high,
-                            aspect="auto")  # fmt: skip
-        axis.set_xticks(range(len(heatmap["source"])), heatmap["source"], rotation=60,
-                        ha="right", fontsize=9)  # fmt: skip
-        axis.set_yticks(range(len(heatmap["decoder_input"])), heatmap["decoder_input"],
-                        fontsize=9)  # fmt: skip
+        image = axis.imshow(
+            np.array(heatmap["matrix"]), cmap="viridis", vmin=low, vmax=high, aspect="auto"
+        )
+        axis.set_xticks(
+            range(len(heatmap["source"])), heatmap["source"], rotation=60, ha="right", fontsize=9
+        )
+        axis.set_yticks(range(len(heatmap["decoder_input"])), heatmap["decoder_input"], fontsize=9)
         axis.set_xlabel("source word (written by the encoder)")
         axis.set_ylabel("decoder input")
         axis.set_title(f"{title}\n(seed {found[model]['seed']})", fontsize=10)
@@ -221,31 +253,43 @@ def write_docs_table(report):
     epochs = sorted({r["epochs"] for r in runs})
     if corpus == "generated":
         shortest, longest = GENERATED_LENGTHS
-        sentences = (f"its generated corpus ({first['train_sentences']} training sentences of "
-                     f"{shortest}-{longest} words, vocabulary {first['vocabulary']})")  # fmt: skip
+        sentences = (
+            f"its generated corpus ({first['train_sentences']} training sentences of "
+            f"{shortest}-{longest} words, vocabulary {first['vocabulary']})"
+        )
     else:
-        sentences = (f"Penn Treebank's sentences of at most 15 words ({first['train_sentences']} "
-                     f"from the training split, vocabulary {first['vocabulary']} with "
-                     "``<unk>``)")  # fmt: skip
+        sentences = (
+            f"Penn Treebank's sentences of at most 15 words ({first['train_sentences']} "
+            f"from the training split, vocabulary {first['vocabulary']} with "
+            "``<unk>``)"
+        )
     figure = CORPORA[corpus]["figure"]
     drawn = draw_figure(runs, IMAGES / figure)
     summary = report.get("summary") or summarise(runs)
     footer = findings(summary)
     if drawn:
-        footer += (f"\n\n.. image:: images/{figure}\n   :alt: Two heatmaps over one test "
-                   "sentence: left, the cosine similarity between what the AM-GRU encoder "
-                   "wrote at each source word and what the Dual AM-GRU decoder read at each "
-                   "step; right, the attention decoder's weights over the source words.")
+        footer += (
+            f"\n\n.. image:: images/{figure}\n   :alt: Two heatmaps over one test "
+            "sentence: left, the cosine similarity between what the AM-GRU encoder "
+            "wrote at each source word and what the Dual AM-GRU decoder read at each "
+            "step; right, the attention decoder's weights over the source words."
+        )
     update_docs(
         CORPORA[corpus]["block"],
         summary,
-        [("model", "model"), ("seeds", "seeds"), ("parameters", "parameters"),
-         ("test_perplexity", "test perplexity"), ("test_word_accuracy", "word accuracy"),
-         ("decoded_word_accuracy", "decoded: word accuracy"),
-         ("decoded_exact_match", "decoded: whole sentence"),
-         ("key_similarity_before", "key similarity, untrained"),
-         ("key_similarity", "key similarity, trained"),
-         ("read_aligned", "reads its word most"), ("read_last", "reads the last word most")],
+        [
+            ("model", "model"),
+            ("seeds", "seeds"),
+            ("parameters", "parameters"),
+            ("test_perplexity", "test perplexity"),
+            ("test_word_accuracy", "word accuracy"),
+            ("decoded_word_accuracy", "decoded: word accuracy"),
+            ("decoded_exact_match", "decoded: whole sentence"),
+            ("key_similarity_before", "key similarity, untrained"),
+            ("key_similarity", "key similarity, trained"),
+            ("read_aligned", "reads its word most"),
+            ("read_last", "reads the last word most"),
+        ],
         f"``examples/seq2seq_autoencoder.py`` on {sentences}, "
         f"{'/'.join(map(str, epochs))} epochs, {first['units']} units, "
         "mean ± std over the seeds. Test perplexity and word accuracy: teacher-forced, over "
@@ -262,7 +306,7 @@ def write_docs_table(report):
         + "``; times are in the results file.",
         footer=footer,
         insert_after=None if corpus == "generated" else CORPORA["generated"]["block"],
-    )  # fmt: skip
+    )
 
 
 def main(argv=None):
@@ -277,8 +321,10 @@ def main(argv=None):
     report = results.resume()
     for model, seed in results.missing(report, [(m, s) for s in args.seeds for m in args.models]):
         results.add(report, run(model, seed, args))
-        print(json.dumps({k: v for k, v in report["runs"][-1].items() if k != "probe_heatmap"}),
-              flush=True)  # fmt: skip
+        print(
+            json.dumps({k: v for k, v in report["runs"][-1].items() if k != "probe_heatmap"}),
+            flush=True,
+        )
     results.finish(report, write_docs)
     print(json.dumps(report["summary"], indent=1))
     return report

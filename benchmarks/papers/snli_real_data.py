@@ -43,12 +43,12 @@ from benchmarks import results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.papers.example_runs import mean_and_spread
 from benchmarks.results_file import ResultsFile, add_results_options
-from examples.harness.training.learning_rate import halve_learning_rate_callback  # noqa: E402
+from examples.harness import options  # noqa: E402
 from examples.harness.data import embeddings as word_vectors  # noqa: E402
+from examples.harness.training.learning_rate import halve_learning_rate_callback  # noqa: E402
 from examples.snli import nli_batches, snli  # noqa: E402
 from examples.snli.encoders import KINDS, snli_model  # noqa: E402
 from tf_memlayers.models.snli import compile_snli_model  # noqa: E402
-from examples.harness import options  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
@@ -60,8 +60,16 @@ PAPER_TABLE_1 = {
     "dual_am_gru": ("Dual AM-GRU shared", 100, "321k", 84.4),
     "word_by_word": ("LSTM-Attention", 100, "252k", 83.5),
 }
-SETTINGS = ("epochs", "units", "copies", "batch_size", "learning_rate", "init_scale",
-            "max_length", "fused_loop")
+SETTINGS = (
+    "epochs",
+    "units",
+    "copies",
+    "batch_size",
+    "learning_rate",
+    "init_scale",
+    "max_length",
+    "fused_loop",
+)
 
 
 def layer_one_units(kind, units):
@@ -75,9 +83,15 @@ def run(kind, seed, splits, vocabulary, matrix, args):
     keras.utils.set_random_seed(seed)
     units = layer_one_units(kind, args.units)
     model = snli_model(
-        len(vocabulary), kind=kind, units=units, embeddings=matrix, num_copies=args.copies,
-        seed=seed, init_scale=args.init_scale, fused_loop="auto" if args.fused_loop else False,
-    )  # fmt: skip
+        len(vocabulary),
+        kind=kind,
+        units=units,
+        embeddings=matrix,
+        num_copies=args.copies,
+        seed=seed,
+        init_scale=args.init_scale,
+        fused_loop="auto" if args.fused_loop else False,
+    )
     compile_snli_model(model, args.learning_rate)
     common = dict(batch_size=args.batch_size, max_length=args.max_length)
     train = nli_batches.make_dataset(splits["train"], vocabulary, shuffle=True, seed=seed, **common)
@@ -88,7 +102,11 @@ def run(kind, seed, splits, vocabulary, matrix, args):
     )
     started = time.time()
     history = model.fit(
-        train, validation_data=dev, epochs=args.epochs, verbose=args.verbose, shuffle=False,
+        train,
+        validation_data=dev,
+        epochs=args.epochs,
+        verbose=args.verbose,
+        shuffle=False,
         callbacks=[halve_learning_rate_callback(), best],
     ).history
     result = model.evaluate(test, return_dict=True, verbose=0)
@@ -116,16 +134,18 @@ def summarise(runs, kinds):
             continue
         test = np.array([r["test_accuracy"] for r in mine])
         dev = np.array([r["best_dev_accuracy"] for r in mine])
-        rows.append({
-            "model": kind,
-            "units": mine[0]["units"],
-            "parameters_without_embeddings": mine[0]["parameters_without_embeddings"],
-            "seeds": len(mine),
-            "dev": mean_and_spread(dev, 4),
-            "test": mean_and_spread(test, 4),
-            "test_by_seed": ", ".join(f"{r['test_accuracy']:.3f}" for r in mine),
-            "best_epochs": ", ".join(str(r["best_epoch"]) for r in mine),
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": kind,
+                "units": mine[0]["units"],
+                "parameters_without_embeddings": mine[0]["parameters_without_embeddings"],
+                "seeds": len(mine),
+                "dev": mean_and_spread(dev, 4),
+                "test": mean_and_spread(test, 4),
+                "test_by_seed": ", ".join(f"{r['test_accuracy']:.3f}" for r in mine),
+                "best_epochs": ", ".join(str(r["best_epoch"]) for r in mine),
+            }
+        )
     return rows
 
 
@@ -134,30 +154,58 @@ def parse_args(argv=None):
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--models", nargs="+", choices=KINDS, default=list(KINDS),
-                        help="the models to train")
-    parser.add_argument("--kinds", nargs="+", choices=KINDS, dest="models",
-                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # old spelling
-    parser.add_argument("--seeds", nargs="+", type=options.non_negative_int,
-                        default=[123, 124, 125], help="one run per model and seed")
+    parser.add_argument(
+        "--models", nargs="+", choices=KINDS, default=list(KINDS), help="the models to train"
+    )
+    parser.add_argument(
+        "--kinds",
+        nargs="+",
+        choices=KINDS,
+        dest="models",
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+    )  # old spelling
+    parser.add_argument(
+        "--seeds",
+        nargs="+",
+        type=options.non_negative_int,
+        default=[123, 124, 125],
+        help="one run per model and seed",
+    )
     parser.add_argument("--epochs", type=options.positive_int, default=10, help="epochs per run")
-    parser.add_argument("--units", type=options.positive_int, default=100,
-                        help="Dual AM-GRU size (paper: 100)")
+    parser.add_argument(
+        "--units", type=options.positive_int, default=100, help="Dual AM-GRU size (paper: 100)"
+    )
     # Stored as ``copies``, the name its results files record it by.
     options.add_option(parser, "num_copies", default=8, dest="copies")
-    parser.add_argument("--batch-size", type=options.positive_int, default=50,
-                        help="pairs per batch")
-    parser.add_argument("--learning-rate", type=options.positive_float, default=1e-3,
-                        help="Adam's learning rate")
-    parser.add_argument("--init-scale", type=options.positive_float, default=0.1,
-                        help="weights start U(-s, s) (the paper: 0.05; see the module docstring)")
-    parser.add_argument("--max-length", type=options.positive_int, default=40,
-                        help="truncate sentences to this many tokens")
-    parser.add_argument("--fused-loop", action=argparse.BooleanOptionalAction, default=True,
-                        help="run the (Dual) AM-GRU through the fused loop wherever the layers "
-                        "support it (their fused_loop='auto'); --no-fused-loop: Keras's loop")
-    parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2,
-                        help="Keras progress output")
+    parser.add_argument(
+        "--batch-size", type=options.positive_int, default=50, help="pairs per batch"
+    )
+    parser.add_argument(
+        "--learning-rate", type=options.positive_float, default=1e-3, help="Adam's learning rate"
+    )
+    parser.add_argument(
+        "--init-scale",
+        type=options.positive_float,
+        default=0.1,
+        help="weights start U(-s, s) (the paper: 0.05; see the module docstring)",
+    )
+    parser.add_argument(
+        "--max-length",
+        type=options.positive_int,
+        default=40,
+        help="truncate sentences to this many tokens",
+    )
+    parser.add_argument(
+        "--fused-loop",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run the (Dual) AM-GRU through the fused loop wherever the layers "
+        "support it (their fused_loop='auto'); --no-fused-loop: Keras's loop",
+    )
+    parser.add_argument(
+        "--verbose", type=int, choices=(0, 1, 2), default=2, help="Keras progress output"
+    )
     add_results_options(parser, ROOT / "benchmarks" / "results" / "snli_real_data.json")
     add_update_docs_option(parser)
     return parser.parse_args(argv)
@@ -169,17 +217,25 @@ def load_data(seed):
         sys.exit(f"SNLI dev/test not found at {directory} (set TF_MEMLAYERS_DATA).")
     dev = snli.read_files(directory, "dev")
     held_out = len(dev) // 10
-    splits = {"train": dev[held_out:], "dev": dev[:held_out],
-              "test": snli.read_files(directory, "test")}
+    splits = {
+        "train": dev[held_out:],
+        "dev": dev[:held_out],
+        "test": snli.read_files(directory, "test"),
+    }
     vocabulary = nli_batches.build_vocabulary(splits["train"])
     vectors = word_vectors.load_word_vectors(
         DATA / "glove_subset" / "glove-50d-5k.json", vocabulary=set(vocabulary)
     )
     matrix, found = word_vectors.embedding_matrix(vocabulary, vectors, seed=seed)
     labels = np.bincount([e.label for e in splits["test"]], minlength=3)
-    data = {"train": len(splits["train"]), "held_out_dev": held_out,
-            "test": len(splits["test"]), "vocabulary": len(vocabulary), "glove_found": found,
-            "majority_baseline": round(float(labels.max() / labels.sum()), 4)}
+    data = {
+        "train": len(splits["train"]),
+        "held_out_dev": held_out,
+        "test": len(splits["test"]),
+        "vocabulary": len(vocabulary),
+        "glove_found": found,
+        "majority_baseline": round(float(labels.max() / labels.sum()), 4),
+    }
     return splits, vocabulary, matrix, data
 
 
@@ -187,8 +243,11 @@ def main(argv=None):
     args = parse_args(argv)
     if args.from_results:
         return results_file.render(args.results, write_docs_table)
-    results = ResultsFile(args.results, {name: getattr(args, name) for name in SETTINGS},
-                          summarise=lambda runs: summarise(runs, KINDS))  # fmt: skip
+    results = ResultsFile(
+        args.results,
+        {name: getattr(args, name) for name in SETTINGS},
+        summarise=lambda runs: summarise(runs, KINDS),
+    )
     report = results.resume()
     # The embedding matrix's random rows (words without a GloVe vector) use the first seed.
     splits, vocabulary, matrix, report["data"] = load_data(args.seeds[0])
@@ -213,10 +272,17 @@ def write_docs_table(report):
     update_docs(
         "snli-real-data",
         [dict(row, paper=paper_row(row["model"])) for row in summary],
-        [("model", "model"), ("units", "H"), ("parameters_without_embeddings", "params (−E)"),
-         ("seeds", "seeds"), ("dev", "held-out dev acc. (mean ± std)"),
-         ("test", "SNLI test acc. (mean ± std)"), ("test_by_seed", "test acc. by seed"),
-         ("best_epochs", "best epoch by seed"), ("paper", "the paper's test acc. (%), 550k pairs")],
+        [
+            ("model", "model"),
+            ("units", "H"),
+            ("parameters_without_embeddings", "params (−E)"),
+            ("seeds", "seeds"),
+            ("dev", "held-out dev acc. (mean ± std)"),
+            ("test", "SNLI test acc. (mean ± std)"),
+            ("test_by_seed", "test acc. by seed"),
+            ("best_epochs", "best epoch by seed"),
+            ("paper", "the paper's test acc. (%), 550k pairs"),
+        ],
         f"Trained on {data['train']} SNLI dev pairs for {s['epochs']} epochs "
         f"({data['held_out_dev']} held out to pick the best epoch and halve the learning rate), "
         f"50d GloVe subset ({data['glove_found']} of {data['vocabulary']} words found), "

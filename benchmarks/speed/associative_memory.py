@@ -3,7 +3,8 @@
 1. Training cost per time step of an AM-GRU (n=100, C=8 and C=1; the cell form
    ``RNN(AssociativeGRUCell)``, the layer `AssociativeGRU`, which projects the inputs
    before the loop, and the same with ``fused_loop=True``: XLA-compiled loops with a
-   hand-written backward, one per batch shard on CPU) against `keras.layers.GRU(100)` at batch 50, same input, same
+   hand-written backward, one per batch shard on CPU) against `keras.layers.GRU(100)` at batch 50,
+   same input, same
    `tf.function` around each (no XLA unless ``--jit-compile``), variants interleaved in one
    process, medians (the ratio: median of the per-round ratios).
 2. Hypothesis-side cost per step against premise length (10 … 2,000), the paper's claim of
@@ -30,6 +31,7 @@ from keras import ops
 
 from benchmarks import matmul_peak, peak_memory, timing  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs
+from examples.snli.encoders import snli_model  # noqa: E402
 from tf_memlayers.layers import (  # noqa: E402
     AssociativeGRU,
     AssociativeGRUCell,
@@ -37,7 +39,6 @@ from tf_memlayers.layers import (  # noqa: E402
     DualAssociativeGRUCell,
     WordByWordAttention,
 )
-from examples.snli.encoders import snli_model  # noqa: E402
 from tf_memlayers.models.snli import compile_snli_model  # noqa: E402
 
 
@@ -56,17 +57,21 @@ def holographic_stand_ins():
 
     def bounded_copies(key, matrix, num_copies):
         del matrix
-        return tuple(ops.repeat(half[:, None, :], num_copies, axis=1)
-                     for half in holographic.complexify(key))  # fmt: skip
+        return tuple(
+            ops.repeat(half[:, None, :], num_copies, axis=1) for half in holographic.complexify(key)
+        )
 
     def read(copies, memory, conjugate=True):
         del conjugate
-        return holographic.uncomplexify(*(ops.mean(key * part, axis=1)
-                                          for key, part in zip(copies, memory)))  # fmt: skip
+        return holographic.uncomplexify(
+            *(ops.mean(key * part, axis=1) for key, part in zip(copies, memory))
+        )
 
     def write_memory_parts(key_re, key_im, memory_re, memory_im, value_re, value_im):
-        return (memory_re + key_re * value_re[:, None, :],
-                memory_im + key_im * value_im[:, None, :])  # fmt: skip
+        return (
+            memory_re + key_re * value_re[:, None, :],
+            memory_im + key_im * value_im[:, None, :],
+        )
 
     saved = holographic.bounded_copies, holographic.write_memory_parts, step_module._read
     holographic.bounded_copies, holographic.write_memory_parts = bounded_copies, write_memory_parts
@@ -77,8 +82,9 @@ def holographic_stand_ins():
         holographic.bounded_copies, holographic.write_memory_parts, step_module._read = saved
 
 
-def _train_step(layer_fn, inputs, extra=None, jit_compile=False, run_once=True, layers=None,
-                call_kwargs=None):  # fmt: skip
+def _train_step(
+    layer_fn, inputs, extra=None, jit_compile=False, run_once=True, layers=None, call_kwargs=None
+):
     """A traced training step of ``layer_fn()`` (run once unless ``run_once=False``), called
     on ``inputs`` with ``initial_state=extra`` where given and ``call_kwargs``; the layer is
     appended to ``layers`` when given."""
@@ -117,9 +123,7 @@ def speed_vs_gru(batch, steps, units, copies, rounds, jit_compile=False):
         variants[f"AM-GRU C={c} (cell)"] = lambda c=c: keras.layers.RNN(
             AssociativeGRUCell(units, num_copies=c)
         )
-        variants[f"AM-GRU C={c} (AssociativeGRU)"] = lambda c=c: AssociativeGRU(
-            units, num_copies=c
-        )
+        variants[f"AM-GRU C={c} (AssociativeGRU)"] = lambda c=c: AssociativeGRU(units, num_copies=c)
         variants[f"AM-GRU C={c} (AssociativeGRU, fused_loop)"] = lambda c=c: AssociativeGRU(
             units, num_copies=c, fused_loop=True
         )
@@ -139,18 +143,21 @@ def speed_vs_gru(batch, steps, units, copies, rounds, jit_compile=False):
         # The products with the layer's weight matrices; the AM-GRU's permutation products
         # and its reads and writes are left out.
         flops = matmul_peak.weight_training_flops_per_token(layers[name]) * batch * steps
-        rows.append({
-            "layer": name,
-            "ms_per_time_step": medians[name] / steps,
-            "ratio_to_gru": ratios[name],
-            **matmul_peak.floor_columns(flops, medians[name], peak),
-            "peak_gflops": round(peak, 1),
-        })  # fmt: skip
+        rows.append(
+            {
+                "layer": name,
+                "ms_per_time_step": medians[name] / steps,
+                "ratio_to_gru": ratios[name],
+                **matmul_peak.floor_columns(flops, medians[name], peak),
+                "peak_gflops": round(peak, 1),
+            }
+        )
     return rows
 
 
-def hypothesis_steps_for(batch, hypothesis_steps, units, copies, length, run_once=True,
-                         layers=None):
+def hypothesis_steps_for(
+    batch, hypothesis_steps, units, copies, length, run_once=True, layers=None
+):
     """``{"dual": step, "attention": step}``: training steps over the hypothesis, reading a
     premise memory (Dual AM-GRU) or ``length`` premise outputs (word-by-word attention). The
     two layers are appended to ``layers`` when given (dual first)."""
@@ -183,7 +190,11 @@ def memory_child(spec):
 
     keras.utils.set_random_seed(0)
     steps = hypothesis_steps_for(
-        spec["batch"], spec["hypothesis_steps"], spec["units"], spec["copies"], spec["length"],
+        spec["batch"],
+        spec["hypothesis_steps"],
+        spec["units"],
+        spec["copies"],
+        spec["length"],
         run_once=False,
     )
     step = steps[spec["model"]]
@@ -199,17 +210,18 @@ def hypothesis_step_rows(batch, hypothesis_steps, length):
     the ``length`` premise outputs once per call (:math:`W^y Y` does not change with the
     step). Its :math:`w` is a vector, left out as the other non-matrix products are."""
     per_step = batch * hypothesis_steps
-    return lambda weight: (batch * length if weight.path.split("/")[-1] == "memory_kernel"
-                           else per_step)  # fmt: skip
+    return lambda weight: (
+        batch * length if weight.path.split("/")[-1] == "memory_kernel" else per_step
+    )
 
 
-def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds, peak,
-                      memory_limit_gib=12.0):
+def dual_vs_attention(
+    batch, hypothesis_steps, units, copies, lengths, rounds, peak, memory_limit_gib=12.0
+):
     rows = []
     for length in lengths:
         layers = []
-        steps = hypothesis_steps_for(batch, hypothesis_steps, units, copies, length,
-                                     layers=layers)  # fmt: skip
+        steps = hypothesis_steps_for(batch, hypothesis_steps, units, copies, length, layers=layers)
         medians = timing.medians(timing.interleaved(steps, rounds))
         row = {
             "premise_length": length,
@@ -226,8 +238,15 @@ def dual_vs_attention(batch, hypothesis_steps, units, copies, lengths, rounds, p
             row[f"{model}_gflop_per_step"] = floor["gflop_per_step"]
             row[f"{model}_share_of_peak"] = floor["share_of_peak"]
         for model in ("dual", "attention"):
-            spec = {"model": model, "batch": batch, "hypothesis_steps": hypothesis_steps,
-                    "units": units, "copies": copies, "length": length, "repeats": rounds}
+            spec = {
+                "model": model,
+                "batch": batch,
+                "hypothesis_steps": hypothesis_steps,
+                "units": units,
+                "copies": copies,
+                "length": length,
+                "repeats": rounds,
+            }
             result = peak_memory.run_child(__file__, spec, memory_limit_gib)
             row[f"{model}_peak_mib"] = result.get("peak_mib", result.get("error"))
         rows.append(row)
@@ -250,8 +269,7 @@ def snli_step_rows(batch, premise_length, hypothesis_length):
     return rows
 
 
-def snli_model_steps(rounds, peak, batch=50, premise_length=25, hypothesis_length=15,
-                     units=100):
+def snli_model_steps(rounds, peak, batch=50, premise_length=25, hypothesis_length=15, units=100):
     """Median training-step time of the SNLI model, cell form vs fused loop, and the fused
     loop against the same model with a Keras GRU as layer 1 (interleaved)."""
     rng = np.random.default_rng(0)
@@ -262,13 +280,12 @@ def snli_model_steps(rounds, peak, batch=50, premise_length=25, hypothesis_lengt
     count = snli_step_rows(batch, premise_length, hypothesis_length)
     for kind in ("am_gru", "dual_am_gru"):
         for fused in (False, True):
-            model = snli_model(1000, kind=kind, units=units, embedding_dim=100,
-                               fused_loop=fused)
+            model = snli_model(1000, kind=kind, units=units, embedding_dim=100, fused_loop=fused)
             compile_snli_model(model)
             model.train_on_batch((premise, hypothesis), labels)  # trace and compile
             flops[kind] = matmul_peak.weight_training_flops(model, count)
-            runners[(kind, fused)] = (
-                lambda model=model: model.train_on_batch((premise, hypothesis), labels)
+            runners[(kind, fused)] = lambda model=model: model.train_on_batch(
+                (premise, hypothesis), labels
             )
     gru = snli_model(1000, kind="gru", units=units, embedding_dim=100)
     compile_snli_model(gru)
@@ -280,26 +297,31 @@ def snli_model_steps(rounds, peak, batch=50, premise_length=25, hypothesis_lengt
     to_gru = timing.median_ratio(samples, "gru")
     rows = []
     for kind in ("am_gru", "dual_am_gru"):
-        rows.append({
-            "kind": kind,
-            "cell_form_ms": medians[(kind, False)],
-            "fused_loop_ms": medians[(kind, True)],
-            # median over rounds of (cell form / fused loop), timed in the same round
-            "speedup": timing.median_ratio(samples, (kind, True))[(kind, False)],
-            "gru_model_ms": medians["gru"],
-            "fused_to_gru": to_gru[(kind, True)],
-            "gflop_per_step": flops[kind] / 1e9,
-            "fused_share_of_peak": matmul_peak.floor_columns(
-                flops[kind], medians[(kind, True)], peak)["share_of_peak"],
-            "gru_gflop_per_step": flops["gru"] / 1e9,
-            "gru_share_of_peak": matmul_peak.floor_columns(
-                flops["gru"], medians["gru"], peak)["share_of_peak"],
-        })  # fmt: skip
+        rows.append(
+            {
+                "kind": kind,
+                "cell_form_ms": medians[(kind, False)],
+                "fused_loop_ms": medians[(kind, True)],
+                # median over rounds of (cell form / fused loop), timed in the same round
+                "speedup": timing.median_ratio(samples, (kind, True))[(kind, False)],
+                "gru_model_ms": medians["gru"],
+                "fused_to_gru": to_gru[(kind, True)],
+                "gflop_per_step": flops[kind] / 1e9,
+                "fused_share_of_peak": matmul_peak.floor_columns(
+                    flops[kind], medians[(kind, True)], peak
+                )["share_of_peak"],
+                "gru_gflop_per_step": flops["gru"] / 1e9,
+                "gru_share_of_peak": matmul_peak.floor_columns(flops["gru"], medians["gru"], peak)[
+                    "share_of_peak"
+                ],
+            }
+        )
     return rows
 
 
-DUAL_FIGURE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "images" / (
-    "dual_vs_word_by_word.png")
+DUAL_FIGURE = (
+    pathlib.Path(__file__).resolve().parents[2] / "docs" / "images" / ("dual_vs_word_by_word.png")
+)
 
 
 def draw_dual_figure(rows, path=DUAL_FIGURE):
@@ -309,11 +331,15 @@ def draw_dual_figure(rows, path=DUAL_FIGURE):
 
     figure = Figure(figsize=(10, 4), dpi=80)
     time_axes, memory_axes = figure.subplots(1, 2)
-    for index, (model, name) in enumerate((("dual", "Dual AM-GRU (8 copies)"),
-                                           ("attention", "LSTM, word-by-word attention"))):
+    for index, (model, name) in enumerate(
+        (("dual", "Dual AM-GRU (8 copies)"), ("attention", "LSTM, word-by-word attention"))
+    ):
         for axes, key in ((time_axes, f"{model}_ms_per_step"), (memory_axes, f"{model}_peak_mib")):
-            points = [(row["premise_length"], row[key]) for row in rows
-                      if isinstance(row.get(key), (int, float))]  # fmt: skip
+            points = [
+                (row["premise_length"], row[key])
+                for row in rows
+                if isinstance(row.get(key), (int, float))
+            ]
             if points:
                 axes.plot(*zip(*points), marker="o", color=f"C{index}", label=name)
     for axes, label in ((time_axes, "ms per hypothesis step"), (memory_axes, "peak MiB")):
@@ -338,13 +364,21 @@ def parse_args(argv=None):
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--rounds", type=options.positive_int, default=15,
-                        help="timed steps per variant")
+    parser.add_argument(
+        "--rounds", type=options.positive_int, default=15, help="timed steps per variant"
+    )
     parser.add_argument("--quick", action="store_true", help="fewer rounds and lengths")
-    parser.add_argument("--jit-compile", action="store_true",
-                        help="compile each training step (GRU and AM-GRU alike) with XLA")
-    parser.add_argument("--memory-limit-gib", type=options.positive_float, default=12.0,
-                        help="address-space limit of each peak-memory child process")
+    parser.add_argument(
+        "--jit-compile",
+        action="store_true",
+        help="compile each training step (GRU and AM-GRU alike) with XLA",
+    )
+    parser.add_argument(
+        "--memory-limit-gib",
+        type=options.positive_float,
+        default=12.0,
+        help="address-space limit of each peak-memory child process",
+    )
     add_update_docs_option(parser)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -358,13 +392,21 @@ def main(argv=None):
     rounds = 3 if args.quick else args.rounds
     lengths = (25, 100) if args.quick else (10, 25, 50, 100, 200, 500, 1000, 2000)
     keras.utils.set_random_seed(0)
-    speed = speed_vs_gru(batch=50, steps=30, units=100, copies=8, rounds=rounds,
-                         jit_compile=args.jit_compile)
+    speed = speed_vs_gru(
+        batch=50, steps=30, units=100, copies=8, rounds=rounds, jit_compile=args.jit_compile
+    )
     print(json.dumps({"associative_memory_speed": speed}), flush=True)
     peak = speed[0]["peak_gflops"]
-    scaling = dual_vs_attention(batch=50, hypothesis_steps=10, units=100, copies=8,
-                                lengths=lengths, rounds=rounds, peak=peak,
-                                memory_limit_gib=args.memory_limit_gib)
+    scaling = dual_vs_attention(
+        batch=50,
+        hypothesis_steps=10,
+        units=100,
+        copies=8,
+        lengths=lengths,
+        rounds=rounds,
+        peak=peak,
+        memory_limit_gib=args.memory_limit_gib,
+    )
     print(json.dumps({"dual_vs_word_by_word": scaling}), flush=True)
     snli_steps = snli_model_steps(rounds, peak)
     print(json.dumps({"snli_model_step": snli_steps}), flush=True)
@@ -372,9 +414,13 @@ def main(argv=None):
         update_docs(
             "associative-memory-speed",
             speed,
-            [("layer", "layer"), ("ms_per_time_step", "ms / time step"),
-             ("ratio_to_gru", "× keras GRU"), ("gflop_per_step", "GFLOP/step"),
-             ("share_of_peak", "share of matmul peak")],
+            [
+                ("layer", "layer"),
+                ("ms_per_time_step", "ms / time step"),
+                ("ratio_to_gru", "× keras GRU"),
+                ("gflop_per_step", "GFLOP/step"),
+                ("share_of_peak", "share of matmul peak"),
+            ],
             f"Training step (forward + backward) per time step, batch 50, 100 units, T=30, "
             f"median of {rounds} interleaved rounds (the ratio: median of the per-round "
             f"ratios), {'XLA' if args.jit_compile else 'no model-level XLA'} on either side "
@@ -388,11 +434,15 @@ def main(argv=None):
         update_docs(
             "dual-vs-word-by-word",
             scaling,
-            [("premise_length", "premise length"), ("dual_ms_per_step", "Dual ms/step"),
-             ("attention_ms_per_step", "attention ms/step"),
-             ("dual_peak_mib", "Dual peak (MiB)"), ("attention_peak_mib", "attention peak (MiB)"),
-             ("dual_share_of_peak", "Dual share of peak"),
-             ("attention_share_of_peak", "attention share of peak")],
+            [
+                ("premise_length", "premise length"),
+                ("dual_ms_per_step", "Dual ms/step"),
+                ("attention_ms_per_step", "attention ms/step"),
+                ("dual_peak_mib", "Dual peak (MiB)"),
+                ("attention_peak_mib", "attention peak (MiB)"),
+                ("dual_share_of_peak", "Dual share of peak"),
+                ("attention_share_of_peak", "attention share of peak"),
+            ],
             f"Hypothesis-side training cost per step against premise length (batch 50, 100 "
             f"units, 10 hypothesis steps, median of {rounds} interleaved rounds, "
             f"{os.cpu_count()} CPU cores): the Dual AM-GRU (8 copies) reads a fixed-size "
@@ -412,12 +462,18 @@ def main(argv=None):
         update_docs(
             "snli-model-step",
             snli_steps,
-            [("kind", "layer 1"), ("cell_form_ms", "cell form (ms)"),
-             ("fused_loop_ms", "fused_loop=True (ms)"), ("speedup", "speed-up"),
-             ("gru_model_ms", "GRU model (ms)"), ("fused_to_gru", "fused × GRU model"),
-             ("gflop_per_step", "GFLOP/step"), ("fused_share_of_peak", "fused share of peak"),
-             ("gru_gflop_per_step", "GRU model GFLOP/step"),
-             ("gru_share_of_peak", "GRU model share of peak")],
+            [
+                ("kind", "layer 1"),
+                ("cell_form_ms", "cell form (ms)"),
+                ("fused_loop_ms", "fused_loop=True (ms)"),
+                ("speedup", "speed-up"),
+                ("gru_model_ms", "GRU model (ms)"),
+                ("fused_to_gru", "fused × GRU model"),
+                ("gflop_per_step", "GFLOP/step"),
+                ("fused_share_of_peak", "fused share of peak"),
+                ("gru_gflop_per_step", "GRU model GFLOP/step"),
+                ("gru_share_of_peak", "GRU model share of peak"),
+            ],
             f"SNLI model training step (``train_on_batch``, batch 50, 100 units, 8 copies, "
             f"100-d embeddings, premise 25 / hypothesis 15 tokens), median of {rounds} "
             f"interleaved rounds (speed-up and × GRU: medians of per-round ratios); the GRU "

@@ -76,13 +76,13 @@ def _word_by_word(cell):
 #: when they are made, so that a bad option is refused before TensorFlow starts.)
 VARIANTS = {
     "LSTMCell": _bare,
-    "Luong dot, no input feeding": _wrapped(_attention_wrapper(score="dot",
-                                                               input_feeding=False)),
+    "Luong dot, no input feeding": _wrapped(_attention_wrapper(score="dot", input_feeding=False)),
     "Luong general, input feeding": _wrapped(_attention_wrapper(score="general")),
-    "RNNsearch (additive, before)": _wrapped(_attention_wrapper(score="additive",
-                                                                position="before")),
+    "RNNsearch (additive, before)": _wrapped(
+        _attention_wrapper(score="additive", position="before")
+    ),
     "WordByWordAttention": _wrapped(_word_by_word),
-}  # fmt: skip
+}
 
 
 def training_step(variant, length, jit_compile, rng):
@@ -114,16 +114,21 @@ def measure(lengths, rounds, jit_compile):
     for length in lengths:
         runners, weights = {}, {}
         for variant in VARIANTS:
-            runners[variant], weights[variant] = training_step(variant, length, jit_compile,
-                                                               rng)  # fmt: skip
+            runners[variant], weights[variant] = training_step(variant, length, jit_compile, rng)
         samples = timing.interleaved(runners, rounds)
         medians = timing.medians(samples)
         ratios = timing.median_ratio(samples, "LSTMCell")
         for variant in VARIANTS:
-            rows.append({"memory_length": length, "variant": variant,
-                         "median_ms": medians[variant], "ratio_to_cell": ratios[variant],
-                         "weights": weights[variant]})  # fmt: skip
-        print(json.dumps(rows[-len(VARIANTS):]), file=sys.stderr, flush=True)
+            rows.append(
+                {
+                    "memory_length": length,
+                    "variant": variant,
+                    "median_ms": medians[variant],
+                    "ratio_to_cell": ratios[variant],
+                    "weights": weights[variant],
+                }
+            )
+        print(json.dumps(rows[-len(VARIANTS) :]), file=sys.stderr, flush=True)
     return rows
 
 
@@ -132,12 +137,22 @@ def parse_args(argv=None):
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--rounds", type=positive(int), default=30,
-                        help="timed steps per variant and length")
-    parser.add_argument("--lengths", type=positive(int), nargs="+",
-                        default=[10, GOAL_LENGTH, 200], help="memory lengths L")
-    parser.add_argument("--no-jit-compile", dest="jit_compile", action="store_false",
-                        help="run the training steps without XLA")
+    parser.add_argument(
+        "--rounds", type=positive(int), default=30, help="timed steps per variant and length"
+    )
+    parser.add_argument(
+        "--lengths",
+        type=positive(int),
+        nargs="+",
+        default=[10, GOAL_LENGTH, 200],
+        help="memory lengths L",
+    )
+    parser.add_argument(
+        "--no-jit-compile",
+        dest="jit_compile",
+        action="store_false",
+        help="run the training steps without XLA",
+    )
     add_update_docs_option(parser)
     return parser.parse_args(argv)
 
@@ -148,17 +163,30 @@ def main(argv=None):
 
     keras.utils.set_random_seed(0)
     rows = measure(args.lengths, args.rounds, args.jit_compile)
-    results = {"settings": {"batch": BATCH, "steps": STEPS, "units": UNITS,
-                            "rounds": args.rounds, "jit_compile": args.jit_compile,
-                            "backend": keras.backend.backend(), "cpu_count": os.cpu_count()},
-               "rows": rows}  # fmt: skip
+    results = {
+        "settings": {
+            "batch": BATCH,
+            "steps": STEPS,
+            "units": UNITS,
+            "rounds": args.rounds,
+            "jit_compile": args.jit_compile,
+            "backend": keras.backend.backend(),
+            "cpu_count": os.cpu_count(),
+        },
+        "rows": rows,
+    }
     print(json.dumps(results))
     if args.update_docs:
         update_docs(
             "attention-wrapper-speed",
             rows,
-            [("memory_length", "L"), ("variant", "variant"), ("median_ms", "median step (ms)"),
-             ("ratio_to_cell", "× bare cell"), ("weights", "weights")],
+            [
+                ("memory_length", "L"),
+                ("variant", "variant"),
+                ("median_ms", "median step (ms)"),
+                ("ratio_to_cell", "× bare cell"),
+                ("weights", "weights"),
+            ],
             f"One training step (``train_on_batch``, "
             f"{'XLA' if args.jit_compile else 'no XLA'}, Keras's "
             f"{keras.backend.backend()} backend, {os.cpu_count()} CPU cores) of an LSTM cell "

@@ -50,9 +50,9 @@ def _model(case):
 
     if case == "window":
         inputs = keras.Input((400, 300), batch_size=8)
-        outputs = SlidingWindowAttention(
-            window=10, mode="key_value_predict", attention_units=32
-        )(inputs)
+        outputs = SlidingWindowAttention(window=10, mode="key_value_predict", attention_units=32)(
+            inputs
+        )
     else:
         inputs = keras.Input((30, 100), batch_size=50)
         if case == "gru":
@@ -83,15 +83,21 @@ def child(steps):
         shape = (8, 400, 300) if case == "window" else (50, 30, 100)
         # Every weight matrix multiplies each of the step's batch x time vectors (the Dense(1)
         # head's is one more column).
-        flops[case] = matmul_peak.weight_training_flops(model, lambda w: shape[0] * shape[1])
+        flops[case] = matmul_peak.weight_training_flops(
+            model, lambda w, shape=shape: shape[0] * shape[1]
+        )
         x = rng.normal(size=shape).astype("float32")
         y = rng.normal(size=shape[:2] + (1,)).astype("float32")
         for _ in range(2):  # compile and warm up
             model.train_on_batch(x, y)
         runners[case] = (lambda m, a, b: lambda: m.train_on_batch(a, b))(model, x, y)
     samples = timing.interleaved(runners, steps)
-    report = {"backend": backend, "samples_ms": samples, "flops": flops,
-              "peak_gflops": matmul_peak.peak_gflops()}  # fmt: skip
+    report = {
+        "backend": backend,
+        "samples_ms": samples,
+        "flops": flops,
+        "peak_gflops": matmul_peak.peak_gflops(),
+    }
     print(json.dumps(report))
 
 
@@ -99,7 +105,11 @@ def _run_child(backend, steps):
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks.speed.backends", "--child", "--steps", str(steps)],
-        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if result.returncode != 0:
         raise RuntimeError(f"the {backend} child failed:\n{result.stderr[-2000:]}")
@@ -131,7 +141,9 @@ def measure(rounds, steps):
         row["gflop_per_step"] = flops[case] / 1e9
         for backend in BACKENDS:
             ms = row[f"{backend}_ms"]
-            share = matmul_peak.floor_columns(flops[case], ms, peak)["share_of_peak"] if ms else None
+            share = (
+                matmul_peak.floor_columns(flops[case], ms, peak)["share_of_peak"] if ms else None
+            )
             row[f"{backend}_share_of_peak"] = share
         row["peak_gflops"] = round(peak, 1)
         rows.append(row)
@@ -142,10 +154,18 @@ def parse_args(argv=None):
     from examples.harness import options
 
     parser = options.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=options.positive_int, default=2,
-                        help="child processes per backend, run alternately (default: 2)")
-    parser.add_argument("--steps", type=options.positive_int, default=15,
-                        help="timed training steps per case in each child (default: 15)")
+    parser.add_argument(
+        "--rounds",
+        type=options.positive_int,
+        default=2,
+        help="child processes per backend, run alternately (default: 2)",
+    )
+    parser.add_argument(
+        "--steps",
+        type=options.positive_int,
+        default=15,
+        help="timed training steps per case in each child (default: 15)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     add_update_docs_option(parser)
     return parser.parse_args(argv)
@@ -161,7 +181,6 @@ def main(argv=None):
     RESULTS.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(report))
     if args.update_docs:
-
         caption = (
             "Median milliseconds per training step (``train_on_batch``, ``jit_compile=True``: "
             "XLA on TensorFlow, ``jax.jit`` on JAX), 2-core CPU, "

@@ -30,14 +30,14 @@ import tensorflow as tf
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
+from benchmarks import matmul_peak  # noqa: E402
+from benchmarks.docs_tables import add_update_docs_option, update_docs  # noqa: E402
+from examples.harness import options  # noqa: E402
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention  # noqa: E402
 from tf_memlayers.models.fill_last_word import (  # noqa: E402
     build_fill_last_word_model,
     compile_fill_last_word_model,
 )
-from examples.harness import options  # noqa: E402
-from benchmarks import matmul_peak  # noqa: E402
-from benchmarks.docs_tables import add_update_docs_option, update_docs  # noqa: E402
 
 BATCH, WIDTH, UNITS = 64, 128, 64
 
@@ -97,8 +97,11 @@ def step_rows(cache_size, steps):
     """``weight -> rows it multiplies in a training step`` of the fill-last-word model: the
     encoder's and the pooling's matrices every position, the cache's its ``cache_size``
     cached states (scored by every read), the softmax layer's one state per example."""
-    per_layer = {"encoder": BATCH * steps, "attention_pooling": BATCH * steps,
-                 "cache_attention": cache_size}  # fmt: skip
+    per_layer = {
+        "encoder": BATCH * steps,
+        "attention_pooling": BATCH * steps,
+        "cache_attention": cache_size,
+    }
     return lambda weight: per_layer.get(weight.path.split("/")[0], BATCH)
 
 
@@ -152,12 +155,22 @@ def parse_args(argv=None):
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--sizes", nargs="*", type=options.positive_int,
-                        default=[100, 1000, 10000, 100000], help="cache sizes measured")
-    parser.add_argument("--repeats", type=options.positive_int, default=21,
-                        help="timed inserts per cache size")
-    parser.add_argument("--step-repeats", type=options.positive_int, default=15,
-                        help="timed training steps per model")
+    parser.add_argument(
+        "--sizes",
+        nargs="*",
+        type=options.positive_int,
+        default=[100, 1000, 10000, 100000],
+        help="cache sizes measured",
+    )
+    parser.add_argument(
+        "--repeats", type=options.positive_int, default=21, help="timed inserts per cache size"
+    )
+    parser.add_argument(
+        "--step-repeats",
+        type=options.positive_int,
+        default=15,
+        help="timed training steps per model",
+    )
     add_update_docs_option(parser)
     return parser.parse_args(argv)
 
@@ -188,7 +201,6 @@ def main(argv=None):
     )
     print(json.dumps(report))
     if args.update_docs:
-
         ratio = report.get("heap_worst_insert_ratio_100k_vs_1k")
         caption = (
             f"Median milliseconds per batch of {BATCH} states of width {WIDTH} (attention "
@@ -203,8 +215,12 @@ def main(argv=None):
             f"({100 * report['cache_read_write_step_overhead']:+.0f}%). Each write scores the "
             "cache and the candidates once and replays the heap procedure on the scores, "
             "compiled with XLA"
-            + (f"; at K=1k the exact heap write takes {report['heap_over_topk_worst_1k']:.2f}x "
-               "the top-k write (worst case)." if "heap_over_topk_worst_1k" in report else ".")
+            + (
+                f"; at K=1k the exact heap write takes {report['heap_over_topk_worst_1k']:.2f}x "
+                "the top-k write (worst case)."
+                if "heap_over_topk_worst_1k" in report
+                else "."
+            )
             + " The steps' products with the weight matrices (6 × their parameters per row "
             "they multiply: the LSTM's and the pooling's every position, the cache's every "
             "cached state, the softmax layer's one per example) and their share of this "

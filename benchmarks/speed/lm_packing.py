@@ -100,9 +100,14 @@ def build(vocabulary_size, packed, args):
     from tf_memlayers.models.language_model import build_language_model, compile_language_model
 
     model = build_language_model(
-        vocabulary_size, hidden=args.hidden, embedding_dim=args.hidden,
-        batch_size=args.batch_size, seq_len=args.seq_len, stateful=True, resets=packed,
-    )  # fmt: skip
+        vocabulary_size,
+        hidden=args.hidden,
+        embedding_dim=args.hidden,
+        batch_size=args.batch_size,
+        seq_len=args.seq_len,
+        stateful=True,
+        resets=packed,
+    )
     return compile_language_model(model, jit_compile=True)
 
 
@@ -141,32 +146,40 @@ def measure(corpus, args):
         step = statistics.median(samples[layout]) / 1000 / timed[layout].num_batches
         train = batches[layout]["train"]
         epoch_seconds = step * train.num_batches
-        rows.append({
-            "layout": layout,
-            "train_padding": batches[layout]["train"].padding_fraction,
-            "valid_padding": batches[layout]["valid"].padding_fraction,
-            "test_padding": batches[layout]["test"].padding_fraction,
-            "train_batches": train.num_batches,
-            "timed_targets": timed[layout].num_targets,
-            "step_ms": 1000 * step,
-            "step_ratio": ratios[layout],
-            "step_ms_range": [min(samples[layout]) / timed[layout].num_batches,
-                              max(samples[layout]) / timed[layout].num_batches],
-            "tokens_per_second": round(timed[layout].num_targets / step
-                                       / timed[layout].num_batches),
-            "epoch_minutes": epoch_seconds / 60,
-            "epoch_tokens_per_second": round(train.num_targets / epoch_seconds),
-            # Every weight matrix multiplies each of the batch's positions, padded or not.
-            **matmul_peak.floor_columns(
-                matmul_peak.weight_training_flops_per_token(models[layout])
-                * args.batch_size * args.seq_len,
-                1000 * step,
-                peak,
-            ),
-            "peak_gflops": round(peak, 1),
-        })  # fmt: skip
-    settings = {name: getattr(args, name) for name in
-                ("hidden", "batch_size", "seq_len", "steps", "repeats", "seed")}  # fmt: skip
+        rows.append(
+            {
+                "layout": layout,
+                "train_padding": batches[layout]["train"].padding_fraction,
+                "valid_padding": batches[layout]["valid"].padding_fraction,
+                "test_padding": batches[layout]["test"].padding_fraction,
+                "train_batches": train.num_batches,
+                "timed_targets": timed[layout].num_targets,
+                "step_ms": 1000 * step,
+                "step_ratio": ratios[layout],
+                "step_ms_range": [
+                    min(samples[layout]) / timed[layout].num_batches,
+                    max(samples[layout]) / timed[layout].num_batches,
+                ],
+                "tokens_per_second": round(
+                    timed[layout].num_targets / step / timed[layout].num_batches
+                ),
+                "epoch_minutes": epoch_seconds / 60,
+                "epoch_tokens_per_second": round(train.num_targets / epoch_seconds),
+                # Every weight matrix multiplies each of the batch's positions, padded or not.
+                **matmul_peak.floor_columns(
+                    matmul_peak.weight_training_flops_per_token(models[layout])
+                    * args.batch_size
+                    * args.seq_len,
+                    1000 * step,
+                    peak,
+                ),
+                "peak_gflops": round(peak, 1),
+            }
+        )
+    settings = {
+        name: getattr(args, name)
+        for name in ("hidden", "batch_size", "seq_len", "steps", "repeats", "seed")
+    }
     return {
         "corpus": corpus.name,
         "documents": {split: corpus.split(split).num_documents for split in SPLITS},
@@ -211,22 +224,33 @@ def parse_args(argv=None):
         description=__doc__.split("\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--data-dir", default=str(default_data_dir()),
-                        help="folder of the WikiText-2 files")
-    parser.add_argument("--generated-tokens", type=options.positive_int, metavar="N",
-                        help="measure on the generated corpus of N training tokens instead")
-    parser.add_argument("--hidden", type=options.positive_int, default=128,
-                        help="LSTM size (and embedding size)")
-    parser.add_argument("--batch-size", type=options.positive_int, default=32,
-                        help="rows per batch")
-    parser.add_argument("--seq-len", type=options.positive_int, default=20,
-                        help="truncated-BPTT length")
-    parser.add_argument("--steps", type=options.positive_int, default=20,
-                        help="training batches per timed pass")
-    parser.add_argument("--repeats", type=options.positive_int, default=7,
-                        help="timed passes per layout")
-    parser.add_argument("--seed", type=options.non_negative_int, default=0,
-                        help="random seed of the weights")
+    parser.add_argument(
+        "--data-dir", default=str(default_data_dir()), help="folder of the WikiText-2 files"
+    )
+    parser.add_argument(
+        "--generated-tokens",
+        type=options.positive_int,
+        metavar="N",
+        help="measure on the generated corpus of N training tokens instead",
+    )
+    parser.add_argument(
+        "--hidden", type=options.positive_int, default=128, help="LSTM size (and embedding size)"
+    )
+    parser.add_argument(
+        "--batch-size", type=options.positive_int, default=32, help="rows per batch"
+    )
+    parser.add_argument(
+        "--seq-len", type=options.positive_int, default=20, help="truncated-BPTT length"
+    )
+    parser.add_argument(
+        "--steps", type=options.positive_int, default=20, help="training batches per timed pass"
+    )
+    parser.add_argument(
+        "--repeats", type=options.positive_int, default=7, help="timed passes per layout"
+    )
+    parser.add_argument(
+        "--seed", type=options.non_negative_int, default=0, help="random seed of the weights"
+    )
     parser.add_argument("--output", default=str(RESULTS), help="where to write the JSON")
     add_update_docs_option(parser)
     parser.add_argument("--from-json", help="render the results table from a saved run")
@@ -240,8 +264,11 @@ def main(argv=None):
     else:
         corpus = load_corpus(args)
         if corpus is None:
-            print(f"lm_packing: no WikiText-2 folder at {args.data_dir}; nothing measured "
-                  "(give --data-dir)", file=sys.stderr)  # fmt: skip
+            print(
+                f"lm_packing: no WikiText-2 folder at {args.data_dir}; nothing measured "
+                "(give --data-dir)",
+                file=sys.stderr,
+            )
             return None
         results = measure(corpus, args)
         text = json.dumps(results, indent=1)

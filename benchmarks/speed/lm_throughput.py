@@ -1,6 +1,7 @@
 """Training throughput of each language-model kind against a bare LSTM LM; prints JSON.
 
-Builds a model of every memory kind of `examples.language_modeling.memories` (lstm, attention, key_value, key_value_predict,
+Builds a model of every memory kind of `examples.language_modeling.memories` (lstm, attention,
+key_value, key_value_predict,
 ngram; parallel form, stateful, XLA) at one size (default: the paper's 300 units, batch 64,
 20 steps, 10k-word softmax) in one process, times training steps with the kinds interleaved,
 and reports for each kind its median step, tokens per second, its ratio to the bare LSTM and
@@ -31,12 +32,12 @@ import pathlib
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
+import numpy as np
+
+from benchmarks import matmul_peak, timing
+from benchmarks.docs_tables import add_update_docs_option, update_docs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-from benchmarks import matmul_peak, timing  # noqa: E402
-from benchmarks.docs_tables import add_update_docs_option, update_docs
 
 COLUMNS = [
     ("kind", "kind"),
@@ -64,10 +65,11 @@ def widths(kinds, args):
     common = dict(embedding_dim=args.embedding_dim, window=args.window, ngram=args.ngram)
     budget = count_language_model_parameters(args.vocab, kind="lstm", hidden=args.hidden, **common)
     return {
-        kind: args.hidden if kind == "lstm"
+        kind: args.hidden
+        if kind == "lstm"
         else hidden_for_parameter_budget(args.vocab, kind, budget, **common)[0]
         for kind in kinds
-    }  # fmt: skip
+    }
 
 
 def build_models(kinds, args):
@@ -78,10 +80,17 @@ def build_models(kinds, args):
     models = {}
     for kind, hidden in kinds.items():
         model = language_model(
-            args.vocab, kind=kind, hidden=hidden, embedding_dim=args.embedding_dim,
-            window=args.window, ngram=args.ngram, dropout=args.dropout,
-            batch_size=args.batch_size, seq_len=args.seq_len, stateful=True,
-        )  # fmt: skip
+            args.vocab,
+            kind=kind,
+            hidden=hidden,
+            embedding_dim=args.embedding_dim,
+            window=args.window,
+            ngram=args.ngram,
+            dropout=args.dropout,
+            batch_size=args.batch_size,
+            seq_len=args.seq_len,
+            stateful=True,
+        )
         models[kind] = compile_language_model(model, jit_compile=True)
     return models
 
@@ -114,21 +123,33 @@ def measure(args):
     for kind, model in models.items():
         step = medians[kind]
         flops = matmul_peak.weight_training_flops_per_token(model) * tokens
-        rows.append({
-            "kind": kind,
-            "hidden": hidden[kind],
-            "parameters": model.count_params(),
-            "median_ms": 1000 * step,
-            "tokens_per_second": round(tokens / step),
-            "ratio_to_lstm": step / medians["lstm"],
-            **matmul_peak.floor_columns(flops, 1000 * step, peak),
-        })  # fmt: skip
+        rows.append(
+            {
+                "kind": kind,
+                "hidden": hidden[kind],
+                "parameters": model.count_params(),
+                "median_ms": 1000 * step,
+                "tokens_per_second": round(tokens / step),
+                "ratio_to_lstm": step / medians["lstm"],
+                **matmul_peak.floor_columns(flops, 1000 * step, peak),
+            }
+        )
     settings = {k: getattr(args, k) for k in SETTINGS}
     return {"matmul_peak_gflops": peak, "settings": settings, "rows": rows}
 
 
-SETTINGS = ("vocab", "hidden", "embedding_dim", "equal_parameters", "dropout", "window", "ngram",
-            "batch_size", "seq_len", "rounds")
+SETTINGS = (
+    "vocab",
+    "hidden",
+    "embedding_dim",
+    "equal_parameters",
+    "dropout",
+    "window",
+    "ngram",
+    "batch_size",
+    "seq_len",
+    "rounds",
+)
 
 
 def write_docs(results):
@@ -138,7 +159,9 @@ def write_docs(results):
     equal = s.get("equal_parameters", False)
     shape = (
         f"the LSTM at {s['hidden']} and every kind at the width that gives it as many "
-        "parameters (the PTB comparison's budget)" if equal else f"hidden {s['hidden']}"
+        "parameters (the PTB comparison's budget)"
+        if equal
+        else f"hidden {s['hidden']}"
     )
     update_docs(
         "lm-throughput-equal-parameters" if equal else "lm-throughput",
@@ -163,26 +186,41 @@ def parse_args(argv=None):
         description=__doc__.split("\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--vocab", type=options.int_at_least(2), default=10000,
-                        help="vocabulary size")
-    parser.add_argument("--hidden", type=options.positive_int, default=300,
-                        help="LSTM size (of the bare LSTM with --equal-parameters)")
-    parser.add_argument("--embedding-dim", type=options.positive_int,
-                        help="embedding size (default: --hidden)")
-    parser.add_argument("--equal-parameters", action="store_true",
-                        help="give each memory kind the LSTM width at which it has as many "
-                             "parameters as the bare LSTM (the equal-budget comparison)")
-    parser.add_argument("--dropout", type=options.fraction, default=0.0,
-                        help="dropout of the models, as build_language_model takes it")
-    parser.add_argument("--window", type=options.positive_int, default=5,
-                        help="attention window")
+    parser.add_argument(
+        "--vocab", type=options.int_at_least(2), default=10000, help="vocabulary size"
+    )
+    parser.add_argument(
+        "--hidden",
+        type=options.positive_int,
+        default=300,
+        help="LSTM size (of the bare LSTM with --equal-parameters)",
+    )
+    parser.add_argument(
+        "--embedding-dim", type=options.positive_int, help="embedding size (default: --hidden)"
+    )
+    parser.add_argument(
+        "--equal-parameters",
+        action="store_true",
+        help="give each memory kind the LSTM width at which it has as many "
+        "parameters as the bare LSTM (the equal-budget comparison)",
+    )
+    parser.add_argument(
+        "--dropout",
+        type=options.fraction,
+        default=0.0,
+        help="dropout of the models, as build_language_model takes it",
+    )
+    parser.add_argument("--window", type=options.positive_int, default=5, help="attention window")
     parser.add_argument("--ngram", type=options.positive_int, default=4, help="N of the N-gram RNN")
-    parser.add_argument("--batch-size", type=options.positive_int, default=64,
-                        help="rows per batch")
-    parser.add_argument("--seq-len", type=options.positive_int, default=20,
-                        help="truncated-BPTT length")
-    parser.add_argument("--rounds", type=options.positive_int, default=30,
-                        help="timed steps per kind")
+    parser.add_argument(
+        "--batch-size", type=options.positive_int, default=64, help="rows per batch"
+    )
+    parser.add_argument(
+        "--seq-len", type=options.positive_int, default=20, help="truncated-BPTT length"
+    )
+    parser.add_argument(
+        "--rounds", type=options.positive_int, default=30, help="timed steps per kind"
+    )
     parser.add_argument("--output", help="also save the JSON here")
     add_update_docs_option(parser)
     parser.add_argument("--from-json", help="render the results table from a saved run")

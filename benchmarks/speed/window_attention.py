@@ -34,11 +34,12 @@ import sys
 
 import numpy as np
 
+from benchmarks import matmul_peak, peak_memory, timing
+from benchmarks.docs_tables import add_update_docs_option
+from benchmarks.docs_tables import update_docs as write_block
+
 # The repository root (this file is benchmarks/speed/window_attention.py).
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from benchmarks import matmul_peak, peak_memory, timing  # noqa: E402
-from benchmarks.docs_tables import add_update_docs_option, update_docs as write_block  # noqa: E402
 
 
 def _keras():
@@ -115,6 +116,7 @@ def attention_part_step(window, hidden=300, steps=20, batch=64):
         A callable that runs one step (warmed up).
     """
     import tensorflow as tf
+
     from tf_memlayers import SlidingWindowAttention
 
     layer = SlidingWindowAttention(window)
@@ -170,17 +172,21 @@ def bench_lm(rounds, variants, vocab=10000, hidden=300, steps=20, batch=64):
     peak = matmul_peak.peak_gflops()
     rows = []
     for variant in [*variants, part]:
-        flops = 0 if variant == part else (
-            matmul_peak.weight_training_flops_per_token(models[variant]) * batch * steps
-        )  # fmt: skip
-        rows.append({
-            "variant": variant,
-            "median_ms": medians[variant],
-            # The ratio of the medians (not the median of per-round ratios).
-            "ratio_to_lstm": medians[variant] / medians["lstm"],
-            **matmul_peak.floor_columns(flops, medians[variant], peak),
-            "peak_gflops": round(peak, 1),
-        })  # fmt: skip
+        flops = (
+            0
+            if variant == part
+            else (matmul_peak.weight_training_flops_per_token(models[variant]) * batch * steps)
+        )
+        rows.append(
+            {
+                "variant": variant,
+                "median_ms": medians[variant],
+                # The ratio of the medians (not the median of per-round ratios).
+                "ratio_to_lstm": medians[variant] / medians["lstm"],
+                **matmul_peak.floor_columns(flops, medians[variant], peak),
+                "peak_gflops": round(peak, 1),
+            }
+        )
     return rows
 
 
@@ -268,8 +274,11 @@ def peer_child(spec):
     ``spec["impls"]`` with and without XLA, interleaved."""
     if spec["part"] == "memory":
         forward, _ = peer_layer(spec["impl"], spec["window"], spec["units"])
-        return {"xla_buffers_mib": peak_memory.xla_buffers_of_forward(
-            forward, spec["batch"], spec["T"], spec["hidden"])}
+        return {
+            "xla_buffers_mib": peak_memory.xla_buffers_of_forward(
+                forward, spec["batch"], spec["T"], spec["hidden"]
+            )
+        }
     runners = {}
     for impl in spec["impls"]:
         for jit, suffix in ((True, "xla"), (False, "no_xla")):
@@ -277,14 +286,22 @@ def peer_child(spec):
             timing.wait_for(step())  # trace and compile before timing
             runners[f"{impl}_{suffix}"] = step
     samples = timing.interleaved(runners, spec["repeats"])
-    return {"medians_ms": timing.medians(samples), "ratios_to_ours_xla": timing.median_ratio(
-        samples, "ours_xla")}
+    return {
+        "medians_ms": timing.medians(samples),
+        "ratios_to_ours_xla": timing.median_ratio(samples, "ours_xla"),
+    }
 
 
 def _peer_spec(args, T, **extra):
-    return {"T": T, "batch": args.peer_batch, "hidden": args.peer_hidden,
-            "window": args.window, "units": args.attention_units, "repeats": args.repeats,
-            **extra}
+    return {
+        "T": T,
+        "batch": args.peer_batch,
+        "hidden": args.peer_hidden,
+        "window": args.window,
+        "units": args.attention_units,
+        "repeats": args.repeats,
+        **extra,
+    }
 
 
 def available_impls():
@@ -333,13 +350,16 @@ def bench_peer(args):
         for impl in impls:
             if impl in failed:
                 row[f"{impl}_xla_buffers_mib"] = row[f"{impl}_xla_ms"] = (
-                    f"failed at T={failed[impl]}")
+                    f"failed at T={failed[impl]}"
+                )
                 continue
             result = peak_memory.run_child(
                 # Compiled, never run: the address-space limit only has to admit JAX itself.
-                __file__, _peer_spec(args, T, part="memory", impl=impl), 16,
+                __file__,
+                _peer_spec(args, T, part="memory", impl=impl),
+                16,
                 env={"KERAS_BACKEND": "jax"},
-            )  # fmt: skip
+            )
             buffers = result.get("xla_buffers_mib")
             if buffers is None:
                 row[f"{impl}_xla_buffers_mib"] = "not measured: fails on JAX"
@@ -361,9 +381,10 @@ def bench_peer(args):
                 _record_times(row, times, running)
             for impl in unmeasured:
                 times = peak_memory.run_child(
-                    __file__, _peer_spec(args, T, part="time", impls=["ours", impl]),
+                    __file__,
+                    _peer_spec(args, T, part="time", impls=["ours", impl]),
                     args.memory_limit_gib,
-                )  # fmt: skip
+                )
                 if "error" in times:
                     failed[impl] = T
                     row[f"{impl}_xla_ms"] = times["error"]
@@ -387,15 +408,23 @@ def write_lm_block(write_block, lm, rounds):
     write_block(
         "window-attention-speed",
         lm,
-        [("variant", "variant"), ("median_ms", "median step (ms)"), ("ratio_to_lstm", "× bare LSTM"),
-         ("gflop_per_step", "GFLOP/step"), ("share_of_peak", "share of matmul peak")],
+        [
+            ("variant", "variant"),
+            ("median_ms", "median step (ms)"),
+            ("ratio_to_lstm", "× bare LSTM"),
+            ("gflop_per_step", "GFLOP/step"),
+            ("share_of_peak", "share of matmul peak"),
+        ],
         "One training step of an LSTM language model (batch 64, 20 steps, hidden 300, "
         f"10k-word softmax, XLA), median of {rounds} interleaved steps. Targets (L = 10): "
         "parallel ≤ 1.10×, cell form ≤ 1.25× the bare LSTM. GFLOP/step: the products with "
         "weight matrices (6 × their parameters outside the embedding, per token); share of "
         "peak: that over the step's time, against this machine's float32 matrix-product rate "
-        + (f"measured in the same run ({lm[0]['peak_gflops']} GFLOP/s)."
-           if lm and "peak_gflops" in lm[0] else "measured in the same run.")
+        + (
+            f"measured in the same run ({lm[0]['peak_gflops']} GFLOP/s)."
+            if lm and "peak_gflops" in lm[0]
+            else "measured in the same run."
+        )
         + " The row ``eqs (2)-(4) alone``, timed with the others, is what the parallel form "
         "adds besides weight products: the scores' tanh over [64, 20, L, 300] (the attention "
         "width is the key's), the window softmax and the weighted sum, forward and backward, "
@@ -405,8 +434,14 @@ def write_lm_block(write_block, lm, rounds):
 
 
 # What the peer comparison measured with; saved with the results for --from-json.
-PEER_SETTINGS = ("window", "attention_units", "peer_batch", "peer_hidden", "memory_limit_gib",
-                 "repeats")
+PEER_SETTINGS = (
+    "window",
+    "attention_units",
+    "peer_batch",
+    "peer_hidden",
+    "memory_limit_gib",
+    "repeats",
+)
 
 
 # The figure of the peer comparison, shown under its table on the results page.
@@ -435,10 +470,12 @@ def draw_peer_figure(results, path=PEER_FIGURE):
     for index, impl in enumerate(IMPLS):
         if impl in skipped:
             continue
-        for axes, key in ((time_axes, f"{impl}_xla_ms"),
-                          (memory_axes, f"{impl}_xla_buffers_mib")):
-            points = [(row["T"], row[key]) for row in results["peer"]
-                      if isinstance(row.get(key), (int, float))]  # fmt: skip
+        for axes, key in ((time_axes, f"{impl}_xla_ms"), (memory_axes, f"{impl}_xla_buffers_mib")):
+            points = [
+                (row["T"], row[key])
+                for row in results["peer"]
+                if isinstance(row.get(key), (int, float))
+            ]
             if points:  # one colour per implementation in both panels
                 axes.plot(*zip(*points), marker="o", color=f"C{index}", label=IMPL_NAMES[impl])
     label_length_axes(time_axes, "ms per step, XLA", memory_axes)
@@ -460,20 +497,27 @@ def write_peer_block(write_block, results, args):
             "width, batch, width, memory limit); measure again to write its table."
         )
     args = argparse.Namespace(**settings)
-    columns = [("T", "T"), ("repeats", "timed steps"), ("ours_xla_ms", "ours XLA (ms)"),
-               ("ours_no_xla_ms", "ours no XLA (ms)")]
+    columns = [
+        ("T", "T"),
+        ("repeats", "timed steps"),
+        ("ours_xla_ms", "ours XLA (ms)"),
+        ("ours_no_xla_ms", "ours no XLA (ms)"),
+    ]
     for impl in IMPLS[1:]:
         if impl in results.get("peer_skipped", {}):
             continue
-        columns += [(f"{impl}_xla_ms", f"{IMPL_NAMES[impl]} XLA (ms)"),
-                    (f"{impl}_no_xla_ms", "no XLA (ms)"),
-                    (f"ours_over_{impl}", "ours / it (XLA)")]
+        columns += [
+            (f"{impl}_xla_ms", f"{IMPL_NAMES[impl]} XLA (ms)"),
+            (f"{impl}_no_xla_ms", "no XLA (ms)"),
+            (f"ours_over_{impl}", "ours / it (XLA)"),
+        ]
     columns.append(("ours_xla_buffers_mib", "ours XLA buffers (MiB)"))
     for impl in IMPLS[1:]:
         if impl not in results.get("peer_skipped", {}):
             columns.append((f"{impl}_xla_buffers_mib", f"{IMPL_NAMES[impl]} XLA buffers (MiB)"))
-    skipped = "".join(f" {IMPL_NAMES[i]} skipped: {why}." for i, why in
-                      results.get("peer_skipped", {}).items())
+    skipped = "".join(
+        f" {IMPL_NAMES[i]} skipped: {why}." for i, why in results.get("peer_skipped", {}).items()
+    )
     write_block(
         "window-attention-vs-peers",
         results["peer"],
@@ -487,7 +531,7 @@ def write_peer_block(write_block, results, args):
         "`use_causal_mask=True`, and `SeqSelfAttention(attention_width="
         f"{args.window + 1}, history_only=True)` of keras-self-attention. Times: median of "
         "the timed steps of each variant, the variants of one length interleaved in one "
-        "process, with and without XLA (`jit_compile`); \"ours / it\" is the median per-step "
+        'process, with and without XLA (`jit_compile`); "ours / it" is the median per-step '
         "ratio, XLA against XLA. XLA buffers: the temporary buffers XLA plans for one "
         "training step (forward + backward), on Keras's JAX backend, computed without running "
         "it, each implementation and length in its own process (SeqSelfAttention does not run "
@@ -508,28 +552,56 @@ def parse_args(argv=None):
         description=__doc__.split("\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--rounds", type=options.positive_int, default=40,
-                        help="timed steps per LM variant")
-    parser.add_argument("--repeats", type=options.positive_int, default=5,
-                        help="timed steps per variant and peer length")
-    parser.add_argument("--lengths", type=options.positive_int, nargs="+",
-                        default=[20, 100, 400, 1000, 2000, 4000], help="sequence lengths of "
-                        "the peer comparison")
-    parser.add_argument("--window", type=options.positive_int, default=10,
-                        help="attention window of the peer comparison")
-    parser.add_argument("--attention-units", type=options.positive_int, default=32,
-                        help="attention width of every implementation in the peer comparison")
-    parser.add_argument("--peer-batch", type=options.positive_int, default=8,
-                        help="batch size of the peer comparison")
-    parser.add_argument("--peer-hidden", type=options.positive_int, default=300,
-                        help="width of the peer comparison")
-    parser.add_argument("--memory-limit-gib", type=options.positive_float, default=12.0,
-                        help="address-space limit of each peak-memory child process")
+    parser.add_argument(
+        "--rounds", type=options.positive_int, default=40, help="timed steps per LM variant"
+    )
+    parser.add_argument(
+        "--repeats",
+        type=options.positive_int,
+        default=5,
+        help="timed steps per variant and peer length",
+    )
+    parser.add_argument(
+        "--lengths",
+        type=options.positive_int,
+        nargs="+",
+        default=[20, 100, 400, 1000, 2000, 4000],
+        help="sequence lengths of the peer comparison",
+    )
+    parser.add_argument(
+        "--window",
+        type=options.positive_int,
+        default=10,
+        help="attention window of the peer comparison",
+    )
+    parser.add_argument(
+        "--attention-units",
+        type=options.positive_int,
+        default=32,
+        help="attention width of every implementation in the peer comparison",
+    )
+    parser.add_argument(
+        "--peer-batch",
+        type=options.positive_int,
+        default=8,
+        help="batch size of the peer comparison",
+    )
+    parser.add_argument(
+        "--peer-hidden", type=options.positive_int, default=300, help="width of the peer comparison"
+    )
+    parser.add_argument(
+        "--memory-limit-gib",
+        type=options.positive_float,
+        default=12.0,
+        help="address-space limit of each peak-memory child process",
+    )
     parser.add_argument("--skip-lm", action="store_true", help="skip the LM variants")
     parser.add_argument("--skip-peer", action="store_true", help="skip the peer comparison")
     add_update_docs_option(parser)
-    parser.add_argument("--from-json", help="render the results tables from the saved JSON of "
-                        "an earlier run instead of measuring")
+    parser.add_argument(
+        "--from-json",
+        help="render the results tables from the saved JSON of an earlier run instead of measuring",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 

@@ -69,8 +69,12 @@ def variant_products(variant, rows, width, attention_units, key_dim, steps, wind
         return dense + [(rows, width, attention_units)] * 2 + [(rows, width, width)] * 2
     batch = rows // steps
     # Q, K, V and the output projection; the T × T scores and their weighted sum.
-    return dense + [(rows, width, key_dim)] * 3 + [(rows, key_dim, width)] + [
-        (batch * steps, key_dim, steps), (batch * steps, steps, key_dim)]
+    return (
+        dense
+        + [(rows, width, key_dim)] * 3
+        + [(rows, key_dim, width)]
+        + [(batch * steps, key_dim, steps), (batch * steps, steps, key_dim)]
+    )
 
 
 def _layer(variant, window, attention_units, key_dim):
@@ -98,8 +102,9 @@ def _layer(variant, window, attention_units, key_dim):
         def call(self, h):
             scores = ops.sum(
                 ops.matmul(h, self.memory_kernel) * ops.matmul(h, self.query_kernel),
-                axis=-1, keepdims=True,
-            )  # fmt: skip
+                axis=-1,
+                keepdims=True,
+            )
             return ops.tanh(
                 ops.matmul(h, self.context_kernel) + ops.matmul(h, self.predict_kernel) + scores
             )
@@ -120,8 +125,9 @@ def stand_ins(parts):
     from tf_memlayers.ops import windows
 
     def weighted_sum(weights, carried, steps):
-        return (steps * ops.sum(weights, axis=-1, keepdims=True)
-                + ops.sum(carried, axis=1, keepdims=True))  # fmt: skip
+        return steps * ops.sum(weights, axis=-1, keepdims=True) + ops.sum(
+            carried, axis=1, keepdims=True
+        )
 
     def window_alpha(layer, window_keys, query, window_valid):
         alpha = ops.sum(window_keys, axis=-1) + ops.sum(query, axis=-1, keepdims=True)
@@ -147,8 +153,7 @@ def compiled_step(variant, steps, batch, width, window, attention_units, key_dim
     """`training_step` of ``variant``, traced and compiled (with the stand-ins of a variant of
     `PARTS`); returns ``(run, weights)``."""
     with stand_ins(PARTS[variant][1] if variant in PARTS else ()):
-        run, weights = training_step(variant, steps, batch, width, window, attention_units,
-                                     key_dim)  # fmt: skip
+        run, weights = training_step(variant, steps, batch, width, window, attention_units, key_dim)
         timing.wait_for(run())  # trace and compile before timing
     return run, weights
 
@@ -183,16 +188,27 @@ def buffers_child(spec):
 
     forward, _ = _layer(spec["variant"], spec["window"], spec["attention_units"], spec["key_dim"])
     dense = keras.layers.Dense(spec["width"])
-    return {"xla_buffers_mib": peak_memory.xla_buffers_of_forward(
-        lambda h: dense(forward(h)), spec["batch"], spec["steps"], spec["width"])}
+    return {
+        "xla_buffers_mib": peak_memory.xla_buffers_of_forward(
+            lambda h: dense(forward(h)), spec["batch"], spec["steps"], spec["width"]
+        )
+    }
 
 
 def xla_buffers(variant, steps, args, key_dim):
     """`buffers_child` of one variant and length, in its own process; None if it failed."""
-    spec = {"variant": variant, "steps": steps, "batch": args.batch, "width": args.width,
-            "window": args.window, "attention_units": args.attention_units, "key_dim": key_dim}
-    result = peak_memory.run_child(__file__, spec, memory_limit_gib=16,
-                                   env={"KERAS_BACKEND": "jax"})  # fmt: skip
+    spec = {
+        "variant": variant,
+        "steps": steps,
+        "batch": args.batch,
+        "width": args.width,
+        "window": args.window,
+        "attention_units": args.attention_units,
+        "key_dim": key_dim,
+    }
+    result = peak_memory.run_child(
+        __file__, spec, memory_limit_gib=16, env={"KERAS_BACKEND": "jax"}
+    )
     return result.get("xla_buffers_mib")
 
 
@@ -205,15 +221,23 @@ def bench(args):
         runners, weights = {}, {}
         for variant in (*VARIANTS, *PARTS):
             runners[variant], weights[variant] = compiled_step(
-                variant, steps, args.batch, args.width, args.window, args.attention_units,
-                key_dim)  # fmt: skip
+                variant, steps, args.batch, args.width, args.window, args.attention_units, key_dim
+            )
         samples = timing.interleaved(runners, args.rounds)
         medians, ratios = timing.medians(samples), timing.median_ratio(samples, "ours")
         row = {"T": steps, "rounds": args.rounds, "peak_gflops": round(peak, 1)}
         for variant in VARIANTS:
-            flops = matmul_peak.training_flops(variant_products(
-                variant, args.batch * steps, args.width, args.attention_units, key_dim, steps,
-                args.window))  # fmt: skip
+            flops = matmul_peak.training_flops(
+                variant_products(
+                    variant,
+                    args.batch * steps,
+                    args.width,
+                    args.attention_units,
+                    key_dim,
+                    steps,
+                    args.window,
+                )
+            )
             row[f"{variant}_ms"] = round(medians[variant], 3)
             row[f"{variant}_weights"] = weights[variant]
             row[f"{variant}_gflop"] = round(flops / 1e9, 4)
@@ -225,27 +249,37 @@ def bench(args):
         # is the median over the rounds of the same round's times, like the ratios.
         for variant, (name, _) in PARTS.items():
             row[f"{variant}_ms"] = round(medians[variant], 3)
-            row[f"{name}_over_floor"] = round(
-                _median_over_rounds(samples, "ours", variant), 3)
+            row[f"{name}_over_floor"] = round(_median_over_rounds(samples, "ours", variant), 3)
         row["rest_over_floor"] = round(
-            _median_over_rounds(samples, "ours_without_both", "floor"), 3)
+            _median_over_rounds(samples, "ours_without_both", "floor"), 3
+        )
         if not args.skip_memory:
             for variant in VARIANTS:
                 row[f"{variant}_xla_buffers_mib"] = xla_buffers(variant, steps, args, key_dim)
             if row["ours_xla_buffers_mib"] and row["mha_xla_buffers_mib"]:
                 row["ours_over_mha_buffers"] = round(
-                    row["ours_xla_buffers_mib"] / row["mha_xla_buffers_mib"], 3)
+                    row["ours_xla_buffers_mib"] / row["mha_xla_buffers_mib"], 3
+                )
         rows.append(row)
-    return {"settings": {name: getattr(args, name) for name in SETTINGS},
-            "mha_key_dim": key_dim, "rows": rows}
+    return {
+        "settings": {name: getattr(args, name) for name in SETTINGS},
+        "mha_key_dim": key_dim,
+        "rows": rows,
+    }
 
 
 def _median_over_rounds(samples, minuend, subtrahend):
     """The median over the rounds of ``(minuend - subtrahend) / floor``, each round's times."""
-    return float(np.median([
-        (big - small) / floor
-        for big, small, floor in zip(samples[minuend], samples[subtrahend], samples["floor"])
-    ]))  # fmt: skip
+    return float(
+        np.median(
+            [
+                (big - small) / floor
+                for big, small, floor in zip(
+                    samples[minuend], samples[subtrahend], samples["floor"]
+                )
+            ]
+        )
+    )
 
 
 SETTINGS = ("batch", "width", "window", "attention_units", "lengths", "rounds", "skip_memory")
@@ -302,18 +336,35 @@ def parse_args(argv=None):
     parser = options.ArgumentParser(
         description=__doc__.split("\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
     )
-    parser.add_argument("--lengths", type=options.positive_int, nargs="+",
-                        default=[20, 100, 400, 1000, 2000], help="sequence lengths T")
-    parser.add_argument("--rounds", type=options.positive_int, default=15,
-                        help="interleaved timed steps per variant and length")
+    parser.add_argument(
+        "--lengths",
+        type=options.positive_int,
+        nargs="+",
+        default=[20, 100, 400, 1000, 2000],
+        help="sequence lengths T",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=options.positive_int,
+        default=15,
+        help="interleaved timed steps per variant and length",
+    )
     parser.add_argument("--batch", type=options.positive_int, default=8, help="batch size")
     parser.add_argument("--width", type=options.positive_int, default=300, help="input width")
-    parser.add_argument("--window", type=options.positive_int, default=10,
-                        help="attention window L")
-    parser.add_argument("--attention-units", type=options.positive_int, default=32,
-                        help="attention width of our layer")
-    parser.add_argument("--skip-memory", action="store_true",
-                        help="leave out the XLA buffer sizes (a JAX child process per cell)")
+    parser.add_argument(
+        "--window", type=options.positive_int, default=10, help="attention window L"
+    )
+    parser.add_argument(
+        "--attention-units",
+        type=options.positive_int,
+        default=32,
+        help="attention width of our layer",
+    )
+    parser.add_argument(
+        "--skip-memory",
+        action="store_true",
+        help="leave out the XLA buffer sizes (a JAX child process per cell)",
+    )
     parser.add_argument("--output", help="also write the JSON results to this file")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     add_update_docs_option(parser)

@@ -86,7 +86,7 @@ def encode_last_word(sentences, vocabulary, max_length=40):
             continue
         row = np.zeros(max_length, np.int32)
         context = [index.get(t, unknown) for t in tokens[:-1]]
-        row[max_length - len(context):] = context
+        row[max_length - len(context) :] = context
         x.append(row)
         y.append(index.get(tokens[-1], unknown))
         kept.append(position)
@@ -152,7 +152,9 @@ def _episode(rng, names, houses, copies):
     colours = {name: _COLOURS[i] for name, i in zip(picked, drawn)}
     facts = [f"{colour} {name} {_END}" for name, colour in colours.items()]
     questions = [f"{name} {colour}" for name, colour in colours.items()]
-    for thing, i in zip(rng.integers(0, len(_THINGS), copies), rng.integers(0, len(_COLOURS), copies)):
+    for thing, i in zip(
+        rng.integers(0, len(_THINGS), copies), rng.integers(0, len(_COLOURS), copies)
+    ):
         questions.append(f"{_COLOURS[i]} {_THINGS[thing]} {_COLOURS[i]}")
     facts = [facts[i] for i in rng.permutation(len(facts))]
     questions = [questions[i] for i in rng.permutation(len(questions))]

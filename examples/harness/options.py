@@ -201,49 +201,94 @@ class Option:
 
 OPTIONS = {
     # data
-    "data_dir": Option("--data-dir", "folder of the corpus files", existing_directory,
-                       metavar="DIR"),
-    "embeddings": Option("--embeddings", "pretrained word vectors: a GloVe text file "
-                         "(optionally .gz) or a JSON {word: vector} file", existing_file,
-                         metavar="FILE"),
-    "max_train": Option("--max-train", "use at most this many training examples "
-                        "(default: all)", positive_int, metavar="N"),
-    "max_length": Option("--max-length", "longest sentence, in tokens", positive_int,
-                         metavar="N"),
+    "data_dir": Option(
+        "--data-dir", "folder of the corpus files", existing_directory, metavar="DIR"
+    ),
+    "embeddings": Option(
+        "--embeddings",
+        "pretrained word vectors: a GloVe text file (optionally .gz) or a JSON {word: vector} file",
+        existing_file,
+        metavar="FILE",
+    ),
+    "max_train": Option(
+        "--max-train",
+        "use at most this many training examples (default: all)",
+        positive_int,
+        metavar="N",
+    ),
+    "max_length": Option("--max-length", "longest sentence, in tokens", positive_int, metavar="N"),
     # model
     "model": Option("--model", "the model to train", aliases=("--kind",)),
-    "units": Option("--units", "output width of the recurrent layer", positive_int,
-                    aliases=("--hidden", "--hidden-units"), metavar="N"),
-    "hidden": Option("--hidden", "width of the LSTM", positive_int,
-                     aliases=("--units", "--hidden-units"), metavar="N"),
+    "units": Option(
+        "--units",
+        "output width of the recurrent layer",
+        positive_int,
+        aliases=("--hidden", "--hidden-units"),
+        metavar="N",
+    ),
+    "hidden": Option(
+        "--hidden",
+        "width of the LSTM",
+        positive_int,
+        aliases=("--units", "--hidden-units"),
+        metavar="N",
+    ),
     "embedding_dim": Option("--embedding-dim", "word vector size", positive_int, metavar="N"),
-    "num_copies": Option("--num-copies", "redundant copies of the associative memory",
-                         positive_int, aliases=("--copies",), metavar="N"),
+    "num_copies": Option(
+        "--num-copies",
+        "redundant copies of the associative memory",
+        positive_int,
+        aliases=("--copies",),
+        metavar="N",
+    ),
     "dropout": Option("--dropout", "dropout rate", fraction, metavar="RATE"),
-    "init_scale": Option("--init-scale", "kernels start uniform in ±this", positive_float,
-                         metavar="SCALE"),
+    "init_scale": Option(
+        "--init-scale", "kernels start uniform in ±this", positive_float, metavar="SCALE"
+    ),
     # training
     "epochs": Option("--epochs", "number of epochs", positive_int, metavar="N"),
-    "batch_size": Option("--batch-size", "examples per batch (per replica)", positive_int,
-                         metavar="N"),
-    "learning_rate": Option("--learning-rate", "initial learning rate", positive_float,
-                            metavar="RATE"),
-    "clip_norm": Option("--clip-norm", "gradient-norm clipping threshold (0: none)",
-                        non_negative_float, aliases=("--clipnorm",), metavar="NORM"),
-    "seed": Option("--seed", "random seed (weights, data order, generated data)",
-                   non_negative_int, metavar="N"),
-    "strategy": Option("--strategy", "tf.distribute strategy: auto (mirrored over several "
-                       "GPUs, else the default strategy), default, mirrored, one_device or "
-                       "multi_worker (several machines, from the TF_CONFIG environment "
-                       "variable; see docs/backends.rst)", choices=STRATEGIES),
-    "jit": Option("--jit", "compile the train step with XLA",
-                  action=argparse.BooleanOptionalAction),
-    "mixed_precision": Option("--mixed-precision", "train under the mixed_float16 policy",
-                              action="store_true"),
-    "workdir": Option("--workdir", "run directory: checkpoints (the same command resumes), "
-                      "TensorBoard logs and metrics.json", directory_to_write, metavar="DIR"),
-    "verbose": Option("--verbose", "Keras progress output: 0 silent, 1 progress bar, 2 one "
-                      "line per epoch", int, choices=(0, 1, 2)),
+    "batch_size": Option(
+        "--batch-size", "examples per batch (per replica)", positive_int, metavar="N"
+    ),
+    "learning_rate": Option(
+        "--learning-rate", "initial learning rate", positive_float, metavar="RATE"
+    ),
+    "clip_norm": Option(
+        "--clip-norm",
+        "gradient-norm clipping threshold (0: none)",
+        non_negative_float,
+        aliases=("--clipnorm",),
+        metavar="NORM",
+    ),
+    "seed": Option(
+        "--seed", "random seed (weights, data order, generated data)", non_negative_int, metavar="N"
+    ),
+    "strategy": Option(
+        "--strategy",
+        "tf.distribute strategy: auto (mirrored over several "
+        "GPUs, else the default strategy), default, mirrored, one_device or "
+        "multi_worker (several machines, from the TF_CONFIG environment "
+        "variable; see docs/backends.rst)",
+        choices=STRATEGIES,
+    ),
+    "jit": Option(
+        "--jit", "compile the train step with XLA", action=argparse.BooleanOptionalAction
+    ),
+    "mixed_precision": Option(
+        "--mixed-precision", "train under the mixed_float16 policy", action="store_true"
+    ),
+    "workdir": Option(
+        "--workdir",
+        "run directory: checkpoints (the same command resumes), TensorBoard logs and metrics.json",
+        directory_to_write,
+        metavar="DIR",
+    ),
+    "verbose": Option(
+        "--verbose",
+        "Keras progress output: 0 silent, 1 progress bar, 2 one line per epoch",
+        int,
+        choices=(0, 1, 2),
+    ),
 }
 
 PRESET_NOTE = "a --config preset sets its own"
@@ -295,8 +340,13 @@ def add_option(parser, name, default=None, help=None, dest=None, preset=False, *
     action = add_argument(parser, option.flag, **kwargs)
     for alias in option.aliases:
         parser.add_argument(
-            alias, action=DeprecatedAlias, replacement=option.flag, dest=dest,
-            default=argparse.SUPPRESS, type=option.type, choices=option.choices,
+            alias,
+            action=DeprecatedAlias,
+            replacement=option.flag,
+            dest=dest,
+            default=argparse.SUPPRESS,
+            type=option.type,
+            choices=option.choices,
             help=argparse.SUPPRESS,
         )
     return action
@@ -317,9 +367,11 @@ def add_run_options(parser, seed, default_workdir, jit=False):
     add_option(parser, "jit", default=jit)
     add_option(parser, "mixed_precision", default=False)
     add_option(
-        parser, "workdir", help="run directory: checkpoints (the same command resumes), "
+        parser,
+        "workdir",
+        help="run directory: checkpoints (the same command resumes), "
         f"TensorBoard logs and metrics.json (default: {default_workdir}, one per configuration)",
-    )  # fmt: skip
+    )
     add_option(parser, "verbose", default=1)
 
 

@@ -32,9 +32,10 @@ def run_settings(args, run_options=RUN_OPTIONS, added_options=()):
     values = args if isinstance(args, dict) else vars(args)
     defaults = getattr(args, "defaults", None) or {}
     at_default = {
-        name for name in added_options
+        name
+        for name in added_options
         if name in values and name in defaults and values[name] == defaults[name]
-    }  # fmt: skip
+    }
     return plain_json(
         {k: v for k, v in sorted(values.items()) if k not in run_options and k not in at_default}
     )
@@ -171,8 +172,9 @@ def resolved_settings(args, resolved=None, run_options=RUN_OPTIONS, added_option
     return dict(settings, **plain_json(dict(resolved or {})))
 
 
-def run_workdir(args, default_root, label=None, run_options=RUN_OPTIONS, resolved=None,
-                added_options=()):  # fmt: skip
+def run_workdir(
+    args, default_root, label=None, run_options=RUN_OPTIONS, resolved=None, added_options=()
+):
     """``args.workdir`` if given, else `run_directory` under ``default_root``: named after
     ``label`` and the options changed from their defaults, with a digest of the resolved
     settings (`resolved_settings`; ``added_options`` as in `run_settings`)."""

@@ -8,6 +8,7 @@ open vocabulary: rare and unseen words become ``<unk>``.
 
 import collections
 
+from examples.harness.data.vocabulary import UNK, Vocabulary, tokenize_lines
 from examples.language_modeling.token_streams import (
     SPLITS,
     encode_corpus,
@@ -15,7 +16,6 @@ from examples.language_modeling.token_streams import (
     read_corpus_lines,
     read_split_tokens,
 )
-from examples.harness.data.vocabulary import UNK, Vocabulary, tokenize_lines
 
 CBT_FILES = {split: f"cbt_{split}.txt" for split in SPLITS}
 CBT_TITLE_PREFIX = "_BOOK_TITLE_"

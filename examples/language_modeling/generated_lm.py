@@ -8,8 +8,8 @@ its state (a plain LSTM). It is the default corpus of ``examples/ptb_memory_lm.p
 import numpy as np
 
 from examples.harness.checks import check_int
-from examples.language_modeling.token_streams import encode_corpus
 from examples.harness.data.vocabulary import EOS, Vocabulary
+from examples.language_modeling.token_streams import encode_corpus
 
 COPY_MARKER = "again"
 

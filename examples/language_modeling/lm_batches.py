@@ -114,9 +114,7 @@ class BPTTBatches:
         return dataset.prefetch(prefetch) if prefetch else dataset
 
 
-def make_bptt_batches(
-    stream, batch_size, seq_len, reset_at_documents=True, pad_id=0, pack=False
-):
+def make_bptt_batches(stream, batch_size, seq_len, reset_at_documents=True, pad_id=0, pack=False):
     """Lays a `TokenStream` out as truncated-BPTT batches (Zaremba et al. layout).
 
     The ``num_tokens - 1`` (input, target) pairs of the stream are grouped by document (the

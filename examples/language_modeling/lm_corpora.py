@@ -10,12 +10,12 @@ at document boundaries. Those names are importable from here too.
 
 import pathlib
 
+from examples.harness.data.vocabulary import EOS, UNK, Vocabulary
 from examples.language_modeling.cbt import CBT_FILES, load_cbt
 from examples.language_modeling.generated_lm import generate_copy_corpus
 from examples.language_modeling.lm_batches import BPTTBatches, make_bptt_batches
 from examples.language_modeling.ptb import PTB_FILES, load_ptb
 from examples.language_modeling.token_streams import SPLITS, LMCorpus, TokenStream
-from examples.harness.data.vocabulary import EOS, UNK, Vocabulary
 from examples.language_modeling.wikitext2 import WIKITEXT2_FILES, load_wikitext2
 
 __all__ = [

@@ -44,8 +44,9 @@ def pieces(kind, ngram=4):
     return _ATTENTION_PIECES.get(kind, 1)
 
 
-def memory_units(kind, hidden, ngram=4, sizes=None, units=None, tie_weights=False,
-                 embedding_dim=None):  # fmt: skip
+def memory_units(
+    kind, hidden, ngram=4, sizes=None, units=None, tie_weights=False, embedding_dim=None
+):
     """The output width of ``kind``'s memory: ``units`` if given; ``embedding_dim`` with tied
     weights; the attention layer's own default (the value-piece width) for the attention
     kinds; ``sizes[0]`` or ``hidden // (ngram - 1)`` for the N-gram RNN."""
@@ -119,14 +120,17 @@ def make_memory(
     )
     options = dict(sizes=sizes, use_bias=use_bias, kernel_initializer=init)
     if kind in ATTENTION_KINDS:
-        options.update(mode=kind, units=units, window=window, attention_units=attention_units,
-                       pad=pad)  # fmt: skip
+        options.update(
+            mode=kind, units=units, window=window, attention_units=attention_units, pad=pad
+        )
         if form == "cell":
             return lambda cell: SlidingWindowAttentionCell(cell, **options)
         return SlidingWindowAttention(
-            stateful=stateful, return_attention_scores=return_attention_scores,
-            name=LAYER_NAMES[kind], **options,
-        )  # fmt: skip
+            stateful=stateful,
+            return_attention_scores=return_attention_scores,
+            name=LAYER_NAMES[kind],
+            **options,
+        )
     if form == "cell":
         return lambda cell: NGramConcatCell(cell, ngram, units, **options)
     return NGramConcat(ngram, units, stateful=stateful, name=LAYER_NAMES[kind], **options)
@@ -170,15 +174,26 @@ def language_model(
     ('key_value_language_model', (2, 5, 50))
     """
     memory = make_memory(
-        kind, hidden, form=form, window=window, ngram=ngram, sizes=sizes,
-        attention_units=attention_units, units=units,
+        kind,
+        hidden,
+        form=form,
+        window=window,
+        ngram=ngram,
+        sizes=sizes,
+        attention_units=attention_units,
+        units=units,
         tie_weights=build_kwargs.get("tie_weights", False),
         embedding_dim=build_kwargs.get("embedding_dim", 300),
         stateful=build_kwargs.get("stateful", True),
-        init_scale=build_kwargs.get("init_scale", 0.1), pad=pad, use_bias=use_bias,
+        init_scale=build_kwargs.get("init_scale", 0.1),
+        pad=pad,
+        use_bias=use_bias,
         return_attention_scores=return_attention_scores,
-    )  # fmt: skip
+    )
     return build_language_model(
-        vocabulary_size, memory, hidden=hidden, name=name or f"{kind}_language_model",
+        vocabulary_size,
+        memory,
+        hidden=hidden,
+        name=name or f"{kind}_language_model",
         **build_kwargs,
-    )  # fmt: skip
+    )

@@ -7,8 +7,8 @@ memory kind of `examples.language_modeling.memories`.
 
 import numpy as np
 
-from examples.language_modeling import memories
 from examples.harness.checks import check_int
+from examples.language_modeling import memories
 
 
 def count_language_model_parameters(vocabulary_size, **build_kwargs):

@@ -2,7 +2,8 @@
 
 Each preset is a `LanguageModelPreset`: the keyword arguments of
 `examples.language_modeling.memories.language_model` (``model``: the memory ``kind`` and the
-arguments of `build_language_model`) and of training (``training``: optimizer, learning-rate schedule, batch size,
+arguments of `build_language_model`) and of training (``training``: optimizer, learning-rate
+schedule, batch size,
 truncated-BPTT length, clipping, epochs, loss reduction).
 
 * ``zaremba-small`` / ``zaremba-medium`` / ``zaremba-large``: Zaremba et al. (2014) as
@@ -44,20 +45,36 @@ class LanguageModelPreset:
     training: types.MappingProxyType
 
 
-def _zaremba(size, hidden, dropout, init_scale, full_rate_epochs, lr_decay, epochs, seq_len,
-             clip_norm):
+def _zaremba(
+    size, hidden, dropout, init_scale, full_rate_epochs, lr_decay, epochs, seq_len, clip_norm
+):
     return LanguageModelPreset(
         name=f"zaremba-{size}",
         description=f"Zaremba et al. (2014) {size} model, TensorFlow PTB tutorial settings",
-        model=types.MappingProxyType(dict(
-            kind="lstm", layers=2, hidden=hidden, embedding_dim=hidden, dropout=dropout,
-            init_scale=init_scale, forget_bias=0.0,
-        )),
-        training=types.MappingProxyType(dict(
-            optimizer="sgd", learning_rate=1.0, lr_decay=lr_decay,
-            full_rate_epochs=full_rate_epochs, epochs=epochs, batch_size=20, seq_len=seq_len,
-            clip_norm=clip_norm, loss_reduction="sum_over_time",
-        )),
+        model=types.MappingProxyType(
+            dict(
+                kind="lstm",
+                layers=2,
+                hidden=hidden,
+                embedding_dim=hidden,
+                dropout=dropout,
+                init_scale=init_scale,
+                forget_bias=0.0,
+            )
+        ),
+        training=types.MappingProxyType(
+            dict(
+                optimizer="sgd",
+                learning_rate=1.0,
+                lr_decay=lr_decay,
+                full_rate_epochs=full_rate_epochs,
+                epochs=epochs,
+                batch_size=20,
+                seq_len=seq_len,
+                clip_norm=clip_norm,
+                loss_reduction="sum_over_time",
+            )
+        ),
     )
 
 
@@ -70,15 +87,32 @@ PRESETS = {
         LanguageModelPreset(
             name="short-attention-spans",
             description="Daniluk et al. (2017) §4.1 training settings, 200-unit models",
-            model=types.MappingProxyType(dict(
-                kind="attention", layers=1, hidden=200, embedding_dim=200, window=5, ngram=4,
-                init_scale=0.1, forget_bias=1.0, dropout=0.0,
-            )),
-            training=types.MappingProxyType(dict(
-                optimizer="adam", learning_rate=1e-3, lr_decay=1.0, full_rate_epochs=None,
-                epochs=4, batch_size=64, seq_len=20, clip_norm=5.0,
-                loss_reduction="token_mean",
-            )),
+            model=types.MappingProxyType(
+                dict(
+                    kind="attention",
+                    layers=1,
+                    hidden=200,
+                    embedding_dim=200,
+                    window=5,
+                    ngram=4,
+                    init_scale=0.1,
+                    forget_bias=1.0,
+                    dropout=0.0,
+                )
+            ),
+            training=types.MappingProxyType(
+                dict(
+                    optimizer="adam",
+                    learning_rate=1e-3,
+                    lr_decay=1.0,
+                    full_rate_epochs=None,
+                    epochs=4,
+                    batch_size=64,
+                    seq_len=20,
+                    clip_norm=5.0,
+                    loss_reduction="token_mean",
+                )
+            ),
         ),
     )
 }

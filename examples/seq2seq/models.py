@@ -92,15 +92,28 @@ class AutoEncoder:
         state = list(state) if isinstance(state, (list, tuple)) else [state]
         prompt = np.full((len(source), 1), bos_id)
         tokens = generate(
-            self.step_model, prompt, max_steps, initial_state=state, end_token_id=eos_id,
-            sampler=sampler, **({} if sampler else {"temperature": 0}),
-        )  # fmt: skip
+            self.step_model,
+            prompt,
+            max_steps,
+            initial_state=state,
+            end_token_id=eos_id,
+            sampler=sampler,
+            **({} if sampler else {"temperature": 0}),
+        )
         ended = np.cumsum(tokens == eos_id, axis=1) - (tokens == eos_id) > 0
         return np.where(ended, 0, tokens)
 
 
-def build_autoencoder(kind, vocabulary_size, units=64, embedding_dim=32, num_copies=8,
-                      dual_key="released", seed=123, init_scale=0.1):  # fmt: skip
+def build_autoencoder(
+    kind,
+    vocabulary_size,
+    units=64,
+    embedding_dim=32,
+    num_copies=8,
+    dual_key="released",
+    seed=123,
+    init_scale=0.1,
+):
     """The auto-encoder ``kind`` names (see the module docstring).
 
     Args:
@@ -127,41 +140,65 @@ def build_autoencoder(kind, vocabulary_size, units=64, embedding_dim=32, num_cop
     decoder_input = keras.Input((None,), dtype="int32", name="decoder_input")
     token = keras.Input((1,), dtype="int32", name="token")
     source_embedding = keras.layers.Embedding(
-        vocabulary_size, embedding_dim, mask_zero=True, embeddings_initializer=init,
+        vocabulary_size,
+        embedding_dim,
+        mask_zero=True,
+        embeddings_initializer=init,
         name="source_embedding",
-    )  # fmt: skip
+    )
     target_embedding = keras.layers.Embedding(
-        vocabulary_size, embedding_dim, mask_zero=True, embeddings_initializer=init,
+        vocabulary_size,
+        embedding_dim,
+        mask_zero=True,
+        embeddings_initializer=init,
         name="target_embedding",
-    )  # fmt: skip
+    )
     # The logits in float32 under a mixed-precision policy too: a softmax over the vocabulary.
-    logits = keras.layers.Dense(vocabulary_size, kernel_initializer=init, dtype="float32",
-                                name="logits")  # fmt: skip
+    logits = keras.layers.Dense(
+        vocabulary_size, kernel_initializer=init, dtype="float32", name="logits"
+    )
     recurrent = dict(kernel_initializer=init, return_state=True)
     embedded_source = source_embedding(source)
     if kind == "dual_am_gru":
-        encoder = AssociativeGRU(units, num_copies=num_copies, seed=seed, name="encoder",
-                                 **recurrent)  # fmt: skip
+        encoder = AssociativeGRU(
+            units, num_copies=num_copies, seed=seed, name="encoder", **recurrent
+        )
         decoder = DualAssociativeGRU(
-            units, num_copies=num_copies, dual_key=dual_key, seed=seed, return_sequences=True,
-            name="decoder", **recurrent,
-        )  # fmt: skip
+            units,
+            num_copies=num_copies,
+            dual_key=dual_key,
+            seed=seed,
+            return_sequences=True,
+            name="decoder",
+            **recurrent,
+        )
         _, memory, last = encoder(embedded_source)
         # An empty memory, the encoder's last output, and its final memory to read.
         start = [ops.zeros_like(memory), last, memory]
     else:
-        encoder = keras.layers.GRU(units, recurrent_initializer=init, name="encoder",
-                                   return_sequences=kind == "attention", **recurrent)  # fmt: skip
+        encoder = keras.layers.GRU(
+            units,
+            recurrent_initializer=init,
+            name="encoder",
+            return_sequences=kind == "attention",
+            **recurrent,
+        )
         encoded, state = encoder(embedded_source)
         if kind == "gru":
-            decoder = keras.layers.GRU(units, recurrent_initializer=init, return_sequences=True,
-                                       name="decoder", **recurrent)  # fmt: skip
+            decoder = keras.layers.GRU(
+                units,
+                recurrent_initializer=init,
+                return_sequences=True,
+                name="decoder",
+                **recurrent,
+            )
             start = [state]
         else:
             cell = AttentionWrapper(
                 keras.layers.GRUCell(units, kernel_initializer=init, recurrent_initializer=init),
-                score="general", kernel_initializer=init,
-            )  # fmt: skip
+                score="general",
+                kernel_initializer=init,
+            )
             decoder = AttentionRNN(cell, return_sequences=True, return_state=True, name="decoder")
             # The GRU's final state, and a zero attention vector to feed the first step.
             feed = ops.repeat(ops.zeros_like(state[:, :1]), cell.feedback_size, axis=1)
@@ -176,9 +213,11 @@ def build_autoencoder(kind, vocabulary_size, units=64, embedding_dim=32, num_cop
             return outputs, new_state
         cell_state, feed, encoded, memory_mask = state
         outputs, *new_state = decoder(
-            embedded, memory=encoded, memory_mask=ops.cast(memory_mask, "bool"),
+            embedded,
+            memory=encoded,
+            memory_mask=ops.cast(memory_mask, "bool"),
             initial_state=[cell_state, feed],
-        )  # fmt: skip
+        )
         return outputs, [*new_state, encoded, memory_mask]
 
     outputs, _ = run_decoder(target_embedding(decoder_input), start)
@@ -193,8 +232,9 @@ def build_autoencoder(kind, vocabulary_size, units=64, embedding_dim=32, num_cop
     step_outputs, new_state = run_decoder(target_embedding(token), state_inputs)
     # What passes through unchanged (the memory the decoder reads) goes out as a copy: a
     # model's outputs are layer outputs.
-    new_state = [keras.layers.Identity()(s) if s is i else s
-                 for s, i in zip(new_state, state_inputs)]  # fmt: skip
+    new_state = [
+        keras.layers.Identity()(s) if s is i else s for s, i in zip(new_state, state_inputs)
+    ]
     step_model = keras.Model(
         [token, *state_inputs], [logits(step_outputs), *new_state], name=f"decoder_step_{kind}"
     )

@@ -73,8 +73,9 @@ def probe_statistics(autoencoder, sentences):
         if "key_similarity" in values and len(source) > 1:
             values["key_similarity"].append(key_similarity(probe["keys"]))
     # `None` where no sentence gave a value (key similarity needs two words).
-    return {name: round(float(np.mean(found)), 4) if found else None
-            for name, found in values.items()}  # fmt: skip
+    return {
+        name: round(float(np.mean(found)), 4) if found else None for name, found in values.items()
+    }
 
 
 # The TensorBoard run (a subdirectory of the log directory) and tag prefix of each kind of
@@ -106,6 +107,7 @@ class MemoryProbe(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         import tensorflow as tf
+
         from tf_memlayers.callbacks.heatmap import write_heatmap
 
         kind = self.autoencoder.kind
@@ -123,12 +125,17 @@ class MemoryProbe(keras.callbacks.Callback):
         with self._writer.as_default():
             dual = kind == "dual_am_gru"
             write_heatmap(
-                f"{run}/retrieval" if dual else f"{run}/alignment", matrix, step=epoch,
-                row_labels=inputs, col_labels=words,
+                f"{run}/retrieval" if dual else f"{run}/alignment",
+                matrix,
+                step=epoch,
+                row_labels=inputs,
+                col_labels=words,
                 title="cosine(encoder write, decoder read)" if dual else "attention weights",
-                xlabel="source (written)" if dual else "source", ylabel="decoder input",
-                vmin=-1.0 if dual else 0.0, vmax=1.0,
-            )  # fmt: skip
+                xlabel="source (written)" if dual else "source",
+                ylabel="decoder input",
+                vmin=-1.0 if dual else 0.0,
+                vmax=1.0,
+            )
             for name, value in statistics.items():
                 if value is not None:
                     tf.summary.scalar(f"{run}/{name}", value, step=epoch)

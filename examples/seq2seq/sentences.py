@@ -27,12 +27,54 @@ GENERATED_SIZES = {"small": (600, 100, 100), "medium": (4000, 500, 500)}
 GENERATED_LENGTHS = (5, 14)  # the shortest and longest generated sentence, in words
 
 _DETERMINERS = ("the", "a", "every", "some", "one", "that")
-_ADJECTIVES = ("old", "young", "red", "small", "tall", "quiet", "happy", "green", "dark",
-               "bright", "tired", "clever")  # fmt: skip
-_NOUNS = ("man", "woman", "dog", "cat", "child", "farmer", "teacher", "bird", "horse",
-          "doctor", "sailor", "painter", "boat", "house", "tree", "river", "car", "apple")
-_VERBS = ("sees", "follows", "paints", "finds", "carries", "watches", "likes", "meets",
-          "pushes", "feeds", "draws", "visits")  # fmt: skip
+_ADJECTIVES = (
+    "old",
+    "young",
+    "red",
+    "small",
+    "tall",
+    "quiet",
+    "happy",
+    "green",
+    "dark",
+    "bright",
+    "tired",
+    "clever",
+)
+_NOUNS = (
+    "man",
+    "woman",
+    "dog",
+    "cat",
+    "child",
+    "farmer",
+    "teacher",
+    "bird",
+    "horse",
+    "doctor",
+    "sailor",
+    "painter",
+    "boat",
+    "house",
+    "tree",
+    "river",
+    "car",
+    "apple",
+)
+_VERBS = (
+    "sees",
+    "follows",
+    "paints",
+    "finds",
+    "carries",
+    "watches",
+    "likes",
+    "meets",
+    "pushes",
+    "feeds",
+    "draws",
+    "visits",
+)
 _PREPOSITIONS = ("near", "behind", "under", "beside", "inside", "above")
 _TIMES = ("today", "at night", "in the morning", "every day", "again", "slowly")
 
@@ -99,10 +141,13 @@ def find_sentence_files(directory):
     found = {}
     for split in SPLITS:
         matches = [
-            name for name in names
-            if any(name == f"{split}.txt{gz}" or name.endswith(f".{split}.txt{gz}")
-                   for gz in ("", ".gz"))
-        ]  # fmt: skip
+            name
+            for name in names
+            if any(
+                name == f"{split}.txt{gz}" or name.endswith(f".{split}.txt{gz}")
+                for gz in ("", ".gz")
+            )
+        ]
         # The shortest name wins: ptb.train.txt over ptb.char.train.txt in Penn Treebank's
         # folder.
         shortest = [name for name in matches if len(name) == min(map(len, matches), default=0)]
@@ -166,8 +211,9 @@ def encode(sentences, vocabulary, max_length):
     return source, decoder_input, target
 
 
-def make_dataset(sentences, vocabulary, max_length, batch_size, shuffle=False, seed=0,
-                 repeat=False):  # fmt: skip
+def make_dataset(
+    sentences, vocabulary, max_length, batch_size, shuffle=False, seed=0, repeat=False
+):
     """A `tf.data.Dataset` of ``((source, decoder_input), target)`` batches (`encode`), each
     cut to its longest sentence, shuffled each pass with ``shuffle``, endless with
     ``repeat``. The padding (id 0) is masked by the models' embeddings, and the loss and

@@ -80,33 +80,59 @@ def make_encoder(
                 f"`top_units` sizes layer 2, which the word_by_word model does not have (its "
                 f"attention gives the pair's representation); got top_units={top_units!r}."
             )
-        return ConditionalEncoder([ConditionalAttentionEncoder(
-            keras.layers.LSTM(
-                units, kernel_initializer=init, recurrent_initializer=init,
-                return_sequences=True, return_state=True, name="premise_lstm",
-            ),
-            AttentionRNN(
-                WordByWordAttention(keras.layers.LSTMCell(
-                    units, kernel_initializer=init, recurrent_initializer=init,
-                ), kernel_initializer=init),
-                name="hypothesis_lstm_attention",
-            ),
-        )])  # fmt: skip
+        return ConditionalEncoder(
+            [
+                ConditionalAttentionEncoder(
+                    keras.layers.LSTM(
+                        units,
+                        kernel_initializer=init,
+                        recurrent_initializer=init,
+                        return_sequences=True,
+                        return_state=True,
+                        name="premise_lstm",
+                    ),
+                    AttentionRNN(
+                        WordByWordAttention(
+                            keras.layers.LSTMCell(
+                                units,
+                                kernel_initializer=init,
+                                recurrent_initializer=init,
+                            ),
+                            kernel_initializer=init,
+                        ),
+                        name="hypothesis_lstm_attention",
+                    ),
+                )
+            ]
+        )
     if kind == "gru":
         first = keras.layers.GRU(
-            units, kernel_initializer=init, recurrent_initializer=init,
-            return_sequences=True, return_state=True,
-        )  # fmt: skip
+            units,
+            kernel_initializer=init,
+            recurrent_initializer=init,
+            return_sequences=True,
+            return_state=True,
+        )
     elif kind == "am_gru":
         first = AssociativeGRU(
-            units, num_copies=num_copies, seed=seed, kernel_initializer=init,
-            fused_loop=fused_loop, return_sequences=True, return_state=True,
-        )  # fmt: skip
+            units,
+            num_copies=num_copies,
+            seed=seed,
+            kernel_initializer=init,
+            fused_loop=fused_loop,
+            return_sequences=True,
+            return_state=True,
+        )
     else:
         first = DualAssociativeEncoder(
-            units, num_copies=num_copies, dual_key=dual_key, seed=seed,
-            kernel_initializer=init, fused_loop=fused_loop, return_sequences=True,
-        )  # fmt: skip
+            units,
+            num_copies=num_copies,
+            dual_key=dual_key,
+            seed=seed,
+            kernel_initializer=init,
+            fused_loop=fused_loop,
+            return_sequences=True,
+        )
     top = keras.layers.GRU(
         units if top_units is None else top_units,
         kernel_initializer=init,

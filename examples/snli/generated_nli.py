@@ -17,7 +17,9 @@ _ENTITIES = (
     "man woman boy girl child baby chef doctor farmer player"
 ).split()
 _COLOURS = "red blue green yellow black white brown pink orange purple grey gold".split()
-_PLACES = "in the park|on the beach|near the river|in the street|at the market|in the garden".split("|")
+_PLACES = "in the park|on the beach|near the river|in the street|at the market|in the garden".split(
+    "|"
+)
 _VERBS = "are playing|are sitting|are resting|are waiting|stand together|are running".split("|")
 
 
@@ -98,7 +100,11 @@ def generate_recall_corpus(num_examples, seed=0, min_facts=1, max_facts=3):
     return examples_from_rows(rows)
 
 
-GENERATED_SIZES = {"small": (900, 300, 300), "medium": (3000, 600, 600), "full": (30000, 3000, 3000)}
+GENERATED_SIZES = {
+    "small": (900, 300, 300),
+    "medium": (3000, 600, 600),
+    "full": (30000, 3000, 3000),
+}
 
 
 def generated_splits(train_size="medium", seed=0):

@@ -12,8 +12,8 @@ import numpy as np
 import tensorflow as tf
 
 from examples.harness.checks import check_choice, check_int
-from examples.snli.nli_examples import label_id
 from examples.harness.data.vocabulary import UNK, build_token_list
+from examples.snli.nli_examples import label_id
 
 
 def build_vocabulary(examples, min_count=1):

@@ -29,7 +29,6 @@ from examples.snli.generated_nli import generated_splits
 from examples.snli.nli_examples import SPLITS, make_example
 from examples.snli.snli_tfds import examples_from_tfds, read_tfds  # noqa: F401 (public here)
 
-
 # -- official SNLI 1.0 release --------------------------------------------------------------
 
 _OFFICIAL_FIELDS = ("sentence1", "sentence2", "gold_label")
@@ -45,8 +44,7 @@ def _official_rows(lines, suffix, name):
                 record = json.loads(line)
             except json.JSONDecodeError as error:
                 raise ValueError(
-                    f"{name}, line {number}: not valid JSON: {error.msg} (column "
-                    f"{error.colno})."
+                    f"{name}, line {number}: not valid JSON: {error.msg} (column {error.colno})."
                 ) from error
             if not isinstance(record, dict):
                 raise ValueError(
@@ -79,7 +77,8 @@ def _official_rows(lines, suffix, name):
 
 
 def _file_examples(numbered_rows, name):
-    """The `NLIExample` objects of ``(line number, (premise, hypothesis, label))`` rows of file ``name``.
+    """The `NLIExample` objects of ``(line number, (premise, hypothesis, label))`` rows of file
+    ``name``.
 
     Raises:
         ValueError: a row has a sentence that is not text or an unknown label, or the file
@@ -293,7 +292,11 @@ SOURCES = ("auto", "files", "tfds", "generated")
 
 
 def load_nli_splits(
-    source="auto", data_dir=None, tfds_data_dir=None, train_size="medium", seed=0,
+    source="auto",
+    data_dir=None,
+    tfds_data_dir=None,
+    train_size="medium",
+    seed=0,
     download=False,
 ):
     """Loads train/dev/test examples from the first available source (see module docstring).
@@ -328,7 +331,8 @@ def load_nli_splits(
     if check_bool("download", download) and (source == "generated" or data_dir is not None):
         raise ValueError(
             f"`download=True` fetches SNLI through tensorflow-datasets; it cannot be combined "
-            f"with source={source!r}" + (f" and data_dir={str(data_dir)!r}" if data_dir else "")
+            f"with source={source!r}"
+            + (f" and data_dir={str(data_dir)!r}" if data_dir else "")
             + ". Use source 'auto' or 'tfds' without data_dir."
         )
     if source in ("auto", "files") and data_dir is not None:

@@ -23,8 +23,11 @@ def examples_from_tfds(dataset):
     rows = []
     for record in dataset.as_numpy_iterator():
         rows.append(
-            (record["premise"].decode("utf-8"), record["hypothesis"].decode("utf-8"),
-             int(record["label"]))
+            (
+                record["premise"].decode("utf-8"),
+                record["hypothesis"].decode("utf-8"),
+                int(record["label"]),
+            )
         )
     return examples_from_rows(rows)
 
@@ -54,13 +57,11 @@ def read_tfds(split, data_dir=None, download=False):
     except ImportError as error:
         raise ImportError(
             "Reading SNLI through tensorflow-datasets needs the `datasets` extra: "
-            "pip install \"tf-memlayers[datasets]\" (from a checkout: pip install \".[datasets]\")."
+            'pip install "tf-memlayers[datasets]" (from a checkout: pip install ".[datasets]").'
         ) from error
 
     try:
-        dataset = tfds.load(
-            "snli", split=_TFDS_SPLITS[split], download=download, data_dir=data_dir
-        )
+        dataset = tfds.load("snli", split=_TFDS_SPLITS[split], download=download, data_dir=data_dir)
     except Exception as error:  # tfds raises AssertionError/DatasetNotFoundError when unprepared
         if download:
             raise OSError(

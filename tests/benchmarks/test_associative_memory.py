@@ -12,8 +12,10 @@ def test_speed_rows_report_each_layers_weight_products_and_share_of_the_peak(mon
     benchmark = load_script("benchmarks/speed", "associative_memory")
     monkeypatch.setattr(benchmark.matmul_peak, "peak_gflops", lambda: 40.0)
     batch, steps, units = 2, 3, 4
-    rows = {row["layer"]: row for row in benchmark.speed_vs_gru(
-        batch=batch, steps=steps, units=units, copies=2, rounds=1)}  # fmt: skip
+    rows = {
+        row["layer"]: row
+        for row in benchmark.speed_vs_gru(batch=batch, steps=steps, units=units, copies=2, rounds=1)
+    }
     assert rows["GRU"]["ratio_to_gru"] == 1.0
     # keras.layers.GRU: kernel [d, 3n] and recurrent kernel [n, 3n] (the bias is not a matrix).
     gru = 6 * (units * 3 * units + units * 3 * units) * batch * steps
@@ -25,15 +27,15 @@ def test_speed_rows_report_each_layers_weight_products_and_share_of_the_peak(mon
             assert row["gflop_per_step"] == pytest.approx(am / 1e9), name
         per_step = row["ms_per_time_step"] * steps
         assert row["share_of_peak"] == pytest.approx(
-            row["gflop_per_step"] * 1e9 / (per_step * 1e6) / 40.0)
+            row["gflop_per_step"] * 1e9 / (per_step * 1e6) / 40.0
+        )
 
 
 def test_dual_and_word_by_word_rows_count_the_premise_products_per_step(monkeypatch):
     benchmark = load_script("benchmarks/speed", "associative_memory")
     monkeypatch.setattr(benchmark.peak_memory, "run_child", lambda *a, **k: {"peak_mib": 1.0})
     batch, steps, units, copies, length = 2, 3, 4, 2, 5
-    (row,) = benchmark.dual_vs_attention(batch, steps, units, copies, [length], rounds=1,
-                                         peak=40.0)  # fmt: skip
+    (row,) = benchmark.dual_vs_attention(batch, steps, units, copies, [length], rounds=1, peak=40.0)
     # The dual cell: the AM-GRU's W_x [d, 4n], R [n, 4n], G_h [n, 2n], C_h [n, n] and its own
     # [n, 2n] and [n, n], once per hypothesis step.
     dual = 6 * units * (4 * units + 4 * units + 2 * units + units + 2 * units + units)
@@ -47,7 +49,8 @@ def test_dual_and_word_by_word_rows_count_the_premise_products_per_step(monkeypa
     for model in ("dual", "attention"):
         step_ms = row[f"{model}_ms_per_step"] * steps
         assert row[f"{model}_share_of_peak"] == pytest.approx(
-            row[f"{model}_gflop_per_step"] * 1e9 / (step_ms * 1e6) / 40.0)
+            row[f"{model}_gflop_per_step"] * 1e9 / (step_ms * 1e6) / 40.0
+        )
 
 
 def test_snli_rows_count_both_sentences_in_the_encoder_and_one_pair_in_the_classifier():

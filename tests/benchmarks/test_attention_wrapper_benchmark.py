@@ -32,7 +32,11 @@ def test_a_run_times_every_variant_against_the_bare_cell(capsys):
 def test_a_bad_option_is_one_line_and_status_2():
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.speed.attention_wrapper", "--lengths", "0"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, env=dict(os.environ),
-    )  # fmt: skip
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "--lengths" in done.stderr

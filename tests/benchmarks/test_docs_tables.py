@@ -15,8 +15,11 @@ def _columns(count):
 
 
 def test_a_wide_table_is_split_evenly_repeating_the_columns_that_tell_rows_apart(docs_tables):
-    rows = [{"c0": dtype, "c1": length, **{f"c{i}": f"{dtype}{length}.{i}" for i in range(2, 12)}}
-            for dtype in ("float32", "bfloat16") for length in (20, 100)]  # fmt: skip
+    rows = [
+        {"c0": dtype, "c1": length, **{f"c{i}": f"{dtype}{length}.{i}" for i in range(2, 12)}}
+        for dtype in ("float32", "bfloat16")
+        for length in (20, 100)
+    ]
     text = docs_tables.rst_table(rows, _columns(12))
     tables = [docs_tables.parse_grid(t) for t in text.split("\n\n")]
     # dtype alone repeats; dtype and length tell the rows apart: both lead every part, and
@@ -27,8 +30,12 @@ def test_a_wide_table_is_split_evenly_repeating_the_columns_that_tell_rows_apart
     assert max(widths) <= limit and max(widths) - min(widths) <= 1
     for table in tables:
         assert table[0][:2] == ["column 0", "column 1"]
-        assert [row[:2] for row in table[1:]] == [["float32", "20"], ["float32", "100"],
-                                                  ["bfloat16", "20"], ["bfloat16", "100"]]
+        assert [row[:2] for row in table[1:]] == [
+            ["float32", "20"],
+            ["float32", "100"],
+            ["bfloat16", "20"],
+            ["bfloat16", "100"],
+        ]
     headers = [h for t in tables for h in t[0][2:]]
     assert headers == [f"column {i}" for i in range(2, 12)]  # every column once, in order
     # Each cell stays in its row: the last part's last row is bfloat16, 100's.
@@ -57,8 +64,10 @@ def test_parse_grid_reads_cells_holding_a_bar(docs_tables):
 
 def test_reflow_splits_the_wide_tables_of_generated_blocks_only(docs_tables):
     wide = docs_tables._grid([[f"h{i}" for i in range(9)], [str(i) for i in range(9)]])
-    page = (f"Intro.\n\n{wide}\n\n.. BEGIN GENERATED: x\n\nCaption.\n\n{wide}\n\nAfter.\n\n"
-            ".. END GENERATED: x\n")  # fmt: skip
+    page = (
+        f"Intro.\n\n{wide}\n\n.. BEGIN GENERATED: x\n\nCaption.\n\n{wide}\n\nAfter.\n\n"
+        ".. END GENERATED: x\n"
+    )
     reflowed = docs_tables.reflow(page)
     before, block = reflowed.split(".. BEGIN GENERATED: x")
     assert wide in before  # outside a generated block: left as written

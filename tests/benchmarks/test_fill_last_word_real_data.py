@@ -36,13 +36,28 @@ def test_held_out_split_is_fixed_and_disjoint():
 def test_table_gives_mean_and_std_over_seeds_in_variant_order():
     benchmark = _benchmark()
     runs = [
-        {"model": "attention pooling", "seed": 0, "dev_accuracy": 5.0, "best_epoch": 3,
-         "train_seconds": 60.0},
-        {"model": "no attention", "seed": 0, "dev_accuracy": 4.0, "best_epoch": 2,
-         "train_seconds": 120.0},
-        {"model": "no attention", "seed": 1, "dev_accuracy": 6.0, "best_epoch": 4,
-         "train_seconds": 240.0},
-    ]  # fmt: skip
+        {
+            "model": "attention pooling",
+            "seed": 0,
+            "dev_accuracy": 5.0,
+            "best_epoch": 3,
+            "train_seconds": 60.0,
+        },
+        {
+            "model": "no attention",
+            "seed": 0,
+            "dev_accuracy": 4.0,
+            "best_epoch": 2,
+            "train_seconds": 120.0,
+        },
+        {
+            "model": "no attention",
+            "seed": 1,
+            "dev_accuracy": 6.0,
+            "best_epoch": 4,
+            "train_seconds": 240.0,
+        },
+    ]
     rows = benchmark.table_rows(runs)
     assert [row["model"] for row in rows] == ["no attention", "attention pooling"]
     assert rows[0]["dev_accuracy"] == "5.00 ± 1.00" and rows[0]["seeds"] == 2
@@ -51,22 +66,37 @@ def test_table_gives_mean_and_std_over_seeds_in_variant_order():
     assert rows[1]["dev_accuracy"] == "5.00"  # one seed: no spread to show
 
 
-def test_every_seed_stops_at_its_patience_and_a_rerun_skips_finished_runs(
-    tmp_path, monkeypatch
-):
+def test_every_seed_stops_at_its_patience_and_a_rerun_skips_finished_runs(tmp_path, monkeypatch):
     benchmark = _benchmark()
     _tiny_pwkp(tmp_path / "data")
     argv = [
-        "--data-dir", str(tmp_path / "data"), "--results", str(tmp_path / "results.json"),
-        "--max-epochs", "4", "--patience", "1", "--held-out", "0.2", "--batch-size", "16",
-        "--seeds", "0", "1", "--variants", "0", "2",
-    ]  # fmt: skip
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--results",
+        str(tmp_path / "results.json"),
+        "--max-epochs",
+        "4",
+        "--patience",
+        "1",
+        "--held-out",
+        "0.2",
+        "--batch-size",
+        "16",
+        "--seeds",
+        "0",
+        "1",
+        "--variants",
+        "0",
+        "2",
+    ]
     report = benchmark.main(argv)
     runs = report["runs"]
     assert [(run["model"], run["seed"]) for run in runs] == [
-        ("no attention", 0), ("attention + cache 1,000", 0),
-        ("no attention", 1), ("attention + cache 1,000", 1),
-    ]  # fmt: skip
+        ("no attention", 0),
+        ("attention + cache 1,000", 0),
+        ("no attention", 1),
+        ("attention + cache 1,000", 1),
+    ]
     assert report["data"]["held_out_sentences"] == 12
     for run in runs:
         held = run["held_out_accuracy"]

@@ -10,10 +10,9 @@ import sys
 
 import pytest
 
-from tests.support import BACKEND, REPO_ROOT
-
 from benchmarks.gpu import collected_ids, layer_tests, results, speed
 from benchmarks.speed.window_attention_floor import PARTS
+from tests.support import BACKEND, REPO_ROOT
 
 RUN_SH = REPO_ROOT / "benchmarks" / "gpu" / "run.sh"
 
@@ -33,27 +32,42 @@ def _builds_the_package():
         return False
 
 
-@pytest.mark.skipif(not (_has("jax") and _has("xdist")),
-                    reason="the rehearsal runs Keras on JAX and pytest-xdist")  # fmt: skip
+@pytest.mark.skipif(
+    not (_has("jax") and _has("xdist")), reason="the rehearsal runs Keras on JAX and pytest-xdist"
+)
 # The GPU run and its rehearsal run Keras on JAX without TensorFlow, as the JAX pass does; run
 # there only, the four minutes it takes are spent once.
-@pytest.mark.skipif(BACKEND == "tensorflow",
-                    reason="the GPU run is on Keras's JAX backend: its rehearsal runs in the "
-                    "pass with KERAS_BACKEND=jax")  # fmt: skip
-@pytest.mark.skipif(not _builds_the_package(),
-                    reason="the rehearsal builds the package: needs setuptools>=77 (the test "
-                    "extra)")  # fmt: skip
+@pytest.mark.skipif(
+    BACKEND == "tensorflow",
+    reason="the GPU run is on Keras's JAX backend: its rehearsal runs in the "
+    "pass with KERAS_BACKEND=jax",
+)
+@pytest.mark.skipif(
+    not _builds_the_package(),
+    reason="the rehearsal builds the package: needs setuptools>=77 (the test extra)",
+)
 def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     """``run.sh --rehearse``: the same steps as on the GPU (install, device, layer tests,
     speed tables) on this machine's CPU, at tiny sizes and one length."""
     out = tmp_path / "out"
     # No wheels: those of .whl/ are for the GPU machine's Python; this one has Keras.
     (tmp_path / "no-wheels").mkdir()
-    env = {**os.environ, "OUT": str(out), "PYTHON": sys.executable,
-           "GPU_RUN_WHEELS": str(tmp_path / "no-wheels"), "GPU_RUN_SPEED_ARGS": "--lengths 20"}  # fmt: skip
+    env = {
+        **os.environ,
+        "OUT": str(out),
+        "PYTHON": sys.executable,
+        "GPU_RUN_WHEELS": str(tmp_path / "no-wheels"),
+        "GPU_RUN_SPEED_ARGS": "--lengths 20",
+    }
     env.pop("XLA_FLAGS", None)
-    done = subprocess.run(["bash", str(RUN_SH), "--rehearse"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    done = subprocess.run(
+        ["bash", str(RUN_SH), "--rehearse"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "done, status 0" in (out / "run.log").read_text(encoding="utf-8")
     device = json.loads((out / "device.json").read_text(encoding="utf-8"))
@@ -61,14 +75,17 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     tests = json.loads((out / "layer_tests.json").read_text(encoding="utf-8"))
     # One test of each selected file ran, and none failed.
     assert tests["failed"] == tests["errors"] == 0 and tests["not_run"] == []
-    assert tests["passed"] + tests["skipped"] == len(tests["files"]) == len(
-        layer_tests.selected_files()
+    assert (
+        tests["passed"] + tests["skipped"]
+        == len(tests["files"])
+        == len(layer_tests.selected_files())
     )
     assert {f"tests/{name[:-3]}" for name in tests["files"]} == set(tests["per_file"])
     assert (out / "layer_tests.xml").is_file()
     # The tests compile without autotuning, their matrix products in cuBLAS (on a GPU).
     assert {"--xla_gpu_autotune_level=0", "--xla_gpu_enable_triton_gemm=false"} <= set(
-        tests["xla_flags"].split())
+        tests["xla_flags"].split()
+    )
     measured = json.loads((out / "speed.json").read_text(encoding="utf-8"))
     assert measured["errors"] == {} and set(measured["tables"]) == set(speed.TABLES)
     assert all(peak > 0 for peak in measured["peak_gflops"].values())
@@ -86,7 +103,8 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
         assert isinstance(row["rest_over_floor"], float)
     assert {row["dtype"] for row in measured["tables"]["language_model"]} == set(speed.DTYPES)
     assert [row["layer"] for row in measured["tables"]["associative_memory"]].count(
-        speed.FLOOR_LAYER) == len(speed.DTYPES)
+        speed.FLOOR_LAYER
+    ) == len(speed.DTYPES)
     # Step 5: the long lengths, in their own process with XLA's constant folding off, without
     # the parts (beyond parts_max_length).
     long = json.loads((out / "speed_long.json").read_text(encoding="utf-8"))
@@ -96,30 +114,45 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     assert long["peak_gflops"] == measured["peak_gflops"]
     assert long["peak_gflops_float32_highest"] == measured["peak_gflops_float32_highest"]
     assert [(row["dtype"], row["T"]) for row in long["tables"]["window_attention"]] == [
-        (dtype, 40) for dtype in speed.DTYPES]
+        (dtype, 40) for dtype in speed.DTYPES
+    ]
     for row in long["tables"]["window_attention"]:
         assert row["ours_ms"] > 0 and row["mha_ms"] > 0 and "attention_over_floor" not in row
 
 
 def test_a_bad_option_is_one_line_and_status_2(tmp_path):
-    done = subprocess.run(["bash", str(RUN_SH), "--fast"], cwd=tmp_path, capture_output=True,
-                          text=True, env={**os.environ, "OUT": str(tmp_path)}, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        ["bash", str(RUN_SH), "--fast"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OUT": str(tmp_path)},
+        timeout=60,
+    )
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "--fast" in done.stderr
 
 
-@pytest.mark.parametrize("script, argv, named", [
-    ("speed", ["--out", "x.json", "--budget-s", "-3"], "--budget-s"),
-    ("speed", ["--out", "x.json", "--lengths", "20", "ten"], "--lengths"),
-    ("speed", ["--out", "x.json", "--tables", "everything"], "--tables"),
-    ("layer_tests", ["--out", ".", "--workers", "0"], "--workers"),
-    ("device", ["--out", "x.json", "--require-gpu", "maybe"], "--require-gpu"),
-    ("results", ["--bogus"], "--bogus"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "script, argv, named",
+    [
+        ("speed", ["--out", "x.json", "--budget-s", "-3"], "--budget-s"),
+        ("speed", ["--out", "x.json", "--lengths", "20", "ten"], "--lengths"),
+        ("speed", ["--out", "x.json", "--tables", "everything"], "--tables"),
+        ("layer_tests", ["--out", ".", "--workers", "0"], "--workers"),
+        ("device", ["--out", "x.json", "--require-gpu", "maybe"], "--require-gpu"),
+        ("results", ["--bogus"], "--bogus"),
+    ],
+)
 def test_the_scripts_refuse_bad_options_in_one_line(script, argv, named, tmp_path):
-    done = subprocess.run([sys.executable, "-m", f"benchmarks.gpu.{script}", *argv],
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "KERAS_BACKEND": "jax"})  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", f"benchmarks.gpu.{script}", *argv],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "KERAS_BACKEND": "jax"},
+    )
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and named in done.stderr, done.stderr
     assert not (tmp_path / "x.json").exists()
@@ -142,13 +175,20 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 def test_the_summary_counts_each_outcome_and_names_what_did_not_run(tmp_path):
     junit = tmp_path / "junit.xml"
     junit.write_text(JUNIT, encoding="utf-8")
-    collected = ["tests/layers/test_a.py::test_one", "tests/layers/test_a.py::TestGroup::test_two[x]",
-                 "tests/layers/window/test_b.py::test_three",
-                 "tests/layers/window/test_b.py::test_four",
-                 "tests/layers/window/test_b.py::test_five"]  # fmt: skip
+    collected = [
+        "tests/layers/test_a.py::test_one",
+        "tests/layers/test_a.py::TestGroup::test_two[x]",
+        "tests/layers/window/test_b.py::test_three",
+        "tests/layers/window/test_b.py::test_four",
+        "tests/layers/window/test_b.py::test_five",
+    ]
     summary = layer_tests.summarise(junit, collected)
     assert (summary["passed"], summary["failed"], summary["errors"], summary["skipped"]) == (
-        1, 1, 1, 1)
+        1,
+        1,
+        1,
+        1,
+    )
     # The placeholder of a test interrupted at the time limit counts as nothing.
     assert summary["not_run"] == ["tests/layers/window/test_b.py::test_five"]
     assert summary["failures"] == [
@@ -182,20 +222,31 @@ def test_the_run_writes_the_ids_of_the_tests_it_collected(pytester, monkeypatch,
     pytester.makepyfile(test_toy=TOY_TESTS)
     monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
     ids = pytester.path / "collected.txt"
-    command = ["-p", collected_ids.__name__, f"--collected-ids-file={ids}", "-p", "no:cacheprovider"]
+    command = [
+        "-p",
+        collected_ids.__name__,
+        f"--collected-ids-file={ids}",
+        "-p",
+        "no:cacheprovider",
+    ]
     if workers > 1:
         command += ["-n", str(workers)]
     result = pytester.runpytest_subprocess(*command)
     result.assert_outcomes(passed=2, failed=1)
     assert collected_ids.read(ids) == [
-        "test_toy.py::test_one", "test_toy.py::test_two[1]", "test_toy.py::test_two[2]"]
+        "test_toy.py::test_one",
+        "test_toy.py::test_two[1]",
+        "test_toy.py::test_two[2]",
+    ]
     assert collected_ids.read(pytester.path / "elsewhere.txt") is None
 
 
 def test_a_rerun_takes_the_failed_and_unrun_tests_in_collection_order():
     earlier = {"failures": [{"test": "t.py::c", "message": ""}], "not_run": ["t.py::a"]}
     assert layer_tests.rerun_targets(earlier, ["t.py::a", "t.py::b", "t.py::c"]) == [
-        "t.py::a", "t.py::c"]
+        "t.py::a",
+        "t.py::c",
+    ]
 
 
 def test_the_budget_gives_a_table_its_share_of_what_is_left(monkeypatch):
@@ -229,12 +280,25 @@ def _write_run(folder, number, speed_results, tests=None, log="", long=None):
 
 def test_a_later_run_replaces_rows_it_measured_and_keeps_the_others(tmp_path):
     skipped = {"dtype": "float32", "T": 4000, "status": "not run"}
-    first = {"tables": {"window_attention": [
-        {"dtype": "float32", "T": 20, "ours_ms": 1.0}, skipped,
-        {"dtype": "float32", "T": 100, "ours_ms": 2.0}]}, "errors": {"snli": "ValueError: x"}}
-    second = {"tables": {"window_attention": [
-        {"dtype": "float32", "T": 4000, "ours_ms": 3.0},
-        {"dtype": "float32", "T": 100, "status": "not run"}]}, "errors": {}}
+    first = {
+        "tables": {
+            "window_attention": [
+                {"dtype": "float32", "T": 20, "ours_ms": 1.0},
+                skipped,
+                {"dtype": "float32", "T": 100, "ours_ms": 2.0},
+            ]
+        },
+        "errors": {"snli": "ValueError: x"},
+    }
+    second = {
+        "tables": {
+            "window_attention": [
+                {"dtype": "float32", "T": 4000, "ours_ms": 3.0},
+                {"dtype": "float32", "T": 100, "status": "not run"},
+            ]
+        },
+        "errors": {},
+    }
     _write_run(tmp_path, 2, second)
     _write_run(tmp_path, 10, {"tables": {}, "errors": {}})  # read after run-2, not before
     _write_run(tmp_path, 1, first)
@@ -245,38 +309,63 @@ def test_a_later_run_replaces_rows_it_measured_and_keeps_the_others(tmp_path):
     assert rows[4000]["ours_ms"] == 3.0 and rows[4000]["run"] == "run-2"
     assert rows[100]["ours_ms"] == 2.0  # a row a later run skipped keeps its measurement
     assert results.merged_rows(runs, "snli") == [
-        {"status": "failed: ValueError: x", "run": "run-1"}]
+        {"status": "failed: ValueError: x", "run": "run-1"}
+    ]
     # A later run that measures the failed table takes its error row away.
-    _write_run(tmp_path, 11, {"tables": {"snli": [{"dtype": "float32", "kind": "gru",
-                                                   "median_ms": 1.0}]}, "errors": {}})
+    _write_run(
+        tmp_path,
+        11,
+        {"tables": {"snli": [{"dtype": "float32", "kind": "gru", "median_ms": 1.0}]}, "errors": {}},
+    )
     assert results.merged_rows(results.load_runs(tmp_path), "snli") == [
-        {"dtype": "float32", "kind": "gru", "median_ms": 1.0, "run": "run-11"}]
+        {"dtype": "float32", "kind": "gru", "median_ms": 1.0, "run": "run-11"}
+    ]
 
 
 def test_a_runs_test_row_gives_the_tests_xla_flags_and_the_whole_runs_seconds(tmp_path):
-    tests = {"files": ["layers/test_a.py"], "precision": "highest", "passed": 3, "failed": 0,
-             "errors": 0, "skipped": 1, "not_run": [], "wall_seconds": 12.5, "failures": []}
+    tests = {
+        "files": ["layers/test_a.py"],
+        "precision": "highest",
+        "passed": 3,
+        "failed": 0,
+        "errors": 0,
+        "skipped": 1,
+        "not_run": [],
+        "wall_seconds": 12.5,
+        "failures": [],
+    }
     flagged = {**tests, "xla_flags": "--xla_gpu_autotune_level=0"}
-    log = ("[run.sh full 10:00:00 +0s] 1. installing\n"
-           "[run.sh full 10:07:44 +464s] done, status 0\n")  # fmt: skip
+    log = "[run.sh full 10:00:00 +0s] 1. installing\n[run.sh full 10:07:44 +464s] done, status 0\n"
     _write_run(tmp_path, 1, {"tables": {}, "errors": {}}, tests=tests)  # ended early
-    _write_run(tmp_path, 2, {"tables": {}, "errors": {}}, tests={**tests, "xla_flags": ""},
-               log=log)  # fmt: skip
+    _write_run(tmp_path, 2, {"tables": {}, "errors": {}}, tests={**tests, "xla_flags": ""}, log=log)
     _write_run(tmp_path, 3, {"tables": {}, "errors": {}}, tests=flagged, log=log)
     rows = results.layer_test_rows(results.load_runs(tmp_path))
     assert [(row["xla_flags"], row["run_seconds"]) for row in rows] == [
-        ("not recorded", None), ("none", 464), ("--xla_gpu_autotune_level=0", 464)]
+        ("not recorded", None),
+        ("none", 464),
+        ("--xla_gpu_autotune_level=0", 464),
+    ]
     assert rows[0]["seconds"] == 12.5 and rows[0]["selection"] == "1 test modules"
 
 
 def test_a_runs_long_lengths_join_its_rows_and_are_named_as_compiled_without_folding(tmp_path):
-    main = {"tables": {"window_attention": [{"dtype": "float32", "T": 20, "ours_ms": 1.0}]},
-            "errors": {}, "device": {"xla_flags": None}, "settings": {"lengths": [20]}}
-    long = {"tables": {"window_attention": [{"dtype": "float32", "T": 4000, "ours_ms": 9.0},
-                                            {"dtype": "float32", "T": 16000,
-                                             "status": "compiling mha when the run ended"}]},
-            "errors": {}, "device": {"xla_flags": "--xla_disable_hlo_passes=constant_folding"},
-            "settings": {"lengths": [16000, 4000]}}  # fmt: skip
+    main = {
+        "tables": {"window_attention": [{"dtype": "float32", "T": 20, "ours_ms": 1.0}]},
+        "errors": {},
+        "device": {"xla_flags": None},
+        "settings": {"lengths": [20]},
+    }
+    long = {
+        "tables": {
+            "window_attention": [
+                {"dtype": "float32", "T": 4000, "ours_ms": 9.0},
+                {"dtype": "float32", "T": 16000, "status": "compiling mha when the run ended"},
+            ]
+        },
+        "errors": {},
+        "device": {"xla_flags": "--xla_disable_hlo_passes=constant_folding"},
+        "settings": {"lengths": [16000, 4000]},
+    }
     _write_run(tmp_path, 1, main, long=long)
     _write_run(tmp_path, 2, main)
     runs = results.load_runs(tmp_path)
@@ -292,16 +381,37 @@ def test_a_runs_long_lengths_join_its_rows_and_are_named_as_compiled_without_fol
 
 def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_missed(tmp_path):
     window = [
-        {"dtype": "float32", "T": 20, "ours_over_mha": 1.1, "ours_over_floor": 1.2,
-         "ours_ms": 1.1, "floor_ms": 0.95, "mha_ms": 1.0, "ours_share_of_peak": 0.01},
-        {"dtype": "float32", "T": 16000, "ours_over_mha": 0.4, "ours_over_floor": 1.05,
-         "ours_memory_over_mha": 0.04, "ours_ms": 4.0, "floor_ms": 3.8, "mha_ms": 10.0},
+        {
+            "dtype": "float32",
+            "T": 20,
+            "ours_over_mha": 1.1,
+            "ours_over_floor": 1.2,
+            "ours_ms": 1.1,
+            "floor_ms": 0.95,
+            "mha_ms": 1.0,
+            "ours_share_of_peak": 0.01,
+        },
+        {
+            "dtype": "float32",
+            "T": 16000,
+            "ours_over_mha": 0.4,
+            "ours_over_floor": 1.05,
+            "ours_memory_over_mha": 0.04,
+            "ours_ms": 4.0,
+            "floor_ms": 3.8,
+            "mha_ms": 10.0,
+        },
         {"dtype": "mixed_bfloat16", "T": 16000, "status": "not run"},
     ]
-    am = [{"dtype": "float32", "layer": "AssociativeGRU C=8", "ratio_to_gru": 2.0},
-          {"dtype": "float32", "layer": speed.FLOOR_LAYER, "ratio_to_gru": 1.8}]
-    _write_run(tmp_path, 1, {"tables": {"window_attention": window, "associative_memory": am},
-                             "errors": {}})  # fmt: skip
+    am = [
+        {"dtype": "float32", "layer": "AssociativeGRU C=8", "ratio_to_gru": 2.0},
+        {"dtype": "float32", "layer": speed.FLOOR_LAYER, "ratio_to_gru": 1.8},
+    ]
+    _write_run(
+        tmp_path,
+        1,
+        {"tables": {"window_attention": window, "associative_memory": am}, "errors": {}},
+    )
     goals = {row["goal"]: row for row in results.goal_rows(results.load_runs(tmp_path))}
     mha = goals["window attention / MHA, every T"]
     assert (mha["worst"], mha["where"], mha["met"]) == (1.1, "T = 20, float32", "no")
@@ -314,8 +424,10 @@ def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_misse
 
 
 def test_peaks_come_from_an_earlier_results_file_only_where_it_has_them(tmp_path):
-    peaks = {"peak_gflops": {"float32": 3.0, "mixed_bfloat16": 6.0},
-             "peak_gflops_float32_highest": 1.5}  # fmt: skip
+    peaks = {
+        "peak_gflops": {"float32": 3.0, "mixed_bfloat16": 6.0},
+        "peak_gflops_float32_highest": 1.5,
+    }
     with_peaks, without = tmp_path / "with.json", tmp_path / "without.json"
     with_peaks.write_text(json.dumps({"tables": {}, **peaks}), encoding="utf-8")
     without.write_text(json.dumps({"tables": {}}), encoding="utf-8")
@@ -340,12 +452,16 @@ def test_the_am_gru_floor_replaces_the_memory_only_while_active():
     from tf_memlayers.ops import associative_gru_step, holographic
 
     # The Keras loop, which every AM-GRU takes on JAX (the fused loop is TensorFlow's own).
-    layer = AssociativeGRU(6, num_copies=2, return_sequences=True, return_state=True,
-                           fused_loop=False)  # fmt: skip
+    layer = AssociativeGRU(
+        6, num_copies=2, return_sequences=True, return_state=True, fused_loop=False
+    )
     inputs = np.random.default_rng(0).normal(size=(2, 5, 4)).astype("float32")
     expected = [np.asarray(x) for x in layer(inputs)]
-    originals = (holographic.bounded_copies, holographic.write_memory_parts,
-                 associative_gru_step._read)  # fmt: skip
+    originals = (
+        holographic.bounded_copies,
+        holographic.write_memory_parts,
+        associative_gru_step._read,
+    )
     with holographic_stand_ins():
         floor = [np.asarray(x) for x in layer(inputs)]
     assert [x.shape for x in floor] == [x.shape for x in expected]
@@ -353,24 +469,32 @@ def test_the_am_gru_floor_replaces_the_memory_only_while_active():
     assert not np.allclose(floor[0], expected[0]) and not np.allclose(floor[-1], expected[-1])
     with pytest.raises(RuntimeError), holographic_stand_ins():
         raise RuntimeError("a failed trace")
-    assert (holographic.bounded_copies, holographic.write_memory_parts,
-            associative_gru_step._read) == originals  # fmt: skip
+    assert (
+        holographic.bounded_copies,
+        holographic.write_memory_parts,
+        associative_gru_step._read,
+    ) == originals
     for got, want in zip(layer(inputs), expected):
         np.testing.assert_array_equal(np.asarray(got), want)
 
 
 def test_the_longest_constant_folding_is_read_from_the_log():
-    log = ("E slow_operation_alarm.cc:140] The operation took 1m58.938722243s\n"
-           "Constant folding an instruction is taking > 1s:\n"
-           "E slow_operation_alarm.cc:140] The operation took 8.2s\n"
-           "Constant folding an instruction is taking > 2s:\n")  # fmt: skip
+    log = (
+        "E slow_operation_alarm.cc:140] The operation took 1m58.938722243s\n"
+        "Constant folding an instruction is taking > 1s:\n"
+        "E slow_operation_alarm.cc:140] The operation took 8.2s\n"
+        "Constant folding an instruction is taking > 2s:\n"
+    )
     assert results.longest_constant_folding(log) == pytest.approx(118.938722243)
     assert results.longest_constant_folding("nothing slow") is None
 
 
 def test_failures_are_grouped_by_message():
-    failures = [{"test": "a", "message": "ValueError: x"}, {"test": "b", "message": "E: y"},
-                {"test": "c", "message": "ValueError: x"}]
+    failures = [
+        {"test": "a", "message": "ValueError: x"},
+        {"test": "b", "message": "E: y"},
+        {"test": "c", "message": "ValueError: x"},
+    ]
     assert results.failure_kinds(failures) == "2 × ValueError: x; 1 × E: y"
 
 
@@ -393,9 +517,11 @@ def test_the_results_page_holds_what_the_runs_give(tmp_path):
 
 
 def test_the_wheels_are_pinned():
-    lines = [line.strip() for line in
-             (REPO_ROOT / "benchmarks" / "gpu" / "wheels.txt").read_text().splitlines()
-             if line.strip() and not line.startswith("#")]  # fmt: skip
+    lines = [
+        line.strip()
+        for line in (REPO_ROOT / "benchmarks" / "gpu" / "wheels.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     assert lines and all("==" in line for line in lines)
     assert {line.split("==")[0] for line in lines} >= {"keras", "namex", "optree"}
 

@@ -18,7 +18,10 @@ def test_the_headlines_are_the_results_files():
 def test_headlines_name_every_papers_models():
     rows = load_script("benchmarks", "headlines").rows()
     assert [row["paper"] for row in rows] == [
-        "Daniluk et al. 2017", "Weissenborn 2016", "Weissenborn 2016", "Gaffney"
+        "Daniluk et al. 2017",
+        "Weissenborn 2016",
+        "Weissenborn 2016",
+        "Gaffney",
     ]
     for model in ("lstm", "attention", "key_value", "key_value_predict", "ngram"):
         assert f"{model} " in rows[0]["result"]
@@ -33,8 +36,10 @@ def test_headlines_name_every_papers_models():
 def test_lm_headline_names_each_models_epochs_when_they_differ():
     lm_headline = load_script("benchmarks", "headlines").lm_headline
     row = {"parameters": 4000, "epochs_trained": 15}
-    same = [row | {"model": "lstm", "test_perplexity": 120.0},
-            row | {"model": "ngram", "test_perplexity": 110.04, "parameters": 3990}]  # fmt: skip
+    same = [
+        row | {"model": "lstm", "test_perplexity": 120.0},
+        row | {"model": "ngram", "test_perplexity": 110.04, "parameters": 3990},
+    ]
     assert lm_headline(same) == (
         "PTB word-level test perplexity, equal parameter budget (the LSTM's 4,000 weights), "
         "15 epochs",

@@ -7,12 +7,11 @@ import h5py
 import numpy as np
 import pytest
 
+from examples.language_modeling.parameter_budget import count_language_model_parameters
 from tests.support import REPO_ROOT, load_script
-
 from tf_memlayers.models.language_model import (
     build_language_model,
 )
-from examples.language_modeling.parameter_budget import count_language_model_parameters
 
 
 def _load(name):
@@ -74,9 +73,7 @@ def _interrupt(*args, **kwargs):
     raise KeyboardInterrupt
 
 
-def test_equal_budget_raising_the_cap_continues_a_model_as_if_never_stopped(
-    tmp_path, monkeypatch
-):
+def test_equal_budget_raising_the_cap_continues_a_model_as_if_never_stopped(tmp_path, monkeypatch):
     equal_budget = _load("lm_equal_budget")
     _tiny_wikitext(tmp_path / "data" / "wikitext2")
     evaluate, scored = equal_budget.evaluate_language_model, []
@@ -89,8 +86,18 @@ def test_equal_budget_raising_the_cap_continues_a_model_as_if_never_stopped(
 
     def run(name, cap):
         scored.clear()
-        argv = _tiny_run_arguments(tmp_path, name, "--models", "lstm", "--max-epochs", cap,
-                                   "--patience", "2", "--dropout", "0.5")  # fmt: skip
+        argv = _tiny_run_arguments(
+            tmp_path,
+            name,
+            "--models",
+            "lstm",
+            "--max-epochs",
+            cap,
+            "--patience",
+            "2",
+            "--dropout",
+            "0.5",
+        )
         return equal_budget.main(argv)["rows"][0]
 
     straight = run("straight", "2")
@@ -117,8 +124,7 @@ def test_equal_budget_raising_the_cap_continues_a_model_as_if_never_stopped(
     )
     assert straight_weights.keys() == continued_weights.keys() and len(straight_weights) > 3
     for name in straight_weights:
-        np.testing.assert_array_equal(continued_weights[name], straight_weights[name],
-                                      err_msg=name)  # fmt: skip
+        np.testing.assert_array_equal(continued_weights[name], straight_weights[name], err_msg=name)
 
 
 def test_equal_budget_widths_give_every_kind_the_lstm_parameter_count():
@@ -182,8 +188,9 @@ def test_a_block_whose_name_begins_another_is_replaced_alone(tmp_path):
     columns = [("model", "model")]
     for round_ in range(3):
         docs_tables.update_docs("a", [{"model": f"a{round_}"}], columns, "A", page=page)
-        docs_tables.update_docs("a-parts", [{"model": f"p{round_}"}], columns, "P", page=page,
-                                insert_after="a")  # fmt: skip
+        docs_tables.update_docs(
+            "a-parts", [{"model": f"p{round_}"}], columns, "P", page=page, insert_after="a"
+        )
     text = page.read_text()
     for name in ("a", "a-parts"):
         assert text.count(f".. BEGIN GENERATED: {name}\n") == 1
@@ -205,24 +212,42 @@ def _tiny_wikitext(folder):
 def _tiny_run_arguments(tmp_path, name, *options):
     """Command line of a tiny equal-budget run on `_tiny_wikitext`, kept in ``name``."""
     return [
-        "--corpus", "wikitext2", "--data-root", str(tmp_path / "data"), "--hidden", "8",
-        "--embedding-dim", "8", "--batch-size", "2", "--seq-len", "5", "--verbose", "0",
-        "--results", str(tmp_path / f"{name}.json"), "--workdir", str(tmp_path / name),
-        "--figures-dir", str(tmp_path / "docs"), *options,
-    ]  # fmt: skip
+        "--corpus",
+        "wikitext2",
+        "--data-root",
+        str(tmp_path / "data"),
+        "--hidden",
+        "8",
+        "--embedding-dim",
+        "8",
+        "--batch-size",
+        "2",
+        "--seq-len",
+        "5",
+        "--verbose",
+        "0",
+        "--results",
+        str(tmp_path / f"{name}.json"),
+        "--workdir",
+        str(tmp_path / name),
+        "--figures-dir",
+        str(tmp_path / "docs"),
+        *options,
+    ]
 
 
 def _page_with_the_ptb_block(tmp_path, monkeypatch, benchmark):
     """A results page holding only the (empty) PTB block, which ``benchmark`` then writes to."""
     docs_tables = _load("docs_tables")
     page = tmp_path / "results.rst"
-    page.write_text("".join(
-        f".. {side} GENERATED: lm-equal-budget-ptb\n" for side in ("BEGIN", "END")
-    ))
+    page.write_text(
+        "".join(f".. {side} GENERATED: lm-equal-budget-ptb\n" for side in ("BEGIN", "END"))
+    )
     monkeypatch.setattr(
-        benchmark, "update_docs",
+        benchmark,
+        "update_docs",
         lambda *a, **k: docs_tables.update_docs(*a, page=page, **k),
-    )  # fmt: skip
+    )
     return page
 
 
@@ -232,9 +257,16 @@ def test_equal_budget_run_on_wikitext2_checkpoints_resumes_and_writes_its_block(
     equal_budget = _load("lm_equal_budget")
     _tiny_wikitext(tmp_path / "data" / "wikitext2")
     argv = _tiny_run_arguments(
-        tmp_path, "runs", "--models", "lstm", "attention", "--max-epochs", "1",
-        "--probe-segments", "2",
-    )  # fmt: skip
+        tmp_path,
+        "runs",
+        "--models",
+        "lstm",
+        "attention",
+        "--max-epochs",
+        "1",
+        "--probe-segments",
+        "2",
+    )
     report = equal_budget.main(argv)
     assert [row["model"] for row in report["rows"]] == ["lstm", "attention"]
     for kind in ("lstm", "attention"):  # checkpoints are kept apart per corpus
@@ -245,9 +277,9 @@ def test_equal_budget_run_on_wikitext2_checkpoints_resumes_and_writes_its_block(
         assert (tmp_path / "docs" / f"lm_equal_budget_wikitext2_{name}.png").stat().st_size
     # A rerun with the same settings trains nothing: both rows are read back.
     (tmp_path / "runs" / "wikitext2").rename(tmp_path / "moved")
-    assert equal_budget.main(argv)["rows"] == json.loads((tmp_path / "runs.json").read_text())[
-        "rows"
-    ]
+    assert (
+        equal_budget.main(argv)["rows"] == json.loads((tmp_path / "runs.json").read_text())["rows"]
+    )
     assert not (tmp_path / "runs" / "wikitext2").exists()
 
     page = _page_with_the_ptb_block(tmp_path, monkeypatch, equal_budget)
@@ -263,9 +295,10 @@ def _arrays(weights_file):
     with h5py.File(weights_file, "r") as saved:
         arrays = {}
         saved.visititems(
-            lambda name, item: arrays.update({name: item[()]})
-            if isinstance(item, h5py.Dataset) else None
-        )  # fmt: skip
+            lambda name, item: (
+                arrays.update({name: item[()]}) if isinstance(item, h5py.Dataset) else None
+            )
+        )
     return arrays
 
 
@@ -284,8 +317,9 @@ def test_equal_budget_table_gives_each_model_its_test_gain_over_the_lstm():
     assert equal_budget.with_gain_over_lstm(rows[:1], settings)[0]["test_below_lstm"] is None
     assert equal_budget.different_caps_note(rows, settings) == ""
     # A row kept from a run capped at 15 epochs is not compared with the LSTM of this run...
-    rows.append({"model": "key_value", "test_perplexity": 115.0, "epochs_trained": 15,
-                 "best_epoch": 15})  # fmt: skip
+    rows.append(
+        {"model": "key_value", "test_perplexity": 115.0, "epochs_trained": 15, "best_epoch": 15}
+    )
     assert equal_budget.with_gain_over_lstm(rows, settings)[-1]["test_below_lstm"] is None
     assert equal_budget.different_caps_note(rows, settings).endswith("epochs: key_value.")
     # ... but with an LSTM that the same cap stopped.
@@ -314,39 +348,73 @@ def _bptt_batches(num_batches):
     from examples.language_modeling.lm_batches import BPTTBatches
 
     tokens = np.zeros((num_batches, 2, 4), "int32")
-    return BPTTBatches(tokens, tokens, np.ones((num_batches, 2, 4), "float32"),
-                       np.zeros((num_batches, 2), bool))
+    return BPTTBatches(
+        tokens, tokens, np.ones((num_batches, 2, 4), "float32"), np.zeros((num_batches, 2), bool)
+    )
 
 
-def test_cost_estimate_adds_up_an_epoch_and_shows_the_run_measured_minutes(
-    tmp_path, monkeypatch
-):
+def test_cost_estimate_adds_up_an_epoch_and_shows_the_run_measured_minutes(tmp_path, monkeypatch):
     cost = _load("lm_equal_budget_cost")
     equal_budget = _load("lm_equal_budget")
     _tiny_wikitext(tmp_path / "data" / "wikitext2")
     options = [
-        "--corpus", "wikitext2", "--data-root", str(tmp_path / "data"), "--hidden", "8",
-        "--embedding-dim", "8", "--batch-size", "2", "--seq-len", "5", "--max-epochs", "4",
-        "--results", str(tmp_path / "runs.json"),
-    ]  # fmt: skip
+        "--corpus",
+        "wikitext2",
+        "--data-root",
+        str(tmp_path / "data"),
+        "--hidden",
+        "8",
+        "--embedding-dim",
+        "8",
+        "--batch-size",
+        "2",
+        "--seq-len",
+        "5",
+        "--max-epochs",
+        "4",
+        "--results",
+        str(tmp_path / "runs.json"),
+    ]
     args = equal_budget.parse_args(options)
     settings = {name: getattr(args, name) for name in equal_budget.SETTINGS}
-    (tmp_path / "runs.json").write_text(json.dumps({"settings": settings, "rows": [
-        {"model": "ngram", "minutes": 6.0, "epochs_trained": 4},
-    ]}))  # fmt: skip
-    report = cost.main(options + [
-        "--models", "lstm", "ngram", "--steps", "2", "--repeats", "3",
-        "--output", str(tmp_path / "cost.json"),
-    ])  # fmt: skip
+    (tmp_path / "runs.json").write_text(
+        json.dumps(
+            {
+                "settings": settings,
+                "rows": [
+                    {"model": "ngram", "minutes": 6.0, "epochs_trained": 4},
+                ],
+            }
+        )
+    )
+    report = cost.main(
+        options
+        + [
+            "--models",
+            "lstm",
+            "ngram",
+            "--steps",
+            "2",
+            "--repeats",
+            "3",
+            "--output",
+            str(tmp_path / "cost.json"),
+        ]
+    )
     assert report == json.loads((tmp_path / "cost.json").read_text())
     widths = equal_budget.widths(report["vocabulary"], ["lstm", "ngram"], args)
     for row in report["rows"]:
         assert row["hidden"] == widths[row["model"]]
         assert row["parameters"] == count_language_model_parameters(
-            report["vocabulary"], kind=row["model"], hidden=row["hidden"], embedding_dim=8,
-        )  # fmt: skip
-        epoch_seconds = (report["train_batches"] * row["train_step_seconds"]
-                         + report["valid_batches"] * row["scoring_step_seconds"])  # fmt: skip
+            report["vocabulary"],
+            kind=row["model"],
+            hidden=row["hidden"],
+            embedding_dim=8,
+        )
+        epoch_seconds = (
+            report["train_batches"] * row["train_step_seconds"]
+            + report["valid_batches"] * row["scoring_step_seconds"]
+        )
         assert row["epoch_minutes"] == pytest.approx(epoch_seconds / 60)
         fastest, slowest = row["train_step_range"]
         assert fastest <= row["train_step_seconds"] <= slowest
@@ -371,17 +439,31 @@ def test_cost_estimate_adds_up_an_epoch_and_shows_the_run_measured_minutes(
 def test_throughput_with_equal_parameters_gives_every_kind_the_lstms_parameter_count():
     throughput = _load("lm_throughput")
     args = throughput.parse_args(
-        ["--vocab", "200", "--hidden", "40", "--window", "3", "--ngram", "2", "--batch-size", "2",
-         "--seq-len", "4", "--equal-parameters"]
-    )  # fmt: skip
+        [
+            "--vocab",
+            "200",
+            "--hidden",
+            "40",
+            "--window",
+            "3",
+            "--ngram",
+            "2",
+            "--batch-size",
+            "2",
+            "--seq-len",
+            "4",
+            "--equal-parameters",
+        ]
+    )
     assert args.embedding_dim == 40
     from examples.language_modeling.memories import KINDS
 
     hidden = throughput.widths(KINDS, args)
     assert hidden["lstm"] == 40 and set(hidden) == set(KINDS)
     assert len(set(hidden.values())) > 1  # the memory kinds' widths differ from the LSTM's
-    counts = {kind: model.count_params()
-              for kind, model in throughput.build_models(hidden, args).items()}  # fmt: skip
+    counts = {
+        kind: model.count_params() for kind, model in throughput.build_models(hidden, args).items()
+    }
     for kind, count in counts.items():
         assert abs(count - counts["lstm"]) <= 0.05 * counts["lstm"], (kind, counts)
     # Without the option every kind has the LSTM's width.

@@ -16,13 +16,29 @@ def test_reports_padding_and_speed_of_both_layouts(packing, tmp_path, monkeypatc
     page = tmp_path / "results.rst"
     page.write_text("".join(f".. {side} GENERATED: lm-throughput\n" for side in ("BEGIN", "END")))
     docs_tables = load_script("benchmarks", "docs_tables")
-    monkeypatch.setattr(packing, "update_docs",
-                        lambda *a, **k: docs_tables.update_docs(*a, page=page, **k))
+    monkeypatch.setattr(
+        packing, "update_docs", lambda *a, **k: docs_tables.update_docs(*a, page=page, **k)
+    )
     output = tmp_path / "lm_packing.json"
-    results = packing.main([
-        "--generated-tokens", "3000", "--hidden", "8", "--batch-size", "4", "--seq-len", "6",
-        "--steps", "3", "--repeats", "2", "--output", str(output), "--update-docs",
-    ])  # fmt: skip
+    results = packing.main(
+        [
+            "--generated-tokens",
+            "3000",
+            "--hidden",
+            "8",
+            "--batch-size",
+            "4",
+            "--seq-len",
+            "6",
+            "--steps",
+            "3",
+            "--repeats",
+            "2",
+            "--output",
+            str(output),
+            "--update-docs",
+        ]
+    )
     assert json.loads(output.read_text()) == json.loads(json.dumps(results))
     assert results["corpus"] == "generated" and results["documents"]["train"] > 10
     padded, packed = results["rows"]

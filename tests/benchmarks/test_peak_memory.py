@@ -16,8 +16,15 @@ def test_a_speed_benchmark_child_runs_and_reports_its_step():
     # The Dual AM-GRU against word-by-word attention's memory child, at tiny shapes: a child
     # that cannot be started (a wrong module name) reports an error instead of a peak.
     script = os.path.join(ROOT, "benchmarks", "speed", "associative_memory.py")
-    spec = {"model": "dual", "batch": 2, "hypothesis_steps": 2, "units": 4, "copies": 2,
-            "length": 3, "repeats": 1}  # fmt: skip
+    spec = {
+        "model": "dual",
+        "batch": 2,
+        "hypothesis_steps": 2,
+        "units": 4,
+        "copies": 2,
+        "length": 3,
+        "repeats": 1,
+    }
     result = peak_memory.run_child(script, spec, memory_limit_gib=12.0)
     assert "error" not in result, result
     assert result["median_ms"] > 0 and result["peak_mib"] >= 0

@@ -7,6 +7,7 @@ import json
 import sys
 
 import pytest
+
 from tests.support import REPO_ROOT, load_script
 
 sys.path.insert(0, str(REPO_ROOT))
@@ -45,8 +46,11 @@ def test_stored_rows_are_kept_only_with_the_same_settings(tmp_path):
     first.add(report, {"model": "gru", "seed": 0})
 
     again = ResultsFile(path, {"epochs": 2}).resume()
-    assert again == {"settings": {"epochs": 2}, "runs": [{"model": "gru", "seed": 0}],
-                     "data": {"train": 10}}  # fmt: skip
+    assert again == {
+        "settings": {"epochs": 2},
+        "runs": [{"model": "gru", "seed": 0}],
+        "data": {"train": 10},
+    }
     assert ResultsFile(path, {"epochs": 2}).kept_rows() == [{"model": "gru", "seed": 0}]
     other = ResultsFile(path, {"epochs": 3})
     assert other.stored() is None and other.kept_rows() == []
@@ -59,31 +63,40 @@ def test_stored_rows_are_kept_only_with_the_same_settings(tmp_path):
 
 def test_settings_left_out_of_the_comparison_keep_the_rows_and_are_updated(tmp_path):
     path = tmp_path / "results.json"
-    path.write_text(json.dumps({"settings": {"dropout": 0.4, "max_epochs": 15},
-                                "rows": [{"model": "lstm"}]}))  # fmt: skip
+    path.write_text(
+        json.dumps({"settings": {"dropout": 0.4, "max_epochs": 15}, "rows": [{"model": "lstm"}]})
+    )
 
     def compared(settings):
         return {k: v for k, v in settings.items() if k != "max_epochs"}
 
-    raised = ResultsFile(path, {"dropout": 0.4, "max_epochs": 40}, rows="rows", key=("model",),
-                         compared=compared)  # fmt: skip
+    raised = ResultsFile(
+        path, {"dropout": 0.4, "max_epochs": 40}, rows="rows", key=("model",), compared=compared
+    )
     report = raised.resume()
     assert report["rows"] == [{"model": "lstm"}]
     assert report["settings"] == {"dropout": 0.4, "max_epochs": 40}
-    changed = ResultsFile(path, {"dropout": 0.5, "max_epochs": 15}, rows="rows",
-                          key=("model",), compared=compared)  # fmt: skip
+    changed = ResultsFile(
+        path, {"dropout": 0.5, "max_epochs": 15}, rows="rows", key=("model",), compared=compared
+    )
     assert changed.stored() is None
 
 
 def test_missing_keys_keep_their_order_once_each_and_skip_finished_rows():
     results = ResultsFile("unused.json", {}, key=("variant", "seed"))
-    report = {"runs": [{"variant": "dot", "seed": 0, "epochs": 2},
-                       {"variant": "none", "seed": 1, "epochs": 4}]}  # fmt: skip
+    report = {
+        "runs": [
+            {"variant": "dot", "seed": 0, "epochs": 2},
+            {"variant": "none", "seed": 1, "epochs": 4},
+        ]
+    }
     wanted = [(v, s) for s in (0, 1, 1) for v in ("none", "dot")]
     assert results.missing(report, wanted) == [("none", 0), ("dot", 1)]
     assert results.missing(report, wanted, finished=lambda row: row["epochs"] >= 4) == [
-        ("none", 0), ("dot", 0), ("dot", 1),
-    ]  # fmt: skip
+        ("none", 0),
+        ("dot", 0),
+        ("dot", 1),
+    ]
     one_field = ResultsFile("unused.json", {}, rows="rows", key=("model",))
     assert one_field.key_of({"model": "lstm", "seed": 3}) == "lstm"
     assert one_field.missing({"rows": [{"model": "lstm"}]}, ["lstm", "ngram"]) == ["ngram"]
@@ -121,8 +134,11 @@ def test_rendering_and_finishing_write_the_docs_only_when_asked(tmp_path):
     written = []
     report["runs"].append({"model": "gru", "seed": 0})  # not yet in the file
     assert results.finish(report) is report and written == []
-    assert json.loads(path.read_text()) == {"settings": {"epochs": 1},
-                                            "runs": [{"model": "gru", "seed": 0}], "summary": 1}
+    assert json.loads(path.read_text()) == {
+        "settings": {"epochs": 1},
+        "runs": [{"model": "gru", "seed": 0}],
+        "summary": 1,
+    }
     results.finish(report, written.append)
     assert written == [report]
     assert results_file.render(path) == report and len(written) == 1
@@ -144,9 +160,14 @@ def test_generated_last_word_benchmark_resumes_its_runs_through_the_file(tmp_pat
     def fake_run(key, seed, args):
         trained.append((key, seed))
         attention = None if key == "no-cache" else 0.5
-        return {"variant": key, "model": benchmark.VARIANTS[key][0], "seed": seed,
-                "eval_accuracy": 0.25 + seed / 10, "eval_majority_baseline": 0.125,
-                "eval_attention_on_fact": attention}  # fmt: skip
+        return {
+            "variant": key,
+            "model": benchmark.VARIANTS[key][0],
+            "seed": seed,
+            "eval_accuracy": 0.25 + seed / 10,
+            "eval_majority_baseline": 0.125,
+            "eval_attention_on_fact": attention,
+        }
 
     monkeypatch.setattr(benchmark, "run", fake_run)
     path = tmp_path / "results.json"

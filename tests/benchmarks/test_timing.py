@@ -6,6 +6,7 @@ import time
 import types
 
 import pytest
+
 from tests.support import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT))

@@ -5,15 +5,15 @@ import json
 
 import keras
 import pytest
-from tests.support import load_script
 
+from examples.language_modeling.memories import KINDS
+from tests.support import load_script
 from tf_memlayers import (
     NGramConcat,
     NGramConcatCell,
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
 )
-from examples.language_modeling.memories import KINDS
 
 SMALL = dict(vocab=20, hidden=6, steps=4, batch=2)
 
@@ -79,10 +79,12 @@ def test_lm_part_prints_one_row_per_variant_with_its_ratio_to_the_lstm(monkeypat
     benchmark = _benchmark()
     bench_lm = benchmark.bench_lm
     chosen = ["lstm", "window-cell:5", "ngram-parallel:4"]
-    monkeypatch.setattr(benchmark, "LM_VARIANTS",
-                        {name: benchmark.LM_VARIANTS[name] for name in chosen})  # fmt: skip
-    monkeypatch.setattr(benchmark, "bench_lm",
-                        lambda rounds, variants: bench_lm(rounds, variants, **SMALL))
+    monkeypatch.setattr(
+        benchmark, "LM_VARIANTS", {name: benchmark.LM_VARIANTS[name] for name in chosen}
+    )
+    monkeypatch.setattr(
+        benchmark, "bench_lm", lambda rounds, variants: bench_lm(rounds, variants, **SMALL)
+    )
     monkeypatch.setattr(benchmark.matmul_peak, "peak_gflops", lambda: 50.0)
     benchmark.main(["--skip-peer", "--rounds", "2"])
     results = json.loads(capsys.readouterr().out)
@@ -95,8 +97,14 @@ def test_lm_part_prints_one_row_per_variant_with_its_ratio_to_the_lstm(monkeypat
         part["median_ms"] / rows[0]["median_ms"]
     )
     for row in rows:
-        assert list(row) == ["variant", "median_ms", "ratio_to_lstm", "gflop_per_step",
-                             "share_of_peak", "peak_gflops"]
+        assert list(row) == [
+            "variant",
+            "median_ms",
+            "ratio_to_lstm",
+            "gflop_per_step",
+            "share_of_peak",
+            "peak_gflops",
+        ]
         assert row["median_ms"] > 0 and row["peak_gflops"] == 50.0
         model = benchmark.lm_model(row["variant"], **SMALL)
         tokens = SMALL["batch"] * SMALL["steps"]
@@ -129,10 +137,18 @@ def test_peer_part_times_only_what_fits_and_reports_xla_buffers(monkeypatch):
         if "seq_self_attention" in spec["impls"] and spec["T"] >= 400:
             return {"error": "failed (memory limit 1 GiB or crash)"}
         factor = {"ours": 1.0, "mha": 2.0, "seq_self_attention": 4.0}
-        return {"medians_ms": {f"{impl}_{kind}": factor[impl] for impl in spec["impls"]
-                               for kind in ("xla", "no_xla")},
-                "ratios_to_ours_xla": {f"{impl}_{kind}": factor[impl] for impl in spec["impls"]
-                                       for kind in ("xla", "no_xla")}}  # fmt: skip
+        return {
+            "medians_ms": {
+                f"{impl}_{kind}": factor[impl]
+                for impl in spec["impls"]
+                for kind in ("xla", "no_xla")
+            },
+            "ratios_to_ours_xla": {
+                f"{impl}_{kind}": factor[impl]
+                for impl in spec["impls"]
+                for kind in ("xla", "no_xla")
+            },
+        }
 
     monkeypatch.setattr(benchmark.peak_memory, "run_child", fake_child)
     args = benchmark.parse_args(["--lengths", "20", "400", "800", "--memory-limit-gib", "1"])
@@ -144,7 +160,9 @@ def test_peer_part_times_only_what_fits_and_reports_xla_buffers(monkeypatch):
     assert short["ours_xla_ms"] == 1.0 and short["mha_xla_ms"] == 2.0
     # The TensorFlow-only peer: no buffers, timed in its own process beside ours.
     assert short["seq_self_attention_xla_buffers_mib"] == "not measured: fails on JAX"
-    assert short["seq_self_attention_xla_ms"] == 4.0 and short["ours_over_seq_self_attention"] == 0.25
+    assert (
+        short["seq_self_attention_xla_ms"] == 4.0 and short["ours_over_seq_self_attention"] == 0.25
+    )
     assert "seq_self_attention_memory_over_ours" not in short
     # At T = 400 the peer needs 16000 MiB > 1024: not timed, and not tried at T = 800; the
     # TensorFlow-only peer fails there, and is not tried at T = 800 either.
@@ -156,5 +174,9 @@ def test_peer_part_times_only_what_fits_and_reports_xla_buffers(monkeypatch):
     assert long["ours_xla_buffers_mib"] == 400 and long["ours_xla_ms"] == 1.0
     assert all(backend == "jax" for part, _, _, backend in calls if part == "memory")
     assert [(impls, T) for part, impls, T, _ in calls if part == "time"] == [
-        (("ours", "mha"), 20), (("ours", "seq_self_attention"), 20),
-        (("ours",), 400), (("ours", "seq_self_attention"), 400), (("ours",), 800)]
+        (("ours", "mha"), 20),
+        (("ours", "seq_self_attention"), 20),
+        (("ours",), 400),
+        (("ours", "seq_self_attention"), 400),
+        (("ours",), 800),
+    ]

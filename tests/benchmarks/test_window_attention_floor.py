@@ -5,9 +5,8 @@ import json
 
 import pytest
 
-from tests.support import load_script, tensorflow_only
-
 from benchmarks import matmul_peak
+from tests.support import load_script, tensorflow_only
 
 pytestmark = tensorflow_only("times tf.function training steps")
 
@@ -37,9 +36,25 @@ def test_training_flops_count_each_product_three_times():
 
 def test_a_run_reports_every_variant_and_its_share_of_the_peak(capsys, tmp_path):
     output = tmp_path / "floor.json"
-    _benchmark().main(["--lengths", "12", "--rounds", "1", "--batch", "2", "--width", "16",
-                       "--window", "3", "--attention-units", "4", "--output", str(output),
-                       "--skip-memory"])
+    _benchmark().main(
+        [
+            "--lengths",
+            "12",
+            "--rounds",
+            "1",
+            "--batch",
+            "2",
+            "--width",
+            "16",
+            "--window",
+            "3",
+            "--attention-units",
+            "4",
+            "--output",
+            str(output),
+            "--skip-memory",
+        ]
+    )
     results = json.loads(capsys.readouterr().out)
     assert json.loads(output.read_text()) == results
     (row,) = results["rows"]
@@ -87,7 +102,8 @@ def test_the_stand_ins_replace_their_parts_only_while_active():
     with pytest.raises(RuntimeError), floor.stand_ins(("weighted_sum", "scores")):
         raise RuntimeError("a failed trace")
     assert (windows.window_weighted_sum, mechanism.WindowAttentionMechanism._window_alpha) == (
-        originals)
+        originals
+    )
 
 
 def test_a_step_traced_with_stand_ins_keeps_them_after_the_context():
@@ -106,8 +122,9 @@ def test_a_step_traced_with_stand_ins_keeps_them_after_the_context():
 def test_xla_buffers_come_from_a_jax_child_and_grow_with_the_length():
     pytest.importorskip("jax", reason="the XLA buffer sizes are read on Keras's JAX backend")
     floor = _benchmark()
-    args = floor.parse_args(["--batch", "2", "--width", "16", "--window", "3",
-                             "--attention-units", "4"])  # fmt: skip
+    args = floor.parse_args(
+        ["--batch", "2", "--width", "16", "--window", "3", "--attention-units", "4"]
+    )
     short, long = (floor.xla_buffers("ours", steps, args, key_dim=5) for steps in (16, 256))
     assert short is not None and long is not None, "the JAX child failed"
     assert 0 < short < long

@@ -4,7 +4,6 @@ word ids; and what `MemoryRetrievalHeatmap` writes to TensorBoard each epoch (th
 table of the matrix the NumPy reference of the AM-GRU gives, the sentence pair, at the epoch's
 step), or does not write when the encoder has no associative memory."""
 
-
 import keras
 import numpy as np
 import pytest
@@ -88,19 +87,28 @@ def test_heatmap_callback_writes_an_image(tmp_path):
     vectors = model.get_layer("embedding").embeddings.numpy()
     dual = model.get_layer("encoder").encoder_layers[0].hypothesis_layer.cell
     weights = {
-        "key": dual.premise_cell.key_kernel, "gate": dual.premise_cell.gate_kernel,
-        "gate_bias": dual.premise_cell.gate_bias, "candidate": dual.premise_cell.candidate_kernel,
-        "candidate_bias": dual.premise_cell.candidate_bias, "dual_gate": dual.dual_gate_kernel,
+        "key": dual.premise_cell.key_kernel,
+        "gate": dual.premise_cell.gate_kernel,
+        "gate_bias": dual.premise_cell.gate_bias,
+        "candidate": dual.premise_cell.candidate_kernel,
+        "candidate_bias": dual.premise_cell.candidate_bias,
+        "dual_gate": dual.dual_gate_kernel,
         "dual_candidate": dual.dual_candidate_kernel,
-    }  # fmt: skip
+    }
     w = {name: np.asarray(v.numpy(), np.float64) for name, v in weights.items()}
     want = conditional_encoding_retrievals(
-        vectors[callback.premise_ids[0]], vectors[callback.hypothesis_ids[0]], w, 8, 2,
+        vectors[callback.premise_ids[0]],
+        vectors[callback.hypothesis_ids[0]],
+        w,
+        8,
+        2,
         dual_key="paper",
-    )  # fmt: skip
+    )
     expected = cosine_similarity_matrix(want["hypothesis_read"], want["premise_written"])
     np.testing.assert_allclose(callback.last_matrix, expected, atol=1e-5)
-    summaries = {tag: written[-1][1] for tag, written in summary_events(tmp_path / "memory").items()}
+    summaries = {
+        tag: written[-1][1] for tag, written in summary_events(tmp_path / "memory").items()
+    }
     assert {"memory/retrieval", "memory/retrieval/table", "memory/sentence"} <= set(summaries)
     image = tf.make_ndarray(summaries["memory/retrieval"].tensor)
     # An image summary holds [width, height, encoded PNG]; decode the PNG itself.
@@ -109,14 +117,19 @@ def test_heatmap_callback_writes_an_image(tmp_path):
     table = tf.make_ndarray(summaries["memory/retrieval/table"].tensor).item().decode()
     assert table.splitlines()[0] == "| | a | red | cat | . |"  # premise tokens label the columns
     assert [row.split(" | ")[0] for row in table.splitlines()[2:]] == [
-        "| the", "| cat", "| is", "| red", "| .",
+        "| the",
+        "| cat",
+        "| is",
+        "| red",
+        "| .",
     ]
 
 
 def test_every_epoch_writes_the_matrix_and_the_pair_at_its_step(tmp_path):
     model = _small_snli_model(DualAssociativeEncoder(4, num_copies=2, return_sequences=True))
-    heatmap = MemoryRetrievalHeatmap(tmp_path, ["a", "dog", "runs"], ["a", "dog", "sleeps"],
-                                     VOCABULARY)  # fmt: skip
+    heatmap = MemoryRetrievalHeatmap(
+        tmp_path, ["a", "dog", "runs"], ["a", "dog", "sleeps"], VOCABULARY
+    )
     heatmap.set_model(model)
     heatmap.on_epoch_end(0)
     first = heatmap.last_matrix
@@ -134,8 +147,7 @@ def test_every_epoch_writes_the_matrix_and_the_pair_at_its_step(tmp_path):
     )
     # The table of the last epoch holds that epoch's matrix, one hypothesis word a row.
     rows = _text(events["memory/retrieval/table"][-1][1]).splitlines()[2:]
-    written = np.array([[float(cell) for cell in row.strip("| ").split(" | ")[1:]]
-                        for row in rows])  # fmt: skip
+    written = np.array([[float(cell) for cell in row.strip("| ").split(" | ")[1:]] for row in rows])
     np.testing.assert_allclose(written, heatmap.last_matrix, atol=5e-4 + 1e-9)
 
 

@@ -4,7 +4,6 @@ weight of each heap slot and the read weight on chosen entries, against the read
 each episode and writes an evaluation batch's facts first; and what `CacheAttentionCallback`
 writes to TensorBoard each epoch (the weight curve, the top slots, the fill)."""
 
-
 import keras
 import numpy as np
 import pytest
@@ -22,8 +21,9 @@ from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAt
 from tf_memlayers.models.fill_last_word import compile_fill_last_word_model
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
-pytestmark = tensorflow_only("HeapCacheModel writes its caches and the callback its summaries "
-                             "with TensorFlow")  # fmt: skip
+pytestmark = tensorflow_only(
+    "HeapCacheModel writes its caches and the callback its summaries with TensorFlow"
+)
 
 
 def _random_cache_model(query, rng, cache_size=6, width=4, units=3):
@@ -91,8 +91,9 @@ def test_episodes_start_with_an_empty_cache_and_evaluation_writes_its_facts():
         tuple(np.concatenate(part) for part in zip(*questions))
     ).batch(2)
     episodes, probe = CacheEpisodesCallback(2, evaluation_facts=facts), _CacheProbe()
-    model.fit(stream, steps_per_epoch=4, epochs=1, verbose=0, shuffle=False,
-              callbacks=[episodes, probe])
+    model.fit(
+        stream, steps_per_epoch=4, epochs=1, verbose=0, shuffle=False, callbacks=[episodes, probe]
+    )
     filled = [int(np.any(cache != 0, axis=-1).sum()) for cache in probe.train]
     assert filled == [0, 4, 0, 4]  # emptied before each episode's facts
     model.evaluate(evaluation, verbose=0, callbacks=[episodes, probe])
@@ -212,11 +213,14 @@ def test_cache_callback_writes_weights_by_index_and_fill(tmp_path, query):
     weights = cache_attention_by_index(model, layer, x)
     np.testing.assert_allclose(weights, expected, rtol=1e-4, atol=1e-7)
     events = summary_events(tmp_path / "cache")
-    for tag in ("cache_attention/cache_attention", "cache_attention/cache_attention/top_slots",
-                "cache_fill/cache_attention"):  # fmt: skip
+    for tag in (
+        "cache_attention/cache_attention",
+        "cache_attention/cache_attention/top_slots",
+        "cache_fill/cache_attention",
+    ):
         assert [step for step, _ in events[tag]] == [0], tag
     filled = int(np.any(layer.cache.numpy() != 0, axis=-1).sum())
-    (_, fill), = events["cache_fill/cache_attention"]
+    ((_, fill),) = events["cache_fill/cache_attention"]
     assert float(tf.make_ndarray(fill.tensor)) == pytest.approx(filled / layer.cache_size)
     # The written table: the ten heaviest slots with the weights the probes' reads give.
     table = tf.make_ndarray(events["cache_attention/cache_attention/top_slots"][-1][1].tensor)
@@ -242,8 +246,11 @@ def test_cache_callback_writes_each_epochs_curve_top_slots_and_fill(tmp_path):
     callback.on_epoch_end(1)
     callback.on_train_end()
     events = summary_events(tmp_path / "cache")
-    for tag in ("cache_attention/cache_attention", "cache_attention/cache_attention/top_slots",
-                "cache_fill/cache_attention"):  # fmt: skip
+    for tag in (
+        "cache_attention/cache_attention",
+        "cache_attention/cache_attention/top_slots",
+        "cache_fill/cache_attention",
+    ):
         assert [step for step, _ in events[tag]] == [0, 1], tag
     for _, value in events["cache_fill/cache_attention"]:
         assert float(tf.make_ndarray(value.tensor)) == pytest.approx(11 / 12)

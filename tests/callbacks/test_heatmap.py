@@ -33,8 +33,12 @@ def test_heatmap_keeps_the_matplotlib_backend():
 
 def test_small_heatmaps_are_legible():
     # A window of 5 positions for a 3-token probe, and a one-row cache curve on a log axis.
-    image = heatmap_image(np.random.default_rng(0).random((3, 5)), ["a", "b", "c"],
-                          [f"t-{i}" for i in range(5, 0, -1)], title="window attention")
+    image = heatmap_image(
+        np.random.default_rng(0).random((3, 5)),
+        ["a", "b", "c"],
+        [f"t-{i}" for i in range(5, 0, -1)],
+        title="window attention",
+    )
     assert image.shape[1] >= 400 and image.shape[0] >= 250
     curve = heatmap_image(np.random.default_rng(0).random((1, 8)), log_x=True)
     assert curve.shape[1] >= 400

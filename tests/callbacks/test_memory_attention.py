@@ -28,10 +28,14 @@ def _text(value):
 
 
 def _word_by_word_model():
-    encoder = ConditionalEncoder([ConditionalAttentionEncoder(
-        keras.layers.LSTM(4, return_sequences=True, return_state=True),
-        AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4))),
-    )])  # fmt: skip
+    encoder = ConditionalEncoder(
+        [
+            ConditionalAttentionEncoder(
+                keras.layers.LSTM(4, return_sequences=True, return_state=True),
+                AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4))),
+            )
+        ]
+    )
     return build_snli_model(len(VOCABULARY), encoder=encoder, embedding_dim=3)
 
 
@@ -62,16 +66,21 @@ def test_every_epoch_writes_the_weights_and_the_pair_at_its_step(tmp_path):
     )
     table = _text(events["attention/alignment/table"][-1][1]).splitlines()
     assert table[0] == "| | a | dog | runs | fast |"  # premise words label the columns
-    written = np.array([[float(cell) for cell in row.strip("| ").split(" | ")[1:]]
-                        for row in table[2:]])  # fmt: skip
+    written = np.array(
+        [[float(cell) for cell in row.strip("| ").split(" | ")[1:]] for row in table[2:]]
+    )
     np.testing.assert_allclose(written, heatmap.last_matrix, atol=5e-4 + 1e-9)
     image = tf.make_ndarray(events["attention/alignment"][-1][1].tensor)
     assert tf.io.decode_png(image[2]).numpy().ndim == 3
 
 
 def test_an_encoder_without_attention_writes_nothing(tmp_path):
-    encoder = ConditionalEncoder([keras.layers.GRU(4, return_sequences=True, return_state=True),
-                                  keras.layers.GRU(4, return_state=True)])  # fmt: skip
+    encoder = ConditionalEncoder(
+        [
+            keras.layers.GRU(4, return_sequences=True, return_state=True),
+            keras.layers.GRU(4, return_state=True),
+        ]
+    )
     model = build_snli_model(len(VOCABULARY), encoder=encoder, embedding_dim=3)
     heatmap = PairAttentionHeatmap(tmp_path, PREMISE, HYPOTHESIS, VOCABULARY)
     heatmap.set_model(model)

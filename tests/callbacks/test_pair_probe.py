@@ -15,8 +15,9 @@ pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
 
 def _probe(tmp_path, premise=("a", "dog", "runs"), hypothesis=("cats", "sleep"), **kwargs):
     vocabulary = kwargs.pop("vocabulary", ["<pad>", "<unk>", "a", "dog", "runs", "sleep"])
-    return PairProbe(tmp_path, "view", premise, hypothesis, vocabulary, "encoder", "embedding",
-                     **kwargs)  # fmt: skip
+    return PairProbe(
+        tmp_path, "view", premise, hypothesis, vocabulary, "encoder", "embedding", **kwargs
+    )
 
 
 def test_the_pair_is_read_as_word_ids_unknown_words_as_unk(tmp_path):
@@ -29,11 +30,13 @@ def test_the_pair_is_read_as_word_ids_unknown_words_as_unk(tmp_path):
     assert probe.premise == ["a", "dog", "runs"] and probe.hypothesis == ["cats", "sleep"]
 
 
-@pytest.mark.parametrize("premise, hypothesis, name", [((), ("a",), "premise"),
-                                                       (("a",), (), "hypothesis")])
+@pytest.mark.parametrize(
+    "premise, hypothesis, name", [((), ("a",), "premise"), (("a",), (), "hypothesis")]
+)
 @pytest.mark.parametrize("view", [PairAttentionHeatmap, MemoryRetrievalHeatmap])
-def test_an_empty_probe_sentence_is_refused_naming_the_view(tmp_path, view, premise, hypothesis,
-                                                            name):  # fmt: skip
+def test_an_empty_probe_sentence_is_refused_naming_the_view(
+    tmp_path, view, premise, hypothesis, name
+):
     with pytest.raises(ValueError, match=f"{view.__name__}: the probe `{name}` must have"):
         view(tmp_path, premise, hypothesis, ["<pad>", "<unk>", "a"])
 
@@ -62,7 +65,7 @@ def test_the_writer_is_made_at_its_first_use_and_closed_at_the_end(tmp_path):
     with writer.as_default():
         probe.write_sentence("view/sentence", step=2)
     probe.on_train_end()
-    (step, value), = summary_events(tmp_path / "view")["view/sentence"]
+    ((step, value),) = summary_events(tmp_path / "view")["view/sentence"]
     text = tf.make_ndarray(value.tensor).item().decode()
     assert step == 2 and text == "premise: a dog runs\n\nhypothesis: cats sleep"
     assert probe.writer() is not writer  # a new one after training ended

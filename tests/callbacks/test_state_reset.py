@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from examples.language_modeling.memories import language_model
+from tests.models.test_language_model import SMALL, VOCAB
 from tf_memlayers.callbacks.state_reset import (
     StateResetCallback,
     reset_language_model_states,
@@ -16,7 +17,6 @@ from tf_memlayers.callbacks.state_reset import (
     stateful_layers,
 )
 from tf_memlayers.models.weight_transfer import copy_trainable_weights
-from tests.models.test_language_model import SMALL, VOCAB
 
 BATCH = 3
 
@@ -113,8 +113,9 @@ def test_row_reset_restarts_only_the_selected_rows():
 @pytest.mark.parametrize("mode", ["train", "test", "predict"])
 def test_the_callback_clears_everything_first_then_the_rows_of_each_batch(mode):
     model = _nested_stateful_model()
-    resets = np.array([[True, True, True], [False, False, False], [False, True, False],
-                       [True, False, True]])  # fmt: skip
+    resets = np.array(
+        [[True, True, True], [False, False, False], [False, True, False], [True, False, True]]
+    )
     if mode == "train":
         callback = StateResetCallback(train_resets=resets, eval_resets=~resets)
         begin, batch_begin = callback.on_epoch_begin, callback.on_train_batch_begin
@@ -144,8 +145,11 @@ def test_without_reset_tables_only_the_starts_clear_the_states():
     callback.set_model(model)
     _fill(model, 4)
     before = _carried(model)
-    for hook in (callback.on_train_batch_begin, callback.on_test_batch_begin,
-                 callback.on_predict_batch_begin):  # fmt: skip
+    for hook in (
+        callback.on_train_batch_begin,
+        callback.on_test_batch_begin,
+        callback.on_predict_batch_begin,
+    ):
         hook(1)
     assert _cleared_rows(before, _carried(model)) == [False, False, False]
     callback.on_test_begin()

@@ -81,8 +81,11 @@ def test_window_attention_callback_writes_heatmaps(tmp_path, monkeypatch):
 
     drawn = []
     draw = window_attention.write_heatmap
-    monkeypatch.setattr(window_attention, "write_heatmap",
-                        lambda tag, *a, **kw: drawn.append((tag, kw)) or draw(tag, *a, **kw))
+    monkeypatch.setattr(
+        window_attention,
+        "write_heatmap",
+        lambda tag, *a, **kw: drawn.append((tag, kw)) or draw(tag, *a, **kw),
+    )
     model = _model("key_value")
     compile_language_model(model, jit_compile=False)
     probe = _model(
@@ -158,8 +161,9 @@ def test_every_n_epochs_writes_the_probe_of_the_current_weights(tmp_path):
     sentence = _tokens(1, 6, seed=1)[0]
     labels = [f"w{i}" for i in sentence]
     validation = _tokens(3, 8, seed=2)
-    callback = WindowAttentionCallback(probe, tmp_path, sentence, labels, validation, window=3,
-                                       every_n_epochs=2)  # fmt: skip
+    callback = WindowAttentionCallback(
+        probe, tmp_path, sentence, labels, validation, window=3, every_n_epochs=2
+    )
     callback.set_model(model)
     rng = np.random.default_rng(3)
     for epoch in range(4):
@@ -168,8 +172,12 @@ def test_every_n_epochs_writes_the_probe_of_the_current_weights(tmp_path):
         callback.on_epoch_end(epoch)
     callback.on_train_end()
     events = summary_events(tmp_path)
-    for tag in ("window_attention/probe_sentence", "window_attention/probe_sentence/table",
-                "window_attention/average_by_position", "window_attention/probe_sentence_text"):
+    for tag in (
+        "window_attention/probe_sentence",
+        "window_attention/probe_sentence/table",
+        "window_attention/average_by_position",
+        "window_attention/probe_sentence_text",
+    ):
         assert [step for step, _ in events[tag]] == [1, 3], tag  # the 2nd and 4th epochs
     # The last tables hold the last weights' scores, read from a copy of the trained model.
     reference = _probe_with_weights_of(model, "attention")

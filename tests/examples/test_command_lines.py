@@ -15,8 +15,8 @@ import sys
 import keras
 import pytest
 
-from tests.support import REPO_ROOT
 from examples.harness import options
+from tests.support import REPO_ROOT
 
 EXAMPLES = ("snli_dual_am_gru", "ptb_memory_lm", "fill_last_word_cache", "seq2seq_autoencoder")
 
@@ -139,9 +139,7 @@ SPECIFIC_BAD["seq2seq_autoencoder"] = [
     (["--max-length", "3"], "--max-length"),  # the generated sentences have 5 to 14 words
 ]
 BAD_CASES = [
-    (name, argv, option)
-    for name in EXAMPLES
-    for argv, option in COMMON_BAD + SPECIFIC_BAD[name]
+    (name, argv, option) for name in EXAMPLES for argv, option in COMMON_BAD + SPECIFIC_BAD[name]
 ]
 
 
@@ -154,8 +152,9 @@ def test_a_bad_value_is_one_line_naming_the_option(examples, capsys, name, argv,
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_a_data_dir_without_the_corpus_files_is_refused_when_parsed(examples, capsys, tmp_path,
-                                                                   name):
+def test_a_data_dir_without_the_corpus_files_is_refused_when_parsed(
+    examples, capsys, tmp_path, name
+):
     (tmp_path / "notes.txt").write_text("nothing here\n")
     line = _error_line(capsys, examples[name].parse_args, ["--data-dir", str(tmp_path)])
     assert "error: argument --data-dir" in line and str(tmp_path) in line
@@ -177,7 +176,7 @@ def test_snli_reports_an_option_the_encoder_refuses_with_its_message(
     example = examples["snli_dual_am_gru"]
     line = _error_line(
         capsys, lambda argv: example.build_model(example.parse_args(argv), 20, None, 0.05), argv
-    )  # fmt: skip
+    )
     option = "--top-units" if "--top-units" in argv else "--fused-loop"
     assert f"error: argument {option}: " in line and message in line
 
@@ -187,18 +186,23 @@ PTB_WIDTHS_REFUSED = [
     (["--model", "ngram", "--ngram", "8"], "--ngram", "does not divide into 7 equal pieces"),
     (["--model", "key_value", "--hidden", "9"], "--hidden", "does not divide into 2 equal pieces"),
     (["--sizes", "3", "3", "3"], "--sizes", "`sizes` must list 1 piece (key), got 3"),
-    (["--model", "lstm", "--tie-weights", "--hidden", "8", "--embedding-dim", "4"],
-     "--tie-weights", "needs `hidden` == `embedding_dim`"),
+    (
+        ["--model", "lstm", "--tie-weights", "--hidden", "8", "--embedding-dim", "4"],
+        "--tie-weights",
+        "needs `hidden` == `embedding_dim`",
+    ),
 ]
 
 
 @pytest.mark.parametrize("argv, option, message", PTB_WIDTHS_REFUSED)
-def test_ptb_reports_widths_the_model_refuses_as_the_option(examples, capsys, tmp_path, argv,
-                                                            option, message):  # fmt: skip
+def test_ptb_reports_widths_the_model_refuses_as_the_option(
+    examples, capsys, tmp_path, argv, option, message
+):
     main = examples["ptb_memory_lm"].main
     run = tmp_path / "run"
-    line = _error_line(capsys, main, [*argv, "--generated-tokens", "2000", "--verbose", "0",
-                                      "--workdir", str(run)])  # fmt: skip
+    line = _error_line(
+        capsys, main, [*argv, "--generated-tokens", "2000", "--verbose", "0", "--workdir", str(run)]
+    )
     assert f"error: argument {option}: " in line and message in line
     assert not run.exists()
 
@@ -217,10 +221,15 @@ def test_fill_reports_files_without_a_usable_sentence_as_max_length(examples, ca
 def test_snli_refuses_a_data_dir_its_source_would_not_read(examples, capsys, tmp_path, source):
     for split in ("train", "dev", "test"):
         (tmp_path / f"snli_1.0_{split}.jsonl").write_text("")
-    line = _error_line(capsys, examples["snli_dual_am_gru"].parse_args,
-                       ["--data-dir", str(tmp_path), "--source", source])  # fmt: skip
-    assert ("error: argument --data-dir: is read with --source auto or files, not with "
-            f"--source {source}") in line
+    line = _error_line(
+        capsys,
+        examples["snli_dual_am_gru"].parse_args,
+        ["--data-dir", str(tmp_path), "--source", source],
+    )
+    assert (
+        "error: argument --data-dir: is read with --source auto or files, not with "
+        f"--source {source}"
+    ) in line
 
 
 def test_fill_names_the_evaluation_file_it_lacks(examples, capsys, tmp_path):
@@ -265,9 +274,19 @@ def test_one_spelling_per_shared_option(examples, capsys):
         spellings[name] = set(re.findall(r"^  (--[a-z-]+)", text, re.MULTILINE))
         for old in ("--kind", "--hidden-units", "--clipnorm"):
             assert old not in spellings[name], (name, old)
-    for option in ("--jit", "--seed", "--epochs", "--learning-rate", "--batch-size",
-                   "--embedding-dim", "--data-dir", "--workdir", "--strategy", "--verbose",
-                   "--clip-norm"):
+    for option in (
+        "--jit",
+        "--seed",
+        "--epochs",
+        "--learning-rate",
+        "--batch-size",
+        "--embedding-dim",
+        "--data-dir",
+        "--workdir",
+        "--strategy",
+        "--verbose",
+        "--clip-norm",
+    ):
         assert all(option in found for found in spellings.values()), option
     # One meaning per word: --units is a layer's output width (the SNLI example's layer 1),
     # --hidden the width of the LSTM under the memory layer or the pooling.
@@ -311,8 +330,18 @@ def test_ptb_help_says_which_defaults_a_config_preset_sets(examples, capsys):
     with pytest.raises(SystemExit):
         examples["ptb_memory_lm"].parse_args(["--config", "zaremba-small", "--help"])
     entries = _help_entries(capsys.readouterr().out)
-    for option in ("--model", "--hidden", "--layers", "--epochs", "--learning-rate",
-                   "--lr-decay", "--clip-norm", "--dropout", "--seq-len", "--full-rate-epochs"):
+    for option in (
+        "--model",
+        "--hidden",
+        "--layers",
+        "--epochs",
+        "--learning-rate",
+        "--lr-decay",
+        "--clip-norm",
+        "--dropout",
+        "--seq-len",
+        "--full-rate-epochs",
+    ):
         assert options.PRESET_NOTE in entries[option], option
     assert "(default: 200;" in entries["--hidden"]  # the preset's value
     for option in ("--strategy", "--workdir", "--probe-length"):
@@ -326,20 +355,80 @@ class _FitCalled(Exception):
 @pytest.mark.parametrize(
     "name,argv",
     [
-        ("snli_dual_am_gru", ["--train-size", "small", "--max-train", "60", "--units", "4",
-                              "--num-copies", "2", "--embedding-dim", "4", "--verbose", "0"]),
-        ("ptb_memory_lm", ["--generated-tokens", "600", "--hidden", "8", "--embedding-dim", "4",
-                           "--batch-size", "4", "--seq-len", "5", "--no-jit", "--verbose", "0"]),
-        ("fill_last_word_cache", ["--hidden", "4", "--embedding-dim", "4", "--attention-units",
-                                  "2", "--cache-size", "8", "--max-length", "12",
-                                  "--verbose", "0"]),
-        ("seq2seq_autoencoder", ["--train-size", "small", "--units", "4", "--num-copies", "2",
-                                 "--embedding-dim", "4", "--probe-sentences", "2",
-                                 "--verbose", "0"]),
+        (
+            "snli_dual_am_gru",
+            [
+                "--train-size",
+                "small",
+                "--max-train",
+                "60",
+                "--units",
+                "4",
+                "--num-copies",
+                "2",
+                "--embedding-dim",
+                "4",
+                "--verbose",
+                "0",
+            ],
+        ),
+        (
+            "ptb_memory_lm",
+            [
+                "--generated-tokens",
+                "600",
+                "--hidden",
+                "8",
+                "--embedding-dim",
+                "4",
+                "--batch-size",
+                "4",
+                "--seq-len",
+                "5",
+                "--no-jit",
+                "--verbose",
+                "0",
+            ],
+        ),
+        (
+            "fill_last_word_cache",
+            [
+                "--hidden",
+                "4",
+                "--embedding-dim",
+                "4",
+                "--attention-units",
+                "2",
+                "--cache-size",
+                "8",
+                "--max-length",
+                "12",
+                "--verbose",
+                "0",
+            ],
+        ),
+        (
+            "seq2seq_autoencoder",
+            [
+                "--train-size",
+                "small",
+                "--units",
+                "4",
+                "--num-copies",
+                "2",
+                "--embedding-dim",
+                "4",
+                "--probe-sentences",
+                "2",
+                "--verbose",
+                "0",
+            ],
+        ),
     ],
 )
-def test_fit_is_told_not_to_shuffle_the_tf_data_pipeline(examples, monkeypatch, tmp_path, name,
-                                                          argv):
+def test_fit_is_told_not_to_shuffle_the_tf_data_pipeline(
+    examples, monkeypatch, tmp_path, name, argv
+):
     # Keras warns that `shuffle=True` is ignored for a tf.data dataset; the examples' pipelines
     # shuffle (or, for truncated BPTT, must keep their order).
     calls = []
@@ -361,8 +450,16 @@ def test_unreadable_data_is_a_command_line_error(examples, capsys, tmp_path):
     line = _error_line(capsys, examples["ptb_memory_lm"].main, argv)
     assert "error: argument --data-dir" in line and "ptb.valid.txt is empty" in line
     (tmp_path / "glove.txt").write_text("cat 1 2\ndog 1 2 3\n")
-    argv = ["--train-size", "small", "--max-train", "30", "--workdir", str(tmp_path / "run2"),
-            "--embeddings", str(tmp_path / "glove.txt")]
+    argv = [
+        "--train-size",
+        "small",
+        "--max-train",
+        "30",
+        "--workdir",
+        str(tmp_path / "run2"),
+        "--embeddings",
+        str(tmp_path / "glove.txt"),
+    ]
     line = _error_line(capsys, examples["snli_dual_am_gru"].main, argv)
     assert "error: argument --embeddings" in line and "glove.txt, line 2" in line
     (tmp_path / "train.txt").write_bytes(os.urandom(3000))
@@ -385,8 +482,11 @@ def test_a_workdir_that_is_a_file_is_refused_when_parsed(examples, capsys, tmp_p
         assert examples[name].parse_args(["--workdir", str(workdir)]).workdir == str(workdir)
 
 
-@pytest.mark.parametrize("option", [["--probe-sentence"], ["--generate", "3", "--prompt"]],
-                         ids=["probe_sentence", "prompt"])
+@pytest.mark.parametrize(
+    "option",
+    [["--probe-sentence"], ["--generate", "3", "--prompt"]],
+    ids=["probe_sentence", "prompt"],
+)
 @pytest.mark.parametrize(
     "sentence,message",
     [("again zzzqqq", "token 'zzzqqq' is not in the vocabulary"), ("  ", "has no words")],
@@ -400,8 +500,18 @@ def test_words_the_vocabulary_cannot_encode_are_refused(
     assert not (tmp_path / "run").exists()  # refused before the run started
 
 
-SNLI_TINY = ["--source", "generated", "--train-size", "small", "--max-train", "50", "--units",
-             "8", "--num-copies", "2"]  # fmt: skip
+SNLI_TINY = [
+    "--source",
+    "generated",
+    "--train-size",
+    "small",
+    "--max-train",
+    "50",
+    "--units",
+    "8",
+    "--num-copies",
+    "2",
+]
 
 
 # One run of each script as users start it, each with a refusal found at another stage: while
@@ -411,23 +521,39 @@ SNLI_TINY = ["--source", "generated", "--train-size", "small", "--max-train", "5
 @pytest.mark.parametrize(
     "name,argv,option,message",
     [
-        ("snli_dual_am_gru", [*ENCODER_REFUSED[0][0], *SNLI_TINY], "--fused-loop",
-         ENCODER_REFUSED[0][1]),
-        ("ptb_memory_lm", ["--probe-sentence", "again zzzqqq", "--generated-tokens", "2000"],
-         "--probe-sentence", ""),
+        (
+            "snli_dual_am_gru",
+            [*ENCODER_REFUSED[0][0], *SNLI_TINY],
+            "--fused-loop",
+            ENCODER_REFUSED[0][1],
+        ),
+        (
+            "ptb_memory_lm",
+            ["--probe-sentence", "again zzzqqq", "--generated-tokens", "2000"],
+            "--probe-sentence",
+            "",
+        ),
         ("ptb_memory_lm", ["--learning-rate", "nan"], "--learning-rate", ""),
         ("fill_last_word_cache", ["--data-dir", "/nonexistent"], "--data-dir", ""),
     ],
     ids=["snli_encoder", "ptb_probe_sentence", "ptb_parse", "fill_last_word_cache"],
-)  # fmt: skip
+)
 def test_script_exits_2_with_one_error_line(name, argv, option, message, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     env["PYTHONPATH"] = str(REPO_ROOT)
     result = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "examples" / f"{name}.py"), *argv,
-         "--workdir", str(tmp_path / "run")],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(REPO_ROOT / "examples" / f"{name}.py"),
+            *argv,
+            "--workdir",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr and "METRICS" not in result.stdout
     # One line: none of TensorFlow's C++ start-up lines either ("cpu_feature_guard", the absl

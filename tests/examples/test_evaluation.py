@@ -5,13 +5,13 @@ import keras
 import numpy as np
 import pytest
 
+from examples.language_modeling.evaluation import evaluate_language_model
 from examples.language_modeling.generated_lm import generate_copy_corpus
 from examples.language_modeling.lm_batches import make_bptt_batches
-from examples.language_modeling.token_streams import TokenStream
 from examples.language_modeling.memories import language_model
+from examples.language_modeling.token_streams import TokenStream
 from tf_memlayers.models.language_model import compile_language_model
 from tf_memlayers.models.weight_transfer import copy_trainable_weights
-from examples.language_modeling.evaluation import evaluate_language_model
 
 VOCAB = 23
 SMALL = dict(hidden=12, embedding_dim=6, window=3, init_scale=0.5)
@@ -76,8 +76,7 @@ def test_packed_and_padded_validation_score_the_same_perplexity(kind, layout):
     assert from_packed["tokens"] == from_padded["tokens"] == stream.num_tokens - 1
     np.testing.assert_allclose(from_packed["perplexity"], from_padded["perplexity"], rtol=1e-5)
 
-    alone = language_model(VOCAB, **dict(options, stateful=False, batch_size=None,
-                                                seq_len=None))  # fmt: skip
+    alone = language_model(VOCAB, **dict(options, stateful=False, batch_size=None, seq_len=None))
     copy_trainable_weights(padded_model, alone)
     expected, count = _document_by_document(alone, stream)
     assert count == stream.num_tokens - 1
@@ -85,10 +84,13 @@ def test_packed_and_padded_validation_score_the_same_perplexity(kind, layout):
     # The packed tokens read without their resets carry each document into the next: another
     # figure, so the comparison above would see a reset that did not happen.
     carried = padded_model.evaluate(
-        packed.inputs.reshape(-1, seq_len), packed.targets.reshape(-1, seq_len),
-        sample_weight=packed.weights.reshape(-1, seq_len), batch_size=batch_size, verbose=0,
+        packed.inputs.reshape(-1, seq_len),
+        packed.targets.reshape(-1, seq_len),
+        sample_weight=packed.weights.reshape(-1, seq_len),
+        batch_size=batch_size,
+        verbose=0,
         return_dict=True,
-    )  # fmt: skip
+    )
     assert abs(carried["perplexity"] - expected) > 1e-4 * expected
 
 

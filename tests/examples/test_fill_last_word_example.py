@@ -10,9 +10,26 @@ import pytest
 
 from tests.support import assert_hparams_named_as_options, load_script, logged_hparams
 
-TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden", "8", "--attention-units", "4",
-        "--cache-size", "64", "--batch-size", "32", "--episodes", "2", "--houses", "4",
-        "--verbose", "0"]
+TINY = [
+    "--epochs",
+    "1",
+    "--embedding-dim",
+    "6",
+    "--hidden",
+    "8",
+    "--attention-units",
+    "4",
+    "--cache-size",
+    "64",
+    "--batch-size",
+    "32",
+    "--episodes",
+    "2",
+    "--houses",
+    "4",
+    "--verbose",
+    "0",
+]
 
 
 def load_example():
@@ -104,10 +121,13 @@ def test_default_run_directory_names_changes_and_digests_resolved_values():
     assert "clip_norm=1.0" in clipped and clipped[-8:] != default[-8:]
 
 
-@pytest.mark.parametrize("argv, clip_norm", [
-    ([], 5.0),  # the paper's
-    (["--faithful-to-code", "--clip-norm", "2"], 2.0),  # the reference code never clips
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, clip_norm",
+    [
+        ([], 5.0),  # the paper's
+        (["--faithful-to-code", "--clip-norm", "2"], 2.0),  # the reference code never clips
+    ],
+)
 def test_clip_norm_reaches_the_optimizer(tmp_path, argv, clip_norm):
     example = load_example()
     captured = {}
@@ -129,12 +149,14 @@ def test_clip_norm_reaches_the_optimizer(tmp_path, argv, clip_norm):
 
 @pytest.mark.parametrize(
     "argv,fragment",
-    [(["--max-train", "10"], "argument --max-train: needs --data-dir"),
-     (["--houses", "133"], "argument --houses: must be <= 132"),
-     (["--houses", "1"], "argument --houses"),
-     (["--max-length", "2"], "argument --max-length: the generated sentences need 3"),
-     (["--episodes", "0"], "argument --episodes"),
-     (["--cache-gate-init", "zeros"], "argument --cache-gate-init")],
+    [
+        (["--max-train", "10"], "argument --max-train: needs --data-dir"),
+        (["--houses", "133"], "argument --houses: must be <= 132"),
+        (["--houses", "1"], "argument --houses"),
+        (["--max-length", "2"], "argument --max-length: the generated sentences need 3"),
+        (["--episodes", "0"], "argument --episodes"),
+        (["--cache-gate-init", "zeros"], "argument --cache-gate-init"),
+    ],
 )
 def test_generated_corpus_options_are_checked(capsys, argv, fragment):
     with pytest.raises(SystemExit) as exit_info:
@@ -146,9 +168,21 @@ def test_generated_corpus_options_are_checked(capsys, argv, fragment):
 def test_real_sentences_from_data_dir(tmp_path, shared_data):
     example = load_example()
     metrics = example.main(
-        TINY + ["--data-dir", str(shared_data / "pwkp_gaffney"), "--max-train", "300",
-                "--max-vocabulary", "2000", "--pooling", "last", "--query", "none",
-                "--workdir", str(tmp_path / "pwkp")]
+        TINY
+        + [
+            "--data-dir",
+            str(shared_data / "pwkp_gaffney"),
+            "--max-train",
+            "300",
+            "--max-vocabulary",
+            "2000",
+            "--pooling",
+            "last",
+            "--query",
+            "none",
+            "--workdir",
+            str(tmp_path / "pwkp"),
+        ]
     )
     assert metrics["source"].endswith("test.txt/dev.txt")
     assert metrics["train_sentences"] <= 300 and metrics["eval_sentences"] > 5000

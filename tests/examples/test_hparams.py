@@ -24,11 +24,20 @@ def _write(folder, hparams=None, scalar=None):
 
 
 def test_values_are_written_as_the_dashboard_takes_them(tmp_path):
-    log_hparams(tmp_path, {"rate": 1e-3, "units": 8, "fused": True, "rows": None,
-                           "sizes": [2, 3], "model": "gru"}, {"accuracy": 0.5})  # fmt: skip
+    log_hparams(
+        tmp_path,
+        {"rate": 1e-3, "units": 8, "fused": True, "rows": None, "sizes": [2, 3], "model": "gru"},
+        {"accuracy": 0.5},
+    )
     hparams, scalars = logged_hparams(str(tmp_path))
-    assert hparams == {"rate": pytest.approx(1e-3), "units": 8, "fused": True, "rows": "none",
-                       "sizes": "[2, 3]", "model": "gru"}  # fmt: skip
+    assert hparams == {
+        "rate": pytest.approx(1e-3),
+        "units": 8,
+        "fused": True,
+        "rows": "none",
+        "sizes": "[2, 3]",
+        "model": "gru",
+    }
     assert scalars == {"accuracy": 0.5}
 
 
@@ -46,8 +55,11 @@ def test_a_run_logged_again_keeps_one_record_the_last(tmp_path):
     (cut,) = glob.glob(str(tmp_path / "cut" / "*"))
     data = open(cut, "rb").read()
     (tmp_path / "events.out.tfevents.0.cut").write_bytes(data[: len(data) - 5])
-    kept = {path for path in glob.glob(str(tmp_path / "**" / "*"), recursive=True)
-            if os.path.isfile(path)} - set(hparams_records(tmp_path))  # fmt: skip
+    kept = {
+        path
+        for path in glob.glob(str(tmp_path / "**" / "*"), recursive=True)
+        if os.path.isfile(path)
+    } - set(hparams_records(tmp_path))
     assert len(hparams_records(tmp_path)) == 1 and len(kept) == 5
 
     log_hparams(tmp_path, {"units": 8}, {"accuracy": 0.5})

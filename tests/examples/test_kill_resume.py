@@ -11,6 +11,7 @@ import sys
 
 import keras
 import numpy as np
+
 from tests.examples.test_fill_last_word_example import TINY as FILL_TINY
 from tests.examples.test_fill_last_word_example import (
     CacheAtEpochBegin,
@@ -19,7 +20,6 @@ from tests.examples.test_fill_last_word_example import (
 from tests.examples.test_ptb_example import TINY as PTB_TINY
 from tests.examples.test_snli_example import TINY as SNLI_TINY
 from tests.examples.test_snli_example import assert_logged_settings_and_metrics
-
 from tests.support import REPO_ROOT
 
 # Values that describe the process rather than what the run computed.
@@ -75,8 +75,9 @@ class _EpochCounter(keras.callbacks.Callback):
         self.epochs.append(epoch)
 
 
-def _straight_killed_resumed(tmp_path, script, entry, argv, straight_callbacks=(),
-                             resumed_callbacks=()):  # fmt: skip
+def _straight_killed_resumed(
+    tmp_path, script, entry, argv, straight_callbacks=(), resumed_callbacks=()
+):
     """Runs ``argv`` uninterrupted (here, while a new process runs it in ``resumed`` until it
     is killed), then runs it again in ``resumed``, each run in this process with its extra
     callbacks. Returns both metrics and the epochs that the second run of ``resumed``
@@ -94,10 +95,18 @@ def _straight_killed_resumed(tmp_path, script, entry, argv, straight_callbacks=(
     killed_args = [*argv, "--workdir", str(tmp_path / "resumed")]
     with open(tmp_path / "killed.log", "w") as log:
         killed = subprocess.Popen(
-            [sys.executable, "-c", KILLER, str(REPO_ROOT / "examples" / f"{script}.py"), entry,
-             json.dumps(killed_args)],
-            stdout=log, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-c",
+                KILLER,
+                str(REPO_ROOT / "examples" / f"{script}.py"),
+                entry,
+                json.dumps(killed_args),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
         try:
             straight = call("straight", straight_callbacks)
         finally:
@@ -135,9 +144,7 @@ def test_snli_killed_in_its_last_epoch_resumes_exactly(tmp_path, capsys):
     # Dropout 0.1 on the word vectors; a shuffled, bucketed, endless training stream; the
     # learning rate halved at the end (the tiny model's dev accuracy stays flat).
     argv = [*SNLI_TINY, "--padding", "bucket", "--epochs", "2"]
-    straight, resumed, epochs = _straight_killed_resumed(
-        tmp_path, "snli_dual_am_gru", "main", argv
-    )
+    straight, resumed, epochs = _straight_killed_resumed(tmp_path, "snli_dual_am_gru", "main", argv)
     assert epochs == [1]  # only the interrupted epoch ran again
     assert resumed["epochs_run"] == [0, 1] and len(resumed["dev_accuracy"]) == 2
     last = keras.saving.load_model(tmp_path / "resumed" / "last.keras")

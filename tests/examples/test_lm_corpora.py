@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from examples.harness.data.vocabulary import EOS, UNK, Vocabulary
 from examples.language_modeling import cbt, lm_corpora, ptb, wikitext2
 from examples.language_modeling.generated_lm import generate_copy_corpus
 from examples.language_modeling.lm_batches import make_bptt_batches
 from examples.language_modeling.token_streams import TokenStream
-from examples.harness.data.vocabulary import EOS, UNK, Vocabulary
 
 
 def _write(path, lines, compress=False):
@@ -28,7 +28,7 @@ def _reference_counts(path):
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as handle:
         lines = handle.read().splitlines()
-    return sum(len(line.split()) + 1 for line in lines), {w for l in lines for w in l.split()}
+    return sum(len(line.split()) + 1 for line in lines), {w for line in lines for w in line.split()}
 
 
 # --- Real corpora (FIGURES.md §7) ----------------------------------------------------------
@@ -70,7 +70,9 @@ def test_cbt_single_file_is_split_by_books(shared_data):
     path = shared_data / "cbt" / "cbt_test.txt"
     lines = path.read_text(encoding="utf-8").splitlines()
     books = sum(line.startswith("_BOOK_TITLE_") for line in lines)
-    text_tokens = sum(len(l.split()) + 1 for l in lines if not l.startswith("_BOOK_TITLE_"))
+    text_tokens = sum(
+        len(line.split()) + 1 for line in lines if not line.startswith("_BOOK_TITLE_")
+    )
     streams = (corpus.train, corpus.valid, corpus.test)
     assert sum(s.num_tokens for s in streams) == text_tokens
     assert [s.num_documents for s in streams] == [books - 2, 1, 1]
@@ -131,7 +133,18 @@ def test_cbt_format_small_files(tmp_path):
     corpus = cbt.load_cbt(tmp_path, min_count=2)
     # c and d are seen once in training: they become <unk>, as does the unseen z.
     assert corpus.vocabulary.decode(corpus.train.ids) == [
-        "a", "b", EOS, "a", UNK, EOS, "a", "b", EOS, "b", UNK, EOS
+        "a",
+        "b",
+        EOS,
+        "a",
+        UNK,
+        EOS,
+        "a",
+        "b",
+        EOS,
+        "b",
+        UNK,
+        EOS,
     ]
     assert corpus.train.document_starts.tolist() == [0, 6]
     assert corpus.vocabulary.decode(corpus.valid.ids) == ["a", UNK, EOS]

@@ -18,22 +18,42 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tests import multi_worker_models as models
-from tests.multi_worker_job import load_example
-from tests.examples.test_ptb_example import TINY as PTB_TINY
-from tests.support import REPO_ROOT
 from examples.harness import options
 from examples.harness.training import distributed
 from examples.harness.training.strategy import STRATEGIES
+from tests import multi_worker_models as models
+from tests.examples.test_ptb_example import TINY as PTB_TINY
+from tests.multi_worker_job import load_example
+from tests.support import REPO_ROOT
 
 JOB = REPO_ROOT / "tests" / "multi_worker_job.py"
 WORKERS = 2
 # The plain GRU model: the multi-worker path is the same for every model, and it is the fastest.
 SNLI_TINY = [
-    "--model", "gru", "--train-size", "small", "--max-train", "60", "--units", "8", "--num-copies", "2",
-    "--embedding-dim", "8", "--eval-every", "2", "--verbose", "0", "--padding", "fixed",
-    "--max-length", "16", "--dropout", "0", "--no-jit",
-]  # fmt: skip
+    "--model",
+    "gru",
+    "--train-size",
+    "small",
+    "--max-train",
+    "60",
+    "--units",
+    "8",
+    "--num-copies",
+    "2",
+    "--embedding-dim",
+    "8",
+    "--eval-every",
+    "2",
+    "--verbose",
+    "0",
+    "--padding",
+    "fixed",
+    "--max-length",
+    "16",
+    "--dropout",
+    "0",
+    "--no-jit",
+]
 SNLI_ROWS = 10  # per replica: the global batch of two workers is 20 pairs
 
 
@@ -56,15 +76,21 @@ def start_workers(out_dir, jobs, count=WORKERS):
     for index in range(count):
         config = {"cluster": cluster, "task": {"type": "worker", "index": index}}
         env = dict(
-            os.environ, TF_CONFIG=json.dumps(config), CUDA_VISIBLE_DEVICES="",
-            TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO_ROOT),
-        )  # fmt: skip
+            os.environ,
+            TF_CONFIG=json.dumps(config),
+            CUDA_VISIBLE_DEVICES="",
+            TF_CPP_MIN_LOG_LEVEL="3",
+            PYTHONPATH=str(REPO_ROOT),
+        )
         processes.append(
             subprocess.Popen(
                 [sys.executable, str(JOB), str(out_dir), json.dumps(jobs)],
-                env=env, cwd=str(out_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                env=env,
+                cwd=str(out_dir),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
                 text=True,
-            )  # fmt: skip
+            )
         )
     return processes
 
@@ -162,9 +188,27 @@ def _temporary_worker_dirs():
     return set(glob.glob(os.path.join(tempfile.gettempdir(), "tf_memlayers-worker-*")))
 
 
-FILL_TINY = ["--epochs", "1", "--embedding-dim", "6", "--hidden", "8", "--attention-units",
-             "4", "--cache-size", "16", "--episodes", "2", "--houses", "4", "--max-length", "12",
-             "--verbose", "0", "--no-jit"]  # fmt: skip
+FILL_TINY = [
+    "--epochs",
+    "1",
+    "--embedding-dim",
+    "6",
+    "--hidden",
+    "8",
+    "--attention-units",
+    "4",
+    "--cache-size",
+    "16",
+    "--episodes",
+    "2",
+    "--houses",
+    "4",
+    "--max-length",
+    "12",
+    "--verbose",
+    "0",
+    "--no-jit",
+]
 
 
 class _KeepWeights(keras.callbacks.Callback):
@@ -189,21 +233,35 @@ def test_two_workers_train_as_one_process(tmp_path, subtests):
     out_dir.mkdir()
     before = _temporary_worker_dirs()
     jobs = {
-        "snli": [*SNLI_TINY, "--batch-size", str(SNLI_ROWS), "--strategy", "multi_worker",
-                 "--workdir", str(out_dir / "snli")],
+        "snli": [
+            *SNLI_TINY,
+            "--batch-size",
+            str(SNLI_ROWS),
+            "--strategy",
+            "multi_worker",
+            "--workdir",
+            str(out_dir / "snli"),
+        ],
         "fill": [*FILL_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "fill")],
         "lm": [*PTB_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "ptb")],
         "cache": [],
-    }  # fmt: skip
+    }
     processes = start_workers(out_dir, jobs)
     try:
         # One process, on the global batches: SNLI two epochs straight.
         snli = _one_process_example(
             "snli_dual_am_gru",
-            [*SNLI_TINY, "--batch-size", str(WORKERS * SNLI_ROWS), "--strategy", "default",
-             "--epochs", "2"],
+            [
+                *SNLI_TINY,
+                "--batch-size",
+                str(WORKERS * SNLI_ROWS),
+                "--strategy",
+                "default",
+                "--epochs",
+                "2",
+            ],
             tmp_path / "snli",
-        )  # fmt: skip
+        )
         fill = _one_process_example(
             "fill_last_word_cache", [*FILL_TINY, "--strategy", "default"], tmp_path / "fill"
         )
@@ -286,8 +344,9 @@ def _check_fill(out_dir, single, single_weights):
     assert (out_dir / "fill" / "metrics.json").is_file()
     workers = worker_results(out_dir, "fill")
     assert_same_weights([w for w, _ in workers], single_weights)
-    assert any("cache" in path and np.abs(value).sum() > 0
-               for path, value in single_weights.items())  # fmt: skip
+    assert any(
+        "cache" in path and np.abs(value).sum() > 0 for path, value in single_weights.items()
+    )
     for _, metrics in workers:
         for name, values in single["history"].items():
             np.testing.assert_allclose(metrics["history"][name], values, rtol=1e-5, err_msg=name)

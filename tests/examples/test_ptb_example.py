@@ -18,13 +18,26 @@ example = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(example)
 
 TINY = [
-    "--generated-tokens", "1500", "--hidden", "16", "--embedding-dim", "8",
-    "--batch-size", "4", "--seq-len", "10", "--window", "3", "--no-jit", "--verbose", "0",
-]  # fmt: skip
+    "--generated-tokens",
+    "1500",
+    "--hidden",
+    "16",
+    "--embedding-dim",
+    "8",
+    "--batch-size",
+    "4",
+    "--seq-len",
+    "10",
+    "--window",
+    "3",
+    "--no-jit",
+    "--verbose",
+    "0",
+]
 
 
 def _metrics_line(captured):
-    lines = [l for l in captured.out.splitlines() if l.startswith("METRICS ")]
+    lines = [line for line in captured.out.splitlines() if line.startswith("METRICS ")]
     assert len(lines) == 1
     return json.loads(lines[0][len("METRICS ") :])
 
@@ -34,8 +47,18 @@ def test_help_lists_the_options(capsys):
         example.parse_args(["--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
-    for option in ("--model", "--data-dir", "--form", "--strategy", "--workdir", "--tie-weights",
-                   "--config", "--optimizer", "--lr-decay", "--loss-reduction"):
+    for option in (
+        "--model",
+        "--data-dir",
+        "--form",
+        "--strategy",
+        "--workdir",
+        "--tie-weights",
+        "--config",
+        "--optimizer",
+        "--lr-decay",
+        "--loss-reduction",
+    ):
         assert option in text
     assert "key_value_predict" in text and "zaremba-small" in text
 
@@ -83,8 +106,17 @@ def _saved_weights(workdir):
 
 def test_resume_after_interruption_matches_an_uninterrupted_run(tmp_path, capsys):
     # SGD with the per-epoch decay: the resumed run must also continue the schedule.
-    argv = [*TINY, "--model", "key_value", "--epochs", "2", "--config", "zaremba-small",
-            "--full-rate-epochs", "1"]  # fmt: skip
+    argv = [
+        *TINY,
+        "--model",
+        "key_value",
+        "--epochs",
+        "2",
+        "--config",
+        "zaremba-small",
+        "--full-rate-epochs",
+        "1",
+    ]
     straight = example.main([*argv, "--workdir", str(tmp_path / "straight")])
     args = example.parse_args([*argv, "--workdir", str(tmp_path / "resumed")])
     with pytest.raises(KeyboardInterrupt):
@@ -108,21 +140,29 @@ def test_config_sets_defaults_and_explicit_options_win():
     args = example.parse_args(["--config", "zaremba-small"])
     assert (args.model, args.layers, args.hidden, args.embedding_dim) == ("lstm", 2, 200, 200)
     assert (args.optimizer, args.learning_rate, args.lr_decay, args.full_rate_epochs) == (
-        "sgd", 1.0, 0.5, 4,
-    )  # fmt: skip
+        "sgd",
+        1.0,
+        0.5,
+        4,
+    )
     assert (args.epochs, args.batch_size, args.seq_len, args.clip_norm) == (13, 20, 20, 5.0)
     assert (args.loss_reduction, args.forget_bias, args.init_scale) == ("sum_over_time", 0.0, 0.1)
     mixed = example.parse_args(["--model", "ngram", "--config", "zaremba-medium", "--epochs", "2"])
     assert (mixed.model, mixed.epochs, mixed.hidden, mixed.dropout) == ("ngram", 2, 650, 0.5)
     plain = example.parse_args([])
-    assert (plain.optimizer, plain.model, plain.loss_reduction) == ("adam", "attention", "token_mean")
+    assert (plain.optimizer, plain.model, plain.loss_reduction) == (
+        "adam",
+        "attention",
+        "token_mean",
+    )
     assert plain.full_rate_epochs is None
 
 
 def test_bad_config_and_decay_are_rejected(capsys):
-    for argv, fragment in ((["--config", "zaremba-tiny"], "--config: invalid choice"),
-                           (["--lr-decay", "1.5"],
-                            "--lr-decay: must be a finite number in (0, 1], got '1.5'")):
+    for argv, fragment in (
+        (["--config", "zaremba-tiny"], "--config: invalid choice"),
+        (["--lr-decay", "1.5"], "--lr-decay: must be a finite number in (0, 1], got '1.5'"),
+    ):
         with pytest.raises(SystemExit) as exit_info:
             example.parse_args(argv)
         assert exit_info.value.code == 2
@@ -136,9 +176,22 @@ def test_data_dir_in_ptb_format_with_cell_form(tmp_path, capsys):
         text = "".join(" " + " ".join(rng.choice(words, 8)) + " \n" for _ in range(lines))
         (tmp_path / f"ptb.{split}.txt").write_text(text)
     metrics = example.main(
-        [*TINY, "--model", "ngram", "--form", "cell", "--hidden", "18", "--epochs", "1",
-         "--data-dir", str(tmp_path), "--workdir", str(tmp_path / "run")]
-    )  # fmt: skip
+        [
+            *TINY,
+            "--model",
+            "ngram",
+            "--form",
+            "cell",
+            "--hidden",
+            "18",
+            "--epochs",
+            "1",
+            "--data-dir",
+            str(tmp_path),
+            "--workdir",
+            str(tmp_path / "run"),
+        ]
+    )
     assert metrics["corpus"] == "ptb" and metrics["form"] == "cell"
     assert metrics["vocabulary"] == 32  # 30 words, <unk>, <eos>
     assert metrics["valid_tokens"] == 40 * 9 - 1
@@ -172,8 +225,9 @@ def test_a_finished_run_generates_from_its_trained_model(tmp_path, capsys):
     model = keras.saving.load_model(workdir / "last.keras")
     from tf_memlayers.models import build_step_model, generate
 
-    expected = generate(build_step_model(model), corpus.vocabulary.encode(prompt.split())[None],
-                        6, temperature=0)  # fmt: skip
+    expected = generate(
+        build_step_model(model), corpus.vocabulary.encode(prompt.split())[None], 6, temperature=0
+    )
     assert words == corpus.vocabulary.decode(expected[0])
 
 
@@ -200,8 +254,18 @@ def test_pack_on_one_document_trains_and_scores_as_padding_does(tmp_path, capsys
 
 
 def test_pack_trains_attention_on_documents_back_to_back(tmp_path, capsys):
-    argv = [*TINY, "--model", "attention", "--epochs", "1", "--pack", "--generate", "3",
-            "--workdir", str(tmp_path / "run")]  # fmt: skip
+    argv = [
+        *TINY,
+        "--model",
+        "attention",
+        "--epochs",
+        "1",
+        "--pack",
+        "--generate",
+        "3",
+        "--workdir",
+        str(tmp_path / "run"),
+    ]
     metrics = example.main(argv)
     assert len(metrics["generation"]["generated"].split()) == 3  # the step model of it
     corpus = example.load_data(example.parse_args(TINY))
@@ -222,10 +286,15 @@ def test_mixed_precision_trains_in_float16_and_names_its_own_run(tmp_path, capsy
     corpus = example.load_data(example.parse_args(TINY))
     for split in ("valid", "test"):
         assert 1.0 < metrics[f"{split}_perplexity"] < len(corpus.vocabulary)
+
     # Like --pack, an option added after runs were named: only a run that gives it changes.
     def settings(argv):
-        return example.resolved_settings(example.parse_args(argv), {"corpus": "generated"},
-                                         example.PTB_RUN_OPTIONS, example.PTB_ADDED_OPTIONS)
+        return example.resolved_settings(
+            example.parse_args(argv),
+            {"corpus": "generated"},
+            example.PTB_RUN_OPTIONS,
+            example.PTB_ADDED_OPTIONS,
+        )
 
     assert settings(argv)["mixed_precision"] is True
     assert "mixed_precision" not in settings(TINY)
@@ -236,19 +305,27 @@ def test_pack_names_its_own_run_directory_and_leaves_the_others_as_they_were():
 
     def workdir(argv):
         args = example.parse_args(argv)
-        return run_workdir(args, example.DEFAULT_ROOT, args.model, example.PTB_RUN_OPTIONS,
-                           resolved={"corpus": "ptb"}, added_options=example.PTB_ADDED_OPTIONS)
+        return run_workdir(
+            args,
+            example.DEFAULT_ROOT,
+            args.model,
+            example.PTB_RUN_OPTIONS,
+            resolved={"corpus": "ptb"},
+            added_options=example.PTB_ADDED_OPTIONS,
+        )
 
     plain = example.parse_args(["--model", "lstm"])
-    settings = resolved_settings(plain, {"corpus": "ptb"}, example.PTB_RUN_OPTIONS,
-                                 example.PTB_ADDED_OPTIONS)  # fmt: skip
+    settings = resolved_settings(
+        plain, {"corpus": "ptb"}, example.PTB_RUN_OPTIONS, example.PTB_ADDED_OPTIONS
+    )
     # Without --pack (or another added option) the settings, and so the digest, are those of
     # the options before them.
     assert "pack" not in settings
     assert settings == resolved_settings(
         {k: v for k, v in vars(plain).items() if k not in example.PTB_ADDED_OPTIONS},
-        {"corpus": "ptb"}, example.PTB_RUN_OPTIONS,
-    )  # fmt: skip
+        {"corpus": "ptb"},
+        example.PTB_RUN_OPTIONS,
+    )
     packed = workdir(["--model", "lstm", "--pack"])
     assert "pack=True" in packed and packed != workdir(["--model", "lstm"])
     assert workdir(["--model", "lstm"]) == workdir(["--model", "lstm"])

@@ -8,12 +8,12 @@ import keras
 import numpy as np
 import pytest
 
+from examples.harness import options
+from examples.harness.run_directory import run_directory, run_settings, run_workdir
 from examples.harness.training.backup import RunBackup
 from examples.harness.training.best_model import BestModelCheckpoint
 from examples.harness.training.learning_rate import ResumableReduceLROnPlateau
-from examples.harness import options
 from examples.harness.training.reporting import write_metrics
-from examples.harness.run_directory import run_directory, run_settings, run_workdir
 from examples.harness.training.resumable import (
     check_run_settings,
     resumable_callbacks,
@@ -63,16 +63,22 @@ def test_run_names_show_the_changed_options_and_a_digest_of_the_resolved_setting
     assert len(default) == len("runs/gru-") + 8  # nothing changed: label and digest only
     argv = ["--units", "16", "--data-dir", "/data/snli_1.0/", "--epochs", "9"]
     changed = parser.parse_args(argv)
-    assert vars(changed) == {"units": 16, "learning_rate": None, "data_dir": "/data/snli_1.0/",
-                             "epochs": 9, "workdir": None}  # the defaults stay out of vars()
+    assert vars(changed) == {
+        "units": 16,
+        "learning_rate": None,
+        "data_dir": "/data/snli_1.0/",
+        "epochs": 9,
+        "workdir": None,
+    }  # the defaults stay out of vars()
     fast = run_workdir(changed, "runs", "gru", resolved={"learning_rate": 3e-3})
     slow = run_workdir(changed, "runs", "gru", resolved={"learning_rate": 1e-3})
     # Readable: the options set to other values than their defaults (run options such as
     # --epochs do not define a run); the digest tells apart what an unset option resolved to.
     assert fast.startswith("runs/gru-data_dir=snli_1.0_units=16-")
     assert slow.startswith("runs/gru-data_dir=snli_1.0_units=16-") and slow != fast
-    assert fast == run_workdir(parser.parse_args(argv), "runs", "gru",
-                               resolved={"learning_rate": 3e-3})
+    assert fast == run_workdir(
+        parser.parse_args(argv), "runs", "gru", resolved={"learning_rate": 3e-3}
+    )
 
 
 def test_an_added_option_defines_a_run_only_when_given():
@@ -96,10 +102,12 @@ def test_a_run_with_other_settings_is_refused(tmp_path):
     with pytest.raises(ValueError, match="units: 8 there, 9 now"):
         check_run_settings(str(tmp_path), {"units": 9, "kind": "gru"})
     # A setting recorded under another name than its option's is named as the user types it.
-    with pytest.raises(ValueError, match="settings \\(--model: 'gru' there, 'lstm' now; "
-                                         "--units: 8 there, 9 now\\)"):
-        check_run_settings(str(tmp_path), {"units": 9, "kind": "lstm"},
-                           {"kind": "--model", "units": "--units"})  # fmt: skip
+    with pytest.raises(
+        ValueError, match="settings \\(--model: 'gru' there, 'lstm' now; --units: 8 there, 9 now\\)"
+    ):
+        check_run_settings(
+            str(tmp_path), {"units": 9, "kind": "lstm"}, {"kind": "--model", "units": "--units"}
+        )
 
 
 def test_resumed_epoch(tmp_path):
@@ -153,9 +161,15 @@ def test_interrupted_fit_resumes_exactly_with_dropout_and_global_random_numbers(
         model = noisy_model()
         backup = RunBackup(tmp_path / directory)
         model.fit(
-            x, y, batch_size=4, epochs=4, shuffle=False, verbose=0,
-            initial_epoch=backup.epoch, callbacks=[Jitter(), *callbacks, backup],
-        )  # fmt: skip
+            x,
+            y,
+            batch_size=4,
+            epochs=4,
+            shuffle=False,
+            verbose=0,
+            initial_epoch=backup.epoch,
+            callbacks=[Jitter(), *callbacks, backup],
+        )
         return model
 
     straight = train("straight")

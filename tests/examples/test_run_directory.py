@@ -6,9 +6,9 @@ import types
 
 import pytest
 
-from tests.support import load_script
 from examples.harness.options import ParsedOptions
 from examples.harness.run_directory import recorded_names, resolved_settings, run_workdir
+from tests.support import load_script
 
 
 @pytest.fixture(scope="module")
@@ -22,26 +22,33 @@ def examples():
 PTB = {
     "runs/ptb_memory_lm/attention-ea79d72d": [[]],
     "runs/ptb_memory_lm/attention-hidden=64-4a647320": [
-        ["--hidden", "64"], ["--units", "64"], ["--hidden-units", "64"],
+        ["--hidden", "64"],
+        ["--units", "64"],
+        ["--hidden-units", "64"],
     ],
     "runs/ptb_memory_lm/attention-hidden=32-420e2367": [
-        ["--model", "attention", "--hidden", "32"], ["--kind", "attention", "--units", "32"],
+        ["--model", "attention", "--hidden", "32"],
+        ["--kind", "attention", "--units", "32"],
     ],
 }
 FILL = {
     "runs/fill_last_word_cache/attention-cache1000-d9d613fb": [[]],
     "runs/fill_last_word_cache/attention-cache1000-hidden_units=64-9324dee4": [
-        ["--hidden", "64"], ["--units", "64"], ["--hidden-units", "64"],
+        ["--hidden", "64"],
+        ["--units", "64"],
+        ["--hidden-units", "64"],
     ],
     "runs/fill_last_word_cache/last-cache1000-hidden_units=32_pooling=last-5b18450d": [
-        ["--pooling", "last", "--hidden", "32"], ["--pooling", "last", "--units", "32"],
+        ["--pooling", "last", "--hidden", "32"],
+        ["--pooling", "last", "--units", "32"],
     ],
 }
 SNLI = {
     "runs/snli_dual_am_gru/dual_am_gru-353eabab": [[], ["--train-embeddings"]],
     "runs/snli_dual_am_gru/gru-kind=gru-8ad4104e": [["--model", "gru"], ["--kind", "gru"]],
     "runs/snli_dual_am_gru/am_gru-kind=am_gru_units=50-0593458b": [
-        ["--model", "am_gru", "--units", "50"], ["--kind", "am_gru", "--hidden", "50"],
+        ["--model", "am_gru", "--units", "50"],
+        ["--kind", "am_gru", "--hidden", "50"],
     ],
     "runs/snli_dual_am_gru/dual_am_gru-dual_key=released-92353551": [["--dual-key", "released"]],
     "runs/snli_dual_am_gru/dual_am_gru-fused_loop=False-8b2d2369": [["--no-fused-loop"]],
@@ -49,13 +56,17 @@ SNLI = {
         ["--fused-loop", "--model", "am_gru"],
     ],
     # --num-copies is recorded as copies, the name of its older spelling.
-    "runs/snli_dual_am_gru/dual_am_gru-copies=4-a558f7a2": [["--num-copies", "4"], ["--copies", "4"]],
+    "runs/snli_dual_am_gru/dual_am_gru-copies=4-a558f7a2": [
+        ["--num-copies", "4"],
+        ["--copies", "4"],
+    ],
     "runs/snli_dual_am_gru/am_gru-copies=2_kind=am_gru-5fea1077": [
         ["--model", "am_gru", "--num-copies", "2"],
     ],
     # --no-train-embeddings is recorded as freeze_embeddings=True, its older spelling.
     "runs/snli_dual_am_gru/dual_am_gru-freeze_embeddings=True-fc4c06de": [
-        ["--no-train-embeddings"], ["--freeze-embeddings"],
+        ["--no-train-embeddings"],
+        ["--freeze-embeddings"],
     ],
     "runs/snli_dual_am_gru/gru-copies=3_freeze_embeddings=True_kind=gru-41d71ba2": [
         ["--no-train-embeddings", "--num-copies", "3", "--model", "gru"],
@@ -71,9 +82,14 @@ def _cases(table):
 def test_ptb_run_directories_keep_their_names(examples, directory, argv):
     ptb = examples["ptb_memory_lm"]
     args = ptb.parse_args(argv)
-    workdir = run_workdir(args, ptb.DEFAULT_ROOT, args.model, ptb.PTB_RUN_OPTIONS,
-                          resolved={"corpus": "ptb"},
-                          added_options=ptb.PTB_ADDED_OPTIONS)  # fmt: skip
+    workdir = run_workdir(
+        args,
+        ptb.DEFAULT_ROOT,
+        args.model,
+        ptb.PTB_RUN_OPTIONS,
+        resolved={"corpus": "ptb"},
+        added_options=ptb.PTB_ADDED_OPTIONS,
+    )
     assert str(workdir) == directory
 
 

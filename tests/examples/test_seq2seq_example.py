@@ -11,6 +11,8 @@ import keras
 import numpy as np
 import pytest
 
+from examples.seq2seq import probes, sentences
+from examples.seq2seq.models import MODELS, build_autoencoder
 from tests.support import (
     REPO_ROOT,
     assert_hparams_named_as_options,
@@ -18,8 +20,6 @@ from tests.support import (
     logged_hparams,
     summary_events,
 )
-from examples.seq2seq import probes, sentences
-from examples.seq2seq.models import MODELS, build_autoencoder
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
 
 
@@ -130,8 +130,9 @@ def test_the_dual_am_gru_probe_reads_what_the_layers_compute():
     encoder, decoder = layer("encoder"), layer("decoder")
     # The same cells with return_retrievals, in Keras's loop.
     encoder_cell = AssociativeGRUCell(8, num_copies=2, return_retrievals=True)
-    decoder_cell = DualAssociativeGRUCell(8, num_copies=2, dual_key="released",
-                                          return_retrievals=True)  # fmt: skip
+    decoder_cell = DualAssociativeGRUCell(
+        8, num_copies=2, dual_key="released", return_retrievals=True
+    )
     embedded_source = layer("source_embedding")(one_source[None])
     embedded_target = layer("target_embedding")(one_input[None])
     encoding = keras.layers.RNN(encoder_cell, return_sequences=True, return_state=True)
@@ -159,7 +160,9 @@ def test_the_attention_probe_gives_each_step_a_distribution_over_the_source():
     other = autoencoder.memory_probe(source[0][::-1], decoder_input[0])["alignments"]
     assert np.abs(other - alignments).max() > 1e-3
     assert autoencoder.memory_probe(source[1, :4], decoder_input[1, :5])["alignments"].shape == (
-        5, 4)  # fmt: skip
+        5,
+        4,
+    )
     assert _autoencoder("gru").memory_probe(source[0], decoder_input[0]) == {}
 
 
@@ -173,8 +176,9 @@ def test_the_probe_statistics():
     last[:, 2] = 1.0
     assert probes.position_shares(last) == (pytest.approx(1 / 3), 1.0)
     # One-word sentences have no two keys to compare.
-    statistics = probes.probe_statistics(_autoencoder("dual_am_gru"),
-                                         [(np.array([5]), np.array([2, 5]))])  # fmt: skip
+    statistics = probes.probe_statistics(
+        _autoencoder("dual_am_gru"), [(np.array([5]), np.array([2, 5]))]
+    )
     assert statistics["key_similarity"] is None and statistics["read_aligned"] == 1.0
 
 
@@ -183,8 +187,24 @@ def example():
     return load_script("examples", "seq2seq_autoencoder")
 
 
-TINY = ["--train-size", "small", "--max-train", "64", "--units", "8", "--embedding-dim", "6",
-        "--num-copies", "2", "--epochs", "1", "--probe-sentences", "4", "--verbose", "0"]
+TINY = [
+    "--train-size",
+    "small",
+    "--max-train",
+    "64",
+    "--units",
+    "8",
+    "--embedding-dim",
+    "6",
+    "--num-copies",
+    "2",
+    "--epochs",
+    "1",
+    "--probe-sentences",
+    "4",
+    "--verbose",
+    "0",
+]
 
 
 # The Dual AM-GRU trains two epochs, long enough to learn, and its memory is probed each.
@@ -195,8 +215,12 @@ MORE = {"dual_am_gru": ["--epochs", "2", "--max-train", "200", "--learning-rate"
 def test_the_example_runs_and_reports(example, tmp_path, model):
     argv = [*TINY, "--model", model, *MORE.get(model, [])]
     metrics = example.main([*argv, "--workdir", str(tmp_path / "run")])
-    for name in ("test_perplexity", "test_word_accuracy", "decoded_exact_match",
-                 "decoded_word_accuracy"):  # fmt: skip
+    for name in (
+        "test_perplexity",
+        "test_word_accuracy",
+        "decoded_exact_match",
+        "decoded_word_accuracy",
+    ):
         assert np.isfinite(metrics[name]), name
     epochs = 2 if model in MORE else 1
     assert metrics["epochs_run"] == list(range(epochs))
@@ -208,8 +232,10 @@ def test_the_example_runs_and_reports(example, tmp_path, model):
     if model == "gru":
         assert heatmap is None
     else:  # one row per decoder input word, one column per source word
-        assert np.shape(heatmap["matrix"]) == (len(heatmap["decoder_input"]),
-                                               len(heatmap["source"]))  # fmt: skip
+        assert np.shape(heatmap["matrix"]) == (
+            len(heatmap["decoder_input"]),
+            len(heatmap["source"]),
+        )
         assert heatmap["decoder_input"][1:] == heatmap["source"]
     assert (tmp_path / "run" / "metrics.json").exists()
     hparams, _ = logged_hparams(str(tmp_path / "run" / "logs"))
@@ -231,8 +257,9 @@ def test_the_example_runs_and_reports(example, tmp_path, model):
         # The same command resumes the finished run: nothing more to train. It decodes the
         # test sentences again, here with keras-hub's beam search (``--beams`` does not name
         # another run).
-        again = example.main([*TINY, "--model", model, "--beams", "3",
-                              "--workdir", str(tmp_path / "run")])  # fmt: skip
+        again = example.main(
+            [*TINY, "--model", model, "--beams", "3", "--workdir", str(tmp_path / "run")]
+        )
         assert again["history"] == metrics["history"] and again["epochs_run"] == [0]
         assert 0 <= again["decoded_word_accuracy"] <= 1
 
@@ -241,8 +268,9 @@ def test_the_example_reads_sentence_files(example, tmp_path):
     words = sentences.generated_sentences(90, seed=2)
     for split, part in (("train", words[:60]), ("valid", words[60:75]), ("test", words[75:])):
         (tmp_path / f"{split}.txt").write_text("\n".join(" ".join(s) for s in part) + "\n")
-    metrics = example.main([*TINY, "--model", "gru", "--data-dir", str(tmp_path),
-                            "--workdir", str(tmp_path / "run")])  # fmt: skip
+    metrics = example.main(
+        [*TINY, "--model", "gru", "--data-dir", str(tmp_path), "--workdir", str(tmp_path / "run")]
+    )
     assert metrics["source"] == "files" and metrics["test_sentences"] == 15
 
 
@@ -266,12 +294,22 @@ def test_the_script_exits_2_with_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     env["PYTHONPATH"] = str(REPO_ROOT)
     result = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "examples" / "seq2seq_autoencoder.py"), "--units", "7",
-         "--workdir", str(tmp_path / "run")],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(REPO_ROOT / "examples" / "seq2seq_autoencoder.py"),
+            "--units",
+            "7",
+            "--workdir",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(
-        "seq2seq_autoencoder.py: error: argument --units: must be even")  # fmt: skip
+        "seq2seq_autoencoder.py: error: argument --units: must be even"
+    )
     assert not (tmp_path / "run").exists()

@@ -12,21 +12,26 @@ import tensorflow as tf
 from examples.harness.data import embeddings
 
 # (premise, hypothesis, gold label) as in the official release; "-" pairs are dropped.
-
 from examples.snli import generated_nli, nli_batches, nli_examples, snli
 
 # (premise, hypothesis, gold label) as in the official release; "-" pairs are dropped.
 RAW = [
-    ("Two women are embracing while holding to go packages.", "Two woman are holding packages.",
-     "entailment"),
+    (
+        "Two women are embracing while holding to go packages.",
+        "Two woman are holding packages.",
+        "entailment",
+    ),
     ("A man doesn't wear a hat, it's sunny.", "The man's head is bare.", "neutral"),
     ("Children smiling and waving at camera", "There are children present", "-"),
     ("A dog runs (fast) on the beach!", "The cat sleeps.", "contradiction"),
 ]
 # InferSent-style pre-tokenised versions of the same pairs (gold "-" already removed).
 INFERSENT = [
-    ("Two women are embracing while holding to go packages .", "Two woman are holding packages .",
-     "entailment"),
+    (
+        "Two women are embracing while holding to go packages .",
+        "Two woman are holding packages .",
+        "entailment",
+    ),
     ("A man does n't wear a hat , it 's sunny .", "The man 's head is bare .", "neutral"),
     ("A dog runs ( fast ) on the beach !", "The cat sleeps .", "contradiction"),
 ]
@@ -60,7 +65,9 @@ def _tfds_dataset():
         {
             "premise": [p for p, _, _ in RAW],
             "hypothesis": [h for _, h, _ in RAW],
-            "label": [{"entailment": 0, "neutral": 1, "contradiction": 2, "-": -1}[y] for *_, y in RAW],
+            "label": [
+                {"entailment": 0, "neutral": 1, "contradiction": 2, "-": -1}[y] for *_, y in RAW
+            ],
         }
     )
 
@@ -122,7 +129,9 @@ def test_the_chain_prefers_data_dir_then_tfds_then_generated(tmp_path, monkeypat
     def not_prepared(name, split, download, data_dir):
         raise AssertionError("Dataset snli: could not find data in ~/tensorflow_datasets")
 
-    monkeypatch.setitem(sys.modules, "tensorflow_datasets", types.SimpleNamespace(load=not_prepared))
+    monkeypatch.setitem(
+        sys.modules, "tensorflow_datasets", types.SimpleNamespace(load=not_prepared)
+    )
     splits, source = snli.load_nli_splits(train_size="small")
     assert source == "generated"
     assert [len(splits[s]) for s in nli_examples.SPLITS] == list(
@@ -189,8 +198,9 @@ def test_vocabulary_and_datasets(tmp_path):
             else:
                 assert p.shape[1] == h.shape[1]
             for i in range(len(y)):
-                pairs.append((tuple(p[i][p[i] > 0].numpy()), tuple(h[i][h[i] > 0].numpy()),
-                              int(y[i])))
+                pairs.append(
+                    (tuple(p[i][p[i] > 0].numpy()), tuple(h[i][h[i] > 0].numpy()), int(y[i]))
+                )
         assert batches == int(dataset.cardinality())
         seen[padding] = sorted(pairs)
     assert seen["bucket"] == seen["fixed"] and len(seen["fixed"]) == 120
@@ -199,7 +209,9 @@ def test_vocabulary_and_datasets(tmp_path):
 def test_word_vectors_from_glove_text_and_json(tmp_path):
     vectors = {"the": [0.1, 0.2, 0.3], "cat": [1.0, -1.0, 0.5]}
     (tmp_path / "v.json").write_text(json.dumps(vectors))
-    (tmp_path / "v.txt").write_text("".join(f"{w} {' '.join(map(str, v))}\n" for w, v in vectors.items()))
+    (tmp_path / "v.txt").write_text(
+        "".join(f"{w} {' '.join(map(str, v))}\n" for w, v in vectors.items())
+    )
     vocabulary = ["<pad>", "<unk>", "the", "cat", "dog"]
     matrices = []
     for name in ("v.json", "v.txt"):
@@ -214,14 +226,7 @@ def test_word_vectors_from_glove_text_and_json(tmp_path):
 def test_glove_words_with_spaces_headers_and_bad_lines(tmp_path):
     # glove.840B.300d.txt has entries such as "to name@domain.com 0.1 ..."; fastText-style
     # files start with a "count dim" line.
-    text = (
-        "5 3\n"
-        "the 0.1 0.2 0.3\n"
-        "to name@domain.com 9 9 9\n"
-        "to 1 2 3\n"
-        "cat 0.5 oops 0.5\n"
-        "cat 4 5 6\n"
-    )
+    text = "5 3\nthe 0.1 0.2 0.3\nto name@domain.com 9 9 9\nto 1 2 3\ncat 0.5 oops 0.5\ncat 4 5 6\n"
     (tmp_path / "v.txt").write_text(text)
     loaded = embeddings.load_word_vectors(tmp_path / "v.txt", vocabulary={"the", "to", "cat"})
     assert sorted(loaded) == ["cat", "the", "to"]
@@ -279,7 +284,9 @@ def test_tfds_downloads_only_when_asked(monkeypatch):
     splits, source = snli.load_nli_splits("auto", download=True, tfds_data_dir="/tfds")
     assert source == "tfds" and len(splits["dev"]) == 1
     assert [call[1:] for call in fake.calls] == [
-        ("train", True, "/tfds"), ("validation", True, "/tfds"), ("test", True, "/tfds")
+        ("train", True, "/tfds"),
+        ("validation", True, "/tfds"),
+        ("test", True, "/tfds"),
     ]
     fake.calls.clear()
     snli.load_nli_splits("auto")

@@ -13,9 +13,24 @@ from tests.support import REPO_ROOT, assert_hparams_named_as_options, logged_hpa
 
 SCRIPT = REPO_ROOT / "examples" / "snli_dual_am_gru.py"
 TINY = [
-    "--train-size", "small", "--max-train", "100", "--units", "8", "--num-copies", "2",
-    "--embedding-dim", "8", "--eval-every", "2", "--batch-size", "25", "--verbose", "0",
-    "--padding", "fixed",
+    "--train-size",
+    "small",
+    "--max-train",
+    "100",
+    "--units",
+    "8",
+    "--num-copies",
+    "2",
+    "--embedding-dim",
+    "8",
+    "--eval-every",
+    "2",
+    "--batch-size",
+    "25",
+    "--verbose",
+    "0",
+    "--padding",
+    "fixed",
 ]
 
 
@@ -28,9 +43,16 @@ def _load_example():
 
 @pytest.mark.parametrize(
     "argv,fused",
-    [([], True), (["--model", "am_gru"], True), (["--dual-key", "released"], False),
-     (["--model", "gru"], False), (["--no-fused-loop"], False), (["--fused-loop"], True),
-     (["--model", "am_gru", "--no-fused-loop"], False), (["--model", "word_by_word"], False)],
+    [
+        ([], True),
+        (["--model", "am_gru"], True),
+        (["--dual-key", "released"], False),
+        (["--model", "gru"], False),
+        (["--no-fused-loop"], False),
+        (["--fused-loop"], True),
+        (["--model", "am_gru", "--no-fused-loop"], False),
+        (["--model", "word_by_word"], False),
+    ],
 )
 def test_the_fused_loop_is_the_default_where_it_applies(argv, fused):
     example = _load_example()
@@ -82,8 +104,10 @@ def assert_logged_settings_and_metrics(workdir, metrics, args):
     # also where the rule halves it: the tiny model's dev accuracy stays flat, so after epoch
     # 2 (the first it can compare) the rate is halved for an epoch that never runs.
     events = summary_events(os.path.join(workdir, "logs", "train"))
-    logged = [(step, float(tf.make_ndarray(value.tensor)))
-              for step, value in events["epoch_learning_rate"]]  # fmt: skip
+    logged = [
+        (step, float(tf.make_ndarray(value.tensor)))
+        for step, value in events["epoch_learning_rate"]
+    ]
     used = metrics["history"]["learning_rate"]
     assert [step for step, _ in logged] == [0, 1]
     np.testing.assert_allclose([rate for _, rate in logged], used, rtol=1e-6)

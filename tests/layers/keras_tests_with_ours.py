@@ -34,7 +34,7 @@ import json
 import os
 import pathlib
 import types
-from typing import Callable
+from collections.abc import Callable
 
 import keras
 import keras.src.layers
@@ -132,8 +132,7 @@ _RNN_SKIPPED = {
         f"cuDNN kernel); {_CUDNN}"
     ),
     "bidirectional_test.py::SimpleRNNTest::test_torch_cudnn_bidirectional_gru_dispatch_fires": (
-        "checks that torch's cuDNN GRU kernel runs under Bidirectional(GRU) on a GPU; "
-        f"{_CUDNN}"
+        f"checks that torch's cuDNN GRU kernel runs under Bidirectional(GRU) on a GPU; {_CUDNN}"
     ),
 }
 _CELL_DROPOUT = (
@@ -186,14 +185,19 @@ def _embedding_skips():
         "test_quantize_dtype_argument": ("int8", "int4"),
         "test_quantize_lora_integration": ("int8", "int4"),
         "test_int4_quantization_block_size": (
-            "per_channel_none", "per_channel_neg1", "grouped_block_64", "grouped_block_128"
+            "per_channel_none",
+            "per_channel_neg1",
+            "grouped_block_64",
+            "grouped_block_128",
         ),
         "test_int4_block_size_serialization": (
-            "per_channel_none", "grouped_block_64", "grouped_block_128"
+            "per_channel_none",
+            "grouped_block_64",
+            "grouped_block_128",
         ),
         "test_int4_block_size_with_lora": ("per_channel", "grouped_block_64"),
         "test_int4_subchannel_g_idx_created": ("grouped_block_4", "grouped_block_8"),
-    }  # fmt: skip
+    }
     for test, cases in quantized.items():
         skipped.update({f"{test}_{case}": _EMBEDDING_QUANTIZED for case in cases})
     return {f"embedding_test.py::EmbeddingTest::{t}": r for t, r in skipped.items()}
@@ -331,9 +335,12 @@ def pytest_runtest_logstart(nodeid, location):
     global _current
     _current = nodeid
     _results[nodeid] = {
-        "outcome": "passed", "reason": None, "skipped_by": None, "constructions": 0,
+        "outcome": "passed",
+        "reason": None,
+        "skipped_by": None,
+        "constructions": 0,
         "ours": SUITES[suite_of(_test_name(nodeid))].ours,
-    }  # fmt: skip
+    }
 
 
 def pytest_runtest_logreport(report):

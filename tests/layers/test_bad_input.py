@@ -12,15 +12,15 @@ import zipfile
 import keras
 import pytest
 
-from examples.language_modeling import cbt, ptb, wikitext2
-from examples.harness.data import embeddings
-from examples.snli import generated_nli, snli
 from examples.fill_last_word import sentences
+from examples.harness.data import embeddings
+from examples.language_modeling import cbt, ptb, wikitext2
+from examples.snli import generated_nli, snli
+from examples.snli.encoders import make_encoder
 from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
     compile_fill_last_word_model,
 )
-from examples.snli.encoders import make_encoder
 from tf_memlayers.models.snli import ConditionalEncoder, build_snli_model, compile_snli_model
 
 # Bytes that are not text: what `load_ptb` read as 288 "words" of U+FFFD, and
@@ -56,180 +56,224 @@ READER_CASES = {
         lambda d: embeddings.load_word_vectors(
             _write(d, {"v.txt": "cat 0.1 0.2\ndog 0.6 0.5 0.4\n"}) / "v.txt"
         ),
-        ValueError, ["v.txt", "line 2", "3 values", "has 2"],
+        ValueError,
+        ["v.txt", "line 2", "3 values", "has 2"],
     ),
     "glove_shorter_line": (
         lambda d: embeddings.load_word_vectors(
             _write(d, {"v.txt": "dog 0.6\ncat 0.1 0.2\n"}) / "v.txt"
         ),
-        ValueError, ["v.txt", "line 2"],
+        ValueError,
+        ["v.txt", "line 2"],
     ),
     "glove_line_too_short_for_the_vector": (
         lambda d: embeddings.load_word_vectors(
             _write(d, {"v.txt": "the 1 2 3\ncat 1 2\n"}) / "v.txt"
         ),
-        ValueError, ["v.txt", "line 2", "2 values", "has 3"],
+        ValueError,
+        ["v.txt", "line 2", "2 values", "has 3"],
     ),
     "glove_not_text": (
         lambda d: embeddings.load_word_vectors(_write(d, {"v.txt": RANDOM_BYTES}) / "v.txt"),
-        ValueError, ["v.txt", "line 1"],
+        ValueError,
+        ["v.txt", "line 1"],
     ),
     "json_vectors_of_unequal_length": (
         lambda d: embeddings.load_word_vectors(
             _write(d, {"v.json": json.dumps({"cat": [1, 2], "dog": [1]})}) / "v.json"
         ),
-        ValueError, ["v.json", "'dog'", "1 value", "has 2"],
+        ValueError,
+        ["v.json", "'dog'", "1 value", "has 2"],
     ),
     "json_truncated": (
         lambda d: embeddings.load_word_vectors(_write(d, {"v.json": '{"cat": [1, 2'}) / "v.json"),
-        ValueError, ["v.json", "not valid JSON"],
+        ValueError,
+        ["v.json", "not valid JSON"],
     ),
     "json_not_an_object": (
         lambda d: embeddings.load_word_vectors(_write(d, {"v.json": "[1, 2]"}) / "v.json"),
-        ValueError, ["v.json", "JSON object"],
+        ValueError,
+        ["v.json", "JSON object"],
     ),
     "json_vector_not_a_list": (
         lambda d: embeddings.load_word_vectors(_write(d, {"v.json": '{"cat": 5}'}) / "v.json"),
-        ValueError, ["v.json", "'cat'", "list of numbers"],
+        ValueError,
+        ["v.json", "'cat'", "list of numbers"],
     ),
     "vectors_gz_not_gzip": (
         lambda d: embeddings.load_word_vectors(_write(d, {"v.txt.gz": "the 1 2\n"}) / "v.txt.gz"),
-        ValueError, ["v.txt.gz", "gzip"],
+        ValueError,
+        ["v.txt.gz", "gzip"],
     ),
     "corpus_gz_not_gzip": (
         lambda d: ptb.load_ptb(
-            _write(d, {"ptb.train.txt.gz": "not gzip", "ptb.valid.txt": "a\n",
-                       "ptb.test.txt": "a\n"})
+            _write(
+                d, {"ptb.train.txt.gz": "not gzip", "ptb.valid.txt": "a\n", "ptb.test.txt": "a\n"}
+            )
         ),
-        ValueError, ["ptb.train.txt.gz", "gzip"],
+        ValueError,
+        ["ptb.train.txt.gz", "gzip"],
     ),
     "corpus_gz_truncated": (
         lambda d: ptb.load_ptb(
-            _write(d, {"ptb.train.txt.gz": gzip.compress(b"a b c\n" * 100)[:30],
-                       "ptb.valid.txt": "a\n", "ptb.test.txt": "a\n"})
+            _write(
+                d,
+                {
+                    "ptb.train.txt.gz": gzip.compress(b"a b c\n" * 100)[:30],
+                    "ptb.valid.txt": "a\n",
+                    "ptb.test.txt": "a\n",
+                },
+            )
         ),
-        ValueError, ["ptb.train.txt.gz", "gzip"],
+        ValueError,
+        ["ptb.train.txt.gz", "gzip"],
     ),
     "corpus_random_bytes": (
         lambda d: ptb.load_ptb(_ptb(d, train=RANDOM_BYTES)),
-        ValueError, ["ptb.train.txt", "not", "text"],
+        ValueError,
+        ["ptb.train.txt", "not", "text"],
     ),
     "corpus_empty": (
         lambda d: ptb.load_ptb(_ptb(d, valid="")),
-        ValueError, ["ptb.valid.txt", "empty"],
+        ValueError,
+        ["ptb.valid.txt", "empty"],
     ),
     "corpus_blank_only": (
         lambda d: ptb.load_ptb(_ptb(d, test=" \n\n\t\n")),
-        ValueError, ["ptb.test.txt", "blank"],
+        ValueError,
+        ["ptb.test.txt", "blank"],
     ),
     "wikitext_empty": (
         lambda d: wikitext2.load_wikitext2(
-            _write(d, {"wiki.train.tokens": "", "wiki.valid.tokens": "a\n",
-                       "wiki.test.tokens": "a\n"})
+            _write(
+                d, {"wiki.train.tokens": "", "wiki.valid.tokens": "a\n", "wiki.test.tokens": "a\n"}
+            )
         ),
-        ValueError, ["wiki.train.tokens", "empty"],
+        ValueError,
+        ["wiki.train.tokens", "empty"],
     ),
     "cbt_blank_train_file": (
         lambda d: cbt.load_cbt(
             _write(d, {"cbt_train.txt": "\n\n", "cbt_valid.txt": "a\n", "cbt_test.txt": "a\n"})
         ),
-        ValueError, ["cbt_train.txt", "blank"],
+        ValueError,
+        ["cbt_train.txt", "blank"],
     ),
     "sentences_random_bytes": (
         lambda d: sentences.read_sentences(_write(d, {"s.txt": RANDOM_BYTES}) / "s.txt"),
-        ValueError, ["s.txt", "not", "text"],
+        ValueError,
+        ["s.txt", "not", "text"],
     ),
     "sentences_empty": (
         lambda d: sentences.read_sentences(_write(d, {"s.txt": ""}) / "s.txt"),
-        ValueError, ["s.txt", "empty"],
+        ValueError,
+        ["s.txt", "empty"],
     ),
     "sentences_blank_only": (
         lambda d: sentences.read_sentences(_write(d, {"s.txt": "\r\n  \r\n"}) / "s.txt"),
-        ValueError, ["s.txt", "blank"],
+        ValueError,
+        ["s.txt", "blank"],
     ),
     "encode_last_word_max_length_0": (
         lambda d: sentences.encode_last_word(["a b c"], ["<pad>", "<unk>", "a"], max_length=0),
-        ValueError, ["max_length", ">= 2", "0"],
+        ValueError,
+        ["max_length", ">= 2", "0"],
     ),
     "encode_last_word_without_unk": (
         lambda d: sentences.encode_last_word(["a b c"], ["<pad>", "a"]),
-        ValueError, ["vocabulary", "<unk>"],
+        ValueError,
+        ["vocabulary", "<unk>"],
     ),
     "snli_zip_not_a_zip": (
         lambda d: snli.read_files(
             str(_write(d, {"snli_1.0.zip": "no zip"}) / "snli_1.0.zip"), "dev"
         ),
-        ValueError, ["snli_1.0.zip", "zip"],
+        ValueError,
+        ["snli_1.0.zip", "zip"],
     ),
     "snli_jsonl_not_utf8": (
         lambda d: snli.read_files(
             _write(d, {"snli_1.0_dev.jsonl": JSONL_PAIR.encode() + b'{"sentence1": "\xff"}\n'}),
             "dev",
         ),
-        ValueError, ["snli_1.0_dev.jsonl", "line 2", "UTF-8"],
+        ValueError,
+        ["snli_1.0_dev.jsonl", "line 2", "UTF-8"],
     ),
     "snli_jsonl_truncated": (
         lambda d: snli.read_files(
             _write(d, {"snli_1.0_dev.jsonl": JSONL_PAIR + '{"sentence1": "a", "sent'}), "dev"
         ),
-        ValueError, ["snli_1.0_dev.jsonl", "line 2", "JSON"],
+        ValueError,
+        ["snli_1.0_dev.jsonl", "line 2", "JSON"],
     ),
     "snli_jsonl_without_sentence1": (
         lambda d: snli.read_files(
             _write(d, {"snli_1.0_dev.jsonl": '{"sentence2": "a", "gold_label": "neutral"}\n'}),
             "dev",
         ),
-        ValueError, ["snli_1.0_dev.jsonl", "line 1", "sentence1"],
+        ValueError,
+        ["snli_1.0_dev.jsonl", "line 1", "sentence1"],
     ),
     "snli_jsonl_without_gold_label": (
         lambda d: snli.read_files(
             _write(d, {"snli_1.0_dev.jsonl": '{"sentence1": "a", "sentence2": "b"}\n'}), "dev"
         ),
-        ValueError, ["snli_1.0_dev.jsonl", "gold_label"],
+        ValueError,
+        ["snli_1.0_dev.jsonl", "gold_label"],
     ),
     "snli_zip_member_without_gold_label": (
         lambda d: snli.read_files(str(_zip(d, '{"sentence1": "a", "sentence2": "b"}\n')), "dev"),
-        ValueError, ["snli_1.0.zip", "snli_1.0_dev.jsonl", "gold_label"],
+        ValueError,
+        ["snli_1.0.zip", "snli_1.0_dev.jsonl", "gold_label"],
     ),
     "snli_txt_without_gold_label_column": (
         lambda d: snli.read_files(
             _write(d, {"snli_1.0_dev.txt": "sentence1\tsentence2\na\tb\n"}), "dev"
         ),
-        ValueError, ["snli_1.0_dev.txt", "gold_label"],
+        ValueError,
+        ["snli_1.0_dev.txt", "gold_label"],
     ),
     "snli_unknown_label": (
         lambda d: snli.read_files(_infersent(d, labels="maybe\n"), "dev"),
-        ValueError, ["labels.dev", "line 1", "'maybe'"],
+        ValueError,
+        ["labels.dev", "line 1", "'maybe'"],
     ),
     "snli_split_empty": (
         lambda d: snli.read_files(_write(d, {"snli_1.0_dev.jsonl": ""}), "dev"),
-        ValueError, ["snli_1.0_dev.jsonl", "empty"],
+        ValueError,
+        ["snli_1.0_dev.jsonl", "empty"],
     ),
     "snli_split_without_gold_labels": (
         lambda d: snli.read_files(
             _write(d, {"snli_1.0_dev.jsonl": JSONL_PAIR.replace("entailment", "-")}), "dev"
         ),
-        ValueError, ["snli_1.0_dev.jsonl", "gold label"],
+        ValueError,
+        ["snli_1.0_dev.jsonl", "gold label"],
     ),
     "infersent_blank_file": (
         lambda d: snli.read_files(_infersent(d, s2="\n \n"), "dev"),
-        ValueError, ["s2.dev", "blank"],
+        ValueError,
+        ["s2.dev", "blank"],
     ),
     "infersent_not_utf8": (
         lambda d: snli.read_files(_infersent(d, s1=RANDOM_BYTES), "dev"),
-        ValueError, ["s1.dev"],
+        ValueError,
+        ["s1.dev"],
     ),
     "recall_corpus_max_facts_100": (
         lambda d: generated_nli.generate_recall_corpus(10, max_facts=100),
-        ValueError, ["max_facts", "100", "25"],
+        ValueError,
+        ["max_facts", "100", "25"],
     ),
     "recall_corpus_min_facts_0": (
         lambda d: generated_nli.generate_recall_corpus(10, min_facts=0),
-        ValueError, ["min_facts", "0"],
+        ValueError,
+        ["min_facts", "0"],
     ),
     "recall_corpus_min_above_max": (
         lambda d: generated_nli.generate_recall_corpus(10, min_facts=3, max_facts=2),
-        ValueError, ["min_facts=3", "max_facts=2"],
+        ValueError,
+        ["min_facts=3", "max_facts=2"],
     ),
 }
 
@@ -287,33 +331,48 @@ def _fill(**kwargs):
 BUILDER_CASES = {
     "snli_embedding_dim_0": (lambda: _snli(embedding_dim=0), ValueError, ["embedding_dim", "0"]),
     "snli_encoder_a_string": (
-        lambda: _snli(encoder="dual_am_gru"), TypeError, ["`encoder`", "'dual_am_gru'"],
+        lambda: _snli(encoder="dual_am_gru"),
+        TypeError,
+        ["`encoder`", "'dual_am_gru'"],
     ),
     "snli_encoder_returns_sequences": (
-        lambda: _snli(encoder=_sequence_encoder()), ValueError,
+        lambda: _snli(encoder=_sequence_encoder()),
+        ValueError,
         ["`encoder`", "two vectors", "(None, None, 4)"],
     ),
     "snli_classifier_units_0": (
-        lambda: _snli(classifier_units=0), ValueError, ["classifier_units", "0"],
+        lambda: _snli(classifier_units=0),
+        ValueError,
+        ["classifier_units", "0"],
     ),
     "snli_dropout_1_5": (lambda: _snli(dropout=1.5), ValueError, ["dropout", "1.5"]),
     "snli_seed_float": (lambda: _snli(seed=1.5), TypeError, ["seed", "1.5"]),
     "snli_train_embeddings_str": (
-        lambda: _snli(train_embeddings="no"), TypeError, ["train_embeddings", "'no'"],
+        lambda: _snli(train_embeddings="no"),
+        TypeError,
+        ["train_embeddings", "'no'"],
     ),
     "fill_attention_units_0": (
-        lambda: _fill(attention_units=0), ValueError, ["attention_units", "0"],
+        lambda: _fill(attention_units=0),
+        ValueError,
+        ["attention_units", "0"],
     ),
     "fill_embedding_dim_0": (lambda: _fill(embedding_dim=0), ValueError, ["embedding_dim", "0"]),
     "fill_cache_size_negative": (lambda: _fill(cache_size=-1), ValueError, ["cache_size", "-1"]),
     "fill_weight_decay_nan": (
-        lambda: _fill(weight_decay=float("nan")), ValueError, ["weight_decay", "nan"],
+        lambda: _fill(weight_decay=float("nan")),
+        ValueError,
+        ["weight_decay", "nan"],
     ),
     "fill_embeddings_shape": (
-        lambda: _fill(embeddings=[[1.0]]), ValueError, ["`embeddings`", "(1, 1)"],
+        lambda: _fill(embeddings=[[1.0]]),
+        ValueError,
+        ["`embeddings`", "(1, 1)"],
     ),
     "fill_faithful_to_code_str": (
-        lambda: _fill(faithful_to_code="no"), TypeError, ["faithful_to_code"],
+        lambda: _fill(faithful_to_code="no"),
+        TypeError,
+        ["faithful_to_code"],
     ),
 }
 

@@ -3,10 +3,11 @@
 import keras
 import numpy as np
 import pytest
-from tests.support import BACKEND, TF_FUNCTION, tensorflow_only
-from tests.layer_test_case import EmptyInputTests, LayerTestCase
 
+from tests.layer_test_case import EmptyInputTests, LayerTestCase
+from tests.support import BACKEND, TF_FUNCTION, tensorflow_only
 from tf_memlayers import PhiloxDropout
+
 
 def _keras_check(**init_kwargs):
     """A `keras_checks` case: the layer on ``[2, 3, 4]`` inputs, its own shape out, no
@@ -46,6 +47,7 @@ class PhiloxDropoutTest(EmptyInputTests, LayerTestCase):
     output_spec = {
         "philox_dropout": (lambda dtype: PhiloxDropout(0.5, dtype=dtype), (2, 5, 4), {}),
     }
+
 
 X = np.random.default_rng(0).normal(size=(6, 7, 5)).astype("float32")
 
@@ -100,7 +102,7 @@ def test_the_masks_are_drawn_by_philox():
         int(tf.get_static_value(op.inputs[-1]))
         for op in graph.get_operations()
         if op.type.startswith("StatelessRandom") and op.inputs[-1].op.name.endswith("/alg")
-    ]  # fmt: skip
+    ]
     # TensorFlow's default ("auto_select", 3) may change with the device; Philox is 1.
     assert algorithms and set(algorithms) == {tf.random.Algorithm.PHILOX.value}
 
@@ -138,8 +140,7 @@ def test_language_and_snli_builders_use_it():
     from examples.snli.encoders import snli_model
     from tf_memlayers.models import build_language_model
 
-    model = build_language_model(30, hidden=4, embedding_dim=4, dropout=0.2,
-                                 stateful=False)
+    model = build_language_model(30, hidden=4, embedding_dim=4, dropout=0.2, stateful=False)
     snli = snli_model(30, kind="gru", units=4, embedding_dim=4)
     for built in (model, snli):
         dropouts = [layer for layer in built.layers if isinstance(layer, keras.layers.Dropout)]

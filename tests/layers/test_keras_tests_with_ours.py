@@ -24,6 +24,7 @@ import keras
 import pytest
 
 from tests.layers import keras_tests_with_ours as plugin
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # The runs, each a pytest process of its own: {id: (suite names, Keras's test files)}. Two
@@ -65,10 +66,22 @@ def _run_keras_files(suites, paths, tmp_path):
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [*imports, env.get("PYTHONPATH")]))
     rootdir = os.path.commonpath([str(path.parent) for path in paths])
     command = [
-        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-        "-p", plugin.__name__, "-c", str(tmp_path / "pytest.ini"), "--rootdir", rootdir,
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "-p",
+        plugin.__name__,
+        "-c",
+        str(tmp_path / "pytest.ini"),
+        "--rootdir",
+        rootdir,
         *map(str, paths),
-    ]  # fmt: skip
+    ]
     run = subprocess.run(
         command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200
     )
@@ -95,17 +108,20 @@ def test_keras_tests_pass_with_ours(tmp_path, record_property, run_id):
             for outcome in ("passed", "failed", "skipped")
         }
         suite = plugin.suite_of(path.name)
-        print(f"{suite} for {plugin.SUITES[suite].keras_class}, {path.name} on "
-              f"{report['backend']}: {counts[path.name]}")  # fmt: skip
+        print(
+            f"{suite} for {plugin.SUITES[suite].keras_class}, {path.name} on "
+            f"{report['backend']}: {counts[path.name]}"
+        )
         assert of_file, f"no test collected from {path}:\n{run.stdout[-3000:]}"
     record_property("keras_tests", counts)
     failed = sorted(t for t, r in tests.items() if r["outcome"] == "failed")
     assert not failed, f"{counts}, failed: {failed}\n{run.stdout[-6000:]}"
     # Skipped by the plugin with its reason, or by a skip marker of Keras's test file.
     unexpected = {
-        t: r["reason"] for t, r in tests.items()
+        t: r["reason"]
+        for t, r in tests.items()
         if r["outcome"] == "skipped" and r["skipped_by"] not in ("plugin", "keras")
-    }  # fmt: skip
+    }
     assert not unexpected, f"skipped without a reason of the plugin's: {unexpected}"
     unexercised = [
         t for t, r in tests.items() if r["outcome"] == "passed" and not r["constructions"]

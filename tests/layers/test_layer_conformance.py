@@ -23,7 +23,6 @@ from tf_memlayers.layers import (
 )
 
 
-
 def _private_keras_names():
     """Underscore (non-dunder) attribute names of the Keras classes layers deal with."""
     classes = [
@@ -188,9 +187,7 @@ BAD_CALLS = [
     ],
     (
         "dual_am_gru_two_initial_states",
-        lambda: DualAssociativeGRU(4, num_copies=2)(
-            X, initial_state=[_zeros(2, 8), _zeros(2, 4)]
-        ),
+        lambda: DualAssociativeGRU(4, num_copies=2)(X, initial_state=[_zeros(2, 8), _zeros(2, 4)]),
         ValueError,
         ["`initial_state`", "3 tensors", "source memory", "got 2"],
     ),

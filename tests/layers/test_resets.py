@@ -11,8 +11,10 @@ import keras
 import numpy as np
 import pytest
 
+from tests.layer_test_case import B, T, W
+from tests.layer_test_case import packed_resets as _resets
 from tests.support import BACKEND, PassThroughCell, all_pairs, compiled, gradients
-from tests.layer_test_case import B, T, W, packed_resets as _resets
+from tests.window_reference import ngram_reference, window_attention_reference
 from tf_memlayers import (
     NGramConcat,
     NGramConcatCell,
@@ -20,7 +22,6 @@ from tf_memlayers import (
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
 )
-from tests.window_reference import ngram_reference, window_attention_reference
 
 RNG = np.random.default_rng(7)
 
@@ -62,8 +63,9 @@ def test_window_attention_with_resets_matches_reference(float64_policy, case, ma
         mask = np.ones((B, T), bool)
         mask[0, [2, 3, 9]] = False  # a reset at a masked step (3) is ignored
         mask[2, 7:] = False
-    layer = SlidingWindowAttention(3, mode=mode, sizes=sizes, pad=pad, use_bias=True,
-                                   return_attention_scores=True)  # fmt: skip
+    layer = SlidingWindowAttention(
+        3, mode=mode, sizes=sizes, pad=pad, use_bias=True, return_attention_scores=True
+    )
     layer.build(x.shape)
     weights = _random_weights(layer)
     outputs, scores = _call(layer, x, mask, reset)
@@ -75,8 +77,9 @@ def test_window_attention_with_resets_matches_reference(float64_policy, case, ma
     # The reset changed something: without it, the rows with resets differ.
     assert not np.allclose(_call(layer, x, mask, None)[0][0, 4:], expected[0, 4:])
 
-    cell = SlidingWindowAttentionCell(PassThroughCell(W), 3, mode=mode, sizes=sizes, pad=pad,
-                                      use_bias=True)  # fmt: skip
+    cell = SlidingWindowAttentionCell(
+        PassThroughCell(W), 3, mode=mode, sizes=sizes, pad=pad, use_bias=True
+    )
     rnn = ResettableRNN(cell, return_sequences=True, zero_output_for_mask=True)
     rnn.build(x.shape)
     for variable in cell.trainable_weights:
@@ -97,8 +100,15 @@ def test_ngram_with_resets_matches_reference(float64_policy, n, masked):
     layer = NGramConcat(n, 5, use_bias=True)
     layer.build(x.shape)
     weights = _random_weights(layer)
-    expected, _ = ngram_reference(x, weights["ngram_kernel"], n, layer.piece_sizes,
-                                  weights["ngram_bias"], mask=mask, reset=reset)  # fmt: skip
+    expected, _ = ngram_reference(
+        x,
+        weights["ngram_kernel"],
+        n,
+        layer.piece_sizes,
+        weights["ngram_bias"],
+        mask=mask,
+        reset=reset,
+    )
     np.testing.assert_allclose(_call(layer, x, mask, reset), expected, atol=1e-10, rtol=0)
     cell = NGramConcatCell(PassThroughCell(W), n, 5, use_bias=True)
     rnn = ResettableRNN(cell, return_sequences=True, zero_output_for_mask=True)
@@ -113,8 +123,9 @@ def _pair(window=3):
     lstm = ResettableRNN(keras.layers.LSTMCell(W), return_sequences=True)
     parallel = SlidingWindowAttention(window, mode="key_value_predict", use_bias=True)
     rnn = ResettableRNN(
-        SlidingWindowAttentionCell(keras.layers.LSTMCell(W), window, mode="key_value_predict",
-                                   use_bias=True),  # fmt: skip
+        SlidingWindowAttentionCell(
+            keras.layers.LSTMCell(W), window, mode="key_value_predict", use_bias=True
+        ),
         return_sequences=True,
     )
     shape = (B, T, 5)

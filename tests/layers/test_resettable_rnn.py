@@ -4,20 +4,20 @@ import keras
 import numpy as np
 import pytest
 
-from tests.support import BACKEND, keras_lstm, tensorflow_only
 from tests.layer_test_case import (
-    REFUSES_EMPTY,
     CELL_SPEC,
-    CellTests,
     INPUT_DIM,
-    LayerTestCase,
+    REFUSES_EMPTY,
     RNN_LAYER_FLAGS,
     RNN_MASKING,
+    CellTests,
+    LayerTestCase,
     ResetCellTests,
     ResetSequenceTests,
     rnn_case,
     user_rnn,
 )
+from tests.support import BACKEND, keras_lstm, tensorflow_only
 from tf_memlayers import ResettableCell, ResettableRNN, SlidingWindowAttentionCell
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 
@@ -50,9 +50,7 @@ class ResettableCellTest(CellTests, ResetCellTests, LayerTestCase):
     journeys = {
         "ResettableCell": (
             "step",
-            lambda e: user_rnn(
-                ResettableCell(keras.layers.LSTMCell(8)), return_sequences=True
-            )(e),
+            lambda e: user_rnn(ResettableCell(keras.layers.LSTMCell(8)), return_sequences=True)(e),
         ),
     }
 
@@ -161,11 +159,13 @@ def test_packed_documents_equal_separate_runs(float64_policy, name, unroll):
     for row in range(B):
         for start, stop in _documents(reset, row):
             alone, *alone_states = rnn(x[row : row + 1, start:stop])
-            np.testing.assert_allclose(np.asarray(outputs)[row, start:stop],
-                                       np.asarray(alone)[0], atol=1e-12, rtol=0)  # fmt: skip
+            np.testing.assert_allclose(
+                np.asarray(outputs)[row, start:stop], np.asarray(alone)[0], atol=1e-12, rtol=0
+            )
         for state, alone_state in zip(keras.tree.flatten(states), keras.tree.flatten(alone_states)):
-            np.testing.assert_allclose(np.asarray(state)[row], np.asarray(alone_state)[0],
-                                       atol=1e-12, rtol=0)  # fmt: skip
+            np.testing.assert_allclose(
+                np.asarray(state)[row], np.asarray(alone_state)[0], atol=1e-12, rtol=0
+            )
 
 
 def test_without_reset_it_is_keras_rnn_and_lstm(float64_policy):
@@ -178,8 +178,9 @@ def test_without_reset_it_is_keras_rnn_and_lstm(float64_policy):
     np.testing.assert_allclose(np.asarray(rnn(x)), np.asarray(lstm(x)), atol=1e-12, rtol=0)
     # An all-false reset is the same computation through the reset loop.
     no_reset = np.zeros((B, T), bool)
-    np.testing.assert_allclose(np.asarray(rnn(x, reset=no_reset)), np.asarray(lstm(x)),
-                               atol=1e-12, rtol=0)  # fmt: skip
+    np.testing.assert_allclose(
+        np.asarray(rnn(x, reset=no_reset)), np.asarray(lstm(x)), atol=1e-12, rtol=0
+    )
 
 
 def test_masks_with_resets_keep_states_over_padding(float64_policy):
@@ -188,8 +189,7 @@ def test_masks_with_resets_keep_states_over_padding(float64_policy):
     mask = np.ones((B, T), bool)
     mask[0, [2, 4]] = False  # the reset at the masked step 2 is ignored
     mask[2, 7:] = False
-    rnn = ResettableRNN(keras.layers.GRUCell(4), return_sequences=True,
-                        zero_output_for_mask=True)  # fmt: skip
+    rnn = ResettableRNN(keras.layers.GRUCell(4), return_sequences=True, zero_output_for_mask=True)
     outputs = np.asarray(rnn(x, mask=mask, reset=reset))
     # Row 0: the documents of valid steps are [0, 1, 3, 5] (no reset at 2) and [6 ..].
     kept = [0, 1, 3, 5]
@@ -207,8 +207,9 @@ def test_initial_state_is_forgotten_at_a_reset_only(float64_policy):
     reset[0, 0] = True
     outputs = np.asarray(rnn(x, initial_state=initial, reset=reset))
     np.testing.assert_allclose(outputs[0], np.asarray(rnn(x[:1]))[0], atol=1e-12)
-    np.testing.assert_allclose(outputs[1:], np.asarray(rnn(x, initial_state=initial))[1:],
-                               atol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(
+        outputs[1:], np.asarray(rnn(x, initial_state=initial))[1:], atol=1e-12
+    )
 
 
 def test_stateful_segments_with_resets_equal_one_run(float64_policy):
@@ -220,8 +221,9 @@ def test_stateful_segments_with_resets_equal_one_run(float64_policy):
     stateful.build((B, None, F))
     stateful.set_weights(whole.get_weights())
     parts = [stateful(x[:, a:b], reset=reset[:, a:b]) for a, b in ((0, 4), (4, 7), (7, T))]
-    np.testing.assert_allclose(np.concatenate([np.asarray(p) for p in parts], axis=1), expected,
-                               atol=1e-12, rtol=0)  # fmt: skip
+    np.testing.assert_allclose(
+        np.concatenate([np.asarray(p) for p in parts], axis=1), expected, atol=1e-12, rtol=0
+    )
 
 
 def _model():
@@ -230,8 +232,10 @@ def _model():
     tokens = keras.Input((None,), dtype="int32", name="tokens")
     reset = keras.Input((None,), dtype="bool", name="reset")
     embedded = keras.layers.Embedding(20, 6, mask_zero=True)(tokens)
-    cells = [keras.layers.LSTMCell(8, dropout=0.3, recurrent_dropout=0.3),
-             keras.layers.GRUCell(4, dropout=0.3, recurrent_dropout=0.3)]  # fmt: skip
+    cells = [
+        keras.layers.LSTMCell(8, dropout=0.3, recurrent_dropout=0.3),
+        keras.layers.GRUCell(4, dropout=0.3, recurrent_dropout=0.3),
+    ]
     features = ResettableRNN(cells, return_sequences=True)(embedded, reset=reset)
     logits = keras.layers.Dense(20)(features)
     return keras.Model({"tokens": tokens, "reset": reset}, logits), cells
@@ -250,7 +254,9 @@ def test_stacked_dropout_cells_fit_on_a_partial_last_batch_and_round_trip(tmp_pa
     # Compiled (XLA; a traced scan on JAX): keras.layers.RNN draws each dropout cell's masks
     # before its loop, where a mask drawn by the loop itself would escape it.
     compile_and_build_optimizer(
-        model, "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        model,
+        "adam",
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=BACKEND != "torch",
     )
     inputs, targets = _data()
@@ -276,12 +282,14 @@ def test_mixed_float16_matches_float32():
     reset = _resets()
     rnn = ResettableRNN(keras.layers.GRUCell(4), return_sequences=True)
     expected = np.asarray(rnn(x, reset=reset))
-    half = ResettableRNN(keras.layers.GRUCell(4, dtype="mixed_float16"), return_sequences=True,
-                         dtype="mixed_float16")  # fmt: skip
+    half = ResettableRNN(
+        keras.layers.GRUCell(4, dtype="mixed_float16"), return_sequences=True, dtype="mixed_float16"
+    )
     half.build(x.shape)
     half.set_weights(rnn.get_weights())
-    np.testing.assert_allclose(np.asarray(half(x, reset=reset)).astype("float32"), expected,
-                               atol=1e-2)  # fmt: skip
+    np.testing.assert_allclose(
+        np.asarray(half(x, reset=reset)).astype("float32"), expected, atol=1e-2
+    )
 
 
 @tensorflow_only("exports a SavedModel")
@@ -293,8 +301,9 @@ def test_export_keeps_the_reset_input(tmp_path):
     expected = model.predict(inputs, verbose=0)
     model.export(str(tmp_path / "served"), verbose=False)
     served = tf.saved_model.load(str(tmp_path / "served"))
-    outputs = served.serve({"tokens": tf.constant(inputs["tokens"]),
-                            "reset": tf.constant(inputs["reset"])})  # fmt: skip
+    outputs = served.serve(
+        {"tokens": tf.constant(inputs["tokens"]), "reset": tf.constant(inputs["reset"])}
+    )
     np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-5)
 
 
@@ -320,8 +329,9 @@ def test_a_non_cell_is_refused():
 @pytest.mark.parametrize("masked", [False, True])
 def test_a_list_of_cells_is_stacked_and_every_cell_restarts_at_a_reset(unroll, masked):
     cells = [keras.layers.LSTMCell(3), keras.layers.GRUCell(4)]
-    rnn = ResettableRNN(cells, return_sequences=True, return_state=True, unroll=unroll,
-                        zero_output_for_mask=True)  # fmt: skip
+    rnn = ResettableRNN(
+        cells, return_sequences=True, return_state=True, unroll=unroll, zero_output_for_mask=True
+    )
     stack = rnn.cell.cell
     assert isinstance(rnn.cell, ResettableCell)
     assert isinstance(stack, keras.layers.StackedRNNCells) and stack.cells == cells
@@ -338,19 +348,22 @@ def test_a_list_of_cells_is_stacked_and_every_cell_restarts_at_a_reset(unroll, m
         for start, stop in _documents(reset, row):
             stop = min(stop, int(mask[row].sum()))
             alone, *alone_states = alone_rnn(x[row : row + 1, start:stop])
-            np.testing.assert_allclose(np.asarray(outputs)[row, start:stop],
-                                       np.asarray(alone)[0], atol=1e-6, rtol=0)  # fmt: skip
+            np.testing.assert_allclose(
+                np.asarray(outputs)[row, start:stop], np.asarray(alone)[0], atol=1e-6, rtol=0
+            )
         # The states of every cell of the stack are those of the row's last document alone.
         for state, alone_state in zip(keras.tree.flatten(states), keras.tree.flatten(alone_states)):
-            np.testing.assert_allclose(np.asarray(state)[row], np.asarray(alone_state)[0],
-                                       atol=1e-6, rtol=0)  # fmt: skip
+            np.testing.assert_allclose(
+                np.asarray(state)[row], np.asarray(alone_state)[0], atol=1e-6, rtol=0
+            )
 
 
 def test_a_list_of_cells_gives_keras_rnn_outputs_and_config():
     x = RNG.normal(size=(B, T, F)).astype("float32")
     rnn = ResettableRNN([keras.layers.LSTMCell(3), keras.layers.GRUCell(4)], return_state=True)
-    stacked = keras.layers.RNN([keras.layers.LSTMCell(3), keras.layers.GRUCell(4)],
-                               return_state=True)  # fmt: skip
+    stacked = keras.layers.RNN(
+        [keras.layers.LSTMCell(3), keras.layers.GRUCell(4)], return_state=True
+    )
     stacked.build(x.shape)
     rnn.build(x.shape)
     rnn.set_weights(stacked.get_weights())
@@ -382,8 +395,9 @@ class _UnregisteredCell(keras.layers.Layer):
         return {**super().get_config(), "units": self.units}
 
 
-@pytest.mark.parametrize("rnn_class", [keras.layers.RNN, ResettableRNN],
-                         ids=["keras_rnn", "resettable_rnn"])  # fmt: skip
+@pytest.mark.parametrize(
+    "rnn_class", [keras.layers.RNN, ResettableRNN], ids=["keras_rnn", "resettable_rnn"]
+)
 def test_an_unregistered_cell_round_trips_with_custom_objects(tmp_path, rnn_class):
     # ResettableRNN round-trips a cell Keras cannot name by itself as keras.layers.RNN does:
     # given the class in `custom_objects`, through its config and through a .keras file.

@@ -4,9 +4,9 @@ import keras
 import numpy as np
 import pytest
 from keras.src import testing
-from tests.support import keras_lstm
-from tests.layer_test_case import LayerTestCase
 
+from tests.layer_test_case import LayerTestCase
+from tests.support import keras_lstm
 from tf_memlayers import TiedEmbedding
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 
@@ -27,7 +27,7 @@ class TiedEmbeddingTest(LayerTestCase):
         "empty": "keras.layers.Embedding's lookup of integer ids",
         "nan_padding": "reads integer ids, which cannot be NaN",
         "output_spec": "two calls (ids, and vectors with reverse=True): "
-                       "test_output_spec_is_what_the_symbolic_and_eager_calls_give",
+        "test_output_spec_is_what_the_symbolic_and_eager_calls_give",
         "flags": "has no boolean arguments of its own",
     }
     keras_checks = {
@@ -115,8 +115,13 @@ def test_config_round_trip_and_saving(tmp_path):
     np.testing.assert_array_equal(restored.predict(ids, verbose=0), model.predict(ids, verbose=0))
 
 
-@pytest.mark.parametrize("kwargs, name", [({"input_dim": 0, "output_dim": 2}, "input_dim"),
-                                          ({"input_dim": 3, "output_dim": 2.0}, "output_dim")])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"input_dim": 0, "output_dim": 2}, "input_dim"),
+        ({"input_dim": 3, "output_dim": 2.0}, "output_dim"),
+    ],
+)
 def test_bad_sizes_name_the_argument(kwargs, name):
     with pytest.raises((ValueError, TypeError), match=name):
         TiedEmbedding(**kwargs)
@@ -131,11 +136,19 @@ def test_weights_set_the_embedding_matrix_as_in_keras_embedding(weights):
         TiedEmbedding(3, 4, weights=np.ones((4, 3)))
 
 
-@pytest.mark.parametrize("reverse, width, error, fragment", [
-    (True, 5, ValueError, "`inputs` must have width 4 (the embedding's output_dim, for "
-                          "reverse=True); got shape (2, 3, 5)"),
-    ("yes", 4, TypeError, "`reverse` must be a bool, got 'yes'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "reverse, width, error, fragment",
+    [
+        (
+            True,
+            5,
+            ValueError,
+            "`inputs` must have width 4 (the embedding's output_dim, for "
+            "reverse=True); got shape (2, 3, 5)",
+        ),
+        ("yes", 4, TypeError, "`reverse` must be a bool, got 'yes'"),
+    ],
+)
 def test_bad_reverse_calls_are_named(reverse, width, error, fragment):
     layer = TiedEmbedding(10, 4)
     vectors = np.ones((2, 3, width), "float32")

@@ -42,8 +42,9 @@ def test_without_weights_the_reductions_are_the_plain_means():
     targets, logits, _ = _batch(1, batch=4, time=6)
     nll = _numpy_token_nll(targets, logits)
     assert SequenceCrossentropy().reduction_mode == LOSS_REDUCTIONS[0] == "token_mean"
-    np.testing.assert_allclose(float(SequenceCrossentropy()(targets, logits)), nll.mean(),
-                               rtol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(
+        float(SequenceCrossentropy()(targets, logits)), nll.mean(), rtol=1e-5
+    )
     summed = SequenceCrossentropy("sum_over_time")(targets, logits)
     np.testing.assert_allclose(float(summed), nll.mean(axis=0).sum(), rtol=1e-5)
 
@@ -60,9 +61,11 @@ def test_zero_weight_padding_changes_neither_reduction(mode):
         np.concatenate([weights, np.zeros((3, 3), "float32")], axis=1),
     )
     loss = SequenceCrossentropy(mode)
-    np.testing.assert_allclose(float(loss(*padded[:2], sample_weight=padded[2])),
-                               float(loss(targets, logits, sample_weight=weights)),
-                               rtol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(
+        float(loss(*padded[:2], sample_weight=padded[2])),
+        float(loss(targets, logits, sample_weight=weights)),
+        rtol=1e-5,
+    )
 
 
 @pytest.mark.parametrize("reduction", ["sum", "none"])
@@ -71,8 +74,7 @@ def test_a_reduction_argument_is_ignored(reduction):
     nll = _numpy_token_nll(targets, logits)
     token_mean = SequenceCrossentropy(reduction=reduction)(targets, logits, sample_weight=weights)
     assert np.shape(token_mean) == ()
-    np.testing.assert_allclose(float(token_mean), (nll * weights).sum() / weights.sum(),
-                               rtol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(float(token_mean), (nll * weights).sum() / weights.sum(), rtol=1e-5)
     summed = SequenceCrossentropy("sum_over_time", reduction=reduction)(targets, logits)
     np.testing.assert_allclose(float(summed), nll.mean(axis=0).sum(), rtol=1e-5)
 
@@ -97,13 +99,18 @@ def test_the_loss_is_restored_by_its_registered_name():
     restored = keras.losses.deserialize(config)
     assert isinstance(restored, SequenceCrossentropy)
     assert (restored.reduction_mode, restored.name, restored.dtype) == (
-        "sum_over_time", "cost", "float16")  # fmt: skip
+        "sum_over_time",
+        "cost",
+        "float16",
+    )
     # The values, in float32 (the default dtype, restored as such).
     restored = keras.losses.deserialize(
         keras.losses.serialize(SequenceCrossentropy("sum_over_time"))
     )
     assert restored.dtype == "float32"
     targets, logits, _ = _batch(6)
-    np.testing.assert_allclose(float(restored(targets, logits)),
-                               _numpy_token_nll(targets, logits).mean(axis=0).sum(),
-                               rtol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(
+        float(restored(targets, logits)),
+        _numpy_token_nll(targets, logits).mean(axis=0).sum(),
+        rtol=1e-5,
+    )

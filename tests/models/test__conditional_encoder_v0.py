@@ -30,8 +30,9 @@ def _saved_encoder_config(kind):
     """The encoder's entry in the config of the SNLI model version 0.1 saved."""
     with zipfile.ZipFile(FIXTURES / f"snli_{kind}_v0.1.keras") as archive:
         config = json.loads(archive.read("config.json"))
-    return next(layer for layer in config["config"]["layers"]
-                if layer["config"]["name"] == "encoder")  # fmt: skip
+    return next(
+        layer for layer in config["config"]["layers"] if layer["config"]["name"] == "encoder"
+    )
 
 
 @pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
@@ -65,9 +66,13 @@ def _weight_layout(path):
 
     layout = {}
     with h5py.File(path, "r") as weights:
-        weights.visititems(lambda name, item: layout.update({name: item.shape})
-                           if isinstance(item, h5py.Dataset) and "conditional_encoder" in name
-                           else None)  # fmt: skip
+        weights.visititems(
+            lambda name, item: (
+                layout.update({name: item.shape})
+                if isinstance(item, h5py.Dataset) and "conditional_encoder" in name
+                else None
+            )
+        )
     return layout
 
 
@@ -110,15 +115,23 @@ def _numpy(x):
 
 def _am_gru_weights(encoder):
     """The AM-GRU weights of layer 1 as `am_gru_reference` names them."""
-    cell, names = encoder.premise_cell, {"key": "key_kernel", "gate": "gate_kernel",
-                                         "gate_bias": "gate_bias",
-                                         "candidate": "candidate_kernel",
-                                         "candidate_bias": "candidate_bias"}  # fmt: skip
+    cell, names = (
+        encoder.premise_cell,
+        {
+            "key": "key_kernel",
+            "gate": "gate_kernel",
+            "gate_bias": "gate_bias",
+            "candidate": "candidate_kernel",
+            "candidate_bias": "candidate_bias",
+        },
+    )
     w = {name: _numpy(getattr(cell, attribute)) for name, attribute in names.items()}
     if encoder.kind == "dual_am_gru":
         dual = encoder.hypothesis_cell
-        w.update(dual_gate=_numpy(dual.dual_gate_kernel),
-                 dual_candidate=_numpy(dual.dual_candidate_kernel))  # fmt: skip
+        w.update(
+            dual_gate=_numpy(dual.dual_gate_kernel),
+            dual_candidate=_numpy(dual.dual_candidate_kernel),
+        )
         if encoder.dual_key == "released":
             w["dual_key"] = _numpy(dual.dual_key_kernel)
     return w
@@ -127,9 +140,14 @@ def _am_gru_weights(encoder):
 def _reference_encoding(encoder, premise, hypothesis):
     """``(p, h)`` of one unpadded pair ``[Tp, dim]``, ``[Th, dim]``, in NumPy."""
     if encoder.kind == "gru":
-        cell = [_numpy(v) for v in (encoder.premise_cell.kernel,
-                                    encoder.premise_cell.recurrent_kernel,
-                                    encoder.premise_cell.bias)]  # fmt: skip
+        cell = [
+            _numpy(v)
+            for v in (
+                encoder.premise_cell.kernel,
+                encoder.premise_cell.recurrent_kernel,
+                encoder.premise_cell.bias,
+            )
+        ]
         premise_seq = _gru_reference(premise, np.zeros(UNITS), *cell)
         hypothesis_seq = _gru_reference(hypothesis, premise_seq[-1], *cell)
     else:
@@ -138,11 +156,18 @@ def _reference_encoding(encoder, premise, hypothesis):
         empty, zeros = np.zeros((1, UNITS * COPIES)), np.zeros((1, UNITS))
         premise_seq, memory = ref.reference_run(premise[None], empty, zeros, w, perms)
         if encoder.kind == "am_gru":  # the hypothesis continues the premise's memory
-            hypothesis_seq, _ = ref.reference_run(hypothesis[None], memory, premise_seq[:, -1],
-                                                  w, perms)  # fmt: skip
+            hypothesis_seq, _ = ref.reference_run(
+                hypothesis[None], memory, premise_seq[:, -1], w, perms
+            )
         else:  # an empty memory, reading the premise's
-            hypothesis_seq, _ = ref.reference_run(hypothesis[None], empty, premise_seq[:, -1],
-                                                  w, perms, dual=(encoder.dual_key, memory))
+            hypothesis_seq, _ = ref.reference_run(
+                hypothesis[None],
+                empty,
+                premise_seq[:, -1],
+                w,
+                perms,
+                dual=(encoder.dual_key, memory),
+            )
         premise_seq, hypothesis_seq = premise_seq[0], hypothesis_seq[0]
     top = [_numpy(v) for v in encoder.top_layer.cell.weights]
     p = _gru_reference(premise_seq, np.zeros(TOP_UNITS), *top)[-1]
@@ -152,21 +177,36 @@ def _reference_encoding(encoder, premise, hypothesis):
 def _pair(rng, dtype="float64"):
     premise = rng.normal(size=(2, max(PREMISE_LENGTHS), DIM)).astype(dtype)
     hypothesis = rng.normal(size=(2, max(HYPOTHESIS_LENGTHS), DIM)).astype(dtype)
-    masks = [np.arange(x.shape[1]) < np.array(lengths)[:, None]
-             for x, lengths in ((premise, PREMISE_LENGTHS), (hypothesis, HYPOTHESIS_LENGTHS))]
+    masks = [
+        np.arange(x.shape[1]) < np.array(lengths)[:, None]
+        for x, lengths in ((premise, PREMISE_LENGTHS), (hypothesis, HYPOTHESIS_LENGTHS))
+    ]
     return premise, hypothesis, masks
 
 
 @pytest.mark.parametrize(
     "kind, dual_key, unroll",
-    [("gru", "paper", False), ("gru", "paper", True), ("am_gru", "paper", False),
-     ("dual_am_gru", "paper", False), ("dual_am_gru", "released", True)],
-)  # fmt: skip
+    [
+        ("gru", "paper", False),
+        ("gru", "paper", True),
+        ("am_gru", "paper", False),
+        ("dual_am_gru", "paper", False),
+        ("dual_am_gru", "released", True),
+    ],
+)
 def test_the_encoding_matches_numpy_in_float64(float64_policy, kind, dual_key, unroll):
     rng = np.random.default_rng(len(kind) + unroll)
     premise, hypothesis, masks = _pair(rng)
-    encoder = ConditionalEncoder(kind, units=UNITS, top_units=TOP_UNITS, num_copies=COPIES,
-                                 dual_key=dual_key, seed=3, fused_loop=False, unroll=unroll)
+    encoder = ConditionalEncoder(
+        kind,
+        units=UNITS,
+        top_units=TOP_UNITS,
+        num_copies=COPIES,
+        dual_key=dual_key,
+        seed=3,
+        fused_loop=False,
+        unroll=unroll,
+    )
     encoder.build([premise.shape, hypothesis.shape])
     # Weights far from the ±0.05 initialisation, so that every term shows.
     encoder.set_weights([rng.uniform(-0.8, 0.8, w.shape) for w in encoder.get_weights()])
@@ -188,18 +228,21 @@ def test_the_encoding_matches_numpy_in_float64(float64_policy, kind, dual_key, u
     assert np.abs(_numpy(other_h) - h).max() > 1e-3
 
 
-@pytest.mark.parametrize("kind, dual_key", [("am_gru", None), ("dual_am_gru", "paper"),
-                                            ("dual_am_gru", "released")])  # fmt: skip
+@pytest.mark.parametrize(
+    "kind, dual_key", [("am_gru", None), ("dual_am_gru", "paper"), ("dual_am_gru", "released")]
+)
 def test_memory_retrievals_match_the_reference(float64_policy, kind, dual_key):
     rng = np.random.default_rng(6)
-    encoder = ConditionalEncoder(kind, units=UNITS, num_copies=COPIES,
-                                 dual_key=dual_key or "paper", fused_loop=False)  # fmt: skip
+    encoder = ConditionalEncoder(
+        kind, units=UNITS, num_copies=COPIES, dual_key=dual_key or "paper", fused_loop=False
+    )
     encoder.build([(None, None, DIM), (None, None, DIM)])
     encoder.set_weights([rng.uniform(-0.8, 0.8, w.shape) for w in encoder.get_weights()])
     premise, hypothesis = rng.normal(size=(5, DIM)), rng.normal(size=(3, DIM))
     got = encoder.memory_retrievals(premise, hypothesis)
-    want = ref.conditional_encoding_retrievals(premise, hypothesis, _am_gru_weights(encoder),
-                                               UNITS, COPIES, encoder.seed, dual_key)
+    want = ref.conditional_encoding_retrievals(
+        premise, hypothesis, _am_gru_weights(encoder), UNITS, COPIES, encoder.seed, dual_key
+    )
     assert sorted(got) == ["hypothesis_read", "premise_written"]
     for name in got:
         np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-10, err_msg=name)
@@ -214,8 +257,9 @@ def test_a_gru_encoder_has_no_retrievals():
 
 def test_the_default_initializer_draws_every_kernel_afresh_from_the_seed():
     def kernels(seed):
-        encoder = ConditionalEncoder("dual_am_gru", units=UNITS, num_copies=COPIES, seed=seed,
-                                     fused_loop=False)  # fmt: skip
+        encoder = ConditionalEncoder(
+            "dual_am_gru", units=UNITS, num_copies=COPIES, seed=seed, fused_loop=False
+        )
         encoder.build([(None, None, DIM), (None, None, DIM)])
         return [(w.name, _numpy(w)) for w in encoder.weights if "kernel" in w.name]
 
@@ -231,15 +275,31 @@ def test_the_default_initializer_draws_every_kernel_afresh_from_the_seed():
 
 
 def test_output_shape_config_and_masks():
-    encoder = ConditionalEncoder("am_gru", units=UNITS, top_units=TOP_UNITS, num_copies=COPIES,
-                                 seed=9, fused_loop=False, name="encoder")  # fmt: skip
+    encoder = ConditionalEncoder(
+        "am_gru",
+        units=UNITS,
+        top_units=TOP_UNITS,
+        num_copies=COPIES,
+        seed=9,
+        fused_loop=False,
+        name="encoder",
+    )
     assert encoder.compute_output_shape([(7, None, DIM), (7, None, DIM)]) == [
-        (7, TOP_UNITS), (7, TOP_UNITS)
+        (7, TOP_UNITS),
+        (7, TOP_UNITS),
     ]
     assert encoder.compute_mask(None, [np.ones((1, 2), bool)] * 2) is None
     config = encoder.get_config()
-    for key, value in dict(kind="am_gru", units=UNITS, top_units=TOP_UNITS, num_copies=COPIES,
-                           dual_key="paper", seed=9, fused_loop=False, unroll=False).items():
+    for key, value in dict(
+        kind="am_gru",
+        units=UNITS,
+        top_units=TOP_UNITS,
+        num_copies=COPIES,
+        dual_key="paper",
+        seed=9,
+        fused_loop=False,
+        unroll=False,
+    ).items():
         assert config[key] == value, key
     clone = ConditionalEncoder.from_config(config)
     assert clone.get_config() == config

@@ -8,10 +8,10 @@ import traceback
 import pytest
 
 import tf_memlayers
-from tf_memlayers.models.fill_last_word import build_fill_last_word_model
 from examples.language_modeling.memories import language_model
-from tf_memlayers.models.language_model import build_language_model
 from examples.snli.encoders import make_encoder
+from tf_memlayers.models.fill_last_word import build_fill_last_word_model
+from tf_memlayers.models.language_model import build_language_model
 from tf_memlayers.models.snli import build_snli_model
 
 PACKAGE = pathlib.Path(tf_memlayers.__file__).parent
@@ -21,40 +21,48 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 # a bad value, the package module that owns it)
 PASSED_ON = [
     (
-        "examples/language_modeling/memories.py", "window",
-        lambda: language_model(30, kind="key_value", window=0, hidden=8, embedding_dim=4,
-                               batch_size=2),
+        "examples/language_modeling/memories.py",
+        "window",
+        lambda: language_model(
+            30, kind="key_value", window=0, hidden=8, embedding_dim=4, batch_size=2
+        ),
         "layers/window_attention/mechanism.py",
     ),
     (
-        "examples/language_modeling/memories.py", "n",
-        lambda: language_model(30, kind="ngram", ngram=1, hidden=8, embedding_dim=4,
-                               batch_size=2),
+        "examples/language_modeling/memories.py",
+        "n",
+        lambda: language_model(30, kind="ngram", ngram=1, hidden=8, embedding_dim=4, batch_size=2),
         "layers/window_attention/ngram.py",
     ),
     (
-        "tf_memlayers/models/fill_last_word.py", "attention_units",
-        lambda: build_fill_last_word_model(30, max_length=6, embedding_dim=4, hidden=8,
-                                           pooling="attention", attention_units=0),
+        "tf_memlayers/models/fill_last_word.py",
+        "attention_units",
+        lambda: build_fill_last_word_model(
+            30, max_length=6, embedding_dim=4, hidden=8, pooling="attention", attention_units=0
+        ),
         "layers/cache_attention/attention_pooling.py",
     ),
     (
-        "tf_memlayers/models/fill_last_word.py", "cache_size",
-        lambda: build_fill_last_word_model(30, max_length=6, embedding_dim=4, hidden=8,
-                                           cache_size=-1),
+        "tf_memlayers/models/fill_last_word.py",
+        "cache_size",
+        lambda: build_fill_last_word_model(
+            30, max_length=6, embedding_dim=4, hidden=8, cache_size=-1
+        ),
         "layers/cache_attention/heap_cache_attention.py",
     ),
     (
-        "examples/snli/encoders.py", "num_copies",
+        "examples/snli/encoders.py",
+        "num_copies",
         lambda: make_encoder("am_gru", units=8, num_copies=0),
         "layers/associative_memory/am_gru_cell.py",
     ),
     (
-        "examples/snli/encoders.py", "dual_key",
+        "examples/snli/encoders.py",
+        "dual_key",
         lambda: make_encoder("dual_am_gru", units=8, num_copies=2, dual_key="both"),
         "layers/associative_memory/dual_am_gru.py",
     ),
-]  # fmt: skip
+]
 
 
 def _raising_module(error):
@@ -71,8 +79,8 @@ def _checked_names(path):
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if not isinstance(node, ast.Call) or not node.args:
             continue
-        func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
-            node.func, "id", ""
+        func = (
+            node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
         )
         first = node.args[0]
         if func.startswith("check_") and isinstance(first, ast.Constant):
@@ -81,7 +89,9 @@ def _checked_names(path):
 
 
 @pytest.mark.parametrize(
-    "builder_module, name, call, owner", PASSED_ON, ids=[f"{case[0].rsplit('/', 1)[-1]}-{case[1]}" for case in PASSED_ON]
+    "builder_module, name, call, owner",
+    PASSED_ON,
+    ids=[f"{case[0].rsplit('/', 1)[-1]}-{case[1]}" for case in PASSED_ON],
 )
 def test_a_passed_on_argument_is_checked_by_the_layer_that_takes_it(
     builder_module, name, call, owner
@@ -95,14 +105,14 @@ def test_a_passed_on_argument_is_checked_by_the_layer_that_takes_it(
 @pytest.mark.parametrize(
     "call",
     [
-        lambda: build_language_model(30, hidden=8, embedding_dim=4, batch_size=2,
-                                     dropout="0.1"),
+        lambda: build_language_model(30, hidden=8, embedding_dim=4, batch_size=2, dropout="0.1"),
         lambda: build_snli_model(30, embedding_dim=4, dropout="0.1"),
-        lambda: build_fill_last_word_model(30, max_length=6, embedding_dim=4, hidden=8,
-                                           weight_decay="0"),
+        lambda: build_fill_last_word_model(
+            30, max_length=6, embedding_dim=4, hidden=8, weight_decay="0"
+        ),
     ],
     ids=["language_model", "snli", "fill_last_word"],
-)  # fmt: skip
+)
 def test_a_number_of_the_wrong_type_is_a_type_error_from_the_one_number_check(call):
     with pytest.raises(TypeError, match="must be a number, got '0") as raised:
         call()

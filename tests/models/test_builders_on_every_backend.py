@@ -8,8 +8,10 @@ of the language model and of itself. The last-word model with a cache is TensorF
 import keras
 import numpy as np
 import pytest
-from tests.support import BACKEND, count_train_step_traces
 
+from examples.language_modeling.memories import FORMS, KINDS, language_model
+from examples.snli.encoders import snli_model
+from tests.support import BACKEND, count_train_step_traces
 from tf_memlayers.models import (
     HeapCacheModel,
     build_fill_last_word_model,
@@ -22,8 +24,6 @@ from tf_memlayers.models import (
     generate,
     initial_step_state,
 )
-from examples.language_modeling.memories import FORMS, KINDS, language_model
-from examples.snli.encoders import snli_model
 
 VOCAB = 23
 # The training step of every `compile_*` here: compiled by XLA on JAX, where the step without
@@ -83,9 +83,12 @@ LANGUAGE_MODELS = {
     "attention-cell": ("attention", "cell", dict(resets=True, pad="zeros")),
     "key_value-parallel": ("key_value", "parallel", dict(tie_weights=True, resets=True)),
     "key_value_predict-cell": ("key_value_predict", "cell", dict(stateful=False)),
-    "ngram-parallel": ("ngram", "parallel", dict(compile=dict(optimizer="sgd", learning_rate=1.0,
-                                                              loss_reduction="sum_over_time"))),
-}  # fmt: skip
+    "ngram-parallel": (
+        "ngram",
+        "parallel",
+        dict(compile=dict(optimizer="sgd", learning_rate=1.0, loss_reduction="sum_over_time")),
+    ),
+}
 
 
 def test_the_language_model_cases_cover_every_memory_kind_and_form():
@@ -100,9 +103,17 @@ def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
     compile_options = options.pop("compile", {})
     stateful = options.setdefault("stateful", True)
     model = language_model(
-        VOCAB, kind=kind, form=form, hidden=12, embedding_dim=6, window=3, ngram=4,
-        batch_size=2 if stateful else None, seq_len=5, **options,
-    )  # fmt: skip
+        VOCAB,
+        kind=kind,
+        form=form,
+        hidden=12,
+        embedding_dim=6,
+        window=3,
+        ngram=4,
+        batch_size=2 if stateful else None,
+        seq_len=5,
+        **options,
+    )
     compile_language_model(model, jit_compile=JIT, **compile_options)
     rng = np.random.default_rng(0)
     tokens, targets = _tokens(rng, (2, 5)), _tokens(rng, (2, 5))
@@ -152,9 +163,7 @@ KERAS_JAX_RNN_STATES = (
 
 @pytest.mark.xfail(BACKEND != "tensorflow", reason=KERAS_JAX_RNN_STATES, strict=True)
 def test_stateful_language_model_carries_its_state_in_fit_and_predict(tmp_path):
-    model = build_language_model(
-        VOCAB, hidden=12, embedding_dim=6, batch_size=2, seq_len=5
-    )
+    model = build_language_model(VOCAB, hidden=12, embedding_dim=6, batch_size=2, seq_len=5)
     compile_language_model(model, jit_compile=JIT)
     rng = np.random.default_rng(0)
     tokens, targets = _tokens(rng, (2, 5)), _tokens(rng, (2, 5))
@@ -206,9 +215,14 @@ def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
         # Sharing survives loading: the premise pass runs the Dual cell's own AM-GRU cell.
         assert first.premise_layer.cell is first.hypothesis_layer.cell.premise_cell
     else:
-        assert first.__class__.__name__ == {
-            "gru": "GRU", "am_gru": "AssociativeGRU", "word_by_word": "ConditionalAttentionEncoder"
-        }[kind]
+        assert (
+            first.__class__.__name__
+            == {
+                "gru": "GRU",
+                "am_gru": "AssociativeGRU",
+                "word_by_word": "ConditionalAttentionEncoder",
+            }[kind]
+        )
     expected = _outputs(model, inputs)
     assert expected.shape == (4, 3)
     np.testing.assert_allclose(expected.sum(-1), 1.0, rtol=1e-5)
@@ -240,16 +254,27 @@ def _half_squared_norm(model, coefficient=1e-5):
 def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_code, tmp_path):
     def build():
         return build_fill_last_word_model(
-            30, max_length=10, embedding_dim=6, hidden=8, attention_units=4, pooling="attention",
-            cache_size=cache_size, faithful_to_code=faithful_to_code,
-        )  # fmt: skip
+            30,
+            max_length=10,
+            embedding_dim=6,
+            hidden=8,
+            attention_units=4,
+            pooling="attention",
+            cache_size=cache_size,
+            faithful_to_code=faithful_to_code,
+        )
 
     if cache_size and BACKEND != "tensorflow":
         with pytest.raises(ValueError) as info:
             build()
         message = str(info.value)
-        for fragment in ("HeapCacheModel", "TensorFlow backend", repr(BACKEND),
-                         "'cache_attention'", "cache_size=None"):  # fmt: skip
+        for fragment in (
+            "HeapCacheModel",
+            "TensorFlow backend",
+            repr(BACKEND),
+            "'cache_attention'",
+            "cache_size=None",
+        ):
             assert fragment in message, (fragment, message)
         return
     model = build()
@@ -286,9 +311,17 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
 @pytest.mark.parametrize("kind, form", [("key_value", "parallel"), ("ngram", "cell")])
 def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_path):
     model = language_model(
-        VOCAB, kind=kind, form=form, hidden=12, embedding_dim=6, window=3, ngram=4,
-        stateful=False, seq_len=None, name=f"{kind}_{form}",
-    )  # fmt: skip
+        VOCAB,
+        kind=kind,
+        form=form,
+        hidden=12,
+        embedding_dim=6,
+        window=3,
+        ngram=4,
+        stateful=False,
+        seq_len=None,
+        name=f"{kind}_{form}",
+    )
     rng = np.random.default_rng(3)
     for weight in model.trainable_weights:  # weights far from their initial values
         weight.assign(rng.normal(scale=0.5, size=weight.shape).astype("float32"))
@@ -319,8 +352,7 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
         np.testing.assert_allclose(_numpy(output), _numpy(expected), rtol=1e-6, atol=1e-6)
     # A sampler of keras-hub's contract (keras-hub's greedy sampler, restated here: keras-hub
     # is an optional extra) runs the step model inside the backend's while loop.
-    np.testing.assert_array_equal(generate(step_model, prompt, 4, sampler=_greedy_sampler),
-                                  greedy)  # fmt: skip
+    np.testing.assert_array_equal(generate(step_model, prompt, 4, sampler=_greedy_sampler), greedy)
 
 
 def _greedy_sampler(next, prompt, cache=None, index=0, mask=None, model=None, **kwargs):
@@ -340,7 +372,9 @@ def _greedy_sampler(next, prompt, cache=None, index=0, mask=None, model=None, **
 
     length = ops.shape(prompt)[-1]
     prompt, _, _ = ops.while_loop(
-        lambda *_: True, body, (prompt, cache, ops.convert_to_tensor(index, "int32")),
+        lambda *_: True,
+        body,
+        (prompt, cache, ops.convert_to_tensor(index, "int32")),
         maximum_iterations=length - index,
-    )  # fmt: skip
+    )
     return prompt

@@ -21,8 +21,9 @@ def _encoder(units=5, dtype=None, **hypothesis_flags):
         keras.layers.SimpleRNN(units, return_sequences=True, return_state=True, dtype=dtype),
         AttentionRNN(
             WordByWordAttention(keras.layers.SimpleRNNCell(units, dtype=dtype), dtype=dtype),
-            dtype=dtype, **hypothesis_flags,
-        ),  # fmt: skip
+            dtype=dtype,
+            **hypothesis_flags,
+        ),
         dtype=dtype,
     )
 
@@ -42,13 +43,15 @@ def _numpy(x):
     return np.asarray(keras.ops.convert_to_numpy(x))
 
 
-def _reference(encoder, premise, hypothesis, premise_mask, hypothesis_mask, sequences=False,
-               weights=False):  # fmt: skip
+def _reference(
+    encoder, premise, hypothesis, premise_mask, hypothesis_mask, sequences=False, weights=False
+):
     """The premise's SimpleRNN pass in NumPy (its final h carried through the padding), then
     the word-by-word attention from that h over its outputs; with ``weights``, the attention's
     weights ``[batch, Th, Tp]`` instead."""
-    kernel, recurrent, bias = (_numpy(w).astype(np.float64)
-                               for w in encoder.premise_layer.cell.weights)  # fmt: skip
+    kernel, recurrent, bias = (
+        _numpy(w).astype(np.float64) for w in encoder.premise_layer.cell.weights
+    )
     h = np.zeros((premise.shape[0], recurrent.shape[0]))
     outputs = []
     for t in range(premise.shape[1]):
@@ -64,9 +67,14 @@ def _reference(encoder, premise, hypothesis, premise_mask, hypothesis_mask, sequ
         if all(v is not c for c in wrapper.cell.weights)
     }
     got, alphas = word_by_word_reference(
-        hypothesis, memory, premise_mask, cell_weights, own,
-        sequence_mask=hypothesis_mask, initial_h=h,
-    )  # fmt: skip
+        hypothesis,
+        memory,
+        premise_mask,
+        cell_weights,
+        own,
+        sequence_mask=hypothesis_mask,
+        initial_h=h,
+    )
     if weights:
         return alphas
     return h, got if sequences else got[:, -1]
@@ -91,9 +99,13 @@ def test_matches_the_reference_with_padding_in_both_sentences(return_sequences):
     )
     assert np.abs(from_zeros - want_h).max() > 1e-2
     _, unmasked = _reference(
-        encoder, premise, hypothesis, np.ones_like(premise_mask), hypothesis_mask,
+        encoder,
+        premise,
+        hypothesis,
+        np.ones_like(premise_mask),
+        hypothesis_mask,
         return_sequences,
-    )  # fmt: skip
+    )
     assert np.abs(unmasked - want_h).max() > 1e-2
 
 
@@ -111,8 +123,9 @@ def test_premise_attention_of_one_pair_is_the_references_weights():
         np.testing.assert_allclose(got, want[row], rtol=0, atol=1e-10)
     # Through the pair encoder of a model; a first layer that does not attend has none.
     stack = ConditionalEncoder([encoder])
-    np.testing.assert_allclose(stack.premise_attention(premise[0], hypothesis[0]), want[0],
-                               rtol=0, atol=1e-10)  # fmt: skip
+    np.testing.assert_allclose(
+        stack.premise_attention(premise[0], hypothesis[0]), want[0], rtol=0, atol=1e-10
+    )
     gru = keras.layers.GRU(4, return_sequences=True, return_state=True)
     assert ConditionalEncoder([gru]).premise_attention(premise[0], hypothesis[0]) is None
     # One pair: a batch, or a sentence without a word, is named.
@@ -188,8 +201,11 @@ def test_bad_layers_are_named():
         keras.layers.GRU(4, return_sequences=True, return_state=True, name="gru"),
         AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4)), name="lstm_attention"),
     )
-    with pytest.raises(ValueError, match=r"'gru' has states of sizes \[4\].*'lstm_attention' "
-                                         r"states of sizes \[4, 4\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"'gru' has states of sizes \[4\].*'lstm_attention' "
+        r"states of sizes \[4, 4\]",
+    ):
         gru.build([(None, None, 2), (None, None, 2)])
 
 
@@ -205,8 +221,9 @@ def test_the_premise_vector_is_its_last_words_output_however_padding_is_emitted(
         pairs.append(encoder)
     randomize(pairs[0], rng)
     pairs[1].set_weights(pairs[0].get_weights())
-    (p, h), (p0, h0) = (e([premise, hypothesis], mask=[premise_mask, hypothesis_mask])
-                        for e in pairs)  # fmt: skip
+    (p, h), (p0, h0) = (
+        e([premise, hypothesis], mask=[premise_mask, hypothesis_mask]) for e in pairs
+    )
     np.testing.assert_allclose(_numpy(p0), _numpy(p), atol=1e-6)
     np.testing.assert_allclose(_numpy(h0), _numpy(h), atol=1e-6)
     assert np.abs(_numpy(p)[1:]).min() > 0  # the padded rows' vectors are not zero
@@ -240,8 +257,12 @@ class ConditionalAttentionEncoderLayerTest(TestCase):
     def test_keras_layer_checks(self):
         for name, hypothesis_cell, weights in (
             ("word_by_word", lambda: WordByWordAttention(keras.layers.LSTMCell(4)), 3 + 3 + 5),
-            ("luong", lambda: AttentionWrapper(keras.layers.LSTMCell(4), score="general"), 3 + 3 + 2),
-        ):  # fmt: skip
+            (
+                "luong",
+                lambda: AttentionWrapper(keras.layers.LSTMCell(4), score="general"),
+                3 + 3 + 2,
+            ),
+        ):
             with self.subTest(name=name):
                 self.run_layer_test(
                     ConditionalAttentionEncoder,

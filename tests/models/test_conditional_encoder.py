@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from keras.src.testing import TestCase
 
-from tests.am_gru_reference import conditional_encoding_retrievals
 from examples.snli.encoders import KINDS, make_encoder
+from tests.am_gru_reference import conditional_encoding_retrievals
+from tf_memlayers.layers import DualAssociativeEncoder
+from tf_memlayers.models import ConditionalEncoder
 
 # The stacks of two layers (the word-by-word model is one pair layer, tested in
 # test_conditional_attention_encoder.py).
 STACKS = [kind for kind in KINDS if kind != "word_by_word"]
-from tf_memlayers.layers import DualAssociativeEncoder
-from tf_memlayers.models import ConditionalEncoder
 
 
 def _set_uniform_weights(layer, rng, scale=0.8):
@@ -70,12 +70,19 @@ def _reference_retrievals(kind, encoder, premise, hypothesis):
     pass from an empty memory, then the hypothesis pass from the premise's final memory (AM-GRU)
     or from an empty memory reading the premise's (Dual AM-GRU)."""
     cell, hypothesis_cell = _layer_1_cells(encoder)
-    names = {"key": "key_kernel", "gate": "gate_kernel", "gate_bias": "gate_bias",
-             "candidate": "candidate_kernel", "candidate_bias": "candidate_bias"}  # fmt: skip
+    names = {
+        "key": "key_kernel",
+        "gate": "gate_kernel",
+        "gate_bias": "gate_bias",
+        "candidate": "candidate_kernel",
+        "candidate_bias": "candidate_bias",
+    }
     w = {name: getattr(cell, attribute) for name, attribute in names.items()}
     if kind == "dual_am_gru":
-        w.update(dual_gate=hypothesis_cell.dual_gate_kernel,
-                 dual_candidate=hypothesis_cell.dual_candidate_kernel)  # fmt: skip
+        w.update(
+            dual_gate=hypothesis_cell.dual_gate_kernel,
+            dual_candidate=hypothesis_cell.dual_candidate_kernel,
+        )
         if hypothesis_cell.dual_key == "released":
             w["dual_key"] = hypothesis_cell.dual_key_kernel
     w = {name: np.asarray(keras.ops.convert_to_numpy(v), np.float64) for name, v in w.items()}
@@ -239,11 +246,13 @@ class PremiseInHypothesis(keras.layers.Layer):
 
 def _stack():
     """A stack the package knows nothing of: a pair layer, an LSTM, a GRU."""
-    return ConditionalEncoder([
-        PremiseInHypothesis(6),
-        keras.layers.LSTM(5, return_sequences=True, return_state=True),
-        keras.layers.GRU(4, return_state=True),
-    ])  # fmt: skip
+    return ConditionalEncoder(
+        [
+            PremiseInHypothesis(6),
+            keras.layers.LSTM(5, return_sequences=True, return_state=True),
+            keras.layers.GRU(4, return_state=True),
+        ]
+    )
 
 
 def test_any_stack_of_recurrent_and_pair_layers_encodes_conditionally():
@@ -331,12 +340,16 @@ class ConditionalEncoderLayerTest(TestCase):
         ([np.tanh], TypeError, ["`layers[0]`", "Keras layer"]),
         ([keras.layers.GRU(4, name="g")], ValueError, ["`layers[0]`", "'g'", "return_state=True"]),
         (
-            [keras.layers.GRU(4, return_state=True, name="g"), keras.layers.GRU(4, return_state=True)],
-            ValueError, ["`layers[0]`", "'g'", "return_sequences=True"],
+            [
+                keras.layers.GRU(4, return_state=True, name="g"),
+                keras.layers.GRU(4, return_state=True),
+            ],
+            ValueError,
+            ["`layers[0]`", "'g'", "return_sequences=True"],
         ),
     ],
     ids=["a string", "empty", "a function", "no state", "no sequences"],
-)  # fmt: skip
+)
 def test_bad_layers_are_named(layers, error, fragments):
     with pytest.raises(error) as raised:
         ConditionalEncoder(layers)

@@ -57,9 +57,9 @@ def _case(name, rng):
     dropout), ``compile(model)`` compiles it with plain SGD, and ``x, y`` is one global batch."""
     import keras
 
-    from tf_memlayers import AttentionPooling, HeapCacheAttention
     from examples.language_modeling.memories import language_model
     from examples.snli.encoders import snli_model
+    from tf_memlayers import AttentionPooling, HeapCacheAttention
     from tf_memlayers.models import compile_language_model
 
     vocabulary, steps = 30, 6
@@ -83,9 +83,17 @@ def _case(name, rng):
 
         def build():
             return language_model(
-                vocabulary, kind=kind, hidden=12, embedding_dim=8, window=3,
-                ngram=3, stateful=False, seq_len=steps, dropout=0.0, init_scale=1.0,
-            )  # fmt: skip
+                vocabulary,
+                kind=kind,
+                hidden=12,
+                embedding_dim=8,
+                window=3,
+                ngram=3,
+                stateful=False,
+                seq_len=steps,
+                dropout=0.0,
+                init_scale=1.0,
+            )
 
         def compile_(model):
             compile_language_model(model, learning_rate=1.0, optimizer="sgd", clip_norm=5.0)
@@ -97,9 +105,15 @@ def _case(name, rng):
 
         def build():
             return snli_model(
-                vocabulary, kind="dual_am_gru", units=8, embedding_dim=6, num_copies=2,
-                dropout=0.0, seed=SEED, init_scale=0.5,
-            )  # fmt: skip
+                vocabulary,
+                kind="dual_am_gru",
+                units=8,
+                embedding_dim=6,
+                num_copies=2,
+                dropout=0.0,
+                seed=SEED,
+                init_scale=0.5,
+            )
 
         def compile_(model):
             model.compile(
@@ -196,9 +210,7 @@ def _train_one_step(name, distribution, initial_weights):
             "distribution": type(active).__name__ if active is not None else None,
             "data_layout": layout,
             "batches": laid_out,
-            "variable_devices": sorted(
-                {len(v.value.sharding.device_set) for v in model.variables}
-            ),
+            "variable_devices": sorted({len(v.value.sharding.device_set) for v in model.variables}),
             "logs": {key: float(values[-1]) for key, values in history.history.items()},
             "steps": len(history.history["loss"]),
             "paths": [w.path for w in model.weights],

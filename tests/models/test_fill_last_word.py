@@ -6,8 +6,8 @@ import keras
 import numpy as np
 import pytest
 
-from tf_memlayers.callbacks.cache_attention import cache_attention_by_index
 from examples.fill_last_word import sentences as data
+from tf_memlayers.callbacks.cache_attention import cache_attention_by_index
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
@@ -103,8 +103,13 @@ def test_generated_houses_change_colour_between_episodes():
 
 @pytest.mark.parametrize(
     "kwargs,fragment",
-    [({"houses": 0}, "houses"), ({"houses": 133}, "132"), ({"episodes": 0}, "episodes"),
-     ({"copies": -1}, "copies"), ({"epoch": -1}, "epoch")],
+    [
+        ({"houses": 0}, "houses"),
+        ({"houses": 133}, "132"),
+        ({"episodes": 0}, "episodes"),
+        ({"copies": -1}, "copies"),
+        ({"epoch": -1}, "epoch"),
+    ],
 )
 def test_generated_corpus_bad_arguments(kwargs, fragment):
     with pytest.raises(ValueError, match=fragment):
@@ -179,7 +184,9 @@ def test_faithful_mode_sums_over_time_and_freezes_batch_norm(tmp_path):
     encoder = keras.Model(model.inputs, model.get_layer("encoder").output)
     pooled = keras.Model(model.inputs, model.get_layer("time_sum").output)
     np.testing.assert_allclose(
-        pooled.predict(x, verbose=0), encoder.predict(x, verbose=0).sum(axis=1), rtol=1e-5,
+        pooled.predict(x, verbose=0),
+        encoder.predict(x, verbose=0).sum(axis=1),
+        rtol=1e-5,
         atol=1e-5,
     )
     norm = model.get_layer("state_norm")
@@ -203,8 +210,10 @@ def test_glove_initialisation_and_save_load(tmp_path):
     with pytest.warns(DeprecationWarning, match="`embedding_matrix` is deprecated"):
         old = small_model(pooling="last", embedding_matrix=matrix)
     np.testing.assert_array_equal(old.get_layer("embedding").embeddings.numpy(), matrix)
-    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="give the initial "
-                                                         "embeddings once"):  # fmt: skip
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(TypeError, match="give the initial embeddings once"),
+    ):
         small_model(embeddings=matrix, embedding_matrix=matrix)
     compile_fill_last_word_model(model)
     x, y = token_batch(rng)
@@ -225,8 +234,9 @@ def test_bad_builder_arguments():
     with pytest.raises(ValueError, match="vocabulary_size"):
         build_fill_last_word_model(1)
     # The deprecated spelling is checked under its own name.
-    with pytest.warns(DeprecationWarning), pytest.raises(
-        TypeError, match="`hidden_units` must be an integer, got '8'"
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(TypeError, match="`hidden_units` must be an integer, got '8'"),
     ):
         small_model(hidden=128, hidden_units="8")
     # None or 0: no cache. Anything else is the cache layer's to check, not a silent "none".
@@ -239,7 +249,7 @@ def test_bad_builder_arguments():
         refused = f"HeapCacheModel: `weight_decay` must be a .*{weight_decay!r}"
         with pytest.raises(error, match=refused):
             small_model(weight_decay=weight_decay)
-    with pytest.raises(TypeError, match='`jit_compile` must be a bool or "auto", got \'x\''):
+    with pytest.raises(TypeError, match="`jit_compile` must be a bool or \"auto\", got 'x'"):
         compile_fill_last_word_model(small_model(), jit_compile="x")
 
 

@@ -12,11 +12,10 @@ import tensorflow as tf
 
 from tests import heap_reference as ref
 from tests.support import REPO_ROOT, json_report_of_script
-
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.models._compiling import compile_and_build_optimizer
 from tf_memlayers.models.fill_last_word import build_fill_last_word_model
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
-from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 FEATURES, WIDTH, CLASSES = 5, 6, 3
 REPO = str(REPO_ROOT)
@@ -265,7 +264,10 @@ def test_saved_example_models_load_after_importing_the_package(tmp_path):
     env = dict(os.environ, PYTHONPATH=REPO)
     result = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path / "model.keras")],
-        capture_output=True, text=True, env=env, timeout=300,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split()[-1] == "HeapCacheModel"

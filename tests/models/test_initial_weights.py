@@ -6,6 +6,7 @@ import keras
 import numpy as np
 import pytest
 
+from examples.snli.encoders import snli_model
 from tf_memlayers.layers import (
     AssociativeGRUCell,
     DualAssociativeEncoder,
@@ -14,7 +15,6 @@ from tf_memlayers.layers import (
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
 )
-from examples.snli.encoders import snli_model
 from tf_memlayers.models import build_language_model, build_snli_model
 
 PREFIX = 8  # entries compared: stateless draws from one seed agree on their first entries
@@ -50,9 +50,14 @@ LANGUAGE_MODELS = {
 def test_language_model_weights_start_independent(memory):
     # Two LSTM layers as wide as the embedding: every LSTM kernel has the same shape.
     model = build_language_model(
-        30, LANGUAGE_MODELS[memory](), hidden=16, embedding_dim=16, layers=2, stateful=False,
+        30,
+        LANGUAGE_MODELS[memory](),
+        hidden=16,
+        embedding_dim=16,
+        layers=2,
+        stateful=False,
         seq_len=None,
-    )  # fmt: skip
+    )
     model.build((None, None))
     assert len(_random_weights(model.weights)) >= 5
     assert _alike(model.weights) == []
@@ -67,7 +72,7 @@ def test_snli_model_weights_start_independent_and_reproducible(kind):
     assert len(_random_weights(model.weights)) >= 7
     assert _alike(model.weights) == []
     again, other = build(3), build(4)
-    for a, b, c in zip(model.weights, again.weights, other.weights):
+    for a, b, _ in zip(model.weights, again.weights, other.weights):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert any(
         not np.array_equal(np.asarray(a), np.asarray(c))
@@ -83,12 +88,14 @@ def test_the_snli_builders_default_kernels_start_independent():
 
 LAYERS = {
     "SlidingWindowAttention": (
-        lambda: SlidingWindowAttention(window=3, mode="key_value_predict", units=4), (2, 5, 12)
+        lambda: SlidingWindowAttention(window=3, mode="key_value_predict", units=4),
+        (2, 5, 12),
     ),
     "AssociativeGRUCell": (lambda: AssociativeGRUCell(8, num_copies=2), (2, 8)),
     "DualAssociativeGRUCell": (lambda: DualAssociativeGRUCell(8, num_copies=2), (2, 8)),
     "DualAssociativeEncoder": (
-        lambda: DualAssociativeEncoder(8, num_copies=2), [(2, 5, 8), (2, 3, 8)]
+        lambda: DualAssociativeEncoder(8, num_copies=2),
+        [(2, 5, 8), (2, 3, 8)],
     ),
 }
 

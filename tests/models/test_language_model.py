@@ -7,25 +7,25 @@ import pytest
 import tensorflow as tf
 
 from examples.harness.training.learning_rate import EpochLearningRate, epoch_learning_rate
-from tf_memlayers.callbacks.state_reset import StateResetCallback, reset_language_model_states
+from examples.language_modeling import memories
 from examples.language_modeling.evaluation import evaluate_language_model
 from examples.language_modeling.generated_lm import generate_copy_corpus
 from examples.language_modeling.lm_batches import make_bptt_batches
-from examples.language_modeling.token_streams import TokenStream
-from examples.language_modeling import memories
 from examples.language_modeling.memories import ATTENTION_KINDS, KINDS, language_model
+from examples.language_modeling.parameter_budget import (
+    count_language_model_parameters,
+    hidden_for_parameter_budget,
+)
+from examples.language_modeling.presets import PRESETS, get_preset
+from examples.language_modeling.token_streams import TokenStream
+from tf_memlayers.callbacks.state_reset import StateResetCallback, reset_language_model_states
+from tf_memlayers.layers import NGramConcatCell, SlidingWindowAttention
 from tf_memlayers.models.language_model import (
     build_language_model,
     compile_language_model,
     make_optimizer,
 )
 from tf_memlayers.models.weight_transfer import copy_trainable_weights, weight_role
-from examples.language_modeling.parameter_budget import (
-    count_language_model_parameters,
-    hidden_for_parameter_budget,
-)
-from examples.language_modeling.presets import PRESETS, get_preset
-from tf_memlayers.layers import NGramConcatCell, SlidingWindowAttention
 
 VOCAB = 23
 SMALL = dict(hidden=12, embedding_dim=6, window=3, ngram=4)
@@ -272,9 +272,13 @@ def test_sgd_step_on_the_time_summed_cost_equals_the_tutorial_update():
     grads, _ = tf.clip_by_global_norm(tape.gradient(cost, model.trainable_weights), 5.0)
     expected = [b - 0.7 * tf.convert_to_tensor(g).numpy() for b, g in zip(before, grads)]
     compile_language_model(
-        model, learning_rate=0.7, clip_norm=5.0, optimizer="sgd",
-        loss_reduction="sum_over_time", jit_compile=False,
-    )  # fmt: skip
+        model,
+        learning_rate=0.7,
+        clip_norm=5.0,
+        optimizer="sgd",
+        loss_reduction="sum_over_time",
+        jit_compile=False,
+    )
     model.train_on_batch(x, y)
     for weight, want in zip(model.trainable_weights, expected):
         np.testing.assert_allclose(weight.numpy(), want, atol=2e-6, err_msg=weight.path)
@@ -307,16 +311,32 @@ def test_make_optimizer_names_bad_arguments():
         make_optimizer("sgd", -1)
 
 
-@pytest.mark.parametrize("build, compile_, error, fragment", [
-    ({"variational_dropout": "no"}, {}, TypeError,
-     "`variational_dropout` must be a bool, got 'no'"),
-    ({"forget_bias": "1"}, {}, TypeError, "`forget_bias` must be a number, got '1'"),
-    ({}, {"perplexity": "no"}, TypeError, "`perplexity` must be a bool, got 'no'"),
-    ({}, {"jit_compile": "no"}, TypeError, '`jit_compile` must be a bool or "auto", got \'no\''),
-    ({}, {"optimizer": ""}, ValueError, "`optimizer` must be one of 'adam', 'sgd'; got ''"),
-    ({}, {"loss_reduction": "mean"}, ValueError,
-     "`loss_reduction` must be one of 'token_mean', 'sum_over_time'; got 'mean'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "build, compile_, error, fragment",
+    [
+        (
+            {"variational_dropout": "no"},
+            {},
+            TypeError,
+            "`variational_dropout` must be a bool, got 'no'",
+        ),
+        ({"forget_bias": "1"}, {}, TypeError, "`forget_bias` must be a number, got '1'"),
+        ({}, {"perplexity": "no"}, TypeError, "`perplexity` must be a bool, got 'no'"),
+        (
+            {},
+            {"jit_compile": "no"},
+            TypeError,
+            "`jit_compile` must be a bool or \"auto\", got 'no'",
+        ),
+        ({}, {"optimizer": ""}, ValueError, "`optimizer` must be one of 'adam', 'sgd'; got ''"),
+        (
+            {},
+            {"loss_reduction": "mean"},
+            ValueError,
+            "`loss_reduction` must be one of 'token_mean', 'sum_over_time'; got 'mean'",
+        ),
+    ],
+)
 def test_build_and_compile_name_a_bad_argument(build, compile_, error, fragment):
     with pytest.raises(error) as raised:
         model = build_language_model(VOCAB, hidden=4, embedding_dim=4, stateful=False, **build)
@@ -336,8 +356,9 @@ def test_zaremba_presets_build_the_papers_model(name):
     hidden = preset.model["hidden"]
     assert model.count_params() == _zaremba_parameters(1000, hidden)
     assert [layer.name for layer in model.layers if isinstance(layer, keras.layers.LSTM)] == [
-        "lstm_0", "lstm_1",
-    ]  # fmt: skip
+        "lstm_0",
+        "lstm_1",
+    ]
     dropouts = [layer for layer in model.layers if isinstance(layer, keras.layers.Dropout)]
     assert [layer.rate for layer in dropouts] == [preset.model["dropout"]] * len(dropouts)
     assert len(dropouts) == (3 if preset.model["dropout"] else 0)  # embedding, between, output
@@ -346,8 +367,11 @@ def test_zaremba_presets_build_the_papers_model(name):
 
 def test_presets_cover_the_named_recipes():
     assert set(PRESETS) == {
-        "zaremba-small", "zaremba-medium", "zaremba-large", "short-attention-spans",
-    }  # fmt: skip
+        "zaremba-small",
+        "zaremba-medium",
+        "zaremba-large",
+        "short-attention-spans",
+    }
     large = get_preset("zaremba-large").training
     assert (large["clip_norm"], large["full_rate_epochs"], large["epochs"]) == (10.0, 14, 55)
     np.testing.assert_allclose(large["lr_decay"], 1 / 1.15)
@@ -370,9 +394,11 @@ def test_tiny_model_overfits_a_tiny_corpus(kind):
     )
     compile_language_model(model, learning_rate=0.02, jit_compile=False)
     history = model.fit(
-        batches.dataset(), epochs=30, verbose=0,
+        batches.dataset(),
+        epochs=30,
+        verbose=0,
         callbacks=[StateResetCallback(batches.resets), _StopBelow("perplexity", 1.5)],
-    ).history  # fmt: skip
+    ).history
     # Uniform guessing is perplexity 22; a memorised corpus leaves only the sentence choice
     # (1 word in 9 is a 1-in-6 guess): 6 ** (1 / 9) = 1.22.
     assert history["perplexity"][-1] < 1.6, history["perplexity"][-5:]
@@ -417,10 +443,18 @@ def test_a_bad_kind_given_to_the_budget_search_raises_the_mappings_own_message()
 def test_every_memory_kind_builds_both_forms_with_the_same_weight_roles(kind):
     forms = ("parallel", "cell") if kind != "lstm" else ("parallel",)
     models = [
-        language_model(VOCAB, kind=kind, hidden=6, embedding_dim=4, window=2, ngram=3,
-                       form=form, stateful=False)
+        language_model(
+            VOCAB,
+            kind=kind,
+            hidden=6,
+            embedding_dim=4,
+            window=2,
+            ngram=3,
+            form=form,
+            stateful=False,
+        )
         for form in forms
-    ]  # fmt: skip
+    ]
     if kind != "lstm":
         assert memories.LAYER_NAMES[kind] in [layer.name for layer in models[0].layers]
     roles = [sorted(weight_role(w.path) for w in model.trainable_weights) for model in models]
@@ -434,8 +468,18 @@ def test_resets_model_on_packed_documents_equals_each_document_alone(kind, form)
     """``resets=True``: a row of documents packed back to back scores each document as the
     same model scores it alone, from fresh states."""
     keras.utils.set_random_seed(4)
-    options = dict(kind=kind, hidden=12, embedding_dim=6, window=3, ngram=3, layers=2,
-                   stateful=False, seq_len=None, form=form, init_scale=0.5)  # fmt: skip
+    options = dict(
+        kind=kind,
+        hidden=12,
+        embedding_dim=6,
+        window=3,
+        ngram=3,
+        layers=2,
+        stateful=False,
+        seq_len=None,
+        form=form,
+        init_scale=0.5,
+    )
     packed_model = language_model(30, resets=True, **options)
     plain = language_model(30, **options)
     plain.set_weights(packed_model.get_weights())
@@ -458,8 +502,7 @@ def test_resets_model_on_packed_documents_equals_each_document_alone(kind, form)
 def test_any_keras_layer_is_a_memory_without_an_edit_of_the_builder():
     # A layer the builder knows nothing of: a projection of every step of the top LSTM.
     memory = keras.layers.Dense(5, name="projection")
-    model = build_language_model(VOCAB, memory, hidden=8, embedding_dim=4, batch_size=2,
-                                 seq_len=5)  # fmt: skip
+    model = build_language_model(VOCAB, memory, hidden=8, embedding_dim=4, batch_size=2, seq_len=5)
     assert model.get_layer("projection") is memory
     assert tuple(model.get_layer("softmax").kernel.shape) == (5, VOCAB)
     assert model(_tokens(2, 5)).shape == (2, 5, VOCAB)
@@ -472,8 +515,9 @@ def test_a_memory_cell_wraps_the_builders_top_lstm_cell():
         seen.append(cell)
         return NGramConcatCell(cell, 3, 4)
 
-    model = build_language_model(VOCAB, memory, hidden=8, embedding_dim=4, layers=2,
-                                 batch_size=2, seq_len=5)  # fmt: skip
+    model = build_language_model(
+        VOCAB, memory, hidden=8, embedding_dim=4, layers=2, batch_size=2, seq_len=5
+    )
     (cell,) = seen
     assert isinstance(cell, keras.layers.LSTMCell) and cell.units == 8 and cell.name == "lstm_1"
     assert model.get_layer("memory_rnn").cell.cell is cell
@@ -482,8 +526,9 @@ def test_a_memory_cell_wraps_the_builders_top_lstm_cell():
 
 def test_a_memorys_other_outputs_are_the_models():
     memory = SlidingWindowAttention(window=3, return_attention_scores=True)
-    model = build_language_model(VOCAB, memory, hidden=8, embedding_dim=4, stateful=False,
-                                 seq_len=None)  # fmt: skip
+    model = build_language_model(
+        VOCAB, memory, hidden=8, embedding_dim=4, stateful=False, seq_len=None
+    )
     logits, scores = model(_tokens(2, 6))
     assert logits.shape == (2, 6, VOCAB) and scores.shape == (2, 6, 3)
 
@@ -492,23 +537,45 @@ def test_a_memorys_other_outputs_are_the_models():
     "memory, overrides, error, message",
     [
         ("attention", {}, TypeError, "`memory` must be None, a Keras layer"),
-        (lambda: NGramConcatCell(keras.layers.LSTMCell(8), 3, 4), {}, TypeError,
-         "pass a function of that cell"),
-        (lambda: (lambda cell: keras.layers.Dense(4)), {}, TypeError,
-         "must return a Keras RNN cell"),
-        (lambda: SlidingWindowAttention(window=3), {}, ValueError,
-         "stateful=False but the model has stateful=True"),
-        (lambda: keras.layers.Dense(4), {"resets": True}, ValueError,
-         "`resets=True` needs a memory that takes a `reset`"),
-        (lambda: keras.layers.Dense(5), {"tie_weights": True}, ValueError,
-         "`tie_weights=True` needs the softmax input to be `embedding_dim` \\(4\\) wide; the "
-         "memory outputs 5"),
+        (
+            lambda: NGramConcatCell(keras.layers.LSTMCell(8), 3, 4),
+            {},
+            TypeError,
+            "pass a function of that cell",
+        ),
+        (lambda: lambda cell: keras.layers.Dense(4), {}, TypeError, "must return a Keras RNN cell"),
+        (
+            lambda: SlidingWindowAttention(window=3),
+            {},
+            ValueError,
+            "stateful=False but the model has stateful=True",
+        ),
+        (
+            lambda: keras.layers.Dense(4),
+            {"resets": True},
+            ValueError,
+            "`resets=True` needs a memory that takes a `reset`",
+        ),
+        (
+            lambda: keras.layers.Dense(5),
+            {"tie_weights": True},
+            ValueError,
+            "`tie_weights=True` needs the softmax input to be `embedding_dim` \\(4\\) wide; the "
+            "memory outputs 5",
+        ),
     ],
-    ids=["a_name", "a_cell", "a_function_without_a_cell", "another_stateful", "no_reset",
-         "tied_width"],
+    ids=[
+        "a_name",
+        "a_cell",
+        "a_function_without_a_cell",
+        "another_stateful",
+        "no_reset",
+        "tied_width",
+    ],
 )
 def test_a_memory_that_does_not_fit_is_named(memory, overrides, error, message):
     memory = memory() if callable(memory) else memory
     with pytest.raises(error, match=message):
-        build_language_model(VOCAB, memory, hidden=8, embedding_dim=4, batch_size=2,
-                             seq_len=5, **overrides)  # fmt: skip
+        build_language_model(
+            VOCAB, memory, hidden=8, embedding_dim=4, batch_size=2, seq_len=5, **overrides
+        )

@@ -5,8 +5,8 @@ import os
 
 import keras
 import numpy as np
-import tensorflow as tf
 import pytest
+import tensorflow as tf
 
 from examples.snli.encoders import KINDS, make_encoder, snli_model
 from tf_memlayers.layers import DualAssociativeEncoder
@@ -92,8 +92,10 @@ def test_fused_loop_gives_the_same_model(kind):
     assert first.get_config()["fused_loop"] is True
     for cell_form, fused in zip(*results):  # the embedding gradient is IndexedSlices
         np.testing.assert_allclose(
-            tf.convert_to_tensor(fused).numpy(), tf.convert_to_tensor(cell_form).numpy(),
-            atol=2e-6, rtol=1e-5,
+            tf.convert_to_tensor(fused).numpy(),
+            tf.convert_to_tensor(cell_form).numpy(),
+            atol=2e-6,
+            rtol=1e-5,
         )
     # Not vacuous: another premise moves the hypothesis's probabilities by far more than the
     # tolerance.
@@ -112,11 +114,13 @@ def test_every_kind_predicts_a_distribution(kind):
 
 
 def test_an_encoder_the_builder_knows_nothing_of_works(tmp_path):
-    encoder = ConditionalEncoder([
-        keras.layers.LSTM(5, return_sequences=True, return_state=True),
-        keras.layers.SimpleRNN(3, return_sequences=True, return_state=True),
-        keras.layers.GRU(4, return_state=True),
-    ])  # fmt: skip
+    encoder = ConditionalEncoder(
+        [
+            keras.layers.LSTM(5, return_sequences=True, return_state=True),
+            keras.layers.SimpleRNN(3, return_sequences=True, return_state=True),
+            keras.layers.GRU(4, return_state=True),
+        ]
+    )
     model = build_snli_model(20, encoder=encoder, embedding_dim=6, classifier_units=7)
     assert model.get_layer("relu_0").units == 7
     compile_snli_model(model)
@@ -126,24 +130,30 @@ def test_an_encoder_the_builder_knows_nothing_of_works(tmp_path):
     loaded = keras.saving.load_model(tmp_path / "m.keras")
     np.testing.assert_allclose(
         loaded.predict_on_batch((premise, hypothesis)),
-        model.predict_on_batch((premise, hypothesis)), atol=1e-6,
-    )  # fmt: skip
+        model.predict_on_batch((premise, hypothesis)),
+        atol=1e-6,
+    )
 
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="embeddings.*shape"):
         build_snli_model(10, embeddings=np.zeros((9, 4)))
-    gru = ConditionalEncoder([keras.layers.GRU(4, return_sequences=True, return_state=True),
-                              keras.layers.GRU(4, return_state=True)])  # fmt: skip
+    gru = ConditionalEncoder(
+        [
+            keras.layers.GRU(4, return_sequences=True, return_state=True),
+            keras.layers.GRU(4, return_state=True),
+        ]
+    )
     # A seed below 0 reached Keras's seed generator, which failed with an OverflowError.
     with pytest.raises(ValueError, match="`seed` must be >= 0, got -1"):
         build_snli_model(10, encoder=gru, embedding_dim=3, seed=-1)
-    with pytest.raises(TypeError, match='`jit_compile` must be a bool or "auto", got \'no\''):
+    with pytest.raises(TypeError, match="`jit_compile` must be a bool or \"auto\", got 'no'"):
         compile_snli_model(build_snli_model(10, encoder=gru, embedding_dim=3), jit_compile="no")
     with pytest.raises(TypeError, match="`encoder` must be a Keras layer.*'gru'"):
         build_snli_model(10, encoder="gru")
-    returns_sequences = ConditionalEncoder([keras.layers.GRU(4, return_sequences=True,
-                                                             return_state=True)])  # fmt: skip
+    returns_sequences = ConditionalEncoder(
+        [keras.layers.GRU(4, return_sequences=True, return_state=True)]
+    )
     with pytest.raises(ValueError, match=r"`encoder` must return two vectors.*\(None, None, 4\)"):
         build_snli_model(10, encoder=returns_sequences, embedding_dim=3)
     # The encoder's layers check their own arguments.
@@ -174,14 +184,16 @@ def test_exported_classifier_gives_the_same_probabilities(tmp_path, fused_loop):
     np.testing.assert_allclose(
         np.asarray(saved.serve([premise, hypothesis])),
         keras.ops.convert_to_numpy(model([premise, hypothesis])),
-        rtol=0, atol=1e-6,
-    )  # fmt: skip
+        rtol=0,
+        atol=1e-6,
+    )
     # The time loops over sentences of any length convert to TFLite with TensorFlow's own
     # list ops (SELECT_TF_OPS), which an interpreter runs with the Flex delegate only; a
     # fixed-length copy converts with the built-in operators (the test below).
     converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "saved"))
     converter.target_spec.supported_ops = [
-        tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS
+        tf.lite.OpsSet.TFLITE_BUILTINS,
+        tf.lite.OpsSet.SELECT_TF_OPS,
     ]
     converter._experimental_lower_tensor_list_ops = False
     assert len(converter.convert()) > 0
@@ -211,9 +223,7 @@ def test_fixed_length_copy_runs_in_tflite_with_builtin_operators_only(
         "ai_edge_litert.interpreter", reason="the TFLite check needs ai-edge-litert"
     )
     rng = np.random.default_rng(5)
-    model = snli_model(
-        30, kind=kind, units=8, embedding_dim=6, num_copies=2, fused_loop=fused_loop
-    )
+    model = snli_model(30, kind=kind, units=8, embedding_dim=6, num_copies=2, fused_loop=fused_loop)
     _set_uniform_weights(model, rng)
     # Sentences shorter than the fixed lengths, padded with id 0 (masked).
     premise = np.array([[3, 4, 5, 0, 0, 0], [6, 7, 8, 9, 2, 11], [12, 13, 0, 0, 0, 0]], "int32")

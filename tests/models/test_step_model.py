@@ -6,23 +6,31 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from examples.language_modeling.memories import KINDS, language_model
 from tf_memlayers.models import (
     build_language_model,
     build_step_model,
     generate,
     initial_step_state,
 )
-from examples.language_modeling.memories import KINDS, language_model
 
 VOCAB, STEPS, BATCH = 17, 6, 2
 
 
 def _language_model(kind, form="parallel", stateful=False, **options):
     model = language_model(
-        VOCAB, kind=kind, hidden=6, embedding_dim=4, window=2, ngram=3, form=form,
-        stateful=stateful, batch_size=BATCH if stateful else None,
-        seq_len=STEPS if stateful else None, **options,
-    )  # fmt: skip
+        VOCAB,
+        kind=kind,
+        hidden=6,
+        embedding_dim=4,
+        window=2,
+        ngram=3,
+        form=form,
+        stateful=stateful,
+        batch_size=BATCH if stateful else None,
+        seq_len=STEPS if stateful else None,
+        **options,
+    )
     rng = np.random.default_rng(3)
     for weight in model.trainable_weights:  # weights far from their initial values
         weight.assign(rng.normal(scale=0.3, size=weight.shape).astype("float32"))
@@ -134,11 +142,14 @@ def test_generation_names_a_bad_argument(arguments, fragment):
         generate(step_model, **call)
 
 
-@pytest.mark.parametrize("seed, error, fragment", [
-    ("a", TypeError, "`seed` must be an integer, got 'a' of type str"),
-    (1.5, TypeError, "`seed` must be an integer, got 1.5 of type float"),
-    (-1, ValueError, "`seed` must be >= 0, got -1"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "seed, error, fragment",
+    [
+        ("a", TypeError, "`seed` must be an integer, got 'a' of type str"),
+        (1.5, TypeError, "`seed` must be an integer, got 1.5 of type float"),
+        (-1, ValueError, "`seed` must be >= 0, got -1"),
+    ],
+)
 def test_generation_names_a_bad_seed(seed, error, fragment):
     step_model = build_step_model(_language_model("lstm"))
     with pytest.raises(error) as raised:
@@ -153,7 +164,7 @@ def test_the_initial_state_names_a_bad_batch_size_or_model():
         (0, ValueError, "`batch_size` must be >= 1, got 0"),
         (2.5, TypeError, "`batch_size` must be an integer, got 2.5"),
         ("2", TypeError, "`batch_size` must be an integer, got '2'"),
-    ]:  # fmt: skip
+    ]:
         with pytest.raises(error) as raised:
             initial_step_state(step_model, batch_size)
         assert fragment in str(raised.value)
@@ -182,9 +193,13 @@ def test_a_model_that_is_not_a_language_model_is_refused():
 
 def test_a_memory_the_step_model_cannot_step_is_named():
     model = build_language_model(
-        VOCAB, keras.layers.Dense(4, name="projection"), hidden=6, embedding_dim=4,
-        stateful=False, seq_len=None,
-    )  # fmt: skip
+        VOCAB,
+        keras.layers.Dense(4, name="projection"),
+        hidden=6,
+        embedding_dim=4,
+        stateful=False,
+        seq_len=None,
+    )
     with pytest.raises(ValueError, match="layer 'projection' \\(Dense\\) is none of these"):
         build_step_model(model)
 
@@ -197,8 +212,9 @@ def test_exported_and_converted_step_models_generate_the_same_tokens(kind, form,
     tokens = np.array([[4], [9]], "int32")
     state = initial_step_state(step_model, 2)
     for keras_out, served_out in zip(step_model([tokens, *state]), saved.serve([tokens, *state])):
-        np.testing.assert_allclose(np.asarray(served_out), keras.ops.convert_to_numpy(keras_out),
-                                   rtol=0, atol=1e-6)  # fmt: skip
+        np.testing.assert_allclose(
+            np.asarray(served_out), keras.ops.convert_to_numpy(keras_out), rtol=0, atol=1e-6
+        )
 
     interpreter_module = pytest.importorskip(
         "ai_edge_litert.interpreter", reason="the TFLite check needs ai-edge-litert"
@@ -212,7 +228,9 @@ def test_exported_and_converted_step_models_generate_the_same_tokens(kind, form,
     def lite_step(tokens, state):
         outputs = runner(**dict(zip(names, [tokens, *state])))
         # Keras names the outputs output_0, output_1, ... in the model's order.
-        values = [outputs[name] for name in sorted(output_names, key=lambda n: int(n.split("_")[-1]))]
+        values = [
+            outputs[name] for name in sorted(output_names, key=lambda n: int(n.split("_")[-1]))
+        ]
         return values[0], values[1:]
 
     prompt = np.array([[3, 5], [7, 1]], "int32")
@@ -246,13 +264,14 @@ def _beam_search(model, prompt, num_tokens, num_beams, end=None):
             scores = _log_softmax(_full(model, texts)[:, -1])
             candidates = []
             for b, (score, text) in enumerate(beams):
-                if end is not None and end in text[len(row):]:
+                if end is not None and end in text[len(row) :]:
                     candidates.append((score, text + [end]))
                     continue
-                candidates += [(score + scores[b, token], text + [token])
-                               for token in range(scores.shape[-1])]  # fmt: skip
+                candidates += [
+                    (score + scores[b, token], text + [token]) for token in range(scores.shape[-1])
+                ]
             beams = sorted(candidates, key=lambda c: -c[0])[:num_beams]
-        best.append(beams[0][1][len(row):])
+        best.append(beams[0][1][len(row) :])
     return np.array(best)
 
 
@@ -263,8 +282,11 @@ def test_keras_hub_samplers_drive_generation(prompt_length):
     step_model = build_step_model(model)
     prompt = np.array([[3, 5, 7], [2, 2, 9]])[:, :prompt_length]
     greedy = generate(step_model, prompt, 5, temperature=0)
-    for sampler in ("greedy", keras_hub.samplers.TopKSampler(k=1, seed=0),
-                    keras_hub.samplers.BeamSampler(num_beams=1)):  # fmt: skip
+    for sampler in (
+        "greedy",
+        keras_hub.samplers.TopKSampler(k=1, seed=0),
+        keras_hub.samplers.BeamSampler(num_beams=1),
+    ):
         np.testing.assert_array_equal(generate(step_model, prompt, 5, sampler=sampler), greedy)
     # Beam search carries the step model's state as its cache, one copy per beam, and
     # reorders it as the beams are chosen: the same tokens as a beam search over the full
@@ -275,10 +297,13 @@ def test_keras_hub_samplers_drive_generation(prompt_length):
         assert not np.array_equal(beams, greedy[:, :4])
     # Random samplers draw from their own seed generators.
     drawn = {
-        tuple(generate(step_model, prompt, 6, sampler=keras_hub.samplers.TopPSampler(
-            p=0.9, seed=seed)).ravel())
+        tuple(
+            generate(
+                step_model, prompt, 6, sampler=keras_hub.samplers.TopPSampler(p=0.9, seed=seed)
+            ).ravel()
+        )
         for seed in range(4)
-    }  # fmt: skip
+    }
     assert len(drawn) > 1
     assert all(0 <= token < VOCAB for draw in drawn for token in draw)
 
@@ -302,8 +327,9 @@ def test_an_end_token_ends_a_row_for_every_way_of_choosing():
     )
     # A beam search ranks an ended beam by its text up to the end token (here row 1 ends at
     # once, where a search scoring the tokens after the end would not).
-    beams = generate(step_model, prompt, 4, end_token_id=end,
-                     sampler=keras_hub.samplers.BeamSampler(num_beams=3))  # fmt: skip
+    beams = generate(
+        step_model, prompt, 4, end_token_id=end, sampler=keras_hub.samplers.BeamSampler(num_beams=3)
+    )
     np.testing.assert_array_equal(beams, _beam_search(model, prompt, 4, 3, end=end))
     unended = _beam_search(model, prompt, 4, 3)
     assert not np.array_equal(beams, np.where(np.cumsum(unended == end, 1) > 0, end, unended))

@@ -47,16 +47,28 @@ def test_weight_role_names_a_weight_by_what_it_does(path, role):
 
 def _parallel(stateful=True, layers=2, hidden=HIDDEN):
     memory = SlidingWindowAttention(2, mode="key_value", stateful=stateful)
-    return build_language_model(VOCAB, memory, hidden=hidden, embedding_dim=EMBEDDING,
-                                layers=layers, batch_size=2 if stateful else None, seq_len=3,
-                                stateful=stateful)  # fmt: skip
+    return build_language_model(
+        VOCAB,
+        memory,
+        hidden=hidden,
+        embedding_dim=EMBEDDING,
+        layers=layers,
+        batch_size=2 if stateful else None,
+        seq_len=3,
+        stateful=stateful,
+    )
 
 
 def _cell(layers=2):
     return build_language_model(
-        VOCAB, lambda cell: SlidingWindowAttentionCell(cell, window=2, mode="key_value"),
-        hidden=HIDDEN, embedding_dim=EMBEDDING, layers=layers, stateful=False, seq_len=None,
-    )  # fmt: skip
+        VOCAB,
+        lambda cell: SlidingWindowAttentionCell(cell, window=2, mode="key_value"),
+        hidden=HIDDEN,
+        embedding_dim=EMBEDDING,
+        layers=layers,
+        stateful=False,
+        seq_len=None,
+    )
 
 
 def _values(model, trainable=True):
@@ -80,14 +92,25 @@ def test_a_cell_form_model_copies_into_the_parallel_form():
         "embedding/embeddings": "embedding/embeddings",
         "softmax/kernel": "softmax/kernel",
         "softmax/bias": "softmax/bias",
-        **{f"lstm_0/lstm_cell/{name}": f"lstm_0/lstm_cell/{name}"
-           for name in ("kernel", "recurrent_kernel", "bias")},
-        **{f"lstm_1/lstm_cell/{name}": f"{cell}/lstm_1/{name}"
-           for name in ("kernel", "recurrent_kernel", "bias")},
-        **{f"sliding_window_attention/{name}": f"{cell}/{name}"
-           for name in ("memory_kernel", "query_kernel", "score_vector", "context_kernel",
-                        "predict_kernel")},
-    }  # fmt: skip
+        **{
+            f"lstm_0/lstm_cell/{name}": f"lstm_0/lstm_cell/{name}"
+            for name in ("kernel", "recurrent_kernel", "bias")
+        },
+        **{
+            f"lstm_1/lstm_cell/{name}": f"{cell}/lstm_1/{name}"
+            for name in ("kernel", "recurrent_kernel", "bias")
+        },
+        **{
+            f"sliding_window_attention/{name}": f"{cell}/{name}"
+            for name in (
+                "memory_kernel",
+                "query_kernel",
+                "score_vector",
+                "context_kernel",
+                "predict_kernel",
+            )
+        },
+    }
     assert sorted(got) == sorted(expected)
     for path, source_path in expected.items():
         np.testing.assert_array_equal(got[path], given[source_path], err_msg=path)
@@ -107,8 +130,9 @@ def test_carried_states_are_not_copied_and_a_stateless_probe_computes_the_same()
     probe = _parallel(stateful=False)
     copy_trainable_weights(source, probe)
     reset_language_model_states(source)
-    np.testing.assert_allclose(np.asarray(probe(tokens[:1])), np.asarray(source(tokens))[:1],
-                               rtol=0, atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        np.asarray(probe(tokens[:1])), np.asarray(source(tokens))[:1], rtol=0, atol=1e-6
+    )
 
 
 def test_a_model_with_other_weights_is_refused():
@@ -123,9 +147,13 @@ def test_a_weight_of_another_shape_is_refused_naming_it():
     target = _parallel(layers=1, hidden=6)
     # An LSTM's kernel is [input width, 4 gates x units].
     source_shape, target_shape = (EMBEDDING, 4 * HIDDEN), (EMBEDDING, 4 * 6)
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             f"weight 'lstm_0/kernel' has shape {source_shape} in `source` but {target_shape} "
-            "in `target`.")):  # fmt: skip
+            "in `target`."
+        ),
+    ):
         copy_trainable_weights(_parallel(layers=1), target)
     # A refused copy writes nothing: the embedding, whose shapes agree, is as it was.
     before = _values(target)
@@ -148,14 +176,23 @@ class _TwoDenseMemory(keras.layers.Layer):
 
 def test_two_weights_of_one_role_are_refused_naming_both():
     def model():
-        return build_language_model(VOCAB, _TwoDenseMemory(), hidden=HIDDEN,
-                                    embedding_dim=EMBEDDING, layers=1, seq_len=3,
-                                    stateful=False)  # fmt: skip
+        return build_language_model(
+            VOCAB,
+            _TwoDenseMemory(),
+            hidden=HIDDEN,
+            embedding_dim=EMBEDDING,
+            layers=1,
+            seq_len=3,
+            stateful=False,
+        )
 
     source, target = model(), model()
     before = _values(target)
-    with pytest.raises(ValueError, match=r"^`source` has two trainable weights of the role "
-                                         r"'memory/kernel' \(\S+/kernel and \S+/kernel\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"^`source` has two trainable weights of the role "
+        r"'memory/kernel' \(\S+/kernel and \S+/kernel\)",
+    ):
         copy_trainable_weights(source, target)
     for path, value in _values(target).items():
         np.testing.assert_array_equal(value, before[path], err_msg=path)

@@ -26,16 +26,22 @@ def _setup(batch, copies, seed, steps=6, units=8, input_dim=5):
 
 
 def _loss(outputs, memory, output):
-    return (tf.reduce_sum(tf.sin(outputs)) + tf.reduce_sum(tf.square(memory))
-            + tf.reduce_sum(1.7 * output))
+    return (
+        tf.reduce_sum(tf.sin(outputs))
+        + tf.reduce_sum(tf.square(memory))
+        + tf.reduce_sum(1.7 * output)
+    )
 
 
 def _keras_loop(cell, xs, memory, output, mask, zero_output_for_mask):
     input_kernel, input_bias, *kernels = cell._projection_kernels()
     projected = tf.matmul(xs, input_kernel) + input_bias
     _, outputs, states = keras_backend.rnn(
-        lambda x, s: cell._projected_call(x, s, kernels), projected, [memory, output],
-        mask=mask, zero_output_for_mask=zero_output_for_mask,
+        lambda x, s: cell._projected_call(x, s, kernels),
+        projected,
+        [memory, output],
+        mask=mask,
+        zero_output_for_mask=zero_output_for_mask,
     )
     return outputs, states[0], states[1]
 
@@ -44,8 +50,14 @@ def _fused_loop(cell, xs, memory, output, mask, zero_output_for_mask, **options)
     input_kernel, input_bias, *kernels = cell._projection_kernels()
     projected = tf.transpose(tf.matmul(xs, input_kernel) + input_bias, (1, 0, 2))
     outputs, memory, output = associative_gru_loop(
-        projected, memory, output, *kernels, cell.permutations, mask=tf.transpose(mask),
-        zero_output_for_mask=zero_output_for_mask, **options,
+        projected,
+        memory,
+        output,
+        *kernels,
+        cell.permutations,
+        mask=tf.transpose(mask),
+        zero_output_for_mask=zero_output_for_mask,
+        **options,
     )
     return tf.transpose(outputs, (1, 0, 2)), memory, output
 
@@ -65,16 +77,24 @@ def _values_and_gradients(loop, cell, xs, memory, output, mask, **options):
     "batch_and_shards, jit_compile, zero_output_for_mask",
     all_pairs([(5, 1), (5, 2), (7, 3), (1, 2)], [False, True], [False, True]),
 )
-def test_fused_loop_equals_keras_loop_in_float64(batch_and_shards, jit_compile,
-                                                 zero_output_for_mask):
+def test_fused_loop_equals_keras_loop_in_float64(
+    batch_and_shards, jit_compile, zero_output_for_mask
+):
     batch, num_shards = batch_and_shards
     cell, xs, memory, output, mask = _setup(batch, copies=3, seed=batch + num_shards)
     expected = _values_and_gradients(
         _keras_loop, cell, xs, memory, output, mask, zero_output_for_mask=zero_output_for_mask
     )
     got = _values_and_gradients(
-        _fused_loop, cell, xs, memory, output, mask, zero_output_for_mask=zero_output_for_mask,
-        jit_compile=jit_compile, num_shards=num_shards,
+        _fused_loop,
+        cell,
+        xs,
+        memory,
+        output,
+        mask,
+        zero_output_for_mask=zero_output_for_mask,
+        jit_compile=jit_compile,
+        num_shards=num_shards,
     )
     for e, g in zip(expected[0] + expected[1], got[0] + got[1]):
         assert np.abs(e).max() > 0
@@ -90,8 +110,15 @@ def test_fused_loop_with_eight_copies_equals_keras_loop_in_float64(zero_output_f
         _keras_loop, cell, xs, memory, output, mask, zero_output_for_mask=zero_output_for_mask
     )
     got = _values_and_gradients(
-        _fused_loop, cell, xs, memory, output, mask, zero_output_for_mask=zero_output_for_mask,
-        jit_compile=True, num_shards=2,
+        _fused_loop,
+        cell,
+        xs,
+        memory,
+        output,
+        mask,
+        zero_output_for_mask=zero_output_for_mask,
+        jit_compile=True,
+        num_shards=2,
     )
     for e, g in zip(expected[0] + expected[1], got[0] + got[1]):
         assert np.abs(e).max() > 0
@@ -110,12 +137,21 @@ def test_a_masked_step_ignores_non_finite_projections(jit_compile):
     for inputs in (projected, poisoned):
         with tf.GradientTape() as tape:
             tape.watch(inputs)
-            values = associative_gru_loop(inputs, memory, output, *kernels, cell.permutations,
-                                          mask=time_mask, jit_compile=jit_compile, num_shards=2)
+            values = associative_gru_loop(
+                inputs,
+                memory,
+                output,
+                *kernels,
+                cell.permutations,
+                mask=time_mask,
+                jit_compile=jit_compile,
+                num_shards=2,
+            )
             loss = _loss(*values)
         grad = tape.gradient(loss, inputs)
-        results.append([v.numpy() for v in values] + [tf.where(time_mask[:, :, None], grad,
-                                                                0.0).numpy()])
+        results.append(
+            [v.numpy() for v in values] + [tf.where(time_mask[:, :, None], grad, 0.0).numpy()]
+        )
     for e, g in zip(*results):
         assert np.isfinite(g).all()
         np.testing.assert_array_equal(g, e)
@@ -126,20 +162,32 @@ def test_fused_loop_with_unknown_shapes_inside_a_tf_function(batch, num_shards):
     """Batch and time unknown when traced; with 3 shards and 2 examples one shard is empty."""
     cell, xs, memory, output, mask = _setup(batch, copies=2, seed=3)
     int_mask = tf.cast(mask, tf.int32)  # any mask dtype is cast to bool
-    expected = _values_and_gradients(_keras_loop, cell, xs, memory, output, mask,
-                                     zero_output_for_mask=False)
+    expected = _values_and_gradients(
+        _keras_loop, cell, xs, memory, output, mask, zero_output_for_mask=False
+    )
     spec = lambda *shape: tf.TensorSpec(shape, tf.float64)  # noqa: E731
 
-    @tf.function(input_signature=[spec(None, None, 5), spec(None, 16), spec(None, 8),
-                                  tf.TensorSpec((None, None), tf.int32)])
+    @tf.function(
+        input_signature=[
+            spec(None, None, 5),
+            spec(None, 16),
+            spec(None, 8),
+            tf.TensorSpec((None, None), tf.int32),
+        ]
+    )
     def values_and_gradients(xs, memory, output, int_mask):
         with tf.GradientTape() as tape:
             tape.watch([xs, memory, output])
             input_kernel, input_bias, *kernels = cell._projection_kernels()
             projected = tf.transpose(tf.matmul(xs, input_kernel) + input_bias, (1, 0, 2))
             outputs, new_memory, new_output = associative_gru_loop(
-                projected, memory, output, *kernels, cell.permutations,
-                mask=tf.transpose(int_mask), num_shards=num_shards,
+                projected,
+                memory,
+                output,
+                *kernels,
+                cell.permutations,
+                mask=tf.transpose(int_mask),
+                num_shards=num_shards,
             )
             results = [tf.transpose(outputs, (1, 0, 2)), new_memory, new_output]
             loss = _loss(*results)
@@ -178,8 +226,10 @@ def test_fused_loop_in_half_precision_matches_the_cell_form(policy):
     xs = rng.normal(size=(4, 6, 5)).astype("float32")
     keras.config.set_dtype_policy(policy)
     try:
-        layers = [AssociativeGRU(8, num_copies=4, return_sequences=True, fused_loop=f)
-                  for f in (False, True)]
+        layers = [
+            AssociativeGRU(8, num_copies=4, return_sequences=True, fused_loop=f)
+            for f in (False, True)
+        ]
         for layer in layers:
             layer.build((None, None, 5))
         layers[1].cell.set_weights(layers[0].cell.get_weights())
@@ -214,8 +264,7 @@ def test_bad_loop_arguments():
     with pytest.raises(ValueError, match="one copy the permutation must be the identity"):
         associative_gru_loop(projected, memory, output, *kernels, [[1, 0, 2, 3]])
     with pytest.raises(ValueError, match="num_shards.*int >= 1.*0"):
-        associative_gru_loop(projected, memory, output, *kernels, cell.permutations,
-                             num_shards=0)
+        associative_gru_loop(projected, memory, output, *kernels, cell.permutations, num_shards=0)
 
 
 def _dual_setup(batch, copies, seed, steps=6, units=8, input_dim=5):
@@ -243,9 +292,15 @@ def test_dual_fused_loop_equals_keras_loop_in_float64(batch, num_shards, jit_com
             projected = tf.matmul(xs, input_kernel) + input_bias
             if fused:
                 outputs, new_memory, new_output = associative_gru_loop(
-                    tf.transpose(projected, (1, 0, 2)), memory, output, *kernels,
-                    dual.permutations, mask=tf.transpose(mask), jit_compile=jit_compile,
-                    num_shards=num_shards, source=source,
+                    tf.transpose(projected, (1, 0, 2)),
+                    memory,
+                    output,
+                    *kernels,
+                    dual.permutations,
+                    mask=tf.transpose(mask),
+                    jit_compile=jit_compile,
+                    num_shards=num_shards,
+                    source=source,
                     dual_gate_kernel=dual.dual_gate_kernel,
                     dual_candidate_kernel=dual.dual_candidate_kernel,
                 )
@@ -269,5 +324,4 @@ def test_dual_arguments_go_together():
     _, _, *kernels = cell._projection_kernels()
     projected = tf.zeros((6, 2, 32), tf.float64)
     with pytest.raises(ValueError, match="source=a tensor, dual_gate_kernel=None"):
-        associative_gru_loop(projected, memory, output, *kernels, cell.permutations,
-                             source=memory)
+        associative_gru_loop(projected, memory, output, *kernels, cell.permutations, source=memory)

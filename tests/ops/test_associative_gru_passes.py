@@ -61,14 +61,19 @@ def _loop_arguments(problem):
         [w["key"][d:], w["gate"][d : d + UNITS], w["candidate"][d : d + UNITS]], axis=1
     )
     dual = problem["source"] is not None
-    kernels = (w["gate"][d + UNITS :], w["candidate"][d + UNITS :],
-               w["dual_gate"] if dual else None, w["dual_candidate"] if dual else None)  # fmt: skip
+    kernels = (
+        w["gate"][d + UNITS :],
+        w["candidate"][d + UNITS :],
+        w["dual_gate"] if dual else None,
+        w["dual_candidate"] if dual else None,
+    )
     matrix = np.zeros((M, COPIES * M))  # (k @ P)[:, c * m + j] = k[:, perm_c[j]]
     for c, perm in enumerate(problem["perms"]):
         matrix[perm, c * M + np.arange(M)] = 1.0
     # Gathering all copies' entries here puts each copy back in the key's order.
-    unpermute = np.concatenate([c * M + np.argsort(perm) for c, perm in
-                                enumerate(problem["perms"])]).astype(np.int32)  # fmt: skip
+    unpermute = np.concatenate(
+        [c * M + np.argsort(perm) for c, perm in enumerate(problem["perms"])]
+    ).astype(np.int32)
     return projected, recurrent, kernels, matrix, unpermute
 
 
@@ -99,12 +104,14 @@ def _reference_forward(problem, zero_output_for_mask):
                 outputs[t, b] = emitted[0]
                 continue
             record = []
-            new_output, memory = ref.reference_step(x_t, memory, previous, w, problem["perms"],
-                                                    dual, record)  # fmt: skip
+            new_output, memory = ref.reference_step(
+                x_t, memory, previous, w, problem["perms"], dual, record
+            )
             h, h2 = record[0]["read"], record[0]["source_read"]
             gates, candidate = ref.gates_and_candidate(w, x, h, h2)
-            step = dict(key=x @ w["key"], h=h, g=gates, c=candidate,
-                        delta=record[0]["written"], h2=h2)  # fmt: skip
+            step = dict(
+                key=x @ w["key"], h=h, g=gates, c=candidate, delta=record[0]["written"], h2=h2
+            )
             for name, value in step.items():
                 saved[name][t][b] = None if value is None else value[0]
             previous = emitted = new_output
@@ -115,9 +122,11 @@ def _reference_forward(problem, zero_output_for_mask):
 
 def _loop_cases(test):
     """``test`` over both cells, without a mask and with one under both masked-output rules."""
-    test = pytest.mark.parametrize("masked, zero_output_for_mask",
-                                   [(False, False), (True, False), (True, True)],
-                                   ids=["no_mask", "mask", "mask_zero_output"])(test)  # fmt: skip
+    test = pytest.mark.parametrize(
+        "masked, zero_output_for_mask",
+        [(False, False), (True, False), (True, True)],
+        ids=["no_mask", "mask", "mask_zero_output"],
+    )(test)
     return pytest.mark.parametrize("dual", [False, True], ids=["am_gru", "dual"])(test)
 
 
@@ -130,17 +139,24 @@ def test_forward_loop_matches_the_reference_and_saves_what_the_backward_reads(
     projected, recurrent, kernels, matrix, _ = _loop_arguments(problem)
     mask = None if problem["mask"] is None else tf.constant(problem["mask"].T)
     memory, output, saved = passes.forward_loop(
-        tf.constant(projected), mask, tf.constant(_parts(problem["memory"])),
-        tf.constant(problem["output"]), tf.constant(recurrent),
+        tf.constant(projected),
+        mask,
+        tf.constant(_parts(problem["memory"])),
+        tf.constant(problem["output"]),
+        tf.constant(recurrent),
         tuple(None if k is None else tf.constant(k) for k in kernels),
-        None if not dual else tf.constant(_parts(problem["source"])), tf.constant(matrix),
-        COPIES, zero_output_for_mask, UNITS,
-    )  # fmt: skip
+        None if not dual else tf.constant(_parts(problem["source"])),
+        tf.constant(matrix),
+        COPIES,
+        zero_output_for_mask,
+        UNITS,
+    )
     outputs, final_memory, final_output, expected, taken = _reference_forward(
         problem, zero_output_for_mask
     )
-    assert sorted(saved) == sorted(["outputs", "key", "memory", "previous", "h", "g", "c",
-                                    "delta"] + ["h2"] * dual)  # fmt: skip
+    assert sorted(saved) == sorted(
+        ["outputs", "key", "memory", "previous", "h", "g", "c", "delta"] + ["h2"] * dual
+    )
     close = dict(rtol=0, atol=1e-12)
     np.testing.assert_allclose(saved["outputs"].numpy(), outputs, **close)
     np.testing.assert_allclose(memory.numpy(), _parts(final_memory), **close)
@@ -148,28 +164,38 @@ def test_forward_loop_matches_the_reference_and_saves_what_the_backward_reads(
     for t in range(STEPS):
         for b in range(BATCH):
             where = f"step {t}, row {b}"
-            np.testing.assert_allclose(saved["memory"].numpy()[t, b],
-                                       _parts(expected["memory"][t][b][None])[0], **close,
-                                       err_msg=where)  # fmt: skip
-            np.testing.assert_allclose(saved["previous"].numpy()[t, b],
-                                       expected["previous"][t][b], **close, err_msg=where)
+            np.testing.assert_allclose(
+                saved["memory"].numpy()[t, b],
+                _parts(expected["memory"][t][b][None])[0],
+                **close,
+                err_msg=where,
+            )
+            np.testing.assert_allclose(
+                saved["previous"].numpy()[t, b], expected["previous"][t][b], **close, err_msg=where
+            )
             if not taken[t, b]:
                 # A masked row's key is zero (so its write is zero) and its delta reads zero.
                 assert not saved["key"].numpy()[t, b].any(), where
                 assert not saved["delta"].numpy()[t, b].any(), where
                 continue
             for name in ("key", "h", "g", "c", "delta") + ("h2",) * dual:
-                np.testing.assert_allclose(saved[name].numpy()[t, b], expected[name][t][b],
-                                           **close, err_msg=f"{name}, {where}")  # fmt: skip
+                np.testing.assert_allclose(
+                    saved[name].numpy()[t, b],
+                    expected[name][t][b],
+                    **close,
+                    err_msg=f"{name}, {where}",
+                )
     if masked:  # not vacuous: some masked steps emit an earlier output, unless zeros
         assert (~taken).any()
         assert (np.abs(outputs[~taken]).max() > 0) != zero_output_for_mask
 
 
 def _incoming_gradients(rng):
-    return (rng.normal(size=(STEPS, BATCH, UNITS)),
-            rng.normal(size=(BATCH, 2, COPIES, M)),
-            rng.normal(size=(BATCH, UNITS)))  # fmt: skip
+    return (
+        rng.normal(size=(STEPS, BATCH, UNITS)),
+        rng.normal(size=(BATCH, 2, COPIES, M)),
+        rng.normal(size=(BATCH, UNITS)),
+    )
 
 
 @_loop_cases
@@ -183,27 +209,58 @@ def test_backward_loop_equals_the_automatic_gradient_of_the_forward_loop(
     grad_outputs, grad_memory, grad_output = (
         tf.constant(g) for g in _incoming_gradients(np.random.default_rng(1))
     )
-    sources = [tf.constant(projected), tf.constant(_parts(problem["memory"])),
-               tf.constant(problem["output"]), tf.constant(recurrent),
-               tf.constant(kernels[0]), tf.constant(kernels[1])]  # fmt: skip
+    sources = [
+        tf.constant(projected),
+        tf.constant(_parts(problem["memory"])),
+        tf.constant(problem["output"]),
+        tf.constant(recurrent),
+        tf.constant(kernels[0]),
+        tf.constant(kernels[1]),
+    ]
     if dual:
-        sources += [tf.constant(_parts(problem["source"])), tf.constant(kernels[2]),
-                    tf.constant(kernels[3])]  # fmt: skip
+        sources += [
+            tf.constant(_parts(problem["source"])),
+            tf.constant(kernels[2]),
+            tf.constant(kernels[3]),
+        ]
     source = sources[6] if dual else None
     loop_kernels = tuple(sources[4:6]) + (tuple(sources[7:9]) if dual else (None, None))
     matrix = tf.constant(matrix)
     with tf.GradientTape() as tape:
         tape.watch(sources)
         memory, output, saved = passes.forward_loop(
-            sources[0], mask, sources[1], sources[2], sources[3], loop_kernels, source, matrix,
-            COPIES, zero_output_for_mask, UNITS,
+            sources[0],
+            mask,
+            sources[1],
+            sources[2],
+            sources[3],
+            loop_kernels,
+            source,
+            matrix,
+            COPIES,
+            zero_output_for_mask,
+            UNITS,
         )
-        loss = (tf.reduce_sum(saved["outputs"] * grad_outputs)
-                + tf.reduce_sum(memory * grad_memory) + tf.reduce_sum(output * grad_output))
+        loss = (
+            tf.reduce_sum(saved["outputs"] * grad_outputs)
+            + tf.reduce_sum(memory * grad_memory)
+            + tf.reduce_sum(output * grad_output)
+        )
     expected = tape.gradient(loss, sources)
     got = passes.backward_loop(
-        saved, mask, grad_outputs, grad_memory, grad_output, sources[3], loop_kernels, source,
-        matrix, tf.constant(unpermute), COPIES, zero_output_for_mask, UNITS,
+        saved,
+        mask,
+        grad_outputs,
+        grad_memory,
+        grad_output,
+        sources[3],
+        loop_kernels,
+        source,
+        matrix,
+        tf.constant(unpermute),
+        COPIES,
+        zero_output_for_mask,
+        UNITS,
     )
     names = ["projected", "memory", "output", "R", "G_h", "C_h", "source", "W_dg", "W_dc"]
     assert len(got) == len(expected)
@@ -222,5 +279,6 @@ def test_stacked_rows_add_the_product_in_one_matmul():
     kernel = tf.constant(rng.normal(size=(6, 4)))
     x, y = tf.constant(rng.normal(size=(3, 4))), tf.constant(rng.normal(size=(3, 6)))
     got = tf.matmul(tf.concat([x, y], axis=1), passes.stacked_rows(kernel, 6))
-    np.testing.assert_allclose(got.numpy(), x.numpy() @ kernel.numpy().T + y.numpy(),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        got.numpy(), x.numpy() @ kernel.numpy().T + y.numpy(), rtol=1e-12, atol=1e-12
+    )

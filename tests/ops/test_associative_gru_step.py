@@ -70,8 +70,10 @@ def _run_step(w, x, key, memory, perms, source=None):
         tensor(key),
         _parts(memory, len(perms)),
         lambda h: ops.matmul(ops.concatenate([tensor(x), h], axis=1), w["gate"]) + w["gate_bias"],
-        lambda rh: ops.matmul(ops.concatenate([tensor(x), rh], axis=1), w["candidate"])
-        + w["candidate_bias"],
+        lambda rh: (
+            ops.matmul(ops.concatenate([tensor(x), rh], axis=1), w["candidate"])
+            + w["candidate_bias"]
+        ),
         _permutation_matrix(perms),
         len(perms),
         source=source,
@@ -95,8 +97,9 @@ def _check_against_reference(result, w, x, expected_output, expected_memory, rec
     if step["source_read"] is None:
         assert result.source_read is None
     else:
-        np.testing.assert_allclose(_numpy(result.source_read), step["source_read"], rtol=0,
-                                   atol=1e-12)  # fmt: skip
+        np.testing.assert_allclose(
+            _numpy(result.source_read), step["source_read"], rtol=0, atol=1e-12
+        )
 
 
 @pytest.mark.parametrize("copies", [1, 3])
@@ -104,8 +107,9 @@ def test_am_gru_step_matches_the_reference_in_float64(float64_policy, copies):
     w, x_t, previous, memory, _, perms = _case(copies, copies)
     x = np.concatenate([x_t, previous], axis=1)
     record = []
-    expected_output, expected_memory = ref.reference_step(x_t, memory, previous, w, perms,
-                                                          record=record)  # fmt: skip
+    expected_output, expected_memory = ref.reference_step(
+        x_t, memory, previous, w, perms, record=record
+    )
     result = _run_step(w, x, x @ w["key"], memory, perms)
     assert isinstance(result, StepResult)
     _check_against_reference(result, w, x, expected_output, expected_memory, record, perms)
@@ -131,8 +135,12 @@ def test_dual_step_matches_the_reference_in_float64(float64_policy, dual_key):
         key = np.concatenate([a[:, :M], b[:, :M]], axis=1)
         read_key = np.concatenate([a[:, M:], b[:, M:]], axis=1)
         options = dict(key=ops.convert_to_tensor(read_key), conjugate=False)
-    source = SourceMemory(_parts(source_memory, 3), ops.convert_to_tensor(w["dual_gate"]),
-                          ops.convert_to_tensor(w["dual_candidate"]), **options)  # fmt: skip
+    source = SourceMemory(
+        _parts(source_memory, 3),
+        ops.convert_to_tensor(w["dual_gate"]),
+        ops.convert_to_tensor(w["dual_candidate"]),
+        **options,
+    )
     result = _run_step(w, x, key, memory, perms, source)
     _check_against_reference(result, w, x, expected_output, expected_memory, record, perms)
     # The source is read, never written.
@@ -144,15 +152,19 @@ def test_a_separate_read_key_is_conjugated_by_default(float64_policy):
     x = np.concatenate([x_t, previous], axis=1)
     rng = np.random.default_rng(12)
     read_key = rng.normal(scale=1.5, size=(BATCH, N))
-    source = SourceMemory(_parts(source_memory, 3), ops.convert_to_tensor(w["dual_gate"]),
-                          ops.convert_to_tensor(w["dual_candidate"]),
-                          key=ops.convert_to_tensor(read_key))  # fmt: skip
+    source = SourceMemory(
+        _parts(source_memory, 3),
+        ops.convert_to_tensor(w["dual_gate"]),
+        ops.convert_to_tensor(w["dual_candidate"]),
+        key=ops.convert_to_tensor(read_key),
+    )
     assert source.conjugate is True
     result = _run_step(w, x, x @ w["key"], memory, perms, source)
     # h2 = mean_c conj(K'_c) (*) S'_c with the read key's own bounded copies K'_c.
     stored = source_memory.reshape(BATCH, 2, 3, M)
-    read = np.mean(np.conj(_bounded_copies(read_key, perms)) * (stored[:, 0] + 1j * stored[:, 1]),
-                   axis=1)  # fmt: skip
+    read = np.mean(
+        np.conj(_bounded_copies(read_key, perms)) * (stored[:, 0] + 1j * stored[:, 1]), axis=1
+    )
     np.testing.assert_allclose(_numpy(result.source_read), _real(read), rtol=0, atol=1e-12)
     # The write (and its retrieval h) still uses the write key.
     copies = _bounded_copies(x @ w["key"], perms)
@@ -163,6 +175,9 @@ def test_a_separate_read_key_is_conjugated_by_default(float64_policy):
     delta = gates[:, N:] * (candidate - h)
     np.testing.assert_allclose(_numpy(result.output), h + delta, rtol=0, atol=1e-12)
     written = state[:, 0] + 1j * state[:, 1] + copies * (delta[:, :M] + 1j * delta[:, M:])[:, None]
-    np.testing.assert_allclose(_joined(result.memory),
-                               np.stack([written.real, written.imag], 1).reshape(BATCH, -1),
-                               rtol=0, atol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(
+        _joined(result.memory),
+        np.stack([written.real, written.imag], 1).reshape(BATCH, -1),
+        rtol=0,
+        atol=1e-12,
+    )

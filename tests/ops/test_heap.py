@@ -55,8 +55,9 @@ def test_heap_slots_replay_the_documented_procedure(float64_policy, size):
     values = np.array([-np.inf, 0.0, 1.0, 2.0, 3.0])
     for _ in range(6):
         slot_scores, candidate_scores = rng.choice(values, size), rng.choice(values, 7)
-        sources, entered = heap.heap_slots(ops.convert_to_tensor(slot_scores),
-                                           ops.convert_to_tensor(candidate_scores))
+        sources, entered = heap.heap_slots(
+            ops.convert_to_tensor(slot_scores), ops.convert_to_tensor(candidate_scores)
+        )
         expected_sources, expected_entered = replayed_slots(slot_scores, candidate_scores)
         assert _numpy(sources).tolist() == expected_sources
         assert _numpy(entered).tolist() == expected_entered
@@ -71,15 +72,18 @@ def test_heap_slots_move_the_vectors_as_the_reference_does(float64_policy):
     cache, candidates = rng.normal(size=(6, 3)), rng.normal(size=(9, 3))
     cache[4] = 0.0  # an empty slot
     score = lambda rows: np.array([ref.score(v, kernel, score_vector) for v in rows])  # noqa: E731
-    sources, entered = heap.heap_slots(ops.convert_to_tensor(score(cache)),
-                                       ops.convert_to_tensor(score(candidates)))  # fmt: skip
+    sources, entered = heap.heap_slots(
+        ops.convert_to_tensor(score(cache)), ops.convert_to_tensor(score(candidates))
+    )
     expected = cache.copy()
     expected_entered = ref.insert_batch(expected, candidates, kernel, score_vector)
     pool = np.concatenate([cache, candidates])
     np.testing.assert_array_equal(pool[_numpy(sources)], expected)
     assert _numpy(entered).tolist() == expected_entered
-    assert replayed_slots(score(cache), score(candidates)) == (_numpy(sources).tolist(),
-                                                                expected_entered)
+    assert replayed_slots(score(cache), score(candidates)) == (
+        _numpy(sources).tolist(),
+        expected_entered,
+    )
     assert any(expected_entered) and not all(expected_entered)
 
 
@@ -91,13 +95,13 @@ def test_cache_scores_in_the_rows_dtype_with_empty_rows_at_minus_infinity(dtype)
     vectors[2] = -0.0  # negative zeros are zeros: an empty slot too
     vectors[3, :2] = 0.0  # some zero entries only: a real vector
     kernel, score_vector = rng.normal(size=(4, 3)), rng.normal(size=(3,))
-    scores = heap.cache_scores(*(ops.convert_to_tensor(a.astype(dtype))
-                                 for a in (vectors, kernel, score_vector)))  # fmt: skip
+    scores = heap.cache_scores(
+        *(ops.convert_to_tensor(a.astype(dtype)) for a in (vectors, kernel, score_vector))
+    )
     assert keras.backend.standardize_dtype(scores.dtype) == dtype
     expected = np.tanh(vectors @ kernel) @ score_vector
     expected[[1, 2]] = -np.inf
-    np.testing.assert_allclose(_numpy(scores), expected,
-                               rtol=1e-5 if dtype == "float32" else 1e-13)  # fmt: skip
+    np.testing.assert_allclose(_numpy(scores), expected, rtol=1e-5 if dtype == "float32" else 1e-13)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -106,14 +110,14 @@ def test_equal_half_precision_rows_share_one_score(dtype):
     distinct = rng.normal(size=(5, 24))
     picks = rng.integers(0, 5, 300)
     kernel, score_vector = rng.normal(scale=0.3, size=(24, 8)), rng.normal(size=(8,))
-    pool, kernel_t, score_t = (ops.cast(ops.convert_to_tensor(a), dtype)
-                               for a in (distinct[picks], kernel, score_vector))  # fmt: skip
+    pool, kernel_t, score_t = (
+        ops.cast(ops.convert_to_tensor(a), dtype) for a in (distinct[picks], kernel, score_vector)
+    )
     scores = _numpy(ops.cast(heap.pool_scores(pool, kernel_t, score_t), "float32"))
     for k in range(5):
         assert len(set(scores[picks == k].tolist())) == 1
     # The rows and weights as rounded to the dtype, scored in float64.
-    rounded = [_numpy(ops.cast(t, "float32")).astype(np.float64)
-               for t in (pool, kernel_t, score_t)]  # fmt: skip
+    rounded = [_numpy(ops.cast(t, "float32")).astype(np.float64) for t in (pool, kernel_t, score_t)]
     expected = np.tanh(rounded[0] @ rounded[1]) @ rounded[2]
     np.testing.assert_allclose(scores, expected, rtol=0, atol=0.1 * np.abs(expected).max())
 
@@ -141,8 +145,9 @@ def test_different_rows_with_the_same_hash_keep_their_own_scores():
     row_hashes = _numpy(heap._row_hashes(pool))
     assert row_hashes[0] == row_hashes[1] == row_hashes[2], "the rows must collide"
     kernel, score_vector = np.array([[0.7, -0.4], [0.2, 0.9]]), np.array([1.0, -1.5])
-    scores = _numpy(heap.pool_scores(pool, kernel.astype("float32"),
-                                     score_vector.astype("float32")))  # fmt: skip
+    scores = _numpy(
+        heap.pool_scores(pool, kernel.astype("float32"), score_vector.astype("float32"))
+    )
     expected = np.tanh(rows.astype(np.float64) @ kernel) @ score_vector
     assert abs(expected[0] - expected[1]) > 1e-3
     np.testing.assert_allclose(scores, expected, rtol=1e-5, atol=1e-6)

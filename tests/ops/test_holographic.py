@@ -3,13 +3,13 @@
 import keras
 import numpy as np
 import pytest
-from tests.am_gru_reference import permutations
-from tests.support import gradients
 from keras import ops
 
-tensor = ops.convert_to_tensor
-
+from tests.am_gru_reference import permutations
+from tests.support import gradients
 from tf_memlayers.ops import holographic
+
+tensor = ops.convert_to_tensor
 
 
 def _as_complex(x):

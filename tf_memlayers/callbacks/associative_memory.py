@@ -73,14 +73,27 @@ class MemoryRetrievalHeatmap(PairProbe):
     ['memory']
     """
 
-    def __init__(self, log_dir, premise, hypothesis, vocabulary, encoder_name="encoder",
-                 embedding_name="embedding"):  # fmt: skip
-        super().__init__(log_dir, "memory", premise, hypothesis, vocabulary, encoder_name,
-                         embedding_name)  # fmt: skip
+    def __init__(
+        self,
+        log_dir,
+        premise,
+        hypothesis,
+        vocabulary,
+        encoder_name="encoder",
+        embedding_name="embedding",
+    ):
+        super().__init__(
+            log_dir, "memory", premise, hypothesis, vocabulary, encoder_name, embedding_name
+        )
 
     tag = "memory/retrieval"
-    image = dict(title="cosine(premise write, hypothesis read)", xlabel="premise (written)",
-                 ylabel="hypothesis (read)", vmin=-1.0, vmax=1.0)  # fmt: skip
+    image = dict(
+        title="cosine(premise write, hypothesis read)",
+        xlabel="premise (written)",
+        ylabel="hypothesis (read)",
+        vmin=-1.0,
+        vmax=1.0,
+    )
 
     def similarity(self):
         """The cosine-similarity matrix of the probe pair under the current weights.
@@ -96,6 +109,8 @@ class MemoryRetrievalHeatmap(PairProbe):
         retrievals = encoder.memory_retrievals(premise, hypothesis)
         if not retrievals:
             return None
-        return cosine_similarity_matrix(retrievals["hypothesis_read"], retrievals["premise_written"])
+        return cosine_similarity_matrix(
+            retrievals["hypothesis_read"], retrievals["premise_written"]
+        )
 
     matrix = similarity

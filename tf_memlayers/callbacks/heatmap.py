@@ -194,9 +194,7 @@ def matrix_markdown(matrix, row_labels=None, col_labels=None, digits=3):
     lines = ["| | " + " | ".join(escape(c) for c in col_labels) + " |"]
     lines.append("|---" * (cols + 1) + "|")
     for label, row in zip(row_labels, matrix):
-        lines.append(
-            f"| {escape(label)} | " + " | ".join(f"{v:.{digits}f}" for v in row) + " |"
-        )
+        lines.append(f"| {escape(label)} | " + " | ".join(f"{v:.{digits}f}" for v in row) + " |")
     return "\n".join(lines)
 
 

@@ -48,14 +48,27 @@ class PairAttentionHeatmap(PairProbe):
     ((3, 3), ['attention'])
     """
 
-    def __init__(self, log_dir, premise, hypothesis, vocabulary, encoder_name="encoder",
-                 embedding_name="embedding"):  # fmt: skip
-        super().__init__(log_dir, "attention", premise, hypothesis, vocabulary, encoder_name,
-                         embedding_name)  # fmt: skip
+    def __init__(
+        self,
+        log_dir,
+        premise,
+        hypothesis,
+        vocabulary,
+        encoder_name="encoder",
+        embedding_name="embedding",
+    ):
+        super().__init__(
+            log_dir, "attention", premise, hypothesis, vocabulary, encoder_name, embedding_name
+        )
 
     tag = "attention/alignment"
-    image = dict(title="attention weights over the premise", xlabel="premise (attended)",
-                 ylabel="hypothesis", vmin=0.0, vmax=1.0)  # fmt: skip
+    image = dict(
+        title="attention weights over the premise",
+        xlabel="premise (attended)",
+        ylabel="hypothesis",
+        vmin=0.0,
+        vmax=1.0,
+    )
 
     def attention(self):
         """The attention's weights over the probe pair under the current weights.

@@ -40,8 +40,9 @@ class PairProbe(keras.callbacks.Callback):
     ([[2, 3]], [[2, 1]])
     """
 
-    def __init__(self, log_dir, subdir, premise, hypothesis, vocabulary, encoder_name,
-                 embedding_name):  # fmt: skip
+    def __init__(
+        self, log_dir, subdir, premise, hypothesis, vocabulary, encoder_name, embedding_name
+    ):
         super().__init__()
         index = {w: i for i, w in enumerate(vocabulary)}
         unk = index.get("<unk>", 1)
@@ -89,8 +90,14 @@ class PairProbe(keras.callbacks.Callback):
             return
         self.last_matrix = matrix
         with self.writer().as_default():
-            write_heatmap(self.tag, matrix, step=epoch, row_labels=self.hypothesis,
-                          col_labels=self.premise, **self.image)  # fmt: skip
+            write_heatmap(
+                self.tag,
+                matrix,
+                step=epoch,
+                row_labels=self.hypothesis,
+                col_labels=self.premise,
+                **self.image,
+            )
             self.write_sentence(f"{self.subdir}/sentence", epoch)
         self.writer().flush()
 

@@ -59,9 +59,7 @@ def average_attention_by_position(scores, window):
     """
     scores = np.asarray(scores, dtype=np.float64)
     if scores.ndim != 3 or scores.shape[-1] != window:
-        raise ValueError(
-            f"`scores` must have shape [batch, time, {window}], got {scores.shape}."
-        )
+        raise ValueError(f"`scores` must have shape [batch, time, {window}], got {scores.shape}.")
     if scores.shape[1] <= window:
         raise ValueError(
             f"`scores` needs more than window={window} time steps to have a full window, "
@@ -141,9 +139,7 @@ class WindowAttentionCallback(keras.callbacks.Callback):
         weights of the trained model."""
         copy_trainable_weights(self.model, self.probe_model)
         sentence = self._scores(self.probe_tokens)[0]
-        average = average_attention_by_position(
-            self._scores(self.validation_inputs), self.window
-        )
+        average = average_attention_by_position(self._scores(self.validation_inputs), self.window)
         return sentence, average
 
     def on_epoch_end(self, epoch, logs=None):

@@ -18,7 +18,6 @@ from tf_memlayers.layers.memory_cell_wrapper import (
 )
 from tf_memlayers.layers.resets import check_reset, takes_reset, zero_where
 
-
 # The boolean arguments of `keras.layers.RNN`.
 RNN_FLAGS = (
     "return_sequences",
@@ -396,8 +395,9 @@ class ResettableRNN(keras.layers.RNN):
         check_same_batch("reset", _shape(reset), "sequences", shape, owner)
         return reset
 
-    def compute_output_spec(self, sequences, initial_state=None, mask=None, training=False,
-                            reset=None):  # fmt: skip
+    def compute_output_spec(
+        self, sequences, initial_state=None, mask=None, training=False, reset=None
+    ):
         if reset is not None:
             self.checked_reset(reset, sequences)
         return super().compute_output_spec(
@@ -434,5 +434,3 @@ class ResettableRNN(keras.layers.RNN):
         finally:
             object.__setattr__(self, "cell", cell)
         return last, outputs, list(states)[: len(initial_state)]
-
-

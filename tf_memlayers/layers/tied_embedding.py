@@ -105,7 +105,10 @@ class TiedEmbedding(keras.layers.Embedding):
         reverse = check_bool("reverse", reverse, "TiedEmbedding")
         if reverse:
             check_width(
-                "inputs", shape, self.output_dim, "the embedding's output_dim, for reverse=True",
+                "inputs",
+                shape,
+                self.output_dim,
+                "the embedding's output_dim, for reverse=True",
                 "TiedEmbedding",
             )
         return reverse

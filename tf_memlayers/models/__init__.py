@@ -1,11 +1,11 @@
 """Model builders that rebuild each paper's model from the package's layers."""
 
+from tf_memlayers.models.conditional_attention_encoder import ConditionalAttentionEncoder
+from tf_memlayers.models.conditional_encoder import ConditionalEncoder
 from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
     compile_fill_last_word_model,
 )
-from tf_memlayers.models.conditional_attention_encoder import ConditionalAttentionEncoder
-from tf_memlayers.models.conditional_encoder import ConditionalEncoder
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 from tf_memlayers.models.language_model import (
     build_language_model,

@@ -110,8 +110,11 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
     def build(self, input_shape):
         premise_shape, hypothesis_shape = (tuple(shape) for shape in input_shape)
         memory_shape = self._memory_shape(premise_shape)
-        owner, premise, hypothesis = (type(self).__name__, self.premise_layer.name,
-                                      self.hypothesis_layer.name)  # fmt: skip
+        owner, premise, hypothesis = (
+            type(self).__name__,
+            self.premise_layer.name,
+            self.hypothesis_layer.name,
+        )
         # An `AttentionWrapper` takes the memory's width when built, unless given one.
         memory_dim = self.hypothesis_layer.cell.memory_dim
         if memory_dim is not None and memory_shape[-1] != memory_dim:
@@ -139,10 +142,13 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
         premise_mask, hypothesis_mask = list(mask) if mask is not None else [None, None]
         memory, *states = self.premise_layer(premise, mask=premise_mask, training=training)
         outputs = self.hypothesis_layer(
-            hypothesis, memory=memory, memory_mask=premise_mask,
-            initial_state=self._hypothesis_states(memory, states), mask=hypothesis_mask,
+            hypothesis,
+            memory=memory,
+            memory_mask=premise_mask,
+            initial_state=self._hypothesis_states(memory, states),
+            mask=hypothesis_mask,
             training=training,
-        )  # fmt: skip
+        )
         cell = self.hypothesis_layer.cell
         if self.hypothesis_layer.return_state or cell.return_attention_scores:
             outputs = outputs[0]
@@ -155,7 +161,7 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
         batch = ops.shape(memory)[0]
         extra = [
             ops.zeros((batch, size), memory.dtype)
-            for size in cell.state_size[len(cell.cell_state_sizes):]
+            for size in cell.state_size[len(cell.cell_state_sizes) :]
         ]
         return [*premise_states, *extra]
 

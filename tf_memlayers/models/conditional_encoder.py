@@ -109,11 +109,10 @@ class ConditionalEncoder(keras.layers.Layer):
         for layer in self.encoder_layers:
             # A layer deserialized with its build config (``clone_model``) is built already.
             if not layer.built:
-                layer.build(premise_shape if _is_recurrent(layer) else
-                            [premise_shape, hypothesis_shape])  # fmt: skip
-            premise_shape, hypothesis_shape = _output_shapes(
-                layer, premise_shape, hypothesis_shape
-            )
+                layer.build(
+                    premise_shape if _is_recurrent(layer) else [premise_shape, hypothesis_shape]
+                )
+            premise_shape, hypothesis_shape = _output_shapes(layer, premise_shape, hypothesis_shape)
 
     def call(self, inputs, mask=None, training=None):
         premise, hypothesis = inputs
@@ -139,9 +138,7 @@ class ConditionalEncoder(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         premise_shape, hypothesis_shape = (tuple(shape) for shape in input_shape)
         for layer in self.encoder_layers:
-            premise_shape, hypothesis_shape = _output_shapes(
-                layer, premise_shape, hypothesis_shape
-            )
+            premise_shape, hypothesis_shape = _output_shapes(layer, premise_shape, hypothesis_shape)
         return [premise_shape, hypothesis_shape]
 
     def memory_retrievals(self, premise, hypothesis):
@@ -174,9 +171,7 @@ class ConditionalEncoder(keras.layers.Layer):
             layer.build((None, None, keras.ops.shape(premise)[-1]))
         # Stepped outside `__call__`, so nothing autocasts the variables: under a mixed
         # precision policy the probe runs in the variables' dtype.
-        return step_retrievals(
-            cell, cell, premise, hypothesis, layer.variable_dtype, list, "read"
-        )
+        return step_retrievals(cell, cell, premise, hypothesis, layer.variable_dtype, list, "read")
 
     def premise_attention(self, premise, hypothesis):
         """Where the first layer's attention over the premise looks, over ONE pair: a pair

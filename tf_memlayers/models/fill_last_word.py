@@ -146,8 +146,10 @@ def build_fill_last_word_model(
     if hidden_units is not None:
         warnings.warn(
             "build_fill_last_word_model: `hidden_units` is deprecated; use `hidden`, the LSTM "
-            "width.", DeprecationWarning, stacklevel=2,
-        )  # fmt: skip
+            "width.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         if hidden not in (128, hidden_units):
             raise TypeError(
                 f"build_fill_last_word_model: give the LSTM width once, as `hidden`; got "
@@ -160,8 +162,10 @@ def build_fill_last_word_model(
     if embedding_matrix is not None:
         warnings.warn(
             "build_fill_last_word_model: `embedding_matrix` is deprecated; use `embeddings`, "
-            "as in build_snli_model.", DeprecationWarning, stacklevel=2,
-        )  # fmt: skip
+            "as in build_snli_model.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         if embeddings is not None:
             raise TypeError(
                 "build_fill_last_word_model: give the initial embeddings once, as "
@@ -172,8 +176,7 @@ def build_fill_last_word_model(
         embeddings = np.asarray(embeddings)
         if embeddings.ndim != 2 or embeddings.shape[0] != vocabulary_size:
             raise ValueError(
-                f"`embeddings` must have shape ({vocabulary_size}, dim); got "
-                f"{embeddings.shape}."
+                f"`embeddings` must have shape ({vocabulary_size}, dim); got {embeddings.shape}."
             )
     if mask_empty is None:
         mask_empty = not faithful_to_code

@@ -7,7 +7,6 @@ two ReLU layers → 3-way softmax. The builder takes the encoder as a layer: the
 rows of the paper's Table 1, or any other pair encoder, need no edit of it.
 """
 
-
 import keras
 import numpy as np
 from keras import ops
@@ -100,9 +99,17 @@ def build_snli_model(
     (None, 3)
     """
     return _snli_model(
-        vocabulary_size, encoder, embedding_dim, embeddings, train_embeddings, dropout,
-        classifier_units, seed, kernel_initializer, name,
-    )  # fmt: skip
+        vocabulary_size,
+        encoder,
+        embedding_dim,
+        embeddings,
+        train_embeddings,
+        dropout,
+        classifier_units,
+        seed,
+        kernel_initializer,
+        name,
+    )
 
 
 def paper_encoder(units=100, num_copies=8, seed=123, kernel_initializer="glorot_uniform"):
@@ -111,22 +118,37 @@ def paper_encoder(units=100, num_copies=8, seed=123, kernel_initializer="glorot_
     return ConditionalEncoder(
         [
             DualAssociativeEncoder(
-                units, num_copies=num_copies, seed=seed, kernel_initializer=kernel_initializer,
+                units,
+                num_copies=num_copies,
+                seed=seed,
+                kernel_initializer=kernel_initializer,
                 return_sequences=True,
             ),
             keras.layers.GRU(
-                units, kernel_initializer=kernel_initializer,
-                recurrent_initializer=kernel_initializer, return_state=True,
+                units,
+                kernel_initializer=kernel_initializer,
+                recurrent_initializer=kernel_initializer,
+                return_state=True,
             ),
         ]
-    )  # fmt: skip
+    )
 
 
 def _snli_model(
-    vocabulary_size, encoder, embedding_dim, embeddings, train_embeddings, dropout,
-    classifier_units, seed, kernel_initializer, name, premise_length=None, hypothesis_length=None,
+    vocabulary_size,
+    encoder,
+    embedding_dim,
+    embeddings,
+    train_embeddings,
+    dropout,
+    classifier_units,
+    seed,
+    kernel_initializer,
+    name,
+    premise_length=None,
+    hypothesis_length=None,
     batch_size=None,
-):  # fmt: skip
+):
     """`build_snli_model`, with the input shapes as options."""
     vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
     check_bool("train_embeddings", train_embeddings)
@@ -190,8 +212,11 @@ def _snli_model(
 def _encode(encoder, premise, hypothesis):
     """``encoder``'s ``[p, h]`` for the embedded pair, checked to be two vectors."""
     outputs = encoder([premise, hypothesis])
-    if (not isinstance(outputs, (list, tuple)) or len(outputs) != 2
-            or any(len(x.shape) != 2 for x in outputs)):  # fmt: skip
+    if (
+        not isinstance(outputs, (list, tuple))
+        or len(outputs) != 2
+        or any(len(x.shape) != 2 for x in outputs)
+    ):
         shapes = [tuple(x.shape) for x in keras.tree.flatten(outputs)]
         raise ValueError(
             f"`encoder` must return two vectors [p, h] of shape (batch, units); "
@@ -212,7 +237,8 @@ def build_fixed_length_snli_model(
     ``premise_length`` ids and hypotheses of exactly ``hypothesis_length`` ids (shorter
     sentences padded with id 0, which the embedding masks, as in training; longer ones must be
     cut, or a longer copy built) and runs the encoder's layers with Keras's loop
-    (``fused_loop=False`` wherever a layer has the option), so that it converts with TFLite's built-in operators only
+    (``fused_loop=False`` wherever a layer has the option), so that it converts with TFLite's
+    built-in operators only
     (``converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]``) and gives
     ``model``'s probabilities. Two ways:
 
@@ -294,11 +320,20 @@ def build_fixed_length_snli_model(
     keras.config.set_dtype_policy(encoder.dtype_policy)
     try:
         copy = _snli_model(
-            embedding.input_dim, fixed_encoder, embedding.output_dim, None, embedding.trainable,
-            dropout.rate, layers["relu_0"].units, dropout.seed, None,
-            name or f"{model.name}_fixed", premise_length=premise_length,
-            hypothesis_length=hypothesis_length, batch_size=batch_size,
-        )  # fmt: skip
+            embedding.input_dim,
+            fixed_encoder,
+            embedding.output_dim,
+            None,
+            embedding.trainable,
+            dropout.rate,
+            layers["relu_0"].units,
+            dropout.seed,
+            None,
+            name or f"{model.name}_fixed",
+            premise_length=premise_length,
+            hypothesis_length=hypothesis_length,
+            batch_size=batch_size,
+        )
     finally:
         keras.config.set_dtype_policy(policy)
     weights = model.get_weights()

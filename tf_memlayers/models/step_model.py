@@ -42,8 +42,7 @@ def _copy_weights(source, target):
 
 def _state_inputs(name, sizes, dtype):
     return [
-        keras.Input((size,), dtype=dtype, name=f"{name}_state_{i}")
-        for i, size in enumerate(sizes)
+        keras.Input((size,), dtype=dtype, name=f"{name}_state_{i}") for i, size in enumerate(sizes)
     ]
 
 
@@ -58,7 +57,8 @@ def _recurrent_layers(model):
     memory of another kind) is a `ValueError` naming it."""
     for layer in model.layers:
         if not isinstance(layer, (*_RECURRENT, *_LEFT_OUT)) and layer.name not in (
-            "embedding", "softmax"
+            "embedding",
+            "softmax",
         ):
             raise ValueError(
                 "build_step_model steps the embedding, the recurrent layers "
@@ -137,10 +137,14 @@ def build_step_model(model, name=None):
             # Only the output and the memory: a layer's other outputs (attention scores) are
             # left out.
             step_layer = _stateless_copy(
-                layer, return_memory=True,
-                **({"return_attention_scores": False}
-                   if "return_attention_scores" in layer.get_config() else {}),
-            )  # fmt: skip
+                layer,
+                return_memory=True,
+                **(
+                    {"return_attention_scores": False}
+                    if "return_attention_scores" in layer.get_config()
+                    else {}
+                ),
+            )
             states = _state_inputs(layer.name, [layer.memory_size], dtype)
             x, memory = step_layer(x, initial_memory=states[0])
             new_states = [memory]
@@ -193,9 +197,7 @@ def _check_step_model(step_model):
     inputs = getattr(step_model, "inputs", None) or []
     outputs = getattr(step_model, "outputs", None) or []
     if not (
-        len(inputs) >= 2
-        and len(outputs) == len(inputs)
-        and tuple(inputs[0].shape)[1:] == (1,)
+        len(inputs) >= 2 and len(outputs) == len(inputs) and tuple(inputs[0].shape)[1:] == (1,)
     ):
         shapes = [tuple(x.shape) for x in inputs]
         raise ValueError(
@@ -207,8 +209,16 @@ def _check_step_model(step_model):
         )
 
 
-def generate(step_model, prompt, num_tokens, temperature=1.0, seed=None, sampler=None,
-             initial_state=None, end_token_id=None):  # fmt: skip
+def generate(
+    step_model,
+    prompt,
+    num_tokens,
+    temperature=1.0,
+    seed=None,
+    sampler=None,
+    initial_state=None,
+    end_token_id=None,
+):
     """Continues each row of ``prompt`` by ``num_tokens`` tokens, one step at a time.
 
     The prompt is read token by token from the zero state (or from ``initial_state``, such as
@@ -349,10 +359,11 @@ def _start_state(step_model, initial_state, batch_size):
     state = [np.asarray(keras.ops.convert_to_numpy(s)) for s in initial_state]
     shapes = [tuple(s.shape) for s in state]
     fits = len(state) == len(specs) and all(
-        shape[0] == batch_size and len(shape) == len(spec.shape)
+        shape[0] == batch_size
+        and len(shape) == len(spec.shape)
         and all(want in (None, got) for want, got in zip(tuple(spec.shape)[1:], shape[1:]))
         for shape, spec in zip(shapes, specs)
-    )  # fmt: skip
+    )
     if not fits:
         wanted = [(batch_size, *tuple(spec.shape)[1:]) for spec in specs]
         raise ValueError(
@@ -414,8 +425,9 @@ def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None):
     extra = {} if end_token_id is None else {"stop_token_ids": [end_token_id]}
 
     def run(buffer, cache, mask):
-        return sampler(next, buffer, cache=cache, index=length, mask=mask, model=step_model,
-                       **extra)  # fmt: skip
+        return sampler(
+            next, buffer, cache=cache, index=length, mask=mask, model=step_model, **extra
+        )
 
     if keras.backend.backend() == "tensorflow":
         # As keras-hub's models generate: the sampler's loop traced into one graph, not run

@@ -15,7 +15,6 @@ unmasked step), or zeros with ``zero_output_for_mask`` — the semantics of `ker
 
 import os
 
-
 from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers.ops import holographic
 from tf_memlayers.ops.associative_gru_passes import backward_loop, forward_loop
@@ -30,9 +29,7 @@ def _function(fn, jit_compile, exact_shapes=False):
     unless ``exact_shapes`` (a trace per shape: every shape inside stays static)."""
     key = (fn, jit_compile, exact_shapes)
     if key not in _compiled:
-        _compiled[key] = tf.function(
-            fn, jit_compile=jit_compile, reduce_retracing=not exact_shapes
-        )
+        _compiled[key] = tf.function(fn, jit_compile=jit_compile, reduce_retracing=not exact_shapes)
     return _compiled[key]
 
 
@@ -88,10 +85,12 @@ def associative_gru_loop(
     if any(x is None for x in dual) and not all(x is None for x in dual):
         raise ValueError(
             "associative_gru_loop: `source`, `dual_gate_kernel` and `dual_candidate_kernel` go "
-            "together; got " + ", ".join(
+            "together; got "
+            + ", ".join(
                 f"{name}={'None' if x is None else 'a tensor'}"
                 for name, x in zip(("source", "dual_gate_kernel", "dual_candidate_kernel"), dual)
-            ) + "."
+            )
+            + "."
         )
     num_copies = len(permutations)
     if num_copies == 1 and list(permutations[0]) != sorted(permutations[0]):
@@ -100,8 +99,9 @@ def associative_gru_loop(
             "is never permuted, as in `make_permutations`)."
         )
     if not isinstance(num_shards, int) or num_shards < 1:
-        raise ValueError(f"associative_gru_loop: `num_shards` must be an int >= 1, got "
-                         f"{num_shards!r}.")
+        raise ValueError(
+            f"associative_gru_loop: `num_shards` must be an int >= 1, got {num_shards!r}."
+        )
     batch = output.shape[0]
     if batch is not None:
         num_shards = max(1, min(num_shards, batch))  # no empty shards
@@ -145,11 +145,15 @@ def associative_gru_loop(
         stopped = lambda x: None if x is None else tf.stop_gradient(x)  # noqa: E731
         step_kernels = tuple(map(stopped, kernels))
         results = [
-            forward(p, m, s, o, stopped(recurrent_kernel), step_kernels, stopped(x), matrix,
-                    *constants)
+            forward(
+                p, m, s, o, stopped(recurrent_kernel), step_kernels, stopped(x), matrix, *constants
+            )
             for p, m, s, o, x in zip(
-                shard(stopped(projected), 1), masks, shard(stopped(parts)),
-                shard(stopped(output)), sources,
+                shard(stopped(projected), 1),
+                masks,
+                shard(stopped(parts)),
+                shard(stopped(output)),
+                sources,
             )
         ]
         saved = [r[2] for r in results]
@@ -160,15 +164,23 @@ def associative_gru_loop(
         def gradient(grad_outputs, grad_memory, grad_output):
             grad_outputs, grad_memory, grad_output = (
                 tf.zeros_like(like) if grad is None else grad
-                for grad, like in ((grad_outputs, outputs), (grad_memory, memory),
-                                   (grad_output, output))
+                for grad, like in (
+                    (grad_outputs, outputs),
+                    (grad_memory, memory),
+                    (grad_output, output),
+                )
             )
             grads = [
-                backward(s, m, go, gm, gl, recurrent_kernel, kernels, x, matrix, unpermute,
-                         *constants)
+                backward(
+                    s, m, go, gm, gl, recurrent_kernel, kernels, x, matrix, unpermute, *constants
+                )
                 for s, m, go, gm, gl, x in zip(
-                    saved, masks, shard(grad_outputs, 1), shard(as_parts(grad_memory)),
-                    shard(grad_output), sources,
+                    saved,
+                    masks,
+                    shard(grad_outputs, 1),
+                    shard(as_parts(grad_memory)),
+                    shard(grad_output),
+                    sources,
                 )
             ]
             result = [
@@ -189,8 +201,16 @@ def associative_gru_loop(
 
 
 def batch_major_associative_gru_loop(
-    projected, memory, output, kernels, permutations, mask=None, go_backwards=False,
-    jit_compile=True, num_shards=None, **options
+    projected,
+    memory,
+    output,
+    kernels,
+    permutations,
+    mask=None,
+    go_backwards=False,
+    jit_compile=True,
+    num_shards=None,
+    **options,
 ):
     """`associative_gru_loop` on batch-major tensors, as the layers call it.
 
@@ -215,7 +235,12 @@ def batch_major_associative_gru_loop(
         projected = tf.reverse(projected, [0])
         mask = None if mask is None else tf.reverse(mask, [0])
     outputs, memory, output = associative_gru_loop(
-        projected, memory, output, *kernels, permutations, mask=mask,
+        projected,
+        memory,
+        output,
+        *kernels,
+        permutations,
+        mask=mask,
         jit_compile=jit_compile,
         num_shards=default_num_shards() if num_shards is None else num_shards,
         **options,

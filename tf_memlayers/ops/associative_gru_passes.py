@@ -27,7 +27,6 @@ Measured on CPU (8 copies, n = 100, 25 rows per shard), this takes over a third 
 backward loop, and more with a mask.
 """
 
-
 from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers.ops import holographic
 from tf_memlayers.ops.associative_gru_step import SourceMemory, associative_gru_step
@@ -114,15 +113,25 @@ def forward_loop(
         step = _forward_step(pre, memory, kernels, source, matrix, num_copies)
         new_output, new_memory = step.output, step.memory
         if mask is not None:
-            new_emitted = tf.where(keep, new_output, tf.zeros_like(new_output) if
-                                   zero_output_for_mask else emitted)
+            new_emitted = tf.where(
+                keep, new_output, tf.zeros_like(new_output) if zero_output_for_mask else emitted
+            )
             new_output = tf.where(keep, new_output, output)
             # The backward reads a masked row's delta as zero.
             delta = tf.where(keep, step.delta, tf.zeros_like(step.delta))
         else:
             new_emitted, delta = new_output, step.delta
-        saved = (new_emitted, pre[:, :units], memory, output, step.retrieved, step.gates,
-                 step.candidate, delta, step.source_read)
+        saved = (
+            new_emitted,
+            pre[:, :units],
+            memory,
+            output,
+            step.retrieved,
+            step.gates,
+            step.candidate,
+            delta,
+            step.source_read,
+        )
         arrays = {name: arrays[name].write(t, x) for name, x in zip(names, saved)}
         return t + 1, new_memory, new_output, new_emitted, arrays
 
@@ -142,8 +151,9 @@ def stacked_rows(kernel, units):
     return tf.concat([tf.transpose(kernel), identity], axis=0)
 
 
-def _backward_step(saved, grad_memory, grad_output, kernels, source, matrix, unpermute,
-                   num_copies, keep=None):
+def _backward_step(
+    saved, grad_memory, grad_output, kernels, source, matrix, unpermute, num_copies, keep=None
+):
     """Gradients of one step: returns ``(d pre [B, 4n], d memory before the step (read part
     only), d source (read part; None without a source))``. ``grad_output`` is the gradient
     reaching ``o_t``, ``grad_memory`` the one reaching the memory after the step.
@@ -185,8 +195,7 @@ def _backward_step(saved, grad_memory, grad_output, kernels, source, matrix, unp
     grad_source_read = None
     if source is not None:
         # grad_gate_pre W_dg^T + grad_candidate_pre W_dc^T in one matmul.
-        grad_source = tf.matmul(tf.concat([grad_gate_pre, grad_candidate_pre], axis=1),
-                                dual_rows)
+        grad_source = tf.matmul(tf.concat([grad_gate_pre, grad_candidate_pre], axis=1), dual_rows)
         grad_source_read = _read_gradient(grad_source, copies, source, grad_copies, num_copies)
     # Permuted copies, then bound.
     grad_bounded = holographic.permuted_copies_gradient(*grad_copies, unpermute, num_copies)
@@ -249,7 +258,14 @@ def backward_loop(
         # Masked rows have zero incoming gradients, so their step gradients are zero (and the
         # memory's gradient passes through them unchanged).
         grad_pre, grad_memory_read, grad_source_read = _backward_step(
-            step, grad_memory, grad_total, step_kernels, source, matrix, unpermute, num_copies,
+            step,
+            grad_memory,
+            grad_total,
+            step_kernels,
+            source,
+            matrix,
+            unpermute,
+            num_copies,
             keep,
         )
         if source is not None:
@@ -261,17 +277,30 @@ def backward_loop(
             passed = tf.where(keep, tf.zeros_like(grad_output), grad_output)
             grad_previous = tf.where(keep, grad_previous, passed)
             carried = (
-                tf.zeros_like(incoming) if zero_output_for_mask
+                tf.zeros_like(incoming)
+                if zero_output_for_mask
                 else tf.where(keep, tf.zeros_like(incoming), incoming)
             )
-        return (t - 1, grad_memory, grad_previous, carried, grad_source,
-                grad_pre_array.write(t, grad_pre))
+        return (
+            t - 1,
+            grad_memory,
+            grad_previous,
+            carried,
+            grad_source,
+            grad_pre_array.write(t, grad_pre),
+        )
 
     _, grad_memory, grad_output, _, grad_source, grad_pre_array = tf.while_loop(
         lambda t, *_: t >= 0,
         body,
-        (steps - 1, grad_memory, grad_output, tf.zeros_like(grad_output), grad_source,
-         grad_pre_array),
+        (
+            steps - 1,
+            grad_memory,
+            grad_output,
+            tf.zeros_like(grad_output),
+            grad_source,
+            grad_pre_array,
+        ),
         maximum_iterations=steps,
     )
     grad_pre = grad_pre_array.stack()  # [T, B, 4n]

@@ -19,7 +19,8 @@ shape ``[batch, C, m]``::
 ``h2`` is the Dual AM-GRU's read of a source memory (`SourceMemory`).
 """
 
-from typing import Callable, NamedTuple, Optional
+from collections.abc import Callable
+from typing import NamedTuple
 
 from keras import ops
 
@@ -43,7 +44,7 @@ class SourceMemory(NamedTuple):
     memory: tuple
     gate_kernel: object
     candidate_kernel: object
-    key: Optional[object] = None
+    key: object | None = None
     conjugate: bool = True
 
 
@@ -75,7 +76,7 @@ def associative_gru_step(
     candidate_preactivation: Callable,
     permutation_matrix: object,
     num_copies: int,
-    source: Optional[SourceMemory] = None,
+    source: SourceMemory | None = None,
 ) -> StepResult:
     """One AM-GRU step.
 

@@ -27,8 +27,8 @@ rows once at the end. Everything is written in `keras.ops`; TensorFlow users get
 with XLA from `HeapCacheAttention.insert`.
 """
 
-import numpy as np
 import keras
+import numpy as np
 from keras import ops
 
 # Exact row identity through the rows' bits: 16- and 32-bit floats hash in uint32 words,

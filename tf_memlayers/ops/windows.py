@@ -97,7 +97,7 @@ def offset_windows(stream, window):
     return ops.stack([stream[:, i : i - window] for i in range(window)], axis=2)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _block_placement(window, block):
     """One-hot ``[block, window, 2 * block]``: window position i of row c of a block lands in
     column ``block - window + c + i`` of the block pair [previous block ; own block]."""

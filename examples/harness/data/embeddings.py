@@ -72,9 +72,7 @@ def _json_entries(path):
             f"{path} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."
         ) from error
     if not isinstance(data, dict):
-        raise ValueError(
-            f"{path} must hold a JSON object {{word: [numbers]}}, got {data!r:.60}."
-        )
+        raise ValueError(f"{path} must hold a JSON object {{word: [numbers]}}, got {data!r:.60}.")
     dim = first = None
     for word, values in data.items():
         if not isinstance(values, list):

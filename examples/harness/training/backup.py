@@ -43,8 +43,6 @@ def read_backup_record(directory):
     return record
 
 
-
-
 def _plain_logs(logs):
     plain = {}
     for name, value in (logs or {}).items():
@@ -200,7 +198,10 @@ class RunBackup(keras.callbacks.Callback):
             "files": files,
             "python_random": [version, list(internal), gauss],
             "numpy_random": [
-                numpy_state[0], int(numpy_state[2]), int(numpy_state[3]), float(numpy_state[4])
+                numpy_state[0],
+                int(numpy_state[2]),
+                int(numpy_state[3]),
+                float(numpy_state[4]),
             ],
         }
         # The record names its arrays file: replacing it commits the whole backup at once.

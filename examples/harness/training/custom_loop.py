@@ -235,9 +235,7 @@ def train_with_custom_loop(
         if model.stop_training:
             break
     callbacks.on_train_end(logs)
-    history = next(
-        (c for c in callbacks.callbacks if isinstance(c, keras.callbacks.History)), None
-    )
+    history = next((c for c in callbacks.callbacks if isinstance(c, keras.callbacks.History)), None)
     return history
 
 

@@ -61,8 +61,7 @@ class GlobalBatchLoss:
             raise ValueError("The model must be compiled with a loss; got loss=None.")
         if isinstance(loss, (list, tuple, dict)):
             raise NotImplementedError(
-                "The custom training loop supports one loss; got "
-                f"{type(loss).__name__} {loss!r}."
+                f"The custom training loop supports one loss; got {type(loss).__name__} {loss!r}."
             )
         if isinstance(loss, str) and loss.lower() in ("crossentropy", "ce"):
             binary, sparse = _binary_or_sparse(y_true, y_pred)
@@ -103,7 +102,7 @@ class GlobalBatchLoss:
         """The sum of the model's added losses (regularizers), or `None`."""
         if not self.model.losses:
             return None
-        return tf.add_n([tf.cast(tf.reduce_sum(l), dtype) for l in self.model.losses])
+        return tf.add_n([tf.cast(tf.reduce_sum(loss), dtype) for loss in self.model.losses])
 
     def replica_loss(self, y_true, y_pred, sample_weight, context):
         """This replica's part of the global batch's loss: the replicas' parts add up to it.

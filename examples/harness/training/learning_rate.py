@@ -65,8 +65,6 @@ class EpochLearningRate(keras.callbacks.LearningRateScheduler):
         )
 
 
-
-
 class ResumableReduceLROnPlateau(keras.callbacks.ReduceLROnPlateau):
     """`keras.callbacks.ReduceLROnPlateau` that keeps its best value and counters in a file.
 
@@ -96,8 +94,6 @@ class ResumableReduceLROnPlateau(keras.callbacks.ReduceLROnPlateau):
     def on_epoch_end(self, epoch, logs=None):
         super().on_epoch_end(epoch, logs)
         write_json(self.state_path, {name: float(getattr(self, name)) for name in self.STATE})
-
-
 
 
 def halve_learning_rate_callback(min_delta=1e-3, state_path=None):

@@ -70,8 +70,9 @@ def run_history(workdir):
     return {name: [logs.get(name) for logs in epochs] for name in names}
 
 
-def resumable_callbacks(workdir, monitor="val_loss", mode="min", settings=None, callbacks=(),
-                        spellings=None):  # fmt: skip
+def resumable_callbacks(
+    workdir, monitor="val_loss", mode="min", settings=None, callbacks=(), spellings=None
+):
     """Returns the callbacks of a training run that resumes exactly after an interruption.
 
     In order: a `BestModelCheckpoint` (the best model as ``workdir/best.keras``, across

@@ -5,7 +5,20 @@ import os
 import keras
 import numpy as np
 import pytest
+from keras import ops
+
 from tests.am_gru_reference import permutations
+from tests.layer_test_case import (
+    REFUSES_EMPTY,
+    RNN_LAYER_FLAGS,
+    LayerTestCase,
+    ResetSequenceTests,
+)
+from tests.layers.associative_memory.test_am_gru_cell import (
+    random_weights,
+    reference_run,
+    set_cell_weights,
+)
 from tests.support import (
     BACKEND,
     FUSED_LOOP,
@@ -15,15 +28,6 @@ from tests.support import (
     masked_rnn,
     tensorflow_only,
 )
-from keras import ops
-from tests.layer_test_case import (
-    REFUSES_EMPTY,
-    RNN_LAYER_FLAGS,
-    LayerTestCase,
-    ResetSequenceTests,
-)
-from tests.layers.associative_memory.test_am_gru_cell import random_weights, reference_run, set_cell_weights
-
 from tf_memlayers.compat import load_original_weights, original_variable_names
 from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell, DualAssociativeGRU
 from tf_memlayers.models._compiling import compile_and_build_optimizer
@@ -59,9 +63,7 @@ class AssociativeGRUTest(ResetSequenceTests, LayerTestCase):
         ),
         "AssociativeGRU_fused_loop": (
             "step",
-            lambda e: AssociativeGRU(8, num_copies=2, return_sequences=True, fused_loop=True)(
-                e
-            ),
+            lambda e: AssociativeGRU(8, num_copies=2, return_sequences=True, fused_loop=True)(e),
         ),
     }
     nan_padding = {
@@ -177,8 +179,14 @@ def test_layer_gradients_equal_the_cell_form(float64_policy, fused_loop, go_back
     mask = _mask_with_holes(batch, steps)
     initial = [rng.normal(size=(batch, units * s)) for s in (copies, 1)]
     cell_form, layer = _pair(
-        units, copies, 5, random_weights(rng, 5, units), fused_loop=fused_loop,
-        return_sequences=True, return_state=True, go_backwards=go_backwards,
+        units,
+        copies,
+        5,
+        random_weights(rng, 5, units),
+        fused_loop=fused_loop,
+        return_sequences=True,
+        return_state=True,
+        go_backwards=go_backwards,
         # The cell form's masked outputs are wrong on JAX otherwise (KERAS_MASKED_OUTPUT).
         zero_output_for_mask=BACKEND != "tensorflow",
     )
@@ -187,12 +195,9 @@ def test_layer_gradients_equal_the_cell_form(float64_policy, fused_loop, go_back
 
         def loss(xs, *initial, rnn=rnn):
             outputs, memory, last = rnn(xs, mask=mask, initial_state=list(initial))
-            return (ops.sum(ops.sin(outputs)) + ops.sum(ops.square(memory))
-                    + ops.sum(ops.cos(last)))
+            return ops.sum(ops.sin(outputs)) + ops.sum(ops.square(memory)) + ops.sum(ops.cos(last))
 
-        _, weight_grads, input_grads = gradients(
-            loss, rnn.cell.trainable_weights, [xs, *initial]
-        )
+        _, weight_grads, input_grads = gradients(loss, rnn.cell.trainable_weights, [xs, *initial])
         grads.append(input_grads + weight_grads)
     for e, g in zip(*grads):
         assert np.abs(np.asarray(e)).max() > 0
@@ -322,13 +327,17 @@ def test_bad_arguments_are_rejected():
         AssociativeGRU(8, fused_loop="yes")
     # On another backend the fused loop is refused first, whatever it is combined with.
     other_backend = "fused_loop=True.*needs the TensorFlow backend"
-    with pytest.raises(ValueError, match=(
-        "fused_loop=True.*return_retrievals=True" if BACKEND == "tensorflow" else other_backend
-    )):
+    with pytest.raises(
+        ValueError,
+        match=(
+            "fused_loop=True.*return_retrievals=True" if BACKEND == "tensorflow" else other_backend
+        ),
+    ):
         AssociativeGRU(8, fused_loop=True, return_retrievals=True)
-    with pytest.raises(ValueError, match=(
-        "fused_loop=True.*unroll=True" if BACKEND == "tensorflow" else other_backend
-    )):
+    with pytest.raises(
+        ValueError,
+        match=("fused_loop=True.*unroll=True" if BACKEND == "tensorflow" else other_backend),
+    ):
         AssociativeGRU(8, fused_loop=True, unroll=True)
     with pytest.raises(ValueError, match="num_copies"):
         AssociativeGRU(8, num_copies=0)

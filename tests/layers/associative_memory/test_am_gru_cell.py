@@ -6,23 +6,22 @@ import os
 import keras
 import numpy as np
 import pytest
-from tests.support import masked_rnn
 from keras import ops
+
+from tests.am_gru_reference import permutations, random_weights, recorded, reference_run
 from tests.layer_test_case import (
     CELL_SPEC,
+    RNN_MASKING,
     CellTests,
     LayerTestCase,
-    RNN_MASKING,
     ResetCellTests,
     rnn_case,
     user_rnn,
 )
-
+from tests.support import masked_rnn
 from tf_memlayers.compat import load_original_weights, original_variable_names
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
 from tf_memlayers.models._compiling import compile_and_build_optimizer
-
-from tests.am_gru_reference import permutations, random_weights, recorded, reference_run
 
 
 class AssociativeGRUCellTest(CellTests, ResetCellTests, LayerTestCase):
@@ -247,7 +246,12 @@ def test_dual_return_retrievals_match_the_reference(dual_key):
     assert full.shape == (2, 4, 32)
     record = []
     ref_outputs, _ = reference_run(
-        ys, zeros, last.astype(float), w, perms, dual=(dual_key, source.astype(float)),
+        ys,
+        zeros,
+        last.astype(float),
+        w,
+        perms,
+        dual=(dual_key, source.astype(float)),
         record=record,
     )
     pieces = {"written": full[..., 8:16], "read": full[..., 16:24], "source_read": full[..., 24:]}
@@ -384,7 +388,11 @@ def test_load_original_weights_round_trip():
     source = rng.normal(size=(2, 16)).astype("float32")
     got = keras.layers.RNN(dual)(xs, initial_state=[zeros, np.zeros((2, 8), "float32"), source])
     ref, _ = reference_run(
-        xs.astype(float), zeros.astype(float), np.zeros((2, 8)), w, permutations(4, 2),
+        xs.astype(float),
+        zeros.astype(float),
+        np.zeros((2, 8)),
+        w,
+        permutations(4, 2),
         dual=("released", source.astype(float)),
     )
     np.testing.assert_allclose(np.asarray(got), ref[:, -1], atol=1e-5)
@@ -447,8 +455,11 @@ def test_mismatched_source_memory_width_is_rejected():
     with pytest.raises(ValueError, match="source memory.*24.*got 16"):
         keras.layers.RNN(dual)(
             xs,
-            initial_state=[np.zeros((2, 24), "float32"), np.zeros((2, 8), "float32"),
-                           np.zeros((2, 16), "float32")],
+            initial_state=[
+                np.zeros((2, 24), "float32"),
+                np.zeros((2, 8), "float32"),
+                np.zeros((2, 16), "float32"),
+            ],
         )
 
 
@@ -469,8 +480,13 @@ def test_initializers_and_regularizers_reach_every_weight_of_the_dual_cell():
     )
     dual.build((None, 4))
     premise = dual.premise_cell
-    for kernel in (dual.dual_gate_kernel, dual.dual_candidate_kernel, premise.gate_kernel,
-                   premise.key_kernel, premise.candidate_kernel):  # fmt: skip
+    for kernel in (
+        dual.dual_gate_kernel,
+        dual.dual_candidate_kernel,
+        premise.gate_kernel,
+        premise.key_kernel,
+        premise.candidate_kernel,
+    ):
         assert not np.any(np.asarray(kernel)) and kernel.regularizer is not None
     assert not np.any(np.asarray(premise.gate_bias))
     np.testing.assert_array_equal(np.asarray(premise.candidate_bias), 1.0)

@@ -11,8 +11,8 @@ machine.
 import keras
 import numpy as np
 import pytest
-from tests.support import tensorflow_only
 
+from tests.support import tensorflow_only
 from tf_memlayers.layers import AssociativeGRU, DualAssociativeGRU, SlidingWindowAttention
 
 pytestmark = tensorflow_only("converts with TensorFlow's TFLite converter")
@@ -65,8 +65,10 @@ def test_window_attention_then_the_am_gru_with_explicit_states(steps, batch):
     memory = keras.Input(batch_shape=tuple(memory_shape), name="memory")
     attended, new_memory = attention(x, initial_memory=memory)
     memory_width, output_width = am_gru.cell.state_size  # n * C, n
-    states = [keras.Input(batch_shape=(batch, memory_width), name="am_memory"),
-              keras.Input(batch_shape=(batch, output_width), name="am_output")]  # fmt: skip
+    states = [
+        keras.Input(batch_shape=(batch, memory_width), name="am_memory"),
+        keras.Input(batch_shape=(batch, output_width), name="am_output"),
+    ]
     outputs, *new_states = am_gru(attended, initial_state=states)
     model = keras.Model([x, memory, *states], [outputs, new_memory, *new_states])
     _randomize(model, rng)
@@ -79,8 +81,10 @@ def test_a_fixed_length_dual_am_gru_reading_a_premise_memory():
     layer = DualAssociativeGRU(8, num_copies=2, return_sequences=True)
     assert layer.uses_fused_loop
     hypothesis = keras.Input((10, 6), batch_size=4, name="hypothesis")
-    states = [keras.Input(batch_shape=(4, width), name=name) for name, width in
-              zip(("memory", "output", "premise_memory"), layer.cell.state_size)]  # fmt: skip
+    states = [
+        keras.Input(batch_shape=(4, width), name=name)
+        for name, width in zip(("memory", "output", "premise_memory"), layer.cell.state_size)
+    ]
     model = keras.Model([hypothesis, *states], layer(hypothesis, initial_state=states))
     _randomize(model, rng)
     inputs = [rng.normal(size=tuple(t.shape)).astype("float32") for t in model.inputs]

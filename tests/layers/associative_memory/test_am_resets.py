@@ -5,11 +5,16 @@ with documents packed back to back equals each document run on its own from a fr
 import keras
 import numpy as np
 import pytest
-from tests.support import (
-    BACKEND, FUSED_LOOP, all_pairs, gradients, masked_rnn, tensorflow_only,
-)
 from keras import ops
 
+from tests.support import (
+    BACKEND,
+    FUSED_LOOP,
+    all_pairs,
+    gradients,
+    masked_rnn,
+    tensorflow_only,
+)
 from tf_memlayers.layers import (
     AssociativeGRU,
     AssociativeGRUCell,
@@ -279,16 +284,20 @@ def test_am_gru_cell_step_paths_take_reset(float64_policy):
     for result in (got, stepped):
         for g, w in zip(keras.tree.flatten(result), keras.tree.flatten(want)):
             np.testing.assert_allclose(_numpy(g), _numpy(w), atol=1e-12, rtol=0)
-    assert np.abs(_numpy(want[0]) - _numpy(cell._projected_call(projected, states, kernels)[0]))[
-        1
-    ].max() > 1e-3
+    assert (
+        np.abs(_numpy(want[0]) - _numpy(cell._projected_call(projected, states, kernels)[0]))[
+            1
+        ].max()
+        > 1e-3
+    )
 
 
 # -- gradients -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["am_gru_keras_loop", "am_gru_auto", "dual_auto",
-                                  "rnn_memory_cell_gru"])  # fmt: skip
+@pytest.mark.parametrize(
+    "kind", ["am_gru_keras_loop", "am_gru_auto", "dual_auto", "rnn_memory_cell_gru"]
+)
 def test_no_gradient_flows_back_through_a_reset(float64_policy, kind):
     rng = np.random.default_rng(6)
     xs = rng.normal(size=(3, STEPS, INPUT_DIM))
@@ -387,8 +396,13 @@ def test_bad_reset_is_a_value_error_naming_reset(kind):
     xs = np.ones((2, 5, INPUT_DIM), "float32")
     layer = KINDS[kind]()
     good = np.zeros((2, 5), bool)
-    for bad in (good.astype("float32"), np.zeros((2, 4), bool), np.zeros((3, 5), bool),
-                np.zeros((2,), bool), np.zeros((2, 5, 1), bool)):  # fmt: skip
+    for bad in (
+        good.astype("float32"),
+        np.zeros((2, 4), bool),
+        np.zeros((3, 5), bool),
+        np.zeros((2,), bool),
+        np.zeros((2, 5, 1), bool),
+    ):
         with pytest.raises(ValueError, match="`reset`"):
             layer(xs, reset=bad)
     with pytest.raises(ValueError, match="`reset`.*go_backwards"):

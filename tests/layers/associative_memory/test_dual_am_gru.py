@@ -3,11 +3,11 @@
 import keras
 import numpy as np
 import pytest
-from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from keras import ops
+
 from tests.layer_test_case import (
-    REFUSES_EMPTY,
     CELL_SPEC,
+    REFUSES_EMPTY,
     RNN_LAYER_FLAGS,
     RNN_MASKING,
     CellTests,
@@ -18,7 +18,7 @@ from tests.layer_test_case import (
     rnn_case,
     user_rnn,
 )
-
+from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from tf_memlayers.layers import (
     AssociativeGRU,
     AssociativeGRUCell,
@@ -62,12 +62,15 @@ class DualAssociativeGRUTest(ResetSequenceTests, LayerTestCase):
     }
     journeys = {
         **{
-            name: ("pair", lambda premise, hypothesis, fused=fused: read_premise_memory(
-                AssociativeGRU(8, num_copies=2, return_state=True, fused_loop=fused),
-                DualAssociativeGRU(8, num_copies=2, fused_loop=fused),
-                premise,
-                hypothesis,
-            ))
+            name: (
+                "pair",
+                lambda premise, hypothesis, fused=fused: read_premise_memory(
+                    AssociativeGRU(8, num_copies=2, return_state=True, fused_loop=fused),
+                    DualAssociativeGRU(8, num_copies=2, fused_loop=fused),
+                    premise,
+                    hypothesis,
+                ),
+            )
             for name, fused in (
                 ("DualAssociativeGRU", False),
                 ("DualAssociativeGRU_fused_loop", True),
@@ -110,6 +113,8 @@ class DualAssociativeGRUTest(ResetSequenceTests, LayerTestCase):
 
 
 UNITS, COPIES, INPUT_DIM, BATCH, STEPS = 8, 3, 5, 3, 6
+
+
 # The fused loop where the backend has it (TensorFlow), else Keras's: for the tests whose
 # subject is not the loop.
 class DualAssociativeGRUCellTest(CellTests, ResetCellTests, LayerTestCase):
@@ -182,9 +187,7 @@ def _states(rng):
 def _run_with_gradients(rnn, xs, states, mask):
     def loss(xs, *states):
         outputs, *final = rnn(xs, initial_state=list(states), mask=mask)
-        return ops.sum(outputs * ops.sin(outputs)) + sum(
-            ops.sum(ops.square(s)) for s in final[:2]
-        )
+        return ops.sum(outputs * ops.sin(outputs)) + sum(ops.sum(ops.square(s)) for s in final[:2])
 
     _, weight_grads, input_grads = gradients(loss, rnn.cell.trainable_weights, [xs, *states])
     outputs, *final = rnn(xs, initial_state=states, mask=mask)
@@ -206,7 +209,11 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
 ):
     rng = np.random.default_rng(11)
     cell_form, layer = _pair(
-        rng, dual_key, fused_loop, return_sequences=True, return_state=True,
+        rng,
+        dual_key,
+        fused_loop,
+        return_sequences=True,
+        return_state=True,
         go_backwards=go_backwards,
         # The cell form's masked outputs are wrong on JAX otherwise (KERAS_MASKED_OUTPUT).
         zero_output_for_mask=BACKEND != "tensorflow",

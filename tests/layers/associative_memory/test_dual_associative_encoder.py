@@ -5,16 +5,16 @@ configs."""
 import keras
 import numpy as np
 import pytest
+from keras import ops
+
 from tests.am_gru_reference import (
     conditional_encoding_retrievals,
     permutations,
     random_weights,
     reference_run,
 )
-from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
-from keras import ops
 from tests.layer_test_case import LayerTestCase
-
+from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from tf_memlayers.layers import DualAssociativeEncoder, DualAssociativeGRUCell
 
 ENCODER_FLAGS = ("return_sequences", "return_state", "unroll", "zero_output_for_mask")
@@ -35,7 +35,7 @@ class DualAssociativeEncoderTest(LayerTestCase):
     not_in = {
         "empty": "takes a sentence pair [premise, hypothesis], not one sequence",
         "nan_padding": "takes a sentence pair: "
-        "test_nan_at_padded_steps_of_both_sentences_never_reaches_outputs_or_gradients"
+        "test_nan_at_padded_steps_of_both_sentences_never_reaches_outputs_or_gradients",
     }
     keras_checks = {
         f"dual_associative_encoder_{key}_{loop}": (
@@ -81,9 +81,7 @@ class DualAssociativeEncoderTest(LayerTestCase):
             {},
         ),
         "dual_associative_encoder_fused_last": (
-            lambda dtype: DualAssociativeEncoder(
-                4, num_copies=3, fused_loop=True, dtype=dtype
-            ),
+            lambda dtype: DualAssociativeEncoder(4, num_copies=3, fused_loop=True, dtype=dtype),
             [(2, 5, 4), (2, 3, 4)],
             {},
         ),
@@ -173,11 +171,10 @@ def test_encoder_matches_the_reference_in_float64(float64_policy, dual_key, fuse
             ("premise outputs", premise_outputs[row, :premise_length], ref_premise[0]),
             ("premise memory", premise_memory[row], ref_source[0]),
             ("premise last output", premise_last[row], ref_premise[0, -1]),
-            ("hypothesis outputs", hypothesis_outputs[row, :hypothesis_length],
-             ref_hypothesis[0]),
+            ("hypothesis outputs", hypothesis_outputs[row, :hypothesis_length], ref_hypothesis[0]),
             ("hypothesis memory", memory[row], ref_memory[0]),
             ("hypothesis last output", last[row], ref_hypothesis[0, -1]),
-        ):  # fmt: skip
+        ):
             np.testing.assert_allclose(value, expected, atol=1e-10, rtol=0, err_msg=name)
     # Not vacuous: the hypothesis read something from the premise memory.
     assert np.abs(premise_memory).max() > 0.1
@@ -274,9 +271,12 @@ def test_keras_file_clone_and_config_keep_one_shared_set_of_weights(tmp_path, fu
     rng = np.random.default_rng(24)
     premise, hypothesis = keras.Input((None, INPUT_DIM)), keras.Input((None, INPUT_DIM))
     encoder = DualAssociativeEncoder(
-        UNITS, num_copies=COPIES, dual_key="released" if not fused_loop else "paper",
-        fused_loop=fused_loop, name="encoder",
-    )  # fmt: skip
+        UNITS,
+        num_copies=COPIES,
+        dual_key="released" if not fused_loop else "paper",
+        fused_loop=fused_loop,
+        name="encoder",
+    )
     model = keras.Model([premise, hypothesis], encoder([premise, hypothesis]))
     model.set_weights([rng.normal(scale=0.4, size=w.shape) for w in model.weights])
     xs = _inputs(rng, "float32")
@@ -292,9 +292,9 @@ def test_keras_file_clone_and_config_keep_one_shared_set_of_weights(tmp_path, fu
         for got, want in zip(copy(xs), expected):
             np.testing.assert_allclose(np.asarray(got), want, atol=1e-6, rtol=0)
         # Moving the one AM-GRU weight set moves both outputs.
-        layer.premise_layer.cell.key_kernel.assign_add(np.ones_like(
-            np.asarray(layer.premise_layer.cell.key_kernel)
-        ))
+        layer.premise_layer.cell.key_kernel.assign_add(
+            np.ones_like(np.asarray(layer.premise_layer.cell.key_kernel))
+        )
         for got, want in zip(copy(xs), expected):
             assert np.abs(np.asarray(got) - want).max() > 1e-3
 
@@ -333,8 +333,9 @@ def test_config_round_trip_keeps_every_argument():
 
 def test_nan_at_padded_steps_of_both_sentences_never_reaches_outputs_or_gradients():
     rng = np.random.default_rng(25)
-    encoder = _encoder(fused_loop=FUSED_IF_AVAILABLE, return_sequences=True,
-                       zero_output_for_mask=True)  # fmt: skip
+    encoder = _encoder(
+        fused_loop=FUSED_IF_AVAILABLE, return_sequences=True, zero_output_for_mask=True
+    )
     premise, hypothesis = _inputs(rng, "float32")
     mask = _masks()
     premise[~mask[0]] = np.nan

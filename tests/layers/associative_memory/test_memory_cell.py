@@ -5,18 +5,18 @@ import os
 import keras
 import numpy as np
 import pytest
+
 from tests.am_gru_reference import permutations
-from tests.support import masked_rnn
 from tests.layer_test_case import (
     CELL_SPEC,
+    RNN_MASKING,
     CellTests,
     LayerTestCase,
-    RNN_MASKING,
     ResetCellTests,
     rnn_case,
     user_rnn,
 )
-
+from tests.support import masked_rnn
 from tf_memlayers.layers import AssociativeMemoryCell
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 
@@ -41,7 +41,9 @@ class AssociativeMemoryCellTest(CellTests, ResetCellTests, LayerTestCase):
     }
     keras_checks = {
         "rnn_associative_memory_lstm": rnn_case(cells["associative_memory_lstm"], 6, 3 + 1, 1),
-        "rnn_associative_memory_gru": rnn_case(cells["associative_memory_gru"], 6 + 2 * 6, 3 + 1, 1),
+        "rnn_associative_memory_gru": rnn_case(
+            cells["associative_memory_gru"], 6 + 2 * 6, 3 + 1, 1
+        ),
     }
     journeys = {
         "AssociativeMemoryCell": (
@@ -110,7 +112,9 @@ def test_generic_cell_matches_equations_8_to_12(float64_policy, make_cell, index
     layer.build(xs.shape)
     cell.key_kernel.assign(rng.uniform(-1.5, 1.5, size=cell.key_kernel.shape))
     outputs, memory, *_ = layer(xs)
-    ref_outputs, ref_memory = reference_run(xs, cell.cell, np.asarray(cell.key_kernel), copies, index, 6)
+    ref_outputs, ref_memory = reference_run(
+        xs, cell.cell, np.asarray(cell.key_kernel), copies, index, 6
+    )
     np.testing.assert_allclose(np.asarray(outputs), ref_outputs, atol=1e-10, rtol=0)
     np.testing.assert_allclose(np.asarray(memory), ref_memory, atol=1e-10, rtol=0)
     assert np.abs(ref_memory).max() > 0.05

@@ -3,9 +3,9 @@
 import keras
 import numpy as np
 import pytest
-from tests.support import BACKEND, keras_lstm
-from tests.layer_test_case import EmptyInputTests, LayerTestCase
 
+from tests.layer_test_case import EmptyInputTests, LayerTestCase
+from tests.support import BACKEND, keras_lstm
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 
@@ -92,8 +92,10 @@ def test_float32_matches_reference_without_mask():
     layer = AttentionPooling(8)
     pooled = np.asarray(layer(inputs))
     expected, _ = reference(
-        inputs.astype(np.float64), np.ones((2, 6), bool),
-        np.asarray(layer.kernel).astype(np.float64), np.asarray(layer.score).astype(np.float64),
+        inputs.astype(np.float64),
+        np.ones((2, 6), bool),
+        np.asarray(layer.kernel).astype(np.float64),
+        np.asarray(layer.score).astype(np.float64),
     )
     np.testing.assert_allclose(pooled, expected, rtol=0, atol=1e-5)
 
@@ -107,7 +109,8 @@ def sequence_model(jit_compile=False):
     model = keras.Model(tokens, keras.layers.Dense(12, dtype="float32")(pooled))
     compile_and_build_optimizer(
         model,
-        "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        "adam",
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=jit_compile,
     )
     return model
@@ -137,8 +140,10 @@ def pooling_probe(model, jit_compile=False):
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_trains_under_xla_and_masks_padding(jit_compile):
     if BACKEND == "jax" and not jit_compile:
-        pytest.skip("on JAX, jit_compile=False runs the training step operation by operation, "
-                    "not in a graph: the step that Keras compiles there is the XLA variant")
+        pytest.skip(
+            "on JAX, jit_compile=False runs the training step operation by operation, "
+            "not in a graph: the step that Keras compiles there is the XLA variant"
+        )
     rng = np.random.default_rng(2)
     model = sequence_model(jit_compile)
     x = tokens(rng)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from tests import heap_reference as ref
-from tests.support import gradients, keras_lstm, tensorflow_only
 from tests.layer_test_case import LayerTestCase
+from tests.support import gradients, keras_lstm, tensorflow_only
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.ops import heap
 
@@ -20,7 +20,7 @@ class HeapCacheAttentionTest(LayerTestCase):
     reference = "heap_reference"
     not_in = {
         "empty": "maps single vectors or ids, with no sequence",
-        "nan_padding": "maps single vectors or ids, with no sequence and so no padded steps"
+        "nan_padding": "maps single vectors or ids, with no sequence and so no padded steps",
     }
     keras_checks = {
         "cache": (
@@ -146,8 +146,9 @@ def test_equal_rows_get_one_score_wherever_they_sit(dtype, width, units, rows):
     pool = distinct[picks]
     kernel, score_vector = rng.normal(size=(width, units)), rng.normal(size=(units,))
     scores = keras.ops.convert_to_numpy(
-        heap.pool_scores(*(keras.ops.convert_to_tensor(a.astype(dtype)) for a in
-                           (pool, kernel, score_vector)))
+        heap.pool_scores(
+            *(keras.ops.convert_to_tensor(a.astype(dtype)) for a in (pool, kernel, score_vector))
+        )
     )
     for k in range(7):
         assert len(set(scores[picks == k].tolist())) <= 1
@@ -181,13 +182,20 @@ def test_many_repeated_candidates_in_a_large_float32_cache(policy):
         entered = np.asarray(layer.insert(batch))
         if policy == "heap":
             assert entered.tolist() == ref.insert_batch(
-                expected, batch.astype(np.float64), kernel.astype(np.float64),
-                score_vector.astype(np.float64))
+                expected,
+                batch.astype(np.float64),
+                kernel.astype(np.float64),
+                score_vector.astype(np.float64),
+            )
             np.testing.assert_array_equal(np.asarray(layer.cache), expected.astype("float32"))
         else:  # the best 300 of what was kept and the batch, ties by position
             everything = np.concatenate([expected, batch.astype(np.float64)])
-            scores = np.array([ref.score(v, kernel.astype(np.float64),
-                                         score_vector.astype(np.float64)) for v in everything])
+            scores = np.array(
+                [
+                    ref.score(v, kernel.astype(np.float64), score_vector.astype(np.float64))
+                    for v in everything
+                ]
+            )
             best = np.lexsort((np.arange(len(everything)), -scores))[:300]
             expected = everything[best[::-1]]  # weakest first
             rows = [tuple(r) for r in np.asarray(layer.cache)]
@@ -227,7 +235,7 @@ def test_topk_keeps_exactly_the_best(float64_policy, pool_size):
         scores = np.array([ref.score(v, kernel, score_vector) for v in pool])
         best = np.lexsort((np.arange(len(pool)), -scores))[:4]  # best first, ties by position
         np.testing.assert_array_equal(np.asarray(layer.cache), pool[best[::-1]])  # weakest first
-        np.testing.assert_array_equal(entered, np.isin(np.arange(len(pool)), best)[-len(batch):])
+        np.testing.assert_array_equal(entered, np.isin(np.arange(len(pool)), best)[-len(batch) :])
     kept_scores = [ref.score(v, kernel, score_vector) for v in np.asarray(layer.cache)]
     assert np.all(np.diff(kept_scores) >= 0)
 
@@ -299,8 +307,13 @@ def test_gradient_reaches_weights_not_cache(query):
     layer = make_layer(4, query=query)
     layer.insert(np.random.default_rng(0).normal(size=(3, WIDTH)).astype("float32"))
     states = np.random.default_rng(1).normal(size=(2, WIDTH)).astype("float32")
-    weights = [layer.cache_kernel, layer.cache_score, layer.cache_gate, layer.query_kernel,
-               layer.cache]
+    weights = [
+        layer.cache_kernel,
+        layer.cache_score,
+        layer.cache_gate,
+        layer.query_kernel,
+        layer.cache,
+    ]
     # A weight the loss does not reach has a gradient of zeros.
     _, grads, _ = gradients(lambda: keras.ops.sum(layer(states) ** 2), weights)
     trained = grads[:4] if query == "additive" else grads[2:4]
@@ -313,13 +326,21 @@ def test_gradient_reaches_weights_not_cache(query):
 
 def test_get_config_round_trip():
     layer = HeapCacheAttention(
-        12, 5, policy="topk", query="additive", mask_empty=False, gate_initializer="zeros",
+        12,
+        5,
+        policy="topk",
+        query="additive",
+        mask_empty=False,
+        gate_initializer="zeros",
         name="cache_read",
     )
     clone = HeapCacheAttention.from_config(layer.get_config())
     assert clone.get_config() == layer.get_config()
     assert (clone.cache_size, clone.attention_units, clone.policy, clone.query) == (
-        12, 5, "topk", "additive",
+        12,
+        5,
+        "topk",
+        "additive",
     )
     assert clone.mask_empty is False
     assert isinstance(clone.gate_initializer, keras.initializers.Zeros)
@@ -342,7 +363,7 @@ def test_non_finite_candidates_are_skipped_as_if_never_offered(float64_policy, p
     rng = np.random.default_rng(13)
     layer, twin = make_layer(5, policy=policy), make_layer(5, policy=policy)
     twin.set_weights(layer.get_weights())
-    for step in range(6):
+    for _ in range(6):
         batch, finite = _poisoned(rng.normal(size=(8, WIDTH)), rng)
         kernel, score_vector = set_weights(layer, rng)
         twin.cache_kernel.assign(kernel)

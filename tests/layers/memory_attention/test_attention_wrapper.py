@@ -1,21 +1,21 @@
 """`AttentionWrapper` and `AttentionRNN` against a NumPy reference written from the equations
 (Bahdanau et al. 2015; Luong et al. 2015), cell and sequence forms, masks, resets, state."""
 
-
 import keras
 import numpy as np
 import pytest
 
 from tests.layer_test_case import (
     REFUSES_EMPTY,
-    LayerTestCase,
     RNN_LAYER_FLAGS,
+    LayerTestCase,
     ResetCellTests,
     ResetSequenceTests,
 )
-from tests.support import all_pairs, gradients
 from tests.memory_attention_reference import (
     attention_wrapper_reference as reference,
+)
+from tests.memory_attention_reference import (
     check_cell_loop_matches_layer,
     check_mixed_precision_matches_float32,
     check_nan_in_padding_never_reaches_outputs_or_gradients,
@@ -25,9 +25,14 @@ from tests.memory_attention_reference import (
     check_trains_saves_loads_and_clones,
     data,
     declared_memory,
+)
+from tests.memory_attention_reference import (
     randomize as _randomize,
+)
+from tests.memory_attention_reference import (
     wrapper_weights as _weights,
 )
+from tests.support import all_pairs, gradients
 from tf_memlayers.layers import (
     AssociativeGRUCell,
     AttentionRNN,
@@ -70,7 +75,9 @@ def _keras_case(make_cell, own_weights):
     )
 
 
-NAN_PADDING = "takes a memory: test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients"
+NAN_PADDING = (
+    "takes a memory: test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients"
+)
 WRAPPER_FLAGS = ("normalize", "output_attention", "return_attention_scores", "input_feeding")
 
 
@@ -91,16 +98,17 @@ class AttentionRNNTest(ResetSequenceTests, LayerTestCase):
             own_weights=4,
         ),
         "attention_rnn_word_by_word": _keras_case(
-            lambda dtype: WordByWordAttention(keras.layers.GRUCell(4, dtype=dtype),
-                                              memory_dim=8, dtype=dtype),
+            lambda dtype: WordByWordAttention(
+                keras.layers.GRUCell(4, dtype=dtype), memory_dim=8, dtype=dtype
+            ),
             own_weights=5,
         ),
     }
     journeys = {
         "AttentionRNN": ("pair", _attend_from_hypothesis),
         "AttentionRNN_before_dot": (
-            "pair", lambda p, h: _attend_from_hypothesis(p, h, score="general",
-                                                         position="before")
+            "pair",
+            lambda p, h: _attend_from_hypothesis(p, h, score="general", position="before"),
         ),
     }
     call_kwargs = staticmethod(declared_memory)
@@ -122,7 +130,8 @@ class AttentionWrapperTest(ResetCellTests, LayerTestCase):
     }
     journeys = {
         "AttentionWrapper_additive_normalized": (
-            "pair", lambda p, h: _attend_from_hypothesis(p, h, normalize=True)
+            "pair",
+            lambda p, h: _attend_from_hypothesis(p, h, normalize=True),
         ),
     }
     call_kwargs = staticmethod(declared_memory)
@@ -130,9 +139,12 @@ class AttentionWrapperTest(ResetCellTests, LayerTestCase):
 
 def _layer(score="additive", position="after", output_attention=True, cell=None, **kwargs):
     wrapper = AttentionWrapper(
-        cell or keras.layers.SimpleRNNCell(UNITS), score=score, position=position,
-        output_attention=output_attention, **kwargs,
-    )  # fmt: skip
+        cell or keras.layers.SimpleRNNCell(UNITS),
+        score=score,
+        position=position,
+        output_attention=output_attention,
+        **kwargs,
+    )
     return AttentionRNN(wrapper, return_sequences=True)
 
 
@@ -151,7 +163,8 @@ SCORE_OPTIONS = {
 NO_INPUT_FEEDING = {
     "dot_no_input_feeding": ("dot", {"input_feeding": False}),
     "additive_normalized_no_input_feeding": (
-        "additive", {"normalize": True, "input_feeding": False}
+        "additive",
+        {"normalize": True, "input_feeding": False},
     ),
 }
 
@@ -161,8 +174,9 @@ NO_INPUT_FEEDING = {
     all_pairs(sorted(SCORE_OPTIONS), ("after", "before"), (True, False), split_by_backend=True)
     + [pytest.param(name, "after", True, id=f"{name}-after-True") for name in NO_INPUT_FEEDING],
 )
-def test_matches_the_reference_in_float64(float64_policy, score_options, position,
-                                          output_attention):  # fmt: skip
+def test_matches_the_reference_in_float64(
+    float64_policy, score_options, position, output_attention
+):
     score, extra = {**SCORE_OPTIONS, **NO_INPUT_FEEDING}[score_options]
     rng = np.random.default_rng(0)
     x, memory, mask = _data(rng)
@@ -172,18 +186,21 @@ def test_matches_the_reference_in_float64(float64_policy, score_options, positio
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
     got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
-    want, _ = reference(x, memory, mask, *_weights(layer), score, position, output_attention,
-                        **extra)  # fmt: skip
+    want, _ = reference(
+        x, memory, mask, *_weights(layer), score, position, output_attention, **extra
+    )
     np.testing.assert_allclose(got, want, atol=1e-10, rtol=0)
     # Not vacuous: without the memory's padding mask the outputs differ.
-    unmasked, _ = reference(x, memory, np.ones_like(mask), *_weights(layer), score, position,
-                            output_attention, **extra)  # fmt: skip
+    unmasked, _ = reference(
+        x, memory, np.ones_like(mask), *_weights(layer), score, position, output_attention, **extra
+    )
     assert np.abs(unmasked - want)[1].max() > 1e-3
 
 
 @pytest.mark.parametrize("score, position", [("additive", "after"), ("general", "before")])
-def test_attention_scores_of_a_layer_without_them_are_the_references(float64_policy, score,
-                                                                       position):  # fmt: skip
+def test_attention_scores_of_a_layer_without_them_are_the_references(
+    float64_policy, score, position
+):
     rng = np.random.default_rng(4)
     x, memory, mask = _data(rng)
     layer = _layer(score, position)
@@ -195,8 +212,12 @@ def test_attention_scores_of_a_layer_without_them_are_the_references(float64_pol
     # After training changed the weights, the scores follow them (the copy is reused).
     _randomize(layer, rng)
     _, want = reference(x, memory, mask, *_weights(layer), score, position, True)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(layer.attention_scores(x, memory, mask)),
-                               want, atol=1e-10, rtol=0)  # fmt: skip
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(layer.attention_scores(x, memory, mask)),
+        want,
+        atol=1e-10,
+        rtol=0,
+    )
     # The copy is not a part of the layer: its weights and config are unchanged, and a model
     # saved after the call loads into one saved before it, and back.
     assert [w.path for w in layer.weights] == [w.path for w in layer.cell.weights]
@@ -243,8 +264,15 @@ def test_matches_the_reference_in_float32(position):
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
     got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
-    want, _ = reference(x.astype(np.float64), memory.astype(np.float64), mask,
-                        *_weights(layer), "additive", position, True)  # fmt: skip
+    want, _ = reference(
+        x.astype(np.float64),
+        memory.astype(np.float64),
+        mask,
+        *_weights(layer),
+        "additive",
+        position,
+        True,
+    )
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
 
 
@@ -257,11 +285,10 @@ def test_masked_steps_of_the_sequence_keep_the_state(float64_policy):
     layer = _layer()
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
-    got = keras.ops.convert_to_numpy(
-        layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
+    got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask, mask=sequence_mask))
+    want, _ = reference(
+        x, memory, mask, *_weights(layer), "additive", "after", True, sequence_mask=sequence_mask
     )
-    want, _ = reference(x, memory, mask, *_weights(layer), "additive", "after", True,
-                        sequence_mask=sequence_mask)  # fmt: skip
     np.testing.assert_allclose(got, want, atol=1e-10, rtol=0)
 
 
@@ -317,13 +344,15 @@ WRAPPED_CELLS = {
 
 # Each cell attending step by step and after the loop, the backend one more factor
 # (`all_pairs`): each pass trains every cell and both ways.
-@pytest.mark.parametrize("cell, attend", all_pairs(
-    list(WRAPPED_CELLS), ["step_by_step", "after_the_loop"], split_by_backend=True
-))  # fmt: skip
+@pytest.mark.parametrize(
+    "cell, attend",
+    all_pairs(list(WRAPPED_CELLS), ["step_by_step", "after_the_loop"], split_by_backend=True),
+)
 def test_wraps_any_cell_trains_saves_and_loads(cell, attend, tmp_path):
     x, memory, mask = _data(np.random.default_rng(7), "float32")
-    wrapper = AttentionWrapper(WRAPPED_CELLS[cell](), attention_size=6,
-                               input_feeding=attend == "step_by_step")  # fmt: skip
+    wrapper = AttentionWrapper(
+        WRAPPED_CELLS[cell](), attention_size=6, input_feeding=attend == "step_by_step"
+    )
     check_trains_saves_loads_and_clones(wrapper, x, memory, mask, tmp_path / "model.keras")
 
 
@@ -342,11 +371,14 @@ def test_mixed_precision_matches_float32(policy, atol, input_feeding):
         (lambda layer, x, m, k: layer(x), ValueError, "no `memory` given"),
         (lambda layer, x, m, k: layer(x, memory=m[:, :, :4]), ValueError, "[batch, length, 8]"),
         (lambda layer, x, m, k: layer(x, memory=m[0]), ValueError, "`memory` must be"),
-        (lambda layer, x, m, k: layer(x, memory=m, memory_mask=k[:, :3]), ValueError,
-         "`memory_mask` must be [batch, length] = (3, 6)"),
+        (
+            lambda layer, x, m, k: layer(x, memory=m, memory_mask=k[:, :3]),
+            ValueError,
+            "`memory_mask` must be [batch, length] = (3, 6)",
+        ),
     ],
     ids=["no memory", "wrong width", "wrong rank", "mask shape"],
-)  # fmt: skip
+)
 def test_bad_calls_are_named(call, error, fragment):
     x, memory, mask = _data(np.random.default_rng(9), "float32")
     layer = _layer()
@@ -367,13 +399,22 @@ def test_bad_calls_are_named(call, error, fragment):
         ({"return_attention_scores": "yes"}, TypeError, "`return_attention_scores` must be a bool"),
         ({"position": "before", "input_feeding": False}, ValueError, "`input_feeding=False`"),
         ({"input_feeding": 1}, TypeError, "`input_feeding` must be a bool"),
-        ({"score": "dot", "attention_units": 32}, ValueError,
-         "got attention_units=32 with score='dot'"),
-        ({"score": "general", "attention_units": 32}, ValueError,
-         "got attention_units=32 with score='general'"),
-        ({"position": "before", "output_attention": False, "attention_size": 32}, ValueError,
-         "never computes with output_attention=False and position='before'; got "
-         "attention_size=32"),
+        (
+            {"score": "dot", "attention_units": 32},
+            ValueError,
+            "got attention_units=32 with score='dot'",
+        ),
+        (
+            {"score": "general", "attention_units": 32},
+            ValueError,
+            "got attention_units=32 with score='general'",
+        ),
+        (
+            {"position": "before", "output_attention": False, "attention_size": 32},
+            ValueError,
+            "never computes with output_attention=False and position='before'; got "
+            "attention_size=32",
+        ),
     ],
 )
 def test_bad_arguments_are_named(kwargs, error, fragment):
@@ -392,9 +433,10 @@ def test_dot_needs_a_query_as_wide_as_the_memory():
 def test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients():
     x, memory, mask = _data(np.random.default_rng(11), "float32")
     layer = AttentionRNN(
-        AttentionWrapper(keras.layers.GRUCell(UNITS)), return_sequences=True,
+        AttentionWrapper(keras.layers.GRUCell(UNITS)),
+        return_sequences=True,
         zero_output_for_mask=True,
-    )  # fmt: skip
+    )
     check_nan_in_padding_never_reaches_outputs_or_gradients(layer, x, memory, mask)
 
 
@@ -404,19 +446,28 @@ def test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients():
 def test_output_spec_is_exact(policy, return_sequences, return_state):
     x, memory, mask = _data(np.random.default_rng(12), "float32")
     cell = AttentionWrapper(
-        keras.layers.LSTMCell(UNITS, dtype=policy), return_attention_scores=True,
-        attention_size=7, dtype=policy,
-    )  # fmt: skip
-    layer = AttentionRNN(cell, return_sequences=return_sequences, return_state=return_state,
-                         dtype=policy)  # fmt: skip
+        keras.layers.LSTMCell(UNITS, dtype=policy),
+        return_attention_scores=True,
+        attention_size=7,
+        dtype=policy,
+    )
+    layer = AttentionRNN(
+        cell, return_sequences=return_sequences, return_state=return_state, dtype=policy
+    )
     head = (BATCH, STEPS) if return_sequences else (BATCH,)
     widths = [7, LENGTH] + ([UNITS, UNITS, 7] if return_state else [])
     shapes = [head + (widths[0],), head + (widths[1],)] + [(BATCH, w) for w in widths[2:]]
     check_output_spec_is_exact(layer, x, memory, mask, shapes, policy)
 
 
-@pytest.mark.parametrize("initializer", ["glorot_uniform", keras.initializers.RandomUniform(
-    -0.1, 0.1, seed=keras.random.SeedGenerator(3))], ids=["unseeded", "seed_generator"])
+@pytest.mark.parametrize(
+    "initializer",
+    [
+        "glorot_uniform",
+        keras.initializers.RandomUniform(-0.1, 0.1, seed=keras.random.SeedGenerator(3)),
+    ],
+    ids=["unseeded", "seed_generator"],
+)
 def test_kernels_drawn_from_one_initializer_start_independent(initializer):
     # The query and memory kernels have one shape here: a stateless initializer used for both
     # would start them equal.
@@ -440,14 +491,25 @@ class _StepByStep(AttentionRNN):
 ALL_AT_ONCE_CASES = {
     "additive": ({}, {}, {}),
     "additive_normalized_alignments": (
-        {"normalize": True, "return_attention_scores": True}, {}, {"mask": True}
+        {"normalize": True, "return_attention_scores": True},
+        {},
+        {"mask": True},
     ),
-    "dot_scaled_cell_output": ({"score": "dot", "scale": True, "output_attention": False},
-                               {}, {"mask": True}),
-    "general_zero_output_for_mask": ({"score": "general"}, {"zero_output_for_mask": True},
-                                     {"mask": True, "initial_state": True}),
-    "general_last_output": ({"score": "general", "return_attention_scores": True},
-                            {"return_sequences": False}, {"mask": True, "initial_state": True}),
+    "dot_scaled_cell_output": (
+        {"score": "dot", "scale": True, "output_attention": False},
+        {},
+        {"mask": True},
+    ),
+    "general_zero_output_for_mask": (
+        {"score": "general"},
+        {"zero_output_for_mask": True},
+        {"mask": True, "initial_state": True},
+    ),
+    "general_last_output": (
+        {"score": "general", "return_attention_scores": True},
+        {"return_sequences": False},
+        {"mask": True, "initial_state": True},
+    ),
     "backwards": ({"score": "general"}, {"go_backwards": True}, {"mask": True}),
     "resets": ({}, {}, {"mask": True, "reset": True, "initial_state": True}),
     "unrolled": ({"score": "dot"}, {"unroll": True}, {"mask": True}),
@@ -465,8 +527,9 @@ def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
     x, memory, memory_mask = _data(rng, "float32")
     if wrapper_options.get("score") == "dot":
         memory = memory[..., :UNITS]
-    wrapper = AttentionWrapper(keras.layers.GRUCell(UNITS), input_feeding=False,
-                               attention_size=5, **wrapper_options)  # fmt: skip
+    wrapper = AttentionWrapper(
+        keras.layers.GRUCell(UNITS), input_feeding=False, attention_size=5, **wrapper_options
+    )
     options = {"return_sequences": True, "return_state": True, **layer_options}
     layer, loop = AttentionRNN(wrapper, **options), _StepByStep(wrapper, **options)
     assert not wrapper.feeds_back
@@ -518,14 +581,16 @@ def test_a_stateful_layer_attending_after_the_loop_carries_the_step_by_step_stat
     wrapper = AttentionWrapper(keras.layers.LSTMCell(UNITS), score="general", input_feeding=False)
     options = {"return_sequences": True, "stateful": True}
     layer, loop = AttentionRNN(wrapper, **options), _StepByStep(wrapper, **options)
-    for call in range(2):
+    for _ in range(2):
         got = layer(x, memory=memory, memory_mask=memory_mask)
         want = loop(x, memory=memory, memory_mask=memory_mask)
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(got),
-                                   keras.ops.convert_to_numpy(want), atol=1e-5)  # fmt: skip
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(got), keras.ops.convert_to_numpy(want), atol=1e-5
+        )
     for got, want in zip(layer.states, loop.states):
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(got),
-                                   keras.ops.convert_to_numpy(want), atol=1e-5)  # fmt: skip
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(got), keras.ops.convert_to_numpy(want), atol=1e-5
+        )
     assert np.abs(keras.ops.convert_to_numpy(layer.states[-1])).max() > 1e-2
 
 

@@ -16,8 +16,14 @@ from tests.memory_attention_reference import (
     check_trains_saves_loads_and_clones,
     data,
     declared_memory,
+)
+from tests.memory_attention_reference import (
     randomize as _randomize,
+)
+from tests.memory_attention_reference import (
     word_by_word_reference as reference,
+)
+from tests.memory_attention_reference import (
     wrapper_weights as _weights,
 )
 from tf_memlayers.layers import (
@@ -66,10 +72,12 @@ class WordByWordAttentionTest(ResetCellTests, LayerTestCase):
 
 def _layer(output_attention=True, cell=None, return_attention_scores=False, **kwargs):
     wrapper = WordByWordAttention(
-        cell or keras.layers.SimpleRNNCell(UNITS), memory_dim=MEMORY_DIM,
-        output_attention=output_attention, return_attention_scores=return_attention_scores,
+        cell or keras.layers.SimpleRNNCell(UNITS),
+        memory_dim=MEMORY_DIM,
+        output_attention=output_attention,
+        return_attention_scores=return_attention_scores,
         **kwargs,
-    )  # fmt: skip
+    )
     return AttentionRNN(wrapper, return_sequences=True)
 
 
@@ -87,18 +95,23 @@ def test_matches_the_reference_in_float64(float64_policy, output_attention, size
     cell_weights, own = _weights(layer)
     want, want_alignments = reference(x, memory, mask, cell_weights, own, output_attention)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(outputs), want, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(alignments), want_alignments,
-                               atol=1e-10, rtol=0)  # fmt: skip
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(alignments), want_alignments, atol=1e-10, rtol=0
+    )
     # Not vacuous: the padding mask, W^r and W^t each change the weights over the memory
     # (and h*, where it is the output; the cell's own output never reads the attention).
-    for changed_mask, name in ((np.ones_like(mask), None), (mask, "query_kernel"),
-                               (mask, "transition_kernel")):  # fmt: skip
+    for changed_mask, name in (
+        (np.ones_like(mask), None),
+        (mask, "query_kernel"),
+        (mask, "transition_kernel"),
+    ):
         changed = dict(own)
         if name:
             changed[name] = own[name].copy()
-            changed[name][UNITS if name == "query_kernel" else 0:] = 0.0
-        other, other_alignments = reference(x, memory, changed_mask, cell_weights, changed,
-                                            output_attention)  # fmt: skip
+            changed[name][UNITS if name == "query_kernel" else 0 :] = 0.0
+        other, other_alignments = reference(
+            x, memory, changed_mask, cell_weights, changed, output_attention
+        )
         assert np.abs(other_alignments - want_alignments).max() > 1e-3, name
         assert (np.abs(other - want).max() > 1e-3) == output_attention, name
 
@@ -110,11 +123,13 @@ def test_matches_the_reference_in_float32():
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
     outputs, alignments = layer(x, memory=memory, memory_mask=mask)
-    want, want_alignments = reference(x.astype(np.float64), memory.astype(np.float64), mask,
-                                      *_weights(layer))  # fmt: skip
+    want, want_alignments = reference(
+        x.astype(np.float64), memory.astype(np.float64), mask, *_weights(layer)
+    )
     np.testing.assert_allclose(keras.ops.convert_to_numpy(outputs), want, atol=1e-5, rtol=0)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(alignments), want_alignments,
-                               atol=1e-5, rtol=0)  # fmt: skip
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(alignments), want_alignments, atol=1e-5, rtol=0
+    )
 
 
 def test_the_paper_s_weights_at_k_100():
@@ -123,9 +138,12 @@ def test_the_paper_s_weights_at_k_100():
     cell.build((None, 300), (None, 20, 100))
     own = [v for v in cell.weights if all(v is not c for c in cell.cell.weights)]
     assert {v.path.split("/")[-1]: tuple(v.shape) for v in own} == {
-        "query_kernel": (200, 100), "memory_kernel": (100, 100), "score_vector": (100,),
-        "attention_kernel": (200, 100), "transition_kernel": (100, 100),
-    }  # fmt: skip
+        "query_kernel": (200, 100),
+        "memory_kernel": (100, 100),
+        "score_vector": (100,),
+        "attention_kernel": (200, 100),
+        "transition_kernel": (100, 100),
+    }
     assert sum(int(np.prod(v.shape)) for v in own) == 6 * 100 * 100 + 100
     # The cell reads the hypothesis alone: nothing is fed back into its input.
     assert tuple(cell.cell.kernel.shape) == (300, 400)
@@ -140,9 +158,7 @@ def test_masked_steps_of_the_sequence_keep_the_state(float64_policy):
     layer = _layer()
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
-    got = keras.ops.convert_to_numpy(
-        layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
-    )
+    got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask, mask=sequence_mask))
     want, _ = reference(x, memory, mask, *_weights(layer), sequence_mask=sequence_mask)
     np.testing.assert_allclose(got, want, atol=1e-10, rtol=0)
 
@@ -209,20 +225,27 @@ def test_wraps_any_cell_trains_on_a_partial_batch_saves_loads_and_clones(cell, t
 
 
 def test_the_config_round_trips_and_holds_no_fixed_choice():
-    cell = WordByWordAttention(keras.layers.GRUCell(5), memory_dim=3, attention_units=4,
-                               attention_size=2)  # fmt: skip
+    cell = WordByWordAttention(
+        keras.layers.GRUCell(5), memory_dim=3, attention_units=4, attention_size=2
+    )
     config = cell.get_config()
     assert not {"score", "position", "normalize", "scale", "input_feeding"} & set(config)
     again = WordByWordAttention.from_config(config)
-    assert (again.memory_dim, again.attention_units, again.attention_size,
-            again.output_attention, again.state_size) == (3, 4, 2, True, [5, 3])  # fmt: skip
+    assert (
+        again.memory_dim,
+        again.attention_units,
+        again.attention_size,
+        again.output_attention,
+        again.state_size,
+    ) == (3, 4, 2, True, [5, 3])
     # Without h*_t there is no attention size to give, nor one in the config.
     cell = WordByWordAttention(keras.layers.GRUCell(5), memory_dim=3, output_attention=False)
     config = cell.get_config()
     assert config["attention_size"] is None
     assert WordByWordAttention.from_config(config).output_size == 5
-    with pytest.raises(ValueError, match="never computes with output_attention=False; got "
-                       "attention_size=2"):  # fmt: skip
+    with pytest.raises(
+        ValueError, match="never computes with output_attention=False; got attention_size=2"
+    ):
         WordByWordAttention(keras.layers.GRUCell(5), attention_size=2, output_attention=False)
     # Without the sizes: the paper's k (the cell's width) everywhere.
     cell = WordByWordAttention(keras.layers.GRUCell(5))
@@ -274,8 +297,9 @@ def test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients():
     x, memory, mask = _data(np.random.default_rng(11), "float32")
     layer = AttentionRNN(
         WordByWordAttention(keras.layers.GRUCell(UNITS), memory_dim=MEMORY_DIM),
-        return_sequences=True, zero_output_for_mask=True,
-    )  # fmt: skip
+        return_sequences=True,
+        zero_output_for_mask=True,
+    )
     check_nan_in_padding_never_reaches_outputs_or_gradients(layer, x, memory, mask)
 
 
@@ -285,11 +309,15 @@ def test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients():
 def test_output_spec_is_exact(policy, return_sequences, return_state):
     x, memory, mask = _data(np.random.default_rng(12), "float32")
     cell = WordByWordAttention(
-        keras.layers.LSTMCell(UNITS, dtype=policy), memory_dim=MEMORY_DIM,
-        return_attention_scores=True, attention_size=6, dtype=policy,
-    )  # fmt: skip
-    layer = AttentionRNN(cell, return_sequences=return_sequences, return_state=return_state,
-                         dtype=policy)  # fmt: skip
+        keras.layers.LSTMCell(UNITS, dtype=policy),
+        memory_dim=MEMORY_DIM,
+        return_attention_scores=True,
+        attention_size=6,
+        dtype=policy,
+    )
+    layer = AttentionRNN(
+        cell, return_sequences=return_sequences, return_state=return_state, dtype=policy
+    )
     head = (BATCH, STEPS) if return_sequences else (BATCH,)
     widths = [6, LENGTH] + ([UNITS, UNITS, MEMORY_DIM] if return_state else [])
     shapes = [head + (widths[0],), head + (widths[1],)] + [(BATCH, w) for w in widths[2:]]
@@ -306,9 +334,15 @@ def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(
     ours = _layer()
     ours(x, memory=memory, memory_mask=mask)
     _randomize(ours, rng)
-    luong = AttentionRNN(AttentionWrapper(keras.layers.SimpleRNNCell(UNITS), score="additive",
-                                          attention_units=MEMORY_DIM, input_feeding=False),
-                         return_sequences=True)  # fmt: skip
+    luong = AttentionRNN(
+        AttentionWrapper(
+            keras.layers.SimpleRNNCell(UNITS),
+            score="additive",
+            attention_units=MEMORY_DIM,
+            input_feeding=False,
+        ),
+        return_sequences=True,
+    )
     luong(x, memory=memory, memory_mask=mask)
     wrapper, other = ours.cell, luong.cell
     query = keras.ops.convert_to_numpy(wrapper.query_kernel)
@@ -322,5 +356,6 @@ def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(ours(x, memory=memory, memory_mask=mask)),
         keras.ops.convert_to_numpy(luong(x, memory=memory, memory_mask=mask)),
-        atol=1e-12, rtol=0,
-    )  # fmt: skip
+        atol=1e-12,
+        rtol=0,
+    )

@@ -3,9 +3,9 @@
 import keras
 import numpy as np
 import pytest
-from tests.support import keras_lstm
-from tests.layer_test_case import EmptyInputTests, LayerTestCase, SizesTests
 
+from tests.layer_test_case import EmptyInputTests, LayerTestCase, SizesTests
+from tests.support import keras_lstm
 from tf_memlayers import KeyValuePredictSplit
 
 
@@ -50,9 +50,7 @@ class KeyValuePredictSplitTest(EmptyInputTests, SizesTests, LayerTestCase):
     output_spec = {
         "split_attention": (lambda dtype: KeyValuePredictSplit(dtype=dtype), (2, 5, 4), {}),
         "split_key_value_predict": (
-            lambda dtype: KeyValuePredictSplit(
-                "key_value_predict", sizes=(3, 2, 1), dtype=dtype
-            ),
+            lambda dtype: KeyValuePredictSplit("key_value_predict", sizes=(3, 2, 1), dtype=dtype),
             (2, 5, 6),
             {},
         ),
@@ -95,9 +93,14 @@ def test_mask_propagates_and_config_round_trips():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match=r"`mode` must be one of 'attention', 'key_value', 'key_value_predict'; got 'kv'"):
+    with pytest.raises(
+        ValueError,
+        match=r"`mode` must be one of 'attention', 'key_value', 'key_value_predict'; got 'kv'",
+    ):
         KeyValuePredictSplit("kv")
-    with pytest.raises(ValueError, match=r"width 10 does not divide into 3 equal pieces.*pass explicit `sizes=`"):
+    with pytest.raises(
+        ValueError, match=r"width 10 does not divide into 3 equal pieces.*pass explicit `sizes=`"
+    ):
         KeyValuePredictSplit("key_value_predict")(np.zeros((1, 10), "float32"))
     with pytest.raises(ValueError, match=r"sum to 9, but the input width is 10"):
         KeyValuePredictSplit("key_value_predict", sizes=(3, 3, 3))(np.zeros((1, 10), "float32"))

@@ -18,12 +18,31 @@ from tf_memlayers.layers.window_attention.mechanism import WindowAttentionMechan
 class Mechanism(WindowAttentionMechanism, keras.layers.Layer):
     """The mixin on a bare layer: the constructor arguments and the weights, nothing else."""
 
-    def __init__(self, window, mode="attention", sizes=None, attention_units=None, units=None,
-                 pad="mask", use_bias=False, kernel_initializer="glorot_uniform",
-                 bias_initializer="zeros", **kwargs):  # fmt: skip
+    def __init__(
+        self,
+        window,
+        mode="attention",
+        sizes=None,
+        attention_units=None,
+        units=None,
+        pad="mask",
+        use_bias=False,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
-        self._init_attention(window, mode, sizes, attention_units, units, pad, use_bias,
-                             kernel_initializer, bias_initializer)  # fmt: skip
+        self._init_attention(
+            window,
+            mode,
+            sizes,
+            attention_units,
+            units,
+            pad,
+            use_bias,
+            kernel_initializer,
+            bias_initializer,
+        )
 
     def build(self, input_shape):
         self._build_attention(input_shape[-1])
@@ -53,8 +72,9 @@ def _softmax(scores, valid=None):
 
 def test_window_softmax_is_the_softmax_without_valid():
     scores = np.random.default_rng(0).normal(scale=3.0, size=(2, 3, 5))
-    np.testing.assert_allclose(_numpy(window_softmax(ops.convert_to_tensor(scores))),
-                               _softmax(scores), rtol=0, atol=1e-15)  # fmt: skip
+    np.testing.assert_allclose(
+        _numpy(window_softmax(ops.convert_to_tensor(scores))), _softmax(scores), rtol=0, atol=1e-15
+    )
 
 
 @pytest.mark.parametrize("valid_dtype", ["bool", "float64", "int32"])
@@ -77,12 +97,20 @@ def test_window_softmax_normalises_over_the_valid_positions_whatever_the_others_
     valid = np.array([[1, 1, 0, 0], [1, 1, 1, 0]])
     weights = _numpy(window_softmax(ops.convert_to_tensor(scores), valid))
     first = 1.0 / (1.0 + np.exp(-1.0))
-    np.testing.assert_allclose(weights, [[first, 1 - first, 0, 0], [first, 1 - first, 0, 0]],
-                               rtol=0, atol=1e-15)  # fmt: skip
+    np.testing.assert_allclose(
+        weights, [[first, 1 - first, 0, 0], [first, 1 - first, 0, 0]], rtol=0, atol=1e-15
+    )
 
 
-@pytest.mark.parametrize("dtype, expected", [("float16", "float32"), ("bfloat16", "float32"),
-                                             ("float32", "float32"), ("float64", "float64")])
+@pytest.mark.parametrize(
+    "dtype, expected",
+    [
+        ("float16", "float32"),
+        ("bfloat16", "float32"),
+        ("float32", "float32"),
+        ("float64", "float64"),
+    ],
+)
 def test_window_softmax_runs_in_at_least_float32(dtype, expected):
     scores = np.random.default_rng(2).normal(scale=4.0, size=(3, 7))
     valid = np.arange(7) >= np.array([[0], [3], [6]])
@@ -91,8 +119,12 @@ def test_window_softmax_runs_in_at_least_float32(dtype, expected):
         weights = window_softmax(tensor, given)
         assert keras.backend.standardize_dtype(weights.dtype) == expected
         rounded = _numpy(ops.cast(tensor, "float64"))  # the scores as the dtype holds them
-        np.testing.assert_allclose(_numpy(weights), _softmax(rounded, given), rtol=0,
-                                   atol=1e-6 if expected == "float32" else 1e-15)
+        np.testing.assert_allclose(
+            _numpy(weights),
+            _softmax(rounded, given),
+            rtol=0,
+            atol=1e-6 if expected == "float32" else 1e-15,
+        )
 
 
 @pytest.mark.parametrize("shape", [(2, 0, 4), (0, 3), (2, 3, 0)])
@@ -144,7 +176,11 @@ def test_without_bias_there_are_no_bias_weights():
     layer = Mechanism(2, "key_value")
     layer.build((None, None, 6))
     assert sorted(w.name for w in layer.weights) == [
-        "context_kernel", "memory_kernel", "predict_kernel", "query_kernel", "score_vector"
+        "context_kernel",
+        "memory_kernel",
+        "predict_kernel",
+        "query_kernel",
+        "score_vector",
     ]
 
 
@@ -202,12 +238,14 @@ def test_one_window_per_row_follows_eqs_2_to_4(float64_policy, pad, use_bias):
     projected_keys, query = rng.normal(size=(3, 4, 5)), rng.normal(size=(3, 5))
     values = rng.normal(size=(3, 4, 2))
     valid = np.array([[0, 0, 1, 1], [0, 0, 0, 0], [1, 1, 1, 1]], "float64")
-    context, alpha = layer._attend(*(ops.convert_to_tensor(t) for t in
-                                     (projected_keys, query, values, valid)))  # fmt: skip
+    context, alpha = layer._attend(
+        *(ops.convert_to_tensor(t) for t in (projected_keys, query, values, valid))
+    )
     expected = _alpha(w, projected_keys, query, valid, pad, use_bias)
     np.testing.assert_allclose(_numpy(alpha), expected, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(_numpy(context), np.einsum("bl,bld->bd", expected, values),
-                               rtol=0, atol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(
+        _numpy(context), np.einsum("bl,bld->bd", expected, values), rtol=0, atol=1e-12
+    )
     if pad == "mask":  # nothing to attend in row 1: r_t = 0
         assert not _numpy(context)[1].any()
 
@@ -224,17 +262,22 @@ def test_a_whole_stream_reads_each_steps_window(float64_policy, pad):
     query = rng.normal(size=(batch, steps, 4))
     carried, step_values = rng.normal(size=(batch, window, 2)), rng.normal(size=(batch, steps, 2))
     valid_stream = np.concatenate([[[0, 1, 1], [0, 0, 0]], np.ones((batch, steps))], axis=1)
-    context, alpha = layer._attend_stream(*(ops.convert_to_tensor(t) for t in (
-        key_stream, query, carried, step_values, valid_stream)))  # fmt: skip
+    context, alpha = layer._attend_stream(
+        *(ops.convert_to_tensor(t) for t in (key_stream, query, carried, step_values, valid_stream))
+    )
     value_stream = np.concatenate([carried, step_values], axis=1)
     for r in range(steps):
         positions = slice(r, r + window)
-        expected = _alpha(w, key_stream[:, positions], query[:, r], valid_stream[:, positions],
-                          pad, True)  # fmt: skip
+        expected = _alpha(
+            w, key_stream[:, positions], query[:, r], valid_stream[:, positions], pad, True
+        )
         np.testing.assert_allclose(_numpy(alpha)[:, r], expected, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(_numpy(context)[:, r],
-                                   np.einsum("bl,bld->bd", expected, value_stream[:, positions]),
-                                   rtol=0, atol=1e-12)  # fmt: skip
+        np.testing.assert_allclose(
+            _numpy(context)[:, r],
+            np.einsum("bl,bld->bd", expected, value_stream[:, positions]),
+            rtol=0,
+            atol=1e-12,
+        )
     if pad == "mask":  # the first step of row 1 has nothing valid in its window
         assert not _numpy(alpha)[1, 0].any()
 
@@ -247,8 +290,9 @@ def test_the_output_follows_eq_5(float64_policy, use_bias):
     w = _weights(layer, rng)
     context, predict = rng.normal(size=(2, 3, 5)), rng.normal(size=(2, 3, 4))
     got = layer._combine(ops.convert_to_tensor(context), ops.convert_to_tensor(predict))
-    expected = np.tanh(context + predict @ w["predict_kernel"]
-                       + (w["output_bias"] if use_bias else 0.0))  # fmt: skip
+    expected = np.tanh(
+        context + predict @ w["predict_kernel"] + (w["output_bias"] if use_bias else 0.0)
+    )
     np.testing.assert_allclose(_numpy(got), expected, rtol=0, atol=1e-12)
 
 
@@ -260,13 +304,30 @@ def test_the_values_are_projected_first_when_that_does_not_widen_them(units, pro
 
 
 def test_the_config_round_trips_every_argument():
-    layer = Mechanism(5, "key_value_predict", [3, 2, 1], attention_units=4, units=6, pad="zeros",
-                      use_bias=True, kernel_initializer="orthogonal", bias_initializer="ones")
+    layer = Mechanism(
+        5,
+        "key_value_predict",
+        [3, 2, 1],
+        attention_units=4,
+        units=6,
+        pad="zeros",
+        use_bias=True,
+        kernel_initializer="orthogonal",
+        bias_initializer="ones",
+    )
     config = layer.get_config()
-    assert {key: config[key] for key in ("window", "mode", "sizes", "attention_units", "units",
-                                         "pad", "use_bias")} == dict(
-        window=5, mode="key_value_predict", sizes=[3, 2, 1], attention_units=4, units=6,
-        pad="zeros", use_bias=True)  # fmt: skip
+    assert {
+        key: config[key]
+        for key in ("window", "mode", "sizes", "attention_units", "units", "pad", "use_bias")
+    } == dict(
+        window=5,
+        mode="key_value_predict",
+        sizes=[3, 2, 1],
+        attention_units=4,
+        units=6,
+        pad="zeros",
+        use_bias=True,
+    )
     clone = Mechanism.from_config(config)
     assert clone.get_config() == config and clone.sizes == (3, 2, 1)
     assert isinstance(clone.kernel_initializer, keras.initializers.Orthogonal)
@@ -292,6 +353,9 @@ def test_bad_arguments_are_refused_naming_the_class(kwargs, error, fragment):
 
 
 def test_widths_that_do_not_split_are_refused_when_building():
-    with pytest.raises(ValueError, match=r"^Mechanism: the input width 7 does not divide into "
-                                         r"2 equal pieces \(key, value\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"^Mechanism: the input width 7 does not divide into "
+        r"2 equal pieces \(key, value\)",
+    ):
         Mechanism(2, "key_value").build((None, None, 7))

@@ -5,27 +5,33 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.support import BACKEND, all_pairs, gradients, keras_lstm
 from tests.layer_test_case import (
     CELL_SPEC,
+    RNN_MASKING,
     CarriedMemoryTests,
     CellTests,
     EmptyInputTests,
     LayerTestCase,
-    RNN_MASKING,
     ResetCellTests,
     ResetSequenceTests,
     SizesTests,
     rnn_case,
     user_rnn,
 )
+from tests.layers.window_attention.test_sliding_window_attention import (
+    PassThroughCell,
+    holes_and_right_padding,
+    loss_and_grads,
+)
+from tests.support import BACKEND, all_pairs, gradients, keras_lstm
+from tests.window_reference import ngram_reference
 from tf_memlayers import NGramConcat, NGramConcatCell
 from tf_memlayers.models._compiling import compile_and_build_optimizer
-from tests.layers.window_attention.test_sliding_window_attention import PassThroughCell, holes_and_right_padding, loss_and_grads
-from tests.window_reference import ngram_reference
 
 
-class NGramConcatTest(EmptyInputTests, ResetSequenceTests, CarriedMemoryTests, SizesTests, LayerTestCase):
+class NGramConcatTest(
+    EmptyInputTests, ResetSequenceTests, CarriedMemoryTests, SizesTests, LayerTestCase
+):
     """The shared suites of `NGramConcat` (tests/layer_test_case.py)."""
 
     layer_cls = NGramConcat
@@ -124,10 +130,14 @@ def set_random(layer, names=("ngram_kernel", "ngram_bias")):
 
 
 # Each (n, sizes) with and without a bias, the backend one more factor (`all_pairs`).
-@pytest.mark.parametrize("case, use_bias", all_pairs(
-    [(2, None), (3, None), (4, None), (4, (5, 4, 3)), (5, (3, 3, 3, 3))], [False, True],
-    split_by_backend=True,
-))  # fmt: skip
+@pytest.mark.parametrize(
+    "case, use_bias",
+    all_pairs(
+        [(2, None), (3, None), (4, None), (4, (5, 4, 3)), (5, (3, 3, 3, 3))],
+        [False, True],
+        split_by_backend=True,
+    ),
+)
 def test_parallel_and_cell_match_numpy_reference_float64(float64_policy, case, use_bias):
     n, sizes = case
     x = RNG.normal(size=(2, 9, 12))
@@ -163,7 +173,11 @@ def test_piece_i_comes_from_output_at_t_minus_i_plus_1(float64_policy):
     layer.ngram_kernel.assign(np.eye(3))
     got = np.arctanh(np.asarray(layer(x))[0])
     for t in range(6):
-        expected = [x[0, t, 0], x[0, t - 1, 1] if t >= 1 else 0.0, x[0, t - 2, 2] if t >= 2 else 0.0]
+        expected = [
+            x[0, t, 0],
+            x[0, t - 1, 1] if t >= 1 else 0.0,
+            x[0, t - 2, 2] if t >= 2 else 0.0,
+        ]
         np.testing.assert_allclose(got[t], expected, atol=1e-12)
 
 
@@ -184,9 +198,12 @@ def build_pair(n, sizes, units=6, width=12, features=5):
     return lstm, parallel, rnn
 
 
-@pytest.mark.parametrize("case, masked", all_pairs(
-    [(2, None), (3, (8, 4)), (4, None), (5, (3, 3, 3, 3))], [False, True], split_by_backend=True
-))  # fmt: skip
+@pytest.mark.parametrize(
+    "case, masked",
+    all_pairs(
+        [(2, None), (3, (8, 4)), (4, None), (5, (3, 3, 3, 3))], [False, True], split_by_backend=True
+    ),
+)
 def test_cell_and_parallel_agree_on_gradients(float64_policy, case, masked):
     n, sizes = case
     lstm, parallel, rnn = build_pair(n, sizes)
@@ -249,7 +266,9 @@ def test_stateful_segments_equal_one_run_and_reset_clears(float64_policy):
     stateful.reset_state()
     np.testing.assert_allclose(np.asarray(stateful(x[:, :20])), first, atol=1e-12)
 
-    cell_rnn = keras.layers.RNN(NGramConcatCell(PassThroughCell(12), 4, 5), return_sequences=True, stateful=True)
+    cell_rnn = keras.layers.RNN(
+        NGramConcatCell(PassThroughCell(12), 4, 5), return_sequences=True, stateful=True
+    )
     cell_rnn.build((3, 20, 12))
     cell_rnn.cell.ngram_kernel.assign(whole.ngram_kernel)
     got = np.concatenate([np.asarray(cell_rnn(x[:, :20])), np.asarray(cell_rnn(x[:, 20:]))], 1)
@@ -264,9 +283,7 @@ def test_explicit_memory_equals_cell_state(float64_policy):
     layer.build(x.shape)
     _, memory = layer(x)
     _, histories = ngram_reference(x, np.asarray(layer.ngram_kernel), 5, (3, 3, 3, 3))
-    np.testing.assert_allclose(
-        np.asarray(memory), np.stack([np.concatenate(h) for h in histories])
-    )
+    np.testing.assert_allclose(np.asarray(memory), np.stack([np.concatenate(h) for h in histories]))
 
 
 def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy):
@@ -282,9 +299,7 @@ def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy
     expected, _ = layer(x, mask=mask)
     first, memory = layer(x[:, :6], mask=mask[:, :6])
     second, _ = layer(x[:, 6:], mask=mask[:, 6:], initial_memory=memory)
-    np.testing.assert_allclose(
-        np.concatenate([first, second], 1), np.asarray(expected), atol=1e-12
-    )
+    np.testing.assert_allclose(np.concatenate([first, second], 1), np.asarray(expected), atol=1e-12)
     # The memory is exactly the cell form's state after the same 6 steps.
     cell = NGramConcatCell(PassThroughCell(12), 4, 5, sizes=(5, 4, 3), use_bias=True)
     rnn = keras.layers.RNN(cell, return_state=True)
@@ -307,15 +322,26 @@ def test_no_gradient_flows_into_carried_memory(float64_policy):
     # ... although the first outputs do read it.
     out, _ = layer(x, initial_memory=memory)
     expected, _ = ngram_reference(
-        x, np.asarray(layer.ngram_kernel), 4, (4, 4, 4),
+        x,
+        np.asarray(layer.ngram_kernel),
+        4,
+        (4, 4, 4),
         memory=[np.split(np.asarray(memory)[0], 2)],
     )
     np.testing.assert_allclose(np.asarray(out), expected, atol=1e-12)
 
 
 def test_config_round_trip_and_keras_file(tmp_path):
-    layer = NGramConcat(5, 9, sizes=(3, 3, 3, 3), use_bias=True, return_memory=True,
-                        stateful=True, kernel_initializer="orthogonal", name="ng")
+    layer = NGramConcat(
+        5,
+        9,
+        sizes=(3, 3, 3, 3),
+        use_bias=True,
+        return_memory=True,
+        stateful=True,
+        kernel_initializer="orthogonal",
+        name="ng",
+    )
     assert NGramConcat.from_config(layer.get_config()).get_config() == layer.get_config()
     cell = NGramConcatCell(keras.layers.LSTMCell(8), 3, 4, sizes=(5, 3), use_bias=True)
     assert NGramConcatCell.from_config(cell.get_config()).get_config() == cell.get_config()
@@ -323,7 +349,9 @@ def test_config_round_trip_and_keras_file(tmp_path):
     inputs = keras.Input((None, 3))
     h = keras.layers.GRU(8, return_sequences=True)(inputs)
     a = NGramConcat(3, 4)(h)
-    b = keras.layers.RNN(NGramConcatCell(keras.layers.GRUCell(8), 3, 4), return_sequences=True)(inputs)
+    b = keras.layers.RNN(NGramConcatCell(keras.layers.GRUCell(8), 3, 4), return_sequences=True)(
+        inputs
+    )
     model = keras.Model(inputs, [a, b])
     x = RNG.normal(size=(2, 6, 3)).astype("float32")
     before = model(x)
@@ -348,7 +376,9 @@ def test_jit_fit_matches_eager_and_trains():
     model = small_language_model()
     eager = model.predict(data[:, :-1], verbose=0)
     compile_and_build_optimizer(
-        model, "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        model,
+        "adam",
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=True,
     )
     np.testing.assert_allclose(model.predict(data[:, :-1], verbose=0), eager, atol=1e-5)

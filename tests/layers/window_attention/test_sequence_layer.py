@@ -65,8 +65,9 @@ def test_a_stateful_layer_carries_its_memory_until_reset():
     first, _ = layer(x[:, :4])
     second, memory = layer(x[:, 4:])
     whole = np.cumsum(x, axis=1)
-    np.testing.assert_allclose(_numpy(ops.concatenate([first, second], axis=1)), whole,
-                               rtol=1e-5, atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        _numpy(ops.concatenate([first, second], axis=1)), whole, rtol=1e-5, atol=1e-6
+    )
     np.testing.assert_allclose(_numpy(layer.memory), whole[:, -1], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(_numpy(memory), whole[:, -1], rtol=1e-5, atol=1e-6)
     for reset in (layer.reset_state, layer.reset_states):
@@ -81,8 +82,7 @@ def test_an_initial_memory_comes_first_and_then_is_carried():
     x, start = _inputs(), np.full((2, WIDTH), 10.0, "float32")
     layer(x)  # something stored, which the initial memory overrides
     outputs, _ = layer(x, initial_memory=start)
-    np.testing.assert_allclose(_numpy(outputs), start[:, None] + np.cumsum(x, axis=1),
-                               rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(_numpy(outputs), start[:, None] + np.cumsum(x, axis=1), rtol=1e-6)
     np.testing.assert_allclose(_numpy(layer.memory), start + x.sum(axis=1), rtol=1e-6)
     assert not layer.starts_from_zeros(start)
 
@@ -140,8 +140,12 @@ def test_masked_steps_read_as_zeros_even_when_not_finite():
     [
         ((2, WIDTH), False, r"`inputs` must have rank 3, got shape \(2, 3\) \(rank 2\)"),
         ((2, 4, None), False, r"the last dimension of `inputs` must be known"),
-        ((None, 4, WIDTH), True, r"`stateful=True` needs a fixed batch size; got inputs of "
-                                 r"shape \(None, 4, 3\)\. Pass `batch_size=` to `keras.Input`"),
+        (
+            (None, 4, WIDTH),
+            True,
+            r"`stateful=True` needs a fixed batch size; got inputs of "
+            r"shape \(None, 4, 3\)\. Pass `batch_size=` to `keras.Input`",
+        ),
     ],
 )
 def test_build_refuses_shapes_it_cannot_serve(shape, stateful, fragment):
@@ -150,17 +154,26 @@ def test_build_refuses_shapes_it_cannot_serve(shape, stateful, fragment):
 
 
 CALL_ERRORS = [
-    (dict(inputs=np.zeros((2, 4, 5))), r"`inputs` must have width 3 \(the width the layer was "
-                                       r"built for\); got shape \(2, 4, 5\)"),
+    (
+        dict(inputs=np.zeros((2, 4, 5))),
+        r"`inputs` must have width 3 \(the width the layer was "
+        r"built for\); got shape \(2, 4, 5\)",
+    ),
     (dict(inputs=np.zeros((2, 4))), r"`inputs` must have rank 3"),
     (dict(mask=np.ones((2, 5), bool)), r"`mask` must have shape \(batch, time\) = \(2, 4\)"),
     (dict(initial_memory=np.zeros((2, 1, WIDTH))), r"`initial_memory` must have rank 2"),
-    (dict(initial_memory=np.zeros((2, 4))), r"`initial_memory` must have width 3 \(the layer's "
-                                            r"memory_size\); got shape \(2, 4\)"),
-    (dict(initial_memory=np.zeros((3, WIDTH))), r"`initial_memory` of shape \(3, 3\) has batch "
-                                                r"size 3, but `inputs` of shape \(2, 4, 3\)"),
+    (
+        dict(initial_memory=np.zeros((2, 4))),
+        r"`initial_memory` must have width 3 \(the layer's "
+        r"memory_size\); got shape \(2, 4\)",
+    ),
+    (
+        dict(initial_memory=np.zeros((3, WIDTH))),
+        r"`initial_memory` of shape \(3, 3\) has batch "
+        r"size 3, but `inputs` of shape \(2, 4, 3\)",
+    ),
     (dict(reset=np.ones((2, 4), "int32")), r"`reset` must be a bool tensor"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("arguments, fragment", CALL_ERRORS)
@@ -175,29 +188,38 @@ def test_call_inputs_are_checked_naming_the_argument(arguments, fragment):
 def test_the_checks_pass_what_fits_and_return_the_inputs_shape():
     layer = RunningSum()
     # Before the build, an initial memory is checked against memory_size_for(input width).
-    assert layer.check_call_inputs(np.zeros((2, 4, WIDTH)), np.ones((2, 4)),
-                                   np.zeros((2, WIDTH)), np.ones((2, 4), bool)) == (2, 4, WIDTH)
+    assert layer.check_call_inputs(
+        np.zeros((2, 4, WIDTH)), np.ones((2, 4)), np.zeros((2, WIDTH)), np.ones((2, 4), bool)
+    ) == (2, 4, WIDTH)
     assert layer.memory_size_for(WIDTH) == layer.memory_size == WIDTH
     layer.build((None, None, WIDTH))
     # Dimensions not known yet are not compared.
-    assert layer.check_call_inputs(keras.KerasTensor((None, None, WIDTH)),
-                                   keras.KerasTensor((None, None), "bool"),
-                                   keras.KerasTensor((None, WIDTH))) == (None, None, WIDTH)
+    assert layer.check_call_inputs(
+        keras.KerasTensor((None, None, WIDTH)),
+        keras.KerasTensor((None, None), "bool"),
+        keras.KerasTensor((None, WIDTH)),
+    ) == (None, None, WIDTH)
 
 
 def test_a_stateful_layer_refuses_another_batch_size():
     layer = RunningSum(stateful=True)
     layer.build((2, None, WIDTH))
-    with pytest.raises(ValueError, match=r"^RunningSum: the stateful layer keeps the memory of 2 "
-                                         r"streams \(memory of shape \(2, 3\)\), but `inputs` of "
-                                         r"shape \(3, 4, 3\) has batch size 3"):
+    with pytest.raises(
+        ValueError,
+        match=r"^RunningSum: the stateful layer keeps the memory of 2 "
+        r"streams \(memory of shape \(2, 3\)\), but `inputs` of "
+        r"shape \(3, 4, 3\) has batch size 3",
+    ):
         layer.check_call_inputs(np.zeros((3, 4, WIDTH)))
 
 
 def test_an_initial_memory_of_another_width_is_refused_when_read():
     layer = RunningSum()
-    with pytest.raises(ValueError, match=r"^RunningSum: `initial_memory` must have width 3 "
-                                         r"\(the layer's memory_size\), got shape \(2, 5\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"^RunningSum: `initial_memory` must have width 3 "
+        r"\(the layer's memory_size\), got shape \(2, 5\)",
+    ):
         layer.incoming_memory(ops.zeros((2, 4, WIDTH)), np.zeros((2, 5), "float32"))
 
 
@@ -210,11 +232,15 @@ def test_documents_come_with_a_reset_only():
     assert isinstance(documents, windows.Documents)
     # Window position j of step t (the step t - 2 + j) is in step t's document when no reset
     # lies after it up to t; the steps before the sequence belong to its first document.
-    expected = np.array([
-        [[not reset[row, max(t - 2 + j, -1) + 1 : t + 1].any() for j in range(2)]
-         for t in range(3)]
-        for row in range(2)
-    ])  # fmt: skip
+    expected = np.array(
+        [
+            [
+                [not reset[row, max(t - 2 + j, -1) + 1 : t + 1].any() for j in range(2)]
+                for t in range(3)
+            ]
+            for row in range(2)
+        ]
+    )
     np.testing.assert_array_equal(_numpy(documents.same), expected)
 
 

@@ -5,28 +5,35 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.support import (
-    BACKEND, PassThroughCell, all_pairs, compiled, gradients, json_report_of_script, keras_lstm,
-    masked_rnn, tensorflow_only,
-)
 from tests.layer_test_case import (
     CELL_SPEC,
+    RNN_MASKING,
     CarriedMemoryTests,
     CellTests,
     EmptyInputTests,
     LayerTestCase,
-    RNN_MASKING,
     ResetCellTests,
     ResetSequenceTests,
     SizesTests,
     rnn_case,
     user_rnn,
 )
+from tests.support import (
+    BACKEND,
+    PassThroughCell,
+    all_pairs,
+    compiled,
+    gradients,
+    json_report_of_script,
+    keras_lstm,
+    masked_rnn,
+    tensorflow_only,
+)
+from tests.window_reference import window_attention_reference
 from tf_memlayers import ResettableRNN, SlidingWindowAttention, SlidingWindowAttentionCell
 from tf_memlayers.layers import resettable_rnn
 from tf_memlayers.layers.window_attention.key_value_predict_split import key_value_predict_sizes
 from tf_memlayers.models._compiling import compile_and_build_optimizer
-from tests.window_reference import window_attention_reference
 
 
 class SlidingWindowAttentionTest(
@@ -223,8 +230,14 @@ def test_parallel_form_matches_numpy_reference_float64(
     (mode, sizes), (attention_units, units) = config, widths
     x = attention_inputs()
     layer = SlidingWindowAttention(
-        window, mode=mode, sizes=sizes, attention_units=attention_units, units=units, pad=pad,
-        use_bias=use_bias, return_attention_scores=True,
+        window,
+        mode=mode,
+        sizes=sizes,
+        attention_units=attention_units,
+        units=units,
+        pad=pad,
+        use_bias=use_bias,
+        return_attention_scores=True,
     )
     layer.build(x.shape)
     assert_attention_and_output_widths(layer, attention_units, units)
@@ -246,8 +259,14 @@ def test_cell_form_matches_numpy_reference_float64(float64_policy, config, windo
     x = attention_inputs(steps=11)
     # An identity-like base cell: the cell's output h_t is its input x_t.
     cell = SlidingWindowAttentionCell(
-        PassThroughCell(12), window, mode=mode, sizes=sizes, attention_units=attention_units,
-        units=units, pad=pad, use_bias=True,
+        PassThroughCell(12),
+        window,
+        mode=mode,
+        sizes=sizes,
+        attention_units=attention_units,
+        units=units,
+        pad=pad,
+        use_bias=True,
     )
     rnn = keras.layers.RNN(cell, return_sequences=True)
     rnn.build(x.shape)
@@ -292,6 +311,7 @@ def build_pair(mode, sizes, window, pad, use_bias, units=12, features=5):
 
 def loss_and_grads(forward, x, variables, projection):
     """``forward(x)`` and the gradients of ``sum(forward(x) * projection)`` wrt x, variables."""
+
     def loss_and_outputs(v):
         outputs = forward(v)
         return ops.sum(outputs * projection), outputs
@@ -365,9 +385,9 @@ def with_loop_cache_recorded(cell):
 
 
 @pytest.mark.parametrize("mode,sizes", [("attention", None), ("key_value_predict", (6, 4, 2))])
-def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(float64_policy,
-                                                                       monkeypatch, mode,
-                                                                       sizes):  # fmt: skip
+def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(
+    float64_policy, monkeypatch, mode, sizes
+):
     # `ResettableRNN` carries the projected window keys beside the states and passes them to
     # the cell; without a cache (here: the loop finding none) each step projects the window
     # itself. Masked steps (holes, right padding) and a reset inside each row.
@@ -415,8 +435,11 @@ def test_a_cache_that_loop_cache_did_not_make_is_refused():
     assert [tuple(item.shape) for item in good] == [(2, 15)]
     cell(x, states, cache=good)
     for bad in ([], [np.zeros((2, 14), "float32")], good + good, np.zeros((2, 3, 5), "float32")):
-        with pytest.raises(ValueError, match=r"`cache` must be what `loop_cache` returns, a "
-                           r"list of one tensor \[batch, 15\] \(window 3 × attention width 5\)"):
+        with pytest.raises(
+            ValueError,
+            match=r"`cache` must be what `loop_cache` returns, a "
+            r"list of one tensor \[batch, 15\] \(window 3 × attention width 5\)",
+        ):
             cell(x, states, cache=bad)
 
 
@@ -427,8 +450,11 @@ def test_stateful_loop_derives_its_cache_afresh_after_the_weights_change(float64
     _, _, rnn = build_pair("key_value", None, 4, "mask", False)
     outputs = {}
     for loop in (keras.layers.RNN, ResettableRNN):
-        stateful = loop(SlidingWindowAttentionCell.from_config(rnn.cell.get_config()),
-                        return_sequences=True, stateful=True)  # fmt: skip
+        stateful = loop(
+            SlidingWindowAttentionCell.from_config(rnn.cell.get_config()),
+            return_sequences=True,
+            stateful=True,
+        )
         stateful.build((2, 6, 5))
         for a, b in zip(rnn.weights, stateful.cell.weights):
             b.assign(a)
@@ -487,7 +513,13 @@ def test_masked_steps_are_never_written_nor_attended(float64_policy):
     cell = SlidingWindowAttentionCell(PassThroughCell(12), 3, mode="key_value")
     rnn = keras.layers.RNN(cell, return_sequences=True, zero_output_for_mask=True)
     rnn.build(x.shape)
-    for name in ["memory_kernel", "query_kernel", "score_vector", "context_kernel", "predict_kernel"]:
+    for name in [
+        "memory_kernel",
+        "query_kernel",
+        "score_vector",
+        "context_kernel",
+        "predict_kernel",
+    ]:
         getattr(cell, name).assign(weights[name])
     outputs = compiled(lambda x, mask: rnn(x, mask=mask))(x, ops.convert_to_tensor(mask))
     np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-10)
@@ -570,7 +602,8 @@ def test_no_gradient_flows_into_carried_memory(float64_policy):
 
 
 @pytest.mark.parametrize(
-    "mode, units", [("attention", None), ("key_value", 9)]  # values projected before / after
+    "mode, units",
+    [("attention", None), ("key_value", 9)],  # values projected before / after
 )
 def test_a_fresh_memory_equals_explicit_zeros_forward_and_gradients(float64_policy, mode, units):
     # Without initial_memory the carried part is not projected (zeros project to zeros).
@@ -579,10 +612,13 @@ def test_a_fresh_memory_equals_explicit_zeros_forward_and_gradients(float64_poli
     zeros = np.zeros((2, layer_memory_size(layer, x)))
     random_weights(layer)
     results = [
-        gradients(lambda h: ops.sum(layer(h, **call) * np.cos(np.arange(7))[:, None]),
-                  layer.trainable_weights, [x])
+        gradients(
+            lambda h, call=call: ops.sum(layer(h, **call) * np.cos(np.arange(7))[:, None]),
+            layer.trainable_weights,
+            [x],
+        )
         for call in ({}, {"initial_memory": zeros})
-    ]  # fmt: skip
+    ]
     (fresh_loss, fresh_weights, fresh_inputs), (loss, weight_grads, input_grads) = results
     np.testing.assert_allclose(fresh_loss, loss, atol=1e-12)
     for got, expected in zip(fresh_weights + fresh_inputs, weight_grads + input_grads):
@@ -615,8 +651,14 @@ def test_get_config_round_trips_every_argument():
     clone = SlidingWindowAttention.from_config(config)
     assert clone.get_config() == config
     cell = SlidingWindowAttentionCell(
-        keras.layers.GRUCell(10), 4, mode="key_value", sizes=(6, 4), attention_units=3,
-        units=5, pad="zeros", use_bias=True,
+        keras.layers.GRUCell(10),
+        4,
+        mode="key_value",
+        sizes=(6, 4),
+        attention_units=3,
+        units=5,
+        pad="zeros",
+        use_bias=True,
     )
     cell_config = cell.get_config()
     clone = SlidingWindowAttentionCell.from_config(cell_config)
@@ -774,7 +816,9 @@ def test_stateful_layer_carries_memory_inside_jit_fit():
     window = SlidingWindowAttention(3, mode="key_value", stateful=True)
     model = keras.Model(inputs, keras.layers.Dense(20)(window(h)))
     compile_and_build_optimizer(
-        model, "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        model,
+        "adam",
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=True,
     )
     data = RNG.integers(0, 20, (batch * 2, steps + 1))
@@ -805,8 +849,10 @@ print(json.dumps(float(np.abs(np.concatenate(steps, 1) - np.asarray(whole)).max(
 """
 
 
-@tensorflow_only("guards against a TensorFlow CPU kernel that corrupted the heap; on every "
-                 "backend the stateful tests carry the memory across calls")
+@tensorflow_only(
+    "guards against a TensorFlow CPU kernel that corrupted the heap; on every "
+    "backend the stateful tests carry the memory across calls"
+)
 def test_one_step_calls_at_batch_eight_match_the_whole_sequence():
     """300 calls of one step each, carrying the memory, give the one call's outputs, in a
     process of their own: on TensorFlow's CPU kernels, a batched product over [8, 1, L, a]

@@ -38,8 +38,8 @@ class AssociativeRecurrentLayer(ResettableRNN):
     """Base of `AssociativeGRU` and `DualAssociativeGRU` (not used on its own).
 
     A `ResettableRNN`: a call with ``reset`` runs Keras's loop with a reset per step (see
-    `ResettableRNN`), since the fused loop has no resets (``fused_loop="auto"`` falls back to Keras's
-    loop for that call, ``fused_loop=True`` refuses it).
+    `ResettableRNN`), since the fused loop has no resets (``fused_loop="auto"`` falls back to
+    Keras's loop for that call, ``fused_loop=True`` refuses it).
 
     Subclasses set ``STATES``, a ``(name, width description)`` pair per state, and
     ``CELL_ARGUMENTS``, the cell's config keys that become the layer's, and implement
@@ -123,9 +123,9 @@ class AssociativeRecurrentLayer(ResettableRNN):
             self.checked_reset(reset, sequences)
         if initial_state is None:
             return
-        states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [
-            initial_state
-        ]
+        states = (
+            list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+        )
         sizes = self.cell.state_size
         if len(states) != len(sizes):
             described = ", ".join(
@@ -142,8 +142,9 @@ class AssociativeRecurrentLayer(ResettableRNN):
             check.check_width(name, state_shape, size, what, owner)
             check.check_same_batch(name, state_shape, "sequences", shape, owner)
 
-    def compute_output_spec(self, sequences, initial_state=None, mask=None, training=False,
-                            reset=None):  # fmt: skip
+    def compute_output_spec(
+        self, sequences, initial_state=None, mask=None, training=False, reset=None
+    ):
         self._check_call_arguments(sequences, initial_state, mask, reset)
         return super().compute_output_spec(
             sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
@@ -168,8 +169,7 @@ class AssociativeRecurrentLayer(ResettableRNN):
         final states)``."""
         raise NotImplementedError
 
-    def run_fused_loop(self, projected, initial_state, mask, kernels, training=False,
-                       **options):  # fmt: skip
+    def run_fused_loop(self, projected, initial_state, mask, kernels, training=False, **options):
         """`batch_major_associative_gru_loop` with this layer's direction and mask rule;
         returns ``(last output, outputs, [memory, output])``.
 

@@ -26,8 +26,8 @@ import contextlib
 import keras
 from keras import ops
 
-from tf_memlayers.initializers import for_one_weight
 from tf_memlayers import _validation as check
+from tf_memlayers.initializers import for_one_weight
 from tf_memlayers.layers.memory_cell_wrapper import step_output_spec
 from tf_memlayers.layers.resets import check_reset, zero_where
 from tf_memlayers.ops import holographic
@@ -46,7 +46,9 @@ def check_units_copies_seed(owner, units, num_copies, seed):
     Returns:
         Tuple ``(units, num_copies, seed)`` of ints.
     """
-    units = check.check_even("units", units, "a complex vector needs real and imaginary halves", owner)
+    units = check.check_even(
+        "units", units, "a complex vector needs real and imaginary halves", owner
+    )
     num_copies = check.check_int("num_copies", num_copies, 1, owner)
     seed = check.check_int("seed", seed, None, owner)
     return units, num_copies, seed
@@ -363,9 +365,7 @@ class AssociativeGRUCell(keras.layers.Layer):
             [ops.zeros((n,), dtype=input_kernel.dtype), self.gate_bias, self.candidate_bias],
             axis=0,
         )
-        recurrent_kernel = ops.concatenate(
-            [key[d:], gate[d : d + n], candidate[d : d + n]], axis=1
-        )
+        recurrent_kernel = ops.concatenate([key[d:], gate[d : d + n], candidate[d : d + n]], axis=1)
         return input_kernel, input_bias, recurrent_kernel, gate[d + n :], candidate[d + n :]
 
     def _projected_call(self, projected, states, kernels, reset=None):

@@ -21,9 +21,12 @@ Keras weight                original variable                                   
 import keras
 from keras import ops
 
-from tf_memlayers.initializers import for_one_weight
 from tf_memlayers import _validation as check
-from tf_memlayers.layers.associative_memory.am_gru import AM_GRU_CELL_ARGUMENTS, AssociativeRecurrentLayer
+from tf_memlayers.initializers import for_one_weight
+from tf_memlayers.layers.associative_memory.am_gru import (
+    AM_GRU_CELL_ARGUMENTS,
+    AssociativeRecurrentLayer,
+)
 from tf_memlayers.layers.associative_memory.am_gru_cell import (
     AssociativeGRUCell,
     check_units_copies_seed,
@@ -218,15 +221,11 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         rows before the step, and keeps their source memory (see `call`).
         """
         source = states[2]
-        memory, previous_output = zero_reset_rows(
-            type(self).__name__, inputs, states[:2], reset
-        )
+        memory, previous_output = zero_reset_rows(type(self).__name__, inputs, states[:2], reset)
         self._check_source(source)
         controller = ops.concatenate([inputs, previous_output], axis=1)
         key, source_memory = self._source_memory(controller, source)
-        step = self.premise_cell._controller_step(
-            controller, memory, key=key, source=source_memory
-        )
+        step = self.premise_cell._controller_step(controller, memory, key=key, source=source_memory)
         retrievals = {
             "written": step.delta,
             "read": step.retrieved,

@@ -305,4 +305,3 @@ class DualAssociativeEncoder(keras.layers.Layer):
         config.update({name: passes[name] for name in _CONFIG_ARGUMENTS})
         config["return_state"] = self.return_state
         return config
-

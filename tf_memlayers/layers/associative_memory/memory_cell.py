@@ -106,7 +106,9 @@ class AssociativeMemoryCell(keras.layers.Layer):
         sizes = flat_state_sizes(cell.state_size)
         if memory_state_index is None:
             memory_state_index = 1 if isinstance(cell, keras.layers.LSTMCell) else 0
-        self.memory_state_index = check.check_int("memory_state_index", memory_state_index, 0, owner)
+        self.memory_state_index = check.check_int(
+            "memory_state_index", memory_state_index, 0, owner
+        )
         if self.memory_state_index >= len(sizes):
             raise ValueError(
                 f"{owner}: `memory_state_index` must be < {len(sizes)} (the cell's number of "

@@ -20,7 +20,10 @@ _DUAL = {
     "DualGates/fully_connected/weights": "dual_gate_kernel",
     "DualCandidate/fully_connected/weights": "dual_candidate_kernel",
 }
-_TF08_SPELLING = {"fully_connected/weights": "Linear/Matrix", "fully_connected/biases": "Linear/Bias"}
+_TF08_SPELLING = {
+    "fully_connected/weights": "Linear/Matrix",
+    "fully_connected/biases": "Linear/Bias",
+}
 
 
 def _mapping(cell):

@@ -85,7 +85,9 @@ class AttentionPooling(keras.layers.Layer):
         features = check_last_dim("inputs", input_shape, owner="AttentionPooling")
         self.features = features
         self.kernel = self.add_weight(
-            name="kernel", shape=(features, self.attention_units), initializer=self.kernel_initializer
+            name="kernel",
+            shape=(features, self.attention_units),
+            initializer=self.kernel_initializer,
         )
         self.score = self.add_weight(
             name="score", shape=(self.attention_units,), initializer=self.score_initializer
@@ -95,7 +97,10 @@ class AttentionPooling(keras.layers.Layer):
         shape = check_rank("inputs", inputs.shape, 3, owner="AttentionPooling")
         if self.features is not None:
             check_width(
-                "inputs", shape, self.features, "the width the layer was built for",
+                "inputs",
+                shape,
+                self.features,
+                "the width the layer was built for",
                 owner="AttentionPooling",
             )
         if mask is not None:

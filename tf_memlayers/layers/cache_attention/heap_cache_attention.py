@@ -11,8 +11,8 @@ from tf_memlayers._validation import (
     check_rank,
     check_width,
 )
-from tf_memlayers.ops.precision import softmax_dtype
 from tf_memlayers.ops.heap import heap_write, topk_write
+from tf_memlayers.ops.precision import softmax_dtype
 
 POLICIES = ("heap", "topk")
 QUERIES = ("none", "additive", "dot")
@@ -245,9 +245,7 @@ class HeapCacheAttention(keras.layers.Layer):
         """
         self._require_built("attention_weights")
         if self.query != "none" and states is None:
-            raise ValueError(
-                f"HeapCacheAttention: `states` is required with query={self.query!r}."
-            )
+            raise ValueError(f"HeapCacheAttention: `states` is required with query={self.query!r}.")
         dtype = softmax_dtype(self.compute_dtype)
         return self._read_weights(ops.cast(self.cache, dtype), states, dtype)
 

@@ -187,12 +187,14 @@ class AttentionWrapper(keras.layers.Layer):
             )
         self.cell_state_sizes = flat_state_sizes(cell.state_size)
         self.cell_output_size = cell_output_size(cell)
-        self.attention_units = check.check_optional_int(
-            "attention_units", attention_units, 1, owner
-        ) or self.cell_output_size
-        self.attention_size = check.check_optional_int(
-            "attention_size", attention_size, 1, owner
-        ) or self.cell_output_size
+        self.attention_units = (
+            check.check_optional_int("attention_units", attention_units, 1, owner)
+            or self.cell_output_size
+        )
+        self.attention_size = (
+            check.check_optional_int("attention_size", attention_size, 1, owner)
+            or self.cell_output_size
+        )
         # A width the layer would never use is refused, as `normalize` and `scale` are.
         if attention_units is not None and self.score != "additive":
             raise ValueError(
@@ -276,6 +278,7 @@ class AttentionWrapper(keras.layers.Layer):
             )
         if not self.cell.built:
             self.cell.build((inputs_shape[0], int(inputs_shape[-1]) + self.fed_input_size()))
+
         # A clone per kernel: one stateless initializer would start them all alike.
         def init():
             return for_one_weight(self.kernel_initializer)
@@ -293,9 +296,9 @@ class AttentionWrapper(keras.layers.Layer):
             )
             if self.normalize:
                 self.score_norm = self.add_weight(
-                    name="score_norm", shape=(), initializer=keras.initializers.Constant(
-                        (1.0 / units) ** 0.5
-                    ),
+                    name="score_norm",
+                    shape=(),
+                    initializer=keras.initializers.Constant((1.0 / units) ** 0.5),
                 )
                 self.score_bias = self.add_weight(
                     name="score_bias", shape=(units,), initializer="zeros"
@@ -323,8 +326,9 @@ class AttentionWrapper(keras.layers.Layer):
         return ops.matmul(memory, ops.cast(self.memory_kernel, memory.dtype))
 
     def attend(self, query, memory, keys, memory_mask=None):
-        """The context ``[batch, memory_dim]`` and the weights ``[batch, length]`` (at least float32)
-        of ``query`` ``[batch, query_dim]`` over ``memory`` with its precomputed ``keys``."""
+        """The context ``[batch, memory_dim]`` and the weights ``[batch, length]`` (at least
+        float32) of ``query`` ``[batch, query_dim]`` over ``memory`` with its precomputed
+        ``keys``."""
         if self.score == "additive":
             hidden = keys + ops.expand_dims(ops.matmul(query, self.query_kernel), 1)
             vector = self.score_vector
@@ -397,8 +401,9 @@ class AttentionWrapper(keras.layers.Layer):
             step_outputs = ops.concatenate([step_outputs, ops.cast(weights, dtype)], -1)
         return step_outputs, attention
 
-    def call(self, inputs, states, memory=None, memory_mask=None, training=None, reset=None,
-             keys=None):  # fmt: skip
+    def call(
+        self, inputs, states, memory=None, memory_mask=None, training=None, reset=None, keys=None
+    ):
         owner = type(self).__name__
         if memory is None and self._bound is not None:
             # Inside `AttentionRNN`'s loop: the memory of the running call, keys precomputed.
@@ -558,9 +563,7 @@ class AttentionRNN(ResettableRNN):
 
     def __init__(self, cell, **kwargs):
         if not isinstance(cell, AttentionWrapper):
-            raise TypeError(
-                f"AttentionRNN: `cell` must be an AttentionWrapper, got {cell!r}."
-            )
+            raise TypeError(f"AttentionRNN: `cell` must be an AttentionWrapper, got {cell!r}.")
         super().__init__(cell, **kwargs)
 
     def build(self, sequences_shape, memory_shape=None, initial_state_shape=None):
@@ -571,8 +574,16 @@ class AttentionRNN(ResettableRNN):
         self._sequences_width = sequences_shape[-1]
         super().build(sequences_shape, initial_state_shape)
 
-    def call(self, sequences, memory=None, memory_mask=None, initial_state=None, mask=None,
-             training=False, reset=None):  # fmt: skip
+    def call(
+        self,
+        sequences,
+        memory=None,
+        memory_mask=None,
+        initial_state=None,
+        mask=None,
+        training=False,
+        reset=None,
+    ):
         owner = type(self).__name__
         if memory is None:
             raise ValueError(
@@ -625,8 +636,10 @@ class AttentionRNN(ResettableRNN):
             # The cell's output at each row's last unmasked step, and whether it had one:
             # states, so that masked steps keep them.
             batch = ops.shape(sequences)[0]
-            extra = [ops.zeros((batch, wrapper.cell_output_size), wrapper.compute_dtype),
-                     ops.zeros((batch, 1), wrapper.compute_dtype)]  # fmt: skip
+            extra = [
+                ops.zeros((batch, wrapper.cell_output_size), wrapper.compute_dtype),
+                ops.zeros((batch, 1), wrapper.compute_dtype),
+            ]
         object.__setattr__(self, "cell", alone)
         try:
             last, outputs, states = super().inner_loop(
@@ -648,8 +661,7 @@ class AttentionRNN(ResettableRNN):
         else:
             last_output = last
         step_outputs, _ = wrapper.attend_steps(outputs, memory, keys, memory_mask)
-        _, final = wrapper.attend_steps(ops.expand_dims(last_output, 1), memory, keys,
-                                        memory_mask)  # fmt: skip
+        _, final = wrapper.attend_steps(ops.expand_dims(last_output, 1), memory, keys, memory_mask)
         final = final[:, 0]
         if marked:
             step_outputs = ops.where(real, step_outputs, ops.zeros_like(step_outputs))
@@ -726,19 +738,30 @@ class AttentionRNN(ResettableRNN):
         if length not in probes:
             config = dict(self.cell.get_config(), return_attention_scores=True)
             probe = AttentionRNN(
-                type(self.cell).from_config(config), return_sequences=True,
-                go_backwards=self.go_backwards, dtype=self.dtype_policy,
-            )  # fmt: skip
+                type(self.cell).from_config(config),
+                return_sequences=True,
+                go_backwards=self.go_backwards,
+                dtype=self.dtype_policy,
+            )
             probe.build((None, None, self._sequences_width), (None, length, self.cell.memory_dim))
             probes[length] = probe
         probe = probes[length]
         probe.set_weights(self.get_weights())
-        _, scores = probe(sequences, memory=memory, memory_mask=memory_mask,
-                          initial_state=initial_state)  # fmt: skip
+        _, scores = probe(
+            sequences, memory=memory, memory_mask=memory_mask, initial_state=initial_state
+        )
         return scores
 
-    def compute_output_spec(self, sequences, memory=None, memory_mask=None, initial_state=None,
-                            mask=None, training=False, reset=None):  # fmt: skip
+    def compute_output_spec(
+        self,
+        sequences,
+        memory=None,
+        memory_mask=None,
+        initial_state=None,
+        mask=None,
+        training=False,
+        reset=None,
+    ):
         spec = super().compute_output_spec(
             sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
         )

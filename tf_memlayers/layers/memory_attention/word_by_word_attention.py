@@ -150,8 +150,10 @@ class WordByWordAttention(AttentionWrapper):
         return True
 
     def build(self, inputs_shape, memory_shape=None):
-        if memory_shape is not None and len(memory_shape) == 3 and (
-            memory_shape[-1] is not None and int(memory_shape[-1]) != self.memory_dim
+        if (
+            memory_shape is not None
+            and len(memory_shape) == 3
+            and (memory_shape[-1] is not None and int(memory_shape[-1]) != self.memory_dim)
         ):
             raise ValueError(
                 f"{type(self).__name__}: the memory is {memory_shape[-1]} wide, but "
@@ -167,9 +169,7 @@ class WordByWordAttention(AttentionWrapper):
 
     def step(self, inputs, cell_states, fed, memory, keys, memory_mask, training):
         output, new_cell_states = call_cell(self.cell, inputs, cell_states, training)
-        read, weights = self.attend(
-            ops.concatenate([output, fed], -1), memory, keys, memory_mask
-        )
+        read, weights = self.attend(ops.concatenate([output, fed], -1), memory, keys, memory_mask)
         represented = read + ops.tanh(ops.matmul(fed, self.transition_kernel))
         step_output = (
             self.attention_vector(represented, output) if self.output_attention else output

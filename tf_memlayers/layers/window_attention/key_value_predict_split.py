@@ -13,8 +13,11 @@ from tf_memlayers.ops.pieces import piece_sizes, split_pieces
 
 MODES = ("attention", "key_value", "key_value_predict")
 _PIECES = {"attention": 1, "key_value": 2, "key_value_predict": 3}
-_NAMES = {"attention": "piece (key)", "key_value": "pieces (key, value)",
-          "key_value_predict": "pieces (key, value, predict)"}
+_NAMES = {
+    "attention": "piece (key)",
+    "key_value": "pieces (key, value)",
+    "key_value_predict": "pieces (key, value, predict)",
+}
 
 
 def split_sizes(mode, width, sizes=None, owner=None):
@@ -145,7 +148,10 @@ class KeyValuePredictSplit(keras.layers.Layer):
             check_rank("inputs", input_shape, 2, owner)
         if self.piece_sizes is not None:
             check_width(
-                "inputs", input_shape, sum(self.piece_sizes), "the width the layer was built for",
+                "inputs",
+                input_shape,
+                sum(self.piece_sizes),
+                "the width the layer was built for",
                 owner,
             )
         width = check_last_dim("inputs", input_shape, owner)
@@ -175,5 +181,7 @@ class KeyValuePredictSplit(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"mode": self.mode, "sizes": None if self.sizes is None else list(self.sizes)})
+        config.update(
+            {"mode": self.mode, "sizes": None if self.sizes is None else list(self.sizes)}
+        )
         return config

@@ -12,13 +12,13 @@ W^r (`_attend_stream`; ``W^r sum_i alpha_i y_i = sum_i alpha_i W^r y_i``).
 import keras
 from keras import ops
 
-from tf_memlayers.initializers import for_one_weight
 from tf_memlayers._validation import (
     check_bool,
     check_choice,
     check_int,
     check_optional_int,
 )
+from tf_memlayers.initializers import for_one_weight
 from tf_memlayers.layers.window_attention.key_value_predict_split import (
     MODES,
     check_mode_sizes,
@@ -28,7 +28,6 @@ from tf_memlayers.layers.window_attention.key_value_predict_split import (
 )
 from tf_memlayers.ops import windows
 from tf_memlayers.ops.products import dot_last_axis
-
 
 PADS = ("mask", "zeros")
 

@@ -4,7 +4,6 @@ import keras
 import numpy as np
 from keras import ops
 
-from tf_memlayers.layers.resets import check_reset
 from tf_memlayers._validation import (
     check_bool,
     check_mask_shape,
@@ -12,6 +11,7 @@ from tf_memlayers._validation import (
     check_same_batch,
     check_width,
 )
+from tf_memlayers.layers.resets import check_reset
 from tf_memlayers.ops import windows
 
 

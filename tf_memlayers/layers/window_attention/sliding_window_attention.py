@@ -14,12 +14,12 @@ import keras
 from keras import ops
 
 from tf_memlayers._validation import check_bool, check_last_dim, check_rank
-from tf_memlayers.ops.precision import softmax_dtype
-from tf_memlayers.layers.window_attention.key_value_predict_split import split_sizes
 from tf_memlayers.layers.memory_cell_wrapper import MemoryCellWrapper
-from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
+from tf_memlayers.layers.window_attention.key_value_predict_split import split_sizes
 from tf_memlayers.layers.window_attention.mechanism import WindowAttentionMechanism
+from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
 from tf_memlayers.ops import windows
+from tf_memlayers.ops.precision import softmax_dtype
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -204,8 +204,10 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
         project_values = self._project_values(value)
         values = (memory_values, value)
         if project_values:
-            values = (project(memory_values, self.context_kernel),
-                      ops.matmul(value, self.context_kernel))
+            values = (
+                project(memory_values, self.context_kernel),
+                ops.matmul(value, self.context_kernel),
+            )
         context, alpha = self._attend_stream(
             projected_stream(memory_keys, key, self.memory_kernel),
             ops.matmul(key, self.query_kernel),
@@ -222,9 +224,8 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
         if self.return_memory or self.stateful:
             last = [
                 compaction.last(items, self.window)
-                for items in (stream(memory_keys, key), stream(memory_values, value),
-                              valid_stream)
-            ]  # fmt: skip
+                for items in (stream(memory_keys, key), stream(memory_values, value), valid_stream)
+            ]
             if documents is not None:
                 last = [documents.keep(documents.last_same, items) for items in last]
             new_memory = self.keep_memory(self._pack_memory(*last))
