@@ -1,13 +1,8 @@
-"""One worker of the local two-worker run of tests/training/test_train.py, and the models both
-train (the test trains them in one process on the same global batches).
-
-    python tests/training/multi_worker_job.py OUT_DIR
-
-``TF_CONFIG`` names the cluster and this worker's task. Under ``make_strategy("multi_worker")``
-the worker trains the language model's step, then a `HeapCacheModel` for one epoch and, as a
-restarted run would, continues it to two from its `RunBackup` in ``worker_directory(OUT_DIR /
-"run")``. It writes ``OUT_DIR/<job>-<task id>.npz`` (the weights) and ``.json`` (results).
-"""
+"""``python tests/training/multi_worker_job.py OUT_DIR``: a worker of the cluster ``TF_CONFIG``
+names (tests/training/test_train.py starts two). It trains the language model's step, then a
+`HeapCacheModel` for one epoch and, as a restarted run would, continues it to two from its
+`RunBackup` in ``worker_directory(OUT_DIR / "run")``; it writes the weights and results to
+``OUT_DIR/worker-<task id>.npz`` and ``.json``. The test trains the same in one process."""
 
 import json
 import os
@@ -61,14 +56,8 @@ def train_cache_model(strategy, train_function=train, epochs=1, backup=None):
         )
     x = np.random.default_rng(3).integers(1, 20, (32, 6)).astype("int32")
     data = tf.data.Dataset.from_tensor_slices((x, x[:, -1])).batch(8)
-    history = train_function(
-        model,
-        data,
-        epochs=epochs,
-        initial_epoch=backup.epoch if backup else 0,
-        callbacks=[backup] if backup else [],
-        verbose=0,
-    )
+    resume = {"initial_epoch": backup.epoch, "callbacks": [backup]} if backup else {}
+    history = train_function(model, data, epochs=epochs, verbose=0, **resume)
     fill = int(np.asarray(model.get_layer("cache").fill_count()))
     return weights_of(model), {"history": history.history, "fill": fill}
 
@@ -76,17 +65,10 @@ def train_cache_model(strategy, train_function=train, epochs=1, backup=None):
 def main(out_dir):
     from tests.support import turn_off_graph_optimizations
 
-    # As in the test process, whose one-process runs are compared with this worker's.
-    turn_off_graph_optimizations()
+    turn_off_graph_optimizations()  # as the test process, whose runs are compared with these
     strategy = make_strategy("multi_worker")
-    task = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
-
-    def save(job, weights, results):
-        np.savez(os.path.join(out_dir, f"{job}-{task}.npz"), **weights)
-        with open(os.path.join(out_dir, f"{job}-{task}.json"), "w", encoding="utf-8") as handle:
-            json.dump(results, handle)
-
-    save("lm", *train_language_model(strategy))
+    weights, results = {}, {}
+    weights["lm"], results["lm"] = train_language_model(strategy)
     runs = []
     for epochs in (1, 2):  # a run stopped after one epoch, then the same run continued to two
         # Every worker waits here for the others, so the chief has written its backup.
@@ -94,9 +76,14 @@ def main(out_dir):
         with worker_directory(os.path.join(out_dir, "run"), strategy) as rundir:
             backup = RunBackup(rundir)
             runs.append({"rundir": rundir, "resumed_at": backup.epoch})
-            weights, results = train_cache_model(strategy, epochs=epochs, backup=backup)
-    results.update(history=backup.history, runs=runs, chief=is_chief(strategy))
-    save("cache", weights, results)
+            weights["cache"], results["cache"] = train_cache_model(
+                strategy, epochs=epochs, backup=backup
+            )
+    results["cache"].update(history=backup.history, runs=runs, chief=is_chief(strategy))
+    name = os.path.join(out_dir, f"worker-{json.loads(os.environ['TF_CONFIG'])['task']['index']}")
+    np.savez(name, **{f"{job}|{path}": v for job in weights for path, v in weights[job].items()})
+    with open(f"{name}.json", "w", encoding="utf-8") as handle:
+        json.dump(results, handle)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,7 @@ module = importlib.import_module("tf_memlayers.training.log_hparams")
 
 
 def _write(folder, hparams=None, scalar=None):
-    """An event file in ``folder`` written without `log_hparams` (its default name), holding
-    an HParams record and/or a scalar."""
+    """An event file of ``folder`` written as `log_hparams` does not, under the default name."""
     writer = tf.summary.create_file_writer(str(folder))
     with writer.as_default():
         if hparams is not None:

@@ -40,43 +40,25 @@ def test_arguments_are_checked():
         train(model, data, epochs=0)
 
 
-def assert_same_weights(workers, single):
-    """Every worker holds exactly the first one's weights, equal to float rounding to
-    ``single``'s (in the order of ``model.weights``)."""
-    for other in workers[1:]:
-        for path, value in other.items():
-            np.testing.assert_array_equal(value, workers[0][path], err_msg=path)
-    assert len(workers[0]) == len(single)
-    for (path, got), value in zip(workers[0].items(), single.values()):
-        np.testing.assert_allclose(got, value, rtol=1e-5, atol=1e-6, err_msg=path)
-
-
 def test_two_workers_train_as_one_process(tmp_path, subtests):
     """Two workers on local ports train the language model's step and a `HeapCacheModel`
     (stopped after an epoch and resumed) while this process trains them on the same global
     batches; they end with identical weights, equal to this process's."""
-    ports = []
-    for _ in range(2):
-        with socket.socket() as sock:
-            sock.bind(("localhost", 0))
-            ports.append(sock.getsockname()[1])
-    cluster = {"worker": [f"localhost:{port}" for port in ports]}
-    workers = [
-        subprocess.Popen(
-            [sys.executable, multi_worker_job.__file__, str(tmp_path)],
-            env=dict(
-                os.environ,
-                TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}),
-                CUDA_VISIBLE_DEVICES="",
-                TF_CPP_MIN_LOG_LEVEL="3",
-                PYTHONPATH=str(REPO_ROOT),
-            ),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for i in range(2)
-    ]
+    sockets = [socket.socket() for _ in range(2)]
+    for sock in sockets:
+        sock.bind(("localhost", 0))
+    cluster = {"worker": [f"localhost:{sock.getsockname()[1]}" for sock in sockets]}
+    for sock in sockets:
+        sock.close()
+
+    def start(index):
+        config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
+        env = dict(os.environ, TF_CONFIG=config, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="3")
+        command = [sys.executable, multi_worker_job.__file__, str(tmp_path)]
+        env["PYTHONPATH"] = str(REPO_ROOT)
+        return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    workers = [start(0), start(1)]
     try:
         strategy = tf.distribute.get_strategy()
         language_model = multi_worker_job.train_language_model(strategy)
@@ -85,32 +67,30 @@ def test_two_workers_train_as_one_process(tmp_path, subtests):
     finally:
         outputs = [worker.communicate(timeout=900)[0] for worker in workers]
     for worker, output in zip(workers, outputs):
-        assert worker.returncode == 0, output[-6000:]
-
-    def results(job):
-        found = []
-        for i in range(2):
-            with np.load(tmp_path / f"{job}-{i}.npz") as arrays:
-                found.append((dict(arrays), json.loads((tmp_path / f"{job}-{i}.json").read_text())))
-        return [w for w, _ in found], [r for _, r in found]
-
-    with subtests.test("language model"):  # the workers clip the summed gradient as one process
-        weights, logs = results("lm")
-        assert_same_weights(weights, language_model[0])
-        for got in logs:
-            for name, values in language_model[1]["history"].items():
-                np.testing.assert_allclose(got["history"][name], values, rtol=1e-5, err_msg=name)
-    with subtests.test("cache model, resumed"):
-        weights, logs = results("cache")
-        assert_same_weights(weights, cache[0])
-        assert "cache/cache" in cache[0] and np.abs(cache[0]["cache/cache"]).sum() > 0
-        assert [got["chief"] for got in logs] == [True, False]
-        for got in logs:
-            assert got["fill"] == cache[1]["fill"] == 8
-            assert [run["resumed_at"] for run in got["runs"]] == [0, 1]
-            for name, values in cache[1]["history"].items():
-                np.testing.assert_allclose(got["history"][name], values, rtol=1e-5, err_msg=name)
+        assert worker.returncode == 0, output[-6000:].decode()
+    found = []
+    for i in range(2):
+        with np.load(tmp_path / f"worker-{i}.npz") as arrays:
+            found.append((dict(arrays), json.loads((tmp_path / f"worker-{i}.json").read_text())))
+    # The workers clip the summed gradient as one process; the cache is written alike on both.
+    for job, (weights, results) in {"lm": language_model, "cache": cache}.items():
+        with subtests.test(job):
+            first = {path: v for path, v in found[0][0].items() if path.startswith(f"{job}|")}
+            assert len(first) == len(weights)
+            for (path, value), expected in zip(first.items(), weights.values()):
+                np.testing.assert_array_equal(found[1][0][path], value, err_msg=path)
+                np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6, err_msg=path)
+            for _, logs in found:
+                for name, values in results["history"].items():
+                    got = logs[job]["history"][name]
+                    np.testing.assert_allclose(got, values, rtol=1e-5, err_msg=name)
+    with subtests.test("the chief, the other worker's directory, the resumed run"):
+        assert np.abs(cache[0]["cache/cache"]).sum() > 0
+        chief, other = (logs["cache"] for _, logs in found)
+        assert chief["chief"] and not other["chief"]
+        assert chief["fill"] == other["fill"] == cache[1]["fill"] == 8
+        assert [run["resumed_at"] for run in chief["runs"] + other["runs"]] == [0, 1, 0, 1]
         # The chief writes the run directory; the other worker a temporary copy, removed after.
-        assert {run["rundir"] for run in logs[0]["runs"]} == {str(tmp_path / "run")}
-        for run in logs[1]["runs"]:
+        assert {run["rundir"] for run in chief["runs"]} == {str(tmp_path / "run")}
+        for run in other["runs"]:
             assert run["rundir"] != str(tmp_path / "run") and not os.path.exists(run["rundir"])
