@@ -15,19 +15,17 @@ SETTINGS_FILE = "settings.json"
 RECORD_FORMAT = 2
 
 # What each Keras callback keeps from one epoch to the next, which a new process (and, for
-# most of them, ``on_train_begin``) would reset (Keras 3.15's sources). A callback of a class
-# listed here has its attributes of these names saved and restored; those it lacks are skipped.
+# most of them, ``on_train_begin``) would reset: its public attributes (Keras 3.15's sources).
+# A callback of a class listed here has its attributes of these names saved and restored; those
+# it lacks are skipped. `keras.callbacks.TensorBoard` keeps no public state: logging once per
+# epoch (its default), its steps are the epochs, which a resumed run continues.
 CALLBACK_STATE = (
-    (
-        keras.callbacks.ModelCheckpoint,
-        ("best", "_batches_seen_since_last_saving", "_last_batch_seen"),
-    ),
+    (keras.callbacks.ModelCheckpoint, ("best",)),
     (keras.callbacks.ReduceLROnPlateau, ("best", "wait", "cooldown_counter")),
     (
         keras.callbacks.EarlyStopping,
         ("best", "wait", "stopped_epoch", "best_epoch", "best_weights"),
     ),
-    (keras.callbacks.TensorBoard, ("_global_train_batch", "_global_test_batch")),
 )
 
 
@@ -100,7 +98,7 @@ class RunBackup(keras.callbacks.Callback):
     - the state of the callbacks in ``callbacks``: the best value of
       `keras.callbacks.ModelCheckpoint`, `keras.callbacks.ReduceLROnPlateau` and
       `keras.callbacks.EarlyStopping`, their counters (patience, cooldown) and
-      EarlyStopping's best weights, and `keras.callbacks.TensorBoard`'s batch counters.
+      EarlyStopping's best weights.
 
     Pass it last in ``fit``'s callbacks: it then backs up what the others did at the epoch's
     end, and restores everything in ``on_train_begin`` after the others have reset
@@ -114,7 +112,7 @@ class RunBackup(keras.callbacks.Callback):
         directory: String or path, the folder of the backup (used by nothing else).
         callbacks: Sequence of the run's Keras callbacks whose state to keep:
             `keras.callbacks.ModelCheckpoint`, `keras.callbacks.ReduceLROnPlateau`,
-            `keras.callbacks.EarlyStopping`, `keras.callbacks.TensorBoard` (or subclasses).
+            `keras.callbacks.EarlyStopping` (or subclasses).
             Default: `()`.
         settings: Optional dict of what defines the run (its JSON form is kept in
             ``directory``); a directory that holds other settings is refused instead of being
