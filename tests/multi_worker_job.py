@@ -4,12 +4,11 @@
 
 ``TF_CONFIG`` names the cluster and this worker's task. JOBS is a JSON object of jobs, run in
 its order, each with its command-line arguments: ``snli`` (the SNLI example for one epoch, then
-the same run continued to two), ``lm`` (the PTB example, which must refuse several workers,
-then the language model's training step, tests/multi_worker_models.py), ``cache`` (a
-`HeapCacheModel`) or ``fill`` (the last-word example). One launch runs them all: each worker
-process and its cluster are set up once. The worker writes ``OUT_DIR/<job>-<task id>.npz``
-(the model's weights after training, by variable path) and ``OUT_DIR/<job>-<task id>.json``
-(its results).
+the same run continued to two), ``ptb`` (the PTB example, which must refuse several workers,
+tests/multi_worker_models.py) or ``fill`` (the last-word example). One launch runs them all:
+each worker process and its cluster are set up once. The worker writes
+``OUT_DIR/<job>-<task id>.npz`` (the model's weights after training, by variable path) and
+``OUT_DIR/<job>-<task id>.json`` (its results).
 """
 
 import importlib.util

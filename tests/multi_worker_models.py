@@ -1,63 +1,22 @@
-"""Small models trained under a strategy by `examples.harness.training.train`, for
-tests/test_multi_worker.py: each worker of a local cluster runs them (through
-tests/multi_worker_job.py) and the test runs them in one process on the same global batches.
+"""A small model trained by `examples.harness.training.train` (tests/examples/test_multi_worker.py
+compares its custom loop with `fit`), and the PTB example's refusal of several workers, a job of
+tests/multi_worker_job.py.
 """
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from examples.harness.training import make_strategy, train
-from examples.language_modeling import generated_lm, lm_batches
-from examples.language_modeling.memories import language_model
+from examples.harness.training import train
 from tf_memlayers.layers import AttentionPooling, HeapCacheAttention
 from tf_memlayers.models import HeapCacheModel
-from tf_memlayers.models.language_model import compile_language_model
 
-LM_ROWS = 4  # global batch: LM_ROWS // replicas rows on each replica
-LM_BATCHES = 5
 CACHE_BATCH = 8
 
 
 def weights_of(model):
     """``{variable path: value}`` of every weight of ``model`` (the caches included)."""
     return {w.path: np.asarray(w.numpy()) for w in model.weights}
-
-
-def lm_data():
-    """The first batches of the generated corpus's training and validation splits."""
-    corpus = generated_lm.generate_copy_corpus(1500, 200, 200, seed=0)
-
-    def first(stream, count):
-        batches = lm_batches.make_bptt_batches(stream, LM_ROWS, 10)
-        return lm_batches.BPTTBatches(
-            batches.inputs[:count],
-            batches.targets[:count],
-            batches.weights[:count],
-            batches.resets[:count],
-        ).dataset()
-
-    return len(corpus.vocabulary), first(corpus.train, LM_BATCHES), first(corpus.valid, 2)
-
-
-def train_language_model(strategy):
-    """The window-attention language model's training step (each row on its own: no carried
-    states), with a clipping threshold that the first steps' gradients exceed."""
-    keras.utils.set_random_seed(7)
-    vocabulary, train_data, valid_data = lm_data()
-    with strategy.scope():
-        model = language_model(
-            vocabulary,
-            kind="attention",
-            hidden=16,
-            embedding_dim=8,
-            window=3,
-            seq_len=10,
-            stateful=False,
-        )
-        compile_language_model(model, 0.01, 0.05, jit_compile=False)  # clipping at 0.05
-    history = train(model, train_data, epochs=2, validation_data=valid_data, verbose=0)
-    return weights_of(model), {"history": history.history}
 
 
 def cache_data():
@@ -103,14 +62,8 @@ def lm_refused(*argv):
     return None
 
 
-def lm_job(*argv):
-    refusal = lm_refused(*argv)
-    weights, results = train_language_model(make_strategy("multi_worker"))
-    return weights, dict(results, refusal=refusal)
+def ptb_job(*argv):
+    return {}, {"refusal": lm_refused(*argv)}
 
 
-def cache_job():
-    return train_cache_model(make_strategy("multi_worker"))
-
-
-JOBS = {"lm": lm_job, "cache": cache_job}
+JOBS = {"ptb": ptb_job}

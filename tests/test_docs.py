@@ -20,6 +20,7 @@ PUBLIC_MODULES = [
     "tf_memlayers",
     "tf_memlayers.models",
     "tf_memlayers.callbacks",
+    "tf_memlayers.training",
     "tf_memlayers.metrics",
     "tf_memlayers.losses",
     "tf_memlayers.compat",

@@ -1,5 +1,6 @@
-"""Every `Example:` in the docstrings of the layers, metrics, losses, initializers, callbacks and
-model builders, and of the examples' folders, runs and prints what it shows."""
+"""Every `Example:` in the docstrings of the layers, metrics, losses, initializers, callbacks,
+model builders and training utilities, and of the examples' folders, runs and prints what it
+shows."""
 
 import doctest
 import importlib
@@ -16,6 +17,7 @@ import tf_memlayers.layers
 import tf_memlayers.losses
 import tf_memlayers.metrics
 import tf_memlayers.models
+import tf_memlayers.training
 
 
 def _modules(package, walk=False):
@@ -68,6 +70,7 @@ SUPPORT_MODULES = [
     "tf_memlayers.callbacks.associative_memory",
     "tf_memlayers.callbacks.memory_attention",
     "tf_memlayers.callbacks.pair_probe",
+    *[m for m in _modules(tf_memlayers.training) if not m.rsplit(".", 1)[1].startswith("_")],
 ]
 
 

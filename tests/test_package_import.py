@@ -23,7 +23,7 @@ def registered_class_names():
     return names
 
 
-def test_import_registers_every_class_and_loads_no_callbacks():
+def test_import_registers_every_class_and_loads_no_callbacks_nor_training():
     names = registered_class_names()
     assert {"TiedEmbedding", "Perplexity", "SequenceCrossentropy", "ConditionalEncoder"} <= set(
         names
@@ -50,16 +50,17 @@ def test_import_registers_every_class_and_loads_no_callbacks():
     assert report["missing"] == []
     assert report["examples"] == []
     loaded = report["modules"]
-    assert not [m for m in loaded if m.startswith("tf_memlayers.callbacks")], loaded
+    assert not [
+        m for m in loaded if m.startswith(("tf_memlayers.callbacks", "tf_memlayers.training"))
+    ], loaded
     for light in ("tf_memlayers.layers", "tf_memlayers.metrics", "tf_memlayers.losses"):
         assert light in loaded
 
 
 def test_the_package_holds_no_experiment_harness():
-    """The experiments' corpus readers, input pipelines and training loops live with the
-    examples: the package has no ``data`` or ``training`` part and imports nothing from
-    ``examples``."""
-    assert not (PACKAGE / "data").exists() and not (PACKAGE / "training").exists()
+    """The experiments' corpus readers and input pipelines live with the examples: the
+    package has no ``data`` part and imports nothing from ``examples``."""
+    assert not (PACKAGE / "data").exists()
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -76,6 +77,7 @@ def test_the_package_holds_no_experiment_harness():
 # `tf_memlayers._tensorflow.require_tensorflow`, whose error names them.
 TENSORFLOW_ONLY = (
     "tf_memlayers.callbacks",
+    "tf_memlayers.training",
     "tf_memlayers.ops.associative_gru_loop",
     "tf_memlayers.ops.associative_gru_passes",
 )
@@ -144,6 +146,7 @@ def test_the_layers_import_without_tensorflow():
             assert outcome == "ok", (name, outcome)
     for name, part in (
         ("tf_memlayers.callbacks", "tf_memlayers.callbacks"),
+        ("tf_memlayers.training", "tf_memlayers.training"),
         ("tf_memlayers.ops.associative_gru_loop", "fused AM-GRU loop"),
     ):
         assert "needs TensorFlow" in modules[name] and part in modules[name], modules[name]

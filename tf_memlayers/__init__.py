@@ -13,9 +13,11 @@ Architecture, bottom up:
   step model of a language model for generation and serving.
 * `tf_memlayers.callbacks` — TensorBoard views of what the memories do, and the state resets
   of stateful language models.
+* `tf_memlayers.training` — what Keras lacks for long and multi-machine runs on TensorFlow:
+  exact resumption of ``fit`` and training under ``MultiWorkerMirroredStrategy``.
 
 The examples in the repository's ``examples/`` own their experiments: corpus readers,
-``tf.data`` pipelines, training with resumable runs and the papers' recipes.
+``tf.data`` pipelines and the papers' recipes.
 """
 
 from tf_memlayers import models  # noqa: E402,F401  (registers the models' classes for loading)

@@ -226,9 +226,9 @@ def _one_process_example(script, argv, workdir):
 
 def test_two_workers_train_as_one_process(tmp_path, subtests):
     """One launch of two workers runs every job: the SNLI example (one epoch, then resumed to
-    two), the last-word example, the PTB example (refused), the language model's step and the
-    cache model. While they train, this process trains the same models on the same global
-    batches; then each job is checked against them."""
+    two), the last-word example and the PTB example (refused). While they train, this process
+    trains the same models on the same global batches; then each job is checked against them.
+    (The package's models on two workers: tests/training/test_train.py.)"""
     out_dir = tmp_path / "two_workers"
     out_dir.mkdir()
     before = _temporary_worker_dirs()
@@ -243,8 +243,7 @@ def test_two_workers_train_as_one_process(tmp_path, subtests):
             str(out_dir / "snli"),
         ],
         "fill": [*FILL_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "fill")],
-        "lm": [*PTB_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "ptb")],
-        "cache": [],
+        "ptb": [*PTB_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "ptb")],
     }
     processes = start_workers(out_dir, jobs)
     try:
@@ -265,10 +264,6 @@ def test_two_workers_train_as_one_process(tmp_path, subtests):
         fill = _one_process_example(
             "fill_last_word_cache", [*FILL_TINY, "--strategy", "default"], tmp_path / "fill"
         )
-        keras.backend.clear_session()
-        language_model = models.train_language_model(tf.distribute.get_strategy())
-        keras.backend.clear_session()
-        cache = models.train_cache_model(tf.distribute.get_strategy())
     finally:
         wait_for_workers(processes)
     left_behind = _temporary_worker_dirs() - before
@@ -278,13 +273,9 @@ def test_two_workers_train_as_one_process(tmp_path, subtests):
     with subtests.test("snli"):
         _check_snli(out_dir, *snli)
     with subtests.test("the language-model example refuses several workers"):
-        for _, results in worker_results(out_dir, "lm"):
+        for _, results in worker_results(out_dir, "ptb"):
             refusal = results["refusal"]
             assert refusal and "per-row states" in refusal and "2 replicas" in refusal
-    with subtests.test("language model"):
-        _check_language_model(out_dir, *language_model)
-    with subtests.test("cache"):
-        _check_cache(out_dir, *cache)
     with subtests.test("fill"):
         _check_fill(out_dir, *fill)
 
@@ -319,23 +310,6 @@ def _check_snli(out_dir, single, single_weights):
     for name, values in single["history"].items():
         np.testing.assert_allclose(workers[0][1]["history"][name], values, rtol=1e-5, err_msg=name)
     np.testing.assert_allclose(workers[0][1]["test_accuracy"], single["test_accuracy"], rtol=1e-6)
-
-
-def _check_language_model(out_dir, expected, results):
-    workers = worker_results(out_dir, "lm")
-    # The clipping threshold is active: the workers clip the summed gradient as one process.
-    assert_same_weights([w for w, _ in workers], expected)
-    for _, got in workers:
-        for name, values in results["history"].items():
-            np.testing.assert_allclose(got["history"][name], values, rtol=1e-5, err_msg=name)
-
-
-def _check_cache(out_dir, expected, results):
-    """The heap cache is identical on every worker, and as one process writes it."""
-    workers = worker_results(out_dir, "cache")
-    assert all(got["fill"] == results["fill"] == 8 for _, got in workers)
-    assert_same_weights([w for w, _ in workers], expected)
-    assert "cache/cache" in expected and np.abs(expected["cache/cache"]).sum() > 0
 
 
 def _check_fill(out_dir, single, single_weights):

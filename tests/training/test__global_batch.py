@@ -1,0 +1,41 @@
+import keras
+import numpy as np
+import pytest
+
+from tf_memlayers.training._global_batch import GlobalBatchLoss, GlobalBatchMetrics
+
+
+def test_the_shares_of_a_global_batch_add_up_to_its_loss_and_metrics():
+    """Two replicas' sums and counts (masked steps, sample weights, a regularizer) and summed
+    metric states give what `keras.Model.evaluate` reports for the whole batch."""
+    keras.utils.set_random_seed(5)
+    model = keras.Sequential(
+        [
+            keras.Input((5,), dtype="int32"),
+            keras.layers.Embedding(9, 4, mask_zero=True),
+            keras.layers.Dense(9, kernel_regularizer="l2"),
+        ]
+    )
+    model.compile(
+        "sgd",
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        weighted_metrics=[keras.metrics.SparseCategoricalCrossentropy(from_logits=True)],
+    )
+    rng = np.random.default_rng(1)
+    x, y, w = rng.integers(0, 9, (6, 5)), rng.integers(0, 9, (6, 5)), rng.random((6, 5))
+    expected = model.evaluate(x, y, sample_weight=w, batch_size=6, verbose=0, return_dict=True)
+    y_pred = model(x)
+    loss, metrics = GlobalBatchLoss(model, y, y_pred), GlobalBatchMetrics(model, y, y_pred)
+    shares = [(x[i : i + 3], y[i : i + 3], w[i : i + 3]) for i in (0, 3)]
+    sums = [loss.sum_and_count(y, model(x), w) for x, y, w in shares]
+    total = sum(s for s, _ in sums) / sum(c for _, c in sums) + loss.regularization("float32")
+    np.testing.assert_allclose(total, expected["loss"], rtol=1e-6)
+    states = [metrics.batch_states(y, model(x), w) for x, y, w in shares]
+    metrics.add([a + b for a, b in zip(*states)])
+    assert {"loss": total, **metrics.result()}.keys() == expected.keys()
+    for name, value in metrics.result().items():
+        np.testing.assert_allclose(value, expected[name], rtol=1e-6, err_msg=name)
+    model.compile("sgd", ["mse", "mse"])
+    with pytest.raises(NotImplementedError, match="supports one loss"):
+        GlobalBatchLoss(model, y, y_pred)

@@ -1,0 +1,61 @@
+import glob
+import importlib
+import os
+
+import pytest
+import tensorflow as tf
+from tensorboard.plugins.hparams import api as hparams_api
+
+from tests.support import logged_hparams
+from tf_memlayers.training import log_hparams
+
+module = importlib.import_module("tf_memlayers.training.log_hparams")
+
+
+def _write(folder, hparams=None, scalar=None):
+    """An event file of ``folder`` written as `log_hparams` does not, under the default name."""
+    writer = tf.summary.create_file_writer(str(folder))
+    with writer.as_default():
+        if hparams is not None:
+            hparams_api.hparams(hparams)
+        if scalar is not None:
+            tf.summary.scalar("loss", scalar, step=0)
+    writer.close()
+
+
+def test_values_are_written_as_the_dashboard_takes_them(tmp_path):
+    settings = {"rate": 1e-3, "units": 8, "fused": True, "rows": None, "sizes": [2, 3], "m": "gru"}
+    log_hparams(tmp_path, settings, {"accuracy": 0.5})
+    hparams, scalars = logged_hparams(str(tmp_path))
+    assert hparams == {**settings, "rate": pytest.approx(1e-3), "rows": "none", "sizes": "[2, 3]"}
+    assert scalars == {"accuracy": 0.5}
+    with pytest.raises(TypeError, match="`metrics` must be a dict, got 0.5"):
+        log_hparams(tmp_path, settings, 0.5)
+
+
+def test_a_run_logged_again_keeps_one_record_the_last(tmp_path):
+    # A record written by another writer (under another name) ...
+    _write(tmp_path, hparams={"kind": "gru"})
+    # ... and what else the folder holds: an event file of the folder without HParams, a run's
+    # events in a subfolder, a file of the user's with the suffix's ending.
+    _write(tmp_path, scalar=1.0)
+    (tmp_path / "train").mkdir()
+    _write(tmp_path / "train", hparams={"units": 1}, scalar=2.0)
+    (tmp_path / f"notes{module._SUFFIX}").write_text("kept")
+    # An event file cut short (a crash while writing) is read as far as it goes.
+    _write(tmp_path / "cut", scalar=3.0)
+    (cut,) = glob.glob(str(tmp_path / "cut" / "*"))
+    data = open(cut, "rb").read()
+    (tmp_path / "events.out.tfevents.0.cut").write_bytes(data[: len(data) - 5])
+    files = {p for p in glob.glob(str(tmp_path / "**" / "*"), recursive=True) if os.path.isfile(p)}
+    kept = files - set(module._hparams_records(tmp_path))
+    assert len(module._hparams_records(tmp_path)) == 1 and len(kept) == 5
+
+    log_hparams(tmp_path, {"units": 8}, {"accuracy": 0.5})
+    log_hparams(tmp_path, {"units": 8}, {"accuracy": 0.75})
+    (record,) = module._hparams_records(tmp_path)
+    assert record.endswith(module._SUFFIX)
+    assert all(os.path.isfile(path) for path in kept)
+    os.remove(tmp_path / "events.out.tfevents.0.cut")  # which this test's reader cannot read
+    hparams, scalars = logged_hparams(str(tmp_path))
+    assert hparams == {"units": 8} and scalars == {"accuracy": 0.75, "loss": 1.0}

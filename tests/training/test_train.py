@@ -1,0 +1,96 @@
+import importlib
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.support import REPO_ROOT
+from tests.training import multi_worker_job
+from tf_memlayers.training import train
+
+train_module = importlib.import_module("tf_memlayers.training.train")
+
+
+def test_fit_is_chosen_except_under_multi_worker_until_keras_is_fixed(monkeypatch):
+    assert train_module.fit_works_under(tf.distribute.get_strategy())
+    # An uninitialized instance: the type decides (a real one would set up collectives).
+    multi = object.__new__(tf.distribute.MultiWorkerMirroredStrategy)
+    assert train_module.KERAS_FIT_FIXED_IN is None
+    assert not train_module.fit_works_under(multi)
+    monkeypatch.setattr(train_module, "KERAS_FIT_FIXED_IN", "3.16.0")
+    assert not train_module.fit_works_under(multi, keras_version="3.15.1")
+    assert train_module.fit_works_under(multi, keras_version="3.16.0")
+
+
+def test_arguments_are_checked():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    data = tf.data.Dataset.from_tensor_slices((np.ones((2, 2)), np.ones((2, 1)))).batch(2)
+    with pytest.raises(ValueError, match="`model` must be a compiled keras.Model"):
+        train(model, data)
+    model.compile("sgd", "mse")
+    with pytest.raises(TypeError, match="`x` must be a tf.data.Dataset .* got ndarray"):
+        train(model, np.ones((2, 2)))
+    with pytest.raises(ValueError, match="`epochs` must be >= 1, got 0"):
+        train(model, data, epochs=0)
+
+
+def test_two_workers_train_as_one_process(tmp_path, subtests):
+    """Two workers on local ports train the language model's step and a `HeapCacheModel`
+    (stopped after an epoch and resumed) while this process trains them on the same global
+    batches; they end with identical weights, equal to this process's."""
+    sockets = [socket.socket() for _ in range(2)]
+    for sock in sockets:
+        sock.bind(("localhost", 0))
+    cluster = {"worker": [f"localhost:{sock.getsockname()[1]}" for sock in sockets]}
+    for sock in sockets:
+        sock.close()
+
+    def start(index):
+        config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
+        env = dict(os.environ, TF_CONFIG=config, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="3")
+        command = [sys.executable, multi_worker_job.__file__, str(tmp_path)]
+        env["PYTHONPATH"] = str(REPO_ROOT)
+        return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    workers = [start(0), start(1)]
+    try:
+        strategy = tf.distribute.get_strategy()
+        language_model = multi_worker_job.train_language_model(strategy)
+        keras.backend.clear_session()
+        cache = multi_worker_job.train_cache_model(strategy, epochs=2)
+    finally:
+        outputs = [worker.communicate(timeout=900)[0] for worker in workers]
+    for worker, output in zip(workers, outputs):
+        assert worker.returncode == 0, output[-6000:].decode()
+    found = []
+    for i in range(2):
+        with np.load(tmp_path / f"worker-{i}.npz") as arrays:
+            found.append((dict(arrays), json.loads((tmp_path / f"worker-{i}.json").read_text())))
+    # The workers clip the summed gradient as one process; the cache is written alike on both.
+    for job, (weights, results) in {"lm": language_model, "cache": cache}.items():
+        with subtests.test(job):
+            first = {path: v for path, v in found[0][0].items() if path.startswith(f"{job}|")}
+            assert len(first) == len(weights)
+            for (path, value), expected in zip(first.items(), weights.values()):
+                np.testing.assert_array_equal(found[1][0][path], value, err_msg=path)
+                np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6, err_msg=path)
+            for _, logs in found:
+                for name, values in results["history"].items():
+                    got = logs[job]["history"][name]
+                    np.testing.assert_allclose(got, values, rtol=1e-5, err_msg=name)
+    with subtests.test("the chief, the other worker's directory, the resumed run"):
+        assert np.abs(cache[0]["cache/cache"]).sum() > 0
+        chief, other = (logs["cache"] for _, logs in found)
+        assert chief["chief"] and not other["chief"]
+        assert chief["fill"] == other["fill"] == cache[1]["fill"] == 8
+        assert [run["resumed_at"] for run in chief["runs"] + other["runs"]] == [0, 1, 0, 1]
+        # The chief writes the run directory; the other worker a temporary copy, removed after.
+        assert {run["rundir"] for run in chief["runs"]} == {str(tmp_path / "run")}
+        for run in other["runs"]:
+            assert run["rundir"] != str(tmp_path / "run") and not os.path.exists(run["rundir"])
