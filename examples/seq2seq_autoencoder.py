@@ -56,7 +56,7 @@ from examples.harness.training import (  # noqa: E402
 from examples.harness.training.hparams import log_hparams  # noqa: E402
 from examples.seq2seq import probes, sentences  # noqa: E402
 from examples.seq2seq.models import MODELS, build_autoencoder, compile_autoencoder  # noqa: E402
-from tf_memlayers.layers.associative_memory.dual_am_gru import DUAL_KEYS  # noqa: E402
+from tf_memlayers.layers.associative_memory.dual_associative_gru import DUAL_KEYS  # noqa: E402
 
 # Of the probe sentences (--probe-sentences), the ones each epoch's TensorBoard summary reads
 # (the first is drawn).

@@ -61,7 +61,7 @@ from examples.harness.training.learning_rate import halve_learning_rate_callback
 from examples.snli import generated_nli, nli_batches, snli  # noqa: E402
 from examples.snli.encoders import KINDS, snli_model  # noqa: E402
 from tf_memlayers.callbacks import MemoryRetrievalHeatmap, PairAttentionHeatmap  # noqa: E402
-from tf_memlayers.layers.associative_memory.dual_am_gru import DUAL_KEYS  # noqa: E402
+from tf_memlayers.layers.associative_memory.dual_associative_gru import DUAL_KEYS  # noqa: E402
 from tf_memlayers.models.snli import compile_snli_model  # noqa: E402
 
 

@@ -22,6 +22,7 @@ PUBLIC_MODULES = [
     "tf_memlayers.callbacks",
     "tf_memlayers.metrics",
     "tf_memlayers.losses",
+    "tf_memlayers.regularizers",
     "tf_memlayers.compat",
 ]
 

@@ -110,8 +110,9 @@ PUBLIC = [
     if inspect.isclass(obj) or inspect.isfunction(obj)
 ]
 # The classes and functions of the public subpackages, each with a page of its own in the API
-# reference: the model builders, the callbacks and the loader of the original weights.
-SUBPACKAGES = ("models", "callbacks", "compat")
+# reference: the model builders, the callbacks, the regularizer and the loader of the original
+# weights.
+SUBPACKAGES = ("models", "callbacks", "regularizers", "compat")
 PUBLIC_IN_SUBPACKAGES = [
     f"{package}.{name}"
     for package in SUBPACKAGES

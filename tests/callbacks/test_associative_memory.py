@@ -12,12 +12,13 @@ import tensorflow as tf
 from examples.snli.encoders import snli_model
 from tests.am_gru_reference import conditional_encoding_retrievals
 from tests.support import summary_events, tensorflow_only
+from tf_memlayers import ConditionalEncoder
 from tf_memlayers.callbacks.associative_memory import (
     MemoryRetrievalHeatmap,
     cosine_similarity_matrix,
 )
 from tf_memlayers.layers import DualAssociativeEncoder
-from tf_memlayers.models import ConditionalEncoder, build_snli_model
+from tf_memlayers.models import build_snli_model
 
 pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
 

@@ -10,12 +10,13 @@ import tensorflow as tf
 
 from tests.support import summary_events, tensorflow_only
 from tf_memlayers.callbacks import PairAttentionHeatmap
-from tf_memlayers.layers import AttentionRNN, WordByWordAttention
-from tf_memlayers.models import (
+from tf_memlayers.layers import (
+    AttentionRNN,
     ConditionalAttentionEncoder,
     ConditionalEncoder,
-    build_snli_model,
+    WordByWordAttention,
 )
+from tf_memlayers.models import build_snli_model
 
 pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
 

@@ -26,13 +26,13 @@ PASSED_ON = [
         lambda: language_model(
             30, kind="key_value", window=0, hidden=8, embedding_dim=4, batch_size=2
         ),
-        "layers/window_attention/mechanism.py",
+        "layers/window_attention/window_attention_mechanism.py",
     ),
     (
         "examples/language_modeling/memories.py",
         "n",
         lambda: language_model(30, kind="ngram", ngram=1, hidden=8, embedding_dim=4, batch_size=2),
-        "layers/window_attention/ngram.py",
+        "layers/window_attention/ngram_concat.py",
     ),
     (
         "tf_memlayers/models/fill_last_word.py",
@@ -54,13 +54,13 @@ PASSED_ON = [
         "examples/snli/encoders.py",
         "num_copies",
         lambda: make_encoder("am_gru", units=8, num_copies=0),
-        "layers/associative_memory/am_gru_cell.py",
+        "layers/associative_memory/associative_gru_cell.py",
     ),
     (
         "examples/snli/encoders.py",
         "dual_key",
         lambda: make_encoder("dual_am_gru", units=8, num_copies=2, dual_key="both"),
-        "layers/associative_memory/dual_am_gru.py",
+        "layers/associative_memory/dual_associative_gru.py",
     ),
 ]
 

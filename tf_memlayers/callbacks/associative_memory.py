@@ -47,7 +47,7 @@ class MemoryRetrievalHeatmap(PairProbe):
         vocabulary: List of strings, the words by id (row = id); unknown tokens map to the
             id of ``"<unk>"`` (1 if the vocabulary has none).
         encoder_name: String, the name of the model's encoder (a
-            `tf_memlayers.models.ConditionalEncoder`, or any layer with a
+            `tf_memlayers.ConditionalEncoder`, or any layer with a
             ``memory_retrievals(premise, hypothesis)`` method). Default: `"encoder"`.
         embedding_name: String, the name of the model's embedding layer.
             Default: `"embedding"`.
@@ -57,7 +57,8 @@ class MemoryRetrievalHeatmap(PairProbe):
     >>> import pathlib, tempfile
     >>> import keras
     >>> from tf_memlayers import DualAssociativeEncoder
-    >>> from tf_memlayers.models import ConditionalEncoder, build_snli_model
+    >>> from tf_memlayers import ConditionalEncoder
+    >>> from tf_memlayers.models import build_snli_model
     >>> encoder = ConditionalEncoder([
     ...     DualAssociativeEncoder(4, num_copies=2, return_sequences=True),
     ...     keras.layers.GRU(4, return_state=True),

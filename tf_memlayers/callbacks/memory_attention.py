@@ -21,7 +21,7 @@ class PairAttentionHeatmap(PairProbe):
         vocabulary: List of strings, the words by id (row = id); unknown tokens map to the
             id of ``"<unk>"`` (1 if the vocabulary has none).
         encoder_name: String, the name of the model's encoder (a
-            `tf_memlayers.models.ConditionalEncoder`, or any layer with an
+            `tf_memlayers.ConditionalEncoder`, or any layer with an
             ``premise_attention(premise, hypothesis)`` method). Default: `"encoder"`.
         embedding_name: String, the name of the model's embedding layer.
             Default: `"embedding"`.
@@ -30,9 +30,9 @@ class PairAttentionHeatmap(PairProbe):
 
     >>> import pathlib, tempfile
     >>> import keras
-    >>> from tf_memlayers import AttentionRNN, WordByWordAttention
-    >>> from tf_memlayers.models import (
-    ...     ConditionalAttentionEncoder, ConditionalEncoder, build_snli_model)
+    >>> from tf_memlayers import (
+    ...     AttentionRNN, ConditionalAttentionEncoder, ConditionalEncoder, WordByWordAttention)
+    >>> from tf_memlayers.models import build_snli_model
     >>> encoder = ConditionalEncoder([ConditionalAttentionEncoder(
     ...     keras.layers.LSTM(4, return_sequences=True, return_state=True),
     ...     AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4))),

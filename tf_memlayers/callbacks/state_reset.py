@@ -4,7 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
+from tf_memlayers.layers.window_attention.memory_sequence_layer import MemorySequenceLayer
 
 
 def stateful_layers(model):

@@ -35,32 +35,13 @@ from tf_memlayers._validation import (
 )
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
-from tf_memlayers.layers.cudnn import lstm_use_cudnn
+from tf_memlayers.layers.frozen_batch_normalization import FrozenBatchNormalization
+from tf_memlayers.layers.lstm_use_cudnn import lstm_use_cudnn
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
 POOLINGS = ("last", "attention")
 PAPER_LEARNING_RATE, CODE_LEARNING_RATE, PAPER_CLIP_NORM = 0.01, 1e-3, 5.0
-
-
-@keras.saving.register_keras_serializable(package="tf_memlayers")
-class FrozenBatchNormalization(keras.layers.BatchNormalization):
-    """Batch normalization that always runs in inference mode, as in the reference code.
-
-    The reference code called ``tf.layers.batch_normalization`` with ``training`` left at
-    False, so the moving mean 0 and variance 1 are never updated and the layer is the fixed
-    affine ``gamma * x / sqrt(1 + epsilon) + beta`` with trainable ``gamma`` and ``beta``.
-
-    Example:
-
-    >>> import numpy as np
-    >>> norm = FrozenBatchNormalization(epsilon=1e-3)
-    >>> float(norm(np.full((2, 3), 2.0, "float32"), training=True)[0, 0])  # 2 / sqrt(1.001)
-    1.999000...
-    """
-
-    def call(self, inputs, training=None, mask=None):
-        return super().call(inputs, training=False, mask=mask)
 
 
 def _frozen_batch_norm(name):

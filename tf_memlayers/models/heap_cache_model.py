@@ -2,25 +2,10 @@
 
 import keras
 import numpy as np
-from keras import ops
 
 from tf_memlayers._validation import check_number
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
-
-
-@keras.saving.register_keras_serializable(package="tf_memlayers")
-class HalfSquaredNorm(keras.regularizers.Regularizer):
-    """``coefficient * ||w||^2 / 2`` (TensorFlow's ``l2_loss`` convention)."""
-
-    def __init__(self, coefficient):
-        self.coefficient = float(coefficient)
-
-    def __call__(self, weight):
-        weight = ops.cast(weight, "float32")
-        return self.coefficient * 0.5 * ops.sum(ops.square(weight))
-
-    def get_config(self):
-        return {"coefficient": self.coefficient}
+from tf_memlayers.regularizers.half_squared_norm import HalfSquaredNorm
 
 
 def cache_attention_layers(model):

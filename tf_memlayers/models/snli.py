@@ -19,12 +19,11 @@ from tf_memlayers._validation import (
     check_optional_int,
 )
 from tf_memlayers.layers.associative_memory.dual_associative_encoder import DualAssociativeEncoder
-from tf_memlayers.layers.dropout import PhiloxDropout
+from tf_memlayers.layers.conditional_encoder import ConditionalEncoder
+from tf_memlayers.layers.philox_dropout import PhiloxDropout
 from tf_memlayers.models._compiling import compile_and_build_optimizer
-from tf_memlayers.models.conditional_encoder import ConditionalEncoder
 
 __all__ = [
-    "ConditionalEncoder",
     "build_fixed_length_snli_model",
     "build_snli_model",
     "compile_snli_model",
@@ -89,7 +88,7 @@ def build_snli_model(
     The GRU row of the paper's Table 1 (126 units, scaled down here):
 
     >>> import keras
-    >>> from tf_memlayers.models import ConditionalEncoder
+    >>> from tf_memlayers import ConditionalEncoder
     >>> gru = ConditionalEncoder([
     ...     keras.layers.GRU(6, return_sequences=True, return_state=True),
     ...     keras.layers.GRU(6, return_state=True),
@@ -276,7 +275,7 @@ def build_fixed_length_snli_model(
     >>> import numpy as np
     >>> import tensorflow as tf
     >>> import keras
-    >>> from tf_memlayers.models import ConditionalEncoder
+    >>> from tf_memlayers import ConditionalEncoder
     >>> gru = ConditionalEncoder([
     ...     keras.layers.GRU(4, return_sequences=True, return_state=True),
     ...     keras.layers.GRU(4, return_state=True),
@@ -378,7 +377,7 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Fal
 
     >>> import numpy as np
     >>> import keras
-    >>> from tf_memlayers.models import ConditionalEncoder
+    >>> from tf_memlayers import ConditionalEncoder
     >>> gru = ConditionalEncoder([
     ...     keras.layers.GRU(4, return_sequences=True, return_state=True),
     ...     keras.layers.GRU(4, return_state=True),

@@ -16,8 +16,8 @@ import keras
 import numpy as np
 
 from tf_memlayers._validation import check_int, check_number, check_optional_int
-from tf_memlayers.layers.dropout import PhiloxDropout
-from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
+from tf_memlayers.layers.philox_dropout import PhiloxDropout
+from tf_memlayers.layers.window_attention.memory_sequence_layer import MemorySequenceLayer
 
 
 def _stateless_copy(layer, **overrides):

@@ -12,8 +12,11 @@ import numpy as np
 from keras import ops
 
 from tf_memlayers import _validation as check
-from tf_memlayers.layers.associative_memory.am_gru import AssociativeGRU, AssociativeRecurrentLayer
-from tf_memlayers.layers.associative_memory.dual_am_gru import DualAssociativeGRU
+from tf_memlayers.layers.associative_memory.associative_gru import (
+    AssociativeGRU,
+    AssociativeRecurrentLayer,
+)
+from tf_memlayers.layers.associative_memory.dual_associative_gru import DualAssociativeGRU
 
 _CONFIG_ARGUMENTS = tuple(
     name for name in DualAssociativeGRU.CELL_ARGUMENTS if name != "return_retrievals"

@@ -12,7 +12,7 @@ import numpy as np
 from keras import ops
 
 from tf_memlayers import _validation as check
-from tf_memlayers.layers.associative_memory.am_gru_cell import AssociativeGRUCell
+from tf_memlayers.layers.associative_memory.associative_gru_cell import AssociativeGRUCell
 from tf_memlayers.layers.resettable_rnn import ResettableRNN
 
 _RNN_FLAGS = (

@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tf_memlayers.layers.window_attention.mechanism import WindowAttentionMechanism, window_softmax
+from tf_memlayers.layers.window_attention.window_attention_mechanism import (
+    WindowAttentionMechanism,
+    window_softmax,
+)
 
 
 class Mechanism(WindowAttentionMechanism, keras.layers.Layer):

@@ -5,7 +5,7 @@ import keras
 from keras import ops
 
 from tf_memlayers import _validation as check
-from tf_memlayers.layers.associative_memory.am_gru_cell import zero_reset_rows
+from tf_memlayers.layers.associative_memory.associative_gru_cell import zero_reset_rows
 from tf_memlayers.layers.memory_cell_wrapper import (
     call_cell,
     cell_output_size,

@@ -5,16 +5,20 @@ against their layers run by hand and against the NumPy reference of the AM-GRU; 
 package knows nothing of (an LSTM, a pair layer of the test's own) works the same way.
 """
 
+import json
+import pathlib
+import zipfile
+
 import keras
 import numpy as np
 import pytest
-from keras.src.testing import TestCase
 
 from examples.snli.encoders import KINDS, make_encoder
 from tests.am_gru_reference import conditional_encoding_retrievals
-from tf_memlayers.layers import DualAssociativeEncoder
-from tf_memlayers.models import ConditionalEncoder
+from tests.layer_test_case import LayerTestCase
+from tf_memlayers.layers import AssociativeGRU, ConditionalEncoder, DualAssociativeEncoder
 
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 # The stacks of two layers (the word-by-word model is one pair layer, tested in
 # test_conditional_attention_encoder.py).
 STACKS = [kind for kind in KINDS if kind != "word_by_word"]
@@ -311,25 +315,102 @@ def test_a_stack_returning_sequences_passes_the_masks_on():
     assert make_encoder("gru", 4).compute_mask([premise, hypothesis], masks) is None
 
 
-class ConditionalEncoderLayerTest(TestCase):
-    """Keras's own layer checks (`run_layer_test`) on the paper's stacks. The layers of the
+def _gru_stack(**kw):
+    return ConditionalEncoder(
+        [
+            keras.layers.GRU(4, return_sequences=True, return_state=True, dtype=kw.get("dtype")),
+            keras.layers.GRU(4, return_state=True, dtype=kw.get("dtype")),
+        ],
+        **kw,
+    )
+
+
+def _keras_check(kind, weights, seed_generators):
+    """A `keras_checks` case: the stack ``kind`` names (`make_encoder`), 4 units, on a pair of
+    sentences of width 3 (each Keras GRU has the seed generator of its dropout)."""
+    return (
+        ConditionalEncoder,
+        {"layers": make_encoder(kind, 4, num_copies=2).encoder_layers},
+        dict(
+            input_shape=((2, 5, 3), (2, 4, 3)),
+            expected_output_shape=[(2, 4), (2, 4)],
+            expected_num_trainable_weights=weights,
+            expected_num_seed_generators=seed_generators,
+            supports_masking=True,
+            run_training_check=False,
+            run_mixed_precision_check=False,
+        ),
+    )
+
+
+class ConditionalEncoderTest(LayerTestCase):
+    """The shared suites of `ConditionalEncoder` (tests/layer_test_case.py). The layers of the
     stack compute under their own dtype policies (as a `keras.Sequential`'s do), so Keras's
     check that a ``dtype`` argument sets the outputs' dtype does not apply; mixed precision is
-    test_mixed_float16_encoder_matches_float32's."""
+    test_mixed_float16_encoder_matches_float32's and the journeys'."""
 
-    def test_keras_layer_checks(self):
-        for kind, weights in (("gru", 6), ("am_gru", 5 + 3), ("dual_am_gru", 7 + 3)):
-            with self.subTest(kind=kind):
-                self.run_layer_test(
-                    ConditionalEncoder,
-                    init_kwargs={"layers": make_encoder(kind, 4, num_copies=2).encoder_layers},
-                    input_shape=((2, 5, 3), (2, 4, 3)),
-                    expected_output_shape=[(2, 4), (2, 4)],
-                    expected_num_trainable_weights=weights,
-                    supports_masking=True,
-                    run_training_check=False,
-                    run_mixed_precision_check=False,
-                )
+    layer_cls = ConditionalEncoder
+    make = staticmethod(_gru_stack)
+    not_in = {
+        "empty": "takes a sentence pair [premise, hypothesis], not one sequence",
+        "nan_padding": "takes a sentence pair: its layers' own tests check NaN at padded "
+        "steps, and test_hypothesis_depends_on_premise_and_padding_is_ignored the stack's "
+        "masks",
+        "flags": "has no boolean arguments",
+    }
+    keras_checks = {
+        f"conditional_encoder_{kind}": _keras_check(kind, weights, grus)
+        for kind, weights, grus in (("gru", 6, 2), ("am_gru", 5 + 3, 1), ("dual_am_gru", 7 + 3, 1))
+    }
+    journeys = {
+        f"ConditionalEncoder_{kind}": (
+            "pair",
+            lambda premise, hypothesis, kind=kind: make_encoder(kind, 8, num_copies=2)(
+                [premise, hypothesis]
+            )[1],
+        )
+        for kind in ("gru", "dual_am_gru")
+    }
+    output_spec = {
+        "conditional_encoder_gru": (
+            lambda dtype: _gru_stack(dtype=dtype),
+            [(2, 5, 4), (2, 3, 4)],
+            {},
+        ),
+    }
+
+
+@pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
+def test_a_file_of_0_1_loads_into_the_stack_of_its_layers_and_saves_as_one(kind, tmp_path):
+    """Versions 0.1 and 0.2 saved the encoder as a kind name and its sizes: `from_config` makes
+    the stack of those layers, the file's weights load into it (its stored outputs come back),
+    and the model saves and loads again in the current form."""
+    saved = np.load(FIXTURES / "v0.1_outputs.npz")
+    inputs = [saved[f"{kind}_premise"], saved[f"{kind}_hypothesis"]]
+    want = saved[f"{kind}_probabilities"]
+    model = keras.saving.load_model(FIXTURES / f"snli_{kind}_v0.1.keras")
+    first, top = model.get_layer("encoder").encoder_layers
+    cell = first.cell if kind == "am_gru" else first.hypothesis_layer.cell
+    assert type(first) is {"am_gru": AssociativeGRU, "dual_am_gru": DualAssociativeEncoder}[kind]
+    assert (cell.units, cell.num_copies, cell.seed, top.units) == (4, 2, 5, 4)
+    np.testing.assert_allclose(model.predict(inputs, verbose=0), want, rtol=0, atol=1e-6)
+    model.save(tmp_path / "again.keras")
+    with zipfile.ZipFile(tmp_path / "again.keras") as archive:
+        assert '"kind"' not in archive.read("config.json").decode()
+    again = keras.saving.load_model(tmp_path / "again.keras")
+    np.testing.assert_allclose(again.predict(inputs, verbose=0), want, rtol=0, atol=1e-6)
+
+
+def test_a_gru_encoder_of_0_1_becomes_a_stack_of_two_grus():
+    with zipfile.ZipFile(FIXTURES / "snli_am_gru_v0.1.keras") as archive:
+        layers = json.loads(archive.read("config.json"))["config"]["layers"]
+    config = next(layer for layer in layers if layer["config"]["name"] == "encoder")
+    config["config"].update(kind="gru", units=3, top_units=2)
+    encoder = keras.layers.deserialize(config)
+    first, top = encoder.encoder_layers
+    assert type(first) is type(top) is keras.layers.GRU and (first.units, top.units) == (3, 2)
+    p, h = encoder([np.ones((2, 5, 3), "float32"), np.ones((2, 3, 3), "float32")])
+    assert tuple(p.shape) == tuple(h.shape) == (2, 2)
 
 
 @pytest.mark.parametrize(

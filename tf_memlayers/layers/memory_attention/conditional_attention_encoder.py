@@ -5,7 +5,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionRNN
+from tf_memlayers.layers.memory_attention.attention_rnn import AttentionRNN
 from tf_memlayers.layers.memory_cell_wrapper import flat_state_sizes
 
 
@@ -25,7 +25,7 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
 
     The two layers have their own weights (the paper's two LSTMs); the hypothesis cell's
     states must match the premise layer's (the same cell type and width). As a pair layer it
-    goes into `tf_memlayers.models.ConditionalEncoder`, or straight into
+    goes into `tf_memlayers.ConditionalEncoder`, or straight into
     `tf_memlayers.models.build_snli_model` as the ``encoder``.
 
     Args:

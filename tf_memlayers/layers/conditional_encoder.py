@@ -9,8 +9,11 @@ vectors and the classifier.
 
 import keras
 
-from tf_memlayers.layers.associative_memory.dual_associative_encoder import step_retrievals
-from tf_memlayers.models import _conditional_encoder_v0
+from tf_memlayers.layers.associative_memory.associative_gru import AssociativeGRU
+from tf_memlayers.layers.associative_memory.dual_associative_encoder import (
+    DualAssociativeEncoder,
+    step_retrievals,
+)
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -197,10 +200,9 @@ class ConditionalEncoder(keras.layers.Layer):
 
     @classmethod
     def from_config(cls, config):
-        if "kind" in config:
-            # The encoder as 0.1 and 0.2 saved it: one kind name and its sizes.
-            return _conditional_encoder_v0.ConditionalEncoder.from_config(config)
         config = dict(config)
+        if "kind" in config:
+            return _from_0_2_config(cls, config)
         config["layers"] = [keras.layers.deserialize(layer) for layer in config["layers"]]
         return cls(**config)
 
@@ -218,3 +220,38 @@ def _output_shapes(layer, premise_shape, hypothesis_shape):
     return tuple(
         tuple(layer.compute_output_shape(shape)[0]) for shape in (premise_shape, hypothesis_shape)
     )
+
+
+def _from_0_2_config(cls, config):
+    """The encoder of a config that tf-memlayers 0.1 or 0.2 saved, which names layer 1 by
+    ``kind`` (``"gru"``, ``"am_gru"`` or ``"dual_am_gru"``) with its sizes, under a GRU of
+    ``top_units`` over both sentences, every kernel from ``kernel_initializer``.
+
+    Those versions' ``.keras`` files hold the weights of layer 1's cell (the Dual AM-GRU's
+    holding the AM-GRU's) under the encoder's ``hypothesis_cell`` and the GRU's under its
+    ``top_layer``: the encoder built here has both names too, and loading, which tries each
+    path to a layer until one is in the file, finds the weights there."""
+    kind, units, top_units, seed = (config.pop(k) for k in ("kind", "units", "top_units", "seed"))
+    num_copies, dual_key = config.pop("num_copies"), config.pop("dual_key")
+    init = keras.initializers.get(config.pop("kernel_initializer"))
+    fused_loop = config.pop("fused_loop")  # a GRU has no fused loop: kind="gru" saved "auto"
+    unroll = config.pop("unroll", False)  # 0.1 did not save it
+    sublayer = dict(kernel_initializer=init, unroll=unroll, dtype=config.get("dtype"))
+    associative = dict(num_copies=num_copies, seed=seed, fused_loop=fused_loop, **sublayer)
+    if kind == "gru":
+        first = keras.layers.GRU(
+            units, recurrent_initializer=init, return_sequences=True, return_state=True, **sublayer
+        )
+        cell = first.cell
+    elif kind == "am_gru":
+        first = AssociativeGRU(units, return_sequences=True, return_state=True, **associative)
+        cell = first.cell
+    else:
+        first = DualAssociativeEncoder(
+            units, dual_key=dual_key, return_sequences=True, **associative
+        )
+        cell = first.hypothesis_layer.cell
+    top = keras.layers.GRU(top_units, recurrent_initializer=init, return_state=True, **sublayer)
+    encoder = cls([first, top], **config)
+    encoder.hypothesis_cell, encoder.top_layer = cell, top
+    return encoder

@@ -17,7 +17,8 @@ Keras weight                original variable (under ``AssociativeGRUCell/``)   
 ``candidate_bias``          ``Candidate/fully_connected/biases``                   n
 ==========================  =====================================================  ==========
 
-The Dual AM-GRU's own weights are listed in `tf_memlayers.layers.associative_memory.dual_am_gru`.
+The Dual AM-GRU's own weights are listed in
+`tf_memlayers.layers.associative_memory.dual_associative_gru`.
 `tf_memlayers.compat.load_original_weights` loads arrays saved under those names.
 """
 

@@ -9,11 +9,11 @@ sentences; and the way the SNLI model uses it (the example's ``word_by_word`` en
 import keras
 import numpy as np
 import pytest
-from keras.src.testing import TestCase
 
+from tests.layer_test_case import LayerTestCase
 from tests.memory_attention_reference import randomize, word_by_word_reference
+from tf_memlayers import ConditionalAttentionEncoder, ConditionalEncoder
 from tf_memlayers.layers import AttentionRNN, AttentionWrapper, WordByWordAttention
-from tf_memlayers.models import ConditionalAttentionEncoder, ConditionalEncoder
 
 
 def _encoder(units=5, dtype=None, **hypothesis_flags):
@@ -249,33 +249,58 @@ def test_mixed_float16_matches_float32():
         np.testing.assert_allclose(_numpy(g).astype("float32"), _numpy(w), atol=5e-3)
 
 
-class ConditionalAttentionEncoderLayerTest(TestCase):
-    """Keras's own layer checks (`run_layer_test`). The two layers inside compute under their
-    own dtype policies, so Keras's check that a ``dtype`` argument sets the outputs' dtype does
-    not apply; mixed precision is test_mixed_float16_matches_float32's."""
+def _keras_check(make_hypothesis_cell, weights):
+    """A `keras_checks` case: an LSTM of 4 units over the premise, the hypothesis cell of
+    ``make_hypothesis_cell()`` over the hypothesis, on a pair of sentences of width 3."""
+    return (
+        ConditionalAttentionEncoder,
+        {
+            "premise_layer": keras.layers.LSTM(4, return_sequences=True, return_state=True),
+            "hypothesis_layer": AttentionRNN(make_hypothesis_cell()),
+        },
+        dict(
+            input_shape=((2, 5, 3), (2, 4, 3)),
+            expected_output_shape=[(2, 4), (2, 4)],
+            expected_num_trainable_weights=weights,
+            expected_num_seed_generators=2,  # the LSTM cells' dropout
+            supports_masking=True,
+            run_training_check=False,
+            run_mixed_precision_check=False,
+        ),
+    )
 
-    def test_keras_layer_checks(self):
-        for name, hypothesis_cell, weights in (
-            ("word_by_word", lambda: WordByWordAttention(keras.layers.LSTMCell(4)), 3 + 3 + 5),
-            (
-                "luong",
-                lambda: AttentionWrapper(keras.layers.LSTMCell(4), score="general"),
-                3 + 3 + 2,
-            ),
-        ):
-            with self.subTest(name=name):
-                self.run_layer_test(
-                    ConditionalAttentionEncoder,
-                    init_kwargs={
-                        "premise_layer": keras.layers.LSTM(
-                            4, return_sequences=True, return_state=True
-                        ),
-                        "hypothesis_layer": AttentionRNN(hypothesis_cell()),
-                    },
-                    input_shape=((2, 5, 3), (2, 4, 3)),
-                    expected_output_shape=[(2, 4), (2, 4)],
-                    expected_num_trainable_weights=weights,
-                    supports_masking=True,
-                    run_training_check=False,
-                    run_mixed_precision_check=False,
-                )
+
+class ConditionalAttentionEncoderTest(LayerTestCase):
+    """The shared suites of `ConditionalAttentionEncoder` (tests/layer_test_case.py). The two
+    layers inside compute under their own dtype policies, so Keras's check that a ``dtype``
+    argument sets the outputs' dtype does not apply; mixed precision is
+    test_mixed_float16_matches_float32's and the journeys'."""
+
+    layer_cls = ConditionalAttentionEncoder
+    make = staticmethod(lambda **kw: _encoder(4, **kw))
+    not_in = {
+        "empty": "takes a sentence pair [premise, hypothesis], not one sequence",
+        "nan_padding": "takes a sentence pair: test_premise_padding_is_never_read",
+        "flags": "has no boolean arguments",
+    }
+    keras_checks = {
+        "conditional_attention_encoder_word_by_word": _keras_check(
+            lambda: WordByWordAttention(keras.layers.LSTMCell(4)), 3 + 3 + 5
+        ),
+        "conditional_attention_encoder_luong": _keras_check(
+            lambda: AttentionWrapper(keras.layers.LSTMCell(4), score="general"), 3 + 3 + 2
+        ),
+    }
+    journeys = {
+        "ConditionalAttentionEncoder": (
+            "pair",
+            lambda premise, hypothesis: _encoder(6)([premise, hypothesis])[1],
+        ),
+    }
+    output_spec = {
+        "conditional_attention_encoder": (
+            lambda dtype: _encoder(4, dtype=dtype),
+            [(2, 5, 4), (2, 3, 4)],
+            {},
+        ),
+    }

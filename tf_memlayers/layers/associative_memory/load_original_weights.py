@@ -4,8 +4,8 @@
 
 import numpy as np
 
-from tf_memlayers.layers.associative_memory.am_gru_cell import AssociativeGRUCell
-from tf_memlayers.layers.associative_memory.dual_am_gru import DualAssociativeGRUCell
+from tf_memlayers.layers.associative_memory.associative_gru_cell import AssociativeGRUCell
+from tf_memlayers.layers.associative_memory.dual_associative_gru import DualAssociativeGRUCell
 
 SCOPE = "AssociativeGRUCell"
 _PREMISE = {

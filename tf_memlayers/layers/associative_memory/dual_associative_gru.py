@@ -23,11 +23,11 @@ from keras import ops
 
 from tf_memlayers import _validation as check
 from tf_memlayers.initializers import for_one_weight
-from tf_memlayers.layers.associative_memory.am_gru import (
+from tf_memlayers.layers.associative_memory.associative_gru import (
     AM_GRU_CELL_ARGUMENTS,
     AssociativeRecurrentLayer,
 )
-from tf_memlayers.layers.associative_memory.am_gru_cell import (
+from tf_memlayers.layers.associative_memory.associative_gru_cell import (
     AssociativeGRUCell,
     check_units_copies_seed,
     write_key,

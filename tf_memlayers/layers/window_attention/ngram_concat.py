@@ -19,7 +19,7 @@ from tf_memlayers._validation import (
     check_sizes,
 )
 from tf_memlayers.layers.memory_cell_wrapper import MemoryCellWrapper
-from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
+from tf_memlayers.layers.window_attention.memory_sequence_layer import MemorySequenceLayer
 from tf_memlayers.ops import windows
 from tf_memlayers.ops.pieces import piece_sizes, split_pieces
 

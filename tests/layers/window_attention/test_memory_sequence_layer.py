@@ -13,7 +13,7 @@ import pytest
 from keras import ops
 
 from tests.support import gradients
-from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
+from tf_memlayers.layers.window_attention.memory_sequence_layer import MemorySequenceLayer
 from tf_memlayers.ops import windows
 
 WIDTH = 3

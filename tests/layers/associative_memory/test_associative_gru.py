@@ -14,7 +14,7 @@ from tests.layer_test_case import (
     LayerTestCase,
     ResetSequenceTests,
 )
-from tests.layers.associative_memory.test_am_gru_cell import (
+from tests.layers.associative_memory.test_associative_gru_cell import (
     random_weights,
     reference_run,
     set_cell_weights,
