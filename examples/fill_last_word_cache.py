@@ -62,7 +62,7 @@ from examples.harness.training import (  # noqa: E402
     write_metrics,
 )
 from examples.harness.training.hparams import log_hparams  # noqa: E402
-from tf_memlayers.callbacks.cache_attention import (  # noqa: E402
+from tf_memlayers.callbacks.cache_attention_callback import (  # noqa: E402
     CacheAttentionCallback,
     CacheEpisodesCallback,
     cache_attention_on_entries,

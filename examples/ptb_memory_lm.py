@@ -83,8 +83,8 @@ from examples.language_modeling.memories import (  # noqa: E402
     language_model,
 )
 from examples.language_modeling.presets import PRESETS, get_preset  # noqa: E402
-from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
-from tf_memlayers.callbacks.window_attention import WindowAttentionCallback  # noqa: E402
+from tf_memlayers.callbacks.state_reset_callback import StateResetCallback  # noqa: E402
+from tf_memlayers.callbacks.window_attention_callback import WindowAttentionCallback  # noqa: E402
 from tf_memlayers.models.language_model import (  # noqa: E402
     DANILUK_DEFAULTS,
     LOSS_REDUCTIONS,

@@ -48,7 +48,7 @@ from examples.language_modeling.parameter_budget import (
     count_language_model_parameters,
     hidden_for_parameter_budget,
 )
-from tf_memlayers.callbacks.state_reset import StateResetCallback
+from tf_memlayers.callbacks.state_reset_callback import StateResetCallback
 from tf_memlayers.models.language_model import (
     DANILUK_DEFAULTS,
     compile_language_model,

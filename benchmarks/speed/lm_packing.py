@@ -113,7 +113,7 @@ def build(vocabulary_size, packed, args):
 
 def fit_runner(model, batches):
     """``() -> None``: one ``fit`` pass over ``batches`` with the layout's state resets."""
-    from tf_memlayers.callbacks.state_reset import StateResetCallback
+    from tf_memlayers.callbacks.state_reset_callback import StateResetCallback
 
     dataset = batches.dataset()
     resets = StateResetCallback(batches.resets)

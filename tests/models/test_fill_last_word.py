@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from examples.fill_last_word import sentences as data
-from tf_memlayers.callbacks.cache_attention import cache_attention_by_index
+from tf_memlayers.callbacks.cache_attention_callback import cache_attention_by_index
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
@@ -274,11 +274,11 @@ def test_vocabulary_cap_keeps_room_for_pad_and_unk():
 def test_cache_layers_are_found_through_the_public_keras_api():
     import inspect
 
-    from tf_memlayers.callbacks import cache_attention
+    from tf_memlayers.callbacks import cache_attention_callback
     from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
     from tf_memlayers.models import heap_cache_model
 
-    for module in (cache_attention, heap_cache_model):
+    for module in (cache_attention_callback, heap_cache_model):
         source = inspect.getsource(module)
         assert "._inputs_struct" not in source and "._flatten_layers" not in source
     # Caches at the top level, in a nested model and under a wrapper, each once, in order.

@@ -18,7 +18,7 @@ from examples.language_modeling.parameter_budget import (
 )
 from examples.language_modeling.presets import PRESETS, get_preset
 from examples.language_modeling.token_streams import TokenStream
-from tf_memlayers.callbacks.state_reset import StateResetCallback, reset_language_model_states
+from tf_memlayers.callbacks import StateResetCallback, reset_language_model_states
 from tf_memlayers.layers import NGramConcatCell, SlidingWindowAttention
 from tf_memlayers.models.language_model import (
     build_language_model,

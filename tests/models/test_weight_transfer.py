@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tf_memlayers import SlidingWindowAttention, SlidingWindowAttentionCell
-from tf_memlayers.callbacks.state_reset import reset_language_model_states
+from tf_memlayers.callbacks import reset_language_model_states
 from tf_memlayers.models.language_model import build_language_model
 from tf_memlayers.models.weight_transfer import copy_trainable_weights, weight_role
 

@@ -1,8 +1,9 @@
-"""The retrieval heatmap of an associative memory (`tf_memlayers.callbacks.associative_memory`):
-the cosine similarity of every read with every write, against its definition; the probe pair's
-word ids; and what `MemoryRetrievalHeatmap` writes to TensorBoard each epoch (the image, the
-table of the matrix the NumPy reference of the AM-GRU gives, the sentence pair, at the epoch's
-step), or does not write when the encoder has no associative memory."""
+"""The retrieval heatmap of an associative memory
+(`tf_memlayers.callbacks.memory_retrieval_heatmap`): the cosine similarity of every read with every
+write, against its definition; the probe pair's word ids; and what `MemoryRetrievalHeatmap` writes
+to TensorBoard each epoch (the image, the table of the matrix the NumPy reference of the AM-GRU
+gives, the sentence pair, at the epoch's step), or does not write when the encoder has no
+associative memory."""
 
 import keras
 import numpy as np
@@ -13,7 +14,7 @@ from examples.snli.encoders import snli_model
 from tests.am_gru_reference import conditional_encoding_retrievals
 from tests.support import summary_events, tensorflow_only
 from tf_memlayers import ConditionalEncoder
-from tf_memlayers.callbacks.associative_memory import (
+from tf_memlayers.callbacks.memory_retrieval_heatmap import (
     MemoryRetrievalHeatmap,
     cosine_similarity_matrix,
 )

@@ -1,11 +1,11 @@
-"""Heap caches in training: the TensorBoard view of attention by heap index (Gaffney Fig. 5)
-and fill, episodes that each start with an empty cache, and the read weight on chosen entries."""
+"""`CacheAttentionCallback`: heap caches in training, the TensorBoard view of attention by heap
+index (Gaffney Fig. 5) and fill, and the read weight on chosen entries."""
 
 import keras
 import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
-from tf_memlayers.callbacks.heatmap import heatmap_image
+from tf_memlayers.callbacks.write_heatmap import heatmap_image
 from tf_memlayers.models.heap_cache_model import cache_attention_layers
 
 tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
@@ -59,42 +59,6 @@ def cache_attention_on_entries(model, layer, probe_inputs, entry_inputs, wanted)
     wanted = np.asarray(wanted, dtype=bool)
     on_wanted = np.where(held >= 0, wanted[:, np.maximum(held, 0)], False)  # [P, K]
     return (np.asarray(weights, dtype=np.float64) * on_wanted).sum(axis=1)
-
-
-class CacheEpisodesCallback(keras.callbacks.Callback):
-    """Trains and evaluates on episodes: each starts with an empty cache.
-
-    Training batches come in episodes of ``batches_per_episode`` batches (e.g. the facts, then
-    the questions about them): every cache is emptied before the first batch of each episode,
-    so the questions can only be answered from the facts of their own episode. Before each
-    evaluation batch ``i`` (the questions of evaluation episode ``i``) every cache is emptied
-    and ``evaluation_facts[i]`` are written to it (`HeapCacheModel.write_caches`: the states
-    the facts produce, without a training step). Pass the callback to ``fit`` (it then also
-    applies to the validation at the end of each epoch) and to ``evaluate``.
-
-    Args:
-        batches_per_episode: training batches per episode.
-        evaluation_facts: for each evaluation batch, the model inputs to write to the caches
-            first (``None``: evaluation leaves the caches alone).
-    """
-
-    def __init__(self, batches_per_episode, evaluation_facts=None):
-        super().__init__()
-        self.batches_per_episode = int(batches_per_episode)
-        self.evaluation_facts = evaluation_facts
-
-    def _reset(self):
-        for layer in cache_attention_layers(self.model):
-            layer.reset_cache()
-
-    def on_train_batch_begin(self, batch, logs=None):
-        if batch % self.batches_per_episode == 0:
-            self._reset()
-
-    def on_test_batch_begin(self, batch, logs=None):
-        if self.evaluation_facts is not None:
-            self._reset()
-            self.model.write_caches(self.evaluation_facts[batch])
 
 
 class CacheAttentionCallback(keras.callbacks.Callback):

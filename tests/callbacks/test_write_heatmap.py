@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from tests.support import REPO_ROOT
-from tf_memlayers.callbacks.heatmap import heatmap_image
+from tf_memlayers.callbacks.write_heatmap import heatmap_image
 
 SCRIPT = """
 import matplotlib
 matplotlib.use("svg")  # e.g. a notebook's backend
 import numpy as np
-from tf_memlayers.callbacks.heatmap import heatmap_image
+from tf_memlayers.callbacks.write_heatmap import heatmap_image
 image = heatmap_image(np.arange(12.0).reshape(3, 4), list("abc"), list("wxyz"), title="t")
 curve = heatmap_image(np.linspace(1, 0, 40)[None], log_x=True)
 print(image.shape[2], image.dtype, curve.shape[2], matplotlib.get_backend())

@@ -1,8 +1,10 @@
-"""The TensorBoard views of sliding-window attention (`tf_memlayers.callbacks.window_attention`):
-the window positions' labels; the average attention per position over the full windows only,
-against its definition; and what `WindowAttentionCallback` writes (the probe sentence's weights
-under the trained model's current weights and their average per position, at the epochs it is
-asked to), and the inputs it refuses."""
+"""The TensorBoard views of sliding-window attention
+(`tf_memlayers.callbacks.window_attention_callback`): the window positions' labels; the average
+attention per position over the full windows only, against its definition; and what
+`WindowAttentionCallback` writes (the probe sentence's weights under the trained model's current
+weights and their average per position, at the epochs it is asked to), and the inputs it refuses."""
+
+import importlib
 
 import numpy as np
 import pytest
@@ -10,7 +12,7 @@ import tensorflow as tf
 
 from examples.language_modeling.memories import language_model
 from tests.support import summary_events, tensorflow_only
-from tf_memlayers.callbacks.window_attention import (
+from tf_memlayers.callbacks.window_attention_callback import (
     WindowAttentionCallback,
     average_attention_by_position,
     window_position_labels,
@@ -77,12 +79,12 @@ def test_scores_of_another_shape_are_refused(shape):
 
 
 def test_window_attention_callback_writes_heatmaps(tmp_path, monkeypatch):
-    from tf_memlayers.callbacks import window_attention
+    from tf_memlayers.callbacks import window_attention_callback
 
     drawn = []
-    draw = window_attention.write_heatmap
+    draw = window_attention_callback.write_heatmap
     monkeypatch.setattr(
-        window_attention,
+        window_attention_callback,
         "write_heatmap",
         lambda tag, *a, **kw: drawn.append((tag, kw)) or draw(tag, *a, **kw),
     )
@@ -120,15 +122,17 @@ def test_window_attention_callback_writes_heatmaps(tmp_path, monkeypatch):
 
 
 def test_near_equal_averages_are_drawn_in_near_equal_colours(tmp_path, monkeypatch):
-    from tf_memlayers.callbacks import heatmap, window_attention
+    from tf_memlayers.callbacks import window_attention_callback
 
+    # The module, not the function of its name that the package exports.
+    heatmap = importlib.import_module("tf_memlayers.callbacks.write_heatmap")
     drawn = {}
 
     def record(tag, matrix, step, row_labels=None, col_labels=None, **image_kwargs):
         drawn[tag] = image_kwargs
         return heatmap.write_heatmap(tag, matrix, step, row_labels, col_labels, **image_kwargs)
 
-    monkeypatch.setattr(window_attention, "write_heatmap", record)
+    monkeypatch.setattr(window_attention_callback, "write_heatmap", record)
     probe = _model(
         "key_value", stateful=False, batch_size=None, seq_len=None, return_attention_scores=True
     )
