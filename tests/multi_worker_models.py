@@ -49,10 +49,10 @@ def train_language_model(strategy):
         model = language_model(
             vocabulary,
             kind="attention",
-            hidden=16,
+            units=16,
             embedding_dim=8,
             window=3,
-            seq_len=10,
+            sequence_length=10,
             stateful=False,
         )
         compile_language_model(model, 0.01, 0.05, jit_compile=False)  # clipping at 0.05

@@ -101,10 +101,10 @@ def build(vocabulary_size, packed, args):
 
     model = build_language_model(
         vocabulary_size,
-        hidden=args.hidden,
+        units=args.hidden,
         embedding_dim=args.hidden,
         batch_size=args.batch_size,
-        seq_len=args.seq_len,
+        sequence_length=args.seq_len,
         stateful=True,
         resets=packed,
     )

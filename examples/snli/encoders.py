@@ -34,16 +34,18 @@ from tf_memlayers.layers import (
     WordByWordAttention,
 )
 from tf_memlayers.layers.associative_memory.associative_gru import check_fused_loop
+from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES
 from tf_memlayers.models import build_snli_model
+from tf_memlayers.models.snli import PAPER_UNITS
 
 KINDS = ("gru", "am_gru", "dual_am_gru", "word_by_word")
 
 
 def make_encoder(
     kind="dual_am_gru",
-    units=100,
+    units=PAPER_UNITS,
     top_units=None,
-    num_copies=8,
+    num_copies=NUM_COPIES,
     dual_key="paper",
     seed=123,
     kernel_initializer="glorot_uniform",
@@ -143,9 +145,9 @@ def make_encoder(
 def snli_model(
     vocabulary_size,
     kind="dual_am_gru",
-    units=100,
+    units=PAPER_UNITS,
     top_units=None,
-    num_copies=8,
+    num_copies=NUM_COPIES,
     dual_key="paper",
     seed=123,
     init_scale=0.05,

@@ -57,7 +57,7 @@ def test_reset_clears_every_state_or_only_the_selected_rows():
 
 def test_row_reset_restarts_only_the_selected_rows():
     model = _model("attention")
-    fresh = _model("attention", stateful=False, batch_size=None, seq_len=None)
+    fresh = _model("attention", stateful=False, batch_size=None, sequence_length=None)
     copy_trainable_weights(model, fresh)
     x = _tokens(2, 10)
     model(x[:, :5])

@@ -18,7 +18,7 @@ def _tokens(batch, time, seed=0):
 
 
 def _model(kind, **overrides):
-    kwargs = dict(SMALL, kind=kind, batch_size=2, seq_len=5)
+    kwargs = dict(SMALL, kind=kind, batch_size=2, sequence_length=5)
     kwargs.update(overrides)
     return language_model(VOCAB, **kwargs)
 

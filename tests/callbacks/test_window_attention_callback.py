@@ -23,7 +23,7 @@ from tf_memlayers.models.weight_transfer import copy_trainable_weights
 pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
 
 VOCAB = 23
-SMALL = dict(hidden=12, embedding_dim=6, window=3, ngram=4)
+SMALL = dict(units=12, embedding_dim=6, window=3, ngram=4)
 
 
 def _tokens(batch, time, seed=0):
@@ -31,7 +31,7 @@ def _tokens(batch, time, seed=0):
 
 
 def _model(kind, **overrides):
-    kwargs = dict(SMALL, kind=kind, batch_size=2, seq_len=5)
+    kwargs = dict(SMALL, kind=kind, batch_size=2, sequence_length=5)
     kwargs.update(overrides)
     return language_model(VOCAB, **kwargs)
 
@@ -91,7 +91,11 @@ def test_window_attention_callback_writes_heatmaps(tmp_path, monkeypatch):
     model = _model("key_value")
     compile_language_model(model, jit_compile=False)
     probe = _model(
-        "key_value", stateful=False, batch_size=None, seq_len=None, return_attention_scores=True
+        "key_value",
+        stateful=False,
+        batch_size=None,
+        sequence_length=None,
+        return_attention_scores=True,
     )
     sentence = _tokens(1, 7)[0]
     validation = _tokens(4, 9)
@@ -134,7 +138,11 @@ def test_near_equal_averages_are_drawn_in_near_equal_colours(tmp_path, monkeypat
 
     monkeypatch.setattr(window_attention_callback, "write_heatmap", record)
     probe = _model(
-        "key_value", stateful=False, batch_size=None, seq_len=None, return_attention_scores=True
+        "key_value",
+        stateful=False,
+        batch_size=None,
+        sequence_length=None,
+        return_attention_scores=True,
     )
     sentence = _tokens(1, 7)[0]
     callback = WindowAttentionCallback(
@@ -150,7 +158,7 @@ def test_near_equal_averages_are_drawn_in_near_equal_colours(tmp_path, monkeypat
 
 def _probe_with_weights_of(model, kind="key_value"):
     probe = _model(
-        kind, stateful=False, batch_size=None, seq_len=None, return_attention_scores=True
+        kind, stateful=False, batch_size=None, sequence_length=None, return_attention_scores=True
     )
     copy_trainable_weights(model, probe)
     return probe
@@ -160,7 +168,11 @@ def test_every_n_epochs_writes_the_probe_of_the_current_weights(tmp_path):
     model = _model("attention")
     model(_tokens(2, 5))
     probe = _model(
-        "attention", stateful=False, batch_size=None, seq_len=None, return_attention_scores=True
+        "attention",
+        stateful=False,
+        batch_size=None,
+        sequence_length=None,
+        return_attention_scores=True,
     )
     sentence = _tokens(1, 6, seed=1)[0]
     labels = [f"w{i}" for i in sentence]
@@ -200,7 +212,11 @@ def test_every_n_epochs_writes_the_probe_of_the_current_weights(tmp_path):
 
 def test_window_attention_callback_checks_inputs(tmp_path):
     probe = _model(
-        "attention", stateful=False, batch_size=None, seq_len=None, return_attention_scores=True
+        "attention",
+        stateful=False,
+        batch_size=None,
+        sequence_length=None,
+        return_attention_scores=True,
     )
     with pytest.raises(ValueError, match="`token_labels` has 2 entries"):
         WindowAttentionCallback(probe, tmp_path, [1, 2, 3], ["a", "b"], _tokens(2, 9), 3)
@@ -210,7 +226,11 @@ def test_window_attention_callback_checks_inputs(tmp_path):
 
 def test_validation_inputs_must_be_a_batch_of_sequences(tmp_path):
     probe = _model(
-        "attention", stateful=False, batch_size=None, seq_len=None, return_attention_scores=True
+        "attention",
+        stateful=False,
+        batch_size=None,
+        sequence_length=None,
+        return_attention_scores=True,
     )
     with pytest.raises(ValueError, match=r"must be \[batch, time\].*got shape \(9,\)"):
         WindowAttentionCallback(probe, tmp_path, [1, 2], ["a", "b"], _tokens(1, 9)[0], 3)

@@ -36,10 +36,10 @@ def test_the_builders_lstms_follow_the_rule(policy):
     model = build_language_model(
         50,
         SlidingWindowAttention(window=3),
-        hidden=8,
+        units=8,
         embedding_dim=8,
         batch_size=2,
-        seq_len=4,
+        sequence_length=4,
         stateful=False,
     )
     lstms = [layer for layer in model.layers if isinstance(layer, keras.layers.LSTM)]
@@ -48,7 +48,7 @@ def test_the_builders_lstms_follow_the_rule(policy):
     # right-padded masks only); unmasked (the original code's layout) it follows the rule.
     for faithful, want in ((False, False), (True, expected)):
         model = build_fill_last_word_model(
-            30, max_length=5, embedding_dim=4, hidden=4, faithful_to_code=faithful
+            30, sequence_length=5, embedding_dim=4, units=4, faithful_to_code=faithful
         )
         assert model.get_layer("encoder").use_cudnn == want
 

@@ -140,7 +140,7 @@ def test_language_and_snli_builders_use_it():
     from examples.snli.encoders import snli_model
     from tf_memlayers.models import build_language_model
 
-    model = build_language_model(30, hidden=4, embedding_dim=4, dropout=0.2, stateful=False)
+    model = build_language_model(30, units=4, embedding_dim=4, dropout=0.2, stateful=False)
     snli = snli_model(30, kind="gru", units=4, embedding_dim=4)
     for built in (model, snli):
         dropouts = [layer for layer in built.layers if isinstance(layer, keras.layers.Dropout)]

@@ -45,16 +45,16 @@ def test_weight_role_names_a_weight_by_what_it_does(path, role):
     assert weight_role(path) == role
 
 
-def _parallel(stateful=True, layers=2, hidden=HIDDEN):
+def _parallel(stateful=True, layers=2, units=HIDDEN):
     memory = SlidingWindowAttention(2, mode="key_value", stateful=stateful)
     return build_language_model(
         VOCAB,
         memory,
-        hidden=hidden,
+        units=units,
         embedding_dim=EMBEDDING,
         layers=layers,
         batch_size=2 if stateful else None,
-        seq_len=3,
+        sequence_length=3,
         stateful=stateful,
     )
 
@@ -63,11 +63,11 @@ def _cell(layers=2):
     return build_language_model(
         VOCAB,
         lambda cell: SlidingWindowAttentionCell(cell, window=2, mode="key_value"),
-        hidden=HIDDEN,
+        units=HIDDEN,
         embedding_dim=EMBEDDING,
         layers=layers,
         stateful=False,
-        seq_len=None,
+        sequence_length=None,
     )
 
 
@@ -144,7 +144,7 @@ def test_a_model_with_other_weights_is_refused():
 
 
 def test_a_weight_of_another_shape_is_refused_naming_it():
-    target = _parallel(layers=1, hidden=6)
+    target = _parallel(layers=1, units=6)
     # An LSTM's kernel is [input width, 4 gates x units].
     source_shape, target_shape = (EMBEDDING, 4 * HIDDEN), (EMBEDDING, 4 * 6)
     with pytest.raises(
@@ -179,10 +179,10 @@ def test_two_weights_of_one_role_are_refused_naming_both():
         return build_language_model(
             VOCAB,
             _TwoDenseMemory(),
-            hidden=HIDDEN,
+            units=HIDDEN,
             embedding_dim=EMBEDDING,
             layers=1,
-            seq_len=3,
+            sequence_length=3,
             stateful=False,
         )
 

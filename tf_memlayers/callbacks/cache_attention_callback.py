@@ -76,9 +76,10 @@ class CacheAttentionCallback(keras.callbacks.Callback):
 
     >>> import pathlib, tempfile
     >>> import numpy as np
+    >>> from tf_memlayers import HeapCacheAttention
     >>> from tf_memlayers.models import build_fill_last_word_model, compile_fill_last_word_model
-    >>> model = build_fill_last_word_model(30, max_length=6, embedding_dim=4, hidden=8,
-    ...                                    cache_size=16)
+    >>> model = build_fill_last_word_model(30, cache=HeapCacheAttention(16, 4),
+    ...                                    sequence_length=6, embedding_dim=4, units=8)
     >>> compile_fill_last_word_model(model)
     >>> log_dir = tempfile.mkdtemp()
     >>> x = np.random.default_rng(0).integers(1, 30, (8, 6))

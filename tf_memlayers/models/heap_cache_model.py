@@ -55,7 +55,7 @@ class HeapCacheModel(keras.Model):
     The cache write is TensorFlow only: on another backend the constructor of a model with
     `HeapCacheAttention` layers raises a `ValueError`. Without them the model is a functional
     model with weight decay, and runs on every backend (`build_fill_last_word_model` without
-    a cache).
+    a ``cache``).
 
     Args:
         inputs, outputs: as for a functional `keras.Model`.
@@ -88,7 +88,7 @@ class HeapCacheModel(keras.Model):
                 f"HeapCacheAttention layers {[layer.name for layer in layers]} (its training "
                 "step is Keras's TensorFlow step followed by the cache write); the Keras backend "
                 f"is {backend!r}. Set KERAS_BACKEND=tensorflow, leave the HeapCacheAttention "
-                "layers out (build_fill_last_word_model(cache_size=None)), or build a plain "
+                "layers out (build_fill_last_word_model without a `cache`), or build a plain "
                 "keras.Model and call HeapCacheAttention.insert yourself."
             )
         self.weight_decay = check_number("weight_decay", weight_decay, 0.0, owner="HeapCacheModel")

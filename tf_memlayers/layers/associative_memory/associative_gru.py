@@ -12,17 +12,12 @@ import numpy as np
 from keras import ops
 
 from tf_memlayers import _validation as check
-from tf_memlayers.layers.associative_memory.associative_gru_cell import AssociativeGRUCell
-from tf_memlayers.layers.resettable_rnn import ResettableRNN
-
-_RNN_FLAGS = (
-    "return_sequences",
-    "return_state",
-    "go_backwards",
-    "stateful",
-    "unroll",
-    "zero_output_for_mask",
+from tf_memlayers.layers.associative_memory.associative_gru_cell import (
+    NUM_COPIES,
+    AssociativeGRUCell,
 )
+from tf_memlayers.layers.resettable_rnn import ResettableRNN
+from tf_memlayers.ops.holographic import PERMUTATION_SEED
 
 
 def check_fused_loop(value, owner):
@@ -51,14 +46,11 @@ class AssociativeRecurrentLayer(ResettableRNN):
 
     def __init__(self, cell, fused_loop="auto", **kwargs):
         owner = type(self).__name__
-        flags = {
-            name: check.check_bool(name, kwargs.pop(name, False), owner) for name in _RNN_FLAGS
-        }
         fused_loop = check_fused_loop(fused_loop, owner)
-        unsupported = self.fused_loop_unsupported(cell, flags)
+        super().__init__(cell, **kwargs)  # which checks the RNN flags
+        unsupported = self.fused_loop_unsupported(cell, self.unroll)
         if fused_loop is True and unsupported:
             raise ValueError(f"{owner}: `fused_loop=True` {unsupported}")
-        super().__init__(cell, **flags, **kwargs)
         self.fused_loop = fused_loop
         # "auto": the fused loop wherever it runs this layer's options, else Keras's loop,
         # as keras.layers.GRU chooses cuDNN with use_cudnn="auto".
@@ -66,9 +58,9 @@ class AssociativeRecurrentLayer(ResettableRNN):
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     @staticmethod
-    def fused_loop_unsupported(cell, flags):
-        """Why the fused loop cannot run a layer of ``cell`` with these RNN ``flags`` (the end
-        of a sentence that starts "`fused_loop=True` "), or `None` if it can."""
+    def fused_loop_unsupported(cell, unroll):
+        """Why the fused loop cannot run a layer of ``cell`` that ``unroll``s its loop or not
+        (the end of a sentence that starts "`fused_loop=True` "), or `None` if it can."""
         backend = keras.backend.backend()
         if backend != "tensorflow":
             return (
@@ -77,10 +69,10 @@ class AssociativeRecurrentLayer(ResettableRNN):
                 f"is {backend!r}. Use fused_loop='auto' (the default) or False: the same layer "
                 "and weights, run by Keras's loop on every backend."
             )
-        if cell.return_retrievals or flags["unroll"]:
+        if cell.return_retrievals or unroll:
             return (
                 f"cannot be combined with return_retrievals={cell.return_retrievals!r} or "
-                f"unroll={flags['unroll']!r}; the fused loop emits only the outputs and always "
+                f"unroll={unroll!r}; the fused loop emits only the outputs and always "
                 "loops."
             )
         return None
@@ -331,8 +323,8 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     def __init__(
         self,
         units,
-        num_copies=8,
-        seed=123,
+        num_copies=NUM_COPIES,
+        seed=PERMUTATION_SEED,
         return_retrievals=False,
         kernel_initializer="glorot_uniform",
         gate_bias_initializer="ones",
@@ -346,9 +338,7 @@ class AssociativeGRU(AssociativeRecurrentLayer):
             units,
             num_copies=num_copies,
             seed=seed,
-            return_retrievals=check.check_bool(
-                "return_retrievals", return_retrievals, "AssociativeGRU"
-            ),
+            return_retrievals=return_retrievals,
             kernel_initializer=kernel_initializer,
             gate_bias_initializer=gate_bias_initializer,
             candidate_bias_initializer=candidate_bias_initializer,

@@ -33,26 +33,11 @@ from tf_memlayers.layers.memory_cell_wrapper import step_output_spec
 from tf_memlayers.layers.resets import check_reset, zero_where
 from tf_memlayers.ops import holographic
 from tf_memlayers.ops.associative_gru_step import associative_gru_step
+from tf_memlayers.ops.holographic import PERMUTATION_SEED
 
-
-def check_units_copies_seed(owner, units, num_copies, seed):
-    """Checks the arguments every AM-GRU cell takes; returns them as ints.
-
-    Args:
-        owner: String, the class name that error messages start with.
-        units: Even integer >= 2, the number of real units ``n``.
-        num_copies: Positive integer, the number of memory copies ``C``.
-        seed: Integer, the seed of the permutations.
-
-    Returns:
-        Tuple ``(units, num_copies, seed)`` of ints.
-    """
-    units = check.check_even(
-        "units", units, "a complex vector needs real and imaginary halves", owner
-    )
-    num_copies = check.check_int("num_copies", num_copies, 1, owner)
-    seed = check.check_int("seed", seed, None, owner)
-    return units, num_copies, seed
+# The number of memory copies of the paper (Weissenborn 2016, §5), every associative-memory
+# layer's default.
+NUM_COPIES = 8
 
 
 def zero_reset_rows(owner, inputs, states, reset):
@@ -160,8 +145,8 @@ class AssociativeGRUCell(keras.layers.Layer):
     def __init__(
         self,
         units,
-        num_copies=8,
-        seed=123,
+        num_copies=NUM_COPIES,
+        seed=PERMUTATION_SEED,
         return_retrievals=False,
         kernel_initializer="glorot_uniform",
         gate_bias_initializer="ones",
@@ -172,9 +157,11 @@ class AssociativeGRUCell(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         owner = type(self).__name__
-        self.units, self.num_copies, self.seed = check_units_copies_seed(
-            owner, units, num_copies, seed
+        self.units = check.check_even(
+            "units", units, "a complex vector needs real and imaginary halves", owner
         )
+        self.num_copies = check.check_int("num_copies", num_copies, 1, owner)
+        self.seed = check.check_int("seed", seed, None, owner)
         self.return_retrievals = check.check_bool("return_retrievals", return_retrievals, owner)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.gate_bias_initializer = keras.initializers.get(gate_bias_initializer)

@@ -5,7 +5,7 @@ import keras
 from keras import ops
 
 from tf_memlayers import _validation as check
-from tf_memlayers.layers.associative_memory.associative_gru_cell import zero_reset_rows
+from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES, zero_reset_rows
 from tf_memlayers.layers.memory_cell_wrapper import (
     call_cell,
     cell_output_size,
@@ -14,6 +14,7 @@ from tf_memlayers.layers.memory_cell_wrapper import (
     with_deserialized_cell,
 )
 from tf_memlayers.ops import holographic
+from tf_memlayers.ops.holographic import PERMUTATION_SEED
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -89,8 +90,8 @@ class AssociativeMemoryCell(keras.layers.Layer):
     def __init__(
         self,
         cell,
-        num_copies=8,
-        seed=123,
+        num_copies=NUM_COPIES,
+        seed=PERMUTATION_SEED,
         memory_state_index=None,
         return_retrievals=False,
         key_initializer="glorot_uniform",

@@ -28,14 +28,15 @@ from tf_memlayers.layers.associative_memory.associative_gru import (
     AssociativeRecurrentLayer,
 )
 from tf_memlayers.layers.associative_memory.associative_gru_cell import (
+    NUM_COPIES,
     AssociativeGRUCell,
-    check_units_copies_seed,
     write_key,
     zero_reset_rows,
 )
 from tf_memlayers.layers.memory_cell_wrapper import step_output_spec
 from tf_memlayers.ops import holographic
 from tf_memlayers.ops.associative_gru_step import SourceMemory
+from tf_memlayers.ops.holographic import PERMUTATION_SEED
 
 DUAL_KEYS = ("paper", "released")
 
@@ -124,9 +125,9 @@ class DualAssociativeGRUCell(keras.layers.Layer):
     def __init__(
         self,
         units,
-        num_copies=8,
+        num_copies=NUM_COPIES,
         dual_key="paper",
-        seed=123,
+        seed=PERMUTATION_SEED,
         return_retrievals=False,
         kernel_initializer="glorot_uniform",
         gate_bias_initializer="ones",
@@ -138,9 +139,9 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         owner = type(self).__name__
         _refuse_premise_cell(owner, kwargs)
         super().__init__(**kwargs)
-        units, num_copies, seed = check_units_copies_seed(owner, units, num_copies, seed)
         self.dual_key = check.check_choice("dual_key", dual_key, DUAL_KEYS, owner)
         self.return_retrievals = check.check_bool("return_retrievals", return_retrievals, owner)
+        # The AM-GRU cell checks the arguments they share.
         self.premise_cell = AssociativeGRUCell(
             units,
             num_copies=num_copies,
@@ -153,7 +154,8 @@ class DualAssociativeGRUCell(keras.layers.Layer):
             dtype=kwargs.get("dtype"),
             name="premise_cell",
         )
-        self.units, self.num_copies, self.seed = units, num_copies, seed
+        units, num_copies = self.premise_cell.units, self.premise_cell.num_copies
+        self.units, self.num_copies, self.seed = units, num_copies, self.premise_cell.seed
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.state_size = [units * num_copies, units, units * num_copies]
@@ -354,9 +356,9 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
     def __init__(
         self,
         units,
-        num_copies=8,
+        num_copies=NUM_COPIES,
         dual_key="paper",
-        seed=123,
+        seed=PERMUTATION_SEED,
         return_retrievals=False,
         kernel_initializer="glorot_uniform",
         gate_bias_initializer="ones",
@@ -384,12 +386,12 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
         super().__init__(cell, fused_loop=fused_loop, **kwargs)
 
     @staticmethod
-    def fused_loop_unsupported(cell, flags):
+    def fused_loop_unsupported(cell, unroll):
         if cell.dual_key != "paper":
             return (
                 f"runs the Dual AM-GRU with dual_key='paper' only; got dual_key={cell.dual_key!r}."
             )
-        return AssociativeRecurrentLayer.fused_loop_unsupported(cell, flags)
+        return AssociativeRecurrentLayer.fused_loop_unsupported(cell, unroll)
 
     @property
     def cell_permutations(self):
