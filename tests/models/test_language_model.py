@@ -424,7 +424,7 @@ class _StopBelow(keras.callbacks.Callback):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_hidden_for_parameter_budget_is_the_closest_width(kind):
+def test_units_for_parameter_budget_is_the_closest_width(kind):
     common = dict(embedding_dim=10, window=3, ngram=4)
     multiple = memories.pieces(kind, common["ngram"])
     budget = count_language_model_parameters(VOCAB, kind="lstm", units=20, **common)

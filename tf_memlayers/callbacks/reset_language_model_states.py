@@ -71,7 +71,7 @@ def reset_language_model_states(model, rows=None):
 
     >>> import numpy as np
     >>> from tf_memlayers.models import build_language_model
-    >>> model = build_language_model(20, hidden=8, embedding_dim=8, batch_size=2, seq_len=4)
+    >>> model = build_language_model(20, units=8, embedding_dim=8, batch_size=2, sequence_length=4)
     >>> _ = model(np.ones((2, 4), "int32"))
     >>> reset_language_model_states(model, rows=np.array([True, False]))
     >>> [float(np.abs(v.numpy()[0]).sum()) for v in model.get_layer("lstm_0").states]

@@ -75,7 +75,7 @@ class WindowAttentionCallback(keras.callbacks.Callback):
         probe_model: A `keras.Model` of the same design as the trained model, built with
             a memory layer that returns its attention scores (``SlidingWindowAttention(...,
             return_attention_scores=True)``; typically ``stateful=False``,
-            ``batch_size=None``, ``seq_len=None``); it outputs ``[logits, scores]``. It gets
+            ``batch_size=None``, ``sequence_length=None``); it outputs ``[logits, scores]``. It gets
             the trained model's weights before each probe.
         log_dir: String or path, the TensorBoard log directory (the images go to
             ``log_dir/attention``).
@@ -94,8 +94,8 @@ class WindowAttentionCallback(keras.callbacks.Callback):
     >>> from tf_memlayers import SlidingWindowAttention
     >>> from tf_memlayers.models import build_language_model
     >>> memory = SlidingWindowAttention(window=3, return_attention_scores=True)
-    >>> probe = build_language_model(30, memory, hidden=8, embedding_dim=8, stateful=False,
-    ...     seq_len=None)
+    >>> probe = build_language_model(30, memory, units=8, embedding_dim=8, stateful=False,
+    ...     sequence_length=None)
     >>> callback = WindowAttentionCallback(probe, "/tmp/logs", np.arange(6), list("abcdef"),
     ...     np.ones((2, 8), "int32"), window=3)
     """
