@@ -411,6 +411,9 @@ def test_a_gru_encoder_of_0_1_becomes_a_stack_of_two_grus():
     assert type(first) is type(top) is keras.layers.GRU and (first.units, top.units) == (3, 2)
     p, h = encoder([np.ones((2, 5, 3), "float32"), np.ones((2, 3, 3), "float32")])
     assert tuple(p.shape) == tuple(h.shape) == (2, 2)
+    config["config"]["kind"] = "lstm"
+    with pytest.raises(ValueError, match="ConditionalEncoder: `kind` must be one of 'gru', "):
+        keras.layers.deserialize(config)
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ vectors and the classifier.
 
 import keras
 
+from tf_memlayers._validation import check_choice
 from tf_memlayers.layers.associative_memory.associative_gru import AssociativeGRU
 from tf_memlayers.layers.associative_memory.dual_associative_encoder import (
     DualAssociativeEncoder,
@@ -35,7 +36,9 @@ class ConditionalEncoder(keras.layers.Layer):
 
     Every layer but the last returns sequences (``return_sequences=True``). The encoder
     passes the masks on to every layer and owns the layers: a ``.keras`` file,
-    `keras.models.clone_model` and ``from_config(get_config())`` rebuild the stack.
+    `keras.models.clone_model` and ``from_config(get_config())`` rebuild the stack. A
+    ``.keras`` file of tf-memlayers 0.1 or 0.2, which saved the encoder as the name of its
+    first layer (``kind``) and its sizes, loads as the stack of those layers, with its weights.
 
     Args:
         layers: Non-empty list of Keras layers, as above.
@@ -232,6 +235,7 @@ def _from_0_2_config(cls, config):
     ``top_layer``: the encoder built here has both names too, and loading, which tries each
     path to a layer until one is in the file, finds the weights there."""
     kind, units, top_units, seed = (config.pop(k) for k in ("kind", "units", "top_units", "seed"))
+    check_choice("kind", kind, ("gru", "am_gru", "dual_am_gru"), "ConditionalEncoder")
     num_copies, dual_key = config.pop("num_copies"), config.pop("dual_key")
     init = keras.initializers.get(config.pop("kernel_initializer"))
     fused_loop = config.pop("fused_loop")  # a GRU has no fused loop: kind="gru" saved "auto"
