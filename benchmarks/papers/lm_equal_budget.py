@@ -58,8 +58,8 @@ from examples.language_modeling.parameter_budget import (  # noqa: E402
 )
 from tf_memlayers.callbacks.state_reset_callback import StateResetCallback  # noqa: E402
 from tf_memlayers.callbacks.window_attention_callback import average_attention_by_position  # noqa: E402
+from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights  # noqa: E402
 from tf_memlayers.models.language_model import compile_language_model  # noqa: E402
-from tf_memlayers.models.weight_transfer import copy_trainable_weights  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -20,7 +20,7 @@ from tf_memlayers.callbacks.reset_language_model_states import (
     state_variables,
     stateful_layers,
 )
-from tf_memlayers.models.weight_transfer import copy_trainable_weights
+from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights
 
 
 def test_stateful_layers_are_found_in_nested_models_with_their_state_variables():

@@ -17,8 +17,8 @@ from tf_memlayers.callbacks.window_attention_callback import (
     average_attention_by_position,
     window_position_labels,
 )
+from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights
 from tf_memlayers.models.language_model import compile_language_model
-from tf_memlayers.models.weight_transfer import copy_trainable_weights
 
 pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
 

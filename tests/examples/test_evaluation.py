@@ -10,8 +10,8 @@ from examples.language_modeling.generated_lm import generate_copy_corpus
 from examples.language_modeling.lm_batches import make_bptt_batches
 from examples.language_modeling.memories import language_model
 from examples.language_modeling.token_streams import TokenStream
+from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights
 from tf_memlayers.models.language_model import compile_language_model
-from tf_memlayers.models.weight_transfer import copy_trainable_weights
 
 VOCAB = 23
 SMALL = dict(units=12, embedding_dim=6, window=3, init_scale=0.5)

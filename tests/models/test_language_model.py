@@ -20,12 +20,12 @@ from examples.language_modeling.presets import PRESETS, get_preset
 from examples.language_modeling.token_streams import TokenStream
 from tf_memlayers.callbacks import StateResetCallback, reset_language_model_states
 from tf_memlayers.layers import NGramConcatCell, SlidingWindowAttention
+from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights, weight_role
 from tf_memlayers.models.language_model import (
     build_language_model,
     compile_language_model,
     make_optimizer,
 )
-from tf_memlayers.models.weight_transfer import copy_trainable_weights, weight_role
 
 VOCAB = 23
 SMALL = dict(units=12, embedding_dim=6, window=3, ngram=4)

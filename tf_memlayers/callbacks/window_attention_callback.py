@@ -16,7 +16,7 @@ import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers.callbacks.write_heatmap import write_heatmap
-from tf_memlayers.models.weight_transfer import copy_trainable_weights
+from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights
 
 tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
 

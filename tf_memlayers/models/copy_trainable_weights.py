@@ -1,4 +1,4 @@
-"""Copying trained weights between the forms of one model.
+"""`copy_trainable_weights`: copying trained weights between the forms of one model.
 
 The cell form (``keras.layers.RNN`` over a memory cell) and the parallel form (an LSTM layer
 followed by the sequence layer) of a language model hold the same weights under different

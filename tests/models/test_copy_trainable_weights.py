@@ -12,8 +12,8 @@ import pytest
 
 from tf_memlayers import SlidingWindowAttention, SlidingWindowAttentionCell
 from tf_memlayers.callbacks import reset_language_model_states
+from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights, weight_role
 from tf_memlayers.models.language_model import build_language_model
-from tf_memlayers.models.weight_transfer import copy_trainable_weights, weight_role
 
 VOCAB, HIDDEN, EMBEDDING = 11, 4, 3
 
