@@ -59,13 +59,13 @@ def window_attention(log_dir):
         train_tokens=200_000, valid_tokens=4_000, test_tokens=1_000, seed=0
     )
     size = len(corpus.vocabulary.tokens)
-    options = dict(kind="attention", hidden=64, embedding_dim=32, window=5, stateful=False)
-    model = language_model(size, seq_len=20, **options)
+    options = dict(kind="attention", units=64, embedding_dim=32, window=5, stateful=False)
+    model = language_model(size, sequence_length=20, **options)
     compile_language_model(model, jit_compile=False)
     ids = corpus.train.ids[: len(corpus.train.ids) // 21 * 21].reshape(-1, 21)
     keras.utils.set_random_seed(0)
     model.fit(ids[:, :-1], ids[:, 1:], batch_size=32, epochs=8, verbose=0)
-    probe = language_model(size, seq_len=None, return_attention_scores=True, **options)
+    probe = language_model(size, sequence_length=None, return_attention_scores=True, **options)
     valid = corpus.valid.ids
     start = int(np.flatnonzero(valid == corpus.vocabulary.id("<eos>"))[3]) + 1
     tokens = valid[start : start + 12]
@@ -113,6 +113,7 @@ def memory_retrieval(log_dir):
 
 
 def cache_attention(log_dir):
+    from tf_memlayers import AttentionPooling, HeapCacheAttention
     from tf_memlayers.callbacks import CacheAttentionCallback
     from tf_memlayers.models import build_fill_last_word_model
     from tf_memlayers.models.heap_cache_model import cache_attention_layers
@@ -120,12 +121,11 @@ def cache_attention(log_dir):
     keras.utils.set_random_seed(0)
     model = build_fill_last_word_model(
         50,
-        max_length=8,
+        AttentionPooling(8),
+        HeapCacheAttention(255, 8),
+        sequence_length=8,
         embedding_dim=8,
-        hidden=16,
-        pooling="attention",
-        attention_units=8,
-        cache_size=255,
+        units=16,
     )
     layer = cache_attention_layers(model)[0]
     rng = np.random.default_rng(0)

@@ -62,19 +62,23 @@ from examples.harness.training import (  # noqa: E402
     write_metrics,
 )
 from examples.harness.training.hparams import log_hparams  # noqa: E402
-from tf_memlayers.callbacks.cache_attention import (  # noqa: E402
+from tf_memlayers.callbacks.cache_attention_callback import (  # noqa: E402
     CacheAttentionCallback,
-    CacheEpisodesCallback,
     cache_attention_on_entries,
 )
+from tf_memlayers.callbacks.cache_episodes_callback import CacheEpisodesCallback  # noqa: E402
+from tf_memlayers.layers import AttentionPooling, HeapCacheAttention  # noqa: E402
 from tf_memlayers.layers.cache_attention.heap_cache_attention import POLICIES, QUERIES  # noqa: E402
 from tf_memlayers.models.fill_last_word import (  # noqa: E402
     CODE_LEARNING_RATE,
+    PAPER_ATTENTION_UNITS,
     PAPER_LEARNING_RATE,
-    POOLINGS,
     build_fill_last_word_model,
     compile_fill_last_word_model,
 )
+
+# The sentence state: the LSTM's final state, or a pooling of all its outputs.
+POOLINGS = ("last", "attention")
 from tf_memlayers.models.heap_cache_model import cache_fill_fractions  # noqa: E402
 
 
@@ -147,12 +151,12 @@ def parse_args(argv=None):
     options.add_option(
         model, "embedding_dim", default=100, help="word vector size without --embeddings"
     )
-    options.add_option(model, "hidden", default=128, help="width of the LSTM")
+    options.add_option(model, "units", default=128, help="width of the LSTM")
     options.add_argument(
         model,
         "--attention-units",
         type=options.positive_int,
-        default=64,
+        default=PAPER_ATTENTION_UNITS,
         metavar="N",
         help="width of the attention pooling and cache reads",
     )
@@ -391,8 +395,8 @@ def initial_embeddings(args, vocabulary):
 
 
 # The run settings (digest, directory name, the settings a resumed run is checked against)
-# record the LSTM width ``--hidden`` as ``hidden_units``, the name run directories hold it by.
-RECORDED_NAMES = {"hidden": "hidden_units"}
+# record the LSTM width ``--units`` under the name run directories hold it by.
+RECORDED_NAMES = {"units": "hidden_units"}
 # Options added after runs were named: they define a run only when given (`run_settings`).
 FILL_ADDED_OPTIONS = ("clip_norm",)
 
@@ -417,6 +421,32 @@ def run_directory(args, corpus):
         recorded, root, label, resolved=resolved, added_options=FILL_ADDED_OPTIONS
     )
     return workdir, resolved
+
+
+def memory_layers(args, sequence_length):
+    """The ``pooling`` and ``cache`` layers of `build_fill_last_word_model` the options name."""
+    if args.pooling == "last":
+        pooling = None
+    elif args.faithful_to_code:
+        # The reference code's attention pooling: a plain sum over every step.
+        pooling = keras.Sequential(
+            [keras.layers.GlobalAveragePooling1D(), keras.layers.Rescaling(float(sequence_length))]
+        )
+    else:
+        pooling = AttentionPooling(args.attention_units)
+    cache = None
+    if args.cache_size:
+        # The read enters the state at full strength with the dot read, else as in the code.
+        gate = args.cache_gate_init or ("ones" if args.query == "dot" else "glorot_uniform")
+        cache = HeapCacheAttention(
+            args.cache_size,
+            args.attention_units,
+            policy=args.policy,
+            query=args.query,
+            mask_empty=not args.faithful_to_code,
+            gate_initializer=gate,
+        )
+    return pooling, cache
 
 
 def main(argv=None, extra_callbacks=()):
@@ -451,15 +481,10 @@ def main(argv=None, extra_callbacks=()):
     with strategy.scope():
         model = build_fill_last_word_model(
             len(vocabulary),
-            max_length=corpus.max_length,
+            *memory_layers(args, corpus.max_length),
+            sequence_length=corpus.max_length,
             embedding_dim=args.embedding_dim,
-            hidden=args.hidden,
-            pooling=args.pooling,
-            attention_units=args.attention_units,
-            cache_size=args.cache_size or None,
-            policy=args.policy,
-            query=args.query,
-            cache_gate_initializer=args.cache_gate_init,
+            units=args.units,
             embeddings=matrix,
             weight_decay=args.weight_decay,
             faithful_to_code=args.faithful_to_code,
@@ -526,7 +551,7 @@ def main(argv=None, extra_callbacks=()):
             "seconds": round(time.time() - started, 1),
         }
         write_metrics(metrics, os.path.join(rundir, "metrics.json"))
-        # Under the options' own names (`--hidden` as ``hidden``), as every example does.
+        # Under the options' own names (`--units` as ``units``), as every example does.
         log_hparams(
             log_dir,
             resolved_settings(args, resolved),

@@ -53,6 +53,8 @@ import numpy as np  # noqa: E402
 from examples.harness import options  # noqa: E402
 from examples.harness.run_directory import (  # noqa: E402
     RUN_OPTIONS,  # noqa: E402
+    recorded_names,
+    recorded_spellings,
     resolved_settings,
     run_workdir,
 )
@@ -83,8 +85,8 @@ from examples.language_modeling.memories import (  # noqa: E402
     language_model,
 )
 from examples.language_modeling.presets import PRESETS, get_preset  # noqa: E402
-from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
-from tf_memlayers.callbacks.window_attention import WindowAttentionCallback  # noqa: E402
+from tf_memlayers.callbacks.state_reset_callback import StateResetCallback  # noqa: E402
+from tf_memlayers.callbacks.window_attention_callback import WindowAttentionCallback  # noqa: E402
 from tf_memlayers.models.language_model import (  # noqa: E402
     DANILUK_DEFAULTS,
     LOSS_REDUCTIONS,
@@ -108,6 +110,9 @@ PTB_RUN_OPTIONS = (
 # Options added after runs were named: they enter a run's settings (and its directory's
 # digest) only when given, so earlier command lines keep their run directories.
 PTB_ADDED_OPTIONS = ("pack", "mixed_precision")
+# The run settings (digest, directory name, the settings a resumed run is checked against)
+# record the LSTM width and the segment length under the names run directories hold them by.
+RECORDED_NAMES = {"units": "hidden", "sequence_length": "seq_len"}
 
 
 BASE_DEFAULTS = {
@@ -190,7 +195,7 @@ def parse_args(argv=None):
         help="memory layer over the LSTM's output sequence, or as an RNN cell",
     )
     options.add_option(
-        model, "hidden", default=d["hidden"], preset=True, help="width of each LSTM layer"
+        model, "units", default=d["units"], preset=True, help="width of each LSTM layer"
     )
     options.add_option(model, "embedding_dim", default=d["embedding_dim"], preset=True)
     options.add_argument(
@@ -284,9 +289,9 @@ def parse_args(argv=None):
     )
     options.add_argument(
         train,
-        "--seq-len",
+        "--sequence-length",
         type=options.positive_int,
-        default=d["seq_len"],
+        default=d["sequence_length"],
         metavar="N",
         help="truncated-BPTT length " + note,
     )
@@ -474,19 +479,19 @@ def generated_text(args, model, corpus, prompt):
 def sizes_option(args):
     """The option a refusal of the model's widths is reported under (exit status 2, the
     layer's own message): the explicit ``--sizes``, else ``--tie-weights``, else what the
-    memory splits, ``--ngram`` of the N-gram model or the LSTM's ``--hidden``."""
+    memory splits, ``--ngram`` of the N-gram model or the LSTM's ``--units``."""
     if args.sizes is not None:
         return "--sizes"
     if args.tie_weights:
         return "--tie-weights"
-    return "--ngram" if args.model == "ngram" else "--hidden"
+    return "--ngram" if args.model == "ngram" else "--units"
 
 
 def model_kwargs(args, vocabulary_size):
     return dict(
         vocabulary_size=vocabulary_size,
         kind=args.model,
-        hidden=args.hidden,
+        units=args.units,
         embedding_dim=args.embedding_dim,
         window=args.window,
         ngram=args.ngram,
@@ -510,7 +515,7 @@ def probe_inputs(args, corpus, valid):
     else:
         ids = corpus.valid.ids[: args.probe_length]
         tokens = vocab.decode(ids)
-    rows = valid.inputs[0 : max(1, 4 * args.window // args.seq_len + 1)]
+    rows = valid.inputs[0 : max(1, 4 * args.window // args.sequence_length + 1)]
     # Consecutive segments of each row joined: long enough for full windows.
     validation = np.concatenate(list(rows), axis=1)
     return ids, tokens, validation
@@ -518,7 +523,12 @@ def probe_inputs(args, corpus, valid):
 
 def make_callbacks(args, workdir, corpus, train, valid, strategy, extra_callbacks=()):
     """The run's callbacks; the last one backs the run up (`resumable_callbacks`)."""
-    settings = resolved_settings(args, {"corpus": corpus.name}, PTB_RUN_OPTIONS, PTB_ADDED_OPTIONS)
+    settings = resolved_settings(
+        recorded_names(args, RECORDED_NAMES),
+        {"corpus": corpus.name},
+        PTB_RUN_OPTIONS,
+        PTB_ADDED_OPTIONS,
+    )
     callbacks = [
         StateResetCallback(train.resets, valid.resets),
         EpochLearningRate(args.learning_rate, args.lr_decay, args.full_rate_epochs),
@@ -529,7 +539,7 @@ def make_callbacks(args, workdir, corpus, train, valid, strategy, extra_callback
             probe = language_model(
                 **model_kwargs(args, len(corpus.vocabulary)),
                 stateful=False,
-                seq_len=None,
+                sequence_length=None,
                 return_attention_scores=True,
             )
         ids, tokens, validation = probe_inputs(args, corpus, valid)
@@ -542,6 +552,7 @@ def make_callbacks(args, workdir, corpus, train, valid, strategy, extra_callback
         str(workdir),
         monitor="val_loss",
         settings=settings,
+        spellings=recorded_spellings(RECORDED_NAMES, vars(args)),
         callbacks=[*callbacks, *extra_callbacks],
     )
 
@@ -581,7 +592,7 @@ def run(args, extra_callbacks=()):
     resolved = {"corpus": corpus.name}
     workdir = pathlib.Path(
         run_workdir(
-            args,
+            recorded_names(args, RECORDED_NAMES),
             DEFAULT_ROOT,
             args.model,
             PTB_RUN_OPTIONS,
@@ -594,7 +605,7 @@ def run(args, extra_callbacks=()):
         split: lm_batches.make_bptt_batches(
             corpus.split(split),
             args.batch_size,
-            args.seq_len,
+            args.sequence_length,
             reset_at_documents=documents,
             pack=args.pack,
         )
@@ -605,7 +616,7 @@ def run(args, extra_callbacks=()):
         model = language_model(
             **model_kwargs(args, len(corpus.vocabulary)),
             batch_size=args.batch_size,
-            seq_len=args.seq_len,
+            sequence_length=args.sequence_length,
             stateful=True,
             form=args.form,
             resets=args.pack,

@@ -56,7 +56,8 @@ from examples.harness.training import (  # noqa: E402
 from examples.harness.training.hparams import log_hparams  # noqa: E402
 from examples.seq2seq import probes, sentences  # noqa: E402
 from examples.seq2seq.models import MODELS, build_autoencoder, compile_autoencoder  # noqa: E402
-from tf_memlayers.layers.associative_memory.dual_am_gru import DUAL_KEYS  # noqa: E402
+from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES  # noqa: E402
+from tf_memlayers.layers.associative_memory.dual_associative_gru import DUAL_KEYS  # noqa: E402
 
 # Of the probe sentences (--probe-sentences), the ones each epoch's TensorBoard summary reads
 # (the first is drawn).
@@ -113,7 +114,7 @@ def parse_args(argv=None):
         help="width of the encoder and the decoder (even for dual_am_gru)",
     )
     options.add_option(model, "embedding_dim", default=32)
-    options.add_option(model, "num_copies", default=8)
+    options.add_option(model, "num_copies", default=NUM_COPIES)
     options.add_argument(
         model,
         "--dual-key",

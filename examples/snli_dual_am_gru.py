@@ -61,8 +61,9 @@ from examples.harness.training.learning_rate import halve_learning_rate_callback
 from examples.snli import generated_nli, nli_batches, snli  # noqa: E402
 from examples.snli.encoders import KINDS, snli_model  # noqa: E402
 from tf_memlayers.callbacks import MemoryRetrievalHeatmap, PairAttentionHeatmap  # noqa: E402
-from tf_memlayers.layers.associative_memory.dual_am_gru import DUAL_KEYS  # noqa: E402
-from tf_memlayers.models.snli import compile_snli_model  # noqa: E402
+from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES  # noqa: E402
+from tf_memlayers.layers.associative_memory.dual_associative_gru import DUAL_KEYS  # noqa: E402
+from tf_memlayers.models.snli import PAPER_UNITS, compile_snli_model  # noqa: E402
 
 
 def _snli_files(path):
@@ -165,7 +166,7 @@ def parse_args(argv=None):
     options.add_option(
         model,
         "units",
-        default=100,
+        default=PAPER_UNITS,
         help="size of layer 1 (the paper: 100 "
         "for the Dual AM-GRU, 108 AM-GRU, 126 GRU, 100 word_by_word)",
     )
@@ -182,7 +183,7 @@ def parse_args(argv=None):
         default=50,
         help="word vector size without --embeddings (the paper: 300d GloVe)",
     )
-    options.add_option(model, "num_copies", default=8)
+    options.add_option(model, "num_copies", default=NUM_COPIES)
     options.add_argument(
         model,
         "--dual-key",

@@ -34,19 +34,18 @@ SHARED = (
     "test_layer_test_case.py",
 )
 
-# The tests of what else the package runs without TensorFlow, on every backend: the loss and
-# the metric, the import without TensorFlow, the model builders with the step model, the pair
-# encoder with attention,
-# Keras's own tests of the Keras classes the package's classes stand in for (ResettableRNN,
+# The tests of what else the package runs without TensorFlow, on every backend: the loss, the
+# metric and the regularizer, the import without TensorFlow, the model builders with the step
+# model, Keras's own tests of the Keras classes the package's classes stand in for (ResettableRNN,
 # ResettableCell, PhiloxDropout, TiedEmbedding) with ours in their place, training on several
 # devices, and the GPU run's rehearsal.
 WITHOUT_TENSORFLOW = (
     "benchmarks/test_gpu_run.py",
     "losses/test_sequence_crossentropy.py",
     "metrics/test_perplexity.py",
+    "regularizers/test_half_squared_norm.py",
     "layers/test_keras_tests_with_ours.py",
     "models/test_builders_on_every_backend.py",
-    "models/test_conditional_attention_encoder.py",
     "models/test_data_parallel.py",
     "test_package_import.py",
 )
@@ -54,8 +53,8 @@ WITHOUT_TENSORFLOW = (
 
 def mirrored_test_module(module_path):
     """The test module of the package module at ``module_path`` (a path under
-    ``tf_memlayers/``, e.g. ``layers/dropout.py``), as a path under ``tests/``
-    (``layers/test_dropout.py``)."""
+    ``tf_memlayers/``, e.g. ``layers/philox_dropout.py``), as a path under ``tests/``
+    (``layers/test_philox_dropout.py``)."""
     path = pathlib.PurePosixPath(module_path)
     return (path.parent / f"test_{path.name}").as_posix().removeprefix("./")
 

@@ -352,7 +352,7 @@ def logged_hparams(log_dir):
 
 def assert_hparams_named_as_options(hparams, args):
     """Every example logs its settings under its options' own names (the attributes of the
-    parsed ``args``: ``model``, ``num_copies``, ``hidden``) and the data it read as
+    parsed ``args``: ``model``, ``num_copies``, ``units``) and the data it read as
     ``source``, so that the HParams dashboard of several examples' runs has one column per
     option."""
     assert "source" in hparams, sorted(hparams)

@@ -1,9 +1,10 @@
 """The public path of the loader of the original code's associative-memory weights
 (`tf_memlayers.compat`): it exports the loader of
-`tf_memlayers.layers.associative_memory.original_weights` (tested in its own module), the table
+`tf_memlayers.layers.associative_memory.load_original_weights` (tested in its own module), the table
 in its documentation is the mapping the loader uses, for both cells and both Dual keys, and the
 paper-era TF 0.8 spelling it documents loads as the ``fully_connected`` one does."""
 
+import importlib
 import re
 
 import numpy as np
@@ -11,8 +12,10 @@ import pytest
 
 from tf_memlayers import compat
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
-from tf_memlayers.layers.associative_memory import original_weights
 
+# The module of the loader (named after the function it defines, which `import ... as` would
+# give instead).
+LOADER = importlib.import_module("tf_memlayers.layers.associative_memory.load_original_weights")
 # A row of the documentation's table: ``original variable``, then ``Keras weight``.
 ROW = re.compile(r"^``(AssociativeGRUCell/\S+)``\s+``(\w+)``", re.MULTILINE)
 DUAL_WEIGHTS = ("dual_key_kernel", "dual_gate_kernel", "dual_candidate_kernel")
@@ -30,9 +33,9 @@ def _built(cell, input_dim=5):
 
 def test_compat_exports_the_loader():
     assert compat.__all__ == ["load_original_weights", "original_variable_names"]
-    assert compat.load_original_weights is original_weights.load_original_weights
-    assert compat.original_variable_names is original_weights.original_variable_names
-    assert compat.SCOPE == original_weights.SCOPE == "AssociativeGRUCell"
+    assert compat.load_original_weights is LOADER.load_original_weights
+    assert compat.original_variable_names is LOADER.original_variable_names
+    assert compat.SCOPE == LOADER.SCOPE == "AssociativeGRUCell"
 
 
 @pytest.mark.parametrize("cell_kind", ["am_gru", "dual_paper", "dual_released"])

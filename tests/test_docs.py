@@ -23,6 +23,7 @@ PUBLIC_MODULES = [
     "tf_memlayers.training",
     "tf_memlayers.metrics",
     "tf_memlayers.losses",
+    "tf_memlayers.regularizers",
     "tf_memlayers.compat",
 ]
 

@@ -1,6 +1,6 @@
-"""Every `Example:` in the docstrings of the layers, metrics, losses, initializers, callbacks,
-model builders and training utilities, and of the examples' folders, runs and prints what it
-shows."""
+"""Every `Example:` in the docstrings of the layers, metrics, losses, regularizers, initializers,
+callbacks, model builders and training utilities, and of the examples' folders, runs and prints
+what it shows."""
 
 import doctest
 import importlib
@@ -17,6 +17,7 @@ import tf_memlayers.layers
 import tf_memlayers.losses
 import tf_memlayers.metrics
 import tf_memlayers.models
+import tf_memlayers.regularizers
 import tf_memlayers.training
 
 
@@ -49,7 +50,7 @@ def test_docstring_examples_run(module_name):
         assert result.attempted > 0, f"{exported} have no runnable Example in their docstrings"
 
 
-# The public modules of the builders (a private one keeps the 0.1/0.2 encoder for loading).
+# The public modules of the builders.
 BUILDER_MODULES = [
     m for m in _modules(tf_memlayers.models) if not m.rsplit(".", 1)[1].startswith("_")
 ]
@@ -64,11 +65,13 @@ def test_model_builder_examples_run(module_name):
 SUPPORT_MODULES = [
     *_modules(tf_memlayers.metrics),
     *_modules(tf_memlayers.losses),
+    *_modules(tf_memlayers.regularizers),
     "tf_memlayers.initializers",
-    "tf_memlayers.callbacks.state_reset",
-    "tf_memlayers.callbacks.window_attention",
-    "tf_memlayers.callbacks.associative_memory",
-    "tf_memlayers.callbacks.memory_attention",
+    "tf_memlayers.callbacks.reset_language_model_states",
+    "tf_memlayers.callbacks.state_reset_callback",
+    "tf_memlayers.callbacks.window_attention_callback",
+    "tf_memlayers.callbacks.memory_retrieval_heatmap",
+    "tf_memlayers.callbacks.pair_attention_heatmap",
     "tf_memlayers.callbacks.pair_probe",
     *[m for m in _modules(tf_memlayers.training) if not m.rsplit(".", 1)[1].startswith("_")],
 ]

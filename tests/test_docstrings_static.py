@@ -110,9 +110,9 @@ PUBLIC = [
     if inspect.isclass(obj) or inspect.isfunction(obj)
 ]
 # The classes and functions of the public subpackages, each with a page of its own in the API
-# reference: the model builders, the callbacks, the training utilities and the loader of the
-# original weights.
-SUBPACKAGES = ("models", "callbacks", "training", "compat")
+# reference: the model builders, the callbacks, the regularizer, the training utilities and
+# the loader of the original weights.
+SUBPACKAGES = ("models", "callbacks", "regularizers", "training", "compat")
 PUBLIC_IN_SUBPACKAGES = [
     f"{package}.{name}"
     for package in SUBPACKAGES

@@ -12,9 +12,11 @@ from examples.snli.encoders import snli_model
 from tests.support import graph_optimizations, tensorflow_only
 from tf_memlayers import (
     AssociativeMemoryCell,
+    AttentionPooling,
     AttentionRNN,
     AttentionWrapper,
     DualAssociativeEncoder,
+    HeapCacheAttention,
     ResettableRNN,
 )
 from tf_memlayers.models import build_fill_last_word_model
@@ -41,12 +43,11 @@ def _last_word_model():
     """The last-word model with its heap cache (holding entries to read) and attention pooling."""
     model = build_fill_last_word_model(
         VOCAB,
-        max_length=10,
+        AttentionPooling(4),
+        HeapCacheAttention(12, 4),
+        sequence_length=10,
         embedding_dim=6,
-        hidden=8,
-        attention_units=4,
-        pooling="attention",
-        cache_size=12,
+        units=8,
     )
     cache = model.get_layer("cache_attention")
     entries = np.random.default_rng(5).normal(size=(12, cache.cache.shape[-1]))
@@ -91,11 +92,11 @@ CASES = {
         lambda: language_model(
             VOCAB,
             kind="key_value_predict",
-            hidden=12,
+            units=12,
             embedding_dim=6,
             window=3,
             stateful=False,
-            seq_len=6,
+            sequence_length=6,
             resets=True,
         ),
         lambda rng: (
@@ -108,11 +109,11 @@ CASES = {
             VOCAB,
             kind="attention",
             form="cell",
-            hidden=12,
+            units=12,
             embedding_dim=6,
             window=3,
             stateful=False,
-            seq_len=6,
+            sequence_length=6,
         ),
         lambda rng: (_tokens(rng, (2, 6)), _tokens(rng, (2, 6))),
     ),
@@ -121,17 +122,23 @@ CASES = {
             VOCAB,
             kind="ngram",
             form="cell",
-            hidden=12,
+            units=12,
             embedding_dim=6,
             ngram=3,
             stateful=False,
-            seq_len=6,
+            sequence_length=6,
         ),
         lambda rng: (_tokens(rng, (2, 6)), _tokens(rng, (2, 6))),
     ),
     "lm_ngram_parallel": (
         lambda: language_model(
-            VOCAB, kind="ngram", hidden=12, embedding_dim=6, ngram=3, stateful=False, seq_len=6
+            VOCAB,
+            kind="ngram",
+            units=12,
+            embedding_dim=6,
+            ngram=3,
+            stateful=False,
+            sequence_length=6,
         ),
         lambda rng: (_tokens(rng, (2, 6)), _tokens(rng, (2, 6))),
     ),

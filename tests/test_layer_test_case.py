@@ -26,7 +26,7 @@ from tests.layer_test_case import (
 )
 from tests.selection import TESTS_DIR, backend_neutral_files, mirrored_test_module
 from tests.support import BACKEND
-from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
+from tf_memlayers.layers.window_attention.memory_sequence_layer import MemorySequenceLayer
 
 
 def exported_layers():
@@ -95,9 +95,9 @@ def test_the_completeness_check_names_a_layer_without_a_test_class():
     class Unlisted(keras.layers.Layer):
         pass
 
-    Unlisted.__module__ = "tf_memlayers.layers.dropout"
+    Unlisted.__module__ = "tf_memlayers.layers.philox_dropout"
     assert missing_test_classes([Unlisted]) == [
-        ("Unlisted", "0 test classes in tests/layers/test_dropout.py, not 1")
+        ("Unlisted", "0 test classes in tests/layers/test_philox_dropout.py, not 1")
     ]
 
 

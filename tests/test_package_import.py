@@ -137,7 +137,7 @@ def test_the_layers_import_without_tensorflow():
         "tf_memlayers.layers",
         "tf_memlayers.models",
         "tf_memlayers.models.step_model",
-        "tf_memlayers.layers.associative_memory.am_gru",
+        "tf_memlayers.layers.associative_memory.associative_gru",
     } <= set(modules)
     for name, outcome in modules.items():
         if name.startswith(TENSORFLOW_ONLY):  # a module without tf code may import

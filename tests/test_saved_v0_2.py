@@ -42,7 +42,7 @@ def test_last_word_model_with_a_filled_cache_from_0_2_loads(saved):
 
 def test_snli_dual_am_gru_saved_with_the_fused_loop_from_0_2_loads(saved):
     model = _load("snli_dual_am_gru_fused")
-    assert model.get_layer("encoder").fused_loop is True
+    assert model.get_layer("encoder").encoder_layers[0].fused_loop is True
     _same(model([saved["snli_premise"], saved["snli_hypothesis"]]), saved["snli_probabilities"])
 
 

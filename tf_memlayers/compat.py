@@ -28,7 +28,7 @@ spellings are accepted.
 """
 
 # The loader lives with the associative memory that alone uses it; this is its public path.
-from tf_memlayers.layers.associative_memory.original_weights import (
+from tf_memlayers.layers.associative_memory.load_original_weights import (
     SCOPE,  # noqa: F401  (the scope name, importable from here as before)
     load_original_weights,
     original_variable_names,

@@ -35,7 +35,9 @@ from benchmarks.results_file import ResultsFile, add_results_options  # noqa: E4
 from examples.fill_last_word import sentences as data  # noqa: E402
 from examples.harness import options  # noqa: E402
 from examples.harness.data import embeddings as word_vectors  # noqa: E402
+from tf_memlayers.layers import AttentionPooling, HeapCacheAttention  # noqa: E402
 from tf_memlayers.models.fill_last_word import (  # noqa: E402
+    PAPER_ATTENTION_UNITS,
     build_fill_last_word_model,
     compile_fill_last_word_model,
 )
@@ -110,11 +112,18 @@ def run_variant(label, pooling, cache_size, query, arrays, vocabulary, matrix, s
     keras.backend.clear_session()
     keras.utils.set_random_seed(seed)
     (x_train, y_train), (x_held, y_held), (x_eval, y_eval) = arrays
+    query = query or "none"
     model = build_fill_last_word_model(
         len(vocabulary),
-        pooling=pooling,
-        cache_size=cache_size,
-        query=query or "none",
+        pooling=AttentionPooling(PAPER_ATTENTION_UNITS) if pooling == "attention" else None,
+        cache=HeapCacheAttention(
+            cache_size,
+            PAPER_ATTENTION_UNITS,
+            query=query,
+            gate_initializer="ones" if query == "dot" else "glorot_uniform",
+        )
+        if cache_size
+        else None,
         embeddings=matrix,
     )
     compile_fill_last_word_model(model)

@@ -4,7 +4,7 @@ Trains the LSTM baseline and the four memory models (attention, key-value, key-v
 N-gram RNN) on PTB (or WikiText-2) with one recipe for all:
 
 * equal parameter budget, as in the paper: the LSTM has ``--hidden`` units and every memory
-  model the LSTM width whose parameter count is closest (`hidden_for_parameter_budget`);
+  model the LSTM width whose parameter count is closest (`units_for_parameter_budget`);
 * Adam (``--learning-rate``), global-norm clipping 5, forget bias 1, U(-0.1, 0.1), batch 64,
   truncated BPTT 20 with states (and the memories) carried between segments and reset at
   document boundaries;
@@ -54,12 +54,12 @@ from examples.language_modeling.memories import (  # noqa: E402
 )
 from examples.language_modeling.parameter_budget import (  # noqa: E402
     count_language_model_parameters,
-    hidden_for_parameter_budget,
+    units_for_parameter_budget,
 )
-from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
-from tf_memlayers.callbacks.window_attention import average_attention_by_position  # noqa: E402
+from tf_memlayers.callbacks.state_reset_callback import StateResetCallback  # noqa: E402
+from tf_memlayers.callbacks.window_attention_callback import average_attention_by_position  # noqa: E402
+from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights  # noqa: E402
 from tf_memlayers.models.language_model import compile_language_model  # noqa: E402
-from tf_memlayers.models.weight_transfer import copy_trainable_weights  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -197,7 +197,7 @@ def load_corpus(args):
 def model_arguments(kind, hidden, args):
     return dict(
         kind=kind,
-        hidden=hidden,
+        units=hidden,
         embedding_dim=args.embedding_dim,
         window=args.window,
         ngram=args.ngram,
@@ -208,12 +208,12 @@ def widths(vocabulary_size, kinds, args):
     """Each kind's LSTM width: ``--hidden`` for the LSTM, equal parameters for the others."""
     common = dict(embedding_dim=args.embedding_dim, window=args.window, ngram=args.ngram)
     budget = count_language_model_parameters(
-        vocabulary_size, kind="lstm", hidden=args.hidden, **common
+        vocabulary_size, kind="lstm", units=args.hidden, **common
     )
     return {
         kind: args.hidden
         if kind == "lstm"
-        else hidden_for_parameter_budget(vocabulary_size, kind, budget, **common)[0]
+        else units_for_parameter_budget(vocabulary_size, kind, budget, **common)[0]
         for kind in kinds
     }
 
@@ -224,7 +224,7 @@ def attention_by_position(model, kind, hidden, vocabulary_size, valid, args):
         vocabulary_size,
         **model_arguments(kind, hidden, args),
         stateful=False,
-        seq_len=None,
+        sequence_length=None,
         return_attention_scores=True,
     )
     copy_trainable_weights(model, probe)
@@ -298,7 +298,7 @@ def build_for_training(kind, hidden, vocabulary_size, args):
         **model_arguments(kind, hidden, args),
         dropout=args.dropout,
         batch_size=args.batch_size,
-        seq_len=args.seq_len,
+        sequence_length=args.seq_len,
     )
     return compile_language_model(model, learning_rate=args.learning_rate)
 

@@ -39,7 +39,7 @@ from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.papers import lm_equal_budget as equal_budget  # noqa: E402
 from examples.harness import options  # noqa: E402
 from examples.language_modeling.evaluation import evaluate_language_model  # noqa: E402
-from tf_memlayers.callbacks.state_reset import StateResetCallback  # noqa: E402
+from tf_memlayers.callbacks.state_reset_callback import StateResetCallback  # noqa: E402
 
 DOCS_BLOCK = "lm-equal-budget-cost"
 COLUMNS = [

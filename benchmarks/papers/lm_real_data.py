@@ -5,7 +5,7 @@ Trains each model (LSTM, attention, key-value, key-value-predict, N-gram RNN) wi
 training settings (Adam 1e-3, batch 64, BPTT 20, clipping 5, forget bias 1, U(-0.1, 0.1)) at
 an equal parameter budget, as the paper did: the LSTM baseline has ``--hidden`` units and
 each memory model gets the LSTM width whose parameter count is closest to the baseline's
-(`hidden_for_parameter_budget`). Every model trains for the same number of epochs (or
+(`units_for_parameter_budget`). Every model trains for the same number of epochs (or
 ``--max-steps``), then validation and test perplexity are computed over the complete splits
 (exp of the mean NLL over all target tokens, states carried through each split). For the
 attention models the average attention weight per window position over validation text is
@@ -46,9 +46,9 @@ from examples.language_modeling.memories import (
 )
 from examples.language_modeling.parameter_budget import (
     count_language_model_parameters,
-    hidden_for_parameter_budget,
+    units_for_parameter_budget,
 )
-from tf_memlayers.callbacks.state_reset import StateResetCallback
+from tf_memlayers.callbacks.state_reset_callback import StateResetCallback
 from tf_memlayers.models.language_model import (
     DANILUK_DEFAULTS,
     compile_language_model,
@@ -94,7 +94,7 @@ def train_and_evaluate(kind, hidden, corpus, batches, args):
         len(corpus.vocabulary),
         **model_arguments(kind, hidden, args),
         batch_size=args.batch_size,
-        seq_len=args.seq_len,
+        sequence_length=args.seq_len,
     )
     compile_language_model(model, jit_compile=not args.no_jit)
     budget = StepBudget(args.max_steps)
@@ -133,11 +133,11 @@ def widths(corpus, kinds, args):
         return {kind: args.hidden for kind in kinds}
     vocab = len(corpus.vocabulary)
     common = dict(embedding_dim=args.embedding_dim, window=args.window, ngram=args.ngram)
-    budget = count_language_model_parameters(vocab, kind="lstm", hidden=args.hidden, **common)
+    budget = count_language_model_parameters(vocab, kind="lstm", units=args.hidden, **common)
     return {
         kind: args.hidden
         if kind == "lstm"
-        else hidden_for_parameter_budget(vocab, kind, budget, **common)[0]
+        else units_for_parameter_budget(vocab, kind, budget, **common)[0]
         for kind in kinds
     }
 
@@ -194,7 +194,10 @@ def parse_args(argv=None):
         "--batch-size", type=options.positive_int, default=d["batch_size"], help="rows per batch"
     )
     parser.add_argument(
-        "--seq-len", type=options.positive_int, default=d["seq_len"], help="truncated-BPTT length"
+        "--seq-len",
+        type=options.positive_int,
+        default=d["sequence_length"],
+        help="truncated-BPTT length",
     )
     parser.add_argument("--no-jit", action="store_true", help="do not compile with XLA")
     parser.add_argument("--seed", type=options.non_negative_int, default=0, help="random seed")

@@ -33,6 +33,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 from benchmarks import matmul_peak  # noqa: E402
 from benchmarks.docs_tables import add_update_docs_option, update_docs  # noqa: E402
 from examples.harness import options  # noqa: E402
+from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling  # noqa: E402
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention  # noqa: E402
 from tf_memlayers.models.fill_last_word import (  # noqa: E402
     build_fill_last_word_model,
@@ -99,7 +100,7 @@ def step_rows(cache_size, steps):
     cached states (scored by every read), the softmax layer's one state per example."""
     per_layer = {
         "encoder": BATCH * steps,
-        "attention_pooling": BATCH * steps,
+        "pooling": BATCH * steps,
         "cache_attention": cache_size,
     }
     return lambda weight: per_layer.get(weight.path.split("/")[0], BATCH)
@@ -115,10 +116,15 @@ def step_overhead(repeats, rng, vocabulary=10000, cache_size=10000, steps=40):
         compile_fill_last_word_model(model)
         return model
 
-    base = compiled(build_fill_last_word_model(vocabulary, pooling="attention", embedding_dim=50))
+    base = compiled(
+        build_fill_last_word_model(vocabulary, AttentionPooling(UNITS), embedding_dim=50)
+    )
     cached = compiled(
         build_fill_last_word_model(
-            vocabulary, pooling="attention", embedding_dim=50, cache_size=cache_size
+            vocabulary,
+            AttentionPooling(UNITS),
+            HeapCacheAttention(cache_size, UNITS),
+            embedding_dim=50,
         )
     )
     layer = cached.get_layer("cache_attention")

@@ -101,10 +101,10 @@ def build(vocabulary_size, packed, args):
 
     model = build_language_model(
         vocabulary_size,
-        hidden=args.hidden,
+        units=args.hidden,
         embedding_dim=args.hidden,
         batch_size=args.batch_size,
-        seq_len=args.seq_len,
+        sequence_length=args.seq_len,
         stateful=True,
         resets=packed,
     )
@@ -113,7 +113,7 @@ def build(vocabulary_size, packed, args):
 
 def fit_runner(model, batches):
     """``() -> None``: one ``fit`` pass over ``batches`` with the layout's state resets."""
-    from tf_memlayers.callbacks.state_reset import StateResetCallback
+    from tf_memlayers.callbacks.state_reset_callback import StateResetCallback
 
     dataset = batches.dataset()
     resets = StateResetCallback(batches.resets)

@@ -57,17 +57,17 @@ def widths(kinds, args):
     `benchmarks.papers.lm_equal_budget`)."""
     from examples.language_modeling.parameter_budget import (
         count_language_model_parameters,
-        hidden_for_parameter_budget,
+        units_for_parameter_budget,
     )
 
     if not args.equal_parameters:
         return dict.fromkeys(kinds, args.hidden)
     common = dict(embedding_dim=args.embedding_dim, window=args.window, ngram=args.ngram)
-    budget = count_language_model_parameters(args.vocab, kind="lstm", hidden=args.hidden, **common)
+    budget = count_language_model_parameters(args.vocab, kind="lstm", units=args.hidden, **common)
     return {
         kind: args.hidden
         if kind == "lstm"
-        else hidden_for_parameter_budget(args.vocab, kind, budget, **common)[0]
+        else units_for_parameter_budget(args.vocab, kind, budget, **common)[0]
         for kind in kinds
     }
 
@@ -82,13 +82,13 @@ def build_models(kinds, args):
         model = language_model(
             args.vocab,
             kind=kind,
-            hidden=hidden,
+            units=hidden,
             embedding_dim=args.embedding_dim,
             window=args.window,
             ngram=args.ngram,
             dropout=args.dropout,
             batch_size=args.batch_size,
-            seq_len=args.seq_len,
+            sequence_length=args.seq_len,
             stateful=True,
         )
         models[kind] = compile_language_model(model, jit_compile=True)

@@ -85,7 +85,7 @@ def lm_model(variant, vocab=10000, hidden=300, steps=20, batch=64):
         raise ValueError(f"unknown variant {variant!r}; the variants are {list(LM_VARIANTS)}")
     kind, form, size = LM_VARIANTS[variant]
     sized = {"ngram": size} if kind == "ngram" else {"window": size} if size else {}
-    memory = make_memory(kind, hidden, form=form, units=hidden, stateful=False, **sized)
+    memory = make_memory(kind, hidden, form=form, memory_units=hidden, stateful=False, **sized)
     inputs = keras.Input((steps,), batch_size=batch, dtype="int32")
     h = keras.layers.Embedding(vocab, hidden)(inputs)
     if form == "cell" and memory is not None:

@@ -121,7 +121,7 @@ def stand_ins(parts):
     (2)-(3), `WindowAttentionMechanism._window_alpha`). A step traced inside keeps them."""
     from keras import ops
 
-    from tf_memlayers.layers.window_attention import mechanism
+    from tf_memlayers.layers.window_attention import window_attention_mechanism
     from tf_memlayers.ops import windows
 
     def weighted_sum(weights, carried, steps):
@@ -138,15 +138,21 @@ def stand_ins(parts):
             alpha = alpha * ops.cast(window_valid, alpha.dtype)
         return alpha
 
-    saved = windows.window_weighted_sum, mechanism.WindowAttentionMechanism._window_alpha
+    saved = (
+        windows.window_weighted_sum,
+        window_attention_mechanism.WindowAttentionMechanism._window_alpha,
+    )
     if "weighted_sum" in parts:
         windows.window_weighted_sum = weighted_sum
     if "scores" in parts:
-        mechanism.WindowAttentionMechanism._window_alpha = window_alpha
+        window_attention_mechanism.WindowAttentionMechanism._window_alpha = window_alpha
     try:
         yield
     finally:
-        windows.window_weighted_sum, mechanism.WindowAttentionMechanism._window_alpha = saved
+        (
+            windows.window_weighted_sum,
+            window_attention_mechanism.WindowAttentionMechanism._window_alpha,
+        ) = saved
 
 
 def compiled_step(variant, steps, batch, width, window, attention_units, key_dim):

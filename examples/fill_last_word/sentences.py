@@ -182,9 +182,9 @@ def generated_last_word_corpus(
     changes from episode to episode, and no training sentence about a house ends in its
     colour unless that colour is stated in the same episode. An evaluation episode writes its
     facts to the emptied cache, then asks its questions (``examples/fill_last_word_cache.py``
-    does both, with `tf_memlayers.callbacks.cache_attention.CacheEpisodesCallback`). Without
-    a cache a model can only guess: always answering the commonest colour gets 1/8 of the
-    answers with 8 houses.
+    does both, with `tf_memlayers.callbacks.cache_episodes_callback.CacheEpisodesCallback`).
+    Without a cache a model can only guess: always answering the commonest colour gets 1/8 of
+    the answers with 8 houses.
 
     To answer, a cache read has to match the name in a question with the same name in one
     cached fact, and to pass on the colour that the fact's state carries. The read with

@@ -8,18 +8,19 @@ by `ArgumentParser` reports a bad value in one line and exits with status 2::
     snli_dual_am_gru.py: error: argument --epochs: must be an integer >= 1, got '0' (see --help)
 
 Every option's help shows its default. Each word means one thing in every example, as in
-Keras and the model builders: ``--units`` is a layer's output width, ``--hidden`` the width of
-an LSTM under a memory layer, ``--model`` the kind of model. Older spellings (``--kind`` for
-``--model``, ``--clipnorm`` for ``--clip-norm``, and those `OPTIONS` lists) still work as
-hidden aliases that print a note naming the current spelling.
+Keras and the model builders: ``--units`` is the width of a recurrent layer (the LSTM under a
+memory layer, the SNLI encoder's layer 1), ``--sequence-length`` the time steps of a training
+segment, ``--model`` the kind of model. Older spellings (``--kind`` for ``--model``,
+``--clipnorm`` for ``--clip-norm``, and those `OPTIONS` lists) still work as aliases left out
+of the help, which print a note naming the current spelling.
 
 Example:
 
 >>> parser = ArgumentParser(prog="train.py")
 >>> _ = add_option(parser, "epochs", default=3)
->>> _ = add_option(parser, "hidden", default=100)
->>> args = parser.parse_args(["--epochs", "5", "--hidden", "64"])
->>> args.epochs, args.hidden
+>>> _ = add_option(parser, "units", default=100)
+>>> args = parser.parse_args(["--epochs", "5", "--units", "64"])
+>>> args.epochs, args.units
 (5, 64)
 >>> parser.format_help().count("(default: 3)")
 1
@@ -219,20 +220,7 @@ OPTIONS = {
     "max_length": Option("--max-length", "longest sentence, in tokens", positive_int, metavar="N"),
     # model
     "model": Option("--model", "the model to train", aliases=("--kind",)),
-    "units": Option(
-        "--units",
-        "output width of the recurrent layer",
-        positive_int,
-        aliases=("--hidden", "--hidden-units"),
-        metavar="N",
-    ),
-    "hidden": Option(
-        "--hidden",
-        "width of the LSTM",
-        positive_int,
-        aliases=("--units", "--hidden-units"),
-        metavar="N",
-    ),
+    "units": Option("--units", "width of the recurrent layer", positive_int, metavar="N"),
     "embedding_dim": Option("--embedding-dim", "word vector size", positive_int, metavar="N"),
     "num_copies": Option(
         "--num-copies",

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from tf_memlayers.callbacks.state_reset import StateResetCallback
+from tf_memlayers.callbacks.state_reset_callback import StateResetCallback
 
 
 def has_reset_input(model):

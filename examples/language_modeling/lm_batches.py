@@ -2,8 +2,8 @@
 
 `make_bptt_batches` lays a stream out for truncated backpropagation through time (the layout of
 Zaremba et al. 2014): the (input, target) pairs are cut into `batch_size` contiguous rows and
-each row into consecutive segments of `seq_len`, so that row ``b`` of batch ``i + 1`` continues
-row ``b`` of batch ``i`` and a stateful model can carry its state from batch to batch.
+each row into consecutive segments of `sequence_length`, so that row ``b`` of batch ``i + 1``
+continues row ``b`` of batch ``i`` and a stateful model can carry its state from batch to batch.
 
 Documents are laid out in one of two ways:
 
@@ -33,7 +33,7 @@ class BPTTBatches:
     """A token stream laid out for truncated BPTT, as `make_bptt_batches` returns it.
 
     Args:
-        inputs: int32 ``[num_batches, batch_size, seq_len]``.
+        inputs: int32 ``[num_batches, batch_size, sequence_length]``.
         targets: int32, same shape: the token following each input.
         weights: float32, same shape: 1 for a real target, 0 for padding.
         resets: bool ``[num_batches, batch_size]``: the row starts a new document at this
@@ -61,7 +61,7 @@ class BPTTBatches:
         return self.inputs.shape[1]
 
     @property
-    def seq_len(self):
+    def sequence_length(self):
         """int, the time steps of a batch."""
         return self.inputs.shape[2]
 
@@ -114,12 +114,14 @@ class BPTTBatches:
         return dataset.prefetch(prefetch) if prefetch else dataset
 
 
-def make_bptt_batches(stream, batch_size, seq_len, reset_at_documents=True, pad_id=0, pack=False):
+def make_bptt_batches(
+    stream, batch_size, sequence_length, reset_at_documents=True, pad_id=0, pack=False
+):
     """Lays a `TokenStream` out as truncated-BPTT batches (Zaremba et al. layout).
 
     The ``num_tokens - 1`` (input, target) pairs of the stream are grouped by document (the
     document of the input word). Padded (the default): each document is cut into segments of
-    ``seq_len`` pairs, its last segment padded with zero-weight pairs. Packed
+    ``sequence_length`` pairs, its last segment padded with zero-weight pairs. Packed
     (``pack=True``): the pairs stay back to back and only the last segment of the stream is
     padded. The sequence of all segments is split into ``batch_size`` contiguous rows of
     equal length (the last row padded with empty segments); batch ``i`` holds segment ``i``
@@ -129,7 +131,7 @@ def make_bptt_batches(stream, batch_size, seq_len, reset_at_documents=True, pad_
     Args:
         stream: `TokenStream`, the split.
         batch_size: int, rows per batch (streams advanced in parallel).
-        seq_len: int, time steps per batch (the truncated-BPTT length).
+        sequence_length: int, time steps per batch (the truncated-BPTT length).
         reset_at_documents: bool; if False the stream is treated as one document (no
             padding between documents, no resets). Defaults to True.
         pad_id: int, input/target id of padding positions. Defaults to 0.
@@ -142,16 +144,16 @@ def make_bptt_batches(stream, batch_size, seq_len, reset_at_documents=True, pad_
         A `BPTTBatches`.
 
     Raises:
-        ValueError: ``batch_size`` or ``seq_len`` is below 1, or the stream has fewer than
+        ValueError: ``batch_size`` or ``sequence_length`` is below 1, or the stream has fewer than
             2 tokens.
-        TypeError: ``batch_size`` or ``seq_len`` is not an integer, or ``pack`` is not a
+        TypeError: ``batch_size`` or ``sequence_length`` is not an integer, or ``pack`` is not a
             bool.
 
     Example:
 
     >>> from examples.language_modeling.token_streams import TokenStream
     >>> stream = TokenStream(np.arange(13), np.array([0]))
-    >>> batches = make_bptt_batches(stream, batch_size=2, seq_len=3)
+    >>> batches = make_bptt_batches(stream, batch_size=2, sequence_length=3)
     >>> batches.inputs[:, 0].tolist()  # row 0: pairs 0..5
     [[0, 1, 2], [3, 4, 5]]
     >>> batches.inputs[:, 1].tolist()  # row 1: pairs 6..11
@@ -163,10 +165,10 @@ def make_bptt_batches(stream, batch_size, seq_len, reset_at_documents=True, pad_
     follows the first and ``reset_mask`` marks its first input.
 
     >>> stream = TokenStream(np.arange(1, 11), np.array([0, 4]))
-    >>> padded = make_bptt_batches(stream, batch_size=1, seq_len=3)
+    >>> padded = make_bptt_batches(stream, batch_size=1, sequence_length=3)
     >>> padded.inputs[:, 0].tolist()
     [[1, 2, 3], [4, 0, 0], [5, 6, 7], [8, 9, 0]]
-    >>> packed = make_bptt_batches(stream, batch_size=1, seq_len=3, pack=True)
+    >>> packed = make_bptt_batches(stream, batch_size=1, sequence_length=3, pack=True)
     >>> packed.inputs[:, 0].tolist()
     [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
     >>> packed.reset_mask[:, 0].astype(int).tolist()
@@ -175,7 +177,7 @@ def make_bptt_batches(stream, batch_size, seq_len, reset_at_documents=True, pad_
     (0.25, 0.0)
     """
     batch_size = check_int("batch_size", batch_size, 1)
-    seq_len = check_int("seq_len", seq_len, 1)
+    sequence_length = check_int("sequence_length", sequence_length, 1)
     pack = check_bool("pack", pack)
     ids = stream.ids
     num_pairs = len(ids) - 1
@@ -184,24 +186,26 @@ def make_bptt_batches(stream, batch_size, seq_len, reset_at_documents=True, pad_
     starts = stream.document_starts if reset_at_documents else np.array([0])
     starts = starts[starts < num_pairs]
     if pack:
-        return _packed(ids, starts, batch_size, seq_len, pad_id)
+        return _packed(ids, starts, batch_size, sequence_length, pad_id)
     lengths = np.diff(np.append(starts, num_pairs))
-    segments_per_doc = -(-lengths // seq_len)
+    segments_per_doc = -(-lengths // sequence_length)
     first_segment = np.concatenate([[0], np.cumsum(segments_per_doc)[:-1]])
     num_segments = int(segments_per_doc.sum())
     rows = -(-num_segments // batch_size)
 
-    # Where each pair goes in the flat [segments * seq_len] layout.
+    # Where each pair goes in the flat [segments * sequence_length] layout.
     pair = np.arange(num_pairs)
     document = np.searchsorted(starts, pair, side="right") - 1
     offset = pair - starts[document]
-    slot = (first_segment[document] + offset // seq_len) * seq_len + offset % seq_len
+    slot = (
+        first_segment[document] + offset // sequence_length
+    ) * sequence_length + offset % sequence_length
 
-    inputs, targets, weights = _flat_layout(ids, slot, rows * batch_size * seq_len, pad_id)
+    inputs, targets, weights = _flat_layout(ids, slot, rows * batch_size * sequence_length, pad_id)
     starts_document = np.zeros(rows * batch_size, bool)
     starts_document[first_segment] = True
 
-    to_batches = _to_batches(batch_size, rows, seq_len)
+    to_batches = _to_batches(batch_size, rows, sequence_length)
     return BPTTBatches(
         inputs=to_batches(inputs),
         targets=to_batches(targets),
@@ -219,29 +223,29 @@ def _flat_layout(ids, slot, total, pad_id):
     return inputs, targets, weights
 
 
-def _to_batches(batch_size, rows, seq_len):
-    """A function from a flat array of ``batch_size * rows`` segments (of ``seq_len`` positions;
-    `None`: one value per segment) to ``[rows, batch_size, ...]``: segment ``s`` belongs to row
-    ``s // rows``, at batch ``s % rows``."""
+def _to_batches(batch_size, rows, sequence_length):
+    """A function from a flat array of ``batch_size * rows`` segments (of ``sequence_length``
+    positions; `None`: one value per segment) to ``[rows, batch_size, ...]``: segment ``s``
+    belongs to row ``s // rows``, at batch ``s % rows``."""
 
     def convert(flat):
-        segments = flat if seq_len is None else flat.reshape(-1, seq_len)
+        segments = flat if sequence_length is None else flat.reshape(-1, sequence_length)
         shaped = segments.reshape(batch_size, rows, *segments.shape[1:]).swapaxes(0, 1)
         return np.ascontiguousarray(shaped)
 
     return convert
 
 
-def _packed(ids, starts, batch_size, seq_len, pad_id):
+def _packed(ids, starts, batch_size, sequence_length, pad_id):
     """The packed layout: pair ``p`` at flat position ``p``, the reset mask at ``starts``."""
     num_pairs = len(ids) - 1
-    num_segments = -(-num_pairs // seq_len)
+    num_segments = -(-num_pairs // sequence_length)
     rows = -(-num_segments // batch_size)
-    total = rows * batch_size * seq_len
+    total = rows * batch_size * sequence_length
     inputs, targets, weights = _flat_layout(ids, np.arange(num_pairs), total, pad_id)
     reset_mask = np.zeros(total, bool)
     reset_mask[starts] = True
-    to_batches = _to_batches(batch_size, rows, seq_len)
+    to_batches = _to_batches(batch_size, rows, sequence_length)
     return BPTTBatches(
         inputs=to_batches(inputs),
         targets=to_batches(targets),

@@ -25,7 +25,7 @@ from tf_memlayers.layers import (
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
 )
-from tf_memlayers.models.language_model import build_language_model
+from tf_memlayers.models.language_model import DANILUK_DEFAULTS, build_language_model
 
 # The window-attention kinds, with the number of pieces each splits the LSTM output into.
 _ATTENTION_PIECES = {"attention": 1, "key_value": 2, "key_value_predict": 3}
@@ -36,7 +36,7 @@ FORMS = ("parallel", "cell")
 LAYER_NAMES = {**{kind: "window_attention" for kind in ATTENTION_KINDS}, "ngram": "ngram"}
 
 
-def pieces(kind, ngram=4):
+def pieces(kind, ngram=DANILUK_DEFAULTS["ngram"]):
     """The number of equal pieces the top LSTM's output is split into by ``kind``'s memory:
     its width must be a multiple of it (unless piece ``sizes`` are given)."""
     if kind == "ngram":
@@ -44,39 +44,46 @@ def pieces(kind, ngram=4):
     return _ATTENTION_PIECES.get(kind, 1)
 
 
-def memory_units(
-    kind, hidden, ngram=4, sizes=None, units=None, tie_weights=False, embedding_dim=None
+def memory_width(
+    kind,
+    units,
+    ngram=DANILUK_DEFAULTS["ngram"],
+    sizes=None,
+    memory_units=None,
+    tie_weights=False,
+    embedding_dim=None,
 ):
-    """The output width of ``kind``'s memory: ``units`` if given; ``embedding_dim`` with tied
-    weights; the attention layer's own default (the value-piece width) for the attention
-    kinds; ``sizes[0]`` or ``hidden // (ngram - 1)`` for the N-gram RNN."""
+    """The output width of ``kind``'s memory over an LSTM of ``units``: ``memory_units`` if
+    given; ``embedding_dim`` with tied weights; the attention layer's own default (the
+    value-piece width) for the attention kinds; ``sizes[0]`` or ``units // (ngram - 1)`` for
+    the N-gram RNN."""
     if tie_weights:
-        if units is not None and units != embedding_dim:
+        if memory_units is not None and memory_units != embedding_dim:
             raise ValueError(
-                f"with `tie_weights=True` the memory output width `units` ({units}) must equal "
-                f"`embedding_dim` ({embedding_dim})."
+                f"with `tie_weights=True` the memory output width `memory_units` "
+                f"({memory_units}) must equal `embedding_dim` ({embedding_dim})."
             )
         return embedding_dim
-    if units is not None or kind in ATTENTION_KINDS:
-        return units
+    if memory_units is not None or kind in ATTENTION_KINDS:
+        return memory_units
     if sizes is not None:
         return int(sizes[0])
-    return max(1, hidden // pieces(kind, ngram))
+    return max(1, units // pieces(kind, ngram))
 
 
 def make_memory(
     kind,
-    hidden,
+    units,
     form="parallel",
-    window=5,
-    ngram=4,
+    window=DANILUK_DEFAULTS["window"],
+    ngram=DANILUK_DEFAULTS["ngram"],
     sizes=None,
     attention_units=None,
-    units=None,
+    memory_units=None,
     tie_weights=False,
     embedding_dim=None,
     stateful=True,
-    init_scale=0.1,
+    init_scale=DANILUK_DEFAULTS["init_scale"],
     pad="mask",
     use_bias=False,
     return_attention_scores=False,
@@ -85,14 +92,14 @@ def make_memory(
 
     Args:
         kind: String, one of `KINDS`.
-        hidden: Positive integer, the top LSTM's width.
+        units: Positive integer, the top LSTM's width.
         form: String, `"parallel"` (a sequence layer) or `"cell"` (a function of the top
             LSTM cell). Default: `"parallel"`.
         window, pad, attention_units, return_attention_scores: The window attention's (see
             `SlidingWindowAttention`).
         ngram: Integer, the N-gram order (`NGramConcat`'s ``n``).
         sizes, use_bias: The memory layer's.
-        units, tie_weights, embedding_dim: Its output width (see `memory_units`).
+        memory_units, tie_weights, embedding_dim: Its output width (see `memory_width`).
         stateful: Boolean, whether the parallel form carries its memory across batches.
         init_scale: Float > 0; the memory's kernels start U(-init_scale, init_scale).
 
@@ -108,20 +115,20 @@ def make_memory(
             f"{ATTENTION_KINDS} in the parallel form; got kind={kind!r}, form={form!r}."
         )
     if kind == "lstm":
-        if tie_weights and hidden != embedding_dim:
+        if tie_weights and units != embedding_dim:
             raise ValueError(
-                f"`tie_weights=True` with kind='lstm' needs `hidden` == `embedding_dim`; got "
-                f"hidden={hidden}, embedding_dim={embedding_dim}."
+                f"`tie_weights=True` with kind='lstm' needs `units` == `embedding_dim`; got "
+                f"units={units}, embedding_dim={embedding_dim}."
             )
         return None
-    units = memory_units(kind, hidden, ngram, sizes, units, tie_weights, embedding_dim)
+    width = memory_width(kind, units, ngram, sizes, memory_units, tie_weights, embedding_dim)
     init = keras.initializers.RandomUniform(
         -init_scale, init_scale, seed=keras.random.SeedGenerator()
     )
     options = dict(sizes=sizes, use_bias=use_bias, kernel_initializer=init)
     if kind in ATTENTION_KINDS:
         options.update(
-            mode=kind, units=units, window=window, attention_units=attention_units, pad=pad
+            mode=kind, units=width, window=window, attention_units=attention_units, pad=pad
         )
         if form == "cell":
             return lambda cell: SlidingWindowAttentionCell(cell, **options)
@@ -132,20 +139,20 @@ def make_memory(
             **options,
         )
     if form == "cell":
-        return lambda cell: NGramConcatCell(cell, ngram, units, **options)
-    return NGramConcat(ngram, units, stateful=stateful, name=LAYER_NAMES[kind], **options)
+        return lambda cell: NGramConcatCell(cell, ngram, width, **options)
+    return NGramConcat(ngram, width, stateful=stateful, name=LAYER_NAMES[kind], **options)
 
 
 def language_model(
     vocabulary_size,
     kind="lstm",
-    hidden=300,
+    units=DANILUK_DEFAULTS["units"],
     form="parallel",
-    window=5,
-    ngram=4,
+    window=DANILUK_DEFAULTS["window"],
+    ngram=DANILUK_DEFAULTS["ngram"],
     sizes=None,
     attention_units=None,
-    units=None,
+    memory_units=None,
     pad="mask",
     use_bias=False,
     return_attention_scores=False,
@@ -157,8 +164,8 @@ def language_model(
 
     Args:
         vocabulary_size: Integer >= 2, the number of word ids.
-        kind, hidden, form, window, ngram, sizes, attention_units, units, pad, use_bias,
-            return_attention_scores: See `make_memory`.
+        kind, units, form, window, ngram, sizes, attention_units, memory_units, pad,
+            use_bias, return_attention_scores: See `make_memory`.
         name: Optional string, the model's name.
         **build_kwargs: The other arguments of `build_language_model` (``embedding_dim``,
             ``layers``, ``stateful``, ``init_scale``, ...).
@@ -168,24 +175,24 @@ def language_model(
 
     Example:
 
-    >>> model = language_model(50, "key_value", hidden=16, embedding_dim=8, window=3,
-    ...                        batch_size=2, seq_len=5)
+    >>> model = language_model(50, "key_value", units=16, embedding_dim=8, window=3,
+    ...                        batch_size=2, sequence_length=5)
     >>> model.name, model.output.shape
     ('key_value_language_model', (2, 5, 50))
     """
     memory = make_memory(
         kind,
-        hidden,
+        units,
         form=form,
         window=window,
         ngram=ngram,
         sizes=sizes,
         attention_units=attention_units,
-        units=units,
+        memory_units=memory_units,
         tie_weights=build_kwargs.get("tie_weights", False),
-        embedding_dim=build_kwargs.get("embedding_dim", 300),
+        embedding_dim=build_kwargs.get("embedding_dim", DANILUK_DEFAULTS["embedding_dim"]),
         stateful=build_kwargs.get("stateful", True),
-        init_scale=build_kwargs.get("init_scale", 0.1),
+        init_scale=build_kwargs.get("init_scale", DANILUK_DEFAULTS["init_scale"]),
         pad=pad,
         use_bias=use_bias,
         return_attention_scores=return_attention_scores,
@@ -193,7 +200,7 @@ def language_model(
     return build_language_model(
         vocabulary_size,
         memory,
-        hidden=hidden,
+        units=units,
         name=name or f"{kind}_language_model",
         **build_kwargs,
     )

@@ -8,7 +8,7 @@ truncated-BPTT length, clipping, epochs, loss reduction).
 
 * ``zaremba-small`` / ``zaremba-medium`` / ``zaremba-large``: Zaremba et al. (2014) as
   configured in TensorFlow's PTB tutorial (``ptb_word_lm.py``, whose small model reaches test
-  perplexity 115.9): 2-layer LSTMs of 200 / 650 / 1500 units (embedding = hidden), plain SGD
+  perplexity 115.9): 2-layer LSTMs of 200 / 650 / 1500 units (embedding = LSTM width), plain SGD
   at learning rate 1 decayed by 0.5 / 0.8 / 1/1.15 per epoch after 4 / 6 / 14 epochs,
   13 / 39 / 55 epochs, batch 20, BPTT 20 / 35 / 35, global-norm clipping 5 / 5 / 10, dropout
   0 / 0.5 / 0.65 on the non-recurrent connections, init U(-s, s) with s = 0.1 / 0.05 / 0.04,
@@ -24,6 +24,11 @@ import dataclasses
 import types
 
 from examples.harness.checks import check_choice
+from tf_memlayers.models.language_model import DANILUK_DEFAULTS
+
+# The settings of Daniluk et al. (2017, §4.1) that the short-attention-spans preset keeps.
+_DANILUK_MODEL = ("window", "ngram", "init_scale", "forget_bias")
+_DANILUK_TRAINING = ("learning_rate", "batch_size", "sequence_length", "clip_norm")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +41,7 @@ class LanguageModelPreset:
         model: Read-only mapping, keyword arguments of `memories.language_model`.
         training: Read-only mapping of the training settings: ``optimizer``,
             ``learning_rate``, ``lr_decay``, ``full_rate_epochs``, ``epochs``,
-            ``batch_size``, ``seq_len``, ``clip_norm``, ``loss_reduction``.
+            ``batch_size``, ``sequence_length``, ``clip_norm``, ``loss_reduction``.
     """
 
     name: str
@@ -46,7 +51,7 @@ class LanguageModelPreset:
 
 
 def _zaremba(
-    size, hidden, dropout, init_scale, full_rate_epochs, lr_decay, epochs, seq_len, clip_norm
+    size, units, dropout, init_scale, full_rate_epochs, lr_decay, epochs, sequence_length, clip_norm
 ):
     return LanguageModelPreset(
         name=f"zaremba-{size}",
@@ -55,8 +60,8 @@ def _zaremba(
             dict(
                 kind="lstm",
                 layers=2,
-                hidden=hidden,
-                embedding_dim=hidden,
+                units=units,
+                embedding_dim=units,
                 dropout=dropout,
                 init_scale=init_scale,
                 forget_bias=0.0,
@@ -70,7 +75,7 @@ def _zaremba(
                 full_rate_epochs=full_rate_epochs,
                 epochs=epochs,
                 batch_size=20,
-                seq_len=seq_len,
+                sequence_length=sequence_length,
                 clip_norm=clip_norm,
                 loss_reduction="sum_over_time",
             )
@@ -91,26 +96,20 @@ PRESETS = {
                 dict(
                     kind="attention",
                     layers=1,
-                    hidden=200,
+                    units=200,
                     embedding_dim=200,
-                    window=5,
-                    ngram=4,
-                    init_scale=0.1,
-                    forget_bias=1.0,
                     dropout=0.0,
+                    **{name: DANILUK_DEFAULTS[name] for name in _DANILUK_MODEL},
                 )
             ),
             training=types.MappingProxyType(
                 dict(
                     optimizer="adam",
-                    learning_rate=1e-3,
                     lr_decay=1.0,
                     full_rate_epochs=None,
                     epochs=4,
-                    batch_size=64,
-                    seq_len=20,
-                    clip_norm=5.0,
                     loss_reduction="token_mean",
+                    **{name: DANILUK_DEFAULTS[name] for name in _DANILUK_TRAINING},
                 )
             ),
         ),
@@ -131,7 +130,7 @@ def get_preset(name):
     Example:
 
     >>> preset = get_preset("zaremba-small")
-    >>> preset.model["hidden"], preset.training["optimizer"], preset.training["epochs"]
+    >>> preset.model["units"], preset.training["optimizer"], preset.training["epochs"]
     (200, 'sgd', 13)
     """
     check_choice("preset", name, tuple(PRESETS))

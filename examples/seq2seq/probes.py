@@ -20,7 +20,7 @@ heatmap), and the plain GRU has no memory to probe.
 import keras
 import numpy as np
 
-from tf_memlayers.callbacks.associative_memory import cosine_similarity_matrix
+from tf_memlayers.callbacks.memory_retrieval_heatmap import cosine_similarity_matrix
 
 # The statistics each kind of model reports, by kind.
 STATISTICS = {
@@ -108,7 +108,7 @@ class MemoryProbe(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         import tensorflow as tf
 
-        from tf_memlayers.callbacks.heatmap import write_heatmap
+        from tf_memlayers.callbacks.write_heatmap import write_heatmap
 
         kind = self.autoencoder.kind
         if not STATISTICS[kind]:

@@ -1,7 +1,7 @@
 """The SNLI example's ``--model`` choices, as encoders for `build_snli_model`.
 
 `tf_memlayers.models.build_snli_model` takes the encoder itself. The rows of Weissenborn's
-(2016) Table 1 that the example trains are `tf_memlayers.models.ConditionalEncoder` stacks of
+(2016) Table 1 that the example trains are `tf_memlayers.ConditionalEncoder` stacks of
 two layers, the second a GRU of ``top_units``:
 
 * ``"gru"``: a GRU (the paper: 126 units);
@@ -12,7 +12,7 @@ two layers, the second a GRU of ``top_units``:
 
 Beside them, the paper's comparator (its "LSTM-Attention", Rocktäschel et al. 2016):
 
-* ``"word_by_word"``: a `tf_memlayers.models.ConditionalAttentionEncoder`, an LSTM over the
+* ``"word_by_word"``: a `tf_memlayers.ConditionalAttentionEncoder`, an LSTM over the
   premise and an LSTM with `WordByWordAttention` over the premise's outputs reading the
   hypothesis (100 units, the paper's k), each with its own weights, and no second layer. Its
   outputs are the premise LSTM's last output and :math:`h^*`, which the classifier reads as
@@ -28,24 +28,24 @@ import keras
 from tf_memlayers.layers import (
     AssociativeGRU,
     AttentionRNN,
+    ConditionalAttentionEncoder,
+    ConditionalEncoder,
     DualAssociativeEncoder,
     WordByWordAttention,
 )
-from tf_memlayers.layers.associative_memory.am_gru import check_fused_loop
-from tf_memlayers.models import (
-    ConditionalAttentionEncoder,
-    ConditionalEncoder,
-    build_snli_model,
-)
+from tf_memlayers.layers.associative_memory.associative_gru import check_fused_loop
+from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES
+from tf_memlayers.models import build_snli_model
+from tf_memlayers.models.snli import PAPER_UNITS
 
 KINDS = ("gru", "am_gru", "dual_am_gru", "word_by_word")
 
 
 def make_encoder(
     kind="dual_am_gru",
-    units=100,
+    units=PAPER_UNITS,
     top_units=None,
-    num_copies=8,
+    num_copies=NUM_COPIES,
     dual_key="paper",
     seed=123,
     kernel_initializer="glorot_uniform",
@@ -145,9 +145,9 @@ def make_encoder(
 def snli_model(
     vocabulary_size,
     kind="dual_am_gru",
-    units=100,
+    units=PAPER_UNITS,
     top_units=None,
-    num_copies=8,
+    num_copies=NUM_COPIES,
     dual_key="paper",
     seed=123,
     init_scale=0.05,

@@ -25,7 +25,7 @@ def test_training_flops_count_every_weight_matrix_but_the_embedding():
 
     vocab, embedding, hidden = 50, 6, 8
     model = build_language_model(
-        vocab, hidden=hidden, embedding_dim=embedding, layers=2, stateful=False
+        vocab, units=hidden, embedding_dim=embedding, layers=2, stateful=False
     )
     lstm = lambda inputs: 4 * hidden * (inputs + hidden)  # noqa: E731  kernel + recurrent
     forward_per_token = 2 * (lstm(embedding) + lstm(hidden) + hidden * vocab)
@@ -133,12 +133,12 @@ def test_equal_budget_widths_give_every_kind_the_lstm_parameter_count():
     kinds = ("lstm", "key_value_predict", "ngram")
     widths = equal_budget.widths(100, kinds, args)
     common = dict(embedding_dim=10, window=args.window, ngram=args.ngram)
-    budget = count_language_model_parameters(100, kind="lstm", hidden=20, **common)
+    budget = count_language_model_parameters(100, kind="lstm", units=20, **common)
     assert widths["lstm"] == 20
     for kind in kinds[1:]:
         multiple = 3 if kind == "key_value_predict" else args.ngram - 1
         counts = {
-            hidden: count_language_model_parameters(100, kind=kind, hidden=hidden, **common)
+            hidden: count_language_model_parameters(100, kind=kind, units=hidden, **common)
             for hidden in (widths[kind] - multiple, widths[kind], widths[kind] + multiple)
         }
         assert min(counts, key=lambda h: abs(counts[h] - budget)) == widths[kind]
@@ -408,7 +408,7 @@ def test_cost_estimate_adds_up_an_epoch_and_shows_the_run_measured_minutes(tmp_p
         assert row["parameters"] == count_language_model_parameters(
             report["vocabulary"],
             kind=row["model"],
-            hidden=row["hidden"],
+            units=row["hidden"],
             embedding_dim=8,
         )
         epoch_seconds = (

@@ -81,14 +81,17 @@ def test_the_stand_ins_replace_their_parts_only_while_active():
     import numpy as np
 
     from tf_memlayers import SlidingWindowAttention
-    from tf_memlayers.layers.window_attention import mechanism
+    from tf_memlayers.layers.window_attention import window_attention_mechanism
     from tf_memlayers.ops import windows
 
     floor = _benchmark()
     layer = SlidingWindowAttention(window=3, attention_units=4, use_bias=True)
     inputs = np.random.default_rng(0).normal(size=(2, 7, 8)).astype("float32")
     expected = np.asarray(layer(inputs))
-    originals = windows.window_weighted_sum, mechanism.WindowAttentionMechanism._window_alpha
+    originals = (
+        windows.window_weighted_sum,
+        window_attention_mechanism.WindowAttentionMechanism._window_alpha,
+    )
     for _, parts in floor.PARTS.values():
         for replaced_alone in parts:
             # Each part of a variant is replaced: putting the other one back changes nothing.
@@ -101,9 +104,10 @@ def test_the_stand_ins_replace_their_parts_only_while_active():
         np.testing.assert_array_equal(np.asarray(layer(inputs)), expected)
     with pytest.raises(RuntimeError), floor.stand_ins(("weighted_sum", "scores")):
         raise RuntimeError("a failed trace")
-    assert (windows.window_weighted_sum, mechanism.WindowAttentionMechanism._window_alpha) == (
-        originals
-    )
+    assert (
+        windows.window_weighted_sum,
+        window_attention_mechanism.WindowAttentionMechanism._window_alpha,
+    ) == (originals)
 
 
 def test_a_step_traced_with_stand_ins_keeps_them_after_the_context():

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from tests.support import summary_events, tensorflow_only
+from tf_memlayers import ConditionalEncoder
 from tf_memlayers.callbacks import MemoryRetrievalHeatmap, PairAttentionHeatmap
 from tf_memlayers.callbacks.pair_probe import PairProbe
-from tf_memlayers.models import ConditionalEncoder, build_snli_model
+from tf_memlayers.models import build_snli_model
 
 pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
 

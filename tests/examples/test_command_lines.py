@@ -82,14 +82,14 @@ SPECIFIC_BAD = {
         (["--tfds-data-dir", ".", "--source", "generated"], "--tfds-data-dir"),
     ],
     "ptb_memory_lm": [
-        (["--hidden", "0"], "--hidden"),
+        (["--units", "0"], "--units"),
         (["--dropout", "1.5"], "--dropout"),
         (["--clip-norm", "-5"], "--clip-norm"),
         (["--init-scale", "-0.1"], "--init-scale"),
         (["--window", "0"], "--window"),
         (["--ngram", "0"], "--ngram"),
         (["--layers", "0"], "--layers"),
-        (["--seq-len", "0"], "--seq-len"),
+        (["--sequence-length", "0"], "--sequence-length"),
         (["--sizes", "4", "0"], "--sizes"),
         (["--lr-decay", "0"], "--lr-decay"),
         (["--lr-decay", "1.5"], "--lr-decay"),
@@ -110,7 +110,7 @@ SPECIFIC_BAD = {
         (["--model", "lstm", "--sizes", "4", "4"], "--sizes"),
     ],
     "fill_last_word_cache": [
-        (["--hidden", "0"], "--hidden"),
+        (["--units", "0"], "--units"),
         (["--max-length", "1"], "--max-length"),
         (["--max-train", "0"], "--max-train"),
         (["--max-vocabulary", "1"], "--max-vocabulary"),
@@ -184,12 +184,12 @@ def test_snli_reports_an_option_the_encoder_refuses_with_its_message(
 # Widths the language model refuses, reported as the option to change, with the layer's message.
 PTB_WIDTHS_REFUSED = [
     (["--model", "ngram", "--ngram", "8"], "--ngram", "does not divide into 7 equal pieces"),
-    (["--model", "key_value", "--hidden", "9"], "--hidden", "does not divide into 2 equal pieces"),
+    (["--model", "key_value", "--units", "9"], "--units", "does not divide into 2 equal pieces"),
     (["--sizes", "3", "3", "3"], "--sizes", "`sizes` must list 1 piece (key), got 3"),
     (
-        ["--model", "lstm", "--tie-weights", "--hidden", "8", "--embedding-dim", "4"],
+        ["--model", "lstm", "--tie-weights", "--units", "8", "--embedding-dim", "4"],
         "--tie-weights",
-        "needs `hidden` == `embedding_dim`",
+        "needs `units` == `embedding_dim`",
     ),
 ]
 
@@ -245,13 +245,8 @@ def test_fill_names_the_evaluation_file_it_lacks(examples, capsys, tmp_path):
     "name,argv,attribute,value,new_spelling",
     [
         ("snli_dual_am_gru", ["--kind", "gru"], "model", "gru", "--model"),
-        ("snli_dual_am_gru", ["--hidden", "16"], "units", 16, "--units"),
-        ("ptb_memory_lm", ["--units", "16"], "hidden", 16, "--hidden"),
-        ("ptb_memory_lm", ["--hidden-units", "16"], "hidden", 16, "--hidden"),
         ("ptb_memory_lm", ["--clipnorm", "0"], "clip_norm", 0.0, "--clip-norm"),
         ("ptb_memory_lm", ["--no-jit"], "jit", False, None),
-        ("fill_last_word_cache", ["--hidden-units", "8"], "hidden", 8, "--hidden"),
-        ("fill_last_word_cache", ["--units", "8"], "hidden", 8, "--hidden"),
         ("fill_last_word_cache", ["--jit"], "jit", True, None),
     ],
 )
@@ -272,7 +267,7 @@ def test_one_spelling_per_shared_option(examples, capsys):
             example.parse_args(["--help"])
         text = capsys.readouterr().out
         spellings[name] = set(re.findall(r"^  (--[a-z-]+)", text, re.MULTILINE))
-        for old in ("--kind", "--hidden-units", "--clipnorm"):
+        for old in ("--kind", "--clipnorm"):
             assert old not in spellings[name], (name, old)
     for option in (
         "--jit",
@@ -288,12 +283,11 @@ def test_one_spelling_per_shared_option(examples, capsys):
         "--clip-norm",
     ):
         assert all(option in found for found in spellings.values()), option
-    # One meaning per word: --units is a layer's output width (the SNLI example's layer 1),
-    # --hidden the width of the LSTM under the memory layer or the pooling.
-    assert "--units" in spellings["snli_dual_am_gru"]
-    assert "--hidden" not in spellings["snli_dual_am_gru"]
-    for name in ("ptb_memory_lm", "fill_last_word_cache"):
-        assert "--hidden" in spellings[name] and "--units" not in spellings[name], name
+    # One name per concept, as in Keras and the builders: --units is the width of the
+    # recurrent layer (the SNLI example's layer 1, the LSTM under the memory or the pooling).
+    for name in ("snli_dual_am_gru", "ptb_memory_lm", "fill_last_word_cache"):
+        assert "--units" in spellings[name] and "--hidden" not in spellings[name], name
+    assert "--sequence-length" in spellings["ptb_memory_lm"]
     for option in ("--model", "--dropout", "--init-scale"):
         assert option in spellings["snli_dual_am_gru"] & spellings["ptb_memory_lm"], option
 
@@ -332,18 +326,18 @@ def test_ptb_help_says_which_defaults_a_config_preset_sets(examples, capsys):
     entries = _help_entries(capsys.readouterr().out)
     for option in (
         "--model",
-        "--hidden",
+        "--units",
         "--layers",
         "--epochs",
         "--learning-rate",
         "--lr-decay",
         "--clip-norm",
         "--dropout",
-        "--seq-len",
+        "--sequence-length",
         "--full-rate-epochs",
     ):
         assert options.PRESET_NOTE in entries[option], option
-    assert "(default: 200;" in entries["--hidden"]  # the preset's value
+    assert "(default: 200;" in entries["--units"]  # the preset's value
     for option in ("--strategy", "--workdir", "--probe-length"):
         assert options.PRESET_NOTE not in entries[option], option
 
@@ -377,13 +371,13 @@ class _FitCalled(Exception):
             [
                 "--generated-tokens",
                 "600",
-                "--hidden",
+                "--units",
                 "8",
                 "--embedding-dim",
                 "4",
                 "--batch-size",
                 "4",
-                "--seq-len",
+                "--sequence-length",
                 "5",
                 "--no-jit",
                 "--verbose",
@@ -393,7 +387,7 @@ class _FitCalled(Exception):
         (
             "fill_last_word_cache",
             [
-                "--hidden",
+                "--units",
                 "4",
                 "--embedding-dim",
                 "4",
@@ -619,11 +613,11 @@ def test_an_option_with_an_old_spelling_keeps_its_own_default(recwarn):
     # SUPPRESS: the option would count as changed, and name its run directory.
     parser = options.ArgumentParser(prog="example")
     options.add_option(parser, "clip_norm")
-    options.add_option(parser, "units", default=8)
+    options.add_option(parser, "model", default="gru")
     args = parser.parse_args([])
-    assert args.clip_norm is None and args.defaults == {"clip_norm": None, "units": 8}
-    old = parser.parse_args(["--clipnorm", "2", "--hidden", "3"])
-    assert (old.clip_norm, old.units) == (2.0, 3) and old.defaults == args.defaults
+    assert args.clip_norm is None and args.defaults == {"clip_norm": None, "model": "gru"}
+    old = parser.parse_args(["--clipnorm", "2", "--kind", "lstm"])
+    assert (old.clip_norm, old.model) == (2.0, "lstm") and old.defaults == args.defaults
 
 
 def test_options_module_examples_run():

@@ -10,15 +10,15 @@ from examples.language_modeling.generated_lm import generate_copy_corpus
 from examples.language_modeling.lm_batches import make_bptt_batches
 from examples.language_modeling.memories import language_model
 from examples.language_modeling.token_streams import TokenStream
+from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights
 from tf_memlayers.models.language_model import compile_language_model
-from tf_memlayers.models.weight_transfer import copy_trainable_weights
 
 VOCAB = 23
-SMALL = dict(hidden=12, embedding_dim=6, window=3, init_scale=0.5)
+SMALL = dict(units=12, embedding_dim=6, window=3, init_scale=0.5)
 
 
 def _aligned_stream():
-    """Nine documents of different lengths whose three rows (batch 3, seq_len 5) start at a
+    """Nine documents of different lengths whose three rows (batch 3, sequence_length 5) start at a
     document in both layouts: each row holds 20 pairs, packed in 4 segments, padded in 5."""
     lengths = [7, 3, 10, 4, 12, 4, 9, 2, 10]  # tokens; the last document has 9 pairs
     rng = np.random.default_rng(3)
@@ -57,14 +57,16 @@ def test_packed_and_padded_validation_score_the_same_perplexity(kind, layout):
     """Every target token scored once, each document from a fresh state: the padded layout
     with host-side resets between batches and the packed layout with resets inside the graph
     give the same perplexity, that of each document scored alone."""
-    make_stream, batch_size, seq_len = LAYOUTS[layout]
+    make_stream, batch_size, sequence_length = LAYOUTS[layout]
     stream = make_stream()
     assert stream.num_documents > 3
-    padded = make_bptt_batches(stream, batch_size, seq_len)
-    packed = make_bptt_batches(stream, batch_size, seq_len, pack=True)
+    padded = make_bptt_batches(stream, batch_size, sequence_length)
+    packed = make_bptt_batches(stream, batch_size, sequence_length, pack=True)
     assert packed.padding_fraction < padded.padding_fraction
     keras.utils.set_random_seed(5)
-    options = dict(SMALL, kind=kind, batch_size=batch_size, seq_len=seq_len, stateful=True)
+    options = dict(
+        SMALL, kind=kind, batch_size=batch_size, sequence_length=sequence_length, stateful=True
+    )
     packed_model = language_model(VOCAB, resets=True, **options)
     padded_model = language_model(VOCAB, **options)
     padded_model.set_weights(packed_model.get_weights())  # the same weights, in the same order
@@ -76,7 +78,9 @@ def test_packed_and_padded_validation_score_the_same_perplexity(kind, layout):
     assert from_packed["tokens"] == from_padded["tokens"] == stream.num_tokens - 1
     np.testing.assert_allclose(from_packed["perplexity"], from_padded["perplexity"], rtol=1e-5)
 
-    alone = language_model(VOCAB, **dict(options, stateful=False, batch_size=None, seq_len=None))
+    alone = language_model(
+        VOCAB, **dict(options, stateful=False, batch_size=None, sequence_length=None)
+    )
     copy_trainable_weights(padded_model, alone)
     expected, count = _document_by_document(alone, stream)
     assert count == stream.num_tokens - 1
@@ -84,9 +88,9 @@ def test_packed_and_padded_validation_score_the_same_perplexity(kind, layout):
     # The packed tokens read without their resets carry each document into the next: another
     # figure, so the comparison above would see a reset that did not happen.
     carried = padded_model.evaluate(
-        packed.inputs.reshape(-1, seq_len),
-        packed.targets.reshape(-1, seq_len),
-        sample_weight=packed.weights.reshape(-1, seq_len),
+        packed.inputs.reshape(-1, sequence_length),
+        packed.targets.reshape(-1, sequence_length),
+        sample_weight=packed.weights.reshape(-1, sequence_length),
         batch_size=batch_size,
         verbose=0,
         return_dict=True,
@@ -96,7 +100,7 @@ def test_packed_and_padded_validation_score_the_same_perplexity(kind, layout):
 
 def test_batches_laid_out_otherwise_than_the_model_reads_them_are_refused():
     stream = _aligned_stream()
-    options = dict(SMALL, batch_size=3, seq_len=5)
+    options = dict(SMALL, batch_size=3, sequence_length=5)
     plain = compile_language_model(language_model(VOCAB, **options), jit_compile=False)
     resetting = compile_language_model(
         language_model(VOCAB, resets=True, **options), jit_compile=False

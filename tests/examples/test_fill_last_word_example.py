@@ -15,7 +15,7 @@ TINY = [
     "1",
     "--embedding-dim",
     "6",
-    "--hidden",
+    "--units",
     "8",
     "--attention-units",
     "4",
@@ -83,7 +83,7 @@ def assert_generated_run_reports(workdir, metrics, args):
     hparams, scalars = logged_hparams(os.path.join(workdir, "logs"))
     assert hparams["learning_rate"] == pytest.approx(0.01)  # the paper's, left at None
     assert hparams["source"] == metrics["source"] and hparams["query"] == "dot"
-    assert hparams["hidden"] == example.parse_args(TINY).hidden
+    assert hparams["units"] == example.parse_args(TINY).units
     assert_hparams_named_as_options(hparams, args)
     assert scalars["eval_accuracy"] == pytest.approx(metrics["eval_accuracy"])
 
@@ -94,7 +94,7 @@ def test_without_a_cache_the_same_encoder_is_trained_on_the_same_stream(tmp_path
     assert metrics["cache_fill"] == {} and metrics["eval_attention_on_fact"] is None
     saved = keras.saving.load_model(tmp_path / "run" / "last.keras")
     names = [layer.name for layer in saved.layers]
-    assert names == ["context", "embedding", "encoder", "attention_pooling", "logits"]
+    assert names == ["context", "embedding", "encoder", "pooling", "logits"]
 
 
 def test_default_run_directory_names_changes_and_digests_resolved_values():

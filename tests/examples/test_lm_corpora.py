@@ -218,7 +218,7 @@ def _pairs(batches):
 
 def test_bptt_rows_continue_across_batches():
     ids = np.arange(1, 1001, dtype=np.int32)  # distinct tokens: position t has token t + 1
-    batches = make_bptt_batches(TokenStream(ids, np.array([0])), batch_size=7, seq_len=9)
+    batches = make_bptt_batches(TokenStream(ids, np.array([0])), batch_size=7, sequence_length=9)
     assert batches.inputs.shape[1:] == (7, 9)
     assert _pairs(batches) == list(zip(ids[:-1].tolist(), ids[1:].tolist()))
     real = batches.weights > 0
@@ -237,7 +237,7 @@ def test_bptt_rows_continue_across_batches():
 def test_bptt_documents_start_segments_and_flag_resets():
     ids = np.arange(100, dtype=np.int32)
     starts = np.array([0, 13, 40, 41, 77])
-    batches = make_bptt_batches(TokenStream(ids, starts), batch_size=3, seq_len=5)
+    batches = make_bptt_batches(TokenStream(ids, starts), batch_size=3, sequence_length=5)
     assert _pairs(batches) == [(i, i + 1) for i in range(99)]
     flagged = []
     for i, b in zip(*np.nonzero(batches.resets)):
@@ -271,11 +271,11 @@ def test_bptt_dataset_yields_the_arrays_in_order():
 
 def test_bptt_rejects_bad_arguments():
     stream = TokenStream(np.arange(10), np.array([0]))
-    with pytest.raises(ValueError, match="`seq_len` must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="`sequence_length` must be >= 1, got 0"):
         make_bptt_batches(stream, 2, 0)
     with pytest.raises(ValueError, match="`batch_size` must be >= 1"):
         make_bptt_batches(stream, 0, 3)
-    with pytest.raises(TypeError, match="`seq_len` must be an integer"):
+    with pytest.raises(TypeError, match="`sequence_length` must be an integer"):
         make_bptt_batches(stream, 2, 2.5)
     with pytest.raises(ValueError, match="at least 2 tokens"):
         make_bptt_batches(TokenStream(np.arange(1), np.array([0])), 2, 3)
@@ -287,19 +287,19 @@ def test_bptt_rejects_bad_arguments():
 
 
 def _flat_rows(array):
-    """``array`` ``[num_batches, batch_size, seq_len]`` as the rows it lays out, one after the
-    other: ``[batch_size * num_batches * seq_len]``."""
+    """``array`` ``[num_batches, batch_size, sequence_length]`` as the rows it lays out, one
+    after the other: ``[batch_size * num_batches * sequence_length]``."""
     return array.swapaxes(0, 1).reshape(-1)
 
 
-@pytest.mark.parametrize("batch_size,seq_len", [(3, 5), (1, 4), (4, 1), (2, 40)])
+@pytest.mark.parametrize("batch_size,sequence_length", [(3, 5), (1, 4), (4, 1), (2, 40)])
 def test_packed_layout_holds_every_pair_once_in_order_with_padding_only_at_the_tail(
-    batch_size, seq_len
+    batch_size, sequence_length
 ):
     ids = np.arange(1, 101, dtype=np.int32)  # token t + 1 at position t: pairs are (t+1, t+2)
     starts = np.array([0, 13, 40, 41, 77, 98])
-    batches = make_bptt_batches(TokenStream(ids, starts), batch_size, seq_len, pack=True)
-    assert batches.packed and batches.inputs.shape[1:] == (batch_size, seq_len)
+    batches = make_bptt_batches(TokenStream(ids, starts), batch_size, sequence_length, pack=True)
+    assert batches.packed and batches.inputs.shape[1:] == (batch_size, sequence_length)
     assert batches.num_targets == 99
     # Read row by row, the layout is the stream itself, then padding with weight 0.
     inputs, targets = _flat_rows(batches.inputs), _flat_rows(batches.targets)
@@ -309,7 +309,7 @@ def test_packed_layout_holds_every_pair_once_in_order_with_padding_only_at_the_t
     np.testing.assert_array_equal(weights[:99], 1.0)
     assert not weights[99:].any() and not inputs[99:].any() and not targets[99:].any()
     # Fewer than one segment per row of padding: no row is longer than it needs to be.
-    assert len(weights) - 99 < batch_size * seq_len
+    assert len(weights) - 99 < batch_size * sequence_length
     assert batches.padding_fraction == pytest.approx((len(weights) - 99) / len(weights))
     # Rows are contiguous: row b of batch i + 1 continues row b of batch i.
     for i in range(batches.num_batches - 1):

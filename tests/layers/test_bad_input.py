@@ -17,11 +17,12 @@ from examples.harness.data import embeddings
 from examples.language_modeling import cbt, ptb, wikitext2
 from examples.snli import generated_nli, snli
 from examples.snli.encoders import make_encoder
+from tf_memlayers import AttentionPooling, ConditionalEncoder
 from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
     compile_fill_last_word_model,
 )
-from tf_memlayers.models.snli import ConditionalEncoder, build_snli_model, compile_snli_model
+from tf_memlayers.models.snli import build_snli_model, compile_snli_model
 
 # Bytes that are not text: what `load_ptb` read as 288 "words" of U+FFFD, and
 # `read_sentences` as 121 "sentences".
@@ -324,7 +325,7 @@ def _sequence_encoder():
 
 
 def _fill(**kwargs):
-    settings = {"embedding_dim": 4, "hidden": 4, "attention_units": 4, "pooling": "attention"}
+    settings = {"embedding_dim": 4, "units": 4, "pooling": AttentionPooling(4)}
     return build_fill_last_word_model(20, **{**settings, **kwargs})
 
 
@@ -352,13 +353,13 @@ BUILDER_CASES = {
         TypeError,
         ["train_embeddings", "'no'"],
     ),
-    "fill_attention_units_0": (
-        lambda: _fill(attention_units=0),
-        ValueError,
-        ["attention_units", "0"],
+    "fill_pooling_a_string": (
+        lambda: _fill(pooling="attention"),
+        TypeError,
+        ["`pooling`", "'attention'", "Keras layer"],
     ),
     "fill_embedding_dim_0": (lambda: _fill(embedding_dim=0), ValueError, ["embedding_dim", "0"]),
-    "fill_cache_size_negative": (lambda: _fill(cache_size=-1), ValueError, ["cache_size", "-1"]),
+    "fill_units_0": (lambda: _fill(units=0), ValueError, ["units", "0"]),
     "fill_weight_decay_nan": (
         lambda: _fill(weight_decay=float("nan")),
         ValueError,

@@ -2,7 +2,9 @@
 takes it refuses a bad value, naming it; numbers are checked by one function everywhere."""
 
 import ast
+import collections
 import pathlib
+import sys
 import traceback
 
 import pytest
@@ -10,9 +12,10 @@ import pytest
 import tf_memlayers
 from examples.language_modeling.memories import language_model
 from examples.snli.encoders import make_encoder
+from tf_memlayers import _validation
 from tf_memlayers.models.fill_last_word import build_fill_last_word_model
 from tf_memlayers.models.language_model import build_language_model
-from tf_memlayers.models.snli import build_snli_model
+from tf_memlayers.models.snli import build_snli_model, paper_encoder
 
 PACKAGE = pathlib.Path(tf_memlayers.__file__).parent
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
@@ -24,43 +27,33 @@ PASSED_ON = [
         "examples/language_modeling/memories.py",
         "window",
         lambda: language_model(
-            30, kind="key_value", window=0, hidden=8, embedding_dim=4, batch_size=2
+            30, kind="key_value", window=0, units=8, embedding_dim=4, batch_size=2
         ),
-        "layers/window_attention/mechanism.py",
+        "layers/window_attention/window_attention_mechanism.py",
     ),
     (
         "examples/language_modeling/memories.py",
         "n",
-        lambda: language_model(30, kind="ngram", ngram=1, hidden=8, embedding_dim=4, batch_size=2),
-        "layers/window_attention/ngram.py",
+        lambda: language_model(30, kind="ngram", ngram=1, units=8, embedding_dim=4, batch_size=2),
+        "layers/window_attention/ngram_concat.py",
     ),
     (
-        "tf_memlayers/models/fill_last_word.py",
-        "attention_units",
-        lambda: build_fill_last_word_model(
-            30, max_length=6, embedding_dim=4, hidden=8, pooling="attention", attention_units=0
-        ),
-        "layers/cache_attention/attention_pooling.py",
-    ),
-    (
-        "tf_memlayers/models/fill_last_word.py",
-        "cache_size",
-        lambda: build_fill_last_word_model(
-            30, max_length=6, embedding_dim=4, hidden=8, cache_size=-1
-        ),
-        "layers/cache_attention/heap_cache_attention.py",
+        "tf_memlayers/models/snli.py",
+        "num_copies",
+        lambda: paper_encoder(123, "glorot_uniform", num_copies=0),
+        "layers/associative_memory/associative_gru_cell.py",
     ),
     (
         "examples/snli/encoders.py",
         "num_copies",
         lambda: make_encoder("am_gru", units=8, num_copies=0),
-        "layers/associative_memory/am_gru_cell.py",
+        "layers/associative_memory/associative_gru_cell.py",
     ),
     (
         "examples/snli/encoders.py",
         "dual_key",
         lambda: make_encoder("dual_am_gru", units=8, num_copies=2, dual_key="both"),
-        "layers/associative_memory/dual_am_gru.py",
+        "layers/associative_memory/dual_associative_gru.py",
     ),
 ]
 
@@ -102,13 +95,51 @@ def test_a_passed_on_argument_is_checked_by_the_layer_that_takes_it(
     assert name not in _checked_names(REPOSITORY / builder_module)
 
 
+def _checks_during(call):
+    """``Counter`` of the argument names that the checks of `tf_memlayers._validation` name
+    while ``call()`` runs (a check's own calls of the other checks left out)."""
+    names = collections.Counter()
+
+    def profile(frame, event, arg):
+        code = frame.f_code
+        if (
+            event == "call"
+            and code.co_filename == _validation.__file__
+            and code.co_name.startswith("check_")
+            and frame.f_back.f_code.co_filename != _validation.__file__
+        ):
+            names[frame.f_locals.get("name")] += 1
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return names
+
+
+def test_the_snli_builders_memory_arguments_are_checked_once():
+    # The Dual AM-GRU cell passes the arguments it shares on to the AM-GRU cell inside it,
+    # which checks them; the AM-GRU layers leave their RNN flags to `ResettableRNN`.
+    checks = _checks_during(lambda: build_snli_model(30, embedding_dim=4))
+    assert {name: checks[name] for name in ("num_copies", "units", "dual_key")} == {
+        "num_copies": 1,
+        "units": 1,
+        "dual_key": 1,
+    }
+    # One check of each flag per pass: the premise's and the hypothesis's.
+    assert checks["return_sequences"] == checks["unroll"] == 2
+    # Not vacuous: a check's own calls of another check are not counted.
+    assert _checks_during(lambda: _validation.check_optional_int("n", 3, 1)) == {"n": 1}
+
+
 @pytest.mark.parametrize(
     "call",
     [
-        lambda: build_language_model(30, hidden=8, embedding_dim=4, batch_size=2, dropout="0.1"),
+        lambda: build_language_model(30, units=8, embedding_dim=4, batch_size=2, dropout="0.1"),
         lambda: build_snli_model(30, embedding_dim=4, dropout="0.1"),
         lambda: build_fill_last_word_model(
-            30, max_length=6, embedding_dim=4, hidden=8, weight_decay="0"
+            30, sequence_length=6, embedding_dim=4, units=8, weight_decay="0"
         ),
     ],
     ids=["language_model", "snli", "fill_last_word"],

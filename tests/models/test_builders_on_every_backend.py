@@ -12,6 +12,7 @@ import pytest
 from examples.language_modeling.memories import FORMS, KINDS, language_model
 from examples.snli.encoders import snli_model
 from tests.support import BACKEND, count_train_step_traces
+from tf_memlayers.layers import AttentionPooling, HeapCacheAttention
 from tf_memlayers.models import (
     HeapCacheModel,
     build_fill_last_word_model,
@@ -106,12 +107,12 @@ def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
         VOCAB,
         kind=kind,
         form=form,
-        hidden=12,
+        units=12,
         embedding_dim=6,
         window=3,
         ngram=4,
         batch_size=2 if stateful else None,
-        seq_len=5,
+        sequence_length=5,
         **options,
     )
     compile_language_model(model, jit_compile=JIT, **compile_options)
@@ -163,7 +164,7 @@ KERAS_JAX_RNN_STATES = (
 
 @pytest.mark.xfail(BACKEND != "tensorflow", reason=KERAS_JAX_RNN_STATES, strict=True)
 def test_stateful_language_model_carries_its_state_in_fit_and_predict(tmp_path):
-    model = build_language_model(VOCAB, hidden=12, embedding_dim=6, batch_size=2, seq_len=5)
+    model = build_language_model(VOCAB, units=12, embedding_dim=6, batch_size=2, sequence_length=5)
     compile_language_model(model, jit_compile=JIT)
     rng = np.random.default_rng(0)
     tokens, targets = _tokens(rng, (2, 5)), _tokens(rng, (2, 5))
@@ -253,14 +254,18 @@ def _half_squared_norm(model, coefficient=1e-5):
 )
 def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_code, tmp_path):
     def build():
+        pooling = AttentionPooling(4)
+        if faithful_to_code:  # the reference code's attention pooling: a sum over the steps
+            pooling = keras.Sequential(
+                [keras.layers.GlobalAveragePooling1D(), keras.layers.Rescaling(10.0)]
+            )
         return build_fill_last_word_model(
             30,
-            max_length=10,
+            pooling,
+            HeapCacheAttention(cache_size, 4) if cache_size else None,
+            sequence_length=10,
             embedding_dim=6,
-            hidden=8,
-            attention_units=4,
-            pooling="attention",
-            cache_size=cache_size,
+            units=8,
             faithful_to_code=faithful_to_code,
         )
 
@@ -273,7 +278,7 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
             "TensorFlow backend",
             repr(BACKEND),
             "'cache_attention'",
-            "cache_size=None",
+            "without a `cache`",
         ):
             assert fragment in message, (fragment, message)
         return
@@ -314,12 +319,12 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
         VOCAB,
         kind=kind,
         form=form,
-        hidden=12,
+        units=12,
         embedding_dim=6,
         window=3,
         ngram=4,
         stateful=False,
-        seq_len=None,
+        sequence_length=None,
         name=f"{kind}_{form}",
     )
     rng = np.random.default_rng(3)

@@ -85,12 +85,12 @@ def _case(name, rng):
             return language_model(
                 vocabulary,
                 kind=kind,
-                hidden=12,
+                units=12,
                 embedding_dim=8,
                 window=3,
                 ngram=3,
                 stateful=False,
-                seq_len=steps,
+                sequence_length=steps,
                 dropout=0.0,
                 init_scale=1.0,
             )

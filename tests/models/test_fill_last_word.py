@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from examples.fill_last_word import sentences as data
-from tf_memlayers.callbacks.cache_attention import cache_attention_by_index
+from tf_memlayers.callbacks.cache_attention_callback import cache_attention_by_index
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
+from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
     compile_fill_last_word_model,
@@ -130,11 +131,38 @@ def test_dataset_is_fixed_length_and_prefetched():
     assert "Prefetch" in type(dataset).__name__
 
 
-def small_model(**kwargs):
+def time_sum(steps):
+    """The reference code's attention pooling: a plain sum over every step."""
+    return keras.Sequential(
+        [keras.layers.GlobalAveragePooling1D(), keras.layers.Rescaling(float(steps))]
+    )
+
+
+def small_model(pooling=None, cache_size=None, query="none", faithful_to_code=False, **kwargs):
+    """The builder's model over 10 steps of a 30-word vocabulary, with the pooling named by
+    ``pooling`` (``"attention"``: the paper's, or the reference code's sum) and a cache of
+    ``cache_size`` states read by ``query``, as the paper or the reference code makes them."""
     kwargs.setdefault("embedding_dim", 6)
-    kwargs.setdefault("hidden", 8)
-    kwargs.setdefault("attention_units", 4)
-    return build_fill_last_word_model(30, max_length=10, **kwargs)
+    kwargs.setdefault("units", 8)
+    if pooling == "attention":
+        pooling = time_sum(10) if faithful_to_code else AttentionPooling(4)
+    cache = None
+    if cache_size:
+        cache = HeapCacheAttention(
+            cache_size,
+            4,
+            query=query,
+            mask_empty=not faithful_to_code,
+            gate_initializer="ones" if query == "dot" else "glorot_uniform",
+        )
+    return build_fill_last_word_model(
+        30,
+        pooling if pooling != "last" else None,
+        cache,
+        sequence_length=10,
+        faithful_to_code=faithful_to_code,
+        **kwargs,
+    )
 
 
 def token_batch(rng, count=16):
@@ -146,7 +174,7 @@ def token_batch(rng, count=16):
 def test_paper_mode_layers():
     model = small_model(pooling="attention", cache_size=12)
     assert isinstance(model, HeapCacheModel)
-    assert isinstance(model.get_layer("attention_pooling"), AttentionPooling)
+    assert isinstance(model.get_layer("pooling"), AttentionPooling)
     cache = model.get_layer("cache_attention")
     assert cache.mask_empty is True and cache.cache_size == 12
     assert model.get_layer("embedding").mask_zero is True
@@ -167,7 +195,6 @@ def test_faithful_mode_sums_over_time_and_freezes_batch_norm(tmp_path):
     rng = np.random.default_rng(0)
     model = small_model(pooling="attention", cache_size=12, faithful_to_code=True)
     compile_fill_last_word_model(model, faithful_to_code=True)
-    assert model.get_layer("cache_attention").mask_empty is False
     assert model.get_layer("embedding").mask_zero is False
     assert model.get_layer("encoder").use_cudnn == "auto"  # no mask: cuDNN on a GPU
     assert np.any(model.get_layer("logits").bias.numpy() != 0)  # glorot-initialised
@@ -182,7 +209,7 @@ def test_faithful_mode_sums_over_time_and_freezes_batch_norm(tmp_path):
         assert np.any(norm.gamma.numpy() != 1.0)  # still trained
     # The "attention" is the plain sum of all 40 (here 10) LSTM outputs, padding included.
     encoder = keras.Model(model.inputs, model.get_layer("encoder").output)
-    pooled = keras.Model(model.inputs, model.get_layer("time_sum").output)
+    pooled = keras.Model(model.inputs, model.get_layer("pooling").output)
     np.testing.assert_allclose(
         pooled.predict(x, verbose=0),
         encoder.predict(x, verbose=0).sum(axis=1),
@@ -206,15 +233,8 @@ def test_glove_initialisation_and_save_load(tmp_path):
     matrix = rng.normal(size=(30, 5)).astype("float32")
     model = small_model(pooling="last", cache_size=8, embeddings=matrix)
     np.testing.assert_array_equal(model.get_layer("embedding").embeddings.numpy(), matrix)
-    # The deprecated spelling still works, once.
-    with pytest.warns(DeprecationWarning, match="`embedding_matrix` is deprecated"):
-        old = small_model(pooling="last", embedding_matrix=matrix)
-    np.testing.assert_array_equal(old.get_layer("embedding").embeddings.numpy(), matrix)
-    with (
-        pytest.warns(DeprecationWarning),
-        pytest.raises(TypeError, match="give the initial embeddings once"),
-    ):
-        small_model(embeddings=matrix, embedding_matrix=matrix)
+    with pytest.raises(ValueError, match=r"`embeddings` must have shape \(30, dim\)"):
+        small_model(embeddings=matrix[:5])
     compile_fill_last_word_model(model)
     x, y = token_batch(rng)
     model.fit(x, y, epochs=1, batch_size=8, verbose=0)
@@ -229,21 +249,17 @@ def test_glove_initialisation_and_save_load(tmp_path):
 
 
 def test_bad_builder_arguments():
-    with pytest.raises(ValueError, match="pooling"):
-        small_model(pooling="max")
+    for name in ("pooling", "cache"):
+        with pytest.raises(TypeError, match=f"`{name}` must be a Keras layer or None; got 'x'"):
+            build_fill_last_word_model(30, **{name: "x"})
+    # A pooling that leaves the steps is named, with the shape it gave.
+    with pytest.raises(ValueError, match=r"`pooling` must pool .* Dense returned shape"):
+        build_fill_last_word_model(30, keras.layers.Dense(3))
     with pytest.raises(ValueError, match="vocabulary_size"):
         build_fill_last_word_model(1)
-    # The deprecated spelling is checked under its own name.
-    with (
-        pytest.warns(DeprecationWarning),
-        pytest.raises(TypeError, match="`hidden_units` must be an integer, got '8'"),
-    ):
-        small_model(hidden=128, hidden_units="8")
-    # None or 0: no cache. Anything else is the cache layer's to check, not a silent "none".
-    assert "cache_attention" not in [layer.name for layer in small_model(cache_size=0).layers]
-    for cache_size in ("", False, 0.0):
-        with pytest.raises(TypeError, match=f"`cache_size` must be an integer, got {cache_size!r}"):
-            small_model(cache_size=cache_size)
+    for name in ("sequence_length", "units", "embedding_dim"):
+        with pytest.raises(ValueError, match=f"`{name}` must be >= 1, got 0"):
+            build_fill_last_word_model(30, **{name: 0})
     # The weight decay is HeapCacheModel's to check.
     for weight_decay, error in (("x", TypeError), (float("nan"), ValueError), (-1.0, ValueError)):
         refused = f"HeapCacheModel: `weight_decay` must be a .*{weight_decay!r}"
@@ -274,11 +290,10 @@ def test_vocabulary_cap_keeps_room_for_pad_and_unk():
 def test_cache_layers_are_found_through_the_public_keras_api():
     import inspect
 
-    from tf_memlayers.callbacks import cache_attention
-    from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
+    from tf_memlayers.callbacks import cache_attention_callback
     from tf_memlayers.models import heap_cache_model
 
-    for module in (cache_attention, heap_cache_model):
+    for module in (cache_attention_callback, heap_cache_model):
         source = inspect.getsource(module)
         assert "._inputs_struct" not in source and "._flatten_layers" not in source
     # Caches at the top level, in a nested model and under a wrapper, each once, in order.
@@ -306,12 +321,9 @@ def test_cache_layers_are_found_through_the_public_keras_api():
     assert not np.allclose(expected, np.asarray(top.attention_weights(x[1])).mean(axis=0))
 
 
-def test_hidden_units_is_an_old_spelling_of_hidden():
-    common = dict(max_length=10, embedding_dim=6, pooling="attention", attention_units=4)
-    with pytest.warns(DeprecationWarning, match="`hidden_units` is deprecated; use `hidden`"):
-        old = build_fill_last_word_model(30, hidden_units=5, **common)
-    new = build_fill_last_word_model(30, hidden=5, **common)
-    assert old.get_layer("encoder").units == new.get_layer("encoder").units == 5
-    assert old.count_params() == new.count_params()
-    with pytest.raises(TypeError, match="hidden=16 and hidden_units=5"):
-        build_fill_last_word_model(30, hidden=16, hidden_units=5, **common)
+def test_the_builder_names_the_layers_it_is_given():
+    model = small_model(pooling="attention", cache_size=4)
+    names = [layer.name for layer in model.layers]
+    assert names == ["context", "embedding", "encoder", "pooling", "cache_attention", "logits"]
+    # Without a pooling the LSTM's final state is the sentence state.
+    assert small_model().get_layer("encoder").return_sequences is False

@@ -254,7 +254,7 @@ def test_jit_compile_under_mirrored_strategy_raises_a_clear_error():
 
 def test_saved_example_models_load_after_importing_the_package(tmp_path):
     # A fresh interpreter that imports only `tf_memlayers` (not `tf_memlayers.models`).
-    model = build_fill_last_word_model(20, embedding_dim=4, hidden=6, cache_size=4)
+    model = build_fill_last_word_model(20, cache=HeapCacheAttention(4, 4), embedding_dim=4, units=6)
     model.save(tmp_path / "model.keras")
     script = (
         "import sys, keras, tf_memlayers\n"

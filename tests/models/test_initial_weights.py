@@ -52,11 +52,11 @@ def test_language_model_weights_start_independent(memory):
     model = build_language_model(
         30,
         LANGUAGE_MODELS[memory](),
-        hidden=16,
+        units=16,
         embedding_dim=16,
         layers=2,
         stateful=False,
-        seq_len=None,
+        sequence_length=None,
     )
     model.build((None, None))
     assert len(_random_weights(model.weights)) >= 5

@@ -14,21 +14,21 @@ from examples.language_modeling.lm_batches import make_bptt_batches
 from examples.language_modeling.memories import ATTENTION_KINDS, KINDS, language_model
 from examples.language_modeling.parameter_budget import (
     count_language_model_parameters,
-    hidden_for_parameter_budget,
+    units_for_parameter_budget,
 )
 from examples.language_modeling.presets import PRESETS, get_preset
 from examples.language_modeling.token_streams import TokenStream
-from tf_memlayers.callbacks.state_reset import StateResetCallback, reset_language_model_states
+from tf_memlayers.callbacks import StateResetCallback, reset_language_model_states
 from tf_memlayers.layers import NGramConcatCell, SlidingWindowAttention
+from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights, weight_role
 from tf_memlayers.models.language_model import (
     build_language_model,
     compile_language_model,
     make_optimizer,
 )
-from tf_memlayers.models.weight_transfer import copy_trainable_weights, weight_role
 
 VOCAB = 23
-SMALL = dict(hidden=12, embedding_dim=6, window=3, ngram=4)
+SMALL = dict(units=12, embedding_dim=6, window=3, ngram=4)
 
 
 # The kinds with a memory, which have a cell form and a parallel form.
@@ -40,7 +40,7 @@ def _tokens(batch, time, seed=0):
 
 
 def _model(kind, **overrides):
-    kwargs = dict(SMALL, kind=kind, batch_size=2, seq_len=5)
+    kwargs = dict(SMALL, kind=kind, batch_size=2, sequence_length=5)
     kwargs.update(overrides)
     return language_model(VOCAB, **kwargs)
 
@@ -77,7 +77,7 @@ def test_every_kind_starts_near_uniform_and_every_weight_gets_a_gradient(kind, f
 @pytest.mark.parametrize("kind", KINDS)
 def test_stateful_model_carries_state_across_segments(kind):
     stateful = _model(kind, layers=2)
-    stateless = _model(kind, layers=2, stateful=False, batch_size=None, seq_len=None)
+    stateless = _model(kind, layers=2, stateful=False, batch_size=None, sequence_length=None)
     copy_trainable_weights(stateful, stateless)
     x = _tokens(2, 15)
     whole = stateless(x).numpy()
@@ -90,8 +90,8 @@ def test_stateful_model_carries_state_across_segments(kind):
 
 @pytest.mark.parametrize("kind", WITH_MEMORY)
 def test_cell_form_equals_parallel_form(kind):
-    cell = _model(kind, form="cell", tie_weights=True, hidden=12, embedding_dim=6)
-    parallel = _model(kind, form="parallel", tie_weights=True, hidden=12, embedding_dim=6)
+    cell = _model(kind, form="cell", tie_weights=True, units=12, embedding_dim=6)
+    parallel = _model(kind, form="parallel", tie_weights=True, units=12, embedding_dim=6)
     # Larger weights than the U(-0.1, 0.1) init so that differences would show; one generator,
     # so that weights of one shape differ (a form reading the wrong one of two would show).
     rng = np.random.default_rng(0)
@@ -108,7 +108,7 @@ def _memory_options(kind):
     (one per piece, adding up to the hidden width), units, a bias, and for the attention kinds
     the attention width and zero padding."""
     sizes = tuple(range(4, 4 + memories.pieces(kind, SMALL["ngram"])))
-    options = dict(sizes=sizes, hidden=sum(sizes), units=7, use_bias=True)
+    options = dict(sizes=sizes, units=sum(sizes), memory_units=7, use_bias=True)
     if kind in ATTENTION_KINDS:
         options.update(attention_units=5, pad="zeros")
     return options
@@ -152,7 +152,7 @@ def test_tied_weights_share_the_embedding():
     assert (SMALL["embedding_dim"], VOCAB) not in shapes
     # Tying removes the softmax kernel (the output width becomes embedding_dim).
     assert count(untied) - count(model) > 0
-    with pytest.raises(ValueError, match="hidden.*embedding_dim"):
+    with pytest.raises(ValueError, match="units.*embedding_dim"):
         _model("lstm", tie_weights=True)
 
 
@@ -180,7 +180,7 @@ def test_initialisation_follows_the_paper():
                 assert values.max() > 0.045, weight.path
                 assert np.std(weight.numpy()) == pytest.approx(0.05 / np.sqrt(3), rel=0.2)
     bias = model.get_layer("lstm_0").cell.bias.numpy()
-    units = SMALL["hidden"]
+    units = SMALL["units"]
     np.testing.assert_array_equal(bias[units : 2 * units], 1.0)
     np.testing.assert_array_equal(np.delete(bias, np.s_[units : 2 * units]), 0.0)
 
@@ -204,7 +204,7 @@ def test_variational_dropout_uses_one_mask_per_sequence():
     [
         ({"kind": "transformer"}, "`kind` must be one of .*'transformer'"),
         ({"window": 0}, "`window` must be >= 1, got 0"),
-        ({"seq_len": 0}, "`seq_len` must be >= 1, got 0"),
+        ({"sequence_length": 0}, "`sequence_length` must be >= 1, got 0"),
         ({"form": "fused"}, "`form` must be one of"),
         ({"dropout": 1.5}, "`dropout` must be a finite number in \\[0.0, 1.0\\), got 1.5"),
         ({"batch_size": None}, "`stateful=True` needs a fixed `batch_size`"),
@@ -212,7 +212,7 @@ def test_variational_dropout_uses_one_mask_per_sequence():
     ],
 )
 def test_bad_arguments_are_named(overrides, message):
-    kwargs = dict(SMALL, kind="attention", batch_size=2, seq_len=5)
+    kwargs = dict(SMALL, kind="attention", batch_size=2, sequence_length=5)
     kwargs.update(overrides)
     with pytest.raises(ValueError, match=message):
         language_model(VOCAB, **kwargs)
@@ -236,7 +236,7 @@ def _numpy_perplexity(model, ids, piece_starts):
 def test_perplexity_equals_numpy_document_by_document(kind):
     corpus = generate_copy_corpus(600, 300, 300, num_words=VOCAB - 2, sentences_per_document=4)
     kwargs = dict(SMALL, kind=kind)
-    model = language_model(VOCAB, **kwargs, batch_size=3, seq_len=7)
+    model = language_model(VOCAB, **kwargs, batch_size=3, sequence_length=7)
     compile_language_model(model, learning_rate=0.02, jit_compile=False)
     train = make_bptt_batches(corpus.train, 3, 7)
     model.fit(train.dataset(), callbacks=[StateResetCallback(train.resets)], verbose=0)
@@ -251,7 +251,7 @@ def test_perplexity_equals_numpy_document_by_document(kind):
         TokenStream(np.arange(stream.num_tokens), stream.document_starts), 3, 7
     ).inputs[0, :, 0]
     pieces = [*stream.document_starts.tolist(), *positions.tolist()]
-    reference = language_model(VOCAB, **kwargs, stateful=False, seq_len=None)
+    reference = language_model(VOCAB, **kwargs, stateful=False, sequence_length=None)
     copy_trainable_weights(model, reference)
     expected, count = _numpy_perplexity(reference, stream.ids, pieces)
     assert result["tokens"] == count == stream.num_tokens - 1
@@ -339,7 +339,7 @@ def test_make_optimizer_names_bad_arguments():
 )
 def test_build_and_compile_name_a_bad_argument(build, compile_, error, fragment):
     with pytest.raises(error) as raised:
-        model = build_language_model(VOCAB, hidden=4, embedding_dim=4, stateful=False, **build)
+        model = build_language_model(VOCAB, units=4, embedding_dim=4, stateful=False, **build)
         compile_language_model(model, **compile_)
     assert fragment in str(raised.value)
 
@@ -352,8 +352,8 @@ def _zaremba_parameters(vocab, hidden):
 @pytest.mark.parametrize("name", ["zaremba-small", "zaremba-medium"])
 def test_zaremba_presets_build_the_papers_model(name):
     preset = get_preset(name)
-    model = language_model(1000, **preset.model, batch_size=2, seq_len=3)
-    hidden = preset.model["hidden"]
+    model = language_model(1000, **preset.model, batch_size=2, sequence_length=3)
+    hidden = preset.model["units"]
     assert model.count_params() == _zaremba_parameters(1000, hidden)
     assert [layer.name for layer in model.layers if isinstance(layer, keras.layers.LSTM)] == [
         "lstm_0",
@@ -390,7 +390,14 @@ def test_tiny_model_overfits_a_tiny_corpus(kind):
     stream = np.concatenate([sentences[i] for i in rng.integers(0, 6, 120)])
     batches = make_bptt_batches(TokenStream(stream.astype("int32"), [0]), 4, 9)
     model = language_model(
-        22, kind=kind, hidden=24, embedding_dim=16, window=3, ngram=3, batch_size=4, seq_len=9
+        22,
+        kind=kind,
+        units=24,
+        embedding_dim=16,
+        window=3,
+        ngram=3,
+        batch_size=4,
+        sequence_length=9,
     )
     compile_language_model(model, learning_rate=0.02, jit_compile=False)
     history = model.fit(
@@ -417,25 +424,25 @@ class _StopBelow(keras.callbacks.Callback):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_hidden_for_parameter_budget_is_the_closest_width(kind):
+def test_units_for_parameter_budget_is_the_closest_width(kind):
     common = dict(embedding_dim=10, window=3, ngram=4)
     multiple = memories.pieces(kind, common["ngram"])
-    budget = count_language_model_parameters(VOCAB, kind="lstm", hidden=20, **common)
-    hidden, count = hidden_for_parameter_budget(VOCAB, kind, budget, **common)
+    budget = count_language_model_parameters(VOCAB, kind="lstm", units=20, **common)
+    hidden, count = units_for_parameter_budget(VOCAB, kind, budget, **common)
     assert hidden % multiple == 0
-    assert count == count_language_model_parameters(VOCAB, kind=kind, hidden=hidden, **common)
+    assert count == count_language_model_parameters(VOCAB, kind=kind, units=hidden, **common)
     for neighbour in (hidden - multiple, hidden + multiple):
-        other = count_language_model_parameters(VOCAB, kind=kind, hidden=neighbour, **common)
+        other = count_language_model_parameters(VOCAB, kind=kind, units=neighbour, **common)
         assert abs(count - budget) <= abs(other - budget)
-    with pytest.raises(ValueError, match="`hidden` is what"):
-        hidden_for_parameter_budget(VOCAB, kind, budget, hidden=20)
+    with pytest.raises(ValueError, match="`units` is what"):
+        units_for_parameter_budget(VOCAB, kind, budget, units=20)
 
 
 def test_a_bad_kind_given_to_the_budget_search_raises_the_mappings_own_message():
     with pytest.raises(ValueError) as builder:
         language_model(VOCAB, kind="gru")
     with pytest.raises(ValueError) as budget:
-        hidden_for_parameter_budget(VOCAB, "gru", 1000)
+        units_for_parameter_budget(VOCAB, "gru", 1000)
     assert str(budget.value) == str(builder.value) and "`kind`" in str(builder.value)
 
 
@@ -446,7 +453,7 @@ def test_every_memory_kind_builds_both_forms_with_the_same_weight_roles(kind):
         language_model(
             VOCAB,
             kind=kind,
-            hidden=6,
+            units=6,
             embedding_dim=4,
             window=2,
             ngram=3,
@@ -470,13 +477,13 @@ def test_resets_model_on_packed_documents_equals_each_document_alone(kind, form)
     keras.utils.set_random_seed(4)
     options = dict(
         kind=kind,
-        hidden=12,
+        units=12,
         embedding_dim=6,
         window=3,
         ngram=3,
         layers=2,
         stateful=False,
-        seq_len=None,
+        sequence_length=None,
         form=form,
         init_scale=0.5,
     )
@@ -502,7 +509,9 @@ def test_resets_model_on_packed_documents_equals_each_document_alone(kind, form)
 def test_any_keras_layer_is_a_memory_without_an_edit_of_the_builder():
     # A layer the builder knows nothing of: a projection of every step of the top LSTM.
     memory = keras.layers.Dense(5, name="projection")
-    model = build_language_model(VOCAB, memory, hidden=8, embedding_dim=4, batch_size=2, seq_len=5)
+    model = build_language_model(
+        VOCAB, memory, units=8, embedding_dim=4, batch_size=2, sequence_length=5
+    )
     assert model.get_layer("projection") is memory
     assert tuple(model.get_layer("softmax").kernel.shape) == (5, VOCAB)
     assert model(_tokens(2, 5)).shape == (2, 5, VOCAB)
@@ -516,7 +525,7 @@ def test_a_memory_cell_wraps_the_builders_top_lstm_cell():
         return NGramConcatCell(cell, 3, 4)
 
     model = build_language_model(
-        VOCAB, memory, hidden=8, embedding_dim=4, layers=2, batch_size=2, seq_len=5
+        VOCAB, memory, units=8, embedding_dim=4, layers=2, batch_size=2, sequence_length=5
     )
     (cell,) = seen
     assert isinstance(cell, keras.layers.LSTMCell) and cell.units == 8 and cell.name == "lstm_1"
@@ -527,7 +536,7 @@ def test_a_memory_cell_wraps_the_builders_top_lstm_cell():
 def test_a_memorys_other_outputs_are_the_models():
     memory = SlidingWindowAttention(window=3, return_attention_scores=True)
     model = build_language_model(
-        VOCAB, memory, hidden=8, embedding_dim=4, stateful=False, seq_len=None
+        VOCAB, memory, units=8, embedding_dim=4, stateful=False, sequence_length=None
     )
     logits, scores = model(_tokens(2, 6))
     assert logits.shape == (2, 6, VOCAB) and scores.shape == (2, 6, 3)
@@ -577,5 +586,5 @@ def test_a_memory_that_does_not_fit_is_named(memory, overrides, error, message):
     memory = memory() if callable(memory) else memory
     with pytest.raises(error, match=message):
         build_language_model(
-            VOCAB, memory, hidden=8, embedding_dim=4, batch_size=2, seq_len=5, **overrides
+            VOCAB, memory, units=8, embedding_dim=4, batch_size=2, sequence_length=5, **overrides
         )

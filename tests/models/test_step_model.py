@@ -21,14 +21,14 @@ def _language_model(kind, form="parallel", stateful=False, **options):
     model = language_model(
         VOCAB,
         kind=kind,
-        hidden=6,
+        units=6,
         embedding_dim=4,
         window=2,
         ngram=3,
         form=form,
         stateful=stateful,
         batch_size=BATCH if stateful else None,
-        seq_len=STEPS if stateful else None,
+        sequence_length=STEPS if stateful else None,
         **options,
     )
     rng = np.random.default_rng(3)
@@ -195,10 +195,10 @@ def test_a_memory_the_step_model_cannot_step_is_named():
     model = build_language_model(
         VOCAB,
         keras.layers.Dense(4, name="projection"),
-        hidden=6,
+        units=6,
         embedding_dim=4,
         stateful=False,
-        seq_len=None,
+        sequence_length=None,
     )
     with pytest.raises(ValueError, match="layer 'projection' \\(Dense\\) is none of these"):
         build_step_model(model)

@@ -1,12 +1,13 @@
 """Callbacks that show in TensorBoard what the memories do (no `tf.summary` inside layers),
 and the state resets of stateful language models."""
 
-from tf_memlayers.callbacks.associative_memory import MemoryRetrievalHeatmap
-from tf_memlayers.callbacks.cache_attention import CacheAttentionCallback
-from tf_memlayers.callbacks.heatmap import heatmap_image, matrix_markdown, write_heatmap
-from tf_memlayers.callbacks.memory_attention import PairAttentionHeatmap
-from tf_memlayers.callbacks.state_reset import StateResetCallback, reset_language_model_states
-from tf_memlayers.callbacks.window_attention import WindowAttentionCallback
+from tf_memlayers.callbacks.cache_attention_callback import CacheAttentionCallback
+from tf_memlayers.callbacks.memory_retrieval_heatmap import MemoryRetrievalHeatmap
+from tf_memlayers.callbacks.pair_attention_heatmap import PairAttentionHeatmap
+from tf_memlayers.callbacks.reset_language_model_states import reset_language_model_states
+from tf_memlayers.callbacks.state_reset_callback import StateResetCallback
+from tf_memlayers.callbacks.window_attention_callback import WindowAttentionCallback
+from tf_memlayers.callbacks.write_heatmap import heatmap_image, matrix_markdown, write_heatmap
 
 __all__ = [
     "CacheAttentionCallback",

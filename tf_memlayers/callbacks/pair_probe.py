@@ -5,7 +5,7 @@ import keras
 import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
-from tf_memlayers.callbacks.heatmap import write_heatmap
+from tf_memlayers.callbacks.write_heatmap import write_heatmap
 
 tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
 

@@ -18,8 +18,9 @@ class SequenceCrossentropy(keras.losses.Loss):
       with weight 0, does not count).
     * ``"sum_over_time"``: the sum over the time steps of the per-step mean over the batch
       (weights applied), the cost of Zaremba et al. (2014) and of TensorFlow's PTB tutorial.
-      It is ``seq_len`` times the token mean, so with plain SGD its step is ``seq_len`` times
-      larger, and the gradient-norm clipping sees the scaled gradient.
+      It is ``sequence_length`` times the token mean, so with plain SGD its step is
+      ``sequence_length`` times larger, and the gradient-norm clipping sees the scaled
+      gradient.
 
     Args:
         reduction_mode: String, one of `LOSS_REDUCTIONS`: `"token_mean"` or

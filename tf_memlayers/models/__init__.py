@@ -1,7 +1,5 @@
 """Model builders that rebuild each paper's model from the package's layers."""
 
-from tf_memlayers.models.conditional_attention_encoder import ConditionalAttentionEncoder
-from tf_memlayers.models.conditional_encoder import ConditionalEncoder
 from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
     compile_fill_last_word_model,
@@ -19,8 +17,6 @@ from tf_memlayers.models.snli import (
 from tf_memlayers.models.step_model import build_step_model, generate, initial_step_state
 
 __all__ = [
-    "ConditionalAttentionEncoder",
-    "ConditionalEncoder",
     "HeapCacheModel",
     "build_fill_last_word_model",
     "build_fixed_length_snli_model",

@@ -1,6 +1,8 @@
 """Gaffney's last-word prediction model: LSTM encoder, attention pooling, heap cache attention.
 
-Two behaviours, side by side (``faithful_to_code``):
+`build_fill_last_word_model` takes the pooling and the cache as layers, as
+`build_language_model` takes its memory and `build_snli_model` its encoder. What it builds in
+two ways (``faithful_to_code``), with the layers each way passes in:
 
 ==========================  ================================  ===================================
 aspect                      paper (default)                   reference code (``True``)
@@ -8,10 +10,13 @@ aspect                      paper (default)                   reference code (``
 padding                     masked: the LSTM skips the        processed: the LSTM runs over all
                             leading padding steps             40 steps, padding included
 attention pooling           ``softmax_t(v^T tanh(W^T h_t))``  plain sum over all 40 steps (the
-                            weighted sum (`AttentionPooling`) softmax was over a size-1 axis)
+                            weighted sum (``pooling=``        softmax was over a size-1 axis;
+                            `AttentionPooling`)               ``pooling=`` a sum over time)
 batch normalization         none                              frozen (inference-mode) batch norm
                                                               on the state and on the logits
-empty cache slots           no attention weight               take part with logit 0
+empty cache slots           no attention weight (``cache=``   take part with logit 0
+                            `HeapCacheAttention` with         (``mask_empty=False``)
+                            ``mask_empty=True``)
 output bias initializer     zeros                             Glorot uniform
 optimizer                   Adam(lr 0.01), clip norm 5        Adam(lr 1e-3), no clipping
 ==========================  ================================  ===================================
@@ -20,173 +25,119 @@ Both use an L2 penalty ``1e-5 * sum ||w||^2 / 2`` over every trainable weight, a
 vector of an example is the state the cache read is added to (post batch norm in the code).
 """
 
-import numbers
-import warnings
-
 import keras
 import numpy as np
 
-from tf_memlayers._validation import (
-    check_bool,
-    check_bool_or_auto,
-    check_choice,
-    check_int,
-    check_number,
-)
-from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
-from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
-from tf_memlayers.layers.cudnn import lstm_use_cudnn
+from tf_memlayers._validation import check_bool, check_bool_or_auto, check_int, check_number
+from tf_memlayers.layers.frozen_batch_normalization import FrozenBatchNormalization
+from tf_memlayers.layers.lstm_use_cudnn import lstm_use_cudnn
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
-POOLINGS = ("last", "attention")
 PAPER_LEARNING_RATE, CODE_LEARNING_RATE, PAPER_CLIP_NORM = 0.01, 1e-3, 5.0
-
-
-@keras.saving.register_keras_serializable(package="tf_memlayers")
-class FrozenBatchNormalization(keras.layers.BatchNormalization):
-    """Batch normalization that always runs in inference mode, as in the reference code.
-
-    The reference code called ``tf.layers.batch_normalization`` with ``training`` left at
-    False, so the moving mean 0 and variance 1 are never updated and the layer is the fixed
-    affine ``gamma * x / sqrt(1 + epsilon) + beta`` with trainable ``gamma`` and ``beta``.
-
-    Example:
-
-    >>> import numpy as np
-    >>> norm = FrozenBatchNormalization(epsilon=1e-3)
-    >>> float(norm(np.full((2, 3), 2.0, "float32"), training=True)[0, 0])  # 2 / sqrt(1.001)
-    1.999000...
-    """
-
-    def call(self, inputs, training=None, mask=None):
-        return super().call(inputs, training=False, mask=mask)
+# The width of the paper's attention pooling and cache reads (the reference code's too).
+PAPER_ATTENTION_UNITS = 64
 
 
 def _frozen_batch_norm(name):
     return FrozenBatchNormalization(epsilon=1e-3, name=name)
 
 
-def _is_zero(value):
-    """Whether ``value`` is the integer 0 (not `False`, ``0.0`` or ``""``)."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value == 0
+def _check_layer(name, layer):
+    """``layer``, a Keras layer or `None`; anything else is a `TypeError` naming ``name``."""
+    if layer is not None and not isinstance(layer, keras.layers.Layer):
+        raise TypeError(
+            f"`{name}` must be a Keras layer or None; got {layer!r} of type {type(layer).__name__}."
+        )
+    return layer
 
 
 def build_fill_last_word_model(
     vocabulary_size,
+    pooling=None,
+    cache=None,
     *,
-    max_length=40,
+    sequence_length=40,
     embedding_dim=100,
-    hidden=128,
-    pooling="last",
-    attention_units=64,
-    cache_size=None,
-    policy="heap",
-    query="none",
-    mask_empty=None,
-    cache_gate_initializer=None,
+    units=128,
     embeddings=None,
     weight_decay=1e-5,
     faithful_to_code=False,
     name="fill_last_word",
-    hidden_units=None,
-    embedding_matrix=None,
 ):
     """Builds the (uncompiled) last-word model; see the module docstring for the two modes.
 
+    ``context ids [batch, sequence_length] -> Embedding -> LSTM -> pooling -> cache ->
+    logits``, the LSTM's final state standing for the pooling when there is none.
+
     Args:
-        vocabulary_size: number of token ids (id 0 is padding).
-        max_length: context steps (40 in the paper).
-        embedding_dim: word vector size (100 in the paper; ignored with ``embeddings``).
-        hidden: width ``H`` of the LSTM (128), as ``hidden`` of `build_language_model`.
-        pooling: ``"last"`` (the final LSTM state) or ``"attention"``.
-        attention_units: width ``A`` of both attentions (64).
-        cache_size: number of cached states ``K``; ``None`` or 0 for no cache. A cache needs
-            the TensorFlow backend (`HeapCacheModel` writes it in TensorFlow's training step):
-            on another backend the model is refused with a `ValueError`.
-        policy: `HeapCacheAttention` write rule, ``"heap"`` (default) or ``"topk"``.
-        query: `HeapCacheAttention` read: ``"none"`` (default, the paper), ``"additive"`` or
-            ``"dot"`` (the read that can find one specific earlier example).
-        mask_empty: `HeapCacheAttention` option; default ``not faithful_to_code``.
-        cache_gate_initializer: initializer of the cache read's gate ``z``; default ones with
-            ``query="dot"`` (the read enters the state at full strength, along the state's own
-            directions, so that the output layer reads a recalled state as it reads the
-            example's own), else Glorot uniform as in the reference code.
-        embeddings: optional initial embeddings ``[vocabulary_size, dim]`` (GloVe), as
-            ``embeddings`` of `build_snli_model`; otherwise ``N(0, 0.9^2)`` as in the
-            reference code.
-        weight_decay: L2 coefficient (``1e-5``).
-        faithful_to_code: reproduce the reference code instead of the paper.
-        name: model name.
-        hidden_units: deprecated spelling of ``hidden`` (a `DeprecationWarning`); giving both
-            with different values is a `TypeError`.
-        embedding_matrix: deprecated spelling of ``embeddings`` (a `DeprecationWarning`);
-            giving both is a `TypeError`.
+        vocabulary_size: Integer >= 2, the number of token ids (id 0 is padding).
+        pooling: Optional Keras layer that pools the LSTM's outputs ``[batch,
+            sequence_length, units]`` into one vector ``[batch, features]``: the paper's
+            `AttentionPooling` (64 units), or, for the reference code, a sum over time.
+            Renamed ``"pooling"``. Default: `None` (the LSTM's final state).
+        cache: Optional Keras layer over that vector, usually a `HeapCacheAttention`
+            (Gaffney's cache of ``cache_size`` earlier states, read with 64 attention units;
+            ``mask_empty=False`` as in the reference code, ``gate_initializer="ones"`` for the
+            dot read). Renamed ``"cache_attention"``. The model's training step writes a
+            `HeapCacheAttention`, which needs the TensorFlow backend (`HeapCacheModel`): on
+            another backend the model is refused with a `ValueError`. Default: `None` (no
+            cache).
+        sequence_length: Positive integer, the context steps (40 in the paper). Default:
+            `40`.
+        embedding_dim: Positive integer, the word vector size (ignored with
+            ``embeddings``). Default: `100`.
+        units: Positive integer, the width of the LSTM, as ``units`` of
+            `build_language_model`. Default: `128`.
+        embeddings: Optional array ``[vocabulary_size, dim]``, the initial embeddings
+            (GloVe), as ``embeddings`` of `build_snli_model`. Default: `None` (drawn from
+            ``N(0, 0.9^2)`` as in the reference code).
+        weight_decay: Finite number >= 0, the L2 coefficient (checked by `HeapCacheModel`).
+            Default: `1e-5`.
+        faithful_to_code: Boolean, reproduce the reference code instead of the paper (the
+            table of the module docstring). Default: `False`.
+        name: String, the model's name. Default: `"fill_last_word"`.
 
     Returns:
-        A `HeapCacheModel` mapping ``[batch, max_length]`` int ids to ``[batch, vocabulary]``
-        float32 logits.
+        A `HeapCacheModel` mapping ``[batch, sequence_length]`` int ids to ``[batch,
+        vocabulary_size]`` float32 logits.
 
     Raises:
-        TypeError, ValueError: an argument has the wrong type or is out of range (sizes
-            >= 1); the message names it. ``attention_units``, a ``cache_size`` other than
-            `None` or 0 and ``weight_decay`` (finite, >= 0) are checked by the classes that
-            take them (`AttentionPooling`, `HeapCacheAttention`, `HeapCacheModel`).
+        TypeError: If an argument has the wrong type (``pooling`` or ``cache`` not a layer);
+            the message names it.
+        ValueError: If an argument is out of range (sizes >= 1, ``embeddings`` of another
+            vocabulary), or ``pooling`` does not give one vector per example; the message
+            names it.
 
     Example:
 
-    >>> model = build_fill_last_word_model(50, embedding_dim=8, hidden=16,
-    ...                                    pooling="attention", cache_size=32)
+    >>> from tf_memlayers import AttentionPooling, HeapCacheAttention
+    >>> model = build_fill_last_word_model(
+    ...     50,
+    ...     pooling=AttentionPooling(8),
+    ...     cache=HeapCacheAttention(cache_size=32, attention_units=8),
+    ...     embedding_dim=8,
+    ...     units=16,
+    ... )
     >>> compile_fill_last_word_model(model)
     >>> model.output_shape
     (None, 50)
     """
     vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
-    max_length = check_int("max_length", max_length, 1)
-    if hidden_units is not None:
-        warnings.warn(
-            "build_fill_last_word_model: `hidden_units` is deprecated; use `hidden`, the LSTM "
-            "width.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        if hidden not in (128, hidden_units):
-            raise TypeError(
-                f"build_fill_last_word_model: give the LSTM width once, as `hidden`; got "
-                f"hidden={hidden!r} and hidden_units={hidden_units!r}."
-            )
-        hidden = check_int("hidden_units", hidden_units, 1)
-    hidden = check_int("hidden", hidden, 1)
-    check_choice("pooling", pooling, POOLINGS)
+    sequence_length = check_int("sequence_length", sequence_length, 1)
+    units = check_int("units", units, 1)
     check_bool("faithful_to_code", faithful_to_code)
-    if embedding_matrix is not None:
-        warnings.warn(
-            "build_fill_last_word_model: `embedding_matrix` is deprecated; use `embeddings`, "
-            "as in build_snli_model.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        if embeddings is not None:
-            raise TypeError(
-                "build_fill_last_word_model: give the initial embeddings once, as "
-                "`embeddings`; got both `embeddings` and `embedding_matrix`."
-            )
-        embeddings = embedding_matrix
+    pooling, cache = _check_layer("pooling", pooling), _check_layer("cache", cache)
     if embeddings is not None:
         embeddings = np.asarray(embeddings)
         if embeddings.ndim != 2 or embeddings.shape[0] != vocabulary_size:
             raise ValueError(
                 f"`embeddings` must have shape ({vocabulary_size}, dim); got {embeddings.shape}."
             )
-    if mask_empty is None:
-        mask_empty = not faithful_to_code
-    if cache_gate_initializer is None:
-        cache_gate_initializer = "ones" if query == "dot" else "glorot_uniform"
+        embedding_dim = int(embeddings.shape[1])
     masked = not faithful_to_code
 
-    tokens = keras.Input((max_length,), dtype="int32", name="context")
-    if embeddings is not None:
-        embedding_dim = int(embeddings.shape[1])
+    tokens = keras.Input((sequence_length,), dtype="int32", name="context")
     embedding = keras.layers.Embedding(
         vocabulary_size,
         check_int("embedding_dim", embedding_dim, 1),
@@ -201,32 +152,25 @@ def build_fill_last_word_model(
     # cuDNN takes right-padded masks only, and these contexts are left-padded: with the mask,
     # a GPU runs Keras's own loop (and so it does in a dtype JAX's cuDNN LSTM cannot take).
     use_cudnn = lstm_use_cudnn()
-    sequences = keras.layers.LSTM(
-        hidden,
-        return_sequences=pooling == "attention",
+    state = keras.layers.LSTM(
+        units,
+        return_sequences=pooling is not None,
         use_cudnn=False if masked else use_cudnn,
         name="encoder",
     )(embedded)
-    if pooling == "last":
-        state = sequences
-    elif faithful_to_code:
-        state = keras.layers.GlobalAveragePooling1D(name="time_mean")(sequences)
-        state = keras.layers.Rescaling(float(max_length), name="time_sum")(state)
-    else:
-        state = AttentionPooling(attention_units, name="attention_pooling")(sequences)
+    if pooling is not None:
+        pooling.name = "pooling"
+        state = pooling(state)
+        if len(state.shape) != 2:
+            raise ValueError(
+                f"`pooling` must pool the LSTM's outputs [batch, steps, units] into one vector "
+                f"[batch, features]; {type(pooling).__name__} returned shape {state.shape}."
+            )
     if faithful_to_code:
         state = _frozen_batch_norm("state_norm")(state)
-    # None or 0: no cache; any other value is the layer's to check.
-    if not (cache_size is None or _is_zero(cache_size)):
-        state = HeapCacheAttention(
-            cache_size,
-            attention_units,
-            policy=policy,
-            query=query,
-            mask_empty=mask_empty,
-            gate_initializer=cache_gate_initializer,
-            name="cache_attention",
-        )(state)
+    if cache is not None:
+        cache.name = "cache_attention"
+        state = cache(state)
     logits = keras.layers.Dense(
         vocabulary_size,
         bias_initializer="glorot_uniform" if faithful_to_code else "zeros",
@@ -286,7 +230,7 @@ def compile_fill_last_word_model(
     Example:
 
     >>> import numpy as np
-    >>> model = build_fill_last_word_model(30, max_length=6, embedding_dim=4, hidden=8)
+    >>> model = build_fill_last_word_model(30, sequence_length=6, embedding_dim=4, units=8)
     >>> compile_fill_last_word_model(model, learning_rate=1e-2)
     >>> history = model.fit(np.ones((4, 6), "int32"), np.zeros(4, "int32"), verbose=0)
     >>> sorted(history.history)

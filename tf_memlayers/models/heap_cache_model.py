@@ -2,25 +2,10 @@
 
 import keras
 import numpy as np
-from keras import ops
 
 from tf_memlayers._validation import check_number
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
-
-
-@keras.saving.register_keras_serializable(package="tf_memlayers")
-class HalfSquaredNorm(keras.regularizers.Regularizer):
-    """``coefficient * ||w||^2 / 2`` (TensorFlow's ``l2_loss`` convention)."""
-
-    def __init__(self, coefficient):
-        self.coefficient = float(coefficient)
-
-    def __call__(self, weight):
-        weight = ops.cast(weight, "float32")
-        return self.coefficient * 0.5 * ops.sum(ops.square(weight))
-
-    def get_config(self):
-        return {"coefficient": self.coefficient}
+from tf_memlayers.regularizers.half_squared_norm import HalfSquaredNorm
 
 
 def cache_attention_layers(model):
@@ -70,7 +55,7 @@ class HeapCacheModel(keras.Model):
     The cache write is TensorFlow only: on another backend the constructor of a model with
     `HeapCacheAttention` layers raises a `ValueError`. Without them the model is a functional
     model with weight decay, and runs on every backend (`build_fill_last_word_model` without
-    a cache).
+    a ``cache``).
 
     Args:
         inputs, outputs: as for a functional `keras.Model`.
@@ -103,7 +88,7 @@ class HeapCacheModel(keras.Model):
                 f"HeapCacheAttention layers {[layer.name for layer in layers]} (its training "
                 "step is Keras's TensorFlow step followed by the cache write); the Keras backend "
                 f"is {backend!r}. Set KERAS_BACKEND=tensorflow, leave the HeapCacheAttention "
-                "layers out (build_fill_last_word_model(cache_size=None)), or build a plain "
+                "layers out (build_fill_last_word_model without a `cache`), or build a plain "
                 "keras.Model and call HeapCacheAttention.insert yourself."
             )
         self.weight_decay = check_number("weight_decay", weight_decay, 0.0, owner="HeapCacheModel")

@@ -44,17 +44,18 @@ from tf_memlayers.models._compiling import compile_and_build_optimizer
 # The name of the `keras.layers.RNN` that runs a memory cell (the cell form).
 MEMORY_RNN_NAME = "memory_rnn"
 
-# Daniluk et al. (2017) §4.1.
+# Daniluk et al. (2017) §4.1: the defaults of the builder, of `compile_language_model` and of
+# the examples' memories (the window of the attention, the order of the N-gram RNN).
 DANILUK_DEFAULTS = {
     "learning_rate": 1e-3,
     "batch_size": 64,
     "clip_norm": 5.0,
     "forget_bias": 1.0,
     "init_scale": 0.1,
-    "seq_len": 20,
+    "sequence_length": 20,
     "window": 5,
     "ngram": 4,
-    "hidden": 300,
+    "units": 300,
     "embedding_dim": 300,
 }
 
@@ -67,10 +68,10 @@ def _dropout(x, rate, variational, name):
     return PhiloxDropout(rate, noise_shape=noise_shape, name=name)(x)
 
 
-def _lstm_options(hidden, init, forget_bias, recurrent_dropout, name):
+def _lstm_options(units, init, forget_bias, recurrent_dropout, name):
     """The arguments the LSTM layer and the LSTM cell of the model share."""
     return dict(
-        units=hidden,
+        units=units,
         kernel_initializer=init,
         recurrent_initializer=init,
         bias_initializer=ForgetGateBias(forget_bias),
@@ -80,13 +81,13 @@ def _lstm_options(hidden, init, forget_bias, recurrent_dropout, name):
     )
 
 
-def _lstm_cell(hidden, init, forget_bias, recurrent_dropout, name):
-    options = _lstm_options(hidden, init, forget_bias, recurrent_dropout, name)
+def _lstm_cell(units, init, forget_bias, recurrent_dropout, name):
+    options = _lstm_options(units, init, forget_bias, recurrent_dropout, name)
     return keras.layers.LSTMCell(**options)
 
 
-def _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, name):
-    options = _lstm_options(hidden, init, forget_bias, recurrent_dropout, name)
+def _lstm(units, init, forget_bias, recurrent_dropout, stateful, name):
+    options = _lstm_options(units, init, forget_bias, recurrent_dropout, name)
     use_cudnn = lstm_use_cudnn()
     return keras.layers.LSTM(
         return_sequences=True, stateful=stateful, use_cudnn=use_cudnn, **options
@@ -136,42 +137,42 @@ def _check_memory(memory, stateful, resets):
 def build_language_model(
     vocabulary_size,
     memory=None,
-    hidden=300,
-    embedding_dim=300,
+    units=DANILUK_DEFAULTS["units"],
+    embedding_dim=DANILUK_DEFAULTS["embedding_dim"],
     layers=1,
     dropout=0.0,
     variational_dropout=False,
     recurrent_dropout=0.0,
     tie_weights=False,
     batch_size=None,
-    seq_len=20,
+    sequence_length=DANILUK_DEFAULTS["sequence_length"],
     stateful=True,
-    init_scale=0.1,
-    forget_bias=1.0,
+    init_scale=DANILUK_DEFAULTS["init_scale"],
+    forget_bias=DANILUK_DEFAULTS["forget_bias"],
     resets=False,
     name=None,
 ):
     """Builds a word-level LSTM language model with an optional memory on top.
 
-    ``tokens [batch, seq_len] -> Embedding -> LSTM x layers -> memory -> logits``. The model
-    outputs vocabulary logits ``[batch, seq_len, vocabulary_size]`` (softmax with a bias;
-    compile with `compile_language_model`). The defaults are those of Daniluk et al. (2017,
-    §4.1): 300 hidden units, 300-dimensional embeddings, segments of 20 words, an
-    initialisation scale of 0.1 and a forget-gate bias of 1.
+    ``tokens [batch, sequence_length] -> Embedding -> LSTM x layers -> memory -> logits``. The
+    model outputs vocabulary logits ``[batch, sequence_length, vocabulary_size]`` (softmax with
+    a bias; compile with `compile_language_model`). The defaults are those of Daniluk et al.
+    (2017, §4.1), ``DANILUK_DEFAULTS``: LSTMs of 300 units, 300-dimensional embeddings, segments
+    of 20 words, an initialisation scale of 0.1 and a forget-gate bias of 1.
 
     Args:
         vocabulary_size: Integer >= 2, the number of word ids.
         memory: What reads the top LSTM: `None` (the LSTM baseline); a Keras layer over the
-            top LSTM's outputs ``[batch, seq_len, hidden]`` (the parallel form, e.g.
+            top LSTM's outputs ``[batch, sequence_length, units]`` (the parallel form, e.g.
             ``SlidingWindowAttention(window=5, mode="key_value", stateful=True)`` or
             ``NGramConcat(n=4, units=100, stateful=True)``), whose ``stateful`` must equal
             the model's; or a function from the top `keras.layers.LSTMCell` (made by the
-            builder, with ``hidden`` units and the model's initializers) to a cell wrapping
+            builder, with ``units`` units and the model's initializers) to a cell wrapping
             it (the cell form, e.g. ``lambda cell: SlidingWindowAttentionCell(cell,
             window=5)``), run by `keras.layers.RNN` named ``"memory_rnn"``. A layer that
             returns several outputs (``return_attention_scores=True``) adds the others to
             the model's outputs. Default: `None`.
-        hidden: Positive integer, the units of every LSTM layer. Default: `300`.
+        units: Positive integer, the units of every LSTM layer. Default: `300`.
         embedding_dim: Positive integer, the word embedding width. Default: `300`.
         layers: Positive integer, the number of stacked LSTM layers; the memory reads the top
             one. Default: `1`.
@@ -188,7 +189,7 @@ def build_language_model(
             wide.
         batch_size: Optional positive integer, the fixed batch size; required when
             ``stateful``. Default: `None`.
-        seq_len: Optional positive integer, the time steps per batch (the truncated-BPTT
+        sequence_length: Optional positive integer, the time steps per batch (the truncated-BPTT
             length), or `None` for a variable length (e.g. probe models). Default: `20`.
         stateful: Boolean, (default `True`), whether to carry the LSTM states and the memory
             from batch to batch (truncated BPTT); reset them with
@@ -198,7 +199,7 @@ def build_language_model(
         forget_bias: Float, the initial LSTM forget-gate bias (the other biases start at
             0). Default: `1.0`.
         resets: Boolean, (default `False`), whether the model takes a second input,
-            ``reset`` (bool ``[batch, seq_len]``, true where a new document starts), and
+            ``reset`` (bool ``[batch, sequence_length]``, true where a new document starts), and
             starts each row's LSTM states and memory again there, inside the graph: for
             documents packed back to back in each row (as in the PTB example's batches
             with ``pack=True``). The inputs are then a dict ``{"tokens", "reset"}``, and the
@@ -222,18 +223,18 @@ def build_language_model(
     >>> import numpy as np
     >>> from tf_memlayers import SlidingWindowAttention
     >>> memory = SlidingWindowAttention(window=3, mode="key_value", stateful=True)
-    >>> model = build_language_model(50, memory, hidden=16, embedding_dim=8, batch_size=2,
-    ...                              seq_len=5)
+    >>> model = build_language_model(50, memory, units=16, embedding_dim=8, batch_size=2,
+    ...                              sequence_length=5)
     >>> model(np.zeros((2, 5), "int32")).shape
     TensorShape([2, 5, 50])
     """
     vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
-    hidden = check_int("hidden", hidden, 1)
+    units = check_int("units", units, 1)
     embedding_dim = check_int("embedding_dim", embedding_dim, 1)
     layers = check_int("layers", layers, 1)
     for rate_name, rate in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
         check_number(rate_name, rate, 0.0, 1.0)
-    seq_len = check_optional_int("seq_len", seq_len, 1)
+    sequence_length = check_optional_int("sequence_length", sequence_length, 1)
     batch_size = check_optional_int("batch_size", batch_size, 1)
     stateful = check_bool("stateful", stateful)
     variational_dropout = check_bool("variational_dropout", variational_dropout)
@@ -249,16 +250,16 @@ def build_language_model(
         -init_scale, init_scale, seed=keras.random.SeedGenerator()
     )
 
-    tokens = keras.Input((seq_len,), batch_size=batch_size, dtype="int32", name="tokens")
+    tokens = keras.Input((sequence_length,), batch_size=batch_size, dtype="int32", name="tokens")
     reset = None
     if resets:
-        reset = keras.Input((seq_len,), batch_size=batch_size, dtype="bool", name="reset")
+        reset = keras.Input((sequence_length,), batch_size=batch_size, dtype="bool", name="reset")
     starts = {} if reset is None else {"reset": reset}
 
     def lstm(name):
         if reset is None:
-            return _lstm(hidden, init, forget_bias, recurrent_dropout, stateful, name)
-        cell = _lstm_cell(hidden, init, forget_bias, recurrent_dropout, "lstm_cell")
+            return _lstm(units, init, forget_bias, recurrent_dropout, stateful, name)
+        cell = _lstm_cell(units, init, forget_bias, recurrent_dropout, "lstm_cell")
         return ResettableRNN(cell, return_sequences=True, stateful=stateful, name=name)
 
     embedding_type = TiedEmbedding if tie_weights else keras.layers.Embedding
@@ -272,7 +273,7 @@ def build_language_model(
     top = f"lstm_{layers - 1}"
     extra_outputs = []
     if memory_cell is not None:
-        cell = memory_cell(_lstm_cell(hidden, init, forget_bias, recurrent_dropout, top))
+        cell = memory_cell(_lstm_cell(units, init, forget_bias, recurrent_dropout, top))
         if not _is_cell(cell):
             raise TypeError(
                 "`memory` must return a Keras RNN cell (a layer with a `state_size`) from the "
@@ -307,7 +308,11 @@ def build_language_model(
 OPTIMIZERS = ("adam", "sgd")
 
 
-def make_optimizer(optimizer="adam", learning_rate=1e-3, clip_norm=5.0):
+def make_optimizer(
+    optimizer="adam",
+    learning_rate=DANILUK_DEFAULTS["learning_rate"],
+    clip_norm=DANILUK_DEFAULTS["clip_norm"],
+):
     """The optimizer named by ``optimizer`` with global-norm gradient clipping.
 
     Args:
@@ -335,8 +340,8 @@ def make_optimizer(optimizer="adam", learning_rate=1e-3, clip_norm=5.0):
 
 def compile_language_model(
     model,
-    learning_rate=1e-3,
-    clip_norm=5.0,
+    learning_rate=DANILUK_DEFAULTS["learning_rate"],
+    clip_norm=DANILUK_DEFAULTS["clip_norm"],
     jit_compile=True,
     perplexity=True,
     optimizer="adam",
@@ -370,7 +375,7 @@ def compile_language_model(
     Example:
 
     >>> import numpy as np
-    >>> model = build_language_model(20, hidden=8, embedding_dim=8, batch_size=2, seq_len=4)
+    >>> model = build_language_model(20, units=8, embedding_dim=8, batch_size=2, sequence_length=4)
     >>> model = compile_language_model(model, jit_compile=False)
     >>> x = np.ones((2, 4), "int32")
     >>> logs = model.fit(x, x, verbose=0).history

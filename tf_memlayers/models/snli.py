@@ -18,13 +18,16 @@ from tf_memlayers._validation import (
     check_number,
     check_optional_int,
 )
+from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES
 from tf_memlayers.layers.associative_memory.dual_associative_encoder import DualAssociativeEncoder
-from tf_memlayers.layers.dropout import PhiloxDropout
+from tf_memlayers.layers.conditional_encoder import ConditionalEncoder
+from tf_memlayers.layers.philox_dropout import PhiloxDropout
 from tf_memlayers.models._compiling import compile_and_build_optimizer
-from tf_memlayers.models.conditional_encoder import ConditionalEncoder
+
+# The width of the paper's encoder: its Dual AM-GRU and the GRU over it (Weissenborn 2016, §5).
+PAPER_UNITS = 100
 
 __all__ = [
-    "ConditionalEncoder",
     "build_fixed_length_snli_model",
     "build_snli_model",
     "compile_snli_model",
@@ -89,7 +92,7 @@ def build_snli_model(
     The GRU row of the paper's Table 1 (126 units, scaled down here):
 
     >>> import keras
-    >>> from tf_memlayers.models import ConditionalEncoder
+    >>> from tf_memlayers import ConditionalEncoder
     >>> gru = ConditionalEncoder([
     ...     keras.layers.GRU(6, return_sequences=True, return_state=True),
     ...     keras.layers.GRU(6, return_state=True),
@@ -112,9 +115,9 @@ def build_snli_model(
     )
 
 
-def paper_encoder(units=100, num_copies=8, seed=123, kernel_initializer="glorot_uniform"):
-    """The paper's encoder: `DualAssociativeEncoder` (``units``, ``num_copies``), then a GRU
-    of ``units``, every kernel from ``kernel_initializer``."""
+def paper_encoder(seed, kernel_initializer, units=PAPER_UNITS, num_copies=NUM_COPIES):
+    """The paper's encoder: `DualAssociativeEncoder` (``units``, ``num_copies``, permutations
+    from ``seed``), then a GRU of ``units``, every kernel from ``kernel_initializer``."""
     return ConditionalEncoder(
         [
             DualAssociativeEncoder(
@@ -168,7 +171,7 @@ def _snli_model(
         )
     init = keras.initializers.get(kernel_initializer)
     if encoder is None:
-        encoder = paper_encoder(seed=seed, kernel_initializer=init)
+        encoder = paper_encoder(seed, init)
     if embeddings is not None:
         embeddings = np.asarray(embeddings)
         if embeddings.ndim != 2 or embeddings.shape[0] != vocabulary_size:
@@ -276,7 +279,7 @@ def build_fixed_length_snli_model(
     >>> import numpy as np
     >>> import tensorflow as tf
     >>> import keras
-    >>> from tf_memlayers.models import ConditionalEncoder
+    >>> from tf_memlayers import ConditionalEncoder
     >>> gru = ConditionalEncoder([
     ...     keras.layers.GRU(4, return_sequences=True, return_state=True),
     ...     keras.layers.GRU(4, return_state=True),
@@ -378,7 +381,7 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Fal
 
     >>> import numpy as np
     >>> import keras
-    >>> from tf_memlayers.models import ConditionalEncoder
+    >>> from tf_memlayers import ConditionalEncoder
     >>> gru = ConditionalEncoder([
     ...     keras.layers.GRU(4, return_sequences=True, return_state=True),
     ...     keras.layers.GRU(4, return_state=True),

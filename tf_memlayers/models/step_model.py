@@ -16,8 +16,8 @@ import keras
 import numpy as np
 
 from tf_memlayers._validation import check_int, check_number, check_optional_int
-from tf_memlayers.layers.dropout import PhiloxDropout
-from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
+from tf_memlayers.layers.philox_dropout import PhiloxDropout
+from tf_memlayers.layers.window_attention.memory_sequence_layer import MemorySequenceLayer
 
 
 def _stateless_copy(layer, **overrides):
@@ -100,8 +100,8 @@ def build_step_model(model, name=None):
     >>> from tf_memlayers.models import build_language_model
     >>> from tf_memlayers import SlidingWindowAttention
     >>> memory = SlidingWindowAttention(window=3, mode="key_value")
-    >>> lm = build_language_model(30, memory, hidden=8, embedding_dim=6, stateful=False,
-    ...                           seq_len=None)
+    >>> lm = build_language_model(30, memory, units=8, embedding_dim=6, stateful=False,
+    ...                           sequence_length=None)
     >>> step = build_step_model(lm)
     >>> state = initial_step_state(step, batch_size=2)
     >>> logits, *state = step([np.array([[3], [4]]), *state])
@@ -175,8 +175,8 @@ def initial_step_state(step_model, batch_size):
 
     >>> from tf_memlayers import SlidingWindowAttention
     >>> from tf_memlayers.models import build_language_model, build_step_model
-    >>> lm = build_language_model(20, SlidingWindowAttention(window=2), hidden=8,
-    ...                           embedding_dim=4, stateful=False, seq_len=None)
+    >>> lm = build_language_model(20, SlidingWindowAttention(window=2), units=8,
+    ...                           embedding_dim=4, stateful=False, sequence_length=None)
     >>> [state.shape for state in initial_step_state(build_step_model(lm), 3)]
     [(3, 8), (3, 8), (3, 18)]
     """
@@ -271,8 +271,8 @@ def generate(
     >>> import numpy as np
     >>> from tf_memlayers import SlidingWindowAttention
     >>> from tf_memlayers.models import build_language_model, build_step_model
-    >>> lm = build_language_model(20, SlidingWindowAttention(window=2), hidden=8,
-    ...                           embedding_dim=4, stateful=False, seq_len=None)
+    >>> lm = build_language_model(20, SlidingWindowAttention(window=2), units=8,
+    ...                           embedding_dim=4, stateful=False, sequence_length=None)
     >>> step = build_step_model(lm)
     >>> generate(step, np.array([[3, 4], [5, 6]]), 3, temperature=0).shape
     (2, 3)

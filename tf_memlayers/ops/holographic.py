@@ -96,7 +96,11 @@ def conjugate(x):
     return uncomplexify(re, -im)
 
 
-def make_permutations(num_complex, num_copies, seed=123):
+# The seed of the copies' permutations that the associative-memory layers default to.
+PERMUTATION_SEED = 123
+
+
+def make_permutations(num_complex, num_copies, seed=PERMUTATION_SEED):
     """The permutations of the redundant copies, as the original code draws them.
 
     Copy 0 is the identity. Copies ``1 .. num_copies - 1`` are, in order, ``list(range(

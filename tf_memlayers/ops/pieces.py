@@ -1,7 +1,5 @@
 """Contiguous pieces of the last axis (key / value / predict, N-gram pieces)."""
 
-from tf_memlayers._validation import check_sizes
-
 
 def piece_sizes(width, count, sizes=None, owner=None, what="pieces"):
     """Resolves the sizes of ``count`` contiguous pieces of a last axis of size ``width``.
@@ -9,8 +7,10 @@ def piece_sizes(width, count, sizes=None, owner=None, what="pieces"):
     Args:
         width: size of the axis being split.
         count: number of pieces.
-        sizes: explicit sizes (must be ``count`` positive integers summing to ``width``), or
-            `None` for equal pieces (``width`` must then be divisible by ``count``).
+        sizes: explicit sizes, ``count`` positive integers (checked by
+            `tf_memlayers._validation.check_sizes` when the layer that takes them is made)
+            that must sum to ``width``; or `None` for equal pieces (``width`` must then be
+            divisible by ``count``).
         owner: class name used in error messages.
         what: what the pieces are, for error messages.
 
@@ -25,7 +25,6 @@ def piece_sizes(width, count, sizes=None, owner=None, what="pieces"):
                 f"pass explicit `sizes=` ({count} positive integers summing to {width})."
             )
         return (width // count,) * count
-    sizes = check_sizes("sizes", sizes, count, owner, what)
     if sum(sizes) != width:
         raise ValueError(
             f"{prefix}`sizes` {sizes} sum to {sum(sizes)}, but the input width is {width}; "

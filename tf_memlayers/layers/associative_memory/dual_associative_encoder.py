@@ -12,8 +12,13 @@ import numpy as np
 from keras import ops
 
 from tf_memlayers import _validation as check
-from tf_memlayers.layers.associative_memory.am_gru import AssociativeGRU, AssociativeRecurrentLayer
-from tf_memlayers.layers.associative_memory.dual_am_gru import DualAssociativeGRU
+from tf_memlayers.layers.associative_memory.associative_gru import (
+    AssociativeGRU,
+    AssociativeRecurrentLayer,
+)
+from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES
+from tf_memlayers.layers.associative_memory.dual_associative_gru import DualAssociativeGRU
+from tf_memlayers.ops.holographic import PERMUTATION_SEED
 
 _CONFIG_ARGUMENTS = tuple(
     name for name in DualAssociativeGRU.CELL_ARGUMENTS if name != "return_retrievals"
@@ -168,9 +173,9 @@ class DualAssociativeEncoder(keras.layers.Layer):
     def __init__(
         self,
         units,
-        num_copies=8,
+        num_copies=NUM_COPIES,
         dual_key="paper",
-        seed=123,
+        seed=PERMUTATION_SEED,
         kernel_initializer="glorot_uniform",
         gate_bias_initializer="ones",
         candidate_bias_initializer="zeros",

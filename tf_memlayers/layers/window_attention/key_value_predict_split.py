@@ -24,18 +24,18 @@ def split_sizes(mode, width, sizes=None, owner=None):
     """Piece sizes, key first, for splitting a width-``width`` output in ``mode``.
 
     Args:
-        mode: String, one of `MODES`: `"attention"` (1 piece), `"key_value"` (2 pieces) or
-            `"key_value_predict"` (3 pieces).
+        mode: String, one of `MODES` (checked by the layer that takes it): `"attention"` (1
+            piece), `"key_value"` (2 pieces) or `"key_value_predict"` (3 pieces).
         width: Positive integer, the width of the output to split.
-        sizes: Optional tuple of positive integers, explicit piece sizes (key first) that sum
-            to ``width``. Default: `None` (equal pieces, which must divide ``width``).
+        sizes: Optional tuple of positive integers (checked by `check_mode_sizes` when the
+            layer is made), explicit piece sizes (key first) that must sum to ``width``.
+            Default: `None` (equal pieces, which must divide ``width``).
         owner: Optional string, the class name that error messages start with. Default:
             `None`.
 
     Returns:
         Tuple of integers, the size of each piece, key first.
     """
-    check_choice("mode", mode, MODES, owner)
     return piece_sizes(width, _PIECES[mode], sizes, owner, _NAMES[mode])
 
 

@@ -16,8 +16,8 @@ from keras import ops
 from tf_memlayers._validation import check_bool, check_last_dim, check_rank
 from tf_memlayers.layers.memory_cell_wrapper import MemoryCellWrapper
 from tf_memlayers.layers.window_attention.key_value_predict_split import split_sizes
-from tf_memlayers.layers.window_attention.mechanism import WindowAttentionMechanism
-from tf_memlayers.layers.window_attention.sequence_layer import MemorySequenceLayer
+from tf_memlayers.layers.window_attention.memory_sequence_layer import MemorySequenceLayer
+from tf_memlayers.layers.window_attention.window_attention_mechanism import WindowAttentionMechanism
 from tf_memlayers.ops import windows
 from tf_memlayers.ops.precision import softmax_dtype
 

@@ -1,0 +1,83 @@
+"""`CacheEpisodesCallback`: it empties the caches at the start of each training episode, and
+before each evaluation batch writes that batch's facts to them."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tests.models.test_fill_last_word import small_model, token_batch
+from tests.support import tensorflow_only
+from tf_memlayers.callbacks.cache_episodes_callback import CacheEpisodesCallback
+from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
+from tf_memlayers.models.fill_last_word import compile_fill_last_word_model
+from tf_memlayers.models.heap_cache_model import HeapCacheModel
+
+pytestmark = tensorflow_only("HeapCacheModel writes its caches with TensorFlow")
+
+
+class _CacheProbe(keras.callbacks.Callback):
+    """Records the cache at the start of every training and evaluation batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.train, self.test = [], []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.train.append(self.model.get_layer("cache_attention").cache.numpy().copy())
+
+    def on_test_batch_begin(self, batch, logs=None):
+        self.test.append(self.model.get_layer("cache_attention").cache.numpy().copy())
+
+
+def test_episodes_start_with_an_empty_cache_and_evaluation_writes_its_facts():
+    rng = np.random.default_rng(4)
+    model = small_model(pooling="attention", cache_size=16, query="dot")
+    compile_fill_last_word_model(model)
+    batches = [token_batch(rng, 4) for _ in range(4)]  # facts, questions, facts, questions
+    stream = tf.data.Dataset.from_generator(
+        lambda: iter(batches),
+        output_signature=(tf.TensorSpec((None, 10), tf.int32), tf.TensorSpec((None,), tf.int32)),
+    )
+    facts = [token_batch(rng, 3)[0], token_batch(rng, 5)[0]]
+    questions = [token_batch(rng, 2), token_batch(rng, 2)]
+    evaluation = tf.data.Dataset.from_tensor_slices(
+        tuple(np.concatenate(part) for part in zip(*questions))
+    ).batch(2)
+    episodes, probe = CacheEpisodesCallback(2, evaluation_facts=facts), _CacheProbe()
+    model.fit(
+        stream, steps_per_epoch=4, epochs=1, verbose=0, shuffle=False, callbacks=[episodes, probe]
+    )
+    filled = [int(np.any(cache != 0, axis=-1).sum()) for cache in probe.train]
+    assert filled == [0, 4, 0, 4]  # emptied before each episode's facts
+    model.evaluate(evaluation, verbose=0, callbacks=[episodes, probe])
+    states = keras.Function(model.input, model.get_layer("cache_attention").input)
+    for cache, written in zip(probe.test, facts):
+        rows = cache[np.any(cache != 0, axis=-1)]
+        expected = np.asarray(states(written))
+        assert len(rows) == len(expected)  # those facts and nothing else
+        np.testing.assert_allclose(
+            np.sort(rows, axis=0), np.sort(expected, axis=0), rtol=1e-5, atol=1e-6
+        )
+
+
+def test_every_cache_is_emptied_at_the_first_batch_of_each_episode_only():
+    rng = np.random.default_rng(5)
+    inputs = keras.Input((4,))
+    first = HeapCacheAttention(5, 3, name="first")
+    second = HeapCacheAttention(5, 3, name="second")
+    model = HeapCacheModel(inputs, second(first(inputs)))
+    episodes = CacheEpisodesCallback(3)
+    episodes.set_model(model)
+    emptied = []
+    for batch in range(7):
+        model.write_caches(rng.normal(size=(2, 4)).astype("float32"))
+        episodes.on_train_batch_begin(batch)
+        counts = {int(first.fill_count()), int(second.fill_count())}
+        assert len(counts) == 1  # both caches alike
+        emptied.append(counts == {0})
+    assert emptied == [batch % 3 == 0 for batch in range(7)]
+    # Without evaluation facts an evaluation leaves the caches as they are.
+    model.write_caches(rng.normal(size=(2, 4)).astype("float32"))
+    before = first.cache.numpy().copy()
+    episodes.on_test_batch_begin(0)
+    np.testing.assert_array_equal(first.cache.numpy(), before)

@@ -1,0 +1,102 @@
+"""`StateResetCallback`: when it clears what, in training, evaluation and prediction (the
+resets themselves are tests/callbacks/test_reset_language_model_states.py's)."""
+
+import keras
+import numpy as np
+import pytest
+
+from examples.language_modeling.memories import language_model
+from tests.models.test_language_model import SMALL, VOCAB
+from tf_memlayers.callbacks.reset_language_model_states import state_variables, stateful_layers
+from tf_memlayers.callbacks.state_reset_callback import StateResetCallback
+
+BATCH = 3
+
+
+def _tokens(batch, time, seed=0):
+    return np.random.default_rng(seed).integers(0, VOCAB, (batch, time)).astype("int32")
+
+
+def _model(kind, **overrides):
+    kwargs = dict(SMALL, kind=kind, batch_size=2, sequence_length=5)
+    kwargs.update(overrides)
+    return language_model(VOCAB, **kwargs)
+
+
+def _nested_stateful_model():
+    """A stateful LSTM, then a nested model with a stateful GRU, then a stateless GRU."""
+    inputs = keras.Input(batch_shape=(BATCH, 4, 2))
+    x = keras.layers.LSTM(2, stateful=True, return_sequences=True, name="outer_lstm")(inputs)
+    inner_inputs = keras.Input(batch_shape=(BATCH, 4, 2))
+    inner = keras.layers.GRU(2, stateful=True, return_sequences=True, name="inner_gru")
+    nested = keras.Model(inner_inputs, inner(inner_inputs), name="nested")
+    outputs = keras.layers.GRU(2, name="stateless_gru")(nested(x))
+    return keras.Model(inputs, outputs)
+
+
+def _carried(model):
+    """Every carried state of ``model``, as NumPy arrays."""
+    return [v.numpy().copy() for layer in stateful_layers(model) for v in state_variables(layer)]
+
+
+def _fill(model, seed):
+    """Sets every carried state to values that are nowhere zero."""
+    rng = np.random.default_rng(seed)
+    for layer in stateful_layers(model):
+        for variable in state_variables(layer):
+            variable.assign(rng.uniform(1, 2, variable.shape).astype(variable.dtype))
+
+
+def _cleared_rows(before, after):
+    """The rows that every state has zero in ``after``; fails unless the other rows are as in
+    ``before`` in every state."""
+    cleared = np.all([np.all(a.reshape(BATCH, -1) == 0, axis=1) for a in after], axis=0)
+    for old, new in zip(before, after):
+        np.testing.assert_array_equal(new[~cleared], old[~cleared])
+    return cleared.tolist()
+
+
+@pytest.mark.parametrize("mode", ["train", "test", "predict"])
+def test_the_callback_clears_everything_first_then_the_rows_of_each_batch(mode):
+    model = _nested_stateful_model()
+    resets = np.array(
+        [[True, True, True], [False, False, False], [False, True, False], [True, False, True]]
+    )
+    if mode == "train":
+        callback = StateResetCallback(train_resets=resets, eval_resets=~resets)
+        begin, batch_begin = callback.on_epoch_begin, callback.on_train_batch_begin
+    else:
+        callback = StateResetCallback(train_resets=~resets, eval_resets=resets)
+        begin = getattr(callback, f"on_{mode}_begin")
+        batch_begin = getattr(callback, f"on_{mode}_batch_begin")
+    callback.set_model(model)
+    _fill(model, 2)
+    if mode == "train":
+        begin(0)
+    else:
+        begin()
+    assert all(not state.any() for state in _carried(model))
+    # Batch 0 starts from the cleared states; batches past the table clear nothing.
+    for batch in range(6):
+        _fill(model, 3 + batch)
+        before = _carried(model)
+        batch_begin(batch)
+        expected = resets[batch].tolist() if 0 < batch < len(resets) else [False] * BATCH
+        assert _cleared_rows(before, _carried(model)) == expected, batch
+
+
+def test_without_reset_tables_only_the_starts_clear_the_states():
+    model = _nested_stateful_model()
+    callback = StateResetCallback()
+    callback.set_model(model)
+    _fill(model, 4)
+    before = _carried(model)
+    for hook in (
+        callback.on_train_batch_begin,
+        callback.on_test_batch_begin,
+        callback.on_predict_batch_begin,
+    ):
+        hook(1)
+    assert _cleared_rows(before, _carried(model)) == [False, False, False]
+    callback.on_test_begin()
+    assert all(not state.any() for state in _carried(model))

@@ -1,0 +1,51 @@
+"""Heatmap images for TensorBoard leave the user's plotting set-up alone."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.support import REPO_ROOT
+from tf_memlayers.callbacks.write_heatmap import heatmap_image
+
+SCRIPT = """
+import matplotlib
+matplotlib.use("svg")  # e.g. a notebook's backend
+import numpy as np
+from tf_memlayers.callbacks.write_heatmap import heatmap_image
+image = heatmap_image(np.arange(12.0).reshape(3, 4), list("abc"), list("wxyz"), title="t")
+curve = heatmap_image(np.linspace(1, 0, 40)[None], log_x=True)
+print(image.shape[2], image.dtype, curve.shape[2], matplotlib.get_backend())
+"""
+
+
+def test_heatmap_keeps_the_matplotlib_backend():
+    pytest.importorskip("matplotlib")
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split()[-4:] == ["3", "uint8", "3", "svg"]
+
+
+def test_small_heatmaps_are_legible():
+    # A window of 5 positions for a 3-token probe, and a one-row cache curve on a log axis.
+    image = heatmap_image(
+        np.random.default_rng(0).random((3, 5)),
+        ["a", "b", "c"],
+        [f"t-{i}" for i in range(5, 0, -1)],
+        title="window attention",
+    )
+    assert image.shape[1] >= 400 and image.shape[0] >= 250
+    curve = heatmap_image(np.random.default_rng(0).random((1, 8)), log_x=True)
+    assert curve.shape[1] >= 400
+
+
+def test_a_long_curve_keeps_a_size_shown_unscaled():
+    # The cache's 255 heap slots: drawn at 640 x 360 pixels, narrower than a documentation page's
+    # content column (742 pixels at 1280), so its labels are shown at their own size.
+    curve = heatmap_image(np.random.default_rng(0).random((1, 255)), log_x=True)
+    assert curve.shape[:2] == (360, 640)

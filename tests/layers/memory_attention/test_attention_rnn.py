@@ -1,0 +1,263 @@
+"""`AttentionRNN` against the NumPy reference of its `AttentionWrapper` (Bahdanau et al. 2015;
+Luong et al. 2015): its shared suites, the attention weights it reports for one call, state
+carried across calls, and its attention after the loop against the step-by-step loop."""
+
+import keras
+import numpy as np
+import pytest
+
+from tests.layer_test_case import (
+    REFUSES_EMPTY,
+    RNN_LAYER_FLAGS,
+    LayerTestCase,
+    ResetSequenceTests,
+)
+from tests.layers.memory_attention.test_attention_wrapper import (
+    BATCH,
+    NAN_PADDING,
+    STEPS,
+    UNITS,
+    _attend_from_hypothesis,
+    _data,
+    _keras_case,
+    _layer,
+)
+from tests.memory_attention_reference import (
+    attention_wrapper_reference as reference,
+)
+from tests.memory_attention_reference import (
+    check_state_carries_over,
+    declared_memory,
+)
+from tests.memory_attention_reference import (
+    randomize as _randomize,
+)
+from tests.memory_attention_reference import (
+    wrapper_weights as _weights,
+)
+from tests.support import gradients
+from tf_memlayers.layers import AttentionRNN, AttentionWrapper, ResettableRNN, WordByWordAttention
+
+
+class AttentionRNNTest(ResetSequenceTests, LayerTestCase):
+    """The shared suites of `AttentionRNN` (tests/layer_test_case.py)."""
+
+    layer_cls = AttentionRNN
+    make = staticmethod(lambda **kw: AttentionRNN(AttentionWrapper(keras.layers.GRUCell(4)), **kw))
+    flags = tuple(flag for flag in RNN_LAYER_FLAGS if flag != "return_retrievals")
+    not_in = {
+        "empty": REFUSES_EMPTY,
+        "nan_padding": NAN_PADDING,
+        "output_spec": "takes a memory: test_output_spec_is_exact",
+    }
+    keras_checks = {
+        "attention_rnn": _keras_case(
+            lambda dtype: AttentionWrapper(keras.layers.GRUCell(4, dtype=dtype), dtype=dtype),
+            own_weights=4,
+        ),
+        "attention_rnn_word_by_word": _keras_case(
+            lambda dtype: WordByWordAttention(
+                keras.layers.GRUCell(4, dtype=dtype), memory_dim=8, dtype=dtype
+            ),
+            own_weights=5,
+        ),
+    }
+    journeys = {
+        "AttentionRNN": ("pair", _attend_from_hypothesis),
+        "AttentionRNN_before_dot": (
+            "pair",
+            lambda p, h: _attend_from_hypothesis(p, h, score="general", position="before"),
+        ),
+    }
+    call_kwargs = staticmethod(declared_memory)
+
+
+@pytest.mark.parametrize("score, position", [("additive", "after"), ("general", "before")])
+def test_attention_scores_of_a_layer_without_them_are_the_references(
+    float64_policy, score, position
+):
+    rng = np.random.default_rng(4)
+    x, memory, mask = _data(rng)
+    layer = _layer(score, position)
+    layer(x, memory=memory, memory_mask=mask)
+    _randomize(layer, rng)
+    scores = keras.ops.convert_to_numpy(layer.attention_scores(x, memory, mask))
+    _, want = reference(x, memory, mask, *_weights(layer), score, position, True)
+    np.testing.assert_allclose(scores, want, atol=1e-10, rtol=0)
+    # After training changed the weights, the scores follow them (the copy is reused).
+    _randomize(layer, rng)
+    _, want = reference(x, memory, mask, *_weights(layer), score, position, True)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(layer.attention_scores(x, memory, mask)),
+        want,
+        atol=1e-10,
+        rtol=0,
+    )
+    # The copy is not a part of the layer: its weights and config are unchanged, and a model
+    # saved after the call loads into one saved before it, and back.
+    assert [w.path for w in layer.weights] == [w.path for w in layer.cell.weights]
+    assert layer.get_config()["cell"]["config"]["return_attention_scores"] is False
+
+
+def test_attention_scores_leave_saving_and_loading_as_they_were(tmp_path):
+    rng = np.random.default_rng(5)
+    x, memory, mask = _data(rng, "float32")
+    inputs = [keras.Input(x.shape[1:]), keras.Input(memory.shape[1:])]
+    layer = _layer()
+    model = keras.Model(inputs, layer(inputs[0], memory=inputs[1]))
+    model.save_weights(tmp_path / "before.weights.h5")
+    model.save(tmp_path / "before.keras")
+    scores = layer.attention_scores(x, memory, mask)
+    model.save(tmp_path / "after.keras")
+    model.load_weights(tmp_path / "before.weights.h5")
+    restored = keras.saving.load_model(tmp_path / "after.keras")
+    assert len(restored.weights) == len(model.weights)
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(restored.layers[-1].attention_scores(x, memory, mask)),
+        keras.ops.convert_to_numpy(scores),
+    )
+    restored.load_weights(tmp_path / "before.weights.h5")
+
+
+def test_attention_scores_name_what_they_cannot_take():
+    rng = np.random.default_rng(6)
+    x, memory, mask = _data(rng, "float32")
+    layer = _layer()
+    layer(x, memory=memory, memory_mask=mask)
+    with pytest.raises(ValueError, match=r"attention_scores: `sequences` must be \[batch, time, "):
+        layer.attention_scores(x[..., :-1], memory, mask)
+    assert layer.attention_scores(x, memory, mask).shape == (*x.shape[:2], memory.shape[1])
+    with pytest.raises(ValueError, match="attention_scores: `memory` must be .* known length"):
+        layer.attention_scores(x, memory[0])
+
+
+def test_state_carries_over_from_one_call_to_the_next():
+    x, memory, mask = _data(np.random.default_rng(6), "float32")
+    wrapper = AttentionWrapper(keras.layers.GRUCell(UNITS), score="dot", position="before")
+    layer = AttentionRNN(wrapper, return_sequences=True, return_state=True)
+    check_state_carries_over(layer, x, memory, mask)
+
+
+class _StepByStep(AttentionRNN):
+    """`AttentionRNN` that runs its wrapper step by step, as it runs a wrapper whose attention
+    feeds back (the loop of `ResettableRNN`)."""
+
+    def inner_loop(self, sequences, initial_state, mask, training=False):
+        return ResettableRNN.inner_loop(self, sequences, initial_state, mask, training=training)
+
+
+# Options of the wrapper (all without input feeding: its attention does not feed back) and of
+# the layer, and whether the call gets a sequence mask (rows starting and ending with padding,
+# padding inside, and a row of padding only), resets and an initial state.
+ALL_AT_ONCE_CASES = {
+    "additive": ({}, {}, {}),
+    "additive_normalized_alignments": (
+        {"normalize": True, "return_attention_scores": True},
+        {},
+        {"mask": True},
+    ),
+    "dot_scaled_cell_output": (
+        {"score": "dot", "scale": True, "output_attention": False},
+        {},
+        {"mask": True},
+    ),
+    "general_zero_output_for_mask": (
+        {"score": "general"},
+        {"zero_output_for_mask": True},
+        {"mask": True, "initial_state": True},
+    ),
+    "general_last_output": (
+        {"score": "general", "return_attention_scores": True},
+        {"return_sequences": False},
+        {"mask": True, "initial_state": True},
+    ),
+    "backwards": ({"score": "general"}, {"go_backwards": True}, {"mask": True}),
+    "resets": ({}, {}, {"mask": True, "reset": True, "initial_state": True}),
+    "unrolled": ({"score": "dot"}, {"unroll": True}, {"mask": True}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ALL_AT_ONCE_CASES))
+def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
+    """Without input feeding the layer runs the wrapped cell's loop alone and attends for all
+    steps at once: outputs, final states and gradients (weights, inputs, memory, initial
+    state) are the step-by-step loop's, with masks, resets, an initial state and the layer's
+    options."""
+    wrapper_options, layer_options, call = ALL_AT_ONCE_CASES[case]
+    rng = np.random.default_rng(7)
+    x, memory, memory_mask = _data(rng, "float32")
+    if wrapper_options.get("score") == "dot":
+        memory = memory[..., :UNITS]
+    wrapper = AttentionWrapper(
+        keras.layers.GRUCell(UNITS), input_feeding=False, attention_size=5, **wrapper_options
+    )
+    options = {"return_sequences": True, "return_state": True, **layer_options}
+    layer, loop = AttentionRNN(wrapper, **options), _StepByStep(wrapper, **options)
+    assert not wrapper.feeds_back
+    kwargs = {"memory_mask": memory_mask}
+    if call.get("mask"):
+        mask = np.ones((BATCH, STEPS), bool)
+        mask[0, :2] = mask[0, 4:] = False
+        mask[1, 2] = False
+        mask[2] = False
+        kwargs["mask"] = mask
+    if call.get("reset"):
+        reset = np.zeros((BATCH, STEPS), bool)
+        reset[:, 3] = reset[0, 1] = True
+        kwargs["reset"] = reset
+    states = [rng.normal(size=(BATCH, size)).astype("float32") for size in wrapper.state_size]
+    layer(x, memory=memory, **kwargs)
+    _randomize(layer, rng)
+
+    def run(model):
+        def outputs(x, memory, *states):
+            given = {"initial_state": list(states)} if call.get("initial_state") else {}
+            return model(x, memory=memory, **kwargs, **given)
+
+        def loss(*arrays):
+            found = outputs(*arrays)
+            return sum(keras.ops.sum(keras.ops.sin(3.0 * o)) for o in found), found
+
+        (_, values), weight_grads, input_grads = gradients(
+            loss, layer.trainable_weights, [x, memory, *states], has_aux=True
+        )
+        return values, weight_grads + input_grads
+
+    got_outputs, got_grads = run(layer)
+    want_outputs, want_grads = run(loop)
+    assert len(got_outputs) == len(want_outputs)
+    for got, want in zip(got_outputs, want_outputs):
+        np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+    for got, want in zip(got_grads, want_grads):
+        np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
+    # Not vacuous: the weights get gradients, and the padded rows and steps are where the
+    # masking shows (zeros before a row's first step, the fed-back state kept).
+    assert all(np.abs(g).max() > 0 for g in want_grads[: len(layer.trainable_weights)])
+    if call.get("mask") and not call.get("initial_state"):
+        np.testing.assert_array_equal(want_outputs[0][2], 0.0)
+
+
+def test_a_stateful_layer_attending_after_the_loop_carries_the_step_by_step_states():
+    x, memory, memory_mask = _data(np.random.default_rng(8), "float32")
+    wrapper = AttentionWrapper(keras.layers.LSTMCell(UNITS), score="general", input_feeding=False)
+    options = {"return_sequences": True, "stateful": True}
+    layer, loop = AttentionRNN(wrapper, **options), _StepByStep(wrapper, **options)
+    for _ in range(2):
+        got = layer(x, memory=memory, memory_mask=memory_mask)
+        want = loop(x, memory=memory, memory_mask=memory_mask)
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(got), keras.ops.convert_to_numpy(want), atol=1e-5
+        )
+    for got, want in zip(layer.states, loop.states):
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(got), keras.ops.convert_to_numpy(want), atol=1e-5
+        )
+    assert np.abs(keras.ops.convert_to_numpy(layer.states[-1])).max() > 1e-2
+
+
+def test_which_wrappers_attend_after_the_loop():
+    cell = keras.layers.GRUCell(UNITS)
+    assert not AttentionWrapper(cell, input_feeding=False).feeds_back
+    assert AttentionWrapper(cell).feeds_back
+    assert AttentionWrapper(cell, position="before").feeds_back
+    assert WordByWordAttention(cell).feeds_back

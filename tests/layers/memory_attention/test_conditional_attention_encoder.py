@@ -1,0 +1,306 @@
+"""`ConditionalAttentionEncoder`: a recurrent layer over the premise, an `AttentionRNN` over the
+hypothesis from the premise's final states, attending over the premise's outputs.
+
+Checked against a float64 NumPy reference (a SimpleRNN premise pass, then the word-by-word
+attention of `memory_attention_reference` from the premise's final state), with padding in both
+sentences; and the way the SNLI model uses it (the example's ``word_by_word`` encoder).
+"""
+
+import keras
+import numpy as np
+import pytest
+
+from tests.layer_test_case import LayerTestCase
+from tests.memory_attention_reference import randomize, word_by_word_reference
+from tf_memlayers import ConditionalAttentionEncoder, ConditionalEncoder
+from tf_memlayers.layers import AttentionRNN, AttentionWrapper, WordByWordAttention
+
+
+def _encoder(units=5, dtype=None, **hypothesis_flags):
+    return ConditionalAttentionEncoder(
+        keras.layers.SimpleRNN(units, return_sequences=True, return_state=True, dtype=dtype),
+        AttentionRNN(
+            WordByWordAttention(keras.layers.SimpleRNNCell(units, dtype=dtype), dtype=dtype),
+            dtype=dtype,
+            **hypothesis_flags,
+        ),
+        dtype=dtype,
+    )
+
+
+def _pair(rng, dtype="float64"):
+    premise = rng.normal(size=(3, 6, 4)).astype(dtype)
+    hypothesis = rng.normal(size=(3, 4, 4)).astype(dtype)
+    premise_mask = np.ones((3, 6), bool)
+    premise_mask[1, 4:] = False
+    premise_mask[2, 2:] = False
+    hypothesis_mask = np.ones((3, 4), bool)
+    hypothesis_mask[0, 3:] = False
+    return premise, hypothesis, premise_mask, hypothesis_mask
+
+
+def _numpy(x):
+    return np.asarray(keras.ops.convert_to_numpy(x))
+
+
+def _reference(
+    encoder, premise, hypothesis, premise_mask, hypothesis_mask, sequences=False, weights=False
+):
+    """The premise's SimpleRNN pass in NumPy (its final h carried through the padding), then
+    the word-by-word attention from that h over its outputs; with ``weights``, the attention's
+    weights ``[batch, Th, Tp]`` instead."""
+    kernel, recurrent, bias = (
+        _numpy(w).astype(np.float64) for w in encoder.premise_layer.cell.weights
+    )
+    h = np.zeros((premise.shape[0], recurrent.shape[0]))
+    outputs = []
+    for t in range(premise.shape[1]):
+        keep = premise_mask[:, t][:, None]
+        h = np.where(keep, np.tanh(premise[:, t] @ kernel + h @ recurrent + bias), h)
+        outputs.append(h)
+    memory = np.stack(outputs, 1)
+    wrapper = encoder.hypothesis_layer.cell
+    cell_weights = tuple(_numpy(w).astype(np.float64) for w in wrapper.cell.weights)
+    own = {
+        v.path.split("/")[-1]: _numpy(v).astype(np.float64)
+        for v in wrapper.weights
+        if all(v is not c for c in wrapper.cell.weights)
+    }
+    got, alphas = word_by_word_reference(
+        hypothesis,
+        memory,
+        premise_mask,
+        cell_weights,
+        own,
+        sequence_mask=hypothesis_mask,
+        initial_h=h,
+    )
+    if weights:
+        return alphas
+    return h, got if sequences else got[:, -1]
+
+
+@pytest.mark.parametrize("return_sequences", [False, True])
+def test_matches_the_reference_with_padding_in_both_sentences(return_sequences):
+    rng = np.random.default_rng(0)
+    premise, hypothesis, premise_mask, hypothesis_mask = _pair(rng)
+    encoder = _encoder(dtype="float64", return_sequences=return_sequences)
+    encoder.build([premise.shape, hypothesis.shape])
+    randomize(encoder, rng)
+    p, h = encoder([premise, hypothesis], mask=[premise_mask, hypothesis_mask])
+    want_p, want_h = _reference(
+        encoder, premise, hypothesis, premise_mask, hypothesis_mask, return_sequences
+    )
+    np.testing.assert_allclose(_numpy(p), want_p, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(_numpy(h), want_h, rtol=0, atol=1e-10)
+    # Not vacuous: the premise's final state and its padding both matter.
+    _, from_zeros = _reference(
+        encoder, premise * 0.0, hypothesis, premise_mask, hypothesis_mask, return_sequences
+    )
+    assert np.abs(from_zeros - want_h).max() > 1e-2
+    _, unmasked = _reference(
+        encoder,
+        premise,
+        hypothesis,
+        np.ones_like(premise_mask),
+        hypothesis_mask,
+        return_sequences,
+    )
+    assert np.abs(unmasked - want_h).max() > 1e-2
+
+
+def test_premise_attention_of_one_pair_is_the_references_weights():
+    rng = np.random.default_rng(3)
+    premise, hypothesis, _, _ = _pair(rng)
+    encoder = _encoder(dtype="float64")
+    encoder.build([premise.shape, hypothesis.shape])
+    randomize(encoder, rng)
+    full = np.ones(premise.shape[:2], bool), np.ones(hypothesis.shape[:2], bool)
+    want = _reference(encoder, premise, hypothesis, *full, weights=True)
+    for row in range(len(premise)):
+        got = encoder.premise_attention(premise[row], hypothesis[row])
+        assert got.dtype == np.float64 and got.shape == want[row].shape
+        np.testing.assert_allclose(got, want[row], rtol=0, atol=1e-10)
+    # Through the pair encoder of a model; a first layer that does not attend has none.
+    stack = ConditionalEncoder([encoder])
+    np.testing.assert_allclose(
+        stack.premise_attention(premise[0], hypothesis[0]), want[0], rtol=0, atol=1e-10
+    )
+    gru = keras.layers.GRU(4, return_sequences=True, return_state=True)
+    assert ConditionalEncoder([gru]).premise_attention(premise[0], hypothesis[0]) is None
+    # One pair: a batch, or a sentence without a word, is named.
+    with pytest.raises(ValueError, match=r"premise_attention: `premise` must be one embedded"):
+        encoder.premise_attention(premise, hypothesis[0])
+    with pytest.raises(ValueError, match=r"`hypothesis` must be .* got shape \(0, 4\)"):
+        encoder.premise_attention(premise[0], hypothesis[0, :0])
+
+
+def test_premise_padding_is_never_read():
+    rng = np.random.default_rng(1)
+    premise, hypothesis, premise_mask, hypothesis_mask = _pair(rng, "float32")
+    encoder = _encoder()
+    encoder.build([premise.shape, hypothesis.shape])
+    randomize(encoder, rng)
+    p, h = encoder([premise, hypothesis], mask=[premise_mask, hypothesis_mask])
+    noisy = np.where(premise_mask[..., None], premise, np.nan).astype("float32")
+    p2, h2 = encoder([noisy, hypothesis], mask=[premise_mask, hypothesis_mask])
+    np.testing.assert_allclose(_numpy(p2), _numpy(p), atol=1e-6)
+    np.testing.assert_allclose(_numpy(h2), _numpy(h), atol=1e-6)
+    # Row 2 alone, without its padding, gives the same pair.
+    p3, h3 = encoder([premise[2:, :2], hypothesis[2:]])
+    np.testing.assert_allclose(_numpy(p3), _numpy(p)[2:], atol=1e-6)
+    np.testing.assert_allclose(_numpy(h3), _numpy(h)[2:], atol=1e-6)
+
+
+def test_any_attention_wrapper_fits_and_the_stack_saves_loads_and_clones(tmp_path):
+    rng = np.random.default_rng(2)
+    premise, hypothesis, premise_mask, hypothesis_mask = _pair(rng, "float32")
+    # Luong's attention with its fed-back state (one state more than the LSTM's two).
+    pair = ConditionalAttentionEncoder(
+        keras.layers.LSTM(6, return_sequences=True, return_state=True),
+        AttentionRNN(AttentionWrapper(keras.layers.LSTMCell(6), score="general")),
+    )
+    inputs = [keras.Input((None, 4)), keras.Input((None, 4))]
+    p, h = ConditionalEncoder([pair])(inputs)
+    model = keras.Model(inputs, keras.layers.Concatenate()([p, h]))
+    randomize(model, rng)
+    expected = _numpy(model([premise, hypothesis]))
+    assert expected.shape == (3, 12)
+    path = tmp_path / "pair.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    np.testing.assert_allclose(_numpy(loaded([premise, hypothesis])), expected, atol=1e-6)
+    clone = keras.models.clone_model(model)
+    clone.set_weights(model.get_weights())
+    np.testing.assert_allclose(_numpy(clone([premise, hypothesis])), expected, atol=1e-6)
+    first = loaded.layers[2].encoder_layers[0]
+    assert isinstance(first, ConditionalAttentionEncoder)
+    assert first.hypothesis_layer.cell.score == "general"
+
+
+def test_bad_layers_are_named():
+    lstm = keras.layers.LSTM(4, return_sequences=True, return_state=True)
+    attention = AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4)))
+    with pytest.raises(TypeError, match="`premise_layer` must be a keras.layers.RNN"):
+        ConditionalAttentionEncoder(keras.layers.Dense(4), attention)
+    with pytest.raises(TypeError, match="`hypothesis_layer` must be an AttentionRNN"):
+        ConditionalAttentionEncoder(lstm, keras.layers.LSTM(4))
+    with pytest.raises(ValueError, match="return_sequences=True and return_state=True"):
+        ConditionalAttentionEncoder(keras.layers.LSTM(4, return_state=True), attention)
+    with pytest.raises(ValueError, match="go_backwards=True"):
+        ConditionalAttentionEncoder(
+            keras.layers.LSTM(4, return_sequences=True, return_state=True, go_backwards=True),
+            attention,
+        )
+    narrow = ConditionalAttentionEncoder(
+        keras.layers.LSTM(3, return_sequences=True, return_state=True, name="narrow"), attention
+    )
+    with pytest.raises(ValueError, match="'narrow' outputs vectors 3 wide.*memory 4 wide"):
+        narrow.build([(None, None, 2), (None, None, 2)])
+    gru = ConditionalAttentionEncoder(
+        keras.layers.GRU(4, return_sequences=True, return_state=True, name="gru"),
+        AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4)), name="lstm_attention"),
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"'gru' has states of sizes \[4\].*'lstm_attention' "
+        r"states of sizes \[4, 4\]",
+    ):
+        gru.build([(None, None, 2), (None, None, 2)])
+
+
+def test_the_premise_vector_is_its_last_words_output_however_padding_is_emitted():
+    # A loop that emits zeros at the padding (as cuDNN's does on a GPU) gives the same pair.
+    rng = np.random.default_rng(5)
+    premise, hypothesis, premise_mask, hypothesis_mask = _pair(rng, "float32")
+    pairs = []
+    for zeros in (False, True):
+        encoder = _encoder(zero_output_for_mask=False)
+        encoder.premise_layer.zero_output_for_mask = zeros
+        encoder.build([premise.shape, hypothesis.shape])
+        pairs.append(encoder)
+    randomize(pairs[0], rng)
+    pairs[1].set_weights(pairs[0].get_weights())
+    (p, h), (p0, h0) = (
+        e([premise, hypothesis], mask=[premise_mask, hypothesis_mask]) for e in pairs
+    )
+    np.testing.assert_allclose(_numpy(p0), _numpy(p), atol=1e-6)
+    np.testing.assert_allclose(_numpy(h0), _numpy(h), atol=1e-6)
+    assert np.abs(_numpy(p)[1:]).min() > 0  # the padded rows' vectors are not zero
+
+
+def test_mixed_float16_matches_float32():
+    rng = np.random.default_rng(6)
+    premise, hypothesis, premise_mask, hypothesis_mask = _pair(rng, "float32")
+    expected = _encoder()
+    expected.build([premise.shape, hypothesis.shape])
+    randomize(expected, rng)
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        encoder = _encoder()
+        encoder.build([premise.shape, hypothesis.shape])
+    finally:
+        keras.config.set_dtype_policy("float32")
+    encoder.set_weights(expected.get_weights())
+    masks = [premise_mask, hypothesis_mask]
+    got = encoder([premise, hypothesis], mask=masks)
+    assert all(keras.backend.standardize_dtype(x.dtype) == "float16" for x in got)
+    for g, w in zip(got, expected([premise, hypothesis], mask=masks)):
+        np.testing.assert_allclose(_numpy(g).astype("float32"), _numpy(w), atol=5e-3)
+
+
+def _keras_check(make_hypothesis_cell, weights):
+    """A `keras_checks` case: an LSTM of 4 units over the premise, the hypothesis cell of
+    ``make_hypothesis_cell()`` over the hypothesis, on a pair of sentences of width 3."""
+    return (
+        ConditionalAttentionEncoder,
+        {
+            "premise_layer": keras.layers.LSTM(4, return_sequences=True, return_state=True),
+            "hypothesis_layer": AttentionRNN(make_hypothesis_cell()),
+        },
+        dict(
+            input_shape=((2, 5, 3), (2, 4, 3)),
+            expected_output_shape=[(2, 4), (2, 4)],
+            expected_num_trainable_weights=weights,
+            expected_num_seed_generators=2,  # the LSTM cells' dropout
+            supports_masking=True,
+            run_training_check=False,
+            run_mixed_precision_check=False,
+        ),
+    )
+
+
+class ConditionalAttentionEncoderTest(LayerTestCase):
+    """The shared suites of `ConditionalAttentionEncoder` (tests/layer_test_case.py). The two
+    layers inside compute under their own dtype policies, so Keras's check that a ``dtype``
+    argument sets the outputs' dtype does not apply; mixed precision is
+    test_mixed_float16_matches_float32's and the journeys'."""
+
+    layer_cls = ConditionalAttentionEncoder
+    make = staticmethod(lambda **kw: _encoder(4, **kw))
+    not_in = {
+        "empty": "takes a sentence pair [premise, hypothesis], not one sequence",
+        "nan_padding": "takes a sentence pair: test_premise_padding_is_never_read",
+        "flags": "has no boolean arguments",
+    }
+    keras_checks = {
+        "conditional_attention_encoder_word_by_word": _keras_check(
+            lambda: WordByWordAttention(keras.layers.LSTMCell(4)), 3 + 3 + 5
+        ),
+        "conditional_attention_encoder_luong": _keras_check(
+            lambda: AttentionWrapper(keras.layers.LSTMCell(4), score="general"), 3 + 3 + 2
+        ),
+    }
+    journeys = {
+        "ConditionalAttentionEncoder": (
+            "pair",
+            lambda premise, hypothesis: _encoder(6)([premise, hypothesis])[1],
+        ),
+    }
+    output_spec = {
+        "conditional_attention_encoder": (
+            lambda dtype: _encoder(4, dtype=dtype),
+            [(2, 5, 4), (2, 3, 4)],
+            {},
+        ),
+    }

@@ -1,0 +1,441 @@
+"""`ConditionalEncoder`: a stack of layers, each conditioning the hypothesis on the premise.
+
+The three stacks of the paper's Table 1 (made by the SNLI example's `make_encoder`) are checked
+against their layers run by hand and against the NumPy reference of the AM-GRU; a stack the
+package knows nothing of (an LSTM, a pair layer of the test's own) works the same way.
+"""
+
+import json
+import pathlib
+import zipfile
+
+import keras
+import numpy as np
+import pytest
+
+from examples.snli.encoders import KINDS, make_encoder
+from tests.am_gru_reference import conditional_encoding_retrievals
+from tests.layer_test_case import LayerTestCase
+from tf_memlayers.layers import AssociativeGRU, ConditionalEncoder, DualAssociativeEncoder
+
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
+# The stacks of two layers (the word-by-word model is one pair layer, tested in
+# test_conditional_attention_encoder.py).
+STACKS = [kind for kind in KINDS if kind != "word_by_word"]
+
+
+def _set_uniform_weights(layer, rng, scale=0.8):
+    """Every weight U(-scale, scale): far from the ±0.05 init, so that the premise's effect
+    on the hypothesis is well above the float32 tolerances."""
+    layer.set_weights([rng.uniform(-scale, scale, size=w.shape) for w in layer.get_weights()])
+
+
+def _pair(rng, batch=2, premise_length=5, hypothesis_length=3, dim=6):
+    premise = rng.normal(size=(batch, premise_length, dim)).astype("float32")
+    hypothesis = rng.normal(size=(batch, hypothesis_length, dim)).astype("float32")
+    return premise, hypothesis
+
+
+def _built(kind, dim=6, **kwargs):
+    encoder = make_encoder(kind, 8, num_copies=2, **kwargs)
+    encoder.build([(None, None, dim), (None, None, dim)])
+    return encoder
+
+
+def _layer_1_cells(encoder):
+    """The cells of the first layer's premise and hypothesis passes."""
+    first = encoder.encoder_layers[0]
+    if isinstance(first, DualAssociativeEncoder):
+        return first.premise_layer.cell, first.hypothesis_layer.cell
+    return first.cell, first.cell
+
+
+def _layer_1_outputs(encoder, premise, hypothesis):
+    """Calls the encoder and returns what its first layer handed to the second: the
+    premise's and the hypothesis's output sequences."""
+    top = encoder.encoder_layers[1]
+    top_call, seen = top.call, []
+
+    def recording_call(sequences, *args, **kwargs):
+        seen.append(np.asarray(sequences, "float32"))
+        return top_call(sequences, *args, **kwargs)
+
+    top.call = recording_call
+    try:
+        encoder([premise, hypothesis])
+    finally:
+        top.call = top_call
+    assert len(seen) == 2
+    return seen
+
+
+def _reference_retrievals(kind, encoder, premise, hypothesis):
+    """`ConditionalEncoder.memory_retrievals` restated with `am_gru_reference`: the premise
+    pass from an empty memory, then the hypothesis pass from the premise's final memory (AM-GRU)
+    or from an empty memory reading the premise's (Dual AM-GRU)."""
+    cell, hypothesis_cell = _layer_1_cells(encoder)
+    names = {
+        "key": "key_kernel",
+        "gate": "gate_kernel",
+        "gate_bias": "gate_bias",
+        "candidate": "candidate_kernel",
+        "candidate_bias": "candidate_bias",
+    }
+    w = {name: getattr(cell, attribute) for name, attribute in names.items()}
+    if kind == "dual_am_gru":
+        w.update(
+            dual_gate=hypothesis_cell.dual_gate_kernel,
+            dual_candidate=hypothesis_cell.dual_candidate_kernel,
+        )
+        if hypothesis_cell.dual_key == "released":
+            w["dual_key"] = hypothesis_cell.dual_key_kernel
+    w = {name: np.asarray(keras.ops.convert_to_numpy(v), np.float64) for name, v in w.items()}
+    dual_key = hypothesis_cell.dual_key if kind == "dual_am_gru" else None
+    return conditional_encoding_retrievals(
+        premise, hypothesis, w, cell.units, cell.num_copies, cell.seed, dual_key
+    )
+
+
+@pytest.mark.parametrize("kind", STACKS)
+def test_layer_1_encodes_the_hypothesis_from_the_premise_final_state(kind):
+    rng = np.random.default_rng(4)
+    premise, hypothesis = _pair(rng)
+    encoder = _built(kind)
+    _set_uniform_weights(encoder, rng)
+    got_premise, got = _layer_1_outputs(encoder, premise, hypothesis)
+    premise_cell, hypothesis_cell = _layer_1_cells(encoder)
+    premise_layer = keras.layers.RNN(premise_cell, return_sequences=True, return_state=True)
+    premise_seq, *states = premise_layer(premise)
+    if kind == "dual_am_gru":  # an empty memory, the premise's last output, its memory to read
+        memory, last = states
+        hand_over = [memory * 0.0, last, memory]
+    else:  # the premise's final state (GRU) or memory and last output (AM-GRU)
+        hand_over = states
+    layer = keras.layers.RNN(hypothesis_cell, return_sequences=True)
+    expected = keras.ops.convert_to_numpy(layer(hypothesis, initial_state=hand_over))
+    from_zeros = keras.ops.convert_to_numpy(
+        layer(hypothesis, initial_state=[s * 0.0 for s in hand_over])
+    )
+    np.testing.assert_allclose(got_premise, keras.ops.convert_to_numpy(premise_seq), atol=1e-6)
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    assert np.abs(from_zeros - expected).max() > 1e-3
+
+
+@pytest.mark.parametrize("kind", STACKS)
+def test_layer_2_reads_the_hypothesis_from_the_premise_final_state(kind):
+    rng = np.random.default_rng(5)
+    premise, hypothesis = _pair(rng)
+    encoder = _built(kind)
+    _set_uniform_weights(encoder, rng)
+    premise_seq, hypothesis_seq = _layer_1_outputs(encoder, premise, hypothesis)
+    p, h = encoder([premise, hypothesis])
+    top = keras.layers.RNN(encoder.encoder_layers[1].cell, return_state=True)
+    want_p, state = top(premise_seq)
+    want_h, _ = top(hypothesis_seq, initial_state=[state])
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(p), want_p, atol=1e-6)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(h), want_h, atol=1e-6)
+
+
+def test_weights_are_shared_between_premise_and_hypothesis():
+    names = sorted(w.path.split("/")[-1] for w in _built("dual_am_gru").weights)
+    # one set of AM-GRU weights, the dual kernels, one top GRU
+    assert names.count("key_kernel") == 1 and names.count("gate_kernel") == 1
+    assert "dual_gate_kernel" in names and "dual_key_kernel" not in names
+    assert len(names) == 5 + 2 + 3
+    assert len(_built("gru").weights) == 6  # two GRUs (kernel, recurrent kernel, bias)
+
+
+def test_hypothesis_depends_on_premise_and_padding_is_ignored():
+    rng = np.random.default_rng(1)
+    encoder = make_encoder("dual_am_gru", 8, num_copies=2)
+    premise, hypothesis = _pair(rng)
+    p, h = encoder([premise, hypothesis])
+    other = premise.copy()
+    other[:, 0] += 1.0
+    _, h2 = encoder([other, hypothesis])
+    assert np.abs(np.asarray(h) - np.asarray(h2)).max() > 1e-4
+    padded = np.concatenate([premise, np.zeros((2, 2, 6), "float32")], 1)
+    mask = np.concatenate([np.ones((2, 5), bool), np.zeros((2, 2), bool)], 1)
+    p3, h3 = encoder([padded, hypothesis], mask=[mask, np.ones((2, 3), bool)])
+    np.testing.assert_allclose(np.asarray(p3), np.asarray(p), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(h3), np.asarray(h), atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "kind, dual_key", [("am_gru", "paper"), ("dual_am_gru", "paper"), ("dual_am_gru", "released")]
+)
+def test_memory_retrievals_match_the_reference(kind, dual_key):
+    rng = np.random.default_rng(2)
+    encoder = _built(kind, dual_key=dual_key)
+    _set_uniform_weights(encoder, rng)
+    premise, hypothesis = (x[0] for x in _pair(rng, batch=1))
+    got = encoder.memory_retrievals(premise, hypothesis)
+    want = _reference_retrievals(kind, encoder, premise, hypothesis)
+    assert got["premise_written"].shape == (5, 8)
+    assert got["hypothesis_read"].shape == (3, 8)
+    for name in ("premise_written", "hypothesis_read"):  # every step
+        np.testing.assert_allclose(got[name], want[name], atol=1e-6, rtol=0, err_msg=name)
+    assert (np.abs(want["hypothesis_read"]).max(axis=1) > 0.1).all()  # a real read at every step
+    assert _built("gru").memory_retrievals(premise, hypothesis) == {}
+
+
+def _float32_and_mixed_encoders(kind, rng, premise, hypothesis):
+    """A float32 encoder with U(-0.8, 0.8) weights and a mixed_float16 copy of it."""
+    expected = _built(kind)
+    _set_uniform_weights(expected, rng)
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        encoder = _built(kind)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    encoder.set_weights(expected.get_weights())
+    return expected, encoder
+
+
+@pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
+def test_mixed_float16_encoder_matches_float32(kind):
+    rng = np.random.default_rng(3)
+    premise, hypothesis = _pair(rng)
+    expected, encoder = _float32_and_mixed_encoders(kind, rng, premise, hypothesis)
+    want = _layer_1_outputs(expected, premise, hypothesis) + expected([premise, hypothesis])
+    got = _layer_1_outputs(encoder, premise, hypothesis) + encoder([premise, hypothesis])
+    names = ["layer-1 premise", "layer-1 hypothesis", "p", "h"]
+    for name, g, w in zip(names, got, want):
+        g, w = np.asarray(g, "float32"), np.asarray(w)
+        np.testing.assert_allclose(g, w, atol=5e-3 * max(1.0, np.abs(w).max()), err_msg=name)
+
+
+@pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
+def test_memory_retrievals_under_a_mixed_policy_run_in_float32(kind):
+    # The probe steps the cells outside `__call__`, deliberately in the variables' dtype:
+    # under mixed_float16 it gives the float32 values.
+    rng = np.random.default_rng(3)
+    premise, hypothesis = (x[0] for x in _pair(rng, batch=1))
+    expected, encoder = _float32_and_mixed_encoders(kind, rng, premise[None], hypothesis[None])
+    assert encoder.compute_dtype == "float16" and encoder.variable_dtype == "float32"
+    got = encoder.memory_retrievals(premise, hypothesis)
+    want = expected.memory_retrievals(premise, hypothesis)
+    for name in ("premise_written", "hypothesis_read"):
+        np.testing.assert_allclose(got[name], want[name], atol=1e-6, rtol=0)
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers_tests")
+class PremiseInHypothesis(keras.layers.Layer):
+    """A pair layer of the test's own: the premise's mean, added to every hypothesis step,
+    each through one shared Dense layer."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.dense = keras.layers.Dense(units)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        self.dense.build(input_shape[0])
+
+    def call(self, inputs, mask=None):
+        premise, hypothesis = inputs
+        summary = keras.ops.mean(premise, axis=1, keepdims=True)
+        return self.dense(premise), self.dense(hypothesis + summary)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(tuple(s[:-1]) + (self.units,) for s in input_shape)
+
+    def compute_mask(self, inputs, mask=None):
+        return mask
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+
+
+def _stack():
+    """A stack the package knows nothing of: a pair layer, an LSTM, a GRU."""
+    return ConditionalEncoder(
+        [
+            PremiseInHypothesis(6),
+            keras.layers.LSTM(5, return_sequences=True, return_state=True),
+            keras.layers.GRU(4, return_state=True),
+        ]
+    )
+
+
+def test_any_stack_of_recurrent_and_pair_layers_encodes_conditionally():
+    rng = np.random.default_rng(6)
+    premise, hypothesis = _pair(rng)
+    encoder = _stack()
+    p, h = encoder([premise, hypothesis])
+    pair, lstm, gru = encoder.encoder_layers
+    p1, h1 = pair([premise, hypothesis])
+    p2, *states = lstm(p1)
+    h2, *_ = lstm(h1, initial_state=states)
+    want_p, *state = gru(p2)
+    want_h, *_ = gru(h2, initial_state=state)
+    assert tuple(p.shape) == tuple(h.shape) == (2, 4)
+    assert encoder.compute_output_shape([premise.shape, hypothesis.shape]) == [(2, 4), (2, 4)]
+    np.testing.assert_allclose(np.asarray(p), np.asarray(want_p), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(h), np.asarray(want_h), atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["stack", *KINDS])
+def test_save_clone_and_config_rebuild_the_stack(kind, tmp_path):
+    rng = np.random.default_rng(7)
+    premise, hypothesis = (keras.Input((None, 6)), keras.Input((None, 6)))
+    encoder = _stack() if kind == "stack" else make_encoder(kind, 8, num_copies=2)
+    model = keras.Model([premise, hypothesis], encoder([premise, hypothesis]))
+    _set_uniform_weights(model, rng)
+    data = list(_pair(rng))
+    want = [np.asarray(x) for x in model(data)]
+    model.save(tmp_path / "encoder.keras")
+    copies = {
+        "loaded": keras.saving.load_model(tmp_path / "encoder.keras"),
+        "cloned": keras.models.clone_model(model),
+        "from_json": keras.models.model_from_json(model.to_json()),
+    }
+    for name, copy in copies.items():
+        assert len(copy.weights) == len(model.weights), name
+        if name != "loaded":
+            copy.set_weights(model.get_weights())
+        for got, expected in zip(copy(data), want):
+            np.testing.assert_allclose(np.asarray(got), expected, atol=1e-6, err_msg=name)
+        layers = copy.layers[-1].encoder_layers
+        assert [type(layer) for layer in layers] == [
+            type(layer) for layer in encoder.encoder_layers
+        ], name
+
+
+def test_a_stack_returning_sequences_passes_the_masks_on():
+    encoder = ConditionalEncoder([keras.layers.GRU(4, return_sequences=True, return_state=True)])
+    rng = np.random.default_rng(8)
+    premise, hypothesis = _pair(rng)
+    masks = [np.ones((2, 5), bool), np.ones((2, 3), bool)]
+    masks[0][1, 3:] = False
+    p, h = encoder([premise, hypothesis])
+    assert tuple(p.shape) == (2, 5, 4) and tuple(h.shape) == (2, 3, 4)
+    assert encoder.compute_mask([premise, hypothesis], masks) == masks
+    assert make_encoder("gru", 4).compute_mask([premise, hypothesis], masks) is None
+
+
+def _gru_stack(**kw):
+    return ConditionalEncoder(
+        [
+            keras.layers.GRU(4, return_sequences=True, return_state=True, dtype=kw.get("dtype")),
+            keras.layers.GRU(4, return_state=True, dtype=kw.get("dtype")),
+        ],
+        **kw,
+    )
+
+
+def _keras_check(kind, weights, seed_generators):
+    """A `keras_checks` case: the stack ``kind`` names (`make_encoder`), 4 units, on a pair of
+    sentences of width 3 (each Keras GRU has the seed generator of its dropout)."""
+    return (
+        ConditionalEncoder,
+        {"layers": make_encoder(kind, 4, num_copies=2).encoder_layers},
+        dict(
+            input_shape=((2, 5, 3), (2, 4, 3)),
+            expected_output_shape=[(2, 4), (2, 4)],
+            expected_num_trainable_weights=weights,
+            expected_num_seed_generators=seed_generators,
+            supports_masking=True,
+            run_training_check=False,
+            run_mixed_precision_check=False,
+        ),
+    )
+
+
+class ConditionalEncoderTest(LayerTestCase):
+    """The shared suites of `ConditionalEncoder` (tests/layer_test_case.py). The layers of the
+    stack compute under their own dtype policies (as a `keras.Sequential`'s do), so Keras's
+    check that a ``dtype`` argument sets the outputs' dtype does not apply; mixed precision is
+    test_mixed_float16_encoder_matches_float32's and the journeys'."""
+
+    layer_cls = ConditionalEncoder
+    make = staticmethod(_gru_stack)
+    not_in = {
+        "empty": "takes a sentence pair [premise, hypothesis], not one sequence",
+        "nan_padding": "takes a sentence pair: its layers' own tests check NaN at padded "
+        "steps, and test_hypothesis_depends_on_premise_and_padding_is_ignored the stack's "
+        "masks",
+        "flags": "has no boolean arguments",
+    }
+    keras_checks = {
+        f"conditional_encoder_{kind}": _keras_check(kind, weights, grus)
+        for kind, weights, grus in (("gru", 6, 2), ("am_gru", 5 + 3, 1), ("dual_am_gru", 7 + 3, 1))
+    }
+    journeys = {
+        f"ConditionalEncoder_{kind}": (
+            "pair",
+            lambda premise, hypothesis, kind=kind: make_encoder(kind, 8, num_copies=2)(
+                [premise, hypothesis]
+            )[1],
+        )
+        for kind in ("gru", "dual_am_gru")
+    }
+    output_spec = {
+        "conditional_encoder_gru": (
+            lambda dtype: _gru_stack(dtype=dtype),
+            [(2, 5, 4), (2, 3, 4)],
+            {},
+        ),
+    }
+
+
+@pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
+def test_a_file_of_0_1_loads_into_the_stack_of_its_layers_and_saves_as_one(kind, tmp_path):
+    """Versions 0.1 and 0.2 saved the encoder as a kind name and its sizes: `from_config` makes
+    the stack of those layers, the file's weights load into it (its stored outputs come back),
+    and the model saves and loads again in the current form."""
+    saved = np.load(FIXTURES / "v0.1_outputs.npz")
+    inputs = [saved[f"{kind}_premise"], saved[f"{kind}_hypothesis"]]
+    want = saved[f"{kind}_probabilities"]
+    model = keras.saving.load_model(FIXTURES / f"snli_{kind}_v0.1.keras")
+    first, top = model.get_layer("encoder").encoder_layers
+    cell = first.cell if kind == "am_gru" else first.hypothesis_layer.cell
+    assert type(first) is {"am_gru": AssociativeGRU, "dual_am_gru": DualAssociativeEncoder}[kind]
+    assert (cell.units, cell.num_copies, cell.seed, top.units) == (4, 2, 5, 4)
+    np.testing.assert_allclose(model.predict(inputs, verbose=0), want, rtol=0, atol=1e-6)
+    model.save(tmp_path / "again.keras")
+    with zipfile.ZipFile(tmp_path / "again.keras") as archive:
+        assert '"kind"' not in archive.read("config.json").decode()
+    again = keras.saving.load_model(tmp_path / "again.keras")
+    np.testing.assert_allclose(again.predict(inputs, verbose=0), want, rtol=0, atol=1e-6)
+
+
+def test_a_gru_encoder_of_0_1_becomes_a_stack_of_two_grus():
+    with zipfile.ZipFile(FIXTURES / "snli_am_gru_v0.1.keras") as archive:
+        layers = json.loads(archive.read("config.json"))["config"]["layers"]
+    config = next(layer for layer in layers if layer["config"]["name"] == "encoder")
+    config["config"].update(kind="gru", units=3, top_units=2)
+    encoder = keras.layers.deserialize(config)
+    first, top = encoder.encoder_layers
+    assert type(first) is type(top) is keras.layers.GRU and (first.units, top.units) == (3, 2)
+    p, h = encoder([np.ones((2, 5, 3), "float32"), np.ones((2, 3, 3), "float32")])
+    assert tuple(p.shape) == tuple(h.shape) == (2, 2)
+    config["config"]["kind"] = "lstm"
+    with pytest.raises(ValueError, match="ConditionalEncoder: `kind` must be one of 'gru', "):
+        keras.layers.deserialize(config)
+
+
+@pytest.mark.parametrize(
+    "layers, error, fragments",
+    [
+        ("gru", TypeError, ["`layers`", "non-empty list", "'gru'"]),
+        ([], TypeError, ["`layers`", "non-empty list"]),
+        ([np.tanh], TypeError, ["`layers[0]`", "Keras layer"]),
+        ([keras.layers.GRU(4, name="g")], ValueError, ["`layers[0]`", "'g'", "return_state=True"]),
+        (
+            [
+                keras.layers.GRU(4, return_state=True, name="g"),
+                keras.layers.GRU(4, return_state=True),
+            ],
+            ValueError,
+            ["`layers[0]`", "'g'", "return_sequences=True"],
+        ),
+    ],
+    ids=["a string", "empty", "a function", "no state", "no sequences"],
+)
+def test_bad_layers_are_named(layers, error, fragments):
+    with pytest.raises(error) as raised:
+        ConditionalEncoder(layers)
+    for fragment in fragments:
+        assert fragment in str(raised.value)

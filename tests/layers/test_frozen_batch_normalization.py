@@ -1,0 +1,71 @@
+"""`FrozenBatchNormalization`: batch normalization in inference mode whatever the call says,
+its moving statistics never updated, its scale and offset trained."""
+
+import keras
+import numpy as np
+
+from tests.layer_test_case import EmptyInputTests, LayerTestCase
+from tf_memlayers import FrozenBatchNormalization
+
+
+class FrozenBatchNormalizationTest(EmptyInputTests, LayerTestCase):
+    """The shared suites of `FrozenBatchNormalization` (tests/layer_test_case.py)."""
+
+    layer_cls = FrozenBatchNormalization
+    make = staticmethod(lambda **kw: FrozenBatchNormalization(**kw))
+    not_in = {
+        "nan_padding": "normalizes every step by fixed statistics, masked or not, as "
+        "keras.layers.BatchNormalization in inference",
+        "flags": "its boolean arguments (center, scale, synchronized) are "
+        "keras.layers.BatchNormalization's",
+    }
+    empty = {"frozen_batch_normalization": lambda: FrozenBatchNormalization()}
+    # Its output is the input, normalized: no memory.
+    last_output_is_memory = False
+    keras_checks = {
+        "frozen_batch_normalization": (
+            FrozenBatchNormalization,
+            {"epsilon": 1e-3},
+            dict(
+                input_shape=(2, 3, 4),
+                expected_output_shape=(2, 3, 4),
+                expected_num_trainable_weights=2,
+                expected_num_non_trainable_weights=2,
+                supports_masking=True,
+            ),
+        ),
+    }
+    journeys = {
+        "FrozenBatchNormalization": (
+            "pooled",
+            lambda e: FrozenBatchNormalization()(keras.layers.GRU(8)(e)),
+        ),
+    }
+    output_spec = {
+        "frozen_batch_normalization": (
+            lambda dtype: FrozenBatchNormalization(dtype=dtype),
+            (2, 5, 4),
+            {},
+        ),
+    }
+
+
+def test_is_the_fixed_affine_map_and_trains_only_its_scale_and_offset():
+    rng = np.random.default_rng(0)
+    x = rng.normal(3.0, 2.0, size=(16, 5)).astype("float32")
+    y = rng.normal(size=(16, 5)).astype("float32")
+    norm = FrozenBatchNormalization(epsilon=1e-3)
+    model = keras.Sequential([keras.Input((5,)), norm])
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    model.fit(x, y, epochs=2, verbose=0)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(norm.moving_mean), 0.0)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(norm.moving_variance), 1.0)
+    gamma, beta = (keras.ops.convert_to_numpy(w) for w in (norm.gamma, norm.beta))
+    assert np.abs(gamma - 1.0).max() > 1e-3 and np.abs(beta).max() > 1e-3
+    want = gamma * x / np.sqrt(1.0 + 1e-3) + beta
+    for training in (True, False, None):
+        got = keras.ops.convert_to_numpy(norm(x, training=training))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # Not vacuous: Keras's layer in training normalizes by the batch's own statistics.
+    keras_norm = keras.layers.BatchNormalization(epsilon=1e-3)
+    assert np.abs(keras.ops.convert_to_numpy(keras_norm(x, training=True)) - x).max() > 1.0

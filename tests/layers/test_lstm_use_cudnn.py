@@ -1,0 +1,61 @@
+"""`lstm_use_cudnn`: Keras's cuDNN LSTM only where it computes the LSTM's dtype right."""
+
+import keras
+import pytest
+
+from tests.support import BACKEND
+from tf_memlayers import lstm_use_cudnn
+from tf_memlayers.layers import SlidingWindowAttention
+from tf_memlayers.models import build_fill_last_word_model, build_language_model
+
+# JAX's cuDNN LSTM (which Keras's JAX backend takes on a GPU) computes float32 only.
+EXPECTED = {
+    "float32": "auto",
+    **{
+        dtype: "auto" if BACKEND == "tensorflow" else False
+        for dtype in ("float16", "bfloat16", "float64")
+    },
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(EXPECTED))
+def test_cudnn_only_where_it_computes_the_dtype(dtype):
+    assert lstm_use_cudnn(dtype) == EXPECTED[dtype]
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16", "mixed_float16", "float64"])
+def test_the_default_is_the_global_policy(policy):
+    keras.config.set_dtype_policy(policy)
+    assert lstm_use_cudnn() == EXPECTED[keras.config.dtype_policy().compute_dtype]
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_the_builders_lstms_follow_the_rule(policy):
+    keras.config.set_dtype_policy(policy)
+    expected = EXPECTED[keras.config.dtype_policy().compute_dtype]
+    model = build_language_model(
+        50,
+        SlidingWindowAttention(window=3),
+        units=8,
+        embedding_dim=8,
+        batch_size=2,
+        sequence_length=4,
+        stateful=False,
+    )
+    lstms = [layer for layer in model.layers if isinstance(layer, keras.layers.LSTM)]
+    assert lstms and all(layer.use_cudnn == expected for layer in lstms)
+    # The last-word model's masked encoder runs Keras's loop whatever the dtype (cuDNN takes
+    # right-padded masks only); unmasked (the original code's layout) it follows the rule.
+    for faithful, want in ((False, False), (True, expected)):
+        model = build_fill_last_word_model(
+            30, sequence_length=5, embedding_dim=4, units=4, faithful_to_code=faithful
+        )
+        assert model.get_layer("encoder").use_cudnn == want
+
+
+@pytest.mark.parametrize(
+    "bad, error", [(32, TypeError), ("int32", ValueError), ("float", ValueError)]
+)
+def test_a_bad_dtype_is_refused_with_its_name(bad, error):
+    with pytest.raises(error, match=rf"`compute_dtype`.*{bad!r}"):
+        lstm_use_cudnn(bad)

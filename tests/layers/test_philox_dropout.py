@@ -1,0 +1,147 @@
+"""PhiloxDropout: keras.layers.Dropout with its TensorFlow masks drawn by a named algorithm."""
+
+import keras
+import numpy as np
+import pytest
+
+from tests.layer_test_case import EmptyInputTests, LayerTestCase
+from tests.support import BACKEND, TF_FUNCTION, tensorflow_only
+from tf_memlayers import PhiloxDropout
+
+
+def _keras_check(**init_kwargs):
+    """A `keras_checks` case: the layer on ``[2, 3, 4]`` inputs, its own shape out, no
+    weights and one seed generator."""
+    expectations = dict(
+        input_shape=(2, 3, 4),
+        expected_output_shape=(2, 3, 4),
+        expected_num_trainable_weights=0,
+        expected_num_seed_generators=1,
+        supports_masking=True,
+    )
+    return PhiloxDropout, init_kwargs, expectations
+
+
+class PhiloxDropoutTest(EmptyInputTests, LayerTestCase):
+    """The shared suites of `PhiloxDropout` (tests/layer_test_case.py)."""
+
+    layer_cls = PhiloxDropout
+    make = staticmethod(lambda **kw: PhiloxDropout(0.5, **kw))
+    not_in = {
+        "nan_padding": "passes every step through, masked or not, as keras.layers.Dropout",
+        "flags": "has no boolean arguments",
+    }
+    empty = {"dropout": lambda: PhiloxDropout(0.5)}
+    # Its output is the input, dropped out: no memory.
+    last_output_is_memory = False
+    keras_checks = {
+        "philox_dropout": _keras_check(rate=0.5, seed=1),
+        "philox_dropout_variational": _keras_check(rate=0.3, noise_shape=(None, 1, 4)),
+    }
+    journeys = {
+        "PhiloxDropout": (
+            "step",
+            lambda e: keras.layers.GRU(8, return_sequences=True)(PhiloxDropout(0.3)(e)),
+        ),
+    }
+    output_spec = {
+        "philox_dropout": (lambda dtype: PhiloxDropout(0.5, dtype=dtype), (2, 5, 4), {}),
+    }
+
+
+X = np.random.default_rng(0).normal(size=(6, 7, 5)).astype("float32")
+
+
+def _dropped(outputs, rate, inputs=X):
+    """The mask of ``outputs``, after checking that every kept unit is ``inputs / (1 - rate)``."""
+    outputs = keras.ops.convert_to_numpy(outputs)
+    kept = outputs != 0
+    np.testing.assert_allclose(outputs[kept], (inputs / (1 - rate))[kept], rtol=1e-6)
+    return ~kept
+
+
+@pytest.mark.parametrize("noise_shape", [None, (None, 1, 5), (6, 7, 1)])
+def test_drops_what_keras_dropout_drops_with_the_same_seed(noise_shape):
+    """Eagerly, on CPU, Keras's TensorFlow dropout uses the same Philox generator (and on the
+    other backends the layer is Keras's): the same seed drops the same units, call after call."""
+    ours = PhiloxDropout(0.4, noise_shape=noise_shape, seed=3)
+    theirs = keras.layers.Dropout(0.4, noise_shape=noise_shape, seed=3)
+    masks = []
+    for _ in range(2):
+        got = keras.ops.convert_to_numpy(ours(X, training=True))
+        np.testing.assert_array_equal(got, keras.ops.convert_to_numpy(theirs(X, training=True)))
+        masks.append(_dropped(got, 0.4))
+    assert not np.array_equal(masks[0], masks[1])  # a new mask at every call
+    for mask in masks:  # a broadcast mask is shared along the dimensions of size 1
+        for axis, size in enumerate(noise_shape or ()):
+            if size == 1:
+                assert (mask == mask.take([0], axis=axis)).all()
+
+
+@tensorflow_only(TF_FUNCTION)
+def test_compiled_masks_drop_the_rate_and_change_every_step():
+    import tensorflow as tf
+
+    layer = PhiloxDropout(0.3, seed=5)
+    inputs = np.random.default_rng(1).normal(size=(64, 20, 50)).astype("float32")
+    step = tf.function(lambda x: layer(x, training=True), jit_compile=True)
+    first, second = (_dropped(step(inputs), 0.3, inputs) for _ in range(2))
+    for mask in (first, second):
+        assert abs(mask.mean() - 0.3) < 0.01  # 64,000 units
+    assert 0.05 < (first != second).mean()
+
+
+@tensorflow_only(TF_FUNCTION)
+def test_the_masks_are_drawn_by_philox():
+    import tensorflow as tf
+
+    layer = PhiloxDropout(0.5, seed=1)
+    step = tf.function(lambda x: layer(x, training=True))
+    graph = step.get_concrete_function(tf.TensorSpec((2, 5), tf.float32)).graph
+    algorithms = [
+        int(tf.get_static_value(op.inputs[-1]))
+        for op in graph.get_operations()
+        if op.type.startswith("StatelessRandom") and op.inputs[-1].op.name.endswith("/alg")
+    ]
+    # TensorFlow's default ("auto_select", 3) may change with the device; Philox is 1.
+    assert algorithms and set(algorithms) == {tf.random.Algorithm.PHILOX.value}
+
+
+def test_inference_and_rate_zero_pass_the_input_through_and_rate_one_drops_everything():
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(PhiloxDropout(0.5)(X)), X)
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(PhiloxDropout(0.0)(X, training=True)), X
+    )
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(PhiloxDropout(1.0)(X, training=True)), np.zeros_like(X)
+    )
+
+
+def test_mixed_float16_keeps_the_input_dtype():
+    layer = PhiloxDropout(0.5, seed=2, dtype="mixed_float16")
+    outputs = layer(X, training=True)
+    assert keras.backend.standardize_dtype(outputs.dtype) == "float16"
+    _dropped(keras.ops.cast(outputs, "float32"), 0.5, X.astype("float16").astype("float32"))
+
+
+def test_bad_rates_are_keras_dropouts_errors():
+    for rate in (-0.1, 1.5):
+        with pytest.raises(ValueError, match="rate"):
+            PhiloxDropout(rate)
+    # Keras compares a string with 0 and fails with an unrelated message; the type is ours.
+    for rate in ("0.5", None, True):
+        with pytest.raises(TypeError, match=f"`rate` must be a number in \\[0, 1\\], got {rate!r}"):
+            PhiloxDropout(rate)
+
+
+def test_language_and_snli_builders_use_it():
+    if BACKEND != "tensorflow":
+        pytest.skip("the builders' models are tested on TensorFlow (tests/models)")
+    from examples.snli.encoders import snli_model
+    from tf_memlayers.models import build_language_model
+
+    model = build_language_model(30, units=4, embedding_dim=4, dropout=0.2, stateful=False)
+    snli = snli_model(30, kind="gru", units=4, embedding_dim=4)
+    for built in (model, snli):
+        dropouts = [layer for layer in built.layers if isinstance(layer, keras.layers.Dropout)]
+        assert dropouts and all(type(layer) is PhiloxDropout for layer in dropouts)

@@ -1,0 +1,254 @@
+"""`MemorySequenceLayer`, the base of the sequence layers that carry a memory, on a toy layer of
+this module (a running sum whose memory is the sum so far): where a call's memory comes from
+(``initial_memory``, the stored memory of a stateful layer, zeros) and that no gradient flows
+into it; the stored memory across calls, its reset and its dtype; masked steps read as zeros;
+the build and call checks, each naming the argument and the shapes; and the helpers' contracts
+(`starts_from_zeros`, `keep_memory`, `documents`, `memory_size_for`, the config). The real
+layers' carried memories are tested in their own modules (the ``CarriedMemoryTests`` suite of
+tests/layer_test_case.py)."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from tests.support import gradients
+from tf_memlayers.layers.window_attention.memory_sequence_layer import MemorySequenceLayer
+from tf_memlayers.ops import windows
+
+WIDTH = 3
+
+
+class RunningSum(MemorySequenceLayer):
+    """Outputs ``memory + x_1 + ... + x_t`` over the valid steps; the memory after a call is
+    the last output, so consecutive calls continue one sum."""
+
+    memory_size = WIDTH
+
+    def build_mechanism(self, width):
+        self.mechanism_width = width
+
+    def call(self, inputs, mask=None, initial_memory=None):
+        self.check_call_inputs(inputs, mask, initial_memory)
+        inputs, _ = self.masked_inputs(inputs, mask)
+        memory = self.incoming_memory(inputs, initial_memory)
+        outputs = ops.expand_dims(memory, 1) + ops.cumsum(inputs, axis=1)
+        return outputs, self.keep_memory(outputs[:, -1:])
+
+
+def _numpy(x):
+    return np.asarray(ops.convert_to_numpy(x))
+
+
+def _inputs(batch=2, steps=4, seed=0):
+    return np.random.default_rng(seed).normal(size=(batch, steps, WIDTH)).astype("float32")
+
+
+def test_a_stateless_layer_starts_every_call_from_zeros():
+    layer = RunningSum()
+    x = _inputs()
+    for _ in range(2):
+        outputs, memory = layer(x)
+        np.testing.assert_allclose(_numpy(outputs), np.cumsum(x, axis=1), rtol=1e-6)
+        np.testing.assert_allclose(_numpy(memory), x.sum(axis=1), rtol=1e-6)
+    assert layer.memory is None and layer.starts_from_zeros() and not layer.weights
+    assert layer.input_width == layer.mechanism_width == WIDTH
+
+
+def test_a_stateful_layer_carries_its_memory_until_reset():
+    layer = RunningSum(stateful=True)
+    x = _inputs(steps=6)
+    layer.build((2, None, WIDTH))
+    assert layer.memory.trainable is False and tuple(layer.memory.shape) == (2, WIDTH)
+    assert not _numpy(layer.memory).any() and layer.non_trainable_weights == [layer.memory]
+    assert not layer.starts_from_zeros()
+    first, _ = layer(x[:, :4])
+    second, memory = layer(x[:, 4:])
+    whole = np.cumsum(x, axis=1)
+    np.testing.assert_allclose(
+        _numpy(ops.concatenate([first, second], axis=1)), whole, rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(_numpy(layer.memory), whole[:, -1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_numpy(memory), whole[:, -1], rtol=1e-5, atol=1e-6)
+    for reset in (layer.reset_state, layer.reset_states):
+        layer(x)
+        reset()
+        assert not _numpy(layer.memory).any()
+        np.testing.assert_allclose(_numpy(layer(x[:, :2])[0]), whole[:, :2], rtol=1e-6)
+
+
+def test_an_initial_memory_comes_first_and_then_is_carried():
+    layer = RunningSum(stateful=True)
+    x, start = _inputs(), np.full((2, WIDTH), 10.0, "float32")
+    layer(x)  # something stored, which the initial memory overrides
+    outputs, _ = layer(x, initial_memory=start)
+    np.testing.assert_allclose(_numpy(outputs), start[:, None] + np.cumsum(x, axis=1), rtol=1e-6)
+    np.testing.assert_allclose(_numpy(layer.memory), start + x.sum(axis=1), rtol=1e-6)
+    assert not layer.starts_from_zeros(start)
+
+
+def test_the_memory_is_cast_to_the_inputs_dtype_and_stored_in_its_own():
+    layer = RunningSum(stateful=True, dtype="float32")
+    layer.build((2, None, WIDTH))
+    x = keras.ops.convert_to_tensor(_inputs().astype("float64"))
+    memory = layer.incoming_memory(x, np.ones((2, WIDTH), "float32"))
+    assert keras.backend.standardize_dtype(memory.dtype) == "float64"
+    kept = layer.keep_memory(ops.ones((2, 1, WIDTH), "float64") * 0.5)
+    assert tuple(kept.shape) == (2, WIDTH)
+    assert keras.backend.standardize_dtype(layer.memory.dtype) == "float32"
+    np.testing.assert_array_equal(_numpy(layer.memory), np.full((2, WIDTH), 0.5, "float32"))
+
+
+def test_keep_memory_stores_only_when_stateful():
+    layer = RunningSum()
+    layer.build((2, None, WIDTH))
+    kept = layer.keep_memory(ops.ones((2, WIDTH)))
+    np.testing.assert_array_equal(_numpy(kept), np.ones((2, WIDTH)))
+    assert layer.memory is None
+    layer.reset_state()  # nothing to clear
+
+
+def test_no_gradient_flows_into_the_carried_memory():
+    layer = RunningSum()
+    x, start = _inputs(), np.ones((2, WIDTH), "float32")
+    _, _, (grad_x, grad_start) = gradients(
+        lambda x, start: ops.sum(ops.square(layer(x, initial_memory=start)[0])), inputs=[x, start]
+    )
+    assert np.abs(grad_x).max() > 0.1
+    np.testing.assert_array_equal(grad_start, np.zeros_like(start))
+
+
+def test_masked_steps_read_as_zeros_even_when_not_finite():
+    layer = RunningSum()
+    x = _inputs(steps=5)
+    mask = np.array([[1, 1, 0, 1, 0], [0, 1, 1, 1, 1]], "int32")
+    poisoned = np.where(mask[..., None] > 0, x, np.nan).astype("float32")
+    outputs, memory = layer(poisoned, mask=mask)
+    expected = np.cumsum(x * mask[..., None], axis=1)
+    np.testing.assert_allclose(_numpy(outputs), expected, rtol=1e-6)
+    np.testing.assert_allclose(_numpy(memory), expected[:, -1], rtol=1e-6)
+    zeroed, as_bool = layer.masked_inputs(ops.convert_to_tensor(poisoned), mask)
+    assert keras.backend.standardize_dtype(as_bool.dtype) == "bool"
+    np.testing.assert_array_equal(_numpy(as_bool), mask > 0)
+    np.testing.assert_array_equal(_numpy(zeroed), x * mask[..., None])
+    unchanged, none = layer.masked_inputs(poisoned, None)
+    assert unchanged is poisoned and none is None
+
+
+@pytest.mark.parametrize(
+    "shape, stateful, fragment",
+    [
+        ((2, WIDTH), False, r"`inputs` must have rank 3, got shape \(2, 3\) \(rank 2\)"),
+        ((2, 4, None), False, r"the last dimension of `inputs` must be known"),
+        (
+            (None, 4, WIDTH),
+            True,
+            r"`stateful=True` needs a fixed batch size; got inputs of "
+            r"shape \(None, 4, 3\)\. Pass `batch_size=` to `keras.Input`",
+        ),
+    ],
+)
+def test_build_refuses_shapes_it_cannot_serve(shape, stateful, fragment):
+    with pytest.raises(ValueError, match=f"^RunningSum: {fragment}"):
+        RunningSum(stateful=stateful).build(shape)
+
+
+CALL_ERRORS = [
+    (
+        dict(inputs=np.zeros((2, 4, 5))),
+        r"`inputs` must have width 3 \(the width the layer was "
+        r"built for\); got shape \(2, 4, 5\)",
+    ),
+    (dict(inputs=np.zeros((2, 4))), r"`inputs` must have rank 3"),
+    (dict(mask=np.ones((2, 5), bool)), r"`mask` must have shape \(batch, time\) = \(2, 4\)"),
+    (dict(initial_memory=np.zeros((2, 1, WIDTH))), r"`initial_memory` must have rank 2"),
+    (
+        dict(initial_memory=np.zeros((2, 4))),
+        r"`initial_memory` must have width 3 \(the layer's "
+        r"memory_size\); got shape \(2, 4\)",
+    ),
+    (
+        dict(initial_memory=np.zeros((3, WIDTH))),
+        r"`initial_memory` of shape \(3, 3\) has batch "
+        r"size 3, but `inputs` of shape \(2, 4, 3\)",
+    ),
+    (dict(reset=np.ones((2, 4), "int32")), r"`reset` must be a bool tensor"),
+]
+
+
+@pytest.mark.parametrize("arguments, fragment", CALL_ERRORS)
+def test_call_inputs_are_checked_naming_the_argument(arguments, fragment):
+    layer = RunningSum()
+    layer.build((None, None, WIDTH))
+    arguments = {"inputs": np.zeros((2, 4, WIDTH)), **arguments}
+    with pytest.raises(ValueError, match=f"^RunningSum: {fragment}"):
+        layer.check_call_inputs(**arguments)
+
+
+def test_the_checks_pass_what_fits_and_return_the_inputs_shape():
+    layer = RunningSum()
+    # Before the build, an initial memory is checked against memory_size_for(input width).
+    assert layer.check_call_inputs(
+        np.zeros((2, 4, WIDTH)), np.ones((2, 4)), np.zeros((2, WIDTH)), np.ones((2, 4), bool)
+    ) == (2, 4, WIDTH)
+    assert layer.memory_size_for(WIDTH) == layer.memory_size == WIDTH
+    layer.build((None, None, WIDTH))
+    # Dimensions not known yet are not compared.
+    assert layer.check_call_inputs(
+        keras.KerasTensor((None, None, WIDTH)),
+        keras.KerasTensor((None, None), "bool"),
+        keras.KerasTensor((None, WIDTH)),
+    ) == (None, None, WIDTH)
+
+
+def test_a_stateful_layer_refuses_another_batch_size():
+    layer = RunningSum(stateful=True)
+    layer.build((2, None, WIDTH))
+    with pytest.raises(
+        ValueError,
+        match=r"^RunningSum: the stateful layer keeps the memory of 2 "
+        r"streams \(memory of shape \(2, 3\)\), but `inputs` of "
+        r"shape \(3, 4, 3\) has batch size 3",
+    ):
+        layer.check_call_inputs(np.zeros((3, 4, WIDTH)))
+
+
+def test_an_initial_memory_of_another_width_is_refused_when_read():
+    layer = RunningSum()
+    with pytest.raises(
+        ValueError,
+        match=r"^RunningSum: `initial_memory` must have width 3 "
+        r"\(the layer's memory_size\), got shape \(2, 5\)",
+    ):
+        layer.incoming_memory(ops.zeros((2, 4, WIDTH)), np.zeros((2, 5), "float32"))
+
+
+def test_documents_come_with_a_reset_only():
+    layer = RunningSum()
+    compaction = windows.Compaction(None)
+    assert layer.documents(None, compaction, 2) is None
+    reset = np.array([[False, True, False], [False, False, True]])
+    documents = layer.documents(reset, compaction, 2)
+    assert isinstance(documents, windows.Documents)
+    # Window position j of step t (the step t - 2 + j) is in step t's document when no reset
+    # lies after it up to t; the steps before the sequence belong to its first document.
+    expected = np.array(
+        [
+            [
+                [not reset[row, max(t - 2 + j, -1) + 1 : t + 1].any() for j in range(2)]
+                for t in range(3)
+            ]
+            for row in range(2)
+        ]
+    )
+    np.testing.assert_array_equal(_numpy(documents.same), expected)
+
+
+def test_config_and_the_stateful_flag():
+    layer = RunningSum(stateful=True, name="sum")
+    config = layer.get_config()
+    assert config["stateful"] is True and config["name"] == "sum"
+    assert RunningSum.from_config(config).stateful is True
+    assert layer.supports_masking
+    with pytest.raises(TypeError, match=r"^RunningSum: `stateful` must be a bool, got 'yes'"):
+        RunningSum(stateful="yes")

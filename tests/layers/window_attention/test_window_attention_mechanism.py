@@ -1,0 +1,364 @@
+"""The window attention's shared mechanism: `window_softmax` (eq. 3) against NumPy, with masked
+positions, rows with nothing to attend, extreme scores, half precision and empty tensors; and
+the `WindowAttentionMechanism` mixin on a bare layer of this module: the weights each mode
+and size makes, the flat memory ``[keys | values | validity]`` and its size, eqs. (2)-(5) for
+one window per row and for a whole stream at once against NumPy in float64, the choice to
+project the values first, the config and the argument checks. The layers that use it,
+`SlidingWindowAttention` and `SlidingWindowAttentionCell`, are tested against the full NumPy
+reference in test_sliding_window_attention.py."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from tf_memlayers.layers.window_attention.window_attention_mechanism import (
+    WindowAttentionMechanism,
+    window_softmax,
+)
+
+
+class Mechanism(WindowAttentionMechanism, keras.layers.Layer):
+    """The mixin on a bare layer: the constructor arguments and the weights, nothing else."""
+
+    def __init__(
+        self,
+        window,
+        mode="attention",
+        sizes=None,
+        attention_units=None,
+        units=None,
+        pad="mask",
+        use_bias=False,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self._init_attention(
+            window,
+            mode,
+            sizes,
+            attention_units,
+            units,
+            pad,
+            use_bias,
+            kernel_initializer,
+            bias_initializer,
+        )
+
+    def build(self, input_shape):
+        self._build_attention(input_shape[-1])
+
+    def get_config(self):
+        return {**super().get_config(), **self._attention_config()}
+
+
+def _numpy(x):
+    return np.asarray(ops.convert_to_numpy(x))
+
+
+def _softmax(scores, valid=None):
+    """Eq. (3) in NumPy: no mass on invalid positions, all zeros without a valid one."""
+    valid = np.ones(scores.shape, bool) if valid is None else np.asarray(valid) > 0.5
+    weights = np.zeros(scores.shape)
+    for index in np.ndindex(scores.shape[:-1]):
+        row, use = scores[index], valid[index]
+        if use.any():
+            e = np.exp(row[use] - row[use].max())
+            weights[index][use] = e / e.sum()
+    return weights
+
+
+# -- window_softmax ------------------------------------------------------------------------
+
+
+def test_window_softmax_is_the_softmax_without_valid():
+    scores = np.random.default_rng(0).normal(scale=3.0, size=(2, 3, 5))
+    np.testing.assert_allclose(
+        _numpy(window_softmax(ops.convert_to_tensor(scores))), _softmax(scores), rtol=0, atol=1e-15
+    )
+
+
+@pytest.mark.parametrize("valid_dtype", ["bool", "float64", "int32"])
+def test_window_softmax_puts_no_mass_on_invalid_positions(valid_dtype):
+    rng = np.random.default_rng(1)
+    scores = rng.normal(scale=3.0, size=(4, 6))
+    valid = rng.random((4, 6)) > 0.4
+    valid[1] = False  # nothing to attend: all-zero weights, so r_t = 0
+    valid[2] = [False] * 5 + [True]
+    weights = _numpy(window_softmax(ops.convert_to_tensor(scores), valid.astype(valid_dtype)))
+    np.testing.assert_allclose(weights, _softmax(scores, valid), rtol=0, atol=1e-15)
+    assert np.all(weights[~valid] == 0) and np.all(weights[1] == 0) and weights[2, 5] == 1
+
+
+def test_window_softmax_normalises_over_the_valid_positions_whatever_the_others_score():
+    # The largest score is taken over the valid positions only: with the invalid ones in it,
+    # exp(valid - max) underflows and the row would come out all zero. Extreme scores do not
+    # overflow.
+    scores = np.array([[-1000.0, -1001.0, 5.0, 1e30], [1000.0, 999.0, -1e30, 0.0]])
+    valid = np.array([[1, 1, 0, 0], [1, 1, 1, 0]])
+    weights = _numpy(window_softmax(ops.convert_to_tensor(scores), valid))
+    first = 1.0 / (1.0 + np.exp(-1.0))
+    np.testing.assert_allclose(
+        weights, [[first, 1 - first, 0, 0], [first, 1 - first, 0, 0]], rtol=0, atol=1e-15
+    )
+
+
+@pytest.mark.parametrize(
+    "dtype, expected",
+    [
+        ("float16", "float32"),
+        ("bfloat16", "float32"),
+        ("float32", "float32"),
+        ("float64", "float64"),
+    ],
+)
+def test_window_softmax_runs_in_at_least_float32(dtype, expected):
+    scores = np.random.default_rng(2).normal(scale=4.0, size=(3, 7))
+    valid = np.arange(7) >= np.array([[0], [3], [6]])
+    tensor = ops.cast(ops.convert_to_tensor(scores), dtype)
+    for given in (None, valid):
+        weights = window_softmax(tensor, given)
+        assert keras.backend.standardize_dtype(weights.dtype) == expected
+        rounded = _numpy(ops.cast(tensor, "float64"))  # the scores as the dtype holds them
+        np.testing.assert_allclose(
+            _numpy(weights),
+            _softmax(rounded, given),
+            rtol=0,
+            atol=1e-6 if expected == "float32" else 1e-15,
+        )
+
+
+@pytest.mark.parametrize("shape", [(2, 0, 4), (0, 3), (2, 3, 0)])
+def test_window_softmax_of_empty_scores_is_empty(shape):
+    scores = ops.zeros(shape)
+    for valid in (None, ops.ones(shape)):
+        weights = window_softmax(scores, valid)
+        assert tuple(weights.shape) == shape
+
+
+# -- the mixin ---------------------------------------------------------------------------
+
+
+SIZES = [
+    # (mode, sizes, width, (key, value, predict))
+    ("attention", None, 6, (6, 6, 6)),
+    ("key_value", None, 8, (4, 4, 4)),
+    ("key_value", (5, 3), 8, (5, 3, 3)),
+    ("key_value_predict", (4, 3, 2), 9, (4, 3, 2)),
+]
+
+
+@pytest.mark.parametrize("mode, sizes, width, pieces", SIZES)
+def test_the_weights_and_the_memory_size_follow_the_pieces(mode, sizes, width, pieces):
+    key, value, predict = pieces
+    # The default widths (the key's, the value's) in one mode of two, explicit ones otherwise.
+    attention_units, units = (7, 5) if sizes else (None, None)
+    layer = Mechanism(3, mode, sizes, attention_units, units, use_bias=True)
+    # Known before the layer is built: (output units, memory size).
+    stored = key if mode == "attention" else key + value
+    output_units, attention = units or value, attention_units or key
+    assert layer._sizes_for(width) == (output_units, 3 * (stored + 1))
+    layer.build((None, None, width))
+    shapes = {w.name: tuple(w.shape) for w in layer.weights}
+    assert shapes == {
+        "memory_kernel": (key, attention),  # W^Y
+        "query_kernel": (key, attention),  # W^h
+        "score_vector": (attention,),  # w
+        "context_kernel": (value, output_units),  # W^r
+        "predict_kernel": (predict, output_units),  # W^x
+        "memory_bias": (attention,),
+        "output_bias": (output_units,),
+    }
+    assert layer.memory_size == 3 * (stored + 1) and layer.output_units == output_units
+    assert layer.piece_sizes == {"attention": (key,), "key_value": (key, value)}.get(mode, pieces)
+
+
+def test_without_bias_there_are_no_bias_weights():
+    layer = Mechanism(2, "key_value")
+    layer.build((None, None, 6))
+    assert sorted(w.name for w in layer.weights) == [
+        "context_kernel",
+        "memory_kernel",
+        "predict_kernel",
+        "query_kernel",
+        "score_vector",
+    ]
+
+
+@pytest.mark.parametrize("mode, sizes, width, pieces", SIZES)
+def test_the_flat_memory_is_keys_then_values_then_validity(mode, sizes, width, pieces):
+    key, value, _ = pieces
+    window, batch = 3, 2
+    layer = Mechanism(window, mode, sizes)
+    layer.build((None, None, width))
+    memory = np.random.default_rng(3).normal(size=(batch, layer.memory_size))
+    keys, values, valid = (_numpy(t) for t in layer._unpack_memory(ops.convert_to_tensor(memory)))
+    np.testing.assert_array_equal(keys, memory[:, : window * key].reshape(batch, window, key))
+    if mode == "attention":  # values are the keys, not stored twice
+        np.testing.assert_array_equal(values, keys)
+        offset = window * key
+    else:
+        offset = window * (key + value)
+        np.testing.assert_array_equal(
+            values, memory[:, window * key : offset].reshape(batch, window, value)
+        )
+    np.testing.assert_array_equal(valid, memory[:, offset:])
+    assert valid.shape == (batch, window)
+    packed = layer._pack_memory(*(ops.convert_to_tensor(t) for t in (keys, values, valid)))
+    np.testing.assert_array_equal(_numpy(packed), memory)
+
+
+def test_the_packed_memory_keeps_a_static_width_with_an_unknown_batch():
+    layer = Mechanism(4, "key_value", (3, 2))
+    layer.build((None, None, 5))
+    keys, values = keras.Input((4, 3)), keras.Input((4, 2))
+    packed = layer._pack_memory(keys, values, keras.Input((4,), dtype="bool"))
+    # The window's four keys and values, with one mask column per step: 4 * (3 + 2 + 1).
+    assert tuple(packed.shape) == (None, layer.memory_size) == (None, 4 * (3 + 2 + 1))
+
+
+def _weights(layer, rng):
+    for weight in layer.weights:
+        weight.assign(rng.normal(scale=0.7, size=weight.shape))
+    return {w.name: _numpy(w) for w in layer.weights}
+
+
+def _alpha(w, projected_keys, query, valid, pad, use_bias):
+    """Eqs. (2)-(3) in NumPy, for windows ``[..., L, a]`` and queries ``[..., a]``."""
+    pre = projected_keys + query[..., None, :] + (w["memory_bias"] if use_bias else 0.0)
+    return _softmax(np.tanh(pre) @ w["score_vector"], None if pad == "zeros" else valid)
+
+
+@pytest.mark.parametrize("pad", ["mask", "zeros"])
+@pytest.mark.parametrize("use_bias", [False, True])
+def test_one_window_per_row_follows_eqs_2_to_4(float64_policy, pad, use_bias):
+    rng = np.random.default_rng(4)
+    layer = Mechanism(4, "key_value", (3, 2), attention_units=5, pad=pad, use_bias=use_bias)
+    layer.build((None, None, 5))
+    w = _weights(layer, rng)
+    projected_keys, query = rng.normal(size=(3, 4, 5)), rng.normal(size=(3, 5))
+    values = rng.normal(size=(3, 4, 2))
+    valid = np.array([[0, 0, 1, 1], [0, 0, 0, 0], [1, 1, 1, 1]], "float64")
+    context, alpha = layer._attend(
+        *(ops.convert_to_tensor(t) for t in (projected_keys, query, values, valid))
+    )
+    expected = _alpha(w, projected_keys, query, valid, pad, use_bias)
+    np.testing.assert_allclose(_numpy(alpha), expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        _numpy(context), np.einsum("bl,bld->bd", expected, values), rtol=0, atol=1e-12
+    )
+    if pad == "mask":  # nothing to attend in row 1: r_t = 0
+        assert not _numpy(context)[1].any()
+
+
+@pytest.mark.parametrize("pad", ["mask", "zeros"])
+def test_a_whole_stream_reads_each_steps_window(float64_policy, pad):
+    # Step r attends stream positions r .. r + L - 1 of [memory ; steps].
+    rng = np.random.default_rng(5)
+    window, steps, batch = 3, 6, 2
+    layer = Mechanism(window, "key_value", (3, 2), attention_units=4, pad=pad, use_bias=True)
+    layer.build((None, None, 5))
+    w = _weights(layer, rng)
+    key_stream = rng.normal(size=(batch, window + steps, 4))
+    query = rng.normal(size=(batch, steps, 4))
+    carried, step_values = rng.normal(size=(batch, window, 2)), rng.normal(size=(batch, steps, 2))
+    valid_stream = np.concatenate([[[0, 1, 1], [0, 0, 0]], np.ones((batch, steps))], axis=1)
+    context, alpha = layer._attend_stream(
+        *(ops.convert_to_tensor(t) for t in (key_stream, query, carried, step_values, valid_stream))
+    )
+    value_stream = np.concatenate([carried, step_values], axis=1)
+    for r in range(steps):
+        positions = slice(r, r + window)
+        expected = _alpha(
+            w, key_stream[:, positions], query[:, r], valid_stream[:, positions], pad, True
+        )
+        np.testing.assert_allclose(_numpy(alpha)[:, r], expected, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            _numpy(context)[:, r],
+            np.einsum("bl,bld->bd", expected, value_stream[:, positions]),
+            rtol=0,
+            atol=1e-12,
+        )
+    if pad == "mask":  # the first step of row 1 has nothing valid in its window
+        assert not _numpy(alpha)[1, 0].any()
+
+
+@pytest.mark.parametrize("use_bias", [False, True])
+def test_the_output_follows_eq_5(float64_policy, use_bias):
+    rng = np.random.default_rng(6)
+    layer = Mechanism(2, "key_value_predict", (3, 2, 4), units=5, use_bias=use_bias)
+    layer.build((None, None, 9))
+    w = _weights(layer, rng)
+    context, predict = rng.normal(size=(2, 3, 5)), rng.normal(size=(2, 3, 4))
+    got = layer._combine(ops.convert_to_tensor(context), ops.convert_to_tensor(predict))
+    expected = np.tanh(
+        context + predict @ w["predict_kernel"] + (w["output_bias"] if use_bias else 0.0)
+    )
+    np.testing.assert_allclose(_numpy(got), expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("units, project", [(None, True), (2, True), (3, True), (4, False)])
+def test_the_values_are_projected_first_when_that_does_not_widen_them(units, project):
+    layer = Mechanism(2, "key_value", (4, 3), units=units)
+    layer.build((None, None, 7))
+    assert layer._project_values(keras.Input((None, 3))) is project
+
+
+def test_the_config_round_trips_every_argument():
+    layer = Mechanism(
+        5,
+        "key_value_predict",
+        [3, 2, 1],
+        attention_units=4,
+        units=6,
+        pad="zeros",
+        use_bias=True,
+        kernel_initializer="orthogonal",
+        bias_initializer="ones",
+    )
+    config = layer.get_config()
+    assert {
+        key: config[key]
+        for key in ("window", "mode", "sizes", "attention_units", "units", "pad", "use_bias")
+    } == dict(
+        window=5,
+        mode="key_value_predict",
+        sizes=[3, 2, 1],
+        attention_units=4,
+        units=6,
+        pad="zeros",
+        use_bias=True,
+    )
+    clone = Mechanism.from_config(config)
+    assert clone.get_config() == config and clone.sizes == (3, 2, 1)
+    assert isinstance(clone.kernel_initializer, keras.initializers.Orthogonal)
+    assert isinstance(clone.bias_initializer, keras.initializers.Ones)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, fragment",
+    [
+        (dict(window=0), ValueError, "`window` must be >= 1"),
+        (dict(window=2.0), TypeError, "`window` must be an integer"),
+        (dict(mode="value"), ValueError, "`mode` must be one of 'attention', 'key_value'"),
+        (dict(mode="key_value", sizes=(4,)), ValueError, "`sizes` must list 2 pieces"),
+        (dict(attention_units=0), ValueError, "`attention_units` must be >= 1"),
+        (dict(units=0), ValueError, "`units` must be >= 1"),
+        (dict(pad="same"), ValueError, "`pad` must be one of 'mask', 'zeros'"),
+        (dict(use_bias=1), TypeError, "`use_bias` must be a bool"),
+    ],
+)
+def test_bad_arguments_are_refused_naming_the_class(kwargs, error, fragment):
+    with pytest.raises(error, match=f"^Mechanism: {fragment}"):
+        Mechanism(**{"window": 2, **kwargs})
+
+
+def test_widths_that_do_not_split_are_refused_when_building():
+    with pytest.raises(
+        ValueError,
+        match=r"^Mechanism: the input width 7 does not divide into "
+        r"2 equal pieces \(key, value\)",
+    ):
+        Mechanism(2, "key_value").build((None, None, 7))

@@ -1,0 +1,198 @@
+"""`weight_role` and `copy_trainable_weights`: each language-model weight's form-independent
+name, from the variable paths of the parallel form, the cell form and the form with resets;
+the copy from a cell-form model into a parallel-form one (whose weights come in another order)
+puts every value where the same weight of the other form is, named here path by path; carried
+states stay as they are; and models of another design are refused with what differs."""
+
+import re
+
+import keras
+import numpy as np
+import pytest
+
+from tf_memlayers import SlidingWindowAttention, SlidingWindowAttentionCell
+from tf_memlayers.callbacks import reset_language_model_states
+from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights, weight_role
+from tf_memlayers.models.language_model import build_language_model
+
+VOCAB, HIDDEN, EMBEDDING = 11, 4, 3
+
+
+@pytest.mark.parametrize(
+    "path, role",
+    [
+        # The LSTMs: in the parallel form, in the cell form (the top one inside the memory
+        # cell), in ResettableRNN (models with resets), and past ten layers.
+        ("lstm_0/lstm_cell/kernel", "lstm_0/kernel"),
+        ("lstm_1/lstm_cell/recurrent_kernel", "lstm_1/recurrent_kernel"),
+        ("memory_rnn/sliding_window_attention_cell/lstm_1/bias", "lstm_1/bias"),
+        ("lstm_0/resettable_cell/lstm_cell/kernel", "lstm_0/kernel"),
+        ("lstm_12/lstm_cell/bias", "lstm_12/bias"),
+        # The memory's own weights, over the top LSTM or around it.
+        ("sliding_window_attention/memory_kernel", "memory/memory_kernel"),
+        ("memory_rnn/sliding_window_attention_cell/memory_kernel", "memory/memory_kernel"),
+        ("ngram_concat/ngram_kernel", "memory/ngram_kernel"),
+        ("memory_rnn/n_gram_concat_cell/ngram_bias", "memory/ngram_bias"),
+        # A layer named lstm_ without a number is not an LSTM of the builder.
+        ("lstm_top/kernel", "memory/kernel"),
+        # The embedding and the softmax keep their paths.
+        ("embedding/embeddings", "embedding/embeddings"),
+        ("softmax/kernel", "softmax/kernel"),
+        ("softmax/bias", "softmax/bias"),
+    ],
+)
+def test_weight_role_names_a_weight_by_what_it_does(path, role):
+    assert weight_role(path) == role
+
+
+def _parallel(stateful=True, layers=2, units=HIDDEN):
+    memory = SlidingWindowAttention(2, mode="key_value", stateful=stateful)
+    return build_language_model(
+        VOCAB,
+        memory,
+        units=units,
+        embedding_dim=EMBEDDING,
+        layers=layers,
+        batch_size=2 if stateful else None,
+        sequence_length=3,
+        stateful=stateful,
+    )
+
+
+def _cell(layers=2):
+    return build_language_model(
+        VOCAB,
+        lambda cell: SlidingWindowAttentionCell(cell, window=2, mode="key_value"),
+        units=HIDDEN,
+        embedding_dim=EMBEDDING,
+        layers=layers,
+        stateful=False,
+        sequence_length=None,
+    )
+
+
+def _values(model, trainable=True):
+    weights = model.trainable_weights if trainable else model.non_trainable_weights
+    return {w.path: np.asarray(keras.ops.convert_to_numpy(w)) for w in weights}
+
+
+def test_a_cell_form_model_copies_into_the_parallel_form():
+    source, target = _cell(), _parallel()
+    rng = np.random.default_rng(0)
+    for weight in source.trainable_weights:  # distinct values in every weight
+        weight.assign(rng.normal(size=weight.shape))
+    # The cell form lists the memory's weights before the top LSTM's: copying in order would
+    # put them in the wrong places.
+    order = [[weight_role(w.path) for w in m.trainable_weights] for m in (source, target)]
+    assert order[0] != order[1] and sorted(order[0]) == sorted(order[1])
+    copy_trainable_weights(source, target)
+    got, given = _values(target), _values(source)
+    cell = "memory_rnn/sliding_window_attention_cell"
+    expected = {
+        "embedding/embeddings": "embedding/embeddings",
+        "softmax/kernel": "softmax/kernel",
+        "softmax/bias": "softmax/bias",
+        **{
+            f"lstm_0/lstm_cell/{name}": f"lstm_0/lstm_cell/{name}"
+            for name in ("kernel", "recurrent_kernel", "bias")
+        },
+        **{
+            f"lstm_1/lstm_cell/{name}": f"{cell}/lstm_1/{name}"
+            for name in ("kernel", "recurrent_kernel", "bias")
+        },
+        **{
+            f"sliding_window_attention/{name}": f"{cell}/{name}"
+            for name in (
+                "memory_kernel",
+                "query_kernel",
+                "score_vector",
+                "context_kernel",
+                "predict_kernel",
+            )
+        },
+    }
+    assert sorted(got) == sorted(expected)
+    for path, source_path in expected.items():
+        np.testing.assert_array_equal(got[path], given[source_path], err_msg=path)
+
+
+def test_carried_states_are_not_copied_and_a_stateless_probe_computes_the_same():
+    source, target = _parallel(), _parallel()
+    tokens = np.random.default_rng(1).integers(0, VOCAB, (2, 3))
+    source(tokens)  # the source's window memory now holds this segment
+    assert all(np.abs(v).max() > 0 for v in _values(source, trainable=False).values())
+    states = _values(target, trainable=False)
+    copy_trainable_weights(source, target)
+    for path, value in _values(target, trainable=False).items():
+        np.testing.assert_array_equal(value, states[path], err_msg=path)
+    # A model of another batch size and statefulness, from the copied weights, computes what
+    # the source computes from fresh states.
+    probe = _parallel(stateful=False)
+    copy_trainable_weights(source, probe)
+    reset_language_model_states(source)
+    np.testing.assert_allclose(
+        np.asarray(probe(tokens[:1])), np.asarray(source(tokens))[:1], rtol=0, atol=1e-6
+    )
+
+
+def test_a_model_with_other_weights_is_refused():
+    with pytest.raises(ValueError) as info:
+        copy_trainable_weights(_parallel(layers=2), _parallel(layers=1))
+    message = str(info.value)
+    assert message.startswith("`source` and `target` have different trainable weights: ")
+    assert "'lstm_1/kernel'" in message and "'memory/memory_kernel'" in message
+
+
+def test_a_weight_of_another_shape_is_refused_naming_it():
+    target = _parallel(layers=1, units=6)
+    # An LSTM's kernel is [input width, 4 gates x units].
+    source_shape, target_shape = (EMBEDDING, 4 * HIDDEN), (EMBEDDING, 4 * 6)
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"weight 'lstm_0/kernel' has shape {source_shape} in `source` but {target_shape} "
+            "in `target`."
+        ),
+    ):
+        copy_trainable_weights(_parallel(layers=1), target)
+    # A refused copy writes nothing: the embedding, whose shapes agree, is as it was.
+    before = _values(target)
+    with pytest.raises(ValueError):
+        copy_trainable_weights(_parallel(layers=1), target)
+    for path, value in _values(target).items():
+        np.testing.assert_array_equal(value, before[path], err_msg=path)
+
+
+class _TwoDenseMemory(keras.layers.Layer):
+    """A memory layer with two sublayers whose weights have the same last path part."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.first, self.second = keras.layers.Dense(HIDDEN), keras.layers.Dense(HIDDEN)
+
+    def call(self, inputs):
+        return self.second(self.first(inputs))
+
+
+def test_two_weights_of_one_role_are_refused_naming_both():
+    def model():
+        return build_language_model(
+            VOCAB,
+            _TwoDenseMemory(),
+            units=HIDDEN,
+            embedding_dim=EMBEDDING,
+            layers=1,
+            sequence_length=3,
+            stateful=False,
+        )
+
+    source, target = model(), model()
+    before = _values(target)
+    with pytest.raises(
+        ValueError,
+        match=r"^`source` has two trainable weights of the role "
+        r"'memory/kernel' \(\S+/kernel and \S+/kernel\)",
+    ):
+        copy_trainable_weights(source, target)
+    for path, value in _values(target).items():
+        np.testing.assert_array_equal(value, before[path], err_msg=path)

@@ -1,0 +1,370 @@
+"""The AM-GRU layer: `keras.layers.RNN` over an `AssociativeGRUCell`, with a fused loop.
+
+`AssociativeRecurrentLayer` holds what the AM-GRU and the Dual AM-GRU layers share: the
+checks of the call arguments, masked inputs kept out of the computation, per-row resets
+(`tf_memlayers.layers.resettable_rnn.ResettableRNN`), the choice of the time loop (Keras's,
+or the fused `tf_memlayers.ops.associative_gru_loop`, the way `keras.layers.GRU` chooses
+cuDNN in its `inner_loop`) and a flat config.
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+from tf_memlayers import _validation as check
+from tf_memlayers.layers.associative_memory.associative_gru_cell import (
+    NUM_COPIES,
+    AssociativeGRUCell,
+)
+from tf_memlayers.layers.resettable_rnn import ResettableRNN
+from tf_memlayers.ops.holographic import PERMUTATION_SEED
+
+
+def check_fused_loop(value, owner):
+    """``value`` as `"auto"`, True or False; anything else is a `TypeError` naming it."""
+    if isinstance(value, str) and value == "auto":
+        return "auto"
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{owner}: `fused_loop` must be a bool or 'auto', got {value!r}.")
+
+
+class AssociativeRecurrentLayer(ResettableRNN):
+    """Base of `AssociativeGRU` and `DualAssociativeGRU` (not used on its own).
+
+    A `ResettableRNN`: a call with ``reset`` runs Keras's loop with a reset per step (see
+    `ResettableRNN`), since the fused loop has no resets (``fused_loop="auto"`` falls back to
+    Keras's loop for that call, ``fused_loop=True`` refuses it).
+
+    Subclasses set ``STATES``, a ``(name, width description)`` pair per state, and
+    ``CELL_ARGUMENTS``, the cell's config keys that become the layer's, and implement
+    `fused_inner_loop`.
+    """
+
+    STATES = ()
+    CELL_ARGUMENTS = ()
+
+    def __init__(self, cell, fused_loop="auto", **kwargs):
+        owner = type(self).__name__
+        fused_loop = check_fused_loop(fused_loop, owner)
+        super().__init__(cell, **kwargs)  # which checks the RNN flags
+        unsupported = self.fused_loop_unsupported(cell, self.unroll)
+        if fused_loop is True and unsupported:
+            raise ValueError(f"{owner}: `fused_loop=True` {unsupported}")
+        self.fused_loop = fused_loop
+        # "auto": the fused loop wherever it runs this layer's options, else Keras's loop,
+        # as keras.layers.GRU chooses cuDNN with use_cudnn="auto".
+        self.uses_fused_loop = fused_loop is True or (fused_loop == "auto" and not unsupported)
+        self.input_spec = keras.layers.InputSpec(ndim=3)
+
+    @staticmethod
+    def fused_loop_unsupported(cell, unroll):
+        """Why the fused loop cannot run a layer of ``cell`` that ``unroll``s its loop or not
+        (the end of a sentence that starts "`fused_loop=True` "), or `None` if it can."""
+        backend = keras.backend.backend()
+        if backend != "tensorflow":
+            return (
+                "needs the TensorFlow backend (the fused loop, "
+                "tf_memlayers.ops.associative_gru_loop, is a TensorFlow op); the Keras backend "
+                f"is {backend!r}. Use fused_loop='auto' (the default) or False: the same layer "
+                "and weights, run by Keras's loop on every backend."
+            )
+        if cell.return_retrievals or unroll:
+            return (
+                f"cannot be combined with return_retrievals={cell.return_retrievals!r} or "
+                f"unroll={unroll!r}; the fused loop emits only the outputs and always "
+                "loops."
+            )
+        return None
+
+    @staticmethod
+    def cell_keywords(kwargs):
+        """The keyword arguments of ``kwargs`` that the layer's cell takes too."""
+        return {"dtype": kwargs.get("dtype"), "trainable": kwargs.get("trainable", True)}
+
+    def call(self, sequences, initial_state=None, mask=None, training=False, reset=None):
+        sequences = ops.convert_to_tensor(sequences)
+        if mask is not None:
+            mask = ops.convert_to_tensor(mask)
+        self._check_call_arguments(sequences, initial_state, mask, reset)
+        if mask is not None:
+            # A masked step's output and states are discarded; zeroing its inputs keeps
+            # non-finite padding out of the kept outputs and of the gradients.
+            keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
+            sequences = ops.where(keep, sequences, ops.zeros_like(sequences))
+        return super().call(
+            sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
+        )
+
+    def _check_call_arguments(self, sequences, initial_state, mask, reset=None):
+        """Checks the shapes of the call arguments up front, naming the argument."""
+        owner = type(self).__name__
+        shape = tuple(sequences.shape)
+        check.check_rank("sequences", shape, 3, owner)
+        check.check_time_steps("sequences", shape, owner)
+        if mask is not None:
+            check.check_mask_shape(mask.shape, shape, owner, inputs_name="sequences")
+        if reset is not None:
+            if self.fused_loop is True:
+                raise ValueError(
+                    f"{owner}: `reset` cannot be used with fused_loop=True: the fused loop "
+                    "(tf_memlayers.ops.associative_gru_loop) has no resets. Use "
+                    "fused_loop='auto' (the default; a call with `reset` then runs Keras's "
+                    "loop) or fused_loop=False."
+                )
+            self.checked_reset(reset, sequences)
+        if initial_state is None:
+            return
+        states = (
+            list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+        )
+        sizes = self.cell.state_size
+        if len(states) != len(sizes):
+            described = ", ".join(
+                f"{name} (batch, {size})" for (name, _), size in zip(self.STATES, sizes)
+            )
+            raise ValueError(
+                f"{owner}: `initial_state` must be a list of {len(sizes)} tensors "
+                f"[{described}]; got {len(states)}."
+            )
+        for index, (state, size, (_, what)) in enumerate(zip(states, sizes, self.STATES)):
+            name = f"initial_state[{index}]"
+            state_shape = tuple(state.shape) if hasattr(state, "shape") else np.shape(state)
+            check.check_rank(name, state_shape, 2, owner)
+            check.check_width(name, state_shape, size, what, owner)
+            check.check_same_batch(name, state_shape, "sequences", shape, owner)
+
+    def compute_output_spec(
+        self, sequences, initial_state=None, mask=None, training=False, reset=None
+    ):
+        self._check_call_arguments(sequences, initial_state, mask, reset)
+        return super().compute_output_spec(
+            sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
+        )
+
+    def inner_loop(self, sequences, initial_state, mask, training=False):
+        if not isinstance(initial_state, (list, tuple)):
+            initial_state = [initial_state]
+        # The fused loop has no resets: a call with `reset` runs Keras's loop (`call` has
+        # refused it with fused_loop=True).
+        if self.uses_fused_loop and self._call_reset is None:
+            return self.fused_inner_loop(sequences, list(initial_state), mask, training)
+        return self.keras_inner_loop(sequences, list(initial_state), mask, training)
+
+    def keras_inner_loop(self, sequences, initial_state, mask, training):
+        """`ResettableRNN`'s loop over the cell: Keras's own, with ``reset`` if the call has
+        one, or `scan_loop` with a mask on a backend other than TensorFlow."""
+        return super().inner_loop(sequences, initial_state, mask, training=training)
+
+    def fused_inner_loop(self, sequences, initial_state, mask, training=False):
+        """The loop as one `associative_gru_loop` op; returns ``(last output, outputs,
+        final states)``."""
+        raise NotImplementedError
+
+    def run_fused_loop(self, projected, initial_state, mask, kernels, training=False, **options):
+        """`batch_major_associative_gru_loop` with this layer's direction and mask rule;
+        returns ``(last output, outputs, [memory, output])``.
+
+        On a CPU the loop splits the batch into shards that run concurrently, except in
+        inference with a fixed batch size (a model built for export, an eager call): there
+        the batch runs as one loop traced for its own shapes, all static, as TFLite's built-in
+        operators need to convert it.
+        """
+        # A TensorFlow op: imported here, since the fused loop runs on TensorFlow only
+        # (`fused_loop_unsupported`) and the layer itself needs no TensorFlow.
+        from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
+
+        if not training and projected.shape[0] is not None:
+            options.update(num_shards=1, exact_shapes=True)
+
+        outputs, memory, output = batch_major_associative_gru_loop(
+            projected,
+            initial_state[0],
+            initial_state[1],
+            kernels,
+            self.cell_permutations,
+            mask=mask,
+            go_backwards=self.go_backwards,
+            zero_output_for_mask=self.zero_output_for_mask,
+            **options,
+        )
+        return outputs[:, -1], outputs, [memory, output]
+
+    def get_config(self):
+        config = super().get_config()
+        del config["cell"]
+        cell_config = self.cell.get_config()
+        config.update({name: cell_config[name] for name in self.CELL_ARGUMENTS})
+        config["fused_loop"] = self.fused_loop
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+AM_GRU_CELL_ARGUMENTS = (
+    "units",
+    "num_copies",
+    "seed",
+    "return_retrievals",
+    "kernel_initializer",
+    "gate_bias_initializer",
+    "candidate_bias_initializer",
+    "kernel_regularizer",
+    "bias_regularizer",
+)
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class AssociativeGRU(AssociativeRecurrentLayer):
+    """AM-GRU layer: `keras.layers.RNN` over an `AssociativeGRUCell`, with the input
+    projections of all time steps computed before the loop.
+
+    The ``x_t`` rows of the key, gate and candidate kernels (and the biases) are applied to the
+    whole sequence in one matmul; each step then multiplies only the fed-back output
+    ``o_{t-1}`` and the retrieved ``h``. Outputs, states, masking (a masked step copies the
+    previous output and states forward), ``go_backwards``, ``stateful`` and ``unroll`` are
+    those of ``keras.layers.RNN(AssociativeGRUCell(...))``, equal up to float rounding. The
+    weights live in ``layer.cell`` with the cell's names, shapes and row order, so
+    `tf_memlayers.compat.load_original_weights` takes ``layer.cell``.
+
+    With the fused loop the time loop is one op with a hand-written backward pass: both
+    loops are compiled with XLA even when the model is not, and on CPU the batch is split
+    into one independent loop per core. Each new
+    (batch, time) shape then compiles once, so it suits fixed-size padded batches. By default
+    (``fused_loop="auto"``) the layer runs the fused loop wherever it supports the call (the
+    TensorFlow backend, without ``return_retrievals`` or ``unroll``) and Keras's loop
+    otherwise, so a model saved on TensorFlow loads and runs on JAX.
+    The speed table on the documentation's results page compares both loops with
+    `keras.layers.GRU`.
+
+    Args:
+        units: Positive even integer, the number of real units ``n`` (``n/2`` complex
+            entries).
+        num_copies: Positive integer, the number of permuted memory copies. Defaults to 8.
+        seed: Integer, the seed of the copies' permutations. Defaults to 123.
+        return_retrievals: Boolean, whether each step's output is ``[o_t, delta, h]``
+            (``3 * units``). Defaults to False.
+        kernel_initializer: Initializer of every kernel. Defaults to ``"glorot_uniform"``.
+        gate_bias_initializer: Initializer of the gate bias. Defaults to ``"ones"`` (the
+            original's).
+        candidate_bias_initializer: Initializer of the candidate bias. Defaults to
+            ``"zeros"``.
+        kernel_regularizer: Optional regularizer of every kernel. Defaults to None.
+        bias_regularizer: Optional regularizer of the biases. Defaults to None.
+        return_sequences: Boolean, return every step's output (else the last). Defaults to
+            False.
+        return_state: Boolean, also return the final states ``[memory, last output]``.
+            Defaults to False.
+        go_backwards: Boolean, process the sequence in reverse. Defaults to False.
+        stateful: Boolean, carry the final states to the next batch. Defaults to False.
+        unroll: Boolean, unroll the time loop (needs a known length). Defaults to False.
+        zero_output_for_mask: Boolean, output zeros (not the previous output) at masked
+            steps. Defaults to False.
+        fused_loop: `"auto"`, True or False: run the time loop as one fused op where it
+            can (`"auto"`), always (True: a `ValueError` on another backend than TensorFlow,
+            or with ``return_retrievals`` or ``unroll``), or never (False: Keras's loop).
+            Same results up to float rounding. Defaults to `"auto"`.
+        **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
+
+    Call arguments:
+        sequences: ``[batch, time, input_dim]``, at least one time step.
+        initial_state: optional ``[memory [batch, units * num_copies], previous output
+            [batch, units]]``; zeros by default (the empty memory).
+        mask: optional boolean ``[batch, time]``; masked steps neither read nor write, and
+            their inputs are never used (non-finite padding is harmless).
+        training: unused (present for the layer protocol).
+        reset: optional boolean ``[batch, time]``, true where a new document starts: before
+            that step the row's memory and previous output are set to zero, so each document
+            packed into a row gives the outputs and final states of the same layer run on it
+            alone, from zeros (``initial_state`` and stateful states are forgotten at the
+            reset; other rows and steps are untouched; a reset at a masked step is ignored;
+            no gradient flows back through a reset; see `ResettableRNN`). The
+            fused loop has no resets: with ``fused_loop="auto"`` a call with ``reset`` runs
+            Keras's loop, with ``fused_loop=True`` it is a `ValueError`, and so is
+            ``go_backwards=True``.
+
+    A sequence without time steps, a mask or reset whose shape is not ``[batch, time]``, a
+    reset that is not boolean, or an initial state of another width or batch size is a
+    `ValueError` naming the argument and the shapes.
+
+    Returns:
+        The last output ``[batch, units]``, or with ``return_sequences=True`` the output of
+        every step ``[batch, time, units]`` (``3 * units`` wide with
+        ``return_retrievals=True``); with ``return_state=True``, the tuple ``(output, memory
+        [batch, units * num_copies], last output [batch, units])`` of the output and the final
+        states.
+
+    Example:
+
+    >>> import numpy as np
+    >>> layer = AssociativeGRU(8, num_copies=3, return_state=True)
+    >>> output, memory, last = layer(np.ones((2, 5, 4), "float32"))
+    >>> output.shape, memory.shape
+    (TensorShape([2, 8]), TensorShape([2, 24]))
+
+    Two documents packed into row 0, the second starting at step 2, give what the second
+    gives on its own:
+
+    >>> x = np.random.default_rng(0).normal(size=(2, 5, 4)).astype("float32")
+    >>> reset = np.zeros((2, 5), bool)
+    >>> reset[0, 2] = True
+    >>> layer = AssociativeGRU(8, num_copies=3, return_sequences=True)
+    >>> packed = layer(x, reset=reset)
+    >>> alone = layer(x[:1, 2:])
+    >>> bool(np.allclose(packed[0, 2:], alone[0], atol=1e-5))
+    True
+    """
+
+    STATES = (("memory", "units * num_copies"), ("previous output", "units"))
+    CELL_ARGUMENTS = AM_GRU_CELL_ARGUMENTS
+
+    def __init__(
+        self,
+        units,
+        num_copies=NUM_COPIES,
+        seed=PERMUTATION_SEED,
+        return_retrievals=False,
+        kernel_initializer="glorot_uniform",
+        gate_bias_initializer="ones",
+        candidate_bias_initializer="zeros",
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        fused_loop="auto",
+        **kwargs,
+    ):
+        cell = AssociativeGRUCell(
+            units,
+            num_copies=num_copies,
+            seed=seed,
+            return_retrievals=return_retrievals,
+            kernel_initializer=kernel_initializer,
+            gate_bias_initializer=gate_bias_initializer,
+            candidate_bias_initializer=candidate_bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            bias_regularizer=bias_regularizer,
+            name="associative_gru_cell",
+            **self.cell_keywords(kwargs),
+        )
+        super().__init__(cell, fused_loop=fused_loop, **kwargs)
+
+    @property
+    def cell_permutations(self):
+        return self.cell.permutations
+
+    def _projections(self, sequences):
+        """The input projections of every step, and the step's remaining kernels."""
+        input_kernel, input_bias, *kernels = self.cell._projection_kernels()
+        # Computed here, outside the loop: the step captures loop-invariant tensors instead
+        # of reading (and, under XLA, storing per step for the gradient) the variables.
+        return ops.matmul(sequences, input_kernel) + input_bias, kernels
+
+    def keras_inner_loop(self, sequences, initial_state, mask, training):
+        projected, kernels = self._projections(sequences)
+        with self.cell._stepping_on_projections(kernels):
+            return super().keras_inner_loop(projected, initial_state, mask, training)
+
+    def fused_inner_loop(self, sequences, initial_state, mask, training=False):
+        projected, kernels = self._projections(sequences)
+        return self.run_fused_loop(projected, initial_state, mask, kernels, training)
