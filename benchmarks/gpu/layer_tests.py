@@ -24,7 +24,8 @@ import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 
-from benchmarks.gpu import ArgumentParser, collected_ids, positive
+from benchmarks import ArgumentParser, positive
+from benchmarks.gpu import collected_ids
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 #: How many of the longest tests a summary names (what to trim when the selection outgrows
