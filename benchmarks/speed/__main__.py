@@ -150,7 +150,7 @@ def run(args):
     sizes.update({k: getattr(args, k) for k in ("rounds", "lengths") if getattr(args, k)})
     settings = {k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items()}
     jit = "``jax.jit``" if args.backend == "jax" else "XLA"
-    settings["step"] = f"an SGD step of ``stateless_call``, {jit}"
+    settings["step"] = f"SGD, ``stateless_call``, {jit}"
     device = describe_device()
     memory = device.get("device_memory_mib")
     sizes["limit_mib"] = 0.8 * memory if memory else sizes["memory_limit_gib"] * 1024

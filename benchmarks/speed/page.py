@@ -8,6 +8,7 @@ import types
 
 from benchmarks import results_file
 from benchmarks.docs_tables import RESULTS_PAGE, columns_of, update_docs
+from benchmarks.speed.tables import equal_weight_key_dim
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "docs" / "images"
@@ -163,7 +164,8 @@ def floor_block(out, report, rows, s, peak):
         f"`Dense({s['width']})`; the floor is its own matrix products (eq. (2)'s two "
         "projections, eq. (5)'s two width × width products) alone; the peer is "
         "`MultiHeadAttention(num_heads=1, sliding_window=11)` with key_dim "
-        f"{s['mha_key_dim']}, so that its weights number as ours. Medians of {s['rounds']} "
+        f"{equal_weight_key_dim(s['width'], 32)}, so that its weights number as ours. Medians "
+        f"of {s['rounds']} "
         "interleaved rounds; a share of peak is the step's matrix-product arithmetic over its "
         "time, against this machine's float32 product rate measured in the same process "
         f"({peak:.1f} GFLOP/s). XLA buffers: the temporary buffers XLA assigns to the compiled "

@@ -190,7 +190,7 @@ def test_tables_run_at_tiny_sizes_and_print_their_rows():
     )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout)
-    assert results["errors"] == {} and results["settings"]["step"].endswith("XLA")
+    assert results["errors"] == {} and results["settings"]["step"] == "SGD, ``stateless_call``, XLA"
     heap, am = results["tables"]["heap_step"], results["tables"]["associative_memory"]
     assert [row["model"] for row in heap] == ["no cache", "cache read", "cache read + heap write"]
     assert {row["layer"] for row in am} >= {
