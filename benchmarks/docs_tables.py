@@ -1,18 +1,24 @@
-"""Writes a benchmark's JSON results into docs/results.rst as a table, between marker comments.
+"""The one writer of the results page's tables: a benchmark's rows into ``docs/results.rst``,
+between marker comments.
 
-docs/results.rst, the documentation's results page, holds for each benchmark a block::
+The page holds for each benchmark a block::
 
     .. BEGIN GENERATED: <name>
     ...
     .. END GENERATED: <name>
 
-`update_docs(name, rows, columns, caption)` replaces what is between the markers with an
-RST table built from ``rows`` (a list of dicts), or adds the block after another one.
-Benchmark scripts call it with ``--update-docs``, so every figure on the results page comes
-from a run, never from typing. A table of more than `MAX_COLUMNS` columns is split into
-several, each led by the columns that tell its rows apart, so that none is wider than the
-page's content column; ``python -m benchmarks.docs_tables --reflow`` rewrites the page's
-tables by that rule with their figures unchanged.
+`update_docs(name, rows, columns, caption)` replaces what is between the markers with the
+caption and an RST table of ``rows`` (a list of dicts), or adds the block after another one,
+so that every figure on the page comes from a results file, never from typing. A table of
+more than `MAX_COLUMNS` columns is split into several, each led by the columns that tell its
+rows apart, so that none is wider than the page's content column.
+
+>>> print(rst_table([{"model": "gru", "ms": 1.23456}], "model: model; ms: median (ms)"))
++-------+-------------+
+| model | median (ms) |
++=======+=============+
+| gru   | 1.235       |
++-------+-------------+
 """
 
 import argparse
@@ -20,17 +26,17 @@ import pathlib
 import re
 
 RESULTS_PAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "results.rst"
+#: The most columns a table on the results page has: the page's content column is about 740
+#: px wide, and a wider table overflows it at 1280 px.
+MAX_COLUMNS = 6
 
 
 def add_update_docs_option(parser):
     """``--update-docs`` (write the results into docs/results.rst), with ``--update-readme``, its
     older spelling, as a hidden alias."""
-    parser.add_argument(
-        "--update-docs", action="store_true", help="write the results into docs/results.rst"
-    )
-    parser.add_argument(
-        "--update-readme", dest="update_docs", action="store_true", help=argparse.SUPPRESS
-    )
+    add = parser.add_argument
+    add("--update-docs", action="store_true", help="write the results into docs/results.rst")
+    add("--update-readme", dest="update_docs", action="store_true", help=argparse.SUPPRESS)
     return parser
 
 
@@ -44,12 +50,6 @@ def _cell(value):
     if isinstance(value, (list, tuple)) and all(isinstance(v, float) for v in value):
         return "[" + ", ".join(f"{v:.3f}" for v in value) + "]"
     return str(value)
-
-
-#: The most columns a table on the results page has: the page's content column is about 740
-#: px wide, and a wider table overflows it at 1280 px. A wider table is split into several,
-#: each repeating the columns that tell its rows apart (`key_columns`).
-MAX_COLUMNS = 6
 
 
 def key_columns(cells, most=3):
@@ -91,9 +91,17 @@ def _grid(cells):
     return "\n".join(out)
 
 
+def columns_of(spec):
+    """``[(key, header), ...]`` of ``"key: header; key: header"`` (or of such a list)."""
+    if not isinstance(spec, str):
+        return list(spec)
+    return [tuple(part.split(": ", 1)) for part in spec.split("; ")]
+
+
 def rst_table(rows, columns):
-    """RST grid tables of ``rows`` restricted to ``columns`` (a list of (key, header)): one
-    table, or several of at most `MAX_COLUMNS` columns each (`split_columns`)."""
+    """RST grid tables of ``rows`` restricted to ``columns`` (`columns_of`): one table, or
+    several of at most `MAX_COLUMNS` columns each (`split_columns`)."""
+    columns = columns_of(columns)
     cells = [[header for _, header in columns]]
     cells += [[_cell(row.get(key, "")) for key, _ in columns] for row in rows]
     return "\n\n".join(_grid(part) for part in split_columns(cells))
@@ -104,32 +112,8 @@ def parse_grid(table):
     writes it; a cell may hold ``|``: the columns are read at the border's ``+``."""
     lines = table.strip().splitlines()
     edges = [i for i, ch in enumerate(lines[0]) if ch == "+"]
-    return [
-        [line[a + 1 : b].strip() for a, b in zip(edges, edges[1:])]
-        for line in lines
-        if line.startswith("|")
-    ]
-
-
-_GRID = re.compile(r"^\+[-+]+\+\n(?:^[|+].*\n?)+", re.MULTILINE)
-
-
-def reflow(text):
-    """``text`` with every grid table of its generated blocks rewritten by `rst_table`'s
-    rules (a table wider than `MAX_COLUMNS` split); the figures in them unchanged."""
-
-    def block(match):
-        return _GRID.sub(
-            lambda table: (
-                "\n\n".join(_grid(part) for part in split_columns(parse_grid(table.group()))) + "\n"
-            ),
-            match.group(),
-        )
-
-    pattern = re.compile(
-        r"^\.\. BEGIN GENERATED: (\S+)$.*?^\.\. END GENERATED: \1$", re.DOTALL | re.MULTILINE
-    )
-    return pattern.sub(block, text)
+    rows = [line for line in lines if line.startswith("|")]
+    return [[line[a + 1 : b].strip() for a, b in zip(edges, edges[1:])] for line in rows]
 
 
 def _markers(name):
@@ -139,9 +123,9 @@ def _markers(name):
 def with_block(text, name, rows, columns, caption, footer="", insert_after=None, where="the page"):
     """``(new text, block)``: ``text`` with its generated block ``name`` made from ``rows``.
 
-    ``footer`` is RST placed after the table inside the block (e.g. the run's figures). A
-    block that ``text`` does not have yet is added right after the block named
-    ``insert_after``; without ``insert_after`` a missing block is an error.
+    ``footer`` is RST placed after the table inside the block (e.g. a figure). A block that
+    ``text`` does not have yet is added right after the block named ``insert_after``;
+    without ``insert_after`` a missing block is an error.
     """
     begin, end = _markers(name)
     block = f"{begin}\n\n{caption}\n\n{rst_table(rows, columns)}\n\n"
@@ -159,51 +143,7 @@ def with_block(text, name, rows, columns, caption, footer="", insert_after=None,
 
 def update_docs(name, rows, columns, caption, page=RESULTS_PAGE, footer="", insert_after=None):
     """Replaces the generated block ``name`` in ``page`` (`with_block`); returns the block."""
-    text, block = with_block(
-        page.read_text(encoding="utf-8"),
-        name,
-        rows,
-        columns,
-        caption,
-        footer,
-        insert_after,
-        where=page.name,
-    )
+    text = page.read_text(encoding="utf-8")
+    text, block = with_block(text, name, rows, columns, caption, footer, insert_after, page.name)
     page.write_text(text, encoding="utf-8")
     return block
-
-
-def _existing_page(text):
-    path = pathlib.Path(text)
-    if not path.is_file():
-        raise argparse.ArgumentTypeError(f"no such file: {text!r}")
-    return path
-
-
-def parse_args(argv=None):
-    from benchmarks.gpu import ArgumentParser
-
-    parser = ArgumentParser(
-        description="Rewrites the generated tables of a page by the "
-        "current rules (a wide table split), their figures unchanged."
-    )
-    parser.add_argument(
-        "--reflow", action="store_true", required=True, help="rewrite the page's generated tables"
-    )
-    parser.add_argument(
-        "page",
-        nargs="?",
-        type=_existing_page,
-        default=RESULTS_PAGE,
-        help="the page (default: docs/results.rst)",
-    )
-    return parser.parse_args(argv)
-
-
-def main(argv=None):
-    args = parse_args(argv)
-    args.page.write_text(reflow(args.page.read_text(encoding="utf-8")), encoding="utf-8")
-
-
-if __name__ == "__main__":
-    main()

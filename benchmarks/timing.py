@@ -1,13 +1,10 @@
-"""The benchmarks' one timing helper: wall-clock milliseconds of calls, medians and ratios.
+"""The benchmarks' one timer: wall-clock milliseconds of calls, interleaved, and their medians.
 
-Every benchmark times the same way: `elapsed_ms` wraps one call in `time.perf_counter` and
-waits for its result (TensorFlow and JAX may return before a tensor is computed, so a JAX
-array is waited for and anything else with a ``.numpy()`` method is fetched before the clock
-stops). `median_ms` repeats one call;
-`interleaved` times several runners back to back in each round, so load that drifts on a shared
-machine hits every runner of a round alike; `median_ratio` then compares runners round by round
-(the median of the per-round ratios), which cancels that drift, and `medians` summarises each
-runner's samples.
+`elapsed_ms` times one call and waits for its result (TensorFlow and JAX may return before a
+tensor is computed: a JAX array is waited for, anything else with ``.numpy()`` is fetched).
+`interleaved` times several runners back to back in each round, so that load that drifts on a
+shared machine hits every runner of a round alike; `median_ratio` then compares runners round
+by round (the median of the per-round ratios), which cancels that drift.
 
 >>> import time
 >>> samples = interleaved({"long": lambda: time.sleep(0.004), "short": lambda: None}, rounds=3)
@@ -22,17 +19,12 @@ Only the standard library is used, so importing this module does not start Tenso
 import statistics
 import time
 
-__all__ = ["elapsed_ms", "interleaved", "median_ms", "median_ratio", "medians", "wait_for"]
-
 
 def wait_for(value):
-    """Waits for every tensor in ``value`` (a JAX array, or anything with ``.numpy()``; also
-    inside lists, tuples and dicts), so the work that computes it is finished; returns
-    ``value`` unchanged."""
+    """Waits for every tensor in ``value`` (also inside lists, tuples and dicts); returns it."""
     if isinstance(value, dict):
-        for item in value.values():
-            wait_for(item)
-    elif isinstance(value, (list, tuple)):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
         for item in value:
             wait_for(item)
     elif hasattr(value, "block_until_ready"):  # a JAX array: wait, without a copy to the host
@@ -49,25 +41,16 @@ def elapsed_ms(fn):
     return 1000.0 * (time.perf_counter() - start)
 
 
-def _check_rounds(rounds):
-    if rounds < 1:
-        raise ValueError(f"rounds must be at least 1, got {rounds}")
-
-
 def median_ms(fn, rounds):
     """Median of ``rounds`` consecutive `elapsed_ms` timings of ``fn``."""
-    _check_rounds(rounds)
-    return statistics.median(elapsed_ms(fn) for _ in range(rounds))
+    return statistics.median(interleaved({"fn": fn}, rounds)["fn"])
 
 
 def interleaved(runners, rounds):
-    """Times every runner once per round, back to back in the dict's order.
-
-    ``runners`` maps names to callables; returns ``{name: [ms of round 1, round 2, ...]}``
-    (``rounds`` values each). Runners timed in the same round see the same machine load, so
-    `median_ratio` of the result is robust to load that changes between rounds.
-    """
-    _check_rounds(rounds)
+    """``{name: [ms of round 1, round 2, ...]}``: every runner of the dict ``runners`` timed
+    once per round, back to back in the dict's order."""
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, got {rounds}")
     samples = {name: [] for name in runners}
     for _ in range(rounds):
         for name, run in runners.items():
@@ -80,15 +63,17 @@ def medians(samples):
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def median_ratio(samples, base_name):
-    """``{name: median over rounds of (its time / base_name's time in the same round)}``.
+def median_ratio(samples, base):
+    """``{name: median over the rounds of its time / base's time in the same round}``."""
+    return {
+        name: statistics.median(value / b for value, b in zip(values, samples[base]))
+        for name, values in samples.items()
+    }
 
-    ``samples`` is an `interleaved` result; the base's own ratio is 1.
-    """
-    base = samples[base_name]
-    ratios = {}
-    for name, values in samples.items():
-        if len(values) != len(base):
-            raise ValueError(f"{name!r} has {len(values)} rounds, {base_name!r} has {len(base)}")
-        ratios[name] = statistics.median(value / b for value, b in zip(values, base))
-    return ratios
+
+def median_saving(samples, minuend, subtrahend, unit):
+    """The median over the rounds of ``(minuend - subtrahend) / unit``, each of one round's
+    times: what ``subtrahend`` saves against ``minuend``, in units of ``unit``'s time."""
+    return statistics.median(
+        (a - b) / u for a, b, u in zip(samples[minuend], samples[subtrahend], samples[unit])
+    )

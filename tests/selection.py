@@ -38,9 +38,10 @@ SHARED = (
 # metric and the regularizer, the import without TensorFlow, the model builders with the step
 # model, Keras's own tests of the Keras classes the package's classes stand in for (ResettableRNN,
 # ResettableCell, PhiloxDropout, TiedEmbedding) with ours in their place, training on several
-# devices, and the GPU run's rehearsal.
+# devices, the GPU run's rehearsal and the speed harness.
 WITHOUT_TENSORFLOW = (
     "benchmarks/test_gpu_run.py",
+    "benchmarks/test_speed.py",
     "losses/test_sequence_crossentropy.py",
     "metrics/test_perplexity.py",
     "regularizers/test_half_squared_norm.py",

@@ -2,7 +2,6 @@
 page's tables and figures are written by the benchmark scripts. These need no Sphinx; the site
 itself is tested by tests/test_docs.py."""
 
-import pathlib
 import re
 
 import pytest
@@ -70,57 +69,3 @@ def test_the_code_on_each_page_runs_as_written(page_name, capsys):
         if line.lstrip().startswith("print(") and "#" in line
     ]
     assert capsys.readouterr().out.splitlines() == expected
-
-
-def test_window_attention_peer_figure_gives_each_implementation_one_colour(monkeypatch, tmp_path):
-    """A peer without buffers in the right panel must not shift the others' colours there."""
-    from matplotlib.figure import Figure
-
-    benchmark = load_script("benchmarks/speed", "window_attention")
-    saved = []
-    monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: saved.append(self))
-    rows = [
-        {
-            "T": t,
-            "ours_xla_ms": 1.0,
-            "ours_xla_buffers_mib": 2.0,
-            "mha_xla_ms": 3.0,
-            "mha_xla_buffers_mib": 4.0,
-            "seq_self_attention_xla_ms": 5.0,
-            "seq_self_attention_xla_buffers_mib": "not measured: fails on JAX",
-            "output_only_xla_ms": 6.0,
-            "output_only_xla_buffers_mib": 7.0,
-        }
-        for t in (20, 100)
-    ]
-    benchmark.draw_peer_figure({"peer": rows, "peer_skipped": {}}, tmp_path / "f.png")
-    time_axes, memory_axes = saved[0].axes
-    colours = [
-        {line.get_label(): line.get_color() for line in axes.get_lines()}
-        for axes in (time_axes, memory_axes)
-    ]
-    assert len(colours[0]) == 4 and len(colours[1]) == 3
-    for label, colour in colours[1].items():
-        assert colours[0][label] == colour, label
-
-
-def test_window_attention_peer_figure_is_drawn_from_the_results(tmp_path):
-    benchmark = load_script("benchmarks/speed", "window_attention")
-    rows = [
-        {
-            "T": t,
-            "ours_xla_ms": t / 10,
-            "ours_xla_buffers_mib": t / 5,
-            "mha_xla_ms": t / 8,
-            "mha_xla_buffers_mib": "failed at T=20",
-        }
-        for t in (20, 100)
-    ]
-    path = benchmark.draw_peer_figure({"peer": rows, "peer_skipped": {}}, tmp_path / "f.png")
-    assert (tmp_path / "f.png").stat().st_size > 0 and path == tmp_path / "f.png"
-    # By default the figure goes where the results page shows it.
-    page = (REPO_ROOT / "docs" / "results.rst").read_text(encoding="utf-8")
-    assert ".. image:: images/window_attention_vs_peers.png" in page
-    assert pathlib.Path(benchmark.PEER_FIGURE) == REPO_ROOT / "docs" / "images" / (
-        "window_attention_vs_peers.png"
-    )

@@ -10,7 +10,7 @@ Exits with status 3 when ``--require-gpu yes`` and JAX's default backend is not 
 import json
 import sys
 
-from benchmarks.gpu import ArgumentParser
+from benchmarks import ArgumentParser
 
 
 def describe():

@@ -24,7 +24,8 @@ import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 
-from benchmarks.gpu import ArgumentParser, collected_ids, positive
+from benchmarks import ArgumentParser, positive
+from benchmarks.gpu import collected_ids
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 #: How many of the longest tests a summary names (what to trim when the selection outgrows
@@ -43,22 +44,9 @@ def selected_files():
 def pytest_command(targets, workers, junit, ids_file):
     """The pytest command over ``targets`` (files or test ids under the repository), which
     writes the ids of the tests it collects to ``ids_file`` (`collected_ids`)."""
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-rfE",
-        "--disable-warnings",
-        "-p",
-        "no:cacheprovider",
-        f"--junitxml={junit}",
-        "-o",
-        "junit_family=xunit2",
-        "-p",
-        collected_ids.__name__,
-        f"--collected-ids-file={ids_file}",
-    ]
+    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--disable-warnings"]
+    command += ["-p", "no:cacheprovider", f"--junitxml={junit}", "-o", "junit_family=xunit2"]
+    command += ["-p", collected_ids.__name__, f"--collected-ids-file={ids_file}"]
     if workers > 1:
         command += ["-n", str(workers), "--dist", "loadgroup"]
     return command + list(targets)
@@ -67,22 +55,9 @@ def pytest_command(targets, workers, junit, ids_file):
 def collect(files):
     """The test ids in ``files`` (paths under ``tests/``), as pytest collects them (for a
     rerun or a rehearsal, which choose their tests from them before they run)."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "--collect-only",
-            "-p",
-            "no:cacheprovider",
-            *(f"tests/{f}" for f in files),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    command = [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider"]
+    command += [f"tests/{f}" for f in files]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     ids = [line for line in done.stdout.splitlines() if "::" in line]
     if done.returncode != 0 or not ids:
         raise RuntimeError(f"collecting the layer tests failed:\n{done.stdout}\n{done.stderr}")
@@ -113,15 +88,7 @@ def run(targets, workers, seconds, junit, log, ids_file):
 def summarise(junit, collected=()):
     """Counts and failures of a pytest JUnit report, the `SLOWEST` longest tests with their
     seconds, and the ``collected`` test ids it does not report (left unrun)."""
-    summary = {
-        "passed": 0,
-        "failed": 0,
-        "errors": 0,
-        "skipped": 0,
-        "seconds": 0.0,
-        "failures": [],
-        "per_file": {},
-    }
+    summary = dict(passed=0, failed=0, errors=0, skipped=0, seconds=0.0, failures=[], per_file={})
     reported, durations = set(), []
     if pathlib.Path(junit).is_file():
         for case in ElementTree.parse(junit).getroot().iter("testcase"):
@@ -141,12 +108,8 @@ def summarise(junit, collected=()):
                     outcome = {"failure": "failed", "error": "errors"}.get(child.tag, "skipped")
                     if outcome != "skipped":
                         message = (child.get("message") or child.text or "").strip()
-                        summary["failures"].append(
-                            {
-                                "test": test_id,
-                                "message": message.splitlines()[0][:500] if message else "",
-                            }
-                        )
+                        first = message.splitlines()[0][:500] if message else ""
+                        summary["failures"].append({"test": test_id, "message": first})
                     break
             summary[outcome] += 1
             summary["seconds"] += float(case.get("time") or 0)
@@ -170,27 +133,12 @@ def rerun_targets(earlier, collected):
 
 def main(argv=None):
     parser = ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", required=True, help="the folder the results go to")
-    parser.add_argument(
-        "--seconds",
-        type=positive(float),
-        default=170.0,
-        help="the tests' time limit (default: 170)",
-    )
-    parser.add_argument(
-        "--workers", type=positive(int), default=8, help="pytest-xdist processes (default: 8)"
-    )
-    parser.add_argument(
-        "--mode",
-        choices=("full", "rehearsal"),
-        default="full",
-        help="every selected test, or the first of each file (default: full)",
-    )
-    parser.add_argument(
-        "--rerun-from",
-        help="the layer_tests.json of an earlier run: run "
-        "only the tests that failed there or that its time limit left unrun",
-    )
+    add = parser.add_argument
+    add("--out", required=True, help="the folder the results go to")
+    add("--seconds", type=positive(float), default=170.0, help="time limit (default: 170)")
+    add("--workers", type=positive(int), default=8, help="pytest-xdist processes (default: 8)")
+    add("--mode", choices=("full", "rehearsal"), default="full", help="rehearsal: a test a file")
+    add("--rerun-from", help="an earlier run's layer_tests.json: run what failed or was unrun")
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out)
     junit, log = out / "layer_tests.xml", out / "layer_tests.log"

@@ -19,9 +19,10 @@ import json
 import pathlib
 import re
 
+from benchmarks import ArgumentParser
 from benchmarks.docs_tables import RESULTS_PAGE, add_update_docs_option, update_docs
-from benchmarks.gpu import ArgumentParser
-from benchmarks.gpu.speed import FLOOR_LAYER
+from benchmarks.speed.page import draw
+from benchmarks.speed.tables import FLOOR_LAYER
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RUNS = ROOT / "benchmarks" / "results" / "gpu"
@@ -300,46 +301,22 @@ def goal_rows(runs):
 
 def draw_window_figure(rows, path=FIGURE):
     """Time per training step and XLA buffers against T, one line per variant and dtype."""
-    from matplotlib.figure import Figure
-
-    from benchmarks.speed.window_attention import label_length_axes
-
-    # One panel above the other, 8.1 inches at 90 dpi: 729 pixels wide, so that the results
-    # page's content column shows it at its own size.
-    figure = Figure(figsize=(8.1, 8.0), dpi=90)
-    time_axes, memory_axes = figure.subplots(2, 1)
     names = {
         "ours": "SlidingWindowAttention",
         "floor": "its matrix products alone",
         "mha": "MultiHeadAttention (equal weights)",
     }
-    for index, variant in enumerate(names):
-        for dtype, style in (("float32", "-"), ("mixed_bfloat16", "--")):
-            for axes, key in (
-                (time_axes, f"{variant}_ms"),
-                (memory_axes, f"{variant}_buffers_mib"),
-            ):
-                points = sorted(
-                    (row["T"], row[key])
-                    for row in rows
-                    if row.get("dtype") == dtype and isinstance(row.get(key), float)
-                )
-                if points:
-                    axes.plot(
-                        *zip(*points),
-                        style,
-                        marker="o",
-                        color=f"C{index}",
-                        label=f"{names[variant]}, {dtype}",
-                    )
-    label_length_axes(time_axes, "ms per training step", memory_axes)
-    time_axes.set_title("time per training step")
-    memory_axes.set_title("working memory of one step")
-    time_axes.legend(fontsize="x-small")
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path)
-    return path
+    lines = [
+        (index, f"{name}, {dtype}", f"{variant}_ms", f"{variant}_buffers_mib", style, subset)
+        for index, (variant, name) in enumerate(names.items())
+        for dtype, style in (("float32", "-"), ("mixed_bfloat16", "--"))
+        for subset in [[row for row in rows if row.get("dtype") == dtype]]
+    ]
+    # One panel above the other, 8.1 inches at 90 dpi: 729 pixels wide, so that the results
+    # page's content column shows it at its own size.
+    labels = ("ms per training step", "XLA buffers of a step (MiB)", "sequence length T")
+    titles = ("time per training step", "working memory of one step")
+    return draw(path, "T", lines, labels, titles, (8.1, 8.0), 90, "x-small", below=True)
 
 
 def update(runs, page=RESULTS_PAGE, figure=FIGURE):
@@ -347,14 +324,8 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
     update_docs(
         "gpu-goals",
         goal_rows(runs),
-        [
-            ("goal", "goal"),
-            ("limit", "limit"),
-            ("worst", "worst measured"),
-            ("where", "where"),
-            ("met", "met"),
-            ("why", "measured beside it"),
-        ],
+        "goal: goal; limit: limit; worst: worst measured; where: where; met: met; "
+        "why: measured beside it",
         "The GPU run's goals against the worst value the runs measured (the tables below), "
         "and, for a goal missed, what was measured beside it that says why: a floor is the "
         "same step with only its matrix products (window attention) or with the memory's "
@@ -365,21 +336,11 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
     update_docs(
         "gpu-layer-tests",
         layer_test_rows(runs),
-        [
-            ("run", "run"),
-            ("gpu", "GPU"),
-            ("versions", "versions"),
-            ("precision", "matmul precision"),
-            ("selection", "tests"),
-            ("passed", "passed"),
-            ("failed", "failed"),
-            ("skipped", "skipped"),
-            ("not_run", "not run (time limit)"),
-            ("seconds", "tests (s)"),
-            ("failures", "failures, by message"),
-            ("xla_flags", "the tests' XLA flags"),
-            ("run_seconds", "whole run (s)"),
-        ],
+        "run: run; gpu: GPU; versions: versions; precision: matmul precision; "
+        "selection: tests; passed: passed; failed: failed; skipped: skipped; "
+        "not_run: not run (time limit); seconds: tests (s); "
+        "failures: failures, by message; xla_flags: the tests' XLA flags; "
+        "run_seconds: whole run (s)",
         "The layers' tests on a GPU, Keras's JAX backend (``benchmarks/gpu/layer_tests.py``): "
         "each layer's test module (its Keras layer-protocol suites, NumPy-reference "
         "exactness tests and mechanism tests), with float32 matrix products "
@@ -396,25 +357,16 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
     update_docs(
         "gpu-window-attention",
         window,
-        [
-            ("dtype", "dtype"),
-            ("T", "T"),
-            ("ours_ms", "ours (ms)"),
-            ("floor_ms", "floor (ms)"),
-            ("mha_ms", "MHA (ms)"),
-            ("ours_over_floor", "ours / floor"),
-            ("ours_over_mha", "ours / MHA"),
-            ("ours_buffers_mib", "ours buffers (MiB)"),
-            ("mha_buffers_mib", "MHA buffers (MiB)"),
-            ("ours_share_of_peak", "ours share of peak"),
-            ("floor_share_of_peak", "floor share of peak"),
-            ("status", "not measured"),
-        ],
+        "dtype: dtype; T: T; ours_ms: ours (ms); floor_ms: floor (ms); mha_ms: MHA (ms); "
+        "ours_over_floor: ours / floor; ours_over_mha: ours / MHA; "
+        "ours_buffers_mib: ours buffers (MiB); mha_buffers_mib: MHA buffers (MiB); "
+        "ours_share_of_peak: ours share of peak; "
+        "floor_share_of_peak: floor share of peak; status: not measured",
         "One SGD training step (``jax.jit``) of `SlidingWindowAttention(window=10, "
         "attention_units=32)` followed by `Dense(300)` on [8, T, 300], against its floor (its "
         "four matrix products alone) and Keras's `keras.layers.MultiHeadAttention` with "
-        "`sliding_window` and a causal mask at equal weights (``benchmarks/gpu/speed.py``), "
-        "medians of 20 "
+        "`sliding_window` and a causal mask at equal weights (``python -m benchmarks.speed "
+        "--device gpu``), medians of 20 "
         "interleaved steps; ratios are medians of per-step ratios. Buffers: the temporary "
         "memory XLA plans for the step. Share of peak: the step's matrix-product arithmetic "
         "over its time, against the matrix-product rate of the same dtype measured in the "
@@ -430,19 +382,13 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
     update_docs(
         "gpu-window-attention-parts",
         [row for row in window if "attention_over_floor" in row],
-        [
-            ("dtype", "dtype"),
-            ("T", "T"),
-            ("ours_over_floor", "ours / floor"),
-            ("weighted_sum_over_floor", "weighted sum"),
-            ("scores_over_floor", "scores"),
-            ("attention_over_floor", "both"),
-            ("rest_over_floor", "rest"),
-        ],
+        "dtype: dtype; T: T; ours_over_floor: ours / floor; "
+        "weighted_sum_over_floor: weighted sum; scores_over_floor: scores; "
+        "attention_over_floor: both; rest_over_floor: rest",
         "Where ours spends its time above the floor on a GPU, in units of the floor's time, "
         "from the same runs: ours with parts of the attention replaced by elementwise "
-        "stand-ins that read the same inputs (``benchmarks/speed/window_attention_floor.py``"
-        "'s ``PARTS``), timed interleaved with the rows above. A part's cost is the time its "
+        "stand-ins that read the same inputs (``PARTS`` of ``benchmarks/speed/tables.py``), "
+        "timed interleaved with the rows above. A part's cost is the time its "
         "stand-in saves (the median over the rounds of (ours - ours without it) / floor); "
         "'both' replaces the weighted sum (eq. 4) and the scores (eqs. 2-3) together, and "
         "'rest' is what ours without both still costs above the floor. The parts overlap "
@@ -453,15 +399,9 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
     update_docs(
         "gpu-language-model",
         merged_rows(runs, "language_model"),
-        [
-            ("dtype", "dtype"),
-            ("variant", "variant"),
-            ("cudnn", "LSTM use_cudnn"),
-            ("median_ms", "median step (ms)"),
-            ("ratio_to_lstm", "× bare LSTM"),
-            ("share_of_peak", "share of peak"),
-            ("status", "not measured"),
-        ],
+        "dtype: dtype; variant: variant; cudnn: LSTM use_cudnn; "
+        "median_ms: median step (ms); ratio_to_lstm: × bare LSTM; "
+        "share_of_peak: share of peak; status: not measured",
         "One training step of the LSTM language model of the window-attention speed table "
         "(batch 64, 20 steps, hidden 300, 10k-word softmax), each memory variant against the "
         "bare LSTM, ``jax.jit``. Goal: at most 1.2× the bare LSTM.",
@@ -470,21 +410,15 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
     update_docs(
         "gpu-associative-memory",
         merged_rows(runs, "associative_memory"),
-        [
-            ("dtype", "dtype"),
-            ("layer", "layer"),
-            ("ms_per_time_step", "ms / time step"),
-            ("ratio_to_gru", "× GRU"),
-            ("gflop_per_step", "GFLOP/step"),
-            ("share_of_peak", "share of peak"),
-            ("status", "not measured"),
-        ],
+        "dtype: dtype; layer: layer; ms_per_time_step: ms / time step; "
+        "ratio_to_gru: × GRU; gflop_per_step: GFLOP/step; share_of_peak: share of peak; "
+        "status: not measured",
         "Training step per time step (batch 50, 100 units, T = 30, a `Dense(1)` head), "
         "`AssociativeGRU` (Keras's loop on JAX) and ``keras.layers.RNN(AssociativeGRUCell)`` "
         "with 8 copies against ``keras.layers.GRU(100)``, ``jax.jit``, medians of 20 "
         "interleaved steps. The floor row is `AssociativeGRU` with the holographic key "
         "copies, read and write replaced by elementwise stand-ins that read the same inputs "
-        "(``benchmarks/speed/associative_memory.py``'s ``holographic_stand_ins``): the loop, "
+        "(``holographic_stand_ins`` of ``benchmarks/speed/tables.py``): the loop, "
         "the key, gate and candidate products and everything between them, without the "
         "memory's permutations, reads and writes. GFLOP/step: the products with weight "
         "matrices (the memory's permutations, reads and writes left out). Goal: the AM-GRU "
@@ -494,15 +428,9 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
     update_docs(
         "gpu-snli",
         merged_rows(runs, "snli"),
-        [
-            ("dtype", "dtype"),
-            ("kind", "layer 1"),
-            ("median_ms", "median step (ms)"),
-            ("ratio_to_gru", "× GRU model"),
-            ("gflop_per_step", "GFLOP/step"),
-            ("share_of_peak", "share of peak"),
-            ("status", "not measured"),
-        ],
+        "dtype: dtype; kind: layer 1; median_ms: median step (ms); "
+        "ratio_to_gru: × GRU model; gflop_per_step: GFLOP/step; "
+        "share_of_peak: share of peak; status: not measured",
         "The SNLI model's training step (batch 50, 100 units, 8 copies, 100-d embeddings, "
         "premise 25 / hypothesis 15 tokens), layer 1 the AM-GRU or the Dual AM-GRU against "
         "the same model with a GRU, ``jax.jit``, medians of 20 interleaved steps.",
@@ -511,15 +439,9 @@ def update(runs, page=RESULTS_PAGE, figure=FIGURE):
     update_docs(
         "gpu-heap-write",
         merged_rows(runs, "heap_write"),
-        [
-            ("dtype", "dtype"),
-            ("cache_size", "K"),
-            ("heap_worst_ms", "heap, all enter (ms)"),
-            ("topk_worst_ms", "top-k, all enter (ms)"),
-            ("heap_random_ms", "heap, random (ms)"),
-            ("topk_random_ms", "top-k, random (ms)"),
-            ("status", "not measured"),
-        ],
+        "dtype: dtype; cache_size: K; heap_worst_ms: heap, all enter (ms); "
+        "topk_worst_ms: top-k, all enter (ms); heap_random_ms: heap, random (ms); "
+        "topk_random_ms: top-k, random (ms); status: not measured",
         "`HeapCacheAttention.insert` of 64 states into a full cache of K, the heap write "
         "against the top-k write: a batch that beats every cached state, and a random one.",
         page=page,

@@ -21,9 +21,9 @@
 #   3. runs the layers' exactness and protocol tests (benchmarks/gpu/layer_tests.py) with
 #      float32 matrix products at JAX's "highest" precision (layer_tests.xml, layer_tests.json,
 #      layer_tests.log);
-#   4. measures the speed tables, float32 and mixed bfloat16 (benchmarks/gpu/speed.py,
-#      speed.json), within their time budget, window attention at T = 20 and 100, with the
-#      card's matrix-product peaks;
+#   4. measures the speed tables, float32 and mixed bfloat16 (python -m benchmarks.speed
+#      --device gpu, speed.json), within their time budget, window attention at T = 20 and
+#      100, with the card's matrix-product peaks;
 #   5. measures window attention at long T (4000 and 16000; speed_long.json) in a process of
 #      its own with XLA's constant folding off: folding MultiHeadAttention's T x T causal mask
 #      at compile time takes minutes at T = 4000 (the rows measure running steps, which
@@ -50,13 +50,13 @@ python="${PYTHON:-python3}"
 # rehearsal's are enough for a 2-core CPU. GPU_RUN_LONG_LENGTHS: step 5's lengths ("" skips
 # step 5).
 if [ "$mode" = full ]; then
-  tests_s="${GPU_RUN_TESTS_S:-170}"; speed_s="${GPU_RUN_SPEED_S:-190}"; workers=16
+  tests_s="${GPU_RUN_TESTS_S:-170}"; speed_s="${GPU_RUN_SPEED_S:-190}"; workers=16; sizes=gpu
   long_s="${GPU_RUN_LONG_S:-85}"; long_lengths="${GPU_RUN_LONG_LENGTHS-4000 16000}"
   speed_args="${GPU_RUN_SPEED_ARGS---lengths 20 100}"
   # The layer tests leave out the flags of XLA's CPU compiler (tests/conftest.py).
   export TF_MEMLAYERS_TESTS_DEVICE=gpu
 else
-  tests_s="${GPU_RUN_TESTS_S:-120}"; speed_s="${GPU_RUN_SPEED_S:-240}"; workers=2
+  tests_s="${GPU_RUN_TESTS_S:-120}"; speed_s="${GPU_RUN_SPEED_S:-240}"; workers=2; sizes=tiny
   long_s="${GPU_RUN_LONG_S:-120}"; long_lengths="${GPU_RUN_LONG_LENGTHS-40}"
   speed_args="${GPU_RUN_SPEED_ARGS-}"
   # A rehearsal checks that every step runs, not how fast: XLA compiles its many small
@@ -107,20 +107,21 @@ JAX_DEFAULT_MATMUL_PRECISION=highest "$python" -m benchmarks.gpu.layer_tests \
   ${GPU_RUN_RERUN_FROM:+--rerun-from "$GPU_RUN_RERUN_FROM"} || status=1
 
 say "4. the speed tables (${speed_s}s budget)"
-# GPU_RUN_SPEED_ARGS: options of benchmarks/gpu/speed.py (--tables, --lengths; on a GPU
+# GPU_RUN_SPEED_ARGS: options of python -m benchmarks.speed (--tables, --lengths; on a GPU
 # "--lengths 20 100" unless set).
 # shellcheck disable=SC2086
-timeout -k 10 "$((speed_s + 90))" "$python" -m benchmarks.gpu.speed --sizes "$mode" \
-  --budget-s "$speed_s" --out "$out/speed.json" $speed_args \
+timeout -k 10 "$((speed_s + 90))" "$python" -m benchmarks.speed --device gpu --backend jax \
+  --sizes "$sizes" --budget-s "$speed_s" --out "$out/speed.json" $speed_args >/dev/null \
   || status=1
 
 if [ -n "$long_lengths" ]; then
   say "5. window attention at T = ${long_lengths} (${long_s}s budget, constant folding off)"
   # shellcheck disable=SC2086
   XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_disable_hlo_passes=constant_folding" \
-    timeout -k 10 "$((long_s + 90))" "$python" -m benchmarks.gpu.speed --sizes "$mode" \
-    --budget-s "$long_s" --out "$out/speed_long.json" --tables window_attention \
-    --lengths $long_lengths --peaks-from "$out/speed.json" || status=1
+    timeout -k 10 "$((long_s + 90))" "$python" -m benchmarks.speed --device gpu --backend jax \
+    --sizes "$sizes" --budget-s "$long_s" --out "$out/speed_long.json" \
+    --tables window_attention --lengths $long_lengths --peaks-from "$out/speed.json" \
+    >/dev/null || status=1
 fi
 
 say "done, status ${status}"

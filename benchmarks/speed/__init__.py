@@ -1,2 +1,3 @@
-"""Speed benchmarks: each layer against its own arithmetic and against its peers, and the
-steps of the paper models, timed on this machine (``python -m benchmarks.speed.<name>``)."""
+"""The speed tables (`benchmarks.speed.tables`), run by ``python -m benchmarks.speed`` on
+either Keras backend and any device, and their blocks of the results page
+(`benchmarks.speed.page`)."""

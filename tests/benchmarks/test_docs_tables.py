@@ -1,5 +1,7 @@
 """benchmarks/docs_tables.py: the results page's tables, split where they are too wide."""
 
+import re
+
 import pytest
 
 from tests.support import REPO_ROOT, load_script
@@ -62,19 +64,39 @@ def test_parse_grid_reads_cells_holding_a_bar(docs_tables):
     assert docs_tables.parse_grid(text)[1] == ["[re | im]", "2"]
 
 
-def test_reflow_splits_the_wide_tables_of_generated_blocks_only(docs_tables):
-    wide = docs_tables._grid([[f"h{i}" for i in range(9)], [str(i) for i in range(9)]])
-    page = (
-        f"Intro.\n\n{wide}\n\n.. BEGIN GENERATED: x\n\nCaption.\n\n{wide}\n\nAfter.\n\n"
-        ".. END GENERATED: x\n"
+def test_a_column_spec_names_each_key_and_its_header(docs_tables):
+    assert docs_tables.columns_of("a: first; b: b: its second") == [
+        ("a", "first"),
+        ("b", "b: its second"),
+    ]
+    assert docs_tables.rst_table([{"a": 1.23456}], "a: x") == docs_tables.rst_table(
+        [{"a": 1.23456}], [("a", "x")]
     )
-    reflowed = docs_tables.reflow(page)
-    before, block = reflowed.split(".. BEGIN GENERATED: x")
-    assert wide in before  # outside a generated block: left as written
-    assert wide not in block and "After." in block and "Caption." in block
-    assert docs_tables.reflow(reflowed) == reflowed
 
 
-def test_the_results_page_has_its_tables_within_the_limit(docs_tables):
+def test_a_block_is_added_after_the_named_block_then_replaced_alone(docs_tables, tmp_path):
+    """Blocks ``a`` and ``a-parts``: rewriting either, again and again, leaves one of each."""
+    page = tmp_path / "results.rst"
+    page.write_text("intro\n\n.. BEGIN GENERATED: a\n\nold\n\n.. END GENERATED: a\n\noutro\n")
+    with pytest.raises(ValueError, match="no generated block named 'b'"):
+        docs_tables.update_docs("b", [], "m: m", "caption", page=page)
+    for round_ in range(3):
+        docs_tables.update_docs("a", [{"m": f"a{round_}"}], "m: m", "A", page=page)
+        docs_tables.update_docs(
+            "a-parts", [{"m": f"p{round_}"}], "m: m", "P", page=page, footer="F", insert_after="a"
+        )
+    text = page.read_text()
+    for name in ("a", "a-parts"):
+        assert text.count(f".. BEGIN GENERATED: {name}\n") == 1
+        assert text.count(f".. END GENERATED: {name}\n") == 1
+    assert text.index("| a2 ") < text.index(".. END GENERATED: a\n") < text.index("| p2 ")
+    assert text.index("| p2 ") < text.index("F") < text.index(".. END GENERATED: a-parts")
+    assert "a1" not in text and "p1" not in text and text.endswith("outro\n")
+
+
+def test_the_results_page_has_no_table_wider_than_the_limit(docs_tables):
     page = (REPO_ROOT / "docs" / "results.rst").read_text(encoding="utf-8")
-    assert docs_tables.reflow(page) == page, "run: python -m benchmarks.docs_tables --reflow"
+    tables = re.findall(r"^\+[-+]+\+\n(?:^[|+].*\n?)+", page, re.MULTILINE)
+    assert tables and all(
+        len(docs_tables.parse_grid(t)[0]) <= docs_tables.MAX_COLUMNS for t in tables
+    )

@@ -1,6 +1,7 @@
 """The GPU run (``benchmarks/gpu/``): its rehearsal on a CPU, the layer tests' summary and
 reruns, the speed tables' time budget, and the results page written from the runs."""
 
+import ast
 import importlib.util
 import json
 import os
@@ -10,8 +11,8 @@ import sys
 
 import pytest
 
-from benchmarks.gpu import collected_ids, layer_tests, results, speed
-from benchmarks.speed.window_attention_floor import PARTS
+from benchmarks.gpu import collected_ids, layer_tests, results
+from benchmarks.speed import tables
 from tests.support import BACKEND, REPO_ROOT
 
 RUN_SH = REPO_ROOT / "benchmarks" / "gpu" / "run.sh"
@@ -87,7 +88,7 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
         tests["xla_flags"].split()
     )
     measured = json.loads((out / "speed.json").read_text(encoding="utf-8"))
-    assert measured["errors"] == {} and set(measured["tables"]) == set(speed.TABLES)
+    assert measured["errors"] == {} and set(measured["tables"]) == set(tables.GPU_TABLES)
     assert all(peak > 0 for peak in measured["peak_gflops"].values())
     # A rehearsal compiles without LLVM's optimisation passes; the GPU run as XLA chooses.
     assert "--xla_backend_optimization_level=0" in measured["device"]["xla_flags"]
@@ -98,13 +99,13 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
         for variant in ("ours", "floor", "mha"):
             assert row[f"{variant}_ms"] > 0 and row[f"{variant}_buffers_mib"] > 0
         # T = 20 is within the rehearsal's parts_max_length: each part's cost is measured.
-        for variant, (part, _) in PARTS.items():
+        for variant, (part, _) in tables.PARTS.items():
             assert row[f"{variant}_ms"] > 0 and isinstance(row[f"{part}_over_floor"], float)
         assert isinstance(row["rest_over_floor"], float)
-    assert {row["dtype"] for row in measured["tables"]["language_model"]} == set(speed.DTYPES)
-    assert [row["layer"] for row in measured["tables"]["associative_memory"]].count(
-        speed.FLOOR_LAYER
-    ) == len(speed.DTYPES)
+    dtypes = {"float32", "mixed_bfloat16"}
+    assert {row["dtype"] for row in measured["tables"]["language_model"]} == dtypes
+    layers = [row["layer"] for row in measured["tables"]["associative_memory"]]
+    assert layers.count(tables.FLOOR_LAYER) == len(dtypes)
     # Step 5: the long lengths, in their own process with XLA's constant folding off, without
     # the parts (beyond parts_max_length).
     long = json.loads((out / "speed_long.json").read_text(encoding="utf-8"))
@@ -114,7 +115,8 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     assert long["peak_gflops"] == measured["peak_gflops"]
     assert long["peak_gflops_float32_highest"] == measured["peak_gflops_float32_highest"]
     assert [(row["dtype"], row["T"]) for row in long["tables"]["window_attention"]] == [
-        (dtype, 40) for dtype in speed.DTYPES
+        ("float32", 40),
+        ("mixed_bfloat16", 40),
     ]
     for row in long["tables"]["window_attention"]:
         assert row["ours_ms"] > 0 and row["mha_ms"] > 0 and "attention_over_floor" not in row
@@ -136,9 +138,6 @@ def test_a_bad_option_is_one_line_and_status_2(tmp_path):
 @pytest.mark.parametrize(
     "script, argv, named",
     [
-        ("speed", ["--out", "x.json", "--budget-s", "-3"], "--budget-s"),
-        ("speed", ["--out", "x.json", "--lengths", "20", "ten"], "--lengths"),
-        ("speed", ["--out", "x.json", "--tables", "everything"], "--tables"),
         ("layer_tests", ["--out", ".", "--workers", "0"], "--workers"),
         ("device", ["--out", "x.json", "--require-gpu", "maybe"], "--require-gpu"),
         ("results", ["--bogus"], "--bogus"),
@@ -249,22 +248,6 @@ def test_a_rerun_takes_the_failed_and_unrun_tests_in_collection_order():
     ]
 
 
-def test_the_budget_gives_a_table_its_share_of_what_is_left(monkeypatch):
-    now = [0.0]
-    monkeypatch.setattr(speed.time, "perf_counter", lambda: now[0])
-    budget = speed.Budget(100.0, ["window_attention", "heap_write"])
-    budget.begin("window_attention")  # 0.4 / (0.4 + 0.1) of 100 s
-    now[0] = 79.0
-    assert budget.allows()
-    now[0] = 81.0
-    assert not budget.allows()
-    budget.begin("heap_write")  # what is left: 19 s, all of it
-    now[0] = 99.0
-    assert budget.allows()
-    now[0] = 100.5
-    assert not budget.allows()
-
-
 def _write_run(folder, number, speed_results, tests=None, log="", long=None):
     run = folder / f"run-{number}"
     run.mkdir(parents=True)
@@ -322,63 +305,6 @@ def test_a_later_run_replaces_rows_it_measured_and_keeps_the_others(tmp_path):
     ]
 
 
-def test_a_runs_test_row_gives_the_tests_xla_flags_and_the_whole_runs_seconds(tmp_path):
-    tests = {
-        "files": ["layers/test_a.py"],
-        "precision": "highest",
-        "passed": 3,
-        "failed": 0,
-        "errors": 0,
-        "skipped": 1,
-        "not_run": [],
-        "wall_seconds": 12.5,
-        "failures": [],
-    }
-    flagged = {**tests, "xla_flags": "--xla_gpu_autotune_level=0"}
-    log = "[run.sh full 10:00:00 +0s] 1. installing\n[run.sh full 10:07:44 +464s] done, status 0\n"
-    _write_run(tmp_path, 1, {"tables": {}, "errors": {}}, tests=tests)  # ended early
-    _write_run(tmp_path, 2, {"tables": {}, "errors": {}}, tests={**tests, "xla_flags": ""}, log=log)
-    _write_run(tmp_path, 3, {"tables": {}, "errors": {}}, tests=flagged, log=log)
-    rows = results.layer_test_rows(results.load_runs(tmp_path))
-    assert [(row["xla_flags"], row["run_seconds"]) for row in rows] == [
-        ("not recorded", None),
-        ("none", 464),
-        ("--xla_gpu_autotune_level=0", 464),
-    ]
-    assert rows[0]["seconds"] == 12.5 and rows[0]["selection"] == "1 test modules"
-
-
-def test_a_runs_long_lengths_join_its_rows_and_are_named_as_compiled_without_folding(tmp_path):
-    main = {
-        "tables": {"window_attention": [{"dtype": "float32", "T": 20, "ours_ms": 1.0}]},
-        "errors": {},
-        "device": {"xla_flags": None},
-        "settings": {"lengths": [20]},
-    }
-    long = {
-        "tables": {
-            "window_attention": [
-                {"dtype": "float32", "T": 4000, "ours_ms": 9.0},
-                {"dtype": "float32", "T": 16000, "status": "compiling mha when the run ended"},
-            ]
-        },
-        "errors": {},
-        "device": {"xla_flags": "--xla_disable_hlo_passes=constant_folding"},
-        "settings": {"lengths": [16000, 4000]},
-    }
-    _write_run(tmp_path, 1, main, long=long)
-    _write_run(tmp_path, 2, main)
-    runs = results.load_runs(tmp_path)
-    assert [len(run["speeds"]) for run in runs] == [2, 1]
-    rows = {row["T"]: row for row in results.merged_rows(runs, "window_attention")}
-    assert rows[4000]["ours_ms"] == 9.0 and rows[4000]["run"] == "run-1"
-    assert rows[16000]["status"].startswith("compiling mha")
-    assert rows[20]["run"] == "run-2"
-    text = results.folding_off_text(runs)
-    assert "run-1, T = 16000, 4000" in text and "run-2" not in text
-    assert results.folding_off_text(results.load_runs(tmp_path / "none")) == ""
-
-
 def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_missed(tmp_path):
     window = [
         {
@@ -405,7 +331,7 @@ def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_misse
     ]
     am = [
         {"dtype": "float32", "layer": "AssociativeGRU C=8", "ratio_to_gru": 2.0},
-        {"dtype": "float32", "layer": speed.FLOOR_LAYER, "ratio_to_gru": 1.8},
+        {"dtype": "float32", "layer": tables.FLOOR_LAYER, "ratio_to_gru": 1.8},
     ]
     _write_run(
         tmp_path,
@@ -423,84 +349,10 @@ def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_misse
     assert goals["LM step / bare LSTM, cell form"]["met"] == "not measured"
 
 
-def test_peaks_come_from_an_earlier_results_file_only_where_it_has_them(tmp_path):
-    peaks = {
-        "peak_gflops": {"float32": 3.0, "mixed_bfloat16": 6.0},
-        "peak_gflops_float32_highest": 1.5,
-    }
-    with_peaks, without = tmp_path / "with.json", tmp_path / "without.json"
-    with_peaks.write_text(json.dumps({"tables": {}, **peaks}), encoding="utf-8")
-    without.write_text(json.dumps({"tables": {}}), encoding="utf-8")
-    (tmp_path / "cut.json").write_text('{"peak_gflops": {"float', encoding="utf-8")
-    assert speed.earlier_peaks(with_peaks) == peaks
-    for path in (without, tmp_path / "cut.json", tmp_path / "absent.json"):
-        assert speed.earlier_peaks(path) is None
-
-
-def test_a_parts_saving_is_the_median_over_the_rounds_of_each_rounds_times():
-    samples = {"ours": [3.0, 5.0, 4.0], "part": [1.0, 1.0, 1.0], "floor": [2.0, 2.0, 4.0]}
-    # Rounds: 2 / 2, 4 / 2, 3 / 4; the medians' difference over the floor's median would be 1.5.
-    assert speed.median_saving_over(samples, "ours", "part", "floor") == 1.0
-
-
-def test_the_am_gru_floor_replaces_the_memory_only_while_active():
-    """`holographic_stand_ins`: same shapes, other values, and the AM-GRU exact again after."""
-    import numpy as np
-
-    from benchmarks.speed.associative_memory import holographic_stand_ins
-    from tf_memlayers import AssociativeGRU
-    from tf_memlayers.ops import associative_gru_step, holographic
-
-    # The Keras loop, which every AM-GRU takes on JAX (the fused loop is TensorFlow's own).
-    layer = AssociativeGRU(
-        6, num_copies=2, return_sequences=True, return_state=True, fused_loop=False
-    )
-    inputs = np.random.default_rng(0).normal(size=(2, 5, 4)).astype("float32")
-    expected = [np.asarray(x) for x in layer(inputs)]
-    originals = (
-        holographic.bounded_copies,
-        holographic.write_memory_parts,
-        associative_gru_step._read,
-    )
-    with holographic_stand_ins():
-        floor = [np.asarray(x) for x in layer(inputs)]
-    assert [x.shape for x in floor] == [x.shape for x in expected]
-    assert all(np.isfinite(x).all() for x in floor)
-    assert not np.allclose(floor[0], expected[0]) and not np.allclose(floor[-1], expected[-1])
-    with pytest.raises(RuntimeError), holographic_stand_ins():
-        raise RuntimeError("a failed trace")
-    assert (
-        holographic.bounded_copies,
-        holographic.write_memory_parts,
-        associative_gru_step._read,
-    ) == originals
-    for got, want in zip(layer(inputs), expected):
-        np.testing.assert_array_equal(np.asarray(got), want)
-
-
-def test_the_longest_constant_folding_is_read_from_the_log():
-    log = (
-        "E slow_operation_alarm.cc:140] The operation took 1m58.938722243s\n"
-        "Constant folding an instruction is taking > 1s:\n"
-        "E slow_operation_alarm.cc:140] The operation took 8.2s\n"
-        "Constant folding an instruction is taking > 2s:\n"
-    )
-    assert results.longest_constant_folding(log) == pytest.approx(118.938722243)
-    assert results.longest_constant_folding("nothing slow") is None
-
-
-def test_failures_are_grouped_by_message():
-    failures = [
-        {"test": "a", "message": "ValueError: x"},
-        {"test": "b", "message": "E: y"},
-        {"test": "c", "message": "ValueError: x"},
-    ]
-    assert results.failure_kinds(failures) == "2 × ValueError: x; 1 × E: y"
-
-
 def test_the_results_page_holds_what_the_runs_give(tmp_path):
     """The GPU blocks of docs/results.rst are what ``benchmarks.gpu.results`` writes from
-    the committed runs (rewritten into a copy of the page here)."""
+    the committed runs (rewritten into a copy of the page here): their layer tests, by
+    failure and XLA flags, the long lengths of a process of their own, constant foldings."""
     page = REPO_ROOT / "docs" / "results.rst"
     copy = tmp_path / "results.rst"
     copy.write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
@@ -527,7 +379,13 @@ def test_the_wheels_are_pinned():
 
 
 def test_the_gpu_run_needs_no_tensorflow():
-    """The GPU machine has no TensorFlow: nothing the run imports may need it."""
-    for path in (REPO_ROOT / "benchmarks" / "gpu").glob("*.py"):
-        assert "import tensorflow" not in path.read_text(encoding="utf-8"), path
+    """The GPU machine has no TensorFlow: no module the run imports imports it at its top
+    (a table's TensorFlow-only variants import it where they run)."""
+    for path in (REPO_ROOT / "benchmarks").rglob("*.py"):
+        if "papers" in path.parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+        names = [getattr(node, "module", None) or node.names[0].name for node in top]
+        assert not any(name.startswith("tensorflow") for name in names), path
     assert pathlib.Path(RUN_SH).stat().st_mode & 0o111

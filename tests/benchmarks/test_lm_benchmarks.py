@@ -9,27 +9,12 @@ import pytest
 
 from examples.language_modeling.parameter_budget import count_language_model_parameters
 from tests.support import REPO_ROOT, load_script
-from tf_memlayers.models.language_model import (
-    build_language_model,
-)
 
 
 def _load(name):
     """The benchmark script ``name``, from wherever it lives under benchmarks/."""
     (path,) = (REPO_ROOT / "benchmarks").rglob(f"{name}.py")
     return load_script(path.parent.relative_to(REPO_ROOT).as_posix(), name)
-
-
-def test_training_flops_count_every_weight_matrix_but_the_embedding():
-    from benchmarks import matmul_peak
-
-    vocab, embedding, hidden = 50, 6, 8
-    model = build_language_model(
-        vocab, units=hidden, embedding_dim=embedding, layers=2, stateful=False
-    )
-    lstm = lambda inputs: 4 * hidden * (inputs + hidden)  # noqa: E731  kernel + recurrent
-    forward_per_token = 2 * (lstm(embedding) + lstm(hidden) + hidden * vocab)
-    assert matmul_peak.weight_training_flops_per_token(model) == 3 * forward_per_token
 
 
 def test_real_data_report_keeps_rows_only_for_the_same_settings(tmp_path):
@@ -158,45 +143,6 @@ def test_equal_budget_caption_names_the_models_the_epoch_cap_stopped():
     assert equal_budget.capped_note(rows).endswith(
         "still improving: lstm (15 epochs), attention (40 epochs)."
     )
-
-
-def test_results_block_is_added_after_the_named_block_then_replaced(tmp_path):
-    docs_tables = _load("docs_tables")
-    page = tmp_path / "results.rst"
-    page.write_text("intro\n\n.. BEGIN GENERATED: a\n\nold\n\n.. END GENERATED: a\n\noutro\n")
-    columns = [("model", "model")]
-    with pytest.raises(ValueError, match="no generated block named 'b'"):
-        docs_tables.update_docs("b", [], columns, "caption", page=page)
-    docs_tables.update_docs(
-        "b", [{"model": "x"}], columns, "first", page=page, footer="FOOT", insert_after="a"
-    )
-    docs_tables.update_docs(
-        "b", [{"model": "y"}], columns, "second", page=page, footer="FOOT", insert_after="a"
-    )
-    text = page.read_text()
-    assert text.count(".. BEGIN GENERATED: b") == 1 and "first" not in text
-    a_end, b_begin = text.index(".. END GENERATED: a"), text.index(".. BEGIN GENERATED: b")
-    assert a_end < b_begin < text.index("| y ") < text.index("FOOT")
-    assert text.index("FOOT") < text.index(".. END GENERATED: b") < text.index("outro")
-
-
-def test_a_block_whose_name_begins_another_is_replaced_alone(tmp_path):
-    """Blocks ``a`` and ``a-parts``: rewriting either, again and again, leaves one of each."""
-    docs_tables = _load("docs_tables")
-    page = tmp_path / "results.rst"
-    page.write_text("intro\n\n.. BEGIN GENERATED: a\n\nold\n\n.. END GENERATED: a\n\noutro\n")
-    columns = [("model", "model")]
-    for round_ in range(3):
-        docs_tables.update_docs("a", [{"model": f"a{round_}"}], columns, "A", page=page)
-        docs_tables.update_docs(
-            "a-parts", [{"model": f"p{round_}"}], columns, "P", page=page, insert_after="a"
-        )
-    text = page.read_text()
-    for name in ("a", "a-parts"):
-        assert text.count(f".. BEGIN GENERATED: {name}\n") == 1
-        assert text.count(f".. END GENERATED: {name}\n") == 1
-    assert text.index("| a2 ") < text.index(".. END GENERATED: a\n") < text.index("| p2 ")
-    assert "a1" not in text and "p1" not in text and text.endswith("outro\n")
 
 
 def _tiny_wikitext(folder):
@@ -434,38 +380,3 @@ def test_cost_estimate_adds_up_an_epoch_and_shows_the_run_measured_minutes(tmp_p
         assert table.count("| ptb ") == table.count("| wikitext2 ") == 2
         assert table.rindex("| ptb ") < table.index("| wikitext2 ")
     assert "PTB (" in block and "WikiText-2 (" in block
-
-
-def test_throughput_with_equal_parameters_gives_every_kind_the_lstms_parameter_count():
-    throughput = _load("lm_throughput")
-    args = throughput.parse_args(
-        [
-            "--vocab",
-            "200",
-            "--hidden",
-            "40",
-            "--window",
-            "3",
-            "--ngram",
-            "2",
-            "--batch-size",
-            "2",
-            "--seq-len",
-            "4",
-            "--equal-parameters",
-        ]
-    )
-    assert args.embedding_dim == 40
-    from examples.language_modeling.memories import KINDS
-
-    hidden = throughput.widths(KINDS, args)
-    assert hidden["lstm"] == 40 and set(hidden) == set(KINDS)
-    assert len(set(hidden.values())) > 1  # the memory kinds' widths differ from the LSTM's
-    counts = {
-        kind: model.count_params() for kind, model in throughput.build_models(hidden, args).items()
-    }
-    for kind, count in counts.items():
-        assert abs(count - counts["lstm"]) <= 0.05 * counts["lstm"], (kind, counts)
-    # Without the option every kind has the LSTM's width.
-    plain = throughput.parse_args(["--hidden", "12"])
-    assert throughput.widths(KINDS, plain) == dict.fromkeys(KINDS, 12)

@@ -562,15 +562,11 @@ def test_script_exits_2_with_one_error_line(name, argv, option, message, tmp_pat
 # --- benchmarks ------------------------------------------------------------------------------
 
 BENCHMARK_BAD = [
-    ("benchmarks.speed.associative_memory", ["--rounds", "0"], "--rounds"),
-    ("benchmarks.speed.backends", ["--rounds", "0"], "--rounds"),
-    ("benchmarks.speed.backends", ["--steps", "x"], "--steps"),
-    ("benchmarks.speed.associative_memory", ["--memory-limit-gib", "-1"], "--memory-limit-gib"),
+    ("benchmarks.speed.__main__", ["--rounds", "0"], "--rounds"),
+    ("benchmarks.speed.__main__", ["--lengths", "20", "-5"], "--lengths"),
     ("benchmarks.papers.fill_last_word_real_data", ["--max-epochs", "0"], "--max-epochs"),
     ("benchmarks.papers.fill_last_word_real_data", ["--batch-size", "-4"], "--batch-size"),
     ("benchmarks.papers.fill_last_word_real_data", ["--held-out", "1"], "--held-out"),
-    ("benchmarks.speed.heap_cache", ["--sizes", "100", "0"], "--sizes"),
-    ("benchmarks.speed.heap_cache", ["--repeats", "0"], "--repeats"),
     ("benchmarks.papers.lm_equal_budget", ["--max-epochs", "0"], "--max-epochs"),
     ("benchmarks.papers.lm_equal_budget", ["--dropout", "1"], "--dropout"),
     ("benchmarks.papers.lm_equal_budget_cost", ["--steps", "0"], "--steps"),
@@ -578,10 +574,6 @@ BENCHMARK_BAD = [
     ("benchmarks.papers.lm_equal_budget_cost", ["--hidden", "-3"], "--hidden"),
     ("benchmarks.papers.lm_real_data", ["--hidden", "0"], "--hidden"),
     ("benchmarks.papers.lm_real_data", ["--seq-len", "0"], "--seq-len"),
-    ("benchmarks.speed.lm_throughput", ["--rounds", "0"], "--rounds"),
-    ("benchmarks.speed.lm_packing", ["--repeats", "0"], "--repeats"),
-    ("benchmarks.speed.lm_throughput", ["--vocab", "1"], "--vocab"),
-    ("benchmarks.speed.lm_throughput", ["--dropout", "1.5"], "--dropout"),
     ("benchmarks.papers.snli_real_data", ["--learning-rate", "nan"], "--learning-rate"),
     ("benchmarks.papers.snli_real_data", ["--units", "0"], "--units"),
     ("benchmarks.papers.snli_real_data", ["--models", "lstm"], "--models"),
@@ -589,9 +581,6 @@ BENCHMARK_BAD = [
     ("benchmarks.papers.seq2seq_autoencoding", ["--models", "lstm"], "--models"),
     ("benchmarks.papers.seq2seq_autoencoding", ["--seeds", "-1"], "--seeds"),
     ("benchmarks.papers.seq2seq_autoencoding", ["--corpus", "wmt14"], "--corpus"),
-    ("benchmarks.speed.window_attention", ["--lengths", "20", "-5"], "--lengths"),
-    ("benchmarks.speed.window_attention", ["--window", "0"], "--window"),
-    ("benchmarks.docs_tables", ["--reflow", "no_such_page.rst"], "page"),
 ]
 
 

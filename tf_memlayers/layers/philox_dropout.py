@@ -16,7 +16,8 @@ class PhiloxDropout(keras.layers.Dropout):
     that generator is slow: in the language models of `tf_memlayers.models` a dropout of 0.4
     made a training step about 1.7x slower, the masks taking about as long as the rest of the
     step. With the algorithm named (``rng_alg="philox"``, the one ``"auto_select"`` picks on
-    CPU) the same masks cost nearly nothing (``benchmarks/speed/lm_throughput.py --dropout``).
+    CPU) the same masks cost nearly nothing (``python -m benchmarks.speed --tables
+    lm_equal_parameters`` times the language models with a dropout of 0.4).
 
     Everything else is `keras.layers.Dropout`: the same arguments, the same scaling (kept
     values are divided by ``1 - rate``), masks from the layer's own seed generator, nothing

@@ -1,0 +1,34 @@
+"""The package's benchmarks, run from the repository root as modules.
+
+``python -m benchmarks.speed`` times the layers (`benchmarks.speed.tables`: each table a set of
+variants, each variant one training step built by `benchmarks.step`, timed by
+`benchmarks.timing`); ``benchmarks/gpu/run.sh`` runs the layers' tests and the same tables on
+a GPU; ``benchmarks/papers/`` reproduces the papers' experiments. Every table of the results
+page is written by `benchmarks.docs_tables` from a results file under ``benchmarks/results/``.
+"""
+
+import argparse
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """`argparse.ArgumentParser` whose errors are one line and exit status 2, importable where
+    TensorFlow is not installed (the GPU machine)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())} (see --help)\n")
+
+
+def positive(kind):
+    """An argparse type: ``kind`` (int or float) of the text, which must be above zero."""
+
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+        return value
+
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse

@@ -1,0 +1,259 @@
+"""The speed tables (`benchmarks.speed.tables`) on Keras's TensorFlow or JAX backend, on the
+CPU or a GPU; prints the results as JSON and writes them to the tables' results files.
+
+Each table's variants are timed interleaved in one process, medians of ``--rounds`` steps
+after the first runs; each step's arithmetic is compared with the machine's matrix-product
+rate, measured at the start of the same run (or by an earlier step of the same GPU run:
+``--peaks-from``). A table that would pass the run's time budget (``--budget-s``) records the
+rows it did not reach, with that reason.
+
+Usage::
+
+    python -m benchmarks.speed --tables language_model --backend jax
+    python -m benchmarks.speed --sizes tiny                # every table, in seconds each
+    python -m benchmarks.speed --from-results              # the results page, from the files
+    python -m benchmarks.speed --device gpu --backend jax --out speed.json  # a GPU run's
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchmarks import ArgumentParser, positive, results_file
+
+RESULTS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+DTYPES = ("float32", "mixed_bfloat16")
+# The share of the run's budget each table may spend before its next row is skipped.
+BUDGET_SHARES = {"window_attention": 0.4, "language_model": 0.25, "snli": 0.15}
+
+
+class Budget:
+    """The run's time budget, shared among the tables: a table may start another row while
+    the run is within its budget and the table within its share of what was left when it
+    began (`BUDGET_SHARES`, else 0.1, among the tables still to come), so that time a table
+    leaves unused goes to the later ones."""
+
+    def __init__(self, seconds, tables):
+        self.start, self.seconds = time.perf_counter(), seconds
+        self.to_come = list(tables)
+        self.table_start, self.table_seconds = self.start, seconds
+
+    def begin(self, table):
+        self.table_start = time.perf_counter()
+        left = self.seconds - (self.table_start - self.start)
+        share = lambda name: BUDGET_SHARES.get(name, 0.1)  # noqa: E731
+        self.table_seconds = left * share(table) / sum(share(t) for t in self.to_come)
+        self.to_come.remove(table)
+
+    def allows(self):
+        now = time.perf_counter()
+        return now - self.start < self.seconds and now - self.table_start < self.table_seconds
+
+
+@contextlib.contextmanager
+def dtype_policy(dtype):
+    import keras
+
+    saved = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(dtype)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(saved)
+
+
+def describe_device():
+    """Keras's backend, its versions and devices, as a results file records them."""
+    import keras
+
+    found = {"keras": keras.__version__, "backend": keras.backend.backend()}
+    found.update(cpus=os.cpu_count(), xla_flags=os.environ.get("XLA_FLAGS"))
+    if found["backend"] == "jax":
+        import jax
+
+        devices, found["jax"] = jax.devices(), jax.__version__
+        found["devices"] = [f"{device.platform}:{device.device_kind}" for device in devices]
+        found["device_memory_mib"] = (devices[0].memory_stats() or {}).get("bytes_limit")
+        found["device_memory_mib"] = (found["device_memory_mib"] or 0) / 2**20 or None
+        found["matmul_precision"] = str(jax.config.jax_default_matmul_precision)
+    else:
+        import tensorflow as tf
+
+        found["tensorflow"] = tf.__version__
+    return found
+
+
+def earlier_peaks(path):
+    """The matrix-product peaks of the results file ``path``, or None where it has none."""
+    try:
+        earlier = results_file.read(path) or {}
+    except ValueError:
+        return None
+    peaks = {key: earlier.get(key) for key in ("peak_gflops", "peak_gflops_float32_highest")}
+    return peaks if peaks["peak_gflops"] else None
+
+
+def measure_peaks(sizes, device):
+    """The matrix-product rates the shares of peak are taken against, per dtype policy:
+    float32 products at the default precision, bfloat16 products for the mixed policy."""
+    from benchmarks.step import peak_gflops
+
+    found = {"float32": peak_gflops(sizes["peak_sizes"])}
+    found["mixed_bfloat16"] = peak_gflops(sizes["peak_sizes"], dtype="bfloat16")
+    found = {"peak_gflops": found}
+    if device == "gpu":  # for reference: float32 products at full precision, without TF32
+        import jax
+
+        with jax.default_matmul_precision("highest"):
+            found["peak_gflops_float32_highest"] = peak_gflops(sizes["peak_sizes"])
+    return found
+
+
+def case_key(row):
+    return json.dumps({k: v for k, v in row.items() if not k.endswith("_buffers_mib")})
+
+
+def buffers_from_jax(name, args):
+    """XLA's buffers of every variant of table ``name``'s cases, from a child process on
+    Keras's JAX backend: ``{case key: {variant: MiB, or why not}}``."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = pathlib.Path(folder) / "buffers.json"
+        command = [sys.executable, "-m", "benchmarks.speed", *args.argv, "--tables", name]
+        command += ["--backend", "jax", "--buffers-only", "--out", str(out)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if not out.is_file():
+            print(f"{name}: no XLA buffers: {done.stderr[-300:]}", file=sys.stderr)
+            return {}
+        rows = results_file.read(out)["tables"].get(name, [])
+    suffix = "_buffers_mib"
+    return {
+        case_key(row): {k.removesuffix(suffix): v for k, v in row.items() if k.endswith(suffix)}
+        for row in rows
+    }
+
+
+def run(args):
+    """Measures ``args.tables``; writes each one's results file (``--out``: one file for
+    all) after each row."""
+    import keras
+
+    from benchmarks.speed.tables import SIZES, SKIPPED, TABLES, one_line
+
+    keras.utils.set_random_seed(0)
+    sizes = {**SIZES[args.sizes], "name": args.sizes, "dtypes": args.dtypes}
+    sizes.update({k: getattr(args, k) for k in ("rounds", "lengths") if getattr(args, k)})
+    settings = {k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items()}
+    jit = "``jax.jit``" if args.backend == "jax" else "XLA"
+    settings["step"] = f"SGD, ``stateless_call``, {jit}"
+    device = describe_device()
+    memory = device.get("device_memory_mib")
+    sizes["limit_mib"] = 0.8 * memory if memory else sizes["memory_limit_gib"] * 1024
+    sizes.update(samples=args.samples, buffers_only=args.buffers_only)
+    results = {"sizes": args.sizes, "tables_asked": args.tables, "settings": settings}
+    results.update(device=device, tables={}, errors={}, seconds={})
+    started = time.perf_counter()
+    peaks = earlier_peaks(args.peaks_from) if args.peaks_from else None
+    if peaks:
+        results.update(peaks, peaks_from=str(args.peaks_from))
+    elif not args.buffers_only:
+        results.update(measure_peaks(sizes, args.device))
+    results["peaks_seconds"] = round(time.perf_counter() - started, 1)
+
+    def write(name=None):
+        if args.out:
+            results_file.write(args.out, results)
+        elif name and args.sizes == "full" and TABLES[name].file:
+            own = {k: v for k, v in results.items() if k not in ("tables", "errors", "seconds")}
+            own["tables"] = {name: results["tables"][name]}
+            own["errors"] = {k: v for k, v in results["errors"].items() if k == name}
+            results_file.write(RESULTS / TABLES[name].file, own)
+
+    write()
+    budget = Budget(args.budget_s, args.tables)
+    for name in args.tables:
+        table, rows, gave_up, started = TABLES[name], [], {}, time.perf_counter()
+        budget.begin(name)
+
+        def progress(extra, name=name, rows=rows):
+            results["tables"][name] = rows + extra
+            write(name)
+
+        sizes["progress"] = progress
+        jax_child = table.buffers and args.backend == "tensorflow" and not args.no_buffers
+        buffers = buffers_from_jax(name, args) if jax_child else {}
+        try:
+            for case in table.cases(sizes):
+                if not budget.allows():
+                    rows.append({**case, "status": SKIPPED})
+                    continue
+                dtype = case.get("dtype", "float32")
+                peak = results.get("peak_gflops", {}).get(dtype)
+                found, gave = buffers.get(case_key(case), {}), gave_up.setdefault(dtype, {})
+                with dtype_policy(dtype):
+                    measured = table.measure(sizes, case, peak, found, gave)
+                rows.extend(measured)
+                progress([])
+                print(json.dumps(measured), file=sys.stderr, flush=True)
+        except Exception as error:  # noqa: BLE001  (one table's failure leaves the others)
+            results["errors"][name] = one_line(error)
+            print(f"{name}: {one_line(error)}", file=sys.stderr, flush=True)
+        results["tables"][name] = rows
+        results["seconds"][name] = round(time.perf_counter() - started, 1)
+        write(name)
+    return results
+
+
+def parse_args(argv=None):
+    from benchmarks.speed.tables import GPU_TABLES, SIZES, TABLES
+
+    parser = ArgumentParser(prog="python -m benchmarks.speed", description=__doc__.split("\n")[0])
+    add = parser.add_argument
+    add("--tables", nargs="+", choices=list(TABLES), help="default: all (a GPU run's on a GPU)")
+    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    add("--backend", choices=("tensorflow", "jax"), default=backend, help="Keras's backend")
+    add("--device", choices=("cpu", "gpu"), default="cpu", help="gpu: a GPU run's tables")
+    add("--sizes", choices=sorted(SIZES), help="default: full (gpu on a GPU); tiny: seconds")
+    add("--dtypes", nargs="+", choices=DTYPES, help="default: float32 (both on a GPU)")
+    add("--rounds", type=positive(int), help="timed steps per variant")
+    add("--lengths", type=positive(int), nargs="+", help="window attention's lengths T")
+    add("--budget-s", type=positive(float), default=float("inf"), help="seconds for all tables")
+    add("--peaks-from", metavar="FILE", help="take the matrix-product peaks from this file")
+    add("--out", help="one results file for all tables (default: each table's own file)")
+    add("--no-buffers", action="store_true", help="on TensorFlow, no XLA buffers from JAX")
+    add("--from-results", action="store_true", help="write docs/results.rst from the files")
+    add("--update-docs", action="store_true", help="write the results into docs/results.rst")
+    add("--samples", action="store_true", help=argparse.SUPPRESS)
+    add("--buffers-only", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--update-docs"]
+    if args.device == "gpu" and args.backend != "jax":
+        parser.error("argument --device: a GPU run is on Keras's JAX backend (--backend jax)")
+    args.sizes = args.sizes or ("gpu" if args.device == "gpu" else "full")
+    args.dtypes = args.dtypes or (list(DTYPES) if args.device == "gpu" else ["float32"])
+    default = GPU_TABLES if args.device == "gpu" else [n for n in TABLES if n != "backend_cases"]
+    args.tables = args.tables or [n for n in default if args.backend in TABLES[n].backends]
+    return args
+
+
+def main(argv=None):
+    """Exit status 1 when a table failed (its error is in the results)."""
+    args = parse_args(argv)
+    os.environ["KERAS_BACKEND"] = args.backend
+    results = None if args.from_results else run(args)
+    if results:
+        print(json.dumps(results, indent=1))
+    if args.update_docs or args.from_results:
+        from benchmarks.speed import page
+
+        page.write(args.tables, results)
+    return 1 if results and results["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

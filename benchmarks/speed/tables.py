@@ -1,0 +1,962 @@
+"""The speed tables: each a set of variants of one training step, timed against each other.
+
+A table gives its cases (a dtype, a sequence length, ...), for each case its variants (a name
+and a function that builds the variant's `benchmarks.step.Step`, or any callable to time) and
+its rows from the variants' interleaved times; ``python -m benchmarks.speed`` runs them. The
+models come from the package's layers and builders.
+"""
+
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from benchmarks import results_file, timing
+from benchmarks import step as training
+
+#: The settings of the CPU tables (``full``), of a GPU run (``gpu``) and of a check of every
+#: code path in seconds (``tiny``); options of ``python -m benchmarks.speed`` replace some.
+SIZES = {"full": dict(rounds=15, width=300, batch=8, memory_limit_gib=12.0)}
+SIZES["full"].update(lengths=(20, 100, 400, 1000, 2000), parts_max_length=100000)
+SIZES["full"].update(peer_lengths=(20, 100, 400, 1000, 2000, 4000), peak_sizes=(512, 1024, 2048))
+SIZES["full"].update(lm_vocab=10000, lm_hidden=300, lm_equal_hidden=200, lm_batch=64, lm_steps=20)
+SIZES["full"].update(am_units=100, am_batch=50, am_steps=30, am_copies=(8, 1), snli_units=100)
+SIZES["full"].update(dual_lengths=(10, 25, 50, 100, 200, 500, 1000, 2000), snli_batch=50)
+SIZES["full"].update(heap_sizes=(100, 1000, 10000, 100000), heap_batch=64, heap_step_cache=10000)
+SIZES["full"].update(wrapper_lengths=(10, 50, 200), backend_rounds=2)
+SIZES["full"].update(packing_hidden=128, packing_batch=32, packing_vocab=33278)
+SIZES["gpu"] = dict(SIZES["full"], rounds=20, lengths=(20, 100, 1000), parts_max_length=100)
+SIZES["gpu"].update(am_copies=(8,), heap_sizes=(1000, 10000), peak_sizes=(4096, 8192))
+SIZES["tiny"] = dict(SIZES["full"], rounds=2, width=16, batch=2, peak_sizes=(256,))
+SIZES["tiny"].update(lengths=(20,), peer_lengths=(20,), parts_max_length=20, backend_rounds=1)
+SIZES["tiny"].update(lm_vocab=50, lm_hidden=18, lm_equal_hidden=12, lm_batch=4, lm_steps=5)
+SIZES["tiny"].update(am_units=8, am_batch=4, am_steps=5, am_copies=(8,), snli_units=8)
+SIZES["tiny"].update(dual_lengths=(10,), snli_batch=4, heap_sizes=(16,), heap_batch=8)
+SIZES["tiny"].update(heap_step_cache=16, wrapper_lengths=(10,), packing_hidden=8)
+SIZES["tiny"].update(packing_batch=4, packing_vocab=50)
+# One variant of each memory kind and form: the code paths of all of them.
+SIZES["tiny"]["lm_variants"] = ("lstm", "window-parallel:5", "window-cell:5", "ngram-cell:4")
+SKIPPED = "not run: the run's time budget was spent"
+WINDOW, ATTENTION_UNITS = 10, 32
+
+
+def one_line(error):
+    """An exception as one line of a results file."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()] or [""]
+    return f"{type(error).__name__}: {lines[-1] if 'in user code' in lines[0] else lines[0]}"[:300]
+
+
+def normal(*shape):
+    return np.random.default_rng(0).normal(size=shape).astype("float32")
+
+
+def tokens(vocab, *shape):
+    return np.random.default_rng(0).integers(0, vocab, shape).astype("int32")
+
+
+def backend():
+    import keras
+
+    return keras.backend.backend()
+
+
+def model_of(inputs, layer, head, **call):
+    """``keras.Model(inputs, Dense(head)(layer(first input, **call)))``."""
+    import keras
+
+    first = inputs[0] if isinstance(inputs, list) else inputs
+    return keras.Model(inputs, keras.layers.Dense(head)(layer(first, **call)))
+
+
+class Table:
+    """A table of variants; a subclass gives `variants` and `rows`, and may replace `cases`.
+
+    Args:
+        file: Its results file under ``benchmarks/results/``.
+        key: The field naming a row's variant (a row per variant), or None (a row per case).
+        **options: The table's own settings (its variants, ...).
+    """
+
+    buffers = False  # whether its rows give XLA's buffers (on TensorFlow from a JAX child)
+    backends = ("tensorflow", "jax")
+
+    def __init__(self, file, key=None, **options):
+        self.file, self.key, self.options = file, key, options
+
+    def cases(self, sizes):
+        return [{"dtype": dtype} for dtype in sizes["dtypes"]]
+
+    def measure(self, sizes, case, peak, buffers, gave_up):
+        """The rows of one case: its variants built (``buffers``: their XLA buffers measured
+        apart; ``gave_up``: the variants that failed at an earlier case, with why), then
+        timed interleaved, the first runs after compiling left out."""
+        built, errors = {}, {}
+        for name, make in self.variants(sizes, case).items():
+            if name in gave_up:
+                errors[name] = gave_up[name]
+                continue
+            sizes["progress"]([{**case, "status": f"compiling {name} when the run ended"}])
+            try:
+                built[name] = make()
+            except Exception as error:  # noqa: BLE001  (recorded in the rows)
+                errors[name] = gave_up[name] = one_line(error)
+                continue
+            if isinstance(buffers.get(name), float):
+                built[name].buffers_mib = buffers[name]
+                built[name].runnable = buffers[name] <= sizes["limit_mib"]
+            if not getattr(built[name], "runnable", True):
+                gave_up[name] = f"not run: needed {built[name].buffers_mib:.0f} MiB at {case}"
+        if sizes.get("buffers_only"):
+            found = {f"{n}_buffers_mib": b.buffers_mib for n, b in built.items()}
+            found.update({f"{n}_buffers_mib": f"not measured: {e}" for n, e in errors.items()})
+            return [{**case, **found}]
+        runners = {n: getattr(b, "run", b) for n, b in built.items() if getattr(b, "runnable", 1)}
+        for run in runners.values():
+            timing.wait_for(run())
+        samples = timing.interleaved(runners, sizes["rounds"]) if runners else {}
+        rows = self.rows(sizes, case, built, samples, errors, peak)
+        for row in rows if sizes.get("samples") else ():
+            row["samples_ms"] = samples.get(row.get(self.key))
+        return rows
+
+    def long_rows(self, case, built, samples, errors, peak, flops, ratio, median="median_ms"):
+        """A row per variant: ``{**case, key: name, median, ratio, "gflop_per_step",
+        "share_of_peak"}`` and the variant's ``info`` (the ratio: to the first variant, the
+        median of the per-round ratios), or its error or unmet memory limit."""
+        rows, medians = [], timing.medians(samples)
+        ratios = timing.median_ratio(samples, next(iter(samples))) if samples else {}
+        for name in [*built, *errors]:
+            row = {**case, self.key: name, **getattr(built.get(name), "info", {})}
+            if name in samples:
+                row.update({median: medians[name], ratio: ratios[name]})
+                row.update(training.floor_columns(flops(name), medians[name], peak))
+            elif name in errors:
+                row["status"] = row["error"] = f"failed: {errors[name]}"
+            else:
+                row["status"] = f"not run: needs {built[name].buffers_mib:.0f} MiB"
+            rows.append(row)
+        return rows
+
+
+# --- the language model ---------------------------------------------------------------------
+
+#: The LM variants of the window-attention table, ``kind-form:size`` (the window of an
+#: attention kind, N of the N-gram RNN), and the memory kinds of the throughput tables.
+LM_VARIANTS = ("lstm", "window-parallel:5", "window-parallel:10", "window-cell:5")
+LM_VARIANTS += ("window-cell:10", "ngram-parallel:4", "ngram-cell:4")
+LM_KINDS = ("lstm", "attention-parallel:5", "key_value-parallel:5")
+LM_KINDS += ("key_value_predict-parallel:5", "ngram-parallel:4")
+# The pieces each attention kind splits the LSTM output into (its width must be a multiple).
+PIECES = {"lstm": 1, "window": 1, "attention": 1, "key_value": 2, "key_value_predict": 3}
+PART = "eqs (2)-(4) alone:10"
+
+
+def parse_variant(variant):
+    """``(kind, form, size)`` of an LM variant's name."""
+    kind, _, rest = variant.partition("-")
+    form, _, size = rest.partition(":")
+    if kind not in (*PIECES, "ngram") or form not in ("", "parallel", "cell"):
+        raise ValueError(f"unknown LM variant {variant!r}; e.g. {', '.join(LM_VARIANTS)}")
+    return kind, form or "parallel", int(size or 0)
+
+
+def lm_model(variant, vocab, hidden, steps, batch, dropout=0.0, embedding_dim=None):
+    """The language model of ``variant`` (`build_language_model`, not stateful): embedding,
+    LSTM, the variant's memory on top of it or around its cell, softmax logits."""
+    from tf_memlayers import NGramConcat, NGramConcatCell, SlidingWindowAttention
+    from tf_memlayers import SlidingWindowAttentionCell as WindowCell
+    from tf_memlayers.models import build_language_model
+
+    kind, form, size = parse_variant(variant)
+    mode, units = ("attention" if kind == "window" else kind), max(1, hidden // max(1, size - 1))
+    memory = {
+        ("ngram", "parallel"): lambda: NGramConcat(size, units),
+        ("ngram", "cell"): lambda: lambda cell: NGramConcatCell(cell, size, units),
+        ("attention", "parallel"): lambda: SlidingWindowAttention(window=size, mode=mode),
+        ("attention", "cell"): lambda: lambda cell: WindowCell(cell, window=size, mode=mode),
+    }.get(("ngram" if kind == "ngram" else "attention", form), lambda: None)
+    return build_language_model(
+        vocab,
+        memory() if kind != "lstm" else None,
+        units=hidden,
+        embedding_dim=embedding_dim or hidden,
+        dropout=dropout,
+        batch_size=batch,
+        sequence_length=steps,
+        stateful=False,
+    )
+
+
+def equal_parameter_hidden(variant, budget, **shape):
+    """The LSTM width, a multiple of the memory's pieces, at which ``variant``'s language
+    model has the number of weights closest to ``budget``."""
+    kind, _, size = parse_variant(variant)
+    multiple = max(1, size - 1) if kind == "ngram" else PIECES[kind]
+    count = lambda k: lm_model(variant, hidden=multiple * k, **shape).count_params()  # noqa: E731
+    low, high = 1, 2
+    while count(high) < budget:
+        low, high = high, 2 * high
+    while high - low > 1:  # count(low) < budget <= count(high)
+        middle = (low + high) // 2
+        low, high = (middle, high) if count(middle) < budget else (low, middle)
+    return multiple * min((low, high), key=lambda k: abs(count(k) - budget))
+
+
+def attention_part_model(hidden, steps, batch, window=10):
+    """Eqs (2)-(4) of the parallel form without their weight products, as the language model
+    runs them: the scores' ``tanh`` over ``[batch, steps, window, hidden]``, the window
+    softmax and the weighted sum of the values, on streams already projected (weights of the
+    model here, so that the step's gradient reaches them)."""
+    import keras
+
+    from tf_memlayers import SlidingWindowAttention
+
+    class AttentionPart(keras.layers.Layer):
+        def build(self, _):
+            self.attention = SlidingWindowAttention(window)
+            self.attention.build((batch, steps, hidden))
+            shapes = ((window + steps,), (steps,), (window,), (steps,))
+            self.streams = [self.add_weight((batch, *s, hidden), "random_normal") for s in shapes]
+            self.projection = self.add_weight((batch, steps, hidden), trainable=False)
+            ones = keras.ops.ones((batch, steps))
+            self.valid = keras.ops.concatenate([keras.ops.zeros((batch, window)), ones], 1)
+
+        def call(self, inputs):
+            context, _ = self.attention._attend_stream(*self.streams, self.valid)
+            return context * self.projection + 0 * inputs[:, :1, None]
+
+    inputs = keras.Input((steps,), batch_size=batch)
+    return keras.Model(inputs, AttentionPart()(inputs))
+
+
+class LanguageModel(Table):
+    """A training step of an LSTM language model per memory variant against the bare LSTM's:
+    ``median_ms``, ``ratio_to_lstm``, its weights, tokens/s; ``equal_parameters``: each
+    variant at the width that gives it the bare LSTM's number of weights."""
+
+    def variants(self, sizes, case):
+        import keras
+
+        vocab, batch, length = sizes["lm_vocab"], sizes["lm_batch"], sizes["lm_steps"]
+        equal = self.options.get("equal_parameters")
+        width = sizes["lm_equal_hidden" if equal else "lm_hidden"]
+        shape = dict(vocab=vocab, steps=length, batch=batch, embedding_dim=width)
+        shape["dropout"] = 0.4 if equal else 0.0
+        x, y = tokens(vocab, batch, length), tokens(vocab, batch, length + 1)[:, 1:]
+
+        def make(variant):
+            hidden = width
+            if equal and variant != "lstm":
+                budget = lm_model("lstm", hidden=width, **shape).count_params()
+                hidden = equal_parameter_hidden(variant, budget, **shape)
+            model = lm_model(variant, hidden=hidden, **shape)
+            lstm = [layer for layer in model.layers if isinstance(layer, keras.layers.LSTM)]
+            step = training.Step(
+                model, x, y, training.token_crossentropy, limit_mib=sizes["limit_mib"]
+            )
+            kind = parse_variant(variant)[0].replace("window", "attention")
+            step.info = dict(kind=kind, hidden=hidden, cudnn=lstm[0].use_cudnn if lstm else None)
+            return step
+
+        variants = sizes.get("lm_variants", self.options["variants"])
+        made = {variant: lambda v=variant: make(v) for variant in variants}
+        if self.options.get("part"):
+            made[PART] = lambda: training.Step(attention_part_model(width, length, batch), x)
+        return made
+
+    def rows(self, sizes, case, built, samples, errors, peak):
+        count = sizes["lm_batch"] * sizes["lm_steps"]
+
+        def flops(name):
+            return 0 if name == PART else training.weight_training_flops(built[name].model, count)
+
+        rows = self.long_rows(case, built, samples, errors, peak, flops, "ratio_to_lstm")
+        for row in rows:
+            if row["variant"] in built:
+                row["parameters"] = built[row["variant"]].model.count_params()
+            if "median_ms" in row and row["variant"] != PART:
+                row["tokens_per_second"] = round(count / row["median_ms"] * 1000)
+        return rows
+
+
+class Packing(Table):
+    """The plain LSTM language model's step with documents packed back to back (in-graph
+    resets, ``build_language_model(resets=True)``) against padded to segment starts."""
+
+    def variants(self, sizes, case):
+        from tf_memlayers.models import build_language_model
+
+        vocab, batch, hidden = (
+            sizes["packing_vocab"],
+            sizes["packing_batch"],
+            sizes["packing_hidden"],
+        )
+        x, y, reset = tokens(vocab, batch, 20), tokens(vocab, batch, 21)[:, 1:], np.eye(batch, 20)
+
+        def make(packed):
+            options = dict(units=hidden, embedding_dim=hidden, batch_size=batch, stateful=False)
+            model = build_language_model(vocab, resets=packed, **options)
+            inputs = {"tokens": x, "reset": reset.astype(bool)} if packed else x
+            return training.Step(model, inputs, y, training.token_crossentropy)
+
+        return {"padded": lambda: make(False), "packed": lambda: make(True)}
+
+    def rows(self, sizes, case, built, samples, errors, peak):
+        count = sizes["packing_batch"] * 20
+
+        def flops(name):
+            return training.weight_training_flops(built[name].model, count)
+
+        rows = self.long_rows(case, built, samples, errors, peak, flops, "step_ratio", "step_ms")
+        for row in rows:
+            if "step_ms" in row:
+                row["tokens_per_second"] = round(count / row["step_ms"] * 1000)
+        return rows
+
+
+# --- window attention -----------------------------------------------------------------------
+
+#: The variants of ours with parts replaced by stand-ins: ``variant: (what its saving is
+#: called in the results, the parts it replaces)``.
+PARTS = {
+    "ours_without_weighted_sum": ("weighted_sum", ("weighted_sum",)),
+    "ours_without_scores": ("scores", ("scores",)),
+    "ours_without_both": ("attention", ("weighted_sum", "scores")),
+}
+
+
+def ours_weights(width, attention_units):
+    """The weights of `SlidingWindowAttention` in ``"attention"`` mode without biases."""
+    return 2 * width * attention_units + attention_units + 2 * width * width
+
+
+def equal_weight_key_dim(width, attention_units):
+    """The ``key_dim`` of a one-head `MultiHeadAttention` (value_dim = key_dim, with biases)
+    whose weights, ``3 (width k + k) + k width + width``, come closest to ours."""
+    return round((ours_weights(width, attention_units) - width) / (4 * width + 3))
+
+
+def window_products(variant, rows, width, steps):
+    """``(rows, inner, columns)`` of the matrix products of one forward pass of a variant,
+    followed by the ``Dense(width)``; ``rows`` is batch × T."""
+    base, dense = variant.removesuffix("_no_xla"), [(rows, width, width)]
+    if base in ("ours", "floor", "output_only"):
+        ours = [(rows, width, ATTENTION_UNITS)] * 2 if base != "output_only" else []
+        return dense + ours + [(rows, width, width)] * 2
+    k = equal_weight_key_dim(width, ATTENTION_UNITS) if base == "mha" else ATTENTION_UNITS
+    # Q, K, V and the output projection; the T × T scores and their weighted sum.
+    return dense + [(rows, width, k)] * 3 + [(rows, k, width), (rows, k, steps), (rows, steps, k)]
+
+
+@contextlib.contextmanager
+def stand_ins(parts):
+    """While active, the named ``parts`` of `SlidingWindowAttention`'s sequence form are
+    replaced by elementwise stand-ins that read the same inputs and give the same shapes:
+    ``"weighted_sum"`` (eq. (4), `windows.window_weighted_sum`) and ``"scores"`` (eqs
+    (2)-(3), `WindowAttentionMechanism._window_alpha`). A step traced inside keeps them."""
+    from keras import ops
+
+    from tf_memlayers.layers.window_attention import window_attention_mechanism as mechanism
+    from tf_memlayers.ops import windows
+
+    def weighted_sum(weights, carried, steps):
+        return steps * ops.sum(weights, -1, keepdims=True) + ops.sum(carried, 1, keepdims=True)
+
+    def window_alpha(layer, window_keys, query, window_valid):
+        alpha = ops.sum(window_keys, axis=-1) + ops.sum(query, axis=-1, keepdims=True)
+        alpha = alpha + ops.sum(layer.score_vector)
+        if layer.use_bias:
+            alpha = alpha + ops.sum(layer.memory_bias)
+        if window_valid is not None:
+            alpha = alpha * ops.cast(window_valid, alpha.dtype)
+        return alpha
+
+    saved = windows.window_weighted_sum, mechanism.WindowAttentionMechanism._window_alpha
+    if "weighted_sum" in parts:
+        windows.window_weighted_sum = weighted_sum
+    if "scores" in parts:
+        mechanism.WindowAttentionMechanism._window_alpha = window_alpha
+    try:
+        yield
+    finally:
+        windows.window_weighted_sum, mechanism.WindowAttentionMechanism._window_alpha = saved
+
+
+def window_layer(variant, width):
+    """The layer of a window-attention variant (window 10, attention width 32): ``ours``
+    (and the `PARTS`), `SlidingWindowAttention`; ``floor``, its four matrix products alone
+    (eq. (2)'s projections reach the output through a cheap product of their rows, so that
+    XLA keeps them); ``output_only``, eq. (5)'s two alone; ``mha``, Keras's
+    `MultiHeadAttention` with ``sliding_window`` and a causal mask at our number of weights,
+    ``mha_width`` at our attention width."""
+    import keras
+
+    from tf_memlayers import SlidingWindowAttention
+
+    base, ops = variant.removesuffix("_no_xla"), keras.ops
+    if base in ("mha", "mha_width"):
+        size = equal_weight_key_dim(width, ATTENTION_UNITS) if base == "mha" else ATTENTION_UNITS
+        mha = keras.layers.MultiHeadAttention(1, size, sliding_window=WINDOW + 1)
+        return lambda h: mha(h, h, use_causal_mask=True)
+    if base not in ("floor", "output_only"):
+        return SlidingWindowAttention(WINDOW, attention_units=ATTENTION_UNITS)
+
+    class Products(keras.layers.Layer):
+        def build(self, shape):
+            if base == "floor":
+                self.memory_kernel = self.add_weight((shape[-1], ATTENTION_UNITS))
+                self.query_kernel = self.add_weight((shape[-1], ATTENTION_UNITS))
+            self.context_kernel = self.add_weight((shape[-1], shape[-1]))
+            self.predict_kernel = self.add_weight((shape[-1], shape[-1]))
+
+        def call(self, h):
+            out = ops.matmul(h, self.context_kernel) + ops.matmul(h, self.predict_kernel)
+            if base == "floor":
+                scores = ops.matmul(h, self.memory_kernel) * ops.matmul(h, self.query_kernel)
+                out = out + ops.sum(scores, axis=-1, keepdims=True)
+            return ops.tanh(out)
+
+    return Products()
+
+
+class WindowAttention(Table):
+    """An SGD step of each window-attention variant followed by ``Dense(width)``, per length:
+    a row per case with ``<variant>_ms``, ``ours_over_<variant>``, XLA's buffers, and what
+    each of `PARTS` saves over the floor."""
+
+    buffers = True
+
+    def cases(self, sizes):
+        lengths = sizes[self.options.get("lengths", "lengths")]
+        return [{"dtype": dtype, "T": length} for length in lengths for dtype in sizes["dtypes"]]
+
+    def variants(self, sizes, case):
+        import keras
+
+        width, batch, length = sizes["width"], sizes["batch"], case["T"]
+        names = list(self.options["variants"])
+        if self.options.get("no_xla") and backend() == "tensorflow":
+            names += [f"{name}_no_xla" for name in names]
+        if self.options.get("parts", True) and length <= sizes["parts_max_length"]:
+            names += PARTS
+
+        def make(name):
+            with stand_ins(PARTS[name][1] if name in PARTS else ()):
+                inputs = keras.Input((length, width), batch_size=batch)
+                model = model_of(inputs, window_layer(name, width), width)
+                x, jit, limit = (
+                    normal(batch, length, width),
+                    "no_xla" not in name,
+                    sizes["limit_mib"],
+                )
+                step = training.Step(model, x, jit=jit, limit_mib=limit)
+            step.info = {"weights": model.count_params() - width * (width + 1)}
+            return step
+
+        return {name: lambda name=name: make(name) for name in names}
+
+    def rows(self, sizes, case, built, samples, errors, peak):
+        row, medians = {**case, "rounds": sizes["rounds"]}, timing.medians(samples)
+        ratios = timing.median_ratio(samples, "ours") if "ours" in samples else {}
+        for name, step in built.items():
+            row[f"{name}_buffers_mib"], row[f"{name}_compile_s"] = step.buffers_mib, step.compile_s
+            row[f"{name}_weights"] = step.info["weights"]
+            row[f"{name}_ms"] = medians.get(name, f"not run: needs {step.buffers_mib or 0:.0f} MiB")
+            if name in medians and name not in PARTS:
+                count = sizes["batch"] * case["T"]
+                products = window_products(name, count, sizes["width"], case["T"])
+                found = training.floor_columns(
+                    training.training_flops(products), medians[name], peak
+                )
+                row.update({f"{name}_{k}": v for k, v in found.items()})
+        for name, error in errors.items():
+            row[f"{name}_ms"] = row[f"{name}_error"] = error
+        ours = row.get("ours_buffers_mib")
+        for name in built:
+            if name in ratios and name != "ours" and name not in PARTS:
+                row[f"ours_over_{name}"] = 1 / ratios[name]
+            if name not in ("ours", *PARTS) and ours and built[name].buffers_mib:
+                row[f"ours_memory_over_{name}"] = ours / built[name].buffers_mib
+        if "floor" in samples and all(part in samples for part in PARTS):
+            # What each part costs above the floor, in units of the floor's time: the time its
+            # stand-in saves; "rest": what ours without both still costs above the floor (the
+            # parts overlap, so the three need not add up).
+            for variant, (part, _) in PARTS.items():
+                row[f"{part}_over_floor"] = timing.median_saving(samples, "ours", variant, "floor")
+            saving = timing.median_saving(samples, "ours_without_both", "floor", "floor")
+            row["rest_over_floor"] = saving
+        return [row]
+
+
+# --- associative memory ---------------------------------------------------------------------
+
+#: The associative-memory table's floor row: `AssociativeGRU` under `holographic_stand_ins`.
+FLOOR_LAYER = "floor: AssociativeGRU C=8, memory by stand-ins"
+
+
+@contextlib.contextmanager
+def holographic_stand_ins():
+    """While active, the holographic parts of the AM-GRU step
+    (`tf_memlayers.ops.associative_gru_step`) are replaced by elementwise stand-ins that read
+    the same inputs and give the same shapes: the key's bounded permuted copies (eqs. 4,
+    9-10), the read (eq. 5) and the write (eq. 12). A step traced inside keeps the loop and
+    the key, gate and candidate products: the AM-GRU's floor without its associative memory.
+    The step is Keras's loop's (``fused_loop=False``): the fused loop has its own."""
+    from keras import ops
+
+    from tf_memlayers.ops import associative_gru_step as step_module
+    from tf_memlayers.ops import holographic
+
+    def bounded_copies(key, matrix, num_copies):
+        copies = ops.zeros((1, num_copies, 1), key.dtype)  # broadcast: a shape XLA knows
+        return tuple(half[:, None, :] + copies for half in holographic.complexify(key))
+
+    def read(copies, memory, conjugate=True):
+        parts = (ops.mean(key * part, axis=1) for key, part in zip(copies, memory))
+        return holographic.uncomplexify(*parts)
+
+    def write_memory_parts(key_re, key_im, memory_re, memory_im, value_re, value_im):
+        return memory_re + key_re * value_re[:, None], memory_im + key_im * value_im[:, None]
+
+    saved = holographic.bounded_copies, holographic.write_memory_parts, step_module._read
+    holographic.bounded_copies, holographic.write_memory_parts = bounded_copies, write_memory_parts
+    step_module._read = read
+    try:
+        yield
+    finally:
+        holographic.bounded_copies, holographic.write_memory_parts, step_module._read = saved
+
+
+class AssociativeMemory(Table):
+    """The training step per time step of the AM-GRU (the layer, the cell in Keras's RNN, on
+    TensorFlow also ``fused_loop=True``) and of its floor against ``keras.layers.GRU``."""
+
+    def variants(self, sizes, case):
+        import keras
+
+        from tf_memlayers import AssociativeGRU, AssociativeGRUCell
+
+        batch, length, units = sizes["am_batch"], sizes["am_steps"], sizes["am_units"]
+        layers = {"GRU": lambda: keras.layers.GRU(units)}
+        for c in sizes["am_copies"]:
+            layers[f"AssociativeGRU C={c}"] = lambda c=c: AssociativeGRU(units, c, fused_loop=False)
+            cell = lambda c=c: keras.layers.RNN(AssociativeGRUCell(units, c))  # noqa: E731
+            layers[f"RNN(AssociativeGRUCell) C={c}"] = cell
+            if backend() == "tensorflow":
+                fused = lambda c=c: AssociativeGRU(units, c, fused_loop=True)  # noqa: E731
+                layers[f"AssociativeGRU C={c} fused_loop"] = fused
+        layers[FLOOR_LAYER] = layers["AssociativeGRU C=8"]
+
+        def make(name):
+            with holographic_stand_ins() if name == FLOOR_LAYER else contextlib.nullcontext():
+                model = model_of(keras.Input((length, units), batch_size=batch), layers[name](), 1)
+                return training.Step(
+                    model, normal(batch, length, units), limit_mib=sizes["limit_mib"]
+                )
+
+        return {name: lambda name=name: make(name) for name in layers}
+
+    def rows(self, sizes, case, built, samples, errors, peak):
+        count = sizes["am_batch"] * sizes["am_steps"]
+
+        def flops(name):
+            return training.weight_training_flops(built[name].model, count)
+
+        rows = self.long_rows(case, built, samples, errors, peak, flops, "ratio_to_gru")
+        for row in rows:
+            if "median_ms" in row:
+                row["ms_per_time_step"] = row.pop("median_ms") / sizes["am_steps"]
+        return rows
+
+
+class DualVsWordByWord(Table):
+    """The hypothesis side's training step (10 steps) against premise length: the Dual
+    AM-GRU reading a premise memory of fixed size, the LSTM with `WordByWordAttention`
+    reading every premise output; time per step, floats read per step, XLA's buffers."""
+
+    buffers = True
+
+    def cases(self, sizes):
+        return [{"premise_length": length} for length in sizes["dual_lengths"]]
+
+    def variants(self, sizes, case):
+        import keras
+
+        from tf_memlayers import AttentionRNN, DualAssociativeGRUCell, WordByWordAttention
+
+        batch, units, length = sizes["am_batch"], sizes["am_units"], case["premise_length"]
+        x, limit = keras.Input((10, units), batch_size=batch), sizes["limit_mib"]
+
+        def dual():
+            memory = keras.Input((units * 8,), batch_size=batch)
+            state = [keras.ops.zeros_like(memory), keras.ops.zeros_like(x[:, 0]), memory]
+            layer = keras.layers.RNN(DualAssociativeGRUCell(units, num_copies=8))
+            model = model_of([x, memory], layer, 1, initial_state=state)
+            data = [normal(batch, 10, units), 0.1 * normal(batch, units * 8)]
+            return training.Step(model, data, limit_mib=limit)
+
+        def attention():
+            premise = keras.Input((length, units), batch_size=batch)
+            layer = AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(units)))
+            model = model_of([x, premise], layer, 1, memory=premise)
+            data = [normal(batch, 10, units), normal(batch, length, units)]
+            return training.Step(model, data, limit_mib=limit)
+
+        return {"dual": dual, "attention": attention}
+
+    def rows(self, sizes, case, built, samples, errors, peak):
+        batch, units, length = sizes["am_batch"], sizes["am_units"], case["premise_length"]
+        row, medians = dict(case), timing.medians(samples)
+        row.update(dual_floats_read=units * 8, attention_floats_read=units * length)
+        for name, step in built.items():
+            row[f"{name}_buffers_mib"] = step.buffers_mib
+            if name in medians:
+                row[f"{name}_ms_per_step"] = medians[name] / 10
+                # W^y (the memory kernel) acts on each premise output once per call.
+                per_row = lambda w: batch * (length if "memory_kernel" in w.path else 10)  # noqa: E731
+                flops = training.weight_training_flops(step.model, per_row)
+                found = training.floor_columns(flops, medians[name], peak)
+                row.update({f"{name}_{k}": v for k, v in found.items()})
+        for name, error in errors.items():
+            row[f"{name}_ms_per_step"] = error
+        return [row]
+
+
+class Snli(Table):
+    """The SNLI model's training step (`build_snli_model`, premise 25 / hypothesis 15 tokens)
+    with layer 1 a GRU, the AM-GRU or the Dual AM-GRU (on TensorFlow also with
+    ``fused_loop=True``, and its speed-up over Keras's loop), against the GRU model."""
+
+    def variants(self, sizes, case):
+        import keras
+
+        from tf_memlayers import AssociativeGRU, ConditionalEncoder, DualAssociativeEncoder
+        from tf_memlayers.models import build_snli_model
+
+        batch, units = sizes["snli_batch"], sizes["snli_units"]
+        data, labels = [tokens(1000, batch, 25) + 2, tokens(1000, batch, 15) + 2], tokens(3, batch)
+        firsts = {
+            "gru": lambda _: keras.layers.GRU(units, return_sequences=True, return_state=True),
+            "am_gru": lambda fused: AssociativeGRU(
+                units, fused_loop=fused, return_sequences=True, return_state=True
+            ),
+            "dual_am_gru": lambda fused: DualAssociativeEncoder(
+                units, fused_loop=fused, return_sequences=True
+            ),
+        }
+
+        def make(kind, fused=False):
+            encoder = ConditionalEncoder(
+                [firsts[kind](fused), keras.layers.GRU(units, return_state=True)]
+            )
+            model = build_snli_model(1002, encoder=encoder, embedding_dim=units)
+            limit = sizes["limit_mib"]
+            return training.Step(model, data, labels, training.label_crossentropy, limit_mib=limit)
+
+        made = {kind: lambda kind=kind: make(kind) for kind in firsts}
+        for kind in ("am_gru", "dual_am_gru") if backend() == "tensorflow" else ():
+            made[f"{kind} fused_loop"] = lambda kind=kind: make(kind, True)
+        return made
+
+    def rows(self, sizes, case, built, samples, errors, peak):
+        batch = sizes["snli_batch"]
+
+        def count(weight):
+            # The encoder's matrices every premise and hypothesis position, the Dual AM-GRU's
+            # own the hypothesis positions, the classifier's one pair per example.
+            if "/dual_associative_gru_cell/" in weight.path:
+                return batch * 15
+            return batch * 40 if weight.path.startswith("encoder/") else batch
+
+        def flops(name):
+            return training.weight_training_flops(built[name].model, count)
+
+        rows = self.long_rows(case, built, samples, errors, peak, flops, "ratio_to_gru")
+        for row in rows:
+            kind, cell = row["kind"], row["kind"].removesuffix(" fused_loop")
+            if kind != cell and kind in samples and cell in samples:
+                row["speedup"] = timing.median_ratio(samples, kind)[cell]
+        return rows
+
+
+# --- heap cache -----------------------------------------------------------------------------
+
+
+def compiled_call(layer):
+    """``layer``'s call, compiled: a ``tf.function``, or ``jax.jit`` of its stateless call."""
+    if backend() != "jax":
+        import tensorflow as tf
+
+        return tf.function(layer)
+    import jax
+
+    trainable = [v.value for v in layer.trainable_variables]
+    others = [v.value for v in layer.non_trainable_variables]
+    forward = jax.jit(lambda t, n, x: layer.stateless_call(t, n, x)[0])
+    return lambda x: forward(trainable, others, x)
+
+
+class HeapWrite(Table):
+    """`HeapCacheAttention.insert` of a batch of states of width 128 into a full cache of K
+    (the weakest K of a scored pool, ascending: a valid min-heap), the heap write against the
+    top-k write, for a batch that enters whole (``worst``) and a random one; and a read."""
+
+    def cases(self, sizes):
+        return [{"dtype": "float32", "cache_size": size} for size in sizes["heap_sizes"]]
+
+    def variants(self, sizes, case):
+        import keras
+
+        from tf_memlayers import HeapCacheAttention
+
+        batch, size, rng, made = (
+            sizes["heap_batch"],
+            case["cache_size"],
+            np.random.default_rng(0),
+            {},
+        )
+        for policy in ("heap", "topk"):
+            layer = HeapCacheAttention(size, 64, policy=policy)
+            layer.build((None, 128))
+            pool = rng.normal(size=(size + batch, 128)).astype("float32")
+            kernel, score = (
+                keras.ops.convert_to_numpy(w) for w in (layer.cache_kernel, layer.cache_score)
+            )
+            pool = pool[np.argsort((np.tanh(pool @ kernel) @ score).ravel())]
+            for name, candidates in (("worst", pool[size:]), ("random", normal(batch, 128))):
+
+                def insert(layer=layer, full=pool[:size], candidates=candidates):
+                    layer.cache.assign(full)
+                    return layer.insert(candidates)
+
+                made[f"{policy}_{name}"] = lambda insert=insert: insert
+            read, states = compiled_call(layer), keras.ops.convert_to_tensor(normal(batch, 128))
+            made[f"{policy}_read"] = lambda read=read, states=states: lambda: read(states)
+        return made
+
+    def rows(self, sizes, case, built, samples, errors, peak):
+        medians = timing.medians(samples)
+        row = {**case, **{f"{name}_ms": ms for name, ms in medians.items()}}
+        row.update({f"{name}_ms": error for name, error in errors.items()})
+        for name in ("worst", "random"):
+            if f"heap_{name}" in medians and f"topk_{name}" in medians:
+                row[f"heap_over_topk_{name}"] = medians[f"heap_{name}"] / medians[f"topk_{name}"]
+        return [row]
+
+
+class HeapStep(Table):
+    """The last-word model's training step (LSTM 128 over 40 steps, attention pooling,
+    vocabulary 10k) without a cache, reading a cache, and reading and writing it."""
+
+    backends = ("tensorflow",)  # the cache is written by TensorFlow's training step
+
+    def cases(self, sizes):
+        return [{"dtype": "float32"}]
+
+    def variants(self, sizes, case):
+        import keras
+        import tensorflow as tf
+
+        from tf_memlayers import AttentionPooling, HeapCacheAttention
+        from tf_memlayers.models import build_fill_last_word_model
+        from tf_memlayers.models.fill_last_word import PAPER_ATTENTION_UNITS as UNITS
+
+        batch, cache = sizes["heap_batch"], sizes["heap_step_cache"]
+        x, y = tokens(10000, batch, 40) + 1, tokens(9999, batch) + 1
+        x[:, :10] = 0
+
+        def make(name):
+            size = cache if "cache" in name else None
+            model = build_fill_last_word_model(
+                10000,
+                pooling=AttentionPooling(UNITS),
+                cache=HeapCacheAttention(size, UNITS) if size else None,
+                embedding_dim=50,
+            )
+            if size:
+                model.get_layer("cache_attention").cache.assign(normal(cache, 128))
+            step = training.Step(
+                keras.Model(model.inputs, model.outputs), x, y, training.token_crossentropy
+            )
+            if "write" not in name:
+                return step
+            write = tf.function(lambda: model.write_caches(tf.constant(x)))
+            runner = lambda: (step.run(), write())[0]  # noqa: E731
+            runner.model = step.model
+            return runner
+
+        names = ("no cache", "cache read", "cache read + heap write")
+        return {name: lambda name=name: make(name) for name in names}
+
+    def rows(self, sizes, case, built, samples, errors, peak):
+        batch, cache = sizes["heap_batch"], sizes["heap_step_cache"]
+        per_layer = {
+            "encoder": batch * 40,
+            "attention_pooling": batch * 40,
+            "cache_attention": cache,
+        }
+
+        def flops(name):
+            per_row = lambda w: per_layer.get(w.path.split("/")[0], batch)  # noqa: E731
+            return training.weight_training_flops(built[name].model, per_row)
+
+        return self.long_rows(case, built, samples, errors, peak, flops, "ratio_to_no_cache")
+
+
+# --- attention over a memory, and the backends ----------------------------------------------
+
+
+class AttentionWrapperTable(Table):
+    """An LSTM cell's training step (100 units, 20 steps, batch 32, ``Dense(3)`` on its last
+    output) wrapped to attend over a memory of L vectors, against the bare cell."""
+
+    def cases(self, sizes):
+        return [{"memory_length": length} for length in sizes["wrapper_lengths"]]
+
+    def variants(self, sizes, case):
+        import keras
+
+        from tf_memlayers import AttentionRNN, AttentionWrapper, WordByWordAttention
+
+        wrappers = {
+            "LSTMCell": None,
+            "Luong dot, no input feeding": dict(score="dot", input_feeding=False),
+            "Luong general, input feeding": dict(score="general"),
+            "RNNsearch (additive, before)": dict(score="additive", position="before"),
+            "WordByWordAttention": WordByWordAttention,
+        }
+
+        def make(wrap):
+            cell, sequences = keras.layers.LSTMCell(100), keras.Input((20, 100), batch_size=32)
+            inputs, data = [sequences], [normal(32, 20, 100)]
+            if wrap is None:
+                model = model_of(sequences, keras.layers.RNN(cell), 3)
+            else:
+                inputs.append(keras.Input((case["memory_length"], 100), batch_size=32))
+                data.append(normal(32, case["memory_length"], 100))
+                cell = wrap(cell) if callable(wrap) else AttentionWrapper(cell, **wrap)
+                model = model_of(inputs, AttentionRNN(cell), 3, memory=inputs[1])
+            step = training.Step(model, data)
+            step.info = {"weights": model.count_params()}
+            return step
+
+        return {name: lambda w=wrap: make(w) for name, wrap in wrappers.items()}
+
+    def rows(self, sizes, case, built, samples, errors, peak):
+        return self.long_rows(case, built, samples, errors, peak, lambda name: 0, "ratio_to_cell")
+
+
+BACKEND_CASES = {
+    "window": "SlidingWindowAttention(window=10, key_value_predict), [8, 400, 300]",
+    "am_gru": "AssociativeGRU(100, copies=8), Keras's loop, [50, 30, 100]",
+    "am_gru_fused": "AssociativeGRU(100, copies=8, fused_loop=True), [50, 30, 100]",
+    "gru": "keras.layers.GRU(100), [50, 30, 100]",
+}
+
+
+class BackendCases(Table):
+    """The training steps the backends table compares, on the current backend."""
+
+    def variants(self, sizes, case):
+        import keras
+
+        from tf_memlayers import AssociativeGRU, SlidingWindowAttention
+
+        def make(name):
+            shape = (8, 400, 300) if name == "window" else (50, 30, 100)
+            layer = {
+                "window": lambda: SlidingWindowAttention(
+                    10, mode="key_value_predict", attention_units=32
+                ),
+                "gru": lambda: keras.layers.GRU(100, return_sequences=True),
+            }.get(
+                name,
+                lambda: AssociativeGRU(100, 8, return_sequences=True, fused_loop="fused" in name),
+            )
+            model = model_of(keras.Input(shape[1:], batch_size=shape[0]), layer(), 1)
+            return training.Step(model, normal(*shape))
+
+        names = [name for name in BACKEND_CASES if backend() == "tensorflow" or "fused" not in name]
+        return {name: lambda name=name: make(name) for name in names}
+
+    def rows(self, sizes, case, built, samples, errors, peak):
+        def flops(name):  # every weight matrix multiplies each of the batch × time vectors
+            count = 8 * 400 if name == "window" else 50 * 30
+            return training.weight_training_flops(built[name].model, count)
+
+        return self.long_rows(case, built, samples, errors, peak, flops, "ratio")
+
+
+class Backends(Table):
+    """`BackendCases` on Keras's TensorFlow and JAX backends: child processes of each,
+    alternately (tf, jax, tf, ...), so that load that changes over the run hits both alike;
+    per case and backend the median over every child's steps."""
+
+    def cases(self, sizes):
+        return [{}]
+
+    def measure(self, sizes, case, peak, buffers, gave_up):
+        samples, peaks, flops = {}, [], {}
+        with tempfile.TemporaryDirectory() as folder:
+            for _ in range(sizes["backend_rounds"]):
+                for name in ("tensorflow", "jax"):
+                    out = os.path.join(folder, f"{name}.json")
+                    command = [sys.executable, "-m", "benchmarks.speed", "--samples", "--out", out]
+                    command += ["--tables", "backend_cases", "--backend", name, "--sizes"]
+                    command += [sizes["name"], "--rounds", str(sizes["rounds"])]
+                    done = subprocess.run(command, capture_output=True, text=True, check=False)
+                    if done.returncode:
+                        raise RuntimeError(f"the {name} child failed: {done.stderr[-300:]}")
+                    report = results_file.read(out)
+                    peaks.append(report["peak_gflops"]["float32"])
+                    for row in report["tables"]["backend_cases"]:
+                        samples.setdefault((row["case"], name), []).extend(row["samples_ms"])
+                        flops[row["case"]] = row["gflop_per_step"] * 1e9
+        peak, rows = float(np.median(peaks)), []
+        for name, description in BACKEND_CASES.items():
+            row = {"case": name, "description": description, "gflop_per_step": flops[name] / 1e9}
+            for side in ("tensorflow", "jax"):
+                values = samples.get((name, side))
+                row[f"{side}_ms"] = float(np.median(values)) if values else None
+                share = values and training.floor_columns(flops[name], row[f"{side}_ms"], peak)
+                row[f"{side}_share_of_peak"] = share["share_of_peak"] if share else None
+            both = row["tensorflow_ms"] and row["jax_ms"]
+            row["jax_over_tensorflow"] = row["jax_ms"] / row["tensorflow_ms"] if both else None
+            rows.append({**row, "peak_gflops": round(peak, 1)})
+        return rows
+
+
+#: The tables, by their name on the command line and in a results file's ``tables``.
+TABLES = {
+    "window_attention": WindowAttention(
+        "window_attention_floor.json", variants=("ours", "floor", "mha")
+    ),
+    "window_peers": WindowAttention(
+        "window_attention_peers.json",
+        variants=("ours", "mha_width", "output_only"),
+        lengths="peer_lengths",
+        parts=False,
+        no_xla=True,
+    ),
+    "language_model": LanguageModel(
+        "window_attention_lm.json", "variant", variants=LM_VARIANTS, part=True
+    ),
+    "lm_kinds": LanguageModel("lm_throughput.json", "variant", variants=LM_KINDS),
+    "lm_equal_parameters": LanguageModel(
+        "lm_throughput_equal_parameters.json", "variant", variants=LM_KINDS, equal_parameters=True
+    ),
+    "packing": Packing("lm_packing.json", "layout"),
+    "associative_memory": AssociativeMemory("associative_memory.json", "layer"),
+    "dual_vs_word_by_word": DualVsWordByWord("dual_vs_word_by_word.json"),
+    "snli": Snli("snli_step.json", "kind"),
+    "heap_write": HeapWrite("heap_cache.json"),
+    "heap_step": HeapStep("heap_cache_step.json", "model"),
+    "attention_wrapper": AttentionWrapperTable("attention_wrapper.json", "variant"),
+    "backends": Backends("backends.json"),
+    "backend_cases": BackendCases(None, "case"),
+}
+#: The tables of a GPU run.
+GPU_TABLES = ("window_attention", "language_model", "associative_memory", "snli", "heap_write")

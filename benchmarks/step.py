@@ -1,0 +1,172 @@
+"""The benchmarks' one training step, and the arithmetic that measures its distance to the
+machine's matrix-product rate.
+
+`Step` compiles one SGD step of a built `keras.Model` on its `keras.Model.stateless_call`, on
+Keras's backend: ``jax.jit`` on JAX (the weights donated, so updated in place) and
+``tf.function(jit_compile=True)`` on TensorFlow; every table's variants differ only in their
+models. `peak_gflops` measures the machine's matrix-product rate in the calling process, and
+`floor_columns` gives a step's arithmetic and its share of that rate.
+"""
+
+import time
+
+import numpy as np
+
+from benchmarks import timing
+
+LEARNING_RATE = 1e-3
+
+
+def mean_square(outputs, targets):
+    """The loss of a layer's step: the mean square of its outputs (``targets`` unused)."""
+    from keras import ops
+
+    return ops.mean(ops.square(ops.cast(outputs, "float32")))
+
+
+def token_crossentropy(logits, targets):
+    """A language model's loss: cross-entropy of the logits against the next tokens."""
+    from keras import ops
+
+    logits = ops.cast(logits, "float32")
+    return ops.mean(ops.sparse_categorical_crossentropy(targets, logits, from_logits=True))
+
+
+def label_crossentropy(probabilities, labels):
+    """A classifier's loss: cross-entropy of its softmax output against the labels."""
+    from keras import ops
+
+    probabilities = ops.cast(probabilities, "float32")
+    return ops.mean(ops.sparse_categorical_crossentropy(labels, probabilities))
+
+
+class Step:
+    """One compiled SGD step (``w - 1e-3 g``) of a built `keras.Model`, on Keras's backend.
+
+    Compiling happens here (on TensorFlow by a first run), so that on JAX the temporary
+    buffers XLA plans for the step are known before it runs; `run` runs one step.
+
+    Args:
+        model: A built `keras.Model`.
+        inputs: The model's inputs (arrays), converted to tensors once.
+        targets: The loss's second argument. Default: `None`.
+        loss: Callable ``(outputs, targets) -> scalar``. Default: `mean_square`.
+        jit: Boolean, whether TensorFlow compiles the step with XLA (JAX always does).
+        limit_mib: Optional float: a step whose planned buffers exceed it is not run
+            (``runnable`` is False).
+    """
+
+    def __init__(self, model, inputs, targets=None, loss=mean_square, jit=True, limit_mib=None):
+        import keras
+
+        started = time.perf_counter()
+        self.model = model
+        convert = keras.ops.convert_to_tensor
+        self.data = keras.tree.map_structure(convert, (inputs, 0 if targets is None else targets))
+        # Copies: JAX updates the step's weights in place, the model's stay as they were.
+        self.state = [
+            [keras.ops.copy(v.value) for v in model.trainable_variables],
+            [keras.ops.copy(v.value) for v in model.non_trainable_variables],
+        ]
+
+        def loss_of(trainable, non_trainable, inputs, targets):
+            outputs, non_trainable = model.stateless_call(
+                trainable, non_trainable, inputs, training=True
+            )
+            return loss(outputs, targets), non_trainable
+
+        def update(trainable, grads):
+            return [
+                w if g is None else w - LEARNING_RATE * convert(g, w.dtype)
+                for w, g in zip(trainable, grads)
+            ]
+
+        self.buffers_mib = None
+        if keras.backend.backend() == "jax":
+            import jax
+
+            def step(trainable, non_trainable, inputs, targets):
+                (value, non_trainable), grads = jax.value_and_grad(loss_of, has_aux=True)(
+                    trainable, non_trainable, inputs, targets
+                )
+                return value, update(trainable, grads), non_trainable
+
+            lowered = jax.jit(step, donate_argnums=(0, 1)).lower(*self.state, *self.data)
+            self.compiled = lowered.compile()
+            analysis = self.compiled.memory_analysis()
+            if analysis is not None:
+                self.buffers_mib = analysis.temp_size_in_bytes / 2**20
+        else:
+            import tensorflow as tf
+
+            def step(trainable, non_trainable, inputs, targets):
+                with tf.GradientTape() as tape:
+                    tape.watch(trainable)
+                    value, non_trainable = loss_of(trainable, non_trainable, inputs, targets)
+                grads = tape.gradient(value, trainable)  # dense: an embedding's are slices
+                grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
+                return value, update(trainable, grads), non_trainable
+
+            self.compiled = tf.function(step, jit_compile=jit)
+        over = limit_mib is not None and (self.buffers_mib or 0) > limit_mib
+        self.runnable = not over
+        if self.runnable and keras.backend.backend() != "jax":
+            timing.wait_for(self.compiled(*self.state, *self.data))  # traces and compiles
+        self.compile_s = time.perf_counter() - started
+
+    def run(self):
+        """Runs one step; returns its loss."""
+        loss, *self.state = self.compiled(*self.state, *self.data)
+        return loss
+
+
+def weight_training_flops(model, rows):
+    """Operations of one step's products with ``model``'s weight matrices (its 2-D trainable
+    weights, the embedding and biases left out): 6 × each matrix's parameters (forward 2,
+    backward 4) × the rows it multiplies, ``rows(weight)`` or ``rows`` (an integer: the
+    batch times the time steps). Products without weights are left out."""
+    count = rows if callable(rows) else (lambda weight: rows)
+    return 6 * sum(
+        int(np.prod(w.shape)) * int(count(w))
+        for w in model.trainable_weights
+        if len(w.shape) == 2 and "embedding" not in w.path and not w.path.endswith("bias")
+    )
+
+
+def training_flops(products):
+    """Operations of the forward and backward passes of ``products``, ``(rows, inner,
+    columns)`` each: a product's backward pass is two of its size."""
+    return 3 * sum(2 * rows * inner * columns for rows, inner, columns in products)
+
+
+def floor_columns(flops, milliseconds, peak):
+    """``{"gflop_per_step", "share_of_peak"}`` of a step of ``flops`` operations timed at
+    ``milliseconds``, against the matrix-product rate ``peak`` (GFLOP/s)."""
+    return {"gflop_per_step": flops / 1e9, "share_of_peak": flops / (milliseconds * 1e6) / peak}
+
+
+def peak_gflops(sizes=(512, 1024, 2048), rounds=7, dtype="float32"):
+    """The best GFLOP/s of compiled square matrix products of ``dtype`` on Keras's backend
+    (``sizes``: the sides tried; ``rounds``: timed products of each, their median counts).
+    On JAX at its default precision (on an NVIDIA GPU a float32 product runs in TF32, as the
+    layers' own do)."""
+    import keras
+
+    rng = np.random.default_rng(0)
+    rates = []
+    for size in sizes:
+        a, b = (rng.normal(size=(size, size)).astype("float32") for _ in range(2))
+        if keras.backend.backend() == "jax":
+            import jax
+            import jax.numpy as jnp
+
+            a, b, product = jnp.asarray(a, dtype), jnp.asarray(b, dtype), jax.jit(jnp.matmul)
+        else:
+            import tensorflow as tf
+
+            a, b = tf.cast(a, dtype), tf.cast(b, dtype)
+            product = tf.function(tf.matmul, jit_compile=True)
+        timing.wait_for(product(a, b))
+        milliseconds = timing.median_ms(lambda a=a, b=b, p=product: p(a, b), rounds)
+        rates.append(2 * size**3 / (milliseconds * 1e6))
+    return max(rates)

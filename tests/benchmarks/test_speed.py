@@ -1,0 +1,230 @@
+"""The speed harness (``python -m benchmarks.speed``): its training step, its tables' models
+and arithmetic, its command line, and the results page written from its results files."""
+
+import json
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from benchmarks import step as training
+from benchmarks.speed import page, tables
+from benchmarks.speed.__main__ import Budget, earlier_peaks, parse_args
+from tests.support import REPO_ROOT, tensorflow_only
+
+PAGE = REPO_ROOT / "docs" / "results.rst"
+
+
+def test_a_step_is_one_sgd_step_of_the_models_loss_and_its_weights_stay_apart():
+    model = keras.Sequential([keras.Input((3,), batch_size=4), keras.layers.Dense(2)])
+    kernel, bias = (keras.ops.convert_to_numpy(w) for w in model.weights)
+    x = np.random.default_rng(0).normal(size=(4, 3)).astype("float32")
+    step = training.Step(model, x)
+    for _ in range(2):
+        y = x @ kernel + bias
+        loss = float(step.run())
+        np.testing.assert_allclose(loss, np.mean(y**2), rtol=1e-5)
+        gradient = 2 * y / y.size  # of the mean square over the outputs
+        kernel, bias = kernel - 1e-3 * x.T @ gradient, bias - 1e-3 * gradient.sum(0)
+        for got, want in zip(step.state[0], (kernel, bias)):
+            np.testing.assert_allclose(keras.ops.convert_to_numpy(got), want, rtol=1e-5)
+    # The model's own weights are where they started: the step carries its copy.
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(model.weights[1]), np.zeros(2))
+
+
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="XLA's buffers are read on JAX")
+def test_the_steps_buffers_grow_with_the_length_and_a_limit_keeps_it_from_running():
+    def step(length, limit=None):
+        model = tables.model_of(keras.Input((length, 8), batch_size=2), keras.layers.GRU(8), 1)
+        return training.Step(model, tables.normal(2, length, 8), limit_mib=limit)
+
+    short, long = step(8), step(256)
+    assert 0 < short.buffers_mib < long.buffers_mib and short.runnable
+    assert not step(256, limit=long.buffers_mib / 2).runnable
+
+
+def test_flops_count_every_weight_matrix_but_the_embedding_and_three_products_per_product():
+    from tf_memlayers.models import build_language_model
+
+    model = build_language_model(50, units=8, embedding_dim=6, layers=2, stateful=False)
+    lstm = lambda inputs: 4 * 8 * (inputs + 8)  # noqa: E731  kernel + recurrent kernel
+    assert training.weight_training_flops(model, 1) == 6 * (lstm(6) + lstm(8) + 8 * 50)
+    assert training.training_flops([(2, 3, 4), (1, 1, 1)]) == 3 * (48 + 2)
+
+
+@pytest.mark.parametrize(
+    "variant, memory",
+    [("window-parallel:5", "SlidingWindowAttention"), ("ngram-cell:4", "NGramConcatCell")],
+)
+def test_an_lm_variant_puts_its_memory_on_the_lstm_or_around_its_cell(variant, memory):
+    model = tables.lm_model(variant, vocab=20, hidden=6, steps=4, batch=2)
+    names = [type(getattr(layer, "cell", layer)).__name__ for layer in model.layers]
+    assert memory in names, names
+    with pytest.raises(ValueError, match="unknown LM variant 'window-sideways:5'"):
+        tables.parse_variant("window-sideways:5")
+
+
+def test_equal_parameters_give_each_kind_the_width_closest_to_the_lstms_count():
+    shape = dict(vocab=60, steps=4, batch=2, embedding_dim=10)
+    budget = tables.lm_model("lstm", hidden=10, **shape).count_params()
+    hidden = tables.equal_parameter_hidden("key_value-parallel:5", budget, **shape)
+    assert hidden % 2 == 0
+    counts = {
+        h: tables.lm_model("key_value-parallel:5", hidden=h, **shape).count_params()
+        for h in (hidden - 2, hidden, hidden + 2)
+    }
+    assert min(counts, key=lambda h: abs(counts[h] - budget)) == hidden
+
+
+def test_the_window_peer_has_our_weights_and_the_floor_our_products():
+    assert tables.equal_weight_key_dim(300, 32) == 165  # 198,795 weights against our 199,232
+    counts = {}
+    for variant in ("ours", "floor", "mha"):
+        layer = tables.window_layer(variant, 300)
+        model = keras.Model(inputs := keras.Input((5, 300)), layer(inputs))
+        counts[variant] = model.count_params()
+    assert counts["ours"] == tables.ours_weights(300, 32) == 199232
+    assert abs(counts["mha"] - counts["ours"]) < (4 * 300 + 3) / 2
+    assert counts["floor"] == counts["ours"] - 32  # its four kernels, no score vector
+
+
+def test_the_stand_ins_replace_their_parts_only_while_active():
+    from tf_memlayers import AssociativeGRU, SlidingWindowAttention
+
+    x = np.random.default_rng(0).normal(size=(2, 7, 8)).astype("float32")
+    window = SlidingWindowAttention(window=3, attention_units=4, use_bias=True)
+    am_gru = AssociativeGRU(6, num_copies=2, return_sequences=True, fused_loop=False)
+    expected = [np.asarray(window(x)), np.asarray(am_gru(x))]
+    for parts in ([("weighted_sum",)], [("scores",)], [("weighted_sum", "scores")]):
+        with tables.stand_ins(parts[0]):
+            replaced = np.asarray(window(x))
+        assert replaced.shape == expected[0].shape and not np.allclose(replaced, expected[0])
+    with tables.holographic_stand_ins():
+        floor = np.asarray(am_gru(x))
+    assert floor.shape == expected[1].shape and np.isfinite(floor).all()
+    assert not np.allclose(floor, expected[1])
+    with pytest.raises(RuntimeError), tables.stand_ins(("scores",)), tables.holographic_stand_ins():
+        raise RuntimeError("a failed trace")
+    np.testing.assert_array_equal(np.asarray(window(x)), expected[0])
+    np.testing.assert_array_equal(np.asarray(am_gru(x)), expected[1])
+
+
+def test_the_budget_gives_a_table_its_share_of_what_is_left(monkeypatch):
+    from benchmarks.speed import __main__ as speed
+
+    now = [0.0]
+    monkeypatch.setattr(speed.time, "perf_counter", lambda: now[0])
+    budget = Budget(100.0, ["window_attention", "heap_write"])
+    budget.begin("window_attention")  # 0.4 / (0.4 + 0.1) of 100 s
+    now[0] = 79.0
+    assert budget.allows()
+    now[0] = 81.0
+    assert not budget.allows()
+    budget.begin("heap_write")  # what is left: 19 s, all of it
+    now[0] = 100.5
+    assert not budget.allows()
+
+
+def test_peaks_come_from_an_earlier_results_file_only_where_it_has_them(tmp_path):
+    peaks = {"peak_gflops": {"float32": 3.0}, "peak_gflops_float32_highest": 1.5}
+    (tmp_path / "with.json").write_text(json.dumps({"tables": {}, **peaks}))
+    (tmp_path / "without.json").write_text(json.dumps({"tables": {}}))
+    (tmp_path / "cut.json").write_text('{"peak_gflops": {"float')
+    assert earlier_peaks(tmp_path / "with.json") == peaks
+    for name in ("without", "cut", "absent"):
+        assert earlier_peaks(tmp_path / f"{name}.json") is None
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["--rounds", "0"], "--rounds"),
+        (["--tables", "all"], "--tables"),
+        (["--lengths", "20", "x"], "--lengths"),
+        (["--device", "gpu", "--backend", "tensorflow"], "--device"),
+    ],
+)
+def test_a_bad_option_is_one_line_and_status_2(argv, named, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(argv)
+    error = capsys.readouterr().err
+    assert exit_.value.code == 2 and error.count("\n") == 1 and named in error, error
+
+
+def test_the_defaults_are_every_table_of_the_backend_or_a_gpu_runs():
+    assert parse_args(["--backend", "jax"]).tables == [
+        name
+        for name, table in tables.TABLES.items()
+        if "jax" in table.backends and name != "backend_cases"
+    ]
+    gpu = parse_args(["--device", "gpu", "--backend", "jax"])
+    assert (gpu.tables, gpu.sizes, gpu.dtypes) == (
+        list(tables.GPU_TABLES),
+        "gpu",
+        ["float32", "mixed_bfloat16"],
+    )
+
+
+@tensorflow_only("the heap step writes its cache in TensorFlow's training step")
+def test_tables_run_at_tiny_sizes_and_print_their_rows():
+    """Every variant of two tables, one of them TensorFlow's own, is timed."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.speed",
+            "--sizes",
+            "tiny",
+            "--rounds",
+            "1",
+            "--tables",
+            "heap_step",
+            "associative_memory",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout)
+    assert results["errors"] == {} and results["settings"]["step"] == "SGD, ``stateless_call``, XLA"
+    heap, am = results["tables"]["heap_step"], results["tables"]["associative_memory"]
+    assert [row["model"] for row in heap] == ["no cache", "cache read", "cache read + heap write"]
+    assert {row["layer"] for row in am} >= {
+        "GRU",
+        "AssociativeGRU C=8 fused_loop",
+        tables.FLOOR_LAYER,
+    }
+    for row in heap + am:
+        assert row.get("median_ms", row.get("ms_per_time_step")) > 0 and 0 < row["share_of_peak"]
+    assert am[0]["ratio_to_gru"] == 1.0 and heap[0]["ratio_to_no_cache"] == 1.0
+
+
+def test_the_results_page_is_what_the_results_files_give(tmp_path):
+    """Every speed block of docs/results.rst, rewritten into a copy from the committed
+    results files, is what the page holds; its figures are drawn."""
+    copy = tmp_path / "results.rst"
+    copy.write_text(PAGE.read_text(encoding="utf-8"), encoding="utf-8")
+    page.write(list(page.BLOCKS), page=copy, images=tmp_path)
+    assert copy.read_text(encoding="utf-8") == PAGE.read_text(encoding="utf-8")
+    for figure in ("window_attention_vs_peers.png", "dual_vs_word_by_word.png"):
+        assert (tmp_path / figure).stat().st_size > 0 and (page.IMAGES / figure).is_file()
+
+
+def test_a_figure_gives_each_line_one_colour_in_both_panels(monkeypatch, tmp_path):
+    from matplotlib.figure import Figure
+
+    saved = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: saved.append(self))
+    rows = [{"T": t, "a_ms": 1.0, "b_ms": 2.0, "b_buffers_mib": 3.0} for t in (20, 100)]
+    lines = [
+        (i, name, f"{name}_ms", f"{name}_buffers_mib", "-", rows)
+        for i, name in ((0, "a"), (1, "b"))
+    ]
+    page.draw(tmp_path / "f.png", "T", lines, ("ms", "MiB", "T"), ("time", "memory"))
+    time_axes, memory_axes = saved[0].axes
+    assert [line.get_color() for line in time_axes.get_lines()] == ["C0", "C1"]
+    assert [line.get_color() for line in memory_axes.get_lines()] == ["C1"]  # a has none
