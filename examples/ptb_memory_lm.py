@@ -48,6 +48,9 @@ import time
 if __package__ in (None, ""):  # run as a file: the harness is in the repository's examples/
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from examples.harness.startup import keras  # noqa: E402  (first: a quiet TensorFlow start)
+
+# isort: split
 import numpy as np  # noqa: E402
 
 from examples.harness import options  # noqa: E402
@@ -58,7 +61,6 @@ from examples.harness.run_directory import (  # noqa: E402
     resolved_settings,
     run_workdir,
 )
-from examples.harness.startup import keras  # noqa: E402  (first: a quiet TensorFlow start)
 from examples.harness.training import (  # noqa: E402
     is_chief,
     make_strategy,
