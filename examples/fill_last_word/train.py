@@ -160,6 +160,7 @@ def train_and_evaluate(config, workdir, extra_callbacks=()):
             "train_sentences": corpus.train_sentences,
             "eval_sentences": len(y_eval),
             "vocabulary": len(vocabulary),
+            "pretrained": found,  # words whose vector --embeddings gave
             "epochs_run": list(range(backup.epoch)),
             "val_accuracy": history.get("val_accuracy", []),
             "history": history,
