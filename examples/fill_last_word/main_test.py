@@ -19,8 +19,10 @@ import tensorflow as tf
 from . import input_pipeline, main
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-TINY = "--epochs 1 --embedding-dim 6 --units 8 --attention-units 4 --cache-size 64 "
-TINY = (TINY + "--batch-size 32 --episodes 2 --houses 4 --verbose 0").split()
+TINY = [
+    *"--epochs 1 --embedding-dim 6 --units 8 --attention-units 4 --cache-size 64".split(),
+    *"--batch-size 32 --episodes 2 --houses 4 --verbose 0".split(),
+]
 
 
 def _error_line(capsys, argv, call=main.main):
