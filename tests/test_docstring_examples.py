@@ -8,7 +8,6 @@ import pkgutil
 
 import pytest
 
-import examples.fill_last_word
 import examples.harness
 import examples.language_modeling
 import examples.snli
@@ -87,7 +86,6 @@ EXAMPLE_MODULES = [
     *_modules(examples.harness, walk=True),
     *_modules(examples.language_modeling),
     *_modules(examples.snli),
-    *_modules(examples.fill_last_word),
 ]
 # The examples' modules whose docstrings must show a runnable example.
 WITH_EXAMPLES = (

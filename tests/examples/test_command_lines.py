@@ -18,7 +18,7 @@ import pytest
 from examples.harness import options
 from tests.support import REPO_ROOT
 
-EXAMPLES = ("snli_dual_am_gru", "ptb_memory_lm", "fill_last_word_cache", "seq2seq_autoencoder")
+EXAMPLES = ("snli_dual_am_gru", "ptb_memory_lm", "seq2seq_autoencoder")
 
 
 def _load(name):
@@ -109,18 +109,6 @@ SPECIFIC_BAD = {
         (["--lr-decay", "0.5"], "--lr-decay"),  # without --full-rate-epochs: never applied
         (["--model", "lstm", "--sizes", "4", "4"], "--sizes"),
     ],
-    "fill_last_word_cache": [
-        (["--units", "0"], "--units"),
-        (["--max-length", "1"], "--max-length"),
-        (["--max-train", "0"], "--max-train"),
-        (["--max-vocabulary", "1"], "--max-vocabulary"),
-        (["--max-vocabulary", "2"], "--max-vocabulary"),  # <pad> and <unk> only: no word
-        (["--attention-units", "0"], "--attention-units"),
-        (["--cache-size", "-1"], "--cache-size"),
-        (["--weight-decay", "-1e-5"], "--weight-decay"),
-        (["--embeddings", "/nonexistent/glove.txt"], "--embeddings"),
-        (["--train-file", "train.txt"], "--train-file"),
-    ],
 }
 SPECIFIC_BAD["seq2seq_autoencoder"] = [
     (["--units", "7"], "--units"),  # the dual_am_gru model's units are even
@@ -207,16 +195,6 @@ def test_ptb_reports_widths_the_model_refuses_as_the_option(
     assert not run.exists()
 
 
-def test_fill_reports_files_without_a_usable_sentence_as_max_length(examples, capsys, tmp_path):
-    for name in ("train.txt", "dev.txt"):
-        (tmp_path / name).write_text("one two three four five six\n")
-    run = tmp_path / "run"
-    argv = ["--data-dir", str(tmp_path), "--max-length", "3", "--workdir", str(run)]
-    line = _error_line(capsys, examples["fill_last_word_cache"].main, argv)
-    assert "error: argument --max-length: no usable sentences in" in line
-    assert not run.exists()
-
-
 @pytest.mark.parametrize("source", ["tfds", "generated"])
 def test_snli_refuses_a_data_dir_its_source_would_not_read(examples, capsys, tmp_path, source):
     for split in ("train", "dev", "test"):
@@ -232,22 +210,12 @@ def test_snli_refuses_a_data_dir_its_source_would_not_read(examples, capsys, tmp
     ) in line
 
 
-def test_fill_names_the_evaluation_file_it_lacks(examples, capsys, tmp_path):
-    (tmp_path / "train.txt").write_text("a b c\n")
-    parse = examples["fill_last_word_cache"].parse_args
-    line = _error_line(capsys, parse, ["--data-dir", str(tmp_path)])
-    assert "--eval-file" in line and "dev.txt" in line
-    line = _error_line(capsys, parse, ["--data-dir", str(tmp_path), "--train-file", "x.txt"])
-    assert "--train-file" in line and "x.txt" in line
-
-
 @pytest.mark.parametrize(
     "name,argv,attribute,value,new_spelling",
     [
         ("snli_dual_am_gru", ["--kind", "gru"], "model", "gru", "--model"),
         ("ptb_memory_lm", ["--clipnorm", "0"], "clip_norm", 0.0, "--clip-norm"),
         ("ptb_memory_lm", ["--no-jit"], "jit", False, None),
-        ("fill_last_word_cache", ["--jit"], "jit", True, None),
     ],
 )
 def test_old_spellings_still_work(examples, capsys, name, argv, attribute, value, new_spelling):
@@ -285,7 +253,7 @@ def test_one_spelling_per_shared_option(examples, capsys):
         assert all(option in found for found in spellings.values()), option
     # One name per concept, as in Keras and the builders: --units is the width of the
     # recurrent layer (the SNLI example's layer 1, the LSTM under the memory or the pooling).
-    for name in ("snli_dual_am_gru", "ptb_memory_lm", "fill_last_word_cache"):
+    for name in ("snli_dual_am_gru", "ptb_memory_lm"):
         assert "--units" in spellings[name] and "--hidden" not in spellings[name], name
     assert "--sequence-length" in spellings["ptb_memory_lm"]
     for option in ("--model", "--dropout", "--init-scale"):
@@ -385,23 +353,6 @@ class _FitCalled(Exception):
             ],
         ),
         (
-            "fill_last_word_cache",
-            [
-                "--units",
-                "4",
-                "--embedding-dim",
-                "4",
-                "--attention-units",
-                "2",
-                "--cache-size",
-                "8",
-                "--max-length",
-                "12",
-                "--verbose",
-                "0",
-            ],
-        ),
-        (
             "seq2seq_autoencoder",
             [
                 "--train-size",
@@ -456,11 +407,6 @@ def test_unreadable_data_is_a_command_line_error(examples, capsys, tmp_path):
     ]
     line = _error_line(capsys, examples["snli_dual_am_gru"].main, argv)
     assert "error: argument --embeddings" in line and "glove.txt, line 2" in line
-    (tmp_path / "train.txt").write_bytes(os.urandom(3000))
-    (tmp_path / "dev.txt").write_text("a b c\n")
-    argv = ["--data-dir", str(tmp_path), "--workdir", str(tmp_path / "run3")]
-    line = _error_line(capsys, examples["fill_last_word_cache"].main, argv)
-    assert "error: argument --data-dir" in line and "train.txt" in line
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -528,9 +474,8 @@ SNLI_TINY = [
             "",
         ),
         ("ptb_memory_lm", ["--learning-rate", "nan"], "--learning-rate", ""),
-        ("fill_last_word_cache", ["--data-dir", "/nonexistent"], "--data-dir", ""),
     ],
-    ids=["snli_encoder", "ptb_probe_sentence", "ptb_parse", "fill_last_word_cache"],
+    ids=["snli_encoder", "ptb_probe_sentence", "ptb_parse"],
 )
 def test_script_exits_2_with_one_error_line(name, argv, option, message, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
@@ -564,9 +509,6 @@ def test_script_exits_2_with_one_error_line(name, argv, option, message, tmp_pat
 BENCHMARK_BAD = [
     ("benchmarks.speed.__main__", ["--rounds", "0"], "--rounds"),
     ("benchmarks.speed.__main__", ["--lengths", "20", "-5"], "--lengths"),
-    ("benchmarks.papers.fill_last_word_real_data", ["--max-epochs", "0"], "--max-epochs"),
-    ("benchmarks.papers.fill_last_word_real_data", ["--batch-size", "-4"], "--batch-size"),
-    ("benchmarks.papers.fill_last_word_real_data", ["--held-out", "1"], "--held-out"),
     ("benchmarks.papers.lm_equal_budget", ["--max-epochs", "0"], "--max-epochs"),
     ("benchmarks.papers.lm_equal_budget", ["--dropout", "1"], "--dropout"),
     ("benchmarks.papers.lm_equal_budget_cost", ["--steps", "0"], "--steps"),

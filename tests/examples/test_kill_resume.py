@@ -1,6 +1,6 @@
 """Each example killed with SIGKILL inside its last epoch and run again ends exactly where an
 uninterrupted run ends: the same weights, optimizer state and metrics (the whole run's history
-included), with the examples' default options (dropout, shuffling, cache, carried states)."""
+included), with the examples' default options (dropout, shuffling, carried states)."""
 
 import importlib.util
 import json
@@ -12,11 +12,6 @@ import sys
 import keras
 import numpy as np
 
-from tests.examples.test_fill_last_word_example import TINY as FILL_TINY
-from tests.examples.test_fill_last_word_example import (
-    CacheAtEpochBegin,
-    assert_generated_run_reports,
-)
 from tests.examples.test_ptb_example import TINY as PTB_TINY
 from tests.examples.test_snli_example import TINY as SNLI_TINY
 from tests.examples.test_snli_example import assert_logged_settings_and_metrics
@@ -159,25 +154,6 @@ def test_snli_killed_in_its_last_epoch_resumes_exactly(tmp_path, capsys):
     # run's event files also hold the killed process's records).
     assert_logged_settings_and_metrics(
         tmp_path / "straight", straight, _load("snli_dual_am_gru").parse_args(argv)
-    )
-
-
-def test_fill_last_word_killed_in_its_last_epoch_resumes_exactly(tmp_path):
-    # A training set reshuffled every epoch and a heap cache written by every training step.
-    argv = [*FILL_TINY, "--max-length", "12", "--epochs", "2"]
-    straight_caches, resumed_caches = CacheAtEpochBegin(), CacheAtEpochBegin()
-    straight, resumed, epochs = _straight_killed_resumed(
-        tmp_path, "fill_last_word_cache", "main", argv, [straight_caches], [resumed_caches]
-    )
-    assert epochs == [1]
-    assert resumed["epochs_run"] == [0, 1] and len(resumed["val_accuracy"]) == 2
-    # The resumed run starts its epoch from the cache the first epoch left.
-    assert np.any(resumed_caches.caches[1] != 0)
-    np.testing.assert_array_equal(resumed_caches.caches[1], straight_caches.caches[1])
-    _assert_same_run(straight, resumed, tmp_path)
-    # What the run reports and logs, on the run that was never interrupted.
-    assert_generated_run_reports(
-        tmp_path / "straight", straight, _load("fill_last_word_cache").parse_args(argv)
     )
 
 

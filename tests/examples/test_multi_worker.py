@@ -188,29 +188,6 @@ def _temporary_worker_dirs():
     return set(glob.glob(os.path.join(tempfile.gettempdir(), "tf_memlayers-worker-*")))
 
 
-FILL_TINY = [
-    "--epochs",
-    "1",
-    "--embedding-dim",
-    "6",
-    "--units",
-    "8",
-    "--attention-units",
-    "4",
-    "--cache-size",
-    "16",
-    "--episodes",
-    "2",
-    "--houses",
-    "4",
-    "--max-length",
-    "12",
-    "--verbose",
-    "0",
-    "--no-jit",
-]
-
-
 class _KeepWeights(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         self.weights = models.weights_of(self.model)
@@ -226,7 +203,7 @@ def _one_process_example(script, argv, workdir):
 
 def test_two_workers_train_as_one_process(tmp_path, subtests):
     """One launch of two workers runs every job: the SNLI example (one epoch, then resumed to
-    two), the last-word example and the PTB example (refused). While they train, this process
+    two) and the PTB example (refused). While they train, this process
     trains the same models on the same global batches; then each job is checked against them.
     (The package's models on two workers: tests/training/test_train.py.)"""
     out_dir = tmp_path / "two_workers"
@@ -242,7 +219,6 @@ def test_two_workers_train_as_one_process(tmp_path, subtests):
             "--workdir",
             str(out_dir / "snli"),
         ],
-        "fill": [*FILL_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "fill")],
         "ptb": [*PTB_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "ptb")],
     }
     processes = start_workers(out_dir, jobs)
@@ -261,9 +237,6 @@ def test_two_workers_train_as_one_process(tmp_path, subtests):
             ],
             tmp_path / "snli",
         )
-        fill = _one_process_example(
-            "fill_last_word_cache", [*FILL_TINY, "--strategy", "default"], tmp_path / "fill"
-        )
     finally:
         wait_for_workers(processes)
     left_behind = _temporary_worker_dirs() - before
@@ -276,8 +249,6 @@ def test_two_workers_train_as_one_process(tmp_path, subtests):
         for _, results in worker_results(out_dir, "ptb"):
             refusal = results["refusal"]
             assert refusal and "per-row states" in refusal and "2 replicas" in refusal
-    with subtests.test("fill"):
-        _check_fill(out_dir, *fill)
 
 
 def _check_no_temporary_folders(left_behind):
@@ -310,19 +281,3 @@ def _check_snli(out_dir, single, single_weights):
     for name, values in single["history"].items():
         np.testing.assert_allclose(workers[0][1]["history"][name], values, rtol=1e-5, err_msg=name)
     np.testing.assert_allclose(workers[0][1]["test_accuracy"], single["test_accuracy"], rtol=1e-6)
-
-
-def _check_fill(out_dir, single, single_weights):
-    """Episodes of facts then questions: each global batch split between the workers, the
-    caches written with the whole batch's states, validation with the facts written first."""
-    assert (out_dir / "fill" / "metrics.json").is_file()
-    workers = worker_results(out_dir, "fill")
-    assert_same_weights([w for w, _ in workers], single_weights)
-    assert any(
-        "cache" in path and np.abs(value).sum() > 0 for path, value in single_weights.items()
-    )
-    for _, metrics in workers:
-        for name, values in single["history"].items():
-            np.testing.assert_allclose(metrics["history"][name], values, rtol=1e-5, err_msg=name)
-        np.testing.assert_allclose(metrics["eval_accuracy"], single["eval_accuracy"], rtol=1e-6)
-        np.testing.assert_allclose(metrics["eval_loss"], single["eval_loss"], rtol=1e-5)

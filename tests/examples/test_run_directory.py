@@ -2,8 +2,6 @@
 digests whatever spelling of an option the command line uses, so that the runs on disk
 resume."""
 
-import types
-
 import pytest
 
 from examples.harness.options import ParsedOptions
@@ -13,7 +11,7 @@ from tests.support import load_script
 
 @pytest.fixture(scope="module")
 def examples():
-    names = ("ptb_memory_lm", "fill_last_word_cache", "snli_dual_am_gru")
+    names = ("ptb_memory_lm", "snli_dual_am_gru")
     return {name: load_script("examples", name) for name in names}
 
 
@@ -26,14 +24,6 @@ PTB = {
     "runs/ptb_memory_lm/attention-hidden=32-420e2367": [
         ["--model", "attention", "--units", "32"],
         ["--kind", "attention", "--units", "32"],
-    ],
-}
-FILL = {
-    "runs/fill_last_word_cache/attention-cache1000-d9d613fb": [[]],
-    # --units is recorded as hidden_units, its older name.
-    "runs/fill_last_word_cache/attention-cache1000-hidden_units=64-9324dee4": [["--units", "64"]],
-    "runs/fill_last_word_cache/last-cache1000-hidden_units=32_pooling=last-5b18450d": [
-        ["--pooling", "last", "--units", "32"],
     ],
 }
 SNLI = {
@@ -84,17 +74,6 @@ def test_ptb_run_directories_keep_their_names(examples, directory, argv):
         added_options=ptb.PTB_ADDED_OPTIONS,
     )
     assert str(workdir) == directory
-
-
-@pytest.mark.parametrize("directory,argv", _cases(FILL))
-def test_fill_run_directories_keep_their_names(examples, directory, argv):
-    fill = examples["fill_last_word_cache"]
-    args = fill.parse_args(argv)
-    workdir, resolved = fill.run_directory(args, types.SimpleNamespace(source="generated"))
-    assert workdir == directory
-    # The settings a resumed run is checked against keep their recorded names too.
-    settings = fill.run_settings(args, resolved)
-    assert settings["hidden_units"] == args.units and "units" not in settings
 
 
 @pytest.mark.parametrize("directory,argv", _cases(SNLI))

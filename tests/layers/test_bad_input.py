@@ -12,7 +12,6 @@ import zipfile
 import keras
 import pytest
 
-from examples.fill_last_word import sentences
 from examples.harness.data import embeddings
 from examples.language_modeling import cbt, ptb, wikitext2
 from examples.snli import generated_nli, snli
@@ -24,8 +23,7 @@ from tf_memlayers.models.fill_last_word import (
 )
 from tf_memlayers.models.snli import build_snli_model, compile_snli_model
 
-# Bytes that are not text: what `load_ptb` read as 288 "words" of U+FFFD, and
-# `read_sentences` as 121 "sentences".
+# Bytes that are not text: what `load_ptb` read as 288 "words" of U+FFFD.
 RANDOM_BYTES = bytes(range(256)) * 4 + os.urandom(1024)
 JSONL_PAIR = '{"sentence1": "a cat .", "sentence2": "an animal .", "gold_label": "entailment"}\n'
 
@@ -160,31 +158,6 @@ READER_CASES = {
         ValueError,
         ["cbt_train.txt", "blank"],
     ),
-    "sentences_random_bytes": (
-        lambda d: sentences.read_sentences(_write(d, {"s.txt": RANDOM_BYTES}) / "s.txt"),
-        ValueError,
-        ["s.txt", "not", "text"],
-    ),
-    "sentences_empty": (
-        lambda d: sentences.read_sentences(_write(d, {"s.txt": ""}) / "s.txt"),
-        ValueError,
-        ["s.txt", "empty"],
-    ),
-    "sentences_blank_only": (
-        lambda d: sentences.read_sentences(_write(d, {"s.txt": "\r\n  \r\n"}) / "s.txt"),
-        ValueError,
-        ["s.txt", "blank"],
-    ),
-    "encode_last_word_max_length_0": (
-        lambda d: sentences.encode_last_word(["a b c"], ["<pad>", "<unk>", "a"], max_length=0),
-        ValueError,
-        ["max_length", ">= 2", "0"],
-    ),
-    "encode_last_word_without_unk": (
-        lambda d: sentences.encode_last_word(["a b c"], ["<pad>", "a"]),
-        ValueError,
-        ["vocabulary", "<unk>"],
-    ),
     "snli_zip_not_a_zip": (
         lambda d: snli.read_files(
             str(_write(d, {"snli_1.0.zip": "no zip"}) / "snli_1.0.zip"), "dev"
@@ -302,8 +275,6 @@ def test_stray_bytes_in_real_text_are_still_read(tmp_path):
     _ptb(tmp_path, train=text, valid=text, test=text)
     corpus = ptb.load_ptb(tmp_path)
     assert "\ufffd" in corpus.vocabulary.tokens and corpus.train.num_tokens == 20 * 14
-    (tmp_path / "s.txt").write_bytes(text)
-    assert len(sentences.read_sentences(tmp_path / "s.txt")) == 40
 
 
 def test_glove_lines_of_one_length_still_read_words_with_spaces(tmp_path):
