@@ -10,7 +10,6 @@ import pytest
 
 import examples.fill_last_word
 import examples.harness
-import examples.language_modeling
 import examples.snli
 import tf_memlayers.callbacks
 import tf_memlayers.layers
@@ -85,7 +84,6 @@ def test_support_module_examples_run(module_name):
 
 EXAMPLE_MODULES = [
     *_modules(examples.harness, walk=True),
-    *_modules(examples.language_modeling),
     *_modules(examples.snli),
     *_modules(examples.fill_last_word),
 ]
@@ -93,9 +91,6 @@ EXAMPLE_MODULES = [
 WITH_EXAMPLES = (
     "examples.harness.training.hparams",
     "examples.harness.training.learning_rate",
-    "examples.language_modeling.lm_batches",
-    "examples.language_modeling.parameter_budget",
-    "examples.language_modeling.presets",
 )
 
 

@@ -17,7 +17,6 @@ from tests.examples.test_fill_last_word_example import (
     CacheAtEpochBegin,
     assert_generated_run_reports,
 )
-from tests.examples.test_ptb_example import TINY as PTB_TINY
 from tests.examples.test_snli_example import TINY as SNLI_TINY
 from tests.examples.test_snli_example import assert_logged_settings_and_metrics
 from tests.support import REPO_ROOT
@@ -179,12 +178,3 @@ def test_fill_last_word_killed_in_its_last_epoch_resumes_exactly(tmp_path):
     assert_generated_run_reports(
         tmp_path / "straight", straight, _load("fill_last_word_cache").parse_args(argv)
     )
-
-
-def test_ptb_killed_in_its_last_epoch_resumes_exactly(tmp_path):
-    # The default attention model with dropout, carried states and document resets.
-    argv = [*PTB_TINY, "--dropout", "0.3", "--epochs", "2"]
-    straight, resumed, epochs = _straight_killed_resumed(tmp_path, "ptb_memory_lm", "run", argv)
-    assert epochs == [1] and resumed["epochs_run_now"] == 1
-    assert resumed["epochs_run"] == [0, 1] and len(resumed["history"]["val_loss"]) == 2
-    _assert_same_run(straight, resumed, tmp_path)

@@ -22,7 +22,6 @@ from examples.harness import options
 from examples.harness.training import distributed
 from examples.harness.training.strategy import STRATEGIES
 from tests import multi_worker_models as models
-from tests.examples.test_ptb_example import TINY as PTB_TINY
 from tests.multi_worker_job import load_example
 from tests.support import REPO_ROOT
 
@@ -226,7 +225,7 @@ def _one_process_example(script, argv, workdir):
 
 def test_two_workers_train_as_one_process(tmp_path, subtests):
     """One launch of two workers runs every job: the SNLI example (one epoch, then resumed to
-    two), the last-word example and the PTB example (refused). While they train, this process
+    two) and the last-word example. While they train, this process
     trains the same models on the same global batches; then each job is checked against them.
     (The package's models on two workers: tests/training/test_train.py.)"""
     out_dir = tmp_path / "two_workers"
@@ -243,7 +242,6 @@ def test_two_workers_train_as_one_process(tmp_path, subtests):
             str(out_dir / "snli"),
         ],
         "fill": [*FILL_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "fill")],
-        "ptb": [*PTB_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "ptb")],
     }
     processes = start_workers(out_dir, jobs)
     try:
@@ -272,10 +270,6 @@ def test_two_workers_train_as_one_process(tmp_path, subtests):
         _check_no_temporary_folders(left_behind)
     with subtests.test("snli"):
         _check_snli(out_dir, *snli)
-    with subtests.test("the language-model example refuses several workers"):
-        for _, results in worker_results(out_dir, "ptb"):
-            refusal = results["refusal"]
-            assert refusal and "per-row states" in refusal and "2 replicas" in refusal
     with subtests.test("fill"):
         _check_fill(out_dir, *fill)
 
