@@ -108,17 +108,17 @@ def make_parser():
     add(
         "--data-dir",
         type=corpus_directory,
-        help="folder with Penn Treebank (ptb.{train,valid,"
-        "test}.txt), WikiText-2 (wiki.{train,valid,test}.tokens) or CBT (cbt_*.txt) files, "
-        "each optionally .gz (default: the embedded generated corpus)",
+        help="folder with Penn Treebank (ptb.{train,valid,test}.txt), WikiText-2 "
+        "(wiki.{train,valid,test}.tokens) or CBT (cbt_*.txt) files, each optionally .gz "
+        "(default: the embedded generated corpus)",
     )
     add("--generated-tokens", type=positive_int, default=150_000, help="generated corpus size")
     add("--no-document-resets", action="store_true", help="read each split as one document")
     add(
         "--pack",
         action="store_true",
-        help="documents back to back, the model restarting a "
-        "row where one starts, not each padded to a segment start",
+        help="documents back to back, the model restarting a row where one starts, not each "
+        "padded to a segment start",
     )
     add = parser.add_argument_group("model").add_argument
     add("--model", choices=models.KINDS, default="attention", help="the memory on the LSTM")
@@ -151,16 +151,15 @@ def make_parser():
     add(
         "--patience",
         type=positive_int,
-        help="halve the learning rate after each epoch "
-        "without a lower validation perplexity, stop after N such epochs in a row and score "
-        "the best epoch's weights (default: none of it)",
+        help="halve the learning rate after each epoch without a lower validation perplexity, "
+        "stop after N such epochs in a row and score the best epoch's weights (default: none)",
     )
     add(
         "--loss-reduction",
         choices=LOSS_REDUCTIONS,
         default="token_mean",
-        help="token_mean: "
-        "mean NLL per token; sum_over_time: summed over the BPTT steps (Zaremba et al.)",
+        help="token_mean: mean NLL per token; sum_over_time: summed over the BPTT steps "
+        "(Zaremba et al.)",
     )
     add("--clip-norm", type=non_negative, default=PAPER["clip_norm"], help="0: no clipping")
     add("--max-train-batches", type=positive_int, help="batches per epoch (default: all)")
@@ -177,9 +176,8 @@ def make_parser():
     add(
         "--workdir",
         type=directory_to_write,
-        help="checkpoints (the same command resumes), "
-        "TensorBoard logs and metrics.json (default: "
-        f"{DEFAULT_ROOT}/<model>-<changed options>-<digest>, one per configuration)",
+        help="checkpoints (the same command resumes), TensorBoard logs and metrics.json "
+        f"(default: {DEFAULT_ROOT}/<model>-<changed options>-<digest>, one per configuration)",
     )
     add("--probe-sentence", help="words of the attention heatmap (default: validation text)")
     add("--probe-length", type=positive_int, default=25, help="words of the default probe")
@@ -187,8 +185,8 @@ def make_parser():
         "--generate",
         type=non_negative_int,
         default=0,
-        help="after training, continue "
-        "--prompt by N words (a finished run only generates: run its command again)",
+        help="after training, continue --prompt by N words (a finished run only generates: "
+        "run its command again)",
     )
     add("--prompt", help="words to continue (default: 5 words of the validation split)")
     add("--temperature", type=non_negative, default=1.0, help="0: the most likely word")
@@ -198,34 +196,18 @@ def make_parser():
     return parser
 
 
-# Options given together that would be taken and never used.
-CONFLICTS = [
-    (
-        "prompt",
-        lambda a: a.prompt is not None and not a.generate,
-        "is continued by --generate N; give it too",
-    ),
-    (
-        "pack",
-        lambda a: a.pack and a.no_document_resets,
-        "restarts the model at each document, but --no-document-resets reads one stream",
-    ),
-    (
-        "lr-decay",
-        lambda a: a.lr_decay != 1.0 and a.full_rate_epochs is None,
-        "applies after --full-rate-epochs N, which neither the command nor --config sets",
-    ),
-    (
-        "patience",
-        lambda a: a.patience and a.full_rate_epochs is not None,
-        "halves the learning rate on a plateau, which --full-rate-epochs would reset each epoch",
-    ),
-    (
-        "sizes",
-        lambda a: a.sizes is not None and a.model == "lstm",
-        "sizes the pieces of a memory's input; --model lstm has none",
-    ),
-]
+def check_combinations(parser, a):
+    """Refuses options given together that would be taken and never used."""
+    if a.prompt is not None and not a.generate:
+        parser.error("argument --prompt: is continued by --generate N; give it too")
+    if a.pack and a.no_document_resets:
+        parser.error("argument --pack: restarts at documents; --no-document-resets has none")
+    if a.lr_decay != 1.0 and a.full_rate_epochs is None:
+        parser.error("argument --lr-decay: applies after --full-rate-epochs N, which is not set")
+    if a.patience and a.full_rate_epochs is not None:
+        parser.error("argument --patience: its halving would be undone by --full-rate-epochs")
+    if a.sizes is not None and a.model == "lstm":
+        parser.error("argument --sizes: sizes a memory's pieces; --model lstm has no memory")
 
 
 def _readable(value):
@@ -258,9 +240,7 @@ def parse_args(argv=None, parser=None):
     config = first.parse_known_args(argv)[0].config
     parser.set_defaults(**configs.PRESETS.get(config, {}))
     args = parser.parse_args(argv)
-    for option, conflict, message in CONFLICTS:
-        if conflict(args):
-            parser.error(f"argument --{option}: {message}")
+    check_combinations(parser, args)
     defaults = {name: parser.get_default(name) for name in vars(args)}
     args.workdir = args.workdir or run_directory(args, defaults)
     return args

@@ -24,20 +24,8 @@ from . import input_pipeline, models
 
 # Options that say how long, how verbosely or where to run, or what to show, but not what is
 # trained: a run resumed with other values is the same run.
-RUN_OPTIONS = {
-    "epochs",
-    "verbose",
-    "workdir",
-    "strategy",
-    "jit",
-    "metrics_file",
-    "probe_sentence",
-    "probe_length",
-    "generate",
-    "prompt",
-    "temperature",
-    "generate_seed",
-}
+RUN_OPTIONS = {"epochs", "verbose", "workdir", "strategy", "jit", "metrics_file", "probe_sentence"}
+RUN_OPTIONS |= {"probe_length", "generate", "prompt", "temperature", "generate_seed"}
 
 
 class OptionError(ValueError):
