@@ -434,7 +434,7 @@ def main(argv=None):
     elif args.update_docs:
         write_docs(report)
     rows = [{k: v for k, v in row.items() if k != "history"} for row in report.get("rows", [])]
-    print(json.dumps(report | {"rows": rows}, indent=1))
+    print(json.dumps(report | ({"rows": rows} if rows else {}), indent=1))
     return report
 
 
