@@ -4,7 +4,6 @@ Each case gives the call, the exception type and fragments the message must hold
 argument's name, or the file's name (and where a line is at fault, the line).
 """
 
-import gzip
 import json
 import os
 import zipfile
