@@ -4,8 +4,7 @@
 
 ``TF_CONFIG`` names the cluster and this worker's task. JOBS is a JSON object of jobs, run in
 its order, each with its command-line arguments: ``snli`` (the SNLI example for one epoch, then
-the same run continued to two) or ``ptb`` (the PTB example, which must refuse several workers,
-tests/multi_worker_models.py). One launch runs them all:
+the same run continued to two). One launch runs them all:
 each worker process and its cluster are set up once. The worker writes
 ``OUT_DIR/<job>-<task id>.npz`` (the model's weights after training, by variable path) and
 ``OUT_DIR/<job>-<task id>.json`` (its results).
@@ -78,11 +77,6 @@ def main(out_dir, jobs):
             metrics = example.main([*argv, "--epochs", "2"], extra_callbacks=[keep])
             results = dict(metrics, first_run=first, epochs_run_by_second_run=keep.epochs)
             save(out_dir, job, keep.weights, results)
-        else:
-            from tests.multi_worker_models import JOBS
-
-            weights, results = JOBS[job](*argv)
-            save(out_dir, job, weights, results)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,5 @@
 """A small model trained by `examples.harness.training.train` (tests/examples/test_multi_worker.py
-compares its custom loop with `fit`), and the PTB example's refusal of several workers, a job of
-tests/multi_worker_job.py.
+compares its custom loop with `fit`).
 """
 
 import keras
@@ -45,25 +44,3 @@ def train_cache_model(strategy):
     history = train(model, cache_data(), epochs=1, verbose=0)
     fill = int(np.asarray(model.get_layer("cache").fill_count()))
     return weights_of(model), {"history": history.history, "fill": fill}
-
-
-def lm_refused(*argv):
-    """The PTB example under the multi-worker strategy: its error message (or `None`)."""
-    from tests.multi_worker_job import load_example
-
-    try:
-        load_example("ptb_memory_lm").main(list(argv))
-    except SystemExit as refused:
-        # A command-line error about --strategy (status 2): the message of the ValueError
-        # it reports.
-        if refused.code != 2 or not isinstance(refused.__cause__, ValueError):
-            raise
-        return str(refused.__cause__)
-    return None
-
-
-def ptb_job(*argv):
-    return {}, {"refusal": lm_refused(*argv)}
-
-
-JOBS = {"ptb": ptb_job}

@@ -9,7 +9,6 @@ import pkgutil
 import pytest
 
 import examples.harness
-import examples.language_modeling
 import examples.snli
 import tf_memlayers.callbacks
 import tf_memlayers.layers
@@ -84,16 +83,12 @@ def test_support_module_examples_run(module_name):
 
 EXAMPLE_MODULES = [
     *_modules(examples.harness, walk=True),
-    *_modules(examples.language_modeling),
     *_modules(examples.snli),
 ]
 # The examples' modules whose docstrings must show a runnable example.
 WITH_EXAMPLES = (
     "examples.harness.training.hparams",
     "examples.harness.training.learning_rate",
-    "examples.language_modeling.lm_batches",
-    "examples.language_modeling.parameter_budget",
-    "examples.language_modeling.presets",
 )
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from examples.language_modeling.memories import language_model
+from tests.language_models import language_model
 from tests.support import summary_events, tensorflow_only
 from tf_memlayers.callbacks.window_attention_callback import (
     WindowAttentionCallback,

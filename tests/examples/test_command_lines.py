@@ -18,7 +18,7 @@ import pytest
 from examples.harness import options
 from tests.support import REPO_ROOT
 
-EXAMPLES = ("snli_dual_am_gru", "ptb_memory_lm", "seq2seq_autoencoder")
+EXAMPLES = ("snli_dual_am_gru", "seq2seq_autoencoder")
 
 
 def _load(name):
@@ -81,34 +81,6 @@ SPECIFIC_BAD = {
         (["--tfds-data-dir", "/nonexistent/tfds"], "--tfds-data-dir"),
         (["--tfds-data-dir", ".", "--source", "generated"], "--tfds-data-dir"),
     ],
-    "ptb_memory_lm": [
-        (["--units", "0"], "--units"),
-        (["--dropout", "1.5"], "--dropout"),
-        (["--clip-norm", "-5"], "--clip-norm"),
-        (["--init-scale", "-0.1"], "--init-scale"),
-        (["--window", "0"], "--window"),
-        (["--ngram", "0"], "--ngram"),
-        (["--layers", "0"], "--layers"),
-        (["--sequence-length", "0"], "--sequence-length"),
-        (["--sizes", "4", "0"], "--sizes"),
-        (["--lr-decay", "0"], "--lr-decay"),
-        (["--lr-decay", "1.5"], "--lr-decay"),
-        (["--full-rate-epochs", "0"], "--full-rate-epochs"),
-        (["--forget-bias", "nan"], "--forget-bias"),
-        (["--recurrent-dropout", "1"], "--recurrent-dropout"),
-        (["--generated-tokens", "0"], "--generated-tokens"),
-        (["--probe-length", "0"], "--probe-length"),
-        (["--max-train-batches", "0"], "--max-train-batches"),
-        (["--config", "zaremba-tiny"], "--config"),
-        (["--metrics-file", "/nonexistent/metrics.json"], "--metrics-file"),
-        (["--pack", "--no-document-resets"], "--pack"),
-        (["--no-document-resets", "--pack"], "--pack"),
-        (["--generate", "-2"], "--generate"),
-        (["--temperature", "-1"], "--temperature"),
-        (["--prompt", "the cat"], "--prompt"),  # without --generate
-        (["--lr-decay", "0.5"], "--lr-decay"),  # without --full-rate-epochs: never applied
-        (["--model", "lstm", "--sizes", "4", "4"], "--sizes"),
-    ],
 }
 SPECIFIC_BAD["seq2seq_autoencoder"] = [
     (["--units", "7"], "--units"),  # the dual_am_gru model's units are even
@@ -169,32 +141,6 @@ def test_snli_reports_an_option_the_encoder_refuses_with_its_message(
     assert f"error: argument {option}: " in line and message in line
 
 
-# Widths the language model refuses, reported as the option to change, with the layer's message.
-PTB_WIDTHS_REFUSED = [
-    (["--model", "ngram", "--ngram", "8"], "--ngram", "does not divide into 7 equal pieces"),
-    (["--model", "key_value", "--units", "9"], "--units", "does not divide into 2 equal pieces"),
-    (["--sizes", "3", "3", "3"], "--sizes", "`sizes` must list 1 piece (key), got 3"),
-    (
-        ["--model", "lstm", "--tie-weights", "--units", "8", "--embedding-dim", "4"],
-        "--tie-weights",
-        "needs `units` == `embedding_dim`",
-    ),
-]
-
-
-@pytest.mark.parametrize("argv, option, message", PTB_WIDTHS_REFUSED)
-def test_ptb_reports_widths_the_model_refuses_as_the_option(
-    examples, capsys, tmp_path, argv, option, message
-):
-    main = examples["ptb_memory_lm"].main
-    run = tmp_path / "run"
-    line = _error_line(
-        capsys, main, [*argv, "--generated-tokens", "2000", "--verbose", "0", "--workdir", str(run)]
-    )
-    assert f"error: argument {option}: " in line and message in line
-    assert not run.exists()
-
-
 @pytest.mark.parametrize("source", ["tfds", "generated"])
 def test_snli_refuses_a_data_dir_its_source_would_not_read(examples, capsys, tmp_path, source):
     for split in ("train", "dev", "test"):
@@ -214,8 +160,6 @@ def test_snli_refuses_a_data_dir_its_source_would_not_read(examples, capsys, tmp
     "name,argv,attribute,value,new_spelling",
     [
         ("snli_dual_am_gru", ["--kind", "gru"], "model", "gru", "--model"),
-        ("ptb_memory_lm", ["--clipnorm", "0"], "clip_norm", 0.0, "--clip-norm"),
-        ("ptb_memory_lm", ["--no-jit"], "jit", False, None),
     ],
 )
 def test_old_spellings_still_work(examples, capsys, name, argv, attribute, value, new_spelling):
@@ -253,11 +197,8 @@ def test_one_spelling_per_shared_option(examples, capsys):
         assert all(option in found for found in spellings.values()), option
     # One name per concept, as in Keras and the builders: --units is the width of the
     # recurrent layer (the SNLI example's layer 1, the LSTM under the memory or the pooling).
-    for name in ("snli_dual_am_gru", "ptb_memory_lm"):
+    for name in ("snli_dual_am_gru",):
         assert "--units" in spellings[name] and "--hidden" not in spellings[name], name
-    assert "--sequence-length" in spellings["ptb_memory_lm"]
-    for option in ("--model", "--dropout", "--init-scale"):
-        assert option in spellings["snli_dual_am_gru"] & spellings["ptb_memory_lm"], option
 
 
 def _help_entries(text):
@@ -288,28 +229,6 @@ def test_help_exits_0_and_shows_every_default(examples, capsys, name):
         assert "default: None" not in text, f"{option}: {text}"
 
 
-def test_ptb_help_says_which_defaults_a_config_preset_sets(examples, capsys):
-    with pytest.raises(SystemExit):
-        examples["ptb_memory_lm"].parse_args(["--config", "zaremba-small", "--help"])
-    entries = _help_entries(capsys.readouterr().out)
-    for option in (
-        "--model",
-        "--units",
-        "--layers",
-        "--epochs",
-        "--learning-rate",
-        "--lr-decay",
-        "--clip-norm",
-        "--dropout",
-        "--sequence-length",
-        "--full-rate-epochs",
-    ):
-        assert options.PRESET_NOTE in entries[option], option
-    assert "(default: 200;" in entries["--units"]  # the preset's value
-    for option in ("--strategy", "--workdir", "--probe-length"):
-        assert options.PRESET_NOTE not in entries[option], option
-
-
 class _FitCalled(Exception):
     pass
 
@@ -330,24 +249,6 @@ class _FitCalled(Exception):
                 "2",
                 "--embedding-dim",
                 "4",
-                "--verbose",
-                "0",
-            ],
-        ),
-        (
-            "ptb_memory_lm",
-            [
-                "--generated-tokens",
-                "600",
-                "--units",
-                "8",
-                "--embedding-dim",
-                "4",
-                "--batch-size",
-                "4",
-                "--sequence-length",
-                "5",
-                "--no-jit",
                 "--verbose",
                 "0",
             ],
@@ -389,11 +290,6 @@ def test_fit_is_told_not_to_shuffle_the_tf_data_pipeline(
 
 
 def test_unreadable_data_is_a_command_line_error(examples, capsys, tmp_path):
-    for split in ("train", "valid", "test"):
-        (tmp_path / f"ptb.{split}.txt").write_text("" if split == "valid" else "a b\n")
-    argv = ["--data-dir", str(tmp_path), "--workdir", str(tmp_path / "run")]
-    line = _error_line(capsys, examples["ptb_memory_lm"].main, argv)
-    assert "error: argument --data-dir" in line and "ptb.valid.txt is empty" in line
     (tmp_path / "glove.txt").write_text("cat 1 2\ndog 1 2 3\n")
     argv = [
         "--train-size",
@@ -422,24 +318,6 @@ def test_a_workdir_that_is_a_file_is_refused_when_parsed(examples, capsys, tmp_p
         assert examples[name].parse_args(["--workdir", str(workdir)]).workdir == str(workdir)
 
 
-@pytest.mark.parametrize(
-    "option",
-    [["--probe-sentence"], ["--generate", "3", "--prompt"]],
-    ids=["probe_sentence", "prompt"],
-)
-@pytest.mark.parametrize(
-    "sentence,message",
-    [("again zzzqqq", "token 'zzzqqq' is not in the vocabulary"), ("  ", "has no words")],
-)
-def test_words_the_vocabulary_cannot_encode_are_refused(
-    examples, capsys, tmp_path, option, sentence, message
-):
-    argv = ["--generated-tokens", "2000", *option, sentence, "--workdir", str(tmp_path / "run")]
-    line = _error_line(capsys, examples["ptb_memory_lm"].main, argv)
-    assert f"error: argument {option[-1]}" in line and message in line
-    assert not (tmp_path / "run").exists()  # refused before the run started
-
-
 SNLI_TINY = [
     "--source",
     "generated",
@@ -455,7 +333,7 @@ SNLI_TINY = [
 
 
 # One run of each script as users start it, each with a refusal found at another stage: while
-# parsing, once the corpus is read (PTB's probe sentence), when the encoder is built (SNLI).
+# parsing, when the encoder is built (SNLI).
 # The in-process tests above check every refusal's line (the seq2seq script's run is in its own
 # test module).
 @pytest.mark.parametrize(
@@ -467,15 +345,8 @@ SNLI_TINY = [
             "--fused-loop",
             ENCODER_REFUSED[0][1],
         ),
-        (
-            "ptb_memory_lm",
-            ["--probe-sentence", "again zzzqqq", "--generated-tokens", "2000"],
-            "--probe-sentence",
-            "",
-        ),
-        ("ptb_memory_lm", ["--learning-rate", "nan"], "--learning-rate", ""),
     ],
-    ids=["snli_encoder", "ptb_probe_sentence", "ptb_parse"],
+    ids=["snli_encoder"],
 )
 def test_script_exits_2_with_one_error_line(name, argv, option, message, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
@@ -509,13 +380,6 @@ def test_script_exits_2_with_one_error_line(name, argv, option, message, tmp_pat
 BENCHMARK_BAD = [
     ("benchmarks.speed.__main__", ["--rounds", "0"], "--rounds"),
     ("benchmarks.speed.__main__", ["--lengths", "20", "-5"], "--lengths"),
-    ("benchmarks.papers.lm_equal_budget", ["--max-epochs", "0"], "--max-epochs"),
-    ("benchmarks.papers.lm_equal_budget", ["--dropout", "1"], "--dropout"),
-    ("benchmarks.papers.lm_equal_budget_cost", ["--steps", "0"], "--steps"),
-    ("benchmarks.papers.lm_equal_budget_cost", ["--repeats", "x"], "--repeats"),
-    ("benchmarks.papers.lm_equal_budget_cost", ["--hidden", "-3"], "--hidden"),
-    ("benchmarks.papers.lm_real_data", ["--hidden", "0"], "--hidden"),
-    ("benchmarks.papers.lm_real_data", ["--seq-len", "0"], "--seq-len"),
     ("benchmarks.papers.snli_real_data", ["--learning-rate", "nan"], "--learning-rate"),
     ("benchmarks.papers.snli_real_data", ["--units", "0"], "--units"),
     ("benchmarks.papers.snli_real_data", ["--models", "lstm"], "--models"),

@@ -12,7 +12,6 @@ import sys
 import keras
 import numpy as np
 
-from tests.examples.test_ptb_example import TINY as PTB_TINY
 from tests.examples.test_snli_example import TINY as SNLI_TINY
 from tests.examples.test_snli_example import assert_logged_settings_and_metrics
 from tests.support import REPO_ROOT
@@ -155,12 +154,3 @@ def test_snli_killed_in_its_last_epoch_resumes_exactly(tmp_path, capsys):
     assert_logged_settings_and_metrics(
         tmp_path / "straight", straight, _load("snli_dual_am_gru").parse_args(argv)
     )
-
-
-def test_ptb_killed_in_its_last_epoch_resumes_exactly(tmp_path):
-    # The default attention model with dropout, carried states and document resets.
-    argv = [*PTB_TINY, "--dropout", "0.3", "--epochs", "2"]
-    straight, resumed, epochs = _straight_killed_resumed(tmp_path, "ptb_memory_lm", "run", argv)
-    assert epochs == [1] and resumed["epochs_run_now"] == 1
-    assert resumed["epochs_run"] == [0, 1] and len(resumed["history"]["val_loss"]) == 2
-    _assert_same_run(straight, resumed, tmp_path)

@@ -11,21 +11,12 @@ from tests.support import load_script
 
 @pytest.fixture(scope="module")
 def examples():
-    names = ("ptb_memory_lm", "snli_dual_am_gru")
+    names = ("snli_dual_am_gru",)
     return {name: load_script("examples", name) for name in names}
 
 
 # Command lines -> the run directory they have always been given (with the generated data).
 # Each spelling of a renamed option must keep giving the same directory.
-PTB = {
-    "runs/ptb_memory_lm/attention-ea79d72d": [[]],
-    # --units and --sequence-length are recorded as hidden and seq_len, their older names.
-    "runs/ptb_memory_lm/attention-hidden=64-4a647320": [["--units", "64"]],
-    "runs/ptb_memory_lm/attention-hidden=32-420e2367": [
-        ["--model", "attention", "--units", "32"],
-        ["--kind", "attention", "--units", "32"],
-    ],
-}
 SNLI = {
     "runs/snli_dual_am_gru/dual_am_gru-353eabab": [[], ["--train-embeddings"]],
     "runs/snli_dual_am_gru/gru-kind=gru-8ad4104e": [["--model", "gru"], ["--kind", "gru"]],
@@ -59,21 +50,6 @@ SNLI = {
 
 def _cases(table):
     return [(directory, argv) for directory, lines in table.items() for argv in lines]
-
-
-@pytest.mark.parametrize("directory,argv", _cases(PTB))
-def test_ptb_run_directories_keep_their_names(examples, directory, argv):
-    ptb = examples["ptb_memory_lm"]
-    args = ptb.parse_args(argv)
-    workdir = run_workdir(
-        recorded_names(args, ptb.RECORDED_NAMES),
-        ptb.DEFAULT_ROOT,
-        args.model,
-        ptb.PTB_RUN_OPTIONS,
-        resolved={"corpus": "ptb"},
-        added_options=ptb.PTB_ADDED_OPTIONS,
-    )
-    assert str(workdir) == directory
 
 
 @pytest.mark.parametrize("directory,argv", _cases(SNLI))

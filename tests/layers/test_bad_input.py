@@ -4,7 +4,6 @@ Each case gives the call, the exception type and fragments the message must hold
 argument's name, or the file's name (and where a line is at fault, the line).
 """
 
-import gzip
 import json
 import os
 import zipfile
@@ -13,7 +12,6 @@ import keras
 import pytest
 
 from examples.harness.data import embeddings
-from examples.language_modeling import cbt, ptb, wikitext2
 from examples.snli import generated_nli, snli
 from examples.snli.encoders import make_encoder
 from tf_memlayers import AttentionPooling, ConditionalEncoder
@@ -23,7 +21,7 @@ from tf_memlayers.models.fill_last_word import (
 )
 from tf_memlayers.models.snli import build_snli_model, compile_snli_model
 
-# Bytes that are not text: what `load_ptb` read as 288 "words" of U+FFFD.
+# Bytes that are not text.
 RANDOM_BYTES = bytes(range(256)) * 4 + os.urandom(1024)
 JSONL_PAIR = '{"sentence1": "a cat .", "sentence2": "an animal .", "gold_label": "entailment"}\n'
 
@@ -37,10 +35,6 @@ def _write(directory, files):
             content = content.encode("utf-8")
         path.write_bytes(content)
     return directory
-
-
-def _ptb(directory, train="a b c\n", valid="a b\n", test="b c\n"):
-    return _write(directory, {"ptb.train.txt": train, "ptb.valid.txt": valid, "ptb.test.txt": test})
 
 
 def _infersent(directory, s1="a cat .\n", s2="an animal .\n", labels="entailment\n"):
@@ -103,60 +97,6 @@ READER_CASES = {
         lambda d: embeddings.load_word_vectors(_write(d, {"v.txt.gz": "the 1 2\n"}) / "v.txt.gz"),
         ValueError,
         ["v.txt.gz", "gzip"],
-    ),
-    "corpus_gz_not_gzip": (
-        lambda d: ptb.load_ptb(
-            _write(
-                d, {"ptb.train.txt.gz": "not gzip", "ptb.valid.txt": "a\n", "ptb.test.txt": "a\n"}
-            )
-        ),
-        ValueError,
-        ["ptb.train.txt.gz", "gzip"],
-    ),
-    "corpus_gz_truncated": (
-        lambda d: ptb.load_ptb(
-            _write(
-                d,
-                {
-                    "ptb.train.txt.gz": gzip.compress(b"a b c\n" * 100)[:30],
-                    "ptb.valid.txt": "a\n",
-                    "ptb.test.txt": "a\n",
-                },
-            )
-        ),
-        ValueError,
-        ["ptb.train.txt.gz", "gzip"],
-    ),
-    "corpus_random_bytes": (
-        lambda d: ptb.load_ptb(_ptb(d, train=RANDOM_BYTES)),
-        ValueError,
-        ["ptb.train.txt", "not", "text"],
-    ),
-    "corpus_empty": (
-        lambda d: ptb.load_ptb(_ptb(d, valid="")),
-        ValueError,
-        ["ptb.valid.txt", "empty"],
-    ),
-    "corpus_blank_only": (
-        lambda d: ptb.load_ptb(_ptb(d, test=" \n\n\t\n")),
-        ValueError,
-        ["ptb.test.txt", "blank"],
-    ),
-    "wikitext_empty": (
-        lambda d: wikitext2.load_wikitext2(
-            _write(
-                d, {"wiki.train.tokens": "", "wiki.valid.tokens": "a\n", "wiki.test.tokens": "a\n"}
-            )
-        ),
-        ValueError,
-        ["wiki.train.tokens", "empty"],
-    ),
-    "cbt_blank_train_file": (
-        lambda d: cbt.load_cbt(
-            _write(d, {"cbt_train.txt": "\n\n", "cbt_valid.txt": "a\n", "cbt_test.txt": "a\n"})
-        ),
-        ValueError,
-        ["cbt_train.txt", "blank"],
     ),
     "snli_zip_not_a_zip": (
         lambda d: snli.read_files(
@@ -268,13 +208,6 @@ def test_bad_files_and_arguments_of_the_readers(case, tmp_path):
     message = str(info.value)
     for fragment in fragments:
         assert fragment in message, f"{fragment!r} not in {message!r}"
-
-
-def test_stray_bytes_in_real_text_are_still_read(tmp_path):
-    text = b"the cat sat on the mat .\ncaf\xe9 au lait \xff .\n" * 20
-    _ptb(tmp_path, train=text, valid=text, test=text)
-    corpus = ptb.load_ptb(tmp_path)
-    assert "\ufffd" in corpus.vocabulary.tokens and corpus.train.num_tokens == 20 * 14
 
 
 def test_glove_lines_of_one_length_still_read_words_with_spaces(tmp_path):

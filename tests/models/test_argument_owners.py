@@ -10,7 +10,6 @@ import traceback
 import pytest
 
 import tf_memlayers
-from examples.language_modeling.memories import language_model
 from examples.snli.encoders import make_encoder
 from tf_memlayers import _validation
 from tf_memlayers.models.fill_last_word import build_fill_last_word_model
@@ -23,20 +22,6 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 # (the module that passes the argument on, under the repository, the argument, the call with
 # a bad value, the package module that owns it)
 PASSED_ON = [
-    (
-        "examples/language_modeling/memories.py",
-        "window",
-        lambda: language_model(
-            30, kind="key_value", window=0, units=8, embedding_dim=4, batch_size=2
-        ),
-        "layers/window_attention/window_attention_mechanism.py",
-    ),
-    (
-        "examples/language_modeling/memories.py",
-        "n",
-        lambda: language_model(30, kind="ngram", ngram=1, units=8, embedding_dim=4, batch_size=2),
-        "layers/window_attention/ngram_concat.py",
-    ),
     (
         "tf_memlayers/models/snli.py",
         "num_copies",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from examples.language_modeling.memories import KINDS, language_model
+from tests.language_models import KINDS, language_model
 from tf_memlayers.models import (
     build_language_model,
     build_step_model,
