@@ -25,7 +25,6 @@ import keras
 import numpy as np
 from keras import ops
 
-from examples.harness.checks import check_choice, check_int
 from tf_memlayers.layers import AssociativeGRU, AttentionRNN, AttentionWrapper, DualAssociativeGRU
 from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES
 from tf_memlayers.models import generate
@@ -119,21 +118,18 @@ def build_autoencoder(
 
     Args:
         kind: One of `MODELS`.
-        vocabulary_size: Integer >= 5, the number of word ids (id 0: padding).
-        units: Positive integer (even for ``"dual_am_gru"``), the width of the encoder and
-            the decoder.
-        embedding_dim: Positive integer, the word vectors' width.
-        num_copies, dual_key: The AM-GRU layers' (checked there).
+        vocabulary_size: Integer, the number of word ids (id 0: padding).
+        units: Integer (even for ``"dual_am_gru"``), the width of the encoder and the decoder.
+        embedding_dim: Integer, the word vectors' width.
+        num_copies, dual_key: The AM-GRU layers' (each argument is checked by its layer).
         seed: Integer, the seed of the weights and of the AM-GRU's permutations.
         init_scale: Positive float, every kernel starts U(-init_scale, init_scale).
 
     Returns:
         An `AutoEncoder`, its training model not compiled.
     """
-    check_choice("kind", kind, MODELS)
-    vocabulary_size = check_int("vocabulary_size", vocabulary_size, 5)
-    units = check_int("units", units, 1)
-    embedding_dim = check_int("embedding_dim", embedding_dim, 1)
+    if kind not in MODELS:
+        raise ValueError(f"`kind` must be one of {MODELS}; got {kind!r}.")
     init = keras.initializers.RandomUniform(
         -init_scale, init_scale, seed=keras.random.SeedGenerator(seed)
     )
