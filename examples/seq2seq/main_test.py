@@ -6,6 +6,7 @@ import json
 import os
 import pathlib
 import signal
+import socket
 import subprocess
 import sys
 
@@ -280,3 +281,53 @@ def test_a_run_killed_in_its_last_epoch_resumes_exactly(tmp_path, monkeypatch):
     # event files also hold the killed process's records).
     assert straight["history"]["loss"][1] < straight["history"]["loss"][0]
     assert_reported(tmp_path / "straight", straight, argv, epochs=2)
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("localhost", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def test_two_workers_train_as_one_process_on_their_global_batches(tmp_path):
+    # Two local workers of --batch-size 16 each, one process of 32: the same global batches.
+    argv = [*TINY, "--model", "gru", "--workdir", str(tmp_path / "workers")]
+    cluster = {"worker": [f"localhost:{port}" for port in _free_ports(2)]}
+    workers = []
+    for index in range(2):
+        config = {"cluster": cluster, "task": {"type": "worker", "index": index}}
+        env = dict(os.environ, TF_CONFIG=json.dumps(config), PYTHONPATH=str(REPOSITORY))
+        env["CUDA_VISIBLE_DEVICES"] = ""  # the CPU: one device per worker
+        command = [sys.executable, "-m", "examples.seq2seq", *argv, "--batch-size", "16"]
+        workers.append(
+            subprocess.Popen(
+                [*command, "--strategy", "multi_worker"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+    try:
+        alone = main.main([*argv[:-1], str(tmp_path / "alone"), "--strategy", "default"])
+        outputs = [worker.communicate(timeout=900)[0] for worker in workers]
+    finally:
+        for worker in workers:
+            worker.kill()
+    assert [worker.returncode for worker in workers] == [0, 0], outputs[-1][-3000:]
+    chief, other = (json.loads(output.split("METRICS ")[-1]) for output in outputs)
+    assert {k: v for k, v in other.items() if k != "seconds"} == {
+        k: v for k, v in chief.items() if k != "seconds"
+    }
+    assert json.loads((tmp_path / "workers" / "metrics.json").read_text()) == chief
+    for name, values in alone["history"].items():
+        np.testing.assert_allclose(chief["history"][name], values, rtol=1e-5, err_msg=name)
+    for got, expected in zip(
+        _saved_state(tmp_path / "workers" / "last.keras"),
+        _saved_state(tmp_path / "alone" / "last.keras"),
+    ):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)

@@ -88,7 +88,7 @@ class AutoEncoder:
         Returns:
             int NumPy array ``[batch, max_steps]``.
         """
-        state = self.encoder_model.predict_on_batch(np.asarray(source, np.int32))
+        state = predict(self.encoder_model, np.asarray(source, np.int32))
         state = list(state) if isinstance(state, (list, tuple)) else [state]
         prompt = np.full((len(source), 1), bos_id)
         tokens = generate(
@@ -102,6 +102,16 @@ class AutoEncoder:
         )
         ended = np.cumsum(tokens == eos_id, axis=1) - (tokens == eos_id) > 0
         return np.where(ended, 0, tokens)
+
+
+def predict(model, inputs):
+    """``model.predict_on_batch(inputs)``, or under several workers, where Keras's ``predict``
+    fails as its ``fit`` does (keras-team/keras#20585), the model called on this worker."""
+    import tensorflow as tf
+
+    if isinstance(model.distribute_strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return keras.tree.map_structure(ops.convert_to_numpy, model(inputs, training=False))
+    return model.predict_on_batch(inputs)
 
 
 def build_autoencoder(

@@ -52,7 +52,7 @@ def teacher_forced_scores(model, dataset):
     words and ``<eos>``, over the whole dataset."""
     total, count, correct = 0.0, 0, 0
     for (source, decoder_input), target in dataset:
-        logits = np.asarray(model.predict_on_batch([source, decoder_input]), np.float64)
+        logits = np.asarray(models.predict(model, [source, decoder_input]), np.float64)
         target = np.asarray(target)
         top = logits.max(-1, keepdims=True)
         log_probs = logits - top - np.log(np.exp(logits - top).sum(-1, keepdims=True))
