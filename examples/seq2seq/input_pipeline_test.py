@@ -1,5 +1,6 @@
 """The auto-encoding example's sentences: the generated corpus, the files, the arrays."""
 
+import doctest
 import gzip
 
 import numpy as np
@@ -72,3 +73,8 @@ def test_a_bad_file_is_named_with_what_is_wrong(tmp_path, content, message):
     (tmp_path / name).write_bytes(content)
     with pytest.raises(ValueError, match=message):
         pipeline.read_sentence_files(tmp_path, max_length=4)
+
+
+def test_the_docstring_examples_run():
+    result = doctest.testmod(pipeline)
+    assert result.attempted > 0 and result.failed == 0
