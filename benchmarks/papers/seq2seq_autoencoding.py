@@ -9,8 +9,6 @@ import json
 import os
 import pathlib
 
-import numpy as np
-
 from benchmarks import ArgumentParser, positive, results_file
 from benchmarks.docs_tables import add_update_docs_option, columns_of, update_docs
 from benchmarks.papers.example_runs import mean_and_spread
@@ -25,9 +23,10 @@ MODELS = {
     "gru": "GRU encoder, GRU decoder",
 }
 DATA = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
-# Per --corpus: the example's options, the default epochs and seeds, the data in the caption.
+# Per --corpus: the example's options, default epochs and seeds, block, data in the caption.
 OPTIONS = {"generated": [], "ptb": ["--max-length", "15", "--max-train", "10000"]}
 DEFAULTS = {"generated": (20, [0, 1, 2]), "ptb": (8, [0])}
+BLOCKS = {"generated": "seq2seq-autoencoding", "ptb": "seq2seq-autoencoding-ptb"}
 CORPORA = {
     "generated": "its generated corpus ({train_sentences} training sentences of {lengths} "
     "words, vocabulary {vocabulary})",
@@ -77,7 +76,8 @@ def parse_args(argv=None):
     add("--epochs", type=positive(int), help="default: 20 (generated), 8 (ptb)")
     add("--runs-dir", type=pathlib.Path, default=ROOT / "runs" / "benchmarks" / NAME)
     add_results_options(parser, None)
-    args = add_update_docs_option(parser).parse_args(argv)
+    add_update_docs_option(parser)
+    args = parser.parse_args(argv)
     if min(args.seeds or [0]) < 0:
         parser.error(f"argument --seeds: must be integers >= 0, got {args.seeds}")
     epochs, seeds = DEFAULTS[args.corpus]
@@ -134,7 +134,7 @@ def draw_figure(runs, path):
     figure = Figure(figsize=(6.6, 9.0))  # 726 pixels at 110 dpi: the page's content column
     for axis, (model, (title, low)) in zip(figure.subplots(2, 1), PANELS.items()):
         heatmap = first[model]["probe_heatmap"]
-        image = axis.imshow(np.array(heatmap["matrix"]), vmin=low, vmax=1.0, aspect="auto")
+        image = axis.imshow(heatmap["matrix"], vmin=low, vmax=1.0, aspect="auto")
         source, inputs = heatmap["source"], heatmap["decoder_input"]
         axis.set_xticks(range(len(source)), source, rotation=60, ha="right", fontsize=9)
         axis.set_yticks(range(len(inputs)), inputs, fontsize=9)
@@ -174,9 +174,8 @@ def write_docs_table(report):
     epochs = "/".join(map(str, sorted({r["epochs"] for r in runs})))
     option = "" if corpus == "generated" else f" --corpus {corpus}"
     caption = CAPTION.format_map(dict(first, data=data, epochs=epochs, option=option))
-    block = NAME.replace("_", "-") + ("" if corpus == "generated" else f"-{corpus}")
-    after = None if corpus == "generated" else NAME.replace("_", "-")
-    update_docs(block, summary, COLUMNS, caption, footer=footer, insert_after=after)
+    after = None if corpus == "generated" else BLOCKS["generated"]
+    update_docs(BLOCKS[corpus], summary, COLUMNS, caption, footer=footer, insert_after=after)
 
 
 def main(argv=None):
