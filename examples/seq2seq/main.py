@@ -35,6 +35,8 @@ DEFAULT_ROOT = os.path.join("runs", "seq2seq_autoencoder")
 
 
 class ArgumentParser(argparse.ArgumentParser):
+    """Reports a bad option in one line, with exit status 2."""
+
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())}\n")
 
@@ -65,6 +67,7 @@ def number(kind=int, low=0, strict=False):
 
 
 def data_dir(text):
+    """A folder holding the train, valid and test files."""
     try:
         input_pipeline.find_sentence_files(text)
     except ValueError as error:

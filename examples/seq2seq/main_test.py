@@ -5,6 +5,7 @@ resuming exactly."""
 import json
 import os
 import pathlib
+import re
 import signal
 import socket
 import subprocess
@@ -96,6 +97,27 @@ def test_help_lists_every_option_with_its_default(capsys):
     shared = "--units --model --embedding-dim --init-scale --clip-norm --learning-rate"
     shared += " --batch-size --epochs --seed --jit --strategy --data-dir --workdir --verbose"
     assert set(shared.split()) <= set(entries)
+
+
+def _run_directory(*argv):
+    parser = main.make_parser()
+    return main.run_directory(*main.run_settings(main.parse_args(argv, parser), parser))
+
+
+def test_a_run_directory_is_named_after_the_options_that_change_the_run(tmp_path):
+    default = _run_directory()
+    assert re.fullmatch(r"runs/seq2seq_autoencoder/dual_am_gru-[0-9a-f]{8}", default)
+    # How long, how verbosely or where a run trains, and how it is evaluated, name no other run.
+    assert _run_directory("--epochs", "3", "--verbose", "0", "--beams", "2", "--jit") == default
+    gru = _run_directory("--model", "gru", "--units", "8")
+    assert re.fullmatch(r"runs/seq2seq_autoencoder/gru-model=gru_units=8-[0-9a-f]{8}", gru)
+    assert _run_directory("--model", "gru", "--units", "8", "--num-copies", "2") == gru
+    (tmp_path / "ptb").mkdir()
+    for split in ("train", "valid", "test"):
+        (tmp_path / "ptb" / f"ptb.{split}.txt").write_text("a b\n")
+    files = _run_directory("--data-dir", str(tmp_path / "ptb"))
+    assert files.startswith("runs/seq2seq_autoencoder/dual_am_gru-data_dir=ptb-")
+    assert files[-8:] != default[-8:]
 
 
 def test_the_script_exits_2_with_one_line(tmp_path):
