@@ -18,7 +18,7 @@ import pytest
 from examples.harness import options
 from tests.support import REPO_ROOT
 
-EXAMPLES = ("snli_dual_am_gru", "seq2seq_autoencoder")
+EXAMPLES = ("snli_dual_am_gru",)
 
 
 def _load(name):
@@ -82,22 +82,6 @@ SPECIFIC_BAD = {
         (["--tfds-data-dir", ".", "--source", "generated"], "--tfds-data-dir"),
     ],
 }
-SPECIFIC_BAD["seq2seq_autoencoder"] = [
-    (["--units", "7"], "--units"),  # the dual_am_gru model's units are even
-    (["--units", "0"], "--units"),
-    (["--model", "lstm"], "--model"),
-    (["--beams", "0"], "--beams"),
-    (["--max-vocabulary", "4"], "--max-vocabulary"),
-    (["--max-length", "0"], "--max-length"),
-    (["--max-train", "0"], "--max-train"),
-    (["--dual-key", "both"], "--dual-key"),
-    (["--num-copies", "0"], "--num-copies"),
-    (["--init-scale", "0"], "--init-scale"),
-    (["--clip-norm", "-5"], "--clip-norm"),
-    (["--probe-sentences", "0"], "--probe-sentences"),
-    (["--train-size", "huge"], "--train-size"),
-    (["--max-length", "3"], "--max-length"),  # the generated sentences have 5 to 14 words
-]
 BAD_CASES = [
     (name, argv, option) for name in EXAMPLES for argv, option in COMMON_BAD + SPECIFIC_BAD[name]
 ]
@@ -253,23 +237,6 @@ class _FitCalled(Exception):
                 "0",
             ],
         ),
-        (
-            "seq2seq_autoencoder",
-            [
-                "--train-size",
-                "small",
-                "--units",
-                "4",
-                "--num-copies",
-                "2",
-                "--embedding-dim",
-                "4",
-                "--probe-sentences",
-                "2",
-                "--verbose",
-                "0",
-            ],
-        ),
     ],
 )
 def test_fit_is_told_not_to_shuffle_the_tf_data_pipeline(
@@ -334,8 +301,7 @@ SNLI_TINY = [
 
 # One run of each script as users start it, each with a refusal found at another stage: while
 # parsing, when the encoder is built (SNLI).
-# The in-process tests above check every refusal's line (the seq2seq script's run is in its own
-# test module).
+# The in-process tests above check every refusal's line.
 @pytest.mark.parametrize(
     "name,argv,option,message",
     [
@@ -383,10 +349,6 @@ BENCHMARK_BAD = [
     ("benchmarks.papers.snli_real_data", ["--learning-rate", "nan"], "--learning-rate"),
     ("benchmarks.papers.snli_real_data", ["--units", "0"], "--units"),
     ("benchmarks.papers.snli_real_data", ["--models", "lstm"], "--models"),
-    ("benchmarks.papers.seq2seq_autoencoding", ["--epochs", "0"], "--epochs"),
-    ("benchmarks.papers.seq2seq_autoencoding", ["--models", "lstm"], "--models"),
-    ("benchmarks.papers.seq2seq_autoencoding", ["--seeds", "-1"], "--seeds"),
-    ("benchmarks.papers.seq2seq_autoencoding", ["--corpus", "wmt14"], "--corpus"),
 ]
 
 

@@ -1,5 +1,5 @@
 """The sentences of the auto-encoding example: a generated corpus, files of real sentences, the
-vocabulary, and the teacher-forced batches.
+vocabulary and the teacher-forced batches.
 
 Auto-encoding reads a sentence and writes it back: the encoder reads ``x_1 … x_n``, the decoder
 reads ``<s> x_1 … x_n`` and predicts ``x_1 … x_n <eos>``.
@@ -12,70 +12,27 @@ reads ``<s> x_1 … x_n`` and predicts ``x_1 … x_n <eos>``.
   Penn Treebank's ``ptb.train.txt``; ``.gz`` files are read too).
 """
 
+import collections
+import gzip
 import os
+import zlib
 
 import numpy as np
 
-from examples.harness.checks import check_int
-from examples.harness.data.files import check_not_blank, read_text
-from examples.harness.data.vocabulary import EOS, PAD, UNK, build_token_list
-
-BOS = "<s>"
+PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "<eos>"
 SPECIAL_TOKENS = (PAD, UNK, BOS, EOS)  # ids 0, 1, 2, 3
 SPLITS = ("train", "valid", "test")
 GENERATED_SIZES = {"small": (600, 100, 100), "medium": (4000, 500, 500)}
 GENERATED_LENGTHS = (5, 14)  # the shortest and longest generated sentence, in words
 
-_DETERMINERS = ("the", "a", "every", "some", "one", "that")
-_ADJECTIVES = (
-    "old",
-    "young",
-    "red",
-    "small",
-    "tall",
-    "quiet",
-    "happy",
-    "green",
-    "dark",
-    "bright",
-    "tired",
-    "clever",
-)
+_DETERMINERS = "the a every some one that".split()
+_ADJECTIVES = "old young red small tall quiet happy green dark bright tired clever".split()
 _NOUNS = (
-    "man",
-    "woman",
-    "dog",
-    "cat",
-    "child",
-    "farmer",
-    "teacher",
-    "bird",
-    "horse",
-    "doctor",
-    "sailor",
-    "painter",
-    "boat",
-    "house",
-    "tree",
-    "river",
-    "car",
-    "apple",
-)
-_VERBS = (
-    "sees",
-    "follows",
-    "paints",
-    "finds",
-    "carries",
-    "watches",
-    "likes",
-    "meets",
-    "pushes",
-    "feeds",
-    "draws",
-    "visits",
-)
-_PREPOSITIONS = ("near", "behind", "under", "beside", "inside", "above")
+    "man woman dog cat child farmer teacher bird horse doctor sailor painter boat house tree "
+    "river car apple"
+).split()
+_VERBS = "sees follows paints finds carries watches likes meets pushes feeds draws visits".split()
+_PREPOSITIONS = "near behind under beside inside above".split()
 _TIMES = ("today", "at night", "in the morning", "every day", "again", "slowly")
 
 
@@ -87,21 +44,13 @@ def _noun_phrase(rng):
 
 
 def generated_sentences(count, seed=0):
-    """``count`` sentences of the example's grammar, as token lists.
-
-    Args:
-        count: Positive integer, the number of sentences.
-        seed: Integer, the seed of the draws. Default: `0`.
-
-    Returns:
-        A list of ``count`` lists of str, each of 5 to 14 words.
+    """``count`` sentences of the example's grammar, as token lists of 5 to 14 words.
 
     Example:
 
-    >>> generated_sentences(2, seed=1)[0][:2]
-    ['the', 'young']
+    >>> " ".join(generated_sentences(1, seed=1)[0])
+    'every doctor sees the child behind a bright painter every day'
     """
-    count = check_int("count", count, 1)
     rng = np.random.default_rng(seed)
     sentences = []
     for _ in range(count):
@@ -127,30 +76,23 @@ def generated_splits(size="medium", seed=0):
 
 def find_sentence_files(directory):
     """The train, valid and test files of ``directory``: ``<split>.txt`` or a name ending in
-    ``.<split>.txt`` (optionally ``.gz``), the shortest where several match.
+    ``.<split>.txt`` (optionally ``.gz``), the shortest where several match (Penn Treebank's
+    ``ptb.train.txt`` over ``ptb.char.train.txt``).
 
     Returns:
         Dict split -> path.
 
     Raises:
-        ValueError: A split has no file, or more than one; the message names the folder.
+        ValueError: ``directory`` is not a folder, or a split has no file or several.
     """
     if not os.path.isdir(directory):
         raise ValueError(f"{directory} is not a folder.")
     names = sorted(os.listdir(directory))
     found = {}
     for split in SPLITS:
-        matches = [
-            name
-            for name in names
-            if any(
-                name == f"{split}.txt{gz}" or name.endswith(f".{split}.txt{gz}")
-                for gz in ("", ".gz")
-            )
-        ]
-        # The shortest name wins: ptb.train.txt over ptb.char.train.txt in Penn Treebank's
-        # folder.
-        shortest = [name for name in matches if len(name) == min(map(len, matches), default=0)]
+        ends = [f"{split}.txt", f"{split}.txt.gz"]
+        matches = [n for n in names if n in ends or n.endswith(tuple("." + e for e in ends))]
+        shortest = [n for n in matches if len(n) == min(map(len, matches))]
         if len(shortest) != 1:
             raise ValueError(
                 f"{directory} must hold one {split} file (one sentence per line), named "
@@ -161,6 +103,26 @@ def find_sentence_files(directory):
     return found
 
 
+def read_text(path):
+    """The UTF-8 text of ``path`` (``.gz`` decompressed).
+
+    Raises:
+        ValueError: The file is not gzip data (for ``.gz``), not text (NUL bytes, or more than a
+            tenth of it undecodable), or blank; the message names it.
+    """
+    try:
+        with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as handle:
+            data = handle.read()
+    except (gzip.BadGzipFile, EOFError, zlib.error) as error:
+        raise ValueError(f"{path} is not a valid gzip file: {error}.") from error
+    text = data.decode("utf-8", errors="replace")
+    if "\x00" in text or text.count("\ufffd") > 0.1 * len(text):
+        raise ValueError(f"{path} is not UTF-8 text.")
+    if not text.strip():
+        raise ValueError(f"{path} is {'blank' if text else 'empty'}: it holds no sentences.")
+    return text
+
+
 def read_sentence_files(directory, max_length):
     """The sentences of ``directory``'s files (`find_sentence_files`), one per line, split at
     spaces; blank lines and sentences longer than ``max_length`` words are left out.
@@ -169,25 +131,44 @@ def read_sentence_files(directory, max_length):
         Dict split -> list of token lists.
 
     Raises:
-        ValueError: A file is missing, not text, blank, or has no sentence of at most
+        ValueError: A file is missing, not text (`read_text`), or has no sentence of at most
             ``max_length`` words; the message names it.
     """
-    max_length = check_int("max_length", max_length, 1)
     splits = {}
     for split, path in find_sentence_files(directory).items():
-        text = check_not_blank(read_text(path), path)
-        sentences = [line.split() for line in text.splitlines()]
-        sentences = [s for s in sentences if 0 < len(s) <= max_length]
-        if not sentences:
+        sentences = [line.split() for line in read_text(path).splitlines()]
+        splits[split] = [s for s in sentences if 0 < len(s) <= max_length]
+        if not splits[split]:
             raise ValueError(f"{path} has no sentence of 1 to {max_length} words.")
-        splits[split] = sentences
+    return splits
+
+
+def load_splits(data_dir, train_size, max_length, max_train, seed):
+    """The train, valid and test sentences of at most ``max_length`` words: ``data_dir``'s
+    files (`read_sentence_files`), else the generated corpus of ``train_size`` drawn with
+    ``seed``; the first ``max_train`` training sentences (`None`: all)."""
+    if data_dir:
+        splits = read_sentence_files(data_dir, max_length)
+    else:
+        splits = generated_splits(train_size, seed=seed)
+        splits = {
+            name: [s for s in found if len(s) <= max_length] for name, found in splits.items()
+        }
+    splits["train"] = splits["train"][:max_train]
     return splits
 
 
 def build_vocabulary(sentences, max_size=None):
-    """`SPECIAL_TOKENS`, then the words of ``sentences`` by frequency, at most ``max_size``
-    in all (the rest read as ``<unk>``)."""
-    return build_token_list(sentences, special_tokens=SPECIAL_TOKENS, max_size=max_size)
+    """`SPECIAL_TOKENS`, then the words of ``sentences``, most frequent first (ties in
+    alphabetical order), at most ``max_size`` in all (the rest read as ``<unk>``).
+
+    >>> build_vocabulary([["b", "a", "b"], ["c", "a", "b"]], max_size=6)
+    ['<pad>', '<unk>', '<s>', '<eos>', 'b', 'a']
+    """
+    counts = collections.Counter(word for sentence in sentences for word in sentence)
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    words = [word for word, _ in ranked if word not in SPECIAL_TOKENS]
+    return [*SPECIAL_TOKENS, *words][:max_size]
 
 
 def encode(sentences, vocabulary, max_length):
