@@ -3,10 +3,9 @@
     python tests/multi_worker_job.py OUT_DIR JOBS
 
 ``TF_CONFIG`` names the cluster and this worker's task. JOBS is a JSON object of jobs, run in
-its order, each with its command-line arguments: ``snli`` (the SNLI example for one epoch, then
-the same run continued to two), ``ptb`` (the PTB example, which must refuse several workers,
-tests/multi_worker_models.py) or ``fill`` (the last-word example). One launch runs them all:
-each worker process and its cluster are set up once. The worker writes
+its order, each with its command-line arguments: ``ptb`` (the PTB example, which must refuse
+several workers, tests/multi_worker_models.py) or ``fill`` (the last-word example). One launch
+runs them all: each worker process and its cluster are set up once. The worker writes
 ``OUT_DIR/<job>-<task id>.npz`` (the model's weights after training, by variable path) and
 ``OUT_DIR/<job>-<task id>.json`` (its results).
 """
@@ -70,15 +69,7 @@ def save(out_dir, job, weights, results):
 
 def main(out_dir, jobs):
     for job, argv in json.loads(jobs).items():
-        if job == "snli":
-            # One epoch, then the same run continued to two (it resumes from the backup).
-            example = load_example("snli_dual_am_gru")
-            first = example.main([*argv, "--epochs", "1"])
-            keep = KeepWeights()
-            metrics = example.main([*argv, "--epochs", "2"], extra_callbacks=[keep])
-            results = dict(metrics, first_run=first, epochs_run_by_second_run=keep.epochs)
-            save(out_dir, job, keep.weights, results)
-        elif job == "fill":
+        if job == "fill":
             # The last-word example with its heap cache and episodes (global batches as given).
             keep = KeepWeights()
             metrics = load_example("fill_last_word_cache").main(list(argv), extra_callbacks=[keep])

@@ -11,7 +11,6 @@ import pytest
 import examples.fill_last_word
 import examples.harness
 import examples.language_modeling
-import examples.snli
 import tf_memlayers.callbacks
 import tf_memlayers.layers
 import tf_memlayers.losses
@@ -86,7 +85,6 @@ def test_support_module_examples_run(module_name):
 EXAMPLE_MODULES = [
     *_modules(examples.harness, walk=True),
     *_modules(examples.language_modeling),
-    *_modules(examples.snli),
     *_modules(examples.fill_last_word),
 ]
 # The examples' modules whose docstrings must show a runnable example.

@@ -18,7 +18,7 @@ import pytest
 from examples.harness import options
 from tests.support import REPO_ROOT
 
-EXAMPLES = ("snli_dual_am_gru", "ptb_memory_lm", "fill_last_word_cache", "seq2seq_autoencoder")
+EXAMPLES = ("ptb_memory_lm", "fill_last_word_cache", "seq2seq_autoencoder")
 
 
 def _load(name):
@@ -64,23 +64,6 @@ COMMON_BAD = [
     (["--workdir"], "--workdir"),
 ]
 SPECIFIC_BAD = {
-    "snli_dual_am_gru": [
-        (["--units", "0"], "--units"),
-        (["--dropout", "1"], "--dropout"),
-        (["--clip-norm", "-5"], "--clip-norm"),
-        (["--init-scale", "0"], "--init-scale"),
-        (["--max-train", "0"], "--max-train"),
-        (["--max-length", "0"], "--max-length"),
-        (["--num-copies", "0"], "--num-copies"),
-        (["--top-units", "0"], "--top-units"),
-        (["--eval-every", "0"], "--eval-every"),
-        (["--model", "lstm"], "--model"),
-        (["--embeddings", "/nonexistent/glove.txt"], "--embeddings"),
-        (["--source", "files"], "--source"),
-        (["--download", "--source", "generated"], "--download"),
-        (["--tfds-data-dir", "/nonexistent/tfds"], "--tfds-data-dir"),
-        (["--tfds-data-dir", ".", "--source", "generated"], "--tfds-data-dir"),
-    ],
     "ptb_memory_lm": [
         (["--units", "0"], "--units"),
         (["--dropout", "1.5"], "--dropout"),
@@ -160,27 +143,6 @@ def test_a_data_dir_without_the_corpus_files_is_refused_when_parsed(
     assert "error: argument --data-dir" in line and str(tmp_path) in line
 
 
-# Combinations the encoder refuses, the option reported and the end of the encoder's message.
-ENCODER_REFUSED = [
-    (["--fused-loop", "--model", "gru"], "the gru model has none"),
-    (["--fused-loop", "--model", "word_by_word"], "the word_by_word model has none"),
-    (["--fused-loop", "--dual-key", "released"], "dual_key='paper' only"),
-    (["--model", "word_by_word", "--top-units", "5"], "which the word_by_word model does not"),
-]
-
-
-@pytest.mark.parametrize("argv,message", ENCODER_REFUSED)
-def test_snli_reports_an_option_the_encoder_refuses_with_its_message(
-    examples, capsys, argv, message
-):
-    example = examples["snli_dual_am_gru"]
-    line = _error_line(
-        capsys, lambda argv: example.build_model(example.parse_args(argv), 20, None, 0.05), argv
-    )
-    option = "--top-units" if "--top-units" in argv else "--fused-loop"
-    assert f"error: argument {option}: " in line and message in line
-
-
 # Widths the language model refuses, reported as the option to change, with the layer's message.
 PTB_WIDTHS_REFUSED = [
     (["--model", "ngram", "--ngram", "8"], "--ngram", "does not divide into 7 equal pieces"),
@@ -217,21 +179,6 @@ def test_fill_reports_files_without_a_usable_sentence_as_max_length(examples, ca
     assert not run.exists()
 
 
-@pytest.mark.parametrize("source", ["tfds", "generated"])
-def test_snli_refuses_a_data_dir_its_source_would_not_read(examples, capsys, tmp_path, source):
-    for split in ("train", "dev", "test"):
-        (tmp_path / f"snli_1.0_{split}.jsonl").write_text("")
-    line = _error_line(
-        capsys,
-        examples["snli_dual_am_gru"].parse_args,
-        ["--data-dir", str(tmp_path), "--source", source],
-    )
-    assert (
-        "error: argument --data-dir: is read with --source auto or files, not with "
-        f"--source {source}"
-    ) in line
-
-
 def test_fill_names_the_evaluation_file_it_lacks(examples, capsys, tmp_path):
     (tmp_path / "train.txt").write_text("a b c\n")
     parse = examples["fill_last_word_cache"].parse_args
@@ -244,7 +191,6 @@ def test_fill_names_the_evaluation_file_it_lacks(examples, capsys, tmp_path):
 @pytest.mark.parametrize(
     "name,argv,attribute,value,new_spelling",
     [
-        ("snli_dual_am_gru", ["--kind", "gru"], "model", "gru", "--model"),
         ("ptb_memory_lm", ["--clipnorm", "0"], "clip_norm", 0.0, "--clip-norm"),
         ("ptb_memory_lm", ["--no-jit"], "jit", False, None),
         ("fill_last_word_cache", ["--jit"], "jit", True, None),
@@ -284,12 +230,12 @@ def test_one_spelling_per_shared_option(examples, capsys):
     ):
         assert all(option in found for found in spellings.values()), option
     # One name per concept, as in Keras and the builders: --units is the width of the
-    # recurrent layer (the SNLI example's layer 1, the LSTM under the memory or the pooling).
-    for name in ("snli_dual_am_gru", "ptb_memory_lm", "fill_last_word_cache"):
+    # recurrent layer (the LSTM under the memory or the pooling).
+    for name in ("ptb_memory_lm", "fill_last_word_cache"):
         assert "--units" in spellings[name] and "--hidden" not in spellings[name], name
     assert "--sequence-length" in spellings["ptb_memory_lm"]
     for option in ("--model", "--dropout", "--init-scale"):
-        assert option in spellings["snli_dual_am_gru"] & spellings["ptb_memory_lm"], option
+        assert option in spellings["ptb_memory_lm"], option
 
 
 def _help_entries(text):
@@ -349,23 +295,6 @@ class _FitCalled(Exception):
 @pytest.mark.parametrize(
     "name,argv",
     [
-        (
-            "snli_dual_am_gru",
-            [
-                "--train-size",
-                "small",
-                "--max-train",
-                "60",
-                "--units",
-                "4",
-                "--num-copies",
-                "2",
-                "--embedding-dim",
-                "4",
-                "--verbose",
-                "0",
-            ],
-        ),
         (
             "ptb_memory_lm",
             [
@@ -443,19 +372,6 @@ def test_unreadable_data_is_a_command_line_error(examples, capsys, tmp_path):
     argv = ["--data-dir", str(tmp_path), "--workdir", str(tmp_path / "run")]
     line = _error_line(capsys, examples["ptb_memory_lm"].main, argv)
     assert "error: argument --data-dir" in line and "ptb.valid.txt is empty" in line
-    (tmp_path / "glove.txt").write_text("cat 1 2\ndog 1 2 3\n")
-    argv = [
-        "--train-size",
-        "small",
-        "--max-train",
-        "30",
-        "--workdir",
-        str(tmp_path / "run2"),
-        "--embeddings",
-        str(tmp_path / "glove.txt"),
-    ]
-    line = _error_line(capsys, examples["snli_dual_am_gru"].main, argv)
-    assert "error: argument --embeddings" in line and "glove.txt, line 2" in line
     (tmp_path / "train.txt").write_bytes(os.urandom(3000))
     (tmp_path / "dev.txt").write_text("a b c\n")
     argv = ["--data-dir", str(tmp_path), "--workdir", str(tmp_path / "run3")]
@@ -494,33 +410,13 @@ def test_words_the_vocabulary_cannot_encode_are_refused(
     assert not (tmp_path / "run").exists()  # refused before the run started
 
 
-SNLI_TINY = [
-    "--source",
-    "generated",
-    "--train-size",
-    "small",
-    "--max-train",
-    "50",
-    "--units",
-    "8",
-    "--num-copies",
-    "2",
-]
-
-
 # One run of each script as users start it, each with a refusal found at another stage: while
-# parsing, once the corpus is read (PTB's probe sentence), when the encoder is built (SNLI).
+# parsing, once the corpus is read (PTB's probe sentence).
 # The in-process tests above check every refusal's line (the seq2seq script's run is in its own
 # test module).
 @pytest.mark.parametrize(
     "name,argv,option,message",
     [
-        (
-            "snli_dual_am_gru",
-            [*ENCODER_REFUSED[0][0], *SNLI_TINY],
-            "--fused-loop",
-            ENCODER_REFUSED[0][1],
-        ),
         (
             "ptb_memory_lm",
             ["--probe-sentence", "again zzzqqq", "--generated-tokens", "2000"],
@@ -530,7 +426,7 @@ SNLI_TINY = [
         ("ptb_memory_lm", ["--learning-rate", "nan"], "--learning-rate", ""),
         ("fill_last_word_cache", ["--data-dir", "/nonexistent"], "--data-dir", ""),
     ],
-    ids=["snli_encoder", "ptb_probe_sentence", "ptb_parse", "fill_last_word_cache"],
+    ids=["ptb_probe_sentence", "ptb_parse", "fill_last_word_cache"],
 )
 def test_script_exits_2_with_one_error_line(name, argv, option, message, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
@@ -574,9 +470,6 @@ BENCHMARK_BAD = [
     ("benchmarks.papers.lm_equal_budget_cost", ["--hidden", "-3"], "--hidden"),
     ("benchmarks.papers.lm_real_data", ["--hidden", "0"], "--hidden"),
     ("benchmarks.papers.lm_real_data", ["--seq-len", "0"], "--seq-len"),
-    ("benchmarks.papers.snli_real_data", ["--learning-rate", "nan"], "--learning-rate"),
-    ("benchmarks.papers.snli_real_data", ["--units", "0"], "--units"),
-    ("benchmarks.papers.snli_real_data", ["--models", "lstm"], "--models"),
     ("benchmarks.papers.seq2seq_autoencoding", ["--epochs", "0"], "--epochs"),
     ("benchmarks.papers.seq2seq_autoencoding", ["--models", "lstm"], "--models"),
     ("benchmarks.papers.seq2seq_autoencoding", ["--seeds", "-1"], "--seeds"),

@@ -18,8 +18,6 @@ from tests.examples.test_fill_last_word_example import (
     assert_generated_run_reports,
 )
 from tests.examples.test_ptb_example import TINY as PTB_TINY
-from tests.examples.test_snli_example import TINY as SNLI_TINY
-from tests.examples.test_snli_example import assert_logged_settings_and_metrics
 from tests.support import REPO_ROOT
 
 # Values that describe the process rather than what the run computed.
@@ -138,28 +136,6 @@ def _assert_same_run(straight, resumed, tmp_path):
         assert got.keys() == expected.keys()
         for key, value in expected.items():
             np.testing.assert_array_equal(got[key], value, err_msg=f"{name}: {key}")
-
-
-def test_snli_killed_in_its_last_epoch_resumes_exactly(tmp_path, capsys):
-    # Dropout 0.1 on the word vectors; a shuffled, bucketed, endless training stream; the
-    # learning rate halved at the end (the tiny model's dev accuracy stays flat).
-    argv = [*SNLI_TINY, "--padding", "bucket", "--epochs", "2"]
-    straight, resumed, epochs = _straight_killed_resumed(tmp_path, "snli_dual_am_gru", "main", argv)
-    assert epochs == [1]  # only the interrupted epoch ran again
-    assert resumed["epochs_run"] == [0, 1] and len(resumed["dev_accuracy"]) == 2
-    last = keras.saving.load_model(tmp_path / "resumed" / "last.keras")
-    assert float(last.optimizer.learning_rate) == np.float32(0.0015)  # halved after epoch 2
-    assert resumed["source"] == "generated" and resumed["train_pairs"] == 100
-    printed = capsys.readouterr().out.split("METRICS ")[-1]
-    workdir = tmp_path / "resumed"
-    assert json.loads((workdir / "metrics.json").read_text()) == json.loads(printed)
-    assert os.listdir(workdir / "logs" / "memory")  # the retrieval heatmap was written
-    _assert_same_run(straight, resumed, tmp_path)
-    # What the run logs for TensorBoard, on the run that was never interrupted (the resumed
-    # run's event files also hold the killed process's records).
-    assert_logged_settings_and_metrics(
-        tmp_path / "straight", straight, _load("snli_dual_am_gru").parse_args(argv)
-    )
 
 
 def test_fill_last_word_killed_in_its_last_epoch_resumes_exactly(tmp_path):

@@ -28,33 +28,6 @@ from tests.support import REPO_ROOT
 
 JOB = REPO_ROOT / "tests" / "multi_worker_job.py"
 WORKERS = 2
-# The plain GRU model: the multi-worker path is the same for every model, and it is the fastest.
-SNLI_TINY = [
-    "--model",
-    "gru",
-    "--train-size",
-    "small",
-    "--max-train",
-    "60",
-    "--units",
-    "8",
-    "--num-copies",
-    "2",
-    "--embedding-dim",
-    "8",
-    "--eval-every",
-    "2",
-    "--verbose",
-    "0",
-    "--padding",
-    "fixed",
-    "--max-length",
-    "16",
-    "--dropout",
-    "0",
-    "--no-jit",
-]
-SNLI_ROWS = 10  # per replica: the global batch of two workers is 20 pairs
 
 
 def free_ports(count):
@@ -225,42 +198,19 @@ def _one_process_example(script, argv, workdir):
 
 
 def test_two_workers_train_as_one_process(tmp_path, subtests):
-    """One launch of two workers runs every job: the SNLI example (one epoch, then resumed to
-    two), the last-word example and the PTB example (refused). While they train, this process
-    trains the same models on the same global batches; then each job is checked against them.
-    (The package's models on two workers: tests/training/test_train.py.)"""
+    """One launch of two workers runs every job: the last-word example and the PTB example
+    (refused). While they train, this process trains the same models on the same global
+    batches; then each job is checked against them. (The package's models on two workers:
+    tests/training/test_train.py.)"""
     out_dir = tmp_path / "two_workers"
     out_dir.mkdir()
     before = _temporary_worker_dirs()
     jobs = {
-        "snli": [
-            *SNLI_TINY,
-            "--batch-size",
-            str(SNLI_ROWS),
-            "--strategy",
-            "multi_worker",
-            "--workdir",
-            str(out_dir / "snli"),
-        ],
         "fill": [*FILL_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "fill")],
         "ptb": [*PTB_TINY, "--strategy", "multi_worker", "--workdir", str(out_dir / "ptb")],
     }
     processes = start_workers(out_dir, jobs)
     try:
-        # One process, on the global batches: SNLI two epochs straight.
-        snli = _one_process_example(
-            "snli_dual_am_gru",
-            [
-                *SNLI_TINY,
-                "--batch-size",
-                str(WORKERS * SNLI_ROWS),
-                "--strategy",
-                "default",
-                "--epochs",
-                "2",
-            ],
-            tmp_path / "snli",
-        )
         fill = _one_process_example(
             "fill_last_word_cache", [*FILL_TINY, "--strategy", "default"], tmp_path / "fill"
         )
@@ -270,8 +220,6 @@ def test_two_workers_train_as_one_process(tmp_path, subtests):
 
     with subtests.test("the workers leave no temporary folders"):
         _check_no_temporary_folders(left_behind)
-    with subtests.test("snli"):
-        _check_snli(out_dir, *snli)
     with subtests.test("the language-model example refuses several workers"):
         for _, results in worker_results(out_dir, "ptb"):
             refusal = results["refusal"]
@@ -288,28 +236,6 @@ def _check_no_temporary_folders(left_behind):
     while any(os.path.exists(folder) for folder in left_behind) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not [folder for folder in left_behind if os.path.exists(folder)]
-
-
-def _check_snli(out_dir, single, single_weights):
-    """The two workers' SNLI run, resumed after its first epoch, ends as the one-process run
-    of two epochs straight."""
-    workdir = out_dir / "snli"
-    for name in ("last.keras", "best.keras", "metrics.json", "settings.json", "backup/run.json"):
-        assert (workdir / name).is_file(), name
-    assert glob.glob(str(workdir / "logs" / "train" / "events.out.tfevents.*"))
-    workers = worker_results(out_dir, "snli")
-    for _, metrics in workers:
-        assert metrics["first_run"]["epochs_run"] == [0]
-        assert metrics["epochs_run_by_second_run"] == [1]  # resumed, not started again
-        assert metrics["epochs_run"] == [0, 1] and metrics["workdir"] == str(workdir)
-        same = {"seconds": metrics["seconds"], "first_run": metrics["first_run"]}
-        assert {**metrics, **same} == {**workers[0][1], **same}
-    with open(workdir / "metrics.json", encoding="utf-8") as handle:
-        assert json.load(handle)["history"] == workers[0][1]["history"]
-    assert_same_weights([w for w, _ in workers], single_weights)
-    for name, values in single["history"].items():
-        np.testing.assert_allclose(workers[0][1]["history"][name], values, rtol=1e-5, err_msg=name)
-    np.testing.assert_allclose(workers[0][1]["test_accuracy"], single["test_accuracy"], rtol=1e-6)
 
 
 def _check_fill(out_dir, single, single_weights):

@@ -13,7 +13,7 @@ from tests.support import load_script
 
 @pytest.fixture(scope="module")
 def examples():
-    names = ("ptb_memory_lm", "fill_last_word_cache", "snli_dual_am_gru")
+    names = ("ptb_memory_lm", "fill_last_word_cache")
     return {name: load_script("examples", name) for name in names}
 
 
@@ -34,35 +34,6 @@ FILL = {
     "runs/fill_last_word_cache/attention-cache1000-hidden_units=64-9324dee4": [["--units", "64"]],
     "runs/fill_last_word_cache/last-cache1000-hidden_units=32_pooling=last-5b18450d": [
         ["--pooling", "last", "--units", "32"],
-    ],
-}
-SNLI = {
-    "runs/snli_dual_am_gru/dual_am_gru-353eabab": [[], ["--train-embeddings"]],
-    "runs/snli_dual_am_gru/gru-kind=gru-8ad4104e": [["--model", "gru"], ["--kind", "gru"]],
-    "runs/snli_dual_am_gru/am_gru-kind=am_gru_units=50-0593458b": [
-        ["--model", "am_gru", "--units", "50"],
-        ["--kind", "am_gru", "--units", "50"],
-    ],
-    "runs/snli_dual_am_gru/dual_am_gru-dual_key=released-92353551": [["--dual-key", "released"]],
-    "runs/snli_dual_am_gru/dual_am_gru-fused_loop=False-8b2d2369": [["--no-fused-loop"]],
-    "runs/snli_dual_am_gru/am_gru-fused_loop=True_kind=am_gru-82e40766": [
-        ["--fused-loop", "--model", "am_gru"],
-    ],
-    # --num-copies is recorded as copies, the name of its older spelling.
-    "runs/snli_dual_am_gru/dual_am_gru-copies=4-a558f7a2": [
-        ["--num-copies", "4"],
-        ["--copies", "4"],
-    ],
-    "runs/snli_dual_am_gru/am_gru-copies=2_kind=am_gru-5fea1077": [
-        ["--model", "am_gru", "--num-copies", "2"],
-    ],
-    # --no-train-embeddings is recorded as freeze_embeddings=True, its older spelling.
-    "runs/snli_dual_am_gru/dual_am_gru-freeze_embeddings=True-fc4c06de": [
-        ["--no-train-embeddings"],
-        ["--freeze-embeddings"],
-    ],
-    "runs/snli_dual_am_gru/gru-copies=3_freeze_embeddings=True_kind=gru-41d71ba2": [
-        ["--no-train-embeddings", "--num-copies", "3", "--model", "gru"],
     ],
 }
 
@@ -95,17 +66,6 @@ def test_fill_run_directories_keep_their_names(examples, directory, argv):
     # The settings a resumed run is checked against keep their recorded names too.
     settings = fill.run_settings(args, resolved)
     assert settings["hidden_units"] == args.units and "units" not in settings
-
-
-@pytest.mark.parametrize("directory,argv", _cases(SNLI))
-def test_snli_run_directories_keep_their_names(examples, directory, argv):
-    snli = examples["snli_dual_am_gru"]
-    args = snli.parse_args(argv)
-    fused = snli.runs_fused_loop(snli.build_model(args, 20, None, 0.2))
-    resolved = dict(source="generated", init_scale=0.2, learning_rate=3e-3, fused_loop=fused)
-    assert snli.run_directory(args, resolved) == directory
-    settings = snli.run_settings(args, resolved)
-    assert settings["kind"] == args.model and "model" not in settings
 
 
 def test_recorded_names_rename_values_and_defaults_alike():
