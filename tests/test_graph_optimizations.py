@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from examples.language_modeling.memories import language_model
-from examples.snli.encoders import snli_model
+from tests.pair_encoders import snli_model
 from tests.support import graph_optimizations, tensorflow_only
 from tf_memlayers import (
     AssociativeMemoryCell,

@@ -7,7 +7,6 @@ argument's name, or the file's name (and where a line is at fault, the line).
 import gzip
 import json
 import os
-import zipfile
 
 import keras
 import pytest
@@ -15,8 +14,7 @@ import pytest
 from examples.fill_last_word import sentences
 from examples.harness.data import embeddings
 from examples.language_modeling import cbt, ptb, wikitext2
-from examples.snli import generated_nli, snli
-from examples.snli.encoders import make_encoder
+from tests.pair_encoders import pair_encoder
 from tf_memlayers import AttentionPooling, ConditionalEncoder
 from tf_memlayers.models.fill_last_word import (
     build_fill_last_word_model,
@@ -27,7 +25,6 @@ from tf_memlayers.models.snli import build_snli_model, compile_snli_model
 # Bytes that are not text: what `load_ptb` read as 288 "words" of U+FFFD, and
 # `read_sentences` as 121 "sentences".
 RANDOM_BYTES = bytes(range(256)) * 4 + os.urandom(1024)
-JSONL_PAIR = '{"sentence1": "a cat .", "sentence2": "an animal .", "gold_label": "entailment"}\n'
 
 
 def _write(directory, files):
@@ -43,10 +40,6 @@ def _write(directory, files):
 
 def _ptb(directory, train="a b c\n", valid="a b\n", test="b c\n"):
     return _write(directory, {"ptb.train.txt": train, "ptb.valid.txt": valid, "ptb.test.txt": test})
-
-
-def _infersent(directory, s1="a cat .\n", s2="an animal .\n", labels="entailment\n"):
-    return _write(directory, {"s1.dev": s1, "s2.dev": s2, "labels.dev": labels})
 
 
 # --- readers: (call on tmp_path, exception type, fragments of the message) ------------------
@@ -185,106 +178,7 @@ READER_CASES = {
         ValueError,
         ["vocabulary", "<unk>"],
     ),
-    "snli_zip_not_a_zip": (
-        lambda d: snli.read_files(
-            str(_write(d, {"snli_1.0.zip": "no zip"}) / "snli_1.0.zip"), "dev"
-        ),
-        ValueError,
-        ["snli_1.0.zip", "zip"],
-    ),
-    "snli_jsonl_not_utf8": (
-        lambda d: snli.read_files(
-            _write(d, {"snli_1.0_dev.jsonl": JSONL_PAIR.encode() + b'{"sentence1": "\xff"}\n'}),
-            "dev",
-        ),
-        ValueError,
-        ["snli_1.0_dev.jsonl", "line 2", "UTF-8"],
-    ),
-    "snli_jsonl_truncated": (
-        lambda d: snli.read_files(
-            _write(d, {"snli_1.0_dev.jsonl": JSONL_PAIR + '{"sentence1": "a", "sent'}), "dev"
-        ),
-        ValueError,
-        ["snli_1.0_dev.jsonl", "line 2", "JSON"],
-    ),
-    "snli_jsonl_without_sentence1": (
-        lambda d: snli.read_files(
-            _write(d, {"snli_1.0_dev.jsonl": '{"sentence2": "a", "gold_label": "neutral"}\n'}),
-            "dev",
-        ),
-        ValueError,
-        ["snli_1.0_dev.jsonl", "line 1", "sentence1"],
-    ),
-    "snli_jsonl_without_gold_label": (
-        lambda d: snli.read_files(
-            _write(d, {"snli_1.0_dev.jsonl": '{"sentence1": "a", "sentence2": "b"}\n'}), "dev"
-        ),
-        ValueError,
-        ["snli_1.0_dev.jsonl", "gold_label"],
-    ),
-    "snli_zip_member_without_gold_label": (
-        lambda d: snli.read_files(str(_zip(d, '{"sentence1": "a", "sentence2": "b"}\n')), "dev"),
-        ValueError,
-        ["snli_1.0.zip", "snli_1.0_dev.jsonl", "gold_label"],
-    ),
-    "snli_txt_without_gold_label_column": (
-        lambda d: snli.read_files(
-            _write(d, {"snli_1.0_dev.txt": "sentence1\tsentence2\na\tb\n"}), "dev"
-        ),
-        ValueError,
-        ["snli_1.0_dev.txt", "gold_label"],
-    ),
-    "snli_unknown_label": (
-        lambda d: snli.read_files(_infersent(d, labels="maybe\n"), "dev"),
-        ValueError,
-        ["labels.dev", "line 1", "'maybe'"],
-    ),
-    "snli_split_empty": (
-        lambda d: snli.read_files(_write(d, {"snli_1.0_dev.jsonl": ""}), "dev"),
-        ValueError,
-        ["snli_1.0_dev.jsonl", "empty"],
-    ),
-    "snli_split_without_gold_labels": (
-        lambda d: snli.read_files(
-            _write(d, {"snli_1.0_dev.jsonl": JSONL_PAIR.replace("entailment", "-")}), "dev"
-        ),
-        ValueError,
-        ["snli_1.0_dev.jsonl", "gold label"],
-    ),
-    "infersent_blank_file": (
-        lambda d: snli.read_files(_infersent(d, s2="\n \n"), "dev"),
-        ValueError,
-        ["s2.dev", "blank"],
-    ),
-    "infersent_not_utf8": (
-        lambda d: snli.read_files(_infersent(d, s1=RANDOM_BYTES), "dev"),
-        ValueError,
-        ["s1.dev"],
-    ),
-    "recall_corpus_max_facts_100": (
-        lambda d: generated_nli.generate_recall_corpus(10, max_facts=100),
-        ValueError,
-        ["max_facts", "100", "25"],
-    ),
-    "recall_corpus_min_facts_0": (
-        lambda d: generated_nli.generate_recall_corpus(10, min_facts=0),
-        ValueError,
-        ["min_facts", "0"],
-    ),
-    "recall_corpus_min_above_max": (
-        lambda d: generated_nli.generate_recall_corpus(10, min_facts=3, max_facts=2),
-        ValueError,
-        ["min_facts=3", "max_facts=2"],
-    ),
 }
-
-
-def _zip(directory, member_text):
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "snli_1.0.zip"
-    with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("snli_1.0/snli_1.0_dev.jsonl", member_text)
-    return path
 
 
 @pytest.mark.parametrize("case", sorted(READER_CASES))
@@ -316,7 +210,7 @@ def test_glove_lines_of_one_length_still_read_words_with_spaces(tmp_path):
 
 
 def _snli(**kwargs):
-    encoder = make_encoder("dual_am_gru", 4, num_copies=2)
+    encoder = pair_encoder("dual_am_gru", 4, num_copies=2)
     return build_snli_model(20, **{"encoder": encoder, "embedding_dim": 4, **kwargs})
 
 

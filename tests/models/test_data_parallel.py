@@ -58,7 +58,7 @@ def _case(name, rng):
     import keras
 
     from examples.language_modeling.memories import language_model
-    from examples.snli.encoders import snli_model
+    from tests.pair_encoders import snli_model
     from tf_memlayers import AttentionPooling, HeapCacheAttention
     from tf_memlayers.models import compile_language_model
 
