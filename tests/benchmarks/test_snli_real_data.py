@@ -45,7 +45,7 @@ def test_a_tiny_run_writes_its_row_and_resumes(tmp_path, monkeypatch):
         "train": 36,
         "held_out_dev": 4,
         "test": 20,
-        "vocabulary": 11,
+        "vocabulary": 13,  # <pad>, <unk> and 11 words
         "majority_baseline": 0.35,
         "glove_found": 3,
     }
