@@ -88,19 +88,26 @@ def window_attention(log_dir):
 
 
 def memory_retrieval(log_dir):
-    from examples.snli.encoders import snli_model
     from tf_memlayers.callbacks import MemoryRetrievalHeatmap
+    from tf_memlayers.layers import ConditionalEncoder, DualAssociativeEncoder
+    from tf_memlayers.models import build_snli_model
 
     keras.utils.set_random_seed(0)
     words = "a man plays the guitar on stage person is playing music"
     vocabulary = ["<pad>", "<unk>", *words.split()]
-    model = snli_model(
-        len(vocabulary),
-        kind="dual_am_gru",
-        units=32,
-        embedding_dim=16,
-        num_copies=4,
-        init_scale=0.5,
+    init = keras.initializers.RandomUniform(-0.5, 0.5, seed=keras.random.SeedGenerator(123))
+    encoder = ConditionalEncoder(
+        [
+            DualAssociativeEncoder(
+                32, num_copies=4, seed=123, kernel_initializer=init, return_sequences=True
+            ),
+            keras.layers.GRU(
+                32, kernel_initializer=init, recurrent_initializer=init, return_state=True
+            ),
+        ]
+    )
+    model = build_snli_model(
+        len(vocabulary), encoder, embedding_dim=16, kernel_initializer=init, name="snli"
     )
     callback = MemoryRetrievalHeatmap(
         log_dir,

@@ -1,6 +1,6 @@
 """Every `Example:` in the docstrings of the layers, metrics, losses, regularizers, initializers,
-callbacks, model builders and training utilities, and of the examples' folders, runs and prints
-what it shows."""
+callbacks, model builders and training utilities runs and prints what it shows. (The examples'
+folders run their own docstrings, in their tests.)"""
 
 import doctest
 import importlib
@@ -8,8 +8,6 @@ import pkgutil
 
 import pytest
 
-import examples.harness
-import examples.snli
 import tf_memlayers.callbacks
 import tf_memlayers.layers
 import tf_memlayers.losses
@@ -79,22 +77,3 @@ SUPPORT_MODULES = [
 def test_support_module_examples_run(module_name):
     result = _run_examples(module_name)
     assert result.attempted > 0 and result.failed == 0
-
-
-EXAMPLE_MODULES = [
-    *_modules(examples.harness, walk=True),
-    *_modules(examples.snli),
-]
-# The examples' modules whose docstrings must show a runnable example.
-WITH_EXAMPLES = (
-    "examples.harness.training.hparams",
-    "examples.harness.training.learning_rate",
-)
-
-
-@pytest.mark.parametrize("module_name", EXAMPLE_MODULES)
-def test_example_module_examples_run(module_name):
-    result = _run_examples(module_name)
-    assert result.failed == 0
-    if module_name in WITH_EXAMPLES:
-        assert result.attempted > 0

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from examples.snli.encoders import snli_model
 from tests.language_models import language_model
+from tests.pair_encoders import snli_model
 from tests.support import graph_optimizations, tensorflow_only
 from tf_memlayers import (
     AssociativeMemoryCell,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from examples.snli.encoders import snli_model
 from tests.am_gru_reference import conditional_encoding_retrievals
+from tests.pair_encoders import snli_model
 from tests.support import summary_events, tensorflow_only
 from tf_memlayers import ConditionalEncoder
 from tf_memlayers.callbacks.memory_retrieval_heatmap import (

@@ -6,18 +6,12 @@ import re
 import numpy as np
 import pytest
 
-from examples.snli.encoders import make_encoder
 from tf_memlayers.layers import AssociativeGRU, DualAssociativeEncoder, DualAssociativeGRU
 
 FUSED_LOOP_OWNERS = {
     "AssociativeGRU": (lambda **f: AssociativeGRU(4, **f), "AssociativeGRU"),
     "DualAssociativeGRU": (lambda **f: DualAssociativeGRU(4, **f), "DualAssociativeGRU"),
     "DualAssociativeEncoder": (lambda **f: DualAssociativeEncoder(4, **f), "DualAssociativeGRU"),
-    # The SNLI example passes fused_loop on to its AM-GRU layers, which check it.
-    "make_encoder_am_gru": (
-        lambda **f: make_encoder("am_gru", 4, **f).encoder_layers[0],
-        "AssociativeGRU",
-    ),
 }
 
 

@@ -1,6 +1,6 @@
 """`ConditionalEncoder`: a stack of layers, each conditioning the hypothesis on the premise.
 
-The three stacks of the paper's Table 1 (made by the SNLI example's `make_encoder`) are checked
+The three stacks of the paper's Table 1 (`tests.pair_encoders`) are checked
 against their layers run by hand and against the NumPy reference of the AM-GRU; a stack the
 package knows nothing of (an LSTM, a pair layer of the test's own) works the same way.
 """
@@ -13,9 +13,9 @@ import keras
 import numpy as np
 import pytest
 
-from examples.snli.encoders import KINDS, make_encoder
 from tests.am_gru_reference import conditional_encoding_retrievals
 from tests.layer_test_case import LayerTestCase
+from tests.pair_encoders import KINDS, pair_encoder
 from tf_memlayers.layers import AssociativeGRU, ConditionalEncoder, DualAssociativeEncoder
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
@@ -37,7 +37,7 @@ def _pair(rng, batch=2, premise_length=5, hypothesis_length=3, dim=6):
 
 
 def _built(kind, dim=6, **kwargs):
-    encoder = make_encoder(kind, 8, num_copies=2, **kwargs)
+    encoder = pair_encoder(kind, 8, num_copies=2, **kwargs)
     encoder.build([(None, None, dim), (None, None, dim)])
     return encoder
 
@@ -147,7 +147,7 @@ def test_weights_are_shared_between_premise_and_hypothesis():
 
 def test_hypothesis_depends_on_premise_and_padding_is_ignored():
     rng = np.random.default_rng(1)
-    encoder = make_encoder("dual_am_gru", 8, num_copies=2)
+    encoder = pair_encoder("dual_am_gru", 8, num_copies=2)
     premise, hypothesis = _pair(rng)
     p, h = encoder([premise, hypothesis])
     other = premise.copy()
@@ -280,7 +280,7 @@ def test_any_stack_of_recurrent_and_pair_layers_encodes_conditionally():
 def test_save_clone_and_config_rebuild_the_stack(kind, tmp_path):
     rng = np.random.default_rng(7)
     premise, hypothesis = (keras.Input((None, 6)), keras.Input((None, 6)))
-    encoder = _stack() if kind == "stack" else make_encoder(kind, 8, num_copies=2)
+    encoder = _stack() if kind == "stack" else pair_encoder(kind, 8, num_copies=2)
     model = keras.Model([premise, hypothesis], encoder([premise, hypothesis]))
     _set_uniform_weights(model, rng)
     data = list(_pair(rng))
@@ -312,7 +312,7 @@ def test_a_stack_returning_sequences_passes_the_masks_on():
     p, h = encoder([premise, hypothesis])
     assert tuple(p.shape) == (2, 5, 4) and tuple(h.shape) == (2, 3, 4)
     assert encoder.compute_mask([premise, hypothesis], masks) == masks
-    assert make_encoder("gru", 4).compute_mask([premise, hypothesis], masks) is None
+    assert pair_encoder("gru", 4).compute_mask([premise, hypothesis], masks) is None
 
 
 def _gru_stack(**kw):
@@ -326,11 +326,11 @@ def _gru_stack(**kw):
 
 
 def _keras_check(kind, weights, seed_generators):
-    """A `keras_checks` case: the stack ``kind`` names (`make_encoder`), 4 units, on a pair of
+    """A `keras_checks` case: the stack ``kind`` names (`pair_encoder`), 4 units, on a pair of
     sentences of width 3 (each Keras GRU has the seed generator of its dropout)."""
     return (
         ConditionalEncoder,
-        {"layers": make_encoder(kind, 4, num_copies=2).encoder_layers},
+        {"layers": pair_encoder(kind, 4, num_copies=2).encoder_layers},
         dict(
             input_shape=((2, 5, 3), (2, 4, 3)),
             expected_output_shape=[(2, 4), (2, 4)],
@@ -365,7 +365,7 @@ class ConditionalEncoderTest(LayerTestCase):
     journeys = {
         f"ConditionalEncoder_{kind}": (
             "pair",
-            lambda premise, hypothesis, kind=kind: make_encoder(kind, 8, num_copies=2)(
+            lambda premise, hypothesis, kind=kind: pair_encoder(kind, 8, num_copies=2)(
                 [premise, hypothesis]
             )[1],
         )

@@ -137,7 +137,7 @@ def test_bad_rates_are_keras_dropouts_errors():
 def test_language_and_snli_builders_use_it():
     if BACKEND != "tensorflow":
         pytest.skip("the builders' models are tested on TensorFlow (tests/models)")
-    from examples.snli.encoders import snli_model
+    from tests.pair_encoders import snli_model
     from tf_memlayers.models import build_language_model
 
     model = build_language_model(30, units=4, embedding_dim=4, dropout=0.2, stateful=False)

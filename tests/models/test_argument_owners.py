@@ -10,7 +10,6 @@ import traceback
 import pytest
 
 import tf_memlayers
-from examples.snli.encoders import make_encoder
 from tf_memlayers import _validation
 from tf_memlayers.models.fill_last_word import build_fill_last_word_model
 from tf_memlayers.models.language_model import build_language_model
@@ -27,18 +26,6 @@ PASSED_ON = [
         "num_copies",
         lambda: paper_encoder(123, "glorot_uniform", num_copies=0),
         "layers/associative_memory/associative_gru_cell.py",
-    ),
-    (
-        "examples/snli/encoders.py",
-        "num_copies",
-        lambda: make_encoder("am_gru", units=8, num_copies=0),
-        "layers/associative_memory/associative_gru_cell.py",
-    ),
-    (
-        "examples/snli/encoders.py",
-        "dual_key",
-        lambda: make_encoder("dual_am_gru", units=8, num_copies=2, dual_key="both"),
-        "layers/associative_memory/dual_associative_gru.py",
     ),
 ]
 

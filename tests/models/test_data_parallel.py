@@ -57,8 +57,8 @@ def _case(name, rng):
     dropout), ``compile(model)`` compiles it with plain SGD, and ``x, y`` is one global batch."""
     import keras
 
-    from examples.snli.encoders import snli_model
     from tests.language_models import language_model
+    from tests.pair_encoders import snli_model
     from tf_memlayers import AttentionPooling, HeapCacheAttention
     from tf_memlayers.models import compile_language_model
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from examples.snli.encoders import KINDS, make_encoder, snli_model
+from tests.pair_encoders import KINDS, pair_encoder, snli_model
 from tf_memlayers.layers import DualAssociativeEncoder
 from tf_memlayers.models.snli import (
     ConditionalEncoder,
@@ -158,18 +158,9 @@ def test_bad_arguments():
         build_snli_model(10, encoder=returns_sequences, embedding_dim=3)
     # The encoder's layers check their own arguments.
     with pytest.raises(ValueError, match="units.*even"):
-        make_encoder("am_gru", units=7)
+        pair_encoder("am_gru", 7)
     with pytest.raises(ValueError, match="fused_loop=True.*dual_key='paper'.*'released'"):
-        make_encoder("dual_am_gru", dual_key="released", fused_loop=True)
-    # The GRU model has no fused loop: the example's encoder maker checks the option itself.
-    with pytest.raises(ValueError, match="fused_loop=True.*the gru model has none"):
-        make_encoder("gru", fused_loop=True)
-    with pytest.raises(ValueError, match="the word_by_word model has none"):
-        make_encoder("word_by_word", fused_loop=True)
-    with pytest.raises(ValueError, match="`top_units` sizes layer 2.*top_units=5"):
-        make_encoder("word_by_word", top_units=5)
-    with pytest.raises(TypeError, match="make_encoder: `fused_loop` must be a bool or 'auto'"):
-        make_encoder("gru", fused_loop="yes")
+        pair_encoder("dual_am_gru", 8, dual_key="released", fused_loop=True)
 
 
 @pytest.mark.parametrize("fused_loop", [False, "auto"])
