@@ -9,6 +9,7 @@ Usage::
     python -m benchmarks.speed --tables language_model --backend jax
     python -m benchmarks.speed --sizes tiny                # every table, in seconds each
     python -m benchmarks.speed --from-results              # the results page, from the files
+    python -m benchmarks.speed --from-results --device gpu # its GPU section, from the runs
     python -m benchmarks.speed --device gpu --backend jax --out speed.json  # a GPU run's
 """
 
@@ -130,8 +131,9 @@ def run(args):
     sizes = {**SIZES[args.sizes], "name": args.sizes, "dtypes": args.dtypes}
     sizes.update({k: getattr(args, k) for k in ("rounds", "lengths") if getattr(args, k)})
     settings = {k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items()}
-    jit = "``jax.jit``" if args.backend == "jax" else "XLA"
-    settings["step"] = f"SGD, ``stateless_call``, {jit}"
+    settings["step"] = "SGD, ``stateless_call``, " + (
+        "``jax.jit``" if args.backend == "jax" else "XLA"
+    )
     device = describe_device()
     memory = device.get("device_memory_mib")
     sizes["limit_mib"] = 0.8 * memory if memory else sizes["memory_limit_gib"] * 1024
@@ -172,12 +174,8 @@ def run(args):
                 dtype = case.get("dtype", "float32")
                 peak = results.get("peak_gflops", {}).get(dtype)
                 found, gave = buffers.get(case_key(case), {}), gave_up.setdefault(dtype, {})
-                saved = keras.config.dtype_policy()
-                keras.config.set_dtype_policy(dtype)
-                try:
-                    measured = table.measure(sizes, case, peak, found, gave)
-                finally:
-                    keras.config.set_dtype_policy(saved)
+                keras.config.set_dtype_policy(dtype)  # each case's own
+                measured = table.measure(sizes, case, peak, found, gave)
                 rows.extend(measured)
                 progress([])
                 print(json.dumps(measured), file=sys.stderr, flush=True)
@@ -207,13 +205,13 @@ def parse_args(argv=None):
     add("--peaks-from", metavar="FILE", help="take the matrix-product peaks from this file")
     add("--out", help="one results file for all tables (default: each table's own file)")
     add("--no-buffers", action="store_true", help="on TensorFlow, no XLA buffers from JAX")
-    add("--from-results", action="store_true", help="write docs/results.rst from the files")
+    add("--from-results", action="store_true", help="docs/results.rst from the files (or runs)")
     add("--update-docs", action="store_true", help="write the results into docs/results.rst")
     add("--samples", action="store_true", help=argparse.SUPPRESS)
     add("--buffers-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--update-docs"]
-    if args.device == "gpu" and args.backend != "jax":
+    if args.device == "gpu" and args.backend != "jax" and not args.from_results:
         parser.error("argument --device: a GPU run is on Keras's JAX backend (--backend jax)")
     args.sizes = args.sizes or ("gpu" if args.device == "gpu" else "full")
     args.dtypes = args.dtypes or (list(DTYPES) if args.device == "gpu" else ["float32"])
@@ -232,7 +230,10 @@ def main(argv=None):
     if args.update_docs or args.from_results:
         from benchmarks.speed import page
 
-        page.write(args.tables, results)
+        if args.device == "gpu":
+            page.write_gpu(page.load_runs())
+        else:
+            page.write(args.tables, results)
     return 1 if results and results["errors"] else 0
 
 

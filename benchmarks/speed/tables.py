@@ -208,14 +208,8 @@ def lm_model(variant, vocab, hidden, steps, batch, dropout=0.0, embedding_dim=No
         ("attention", "cell"): lambda: lambda cell: WindowCell(cell, window=size, mode=mode),
     }[("ngram" if kind == "ngram" else "attention", form)]
     options = dict(embedding_dim=embedding_dim or hidden, dropout=dropout, batch_size=batch)
-    return build_language_model(
-        vocab,
-        memory() if kind != "lstm" else None,
-        units=hidden,
-        sequence_length=steps,
-        stateful=False,
-        **options,
-    )
+    options.update(units=hidden, sequence_length=steps, stateful=False)
+    return build_language_model(vocab, memory() if kind != "lstm" else None, **options)
 
 
 def equal_parameter_hidden(variant, budget, **shape):
@@ -311,11 +305,7 @@ class Packing(Table):
     def variants(self, sizes, case):
         from tf_memlayers.models import build_language_model
 
-        vocab, batch, hidden = (
-            sizes["packing_vocab"],
-            sizes["packing_batch"],
-            sizes["packing_hidden"],
-        )
+        vocab, batch, hidden = (sizes[f"packing_{key}"] for key in ("vocab", "batch", "hidden"))
         x, y, reset = tokens(vocab, batch, 20), tokens(vocab, batch, 21)[:, 1:], np.eye(batch, 20)
 
         def make(packed):
@@ -447,14 +437,10 @@ class WindowAttention(Table):
             names += PARTS
 
         def make(name):
+            layer, options = window_layer(name, width), dict(limit_mib=sizes["limit_mib"])
             with stand_ins(PARTS[name][1] if name in PARTS else ()):
-                jit, limit = "no_xla" not in name, sizes["limit_mib"]
                 step = layer_step(
-                    window_layer(name, width),
-                    (batch, length, width),
-                    width,
-                    jit=jit,
-                    limit_mib=limit,
+                    layer, (batch, length, width), width, jit="no_xla" not in name, **options
                 )
             step.info = {"weights": step.model.count_params() - width * (width + 1)}
             return step
@@ -690,12 +676,8 @@ class HeapWrite(Table):
 
         from tf_memlayers import HeapCacheAttention
 
-        batch, size, rng, made = (
-            sizes["heap_batch"],
-            case["cache_size"],
-            np.random.default_rng(0),
-            {},
-        )
+        batch, size, made = sizes["heap_batch"], case["cache_size"], {}
+        rng = np.random.default_rng(0)
         for policy in ("heap", "topk"):
             layer = HeapCacheAttention(size, 64, policy=policy)
             layer.build((None, 128))

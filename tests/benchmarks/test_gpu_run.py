@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from benchmarks.gpu import layer_tests, results
-from benchmarks.speed import tables
+from benchmarks.gpu import layer_tests
+from benchmarks.speed import page, tables
 from tests.selection import layer_test_modules
 from tests.support import BACKEND, REPO_ROOT
 
@@ -116,7 +116,6 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
         "bash benchmarks/gpu/run.sh --fast",
         "-m benchmarks.gpu.layer_tests --workers 0 --out .",
         "-m benchmarks.gpu.device --require-gpu maybe --out x.json",
-        "-m benchmarks.gpu.results --bogus",
         "-m benchmarks.speed --rounds 0",
         "-m benchmarks.speed --tables all",
         "-m benchmarks.speed --lengths 20 x",
@@ -219,18 +218,16 @@ def test_a_later_run_replaces_rows_it_measured_and_keeps_the_others(tmp_path):
     _write_run(tmp_path, 2, {"window_attention": [row(4000, ours_ms=3.0), row(100, status="-")]})
     _write_run(tmp_path, 10, {})  # read after run-2, not before
     _write_run(tmp_path, 1, {"window_attention": first}, {"snli": "ValueError: x"})
-    runs = results.load_runs(tmp_path)
+    runs = page.load_runs(tmp_path)
     assert [run["name"] for run in runs] == ["run-1", "run-2", "run-10"]
-    rows = {row["T"]: row for row in results.merged_rows(runs, "window_attention")}
+    rows = {row["T"]: row for row in page.merged_rows(runs, "window_attention")}
     assert rows[20] == {"dtype": "float32", "T": 20, "ours_ms": 1.0, "run": "run-1"}
     assert rows[4000]["ours_ms"] == 3.0 and rows[4000]["run"] == "run-2"
     assert rows[100]["ours_ms"] == 2.0  # a row a later run skipped keeps its measurement
-    assert results.merged_rows(runs, "snli") == [
-        {"status": "failed: ValueError: x", "run": "run-1"}
-    ]
+    assert page.merged_rows(runs, "snli") == [{"status": "failed: ValueError: x", "run": "run-1"}]
     # A later run that measures the failed table takes its error row away.
     _write_run(tmp_path, 11, {"snli": [{"dtype": "float32", "kind": "gru", "median_ms": 1.0}]})
-    assert results.merged_rows(results.load_runs(tmp_path), "snli") == [
+    assert page.merged_rows(page.load_runs(tmp_path), "snli") == [
         {"dtype": "float32", "kind": "gru", "median_ms": 1.0, "run": "run-11"}
     ]
 
@@ -248,7 +245,7 @@ def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_misse
         {"dtype": "float32", "layer": tables.FLOOR_LAYER, "ratio_to_gru": 1.8},
     ]
     _write_run(tmp_path, 1, {"window_attention": window, "associative_memory": am})
-    goals = {row["goal"]: row for row in results.goal_rows(results.load_runs(tmp_path))}
+    goals = {row["goal"]: row for row in page.goal_rows(page.load_runs(tmp_path))}
     mha = goals["window attention / MHA, every T"]
     assert (mha["worst"], mha["where"], mha["met"]) == (1.1, "T = 20, float32", "no")
     assert mha["why"].startswith("floor alone: 0.95 × MHA")

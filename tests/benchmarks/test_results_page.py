@@ -5,7 +5,6 @@ a copy of the page from them, and its figures are drawn again."""
 import re
 
 from benchmarks import docs_tables, headlines
-from benchmarks.gpu import results as gpu_results
 from benchmarks.papers import (
     fill_last_word_generated,
     fill_last_word_real_data,
@@ -29,7 +28,7 @@ def test_every_block_and_figure_is_what_the_results_files_give(tmp_path, monkeyp
     page, images = tmp_path / "results.rst", tmp_path / "docs" / "images"
     page.write_text(text, encoding="utf-8")
     speed_page.write(list(speed_page.SPEED_BLOCKS), page=page, images=images)
-    gpu_results.update(gpu_results.load_runs(), page, images / gpu_results.FIGURE.name)
+    speed_page.write_gpu(speed_page.load_runs(), page, images / speed_page.GPU_FIGURE.name)
     update = docs_tables.update_docs
     for module, runs in PAPERS.items():
         # Each run's own results file, then the page and the figures under tmp_path.
