@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.support import REPO_ROOT, load_script
+from tests.support import load_script
 
 lm = load_script("benchmarks/papers", "lm_equal_budget")
 
@@ -184,19 +184,3 @@ def test_the_other_modes_run_and_tabulate(tiny, tmp_path):
     assert "--config zaremba-small`` on Penn Treebank (929,588 training" in page
     assert "| zaremba-small | 40.35 " in page and "| 113.98 " in page
     assert "final invocation: 110 minutes" in page
-
-
-def test_the_committed_results_render_as_the_results_page_shows_them(tmp_path):
-    page = (REPO_ROOT / "docs" / "results.rst").read_text()
-    copy = tmp_path / "results.rst"
-    copy.write_text(page)
-    update = lm.update_docs
-    lm.update_docs = lambda *a, **k: update(*a, page=copy, **k)
-    try:
-        for argv in ([], ["--epochs", "1"], ["--config", "zaremba-small"], ["--cost"]):
-            lm.main([*argv, "--from-results", "--update-docs", "--figures-dir", str(tmp_path)])
-    finally:
-        lm.update_docs = update
-    assert copy.read_text() == page
-    for name in ("valid", "attention"):  # the figures, drawn again
-        assert (tmp_path / f"lm_equal_budget_ptb_{name}.png").stat().st_size > 10_000

@@ -1,13 +1,9 @@
 """The auto-encoding benchmark: its options, its table and figure from rows of the shape its runs
-write, and its blocks of the results page regenerated from the committed results files (the
-example itself is tested in examples/seq2seq/)."""
-
-import doctest
+write (the example itself is tested in examples/seq2seq/)."""
 
 import numpy as np
 import pytest
 
-from benchmarks import docs_tables, results_file
 from benchmarks.papers import example_runs
 from benchmarks.papers import seq2seq_autoencoding as benchmark
 from tests.support import REPO_ROOT
@@ -66,25 +62,6 @@ def test_each_corpus_has_its_defaults_and_results_file(capsys):
         assert f"error: argument {argv[0]}" in capsys.readouterr().err.strip().splitlines()[-1]
 
 
-@pytest.mark.parametrize("corpus", ["generated", "ptb"])
-def test_the_results_page_blocks_are_what_the_results_files_make(tmp_path, monkeypatch, corpus):
-    report = results_file.read(benchmark.parse_args(["--corpus", corpus]).results)
-    (tmp_path / "docs" / "images").mkdir(parents=True)
-    monkeypatch.setattr(benchmark, "ROOT", tmp_path)  # the figure drawn there
-    page = docs_tables.RESULTS_PAGE.read_text(encoding="utf-8")
-    made = []
-    monkeypatch.setattr(
-        benchmark,
-        "update_docs",
-        lambda *args, **kwargs: made.append(docs_tables.with_block(page, *args, **kwargs)[0]),
-    )
-    benchmark.write_docs_table(report)
-    assert made == [page]
-    assert list((tmp_path / "docs" / "images").glob("seq2seq_figure3*.png"))
-
-
-def test_the_shared_helpers(tmp_path):
-    result = doctest.testmod(example_runs)
-    assert result.attempted > 0 and result.failed == 0
+def test_a_failed_example_run_exits_with_its_error(tmp_path):
     with pytest.raises(SystemExit, match="failed"):
         example_runs.run_example(tmp_path / "missing.py", [], tmp_path / "run", REPO_ROOT)
