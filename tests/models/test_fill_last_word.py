@@ -1,4 +1,6 @@
-"""The last-word model builder's two modes, and how a model's caches are found."""
+"""The last-word model builder's two modes, and how a model's caches are found. (Both modes'
+training step and `.keras` round trip: test_builders_on_every_backend.py; bad arguments:
+test_bad_arguments.py.)"""
 
 import keras
 import numpy as np
@@ -75,7 +77,7 @@ def test_paper_mode_layers():
     assert small_model(cache_size=None).cache_layers == []
 
 
-def test_faithful_mode_sums_over_time_and_freezes_batch_norm(tmp_path):
+def test_faithful_mode_sums_over_time_and_freezes_batch_norm():
     rng = np.random.default_rng(0)
     model = small_model(pooling="attention", cache_size=12, faithful_to_code=True)
     compile_fill_last_word_model(model, faithful_to_code=True)
@@ -106,63 +108,12 @@ def test_faithful_mode_sums_over_time_and_freezes_batch_norm(tmp_path):
     affine = summed / np.sqrt(1 + 1e-3) * norm.gamma.numpy() + norm.beta.numpy()
     np.testing.assert_allclose(state, affine, rtol=1e-5, atol=1e-5)
     assert int(model.get_layer("cache_attention").fill_count()) > 0
-    path = str(tmp_path / "faithful.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
 
 
-def test_glove_initialisation_and_save_load(tmp_path):
-    rng = np.random.default_rng(1)
-    matrix = rng.normal(size=(30, 5)).astype("float32")
+def test_glove_vectors_are_the_embedding():
+    matrix = np.random.default_rng(1).normal(size=(30, 5)).astype("float32")
     model = small_model(pooling="last", cache_size=8, embeddings=matrix)
     np.testing.assert_array_equal(model.get_layer("embedding").embeddings.numpy(), matrix)
-    with pytest.raises(ValueError, match=r"`embeddings` must have shape \(30, dim\)"):
-        small_model(embeddings=matrix[:5])
-    compile_fill_last_word_model(model)
-    x, y = token_batch(rng)
-    model.fit(x, y, epochs=1, batch_size=8, verbose=0)
-    path = str(tmp_path / "fill.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    np.testing.assert_array_equal(
-        loaded.get_layer("cache_attention").cache.numpy(),
-        model.get_layer("cache_attention").cache.numpy(),
-    )
-    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
-
-
-def test_bad_builder_arguments():
-    for name in ("pooling", "cache"):
-        with pytest.raises(TypeError, match=f"`{name}` must be a Keras layer or None; got 'x'"):
-            build_fill_last_word_model(30, **{name: "x"})
-    # A pooling that leaves the steps is named, with the shape it gave.
-    with pytest.raises(ValueError, match=r"`pooling` must pool .* Dense returned shape"):
-        build_fill_last_word_model(30, keras.layers.Dense(3))
-    with pytest.raises(ValueError, match="vocabulary_size"):
-        build_fill_last_word_model(1)
-    for name in ("sequence_length", "units", "embedding_dim"):
-        with pytest.raises(ValueError, match=f"`{name}` must be >= 1, got 0"):
-            build_fill_last_word_model(30, **{name: 0})
-    # The weight decay is HeapCacheModel's to check.
-    for weight_decay, error in (("x", TypeError), (float("nan"), ValueError), (-1.0, ValueError)):
-        refused = f"HeapCacheModel: `weight_decay` must be a .*{weight_decay!r}"
-        with pytest.raises(error, match=refused):
-            small_model(weight_decay=weight_decay)
-    with pytest.raises(TypeError, match="`jit_compile` must be a bool or \"auto\", got 'x'"):
-        compile_fill_last_word_model(small_model(), jit_compile="x")
-
-
-@pytest.mark.parametrize(
-    "module_name", ["tf_memlayers.models.fill_last_word", "tf_memlayers.models.heap_cache_model"]
-)
-def test_model_docstring_examples_run(module_name):
-    import doctest
-    import importlib
-
-    module = importlib.import_module(module_name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_cache_layers_are_found_through_the_public_keras_api():
