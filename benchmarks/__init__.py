@@ -1,11 +1,7 @@
-"""The package's benchmarks, run from the repository root as modules.
-
-``python -m benchmarks.speed`` times the layers (`benchmarks.speed.tables`: each table a set of
-variants, each variant one training step built by `benchmarks.step`, timed by
-`benchmarks.timing`); ``benchmarks/gpu/run.sh`` runs the layers' tests and the same tables on
-a GPU; ``benchmarks/papers/`` reproduces the papers' experiments. Every table of the results
-page is written by `benchmarks.docs_tables` from a results file under ``benchmarks/results/``.
-"""
+"""The package's benchmarks, run from the repository root as modules: ``python -m
+benchmarks.speed`` times the layers, ``benchmarks/gpu/run.sh`` runs their tests and the same
+tables on a GPU, ``benchmarks/papers/`` reproduces the papers' experiments; every table of the
+results page is written by `benchmarks.docs_tables` from a file of ``benchmarks/results/``."""
 
 import argparse
 

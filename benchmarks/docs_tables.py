@@ -9,9 +9,8 @@ The page holds for each benchmark a block::
 
 `update_docs(name, rows, columns, caption)` replaces what is between the markers with the
 caption and an RST table of ``rows`` (a list of dicts), or adds the block after another one,
-so that every figure on the page comes from a results file, never from typing. A table of
-more than `MAX_COLUMNS` columns is split into several, each led by the columns that tell its
-rows apart, so that none is wider than the page's content column.
+so that every figure on the page comes from a results file. A table of more than
+`MAX_COLUMNS` columns is split into several, each led by the columns that tell its rows apart.
 
 >>> print(rst_table([{"model": "gru", "ms": 1.23456}], "model: model; ms: median (ms)"))
 +-------+-------------+
@@ -43,13 +42,9 @@ def add_update_docs_option(parser):
 def _cell(value):
     """A table cell: floats to 4 significant digits, lists of weights to 3 decimals, and
     nothing for a missing value (``None``)."""
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.4g}"
     if isinstance(value, (list, tuple)) and all(isinstance(v, float) for v in value):
         return "[" + ", ".join(f"{v:.3f}" for v in value) + "]"
-    return str(value)
+    return "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def key_columns(cells, most=3):
@@ -68,16 +63,11 @@ def split_columns(cells, limit=MAX_COLUMNS):
     if len(cells[0]) <= limit:
         return [cells]
     keys = min(key_columns(cells), limit - 1)
-    rest = list(range(keys, len(cells[0])))
-    parts = -(-len(rest) // (limit - keys))
-    size, extra = divmod(len(rest), parts)
-    bounds = [0]
-    for part in range(parts):
-        bounds.append(bounds[-1] + size + (part < extra))
-    return [
-        [row[:keys] + [row[i] for i in rest[start:end]] for row in cells]
-        for start, end in zip(bounds, bounds[1:])
-    ]
+    rest = len(cells[0]) - keys
+    parts = -(-rest // (limit - keys))
+    size, extra = divmod(rest, parts)
+    bounds = [keys + part * size + min(part, extra) for part in range(parts + 1)]
+    return [[row[:keys] + row[a:b] for row in cells] for a, b in zip(bounds, bounds[1:])]
 
 
 def _grid(cells):
@@ -107,19 +97,6 @@ def rst_table(rows, columns):
     return "\n\n".join(_grid(part) for part in split_columns(cells))
 
 
-def parse_grid(table):
-    """The cells (header row first) of a one-line-per-row RST grid table, as `rst_table`
-    writes it; a cell may hold ``|``: the columns are read at the border's ``+``."""
-    lines = table.strip().splitlines()
-    edges = [i for i, ch in enumerate(lines[0]) if ch == "+"]
-    rows = [line for line in lines if line.startswith("|")]
-    return [[line[a + 1 : b].strip() for a, b in zip(edges, edges[1:])] for line in rows]
-
-
-def _markers(name):
-    return f".. BEGIN GENERATED: {name}", f".. END GENERATED: {name}"
-
-
 def with_block(text, name, rows, columns, caption, footer="", insert_after=None, where="the page"):
     """``(new text, block)``: ``text`` with its generated block ``name`` made from ``rows``.
 
@@ -127,7 +104,7 @@ def with_block(text, name, rows, columns, caption, footer="", insert_after=None,
     ``text`` does not have yet is added right after the block named ``insert_after``;
     without ``insert_after`` a missing block is an error.
     """
-    begin, end = _markers(name)
+    begin, end = f".. BEGIN GENERATED: {name}", f".. END GENERATED: {name}"
     block = f"{begin}\n\n{caption}\n\n{rst_table(rows, columns)}\n\n"
     block += f"{footer.strip()}\n\n{end}" if footer.strip() else end
     # Whole marker lines only: a block's name may begin another's (``x`` and ``x-parts``).
@@ -135,7 +112,7 @@ def with_block(text, name, rows, columns, caption, footer="", insert_after=None,
     if pattern.search(text):
         return pattern.sub(lambda _: block, text, count=1), block
     if insert_after is not None:
-        anchor = re.search(f"^{re.escape(_markers(insert_after)[1])}$", text, re.MULTILINE)
+        anchor = re.search(rf"^\.\. END GENERATED: {re.escape(insert_after)}$", text, re.MULTILINE)
         if anchor:
             return text[: anchor.end()] + f"\n\n{block}" + text[anchor.end() :], block
     raise ValueError(f"{where} has no generated block named {name!r}.")

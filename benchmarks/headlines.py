@@ -16,14 +16,11 @@ import sys
 from benchmarks.docs_tables import RESULTS_PAGE, with_block
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-README = ROOT / "README.rst"
-PAGES = (README, RESULTS_PAGE)
-BLOCK = "headlines"
+PAGES = (ROOT / "README.rst", RESULTS_PAGE)
 
 
 def _load(name):
-    return json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
+    return json.loads((ROOT / "benchmarks" / "results" / f"{name}.json").read_text("utf-8"))
 
 
 def lm_headline(ptb_rows):
@@ -50,11 +47,9 @@ def seq2seq_headline(summaries):
     """``(comparison, result)`` of the auto-encoders, ``summaries`` by corpus name: decoded word
     accuracy (whole sentences in brackets) and the AM-GRU encoder's key similarity (the
     paper's "same key")."""
-    names = {
-        "AM-GRU encoder, Dual AM-GRU decoder": "dual_am_gru",
-        "GRU encoder, GRU decoder with attention": "attention",
-        "GRU encoder, GRU decoder": "gru",
-    }
+    from benchmarks.papers.seq2seq_autoencoding import MODELS
+
+    names = {description: model for model, description in MODELS.items()}
     comparison = (
         "sentence auto-encoding (§5.3): test words decoded right, whole sentences in "
         "brackets, and the AM-GRU encoder's key similarity (1: one key)"
@@ -88,40 +83,31 @@ def rows():
     from benchmarks.papers.fill_last_word_real_data import table_rows
     from benchmarks.papers.snli_real_data import PAPER_TABLE_1
 
+    snli_comparison = (
+        f"SNLI test accuracy on {snli['data']['train']:,} training pairs, "
+        f"{snli['summary'][0]['seeds']} seeds (the paper's on 550k pairs in brackets)"
+    )
+    snli_result = ", ".join(
+        f"{row['model']} {row['test']} (paper {PAPER_TABLE_1[row['model']][-1]}%)"
+        for row in snli["summary"]
+    )
+    last_word_result = ", ".join(
+        f"{row['model']} {row['dev_accuracy']} ({row['seeds']} seed{'s' * (row['seeds'] > 1)})"
+        for row in table_rows(last_word["runs"])
+    )
     return [
-        {
-            "paper": "Daniluk et al. 2017",
-            "comparison": lm_comparison,
-            "result": lm_result,
-        },
-        {
-            "paper": "Weissenborn 2016",
-            "comparison": f"SNLI test accuracy on {snli['data']['train']:,} training pairs, "
-            f"{snli['summary'][0]['seeds']} seeds (the paper's on 550k pairs in "
-            "brackets)",
-            "result": ", ".join(
-                f"{row['model']} {row['test']} (paper {PAPER_TABLE_1[row['model']][-1]}%)"
-                for row in snli["summary"]
-            ),
-        },
-        {
-            "paper": "Weissenborn 2016",
-            "comparison": seq2seq_comparison,
-            "result": seq2seq_result,
-        },
-        {
-            "paper": "Gaffney",
-            "comparison": "last-word accuracy (%) on PWKP dev, best held-out epoch",
-            "result": ", ".join(
-                f"{row['model']} {row['dev_accuracy']} ({row['seeds']} seed"
-                f"{'s' if row['seeds'] > 1 else ''})"
-                for row in table_rows(last_word["runs"])
-            ),
-        },
+        dict(paper="Daniluk et al. 2017", comparison=lm_comparison, result=lm_result),
+        dict(paper="Weissenborn 2016", comparison=snli_comparison, result=snli_result),
+        dict(paper="Weissenborn 2016", comparison=seq2seq_comparison, result=seq2seq_result),
+        dict(
+            paper="Gaffney",
+            comparison="last-word accuracy (%) on PWKP dev, best held-out epoch",
+            result=last_word_result,
+        ),
     ]
 
 
-COLUMNS = [("paper", "paper"), ("comparison", "comparison"), ("result", "result")]
+COLUMNS = "paper: paper; comparison: comparison; result: result"
 CAPTION = (
     "Written by ``python -m benchmarks.headlines`` from the benchmarks' results files; the "
     "results page (``docs/results.rst``) has every row, its settings and the figures."
@@ -137,7 +123,7 @@ def main(argv=None):
     found = rows()
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
-        new_text, block = with_block(text, BLOCK, found, COLUMNS, CAPTION, where=page.name)
+        new_text, block = with_block(text, "headlines", found, COLUMNS, CAPTION, where=page.name)
         if not args.check:
             page.write_text(new_text, encoding="utf-8")
         elif new_text != text:

@@ -10,8 +10,7 @@ only when its own settings are the same (a benchmark may leave some of them out 
 comparison, e.g. rules that only say when to stop training). ``<rows>`` is a list of dicts
 (``"runs"`` unless the benchmark names it otherwise), each identified by the values of a few
 of its fields, its key (e.g. model and seed): a new row replaces a stored row with the same
-key. Anything else in the object (corpus sizes, a summary of the rows) is the benchmark's own
-and is written as it stands.
+key. Anything else in the object (corpus sizes, a summary of the rows) is the benchmark's own.
 
 A benchmark makes a `ResultsFile` with its current settings, takes the object to continue
 with from `ResultsFile.resume`, runs the rows `ResultsFile.missing` names and hands each to
@@ -35,8 +34,6 @@ import json
 import pathlib
 import sys
 
-__all__ = ["ResultsFile", "add_results_options", "read", "read_or_exit", "render", "write"]
-
 
 def read(path):
     """The object stored in the results file ``path``, or ``None`` when there is no file."""
@@ -47,19 +44,12 @@ def read(path):
 def read_or_exit(path):
     """The object stored at ``path``; exits with a one-line message when there is no file (for
     the benchmarks' options that render stored results instead of running)."""
-    report = read(path)
-    if not report:
-        sys.exit(f"No results file at {path}.")
-    return report
+    return read(path) or sys.exit(f"No results file at {path}.")
 
 
 def render(path, write_docs=None):
     """The object stored at ``path`` (`read_or_exit`), with ``write_docs(report)`` called on it
-    when given (a benchmark's ``--from-results``: its results-page table from a stored run).
-
-    Returns:
-        The stored object.
-    """
+    when given (a benchmark's ``--from-results``: its results-page table from a stored run)."""
     report = read_or_exit(path)
     if write_docs is not None:
         write_docs(report)
@@ -76,77 +66,41 @@ def write(path, report):
 def add_results_options(parser, default, renders="the results table"):
     """Adds ``--results`` (the results file, default ``default``) and ``--from-results`` (do
     not run: render ``renders`` from the stored file) to ``parser``."""
-    parser.add_argument(
-        "--results",
-        type=pathlib.Path,
-        default=default,
-        help="results file, written after each run and resumed",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--results", type=pathlib.Path, default=default, help="results file, resumed by a rerun")
+    add(
         "--from-results", action="store_true", help=f"do not train: render {renders} from --results"
     )
     return parser
 
 
-def _everything(settings):
-    return settings
-
-
 class ResultsFile:
-    """One benchmark's results file, for the settings of the current run.
-
-    Args:
-        path: The file (a string or `pathlib.Path`).
-        settings: Dict, the settings of the current run (JSON values).
-        rows: String, the name of the list of rows in the file. Default: `"runs"`.
-        key: Tuple of field names that identify a row. Default: `("model", "seed")`.
-        compared: Optional function ``settings -> settings`` giving the part of the settings
-            that must be equal for stored rows to be kept. Default: all of them.
-        summarise: Optional function ``rows -> summary``; when given, the summary of the rows
-            is stored under ``"summary"`` every time the file is written.
-    """
+    """One benchmark's results file ``path``, for the ``settings`` (a dict of JSON values) of
+    the current run; its list of rows is named ``rows``, a row is identified by the fields
+    ``key``. ``compared``: a function giving the part of the settings that must be equal for
+    stored rows to be kept (default: all of them); ``summarise``: a function ``rows ->
+    summary`` stored under ``"summary"`` every time the file is written."""
 
     def __init__(
         self, path, settings, rows="runs", key=("model", "seed"), compared=None, summarise=None
     ):
-        self.path = pathlib.Path(path)
-        self.settings = settings
-        self.rows = rows
-        self.key = tuple(key)
-        self.compared = compared or _everything
+        self.path, self.settings, self.rows, self.key = pathlib.Path(path), settings, rows, key
+        self.compared = compared or (lambda settings: settings)
         self.summarise = summarise
 
     def stored(self):
-        """The stored object if its rows were made with this run's settings, else ``None``.
-
-        Returns:
-            The object as stored (its settings as they were written), or ``None`` when there
-            is no file or its compared settings differ.
-        """
+        """The stored object (its settings as they were written) if its compared settings
+        are this run's, else ``None``."""
         report = read(self.path)
-        if report is None:
-            return None
-        if self.compared(report.get("settings", {})) != self.compared(self.settings):
-            return None
-        return report
-
-    def kept_rows(self):
-        """The stored rows that this run keeps (`stored`), or an empty list."""
-        report = self.stored()
-        return report[self.rows] if report else []
+        same = report is not None and self.compared(report.get("settings", {})) == self.compared(
+            self.settings
+        )
+        return report if same else None
 
     def resume(self, fresh=None):
         """The object this run continues: the stored one (`stored`) with this run's settings,
-        or, when the stored rows cannot be kept, ``fresh``.
-
-        Args:
-            fresh: Optional dict, the new object to start from (it should hold this run's
-                settings and an empty list of rows). Default: ``{"settings": settings,
-                <rows>: []}``.
-
-        Returns:
-            A dict, to pass to `missing` and `add`.
-        """
+        or, when the stored rows cannot be kept, ``fresh`` (default: ``{"settings":
+        settings, <rows>: []}``)."""
         report = self.stored()
         if report is None:
             return fresh if fresh is not None else {"settings": self.settings, self.rows: []}
@@ -159,18 +113,9 @@ class ResultsFile:
         return values[0] if len(values) == 1 else values
 
     def missing(self, report, keys, finished=None):
-        """The ``keys`` that no finished row of ``report`` has yet, in their order, each once.
-
-        Args:
-            report: The object from `resume`.
-            keys: The keys of the rows the run wants (see `key_of`).
-            finished: Optional predicate ``row -> bool``; a row it rejects counts as missing,
-                so its key is run again and the new row replaces it (`add`). Default: every
-                stored row is finished.
-
-        Returns:
-            A list of keys.
-        """
+        """The ``keys`` (see `key_of`) that no finished row of ``report`` has yet, in their
+        order, each once; ``finished(row)``: whether a stored row is finished (default: all
+        are), a row it rejects being run again and replaced (`add`)."""
         done = {self.key_of(row) for row in report[self.rows] if finished is None or finished(row)}
         return [key for key in dict.fromkeys(keys) if key not in done]
 

@@ -1,12 +1,6 @@
-"""The benchmarks' one training step, and the arithmetic that measures its distance to the
-machine's matrix-product rate.
-
-`Step` compiles one SGD step of a built `keras.Model` on its `keras.Model.stateless_call`, on
-Keras's backend: ``jax.jit`` on JAX (the weights donated, so updated in place) and
-``tf.function(jit_compile=True)`` on TensorFlow; every table's variants differ only in their
-models. `peak_gflops` measures the machine's matrix-product rate in the calling process, and
-`floor_columns` gives a step's arithmetic and its share of that rate.
-"""
+"""The benchmarks' one training step (`Step`: an SGD step of a model's ``stateless_call``,
+``jax.jit`` on JAX, the weights donated, ``tf.function(jit_compile=True)`` on TensorFlow), and
+its arithmetic against the machine's matrix-product rate (`peak_gflops`, `floor_columns`)."""
 
 import time
 
@@ -24,44 +18,33 @@ def mean_square(outputs, targets):
     return ops.mean(ops.square(ops.cast(outputs, "float32")))
 
 
-def token_crossentropy(logits, targets):
-    """A language model's loss: cross-entropy of the logits against the next tokens."""
+def token_crossentropy(outputs, labels, from_logits=True):
+    """A language model's loss: cross-entropy of the logits against the next tokens (of a
+    classifier's softmax output, ``from_logits=False``, against the labels)."""
     from keras import ops
 
-    logits = ops.cast(logits, "float32")
-    return ops.mean(ops.sparse_categorical_crossentropy(targets, logits, from_logits=True))
+    outputs = ops.cast(outputs, "float32")
+    return ops.mean(ops.sparse_categorical_crossentropy(labels, outputs, from_logits=from_logits))
 
 
 def label_crossentropy(probabilities, labels):
-    """A classifier's loss: cross-entropy of its softmax output against the labels."""
-    from keras import ops
-
-    probabilities = ops.cast(probabilities, "float32")
-    return ops.mean(ops.sparse_categorical_crossentropy(labels, probabilities))
+    return token_crossentropy(probabilities, labels, from_logits=False)
 
 
 class Step:
-    """One compiled SGD step (``w - 1e-3 g``) of a built `keras.Model`, on Keras's backend.
+    """One compiled SGD step (``w - 1e-3 g``) of a built `keras.Model` on ``inputs`` (arrays)
+    and ``targets``, its ``loss(outputs, targets)`` a scalar; `run` runs one step.
 
-    Compiling happens here (on TensorFlow by a first run), so that on JAX the temporary
-    buffers XLA plans for the step are known before it runs; `run` runs one step.
-
-    Args:
-        model: A built `keras.Model`.
-        inputs: The model's inputs (arrays), converted to tensors once.
-        targets: The loss's second argument. Default: `None`.
-        loss: Callable ``(outputs, targets) -> scalar``. Default: `mean_square`.
-        jit: Boolean, whether TensorFlow compiles the step with XLA (JAX always does).
-        limit_mib: Optional float: a step whose planned buffers exceed it is not run
-            (``runnable`` is False).
+    Compiling happens here (on TensorFlow by a first run; ``jit``: whether TensorFlow
+    compiles with XLA, as JAX always does), so that on JAX the temporary buffers XLA plans
+    for the step (``buffers_mib``) are known before it runs: a step whose buffers exceed
+    ``limit_mib`` is not run (``runnable`` is False).
     """
 
     def __init__(self, model, inputs, targets=None, loss=mean_square, jit=True, limit_mib=None):
         import keras
 
-        started = time.perf_counter()
-        self.model = model
-        convert = keras.ops.convert_to_tensor
+        started, self.model, convert = time.perf_counter(), model, keras.ops.convert_to_tensor
         self.data = keras.tree.map_structure(convert, (inputs, 0 if targets is None else targets))
         # Copies: JAX updates the step's weights in place, the model's stay as they were.
         self.state = [
@@ -108,8 +91,7 @@ class Step:
                 return value, update(trainable, grads), non_trainable
 
             self.compiled = tf.function(step, jit_compile=jit)
-        over = limit_mib is not None and (self.buffers_mib or 0) > limit_mib
-        self.runnable = not over
+        self.runnable = limit_mib is None or (self.buffers_mib or 0) <= limit_mib
         if self.runnable and keras.backend.backend() != "jax":
             timing.wait_for(self.compiled(*self.state, *self.data))  # traces and compiles
         self.compile_s = time.perf_counter() - started

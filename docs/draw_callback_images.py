@@ -50,30 +50,31 @@ def save(png, name):
 
 
 def window_attention(log_dir):
-    from examples.language_modeling.generated_lm import generate_copy_corpus
-    from examples.language_modeling.memories import language_model
+    from examples.language_modeling.input_pipeline import generated_corpus
+    from examples.language_modeling.models import language_model
     from tf_memlayers.callbacks import WindowAttentionCallback
     from tf_memlayers.models import compile_language_model
 
-    corpus = generate_copy_corpus(
-        train_tokens=200_000, valid_tokens=4_000, test_tokens=1_000, seed=0
-    )
-    size = len(corpus.vocabulary.tokens)
-    options = dict(kind="attention", units=64, embedding_dim=32, window=5, stateful=False)
-    model = language_model(size, sequence_length=20, **options)
+    corpus = generated_corpus(200_000, seed=0)
+    size = len(corpus.vocabulary)
+    options = dict(units=64, embedding_dim=32, window=5, stateful=False)
+    model = language_model(size, "attention", sequence_length=20, **options)
     compile_language_model(model, jit_compile=False)
-    ids = corpus.train.ids[: len(corpus.train.ids) // 21 * 21].reshape(-1, 21)
+    train = corpus.splits["train"][0]
+    ids = train[: len(train) // 21 * 21].reshape(-1, 21)
     keras.utils.set_random_seed(0)
     model.fit(ids[:, :-1], ids[:, 1:], batch_size=32, epochs=8, verbose=0)
-    probe = language_model(size, sequence_length=None, return_attention_scores=True, **options)
-    valid = corpus.valid.ids
-    start = int(np.flatnonzero(valid == corpus.vocabulary.id("<eos>"))[3]) + 1
+    probe = language_model(
+        size, "attention", sequence_length=None, return_attention_scores=True, **options
+    )
+    valid = corpus.splits["valid"][0][:4_000]
+    start = int(np.flatnonzero(valid == corpus.vocabulary.index("<eos>"))[3]) + 1
     tokens = valid[start : start + 12]
     callback = WindowAttentionCallback(
         probe,
         log_dir,
         tokens,
-        corpus.vocabulary.decode(tokens),
+        corpus.decode(tokens),
         valid[: len(valid) // 40 * 40].reshape(-1, 40)[:32],
         window=5,
     )
@@ -87,19 +88,26 @@ def window_attention(log_dir):
 
 
 def memory_retrieval(log_dir):
-    from examples.snli.encoders import snli_model
     from tf_memlayers.callbacks import MemoryRetrievalHeatmap
+    from tf_memlayers.layers import ConditionalEncoder, DualAssociativeEncoder
+    from tf_memlayers.models import build_snli_model
 
     keras.utils.set_random_seed(0)
     words = "a man plays the guitar on stage person is playing music"
     vocabulary = ["<pad>", "<unk>", *words.split()]
-    model = snli_model(
-        len(vocabulary),
-        kind="dual_am_gru",
-        units=32,
-        embedding_dim=16,
-        num_copies=4,
-        init_scale=0.5,
+    init = keras.initializers.RandomUniform(-0.5, 0.5, seed=keras.random.SeedGenerator(123))
+    encoder = ConditionalEncoder(
+        [
+            DualAssociativeEncoder(
+                32, num_copies=4, seed=123, kernel_initializer=init, return_sequences=True
+            ),
+            keras.layers.GRU(
+                32, kernel_initializer=init, recurrent_initializer=init, return_state=True
+            ),
+        ]
+    )
+    model = build_snli_model(
+        len(vocabulary), encoder, embedding_dim=16, kernel_initializer=init, name="snli"
     )
     callback = MemoryRetrievalHeatmap(
         log_dir,

@@ -1,3 +1,4 @@
-"""The example scripts, each with a folder of what its experiment needs beyond the package
-(`examples.language_modeling`, `examples.snli`, `examples.fill_last_word`), and the harness
-the three share (`examples.harness`)."""
+"""The papers' experiments, one folder each (`snli`, `language_modeling`, `fill_last_word`,
+`seq2seq`), each importing only tf-memlayers, Keras, TensorFlow, NumPy and itself, so that a
+copy of one folder is a project of its own; a script beside each folder keeps its old command
+(``python examples/snli_dual_am_gru.py``)."""

@@ -68,7 +68,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from tests.selection import collected  # noqa: E402
-from tests.support import BACKEND, shared_data_dir, turn_off_graph_optimizations  # noqa: E402
+from tests.support import BACKEND, turn_off_graph_optimizations  # noqa: E402
 
 if BACKEND == "jax":
     import jax
@@ -122,14 +122,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(
                 pytest.mark.skip(reason=f"TensorFlow only ({reason}); backend is {BACKEND}")
             )
-
-
-@pytest.fixture
-def shared_data():
-    path = shared_data_dir()
-    if not path.is_dir():
-        pytest.skip(f"real corpora not available at {path} (set TF_MEMLAYERS_DATA)")
-    return path
 
 
 def pytest_sessionstart(session):

@@ -310,12 +310,6 @@ def json_report_of_script(script, path=None, *args):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def shared_data_dir():
-    """The read-only corpora folder: $TF_MEMLAYERS_DATA, else ../shared/data beside the repo."""
-    env = os.environ.get("TF_MEMLAYERS_DATA")
-    return pathlib.Path(env) if env else REPO_ROOT.parent / "shared" / "data"
-
-
 def summary_events(folder):
     """``{tag: [(step, value), ...]}`` of the TensorBoard event files in ``folder`` and its
     subfolders, in the order written (``value`` is the summary's protocol buffer)."""
@@ -348,12 +342,3 @@ def logged_hparams(log_dir):
                 elif plugin.plugin_name == "scalars":
                     scalars[value.tag] = float(tf.make_ndarray(value.tensor))
     return hparams, scalars
-
-
-def assert_hparams_named_as_options(hparams, args):
-    """Every example logs its settings under its options' own names (the attributes of the
-    parsed ``args``: ``model``, ``num_copies``, ``units``) and the data it read as
-    ``source``, so that the HParams dashboard of several examples' runs has one column per
-    option."""
-    assert "source" in hparams, sorted(hparams)
-    assert set(hparams) - {"source"} <= set(vars(args)), sorted(set(hparams) - set(vars(args)))

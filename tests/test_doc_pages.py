@@ -1,8 +1,10 @@
-"""What the documentation's pages say: the code on each page runs as written, and the results
-page's tables and figures are written by the benchmark scripts. These need no Sphinx; the site
-itself is tested by tests/test_docs.py."""
+"""What the documentation's pages and README.rst say: the code on each runs as written, the
+results page's tables and figures are written by the benchmark scripts, README's commands are
+the ones CI runs and its results are the headlines only. These need no Sphinx; the site itself
+is tested by tests/test_docs.py."""
 
 import re
+import shlex
 
 import pytest
 
@@ -43,22 +45,23 @@ def test_update_readme_is_a_hidden_alias_of_update_docs(script, capsys):
     assert "--update-docs" in help_text and "--update-readme" not in help_text
 
 
-def _python_blocks(page):
-    pattern = re.compile(r"^\.\. code-block:: python\n\n((?:    .*\n|\n)+)", re.MULTILINE)
+def _code_blocks(page, language="python"):
+    pattern = re.compile(rf"^\.\. code-block:: {language}\n\n((?:    .*\n|\n)+)", re.MULTILINE)
     return ["\n".join(line[4:] for line in block.splitlines()) for block in pattern.findall(page)]
 
 
+README = (REPO_ROOT / "README.rst").read_text(encoding="utf-8")
 PAGES_WITH_CODE = sorted(
-    path.name
-    for path in (REPO_ROOT / "docs").glob("*.rst")
-    if _python_blocks(path.read_text(encoding="utf-8"))
+    path.relative_to(REPO_ROOT).as_posix()
+    for path in [REPO_ROOT / "README.rst", *(REPO_ROOT / "docs").glob("*.rst")]
+    if _code_blocks(path.read_text(encoding="utf-8"))
 )
 
 
 @pytest.mark.parametrize("page_name", PAGES_WITH_CODE)
 def test_the_code_on_each_page_runs_as_written(page_name, capsys):
     """Each page's Python blocks run in order, and each print shows what its comment says."""
-    blocks = _python_blocks((REPO_ROOT / "docs" / page_name).read_text(encoding="utf-8"))
+    blocks = _code_blocks((REPO_ROOT / page_name).read_text(encoding="utf-8"))
     namespace = {}
     for block in blocks:
         exec(compile(block, page_name, "exec"), namespace)
@@ -69,3 +72,17 @@ def test_the_code_on_each_page_runs_as_written(page_name, capsys):
         if line.lstrip().startswith("print(") and "#" in line
     ]
     assert capsys.readouterr().out.splitlines() == expected
+
+
+def test_ci_runs_the_readme_install_and_test_commands():
+    commands = [c for block in _code_blocks(README, "bash") for c in block.splitlines()]
+    commands = [command for command in commands if "pytest" in command]
+    assert len(commands) == 1, commands
+    assert _code_blocks(README), "README.rst has no python code block (its quick start)"
+    install, test = (part.strip() for part in commands[0].split("&&"))
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    assert install in ci and test in ci
+    assert shlex.split(test)[-2:] == ["tests", "examples"]
+    # The results tables are generated into the documentation's results page (docs/results.rst);
+    # README.rst has one generated block, the headline per paper.
+    assert re.findall(r"^\.\. BEGIN GENERATED: (\S+)$", README, re.M) == ["headlines"]

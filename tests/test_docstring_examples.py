@@ -1,6 +1,6 @@
 """Every `Example:` in the docstrings of the layers, metrics, losses, regularizers, initializers,
-callbacks, model builders and training utilities, and of the examples' folders, runs and prints
-what it shows."""
+callbacks, model builders and training utilities runs and prints what it shows. (The examples'
+folders run their own docstrings, in their tests.)"""
 
 import doctest
 import importlib
@@ -8,10 +8,6 @@ import pkgutil
 
 import pytest
 
-import examples.fill_last_word
-import examples.harness
-import examples.language_modeling
-import examples.snli
 import tf_memlayers.callbacks
 import tf_memlayers.layers
 import tf_memlayers.losses
@@ -22,47 +18,17 @@ import tf_memlayers.training
 
 
 def _modules(package, walk=False):
-    """The modules of ``package``; with ``walk``, those of its subpackages too."""
+    """The public modules of ``package``; with ``walk``, those of its subpackages too."""
     modules = pkgutil.walk_packages if walk else pkgutil.iter_modules
-    return sorted(name for _, name, _ in modules(package.__path__, package.__name__ + "."))
-
-
-def _run_examples(module_name):
-    """Runs the docstring examples of ``module_name``; returns doctest's result."""
-    module = importlib.import_module(module_name)
-    return doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    found = sorted(name for _, name, _ in modules(package.__path__, package.__name__ + "."))
+    return [name for name in found if not name.rsplit(".", 1)[1].startswith("_")]
 
 
 # The layers live in one folder per mechanism.
-MODULES = _modules(tf_memlayers.layers, walk=True)
-
-
-@pytest.mark.parametrize("module_name", MODULES)
-def test_docstring_examples_run(module_name):
-    result = _run_examples(module_name)
-    assert result.failed == 0
-    exported = [
-        name
-        for name in tf_memlayers.layers.__all__
-        if getattr(tf_memlayers.layers, name).__module__ == module_name
-    ]
-    if exported:
-        assert result.attempted > 0, f"{exported} have no runnable Example in their docstrings"
-
-
-# The public modules of the builders.
-BUILDER_MODULES = [
-    m for m in _modules(tf_memlayers.models) if not m.rsplit(".", 1)[1].startswith("_")
-]
-
-
-@pytest.mark.parametrize("module_name", BUILDER_MODULES)
-def test_model_builder_examples_run(module_name):
-    result = _run_examples(module_name)
-    assert result.attempted > 0 and result.failed == 0
-
-
-SUPPORT_MODULES = [
+LAYER_MODULES = _modules(tf_memlayers.layers, walk=True)
+# The modules besides the layers', each of which shows examples.
+MODULES = [
+    *_modules(tf_memlayers.models),
     *_modules(tf_memlayers.metrics),
     *_modules(tf_memlayers.losses),
     *_modules(tf_memlayers.regularizers),
@@ -73,35 +39,19 @@ SUPPORT_MODULES = [
     "tf_memlayers.callbacks.memory_retrieval_heatmap",
     "tf_memlayers.callbacks.pair_attention_heatmap",
     "tf_memlayers.callbacks.pair_probe",
-    *[m for m in _modules(tf_memlayers.training) if not m.rsplit(".", 1)[1].startswith("_")],
+    *_modules(tf_memlayers.training),
 ]
 
 
-@pytest.mark.parametrize("module_name", SUPPORT_MODULES)
-def test_support_module_examples_run(module_name):
-    result = _run_examples(module_name)
-    assert result.attempted > 0 and result.failed == 0
-
-
-EXAMPLE_MODULES = [
-    *_modules(examples.harness, walk=True),
-    *_modules(examples.language_modeling),
-    *_modules(examples.snli),
-    *_modules(examples.fill_last_word),
-]
-# The examples' modules whose docstrings must show a runnable example.
-WITH_EXAMPLES = (
-    "examples.harness.training.hparams",
-    "examples.harness.training.learning_rate",
-    "examples.language_modeling.lm_batches",
-    "examples.language_modeling.parameter_budget",
-    "examples.language_modeling.presets",
-)
-
-
-@pytest.mark.parametrize("module_name", EXAMPLE_MODULES)
-def test_example_module_examples_run(module_name):
-    result = _run_examples(module_name)
+@pytest.mark.parametrize("module_name", LAYER_MODULES + MODULES)
+def test_docstring_examples_run(module_name):
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
-    if module_name in WITH_EXAMPLES:
-        assert result.attempted > 0
+    exported = [
+        name
+        for name in tf_memlayers.layers.__all__
+        if getattr(tf_memlayers.layers, name).__module__ == module_name
+    ]
+    if exported or module_name in MODULES:
+        assert result.attempted > 0, f"{module_name} ({exported}) has no runnable Example"

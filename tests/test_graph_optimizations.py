@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from examples.language_modeling.memories import language_model
-from examples.snli.encoders import snli_model
+from tests.language_models import language_model
+from tests.pair_encoders import snli_model
 from tests.support import graph_optimizations, tensorflow_only
 from tf_memlayers import (
     AssociativeMemoryCell,
@@ -72,76 +72,39 @@ def _attention_rnn():
     return keras.Model([tokens, memory], keras.layers.Dense(VOCAB)(states))
 
 
+def _language_model(kind, form="parallel", **options):
+    options = dict(units=12, embedding_dim=6, window=3, ngram=3, stateful=False, **options)
+    return language_model(VOCAB, kind, form, sequence_length=6, **options)
+
+
+def _pair_batch(rng):
+    return (_tokens(rng, (4, 7)), _tokens(rng, (4, 4))), rng.integers(0, 3, 4)
+
+
+def _lm_batch(rng):
+    return _tokens(rng, (2, 6)), _tokens(rng, (2, 6))
+
+
 # {case: (model builder, inputs and targets of one batch from a generator)}. Every memory
 # layer, in both forms where it has two, and each AM-GRU loop (the Dual AM-GRU's model runs
 # an AM-GRU over the premise).
 CASES = {
-    "dual_am_gru_keras_loop": (
-        lambda: _dual_am_gru(fused_loop=False),
-        lambda rng: ((_tokens(rng, (4, 7)), _tokens(rng, (4, 4))), rng.integers(0, 3, 4)),
-    ),
-    "dual_am_gru_fused_loop": (
-        lambda: _dual_am_gru(fused_loop=True),
-        lambda rng: ((_tokens(rng, (4, 7)), _tokens(rng, (4, 4))), rng.integers(0, 3, 4)),
-    ),
+    "dual_am_gru_keras_loop": (lambda: _dual_am_gru(fused_loop=False), _pair_batch),
+    "dual_am_gru_fused_loop": (lambda: _dual_am_gru(fused_loop=True), _pair_batch),
     "snli_word_by_word": (
         lambda: snli_model(VOCAB, kind="word_by_word", units=8, embedding_dim=6),
-        lambda rng: ((_tokens(rng, (4, 7)), _tokens(rng, (4, 4))), rng.integers(0, 3, 4)),
+        _pair_batch,
     ),
     "lm_key_value_predict_parallel": (
-        lambda: language_model(
-            VOCAB,
-            kind="key_value_predict",
-            units=12,
-            embedding_dim=6,
-            window=3,
-            stateful=False,
-            sequence_length=6,
-            resets=True,
-        ),
+        lambda: _language_model("key_value_predict", resets=True),
         lambda rng: (
             {"tokens": _tokens(rng, (2, 6)), "reset": rng.random((2, 6)) < 0.3},
             _tokens(rng, (2, 6)),
         ),
     ),
-    "lm_attention_cell": (
-        lambda: language_model(
-            VOCAB,
-            kind="attention",
-            form="cell",
-            units=12,
-            embedding_dim=6,
-            window=3,
-            stateful=False,
-            sequence_length=6,
-        ),
-        lambda rng: (_tokens(rng, (2, 6)), _tokens(rng, (2, 6))),
-    ),
-    "lm_ngram_cell": (
-        lambda: language_model(
-            VOCAB,
-            kind="ngram",
-            form="cell",
-            units=12,
-            embedding_dim=6,
-            ngram=3,
-            stateful=False,
-            sequence_length=6,
-        ),
-        lambda rng: (_tokens(rng, (2, 6)), _tokens(rng, (2, 6))),
-    ),
-    "lm_ngram_parallel": (
-        lambda: language_model(
-            VOCAB,
-            kind="ngram",
-            units=12,
-            embedding_dim=6,
-            ngram=3,
-            stateful=False,
-            sequence_length=6,
-        ),
-        lambda rng: (_tokens(rng, (2, 6)), _tokens(rng, (2, 6))),
-    ),
+    "lm_attention_cell": (lambda: _language_model("attention", "cell"), _lm_batch),
+    "lm_ngram_cell": (lambda: _language_model("ngram", "cell"), _lm_batch),
+    "lm_ngram_parallel": (lambda: _language_model("ngram"), _lm_batch),
     "last_word_cache_and_pooling": (
         _last_word_model,
         lambda rng: (_tokens(rng, (8, 10), low=0), _tokens(rng, (8,))),

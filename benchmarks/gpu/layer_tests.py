@@ -1,12 +1,10 @@
-"""The layer tests of the GPU run (step 3 of ``benchmarks/gpu/run.sh``): which, and what came out.
-
-The selection is every layer's test module (its test class with the suites of Keras's layer
-protocol, its NumPy-reference exactness tests and mechanism tests: the modules of
-``tests.selection.layer_test_modules``), on Keras's JAX backend. They run
-under pytest-xdist with a time limit; whatever happens, ``layer_tests.xml`` (JUnit) and
-``layer_tests.json`` (counts, the failures with their messages, the tests that the time limit
-left unrun) are written. A rehearsal runs the first test of each selected file only, through
-the same steps.
+"""The layer tests of the GPU run (step 3 of ``benchmarks/gpu/run.sh``): every layer's test
+module (``tests.selection.layer_test_modules``) on Keras's JAX backend, under pytest-xdist with
+a time limit; whatever happens, ``layer_tests.xml`` (JUnit) and ``layer_tests.json`` (counts,
+failures, the tests the time limit left unrun) are written. A rehearsal runs the first test of
+each file. The module is also the run's pytest plugin (``-p benchmarks.gpu.layer_tests
+--collected-ids-file FILE``): it writes the ids the run collects as soon as collection ends
+(under pytest-xdist the controller), so that a run its time limit stops names what it left.
 
 Usage::
 
@@ -24,8 +22,9 @@ import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 
+import pytest
+
 from benchmarks import ArgumentParser, positive
-from benchmarks.gpu import collected_ids
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 #: How many of the longest tests a summary names (what to trim when the selection outgrows
@@ -33,31 +32,42 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SLOWEST = 20
 
 
-def selected_files():
-    """The test files of the GPU run, as paths under ``tests/``: each layer's test module
-    (`tests.selection.layer_test_modules`, found from paths, without importing them)."""
-    from tests.selection import layer_test_modules
-
-    return list(layer_test_modules())
+def pytest_addoption(parser):
+    parser.addoption("--collected-ids-file", help="the file the collected tests' ids go to")
 
 
-def pytest_command(targets, workers, junit, ids_file):
-    """The pytest command over ``targets`` (files or test ids under the repository), which
-    writes the ids of the tests it collects to ``ids_file`` (`collected_ids`)."""
-    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--disable-warnings"]
-    command += ["-p", "no:cacheprovider", f"--junitxml={junit}", "-o", "junit_family=xunit2"]
-    command += ["-p", collected_ids.__name__, f"--collected-ids-file={ids_file}"]
-    if workers > 1:
-        command += ["-n", str(workers), "--dist", "loadgroup"]
-    return command + list(targets)
+def _write_ids(config, ids):
+    path = config.getoption("collected_ids_file")
+    if path and not hasattr(config, "workerinput"):  # a pytest-xdist worker leaves it
+        pathlib.Path(path).write_text("".join(f"{test_id}\n" for test_id in ids), encoding="utf-8")
+
+
+def pytest_collection_finish(session):
+    _write_ids(session.config, [item.nodeid for item in session.items])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    _write_ids(node.config, ids)
+
+
+def read_ids(path):
+    """The ids a run wrote to ``path``, or None where it wrote none (collection did not end)."""
+    path = pathlib.Path(path)
+    return (
+        [line for line in path.read_text(encoding="utf-8").splitlines() if line]
+        if path.is_file()
+        else None
+    )
 
 
 def collect(files):
     """The test ids in ``files`` (paths under ``tests/``), as pytest collects them (for a
     rerun or a rehearsal, which choose their tests from them before they run)."""
     command = [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider"]
-    command += [f"tests/{f}" for f in files]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        command + [f"tests/{f}" for f in files], cwd=ROOT, capture_output=True, text=True
+    )
     ids = [line for line in done.stdout.splitlines() if "::" in line]
     if done.returncode != 0 or not ids:
         raise RuntimeError(f"collecting the layer tests failed:\n{done.stdout}\n{done.stderr}")
@@ -65,14 +75,16 @@ def collect(files):
 
 
 def run(targets, workers, seconds, junit, log, ids_file):
-    """Runs pytest over ``targets``; interrupts it (SIGINT, so that it still writes its
-    report) after ``seconds``. Returns ``(exit status, whether it was interrupted)``."""
+    """Runs pytest over ``targets`` (files or test ids), writing the ids it collects to
+    ``ids_file``; interrupts it (SIGINT, so that it still writes its report) after
+    ``seconds``. Returns ``(exit status, whether it was interrupted)``."""
+    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--disable-warnings"]
+    command += ["-p", "no:cacheprovider", f"--junitxml={junit}", "-o", "junit_family=xunit2"]
+    command += ["-p", __name__, f"--collected-ids-file={ids_file}"]
+    command += ["-n", str(workers), "--dist", "loadgroup"] if workers > 1 else []
     with open(log, "w", encoding="utf-8") as out:
         process = subprocess.Popen(
-            pytest_command(targets, workers, junit, ids_file),
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
+            command + list(targets), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT
         )
         try:
             return process.wait(timeout=seconds), False
@@ -89,37 +101,35 @@ def summarise(junit, collected=()):
     """Counts and failures of a pytest JUnit report, the `SLOWEST` longest tests with their
     seconds, and the ``collected`` test ids it does not report (left unrun)."""
     summary = dict(passed=0, failed=0, errors=0, skipped=0, seconds=0.0, failures=[], per_file={})
-    reported, durations = set(), []
-    if pathlib.Path(junit).is_file():
-        for case in ElementTree.parse(junit).getroot().iter("testcase"):
-            if not case.get("name"):  # a test interrupted at the time limit: not reported
-                continue
-            # classname: the module's dotted path, then the test's classes, if any.
-            parts = case.get("classname", "").split(".")
-            cut = next(
-                (i + 1 for i, part in enumerate(parts) if part.startswith("test_")), len(parts)
-            )
-            file = "/".join(parts[:cut])
-            test_id = "::".join([f"{file}.py", *parts[cut:], case.get("name", "")])
-            reported.add(test_id)
-            outcome = "passed"
-            for child in case:
-                if child.tag in ("failure", "error", "skipped"):
-                    outcome = {"failure": "failed", "error": "errors"}.get(child.tag, "skipped")
-                    if outcome != "skipped":
-                        message = (child.get("message") or child.text or "").strip()
-                        first = message.splitlines()[0][:500] if message else ""
-                        summary["failures"].append({"test": test_id, "message": first})
-                    break
-            summary[outcome] += 1
-            summary["seconds"] += float(case.get("time") or 0)
-            durations.append((float(case.get("time") or 0), test_id))
-            counts = summary["per_file"].setdefault(file, {})
-            counts[outcome] = counts.get(outcome, 0) + 1
+    durations = []
+    cases = ElementTree.parse(junit).getroot().iter("testcase") if os.path.isfile(junit) else ()
+    for case in cases:
+        if not case.get("name"):  # a test interrupted at the time limit: not reported
+            continue
+        # classname: the module's dotted path, then the test's classes, if any.
+        parts = case.get("classname", "").split(".")
+        cut = next((i + 1 for i, part in enumerate(parts) if part.startswith("test_")), len(parts))
+        file = "/".join(parts[:cut])
+        test_id = "::".join([f"{file}.py", *parts[cut:], case.get("name", "")])
+        outcome = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = {"failure": "failed", "error": "errors"}.get(child.tag, "skipped")
+                if outcome != "skipped":
+                    message = (child.get("message") or child.text or "").strip()
+                    first = message.splitlines()[0][:500] if message else ""
+                    summary["failures"].append({"test": test_id, "message": first})
+                break
+        summary[outcome] += 1
+        summary["seconds"] += float(case.get("time") or 0)
+        durations.append((float(case.get("time") or 0), test_id))
+        counts = summary["per_file"].setdefault(file, {})
+        counts[outcome] = counts.get(outcome, 0) + 1
     summary["slowest"] = [
         {"test": test_id, "seconds": seconds}
         for seconds, test_id in sorted(durations, key=lambda d: -d[0])[:SLOWEST]
     ]
+    reported = {test_id for _, test_id in durations}
     summary["not_run"] = [test_id for test_id in collected if test_id not in reported]
     return summary
 
@@ -132,6 +142,8 @@ def rerun_targets(earlier, collected):
 
 
 def main(argv=None):
+    from tests.selection import layer_test_modules
+
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     add = parser.add_argument
     add("--out", required=True, help="the folder the results go to")
@@ -140,9 +152,8 @@ def main(argv=None):
     add("--mode", choices=("full", "rehearsal"), default="full", help="rehearsal: a test a file")
     add("--rerun-from", help="an earlier run's layer_tests.json: run what failed or was unrun")
     args = parser.parse_args(argv)
-    out = pathlib.Path(args.out)
+    out, files = pathlib.Path(args.out), list(layer_test_modules())
     junit, log = out / "layer_tests.xml", out / "layer_tests.log"
-    files = selected_files()
     started = time.perf_counter()
     if args.rerun_from:
         earlier = json.loads(pathlib.Path(args.rerun_from).read_text(encoding="utf-8"))
@@ -162,7 +173,7 @@ def main(argv=None):
         status, interrupted = run(targets, args.workers, args.seconds, junit, log, ids_file)
         # What the run collected; where its time limit came before its collection ended,
         # collected again here (a rerun's or a rehearsal's tests are the targets).
-        collected = collected_ids.read(ids_file)
+        collected = read_ids(ids_file)
     if collected is None:
         collected = collect(files) if args.mode == "full" and not args.rerun_from else targets
     summary = {

@@ -1,28 +1,18 @@
 """GRU, AM-GRU, Dual AM-GRU and the LSTM with word-by-word attention (the paper's comparator) on
-real SNLI pairs, several seeds each (``--update-docs``).
+real SNLI pairs, several seeds each, each run through the SNLI example (``--update-docs``).
 
-Only the SNLI dev and test sets are available offline (../shared/data): the models are
-trained on dev (9,842 pairs; a held-out tenth selects the epoch and drives the learning-rate
-halving) with the 50d GloVe subset, and evaluated on test with the weights of their best
-held-out epoch, as the original code evaluated its best checkpoint. This is a small-data
-regime (the paper trains on 550k pairs), so the accuracies are far below the paper's and only
-compare the models with each other.
-
-Initial scale: the paper initialises every weight U(-0.05, 0.05). At that scale the features
-``[p, h, |p - h|]`` hardly differ between examples at the start (their spread across a batch
-is about 0.012) and the gradient is batch noise (its mean over 24 batches is no larger than
-one batch's gradient over sqrt(24)): every model starts on a plateau at ln 3 that it leaves by
-a random symmetry breaking. On 550k pairs a plateau of a few hundred updates is invisible; on
-these 8.9k pairs (178 updates per epoch) it decides the table, and for the AM-GRU it is long and
-erratic (with seed 123 it stayed at chance for 6 epochs, while a run differing only in float
-rounding from update 98 on left it at update 150). ``--init-scale 0.1`` (the default here)
-quadruples the spread, and every model's training loss leaves ln 3 in its first epoch;
-``0.05`` is the paper's value.
-
-Results are saved after each run in ``--results`` and a rerun with the same settings skips the
-runs already there. Prints the summary as JSON.
-
-Example::
+Only the SNLI dev and test sets are available offline (../shared/data): each run is the
+example's command line on InferSent files of the dev set's last nine tenths (train) and first
+tenth (held out: it picks the best epoch and drives the learning-rate halving), with the 50d
+GloVe subset; its best epoch's model (``best.keras``) is tested, as the original code tested
+its best checkpoint. A small-data regime (the paper trains on 550k pairs): the accuracies
+compare the models with each other. At the paper's U(-0.05, 0.05) the features ``[p, h,
+|p - h|]`` hardly differ between examples at the start (a spread of about 0.012 across a
+batch): every model starts on a plateau at ln 3 that it leaves by a random symmetry breaking,
+invisible on 550k pairs but deciding the table on these 8.9k (the AM-GRU with seed 123 stayed
+at chance for 6 epochs). ``--init-scale 0.1`` (the default here) quadruples the spread.
+Results are saved after each run in ``--results``; a rerun with the same settings (``run_by``:
+the rows the example trained) skips the runs already there::
 
     python -m benchmarks.papers.snli_real_data --update-docs
 """
@@ -32,44 +22,30 @@ import json
 import os
 import pathlib
 import sys
+import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
 
 from benchmarks import results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.papers.example_runs import mean_and_spread
 from benchmarks.results_file import ResultsFile, add_results_options
-from examples.harness import options  # noqa: E402
-from examples.harness.data import embeddings as word_vectors  # noqa: E402
-from examples.harness.training.learning_rate import halve_learning_rate_callback  # noqa: E402
-from examples.snli import nli_batches, snli  # noqa: E402
-from examples.snli.encoders import KINDS, snli_model  # noqa: E402
-from tf_memlayers.models.snli import compile_snli_model  # noqa: E402
+from examples.snli import corpora, input_pipeline, models
+from examples.snli import main as snli
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
-# Weissenborn (2016), Table 1, the row each encoder rebuilds: the paper's name for it, H, the
-# parameters without the embeddings, and SNLI test accuracy (%) after training on 550k pairs.
+GLOVE = DATA / "glove_subset" / "glove-50d-5k.json"
+# Weissenborn's Table 1 row of each model: its name, H, parameters (-E), test accuracy (%).
 PAPER_TABLE_1 = {
     "gru": ("GRU shared", 126, "321k", 81.9),
     "am_gru": ("AM-GRU shared", 108, "329k", 82.9),
     "dual_am_gru": ("Dual AM-GRU shared", 100, "321k", 84.4),
     "word_by_word": ("LSTM-Attention", 100, "252k", 83.5),
 }
-SETTINGS = (
-    "epochs",
-    "units",
-    "copies",
-    "batch_size",
-    "learning_rate",
-    "init_scale",
-    "max_length",
-    "fused_loop",
-)
+SETTINGS = "epochs units copies batch_size learning_rate init_scale max_length fused_loop".split()
 
 
 def layer_one_units(kind, units):
@@ -79,210 +55,130 @@ def layer_one_units(kind, units):
     return size + size % 2
 
 
-def run(kind, seed, splits, vocabulary, matrix, args):
-    keras.utils.set_random_seed(seed)
+def write_splits(folder):
+    """InferSent files of the runs' splits in ``folder``: train, the dev set's last nine
+    tenths; dev, its first tenth (held out); test, the test set."""
+    source = DATA / "snli" / "esnli_infersent_format"
+    if not source.is_dir():
+        sys.exit(f"SNLI dev/test not found at {source} (set TF_MEMLAYERS_DATA).")
+    for prefix in ("s1", "s2", "labels"):
+        dev = (source / f"{prefix}.dev").read_text(encoding="utf-8").splitlines(keepends=True)
+        held_out = len(dev) // 10
+        (folder / f"{prefix}.train").write_text("".join(dev[held_out:]), encoding="utf-8")
+        (folder / f"{prefix}.dev").write_text("".join(dev[:held_out]), encoding="utf-8")
+        (folder / f"{prefix}.test").write_bytes((source / f"{prefix}.test").read_bytes())
+    splits = {split: corpora.read_files(folder, split) for split in corpora.SPLITS}
+    vocabulary = input_pipeline.build_vocabulary(splits["train"])
+    vectors = corpora.load_word_vectors(GLOVE, vocabulary=set(vocabulary))
+    test = splits["test"]
+    majority = np.bincount([pair.label for pair in test]).max() / len(test)
+    data = dict(train=len(splits["train"]), held_out_dev=len(splits["dev"]), test=len(test))
+    data.update(vocabulary=len(vocabulary), majority_baseline=round(float(majority), 4))
+    data["glove_found"] = corpora.embedding_matrix(vocabulary, vectors)[1]
+    return test, vocabulary, data
+
+
+def run(kind, seed, folder, test, vocabulary, args):
+    """One row: the example trained on ``folder``'s splits, its best epoch's model tested."""
     units = layer_one_units(kind, args.units)
-    model = snli_model(
-        len(vocabulary),
-        kind=kind,
-        units=units,
-        embeddings=matrix,
-        num_copies=args.copies,
-        seed=seed,
-        init_scale=args.init_scale,
-        fused_loop="auto" if args.fused_loop else False,
-    )
-    compile_snli_model(model, args.learning_rate)
-    common = dict(batch_size=args.batch_size, max_length=args.max_length)
-    train = nli_batches.make_dataset(splits["train"], vocabulary, shuffle=True, seed=seed, **common)
-    dev = nli_batches.make_dataset(splits["dev"], vocabulary, **common)
-    test = nli_batches.make_dataset(splits["test"], vocabulary, **common)
-    best = keras.callbacks.EarlyStopping(
-        monitor="val_accuracy", mode="max", patience=args.epochs, restore_best_weights=True
-    )
+    workdir = folder / f"{kind}-{seed}"
+    argv = [f"--data-dir={folder}", f"--embeddings={GLOVE}", f"--model={kind}", f"--seed={seed}"]
+    same = ("epochs", "batch_size", "learning_rate", "init_scale", "max_length", "verbose")
+    argv += [f"--{name.replace('_', '-')}={getattr(args, name)}" for name in same]
+    argv += [f"--units={units}", f"--num-copies={args.copies}", f"--workdir={workdir}"]
+    keras.backend.clear_session()
     started = time.time()
-    history = model.fit(
-        train,
-        validation_data=dev,
-        epochs=args.epochs,
-        verbose=args.verbose,
-        shuffle=False,
-        callbacks=[halve_learning_rate_callback(), best],
-    ).history
-    result = model.evaluate(test, return_dict=True, verbose=0)
+    metrics = snli.main(argv + ([] if args.fused_loop else ["--no-fused-loop"]))
+    best = keras.saving.load_model(workdir / "best.keras")
+    batches = dict(batch_size=args.batch_size, max_length=args.max_length)
+    test_data = input_pipeline.make_dataset(test, vocabulary, **batches)
+    accuracy = best.evaluate(test_data, verbose=0, return_dict=True)["accuracy"]
+    weights = sum(np.prod(w.shape) for w in best.trainable_weights)
+    embeddings = np.prod(best.get_layer("embedding").embeddings.shape)
+    dev = metrics["dev_accuracy"]
     return {
         "model": kind,
         "seed": seed,
         "units": units,
-        "parameters_without_embeddings": int(
-            sum(np.prod(w.shape) for w in model.trainable_weights) - matrix.size
-        ),
-        "best_epoch": int(np.argmax(history["val_accuracy"])) + 1,
-        "best_dev_accuracy": round(float(max(history["val_accuracy"])), 4),
-        "test_accuracy": round(float(result["accuracy"]), 4),
-        "train_loss_by_epoch": [round(float(v), 4) for v in history["loss"]],
-        "dev_accuracy_by_epoch": [round(float(v), 4) for v in history["val_accuracy"]],
+        "parameters_without_embeddings": int(weights - embeddings),
+        "best_epoch": int(np.argmax(dev)) + 1,
+        "best_dev_accuracy": round(max(dev), 4),
+        "test_accuracy": round(float(accuracy), 4),
+        "train_loss_by_epoch": [round(v, 4) for v in metrics["history"]["loss"]],
+        "dev_accuracy_by_epoch": [round(v, 4) for v in dev],
         "minutes": round((time.time() - started) / 60.0, 1),
     }
 
 
-def summarise(runs, kinds):
+def summarise(runs):
     rows = []
-    for kind in kinds:
+    for kind in models.KINDS:
         mine = [r for r in runs if r["model"] == kind]
         if not mine:
             continue
-        test = np.array([r["test_accuracy"] for r in mine])
-        dev = np.array([r["best_dev_accuracy"] for r in mine])
-        rows.append(
-            {
-                "model": kind,
-                "units": mine[0]["units"],
-                "parameters_without_embeddings": mine[0]["parameters_without_embeddings"],
-                "seeds": len(mine),
-                "dev": mean_and_spread(dev, 4),
-                "test": mean_and_spread(test, 4),
-                "test_by_seed": ", ".join(f"{r['test_accuracy']:.3f}" for r in mine),
-                "best_epochs": ", ".join(str(r["best_epoch"]) for r in mine),
-            }
-        )
+        row = {"model": kind, "units": mine[0]["units"], "seeds": len(mine)}
+        row["parameters_without_embeddings"] = mine[0]["parameters_without_embeddings"]
+        row["dev"] = mean_and_spread([r["best_dev_accuracy"] for r in mine], 4)
+        row["test"] = mean_and_spread([r["test_accuracy"] for r in mine], 4)
+        row["test_by_seed"] = ", ".join(f"{r['test_accuracy']:.3f}" for r in mine)
+        row["best_epochs"] = ", ".join(str(r["best_epoch"]) for r in mine)
+        rows.append(row)
     return rows
 
 
 def parse_args(argv=None):
-    parser = options.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    parser.add_argument(
-        "--models", nargs="+", choices=KINDS, default=list(KINDS), help="the models to train"
-    )
-    parser.add_argument(
-        "--kinds",
-        nargs="+",
-        choices=KINDS,
-        dest="models",
-        default=argparse.SUPPRESS,
-        help=argparse.SUPPRESS,
-    )  # old spelling
-    parser.add_argument(
-        "--seeds",
-        nargs="+",
-        type=options.non_negative_int,
-        default=[123, 124, 125],
-        help="one run per model and seed",
-    )
-    parser.add_argument("--epochs", type=options.positive_int, default=10, help="epochs per run")
-    parser.add_argument(
-        "--units", type=options.positive_int, default=100, help="Dual AM-GRU size (paper: 100)"
-    )
-    # Stored as ``copies``, the name its results files record it by.
-    options.add_option(parser, "num_copies", default=8, dest="copies")
-    parser.add_argument(
-        "--batch-size", type=options.positive_int, default=50, help="pairs per batch"
-    )
-    parser.add_argument(
-        "--learning-rate", type=options.positive_float, default=1e-3, help="Adam's learning rate"
-    )
-    parser.add_argument(
-        "--init-scale",
-        type=options.positive_float,
-        default=0.1,
-        help="weights start U(-s, s) (the paper: 0.05; see the module docstring)",
-    )
-    parser.add_argument(
-        "--max-length",
-        type=options.positive_int,
-        default=40,
-        help="truncate sentences to this many tokens",
-    )
-    parser.add_argument(
-        "--fused-loop",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="run the (Dual) AM-GRU through the fused loop wherever the layers "
-        "support it (their fused_loop='auto'); --no-fused-loop: Keras's loop",
-    )
-    parser.add_argument(
-        "--verbose", type=int, choices=(0, 1, 2), default=2, help="Keras progress output"
-    )
+    parser = snli.ArgumentParser(description=__doc__.split("\n\n")[0])
+    positive, add = snli.number(int, 1), parser.add_argument
+    add("--models", nargs="+", choices=models.KINDS, default=list(models.KINDS), help="models")
+    add("--seeds", nargs="+", type=snli.number(int, 0), default=[123, 124, 125], help="seeds")
+    add("--epochs", type=positive, default=10, help="epochs per run (default: 10)")
+    add("--units", type=positive, default=100, help="Dual AM-GRU size (default: 100, the paper)")
+    add("--num-copies", type=positive, default=8, dest="copies", help="(default: 8)")
+    add("--batch-size", type=positive, default=50, help="pairs per batch (default: 50)")
+    add("--learning-rate", type=snli.number(float, 0, above=True), default=1e-3, help="Adam's")
+    add("--init-scale", type=snli.number(float, 0, above=True), default=0.1, help="see above")
+    add("--max-length", type=positive, default=40, help="tokens per sentence (default: 40)")
+    add("--fused-loop", action=argparse.BooleanOptionalAction, default=True, help="layers'")
+    add("--verbose", type=int, choices=(0, 1, 2), default=2, help="Keras progress output")
     add_results_options(parser, ROOT / "benchmarks" / "results" / "snli_real_data.json")
     add_update_docs_option(parser)
     return parser.parse_args(argv)
-
-
-def load_data(seed):
-    directory = DATA / "snli" / "esnli_infersent_format"
-    if not directory.is_dir():
-        sys.exit(f"SNLI dev/test not found at {directory} (set TF_MEMLAYERS_DATA).")
-    dev = snli.read_files(directory, "dev")
-    held_out = len(dev) // 10
-    splits = {
-        "train": dev[held_out:],
-        "dev": dev[:held_out],
-        "test": snli.read_files(directory, "test"),
-    }
-    vocabulary = nli_batches.build_vocabulary(splits["train"])
-    vectors = word_vectors.load_word_vectors(
-        DATA / "glove_subset" / "glove-50d-5k.json", vocabulary=set(vocabulary)
-    )
-    matrix, found = word_vectors.embedding_matrix(vocabulary, vectors, seed=seed)
-    labels = np.bincount([e.label for e in splits["test"]], minlength=3)
-    data = {
-        "train": len(splits["train"]),
-        "held_out_dev": held_out,
-        "test": len(splits["test"]),
-        "vocabulary": len(vocabulary),
-        "glove_found": found,
-        "majority_baseline": round(float(labels.max() / labels.sum()), 4),
-    }
-    return splits, vocabulary, matrix, data
 
 
 def main(argv=None):
     args = parse_args(argv)
     if args.from_results:
         return results_file.render(args.results, write_docs_table)
-    results = ResultsFile(
-        args.results,
-        {name: getattr(args, name) for name in SETTINGS},
-        summarise=lambda runs: summarise(runs, KINDS),
-    )
+    settings = {name: getattr(args, name) for name in SETTINGS} | {"run_by": "examples/snli"}
+    results = ResultsFile(args.results, settings, summarise=summarise)
     report = results.resume()
-    # The embedding matrix's random rows (words without a GloVe vector) use the first seed.
-    splits, vocabulary, matrix, report["data"] = load_data(args.seeds[0])
-    for kind, seed in results.missing(report, [(k, s) for s in args.seeds for k in args.models]):
-        results.add(report, run(kind, seed, splits, vocabulary, matrix, args))
-        print(json.dumps(report["runs"][-1]), flush=True)
+    wanted = [(kind, seed) for seed in args.seeds for kind in args.models]
+    with tempfile.TemporaryDirectory() as folder:
+        test, vocabulary, report["data"] = write_splits(pathlib.Path(folder))
+        for kind, seed in results.missing(report, wanted):
+            results.add(report, run(kind, seed, pathlib.Path(folder), test, vocabulary, args))
+            print(json.dumps(report["runs"][-1]), flush=True)
     results.finish(report, write_docs_table if args.update_docs else None)
     print(json.dumps(report["summary"], indent=1))
     return report
 
 
 def paper_row(kind):
-    """The paper's Table 1 row that ``kind`` rebuilds, as ``"84.4 (Dual AM-GRU shared, H 100,
-    321k)"``."""
+    """The paper's row ``kind`` rebuilds: ``"84.4 (Dual AM-GRU shared, H 100, 321k)"``."""
     name, units, parameters, accuracy = PAPER_TABLE_1[kind]
     return f"{accuracy} ({name}, H {units}, {parameters})"
 
 
 def write_docs_table(report):
     data, s = report["data"], report["settings"]
-    summary = report.get("summary") or summarise(report["runs"], KINDS)
+    summary = report.get("summary") or summarise(report["runs"])
     update_docs(
         "snli-real-data",
         [dict(row, paper=paper_row(row["model"])) for row in summary],
-        [
-            ("model", "model"),
-            ("units", "H"),
-            ("parameters_without_embeddings", "params (−E)"),
-            ("seeds", "seeds"),
-            ("dev", "held-out dev acc. (mean ± std)"),
-            ("test", "SNLI test acc. (mean ± std)"),
-            ("test_by_seed", "test acc. by seed"),
-            ("best_epochs", "best epoch by seed"),
-            ("paper", "the paper's test acc. (%), 550k pairs"),
-        ],
+        "model: model; units: H; parameters_without_embeddings: params (−E); seeds: seeds; "
+        "dev: held-out dev acc. (mean ± std); test: SNLI test acc. (mean ± std); test_by_seed: "
+        "test acc. by seed; best_epochs: best epoch by seed; paper: the paper's test acc. (%), "
+        "550k pairs",
         f"Trained on {data['train']} SNLI dev pairs for {s['epochs']} epochs "
         f"({data['held_out_dev']} held out to pick the best epoch and halve the learning rate), "
         f"50d GloVe subset ({data['glove_found']} of {data['vocabulary']} words found), "

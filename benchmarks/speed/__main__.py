@@ -1,22 +1,19 @@
 """The speed tables (`benchmarks.speed.tables`) on Keras's TensorFlow or JAX backend, on the
-CPU or a GPU; prints the results as JSON and writes them to the tables' results files.
-
-Each table's variants are timed interleaved in one process, medians of ``--rounds`` steps
-after the first runs; each step's arithmetic is compared with the machine's matrix-product
-rate, measured at the start of the same run (or by an earlier step of the same GPU run:
-``--peaks-from``). A table that would pass the run's time budget (``--budget-s``) records the
-rows it did not reach, with that reason.
+CPU or a GPU; prints the results as JSON and writes them to the tables' results files. Each
+step's arithmetic is compared with the matrix-product rate measured at the start of the run
+(or ``--peaks-from`` an earlier step of a GPU run); a table records the rows the run's time
+budget (``--budget-s``) left, with that reason.
 
 Usage::
 
     python -m benchmarks.speed --tables language_model --backend jax
     python -m benchmarks.speed --sizes tiny                # every table, in seconds each
     python -m benchmarks.speed --from-results              # the results page, from the files
+    python -m benchmarks.speed --from-results --device gpu # its GPU section, from the runs
     python -m benchmarks.speed --device gpu --backend jax --out speed.json  # a GPU run's
 """
 
 import argparse
-import contextlib
 import json
 import os
 import pathlib
@@ -40,32 +37,18 @@ class Budget:
     leaves unused goes to the later ones."""
 
     def __init__(self, seconds, tables):
-        self.start, self.seconds = time.perf_counter(), seconds
-        self.to_come = list(tables)
-        self.table_start, self.table_seconds = self.start, seconds
+        self.start, self.seconds, self.to_come = time.perf_counter(), seconds, list(tables)
 
     def begin(self, table):
         self.table_start = time.perf_counter()
-        left = self.seconds - (self.table_start - self.start)
         share = lambda name: BUDGET_SHARES.get(name, 0.1)  # noqa: E731
-        self.table_seconds = left * share(table) / sum(share(t) for t in self.to_come)
+        left = self.seconds - (self.table_start - self.start)
+        self.table_seconds = left * share(table) / sum(map(share, self.to_come))
         self.to_come.remove(table)
 
     def allows(self):
         now = time.perf_counter()
         return now - self.start < self.seconds and now - self.table_start < self.table_seconds
-
-
-@contextlib.contextmanager
-def dtype_policy(dtype):
-    import keras
-
-    saved = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(dtype)
-    try:
-        yield
-    finally:
-        keras.config.set_dtype_policy(saved)
 
 
 def describe_device():
@@ -79,8 +62,8 @@ def describe_device():
 
         devices, found["jax"] = jax.devices(), jax.__version__
         found["devices"] = [f"{device.platform}:{device.device_kind}" for device in devices]
-        found["device_memory_mib"] = (devices[0].memory_stats() or {}).get("bytes_limit")
-        found["device_memory_mib"] = (found["device_memory_mib"] or 0) / 2**20 or None
+        memory = (devices[0].memory_stats() or {}).get("bytes_limit")
+        found["device_memory_mib"] = (memory or 0) / 2**20 or None
         found["matmul_precision"] = str(jax.config.jax_default_matmul_precision)
     else:
         import tensorflow as tf
@@ -89,30 +72,29 @@ def describe_device():
     return found
 
 
-def earlier_peaks(path):
-    """The matrix-product peaks of the results file ``path``, or None where it has none."""
-    try:
-        earlier = results_file.read(path) or {}
-    except ValueError:
-        return None
-    peaks = {key: earlier.get(key) for key in ("peak_gflops", "peak_gflops_float32_highest")}
-    return peaks if peaks["peak_gflops"] else None
-
-
-def measure_peaks(sizes, device):
-    """The matrix-product rates the shares of peak are taken against, per dtype policy:
-    float32 products at the default precision, bfloat16 products for the mixed policy."""
+def peaks(args, sizes):
+    """The matrix-product rates the shares of peak are taken against: those of the results
+    file ``--peaks-from`` where it has them, else measured (per dtype policy: float32
+    products at the default precision, bfloat16 products for the mixed policy; on a GPU also
+    float32 at full precision, without TF32, for reference)."""
     from benchmarks.step import peak_gflops
 
-    found = {"float32": peak_gflops(sizes["peak_sizes"])}
-    found["mixed_bfloat16"] = peak_gflops(sizes["peak_sizes"], dtype="bfloat16")
-    found = {"peak_gflops": found}
-    if device == "gpu":  # for reference: float32 products at full precision, without TF32
-        import jax
+    try:
+        earlier = (args.peaks_from and results_file.read(args.peaks_from)) or {}
+    except ValueError:
+        earlier = {}
+    if earlier.get("peak_gflops"):
+        keys = ("peak_gflops", "peak_gflops_float32_highest")
+        return {**{key: earlier.get(key) for key in keys}, "peaks_from": str(args.peaks_from)}
+    if args.buffers_only:
+        return {}
+    found = {"float32": peak_gflops(sizes), "mixed_bfloat16": peak_gflops(sizes, dtype="bfloat16")}
+    if args.device != "gpu":
+        return {"peak_gflops": found}
+    import jax
 
-        with jax.default_matmul_precision("highest"):
-            found["peak_gflops_float32_highest"] = peak_gflops(sizes["peak_sizes"])
-    return found
+    with jax.default_matmul_precision("highest"):
+        return {"peak_gflops": found, "peak_gflops_float32_highest": peak_gflops(sizes)}
 
 
 def case_key(row):
@@ -149,8 +131,9 @@ def run(args):
     sizes = {**SIZES[args.sizes], "name": args.sizes, "dtypes": args.dtypes}
     sizes.update({k: getattr(args, k) for k in ("rounds", "lengths") if getattr(args, k)})
     settings = {k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items()}
-    jit = "``jax.jit``" if args.backend == "jax" else "XLA"
-    settings["step"] = f"SGD, ``stateless_call``, {jit}"
+    settings["step"] = "SGD, ``stateless_call``, " + (
+        "``jax.jit``" if args.backend == "jax" else "XLA"
+    )
     device = describe_device()
     memory = device.get("device_memory_mib")
     sizes["limit_mib"] = 0.8 * memory if memory else sizes["memory_limit_gib"] * 1024
@@ -158,11 +141,7 @@ def run(args):
     results = {"sizes": args.sizes, "tables_asked": args.tables, "settings": settings}
     results.update(device=device, tables={}, errors={}, seconds={})
     started = time.perf_counter()
-    peaks = earlier_peaks(args.peaks_from) if args.peaks_from else None
-    if peaks:
-        results.update(peaks, peaks_from=str(args.peaks_from))
-    elif not args.buffers_only:
-        results.update(measure_peaks(sizes, args.device))
+    results.update(peaks(args, sizes["peak_sizes"]))
     results["peaks_seconds"] = round(time.perf_counter() - started, 1)
 
     def write(name=None):
@@ -195,8 +174,8 @@ def run(args):
                 dtype = case.get("dtype", "float32")
                 peak = results.get("peak_gflops", {}).get(dtype)
                 found, gave = buffers.get(case_key(case), {}), gave_up.setdefault(dtype, {})
-                with dtype_policy(dtype):
-                    measured = table.measure(sizes, case, peak, found, gave)
+                keras.config.set_dtype_policy(dtype)  # each case's own
+                measured = table.measure(sizes, case, peak, found, gave)
                 rows.extend(measured)
                 progress([])
                 print(json.dumps(measured), file=sys.stderr, flush=True)
@@ -226,13 +205,13 @@ def parse_args(argv=None):
     add("--peaks-from", metavar="FILE", help="take the matrix-product peaks from this file")
     add("--out", help="one results file for all tables (default: each table's own file)")
     add("--no-buffers", action="store_true", help="on TensorFlow, no XLA buffers from JAX")
-    add("--from-results", action="store_true", help="write docs/results.rst from the files")
+    add("--from-results", action="store_true", help="docs/results.rst from the files (or runs)")
     add("--update-docs", action="store_true", help="write the results into docs/results.rst")
     add("--samples", action="store_true", help=argparse.SUPPRESS)
     add("--buffers-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--update-docs"]
-    if args.device == "gpu" and args.backend != "jax":
+    if args.device == "gpu" and args.backend != "jax" and not args.from_results:
         parser.error("argument --device: a GPU run is on Keras's JAX backend (--backend jax)")
     args.sizes = args.sizes or ("gpu" if args.device == "gpu" else "full")
     args.dtypes = args.dtypes or (list(DTYPES) if args.device == "gpu" else ["float32"])
@@ -251,7 +230,10 @@ def main(argv=None):
     if args.update_docs or args.from_results:
         from benchmarks.speed import page
 
-        page.write(args.tables, results)
+        if args.device == "gpu":
+            page.write_gpu(page.load_runs())
+        else:
+            page.write(args.tables, results)
     return 1 if results and results["errors"] else 0
 
 

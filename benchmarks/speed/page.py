@@ -1,17 +1,26 @@
-"""The speed tables' blocks of the results page (``docs/results.rst``) and their figures,
-written from the tables' results files (`benchmarks.docs_tables`): ``python -m
-benchmarks.speed --from-results`` rewrites them all from ``benchmarks/results/``."""
+"""The results page's blocks (``docs/results.rst``) of the speed tables and of the GPU runs, by
+one writer, `write_block`: each block's columns and caption are data (``page.toml``), its rows
+and the caption's figures come from the results files. ``python -m benchmarks.speed
+--from-results`` rewrites the speed tables' blocks (`write`), with ``--device gpu`` those of the
+GPU runs (`write_gpu`): ``benchmarks/results/gpu/run-*/``, what ``benchmarks/gpu/run.sh`` wrote,
+read in their number's order; the layer-test table has a row per run, and in the speed tables a
+row a later run measured replaces the same row of an earlier run (what no run measured stays,
+with why)."""
 
-import functools
+import collections
+import json
 import pathlib
-import types
+import re
+import tomllib
 
 from benchmarks import results_file
 from benchmarks.docs_tables import RESULTS_PAGE, columns_of, update_docs
-from benchmarks.speed.tables import equal_weight_key_dim
+from benchmarks.speed.tables import FLOOR_LAYER, TABLES, equal_weight_key_dim
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "docs" / "images"
+GPU_RUNS, GPU_FIGURE = ROOT / "benchmarks" / "results" / "gpu", IMAGES / "gpu_window_attention.png"
+BLOCKS = tomllib.loads(pathlib.Path(__file__).with_name("page.toml").read_text(encoding="utf-8"))
 # The window-attention implementations of the peer comparison, in the order of their colours.
 IMPLS = {
     "ours": "SlidingWindowAttention",
@@ -19,25 +28,22 @@ IMPLS = {
     "seq_self_attention": "SeqSelfAttention",
     "output_only": "eq. (5) matmuls alone",
 }
-PEAK = (
-    "share of peak: that over the step's time, against this machine's float32 "
-    "matrix-product rate measured in the same run"
-)
 
 
-def present(rows, columns):
-    """``columns`` less those no row has."""
-    return [(key, header) for key, header in columns_of(columns) if any(key in r for r in rows)]
+def text(name, key="caption"):
+    """The text ``key`` of block ``name``, its line breaks spaces."""
+    return " ".join(BLOCKS[name][key].split())
 
 
-def label_length_axes(time_axes, time_label, memory_axes, memory_label, x_label):
-    """Two panels against a length: both axes logarithmic, a grid, their labels."""
-    for axes, label in ((time_axes, time_label), (memory_axes, memory_label)):
-        axes.set_xscale("log")
-        axes.set_yscale("log")
-        axes.set_xlabel(x_label)
-        axes.set_ylabel(label)
-        axes.grid(True, which="both", alpha=0.3)
+def write_block(name, rows, values, page=RESULTS_PAGE, caption="caption", every_column=False):
+    """Writes block ``name`` into ``page``: ``rows`` under the block's columns that some row
+    has (``every_column``: all of them), its ``caption`` formatted with ``rows`` and
+    ``values``."""
+    block, columns = BLOCKS[name], columns_of(text(name, "columns"))
+    columns = [(k, h) for k, h in columns if every_column or any(k in row for row in rows)]
+    caption = text(name, caption).format(rows=rows, **values)
+    footer, after = block.get("footer", ""), block.get("after")
+    return update_docs(name, rows, columns, caption, page, footer=footer, insert_after=after)
 
 
 def draw(path, x, lines, labels, titles, size=(10, 4), dpi=80, legend="small", below=False):
@@ -47,267 +53,45 @@ def draw(path, x, lines, labels, titles, size=(10, 4), dpi=80, legend="small", b
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=size, dpi=dpi)
-    time_axes, memory_axes = figure.subplots(2, 1) if below else figure.subplots(1, 2)
+    panels = figure.subplots(2, 1) if below else figure.subplots(1, 2)
     for index, label, time_key, memory_key, style, rows in lines:
-        for axes, key in ((time_axes, time_key), (memory_axes, memory_key)):
+        for axes, key in zip(panels, (time_key, memory_key)):
             points = [(row[x], row[key]) for row in rows if isinstance(row.get(key), (int, float))]
             if points:  # one colour per line in both panels
                 axes.plot(*zip(*sorted(points)), style, marker="o", color=f"C{index}", label=label)
-    label_length_axes(time_axes, labels[0], memory_axes, labels[1], labels[2])
-    time_axes.set_title(titles[0])
-    memory_axes.set_title(titles[1])
-    time_axes.legend(fontsize=legend)
-    if not below:
-        memory_axes.legend(fontsize=legend)
+    for axes, label, title in zip(panels, labels, titles):
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_xlabel(labels[2])
+        axes.set_ylabel(label)
+        axes.grid(True, which="both", alpha=0.3)
+        axes.set_title(title)
+    for axes in panels[:1] if below else panels:
+        axes.legend(fontsize=legend)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path)
     return path
 
 
-def lm_block(out, report, rows, s, peak):
-    out.update(
-        "window-attention-speed",
-        rows,
-        "variant: variant; median_ms: median step (ms); ratio_to_lstm: × bare LSTM; "
-        "gflop_per_step: GFLOP/step; share_of_peak: share of matmul peak",
-        f"One training step of an LSTM language model (batch {s['lm_batch']}, "
-        f"{s['lm_steps']} steps, hidden {s['lm_hidden']}, {s['lm_vocab'] // 1000}k-word "
-        f"softmax, {s['step']}), median of {s['rounds']} interleaved steps. Targets (L = 10): "
-        "parallel ≤ 1.10×, cell form ≤ 1.25× the bare LSTM. GFLOP/step: the products with "
-        f"weight matrices (6 × their parameters outside the embedding, per token); {PEAK} "
-        f"({peak:.1f} GFLOP/s). The row ``eqs (2)-(4) alone``, timed with the others, is what "
-        "the parallel form adds besides weight products: the scores' tanh over [64, 20, L, "
-        "300] (the attention width is the key's), the window softmax and the weighted sum, "
-        "forward and backward, on streams already projected. The parallel form's weight "
-        "products alone are the GFLOP ratio above the LSTM's; this row is the rest.",
-    )
-
-
-def peers_block(out, report, rows, s, peak):
-    columns = [
-        ("T", "T"),
-        ("rounds", "timed steps"),
-        ("ours_ms", "ours XLA (ms)"),
-        ("ours_no_xla_ms", "ours no XLA (ms)"),
-    ]
-    impls = [impl for impl in list(IMPLS)[1:] if any(f"{impl}_ms" in row for row in rows)]
-    for impl in impls:
-        columns += [
-            (f"{impl}_ms", f"{IMPLS[impl]} XLA (ms)"),
-            (f"{impl}_no_xla_ms", "no XLA (ms)"),
-            (f"ours_over_{impl}", "ours / it (XLA)"),
-        ]
-    columns.append(("ours_buffers_mib", "ours XLA buffers (MiB)"))
-    columns += [(f"{impl}_buffers_mib", f"{IMPLS[impl]} XLA buffers (MiB)") for impl in impls]
-    limit = s["memory_limit_gib"]
-    out.update(
-        "window-attention-vs-peers",
-        rows,
-        columns,
-        f"Window attention, {s['step']}, batch {s['batch']}, width {s['width']}, every step "
-        "attending to the previous 10 steps (the peers also to itself), attention width 32 "
-        "everywhere: `SlidingWindowAttention(window=10, attention_units=32)`, Keras's "
-        "`MultiHeadAttention(num_heads=1, key_dim=32, sliding_window=11)` with "
-        "`use_causal_mask=True`"
-        + (
-            ", and `SeqSelfAttention(attention_width=11, history_only=True)` of "
-            "keras-self-attention"
-            if "seq_self_attention" in impls
-            else ""
-        )
-        + ". Times: median of the timed steps of each variant, the variants of one length "
-        'interleaved in one process, with and without XLA (`jit_compile`); "ours / it" is the '
-        "median per-step ratio, XLA against XLA. XLA buffers: the temporary buffers XLA plans "
-        "for the step, on Keras's JAX backend, computed without running it"
-        + (
-            ", each implementation and length in its own process (SeqSelfAttention does not "
-            "run on JAX: its buffers are not measured, and it is timed beside ours in a "
-            "process of its own)"
-            if "seq_self_attention" in impls
-            else ""
-        )
-        + f"; an implementation that needed more than {limit} GiB, or failed, is not timed, "
-        "nor tried at longer lengths. The figure shows the times and the buffers against T.",
-        footer=".. image:: images/window_attention_vs_peers.png\n"
-        "   :alt: time per step and XLA buffers of a step against sequence length",
-    )
+def peers(report, rows, images):
+    impls = [impl for impl in IMPLS if any(f"{impl}_ms" in row for row in rows)]
     lines = [
         (i, IMPLS[impl], f"{impl}_ms", f"{impl}_buffers_mib", "-", rows)
         for i, impl in enumerate(IMPLS)
-        if impl == "ours" or impl in impls
+        if impl in impls
     ]
-    draw(
-        out.images / "window_attention_vs_peers.png",
-        "T",
-        lines,
-        ("ms per step, XLA", "XLA buffers of a step (MiB)", "sequence length T"),
-        ("time per forward + backward step", "working memory of one step"),
-    )
+    labels = ("ms per step, XLA", "XLA buffers of a step (MiB)", "sequence length T")
+    titles = ("time per forward + backward step", "working memory of one step")
+    draw(images / "window_attention_vs_peers.png", "T", lines, labels, titles)
+    fragments = ("with_seq_self_attention", "seq_self_attention_buffers")
+    sa = "seq_self_attention" in impls
+    return rows, {key: text("window-attention-vs-peers", key) if sa else "" for key in fragments}
 
 
-def floor_block(out, report, rows, s, peak):
-    out.update(
-        "window-attention-floor",
-        rows,
-        "T: T; ours_ms: ours (ms); floor_ms: floor (ms); "
-        "mha_ms: MHA, equal weights (ms); ours_over_floor: ours / floor; "
-        "ours_over_mha: ours / MHA; weighted_sum_over_floor: eq. (4) sum / floor; "
-        "scores_over_floor: scores / floor; attention_over_floor: both / floor; "
-        "rest_over_floor: rest / floor; ours_buffers_mib: ours: XLA buffers (MiB); "
-        "mha_buffers_mib: MHA: XLA buffers (MiB); "
-        "ours_memory_over_mha: buffers: ours / MHA; "
-        "ours_share_of_peak: ours: share of peak; "
-        "floor_share_of_peak: floor: share of peak",
-        f"One SGD training step ({s['step']}) of `SlidingWindowAttention(window=10, "
-        f"attention_units=32)` on width {s['width']}, batch {s['batch']}, followed by "
-        f"`Dense({s['width']})`; the floor is its own matrix products (eq. (2)'s two "
-        "projections, eq. (5)'s two width × width products) alone; the peer is "
-        "`MultiHeadAttention(num_heads=1, sliding_window=11)` with key_dim "
-        f"{equal_weight_key_dim(s['width'], 32)}, so that its weights number as ours. Medians "
-        f"of {s['rounds']} "
-        "interleaved rounds; a share of peak is the step's matrix-product arithmetic over its "
-        "time, against this machine's float32 product rate measured in the same process "
-        f"({peak:.1f} GFLOP/s). XLA buffers: the temporary buffers XLA assigns to the compiled "
-        "step (Keras on JAX, in a child process), its working memory beyond weights and "
-        "inputs. The parts: what the step saves when eq. (4)'s weighted sum, the scores "
-        "(eqs (2)-(3)) or both are replaced by an elementwise stand-in of the same shapes, "
-        "over the floor's time (medians over the rounds; the parts overlap, so both need not "
-        "be their sum); the rest is what remains above the floor without both (the windows of "
-        "the keys and of the validity, the joins of the streams, the stand-ins themselves). "
-        "Targets: ours / floor ≤ 1.25 and ours / MHA ≤ 0.9 at every T; buffers at T = 2000 "
-        "≤ ¼ of MHA's.",
-        insert_after="window-attention-vs-peers",
-    )
-
-
-def throughput_block(name, equal):
-    def block(out, report, rows, s, peak):
-        shape = f"hidden {s['lm_hidden']}"
-        if equal:
-            shape = (
-                f"the LSTM at {s['lm_equal_hidden']} and every kind at the width that gives it "
-                "as many parameters (the PTB comparison's budget); embedding "
-                f"{s['lm_equal_hidden']}, dropout 0.4"
-            )
-        out.update(
-            name,
-            rows,
-            present(
-                rows,
-                "kind: kind; hidden: hidden; parameters: parameters; "
-                "median_ms: median step (ms); tokens_per_second: tokens/s; "
-                "ratio_to_lstm: step × bare LSTM; gflop_per_step: GFLOP/step; "
-                "share_of_peak: share of matmul peak",
-            ),
-            f"Training throughput of each language model ({s['step']}; {shape}, batch "
-            f"{s['lm_batch']}, {s['lm_steps']} steps, {s['lm_vocab']}-word softmax, window 5, "
-            f"N = 4), median of {s['rounds']} interleaved steps in one process. Share of peak: "
-            "weight-matrix FLOPs per step over the time, divided by this machine's float32 "
-            f"matmul peak measured in the same run ({peak:.0f} GFLOP/s)."
-            + (" Target: every kind within 1.2× the LSTM's step." if equal else ""),
-            insert_after="lm-throughput" if equal else None,
-        )
-
-    return block
-
-
-def packing_block(out, report, rows, s, peak):
-    corpus = report.get("corpus")
-    out.update(
-        "lm-packing",
-        rows,
-        present(
-            rows,
-            "layout: layout; train_padding: padding, train; valid_padding: padding, valid; "
-            "train_batches: train batches; step_ms: median step (ms); "
-            "step_ratio: step × padded; tokens_per_second: target tokens/s (timed batches); "
-            "epoch_minutes: minutes per epoch; "
-            "epoch_tokens_per_second: target tokens/s (epoch); gflop_per_step: GFLOP/step; "
-            "share_of_peak: share of matmul peak",
-        ),
-        "Documents padded to segment starts (host-side state resets) and packed back to back "
-        "(in-graph resets, ``pack=True``)"
-        + (
-            f" on {corpus} ({report['documents']['train']} training articles): the share of "
-            "padding positions, and training speed"
-            if corpus
-            else ": training speed"
-        )
-        + f" of the plain LSTM language model (hidden {s['packing_hidden']}, batch "
-        f"{s['packing_batch']}, 20 steps, {s['packing_vocab']}-word softmax, {s['step']}): "
-        + (
-            f"``model.fit`` on the first {s['steps']} training batches, median of "
-            f"{s['rounds']} interleaved passes after a compiling pass"
-            if corpus
-            else f"median of {s['rounds']} interleaved steps"
-        )
-        + f", on {report['device']['cpus']} CPU cores"
-        + (
-            f" (load average {report['load_average'][0]:g} before the timed passes, "
-            f"{report['load_average'][1]:g} after: a shared machine); an epoch is the split's "
-            "batches at that median step"
-            if corpus
-            else ""
-        )
-        + ". GFLOP/step: the products with the weight matrices (6 × their parameters per "
-        "position of the batch, the embedding left out); share of peak: that over the median "
-        "step, against this machine's float32 matrix-product rate measured in the same run "
-        f"({peak:.1f} GFLOP/s).",
-        insert_after="lm-throughput",
-    )
-
-
-def associative_block(out, report, rows, s, peak):
-    out.update(
-        "associative-memory-speed",
-        rows,
-        "layer: layer; ms_per_time_step: ms / time step; ratio_to_gru: × keras GRU; "
-        "gflop_per_step: GFLOP/step; share_of_peak: share of matmul peak",
-        f"Training step ({s['step']}) per time step, batch {s['am_batch']}, {s['am_units']} "
-        f"units, T={s['am_steps']}, median of {s['rounds']} interleaved rounds (the ratio: "
-        "median of the per-round ratios), ``fused_loop`` compiling its own loops, "
-        f"{report['device']['cpus']} CPU cores. GFLOP/step: the products with the layer's "
-        "weight matrices (6 × their parameters per token; the AM-GRU's permutation products, "
-        f"reads and writes left out); {PEAK} ({peak:.1f} GFLOP/s). Target: fused, 8 copies "
-        "≤ 1.5× the GRU.",
-    )
-
-
-def dual_block(out, report, rows, s, peak):
+def dual(report, rows, images):
     memory = "peak_mib" if "dual_peak_mib" in rows[0] else "buffers_mib"
     name = {"peak_mib": "peak", "buffers_mib": "XLA buffers"}[memory]
-    out.update(
-        "dual-vs-word-by-word",
-        rows,
-        [
-            ("premise_length", "premise length"),
-            ("dual_ms_per_step", "Dual ms/step"),
-            ("attention_ms_per_step", "attention ms/step"),
-            (f"dual_{memory}", f"Dual {name} (MiB)"),
-            (f"attention_{memory}", f"attention {name} (MiB)"),
-            ("dual_share_of_peak", "Dual share of peak"),
-            ("attention_share_of_peak", "attention share of peak"),
-        ],
-        f"Hypothesis-side training cost per step against premise length ({s['step']}, batch "
-        f"{s['am_batch']}, {s['am_units']} units, 10 hypothesis steps, median of "
-        f"{s['rounds']} interleaved rounds, {report['device']['cpus']} CPU cores): the Dual "
-        f"AM-GRU (8 copies) reads a fixed-size memory of the premise ({rows[0]['dual_floats_read']}"
-        " floats a row), the LSTM with `WordByWordAttention` (Rocktäschel et al. 2016) every "
-        f"premise output ({s['am_units']} floats each). "
-        + (
-            "Peak = resident memory during the training steps (the first run included) above "
-            "the level after tracing, each model and length in its own process."
-            if memory == "peak_mib"
-            else "XLA buffers: the temporary buffers XLA plans for the step (on JAX)."
-        )
-        + " Share of peak: the products with the layer's weight matrices over the 10 "
-        "hypothesis steps (6 × their parameters per row; the attention's W^y once per premise "
-        "output, its other matrices and the Dual AM-GRU's once per step) over the step's time, "
-        f"against the matrix-product rate measured in the same run ({peak:.1f} GFLOP/s).",
-        footer=".. image:: images/dual_vs_word_by_word.png\n   :alt: time and peak memory of a "
-        "hypothesis step against premise length, the Dual AM-GRU and word-by-word attention",
-    )
     lines = [
         (0, "Dual AM-GRU (8 copies)", "dual_ms_per_step", f"dual_{memory}", "-", rows),
         (
@@ -319,58 +103,29 @@ def dual_block(out, report, rows, s, peak):
             rows,
         ),
     ]
-    draw(
-        out.images / "dual_vs_word_by_word.png",
-        "premise_length",
-        lines,
-        ("ms per hypothesis step", f"{name} MiB", "premise length"),
-        ("training time per hypothesis step", "peak memory of a training step"),
-    )
+    labels = ("ms per hypothesis step", f"{name} MiB", "premise length")
+    titles = ("training time per hypothesis step", "peak memory of a training step")
+    draw(images / "dual_vs_word_by_word.png", "premise_length", lines, labels, titles)
+    return rows, {"memory": text("dual-vs-word-by-word", memory)}
 
 
-def snli_block(out, report, rows, s, peak):
-    by_kind = {row["kind"]: row for row in rows}
-    gru = by_kind.get("gru", {})
-    table = []
+def snli(report, rows, images):
+    """A row per memory layer: its cell form and fused loop against the GRU model."""
+    kinds, table = {row["kind"]: row for row in rows}, []
+    gru = {f"gru_{key}": value for key, value in kinds.get("gru", {}).items()}
+    fused_names = dict(fused_loop_ms="median_ms", speedup="speedup", fused_to_gru="ratio_to_gru")
+    fused_names.update(gflop_per_step="gflop_per_step", fused_share_of_peak="share_of_peak")
     for kind in ("am_gru", "dual_am_gru"):
-        cell, fused = by_kind.get(kind, {}), by_kind.get(f"{kind} fused_loop", {})
-        table.append(
-            {
-                "kind": kind,
-                "cell_form_ms": cell.get("median_ms"),
-                "fused_loop_ms": fused.get("median_ms"),
-                "speedup": fused.get("speedup"),
-                "gru_model_ms": gru.get("median_ms"),
-                "fused_to_gru": fused.get("ratio_to_gru"),
-                "gflop_per_step": fused.get("gflop_per_step"),
-                "fused_share_of_peak": fused.get("share_of_peak"),
-                "gru_gflop_per_step": gru.get("gflop_per_step"),
-                "gru_share_of_peak": gru.get("share_of_peak"),
-            }
-        )
-    out.update(
-        "snli-model-step",
-        table,
-        "kind: layer 1; cell_form_ms: cell form (ms); "
-        "fused_loop_ms: fused_loop=True (ms); speedup: speed-up; "
-        "gru_model_ms: GRU model (ms); fused_to_gru: fused × GRU model; "
-        "gflop_per_step: GFLOP/step; fused_share_of_peak: fused share of peak; "
-        "gru_gflop_per_step: GRU model GFLOP/step; "
-        "gru_share_of_peak: GRU model share of peak",
-        f"SNLI model training step ({s['step']}, batch {s['snli_batch']}, {s['snli_units']} "
-        f"units, 8 copies, {s['snli_units']}-d embeddings, premise 25 / hypothesis 15 tokens), "
-        f"median of {s['rounds']} interleaved rounds (speed-up and × GRU: medians of per-round "
-        "ratios); the GRU model is the same model with ``keras.layers.GRU`` as layer 1, "
-        f"{report['device']['cpus']} CPU cores. GFLOP/step: the products with the weight "
-        "matrices (6 × their parameters per row: the encoder's every premise and hypothesis "
-        "position, the Dual AM-GRU's own every hypothesis position, the classifier's one per "
-        "pair; the holographic memory's permutations, reads and writes left out); share of "
-        "peak: that over the step's time, against the matrix-product rate measured in the same "
-        f"run ({peak:.1f} GFLOP/s).",
-    )
+        cell, fused = kinds.get(kind, {}), kinds.get(f"{kind} fused_loop", {})
+        row = {"kind": kind, "cell_form_ms": cell.get("median_ms"), **gru}
+        row["gru_model_ms"] = gru.get("gru_median_ms")
+        table.append(row | {key: fused.get(field) for key, field in fused_names.items()})
+    return table, {}
 
 
-def heap_block(out, report, rows, s, peak):
+def heap(report, rows, images):
+    """A row per cache size and policy; the caption gives the training steps of
+    ``heap_step``'s results file."""
     step_report, step_rows, step_peak = read_rows("heap_step", report)
     ms = {row["model"]: row for row in step_rows}
     table = [
@@ -383,115 +138,58 @@ def heap_block(out, report, rows, s, peak):
         for row in rows
         for policy in ("heap", "topk")
     ]
-    heap = {row["cache_size"]: row for row in rows}
-
-    def ratio(a, b):
-        return a / b if a and b else None
-
-    worst = ratio(
-        heap.get(100000, {}).get("heap_worst_ms"), heap.get(1000, {}).get("heap_worst_ms")
-    )
-    at_1k = heap.get(1000, {}).get("heap_over_topk_worst")
-    base = ms["no cache"]["median_ms"]
-    overhead = {name: row["ratio_to_no_cache"] - 1 for name, row in ms.items()}
-    out.update(
-        "heap-cache-speed",
-        table,
-        "cache_size: K; policy: policy; insert_worst_ms: insert worst (ms); "
-        "insert_random_ms: insert random (ms); read_ms: read (ms)",
-        f"Median milliseconds per batch of {s['heap_batch']} states of width 128 (attention "
-        f"width 64), {report['device']['cpus']}-core CPU. ``insert worst``: every candidate "
-        "beats the whole cache (heap: full-depth sift); ``insert random``: candidates like the "
-        "cached vectors. Heap insert, worst case, K=100k vs 1k: "
-        + (f"{worst:.2f}x" if worst else "not measured")
-        + f". Training step of the paper's model ({step_report['settings']['step']}, vocabulary "
-        f"10k, B={s['heap_batch']}): {base:.0f} ms without a cache, "
-        f"{ms['cache read']['median_ms']:.0f} ms with a K=10k read "
-        f"({100 * overhead['cache read']:+.0f}%), "
-        f"{ms['cache read + heap write']['median_ms']:.0f} ms with read and heap write "
-        f"({100 * overhead['cache read + heap write']:+.0f}%). Each write scores the cache and "
-        "the candidates once and replays the heap procedure on the scores, compiled with XLA"
-        + (
-            f"; at K=1k the exact heap write takes {at_1k:.2f}x the top-k write (worst case)."
-            if at_1k
-            else "."
-        )
-        + " The steps' products with the weight matrices (6 × their parameters per row they "
-        "multiply: the LSTM's and the pooling's every position, the cache's every cached "
-        "state, the softmax layer's one per example) and their share of this machine's float32 "
-        f"matrix-product peak measured in the same run ({step_peak:.1f} GFLOP/s): "
-        + ", ".join(
+    by_size = {row["cache_size"]: row for row in rows}
+    worst = [by_size.get(k, {}).get("heap_worst_ms") for k in (100000, 1000)]
+    at_1k = by_size.get(1000, {}).get("heap_over_topk_worst")
+    read, write = ms["cache read"], ms["cache read + heap write"]
+    return table, {
+        "worst": f"{worst[0] / worst[1]:.2f}x" if all(worst) else "not measured",
+        "at_1k": f"; at K=1k the exact heap write takes {at_1k:.2f}x the top-k write (worst case)."
+        if at_1k
+        else ".",
+        "step_settings": step_report["settings"],
+        "step_peak": step_peak,
+        "base": ms["no cache"]["median_ms"],
+        "read": read["median_ms"],
+        "write": write["median_ms"],
+        "read_overhead": 100 * (read["ratio_to_no_cache"] - 1),
+        "write_overhead": 100 * (write["ratio_to_no_cache"] - 1),
+        "steps": ", ".join(
             f"{name} {row['gflop_per_step']:.2f} GFLOP ({100 * row['share_of_peak']:.0f}%)"
             for name, row in ms.items()
-        )
-        + ". The inserts have no matrix product of their size: their floor is the reads and "
-        "writes of the cache.",
-    )
+        ),
+    }
 
 
-def wrapper_block(out, report, rows, s, peak):
-    out.update(
-        "attention-wrapper-speed",
-        rows,
-        "memory_length: L; variant: variant; median_ms: median step (ms); "
-        "ratio_to_cell: × bare cell; weights: weights",
-        f"One training step ({s['step']}, Keras's {report['device']['backend']} backend, "
-        f"{report['device']['cpus']} CPU cores) of an LSTM cell (100 units) over 20 steps, "
-        "batch 32, ``Dense(3)`` on its last output: the bare cell in ``keras.layers.RNN`` "
-        "against the cell wrapped to attend at every step over a memory of L vectors of width "
-        "100 (``python -m benchmarks.speed --tables attention_wrapper``), medians of "
-        f"{s['rounds']} interleaved rounds (× bare cell: the median of the per-round ratios). "
-        "Goal: within 1.5× the bare cell at L = 50. Where the attention feeds nothing back "
-        "(Luong's score without input feeding), the cell's loop runs alone and the attention "
-        "of all steps follows it in batched products. Where the context or the previous "
-        "attention vector joins the cell's input (input feeding, RNNsearch), the attention "
-        "runs inside the loop, step by step, and the cell's own input product is twice as "
-        "wide as the bare cell's; the word-by-word attention adds three products of its own "
-        "per step (the query, W^t and the output).",
-    )
-
-
-def backends_block(out, report, rows, s, peak):
-    out.update(
-        "backends-speed",
-        rows,
-        "description: case; tensorflow_ms: TensorFlow (ms); jax_ms: JAX (ms); "
-        "jax_over_tensorflow: JAX / TensorFlow; gflop_per_step: GFLOP/step; "
-        "tensorflow_share_of_peak: TensorFlow share of matmul peak; "
-        "jax_share_of_peak: JAX share of matmul peak",
-        f"Median milliseconds per training step ({s['step']}: XLA on TensorFlow, ``jax.jit`` "
-        f"on JAX), {report['device']['cpus']}-core CPU, {s['backend_rounds']} child processes "
-        f"per backend run alternately, {s['rounds']} steps per case in each. GFLOP/step: the "
-        "products with the layers' weight matrices (6 × their parameters per vector of the "
-        "batch × time steps; the attention's window products and the AM-GRU's permutations, "
-        "reads and writes left out); share of peak: that over the step's time, against this "
-        "machine's float32 matrix-product rate measured in the children "
-        f"({rows[0]['peak_gflops']} GFLOP/s, median). Written by ``python -m benchmarks.speed "
-        "--tables backends --update-docs``.",
-    )
-
-
-#: Each table's results-page block: ``table -> write(report, rows, settings, peak)``.
-BLOCKS = {
-    "language_model": lm_block,
-    "window_peers": peers_block,
-    "window_attention": floor_block,
-    "lm_kinds": throughput_block("lm-throughput", False),
-    "lm_equal_parameters": throughput_block("lm-throughput-equal-parameters", True),
-    "packing": packing_block,
-    "associative_memory": associative_block,
-    "dual_vs_word_by_word": dual_block,
-    "snli": snli_block,
-    "heap_write": heap_block,
-    "attention_wrapper": wrapper_block,
-    "backends": backends_block,
+#: Each table's block, and how its rows and its caption's values are made from the results
+#: where it needs more than the settings: ``function(report, rows, images) -> (rows, values)``.
+SPEED_BLOCKS = {
+    "language_model": (
+        "window-attention-speed",
+        lambda report, rows, _: (rows, {"vocab_k": report["settings"]["lm_vocab"] // 1000}),
+    ),
+    "window_peers": ("window-attention-vs-peers", peers),
+    "window_attention": (
+        "window-attention-floor",
+        lambda report, rows, _: (
+            rows,
+            {"key_dim": equal_weight_key_dim(report["settings"]["width"], 32)},
+        ),
+    ),
+    "lm_kinds": ("lm-throughput", None),
+    "lm_equal_parameters": ("lm-throughput-equal-parameters", None),
+    "packing": ("lm-packing", None),
+    "associative_memory": ("associative-memory-speed", None),
+    "dual_vs_word_by_word": ("dual-vs-word-by-word", dual),
+    "snli": ("snli-model-step", snli),
+    "heap_write": ("heap-cache-speed", heap),
+    "attention_wrapper": ("attention-wrapper-speed", None),
+    "backends": ("backends-speed", None),
 }
 
 
 def read_rows(table, report=None):
     """``(report, rows, float32 peak)`` of ``table`` from ``report`` or its results file."""
-    from benchmarks.speed.tables import TABLES
-
     if report is None or table not in report.get("tables", {}):
         report = results_file.read_or_exit(ROOT / "benchmarks" / "results" / TABLES[table].file)
     return report, report["tables"][table], report.get("peak_gflops", {}).get("float32")
@@ -500,8 +198,237 @@ def read_rows(table, report=None):
 def write(tables, report=None, page=RESULTS_PAGE, images=IMAGES):
     """Writes the blocks of ``tables`` into ``page`` (their figures into ``images``) from
     ``report`` (a run's results) or their results files."""
-    out = types.SimpleNamespace(update=functools.partial(update_docs, page=page), images=images)
-    for table in tables:
-        if table in BLOCKS:
-            report_of, rows, peak = read_rows(table, report)
-            BLOCKS[table](out, report_of, rows, report_of["settings"], peak)
+    for table in [table for table in tables if table in SPEED_BLOCKS]:
+        name, make = SPEED_BLOCKS[table]
+        report_of, rows, peak = read_rows(table, report)
+        rows, values = make(report_of, rows, images) if make else (rows, {})
+        cpus = report_of.get("device", {}).get("cpus")
+        values.update(s=report_of["settings"], peak=peak, report=report_of, cpus=cpus)
+        corpus = report_of.get("corpus") and "caption_corpus" in BLOCKS[name]
+        write_block(name, rows, values, page, "caption_corpus" if corpus else "caption")
+
+
+# --- the GPU runs -------------------------------------------------------------------------
+
+# How a row of each speed table is told apart from the others.
+ROW_KEYS = {
+    "window_attention": ("dtype", "T"),
+    "language_model": ("dtype", "variant"),
+    "associative_memory": ("dtype", "layer"),
+    "snli": ("dtype", "kind"),
+    "heap_write": ("dtype", "cache_size"),
+}
+
+
+def load_runs(folder=GPU_RUNS):
+    """The runs under ``folder`` in their number's order: ``{"name", "device",
+    "layer_tests", "speed", "speeds", "log"}`` each, a missing file None; ``speeds``: the run's
+    speed files (``speed.json``, then ``speed_long.json``), ``speed`` the first."""
+    runs = []
+    for path in sorted(folder.glob("run-*"), key=lambda path: int(path.name.split("-")[1])):
+        run = {"name": path.name}
+        for key in ("device", "layer_tests", "speed", "speed_long", "run"):
+            file = path / (f"{key}.json" if key != "run" else "run.log")
+            run[key] = file.read_text(encoding="utf-8") if file.is_file() else None
+            run[key] = json.loads(run[key]) if run[key] and key != "run" else run[key]
+        run["log"] = run.pop("run") or ""
+        run["speeds"] = [speed for speed in (run["speed"], run.pop("speed_long")) if speed]
+        runs.append(run)
+    return runs
+
+
+def gpu_name(run):
+    devices = (run["device"] or {}).get("devices") or []
+    return devices[0]["kind"] if devices else "?"
+
+
+def layer_test_rows(runs):
+    rows = []
+    for run in runs:
+        if (tests := run["layer_tests"]) is None:
+            continue
+        counts = collections.Counter(
+            re.sub(r"\s+", " ", failure["message"])[:60].rstrip() for failure in tests["failures"]
+        )
+        done = re.findall(r"\+(\d+)s\] done, status", run["log"])
+        rows.append(
+            {
+                "run": run["name"],
+                "gpu": gpu_name(run),
+                "versions": f"JAX {run['device']['jax']}, Keras {run['device']['keras']}",
+                "precision": tests["precision"],
+                "selection": "rerun of the failed and unrun tests of "
+                + pathlib.Path(tests["rerun_from"]).parent.name
+                if tests.get("rerun_from")
+                else f"{len(tests['files'])} test modules",
+                "passed": tests["passed"],
+                "failed": tests["failed"] + tests["errors"],
+                "skipped": tests["skipped"],
+                "not_run": len(tests["not_run"]),
+                "seconds": tests["wall_seconds"],
+                "failures": "; ".join(f"{n} × {message}" for message, n in counts.most_common()),
+                "xla_flags": tests.get("xla_flags", "not recorded") or "none",
+                "run_seconds": int(done[-1]) if done else None,
+            }
+        )
+    return rows
+
+
+def merged_rows(runs, table):
+    """The rows of ``table`` over every run, a later run's measured row replacing the same
+    row of an earlier one; a table that failed in a run gives one row with its error, until
+    a later run measures it."""
+    rows = {}
+    for run in runs:
+        for speed in run["speeds"]:
+            found = speed["tables"].get(table, [])
+            if any("status" not in row for row in found):
+                rows = {key: row for key, row in rows.items() if key[0] != "error"}
+            for row in found:
+                key = tuple(row.get(k) for k in ROW_KEYS[table])
+                if "status" in row and key in rows and "status" not in rows[key]:
+                    continue  # a measured row stays
+                rows[key] = {**row, "run": run["name"]}
+                if "error" in row and "status" not in row:
+                    rows[key]["status"] = f"failed: {row['error']}"
+            error = speed.get("errors", {}).get(table)
+            if error and not found:
+                failed = {"status": f"failed: {error}", "run": run["name"]}
+                rows.setdefault(("error", run["name"]), failed)
+    return list(rows.values())
+
+
+def peaks_text(runs):
+    """The matrix-product rates each run measured, as a sentence."""
+    parts = []
+    for run in runs:
+        if (speed := run["speed"]) and (peaks := speed.get("peak_gflops")):
+            highest = speed.get("peak_gflops_float32_highest")
+            parts.append(
+                f"{run['name']} on an {gpu_name(run)}: float32 {peaks['float32'] / 1000:.0f}, "
+                f"bfloat16 {peaks['mixed_bfloat16'] / 1000:.0f}"
+                + (f", float32 at 'highest' precision {highest / 1000:.0f}" if highest else "")
+                + " TFLOP/s"
+            )
+    return "; ".join(parts)
+
+
+def window_notes(runs):
+    """The runs whose rows were compiled with XLA's constant folding off, and those whose
+    log shows XLA folding constants for a minute or more, as the caption's sentences."""
+    folding_off, stalled = [], []
+    for run in runs:
+        for speed in run["speeds"]:
+            if "constant_folding" in ((speed.get("device") or {}).get("xla_flags") or ""):
+                lengths = (speed.get("settings") or {}).get("lengths")
+                folding_off.append(f"{run['name']}, T = {', '.join(map(str, lengths))}")
+        # XLA's warning of a slow constant folding gives the time it took once it is done.
+        took = re.findall(r"The operation took ([0-9hms.]+)\s*\nConstant folding", run["log"])
+        seconds = [
+            60 * float(t.rpartition("m")[0] or 0) + float(t.rpartition("m")[2].rstrip("s"))
+            for t in took
+        ]
+        if seconds and max(seconds) >= 60:
+            asked = (run["speed"] or {}).get("settings", {}).get("lengths")
+            stalled.append(
+                f"{run['name']} (lengths {asked}): one constant folding took "
+                f"{max(seconds):.0f} s (``{run['name']}/run.log``)"
+            )
+    return {
+        key: " " + text("gpu-window-attention", key).format(runs="; ".join(parts)) if parts else ""
+        for key, parts in (("folding_off", folding_off), ("stalled", stalled))
+    }
+
+
+def goal_rows(runs):
+    """One row per goal of the GPU run: its limit, the worst measured value with where it
+    was measured, whether it is met, and the measured reasons beside it (floors, shares of
+    the matrix-product peak)."""
+    window, lm = merged_rows(runs, "window_attention"), merged_rows(runs, "language_model")
+    am, rows = merged_rows(runs, "associative_memory"), []
+
+    def add(goal, limit, candidates, key, where, why=lambda row: ""):
+        measured = [row for row in candidates if isinstance(row.get(key), (int, float))]
+        if not measured:
+            return rows.append({"goal": goal, "limit": f"≤ {limit}", "met": "not measured"})
+        row = max(measured, key=lambda row: row[key])
+        met = row[key] <= limit
+        rows.append(
+            dict(goal=goal, limit=f"≤ {limit}", worst=row[key], where=where(row))
+            | dict(met="yes" if met else "no", why="" if met else why(row))
+        )
+
+    at = lambda row: f"T = {row['T']}, {row['dtype']}"  # noqa: E731
+    floor = lambda row: (  # noqa: E731
+        f"floor alone: {row['floor_ms'] / row['mha_ms']:.2f} × MHA; "
+        f"{row['ours_share_of_peak']:.2%} of peak"
+    )
+    add("window attention / MHA, every T", 0.9, window, "ours_over_mha", at, floor)
+    add("window attention / floor", 1.5, window, "ours_over_floor", at)
+    long = [row for row in window if row.get("T") == 16000]
+    add("window attention memory / MHA, T = 16000", 0.1, long, "ours_memory_over_mha", at)
+    shares = lambda row: ", ".join(  # noqa: E731
+        f"{other['share_of_peak']:.2%}"
+        for other in lm
+        if other.get("variant") == "lstm" and other.get("dtype") == row["dtype"]
+    )
+    for form in ("parallel", "cell"):
+        add(
+            f"LM step / bare LSTM, {form} form",
+            1.2,
+            [row for row in lm if f"-{form}:" in str(row.get("variant"))],
+            "ratio_to_lstm",
+            lambda row: f"{row['variant']}, {row['dtype']}",
+            lambda row: (
+                f"memory in the LSTM's loop; {row['share_of_peak']:.2%} of peak, bare "
+                f"LSTM {shares(row)}"
+            ),
+        )
+    floors = {row["dtype"]: row["ratio_to_gru"] for row in am if row.get("layer") == FLOOR_LAYER}
+    add(
+        "AM-GRU (C = 8) / GRU",
+        1.5,
+        [row for row in am if row.get("layer") == "AssociativeGRU C=8"],
+        "ratio_to_gru",
+        lambda row: row["dtype"],
+        lambda row: (
+            f"floor (memory by stand-ins): {floors[row['dtype']]:.2f} × GRU"
+            if row["dtype"] in floors
+            else ""
+        ),
+    )
+    return rows
+
+
+def write_gpu(runs, page=RESULTS_PAGE, figure=GPU_FIGURE):
+    """Writes the GPU blocks of ``page`` and their ``figure`` from ``runs`` (`load_runs`)."""
+    window = merged_rows(runs, "window_attention")
+    blocks = {
+        "gpu-goals": goal_rows(runs),
+        "gpu-layer-tests": layer_test_rows(runs),
+        "gpu-window-attention": window,
+        "gpu-window-attention-parts": [row for row in window if "attention_over_floor" in row],
+        "gpu-language-model": merged_rows(runs, "language_model"),
+        "gpu-associative-memory": merged_rows(runs, "associative_memory"),
+        "gpu-snli": merged_rows(runs, "snli"),
+        "gpu-heap-write": merged_rows(runs, "heap_write"),
+    }
+    values = {"peaks": peaks_text(runs), **window_notes(runs)}
+    for name, rows in blocks.items():
+        write_block(name, rows, values, page, every_column=True)
+    names = {
+        "ours": "SlidingWindowAttention",
+        "floor": "its matrix products alone",
+        "mha": "MultiHeadAttention (equal weights)",
+    }
+    lines = [
+        (index, f"{name}, {dtype}", f"{variant}_ms", f"{variant}_buffers_mib", style, subset)
+        for index, (variant, name) in enumerate(names.items())
+        for dtype, style in (("float32", "-"), ("mixed_bfloat16", "--"))
+        for subset in [[row for row in window if row.get("dtype") == dtype]]
+    ]
+    # One panel above the other, 8.1 inches at 90 dpi: 729 pixels wide, so that the results
+    # page's content column shows it at its own size.
+    labels = ("ms per training step", "XLA buffers of a step (MiB)", "sequence length T")
+    titles = ("time per training step", "working memory of one step")
+    return draw(figure, "T", lines, labels, titles, (8.1, 8.0), 90, "x-small", below=True)

@@ -71,28 +71,50 @@ def model_of(inputs, layer, head, **call):
     return keras.Model(inputs, keras.layers.Dense(head)(layer(first, **call)))
 
 
-class Table:
-    """A table of variants; a subclass gives `variants` and `rows`, and may replace `cases`.
+def layer_step(layer, shape, head=1, **options):
+    """The `Step` (``options``: its own) of ``layer`` on inputs of ``shape``, ``Dense(head)``
+    on top."""
+    import keras
 
-    Args:
-        file: Its results file under ``benchmarks/results/``.
-        key: The field naming a row's variant (a row per variant), or None (a row per case).
-        **options: The table's own settings (its variants, ...).
-    """
+    model = model_of(keras.Input(shape[1:], batch_size=shape[0]), layer, head)
+    return training.Step(model, normal(*shape), **options)
+
+
+@contextlib.contextmanager
+def replaced(*attributes):
+    """While active, each ``(owner, name, value)`` of ``attributes`` replaces ``owner.name``
+    (a step traced inside keeps the stand-in)."""
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in attributes]
+    for owner, name, value in attributes:
+        setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        for owner, name, value in saved:
+            setattr(owner, name, value)
+
+
+class Table:
+    """A table of variants (its results ``file`` under ``benchmarks/results/``, its own
+    ``options``): a subclass gives `variants` (``{name: function building its Step}``), and
+    `flops` and `more`, or its own `rows`. By default a row per variant, named under ``key``:
+    its median, its ``ratio`` to the first variant (the median of the per-round ratios), its
+    arithmetic and ``info``, or its error or unmet memory limit."""
 
     buffers = False  # whether its rows give XLA's buffers (on TensorFlow from a JAX child)
     backends = ("tensorflow", "jax")
+    median = "median_ms"
 
-    def __init__(self, file, key=None, **options):
-        self.file, self.key, self.options = file, key, options
+    def __init__(self, file, key=None, ratio="ratio", **options):
+        self.file, self.key, self.ratio, self.options = file, key, ratio, options
 
     def cases(self, sizes):
         return [{"dtype": dtype} for dtype in sizes["dtypes"]]
 
     def measure(self, sizes, case, peak, buffers, gave_up):
         """The rows of one case: its variants built (``buffers``: their XLA buffers measured
-        apart; ``gave_up``: the variants that failed at an earlier case, with why), then
-        timed interleaved, the first runs after compiling left out."""
+        apart; ``gave_up``: the variants that failed at an earlier case), then timed
+        interleaved, the first runs after compiling left out."""
         built, errors = {}, {}
         for name, make in self.variants(sizes, case).items():
             if name in gave_up:
@@ -122,23 +144,30 @@ class Table:
             row["samples_ms"] = samples.get(row.get(self.key))
         return rows
 
-    def long_rows(self, case, built, samples, errors, peak, flops, ratio, median="median_ms"):
-        """A row per variant: ``{**case, key: name, median, ratio, "gflop_per_step",
-        "share_of_peak"}`` and the variant's ``info`` (the ratio: to the first variant, the
-        median of the per-round ratios), or its error or unmet memory limit."""
+    def rows(self, sizes, case, built, samples, errors, peak):
         rows, medians = [], timing.medians(samples)
         ratios = timing.median_ratio(samples, next(iter(samples))) if samples else {}
         for name in [*built, *errors]:
             row = {**case, self.key: name, **getattr(built.get(name), "info", {})}
             if name in samples:
-                row.update({median: medians[name], ratio: ratios[name]})
-                row.update(training.floor_columns(flops(name), medians[name], peak))
+                flops = self.flops(sizes, case, name, built[name].model)
+                row.update({self.median: medians[name], self.ratio: ratios[name]})
+                row.update(training.floor_columns(flops, medians[name], peak))
             elif name in errors:
                 row["status"] = row["error"] = f"failed: {errors[name]}"
             else:
                 row["status"] = f"not run: needs {built[name].buffers_mib:.0f} MiB"
+            if name in built:
+                self.more(sizes, row, built[name], samples)
             rows.append(row)
         return rows
+
+    def flops(self, sizes, case, name, model):
+        """Operations of the variant's weight products in one step (0: not counted)."""
+        return 0
+
+    def more(self, sizes, row, step, samples):
+        """Adds a built variant's own columns to its ``row``."""
 
 
 # --- the language model ---------------------------------------------------------------------
@@ -164,30 +193,23 @@ def parse_variant(variant):
 
 
 def lm_model(variant, vocab, hidden, steps, batch, dropout=0.0, embedding_dim=None):
-    """The language model of ``variant`` (`build_language_model`, not stateful): embedding,
-    LSTM, the variant's memory on top of it or around its cell, softmax logits."""
+    """The language model of ``variant`` (`build_language_model`, not stateful): the
+    variant's memory on the LSTM's outputs or around its cell."""
     from tf_memlayers import NGramConcat, NGramConcatCell, SlidingWindowAttention
     from tf_memlayers import SlidingWindowAttentionCell as WindowCell
     from tf_memlayers.models import build_language_model
 
     kind, form, size = parse_variant(variant)
     mode, units = ("attention" if kind == "window" else kind), max(1, hidden // max(1, size - 1))
-    memory = {
+    memory = {  # a layer on the LSTM's outputs, or a function wrapping its cell
         ("ngram", "parallel"): lambda: NGramConcat(size, units),
         ("ngram", "cell"): lambda: lambda cell: NGramConcatCell(cell, size, units),
         ("attention", "parallel"): lambda: SlidingWindowAttention(window=size, mode=mode),
         ("attention", "cell"): lambda: lambda cell: WindowCell(cell, window=size, mode=mode),
-    }.get(("ngram" if kind == "ngram" else "attention", form), lambda: None)
-    return build_language_model(
-        vocab,
-        memory() if kind != "lstm" else None,
-        units=hidden,
-        embedding_dim=embedding_dim or hidden,
-        dropout=dropout,
-        batch_size=batch,
-        sequence_length=steps,
-        stateful=False,
-    )
+    }[("ngram" if kind == "ngram" else "attention", form)]
+    options = dict(embedding_dim=embedding_dim or hidden, dropout=dropout, batch_size=batch)
+    options.update(units=hidden, sequence_length=steps, stateful=False)
+    return build_language_model(vocab, memory() if kind != "lstm" else None, **options)
 
 
 def equal_parameter_hidden(variant, budget, **shape):
@@ -206,10 +228,9 @@ def equal_parameter_hidden(variant, budget, **shape):
 
 
 def attention_part_model(hidden, steps, batch, window=10):
-    """Eqs (2)-(4) of the parallel form without their weight products, as the language model
-    runs them: the scores' ``tanh`` over ``[batch, steps, window, hidden]``, the window
-    softmax and the weighted sum of the values, on streams already projected (weights of the
-    model here, so that the step's gradient reaches them)."""
+    """Eqs (2)-(4) of the parallel form without their weight products: the scores' ``tanh``,
+    the window softmax and the weighted sum, on streams already projected (the model's
+    weights, so that the gradient reaches them)."""
     import keras
 
     from tf_memlayers import SlidingWindowAttention
@@ -233,9 +254,8 @@ def attention_part_model(hidden, steps, batch, window=10):
 
 
 class LanguageModel(Table):
-    """A training step of an LSTM language model per memory variant against the bare LSTM's:
-    ``median_ms``, ``ratio_to_lstm``, its weights, tokens/s; ``equal_parameters``: each
-    variant at the width that gives it the bare LSTM's number of weights."""
+    """An LSTM language model's training step per memory variant against the bare LSTM's;
+    ``equal_parameters``: each at the width that gives it the bare LSTM's number of weights."""
 
     def variants(self, sizes, case):
         import keras
@@ -254,46 +274,38 @@ class LanguageModel(Table):
                 hidden = equal_parameter_hidden(variant, budget, **shape)
             model = lm_model(variant, hidden=hidden, **shape)
             lstm = [layer for layer in model.layers if isinstance(layer, keras.layers.LSTM)]
-            step = training.Step(
-                model, x, y, training.token_crossentropy, limit_mib=sizes["limit_mib"]
-            )
+            limit = sizes["limit_mib"]
+            step = training.Step(model, x, y, training.token_crossentropy, limit_mib=limit)
             kind = parse_variant(variant)[0].replace("window", "attention")
             step.info = dict(kind=kind, hidden=hidden, cudnn=lstm[0].use_cudnn if lstm else None)
             return step
 
-        variants = sizes.get("lm_variants", self.options["variants"])
-        made = {variant: lambda v=variant: make(v) for variant in variants}
+        made = {v: lambda v=v: make(v) for v in sizes.get("lm_variants", self.options["variants"])}
         if self.options.get("part"):
             made[PART] = lambda: training.Step(attention_part_model(width, length, batch), x)
         return made
 
-    def rows(self, sizes, case, built, samples, errors, peak):
+    def flops(self, sizes, case, name, model):
         count = sizes["lm_batch"] * sizes["lm_steps"]
+        return 0 if name == PART else training.weight_training_flops(model, count)
 
-        def flops(name):
-            return 0 if name == PART else training.weight_training_flops(built[name].model, count)
-
-        rows = self.long_rows(case, built, samples, errors, peak, flops, "ratio_to_lstm")
-        for row in rows:
-            if row["variant"] in built:
-                row["parameters"] = built[row["variant"]].model.count_params()
-            if "median_ms" in row and row["variant"] != PART:
-                row["tokens_per_second"] = round(count / row["median_ms"] * 1000)
-        return rows
+    def more(self, sizes, row, step, samples):
+        row["parameters"] = step.model.count_params()
+        if "median_ms" in row and row["variant"] != PART:
+            tokens = sizes["lm_batch"] * sizes["lm_steps"]
+            row["tokens_per_second"] = round(tokens / row["median_ms"] * 1000)
 
 
 class Packing(Table):
     """The plain LSTM language model's step with documents packed back to back (in-graph
     resets, ``build_language_model(resets=True)``) against padded to segment starts."""
 
+    median = "step_ms"
+
     def variants(self, sizes, case):
         from tf_memlayers.models import build_language_model
 
-        vocab, batch, hidden = (
-            sizes["packing_vocab"],
-            sizes["packing_batch"],
-            sizes["packing_hidden"],
-        )
+        vocab, batch, hidden = (sizes[f"packing_{key}"] for key in ("vocab", "batch", "hidden"))
         x, y, reset = tokens(vocab, batch, 20), tokens(vocab, batch, 21)[:, 1:], np.eye(batch, 20)
 
         def make(packed):
@@ -304,17 +316,12 @@ class Packing(Table):
 
         return {"padded": lambda: make(False), "packed": lambda: make(True)}
 
-    def rows(self, sizes, case, built, samples, errors, peak):
-        count = sizes["packing_batch"] * 20
+    def flops(self, sizes, case, name, model):
+        return training.weight_training_flops(model, sizes["packing_batch"] * 20)
 
-        def flops(name):
-            return training.weight_training_flops(built[name].model, count)
-
-        rows = self.long_rows(case, built, samples, errors, peak, flops, "step_ratio", "step_ms")
-        for row in rows:
-            if "step_ms" in row:
-                row["tokens_per_second"] = round(count / row["step_ms"] * 1000)
-        return rows
+    def more(self, sizes, row, step, samples):
+        if "step_ms" in row:
+            row["tokens_per_second"] = round(sizes["packing_batch"] * 20 / row["step_ms"] * 1000)
 
 
 # --- window attention -----------------------------------------------------------------------
@@ -328,15 +335,12 @@ PARTS = {
 }
 
 
-def ours_weights(width, attention_units):
-    """The weights of `SlidingWindowAttention` in ``"attention"`` mode without biases."""
-    return 2 * width * attention_units + attention_units + 2 * width * width
-
-
 def equal_weight_key_dim(width, attention_units):
     """The ``key_dim`` of a one-head `MultiHeadAttention` (value_dim = key_dim, with biases)
-    whose weights, ``3 (width k + k) + k width + width``, come closest to ours."""
-    return round((ours_weights(width, attention_units) - width) / (4 * width + 3))
+    whose weights, ``3 (width k + k) + k width + width``, come closest to those of
+    `SlidingWindowAttention` in ``"attention"`` mode without biases."""
+    ours = 2 * width * attention_units + attention_units + 2 * width * width
+    return round((ours - width) / (4 * width + 3))
 
 
 def window_products(variant, rows, width, steps):
@@ -351,12 +355,10 @@ def window_products(variant, rows, width, steps):
     return dense + [(rows, width, k)] * 3 + [(rows, k, width), (rows, k, steps), (rows, steps, k)]
 
 
-@contextlib.contextmanager
 def stand_ins(parts):
-    """While active, the named ``parts`` of `SlidingWindowAttention`'s sequence form are
-    replaced by elementwise stand-ins that read the same inputs and give the same shapes:
-    ``"weighted_sum"`` (eq. (4), `windows.window_weighted_sum`) and ``"scores"`` (eqs
-    (2)-(3), `WindowAttentionMechanism._window_alpha`). A step traced inside keeps them."""
+    """While active, the ``parts`` of `SlidingWindowAttention` are elementwise stand-ins
+    reading the same inputs, of the same shapes: ``"weighted_sum"`` (eq. (4),
+    `windows.window_weighted_sum`), ``"scores"`` (eqs (2)-(3), ``_window_alpha``)."""
     from keras import ops
 
     from tf_memlayers.layers.window_attention import window_attention_mechanism as mechanism
@@ -374,24 +376,18 @@ def stand_ins(parts):
             alpha = alpha * ops.cast(window_valid, alpha.dtype)
         return alpha
 
-    saved = windows.window_weighted_sum, mechanism.WindowAttentionMechanism._window_alpha
-    if "weighted_sum" in parts:
-        windows.window_weighted_sum = weighted_sum
-    if "scores" in parts:
-        mechanism.WindowAttentionMechanism._window_alpha = window_alpha
-    try:
-        yield
-    finally:
-        windows.window_weighted_sum, mechanism.WindowAttentionMechanism._window_alpha = saved
+    found = {
+        "weighted_sum": (windows, "window_weighted_sum", weighted_sum),
+        "scores": (mechanism.WindowAttentionMechanism, "_window_alpha", window_alpha),
+    }
+    return replaced(*(found[part] for part in parts))
 
 
 def window_layer(variant, width):
-    """The layer of a window-attention variant (window 10, attention width 32): ``ours``
-    (and the `PARTS`), `SlidingWindowAttention`; ``floor``, its four matrix products alone
-    (eq. (2)'s projections reach the output through a cheap product of their rows, so that
-    XLA keeps them); ``output_only``, eq. (5)'s two alone; ``mha``, Keras's
-    `MultiHeadAttention` with ``sliding_window`` and a causal mask at our number of weights,
-    ``mha_width`` at our attention width."""
+    """The layer of a window-attention variant: ``ours`` (and the `PARTS`); ``floor``, its
+    four matrix products alone (eq. (2)'s reach the output through a cheap product, so that
+    XLA keeps them); ``output_only``, eq. (5)'s two; ``mha``, Keras's `MultiHeadAttention`
+    with ``sliding_window`` and a causal mask at our weights, ``mha_width`` at our width."""
     import keras
 
     from tf_memlayers import SlidingWindowAttention
@@ -423,9 +419,8 @@ def window_layer(variant, width):
 
 
 class WindowAttention(Table):
-    """An SGD step of each window-attention variant followed by ``Dense(width)``, per length:
-    a row per case with ``<variant>_ms``, ``ours_over_<variant>``, XLA's buffers, and what
-    each of `PARTS` saves over the floor."""
+    """A step of each window-attention variant followed by ``Dense(width)``, per length: a
+    row per case, with XLA's buffers and what each of `PARTS` saves over the floor."""
 
     buffers = True
 
@@ -434,8 +429,6 @@ class WindowAttention(Table):
         return [{"dtype": dtype, "T": length} for length in lengths for dtype in sizes["dtypes"]]
 
     def variants(self, sizes, case):
-        import keras
-
         width, batch, length = sizes["width"], sizes["batch"], case["T"]
         names = list(self.options["variants"])
         if self.options.get("no_xla") and backend() == "tensorflow":
@@ -444,16 +437,12 @@ class WindowAttention(Table):
             names += PARTS
 
         def make(name):
+            layer, options = window_layer(name, width), dict(limit_mib=sizes["limit_mib"])
             with stand_ins(PARTS[name][1] if name in PARTS else ()):
-                inputs = keras.Input((length, width), batch_size=batch)
-                model = model_of(inputs, window_layer(name, width), width)
-                x, jit, limit = (
-                    normal(batch, length, width),
-                    "no_xla" not in name,
-                    sizes["limit_mib"],
+                step = layer_step(
+                    layer, (batch, length, width), width, jit="no_xla" not in name, **options
                 )
-                step = training.Step(model, x, jit=jit, limit_mib=limit)
-            step.info = {"weights": model.count_params() - width * (width + 1)}
+            step.info = {"weights": step.model.count_params() - width * (width + 1)}
             return step
 
         return {name: lambda name=name: make(name) for name in names}
@@ -466,11 +455,9 @@ class WindowAttention(Table):
             row[f"{name}_weights"] = step.info["weights"]
             row[f"{name}_ms"] = medians.get(name, f"not run: needs {step.buffers_mib or 0:.0f} MiB")
             if name in medians and name not in PARTS:
-                count = sizes["batch"] * case["T"]
-                products = window_products(name, count, sizes["width"], case["T"])
-                found = training.floor_columns(
-                    training.training_flops(products), medians[name], peak
-                )
+                count, width = sizes["batch"] * case["T"], sizes["width"]
+                flops = training.training_flops(window_products(name, count, width, case["T"]))
+                found = training.floor_columns(flops, medians[name], peak)
                 row.update({f"{name}_{k}": v for k, v in found.items()})
         for name, error in errors.items():
             row[f"{name}_ms"] = row[f"{name}_error"] = error
@@ -486,8 +473,9 @@ class WindowAttention(Table):
             # parts overlap, so the three need not add up).
             for variant, (part, _) in PARTS.items():
                 row[f"{part}_over_floor"] = timing.median_saving(samples, "ours", variant, "floor")
-            saving = timing.median_saving(samples, "ours_without_both", "floor", "floor")
-            row["rest_over_floor"] = saving
+            row["rest_over_floor"] = timing.median_saving(
+                samples, "ours_without_both", "floor", "floor"
+            )
         return [row]
 
 
@@ -497,14 +485,11 @@ class WindowAttention(Table):
 FLOOR_LAYER = "floor: AssociativeGRU C=8, memory by stand-ins"
 
 
-@contextlib.contextmanager
 def holographic_stand_ins():
-    """While active, the holographic parts of the AM-GRU step
-    (`tf_memlayers.ops.associative_gru_step`) are replaced by elementwise stand-ins that read
-    the same inputs and give the same shapes: the key's bounded permuted copies (eqs. 4,
-    9-10), the read (eq. 5) and the write (eq. 12). A step traced inside keeps the loop and
-    the key, gate and candidate products: the AM-GRU's floor without its associative memory.
-    The step is Keras's loop's (``fused_loop=False``): the fused loop has its own."""
+    """While active, the AM-GRU step's key copies (eqs. 4, 9-10), read (eq. 5) and write (eq.
+    12) are elementwise stand-ins reading the same inputs, of the same shapes: the loop and
+    the key, gate and candidate products stay (Keras's loop's step; the fused loop has its
+    own)."""
     from keras import ops
 
     from tf_memlayers.ops import associative_gru_step as step_module
@@ -521,13 +506,11 @@ def holographic_stand_ins():
     def write_memory_parts(key_re, key_im, memory_re, memory_im, value_re, value_im):
         return memory_re + key_re * value_re[:, None], memory_im + key_im * value_im[:, None]
 
-    saved = holographic.bounded_copies, holographic.write_memory_parts, step_module._read
-    holographic.bounded_copies, holographic.write_memory_parts = bounded_copies, write_memory_parts
-    step_module._read = read
-    try:
-        yield
-    finally:
-        holographic.bounded_copies, holographic.write_memory_parts, step_module._read = saved
+    return replaced(
+        (holographic, "bounded_copies", bounded_copies),
+        (holographic, "write_memory_parts", write_memory_parts),
+        (step_module, "_read", read),
+    )
 
 
 class AssociativeMemory(Table):
@@ -539,7 +522,7 @@ class AssociativeMemory(Table):
 
         from tf_memlayers import AssociativeGRU, AssociativeGRUCell
 
-        batch, length, units = sizes["am_batch"], sizes["am_steps"], sizes["am_units"]
+        units, shape = sizes["am_units"], (sizes["am_batch"], sizes["am_steps"], sizes["am_units"])
         layers = {"GRU": lambda: keras.layers.GRU(units)}
         for c in sizes["am_copies"]:
             layers[f"AssociativeGRU C={c}"] = lambda c=c: AssociativeGRU(units, c, fused_loop=False)
@@ -552,30 +535,21 @@ class AssociativeMemory(Table):
 
         def make(name):
             with holographic_stand_ins() if name == FLOOR_LAYER else contextlib.nullcontext():
-                model = model_of(keras.Input((length, units), batch_size=batch), layers[name](), 1)
-                return training.Step(
-                    model, normal(batch, length, units), limit_mib=sizes["limit_mib"]
-                )
+                return layer_step(layers[name](), shape, limit_mib=sizes["limit_mib"])
 
         return {name: lambda name=name: make(name) for name in layers}
 
-    def rows(self, sizes, case, built, samples, errors, peak):
-        count = sizes["am_batch"] * sizes["am_steps"]
+    def flops(self, sizes, case, name, model):
+        return training.weight_training_flops(model, sizes["am_batch"] * sizes["am_steps"])
 
-        def flops(name):
-            return training.weight_training_flops(built[name].model, count)
-
-        rows = self.long_rows(case, built, samples, errors, peak, flops, "ratio_to_gru")
-        for row in rows:
-            if "median_ms" in row:
-                row["ms_per_time_step"] = row.pop("median_ms") / sizes["am_steps"]
-        return rows
+    def more(self, sizes, row, step, samples):
+        if "median_ms" in row:
+            row["ms_per_time_step"] = row.pop("median_ms") / sizes["am_steps"]
 
 
 class DualVsWordByWord(Table):
-    """The hypothesis side's training step (10 steps) against premise length: the Dual
-    AM-GRU reading a premise memory of fixed size, the LSTM with `WordByWordAttention`
-    reading every premise output; time per step, floats read per step, XLA's buffers."""
+    """The hypothesis side's step (10 steps) against premise length: the Dual AM-GRU reading
+    a memory of fixed size, the LSTM with `WordByWordAttention` every premise output."""
 
     buffers = True
 
@@ -611,12 +585,12 @@ class DualVsWordByWord(Table):
         batch, units, length = sizes["am_batch"], sizes["am_units"], case["premise_length"]
         row, medians = dict(case), timing.medians(samples)
         row.update(dual_floats_read=units * 8, attention_floats_read=units * length)
+        # W^y (the memory kernel) acts on each premise output once per call.
+        per_row = lambda w: batch * (length if "memory_kernel" in w.path else 10)  # noqa: E731
         for name, step in built.items():
             row[f"{name}_buffers_mib"] = step.buffers_mib
             if name in medians:
                 row[f"{name}_ms_per_step"] = medians[name] / 10
-                # W^y (the memory kernel) acts on each premise output once per call.
-                per_row = lambda w: batch * (length if "memory_kernel" in w.path else 10)  # noqa: E731
                 flops = training.weight_training_flops(step.model, per_row)
                 found = training.floor_columns(flops, medians[name], peak)
                 row.update({f"{name}_{k}": v for k, v in found.items()})
@@ -626,9 +600,8 @@ class DualVsWordByWord(Table):
 
 
 class Snli(Table):
-    """The SNLI model's training step (`build_snli_model`, premise 25 / hypothesis 15 tokens)
-    with layer 1 a GRU, the AM-GRU or the Dual AM-GRU (on TensorFlow also with
-    ``fused_loop=True``, and its speed-up over Keras's loop), against the GRU model."""
+    """The SNLI model's step with layer 1 a GRU, the AM-GRU or the Dual AM-GRU (on
+    TensorFlow also ``fused_loop=True``, with its speed-up over Keras's loop)."""
 
     def variants(self, sizes, case):
         import keras
@@ -636,24 +609,20 @@ class Snli(Table):
         from tf_memlayers import AssociativeGRU, ConditionalEncoder, DualAssociativeEncoder
         from tf_memlayers.models import build_snli_model
 
-        batch, units = sizes["snli_batch"], sizes["snli_units"]
+        batch, units, limit = sizes["snli_batch"], sizes["snli_units"], sizes["limit_mib"]
         data, labels = [tokens(1000, batch, 25) + 2, tokens(1000, batch, 15) + 2], tokens(3, batch)
+        both = dict(return_sequences=True, return_state=True)
         firsts = {
-            "gru": lambda _: keras.layers.GRU(units, return_sequences=True, return_state=True),
-            "am_gru": lambda fused: AssociativeGRU(
-                units, fused_loop=fused, return_sequences=True, return_state=True
-            ),
+            "gru": lambda _: keras.layers.GRU(units, **both),
+            "am_gru": lambda fused: AssociativeGRU(units, fused_loop=fused, **both),
             "dual_am_gru": lambda fused: DualAssociativeEncoder(
                 units, fused_loop=fused, return_sequences=True
             ),
         }
 
         def make(kind, fused=False):
-            encoder = ConditionalEncoder(
-                [firsts[kind](fused), keras.layers.GRU(units, return_state=True)]
-            )
-            model = build_snli_model(1002, encoder=encoder, embedding_dim=units)
-            limit = sizes["limit_mib"]
+            layers = [firsts[kind](fused), keras.layers.GRU(units, return_state=True)]
+            model = build_snli_model(1002, encoder=ConditionalEncoder(layers), embedding_dim=units)
             return training.Step(model, data, labels, training.label_crossentropy, limit_mib=limit)
 
         made = {kind: lambda kind=kind: make(kind) for kind in firsts}
@@ -661,25 +630,20 @@ class Snli(Table):
             made[f"{kind} fused_loop"] = lambda kind=kind: make(kind, True)
         return made
 
-    def rows(self, sizes, case, built, samples, errors, peak):
-        batch = sizes["snli_batch"]
-
+    def flops(self, sizes, case, name, model):
+        # The encoder's matrices every premise and hypothesis position, the Dual AM-GRU's own
+        # the hypothesis positions, the classifier's one pair per example.
         def count(weight):
-            # The encoder's matrices every premise and hypothesis position, the Dual AM-GRU's
-            # own the hypothesis positions, the classifier's one pair per example.
             if "/dual_associative_gru_cell/" in weight.path:
-                return batch * 15
-            return batch * 40 if weight.path.startswith("encoder/") else batch
+                return 15
+            return 40 if weight.path.startswith("encoder/") else 1
 
-        def flops(name):
-            return training.weight_training_flops(built[name].model, count)
+        return training.weight_training_flops(model, lambda w: sizes["snli_batch"] * count(w))
 
-        rows = self.long_rows(case, built, samples, errors, peak, flops, "ratio_to_gru")
-        for row in rows:
-            kind, cell = row["kind"], row["kind"].removesuffix(" fused_loop")
-            if kind != cell and kind in samples and cell in samples:
-                row["speedup"] = timing.median_ratio(samples, kind)[cell]
-        return rows
+    def more(self, sizes, row, step, samples):
+        kind, cell = row["kind"], row["kind"].removesuffix(" fused_loop")
+        if kind != cell and kind in samples and cell in samples:
+            row["speedup"] = timing.median_ratio(samples, kind)[cell]
 
 
 # --- heap cache -----------------------------------------------------------------------------
@@ -700,9 +664,9 @@ def compiled_call(layer):
 
 
 class HeapWrite(Table):
-    """`HeapCacheAttention.insert` of a batch of states of width 128 into a full cache of K
-    (the weakest K of a scored pool, ascending: a valid min-heap), the heap write against the
-    top-k write, for a batch that enters whole (``worst``) and a random one; and a read."""
+    """`HeapCacheAttention.insert` of a batch into a full cache of K (the weakest K of a
+    scored pool, ascending: a valid min-heap), heap against top-k, for a batch that enters
+    whole (``worst``) and a random one; and a read."""
 
     def cases(self, sizes):
         return [{"dtype": "float32", "cache_size": size} for size in sizes["heap_sizes"]]
@@ -712,19 +676,13 @@ class HeapWrite(Table):
 
         from tf_memlayers import HeapCacheAttention
 
-        batch, size, rng, made = (
-            sizes["heap_batch"],
-            case["cache_size"],
-            np.random.default_rng(0),
-            {},
-        )
+        batch, size, made = sizes["heap_batch"], case["cache_size"], {}
+        rng = np.random.default_rng(0)
         for policy in ("heap", "topk"):
             layer = HeapCacheAttention(size, 64, policy=policy)
             layer.build((None, 128))
             pool = rng.normal(size=(size + batch, 128)).astype("float32")
-            kernel, score = (
-                keras.ops.convert_to_numpy(w) for w in (layer.cache_kernel, layer.cache_score)
-            )
+            kernel, score = map(keras.ops.convert_to_numpy, (layer.cache_kernel, layer.cache_score))
             pool = pool[np.argsort((np.tanh(pool @ kernel) @ score).ravel())]
             for name, candidates in (("worst", pool[size:]), ("random", normal(batch, 128))):
 
@@ -748,8 +706,7 @@ class HeapWrite(Table):
 
 
 class HeapStep(Table):
-    """The last-word model's training step (LSTM 128 over 40 steps, attention pooling,
-    vocabulary 10k) without a cache, reading a cache, and reading and writing it."""
+    """The last-word model's step without a cache, reading one, and reading and writing it."""
 
     backends = ("tensorflow",)  # the cache is written by TensorFlow's training step
 
@@ -769,18 +726,13 @@ class HeapStep(Table):
         x[:, :10] = 0
 
         def make(name):
-            size = cache if "cache" in name else None
-            model = build_fill_last_word_model(
-                10000,
-                pooling=AttentionPooling(UNITS),
-                cache=HeapCacheAttention(size, UNITS) if size else None,
-                embedding_dim=50,
-            )
-            if size:
+            pooling = AttentionPooling(UNITS)
+            memory = HeapCacheAttention(cache, UNITS) if "cache" in name else None
+            model = build_fill_last_word_model(10000, pooling, memory, embedding_dim=50)
+            if memory is not None:
                 model.get_layer("cache_attention").cache.assign(normal(cache, 128))
-            step = training.Step(
-                keras.Model(model.inputs, model.outputs), x, y, training.token_crossentropy
-            )
+            plain = keras.Model(model.inputs, model.outputs)
+            step = training.Step(plain, x, y, training.token_crossentropy)
             if "write" not in name:
                 return step
             write = tf.function(lambda: model.write_caches(tf.constant(x)))
@@ -791,27 +743,22 @@ class HeapStep(Table):
         names = ("no cache", "cache read", "cache read + heap write")
         return {name: lambda name=name: make(name) for name in names}
 
-    def rows(self, sizes, case, built, samples, errors, peak):
+    def flops(self, sizes, case, name, model):
         batch, cache = sizes["heap_batch"], sizes["heap_step_cache"]
         per_layer = {
             "encoder": batch * 40,
             "attention_pooling": batch * 40,
             "cache_attention": cache,
         }
-
-        def flops(name):
-            per_row = lambda w: per_layer.get(w.path.split("/")[0], batch)  # noqa: E731
-            return training.weight_training_flops(built[name].model, per_row)
-
-        return self.long_rows(case, built, samples, errors, peak, flops, "ratio_to_no_cache")
+        per_row = lambda w: per_layer.get(w.path.split("/")[0], batch)  # noqa: E731
+        return training.weight_training_flops(model, per_row)
 
 
 # --- attention over a memory, and the backends ----------------------------------------------
 
 
 class AttentionWrapperTable(Table):
-    """An LSTM cell's training step (100 units, 20 steps, batch 32, ``Dense(3)`` on its last
-    output) wrapped to attend over a memory of L vectors, against the bare cell."""
+    """An LSTM cell's step, wrapped to attend over a memory of L vectors, against the bare."""
 
     def cases(self, sizes):
         return [{"memory_length": length} for length in sizes["wrapper_lengths"]]
@@ -845,9 +792,6 @@ class AttentionWrapperTable(Table):
 
         return {name: lambda w=wrap: make(w) for name, wrap in wrappers.items()}
 
-    def rows(self, sizes, case, built, samples, errors, peak):
-        return self.long_rows(case, built, samples, errors, peak, lambda name: 0, "ratio_to_cell")
-
 
 BACKEND_CASES = {
     "window": "SlidingWindowAttention(window=10, key_value_predict), [8, 400, 300]",
@@ -866,34 +810,26 @@ class BackendCases(Table):
         from tf_memlayers import AssociativeGRU, SlidingWindowAttention
 
         def make(name):
-            shape = (8, 400, 300) if name == "window" else (50, 30, 100)
-            layer = {
-                "window": lambda: SlidingWindowAttention(
-                    10, mode="key_value_predict", attention_units=32
-                ),
-                "gru": lambda: keras.layers.GRU(100, return_sequences=True),
-            }.get(
-                name,
-                lambda: AssociativeGRU(100, 8, return_sequences=True, fused_loop="fused" in name),
-            )
-            model = model_of(keras.Input(shape[1:], batch_size=shape[0]), layer(), 1)
-            return training.Step(model, normal(*shape))
+            if name == "window":
+                window = SlidingWindowAttention(10, mode="key_value_predict", attention_units=32)
+                return layer_step(window, (8, 400, 300))
+            if name == "gru":
+                return layer_step(keras.layers.GRU(100, return_sequences=True), (50, 30, 100))
+            fused = "fused" in name
+            layer = AssociativeGRU(100, 8, return_sequences=True, fused_loop=fused)
+            return layer_step(layer, (50, 30, 100))
 
         names = [name for name in BACKEND_CASES if backend() == "tensorflow" or "fused" not in name]
         return {name: lambda name=name: make(name) for name in names}
 
-    def rows(self, sizes, case, built, samples, errors, peak):
-        def flops(name):  # every weight matrix multiplies each of the batch × time vectors
-            count = 8 * 400 if name == "window" else 50 * 30
-            return training.weight_training_flops(built[name].model, count)
-
-        return self.long_rows(case, built, samples, errors, peak, flops, "ratio")
+    def flops(self, sizes, case, name, model):
+        # Every weight matrix multiplies each of the batch × time vectors.
+        return training.weight_training_flops(model, 8 * 400 if name == "window" else 50 * 30)
 
 
 class Backends(Table):
-    """`BackendCases` on Keras's TensorFlow and JAX backends: child processes of each,
-    alternately (tf, jax, tf, ...), so that load that changes over the run hits both alike;
-    per case and backend the median over every child's steps."""
+    """`BackendCases` in child processes on each backend, alternately, so that load that
+    changes over the run hits both alike; per case and backend the median of all steps."""
 
     def cases(self, sizes):
         return [{}]
@@ -929,6 +865,7 @@ class Backends(Table):
         return rows
 
 
+LM = dict(key="variant", ratio="ratio_to_lstm")
 #: The tables, by their name on the command line and in a results file's ``tables``.
 TABLES = {
     "window_attention": WindowAttention(
@@ -937,24 +874,24 @@ TABLES = {
     "window_peers": WindowAttention(
         "window_attention_peers.json",
         variants=("ours", "mha_width", "output_only"),
-        lengths="peer_lengths",
-        parts=False,
-        no_xla=True,
+        **dict(lengths="peer_lengths", parts=False, no_xla=True),
     ),
     "language_model": LanguageModel(
-        "window_attention_lm.json", "variant", variants=LM_VARIANTS, part=True
+        "window_attention_lm.json", **LM, variants=LM_VARIANTS, part=True
     ),
-    "lm_kinds": LanguageModel("lm_throughput.json", "variant", variants=LM_KINDS),
+    "lm_kinds": LanguageModel("lm_throughput.json", **LM, variants=LM_KINDS),
     "lm_equal_parameters": LanguageModel(
-        "lm_throughput_equal_parameters.json", "variant", variants=LM_KINDS, equal_parameters=True
+        "lm_throughput_equal_parameters.json", **LM, variants=LM_KINDS, equal_parameters=True
     ),
-    "packing": Packing("lm_packing.json", "layout"),
-    "associative_memory": AssociativeMemory("associative_memory.json", "layer"),
+    "packing": Packing("lm_packing.json", "layout", "step_ratio"),
+    "associative_memory": AssociativeMemory("associative_memory.json", "layer", "ratio_to_gru"),
     "dual_vs_word_by_word": DualVsWordByWord("dual_vs_word_by_word.json"),
-    "snli": Snli("snli_step.json", "kind"),
+    "snli": Snli("snli_step.json", "kind", "ratio_to_gru"),
     "heap_write": HeapWrite("heap_cache.json"),
-    "heap_step": HeapStep("heap_cache_step.json", "model"),
-    "attention_wrapper": AttentionWrapperTable("attention_wrapper.json", "variant"),
+    "heap_step": HeapStep("heap_cache_step.json", "model", "ratio_to_no_cache"),
+    "attention_wrapper": AttentionWrapperTable(
+        "attention_wrapper.json", "variant", "ratio_to_cell"
+    ),
     "backends": Backends("backends.json"),
     "backend_cases": BackendCases(None, "case"),
 }

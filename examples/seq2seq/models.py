@@ -25,7 +25,6 @@ import keras
 import numpy as np
 from keras import ops
 
-from examples.harness.checks import check_choice, check_int
 from tf_memlayers.layers import AssociativeGRU, AttentionRNN, AttentionWrapper, DualAssociativeGRU
 from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES
 from tf_memlayers.models import generate
@@ -89,7 +88,7 @@ class AutoEncoder:
         Returns:
             int NumPy array ``[batch, max_steps]``.
         """
-        state = self.encoder_model.predict_on_batch(np.asarray(source, np.int32))
+        state = predict(self.encoder_model, np.asarray(source, np.int32))
         state = list(state) if isinstance(state, (list, tuple)) else [state]
         prompt = np.full((len(source), 1), bos_id)
         tokens = generate(
@@ -103,6 +102,16 @@ class AutoEncoder:
         )
         ended = np.cumsum(tokens == eos_id, axis=1) - (tokens == eos_id) > 0
         return np.where(ended, 0, tokens)
+
+
+def predict(model, inputs):
+    """``model.predict_on_batch(inputs)``, or under several workers, where Keras's ``predict``
+    fails as its ``fit`` does (keras-team/keras#20585), the model called on this worker."""
+    import tensorflow as tf
+
+    if isinstance(model.distribute_strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return keras.tree.map_structure(ops.convert_to_numpy, model(inputs, training=False))
+    return model.predict_on_batch(inputs)
 
 
 def build_autoencoder(
@@ -119,21 +128,18 @@ def build_autoencoder(
 
     Args:
         kind: One of `MODELS`.
-        vocabulary_size: Integer >= 5, the number of word ids (id 0: padding).
-        units: Positive integer (even for ``"dual_am_gru"``), the width of the encoder and
-            the decoder.
-        embedding_dim: Positive integer, the word vectors' width.
-        num_copies, dual_key: The AM-GRU layers' (checked there).
+        vocabulary_size: Integer, the number of word ids (id 0: padding).
+        units: Integer (even for ``"dual_am_gru"``), the width of the encoder and the decoder.
+        embedding_dim: Integer, the word vectors' width.
+        num_copies, dual_key: The AM-GRU layers' (each argument is checked by its layer).
         seed: Integer, the seed of the weights and of the AM-GRU's permutations.
         init_scale: Positive float, every kernel starts U(-init_scale, init_scale).
 
     Returns:
         An `AutoEncoder`, its training model not compiled.
     """
-    check_choice("kind", kind, MODELS)
-    vocabulary_size = check_int("vocabulary_size", vocabulary_size, 5)
-    units = check_int("units", units, 1)
-    embedding_dim = check_int("embedding_dim", embedding_dim, 1)
+    if kind not in MODELS:
+        raise ValueError(f"`kind` must be one of {MODELS}; got {kind!r}.")
     init = keras.initializers.RandomUniform(
         -init_scale, init_scale, seed=keras.random.SeedGenerator(seed)
     )

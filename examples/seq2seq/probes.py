@@ -20,6 +20,7 @@ heatmap), and the plain GRU has no memory to probe.
 import keras
 import numpy as np
 
+from tf_memlayers.callbacks import write_heatmap
 from tf_memlayers.callbacks.memory_retrieval_heatmap import cosine_similarity_matrix
 
 # The statistics each kind of model reports, by kind.
@@ -92,7 +93,7 @@ class MemoryProbe(keras.callbacks.Callback):
     Args:
         log_dir: The TensorBoard log directory (its run `RUNS` of the model's kind is
             written: ``memory`` or ``attention``).
-        autoencoder: The `examples.seq2seq.models.AutoEncoder` being trained.
+        autoencoder: The `models.AutoEncoder` being trained.
         sentences: List of ``(source ids, decoder input ids)`` pairs without padding; the first
             is drawn.
         vocabulary: List of str, the words by id (the heatmap's labels).
@@ -107,8 +108,6 @@ class MemoryProbe(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         import tensorflow as tf
-
-        from tf_memlayers.callbacks.write_heatmap import write_heatmap
 
         kind = self.autoencoder.kind
         if not STATISTICS[kind]:

@@ -1,57 +1,63 @@
-"""benchmarks/docs_tables.py: the results page's tables, split where they are too wide."""
+"""benchmarks/docs_tables.py: the results page's tables, split where they are too wide, and its
+generated blocks."""
 
-import re
+import doctest
 
 import pytest
 
-from tests.support import REPO_ROOT, load_script
+from benchmarks import docs_tables, results_file, timing
+from benchmarks.papers import example_runs
 
 
-@pytest.fixture(scope="module")
-def docs_tables():
-    return load_script("benchmarks", "docs_tables")
+def _cells(table):
+    """The cells of a grid table, header row first."""
+    return [
+        [c.strip() for c in line.split("|")[1:-1]] for line in table.splitlines() if "|" in line
+    ]
 
 
-def _columns(count):
-    return [(f"c{i}", f"column {i}") for i in range(count)]
+def test_the_docstring_examples_run():
+    for module in (docs_tables, results_file, timing, example_runs):
+        result = doctest.testmod(module)
+        assert result.attempted and not result.failed, module
 
 
-def test_a_wide_table_is_split_evenly_repeating_the_columns_that_tell_rows_apart(docs_tables):
+def test_a_wide_table_is_split_evenly_repeating_the_columns_that_tell_rows_apart():
     rows = [
         {"c0": dtype, "c1": length, **{f"c{i}": f"{dtype}{length}.{i}" for i in range(2, 12)}}
         for dtype in ("float32", "bfloat16")
         for length in (20, 100)
     ]
-    text = docs_tables.rst_table(rows, _columns(12))
-    tables = [docs_tables.parse_grid(t) for t in text.split("\n\n")]
+    text = docs_tables.rst_table(rows, [(f"c{i}", f"column {i}") for i in range(12)])
+    tables = [_cells(table) for table in text.split("\n\n")]
     # dtype alone repeats; dtype and length tell the rows apart: both lead every part, and
     # the ten other columns are shared out evenly, as few parts as the limit allows.
     limit = docs_tables.MAX_COLUMNS
     assert len(tables) == -(-10 // (limit - 2))
-    widths = [len(t[0]) for t in tables]
+    widths = [len(table[0]) for table in tables]
     assert max(widths) <= limit and max(widths) - min(widths) <= 1
     for table in tables:
         assert table[0][:2] == ["column 0", "column 1"]
         assert [row[:2] for row in table[1:]] == [
-            ["float32", "20"],
-            ["float32", "100"],
-            ["bfloat16", "20"],
-            ["bfloat16", "100"],
+            [dtype, length] for dtype in ("float32", "bfloat16") for length in ("20", "100")
         ]
-    headers = [h for t in tables for h in t[0][2:]]
-    assert headers == [f"column {i}" for i in range(2, 12)]  # every column once, in order
-    # Each cell stays in its row: the last part's last row is bfloat16, 100's.
+    # Every column once, in order, each cell in its row.
+    assert [header for table in tables for header in table[0][2:]] == [
+        f"column {i}" for i in range(2, 12)
+    ]
     assert tables[-1][-1][-1] == "bfloat16100.11"
 
 
-def test_a_table_within_the_limit_is_one_table(docs_tables):
-    rows = [{"c0": "a", "c1": 1.5}, {"c0": "b", "c1": None}]
-    text = docs_tables.rst_table(rows, _columns(2))
-    assert "\n\n" not in text
-    assert docs_tables.parse_grid(text) == [["column 0", "column 1"], ["a", "1.5"], ["b", ""]]
+def test_a_narrow_table_is_one_table_and_its_columns_are_named_in_a_spec():
+    text = docs_tables.rst_table([{"a": "x", "b": 1.23456}, {"a": "y", "b": None}], "a: A; b: b: B")
+    assert "\n\n" not in text and _cells(text) == [["A", "b: B"], ["x", "1.235"], ["y", ""]]
+    assert docs_tables.columns_of("a: first; b: b: its second") == [
+        ("a", "first"),
+        ("b", "b: its second"),
+    ]
 
 
-def test_key_columns_are_the_fewest_leading_ones_that_tell_rows_apart(docs_tables):
+def test_key_columns_are_the_fewest_leading_ones_that_tell_rows_apart():
     header = ["a", "b", "c", "d"]
     assert docs_tables.key_columns([header, ["x", 1, 2, 3], ["y", 1, 2, 3]]) == 1
     assert docs_tables.key_columns([header, ["x", 1, 2, 3], ["x", 2, 2, 3]]) == 2
@@ -59,22 +65,7 @@ def test_key_columns_are_the_fewest_leading_ones_that_tell_rows_apart(docs_table
     assert docs_tables.key_columns([header, ["x", 1, 2, 3], ["x", 1, 2, 3]]) == 1
 
 
-def test_parse_grid_reads_cells_holding_a_bar(docs_tables):
-    text = docs_tables.rst_table([{"c0": "[re | im]", "c1": 2}], _columns(2))
-    assert docs_tables.parse_grid(text)[1] == ["[re | im]", "2"]
-
-
-def test_a_column_spec_names_each_key_and_its_header(docs_tables):
-    assert docs_tables.columns_of("a: first; b: b: its second") == [
-        ("a", "first"),
-        ("b", "b: its second"),
-    ]
-    assert docs_tables.rst_table([{"a": 1.23456}], "a: x") == docs_tables.rst_table(
-        [{"a": 1.23456}], [("a", "x")]
-    )
-
-
-def test_a_block_is_added_after_the_named_block_then_replaced_alone(docs_tables, tmp_path):
+def test_a_block_is_added_after_the_named_block_then_replaced_alone(tmp_path):
     """Blocks ``a`` and ``a-parts``: rewriting either, again and again, leaves one of each."""
     page = tmp_path / "results.rst"
     page.write_text("intro\n\n.. BEGIN GENERATED: a\n\nold\n\n.. END GENERATED: a\n\noutro\n")
@@ -92,11 +83,3 @@ def test_a_block_is_added_after_the_named_block_then_replaced_alone(docs_tables,
     assert text.index("| a2 ") < text.index(".. END GENERATED: a\n") < text.index("| p2 ")
     assert text.index("| p2 ") < text.index("F") < text.index(".. END GENERATED: a-parts")
     assert "a1" not in text and "p1" not in text and text.endswith("outro\n")
-
-
-def test_the_results_page_has_no_table_wider_than_the_limit(docs_tables):
-    page = (REPO_ROOT / "docs" / "results.rst").read_text(encoding="utf-8")
-    tables = re.findall(r"^\+[-+]+\+\n(?:^[|+].*\n?)+", page, re.MULTILINE)
-    assert tables and all(
-        len(docs_tables.parse_grid(t)[0]) <= docs_tables.MAX_COLUMNS for t in tables
-    )

@@ -1,7 +1,8 @@
 """The GPU run (``benchmarks/gpu/``): its rehearsal on a CPU, the layer tests' summary and
-reruns, the speed tables' time budget, and the results page written from the runs."""
+reruns, and the results page's rows and goals from the runs."""
 
 import ast
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -11,8 +12,9 @@ import sys
 
 import pytest
 
-from benchmarks.gpu import collected_ids, layer_tests, results
-from benchmarks.speed import tables
+from benchmarks.gpu import layer_tests
+from benchmarks.speed import page, tables
+from tests.selection import layer_test_modules
 from tests.support import BACKEND, REPO_ROOT
 
 RUN_SH = REPO_ROOT / "benchmarks" / "gpu" / "run.sh"
@@ -22,15 +24,11 @@ def _has(module):
     return importlib.util.find_spec(module) is not None
 
 
-def _builds_the_package():
-    """Whether this environment has the package's build requirement (pyproject.toml's
-    license fields need setuptools 77), which the rehearsal's offline install uses."""
+def _setuptools_major():
     try:
-        from importlib.metadata import version
-
-        return int(version("setuptools").split(".")[0]) >= 77
-    except Exception:  # noqa: BLE001  (no setuptools, or an unreadable version)
-        return False
+        return int(importlib.metadata.version("setuptools").split(".")[0])
+    except importlib.metadata.PackageNotFoundError:
+        return 0
 
 
 @pytest.mark.skipif(
@@ -38,15 +36,9 @@ def _builds_the_package():
 )
 # The GPU run and its rehearsal run Keras on JAX without TensorFlow, as the JAX pass does; run
 # there only, the four minutes it takes are spent once.
-@pytest.mark.skipif(
-    BACKEND == "tensorflow",
-    reason="the GPU run is on Keras's JAX backend: its rehearsal runs in the "
-    "pass with KERAS_BACKEND=jax",
-)
-@pytest.mark.skipif(
-    not _builds_the_package(),
-    reason="the rehearsal builds the package: needs setuptools>=77 (the test extra)",
-)
+@pytest.mark.skipif(BACKEND == "tensorflow", reason="run in the pass with KERAS_BACKEND=jax")
+# The rehearsal's offline install builds the package: pyproject.toml's license fields need it.
+@pytest.mark.skipif(_setuptools_major() < 77, reason="needs setuptools>=77 (the test extra)")
 def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     """``run.sh --rehearse``: the same steps as on the GPU (install, device, layer tests,
     speed tables) on this machine's CPU, at tiny sizes and one length."""
@@ -76,11 +68,7 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     tests = json.loads((out / "layer_tests.json").read_text(encoding="utf-8"))
     # One test of each selected file ran, and none failed.
     assert tests["failed"] == tests["errors"] == 0 and tests["not_run"] == []
-    assert (
-        tests["passed"] + tests["skipped"]
-        == len(tests["files"])
-        == len(layer_tests.selected_files())
-    )
+    assert tests["passed"] + tests["skipped"] == len(tests["files"]) == len(layer_test_modules())
     assert {f"tests/{name[:-3]}" for name in tests["files"]} == set(tests["per_file"])
     assert (out / "layer_tests.xml").is_file()
     # The tests compile without autotuning, their matrix products in cuBLAS (on a GPU).
@@ -122,39 +110,27 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
         assert row["ours_ms"] > 0 and row["mha_ms"] > 0 and "attention_over_floor" not in row
 
 
-def test_a_bad_option_is_one_line_and_status_2(tmp_path):
-    done = subprocess.run(
-        ["bash", str(RUN_SH), "--fast"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "OUT": str(tmp_path)},
-        timeout=60,
-    )
-    assert done.returncode == 2
-    assert done.stderr.strip().count("\n") == 0 and "--fast" in done.stderr
-
-
 @pytest.mark.parametrize(
-    "script, argv, named",
+    "command",
     [
-        ("layer_tests", ["--out", ".", "--workers", "0"], "--workers"),
-        ("device", ["--out", "x.json", "--require-gpu", "maybe"], "--require-gpu"),
-        ("results", ["--bogus"], "--bogus"),
+        "bash benchmarks/gpu/run.sh --fast",
+        "-m benchmarks.gpu.layer_tests --workers 0 --out .",
+        "-m benchmarks.gpu.device --require-gpu maybe --out x.json",
+        "-m benchmarks.speed --rounds 0",
+        "-m benchmarks.speed --tables all",
+        "-m benchmarks.speed --lengths 20 x",
+        "-m benchmarks.speed --device gpu --backend tensorflow",
     ],
 )
-def test_the_scripts_refuse_bad_options_in_one_line(script, argv, named, tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", f"benchmarks.gpu.{script}", *argv],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "KERAS_BACKEND": "jax"},
-    )
+def test_a_bad_option_is_one_line_naming_it_and_status_2(command, tmp_path):
+    argv = command.split()
+    argv = argv if argv[0] == "bash" else [sys.executable, *argv]
+    env = {**os.environ, "OUT": str(tmp_path), "KERAS_BACKEND": "jax"}
+    done = subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 2, done.stderr
+    named = next(word for word in argv if word.startswith("--"))
     assert done.stderr.count("\n") == 1 and named in done.stderr, done.stderr
-    assert not (tmp_path / "x.json").exists()
+    assert not (REPO_ROOT / "x.json").exists()
 
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
@@ -182,12 +158,7 @@ def test_the_summary_counts_each_outcome_and_names_what_did_not_run(tmp_path):
         "tests/layers/window/test_b.py::test_five",
     ]
     summary = layer_tests.summarise(junit, collected)
-    assert (summary["passed"], summary["failed"], summary["errors"], summary["skipped"]) == (
-        1,
-        1,
-        1,
-        1,
-    )
+    assert [summary[key] for key in ("passed", "failed", "errors", "skipped")] == [1, 1, 1, 1]
     # The placeholder of a test interrupted at the time limit counts as nothing.
     assert summary["not_run"] == ["tests/layers/window/test_b.py::test_five"]
     assert summary["failures"] == [
@@ -221,124 +192,60 @@ def test_the_run_writes_the_ids_of_the_tests_it_collected(pytester, monkeypatch,
     pytester.makepyfile(test_toy=TOY_TESTS)
     monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
     ids = pytester.path / "collected.txt"
-    command = [
-        "-p",
-        collected_ids.__name__,
-        f"--collected-ids-file={ids}",
-        "-p",
-        "no:cacheprovider",
-    ]
-    if workers > 1:
-        command += ["-n", str(workers)]
-    result = pytester.runpytest_subprocess(*command)
+    command = ["-p", layer_tests.__name__, f"--collected-ids-file={ids}", "-p", "no:cacheprovider"]
+    result = pytester.runpytest_subprocess(*command, *(["-n", str(workers)] if workers > 1 else []))
     result.assert_outcomes(passed=2, failed=1)
-    assert collected_ids.read(ids) == [
-        "test_toy.py::test_one",
-        "test_toy.py::test_two[1]",
-        "test_toy.py::test_two[2]",
-    ]
-    assert collected_ids.read(pytester.path / "elsewhere.txt") is None
+    expected = ["test_toy.py::test_one", "test_toy.py::test_two[1]", "test_toy.py::test_two[2]"]
+    assert layer_tests.read_ids(ids) == expected
+    assert layer_tests.read_ids(pytester.path / "elsewhere.txt") is None
 
 
 def test_a_rerun_takes_the_failed_and_unrun_tests_in_collection_order():
     earlier = {"failures": [{"test": "t.py::c", "message": ""}], "not_run": ["t.py::a"]}
-    assert layer_tests.rerun_targets(earlier, ["t.py::a", "t.py::b", "t.py::c"]) == [
-        "t.py::a",
-        "t.py::c",
-    ]
+    collected = ["t.py::a", "t.py::b", "t.py::c"]
+    assert layer_tests.rerun_targets(earlier, collected) == ["t.py::a", "t.py::c"]
 
 
-def _write_run(folder, number, speed_results, tests=None, log="", long=None):
-    run = folder / f"run-{number}"
-    run.mkdir(parents=True)
-    device = {"jax": "0.0", "keras": "3.0", "devices": [{"kind": "Some GPU"}]}
-    (run / "device.json").write_text(json.dumps(device), encoding="utf-8")
-    (run / "speed.json").write_text(json.dumps(speed_results), encoding="utf-8")
-    if long is not None:
-        (run / "speed_long.json").write_text(json.dumps(long), encoding="utf-8")
-    if tests is not None:
-        (run / "layer_tests.json").write_text(json.dumps(tests), encoding="utf-8")
-    (run / "run.log").write_text(log, encoding="utf-8")
+def _write_run(folder, number, tables, errors=None):
+    (folder / f"run-{number}").mkdir(parents=True)
+    speed = json.dumps({"tables": tables, "errors": errors or {}})
+    (folder / f"run-{number}" / "speed.json").write_text(speed, encoding="utf-8")
 
 
 def test_a_later_run_replaces_rows_it_measured_and_keeps_the_others(tmp_path):
-    skipped = {"dtype": "float32", "T": 4000, "status": "not run"}
-    first = {
-        "tables": {
-            "window_attention": [
-                {"dtype": "float32", "T": 20, "ours_ms": 1.0},
-                skipped,
-                {"dtype": "float32", "T": 100, "ours_ms": 2.0},
-            ]
-        },
-        "errors": {"snli": "ValueError: x"},
-    }
-    second = {
-        "tables": {
-            "window_attention": [
-                {"dtype": "float32", "T": 4000, "ours_ms": 3.0},
-                {"dtype": "float32", "T": 100, "status": "not run"},
-            ]
-        },
-        "errors": {},
-    }
-    _write_run(tmp_path, 2, second)
-    _write_run(tmp_path, 10, {"tables": {}, "errors": {}})  # read after run-2, not before
-    _write_run(tmp_path, 1, first)
-    runs = results.load_runs(tmp_path)
+    row = lambda t, **fields: {"dtype": "float32", "T": t, **fields}  # noqa: E731
+    first = [row(20, ours_ms=1.0), row(4000, status="not run"), row(100, ours_ms=2.0)]
+    _write_run(tmp_path, 2, {"window_attention": [row(4000, ours_ms=3.0), row(100, status="-")]})
+    _write_run(tmp_path, 10, {})  # read after run-2, not before
+    _write_run(tmp_path, 1, {"window_attention": first}, {"snli": "ValueError: x"})
+    runs = page.load_runs(tmp_path)
     assert [run["name"] for run in runs] == ["run-1", "run-2", "run-10"]
-    rows = {row["T"]: row for row in results.merged_rows(runs, "window_attention")}
+    rows = {row["T"]: row for row in page.merged_rows(runs, "window_attention")}
     assert rows[20] == {"dtype": "float32", "T": 20, "ours_ms": 1.0, "run": "run-1"}
     assert rows[4000]["ours_ms"] == 3.0 and rows[4000]["run"] == "run-2"
     assert rows[100]["ours_ms"] == 2.0  # a row a later run skipped keeps its measurement
-    assert results.merged_rows(runs, "snli") == [
-        {"status": "failed: ValueError: x", "run": "run-1"}
-    ]
+    assert page.merged_rows(runs, "snli") == [{"status": "failed: ValueError: x", "run": "run-1"}]
     # A later run that measures the failed table takes its error row away.
-    _write_run(
-        tmp_path,
-        11,
-        {"tables": {"snli": [{"dtype": "float32", "kind": "gru", "median_ms": 1.0}]}, "errors": {}},
-    )
-    assert results.merged_rows(results.load_runs(tmp_path), "snli") == [
+    _write_run(tmp_path, 11, {"snli": [{"dtype": "float32", "kind": "gru", "median_ms": 1.0}]})
+    assert page.merged_rows(page.load_runs(tmp_path), "snli") == [
         {"dtype": "float32", "kind": "gru", "median_ms": 1.0, "run": "run-11"}
     ]
 
 
 def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_missed(tmp_path):
+    short = dict(ours_over_mha=1.1, ours_over_floor=1.2, ours_ms=1.1, floor_ms=0.95, mha_ms=1.0)
+    long = dict(ours_over_mha=0.4, ours_over_floor=1.05, ours_memory_over_mha=0.04, ours_ms=4.0)
     window = [
-        {
-            "dtype": "float32",
-            "T": 20,
-            "ours_over_mha": 1.1,
-            "ours_over_floor": 1.2,
-            "ours_ms": 1.1,
-            "floor_ms": 0.95,
-            "mha_ms": 1.0,
-            "ours_share_of_peak": 0.01,
-        },
-        {
-            "dtype": "float32",
-            "T": 16000,
-            "ours_over_mha": 0.4,
-            "ours_over_floor": 1.05,
-            "ours_memory_over_mha": 0.04,
-            "ours_ms": 4.0,
-            "floor_ms": 3.8,
-            "mha_ms": 10.0,
-        },
+        {"dtype": "float32", "T": 20, "ours_share_of_peak": 0.01, **short},
+        {"dtype": "float32", "T": 16000, "floor_ms": 3.8, "mha_ms": 10.0, **long},
         {"dtype": "mixed_bfloat16", "T": 16000, "status": "not run"},
     ]
     am = [
         {"dtype": "float32", "layer": "AssociativeGRU C=8", "ratio_to_gru": 2.0},
         {"dtype": "float32", "layer": tables.FLOOR_LAYER, "ratio_to_gru": 1.8},
     ]
-    _write_run(
-        tmp_path,
-        1,
-        {"tables": {"window_attention": window, "associative_memory": am}, "errors": {}},
-    )
-    goals = {row["goal"]: row for row in results.goal_rows(results.load_runs(tmp_path))}
+    _write_run(tmp_path, 1, {"window_attention": window, "associative_memory": am})
+    goals = {row["goal"]: row for row in page.goal_rows(page.load_runs(tmp_path))}
     mha = goals["window attention / MHA, every T"]
     assert (mha["worst"], mha["where"], mha["met"]) == (1.1, "T = 20, float32", "no")
     assert mha["why"].startswith("floor alone: 0.95 × MHA")
@@ -347,25 +254,6 @@ def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_misse
     assert goals["window attention memory / MHA, T = 16000"]["worst"] == 0.04
     assert goals["AM-GRU (C = 8) / GRU"]["why"] == "floor (memory by stand-ins): 1.80 × GRU"
     assert goals["LM step / bare LSTM, cell form"]["met"] == "not measured"
-
-
-def test_the_results_page_holds_what_the_runs_give(tmp_path):
-    """The GPU blocks of docs/results.rst are what ``benchmarks.gpu.results`` writes from
-    the committed runs (rewritten into a copy of the page here): their layer tests, by
-    failure and XLA flags, the long lengths of a process of their own, constant foldings."""
-    page = REPO_ROOT / "docs" / "results.rst"
-    copy = tmp_path / "results.rst"
-    copy.write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
-    runs = results.load_runs()
-    assert runs, "no GPU runs under benchmarks/results/gpu/"
-    results.update(runs, page=copy, figure=tmp_path / "figure.png")
-    assert copy.read_text(encoding="utf-8") == page.read_text(encoding="utf-8")
-    assert (tmp_path / "figure.png").stat().st_size > 0
-    assert (REPO_ROOT / "docs" / "images" / results.FIGURE.name).is_file()
-    # Every run's test counts are on the page.
-    text = copy.read_text(encoding="utf-8")
-    for run in runs:
-        assert f"| {run['name']} " in text
 
 
 def test_the_wheels_are_pinned():

@@ -1,5 +1,5 @@
 """The speed harness (``python -m benchmarks.speed``): its training step, its tables' models
-and arithmetic, its command line, and the results page written from its results files."""
+and arithmetic, its command line, and the figures of its results-page blocks."""
 
 import json
 import subprocess
@@ -11,10 +11,8 @@ import pytest
 
 from benchmarks import step as training
 from benchmarks.speed import page, tables
-from benchmarks.speed.__main__ import Budget, earlier_peaks, parse_args
+from benchmarks.speed.__main__ import Budget, parse_args, peaks
 from tests.support import REPO_ROOT, tensorflow_only
-
-PAGE = REPO_ROOT / "docs" / "results.rst"
 
 
 def test_a_step_is_one_sgd_step_of_the_models_loss_and_its_weights_stay_apart():
@@ -24,8 +22,7 @@ def test_a_step_is_one_sgd_step_of_the_models_loss_and_its_weights_stay_apart():
     step = training.Step(model, x)
     for _ in range(2):
         y = x @ kernel + bias
-        loss = float(step.run())
-        np.testing.assert_allclose(loss, np.mean(y**2), rtol=1e-5)
+        np.testing.assert_allclose(float(step.run()), np.mean(y**2), rtol=1e-5)
         gradient = 2 * y / y.size  # of the mean square over the outputs
         kernel, bias = kernel - 1e-3 * x.T @ gradient, bias - 1e-3 * gradient.sum(0)
         for got, want in zip(step.state[0], (kernel, bias)):
@@ -36,13 +33,10 @@ def test_a_step_is_one_sgd_step_of_the_models_loss_and_its_weights_stay_apart():
 
 @pytest.mark.skipif(keras.backend.backend() != "jax", reason="XLA's buffers are read on JAX")
 def test_the_steps_buffers_grow_with_the_length_and_a_limit_keeps_it_from_running():
-    def step(length, limit=None):
-        model = tables.model_of(keras.Input((length, 8), batch_size=2), keras.layers.GRU(8), 1)
-        return training.Step(model, tables.normal(2, length, 8), limit_mib=limit)
-
-    short, long = step(8), step(256)
+    short, long = (tables.layer_step(keras.layers.GRU(8), (2, t, 8)) for t in (8, 256))
     assert 0 < short.buffers_mib < long.buffers_mib and short.runnable
-    assert not step(256, limit=long.buffers_mib / 2).runnable
+    limit = long.buffers_mib / 2
+    assert not tables.layer_step(keras.layers.GRU(8), (2, 256, 8), limit_mib=limit).runnable
 
 
 def test_flops_count_every_weight_matrix_but_the_embedding_and_three_products_per_product():
@@ -60,8 +54,7 @@ def test_flops_count_every_weight_matrix_but_the_embedding_and_three_products_pe
 )
 def test_an_lm_variant_puts_its_memory_on_the_lstm_or_around_its_cell(variant, memory):
     model = tables.lm_model(variant, vocab=20, hidden=6, steps=4, batch=2)
-    names = [type(getattr(layer, "cell", layer)).__name__ for layer in model.layers]
-    assert memory in names, names
+    assert memory in [type(getattr(layer, "cell", layer)).__name__ for layer in model.layers]
     with pytest.raises(ValueError, match="unknown LM variant 'window-sideways:5'"):
         tables.parse_variant("window-sideways:5")
 
@@ -70,23 +63,18 @@ def test_equal_parameters_give_each_kind_the_width_closest_to_the_lstms_count():
     shape = dict(vocab=60, steps=4, batch=2, embedding_dim=10)
     budget = tables.lm_model("lstm", hidden=10, **shape).count_params()
     hidden = tables.equal_parameter_hidden("key_value-parallel:5", budget, **shape)
-    assert hidden % 2 == 0
-    counts = {
-        h: tables.lm_model("key_value-parallel:5", hidden=h, **shape).count_params()
-        for h in (hidden - 2, hidden, hidden + 2)
-    }
-    assert min(counts, key=lambda h: abs(counts[h] - budget)) == hidden
+    count = lambda h: tables.lm_model("key_value-parallel:5", hidden=h, **shape).count_params()  # noqa: E731
+    widths = (hidden - 2, hidden, hidden + 2)
+    assert hidden % 2 == 0 and min(widths, key=lambda h: abs(count(h) - budget)) == hidden
 
 
 def test_the_window_peer_has_our_weights_and_the_floor_our_products():
     assert tables.equal_weight_key_dim(300, 32) == 165  # 198,795 weights against our 199,232
     counts = {}
     for variant in ("ours", "floor", "mha"):
-        layer = tables.window_layer(variant, 300)
-        model = keras.Model(inputs := keras.Input((5, 300)), layer(inputs))
+        model = keras.Model(x := keras.Input((5, 300)), tables.window_layer(variant, 300)(x))
         counts[variant] = model.count_params()
-    assert counts["ours"] == tables.ours_weights(300, 32) == 199232
-    assert abs(counts["mha"] - counts["ours"]) < (4 * 300 + 3) / 2
+    assert counts["ours"] == 199232 and abs(counts["mha"] - counts["ours"]) < (4 * 300 + 3) / 2
     assert counts["floor"] == counts["ours"] - 32  # its four kernels, no score vector
 
 
@@ -97,8 +85,8 @@ def test_the_stand_ins_replace_their_parts_only_while_active():
     window = SlidingWindowAttention(window=3, attention_units=4, use_bias=True)
     am_gru = AssociativeGRU(6, num_copies=2, return_sequences=True, fused_loop=False)
     expected = [np.asarray(window(x)), np.asarray(am_gru(x))]
-    for parts in ([("weighted_sum",)], [("scores",)], [("weighted_sum", "scores")]):
-        with tables.stand_ins(parts[0]):
+    for parts in [("weighted_sum",), ("scores",), ("weighted_sum", "scores")]:
+        with tables.stand_ins(parts):
             replaced = np.asarray(window(x))
         assert replaced.shape == expected[0].shape and not np.allclose(replaced, expected[0])
     with tables.holographic_stand_ins():
@@ -128,90 +116,46 @@ def test_the_budget_gives_a_table_its_share_of_what_is_left(monkeypatch):
 
 
 def test_peaks_come_from_an_earlier_results_file_only_where_it_has_them(tmp_path):
-    peaks = {"peak_gflops": {"float32": 3.0}, "peak_gflops_float32_highest": 1.5}
-    (tmp_path / "with.json").write_text(json.dumps({"tables": {}, **peaks}))
+    found = {"peak_gflops": {"float32": 3.0}, "peak_gflops_float32_highest": 1.5}
+    (tmp_path / "with.json").write_text(json.dumps({"tables": {}, **found}))
     (tmp_path / "without.json").write_text(json.dumps({"tables": {}}))
     (tmp_path / "cut.json").write_text('{"peak_gflops": {"float')
-    assert earlier_peaks(tmp_path / "with.json") == peaks
-    for name in ("without", "cut", "absent"):
-        assert earlier_peaks(tmp_path / f"{name}.json") is None
-
-
-@pytest.mark.parametrize(
-    "argv, named",
-    [
-        (["--rounds", "0"], "--rounds"),
-        (["--tables", "all"], "--tables"),
-        (["--lengths", "20", "x"], "--lengths"),
-        (["--device", "gpu", "--backend", "tensorflow"], "--device"),
-    ],
-)
-def test_a_bad_option_is_one_line_and_status_2(argv, named, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        parse_args(argv)
-    error = capsys.readouterr().err
-    assert exit_.value.code == 2 and error.count("\n") == 1 and named in error, error
+    args = parse_args(["--buffers-only", "--peaks-from", str(tmp_path / "with.json")])
+    assert peaks(args, (8,)) == {**found, "peaks_from": args.peaks_from}
+    for name in ("without", "cut", "absent"):  # none: measured (here, buffers only: none)
+        args = parse_args(["--buffers-only", "--peaks-from", str(tmp_path / f"{name}.json")])
+        assert peaks(args, (8,)) == {}
 
 
 def test_the_defaults_are_every_table_of_the_backend_or_a_gpu_runs():
+    jax_tables = [name for name, table in tables.TABLES.items() if "jax" in table.backends]
     assert parse_args(["--backend", "jax"]).tables == [
-        name
-        for name, table in tables.TABLES.items()
-        if "jax" in table.backends and name != "backend_cases"
+        t for t in jax_tables if t != "backend_cases"
     ]
     gpu = parse_args(["--device", "gpu", "--backend", "jax"])
-    assert (gpu.tables, gpu.sizes, gpu.dtypes) == (
-        list(tables.GPU_TABLES),
-        "gpu",
-        ["float32", "mixed_bfloat16"],
-    )
+    assert (gpu.tables, gpu.sizes) == (list(tables.GPU_TABLES), "gpu")
+    assert gpu.dtypes == ["float32", "mixed_bfloat16"]
 
 
 @tensorflow_only("the heap step writes its cache in TensorFlow's training step")
 def test_tables_run_at_tiny_sizes_and_print_their_rows():
-    """Every variant of two tables, one of them TensorFlow's own, is timed."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.speed",
-            "--sizes",
-            "tiny",
-            "--rounds",
-            "1",
-            "--tables",
-            "heap_step",
-            "associative_memory",
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    """Every variant of three tables, one of them TensorFlow's own, is timed."""
+    command = [sys.executable, "-m", "benchmarks.speed", "--sizes", "tiny", "--rounds", "1"]
+    command += ["--tables", "heap_step", "associative_memory", "lm_kinds"]
+    done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout)
     assert results["errors"] == {} and results["settings"]["step"] == "SGD, ``stateless_call``, XLA"
-    heap, am = results["tables"]["heap_step"], results["tables"]["associative_memory"]
+    heap, am, lm = (results["tables"][t] for t in ("heap_step", "associative_memory", "lm_kinds"))
     assert [row["model"] for row in heap] == ["no cache", "cache read", "cache read + heap write"]
-    assert {row["layer"] for row in am} >= {
-        "GRU",
-        "AssociativeGRU C=8 fused_loop",
-        tables.FLOOR_LAYER,
-    }
-    for row in heap + am:
+    assert {"GRU", "AssociativeGRU C=8 fused_loop", tables.FLOOR_LAYER} <= {r["layer"] for r in am}
+    for row in heap + am + lm:
         assert row.get("median_ms", row.get("ms_per_time_step")) > 0 and 0 < row["share_of_peak"]
     assert am[0]["ratio_to_gru"] == 1.0 and heap[0]["ratio_to_no_cache"] == 1.0
-
-
-def test_the_results_page_is_what_the_results_files_give(tmp_path):
-    """Every speed block of docs/results.rst, rewritten into a copy from the committed
-    results files, is what the page holds; its figures are drawn."""
-    copy = tmp_path / "results.rst"
-    copy.write_text(PAGE.read_text(encoding="utf-8"), encoding="utf-8")
-    page.write(list(page.BLOCKS), page=copy, images=tmp_path)
-    assert copy.read_text(encoding="utf-8") == PAGE.read_text(encoding="utf-8")
-    for figure in ("window_attention_vs_peers.png", "dual_vs_word_by_word.png"):
-        assert (tmp_path / figure).stat().st_size > 0 and (page.IMAGES / figure).is_file()
+    assert [row["kind"] for row in lm] == ["lstm", "attention", "attention", "ngram"]
+    for row in lm:  # 4 × 5 tokens a step (tiny sizes: a variant of each kind and form)
+        assert row["tokens_per_second"] == round(20 / row["median_ms"] * 1000)
+        assert row["parameters"] > 0
 
 
 def test_a_figure_gives_each_line_one_colour_in_both_panels(monkeypatch, tmp_path):
@@ -221,8 +165,7 @@ def test_a_figure_gives_each_line_one_colour_in_both_panels(monkeypatch, tmp_pat
     monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: saved.append(self))
     rows = [{"T": t, "a_ms": 1.0, "b_ms": 2.0, "b_buffers_mib": 3.0} for t in (20, 100)]
     lines = [
-        (i, name, f"{name}_ms", f"{name}_buffers_mib", "-", rows)
-        for i, name in ((0, "a"), (1, "b"))
+        (i, name, f"{name}_ms", f"{name}_buffers_mib", "-", rows) for i, name in enumerate("ab")
     ]
     page.draw(tmp_path / "f.png", "T", lines, ("ms", "MiB", "T"), ("time", "memory"))
     time_axes, memory_axes = saved[0].axes

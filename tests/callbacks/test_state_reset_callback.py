@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 
-from examples.language_modeling.memories import language_model
+from tests.language_models import language_model
 from tests.models.test_language_model import SMALL, VOCAB
 from tf_memlayers.callbacks.reset_language_model_states import state_variables, stateful_layers
 from tf_memlayers.callbacks.state_reset_callback import StateResetCallback

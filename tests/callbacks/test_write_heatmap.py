@@ -31,21 +31,12 @@ def test_heatmap_keeps_the_matplotlib_backend():
     assert result.stdout.split()[-4:] == ["3", "uint8", "3", "svg"]
 
 
-def test_small_heatmaps_are_legible():
-    # A window of 5 positions for a 3-token probe, and a one-row cache curve on a log axis.
-    image = heatmap_image(
-        np.random.default_rng(0).random((3, 5)),
-        ["a", "b", "c"],
-        [f"t-{i}" for i in range(5, 0, -1)],
-        title="window attention",
-    )
+def test_small_heatmaps_are_legible_and_a_long_curve_keeps_a_size_shown_unscaled():
+    # A window of 5 positions for a 3-token probe, and one-row cache curves on a log axis.
+    rng = np.random.default_rng(0)
+    image = heatmap_image(rng.random((3, 5)), list("abc"), [f"t-{i}" for i in range(5, 0, -1)])
     assert image.shape[1] >= 400 and image.shape[0] >= 250
-    curve = heatmap_image(np.random.default_rng(0).random((1, 8)), log_x=True)
-    assert curve.shape[1] >= 400
-
-
-def test_a_long_curve_keeps_a_size_shown_unscaled():
-    # The cache's 255 heap slots: drawn at 640 x 360 pixels, narrower than a documentation page's
-    # content column (742 pixels at 1280), so its labels are shown at their own size.
-    curve = heatmap_image(np.random.default_rng(0).random((1, 255)), log_x=True)
-    assert curve.shape[:2] == (360, 640)
+    assert heatmap_image(rng.random((1, 8)), log_x=True).shape[1] >= 400
+    # The cache's 255 heap slots: drawn at 640 x 360 pixels, narrower than a documentation
+    # page's content column (742 pixels at 1280), so its labels are shown at their own size.
+    assert heatmap_image(rng.random((1, 255)), log_x=True).shape[:2] == (360, 640)

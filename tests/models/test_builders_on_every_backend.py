@@ -9,8 +9,8 @@ import keras
 import numpy as np
 import pytest
 
-from examples.language_modeling.memories import FORMS, KINDS, language_model
-from examples.snli.encoders import snli_model
+from tests.language_models import FORMS, KINDS, language_model
+from tests.pair_encoders import snli_model
 from tests.support import BACKEND, count_train_step_traces
 from tf_memlayers.layers import AttentionPooling, HeapCacheAttention
 from tf_memlayers.models import (

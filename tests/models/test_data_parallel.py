@@ -57,8 +57,8 @@ def _case(name, rng):
     dropout), ``compile(model)`` compiles it with plain SGD, and ``x, y`` is one global batch."""
     import keras
 
-    from examples.language_modeling.memories import language_model
-    from examples.snli.encoders import snli_model
+    from tests.language_models import language_model
+    from tests.pair_encoders import snli_model
     from tf_memlayers import AttentionPooling, HeapCacheAttention
     from tf_memlayers.models import compile_language_model
 
@@ -251,8 +251,8 @@ def _child_main():
 
 
 def _child_environment():
-    # The repository root on the path: the child builds its language models with the
-    # examples' memories (examples.language_modeling.memories).
+    # The repository root on the path: the child builds its language models with
+    # tests/language_models.py.
     root = str(pathlib.Path(__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", PYTHONPATH=path)

@@ -1,12 +1,11 @@
-"""Last-word data, the model builder's two modes, and how a model's caches are found."""
-
-import collections
+"""The last-word model builder's two modes, and how a model's caches are found. (Both modes'
+training step and `.keras` round trip: test_builders_on_every_backend.py; bad arguments:
+test_bad_arguments.py.)"""
 
 import keras
 import numpy as np
 import pytest
 
-from examples.fill_last_word import sentences as data
 from tf_memlayers.callbacks.cache_attention_callback import cache_attention_by_index
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
@@ -16,119 +15,6 @@ from tf_memlayers.models.fill_last_word import (
     fill_last_word_optimizer,
 )
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
-
-
-def reference_encoding(sentence, index, max_length=40):
-    """parser_util.make_fill_blank_data (:96-136) for one sentence, PAD written as 0."""
-    tokens = sentence.split(" ")
-    offset = max_length - len(tokens)
-    enc = [0] * max_length
-    for j in range(offset, max_length - 1):
-        enc[j + 1] = index.get(tokens[j - offset], index[data.UNK])
-    return enc, index.get(tokens[-1], index[data.UNK])
-
-
-def test_read_sentences_handles_crlf_and_bad_bytes(tmp_path):
-    path = tmp_path / "s.txt"
-    path.write_bytes(
-        b"In 1839 , cells were basic .\r\nMeistersr\xc3\xbcte and \xff it .\r\n\r\n  x y  \r\n"
-    )
-    lines = data.read_sentences(path)
-    assert lines == ["In 1839 , cells were basic .", "Meistersr\u00fcte and \ufffd it .", "x y"]
-
-
-def test_vocabulary_order_and_encoding_match_the_reference():
-    sentences = ["b a c a", "a b", "c c c c a", "one", " ".join(["w"] * 41), "z " * 39 + "end"]
-    vocabulary = data.build_vocabulary(sentences)
-    counts = collections.Counter(t for s in sentences for t in s.split())
-    assert vocabulary[:2] == [data.PAD, data.UNK]
-    assert vocabulary[2:] == sorted(counts, key=lambda w: (-counts[w], w))
-    index = {w: i for i, w in enumerate(vocabulary)}
-    x, y, kept = data.encode_last_word(sentences, vocabulary)
-    assert kept == [0, 1, 2, 5]  # one token: no context; 41 tokens: too long
-    for row, label, position in zip(x, y, kept):
-        enc, expected_label = reference_encoding(sentences[position].strip(), index)
-        assert row.tolist() == enc and label == expected_label
-    assert x.dtype == np.int32 and np.all(x[:, 0] == 0)  # always one leading PAD
-    capped = data.build_vocabulary(sentences, max_size=4)
-    x, y, _ = data.encode_last_word(["c end"], capped)
-    assert y.tolist() == [capped.index(data.UNK)]
-
-
-def test_generated_answers_are_stated_only_in_their_own_episodes_facts():
-    corpus = dict(episodes=5, houses=8, copies=4, evaluation_episodes=3, seed=1)
-    train, evaluation = data.generated_last_word_corpus(epoch=3, **corpus)
-    assert len(train) == 5 and len(evaluation) == 3
-    for episode in train + evaluation:
-        assert len(episode.facts) == len(episode.houses) == 8
-        assert sorted(episode.houses.values()) == sorted(data._COLOURS)  # each colour once
-        assert all(fact.split()[-1] == "." for fact in episode.facts)
-        asked = [q for q in episode.questions if episode.house(q) is not None]
-        assert sorted(episode.house(q) for q in asked) == sorted(episode.houses)
-        for question in asked:
-            name, answer = question.split()
-            assert answer == episode.houses[name] and name not in data._COLOURS
-            # The answer is stated once in the episode: in the fact about the asked house.
-            stating = [fact for fact in episode.facts if answer in fact.split()]
-            assert stating == [f"{answer} {name} ."]
-            assert [episode.house(fact) for fact in stating] == [name]
-        for sentence in episode.questions:
-            if episode.house(sentence) is None:  # a colour sentence: names no house
-                first, thing, last = sentence.split()
-                assert first == last in data._COLOURS and thing in data._THINGS
-    assert all(len(e.questions) == 8 + 4 for e in train)
-    assert all(len(e.questions) == 8 for e in evaluation)  # only questions about houses
-    # Deterministic; other epochs draw other training episodes, never other evaluation ones.
-    assert data.generated_last_word_corpus(epoch=3, **corpus) == (train, evaluation)
-    later, same = data.generated_last_word_corpus(epoch=4, **corpus)
-    assert same == evaluation and later != train
-    vocabulary = set(data.generated_last_word_vocabulary())
-    assert {w for e in train + evaluation for s in e.facts + e.questions for w in s.split()} <= (
-        vocabulary
-    )
-
-
-def test_generated_houses_change_colour_between_episodes():
-    """No weight can hold a house's colour: the same house gets other colours elsewhere."""
-    colours = collections.defaultdict(set)
-    for epoch in range(10):
-        for episode in data.generated_last_word_corpus(epoch=epoch, seed=0)[0]:
-            for name, colour in episode.houses.items():
-                colours[name].add(colour)
-    assert len(colours) == data.GENERATED_HOUSES  # every name is trained
-    assert min(len(c) for c in colours.values()) >= 3
-    evaluation = data.generated_last_word_corpus(seed=0)[1]
-    answers = collections.Counter(c for e in evaluation for c in e.houses.values())
-    assert set(answers.values()) == {len(evaluation)}  # the commonest colour: 1/8
-
-
-@pytest.mark.parametrize(
-    "kwargs,fragment",
-    [
-        ({"houses": 0}, "houses"),
-        ({"houses": 133}, "132"),
-        ({"episodes": 0}, "episodes"),
-        ({"copies": -1}, "copies"),
-        ({"epoch": -1}, "epoch"),
-    ],
-)
-def test_generated_corpus_bad_arguments(kwargs, fragment):
-    with pytest.raises(ValueError, match=fragment):
-        data.generated_last_word_corpus(**kwargs)
-
-
-def test_more_houses_than_colours_use_every_colour_equally():
-    (episode,), _ = data.generated_last_word_corpus(episodes=1, houses=20, seed=2)
-    counts = collections.Counter(episode.houses.values())
-    assert sorted(counts.values()) == [2] * 4 + [3] * 4
-
-
-def test_dataset_is_fixed_length_and_prefetched():
-    x = np.zeros((10, 40), np.int32)
-    dataset = data.last_word_dataset(x, np.arange(10, dtype=np.int32), 4, shuffle=True)
-    shapes = [tuple(b[0].shape) for b in dataset]
-    assert shapes == [(4, 40), (4, 40), (2, 40)]
-    assert "Prefetch" in type(dataset).__name__
 
 
 def time_sum(steps):
@@ -191,7 +77,7 @@ def test_paper_mode_layers():
     assert small_model(cache_size=None).cache_layers == []
 
 
-def test_faithful_mode_sums_over_time_and_freezes_batch_norm(tmp_path):
+def test_faithful_mode_sums_over_time_and_freezes_batch_norm():
     rng = np.random.default_rng(0)
     model = small_model(pooling="attention", cache_size=12, faithful_to_code=True)
     compile_fill_last_word_model(model, faithful_to_code=True)
@@ -222,69 +108,12 @@ def test_faithful_mode_sums_over_time_and_freezes_batch_norm(tmp_path):
     affine = summed / np.sqrt(1 + 1e-3) * norm.gamma.numpy() + norm.beta.numpy()
     np.testing.assert_allclose(state, affine, rtol=1e-5, atol=1e-5)
     assert int(model.get_layer("cache_attention").fill_count()) > 0
-    path = str(tmp_path / "faithful.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
 
 
-def test_glove_initialisation_and_save_load(tmp_path):
-    rng = np.random.default_rng(1)
-    matrix = rng.normal(size=(30, 5)).astype("float32")
+def test_glove_vectors_are_the_embedding():
+    matrix = np.random.default_rng(1).normal(size=(30, 5)).astype("float32")
     model = small_model(pooling="last", cache_size=8, embeddings=matrix)
     np.testing.assert_array_equal(model.get_layer("embedding").embeddings.numpy(), matrix)
-    with pytest.raises(ValueError, match=r"`embeddings` must have shape \(30, dim\)"):
-        small_model(embeddings=matrix[:5])
-    compile_fill_last_word_model(model)
-    x, y = token_batch(rng)
-    model.fit(x, y, epochs=1, batch_size=8, verbose=0)
-    path = str(tmp_path / "fill.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    np.testing.assert_array_equal(
-        loaded.get_layer("cache_attention").cache.numpy(),
-        model.get_layer("cache_attention").cache.numpy(),
-    )
-    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
-
-
-def test_bad_builder_arguments():
-    for name in ("pooling", "cache"):
-        with pytest.raises(TypeError, match=f"`{name}` must be a Keras layer or None; got 'x'"):
-            build_fill_last_word_model(30, **{name: "x"})
-    # A pooling that leaves the steps is named, with the shape it gave.
-    with pytest.raises(ValueError, match=r"`pooling` must pool .* Dense returned shape"):
-        build_fill_last_word_model(30, keras.layers.Dense(3))
-    with pytest.raises(ValueError, match="vocabulary_size"):
-        build_fill_last_word_model(1)
-    for name in ("sequence_length", "units", "embedding_dim"):
-        with pytest.raises(ValueError, match=f"`{name}` must be >= 1, got 0"):
-            build_fill_last_word_model(30, **{name: 0})
-    # The weight decay is HeapCacheModel's to check.
-    for weight_decay, error in (("x", TypeError), (float("nan"), ValueError), (-1.0, ValueError)):
-        refused = f"HeapCacheModel: `weight_decay` must be a .*{weight_decay!r}"
-        with pytest.raises(error, match=refused):
-            small_model(weight_decay=weight_decay)
-    with pytest.raises(TypeError, match="`jit_compile` must be a bool or \"auto\", got 'x'"):
-        compile_fill_last_word_model(small_model(), jit_compile="x")
-
-
-@pytest.mark.parametrize(
-    "module_name", ["tf_memlayers.models.fill_last_word", "tf_memlayers.models.heap_cache_model"]
-)
-def test_model_docstring_examples_run(module_name):
-    import doctest
-    import importlib
-
-    module = importlib.import_module(module_name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0
-
-
-def test_vocabulary_cap_keeps_room_for_pad_and_unk():
-    assert data.build_vocabulary(["a b b"], max_size=2) == ["<pad>", "<unk>"]
-    with pytest.raises(ValueError, match="`max_size` must be >= 2, got 1"):
-        data.build_vocabulary(["a b"], max_size=1)
 
 
 def test_cache_layers_are_found_through_the_public_keras_api():

@@ -1,8 +1,5 @@
 """HeapCacheModel: the cache write inside `fit` (eager, XLA, distributed) and its persistence."""
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import keras
@@ -11,14 +8,12 @@ import pytest
 import tensorflow as tf
 
 from tests import heap_reference as ref
-from tests.support import REPO_ROOT, json_report_of_script
+from tests.support import json_report_of_script
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models._compiling import compile_and_build_optimizer
-from tf_memlayers.models.fill_last_word import build_fill_last_word_model
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
 FEATURES, WIDTH, CLASSES = 5, 6, 3
-REPO = str(REPO_ROOT)
 
 
 def build_model(cache_size=7, policy="heap", query="none", weight_decay=0.0):
@@ -84,15 +79,6 @@ def test_fit_writes_evaluate_and_predict_do_not():
     np.testing.assert_array_equal(model.get_layer("cache").cache.numpy(), before)
 
 
-def test_weight_decay_is_half_squared_norm():
-    model = build_model(weight_decay=1e-3)
-    expected = 1e-3 * 0.5 * sum(float(np.sum(w.numpy() ** 2)) for w in model.trainable_weights)
-    np.testing.assert_allclose(float(sum(model.losses)), expected, rtol=1e-5)
-    assert not any(w is model.get_layer("cache").cache for w in model.trainable_weights)
-    with pytest.raises(ValueError, match="weight_decay"):
-        build_model(weight_decay=-1.0)
-
-
 def trained_model(rng, query="none"):
     model = compile_model(build_model(cache_size=10, query=query, weight_decay=1e-4))
     x, y = data(rng, 32)
@@ -100,9 +86,10 @@ def trained_model(rng, query="none"):
     return model, x
 
 
-@pytest.mark.parametrize("query", ["none", "additive"])
-def test_keras_file_round_trip(tmp_path, query):
-    model, x = trained_model(np.random.default_rng(2), query)
+def test_keras_file_round_trip(tmp_path):
+    # (The default query's, in the last-word model: test_builders_on_every_backend.py.)
+    model, x = trained_model(np.random.default_rng(2), "additive")
+    assert not any(w is model.get_layer("cache").cache for w in model.trainable_weights)
     path = str(tmp_path / "model.keras")
     model.save(path)
     loaded = keras.saving.load_model(path)
@@ -144,16 +131,17 @@ def test_mixed_precision_training_writes_float32_cache():
     assert outputs.dtype == "float16" and np.all(np.isfinite(outputs.numpy()))
 
 
+# One process with two CPU devices, one replica each: each write policy's caches after three
+# steps of `fit`, and what `fit` with XLA does there (the package's model and a plain one).
 DISTRIBUTED_SCRIPT = textwrap.dedent(
     """
-    import json, sys
+    import json
     import numpy as np
     import tensorflow as tf
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras
-    from tests import heap_reference as ref
     from tests.models.test_heap_cache_model import build_model, compile_model, data, expected_write
 
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
@@ -163,26 +151,38 @@ DISTRIBUTED_SCRIPT = textwrap.dedent(
         with strategy.scope():
             model = compile_model(build_model(cache_size=32, policy=policy))
         rng = np.random.default_rng(0)
-        expected = np.zeros((32, 6))
-        all_candidates = []
+        expected, candidates = np.zeros((32, 6)), []
         for step in range(3):
             x, y = data(rng, 8)
             model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
-            all_candidates.append(model.get_layer("encoder")(x).numpy())
+            candidates.append(model.get_layer("encoder")(x).numpy())
             expected_write(model, x, expected)
-        layer = model.get_layer("cache")
-        copies = [c.numpy() for c in strategy.experimental_local_results(layer.cache.value)]
+        copies = strategy.experimental_local_results(model.get_layer("cache").cache.value)
         report[policy] = {
-            "copies": [c.tolist() for c in copies],
+            "copies": [c.numpy().tolist() for c in copies],
             "expected": expected.tolist(),
-            "candidates": np.concatenate(all_candidates).tolist(),
+            "candidates": np.concatenate(candidates).tolist(),
         }
+    x, y = data(np.random.default_rng(0), 16)
+    with strategy.scope():
+        inputs = keras.Input((5,))
+        plain = keras.Model(inputs, keras.layers.Dense(3)(inputs))
+        models = {"cache_model": build_model(cache_size=32), "plain_model": plain}
+        for model in models.values():
+            compile_model(model, jit_compile=True)
+    for name, model in models.items():
+        try:
+            model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+            report[name] = None
+        except Exception as error:  # noqa: BLE001 - any failure is reported
+            report[name] = str(error)
+    report["cache_fill"] = int(models["cache_model"].get_layer("cache").fill_count())
     print(json.dumps(report))
     """
 )
 
 
-def test_mirrored_strategy_keeps_identical_caches():
+def test_mirrored_strategy_keeps_identical_caches_and_refuses_xla_clearly():
     report = json_report_of_script(DISTRIBUTED_SCRIPT)
     assert report["replicas"] == 2
     for policy in ("heap", "topk"):
@@ -194,55 +194,9 @@ def test_mirrored_strategy_keeps_identical_caches():
         assert len(stored) == len(candidates) == 24
         rows = lambda a: a[np.lexsort(a.T[::-1])]  # noqa: E731
         np.testing.assert_allclose(rows(stored), rows(candidates), atol=1e-6)
-    # Replica order is batch order, so the heap's slots are the reference's.
-    np.testing.assert_allclose(first_copy(report, "heap"), report["heap"]["expected"], atol=1e-6)
-
-
-def first_copy(report, policy):
-    return np.array(report[policy]["copies"][0])
-
-
-JIT_DISTRIBUTED_SCRIPT = textwrap.dedent(
-    """
-    import json, sys
-    import numpy as np
-    import tensorflow as tf
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(
-        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    import keras
-    from tests.models.test_heap_cache_model import build_model, compile_model, data
-
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    x, y = data(np.random.default_rng(0), 16)
-    report = {"replicas": strategy.num_replicas_in_sync}
-    with strategy.scope():
-        model = compile_model(build_model(cache_size=32), jit_compile=True)
-    try:
-        model.fit(x, y, batch_size=8, epochs=1, verbose=0)
-        report["cache_model"] = None
-    except ValueError as error:
-        report["cache_model"] = str(error)
-    report["cache_fill"] = int(model.get_layer("cache").fill_count())
-    # The same strategy and jit_compile=True with a plain Keras model, for comparison.
-    with strategy.scope():
-        inputs = keras.Input((5,))
-        plain = keras.Model(inputs, keras.layers.Dense(3)(inputs))
-        compile_model(plain, jit_compile=True)
-    try:
-        plain.fit(x, y, batch_size=8, epochs=1, verbose=0)
-        report["plain_model"] = None
-    except Exception as error:  # noqa: BLE001 - any failure is reported
-        report["plain_model"] = str(error)
-    print(json.dumps(report))
-    """
-)
-
-
-def test_jit_compile_under_mirrored_strategy_raises_a_clear_error():
-    """XLA with several replicas fails in Keras itself; the model says so before training."""
-    report = json_report_of_script(JIT_DISTRIBUTED_SCRIPT)
-    assert report["replicas"] == 2
+        if policy == "heap":  # replica order is batch order: the heap's slots are the reference's
+            np.testing.assert_allclose(first, report["heap"]["expected"], atol=1e-6)
+    # XLA with several replicas fails in Keras itself; the model says so before training.
     message = report["cache_model"]
     assert message is not None, "jit_compile=True under MirroredStrategy trained without error"
     assert "jit_compile=True is not supported under MirroredStrategy with 2 replicas" in message
@@ -250,24 +204,3 @@ def test_jit_compile_under_mirrored_strategy_raises_a_clear_error():
     assert report["cache_fill"] == 0  # refused before any step
     # If Keras ever compiles this case, the restriction should be lifted (and this test with it).
     assert report["plain_model"] is not None and "located in device" in report["plain_model"]
-
-
-def test_saved_example_models_load_after_importing_the_package(tmp_path):
-    # A fresh interpreter that imports only `tf_memlayers` (not `tf_memlayers.models`).
-    model = build_fill_last_word_model(20, cache=HeapCacheAttention(4, 4), embedding_dim=4, units=6)
-    model.save(tmp_path / "model.keras")
-    script = (
-        "import sys, keras, tf_memlayers\n"
-        "model = keras.saving.load_model(sys.argv[1])\n"
-        "print(type(model).__name__)\n"
-    )
-    env = dict(os.environ, PYTHONPATH=REPO)
-    result = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "model.keras")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.split()[-1] == "HeapCacheModel"

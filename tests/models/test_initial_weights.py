@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from examples.snli.encoders import snli_model
+from tests.pair_encoders import snli_model
 from tf_memlayers.layers import (
     AssociativeGRUCell,
     DualAssociativeEncoder,

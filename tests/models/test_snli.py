@@ -1,14 +1,14 @@
 """The SNLI model builder (`build_snli_model`, `build_fixed_length_snli_model`,
-`compile_snli_model`)."""
-
-import os
+`compile_snli_model`): the paper's model, the fused loop, any encoder, export and TFLite. (Each
+encoder's training step and `.keras` round trip on every backend:
+test_builders_on_every_backend.py; bad arguments: test_bad_arguments.py.)"""
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from examples.snli.encoders import KINDS, make_encoder, snli_model
+from tests.pair_encoders import snli_model
 from tf_memlayers.layers import DualAssociativeEncoder
 from tf_memlayers.models.snli import (
     ConditionalEncoder,
@@ -49,28 +49,6 @@ def test_the_optimizer_is_the_papers_with_the_clip_norm_given(clip_norm, expecte
     assert float(optimizer.beta_1) == 0.0 and float(optimizer.learning_rate) == np.float32(1e-3)
 
 
-def test_the_model_with_keras_loop_trains_saves_and_reloads(tmp_path):
-    # With ``fused_loop="auto"`` (the fused loop, on TensorFlow), each kind on both backends:
-    # tests/models/test_builders_on_every_backend.py.
-    rng = np.random.default_rng(0)
-    premise, hypothesis = _batch(rng)
-    labels = np.array([0, 1, 2, 0])
-    model = snli_model(20, units=8, embedding_dim=6, num_copies=2, fused_loop=False)
-    compile_snli_model(model)
-    loss = model.train_on_batch((premise, hypothesis), labels)
-    assert np.isfinite(loss).all()
-    probabilities = model.predict_on_batch((premise, hypothesis))
-    np.testing.assert_allclose(probabilities.sum(-1), 1.0, rtol=1e-5)
-    path = os.path.join(tmp_path, "snli.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    np.testing.assert_array_equal(loaded.predict_on_batch((premise, hypothesis)), probabilities)
-    first = loaded.get_layer("encoder").encoder_layers[0]
-    # Sharing survives reloading: the premise pass runs the Dual cell's own AM-GRU cell.
-    assert first.premise_layer.cell is first.hypothesis_layer.cell.premise_cell
-    assert first.fused_loop is False
-
-
 @pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
 def test_fused_loop_gives_the_same_model(kind):
     rng = np.random.default_rng(3)
@@ -103,16 +81,6 @@ def test_fused_loop_gives_the_same_model(kind):
     assert np.abs(other - results[0][0].numpy()).max() > 100 * 2e-6
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_every_kind_predicts_a_distribution(kind):
-    rng = np.random.default_rng(0)
-    model = snli_model(20, kind=kind, units=8, embedding_dim=6, num_copies=2)
-    probabilities = model(_batch(rng)).numpy()
-    np.testing.assert_allclose(probabilities.sum(-1), 1.0, rtol=1e-5)
-    assert probabilities.shape == (4, 3)
-    assert model.name == f"snli_{kind}"
-
-
 def test_an_encoder_the_builder_knows_nothing_of_works(tmp_path):
     encoder = ConditionalEncoder(
         [
@@ -133,43 +101,6 @@ def test_an_encoder_the_builder_knows_nothing_of_works(tmp_path):
         model.predict_on_batch((premise, hypothesis)),
         atol=1e-6,
     )
-
-
-def test_bad_arguments():
-    with pytest.raises(ValueError, match="embeddings.*shape"):
-        build_snli_model(10, embeddings=np.zeros((9, 4)))
-    gru = ConditionalEncoder(
-        [
-            keras.layers.GRU(4, return_sequences=True, return_state=True),
-            keras.layers.GRU(4, return_state=True),
-        ]
-    )
-    # A seed below 0 reached Keras's seed generator, which failed with an OverflowError.
-    with pytest.raises(ValueError, match="`seed` must be >= 0, got -1"):
-        build_snli_model(10, encoder=gru, embedding_dim=3, seed=-1)
-    with pytest.raises(TypeError, match="`jit_compile` must be a bool or \"auto\", got 'no'"):
-        compile_snli_model(build_snli_model(10, encoder=gru, embedding_dim=3), jit_compile="no")
-    with pytest.raises(TypeError, match="`encoder` must be a Keras layer.*'gru'"):
-        build_snli_model(10, encoder="gru")
-    returns_sequences = ConditionalEncoder(
-        [keras.layers.GRU(4, return_sequences=True, return_state=True)]
-    )
-    with pytest.raises(ValueError, match=r"`encoder` must return two vectors.*\(None, None, 4\)"):
-        build_snli_model(10, encoder=returns_sequences, embedding_dim=3)
-    # The encoder's layers check their own arguments.
-    with pytest.raises(ValueError, match="units.*even"):
-        make_encoder("am_gru", units=7)
-    with pytest.raises(ValueError, match="fused_loop=True.*dual_key='paper'.*'released'"):
-        make_encoder("dual_am_gru", dual_key="released", fused_loop=True)
-    # The GRU model has no fused loop: the example's encoder maker checks the option itself.
-    with pytest.raises(ValueError, match="fused_loop=True.*the gru model has none"):
-        make_encoder("gru", fused_loop=True)
-    with pytest.raises(ValueError, match="the word_by_word model has none"):
-        make_encoder("word_by_word", fused_loop=True)
-    with pytest.raises(ValueError, match="`top_units` sizes layer 2.*top_units=5"):
-        make_encoder("word_by_word", top_units=5)
-    with pytest.raises(TypeError, match="make_encoder: `fused_loop` must be a bool or 'auto'"):
-        make_encoder("gru", fused_loop="yes")
 
 
 @pytest.mark.parametrize("fused_loop", [False, "auto"])
@@ -255,18 +186,3 @@ def test_fixed_length_copy_runs_in_tflite_with_builtin_operators_only(
     if batch_size is None:  # the batch size stays free
         got = runner(premise=premise[1:], hypothesis=hypothesis[1:])[output_name]
         np.testing.assert_allclose(got, expected[1:], rtol=0, atol=1e-5)
-
-
-def test_fixed_length_copy_names_a_bad_argument():
-    model = snli_model(20, kind="gru", units=4, embedding_dim=3)
-    with pytest.raises(ValueError, match="unroll=False.*batch_size"):
-        build_fixed_length_snli_model(model, 5, 3, unroll=False)
-    with pytest.raises(ValueError, match="premise_length"):
-        build_fixed_length_snli_model(model, 0, 3)
-    with pytest.raises(TypeError, match="hypothesis_length"):
-        build_fixed_length_snli_model(model, 5, 2.5)
-    with pytest.raises(ValueError, match="batch_size"):
-        build_fixed_length_snli_model(model, 5, 3, batch_size=0)
-    other = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
-    with pytest.raises(ValueError, match="build_snli_model"):
-        build_fixed_length_snli_model(other, 5, 3)

@@ -1,12 +1,15 @@
 """The step model of a language model: token by token with explicit state, it gives the full
-model's logits at every position, generates, and exports to SavedModel and TFLite."""
+model's logits at every position, generates (greedy generation and a round trip on every
+backend: test_builders_on_every_backend.py), with keras-hub's samplers too, and exports to
+SavedModel and TFLite; bad arguments are named."""
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from examples.language_modeling.memories import KINDS, language_model
+from tests.language_models import FORMS, KINDS, language_model
+from tests.support import all_pairs
 from tf_memlayers.models import (
     build_language_model,
     build_step_model,
@@ -52,43 +55,29 @@ def _full(model, tokens):
     return keras.ops.convert_to_numpy(logits[0] if isinstance(logits, list) else logits)
 
 
+# Every memory layer in both forms, each stateful and not, by pairs (`all_pairs`); the LSTM
+# alone; and models with tied weights, attention scores as a second output, or frozen.
 CASES = [
-    (kind, form, stateful)
-    for kind in KINDS
-    for form in (("parallel", "cell") if kind != "lstm" else ("parallel",))
-    for stateful in (False, True)
+    pytest.param(*row.values, {}, id=row.id) for row in all_pairs(KINDS[1:], FORMS, [False, True])
+]
+CASES += [("lstm", "parallel", False, {}), ("lstm", "parallel", True, {})]
+CASES += [
+    pytest.param("key_value", "parallel", False, {"tie_weights": True}, id="tied_weights"),
+    pytest.param("attention", "cell", False, {"return_attention_scores": True}, id="scores"),
+    pytest.param("key_value", "parallel", True, {"frozen": True}, id="frozen"),
 ]
 
 
-@pytest.mark.parametrize("kind, form, stateful", CASES)
-def test_step_model_gives_the_full_models_logits_at_every_position(kind, form, stateful):
-    model = _language_model(kind, form, stateful, layers=2, dropout=0.3)
+@pytest.mark.parametrize("kind, form, stateful, options", CASES)
+def test_step_model_gives_the_full_models_logits_at_every_position(kind, form, stateful, options):
+    options = dict(options)
+    frozen = options.pop("frozen", False)
+    model = _language_model(kind, form, stateful, layers=2, dropout=0.3, **options)
+    model.trainable = not frozen
     tokens = np.random.default_rng(0).integers(0, VOCAB, size=(BATCH, STEPS))
     step_model = build_step_model(model)
     np.testing.assert_allclose(
         _step_by_step(step_model, tokens), _full(model, tokens), rtol=0, atol=1e-5
-    )
-
-
-@pytest.mark.parametrize(
-    "kind, options",
-    [("key_value", {"tie_weights": True}), ("attention", {"return_attention_scores": True})],
-    ids=["tied_weights", "attention_scores"],
-)
-def test_step_model_of_tied_and_probing_models(kind, options):
-    model = _language_model(kind, **options)
-    tokens = np.random.default_rng(1).integers(0, VOCAB, size=(BATCH, STEPS))
-    np.testing.assert_allclose(
-        _step_by_step(build_step_model(model), tokens), _full(model, tokens), rtol=0, atol=1e-5
-    )
-
-
-def test_step_model_of_a_frozen_model_has_its_weights():
-    model = _language_model("key_value", stateful=True, layers=2)
-    model.trainable = False
-    tokens = np.random.default_rng(2).integers(0, VOCAB, size=(BATCH, STEPS))
-    np.testing.assert_allclose(
-        _step_by_step(build_step_model(model), tokens), _full(model, tokens), rtol=0, atol=1e-5
     )
 
 
@@ -101,18 +90,6 @@ def test_step_model_names_its_state_and_starts_from_zeros():
     assert [s.shape for s in state] == [(3, 6)] * 3 and not any(s.any() for s in state)
 
 
-def test_greedy_generation_follows_the_full_models_most_likely_token():
-    model = _language_model("key_value_predict")
-    prompt = np.array([[3, 5, 7], [2, 2, 9]])
-    generated = generate(build_step_model(model), prompt, 4, temperature=0)
-    assert generated.shape == (2, 4)
-    text = prompt
-    for position in range(4):
-        expected = np.argmax(_full(model, text)[:, -1], axis=-1)
-        np.testing.assert_array_equal(generated[:, position], expected)
-        text = np.concatenate([text, expected[:, None]], axis=1)
-
-
 def test_sampled_generation_is_set_by_its_seed():
     step_model = build_step_model(_language_model("attention"))
     prompt = np.array([[1, 2]])
@@ -123,85 +100,80 @@ def test_sampled_generation_is_set_by_its_seed():
     assert generate(step_model, prompt, 0).shape == (1, 0)
 
 
-@pytest.mark.parametrize(
-    "arguments, fragment",
-    [
-        ({"prompt": np.zeros((2, 0), int)}, "`prompt`"),
-        ({"prompt": np.array([1.5, 2.5])}, "`prompt`"),
-        ({"num_tokens": -1}, "`num_tokens`"),
-        ({"temperature": -0.5}, "`temperature`"),
-        ({"temperature": float("nan")}, "`temperature`"),
-        ({"prompt": np.array([[1, -3]])}, r"`prompt` holds token ids outside \[0, 17\).*\[-3\]"),
-        ({"prompt": np.array([[1, 17, 40]])}, r"outside \[0, 17\).*\[17, 40\]"),
-    ],
-)
-def test_generation_names_a_bad_argument(arguments, fragment):
-    step_model = build_step_model(_language_model("lstm"))
-    call = dict(prompt=np.array([[1, 2]]), num_tokens=2) | arguments
-    with pytest.raises(ValueError, match=fragment):
-        generate(step_model, **call)
+@pytest.fixture(scope="module")
+def lstm_step_model():
+    return build_step_model(_language_model("lstm"))
 
 
-@pytest.mark.parametrize(
-    "seed, error, fragment",
-    [
-        ("a", TypeError, "`seed` must be an integer, got 'a' of type str"),
-        (1.5, TypeError, "`seed` must be an integer, got 1.5 of type float"),
-        (-1, ValueError, "`seed` must be >= 0, got -1"),
-    ],
-)
-def test_generation_names_a_bad_seed(seed, error, fragment):
-    step_model = build_step_model(_language_model("lstm"))
-    with pytest.raises(error) as raised:
-        generate(step_model, np.array([[1, 2]]), 2, seed=seed)
-    assert fragment in str(raised.value)
-
-
-def test_the_initial_state_names_a_bad_batch_size_or_model():
-    model = _language_model("lstm")
-    step_model = build_step_model(model)
-    for batch_size, error, fragment in [
-        (0, ValueError, "`batch_size` must be >= 1, got 0"),
-        (2.5, TypeError, "`batch_size` must be an integer, got 2.5"),
-        ("2", TypeError, "`batch_size` must be an integer, got '2'"),
-    ]:
-        with pytest.raises(error) as raised:
-            initial_step_state(step_model, batch_size)
-        assert fragment in str(raised.value)
-    # The language model is not its step model: no state would come back.
-    with pytest.raises(ValueError, match=r"`step_model` must be a step model.*build_step_model"):
-        initial_step_state(model, 2)
-
-
-@pytest.mark.parametrize("resets", [False, True])
-def test_generation_from_the_language_model_itself_names_build_step_model(resets):
-    """One output and one input (or tokens and resets): not a step model."""
-    model = _language_model("key_value", resets=resets)
-    refused = r"`step_model` must be a step model.*build_step_model"
-    for prompt in (np.array([[1, 2]]), np.array([[1, 2], [3, 4]])):
-        with pytest.raises(ValueError, match=refused):
-            generate(model, prompt, 2)
-
-
-def test_a_model_that_is_not_a_language_model_is_refused():
+def _not_a_language_model():
     inputs = keras.Input((3,))
-    with pytest.raises(ValueError, match="build_language_model"):
-        build_step_model(keras.Model(inputs, keras.layers.Dense(2)(inputs)))
-    with pytest.raises(TypeError, match="`model` must be a keras.Model .* got 'x' of type str"):
-        build_step_model("x")
+    return keras.Model(inputs, keras.layers.Dense(2)(inputs))
 
 
-def test_a_memory_the_step_model_cannot_step_is_named():
-    model = build_language_model(
-        VOCAB,
-        keras.layers.Dense(4, name="projection"),
-        units=6,
-        embedding_dim=4,
-        stateful=False,
-        sequence_length=None,
-    )
-    with pytest.raises(ValueError, match="layer 'projection' \\(Dense\\) is none of these"):
-        build_step_model(model)
+def _projection_model():
+    projection = keras.layers.Dense(4, name="projection")
+    return build_language_model(VOCAB, projection, 6, 4, stateful=False, sequence_length=None)
+
+
+P = [[1, 2]]  # a prompt
+G, STATE = generate, initial_step_state
+# (the bad call of the LSTM's step model ``s``, "<its exception's type>: <part of its message>")
+BAD_CALLS = [
+    (lambda s: G(s, np.zeros((2, 0), int), 2), "ValueError: `prompt` must be a non-empty"),
+    (lambda s: G(s, [1.5, 2.5], 2), "ValueError: `prompt` must be a non-empty integer"),
+    (
+        lambda s: G(s, [[1, -3]], 2),
+        "ValueError: outside [0, 17), the step model's vocabulary: [-3]",
+    ),
+    (
+        lambda s: G(s, [[1, 17, 40]], 2),
+        "ValueError: [0, 17), the step model's vocabulary: [17, 40]",
+    ),
+    (lambda s: G(s, P, -1), "ValueError: `num_tokens` must be >= 0, got -1"),
+    (
+        lambda s: G(s, P, 2, temperature=-0.5),
+        "ValueError: `temperature` must be a finite number >=",
+    ),
+    (lambda s: G(s, P, 2, temperature=float("nan")), "ValueError: `temperature` must be a finite"),
+    (lambda s: G(s, P, 2, seed="a"), "TypeError: `seed` must be an integer, got 'a' of type str"),
+    (lambda s: G(s, P, 2, seed=1.5), "TypeError: `seed` must be an integer, got 1.5 of type float"),
+    (lambda s: G(s, P, 2, seed=-1), "ValueError: `seed` must be >= 0, got -1"),
+    (
+        lambda s: G(s, P, 2, end_token_id=17),
+        "ValueError: `end_token_id` must be a token id in [0, 17)",
+    ),
+    (lambda s: G(s, P, 2, sampler=3), "TypeError: `sampler` must be a keras-hub sampler"),
+    (
+        lambda s: G(s, P, 2, temperature=0, sampler=print),
+        "ValueError: `temperature` and `seed` do not",
+    ),
+    (
+        lambda s: G(s, P, 2, initial_state=[np.zeros((1, 6))]),
+        "ValueError: must be 2 arrays of shapes",
+    ),
+    (lambda s: G(s, P * 2, 2, initial_state=STATE(s, 1)), "ValueError: 2 rows as `prompt`"),
+    (lambda s: STATE(s, 0), "ValueError: `batch_size` must be >= 1, got 0"),
+    (lambda s: STATE(s, 2.5), "TypeError: `batch_size` must be an integer, got 2.5"),
+    (lambda s: STATE(s, "2"), "TypeError: `batch_size` must be an integer, got '2'"),
+    # A language model is not its step model (one output, and one input or tokens and resets).
+    (lambda s: STATE(_language_model("lstm"), 2), "ValueError: `step_model` must be a step model"),
+    (lambda s: G(_language_model("key_value"), P, 2), "ValueError: Call `build_step_model(model)`"),
+    (lambda s: G(_language_model("lstm", resets=True), P * 2, 2), "ValueError: `step_model` must"),
+    (lambda s: build_step_model(_not_a_language_model()), "ValueError: build_language_model"),
+    (lambda s: build_step_model("x"), "TypeError: `model` must be a keras.Model"),
+    (
+        lambda s: build_step_model(_projection_model()),
+        "ValueError: 'projection' (Dense) is none of",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, expected", BAD_CALLS, ids=[expected for _, expected in BAD_CALLS])
+def test_a_bad_argument_is_named(call, expected, lstm_step_model):
+    error, _, fragment = expected.partition(": ")
+    with pytest.raises((TypeError, ValueError)) as info:
+        call(lstm_step_model)
+    assert type(info.value).__name__ == error and fragment in str(info.value), str(info.value)
 
 
 @pytest.mark.parametrize("kind, form", [("key_value", "parallel"), ("ngram", "cell")])
@@ -319,8 +291,6 @@ def test_an_end_token_ends_a_row_for_every_way_of_choosing():
         first = list(greedy[row]).index(end) if end in greedy[row] else 6
         np.testing.assert_array_equal(ended[row, : first + 1], greedy[row, : first + 1])
         assert (ended[row, first:] == end).all()
-    with pytest.raises(ValueError, match=r"`end_token_id` must be a token id in \[0, 17\)"):
-        generate(step_model, prompt, 2, end_token_id=17)
     keras_hub = pytest.importorskip("keras_hub", reason="the samplers come from keras-hub")
     np.testing.assert_array_equal(
         generate(step_model, prompt, 6, sampler="greedy", end_token_id=end), ended
@@ -335,13 +305,8 @@ def test_an_end_token_ends_a_row_for_every_way_of_choosing():
     assert not np.array_equal(beams, np.where(np.cumsum(unended == end, 1) > 0, end, unended))
 
 
-def test_a_bad_sampler_is_named(monkeypatch):
-    step_model = build_step_model(_language_model("lstm"))
-    prompt = np.array([[1, 2]])
-    with pytest.raises(TypeError, match="`sampler` must be a keras-hub sampler.*int"):
-        generate(step_model, prompt, 2, sampler=3)
-    with pytest.raises(ValueError, match="`temperature` and `seed` do not apply"):
-        generate(step_model, prompt, 2, temperature=0, sampler=lambda *a, **k: None)
+def test_a_sampler_that_cannot_run_is_named(lstm_step_model, monkeypatch):
+    step_model, prompt = lstm_step_model, np.array([[1, 2]])
     keras_hub = pytest.importorskip("keras_hub", reason="the samplers come from keras-hub")
     with pytest.raises(ValueError, match="ContrastiveSampler reads the model's hidden states"):
         generate(step_model, prompt, 2, sampler=keras_hub.samplers.ContrastiveSampler())
@@ -367,7 +332,3 @@ def test_generation_from_a_given_state():
         generate(step_model, prompt, 3, temperature=0, initial_state=zeros),
         generate(step_model, prompt, 3, temperature=0),
     )
-    with pytest.raises(ValueError, match=r"`initial_state` must be \d+ arrays of shapes"):
-        generate(step_model, prompt, 3, initial_state=state[:-1])
-    with pytest.raises(ValueError, match="2 rows as `prompt`"):
-        generate(step_model, prompt, 3, initial_state=[s[:1] for s in state])

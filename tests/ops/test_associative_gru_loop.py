@@ -71,55 +71,22 @@ def _values_and_gradients(loop, cell, xs, memory, output, mask, **options):
     return [r.numpy() for r in results], [g.numpy() for g in tape.gradient(loss, sources)]
 
 
-# Each batch and shard count with and without XLA and under both masked-output rules, and the
-# two options together, by pairs (`all_pairs`: 8 cases of the product's 16).
+# Each batch and shard count with and without XLA, under both masked-output rules and with 3 or
+# the benchmark's 8 copies (each step's copies read from a ``[B, 2, 8, m]`` memory), the options
+# together by pairs (`all_pairs`: 8 cases of the product's 32).
 @pytest.mark.parametrize(
-    "batch_and_shards, jit_compile, zero_output_for_mask",
-    all_pairs([(5, 1), (5, 2), (7, 3), (1, 2)], [False, True], [False, True]),
+    "batch_and_shards, jit_compile, zero_output_for_mask, copies_and_units",
+    all_pairs([(5, 1), (5, 2), (7, 3), (1, 2)], [False, True], [False, True], [(3, 8), (8, 12)]),
 )
 def test_fused_loop_equals_keras_loop_in_float64(
-    batch_and_shards, jit_compile, zero_output_for_mask
+    batch_and_shards, jit_compile, zero_output_for_mask, copies_and_units
 ):
-    batch, num_shards = batch_and_shards
-    cell, xs, memory, output, mask = _setup(batch, copies=3, seed=batch + num_shards)
-    expected = _values_and_gradients(
-        _keras_loop, cell, xs, memory, output, mask, zero_output_for_mask=zero_output_for_mask
-    )
-    got = _values_and_gradients(
-        _fused_loop,
-        cell,
-        xs,
-        memory,
-        output,
-        mask,
-        zero_output_for_mask=zero_output_for_mask,
-        jit_compile=jit_compile,
-        num_shards=num_shards,
-    )
-    for e, g in zip(expected[0] + expected[1], got[0] + got[1]):
-        assert np.abs(e).max() > 0
-        np.testing.assert_allclose(g, e, atol=1e-11, rtol=1e-11)
-
-
-@pytest.mark.parametrize("zero_output_for_mask", [False, True])
-def test_fused_loop_with_eight_copies_equals_keras_loop_in_float64(zero_output_for_mask):
-    """The benchmark's copy count: eight permutations, each step's copies read from a
-    ``[B, 2, 8, m]`` memory."""
-    cell, xs, memory, output, mask = _setup(4, copies=8, seed=21, units=12)
-    expected = _values_and_gradients(
-        _keras_loop, cell, xs, memory, output, mask, zero_output_for_mask=zero_output_for_mask
-    )
-    got = _values_and_gradients(
-        _fused_loop,
-        cell,
-        xs,
-        memory,
-        output,
-        mask,
-        zero_output_for_mask=zero_output_for_mask,
-        jit_compile=True,
-        num_shards=2,
-    )
+    (batch, num_shards), (copies, units) = batch_and_shards, copies_and_units
+    cell, xs, memory, output, mask = _setup(batch, copies, batch + num_shards, units=units)
+    options = dict(zero_output_for_mask=zero_output_for_mask)
+    expected = _values_and_gradients(_keras_loop, cell, xs, memory, output, mask, **options)
+    options.update(jit_compile=jit_compile, num_shards=num_shards)
+    got = _values_and_gradients(_fused_loop, cell, xs, memory, output, mask, **options)
     for e, g in zip(expected[0] + expected[1], got[0] + got[1]):
         assert np.abs(e).max() > 0
         np.testing.assert_allclose(g, e, atol=1e-11, rtol=1e-11)

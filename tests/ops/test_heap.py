@@ -3,9 +3,9 @@ reference's insertion loop replayed on scores alone, against the procedure as th
 documents it, written here in NumPy, on scores with ties, empty slots and stale (non-heap)
 orders, down to which pool entry each slot holds; `cache_scores` in the dtype of its rows; and
 `pool_scores`, whose equal rows share one score, in half precision too, while different rows
-whose hashes collide keep their own scores. The write rules themselves are checked against
-`heap_reference` on every backend in tests/test_backends.py, and through `HeapCacheAttention`
-in tests/layers/cache_attention/test_heap_cache_attention.py."""
+whose hashes collide keep their own scores; and the two write rules, `heap_write` and
+`topk_write`, against `heap_reference` (through `HeapCacheAttention`:
+tests/layers/cache_attention/test_heap_cache_attention.py)."""
 
 import keras
 import numpy as np
@@ -157,3 +157,53 @@ def test_different_rows_with_the_same_hash_keep_their_own_scores():
 def test_rows_of_another_dtype_than_floating_point_are_refused():
     with pytest.raises(TypeError, match="cache rows must be floating point, got dtype int32"):
         heap.pool_scores(np.ones((3, 2), "int32"), np.ones((2, 2)), np.ones(2))
+
+
+def _cache_and_candidates(rng, size, count, width=6, pool=None):
+    if pool is None:
+        return np.zeros((size, width)), rng.normal(size=(count, width))
+    pool = rng.normal(size=(pool, width))
+    pool[0] = 0.0  # an all-zero candidate never enters
+    return np.zeros((size, width)), pool[rng.integers(0, len(pool), count)]
+
+
+@pytest.mark.parametrize("pool", [None, 4])
+@pytest.mark.parametrize("size", [1, 7, 20])
+def test_the_keras_ops_heap_write_matches_the_reference(float64_policy, size, pool):
+    # The pure functions behind `HeapCacheAttention.insert`, checked on every backend.
+    rng = np.random.default_rng(size)
+    cache, _ = _cache_and_candidates(rng, size, 0)
+    expected = cache.copy()
+    for _ in range(6):
+        kernel, score_vector = rng.normal(size=(6, 3)), rng.normal(size=(3,))
+        _, batch = _cache_and_candidates(rng, size, 5, pool=pool)
+        cache, entered = heap.heap_write(
+            keras.ops.convert_to_tensor(cache),
+            keras.ops.convert_to_tensor(batch),
+            keras.ops.convert_to_tensor(kernel),
+            keras.ops.convert_to_tensor(score_vector),
+        )
+        cache = np.asarray(keras.ops.convert_to_numpy(cache))
+        expected_entered = ref.insert_batch(expected, batch, kernel, score_vector)
+        np.testing.assert_array_equal(cache, expected)
+        assert np.asarray(keras.ops.convert_to_numpy(entered)).tolist() == expected_entered
+
+
+def test_the_keras_ops_topk_write_keeps_the_best(float64_policy):
+    rng = np.random.default_rng(0)
+    cache, _ = _cache_and_candidates(rng, 4, 0)
+    for _ in range(4):
+        kernel, score_vector = rng.normal(size=(6, 3)), rng.normal(size=(3,))
+        _, batch = _cache_and_candidates(rng, 4, 6, pool=5)
+        pool = np.concatenate([cache, batch])
+        new_cache, entered = heap.topk_write(
+            *(keras.ops.convert_to_tensor(a) for a in (cache, batch, kernel, score_vector))
+        )
+        scores = np.array([ref.score(v, kernel, score_vector) for v in pool])
+        best = np.lexsort((np.arange(len(pool)), -scores))[:4]  # best first, ties by position
+        cache = np.asarray(keras.ops.convert_to_numpy(new_cache))
+        np.testing.assert_array_equal(cache, pool[best[::-1]])
+        np.testing.assert_array_equal(
+            np.asarray(keras.ops.convert_to_numpy(entered)),
+            np.isin(np.arange(len(pool)), best)[len(cache) :],
+        )

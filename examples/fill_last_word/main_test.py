@@ -1,0 +1,417 @@
+"""The command line end to end: bad options, the run directory, a forked run, kill and resume,
+two workers."""
+
+import glob
+import json
+import os
+import pathlib
+import re
+import signal
+import socket
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from . import input_pipeline, main
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+TINY = [
+    *"--epochs 1 --embedding-dim 6 --units 8 --attention-units 4 --cache-size 64".split(),
+    *"--batch-size 32 --episodes 2 --houses 4 --verbose 0".split(),
+]
+
+
+def _error_line(capsys, argv, call=main.main):
+    """Runs ``call(argv)``; returns its one line on stderr after checking exit status 2."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        call(argv)
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert len(captured.err.splitlines()) == 1 and not captured.out, captured
+    return captured.err.strip()
+
+
+BAD = [
+    *[(["--epochs", value], "--epochs") for value in ("-1", "0", "2.5")],
+    *[(["--learning-rate", value], "--learning-rate") for value in ("-1", "0", "nan", "inf")],
+    (["--clip-norm", "-5"], "--clip-norm"),
+    (["--weight-decay", "-1e-5"], "--weight-decay"),
+    (["--batch-size", "0"], "--batch-size"),
+    (["--embedding-dim", "0"], "--embedding-dim"),
+    (["--units", "0"], "--units"),
+    (["--attention-units", "0"], "--attention-units"),
+    (["--cache-size", "-1"], "--cache-size"),
+    (["--cache-gate-init", "zeros"], "--cache-gate-init"),
+    (["--seed", "-1"], "--seed"),
+    (["--verbose", "3"], "--verbose"),
+    (["--strategy", "tpu"], "--strategy"),
+    (["--workdir"], "--workdir"),
+    (["--data-dir", "/nonexistent/corpus"], "--data-dir: '/nonexistent/corpus' is not an"),
+    (["--embeddings", "/nonexistent/glove.txt"], "--embeddings"),
+    (["--max-length", "1"], "--max-length"),
+    (["--max-length", "2"], "--max-length: the generated sentences need 3 steps"),
+    (["--max-train", "0"], "--max-train"),
+    (["--max-train", "10"], "--max-train: needs --data-dir"),
+    (["--train-file", "train.txt"], "--train-file: needs --data-dir"),
+    (["--max-vocabulary", "2"], "--max-vocabulary"),  # <pad> and <unk> only: no word
+    (["--houses", "1"], "--houses"),
+    (["--houses", "133"], "--houses: must be <= 132"),
+    (["--episodes", "0"], "--episodes"),
+]
+
+
+@pytest.mark.parametrize("argv,message", BAD, ids=[" ".join(argv) for argv, _ in BAD])
+def test_a_bad_value_is_one_line_naming_the_option(capsys, argv, message):
+    line = _error_line(capsys, argv, main.parse_args)
+    assert f": error: argument {message}" in line
+
+
+def test_files_the_options_name_are_checked(capsys, tmp_path):
+    (tmp_path / "notes.txt").write_text("nothing here\n")
+    line = _error_line(capsys, ["--data-dir", str(tmp_path)], main.parse_args)
+    assert "argument --data-dir" in line and "train.txt or test.txt" in line
+    (tmp_path / "train.txt").write_text("a b c\n")
+    line = _error_line(capsys, ["--data-dir", str(tmp_path)], main.parse_args)
+    assert "argument --eval-file" in line and "dev.txt" in line
+    line = _error_line(
+        capsys, ["--data-dir", str(tmp_path), "--train-file", "x.txt"], main.parse_args
+    )
+    assert "argument --train-file" in line and "x.txt" in line
+    for workdir, message in [("notes.txt", "is a file"), ("notes.txt/run", "cannot be created")]:
+        line = _error_line(capsys, ["--workdir", str(tmp_path / workdir)], main.parse_args)
+        assert "argument --workdir" in line and message in line
+    for workdir in (tmp_path / "new" / "run", tmp_path):  # to create, or there
+        assert main.parse_args(["--workdir", str(workdir)]).workdir == str(workdir)
+
+
+def test_what_is_found_wrong_once_the_run_began_is_the_options_error(capsys, tmp_path):
+    (tmp_path / "train.txt").write_bytes(bytes(range(128, 256)) * 20)
+    (tmp_path / "dev.txt").write_text("a b c\n")
+    run = ["--data-dir", str(tmp_path), "--workdir", str(tmp_path / "run")]
+    line = _error_line(capsys, run)
+    assert "argument --data-dir" in line and "train.txt is not UTF-8 text" in line
+    (tmp_path / "train.txt").write_text("cat sat .\ndog ran .\n")
+    (tmp_path / "glove.txt").write_text("cat 1 2\ndog 1 2 3\n")
+    line = _error_line(capsys, [*run, "--embeddings", str(tmp_path / "glove.txt")])
+    assert "argument --embeddings" in line and "glove.txt, line 2" in line
+    # A run directory holding another run's settings.
+    (tmp_path / "run" / "backup").mkdir(parents=True)
+    (tmp_path / "run" / "backup" / "settings.json").write_text('{"units": 3}')
+    line = _error_line(capsys, run)
+    assert "argument --workdir" in line and "units: 3 there, 128 now" in line
+
+
+def test_the_script_refuses_in_one_line_what_it_finds_once_tensorflow_is_loaded(tmp_path):
+    for name in ("train.txt", "dev.txt"):
+        (tmp_path / name).write_text("one two three four five six\n")
+    run = tmp_path / "run"
+    argv = ["--data-dir", str(tmp_path), "--max-length", "3", "--workdir", str(run)]
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "PYTHONPATH")}
+    script = REPO_ROOT / "examples" / "fill_last_word_cache.py"
+    done = subprocess.run(
+        [sys.executable, str(script), *argv], capture_output=True, text=True, env=env, timeout=300
+    )
+    # One line: none of TensorFlow's C++ start-up lines either.
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(
+        "fill_last_word_cache.py: error: argument --max-length: no usable sentences in"
+    )
+    assert not run.exists()  # refused before the run started
+
+
+def test_help_shows_every_option_with_its_default(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main.parse_args(["--help"])
+    assert exit_info.value.code == 0
+    entries, current = {}, None
+    for line in capsys.readouterr().out.splitlines():
+        if re.match(r"^  --", line):
+            current = line.split()[0].rstrip(",")
+            entries[current] = line
+        elif current and line.startswith("    "):
+            entries[current] += " " + line.strip()
+    assert len(entries) >= 25
+    for option, text in entries.items():
+        assert "default" in text and "default: None" not in text, f"{option}: {text}"
+    # One name per concept, as the package's builders and the other examples spell it.
+    for option in ("--units", "--epochs", "--batch-size", "--learning-rate", "--clip-norm"):
+        assert option in entries
+
+
+def test_the_run_directory_names_the_changes_and_digests_the_settings():
+    def name(argv):
+        workdir = main.run_directory(main.parse_args(["--episodes", "2", "--houses", "4", *argv]))
+        assert os.path.dirname(workdir) in ("", main.DEFAULT_ROOT)
+        return os.path.basename(workdir)
+
+    default = name([])
+    assert re.fullmatch(r"attention-cache1000-episodes=2_houses=4-[0-9a-f]{8}", default)
+    assert name(["--epochs", "3", "--verbose", "0"]) == default  # how long, not what
+    # The learning rate the run uses, spelled out: the same digest, the change in the name.
+    explicit = name(["--learning-rate", "0.01"])
+    assert explicit[-8:] == default[-8:] and "learning_rate=0.01" in explicit
+    assert name(["--faithful-to-code"])[-8:] != default[-8:]  # 1e-3 then
+    assert name(["--pooling", "last", "--units", "32"]).startswith(
+        "last-cache1000-episodes=2_houses=4_pooling=last_units=32-"
+    )
+    assert name(["--workdir", "mine"]) == "mine"
+
+
+class _FitCalled(Exception):
+    pass
+
+
+@pytest.mark.parametrize(
+    "argv,clip_norm,rate",
+    [
+        ([], 5.0, 0.01),  # the paper's
+        (["--faithful-to-code"], None, 1e-3),  # the reference code's: no clipping
+        (["--faithful-to-code", "--clip-norm", "2", "--learning-rate", "0.1"], 2.0, 0.1),
+    ],
+)
+def test_fit_gets_the_optimizer_of_the_options_and_keeps_the_pipelines_order(
+    tmp_path, monkeypatch, argv, clip_norm, rate
+):
+    # Keras warns that `shuffle=True` is ignored for a tf.data dataset: the pipeline shuffles,
+    # or keeps the episodes' order.
+    calls = []
+
+    def fit(model, *args, **kwargs):
+        calls.append((model.optimizer.clipnorm, model.optimizer.learning_rate.numpy(), kwargs))
+        raise _FitCalled
+
+    monkeypatch.setattr(keras.Model, "fit", fit)
+    with pytest.raises(_FitCalled):
+        main.main([*TINY, *argv, "--workdir", str(tmp_path / "run")])
+    ((clipnorm, learning_rate, kwargs),) = calls
+    assert clipnorm == clip_norm and learning_rate == pytest.approx(rate)
+    assert kwargs["shuffle"] is False
+
+
+def test_the_folder_runs_forked_without_a_cache(run_forked, tmp_path):
+    done = run_forked("fill_last_word", *TINY, "--cache-size", "0", "--workdir", tmp_path / "run")
+    assert done.returncode == 0, done.stderr[-3000:]
+    metrics = json.loads(done.stdout.split("METRICS ")[-1])
+    assert metrics["cache_fill"] == {} and metrics["eval_attention_on_fact"] is None
+    assert metrics["epochs_run"] == [0] and 0 <= metrics["eval_accuracy"] <= 1
+    saved = keras.saving.load_model(tmp_path / "run" / "last.keras")
+    names = [layer.name for layer in saved.layers]
+    assert names == ["context", "embedding", "encoder", "pooling", "logits"]
+
+
+def test_real_sentences_from_data_dir(shared_data, tmp_path):
+    data = ["--data-dir", shared_data / "pwkp_gaffney", "--max-train", "300"]
+    embeddings = ["--embeddings", shared_data / "glove_subset" / "glove-50d-5k.json"]
+    options = ["--max-vocabulary", "2000", "--pooling", "last", "--query", "none"]
+    argv = [*TINY, *data, *embeddings, *options, "--workdir", tmp_path / "pwkp"]
+    metrics = main.main(list(map(str, argv)))
+    assert metrics["source"].endswith("pwkp_gaffney:test.txt/dev.txt")
+    assert metrics["train_sentences"] <= 300 and metrics["eval_sentences"] > 5000
+
+
+# -- kill and resume ----------------------------------------------------------------------------
+
+# Runs the example with sys.argv[1] (JSON) in a new process and kills it with SIGKILL (no
+# clean-up of any kind) at the end of the middle batch of its last epoch; without TensorFlow's
+# graph optimiser, as in the tests' own process, whose straight run the resumed run must match.
+KILLER = """
+import json, os, signal, sys
+import keras, tensorflow as tf
+from examples.fill_last_word import main
+tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+
+class KillInLastEpoch(keras.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.epoch == self.params["epochs"] - 1 and batch == self.params["steps"] // 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+main.main(json.loads(sys.argv[1]), extra_callbacks=[KillInLastEpoch()])
+"""
+
+
+class CacheAtEpochBegin(keras.callbacks.Callback):
+    """The cache as each epoch begins (after a resumed run restored its backup), and the
+    epochs the run trained."""
+
+    def __init__(self):
+        super().__init__()
+        self.caches = {}
+
+    def on_epoch_begin(self, epoch, logs=None):
+        cache = self.model.get_layer("cache_attention").cache
+        self.caches[epoch] = keras.ops.convert_to_numpy(cache).copy()
+
+
+def _saved_state(path):
+    """Weights and optimizer variables of a saved model, by position."""
+    model = keras.saving.load_model(path)
+    state = {f"model/{i}/{v.name}": v.numpy() for i, v in enumerate(model.weights)}
+    state.update({f"optimizer/{i}": v.numpy() for i, v in enumerate(model.optimizer.variables)})
+    return state
+
+
+def _logged_hparams(log_dir):
+    """The HParams record's settings and the scalars of the event files of ``log_dir``."""
+    from tensorboard.plugins.hparams import metadata
+
+    hparams, scalars = {}, {}
+    for path in glob.glob(os.path.join(log_dir, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                plugin = value.metadata.plugin_data
+                if value.tag == metadata.SESSION_START_INFO_TAG:
+                    info = metadata.parse_session_start_info_plugin_data(plugin.content)
+                    for name, v in info.hparams.items():
+                        hparams[name] = getattr(v, v.WhichOneof("kind"))
+                elif plugin.plugin_name == "scalars":
+                    scalars[value.tag] = float(tf.make_ndarray(value.tensor))
+    return hparams, scalars
+
+
+def _assert_generated_run_reports(workdir, metrics, config):
+    """What a two-epoch run on the generated corpus (``TINY``) reports, saves and logs."""
+    assert metrics["source"] == "generated" and metrics["epochs_run"] == [0, 1]
+    train, evaluation = input_pipeline.generated_last_word_corpus(episodes=2, houses=4)
+    answers = [q.split()[-1] for e in evaluation for q in e.questions]
+    assert metrics["eval_sentences"] == len(answers) == 40
+    commonest = max(answers.count(a) for a in answers)
+    assert metrics["eval_majority_baseline"] == pytest.approx(commonest / len(answers))
+    assert metrics["train_sentences"] == sum(len(e.facts) + len(e.questions) for e in train)
+    assert 0.0 <= metrics["eval_attention_on_fact"] <= 1.0
+    # The last evaluation episode's 4 facts, written to the emptied cache.
+    assert metrics["cache_fill"]["cache_attention"] == pytest.approx(4 / 64)
+    assert json.loads((workdir / "metrics.json").read_text()) == metrics
+    saved = keras.saving.load_model(workdir / "last.keras").get_layer("cache_attention")
+    assert saved.query == "dot" and np.any(saved.cache.numpy() != 0)
+    assert glob.glob(str(workdir / "logs" / "cache" / "events.*"))  # heap index, cache fill
+    assert glob.glob(str(workdir / "logs" / "train" / "events.*"))
+    # HParams: the settings under the options' names, the data as `source`, final metrics.
+    hparams, scalars = _logged_hparams(str(workdir / "logs"))
+    assert hparams["learning_rate"] == pytest.approx(0.01)  # the paper's, left unset
+    assert hparams["source"] == "generated" and hparams["query"] == "dot"
+    assert hparams["units"] == 8 and set(hparams) - {"source"} <= set(vars(config))
+    assert scalars["eval_accuracy"] == pytest.approx(metrics["eval_accuracy"])
+
+
+def test_killed_in_its_last_epoch_it_resumes_exactly(tmp_path):
+    # A heap cache written by every training step, episodes of a stream drawn for each epoch.
+    argv = [*TINY, "--epochs", "2"]
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="3")
+    killed_argv = [*argv, "--workdir", str(tmp_path / "resumed")]
+    with open(tmp_path / "killed.log", "w") as log:
+        killed = subprocess.Popen(
+            [sys.executable, "-c", KILLER, json.dumps(killed_argv)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        try:
+            straight_caches = CacheAtEpochBegin()
+            straight_argv = [*argv, "--workdir", str(tmp_path / "straight")]
+            straight = main.main(straight_argv, extra_callbacks=[straight_caches])
+        finally:
+            returncode = killed.wait(timeout=900)
+    assert returncode == -signal.SIGKILL, (tmp_path / "killed.log").read_text()[-3000:]
+    keras.backend.clear_session()
+    resumed_caches = CacheAtEpochBegin()
+    resumed = main.main(killed_argv, extra_callbacks=[resumed_caches])
+    assert list(resumed_caches.caches) == [1]  # only the interrupted epoch ran again
+    # It starts that epoch from the cache the first epoch left.
+    assert np.any(resumed_caches.caches[1] != 0)
+    np.testing.assert_array_equal(resumed_caches.caches[1], straight_caches.caches[1])
+    process = {"seconds", "workdir"}
+    assert {k: v for k, v in resumed.items() if k not in process} == {
+        k: v for k, v in straight.items() if k not in process
+    }
+    for name in ("last.keras", "best.keras"):
+        expected = _saved_state(tmp_path / "straight" / name)
+        got = _saved_state(tmp_path / "resumed" / name)
+        assert got.keys() == expected.keys()
+        for key, value in expected.items():
+            np.testing.assert_array_equal(got[key], value, err_msg=f"{name}: {key}")
+    # What the run reports and logs, on the run that was never interrupted.
+    _assert_generated_run_reports(tmp_path / "straight", straight, main.parse_args(argv))
+
+
+# -- several workers ----------------------------------------------------------------------------
+
+# One worker of a local cluster (TF_CONFIG): runs sys.argv[1] (JSON), writes its weights and
+# metrics into sys.argv[2].
+WORKER = """
+import json, os, sys
+import keras, numpy as np, tensorflow as tf
+from examples.fill_last_word import main
+tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+
+class KeepWeights(keras.callbacks.Callback):
+    def on_train_end(self, logs=None):
+        self.weights = {w.path: np.asarray(w.numpy()) for w in self.model.weights}
+
+keep = KeepWeights()
+metrics = main.main(json.loads(sys.argv[1]), extra_callbacks=[keep])
+name = os.path.join(sys.argv[2], str(json.loads(os.environ["TF_CONFIG"])["task"]["index"]))
+np.savez(name + ".npz", **keep.weights)
+with open(name + ".json", "w") as handle:
+    json.dump(metrics, handle)
+"""
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("localhost", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def test_two_workers_train_as_one_process_on_the_global_batches(tmp_path):
+    """Episodes of facts then questions: each global batch split between the workers, the
+    caches written with the whole batch's states, validation with the facts written first."""
+    argv = [*TINY, "--cache-size", "16", "--no-jit"]
+    cluster = {"worker": [f"localhost:{port}" for port in _free_ports(2)]}
+    workers = []
+    for index in range(2):
+        config = {"cluster": cluster, "task": {"type": "worker", "index": index}}
+        env = dict(os.environ, TF_CONFIG=json.dumps(config), CUDA_VISIBLE_DEVICES="")
+        env.update(PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="3")
+        worker_argv = [*argv, "--strategy", "multi_worker", "--workdir", str(tmp_path / "fill")]
+        command = [sys.executable, "-c", WORKER, json.dumps(worker_argv), str(tmp_path)]
+        workers.append(
+            subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        )
+    try:
+
+        class KeepWeights(keras.callbacks.Callback):
+            def on_train_end(self, logs=None):
+                self.weights = [np.asarray(w.numpy()) for w in self.model.weights]
+
+        keep = KeepWeights()
+        one_argv = [*argv, "--strategy", "default", "--workdir", str(tmp_path / "one")]
+        single = main.main(one_argv, extra_callbacks=[keep])
+    finally:
+        outputs = [worker.communicate(timeout=900)[0] for worker in workers]
+    for worker, output in zip(workers, outputs):
+        assert worker.returncode == 0, output.decode()[-6000:]
+    assert (tmp_path / "fill" / "metrics.json").is_file()
+    weights = [dict(np.load(tmp_path / f"{index}.npz")) for index in range(2)]
+    assert list(weights[0]) == list(weights[1]) and len(weights[0]) == len(keep.weights)
+    for (path, first), second, one in zip(weights[0].items(), weights[1].values(), keep.weights):
+        np.testing.assert_array_equal(second, first, err_msg=path)
+        np.testing.assert_allclose(first, one, rtol=1e-5, atol=1e-6, err_msg=path)
+    assert any("cache" in path and np.abs(value).sum() for path, value in weights[0].items())
+    for index in range(2):
+        metrics = json.loads((tmp_path / f"{index}.json").read_text())
+        for name, values in single["history"].items():
+            np.testing.assert_allclose(metrics["history"][name], values, rtol=1e-5, err_msg=name)
+        np.testing.assert_allclose(metrics["eval_accuracy"], single["eval_accuracy"], rtol=1e-6)
+        np.testing.assert_allclose(metrics["eval_loss"], single["eval_loss"], rtol=1e-5)
