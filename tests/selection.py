@@ -19,7 +19,6 @@ PACKAGE_DIR = TESTS_DIR.parent / "tf_memlayers"
 # AM-GRU step, pieces, precision), the argument checks and initializers, the backends' own
 # checks.
 SHARED = (
-    "layers/associative_memory/test_am_resets.py",
     "layers/test_layer_conformance.py",
     "ops/test_associative_gru_step.py",
     "ops/test_heap.py",

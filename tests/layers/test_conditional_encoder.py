@@ -1,8 +1,8 @@
 """`ConditionalEncoder`: a stack of layers, each conditioning the hypothesis on the premise.
 
-The three stacks of the paper's Table 1 (`tests.pair_encoders`) are checked
-against their layers run by hand and against the NumPy reference of the AM-GRU; a stack the
-package knows nothing of (an LSTM, a pair layer of the test's own) works the same way.
+The stacks of the paper's Table 1 (a GRU, an AM-GRU or a Dual AM-GRU encoder, then a GRU) are
+checked against their layers run by hand and against the NumPy reference of the AM-GRU; a stack
+the package knows nothing of (an LSTM, a pair layer of the test's own) works the same way.
 """
 
 import json
@@ -15,13 +15,69 @@ import pytest
 
 from tests.am_gru_reference import conditional_encoding_retrievals
 from tests.layer_test_case import LayerTestCase
-from tests.pair_encoders import KINDS, pair_encoder
 from tf_memlayers.layers import AssociativeGRU, ConditionalEncoder, DualAssociativeEncoder
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
-# The stacks of two layers (the word-by-word model is one pair layer, tested in
+# The stacks of two layers of Table 1 (the word-by-word model is one pair layer, tested in
 # test_conditional_attention_encoder.py).
-STACKS = [kind for kind in KINDS if kind != "word_by_word"]
+KINDS = ("gru", "am_gru", "dual_am_gru")
+
+
+def _encoder(kind, units=8, dtype=None, **kwargs):
+    """The Table 1 stack ``kind``: its first layer, then a GRU; ``kwargs`` go to the
+    associative layers."""
+    options = dict(return_sequences=True, dtype=dtype)
+    if kind == "gru":
+        first = keras.layers.GRU(units, return_state=True, **options)
+    elif kind == "am_gru":
+        first = AssociativeGRU(units, num_copies=2, return_state=True, **options, **kwargs)
+    else:
+        first = DualAssociativeEncoder(units, num_copies=2, **options, **kwargs)
+    top = keras.layers.GRU(units, return_state=True, dtype=dtype)
+    return ConditionalEncoder([first, top], dtype=dtype)
+
+
+class ConditionalEncoderTest(LayerTestCase):
+    """The layers of the stack compute under their own dtype policies (as a
+    `keras.Sequential`'s do), so Keras's check that a ``dtype`` argument sets the outputs'
+    dtype does not apply: mixed precision is test_mixed_float16_matches_float32's and the
+    journeys'."""
+
+    layer_cls = ConditionalEncoder
+
+    @pytest.mark.parametrize(
+        "kind, weights, grus", [("gru", 6, 2), ("am_gru", 5 + 3, 1), ("dual_am_gru", 7 + 3, 1)]
+    )
+    def test_layer_behaviors(self, kind, weights, grus):
+        self.run_layer_test(
+            ConditionalEncoder,
+            {"layers": _encoder(kind, 4).encoder_layers},
+            input_shape=((2, 5, 3), (2, 4, 3)),
+            expected_output_shape=[(2, 4), (2, 4)],
+            expected_num_trainable_weights=weights,
+            expected_num_seed_generators=grus,  # each Keras GRU's dropout
+            supports_masking=True,
+            run_training_check=False,
+            run_mixed_precision_check=False,
+        )
+
+    @pytest.mark.parametrize("kind", ["gru", "dual_am_gru"])
+    def test_journey(self, kind, tmp_path):
+        build = lambda premise, hypothesis: _encoder(kind)([premise, hypothesis])[1]  # noqa: E731
+        self.run_journey_test("pair", build, tmp_path)
+
+    def test_config(self):
+        self.run_config_test(ConditionalEncoder, layers=_encoder("am_gru").encoder_layers, name="e")
+
+    def test_output_spec(self):
+        self.run_output_spec_test(
+            lambda dtype: _encoder("gru", 4, dtype=dtype), [(2, 5, 4), (2, 3, 4)]
+        )
+
+    @pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
+    def test_mixed_float16_matches_float32(self, kind):
+        premise, hypothesis = _pair(np.random.default_rng(3))
+        self.run_mixed_precision_test(lambda: _encoder(kind), [premise, hypothesis], atol=5e-3)
 
 
 def _set_uniform_weights(layer, rng, scale=0.8):
@@ -37,7 +93,7 @@ def _pair(rng, batch=2, premise_length=5, hypothesis_length=3, dim=6):
 
 
 def _built(kind, dim=6, **kwargs):
-    encoder = pair_encoder(kind, 8, num_copies=2, **kwargs)
+    encoder = _encoder(kind, **kwargs)
     encoder.build([(None, None, dim), (None, None, dim)])
     return encoder
 
@@ -96,13 +152,15 @@ def _reference_retrievals(kind, encoder, premise, hypothesis):
     )
 
 
-@pytest.mark.parametrize("kind", STACKS)
-def test_layer_1_encodes_the_hypothesis_from_the_premise_final_state(kind):
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_layer_reads_the_hypothesis_from_the_premise_final_state(kind):
     rng = np.random.default_rng(4)
     premise, hypothesis = _pair(rng)
     encoder = _built(kind)
     _set_uniform_weights(encoder, rng)
     got_premise, got = _layer_1_outputs(encoder, premise, hypothesis)
+    p, h = encoder([premise, hypothesis])
+    # Layer 1 by hand.
     premise_cell, hypothesis_cell = _layer_1_cells(encoder)
     premise_layer = keras.layers.RNN(premise_cell, return_sequences=True, return_state=True)
     premise_seq, *states = premise_layer(premise)
@@ -119,19 +177,10 @@ def test_layer_1_encodes_the_hypothesis_from_the_premise_final_state(kind):
     np.testing.assert_allclose(got_premise, keras.ops.convert_to_numpy(premise_seq), atol=1e-6)
     np.testing.assert_allclose(got, expected, atol=1e-6)
     assert np.abs(from_zeros - expected).max() > 1e-3
-
-
-@pytest.mark.parametrize("kind", STACKS)
-def test_layer_2_reads_the_hypothesis_from_the_premise_final_state(kind):
-    rng = np.random.default_rng(5)
-    premise, hypothesis = _pair(rng)
-    encoder = _built(kind)
-    _set_uniform_weights(encoder, rng)
-    premise_seq, hypothesis_seq = _layer_1_outputs(encoder, premise, hypothesis)
-    p, h = encoder([premise, hypothesis])
+    # Layer 2 by hand, over what layer 1 handed on.
     top = keras.layers.RNN(encoder.encoder_layers[1].cell, return_state=True)
-    want_p, state = top(premise_seq)
-    want_h, _ = top(hypothesis_seq, initial_state=[state])
+    want_p, state = top(got_premise)
+    want_h, _ = top(got, initial_state=[state])
     np.testing.assert_allclose(keras.ops.convert_to_numpy(p), want_p, atol=1e-6)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(h), want_h, atol=1e-6)
 
@@ -142,18 +191,12 @@ def test_weights_are_shared_between_premise_and_hypothesis():
     assert names.count("key_kernel") == 1 and names.count("gate_kernel") == 1
     assert "dual_gate_kernel" in names and "dual_key_kernel" not in names
     assert len(names) == 5 + 2 + 3
-    assert len(_built("gru").weights) == 6  # two GRUs (kernel, recurrent kernel, bias)
 
 
-def test_hypothesis_depends_on_premise_and_padding_is_ignored():
-    rng = np.random.default_rng(1)
-    encoder = pair_encoder("dual_am_gru", 8, num_copies=2)
-    premise, hypothesis = _pair(rng)
+def test_the_premise_padding_is_ignored():
+    encoder = _encoder("dual_am_gru")
+    premise, hypothesis = _pair(np.random.default_rng(1))
     p, h = encoder([premise, hypothesis])
-    other = premise.copy()
-    other[:, 0] += 1.0
-    _, h2 = encoder([other, hypothesis])
-    assert np.abs(np.asarray(h) - np.asarray(h2)).max() > 1e-4
     padded = np.concatenate([premise, np.zeros((2, 2, 6), "float32")], 1)
     mask = np.concatenate([np.ones((2, 5), bool), np.zeros((2, 2), bool)], 1)
     p3, h3 = encoder([padded, hypothesis], mask=[mask, np.ones((2, 3), bool)])
@@ -166,7 +209,7 @@ def test_hypothesis_depends_on_premise_and_padding_is_ignored():
 )
 def test_memory_retrievals_match_the_reference(kind, dual_key):
     rng = np.random.default_rng(2)
-    encoder = _built(kind, dual_key=dual_key)
+    encoder = _built(kind, **({"dual_key": dual_key} if kind == "dual_am_gru" else {}))
     _set_uniform_weights(encoder, rng)
     premise, hypothesis = (x[0] for x in _pair(rng, batch=1))
     got = encoder.memory_retrievals(premise, hypothesis)
@@ -179,7 +222,7 @@ def test_memory_retrievals_match_the_reference(kind, dual_key):
     assert _built("gru").memory_retrievals(premise, hypothesis) == {}
 
 
-def _float32_and_mixed_encoders(kind, rng, premise, hypothesis):
+def _float32_and_mixed_encoders(kind, rng):
     """A float32 encoder with U(-0.8, 0.8) weights and a mixed_float16 copy of it."""
     expected = _built(kind)
     _set_uniform_weights(expected, rng)
@@ -193,25 +236,12 @@ def _float32_and_mixed_encoders(kind, rng, premise, hypothesis):
 
 
 @pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
-def test_mixed_float16_encoder_matches_float32(kind):
-    rng = np.random.default_rng(3)
-    premise, hypothesis = _pair(rng)
-    expected, encoder = _float32_and_mixed_encoders(kind, rng, premise, hypothesis)
-    want = _layer_1_outputs(expected, premise, hypothesis) + expected([premise, hypothesis])
-    got = _layer_1_outputs(encoder, premise, hypothesis) + encoder([premise, hypothesis])
-    names = ["layer-1 premise", "layer-1 hypothesis", "p", "h"]
-    for name, g, w in zip(names, got, want):
-        g, w = np.asarray(g, "float32"), np.asarray(w)
-        np.testing.assert_allclose(g, w, atol=5e-3 * max(1.0, np.abs(w).max()), err_msg=name)
-
-
-@pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
 def test_memory_retrievals_under_a_mixed_policy_run_in_float32(kind):
     # The probe steps the cells outside `__call__`, deliberately in the variables' dtype:
     # under mixed_float16 it gives the float32 values.
     rng = np.random.default_rng(3)
     premise, hypothesis = (x[0] for x in _pair(rng, batch=1))
-    expected, encoder = _float32_and_mixed_encoders(kind, rng, premise[None], hypothesis[None])
+    expected, encoder = _float32_and_mixed_encoders(kind, rng)
     assert encoder.compute_dtype == "float16" and encoder.variable_dtype == "float32"
     got = encoder.memory_retrievals(premise, hypothesis)
     want = expected.memory_retrievals(premise, hypothesis)
@@ -280,7 +310,7 @@ def test_any_stack_of_recurrent_and_pair_layers_encodes_conditionally():
 def test_save_clone_and_config_rebuild_the_stack(kind, tmp_path):
     rng = np.random.default_rng(7)
     premise, hypothesis = (keras.Input((None, 6)), keras.Input((None, 6)))
-    encoder = _stack() if kind == "stack" else pair_encoder(kind, 8, num_copies=2)
+    encoder = _stack() if kind == "stack" else _encoder(kind)
     model = keras.Model([premise, hypothesis], encoder([premise, hypothesis]))
     _set_uniform_weights(model, rng)
     data = list(_pair(rng))
@@ -312,72 +342,7 @@ def test_a_stack_returning_sequences_passes_the_masks_on():
     p, h = encoder([premise, hypothesis])
     assert tuple(p.shape) == (2, 5, 4) and tuple(h.shape) == (2, 3, 4)
     assert encoder.compute_mask([premise, hypothesis], masks) == masks
-    assert pair_encoder("gru", 4).compute_mask([premise, hypothesis], masks) is None
-
-
-def _gru_stack(**kw):
-    return ConditionalEncoder(
-        [
-            keras.layers.GRU(4, return_sequences=True, return_state=True, dtype=kw.get("dtype")),
-            keras.layers.GRU(4, return_state=True, dtype=kw.get("dtype")),
-        ],
-        **kw,
-    )
-
-
-def _keras_check(kind, weights, seed_generators):
-    """A `keras_checks` case: the stack ``kind`` names (`pair_encoder`), 4 units, on a pair of
-    sentences of width 3 (each Keras GRU has the seed generator of its dropout)."""
-    return (
-        ConditionalEncoder,
-        {"layers": pair_encoder(kind, 4, num_copies=2).encoder_layers},
-        dict(
-            input_shape=((2, 5, 3), (2, 4, 3)),
-            expected_output_shape=[(2, 4), (2, 4)],
-            expected_num_trainable_weights=weights,
-            expected_num_seed_generators=seed_generators,
-            supports_masking=True,
-            run_training_check=False,
-            run_mixed_precision_check=False,
-        ),
-    )
-
-
-class ConditionalEncoderTest(LayerTestCase):
-    """The shared suites of `ConditionalEncoder` (tests/layer_test_case.py). The layers of the
-    stack compute under their own dtype policies (as a `keras.Sequential`'s do), so Keras's
-    check that a ``dtype`` argument sets the outputs' dtype does not apply; mixed precision is
-    test_mixed_float16_encoder_matches_float32's and the journeys'."""
-
-    layer_cls = ConditionalEncoder
-    make = staticmethod(_gru_stack)
-    not_in = {
-        "empty": "takes a sentence pair [premise, hypothesis], not one sequence",
-        "nan_padding": "takes a sentence pair: its layers' own tests check NaN at padded "
-        "steps, and test_hypothesis_depends_on_premise_and_padding_is_ignored the stack's "
-        "masks",
-        "flags": "has no boolean arguments",
-    }
-    keras_checks = {
-        f"conditional_encoder_{kind}": _keras_check(kind, weights, grus)
-        for kind, weights, grus in (("gru", 6, 2), ("am_gru", 5 + 3, 1), ("dual_am_gru", 7 + 3, 1))
-    }
-    journeys = {
-        f"ConditionalEncoder_{kind}": (
-            "pair",
-            lambda premise, hypothesis, kind=kind: pair_encoder(kind, 8, num_copies=2)(
-                [premise, hypothesis]
-            )[1],
-        )
-        for kind in ("gru", "dual_am_gru")
-    }
-    output_spec = {
-        "conditional_encoder_gru": (
-            lambda dtype: _gru_stack(dtype=dtype),
-            [(2, 5, 4), (2, 3, 4)],
-            {},
-        ),
-    }
+    assert _encoder("gru", 4).compute_mask([premise, hypothesis], masks) is None
 
 
 @pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])

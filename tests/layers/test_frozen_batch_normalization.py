@@ -4,50 +4,37 @@ its moving statistics never updated, its scale and offset trained."""
 import keras
 import numpy as np
 
-from tests.layer_test_case import EmptyInputTests, LayerTestCase
+from tests.layer_test_case import LayerTestCase
 from tf_memlayers import FrozenBatchNormalization
 
 
-class FrozenBatchNormalizationTest(EmptyInputTests, LayerTestCase):
-    """The shared suites of `FrozenBatchNormalization` (tests/layer_test_case.py)."""
-
+class FrozenBatchNormalizationTest(LayerTestCase):
     layer_cls = FrozenBatchNormalization
-    make = staticmethod(lambda **kw: FrozenBatchNormalization(**kw))
-    not_in = {
-        "nan_padding": "normalizes every step by fixed statistics, masked or not, as "
-        "keras.layers.BatchNormalization in inference",
-        "flags": "its boolean arguments (center, scale, synchronized) are "
-        "keras.layers.BatchNormalization's",
-    }
-    empty = {"frozen_batch_normalization": lambda: FrozenBatchNormalization()}
-    # Its output is the input, normalized: no memory.
-    last_output_is_memory = False
-    keras_checks = {
-        "frozen_batch_normalization": (
+
+    def test_layer_behaviors(self):
+        self.run_layer_test(
             FrozenBatchNormalization,
             {"epsilon": 1e-3},
-            dict(
-                input_shape=(2, 3, 4),
-                expected_output_shape=(2, 3, 4),
-                expected_num_trainable_weights=2,
-                expected_num_non_trainable_weights=2,
-                supports_masking=True,
-            ),
-        ),
-    }
-    journeys = {
-        "FrozenBatchNormalization": (
-            "pooled",
-            lambda e: FrozenBatchNormalization()(keras.layers.GRU(8)(e)),
-        ),
-    }
-    output_spec = {
-        "frozen_batch_normalization": (
-            lambda dtype: FrozenBatchNormalization(dtype=dtype),
-            (2, 5, 4),
-            {},
-        ),
-    }
+            input_shape=(2, 3, 4),
+            expected_output_shape=(2, 3, 4),
+            expected_num_trainable_weights=2,
+            expected_num_non_trainable_weights=2,
+            supports_masking=True,
+        )
+
+    def test_journey(self, tmp_path):
+        build = lambda e: FrozenBatchNormalization()(keras.layers.GRU(8)(e))  # noqa: E731
+        self.run_journey_test("pooled", build, tmp_path)
+
+    def test_config(self):
+        self.run_config_test(FrozenBatchNormalization, axis=1, epsilon=1e-2, center=False)
+
+    def test_output_spec(self):
+        self.run_output_spec_test(lambda dtype: FrozenBatchNormalization(dtype=dtype), (2, 5, 4))
+
+    def test_empty_input(self):
+        # Its output is the input, normalized: no memory.
+        self.run_empty_input_test(FrozenBatchNormalization, last_output_is_memory=False)
 
 
 def test_is_the_fixed_affine_map_and_trains_only_its_scale_and_offset():

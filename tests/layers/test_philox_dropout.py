@@ -4,49 +4,41 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import EmptyInputTests, LayerTestCase
+from tests.layer_test_case import LayerTestCase
 from tests.support import BACKEND, TF_FUNCTION, tensorflow_only
-from tf_memlayers import PhiloxDropout
+from tf_memlayers import ConditionalEncoder, PhiloxDropout
 
 
-def _keras_check(**init_kwargs):
-    """A `keras_checks` case: the layer on ``[2, 3, 4]`` inputs, its own shape out, no
-    weights and one seed generator."""
-    expectations = dict(
-        input_shape=(2, 3, 4),
-        expected_output_shape=(2, 3, 4),
-        expected_num_trainable_weights=0,
-        expected_num_seed_generators=1,
-        supports_masking=True,
-    )
-    return PhiloxDropout, init_kwargs, expectations
-
-
-class PhiloxDropoutTest(EmptyInputTests, LayerTestCase):
-    """The shared suites of `PhiloxDropout` (tests/layer_test_case.py)."""
-
+class PhiloxDropoutTest(LayerTestCase):
     layer_cls = PhiloxDropout
-    make = staticmethod(lambda **kw: PhiloxDropout(0.5, **kw))
-    not_in = {
-        "nan_padding": "passes every step through, masked or not, as keras.layers.Dropout",
-        "flags": "has no boolean arguments",
-    }
-    empty = {"dropout": lambda: PhiloxDropout(0.5)}
-    # Its output is the input, dropped out: no memory.
-    last_output_is_memory = False
-    keras_checks = {
-        "philox_dropout": _keras_check(rate=0.5, seed=1),
-        "philox_dropout_variational": _keras_check(rate=0.3, noise_shape=(None, 1, 4)),
-    }
-    journeys = {
-        "PhiloxDropout": (
-            "step",
-            lambda e: keras.layers.GRU(8, return_sequences=True)(PhiloxDropout(0.3)(e)),
-        ),
-    }
-    output_spec = {
-        "philox_dropout": (lambda dtype: PhiloxDropout(0.5, dtype=dtype), (2, 5, 4), {}),
-    }
+
+    @pytest.mark.parametrize(
+        "init_kwargs", [dict(rate=0.5, seed=1), dict(rate=0.3, noise_shape=(None, 1, 4))]
+    )
+    def test_layer_behaviors(self, init_kwargs):
+        self.run_layer_test(
+            PhiloxDropout,
+            init_kwargs,
+            input_shape=(2, 3, 4),
+            expected_output_shape=(2, 3, 4),
+            expected_num_trainable_weights=0,
+            expected_num_seed_generators=1,
+            supports_masking=True,
+        )
+
+    def test_journey(self, tmp_path):
+        build = lambda e: keras.layers.GRU(8, return_sequences=True)(PhiloxDropout(0.3)(e))  # noqa: E731
+        self.run_journey_test("step", build, tmp_path)
+
+    def test_config(self):
+        self.run_config_test(PhiloxDropout, rate=0.3, noise_shape=(None, 1, 4), seed=5)
+
+    def test_output_spec(self):
+        self.run_output_spec_test(lambda dtype: PhiloxDropout(0.5, dtype=dtype), (2, 5, 4))
+
+    def test_empty_input(self):
+        # Its output is the input, dropped out: no memory.
+        self.run_empty_input_test(lambda: PhiloxDropout(0.5), last_output_is_memory=False)
 
 
 X = np.random.default_rng(0).normal(size=(6, 7, 5)).astype("float32")
@@ -134,14 +126,20 @@ def test_bad_rates_are_keras_dropouts_errors():
             PhiloxDropout(rate)
 
 
-def test_language_and_snli_builders_use_it():
+def test_the_builders_use_it():
     if BACKEND != "tensorflow":
         pytest.skip("the builders' models are tested on TensorFlow (tests/models)")
-    from tests.pair_encoders import snli_model
     from tf_memlayers.models import build_language_model
+    from tf_memlayers.models.snli import build_snli_model
 
     model = build_language_model(30, units=4, embedding_dim=4, dropout=0.2, stateful=False)
-    snli = snli_model(30, kind="gru", units=4, embedding_dim=4)
+    encoder = ConditionalEncoder(
+        [
+            keras.layers.GRU(4, return_sequences=True, return_state=True),
+            keras.layers.GRU(4, return_state=True),
+        ]
+    )
+    snli = build_snli_model(30, encoder=encoder, embedding_dim=4)
     for built in (model, snli):
         dropouts = [layer for layer in built.layers if isinstance(layer, keras.layers.Dropout)]
         assert dropouts and all(type(layer) is PhiloxDropout for layer in dropouts)

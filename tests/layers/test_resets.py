@@ -1,180 +1,48 @@
-"""The ``reset`` call argument of the window-attention and N-gram layers and cells against
-their references (the suites of every layer and cell taking it: tests/layer_test_case.py).
+"""The ``reset`` call argument (`tf_memlayers.layers.resets`) of the layers and cells that
+take it, beyond the reset suite of each (tests/layer_test_case.py).
 
 A row with a reset at step t computes, from t on, exactly what the layer computes on the
-document alone from a fresh state: checked against the NumPy references (which start the
-history again at a reset) and against separate runs of each document, in both forms, with
-masks, carried memory, XLA and mixed precision.
+document alone from a fresh state: the recurrent layers and cells against separate runs of
+each document, with masks, initial and carried states and XLA (the window-attention and N-gram
+layers against their NumPy references, which start the history again at a reset, in their own
+test modules); no gradient crosses a reset.
 """
 
 import keras
 import numpy as np
 import pytest
+from keras import ops
 
-from tests.layer_test_case import B, T, W
+from tests.layer_test_case import B, T
 from tests.layer_test_case import packed_resets as _resets
-from tests.support import BACKEND, PassThroughCell, all_pairs, compiled, gradients
-from tests.window_reference import ngram_reference, window_attention_reference
+from tests.layers.window_attention.test_sliding_window_attention import build_pair
+from tests.support import (
+    BACKEND,
+    FUSED_LOOP,
+    all_pairs,
+    gradients,
+    masked_rnn,
+    tensorflow_only,
+)
 from tf_memlayers import (
-    NGramConcat,
-    NGramConcatCell,
     ResettableRNN,
-    SlidingWindowAttention,
-    SlidingWindowAttentionCell,
+)
+from tf_memlayers.layers import (
+    AssociativeGRU,
+    AssociativeGRUCell,
+    AssociativeMemoryCell,
+    DualAssociativeGRU,
+    DualAssociativeGRUCell,
 )
 
-RNG = np.random.default_rng(7)
-
-
-def _random_weights(layer, scale=0.5):
-    values = {}
-    for variable in layer.trainable_weights:
-        name = variable.path.split("/")[-1]
-        values[name] = RNG.normal(0.0, scale, variable.shape)
-        variable.assign(values[name])
-    return values
-
-
-def _call(layer, x, mask, reset):
-    """``layer(x, mask=mask, reset=reset)`` as NumPy, compiled on JAX (`compiled`)."""
-    outputs = compiled(lambda x, mask, reset: layer(x, mask=mask, reset=reset))(x, mask, reset)
-    return keras.tree.map_structure(np.asarray, outputs)
-
-
-WINDOW_CASES = [
-    ("attention", None, "mask"),
-    ("key_value", (7, 5), "mask"),
-    ("key_value_predict", None, "zeros"),
-    ("key_value", None, "zeros"),
-]
-
-
-# Each case with and without a mask, the backend one more factor (`all_pairs`): each pass
-# runs every case and both mask settings, half the pairs of them.
-@pytest.mark.parametrize(
-    "case, masked", all_pairs(WINDOW_CASES, [False, True], split_by_backend=True)
-)
-def test_window_attention_with_resets_matches_reference(float64_policy, case, masked):
-    mode, sizes, pad = case
-    x = RNG.normal(size=(B, T, W))
-    reset = _resets()
-    mask = None
-    if masked:
-        mask = np.ones((B, T), bool)
-        mask[0, [2, 3, 9]] = False  # a reset at a masked step (3) is ignored
-        mask[2, 7:] = False
-    layer = SlidingWindowAttention(
-        3, mode=mode, sizes=sizes, pad=pad, use_bias=True, return_attention_scores=True
-    )
-    layer.build(x.shape)
-    weights = _random_weights(layer)
-    outputs, scores = _call(layer, x, mask, reset)
-    expected, expected_scores, _ = window_attention_reference(
-        x, weights, mode, layer.piece_sizes, 3, pad, mask=mask, reset=reset
-    )
-    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(np.asarray(scores), expected_scores, atol=1e-10, rtol=0)
-    # The reset changed something: without it, the rows with resets differ.
-    assert not np.allclose(_call(layer, x, mask, None)[0][0, 4:], expected[0, 4:])
-
-    cell = SlidingWindowAttentionCell(
-        PassThroughCell(W), 3, mode=mode, sizes=sizes, pad=pad, use_bias=True
-    )
-    rnn = ResettableRNN(cell, return_sequences=True, zero_output_for_mask=True)
-    rnn.build(x.shape)
-    for variable in cell.trainable_weights:
-        variable.assign(weights[variable.path.split("/")[-1]])
-    cell_outputs = _call(rnn, x, mask, reset)
-    np.testing.assert_allclose(cell_outputs, expected, atol=1e-10, rtol=0)
-
-
-@pytest.mark.parametrize("n, masked", all_pairs([2, 3, 5], [False, True], split_by_backend=True))
-def test_ngram_with_resets_matches_reference(float64_policy, n, masked):
-    x = RNG.normal(size=(B, T, W))
-    reset = _resets()
-    mask = None
-    if masked:
-        mask = np.ones((B, T), bool)
-        mask[0, [3, 5]] = False
-        mask[1, :2] = False
-    layer = NGramConcat(n, 5, use_bias=True)
-    layer.build(x.shape)
-    weights = _random_weights(layer)
-    expected, _ = ngram_reference(
-        x,
-        weights["ngram_kernel"],
-        n,
-        layer.piece_sizes,
-        weights["ngram_bias"],
-        mask=mask,
-        reset=reset,
-    )
-    np.testing.assert_allclose(_call(layer, x, mask, reset), expected, atol=1e-10, rtol=0)
-    cell = NGramConcatCell(PassThroughCell(W), n, 5, use_bias=True)
-    rnn = ResettableRNN(cell, return_sequences=True, zero_output_for_mask=True)
-    rnn.build(x.shape)
-    for variable in cell.trainable_weights:
-        variable.assign(weights[variable.path.split("/")[-1]])
-    np.testing.assert_allclose(_call(rnn, x, mask, reset), expected, atol=1e-10, rtol=0)
-
-
-def _pair(window=3):
-    """An LSTM under the parallel layer, and the cell form, with the same weights."""
-    lstm = ResettableRNN(keras.layers.LSTMCell(W), return_sequences=True)
-    parallel = SlidingWindowAttention(window, mode="key_value_predict", use_bias=True)
-    rnn = ResettableRNN(
-        SlidingWindowAttentionCell(
-            keras.layers.LSTMCell(W), window, mode="key_value_predict", use_bias=True
-        ),
-        return_sequences=True,
-    )
-    shape = (B, T, 5)
-    lstm.build(shape)
-    parallel.build((B, T, W))
-    rnn.build(shape)
-    _random_weights(parallel)
-    cell = rnn.cell
-    # Copied as arrays: a JAX variable assigned another variable shares its buffer, which a
-    # compiled predict of the other model may then donate.
-    for source, target in zip(lstm.weights, cell.cell.weights):
-        target.assign(keras.ops.convert_to_numpy(source))
-    for variable in parallel.weights:
-        getattr(cell, variable.path.split("/")[-1]).assign(keras.ops.convert_to_numpy(variable))
-    return lstm, parallel, rnn
-
-
-def test_cell_and_parallel_forms_agree_with_resets_forward_and_gradients(float64_policy):
-    lstm, parallel, rnn = _pair()
-    x = RNG.normal(size=(B, T, 5))
-    reset = _resets()
-    mask = np.ones((B, T), bool)
-    mask[2, 8:] = False
-
-    def parallel_loss(inputs):
-        h = lstm(inputs, mask=mask, reset=reset)
-        out = parallel(h, mask=mask, reset=reset)
-        return keras.ops.sum(keras.ops.where(mask[..., None], out, 0.0) ** 2)
-
-    def cell_loss(inputs):
-        out = rnn(inputs, mask=mask, reset=reset)
-        return keras.ops.sum(keras.ops.where(mask[..., None], out, 0.0) ** 2)
-
-    names = [v.path.split("/")[-1] for v in parallel.trainable_weights]
-    cell = rnn.cell
-    variables = lstm.trainable_weights + parallel.trainable_weights
-    cell_variables = cell.cell.trainable_weights + [getattr(cell, name) for name in names]
-    loss_a, grads_a, (dx_a,) = gradients(parallel_loss, variables, [x])
-    loss_b, grads_b, (dx_b,) = gradients(cell_loss, cell_variables, [x])
-    np.testing.assert_allclose(loss_a, loss_b, rtol=1e-12)
-    for a, b in zip(grads_a, grads_b):
-        np.testing.assert_allclose(a, b, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(dx_a, dx_b, atol=1e-10, rtol=0)
+# -- the window-attention layers (their references with resets, cell and sequence forms
+# agreeing with resets: test_sliding_window_attention.py, test_ngram_concat.py) ----------------
 
 
 @pytest.mark.parametrize("form", ["parallel", "cell"])
 def test_no_gradient_crosses_a_reset(float64_policy, form):
-    lstm, parallel, rnn = _pair()
-    x = RNG.normal(size=(B, T, 5))
+    lstm, parallel, rnn = build_pair("key_value_predict", None, 3, "mask", True, resettable=True)
+    x = np.random.default_rng(7).normal(size=(B, T, 5))
     reset = _resets()
 
     def loss(inputs):
@@ -190,8 +58,8 @@ def test_no_gradient_crosses_a_reset(float64_policy, form):
 
 
 def test_resets_under_jit_compile_match_eager():
-    lstm, parallel, rnn = _pair()
-    x = RNG.normal(size=(B, T, 5)).astype("float32")
+    lstm, parallel, rnn = build_pair("key_value_predict", None, 3, "mask", True, resettable=True)
+    x = np.random.default_rng(7).normal(size=(B, T, 5)).astype("float32")
     reset = _resets()
     inputs = keras.Input((T, 5))
     flags = keras.Input((T,), dtype="bool")
@@ -205,20 +73,361 @@ def test_resets_under_jit_compile_match_eager():
     np.testing.assert_allclose(cell_model.predict([x, reset], verbose=0), eager, atol=1e-5)
 
 
-def test_resets_under_mixed_float16_match_float32():
-    x = RNG.normal(size=(B, T, W)).astype("float32")
-    reset = _resets()
-    reference = SlidingWindowAttention(3, mode="key_value")
-    expected = np.asarray(reference(x, reset=reset))
-    half = SlidingWindowAttention(3, mode="key_value", dtype="mixed_float16")
-    half.build(x.shape)
-    half.set_weights(reference.get_weights())
-    np.testing.assert_allclose(
-        np.asarray(half(x, reset=reset)).astype("float32"), expected, atol=2e-2
+# -- the recurrent layers: the associative-memory layers and cells, Keras's cells ----------
+
+UNITS, COPIES, INPUT_DIM, STEPS = 8, 3, 4, 7
+SEQUENCE_FLAGS = {"return_sequences": True, "return_state": True}
+
+# The layers under test, each a factory of a layer returning every step's output and its
+# final states.
+KINDS = {
+    "am_gru_keras_loop": lambda **kw: AssociativeGRU(
+        UNITS, num_copies=COPIES, fused_loop=False, **SEQUENCE_FLAGS, **kw
+    ),
+    # On TensorFlow "auto" runs the fused loop, and a call with `reset` falls back.
+    "am_gru_auto": lambda **kw: AssociativeGRU(UNITS, num_copies=COPIES, **SEQUENCE_FLAGS, **kw),
+    "am_gru_unroll": lambda **kw: AssociativeGRU(
+        UNITS, num_copies=COPIES, unroll=True, **SEQUENCE_FLAGS, **kw
+    ),
+    "am_gru_retrievals": lambda **kw: AssociativeGRU(
+        UNITS, num_copies=COPIES, return_retrievals=True, **SEQUENCE_FLAGS, **kw
+    ),
+    "dual_auto": lambda **kw: DualAssociativeGRU(UNITS, num_copies=COPIES, **SEQUENCE_FLAGS, **kw),
+    "dual_released": lambda **kw: DualAssociativeGRU(
+        UNITS, num_copies=COPIES, dual_key="released", **SEQUENCE_FLAGS, **kw
+    ),
+    "rnn_am_gru_cell": lambda **kw: ResettableRNN(
+        AssociativeGRUCell(UNITS, num_copies=COPIES), **SEQUENCE_FLAGS, **kw
+    ),
+    "rnn_memory_cell_gru": lambda **kw: ResettableRNN(
+        AssociativeMemoryCell(keras.layers.GRUCell(6), num_copies=COPIES), **SEQUENCE_FLAGS, **kw
+    ),
+    "rnn_memory_cell_lstm": lambda **kw: ResettableRNN(
+        AssociativeMemoryCell(keras.layers.LSTMCell(6), num_copies=2), **SEQUENCE_FLAGS, **kw
+    ),
+    "rnn_dual_cell": lambda **kw: ResettableRNN(
+        DualAssociativeGRUCell(UNITS, num_copies=COPIES), **SEQUENCE_FLAGS, **kw
+    ),
+    # Keras's cells, which `ResettableRNN` wraps in a `ResettableCell`.
+    "rnn_lstm": lambda **kw: ResettableRNN(keras.layers.LSTMCell(4), **SEQUENCE_FLAGS, **kw),
+    "rnn_gru_unroll": lambda **kw: ResettableRNN(
+        keras.layers.GRUCell(4), unroll=True, **SEQUENCE_FLAGS, **kw
+    ),
+}
+
+
+def _numpy(x):
+    return np.asarray(keras.ops.convert_to_numpy(x))
+
+
+def _resets_and_mask():
+    """Three rows of `STEPS` steps: row 0 starts documents at steps 2 and 5, row 1 at step 0
+    (forgetting any initial state) and 4, row 2 has no document boundary (its one reset is
+    at a masked step, which ignores it). The mask pads row 0 at the end and leaves holes
+    inside documents."""
+    reset = np.zeros((3, STEPS), bool)
+    reset[0, [2, 5]] = True
+    reset[1, [0, 4]] = True
+    reset[2, 3] = True
+    mask = np.ones((3, STEPS), bool)
+    mask[0, 6] = False  # padding at the end
+    mask[0, 3] = False  # a hole in the second document
+    mask[1, 5] = False  # a hole right after a reset
+    mask[2, 3] = False  # the reset here is ignored
+    return reset, mask
+
+
+def _documents(reset, mask):
+    """Per row, the ``(start, end, fresh)`` of its documents: a document starts at step 0 and
+    at every reset of a kept step; ``fresh`` tells whether it starts from a fresh state (a
+    reset) or from the initial state."""
+    kept = np.ones_like(reset) if mask is None else mask
+    rows = []
+    for row, keep in zip(reset, kept):
+        starts = [t for t in range(1, len(row)) if row[t] and keep[t]]
+        bounds = [0] + starts + [len(row)]
+        fresh = [bool(row[0] and keep[0])] + [True] * len(starts)
+        rows.append([(s, e, f) for s, e, f in zip(bounds, bounds[1:], fresh)])
+    return rows
+
+
+def _is_dual(layer):
+    return isinstance(layer.cell, DualAssociativeGRUCell)
+
+
+def _fresh_state(layer, initial_state, row):
+    """The states a row starts a document from after a reset: zeros, and for the Dual
+    cell, the row's source memory (not a recurrent state, so kept)."""
+    if not _is_dual(layer):
+        return None
+    sizes = keras.tree.flatten(layer.cell.state_size)
+    dtype = layer.cell.compute_dtype
+    states = [np.zeros((1, size), dtype) for size in sizes]
+    if initial_state is not None:
+        states[2] = np.asarray(initial_state[2])[row : row + 1]
+    return states
+
+
+def separate_runs(layer, xs, reset, mask=None, initial_state=None):
+    """Each document of each row run on its own by ``layer`` (not stateful): the expected
+    outputs ``[batch, time, ...]`` and final states of the packed run."""
+    outputs, finals = None, []
+    for row, documents in enumerate(_documents(reset, mask)):
+        for start, end, fresh in documents:
+            if fresh or initial_state is None:
+                init = _fresh_state(layer, initial_state, row)
+            else:
+                init = [np.asarray(s)[row : row + 1] for s in initial_state]
+            x = xs[row : row + 1, start:end]
+            if mask is None:
+                result = [_numpy(t) for t in layer(x, initial_state=init)]
+            else:
+                result = masked_rnn(layer, x, mask[row : row + 1, start:end], initial_state=init)
+            if outputs is None:
+                outputs = np.zeros(xs.shape[:2] + result[0].shape[2:], result[0].dtype)
+            outputs[row, start:end] = result[0][0]
+        finals.append([state[0] for state in result[1:]])
+    return outputs, [np.stack(states) for states in zip(*finals)]
+
+
+def _random_initial_state(layer, rng, batch=3):
+    sizes = keras.tree.flatten(layer.cell.state_size)
+    dtype = layer.cell.compute_dtype
+    return [(0.5 * rng.normal(size=(batch, size))).astype(dtype) for size in sizes]
+
+
+def _built(kind, xs, rng, **kwargs):
+    """A layer of ``kind``, built and run once (so that a stateful layer is ready)."""
+    layer = KINDS[kind](**kwargs)
+    layer.build(xs.shape)
+    # Non-trivial weights, so that every state matters.
+    for weight in layer.weights:
+        weight.assign(rng.uniform(-0.7, 0.7, size=weight.shape).astype(weight.dtype))
+    return layer
+
+
+def _assert_equal_runs(packed, expected, atol):
+    outputs, *states = packed
+    expected_outputs, expected_states = expected
+    np.testing.assert_allclose(_numpy(outputs), expected_outputs, atol=atol, rtol=0)
+    assert len(states) == len(expected_states)
+    for got, want in zip(states, expected_states):
+        np.testing.assert_allclose(_numpy(got), want, atol=atol, rtol=0)
+
+
+# Each layer with and without a mask, with and without an initial state, and each mask case
+# with each initial-state case, by pairs (`all_pairs`: 24 cases of the product's 48).
+@pytest.mark.parametrize(
+    "kind, masked, initial_state",
+    all_pairs(sorted(KINDS), ["masked", "unmasked"], ["initial_state", "zero_state"]),
+)
+def test_packed_documents_equal_separate_runs_in_float64(
+    float64_policy, kind, masked, initial_state
+):
+    rng = np.random.default_rng(sorted(KINDS).index(kind))
+    xs = rng.normal(size=(3, STEPS, INPUT_DIM))
+    layer = _built(kind, xs, rng)
+    reset, mask = _resets_and_mask()
+    mask = mask if masked == "masked" else None
+    initial = _random_initial_state(layer, rng) if initial_state == "initial_state" else None
+    packed = layer(xs, reset=reset, mask=mask, initial_state=initial)
+    expected = separate_runs(layer, xs, reset, mask, initial)
+    _assert_equal_runs(packed, expected, atol=1e-10)
+    # Not vacuous: without the resets the rows with documents compute something else.
+    if mask is None:
+        plain = _numpy(layer(xs, initial_state=initial)[0])
+    else:
+        plain = masked_rnn(layer, xs, mask, initial_state=initial)[0]
+    assert np.abs(plain[:2] - expected[0][:2]).max() > 1e-3
+    if mask is not None:  # row 2's only reset is at a masked step, which ignores it
+        np.testing.assert_allclose(_numpy(packed[0])[2], plain[2], atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru", "rnn_lstm"])
+def test_stateful_layer_forgets_the_carried_states_at_a_reset(float64_policy, kind):
+    rng = np.random.default_rng(3)
+    # Two segments of a stream.
+    first, xs = rng.normal(size=(3, 3, INPUT_DIM)), rng.normal(size=(3, STEPS, INPUT_DIM))
+    stateful = _built(kind, xs, rng, stateful=True)
+    twin = KINDS[kind]()  # the same weights, not stateful
+    twin.build(xs.shape)
+    twin.set_weights(stateful.get_weights())
+    carried = [_numpy(s) for s in stateful(first)[1:]]
+    reset = np.zeros((3, STEPS), bool)
+    reset[0, 4] = True  # row 0: the end of the first document, then a new one
+    reset[1, 0] = True  # row 1: a new document at once
+    packed = stateful(xs, reset=reset)
+    expected = separate_runs(twin, xs, reset, initial_state=carried)
+    _assert_equal_runs(packed, expected, atol=1e-10)
+    # The layer keeps the packed run's final states for the next segment.
+    for variable, state in zip(stateful.states, expected[1]):
+        np.testing.assert_allclose(_numpy(variable), state, atol=1e-10, rtol=0)
+
+
+def _cell_and_states(rng, batch=3):
+    cell = AssociativeGRUCell(UNITS, num_copies=COPIES, return_retrievals=True)
+    cell.build((None, INPUT_DIM))
+    for weight in cell.weights:
+        weight.assign(rng.uniform(-0.7, 0.7, size=weight.shape))
+    states = [rng.normal(size=(batch, size)) for size in cell.state_size]
+    return cell, states
+
+
+def test_am_gru_cell_step_paths_take_reset(float64_policy):
+    rng = np.random.default_rng(5)
+    cell, states = _cell_and_states(rng)
+    x = rng.normal(size=(3, INPUT_DIM))
+    reset = np.array([False, True, False])
+    fresh = [np.where(reset[:, None], 0.0, s) for s in states]
+    want_output, want_states, want_retrievals = cell.call_with_retrievals(x, fresh)
+    output, new_states, retrievals = cell.call_with_retrievals(x, states, reset=reset)
+    for got, want in zip(
+        [output, *new_states, *retrievals.values()],
+        [want_output, *want_states, *want_retrievals.values()],
+    ):
+        np.testing.assert_allclose(_numpy(got), _numpy(want), atol=1e-12, rtol=0)
+    # The step on precomputed input projections, as `AssociativeGRU`'s loop runs it.
+    input_kernel, input_bias, *kernels = cell._projection_kernels()
+    projected = ops.matmul(x, input_kernel) + input_bias
+    want = cell._projected_call(projected, fresh, kernels)
+    got = cell._projected_call(projected, states, kernels, reset=reset)
+    with cell._stepping_on_projections(kernels):
+        stepped = cell(projected, states, reset=reset)
+    for result in (got, stepped):
+        for g, w in zip(keras.tree.flatten(result), keras.tree.flatten(want)):
+            np.testing.assert_allclose(_numpy(g), _numpy(w), atol=1e-12, rtol=0)
+    assert (
+        np.abs(_numpy(want[0]) - _numpy(cell._projected_call(projected, states, kernels)[0]))[
+            1
+        ].max()
+        > 1e-3
     )
 
 
-def test_reset_with_go_backwards_is_refused():
-    rnn = ResettableRNN(keras.layers.GRUCell(4), go_backwards=True)
-    with pytest.raises(ValueError, match="`reset` cannot be combined with go_backwards"):
-        rnn(np.zeros((B, T, W), "float32"), reset=_resets())
+# -- gradients -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kind", ["am_gru_keras_loop", "am_gru_auto", "dual_auto", "rnn_memory_cell_gru"]
+)
+def test_no_gradient_flows_back_through_a_reset(float64_policy, kind):
+    rng = np.random.default_rng(6)
+    xs = rng.normal(size=(3, STEPS, INPUT_DIM))
+    layer = _built(kind, xs, rng)
+    initial = _random_initial_state(layer, rng)
+    start = 4
+    reset = np.zeros((3, STEPS), bool)
+    reset[0, start] = True
+
+    def loss_with(reset):
+        def loss(xs, *initial):
+            outputs = layer(xs, reset=reset, initial_state=list(initial))[0]
+            return ops.sum(ops.sin(outputs[0, start:]))
+
+        return loss
+
+    _, _, (grad_x, *grad_initial) = gradients(loss_with(reset), inputs=[xs, *initial])
+    np.testing.assert_array_equal(grad_x[0, :start], 0.0)
+    assert np.abs(grad_x[0, start:]).min() > 0
+    # The recurrent states are forgotten; the Dual layer's source memory is read after the
+    # reset too.
+    for grad in grad_initial[:2]:
+        np.testing.assert_array_equal(grad, 0.0)
+    if _is_dual(layer):
+        assert np.abs(grad_initial[2][0]).max() > 0
+    # Without the reset, the same loss depends on the earlier steps.
+    _, _, (grad_x, *_) = gradients(loss_with(np.zeros_like(reset)), inputs=[xs, *initial])
+    assert np.abs(grad_x[0, :start]).min() > 0
+
+
+# -- compiled, mixed precision ---------------------------------------------------------------
+
+
+def _compiled(function):
+    """``function`` compiled with XLA: `tf.function(jit_compile=True)` or `jax.jit`."""
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(function, jit_compile=True)
+    if BACKEND == "jax":
+        import jax
+
+        return jax.jit(function)
+    pytest.skip(f"no XLA compilation on the {BACKEND} backend")
+
+
+@pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru"])
+def test_xla_compiled_call_with_reset_equals_separate_runs(kind):
+    rng = np.random.default_rng(7)
+    xs = rng.normal(size=(3, STEPS, INPUT_DIM)).astype("float32")
+    layer = _built(kind, xs, rng)
+    reset, mask = _resets_and_mask()
+    call = _compiled(lambda xs, reset, mask: layer(xs, reset=reset, mask=mask))
+    packed = call(xs, reset, mask)
+    _assert_equal_runs(packed, separate_runs(layer, xs, reset, mask), atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru"])
+def test_mixed_float16_call_with_reset_equals_separate_runs(kind):
+    keras.config.set_dtype_policy("mixed_float16")
+    rng = np.random.default_rng(8)
+    xs = rng.normal(size=(3, STEPS, INPUT_DIM)).astype("float32")
+    layer = _built(kind, xs, rng)
+    reset, mask = _resets_and_mask()
+    packed = layer(xs, reset=reset, mask=mask)
+    assert keras.backend.standardize_dtype(packed[0].dtype) == "float16"
+    _assert_equal_runs(packed, separate_runs(layer, xs, reset, mask), atol=5e-3)
+
+
+# -- in a functional model ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto"])
+def test_functional_model_with_a_reset_input(kind):
+    rng = np.random.default_rng(9)
+    xs = rng.normal(size=(3, STEPS, INPUT_DIM)).astype("float32")
+    reset, _ = _resets_and_mask()
+    inputs = keras.Input((None, INPUT_DIM))
+    resets = keras.Input((None,), dtype="bool")
+    layer = KINDS[kind]()
+    symbolic = layer(inputs, reset=resets)
+    assert [tuple(t.shape) for t in symbolic] == [
+        (None, None, layer.cell.output_size),
+        *[(None, size) for size in layer.cell.state_size],
+    ]
+    model = keras.Model([inputs, resets], symbolic)
+    got = model([xs, reset])
+    _assert_equal_runs(got, separate_runs(layer, xs, reset), atol=1e-5)
+
+
+# -- bad arguments -----------------------------------------------------------------------------
+
+
+@tensorflow_only(FUSED_LOOP)
+@pytest.mark.parametrize("layer_cls", [AssociativeGRU, DualAssociativeGRU])
+def test_fused_loop_true_refuses_reset(layer_cls):
+    xs = np.ones((2, 5, INPUT_DIM), "float32")
+    layer = layer_cls(UNITS, num_copies=COPIES, fused_loop=True)
+    layer(xs)  # runs without reset
+    message = "`reset`.*fused_loop=True.*fused_loop='auto'.*False"
+    with pytest.raises(ValueError, match=message):
+        layer(xs, reset=np.zeros((2, 5), bool))
+    with pytest.raises(ValueError, match=message):
+        layer(keras.Input((5, INPUT_DIM)), reset=keras.Input((5,), dtype="bool"))
+
+
+@tensorflow_only(FUSED_LOOP)
+def test_auto_runs_the_fused_loop_without_reset_and_keras_loop_with_it():
+    rng = np.random.default_rng(11)
+    xs = rng.normal(size=(2, 5, INPUT_DIM)).astype("float32")
+    layer = AssociativeGRU(UNITS, num_copies=COPIES, return_sequences=True)
+    layer.build(xs.shape)
+    assert layer.uses_fused_loop
+    loops = []
+    fused, keras_loop = layer.fused_inner_loop, layer.keras_inner_loop
+    layer.fused_inner_loop = lambda *a: loops.append("fused") or fused(*a)
+    layer.keras_inner_loop = lambda *a: loops.append("keras") or keras_loop(*a)
+    plain = layer(xs)
+    with_reset = layer(xs, reset=np.zeros((2, 5), bool))
+    assert loops == ["fused", "keras"]
+    np.testing.assert_allclose(_numpy(with_reset), _numpy(plain), atol=1e-5)

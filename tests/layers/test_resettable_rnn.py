@@ -1,127 +1,124 @@
-"""`ResettableCell` and `ResettableRNN`: any Keras cell with in-graph per-row resets."""
+"""`ResettableCell` and `ResettableRNN`: any Keras cell with in-graph per-row resets (packed
+documents against separate runs, with masks, initial and carried states: test_resets.py)."""
 
 import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import (
-    CELL_SPEC,
-    INPUT_DIM,
-    REFUSES_EMPTY,
-    RNN_LAYER_FLAGS,
-    RNN_MASKING,
-    CellTests,
-    LayerTestCase,
-    ResetCellTests,
-    ResetSequenceTests,
-    rnn_case,
-    user_rnn,
-)
+from tests.layer_test_case import LayerTestCase, rnn_over, user_rnn
 from tests.support import BACKEND, keras_lstm, tensorflow_only
 from tf_memlayers import ResettableCell, ResettableRNN, SlidingWindowAttentionCell
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 
-def _rnn_resettable(cell):
-    """`ResettableRNN` over ``cell``, written as `user_rnn` writes `keras.layers.RNN`."""
-    return ResettableRNN(
-        cell, return_sequences=True, zero_output_for_mask=keras.backend.backend() != "tensorflow"
-    )
-
-
-class ResettableCellTest(CellTests, ResetCellTests, LayerTestCase):
-    """The shared suites of `ResettableCell` (tests/layer_test_case.py)."""
-
+class ResettableCellTest(LayerTestCase):
     layer_cls = ResettableCell
-    make = staticmethod(lambda **kw: ResettableCell(keras.layers.GRUCell(4), **kw))
-    not_in = {
-        "output_spec": CELL_SPEC,
-        "nan_padding": RNN_MASKING,
-        "flags": "has no boolean arguments",
-    }
-    cells = {
-        "resettable_lstm": lambda dtype=None: ResettableCell(
-            keras.layers.LSTMCell(6, dtype=dtype), dtype=dtype
-        ),
-    }
-    keras_checks = {
-        "rnn_resettable_lstm": rnn_case(cells["resettable_lstm"], 6, 3, 1),
-    }
-    journeys = {
-        "ResettableCell": (
-            "step",
-            lambda e: user_rnn(ResettableCell(keras.layers.LSTMCell(8)), return_sequences=True)(e),
-        ),
-    }
+
+    def test_layer_behaviors(self):
+        self.run_layer_test(
+            rnn_over(
+                lambda dtype: ResettableCell(keras.layers.LSTMCell(6, dtype=dtype), dtype=dtype)
+            ),
+            input_shape=(2, 3, 4),
+            expected_output_shape=(2, 3, 6),
+            expected_num_trainable_weights=3,
+            expected_num_seed_generators=1,
+            supports_masking=True,
+        )
+
+    def test_journey(self, tmp_path):
+        cell = lambda: ResettableCell(keras.layers.LSTMCell(8))  # noqa: E731
+        self.run_journey_test(
+            "step", lambda e: user_rnn(cell(), return_sequences=True)(e), tmp_path
+        )
+
+    def test_config(self):
+        self.run_config_test(ResettableCell, cell=keras.layers.LSTMCell(3), name="wrapped")
+
+    def test_cell(self):
+        self.run_cell_tests(
+            lambda dtype=None: ResettableCell(keras.layers.LSTMCell(6, dtype=dtype), dtype=dtype)
+        )
+
+    def test_resets(self):
+        self.run_reset_tests(lambda **kw: ResettableCell(keras.layers.GRUCell(4), **kw))
 
 
-class ResettableRNNTest(ResetSequenceTests, LayerTestCase):
-    """The shared suites of `ResettableRNN` (tests/layer_test_case.py)."""
-
+class ResettableRNNTest(LayerTestCase):
     layer_cls = ResettableRNN
-    make = staticmethod(lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw))
-    flags = RNN_LAYER_FLAGS[1:]
-    not_in = {
-        "empty": REFUSES_EMPTY,
-        "nan_padding": "keras.layers.RNN's masking, which promises nothing about NaN",
-    }
-    keras_checks = {
-        "resettable_rnn": (
+
+    def test_layer_behaviors(self):
+        self.run_layer_test(
             lambda **kw: ResettableRNN(
                 keras.layers.LSTMCell(5, dtype=kw.get("dtype")), return_sequences=True, **kw
             ),
-            {},
-            dict(
-                input_shape=(2, 3, INPUT_DIM),
-                expected_output_shape=(2, 3, 5),
-                expected_num_trainable_weights=3,
-                expected_num_seed_generators=1,
-                supports_masking=True,
-            ),
-        ),
-        "resettable_rnn_window_cell": (
-            lambda **kw: ResettableRNN(
-                SlidingWindowAttentionCell(
-                    keras.layers.LSTMCell(6, dtype=kw.get("dtype")),
-                    window=2,
-                    mode="key_value",
-                    dtype=kw.get("dtype"),
-                ),
-                return_state=True,
-                **kw,
-            ),
-            {},
-            dict(
-                input_shape=(2, 3, INPUT_DIM),
-                expected_output_shape=((2, 3), (2, 6), (2, 6), (2, 2 * 7)),
-                expected_num_trainable_weights=3 + 5,
-                expected_num_seed_generators=1,
-                supports_masking=True,
-            ),
-        ),
-    }
-    journeys = {
-        "ResettableRNN": (
-            "step",
-            lambda e: _rnn_resettable(keras.layers.LSTMCell(8))(e),
-        ),
-    }
-    output_spec = {
-        "resettable_rnn": (
-            lambda dtype: ResettableRNN(
-                keras.layers.GRUCell(5, dtype=dtype), return_sequences=True, dtype=dtype
-            ),
-            (2, 5, 4),
-            {},
-        ),
-        "resettable_rnn_state": (
-            lambda dtype: ResettableRNN(
-                keras.layers.LSTMCell(5, dtype=dtype), return_state=True, dtype=dtype
-            ),
-            (2, 5, 4),
-            {},
-        ),
-    }
+            input_shape=(2, 3, 4),
+            expected_output_shape=(2, 3, 5),
+            expected_num_trainable_weights=3,
+            expected_num_seed_generators=1,
+            supports_masking=True,
+        )
+
+    def test_layer_behaviors_over_a_cell_taking_reset(self):
+        def make(dtype=None, **kwargs):
+            cell = keras.layers.LSTMCell(6, dtype=dtype)
+            attention = SlidingWindowAttentionCell(cell, window=2, mode="key_value", dtype=dtype)
+            return ResettableRNN(attention, return_state=True, dtype=dtype, **kwargs)
+
+        self.run_layer_test(
+            make,
+            input_shape=(2, 3, 4),
+            expected_output_shape=((2, 3), (2, 6), (2, 6), (2, 2 * 7)),
+            expected_num_trainable_weights=3 + 5,
+            expected_num_seed_generators=1,
+            supports_masking=True,
+        )
+
+    def test_journey(self, tmp_path):
+        def build(embedded):
+            rnn = ResettableRNN(
+                keras.layers.LSTMCell(8),
+                return_sequences=True,
+                zero_output_for_mask=BACKEND != "tensorflow",
+            )
+            return rnn(embedded)
+
+        self.run_journey_test("step", build, tmp_path)
+
+    def test_config(self):
+        self.run_config_test(
+            ResettableRNN,
+            cell=keras.layers.GRUCell(4),
+            return_sequences=True,
+            return_state=True,
+            go_backwards=True,
+            stateful=True,
+            unroll=True,
+            zero_output_for_mask=True,
+        )
+
+    @pytest.mark.parametrize(
+        "cell, kwargs",
+        [
+            (keras.layers.GRUCell, dict(return_sequences=True)),
+            (keras.layers.LSTMCell, dict(return_state=True)),
+        ],
+    )
+    def test_output_spec(self, cell, kwargs):
+        self.run_output_spec_test(
+            lambda dtype: ResettableRNN(cell(5, dtype=dtype), dtype=dtype, **kwargs), (2, 5, 4)
+        )
+
+    def test_flags(self):
+        self.run_flags_test(lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw))
+
+    def test_resets(self):
+        self.run_reset_tests(lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw))
+
+    def test_mixed_float16_matches_float32(self):
+        x = RNG.normal(size=(B, T, F)).astype("float32")
+        make = lambda: ResettableRNN(keras.layers.GRUCell(4), return_sequences=True)  # noqa: E731
+        self.run_mixed_precision_test(make, x, atol=1e-2, reset=_resets())
 
 
 RNG = np.random.default_rng(3)
@@ -140,34 +137,6 @@ def _documents(reset, row):
     return list(zip(starts, [*starts[1:], reset.shape[1]]))
 
 
-CELLS = {
-    "lstm": lambda: keras.layers.LSTMCell(4),
-    "gru": lambda: keras.layers.GRUCell(4),
-    "stacked": lambda: keras.layers.StackedRNNCells(
-        [keras.layers.LSTMCell(3), keras.layers.GRUCell(4)]
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(CELLS))
-@pytest.mark.parametrize("unroll", [False, True])
-def test_packed_documents_equal_separate_runs(float64_policy, name, unroll):
-    rnn = ResettableRNN(CELLS[name](), return_sequences=True, return_state=True, unroll=unroll)
-    x = RNG.normal(size=(B, T, F))
-    reset = _resets()
-    outputs, *states = rnn(x, reset=reset)
-    for row in range(B):
-        for start, stop in _documents(reset, row):
-            alone, *alone_states = rnn(x[row : row + 1, start:stop])
-            np.testing.assert_allclose(
-                np.asarray(outputs)[row, start:stop], np.asarray(alone)[0], atol=1e-12, rtol=0
-            )
-        for state, alone_state in zip(keras.tree.flatten(states), keras.tree.flatten(alone_states)):
-            np.testing.assert_allclose(
-                np.asarray(state)[row], np.asarray(alone_state)[0], atol=1e-12, rtol=0
-            )
-
-
 def test_without_reset_it_is_keras_rnn_and_lstm(float64_policy):
     x = RNG.normal(size=(B, T, F))
     rnn = ResettableRNN(keras.layers.LSTMCell(4), return_sequences=True)
@@ -180,49 +149,6 @@ def test_without_reset_it_is_keras_rnn_and_lstm(float64_policy):
     no_reset = np.zeros((B, T), bool)
     np.testing.assert_allclose(
         np.asarray(rnn(x, reset=no_reset)), np.asarray(lstm(x)), atol=1e-12, rtol=0
-    )
-
-
-def test_masks_with_resets_keep_states_over_padding(float64_policy):
-    x = RNG.normal(size=(B, T, F))
-    reset = _resets()
-    mask = np.ones((B, T), bool)
-    mask[0, [2, 4]] = False  # the reset at the masked step 2 is ignored
-    mask[2, 7:] = False
-    rnn = ResettableRNN(keras.layers.GRUCell(4), return_sequences=True, zero_output_for_mask=True)
-    outputs = np.asarray(rnn(x, mask=mask, reset=reset))
-    # Row 0: the documents of valid steps are [0, 1, 3, 5] (no reset at 2) and [6 ..].
-    kept = [0, 1, 3, 5]
-    first = np.asarray(rnn(x[:1, kept]))[0]
-    np.testing.assert_allclose(outputs[0, kept], first, atol=1e-12, rtol=0)
-    np.testing.assert_allclose(outputs[0, 6:], np.asarray(rnn(x[:1, 6:]))[0], atol=1e-12)
-    assert np.all(outputs[0, [2, 4]] == 0) and np.all(outputs[2, 7:] == 0)
-
-
-def test_initial_state_is_forgotten_at_a_reset_only(float64_policy):
-    x = RNG.normal(size=(B, T, F))
-    rnn = ResettableRNN(keras.layers.LSTMCell(4), return_sequences=True)
-    initial = [RNG.normal(size=(B, 4)), RNG.normal(size=(B, 4))]
-    reset = np.zeros((B, T), bool)
-    reset[0, 0] = True
-    outputs = np.asarray(rnn(x, initial_state=initial, reset=reset))
-    np.testing.assert_allclose(outputs[0], np.asarray(rnn(x[:1]))[0], atol=1e-12)
-    np.testing.assert_allclose(
-        outputs[1:], np.asarray(rnn(x, initial_state=initial))[1:], atol=1e-12
-    )
-
-
-def test_stateful_segments_with_resets_equal_one_run(float64_policy):
-    x = RNG.normal(size=(B, T, F))
-    reset = _resets()
-    whole = ResettableRNN(keras.layers.LSTMCell(4), return_sequences=True)
-    expected = np.asarray(whole(x, reset=reset))
-    stateful = ResettableRNN(keras.layers.LSTMCell(4), return_sequences=True, stateful=True)
-    stateful.build((B, None, F))
-    stateful.set_weights(whole.get_weights())
-    parts = [stateful(x[:, a:b], reset=reset[:, a:b]) for a, b in ((0, 4), (4, 7), (7, T))]
-    np.testing.assert_allclose(
-        np.concatenate([np.asarray(p) for p in parts], axis=1), expected, atol=1e-12, rtol=0
     )
 
 
@@ -277,21 +203,6 @@ def test_stacked_dropout_cells_fit_on_a_partial_last_batch_and_round_trip(tmp_pa
     assert not np.allclose(loaded.predict(flipped, verbose=0), expected, atol=1e-4)
 
 
-def test_mixed_float16_matches_float32():
-    x = RNG.normal(size=(B, T, F)).astype("float32")
-    reset = _resets()
-    rnn = ResettableRNN(keras.layers.GRUCell(4), return_sequences=True)
-    expected = np.asarray(rnn(x, reset=reset))
-    half = ResettableRNN(
-        keras.layers.GRUCell(4, dtype="mixed_float16"), return_sequences=True, dtype="mixed_float16"
-    )
-    half.build(x.shape)
-    half.set_weights(rnn.get_weights())
-    np.testing.assert_allclose(
-        np.asarray(half(x, reset=reset)).astype("float32"), expected, atol=1e-2
-    )
-
-
 @tensorflow_only("exports a SavedModel")
 def test_export_keeps_the_reset_input(tmp_path):
     import tensorflow as tf
@@ -307,17 +218,12 @@ def test_export_keeps_the_reset_input(tmp_path):
     np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-5)
 
 
-def test_cells_without_reset_are_wrapped_and_configs_round_trip():
+def test_cells_without_reset_are_wrapped():
     rnn = ResettableRNN(keras.layers.GRUCell(4), return_sequences=True)
     assert isinstance(rnn.cell, ResettableCell)
     again = ResettableRNN.from_config(rnn.get_config())
     assert isinstance(again.cell, ResettableCell)
     assert isinstance(again.cell.cell, keras.layers.GRUCell)
-    assert again.return_sequences
-    cell = ResettableCell(keras.layers.LSTMCell(3), name="wrapped")
-    clone = ResettableCell.from_config(cell.get_config())
-    assert clone.name == "wrapped" and clone.cell.units == 3
-    assert clone.state_size == cell.cell.state_size
 
 
 def test_a_non_cell_is_refused():

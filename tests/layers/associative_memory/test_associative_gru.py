@@ -1,101 +1,33 @@
-"""`AssociativeGRU` (input projections before the loop) against `RNN(AssociativeGRUCell)`."""
+"""`AssociativeGRU` (input projections before the loop) against `RNN(AssociativeGRUCell)`, in
+both of its time loops: Keras's (autodiff backward) and the fused one (TensorFlow)."""
 
-import os
+import re
 
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
-from tests.am_gru_reference import permutations
-from tests.layer_test_case import (
-    REFUSES_EMPTY,
-    RNN_LAYER_FLAGS,
-    LayerTestCase,
-    ResetSequenceTests,
-)
-from tests.layers.associative_memory.test_associative_gru_cell import (
-    random_weights,
-    reference_run,
-    set_cell_weights,
-)
+from tests.am_gru_reference import permutations, random_weights, reference_run
+from tests.layer_test_case import LayerTestCase
+from tests.layers.associative_memory.test_associative_gru_cell import set_cell_weights
 from tests.support import (
     BACKEND,
     FUSED_LOOP,
     TF_DISTRIBUTE,
+    all_pairs,
     gradients,
     json_report_of_script,
     masked_rnn,
     tensorflow_only,
 )
-from tf_memlayers.compat import load_original_weights, original_variable_names
-from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell, DualAssociativeGRU
+from tf_memlayers.layers import (
+    AssociativeGRU,
+    AssociativeGRUCell,
+    DualAssociativeEncoder,
+    DualAssociativeGRU,
+)
 from tf_memlayers.models._compiling import compile_and_build_optimizer
-
-
-class AssociativeGRUTest(ResetSequenceTests, LayerTestCase):
-    """The shared suites of `AssociativeGRU` (tests/layer_test_case.py)."""
-
-    layer_cls = AssociativeGRU
-    make = staticmethod(lambda **kw: AssociativeGRU(4, **kw))
-    not_in = {"empty": REFUSES_EMPTY}
-    flags = RNN_LAYER_FLAGS
-    reference = "am_gru_reference"
-    keras_checks = {
-        **{
-            f"am_gru_{loop}": (
-                AssociativeGRU,
-                {"units": 4, "num_copies": 2, "return_sequences": True, "fused_loop": fused},
-                dict(
-                    input_shape=(2, 3, 4),
-                    expected_output_shape=(2, 3, 4),
-                    expected_num_trainable_weights=5,
-                    supports_masking=True,
-                ),
-            )
-            for loop, fused in (("keras_loop", False), ("fused_loop", True))
-        },
-    }
-    journeys = {
-        "AssociativeGRU": (
-            "step",
-            lambda e: AssociativeGRU(8, num_copies=2, return_sequences=True)(e),
-        ),
-        "AssociativeGRU_fused_loop": (
-            "step",
-            lambda e: AssociativeGRU(8, num_copies=2, return_sequences=True, fused_loop=True)(e),
-        ),
-    }
-    nan_padding = {
-        "am_gru_keras_loop": lambda: AssociativeGRU(
-            4, num_copies=2, return_sequences=True, zero_output_for_mask=True
-        ),
-        "am_gru_fused_loop": lambda: AssociativeGRU(
-            4, num_copies=2, return_sequences=True, zero_output_for_mask=True, fused_loop=True
-        ),
-    }
-    output_spec = {
-        "am_gru_states": (
-            lambda dtype: AssociativeGRU(
-                4, num_copies=2, return_sequences=True, return_state=True, dtype=dtype
-            ),
-            (2, 5, 4),
-            {},
-        ),
-        "am_gru_fused_last": (
-            lambda dtype: AssociativeGRU(4, num_copies=3, fused_loop=True, dtype=dtype),
-            (2, 5, 4),
-            {},
-        ),
-        "am_gru_retrievals": (
-            lambda dtype: AssociativeGRU(
-                4, num_copies=1, return_retrievals=True, return_sequences=True, dtype=dtype
-            ),
-            (2, 5, 4),
-            {},
-        ),
-    }
-
 
 # Both time loops of `AssociativeGRU`: Keras's (autodiff backward) and the fused one.
 FUSED = pytest.mark.parametrize(
@@ -103,6 +35,83 @@ FUSED = pytest.mark.parametrize(
     [False, pytest.param(True, marks=tensorflow_only(FUSED_LOOP))],
     ids=["keras_loop", "fused_loop"],
 )
+
+
+def _am_gru(units=4, copies=2, **kwargs):
+    return AssociativeGRU(units, num_copies=copies, **kwargs)
+
+
+class AssociativeGRUTest(LayerTestCase):
+    layer_cls = AssociativeGRU
+
+    @FUSED
+    def test_layer_behaviors(self, fused_loop):
+        self.run_layer_test(
+            AssociativeGRU,
+            {"units": 4, "num_copies": 2, "return_sequences": True, "fused_loop": fused_loop},
+            input_shape=(2, 3, 4),
+            expected_output_shape=(2, 3, 4),
+            expected_num_trainable_weights=5,
+            supports_masking=True,
+        )
+
+    @FUSED
+    def test_journey(self, fused_loop, tmp_path):
+        layer = lambda: _am_gru(8, return_sequences=True, fused_loop=fused_loop)  # noqa: E731
+        self.run_journey_test("step", lambda e: layer()(e), tmp_path)
+
+    def test_config(self):
+        self.run_config_test(
+            AssociativeGRU,
+            units=8,
+            num_copies=3,
+            seed=99,
+            return_retrievals=True,
+            kernel_initializer="random_normal",
+            gate_bias_initializer="zeros",
+            candidate_bias_initializer="ones",
+            kernel_regularizer="l2",
+            bias_regularizer="l1",
+            fused_loop=False,
+            return_sequences=True,
+            return_state=True,
+            go_backwards=True,
+            stateful=True,
+            unroll=True,
+            zero_output_for_mask=True,
+            name="am_gru",
+        )
+
+    @pytest.mark.parametrize(
+        "kwargs",
+        [
+            dict(return_sequences=True, return_state=True),
+            pytest.param(dict(num_copies=3, fused_loop=True), marks=tensorflow_only(FUSED_LOOP)),
+            dict(num_copies=1, return_retrievals=True, return_sequences=True),
+        ],
+        ids=["states", "fused_last", "retrievals"],
+    )
+    def test_output_spec(self, kwargs):
+        self.run_output_spec_test(lambda dtype: AssociativeGRU(4, dtype=dtype, **kwargs), (2, 5, 4))
+
+    @FUSED
+    def test_nan_padding(self, fused_loop):
+        self.run_nan_padding_test(
+            lambda: _am_gru(return_sequences=True, zero_output_for_mask=True, fused_loop=fused_loop)
+        )
+
+    def test_flags(self):
+        self.run_flags_test(lambda **kw: AssociativeGRU(4, **kw))
+
+    def test_resets(self):
+        self.run_reset_tests(lambda **kw: _am_gru(8, 3, **kw))
+
+    @FUSED
+    @pytest.mark.parametrize("policy, atol", [("mixed_float16", 5e-3), ("mixed_bfloat16", 3e-2)])
+    def test_mixed_precision_matches_float32(self, policy, atol, fused_loop):
+        inputs = np.random.default_rng(26).normal(size=(4, 6, 5)).astype("float32")
+        make = lambda: _am_gru(8, 4, return_sequences=True, fused_loop=fused_loop)  # noqa: E731
+        self.run_mixed_precision_test(make, inputs, atol=atol, policy=policy)
 
 
 def _pair(units, copies, input_dim, weights=None, fused_loop=False, **rnn_kwargs):
@@ -143,12 +152,22 @@ def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fuse
     np.testing.assert_allclose(np.asarray(last), ref_outputs[:, -1], atol=1e-10, rtol=0)
 
 
-@FUSED
-@pytest.mark.parametrize("go_backwards", [False, True])
-@pytest.mark.parametrize("zero_output_for_mask", [False, True])
-def test_layer_equals_the_cell_form_with_masks_and_initial_state(
-    float64_policy, go_backwards, zero_output_for_mask, fused_loop
+# Each loop with and without go_backwards and zero_output_for_mask, by pairs (`all_pairs`):
+# on JAX, where the fused loop does not run, Keras's loop runs with each of them.
+@pytest.mark.parametrize(
+    "fused_loop, go_backwards, zero_output_for_mask",
+    [
+        pytest.param(
+            *row.values, id=row.id, marks=tensorflow_only(FUSED_LOOP) if row.values[0] else ()
+        )
+        for row in all_pairs([False, True], [False, True], [False, True])
+    ],
+)
+def test_layer_equals_the_cell_form_forward_and_gradients(
+    float64_policy, fused_loop, go_backwards, zero_output_for_mask
 ):
+    """With masks (right padding, a hole), with and without an initial state: outputs, final
+    states and the gradients of the inputs, the initial state and the weights."""
     rng = np.random.default_rng(20)
     units, copies, batch, steps = 8, 3, 3, 6
     xs = rng.normal(size=(batch, steps, 5))
@@ -168,27 +187,10 @@ def test_layer_equals_the_cell_form_with_masks_and_initial_state(
         got = layer(xs, mask=mask, initial_state=init)
         for e, g in zip(expected, got):
             np.testing.assert_allclose(np.asarray(g), np.asarray(e), atol=1e-12, rtol=0)
-
-
-@FUSED
-@pytest.mark.parametrize("go_backwards", [False, True])
-def test_layer_gradients_equal_the_cell_form(float64_policy, fused_loop, go_backwards):
-    rng = np.random.default_rng(21)
-    units, copies, batch, steps = 8, 4, 3, 6
-    xs = rng.normal(size=(batch, steps, 5))
-    mask = _mask_with_holes(batch, steps)
-    initial = [rng.normal(size=(batch, units * s)) for s in (copies, 1)]
-    cell_form, layer = _pair(
-        units,
-        copies,
-        5,
-        random_weights(rng, 5, units),
-        fused_loop=fused_loop,
-        return_sequences=True,
-        return_state=True,
-        go_backwards=go_backwards,
-        # The cell form's masked outputs are wrong on JAX otherwise (KERAS_MASKED_OUTPUT).
-        zero_output_for_mask=BACKEND != "tensorflow",
+    # The gradients: the masked outputs of the cell form on JAX are its first state
+    # (KERAS_MASKED_OUTPUT), zeros with zero_output_for_mask.
+    cell_form.zero_output_for_mask = layer.zero_output_for_mask = (
+        zero_output_for_mask or BACKEND != "tensorflow"
     )
     grads = []
     for rnn in (cell_form, layer):
@@ -219,54 +221,13 @@ def test_return_retrievals_matches_the_cell_form():
     np.testing.assert_allclose(got, np.asarray(cell_form(xs)), atol=1e-6)
 
 
-def test_weights_are_the_cell_weights_and_load_from_the_original_names():
-    rng = np.random.default_rng(23)
+def test_weights_are_the_cell_weights():
+    # Named as the cell's, which `load_original_weights` maps to the original names.
     layer = AssociativeGRU(8, num_copies=2)
     layer.build((None, None, 5))
     names = [v.path.split("/")[-1] for v in layer.weights]
     assert names == ["key_kernel", "gate_kernel", "gate_bias", "candidate_kernel", "candidate_bias"]
-    w = random_weights(rng, 5, 8)
-    arrays = {
-        "AssociativeGRUCell/Keys/fully_connected/weights": w["key"],
-        "AssociativeGRUCell/Gates/fully_connected/weights": w["gate"],
-        "AssociativeGRUCell/Gates/fully_connected/biases": w["gate_bias"],
-        "AssociativeGRUCell/Candidate/fully_connected/weights": w["candidate"],
-        "AssociativeGRUCell/Candidate/fully_connected/biases": w["candidate_bias"],
-    }
-    assert len(load_original_weights(layer.cell, arrays)) == 5
-    assert set(original_variable_names(layer.cell)) == set(arrays)
-    xs = rng.normal(size=(2, 3, 5)).astype("float32")
-    ref, _ = reference_run(
-        xs.astype(float), np.zeros((2, 16)), np.zeros((2, 8)), w, permutations(4, 2)
-    )
-    np.testing.assert_allclose(np.asarray(layer(xs)), ref[:, -1], atol=2e-5)
-
-
-@FUSED
-def test_keras_round_trip_gives_identical_outputs(tmp_path, fused_loop):
-    rng = np.random.default_rng(24)
-    xs = rng.normal(size=(2, 5, 4)).astype("float32")
-    layer = AssociativeGRU(
-        8,
-        num_copies=3,
-        seed=99,
-        kernel_initializer="random_normal",
-        return_sequences=True,
-        go_backwards=True,
-        fused_loop=fused_loop,
-        name="am_gru",
-    )
-    inputs = keras.Input((None, 4))
-    model = keras.Model(inputs, layer(keras.layers.Masking(0.0)(inputs)))
-    path = os.path.join(tmp_path, "model.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    xs[1, 3:] = 0.0  # masked steps
-    np.testing.assert_array_equal(np.asarray(loaded(xs)), np.asarray(model(xs)))
-    rebuilt = AssociativeGRU.from_config(layer.get_config())
-    assert rebuilt.get_config() == layer.get_config()
-    assert rebuilt.cell.permutations == layer.cell.permutations
-    assert rebuilt.fused_loop is fused_loop
+    assert [id(v) for v in layer.weights] == [id(v) for v in layer.cell.weights]
 
 
 @FUSED
@@ -291,56 +252,32 @@ def test_jit_compiled_training_step_matches_eager(fused_loop):
     np.testing.assert_allclose(results[0], results[1], atol=1e-5)
 
 
-@FUSED
-@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-def test_mixed_precision_matches_float32_and_trains(policy, fused_loop):
-    rng = np.random.default_rng(26)
-    xs = rng.normal(size=(4, 6, 5)).astype("float32")
-    reference = AssociativeGRU(8, num_copies=4, return_sequences=True)
-    reference.build((None, 6, 5))
-    for weight in reference.weights:  # large enough that a lost memory write would show
-        weight.assign(rng.uniform(-0.8, 0.8, weight.shape))
-    expected = np.asarray(reference(xs))
-    keras.config.set_dtype_policy(policy)
-    try:
-        inputs = keras.Input((6, 5))
-        layer = AssociativeGRU(8, num_copies=4, return_sequences=True, fused_loop=fused_loop)
-        seq = layer(inputs)
-        assert seq.dtype == policy.split("_")[1]
-        layer.set_weights(reference.get_weights())
-        got = keras.ops.convert_to_numpy(keras.ops.cast(layer(xs), "float32"))
-        out = keras.layers.Dense(1, dtype="float32")(keras.layers.GlobalAveragePooling1D()(seq))
-        model = keras.Model(inputs, out)
-        compile_and_build_optimizer(model, optimizer="adam", loss="mse")
-        loss = model.train_on_batch(xs, np.ones((4, 1), "float32"))
-    finally:
-        keras.config.set_dtype_policy("float32")
-    tolerance = 3e-2 if policy == "mixed_bfloat16" else 5e-3
-    np.testing.assert_allclose(got, expected, atol=tolerance * max(1.0, np.abs(expected).max()))
-    assert np.isfinite(loss)
+@pytest.mark.parametrize(
+    "make, owner",
+    [
+        (AssociativeGRU, "AssociativeGRU"),
+        (DualAssociativeGRU, "DualAssociativeGRU"),
+        (DualAssociativeEncoder, "DualAssociativeGRU"),  # its passes are Dual AM-GRU layers
+    ],
+)
+def test_fused_loop_must_be_a_bool_or_auto(make, owner):
+    # `units` and `num_copies` are the cell's (test_associative_gru_cell.py).
+    for value in ("yes", "Auto", 1, None):
+        message = f"{owner}: `fused_loop` must be a bool or 'auto', got {value!r}."
+        with pytest.raises(TypeError, match=re.escape(message)):
+            make(4, fused_loop=value)
+    assert make(4, fused_loop=np.bool_(False)).fused_loop is False
+    assert make(4).fused_loop == "auto"
 
 
-def test_bad_arguments_are_rejected():
-    with pytest.raises(ValueError, match="units.*even"):
-        AssociativeGRU(7)
-    with pytest.raises(TypeError, match="fused_loop.*bool.*'yes'"):
-        AssociativeGRU(8, fused_loop="yes")
+def test_the_fused_loop_refuses_what_it_does_not_run():
     # On another backend the fused loop is refused first, whatever it is combined with.
-    other_backend = "fused_loop=True.*needs the TensorFlow backend"
-    with pytest.raises(
-        ValueError,
-        match=(
-            "fused_loop=True.*return_retrievals=True" if BACKEND == "tensorflow" else other_backend
-        ),
-    ):
-        AssociativeGRU(8, fused_loop=True, return_retrievals=True)
-    with pytest.raises(
-        ValueError,
-        match=("fused_loop=True.*unroll=True" if BACKEND == "tensorflow" else other_backend),
-    ):
-        AssociativeGRU(8, fused_loop=True, unroll=True)
-    with pytest.raises(ValueError, match="num_copies"):
-        AssociativeGRU(8, num_copies=0)
+    for option in ("return_retrievals", "unroll"):
+        match = f"fused_loop=True.*{option}=True"
+        if BACKEND != "tensorflow":
+            match = "fused_loop=True.*needs the TensorFlow backend"
+        with pytest.raises(ValueError, match=match):
+            AssociativeGRU(8, fused_loop=True, **{option: True})
 
 
 @FUSED

@@ -1,59 +1,77 @@
 """The generic AM-RNN cell (paper §3.2, eqs. 8-12) around Keras cells."""
 
-import os
-
 import keras
 import numpy as np
 import pytest
 
 from tests.am_gru_reference import permutations
-from tests.layer_test_case import (
-    CELL_SPEC,
-    RNN_MASKING,
-    CellTests,
-    LayerTestCase,
-    ResetCellTests,
-    rnn_case,
-    user_rnn,
-)
-from tests.support import masked_rnn
+from tests.layer_test_case import LayerTestCase, rnn_over, user_rnn
 from tf_memlayers.layers import AssociativeMemoryCell
-from tf_memlayers.models._compiling import compile_and_build_optimizer
+
+# (the wrapped cell, num_copies, return_retrievals) of the cases.
+CELLS = pytest.mark.parametrize(
+    "inner, copies, retrievals",
+    [(keras.layers.LSTMCell, 2, False), (keras.layers.GRUCell, 3, True)],
+    ids=["lstm", "gru_retrievals"],
+)
 
 
-class AssociativeMemoryCellTest(CellTests, ResetCellTests, LayerTestCase):
-    """The shared suites of `AssociativeMemoryCell` (tests/layer_test_case.py)."""
+def _cell(inner=keras.layers.GRUCell, copies=2, retrievals=False, dtype=None, **kwargs):
+    return AssociativeMemoryCell(
+        inner(6, dtype=dtype),
+        num_copies=copies,
+        return_retrievals=retrievals,
+        dtype=dtype,
+        **kwargs,
+    )
 
+
+class AssociativeMemoryCellTest(LayerTestCase):
     layer_cls = AssociativeMemoryCell
-    make = staticmethod(lambda **kw: AssociativeMemoryCell(keras.layers.GRUCell(4), **kw))
-    flags = ("return_retrievals",)
-    not_in = {"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING}
-    cells = {
-        "associative_memory_lstm": lambda dtype=None: AssociativeMemoryCell(
-            keras.layers.LSTMCell(6, dtype=dtype), num_copies=2, dtype=dtype
-        ),
-        "associative_memory_gru": lambda dtype=None: AssociativeMemoryCell(
-            keras.layers.GRUCell(6, dtype=dtype),
+
+    @CELLS
+    def test_layer_behaviors(self, inner, copies, retrievals):
+        self.run_layer_test(
+            rnn_over(lambda dtype: _cell(inner, copies, retrievals, dtype)),
+            input_shape=(2, 3, 4),
+            expected_output_shape=(2, 3, 18 if retrievals else 6),
+            expected_num_trainable_weights=3 + 1,
+            expected_num_seed_generators=1,
+            supports_masking=True,
+        )
+
+    def test_journey(self, tmp_path):
+        cell = lambda: AssociativeMemoryCell(keras.layers.LSTMCell(8), num_copies=2)  # noqa: E731
+        self.run_journey_test(
+            "step", lambda e: user_rnn(cell(), return_sequences=True)(e), tmp_path
+        )
+
+    def test_config(self):
+        self.run_config_test(
+            AssociativeMemoryCell,
+            cell=keras.layers.LSTMCell(4),
             num_copies=3,
+            memory_state_index=0,
+            seed=9,
             return_retrievals=True,
-            dtype=dtype,
-        ),
-    }
-    keras_checks = {
-        "rnn_associative_memory_lstm": rnn_case(cells["associative_memory_lstm"], 6, 3 + 1, 1),
-        "rnn_associative_memory_gru": rnn_case(
-            cells["associative_memory_gru"], 6 + 2 * 6, 3 + 1, 1
-        ),
-    }
-    journeys = {
-        "AssociativeMemoryCell": (
-            "step",
-            lambda e: user_rnn(
-                AssociativeMemoryCell(keras.layers.LSTMCell(8), num_copies=2),
-                return_sequences=True,
-            )(e),
-        ),
-    }
+            key_initializer="orthogonal",
+        )
+
+    @CELLS
+    def test_cell(self, inner, copies, retrievals):
+        self.run_cell_tests(lambda dtype=None: _cell(inner, copies, retrievals, dtype))
+
+    def test_flags(self):
+        self.run_flags_test(lambda **kw: AssociativeMemoryCell(keras.layers.GRUCell(4), **kw))
+
+    @CELLS
+    def test_resets(self, inner, copies, retrievals):
+        self.run_reset_tests(lambda **kw: _cell(inner, copies, retrievals, **kw))
+
+    def test_mixed_float16_matches_float32(self):
+        inputs = np.random.default_rng(8).normal(size=(4, 5, 3)).astype("float32")
+        make = lambda: keras.layers.RNN(_cell(keras.layers.GRUCell, 2))  # noqa: E731
+        self.run_mixed_precision_test(make, inputs, atol=5e-3)
 
 
 def _bound(z):
@@ -154,61 +172,13 @@ def test_user_cell_and_memory_state_index(float64_policy):
     np.testing.assert_allclose(np.asarray(layer(xs)), ref_outputs, atol=1e-10)
 
 
-def test_masked_batch_equals_unpadded_sequences():
-    rng = np.random.default_rng(6)
-    xs = rng.normal(size=(2, 5, 3)).astype("float32")
-    mask = np.array([[True] * 5, [True] * 2 + [False] * 3])
-    layer = keras.layers.RNN(
-        AssociativeMemoryCell(keras.layers.LSTMCell(4), num_copies=3), return_state=True
-    )
-    batch = masked_rnn(layer, xs, mask)
-    single = layer(xs[1:, :2])
-    for got, expected in zip(batch, single):
-        np.testing.assert_allclose(np.asarray(got)[1], np.asarray(expected)[0], atol=1e-6)
-
-
-def test_return_retrievals_and_keras_round_trip(tmp_path):
-    rng = np.random.default_rng(7)
-    xs = rng.normal(size=(2, 4, 3)).astype("float32")
-    cell = AssociativeMemoryCell(
-        keras.layers.GRUCell(4), num_copies=2, seed=9, return_retrievals=True
-    )
-    inputs = keras.Input((None, 3))
-    model = keras.Model(inputs, keras.layers.RNN(cell, return_sequences=True)(inputs))
-    out = np.asarray(model(xs))
-    assert out.shape == (2, 4, 12)
+def test_the_retrievals_of_a_gru_add_up_to_its_output():
     # For a GRU the output is the new state: output = read + written.
+    xs = np.random.default_rng(7).normal(size=(2, 4, 3)).astype("float32")
+    cell = AssociativeMemoryCell(keras.layers.GRUCell(4), num_copies=2, return_retrievals=True)
+    out = np.asarray(keras.layers.RNN(cell, return_sequences=True)(xs))
+    assert out.shape == (2, 4, 12)
     np.testing.assert_allclose(out[..., :4], out[..., 8:] + out[..., 4:8], atol=1e-6)
-    path = os.path.join(tmp_path, "generic.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    np.testing.assert_array_equal(np.asarray(loaded(xs)), out)
-    rebuilt = AssociativeMemoryCell.from_config(cell.get_config())
-    assert rebuilt.get_config() == cell.get_config()
-
-
-def test_jit_and_mixed_float16():
-    rng = np.random.default_rng(8)
-    xs = rng.normal(size=(4, 5, 3)).astype("float32")
-    reference = keras.layers.RNN(AssociativeMemoryCell(keras.layers.GRUCell(4), num_copies=2))
-    reference.build((None, 5, 3))
-    for weight in reference.weights:  # large enough that a lost memory write would show
-        weight.assign(rng.uniform(-0.8, 0.8, weight.shape))
-    expected = np.asarray(reference(xs))
-    keras.config.set_dtype_policy("mixed_float16")
-    try:
-        inputs = keras.Input((5, 3))
-        rnn = keras.layers.RNN(AssociativeMemoryCell(keras.layers.GRUCell(4), num_copies=2))
-        hidden = rnn(inputs)
-        rnn.set_weights(reference.get_weights())
-        got = keras.ops.convert_to_numpy(keras.ops.cast(rnn(xs), "float32"))
-        model = keras.Model(inputs, keras.layers.Dense(1, dtype="float32")(hidden))
-        compile_and_build_optimizer(model, optimizer="adam", loss="mse", jit_compile=True)
-        loss = model.train_on_batch(xs, np.ones((4, 1), "float32"))
-    finally:
-        keras.config.set_dtype_policy("float32")
-    np.testing.assert_allclose(got, expected, atol=5e-3 * max(1.0, np.abs(expected).max()))
-    assert np.isfinite(loss)
 
 
 def test_bad_input_is_rejected():

@@ -17,7 +17,6 @@ from tests.layer_test_case import LayerTestCase
 from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from tf_memlayers.layers import DualAssociativeEncoder, DualAssociativeGRUCell
 
-ENCODER_FLAGS = ("return_sequences", "return_state", "unroll", "zero_output_for_mask")
 UNITS, COPIES, INPUT_DIM, BATCH, PREMISE_STEPS, HYPOTHESIS_STEPS = 8, 3, 5, 3, 6, 4
 # Right-padded rows: each row's number of real steps.
 PREMISE_LENGTHS, HYPOTHESIS_LENGTHS = (6, 4, 5), (4, 2, 3)
@@ -25,67 +24,85 @@ PREMISE_LENGTHS, HYPOTHESIS_LENGTHS = (6, 4, 5), (4, 2, 3)
 FUSED_IF_AVAILABLE = BACKEND == "tensorflow"
 
 
-class DualAssociativeEncoderTest(LayerTestCase):
-    """The shared suites of `DualAssociativeEncoder` (tests/layer_test_case.py)."""
+PASSES = [
+    ("paper", False),
+    ("released", False),
+    pytest.param("paper", True, marks=tensorflow_only(FUSED_LOOP)),
+]
+PASS_IDS = ["paper_keras_loop", "released_keras_loop", "paper_fused_loop"]
 
+
+def _make(dtype=None, **kwargs):
+    return DualAssociativeEncoder(4, num_copies=2, dtype=dtype, **kwargs)
+
+
+class DualAssociativeEncoderTest(LayerTestCase):
     layer_cls = DualAssociativeEncoder
-    make = staticmethod(lambda **kw: DualAssociativeEncoder(4, num_copies=2, **kw))
-    flags = ENCODER_FLAGS
-    reference = "am_gru_reference"
-    not_in = {
-        "empty": "takes a sentence pair [premise, hypothesis], not one sequence",
-        "nan_padding": "takes a sentence pair: "
-        "test_nan_at_padded_steps_of_both_sentences_never_reaches_outputs_or_gradients",
-    }
-    keras_checks = {
-        f"dual_associative_encoder_{key}_{loop}": (
+
+    # (The paper's key on Keras's loop: DualAssociativeGRUTest's, the encoder's second pass.)
+    @pytest.mark.parametrize("dual_key, fused_loop", PASSES[1:], ids=PASS_IDS[1:])
+    def test_layer_behaviors(self, dual_key, fused_loop):
+        self.run_layer_test(
             DualAssociativeEncoder,
-            {
-                "units": 4,
-                "num_copies": 2,
-                "dual_key": key,
-                "return_sequences": True,
-                "fused_loop": fused,
-            },
             dict(
-                input_shape=((2, 3, 4), (2, 2, 4)),
-                expected_output_shape=((2, 3, 4), (2, 2, 4)),
-                expected_num_trainable_weights=5 + 2 + (key == "released"),
-                supports_masking=True,
+                units=4,
+                num_copies=2,
+                dual_key=dual_key,
+                return_sequences=True,
+                fused_loop=fused_loop,
             ),
+            input_shape=((2, 3, 4), (2, 2, 4)),
+            expected_output_shape=((2, 3, 4), (2, 2, 4)),
+            expected_num_trainable_weights=5 + 2 + (dual_key == "released"),
+            supports_masking=True,
         )
-        for key, loop, fused in (
-            ("paper", "keras_loop", False),
-            ("released", "keras_loop", False),
-            ("paper", "fused_loop", True),
+
+    @pytest.mark.parametrize("dual_key, fused_loop", PASSES[1:], ids=PASS_IDS[1:])
+    def test_journey(self, dual_key, fused_loop, tmp_path):
+        def build(premise, hypothesis):
+            encoder = DualAssociativeEncoder(
+                8, num_copies=2, dual_key=dual_key, fused_loop=fused_loop
+            )
+            return encoder([premise, hypothesis])[1]
+
+        self.run_journey_test("pair", build, tmp_path)
+
+    def test_config(self):
+        self.run_config_test(
+            DualAssociativeEncoder,
+            units=6,
+            num_copies=2,
+            dual_key="released",
+            seed=9,
+            kernel_initializer="zeros",
+            gate_bias_initializer="zeros",
+            candidate_bias_initializer="ones",
+            kernel_regularizer="l2",
+            bias_regularizer="l1",
+            return_sequences=True,
+            return_state=True,
+            unroll=True,
+            zero_output_for_mask=True,
+            fused_loop=False,
+            name="pair",
         )
-    }
-    journeys = {
-        name: (
-            "pair",
-            lambda premise, hypothesis, fused=fused: DualAssociativeEncoder(
-                8, num_copies=2, fused_loop=fused
-            )([premise, hypothesis])[1],
-        )
-        for name, fused in (
-            ("DualAssociativeEncoder", False),
-            ("DualAssociativeEncoder_fused_loop", True),
-        )
-    }
-    output_spec = {
-        "dual_associative_encoder_states": (
-            lambda dtype: DualAssociativeEncoder(
-                4, num_copies=2, return_sequences=True, return_state=True, dtype=dtype
-            ),
+
+    @pytest.mark.parametrize(
+        "kwargs",
+        [
+            dict(return_sequences=True, return_state=True),
+            pytest.param(dict(num_copies=3, fused_loop=True), marks=tensorflow_only(FUSED_LOOP)),
+        ],
+        ids=["states", "fused_last"],
+    )
+    def test_output_spec(self, kwargs):
+        self.run_output_spec_test(
+            lambda dtype: DualAssociativeEncoder(4, dtype=dtype, **{"num_copies": 2, **kwargs}),
             [(2, 5, 4), (2, 3, 4)],
-            {},
-        ),
-        "dual_associative_encoder_fused_last": (
-            lambda dtype: DualAssociativeEncoder(4, num_copies=3, fused_loop=True, dtype=dtype),
-            [(2, 5, 4), (2, 3, 4)],
-            {},
-        ),
-    }
+        )
+
+    def test_flags(self):
+        self.run_flags_test(lambda **kw: _make(**kw))
 
 
 def _masks():
@@ -129,14 +146,6 @@ def _encoder(dual_key="paper", fused_loop=False, **kwargs):
     )
     encoder.build([(None, None, INPUT_DIM), (None, None, INPUT_DIM)])
     return encoder
-
-
-PASSES = [
-    ("paper", False),
-    ("released", False),
-    pytest.param("paper", True, marks=tensorflow_only(FUSED_LOOP)),
-]
-PASS_IDS = ["paper_keras_loop", "released_keras_loop", "paper_fused_loop"]
 
 
 @pytest.mark.parametrize("dual_key, fused_loop", PASSES, ids=PASS_IDS)
@@ -251,21 +260,6 @@ def test_encoder_equals_its_cell_form_forward_and_gradients(float64_policy, dual
         np.testing.assert_allclose(g, e, atol=1e-10, rtol=1e-10)
 
 
-def test_both_passes_train_one_set_of_am_gru_weights():
-    rng = np.random.default_rng(23)
-    encoder = _encoder()
-    inputs = _inputs(rng, "float32")
-    premise_cell = encoder.premise_layer.cell
-    assert premise_cell is encoder.hypothesis_layer.cell.premise_cell
-    assert len(encoder.weights) == len({id(w) for w in encoder.weights}) == 7
-    # The premise output alone depends on the AM-GRU weights only; the hypothesis output
-    # also reaches them through the premise memory it reads.
-    _, premise_grads, _ = gradients(
-        lambda p, h: _loss(encoder([p, h])[:1]), premise_cell.trainable_weights, inputs
-    )
-    assert all(np.abs(g).max() > 0 for g in premise_grads)
-
-
 @pytest.mark.parametrize("fused_loop", [False, True] if FUSED_IF_AVAILABLE else [False])
 def test_keras_file_clone_and_config_keep_one_shared_set_of_weights(tmp_path, fused_loop):
     rng = np.random.default_rng(24)
@@ -304,31 +298,6 @@ def test_keras_file_clone_and_config_keep_one_shared_set_of_weights(tmp_path, fu
     assert not {id(w) for w in keras.models.clone_model(model).weights} & {
         id(w) for w in model.weights
     }
-
-
-def test_config_round_trip_keeps_every_argument():
-    encoder = DualAssociativeEncoder(
-        6,
-        num_copies=2,
-        dual_key="released",
-        seed=9,
-        kernel_initializer="zeros",
-        gate_bias_initializer="zeros",
-        candidate_bias_initializer="ones",
-        kernel_regularizer="l2",
-        bias_regularizer="l1",
-        return_sequences=True,
-        return_state=True,
-        unroll=True,
-        zero_output_for_mask=True,
-        fused_loop=False,
-        name="pair",
-    )
-    config = encoder.get_config()
-    rebuilt = DualAssociativeEncoder.from_config(config)
-    assert rebuilt.get_config() == config
-    assert (config["dual_key"], config["seed"], config["unroll"]) == ("released", 9, True)
-    assert rebuilt.hypothesis_layer.cell.permutations == encoder.hypothesis_layer.cell.permutations
 
 
 def test_nan_at_padded_steps_of_both_sentences_never_reaches_outputs_or_gradients():
@@ -400,5 +369,3 @@ def test_arguments_are_checked_by_the_layers_that_own_them():
         DualAssociativeEncoder(5)
     with pytest.raises(ValueError, match="dual_key"):
         DualAssociativeEncoder(4, dual_key="both")
-    with pytest.raises(TypeError, match="`return_state` must be a bool"):
-        DualAssociativeEncoder(4, return_state="yes")

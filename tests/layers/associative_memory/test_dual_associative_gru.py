@@ -5,19 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.layer_test_case import (
-    CELL_SPEC,
-    REFUSES_EMPTY,
-    RNN_LAYER_FLAGS,
-    RNN_MASKING,
-    CellTests,
-    LayerTestCase,
-    ResetCellTests,
-    ResetSequenceTests,
-    read_premise_memory,
-    rnn_case,
-    user_rnn,
-)
+from tests.layer_test_case import LayerTestCase, read_premise_memory, rnn_over, user_rnn
 from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from tf_memlayers.layers import (
     AssociativeGRU,
@@ -26,128 +14,176 @@ from tf_memlayers.layers import (
     DualAssociativeGRUCell,
 )
 
+UNITS, COPIES, INPUT_DIM, BATCH, STEPS = 8, 3, 5, 3, 6
+# (dual_key, fused_loop) of the layer's cases: the fused loop takes the paper's key only.
+KEYS_AND_LOOPS = pytest.mark.parametrize(
+    "dual_key, fused_loop",
+    [
+        ("paper", False),
+        ("released", False),
+        pytest.param("paper", True, marks=tensorflow_only(FUSED_LOOP)),
+    ],
+    ids=["paper_keras_loop", "released_keras_loop", "paper_fused_loop"],
+)
+FUSED = pytest.mark.parametrize(
+    "fused_loop",
+    [False, pytest.param(True, marks=tensorflow_only(FUSED_LOOP))],
+    ids=["keras_loop", "fused_loop"],
+)
 
-class DualAssociativeGRUTest(ResetSequenceTests, LayerTestCase):
-    """The shared suites of `DualAssociativeGRU` (tests/layer_test_case.py)."""
 
+class DualAssociativeGRUTest(LayerTestCase):
     layer_cls = DualAssociativeGRU
-    make = staticmethod(lambda **kw: DualAssociativeGRU(4, **kw))
-    not_in = {"empty": REFUSES_EMPTY}
-    flags = RNN_LAYER_FLAGS
-    reference = "am_gru_reference"
-    keras_checks = {
-        **{
-            f"dual_am_gru_{key}_{loop}": (
-                DualAssociativeGRU,
-                {
-                    "units": 4,
-                    "num_copies": 2,
-                    "dual_key": key,
-                    "return_sequences": True,
-                    "fused_loop": fused,
-                },
-                dict(
-                    input_shape=(2, 3, 4),
-                    expected_output_shape=(2, 3, 4),
-                    expected_num_trainable_weights=5 + 2 + (key == "released"),
-                    supports_masking=True,
-                ),
+
+    @KEYS_AND_LOOPS
+    def test_layer_behaviors(self, dual_key, fused_loop):
+        self.run_layer_test(
+            DualAssociativeGRU,
+            dict(
+                units=4,
+                num_copies=2,
+                dual_key=dual_key,
+                return_sequences=True,
+                fused_loop=fused_loop,
+            ),
+            input_shape=(2, 3, 4),
+            expected_output_shape=(2, 3, 4),
+            expected_num_trainable_weights=5 + 2 + (dual_key == "released"),
+            supports_masking=True,
+        )
+
+    @FUSED
+    def test_journey(self, fused_loop, tmp_path):
+        def build(premise, hypothesis):
+            premise_layer = AssociativeGRU(
+                8, num_copies=2, return_state=True, fused_loop=fused_loop
             )
-            for key, loop, fused in (
-                ("paper", "keras_loop", False),
-                ("released", "keras_loop", False),
-                ("paper", "fused_loop", True),
-            )
-        },
-    }
-    journeys = {
-        **{
-            name: (
-                "pair",
-                lambda premise, hypothesis, fused=fused: read_premise_memory(
-                    AssociativeGRU(8, num_copies=2, return_state=True, fused_loop=fused),
-                    DualAssociativeGRU(8, num_copies=2, fused_loop=fused),
-                    premise,
-                    hypothesis,
-                ),
-            )
-            for name, fused in (
-                ("DualAssociativeGRU", False),
-                ("DualAssociativeGRU_fused_loop", True),
-            )
-        },
-    }
-    nan_padding = {
-        **{
-            f"dual_am_gru_{loop}": lambda fused=fused: DualAssociativeGRU(
+            layer = DualAssociativeGRU(8, num_copies=2, fused_loop=fused_loop)
+            return read_premise_memory(premise_layer, layer, premise, hypothesis)
+
+        self.run_journey_test("pair", build, tmp_path)
+
+    def test_config(self):
+        self.run_config_test(
+            DualAssociativeGRU,
+            units=6,
+            num_copies=2,
+            dual_key="released",
+            seed=9,
+            return_retrievals=True,
+            kernel_initializer="zeros",
+            gate_bias_initializer="zeros",
+            candidate_bias_initializer="ones",
+            kernel_regularizer="l2",
+            bias_regularizer="l1",
+            fused_loop=False,
+            return_sequences=True,
+            return_state=True,
+            go_backwards=True,
+            stateful=True,
+            unroll=True,
+            zero_output_for_mask=True,
+        )
+
+    @pytest.mark.parametrize(
+        "kwargs",
+        [
+            dict(return_sequences=True, return_state=True),
+            pytest.param(dict(num_copies=3, fused_loop=True), marks=tensorflow_only(FUSED_LOOP)),
+            dict(dual_key="released", return_retrievals=True),
+        ],
+        ids=["states", "fused_last", "retrievals"],
+    )
+    def test_output_spec(self, kwargs):
+        self.run_output_spec_test(
+            lambda dtype: DualAssociativeGRU(4, dtype=dtype, **{"num_copies": 2, **kwargs}),
+            (2, 5, 4),
+        )
+
+    @FUSED
+    def test_nan_padding(self, fused_loop):
+        self.run_nan_padding_test(
+            lambda: DualAssociativeGRU(
                 4,
                 num_copies=2,
                 return_sequences=True,
                 zero_output_for_mask=True,
-                fused_loop=fused,
+                fused_loop=fused_loop,
             )
-            for loop, fused in (("keras_loop", False), ("fused_loop", True))
-        },
-    }
-    output_spec = {
-        "dual_am_gru_states": (
-            lambda dtype: DualAssociativeGRU(
-                4, num_copies=2, return_sequences=True, return_state=True, dtype=dtype
-            ),
-            (2, 5, 4),
-            {},
-        ),
-        "dual_am_gru_fused_last": (
-            lambda dtype: DualAssociativeGRU(4, num_copies=3, fused_loop=True, dtype=dtype),
-            (2, 5, 4),
-            {},
-        ),
-        "dual_am_gru_retrievals": (
-            lambda dtype: DualAssociativeGRU(
-                4, num_copies=2, dual_key="released", return_retrievals=True, dtype=dtype
-            ),
-            (2, 5, 4),
-            {},
-        ),
-    }
+        )
+
+    def test_flags(self):
+        self.run_flags_test(lambda **kw: DualAssociativeGRU(4, **kw))
+
+    def test_resets(self):
+        self.run_reset_tests(lambda **kw: DualAssociativeGRU(UNITS, num_copies=COPIES, **kw))
 
 
-UNITS, COPIES, INPUT_DIM, BATCH, STEPS = 8, 3, 5, 3, 6
+def _dual_cell(dual_key="paper", retrievals=False, dtype=None):
+    return DualAssociativeGRUCell(
+        6, num_copies=2, dual_key=dual_key, return_retrievals=retrievals, dtype=dtype
+    )
 
 
-# The fused loop where the backend has it (TensorFlow), else Keras's: for the tests whose
-# subject is not the loop.
-class DualAssociativeGRUCellTest(CellTests, ResetCellTests, LayerTestCase):
-    """The shared suites of `DualAssociativeGRUCell` (tests/layer_test_case.py)."""
-
+class DualAssociativeGRUCellTest(LayerTestCase):
     layer_cls = DualAssociativeGRUCell
-    make = staticmethod(lambda **kw: DualAssociativeGRUCell(4, **kw))
-    flags = ("return_retrievals",)
-    reference = "am_gru_reference"
-    not_in = {"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING}
-    cells = {
-        "dual_am_gru_paper": lambda dtype=None: DualAssociativeGRUCell(
-            6, num_copies=2, dtype=dtype
-        ),
-        "dual_am_gru_released": lambda dtype=None: DualAssociativeGRUCell(
-            6, num_copies=2, dual_key="released", return_retrievals=True, dtype=dtype
-        ),
-    }
-    keras_checks = {
-        "rnn_dual_am_gru_paper": rnn_case(cells["dual_am_gru_paper"], 6, 5 + 2, 0),
-        "rnn_dual_am_gru_released": rnn_case(cells["dual_am_gru_released"], 24, 5 + 3, 0),
-    }
-    journeys = {
-        "DualAssociativeGRUCell": (
-            "pair",
-            lambda premise, hypothesis: read_premise_memory(
-                user_rnn(AssociativeGRUCell(8, num_copies=2), return_state=True),
-                user_rnn(DualAssociativeGRUCell(8, num_copies=2)),
-                premise,
-                hypothesis,
-            ),
-        ),
-    }
+
+    @pytest.mark.parametrize("dual_key, retrievals", [("paper", False), ("released", True)])
+    def test_layer_behaviors(self, dual_key, retrievals):
+        self.run_layer_test(
+            rnn_over(lambda dtype: _dual_cell(dual_key, retrievals, dtype)),
+            input_shape=(2, 3, 4),
+            expected_output_shape=(2, 3, 24 if retrievals else 6),
+            expected_num_trainable_weights=5 + 2 + (dual_key == "released"),
+            supports_masking=True,
+        )
+
+    def test_journey(self, tmp_path):
+        def build(premise, hypothesis):
+            premise_layer = user_rnn(AssociativeGRUCell(8, num_copies=2), return_state=True)
+            layer = user_rnn(DualAssociativeGRUCell(8, num_copies=2))
+            return read_premise_memory(premise_layer, layer, premise, hypothesis)
+
+        self.run_journey_test("pair", build, tmp_path)
+
+    def test_config(self):
+        self.run_config_test(
+            DualAssociativeGRUCell,
+            units=8,
+            num_copies=3,
+            dual_key="released",
+            seed=99,
+            return_retrievals=True,
+            kernel_initializer="random_normal",
+            gate_bias_initializer="zeros",
+            candidate_bias_initializer="ones",
+            kernel_regularizer="l2",
+            bias_regularizer="l1",
+        )
+
+    @pytest.mark.parametrize("dual_key, retrievals", [("paper", False), ("released", True)])
+    def test_cell(self, dual_key, retrievals):
+        self.run_cell_tests(lambda dtype=None: _dual_cell(dual_key, retrievals, dtype))
+
+    def test_flags(self):
+        self.run_flags_test(lambda **kw: DualAssociativeGRUCell(4, **kw))
+
+    @pytest.mark.parametrize("dual_key", ["paper", "released"])
+    def test_resets(self, dual_key):
+        self.run_reset_tests(
+            lambda **kw: DualAssociativeGRUCell(UNITS, num_copies=COPIES, dual_key=dual_key, **kw)
+        )
+
+    def test_mixed_float16_matches_float32(self):
+        rng = np.random.default_rng(14)
+        xs = rng.normal(size=(4, 6, 5)).astype("float32")
+        memory, last = rng.normal(size=(4, 24)), rng.normal(size=(4, 8))
+        states = [np.zeros((4, 24), "float32"), last.astype("float32"), memory.astype("float32")]
+
+        def make():
+            return keras.layers.RNN(DualAssociativeGRUCell(8, num_copies=3), return_sequences=True)
+
+        self.run_mixed_precision_test(make, xs, atol=5e-3, initial_state=states)
 
 
 FUSED_IF_AVAILABLE = BACKEND == "tensorflow"
@@ -232,16 +268,6 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
     np.testing.assert_array_equal(np.asarray(got[3]), np.asarray(states[2]))
 
 
-def test_the_source_memory_changes_the_outputs():
-    rng = np.random.default_rng(3)
-    _, layer = _pair(rng, fused_loop=FUSED_IF_AVAILABLE, return_sequences=True)
-    xs = rng.normal(size=(BATCH, STEPS, INPUT_DIM)).astype("float32")
-    memory, last, source = (np.asarray(s).astype("float32") for s in _states(rng))
-    with_source = np.asarray(layer(xs, initial_state=[memory, last, source]))
-    without = np.asarray(layer(xs, initial_state=[memory, last, 0 * source]))
-    assert np.abs(with_source - without).max() > 1e-3
-
-
 def test_premise_cell_is_not_an_argument():
     with pytest.raises(TypeError, match="premise_cell.*DualAssociativeEncoder"):
         DualAssociativeGRU(UNITS, premise_cell=AssociativeGRUCell(UNITS))
@@ -253,31 +279,6 @@ def test_fused_loop_needs_the_paper_key():
         DualAssociativeGRU(4, dual_key="released", fused_loop=True)
     with pytest.raises(ValueError, match="cannot be combined with return_retrievals=True"):
         DualAssociativeGRU(4, return_retrievals=True, fused_loop=True)
-
-
-def test_config_round_trip_keeps_every_argument():
-    layer = DualAssociativeGRU(
-        6,
-        num_copies=2,
-        dual_key="released",
-        seed=9,
-        return_retrievals=True,
-        kernel_initializer="zeros",
-        gate_bias_initializer="zeros",
-        candidate_bias_initializer="ones",
-        kernel_regularizer="l2",
-        bias_regularizer="l1",
-        return_sequences=True,
-        return_state=True,
-        go_backwards=True,
-        stateful=True,
-        zero_output_for_mask=True,
-    )
-    config = layer.get_config()
-    rebuilt = DualAssociativeGRU.from_config(config)
-    assert rebuilt.get_config() == config
-    assert config["dual_key"] == "released" and config["seed"] == 9
-    assert rebuilt.cell.premise_cell.permutations == layer.cell.premise_cell.permutations
 
 
 def test_stateful_layer_carries_memory_and_source_over_segments():

@@ -1,8 +1,11 @@
-"""Loading the original code's variables: ambiguous names and the released Dual key."""
+"""Loading the original code's variables into the cells, which then compute the reference
+step; exporting them in the original names; ambiguous names and the released Dual key."""
 
+import keras
 import numpy as np
 import pytest
 
+from tests.am_gru_reference import permutations, random_weights, reference_run
 from tf_memlayers.compat import load_original_weights, original_variable_names
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
 
@@ -41,3 +44,68 @@ def test_released_dual_key_is_not_loaded_into_a_paper_cell():
     with pytest.raises(ValueError, match="Keys/Dual.*dual_key='released'"):
         load_original_weights(paper, arrays)
     assert len(load_original_weights(released, arrays)) == 8  # 5 premise + 3 dual weights
+
+
+def test_load_original_weights_round_trip():
+    rng = np.random.default_rng(15)
+    units, input_dim = 8, 5
+    w = random_weights(rng, input_dim, units)
+    prefix = "rnn/SelfControllerWrapper/AssociativeGRUCell/"
+    arrays = {
+        prefix + "Keys/fully_connected/weights": w["key"],
+        prefix + "Gates/fully_connected/weights": w["gate"],
+        prefix + "Gates/fully_connected/biases": w["gate_bias"],
+        prefix + "Candidate/fully_connected/weights": w["candidate"],
+        prefix + "Candidate/fully_connected/biases": w["candidate_bias"],
+        prefix + "Keys/Dual/fully_connected/weights": w["dual_key"],
+        prefix + "DualGates/fully_connected/weights": w["dual_gate"],
+        prefix + "DualCandidate/fully_connected/weights": w["dual_candidate"],
+    }
+    dual = DualAssociativeGRUCell(units, num_copies=2, dual_key="released")
+    dual.build((None, input_dim))
+    loaded = load_original_weights(dual, arrays)
+    assert len(loaded) == 8
+    np.testing.assert_allclose(np.asarray(dual.premise_cell.gate_kernel), w["gate"], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(dual.dual_key_kernel), w["dual_key"], rtol=1e-6)
+    # Loaded weights reproduce the reference step.
+    xs = rng.normal(size=(2, 3, input_dim)).astype("float32")
+    zeros = np.zeros((2, 16), "float32")
+    source = rng.normal(size=(2, 16)).astype("float32")
+    got = keras.layers.RNN(dual)(xs, initial_state=[zeros, np.zeros((2, 8), "float32"), source])
+    ref, _ = reference_run(
+        xs.astype(float),
+        zeros.astype(float),
+        np.zeros((2, 8)),
+        w,
+        permutations(4, 2),
+        dual=("released", source.astype(float)),
+    )
+    np.testing.assert_allclose(np.asarray(got), ref[:, -1], atol=1e-5)
+    # Export in the original names and reload into a fresh AM-GRU.
+    exported = original_variable_names(dual.premise_cell)
+    assert set(exported) == {
+        "AssociativeGRUCell/Keys/fully_connected/weights",
+        "AssociativeGRUCell/Gates/fully_connected/weights",
+        "AssociativeGRUCell/Gates/fully_connected/biases",
+        "AssociativeGRUCell/Candidate/fully_connected/weights",
+        "AssociativeGRUCell/Candidate/fully_connected/biases",
+    }
+    fresh = AssociativeGRUCell(units, num_copies=2)
+    fresh.build((None, input_dim))
+    load_original_weights(fresh, {k: np.asarray(v) for k, v in exported.items()})
+    for a, b in zip(fresh.weights, dual.premise_cell.weights):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_load_original_weights_rejects_wrong_shapes_and_missing_names():
+    cell = AssociativeGRUCell(8, num_copies=2)
+    cell.build((None, 5))
+    arrays = {name: np.asarray(v) for name, v in original_variable_names(cell).items()}
+    bad = dict(arrays)
+    bad["AssociativeGRUCell/Gates/fully_connected/weights"] = np.zeros((3, 3))
+    with pytest.raises(ValueError, match="Gates/fully_connected/weights"):
+        load_original_weights(cell, bad)
+    missing = dict(arrays)
+    del missing["AssociativeGRUCell/Keys/fully_connected/weights"]
+    with pytest.raises(ValueError, match="Keys/fully_connected/weights"):
+        load_original_weights(cell, missing)

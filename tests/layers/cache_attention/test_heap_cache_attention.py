@@ -11,55 +11,57 @@ from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAt
 from tf_memlayers.ops import heap
 
 
-class HeapCacheAttentionTest(LayerTestCase):
-    """The shared suites of `HeapCacheAttention` (tests/layer_test_case.py)."""
+def _fill_the_cache(model, rng):
+    """Fills the cache of ``model`` before it is saved, so that the saved model has something
+    to read."""
+    cache = next(layer for layer in model.layers if isinstance(layer, HeapCacheAttention))
+    cache.insert(rng.normal(size=(4, cache.width)).astype("float32"))
+    assert int(cache.fill_count()) > 0
 
+
+class HeapCacheAttentionTest(LayerTestCase):
     layer_cls = HeapCacheAttention
-    make = staticmethod(lambda **kw: HeapCacheAttention(4, 3, **kw))
-    flags = ("mask_empty",)
-    reference = "heap_reference"
-    not_in = {
-        "empty": "maps single vectors or ids, with no sequence",
-        "nan_padding": "maps single vectors or ids, with no sequence and so no padded steps",
-    }
-    keras_checks = {
-        "cache": (
+
+    def test_layer_behaviors(self):
+        self.run_layer_test(
             HeapCacheAttention,
             {"cache_size": 3, "attention_units": 2, "query": "additive"},
-            dict(
-                input_shape=(2, 4),
-                expected_output_shape=(2, 4),
-                expected_num_trainable_weights=4,
-                expected_num_non_trainable_weights=1,
-                supports_masking=False,
-            ),
-        ),
-    }
-    journeys = {
-        "HeapCacheAttention": (
-            "pooled",
-            lambda e: HeapCacheAttention(4, 3)(keras_lstm(8)(e)),
-        ),
-    }
-    output_spec = {
-        "cache": (lambda dtype: HeapCacheAttention(3, 2, dtype=dtype), (2, 4), {}),
-        "cache_scores": (
-            lambda dtype: HeapCacheAttention(3, 2, dtype=dtype),
-            (2, 4),
-            {"return_attention_scores": True},
-        ),
-        "cache_additive_scores": (
-            lambda dtype: HeapCacheAttention(3, 2, query="additive", dtype=dtype),
-            (2, 4),
-            {"return_attention_scores": True},
-        ),
-    }
+            input_shape=(2, 4),
+            expected_output_shape=(2, 4),
+            expected_num_trainable_weights=4,
+            expected_num_non_trainable_weights=1,
+            supports_masking=False,
+        )
 
-    def before_saving(self, model, rng):
-        # Fill the cache, so that the saved model has something to read.
-        cache = next(layer for layer in model.layers if isinstance(layer, HeapCacheAttention))
-        cache.insert(rng.normal(size=(4, cache.width)).astype("float32"))
-        assert int(cache.fill_count()) > 0
+    def test_journey(self, tmp_path):
+        build = lambda e: HeapCacheAttention(4, 3)(keras_lstm(8)(e))  # noqa: E731
+        self.run_journey_test("pooled", build, tmp_path, before_saving=_fill_the_cache)
+
+    def test_config(self):
+        self.run_config_test(
+            HeapCacheAttention,
+            cache_size=12,
+            attention_units=5,
+            policy="topk",
+            query="additive",
+            mask_empty=False,
+            kernel_initializer="orthogonal",
+            gate_initializer="zeros",
+            name="cache_read",
+        )
+
+    @pytest.mark.parametrize(
+        "query, scores", [("none", False), ("none", True), ("additive", True), ("dot", True)]
+    )
+    def test_output_spec(self, query, scores):
+        self.run_output_spec_test(
+            lambda dtype: HeapCacheAttention(3, 2, query=query, dtype=dtype),
+            (2, 4),
+            return_attention_scores=scores,
+        )
+
+    def test_flags(self):
+        self.run_flags_test(lambda **kw: HeapCacheAttention(4, 3, **kw))
 
 
 WIDTH, UNITS = 6, 4
@@ -324,28 +326,6 @@ def test_gradient_reaches_weights_not_cache(query):
         assert {w.name for w in layer.trainable_weights} == {"cache_gate", "query_kernel"}
 
 
-def test_get_config_round_trip():
-    layer = HeapCacheAttention(
-        12,
-        5,
-        policy="topk",
-        query="additive",
-        mask_empty=False,
-        gate_initializer="zeros",
-        name="cache_read",
-    )
-    clone = HeapCacheAttention.from_config(layer.get_config())
-    assert clone.get_config() == layer.get_config()
-    assert (clone.cache_size, clone.attention_units, clone.policy, clone.query) == (
-        12,
-        5,
-        "topk",
-        "additive",
-    )
-    assert clone.mask_empty is False
-    assert isinstance(clone.gate_initializer, keras.initializers.Zeros)
-
-
 def _poisoned(batch, rng):
     """``batch`` with NaN or infinite entries in about half of its rows; returns the batch and
     which rows are finite."""
@@ -438,19 +418,3 @@ def test_bad_candidates():
             use()
     with pytest.raises(ValueError, match="rank 2"):
         HeapCacheAttention(4, 2)(np.ones((2, 3, WIDTH), "float32"))
-
-
-@pytest.mark.parametrize(
-    "query, weights_shape", [("none", (4,)), ("additive", (3, 4)), ("dot", (3, 4))]
-)
-def test_attention_scores_in_a_functional_model(query, weights_shape):
-    layer = HeapCacheAttention(4, 3, query=query)
-    inputs = keras.Input((6,))
-    probe = keras.Model(inputs, layer(inputs, return_attention_scores=True))
-    states = np.random.default_rng(4).normal(size=(3, 6)).astype("float32")
-    layer.insert(states)
-    outputs, weights = probe(states)
-    expected_outputs, expected_weights = layer(states, return_attention_scores=True)
-    assert tuple(weights.shape) == weights_shape
-    np.testing.assert_allclose(outputs, expected_outputs, rtol=1e-6)
-    np.testing.assert_allclose(weights, expected_weights, rtol=1e-6)

@@ -6,70 +6,83 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import (
-    REFUSES_EMPTY,
-    RNN_LAYER_FLAGS,
-    LayerTestCase,
-    ResetSequenceTests,
-)
+from tests.layer_test_case import B, LayerTestCase
 from tests.layers.memory_attention.test_attention_wrapper import (
     BATCH,
-    NAN_PADDING,
+    LENGTH,
     STEPS,
     UNITS,
     _attend_from_hypothesis,
     _data,
-    _keras_case,
     _layer,
+    keras_checks_of,
 )
-from tests.memory_attention_reference import (
-    attention_wrapper_reference as reference,
-)
-from tests.memory_attention_reference import (
-    check_state_carries_over,
-    declared_memory,
-)
-from tests.memory_attention_reference import (
-    randomize as _randomize,
-)
-from tests.memory_attention_reference import (
-    wrapper_weights as _weights,
-)
+from tests.memory_attention_reference import attention_wrapper_reference as reference
+from tests.memory_attention_reference import check_state_carries_over, declared_memory
+from tests.memory_attention_reference import randomize as _randomize
+from tests.memory_attention_reference import wrapper_weights as _weights
 from tests.support import gradients
 from tf_memlayers.layers import AttentionRNN, AttentionWrapper, ResettableRNN, WordByWordAttention
 
 
-class AttentionRNNTest(ResetSequenceTests, LayerTestCase):
-    """The shared suites of `AttentionRNN` (tests/layer_test_case.py)."""
+def _attention_rnn(**kwargs):
+    return AttentionRNN(AttentionWrapper(keras.layers.GRUCell(4)), **kwargs)
 
+
+class AttentionRNNTest(LayerTestCase):
     layer_cls = AttentionRNN
-    make = staticmethod(lambda **kw: AttentionRNN(AttentionWrapper(keras.layers.GRUCell(4)), **kw))
-    flags = tuple(flag for flag in RNN_LAYER_FLAGS if flag != "return_retrievals")
-    not_in = {
-        "empty": REFUSES_EMPTY,
-        "nan_padding": NAN_PADDING,
-        "output_spec": "takes a memory: test_output_spec_is_exact",
-    }
-    keras_checks = {
-        "attention_rnn": _keras_case(
-            lambda dtype: AttentionWrapper(keras.layers.GRUCell(4, dtype=dtype), dtype=dtype),
-            own_weights=4,
-        ),
-        "attention_rnn_word_by_word": _keras_case(
-            lambda dtype: WordByWordAttention(
-                keras.layers.GRUCell(4, dtype=dtype), memory_dim=8, dtype=dtype
-            ),
-            own_weights=5,
-        ),
-    }
-    journeys = {
-        "AttentionRNN": ("pair", _attend_from_hypothesis),
-        "AttentionRNN_before_dot": (
-            "pair",
-            lambda p, h: _attend_from_hypothesis(p, h, score="general", position="before"),
-        ),
-    }
-    call_kwargs = staticmethod(declared_memory)
+
+    def test_layer_behaviors(self):
+        cell = lambda dtype: AttentionWrapper(  # noqa: E731
+            keras.layers.GRUCell(4, dtype=dtype), score="general", position="before", dtype=dtype
+        )
+        self.run_layer_test(
+            **keras_checks_of(cell, own_weights=2, return_state=True),
+            expected_output_shape=((2, 4), (2, 4), (2, 4)),
+        )
+
+    def test_journey(self, tmp_path):
+        build = lambda p, h: _attend_from_hypothesis(p, h, score="general", position="before")  # noqa: E731
+        self.run_journey_test("pair", build, tmp_path)
+
+    def test_config(self):
+        self.run_config_test(
+            AttentionRNN,
+            cell=AttentionWrapper(keras.layers.GRUCell(4)),
+            return_sequences=True,
+            return_state=True,
+            go_backwards=True,
+            stateful=True,
+            unroll=True,
+            zero_output_for_mask=True,
+        )
+
+    @pytest.mark.parametrize("return_state", [False, True])
+    @pytest.mark.parametrize("return_sequences", [False, True])
+    def test_output_spec(self, return_sequences, return_state):
+        memory = np.random.default_rng(12).normal(size=(BATCH, LENGTH, 8)).astype("float32")
+
+        def make(dtype):
+            wrapper = AttentionWrapper(
+                keras.layers.LSTMCell(UNITS, dtype=dtype),
+                return_attention_scores=True,
+                attention_size=7,
+                dtype=dtype,
+            )
+            flags = dict(return_sequences=return_sequences, return_state=return_state)
+            return AttentionRNN(wrapper, dtype=dtype, **flags)
+
+        self.run_output_spec_test(make, (BATCH, STEPS, 4), memory=memory)
+
+    def test_nan_padding(self):
+        rnn = lambda: _attention_rnn(return_sequences=True, zero_output_for_mask=True)  # noqa: E731
+        self.run_nan_padding_test(rnn, memory_width=8)
+
+    def test_flags(self):
+        self.run_flags_test(_attention_rnn)
+
+    def test_resets(self):
+        self.run_reset_tests(_attention_rnn, **declared_memory(B))
 
 
 @pytest.mark.parametrize("score, position", [("additive", "after"), ("general", "before")])

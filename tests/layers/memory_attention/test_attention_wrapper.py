@@ -5,35 +5,18 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import (
-    LayerTestCase,
-    ResetCellTests,
-)
-from tests.memory_attention_reference import (
-    attention_wrapper_reference as reference,
-)
+from tests.layer_test_case import LayerTestCase
+from tests.memory_attention_reference import attention_wrapper_reference as reference
 from tests.memory_attention_reference import (
     check_cell_loop_matches_layer,
-    check_mixed_precision_matches_float32,
-    check_nan_in_padding_never_reaches_outputs_or_gradients,
-    check_output_spec_is_exact,
     check_reset_starts_a_row_again,
-    check_trains_saves_loads_and_clones,
     data,
     declared_memory,
 )
-from tests.memory_attention_reference import (
-    randomize as _randomize,
-)
-from tests.memory_attention_reference import (
-    wrapper_weights as _weights,
-)
+from tests.memory_attention_reference import randomize as _randomize
+from tests.memory_attention_reference import wrapper_weights as _weights
 from tests.support import all_pairs
-from tf_memlayers.layers import (
-    AssociativeGRUCell,
-    AttentionRNN,
-    AttentionWrapper,
-)
+from tf_memlayers.layers import AssociativeGRUCell, AttentionRNN, AttentionWrapper
 
 BATCH, STEPS, LENGTH, MEMORY_DIM, UNITS, INPUT_DIM = 3, 5, 6, 8, 8, 4
 SHAPES = (BATCH, STEPS, LENGTH, MEMORY_DIM, INPUT_DIM)
@@ -49,53 +32,79 @@ def _attend_from_hypothesis(premise, hypothesis, **wrapper_kwargs):
     return AttentionRNN(cell)(hypothesis, memory=premise)
 
 
-def _keras_case(make_cell, own_weights):
-    """A `keras_checks` case: `AttentionRNN` (``return_sequences=True``) over
-    ``make_cell(dtype)``, a GRU cell of 4 units wrapped with ``own_weights`` weights of its
-    own, over a memory of width 8. The memory comes in by name, as its own input; Keras's
-    training check calls a layer on one input: the journeys fit a model with a memory
-    input."""
-    return (
-        lambda **kw: AttentionRNN(make_cell(kw.get("dtype")), return_sequences=True, **kw),
-        {},
-        dict(
-            input_shape={"sequences_shape": (2, 3, 4), "memory_shape": (2, 6, 8)},
-            expected_output_shape=(2, 3, 4),
-            expected_num_trainable_weights=3 + own_weights,
-            expected_num_seed_generators=1,  # the GRU cell's dropout
-            supports_masking=True,
-            run_training_check=False,
-        ),
+def keras_checks_of(make_cell, own_weights, **rnn_kwargs):
+    """`run_layer_test`'s arguments for `AttentionRNN` over ``make_cell(dtype)``, a GRU cell of
+    4 units wrapped with ``own_weights`` weights of its own, over a memory of width 8. The
+    memory comes in by name, as its own input; Keras's training check calls a layer on one
+    input: the journeys fit a model with a memory input."""
+    return dict(
+        layer_cls=lambda **kw: AttentionRNN(make_cell(kw.get("dtype")), **rnn_kwargs, **kw),
+        input_shape={"sequences_shape": (2, 3, 4), "memory_shape": (2, 6, 8)},
+        expected_num_trainable_weights=3 + own_weights,
+        expected_num_seed_generators=1,  # the GRU cell's dropout
+        supports_masking=True,
+        run_training_check=False,
     )
 
 
-NAN_PADDING = (
-    "takes a memory: test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients"
-)
-WRAPPER_FLAGS = ("normalize", "output_attention", "return_attention_scores", "input_feeding")
+def _wrapper(dtype=None, **kwargs):
+    return AttentionWrapper(keras.layers.GRUCell(4, dtype=dtype), dtype=dtype, **kwargs)
 
 
-class AttentionWrapperTest(ResetCellTests, LayerTestCase):
-    """The shared suites of `AttentionWrapper` (tests/layer_test_case.py)."""
-
+class AttentionWrapperTest(LayerTestCase):
     layer_cls = AttentionWrapper
-    make = staticmethod(lambda **kw: AttentionWrapper(keras.layers.GRUCell(4), **kw))
-    flags = WRAPPER_FLAGS
-    not_in = {
-        "cells": "a cell taking its memory at every call, which the cell suites do not pass: "
-        "its steps are checked in AttentionRNN and by this module's step tests",
-        "keras_checks": "a cell taking its memory at every call, which keras.layers.RNN "
-        "does not pass: AttentionRNN's case runs Keras's checks over it",
-        "output_spec": "a cell taking a memory: test_output_spec_is_exact",
-        "nan_padding": NAN_PADDING,
-    }
-    journeys = {
-        "AttentionWrapper_additive_normalized": (
-            "pair",
-            lambda p, h: _attend_from_hypothesis(p, h, normalize=True),
-        ),
-    }
-    call_kwargs = staticmethod(declared_memory)
+
+    def test_layer_behaviors(self):
+        self.run_layer_test(
+            **keras_checks_of(_wrapper, own_weights=4, return_sequences=True),
+            expected_output_shape=(2, 3, 4),
+        )
+
+    def test_journey(self, tmp_path):
+        build = lambda p, h: _attend_from_hypothesis(p, h, normalize=True)  # noqa: E731
+        self.run_journey_test("pair", build, tmp_path, xla_fails_on_tensorflow=True)
+
+    def test_config(self):
+        self.run_config_test(
+            AttentionWrapper,
+            cell=keras.layers.GRUCell(4),
+            score="general",
+            position="before",
+            attention_size=7,
+            scale=True,
+            output_attention=True,
+            return_attention_scores=True,
+            input_feeding=True,
+            kernel_initializer="orthogonal",
+        )
+
+    @pytest.mark.parametrize("kwargs", [{}, dict(score="general", position="before")])
+    def test_cell(self, kwargs):
+        memory = declared_memory(2)
+        # (Keras asks AttentionRNN for its spec, not the cell: `direct_spec=False`.)
+        self.run_cell_tests(lambda dtype=None: _wrapper(dtype, **kwargs), False, **memory)
+
+    def test_flags(self):
+        self.run_flags_test(
+            _wrapper, ["normalize", "output_attention", "return_attention_scores", "input_feeding"]
+        )
+        self.run_flags_test(lambda **kw: _wrapper(score="dot", **kw), ["scale"])
+
+    def test_resets(self):
+        self.run_reset_tests(_wrapper, **declared_memory(3))
+
+    @pytest.mark.parametrize("input_feeding", [True, False], ids=["step_by_step", "after_the_loop"])
+    @pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 6e-2)])
+    def test_mixed_precision_matches_float32(self, policy, atol, input_feeding):
+        x, memory, mask = _data(np.random.default_rng(8), "float32")
+        self.run_mixed_precision_test(
+            lambda: _layer(input_feeding=input_feeding),
+            x,
+            atol=atol,
+            policy=policy,
+            memory=memory,
+            memory_mask=mask,
+        )
 
 
 def _layer(score="additive", position="after", output_attention=True, cell=None, **kwargs):
@@ -130,32 +139,49 @@ NO_INPUT_FEEDING = {
 }
 
 
+# A mask of the sequence (padding at the end, a hole) or none.
+SEQUENCE_MASK = np.ones((BATCH, STEPS), bool)
+SEQUENCE_MASK[0, 3:] = SEQUENCE_MASK[2, 1] = False
+
+
 @pytest.mark.parametrize(
-    "score_options, position, output_attention",
-    all_pairs(sorted(SCORE_OPTIONS), ("after", "before"), (True, False), split_by_backend=True)
-    + [pytest.param(name, "after", True, id=f"{name}-after-True") for name in NO_INPUT_FEEDING],
+    "score_options, position, output_attention, masked",
+    all_pairs(
+        sorted(SCORE_OPTIONS),
+        ("after", "before"),
+        (True, False),
+        (False, True),
+        split_by_backend=True,
+    )
+    + [
+        pytest.param(name, "after", True, True, id=f"{name}-after-True-True")
+        for name in NO_INPUT_FEEDING
+    ],
 )
 def test_matches_the_reference_in_float64(
-    float64_policy, score_options, position, output_attention
+    float64_policy, score_options, position, output_attention, masked
 ):
+    """Outputs and attention weights; the memory has padding, and a row of padding only,
+    whose weights and context are zeros."""
     score, extra = {**SCORE_OPTIONS, **NO_INPUT_FEEDING}[score_options]
     rng = np.random.default_rng(0)
     x, memory, mask = _data(rng)
+    sequence_mask = SEQUENCE_MASK if masked else None
     # An attention vector of its own width, where the step computes one.
     size = {"attention_size": 7} if position == "after" or output_attention else {}
-    layer = _layer(score, position, output_attention, **size, **extra)
+    layer = _layer(score, position, output_attention, return_attention_scores=True, **size, **extra)
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
-    got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
-    want, _ = reference(
-        x, memory, mask, *_weights(layer), score, position, output_attention, **extra
-    )
-    np.testing.assert_allclose(got, want, atol=1e-10, rtol=0)
+    got = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
+    args = (*_weights(layer), score, position, output_attention)
+    want = reference(x, memory, mask, *args, sequence_mask=sequence_mask, **extra)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(g), w, atol=1e-10, rtol=0)
     # Not vacuous: without the memory's padding mask the outputs differ.
     unmasked, _ = reference(
-        x, memory, np.ones_like(mask), *_weights(layer), score, position, output_attention, **extra
+        x, memory, np.ones_like(mask), *args, sequence_mask=sequence_mask, **extra
     )
-    assert np.abs(unmasked - want)[1].max() > 1e-3
+    assert np.abs(unmasked - want[0])[1].max() > 1e-3
 
 
 @pytest.mark.parametrize("position", ["after", "before"])
@@ -178,49 +204,6 @@ def test_matches_the_reference_in_float32(position):
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
 
 
-def test_masked_steps_of_the_sequence_keep_the_state(float64_policy):
-    rng = np.random.default_rng(2)
-    x, memory, mask = _data(rng)
-    sequence_mask = np.ones((BATCH, STEPS), bool)
-    sequence_mask[0, 3:] = False
-    sequence_mask[2, 1] = False
-    layer = _layer()
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
-    got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask, mask=sequence_mask))
-    want, _ = reference(
-        x, memory, mask, *_weights(layer), "additive", "after", True, sequence_mask=sequence_mask
-    )
-    np.testing.assert_allclose(got, want, atol=1e-10, rtol=0)
-
-
-def test_a_fully_masked_memory_row_gives_a_zero_context(float64_policy):
-    # Attending to nothing: the weights are all zero and so is the context, never NaN.
-    rng = np.random.default_rng(3)
-    x, memory, mask = _data(rng)
-    mask[2] = False
-    wrapper = AttentionWrapper(keras.layers.SimpleRNNCell(UNITS), return_attention_scores=True)
-    layer = AttentionRNN(wrapper, return_sequences=True)
-    outputs, alignments = layer(x, memory=memory, memory_mask=mask)
-    alignments = keras.ops.convert_to_numpy(alignments)
-    assert np.isfinite(keras.ops.convert_to_numpy(outputs)).all()
-    np.testing.assert_array_equal(alignments[2], 0.0)
-    # The other rows' weights sum to one over their unmasked memory, zero at its padding.
-    np.testing.assert_allclose(alignments[[0, 1]].sum(-1), 1.0, atol=1e-12)
-    np.testing.assert_array_equal(alignments[1, :, 4:], 0.0)
-    _, want = reference(x, memory, mask, *_weights(layer), "additive", "after", True)
-    np.testing.assert_allclose(alignments, want, atol=1e-10, rtol=0)
-
-
-def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gradients():
-    rng = np.random.default_rng(4)
-    x, memory, mask = _data(rng, "float32")
-    layer = _layer("general", "before", scale=True)
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
-    check_cell_loop_matches_layer(layer, x, memory, mask)
-
-
 def test_a_reset_starts_a_row_again():
     rng = np.random.default_rng(5)
     x, memory, mask = _data(rng, "float32")
@@ -231,33 +214,35 @@ def test_a_reset_starts_a_row_again():
 
 
 WRAPPED_CELLS = {
+    "simple_rnn": lambda: keras.layers.SimpleRNNCell(UNITS),
     "lstm": lambda: keras.layers.LSTMCell(UNITS),
     "gru": lambda: keras.layers.GRUCell(UNITS),
     "am_gru": lambda: AssociativeGRUCell(UNITS, num_copies=2),
 }
 
 
-# Each cell attending step by step and after the loop, the backend one more factor
-# (`all_pairs`): each pass trains every cell and both ways.
+# Each cell attending step by step and after the loop, with a score of each kind.
 @pytest.mark.parametrize(
-    "cell, attend",
-    all_pairs(list(WRAPPED_CELLS), ["step_by_step", "after_the_loop"], split_by_backend=True),
+    "cell, options",
+    [
+        ("simple_rnn", dict(score="general", position="before", scale=True)),
+        ("lstm", {}),
+        ("gru", dict(input_feeding=False)),
+        ("am_gru", dict(score="dot", input_feeding=False)),
+    ],
+    ids=["simple_rnn_general_before", "lstm", "gru_after_the_loop", "am_gru_dot_after_the_loop"],
 )
-def test_wraps_any_cell_trains_saves_and_loads(cell, attend, tmp_path):
-    x, memory, mask = _data(np.random.default_rng(7), "float32")
-    wrapper = AttentionWrapper(
-        WRAPPED_CELLS[cell](), attention_size=6, input_feeding=attend == "step_by_step"
-    )
-    check_trains_saves_loads_and_clones(wrapper, x, memory, mask, tmp_path / "model.keras")
-
-
-@pytest.mark.parametrize("input_feeding", [True, False], ids=["step_by_step", "after_the_loop"])
-@pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 6e-2)])
-def test_mixed_precision_matches_float32(policy, atol, input_feeding):
-    x, memory, mask = _data(np.random.default_rng(8), "float32")
-    check_mixed_precision_matches_float32(
-        lambda: _layer(input_feeding=input_feeding), x, memory, mask, policy, atol
-    )
+def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gradients(
+    cell, options
+):
+    """Wrapping any cell: the wrapper stepped by hand equals `AttentionRNN` (which runs it
+    step by step, or its cell's loop and then the attention for all steps)."""
+    rng = np.random.default_rng(4)
+    x, memory, mask = _data(rng, "float32")
+    layer = AttentionRNN(AttentionWrapper(WRAPPED_CELLS[cell](), **options), return_sequences=True)
+    layer(x, memory=memory, memory_mask=mask)
+    _randomize(layer, rng)
+    check_cell_loop_matches_layer(layer, x, memory, mask)
 
 
 @pytest.mark.parametrize(
@@ -323,36 +308,6 @@ def test_dot_needs_a_query_as_wide_as_the_memory():
     layer = AttentionRNN(AttentionWrapper(keras.layers.GRUCell(5), score="dot"))
     with pytest.raises(ValueError, match="score='dot' needs the query"):
         layer(x, memory=memory)
-
-
-def test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients():
-    x, memory, mask = _data(np.random.default_rng(11), "float32")
-    layer = AttentionRNN(
-        AttentionWrapper(keras.layers.GRUCell(UNITS)),
-        return_sequences=True,
-        zero_output_for_mask=True,
-    )
-    check_nan_in_padding_never_reaches_outputs_or_gradients(layer, x, memory, mask)
-
-
-@pytest.mark.parametrize("return_state", [False, True])
-@pytest.mark.parametrize("return_sequences", [False, True])
-@pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
-def test_output_spec_is_exact(policy, return_sequences, return_state):
-    x, memory, mask = _data(np.random.default_rng(12), "float32")
-    cell = AttentionWrapper(
-        keras.layers.LSTMCell(UNITS, dtype=policy),
-        return_attention_scores=True,
-        attention_size=7,
-        dtype=policy,
-    )
-    layer = AttentionRNN(
-        cell, return_sequences=return_sequences, return_state=return_state, dtype=policy
-    )
-    head = (BATCH, STEPS) if return_sequences else (BATCH,)
-    widths = [7, LENGTH] + ([UNITS, UNITS, 7] if return_state else [])
-    shapes = [head + (widths[0],), head + (widths[1],)] + [(BATCH, w) for w in widths[2:]]
-    check_output_spec_is_exact(layer, x, memory, mask, shapes, policy)
 
 
 @pytest.mark.parametrize(

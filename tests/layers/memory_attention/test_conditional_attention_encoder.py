@@ -28,6 +28,61 @@ def _encoder(units=5, dtype=None, **hypothesis_flags):
     )
 
 
+class ConditionalAttentionEncoderTest(LayerTestCase):
+    """The two layers inside compute under their own dtype policies, so Keras's check that a
+    ``dtype`` argument sets the outputs' dtype does not apply: mixed precision is
+    test_mixed_float16_matches_float32's and the journey's."""
+
+    layer_cls = ConditionalAttentionEncoder
+
+    @pytest.mark.parametrize(
+        "make_cell, weights",
+        [
+            (lambda: WordByWordAttention(keras.layers.LSTMCell(4)), 3 + 3 + 5),
+            (lambda: AttentionWrapper(keras.layers.LSTMCell(4), score="general"), 3 + 3 + 2),
+        ],
+        ids=["word_by_word", "luong"],
+    )
+    def test_layer_behaviors(self, make_cell, weights):
+        self.run_layer_test(
+            ConditionalAttentionEncoder,
+            {
+                "premise_layer": keras.layers.LSTM(4, return_sequences=True, return_state=True),
+                "hypothesis_layer": AttentionRNN(make_cell()),
+            },
+            input_shape=((2, 5, 3), (2, 4, 3)),
+            expected_output_shape=[(2, 4), (2, 4)],
+            expected_num_trainable_weights=weights,
+            expected_num_seed_generators=2,  # the LSTM cells' dropout
+            supports_masking=True,
+            run_training_check=False,
+            run_mixed_precision_check=False,
+        )
+
+    def test_journey(self, tmp_path):
+        build = lambda premise, hypothesis: _encoder(6)([premise, hypothesis])[1]  # noqa: E731
+        self.run_journey_test("pair", build, tmp_path, xla_fails_on_tensorflow=True)
+
+    def test_config(self):
+        self.run_config_test(
+            ConditionalAttentionEncoder,
+            premise_layer=keras.layers.LSTM(4, return_sequences=True, return_state=True),
+            hypothesis_layer=AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4))),
+            name="pair",
+        )
+
+    def test_output_spec(self):
+        self.run_output_spec_test(lambda dtype: _encoder(4, dtype=dtype), [(2, 5, 4), (2, 3, 4)])
+
+    def test_mixed_float16_matches_float32(self):
+        premise, hypothesis, premise_mask, hypothesis_mask = _pair(
+            np.random.default_rng(6), "float32"
+        )
+        self.run_mixed_precision_test(
+            _encoder, [premise, hypothesis], atol=5e-3, mask=[premise_mask, hypothesis_mask]
+        )
+
+
 def _pair(rng, dtype="float64"):
     premise = rng.normal(size=(3, 6, 4)).astype(dtype)
     hypothesis = rng.normal(size=(3, 4, 4)).astype(dtype)
@@ -227,80 +282,3 @@ def test_the_premise_vector_is_its_last_words_output_however_padding_is_emitted(
     np.testing.assert_allclose(_numpy(p0), _numpy(p), atol=1e-6)
     np.testing.assert_allclose(_numpy(h0), _numpy(h), atol=1e-6)
     assert np.abs(_numpy(p)[1:]).min() > 0  # the padded rows' vectors are not zero
-
-
-def test_mixed_float16_matches_float32():
-    rng = np.random.default_rng(6)
-    premise, hypothesis, premise_mask, hypothesis_mask = _pair(rng, "float32")
-    expected = _encoder()
-    expected.build([premise.shape, hypothesis.shape])
-    randomize(expected, rng)
-    keras.config.set_dtype_policy("mixed_float16")
-    try:
-        encoder = _encoder()
-        encoder.build([premise.shape, hypothesis.shape])
-    finally:
-        keras.config.set_dtype_policy("float32")
-    encoder.set_weights(expected.get_weights())
-    masks = [premise_mask, hypothesis_mask]
-    got = encoder([premise, hypothesis], mask=masks)
-    assert all(keras.backend.standardize_dtype(x.dtype) == "float16" for x in got)
-    for g, w in zip(got, expected([premise, hypothesis], mask=masks)):
-        np.testing.assert_allclose(_numpy(g).astype("float32"), _numpy(w), atol=5e-3)
-
-
-def _keras_check(make_hypothesis_cell, weights):
-    """A `keras_checks` case: an LSTM of 4 units over the premise, the hypothesis cell of
-    ``make_hypothesis_cell()`` over the hypothesis, on a pair of sentences of width 3."""
-    return (
-        ConditionalAttentionEncoder,
-        {
-            "premise_layer": keras.layers.LSTM(4, return_sequences=True, return_state=True),
-            "hypothesis_layer": AttentionRNN(make_hypothesis_cell()),
-        },
-        dict(
-            input_shape=((2, 5, 3), (2, 4, 3)),
-            expected_output_shape=[(2, 4), (2, 4)],
-            expected_num_trainable_weights=weights,
-            expected_num_seed_generators=2,  # the LSTM cells' dropout
-            supports_masking=True,
-            run_training_check=False,
-            run_mixed_precision_check=False,
-        ),
-    )
-
-
-class ConditionalAttentionEncoderTest(LayerTestCase):
-    """The shared suites of `ConditionalAttentionEncoder` (tests/layer_test_case.py). The two
-    layers inside compute under their own dtype policies, so Keras's check that a ``dtype``
-    argument sets the outputs' dtype does not apply; mixed precision is
-    test_mixed_float16_matches_float32's and the journeys'."""
-
-    layer_cls = ConditionalAttentionEncoder
-    make = staticmethod(lambda **kw: _encoder(4, **kw))
-    not_in = {
-        "empty": "takes a sentence pair [premise, hypothesis], not one sequence",
-        "nan_padding": "takes a sentence pair: test_premise_padding_is_never_read",
-        "flags": "has no boolean arguments",
-    }
-    keras_checks = {
-        "conditional_attention_encoder_word_by_word": _keras_check(
-            lambda: WordByWordAttention(keras.layers.LSTMCell(4)), 3 + 3 + 5
-        ),
-        "conditional_attention_encoder_luong": _keras_check(
-            lambda: AttentionWrapper(keras.layers.LSTMCell(4), score="general"), 3 + 3 + 2
-        ),
-    }
-    journeys = {
-        "ConditionalAttentionEncoder": (
-            "pair",
-            lambda premise, hypothesis: _encoder(6)([premise, hypothesis])[1],
-        ),
-    }
-    output_spec = {
-        "conditional_attention_encoder": (
-            lambda dtype: _encoder(4, dtype=dtype),
-            [(2, 5, 4), (2, 3, 4)],
-            {},
-        ),
-    }

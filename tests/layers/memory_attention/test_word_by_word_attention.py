@@ -5,27 +5,19 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import LayerTestCase, ResetCellTests
+from tests.layer_test_case import LayerTestCase
+from tests.layers.memory_attention.test_attention_wrapper import keras_checks_of
 from tests.memory_attention_reference import (
     check_cell_loop_matches_layer,
-    check_mixed_precision_matches_float32,
-    check_nan_in_padding_never_reaches_outputs_or_gradients,
-    check_output_spec_is_exact,
     check_reset_starts_a_row_again,
     check_state_carries_over,
-    check_trains_saves_loads_and_clones,
     data,
     declared_memory,
 )
-from tests.memory_attention_reference import (
-    randomize as _randomize,
-)
-from tests.memory_attention_reference import (
-    word_by_word_reference as reference,
-)
-from tests.memory_attention_reference import (
-    wrapper_weights as _weights,
-)
+from tests.memory_attention_reference import randomize as _randomize
+from tests.memory_attention_reference import word_by_word_reference as reference
+from tests.memory_attention_reference import wrapper_weights as _weights
+from tests.support import all_pairs
 from tf_memlayers.layers import (
     AssociativeGRUCell,
     AttentionRNN,
@@ -48,26 +40,80 @@ def _premise_then_hypothesis(premise, hypothesis):
     return AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(6)))(hypothesis, memory=encoded)
 
 
-class WordByWordAttentionTest(ResetCellTests, LayerTestCase):
-    """The shared suites of `WordByWordAttention` (tests/layer_test_case.py)."""
-
-    layer_cls = WordByWordAttention
-    make = staticmethod(
-        lambda **kw: WordByWordAttention(keras.layers.GRUCell(4), memory_dim=6, **kw)
+def _cell(dtype=None, **kwargs):
+    return WordByWordAttention(
+        keras.layers.GRUCell(4, dtype=dtype), memory_dim=6, dtype=dtype, **kwargs
     )
-    flags = ("output_attention", "return_attention_scores")
-    not_in = {
-        "cells": "a cell taking its memory at every call, which the cell suites do not pass: "
-        "its steps are checked in AttentionRNN and by this module's step tests",
-        "keras_checks": "a cell taking its memory at every call, which keras.layers.RNN "
-        "does not pass: the case 'attention_rnn_word_by_word' runs Keras's checks over it "
-        "in AttentionRNN",
-        "output_spec": "a cell taking a memory: test_output_spec_is_exact",
-        "nan_padding": "takes a memory: test_nan_in_padding_of_either_sequence_never_"
-        "reaches_outputs_or_gradients",
-    }
-    journeys = {"WordByWordAttention": ("pair", _premise_then_hypothesis)}
-    call_kwargs = staticmethod(declared_memory)
+
+
+class WordByWordAttentionTest(LayerTestCase):
+    layer_cls = WordByWordAttention
+
+    def test_layer_behaviors(self):
+        cell = lambda dtype: WordByWordAttention(  # noqa: E731
+            keras.layers.GRUCell(4, dtype=dtype), memory_dim=8, dtype=dtype
+        )
+        self.run_layer_test(
+            **keras_checks_of(cell, own_weights=5, return_sequences=True),
+            expected_output_shape=(2, 3, 4),
+        )
+
+    def test_journey(self, tmp_path):
+        self.run_journey_test(
+            "pair", _premise_then_hypothesis, tmp_path, xla_fails_on_tensorflow=True
+        )
+
+    def test_config(self):
+        self.run_config_test(
+            WordByWordAttention,
+            cell=keras.layers.GRUCell(5),
+            memory_dim=3,
+            attention_units=4,
+            attention_size=2,
+            return_attention_scores=True,
+            kernel_initializer="orthogonal",
+        )
+
+    def test_cell(self):
+        # (Keras asks AttentionRNN for its spec, not the cell: `direct_spec=False`.)
+        self.run_cell_tests(_cell, False, **declared_memory(2))
+
+    def test_flags(self):
+        self.run_flags_test(_cell)
+
+    def test_resets(self):
+        self.run_reset_tests(_cell, **declared_memory(3))
+
+    @pytest.mark.parametrize("return_sequences, return_state", [(True, True), (False, False)])
+    def test_output_spec_of_its_rnn(self, return_sequences, return_state):
+        memory = np.random.default_rng(12).normal(size=(BATCH, LENGTH, MEMORY_DIM))
+
+        def make(dtype):
+            cell = WordByWordAttention(
+                keras.layers.LSTMCell(UNITS, dtype=dtype),
+                memory_dim=MEMORY_DIM,
+                return_attention_scores=True,
+                attention_size=6,
+                dtype=dtype,
+            )
+            flags = dict(return_sequences=return_sequences, return_state=return_state)
+            return AttentionRNN(cell, dtype=dtype, **flags)
+
+        self.run_output_spec_test(make, (BATCH, STEPS, INPUT_DIM), memory=memory.astype("float32"))
+
+    def test_nan_padding_of_its_rnn(self):
+        def make():
+            cell = WordByWordAttention(keras.layers.GRUCell(UNITS), memory_dim=MEMORY_DIM)
+            return AttentionRNN(cell, return_sequences=True, zero_output_for_mask=True)
+
+        self.run_nan_padding_test(make, memory_width=MEMORY_DIM)
+
+    @pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 6e-2)])
+    def test_mixed_precision_matches_float32(self, policy, atol):
+        x, memory, mask = _data(np.random.default_rng(8), "float32")
+        self.run_mixed_precision_test(
+            _layer, x, atol=atol, policy=policy, memory=memory, memory_mask=mask
+        )
 
 
 def _layer(output_attention=True, cell=None, return_attention_scores=False, **kwargs):
@@ -81,19 +127,31 @@ def _layer(output_attention=True, cell=None, return_attention_scores=False, **kw
     return AttentionRNN(wrapper, return_sequences=True)
 
 
-@pytest.mark.parametrize("output_attention", [True, False])
-@pytest.mark.parametrize("sizes", [{}, {"attention_units": 5, "attention_size": 6}])
-def test_matches_the_reference_in_float64(float64_policy, output_attention, sizes):
+SEQUENCE_MASK = np.ones((BATCH, STEPS), bool)
+SEQUENCE_MASK[0, 3:] = SEQUENCE_MASK[2, 1] = False
+
+
+# With and without h*_t, sizes of its own and a mask of the sequence, by pairs (`all_pairs`).
+@pytest.mark.parametrize(
+    "output_attention, sized, masked", all_pairs([True, False], [False, True], [False, True])
+)
+def test_matches_the_reference_in_float64(float64_policy, output_attention, sized, masked):
+    """Outputs and attention weights; the memory has padding, and a row of padding only,
+    which reads nothing: its weights and Y alpha^T are zero, so r stays tanh(W^t 0) = 0."""
     rng = np.random.default_rng(0)
     x, memory, mask = _data(rng)
-    if not output_attention:  # no h*_t to size
-        sizes = {k: v for k, v in sizes.items() if k != "attention_size"}
+    sizes = {"attention_units": 5} if sized else {}
+    if sized and output_attention:  # (no h*_t to size without it)
+        sizes["attention_size"] = 6
+    sequence_mask = SEQUENCE_MASK if masked else None
     layer = _layer(output_attention, return_attention_scores=True, **sizes)
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
-    outputs, alignments = layer(x, memory=memory, memory_mask=mask)
+    outputs, alignments = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
     cell_weights, own = _weights(layer)
-    want, want_alignments = reference(x, memory, mask, cell_weights, own, output_attention)
+    want, want_alignments = reference(
+        x, memory, mask, cell_weights, own, output_attention, sequence_mask=sequence_mask
+    )
     np.testing.assert_allclose(keras.ops.convert_to_numpy(outputs), want, atol=1e-10, rtol=0)
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(alignments), want_alignments, atol=1e-10, rtol=0
@@ -110,7 +168,7 @@ def test_matches_the_reference_in_float64(float64_policy, output_attention, size
             changed[name] = own[name].copy()
             changed[name][UNITS if name == "query_kernel" else 0 :] = 0.0
         other, other_alignments = reference(
-            x, memory, changed_mask, cell_weights, changed, output_attention
+            x, memory, changed_mask, cell_weights, changed, output_attention, sequence_mask
         )
         assert np.abs(other_alignments - want_alignments).max() > 1e-3, name
         assert (np.abs(other - want).max() > 1e-3) == output_attention, name
@@ -149,43 +207,20 @@ def test_the_paper_s_weights_at_k_100():
     assert tuple(cell.cell.kernel.shape) == (300, 400)
 
 
-def test_masked_steps_of_the_sequence_keep_the_state(float64_policy):
-    rng = np.random.default_rng(2)
-    x, memory, mask = _data(rng)
-    sequence_mask = np.ones((BATCH, STEPS), bool)
-    sequence_mask[0, 3:] = False
-    sequence_mask[2, 1] = False
-    layer = _layer()
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
-    got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask, mask=sequence_mask))
-    want, _ = reference(x, memory, mask, *_weights(layer), sequence_mask=sequence_mask)
-    np.testing.assert_allclose(got, want, atol=1e-10, rtol=0)
-
-
-def test_a_fully_masked_memory_row_reads_nothing(float64_policy):
-    # Nothing to attend to: the weights and Y alpha^T are zero, so r stays tanh(W^t 0) = 0.
-    rng = np.random.default_rng(3)
-    x, memory, mask = _data(rng)
-    mask[2] = False
-    layer = _layer(return_attention_scores=True)
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
-    wrapper = layer.cell
-    states_layer = AttentionRNN(wrapper, return_sequences=True, return_state=True)
-    outputs, alignments, *states = states_layer(x, memory=memory, memory_mask=mask)
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(alignments)[2], 0.0)
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(states[-1])[2], 0.0)
-    assert np.isfinite(keras.ops.convert_to_numpy(outputs)).all()
-    want, want_alignments = reference(x, memory, mask, *_weights(layer))
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(outputs), want, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(alignments, want_alignments, atol=1e-10, rtol=0)
-
-
-def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gradients():
+@pytest.mark.parametrize(
+    "cell",
+    [
+        lambda: keras.layers.LSTMCell(UNITS),
+        lambda: keras.layers.GRUCell(UNITS),
+        lambda: AssociativeGRUCell(UNITS, num_copies=2),
+    ],
+    ids=["lstm", "gru", "am_gru"],
+)
+def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gradients(cell):
+    """Wrapping any cell: the wrapper stepped by hand equals `AttentionRNN`."""
     rng = np.random.default_rng(4)
     x, memory, mask = _data(rng, "float32")
-    layer = _layer(cell=keras.layers.LSTMCell(UNITS))
+    layer = _layer(cell=cell())
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
     grads = check_cell_loop_matches_layer(layer, x, memory, mask)
@@ -207,21 +242,6 @@ def test_state_carries_over_from_one_call_to_the_next():
     layer = AttentionRNN(wrapper, return_sequences=True, return_state=True)
     states = check_state_carries_over(layer, x, memory, mask)
     assert [tuple(s.shape) for s in states] == [(BATCH, UNITS), (BATCH, MEMORY_DIM)]
-
-
-@pytest.mark.parametrize(
-    "cell",
-    [
-        lambda: keras.layers.LSTMCell(UNITS),
-        lambda: keras.layers.GRUCell(UNITS),
-        lambda: AssociativeGRUCell(UNITS, num_copies=2),
-    ],
-    ids=["lstm", "gru", "am_gru"],
-)
-def test_wraps_any_cell_trains_on_a_partial_batch_saves_loads_and_clones(cell, tmp_path):
-    x, memory, mask = _data(np.random.default_rng(7), "float32")
-    wrapper = WordByWordAttention(cell(), memory_dim=MEMORY_DIM, attention_size=6)
-    check_trains_saves_loads_and_clones(wrapper, x, memory, mask, tmp_path / "model.keras")
 
 
 def test_the_config_round_trips_and_holds_no_fixed_choice():
@@ -250,13 +270,6 @@ def test_the_config_round_trips_and_holds_no_fixed_choice():
     # Without the sizes: the paper's k (the cell's width) everywhere.
     cell = WordByWordAttention(keras.layers.GRUCell(5))
     assert (cell.memory_dim, cell.attention_units, cell.attention_size) == (5, 5, 5)
-
-
-@pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 6e-2)])
-def test_mixed_precision_matches_float32(policy, atol):
-    rng = np.random.default_rng(8)
-    x, memory, mask = _data(rng, "float32")
-    check_mixed_precision_matches_float32(_layer, x, memory, mask, policy, atol, rng)
 
 
 @pytest.mark.parametrize(
@@ -291,37 +304,6 @@ def test_bad_calls_are_named():
         layer(x, memory=memory, memory_mask=mask[:, :3])
     with pytest.raises(TypeError, match="`cell` must be a Keras RNN cell"):
         WordByWordAttention("lstm")
-
-
-def test_nan_in_padding_of_either_sequence_never_reaches_outputs_or_gradients():
-    x, memory, mask = _data(np.random.default_rng(11), "float32")
-    layer = AttentionRNN(
-        WordByWordAttention(keras.layers.GRUCell(UNITS), memory_dim=MEMORY_DIM),
-        return_sequences=True,
-        zero_output_for_mask=True,
-    )
-    check_nan_in_padding_never_reaches_outputs_or_gradients(layer, x, memory, mask)
-
-
-@pytest.mark.parametrize("return_state", [False, True])
-@pytest.mark.parametrize("return_sequences", [False, True])
-@pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
-def test_output_spec_is_exact(policy, return_sequences, return_state):
-    x, memory, mask = _data(np.random.default_rng(12), "float32")
-    cell = WordByWordAttention(
-        keras.layers.LSTMCell(UNITS, dtype=policy),
-        memory_dim=MEMORY_DIM,
-        return_attention_scores=True,
-        attention_size=6,
-        dtype=policy,
-    )
-    layer = AttentionRNN(
-        cell, return_sequences=return_sequences, return_state=return_state, dtype=policy
-    )
-    head = (BATCH, STEPS) if return_sequences else (BATCH,)
-    widths = [6, LENGTH] + ([UNITS, UNITS, MEMORY_DIM] if return_state else [])
-    shapes = [head + (widths[0],), head + (widths[1],)] + [(BATCH, w) for w in widths[2:]]
-    check_output_spec_is_exact(layer, x, memory, mask, shapes, policy)
 
 
 def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(

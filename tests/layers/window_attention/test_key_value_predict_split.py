@@ -4,62 +4,54 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import EmptyInputTests, LayerTestCase, SizesTests
+from tests.layer_test_case import LayerTestCase
 from tests.support import keras_lstm
 from tf_memlayers import KeyValuePredictSplit
 
 
-class KeyValuePredictSplitTest(EmptyInputTests, SizesTests, LayerTestCase):
-    """The shared suites of `KeyValuePredictSplit` (tests/layer_test_case.py)."""
-
+class KeyValuePredictSplitTest(LayerTestCase):
     layer_cls = KeyValuePredictSplit
-    make = staticmethod(lambda **kw: KeyValuePredictSplit("key_value_predict", **kw))
-    not_in = {
-        "nan_padding": "splits each step's features on its own: a NaN stays in its step",
-        "flags": "has no boolean arguments",
-    }
-    empty = {"split": lambda: KeyValuePredictSplit("key_value_predict", sizes=(2, 1, 1))}
-    # Its outputs are the pieces of each step: no memory.
-    last_output_is_memory = False
-    keras_checks = {
-        "split": (
+
+    def test_layer_behaviors(self):
+        self.run_layer_test(
             KeyValuePredictSplit,
             {"mode": "key_value_predict", "sizes": (2, 2, 2)},
-            dict(
-                input_shape=(2, 3, 6),
-                expected_output_shape=((2, 3, 2), (2, 3, 2), (2, 3, 2)),
-                expected_num_trainable_weights=0,
-                supports_masking=True,
-                # No weights to train.
-                run_training_check=False,
-            ),
-        ),
-    }
-    journeys = {
-        "KeyValuePredictSplit": (
-            "step",
-            lambda e: keras.layers.Concatenate()(
-                list(
-                    KeyValuePredictSplit("key_value_predict", sizes=(4, 2, 2))(
-                        keras_lstm(8, return_sequences=True)(e)
-                    )[1:]
-                )
-            ),
-        ),
-    }
-    output_spec = {
-        "split_attention": (lambda dtype: KeyValuePredictSplit(dtype=dtype), (2, 5, 4), {}),
-        "split_key_value_predict": (
-            lambda dtype: KeyValuePredictSplit("key_value_predict", sizes=(3, 2, 1), dtype=dtype),
-            (2, 5, 6),
-            {},
-        ),
-        "split_rank_2": (
-            lambda dtype: KeyValuePredictSplit("key_value", dtype=dtype),
-            (2, 4),
-            {},
-        ),
-    }
+            input_shape=(2, 3, 6),
+            expected_output_shape=((2, 3, 2), (2, 3, 2), (2, 3, 2)),
+            expected_num_trainable_weights=0,
+            supports_masking=True,
+            run_training_check=False,  # no weights to train
+        )
+
+    def test_journey(self, tmp_path):
+        def build(embedded):
+            states = keras_lstm(8, return_sequences=True)(embedded)
+            pieces = KeyValuePredictSplit("key_value_predict", sizes=(4, 2, 2))(states)
+            return keras.layers.Concatenate()(list(pieces[1:]))
+
+        self.run_journey_test("step", build, tmp_path)
+
+    def test_config(self):
+        self.run_config_test(KeyValuePredictSplit, mode="key_value_predict", sizes=(2, 2, 2))
+
+    @pytest.mark.parametrize(
+        "kwargs, shape",
+        [
+            ({}, (2, 5, 4)),
+            (dict(mode="key_value_predict", sizes=(3, 2, 1)), (2, 5, 6)),
+            (dict(mode="key_value"), (2, 4)),
+        ],
+    )
+    def test_output_spec(self, kwargs, shape):
+        self.run_output_spec_test(lambda dtype: KeyValuePredictSplit(dtype=dtype, **kwargs), shape)
+
+    def test_empty_input(self):
+        # Its outputs are the pieces of each step: no memory.
+        split = lambda: KeyValuePredictSplit("key_value_predict", sizes=(2, 1, 1))  # noqa: E731
+        self.run_empty_input_test(split, last_output_is_memory=False)
+
+    def test_sizes(self):
+        self.run_sizes_test(lambda **kw: KeyValuePredictSplit("key_value_predict", **kw))
 
 
 def test_pieces_are_contiguous_key_first():
@@ -83,13 +75,11 @@ def test_paper_width_834_splits_unequally():
     assert (key.shape[-1], value.shape[-1], predict.shape[-1]) == (322, 256, 256)
 
 
-def test_mask_propagates_and_config_round_trips():
+def test_mask_propagates():
     inputs = keras.Input((None,), dtype="int32")
     h = keras.layers.Embedding(5, 6, mask_zero=True)(inputs)
     pieces = KeyValuePredictSplit("key_value")(h)
     assert all(p._keras_mask is not None for p in pieces)
-    layer = KeyValuePredictSplit("key_value_predict", sizes=(2, 2, 2), name="split")
-    assert KeyValuePredictSplit.from_config(layer.get_config()).get_config() == layer.get_config()
 
 
 def test_bad_arguments():
@@ -104,7 +94,3 @@ def test_bad_arguments():
         KeyValuePredictSplit("key_value_predict")(np.zeros((1, 10), "float32"))
     with pytest.raises(ValueError, match=r"sum to 9, but the input width is 10"):
         KeyValuePredictSplit("key_value_predict", sizes=(3, 3, 3))(np.zeros((1, 10), "float32"))
-    with pytest.raises(ValueError, match=r"`sizes` must list 2 pieces"):
-        KeyValuePredictSplit("key_value", sizes=(10,))(np.zeros((1, 10), "float32"))
-    with pytest.raises(ValueError, match=r"`sizes` must be >= 1, got 0"):
-        KeyValuePredictSplit("key_value", sizes=(10, 0))(np.zeros((1, 10), "float32"))

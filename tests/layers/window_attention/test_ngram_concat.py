@@ -5,115 +5,142 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.layer_test_case import (
-    CELL_SPEC,
-    RNN_MASKING,
-    CarriedMemoryTests,
-    CellTests,
-    EmptyInputTests,
-    LayerTestCase,
-    ResetCellTests,
-    ResetSequenceTests,
-    SizesTests,
-    rnn_case,
-    user_rnn,
-)
+from tests.layer_test_case import LayerTestCase, rnn_over, user_rnn
 from tests.layers.window_attention.test_sliding_window_attention import (
     PassThroughCell,
     holes_and_right_padding,
     loss_and_grads,
+    resets,
 )
-from tests.support import BACKEND, all_pairs, gradients, keras_lstm
+from tests.support import BACKEND, all_pairs, keras_lstm
 from tests.window_reference import ngram_reference
-from tf_memlayers import NGramConcat, NGramConcatCell
-from tf_memlayers.models._compiling import compile_and_build_optimizer
+from tf_memlayers import NGramConcat, NGramConcatCell, ResettableRNN
 
 
-class NGramConcatTest(
-    EmptyInputTests, ResetSequenceTests, CarriedMemoryTests, SizesTests, LayerTestCase
-):
-    """The shared suites of `NGramConcat` (tests/layer_test_case.py)."""
-
+class NGramConcatTest(LayerTestCase):
     layer_cls = NGramConcat
-    make = staticmethod(lambda **kw: NGramConcat(3, 4, **kw))
-    flags = ("use_bias", "return_memory", "stateful")
-    keras_checks = {
-        "ngram": (
+
+    @pytest.mark.parametrize("init_kwargs", [dict(n=3, use_bias=True), dict(n=4, stateful=True)])
+    def test_layer_behaviors(self, init_kwargs):
+        stateful = init_kwargs.get("stateful", False)
+        self.run_layer_test(
             NGramConcat,
-            {"n": 3, "units": 5, "use_bias": True},
-            dict(
-                input_shape=(2, 3, 6),
-                expected_output_shape=(2, 3, 5),
-                expected_num_trainable_weights=2,
-                supports_masking=True,
-            ),
-        ),
-        "ngram_stateful": (
-            NGramConcat,
-            {"n": 4, "units": 5, "stateful": True},
-            dict(
-                input_shape=(2, 3, 6),
-                expected_output_shape=(2, 3, 5),
-                expected_num_trainable_weights=1,
-                expected_num_non_trainable_weights=1,
-                supports_masking=True,
-            ),
-        ),
-    }
-    journeys = {
-        "NGramConcat": (
+            {"units": 5, **init_kwargs},
+            input_shape=(2, 3, 6),
+            expected_output_shape=(2, 3, 5),
+            expected_num_trainable_weights=1 + init_kwargs.get("use_bias", False),
+            expected_num_non_trainable_weights=int(stateful),
+            supports_masking=True,
+        )
+
+    def test_journey(self, tmp_path):
+        self.run_journey_test(
             "step",
             lambda e: NGramConcat(3, 6)(keras_lstm(8, return_sequences=True)(e)),
-        ),
-    }
-    nan_padding = {
-        "ngram": lambda: NGramConcat(3, 5, use_bias=True),
-    }
-    output_spec = {
-        "ngram": (lambda dtype: NGramConcat(3, 5, dtype=dtype), (2, 5, 4), {}),
-        "ngram_memory": (
-            lambda dtype: NGramConcat(4, 5, sizes=(2, 1, 3), return_memory=True, dtype=dtype),
-            (2, 5, 6),
-            {},
-        ),
-        "ngram_2_memory": (
-            lambda dtype: NGramConcat(2, 5, return_memory=True, dtype=dtype),
-            (2, 5, 4),
-            {},
-        ),
-    }
-    empty = {
-        "ngram": lambda: NGramConcat(3, 5, return_memory=True),
-    }
+            tmp_path,
+        )
+
+    def test_config(self):
+        self.run_config_test(
+            NGramConcat,
+            n=5,
+            units=9,
+            sizes=(3, 3, 3, 3),
+            use_bias=True,
+            return_memory=True,
+            stateful=True,
+            kernel_initializer="orthogonal",
+            bias_initializer="ones",
+            name="ng",
+        )
+
+    @pytest.mark.parametrize(
+        "n, sizes, return_memory, width",
+        [(3, None, False, 4), (4, (2, 1, 3), True, 6), (2, None, True, 4)],
+    )
+    def test_output_spec(self, n, sizes, return_memory, width):
+        self.run_output_spec_test(
+            lambda dtype: NGramConcat(n, 5, sizes=sizes, return_memory=return_memory, dtype=dtype),
+            (2, 5, width),
+        )
+
+    def test_nan_padding(self):
+        self.run_nan_padding_test(lambda: NGramConcat(3, 5, use_bias=True))
+
+    def test_flags(self):
+        self.run_flags_test(lambda **kw: NGramConcat(3, 4, **kw))
+
+    def test_empty_input(self):
+        self.run_empty_input_test(lambda: NGramConcat(3, 5, return_memory=True))
+
+    def test_resets(self):
+        self.run_reset_tests(lambda **kw: NGramConcat(3, 4, **kw))
+
+    def test_carried_memory(self):
+        self.run_carried_memory_tests(lambda **kw: NGramConcat(3, 4, **kw))
+
+    def test_sizes(self):
+        self.run_sizes_test(lambda **kw: NGramConcat(3, 4, **kw))
+
+    def test_mixed_float16_matches_float32(self):
+        inputs = RNG.normal(size=(4, 8, 9)).astype("float32")
+        self.run_mixed_precision_test(lambda: NGramConcat(4, 6), inputs, atol=5e-3)
 
 
-class NGramConcatCellTest(CellTests, ResetCellTests, SizesTests, LayerTestCase):
-    """The shared suites of `NGramConcatCell` (tests/layer_test_case.py)."""
-
+class NGramConcatCellTest(LayerTestCase):
     layer_cls = NGramConcatCell
-    make = staticmethod(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
-    flags = ("use_bias",)
-    not_in = {"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING}
-    cells = {
-        "ngram_2": lambda dtype=None: NGramConcatCell(
-            keras.layers.GRUCell(6, dtype=dtype), n=2, units=5, dtype=dtype
-        ),
-        "ngram_4": lambda dtype=None: NGramConcatCell(
-            keras.layers.LSTMCell(6, dtype=dtype), n=4, units=5, use_bias=True, dtype=dtype
-        ),
-    }
-    keras_checks = {
-        "rnn_ngram_2": rnn_case(cells["ngram_2"], 5, 3 + 1, 1),
-        "rnn_ngram_4": rnn_case(cells["ngram_4"], 5, 3 + 2, 1),
-    }
-    journeys = {
-        "NGramConcatCell": (
-            "step",
-            lambda e: user_rnn(
-                NGramConcatCell(keras.layers.GRUCell(8), n=3, units=6), return_sequences=True
-            )(e),
-        ),
-    }
+
+    @pytest.mark.parametrize(
+        "inner, n, use_bias", [(keras.layers.GRUCell, 2, False), (keras.layers.LSTMCell, 4, True)]
+    )
+    def test_layer_behaviors(self, inner, n, use_bias):
+        self.run_layer_test(
+            rnn_over(
+                lambda dtype: NGramConcatCell(
+                    inner(6, dtype=dtype), n, 5, use_bias=use_bias, dtype=dtype
+                )
+            ),
+            input_shape=(2, 3, 4),
+            expected_output_shape=(2, 3, 5),
+            expected_num_trainable_weights=3 + 1 + use_bias,
+            expected_num_seed_generators=1,
+            supports_masking=True,
+        )
+
+    def test_journey(self, tmp_path):
+        cell = lambda: NGramConcatCell(keras.layers.GRUCell(8), n=3, units=6)  # noqa: E731
+        self.run_journey_test(
+            "step", lambda e: user_rnn(cell(), return_sequences=True)(e), tmp_path
+        )
+
+    def test_config(self):
+        self.run_config_test(
+            NGramConcatCell,
+            cell=keras.layers.LSTMCell(8),
+            n=3,
+            units=4,
+            sizes=(5, 3),
+            use_bias=True,
+            kernel_initializer="orthogonal",
+            bias_initializer="ones",
+        )
+
+    @pytest.mark.parametrize("inner, n", [(keras.layers.GRUCell, 2), (keras.layers.LSTMCell, 4)])
+    def test_cell(self, inner, n):
+        self.run_cell_tests(
+            lambda dtype=None: NGramConcatCell(
+                inner(6, dtype=dtype), n, 5, use_bias=True, dtype=dtype
+            )
+        )
+
+    def test_flags(self):
+        self.run_flags_test(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
+
+    def test_resets(self):
+        self.run_reset_tests(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
+
+    def test_sizes(self):
+        self.run_sizes_test(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
 
 
 RNG = np.random.default_rng(1)
@@ -129,31 +156,50 @@ def set_random(layer, names=("ngram_kernel", "ngram_bias")):
     return values
 
 
-# Each (n, sizes) with and without a bias, the backend one more factor (`all_pairs`).
+# Each (n, sizes) with and without a bias, a mask (holes and right padding: masked steps are
+# skipped) and resets (the history starts again), the backend one more factor (`all_pairs`).
+# The cell form with resets runs in `ResettableRNN`'s loop, without in Keras's.
 @pytest.mark.parametrize(
-    "case, use_bias",
+    "case, use_bias, masked, reset",
     all_pairs(
         [(2, None), (3, None), (4, None), (4, (5, 4, 3)), (5, (3, 3, 3, 3))],
+        [False, True],
+        [False, True],
         [False, True],
         split_by_backend=True,
     ),
 )
-def test_parallel_and_cell_match_numpy_reference_float64(float64_policy, case, use_bias):
+def test_parallel_and_cell_match_numpy_reference_float64(
+    float64_policy, case, use_bias, masked, reset
+):
     n, sizes = case
     x = RNG.normal(size=(2, 9, 12))
+    mask = holes_and_right_padding() if masked else None
+    extra = {"reset": resets()} if reset else {}
     layer = NGramConcat(n, 7, sizes=sizes, use_bias=use_bias)
     layer.build(x.shape)
     weights = set_random(layer)
     expected, _ = ngram_reference(
-        x, weights["ngram_kernel"], n, layer.piece_sizes, weights.get("ngram_bias", 0.0)
+        x,
+        weights["ngram_kernel"],
+        n,
+        layer.piece_sizes,
+        weights.get("ngram_bias", 0.0),
+        mask=mask,
+        **extra,
     )
-    np.testing.assert_allclose(np.asarray(layer(x)), expected, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(
+        np.asarray(layer(x, mask=mask, **extra)), expected, atol=1e-10, rtol=0
+    )
     cell = NGramConcatCell(PassThroughCell(12), n, 7, sizes=sizes, use_bias=use_bias)
-    rnn = keras.layers.RNN(cell, return_sequences=True)
+    loop = ResettableRNN if reset else keras.layers.RNN
+    rnn = loop(cell, return_sequences=True, zero_output_for_mask=True)
     rnn.build(x.shape)
     for name, value in weights.items():
         getattr(cell, name).assign(value)
-    np.testing.assert_allclose(np.asarray(rnn(x)), expected, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(np.asarray(rnn(x, mask=mask, **extra)), expected, atol=1e-10, rtol=0)
+    if reset:  # not vacuous: the rows with resets differ without
+        assert not np.allclose(np.asarray(layer(x, mask=mask)), expected)
 
 
 def test_float32_matches_reference_to_1e5():
@@ -234,59 +280,23 @@ def test_cell_and_parallel_agree_on_gradients(float64_policy, case, masked):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), atol=1e-11)
 
 
-def test_masked_steps_are_skipped_and_right_padding_is_harmless(float64_policy):
-    x = RNG.normal(size=(2, 9, 12))
-    mask = RNG.random((2, 9)) > 0.3
-    layer = NGramConcat(4, 5)
-    layer.build(x.shape)
-    weights = set_random(layer)
-    expected, _ = ngram_reference(x, weights["ngram_kernel"], 4, (4, 4, 4), mask=mask)
-    mask_tensor = ops.convert_to_tensor(mask)
-    np.testing.assert_allclose(np.asarray(layer(x, mask=mask_tensor)), expected, atol=1e-10)
-    cell = NGramConcatCell(PassThroughCell(12), 4, 5)
-    rnn = keras.layers.RNN(cell, return_sequences=True, zero_output_for_mask=True)
-    rnn.build(x.shape)
-    cell.ngram_kernel.assign(weights["ngram_kernel"])
-    np.testing.assert_allclose(np.asarray(rnn(x, mask=mask_tensor)), expected, atol=1e-10)
-    right = np.arange(9)[None] < np.array([[9], [4]])
-    padded = np.asarray(layer(x, mask=ops.convert_to_tensor(right)))
-    np.testing.assert_allclose(padded[1, :4], np.asarray(layer(x[1:2, :4]))[0], atol=1e-12)
-
-
-def test_stateful_segments_equal_one_run_and_reset_clears(float64_policy):
+def test_stateful_cell_form_over_segments_equals_one_run(float64_policy):
     x = RNG.normal(size=(3, 40, 12))
     whole = NGramConcat(4, 5)
     whole.build(x.shape)
-    stateful = NGramConcat(4, 5, stateful=True)
-    stateful.build((3, 20, 12))
-    stateful.ngram_kernel.assign(whole.ngram_kernel)
-    expected = np.asarray(whole(x))
-    first, second = np.asarray(stateful(x[:, :20])), np.asarray(stateful(x[:, 20:]))
-    np.testing.assert_allclose(np.concatenate([first, second], 1), expected, atol=1e-12)
-    stateful.reset_state()
-    np.testing.assert_allclose(np.asarray(stateful(x[:, :20])), first, atol=1e-12)
-
-    cell_rnn = keras.layers.RNN(
+    rnn = keras.layers.RNN(
         NGramConcatCell(PassThroughCell(12), 4, 5), return_sequences=True, stateful=True
     )
-    cell_rnn.build((3, 20, 12))
-    cell_rnn.cell.ngram_kernel.assign(whole.ngram_kernel)
-    got = np.concatenate([np.asarray(cell_rnn(x[:, :20])), np.asarray(cell_rnn(x[:, 20:]))], 1)
+    rnn.build((3, 20, 12))
+    rnn.cell.ngram_kernel.assign(whole.ngram_kernel)
+    expected = np.asarray(whole(x))
+    got = np.concatenate([np.asarray(rnn(x[:, :20])), np.asarray(rnn(x[:, 20:]))], 1)
     np.testing.assert_allclose(got, expected, atol=1e-12)
-    cell_rnn.reset_state()
-    np.testing.assert_allclose(np.asarray(cell_rnn(x[:, :20])), first, atol=1e-12)
+    rnn.reset_state()
+    np.testing.assert_allclose(np.asarray(rnn(x[:, :20])), expected[:, :20], atol=1e-12)
 
 
-def test_explicit_memory_equals_cell_state(float64_policy):
-    x = RNG.normal(size=(2, 10, 12))
-    layer = NGramConcat(5, 4, return_memory=True)
-    layer.build(x.shape)
-    _, memory = layer(x)
-    _, histories = ngram_reference(x, np.asarray(layer.ngram_kernel), 5, (3, 3, 3, 3))
-    np.testing.assert_allclose(np.asarray(memory), np.stack([np.concatenate(h) for h in histories]))
-
-
-def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy):
+def test_the_memory_is_the_references_history_and_the_cell_state(float64_policy):
     x = RNG.normal(size=(2, 12, 12))
     # Holes on both sides of the cut after step 6; row 1 ends in padding.
     keep = np.ones((2, 12), bool)
@@ -300,6 +310,11 @@ def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy
     first, memory = layer(x[:, :6], mask=mask[:, :6])
     second, _ = layer(x[:, 6:], mask=mask[:, 6:], initial_memory=memory)
     np.testing.assert_allclose(np.concatenate([first, second], 1), np.asarray(expected), atol=1e-12)
+    _, histories = ngram_reference(
+        x[:, :6], weights["ngram_kernel"], 4, (5, 4, 3), weights["ngram_bias"], mask=keep[:, :6]
+    )
+    history = np.stack([np.concatenate(h) for h in histories])
+    np.testing.assert_allclose(np.asarray(memory), history, atol=1e-12)
     # The memory is exactly the cell form's state after the same 6 steps.
     cell = NGramConcatCell(PassThroughCell(12), 4, 5, sizes=(5, 4, 3), use_bias=True)
     rnn = keras.layers.RNN(cell, return_state=True)
@@ -310,109 +325,20 @@ def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy
     np.testing.assert_allclose(np.asarray(cell_memory), np.asarray(memory), atol=1e-12)
 
 
-def test_no_gradient_flows_into_carried_memory(float64_policy):
+def test_an_initial_memory_is_read_as_the_references_history(float64_policy):
     x = RNG.normal(size=(1, 6, 12))
     layer = NGramConcat(4, 5, return_memory=True)
     layer.build(x.shape)
     memory = RNG.normal(size=(1, layer.memory_size))
-    _, _, (memory_grad,) = gradients(
-        lambda m: ops.sum(layer(x, initial_memory=m)[0]), inputs=[memory]
-    )
-    assert np.all(memory_grad == 0.0)
-    # ... although the first outputs do read it.
     out, _ = layer(x, initial_memory=memory)
-    expected, _ = ngram_reference(
-        x,
-        np.asarray(layer.ngram_kernel),
-        4,
-        (4, 4, 4),
-        memory=[np.split(np.asarray(memory)[0], 2)],
-    )
+    history = [np.split(memory[0], 2)]
+    expected, _ = ngram_reference(x, np.asarray(layer.ngram_kernel), 4, (4, 4, 4), memory=history)
     np.testing.assert_allclose(np.asarray(out), expected, atol=1e-12)
 
 
-def test_config_round_trip_and_keras_file(tmp_path):
-    layer = NGramConcat(
-        5,
-        9,
-        sizes=(3, 3, 3, 3),
-        use_bias=True,
-        return_memory=True,
-        stateful=True,
-        kernel_initializer="orthogonal",
-        name="ng",
-    )
-    assert NGramConcat.from_config(layer.get_config()).get_config() == layer.get_config()
-    cell = NGramConcatCell(keras.layers.LSTMCell(8), 3, 4, sizes=(5, 3), use_bias=True)
-    assert NGramConcatCell.from_config(cell.get_config()).get_config() == cell.get_config()
-
-    inputs = keras.Input((None, 3))
-    h = keras.layers.GRU(8, return_sequences=True)(inputs)
-    a = NGramConcat(3, 4)(h)
-    b = keras.layers.RNN(NGramConcatCell(keras.layers.GRUCell(8), 3, 4), return_sequences=True)(
-        inputs
-    )
-    model = keras.Model(inputs, [a, b])
-    x = RNG.normal(size=(2, 6, 3)).astype("float32")
-    before = model(x)
-    model.save(tmp_path / "ngram.keras")
-    after = keras.models.load_model(tmp_path / "ngram.keras")(x)
-    for u, v in zip(before, after):
-        np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
-
-
-def small_language_model(probe=False):
-    """Logits; with ``probe`` also h*_t."""
-    inputs = keras.Input((8,), dtype="int32")
-    h = keras.layers.Embedding(20, 6)(inputs)
-    h = keras_lstm(9, return_sequences=True)(h)
-    h_star = NGramConcat(4, 6)(h)
-    logits = keras.layers.Dense(20)(h_star)
-    return keras.Model(inputs, [logits, h_star] if probe else logits)
-
-
-def test_jit_fit_matches_eager_and_trains():
-    data = RNG.integers(0, 20, (16, 9))
-    model = small_language_model()
-    eager = model.predict(data[:, :-1], verbose=0)
-    compile_and_build_optimizer(
-        model,
-        "adam",
-        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        jit_compile=True,
-    )
-    np.testing.assert_allclose(model.predict(data[:, :-1], verbose=0), eager, atol=1e-5)
-    losses = model.fit(data[:, :-1], data[:, 1:], epochs=2, verbose=0).history["loss"]
-    assert np.all(np.isfinite(losses))
-
-
-def test_mixed_float16_matches_float32():
-    rng = np.random.default_rng(5)
-    data = rng.integers(0, 20, (4, 8))
-    model = small_language_model(probe=True)
-    # At the Glorot init h*_t is tiny (|logits| < 0.02): U(-0.8, 0.8) gives it a real range.
-    for variable in model.weights:
-        variable.assign(rng.uniform(-0.8, 0.8, variable.shape))
-    logits, h_star = model.predict(data, verbose=0)
-    keras.config.set_dtype_policy("mixed_float16")
-    half = small_language_model(probe=True)
-    half.set_weights(model.get_weights())
-    got_logits, got_h_star = half.predict(data, verbose=0)
-    assert got_h_star.dtype == got_logits.dtype == np.float16  # the policy's compute dtype
-    np.testing.assert_allclose(got_logits, logits, atol=5e-3 * max(1.0, np.abs(logits).max()))
-    np.testing.assert_allclose(got_h_star, h_star, atol=5e-3)
-
-
 def test_bad_arguments():
+    # `sizes` and the input's width are checked by the split (test_key_value_predict_split.py).
     with pytest.raises(ValueError, match=r"`n` must be >= 2, got 1"):
         NGramConcat(1, 4)
     with pytest.raises(ValueError, match=r"`units` must be >= 1, got 0"):
         NGramConcat(3, 0)
-    with pytest.raises(ValueError, match=r"width 10 does not divide into 3 equal pieces.*sizes="):
-        NGramConcat(4, 4)(np.zeros((1, 2, 10), "float32"))
-    with pytest.raises(ValueError, match=r"`sizes` \(4, 4\) sum to 8, but the input width is 10"):
-        NGramConcat(3, 4, sizes=(4, 4))(np.zeros((1, 2, 10), "float32"))
-    with pytest.raises(ValueError, match=r"must have rank 3"):
-        NGramConcat(3, 4)(np.zeros((2, 10), "float32"))
-    with pytest.raises(ValueError, match=r"`sizes` must list 2 pieces"):
-        NGramConcatCell(keras.layers.GRUCell(10), 3, 4, sizes=(4, 3, 3))

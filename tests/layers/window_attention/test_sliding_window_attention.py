@@ -5,19 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.layer_test_case import (
-    CELL_SPEC,
-    RNN_MASKING,
-    CarriedMemoryTests,
-    CellTests,
-    EmptyInputTests,
-    LayerTestCase,
-    ResetCellTests,
-    ResetSequenceTests,
-    SizesTests,
-    rnn_case,
-    user_rnn,
-)
+from tests.layer_test_case import LayerTestCase, rnn_over, user_rnn
 from tests.support import (
     BACKEND,
     PassThroughCell,
@@ -26,7 +14,6 @@ from tests.support import (
     gradients,
     json_report_of_script,
     keras_lstm,
-    masked_rnn,
     tensorflow_only,
 )
 from tests.window_reference import window_attention_reference
@@ -36,138 +23,192 @@ from tf_memlayers.layers.window_attention.key_value_predict_split import key_val
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 
-class SlidingWindowAttentionTest(
-    EmptyInputTests, ResetSequenceTests, CarriedMemoryTests, SizesTests, LayerTestCase
-):
-    """The shared suites of `SlidingWindowAttention` (tests/layer_test_case.py)."""
+def _window(**kwargs):
+    return SlidingWindowAttention(3, **kwargs)
 
+
+class SlidingWindowAttentionTest(LayerTestCase):
     layer_cls = SlidingWindowAttention
-    # The window's memory with zero padding as well as the default masked padding.
-    memory_variants = {"pad_zeros": lambda **kw: SlidingWindowAttention(2, pad="zeros", **kw)}
-    make = staticmethod(lambda **kw: SlidingWindowAttention(3, **kw))
-    flags = ("use_bias", "return_memory", "return_attention_scores", "stateful")
-    reference = "window_reference"
-    keras_checks = {
-        "window": (
-            SlidingWindowAttention,
-            {"window": 2, "mode": "key_value", "use_bias": True},
-            dict(
-                input_shape=(2, 3, 6),
-                expected_output_shape=(2, 3, 3),
-                expected_num_trainable_weights=7,
-                supports_masking=True,
-            ),
-        ),
-        "window_scores_and_memory": (
-            SlidingWindowAttention,
-            {"window": 2, "return_attention_scores": True, "return_memory": True},
-            dict(
-                input_shape=(2, 3, 4),
-                expected_output_shape=((2, 3, 4), (2, 3, 2), (2, 10)),
-                expected_num_trainable_weights=5,
-                supports_masking=True,
-                # The loss of the training check sums one tensor; the scores come out too.
-                run_training_check=False,
-            ),
-        ),
-        "window_stateful": (
-            SlidingWindowAttention,
-            {"window": 2, "stateful": True},
-            dict(
-                input_shape=(2, 3, 4),
-                expected_output_shape=(2, 3, 4),
-                expected_num_trainable_weights=5,
-                expected_num_non_trainable_weights=1,
-                supports_masking=True,
-            ),
-        ),
-    }
-    journeys = {
-        "SlidingWindowAttention": (
-            "step",
-            lambda e: SlidingWindowAttention(3, mode="key_value")(
-                keras_lstm(8, return_sequences=True)(e)
-            ),
-        ),
-    }
-    nan_padding = {
-        "window_attention": lambda: SlidingWindowAttention(2),
-        "window_zeros_pad": lambda: SlidingWindowAttention(3, mode="key_value", pad="zeros"),
-        "window_key_value_predict": lambda: SlidingWindowAttention(
-            2, mode="key_value_predict", sizes=(2, 1, 1), use_bias=True
-        ),
-    }
-    output_spec = {
-        "window": (lambda dtype: SlidingWindowAttention(3, dtype=dtype), (2, 5, 4), {}),
-        "window_all_outputs": (
-            lambda dtype: SlidingWindowAttention(
-                2,
-                mode="key_value_predict",
-                sizes=(3, 2, 1),
-                units=5,
-                return_attention_scores=True,
-                return_memory=True,
-                dtype=dtype,
-            ),
-            (2, 5, 6),
-            {},
-        ),
-        "window_memory": (
-            lambda dtype: SlidingWindowAttention(
-                2, mode="key_value", return_memory=True, dtype=dtype
-            ),
-            (2, 5, 4),
-            {},
-        ),
-    }
-    empty = {
-        "window": lambda: SlidingWindowAttention(
-            2, return_attention_scores=True, return_memory=True
-        ),
-        "window_zeros_pad": lambda: SlidingWindowAttention(
-            2, mode="key_value", pad="zeros", return_memory=True
-        ),
-    }
 
+    @pytest.mark.parametrize(
+        "init_kwargs, input_shape, output_shape, weights",
+        [
+            ({"mode": "key_value", "use_bias": True}, (2, 3, 6), (2, 3, 3), 7),
+            # The loss of the training check sums one tensor; the scores come out too.
+            ({"return_attention_scores": True, "return_memory": True}, (2, 3, 4), None, 5),
+            ({"stateful": True}, (2, 3, 4), (2, 3, 4), 5),
+        ],
+        ids=["key_value_bias", "scores_and_memory", "stateful"],
+    )
+    def test_layer_behaviors(self, init_kwargs, input_shape, output_shape, weights):
+        self.run_layer_test(
+            SlidingWindowAttention,
+            {"window": 2, **init_kwargs},
+            input_shape=input_shape,
+            expected_output_shape=output_shape or ((2, 3, 4), (2, 3, 2), (2, 10)),
+            expected_num_trainable_weights=weights,
+            expected_num_non_trainable_weights=int(init_kwargs.get("stateful", False)),
+            supports_masking=True,
+            run_training_check=output_shape is not None,
+        )
 
-class SlidingWindowAttentionCellTest(CellTests, ResetCellTests, SizesTests, LayerTestCase):
-    """The shared suites of `SlidingWindowAttentionCell` (tests/layer_test_case.py)."""
+    def test_journey(self, tmp_path):
+        def build(embedded):
+            states = keras_lstm(8, return_sequences=True)(embedded)
+            return SlidingWindowAttention(3, mode="key_value")(states)
 
-    layer_cls = SlidingWindowAttentionCell
-    make = staticmethod(lambda **kw: SlidingWindowAttentionCell(keras.layers.LSTMCell(4), 3, **kw))
-    flags = ("use_bias",)
-    reference = "window_reference"
-    not_in = {"output_spec": CELL_SPEC, "nan_padding": RNN_MASKING}
-    cells = {
-        "window_attention": lambda dtype=None: SlidingWindowAttentionCell(
-            keras.layers.LSTMCell(6, dtype=dtype), window=3, dtype=dtype
-        ),
-        "window_key_value": lambda dtype=None: SlidingWindowAttentionCell(
-            keras.layers.GRUCell(6, dtype=dtype), window=2, mode="key_value", dtype=dtype
-        ),
-        "window_key_value_predict": lambda dtype=None: SlidingWindowAttentionCell(
-            keras.layers.LSTMCell(6, dtype=dtype),
-            window=3,
+        self.run_journey_test("step", build, tmp_path)
+
+    def test_config(self):
+        self.run_config_test(
+            SlidingWindowAttention,
+            window=7,
             mode="key_value_predict",
-            units=5,
+            sizes=(4, 3, 3),
+            attention_units=9,
+            units=11,
+            pad="zeros",
             use_bias=True,
-            dtype=dtype,
-        ),
-    }
-    keras_checks = {
-        "rnn_window_attention": rnn_case(cells["window_attention"], 6, 3 + 5, 1),
-        "rnn_window_key_value": rnn_case(cells["window_key_value"], 3, 3 + 5, 1),
-        "rnn_window_key_value_predict": rnn_case(cells["window_key_value_predict"], 5, 3 + 7, 1),
-    }
-    journeys = {
-        "SlidingWindowAttentionCell": (
-            "step",
-            lambda e: user_rnn(
-                SlidingWindowAttentionCell(keras.layers.LSTMCell(8), window=3),
-                return_sequences=True,
-            )(e),
-        ),
-    }
+            return_attention_scores=True,
+            return_memory=True,
+            stateful=True,
+            kernel_initializer="orthogonal",
+            bias_initializer="ones",
+            name="swa",
+        )
+
+    @pytest.mark.parametrize(
+        "kwargs, width",
+        [
+            ({}, 4),
+            (dict(mode="key_value", return_memory=True), 4),
+            (
+                dict(
+                    mode="key_value_predict",
+                    sizes=(3, 2, 1),
+                    units=5,
+                    return_memory=True,
+                    return_attention_scores=True,
+                ),
+                6,
+            ),
+        ],
+        ids=["attention", "memory", "all_outputs"],
+    )
+    def test_output_spec(self, kwargs, width):
+        self.run_output_spec_test(lambda dtype: _window(dtype=dtype, **kwargs), (2, 5, width))
+
+    @pytest.mark.parametrize(
+        "kwargs",
+        [{}, dict(mode="key_value", pad="zeros"), dict(mode="key_value_predict", sizes=(2, 1, 1))],
+        ids=["attention", "zeros_pad", "key_value_predict"],
+    )
+    def test_nan_padding(self, kwargs):
+        self.run_nan_padding_test(lambda: _window(use_bias=True, **kwargs))
+
+    def test_flags(self):
+        self.run_flags_test(_window)
+
+    @pytest.mark.parametrize("pad", ["mask", "zeros"])
+    def test_empty_input(self, pad):
+        outputs = dict(return_attention_scores=pad == "mask", return_memory=True)
+        self.run_empty_input_test(
+            lambda: SlidingWindowAttention(2, mode="key_value", pad=pad, **outputs)
+        )
+
+    def test_resets(self):
+        self.run_reset_tests(_window)
+
+    @pytest.mark.parametrize("pad", ["mask", "zeros"])
+    def test_carried_memory(self, pad):
+        self.run_carried_memory_tests(lambda **kw: SlidingWindowAttention(2, pad=pad, **kw))
+
+    def test_sizes(self):
+        self.run_sizes_test(_window)
+
+    def test_mixed_float16_matches_float32(self):
+        inputs = attention_inputs(steps=10, dtype="float32")
+        self.run_mixed_precision_test(
+            lambda: _window(mode="key_value", return_attention_scores=True),
+            inputs,
+            atol=5e-3,
+            reset=resets(steps=10),
+        )
+
+
+def _cell(cell=None, dtype=None, **kwargs):
+    return SlidingWindowAttentionCell(
+        cell or keras.layers.LSTMCell(6, dtype=dtype), 3, dtype=dtype, **kwargs
+    )
+
+
+class SlidingWindowAttentionCellTest(LayerTestCase):
+    layer_cls = SlidingWindowAttentionCell
+
+    @pytest.mark.parametrize(
+        "inner, kwargs, width, weights",
+        [
+            (keras.layers.LSTMCell, {}, 6, 3 + 5),
+            (keras.layers.GRUCell, dict(mode="key_value"), 3, 3 + 5),
+            (keras.layers.LSTMCell, dict(mode="key_value_predict", units=5, use_bias=True), 5, 10),
+        ],
+        ids=["attention", "key_value", "key_value_predict"],
+    )
+    def test_layer_behaviors(self, inner, kwargs, width, weights):
+        self.run_layer_test(
+            rnn_over(lambda dtype: _cell(inner(6, dtype=dtype), dtype=dtype, **kwargs)),
+            input_shape=(2, 3, 4),
+            expected_output_shape=(2, 3, width),
+            expected_num_trainable_weights=weights,
+            expected_num_seed_generators=1,
+            supports_masking=True,
+        )
+
+    def test_journey(self, tmp_path):
+        def build(embedded):
+            cell = SlidingWindowAttentionCell(keras.layers.LSTMCell(8), window=3)
+            return user_rnn(cell, return_sequences=True)(embedded)
+
+        self.run_journey_test("step", build, tmp_path, xla_fails_on_tensorflow=True)
+
+    def test_config(self):
+        self.run_config_test(
+            SlidingWindowAttentionCell,
+            cell=keras.layers.GRUCell(10),
+            window=4,
+            mode="key_value",
+            sizes=(6, 4),
+            attention_units=3,
+            units=5,
+            pad="zeros",
+            use_bias=True,
+            kernel_initializer="orthogonal",
+            bias_initializer="ones",
+        )
+
+    @pytest.mark.parametrize(
+        "kwargs",
+        [{}, dict(mode="key_value"), dict(mode="key_value_predict", units=5, use_bias=True)],
+        ids=["attention", "key_value", "key_value_predict"],
+    )
+    def test_cell(self, kwargs):
+        self.run_cell_tests(lambda dtype=None: _cell(dtype=dtype, **kwargs))
+
+    def test_flags(self):
+        self.run_flags_test(lambda **kw: _cell(**kw))
+
+    def test_resets(self):
+        self.run_reset_tests(lambda **kw: _cell(**kw))
+
+    def test_sizes(self):
+        self.run_sizes_test(
+            lambda **kw: SlidingWindowAttentionCell(keras.layers.LSTMCell(4), 3, **kw)
+        )
+
+    def test_mixed_float16_matches_float32(self):
+        inputs = attention_inputs(steps=10, width=5, dtype="float32")
+        make = lambda: keras.layers.RNN(_cell(mode="key_value"), return_sequences=True)  # noqa: E731
+        self.run_mixed_precision_test(make, inputs, atol=5e-3)
 
 
 RNG = np.random.default_rng(0)
@@ -216,19 +257,32 @@ WINDOWS = [1, 3, 10]
 # (attention_units, units): the defaults (the key and value sizes), and widths unlike every
 # piece size.
 WIDTHS = [(None, None), (5, 7)]
+PADS = ["mask", "zeros"]
 
 
-# The options' values by pairs (`all_pairs`; the full product of the five lists is 120 cases),
-# the backend one more factor: the parallel form is the same Keras operations on each.
+# The options' values by pairs (`all_pairs`; the full product of the six lists is 240 cases),
+# the backend one more factor: the parallel form is the same Keras operations on each. A mask
+# has holes and right padding: masked steps are never written nor attended.
 @pytest.mark.parametrize(
-    "config, window, widths, pad, use_bias",
-    all_pairs(CONFIGS, WINDOWS, WIDTHS, ["mask", "zeros"], [False, True], split_by_backend=True),
+    "config, window, widths, pad, use_bias, masked, reset",
+    all_pairs(
+        CONFIGS,
+        WINDOWS,
+        WIDTHS,
+        PADS,
+        [False, True],
+        [False, True],
+        [False, True],
+        split_by_backend=True,
+    ),
 )
 def test_parallel_form_matches_numpy_reference_float64(
-    float64_policy, config, window, widths, pad, use_bias
+    float64_policy, config, window, widths, pad, use_bias, masked, reset
 ):
     (mode, sizes), (attention_units, units) = config, widths
     x = attention_inputs()
+    mask = holes_and_right_padding(steps=12) if masked else None
+    reset = resets(steps=12) if reset else None
     layer = SlidingWindowAttention(
         window,
         mode=mode,
@@ -242,21 +296,30 @@ def test_parallel_form_matches_numpy_reference_float64(
     layer.build(x.shape)
     assert_attention_and_output_widths(layer, attention_units, units)
     weights = random_weights(layer)
-    outputs, scores = compiled(layer)(x)
+    call = compiled(lambda x, mask, reset: layer(x, mask=mask, reset=reset))
+    outputs, scores = call(x, mask, reset)
     expected, expected_scores, _ = window_attention_reference(
-        x, weights, mode, layer.piece_sizes, window, pad
+        x, weights, mode, layer.piece_sizes, window, pad, mask=mask, reset=reset
     )
     np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-10, rtol=0)
     np.testing.assert_allclose(np.asarray(scores), expected_scores, atol=1e-10, rtol=0)
+    if reset is not None and window > 1:  # not vacuous: the rows with resets differ without
+        assert not np.allclose(np.asarray(call(x, mask, None)[0])[:, 8:], expected[:, 8:])
 
 
+# A cell form with resets runs in `ResettableRNN`'s loop (with the cell's loop cache), one
+# without in Keras's.
 @pytest.mark.parametrize(
-    "config, window, widths, pad",
-    all_pairs(CONFIGS, WINDOWS, WIDTHS, ["mask", "zeros"], split_by_backend=True),
+    "config, window, widths, pad, masked, reset",
+    all_pairs(CONFIGS, WINDOWS, WIDTHS, PADS, [False, True], [False, True], split_by_backend=True),
 )
-def test_cell_form_matches_numpy_reference_float64(float64_policy, config, window, widths, pad):
+def test_cell_form_matches_numpy_reference_float64(
+    float64_policy, config, window, widths, pad, masked, reset
+):
     (mode, sizes), (attention_units, units) = config, widths
     x = attention_inputs(steps=11)
+    mask = holes_and_right_padding(steps=11) if masked else None
+    reset = resets(steps=11) if reset else None
     # An identity-like base cell: the cell's output h_t is its input x_t.
     cell = SlidingWindowAttentionCell(
         PassThroughCell(12),
@@ -268,12 +331,17 @@ def test_cell_form_matches_numpy_reference_float64(float64_policy, config, windo
         pad=pad,
         use_bias=True,
     )
-    rnn = keras.layers.RNN(cell, return_sequences=True)
+    loop = keras.layers.RNN if reset is None else ResettableRNN
+    rnn = loop(cell, return_sequences=True, zero_output_for_mask=True)
     rnn.build(x.shape)
     assert_attention_and_output_widths(cell, attention_units, units)
     weights = random_weights(cell)
-    expected, _, _ = window_attention_reference(x, weights, mode, cell.piece_sizes, window, pad)
-    np.testing.assert_allclose(np.asarray(compiled(rnn)(x)), expected, atol=1e-10, rtol=0)
+    expected, _, _ = window_attention_reference(
+        x, weights, mode, cell.piece_sizes, window, pad, mask=mask, reset=reset
+    )
+    extra = {} if reset is None else {"reset": reset}
+    outputs = compiled(lambda x, mask: rnn(x, mask=mask, **extra))(x, mask)
+    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-10, rtol=0)
 
 
 @pytest.mark.parametrize("mode,sizes", [("attention", None), ("key_value_predict", (6, 4, 2))])
@@ -288,24 +356,30 @@ def test_float32_matches_reference_to_1e5(mode, sizes):
     np.testing.assert_allclose(np.asarray(layer(x)), expected, atol=1e-5, rtol=0)
 
 
-def build_pair(mode, sizes, window, pad, use_bias, units=12, features=5):
-    """An LSTM + parallel layer and an RNN(cell form) with identical weights."""
-    lstm = keras_lstm(units, return_sequences=True)
+def build_pair(mode, sizes, window, pad, use_bias, units=12, features=5, resettable=False):
+    """An LSTM + parallel layer and an RNN(cell form) with identical weights; with
+    ``resettable``, both recurrent layers take ``reset`` (`ResettableRNN`)."""
+    if resettable:
+        lstm = ResettableRNN(keras.layers.LSTMCell(units), return_sequences=True)
+    else:
+        lstm = keras_lstm(units, return_sequences=True)
     parallel = SlidingWindowAttention(window, mode=mode, sizes=sizes, pad=pad, use_bias=use_bias)
     cell = SlidingWindowAttentionCell(
         keras.layers.LSTMCell(units), window, mode=mode, sizes=sizes, pad=pad, use_bias=use_bias
     )
-    rnn = keras.layers.RNN(cell, return_sequences=True)
+    rnn = (ResettableRNN if resettable else keras.layers.RNN)(cell, return_sequences=True)
     shape = (2, 9, features)
     lstm.build(shape)
     parallel.build((2, 9, units))
     rnn.build(shape)
     random_weights(parallel)
+    # Copied as arrays: a JAX variable assigned another variable shares its buffer, which a
+    # compiled predict of the other model may then donate.
     for source, target in zip(lstm.weights, cell.cell.weights):
-        target.assign(source)
+        target.assign(ops.convert_to_numpy(source))
     for name in WEIGHT_NAMES:
         if hasattr(parallel, name):
-            getattr(cell, name).assign(getattr(parallel, name))
+            getattr(cell, name).assign(ops.convert_to_numpy(getattr(parallel, name)))
     return lstm, parallel, rnn
 
 
@@ -330,19 +404,30 @@ def holes_and_right_padding(batch=2, steps=9):
     return mask
 
 
+def resets(steps=9):
+    """New documents in row 0 at steps 5 (a hole of `holes_and_right_padding`, where the
+    reset is ignored) and 7, in row 1 at steps 0 and 3."""
+    reset = np.zeros((2, steps), bool)
+    reset[0, [5, 7]] = reset[1, [0, 3]] = True
+    return reset
+
+
 @pytest.mark.parametrize(
-    "config, pad, masked",
-    all_pairs(CONFIGS, ["mask", "zeros"], [False, True], split_by_backend=True),
+    "config, pad, masked, reset",
+    all_pairs(CONFIGS, PADS, [False, True], [False, True], split_by_backend=True),
 )
-def test_cell_and_parallel_forms_agree_forward_and_gradients(float64_policy, config, pad, masked):
+def test_cell_and_parallel_forms_agree_forward_and_gradients(
+    float64_policy, config, pad, masked, reset
+):
     mode, sizes = config
-    lstm, parallel, rnn = build_pair(mode, sizes, 3, pad, True)
+    lstm, parallel, rnn = build_pair(mode, sizes, 3, pad, True, resettable=reset)
     # Masked steps are left out of the comparison and the loss; on JAX Keras's RNN emits the
     # cell's first state there (KERAS_MASKED_OUTPUT), zeros with zero_output_for_mask.
     rnn.zero_output_for_mask = BACKEND != "tensorflow"
     x = attention_inputs(steps=9, width=5)
     keep = holes_and_right_padding() if masked else np.ones((2, 9), bool)
     mask = ops.convert_to_tensor(keep) if masked else None
+    extra = {"reset": resets()} if reset else {}
     # Masked steps are left out of the loss: there the cell form repeats its previous output.
     projection = ops.convert_to_tensor(
         RNG.normal(size=(2, 9, parallel.output_units)) * keep[..., None]
@@ -350,14 +435,14 @@ def test_cell_and_parallel_forms_agree_forward_and_gradients(float64_policy, con
 
     own = [name for name in WEIGHT_NAMES if hasattr(parallel, name)]
     out_p, grads_p = loss_and_grads(
-        lambda v: parallel(lstm(v, mask=mask), mask=mask),
+        lambda v: parallel(lstm(v, mask=mask, **extra), mask=mask, **extra),
         x,
         [*lstm.trainable_weights, *(getattr(parallel, name) for name in own)],
         projection,
     )
     cell = rnn.cell
     out_c, grads_c = loss_and_grads(
-        lambda v: rnn(v, mask=mask),
+        lambda v: rnn(v, mask=mask, **extra),
         x,
         [*cell.cell.trainable_weights, *(getattr(cell, name) for name in own)],
         projection,
@@ -443,11 +528,15 @@ def test_a_cache_that_loop_cache_did_not_make_is_refused():
             cell(x, states, cache=bad)
 
 
-def test_stateful_loop_derives_its_cache_afresh_after_the_weights_change(float64_policy):
-    # The cache is never carried from one call to the next: the second segment projects the
-    # carried keys with the changed W^Y, as the plain step does.
-    x = attention_inputs(batch=2, steps=12, width=5)
+def test_stateful_cell_forms_over_segments_equal_one_run_and_derive_their_caches_afresh(
+    float64_policy,
+):
+    # Keras's loop and `ResettableRNN`'s (with its loop cache) carry the window over segments.
+    # The cache is never carried from one call to the next: after W^Y changes, the next
+    # segment projects the carried keys with the new W^Y, as the plain step does.
+    x = attention_inputs(batch=2, steps=18, width=5)
     _, _, rnn = build_pair("key_value", None, 4, "mask", False)
+    expected = np.asarray(rnn(x[:, :12]))
     outputs = {}
     for loop in (keras.layers.RNN, ResettableRNN):
         stateful = loop(
@@ -458,10 +547,11 @@ def test_stateful_loop_derives_its_cache_afresh_after_the_weights_change(float64
         stateful.build((2, 6, 5))
         for a, b in zip(rnn.weights, stateful.cell.weights):
             b.assign(a)
-        first = stateful(x[:, :6])
+        first, second = stateful(x[:, :6]), stateful(x[:, 6:12])
+        np.testing.assert_allclose(np.concatenate([first, second], axis=1), expected, atol=1e-12)
         kernel = stateful.cell.memory_kernel
         kernel.assign(kernel + 0.3)
-        outputs[loop.__name__] = np.concatenate([first, stateful(x[:, 6:])], axis=1)
+        outputs[loop.__name__] = np.asarray(stateful(x[:, 12:]))
     np.testing.assert_allclose(outputs["ResettableRNN"], outputs["RNN"], atol=1e-12)
 
 
@@ -472,82 +562,12 @@ def test_cell_weights_are_named_like_the_parallel_layer():
     assert own == [v.path.split("/")[-1] for v in parallel.weights] == WEIGHT_NAMES
 
 
-@pytest.mark.parametrize("form", ["parallel", "cell"])
-def test_right_padded_batch_equals_unpadded_sequences(float64_policy, form):
-    lstm, parallel, rnn = build_pair("key_value", None, 3, "mask", False)
-    lengths = [9, 5]
-    x = attention_inputs(steps=9, width=5)
-    x[1, 5:] = 0.0
-    mask = np.arange(9)[None] < np.array(lengths)[:, None]
-
-    # The parallel form with its LSTM as one compiled program on JAX, once for each shape.
-    stacked = compiled(lambda inputs, mask: parallel(lstm(inputs, mask=mask), mask=mask))
-
-    def run(inputs, mask=None):
-        if form == "parallel":
-            return np.asarray(stacked(inputs, mask))
-        return masked_rnn(rnn, inputs, mask) if mask is not None else np.asarray(rnn(inputs))
-
-    padded = run(x, ops.convert_to_tensor(mask))
-    for row, length in enumerate(lengths):
-        alone = run(x[row : row + 1, :length])
-        np.testing.assert_allclose(padded[row, :length], alone[0], atol=1e-12)
-    if form == "parallel":
-        assert np.all(padded[1, 5:] == 0.0)
-
-
-def test_masked_steps_are_never_written_nor_attended(float64_policy):
-    """Holes anywhere in the sequence: matches the reference that skips masked steps."""
-    x = attention_inputs(steps=10)
-    mask = RNG.random((2, 10)) > 0.35
-    layer = SlidingWindowAttention(3, mode="key_value", return_attention_scores=True)
-    layer.build(x.shape)
-    weights = random_weights(layer)
-    call = compiled(lambda x, mask: layer(x, mask=mask))
-    outputs, scores = call(x, ops.convert_to_tensor(mask))
-    expected, expected_scores, _ = window_attention_reference(
-        x, weights, "key_value", layer.piece_sizes, 3, mask=mask
-    )
-    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-10)
-    np.testing.assert_allclose(np.asarray(scores), expected_scores, atol=1e-10)
-    cell = SlidingWindowAttentionCell(PassThroughCell(12), 3, mode="key_value")
-    rnn = keras.layers.RNN(cell, return_sequences=True, zero_output_for_mask=True)
-    rnn.build(x.shape)
-    for name in [
-        "memory_kernel",
-        "query_kernel",
-        "score_vector",
-        "context_kernel",
-        "predict_kernel",
-    ]:
-        getattr(cell, name).assign(weights[name])
-    outputs = compiled(lambda x, mask: rnn(x, mask=mask))(x, ops.convert_to_tensor(mask))
-    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-10)
-
-
 def test_mask_propagates_to_the_next_layer():
     inputs = keras.Input((None,), dtype="int32")
     h = keras.layers.Embedding(10, 6, mask_zero=True)(inputs)
     h = keras_lstm(6, return_sequences=True)(h)
     out = SlidingWindowAttention(2)(h)
     assert out._keras_mask is not None
-
-
-def test_stateful_parallel_two_segments_equal_one_run(float64_policy):
-    x = attention_inputs(batch=3, steps=40)
-    whole = SlidingWindowAttention(5, mode="key_value_predict", use_bias=True)
-    stateful = SlidingWindowAttention(5, mode="key_value_predict", use_bias=True, stateful=True)
-    whole.build(x.shape)
-    stateful.build((3, 20, 12))
-    for a, b in zip(whole.weights, stateful.trainable_weights):
-        b.assign(a)
-    expected = np.asarray(whole(x))
-    first = np.asarray(stateful(x[:, :20]))
-    second = np.asarray(stateful(x[:, 20:]))
-    np.testing.assert_allclose(np.concatenate([first, second], axis=1), expected, atol=1e-12)
-    stateful.reset_state()
-    assert np.all(np.asarray(stateful.memory) == 0.0)
-    np.testing.assert_allclose(np.asarray(stateful(x[:, :20])), first, atol=1e-12)
 
 
 def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy):
@@ -570,35 +590,6 @@ def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy
         getattr(cell, name).assign(value)
     _, _, cell_memory = compiled(rnn)(x[:, :20])
     np.testing.assert_allclose(np.asarray(cell_memory), np.asarray(memory), atol=1e-12)
-
-
-def test_stateful_cell_form_two_segments_equal_one_run(float64_policy):
-    x = attention_inputs(batch=2, steps=40, width=5)
-    _, _, rnn = build_pair("key_value", None, 5, "mask", False)
-    expected = np.asarray(rnn(x))
-    stateful = keras.layers.RNN(
-        SlidingWindowAttentionCell.from_config(rnn.cell.get_config()),
-        return_sequences=True,
-        stateful=True,
-    )
-    stateful.build((2, 20, 5))
-    for a, b in zip(rnn.weights, stateful.cell.weights):
-        b.assign(a)
-    first = np.asarray(stateful(x[:, :20]))
-    second = np.asarray(stateful(x[:, 20:]))
-    np.testing.assert_allclose(np.concatenate([first, second], axis=1), expected, atol=1e-12)
-    stateful.reset_state()
-    np.testing.assert_allclose(np.asarray(stateful(x[:, :20])), first, atol=1e-12)
-
-
-def test_no_gradient_flows_into_carried_memory(float64_policy):
-    x = attention_inputs(batch=1, steps=6)
-    layer = SlidingWindowAttention(3, return_memory=True)
-    memory = RNG.normal(size=(1, layer_memory_size(layer, x)))
-    _, _, (memory_grad,) = gradients(
-        lambda m: ops.sum(layer(x, initial_memory=m)[0]), inputs=[memory]
-    )
-    assert np.all(memory_grad == 0.0)
 
 
 @pytest.mark.parametrize(
@@ -631,180 +622,13 @@ def layer_memory_size(layer, x):
     return layer.memory_size
 
 
-def test_get_config_round_trips_every_argument():
-    layer = SlidingWindowAttention(
-        7,
-        mode="key_value_predict",
-        sizes=(4, 3, 3),
-        attention_units=9,
-        units=11,
-        pad="zeros",
-        use_bias=True,
-        return_attention_scores=True,
-        return_memory=True,
-        stateful=True,
-        kernel_initializer="orthogonal",
-        bias_initializer="ones",
-        name="swa",
-    )
-    config = layer.get_config()
-    clone = SlidingWindowAttention.from_config(config)
-    assert clone.get_config() == config
-    cell = SlidingWindowAttentionCell(
-        keras.layers.GRUCell(10),
-        4,
-        mode="key_value",
-        sizes=(6, 4),
-        attention_units=3,
-        units=5,
-        pad="zeros",
-        use_bias=True,
-    )
-    cell_config = cell.get_config()
-    clone = SlidingWindowAttentionCell.from_config(cell_config)
-    assert clone.get_config() == cell_config
-    assert isinstance(clone.cell, keras.layers.GRUCell) and clone.cell.units == 10
-
-
-def test_keras_file_round_trip_gives_identical_outputs(tmp_path):
-    inputs = keras.Input((None, 5))
-    h = keras_lstm(12, return_sequences=True)(inputs)
-    a = SlidingWindowAttention(3, mode="key_value_predict", use_bias=True)(h)
-    b = keras.layers.RNN(
-        SlidingWindowAttentionCell(keras.layers.LSTMCell(12), 3, mode="key_value"),
-        return_sequences=True,
-    )(inputs)
-    model = keras.Model(inputs, [a, b])
-    x = attention_inputs(steps=8, width=5, dtype="float32")
-    before = model(x)
-    path = tmp_path / "window.keras"
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    for expected, got in zip(before, loaded(x)):
-        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
-
-
-def test_bidirectional_backward_half_equals_go_backwards_rnn(float64_policy):
-    x = attention_inputs(steps=7, width=5)
-    cell = SlidingWindowAttentionCell(keras.layers.GRUCell(8), 3, mode="key_value")
-    bidirectional = keras.layers.Bidirectional(keras.layers.RNN(cell, return_sequences=True))
-    out = np.asarray(bidirectional(x))
-    backward = keras.layers.RNN(
-        SlidingWindowAttentionCell.from_config(cell.get_config()),
-        return_sequences=True,
-        go_backwards=True,
-    )
-    backward.build(x.shape)
-    for a, b in zip(bidirectional.backward_layer.weights, backward.weights):
-        b.assign(a)
-    expected = np.asarray(backward(x))[:, ::-1]
-    np.testing.assert_allclose(out[..., 4:], expected, atol=1e-12)
-    assert out.shape == (2, 7, 8)
-
-
-def small_language_model(form, probe=False):
-    """Logits; with ``probe`` also h*_t and (parallel form) the attention scores."""
-    inputs = keras.Input((10,), dtype="int32")
-    h = keras.layers.Embedding(30, 8)(inputs)
-    scores = []
-    if form == "parallel":
-        h = keras_lstm(12, return_sequences=True)(h)
-        h = SlidingWindowAttention(3, mode="key_value", return_attention_scores=probe)(h)
-        if probe:
-            h, *scores = h
-    else:
-        cell = SlidingWindowAttentionCell(keras.layers.LSTMCell(12), 3, mode="key_value")
-        h = keras.layers.RNN(cell, return_sequences=True)(h)
-    logits = keras.layers.Dense(30)(h)
-    return keras.Model(inputs, [logits, h, *scores] if probe else logits)
-
-
-@pytest.mark.parametrize("form", ["parallel", "cell"])
-def test_fit_with_jit_compile_matches_eager_and_learns(form):
-    data = RNG.integers(0, 30, (32, 11))
-    model = small_language_model(form)
-    eager = model.predict(data[:, :-1], verbose=0)
-    compile_and_build_optimizer(
-        model,
-        keras.optimizers.Adam(1e-2),
-        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        jit_compile=True,
-    )
-    np.testing.assert_allclose(model.predict(data[:, :-1], verbose=0), eager, atol=1e-5)
-    history = model.fit(data[:, :-1], data[:, 1:], epochs=3, batch_size=16, verbose=0)
-    losses = history.history["loss"]
-    assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
-
-
-def uniform_weights(model, rng, limit=0.8):
-    """Sets every weight to U(-limit, limit): at the Glorot init alpha is almost uniform."""
-    for variable in model.weights:
-        variable.assign(rng.uniform(-limit, limit, variable.shape))
-
-
-@pytest.mark.parametrize("form", ["parallel", "cell"])
-def test_mixed_float16_matches_float32(form):
-    rng = np.random.default_rng(0)
-    data = rng.integers(0, 30, (16, 10))
-    model = small_language_model(form, probe=True)
-    uniform_weights(model, rng)
-    expected = model.predict(data, verbose=0)
-    keras.config.set_dtype_policy("mixed_float16")
-    half = small_language_model(form, probe=True)
-    half.set_weights(model.get_weights())
-    got = half.predict(data, verbose=0)
-    # Outputs come in the policy's compute dtype.
-    assert [g.dtype for g in got[:2]] == [np.float16, np.float16]
-    logits, h_star = expected[:2]
-    np.testing.assert_allclose(got[0], logits, atol=5e-3 * max(1.0, np.abs(logits).max()))
-    np.testing.assert_allclose(got[1], h_star, atol=5e-3)
-    if form == "parallel":
-        scores = expected[2]
-        assert got[2].dtype == np.float32  # the softmax's dtype, as AttentionPooling's weights
-        assert np.abs(scores[:, 3:] - 1 / 3).max() > 0.05  # not uniform: 10x the tolerance
-        np.testing.assert_allclose(got[2], scores, atol=5e-3)
-
-
-@pytest.mark.parametrize(
-    "kwargs,match",
-    [
-        ({"window": 0}, r"`window` must be >= 1, got 0"),
-        ({"window": 2.5}, r"`window` must be an integer"),
-        ({"window": 2, "mode": "keyvalue"}, r"`mode` must be one of .*'keyvalue'"),
-        ({"window": 2, "pad": "same"}, r"`pad` must be one of 'mask', 'zeros'; got 'same'"),
-        ({"window": 2, "units": 0}, r"`units` must be >= 1"),
-    ],
-)
-def test_bad_constructor_arguments(kwargs, match):
-    error = TypeError if isinstance(kwargs.get("window"), float) else ValueError
-    with pytest.raises(error, match=match):
-        SlidingWindowAttention(**kwargs)
-
-
-def test_bad_shapes_are_rejected_with_clear_messages():
-    with pytest.raises(ValueError, match=r"sizes.*sum to 9, but the input width is 12"):
-        SlidingWindowAttention(2, mode="key_value", sizes=(5, 4))(np.zeros((1, 3, 12), "float32"))
-    with pytest.raises(ValueError, match=r"width 10 does not divide into 3.*sizes="):
-        SlidingWindowAttention(2, mode="key_value_predict")(np.zeros((1, 3, 10), "float32"))
-    with pytest.raises(ValueError, match=r"`inputs` must have rank 3, got shape \(4, 12\)"):
-        SlidingWindowAttention(2)(np.zeros((4, 12), "float32"))
-    with pytest.raises(ValueError, match=r"stateful=True. needs a fixed batch size"):
-        SlidingWindowAttention(2, stateful=True)(keras.Input((None, 12)))
+def test_bad_cells_are_refused_when_made():
+    # The other arguments are the mechanism's (test_window_attention_mechanism.py) and the
+    # memory's (test_memory_sequence_layer.py).
     with pytest.raises(ValueError, match=r"width 7 does not divide into 2"):
         SlidingWindowAttentionCell(keras.layers.GRUCell(7), 2, mode="key_value")
     with pytest.raises(TypeError, match=r"`cell` must be a Keras RNN cell"):
         SlidingWindowAttentionCell("lstm", 2)
-    with pytest.raises(ValueError, match=r"`initial_memory` must have width 39 .*\(2, 5\)"):
-        SlidingWindowAttention(3)(
-            np.zeros((2, 4, 12), "float32"), initial_memory=np.zeros((2, 5), "float32")
-        )
-
-
-def test_returned_memory_has_a_static_width():
-    layer = SlidingWindowAttention(3, mode="key_value", return_memory=True)
-    _, memory = layer(keras.Input((5, 12)))
-    assert tuple(memory.shape) == (None, layer.memory_size)
-    keras.layers.Dense(2)(memory)  # a probe on the memory can be built
 
 
 def test_stateful_layer_carries_memory_inside_jit_fit():

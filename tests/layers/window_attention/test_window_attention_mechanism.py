@@ -1,10 +1,9 @@
 """The window attention's shared mechanism: `window_softmax` (eq. 3) against NumPy, with masked
 positions, rows with nothing to attend, extreme scores, half precision and empty tensors; and
 the `WindowAttentionMechanism` mixin on a bare layer of this module: the weights each mode
-and size makes, the flat memory ``[keys | values | validity]`` and its size, eqs. (2)-(5) for
-one window per row and for a whole stream at once against NumPy in float64, the choice to
-project the values first, the config and the argument checks. The layers that use it,
-`SlidingWindowAttention` and `SlidingWindowAttentionCell`, are tested against the full NumPy
+and size makes, the flat memory ``[keys | values | validity]`` and its size, the choice to
+project the values first and the argument checks. Eqs. (2)-(5), its one window per row (the
+cell form) and its whole stream at once (the parallel form), are tested against the full NumPy
 reference in test_sliding_window_attention.py."""
 
 import keras
@@ -175,18 +174,6 @@ def test_the_weights_and_the_memory_size_follow_the_pieces(mode, sizes, width, p
     assert layer.piece_sizes == {"attention": (key,), "key_value": (key, value)}.get(mode, pieces)
 
 
-def test_without_bias_there_are_no_bias_weights():
-    layer = Mechanism(2, "key_value")
-    layer.build((None, None, 6))
-    assert sorted(w.name for w in layer.weights) == [
-        "context_kernel",
-        "memory_kernel",
-        "predict_kernel",
-        "query_kernel",
-        "score_vector",
-    ]
-
-
 @pytest.mark.parametrize("mode, sizes, width, pieces", SIZES)
 def test_the_flat_memory_is_keys_then_values_then_validity(mode, sizes, width, pieces):
     key, value, _ = pieces
@@ -210,131 +197,11 @@ def test_the_flat_memory_is_keys_then_values_then_validity(mode, sizes, width, p
     np.testing.assert_array_equal(_numpy(packed), memory)
 
 
-def test_the_packed_memory_keeps_a_static_width_with_an_unknown_batch():
-    layer = Mechanism(4, "key_value", (3, 2))
-    layer.build((None, None, 5))
-    keys, values = keras.Input((4, 3)), keras.Input((4, 2))
-    packed = layer._pack_memory(keys, values, keras.Input((4,), dtype="bool"))
-    # The window's four keys and values, with one mask column per step: 4 * (3 + 2 + 1).
-    assert tuple(packed.shape) == (None, layer.memory_size) == (None, 4 * (3 + 2 + 1))
-
-
-def _weights(layer, rng):
-    for weight in layer.weights:
-        weight.assign(rng.normal(scale=0.7, size=weight.shape))
-    return {w.name: _numpy(w) for w in layer.weights}
-
-
-def _alpha(w, projected_keys, query, valid, pad, use_bias):
-    """Eqs. (2)-(3) in NumPy, for windows ``[..., L, a]`` and queries ``[..., a]``."""
-    pre = projected_keys + query[..., None, :] + (w["memory_bias"] if use_bias else 0.0)
-    return _softmax(np.tanh(pre) @ w["score_vector"], None if pad == "zeros" else valid)
-
-
-@pytest.mark.parametrize("pad", ["mask", "zeros"])
-@pytest.mark.parametrize("use_bias", [False, True])
-def test_one_window_per_row_follows_eqs_2_to_4(float64_policy, pad, use_bias):
-    rng = np.random.default_rng(4)
-    layer = Mechanism(4, "key_value", (3, 2), attention_units=5, pad=pad, use_bias=use_bias)
-    layer.build((None, None, 5))
-    w = _weights(layer, rng)
-    projected_keys, query = rng.normal(size=(3, 4, 5)), rng.normal(size=(3, 5))
-    values = rng.normal(size=(3, 4, 2))
-    valid = np.array([[0, 0, 1, 1], [0, 0, 0, 0], [1, 1, 1, 1]], "float64")
-    context, alpha = layer._attend(
-        *(ops.convert_to_tensor(t) for t in (projected_keys, query, values, valid))
-    )
-    expected = _alpha(w, projected_keys, query, valid, pad, use_bias)
-    np.testing.assert_allclose(_numpy(alpha), expected, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(
-        _numpy(context), np.einsum("bl,bld->bd", expected, values), rtol=0, atol=1e-12
-    )
-    if pad == "mask":  # nothing to attend in row 1: r_t = 0
-        assert not _numpy(context)[1].any()
-
-
-@pytest.mark.parametrize("pad", ["mask", "zeros"])
-def test_a_whole_stream_reads_each_steps_window(float64_policy, pad):
-    # Step r attends stream positions r .. r + L - 1 of [memory ; steps].
-    rng = np.random.default_rng(5)
-    window, steps, batch = 3, 6, 2
-    layer = Mechanism(window, "key_value", (3, 2), attention_units=4, pad=pad, use_bias=True)
-    layer.build((None, None, 5))
-    w = _weights(layer, rng)
-    key_stream = rng.normal(size=(batch, window + steps, 4))
-    query = rng.normal(size=(batch, steps, 4))
-    carried, step_values = rng.normal(size=(batch, window, 2)), rng.normal(size=(batch, steps, 2))
-    valid_stream = np.concatenate([[[0, 1, 1], [0, 0, 0]], np.ones((batch, steps))], axis=1)
-    context, alpha = layer._attend_stream(
-        *(ops.convert_to_tensor(t) for t in (key_stream, query, carried, step_values, valid_stream))
-    )
-    value_stream = np.concatenate([carried, step_values], axis=1)
-    for r in range(steps):
-        positions = slice(r, r + window)
-        expected = _alpha(
-            w, key_stream[:, positions], query[:, r], valid_stream[:, positions], pad, True
-        )
-        np.testing.assert_allclose(_numpy(alpha)[:, r], expected, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(
-            _numpy(context)[:, r],
-            np.einsum("bl,bld->bd", expected, value_stream[:, positions]),
-            rtol=0,
-            atol=1e-12,
-        )
-    if pad == "mask":  # the first step of row 1 has nothing valid in its window
-        assert not _numpy(alpha)[1, 0].any()
-
-
-@pytest.mark.parametrize("use_bias", [False, True])
-def test_the_output_follows_eq_5(float64_policy, use_bias):
-    rng = np.random.default_rng(6)
-    layer = Mechanism(2, "key_value_predict", (3, 2, 4), units=5, use_bias=use_bias)
-    layer.build((None, None, 9))
-    w = _weights(layer, rng)
-    context, predict = rng.normal(size=(2, 3, 5)), rng.normal(size=(2, 3, 4))
-    got = layer._combine(ops.convert_to_tensor(context), ops.convert_to_tensor(predict))
-    expected = np.tanh(
-        context + predict @ w["predict_kernel"] + (w["output_bias"] if use_bias else 0.0)
-    )
-    np.testing.assert_allclose(_numpy(got), expected, rtol=0, atol=1e-12)
-
-
 @pytest.mark.parametrize("units, project", [(None, True), (2, True), (3, True), (4, False)])
 def test_the_values_are_projected_first_when_that_does_not_widen_them(units, project):
     layer = Mechanism(2, "key_value", (4, 3), units=units)
     layer.build((None, None, 7))
     assert layer._project_values(keras.Input((None, 3))) is project
-
-
-def test_the_config_round_trips_every_argument():
-    layer = Mechanism(
-        5,
-        "key_value_predict",
-        [3, 2, 1],
-        attention_units=4,
-        units=6,
-        pad="zeros",
-        use_bias=True,
-        kernel_initializer="orthogonal",
-        bias_initializer="ones",
-    )
-    config = layer.get_config()
-    assert {
-        key: config[key]
-        for key in ("window", "mode", "sizes", "attention_units", "units", "pad", "use_bias")
-    } == dict(
-        window=5,
-        mode="key_value_predict",
-        sizes=[3, 2, 1],
-        attention_units=4,
-        units=6,
-        pad="zeros",
-        use_bias=True,
-    )
-    clone = Mechanism.from_config(config)
-    assert clone.get_config() == config and clone.sizes == (3, 2, 1)
-    assert isinstance(clone.kernel_initializer, keras.initializers.Orthogonal)
-    assert isinstance(clone.bias_initializer, keras.initializers.Ones)
 
 
 @pytest.mark.parametrize(
