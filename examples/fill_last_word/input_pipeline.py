@@ -17,8 +17,8 @@ import zlib
 import numpy as np
 import tensorflow as tf
 
+from tf_memlayers.callbacks import CacheEpisodesCallback
 from tf_memlayers.callbacks.cache_attention_callback import cache_attention_on_entries
-from tf_memlayers.callbacks.cache_episodes_callback import CacheEpisodesCallback
 
 PAD, UNK = "<pad>", "<unk>"
 # Undecodable bytes (read as U+FFFD) and control characters other than white space: real text
@@ -312,16 +312,16 @@ def generated_last_word_corpus(
     epoch, so a house has other colours in other episodes; the evaluation episodes come from a
     random stream of their own and are the same in every epoch.
 
-    The corpus is meant for a cache emptied before each episode: the facts are trained (and
-    written to the cache by their training step), then the questions, whose answers only the
-    facts of their own episode state, so no weight can hold them. An evaluation episode writes
-    its facts to the emptied cache, then asks its questions (`GeneratedCorpus` does both with
-    `tf_memlayers.callbacks.cache_episodes_callback.CacheEpisodesCallback`). Without a cache a
-    model can only guess: always answering the commonest colour gets 1/8 of the answers with
-    8 houses. To answer, a cache read has to match the name in a question with the same name
-    in one cached fact and pass on the colour that fact's state carries: the read with
-    ``query="dot"`` learns both here, the paper's ``query="none"`` cannot (it gives every
-    question the same read). In trial runs each of these choices was needed:
+    The corpus is meant for a cache emptied before each episode: the facts are trained (and written
+    to the cache by their training step), then the questions, whose answers only the facts of their
+    own episode state, so no weight can hold them. An evaluation episode writes its facts to the
+    emptied cache, then asks its questions (`GeneratedCorpus` does both with
+    `tf_memlayers.callbacks.CacheEpisodesCallback`). Without a cache a model can only guess: always
+    answering the commonest colour gets 1/8 of the answers with 8 houses. To answer, a cache read
+    has to match the name in a question with the same name in one cached fact and pass on the colour
+    that fact's state carries: the read with ``query="dot"`` learns both here, the paper's
+    ``query="none"`` cannot (it gives every question the same read). In trial runs each of these
+    choices was needed:
 
     * short sentences, so that a state is mostly its house's name (with facts such as
       ``"the house of kalo is painted red ."`` the states of different houses hardly differed

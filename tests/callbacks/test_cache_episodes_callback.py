@@ -3,11 +3,12 @@ before each evaluation batch writes that batch's facts to them."""
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tests.models.test_fill_last_word import small_model, token_batch
 from tests.support import tensorflow_only
-from tf_memlayers.callbacks.cache_episodes_callback import CacheEpisodesCallback
+from tf_memlayers.callbacks import CacheEpisodesCallback
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.fill_last_word import compile_fill_last_word_model
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
@@ -81,3 +82,10 @@ def test_every_cache_is_emptied_at_the_first_batch_of_each_episode_only():
     before = first.cache.numpy().copy()
     episodes.on_test_batch_begin(0)
     np.testing.assert_array_equal(first.cache.numpy(), before)
+
+
+def test_batches_per_episode_is_a_positive_integer():
+    with pytest.raises(ValueError, match="`batches_per_episode` must be >= 1, got 0"):
+        CacheEpisodesCallback(0)
+    with pytest.raises(TypeError, match="`batches_per_episode` must be an integer, got 2.0"):
+        CacheEpisodesCallback(2.0)

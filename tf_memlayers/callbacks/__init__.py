@@ -2,6 +2,7 @@
 and the state resets of stateful language models."""
 
 from tf_memlayers.callbacks.cache_attention_callback import CacheAttentionCallback
+from tf_memlayers.callbacks.cache_episodes_callback import CacheEpisodesCallback
 from tf_memlayers.callbacks.memory_retrieval_heatmap import MemoryRetrievalHeatmap
 from tf_memlayers.callbacks.pair_attention_heatmap import PairAttentionHeatmap
 from tf_memlayers.callbacks.reset_language_model_states import reset_language_model_states
@@ -11,6 +12,7 @@ from tf_memlayers.callbacks.write_heatmap import heatmap_image, matrix_markdown,
 
 __all__ = [
     "CacheAttentionCallback",
+    "CacheEpisodesCallback",
     "MemoryRetrievalHeatmap",
     "PairAttentionHeatmap",
     "StateResetCallback",

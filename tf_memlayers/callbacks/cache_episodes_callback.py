@@ -3,6 +3,7 @@ cache."""
 
 import keras
 
+from tf_memlayers._validation import check_int
 from tf_memlayers.models.heap_cache_model import cache_attention_layers
 
 
@@ -18,14 +19,32 @@ class CacheEpisodesCallback(keras.callbacks.Callback):
     applies to the validation at the end of each epoch) and to ``evaluate``.
 
     Args:
-        batches_per_episode: training batches per episode.
+        batches_per_episode: training batches per episode, a positive integer.
         evaluation_facts: for each evaluation batch, the model inputs to write to the caches
             first (``None``: evaluation leaves the caches alone).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tf_memlayers import HeapCacheAttention
+    >>> from tf_memlayers.callbacks import CacheEpisodesCallback
+    >>> from tf_memlayers.models import build_fill_last_word_model, compile_fill_last_word_model
+    >>> model = build_fill_last_word_model(30, cache=HeapCacheAttention(16, 4),
+    ...                                    sequence_length=6, embedding_dim=4, units=8)
+    >>> compile_fill_last_word_model(model)
+    >>> x = np.random.default_rng(0).integers(1, 30, (16, 6))
+    >>> # Episodes of two batches of 4: the cache is emptied before batches 0 and 2.
+    >>> _ = model.fit(x, x[:, -1], batch_size=4, verbose=0,
+    ...               callbacks=[CacheEpisodesCallback(batches_per_episode=2)])
+    >>> int(model.get_layer("cache_attention").fill_count())  # the last episode's 8 rows
+    8
     """
 
     def __init__(self, batches_per_episode, evaluation_facts=None):
         super().__init__()
-        self.batches_per_episode = int(batches_per_episode)
+        self.batches_per_episode = check_int(
+            "batches_per_episode", batches_per_episode, 1, owner="CacheEpisodesCallback"
+        )
         self.evaluation_facts = evaluation_facts
 
     def _reset(self):
