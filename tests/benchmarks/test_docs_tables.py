@@ -5,8 +5,7 @@ import doctest
 
 import pytest
 
-from benchmarks import docs_tables, results_file, timing
-from benchmarks.papers import example_runs
+from benchmarks import docs_tables, papers, results_file, timing
 
 
 def _cells(table):
@@ -17,7 +16,7 @@ def _cells(table):
 
 
 def test_the_docstring_examples_run():
-    for module in (docs_tables, results_file, timing, example_runs):
+    for module in (docs_tables, results_file, timing, papers):
         result = doctest.testmod(module)
         assert result.attempted and not result.failed, module
 

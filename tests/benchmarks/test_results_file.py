@@ -1,7 +1,6 @@
-"""The paper benchmarks' results files (`benchmarks/results_file.py`), and the generated
-last-word benchmark that resumes its runs through one."""
+"""The paper benchmarks' results files (`benchmarks/results_file.py`) and their driver, through
+the generated last-word benchmark."""
 
-import argparse
 import json
 
 import pytest
@@ -27,6 +26,8 @@ def test_a_file_is_written_after_every_row_a_row_replacing_the_one_with_its_key(
         {"model": "lstm", "seed": 0},
         {"model": "gru", "seed": 0, "accuracy": 0.6},
     ]
+    with pytest.raises(SystemExit, match="No results file at .*missing.json"):
+        results_file.read_or_exit(tmp_path / "missing.json")
 
 
 def test_stored_rows_are_kept_only_with_the_same_compared_settings(tmp_path):
@@ -58,54 +59,36 @@ def test_missing_keys_keep_their_order_once_each_and_skip_finished_rows():
     assert one_field.missing({"rows": [{"model": "lstm"}]}, ["lstm", "ngram"]) == ["ngram"]
 
 
-def test_a_benchmark_renders_or_finishes_its_file_and_writes_its_block_when_asked(tmp_path):
-    with pytest.raises(SystemExit, match="No results file at .*missing.json"):
-        results_file.render(tmp_path / "missing.json")
-    path, written = tmp_path / "results.json", []
-    results = ResultsFile(path, {"epochs": 1}, summarise=len)
-    report = results.resume()
-    report["runs"].append({"model": "gru", "seed": 0})  # not yet in the file
-    assert results.finish(report) is report and written == []
-    assert json.loads(path.read_text()) == report | {"summary": 1}
-    results.finish(report, written.append)
-    assert results_file.render(path) == report and written == [report]
-    assert results_file.render(path, written.append) == report and written == [report] * 2
-    parser = results_file.add_results_options(argparse.ArgumentParser(), tmp_path / "r.json")
-    args = parser.parse_args([])
-    assert args.results == tmp_path / "r.json" and args.from_results is False
-    args = parser.parse_args(["--results", "other.json", "--from-results"])
-    assert str(args.results) == "other.json" and args.from_results
-
-
-def test_generated_last_word_benchmark_resumes_its_runs_through_the_file(tmp_path, monkeypatch):
+def test_a_benchmark_resumes_its_runs_renders_them_and_writes_its_block_when_asked(
+    tmp_path, monkeypatch
+):
     benchmark = load_script("benchmarks/papers", "fill_last_word_generated")
-    trained = []
+    trained, written = [], []
 
     def fake_run(key, seed, args):
         trained.append((key, seed))
-        attention = None if key == "no-cache" else 0.5
-        return {
-            "variant": key,
-            "model": benchmark.VARIANTS[key][0],
-            "seed": seed,
-            "eval_accuracy": 0.25 + seed / 10,
-            "eval_majority_baseline": 0.125,
-            "eval_attention_on_fact": attention,
-        }
+        row = dict(variant=key, model=benchmark.VARIANTS[key][0], seed=seed, eval_accuracy=seed)
+        return row | dict(eval_majority_baseline=0.125, eval_attention_on_fact=seed or None)
 
     monkeypatch.setattr(benchmark, "run", fake_run)
+    monkeypatch.setattr(benchmark, "write_docs_table", written.append)
     path = tmp_path / "results.json"
     argv = ["--results", str(path), "--variants", "no-cache", "dot", "--seeds", "0", "1"]
+    with pytest.raises(SystemExit, match="No results file"):
+        benchmark.main([*argv, "--from-results"])
     report = benchmark.main(argv)
     assert trained == [("no-cache", 0), ("dot", 0), ("no-cache", 1), ("dot", 1)]
-    assert json.loads(path.read_text()) == report
+    assert json.loads(path.read_text()) == report and written == []
     assert list(report) == ["settings", "runs", "summary"]
     assert report["settings"] == {"example_arguments": []}
-    assert [row["accuracy"] for row in report["summary"]] == ["0.300 ± 0.050"] * 2
-
+    assert [row["accuracy"] for row in report["summary"]] == ["0.500 ± 0.500"] * 2
+    assert report["summary"][0]["attention_on_fact"] == ""  # a seed without a read weight
+    assert benchmark.main([*argv, "--from-results", "--update-docs"]) == report == written[0]
     trained.clear()
-    assert benchmark.main(argv + ["--seeds", "1", "2"])["runs"][:4] == report["runs"]
-    assert trained == [("no-cache", 2), ("dot", 2)]
+    assert (
+        benchmark.main(argv + ["--seeds", "1", "2", "--update-docs"])["runs"][:4] == report["runs"]
+    )
+    assert trained == [("no-cache", 2), ("dot", 2)] and len(written[1]["runs"]) == 6
     # Other settings of the example: the stored runs are dropped.
     trained.clear()
     report = benchmark.main(argv + ["--epochs", "3"])

@@ -4,9 +4,7 @@ write (the example itself is tested in examples/seq2seq/)."""
 import numpy as np
 import pytest
 
-from benchmarks.papers import example_runs
 from benchmarks.papers import seq2seq_autoencoding as benchmark
-from tests.support import REPO_ROOT
 
 
 def _row(model, seed, perplexity, key_similarity=None):
@@ -60,8 +58,3 @@ def test_each_corpus_has_its_defaults_and_results_file(capsys):
             benchmark.parse_args(argv)
         assert exit_info.value.code == 2
         assert f"error: argument {argv[0]}" in capsys.readouterr().err.strip().splitlines()[-1]
-
-
-def test_a_failed_example_run_exits_with_its_error(tmp_path):
-    with pytest.raises(SystemExit, match="failed"):
-        example_runs.run_example(tmp_path / "missing.py", [], tmp_path / "run", REPO_ROOT)

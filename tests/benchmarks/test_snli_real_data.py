@@ -38,6 +38,7 @@ def test_a_tiny_run_writes_its_row_and_resumes(tmp_path, monkeypatch):
     glove.write_text(json.dumps({word: [0.1, 0.2, 0.3] for word in ["cat", "red", "the"]}))
     monkeypatch.setattr(benchmark, "DATA", tmp_path / "data")
     monkeypatch.setattr(benchmark, "GLOVE", glove)
+    monkeypatch.setattr(benchmark, "RUNS", tmp_path / "runs")
     results = tmp_path / "results.json"
     argv = ["--models", "gru", "--seeds", "1", "--epochs", "2", "--units", "4", "--verbose", "0"]
     report = benchmark.main([*argv, "--batch-size", "12", "--results", str(results)])
