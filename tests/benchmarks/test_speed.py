@@ -1,18 +1,60 @@
-"""The speed harness (``python -m benchmarks.speed``): its training step, its tables' models
-and arithmetic, its command line, and the figures of its results-page blocks."""
+"""The speed harness (``python -m benchmarks.speed``): its one timer (on a clock that moves when
+told to), its step, its tables' models and arithmetic, its command line and its figures."""
 
 import json
 import subprocess
 import sys
+import types
 
 import keras
 import numpy as np
 import pytest
 
 from benchmarks import step as training
+from benchmarks import timing
 from benchmarks.speed import page, tables
 from benchmarks.speed.__main__ import Budget, parse_args, peaks
 from tests.support import REPO_ROOT, tensorflow_only
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    clock = types.SimpleNamespace(now=100.0)
+    clock.advance = lambda seconds: setattr(clock, "now", clock.now + seconds)
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+    return clock
+
+
+def test_a_call_is_timed_with_the_wait_for_every_tensor_in_its_result(clock):
+    # Results whose work happens when they are fetched, like asynchronous tensors.
+    slow = lambda seconds: types.SimpleNamespace(numpy=lambda: clock.advance(seconds))  # noqa: E731
+    nested = [slow(0.001), (slow(0.002), {"a": slow(0.004)})]
+    assert timing.elapsed_ms(lambda: (nested, 7, None, "text")) == pytest.approx(7.0)
+    costs = iter([0.010, 0.050, 0.020, 0.030, 0.900])
+    assert timing.median_ms(lambda: clock.advance(next(costs)), 5) == pytest.approx(30.0)
+
+
+def test_runners_are_interleaved_and_their_ratio_cancels_load_that_drifts(clock):
+    order, loads = [], iter([1.0, 1.0, 3.0, 3.0, 3.0, 3.0, 1.5, 1.5, 5.0, 5.0])
+
+    def runner(name, seconds):
+        return lambda: (order.append(name), clock.advance(seconds * next(loads)))
+
+    samples = timing.interleaved({"slow": runner("slow", 0.02), "fast": runner("fast", 0.005)}, 5)
+    assert order == ["slow", "fast"] * 5
+    assert timing.median_ratio(samples, "fast") == pytest.approx({"slow": 4.0, "fast": 1.0})
+    assert timing.medians(samples) == pytest.approx({"slow": 60.0, "fast": 15.0})
+    with pytest.raises(ValueError, match="rounds"):
+        timing.interleaved({"a": lambda: None}, rounds=0)
+
+
+def test_ratios_and_savings_are_medians_over_the_rounds_of_each_rounds_times():
+    samples = {"base": [1.0, 2.0, 3.0], "x": [3.0, 2.0, 30.0]}  # ratios 3, 1, 10
+    assert timing.median_ratio(samples, "base") == {"base": 1.0, "x": 3.0}
+    assert timing.medians(samples) == {"base": 2.0, "x": 3.0}  # ratio of medians: 1.5
+    samples = {"ours": [3.0, 5.0, 4.0], "part": [1.0, 1.0, 1.0], "floor": [2.0, 2.0, 4.0]}
+    # Rounds: 2 / 2, 4 / 2, 3 / 4; the medians' difference over the floor's median is 1.5.
+    assert timing.median_saving(samples, "ours", "part", "floor") == 1.0
 
 
 def test_a_step_is_one_sgd_step_of_the_models_loss_and_its_weights_stay_apart():
@@ -128,10 +170,8 @@ def test_peaks_come_from_an_earlier_results_file_only_where_it_has_them(tmp_path
 
 
 def test_the_defaults_are_every_table_of_the_backend_or_a_gpu_runs():
-    jax_tables = [name for name, table in tables.TABLES.items() if "jax" in table.backends]
-    assert parse_args(["--backend", "jax"]).tables == [
-        t for t in jax_tables if t != "backend_cases"
-    ]
+    jax = [name for name, table in tables.TABLES.items() if "jax" in table.backends]
+    assert parse_args(["--backend", "jax"]).tables == [t for t in jax if t != "backend_cases"]
     gpu = parse_args(["--device", "gpu", "--backend", "jax"])
     assert (gpu.tables, gpu.sizes) == (list(tables.GPU_TABLES), "gpu")
     assert gpu.dtypes == ["float32", "mixed_bfloat16"]
@@ -139,7 +179,6 @@ def test_the_defaults_are_every_table_of_the_backend_or_a_gpu_runs():
 
 @tensorflow_only("the heap step writes its cache in TensorFlow's training step")
 def test_tables_run_at_tiny_sizes_and_print_their_rows():
-    """Every variant of three tables, one of them TensorFlow's own, is timed."""
     command = [sys.executable, "-m", "benchmarks.speed", "--sizes", "tiny", "--rounds", "1"]
     command += ["--tables", "heap_step", "associative_memory", "lm_kinds"]
     done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
@@ -164,9 +203,7 @@ def test_a_figure_gives_each_line_one_colour_in_both_panels(monkeypatch, tmp_pat
     saved = []
     monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: saved.append(self))
     rows = [{"T": t, "a_ms": 1.0, "b_ms": 2.0, "b_buffers_mib": 3.0} for t in (20, 100)]
-    lines = [
-        (i, name, f"{name}_ms", f"{name}_buffers_mib", "-", rows) for i, name in enumerate("ab")
-    ]
+    lines = [(i, n, f"{n}_ms", f"{n}_buffers_mib", "-", rows) for i, n in enumerate("ab")]
     page.draw(tmp_path / "f.png", "T", lines, ("ms", "MiB", "T"), ("time", "memory"))
     time_axes, memory_axes = saved[0].axes
     assert [line.get_color() for line in time_axes.get_lines()] == ["C0", "C1"]
