@@ -86,26 +86,24 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     assert "constant_folding" in long["device"]["xla_flags"] and long["errors"] == {}
     # Its shares of peak are of the peaks step 4 measured.
     assert long["peaks_from"] == str(out / "speed.json")
-    assert long["peak_gflops"] == measured["peak_gflops"]
-    assert long["peak_gflops_float32_highest"] == measured["peak_gflops_float32_highest"]
+    for key in ("peak_gflops", "peak_gflops_float32_highest"):
+        assert long[key] == measured[key]
     window = long["tables"]["window_attention"]
     assert [(row["dtype"], row["T"]) for row in window] == [("float32", 40), ("mixed_bfloat16", 40)]
     for row in window:
         assert row["ours_ms"] > 0 and row["mha_ms"] > 0 and "attention_over_floor" not in row
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        "bash benchmarks/gpu/run.sh --fast",
-        "-m benchmarks.gpu.layer_tests --workers 0 --out .",
-        "-m benchmarks.gpu.device --require-gpu maybe --out x.json",
-        "-m benchmarks.speed --rounds 0",
-        "-m benchmarks.speed --tables all",
-        "-m benchmarks.speed --lengths 20 x",
-        "-m benchmarks.speed --device gpu --backend tensorflow",
-    ],
-)
+BAD_OPTIONS = """bash benchmarks/gpu/run.sh --fast
+-m benchmarks.gpu.layer_tests --workers 0 --out .
+-m benchmarks.gpu.device --require-gpu maybe --out x.json
+-m benchmarks.speed --rounds 0
+-m benchmarks.speed --tables all
+-m benchmarks.speed --lengths 20 x
+-m benchmarks.speed --device gpu --backend tensorflow"""
+
+
+@pytest.mark.parametrize("command", BAD_OPTIONS.splitlines())
 def test_a_bad_option_is_one_line_naming_it_and_status_2(command, tmp_path):
     argv = command.split()
     argv = argv if argv[0] == "bash" else [sys.executable, *argv]
@@ -131,7 +129,7 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 """
 
 
-def test_the_summary_counts_each_outcome_and_names_what_did_not_run(tmp_path):
+def test_the_summary_counts_each_outcome_names_what_did_not_run_and_what_to_rerun(tmp_path):
     junit = tmp_path / "junit.xml"
     junit.write_text(JUNIT, encoding="utf-8")
     a, b = "tests/layers/test_a.py::", "tests/layers/window/test_b.py::"
@@ -149,6 +147,9 @@ def test_the_summary_counts_each_outcome_and_names_what_did_not_run(tmp_path):
     assert summary["seconds"] == pytest.approx(2.5)
     assert summary["slowest"][0] == {"test": "tests/layers/test_a.py::test_one", "seconds": 1.5}
     assert [entry["seconds"] for entry in summary["slowest"]] == [1.5, 0.5, 0.25, 0.25]
+    # A rerun takes the failed and the unrun tests, in collection order.
+    expected = [collected[4], collected[3], collected[1]]
+    assert layer_tests.rerun_targets(summary, collected[::-1]) == expected
 
 
 TOY_TESTS = "import pytest\ntest_one = lambda: None\n@pytest.mark.parametrize('x', [1, 2])\n"
@@ -169,12 +170,6 @@ def test_the_run_writes_the_ids_of_the_tests_it_collected(pytester, monkeypatch,
     expected = ["test_toy.py::test_one", "test_toy.py::test_two[1]", "test_toy.py::test_two[2]"]
     assert layer_tests.read_ids(ids) == expected
     assert layer_tests.read_ids(pytester.path / "elsewhere.txt") is None
-
-
-def test_a_rerun_takes_the_failed_and_unrun_tests_in_collection_order():
-    earlier = {"failures": [{"test": "t.py::c", "message": ""}], "not_run": ["t.py::a"]}
-    collected = ["t.py::a", "t.py::b", "t.py::c"]
-    assert layer_tests.rerun_targets(earlier, collected) == ["t.py::a", "t.py::c"]
 
 
 def _write_run(folder, number, tables, errors=None):
@@ -198,9 +193,8 @@ def test_a_later_run_replaces_rows_it_measured_and_keeps_the_others(tmp_path):
     assert page.merged_rows(runs, "snli") == [{"status": "failed: ValueError: x", "run": "run-1"}]
     # A later run that measures the failed table takes its error row away.
     _write_run(tmp_path, 11, {"snli": [{"dtype": "float32", "kind": "gru", "median_ms": 1.0}]})
-    assert page.merged_rows(page.load_runs(tmp_path), "snli") == [
-        {"dtype": "float32", "kind": "gru", "median_ms": 1.0, "run": "run-11"}
-    ]
+    measured = {"dtype": "float32", "kind": "gru", "median_ms": 1.0, "run": "run-11"}
+    assert page.merged_rows(page.load_runs(tmp_path), "snli") == [measured]
 
 
 def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_missed(tmp_path):
@@ -212,8 +206,8 @@ def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_misse
         {"dtype": "mixed_bfloat16", "T": 16000, "status": "not run"},
     ]
     am = [
-        {"dtype": "float32", "layer": "AssociativeGRU C=8", "ratio_to_gru": 2.0},
-        {"dtype": "float32", "layer": tables.FLOOR_LAYER, "ratio_to_gru": 1.8},
+        dict(dtype="float32", layer=layer, ratio_to_gru=r)
+        for layer, r in (("AssociativeGRU C=8", 2.0), (tables.FLOOR_LAYER, 1.8))
     ]
     _write_run(tmp_path, 1, {"window_attention": window, "associative_memory": am})
     goals = {row["goal"]: row for row in page.goal_rows(page.load_runs(tmp_path))}

@@ -1,13 +1,15 @@
 """The paper benchmarks: their results files (`benchmarks/results_file.py`) and driver, their
-options, their tables and figures, and tiny runs through the examples."""
+options, their tables and figures, and tiny runs through the examples (the real runs are long)."""
 
 import json
+import re
 
 import numpy as np
 import pytest
 
 from benchmarks import results_file
 from benchmarks.papers import fill_last_word_real_data as last_word
+from benchmarks.papers import lm_equal_budget as lm
 from benchmarks.papers import seq2seq_autoencoding as seq2seq
 from benchmarks.papers import snli_real_data
 from benchmarks.results_file import ResultsFile
@@ -63,9 +65,7 @@ def test_missing_keys_keep_their_order_once_each_and_skip_finished_rows():
     assert one_field.missing({"rows": [{"model": "lstm"}]}, ["lstm", "ngram"]) == ["ngram"]
 
 
-def test_a_benchmark_resumes_its_runs_renders_them_and_writes_its_block_when_asked(
-    tmp_path, monkeypatch
-):
+def test_a_benchmark_resumes_renders_and_writes_its_block_when_asked(tmp_path, monkeypatch):
     benchmark = load_script("benchmarks/papers", "fill_last_word_generated")
     trained, written = [], []
 
@@ -74,7 +74,7 @@ def test_a_benchmark_resumes_its_runs_renders_them_and_writes_its_block_when_ask
         row = dict(variant=key, model=benchmark.VARIANTS[key][0], seed=seed, eval_accuracy=seed)
         return row | dict(eval_majority_baseline=0.125, eval_attention_on_fact=seed or None)
 
-    monkeypatch.setattr(snli_real_data, "run", fake_run)
+    monkeypatch.setattr(benchmark, "run", fake_run)
     monkeypatch.setattr(benchmark, "write_docs_table", written.append)
     path = tmp_path / "results.json"
     argv = ["--results", str(path), "--variants", "no-cache", "dot", "--seeds", "0", "1"]
@@ -100,19 +100,17 @@ def test_a_benchmark_resumes_its_runs_renders_them_and_writes_its_block_when_ask
     assert len(trained) == 4 and len(report["runs"]) == 4
 
 
-BAD_OPTIONS = {
-    "lm_equal_budget": ["--max-epochs 0", "--dropout 1", "--steps 0", "--repeats x", "--units -3"]
-    + ["--models gru"],
-    "snli_real_data": ["--learning-rate nan", "--units 0", "--models lstm", "--seeds -1"],
-    "seq2seq_autoencoding": ["--epochs 0", "--models lstm", "--seeds -1", "--corpus x"],
-    "fill_last_word_real_data": ["--max-epochs 0", "--batch-size -4", "--held-out 1"]
-    + ["--variants 4"],
-    "fill_last_word_generated": ["--epochs 0", "--variants lstm"],
-}
+BAD_OPTIONS = dict(
+    lm_equal_budget="--max-epochs 0|--dropout 1|--steps 0|--repeats x|--units -3|--models gru",
+    snli_real_data="--learning-rate nan|--units 0|--models lstm|--seeds -1",
+    seq2seq_autoencoding="--epochs 0|--models lstm|--seeds -1|--corpus x",
+    fill_last_word_real_data="--max-epochs 0|--batch-size -4|--held-out 1|--variants 4",
+    fill_last_word_generated="--epochs 0|--variants lstm",
+)
 
 
 @pytest.mark.parametrize(
-    "name, argv", [(name, argv) for name, options in BAD_OPTIONS.items() for argv in options]
+    "name, argv", [(n, a) for n, options in BAD_OPTIONS.items() for a in options.split("|")]
 )
 def test_a_bad_option_is_one_line_naming_it_and_status_2(name, argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
@@ -124,16 +122,16 @@ def test_a_bad_option_is_one_line_naming_it_and_status_2(name, argv, capsys):
 def test_a_tiny_run_writes_its_row_and_resumes(tmp_path, monkeypatch):
     data = tmp_path / "data" / "snli" / "esnli_infersent_format"
     data.mkdir(parents=True)
-    colours = "red blue green black white".split()
+    colours, labels = "red blue green black white".split(), "entailment neutral contradiction"
     for split, count in (("dev", 40), ("test", 20)):
-        pairs = [
-            (f"a {colours[i % 5]} cat sleeps .", f"the cat is {colours[i % 3]} .")
-            for i in range(count)
-        ]
-        (data / f"s1.{split}").write_text("".join(p + "\n" for p, _ in pairs))
-        (data / f"s2.{split}").write_text("".join(h + "\n" for _, h in pairs))
-        labels = ["entailment", "neutral", "contradiction"]
-        (data / f"labels.{split}").write_text("".join(labels[i % 3] + "\n" for i in range(count)))
+        lines = [f"a {colours[i % 5]} cat sleeps .\n" for i in range(count)]
+        (data / f"s1.{split}").write_text("".join(lines))
+        (data / f"s2.{split}").write_text(
+            "".join(f"the cat is {colours[i % 3]} .\n" for i in range(count))
+        )
+        (data / f"labels.{split}").write_text(
+            "".join(labels.split()[i % 3] + "\n" for i in range(count))
+        )
     glove = tmp_path / "glove.json"
     glove.write_text(json.dumps({word: [0.1, 0.2, 0.3] for word in ["cat", "red", "the"]}))
     monkeypatch.setattr(snli_real_data, "DATA", tmp_path / "data")
@@ -142,14 +140,9 @@ def test_a_tiny_run_writes_its_row_and_resumes(tmp_path, monkeypatch):
     results = tmp_path / "results.json"
     argv = ["--models", "gru", "--seeds", "1", "--epochs", "2", "--units", "4", "--verbose", "0"]
     report = snli_real_data.main([*argv, "--batch-size", "12", "--results", str(results)])
-    assert report["data"] == {
-        "train": 36,
-        "held_out_dev": 4,
-        "test": 20,
-        "vocabulary": 13,  # <pad>, <unk> and 11 words
-        "majority_baseline": 0.35,
-        "glove_found": 3,
-    }
+    # Vocabulary: <pad>, <unk> and 11 words.
+    data = dict(train=36, held_out_dev=4, test=20, vocabulary=13, majority_baseline=0.35)
+    assert report["data"] == data | {"glove_found": 3}
     (row,) = report["runs"]
     assert row["units"] == 30 and row["model"] == "gru"  # the GRU's paper size, H + 26
     assert len(row["dev_accuracy_by_epoch"]) == 2 == len(row["train_loss_by_epoch"])
@@ -163,8 +156,7 @@ def test_a_tiny_run_writes_its_row_and_resumes(tmp_path, monkeypatch):
     assert snli_real_data.main([*argv, "--batch-size", "12", "--results", str(results)]) == report
 
 
-def _row(model, seed, perplexity, key_similarity=None):
-    """A row as the benchmark's runs write it, but for the columns it does not read."""
+def _row(model, seed, perplexity, key_similarity=None):  # a row of the auto-encoding runs
     heatmap = {"matrix": np.eye(4, 3).tolist(), "source": [*"abc"], "decoder_input": [*"sabc"]}
     memory = {} if model == "gru" else {"read_aligned": 0.5, "read_last": 0.25}
     memory.update({} if key_similarity is None else {"key_similarity": key_similarity})
@@ -208,14 +200,10 @@ def test_each_corpus_has_its_defaults_and_results_file():
     assert ptb.example_arguments == ["--max-length", "15", "--max-train", "10000", "--epochs", "3"]
 
 
-def test_held_out_split_is_fixed_and_disjoint():
-    sentences = [f"s{i}" for i in range(50)]
-    kept, held = last_word.split_held_out(sentences, 0.1)
-    assert len(held) == 5 and len(kept) == 45 and not set(kept) & set(held)
-    assert last_word.split_held_out(sentences, 0.1) == (kept, held)
-
-
 def test_every_seed_stops_at_its_patience_and_a_rerun_skips_finished_runs(tmp_path, monkeypatch):
+    kept, held = last_word.split_held_out(sentences := [f"s{i}" for i in range(50)], 0.1)
+    assert len(held) == 5 and len(kept) == 45 and not set(kept) & set(held)
+    assert last_word.split_held_out(sentences, 0.1) == (kept, held)  # the same split each time
     rng = np.random.default_rng(3)
     words = "the a cat dog sat ran on under mat rug red blue".split()
     (tmp_path / "pwkp_gaffney").mkdir()
@@ -231,12 +219,8 @@ def test_every_seed_stops_at_its_patience_and_a_rerun_skips_finished_runs(tmp_pa
     argv += "--seeds 0 1 --variants 0 2".split()
     report = last_word.main(argv)
     runs = report["runs"]
-    assert [(run["model"], run["seed"]) for run in runs] == [
-        ("no attention", 0),
-        ("attention + cache 1,000", 0),
-        ("no attention", 1),
-        ("attention + cache 1,000", 1),
-    ]
+    models = ["no attention", "attention + cache 1,000"]
+    assert [(run["model"], run["seed"]) for run in runs] == [(m, s) for s in (0, 1) for m in models]
     assert report["data"]["held_out_sentences"] == 12 and report["data"]["glove_rows"] == 6
     assert report["data"]["dev_sentences"] == 20 and report["data"]["train_sentences"] == 48
     for run in runs:
@@ -247,7 +231,7 @@ def test_every_seed_stops_at_its_patience_and_a_rerun_skips_finished_runs(tmp_pa
             assert run["epochs_trained"] - run["best_epoch"] == 1
         assert 0 <= run["dev_accuracy"] <= 100
     rows = last_word.table_rows(runs)
-    assert [row["model"] for row in rows] == ["no attention", "attention + cache 1,000"]
+    assert [row["model"] for row in rows] == models
     accuracy = [run["dev_accuracy"] for run in runs[::2]]
     assert rows[0]["dev_accuracy"] == f"{np.mean(accuracy):.2f} ± {np.std(accuracy):.2f}"
     assert rows[0]["per_seed"] == ", ".join(f"{a:.2f}" for a in accuracy)
@@ -256,3 +240,136 @@ def test_every_seed_stops_at_its_patience_and_a_rerun_skips_finished_runs(tmp_pa
     assert last_word.table_rows(runs[:1])[0]["dev_accuracy"] == f"{accuracy[0]:.2f}"  # one seed
     monkeypatch.setattr(last_word, "run", lambda *a, **k: pytest.fail("retrained"))
     assert last_word.main(argv)["runs"] == runs
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    """A tiny WikiText-2 under ``tmp_path/data``, the results and the results page under
+    ``tmp_path``; returns the command line of a tiny run."""
+    folder = tmp_path / "data" / "wikitext2"
+    folder.mkdir(parents=True)
+    words = "the cat sat on a mat and the dog ran".split()
+    for split in ("train", "valid", "test"):
+        lines = []
+        for title in ("One", "Two", "Three"):
+            lines += [" ", f" = {title} = ", " "] + [f" {' '.join(words)} "] * 3
+        (folder / f"wiki.{split}.tokens").write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(lm, "RESULTS", tmp_path)
+    page = tmp_path / "results.rst"
+    blocks = ("lm-equal-budget-ptb", "lm-real-data")
+    page.write_text("".join(f".. {s} GENERATED: {b}\n\n" for b in blocks for s in ("BEGIN", "END")))
+    update = lm.update_docs
+    monkeypatch.setattr(lm, "update_docs", lambda *a, **k: update(*a, page=page, **k))
+    options = "--corpus wikitext2 --units 8 --embedding-dim 8 --batch-size 2 --sequence-length 5"
+    paths = dict(data_root="data", workdir="runs", figures_dir="docs")
+    paths = [x for k, v in paths.items() for x in (f"--{k.replace('_', '-')}", str(tmp_path / v))]
+    return [*options.split(), *paths, "--verbose", "0", "--window", "3"]
+
+
+def test_the_stopping_rules_are_no_model_settings_and_a_higher_cap_reopens_a_capped_row(tmp_path):
+    args = lm.parse_args(["--results", str(tmp_path / "r.json"), "--max-epochs", "15"])
+    path, settings = args.results, lm.results_of(args).settings
+    path.write_text(json.dumps({"settings": settings, "rows": [{"model": "lstm"}]}))
+    # A new cap or patience reads the same rows, another dropout does not.
+    raised = lm.parse_args(["--results", str(path), "--max-epochs", "40", "--patience", "3"])
+    assert lm.results_of(raised).stored()["rows"] == [{"model": "lstm"}]
+    other = lm.parse_args(["--results", str(path), "--dropout", "0.5"])
+    assert lm.results_of(other).stored() is None
+    patience = {"epochs_trained": 9, "best_epoch": 7}  # stopped by patience 2
+    capped = {"epochs_trained": 15, "best_epoch": 14}
+    assert (lm.stopped_by(patience, 2), lm.stopped_by(capped, 2)) == ("patience", "cap")
+    assert lm.finished(patience, args) and lm.finished(capped, args)
+    raised = lm.parse_args(["--max-epochs", "40"])
+    assert lm.finished(patience, raised) and not lm.finished(capped, raised)
+
+
+def test_the_table_gives_each_model_its_gain_over_a_comparable_lstm():
+    settings = {"patience": 2, "max_epochs": 40}
+    run = {"epochs_trained": 20, "best_epoch": 18}  # ended by the stopping rule
+    rows = [
+        {"model": "attention", "test_perplexity": 109.87, **run},
+        {"model": "lstm", "test_perplexity": 124.74, "epochs_trained": 40, "best_epoch": 39},
+        {"model": "ngram", "test_perplexity": 130.0, **run},
+    ]
+    gains = lm.with_gain_over_lstm(rows, settings)
+    assert [row["test_below_lstm"] for row in gains] == [14.9, None, -5.3]
+    assert lm.notes(rows, gains) == ""
+    # A row kept from a run capped at 15 epochs is not compared with this run's LSTM ...
+    rows.append(dict(model="key_value", test_perplexity=115.0, epochs_trained=15, best_epoch=15))
+    gains = lm.with_gain_over_lstm(rows, settings)
+    assert gains[-1]["test_below_lstm"] is None
+    assert lm.notes(rows, gains) == (
+        " Stopped by an epoch cap with their last epoch the best, so still improving: "
+        "key_value (15 epochs). No gain over the LSTM is given where an epoch cap ended the "
+        "model and the LSTM after different numbers of epochs: key_value."
+    )
+    # ... but with an LSTM that the same cap stopped.
+    rows[1] |= {"epochs_trained": 15, "best_epoch": 15}
+    gains = [row["test_below_lstm"] for row in lm.with_gain_over_lstm(rows, settings)]
+    assert gains == [None, None, None, 9.7]
+
+
+def test_a_run_trains_through_the_example_resumes_and_writes_its_block(tiny, tmp_path):
+    argv = [*tiny, "--models", "lstm", "attention", "--max-epochs", "1"]
+    report = lm.main([*argv, "--update-docs"])
+    lstm, attention = report["rows"]
+    assert (lstm["model"], lstm["hidden"], attention["model"]) == ("lstm", 8, "attention")
+    assert abs(attention["parameters"] - lstm["parameters"]) < 0.1 * lstm["parameters"]
+    assert len(attention["attention_by_position"]) == 3 and lstm["epochs_trained"] == 1
+    metrics = json.loads(
+        (tmp_path / "runs/lm_equal_budget/wikitext2/lstm/metrics.json").read_text()
+    )
+    assert metrics["valid_perplexity"] == pytest.approx(lstm["valid_perplexity"], abs=0.01)
+    for name in ("valid", "attention"):
+        assert (tmp_path / "docs" / f"lm_equal_budget_wikitext2_{name}.png").stat().st_size
+    block = (tmp_path / "results.rst").read_text().split("END GENERATED: lm-equal-budget-ptb")[1]
+    assert block.index("BEGIN GENERATED: lm-equal-budget-wikitext2") < block.index("WikiText-2")
+    assert "reset at the start of every article" in block
+    assert ".. image:: images/lm_equal_budget_wikitext2_attention.png" in block
+    # A rerun with the same settings trains nothing (the run directories moved away): the rows
+    # are read back. A higher cap continues the capped LSTM from its run, as never stopped.
+    (tmp_path / "runs").rename(tmp_path / "moved")
+    assert lm.main(argv)["rows"] == report["rows"] and not (tmp_path / "runs").exists()
+    (tmp_path / "moved").rename(tmp_path / "runs")
+    (continued,) = [
+        r for r in lm.main([*tiny, "--max-epochs", "2"])["rows"] if r["model"] == "lstm"
+    ]
+    elsewhere = ["--workdir", str(tmp_path / "straight"), "--results", str(tmp_path / "s.json")]
+    (straight,) = lm.main([*tiny, "--models", "lstm", "--max-epochs", "2", *elsewhere])["rows"]
+    assert continued["epochs_trained"] == 2 and continued["history"] == straight["history"]
+    assert continued["test_perplexity"] == straight["test_perplexity"]
+
+
+def test_the_other_modes_run_and_tabulate(tiny, tmp_path):
+    # N epochs each: the ranking at equal training.
+    report = lm.main([*tiny, "--models", "ngram", "--epochs", "1", "--update-docs"])
+    (row,) = report["rows"]
+    assert row["model"] == "ngram" and row["train_steps"] == report["batches_per_epoch"]
+    page = (tmp_path / "results.rst").read_text()
+    assert "after 1 epoch(s)" in page and "| ngram" in page
+    # The cost of a run: the steps' medians add up to an epoch, beside the run's measured
+    # minutes per epoch of the models it has finished.
+    stored = lm.results_of(lm.parse_args(tiny), tmp_path / "lm_equal_budget_wikitext2.json")
+    stored.write(
+        {"settings": stored.settings, "rows": [dict(model="ngram", minutes=6.0, epochs_trained=4)]}
+    )
+    cost = lm.main([*tiny, "--cost", "--models", "lstm", "ngram", "--steps", "2", "--repeats", "3"])
+    assert cost == json.loads((tmp_path / "lm_equal_budget_cost_wikitext2.json").read_text())
+    for row in cost["rows"]:
+        epoch = cost["train_batches"] * row["train_step_seconds"]
+        epoch += cost["valid_batches"] * row["scoring_step_seconds"]
+        assert row["epoch_minutes"] == pytest.approx(epoch / 60)
+        assert row["max_epochs_hours"] == pytest.approx(40 * epoch / 3600)
+        fastest, slowest = row["train_step_range"]
+        assert fastest <= row["train_step_seconds"] <= slowest
+    assert [row["measured_epoch_minutes"] for row in cost["rows"]] == [None, 1.5]
+    ptb = cost | {"corpus": "ptb", "rows": [row | {"corpus": "ptb"} for row in cost["rows"]]}
+    lm.write_cost_docs([ptb, cost])
+    page = (tmp_path / "results.rst").read_text()
+    block = page.split("BEGIN GENERATED: lm-equal-budget-cost")[1].split("END GENERATED")[0]
+    assert page.index("END GENERATED: lm-equal-budget-ptb") < page.index("lm-equal-budget-cost")
+    # Each table (a wide one is split, each part repeating the corpus and the model) lists the
+    # two PTB rows, then the two WikiText-2 rows.
+    tables = re.findall(r"^\+-.*?\+\n(?:[|+].*\n)+", block, re.MULTILINE)
+    assert tables and all(t.count("| ptb ") == t.count("| wikitext2 ") == 2 for t in tables)
+    assert all(t.rindex("| ptb ") < t.index("| wikitext2 ") for t in tables)

@@ -4,27 +4,17 @@ copy of the page from them, and its figures are drawn again; the one writer of i
 (`benchmarks/docs_tables.py`), and the headlines' own rows."""
 
 import doctest
+import importlib
 import re
 
 import pytest
 
 from benchmarks import docs_tables, headlines, papers, results_file, timing
-from benchmarks.papers import (
-    fill_last_word_generated,
-    fill_last_word_real_data,
-    lm_equal_budget,
-    seq2seq_autoencoding,
-    snli_real_data,
-)
 from benchmarks.speed import page as speed_page
 
-PAPERS = {
-    fill_last_word_generated: [[]],
-    fill_last_word_real_data: [[]],
-    snli_real_data: [[]],
-    seq2seq_autoencoding: [["--corpus", "generated"], ["--corpus", "ptb"]],
-    lm_equal_budget: [[], ["--epochs", "1"], ["--config", "zaremba-small"], ["--cost"]],
-}
+PAPERS = dict(fill_last_word_generated=[""], fill_last_word_real_data=[""], snli_real_data=[""])
+PAPERS["seq2seq_autoencoding"] = ["--corpus generated", "--corpus ptb"]
+PAPERS["lm_equal_budget"] = ["", "--epochs 1", "--config zaremba-small", "--cost"]
 
 
 def test_every_block_and_figure_is_what_the_results_files_give(tmp_path, monkeypatch):
@@ -34,13 +24,14 @@ def test_every_block_and_figure_is_what_the_results_files_give(tmp_path, monkeyp
     speed_page.write(list(speed_page.SPEED_BLOCKS), page=page, images=images)
     speed_page.write_gpu(speed_page.load_runs(), page, images / speed_page.GPU_FIGURE.name)
     update = docs_tables.update_docs
-    for module, runs in PAPERS.items():
+    for name, runs in PAPERS.items():
         # Each run's own results file, then the page and the figures under tmp_path.
-        runs = [[*argv, "--results", str(module.parse_args(argv).results)] for argv in runs]
+        module = importlib.import_module(f"benchmarks.papers.{name}")
+        runs = [[*a.split(), "--results", str(module.parse_args(a.split()).results)] for a in runs]
         monkeypatch.setattr(module, "update_docs", lambda *a, **k: update(*a, page=page, **k))
         monkeypatch.setattr(module, "ROOT", tmp_path)
         for argv in runs:
-            figures = ["--figures-dir", str(images)] if module is lm_equal_budget else []
+            figures = ["--figures-dir", str(images)] if name == "lm_equal_budget" else []
             module.main([*argv, *figures, "--from-results", "--update-docs"])
     assert page.read_text(encoding="utf-8") == text
     assert headlines.main(["--check"]) == 0, "run: python -m benchmarks.headlines"
@@ -52,12 +43,8 @@ def test_headlines_open_the_results_page_and_name_every_papers_models():
     results = headlines.RESULTS_PAGE.read_text(encoding="utf-8")
     assert results.index("BEGIN GENERATED:") == results.index("BEGIN GENERATED: headlines")
     rows = headlines.rows()
-    assert [row["paper"] for row in rows] == [
-        "Daniluk et al. 2017",
-        "Weissenborn 2016",
-        "Weissenborn 2016",
-        "Gaffney",
-    ]
+    names = ["Daniluk et al. 2017", "Weissenborn 2016", "Weissenborn 2016", "Gaffney"]
+    assert [row["paper"] for row in rows] == names
     models = [
         ("lstm", "attention", "key_value", "key_value_predict", "ngram"),
         ("gru", "am_gru", "dual_am_gru", "word_by_word"),
@@ -70,10 +57,8 @@ def test_headlines_open_the_results_page_and_name_every_papers_models():
 
 def test_lm_headline_names_each_models_epochs_when_they_differ():
     row = {"parameters": 4000, "epochs_trained": 15}
-    same = [
-        row | {"model": "lstm", "test_perplexity": 120.0},
-        row | {"model": "ngram", "test_perplexity": 110.04, "parameters": 3990},
-    ]
+    same = [row | {"model": "lstm", "test_perplexity": 120.0}]
+    same.append(row | {"model": "ngram", "test_perplexity": 110.04, "parameters": 3990})
     assert headlines.lm_headline(same) == (
         "PTB word-level test perplexity, equal parameter budget (the LSTM's 4,000 weights), "
         "15 epochs",
@@ -86,8 +71,7 @@ def test_lm_headline_names_each_models_epochs_when_they_differ():
     assert result == "ngram 110.0 (15 epochs), lstm 120.0 (40 epochs)"
 
 
-def _cells(table):
-    """The cells of a grid table, header row first."""
+def _cells(table):  # header row first
     return [
         [c.strip() for c in line.split("|")[1:-1]] for line in table.splitlines() if "|" in line
     ]
@@ -146,9 +130,8 @@ def test_a_block_is_added_after_the_named_block_then_replaced_alone(tmp_path):
             "a-parts", [{"m": f"p{round_}"}], "m: m", "P", page=page, footer="F", insert_after="a"
         )
     text = page.read_text()
-    for name in ("a", "a-parts"):
-        assert text.count(f".. BEGIN GENERATED: {name}\n") == 1
-        assert text.count(f".. END GENERATED: {name}\n") == 1
+    for name in ("BEGIN GENERATED: a", "END GENERATED: a", "BEGIN GENERATED: a-parts"):
+        assert text.count(f".. {name}\n") == text.count(".. END GENERATED: a-parts\n") == 1
     assert text.index("| a2 ") < text.index(".. END GENERATED: a\n") < text.index("| p2 ")
     assert text.index("| p2 ") < text.index("F") < text.index(".. END GENERATED: a-parts")
     assert "a1" not in text and "p1" not in text and text.endswith("outro\n")

@@ -106,16 +106,15 @@ def test_equal_parameters_give_each_kind_the_width_closest_to_the_lstms_count():
     budget = tables.lm_model("lstm", hidden=10, **shape).count_params()
     hidden = tables.equal_parameter_hidden("key_value-parallel:5", budget, **shape)
     count = lambda h: tables.lm_model("key_value-parallel:5", hidden=h, **shape).count_params()  # noqa: E731
-    widths = (hidden - 2, hidden, hidden + 2)
-    assert hidden % 2 == 0 and min(widths, key=lambda h: abs(count(h) - budget)) == hidden
+    nearest = min((hidden - 2, hidden, hidden + 2), key=lambda h: abs(count(h) - budget))
+    assert hidden % 2 == 0 and nearest == hidden
 
 
 def test_the_window_peer_has_our_weights_and_the_floor_our_products():
     assert tables.equal_weight_key_dim(300, 32) == 165  # 198,795 weights against our 199,232
-    counts = {}
-    for variant in ("ours", "floor", "mha"):
-        model = keras.Model(x := keras.Input((5, 300)), tables.window_layer(variant, 300)(x))
-        counts[variant] = model.count_params()
+    x = keras.Input((5, 300))
+    layers = {v: tables.window_layer(v, 300) for v in ("ours", "floor", "mha")}
+    counts = {v: keras.Model(x, layer(x)).count_params() for v, layer in layers.items()}
     assert counts["ours"] == 199232 and abs(counts["mha"] - counts["ours"]) < (4 * 300 + 3) / 2
     assert counts["floor"] == counts["ours"] - 32  # its four kernels, no score vector
 
@@ -141,23 +140,22 @@ def test_the_stand_ins_replace_their_parts_only_while_active():
     np.testing.assert_array_equal(np.asarray(am_gru(x)), expected[1])
 
 
-def test_the_budget_gives_a_table_its_share_of_what_is_left(monkeypatch):
+def test_the_command_line_defaults_budget_and_peaks(monkeypatch, tmp_path):
+    """The tables of the backend or a GPU run; a table's share of the time; earlier peaks."""
+    jax = [name for name, table in tables.TABLES.items() if "jax" in table.backends]
+    assert parse_args(["--backend", "jax"]).tables == [t for t in jax if t != "backend_cases"]
+    gpu = parse_args(["--device", "gpu", "--backend", "jax"])
+    assert (gpu.tables, gpu.sizes) == (list(tables.GPU_TABLES), "gpu")
+    assert gpu.dtypes == ["float32", "mixed_bfloat16"]
     from benchmarks.speed import __main__ as speed
 
-    now = [0.0]
-    monkeypatch.setattr(speed.time, "perf_counter", lambda: now[0])
+    times = iter([0.0, 0.0, 79.0, 81.0, 81.0, 100.5])
+    monkeypatch.setattr(speed.time, "perf_counter", lambda: next(times))
     budget = Budget(100.0, ["window_attention", "heap_write"])
     budget.begin("window_attention")  # 0.4 / (0.4 + 0.1) of 100 s
-    now[0] = 79.0
-    assert budget.allows()
-    now[0] = 81.0
-    assert not budget.allows()
-    budget.begin("heap_write")  # what is left: 19 s, all of it
-    now[0] = 100.5
-    assert not budget.allows()
-
-
-def test_peaks_come_from_an_earlier_results_file_only_where_it_has_them(tmp_path):
+    assert budget.allows() and not budget.allows()  # at 79 s and 81 s
+    budget.begin("heap_write")  # what is left, 19 s, all of it
+    assert not budget.allows()  # at 100.5 s
     found = {"peak_gflops": {"float32": 3.0}, "peak_gflops_float32_highest": 1.5}
     (tmp_path / "with.json").write_text(json.dumps({"tables": {}, **found}))
     (tmp_path / "without.json").write_text(json.dumps({"tables": {}}))
@@ -167,14 +165,6 @@ def test_peaks_come_from_an_earlier_results_file_only_where_it_has_them(tmp_path
     for name in ("without", "cut", "absent"):  # none: measured (here, buffers only: none)
         args = parse_args(["--buffers-only", "--peaks-from", str(tmp_path / f"{name}.json")])
         assert peaks(args, (8,)) == {}
-
-
-def test_the_defaults_are_every_table_of_the_backend_or_a_gpu_runs():
-    jax = [name for name, table in tables.TABLES.items() if "jax" in table.backends]
-    assert parse_args(["--backend", "jax"]).tables == [t for t in jax if t != "backend_cases"]
-    gpu = parse_args(["--device", "gpu", "--backend", "jax"])
-    assert (gpu.tables, gpu.sizes) == (list(tables.GPU_TABLES), "gpu")
-    assert gpu.dtypes == ["float32", "mixed_bfloat16"]
 
 
 @tensorflow_only("the heap step writes its cache in TensorFlow's training step")
