@@ -1,8 +1,5 @@
-"""The headline result of each paper's comparison, written into README.rst and at the top of
-the documentation's results page from the results files of the benchmarks that ran it (never
-typed in): the PTB language models at an equal parameter budget (Daniluk et al. 2017), the SNLI
-encoders on real sentence pairs and the auto-encoders (Weissenborn 2016) and the last-word task
-on real sentences (Gaffney).
+"""The headline result of each paper's comparison, written into README.rst and atop the results
+page from the results files of the benchmarks that ran it.
 
     python -m benchmarks.headlines          # rewrite both blocks
     python -m benchmarks.headlines --check  # exit 1 if a block is not what the files say

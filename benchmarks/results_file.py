@@ -17,8 +17,6 @@ same key. Anything else in the object (corpus sizes, a summary) is the benchmark
 [('gru', 2)]
 >>> ResultsFile(path, {"epochs": 3}).resume()
 {'settings': {'epochs': 3}, 'runs': []}
-
-Only the standard library is used, so importing this module does not start TensorFlow.
 """
 
 import json

@@ -1,20 +1,14 @@
 """GRU, AM-GRU, Dual AM-GRU and the LSTM with word-by-word attention (the paper's comparator) on
 real SNLI pairs, several seeds each, each run through the SNLI example (``--update-docs``).
 
-Only the SNLI dev and test sets are available offline (../shared/data): each run is the
-example's command line on InferSent files of the dev set's last nine tenths (train) and first
-tenth (held out: it picks the best epoch and drives the learning-rate halving), with the 50d
-GloVe subset; its best epoch's model (``best.keras``) is tested, as the original code tested
-its best checkpoint. A small-data regime (the paper trains on 550k pairs): the accuracies
-compare the models with each other. At the paper's U(-0.05, 0.05) the features ``[p, h,
-|p - h|]`` hardly differ between examples at the start (a spread of about 0.012 across a
-batch): every model starts on a plateau at ln 3 that it leaves by a random symmetry breaking,
+Only the SNLI dev and test sets are available offline: each run is the example trained on the
+dev set's last nine tenths, its first tenth held out (the best epoch, the learning-rate
+halving), with the 50d GloVe subset; its best epoch's model is tested. A small-data regime: the
+accuracies compare the models with each other. At the paper's U(-0.05, 0.05) the features
+``[p, h, |p - h|]`` hardly differ between examples at the start (a spread of about 0.012 across
+a batch): every model starts on a plateau at ln 3 that it leaves by a random symmetry breaking,
 invisible on 550k pairs but deciding the table on these 8.9k (the AM-GRU with seed 123 stayed
 at chance for 6 epochs). ``--init-scale 0.1`` (the default here) quadruples the spread.
-Results are saved after each run in ``--results``; a rerun with the same settings (``run_by``:
-the rows the example trained) skips the runs already there::
-
-    python -m benchmarks.papers.snli_real_data --update-docs
 """
 
 import argparse

@@ -1,11 +1,7 @@
-"""The results page's blocks (``docs/results.rst``) of the speed tables and of the GPU runs, by
-one writer, `write_block`: each block's columns and caption are data (``page.toml``), its rows
-and the caption's figures come from the results files. ``python -m benchmarks.speed
---from-results`` rewrites the speed tables' blocks (`write`), with ``--device gpu`` those of the
-GPU runs (`write_gpu`): ``benchmarks/results/gpu/run-*/``, what ``benchmarks/gpu/run.sh`` wrote,
-read in their number's order; the layer-test table has a row per run, and in the speed tables a
-row a later run measured replaces the same row of an earlier run (what no run measured stays,
-with why)."""
+"""The results page's blocks of the speed tables (`write`) and of the GPU runs (`write_gpu`:
+``benchmarks/results/gpu/run-*/`` in their number's order, a later run's measured row replacing
+an earlier one's), by one writer, `write_block`: each block's columns and caption are data
+(``page.toml``), its rows and the caption's figures come from the results files."""
 
 import collections
 import json
