@@ -73,7 +73,7 @@ def run(targets, workers, seconds, junit, log, ids_file):
     ``seconds``. Returns ``(exit status, whether it was interrupted)``."""
     command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--disable-warnings"]
     command += ["-p", "no:cacheprovider", f"--junitxml={junit}", "-o", "junit_family=xunit2"]
-    command += ["-p", __name__, f"--collected-ids-file={ids_file}"]
+    command += ["-p", "benchmarks.gpu.layer_tests", f"--collected-ids-file={ids_file}"]
     command += ["-n", str(workers), "--dist", "loadgroup"] if workers > 1 else []
     with open(log, "w", encoding="utf-8") as out:
         process = subprocess.Popen(
