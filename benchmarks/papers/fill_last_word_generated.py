@@ -5,11 +5,11 @@
 
 import pathlib
 
-from benchmarks import ArgumentParser, positive, results_file
+from benchmarks import ROOT, ArgumentParser, positive, results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.papers import mean_and_spread
 
-ROOT, NAME = pathlib.Path(__file__).resolve().parents[2], "fill_last_word_generated"
+NAME = "fill_last_word_generated"
 VARIANTS = {  # key: (name in the table, the example's options)
     "no-cache": ("no cache", "--cache-size 0"),
     "none": ("cache, query=none (the paper)", "--query none"),

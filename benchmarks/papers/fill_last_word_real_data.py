@@ -4,17 +4,15 @@
 stops improving, its best epoch scored on ``dev.txt``, once per row and seed (docs/results.rst).
 """
 
-import os
 import pathlib
 import shutil
 
 import numpy as np
 
-from benchmarks import ArgumentParser, positive, results_file
+from benchmarks import DATA, ROOT, ArgumentParser, positive, results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.papers import mean_and_spread
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 RUNS = ROOT / "runs" / "benchmarks" / "fill_last_word_real_data"
 VARIANTS = (  # (row, the example's options)
     ("no attention", "--pooling last --cache-size 0"),
@@ -27,8 +25,7 @@ VARIANTS = (  # (row, the example's options)
 def parse_args(argv=None):
     parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
-    data = os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data")
-    add("--data-dir", type=pathlib.Path, default=data, help="the corpora")
+    add("--data-dir", type=pathlib.Path, default=DATA, help="the corpora")
     add("--max-epochs", type=positive(int), default=20)
     add("--patience", type=positive(int), default=2)
     add("--held-out", type=positive(float), default=0.1, help="below 1")

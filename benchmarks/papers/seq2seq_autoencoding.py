@@ -6,23 +6,20 @@ the results page's table and the paper's Figure 3. A rerun skips the rows in ``-
 """
 
 import json
-import os
 import pathlib
 
-from benchmarks import ArgumentParser, positive
+from benchmarks import DATA, ROOT, ArgumentParser, positive
 from benchmarks.docs_tables import add_update_docs_option, columns_of, update_docs
 from benchmarks.papers import mean_and_spread
 from benchmarks.results_file import ResultsFile, add_results_options
 from examples.seq2seq.input_pipeline import GENERATED_LENGTHS
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 NAME = "seq2seq_autoencoding"
 MODELS = {
     "dual_am_gru": "AM-GRU encoder, Dual AM-GRU decoder",
     "attention": "GRU encoder, GRU decoder with attention",
     "gru": "GRU encoder, GRU decoder",
 }
-DATA = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
 # Per --corpus: the example's options, default epochs and seeds, block, data in the caption.
 OPTIONS = {"generated": [], "ptb": ["--max-length", "15", "--max-train", "10000"]}
 DEFAULTS = {"generated": (20, [0, 1, 2]), "ptb": (8, [0])}

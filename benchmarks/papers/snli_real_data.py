@@ -13,8 +13,6 @@ at chance for 6 epochs). ``--init-scale 0.1`` (the default here) quadruples the 
 
 import argparse
 import json
-import os
-import pathlib
 import shutil
 import sys
 import time
@@ -22,14 +20,13 @@ import time
 import keras
 import numpy as np
 
+from benchmarks import DATA, ROOT
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.papers import mean_and_spread
 from benchmarks.results_file import ResultsFile, add_results_options
 from examples.snli import corpora, input_pipeline, models
 from examples.snli import main as snli
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-DATA = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
 GLOVE = DATA / "glove_subset" / "glove-50d-5k.json"
 RUNS = ROOT / "runs" / "benchmarks" / "snli_real_data"
 # Weissenborn's Table 1 row of each model: its name, H, parameters (-E), test accuracy (%).
