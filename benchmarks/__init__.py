@@ -4,6 +4,12 @@ tables on a GPU, ``benchmarks/papers/`` reproduces the papers' experiments; ever
 results page is written by `benchmarks.docs_tables` from a file of ``benchmarks/results/``."""
 
 import argparse
+import os
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+#: The corpora of the paper benchmarks.
+DATA = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
 
 
 class ArgumentParser(argparse.ArgumentParser):

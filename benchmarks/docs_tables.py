@@ -1,16 +1,8 @@
-"""The one writer of the results page's tables: a benchmark's rows into ``docs/results.rst``,
-between marker comments.
-
-The page holds for each benchmark a block::
-
-    .. BEGIN GENERATED: <name>
-    ...
-    .. END GENERATED: <name>
-
-`update_docs(name, rows, columns, caption)` replaces what is between the markers with the
-caption and an RST table of ``rows`` (a list of dicts), or adds the block after another one,
-so that every figure on the page comes from a results file. A table of more than
-`MAX_COLUMNS` columns is split into several, each led by the columns that tell its rows apart.
+"""The one writer of the results page's tables: `update_docs(name, rows, columns, caption)`
+replaces what is between ``.. BEGIN GENERATED: <name>`` and ``.. END GENERATED: <name>`` in
+``docs/results.rst`` with the caption and an RST table of ``rows`` (dicts), or adds the block
+after another. A table of more than `MAX_COLUMNS` columns is split, each part led by the
+columns that tell its rows apart.
 
 >>> print(rst_table([{"model": "gru", "ms": 1.23456}], "model: model; ms: median (ms)"))
 +-------+-------------+

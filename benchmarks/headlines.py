@@ -1,8 +1,5 @@
-"""The headline result of each paper's comparison, written into README.rst and at the top of
-the documentation's results page from the results files of the benchmarks that ran it (never
-typed in): the PTB language models at an equal parameter budget (Daniluk et al. 2017), the SNLI
-encoders on real sentence pairs and the auto-encoders (Weissenborn 2016) and the last-word task
-on real sentences (Gaffney).
+"""The headline result of each paper's comparison, written into README.rst and atop the results
+page from the results files of the benchmarks that ran it.
 
     python -m benchmarks.headlines          # rewrite both blocks
     python -m benchmarks.headlines --check  # exit 1 if a block is not what the files say
@@ -10,12 +7,11 @@ on real sentences (Gaffney).
 
 import argparse
 import json
-import pathlib
 import sys
 
+from benchmarks import ROOT
 from benchmarks.docs_tables import RESULTS_PAGE, with_block
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = (ROOT / "README.rst", RESULTS_PAGE)
 
 
@@ -73,12 +69,11 @@ def rows():
     """One row per comparison: the paper, its data and its models' scores."""
     lm_comparison, lm_result = lm_headline(_load("lm_equal_budget_ptb")["rows"])
     snli = _load("snli_real_data")
-    seq2seq_comparison, seq2seq_result = seq2seq_headline(
-        {
-            "generated corpus": _load("seq2seq_autoencoding")["summary"],
-            "Penn Treebank": _load("seq2seq_autoencoding_ptb")["summary"],
-        }
-    )
+    corpora = {"generated corpus": "", "Penn Treebank": "_ptb"}
+    summaries = {
+        name: _load(f"seq2seq_autoencoding{end}")["summary"] for name, end in corpora.items()
+    }
+    seq2seq_comparison, seq2seq_result = seq2seq_headline(summaries)
     last_word = _load("fill_last_word_real_data")
     from benchmarks.papers.fill_last_word_real_data import table_rows
     from benchmarks.papers.snli_real_data import PAPER_TABLE_1
@@ -95,16 +90,12 @@ def rows():
         f"{row['model']} {row['dev_accuracy']} ({row['seeds']} seed{'s' * (row['seeds'] > 1)})"
         for row in table_rows(last_word["runs"])
     )
-    return [
-        dict(paper="Daniluk et al. 2017", comparison=lm_comparison, result=lm_result),
-        dict(paper="Weissenborn 2016", comparison=snli_comparison, result=snli_result),
-        dict(paper="Weissenborn 2016", comparison=seq2seq_comparison, result=seq2seq_result),
-        dict(
-            paper="Gaffney",
-            comparison="last-word accuracy (%) on PWKP dev, best held-out epoch",
-            result=last_word_result,
-        ),
-    ]
+    last_word_comparison = "last-word accuracy (%) on PWKP dev, best held-out epoch"
+    found = [("Daniluk et al. 2017", lm_comparison, lm_result)]
+    found += [("Weissenborn 2016", snli_comparison, snli_result)]
+    found += [("Weissenborn 2016", seq2seq_comparison, seq2seq_result)]
+    found += [("Gaffney", last_word_comparison, last_word_result)]
+    return [dict(zip(("paper", "comparison", "result"), row)) for row in found]
 
 
 COLUMNS = "paper: paper; comparison: comparison; result: result"
@@ -116,9 +107,7 @@ CAPTION = (
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--check", action="store_true", help="only check that the blocks are current"
-    )
+    parser.add_argument("--check", action="store_true", help="only check the blocks are current")
     args = parser.parse_args(argv)
     found = rows()
     for page in PAGES:
@@ -127,12 +116,8 @@ def main(argv=None):
         if not args.check:
             page.write_text(new_text, encoding="utf-8")
         elif new_text != text:
-            print(
-                f"{page.name}'s headline block differs from the results files: run "
-                "python -m benchmarks.headlines",
-                file=sys.stderr,
-            )
-            return 1
+            differs = f"{page.name}'s headline block differs from the results files"
+            return print(f"{differs}: run python -m benchmarks.headlines", file=sys.stderr) or 1
     print(block)
     return 0
 

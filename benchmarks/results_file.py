@@ -1,20 +1,11 @@
-"""The paper benchmarks' results files: one JSON object per benchmark, written after every
-finished row, so that a rerun with the same settings resumes where the last one stopped.
+"""The paper benchmarks' results files: one JSON object per benchmark, ``{"settings": {...},
+"<rows>": [{...}, ...], ...}``, written after every finished row, so that a rerun with the same
+settings resumes where the last one stopped.
 
-A results file holds one object::
-
-    {"settings": {...}, "<rows>": [{...}, ...], ...}
-
-``settings`` are the options that decide what the rows measure: a rerun keeps the stored rows
-only when its own settings are the same (a benchmark may leave some of them out of the
-comparison, e.g. rules that only say when to stop training). ``<rows>`` is a list of dicts
-(``"runs"`` unless the benchmark names it otherwise), each identified by the values of a few
-of its fields, its key (e.g. model and seed): a new row replaces a stored row with the same
-key. Anything else in the object (corpus sizes, a summary of the rows) is the benchmark's own.
-
-A benchmark makes a `ResultsFile` with its current settings, takes the object to continue
-with from `ResultsFile.resume`, runs the rows `ResultsFile.missing` names and hands each to
-`ResultsFile.add`, which writes the file:
+A rerun keeps the stored rows only when its settings are the same (``compared``: the part of
+the settings that must be, e.g. not the rules that only say when to stop). A row is identified
+by a few of its fields, its key (e.g. model and seed): a new row replaces a stored row with the
+same key. Anything else in the object (corpus sizes, a summary) is the benchmark's own.
 
 >>> import pathlib, tempfile
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "results.json"
@@ -26,8 +17,6 @@ with from `ResultsFile.resume`, runs the rows `ResultsFile.missing` names and ha
 [('gru', 2)]
 >>> ResultsFile(path, {"epochs": 3}).resume()
 {'settings': {'epochs': 3}, 'runs': []}
-
-Only the standard library is used, so importing this module does not start TensorFlow.
 """
 
 import json
@@ -41,16 +30,10 @@ def read(path):
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def read_or_exit(path):
-    """The object stored at ``path``; exits with a one-line message when there is no file (for
-    the benchmarks' options that render stored results instead of running)."""
-    return read(path) or sys.exit(f"No results file at {path}.")
-
-
-def render(path, write_docs=None):
-    """The object stored at ``path`` (`read_or_exit`), with ``write_docs(report)`` called on it
-    when given (a benchmark's ``--from-results``: its results-page table from a stored run)."""
-    report = read_or_exit(path)
+def read_or_exit(path, write_docs=None):
+    """The object stored at ``path``, with ``write_docs(report)`` called on it when given (a
+    benchmark's ``--from-results``); exits with a one-line message when there is no file."""
+    report = read(path) or sys.exit(f"No results file at {path}.")
     if write_docs is not None:
         write_docs(report)
     return report
@@ -63,23 +46,19 @@ def write(path, report):
     path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
 
-def add_results_options(parser, default, renders="the results table"):
-    """Adds ``--results`` (the results file, default ``default``) and ``--from-results`` (do
-    not run: render ``renders`` from the stored file) to ``parser``."""
+def add_results_options(parser, default):
+    """Adds ``--results`` (default ``default``) and ``--from-results`` to ``parser``."""
     add = parser.add_argument
     add("--results", type=pathlib.Path, default=default, help="results file, resumed by a rerun")
-    add(
-        "--from-results", action="store_true", help=f"do not train: render {renders} from --results"
-    )
+    add("--from-results", action="store_true", help="do not train: the table from --results")
     return parser
 
 
 class ResultsFile:
-    """One benchmark's results file ``path``, for the ``settings`` (a dict of JSON values) of
-    the current run; its list of rows is named ``rows``, a row is identified by the fields
-    ``key``. ``compared``: a function giving the part of the settings that must be equal for
-    stored rows to be kept (default: all of them); ``summarise``: a function ``rows ->
-    summary`` stored under ``"summary"`` every time the file is written."""
+    """One benchmark's results file ``path`` for the ``settings`` (JSON values) of this run: its
+    list of rows named ``rows``, a row identified by its fields ``key``; ``compared(settings)``:
+    the part that must be equal for stored rows to be kept (default: all); ``summarise(rows)``:
+    stored under ``"summary"`` whenever the file is written."""
 
     def __init__(
         self, path, settings, rows="runs", key=("model", "seed"), compared=None, summarise=None
@@ -89,8 +68,7 @@ class ResultsFile:
         self.summarise = summarise
 
     def stored(self):
-        """The stored object (its settings as they were written) if its compared settings
-        are this run's, else ``None``."""
+        """The stored object if its compared settings are this run's, else ``None``."""
         report = read(self.path)
         same = report is not None and self.compared(report.get("settings", {})) == self.compared(
             self.settings
@@ -98,9 +76,8 @@ class ResultsFile:
         return report if same else None
 
     def resume(self, fresh=None):
-        """The object this run continues: the stored one (`stored`) with this run's settings,
-        or, when the stored rows cannot be kept, ``fresh`` (default: ``{"settings":
-        settings, <rows>: []}``)."""
+        """The stored object (`stored`) with this run's settings, or else ``fresh`` (default:
+        ``{"settings": settings, <rows>: []}``)."""
         report = self.stored()
         if report is None:
             return fresh if fresh is not None else {"settings": self.settings, self.rows: []}
@@ -108,34 +85,39 @@ class ResultsFile:
         return report
 
     def key_of(self, row):
-        """The key of ``row``: the value of its one key field, or a tuple of the values."""
         values = tuple(row[name] for name in self.key)
         return values[0] if len(values) == 1 else values
 
     def missing(self, report, keys, finished=None):
-        """The ``keys`` (see `key_of`) that no finished row of ``report`` has yet, in their
-        order, each once; ``finished(row)``: whether a stored row is finished (default: all
-        are), a row it rejects being run again and replaced (`add`)."""
+        """The ``keys`` that no finished row of ``report`` has yet, in order, each once;
+        ``finished(row)``: whether a stored row is finished (default: all are)."""
         done = {self.key_of(row) for row in report[self.rows] if finished is None or finished(row)}
         return [key for key in dict.fromkeys(keys) if key not in done]
 
     def add(self, report, row):
-        """Puts ``row`` last in ``report``'s rows, replacing a row with the same key, and
-        writes the file."""
+        """Puts ``row`` last in ``report``'s rows, replacing a row with its key; writes the file."""
         key = self.key_of(row)
         report[self.rows] = [r for r in report[self.rows] if self.key_of(r) != key] + [row]
         self.write(report)
 
-    def finish(self, report, write_docs=None):
-        """Writes the file a last time (`write`), then, when given, ``write_docs(report)``
-        (the benchmark's results-page table); returns ``report``."""
+    def write(self, report):
+        if self.summarise is not None:
+            report["summary"] = self.summarise(report[self.rows])
+        write(self.path, report)
+
+    def run(self, args, keys, run_row, write_docs, prepare=None):
+        """A paper benchmark's ``main``: with ``--from-results`` the stored object, else this
+        run's, each missing key's row ``run_row(report, key)`` added (``prepare(report)`` once
+        before the first); ``write_docs(report)`` with ``--update-docs``. Returns the object."""
+        write_docs = write_docs if args.update_docs else None
+        if args.from_results:
+            return read_or_exit(self.path, write_docs)
+        report = self.resume()
+        for index, key in enumerate(self.missing(report, keys)):
+            if prepare is not None and index == 0:
+                prepare(report)
+            self.add(report, run_row(report, key))
         self.write(report)
         if write_docs is not None:
             write_docs(report)
         return report
-
-    def write(self, report):
-        """Writes ``report`` (with its summary, when the file has one) to the file."""
-        if self.summarise is not None:
-            report["summary"] = self.summarise(report[self.rows])
-        write(self.path, report)

@@ -11,16 +11,13 @@ from benchmarks import timing
 LEARNING_RATE = 1e-3
 
 
-def mean_square(outputs, targets):
-    """The loss of a layer's step: the mean square of its outputs (``targets`` unused)."""
+def mean_square(outputs, targets):  # a layer's step: ``targets`` unused
     from keras import ops
 
     return ops.mean(ops.square(ops.cast(outputs, "float32")))
 
 
 def token_crossentropy(outputs, labels, from_logits=True):
-    """A language model's loss: cross-entropy of the logits against the next tokens (of a
-    classifier's softmax output, ``from_logits=False``, against the labels)."""
     from keras import ops
 
     outputs = ops.cast(outputs, "float32")
@@ -32,14 +29,10 @@ def label_crossentropy(probabilities, labels):
 
 
 class Step:
-    """One compiled SGD step (``w - 1e-3 g``) of a built `keras.Model` on ``inputs`` (arrays)
-    and ``targets``, its ``loss(outputs, targets)`` a scalar; `run` runs one step.
-
-    Compiling happens here (on TensorFlow by a first run; ``jit``: whether TensorFlow
-    compiles with XLA, as JAX always does), so that on JAX the temporary buffers XLA plans
-    for the step (``buffers_mib``) are known before it runs: a step whose buffers exceed
-    ``limit_mib`` is not run (``runnable`` is False).
-    """
+    """One compiled SGD step (``w - 1e-3 g``) of a built `keras.Model` on ``inputs`` and
+    ``targets``; `run` runs one. Compiled here (``jit``: whether TensorFlow uses XLA, as JAX
+    always does), so that on JAX XLA's buffers (``buffers_mib``) are known before it runs: a step
+    whose buffers exceed ``limit_mib`` is not ``runnable``."""
 
     def __init__(self, model, inputs, targets=None, loss=mean_square, jit=True, limit_mib=None):
         import keras
@@ -128,10 +121,8 @@ def floor_columns(flops, milliseconds, peak):
 
 
 def peak_gflops(sizes=(512, 1024, 2048), rounds=7, dtype="float32"):
-    """The best GFLOP/s of compiled square matrix products of ``dtype`` on Keras's backend
-    (``sizes``: the sides tried; ``rounds``: timed products of each, their median counts).
-    On JAX at its default precision (on an NVIDIA GPU a float32 product runs in TF32, as the
-    layers' own do)."""
+    """The best GFLOP/s of compiled square products of ``dtype`` of the ``sizes``, the median of
+    ``rounds`` each (on JAX at its default precision: TF32 on an NVIDIA GPU, as the layers')."""
     import keras
 
     rng = np.random.default_rng(0)

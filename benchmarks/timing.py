@@ -1,10 +1,8 @@
 """The benchmarks' one timer: wall-clock milliseconds of calls, interleaved, and their medians.
 
-`elapsed_ms` times one call and waits for its result (TensorFlow and JAX may return before a
-tensor is computed: a JAX array is waited for, anything else with ``.numpy()`` is fetched).
 `interleaved` times several runners back to back in each round, so that load that drifts on a
-shared machine hits every runner of a round alike; `median_ratio` then compares runners round
-by round (the median of the per-round ratios), which cancels that drift.
+shared machine hits every runner of a round alike; `median_ratio` compares them round by round,
+which cancels that drift.
 
 >>> import time
 >>> samples = interleaved({"long": lambda: time.sleep(0.004), "short": lambda: None}, rounds=3)
@@ -12,8 +10,6 @@ by round (the median of the per-round ratios), which cancels that drift.
 [3, 3]
 >>> median_ratio(samples, "short")["long"] > 1
 True
-
-Only the standard library is used, so importing this module does not start TensorFlow.
 """
 
 import statistics

@@ -1,11 +1,5 @@
-"""What JAX runs on: prints the devices and writes them as JSON (the GPU run's step 2).
-
-Usage::
-
-    python -m benchmarks.gpu.device --out device.json --require-gpu yes
-
-Exits with status 3 when ``--require-gpu yes`` and JAX's default backend is not a GPU.
-"""
+"""What JAX runs on: prints the devices and writes them as JSON (the GPU run's step 2); exit
+status 3 when ``--require-gpu yes`` and JAX's default backend is not a GPU."""
 
 import json
 import sys

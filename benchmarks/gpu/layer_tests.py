@@ -1,16 +1,9 @@
 """The layer tests of the GPU run (step 3 of ``benchmarks/gpu/run.sh``): every layer's test
-module (``tests.selection.layer_test_modules``) on Keras's JAX backend, under pytest-xdist with
-a time limit; whatever happens, ``layer_tests.xml`` (JUnit) and ``layer_tests.json`` (counts,
-failures, the tests the time limit left unrun) are written. A rehearsal runs the first test of
-each file. The module is also the run's pytest plugin (``-p benchmarks.gpu.layer_tests
---collected-ids-file FILE``): it writes the ids the run collects as soon as collection ends
-(under pytest-xdist the controller), so that a run its time limit stops names what it left.
-
-Usage::
-
-    JAX_DEFAULT_MATMUL_PRECISION=highest KERAS_BACKEND=jax \\
-        python -m benchmarks.gpu.layer_tests --out results/ --seconds 170 --workers 8
-"""
+module on Keras's JAX backend under pytest-xdist with a time limit, writing ``layer_tests.xml``
+(JUnit) and ``layer_tests.json`` (counts, failures, the tests left unrun) whatever happens; a
+rehearsal runs the first test of each file. The module is also the run's pytest plugin: it
+writes the ids the run collects as soon as collection ends, so that a run its time limit stops
+names what it left."""
 
 import json
 import os
@@ -80,7 +73,7 @@ def run(targets, workers, seconds, junit, log, ids_file):
     ``seconds``. Returns ``(exit status, whether it was interrupted)``."""
     command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--disable-warnings"]
     command += ["-p", "no:cacheprovider", f"--junitxml={junit}", "-o", "junit_family=xunit2"]
-    command += ["-p", __name__, f"--collected-ids-file={ids_file}"]
+    command += ["-p", "benchmarks.gpu.layer_tests", f"--collected-ids-file={ids_file}"]
     command += ["-n", str(workers), "--dist", "loadgroup"] if workers > 1 else []
     with open(log, "w", encoding="utf-8") as out:
         process = subprocess.Popen(

@@ -5,11 +5,11 @@
 
 import pathlib
 
-from benchmarks import ArgumentParser, positive, results_file
+from benchmarks import ROOT, ArgumentParser, positive, results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
-from benchmarks.papers.example_runs import mean_and_spread
+from benchmarks.papers import mean_and_spread
 
-ROOT, NAME = pathlib.Path(__file__).resolve().parents[2], "fill_last_word_generated"
+NAME = "fill_last_word_generated"
 VARIANTS = {  # key: (name in the table, the example's options)
     "no-cache": ("no cache", "--cache-size 0"),
     "none": ("cache, query=none (the paper)", "--query none"),
@@ -92,16 +92,12 @@ def write_docs_table(report):
 
 def main(argv=None):
     args = parse_args(argv)
-    write_docs = write_docs_table if args.update_docs else None
-    if args.from_results:
-        return results_file.render(args.results, write_docs)
     settings = {"example_arguments": args.example_arguments}
-    key = ("variant", "seed")
-    results = results_file.ResultsFile(args.results, settings, key=key, summarise=summarise)
-    report = results.resume()
-    for key, seed in results.missing(report, [(k, s) for s in args.seeds for k in args.variants]):
-        results.add(report, run(key, seed, args))
-    return results.finish(report, write_docs)
+    results = results_file.ResultsFile(
+        args.results, settings, key=("variant", "seed"), summarise=summarise
+    )
+    keys = [(key, seed) for seed in args.seeds for key in args.variants]
+    return results.run(args, keys, lambda _, key: run(*key, args), write_docs_table)
 
 
 if __name__ == "__main__":

@@ -4,17 +4,15 @@
 stops improving, its best epoch scored on ``dev.txt``, once per row and seed (docs/results.rst).
 """
 
-import os
 import pathlib
 import shutil
 
 import numpy as np
 
-from benchmarks import ArgumentParser, positive, results_file
+from benchmarks import DATA, ROOT, ArgumentParser, positive, results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
-from benchmarks.papers.example_runs import mean_and_spread
+from benchmarks.papers import mean_and_spread
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 RUNS = ROOT / "runs" / "benchmarks" / "fill_last_word_real_data"
 VARIANTS = (  # (row, the example's options)
     ("no attention", "--pooling last --cache-size 0"),
@@ -27,8 +25,7 @@ VARIANTS = (  # (row, the example's options)
 def parse_args(argv=None):
     parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
-    data = os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data")
-    add("--data-dir", type=pathlib.Path, default=data, help="the corpora")
+    add("--data-dir", type=pathlib.Path, default=DATA, help="the corpora")
     add("--max-epochs", type=positive(int), default=20)
     add("--patience", type=positive(int), default=2)
     add("--held-out", type=positive(float), default=0.1, help="below 1")
@@ -53,7 +50,7 @@ def split_held_out(sentences, fraction):
     return [sentences[i] for i in sorted(order[cut:])], [sentences[i] for i in sorted(order[:cut])]
 
 
-def run(label, seed, args, dev):
+def run(label, seed, args):
     """Trains the example once; returns the row and the corpus sizes."""
     import keras
 
@@ -67,6 +64,7 @@ def run(label, seed, args, dev):
     argv += ["--epochs", args.max_epochs, "--batch-size", args.batch_size, "--verbose", 2]
     stop = keras.callbacks.EarlyStopping("val_accuracy", patience=args.patience, mode="max")
     m = train.train_and_evaluate(main.parse_args(list(map(str, argv))), workdir, [stop])
+    dev = input_pipeline.read_sentences(args.data_dir / "pwkp_gaffney" / "dev.txt")
     vocabulary = input_pipeline.build_vocabulary(input_pipeline.read_sentences(RUNS / "train.txt"))
     x, y, _ = input_pipeline.encode_last_word(dev, vocabulary)
     dev_data = input_pipeline.last_word_dataset(x, y, args.batch_size)
@@ -99,25 +97,25 @@ def table_rows(runs):
 
 def main(argv=None):
     args = parse_args(argv)
-    write_docs = write_docs_table if args.update_docs else None
-    if args.from_results:
-        return results_file.render(args.results, write_docs)
-    from examples.fill_last_word.input_pipeline import read_sentences
-
     settings = ("max_epochs", "patience", "held_out", "batch_size", "max_train")
     results = results_file.ResultsFile(args.results, {k: getattr(args, k) for k in settings})
-    report = results.resume()
-    train = read_sentences(args.data_dir / "pwkp_gaffney" / "test.txt")[: args.max_train]
-    RUNS.mkdir(parents=True, exist_ok=True)
-    for name, sentences in zip(("train.txt", "held_out.txt"), split_held_out(train, args.held_out)):
-        (RUNS / name).write_text("\n".join(sentences) + "\n", encoding="utf-8")
-    dev = read_sentences(args.data_dir / "pwkp_gaffney" / "dev.txt")
+
+    def prepare(report):
+        from examples.fill_last_word.input_pipeline import read_sentences
+
+        train = read_sentences(args.data_dir / "pwkp_gaffney" / "test.txt")[: args.max_train]
+        RUNS.mkdir(parents=True, exist_ok=True)
+        for name, part in zip(("train.txt", "held_out.txt"), split_held_out(train, args.held_out)):
+            (RUNS / name).write_text("\n".join(part) + "\n", encoding="utf-8")
+
+    def run_row(report, key):
+        row, report["data"] = run(*key, args)
+        return row
+
     # Seed by seed, so that an interrupted benchmark has every row at least once.
     rows = [VARIANTS[i][0] for i in args.variants or range(len(VARIANTS))]
-    for label, seed in results.missing(report, [(row, s) for s in args.seeds for row in rows]):
-        row, report["data"] = run(label, seed, args, dev)
-        results.add(report, row)
-    return results.finish(report, write_docs)
+    keys = [(row, seed) for seed in args.seeds for row in rows]
+    return results.run(args, keys, run_row, write_docs_table, prepare)
 
 
 def write_docs_table(report):

@@ -1,20 +1,14 @@
 """The language models of Daniluk et al. (2017) at an equal parameter budget, and a published
 baseline, each model trained by one run of the language-model example (examples/language_modeling).
 
-The LSTM has ``--units`` units and every memory model (attention, key-value, key-value-predict,
-N-gram RNN) the LSTM width whose parameter count is closest, as in the paper, with one recipe
-for all. Each model trains until its validation perplexity stops improving (the example's
-``--patience``: the learning rate halved after each epoch without improvement, ``--patience``
-such epochs in a row stop it, at most ``--max-epochs``; scored with the best epoch's weights);
-with ``--epochs N`` for N epochs each, a ranking at equal training. ``--config PRESET`` runs the
-example's preset instead (``zaremba-small``: Zaremba et al.'s small PTB model, test perplexity
-115.9 in TensorFlow's tutorial). The results file is written after each model and a rerun
-skips the models there; a model's run directory continues it where it stopped (a raised
-``--max-epochs``: a capped model). The figures show the validation perplexity per epoch and the
-attention by window position (Daniluk et al.'s Fig. 3b). ``--cost`` measures what a run costs
-before it is started: each model, compiled as the run trains it, is timed on ``--steps``
-training batches (``fit``) and validation batches (scoring), ``--repeats`` times after a warm-up;
-an epoch is one pass over each, the run's bound ``--max-epochs`` epochs.
+The LSTM has ``--units`` units and every memory model the LSTM width whose parameter count is
+closest, one recipe for all. Each model trains until its validation perplexity stops improving
+(the example's ``--patience``, at most ``--max-epochs``; scored with its best epoch's weights);
+``--epochs N``: N epochs each, a ranking at equal training; ``--config PRESET``: the example's
+preset (``zaremba-small``: test perplexity 115.9 in TensorFlow's tutorial); ``--cost``: each
+model's training and scoring steps timed on ``--steps`` real batches, ``--repeats`` times, an
+epoch's and the run's cost estimated before it is started. A rerun skips the models in the
+results file, and a model's run directory continues it (a raised ``--max-epochs``).
 
 Example::
 
@@ -34,7 +28,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from benchmarks import results_file, timing
+from benchmarks import DATA, ROOT, results_file, timing
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.results_file import ResultsFile, read_or_exit
 from examples.language_modeling import configs, input_pipeline, models, train
@@ -43,9 +37,7 @@ from tf_memlayers.callbacks import StateResetCallback
 from tf_memlayers.training import evaluate
 from tf_memlayers.training import train as fit
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
-DATA = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
 # What decides the models a run trains (the results files' names, the options' after them).
 SETTINGS = {"corpus": "corpus", "hidden": "units", "embedding_dim": "embedding_dim"}
 SETTINGS.update({k: k for k in ("dropout", "learning_rate", "window", "ngram", "batch_size")})
@@ -110,8 +102,7 @@ def parse_args(argv=None):
 
 
 def results_of(args, path=None):
-    """The results file (``path``, default ``--results``): one row per model, kept while the
-    settings are the same."""
+    """The results file (default ``--results``): a row per model, kept with the same settings."""
     settings = {name: getattr(args, option) for name, option in SETTINGS.items()}
     if args.epochs:
         settings = {"epochs": args.epochs, **settings}
@@ -131,8 +122,7 @@ def example_options(args, *extra):
 
 
 def widths(args, kinds):
-    """The LSTM width of each of ``kinds``: ``--units`` for the LSTM, for the others the one
-    at the parameter count closest to the LSTM's."""
+    """The LSTM width of each of ``kinds``: ``--units`` for the LSTM, else the budget's."""
     size = len(input_pipeline.read_corpus(args.data_root / args.corpus).vocabulary)
     common = dict(embedding_dim=args.embedding_dim, window=args.window, ngram=args.ngram)
     lstm = models.language_model(size, "lstm", units=args.units, stateful=False, **common)
@@ -142,7 +132,6 @@ def widths(args, kinds):
 
 
 def run_example(argv, workdir):
-    """The example's metrics of the run ``argv`` in ``workdir`` (resumed if there)."""
     keras.backend.clear_session()
     config = cli.parse_args([*argv, "--workdir", str(workdir)])
     return train.train_and_evaluate(config, config.workdir)
@@ -154,10 +143,9 @@ def row_of(m, fixed_epochs):
     row = {"model": m["model"], "hidden": m["units"], "parameters": m["parameters"]}
     if fixed_epochs:
         row |= {"train_steps": m["epochs_run"] * m["train_batches_per_epoch"]}
-        row |= {
-            "epochs_trained": float(m["epochs_run"]),
-            "train_minutes": round(m["seconds"] / 60, 2),
-        }
+        row |= dict(
+            epochs_trained=float(m["epochs_run"]), train_minutes=round(m["seconds"] / 60, 2)
+        )
         row |= {f"{s}_perplexity": round(m[f"{s}_perplexity"], 1) for s in ("valid", "test")}
         return row | (
             {"attention_by_position": [round(w, 3) for w in attention]} if attention else {}
@@ -174,15 +162,11 @@ def row_of(m, fixed_epochs):
     return row | {"history": epochs}
 
 
-def stopped_by(row, patience):
-    """``"patience"`` if the row's last ``patience`` epochs did not improve on its best, else
-    ``"cap"``: the epoch cap ended it."""
+def stopped_by(row, patience):  # "cap": the epoch cap ended it
     return "patience" if row["epochs_trained"] - row["best_epoch"] >= patience else "cap"
 
 
-def finished(row, args):
-    """Whether ``row``'s model needs no more training: it ran for ``--epochs``, or the stopping
-    rule or the epoch cap ended it."""
+def finished(row, args):  # ran for --epochs, or the stopping rule or the epoch cap ended it
     cap = row["epochs_trained"] >= args.max_epochs
     return args.epochs or cap or stopped_by(row, args.patience) == "patience"
 
@@ -227,33 +211,23 @@ def measure(args):
             per_batch = [timing.elapsed_ms(call) / 1e3 for _ in range(args.repeats)]
             step[split] = [seconds / len(part.inputs) for seconds in per_batch]
         train_step, scoring = (statistics.median(step[split]) for split in ("train", "valid"))
-        epoch = (
-            len(batches["train"].inputs) * train_step + len(batches["valid"].inputs) * scoring
-        ) / 60
-        rows.append(
-            {
-                "corpus": args.corpus,
-                "model": kind,
-                "hidden": units[kind],
-                "parameters": model.count_params(),
-                "train_step_seconds": train_step,
-                "scoring_step_seconds": scoring,
-                "train_step_range": [min(step["train"]), max(step["train"])],
-                "epoch_minutes": epoch,
-                "max_epochs_hours": epoch * args.max_epochs / 60,
-                "measured_epoch_minutes": measured.get(kind),
-            }
+        epoch = len(batches["train"].inputs) * train_step + len(batches["valid"].inputs) * scoring
+        row = dict(
+            corpus=args.corpus, model=kind, hidden=units[kind], parameters=model.count_params()
         )
+        row |= dict(train_step_seconds=train_step, scoring_step_seconds=scoring)
+        row |= dict(
+            train_step_range=[min(step["train"]), max(step["train"])], epoch_minutes=epoch / 60
+        )
+        row |= dict(max_epochs_hours=epoch / 60 * args.max_epochs / 60)
+        rows.append(row | {"measured_epoch_minutes": measured.get(kind)})
         print(f"{kind}: {json.dumps(rows[-1])}", flush=True)
-    return {
-        "corpus": args.corpus,
-        "vocabulary": len(corpus.vocabulary),
-        **{f"{s}_batches": len(batches[s].inputs) for s in ("train", "valid")},
-        "settings": run_results.settings,
-        **{"steps": args.steps, "repeats": args.repeats, "cpus": os.cpu_count()},
-        "gpus": len(tf.config.list_physical_devices("GPU")),
-        "rows": rows,
-    }
+    report = {"corpus": args.corpus, "vocabulary": len(corpus.vocabulary)}
+    report |= {f"{s}_batches": len(batches[s].inputs) for s in ("train", "valid")}
+    report |= dict(settings=run_results.settings, steps=args.steps, repeats=args.repeats)
+    return report | dict(
+        cpus=os.cpu_count(), gpus=len(tf.config.list_physical_devices("GPU")), rows=rows
+    )
 
 
 def write_cost_docs(reports):

@@ -6,23 +6,20 @@ the results page's table and the paper's Figure 3. A rerun skips the rows in ``-
 """
 
 import json
-import os
 import pathlib
 
-from benchmarks import ArgumentParser, positive, results_file
+from benchmarks import DATA, ROOT, ArgumentParser, positive
 from benchmarks.docs_tables import add_update_docs_option, columns_of, update_docs
-from benchmarks.papers.example_runs import mean_and_spread
+from benchmarks.papers import mean_and_spread
 from benchmarks.results_file import ResultsFile, add_results_options
 from examples.seq2seq.input_pipeline import GENERATED_LENGTHS
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 NAME = "seq2seq_autoencoding"
 MODELS = {
     "dual_am_gru": "AM-GRU encoder, Dual AM-GRU decoder",
     "attention": "GRU encoder, GRU decoder with attention",
     "gru": "GRU encoder, GRU decoder",
 }
-DATA = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
 # Per --corpus: the example's options, default epochs and seeds, block, data in the caption.
 OPTIONS = {"generated": [], "ptb": ["--max-length", "15", "--max-train", "10000"]}
 DEFAULTS = {"generated": (20, [0, 1, 2]), "ptb": (8, [0])}
@@ -180,17 +177,10 @@ def write_docs_table(report):
 
 def main(argv=None):
     args = parse_args(argv)
-    write_docs = write_docs_table if args.update_docs else None
-    if args.from_results:
-        report = results_file.render(args.results, write_docs)
-    else:
-        settings = {"corpus": args.corpus, "example_arguments": args.example_arguments}
-        results = ResultsFile(args.results, settings, summarise=summarise)
-        report = results.resume()
-        wanted = [(model, seed) for seed in args.seeds for model in args.models]
-        for model, seed in results.missing(report, wanted):
-            results.add(report, run(model, seed, args))
-        results.finish(report, write_docs)
+    settings = {"corpus": args.corpus, "example_arguments": args.example_arguments}
+    results = ResultsFile(args.results, settings, summarise=summarise)
+    keys = [(model, seed) for seed in args.seeds for model in args.models]
+    report = results.run(args, keys, lambda _, key: run(*key, args), write_docs_table)
     print(json.dumps(report.get("summary") or summarise(report["runs"]), indent=1))
     return report
 

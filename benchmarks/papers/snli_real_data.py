@@ -1,43 +1,34 @@
 """GRU, AM-GRU, Dual AM-GRU and the LSTM with word-by-word attention (the paper's comparator) on
 real SNLI pairs, several seeds each, each run through the SNLI example (``--update-docs``).
 
-Only the SNLI dev and test sets are available offline (../shared/data): each run is the
-example's command line on InferSent files of the dev set's last nine tenths (train) and first
-tenth (held out: it picks the best epoch and drives the learning-rate halving), with the 50d
-GloVe subset; its best epoch's model (``best.keras``) is tested, as the original code tested
-its best checkpoint. A small-data regime (the paper trains on 550k pairs): the accuracies
-compare the models with each other. At the paper's U(-0.05, 0.05) the features ``[p, h,
-|p - h|]`` hardly differ between examples at the start (a spread of about 0.012 across a
-batch): every model starts on a plateau at ln 3 that it leaves by a random symmetry breaking,
+Only the SNLI dev and test sets are available offline: each run is the example trained on the
+dev set's last nine tenths, its first tenth held out (the best epoch, the learning-rate
+halving), with the 50d GloVe subset; its best epoch's model is tested. A small-data regime: the
+accuracies compare the models with each other. At the paper's U(-0.05, 0.05) the features
+``[p, h, |p - h|]`` hardly differ between examples at the start (a spread of about 0.012 across
+a batch): every model starts on a plateau at ln 3 that it leaves by a random symmetry breaking,
 invisible on 550k pairs but deciding the table on these 8.9k (the AM-GRU with seed 123 stayed
 at chance for 6 epochs). ``--init-scale 0.1`` (the default here) quadruples the spread.
-Results are saved after each run in ``--results``; a rerun with the same settings (``run_by``:
-the rows the example trained) skips the runs already there::
-
-    python -m benchmarks.papers.snli_real_data --update-docs
 """
 
 import argparse
 import json
-import os
-import pathlib
+import shutil
 import sys
-import tempfile
 import time
 
 import keras
 import numpy as np
 
-from benchmarks import results_file
+from benchmarks import DATA, ROOT
 from benchmarks.docs_tables import add_update_docs_option, update_docs
-from benchmarks.papers.example_runs import mean_and_spread
+from benchmarks.papers import mean_and_spread
 from benchmarks.results_file import ResultsFile, add_results_options
 from examples.snli import corpora, input_pipeline, models
 from examples.snli import main as snli
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-DATA = pathlib.Path(os.environ.get("TF_MEMLAYERS_DATA", ROOT.parent / "shared" / "data"))
 GLOVE = DATA / "glove_subset" / "glove-50d-5k.json"
+RUNS = ROOT / "runs" / "benchmarks" / "snli_real_data"
 # Weissenborn's Table 1 row of each model: its name, H, parameters (-E), test accuracy (%).
 PAPER_TABLE_1 = {
     "gru": ("GRU shared", 126, "321k", 81.9),
@@ -82,6 +73,7 @@ def run(kind, seed, folder, test, vocabulary, args):
     """One row: the example trained on ``folder``'s splits, its best epoch's model tested."""
     units = layer_one_units(kind, args.units)
     workdir = folder / f"{kind}-{seed}"
+    shutil.rmtree(workdir, ignore_errors=True)  # a run of other settings is not continued
     argv = [f"--data-dir={folder}", f"--embeddings={GLOVE}", f"--model={kind}", f"--seed={seed}"]
     same = ("epochs", "batch_size", "learning_rate", "init_scale", "max_length", "verbose")
     argv += [f"--{name.replace('_', '-')}={getattr(args, name)}" for name in same]
@@ -147,18 +139,21 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.from_results:
-        return results_file.render(args.results, write_docs_table)
     settings = {name: getattr(args, name) for name in SETTINGS} | {"run_by": "examples/snli"}
-    results = ResultsFile(args.results, settings, summarise=summarise)
-    report = results.resume()
-    wanted = [(kind, seed) for seed in args.seeds for kind in args.models]
-    with tempfile.TemporaryDirectory() as folder:
-        test, vocabulary, report["data"] = write_splits(pathlib.Path(folder))
-        for kind, seed in results.missing(report, wanted):
-            results.add(report, run(kind, seed, pathlib.Path(folder), test, vocabulary, args))
-            print(json.dumps(report["runs"][-1]), flush=True)
-    results.finish(report, write_docs_table if args.update_docs else None)
+    results, splits = ResultsFile(args.results, settings, summarise=summarise), []
+
+    def prepare(report):
+        RUNS.mkdir(parents=True, exist_ok=True)
+        *found, report["data"] = write_splits(RUNS)
+        splits.extend(found)
+
+    def run_row(report, key):
+        row = run(*key, RUNS, *splits, args)
+        print(json.dumps(row), flush=True)
+        return row
+
+    keys = [(kind, seed) for seed in args.seeds for kind in args.models]
+    report = results.run(args, keys, run_row, write_docs_table, prepare)
     print(json.dumps(report["summary"], indent=1))
     return report
 

@@ -1,10 +1,7 @@
 """The speed tables (`benchmarks.speed.tables`) on Keras's TensorFlow or JAX backend, on the
-CPU or a GPU; prints the results as JSON and writes them to the tables' results files. Each
-step's arithmetic is compared with the matrix-product rate measured at the start of the run
-(or ``--peaks-from`` an earlier step of a GPU run); a table records the rows the run's time
-budget (``--budget-s``) left, with that reason.
-
-Usage::
+CPU or a GPU: prints the results as JSON and writes the tables' results files, each step's
+arithmetic against the matrix-product rate measured at the start (or ``--peaks-from`` a file),
+within the time budget ``--budget-s``.
 
     python -m benchmarks.speed --tables language_model --backend jax
     python -m benchmarks.speed --sizes tiny                # every table, in seconds each
@@ -17,9 +14,7 @@ import argparse
 import json
 import os
 import pathlib
-import subprocess
 import sys
-import tempfile
 import time
 
 from benchmarks import ArgumentParser, positive, results_file
@@ -31,10 +26,8 @@ BUDGET_SHARES = {"window_attention": 0.4, "language_model": 0.25, "snli": 0.15}
 
 
 class Budget:
-    """The run's time budget, shared among the tables: a table may start another row while
-    the run is within its budget and the table within its share of what was left when it
-    began (`BUDGET_SHARES`, else 0.1, among the tables still to come), so that time a table
-    leaves unused goes to the later ones."""
+    """The run's time budget: a table may start another row while the run is within it and the
+    table within its share (`BUDGET_SHARES`, else 0.1) of what was left when it began."""
 
     def __init__(self, seconds, tables):
         self.start, self.seconds, self.to_come = time.perf_counter(), seconds, list(tables)
@@ -52,7 +45,6 @@ class Budget:
 
 
 def describe_device():
-    """Keras's backend, its versions and devices, as a results file records them."""
     import keras
 
     found = {"keras": keras.__version__, "backend": keras.backend.backend()}
@@ -73,10 +65,8 @@ def describe_device():
 
 
 def peaks(args, sizes):
-    """The matrix-product rates the shares of peak are taken against: those of the results
-    file ``--peaks-from`` where it has them, else measured (per dtype policy: float32
-    products at the default precision, bfloat16 products for the mixed policy; on a GPU also
-    float32 at full precision, without TF32, for reference)."""
+    """The matrix-product rates of ``--peaks-from`` where it has them, else measured per dtype
+    policy (on a GPU also float32 at full precision, without TF32, for reference)."""
     from benchmarks.step import peak_gflops
 
     try:
@@ -102,18 +92,14 @@ def case_key(row):
 
 
 def buffers_from_jax(name, args):
-    """XLA's buffers of every variant of table ``name``'s cases, from a child process on
-    Keras's JAX backend: ``{case key: {variant: MiB, or why not}}``."""
-    with tempfile.TemporaryDirectory() as folder:
-        out = pathlib.Path(folder) / "buffers.json"
-        command = [sys.executable, "-m", "benchmarks.speed", *args.argv, "--tables", name]
-        command += ["--backend", "jax", "--buffers-only", "--out", str(out)]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if not out.is_file():
-            print(f"{name}: no XLA buffers: {done.stderr[-300:]}", file=sys.stderr)
-            return {}
-        rows = results_file.read(out)["tables"].get(name, [])
-    suffix = "_buffers_mib"
+    """XLA's buffers of table ``name``'s variants on JAX: ``{case key: {variant: MiB}}``."""
+    from benchmarks.speed.tables import child
+
+    found = child(*args.argv, "--tables", name, "--backend", "jax", "--buffers-only")
+    if isinstance(found, str):
+        print(f"{name}: no XLA buffers: {found}", file=sys.stderr)
+        return {}
+    rows, suffix = found["tables"].get(name, []), "_buffers_mib"
     return {
         case_key(row): {k.removesuffix(suffix): v for k, v in row.items() if k.endswith(suffix)}
         for row in rows
@@ -121,8 +107,7 @@ def buffers_from_jax(name, args):
 
 
 def run(args):
-    """Measures ``args.tables``; writes each one's results file (``--out``: one file for
-    all) after each row."""
+    """Measures ``args.tables``, writing the results files (``--out``: one) after each row."""
     import keras
 
     from benchmarks.speed.tables import SIZES, SKIPPED, TABLES, one_line

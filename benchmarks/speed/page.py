@@ -1,11 +1,7 @@
-"""The results page's blocks (``docs/results.rst``) of the speed tables and of the GPU runs, by
-one writer, `write_block`: each block's columns and caption are data (``page.toml``), its rows
-and the caption's figures come from the results files. ``python -m benchmarks.speed
---from-results`` rewrites the speed tables' blocks (`write`), with ``--device gpu`` those of the
-GPU runs (`write_gpu`): ``benchmarks/results/gpu/run-*/``, what ``benchmarks/gpu/run.sh`` wrote,
-read in their number's order; the layer-test table has a row per run, and in the speed tables a
-row a later run measured replaces the same row of an earlier run (what no run measured stays,
-with why)."""
+"""The results page's blocks of the speed tables (`write`) and of the GPU runs (`write_gpu`:
+``benchmarks/results/gpu/run-*/`` in their number's order, a later run's measured row replacing
+an earlier one's), by one writer, `write_block`: each block's columns and caption are data
+(``page.toml``), its rows and the caption's figures come from the results files."""
 
 import collections
 import json
@@ -92,16 +88,10 @@ def peers(report, rows, images):
 def dual(report, rows, images):
     memory = "peak_mib" if "dual_peak_mib" in rows[0] else "buffers_mib"
     name = {"peak_mib": "peak", "buffers_mib": "XLA buffers"}[memory]
+    names = {"dual": "Dual AM-GRU (8 copies)", "attention": "LSTM, word-by-word attention"}
     lines = [
-        (0, "Dual AM-GRU (8 copies)", "dual_ms_per_step", f"dual_{memory}", "-", rows),
-        (
-            1,
-            "LSTM, word-by-word attention",
-            "attention_ms_per_step",
-            f"attention_{memory}",
-            "-",
-            rows,
-        ),
+        (i, label, f"{key}_ms_per_step", f"{key}_{memory}", "-", rows)
+        for i, (key, label) in enumerate(names.items())
     ]
     labels = ("ms per hypothesis step", f"{name} MiB", "premise length")
     titles = ("training time per hypothesis step", "peak memory of a training step")
@@ -164,18 +154,9 @@ def heap(report, rows, images):
 #: Each table's block, and how its rows and its caption's values are made from the results
 #: where it needs more than the settings: ``function(report, rows, images) -> (rows, values)``.
 SPEED_BLOCKS = {
-    "language_model": (
-        "window-attention-speed",
-        lambda report, rows, _: (rows, {"vocab_k": report["settings"]["lm_vocab"] // 1000}),
-    ),
+    "language_model": ("window-attention-speed", None),
     "window_peers": ("window-attention-vs-peers", peers),
-    "window_attention": (
-        "window-attention-floor",
-        lambda report, rows, _: (
-            rows,
-            {"key_dim": equal_weight_key_dim(report["settings"]["width"], 32)},
-        ),
-    ),
+    "window_attention": ("window-attention-floor", None),
     "lm_kinds": ("lm-throughput", None),
     "lm_equal_parameters": ("lm-throughput-equal-parameters", None),
     "packing": ("lm-packing", None),
@@ -202,8 +183,11 @@ def write(tables, report=None, page=RESULTS_PAGE, images=IMAGES):
         name, make = SPEED_BLOCKS[table]
         report_of, rows, peak = read_rows(table, report)
         rows, values = make(report_of, rows, images) if make else (rows, {})
-        cpus = report_of.get("device", {}).get("cpus")
-        values.update(s=report_of["settings"], peak=peak, report=report_of, cpus=cpus)
+        s, cpus = report_of["settings"], report_of.get("device", {}).get("cpus")
+        values.update(
+            s=s, peak=peak, report=report_of, cpus=cpus, vocab_k=s.get("lm_vocab", 0) // 1000
+        )
+        values.setdefault("key_dim", s.get("width") and equal_weight_key_dim(s["width"], 32))
         corpus = report_of.get("corpus") and "caption_corpus" in BLOCKS[name]
         write_block(name, rows, values, page, "caption_corpus" if corpus else "caption")
 
@@ -251,26 +235,16 @@ def layer_test_rows(runs):
             re.sub(r"\s+", " ", failure["message"])[:60].rstrip() for failure in tests["failures"]
         )
         done = re.findall(r"\+(\d+)s\] done, status", run["log"])
-        rows.append(
-            {
-                "run": run["name"],
-                "gpu": gpu_name(run),
-                "versions": f"JAX {run['device']['jax']}, Keras {run['device']['keras']}",
-                "precision": tests["precision"],
-                "selection": "rerun of the failed and unrun tests of "
-                + pathlib.Path(tests["rerun_from"]).parent.name
-                if tests.get("rerun_from")
-                else f"{len(tests['files'])} test modules",
-                "passed": tests["passed"],
-                "failed": tests["failed"] + tests["errors"],
-                "skipped": tests["skipped"],
-                "not_run": len(tests["not_run"]),
-                "seconds": tests["wall_seconds"],
-                "failures": "; ".join(f"{n} × {message}" for message, n in counts.most_common()),
-                "xla_flags": tests.get("xla_flags", "not recorded") or "none",
-                "run_seconds": int(done[-1]) if done else None,
-            }
-        )
+        rerun = tests.get("rerun_from") and pathlib.Path(tests["rerun_from"]).parent.name
+        row = dict(run=run["name"], gpu=gpu_name(run), precision=tests["precision"])
+        row["versions"] = f"JAX {run['device']['jax']}, Keras {run['device']['keras']}"
+        row["selection"] = f"rerun of the failed and unrun tests of {rerun}" if rerun else None
+        row["selection"] = row["selection"] or f"{len(tests['files'])} test modules"
+        row |= dict(passed=tests["passed"], failed=tests["failed"] + tests["errors"])
+        row |= dict(skipped=tests["skipped"], not_run=len(tests["not_run"]))
+        row |= dict(seconds=tests["wall_seconds"], run_seconds=int(done[-1]) if done else None)
+        row["failures"] = "; ".join(f"{n} × {message}" for message, n in counts.most_common())
+        rows.append(row | {"xla_flags": tests.get("xla_flags", "not recorded") or "none"})
     return rows
 
 
@@ -329,11 +303,9 @@ def window_notes(runs):
             for t in took
         ]
         if seconds and max(seconds) >= 60:
-            asked = (run["speed"] or {}).get("settings", {}).get("lengths")
-            stalled.append(
-                f"{run['name']} (lengths {asked}): one constant folding took "
-                f"{max(seconds):.0f} s (``{run['name']}/run.log``)"
-            )
+            asked, name = (run["speed"] or {}).get("settings", {}).get("lengths"), run["name"]
+            took = f"one constant folding took {max(seconds):.0f} s (``{name}/run.log``)"
+            stalled.append(f"{name} (lengths {asked}): {took}")
     return {
         key: " " + text("gpu-window-attention", key).format(runs="; ".join(parts)) if parts else ""
         for key, parts in (("folding_off", folding_off), ("stalled", stalled))
@@ -341,9 +313,8 @@ def window_notes(runs):
 
 
 def goal_rows(runs):
-    """One row per goal of the GPU run: its limit, the worst measured value with where it
-    was measured, whether it is met, and the measured reasons beside it (floors, shares of
-    the matrix-product peak)."""
+    """A row per goal of the GPU run: its limit, the worst measured value and where, whether it
+    is met, and what was measured beside it (floors, shares of peak)."""
     window, lm = merged_rows(runs, "window_attention"), merged_rows(runs, "language_model")
     am, rows = merged_rows(runs, "associative_memory"), []
 
@@ -372,30 +343,28 @@ def goal_rows(runs):
         for other in lm
         if other.get("variant") == "lstm" and other.get("dtype") == row["dtype"]
     )
+    variant = lambda row: f"{row['variant']}, {row['dtype']}"  # noqa: E731
+    why = lambda row: f"memory in the LSTM's loop; {row['share_of_peak']:.2%} of peak, bare LSTM "  # noqa: E731
     for form in ("parallel", "cell"):
+        forms = [row for row in lm if f"-{form}:" in str(row.get("variant"))]
         add(
             f"LM step / bare LSTM, {form} form",
             1.2,
-            [row for row in lm if f"-{form}:" in str(row.get("variant"))],
+            forms,
             "ratio_to_lstm",
-            lambda row: f"{row['variant']}, {row['dtype']}",
-            lambda row: (
-                f"memory in the LSTM's loop; {row['share_of_peak']:.2%} of peak, bare "
-                f"LSTM {shares(row)}"
-            ),
+            variant,
+            lambda row: why(row) + shares(row),
         )
     floors = {row["dtype"]: row["ratio_to_gru"] for row in am if row.get("layer") == FLOOR_LAYER}
+    am = [row for row in am if row.get("layer") == "AssociativeGRU C=8"]
+    floor = lambda row: f"floor (memory by stand-ins): {floors[row['dtype']]:.2f} × GRU"  # noqa: E731
     add(
         "AM-GRU (C = 8) / GRU",
         1.5,
-        [row for row in am if row.get("layer") == "AssociativeGRU C=8"],
+        am,
         "ratio_to_gru",
         lambda row: row["dtype"],
-        lambda row: (
-            f"floor (memory by stand-ins): {floors[row['dtype']]:.2f} × GRU"
-            if row["dtype"] in floors
-            else ""
-        ),
+        lambda row: floor(row) if row["dtype"] in floors else "",
     )
     return rows
 
@@ -416,11 +385,8 @@ def write_gpu(runs, page=RESULTS_PAGE, figure=GPU_FIGURE):
     values = {"peaks": peaks_text(runs), **window_notes(runs)}
     for name, rows in blocks.items():
         write_block(name, rows, values, page, every_column=True)
-    names = {
-        "ours": "SlidingWindowAttention",
-        "floor": "its matrix products alone",
-        "mha": "MultiHeadAttention (equal weights)",
-    }
+    names = dict(ours="SlidingWindowAttention", floor="its matrix products alone")
+    names["mha"] = "MultiHeadAttention (equal weights)"
     lines = [
         (index, f"{name}, {dtype}", f"{variant}_ms", f"{variant}_buffers_mib", style, subset)
         for index, (variant, name) in enumerate(names.items())

@@ -1,16 +1,14 @@
-"""The speed tables: each a set of variants of one training step, timed against each other.
-
-A table gives its cases (a dtype, a sequence length, ...), for each case its variants (a name
-and a function that builds the variant's `benchmarks.step.Step`, or any callable to time) and
-its rows from the variants' interleaved times; ``python -m benchmarks.speed`` runs them. The
-models come from the package's layers and builders.
-"""
+"""The speed tables: each a table of variants of one training step, timed against each other
+(``python -m benchmarks.speed``): its cases (a dtype, a length, ...), for each case its variants
+(a name and a function building its `benchmarks.step.Step`, or any callable to time) and its
+rows from the variants' interleaved times."""
 
 import contextlib
 import os
 import subprocess
 import sys
 import tempfile
+from unittest import mock
 
 import numpy as np
 
@@ -44,9 +42,18 @@ WINDOW, ATTENTION_UNITS = 10, 32
 
 
 def one_line(error):
-    """An exception as one line of a results file."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()] or [""]
     return f"{type(error).__name__}: {lines[-1] if 'in user code' in lines[0] else lines[0]}"[:300]
+
+
+def child(*argv):
+    """``python -m benchmarks.speed *argv --out FILE`` in a child process: its results, or its
+    error output (a string) when it wrote none."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "out.json")
+        command = [sys.executable, "-m", "benchmarks.speed", *argv, "--out", out]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        return results_file.read(out) or done.stderr[-300:]
 
 
 def normal(*shape):
@@ -64,7 +71,6 @@ def backend():
 
 
 def model_of(inputs, layer, head, **call):
-    """``keras.Model(inputs, Dense(head)(layer(first input, **call)))``."""
     import keras
 
     first = inputs[0] if isinstance(inputs, list) else inputs
@@ -72,34 +78,27 @@ def model_of(inputs, layer, head, **call):
 
 
 def layer_step(layer, shape, head=1, **options):
-    """The `Step` (``options``: its own) of ``layer`` on inputs of ``shape``, ``Dense(head)``
-    on top."""
+    """The `Step` of ``layer`` on inputs of ``shape``, ``Dense(head)`` on top."""
     import keras
 
     model = model_of(keras.Input(shape[1:], batch_size=shape[0]), layer, head)
     return training.Step(model, normal(*shape), **options)
 
 
-@contextlib.contextmanager
 def replaced(*attributes):
-    """While active, each ``(owner, name, value)`` of ``attributes`` replaces ``owner.name``
-    (a step traced inside keeps the stand-in)."""
-    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in attributes]
+    """A context in which each ``(owner, name, value)`` replaces ``owner.name`` (a step traced
+    inside keeps the stand-in)."""
+    stack = contextlib.ExitStack()
     for owner, name, value in attributes:
-        setattr(owner, name, value)
-    try:
-        yield
-    finally:
-        for owner, name, value in saved:
-            setattr(owner, name, value)
+        stack.enter_context(mock.patch.object(owner, name, value))
+    return stack
 
 
 class Table:
-    """A table of variants (its results ``file`` under ``benchmarks/results/``, its own
-    ``options``): a subclass gives `variants` (``{name: function building its Step}``), and
-    `flops` and `more`, or its own `rows`. By default a row per variant, named under ``key``:
-    its median, its ``ratio`` to the first variant (the median of the per-round ratios), its
-    arithmetic and ``info``, or its error or unmet memory limit."""
+    """A table of variants (its results ``file`` under ``benchmarks/results/``): a subclass
+    gives `variants` (``{name: function building its Step}``), and `flops` and `more`, or its own
+    `rows`. By default a row per variant, named under ``key``: its median, its ``ratio`` to the
+    first variant (the median of the per-round ratios), its arithmetic, or why it did not run."""
 
     buffers = False  # whether its rows give XLA's buffers (on TensorFlow from a JAX child)
     backends = ("tensorflow", "jax")
@@ -113,8 +112,7 @@ class Table:
 
     def measure(self, sizes, case, peak, buffers, gave_up):
         """The rows of one case: its variants built (``buffers``: their XLA buffers measured
-        apart; ``gave_up``: the variants that failed at an earlier case), then timed
-        interleaved, the first runs after compiling left out."""
+        apart; ``gave_up``: those that failed at an earlier case), then timed interleaved."""
         built, errors = {}, {}
         for name, make in self.variants(sizes, case).items():
             if name in gave_up:
@@ -163,8 +161,7 @@ class Table:
         return rows
 
     def flops(self, sizes, case, name, model):
-        """Operations of the variant's weight products in one step (0: not counted)."""
-        return 0
+        return 0  # operations of the variant's weight products in one step (0: not counted)
 
     def more(self, sizes, row, step, samples):
         """Adds a built variant's own columns to its ``row``."""
@@ -183,8 +180,7 @@ PIECES = {"lstm": 1, "window": 1, "attention": 1, "key_value": 2, "key_value_pre
 PART = "eqs (2)-(4) alone:10"
 
 
-def parse_variant(variant):
-    """``(kind, form, size)`` of an LM variant's name."""
+def parse_variant(variant):  # (kind, form, size)
     kind, _, rest = variant.partition("-")
     form, _, size = rest.partition(":")
     if kind not in (*PIECES, "ngram") or form not in ("", "parallel", "cell"):
@@ -193,8 +189,7 @@ def parse_variant(variant):
 
 
 def lm_model(variant, vocab, hidden, steps, batch, dropout=0.0, embedding_dim=None):
-    """The language model of ``variant`` (`build_language_model`, not stateful): the
-    variant's memory on the LSTM's outputs or around its cell."""
+    """``variant``'s language model: its memory on the LSTM's outputs or around its cell."""
     from tf_memlayers import NGramConcat, NGramConcatCell, SlidingWindowAttention
     from tf_memlayers import SlidingWindowAttentionCell as WindowCell
     from tf_memlayers.models import build_language_model
@@ -228,9 +223,8 @@ def equal_parameter_hidden(variant, budget, **shape):
 
 
 def attention_part_model(hidden, steps, batch, window=10):
-    """Eqs (2)-(4) of the parallel form without their weight products: the scores' ``tanh``,
-    the window softmax and the weighted sum, on streams already projected (the model's
-    weights, so that the gradient reaches them)."""
+    """Eqs (2)-(4) of the parallel form without their weight products, on streams already
+    projected (the model's weights, so that the gradient reaches them)."""
     import keras
 
     from tf_memlayers import SlidingWindowAttention
@@ -297,8 +291,8 @@ class LanguageModel(Table):
 
 
 class Packing(Table):
-    """The plain LSTM language model's step with documents packed back to back (in-graph
-    resets, ``build_language_model(resets=True)``) against padded to segment starts."""
+    """The plain LSTM language model's step, documents packed back to back (in-graph resets)
+    against padded to segment starts."""
 
     median = "step_ms"
 
@@ -336,16 +330,14 @@ PARTS = {
 
 
 def equal_weight_key_dim(width, attention_units):
-    """The ``key_dim`` of a one-head `MultiHeadAttention` (value_dim = key_dim, with biases)
-    whose weights, ``3 (width k + k) + k width + width``, come closest to those of
-    `SlidingWindowAttention` in ``"attention"`` mode without biases."""
+    """The ``key_dim`` at which a one-head `MultiHeadAttention`'s weights, ``3 (width k + k) +
+    k width + width``, come closest to `SlidingWindowAttention`'s."""
     ours = 2 * width * attention_units + attention_units + 2 * width * width
     return round((ours - width) / (4 * width + 3))
 
 
 def window_products(variant, rows, width, steps):
-    """``(rows, inner, columns)`` of the matrix products of one forward pass of a variant,
-    followed by the ``Dense(width)``; ``rows`` is batch × T."""
+    """``(rows, inner, columns)`` of a variant's products and the ``Dense(width)``'s."""
     base, dense = variant.removesuffix("_no_xla"), [(rows, width, width)]
     if base in ("ours", "floor", "output_only"):
         ours = [(rows, width, ATTENTION_UNITS)] * 2 if base != "output_only" else []
@@ -356,9 +348,8 @@ def window_products(variant, rows, width, steps):
 
 
 def stand_ins(parts):
-    """While active, the ``parts`` of `SlidingWindowAttention` are elementwise stand-ins
-    reading the same inputs, of the same shapes: ``"weighted_sum"`` (eq. (4),
-    `windows.window_weighted_sum`), ``"scores"`` (eqs (2)-(3), ``_window_alpha``)."""
+    """A context in which the ``parts`` of `SlidingWindowAttention`, ``"weighted_sum"`` (eq. (4))
+    and ``"scores"`` (eqs (2)-(3)), are elementwise stand-ins reading the same inputs."""
     from keras import ops
 
     from tf_memlayers.layers.window_attention import window_attention_mechanism as mechanism
@@ -384,10 +375,10 @@ def stand_ins(parts):
 
 
 def window_layer(variant, width):
-    """The layer of a window-attention variant: ``ours`` (and the `PARTS`); ``floor``, its
-    four matrix products alone (eq. (2)'s reach the output through a cheap product, so that
-    XLA keeps them); ``output_only``, eq. (5)'s two; ``mha``, Keras's `MultiHeadAttention`
-    with ``sliding_window`` and a causal mask at our weights, ``mha_width`` at our width."""
+    """``ours`` (and the `PARTS`); ``floor``, its four products alone (eq. (2)'s reaching the
+    output through a cheap product, so that XLA keeps them); ``output_only``, eq. (5)'s two;
+    ``mha``, `MultiHeadAttention` with a sliding causal mask at our weights, ``mha_width`` at our
+    width."""
     import keras
 
     from tf_memlayers import SlidingWindowAttention
@@ -419,8 +410,8 @@ def window_layer(variant, width):
 
 
 class WindowAttention(Table):
-    """A step of each window-attention variant followed by ``Dense(width)``, per length: a
-    row per case, with XLA's buffers and what each of `PARTS` saves over the floor."""
+    """Each window-attention variant's step per length: a row per case, with XLA's buffers and
+    what each of `PARTS` saves over the floor."""
 
     buffers = True
 
@@ -486,10 +477,8 @@ FLOOR_LAYER = "floor: AssociativeGRU C=8, memory by stand-ins"
 
 
 def holographic_stand_ins():
-    """While active, the AM-GRU step's key copies (eqs. 4, 9-10), read (eq. 5) and write (eq.
-    12) are elementwise stand-ins reading the same inputs, of the same shapes: the loop and
-    the key, gate and candidate products stay (Keras's loop's step; the fused loop has its
-    own)."""
+    """A context in which the AM-GRU step's key copies (eqs. 4, 9-10), read (eq. 5) and write
+    (eq. 12) are elementwise stand-ins reading the same inputs (Keras's loop's step)."""
     from keras import ops
 
     from tf_memlayers.ops import associative_gru_step as step_module
@@ -499,7 +488,7 @@ def holographic_stand_ins():
         copies = ops.zeros((1, num_copies, 1), key.dtype)  # broadcast: a shape XLA knows
         return tuple(half[:, None, :] + copies for half in holographic.complexify(key))
 
-    def read(copies, memory, conjugate=True):
+    def read(copies, memory, _=True):
         parts = (ops.mean(key * part, axis=1) for key, part in zip(copies, memory))
         return holographic.uncomplexify(*parts)
 
@@ -514,8 +503,8 @@ def holographic_stand_ins():
 
 
 class AssociativeMemory(Table):
-    """The training step per time step of the AM-GRU (the layer, the cell in Keras's RNN, on
-    TensorFlow also ``fused_loop=True``) and of its floor against ``keras.layers.GRU``."""
+    """The AM-GRU's step (the layer, its cell in Keras's RNN, on TensorFlow also the fused
+    loop) and its floor's per time step against ``keras.layers.GRU``."""
 
     def variants(self, sizes, case):
         import keras
@@ -548,8 +537,8 @@ class AssociativeMemory(Table):
 
 
 class DualVsWordByWord(Table):
-    """The hypothesis side's step (10 steps) against premise length: the Dual AM-GRU reading
-    a memory of fixed size, the LSTM with `WordByWordAttention` every premise output."""
+    """The hypothesis side's step against premise length: the Dual AM-GRU reading a memory of
+    fixed size, the LSTM with `WordByWordAttention` every premise output."""
 
     buffers = True
 
@@ -600,8 +589,8 @@ class DualVsWordByWord(Table):
 
 
 class Snli(Table):
-    """The SNLI model's step with layer 1 a GRU, the AM-GRU or the Dual AM-GRU (on
-    TensorFlow also ``fused_loop=True``, with its speed-up over Keras's loop)."""
+    """The SNLI model's step, layer 1 a GRU, the AM-GRU or the Dual AM-GRU (on TensorFlow also
+    fused, with its speed-up)."""
 
     def variants(self, sizes, case):
         import keras
@@ -650,7 +639,6 @@ class Snli(Table):
 
 
 def compiled_call(layer):
-    """``layer``'s call, compiled: a ``tf.function``, or ``jax.jit`` of its stateless call."""
     if backend() != "jax":
         import tensorflow as tf
 
@@ -664,9 +652,9 @@ def compiled_call(layer):
 
 
 class HeapWrite(Table):
-    """`HeapCacheAttention.insert` of a batch into a full cache of K (the weakest K of a
-    scored pool, ascending: a valid min-heap), heap against top-k, for a batch that enters
-    whole (``worst``) and a random one; and a read."""
+    """`HeapCacheAttention.insert` of a batch into a full cache of K (the weakest K of a scored
+    pool, ascending: a min-heap), heap against top-k, of a batch that enters whole (``worst``)
+    and a random one; and a read."""
 
     def cases(self, sizes):
         return [{"dtype": "float32", "cache_size": size} for size in sizes["heap_sizes"]]
@@ -745,11 +733,7 @@ class HeapStep(Table):
 
     def flops(self, sizes, case, name, model):
         batch, cache = sizes["heap_batch"], sizes["heap_step_cache"]
-        per_layer = {
-            "encoder": batch * 40,
-            "attention_pooling": batch * 40,
-            "cache_attention": cache,
-        }
+        per_layer = dict(encoder=batch * 40, attention_pooling=batch * 40, cache_attention=cache)
         per_row = lambda w: per_layer.get(w.path.split("/")[0], batch)  # noqa: E731
         return training.weight_training_flops(model, per_row)
 
@@ -828,29 +812,24 @@ class BackendCases(Table):
 
 
 class Backends(Table):
-    """`BackendCases` in child processes on each backend, alternately, so that load that
-    changes over the run hits both alike; per case and backend the median of all steps."""
+    """`BackendCases` in child processes on each backend, alternately (load that drifts hits
+    both alike); per case and backend the median of all steps."""
 
     def cases(self, sizes):
         return [{}]
 
     def measure(self, sizes, case, peak, buffers, gave_up):
         samples, peaks, flops = {}, [], {}
-        with tempfile.TemporaryDirectory() as folder:
-            for _ in range(sizes["backend_rounds"]):
-                for name in ("tensorflow", "jax"):
-                    out = os.path.join(folder, f"{name}.json")
-                    command = [sys.executable, "-m", "benchmarks.speed", "--samples", "--out", out]
-                    command += ["--tables", "backend_cases", "--backend", name, "--sizes"]
-                    command += [sizes["name"], "--rounds", str(sizes["rounds"])]
-                    done = subprocess.run(command, capture_output=True, text=True, check=False)
-                    if done.returncode:
-                        raise RuntimeError(f"the {name} child failed: {done.stderr[-300:]}")
-                    report = results_file.read(out)
-                    peaks.append(report["peak_gflops"]["float32"])
-                    for row in report["tables"]["backend_cases"]:
-                        samples.setdefault((row["case"], name), []).extend(row["samples_ms"])
-                        flops[row["case"]] = row["gflop_per_step"] * 1e9
+        for _ in range(sizes["backend_rounds"]):
+            for name in ("tensorflow", "jax"):
+                argv = ["--samples", "--tables", "backend_cases", "--backend", name, "--sizes"]
+                report = child(*argv, sizes["name"], "--rounds", str(sizes["rounds"]))
+                if isinstance(report, str) or report["errors"]:
+                    raise RuntimeError(f"the {name} child failed: {report}"[:400])
+                peaks.append(report["peak_gflops"]["float32"])
+                for row in report["tables"]["backend_cases"]:
+                    samples.setdefault((row["case"], name), []).extend(row["samples_ms"])
+                    flops[row["case"]] = row["gflop_per_step"] * 1e9
         peak, rows = float(np.median(peaks)), []
         for name, description in BACKEND_CASES.items():
             row = {"case": name, "description": description, "gflop_per_step": flops[name] / 1e9}
@@ -865,35 +844,33 @@ class Backends(Table):
         return rows
 
 
-LM = dict(key="variant", ratio="ratio_to_lstm")
+LM, PEERS = dict(key="variant", ratio="ratio_to_lstm"), ("ours", "mha_width", "output_only")
 #: The tables, by their name on the command line and in a results file's ``tables``.
-TABLES = {
-    "window_attention": WindowAttention(
+TABLES = dict(
+    window_attention=WindowAttention(
         "window_attention_floor.json", variants=("ours", "floor", "mha")
     ),
-    "window_peers": WindowAttention(
+    window_peers=WindowAttention(
         "window_attention_peers.json",
-        variants=("ours", "mha_width", "output_only"),
-        **dict(lengths="peer_lengths", parts=False, no_xla=True),
+        variants=PEERS,
+        lengths="peer_lengths",
+        parts=False,
+        no_xla=True,
     ),
-    "language_model": LanguageModel(
-        "window_attention_lm.json", **LM, variants=LM_VARIANTS, part=True
-    ),
-    "lm_kinds": LanguageModel("lm_throughput.json", **LM, variants=LM_KINDS),
-    "lm_equal_parameters": LanguageModel(
+    language_model=LanguageModel("window_attention_lm.json", **LM, variants=LM_VARIANTS, part=True),
+    lm_kinds=LanguageModel("lm_throughput.json", **LM, variants=LM_KINDS),
+    lm_equal_parameters=LanguageModel(
         "lm_throughput_equal_parameters.json", **LM, variants=LM_KINDS, equal_parameters=True
     ),
-    "packing": Packing("lm_packing.json", "layout", "step_ratio"),
-    "associative_memory": AssociativeMemory("associative_memory.json", "layer", "ratio_to_gru"),
-    "dual_vs_word_by_word": DualVsWordByWord("dual_vs_word_by_word.json"),
-    "snli": Snli("snli_step.json", "kind", "ratio_to_gru"),
-    "heap_write": HeapWrite("heap_cache.json"),
-    "heap_step": HeapStep("heap_cache_step.json", "model", "ratio_to_no_cache"),
-    "attention_wrapper": AttentionWrapperTable(
-        "attention_wrapper.json", "variant", "ratio_to_cell"
-    ),
-    "backends": Backends("backends.json"),
-    "backend_cases": BackendCases(None, "case"),
-}
+    packing=Packing("lm_packing.json", "layout", "step_ratio"),
+    associative_memory=AssociativeMemory("associative_memory.json", "layer", "ratio_to_gru"),
+    dual_vs_word_by_word=DualVsWordByWord("dual_vs_word_by_word.json"),
+    snli=Snli("snli_step.json", "kind", "ratio_to_gru"),
+    heap_write=HeapWrite("heap_cache.json"),
+    heap_step=HeapStep("heap_cache_step.json", "model", "ratio_to_no_cache"),
+    attention_wrapper=AttentionWrapperTable("attention_wrapper.json", "variant", "ratio_to_cell"),
+    backends=Backends("backends.json"),
+    backend_cases=BackendCases(None, "case"),
+)
 #: The tables of a GPU run.
 GPU_TABLES = ("window_attention", "language_model", "associative_memory", "snli", "heap_write")

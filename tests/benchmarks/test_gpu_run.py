@@ -31,51 +31,38 @@ def _setuptools_major():
         return 0
 
 
-@pytest.mark.skipif(
-    not (_has("jax") and _has("xdist")), reason="the rehearsal runs Keras on JAX and pytest-xdist"
-)
-# The GPU run and its rehearsal run Keras on JAX without TensorFlow, as the JAX pass does; run
-# there only, the four minutes it takes are spent once.
+def _read(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.skipif(not (_has("jax") and _has("xdist")), reason="runs JAX and pytest-xdist")
+# The GPU run runs Keras on JAX without TensorFlow, as the JAX pass does: run there only.
 @pytest.mark.skipif(BACKEND == "tensorflow", reason="run in the pass with KERAS_BACKEND=jax")
 # The rehearsal's offline install builds the package: pyproject.toml's license fields need it.
 @pytest.mark.skipif(_setuptools_major() < 77, reason="needs setuptools>=77 (the test extra)")
 def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
-    """``run.sh --rehearse``: the same steps as on the GPU (install, device, layer tests,
-    speed tables) on this machine's CPU, at tiny sizes and one length."""
-    out = tmp_path / "out"
-    # No wheels: those of .whl/ are for the GPU machine's Python; this one has Keras.
-    (tmp_path / "no-wheels").mkdir()
-    env = {
-        **os.environ,
-        "OUT": str(out),
-        "PYTHON": sys.executable,
-        "GPU_RUN_WHEELS": str(tmp_path / "no-wheels"),
-        "GPU_RUN_SPEED_ARGS": "--lengths 20",
-    }
-    env.pop("XLA_FLAGS", None)
-    done = subprocess.run(
-        ["bash", str(RUN_SH), "--rehearse"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
+    """``run.sh --rehearse``: the GPU run's steps on this CPU, at tiny sizes and one length."""
+    out, wheels = tmp_path / "out", tmp_path / "no-wheels"
+    wheels.mkdir()  # those of .whl/ are for the GPU machine's Python; this one has Keras
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {"OUT": str(out)}
+    env |= dict(
+        PYTHON=sys.executable, GPU_RUN_WHEELS=str(wheels), GPU_RUN_SPEED_ARGS="--lengths 20"
     )
+    command, options = ["bash", str(RUN_SH), "--rehearse"], dict(capture_output=True, text=True)
+    done = subprocess.run(command, cwd=tmp_path, env=env, timeout=900, **options)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "done, status 0" in (out / "run.log").read_text(encoding="utf-8")
-    device = json.loads((out / "device.json").read_text(encoding="utf-8"))
+    device, tests = _read(out / "device.json"), _read(out / "layer_tests.json")
     assert device["keras_backend"] == "jax" and device["devices"]
-    tests = json.loads((out / "layer_tests.json").read_text(encoding="utf-8"))
     # One test of each selected file ran, and none failed.
     assert tests["failed"] == tests["errors"] == 0 and tests["not_run"] == []
     assert tests["passed"] + tests["skipped"] == len(tests["files"]) == len(layer_test_modules())
     assert {f"tests/{name[:-3]}" for name in tests["files"]} == set(tests["per_file"])
     assert (out / "layer_tests.xml").is_file()
     # The tests compile without autotuning, their matrix products in cuBLAS (on a GPU).
-    assert {"--xla_gpu_autotune_level=0", "--xla_gpu_enable_triton_gemm=false"} <= set(
-        tests["xla_flags"].split()
-    )
-    measured = json.loads((out / "speed.json").read_text(encoding="utf-8"))
+    flags = {"--xla_gpu_autotune_level=0", "--xla_gpu_enable_triton_gemm=false"}
+    assert flags <= set(tests["xla_flags"].split())
+    measured, long = _read(out / "speed.json"), _read(out / "speed_long.json")
     assert measured["errors"] == {} and set(measured["tables"]) == set(tables.GPU_TABLES)
     assert all(peak > 0 for peak in measured["peak_gflops"].values())
     # A rehearsal compiles without LLVM's optimisation passes; the GPU run as XLA chooses.
@@ -96,32 +83,27 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     assert layers.count(tables.FLOOR_LAYER) == len(dtypes)
     # Step 5: the long lengths, in their own process with XLA's constant folding off, without
     # the parts (beyond parts_max_length).
-    long = json.loads((out / "speed_long.json").read_text(encoding="utf-8"))
     assert "constant_folding" in long["device"]["xla_flags"] and long["errors"] == {}
     # Its shares of peak are of the peaks step 4 measured.
     assert long["peaks_from"] == str(out / "speed.json")
-    assert long["peak_gflops"] == measured["peak_gflops"]
-    assert long["peak_gflops_float32_highest"] == measured["peak_gflops_float32_highest"]
-    assert [(row["dtype"], row["T"]) for row in long["tables"]["window_attention"]] == [
-        ("float32", 40),
-        ("mixed_bfloat16", 40),
-    ]
-    for row in long["tables"]["window_attention"]:
+    for key in ("peak_gflops", "peak_gflops_float32_highest"):
+        assert long[key] == measured[key]
+    window = long["tables"]["window_attention"]
+    assert [(row["dtype"], row["T"]) for row in window] == [("float32", 40), ("mixed_bfloat16", 40)]
+    for row in window:
         assert row["ours_ms"] > 0 and row["mha_ms"] > 0 and "attention_over_floor" not in row
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        "bash benchmarks/gpu/run.sh --fast",
-        "-m benchmarks.gpu.layer_tests --workers 0 --out .",
-        "-m benchmarks.gpu.device --require-gpu maybe --out x.json",
-        "-m benchmarks.speed --rounds 0",
-        "-m benchmarks.speed --tables all",
-        "-m benchmarks.speed --lengths 20 x",
-        "-m benchmarks.speed --device gpu --backend tensorflow",
-    ],
-)
+BAD_OPTIONS = """bash benchmarks/gpu/run.sh --fast
+-m benchmarks.gpu.layer_tests --workers 0 --out .
+-m benchmarks.gpu.device --require-gpu maybe --out x.json
+-m benchmarks.speed --rounds 0
+-m benchmarks.speed --tables all
+-m benchmarks.speed --lengths 20 x
+-m benchmarks.speed --device gpu --backend tensorflow"""
+
+
+@pytest.mark.parametrize("command", BAD_OPTIONS.splitlines())
 def test_a_bad_option_is_one_line_naming_it_and_status_2(command, tmp_path):
     argv = command.split()
     argv = argv if argv[0] == "bash" else [sys.executable, *argv]
@@ -147,16 +129,12 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 """
 
 
-def test_the_summary_counts_each_outcome_and_names_what_did_not_run(tmp_path):
+def test_the_summary_counts_each_outcome_names_what_did_not_run_and_what_to_rerun(tmp_path):
     junit = tmp_path / "junit.xml"
     junit.write_text(JUNIT, encoding="utf-8")
-    collected = [
-        "tests/layers/test_a.py::test_one",
-        "tests/layers/test_a.py::TestGroup::test_two[x]",
-        "tests/layers/window/test_b.py::test_three",
-        "tests/layers/window/test_b.py::test_four",
-        "tests/layers/window/test_b.py::test_five",
-    ]
+    a, b = "tests/layers/test_a.py::", "tests/layers/window/test_b.py::"
+    collected = [f"{a}test_one", f"{a}TestGroup::test_two[x]"]
+    collected += [f"{b}test_{n}" for n in ("three", "four", "five")]
     summary = layer_tests.summarise(junit, collected)
     assert [summary[key] for key in ("passed", "failed", "errors", "skipped")] == [1, 1, 1, 1]
     # The placeholder of a test interrupted at the time limit counts as nothing.
@@ -169,24 +147,18 @@ def test_the_summary_counts_each_outcome_and_names_what_did_not_run(tmp_path):
     assert summary["seconds"] == pytest.approx(2.5)
     assert summary["slowest"][0] == {"test": "tests/layers/test_a.py::test_one", "seconds": 1.5}
     assert [entry["seconds"] for entry in summary["slowest"]] == [1.5, 0.5, 0.25, 0.25]
+    # A rerun takes the failed and the unrun tests, in collection order.
+    expected = [collected[4], collected[3], collected[1]]
+    assert layer_tests.rerun_targets(summary, collected[::-1]) == expected
 
 
-TOY_TESTS = """
-import pytest
-
-def test_one():
-    pass
-
-@pytest.mark.parametrize("x", [1, 2])
-def test_two(x):
-    assert x < 2
-"""
+TOY_TESTS = "import pytest\ntest_one = lambda: None\n@pytest.mark.parametrize('x', [1, 2])\n"
+TOY_TESTS += "def test_two(x):\n    assert x < 2\n"
 
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_the_run_writes_the_ids_of_the_tests_it_collected(pytester, monkeypatch, workers):
-    """The plugin the layer tests' run loads: the collected ids, in collection order, written
-    once by the process that collects or, under pytest-xdist, by the controller."""
+    """The collected ids, in order, written by the process that collects or xdist's controller."""
     if workers > 1 and not _has("xdist"):
         pytest.skip("needs pytest-xdist")
     pytester.makepyfile(test_toy=TOY_TESTS)
@@ -198,12 +170,6 @@ def test_the_run_writes_the_ids_of_the_tests_it_collected(pytester, monkeypatch,
     expected = ["test_toy.py::test_one", "test_toy.py::test_two[1]", "test_toy.py::test_two[2]"]
     assert layer_tests.read_ids(ids) == expected
     assert layer_tests.read_ids(pytester.path / "elsewhere.txt") is None
-
-
-def test_a_rerun_takes_the_failed_and_unrun_tests_in_collection_order():
-    earlier = {"failures": [{"test": "t.py::c", "message": ""}], "not_run": ["t.py::a"]}
-    collected = ["t.py::a", "t.py::b", "t.py::c"]
-    assert layer_tests.rerun_targets(earlier, collected) == ["t.py::a", "t.py::c"]
 
 
 def _write_run(folder, number, tables, errors=None):
@@ -227,9 +193,8 @@ def test_a_later_run_replaces_rows_it_measured_and_keeps_the_others(tmp_path):
     assert page.merged_rows(runs, "snli") == [{"status": "failed: ValueError: x", "run": "run-1"}]
     # A later run that measures the failed table takes its error row away.
     _write_run(tmp_path, 11, {"snli": [{"dtype": "float32", "kind": "gru", "median_ms": 1.0}]})
-    assert page.merged_rows(page.load_runs(tmp_path), "snli") == [
-        {"dtype": "float32", "kind": "gru", "median_ms": 1.0, "run": "run-11"}
-    ]
+    measured = {"dtype": "float32", "kind": "gru", "median_ms": 1.0, "run": "run-11"}
+    assert page.merged_rows(page.load_runs(tmp_path), "snli") == [measured]
 
 
 def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_missed(tmp_path):
@@ -241,8 +206,8 @@ def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_misse
         {"dtype": "mixed_bfloat16", "T": 16000, "status": "not run"},
     ]
     am = [
-        {"dtype": "float32", "layer": "AssociativeGRU C=8", "ratio_to_gru": 2.0},
-        {"dtype": "float32", "layer": tables.FLOOR_LAYER, "ratio_to_gru": 1.8},
+        dict(dtype="float32", layer=layer, ratio_to_gru=r)
+        for layer, r in (("AssociativeGRU C=8", 2.0), (tables.FLOOR_LAYER, 1.8))
     ]
     _write_run(tmp_path, 1, {"window_attention": window, "associative_memory": am})
     goals = {row["goal"]: row for row in page.goal_rows(page.load_runs(tmp_path))}
@@ -256,19 +221,13 @@ def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_misse
     assert goals["LM step / bare LSTM, cell form"]["met"] == "not measured"
 
 
-def test_the_wheels_are_pinned():
-    lines = [
-        line.strip()
-        for line in (REPO_ROOT / "benchmarks" / "gpu" / "wheels.txt").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
-    assert lines and all("==" in line for line in lines)
-    assert {line.split("==")[0] for line in lines} >= {"keras", "namex", "optree"}
-
-
-def test_the_gpu_run_needs_no_tensorflow():
+def test_the_wheels_are_pinned_and_the_gpu_run_needs_no_tensorflow():
     """The GPU machine has no TensorFlow: no module the run imports imports it at its top
     (a table's TensorFlow-only variants import it where they run)."""
+    text = (REPO_ROOT / "benchmarks" / "gpu" / "wheels.txt").read_text()
+    lines = [line.strip() for line in text.splitlines() if line.strip()[:1] not in ("", "#")]
+    assert lines and all("==" in line for line in lines)
+    assert {line.split("==")[0] for line in lines} >= {"keras", "namex", "optree"}
     for path in (REPO_ROOT / "benchmarks").rglob("*.py"):
         if "papers" in path.parts:
             continue

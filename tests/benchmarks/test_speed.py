@@ -1,18 +1,60 @@
-"""The speed harness (``python -m benchmarks.speed``): its training step, its tables' models
-and arithmetic, its command line, and the figures of its results-page blocks."""
+"""The speed harness (``python -m benchmarks.speed``): its one timer (on a clock that moves when
+told to), its step, its tables' models and arithmetic, its command line and its figures."""
 
 import json
 import subprocess
 import sys
+import types
 
 import keras
 import numpy as np
 import pytest
 
 from benchmarks import step as training
+from benchmarks import timing
 from benchmarks.speed import page, tables
 from benchmarks.speed.__main__ import Budget, parse_args, peaks
 from tests.support import REPO_ROOT, tensorflow_only
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    clock = types.SimpleNamespace(now=100.0)
+    clock.advance = lambda seconds: setattr(clock, "now", clock.now + seconds)
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+    return clock
+
+
+def test_a_call_is_timed_with_the_wait_for_every_tensor_in_its_result(clock):
+    # Results whose work happens when they are fetched, like asynchronous tensors.
+    slow = lambda seconds: types.SimpleNamespace(numpy=lambda: clock.advance(seconds))  # noqa: E731
+    nested = [slow(0.001), (slow(0.002), {"a": slow(0.004)})]
+    assert timing.elapsed_ms(lambda: (nested, 7, None, "text")) == pytest.approx(7.0)
+    costs = iter([0.010, 0.050, 0.020, 0.030, 0.900])
+    assert timing.median_ms(lambda: clock.advance(next(costs)), 5) == pytest.approx(30.0)
+
+
+def test_runners_are_interleaved_and_their_ratio_cancels_load_that_drifts(clock):
+    order, loads = [], iter([1.0, 1.0, 3.0, 3.0, 3.0, 3.0, 1.5, 1.5, 5.0, 5.0])
+
+    def runner(name, seconds):
+        return lambda: (order.append(name), clock.advance(seconds * next(loads)))
+
+    samples = timing.interleaved({"slow": runner("slow", 0.02), "fast": runner("fast", 0.005)}, 5)
+    assert order == ["slow", "fast"] * 5
+    assert timing.median_ratio(samples, "fast") == pytest.approx({"slow": 4.0, "fast": 1.0})
+    assert timing.medians(samples) == pytest.approx({"slow": 60.0, "fast": 15.0})
+    with pytest.raises(ValueError, match="rounds"):
+        timing.interleaved({"a": lambda: None}, rounds=0)
+
+
+def test_ratios_and_savings_are_medians_over_the_rounds_of_each_rounds_times():
+    samples = {"base": [1.0, 2.0, 3.0], "x": [3.0, 2.0, 30.0]}  # ratios 3, 1, 10
+    assert timing.median_ratio(samples, "base") == {"base": 1.0, "x": 3.0}
+    assert timing.medians(samples) == {"base": 2.0, "x": 3.0}  # ratio of medians: 1.5
+    samples = {"ours": [3.0, 5.0, 4.0], "part": [1.0, 1.0, 1.0], "floor": [2.0, 2.0, 4.0]}
+    # Rounds: 2 / 2, 4 / 2, 3 / 4; the medians' difference over the floor's median is 1.5.
+    assert timing.median_saving(samples, "ours", "part", "floor") == 1.0
 
 
 def test_a_step_is_one_sgd_step_of_the_models_loss_and_its_weights_stay_apart():
@@ -64,16 +106,15 @@ def test_equal_parameters_give_each_kind_the_width_closest_to_the_lstms_count():
     budget = tables.lm_model("lstm", hidden=10, **shape).count_params()
     hidden = tables.equal_parameter_hidden("key_value-parallel:5", budget, **shape)
     count = lambda h: tables.lm_model("key_value-parallel:5", hidden=h, **shape).count_params()  # noqa: E731
-    widths = (hidden - 2, hidden, hidden + 2)
-    assert hidden % 2 == 0 and min(widths, key=lambda h: abs(count(h) - budget)) == hidden
+    nearest = min((hidden - 2, hidden, hidden + 2), key=lambda h: abs(count(h) - budget))
+    assert hidden % 2 == 0 and nearest == hidden
 
 
 def test_the_window_peer_has_our_weights_and_the_floor_our_products():
     assert tables.equal_weight_key_dim(300, 32) == 165  # 198,795 weights against our 199,232
-    counts = {}
-    for variant in ("ours", "floor", "mha"):
-        model = keras.Model(x := keras.Input((5, 300)), tables.window_layer(variant, 300)(x))
-        counts[variant] = model.count_params()
+    x = keras.Input((5, 300))
+    layers = {v: tables.window_layer(v, 300) for v in ("ours", "floor", "mha")}
+    counts = {v: keras.Model(x, layer(x)).count_params() for v, layer in layers.items()}
     assert counts["ours"] == 199232 and abs(counts["mha"] - counts["ours"]) < (4 * 300 + 3) / 2
     assert counts["floor"] == counts["ours"] - 32  # its four kernels, no score vector
 
@@ -99,23 +140,22 @@ def test_the_stand_ins_replace_their_parts_only_while_active():
     np.testing.assert_array_equal(np.asarray(am_gru(x)), expected[1])
 
 
-def test_the_budget_gives_a_table_its_share_of_what_is_left(monkeypatch):
+def test_the_command_line_defaults_budget_and_peaks(monkeypatch, tmp_path):
+    """The tables of the backend or a GPU run; a table's share of the time; earlier peaks."""
+    jax = [name for name, table in tables.TABLES.items() if "jax" in table.backends]
+    assert parse_args(["--backend", "jax"]).tables == [t for t in jax if t != "backend_cases"]
+    gpu = parse_args(["--device", "gpu", "--backend", "jax"])
+    assert (gpu.tables, gpu.sizes) == (list(tables.GPU_TABLES), "gpu")
+    assert gpu.dtypes == ["float32", "mixed_bfloat16"]
     from benchmarks.speed import __main__ as speed
 
-    now = [0.0]
-    monkeypatch.setattr(speed.time, "perf_counter", lambda: now[0])
+    times = iter([0.0, 0.0, 79.0, 81.0, 81.0, 100.5])
+    monkeypatch.setattr(speed.time, "perf_counter", lambda: next(times))
     budget = Budget(100.0, ["window_attention", "heap_write"])
     budget.begin("window_attention")  # 0.4 / (0.4 + 0.1) of 100 s
-    now[0] = 79.0
-    assert budget.allows()
-    now[0] = 81.0
-    assert not budget.allows()
-    budget.begin("heap_write")  # what is left: 19 s, all of it
-    now[0] = 100.5
-    assert not budget.allows()
-
-
-def test_peaks_come_from_an_earlier_results_file_only_where_it_has_them(tmp_path):
+    assert budget.allows() and not budget.allows()  # at 79 s and 81 s
+    budget.begin("heap_write")  # what is left, 19 s, all of it
+    assert not budget.allows()  # at 100.5 s
     found = {"peak_gflops": {"float32": 3.0}, "peak_gflops_float32_highest": 1.5}
     (tmp_path / "with.json").write_text(json.dumps({"tables": {}, **found}))
     (tmp_path / "without.json").write_text(json.dumps({"tables": {}}))
@@ -127,19 +167,8 @@ def test_peaks_come_from_an_earlier_results_file_only_where_it_has_them(tmp_path
         assert peaks(args, (8,)) == {}
 
 
-def test_the_defaults_are_every_table_of_the_backend_or_a_gpu_runs():
-    jax_tables = [name for name, table in tables.TABLES.items() if "jax" in table.backends]
-    assert parse_args(["--backend", "jax"]).tables == [
-        t for t in jax_tables if t != "backend_cases"
-    ]
-    gpu = parse_args(["--device", "gpu", "--backend", "jax"])
-    assert (gpu.tables, gpu.sizes) == (list(tables.GPU_TABLES), "gpu")
-    assert gpu.dtypes == ["float32", "mixed_bfloat16"]
-
-
 @tensorflow_only("the heap step writes its cache in TensorFlow's training step")
 def test_tables_run_at_tiny_sizes_and_print_their_rows():
-    """Every variant of three tables, one of them TensorFlow's own, is timed."""
     command = [sys.executable, "-m", "benchmarks.speed", "--sizes", "tiny", "--rounds", "1"]
     command += ["--tables", "heap_step", "associative_memory", "lm_kinds"]
     done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
@@ -164,9 +193,7 @@ def test_a_figure_gives_each_line_one_colour_in_both_panels(monkeypatch, tmp_pat
     saved = []
     monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: saved.append(self))
     rows = [{"T": t, "a_ms": 1.0, "b_ms": 2.0, "b_buffers_mib": 3.0} for t in (20, 100)]
-    lines = [
-        (i, name, f"{name}_ms", f"{name}_buffers_mib", "-", rows) for i, name in enumerate("ab")
-    ]
+    lines = [(i, n, f"{n}_ms", f"{n}_buffers_mib", "-", rows) for i, n in enumerate("ab")]
     page.draw(tmp_path / "f.png", "T", lines, ("ms", "MiB", "T"), ("time", "memory"))
     time_axes, memory_axes = saved[0].axes
     assert [line.get_color() for line in time_axes.get_lines()] == ["C0", "C1"]
