@@ -1,8 +1,5 @@
-"""`.keras` files saved by tf-memlayers 0.1 load in this version and give the same outputs.
-
-The files in ``tests/fixtures`` were written by version 0.1's model builders (a weight-tied
-key-value language model and the SNLI AM-GRU / Dual AM-GRU models), with the outputs they gave.
-"""
+"""`.keras` files saved by tf-memlayers 0.1 (``tests/fixtures``) load and give the outputs
+saved with them."""
 
 import pathlib
 

@@ -1,10 +1,5 @@
-"""`.keras` files saved by tf-memlayers 0.2 load in this version and give the same outputs.
-
-The files in ``tests/fixtures`` were written by version 0.2's model builders and layers: a
-key/value/predict language model (parallel form) and an N-gram RNN (cell form), the last-word
-model with attention pooling and a filled heap cache, the SNLI Dual AM-GRU saved with
-``fused_loop=True``, and a stack of every cell inside ``keras.layers.RNN``.
-"""
+"""`.keras` files saved by tf-memlayers 0.2 (``tests/fixtures``) load and give the outputs
+saved with them."""
 
 import pathlib
 

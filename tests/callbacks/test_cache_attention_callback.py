@@ -1,7 +1,5 @@
-"""The heap caches in training (`tf_memlayers.callbacks.cache_attention_callback`): the mean
-attention weight of each heap slot and the read weight on chosen entries, against the read
-equations of `HeapCacheAttention` in NumPy; and what `CacheAttentionCallback` writes to
-TensorBoard each epoch (the weight curve, the top slots, the fill)."""
+"""The heap caches' attention measures against the read equations in NumPy, and what
+`CacheAttentionCallback` writes to TensorBoard."""
 
 import keras
 import numpy as np

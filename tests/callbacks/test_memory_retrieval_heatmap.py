@@ -1,9 +1,5 @@
-"""The retrieval heatmap of an associative memory
-(`tf_memlayers.callbacks.memory_retrieval_heatmap`): the cosine similarity of every read with every
-write, against its definition; and what `MemoryRetrievalHeatmap` writes to TensorBoard each epoch
-(the image, the table of the matrix the NumPy reference of the AM-GRU gives, the sentence pair, at
-the epoch's step), or does not write when the encoder has no associative memory. (The probe
-pair's word ids: test_pair_probe.py.)"""
+"""The retrieval heatmap of an associative memory against its definition and the AM-GRU's NumPy
+reference, and what `MemoryRetrievalHeatmap` writes to TensorBoard."""
 
 import keras
 import numpy as np

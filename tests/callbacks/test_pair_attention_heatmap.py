@@ -1,8 +1,4 @@
-"""What `PairAttentionHeatmap` (`tf_memlayers.callbacks.pair_attention_heatmap`) writes to
-TensorBoard each epoch: the attention's weights over the probe premise at each hypothesis word
-(those of the encoder's own `premise_attention`, the word-by-word attention's NumPy reference
-being checked there), the table and the sentence pair at the epoch's step; nothing, not even
-an empty run, for an encoder without attention."""
+"""What `PairAttentionHeatmap` writes to TensorBoard each epoch, or does not write."""
 
 import keras
 import numpy as np

@@ -1,6 +1,4 @@
-"""What the pair encoders' TensorBoard views share (`tf_memlayers.callbacks.pair_probe`): the
-probe pair's word ids, its refusal of an empty sentence, the embedded pair, and the writer made
-at its first use and closed when training ends."""
+"""What the pair encoders' TensorBoard views share (`tf_memlayers.callbacks.pair_probe`)."""
 
 import numpy as np
 import pytest

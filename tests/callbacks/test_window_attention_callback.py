@@ -1,9 +1,4 @@
-"""The TensorBoard views of sliding-window attention
-(`tf_memlayers.callbacks.window_attention_callback`): the window positions' labels; the average
-attention per position over the full windows only, against its definition; and what
-`WindowAttentionCallback` writes in `fit` (the probe sentence's weights under the trained model's
-current weights and their average per position, at the epochs it is asked to), and the inputs it
-refuses."""
+"""The TensorBoard views of sliding-window attention (`WindowAttentionCallback`)."""
 
 import importlib
 

@@ -1,9 +1,5 @@
-"""The model builders of `tf_memlayers.models` on the Keras backend that runs the tests: each
-builds a small model, trains a step, and saves and loads a ``.keras`` file whose model gives the
-same outputs; the step model of a language model generates the same tokens after a round trip
-of the language model and of itself. The last-word model with a cache is TensorFlow only (its
-`HeapCacheModel` writes the cache in TensorFlow's training step): elsewhere the builder says so.
-"""
+"""The model builders on the backend that runs the tests: a training step and a ``.keras``
+round trip of each model, and generation by the step model."""
 
 import keras
 import numpy as np

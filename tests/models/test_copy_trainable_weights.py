@@ -1,8 +1,4 @@
-"""`weight_role` and `copy_trainable_weights`: each language-model weight's form-independent
-name, from the variable paths of the parallel form, the cell form and the form with resets;
-the copy from a cell-form model into a parallel-form one (whose weights come in another order)
-puts every value where the same weight of the other form is, named here path by path; carried
-states stay as they are; and models of another design are refused with what differs."""
+"""`weight_role` and `copy_trainable_weights` between a language model's forms."""
 
 import re
 

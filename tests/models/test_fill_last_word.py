@@ -1,6 +1,5 @@
-"""The last-word model builder's two modes, and how a model's caches are found. (Both modes'
-training step and `.keras` round trip: test_builders_on_every_backend.py; bad arguments:
-test_bad_arguments.py.)"""
+"""The last-word model builder's two modes, and how a model's caches are found. (Every backend:
+test_builders_on_every_backend.py; bad arguments: test_bad_arguments.py.)"""
 
 import keras
 import numpy as np

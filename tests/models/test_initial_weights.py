@@ -1,6 +1,5 @@
-"""Weights start independent: in the builders' models and in the layers that draw several
-kernels from one initializer, no two randomly drawn weights share their values; a seeded
-builder draws the same weights again."""
+"""No two randomly drawn weights of a builder's model or of a layer with several kernels
+start equal; a seeded builder draws the same weights again."""
 
 import keras
 import numpy as np

@@ -1,7 +1,5 @@
-"""The language-model builder with each memory kind of Daniluk et al. (2017): its two forms,
-its stateful models and their resets, its options and its training step. (Each kind's training
-step and `.keras` round trip on every backend: test_builders_on_every_backend.py; bad
-arguments: test_bad_arguments.py.)"""
+"""`build_language_model` with each memory kind: its forms, state, resets, options and step.
+(Every backend: test_builders_on_every_backend.py; bad arguments: test_bad_arguments.py.)"""
 
 import keras
 import numpy as np

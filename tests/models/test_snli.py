@@ -1,7 +1,5 @@
-"""The SNLI model builder (`build_snli_model`, `build_fixed_length_snli_model`,
-`compile_snli_model`): the paper's model, the fused loop, any encoder, export and TFLite. (Each
-encoder's training step and `.keras` round trip on every backend:
-test_builders_on_every_backend.py; bad arguments: test_bad_arguments.py.)"""
+"""The SNLI model builder: the paper's model, the fused loop, export and TFLite. (Every
+backend: test_builders_on_every_backend.py; bad arguments: test_bad_arguments.py.)"""
 
 import keras
 import numpy as np

@@ -1,7 +1,5 @@
-"""The step model of a language model: token by token with explicit state, it gives the full
-model's logits at every position, generates (greedy generation and a round trip on every
-backend: test_builders_on_every_backend.py), with keras-hub's samplers too, and exports to
-SavedModel and TFLite; bad arguments are named."""
+"""The step model of a language model: the full model's logits at every position, generation
+(with keras-hub's samplers too), export to SavedModel and TFLite, bad arguments."""
 
 import keras
 import numpy as np

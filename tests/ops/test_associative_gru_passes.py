@@ -1,12 +1,6 @@
-"""The two time loops of the fused AM-GRU, each on its own, in float64: `forward_loop` against
-the NumPy restatement of the original step (`am_gru_reference`), run row by row over the
-unmasked steps, for what it returns and for every tensor it saves for the backward loop (keys
-before the bound, the memory and output before each step, the retrieval, gates, candidate,
-delta and source read, zeros where the backward must read zeros); `backward_loop` against
-TensorFlow's automatic gradient of `forward_loop`, for arbitrary gradients reaching the emitted
-outputs, the final memory and the final output; and `stacked_rows`. With and without a mask
-(either masked-output rule) and a Dual AM-GRU source memory. The end-to-end op and its batch
-shards are tests/ops/test_associative_gru_loop.py's."""
+"""The fused AM-GRU's two loops in float64: `forward_loop` against `am_gru_reference`, for what
+it returns and every tensor it saves for the backward loop; `backward_loop` against
+TensorFlow's gradient of `forward_loop`. (The whole op: test_associative_gru_loop.py.)"""
 
 import numpy as np
 import pytest
