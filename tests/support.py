@@ -278,6 +278,21 @@ def summary_events(folder):
     return events
 
 
+def summary_text(value):
+    """The text of a text summary's ``value``."""
+    import tensorflow as tf
+
+    return tf.make_ndarray(value.tensor).item().decode()
+
+
+def summary_table(value):
+    """``(row labels, column labels, values)`` of a table `write_heatmap` wrote."""
+    lines = summary_text(value).splitlines()
+    cells = [line.strip("| ").split(" | ") for line in lines[2:]]
+    values = np.array([[float(v) for v in c[1:]] for c in cells])
+    return [c[0] for c in cells], lines[0].strip("| ").split(" | "), values
+
+
 def logged_hparams(log_dir):
     """The hparams and scalar metrics written in ``log_dir`` (its own event files only)."""
     import tensorflow as tf

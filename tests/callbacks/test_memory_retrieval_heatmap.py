@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from tests.am_gru_reference import conditional_encoding_retrievals
 from tests.pair_encoders import snli_model
-from tests.support import summary_events, tensorflow_only
+from tests.support import summary_events, summary_table, summary_text, tensorflow_only
 from tf_memlayers import ConditionalEncoder
 from tf_memlayers.callbacks.memory_retrieval_heatmap import (
     MemoryRetrievalHeatmap,
@@ -17,10 +17,6 @@ from tf_memlayers.callbacks.memory_retrieval_heatmap import (
 from tf_memlayers.models import build_snli_model
 
 pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
-
-
-def _text(value):
-    return tf.make_ndarray(value.tensor).item().decode()
 
 
 def test_cosine_similarity_matrix_is_the_cosine_of_every_pair():
@@ -85,7 +81,7 @@ def test_every_epoch_writes_the_reference_matrix_and_the_pair_at_its_step(tmp_pa
     events = summary_events(tmp_path / "memory")
     for tag in ("memory/retrieval", "memory/retrieval/table", "memory/sentence"):
         assert [step for step, _ in events[tag]] == [0, 3], tag
-    assert _text(events["memory/sentence"][-1][1]) == (
+    assert summary_text(events["memory/sentence"][-1][1]) == (
         "premise: a red cat .\n\nhypothesis: the cat is red ."
     )
     # An image summary holds [width, height, encoded PNG]; decode the PNG itself.
@@ -93,11 +89,8 @@ def test_every_epoch_writes_the_reference_matrix_and_the_pair_at_its_step(tmp_pa
     assert pixels.numpy().ndim == 3 and pixels.shape[2] in (3, 4) and pixels.shape[0] >= 5
     # The table of the last epoch holds that epoch's matrix, premise words labelling the
     # columns and one hypothesis word a row.
-    table = _text(events["memory/retrieval/table"][-1][1]).splitlines()
-    assert table[0] == "| | a | red | cat | . |"
-    cells = [row.strip("| ").split(" | ") for row in table[2:]]
-    assert [row[0] for row in cells] == hypothesis
-    written = np.array([[float(cell) for cell in row[1:]] for row in cells])
+    rows, columns, written = summary_table(events["memory/retrieval/table"][-1][1])
+    assert columns == premise and rows == hypothesis
     np.testing.assert_allclose(written, heatmap.last_matrix, atol=5e-4 + 1e-9)
 
 

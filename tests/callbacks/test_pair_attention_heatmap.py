@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tests.support import summary_events, tensorflow_only
+from tests.support import summary_events, summary_table, summary_text, tensorflow_only
 from tf_memlayers.callbacks import PairAttentionHeatmap
 from tf_memlayers.layers import (
     AttentionRNN,
@@ -18,10 +18,6 @@ pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
 
 VOCABULARY = ["<pad>", "<unk>", "a", "dog", "runs", "sleeps"]
 PREMISE, HYPOTHESIS = ["a", "dog", "runs", "fast"], ["a", "dog", "sleeps"]
-
-
-def _text(value):
-    return tf.make_ndarray(value.tensor).item().decode()
 
 
 def _word_by_word_model():
@@ -58,14 +54,11 @@ def test_every_epoch_writes_the_weights_and_the_pair_at_its_step(tmp_path):
     events = summary_events(tmp_path / "attention")
     for tag in ("attention/alignment", "attention/alignment/table", "attention/sentence"):
         assert [step for step, _ in events[tag]] == [0, 3], tag
-    assert _text(events["attention/sentence"][-1][1]) == (
+    assert summary_text(events["attention/sentence"][-1][1]) == (
         "premise: a dog runs fast\n\nhypothesis: a dog sleeps"
     )
-    table = _text(events["attention/alignment/table"][-1][1]).splitlines()
-    assert table[0] == "| | a | dog | runs | fast |"  # premise words label the columns
-    written = np.array(
-        [[float(cell) for cell in row.strip("| ").split(" | ")[1:]] for row in table[2:]]
-    )
+    rows, columns, written = summary_table(events["attention/alignment/table"][-1][1])
+    assert columns == PREMISE and rows == HYPOTHESIS  # premise words label the columns
     np.testing.assert_allclose(written, heatmap.last_matrix, atol=5e-4 + 1e-9)
     image = tf.make_ndarray(events["attention/alignment"][-1][1].tensor)
     assert tf.io.decode_png(image[2]).numpy().ndim == 3
