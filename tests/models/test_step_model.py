@@ -237,60 +237,47 @@ def _beam_search(model, prompt, num_tokens, num_beams, end=None):
 
 
 @pytest.mark.parametrize("prompt_length", [1, 3])
-def test_keras_hub_samplers_drive_generation(prompt_length):
+def test_keras_hub_samplers_and_an_end_token_drive_generation(prompt_length):
     keras_hub = pytest.importorskip("keras_hub", reason="the samplers come from keras-hub")
     model = _language_model("key_value_predict")
     step_model = build_step_model(model)
     prompt = np.array([[3, 5, 7], [2, 2, 9]])[:, :prompt_length]
-    greedy = generate(step_model, prompt, 5, temperature=0)
+    greedy = generate(step_model, prompt, 6, temperature=0)
     for sampler in (
         "greedy",
         keras_hub.samplers.TopKSampler(k=1, seed=0),
         keras_hub.samplers.BeamSampler(num_beams=1),
     ):
-        np.testing.assert_array_equal(generate(step_model, prompt, 5, sampler=sampler), greedy)
+        np.testing.assert_array_equal(generate(step_model, prompt, 6, sampler=sampler), greedy)
     # Beam search carries the step model's state as its cache, one copy per beam, and
     # reorders it as the beams are chosen: the same tokens as a beam search over the full
     # model's logits.
-    beams = generate(step_model, prompt, 4, sampler=keras_hub.samplers.BeamSampler(num_beams=3))
-    np.testing.assert_array_equal(beams, _beam_search(model, prompt, 4, num_beams=3))
-    if prompt_length == 3:  # here the beams find a likelier continuation than greedy's
-        assert not np.array_equal(beams, greedy[:, :4])
+    beam_sampler = keras_hub.samplers.BeamSampler(num_beams=3)
+    beams = generate(step_model, prompt, 4, sampler=beam_sampler)
+    unended = _beam_search(model, prompt, 4, num_beams=3)
+    np.testing.assert_array_equal(beams, unended)
     # Random samplers draw from their own seed generators.
-    drawn = {
-        tuple(
-            generate(
-                step_model, prompt, 6, sampler=keras_hub.samplers.TopPSampler(p=0.9, seed=seed)
-            ).ravel()
-        )
-        for seed in range(4)
-    }
-    assert len(drawn) > 1
-    assert all(0 <= token < VOCAB for draw in drawn for token in draw)
-
-
-def test_an_end_token_ends_a_row_for_every_way_of_choosing():
-    model = _language_model("key_value_predict")
-    step_model = build_step_model(model)
-    prompt = np.array([[3, 5, 7], [2, 2, 9]])
-    greedy = generate(step_model, prompt, 6, temperature=0)
+    top_p = [keras_hub.samplers.TopPSampler(p=0.9, seed=seed) for seed in range(4)]
+    drawn = [generate(step_model, prompt, 6, sampler=sampler) for sampler in top_p]
+    assert len({draw.tobytes() for draw in drawn}) > 1
+    assert all(((0 <= draw) & (draw < VOCAB)).all() for draw in drawn)
+    if prompt_length == 1:
+        return
+    assert not np.array_equal(beams, greedy[:, :4])  # a likelier continuation than greedy's
+    # An end token ends a row for every way of choosing.
     end = int(greedy[0, 1])  # a token greedy generation emits early
     ended = generate(step_model, prompt, 6, temperature=0, end_token_id=end)
     for row in range(2):
         first = list(greedy[row]).index(end) if end in greedy[row] else 6
         np.testing.assert_array_equal(ended[row, : first + 1], greedy[row, : first + 1])
         assert (ended[row, first:] == end).all()
-    keras_hub = pytest.importorskip("keras_hub", reason="the samplers come from keras-hub")
     np.testing.assert_array_equal(
         generate(step_model, prompt, 6, sampler="greedy", end_token_id=end), ended
     )
     # A beam search ranks an ended beam by its text up to the end token (here row 1 ends at
     # once, where a search scoring the tokens after the end would not).
-    beams = generate(
-        step_model, prompt, 4, end_token_id=end, sampler=keras_hub.samplers.BeamSampler(num_beams=3)
-    )
+    beams = generate(step_model, prompt, 4, end_token_id=end, sampler=beam_sampler)
     np.testing.assert_array_equal(beams, _beam_search(model, prompt, 4, 3, end=end))
-    unended = _beam_search(model, prompt, 4, 3)
     assert not np.array_equal(beams, np.where(np.cumsum(unended == end, 1) > 0, end, unended))
 
 
