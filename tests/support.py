@@ -1,8 +1,5 @@
-"""What the tests share: the backend they run on, the TensorFlow-only marker and its common
-reasons, small cells and layers, gradients and compiled calls on any backend, the train step's
-traces, TensorFlow's graph optimisations, the all-pairs designs, the scripts as modules and the
-logs they write. Test modules import it (``from tests.support import gradients``);
-``conftest.py`` holds only pytest's hooks and fixtures."""
+"""What the tests share (``from tests.support import gradients``); ``conftest.py`` holds only
+pytest's hooks and fixtures."""
 
 import contextlib
 import glob
@@ -62,14 +59,9 @@ def keras_lstm(units, **kwargs):
 
 
 def masked_rnn(rnn, sequences, mask, **kwargs):
-    """``rnn(sequences, mask=mask, **kwargs)`` with TensorFlow's masking on every backend.
-
-    TensorFlow's loop emits the previous output at a masked step (zeros with
-    ``zero_output_for_mask``). Keras's loop on JAX emits the cell's first state instead (see
-    `KERAS_MASKED_OUTPUT`), so there the RNN runs with ``zero_output_for_mask=True``, which
-    keeps the states right, and the previous outputs are filled in here, in the order the
-    steps were processed. Returns NumPy arrays, in the structure ``rnn`` returns.
-    """
+    """``rnn(sequences, mask=mask, **kwargs)`` as NumPy, with TensorFlow's masking on every
+    backend: on JAX (`KERAS_MASKED_OUTPUT`) the RNN runs with ``zero_output_for_mask=True``,
+    which keeps the states right, and the previous outputs are filled in here."""
     if BACKEND == "tensorflow" or rnn.zero_output_for_mask:
         results = rnn(sequences, mask=mask, **kwargs)
         return keras.tree.map_structure(
@@ -96,23 +88,10 @@ def masked_rnn(rnn, sequences, mask, **kwargs):
 
 
 def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
-    """Gradients of a scalar loss on any backend.
-
-    Args:
-        loss_fn: Callable taking one tensor per entry of ``inputs`` and returning the scalar
-            loss; it reads ``variables`` (Keras variables, e.g. ``layer.trainable_weights``)
-            through the layers it calls.
-        variables: Keras variables to differentiate with respect to.
-        inputs: Arrays to differentiate with respect to, passed to ``loss_fn`` as tensors.
-        has_aux: Whether ``loss_fn`` returns ``(loss, aux)``: tensors computed on the way (a
-            tensor, or a list, tuple or dict of them), returned with the loss without being
-            differentiated.
-
-    Returns:
-        ``(loss, variable_gradients, input_gradients)`` as NumPy values, with ``(loss, aux)``
-        in place of the loss when ``has_aux``. A variable the loss does not depend on has a
-        gradient of zeros.
-    """
+    """``(loss, variable_gradients, input_gradients)`` as NumPy, on any backend, of the scalar
+    ``loss_fn(*inputs)`` (which reads ``variables`` through its layers); with ``has_aux``,
+    ``loss_fn`` returns ``(loss, aux)`` and ``(loss, aux)`` comes in the loss's place. A
+    variable the loss does not depend on has a gradient of zeros."""
     variables, inputs = list(variables), list(inputs)
     if BACKEND == "tensorflow":
         import tensorflow as tf
@@ -153,12 +132,9 @@ def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
 
 
 def compiled(function):
-    """``function`` compiled as one program by `jax.jit` on JAX, as a step of `fit` or
-    `predict` runs there; ``function`` itself on another backend.
-
-    On JAX an eager call compiles each of a layer's operations apart, at each new shape: for
-    these layers' many small operations several times slower than compiling the whole call
-    once. For calls that only read the layer's variables (not a stateful layer's)."""
+    """``function`` as one `jax.jit` program on JAX (an eager call there compiles each
+    operation apart, several times slower); itself elsewhere. For calls that only read the
+    layer's variables."""
     if BACKEND != "jax":
         return function
     import jax
@@ -171,8 +147,8 @@ NO_GRAPH_OPTIMIZATIONS = "disable_meta_optimizer"
 
 
 def turn_off_graph_optimizations():
-    """TensorFlow's graph optimiser, Grappler, off in this process from now on, as the tests run
-    (tests/conftest.py); for the processes the tests start whose runs are compared with theirs."""
+    """TensorFlow's graph optimiser, Grappler, off in this process from now on (as
+    tests/conftest.py turns it off)."""
     import tensorflow as tf
 
     tf.config.optimizer.set_experimental_options({NO_GRAPH_OPTIMIZATIONS: True})
@@ -180,9 +156,7 @@ def turn_off_graph_optimizations():
 
 @contextlib.contextmanager
 def graph_optimizations(enabled):
-    """TensorFlow's graph optimiser, Grappler, on (``enabled``) or off for the graph functions
-    first run in this thread inside the block; as it was before, after it. (A function keeps
-    the graph it was optimised to, or not, at its first run.)"""
+    """Grappler on (``enabled``) or off for the graph functions first run inside the block."""
     import tensorflow as tf
 
     before = tf.config.optimizer.get_experimental_options().get(NO_GRAPH_OPTIMIZATIONS, False)
@@ -194,8 +168,7 @@ def graph_optimizations(enabled):
 
 
 def count_train_step_traces(model):
-    """A list that gains an item each time ``model``'s train step is traced from now on (its
-    Python function runs once per trace)."""
+    """A list that gains an item each time ``model``'s train step is traced from now on."""
     traces, train_step = [], model.train_step
 
     def counted(*args, **kwargs):
@@ -206,29 +179,19 @@ def count_train_step_traces(model):
     return traces
 
 
-# The backends that `all_pairs(..., split_by_backend=True)` shares rows between: the test
-# suite runs once on each (README.rst).
+# The backends `all_pairs(..., split_by_backend=True)` shares rows between.
 SPLIT_BACKENDS = ("tensorflow", "jax")
 
 
 def all_pairs(*factors, split_by_backend=False):
-    """The cases of an all-pairs design over ``factors`` (each a list of values), as
-    ``pytest.param`` rows of one value per factor for ``pytest.mark.parametrize``.
+    """``pytest.param`` rows over ``factors`` (lists of values) in which every value of every
+    factor meets every value of every other factor (5 x 4 x 2 x 2 values: 20 rows for 80),
+    chosen greedily in the product's order, so the same at every run; a row's id joins its
+    values' ids.
 
-    Every value of every factor meets every value of every other factor in at least one row
-    (and every value appears), in far fewer rows than the full product: a fault that shows
-    only when two options meet is caught, at a fraction of the product's cost (5 x 4 x 2 x 2
-    values: 20 rows for 80). The rows are chosen greedily, each the first in the product's
-    order that covers the most values and pairs not yet covered, so the cases and their ids
-    are the same at every run. A row's id joins its values' ids (a tuple's items joined by
-    ``_``).
-
-    With ``split_by_backend``, the Keras backend is one more factor (`SPLIT_BACKENDS`), and
-    the rows of the backend that runs the tests are returned, without it: every pair of values
-    meets on one backend or the other, and every value of every factor is met on each backend,
-    in about half the rows on each (on a backend outside `SPLIT_BACKENDS`, every row). For
-    designs whose code is the same on every backend but for Keras's operations; a design that
-    guards a backend's own path (a loop, a kernel) keeps every row on each.
+    With ``split_by_backend`` the backend is one more factor (`SPLIT_BACKENDS`) and this
+    backend's rows are returned: every pair meets on one backend or the other, every value on
+    each. For designs whose code is the same on every backend but for Keras's operations.
     """
     if split_by_backend and BACKEND in SPLIT_BACKENDS:
         rows = all_pairs(*factors, list(SPLIT_BACKENDS))
@@ -280,15 +243,8 @@ def load_script(folder, name):
 
 
 def json_report_of_script(script, path=None, *args):
-    """Runs the Python source ``script`` as a file in a process of its own (the repository
-    importable, TensorFlow's log quiet, at most 300 s) and returns its last line of output
-    read as JSON; fails with the tail of its standard error if it does not exit with 0.
-
-    Args:
-        script: The source to run.
-        path: Optional ``os.pathsep``-joined import path. Default: `None` (the repository).
-        *args: Command-line arguments for the script.
-    """
+    """The last line that the Python source ``script``, run as a file in a process of its
+    own with ``args`` (import path ``path``, else the repository), prints, read as JSON."""
     import json
     import subprocess
     import sys
@@ -311,8 +267,7 @@ def json_report_of_script(script, path=None, *args):
 
 
 def summary_events(folder):
-    """``{tag: [(step, value), ...]}`` of the TensorBoard event files in ``folder`` and its
-    subfolders, in the order written (``value`` is the summary's protocol buffer)."""
+    """``{tag: [(step, value protocol buffer), ...]}`` of the event files under ``folder``."""
     import tensorflow as tf
 
     events = {}
@@ -321,6 +276,21 @@ def summary_events(folder):
             for value in event.summary.value:
                 events.setdefault(value.tag, []).append((event.step, value))
     return events
+
+
+def summary_text(value):
+    """The text of a text summary's ``value``."""
+    import tensorflow as tf
+
+    return tf.make_ndarray(value.tensor).item().decode()
+
+
+def summary_table(value):
+    """``(row labels, column labels, values)`` of a table `write_heatmap` wrote."""
+    lines = summary_text(value).splitlines()
+    cells = [line.strip("| ").split(" | ") for line in lines[2:]]
+    values = np.array([[float(v) for v in c[1:]] for c in cells])
+    return [c[0] for c in cells], lines[0].strip("| ").split(" | "), values
 
 
 def logged_hparams(log_dir):

@@ -1,9 +1,4 @@
-"""`require_tensorflow` (`tf_memlayers._tensorflow`), the one way the package's TensorFlow-only
-parts get TensorFlow: it returns the module; without TensorFlow it raises a
-``ModuleNotFoundError`` for ``tensorflow`` that names the part which needed it and what runs
-without it, chained to the import's own error; a module missing inside TensorFlow's import is
-reported as it is. (The package importing on JAX without TensorFlow is tested in
-test_package_import.py.)"""
+"""`require_tensorflow`, the one way the TensorFlow-only parts get TensorFlow."""
 
 import builtins
 import sys

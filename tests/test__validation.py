@@ -1,7 +1,5 @@
-"""The argument checks every public class shares (`tf_memlayers._validation`): what each one
-lets through and in which type, what it refuses with a ``TypeError`` (wrong type) or a
-``ValueError`` (wrong value), and that the message names the owner, the argument, the value
-received and what is allowed; the number check's bounds against the interval they describe."""
+"""The argument checks of `tf_memlayers._validation`: what each lets through, and the whole
+message of what it refuses."""
 
 import math
 import re

@@ -1,6 +1,5 @@
-"""What runs on which Keras backend: the TensorFlow-only parts fail at construction with a
-clear error elsewhere, the documentation's table says so, CI runs the backend-neutral tests on
-JAX, and the masked loop written for the other backends equals Keras's TensorFlow loop."""
+"""What runs on which backend: the TensorFlow-only parts refuse elsewhere, the documentation
+says so, CI runs the selected tests on JAX, and the other backends' masked loop is right."""
 
 import re
 

@@ -1,8 +1,4 @@
-"""The public path of the loader of the original code's associative-memory weights
-(`tf_memlayers.compat`): it exports the loader of
-`tf_memlayers.layers.associative_memory.load_original_weights` (tested in its own module), the table
-in its documentation is the mapping the loader uses, for both cells and both Dual keys, and the
-paper-era TF 0.8 spelling it documents loads as the ``fully_connected`` one does."""
+"""`tf_memlayers.compat`: the loader's public path and the table its documentation gives."""
 
 import importlib
 import re

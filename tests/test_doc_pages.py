@@ -1,7 +1,5 @@
-"""What the documentation's pages and README.rst say: the code on each runs as written, the
-results page's tables and figures are written by the benchmark scripts, README's commands are
-the ones CI runs and its results are the headlines only. These need no Sphinx; the site itself
-is tested by tests/test_docs.py."""
+"""What the documentation's pages and README.rst say (without Sphinx; the site itself:
+tests/test_docs.py)."""
 
 import re
 import shlex

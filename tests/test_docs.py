@@ -103,13 +103,8 @@ def test_every_public_name_is_in_the_api_reference(api_html):
                 and f"{other}.{name}" in ids
                 and getattr(importlib.import_module(other), name, None) is getattr(module, name)
             ]
-            if (
-                not any(
-                    f'href="#{home}.{name}"' in api_html or f'#{home}.{name}"' in api_html
-                    for home in homes
-                )
-                or f"{module_name}.{name}" not in api_html
-            ):
+            linked = any(f'#{home}.{name}"' in api_html for home in homes)
+            if not linked or f"{module_name}.{name}" not in api_html:
                 missing.append(f"{module_name}.{name}")
     assert not missing, missing
 
@@ -262,19 +257,10 @@ def test_every_name_of_the_package_the_reference_mentions_is_documented(site, ap
 
 
 # Methods of Keras's layer protocol, which a docstring names as Keras's, not as the package's.
-KERAS_PROTOCOL = {
-    "build",
-    "call",
-    "compute_output_shape",
-    "from_config",
-    "get_config",
-    "get_initial_state",
-    "inner_loop",
-    "output_size",
-    "reset_state",
-    "reset_states",
-    "state_size",
-}
+KERAS_PROTOCOL = set(
+    "build call compute_output_shape from_config get_config get_initial_state inner_loop "
+    "output_size reset_state reset_states state_size".split()
+)
 
 
 def test_the_reference_names_no_function_or_class_it_does_not_document(site):
@@ -307,29 +293,23 @@ def test_the_reference_names_no_function_or_class_it_does_not_document(site):
     assert not named, named
 
 
-def test_no_page_shows_raw_markup(site):
-    """No backquote in any page's prose: each code span of a docstring or a page was turned
-    into code or a link."""
-    stray = []
-    for path in _site_pages(site):
-        prose, _ = _read_page(path)
-        stray += [f"{path.relative_to(site)}: {m}" for m in re.findall(r".{0,30}`.{0,30}", prose)]
-    assert not stray, stray[:20]
-
-
-def test_names_link_to_their_documentation(site):
-    """A name of the package in a code span links to its page; a Keras, TensorFlow or JAX
-    name links to that library's documentation."""
+def test_code_spans_are_code_or_links(site):
+    """No backquote in any page's prose (each code span became code or a link); a name of the
+    package in a code span links to its page, a Keras, TensorFlow or JAX name to that
+    library's documentation."""
     public = {name for _, name in _classes_and_functions()}
-    unlinked = []
+    stray, unlinked = [], []
     for path in _site_pages(site):
-        _, names = _read_page(path)
+        prose, names = _read_page(path)
+        where = path.relative_to(site)
+        stray += [f"{where}: {m}" for m in re.findall(r".{0,30}`.{0,30}", prose)]
         unlinked += [
-            f"{path.relative_to(site)}: {name}"
+            f"{where}: {name}"
             for name in names
             if name.split(".")[0] in ("keras", "tf", "jax", "tf_memlayers")
             or name.rstrip("()") in public
         ]
+    assert not stray, stray[:20]
     assert not unlinked, unlinked
     page = (site / "api" / "generated" / "tf_memlayers.AttentionRNN.html").read_text(
         encoding="utf-8"

@@ -1,15 +1,5 @@
-"""Docstrings are static text, and the public names' docstrings have Keras's sections.
-
-Editors, ``help()`` run on the source, linters and other static tools read a docstring from
-the source: one assembled at import time (``__doc__ = f"..."``, or an f-string in the
-docstring's place, which Python does not take as a docstring at all) is invisible to them.
-LaTeX in a docstring (``.. math::``) needs a raw string, or its backslashes turn into escape
-characters (``\\tanh`` into a tab and ``anh``).
-
-Every class and function of ``tf_memlayers.__all__`` documents its arguments (``Args:``), shows
-an ``Example:``, and, for layers and cells, documents the arguments of ``call`` (``Call
-arguments:``) and what it returns (``Returns:``).
-"""
+"""Docstrings are static text (what editors and ``help()`` read from the source; LaTeX in a raw
+string), and the public names' docstrings have Keras's sections."""
 
 import ast
 import importlib

@@ -1,6 +1,5 @@
 """TensorFlow's graph optimiser, Grappler, which the tests turn off (tests/conftest.py), leaves
-what the package's models compute unchanged: a step of each model, its loss and gradients,
-gives the same values from the optimised graph as from the graph as traced."""
+each model's loss and gradients as the traced graph computes them."""
 
 import keras
 import numpy as np

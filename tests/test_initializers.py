@@ -1,8 +1,4 @@
-"""The initializers (`tf_memlayers.initializers`): `ForgetGateBias` puts its value on the forget
-gate of a Keras LSTM's bias, checked against one LSTM step computed in NumPy, refuses other
-shapes and is restored by its registered name; `for_one_weight` gives each weight of a layer
-its own draw from an unseeded initializer, keeping what the initializer draws from, and leaves
-a seeded one as Keras does."""
+"""`ForgetGateBias` (against an LSTM step in NumPy) and `for_one_weight`."""
 
 import keras
 import numpy as np

@@ -23,56 +23,6 @@ def registered_class_names():
     return names
 
 
-def test_import_registers_every_class_and_loads_no_callbacks_nor_training():
-    names = registered_class_names()
-    assert {"TiedEmbedding", "Perplexity", "SequenceCrossentropy", "ConditionalEncoder"} <= set(
-        names
-    )
-    script = (
-        "import json, sys, keras, tf_memlayers\n"
-        f"names = {names!r}\n"
-        "print(json.dumps({\n"
-        "  'modules': sorted(m for m in sys.modules if m.startswith('tf_memlayers.')),\n"
-        "  'examples': sorted(m for m in sys.modules if m.split('.')[0] == 'examples'),\n"
-        "  'missing': [n for n in names\n"
-        "              if keras.saving.get_registered_object('tf_memlayers>' + n) is None],\n"
-        "}))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=300,
-        check=True,
-    )
-    report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert report["missing"] == []
-    assert report["examples"] == []
-    loaded = report["modules"]
-    assert not [
-        m for m in loaded if m.startswith(("tf_memlayers.callbacks", "tf_memlayers.training"))
-    ], loaded
-    for light in ("tf_memlayers.layers", "tf_memlayers.metrics", "tf_memlayers.losses"):
-        assert light in loaded
-
-
-def test_the_package_holds_no_experiment_harness():
-    """The experiments' corpus readers and input pipelines live with the examples: the
-    package has no ``data`` part and imports nothing from ``examples``."""
-    assert not (PACKAGE / "data").exists()
-    found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            modules = []
-            if isinstance(node, ast.ImportFrom):
-                modules = [node.module or ""]
-            elif isinstance(node, ast.Import):
-                modules = [alias.name for alias in node.names]
-            found += [f"{path.name}: {m}" for m in modules if m.split(".")[0] == "examples"]
-    assert found == []
-
-
 # The modules that exist for TensorFlow only: they import it through
 # `tf_memlayers._tensorflow.require_tensorflow`, whose error names them.
 TENSORFLOW_ONLY = (
@@ -82,9 +32,10 @@ TENSORFLOW_ONLY = (
     "tf_memlayers.ops.associative_gru_passes",
 )
 
-# Run in a child process on Keras's JAX backend with every import of TensorFlow refused, as
-# on a machine without it: imports each module of the package and reports what happened.
-_WITHOUT_TENSORFLOW = """
+# Imports the package and reports what it loaded and registered; with ``refuse`` (on Keras's
+# JAX backend), every import of TensorFlow fails as on a machine without it, and the script
+# then imports each module of the package and reports what happened.
+_SCRIPT = """
 import importlib, json, pathlib, sys
 
 class RefuseTensorFlow:
@@ -92,12 +43,18 @@ class RefuseTensorFlow:
         if name == "tensorflow" or name.startswith("tensorflow."):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
-sys.meta_path.insert(0, RefuseTensorFlow())
-import tf_memlayers
-report = {"top": sorted(m for m in sys.modules if m.split(".")[0] == "tensorflow"),
-          "modules": {}}
+if refuse:
+    sys.meta_path.insert(0, RefuseTensorFlow())
+import keras, tf_memlayers
+report = {
+    "loaded": sorted(m for m in sys.modules if m.startswith("tf_memlayers.")),
+    "examples": sorted(m for m in sys.modules if m.split(".")[0] == "examples"),
+    "missing": [n for n in names if not keras.saving.get_registered_object("tf_memlayers>" + n)],
+    "top": sorted(m for m in sys.modules if m.split(".")[0] == "tensorflow"),
+    "modules": {},
+}
 root = pathlib.Path(tf_memlayers.__file__).parent
-for path in sorted(root.rglob("*.py")):
+for path in sorted(root.rglob("*.py")) if refuse else ():
     parts = path.relative_to(root.parent).with_suffix("").parts
     name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
     try:
@@ -110,27 +67,40 @@ print(json.dumps(report))
 """
 
 
-def test_the_layers_import_without_tensorflow():
-    """On JAX without TensorFlow, ``import tf_memlayers`` and every module of its layers,
-    models, ops, losses and metrics import, and none imports TensorFlow; the TensorFlow-only
-    modules refuse with an error naming what needs TensorFlow. Fails if a module-level
-    ``import tensorflow`` comes back on a layer's import path."""
+def test_import_registers_every_class_and_the_layers_import_without_tensorflow():
+    """``import tf_memlayers`` registers every serializable class and loads neither callbacks,
+    training nor examples. Where JAX is installed it runs on JAX without TensorFlow: every
+    module of the layers, models, ops, losses and metrics imports without TensorFlow, and the
+    TensorFlow-only modules refuse with an error naming what needs it (a module-level ``import
+    tensorflow`` back on a layer's import path fails here)."""
     import importlib.util
 
-    import pytest
-
-    if importlib.util.find_spec("jax") is None:
-        pytest.skip("needs JAX (Keras's JAX backend), which is not installed")
+    names = registered_class_names()
+    assert {"TiedEmbedding", "Perplexity", "SequenceCrossentropy", "ConditionalEncoder"} <= set(
+        names
+    )
+    refuse = importlib.util.find_spec("jax") is not None
+    env = {**os.environ, "KERAS_BACKEND": "jax"} if refuse else None
+    script = f"refuse, names = {refuse!r}, {names!r}\n{_SCRIPT}"
     result = subprocess.run(
-        [sys.executable, "-c", _WITHOUT_TENSORFLOW],
+        [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         cwd=REPO_ROOT,
         timeout=300,
-        env={**os.environ, "KERAS_BACKEND": "jax"},
+        env=env,
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["missing"] == [] and report["examples"] == []
+    loaded = report["loaded"]
+    assert not [
+        m for m in loaded if m.startswith(("tf_memlayers.callbacks", "tf_memlayers.training"))
+    ], loaded
+    for light in ("tf_memlayers.layers", "tf_memlayers.metrics", "tf_memlayers.losses"):
+        assert light in loaded
+    if not refuse:
+        return
     assert report["top"] == [] and report["after"] == [], report
     modules = report["modules"]
     assert {
@@ -150,3 +120,19 @@ def test_the_layers_import_without_tensorflow():
         ("tf_memlayers.ops.associative_gru_loop", "fused AM-GRU loop"),
     ):
         assert "needs TensorFlow" in modules[name] and part in modules[name], modules[name]
+
+
+def test_the_package_holds_no_experiment_harness():
+    """The experiments' corpus readers and input pipelines live with the examples: the
+    package has no ``data`` part and imports nothing from ``examples``."""
+    assert not (PACKAGE / "data").exists()
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            modules = []
+            if isinstance(node, ast.ImportFrom):
+                modules = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            found += [f"{path.name}: {m}" for m in modules if m.split(".")[0] == "examples"]
+    assert found == []

@@ -1,7 +1,5 @@
-"""The package's version (`tf_memlayers.version`): a PEP 440 version, the one the package
-exports, the one ``pyproject.toml`` gives the distribution, the one the installed metadata
-holds, and the newest entry of ``CHANGELOG.rst``, which says "unreleased" exactly while the
-version is a development or pre-release; the changelog's entries run newest first."""
+"""The version: PEP 440, the same in the package, ``pyproject.toml``, the installed metadata
+and the newest entry of ``CHANGELOG.rst`` (unreleased exactly while a pre-release)."""
 
 import importlib
 import importlib.metadata

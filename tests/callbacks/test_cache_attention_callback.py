@@ -1,7 +1,5 @@
-"""The heap caches in training (`tf_memlayers.callbacks.cache_attention_callback`): the mean
-attention weight of each heap slot and the read weight on chosen entries, against the read
-equations of `HeapCacheAttention` in NumPy; and what `CacheAttentionCallback` writes to
-TensorBoard each epoch (the weight curve, the top slots, the fill)."""
+"""The heap caches' attention measures against the read equations in NumPy, and what
+`CacheAttentionCallback` writes to TensorBoard."""
 
 import keras
 import numpy as np
@@ -9,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from tests.models.test_fill_last_word import small_model, token_batch
-from tests.support import summary_events, tensorflow_only
+from tests.support import summary_events, summary_table, tensorflow_only
 from tf_memlayers.callbacks.cache_attention_callback import (
     CacheAttentionCallback,
     cache_attention_by_index,
@@ -126,6 +124,19 @@ def test_weight_on_entries_is_each_probes_weight_on_the_slots_holding_its_wanted
     assert got[1] == 0.0
 
 
+def _check_top_slots(events, weights):
+    """The written table: the ten heaviest slots, heaviest first, with their ``weights``."""
+    rows, _, written = summary_table(events["cache_attention/cache_attention/top_slots"][-1][1])
+    slots = [int(slot) for slot in rows]
+    assert len(slots) == len(set(slots)) == 10
+    np.testing.assert_allclose(written[:, 0], weights[slots], rtol=1e-3)
+    assert sorted(weights, reverse=True)[:10] == pytest.approx(weights[slots].tolist(), rel=1e-3)
+
+
+def _fill(value):
+    return float(tf.make_ndarray(value.tensor))
+
+
 def test_cache_callback_in_fit_writes_the_probes_weights_by_index_and_the_fill(tmp_path):
     rng = np.random.default_rng(2)
     model = small_model(pooling="last", cache_size=16, query="dot")
@@ -134,21 +145,14 @@ def test_cache_callback_in_fit_writes_the_probes_weights_by_index_and_the_fill(t
     callback = CacheAttentionCallback(str(tmp_path), probe_inputs=x)
     model.fit(x, y, epochs=1, batch_size=8, verbose=0, callbacks=[callback])
     layer = model.get_layer("cache_attention")
-    # The read's weights under the layer's equations, averaged over the probes' states (the
-    # cache layer's inputs).
-    states = keras.Model(model.inputs, layer.input)(x)
-    expected = _numpy_read_weights(layer, states).mean(axis=0)
+    # The read's weights averaged over the probes' states (the cache layer's inputs).
+    expected = _numpy_read_weights(layer, keras.Model(model.inputs, layer.input)(x)).mean(axis=0)
     np.testing.assert_allclose(cache_attention_by_index(model, layer, x), expected, rtol=1e-4)
     events = summary_events(tmp_path / "cache")
     ((_, fill),) = events["cache_fill/cache_attention"]
     filled = int(np.any(layer.cache.numpy() != 0, axis=-1).sum())
-    assert float(tf.make_ndarray(fill.tensor)) == pytest.approx(filled / layer.cache_size)
-    # The written table: the ten heaviest slots with the weights the probes' reads give.
-    table = tf.make_ndarray(events["cache_attention/cache_attention/top_slots"][-1][1].tensor)
-    rows = [row.strip("| ").split(" | ") for row in table.item().decode().splitlines()[2:]]
-    slots = [int(slot) for slot, _ in rows]
-    np.testing.assert_allclose([float(w) for _, w in rows], expected[slots], rtol=1e-3)
-    assert sorted(expected, reverse=True)[:10] == pytest.approx(expected[slots].tolist(), rel=1e-3)
+    assert _fill(fill) == pytest.approx(filled / layer.cache_size)
+    _check_top_slots(events, expected)
     with pytest.raises(ValueError, match="query='dot'.*probe_inputs"):
         cache_attention_by_index(model, layer)
 
@@ -166,21 +170,12 @@ def test_cache_callback_writes_each_epochs_curve_top_slots_and_fill(tmp_path):
     callback.on_epoch_end(1)
     callback.on_train_end()
     events = summary_events(tmp_path / "cache")
-    for tag in (
-        "cache_attention/cache_attention",
-        "cache_attention/cache_attention/top_slots",
-        "cache_fill/cache_attention",
-    ):
+    for tag in ("cache_attention/cache_attention", "cache_fill/cache_attention"):
         assert [step for step, _ in events[tag]] == [0, 1], tag
-    for _, value in events["cache_fill/cache_attention"]:
-        assert float(tf.make_ndarray(value.tensor)) == pytest.approx(11 / 12)
+    assert [step for step, _ in events["cache_attention/cache_attention/top_slots"]] == [0, 1]
+    assert [_fill(value) for _, value in events["cache_fill/cache_attention"]] == pytest.approx(
+        [11 / 12] * 2
+    )
     image = tf.make_ndarray(events["cache_attention/cache_attention"][-1][1].tensor)
     assert tf.io.decode_png(image[2]).numpy().shape[2] in (3, 4)  # [width, height, PNG]
-    # The ten heaviest slots, heaviest first, with their weights under the read's equation.
-    table = tf.make_ndarray(events["cache_attention/cache_attention/top_slots"][-1][1].tensor)
-    rows = [row.strip("| ").split(" | ") for row in table.item().decode().splitlines()[2:]]
-    alpha = _numpy_read_weights(layer, None)
-    slots = [int(slot) for slot, _ in rows]
-    assert len(rows) == 10 and len(set(slots)) == 10
-    np.testing.assert_allclose([float(w) for _, w in rows], alpha[slots], rtol=1e-3)
-    assert sorted(alpha, reverse=True)[:10] == pytest.approx(alpha[slots].tolist(), rel=1e-3)
+    _check_top_slots(events, _numpy_read_weights(layer, None))

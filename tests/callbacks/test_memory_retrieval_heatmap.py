@@ -1,18 +1,14 @@
-"""The retrieval heatmap of an associative memory
-(`tf_memlayers.callbacks.memory_retrieval_heatmap`): the cosine similarity of every read with every
-write, against its definition; and what `MemoryRetrievalHeatmap` writes to TensorBoard each epoch
-(the image, the table of the matrix the NumPy reference of the AM-GRU gives, the sentence pair, at
-the epoch's step), or does not write when the encoder has no associative memory. (The probe
-pair's word ids: test_pair_probe.py.)"""
+"""The retrieval heatmap of an associative memory against its definition and the AM-GRU's NumPy
+reference, and what `MemoryRetrievalHeatmap` writes to TensorBoard."""
 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from tests.am_gru_reference import conditional_encoding_retrievals
+from tests.callbacks.test_pair_probe import check_two_epochs
 from tests.pair_encoders import snli_model
-from tests.support import summary_events, tensorflow_only
+from tests.support import tensorflow_only
 from tf_memlayers import ConditionalEncoder
 from tf_memlayers.callbacks.memory_retrieval_heatmap import (
     MemoryRetrievalHeatmap,
@@ -21,10 +17,6 @@ from tf_memlayers.callbacks.memory_retrieval_heatmap import (
 from tf_memlayers.models import build_snli_model
 
 pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
-
-
-def _text(value):
-    return tf.make_ndarray(value.tensor).item().decode()
 
 
 def test_cosine_similarity_matrix_is_the_cosine_of_every_pair():
@@ -76,33 +68,10 @@ def test_every_epoch_writes_the_reference_matrix_and_the_pair_at_its_step(tmp_pa
     premise, hypothesis = ["a", "red", "cat", "."], ["the", "cat", "is", "red", "."]
     heatmap = MemoryRetrievalHeatmap(str(tmp_path), premise, hypothesis, vocabulary)
     heatmap.set_model(model)
-    heatmap.on_epoch_end(0)
-    first = heatmap.last_matrix
-    assert first.shape == (5, 4) and np.all(np.abs(first) <= 1 + 1e-9)
-    np.testing.assert_allclose(first, _reference_matrix(model, heatmap), atol=1e-5)
-    # New weights between the epochs: the second epoch's matrix is that of the new weights.
-    embedding = model.get_layer("embedding")
-    embedding.embeddings.assign(np.random.default_rng(1).normal(size=embedding.embeddings.shape))
-    heatmap.on_epoch_end(3)
-    assert not np.allclose(heatmap.last_matrix, first)
-    np.testing.assert_allclose(heatmap.last_matrix, _reference_matrix(model, heatmap), atol=1e-5)
-    events = summary_events(tmp_path / "memory")
-    for tag in ("memory/retrieval", "memory/retrieval/table", "memory/sentence"):
-        assert [step for step, _ in events[tag]] == [0, 3], tag
-    assert _text(events["memory/sentence"][-1][1]) == (
-        "premise: a red cat .\n\nhypothesis: the cat is red ."
+    matrices = check_two_epochs(
+        heatmap, tmp_path, "memory/retrieval", lambda: _reference_matrix(model, heatmap), atol=1e-5
     )
-    # An image summary holds [width, height, encoded PNG]; decode the PNG itself.
-    pixels = tf.io.decode_png(tf.make_ndarray(events["memory/retrieval"][-1][1].tensor)[2])
-    assert pixels.numpy().ndim == 3 and pixels.shape[2] in (3, 4) and pixels.shape[0] >= 5
-    # The table of the last epoch holds that epoch's matrix, premise words labelling the
-    # columns and one hypothesis word a row.
-    table = _text(events["memory/retrieval/table"][-1][1]).splitlines()
-    assert table[0] == "| | a | red | cat | . |"
-    cells = [row.strip("| ").split(" | ") for row in table[2:]]
-    assert [row[0] for row in cells] == hypothesis
-    written = np.array([[float(cell) for cell in row[1:]] for row in cells])
-    np.testing.assert_allclose(written, heatmap.last_matrix, atol=5e-4 + 1e-9)
+    assert matrices[0].shape == (5, 4) and np.all(np.abs(matrices) <= 1 + 1e-9)
 
 
 def test_an_encoder_without_an_associative_memory_writes_nothing(tmp_path):

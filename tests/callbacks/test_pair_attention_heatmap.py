@@ -1,14 +1,10 @@
-"""What `PairAttentionHeatmap` (`tf_memlayers.callbacks.pair_attention_heatmap`) writes to
-TensorBoard each epoch: the attention's weights over the probe premise at each hypothesis word
-(those of the encoder's own `premise_attention`, the word-by-word attention's NumPy reference
-being checked there), the table and the sentence pair at the epoch's step; nothing, not even
-an empty run, for an encoder without attention."""
+"""What `PairAttentionHeatmap` writes to TensorBoard each epoch, or does not write."""
 
 import keras
 import numpy as np
-import tensorflow as tf
 
-from tests.support import summary_events, tensorflow_only
+from tests.callbacks.test_pair_probe import check_two_epochs
+from tests.support import tensorflow_only
 from tf_memlayers.callbacks import PairAttentionHeatmap
 from tf_memlayers.layers import (
     AttentionRNN,
@@ -22,10 +18,6 @@ pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
 
 VOCABULARY = ["<pad>", "<unk>", "a", "dog", "runs", "sleeps"]
 PREMISE, HYPOTHESIS = ["a", "dog", "runs", "fast"], ["a", "dog", "sleeps"]
-
-
-def _text(value):
-    return tf.make_ndarray(value.tensor).item().decode()
 
 
 def _word_by_word_model():
@@ -44,35 +36,18 @@ def test_every_epoch_writes_the_weights_and_the_pair_at_its_step(tmp_path):
     model = _word_by_word_model()
     heatmap = PairAttentionHeatmap(tmp_path, PREMISE, HYPOTHESIS, VOCABULARY)
     heatmap.set_model(model)
-    heatmap.on_epoch_end(0)
-    first = heatmap.last_matrix
     # The encoder's weights of the embedded probe ("fast" is unknown: <unk>'s vector).
-    embedding = model.get_layer("embedding")
-    vectors = np.asarray(embedding.embeddings)
     np.testing.assert_array_equal(heatmap.premise_ids, [[2, 3, 4, 1]])
-    want = model.get_layer("encoder").premise_attention(vectors[[2, 3, 4, 1]], vectors[[2, 3, 5]])
-    np.testing.assert_allclose(first, want, rtol=1e-6)
-    assert first.shape == (3, 4)
-    np.testing.assert_allclose(first.sum(axis=-1), 1.0, rtol=1e-6)
-    # New weights between the epochs: the second epoch's matrix is that of the new weights.
-    embedding.embeddings.assign(np.random.default_rng(1).normal(size=(6, 3)))
-    heatmap.on_epoch_end(3)
-    assert not np.allclose(heatmap.last_matrix, first)
+    encoder, vectors = model.get_layer("encoder"), model.get_layer("embedding").embeddings
+
+    def expected():
+        words = np.asarray(vectors)
+        return encoder.premise_attention(words[[2, 3, 4, 1]], words[[2, 3, 5]])
+
+    matrices = check_two_epochs(heatmap, tmp_path, "attention/alignment", expected, rtol=1e-6)
+    assert matrices[0].shape == (3, 4)
+    np.testing.assert_allclose(np.sum(matrices, axis=-1), 1.0, rtol=1e-6)
     np.testing.assert_array_equal(heatmap.last_matrix, heatmap.attention())
-    events = summary_events(tmp_path / "attention")
-    for tag in ("attention/alignment", "attention/alignment/table", "attention/sentence"):
-        assert [step for step, _ in events[tag]] == [0, 3], tag
-    assert _text(events["attention/sentence"][-1][1]) == (
-        "premise: a dog runs fast\n\nhypothesis: a dog sleeps"
-    )
-    table = _text(events["attention/alignment/table"][-1][1]).splitlines()
-    assert table[0] == "| | a | dog | runs | fast |"  # premise words label the columns
-    written = np.array(
-        [[float(cell) for cell in row.strip("| ").split(" | ")[1:]] for row in table[2:]]
-    )
-    np.testing.assert_allclose(written, heatmap.last_matrix, atol=5e-4 + 1e-9)
-    image = tf.make_ndarray(events["attention/alignment"][-1][1].tensor)
-    assert tf.io.decode_png(image[2]).numpy().ndim == 3
 
 
 def test_an_encoder_without_attention_writes_nothing(tmp_path):

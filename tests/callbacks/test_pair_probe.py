@@ -1,11 +1,10 @@
-"""What the pair encoders' TensorBoard views share (`tf_memlayers.callbacks.pair_probe`): the
-probe pair's word ids, its refusal of an empty sentence, the embedded pair, and the writer made
-at its first use and closed when training ends."""
+"""What the pair encoders' TensorBoard views share (`tf_memlayers.callbacks.pair_probe`)."""
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
-from tests.support import summary_events, tensorflow_only
+from tests.support import summary_events, summary_table, summary_text, tensorflow_only
 from tf_memlayers import ConditionalEncoder
 from tf_memlayers.callbacks import MemoryRetrievalHeatmap, PairAttentionHeatmap
 from tf_memlayers.callbacks.pair_probe import PairProbe
@@ -19,6 +18,36 @@ def _probe(tmp_path, premise=("a", "dog", "runs"), hypothesis=("cats", "sleep"),
     return PairProbe(
         tmp_path, "view", premise, hypothesis, vocabulary, "encoder", "embedding", **kwargs
     )
+
+
+def check_two_epochs(heatmap, tmp_path, tag, expected, **tolerance):
+    """Ends epochs 0 and 3 of ``heatmap`` (set on its model), with new word vectors between
+    them: each time its matrix is ``expected()``, and it writes at the epoch's step the image,
+    the table (premise words label the columns, hypothesis words the rows) and the pair."""
+    matrices = []
+    for epoch in (0, 3):
+        if matrices:
+            vectors = heatmap.model.get_layer("embedding").embeddings
+            vectors.assign(np.random.default_rng(1).normal(size=vectors.shape))
+        heatmap.on_epoch_end(epoch)
+        matrices.append(heatmap.last_matrix)
+        np.testing.assert_allclose(heatmap.last_matrix, expected(), **tolerance)
+    assert not np.allclose(*matrices)
+    view = tag.split("/")[0]
+    events = summary_events(tmp_path / view)
+    for name in (tag, f"{tag}/table", f"{view}/sentence"):
+        assert [step for step, _ in events[name]] == [0, 3], name
+    pair = [" ".join(sentence) for sentence in (heatmap.premise, heatmap.hypothesis)]
+    assert summary_text(
+        events[f"{view}/sentence"][-1][1]
+    ) == "premise: {}\n\nhypothesis: {}".format(*pair)
+    # An image summary holds [width, height, encoded PNG].
+    pixels = tf.io.decode_png(tf.make_ndarray(events[tag][-1][1].tensor)[2]).numpy()
+    assert pixels.ndim == 3 and pixels.shape[2] in (3, 4) and pixels.shape[0] >= len(pair[1])
+    rows, columns, written = summary_table(events[f"{tag}/table"][-1][1])
+    assert columns == heatmap.premise and rows == heatmap.hypothesis
+    np.testing.assert_allclose(written, heatmap.last_matrix, atol=5e-4 + 1e-9)
+    return matrices
 
 
 def test_the_pair_is_read_as_word_ids_unknown_words_as_unk(tmp_path):
@@ -57,7 +86,6 @@ def test_the_embedded_pair_is_the_models_embedding_of_its_ids(tmp_path):
 
 
 def test_the_writer_is_made_at_its_first_use_and_closed_at_the_end(tmp_path):
-    import tensorflow as tf
 
     probe = _probe(tmp_path)
     assert not (tmp_path / "view").exists()
@@ -67,8 +95,7 @@ def test_the_writer_is_made_at_its_first_use_and_closed_at_the_end(tmp_path):
         probe.write_sentence("view/sentence", step=2)
     probe.on_train_end()
     ((step, value),) = summary_events(tmp_path / "view")["view/sentence"]
-    text = tf.make_ndarray(value.tensor).item().decode()
-    assert step == 2 and text == "premise: a dog runs\n\nhypothesis: cats sleep"
+    assert step == 2 and summary_text(value) == "premise: a dog runs\n\nhypothesis: cats sleep"
     assert probe.writer() is not writer  # a new one after training ended
 
 

@@ -1,6 +1,5 @@
-"""`reset_language_model_states`: which layers carry state (nested models included) and in
-which variables; clearing all of them or only the selected rows, the others left exactly as they
-were; a language model restarted in one row computing that row from scratch."""
+"""`reset_language_model_states`: which layers carry state in which variables, and clearing
+all of them or some rows only."""
 
 import keras
 import numpy as np

@@ -1,19 +1,13 @@
-"""The TensorBoard views of sliding-window attention
-(`tf_memlayers.callbacks.window_attention_callback`): the window positions' labels; the average
-attention per position over the full windows only, against its definition; and what
-`WindowAttentionCallback` writes in `fit` (the probe sentence's weights under the trained model's
-current weights and their average per position, at the epochs it is asked to), and the inputs it
-refuses."""
+"""The TensorBoard views of sliding-window attention (`WindowAttentionCallback`)."""
 
 import importlib
 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from tests.language_models import language_model
-from tests.support import summary_events, tensorflow_only
+from tests.support import summary_events, summary_table, summary_text, tensorflow_only
 from tf_memlayers.callbacks import window_attention_callback
 from tf_memlayers.callbacks.window_attention_callback import (
     WindowAttentionCallback,
@@ -39,14 +33,6 @@ def _model(kind, probe=False):
     options = dict(units=12, embedding_dim=6, window=3, stateful=not probe)
     options.update(batch_size=None if probe else 2, sequence_length=None if probe else 5)
     return language_model(VOCAB, kind, return_attention_scores=probe, **options)
-
-
-def _table(value):
-    """The labels and values of a table `write_heatmap` wrote: ``(rows, columns, matrix)``."""
-    lines = tf.make_ndarray(value.tensor).item().decode().splitlines()
-    columns = lines[0].strip("| ").split(" | ")
-    cells = [line.strip("| ").split(" | ") for line in lines[2:]]
-    return [c[0] for c in cells], columns, np.array([[float(v) for v in c[1:]] for c in cells])
 
 
 def test_window_positions_are_labelled_oldest_first():
@@ -118,16 +104,15 @@ def test_the_callback_in_fit_writes_the_probe_of_the_current_weights(tmp_path, m
     reference = _model("attention", probe=True)
     copy_trainable_weights(model, reference)
     scores = reference(sentence[None])[1].numpy()[0]
-    rows, columns, written = _table(events["window_attention/probe_sentence/table"][-1][1])
+    rows, columns, written = summary_table(events["window_attention/probe_sentence/table"][-1][1])
     assert rows == labels and columns == ["t-3", "t-2", "t-1"]
     np.testing.assert_allclose(written, scores, atol=5e-4 + 1e-7)
     np.testing.assert_allclose(scores[3:].sum(axis=-1), 1.0, atol=1e-5)
     expected = reference(validation)[1].numpy()[:, 3:].mean(axis=(0, 1))
-    rows, _, written = _table(events["window_attention/average_by_position/table"][-1][1])
+    rows, _, written = summary_table(events["window_attention/average_by_position/table"][-1][1])
     assert rows == ["mean"]
     np.testing.assert_allclose(written[0], expected, atol=5e-4 + 1e-7)
-    text = events["window_attention/probe_sentence_text"][-1][1]
-    assert tf.make_ndarray(text.tensor).item().decode() == " ".join(labels)
+    assert summary_text(events["window_attention/probe_sentence_text"][-1][1]) == " ".join(labels)
     # The titles leave the epoch to TensorBoard's step (counted from 0, where a title's count
     # from 1 disagreed with it).
     assert {(tag, kw["title"]) for tag, kw in drawn} == {

@@ -1,8 +1,4 @@
-"""`SequenceCrossentropy` (`tf_memlayers.losses.sequence_crossentropy`) against its two
-reductions computed in NumPy from the log-softmax: the weighted mean per target token and the
-sum over the time steps of the per-step mean over the batch; with and without weights, with
-zero-weight padding, in a compiled model's evaluation, ignoring a ``reduction`` argument, and
-saved and restored by its registered name."""
+"""`SequenceCrossentropy`'s two reductions against NumPy from the log-softmax."""
 
 import keras
 import numpy as np

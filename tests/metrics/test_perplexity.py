@@ -1,8 +1,4 @@
-"""`Perplexity` (`tf_memlayers.metrics.perplexity`) against the corpus perplexity computed in
-NumPy from the log-softmax, exp(sum of the weighted negative log-likelihoods / sum of the
-weights), over batches of different shapes: zero weights leave tokens out, weights broadcast to
-the targets, float16 logits count as they are, `reset_state` forgets, a compiled model's
-evaluation sums over its batches, and the metric is restored by its registered name."""
+"""`Perplexity` against the corpus perplexity computed in NumPy from the log-softmax."""
 
 import keras
 import numpy as np

@@ -1,6 +1,5 @@
-"""Bad arguments to the model builders and their compile functions: each is refused by the code
-that owns it, with an error naming the argument, the value and what is allowed; a builder passes
-its layers' arguments on unchecked, and every number is checked by one function."""
+"""Bad arguments to the model builders and their compile functions: each refused once, by the
+code that owns it, naming the argument, the value and what is allowed."""
 
 import ast
 import collections

@@ -1,9 +1,5 @@
-"""The model builders of `tf_memlayers.models` on the Keras backend that runs the tests: each
-builds a small model, trains a step, and saves and loads a ``.keras`` file whose model gives the
-same outputs; the step model of a language model generates the same tokens after a round trip
-of the language model and of itself. The last-word model with a cache is TensorFlow only (its
-`HeapCacheModel` writes the cache in TensorFlow's training step): elsewhere the builder says so.
-"""
+"""The model builders on the backend that runs the tests: a training step and a ``.keras``
+round trip of each model, and generation by the step model."""
 
 import keras
 import numpy as np
@@ -12,12 +8,13 @@ import pytest
 from tests.language_models import FORMS, KINDS, language_model
 from tests.pair_encoders import snli_model
 from tests.support import BACKEND, count_train_step_traces
-from tf_memlayers.layers import AttentionPooling, HeapCacheAttention
+from tf_memlayers.layers import AttentionPooling, ConditionalEncoder, HeapCacheAttention
 from tf_memlayers.models import (
     HeapCacheModel,
     build_fill_last_word_model,
     build_fixed_length_snli_model,
     build_language_model,
+    build_snli_model,
     build_step_model,
     compile_fill_last_word_model,
     compile_language_model,
@@ -27,6 +24,7 @@ from tf_memlayers.models import (
 )
 
 VOCAB = 23
+SMALL = dict(units=12, embedding_dim=6, window=3, ngram=4)
 # The training step of every `compile_*` here: compiled by XLA on JAX, where the step without
 # it runs every operation on its own, each compiled apart (several times slower for these
 # models); a TensorFlow graph on TensorFlow, which traces faster than XLA compiles.
@@ -46,17 +44,21 @@ def _outputs(model, inputs):
     return _numpy(model.predict_on_batch(inputs))
 
 
-def _weights(model):
-    return [_numpy(weight).copy() for weight in model.trainable_weights]
-
-
-def _assert_every_weight_changed(before, model):
+def _train(model, train):
+    """``train()``'s logs, after checking that it traced the step once (the compile helper
+    built the optimizer: Keras on TensorFlow would otherwise make its variables inside the
+    first trace, and trace again) and moved every trainable weight."""
+    before = [_numpy(weight).copy() for weight in model.trainable_weights]
+    traces = count_train_step_traces(model)
+    logs = train()
+    assert len(traces) == 1
     unchanged = [
         weight.path
         for weight, value in zip(model.trainable_weights, before)
         if np.array_equal(_numpy(weight), value)
     ]
     assert not unchanged, f"weights the training step left unchanged: {unchanged}"
+    return logs
 
 
 def _round_trip(model, tmp_path):
@@ -103,17 +105,9 @@ def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
     options = dict(options)
     compile_options = options.pop("compile", {})
     stateful = options.setdefault("stateful", True)
+    batch_size = 2 if stateful else None
     model = language_model(
-        VOCAB,
-        kind=kind,
-        form=form,
-        units=12,
-        embedding_dim=6,
-        window=3,
-        ngram=4,
-        batch_size=2 if stateful else None,
-        sequence_length=5,
-        **options,
+        VOCAB, kind, form, batch_size=batch_size, sequence_length=5, **SMALL, **options
     )
     compile_language_model(model, jit_compile=JIT, **compile_options)
     rng = np.random.default_rng(0)
@@ -128,17 +122,11 @@ def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
     # flat and some gradients too small to move a float32 weight: every weight takes part.
     for weight in model.trainable_weights:
         weight.assign(rng.uniform(-0.5, 0.5, weight.shape).astype("float32"))
-    before = _weights(model)
-    traces = count_train_step_traces(model)
-    logs = model.train_on_batch(inputs, targets, return_dict=True)
-    # The compile helper built the optimizer: one trace of the step (Keras on TensorFlow would
-    # otherwise make its variables inside the first trace, and TensorFlow trace it again).
-    assert len(traces) == 1
+    logs = _train(model, lambda: model.train_on_batch(inputs, targets, return_dict=True))
     assert np.isfinite(logs["loss"]) and np.isfinite(logs["perplexity"])
     if compile_options.get("loss_reduction", "token_mean") == "token_mean":
         # One batch, every weight 1: the perplexity is exp(mean NLL), the loss that mean.
         np.testing.assert_allclose(logs["perplexity"], np.exp(logs["loss"]), rtol=1e-5)
-    _assert_every_weight_changed(before, model)
 
     loaded = _round_trip(model, tmp_path)
     assert [type(layer) for layer in loaded.layers] == [type(layer) for layer in model.layers]
@@ -189,20 +177,32 @@ def _snli_batch(rng):
     return (premise, hypothesis), np.array([0, 1, 2, 0])
 
 
-@pytest.mark.parametrize("kind", ["gru", "am_gru", "dual_am_gru", "word_by_word"])
+def _any_encoder():
+    """An encoder the builder knows nothing of: an LSTM, a SimpleRNN and a GRU."""
+    sequences = dict(return_sequences=True, return_state=True)
+    return ConditionalEncoder(
+        [
+            keras.layers.LSTM(5, **sequences),
+            keras.layers.SimpleRNN(3, **sequences),
+            keras.layers.GRU(4, return_state=True),
+        ]
+    )
+
+
+@pytest.mark.parametrize("kind", ["any_encoder", "am_gru", "dual_am_gru", "word_by_word"])
 def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
-    model = snli_model(20, kind=kind, units=8, embedding_dim=6, num_copies=2)
+    if kind == "any_encoder":
+        model = build_snli_model(20, _any_encoder(), embedding_dim=6, classifier_units=7)
+        assert model.get_layer("relu_0").units == 7
+    else:
+        model = snli_model(20, kind=kind, units=8, embedding_dim=6, num_copies=2)
     compile_snli_model(model, jit_compile=JIT)
     inputs, labels = _snli_batch(np.random.default_rng(0))
     # Weights far from the ±0.05 init, so that every layer shows in the probabilities.
     rng = np.random.default_rng(1)
     model.set_weights([rng.uniform(-0.8, 0.8, np.shape(w)) for w in model.get_weights()])
-    before = _weights(model)
-    traces = count_train_step_traces(model)
-    logs = model.train_on_batch(inputs, labels, return_dict=True)
-    assert len(traces) == 1  # the optimizer built by the compile helper
+    logs = _train(model, lambda: model.train_on_batch(inputs, labels, return_dict=True))
     assert np.isfinite(logs["loss"]) and 0 <= logs["accuracy"] <= 1
-    _assert_every_weight_changed(before, model)
 
     loaded = _round_trip(model, tmp_path)
     assert int(_numpy(loaded.optimizer.iterations)) == 1
@@ -219,7 +219,7 @@ def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
         assert (
             first.__class__.__name__
             == {
-                "gru": "GRU",
+                "any_encoder": "LSTM",
                 "am_gru": "AssociativeGRU",
                 "word_by_word": "ConditionalAttentionEncoder",
             }[kind]
@@ -272,26 +272,17 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
     if cache_size and BACKEND != "tensorflow":
         with pytest.raises(ValueError) as info:
             build()
-        message = str(info.value)
-        for fragment in (
-            "HeapCacheModel",
-            "TensorFlow backend",
-            repr(BACKEND),
-            "'cache_attention'",
-            "without a `cache`",
-        ):
-            assert fragment in message, (fragment, message)
+        fragments = ("HeapCacheModel", "TensorFlow backend", repr(BACKEND), "'cache_attention'")
+        for fragment in (*fragments, "without a `cache`"):
+            assert fragment in str(info.value), fragment
         return
     model = build()
     assert isinstance(model, HeapCacheModel) and model.weight_decay == 1e-5
     compile_fill_last_word_model(model, faithful_to_code=faithful_to_code, jit_compile=JIT)
     contexts, words = _last_word_batch(np.random.default_rng(0))
-    before = _weights(model)
-    traces = count_train_step_traces(model)
-    logs = model.fit(contexts, words, batch_size=8, epochs=1, verbose=0).history
-    assert len(traces) == 1  # two equal batches, and the optimizer built by the compile helper
+    # Two equal batches: one trace.
+    logs = _train(model, lambda: model.fit(contexts, words, batch_size=8, verbose=0).history)
     assert np.isfinite(logs["loss"]).all()
-    _assert_every_weight_changed(before, model)
     if cache_size:
         assert int(_numpy(model.get_layer("cache_attention").fill_count())) > 0
 
@@ -315,18 +306,8 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
 
 @pytest.mark.parametrize("kind, form", [("key_value", "parallel"), ("ngram", "cell")])
 def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_path):
-    model = language_model(
-        VOCAB,
-        kind=kind,
-        form=form,
-        units=12,
-        embedding_dim=6,
-        window=3,
-        ngram=4,
-        stateful=False,
-        sequence_length=None,
-        name=f"{kind}_{form}",
-    )
+    options = dict(stateful=False, sequence_length=None, name=f"{kind}_{form}", **SMALL)
+    model = language_model(VOCAB, kind, form, **options)
     rng = np.random.default_rng(3)
     for weight in model.trainable_weights:  # weights far from their initial values
         weight.assign(rng.normal(scale=0.5, size=weight.shape).astype("float32"))

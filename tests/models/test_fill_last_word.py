@@ -1,6 +1,5 @@
-"""The last-word model builder's two modes, and how a model's caches are found. (Both modes'
-training step and `.keras` round trip: test_builders_on_every_backend.py; bad arguments:
-test_bad_arguments.py.)"""
+"""The last-word model builder's two modes, and how a model's caches are found. (Every backend:
+test_builders_on_every_backend.py; bad arguments: test_bad_arguments.py.)"""
 
 import keras
 import numpy as np
@@ -57,7 +56,7 @@ def token_batch(rng, count=16):
     return x, rng.integers(2, 30, count).astype(np.int32)
 
 
-def test_paper_mode_layers():
+def test_paper_mode_layers_and_names():
     model = small_model(pooling="attention", cache_size=12)
     assert isinstance(model, HeapCacheModel)
     assert isinstance(model.get_layer("pooling"), AttentionPooling)
@@ -74,7 +73,14 @@ def test_paper_mode_layers():
     assert fill_last_word_optimizer(clip_norm=0).clipnorm is None  # 0: no clipping
     assert fill_last_word_optimizer(True, clip_norm=2).clipnorm == 2.0
     assert model.weight_decay == 1e-5
-    assert small_model(cache_size=None).cache_layers == []
+    names = [layer.name for layer in model.layers]
+    assert names == ["context", "embedding", "encoder", "pooling", "cache_attention", "logits"]
+    # Without a pooling the LSTM's final state is the sentence state; GloVe vectors given are
+    # the embedding.
+    matrix = np.random.default_rng(1).normal(size=(30, 6)).astype("float32")
+    bare = small_model(embeddings=matrix)
+    assert bare.cache_layers == [] and bare.get_layer("encoder").return_sequences is False
+    np.testing.assert_array_equal(bare.get_layer("embedding").embeddings.numpy(), matrix)
 
 
 def test_faithful_mode_sums_over_time_and_freezes_batch_norm():
@@ -110,12 +116,6 @@ def test_faithful_mode_sums_over_time_and_freezes_batch_norm():
     assert int(model.get_layer("cache_attention").fill_count()) > 0
 
 
-def test_glove_vectors_are_the_embedding():
-    matrix = np.random.default_rng(1).normal(size=(30, 5)).astype("float32")
-    model = small_model(pooling="last", cache_size=8, embeddings=matrix)
-    np.testing.assert_array_equal(model.get_layer("embedding").embeddings.numpy(), matrix)
-
-
 def test_cache_layers_are_found_through_the_public_keras_api():
     import inspect
 
@@ -148,11 +148,3 @@ def test_cache_layers_are_found_through_the_public_keras_api():
     expected = np.asarray(top.attention_weights(x[0])).mean(axis=0)
     np.testing.assert_allclose(weights, expected, rtol=1e-6)
     assert not np.allclose(expected, np.asarray(top.attention_weights(x[1])).mean(axis=0))
-
-
-def test_the_builder_names_the_layers_it_is_given():
-    model = small_model(pooling="attention", cache_size=4)
-    names = [layer.name for layer in model.layers]
-    assert names == ["context", "embedding", "encoder", "pooling", "cache_attention", "logits"]
-    # Without a pooling the LSTM's final state is the sentence state.
-    assert small_model().get_layer("encoder").return_sequences is False

@@ -79,33 +79,21 @@ def test_fit_writes_evaluate_and_predict_do_not():
     np.testing.assert_array_equal(model.get_layer("cache").cache.numpy(), before)
 
 
-def trained_model(rng, query="none"):
-    model = compile_model(build_model(cache_size=10, query=query, weight_decay=1e-4))
+def test_keras_file_checkpoint_and_weights_restore_the_cache(tmp_path):
+    # (The default query's round trip, in the last-word model: test_builders_on_every_backend.py.)
+    rng = np.random.default_rng(2)
+    model = compile_model(build_model(cache_size=10, query="additive", weight_decay=1e-4))
     x, y = data(rng, 32)
     model.fit(x, y, batch_size=8, epochs=1, verbose=0)
-    return model, x
-
-
-def test_keras_file_round_trip(tmp_path):
-    # (The default query's, in the last-word model: test_builders_on_every_backend.py.)
-    model, x = trained_model(np.random.default_rng(2), "additive")
-    assert not any(w is model.get_layer("cache").cache for w in model.trainable_weights)
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    assert isinstance(loaded, HeapCacheModel) and loaded.weight_decay == 1e-4
-    np.testing.assert_array_equal(
-        loaded.get_layer("cache").cache.numpy(), model.get_layer("cache").cache.numpy()
-    )
-    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
-    assert loaded.get_layer("cache").get_config() == model.get_layer("cache").get_config()
-
-
-def test_checkpoint_and_weights_restore_the_cache(tmp_path):
-    rng = np.random.default_rng(3)
-    model, x = trained_model(rng)
     layer = model.get_layer("cache")
+    assert not any(w is layer.cache for w in model.trainable_weights)
     saved = layer.cache.numpy().copy()
+    model.save(str(tmp_path / "model.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "model.keras"))
+    assert isinstance(loaded, HeapCacheModel) and loaded.weight_decay == 1e-4
+    np.testing.assert_array_equal(loaded.get_layer("cache").cache.numpy(), saved)
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+    assert loaded.get_layer("cache").get_config() == layer.get_config()
     checkpoint = tf.train.Checkpoint(model=model)
     prefix = checkpoint.write(str(tmp_path / "ckpt"))
     model.save_weights(str(tmp_path / "model.weights.h5"))

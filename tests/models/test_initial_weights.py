@@ -1,6 +1,5 @@
-"""Weights start independent: in the builders' models and in the layers that draw several
-kernels from one initializer, no two randomly drawn weights share their values; a seeded
-builder draws the same weights again."""
+"""No two randomly drawn weights of a builder's model or of a layer with several kernels
+start equal; a seeded builder draws the same weights again."""
 
 import keras
 import numpy as np
@@ -63,14 +62,18 @@ def test_language_model_weights_start_independent(memory):
     assert _alike(model.weights) == []
 
 
-@pytest.mark.parametrize("kind", ["gru", "am_gru", "dual_am_gru"])
+@pytest.mark.parametrize("kind", ["gru", "am_gru", "dual_am_gru", "default"])
 def test_snli_model_weights_start_independent_and_reproducible(kind):
     def build(seed):
+        if kind == "default":  # the builder's own kernels, unseeded
+            return build_snli_model(20, embedding_dim=8)
         return snli_model(20, kind=kind, units=8, embedding_dim=8, num_copies=2, seed=seed)
 
     model = build(3)
     assert len(_random_weights(model.weights)) >= 7
     assert _alike(model.weights) == []
+    if kind == "default":
+        return
     again, other = build(3), build(4)
     for a, b, _ in zip(model.weights, again.weights, other.weights):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -78,12 +81,6 @@ def test_snli_model_weights_start_independent_and_reproducible(kind):
         not np.array_equal(np.asarray(a), np.asarray(c))
         for a, c in zip(model.weights, other.weights)
     )
-
-
-def test_the_snli_builders_default_kernels_start_independent():
-    model = build_snli_model(20, embedding_dim=8)
-    assert len(_random_weights(model.weights)) >= 7
-    assert _alike(model.weights) == []
 
 
 LAYERS = {

@@ -1,7 +1,5 @@
-"""The language-model builder with each memory kind of Daniluk et al. (2017): its two forms,
-its stateful models and their resets, its options and its training step. (Each kind's training
-step and `.keras` round trip on every backend: test_builders_on_every_backend.py; bad
-arguments: test_bad_arguments.py.)"""
+"""`build_language_model` with each memory kind: its forms, state, resets, options and step.
+(Every backend: test_builders_on_every_backend.py; bad arguments: test_bad_arguments.py.)"""
 
 import keras
 import numpy as np
@@ -31,8 +29,7 @@ def _model(kind, **overrides):
 
 
 def _randomize(model, seed=0):
-    """Every weight U(-0.8, 0.8), far from the U(-0.1, 0.1) init (where the attention scores
-    are nearly flat), from one generator, so that weights of one shape differ."""
+    """Every weight U(-0.8, 0.8), far from the init (where the attention scores are flat)."""
     rng = np.random.default_rng(seed)
     for weight in model.trainable_weights:
         weight.assign(rng.uniform(-0.8, 0.8, weight.shape))
@@ -152,17 +149,6 @@ def test_sgd_step_on_the_time_summed_cost_equals_the_tutorial_update():
     assert isinstance(model.optimizer, keras.optimizers.Adam)
 
 
-class _StopBelow(keras.callbacks.Callback):
-    """Ends training once the epoch's ``metric`` is below ``threshold``."""
-
-    def __init__(self, metric, threshold):
-        super().__init__()
-        self.metric, self.threshold = metric, threshold
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.model.stop_training = logs[self.metric] < self.threshold
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_tiny_model_overfits_a_tiny_corpus(kind):
     # Six fixed 9-word sentences over 20 words, repeated: a model that learns them predicts
@@ -178,7 +164,8 @@ def test_tiny_model_overfits_a_tiny_corpus(kind):
         22, kind, units=24, embedding_dim=16, window=3, ngram=3, batch_size=4, sequence_length=9
     )
     compile_language_model(model, learning_rate=0.02, jit_compile=False)
-    callbacks = [StateResetCallback(), _StopBelow("perplexity", 1.5)]
+    stop = lambda epoch, logs: setattr(model, "stop_training", logs["perplexity"] < 1.5)  # noqa: E731
+    callbacks = [StateResetCallback(), keras.callbacks.LambdaCallback(on_epoch_end=stop)]
     fit = dict(batch_size=4, epochs=30, shuffle=False, verbose=0, callbacks=callbacks)
     history = model.fit(rows(stream[:-1]), rows(stream[1:]), **fit).history
     # Uniform guessing is perplexity 22; a memorised corpus leaves only the sentence choice
@@ -193,8 +180,6 @@ RESETS_CASES += [("key_value_predict", "cell"), ("ngram", "parallel"), ("ngram",
 
 @pytest.mark.parametrize("kind, form", RESETS_CASES)
 def test_resets_model_on_packed_documents_equals_each_document_alone(kind, form):
-    """``resets=True``: a row of documents packed back to back scores each document as the
-    same model scores it alone, from fresh states."""
     keras.utils.set_random_seed(4)
     options = dict(SMALL, ngram=3, layers=2, stateful=False, init_scale=0.5)
     options.update(kind=kind, form=form, sequence_length=None)

@@ -1,7 +1,5 @@
-"""The step model of a language model: token by token with explicit state, it gives the full
-model's logits at every position, generates (greedy generation and a round trip on every
-backend: test_builders_on_every_backend.py), with keras-hub's samplers too, and exports to
-SavedModel and TFLite; bad arguments are named."""
+"""The step model of a language model: the full model's logits at every position, generation
+(with keras-hub's samplers too), export to SavedModel and TFLite, bad arguments."""
 
 import keras
 import numpy as np
@@ -81,23 +79,30 @@ def test_step_model_gives_the_full_models_logits_at_every_position(kind, form, s
     )
 
 
-def test_step_model_names_its_state_and_starts_from_zeros():
+def test_step_model_names_its_state_and_generates_from_a_seed_or_a_given_state():
     step_model = build_step_model(_language_model("ngram", form="cell"))
     names = [spec.name for spec in step_model.inputs]
     # The N-gram cell wraps the top LSTM cell: its states are the LSTM's h and c and the memory.
     assert names == ["tokens", "memory_rnn_state_0", "memory_rnn_state_1", "memory_rnn_state_2"]
-    state = initial_step_state(step_model, 3)
-    assert [s.shape for s in state] == [(3, 6)] * 3 and not any(s.any() for s in state)
-
-
-def test_sampled_generation_is_set_by_its_seed():
-    step_model = build_step_model(_language_model("attention"))
-    prompt = np.array([[1, 2]])
+    zeros = initial_step_state(step_model, 2)
+    assert [s.shape for s in zeros] == [(2, 6)] * 3 and not any(s.any() for s in zeros)
+    prompt = np.array([[3, 5], [7, 1]])
     first = generate(step_model, prompt, 8, temperature=1.0, seed=5)
     assert np.array_equal(first, generate(step_model, prompt, 8, temperature=1.0, seed=5))
-    draws = {tuple(generate(step_model, prompt, 8, seed=s)[0]) for s in range(6)}
-    assert len(draws) > 1
-    assert generate(step_model, prompt, 0).shape == (1, 0)
+    assert len({generate(step_model, prompt, 8, seed=s).tobytes() for s in range(6)}) > 1
+    assert generate(step_model, prompt, 0).shape == (2, 0)
+    # The state after reading [4, 9] first: generating from it continues [4, 9, 3, 5].
+    state = zeros
+    for token in (4, 9):
+        _, *state = step_model([np.full((2, 1), token, "int32"), *state])
+        state = [keras.ops.convert_to_numpy(s) for s in state]
+    longer = np.concatenate([np.full((2, 2), [4, 9]), prompt], axis=1)
+    from_state = generate(step_model, prompt, 3, temperature=0, initial_state=state)
+    np.testing.assert_array_equal(from_state, generate(step_model, longer, 3, temperature=0))
+    np.testing.assert_array_equal(
+        generate(step_model, prompt, 3, temperature=0, initial_state=zeros),
+        generate(step_model, prompt, 3, temperature=0),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -116,45 +121,29 @@ def _projection_model():
 
 
 P = [[1, 2]]  # a prompt
+# The bad call of the LSTM's step model ``s``, "<its exception's type>: <part of its message>".
+g = lambda *args, **kwargs: lambda s: generate(s, *args, **kwargs)  # noqa: E731
+state = lambda *args: lambda s: initial_step_state(s, *args)  # noqa: E731
 G, STATE = generate, initial_step_state
-# (the bad call of the LSTM's step model ``s``, "<its exception's type>: <part of its message>")
 BAD_CALLS = [
-    (lambda s: G(s, np.zeros((2, 0), int), 2), "ValueError: `prompt` must be a non-empty"),
-    (lambda s: G(s, [1.5, 2.5], 2), "ValueError: `prompt` must be a non-empty integer"),
-    (
-        lambda s: G(s, [[1, -3]], 2),
-        "ValueError: outside [0, 17), the step model's vocabulary: [-3]",
-    ),
-    (
-        lambda s: G(s, [[1, 17, 40]], 2),
-        "ValueError: [0, 17), the step model's vocabulary: [17, 40]",
-    ),
-    (lambda s: G(s, P, -1), "ValueError: `num_tokens` must be >= 0, got -1"),
-    (
-        lambda s: G(s, P, 2, temperature=-0.5),
-        "ValueError: `temperature` must be a finite number >=",
-    ),
-    (lambda s: G(s, P, 2, temperature=float("nan")), "ValueError: `temperature` must be a finite"),
-    (lambda s: G(s, P, 2, seed="a"), "TypeError: `seed` must be an integer, got 'a' of type str"),
-    (lambda s: G(s, P, 2, seed=1.5), "TypeError: `seed` must be an integer, got 1.5 of type float"),
-    (lambda s: G(s, P, 2, seed=-1), "ValueError: `seed` must be >= 0, got -1"),
-    (
-        lambda s: G(s, P, 2, end_token_id=17),
-        "ValueError: `end_token_id` must be a token id in [0, 17)",
-    ),
-    (lambda s: G(s, P, 2, sampler=3), "TypeError: `sampler` must be a keras-hub sampler"),
-    (
-        lambda s: G(s, P, 2, temperature=0, sampler=print),
-        "ValueError: `temperature` and `seed` do not",
-    ),
-    (
-        lambda s: G(s, P, 2, initial_state=[np.zeros((1, 6))]),
-        "ValueError: must be 2 arrays of shapes",
-    ),
-    (lambda s: G(s, P * 2, 2, initial_state=STATE(s, 1)), "ValueError: 2 rows as `prompt`"),
-    (lambda s: STATE(s, 0), "ValueError: `batch_size` must be >= 1, got 0"),
-    (lambda s: STATE(s, 2.5), "TypeError: `batch_size` must be an integer, got 2.5"),
-    (lambda s: STATE(s, "2"), "TypeError: `batch_size` must be an integer, got '2'"),
+    (g(np.zeros((2, 0), int), 2), "ValueError: `prompt` must be a non-empty"),
+    (g([1.5, 2.5], 2), "ValueError: `prompt` must be a non-empty integer"),
+    (g([[1, -3]], 2), "ValueError: outside [0, 17), the step model's vocabulary: [-3]"),
+    (g([[1, 17, 40]], 2), "ValueError: [0, 17), the step model's vocabulary: [17, 40]"),
+    (g(P, -1), "ValueError: `num_tokens` must be >= 0, got -1"),
+    (g(P, 2, temperature=-0.5), "ValueError: `temperature` must be a finite number >="),
+    (g(P, 2, temperature=float("nan")), "ValueError: `temperature` must be a finite"),
+    (g(P, 2, seed="a"), "TypeError: `seed` must be an integer, got 'a' of type str"),
+    (g(P, 2, seed=1.5), "TypeError: `seed` must be an integer, got 1.5 of type float"),
+    (g(P, 2, seed=-1), "ValueError: `seed` must be >= 0, got -1"),
+    (g(P, 2, end_token_id=17), "ValueError: `end_token_id` must be a token id in [0, 17)"),
+    (g(P, 2, sampler=3), "TypeError: `sampler` must be a keras-hub sampler"),
+    (g(P, 2, temperature=0, sampler=print), "ValueError: `temperature` and `seed` do not"),
+    (g(P, 2, initial_state=[np.zeros((1, 6))]), "ValueError: must be 2 arrays of shapes"),
+    (g(P * 2, 2, initial_state=[np.zeros((1, 6))] * 2), "ValueError: 2 rows as `prompt`"),
+    (state(0), "ValueError: `batch_size` must be >= 1, got 0"),
+    (state(2.5), "TypeError: `batch_size` must be an integer, got 2.5"),
+    (state("2"), "TypeError: `batch_size` must be an integer, got '2'"),
     # A language model is not its step model (one output, and one input or tokens and resets).
     (lambda s: STATE(_language_model("lstm"), 2), "ValueError: `step_model` must be a step model"),
     (lambda s: G(_language_model("key_value"), P, 2), "ValueError: Call `build_step_model(model)`"),
@@ -248,60 +237,47 @@ def _beam_search(model, prompt, num_tokens, num_beams, end=None):
 
 
 @pytest.mark.parametrize("prompt_length", [1, 3])
-def test_keras_hub_samplers_drive_generation(prompt_length):
+def test_keras_hub_samplers_and_an_end_token_drive_generation(prompt_length):
     keras_hub = pytest.importorskip("keras_hub", reason="the samplers come from keras-hub")
     model = _language_model("key_value_predict")
     step_model = build_step_model(model)
     prompt = np.array([[3, 5, 7], [2, 2, 9]])[:, :prompt_length]
-    greedy = generate(step_model, prompt, 5, temperature=0)
+    greedy = generate(step_model, prompt, 6, temperature=0)
     for sampler in (
         "greedy",
         keras_hub.samplers.TopKSampler(k=1, seed=0),
         keras_hub.samplers.BeamSampler(num_beams=1),
     ):
-        np.testing.assert_array_equal(generate(step_model, prompt, 5, sampler=sampler), greedy)
+        np.testing.assert_array_equal(generate(step_model, prompt, 6, sampler=sampler), greedy)
     # Beam search carries the step model's state as its cache, one copy per beam, and
     # reorders it as the beams are chosen: the same tokens as a beam search over the full
     # model's logits.
-    beams = generate(step_model, prompt, 4, sampler=keras_hub.samplers.BeamSampler(num_beams=3))
-    np.testing.assert_array_equal(beams, _beam_search(model, prompt, 4, num_beams=3))
-    if prompt_length == 3:  # here the beams find a likelier continuation than greedy's
-        assert not np.array_equal(beams, greedy[:, :4])
+    beam_sampler = keras_hub.samplers.BeamSampler(num_beams=3)
+    beams = generate(step_model, prompt, 4, sampler=beam_sampler)
+    unended = _beam_search(model, prompt, 4, num_beams=3)
+    np.testing.assert_array_equal(beams, unended)
     # Random samplers draw from their own seed generators.
-    drawn = {
-        tuple(
-            generate(
-                step_model, prompt, 6, sampler=keras_hub.samplers.TopPSampler(p=0.9, seed=seed)
-            ).ravel()
-        )
-        for seed in range(4)
-    }
-    assert len(drawn) > 1
-    assert all(0 <= token < VOCAB for draw in drawn for token in draw)
-
-
-def test_an_end_token_ends_a_row_for_every_way_of_choosing():
-    model = _language_model("key_value_predict")
-    step_model = build_step_model(model)
-    prompt = np.array([[3, 5, 7], [2, 2, 9]])
-    greedy = generate(step_model, prompt, 6, temperature=0)
+    top_p = [keras_hub.samplers.TopPSampler(p=0.9, seed=seed) for seed in range(4)]
+    drawn = [generate(step_model, prompt, 6, sampler=sampler) for sampler in top_p]
+    assert len({draw.tobytes() for draw in drawn}) > 1
+    assert all(((0 <= draw) & (draw < VOCAB)).all() for draw in drawn)
+    if prompt_length == 1:
+        return
+    assert not np.array_equal(beams, greedy[:, :4])  # a likelier continuation than greedy's
+    # An end token ends a row for every way of choosing.
     end = int(greedy[0, 1])  # a token greedy generation emits early
     ended = generate(step_model, prompt, 6, temperature=0, end_token_id=end)
     for row in range(2):
         first = list(greedy[row]).index(end) if end in greedy[row] else 6
         np.testing.assert_array_equal(ended[row, : first + 1], greedy[row, : first + 1])
         assert (ended[row, first:] == end).all()
-    keras_hub = pytest.importorskip("keras_hub", reason="the samplers come from keras-hub")
     np.testing.assert_array_equal(
         generate(step_model, prompt, 6, sampler="greedy", end_token_id=end), ended
     )
     # A beam search ranks an ended beam by its text up to the end token (here row 1 ends at
     # once, where a search scoring the tokens after the end would not).
-    beams = generate(
-        step_model, prompt, 4, end_token_id=end, sampler=keras_hub.samplers.BeamSampler(num_beams=3)
-    )
+    beams = generate(step_model, prompt, 4, end_token_id=end, sampler=beam_sampler)
     np.testing.assert_array_equal(beams, _beam_search(model, prompt, 4, 3, end=end))
-    unended = _beam_search(model, prompt, 4, 3)
     assert not np.array_equal(beams, np.where(np.cumsum(unended == end, 1) > 0, end, unended))
 
 
@@ -313,22 +289,3 @@ def test_a_sampler_that_cannot_run_is_named(lstm_step_model, monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "keras_hub", None)  # not installed
     with pytest.raises(ImportError, match=r'pip install "tf-memlayers\[keras-hub\]"'):
         generate(step_model, prompt, 2, sampler="top_k")
-
-
-def test_generation_from_a_given_state():
-    model = _language_model("key_value")
-    step_model = build_step_model(model)
-    prompt = np.array([[3, 5], [7, 1]])
-    # The state after reading [4, 9] first: generating from it continues [4, 9, 3, 5].
-    state = initial_step_state(step_model, 2)
-    for token in (4, 9):
-        _, *state = step_model([np.full((2, 1), token, "int32"), *state])
-        state = [keras.ops.convert_to_numpy(s) for s in state]
-    longer = np.concatenate([np.array([[4, 9], [4, 9]]), prompt], axis=1)
-    from_state = generate(step_model, prompt, 3, temperature=0, initial_state=state)
-    np.testing.assert_array_equal(from_state, generate(step_model, longer, 3, temperature=0))
-    zeros = initial_step_state(step_model, 2)
-    np.testing.assert_array_equal(
-        generate(step_model, prompt, 3, temperature=0, initial_state=zeros),
-        generate(step_model, prompt, 3, temperature=0),
-    )

@@ -11,18 +11,25 @@ from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell, DualAssociat
 from tf_memlayers.ops.associative_gru_loop import associative_gru_loop, shard_sizes
 
 
-def _setup(batch, copies, seed, steps=6, units=8, input_dim=5):
+def _setup(batch, copies, seed, steps=6, units=8, input_dim=5, dual=False):
+    """A float64 cell (a Dual AM-GRU cell with ``dual``) with weights N(0, 0.4), inputs, states
+    (``[memory, output]``, and the source memory with ``dual``) and a mask."""
     rng = np.random.default_rng(seed)
-    cell = AssociativeGRUCell(units, num_copies=copies, dtype="float64")
+    cell_cls = DualAssociativeGRUCell if dual else AssociativeGRUCell
+    cell = cell_cls(units, num_copies=copies, dtype="float64")
     cell.build((batch, input_dim))
     for weight in cell.weights:
         weight.assign(rng.normal(scale=0.4, size=weight.shape))
     xs = tf.constant(rng.normal(size=(batch, steps, input_dim)))
-    memory = tf.constant(rng.normal(scale=0.3, size=(batch, units * copies)))
-    output = tf.constant(rng.normal(size=(batch, units)))
+    states = [
+        tf.constant(rng.normal(scale=0.3, size=(batch, units * copies))),
+        tf.constant(rng.normal(size=(batch, units))),
+    ]
+    if dual:
+        states.append(tf.constant(rng.normal(scale=0.3, size=(batch, units * copies))))
     mask = rng.random((batch, steps)) > 0.3
     mask[0, :2] = False  # masked before the first real step: emitted zeros
-    return cell, xs, memory, output, tf.constant(mask)
+    return cell, xs, states, tf.constant(mask)
 
 
 def _loss(outputs, memory, output):
@@ -33,26 +40,34 @@ def _loss(outputs, memory, output):
     )
 
 
-def _keras_loop(cell, xs, memory, output, mask, zero_output_for_mask):
-    input_kernel, input_bias, *kernels = cell._projection_kernels()
-    projected = tf.matmul(xs, input_kernel) + input_bias
+def _projection(cell, xs):
+    input_kernel, input_bias, *kernels = getattr(cell, "premise_cell", cell)._projection_kernels()
+    return tf.matmul(xs, input_kernel) + input_bias, kernels
+
+
+def _keras_loop(cell, xs, states, mask, zero_output_for_mask):
+    if len(states) == 3:  # the Dual cell's own step
+        step, inputs = cell.call, xs
+    else:
+        inputs, kernels = _projection(cell, xs)
+        step = lambda x, s: cell._projected_call(x, s, kernels)  # noqa: E731
     _, outputs, states = keras_backend.rnn(
-        lambda x, s: cell._projected_call(x, s, kernels),
-        projected,
-        [memory, output],
-        mask=mask,
-        zero_output_for_mask=zero_output_for_mask,
+        step, inputs, states, mask=mask, zero_output_for_mask=zero_output_for_mask
     )
     return outputs, states[0], states[1]
 
 
-def _fused_loop(cell, xs, memory, output, mask, zero_output_for_mask, **options):
-    input_kernel, input_bias, *kernels = cell._projection_kernels()
-    projected = tf.transpose(tf.matmul(xs, input_kernel) + input_bias, (1, 0, 2))
+def _fused_loop(cell, xs, states, mask, zero_output_for_mask, **options):
+    projected, kernels = _projection(cell, xs)
+    if len(states) == 3:
+        options.update(
+            source=states[2],
+            dual_gate_kernel=cell.dual_gate_kernel,
+            dual_candidate_kernel=cell.dual_candidate_kernel,
+        )
     outputs, memory, output = associative_gru_loop(
-        projected,
-        memory,
-        output,
+        tf.transpose(projected, (1, 0, 2)),
+        *states[:2],
         *kernels,
         cell.permutations,
         mask=tf.transpose(mask),
@@ -62,32 +77,38 @@ def _fused_loop(cell, xs, memory, output, mask, zero_output_for_mask, **options)
     return tf.transpose(outputs, (1, 0, 2)), memory, output
 
 
-def _values_and_gradients(loop, cell, xs, memory, output, mask, **options):
+def _values_and_gradients(loop, cell, xs, states, mask, **options):
     with tf.GradientTape() as tape:
-        tape.watch([xs, memory, output])
-        results = loop(cell, xs, memory, output, mask, **options)
+        tape.watch([xs, *states])
+        results = loop(cell, xs, states, mask, **options)
         loss = _loss(*results)
-    sources = [xs, memory, output, *cell.trainable_weights]
-    return [r.numpy() for r in results], [g.numpy() for g in tape.gradient(loss, sources)]
+    return [*results, *tape.gradient(loss, [xs, *states, *cell.trainable_weights])]
 
 
-# Each batch and shard count with and without XLA, under both masked-output rules and with 3 or
-# the benchmark's 8 copies (each step's copies read from a ``[B, 2, 8, m]`` memory), the options
-# together by pairs (`all_pairs`: 8 cases of the product's 32).
+# The AM-GRU and the Dual AM-GRU (its source memory and kernels), each batch and shard count
+# with and without XLA, under both masked-output rules and with 3 or the benchmark's 8 copies
+# (each step's copies read from a ``[B, 2, 8, m]`` memory), by pairs (`all_pairs`).
 @pytest.mark.parametrize(
-    "batch_and_shards, jit_compile, zero_output_for_mask, copies_and_units",
-    all_pairs([(5, 1), (5, 2), (7, 3), (1, 2)], [False, True], [False, True], [(3, 8), (8, 12)]),
+    "dual, batch_and_shards, jit_compile, zero_output_for_mask, copies_and_units",
+    all_pairs(
+        [False, True],
+        [(5, 1), (5, 2), (7, 3), (1, 2)],
+        [False, True],
+        [False, True],
+        [(3, 8), (8, 12)],
+    ),
 )
 def test_fused_loop_equals_keras_loop_in_float64(
-    batch_and_shards, jit_compile, zero_output_for_mask, copies_and_units
+    dual, batch_and_shards, jit_compile, zero_output_for_mask, copies_and_units
 ):
     (batch, num_shards), (copies, units) = batch_and_shards, copies_and_units
-    cell, xs, memory, output, mask = _setup(batch, copies, batch + num_shards, units=units)
+    cell, xs, states, mask = _setup(batch, copies, batch + num_shards, units=units, dual=dual)
     options = dict(zero_output_for_mask=zero_output_for_mask)
-    expected = _values_and_gradients(_keras_loop, cell, xs, memory, output, mask, **options)
+    expected = _values_and_gradients(_keras_loop, cell, xs, states, mask, **options)
     options.update(jit_compile=jit_compile, num_shards=num_shards)
-    got = _values_and_gradients(_fused_loop, cell, xs, memory, output, mask, **options)
-    for e, g in zip(expected[0] + expected[1], got[0] + got[1]):
+    got = _values_and_gradients(_fused_loop, cell, xs, states, mask, **options)
+    assert len(got) == 3 + 3 + dual + 5 + 2 * dual  # values; inputs, states; weights
+    for e, g in zip(expected, got):
         assert np.abs(e).max() > 0
         np.testing.assert_allclose(g, e, atol=1e-11, rtol=1e-11)
 
@@ -95,30 +116,19 @@ def test_fused_loop_equals_keras_loop_in_float64(
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_a_masked_step_ignores_non_finite_projections(jit_compile):
     """A masked step writes K (*) 0 to the memory, so its K must not see the step's input."""
-    cell, xs, memory, output, mask = _setup(3, copies=4, seed=31)
-    input_kernel, input_bias, *kernels = cell._projection_kernels()
-    projected = tf.transpose(tf.matmul(xs, input_kernel) + input_bias, (1, 0, 2))
-    time_mask = tf.transpose(mask)
+    cell, xs, states, mask = _setup(3, copies=4, seed=31)
+    projected, kernels = _projection(cell, xs)
+    projected, time_mask = tf.transpose(projected, (1, 0, 2)), tf.transpose(mask)
     poisoned = tf.where(time_mask[:, :, None], projected, np.nan)
     results = []
     for inputs in (projected, poisoned):
         with tf.GradientTape() as tape:
             tape.watch(inputs)
-            values = associative_gru_loop(
-                inputs,
-                memory,
-                output,
-                *kernels,
-                cell.permutations,
-                mask=time_mask,
-                jit_compile=jit_compile,
-                num_shards=2,
-            )
+            options = dict(mask=time_mask, jit_compile=jit_compile, num_shards=2)
+            values = associative_gru_loop(inputs, *states, *kernels, cell.permutations, **options)
             loss = _loss(*values)
-        grad = tape.gradient(loss, inputs)
-        results.append(
-            [v.numpy() for v in values] + [tf.where(time_mask[:, :, None], grad, 0.0).numpy()]
-        )
+        grad = tf.where(time_mask[:, :, None], tape.gradient(loss, inputs), 0.0)
+        results.append([*values, grad])
     for e, g in zip(*results):
         assert np.isfinite(g).all()
         np.testing.assert_array_equal(g, e)
@@ -127,43 +137,28 @@ def test_a_masked_step_ignores_non_finite_projections(jit_compile):
 @pytest.mark.parametrize("batch, num_shards", [(4, 2), (2, 3)])
 def test_fused_loop_with_unknown_shapes_inside_a_tf_function(batch, num_shards):
     """Batch and time unknown when traced; with 3 shards and 2 examples one shard is empty."""
-    cell, xs, memory, output, mask = _setup(batch, copies=2, seed=3)
-    int_mask = tf.cast(mask, tf.int32)  # any mask dtype is cast to bool
+    cell, xs, states, mask = _setup(batch, copies=2, seed=3)
     expected = _values_and_gradients(
-        _keras_loop, cell, xs, memory, output, mask, zero_output_for_mask=False
+        _keras_loop, cell, xs, states, mask, zero_output_for_mask=False
     )
-    spec = lambda *shape: tf.TensorSpec(shape, tf.float64)  # noqa: E731
+    shapes = [(None, None, 5), (None, 16), (None, 8), (None, None)]
+    signature = [tf.TensorSpec(shape, tf.float64) for shape in shapes[:3]]
 
-    @tf.function(
-        input_signature=[
-            spec(None, None, 5),
-            spec(None, 16),
-            spec(None, 8),
-            tf.TensorSpec((None, None), tf.int32),
-        ]
-    )
-    def values_and_gradients(xs, memory, output, int_mask):
-        with tf.GradientTape() as tape:
-            tape.watch([xs, memory, output])
-            input_kernel, input_bias, *kernels = cell._projection_kernels()
-            projected = tf.transpose(tf.matmul(xs, input_kernel) + input_bias, (1, 0, 2))
-            outputs, new_memory, new_output = associative_gru_loop(
-                projected,
-                memory,
-                output,
-                *kernels,
-                cell.permutations,
-                mask=tf.transpose(int_mask),
-                num_shards=num_shards,
-            )
-            results = [tf.transpose(outputs, (1, 0, 2)), new_memory, new_output]
-            loss = _loss(*results)
-        sources = [xs, memory, output, *cell.trainable_weights]
-        return results, tape.gradient(loss, sources)
+    @tf.function(input_signature=[*signature, tf.TensorSpec(shapes[3], tf.int32)])
+    def values_and_gradients(xs, memory, output, mask):
+        return _values_and_gradients(
+            _fused_loop,
+            cell,
+            xs,
+            [memory, output],
+            mask,
+            zero_output_for_mask=False,
+            num_shards=num_shards,
+        )
 
-    results, grads = values_and_gradients(xs, memory, output, int_mask)
-    for e, g in zip(expected[0] + expected[1], list(results) + list(grads)):
-        np.testing.assert_allclose(g.numpy(), e, atol=1e-11, rtol=1e-11)
+    # Any mask dtype is cast to bool.
+    for e, g in zip(expected, values_and_gradients(xs, *states, tf.cast(mask, tf.int32))):
+        np.testing.assert_allclose(g, e, atol=1e-11, rtol=1e-11)
 
 
 def test_layers_of_different_widths_share_the_compiled_loops():
@@ -225,70 +220,12 @@ def test_shards_differ_in_size_by_at_most_one():
 
 
 def test_bad_loop_arguments():
-    cell, xs, memory, output, _ = _setup(2, copies=1, seed=1)
-    _, _, *kernels = cell._projection_kernels()
+    cell, _, states, _ = _setup(2, copies=1, seed=1)
+    kernels = _projection(cell, tf.zeros((2, 6, 5), tf.float64))[1]
     projected = tf.zeros((6, 2, 32), tf.float64)
     with pytest.raises(ValueError, match="one copy the permutation must be the identity"):
-        associative_gru_loop(projected, memory, output, *kernels, [[1, 0, 2, 3]])
+        associative_gru_loop(projected, *states, *kernels, [[1, 0, 2, 3]])
     with pytest.raises(ValueError, match="num_shards.*int >= 1.*0"):
-        associative_gru_loop(projected, memory, output, *kernels, cell.permutations, num_shards=0)
-
-
-def _dual_setup(batch, copies, seed, steps=6, units=8, input_dim=5):
-    cell, xs, memory, output, mask = _setup(batch, copies, seed, steps, units, input_dim)
-    rng = np.random.default_rng(seed + 100)
-    dual = DualAssociativeGRUCell(units, num_copies=copies, dtype="float64")
-    dual.build((batch, input_dim))
-    dual.premise_cell.set_weights(cell.get_weights())
-    for weight in (dual.dual_gate_kernel, dual.dual_candidate_kernel):
-        weight.assign(rng.normal(scale=0.4, size=weight.shape))
-    source = tf.constant(rng.normal(scale=0.3, size=(batch, units * copies)))
-    return dual, xs, memory, output, source, mask
-
-
-@pytest.mark.parametrize("batch, num_shards", [(5, 1), (5, 2)])
-@pytest.mark.parametrize("jit_compile", [False, True])
-def test_dual_fused_loop_equals_keras_loop_in_float64(batch, num_shards, jit_compile):
-    dual, xs, memory, output, source, mask = _dual_setup(batch, copies=3, seed=7)
-    sources = [xs, memory, output, source, *dual.trainable_weights]
-    results = []
-    for fused in (False, True):
-        with tf.GradientTape() as tape:
-            tape.watch([xs, memory, output, source])
-            input_kernel, input_bias, *kernels = dual.premise_cell._projection_kernels()
-            projected = tf.matmul(xs, input_kernel) + input_bias
-            if fused:
-                outputs, new_memory, new_output = associative_gru_loop(
-                    tf.transpose(projected, (1, 0, 2)),
-                    memory,
-                    output,
-                    *kernels,
-                    dual.permutations,
-                    mask=tf.transpose(mask),
-                    jit_compile=jit_compile,
-                    num_shards=num_shards,
-                    source=source,
-                    dual_gate_kernel=dual.dual_gate_kernel,
-                    dual_candidate_kernel=dual.dual_candidate_kernel,
-                )
-                outputs = tf.transpose(outputs, (1, 0, 2))
-            else:
-                _, outputs, states = keras_backend.rnn(
-                    lambda x, s: dual.call(x, s), xs, [memory, output, source], mask=mask
-                )
-                new_memory, new_output = states[0], states[1]
-            loss = _loss(outputs, new_memory, new_output)
-        grads = tape.gradient(loss, sources)
-        results.append([outputs, new_memory, new_output] + grads)
-    assert len(dual.trainable_weights) == 7  # 5 shared AM-GRU weights + 2 dual kernels
-    for e, g in zip(*results):
-        assert np.abs(e.numpy()).max() > 0
-        np.testing.assert_allclose(g.numpy(), e.numpy(), atol=1e-11, rtol=1e-11)
-
-
-def test_dual_arguments_go_together():
-    cell, xs, memory, output, _ = _setup(2, copies=2, seed=1)
-    _, _, *kernels = cell._projection_kernels()
-    projected = tf.zeros((6, 2, 32), tf.float64)
+        associative_gru_loop(projected, *states, *kernels, cell.permutations, num_shards=0)
     with pytest.raises(ValueError, match="source=a tensor, dual_gate_kernel=None"):
-        associative_gru_loop(projected, memory, output, *kernels, cell.permutations, source=memory)
+        associative_gru_loop(projected, *states, *kernels, cell.permutations, source=states[0])

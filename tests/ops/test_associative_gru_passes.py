@@ -1,31 +1,16 @@
-"""The two time loops of the fused AM-GRU, each on its own, in float64: `forward_loop` against
-the NumPy restatement of the original step (`am_gru_reference`), run row by row over the
-unmasked steps, for what it returns and for every tensor it saves for the backward loop (keys
-before the bound, the memory and output before each step, the retrieval, gates, candidate,
-delta and source read, zeros where the backward must read zeros); `backward_loop` against
-TensorFlow's automatic gradient of `forward_loop`, for arbitrary gradients reaching the emitted
-outputs, the final memory and the final output; and `stacked_rows`. With and without a mask
-(either masked-output rule) and a Dual AM-GRU source memory. The end-to-end op and its batch
-shards are tests/ops/test_associative_gru_loop.py's."""
+"""The fused AM-GRU's two loops in float64: `forward_loop` against `am_gru_reference`, for what
+it returns and every tensor it saves for the backward loop; `backward_loop` against
+TensorFlow's gradient of `forward_loop`. (The whole op: test_associative_gru_loop.py.)"""
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests import am_gru_reference as ref
-from tests.support import tensorflow_only
-
-pytestmark = tensorflow_only("the fused AM-GRU's passes are TensorFlow loops")
+from tf_memlayers.ops import associative_gru_passes as passes
 
 STEPS, BATCH, UNITS, COPIES, INPUT_DIM = 5, 3, 6, 3, 4
 M = UNITS // 2
-
-
-def _modules():
-    import tensorflow as tf
-
-    from tf_memlayers.ops import associative_gru_passes
-
-    return tf, associative_gru_passes
 
 
 def _problem(seed, dual, masked):
@@ -134,16 +119,14 @@ def _loop_cases(test):
 def test_forward_loop_matches_the_reference_and_saves_what_the_backward_reads(
     dual, masked, zero_output_for_mask
 ):
-    tf, passes = _modules()
     problem = _problem(3 + dual + 2 * masked + zero_output_for_mask, dual, masked)
     projected, recurrent, kernels, matrix, _ = _loop_arguments(problem)
     mask = None if problem["mask"] is None else tf.constant(problem["mask"].T)
+    states = [_parts(problem["memory"]), problem["output"], recurrent]
     memory, output, saved = passes.forward_loop(
         tf.constant(projected),
         mask,
-        tf.constant(_parts(problem["memory"])),
-        tf.constant(problem["output"]),
-        tf.constant(recurrent),
+        *(tf.constant(a) for a in states),
         tuple(None if k is None else tf.constant(k) for k in kernels),
         None if not dual else tf.constant(_parts(problem["source"])),
         tf.constant(matrix),
@@ -202,65 +185,36 @@ def _incoming_gradients(rng):
 def test_backward_loop_equals_the_automatic_gradient_of_the_forward_loop(
     dual, masked, zero_output_for_mask
 ):
-    tf, passes = _modules()
     problem = _problem(20 + dual + 2 * masked + zero_output_for_mask, dual, masked)
     projected, recurrent, kernels, matrix, unpermute = _loop_arguments(problem)
     mask = None if problem["mask"] is None else tf.constant(problem["mask"].T)
-    grad_outputs, grad_memory, grad_output = (
-        tf.constant(g) for g in _incoming_gradients(np.random.default_rng(1))
-    )
-    sources = [
-        tf.constant(projected),
-        tf.constant(_parts(problem["memory"])),
-        tf.constant(problem["output"]),
-        tf.constant(recurrent),
-        tf.constant(kernels[0]),
-        tf.constant(kernels[1]),
-    ]
+    incoming = [tf.constant(g) for g in _incoming_gradients(np.random.default_rng(1))]
+    arrays = [projected, _parts(problem["memory"]), problem["output"], recurrent, *kernels[:2]]
     if dual:
-        sources += [
-            tf.constant(_parts(problem["source"])),
-            tf.constant(kernels[2]),
-            tf.constant(kernels[3]),
-        ]
+        arrays += [_parts(problem["source"]), *kernels[2:]]
+    sources = [tf.constant(a) for a in arrays]
     source = sources[6] if dual else None
-    loop_kernels = tuple(sources[4:6]) + (tuple(sources[7:9]) if dual else (None, None))
-    matrix = tf.constant(matrix)
+    loop_kernels = (*sources[4:6], *(sources[7:9] if dual else (None, None)))
+    matrix, sizes = tf.constant(matrix), (COPIES, zero_output_for_mask, UNITS)
     with tf.GradientTape() as tape:
         tape.watch(sources)
         memory, output, saved = passes.forward_loop(
-            sources[0],
-            mask,
-            sources[1],
-            sources[2],
-            sources[3],
-            loop_kernels,
-            source,
-            matrix,
-            COPIES,
-            zero_output_for_mask,
-            UNITS,
+            sources[0], mask, *sources[1:4], loop_kernels, source, matrix, *sizes
         )
-        loss = (
-            tf.reduce_sum(saved["outputs"] * grad_outputs)
-            + tf.reduce_sum(memory * grad_memory)
-            + tf.reduce_sum(output * grad_output)
+        loss = sum(
+            tf.reduce_sum(a * g) for a, g in zip((saved["outputs"], memory, output), incoming)
         )
     expected = tape.gradient(loss, sources)
     got = passes.backward_loop(
         saved,
         mask,
-        grad_outputs,
-        grad_memory,
-        grad_output,
+        *incoming,
         sources[3],
         loop_kernels,
         source,
         matrix,
         tf.constant(unpermute),
-        COPIES,
-        zero_output_for_mask,
-        UNITS,
+        *sizes,
     )
     names = ["projected", "memory", "output", "R", "G_h", "C_h", "source", "W_dg", "W_dc"]
     assert len(got) == len(expected)
@@ -274,7 +228,6 @@ def test_backward_loop_equals_the_automatic_gradient_of_the_forward_loop(
 
 
 def test_stacked_rows_add_the_product_in_one_matmul():
-    tf, passes = _modules()
     rng = np.random.default_rng(11)
     kernel = tf.constant(rng.normal(size=(6, 4)))
     x, y = tf.constant(rng.normal(size=(3, 4))), tf.constant(rng.normal(size=(3, 6)))

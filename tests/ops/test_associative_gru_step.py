@@ -1,10 +1,5 @@
-"""`associative_gru_step`, the one AM-GRU / Dual AM-GRU step, against the NumPy restatement of
-the original code (`am_gru_reference`) in float64: the output, the new memory and every
-intermediate the `StepResult` reports (the retrieval, the gates, the candidate, the delta, the
-write key's copies and the source read), for one and several copies, the paper's Dual key, the
-released code's separate unconjugated read key, and a separate read key that is conjugated.
-The memory layout and the permutation matrix are written here in NumPy from their documented
-definitions."""
+"""`associative_gru_step` against the NumPy restatement of the original code
+(`am_gru_reference`) in float64, every intermediate of its `StepResult` included."""
 
 import numpy as np
 import pytest

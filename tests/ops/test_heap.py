@@ -1,11 +1,4 @@
-"""The pieces of `tf_memlayers.ops.heap` below the two write rules: `heap_slots`, the
-reference's insertion loop replayed on scores alone, against the procedure as the module
-documents it, written here in NumPy, on scores with ties, empty slots and stale (non-heap)
-orders, down to which pool entry each slot holds; `cache_scores` in the dtype of its rows; and
-`pool_scores`, whose equal rows share one score, in half precision too, while different rows
-whose hashes collide keep their own scores; and the two write rules, `heap_write` and
-`topk_write`, against `heap_reference` (through `HeapCacheAttention`:
-tests/layers/cache_attention/test_heap_cache_attention.py)."""
+"""`tf_memlayers.ops.heap` against the procedure its module documents and `heap_reference`."""
 
 import keras
 import numpy as np

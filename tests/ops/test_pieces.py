@@ -1,7 +1,5 @@
-"""`piece_sizes` and `split_pieces`: equal pieces or explicit sizes of a last axis (checked by
-`check_sizes` when the layer that takes them is made, tests/test__validation.py), a width they
-do not fit refused with a message that names the owner, what the pieces are and the fix, and
-the split into contiguous pieces in order that put back together give the input."""
+"""`piece_sizes` and `split_pieces`: equal or explicit pieces of a last axis, and the message
+that refuses a width they do not fit."""
 
 import keras
 import numpy as np

@@ -1,6 +1,4 @@
-"""`softmax_dtype`: attention softmaxes run in float32 when the layer computes in float16 or
-bfloat16 (where exp overflows and small weights vanish), and in the layer's own compute dtype
-otherwise (the layers' half-precision results are tested with each layer)."""
+"""`softmax_dtype`: float32 for a half-precision layer's softmax, else the compute dtype."""
 
 import pytest
 

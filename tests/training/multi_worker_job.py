@@ -1,8 +1,6 @@
 """``python tests/training/multi_worker_job.py OUT_DIR``: a worker of the cluster ``TF_CONFIG``
-names (tests/training/test_train.py starts two). It trains the language model's step, then a
-`HeapCacheModel` for one epoch and, as a restarted run would, continues it to two from its
-`RunBackup` in ``worker_directory(OUT_DIR / "run")``; it writes the weights and results to
-``OUT_DIR/worker-<task id>.npz`` and ``.json``. The test trains the same in one process."""
+names (tests/training/test_train.py starts two); writes its weights and results to
+``OUT_DIR/worker-<task id>.npz`` and ``.json``."""
 
 import json
 import os
