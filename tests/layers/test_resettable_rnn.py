@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import LayerTestCase, rnn_over, user_rnn
+from tests.layer_test_case import ALL_RNN_FLAGS, LayerTestCase, rnn_over, user_rnn
 from tests.support import BACKEND, keras_lstm, tensorflow_only
 from tf_memlayers import ResettableCell, ResettableRNN, SlidingWindowAttentionCell
 from tf_memlayers.models._compiling import compile_and_build_optimizer
@@ -86,16 +86,7 @@ class ResettableRNNTest(LayerTestCase):
         self.run_journey_test("step", build, tmp_path)
 
     def test_config(self):
-        self.run_config_test(
-            ResettableRNN,
-            cell=keras.layers.GRUCell(4),
-            return_sequences=True,
-            return_state=True,
-            go_backwards=True,
-            stateful=True,
-            unroll=True,
-            zero_output_for_mask=True,
-        )
+        self.run_config_test(ResettableRNN, cell=keras.layers.GRUCell(4), **ALL_RNN_FLAGS)
 
     @pytest.mark.parametrize(
         "cell, kwargs",

@@ -9,8 +9,11 @@ import pytest
 from keras import ops
 
 from tests.am_gru_reference import permutations, random_weights, reference_run
-from tests.layer_test_case import LayerTestCase
-from tests.layers.associative_memory.test_associative_gru_cell import set_cell_weights
+from tests.layer_test_case import ALL_RNN_FLAGS, LayerTestCase
+from tests.layers.associative_memory.test_associative_gru_cell import (
+    AM_GRU_CONFIG,
+    set_cell_weights,
+)
 from tests.support import (
     BACKEND,
     FUSED_LOOP,
@@ -61,26 +64,8 @@ class AssociativeGRUTest(LayerTestCase):
         self.run_journey_test("step", lambda e: layer()(e), tmp_path)
 
     def test_config(self):
-        self.run_config_test(
-            AssociativeGRU,
-            units=8,
-            num_copies=3,
-            seed=99,
-            return_retrievals=True,
-            kernel_initializer="random_normal",
-            gate_bias_initializer="zeros",
-            candidate_bias_initializer="ones",
-            kernel_regularizer="l2",
-            bias_regularizer="l1",
-            fused_loop=False,
-            return_sequences=True,
-            return_state=True,
-            go_backwards=True,
-            stateful=True,
-            unroll=True,
-            zero_output_for_mask=True,
-            name="am_gru",
-        )
+        config = dict(**AM_GRU_CONFIG, **ALL_RNN_FLAGS, return_retrievals=True, name="am_gru")
+        self.run_config_test(AssociativeGRU, **config, fused_loop=False)
 
     @pytest.mark.parametrize(
         "kwargs",

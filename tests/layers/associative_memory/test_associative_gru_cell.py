@@ -11,6 +11,18 @@ from tests.layer_test_case import LayerTestCase, rnn_over, user_rnn
 from tests.support import all_pairs
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
 
+# Every argument of the AM-GRU cells, for `run_config_test`.
+AM_GRU_CONFIG = dict(
+    units=8,
+    num_copies=3,
+    seed=99,
+    kernel_initializer="random_normal",
+    gate_bias_initializer="zeros",
+    candidate_bias_initializer="ones",
+    kernel_regularizer="l2",
+    bias_regularizer="l1",
+)
+
 
 class AssociativeGRUCellTest(LayerTestCase):
     layer_cls = AssociativeGRUCell
@@ -34,18 +46,7 @@ class AssociativeGRUCellTest(LayerTestCase):
         self.run_journey_test("step", lambda e: rnn()(e), tmp_path)
 
     def test_config(self):
-        self.run_config_test(
-            AssociativeGRUCell,
-            units=8,
-            num_copies=3,
-            seed=99,
-            return_retrievals=True,
-            kernel_initializer="random_normal",
-            gate_bias_initializer="zeros",
-            candidate_bias_initializer="ones",
-            kernel_regularizer="l2",
-            bias_regularizer="l1",
-        )
+        self.run_config_test(AssociativeGRUCell, **AM_GRU_CONFIG, return_retrievals=True)
 
     @pytest.mark.parametrize("copies, retrievals", [(2, False), (1, True)])
     def test_cell(self, copies, retrievals):

@@ -14,6 +14,7 @@ from tests.am_gru_reference import (
     reference_run,
 )
 from tests.layer_test_case import LayerTestCase
+from tests.layers.associative_memory.test_associative_gru_cell import AM_GRU_CONFIG
 from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from tf_memlayers.layers import DualAssociativeEncoder, DualAssociativeGRUCell
 
@@ -68,24 +69,11 @@ class DualAssociativeEncoderTest(LayerTestCase):
         self.run_journey_test("pair", build, tmp_path)
 
     def test_config(self):
-        self.run_config_test(
-            DualAssociativeEncoder,
-            units=6,
-            num_copies=2,
-            dual_key="released",
-            seed=9,
-            kernel_initializer="zeros",
-            gate_bias_initializer="zeros",
-            candidate_bias_initializer="ones",
-            kernel_regularizer="l2",
-            bias_regularizer="l1",
-            return_sequences=True,
-            return_state=True,
-            unroll=True,
-            zero_output_for_mask=True,
-            fused_loop=False,
-            name="pair",
+        flags = dict.fromkeys(
+            ["return_sequences", "return_state", "unroll", "zero_output_for_mask"], True
         )
+        config = dict(**AM_GRU_CONFIG, **flags, dual_key="released", fused_loop=False)
+        self.run_config_test(DualAssociativeEncoder, **config, name="pair")
 
     @pytest.mark.parametrize(
         "kwargs",

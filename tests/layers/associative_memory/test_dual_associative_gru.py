@@ -5,7 +5,14 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.layer_test_case import LayerTestCase, read_premise_memory, rnn_over, user_rnn
+from tests.layer_test_case import (
+    ALL_RNN_FLAGS,
+    LayerTestCase,
+    read_premise_memory,
+    rnn_over,
+    user_rnn,
+)
+from tests.layers.associative_memory.test_associative_gru_cell import AM_GRU_CONFIG
 from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from tf_memlayers.layers import (
     AssociativeGRU,
@@ -64,26 +71,8 @@ class DualAssociativeGRUTest(LayerTestCase):
         self.run_journey_test("pair", build, tmp_path)
 
     def test_config(self):
-        self.run_config_test(
-            DualAssociativeGRU,
-            units=6,
-            num_copies=2,
-            dual_key="released",
-            seed=9,
-            return_retrievals=True,
-            kernel_initializer="zeros",
-            gate_bias_initializer="zeros",
-            candidate_bias_initializer="ones",
-            kernel_regularizer="l2",
-            bias_regularizer="l1",
-            fused_loop=False,
-            return_sequences=True,
-            return_state=True,
-            go_backwards=True,
-            stateful=True,
-            unroll=True,
-            zero_output_for_mask=True,
-        )
+        config = dict(**AM_GRU_CONFIG, **ALL_RNN_FLAGS, dual_key="released", fused_loop=False)
+        self.run_config_test(DualAssociativeGRU, **config, return_retrievals=True)
 
     @pytest.mark.parametrize(
         "kwargs",
@@ -147,19 +136,8 @@ class DualAssociativeGRUCellTest(LayerTestCase):
         self.run_journey_test("pair", build, tmp_path)
 
     def test_config(self):
-        self.run_config_test(
-            DualAssociativeGRUCell,
-            units=8,
-            num_copies=3,
-            dual_key="released",
-            seed=99,
-            return_retrievals=True,
-            kernel_initializer="random_normal",
-            gate_bias_initializer="zeros",
-            candidate_bias_initializer="ones",
-            kernel_regularizer="l2",
-            bias_regularizer="l1",
-        )
+        config = dict(**AM_GRU_CONFIG, dual_key="released", return_retrievals=True)
+        self.run_config_test(DualAssociativeGRUCell, **config)
 
     @pytest.mark.parametrize("dual_key, retrievals", [("paper", False), ("released", True)])
     def test_cell(self, dual_key, retrievals):

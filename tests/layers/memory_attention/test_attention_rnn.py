@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import B, LayerTestCase
+from tests.layer_test_case import ALL_RNN_FLAGS, B, LayerTestCase
 from tests.layers.memory_attention.test_attention_wrapper import (
     BATCH,
     LENGTH,
@@ -46,16 +46,8 @@ class AttentionRNNTest(LayerTestCase):
         self.run_journey_test("pair", build, tmp_path)
 
     def test_config(self):
-        self.run_config_test(
-            AttentionRNN,
-            cell=AttentionWrapper(keras.layers.GRUCell(4)),
-            return_sequences=True,
-            return_state=True,
-            go_backwards=True,
-            stateful=True,
-            unroll=True,
-            zero_output_for_mask=True,
-        )
+        cell = AttentionWrapper(keras.layers.GRUCell(4))
+        self.run_config_test(AttentionRNN, cell=cell, **ALL_RNN_FLAGS)
 
     @pytest.mark.parametrize("return_state", [False, True])
     @pytest.mark.parametrize("return_sequences", [False, True])
