@@ -61,9 +61,8 @@ class ConditionalEncoderTest(LayerTestCase):
             run_mixed_precision_check=False,
         )
 
-    @pytest.mark.parametrize("kind", ["gru", "dual_am_gru"])
-    def test_journey(self, kind, tmp_path):
-        build = lambda premise, hypothesis: _encoder(kind)([premise, hypothesis])[1]  # noqa: E731
+    def test_journey(self, tmp_path):
+        build = lambda premise, hypothesis: _encoder("dual_am_gru")([premise, hypothesis])[1]  # noqa: E731
         self.run_journey_test("pair", build, tmp_path)
 
     def test_config(self):
@@ -207,7 +206,7 @@ def test_the_premise_padding_is_ignored():
 @pytest.mark.parametrize(
     "kind, dual_key", [("am_gru", "paper"), ("dual_am_gru", "paper"), ("dual_am_gru", "released")]
 )
-def test_memory_retrievals_match_the_reference(kind, dual_key):
+def test_memory_retrievals_match_the_reference(float64_policy, kind, dual_key):
     rng = np.random.default_rng(2)
     encoder = _built(kind, **({"dual_key": dual_key} if kind == "dual_am_gru" else {}))
     _set_uniform_weights(encoder, rng)
@@ -217,7 +216,7 @@ def test_memory_retrievals_match_the_reference(kind, dual_key):
     assert got["premise_written"].shape == (5, 8)
     assert got["hypothesis_read"].shape == (3, 8)
     for name in ("premise_written", "hypothesis_read"):  # every step
-        np.testing.assert_allclose(got[name], want[name], atol=1e-6, rtol=0, err_msg=name)
+        np.testing.assert_allclose(got[name], want[name], atol=1e-10, rtol=0, err_msg=name)
     assert (np.abs(want["hypothesis_read"]).max(axis=1) > 0.1).all()  # a real read at every step
     assert _built("gru").memory_retrievals(premise, hypothesis) == {}
 

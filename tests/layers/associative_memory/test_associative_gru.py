@@ -111,7 +111,7 @@ def _pair(units, copies, input_dim, weights=None, fused_loop=False, **rnn_kwargs
     return cell_form, layer
 
 
-def _mask_with_holes(batch, steps):
+def mask_with_holes(batch, steps):
     mask = np.ones((batch, steps), bool)
     mask[1, steps - 2 :] = False  # right padding
     mask[2, 1] = False  # a hole
@@ -165,7 +165,7 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
     cell_form, layer = _pair(
         units, copies, 5, random_weights(rng, 5, units), fused_loop=fused_loop, **kwargs
     )
-    mask = _mask_with_holes(batch, steps)
+    mask = mask_with_holes(batch, steps)
     initial = [rng.normal(size=(batch, units * copies)), rng.normal(size=(batch, units))]
     for init in (None, initial):
         expected = masked_rnn(cell_form, xs, mask, initial_state=init)

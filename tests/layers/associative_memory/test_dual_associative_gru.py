@@ -12,6 +12,7 @@ from tests.layer_test_case import (
     rnn_over,
     user_rnn,
 )
+from tests.layers.associative_memory.test_associative_gru import FUSED, mask_with_holes
 from tests.layers.associative_memory.test_associative_gru_cell import AM_GRU_CONFIG
 from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from tf_memlayers.layers import (
@@ -31,11 +32,6 @@ KEYS_AND_LOOPS = pytest.mark.parametrize(
         pytest.param("paper", True, marks=tensorflow_only(FUSED_LOOP)),
     ],
     ids=["paper_keras_loop", "released_keras_loop", "paper_fused_loop"],
-)
-FUSED = pytest.mark.parametrize(
-    "fused_loop",
-    [False, pytest.param(True, marks=tensorflow_only(FUSED_LOOP))],
-    ids=["keras_loop", "fused_loop"],
 )
 
 
@@ -164,16 +160,6 @@ class DualAssociativeGRUCellTest(LayerTestCase):
         self.run_mixed_precision_test(make, xs, atol=5e-3, initial_state=states)
 
 
-FUSED_IF_AVAILABLE = BACKEND == "tensorflow"
-
-
-def _mask_with_holes():
-    mask = np.ones((BATCH, STEPS), bool)
-    mask[1, STEPS - 2 :] = False  # right padding
-    mask[2, 1] = False  # a hole
-    return mask
-
-
 def _pair(rng, dual_key="paper", fused_loop=False, **rnn_kwargs):
     """A cell-form RNN and a `DualAssociativeGRU` with the same (random) weights."""
     cell_form = keras.layers.RNN(
@@ -234,7 +220,7 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
     )
     xs = rng.normal(size=(BATCH, STEPS, INPUT_DIM))
     states = _states(rng)
-    mask = ops.convert_to_tensor(_mask_with_holes())
+    mask = ops.convert_to_tensor(mask_with_holes(BATCH, STEPS))
     expected = _run_with_gradients(cell_form, xs, states, mask)
     got = _run_with_gradients(layer, xs, states, mask)
     # outputs, 3 final states; gradients of the inputs, 3 states and the weights.
