@@ -1,11 +1,8 @@
-"""The ``reset`` call argument (`tf_memlayers.layers.resets`) of the layers and cells that
-take it, beyond the reset suite of each (tests/layer_test_case.py).
-
-A row with a reset at step t computes, from t on, exactly what the layer computes on the
-document alone from a fresh state: the recurrent layers and cells against separate runs of
-each document, with masks, initial and carried states and XLA (the window-attention and N-gram
-layers against their NumPy references, which start the history again at a reset, in their own
-test modules); no gradient crosses a reset.
+"""The ``reset`` call argument beyond each layer's reset suite (tests/layer_test_case.py): a
+row with a reset at step t computes from t on what the layer computes on the document alone
+from a fresh state (the recurrent layers and cells against separate runs, with masks, initial
+and carried states and XLA; the window layers against their NumPy references in their own
+modules), and no gradient crosses a reset.
 """
 
 import keras
@@ -16,17 +13,8 @@ from keras import ops
 from tests.layer_test_case import B, T
 from tests.layer_test_case import packed_resets as _resets
 from tests.layers.window_attention.test_sliding_window_attention import build_pair
-from tests.support import (
-    BACKEND,
-    FUSED_LOOP,
-    all_pairs,
-    gradients,
-    masked_rnn,
-    tensorflow_only,
-)
-from tf_memlayers import (
-    ResettableRNN,
-)
+from tests.support import BACKEND, FUSED_LOOP, all_pairs, gradients, masked_rnn, tensorflow_only
+from tf_memlayers import ResettableRNN
 from tf_memlayers.layers import (
     AssociativeGRU,
     AssociativeGRUCell,
@@ -78,41 +66,35 @@ def test_resets_under_jit_compile_match_eager():
 UNITS, COPIES, INPUT_DIM, STEPS = 8, 3, 4, 7
 SEQUENCE_FLAGS = {"return_sequences": True, "return_state": True}
 
-# The layers under test, each a factory of a layer returning every step's output and its
-# final states.
+
+def _layer(layer_cls, *args, **options):
+    return lambda **kw: layer_cls(*args, **SEQUENCE_FLAGS, **options, **kw)
+
+
+def _rnn(make_cell, **options):
+    return lambda **kw: ResettableRNN(make_cell(), **SEQUENCE_FLAGS, **options, **kw)
+
+
+def _memory_cell(cell, copies=COPIES):
+    return lambda: AssociativeMemoryCell(cell(6), num_copies=copies)
+
+
+# The layers under test, each a factory of a layer returning every step's output and its final
+# states. On TensorFlow "auto" runs the fused loop, and a call with `reset` falls back; Keras's
+# own cells are wrapped in a `ResettableCell`.
 KINDS = {
-    "am_gru_keras_loop": lambda **kw: AssociativeGRU(
-        UNITS, num_copies=COPIES, fused_loop=False, **SEQUENCE_FLAGS, **kw
-    ),
-    # On TensorFlow "auto" runs the fused loop, and a call with `reset` falls back.
-    "am_gru_auto": lambda **kw: AssociativeGRU(UNITS, num_copies=COPIES, **SEQUENCE_FLAGS, **kw),
-    "am_gru_unroll": lambda **kw: AssociativeGRU(
-        UNITS, num_copies=COPIES, unroll=True, **SEQUENCE_FLAGS, **kw
-    ),
-    "am_gru_retrievals": lambda **kw: AssociativeGRU(
-        UNITS, num_copies=COPIES, return_retrievals=True, **SEQUENCE_FLAGS, **kw
-    ),
-    "dual_auto": lambda **kw: DualAssociativeGRU(UNITS, num_copies=COPIES, **SEQUENCE_FLAGS, **kw),
-    "dual_released": lambda **kw: DualAssociativeGRU(
-        UNITS, num_copies=COPIES, dual_key="released", **SEQUENCE_FLAGS, **kw
-    ),
-    "rnn_am_gru_cell": lambda **kw: ResettableRNN(
-        AssociativeGRUCell(UNITS, num_copies=COPIES), **SEQUENCE_FLAGS, **kw
-    ),
-    "rnn_memory_cell_gru": lambda **kw: ResettableRNN(
-        AssociativeMemoryCell(keras.layers.GRUCell(6), num_copies=COPIES), **SEQUENCE_FLAGS, **kw
-    ),
-    "rnn_memory_cell_lstm": lambda **kw: ResettableRNN(
-        AssociativeMemoryCell(keras.layers.LSTMCell(6), num_copies=2), **SEQUENCE_FLAGS, **kw
-    ),
-    "rnn_dual_cell": lambda **kw: ResettableRNN(
-        DualAssociativeGRUCell(UNITS, num_copies=COPIES), **SEQUENCE_FLAGS, **kw
-    ),
-    # Keras's cells, which `ResettableRNN` wraps in a `ResettableCell`.
-    "rnn_lstm": lambda **kw: ResettableRNN(keras.layers.LSTMCell(4), **SEQUENCE_FLAGS, **kw),
-    "rnn_gru_unroll": lambda **kw: ResettableRNN(
-        keras.layers.GRUCell(4), unroll=True, **SEQUENCE_FLAGS, **kw
-    ),
+    "am_gru_keras_loop": _layer(AssociativeGRU, UNITS, num_copies=COPIES, fused_loop=False),
+    "am_gru_auto": _layer(AssociativeGRU, UNITS, num_copies=COPIES),
+    "am_gru_unroll": _layer(AssociativeGRU, UNITS, num_copies=COPIES, unroll=True),
+    "am_gru_retrievals": _layer(AssociativeGRU, UNITS, num_copies=COPIES, return_retrievals=True),
+    "dual_auto": _layer(DualAssociativeGRU, UNITS, num_copies=COPIES),
+    "dual_released": _layer(DualAssociativeGRU, UNITS, num_copies=COPIES, dual_key="released"),
+    "rnn_am_gru_cell": _rnn(lambda: AssociativeGRUCell(UNITS, num_copies=COPIES)),
+    "rnn_memory_cell_gru": _rnn(_memory_cell(keras.layers.GRUCell)),
+    "rnn_memory_cell_lstm": _rnn(_memory_cell(keras.layers.LSTMCell, copies=2)),
+    "rnn_dual_cell": _rnn(lambda: DualAssociativeGRUCell(UNITS, num_copies=COPIES)),
+    "rnn_lstm": _rnn(lambda: keras.layers.LSTMCell(4)),
+    "rnn_gru_unroll": _rnn(lambda: keras.layers.GRUCell(4), unroll=True),
 }
 
 
@@ -121,10 +103,8 @@ def _numpy(x):
 
 
 def _resets_and_mask():
-    """Three rows of `STEPS` steps: row 0 starts documents at steps 2 and 5, row 1 at step 0
-    (forgetting any initial state) and 4, row 2 has no document boundary (its one reset is
-    at a masked step, which ignores it). The mask pads row 0 at the end and leaves holes
-    inside documents."""
+    """Documents from steps 2 and 5 of row 0, 0 (forgetting the initial state) and 4 of row 1,
+    none in row 2 (its reset is at a masked step); padding at the end of row 0, holes."""
     reset = np.zeros((3, STEPS), bool)
     reset[0, [2, 5]] = True
     reset[1, [0, 4]] = True
@@ -138,9 +118,8 @@ def _resets_and_mask():
 
 
 def _documents(reset, mask):
-    """Per row, the ``(start, end, fresh)`` of its documents: a document starts at step 0 and
-    at every reset of a kept step; ``fresh`` tells whether it starts from a fresh state (a
-    reset) or from the initial state."""
+    """Per row, ``(start, end, fresh)`` of its documents: from step 0 and each reset of a kept
+    step; ``fresh``: from a fresh state (a reset), not the initial state."""
     kept = np.ones_like(reset) if mask is None else mask
     rows = []
     for row, keep in zip(reset, kept):
@@ -156,8 +135,7 @@ def _is_dual(layer):
 
 
 def _fresh_state(layer, initial_state, row):
-    """The states a row starts a document from after a reset: zeros, and for the Dual
-    cell, the row's source memory (not a recurrent state, so kept)."""
+    """A row's states after a reset: zeros, but the Dual cell's source memory (kept)."""
     if not _is_dual(layer):
         return None
     sizes = keras.tree.flatten(layer.cell.state_size)
@@ -169,8 +147,8 @@ def _fresh_state(layer, initial_state, row):
 
 
 def separate_runs(layer, xs, reset, mask=None, initial_state=None):
-    """Each document of each row run on its own by ``layer`` (not stateful): the expected
-    outputs ``[batch, time, ...]`` and final states of the packed run."""
+    """Each document of each row run alone by ``layer``: the packed run's expected outputs and
+    final states."""
     outputs, finals = None, []
     for row, documents in enumerate(_documents(reset, mask)):
         for start, end, fresh in documents:
@@ -197,10 +175,9 @@ def _random_initial_state(layer, rng, batch=3):
 
 
 def _built(kind, xs, rng, **kwargs):
-    """A layer of ``kind``, built and run once (so that a stateful layer is ready)."""
+    """A layer of ``kind``, built, with weights far from the initializers."""
     layer = KINDS[kind](**kwargs)
     layer.build(xs.shape)
-    # Non-trivial weights, so that every state matters.
     for weight in layer.weights:
         weight.assign(rng.uniform(-0.7, 0.7, size=weight.shape).astype(weight.dtype))
     return layer
@@ -296,12 +273,8 @@ def test_am_gru_cell_step_paths_take_reset(float64_policy):
     for result in (got, stepped):
         for g, w in zip(keras.tree.flatten(result), keras.tree.flatten(want)):
             np.testing.assert_allclose(_numpy(g), _numpy(w), atol=1e-12, rtol=0)
-    assert (
-        np.abs(_numpy(want[0]) - _numpy(cell._projected_call(projected, states, kernels)[0]))[
-            1
-        ].max()
-        > 1e-3
-    )
+    without = _numpy(cell._projected_call(projected, states, kernels)[0])
+    assert np.abs(_numpy(want[0]) - without)[1].max() > 1e-3
 
 
 # -- gradients -------------------------------------------------------------------------------
@@ -344,7 +317,6 @@ def test_no_gradient_flows_back_through_a_reset(float64_policy, kind):
 
 
 def _compiled(function):
-    """``function`` compiled with XLA: `tf.function(jit_compile=True)` or `jax.jit`."""
     if BACKEND == "tensorflow":
         import tensorflow as tf
 

@@ -32,7 +32,7 @@ class ResettableCellTest(LayerTestCase):
             "step", lambda e: user_rnn(cell(), return_sequences=True)(e), tmp_path
         )
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         self.run_config_test(ResettableCell, cell=keras.layers.LSTMCell(3), name="wrapped")
 
     def test_cell(self):
@@ -85,8 +85,9 @@ class ResettableRNNTest(LayerTestCase):
 
         self.run_journey_test("step", build, tmp_path)
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         self.run_config_test(ResettableRNN, cell=keras.layers.GRUCell(4), **ALL_RNN_FLAGS)
+        self.run_flags_test(lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw))
 
     @pytest.mark.parametrize(
         "cell, kwargs",
@@ -99,9 +100,6 @@ class ResettableRNNTest(LayerTestCase):
         self.run_output_spec_test(
             lambda dtype: ResettableRNN(cell(5, dtype=dtype), dtype=dtype, **kwargs), (2, 5, 4)
         )
-
-    def test_flags(self):
-        self.run_flags_test(lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw))
 
     def test_resets(self):
         self.run_reset_tests(lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw))

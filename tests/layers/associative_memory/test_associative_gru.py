@@ -63,9 +63,10 @@ class AssociativeGRUTest(LayerTestCase):
         layer = lambda: _am_gru(8, return_sequences=True, fused_loop=fused_loop)  # noqa: E731
         self.run_journey_test("step", lambda e: layer()(e), tmp_path)
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         config = dict(**AM_GRU_CONFIG, **ALL_RNN_FLAGS, return_retrievals=True, name="am_gru")
         self.run_config_test(AssociativeGRU, **config, fused_loop=False)
+        self.run_flags_test(lambda **kw: AssociativeGRU(4, **kw))
 
     @pytest.mark.parametrize(
         "kwargs",
@@ -84,9 +85,6 @@ class AssociativeGRUTest(LayerTestCase):
         self.run_nan_padding_test(
             lambda: _am_gru(return_sequences=True, zero_output_for_mask=True, fused_loop=fused_loop)
         )
-
-    def test_flags(self):
-        self.run_flags_test(lambda **kw: AssociativeGRU(4, **kw))
 
     def test_resets(self):
         self.run_reset_tests(lambda **kw: _am_gru(8, 3, **kw))

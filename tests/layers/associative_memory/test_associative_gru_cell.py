@@ -45,8 +45,9 @@ class AssociativeGRUCellTest(LayerTestCase):
         rnn = lambda: user_rnn(AssociativeGRUCell(8, num_copies=2), return_sequences=True)  # noqa: E731
         self.run_journey_test("step", lambda e: rnn()(e), tmp_path)
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         self.run_config_test(AssociativeGRUCell, **AM_GRU_CONFIG, return_retrievals=True)
+        self.run_flags_test(lambda **kw: AssociativeGRUCell(4, **kw))
 
     @pytest.mark.parametrize("copies, retrievals", [(2, False), (1, True)])
     def test_cell(self, copies, retrievals):
@@ -55,9 +56,6 @@ class AssociativeGRUCellTest(LayerTestCase):
                 6, num_copies=copies, return_retrievals=retrievals, dtype=dtype
             )
         )
-
-    def test_flags(self):
-        self.run_flags_test(lambda **kw: AssociativeGRUCell(4, **kw))
 
     @pytest.mark.parametrize("retrievals", [False, True])
     def test_resets(self, retrievals):
@@ -245,58 +243,41 @@ def test_the_write_key_each_step_reports_matches_the_reference(dual_key):
     assert (recorded(record, "key_modulus") > 1).any()  # bound() clipped some
 
 
-@pytest.mark.parametrize(
-    "make, error, match",
-    [
-        (lambda: AssociativeGRUCell(7), ValueError, "units.*even.*7"),
-        (lambda: DualAssociativeGRUCell(9), ValueError, "units.*even"),
-        (lambda: AssociativeGRUCell(8, num_copies=0), ValueError, "num_copies.*>= 1.*0"),
-        (lambda: AssociativeGRUCell(8, num_copies=2.5), TypeError, "num_copies"),
-        (lambda: DualAssociativeGRUCell(8, dual_key="shared"), ValueError, "dual_key.*'shared'"),
-        (
-            lambda: DualAssociativeGRUCell(8, premise_cell=AssociativeGRUCell(8)),
-            TypeError,
-            "premise_cell.*DualAssociativeEncoder",
-        ),
-        (
-            lambda: keras.layers.RNN(DualAssociativeGRUCell(8, num_copies=3))(
-                np.ones((2, 4, 5), "float32"),
-                initial_state=[np.zeros((2, size), "float32") for size in (24, 8, 16)],
-            ),
-            ValueError,
-            "source memory.*24.*got 16",
-        ),
-    ],
-    ids=[
-        "odd_units",
-        "dual_odd_units",
-        "no_copies",
-        "float_copies",
-        "dual_key",
-        "premise_cell",
-        "source_memory_width",
-    ],
-)
-def test_bad_arguments_are_refused(make, error, match):
+def _source_memory_of_width_16():
+    initial_state = [np.zeros((2, size), "float32") for size in (24, 8, 16)]
+    rnn = keras.layers.RNN(DualAssociativeGRUCell(8, num_copies=3))
+    return rnn(np.ones((2, 4, 5), "float32"), initial_state=initial_state)
+
+
+BAD_ARGUMENTS = {
+    "odd_units": (lambda: AssociativeGRUCell(7), ValueError, "units.*even.*7"),
+    "dual_odd_units": (lambda: DualAssociativeGRUCell(9), ValueError, "units.*even"),
+    "no_copies": (lambda: AssociativeGRUCell(8, num_copies=0), ValueError, "num_copies.*>= 1.*0"),
+    "float_copies": (lambda: AssociativeGRUCell(8, num_copies=2.5), TypeError, "num_copies"),
+    "dual_key": (lambda: DualAssociativeGRUCell(8, dual_key="x"), ValueError, "dual_key.*'x'"),
+    "premise_cell": (
+        lambda: DualAssociativeGRUCell(8, premise_cell=AssociativeGRUCell(8)),
+        TypeError,
+        "premise_cell.*DualAssociativeEncoder",
+    ),
+    "source_memory_width": (_source_memory_of_width_16, ValueError, "source memory.*24.*got 16"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ARGUMENTS))
+def test_bad_arguments_are_refused(case):
+    make, error, match = BAD_ARGUMENTS[case]
     with pytest.raises(error, match=match):
         make()
 
 
 def test_initializers_and_regularizers_reach_every_weight_of_the_dual_cell():
-    dual = DualAssociativeGRUCell(
-        6,
-        num_copies=2,
-        kernel_initializer="zeros",
-        kernel_regularizer="l2",
-        gate_bias_initializer="zeros",
-        candidate_bias_initializer="ones",
-        bias_regularizer="l1",
-    )
+    dual = DualAssociativeGRUCell(**{**AM_GRU_CONFIG, "units": 6, "kernel_initializer": "zeros"})
     dual.build((None, 4))
     premise = dual.premise_cell
+    dual_kernels = (dual.dual_gate_kernel, dual.dual_candidate_kernel)
     for kernel in (
-        dual.dual_gate_kernel,
-        dual.dual_candidate_kernel,
+        *dual_kernels,
         premise.gate_kernel,
         premise.key_kernel,
         premise.candidate_kernel,

@@ -1,6 +1,5 @@
-"""`DualAssociativeEncoder` against `am_gru_reference` and against its two passes written with
-`keras.layers.RNN` over the cells; one shared set of weights through saving, cloning and
-configs."""
+"""`DualAssociativeEncoder` against `am_gru_reference` and its two passes written with
+`keras.layers.RNN`; one shared set of weights through saving, cloning and configs."""
 
 import keras
 import numpy as np
@@ -18,7 +17,7 @@ from tf_memlayers.layers import DualAssociativeEncoder, DualAssociativeGRUCell
 
 UNITS, COPIES, INPUT_DIM, BATCH, PREMISE_STEPS, HYPOTHESIS_STEPS = 8, 3, 5, 3, 6, 4
 # Right-padded rows: each row's number of real steps.
-PREMISE_LENGTHS, HYPOTHESIS_LENGTHS = (6, 4, 5), (4, 2, 3)
+LENGTHS = PREMISE_LENGTHS, HYPOTHESIS_LENGTHS = (6, 4, 5), (4, 2, 3)
 # The fused loop where the backend has it (TensorFlow), else Keras's.
 FUSED_IF_AVAILABLE = BACKEND == "tensorflow"
 
@@ -64,12 +63,13 @@ class DualAssociativeEncoderTest(LayerTestCase):
 
         self.run_journey_test("pair", build, tmp_path)
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         flags = dict.fromkeys(
             ["return_sequences", "return_state", "unroll", "zero_output_for_mask"], True
         )
         config = dict(**AM_GRU_CONFIG, **flags, dual_key="released", fused_loop=False)
         self.run_config_test(DualAssociativeEncoder, **config, name="pair")
+        self.run_flags_test(lambda **kw: _make(**kw))
 
     @pytest.mark.parametrize(
         "kwargs",
@@ -85,18 +85,10 @@ class DualAssociativeEncoderTest(LayerTestCase):
             [(2, 5, 4), (2, 3, 4)],
         )
 
-    def test_flags(self):
-        self.run_flags_test(lambda **kw: _make(**kw))
-
 
 def _masks():
-    return [
-        np.arange(steps)[None, :] < np.array(lengths)[:, None]
-        for steps, lengths in (
-            (PREMISE_STEPS, PREMISE_LENGTHS),
-            (HYPOTHESIS_STEPS, HYPOTHESIS_LENGTHS),
-        )
-    ]
+    shapes = ((PREMISE_STEPS, PREMISE_LENGTHS), (HYPOTHESIS_STEPS, HYPOTHESIS_LENGTHS))
+    return [np.arange(steps) < np.array(lengths)[:, None] for steps, lengths in shapes]
 
 
 def _inputs(rng, dtype="float64"):
@@ -127,9 +119,7 @@ def test_encoder_matches_the_reference_in_float64(float64_policy, dual_key, fuse
 
     perms = permutations(UNITS // 2, COPIES)
     empty, zeros = np.zeros((1, UNITS * COPIES)), np.zeros((1, UNITS))
-    for row, (premise_length, hypothesis_length) in enumerate(
-        zip(PREMISE_LENGTHS, HYPOTHESIS_LENGTHS)
-    ):
+    for row, (premise_length, hypothesis_length) in enumerate(zip(*LENGTHS)):
         # Each row on its own, without its padding, as the paper's equations read it.
         ref_premise, ref_source = reference_run(
             premise[row : row + 1, :premise_length], empty, zeros, w, perms
@@ -172,8 +162,7 @@ def test_encoder_float32_matches_the_float64_reference():
 
 
 def _cell_form(encoder):
-    """The encoder's two passes written with `keras.layers.RNN` over a fresh Dual cell with the
-    encoder's weights: its AM-GRU cell over the premise, the Dual cell over the hypothesis."""
+    """The encoder's two passes as `keras.layers.RNN` over a Dual cell with its weights."""
     config = encoder.get_config()
     cell = DualAssociativeGRUCell(
         UNITS, num_copies=COPIES, dual_key=config["dual_key"], seed=config["seed"]
@@ -230,12 +219,9 @@ def test_encoder_equals_its_cell_form_forward_and_gradients(float64_policy, dual
 def test_keras_file_clone_and_config_keep_one_shared_set_of_weights(tmp_path, fused_loop):
     rng = np.random.default_rng(24)
     premise, hypothesis = keras.Input((None, INPUT_DIM)), keras.Input((None, INPUT_DIM))
+    dual_key = "paper" if fused_loop else "released"
     encoder = DualAssociativeEncoder(
-        UNITS,
-        num_copies=COPIES,
-        dual_key="released" if not fused_loop else "paper",
-        fused_loop=fused_loop,
-        name="encoder",
+        UNITS, num_copies=COPIES, dual_key=dual_key, fused_loop=fused_loop, name="encoder"
     )
     model = keras.Model([premise, hypothesis], encoder([premise, hypothesis]))
     model.set_weights([rng.normal(scale=0.4, size=w.shape) for w in model.weights])

@@ -66,9 +66,10 @@ class DualAssociativeGRUTest(LayerTestCase):
 
         self.run_journey_test("pair", build, tmp_path)
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         config = dict(**AM_GRU_CONFIG, **ALL_RNN_FLAGS, dual_key="released", fused_loop=False)
         self.run_config_test(DualAssociativeGRU, **config, return_retrievals=True)
+        self.run_flags_test(lambda **kw: DualAssociativeGRU(4, **kw))
 
     @pytest.mark.parametrize(
         "kwargs",
@@ -96,9 +97,6 @@ class DualAssociativeGRUTest(LayerTestCase):
                 fused_loop=fused_loop,
             )
         )
-
-    def test_flags(self):
-        self.run_flags_test(lambda **kw: DualAssociativeGRU(4, **kw))
 
     def test_resets(self):
         self.run_reset_tests(lambda **kw: DualAssociativeGRU(UNITS, num_copies=COPIES, **kw))
@@ -131,16 +129,14 @@ class DualAssociativeGRUCellTest(LayerTestCase):
 
         self.run_journey_test("pair", build, tmp_path)
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         config = dict(**AM_GRU_CONFIG, dual_key="released", return_retrievals=True)
         self.run_config_test(DualAssociativeGRUCell, **config)
+        self.run_flags_test(lambda **kw: DualAssociativeGRUCell(4, **kw))
 
     @pytest.mark.parametrize("dual_key, retrievals", [("paper", False), ("released", True)])
     def test_cell(self, dual_key, retrievals):
         self.run_cell_tests(lambda dtype=None: _dual_cell(dual_key, retrievals, dtype))
-
-    def test_flags(self):
-        self.run_flags_test(lambda **kw: DualAssociativeGRUCell(4, **kw))
 
     @pytest.mark.parametrize("dual_key", ["paper", "released"])
     def test_resets(self, dual_key):

@@ -45,9 +45,10 @@ class AttentionRNNTest(LayerTestCase):
         build = lambda p, h: _attend_from_hypothesis(p, h, score="general", position="before")  # noqa: E731
         self.run_journey_test("pair", build, tmp_path)
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         cell = AttentionWrapper(keras.layers.GRUCell(4))
         self.run_config_test(AttentionRNN, cell=cell, **ALL_RNN_FLAGS)
+        self.run_flags_test(_attention_rnn)
 
     @pytest.mark.parametrize("return_state", [False, True])
     @pytest.mark.parametrize("return_sequences", [False, True])
@@ -69,9 +70,6 @@ class AttentionRNNTest(LayerTestCase):
     def test_nan_padding(self):
         rnn = lambda: _attention_rnn(return_sequences=True, zero_output_for_mask=True)  # noqa: E731
         self.run_nan_padding_test(rnn, memory_width=8)
-
-    def test_flags(self):
-        self.run_flags_test(_attention_rnn)
 
     def test_resets(self):
         self.run_reset_tests(_attention_rnn, **declared_memory(B))

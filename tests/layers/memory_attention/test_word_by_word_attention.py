@@ -1,5 +1,4 @@
-"""`WordByWordAttention` against a NumPy reference written from Rocktäschel et al.'s (2016)
-equations, cell and sequence forms, masks, resets, state, saving and mixed precision."""
+"""`WordByWordAttention` against a NumPy reference of Rocktäschel et al.'s (2016) equations."""
 
 import keras
 import numpy as np
@@ -34,8 +33,7 @@ def _data(rng, dtype="float64"):
 
 
 def _premise_then_hypothesis(premise, hypothesis):
-    """A ``"pair"`` journey, the paper's model: an LSTM reads the premise, and the hypothesis
-    LSTM attends over its outputs word by word; the pair's representation h*."""
+    """The paper's model: the hypothesis LSTM attends over the premise LSTM's outputs."""
     encoded = keras.layers.LSTM(6, return_sequences=True)(premise)
     return AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(6)))(hypothesis, memory=encoded)
 
@@ -63,7 +61,7 @@ class WordByWordAttentionTest(LayerTestCase):
             "pair", _premise_then_hypothesis, tmp_path, xla_fails_on_tensorflow=True
         )
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         self.run_config_test(
             WordByWordAttention,
             cell=keras.layers.GRUCell(5),
@@ -73,13 +71,11 @@ class WordByWordAttentionTest(LayerTestCase):
             return_attention_scores=True,
             kernel_initializer="orthogonal",
         )
+        self.run_flags_test(_cell)
 
     def test_cell(self):
         # (Keras asks AttentionRNN for its spec, not the cell: `direct_spec=False`.)
         self.run_cell_tests(_cell, False, **declared_memory(2))
-
-    def test_flags(self):
-        self.run_flags_test(_cell)
 
     def test_resets(self):
         self.run_reset_tests(_cell, **declared_memory(3))
@@ -136,8 +132,7 @@ SEQUENCE_MASK[0, 3:] = SEQUENCE_MASK[2, 1] = False
     "output_attention, sized, masked", all_pairs([True, False], [False, True], [False, True])
 )
 def test_matches_the_reference_in_float64(float64_policy, output_attention, sized, masked):
-    """Outputs and attention weights; the memory has padding, and a row of padding only,
-    which reads nothing: its weights and Y alpha^T are zero, so r stays tanh(W^t 0) = 0."""
+    # A memory row of padding only reads nothing: r stays tanh(W^t 0) = 0.
     rng = np.random.default_rng(0)
     x, memory, mask = _data(rng)
     sizes = {"attention_units": 5} if sized else {}
@@ -217,7 +212,6 @@ def test_the_paper_s_weights_at_k_100():
     ids=["lstm", "gru", "am_gru"],
 )
 def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gradients(cell):
-    """Wrapping any cell: the wrapper stepped by hand equals `AttentionRNN`."""
     rng = np.random.default_rng(4)
     x, memory, mask = _data(rng, "float32")
     layer = _layer(cell=cell())
@@ -309,8 +303,7 @@ def test_bad_calls_are_named():
 def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(
     float64_policy,
 ):
-    """Setting W^r = 0 and W^t = 0 leaves the additive attention after the cell, which reads
-    the hypothesis alone: `AttentionWrapper(score="additive", input_feeding=False)`."""
+    # W^r = W^t = 0 leaves the additive attention after the cell, reading the hypothesis alone.
     rng = np.random.default_rng(13)
     x, memory, mask = _data(rng)
     ours = _layer()

@@ -1,11 +1,6 @@
-"""`MemorySequenceLayer`, the base of the sequence layers that carry a memory, on a toy layer of
-this module (a running sum whose memory is the sum so far): where a call's memory comes from
-(``initial_memory``, the stored memory of a stateful layer, zeros) and that no gradient flows
-into it; the stored memory across calls, its reset and its dtype; masked steps read as zeros;
-the build and call checks, each naming the argument and the shapes; and the helpers' contracts
-(`starts_from_zeros`, `keep_memory`, `documents`, `memory_size_for`, the config). The real
-layers' carried memories are tested in their own modules (the ``CarriedMemoryTests`` suite of
-tests/layer_test_case.py)."""
+"""`MemorySequenceLayer` on a running sum of this module (its memory the sum so far): where a
+call's memory comes from, no gradient into it, the stored memory, masked steps as zeros, the
+build and call checks and the helpers. The real layers' memories: `run_carried_memory_tests`."""
 
 import keras
 import numpy as np
@@ -20,8 +15,7 @@ WIDTH = 3
 
 
 class RunningSum(MemorySequenceLayer):
-    """Outputs ``memory + x_1 + ... + x_t`` over the valid steps; the memory after a call is
-    the last output, so consecutive calls continue one sum."""
+    """Outputs ``memory + x_1 + ... + x_t`` over the valid steps; its memory the last output."""
 
     memory_size = WIDTH
 
