@@ -225,12 +225,7 @@ BAD_RESETS = [
     (np.zeros((B,), bool), r"must have shape \(batch, time\)"),
     (np.zeros((B + 1, T), bool), r"must have shape \(batch, time\)"),
 ]
-BAD_STEP_RESETS = [
-    np.zeros((B,), "float32"),
-    np.zeros((B + 1,), bool),
-    np.zeros((B, 1), bool),
-    np.zeros((B, 5), bool),
-]
+BAD_STEP_RESETS = [np.zeros((B,), "float32"), *(np.zeros(s, bool) for s in [B + 1, (B, 1), (B, 5)])]
 
 
 def _pieces(make):

@@ -241,42 +241,6 @@ def test_stateful_layer_forgets_the_carried_states_at_a_reset(float64_policy, ki
         np.testing.assert_allclose(_numpy(variable), state, atol=1e-10, rtol=0)
 
 
-def _cell_and_states(rng, batch=3):
-    cell = AssociativeGRUCell(UNITS, num_copies=COPIES, return_retrievals=True)
-    cell.build((None, INPUT_DIM))
-    for weight in cell.weights:
-        weight.assign(rng.uniform(-0.7, 0.7, size=weight.shape))
-    states = [rng.normal(size=(batch, size)) for size in cell.state_size]
-    return cell, states
-
-
-def test_am_gru_cell_step_paths_take_reset(float64_policy):
-    rng = np.random.default_rng(5)
-    cell, states = _cell_and_states(rng)
-    x = rng.normal(size=(3, INPUT_DIM))
-    reset = np.array([False, True, False])
-    fresh = [np.where(reset[:, None], 0.0, s) for s in states]
-    want_output, want_states, want_retrievals = cell.call_with_retrievals(x, fresh)
-    output, new_states, retrievals = cell.call_with_retrievals(x, states, reset=reset)
-    for got, want in zip(
-        [output, *new_states, *retrievals.values()],
-        [want_output, *want_states, *want_retrievals.values()],
-    ):
-        np.testing.assert_allclose(_numpy(got), _numpy(want), atol=1e-12, rtol=0)
-    # The step on precomputed input projections, as `AssociativeGRU`'s loop runs it.
-    input_kernel, input_bias, *kernels = cell._projection_kernels()
-    projected = ops.matmul(x, input_kernel) + input_bias
-    want = cell._projected_call(projected, fresh, kernels)
-    got = cell._projected_call(projected, states, kernels, reset=reset)
-    with cell._stepping_on_projections(kernels):
-        stepped = cell(projected, states, reset=reset)
-    for result in (got, stepped):
-        for g, w in zip(keras.tree.flatten(result), keras.tree.flatten(want)):
-            np.testing.assert_allclose(_numpy(g), _numpy(w), atol=1e-12, rtol=0)
-    without = _numpy(cell._projected_call(projected, states, kernels)[0])
-    assert np.abs(_numpy(want[0]) - without)[1].max() > 1e-3
-
-
 # -- gradients -------------------------------------------------------------------------------
 
 
@@ -328,27 +292,22 @@ def _compiled(function):
     pytest.skip(f"no XLA compilation on the {BACKEND} backend")
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["xla", "mixed_float16"])
 @pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru"])
-def test_xla_compiled_call_with_reset_equals_separate_runs(kind):
+def test_xla_or_mixed_float16_call_with_reset_equals_separate_runs(kind, compiled):
+    if not compiled:
+        keras.config.set_dtype_policy("mixed_float16")
     rng = np.random.default_rng(7)
     xs = rng.normal(size=(3, STEPS, INPUT_DIM)).astype("float32")
     layer = _built(kind, xs, rng)
     reset, mask = _resets_and_mask()
-    call = _compiled(lambda xs, reset, mask: layer(xs, reset=reset, mask=mask))
-    packed = call(xs, reset, mask)
-    _assert_equal_runs(packed, separate_runs(layer, xs, reset, mask), atol=1e-5)
-
-
-@pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru"])
-def test_mixed_float16_call_with_reset_equals_separate_runs(kind):
-    keras.config.set_dtype_policy("mixed_float16")
-    rng = np.random.default_rng(8)
-    xs = rng.normal(size=(3, STEPS, INPUT_DIM)).astype("float32")
-    layer = _built(kind, xs, rng)
-    reset, mask = _resets_and_mask()
-    packed = layer(xs, reset=reset, mask=mask)
-    assert keras.backend.standardize_dtype(packed[0].dtype) == "float16"
-    _assert_equal_runs(packed, separate_runs(layer, xs, reset, mask), atol=5e-3)
+    call = lambda xs, reset, mask: layer(xs, reset=reset, mask=mask)  # noqa: E731
+    packed = (_compiled(call) if compiled else call)(xs, reset, mask)
+    dtype = keras.backend.standardize_dtype(packed[0].dtype)
+    assert dtype == "float32" if compiled else dtype == "float16"
+    _assert_equal_runs(
+        packed, separate_runs(layer, xs, reset, mask), atol=1e-5 if compiled else 5e-3
+    )
 
 
 # -- in a functional model ---------------------------------------------------------------------

@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import ALL_RNN_FLAGS, LayerTestCase, rnn_over, user_rnn
+from tests.layer_test_case import ALL_RNN_FLAGS, LayerTestCase, documents, rnn_over, user_rnn
 from tests.support import BACKEND, keras_lstm, tensorflow_only
 from tf_memlayers import ResettableCell, ResettableRNN, SlidingWindowAttentionCell
 from tf_memlayers.models._compiling import compile_and_build_optimizer
@@ -119,11 +119,6 @@ def _resets():
     reset[0, [2, 6]] = True
     reset[1, 0] = True
     return reset
-
-
-def _documents(reset, row):
-    starts = sorted({0, *np.flatnonzero(reset[row])})
-    return list(zip(starts, [*starts[1:], reset.shape[1]]))
 
 
 def test_without_reset_it_is_keras_rnn_and_lstm(float64_policy):
@@ -240,7 +235,7 @@ def test_a_list_of_cells_is_stacked_and_every_cell_restarts_at_a_reset(unroll, m
     # The reference: the same stacked cells under keras.layers.RNN, on each document alone.
     alone_rnn = keras.layers.RNN(stack, return_sequences=True, return_state=True)
     for row in range(B):
-        for start, stop in _documents(reset, row):
+        for start, stop in documents(reset, row):
             stop = min(stop, int(mask[row].sum()))
             alone, *alone_states = alone_rnn(x[row : row + 1, start:stop])
             np.testing.assert_allclose(

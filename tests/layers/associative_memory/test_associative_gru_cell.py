@@ -97,8 +97,7 @@ def assert_retrievals(outputs, units, record, names):
 # Sizes with the copies (units 200: wider than the permutations' 100 positions), the seed of
 # the permutations and the retrievals in the outputs, by pairs (`all_pairs`).
 @pytest.mark.parametrize(
-    "units, copies, seed, retrievals",
-    all_pairs([8, 200], [1, 3, 8], [123, 7], [False, True]),
+    "units, copies, seed, retrievals", all_pairs([8, 200], [1, 3, 8], [123, 7], [False, True])
 )
 def test_am_gru_matches_the_original_step_in_float64(
     float64_policy, units, copies, seed, retrievals

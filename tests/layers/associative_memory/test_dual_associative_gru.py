@@ -55,13 +55,11 @@ class DualAssociativeGRUTest(LayerTestCase):
             supports_masking=True,
         )
 
-    @FUSED
-    def test_journey(self, fused_loop, tmp_path):
+    def test_journey(self, tmp_path):
+        # fused_loop="auto": the fused loop on TensorFlow, Keras's on JAX.
         def build(premise, hypothesis):
-            premise_layer = AssociativeGRU(
-                8, num_copies=2, return_state=True, fused_loop=fused_loop
-            )
-            layer = DualAssociativeGRU(8, num_copies=2, fused_loop=fused_loop)
+            premise_layer = AssociativeGRU(8, num_copies=2, return_state=True)
+            layer = DualAssociativeGRU(8, num_copies=2)
             return read_premise_memory(premise_layer, layer, premise, hypothesis)
 
         self.run_journey_test("pair", build, tmp_path)

@@ -118,18 +118,6 @@ def test_heap_matches_reference_with_changing_weights(float64_policy, cache_size
     assert np.any(expected != 0)
 
 
-def test_heap_matches_reference_in_float32():
-    rng = np.random.default_rng(3)
-    layer = make_layer(31)
-    expected = np.zeros((31, WIDTH))
-    for batch in candidate_batches(rng, 10, 16):
-        batch = batch.astype("float32")
-        kernel, score_vector = set_weights(layer, rng)
-        layer.insert(batch)
-        ref.insert_batch(expected, batch.astype(np.float64), kernel, score_vector)
-    np.testing.assert_array_equal(np.asarray(layer.cache), expected.astype("float32"))
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("width, units, rows", [(17, 5, 1001), (200, 100, 164), (64, 32, 50)])
 def test_equal_rows_get_one_score_wherever_they_sit(dtype, width, units, rows):
@@ -365,7 +353,6 @@ def test_non_finite_candidates_are_skipped_inside_tf_function(jit_compile):
         ({"cache_size": 3, "attention_units": 0}, ValueError, "attention_units"),
         ({"cache_size": 3, "attention_units": 4, "policy": "lru"}, ValueError, "'lru'"),
         ({"cache_size": 3, "attention_units": 4, "query": "cosine"}, ValueError, "'cosine'"),
-        ({"cache_size": 3, "attention_units": 4, "mask_empty": "yes"}, TypeError, "mask_empty"),
     ],
 )
 def test_bad_arguments(kwargs, error, fragment):

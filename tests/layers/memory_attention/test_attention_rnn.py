@@ -56,12 +56,8 @@ class AttentionRNNTest(LayerTestCase):
         memory = np.random.default_rng(12).normal(size=(BATCH, LENGTH, 8)).astype("float32")
 
         def make(dtype):
-            wrapper = AttentionWrapper(
-                keras.layers.LSTMCell(UNITS, dtype=dtype),
-                return_attention_scores=True,
-                attention_size=7,
-                dtype=dtype,
-            )
+            options = dict(return_attention_scores=True, attention_size=7, dtype=dtype)
+            wrapper = AttentionWrapper(keras.layers.LSTMCell(UNITS, dtype=dtype), **options)
             flags = dict(return_sequences=return_sequences, return_state=return_state)
             return AttentionRNN(wrapper, dtype=dtype, **flags)
 
@@ -90,12 +86,8 @@ def test_attention_scores_of_a_layer_without_them_are_the_references(
     # After training changed the weights, the scores follow them (the copy is reused).
     _randomize(layer, rng)
     _, want = reference(x, memory, mask, *_weights(layer), score, position, True)
-    np.testing.assert_allclose(
-        keras.ops.convert_to_numpy(layer.attention_scores(x, memory, mask)),
-        want,
-        atol=1e-10,
-        rtol=0,
-    )
+    scores = keras.ops.convert_to_numpy(layer.attention_scores(x, memory, mask))
+    np.testing.assert_allclose(scores, want, atol=1e-10, rtol=0)
     # The copy is not a part of the layer: its weights and config are unchanged, and a model
     # saved after the call loads into one saved before it, and back.
     assert [w.path for w in layer.weights] == [w.path for w in layer.cell.weights]
@@ -142,8 +134,7 @@ def test_state_carries_over_from_one_call_to_the_next():
 
 
 class _StepByStep(AttentionRNN):
-    """`AttentionRNN` that runs its wrapper step by step, as it runs a wrapper whose attention
-    feeds back (the loop of `ResettableRNN`)."""
+    """`AttentionRNN` stepping its wrapper as it steps one that feeds back."""
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
         return ResettableRNN.inner_loop(self, sequences, initial_state, mask, training=training)
@@ -182,10 +173,8 @@ ALL_AT_ONCE_CASES = {
 
 @pytest.mark.parametrize("case", sorted(ALL_AT_ONCE_CASES))
 def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
-    """Without input feeding the layer runs the wrapped cell's loop alone and attends for all
-    steps at once: outputs, final states and gradients (weights, inputs, memory, initial
-    state) are the step-by-step loop's, with masks, resets, an initial state and the layer's
-    options."""
+    """Without input feeding the layer runs the cell's loop, then attends for all steps: the
+    outputs, states and gradients of the step-by-step loop."""
     wrapper_options, layer_options, call = ALL_AT_ONCE_CASES[case]
     rng = np.random.default_rng(7)
     x, memory, memory_mask = _data(rng, "float32")

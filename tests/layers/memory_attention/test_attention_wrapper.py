@@ -261,9 +261,7 @@ def test_bad_calls_are_named(call, error, fragment):
         ({"score": "dot", "normalize": True}, ValueError, "`normalize=True`"),
         ({"scale": True}, ValueError, "`scale=True`"),
         ({"attention_size": 0}, ValueError, "`attention_size` must be >= 1"),
-        ({"return_attention_scores": "yes"}, TypeError, "`return_attention_scores` must be a bool"),
         ({"position": "before", "input_feeding": False}, ValueError, "`input_feeding=False`"),
-        ({"input_feeding": 1}, TypeError, "`input_feeding` must be a bool"),
         (
             {"score": "dot", "attention_units": 32},
             ValueError,

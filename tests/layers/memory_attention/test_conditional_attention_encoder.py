@@ -1,10 +1,5 @@
-"""`ConditionalAttentionEncoder`: a recurrent layer over the premise, an `AttentionRNN` over the
-hypothesis from the premise's final states, attending over the premise's outputs.
-
-Checked against a float64 NumPy reference (a SimpleRNN premise pass, then the word-by-word
-attention of `memory_attention_reference` from the premise's final state), with padding in both
-sentences; and the way the SNLI model uses it (the example's ``word_by_word`` encoder).
-"""
+"""`ConditionalAttentionEncoder` (a premise RNN, then an `AttentionRNN` over the hypothesis
+from its final states, attending over its outputs) against a float64 NumPy reference."""
 
 import keras
 import numpy as np
@@ -29,10 +24,8 @@ def _encoder(units=5, dtype=None, **hypothesis_flags):
 
 
 class ConditionalAttentionEncoderTest(LayerTestCase):
-    """The two layers inside compute under their own dtype policies, so Keras's check that a
-    ``dtype`` argument sets the outputs' dtype does not apply: mixed precision is
-    test_mixed_float16_matches_float32's and the journey's."""
-
+    # Its layers compute under their own dtype policies: mixed precision is
+    # test_mixed_float16_matches_float32's and the journey's.
     layer_cls = ConditionalAttentionEncoder
 
     @pytest.mark.parametrize(
@@ -122,13 +115,7 @@ def _reference(
         if all(v is not c for c in wrapper.cell.weights)
     }
     got, alphas = word_by_word_reference(
-        hypothesis,
-        memory,
-        premise_mask,
-        cell_weights,
-        own,
-        sequence_mask=hypothesis_mask,
-        initial_h=h,
+        hypothesis, memory, premise_mask, cell_weights, own, True, hypothesis_mask, h
     )
     if weights:
         return alphas
@@ -154,12 +141,7 @@ def test_matches_the_reference_with_padding_in_both_sentences(return_sequences):
     )
     assert np.abs(from_zeros - want_h).max() > 1e-2
     _, unmasked = _reference(
-        encoder,
-        premise,
-        hypothesis,
-        np.ones_like(premise_mask),
-        hypothesis_mask,
-        return_sequences,
+        encoder, premise, hypothesis, np.ones_like(premise_mask), hypothesis_mask, return_sequences
     )
     assert np.abs(unmasked - want_h).max() > 1e-2
 

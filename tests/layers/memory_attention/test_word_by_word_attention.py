@@ -8,7 +8,6 @@ from tests.layer_test_case import LayerTestCase
 from tests.layers.memory_attention.test_attention_wrapper import keras_checks_of
 from tests.memory_attention_reference import (
     check_cell_loop_matches_layer,
-    check_reset_starts_a_row_again,
     check_state_carries_over,
     data,
     declared_memory,
@@ -85,12 +84,9 @@ class WordByWordAttentionTest(LayerTestCase):
         memory = np.random.default_rng(12).normal(size=(BATCH, LENGTH, MEMORY_DIM))
 
         def make(dtype):
+            options = dict(memory_dim=MEMORY_DIM, return_attention_scores=True, attention_size=6)
             cell = WordByWordAttention(
-                keras.layers.LSTMCell(UNITS, dtype=dtype),
-                memory_dim=MEMORY_DIM,
-                return_attention_scores=True,
-                attention_size=6,
-                dtype=dtype,
+                keras.layers.LSTMCell(UNITS, dtype=dtype), **options, dtype=dtype
             )
             flags = dict(return_sequences=return_sequences, return_state=return_state)
             return AttentionRNN(cell, dtype=dtype, **flags)
@@ -221,15 +217,6 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
     assert all(np.abs(g).max() > 0 for g in grads)  # every weight is used
 
 
-def test_a_reset_starts_a_row_again():
-    rng = np.random.default_rng(5)
-    x, memory, mask = _data(rng, "float32")
-    layer = _layer()
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
-    check_reset_starts_a_row_again(layer, x, memory, mask)
-
-
 def test_state_carries_over_from_one_call_to_the_next():
     x, memory, mask = _data(np.random.default_rng(6), "float32")
     wrapper = WordByWordAttention(keras.layers.GRUCell(UNITS), memory_dim=MEMORY_DIM)
@@ -238,31 +225,15 @@ def test_state_carries_over_from_one_call_to_the_next():
     assert [tuple(s.shape) for s in states] == [(BATCH, UNITS), (BATCH, MEMORY_DIM)]
 
 
-def test_the_config_round_trips_and_holds_no_fixed_choice():
-    cell = WordByWordAttention(
-        keras.layers.GRUCell(5), memory_dim=3, attention_units=4, attention_size=2
-    )
-    config = cell.get_config()
+def test_the_config_holds_no_fixed_choice_and_the_sizes_default_to_the_cells_width():
+    config = WordByWordAttention(keras.layers.GRUCell(5), memory_dim=3).get_config()
     assert not {"score", "position", "normalize", "scale", "input_feeding"} & set(config)
-    again = WordByWordAttention.from_config(config)
-    assert (
-        again.memory_dim,
-        again.attention_units,
-        again.attention_size,
-        again.output_attention,
-        again.state_size,
-    ) == (3, 4, 2, True, [5, 3])
+    assert WordByWordAttention.from_config(config).state_size == [5, 3]
     # Without h*_t there is no attention size to give, nor one in the config.
-    cell = WordByWordAttention(keras.layers.GRUCell(5), memory_dim=3, output_attention=False)
-    config = cell.get_config()
+    config = WordByWordAttention(keras.layers.GRUCell(5), output_attention=False).get_config()
     assert config["attention_size"] is None
     assert WordByWordAttention.from_config(config).output_size == 5
-    with pytest.raises(
-        ValueError, match="never computes with output_attention=False; got attention_size=2"
-    ):
-        WordByWordAttention(keras.layers.GRUCell(5), attention_size=2, output_attention=False)
-    # Without the sizes: the paper's k (the cell's width) everywhere.
-    cell = WordByWordAttention(keras.layers.GRUCell(5))
+    cell = WordByWordAttention(keras.layers.GRUCell(5))  # the paper's k everywhere
     assert (cell.memory_dim, cell.attention_units, cell.attention_size) == (5, 5, 5)
 
 
@@ -275,7 +246,11 @@ def test_the_config_round_trips_and_holds_no_fixed_choice():
         ({"score": "dot"}, TypeError, "`score` is fixed by the word-by-word attention"),
         ({"position": "before"}, TypeError, "`position` is fixed"),
         ({"input_feeding": True}, TypeError, "`input_feeding` is fixed"),
-        ({"output_attention": "yes"}, TypeError, "`output_attention` must be a bool"),
+        (
+            {"attention_size": 2, "output_attention": False},
+            ValueError,
+            "never computes with output_attention=False; got attention_size=2",
+        ),
     ],
 )
 def test_bad_arguments_are_named(kwargs, error, fragment):
@@ -300,9 +275,7 @@ def test_bad_calls_are_named():
         WordByWordAttention("lstm")
 
 
-def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(
-    float64_policy,
-):
+def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(float64_policy):
     # W^r = W^t = 0 leaves the additive attention after the cell, reading the hypothesis alone.
     rng = np.random.default_rng(13)
     x, memory, mask = _data(rng)

@@ -300,17 +300,6 @@ def test_the_memory_is_the_references_history_and_the_cell_state(float64_policy)
     np.testing.assert_allclose(np.asarray(cell_memory), np.asarray(memory), atol=1e-12)
 
 
-def test_an_initial_memory_is_read_as_the_references_history(float64_policy):
-    x = RNG.normal(size=(1, 6, 12))
-    layer = NGramConcat(4, 5, return_memory=True)
-    layer.build(x.shape)
-    memory = RNG.normal(size=(1, layer.memory_size))
-    out, _ = layer(x, initial_memory=memory)
-    history = [np.split(memory[0], 2)]
-    expected, _ = ngram_reference(x, np.asarray(layer.ngram_kernel), 4, (4, 4, 4), memory=history)
-    np.testing.assert_allclose(np.asarray(out), expected, atol=1e-12)
-
-
 def test_bad_arguments():
     # `sizes` and the input's width are checked by the split (test_key_value_predict_split.py).
     with pytest.raises(ValueError, match=r"`n` must be >= 2, got 1"):

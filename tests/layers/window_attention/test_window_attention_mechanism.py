@@ -1,10 +1,7 @@
-"""The window attention's shared mechanism: `window_softmax` (eq. 3) against NumPy, with masked
-positions, rows with nothing to attend, extreme scores, half precision and empty tensors; and
-the `WindowAttentionMechanism` mixin on a bare layer of this module: the weights each mode
-and size makes, the flat memory ``[keys | values | validity]`` and its size, the choice to
-project the values first and the argument checks. Eqs. (2)-(5), its one window per row (the
-cell form) and its whole stream at once (the parallel form), are tested against the full NumPy
-reference in test_sliding_window_attention.py."""
+"""The window attention's mechanism: `window_softmax` (eq. 3) against NumPy, and the
+`WindowAttentionMechanism` mixin on a bare layer: its weights, the flat memory ``[keys | values
+| validity]``, projecting the values first, the argument checks. Eqs. (2)-(5) against the NumPy
+reference: test_sliding_window_attention.py."""
 
 import keras
 import numpy as np
@@ -16,35 +13,27 @@ from tf_memlayers.layers.window_attention.window_attention_mechanism import (
     window_softmax,
 )
 
+# The mixin's arguments after ``window``, in order, with their defaults.
+ARGUMENTS = dict(
+    mode="attention",
+    sizes=None,
+    attention_units=None,
+    units=None,
+    pad="mask",
+    use_bias=False,
+    kernel_initializer="glorot_uniform",
+    bias_initializer="zeros",
+)
+
 
 class Mechanism(WindowAttentionMechanism, keras.layers.Layer):
     """The mixin on a bare layer: the constructor arguments and the weights, nothing else."""
 
-    def __init__(
-        self,
-        window,
-        mode="attention",
-        sizes=None,
-        attention_units=None,
-        units=None,
-        pad="mask",
-        use_bias=False,
-        kernel_initializer="glorot_uniform",
-        bias_initializer="zeros",
-        **kwargs,
-    ):
+    def __init__(self, window, *args, **kwargs):
+        own = {**ARGUMENTS, **dict(zip(ARGUMENTS, args))}
+        own.update({name: kwargs.pop(name) for name in ARGUMENTS if name in kwargs})
         super().__init__(**kwargs)
-        self._init_attention(
-            window,
-            mode,
-            sizes,
-            attention_units,
-            units,
-            pad,
-            use_bias,
-            kernel_initializer,
-            bias_initializer,
-        )
+        self._init_attention(window, *own.values())
 
     def build(self, input_shape):
         self._build_attention(input_shape[-1])
@@ -92,9 +81,8 @@ def test_window_softmax_puts_no_mass_on_invalid_positions(valid_dtype):
 
 
 def test_window_softmax_normalises_over_the_valid_positions_whatever_the_others_score():
-    # The largest score is taken over the valid positions only: with the invalid ones in it,
-    # exp(valid - max) underflows and the row would come out all zero. Extreme scores do not
-    # overflow.
+    # The largest score is taken over the valid positions only (else exp(valid - max) would
+    # underflow to an all-zero row); extreme scores do not overflow.
     scores = np.array([[-1000.0, -1001.0, 5.0, 1e30], [1000.0, 999.0, -1e30, 0.0]])
     valid = np.array([[1, 1, 0, 0], [1, 1, 1, 0]])
     weights = _numpy(window_softmax(ops.convert_to_tensor(scores), valid))
@@ -106,12 +94,7 @@ def test_window_softmax_normalises_over_the_valid_positions_whatever_the_others_
 
 @pytest.mark.parametrize(
     "dtype, expected",
-    [
-        ("float16", "float32"),
-        ("bfloat16", "float32"),
-        ("float32", "float32"),
-        ("float64", "float64"),
-    ],
+    [("float16", "float32"), ("bfloat16", "float32"), ("float32",) * 2, ("float64",) * 2],
 )
 def test_window_softmax_runs_in_at_least_float32(dtype, expected):
     scores = np.random.default_rng(2).normal(scale=4.0, size=(3, 7))
@@ -214,7 +197,6 @@ def test_the_values_are_projected_first_when_that_does_not_widen_them(units, pro
         (dict(attention_units=0), ValueError, "`attention_units` must be >= 1"),
         (dict(units=0), ValueError, "`units` must be >= 1"),
         (dict(pad="same"), ValueError, "`pad` must be one of 'mask', 'zeros'"),
-        (dict(use_bias=1), TypeError, "`use_bias` must be a bool"),
     ],
 )
 def test_bad_arguments_are_refused_naming_the_class(kwargs, error, fragment):
