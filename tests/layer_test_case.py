@@ -100,7 +100,7 @@ def _per_input(shape, make):
     return [make(one) for one in shape] if isinstance(shape, list) else make(shape)
 
 
-def _numpy(x):
+def as_numpy(x):
     return np.asarray(ops.convert_to_numpy(x))
 
 
@@ -166,7 +166,7 @@ def _check_export(model, inputs, expected, path):
     model.export(str(path), verbose=False)
     archive = tf.saved_model.load(str(path))
     served = archive.serve(keras.tree.map_structure(tf.constant, inputs))
-    np.testing.assert_allclose(_numpy(served), expected, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(as_numpy(served), expected, rtol=0, atol=1e-5)
 
 
 # The packed documents of the reset suites: B rows of T steps of W features.
@@ -309,7 +309,7 @@ class LayerTestCase:
             assert np.isfinite(history.history["loss"]).all()
             if before_saving is not None:
                 before_saving(model, rng)
-            predictions = _numpy(compiled(model)(inputs))
+            predictions = as_numpy(compiled(model)(inputs))
             assert np.isfinite(predictions).all()
             compiled_predictions = model.predict(inputs, verbose=0)
             scale = max(1.0, np.abs(predictions).max())
@@ -317,7 +317,7 @@ class LayerTestCase:
             model.save(tmp_path / "model.keras")
             loaded = keras.models.load_model(tmp_path / "model.keras")
             np.testing.assert_allclose(
-                _numpy(compiled(loaded)(inputs)), predictions, rtol=0, atol=1e-6
+                as_numpy(compiled(loaded)(inputs)), predictions, rtol=0, atol=1e-6
             )
             if BACKEND == "tensorflow":
                 _check_export(model, inputs, predictions, tmp_path / "export")
@@ -440,7 +440,7 @@ class LayerTestCase:
         rng = np.random.default_rng(0)
         for weight in reference.trainable_weights:
             weight.assign(rng.uniform(-0.8, 0.8, weight.shape))
-        want = [_numpy(t) for t in keras.tree.flatten(reference(inputs, **call_kwargs))]
+        want = [as_numpy(t) for t in keras.tree.flatten(reference(inputs, **call_kwargs))]
         with dtype_policy(policy):
             layer = make()
             layer(inputs, **call_kwargs)
@@ -448,7 +448,7 @@ class LayerTestCase:
         got = keras.tree.flatten(layer(inputs, **call_kwargs))
         assert keras.backend.standardize_dtype(got[0].dtype) == policy.split("_")[1]
         for g, w in zip(got, want):
-            g = _numpy(ops.cast(g, "float32"))
+            g = as_numpy(ops.cast(g, "float32"))
             np.testing.assert_allclose(g, w, rtol=0, atol=atol * max(1.0, np.abs(w).max()))
         assert np.abs(want[0]).max() > 10 * atol  # far larger than the tolerance
         return got
@@ -519,7 +519,7 @@ class LayerTestCase:
                 want = _shape_list(layer.compute_output_shape(shape))
                 assert [tuple(t.shape) for t in outputs] == want, (shape, with_mask)
                 if last_output_is_memory and shape[1] == 0:
-                    np.testing.assert_array_equal(_numpy(outputs[-1]), 0.0)
+                    np.testing.assert_array_equal(as_numpy(outputs[-1]), 0.0)
 
     # -- resets ------------------------------------------------------------------------------
 
@@ -553,7 +553,7 @@ class LayerTestCase:
             x = rng.normal(size=(B, 5))
             states = [rng.normal(size=(B, size)) for size in keras.tree.flatten(cell.state_size)]
             kept_output, kept_states = cell(x, states, **call_kwargs)
-            carried = [np.array_equal(_numpy(new), old) for new, old in zip(kept_states, states)]
+            carried = [np.array_equal(as_numpy(new), old) for new, old in zip(kept_states, states)]
             reset = np.array([True, False, True])
             output, new_states = cell(x, states, reset=reset, **call_kwargs)
             zeroed = [old if keep else np.zeros_like(old) for old, keep in zip(states, carried)]
@@ -561,10 +561,10 @@ class LayerTestCase:
             for new, fresh, kept in zip(
                 [output, *new_states], [fresh_output, *fresh_states], [kept_output, *kept_states]
             ):
-                new = _numpy(new)
-                np.testing.assert_allclose(new[reset], _numpy(fresh)[reset], atol=1e-12)
-                np.testing.assert_allclose(new[~reset], _numpy(kept)[~reset], atol=1e-12)
-            assert np.abs(_numpy(output)[0] - _numpy(kept_output)[0]).max() > 1e-3
+                new = as_numpy(new)
+                np.testing.assert_allclose(new[reset], as_numpy(fresh)[reset], atol=1e-12)
+                np.testing.assert_allclose(new[~reset], as_numpy(kept)[~reset], atol=1e-12)
+            assert np.abs(as_numpy(output)[0] - as_numpy(kept_output)[0]).max() > 1e-3
         states = [s.astype("float32") for s in states]
         for bad in BAD_STEP_RESETS:
             with pytest.raises(ValueError, match="`reset` must"):
@@ -600,10 +600,10 @@ class LayerTestCase:
             for start, stop in documents(reset, row):
                 alone, alone_memory = call(x[row : row + 1, start:stop], None)
                 np.testing.assert_allclose(
-                    _numpy(outputs)[row, start:stop], _numpy(alone)[0], atol=1e-12, rtol=0
+                    as_numpy(outputs)[row, start:stop], as_numpy(alone)[0], atol=1e-12, rtol=0
                 )
             np.testing.assert_allclose(
-                _numpy(memory)[row], _numpy(alone_memory)[0], atol=1e-12, rtol=0
+                as_numpy(memory)[row], as_numpy(alone_memory)[0], atol=1e-12, rtol=0
             )
 
     @staticmethod
@@ -617,13 +617,13 @@ class LayerTestCase:
         reset = np.zeros((B, T), bool)
         reset[0, 0] = True  # row 0 starts a new document: the carried memory is forgotten
         reset[1, 4] = True
-        outputs = _numpy(call(x, carried, reset)[0])
-        fresh = _numpy(call(x, None, None)[0])
-        continued = _numpy(call(x, carried, None)[0])
+        outputs = as_numpy(call(x, carried, reset)[0])
+        fresh = as_numpy(call(x, None, None)[0])
+        continued = as_numpy(call(x, carried, None)[0])
         np.testing.assert_allclose(outputs[0], fresh[0], atol=1e-12, rtol=0)
         np.testing.assert_allclose(outputs[1, :4], continued[1, :4], atol=1e-12, rtol=0)
         np.testing.assert_allclose(
-            outputs[1, 4:], _numpy(call(x[1:2, 4:], None, None)[0])[0], atol=1e-12, rtol=0
+            outputs[1, 4:], as_numpy(call(x[1:2, 4:], None, None)[0])[0], atol=1e-12, rtol=0
         )
         np.testing.assert_allclose(outputs[2], continued[2], atol=1e-12, rtol=0)
         assert not np.allclose(fresh[2], continued[2])
@@ -634,7 +634,7 @@ class LayerTestCase:
         reset = packed_resets()
         whole = make()
         whole.build(x.shape)
-        expected = _numpy(compiled(lambda x, reset: whole(x, reset=reset))(x, reset))
+        expected = as_numpy(compiled(lambda x, reset: whole(x, reset=reset))(x, reset))
         stateful = make(stateful=True)
         stateful.build((B, None, W))
         stateful.set_weights(
@@ -643,7 +643,7 @@ class LayerTestCase:
         )
         parts = [stateful(x[:, a:b], reset=reset[:, a:b]) for a, b in ((0, 5), (5, 9), (9, T))]
         np.testing.assert_allclose(
-            np.concatenate([_numpy(p) for p in parts], axis=1), expected, atol=1e-12, rtol=0
+            np.concatenate([as_numpy(p) for p in parts], axis=1), expected, atol=1e-12, rtol=0
         )
 
     # -- sizes -----------------------------------------------------------------------------

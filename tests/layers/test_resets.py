@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.layer_test_case import B, T
+from tests.layer_test_case import B, T, as_numpy
 from tests.layer_test_case import packed_resets as _resets
 from tests.layers.window_attention.test_sliding_window_attention import build_pair
 from tests.support import BACKEND, FUSED_LOOP, all_pairs, gradients, masked_rnn, tensorflow_only
@@ -98,10 +98,6 @@ KINDS = {
 }
 
 
-def _numpy(x):
-    return np.asarray(keras.ops.convert_to_numpy(x))
-
-
 def _resets_and_mask():
     """Documents from steps 2 and 5 of row 0, 0 (forgetting the initial state) and 4 of row 1,
     none in row 2 (its reset is at a masked step); padding at the end of row 0, holes."""
@@ -158,7 +154,7 @@ def separate_runs(layer, xs, reset, mask=None, initial_state=None):
                 init = [np.asarray(s)[row : row + 1] for s in initial_state]
             x = xs[row : row + 1, start:end]
             if mask is None:
-                result = [_numpy(t) for t in layer(x, initial_state=init)]
+                result = [as_numpy(t) for t in layer(x, initial_state=init)]
             else:
                 result = masked_rnn(layer, x, mask[row : row + 1, start:end], initial_state=init)
             if outputs is None:
@@ -186,10 +182,10 @@ def _built(kind, xs, rng, **kwargs):
 def _assert_equal_runs(packed, expected, atol):
     outputs, *states = packed
     expected_outputs, expected_states = expected
-    np.testing.assert_allclose(_numpy(outputs), expected_outputs, atol=atol, rtol=0)
+    np.testing.assert_allclose(as_numpy(outputs), expected_outputs, atol=atol, rtol=0)
     assert len(states) == len(expected_states)
     for got, want in zip(states, expected_states):
-        np.testing.assert_allclose(_numpy(got), want, atol=atol, rtol=0)
+        np.testing.assert_allclose(as_numpy(got), want, atol=atol, rtol=0)
 
 
 # Each layer with and without a mask, with and without an initial state, and each mask case
@@ -212,12 +208,12 @@ def test_packed_documents_equal_separate_runs_in_float64(
     _assert_equal_runs(packed, expected, atol=1e-10)
     # Not vacuous: without the resets the rows with documents compute something else.
     if mask is None:
-        plain = _numpy(layer(xs, initial_state=initial)[0])
+        plain = as_numpy(layer(xs, initial_state=initial)[0])
     else:
         plain = masked_rnn(layer, xs, mask, initial_state=initial)[0]
     assert np.abs(plain[:2] - expected[0][:2]).max() > 1e-3
     if mask is not None:  # row 2's only reset is at a masked step, which ignores it
-        np.testing.assert_allclose(_numpy(packed[0])[2], plain[2], atol=1e-10, rtol=0)
+        np.testing.assert_allclose(as_numpy(packed[0])[2], plain[2], atol=1e-10, rtol=0)
 
 
 @pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru", "rnn_lstm"])
@@ -229,7 +225,7 @@ def test_stateful_layer_forgets_the_carried_states_at_a_reset(float64_policy, ki
     twin = KINDS[kind]()  # the same weights, not stateful
     twin.build(xs.shape)
     twin.set_weights(stateful.get_weights())
-    carried = [_numpy(s) for s in stateful(first)[1:]]
+    carried = [as_numpy(s) for s in stateful(first)[1:]]
     reset = np.zeros((3, STEPS), bool)
     reset[0, 4] = True  # row 0: the end of the first document, then a new one
     reset[1, 0] = True  # row 1: a new document at once
@@ -238,7 +234,7 @@ def test_stateful_layer_forgets_the_carried_states_at_a_reset(float64_policy, ki
     _assert_equal_runs(packed, expected, atol=1e-10)
     # The layer keeps the packed run's final states for the next segment.
     for variable, state in zip(stateful.states, expected[1]):
-        np.testing.assert_allclose(_numpy(variable), state, atol=1e-10, rtol=0)
+        np.testing.assert_allclose(as_numpy(variable), state, atol=1e-10, rtol=0)
 
 
 # -- gradients -------------------------------------------------------------------------------
@@ -361,4 +357,4 @@ def test_auto_runs_the_fused_loop_without_reset_and_keras_loop_with_it():
     plain = layer(xs)
     with_reset = layer(xs, reset=np.zeros((2, 5), bool))
     assert loops == ["fused", "keras"]
-    np.testing.assert_allclose(_numpy(with_reset), _numpy(plain), atol=1e-5)
+    np.testing.assert_allclose(as_numpy(with_reset), as_numpy(plain), atol=1e-5)

@@ -14,11 +14,13 @@ from tf_memlayers.models._compiling import compile_and_build_optimizer
 class ResettableCellTest(LayerTestCase):
     layer_cls = ResettableCell
 
-    def test_layer_behaviors(self):
+    def test_layer_and_cell_behaviors(self):
+        def make(dtype=None):
+            return ResettableCell(keras.layers.LSTMCell(6, dtype=dtype), dtype=dtype)
+
+        self.run_cell_tests(make)
         self.run_layer_test(
-            rnn_over(
-                lambda dtype: ResettableCell(keras.layers.LSTMCell(6, dtype=dtype), dtype=dtype)
-            ),
+            rnn_over(make),
             input_shape=(2, 3, 4),
             expected_output_shape=(2, 3, 6),
             expected_num_trainable_weights=3,
@@ -34,11 +36,6 @@ class ResettableCellTest(LayerTestCase):
 
     def test_config_and_arguments(self):
         self.run_config_test(ResettableCell, cell=keras.layers.LSTMCell(3), name="wrapped")
-
-    def test_cell(self):
-        self.run_cell_tests(
-            lambda dtype=None: ResettableCell(keras.layers.LSTMCell(6, dtype=dtype), dtype=dtype)
-        )
 
     def test_resets(self):
         self.run_reset_tests(lambda **kw: ResettableCell(keras.layers.GRUCell(4), **kw))

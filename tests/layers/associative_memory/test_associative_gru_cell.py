@@ -28,13 +28,15 @@ class AssociativeGRUCellTest(LayerTestCase):
     layer_cls = AssociativeGRUCell
 
     @pytest.mark.parametrize("copies, retrievals", [(2, False), (1, True)])
-    def test_layer_behaviors(self, copies, retrievals):
+    def test_layer_and_cell_behaviors(self, copies, retrievals):
+        def make(dtype=None):
+            return AssociativeGRUCell(
+                6, num_copies=copies, return_retrievals=retrievals, dtype=dtype
+            )
+
+        self.run_cell_tests(make)
         self.run_layer_test(
-            rnn_over(
-                lambda dtype: AssociativeGRUCell(
-                    6, num_copies=copies, return_retrievals=retrievals, dtype=dtype
-                )
-            ),
+            rnn_over(make),
             input_shape=(2, 3, 4),
             expected_output_shape=(2, 3, 18 if retrievals else 6),
             expected_num_trainable_weights=5,
@@ -48,14 +50,6 @@ class AssociativeGRUCellTest(LayerTestCase):
     def test_config_and_arguments(self):
         self.run_config_test(AssociativeGRUCell, **AM_GRU_CONFIG, return_retrievals=True)
         self.run_flags_test(lambda **kw: AssociativeGRUCell(4, **kw))
-
-    @pytest.mark.parametrize("copies, retrievals", [(2, False), (1, True)])
-    def test_cell(self, copies, retrievals):
-        self.run_cell_tests(
-            lambda dtype=None: AssociativeGRUCell(
-                6, num_copies=copies, return_retrievals=retrievals, dtype=dtype
-            )
-        )
 
     @pytest.mark.parametrize("retrievals", [False, True])
     def test_resets(self, retrievals):

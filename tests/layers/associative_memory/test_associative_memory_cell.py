@@ -25,7 +25,8 @@ class AssociativeMemoryCellTest(LayerTestCase):
     layer_cls = AssociativeMemoryCell
 
     @CELLS
-    def test_layer_behaviors(self, inner, copies, retrievals):
+    def test_layer_and_cell_behaviors(self, inner, copies, retrievals):
+        self.run_cell_tests(lambda dtype=None: _cell(inner, copies, retrievals, dtype))
         self.run_layer_test(
             rnn_over(lambda dtype: _cell(inner, copies, retrievals, dtype)),
             input_shape=(2, 3, 4),
@@ -52,10 +53,6 @@ class AssociativeMemoryCellTest(LayerTestCase):
             key_initializer="orthogonal",
         )
         self.run_flags_test(lambda **kw: AssociativeMemoryCell(keras.layers.GRUCell(4), **kw))
-
-    @CELLS
-    def test_cell(self, inner, copies, retrievals):
-        self.run_cell_tests(lambda dtype=None: _cell(inner, copies, retrievals, dtype))
 
     @CELLS
     def test_resets(self, inner, copies, retrievals):

@@ -12,6 +12,7 @@ from tests.layers.associative_memory.test_associative_gru_cell import (
     AM_GRU_CONFIG,
     set_cell_weights,
 )
+from tests.layers.associative_memory.test_dual_associative_gru import KEYS_AND_LOOPS
 from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from tf_memlayers.layers import DualAssociativeEncoder, DualAssociativeGRUCell
 
@@ -22,14 +23,6 @@ LENGTHS = PREMISE_LENGTHS, HYPOTHESIS_LENGTHS = (6, 4, 5), (4, 2, 3)
 FUSED_IF_AVAILABLE = BACKEND == "tensorflow"
 
 
-PASSES = [
-    ("paper", False),
-    ("released", False),
-    pytest.param("paper", True, marks=tensorflow_only(FUSED_LOOP)),
-]
-PASS_IDS = ["paper_keras_loop", "released_keras_loop", "paper_fused_loop"]
-
-
 def _make(dtype=None, **kwargs):
     return DualAssociativeEncoder(4, num_copies=2, dtype=dtype, **kwargs)
 
@@ -38,7 +31,7 @@ class DualAssociativeEncoderTest(LayerTestCase):
     layer_cls = DualAssociativeEncoder
 
     # (The paper's key on Keras's loop: DualAssociativeGRUTest's, the encoder's second pass.)
-    @pytest.mark.parametrize("dual_key, fused_loop", PASSES[1:], ids=PASS_IDS[1:])
+    @pytest.mark.parametrize("dual_key, fused_loop", KEYS_AND_LOOPS[1:])
     def test_layer_behaviors(self, dual_key, fused_loop):
         self.run_layer_test(
             DualAssociativeEncoder,
@@ -106,7 +99,7 @@ def _encoder(dual_key="paper", fused_loop=False, **kwargs):
     return encoder
 
 
-@pytest.mark.parametrize("dual_key, fused_loop", PASSES, ids=PASS_IDS)
+@pytest.mark.parametrize("dual_key, fused_loop", KEYS_AND_LOOPS)
 def test_encoder_matches_the_reference_in_float64(float64_policy, dual_key, fused_loop):
     rng = np.random.default_rng(20)
     encoder = _encoder(dual_key, fused_loop, return_sequences=True, return_state=True)
@@ -187,7 +180,7 @@ def _loss(outputs):
     return sum(ops.sum(ops.sin(3.0 * t)) for t in outputs)
 
 
-@pytest.mark.parametrize("dual_key, fused_loop", PASSES, ids=PASS_IDS)
+@pytest.mark.parametrize("dual_key, fused_loop", KEYS_AND_LOOPS)
 def test_encoder_equals_its_cell_form_forward_and_gradients(float64_policy, dual_key, fused_loop):
     rng = np.random.default_rng(22)
     encoder = _encoder(

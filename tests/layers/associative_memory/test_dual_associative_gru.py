@@ -24,21 +24,17 @@ from tf_memlayers.layers import (
 
 UNITS, COPIES, INPUT_DIM, BATCH, STEPS = 8, 3, 5, 3, 6
 # (dual_key, fused_loop) of the layer's cases: the fused loop takes the paper's key only.
-KEYS_AND_LOOPS = pytest.mark.parametrize(
-    "dual_key, fused_loop",
-    [
-        ("paper", False),
-        ("released", False),
-        pytest.param("paper", True, marks=tensorflow_only(FUSED_LOOP)),
-    ],
-    ids=["paper_keras_loop", "released_keras_loop", "paper_fused_loop"],
-)
+KEYS_AND_LOOPS = [
+    pytest.param("paper", False, id="paper_keras_loop"),
+    pytest.param("released", False, id="released_keras_loop"),
+    pytest.param("paper", True, marks=tensorflow_only(FUSED_LOOP), id="paper_fused_loop"),
+]
 
 
 class DualAssociativeGRUTest(LayerTestCase):
     layer_cls = DualAssociativeGRU
 
-    @KEYS_AND_LOOPS
+    @pytest.mark.parametrize("dual_key, fused_loop", KEYS_AND_LOOPS)
     def test_layer_behaviors(self, dual_key, fused_loop):
         self.run_layer_test(
             DualAssociativeGRU,
@@ -110,7 +106,8 @@ class DualAssociativeGRUCellTest(LayerTestCase):
     layer_cls = DualAssociativeGRUCell
 
     @pytest.mark.parametrize("dual_key, retrievals", [("paper", False), ("released", True)])
-    def test_layer_behaviors(self, dual_key, retrievals):
+    def test_layer_and_cell_behaviors(self, dual_key, retrievals):
+        self.run_cell_tests(lambda dtype=None: _dual_cell(dual_key, retrievals, dtype))
         self.run_layer_test(
             rnn_over(lambda dtype: _dual_cell(dual_key, retrievals, dtype)),
             input_shape=(2, 3, 4),
@@ -131,10 +128,6 @@ class DualAssociativeGRUCellTest(LayerTestCase):
         config = dict(**AM_GRU_CONFIG, dual_key="released", return_retrievals=True)
         self.run_config_test(DualAssociativeGRUCell, **config)
         self.run_flags_test(lambda **kw: DualAssociativeGRUCell(4, **kw))
-
-    @pytest.mark.parametrize("dual_key, retrievals", [("paper", False), ("released", True)])
-    def test_cell(self, dual_key, retrievals):
-        self.run_cell_tests(lambda dtype=None: _dual_cell(dual_key, retrievals, dtype))
 
     @pytest.mark.parametrize("dual_key", ["paper", "released"])
     def test_resets(self, dual_key):

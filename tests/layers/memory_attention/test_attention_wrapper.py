@@ -94,24 +94,14 @@ class AttentionWrapperTest(LayerTestCase):
     @pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 6e-2)])
     def test_mixed_precision_matches_float32(self, policy, atol, input_feeding):
         x, memory, mask = _data(np.random.default_rng(8), "float32")
-        self.run_mixed_precision_test(
-            lambda: _layer(input_feeding=input_feeding),
-            x,
-            atol=atol,
-            policy=policy,
-            memory=memory,
-            memory_mask=mask,
-        )
+        make = lambda: _layer(input_feeding=input_feeding)  # noqa: E731
+        kwargs = dict(memory=memory, memory_mask=mask)
+        self.run_mixed_precision_test(make, x, atol=atol, policy=policy, **kwargs)
 
 
 def _layer(score="additive", position="after", output_attention=True, cell=None, **kwargs):
-    wrapper = AttentionWrapper(
-        cell or keras.layers.SimpleRNNCell(UNITS),
-        score=score,
-        position=position,
-        output_attention=output_attention,
-        **kwargs,
-    )
+    options = dict(score=score, position=position, output_attention=output_attention)
+    wrapper = AttentionWrapper(cell or keras.layers.SimpleRNNCell(UNITS), **options, **kwargs)
     return AttentionRNN(wrapper, return_sequences=True)
 
 
@@ -200,22 +190,17 @@ def test_a_reset_starts_a_row_again():
     check_reset_starts_a_row_again(layer, x, memory, mask)
 
 
-WRAPPED_CELLS = {
-    "simple_rnn": lambda: keras.layers.SimpleRNNCell(UNITS),
-    "lstm": lambda: keras.layers.LSTMCell(UNITS),
-    "gru": lambda: keras.layers.GRUCell(UNITS),
-    "am_gru": lambda: AssociativeGRUCell(UNITS, num_copies=2),
-}
-
-
 # Each cell attending step by step and after the loop, with a score of each kind.
 @pytest.mark.parametrize(
     "cell, options",
     [
-        ("simple_rnn", dict(score="general", position="before", scale=True)),
-        ("lstm", {}),
-        ("gru", dict(input_feeding=False)),
-        ("am_gru", dict(score="dot", input_feeding=False)),
+        (keras.layers.SimpleRNNCell, dict(score="general", position="before", scale=True)),
+        (keras.layers.LSTMCell, {}),
+        (keras.layers.GRUCell, dict(input_feeding=False)),
+        (
+            lambda units: AssociativeGRUCell(units, num_copies=2),
+            dict(score="dot", input_feeding=False),
+        ),
     ],
     ids=["simple_rnn_general_before", "lstm", "gru_after_the_loop", "am_gru_dot_after_the_loop"],
 )
@@ -224,7 +209,7 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
 ):
     rng = np.random.default_rng(4)
     x, memory, mask = _data(rng, "float32")
-    layer = AttentionRNN(AttentionWrapper(WRAPPED_CELLS[cell](), **options), return_sequences=True)
+    layer = AttentionRNN(AttentionWrapper(cell(UNITS), **options), return_sequences=True)
     layer(x, memory=memory, memory_mask=mask)
     _randomize(layer, rng)
     check_cell_loop_matches_layer(layer, x, memory, mask)

@@ -86,13 +86,13 @@ class NGramConcatCellTest(LayerTestCase):
     @pytest.mark.parametrize(
         "inner, n, use_bias", [(keras.layers.GRUCell, 2, False), (keras.layers.LSTMCell, 4, True)]
     )
-    def test_layer_behaviors(self, inner, n, use_bias):
+    def test_layer_and_cell_behaviors(self, inner, n, use_bias):
+        def make(dtype=None):
+            return NGramConcatCell(inner(6, dtype=dtype), n, 5, use_bias=use_bias, dtype=dtype)
+
+        self.run_cell_tests(make)
         self.run_layer_test(
-            rnn_over(
-                lambda dtype: NGramConcatCell(
-                    inner(6, dtype=dtype), n, 5, use_bias=use_bias, dtype=dtype
-                )
-            ),
+            rnn_over(make),
             input_shape=(2, 3, 4),
             expected_output_shape=(2, 3, 5),
             expected_num_trainable_weights=3 + 1 + use_bias,
@@ -119,14 +119,6 @@ class NGramConcatCellTest(LayerTestCase):
         )
         self.run_flags_test(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
         self.run_sizes_test(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
-
-    @pytest.mark.parametrize("inner, n", [(keras.layers.GRUCell, 2), (keras.layers.LSTMCell, 4)])
-    def test_cell(self, inner, n):
-        self.run_cell_tests(
-            lambda dtype=None: NGramConcatCell(
-                inner(6, dtype=dtype), n, 5, use_bias=True, dtype=dtype
-            )
-        )
 
     def test_resets(self):
         self.run_reset_tests(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))

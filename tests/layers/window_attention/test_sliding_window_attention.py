@@ -143,7 +143,8 @@ class SlidingWindowAttentionCellTest(LayerTestCase):
         ],
         ids=["attention", "key_value", "key_value_predict"],
     )
-    def test_layer_behaviors(self, inner, kwargs, width, weights):
+    def test_layer_and_cell_behaviors(self, inner, kwargs, width, weights):
+        self.run_cell_tests(lambda dtype=None: _cell(inner(6, dtype=dtype), dtype=dtype, **kwargs))
         self.run_layer_test(
             rnn_over(lambda dtype: _cell(inner(6, dtype=dtype), dtype=dtype, **kwargs)),
             input_shape=(2, 3, 4),
@@ -178,14 +179,6 @@ class SlidingWindowAttentionCellTest(LayerTestCase):
         self.run_sizes_test(
             lambda **kw: SlidingWindowAttentionCell(keras.layers.LSTMCell(4), 3, **kw)
         )
-
-    @pytest.mark.parametrize(
-        "kwargs",
-        [{}, dict(mode="key_value"), dict(mode="key_value_predict", units=5, use_bias=True)],
-        ids=["attention", "key_value", "key_value_predict"],
-    )
-    def test_cell(self, kwargs):
-        self.run_cell_tests(lambda dtype=None: _cell(dtype=dtype, **kwargs))
 
     def test_resets(self):
         self.run_reset_tests(lambda **kw: _cell(**kw))

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from keras import ops
 
+from tests.layer_test_case import as_numpy
 from tf_memlayers.layers.window_attention.window_attention_mechanism import (
     WindowAttentionMechanism,
     window_softmax,
@@ -42,10 +43,6 @@ class Mechanism(WindowAttentionMechanism, keras.layers.Layer):
         return {**super().get_config(), **self._attention_config()}
 
 
-def _numpy(x):
-    return np.asarray(ops.convert_to_numpy(x))
-
-
 def _softmax(scores, valid=None):
     """Eq. (3) in NumPy: no mass on invalid positions, all zeros without a valid one."""
     valid = np.ones(scores.shape, bool) if valid is None else np.asarray(valid) > 0.5
@@ -64,7 +61,10 @@ def _softmax(scores, valid=None):
 def test_window_softmax_is_the_softmax_without_valid():
     scores = np.random.default_rng(0).normal(scale=3.0, size=(2, 3, 5))
     np.testing.assert_allclose(
-        _numpy(window_softmax(ops.convert_to_tensor(scores))), _softmax(scores), rtol=0, atol=1e-15
+        as_numpy(window_softmax(ops.convert_to_tensor(scores))),
+        _softmax(scores),
+        rtol=0,
+        atol=1e-15,
     )
 
 
@@ -75,7 +75,7 @@ def test_window_softmax_puts_no_mass_on_invalid_positions(valid_dtype):
     valid = rng.random((4, 6)) > 0.4
     valid[1] = False  # nothing to attend: all-zero weights, so r_t = 0
     valid[2] = [False] * 5 + [True]
-    weights = _numpy(window_softmax(ops.convert_to_tensor(scores), valid.astype(valid_dtype)))
+    weights = as_numpy(window_softmax(ops.convert_to_tensor(scores), valid.astype(valid_dtype)))
     np.testing.assert_allclose(weights, _softmax(scores, valid), rtol=0, atol=1e-15)
     assert np.all(weights[~valid] == 0) and np.all(weights[1] == 0) and weights[2, 5] == 1
 
@@ -85,7 +85,7 @@ def test_window_softmax_normalises_over_the_valid_positions_whatever_the_others_
     # underflow to an all-zero row); extreme scores do not overflow.
     scores = np.array([[-1000.0, -1001.0, 5.0, 1e30], [1000.0, 999.0, -1e30, 0.0]])
     valid = np.array([[1, 1, 0, 0], [1, 1, 1, 0]])
-    weights = _numpy(window_softmax(ops.convert_to_tensor(scores), valid))
+    weights = as_numpy(window_softmax(ops.convert_to_tensor(scores), valid))
     first = 1.0 / (1.0 + np.exp(-1.0))
     np.testing.assert_allclose(
         weights, [[first, 1 - first, 0, 0], [first, 1 - first, 0, 0]], rtol=0, atol=1e-15
@@ -103,9 +103,9 @@ def test_window_softmax_runs_in_at_least_float32(dtype, expected):
     for given in (None, valid):
         weights = window_softmax(tensor, given)
         assert keras.backend.standardize_dtype(weights.dtype) == expected
-        rounded = _numpy(ops.cast(tensor, "float64"))  # the scores as the dtype holds them
+        rounded = as_numpy(ops.cast(tensor, "float64"))  # the scores as the dtype holds them
         np.testing.assert_allclose(
-            _numpy(weights),
+            as_numpy(weights),
             _softmax(rounded, given),
             rtol=0,
             atol=1e-6 if expected == "float32" else 1e-15,
@@ -164,7 +164,7 @@ def test_the_flat_memory_is_keys_then_values_then_validity(mode, sizes, width, p
     layer = Mechanism(window, mode, sizes)
     layer.build((None, None, width))
     memory = np.random.default_rng(3).normal(size=(batch, layer.memory_size))
-    keys, values, valid = (_numpy(t) for t in layer._unpack_memory(ops.convert_to_tensor(memory)))
+    keys, values, valid = (as_numpy(t) for t in layer._unpack_memory(ops.convert_to_tensor(memory)))
     np.testing.assert_array_equal(keys, memory[:, : window * key].reshape(batch, window, key))
     if mode == "attention":  # values are the keys, not stored twice
         np.testing.assert_array_equal(values, keys)
@@ -177,7 +177,7 @@ def test_the_flat_memory_is_keys_then_values_then_validity(mode, sizes, width, p
     np.testing.assert_array_equal(valid, memory[:, offset:])
     assert valid.shape == (batch, window)
     packed = layer._pack_memory(*(ops.convert_to_tensor(t) for t in (keys, values, valid)))
-    np.testing.assert_array_equal(_numpy(packed), memory)
+    np.testing.assert_array_equal(as_numpy(packed), memory)
 
 
 @pytest.mark.parametrize("units, project", [(None, True), (2, True), (3, True), (4, False)])
