@@ -147,12 +147,7 @@ def conditional_encoding_retrievals(premise, hypothesis, w, units, copies, seed=
     empty = np.zeros((1, units * copies))
     written, read = [], []
     outputs, memory = reference_run(
-        np.asarray(premise, np.float64)[None],
-        empty,
-        np.zeros((1, units)),
-        w,
-        perms,
-        record=written,
+        np.asarray(premise, np.float64)[None], empty, np.zeros((1, units)), w, perms, record=written
     )
     hypothesis = np.asarray(hypothesis, np.float64)[None]
     if dual_key is None:

@@ -1,24 +1,14 @@
 """The suites of the package's layers, as the methods of `LayerTestCase`.
 
-Every public layer and cell has one test class, ``<Layer>Test(LayerTestCase)``, in the test
-module that mirrors the module defining it (`tf_memlayers/layers/window_attention/
-sliding_window_attention.py` -> `tests/layers/window_attention/test_sliding_window_attention.py`),
-beside its NumPy-reference and mechanism tests. The class sets ``layer_cls`` and its test
-methods call the suites with the layer's own arguments, as keras-hub's layer tests call
-``run_layer_test``:
-
-* every layer: `run_layer_test` (Keras's own checks), `run_journey_test` (`fit` on a partial
-  last batch, masks, ``mixed_float16``, XLA against eager, the `.keras` round trip, export),
-  `run_config_test`, and where they apply `run_output_spec_test`, `run_nan_padding_test` and
-  `run_flags_test`;
-* a cell: `run_cell_tests`; a layer over sequences: `run_empty_input_test`; a layer or cell
-  taking ``reset``: `run_reset_tests`; a `MemorySequenceLayer`: `run_carried_memory_tests`; a
-  layer taking ``sizes``: `run_sizes_test`.
-
-Each suite checks that what it ran holds ``layer_cls``. `run_mixed_precision_test` is a
-helper for the layers' own comparisons of ``mixed_float16`` with float32.
-`tests/test_layer_test_case.py` checks that every exported layer's class calls each suite that
-applies to its layer.
+Each public layer and cell has one test class, ``<Layer>Test(LayerTestCase)``, in the test module
+mirroring its module (`tf_memlayers/layers/x/y.py` -> `tests/layers/x/test_y.py`). The class
+sets ``layer_cls``; its tests call the suites with the layer's arguments, as keras-hub's layer
+tests call ``run_layer_test``: every layer `run_layer_test`, `run_journey_test`,
+`run_config_test` and where they apply `run_output_spec_test`, `run_nan_padding_test`,
+`run_flags_test`; a cell `run_cell_tests`; a layer over sequences `run_empty_input_test`; one
+taking ``reset`` `run_reset_tests`; a `MemorySequenceLayer` `run_carried_memory_tests`; one
+taking ``sizes`` `run_sizes_test` (`tests/test_layer_test_case.py` checks it). Each suite checks
+that what it ran holds ``layer_cls``.
 """
 
 import contextlib
@@ -38,18 +28,18 @@ from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 # The width of the suites' inputs: ``[batch, time, INPUT_DIM]`` sequences.
 INPUT_DIM = 4
+# Every flag of an RNN layer set, for `run_config_test`.
+ALL_RNN_FLAGS = dict.fromkeys(RNN_FLAGS, True)
 
 
 def user_rnn(cell, **kwargs):
-    """``keras.layers.RNN`` over one of the package's cells, as a user of the backend writes it:
-    on JAX with ``zero_output_for_mask=True``, since Keras's JAX loop emits the cell's first
-    state at a masked step (support.KERAS_MASKED_OUTPUT; docs/backends.rst, "Backends")."""
+    """``keras.layers.RNN`` over ``cell`` as a user writes it: on JAX with
+    ``zero_output_for_mask=True`` (support.KERAS_MASKED_OUTPUT)."""
     return keras.layers.RNN(cell, zero_output_for_mask=BACKEND != "tensorflow", **kwargs)
 
 
 def rnn_over(make_cell, **rnn_kwargs):
-    """A factory of ``keras.layers.RNN(make_cell(dtype=...), return_sequences=True)`` for
-    `run_layer_test`, the cell made under the RNN's dtype policy."""
+    """A factory of ``keras.layers.RNN(make_cell(dtype), return_sequences=True)``."""
 
     def make(**kwargs):
         cell = make_cell(dtype=kwargs.get("dtype"))
@@ -59,17 +49,14 @@ def rnn_over(make_cell, **rnn_kwargs):
 
 
 def read_premise_memory(premise_layer, hypothesis_layer, premise, hypothesis):
-    """A ``"pair"`` journey over two recurrent layers: ``premise_layer`` (returning its states
-    ``[memory, last output]``) reads the premise, then ``hypothesis_layer`` reads the
-    hypothesis from an empty memory and the premise's last output, reading the premise's
-    final memory (the Dual AM-GRU's three states); returns the hypothesis output."""
+    """A ``"pair"`` journey: ``premise_layer`` reads the premise, ``hypothesis_layer`` (a Dual
+    AM-GRU) the hypothesis from an empty memory and the premise's last output and memory."""
     _, memory, last = premise_layer(premise)
     return hypothesis_layer(hypothesis, initial_state=[ops.zeros_like(memory), last, memory])
 
 
 def layer_classes(layer):
-    """The classes of ``layer`` and of the layers it holds (an RNN's cell, a model's layers),
-    recursively."""
+    """The classes of ``layer`` and of the layers it holds, recursively."""
     return {type(item) for item in layer._flatten_layers()}
 
 
@@ -84,8 +71,8 @@ def takes(method, name):
 
 
 def flags_of(layer_cls):
-    """The boolean constructor arguments the package's class ``layer_cls`` defines: those of
-    its own ``__init__`` with a bool default, and an RNN layer's flags."""
+    """The arguments of ``layer_cls``'s own ``__init__`` with a bool default, and an RNN's
+    flags."""
     own = vars(layer_cls).get("__init__")
     parameters = inspect.signature(own).parameters.values() if own else []
     flags = [p.name for p in parameters if isinstance(p.default, bool)]
@@ -95,7 +82,7 @@ def flags_of(layer_cls):
 
 
 def _shape_list(shapes):
-    """A `compute_output_shape` result (one shape, or a tuple of shapes) as a list of tuples."""
+    """A `compute_output_shape` result as a list of tuples."""
     if isinstance(shapes[0], (int, type(None))):
         return [tuple(shapes)]
     return [tuple(shape) for shape in shapes]
@@ -109,12 +96,11 @@ def _shapes_and_dtypes(outputs):
 
 
 def _per_input(shape, make):
-    """``make(shape)``, or for a layer over several inputs (``shape`` a list of shapes) the
-    list of ``make`` of each."""
+    """``make(shape)``, or the list of ``make`` of each of a list of shapes."""
     return [make(one) for one in shape] if isinstance(shape, list) else make(shape)
 
 
-def _numpy(x):
+def as_numpy(x):
     return np.asarray(ops.convert_to_numpy(x))
 
 
@@ -133,8 +119,8 @@ VOCAB, STEPS, SAMPLES, BATCH, CLASSES = 11, 6, 5, 2, 3
 
 
 def _tokens(rng, masked, steps=STEPS):
-    """``[SAMPLES, steps]`` token ids; with ``masked`` some rows are padded with 0 (the
-    Embedding's mask value), at the end and in a hole."""
+    """``[SAMPLES, steps]`` token ids; with ``masked`` some padded with 0, at the end and in a
+    hole."""
     tokens = rng.integers(1, VOCAB, size=(SAMPLES, steps)).astype("int32")
     if masked:
         tokens[1, steps - 2 :] = 0
@@ -144,10 +130,9 @@ def _tokens(rng, masked, steps=STEPS):
 
 
 def journey_model(role, build, masked, rng):
-    """``(model, inputs, targets)`` of a journey: ``build`` in the model of its ``role``:
-    ``"step"`` (embedded tokens -> features per step), ``"pooled"`` (-> one vector), ``"pair"``
-    ((embedded premise, embedded hypothesis) -> one vector) or ``"token"`` ((tokens, masked,
-    vocabulary) -> logits)."""
+    """``(model, inputs, targets)`` with ``build`` in the model of its ``role``: ``"step"``
+    (embedded tokens -> features per step), ``"pooled"`` (-> one vector), ``"pair"`` (two
+    embedded sentences -> one vector) or ``"token"`` ((tokens, masked, vocabulary) -> logits)."""
     if role == "pair":
         # A sentence pair, both sentences through one embedding (conditional encoding).
         premise = keras.Input((STEPS,), dtype="int32")
@@ -181,7 +166,7 @@ def _check_export(model, inputs, expected, path):
     model.export(str(path), verbose=False)
     archive = tf.saved_model.load(str(path))
     served = archive.serve(keras.tree.map_structure(tf.constant, inputs))
-    np.testing.assert_allclose(_numpy(served), expected, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(as_numpy(served), expected, rtol=0, atol=1e-5)
 
 
 # The packed documents of the reset suites: B rows of T steps of W features.
@@ -189,8 +174,7 @@ B, T, W = 3, 11, 12
 
 
 def packed_resets():
-    """``[B, T]`` resets. Row 0: two resets; row 1: a reset at the first step and one at the
-    last; row 2: none."""
+    """``[B, T]`` resets: row 0 two, row 1 at the first and last steps, row 2 none."""
     reset = np.zeros((B, T), bool)
     reset[0, [3, 8]] = True
     reset[1, [0, T - 1]] = True
@@ -198,40 +182,38 @@ def packed_resets():
 
 
 def documents(reset, row):
-    """``(start, stop)`` of each document of ``row`` (the steps before the first reset form
-    the first)."""
+    """``(start, stop)`` of each document of ``row``."""
     starts = sorted({0, *np.flatnonzero(reset[row])})
     return list(zip(starts, [*starts[1:], reset.shape[1]]))
 
 
-_X = np.random.default_rng(0).normal(size=(2, 5, INPUT_DIM)).astype("float32")
+X = np.random.default_rng(0).normal(size=(2, 5, INPUT_DIM)).astype("float32")
 
 
-def _called_twice(layer, first, second, **kwargs):
+def called_twice(layer, first, second, **kwargs):
     """Builds ``layer`` on ``first``, then calls it on ``second``."""
     layer(first)
     return layer(second, **kwargs)
 
 
-def _zeros(*shape):
+def zeros(*shape):
     return np.zeros(shape, "float32")
 
 
-# (the bad call of a layer made by ``make(**kwargs)``, fragments its ValueError names): the
-# layer runs the checks of `MemorySequenceLayer` (all of them: test_memory_sequence_layer.py)
-# when called eagerly and symbolically, and a stateful layer's.
+# (a bad call of ``make(**kwargs)``, fragments of its ValueError): a layer runs the checks of
+# `MemorySequenceLayer` (test_memory_sequence_layer.py), eagerly, symbolically and stateful.
 BAD_MEMORY_CALLS = [
-    (lambda make: make()(_X, mask=np.ones((2, 6), bool)), ["`mask`", "(2, 6)", "(2, 5, 4)"]),
+    (lambda make: make()(X, mask=np.ones((2, 6), bool)), ["`mask`", "(2, 6)", "(2, 5, 4)"]),
     (
         lambda make: make()(keras.Input((5, INPUT_DIM)), mask=keras.Input((6,), dtype="bool")),
         ["`mask`", "(None, 6)", "(None, 5, 4)"],
     ),
     (
-        lambda make: make()(_X, initial_memory=_zeros(3, make().memory_size_for(4))),
+        lambda make: make()(X, initial_memory=zeros(3, make().memory_size_for(4))),
         ["`initial_memory`", "(3, ", "(2, 5, 4)"],
     ),
     (
-        lambda make: _called_twice(make(stateful=True), _X, _X[:1]),
+        lambda make: called_twice(make(stateful=True), X, X[:1]),
         ["`inputs`", "(1, 5, 4)", "memory of shape (2, "],
     ),
 ]
@@ -243,17 +225,11 @@ BAD_RESETS = [
     (np.zeros((B,), bool), r"must have shape \(batch, time\)"),
     (np.zeros((B + 1, T), bool), r"must have shape \(batch, time\)"),
 ]
-BAD_STEP_RESETS = [
-    np.zeros((B,), "float32"),
-    np.zeros((B + 1,), bool),
-    np.zeros((B, 1), bool),
-    np.zeros((B, 5), bool),
-]
+BAD_STEP_RESETS = [np.zeros((B,), "float32"), *(np.zeros(s, bool) for s in [B + 1, (B, 1), (B, 5)])]
 
 
 def _pieces(make):
-    """The one number of sizes ``make`` accepts, found by trying 1 to 6 pieces (a cell may
-    still refuse sizes that do not add up to its cell's output width)."""
+    """The one number of sizes (1 to 6) that ``make`` accepts."""
     accepted = []
     for count in range(1, 7):
         try:
@@ -267,22 +243,20 @@ def _pieces(make):
 
 
 def _plain(value):
-    """Whether ``value`` is a plain config value: a number, string or bool, or a list of them."""
+    """Whether ``value`` is a number, string or bool, or a list of them."""
     if isinstance(value, (tuple, list)):
         return all(_plain(item) for item in value)
     return isinstance(value, (bool, int, float, str))
 
 
 def _same_object(given, saved):
-    """Whether the config entry ``saved`` is the initializer, regularizer or constraint
-    named ``given``."""
+    """Whether the config entry ``saved`` is the object named ``given``."""
     revived = keras.saving.deserialize_keras_object(saved)
     return type(revived).__name__.lower() == given.replace("_", "").lower()
 
 
 class LayerTestCase:
-    """The suites of the package's layers; a layer's test class subclasses it, sets
-    ``layer_cls`` and calls them (module docstring)."""
+    """The suites of the package's layers (module docstring)."""
 
     layer_cls = None
 
@@ -293,9 +267,8 @@ class LayerTestCase:
     # -- every layer ----------------------------------------------------------------------
 
     def run_layer_test(self, layer_cls, init_kwargs=None, **arguments):
-        """Keras's own layer checks (`keras.src.testing.TestCase.run_layer_test`):
-        serialization, build, symbolic and eager calls, a compiled training step, output
-        dtypes under ``mixed_float16``. ``layer_cls`` may be a factory of the layer."""
+        """Keras's own layer checks (`keras.src.testing.TestCase.run_layer_test`); ``layer_cls``
+        may be a factory of the layer."""
         init_kwargs = init_kwargs or {}
         self.assert_holds_layer(layer_cls(**init_kwargs))
         arguments.setdefault("expected_num_non_trainable_weights", 0)
@@ -305,19 +278,15 @@ class LayerTestCase:
     def run_journey_test(
         self, role, build, tmp_path, before_saving=None, xla_fails_on_tensorflow=False
     ):
-        """A user's journey (`journey_model`): a functional model with the layer, under
-        ``mixed_float16``, trained with `fit` compiled by XLA on masked data whose last batch
-        is partial. Its predictions (`predict`, XLA) match the call's; it is saved to a
-        ``.keras`` file and loaded back with the same predictions, and (TensorFlow) exported
-        as a SavedModel that serves them. ``before_saving(model, rng)`` fills what a layer must
-        hold before it is saved. (Keras's layer checks, `run_layer_test`, train in float32,
-        without XLA on TensorFlow's CPU.)
+        """A user's journey (`journey_model`) under ``mixed_float16``: `fit` compiled by XLA on
+        masked data with a partial last batch; `predict` matches the call; the `.keras` round
+        trip and (TensorFlow) the exported SavedModel give the same predictions.
+        ``before_saving(model, rng)`` fills what a layer must hold before saving.
 
         ``xla_fails_on_tensorflow`` marks a known defect: TensorFlow's XLA cannot compile the
-        layer's training step for the partial batch (its batch size unknown when traced
-        again; a product of a ``[batch, L, d]`` tensor with a kernel, in a loop, whose
-        gradient transposes by a shape computed at run time). The journey checks that it still
-        fails so, which a fix turns into this test's failure, then trains without XLA."""
+        training step for the partial batch (a product in a loop whose gradient transposes by a
+        shape computed at run time). The journey checks that it still fails so (a fix fails
+        this test), then trains without XLA."""
         rng = np.random.default_rng(7)
         with dtype_policy("mixed_float16"):
             model, inputs, targets = journey_model(role, build, True, rng)
@@ -340,9 +309,7 @@ class LayerTestCase:
             assert np.isfinite(history.history["loss"]).all()
             if before_saving is not None:
                 before_saving(model, rng)
-            # The call as one program: eager on TensorFlow, jitted on JAX, where a call runs
-            # and compiles each operation apart (several times slower).
-            predictions = _numpy(compiled(model)(inputs))
+            predictions = as_numpy(compiled(model)(inputs))
             assert np.isfinite(predictions).all()
             compiled_predictions = model.predict(inputs, verbose=0)
             scale = max(1.0, np.abs(predictions).max())
@@ -350,14 +317,14 @@ class LayerTestCase:
             model.save(tmp_path / "model.keras")
             loaded = keras.models.load_model(tmp_path / "model.keras")
             np.testing.assert_allclose(
-                _numpy(compiled(loaded)(inputs)), predictions, rtol=0, atol=1e-6
+                as_numpy(compiled(loaded)(inputs)), predictions, rtol=0, atol=1e-6
             )
             if BACKEND == "tensorflow":
                 _check_export(model, inputs, predictions, tmp_path / "export")
 
     def run_config_test(self, layer_cls, **init_kwargs):
-        """The config of ``layer_cls(**init_kwargs)`` holds each argument given (as JSON) and
-        rebuilds a layer of the same config."""
+        """The JSON config of ``layer_cls(**init_kwargs)`` holds each argument and rebuilds the
+        same config."""
         layer = layer_cls(**init_kwargs)
         self.assert_holds_layer(layer)
         config = json.loads(json.dumps(layer.get_config()))
@@ -369,11 +336,10 @@ class LayerTestCase:
         assert layer_cls.from_config(config).get_config() == layer.get_config()
 
     def run_output_spec_test(self, make, shape, input_dtype="float32", **call_kwargs):
-        """`compute_output_spec` before the layer is built (after, for a layer over a memory),
-        the symbolic call with an unknown batch size and `compute_output_shape` give exactly
-        the eager call's shapes (static widths) and dtypes, in float32 and under
-        ``mixed_float16``. ``make(dtype)`` makes the layer; the arrays among ``call_kwargs``
-        (a memory) are passed in the call's form."""
+        """`compute_output_spec` (of the unbuilt layer; of the built one over a memory), the
+        symbolic call with an unknown batch and `compute_output_shape` give the eager call's
+        shapes and dtypes, in float32 and ``mixed_float16``. Arrays among ``call_kwargs`` (a
+        memory) are passed in the call's form."""
         rng = np.random.default_rng(2)
         floats = keras.backend.is_float_dtype(input_dtype)
         draw = rng.normal if floats else lambda size: rng.integers(0, 3, size)
@@ -389,8 +355,6 @@ class LayerTestCase:
             eager = _shapes_and_dtypes(layer(inputs, **call_kwargs))
             compute_dtype = keras.DTypePolicy(policy).compute_dtype
             dtype = compute_dtype if floats else input_dtype
-            # The spec of a layer not built yet (what Keras asks for first); of a layer over a
-            # memory, built from both inputs by its first call, the built layer's.
             spec = (layer if arrays else make(policy)).compute_output_spec(
                 _per_input(shape, lambda one, dtype=dtype: keras.KerasTensor(one, dtype)),
                 **kwargs_as(lambda v, dtype=compute_dtype: keras.KerasTensor(v.shape, dtype)),
@@ -412,10 +376,9 @@ class LayerTestCase:
                 assert _shape_list(computed) == [s for s, _ in eager], policy
 
     def run_nan_padding_test(self, make, memory_width=None):
-        """NaN at padded steps (right and left padding) never reaches the outputs or the
-        weights' gradients, and padded steps of sequence outputs are zero. With
-        ``memory_width``, the layer also attends over a memory ``[3, 4, memory_width]`` with
-        NaN in its padding, whose gradient is zero there."""
+        """NaN at padded steps (right and left) never reaches the outputs or the weights'
+        gradients; padded steps of sequence outputs are zero. With ``memory_width``, also over
+        a memory with NaN in its padding, whose gradient is zero there."""
         layer = make()
         rng = np.random.default_rng(1)
         mask = np.ones((3, 5), bool)
@@ -450,9 +413,8 @@ class LayerTestCase:
             np.testing.assert_array_equal(gradient[~memory_mask], 0.0)
 
     def run_flags_test(self, make, flags=None):
-        """Each boolean argument (``flags``; default: `flags_of` the layer's class) refuses a
-        non-bool with an error naming it, and takes a NumPy bool, which the config keeps as a
-        Python bool."""
+        """Each boolean argument (default `flags_of`) refuses a non-bool naming it, and takes a
+        NumPy bool, kept in the config as a Python bool."""
         layer = make()
         self.assert_holds_layer(layer)
         flags = flags_of(type(layer)) if flags is None else flags
@@ -469,17 +431,16 @@ class LayerTestCase:
             assert flipped is (not default), (flag, flipped)
 
     def run_mixed_precision_test(self, make, inputs, atol, policy="mixed_float16", **call_kwargs):
-        """``make()`` under ``policy``, with the trainable weights of a float32 twin drawn from
-        U(-0.8, 0.8) (far from the initializers, so that every part of the layer shows),
-        computes its first output in the policy's dtype and stays within ``atol`` (times the
-        largest output, where above 1) of the float32 outputs; returns its outputs."""
+        """``make()`` under ``policy``, with the weights of a float32 twin drawn from U(-0.8,
+        0.8) (far from the initializers, so that every part shows), outputs the policy's dtype
+        within ``atol`` (times the largest output above 1) of the float32 outputs."""
         reference = make()
         reference(inputs, **call_kwargs)
         self.assert_holds_layer(reference)
         rng = np.random.default_rng(0)
         for weight in reference.trainable_weights:
             weight.assign(rng.uniform(-0.8, 0.8, weight.shape))
-        want = [_numpy(t) for t in keras.tree.flatten(reference(inputs, **call_kwargs))]
+        want = [as_numpy(t) for t in keras.tree.flatten(reference(inputs, **call_kwargs))]
         with dtype_policy(policy):
             layer = make()
             layer(inputs, **call_kwargs)
@@ -487,7 +448,7 @@ class LayerTestCase:
         got = keras.tree.flatten(layer(inputs, **call_kwargs))
         assert keras.backend.standardize_dtype(got[0].dtype) == policy.split("_")[1]
         for g, w in zip(got, want):
-            g = _numpy(ops.cast(g, "float32"))
+            g = as_numpy(ops.cast(g, "float32"))
             np.testing.assert_allclose(g, w, rtol=0, atol=atol * max(1.0, np.abs(w).max()))
         assert np.abs(want[0]).max() > 10 * atol  # far larger than the tolerance
         return got
@@ -495,13 +456,10 @@ class LayerTestCase:
     # -- cells -----------------------------------------------------------------------------
 
     def run_cell_tests(self, make_cell, direct_spec=True, **call_kwargs):
-        """A cell called on symbolic tensors (one step, as in a hand-written decoder) gives the
-        eager step's shapes and dtypes, in float32 and under ``mixed_float16``; on TensorFlow
-        its new states keep their static shapes when the batch size is unknown (the loop of
-        `keras.layers.RNN` refuses states whose shape changes). ``make_cell(dtype=None)``
-        makes the cell; ``call_kwargs`` (a memory, given in the step's dtype) go to every
-        step. With ``direct_spec``, `compute_output_spec` asked directly (outside the call's
-        autocast scope, as Keras's layer checks ask a layer) gives them too."""
+        """One symbolic step of the cell gives the eager step's shapes and dtypes, in float32
+        and ``mixed_float16`` (with ``direct_spec``, `compute_output_spec` asked directly
+        too); on TensorFlow its new states keep static shapes for an unknown batch (Keras's
+        loop refuses states whose shape changes). ``call_kwargs`` (a memory) go to each step."""
         for policy in ("float32", "mixed_float16"):
             dtype = keras.DTypePolicy(policy).compute_dtype
             kwargs = {k: v.astype(dtype) for k, v in call_kwargs.items()}
@@ -525,7 +483,7 @@ class LayerTestCase:
         import tensorflow as tf
 
         sizes = [int(s) for s in keras.tree.flatten(cell.state_size)]
-        cell(_zeros(2, INPUT_DIM), [_zeros(2, size) for size in sizes], **call_kwargs)  # built
+        cell(zeros(2, INPUT_DIM), [zeros(2, size) for size in sizes], **call_kwargs)  # built
         shapes = {}
 
         names = sorted(call_kwargs)  # (a memory: of an unknown batch size too)
@@ -547,9 +505,9 @@ class LayerTestCase:
     # -- layers over sequences ---------------------------------------------------------------
 
     def run_empty_input_test(self, make, last_output_is_memory=True):
-        """Empty sequences and empty batches, with and without a mask, give empty outputs of
-        the shapes `compute_output_shape` says; with no step read the memory (the last output,
-        where ``last_output_is_memory``) is still the zero initial memory."""
+        """Empty sequences and batches, with and without a mask, give the empty outputs
+        `compute_output_shape` says; with no step the memory (the last output, where
+        ``last_output_is_memory``) is zeros."""
         for shape in ((2, 0, 4), (0, 5, 4)):
             for with_mask in (False, True):
                 layer = make()
@@ -561,16 +519,14 @@ class LayerTestCase:
                 want = _shape_list(layer.compute_output_shape(shape))
                 assert [tuple(t.shape) for t in outputs] == want, (shape, with_mask)
                 if last_output_is_memory and shape[1] == 0:
-                    np.testing.assert_array_equal(_numpy(outputs[-1]), 0.0)
+                    np.testing.assert_array_equal(as_numpy(outputs[-1]), 0.0)
 
     # -- resets ------------------------------------------------------------------------------
 
     def run_reset_tests(self, make, **call_kwargs):
-        """``reset`` of a cell (one step) or of a layer over sequences: a bad one (not a bool
-        tensor of the batch, or of the batch and time) is refused naming it, as is a reset
-        with ``go_backwards`` (where the layer has it) or of a symbolic call whose time steps
-        differ. A cell's reset rows step from zero states, except the states a cell carries
-        unchanged (the dual cell's source memory), and the other rows from their own states.
+        """A bad ``reset`` (not a bool tensor of the batch (and time), with ``go_backwards``,
+        of other time steps in a symbolic call) is refused naming it. A cell's reset rows step
+        from zero states (but for states it carries unchanged), the others from their own.
         ``call_kwargs`` (a memory) go to every call."""
         layer = make()
         self.assert_holds_layer(layer)
@@ -597,7 +553,7 @@ class LayerTestCase:
             x = rng.normal(size=(B, 5))
             states = [rng.normal(size=(B, size)) for size in keras.tree.flatten(cell.state_size)]
             kept_output, kept_states = cell(x, states, **call_kwargs)
-            carried = [np.array_equal(_numpy(new), old) for new, old in zip(kept_states, states)]
+            carried = [np.array_equal(as_numpy(new), old) for new, old in zip(kept_states, states)]
             reset = np.array([True, False, True])
             output, new_states = cell(x, states, reset=reset, **call_kwargs)
             zeroed = [old if keep else np.zeros_like(old) for old, keep in zip(states, carried)]
@@ -605,10 +561,10 @@ class LayerTestCase:
             for new, fresh, kept in zip(
                 [output, *new_states], [fresh_output, *fresh_states], [kept_output, *kept_states]
             ):
-                new = _numpy(new)
-                np.testing.assert_allclose(new[reset], _numpy(fresh)[reset], atol=1e-12)
-                np.testing.assert_allclose(new[~reset], _numpy(kept)[~reset], atol=1e-12)
-            assert np.abs(_numpy(output)[0] - _numpy(kept_output)[0]).max() > 1e-3
+                new = as_numpy(new)
+                np.testing.assert_allclose(new[reset], as_numpy(fresh)[reset], atol=1e-12)
+                np.testing.assert_allclose(new[~reset], as_numpy(kept)[~reset], atol=1e-12)
+            assert np.abs(as_numpy(output)[0] - as_numpy(kept_output)[0]).max() > 1e-3
         states = [s.astype("float32") for s in states]
         for bad in BAD_STEP_RESETS:
             with pytest.raises(ValueError, match="`reset` must"):
@@ -617,12 +573,10 @@ class LayerTestCase:
     # -- a carried memory (`MemorySequenceLayer`) -------------------------------------------
 
     def run_carried_memory_tests(self, make):
-        """A sequence layer carrying a memory (``initial_memory``, ``return_memory``,
-        ``stateful``, ``reset``), in float64: packed documents equal separate runs and the
-        memory after the call is the last document's; a reset forgets the carried memory in
-        its row, the other rows keep it; a stateful layer over segments with resets equals
-        one run; a call with a mask, memory or input of the wrong shape raises a `ValueError`
-        naming the argument and the shapes."""
+        """In float64: packed documents equal separate runs, the memory after the call the
+        last document's; a reset forgets the carried memory in its row only; a stateful layer
+        over segments with resets equals one run; a mask, memory or input of the wrong shape
+        is a `ValueError` naming the argument and the shapes."""
         self.assert_holds_layer(make())
         with dtype_policy("float64"):
             self._check_packed_documents(make)
@@ -646,10 +600,10 @@ class LayerTestCase:
             for start, stop in documents(reset, row):
                 alone, alone_memory = call(x[row : row + 1, start:stop], None)
                 np.testing.assert_allclose(
-                    _numpy(outputs)[row, start:stop], _numpy(alone)[0], atol=1e-12, rtol=0
+                    as_numpy(outputs)[row, start:stop], as_numpy(alone)[0], atol=1e-12, rtol=0
                 )
             np.testing.assert_allclose(
-                _numpy(memory)[row], _numpy(alone_memory)[0], atol=1e-12, rtol=0
+                as_numpy(memory)[row], as_numpy(alone_memory)[0], atol=1e-12, rtol=0
             )
 
     @staticmethod
@@ -663,13 +617,13 @@ class LayerTestCase:
         reset = np.zeros((B, T), bool)
         reset[0, 0] = True  # row 0 starts a new document: the carried memory is forgotten
         reset[1, 4] = True
-        outputs = _numpy(call(x, carried, reset)[0])
-        fresh = _numpy(call(x, None, None)[0])
-        continued = _numpy(call(x, carried, None)[0])
+        outputs = as_numpy(call(x, carried, reset)[0])
+        fresh = as_numpy(call(x, None, None)[0])
+        continued = as_numpy(call(x, carried, None)[0])
         np.testing.assert_allclose(outputs[0], fresh[0], atol=1e-12, rtol=0)
         np.testing.assert_allclose(outputs[1, :4], continued[1, :4], atol=1e-12, rtol=0)
         np.testing.assert_allclose(
-            outputs[1, 4:], _numpy(call(x[1:2, 4:], None, None)[0])[0], atol=1e-12, rtol=0
+            outputs[1, 4:], as_numpy(call(x[1:2, 4:], None, None)[0])[0], atol=1e-12, rtol=0
         )
         np.testing.assert_allclose(outputs[2], continued[2], atol=1e-12, rtol=0)
         assert not np.allclose(fresh[2], continued[2])
@@ -680,7 +634,7 @@ class LayerTestCase:
         reset = packed_resets()
         whole = make()
         whole.build(x.shape)
-        expected = _numpy(compiled(lambda x, reset: whole(x, reset=reset))(x, reset))
+        expected = as_numpy(compiled(lambda x, reset: whole(x, reset=reset))(x, reset))
         stateful = make(stateful=True)
         stateful.build((B, None, W))
         stateful.set_weights(
@@ -689,14 +643,13 @@ class LayerTestCase:
         )
         parts = [stateful(x[:, a:b], reset=reset[:, a:b]) for a, b in ((0, 5), (5, 9), (9, T))]
         np.testing.assert_allclose(
-            np.concatenate([_numpy(p) for p in parts], axis=1), expected, atol=1e-12, rtol=0
+            np.concatenate([as_numpy(p) for p in parts], axis=1), expected, atol=1e-12, rtol=0
         )
 
     # -- sizes -----------------------------------------------------------------------------
 
     def run_sizes_test(self, make):
-        """``sizes`` is checked when the layer is made, with errors that name it, and NumPy
-        sizes give a JSON config."""
+        """Bad ``sizes`` are refused when made, naming it; NumPy sizes give a JSON config."""
         self.assert_holds_layer(make())
         name = self.layer_cls.__name__
         count = _pieces(make)
@@ -712,8 +665,7 @@ class LayerTestCase:
         for sizes, error, fragment in bad:
             with pytest.raises(error, match=re.escape(fragment)):
                 make(sizes=sizes)
-        # The width a cell's sizes must add up to (its cell's output), or any width for a
-        # layer, which checks the sum when built.
+        # A cell's sizes add up to its cell's output; a layer checks the sum when built.
         width = getattr(make(), "cell_output_size", None) or 12
         sizes = [1] * (count - 1)
         sizes.append(width - sum(sizes))

@@ -51,8 +51,7 @@ def exported_layers():
 
 
 def test_classes_of(layer_cls):
-    """The `LayerTestCase` subclasses for ``layer_cls`` in the test module that mirrors its
-    module, imported by its dotted name as pytest imports it."""
+    """The `LayerTestCase` subclasses for ``layer_cls`` in the test module mirroring its own."""
     package_path = layer_cls.__module__.removeprefix("tf_memlayers.").replace(".", "/") + ".py"
     relative = mirrored_test_module(package_path)
     if not (TESTS_DIR / relative).is_file():

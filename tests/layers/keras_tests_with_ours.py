@@ -1,32 +1,21 @@
 """pytest plugin: Keras's own tests of a Keras class, with the package's class in its place.
 
-Loaded with ``-p keras_tests_with_ours`` by a pytest process of its own, which
-`test_keras_tests_with_ours.py` starts on Keras's test files (as shipped in the installed keras
-wheel); the environment variable ``KERAS_TESTS_SUITES`` names the suites of `SUITES` it runs,
-by the name of the package's class. Nothing here is patched in any other process.
+Loaded with ``-p keras_tests_with_ours`` by a pytest process of its own (started by
+`test_keras_tests_with_ours.py` on the test files of the installed keras wheel); the variable
+``KERAS_TESTS_SUITES`` names the `SUITES` it runs. Nothing is patched in any other process.
 
 * ``ResettableRNN`` for `keras.layers.RNN`: ``keras.layers.RNN`` and ``keras.src.layers.RNN``
-  (the name Keras's tests use, as ``layers.RNN`` after ``from keras.src import layers``) are
-  `ResettableRNN`. In ``bidirectional_test.py``, which builds no ``layers.RNN`` but its
-  subclasses ``SimpleRNN``, ``GRU`` and ``LSTM``, those names build `ResettableRNN` over the
-  same cell (``keras.layers.SimpleRNN(units, ...)`` is ``keras.layers.RNN(SimpleRNNCell(units,
-  ...), ...)``, and likewise for the others), so the Bidirectional tests wrap `ResettableRNN`.
-* ``ResettableCell`` for a Keras cell: in ``simple_rnn_test.py``, ``gru_test.py`` and
-  ``lstm_test.py`` (Keras has no test files of its cells alone: these test them inside their
-  layers), ``layers.SimpleRNN``, ``GRU`` and ``LSTM`` build ``keras.layers.RNN`` over a
-  `ResettableCell` wrapping the same cell.
-* ``PhiloxDropout`` for `keras.layers.Dropout` and ``TiedEmbedding`` for
-  `keras.layers.Embedding`, in their test files: both take every argument of the Keras class
-  as it does, so ``layers.Dropout`` and ``layers.Embedding`` are the package's classes
-  themselves, no factory between.
+  are `ResettableRNN` in the whole process; in ``bidirectional_test.py`` ``SimpleRNN``, ``GRU``
+  and ``LSTM`` build `ResettableRNN` over their cells.
+* ``ResettableCell`` for Keras's cells: in ``simple_rnn_test.py``, ``gru_test.py`` and
+  ``lstm_test.py`` those layers build ``keras.layers.RNN`` over a `ResettableCell` of the cell.
+* ``PhiloxDropout`` for `keras.layers.Dropout`, ``TiedEmbedding`` for `keras.layers.Embedding`:
+  the classes themselves in those names of their test files.
 
-The replacements of ``layers.<name>`` are made in the named Keras test modules only (their
-``layers`` is a `_TestLayers`), except `ResettableRNN`'s, which replaces ``keras.layers.RNN``
-everywhere in the process. The tests in the suites' ``skipped`` are skipped with their reason.
-
-At the end it writes, as JSON to the file named by the environment variable
-``KERAS_TESTS_REPORT``, each test's outcome, skip reason, who skipped it (`skipped_by`) and the
-number of layers of its suite's class constructed while it ran.
+Other replacements are made in the named test modules only (their ``layers`` is a
+`_TestLayers`); a suite's ``skipped`` tests are skipped with their reason. At the end it writes
+to the file named by ``KERAS_TESTS_REPORT`` each test's outcome, skip reason, who skipped it and
+how many layers of its suite's class it constructed.
 """
 
 import dataclasses
@@ -52,17 +41,12 @@ _KERAS_RNN = keras.layers.RNN
 
 @dataclasses.dataclass(frozen=True)
 class Suite:
-    """One of the package's classes, with Keras's test files of the Keras class it stands in
-    for and how it is put in that class's place."""
-
     ours: type  # the package's class; a test passes only if it built one
     keras_class: str  # what it stands in for, in words
-    files: tuple  # Keras's test files, relative to the ``keras/src`` folder of the wheel
+    files: tuple  # Keras's test files, relative to ``keras/src``
     # {test module name: {name in its ``layers``: what it builds instead}}
     replaced: dict = dataclasses.field(default_factory=dict)
-    # The Keras tests that cannot apply to our class, by test name (the part of the node id
-    # after the file's folder), with why.
-    skipped: dict = dataclasses.field(default_factory=dict)
+    skipped: dict = dataclasses.field(default_factory=dict)  # {test name: why it cannot apply}
     install: Callable[[], None] | None = None  # replacements made everywhere in the process
 
 
@@ -72,8 +56,7 @@ _LAYER_ARGUMENTS = (*RNN_FLAGS, "name", "dtype", "trainable", "activity_regulari
 
 
 def _layer_over_cell(cell_class, rnn):
-    """``keras.layers.<cell_class's layer>(units, ...)`` as ``rnn(cell, ...)`` over the same
-    cell, built from the cell's arguments."""
+    """``keras.layers.<cell_class's layer>(units, ...)`` as ``rnn(cell_class(units, ...))``."""
 
     def make(units, **kwargs):
         layer_kwargs = {name: kwargs.pop(name) for name in _LAYER_ARGUMENTS if name in kwargs}
@@ -106,100 +89,57 @@ def _install_resettable_rnn():
     keras.src.layers.RNN = ResettableRNN
 
 
-_CUDNN = (
-    "a ResettableRNN has no cuDNN kernel and no `use_cudnn` argument: the test is about "
-    "keras.layers.LSTM and GRU themselves"
-)
-# The Keras tests of keras.layers.RNN that cannot apply to `ResettableRNN`.
+_CUDNN = "a test of the cuDNN kernels of keras.layers.LSTM and GRU, which ResettableRNN has not"
 _RNN_SKIPPED = {
-    "bidirectional_test.py::SimpleRNNTest::test_keeps_use_cudnn": (
-        f"checks that Bidirectional copies the `use_cudnn` attribute of LSTM and GRU; {_CUDNN}"
-    ),
-    "bidirectional_test.py::SimpleRNNTest::test_fused_lstm_eligibility": (
-        "checks when Bidirectional may run the fused cuDNN LSTM kernel (an LSTM layer, its "
-        f"`use_cudnn`, dropout, mask); {_CUDNN}"
-    ),
-    "bidirectional_test.py::SimpleRNNTest::test_fused_lstm_matches_unfused": (
-        "compares Bidirectional(LSTM) with use_cudnn=False and use_cudnn='auto' (the fused "
-        f"cuDNN kernel); {_CUDNN}"
-    ),
-    "bidirectional_test.py::SimpleRNNTest::test_fused_gru_eligibility": (
-        "checks when Bidirectional may run the fused cuDNN GRU kernel (a GRU layer, its "
-        f"`use_cudnn`, `reset_after`); {_CUDNN}"
-    ),
-    "bidirectional_test.py::SimpleRNNTest::test_fused_gru_matches_unfused": (
-        "compares Bidirectional(GRU) with use_cudnn=False and use_cudnn='auto' (the fused "
-        f"cuDNN kernel); {_CUDNN}"
-    ),
-    "bidirectional_test.py::SimpleRNNTest::test_torch_cudnn_bidirectional_gru_dispatch_fires": (
-        f"checks that torch's cuDNN GRU kernel runs under Bidirectional(GRU) on a GPU; {_CUDNN}"
-    ),
+    f"bidirectional_test.py::SimpleRNNTest::{test}": _CUDNN
+    for test in (
+        "test_keeps_use_cudnn",
+        "test_fused_lstm_eligibility",
+        "test_fused_lstm_matches_unfused",
+        "test_fused_gru_eligibility",
+        "test_fused_gru_matches_unfused",
+        "test_torch_cudnn_bidirectional_gru_dispatch_fires",
+    )
 }
 _CELL_DROPOUT = (
-    "trains the layer with `dropout` and `recurrent_dropout`: keras.layers.RNN draws the "
-    "dropout masks before its loop only of the cells it knows (Keras's private DropoutRNNCell "
-    "and stacks of them), not of one inside a ResettableCell, which ResettableCell's docstring "
-    "states (ResettableRNN draws them; on JAX the masks drawn inside the loop escape its trace, "
-    "on TensorFlow the first call's masks would stay for every later call)"
+    "trains with `dropout` and `recurrent_dropout`: keras.layers.RNN draws the masks before its "
+    "loop only of the cells it knows, not of one inside a ResettableCell (ResettableRNN does)"
 )
-_EMBEDDING_WEIGHTS = (
-    "counts the layer's weights: a TiedEmbedding has one more trainable weight than "
-    "keras.layers.Embedding, the output bias b of its reverse=True logits"
-)
-_EMBEDDING_QUANTIZED = (
-    "quantizes the layer (`quantize`, an int8 or int4 dtype policy): TiedEmbedding is not "
-    "quantized, as its docstring states (its reverse=True logits read the float embedding "
-    "matrix; keras.layers.Embedding.quantize refuses its subclasses, and TiedEmbedding refuses "
-    "a quantized dtype)"
-)
-_EMBEDDING_SIZES = (
-    "expects keras.layers.Embedding's own errors for bad sizes: TiedEmbedding checks "
-    "`input_dim` and `output_dim` as every argument of the package (a non-integer is a "
-    "TypeError, an integer below 1 a ValueError, each naming TiedEmbedding)"
-)
+_EMBEDDING_WEIGHTS = "counts weights: TiedEmbedding has one more, the bias of its logits"
+_EMBEDDING_QUANTIZED = "quantizes the layer: TiedEmbedding is not quantized (its docstring)"
+_EMBEDDING_SIZES = "expects Embedding's own errors for bad sizes; TiedEmbedding's name it"
 
 
 def _embedding_skips():
-    skipped = {
-        "test_embedding_basics": _EMBEDDING_WEIGHTS,
-        "test_sparse": _EMBEDDING_WEIGHTS,
-        "test_ragged": _EMBEDDING_WEIGHTS,
-        "test_lora_rank_argument": _EMBEDDING_WEIGHTS,
-        "test_enable_lora": _EMBEDDING_WEIGHTS,
-        "test_legacy_load_own_variables": (
-            "loads a store holding only the embedding matrix (then int8 and int4 ones): a "
-            "TiedEmbedding also has its output bias, and is not quantized"
-        ),
-        "test_invalid_input_dim": _EMBEDDING_SIZES,
-        "test_invalid_output_dim": _EMBEDDING_SIZES,
-        "test_embedding_int8_custom_quantizer": _EMBEDDING_QUANTIZED,
-        "test_int4_grouped_vs_perchannel_scale_shapes": _EMBEDDING_QUANTIZED,
-        "test_int4_perchannel_no_g_idx": _EMBEDDING_QUANTIZED,
-        "test_int4_subchannel_g_idx_serialization": _EMBEDDING_QUANTIZED,
-    }
-    quantized = {
-        "test_embedding_quantize_config": ("int8", "int8_custom", "int4"),
-        "test_quantize_int": ("int8", "int4"),
-        "test_quantize_when_already_quantized": ("int8", "int4"),
-        "test_quantize_by_setting_dtype_policy": ("int8", "int4"),
-        "test_quantize_dtype_argument": ("int8", "int4"),
-        "test_quantize_lora_integration": ("int8", "int4"),
+    skipped = dict.fromkeys(
+        "test_embedding_basics test_sparse test_ragged test_lora_rank_argument test_enable_lora "
+        "test_legacy_load_own_variables".split(),
+        _EMBEDDING_WEIGHTS,
+    )
+    skipped |= dict.fromkeys(
+        ["test_invalid_input_dim", "test_invalid_output_dim"], _EMBEDDING_SIZES
+    )
+    quantized = {  # {test: its parametrized cases, or "" for the test alone}
+        "test_embedding_int8_custom_quantizer": "",
+        "test_int4_grouped_vs_perchannel_scale_shapes": "",
+        "test_int4_perchannel_no_g_idx": "",
+        "test_int4_subchannel_g_idx_serialization": "",
+        "test_embedding_quantize_config": "int8 int8_custom int4",
+        "test_quantize_int": "int8 int4",
+        "test_quantize_when_already_quantized": "int8 int4",
+        "test_quantize_by_setting_dtype_policy": "int8 int4",
+        "test_quantize_dtype_argument": "int8 int4",
+        "test_quantize_lora_integration": "int8 int4",
         "test_int4_quantization_block_size": (
-            "per_channel_none",
-            "per_channel_neg1",
-            "grouped_block_64",
-            "grouped_block_128",
+            "per_channel_none per_channel_neg1 grouped_block_64 grouped_block_128"
         ),
-        "test_int4_block_size_serialization": (
-            "per_channel_none",
-            "grouped_block_64",
-            "grouped_block_128",
-        ),
-        "test_int4_block_size_with_lora": ("per_channel", "grouped_block_64"),
-        "test_int4_subchannel_g_idx_created": ("grouped_block_4", "grouped_block_8"),
+        "test_int4_block_size_serialization": "per_channel_none grouped_block_64 grouped_block_128",
+        "test_int4_block_size_with_lora": "per_channel grouped_block_64",
+        "test_int4_subchannel_g_idx_created": "grouped_block_4 grouped_block_8",
     }
     for test, cases in quantized.items():
-        skipped.update({f"{test}_{case}": _EMBEDDING_QUANTIZED for case in cases})
+        names = [f"{test}_{case}" for case in cases.split()] or [test]
+        skipped |= dict.fromkeys(names, _EMBEDDING_QUANTIZED)
     return {f"embedding_test.py::EmbeddingTest::{t}": r for t, r in skipped.items()}
 
 
@@ -234,9 +174,7 @@ SUITES = {
             "gru_test.py::GRUTest::test_basics": _CELL_DROPOUT,
             "lstm_test.py::LSTMTest::test_basics": _CELL_DROPOUT,
             "gru_test.py::GRUTest::test_legacy_implementation_argument": (
-                "rebuilds keras.layers.GRU with GRU.from_config from a config given its legacy "
-                "`implementation` key: a test of keras.layers.GRU's own flat config, which the "
-                "keras.layers.RNN over a ResettableCell has not (the cell is nested in it)"
+                "a test of keras.layers.GRU's own flat config (GRU.from_config)"
             ),
         },
     ),
@@ -266,8 +204,7 @@ def suite_of(test_name):
 
 
 class _TestLayers(types.ModuleType):
-    """``keras.src.layers`` as one of Keras's test modules sees it, with some names
-    replaced."""
+    """``keras.src.layers`` with some names replaced, as a Keras test module sees it."""
 
     def __init__(self, replaced):
         super().__init__("keras.src.layers")
@@ -288,8 +225,7 @@ def _counting_new(ours):
     keras_new = ours.__new__
 
     def new(cls, *args, **kwargs):
-        # Counted in `__new__`: Keras reads the signature of `__init__` to make a layer's
-        # config. Only the class of the running test's suite counts.
+        # In `__new__`: Keras reads the signature of `__init__` for a layer's config.
         if _current is not None and issubclass(cls, _results[_current]["ours"]):
             _results[_current]["constructions"] += 1
         return keras_new(cls, *args, **kwargs)

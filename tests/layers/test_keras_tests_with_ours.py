@@ -1,17 +1,7 @@
-"""Keras's own tests of the Keras classes the package's classes stand in for pass with ours.
-
-Each suite of the plugin `keras_tests_with_ours` (`keras_tests_with_ours.SUITES`) is one of the
-package's classes documented as behaving like a Keras class, with Keras's test files of that
-class: `ResettableRNN` for `keras.layers.RNN` (``rnn_test.py``, ``stacked_rnn_cells_test.py``,
-``dropout_rnn_cell_test.py``, ``bidirectional_test.py``), `ResettableCell` for Keras's cells
-(``simple_rnn_test.py``, ``gru_test.py``, ``lstm_test.py``), `PhiloxDropout` for
-`keras.layers.Dropout` (``dropout_test.py``) and `TiedEmbedding` for `keras.layers.Embedding`
-(``embedding_test.py``). The files, as shipped in the installed keras wheel, run in pytest
-processes of their own on the current backend, with the plugin, which puts our class in the
-Keras class's place. Every test must pass, except those that cannot apply, which the plugin
-skips with their reason (the suites' ``skipped``), and those that Keras's test files skip
-themselves on this backend; and every test that passes must have built our class, so that none
-passes without it.
+"""Keras's own tests of the Keras classes that the package's classes stand in for pass with
+ours (the plugin `keras_tests_with_ours` and its `SUITES`): every test passes, is skipped by the
+plugin with its reason or by Keras's test file on this backend, and every passing test built
+our class.
 """
 
 import json
@@ -27,10 +17,8 @@ from tests.layers import keras_tests_with_ours as plugin
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-# The runs, each a pytest process of its own: {id: (suite names, Keras's test files)}. Two
-# processes: `ResettableRNN`'s suite replaces ``keras.layers.RNN`` in the whole process, which
-# would change what the cell suites build (``keras.layers.RNN`` over a `ResettableCell`). Each
-# run's files share its start (TensorFlow's import, Keras's test modules).
+# {id: (suite names, Keras's test files)}, each a pytest process: `ResettableRNN`'s suite
+# replaces ``keras.layers.RNN`` in its whole process, which the cell suites build.
 RUNS = {
     "ResettableRNN": (("ResettableRNN",), plugin.SUITES["ResettableRNN"].files),
     "ResettableCell-PhiloxDropout-TiedEmbedding": (
@@ -51,12 +39,10 @@ def _keras_src_folder():
 
 
 def _run_keras_files(suites, paths, tmp_path):
-    """Runs Keras's test files ``paths`` with the plugin's ``suites``; returns the plugin's
-    report."""
+    """Runs Keras's test files ``paths`` with the plugin's ``suites``; returns its report."""
     report = tmp_path / "report.json"
-    # No configuration of this repository's (``-c`` an empty file), the files' common folder
-    # as the rootdir (node ids ``rnn_test.py::...`` or ``rnn/gru_test.py::...``), and the
-    # current backend, whatever the environment says.
+    # No configuration of ours (``-c`` an empty file), the files' common folder as the rootdir
+    # (node ids ``rnn_test.py::...``), and the current backend.
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["KERAS_BACKEND"] = keras.backend.backend()
@@ -65,23 +51,9 @@ def _run_keras_files(suites, paths, tmp_path):
     imports = [str(pathlib.Path(plugin.__file__).parent), str(REPO_ROOT)]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [*imports, env.get("PYTHONPATH")]))
     rootdir = os.path.commonpath([str(path.parent) for path in paths])
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:xdist",
-        "-p",
-        plugin.__name__,
-        "-c",
-        str(tmp_path / "pytest.ini"),
-        "--rootdir",
-        rootdir,
-        *map(str, paths),
-    ]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    command += ["-p", plugin.__name__, "-c", str(tmp_path / "pytest.ini"), "--rootdir", rootdir]
+    command += [str(path) for path in paths]
     run = subprocess.run(
         command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200
     )

@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import INPUT_DIM
+from tests.layer_test_case import INPUT_DIM, X, called_twice, zeros
 from tf_memlayers.layers import (
     AssociativeGRU,
     AttentionPooling,
@@ -72,18 +72,6 @@ def test_the_package_uses_no_private_keras_api():
 
 # -- bad call inputs ------------------------------------------------------------------------
 
-X = np.random.default_rng(0).normal(size=(2, 5, INPUT_DIM)).astype("float32")
-
-
-def _zeros(*shape):
-    return np.zeros(shape, "float32")
-
-
-def _called_twice(layer, first, second):
-    """Builds ``layer`` on ``first``, then calls it on ``second``."""
-    layer(first)
-    return layer(second)
-
 
 def _am_gru(**kwargs):
     return AssociativeGRU(4, num_copies=2, **kwargs)
@@ -93,92 +81,97 @@ def _dual(**kwargs):
     return DualAssociativeGRU(4, num_copies=2, **kwargs)
 
 
+_MASK = ["`mask`", "(2, 6)", "(2, 5, 4)"]
+_NO_STEPS = ["`sequences` must have at least one time step", "(2, 0, 4)"]
+_WIDTH = ["`inputs`", "width 4", "(2, 5, 6)"]
+_SYMBOLIC = [keras.Input((5, INPUT_DIM)), keras.Input((8,)), keras.Input((3,))]
 # (id, the bad call, fragments its ValueError names). The AM-GRU layers check their arguments
-# before choosing a loop: Keras's or the fused one (the default where the backend has it). The
-# carried memories' checks are each layer's suite's (`run_carried_memory_tests`).
-BAD_CALLS = {
-    "am_gru_mask_too_long": (
-        lambda: _am_gru()(X, mask=np.ones((2, 6), bool)),
-        ["`mask`", "(2, 6)", "(2, 5, 4)"],
-    ),
-    "am_gru_mask_of_another_batch": (
+# before choosing a loop (Keras's or the fused one). The carried memories' checks are each
+# layer's suite's (`run_carried_memory_tests`).
+BAD_CALLS = [
+    ("am_gru_mask_too_long", lambda: _am_gru()(X, mask=np.ones((2, 6), bool)), _MASK),
+    (
+        "am_gru_mask_of_another_batch",
         lambda: _am_gru()(X, mask=np.ones((3, 5), bool)),
         ["`mask`", "(3, 5)", "(2, 5, 4)"],
     ),
-    "am_gru_no_time_steps": (
-        lambda: _am_gru()(X[:, :0]),
-        ["`sequences`", "time step", "(2, 0, 4)"],
-    ),
-    "am_gru_initial_memory_width": (
-        lambda: _am_gru()(X, initial_state=[_zeros(2, 7), _zeros(2, 4)]),
+    ("am_gru_no_time_steps", lambda: _am_gru()(X[:, :0]), ["`sequences`", *_NO_STEPS[1:]]),
+    (
+        "am_gru_initial_memory_width",
+        lambda: _am_gru()(X, initial_state=[zeros(2, 7), zeros(2, 4)]),
         ["`initial_state[0]`", "8", "(2, 7)"],
     ),
-    "am_gru_initial_output_width": (
-        lambda: _am_gru()(X, initial_state=[_zeros(2, 8), _zeros(2, 3)]),
+    (
+        "am_gru_initial_output_width",
+        lambda: _am_gru()(X, initial_state=[zeros(2, 8), zeros(2, 3)]),
         ["`initial_state[1]`", "4", "(2, 3)"],
     ),
-    "am_gru_initial_state_batch": (
-        lambda: _am_gru()(X, initial_state=[_zeros(3, 8), _zeros(3, 4)]),
+    (
+        "am_gru_initial_state_batch",
+        lambda: _am_gru()(X, initial_state=[zeros(3, 8), zeros(3, 4)]),
         ["`initial_state[0]`", "(3, 8)", "(2, 5, 4)"],
     ),
-    "am_gru_one_initial_state": (
-        lambda: _am_gru()(X, initial_state=[_zeros(2, 8)]),
+    (
+        "am_gru_one_initial_state",
+        lambda: _am_gru()(X, initial_state=[zeros(2, 8)]),
         ["`initial_state`", "2 tensors", "got 1"],
     ),
-    "am_gru_symbolic_initial_state_width": (
-        lambda: _am_gru()(
-            keras.Input((5, INPUT_DIM)), initial_state=[keras.Input((8,)), keras.Input((3,))]
-        ),
+    (
+        "am_gru_symbolic_initial_state_width",
+        lambda: _am_gru()(_SYMBOLIC[0], initial_state=_SYMBOLIC[1:]),
         ["`initial_state[1]`", "(None, 3)"],
     ),
-    "dual_am_gru_mask_too_long": (
-        lambda: _dual()(X, mask=np.ones((2, 6), bool)),
-        ["`mask`", "(2, 6)", "(2, 5, 4)"],
-    ),
-    "dual_am_gru_source_memory_width": (
-        lambda: _dual()(X, initial_state=[_zeros(2, 8), _zeros(2, 4), _zeros(2, 12)]),
+    ("dual_am_gru_mask_too_long", lambda: _dual()(X, mask=np.ones((2, 6), bool)), _MASK),
+    (
+        "dual_am_gru_source_memory_width",
+        lambda: _dual()(X, initial_state=[zeros(2, 8), zeros(2, 4), zeros(2, 12)]),
         ["`initial_state[2]`", "8", "(2, 12)"],
     ),
-    "dual_am_gru_two_initial_states": (
-        lambda: _dual()(X, initial_state=[_zeros(2, 8), _zeros(2, 4)]),
+    (
+        "dual_am_gru_two_initial_states",
+        lambda: _dual()(X, initial_state=[zeros(2, 8), zeros(2, 4)]),
         ["`initial_state`", "3 tensors", "source memory", "got 2"],
     ),
-    "dual_am_gru_source_memory_batch": (
-        lambda: _dual()(X, initial_state=[_zeros(2, 8), _zeros(2, 4), _zeros(3, 8)]),
+    (
+        "dual_am_gru_source_memory_batch",
+        lambda: _dual()(X, initial_state=[zeros(2, 8), zeros(2, 4), zeros(3, 8)]),
         ["`initial_state[2]`", "(3, 8)", "(2, 5, 4)"],
     ),
-    "ResettableRNN_no_time_steps": (
+    (
+        "ResettableRNN_no_time_steps",
         lambda: ResettableRNN(keras.layers.GRUCell(3))(X[:, :0]),
-        ["ResettableRNN: `sequences` must have at least one time step", "(2, 0, 4)"],
+        ["ResettableRNN: " + _NO_STEPS[0], _NO_STEPS[1]],
     ),
-    "AttentionRNN_no_time_steps": (
+    (
+        "AttentionRNN_no_time_steps",
         lambda: AttentionRNN(AttentionWrapper(keras.layers.GRUCell(3)))(
-            X[:, :0], memory=_zeros(2, 3, 5)
+            X[:, :0], memory=zeros(2, 3, 5)
         ),
-        ["AttentionRNN: `sequences` must have at least one time step", "(2, 0, 4)"],
+        ["AttentionRNN: " + _NO_STEPS[0], _NO_STEPS[1]],
     ),
-    "pooling_mask_too_long": (
-        lambda: AttentionPooling(3)(X, mask=np.ones((2, 6), bool)),
-        ["`mask`", "(2, 6)", "(2, 5, 4)"],
+    ("pooling_mask_too_long", lambda: AttentionPooling(3)(X, mask=np.ones((2, 6), bool)), _MASK),
+    (
+        "pooling_inputs_of_another_width",
+        lambda: called_twice(AttentionPooling(3), X, zeros(2, 5, 6)),
+        _WIDTH,
     ),
-    "pooling_inputs_of_another_width": (
-        lambda: _called_twice(AttentionPooling(3), X, _zeros(2, 5, 6)),
-        ["`inputs`", "width 4", "(2, 5, 6)"],
+    (
+        "split_inputs_of_another_width",
+        lambda: called_twice(KeyValuePredictSplit("key_value"), X, zeros(2, 5, 6)),
+        _WIDTH,
     ),
-    "split_inputs_of_another_width": (
-        lambda: _called_twice(KeyValuePredictSplit("key_value"), X, _zeros(2, 5, 6)),
-        ["`inputs`", "width 4", "(2, 5, 6)"],
-    ),
-    "cache_inputs_of_another_width": (
-        lambda: _called_twice(HeapCacheAttention(3, 2), X[:, 0], _zeros(2, 6)),
+    (
+        "cache_inputs_of_another_width",
+        lambda: called_twice(HeapCacheAttention(3, 2), X[:, 0], zeros(2, 6)),
         ["`inputs`", "width 4", "(2, 6)"],
     ),
-}
+]
 
 
-@pytest.mark.parametrize("case", sorted(BAD_CALLS))
-def test_bad_call_inputs_are_named_errors(case):
-    bad_call, fragments = BAD_CALLS[case]
+@pytest.mark.parametrize(
+    "bad_call, fragments", [c[1:] for c in BAD_CALLS], ids=[c[0] for c in BAD_CALLS]
+)
+def test_bad_call_inputs_are_named_errors(bad_call, fragments):
     with pytest.raises(ValueError) as info:
         bad_call()
     for fragment in fragments:

@@ -54,8 +54,7 @@ def _dropped(outputs, rate, inputs=X):
 
 @pytest.mark.parametrize("noise_shape", [None, (None, 1, 5), (6, 7, 1)])
 def test_drops_what_keras_dropout_drops_with_the_same_seed(noise_shape):
-    """Eagerly, on CPU, Keras's TensorFlow dropout uses the same Philox generator (and on the
-    other backends the layer is Keras's): the same seed drops the same units, call after call."""
+    # Eagerly on CPU Keras's TensorFlow dropout uses Philox too (elsewhere the layer is Keras's).
     ours = PhiloxDropout(0.4, noise_shape=noise_shape, seed=3)
     theirs = keras.layers.Dropout(0.4, noise_shape=noise_shape, seed=3)
     masks = []
@@ -100,13 +99,10 @@ def test_the_masks_are_drawn_by_philox():
 
 
 def test_inference_and_rate_zero_pass_the_input_through_and_rate_one_drops_everything():
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(PhiloxDropout(0.5)(X)), X)
-    np.testing.assert_array_equal(
-        keras.ops.convert_to_numpy(PhiloxDropout(0.0)(X, training=True)), X
-    )
-    np.testing.assert_array_equal(
-        keras.ops.convert_to_numpy(PhiloxDropout(1.0)(X, training=True)), np.zeros_like(X)
-    )
+    for layer, training, want in [(PhiloxDropout(0.5), False, X), (PhiloxDropout(0.0), True, X)]:
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer(X, training=training)), want)
+    dropped = keras.ops.convert_to_numpy(PhiloxDropout(1.0)(X, training=True))
+    np.testing.assert_array_equal(dropped, np.zeros_like(X))
 
 
 def test_mixed_float16_keeps_the_input_dtype():
@@ -133,12 +129,8 @@ def test_the_builders_use_it():
     from tf_memlayers.models.snli import build_snli_model
 
     model = build_language_model(30, units=4, embedding_dim=4, dropout=0.2, stateful=False)
-    encoder = ConditionalEncoder(
-        [
-            keras.layers.GRU(4, return_sequences=True, return_state=True),
-            keras.layers.GRU(4, return_state=True),
-        ]
-    )
+    first = keras.layers.GRU(4, return_sequences=True, return_state=True)
+    encoder = ConditionalEncoder([first, keras.layers.GRU(4, return_state=True)])
     snli = build_snli_model(30, encoder=encoder, embedding_dim=4)
     for built in (model, snli):
         dropouts = [layer for layer in built.layers if isinstance(layer, keras.layers.Dropout)]

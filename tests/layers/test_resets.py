@@ -1,11 +1,8 @@
-"""The ``reset`` call argument (`tf_memlayers.layers.resets`) of the layers and cells that
-take it, beyond the reset suite of each (tests/layer_test_case.py).
-
-A row with a reset at step t computes, from t on, exactly what the layer computes on the
-document alone from a fresh state: the recurrent layers and cells against separate runs of
-each document, with masks, initial and carried states and XLA (the window-attention and N-gram
-layers against their NumPy references, which start the history again at a reset, in their own
-test modules); no gradient crosses a reset.
+"""The ``reset`` call argument beyond each layer's reset suite (tests/layer_test_case.py): a
+row with a reset at step t computes from t on what the layer computes on the document alone
+from a fresh state (the recurrent layers and cells against separate runs, with masks, initial
+and carried states and XLA; the window layers against their NumPy references in their own
+modules), and no gradient crosses a reset.
 """
 
 import keras
@@ -13,20 +10,11 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.layer_test_case import B, T
+from tests.layer_test_case import B, T, as_numpy
 from tests.layer_test_case import packed_resets as _resets
 from tests.layers.window_attention.test_sliding_window_attention import build_pair
-from tests.support import (
-    BACKEND,
-    FUSED_LOOP,
-    all_pairs,
-    gradients,
-    masked_rnn,
-    tensorflow_only,
-)
-from tf_memlayers import (
-    ResettableRNN,
-)
+from tests.support import BACKEND, FUSED_LOOP, all_pairs, gradients, masked_rnn, tensorflow_only
+from tf_memlayers import ResettableRNN
 from tf_memlayers.layers import (
     AssociativeGRU,
     AssociativeGRUCell,
@@ -78,53 +66,41 @@ def test_resets_under_jit_compile_match_eager():
 UNITS, COPIES, INPUT_DIM, STEPS = 8, 3, 4, 7
 SEQUENCE_FLAGS = {"return_sequences": True, "return_state": True}
 
-# The layers under test, each a factory of a layer returning every step's output and its
-# final states.
+
+def _layer(layer_cls, *args, **options):
+    return lambda **kw: layer_cls(*args, **SEQUENCE_FLAGS, **options, **kw)
+
+
+def _rnn(make_cell, **options):
+    return lambda **kw: ResettableRNN(make_cell(), **SEQUENCE_FLAGS, **options, **kw)
+
+
+def _memory_cell(cell, copies=COPIES):
+    return lambda: AssociativeMemoryCell(cell(6), num_copies=copies)
+
+
+# The layers under test, each a factory of a layer returning every step's output and its final
+# states. On TensorFlow "auto" runs the fused loop, and a call with `reset` falls back; Keras's
+# own cells are wrapped in a `ResettableCell`.
 KINDS = {
-    "am_gru_keras_loop": lambda **kw: AssociativeGRU(
-        UNITS, num_copies=COPIES, fused_loop=False, **SEQUENCE_FLAGS, **kw
-    ),
-    # On TensorFlow "auto" runs the fused loop, and a call with `reset` falls back.
-    "am_gru_auto": lambda **kw: AssociativeGRU(UNITS, num_copies=COPIES, **SEQUENCE_FLAGS, **kw),
-    "am_gru_unroll": lambda **kw: AssociativeGRU(
-        UNITS, num_copies=COPIES, unroll=True, **SEQUENCE_FLAGS, **kw
-    ),
-    "am_gru_retrievals": lambda **kw: AssociativeGRU(
-        UNITS, num_copies=COPIES, return_retrievals=True, **SEQUENCE_FLAGS, **kw
-    ),
-    "dual_auto": lambda **kw: DualAssociativeGRU(UNITS, num_copies=COPIES, **SEQUENCE_FLAGS, **kw),
-    "dual_released": lambda **kw: DualAssociativeGRU(
-        UNITS, num_copies=COPIES, dual_key="released", **SEQUENCE_FLAGS, **kw
-    ),
-    "rnn_am_gru_cell": lambda **kw: ResettableRNN(
-        AssociativeGRUCell(UNITS, num_copies=COPIES), **SEQUENCE_FLAGS, **kw
-    ),
-    "rnn_memory_cell_gru": lambda **kw: ResettableRNN(
-        AssociativeMemoryCell(keras.layers.GRUCell(6), num_copies=COPIES), **SEQUENCE_FLAGS, **kw
-    ),
-    "rnn_memory_cell_lstm": lambda **kw: ResettableRNN(
-        AssociativeMemoryCell(keras.layers.LSTMCell(6), num_copies=2), **SEQUENCE_FLAGS, **kw
-    ),
-    "rnn_dual_cell": lambda **kw: ResettableRNN(
-        DualAssociativeGRUCell(UNITS, num_copies=COPIES), **SEQUENCE_FLAGS, **kw
-    ),
-    # Keras's cells, which `ResettableRNN` wraps in a `ResettableCell`.
-    "rnn_lstm": lambda **kw: ResettableRNN(keras.layers.LSTMCell(4), **SEQUENCE_FLAGS, **kw),
-    "rnn_gru_unroll": lambda **kw: ResettableRNN(
-        keras.layers.GRUCell(4), unroll=True, **SEQUENCE_FLAGS, **kw
-    ),
+    "am_gru_keras_loop": _layer(AssociativeGRU, UNITS, num_copies=COPIES, fused_loop=False),
+    "am_gru_auto": _layer(AssociativeGRU, UNITS, num_copies=COPIES),
+    "am_gru_unroll": _layer(AssociativeGRU, UNITS, num_copies=COPIES, unroll=True),
+    "am_gru_retrievals": _layer(AssociativeGRU, UNITS, num_copies=COPIES, return_retrievals=True),
+    "dual_auto": _layer(DualAssociativeGRU, UNITS, num_copies=COPIES),
+    "dual_released": _layer(DualAssociativeGRU, UNITS, num_copies=COPIES, dual_key="released"),
+    "rnn_am_gru_cell": _rnn(lambda: AssociativeGRUCell(UNITS, num_copies=COPIES)),
+    "rnn_memory_cell_gru": _rnn(_memory_cell(keras.layers.GRUCell)),
+    "rnn_memory_cell_lstm": _rnn(_memory_cell(keras.layers.LSTMCell, copies=2)),
+    "rnn_dual_cell": _rnn(lambda: DualAssociativeGRUCell(UNITS, num_copies=COPIES)),
+    "rnn_lstm": _rnn(lambda: keras.layers.LSTMCell(4)),
+    "rnn_gru_unroll": _rnn(lambda: keras.layers.GRUCell(4), unroll=True),
 }
 
 
-def _numpy(x):
-    return np.asarray(keras.ops.convert_to_numpy(x))
-
-
 def _resets_and_mask():
-    """Three rows of `STEPS` steps: row 0 starts documents at steps 2 and 5, row 1 at step 0
-    (forgetting any initial state) and 4, row 2 has no document boundary (its one reset is
-    at a masked step, which ignores it). The mask pads row 0 at the end and leaves holes
-    inside documents."""
+    """Documents from steps 2 and 5 of row 0, 0 (forgetting the initial state) and 4 of row 1,
+    none in row 2 (its reset is at a masked step); padding at the end of row 0, holes."""
     reset = np.zeros((3, STEPS), bool)
     reset[0, [2, 5]] = True
     reset[1, [0, 4]] = True
@@ -138,9 +114,8 @@ def _resets_and_mask():
 
 
 def _documents(reset, mask):
-    """Per row, the ``(start, end, fresh)`` of its documents: a document starts at step 0 and
-    at every reset of a kept step; ``fresh`` tells whether it starts from a fresh state (a
-    reset) or from the initial state."""
+    """Per row, ``(start, end, fresh)`` of its documents: from step 0 and each reset of a kept
+    step; ``fresh``: from a fresh state (a reset), not the initial state."""
     kept = np.ones_like(reset) if mask is None else mask
     rows = []
     for row, keep in zip(reset, kept):
@@ -156,8 +131,7 @@ def _is_dual(layer):
 
 
 def _fresh_state(layer, initial_state, row):
-    """The states a row starts a document from after a reset: zeros, and for the Dual
-    cell, the row's source memory (not a recurrent state, so kept)."""
+    """A row's states after a reset: zeros, but the Dual cell's source memory (kept)."""
     if not _is_dual(layer):
         return None
     sizes = keras.tree.flatten(layer.cell.state_size)
@@ -169,8 +143,8 @@ def _fresh_state(layer, initial_state, row):
 
 
 def separate_runs(layer, xs, reset, mask=None, initial_state=None):
-    """Each document of each row run on its own by ``layer`` (not stateful): the expected
-    outputs ``[batch, time, ...]`` and final states of the packed run."""
+    """Each document of each row run alone by ``layer``: the packed run's expected outputs and
+    final states."""
     outputs, finals = None, []
     for row, documents in enumerate(_documents(reset, mask)):
         for start, end, fresh in documents:
@@ -180,7 +154,7 @@ def separate_runs(layer, xs, reset, mask=None, initial_state=None):
                 init = [np.asarray(s)[row : row + 1] for s in initial_state]
             x = xs[row : row + 1, start:end]
             if mask is None:
-                result = [_numpy(t) for t in layer(x, initial_state=init)]
+                result = [as_numpy(t) for t in layer(x, initial_state=init)]
             else:
                 result = masked_rnn(layer, x, mask[row : row + 1, start:end], initial_state=init)
             if outputs is None:
@@ -197,10 +171,9 @@ def _random_initial_state(layer, rng, batch=3):
 
 
 def _built(kind, xs, rng, **kwargs):
-    """A layer of ``kind``, built and run once (so that a stateful layer is ready)."""
+    """A layer of ``kind``, built, with weights far from the initializers."""
     layer = KINDS[kind](**kwargs)
     layer.build(xs.shape)
-    # Non-trivial weights, so that every state matters.
     for weight in layer.weights:
         weight.assign(rng.uniform(-0.7, 0.7, size=weight.shape).astype(weight.dtype))
     return layer
@@ -209,10 +182,10 @@ def _built(kind, xs, rng, **kwargs):
 def _assert_equal_runs(packed, expected, atol):
     outputs, *states = packed
     expected_outputs, expected_states = expected
-    np.testing.assert_allclose(_numpy(outputs), expected_outputs, atol=atol, rtol=0)
+    np.testing.assert_allclose(as_numpy(outputs), expected_outputs, atol=atol, rtol=0)
     assert len(states) == len(expected_states)
     for got, want in zip(states, expected_states):
-        np.testing.assert_allclose(_numpy(got), want, atol=atol, rtol=0)
+        np.testing.assert_allclose(as_numpy(got), want, atol=atol, rtol=0)
 
 
 # Each layer with and without a mask, with and without an initial state, and each mask case
@@ -235,12 +208,12 @@ def test_packed_documents_equal_separate_runs_in_float64(
     _assert_equal_runs(packed, expected, atol=1e-10)
     # Not vacuous: without the resets the rows with documents compute something else.
     if mask is None:
-        plain = _numpy(layer(xs, initial_state=initial)[0])
+        plain = as_numpy(layer(xs, initial_state=initial)[0])
     else:
         plain = masked_rnn(layer, xs, mask, initial_state=initial)[0]
     assert np.abs(plain[:2] - expected[0][:2]).max() > 1e-3
     if mask is not None:  # row 2's only reset is at a masked step, which ignores it
-        np.testing.assert_allclose(_numpy(packed[0])[2], plain[2], atol=1e-10, rtol=0)
+        np.testing.assert_allclose(as_numpy(packed[0])[2], plain[2], atol=1e-10, rtol=0)
 
 
 @pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru", "rnn_lstm"])
@@ -252,7 +225,7 @@ def test_stateful_layer_forgets_the_carried_states_at_a_reset(float64_policy, ki
     twin = KINDS[kind]()  # the same weights, not stateful
     twin.build(xs.shape)
     twin.set_weights(stateful.get_weights())
-    carried = [_numpy(s) for s in stateful(first)[1:]]
+    carried = [as_numpy(s) for s in stateful(first)[1:]]
     reset = np.zeros((3, STEPS), bool)
     reset[0, 4] = True  # row 0: the end of the first document, then a new one
     reset[1, 0] = True  # row 1: a new document at once
@@ -261,47 +234,7 @@ def test_stateful_layer_forgets_the_carried_states_at_a_reset(float64_policy, ki
     _assert_equal_runs(packed, expected, atol=1e-10)
     # The layer keeps the packed run's final states for the next segment.
     for variable, state in zip(stateful.states, expected[1]):
-        np.testing.assert_allclose(_numpy(variable), state, atol=1e-10, rtol=0)
-
-
-def _cell_and_states(rng, batch=3):
-    cell = AssociativeGRUCell(UNITS, num_copies=COPIES, return_retrievals=True)
-    cell.build((None, INPUT_DIM))
-    for weight in cell.weights:
-        weight.assign(rng.uniform(-0.7, 0.7, size=weight.shape))
-    states = [rng.normal(size=(batch, size)) for size in cell.state_size]
-    return cell, states
-
-
-def test_am_gru_cell_step_paths_take_reset(float64_policy):
-    rng = np.random.default_rng(5)
-    cell, states = _cell_and_states(rng)
-    x = rng.normal(size=(3, INPUT_DIM))
-    reset = np.array([False, True, False])
-    fresh = [np.where(reset[:, None], 0.0, s) for s in states]
-    want_output, want_states, want_retrievals = cell.call_with_retrievals(x, fresh)
-    output, new_states, retrievals = cell.call_with_retrievals(x, states, reset=reset)
-    for got, want in zip(
-        [output, *new_states, *retrievals.values()],
-        [want_output, *want_states, *want_retrievals.values()],
-    ):
-        np.testing.assert_allclose(_numpy(got), _numpy(want), atol=1e-12, rtol=0)
-    # The step on precomputed input projections, as `AssociativeGRU`'s loop runs it.
-    input_kernel, input_bias, *kernels = cell._projection_kernels()
-    projected = ops.matmul(x, input_kernel) + input_bias
-    want = cell._projected_call(projected, fresh, kernels)
-    got = cell._projected_call(projected, states, kernels, reset=reset)
-    with cell._stepping_on_projections(kernels):
-        stepped = cell(projected, states, reset=reset)
-    for result in (got, stepped):
-        for g, w in zip(keras.tree.flatten(result), keras.tree.flatten(want)):
-            np.testing.assert_allclose(_numpy(g), _numpy(w), atol=1e-12, rtol=0)
-    assert (
-        np.abs(_numpy(want[0]) - _numpy(cell._projected_call(projected, states, kernels)[0]))[
-            1
-        ].max()
-        > 1e-3
-    )
+        np.testing.assert_allclose(as_numpy(variable), state, atol=1e-10, rtol=0)
 
 
 # -- gradients -------------------------------------------------------------------------------
@@ -344,7 +277,6 @@ def test_no_gradient_flows_back_through_a_reset(float64_policy, kind):
 
 
 def _compiled(function):
-    """``function`` compiled with XLA: `tf.function(jit_compile=True)` or `jax.jit`."""
     if BACKEND == "tensorflow":
         import tensorflow as tf
 
@@ -356,27 +288,22 @@ def _compiled(function):
     pytest.skip(f"no XLA compilation on the {BACKEND} backend")
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["xla", "mixed_float16"])
 @pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru"])
-def test_xla_compiled_call_with_reset_equals_separate_runs(kind):
+def test_xla_or_mixed_float16_call_with_reset_equals_separate_runs(kind, compiled):
+    if not compiled:
+        keras.config.set_dtype_policy("mixed_float16")
     rng = np.random.default_rng(7)
     xs = rng.normal(size=(3, STEPS, INPUT_DIM)).astype("float32")
     layer = _built(kind, xs, rng)
     reset, mask = _resets_and_mask()
-    call = _compiled(lambda xs, reset, mask: layer(xs, reset=reset, mask=mask))
-    packed = call(xs, reset, mask)
-    _assert_equal_runs(packed, separate_runs(layer, xs, reset, mask), atol=1e-5)
-
-
-@pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru"])
-def test_mixed_float16_call_with_reset_equals_separate_runs(kind):
-    keras.config.set_dtype_policy("mixed_float16")
-    rng = np.random.default_rng(8)
-    xs = rng.normal(size=(3, STEPS, INPUT_DIM)).astype("float32")
-    layer = _built(kind, xs, rng)
-    reset, mask = _resets_and_mask()
-    packed = layer(xs, reset=reset, mask=mask)
-    assert keras.backend.standardize_dtype(packed[0].dtype) == "float16"
-    _assert_equal_runs(packed, separate_runs(layer, xs, reset, mask), atol=5e-3)
+    call = lambda xs, reset, mask: layer(xs, reset=reset, mask=mask)  # noqa: E731
+    packed = (_compiled(call) if compiled else call)(xs, reset, mask)
+    dtype = keras.backend.standardize_dtype(packed[0].dtype)
+    assert dtype == "float32" if compiled else dtype == "float16"
+    _assert_equal_runs(
+        packed, separate_runs(layer, xs, reset, mask), atol=1e-5 if compiled else 5e-3
+    )
 
 
 # -- in a functional model ---------------------------------------------------------------------
@@ -430,4 +357,4 @@ def test_auto_runs_the_fused_loop_without_reset_and_keras_loop_with_it():
     plain = layer(xs)
     with_reset = layer(xs, reset=np.zeros((2, 5), bool))
     assert loops == ["fused", "keras"]
-    np.testing.assert_allclose(_numpy(with_reset), _numpy(plain), atol=1e-5)
+    np.testing.assert_allclose(as_numpy(with_reset), as_numpy(plain), atol=1e-5)

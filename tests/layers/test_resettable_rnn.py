@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import LayerTestCase, rnn_over, user_rnn
+from tests.layer_test_case import ALL_RNN_FLAGS, LayerTestCase, documents, rnn_over, user_rnn
 from tests.support import BACKEND, keras_lstm, tensorflow_only
 from tf_memlayers import ResettableCell, ResettableRNN, SlidingWindowAttentionCell
 from tf_memlayers.models._compiling import compile_and_build_optimizer
@@ -14,11 +14,13 @@ from tf_memlayers.models._compiling import compile_and_build_optimizer
 class ResettableCellTest(LayerTestCase):
     layer_cls = ResettableCell
 
-    def test_layer_behaviors(self):
+    def test_layer_and_cell_behaviors(self):
+        def make(dtype=None):
+            return ResettableCell(keras.layers.LSTMCell(6, dtype=dtype), dtype=dtype)
+
+        self.run_cell_tests(make)
         self.run_layer_test(
-            rnn_over(
-                lambda dtype: ResettableCell(keras.layers.LSTMCell(6, dtype=dtype), dtype=dtype)
-            ),
+            rnn_over(make),
             input_shape=(2, 3, 4),
             expected_output_shape=(2, 3, 6),
             expected_num_trainable_weights=3,
@@ -32,13 +34,8 @@ class ResettableCellTest(LayerTestCase):
             "step", lambda e: user_rnn(cell(), return_sequences=True)(e), tmp_path
         )
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         self.run_config_test(ResettableCell, cell=keras.layers.LSTMCell(3), name="wrapped")
-
-    def test_cell(self):
-        self.run_cell_tests(
-            lambda dtype=None: ResettableCell(keras.layers.LSTMCell(6, dtype=dtype), dtype=dtype)
-        )
 
     def test_resets(self):
         self.run_reset_tests(lambda **kw: ResettableCell(keras.layers.GRUCell(4), **kw))
@@ -85,17 +82,9 @@ class ResettableRNNTest(LayerTestCase):
 
         self.run_journey_test("step", build, tmp_path)
 
-    def test_config(self):
-        self.run_config_test(
-            ResettableRNN,
-            cell=keras.layers.GRUCell(4),
-            return_sequences=True,
-            return_state=True,
-            go_backwards=True,
-            stateful=True,
-            unroll=True,
-            zero_output_for_mask=True,
-        )
+    def test_config_and_arguments(self):
+        self.run_config_test(ResettableRNN, cell=keras.layers.GRUCell(4), **ALL_RNN_FLAGS)
+        self.run_flags_test(lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw))
 
     @pytest.mark.parametrize(
         "cell, kwargs",
@@ -108,9 +97,6 @@ class ResettableRNNTest(LayerTestCase):
         self.run_output_spec_test(
             lambda dtype: ResettableRNN(cell(5, dtype=dtype), dtype=dtype, **kwargs), (2, 5, 4)
         )
-
-    def test_flags(self):
-        self.run_flags_test(lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw))
 
     def test_resets(self):
         self.run_reset_tests(lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw))
@@ -130,11 +116,6 @@ def _resets():
     reset[0, [2, 6]] = True
     reset[1, 0] = True
     return reset
-
-
-def _documents(reset, row):
-    starts = sorted({0, *np.flatnonzero(reset[row])})
-    return list(zip(starts, [*starts[1:], reset.shape[1]]))
 
 
 def test_without_reset_it_is_keras_rnn_and_lstm(float64_policy):
@@ -251,7 +232,7 @@ def test_a_list_of_cells_is_stacked_and_every_cell_restarts_at_a_reset(unroll, m
     # The reference: the same stacked cells under keras.layers.RNN, on each document alone.
     alone_rnn = keras.layers.RNN(stack, return_sequences=True, return_state=True)
     for row in range(B):
-        for start, stop in _documents(reset, row):
+        for start, stop in documents(reset, row):
             stop = min(stop, int(mask[row].sum()))
             alone, *alone_states = alone_rnn(x[row : row + 1, start:stop])
             np.testing.assert_allclose(

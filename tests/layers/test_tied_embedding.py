@@ -34,14 +34,8 @@ class TiedEmbeddingTest(LayerTestCase):
         self.run_journey_test("token", _tied_language_model, tmp_path)
 
     def test_config(self):
-        self.run_config_test(
-            TiedEmbedding,
-            input_dim=6,
-            output_dim=4,
-            output_bias_initializer="ones",
-            mask_zero=True,
-            name="tied",
-        )
+        config = dict(input_dim=6, output_dim=4, output_bias_initializer="ones", mask_zero=True)
+        self.run_config_test(TiedEmbedding, **config, name="tied")
 
     @pytest.mark.parametrize("reverse", [False, True])
     def test_output_spec(self, reverse):
@@ -53,10 +47,8 @@ class TiedEmbeddingTest(LayerTestCase):
 
 
 def test_the_mask_is_keras_embeddings():
-    layer = TiedEmbedding(6, 4, mask_zero=True)
-    np.testing.assert_array_equal(
-        np.asarray(layer.compute_mask(np.array([[1, 0]]))), [[True, False]]
-    )
+    mask = TiedEmbedding(6, 4, mask_zero=True).compute_mask(np.array([[1, 0]]))
+    np.testing.assert_array_equal(np.asarray(mask), [[True, False]])
 
 
 def test_reverse_uses_the_embedding_matrix_and_bias():

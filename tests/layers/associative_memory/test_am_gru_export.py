@@ -1,12 +1,7 @@
-"""A model a user builds by hand around the (Dual) AM-GRU, with the layers' default
-``fused_loop="auto"``, converts to TFLite with the built-in operators alone and gives the Keras
-model's outputs: a one-step model (window attention carrying its memory, then the AM-GRU with
-explicit states, batch 1) and fixed-length models with a fixed batch size.
-
-The fused loop splits the batch into shards that run concurrently on CPU cores (one per core,
-at most 8); the tests split it as an 8-core machine does, so the shards are exercised on any
-machine.
-"""
+"""Models around the (Dual) AM-GRU with the default ``fused_loop="auto"`` convert to TFLite's
+built-in operators and give the Keras model's outputs: one step (window attention carrying its
+memory, the AM-GRU with explicit states) and fixed lengths. The fused loop splits the batch
+into one shard per core (at most 8); the tests split it as on 8 cores."""
 
 import keras
 import numpy as np

@@ -9,8 +9,11 @@ import pytest
 from keras import ops
 
 from tests.am_gru_reference import permutations, random_weights, reference_run
-from tests.layer_test_case import LayerTestCase
-from tests.layers.associative_memory.test_associative_gru_cell import set_cell_weights
+from tests.layer_test_case import ALL_RNN_FLAGS, LayerTestCase
+from tests.layers.associative_memory.test_associative_gru_cell import (
+    AM_GRU_CONFIG,
+    set_cell_weights,
+)
 from tests.support import (
     BACKEND,
     FUSED_LOOP,
@@ -55,32 +58,14 @@ class AssociativeGRUTest(LayerTestCase):
             supports_masking=True,
         )
 
-    @FUSED
-    def test_journey(self, fused_loop, tmp_path):
-        layer = lambda: _am_gru(8, return_sequences=True, fused_loop=fused_loop)  # noqa: E731
-        self.run_journey_test("step", lambda e: layer()(e), tmp_path)
+    def test_journey(self, tmp_path):
+        # fused_loop="auto": the fused loop on TensorFlow, Keras's on JAX.
+        self.run_journey_test("step", lambda e: _am_gru(8, return_sequences=True)(e), tmp_path)
 
-    def test_config(self):
-        self.run_config_test(
-            AssociativeGRU,
-            units=8,
-            num_copies=3,
-            seed=99,
-            return_retrievals=True,
-            kernel_initializer="random_normal",
-            gate_bias_initializer="zeros",
-            candidate_bias_initializer="ones",
-            kernel_regularizer="l2",
-            bias_regularizer="l1",
-            fused_loop=False,
-            return_sequences=True,
-            return_state=True,
-            go_backwards=True,
-            stateful=True,
-            unroll=True,
-            zero_output_for_mask=True,
-            name="am_gru",
-        )
+    def test_config_and_arguments(self):
+        config = dict(**AM_GRU_CONFIG, **ALL_RNN_FLAGS, return_retrievals=True, name="am_gru")
+        self.run_config_test(AssociativeGRU, **config, fused_loop=False)
+        self.run_flags_test(lambda **kw: AssociativeGRU(4, **kw))
 
     @pytest.mark.parametrize(
         "kwargs",
@@ -99,9 +84,6 @@ class AssociativeGRUTest(LayerTestCase):
         self.run_nan_padding_test(
             lambda: _am_gru(return_sequences=True, zero_output_for_mask=True, fused_loop=fused_loop)
         )
-
-    def test_flags(self):
-        self.run_flags_test(lambda **kw: AssociativeGRU(4, **kw))
 
     def test_resets(self):
         self.run_reset_tests(lambda **kw: _am_gru(8, 3, **kw))
@@ -126,7 +108,7 @@ def _pair(units, copies, input_dim, weights=None, fused_loop=False, **rnn_kwargs
     return cell_form, layer
 
 
-def _mask_with_holes(batch, steps):
+def mask_with_holes(batch, steps):
     mask = np.ones((batch, steps), bool)
     mask[1, steps - 2 :] = False  # right padding
     mask[2, 1] = False  # a hole
@@ -180,7 +162,7 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
     cell_form, layer = _pair(
         units, copies, 5, random_weights(rng, 5, units), fused_loop=fused_loop, **kwargs
     )
-    mask = _mask_with_holes(batch, steps)
+    mask = mask_with_holes(batch, steps)
     initial = [rng.normal(size=(batch, units * copies)), rng.normal(size=(batch, units))]
     for init in (None, initial):
         expected = masked_rnn(cell_form, xs, mask, initial_state=init)

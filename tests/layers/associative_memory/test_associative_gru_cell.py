@@ -11,18 +11,32 @@ from tests.layer_test_case import LayerTestCase, rnn_over, user_rnn
 from tests.support import all_pairs
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
 
+# Every argument of the AM-GRU cells, for `run_config_test`.
+AM_GRU_CONFIG = dict(
+    units=8,
+    num_copies=3,
+    seed=99,
+    kernel_initializer="random_normal",
+    gate_bias_initializer="zeros",
+    candidate_bias_initializer="ones",
+    kernel_regularizer="l2",
+    bias_regularizer="l1",
+)
+
 
 class AssociativeGRUCellTest(LayerTestCase):
     layer_cls = AssociativeGRUCell
 
     @pytest.mark.parametrize("copies, retrievals", [(2, False), (1, True)])
-    def test_layer_behaviors(self, copies, retrievals):
+    def test_layer_and_cell_behaviors(self, copies, retrievals):
+        def make(dtype=None):
+            return AssociativeGRUCell(
+                6, num_copies=copies, return_retrievals=retrievals, dtype=dtype
+            )
+
+        self.run_cell_tests(make)
         self.run_layer_test(
-            rnn_over(
-                lambda dtype: AssociativeGRUCell(
-                    6, num_copies=copies, return_retrievals=retrievals, dtype=dtype
-                )
-            ),
+            rnn_over(make),
             input_shape=(2, 3, 4),
             expected_output_shape=(2, 3, 18 if retrievals else 6),
             expected_num_trainable_weights=5,
@@ -33,29 +47,8 @@ class AssociativeGRUCellTest(LayerTestCase):
         rnn = lambda: user_rnn(AssociativeGRUCell(8, num_copies=2), return_sequences=True)  # noqa: E731
         self.run_journey_test("step", lambda e: rnn()(e), tmp_path)
 
-    def test_config(self):
-        self.run_config_test(
-            AssociativeGRUCell,
-            units=8,
-            num_copies=3,
-            seed=99,
-            return_retrievals=True,
-            kernel_initializer="random_normal",
-            gate_bias_initializer="zeros",
-            candidate_bias_initializer="ones",
-            kernel_regularizer="l2",
-            bias_regularizer="l1",
-        )
-
-    @pytest.mark.parametrize("copies, retrievals", [(2, False), (1, True)])
-    def test_cell(self, copies, retrievals):
-        self.run_cell_tests(
-            lambda dtype=None: AssociativeGRUCell(
-                6, num_copies=copies, return_retrievals=retrievals, dtype=dtype
-            )
-        )
-
-    def test_flags(self):
+    def test_config_and_arguments(self):
+        self.run_config_test(AssociativeGRUCell, **AM_GRU_CONFIG, return_retrievals=True)
         self.run_flags_test(lambda **kw: AssociativeGRUCell(4, **kw))
 
     @pytest.mark.parametrize("retrievals", [False, True])
@@ -98,8 +91,7 @@ def assert_retrievals(outputs, units, record, names):
 # Sizes with the copies (units 200: wider than the permutations' 100 positions), the seed of
 # the permutations and the retrievals in the outputs, by pairs (`all_pairs`).
 @pytest.mark.parametrize(
-    "units, copies, seed, retrievals",
-    all_pairs([8, 200], [1, 3, 8], [123, 7], [False, True]),
+    "units, copies, seed, retrievals", all_pairs([8, 200], [1, 3, 8], [123, 7], [False, True])
 )
 def test_am_gru_matches_the_original_step_in_float64(
     float64_policy, units, copies, seed, retrievals
@@ -244,58 +236,41 @@ def test_the_write_key_each_step_reports_matches_the_reference(dual_key):
     assert (recorded(record, "key_modulus") > 1).any()  # bound() clipped some
 
 
-@pytest.mark.parametrize(
-    "make, error, match",
-    [
-        (lambda: AssociativeGRUCell(7), ValueError, "units.*even.*7"),
-        (lambda: DualAssociativeGRUCell(9), ValueError, "units.*even"),
-        (lambda: AssociativeGRUCell(8, num_copies=0), ValueError, "num_copies.*>= 1.*0"),
-        (lambda: AssociativeGRUCell(8, num_copies=2.5), TypeError, "num_copies"),
-        (lambda: DualAssociativeGRUCell(8, dual_key="shared"), ValueError, "dual_key.*'shared'"),
-        (
-            lambda: DualAssociativeGRUCell(8, premise_cell=AssociativeGRUCell(8)),
-            TypeError,
-            "premise_cell.*DualAssociativeEncoder",
-        ),
-        (
-            lambda: keras.layers.RNN(DualAssociativeGRUCell(8, num_copies=3))(
-                np.ones((2, 4, 5), "float32"),
-                initial_state=[np.zeros((2, size), "float32") for size in (24, 8, 16)],
-            ),
-            ValueError,
-            "source memory.*24.*got 16",
-        ),
-    ],
-    ids=[
-        "odd_units",
-        "dual_odd_units",
-        "no_copies",
-        "float_copies",
-        "dual_key",
-        "premise_cell",
-        "source_memory_width",
-    ],
-)
-def test_bad_arguments_are_refused(make, error, match):
+def _source_memory_of_width_16():
+    initial_state = [np.zeros((2, size), "float32") for size in (24, 8, 16)]
+    rnn = keras.layers.RNN(DualAssociativeGRUCell(8, num_copies=3))
+    return rnn(np.ones((2, 4, 5), "float32"), initial_state=initial_state)
+
+
+BAD_ARGUMENTS = {
+    "odd_units": (lambda: AssociativeGRUCell(7), ValueError, "units.*even.*7"),
+    "dual_odd_units": (lambda: DualAssociativeGRUCell(9), ValueError, "units.*even"),
+    "no_copies": (lambda: AssociativeGRUCell(8, num_copies=0), ValueError, "num_copies.*>= 1.*0"),
+    "float_copies": (lambda: AssociativeGRUCell(8, num_copies=2.5), TypeError, "num_copies"),
+    "dual_key": (lambda: DualAssociativeGRUCell(8, dual_key="x"), ValueError, "dual_key.*'x'"),
+    "premise_cell": (
+        lambda: DualAssociativeGRUCell(8, premise_cell=AssociativeGRUCell(8)),
+        TypeError,
+        "premise_cell.*DualAssociativeEncoder",
+    ),
+    "source_memory_width": (_source_memory_of_width_16, ValueError, "source memory.*24.*got 16"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ARGUMENTS))
+def test_bad_arguments_are_refused(case):
+    make, error, match = BAD_ARGUMENTS[case]
     with pytest.raises(error, match=match):
         make()
 
 
 def test_initializers_and_regularizers_reach_every_weight_of_the_dual_cell():
-    dual = DualAssociativeGRUCell(
-        6,
-        num_copies=2,
-        kernel_initializer="zeros",
-        kernel_regularizer="l2",
-        gate_bias_initializer="zeros",
-        candidate_bias_initializer="ones",
-        bias_regularizer="l1",
-    )
+    dual = DualAssociativeGRUCell(**{**AM_GRU_CONFIG, "units": 6, "kernel_initializer": "zeros"})
     dual.build((None, 4))
     premise = dual.premise_cell
+    dual_kernels = (dual.dual_gate_kernel, dual.dual_candidate_kernel)
     for kernel in (
-        dual.dual_gate_kernel,
-        dual.dual_candidate_kernel,
+        *dual_kernels,
         premise.gate_kernel,
         premise.key_kernel,
         premise.candidate_kernel,

@@ -17,20 +17,16 @@ CELLS = pytest.mark.parametrize(
 
 
 def _cell(inner=keras.layers.GRUCell, copies=2, retrievals=False, dtype=None, **kwargs):
-    return AssociativeMemoryCell(
-        inner(6, dtype=dtype),
-        num_copies=copies,
-        return_retrievals=retrievals,
-        dtype=dtype,
-        **kwargs,
-    )
+    options = dict(num_copies=copies, return_retrievals=retrievals, dtype=dtype)
+    return AssociativeMemoryCell(inner(6, dtype=dtype), **options, **kwargs)
 
 
 class AssociativeMemoryCellTest(LayerTestCase):
     layer_cls = AssociativeMemoryCell
 
     @CELLS
-    def test_layer_behaviors(self, inner, copies, retrievals):
+    def test_layer_and_cell_behaviors(self, inner, copies, retrievals):
+        self.run_cell_tests(lambda dtype=None: _cell(inner, copies, retrievals, dtype))
         self.run_layer_test(
             rnn_over(lambda dtype: _cell(inner, copies, retrievals, dtype)),
             input_shape=(2, 3, 4),
@@ -46,7 +42,7 @@ class AssociativeMemoryCellTest(LayerTestCase):
             "step", lambda e: user_rnn(cell(), return_sequences=True)(e), tmp_path
         )
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         self.run_config_test(
             AssociativeMemoryCell,
             cell=keras.layers.LSTMCell(4),
@@ -56,12 +52,6 @@ class AssociativeMemoryCellTest(LayerTestCase):
             return_retrievals=True,
             key_initializer="orthogonal",
         )
-
-    @CELLS
-    def test_cell(self, inner, copies, retrievals):
-        self.run_cell_tests(lambda dtype=None: _cell(inner, copies, retrievals, dtype))
-
-    def test_flags(self):
         self.run_flags_test(lambda **kw: AssociativeMemoryCell(keras.layers.GRUCell(4), **kw))
 
     @CELLS
@@ -76,13 +66,6 @@ class AssociativeMemoryCellTest(LayerTestCase):
 
 def _bound(z):
     return z / np.maximum(1.0, np.abs(z))
-
-
-def _to_complex_memory(memory, copies):
-    m = memory.shape[1] // (2 * copies)
-    return memory[:, : copies * m].reshape(-1, copies, m) + 1j * memory[:, copies * m :].reshape(
-        -1, copies, m
-    )
 
 
 def reference_run(xs, inner, key_kernel, copies, memory_index, output_size):

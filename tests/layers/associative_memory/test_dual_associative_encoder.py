@@ -1,35 +1,26 @@
-"""`DualAssociativeEncoder` against `am_gru_reference` and against its two passes written with
-`keras.layers.RNN` over the cells; one shared set of weights through saving, cloning and
-configs."""
+"""`DualAssociativeEncoder` against `am_gru_reference` and its two passes written with
+`keras.layers.RNN`; one shared set of weights through saving, cloning and configs."""
 
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
-from tests.am_gru_reference import (
-    conditional_encoding_retrievals,
-    permutations,
-    random_weights,
-    reference_run,
-)
+from tests.am_gru_reference import permutations, random_weights, reference_run
 from tests.layer_test_case import LayerTestCase
+from tests.layers.associative_memory.test_associative_gru_cell import (
+    AM_GRU_CONFIG,
+    set_cell_weights,
+)
+from tests.layers.associative_memory.test_dual_associative_gru import KEYS_AND_LOOPS
 from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from tf_memlayers.layers import DualAssociativeEncoder, DualAssociativeGRUCell
 
 UNITS, COPIES, INPUT_DIM, BATCH, PREMISE_STEPS, HYPOTHESIS_STEPS = 8, 3, 5, 3, 6, 4
 # Right-padded rows: each row's number of real steps.
-PREMISE_LENGTHS, HYPOTHESIS_LENGTHS = (6, 4, 5), (4, 2, 3)
+LENGTHS = PREMISE_LENGTHS, HYPOTHESIS_LENGTHS = (6, 4, 5), (4, 2, 3)
 # The fused loop where the backend has it (TensorFlow), else Keras's.
 FUSED_IF_AVAILABLE = BACKEND == "tensorflow"
-
-
-PASSES = [
-    ("paper", False),
-    ("released", False),
-    pytest.param("paper", True, marks=tensorflow_only(FUSED_LOOP)),
-]
-PASS_IDS = ["paper_keras_loop", "released_keras_loop", "paper_fused_loop"]
 
 
 def _make(dtype=None, **kwargs):
@@ -40,7 +31,7 @@ class DualAssociativeEncoderTest(LayerTestCase):
     layer_cls = DualAssociativeEncoder
 
     # (The paper's key on Keras's loop: DualAssociativeGRUTest's, the encoder's second pass.)
-    @pytest.mark.parametrize("dual_key, fused_loop", PASSES[1:], ids=PASS_IDS[1:])
+    @pytest.mark.parametrize("dual_key, fused_loop", KEYS_AND_LOOPS[1:])
     def test_layer_behaviors(self, dual_key, fused_loop):
         self.run_layer_test(
             DualAssociativeEncoder,
@@ -57,35 +48,21 @@ class DualAssociativeEncoderTest(LayerTestCase):
             supports_masking=True,
         )
 
-    @pytest.mark.parametrize("dual_key, fused_loop", PASSES[1:], ids=PASS_IDS[1:])
-    def test_journey(self, dual_key, fused_loop, tmp_path):
+    def test_journey(self, tmp_path):
+        # The paper's key (on TensorFlow the fused loop): ConditionalEncoderTest's journey.
         def build(premise, hypothesis):
-            encoder = DualAssociativeEncoder(
-                8, num_copies=2, dual_key=dual_key, fused_loop=fused_loop
-            )
+            encoder = DualAssociativeEncoder(8, num_copies=2, dual_key="released")
             return encoder([premise, hypothesis])[1]
 
         self.run_journey_test("pair", build, tmp_path)
 
-    def test_config(self):
-        self.run_config_test(
-            DualAssociativeEncoder,
-            units=6,
-            num_copies=2,
-            dual_key="released",
-            seed=9,
-            kernel_initializer="zeros",
-            gate_bias_initializer="zeros",
-            candidate_bias_initializer="ones",
-            kernel_regularizer="l2",
-            bias_regularizer="l1",
-            return_sequences=True,
-            return_state=True,
-            unroll=True,
-            zero_output_for_mask=True,
-            fused_loop=False,
-            name="pair",
+    def test_config_and_arguments(self):
+        flags = dict.fromkeys(
+            ["return_sequences", "return_state", "unroll", "zero_output_for_mask"], True
         )
+        config = dict(**AM_GRU_CONFIG, **flags, dual_key="released", fused_loop=False)
+        self.run_config_test(DualAssociativeEncoder, **config, name="pair")
+        self.run_flags_test(lambda **kw: _make(**kw))
 
     @pytest.mark.parametrize(
         "kwargs",
@@ -101,18 +78,10 @@ class DualAssociativeEncoderTest(LayerTestCase):
             [(2, 5, 4), (2, 3, 4)],
         )
 
-    def test_flags(self):
-        self.run_flags_test(lambda **kw: _make(**kw))
-
 
 def _masks():
-    return [
-        np.arange(steps)[None, :] < np.array(lengths)[:, None]
-        for steps, lengths in (
-            (PREMISE_STEPS, PREMISE_LENGTHS),
-            (HYPOTHESIS_STEPS, HYPOTHESIS_LENGTHS),
-        )
-    ]
+    shapes = ((PREMISE_STEPS, PREMISE_LENGTHS), (HYPOTHESIS_STEPS, HYPOTHESIS_LENGTHS))
+    return [np.arange(steps) < np.array(lengths)[:, None] for steps, lengths in shapes]
 
 
 def _inputs(rng, dtype="float64"):
@@ -120,24 +89,6 @@ def _inputs(rng, dtype="float64"):
         rng.normal(size=(BATCH, PREMISE_STEPS, INPUT_DIM)).astype(dtype),
         rng.normal(size=(BATCH, HYPOTHESIS_STEPS, INPUT_DIM)).astype(dtype),
     ]
-
-
-def _set_weights(dual_cell, w):
-    """Sets a Dual cell's weights (its AM-GRU cell's and the dual kernels) from the arrays of
-    `am_gru_reference.random_weights`."""
-    premise = dual_cell.premise_cell
-    for name, variable in (
-        ("key", premise.key_kernel),
-        ("gate", premise.gate_kernel),
-        ("gate_bias", premise.gate_bias),
-        ("candidate", premise.candidate_kernel),
-        ("candidate_bias", premise.candidate_bias),
-        ("dual_gate", dual_cell.dual_gate_kernel),
-        ("dual_candidate", dual_cell.dual_candidate_kernel),
-    ):
-        variable.assign(w[name])
-    if dual_cell.dual_key == "released":
-        dual_cell.dual_key_kernel.assign(w["dual_key"])
 
 
 def _encoder(dual_key="paper", fused_loop=False, **kwargs):
@@ -148,12 +99,12 @@ def _encoder(dual_key="paper", fused_loop=False, **kwargs):
     return encoder
 
 
-@pytest.mark.parametrize("dual_key, fused_loop", PASSES, ids=PASS_IDS)
+@pytest.mark.parametrize("dual_key, fused_loop", KEYS_AND_LOOPS)
 def test_encoder_matches_the_reference_in_float64(float64_policy, dual_key, fused_loop):
     rng = np.random.default_rng(20)
     encoder = _encoder(dual_key, fused_loop, return_sequences=True, return_state=True)
     w = random_weights(rng, INPUT_DIM, UNITS)
-    _set_weights(encoder.hypothesis_layer.cell, w)
+    set_cell_weights(encoder.hypothesis_layer.cell, w)
     premise, hypothesis = _inputs(rng)
     outputs = encoder([premise, hypothesis], mask=_masks())
     got = [np.asarray(ops.convert_to_numpy(t)) for t in outputs]
@@ -161,9 +112,7 @@ def test_encoder_matches_the_reference_in_float64(float64_policy, dual_key, fuse
 
     perms = permutations(UNITS // 2, COPIES)
     empty, zeros = np.zeros((1, UNITS * COPIES)), np.zeros((1, UNITS))
-    for row, (premise_length, hypothesis_length) in enumerate(
-        zip(PREMISE_LENGTHS, HYPOTHESIS_LENGTHS)
-    ):
+    for row, (premise_length, hypothesis_length) in enumerate(zip(*LENGTHS)):
         # Each row on its own, without its padding, as the paper's equations read it.
         ref_premise, ref_source = reference_run(
             premise[row : row + 1, :premise_length], empty, zeros, w, perms
@@ -193,7 +142,7 @@ def test_encoder_float32_matches_the_float64_reference():
     rng = np.random.default_rng(21)
     encoder = _encoder(fused_loop=FUSED_IF_AVAILABLE)
     w = random_weights(rng, INPUT_DIM, UNITS)
-    _set_weights(encoder.hypothesis_layer.cell, w)
+    set_cell_weights(encoder.hypothesis_layer.cell, w)
     premise, hypothesis = _inputs(rng)
     _, last = encoder([premise.astype("float32"), hypothesis.astype("float32")])
     perms = permutations(UNITS // 2, COPIES)
@@ -206,8 +155,7 @@ def test_encoder_float32_matches_the_float64_reference():
 
 
 def _cell_form(encoder):
-    """The encoder's two passes written with `keras.layers.RNN` over a fresh Dual cell with the
-    encoder's weights: its AM-GRU cell over the premise, the Dual cell over the hypothesis."""
+    """The encoder's two passes as `keras.layers.RNN` over a Dual cell with its weights."""
     config = encoder.get_config()
     cell = DualAssociativeGRUCell(
         UNITS, num_copies=COPIES, dual_key=config["dual_key"], seed=config["seed"]
@@ -232,7 +180,7 @@ def _loss(outputs):
     return sum(ops.sum(ops.sin(3.0 * t)) for t in outputs)
 
 
-@pytest.mark.parametrize("dual_key, fused_loop", PASSES, ids=PASS_IDS)
+@pytest.mark.parametrize("dual_key, fused_loop", KEYS_AND_LOOPS)
 def test_encoder_equals_its_cell_form_forward_and_gradients(float64_policy, dual_key, fused_loop):
     rng = np.random.default_rng(22)
     encoder = _encoder(
@@ -264,12 +212,9 @@ def test_encoder_equals_its_cell_form_forward_and_gradients(float64_policy, dual
 def test_keras_file_clone_and_config_keep_one_shared_set_of_weights(tmp_path, fused_loop):
     rng = np.random.default_rng(24)
     premise, hypothesis = keras.Input((None, INPUT_DIM)), keras.Input((None, INPUT_DIM))
+    dual_key = "paper" if fused_loop else "released"
     encoder = DualAssociativeEncoder(
-        UNITS,
-        num_copies=COPIES,
-        dual_key="released" if not fused_loop else "paper",
-        fused_loop=fused_loop,
-        name="encoder",
+        UNITS, num_copies=COPIES, dual_key=dual_key, fused_loop=fused_loop, name="encoder"
     )
     model = keras.Model([premise, hypothesis], encoder([premise, hypothesis]))
     model.set_weights([rng.normal(scale=0.4, size=w.shape) for w in model.weights])
@@ -327,19 +272,6 @@ def test_masks_pass_on_with_the_sequences():
     assert _encoder().compute_mask(None, mask) == [None, None]
     assert _encoder(return_state=True).compute_mask(None, mask) == [None] * 6
     assert _encoder().compute_mask(None, None) is None
-
-
-def test_memory_retrievals_match_the_reference(float64_policy):
-    rng = np.random.default_rng(26)
-    encoder = _encoder()
-    w = random_weights(rng, INPUT_DIM, UNITS)
-    _set_weights(encoder.hypothesis_layer.cell, w)
-    premise, hypothesis = (x[0] for x in _inputs(rng))
-    got = encoder.memory_retrievals(premise, hypothesis)
-    want = conditional_encoding_retrievals(premise, hypothesis, w, UNITS, COPIES, dual_key="paper")
-    for name in ("premise_written", "hypothesis_read"):
-        np.testing.assert_allclose(got[name], want[name], atol=1e-10, err_msg=name)
-    assert np.abs(got["hypothesis_read"]).max() > 1e-3
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,15 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.layer_test_case import LayerTestCase, read_premise_memory, rnn_over, user_rnn
+from tests.layer_test_case import (
+    ALL_RNN_FLAGS,
+    LayerTestCase,
+    read_premise_memory,
+    rnn_over,
+    user_rnn,
+)
+from tests.layers.associative_memory.test_associative_gru import FUSED, mask_with_holes
+from tests.layers.associative_memory.test_associative_gru_cell import AM_GRU_CONFIG
 from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from tf_memlayers.layers import (
     AssociativeGRU,
@@ -16,26 +24,17 @@ from tf_memlayers.layers import (
 
 UNITS, COPIES, INPUT_DIM, BATCH, STEPS = 8, 3, 5, 3, 6
 # (dual_key, fused_loop) of the layer's cases: the fused loop takes the paper's key only.
-KEYS_AND_LOOPS = pytest.mark.parametrize(
-    "dual_key, fused_loop",
-    [
-        ("paper", False),
-        ("released", False),
-        pytest.param("paper", True, marks=tensorflow_only(FUSED_LOOP)),
-    ],
-    ids=["paper_keras_loop", "released_keras_loop", "paper_fused_loop"],
-)
-FUSED = pytest.mark.parametrize(
-    "fused_loop",
-    [False, pytest.param(True, marks=tensorflow_only(FUSED_LOOP))],
-    ids=["keras_loop", "fused_loop"],
-)
+KEYS_AND_LOOPS = [
+    pytest.param("paper", False, id="paper_keras_loop"),
+    pytest.param("released", False, id="released_keras_loop"),
+    pytest.param("paper", True, marks=tensorflow_only(FUSED_LOOP), id="paper_fused_loop"),
+]
 
 
 class DualAssociativeGRUTest(LayerTestCase):
     layer_cls = DualAssociativeGRU
 
-    @KEYS_AND_LOOPS
+    @pytest.mark.parametrize("dual_key, fused_loop", KEYS_AND_LOOPS)
     def test_layer_behaviors(self, dual_key, fused_loop):
         self.run_layer_test(
             DualAssociativeGRU,
@@ -52,38 +51,19 @@ class DualAssociativeGRUTest(LayerTestCase):
             supports_masking=True,
         )
 
-    @FUSED
-    def test_journey(self, fused_loop, tmp_path):
+    def test_journey(self, tmp_path):
+        # fused_loop="auto": the fused loop on TensorFlow, Keras's on JAX.
         def build(premise, hypothesis):
-            premise_layer = AssociativeGRU(
-                8, num_copies=2, return_state=True, fused_loop=fused_loop
-            )
-            layer = DualAssociativeGRU(8, num_copies=2, fused_loop=fused_loop)
+            premise_layer = AssociativeGRU(8, num_copies=2, return_state=True)
+            layer = DualAssociativeGRU(8, num_copies=2)
             return read_premise_memory(premise_layer, layer, premise, hypothesis)
 
         self.run_journey_test("pair", build, tmp_path)
 
-    def test_config(self):
-        self.run_config_test(
-            DualAssociativeGRU,
-            units=6,
-            num_copies=2,
-            dual_key="released",
-            seed=9,
-            return_retrievals=True,
-            kernel_initializer="zeros",
-            gate_bias_initializer="zeros",
-            candidate_bias_initializer="ones",
-            kernel_regularizer="l2",
-            bias_regularizer="l1",
-            fused_loop=False,
-            return_sequences=True,
-            return_state=True,
-            go_backwards=True,
-            stateful=True,
-            unroll=True,
-            zero_output_for_mask=True,
-        )
+    def test_config_and_arguments(self):
+        config = dict(**AM_GRU_CONFIG, **ALL_RNN_FLAGS, dual_key="released", fused_loop=False)
+        self.run_config_test(DualAssociativeGRU, **config, return_retrievals=True)
+        self.run_flags_test(lambda **kw: DualAssociativeGRU(4, **kw))
 
     @pytest.mark.parametrize(
         "kwargs",
@@ -112,9 +92,6 @@ class DualAssociativeGRUTest(LayerTestCase):
             )
         )
 
-    def test_flags(self):
-        self.run_flags_test(lambda **kw: DualAssociativeGRU(4, **kw))
-
     def test_resets(self):
         self.run_reset_tests(lambda **kw: DualAssociativeGRU(UNITS, num_copies=COPIES, **kw))
 
@@ -129,7 +106,8 @@ class DualAssociativeGRUCellTest(LayerTestCase):
     layer_cls = DualAssociativeGRUCell
 
     @pytest.mark.parametrize("dual_key, retrievals", [("paper", False), ("released", True)])
-    def test_layer_behaviors(self, dual_key, retrievals):
+    def test_layer_and_cell_behaviors(self, dual_key, retrievals):
+        self.run_cell_tests(lambda dtype=None: _dual_cell(dual_key, retrievals, dtype))
         self.run_layer_test(
             rnn_over(lambda dtype: _dual_cell(dual_key, retrievals, dtype)),
             input_shape=(2, 3, 4),
@@ -146,26 +124,9 @@ class DualAssociativeGRUCellTest(LayerTestCase):
 
         self.run_journey_test("pair", build, tmp_path)
 
-    def test_config(self):
-        self.run_config_test(
-            DualAssociativeGRUCell,
-            units=8,
-            num_copies=3,
-            dual_key="released",
-            seed=99,
-            return_retrievals=True,
-            kernel_initializer="random_normal",
-            gate_bias_initializer="zeros",
-            candidate_bias_initializer="ones",
-            kernel_regularizer="l2",
-            bias_regularizer="l1",
-        )
-
-    @pytest.mark.parametrize("dual_key, retrievals", [("paper", False), ("released", True)])
-    def test_cell(self, dual_key, retrievals):
-        self.run_cell_tests(lambda dtype=None: _dual_cell(dual_key, retrievals, dtype))
-
-    def test_flags(self):
+    def test_config_and_arguments(self):
+        config = dict(**AM_GRU_CONFIG, dual_key="released", return_retrievals=True)
+        self.run_config_test(DualAssociativeGRUCell, **config)
         self.run_flags_test(lambda **kw: DualAssociativeGRUCell(4, **kw))
 
     @pytest.mark.parametrize("dual_key", ["paper", "released"])
@@ -184,16 +145,6 @@ class DualAssociativeGRUCellTest(LayerTestCase):
             return keras.layers.RNN(DualAssociativeGRUCell(8, num_copies=3), return_sequences=True)
 
         self.run_mixed_precision_test(make, xs, atol=5e-3, initial_state=states)
-
-
-FUSED_IF_AVAILABLE = BACKEND == "tensorflow"
-
-
-def _mask_with_holes():
-    mask = np.ones((BATCH, STEPS), bool)
-    mask[1, STEPS - 2 :] = False  # right padding
-    mask[2, 1] = False  # a hole
-    return mask
 
 
 def _pair(rng, dual_key="paper", fused_loop=False, **rnn_kwargs):
@@ -256,7 +207,7 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
     )
     xs = rng.normal(size=(BATCH, STEPS, INPUT_DIM))
     states = _states(rng)
-    mask = ops.convert_to_tensor(_mask_with_holes())
+    mask = ops.convert_to_tensor(mask_with_holes(BATCH, STEPS))
     expected = _run_with_gradients(cell_form, xs, states, mask)
     got = _run_with_gradients(layer, xs, states, mask)
     # outputs, 3 final states; gradients of the inputs, 3 states and the weights.

@@ -50,17 +50,21 @@ def test_load_original_weights_round_trip():
     rng = np.random.default_rng(15)
     units, input_dim = 8, 5
     w = random_weights(rng, input_dim, units)
-    prefix = "rnn/SelfControllerWrapper/AssociativeGRUCell/"
-    arrays = {
-        prefix + "Keys/fully_connected/weights": w["key"],
-        prefix + "Gates/fully_connected/weights": w["gate"],
-        prefix + "Gates/fully_connected/biases": w["gate_bias"],
-        prefix + "Candidate/fully_connected/weights": w["candidate"],
-        prefix + "Candidate/fully_connected/biases": w["candidate_bias"],
-        prefix + "Keys/Dual/fully_connected/weights": w["dual_key"],
-        prefix + "DualGates/fully_connected/weights": w["dual_gate"],
-        prefix + "DualCandidate/fully_connected/weights": w["dual_candidate"],
+    premise_names = {  # the original's names
+        "Keys/fully_connected/weights": "key",
+        "Gates/fully_connected/weights": "gate",
+        "Gates/fully_connected/biases": "gate_bias",
+        "Candidate/fully_connected/weights": "candidate",
+        "Candidate/fully_connected/biases": "candidate_bias",
     }
+    names = {
+        **premise_names,
+        "Keys/Dual/fully_connected/weights": "dual_key",
+        "DualGates/fully_connected/weights": "dual_gate",
+        "DualCandidate/fully_connected/weights": "dual_candidate",
+    }
+    prefix = "rnn/SelfControllerWrapper/AssociativeGRUCell/"
+    arrays = {prefix + original: w[name] for original, name in names.items()}
     dual = DualAssociativeGRUCell(units, num_copies=2, dual_key="released")
     dual.build((None, input_dim))
     loaded = load_original_weights(dual, arrays)
@@ -72,24 +76,12 @@ def test_load_original_weights_round_trip():
     zeros = np.zeros((2, 16), "float32")
     source = rng.normal(size=(2, 16)).astype("float32")
     got = keras.layers.RNN(dual)(xs, initial_state=[zeros, np.zeros((2, 8), "float32"), source])
-    ref, _ = reference_run(
-        xs.astype(float),
-        zeros.astype(float),
-        np.zeros((2, 8)),
-        w,
-        permutations(4, 2),
-        dual=("released", source.astype(float)),
-    )
+    dual_source = ("released", source.astype(float))
+    ref, _ = reference_run(xs, zeros, np.zeros((2, 8)), w, permutations(4, 2), dual=dual_source)
     np.testing.assert_allclose(np.asarray(got), ref[:, -1], atol=1e-5)
     # Export in the original names and reload into a fresh AM-GRU.
     exported = original_variable_names(dual.premise_cell)
-    assert set(exported) == {
-        "AssociativeGRUCell/Keys/fully_connected/weights",
-        "AssociativeGRUCell/Gates/fully_connected/weights",
-        "AssociativeGRUCell/Gates/fully_connected/biases",
-        "AssociativeGRUCell/Candidate/fully_connected/weights",
-        "AssociativeGRUCell/Candidate/fully_connected/biases",
-    }
+    assert set(exported) == {f"AssociativeGRUCell/{name}" for name in premise_names}
     fresh = AssociativeGRUCell(units, num_copies=2)
     fresh.build((None, input_dim))
     load_original_weights(fresh, {k: np.asarray(v) for k, v in exported.items()})

@@ -23,16 +23,11 @@ class AttentionPoolingTest(LayerTestCase):
         )
 
     def test_journey(self, tmp_path):
-        self.run_journey_test(
-            "pooled",
-            lambda e: AttentionPooling(4)(keras_lstm(8, return_sequences=True)(e)),
-            tmp_path,
-        )
+        build = lambda e: AttentionPooling(4)(keras_lstm(8, return_sequences=True)(e))  # noqa: E731
+        self.run_journey_test("pooled", build, tmp_path)
 
     def test_config(self):
-        self.run_config_test(
-            AttentionPooling, attention_units=5, kernel_initializer="ones", name="p"
-        )
+        self.run_config_test(AttentionPooling, attention_units=5, kernel_initializer="ones")
 
     @pytest.mark.parametrize("scores", [False, True])
     def test_output_spec(self, scores):
@@ -96,12 +91,8 @@ def test_float32_matches_reference_without_mask():
     inputs = rng.normal(size=(2, 6, 3)).astype("float32")
     layer = AttentionPooling(8)
     pooled = np.asarray(layer(inputs))
-    expected, _ = reference(
-        inputs.astype(np.float64),
-        np.ones((2, 6), bool),
-        np.asarray(layer.kernel).astype(np.float64),
-        np.asarray(layer.score).astype(np.float64),
-    )
+    kernel, score = (np.asarray(v).astype(np.float64) for v in (layer.kernel, layer.score))
+    expected, _ = reference(inputs.astype(np.float64), np.ones((2, 6), bool), kernel, score)
     np.testing.assert_allclose(pooled, expected, rtol=0, atol=1e-5)
 
 

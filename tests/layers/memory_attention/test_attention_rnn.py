@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import B, LayerTestCase
+from tests.layer_test_case import ALL_RNN_FLAGS, B, LayerTestCase
 from tests.layers.memory_attention.test_attention_wrapper import (
     BATCH,
     LENGTH,
@@ -45,17 +45,10 @@ class AttentionRNNTest(LayerTestCase):
         build = lambda p, h: _attend_from_hypothesis(p, h, score="general", position="before")  # noqa: E731
         self.run_journey_test("pair", build, tmp_path)
 
-    def test_config(self):
-        self.run_config_test(
-            AttentionRNN,
-            cell=AttentionWrapper(keras.layers.GRUCell(4)),
-            return_sequences=True,
-            return_state=True,
-            go_backwards=True,
-            stateful=True,
-            unroll=True,
-            zero_output_for_mask=True,
-        )
+    def test_config_and_arguments(self):
+        cell = AttentionWrapper(keras.layers.GRUCell(4))
+        self.run_config_test(AttentionRNN, cell=cell, **ALL_RNN_FLAGS)
+        self.run_flags_test(_attention_rnn)
 
     @pytest.mark.parametrize("return_state", [False, True])
     @pytest.mark.parametrize("return_sequences", [False, True])
@@ -63,12 +56,8 @@ class AttentionRNNTest(LayerTestCase):
         memory = np.random.default_rng(12).normal(size=(BATCH, LENGTH, 8)).astype("float32")
 
         def make(dtype):
-            wrapper = AttentionWrapper(
-                keras.layers.LSTMCell(UNITS, dtype=dtype),
-                return_attention_scores=True,
-                attention_size=7,
-                dtype=dtype,
-            )
+            options = dict(return_attention_scores=True, attention_size=7, dtype=dtype)
+            wrapper = AttentionWrapper(keras.layers.LSTMCell(UNITS, dtype=dtype), **options)
             flags = dict(return_sequences=return_sequences, return_state=return_state)
             return AttentionRNN(wrapper, dtype=dtype, **flags)
 
@@ -77,9 +66,6 @@ class AttentionRNNTest(LayerTestCase):
     def test_nan_padding(self):
         rnn = lambda: _attention_rnn(return_sequences=True, zero_output_for_mask=True)  # noqa: E731
         self.run_nan_padding_test(rnn, memory_width=8)
-
-    def test_flags(self):
-        self.run_flags_test(_attention_rnn)
 
     def test_resets(self):
         self.run_reset_tests(_attention_rnn, **declared_memory(B))
@@ -100,12 +86,8 @@ def test_attention_scores_of_a_layer_without_them_are_the_references(
     # After training changed the weights, the scores follow them (the copy is reused).
     _randomize(layer, rng)
     _, want = reference(x, memory, mask, *_weights(layer), score, position, True)
-    np.testing.assert_allclose(
-        keras.ops.convert_to_numpy(layer.attention_scores(x, memory, mask)),
-        want,
-        atol=1e-10,
-        rtol=0,
-    )
+    scores = keras.ops.convert_to_numpy(layer.attention_scores(x, memory, mask))
+    np.testing.assert_allclose(scores, want, atol=1e-10, rtol=0)
     # The copy is not a part of the layer: its weights and config are unchanged, and a model
     # saved after the call loads into one saved before it, and back.
     assert [w.path for w in layer.weights] == [w.path for w in layer.cell.weights]
@@ -152,8 +134,7 @@ def test_state_carries_over_from_one_call_to_the_next():
 
 
 class _StepByStep(AttentionRNN):
-    """`AttentionRNN` that runs its wrapper step by step, as it runs a wrapper whose attention
-    feeds back (the loop of `ResettableRNN`)."""
+    """`AttentionRNN` stepping its wrapper as it steps one that feeds back."""
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
         return ResettableRNN.inner_loop(self, sequences, initial_state, mask, training=training)
@@ -192,10 +173,8 @@ ALL_AT_ONCE_CASES = {
 
 @pytest.mark.parametrize("case", sorted(ALL_AT_ONCE_CASES))
 def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
-    """Without input feeding the layer runs the wrapped cell's loop alone and attends for all
-    steps at once: outputs, final states and gradients (weights, inputs, memory, initial
-    state) are the step-by-step loop's, with masks, resets, an initial state and the layer's
-    options."""
+    """Without input feeding the layer runs the cell's loop, then attends for all steps: the
+    outputs, states and gradients of the step-by-step loop."""
     wrapper_options, layer_options, call = ALL_AT_ONCE_CASES[case]
     rng = np.random.default_rng(7)
     x, memory, memory_mask = _data(rng, "float32")

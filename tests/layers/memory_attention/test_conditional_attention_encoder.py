@@ -1,16 +1,11 @@
-"""`ConditionalAttentionEncoder`: a recurrent layer over the premise, an `AttentionRNN` over the
-hypothesis from the premise's final states, attending over the premise's outputs.
-
-Checked against a float64 NumPy reference (a SimpleRNN premise pass, then the word-by-word
-attention of `memory_attention_reference` from the premise's final state), with padding in both
-sentences; and the way the SNLI model uses it (the example's ``word_by_word`` encoder).
-"""
+"""`ConditionalAttentionEncoder` (a premise RNN, then an `AttentionRNN` over the hypothesis
+from its final states, attending over its outputs) against a float64 NumPy reference."""
 
 import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import LayerTestCase
+from tests.layer_test_case import LayerTestCase, as_numpy
 from tests.memory_attention_reference import randomize, word_by_word_reference
 from tf_memlayers import ConditionalAttentionEncoder, ConditionalEncoder
 from tf_memlayers.layers import AttentionRNN, AttentionWrapper, WordByWordAttention
@@ -29,10 +24,8 @@ def _encoder(units=5, dtype=None, **hypothesis_flags):
 
 
 class ConditionalAttentionEncoderTest(LayerTestCase):
-    """The two layers inside compute under their own dtype policies, so Keras's check that a
-    ``dtype`` argument sets the outputs' dtype does not apply: mixed precision is
-    test_mixed_float16_matches_float32's and the journey's."""
-
+    # Its layers compute under their own dtype policies: mixed precision is
+    # test_mixed_float16_matches_float32's and the journey's.
     layer_cls = ConditionalAttentionEncoder
 
     @pytest.mark.parametrize(
@@ -94,10 +87,6 @@ def _pair(rng, dtype="float64"):
     return premise, hypothesis, premise_mask, hypothesis_mask
 
 
-def _numpy(x):
-    return np.asarray(keras.ops.convert_to_numpy(x))
-
-
 def _reference(
     encoder, premise, hypothesis, premise_mask, hypothesis_mask, sequences=False, weights=False
 ):
@@ -105,7 +94,7 @@ def _reference(
     the word-by-word attention from that h over its outputs; with ``weights``, the attention's
     weights ``[batch, Th, Tp]`` instead."""
     kernel, recurrent, bias = (
-        _numpy(w).astype(np.float64) for w in encoder.premise_layer.cell.weights
+        as_numpy(w).astype(np.float64) for w in encoder.premise_layer.cell.weights
     )
     h = np.zeros((premise.shape[0], recurrent.shape[0]))
     outputs = []
@@ -115,20 +104,14 @@ def _reference(
         outputs.append(h)
     memory = np.stack(outputs, 1)
     wrapper = encoder.hypothesis_layer.cell
-    cell_weights = tuple(_numpy(w).astype(np.float64) for w in wrapper.cell.weights)
+    cell_weights = tuple(as_numpy(w).astype(np.float64) for w in wrapper.cell.weights)
     own = {
-        v.path.split("/")[-1]: _numpy(v).astype(np.float64)
+        v.path.split("/")[-1]: as_numpy(v).astype(np.float64)
         for v in wrapper.weights
         if all(v is not c for c in wrapper.cell.weights)
     }
     got, alphas = word_by_word_reference(
-        hypothesis,
-        memory,
-        premise_mask,
-        cell_weights,
-        own,
-        sequence_mask=hypothesis_mask,
-        initial_h=h,
+        hypothesis, memory, premise_mask, cell_weights, own, True, hypothesis_mask, h
     )
     if weights:
         return alphas
@@ -146,20 +129,15 @@ def test_matches_the_reference_with_padding_in_both_sentences(return_sequences):
     want_p, want_h = _reference(
         encoder, premise, hypothesis, premise_mask, hypothesis_mask, return_sequences
     )
-    np.testing.assert_allclose(_numpy(p), want_p, rtol=0, atol=1e-10)
-    np.testing.assert_allclose(_numpy(h), want_h, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(as_numpy(p), want_p, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(as_numpy(h), want_h, rtol=0, atol=1e-10)
     # Not vacuous: the premise's final state and its padding both matter.
     _, from_zeros = _reference(
         encoder, premise * 0.0, hypothesis, premise_mask, hypothesis_mask, return_sequences
     )
     assert np.abs(from_zeros - want_h).max() > 1e-2
     _, unmasked = _reference(
-        encoder,
-        premise,
-        hypothesis,
-        np.ones_like(premise_mask),
-        hypothesis_mask,
-        return_sequences,
+        encoder, premise, hypothesis, np.ones_like(premise_mask), hypothesis_mask, return_sequences
     )
     assert np.abs(unmasked - want_h).max() > 1e-2
 
@@ -199,12 +177,12 @@ def test_premise_padding_is_never_read():
     p, h = encoder([premise, hypothesis], mask=[premise_mask, hypothesis_mask])
     noisy = np.where(premise_mask[..., None], premise, np.nan).astype("float32")
     p2, h2 = encoder([noisy, hypothesis], mask=[premise_mask, hypothesis_mask])
-    np.testing.assert_allclose(_numpy(p2), _numpy(p), atol=1e-6)
-    np.testing.assert_allclose(_numpy(h2), _numpy(h), atol=1e-6)
+    np.testing.assert_allclose(as_numpy(p2), as_numpy(p), atol=1e-6)
+    np.testing.assert_allclose(as_numpy(h2), as_numpy(h), atol=1e-6)
     # Row 2 alone, without its padding, gives the same pair.
     p3, h3 = encoder([premise[2:, :2], hypothesis[2:]])
-    np.testing.assert_allclose(_numpy(p3), _numpy(p)[2:], atol=1e-6)
-    np.testing.assert_allclose(_numpy(h3), _numpy(h)[2:], atol=1e-6)
+    np.testing.assert_allclose(as_numpy(p3), as_numpy(p)[2:], atol=1e-6)
+    np.testing.assert_allclose(as_numpy(h3), as_numpy(h)[2:], atol=1e-6)
 
 
 def test_any_attention_wrapper_fits_and_the_stack_saves_loads_and_clones(tmp_path):
@@ -219,15 +197,15 @@ def test_any_attention_wrapper_fits_and_the_stack_saves_loads_and_clones(tmp_pat
     p, h = ConditionalEncoder([pair])(inputs)
     model = keras.Model(inputs, keras.layers.Concatenate()([p, h]))
     randomize(model, rng)
-    expected = _numpy(model([premise, hypothesis]))
+    expected = as_numpy(model([premise, hypothesis]))
     assert expected.shape == (3, 12)
     path = tmp_path / "pair.keras"
     model.save(path)
     loaded = keras.models.load_model(path)
-    np.testing.assert_allclose(_numpy(loaded([premise, hypothesis])), expected, atol=1e-6)
+    np.testing.assert_allclose(as_numpy(loaded([premise, hypothesis])), expected, atol=1e-6)
     clone = keras.models.clone_model(model)
     clone.set_weights(model.get_weights())
-    np.testing.assert_allclose(_numpy(clone([premise, hypothesis])), expected, atol=1e-6)
+    np.testing.assert_allclose(as_numpy(clone([premise, hypothesis])), expected, atol=1e-6)
     first = loaded.layers[2].encoder_layers[0]
     assert isinstance(first, ConditionalAttentionEncoder)
     assert first.hypothesis_layer.cell.score == "general"
@@ -279,6 +257,6 @@ def test_the_premise_vector_is_its_last_words_output_however_padding_is_emitted(
     (p, h), (p0, h0) = (
         e([premise, hypothesis], mask=[premise_mask, hypothesis_mask]) for e in pairs
     )
-    np.testing.assert_allclose(_numpy(p0), _numpy(p), atol=1e-6)
-    np.testing.assert_allclose(_numpy(h0), _numpy(h), atol=1e-6)
-    assert np.abs(_numpy(p)[1:]).min() > 0  # the padded rows' vectors are not zero
+    np.testing.assert_allclose(as_numpy(p0), as_numpy(p), atol=1e-6)
+    np.testing.assert_allclose(as_numpy(h0), as_numpy(h), atol=1e-6)
+    assert np.abs(as_numpy(p)[1:]).min() > 0  # the padded rows' vectors are not zero

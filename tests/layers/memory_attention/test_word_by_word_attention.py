@@ -1,5 +1,4 @@
-"""`WordByWordAttention` against a NumPy reference written from Rocktäschel et al.'s (2016)
-equations, cell and sequence forms, masks, resets, state, saving and mixed precision."""
+"""`WordByWordAttention` against a NumPy reference of Rocktäschel et al.'s (2016) equations."""
 
 import keras
 import numpy as np
@@ -9,7 +8,6 @@ from tests.layer_test_case import LayerTestCase
 from tests.layers.memory_attention.test_attention_wrapper import keras_checks_of
 from tests.memory_attention_reference import (
     check_cell_loop_matches_layer,
-    check_reset_starts_a_row_again,
     check_state_carries_over,
     data,
     declared_memory,
@@ -34,8 +32,7 @@ def _data(rng, dtype="float64"):
 
 
 def _premise_then_hypothesis(premise, hypothesis):
-    """A ``"pair"`` journey, the paper's model: an LSTM reads the premise, and the hypothesis
-    LSTM attends over its outputs word by word; the pair's representation h*."""
+    """The paper's model: the hypothesis LSTM attends over the premise LSTM's outputs."""
     encoded = keras.layers.LSTM(6, return_sequences=True)(premise)
     return AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(6)))(hypothesis, memory=encoded)
 
@@ -63,7 +60,7 @@ class WordByWordAttentionTest(LayerTestCase):
             "pair", _premise_then_hypothesis, tmp_path, xla_fails_on_tensorflow=True
         )
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         self.run_config_test(
             WordByWordAttention,
             cell=keras.layers.GRUCell(5),
@@ -73,13 +70,11 @@ class WordByWordAttentionTest(LayerTestCase):
             return_attention_scores=True,
             kernel_initializer="orthogonal",
         )
+        self.run_flags_test(_cell)
 
     def test_cell(self):
         # (Keras asks AttentionRNN for its spec, not the cell: `direct_spec=False`.)
         self.run_cell_tests(_cell, False, **declared_memory(2))
-
-    def test_flags(self):
-        self.run_flags_test(_cell)
 
     def test_resets(self):
         self.run_reset_tests(_cell, **declared_memory(3))
@@ -89,12 +84,9 @@ class WordByWordAttentionTest(LayerTestCase):
         memory = np.random.default_rng(12).normal(size=(BATCH, LENGTH, MEMORY_DIM))
 
         def make(dtype):
+            options = dict(memory_dim=MEMORY_DIM, return_attention_scores=True, attention_size=6)
             cell = WordByWordAttention(
-                keras.layers.LSTMCell(UNITS, dtype=dtype),
-                memory_dim=MEMORY_DIM,
-                return_attention_scores=True,
-                attention_size=6,
-                dtype=dtype,
+                keras.layers.LSTMCell(UNITS, dtype=dtype), **options, dtype=dtype
             )
             flags = dict(return_sequences=return_sequences, return_state=return_state)
             return AttentionRNN(cell, dtype=dtype, **flags)
@@ -136,8 +128,7 @@ SEQUENCE_MASK[0, 3:] = SEQUENCE_MASK[2, 1] = False
     "output_attention, sized, masked", all_pairs([True, False], [False, True], [False, True])
 )
 def test_matches_the_reference_in_float64(float64_policy, output_attention, sized, masked):
-    """Outputs and attention weights; the memory has padding, and a row of padding only,
-    which reads nothing: its weights and Y alpha^T are zero, so r stays tanh(W^t 0) = 0."""
+    # A memory row of padding only reads nothing: r stays tanh(W^t 0) = 0.
     rng = np.random.default_rng(0)
     x, memory, mask = _data(rng)
     sizes = {"attention_units": 5} if sized else {}
@@ -217,7 +208,6 @@ def test_the_paper_s_weights_at_k_100():
     ids=["lstm", "gru", "am_gru"],
 )
 def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gradients(cell):
-    """Wrapping any cell: the wrapper stepped by hand equals `AttentionRNN`."""
     rng = np.random.default_rng(4)
     x, memory, mask = _data(rng, "float32")
     layer = _layer(cell=cell())
@@ -225,15 +215,6 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
     _randomize(layer, rng)
     grads = check_cell_loop_matches_layer(layer, x, memory, mask)
     assert all(np.abs(g).max() > 0 for g in grads)  # every weight is used
-
-
-def test_a_reset_starts_a_row_again():
-    rng = np.random.default_rng(5)
-    x, memory, mask = _data(rng, "float32")
-    layer = _layer()
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
-    check_reset_starts_a_row_again(layer, x, memory, mask)
 
 
 def test_state_carries_over_from_one_call_to_the_next():
@@ -244,31 +225,15 @@ def test_state_carries_over_from_one_call_to_the_next():
     assert [tuple(s.shape) for s in states] == [(BATCH, UNITS), (BATCH, MEMORY_DIM)]
 
 
-def test_the_config_round_trips_and_holds_no_fixed_choice():
-    cell = WordByWordAttention(
-        keras.layers.GRUCell(5), memory_dim=3, attention_units=4, attention_size=2
-    )
-    config = cell.get_config()
+def test_the_config_holds_no_fixed_choice_and_the_sizes_default_to_the_cells_width():
+    config = WordByWordAttention(keras.layers.GRUCell(5), memory_dim=3).get_config()
     assert not {"score", "position", "normalize", "scale", "input_feeding"} & set(config)
-    again = WordByWordAttention.from_config(config)
-    assert (
-        again.memory_dim,
-        again.attention_units,
-        again.attention_size,
-        again.output_attention,
-        again.state_size,
-    ) == (3, 4, 2, True, [5, 3])
+    assert WordByWordAttention.from_config(config).state_size == [5, 3]
     # Without h*_t there is no attention size to give, nor one in the config.
-    cell = WordByWordAttention(keras.layers.GRUCell(5), memory_dim=3, output_attention=False)
-    config = cell.get_config()
+    config = WordByWordAttention(keras.layers.GRUCell(5), output_attention=False).get_config()
     assert config["attention_size"] is None
     assert WordByWordAttention.from_config(config).output_size == 5
-    with pytest.raises(
-        ValueError, match="never computes with output_attention=False; got attention_size=2"
-    ):
-        WordByWordAttention(keras.layers.GRUCell(5), attention_size=2, output_attention=False)
-    # Without the sizes: the paper's k (the cell's width) everywhere.
-    cell = WordByWordAttention(keras.layers.GRUCell(5))
+    cell = WordByWordAttention(keras.layers.GRUCell(5))  # the paper's k everywhere
     assert (cell.memory_dim, cell.attention_units, cell.attention_size) == (5, 5, 5)
 
 
@@ -281,7 +246,11 @@ def test_the_config_round_trips_and_holds_no_fixed_choice():
         ({"score": "dot"}, TypeError, "`score` is fixed by the word-by-word attention"),
         ({"position": "before"}, TypeError, "`position` is fixed"),
         ({"input_feeding": True}, TypeError, "`input_feeding` is fixed"),
-        ({"output_attention": "yes"}, TypeError, "`output_attention` must be a bool"),
+        (
+            {"attention_size": 2, "output_attention": False},
+            ValueError,
+            "never computes with output_attention=False; got attention_size=2",
+        ),
     ],
 )
 def test_bad_arguments_are_named(kwargs, error, fragment):
@@ -306,11 +275,8 @@ def test_bad_calls_are_named():
         WordByWordAttention("lstm")
 
 
-def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(
-    float64_policy,
-):
-    """Setting W^r = 0 and W^t = 0 leaves the additive attention after the cell, which reads
-    the hypothesis alone: `AttentionWrapper(score="additive", input_feeding=False)`."""
+def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(float64_policy):
+    # W^r = W^t = 0 leaves the additive attention after the cell, reading the hypothesis alone.
     rng = np.random.default_rng(13)
     x, memory, mask = _data(rng)
     ours = _layer()

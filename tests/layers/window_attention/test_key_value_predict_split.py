@@ -31,8 +31,9 @@ class KeyValuePredictSplitTest(LayerTestCase):
 
         self.run_journey_test("step", build, tmp_path)
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         self.run_config_test(KeyValuePredictSplit, mode="key_value_predict", sizes=(2, 2, 2))
+        self.run_sizes_test(lambda **kw: KeyValuePredictSplit("key_value_predict", **kw))
 
     @pytest.mark.parametrize(
         "kwargs, shape",
@@ -49,9 +50,6 @@ class KeyValuePredictSplitTest(LayerTestCase):
         # Its outputs are the pieces of each step: no memory.
         split = lambda: KeyValuePredictSplit("key_value_predict", sizes=(2, 1, 1))  # noqa: E731
         self.run_empty_input_test(split, last_output_is_memory=False)
-
-    def test_sizes(self):
-        self.run_sizes_test(lambda **kw: KeyValuePredictSplit("key_value_predict", **kw))
 
 
 def test_pieces_are_contiguous_key_first():

@@ -1,17 +1,13 @@
-"""`MemorySequenceLayer`, the base of the sequence layers that carry a memory, on a toy layer of
-this module (a running sum whose memory is the sum so far): where a call's memory comes from
-(``initial_memory``, the stored memory of a stateful layer, zeros) and that no gradient flows
-into it; the stored memory across calls, its reset and its dtype; masked steps read as zeros;
-the build and call checks, each naming the argument and the shapes; and the helpers' contracts
-(`starts_from_zeros`, `keep_memory`, `documents`, `memory_size_for`, the config). The real
-layers' carried memories are tested in their own modules (the ``CarriedMemoryTests`` suite of
-tests/layer_test_case.py)."""
+"""`MemorySequenceLayer` on a running sum of this module (its memory the sum so far): where a
+call's memory comes from, no gradient into it, the stored memory, masked steps as zeros, the
+build and call checks and the helpers. The real layers' memories: `run_carried_memory_tests`."""
 
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
+from tests.layer_test_case import as_numpy
 from tests.support import gradients
 from tf_memlayers.layers.window_attention.memory_sequence_layer import MemorySequenceLayer
 from tf_memlayers.ops import windows
@@ -20,8 +16,7 @@ WIDTH = 3
 
 
 class RunningSum(MemorySequenceLayer):
-    """Outputs ``memory + x_1 + ... + x_t`` over the valid steps; the memory after a call is
-    the last output, so consecutive calls continue one sum."""
+    """Outputs ``memory + x_1 + ... + x_t`` over the valid steps; its memory the last output."""
 
     memory_size = WIDTH
 
@@ -36,10 +31,6 @@ class RunningSum(MemorySequenceLayer):
         return outputs, self.keep_memory(outputs[:, -1:])
 
 
-def _numpy(x):
-    return np.asarray(ops.convert_to_numpy(x))
-
-
 def _inputs(batch=2, steps=4, seed=0):
     return np.random.default_rng(seed).normal(size=(batch, steps, WIDTH)).astype("float32")
 
@@ -49,8 +40,8 @@ def test_a_stateless_layer_starts_every_call_from_zeros():
     x = _inputs()
     for _ in range(2):
         outputs, memory = layer(x)
-        np.testing.assert_allclose(_numpy(outputs), np.cumsum(x, axis=1), rtol=1e-6)
-        np.testing.assert_allclose(_numpy(memory), x.sum(axis=1), rtol=1e-6)
+        np.testing.assert_allclose(as_numpy(outputs), np.cumsum(x, axis=1), rtol=1e-6)
+        np.testing.assert_allclose(as_numpy(memory), x.sum(axis=1), rtol=1e-6)
     assert layer.memory is None and layer.starts_from_zeros() and not layer.weights
     assert layer.input_width == layer.mechanism_width == WIDTH
 
@@ -60,21 +51,21 @@ def test_a_stateful_layer_carries_its_memory_until_reset():
     x = _inputs(steps=6)
     layer.build((2, None, WIDTH))
     assert layer.memory.trainable is False and tuple(layer.memory.shape) == (2, WIDTH)
-    assert not _numpy(layer.memory).any() and layer.non_trainable_weights == [layer.memory]
+    assert not as_numpy(layer.memory).any() and layer.non_trainable_weights == [layer.memory]
     assert not layer.starts_from_zeros()
     first, _ = layer(x[:, :4])
     second, memory = layer(x[:, 4:])
     whole = np.cumsum(x, axis=1)
     np.testing.assert_allclose(
-        _numpy(ops.concatenate([first, second], axis=1)), whole, rtol=1e-5, atol=1e-6
+        as_numpy(ops.concatenate([first, second], axis=1)), whole, rtol=1e-5, atol=1e-6
     )
-    np.testing.assert_allclose(_numpy(layer.memory), whole[:, -1], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(_numpy(memory), whole[:, -1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(as_numpy(layer.memory), whole[:, -1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(as_numpy(memory), whole[:, -1], rtol=1e-5, atol=1e-6)
     for reset in (layer.reset_state, layer.reset_states):
         layer(x)
         reset()
-        assert not _numpy(layer.memory).any()
-        np.testing.assert_allclose(_numpy(layer(x[:, :2])[0]), whole[:, :2], rtol=1e-6)
+        assert not as_numpy(layer.memory).any()
+        np.testing.assert_allclose(as_numpy(layer(x[:, :2])[0]), whole[:, :2], rtol=1e-6)
 
 
 def test_an_initial_memory_comes_first_and_then_is_carried():
@@ -82,8 +73,8 @@ def test_an_initial_memory_comes_first_and_then_is_carried():
     x, start = _inputs(), np.full((2, WIDTH), 10.0, "float32")
     layer(x)  # something stored, which the initial memory overrides
     outputs, _ = layer(x, initial_memory=start)
-    np.testing.assert_allclose(_numpy(outputs), start[:, None] + np.cumsum(x, axis=1), rtol=1e-6)
-    np.testing.assert_allclose(_numpy(layer.memory), start + x.sum(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(as_numpy(outputs), start[:, None] + np.cumsum(x, axis=1), rtol=1e-6)
+    np.testing.assert_allclose(as_numpy(layer.memory), start + x.sum(axis=1), rtol=1e-6)
     assert not layer.starts_from_zeros(start)
 
 
@@ -96,14 +87,14 @@ def test_the_memory_is_cast_to_the_inputs_dtype_and_stored_in_its_own():
     kept = layer.keep_memory(ops.ones((2, 1, WIDTH), "float64") * 0.5)
     assert tuple(kept.shape) == (2, WIDTH)
     assert keras.backend.standardize_dtype(layer.memory.dtype) == "float32"
-    np.testing.assert_array_equal(_numpy(layer.memory), np.full((2, WIDTH), 0.5, "float32"))
+    np.testing.assert_array_equal(as_numpy(layer.memory), np.full((2, WIDTH), 0.5, "float32"))
 
 
 def test_keep_memory_stores_only_when_stateful():
     layer = RunningSum()
     layer.build((2, None, WIDTH))
     kept = layer.keep_memory(ops.ones((2, WIDTH)))
-    np.testing.assert_array_equal(_numpy(kept), np.ones((2, WIDTH)))
+    np.testing.assert_array_equal(as_numpy(kept), np.ones((2, WIDTH)))
     assert layer.memory is None
     layer.reset_state()  # nothing to clear
 
@@ -125,12 +116,12 @@ def test_masked_steps_read_as_zeros_even_when_not_finite():
     poisoned = np.where(mask[..., None] > 0, x, np.nan).astype("float32")
     outputs, memory = layer(poisoned, mask=mask)
     expected = np.cumsum(x * mask[..., None], axis=1)
-    np.testing.assert_allclose(_numpy(outputs), expected, rtol=1e-6)
-    np.testing.assert_allclose(_numpy(memory), expected[:, -1], rtol=1e-6)
+    np.testing.assert_allclose(as_numpy(outputs), expected, rtol=1e-6)
+    np.testing.assert_allclose(as_numpy(memory), expected[:, -1], rtol=1e-6)
     zeroed, as_bool = layer.masked_inputs(ops.convert_to_tensor(poisoned), mask)
     assert keras.backend.standardize_dtype(as_bool.dtype) == "bool"
-    np.testing.assert_array_equal(_numpy(as_bool), mask > 0)
-    np.testing.assert_array_equal(_numpy(zeroed), x * mask[..., None])
+    np.testing.assert_array_equal(as_numpy(as_bool), mask > 0)
+    np.testing.assert_array_equal(as_numpy(zeroed), x * mask[..., None])
     unchanged, none = layer.masked_inputs(poisoned, None)
     assert unchanged is poisoned and none is None
 
@@ -241,7 +232,7 @@ def test_documents_come_with_a_reset_only():
             for row in range(2)
         ]
     )
-    np.testing.assert_array_equal(_numpy(documents.same), expected)
+    np.testing.assert_array_equal(as_numpy(documents.same), expected)
 
 
 def test_config_and_the_stateful_flag():

@@ -34,13 +34,10 @@ class NGramConcatTest(LayerTestCase):
         )
 
     def test_journey(self, tmp_path):
-        self.run_journey_test(
-            "step",
-            lambda e: NGramConcat(3, 6)(keras_lstm(8, return_sequences=True)(e)),
-            tmp_path,
-        )
+        build = lambda e: NGramConcat(3, 6)(keras_lstm(8, return_sequences=True)(e))  # noqa: E731
+        self.run_journey_test("step", build, tmp_path)
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         self.run_config_test(
             NGramConcat,
             n=5,
@@ -53,6 +50,8 @@ class NGramConcatTest(LayerTestCase):
             bias_initializer="ones",
             name="ng",
         )
+        self.run_flags_test(lambda **kw: NGramConcat(3, 4, **kw))
+        self.run_sizes_test(lambda **kw: NGramConcat(3, 4, **kw))
 
     @pytest.mark.parametrize(
         "n, sizes, return_memory, width",
@@ -67,9 +66,6 @@ class NGramConcatTest(LayerTestCase):
     def test_nan_padding(self):
         self.run_nan_padding_test(lambda: NGramConcat(3, 5, use_bias=True))
 
-    def test_flags(self):
-        self.run_flags_test(lambda **kw: NGramConcat(3, 4, **kw))
-
     def test_empty_input(self):
         self.run_empty_input_test(lambda: NGramConcat(3, 5, return_memory=True))
 
@@ -78,9 +74,6 @@ class NGramConcatTest(LayerTestCase):
 
     def test_carried_memory(self):
         self.run_carried_memory_tests(lambda **kw: NGramConcat(3, 4, **kw))
-
-    def test_sizes(self):
-        self.run_sizes_test(lambda **kw: NGramConcat(3, 4, **kw))
 
     def test_mixed_float16_matches_float32(self):
         inputs = RNG.normal(size=(4, 8, 9)).astype("float32")
@@ -93,13 +86,13 @@ class NGramConcatCellTest(LayerTestCase):
     @pytest.mark.parametrize(
         "inner, n, use_bias", [(keras.layers.GRUCell, 2, False), (keras.layers.LSTMCell, 4, True)]
     )
-    def test_layer_behaviors(self, inner, n, use_bias):
+    def test_layer_and_cell_behaviors(self, inner, n, use_bias):
+        def make(dtype=None):
+            return NGramConcatCell(inner(6, dtype=dtype), n, 5, use_bias=use_bias, dtype=dtype)
+
+        self.run_cell_tests(make)
         self.run_layer_test(
-            rnn_over(
-                lambda dtype: NGramConcatCell(
-                    inner(6, dtype=dtype), n, 5, use_bias=use_bias, dtype=dtype
-                )
-            ),
+            rnn_over(make),
             input_shape=(2, 3, 4),
             expected_output_shape=(2, 3, 5),
             expected_num_trainable_weights=3 + 1 + use_bias,
@@ -113,7 +106,7 @@ class NGramConcatCellTest(LayerTestCase):
             "step", lambda e: user_rnn(cell(), return_sequences=True)(e), tmp_path
         )
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         self.run_config_test(
             NGramConcatCell,
             cell=keras.layers.LSTMCell(8),
@@ -124,23 +117,11 @@ class NGramConcatCellTest(LayerTestCase):
             kernel_initializer="orthogonal",
             bias_initializer="ones",
         )
-
-    @pytest.mark.parametrize("inner, n", [(keras.layers.GRUCell, 2), (keras.layers.LSTMCell, 4)])
-    def test_cell(self, inner, n):
-        self.run_cell_tests(
-            lambda dtype=None: NGramConcatCell(
-                inner(6, dtype=dtype), n, 5, use_bias=True, dtype=dtype
-            )
-        )
-
-    def test_flags(self):
         self.run_flags_test(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
+        self.run_sizes_test(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
 
     def test_resets(self):
         self.run_reset_tests(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
-
-    def test_sizes(self):
-        self.run_sizes_test(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
 
 
 RNG = np.random.default_rng(1)
@@ -179,15 +160,8 @@ def test_parallel_and_cell_match_numpy_reference_float64(
     layer = NGramConcat(n, 7, sizes=sizes, use_bias=use_bias)
     layer.build(x.shape)
     weights = set_random(layer)
-    expected, _ = ngram_reference(
-        x,
-        weights["ngram_kernel"],
-        n,
-        layer.piece_sizes,
-        weights.get("ngram_bias", 0.0),
-        mask=mask,
-        **extra,
-    )
+    kernel, bias = weights["ngram_kernel"], weights.get("ngram_bias", 0.0)
+    expected, _ = ngram_reference(x, kernel, n, layer.piece_sizes, bias, mask=mask, **extra)
     np.testing.assert_allclose(
         np.asarray(layer(x, mask=mask, **extra)), expected, atol=1e-10, rtol=0
     )
@@ -253,27 +227,20 @@ def build_pair(n, sizes, units=6, width=12, features=5):
 def test_cell_and_parallel_agree_on_gradients(float64_policy, case, masked):
     n, sizes = case
     lstm, parallel, rnn = build_pair(n, sizes)
-    # Masked steps are left out of the comparison and the loss; on JAX Keras's RNN emits the
-    # cell's first state there (KERAS_MASKED_OUTPUT), zeros with zero_output_for_mask.
+    # Masked steps are left out of the comparison and the loss: there the cell form repeats its
+    # output, on JAX its first state (KERAS_MASKED_OUTPUT), zeros with zero_output_for_mask.
     rnn.zero_output_for_mask = BACKEND != "tensorflow"
     x = RNG.normal(size=(2, 8, 5))
     keep = holes_and_right_padding(steps=8) if masked else np.ones((2, 8), bool)
     mask = ops.convert_to_tensor(keep) if masked else None
-    # Masked steps are left out of the loss: there the cell form repeats its previous output.
     projection = ops.convert_to_tensor(RNG.normal(size=(2, 8, 6)) * keep[..., None])
+    weights = [*lstm.trainable_weights, parallel.ngram_kernel, parallel.ngram_bias]
     out_p, g_p = loss_and_grads(
-        lambda v: parallel(lstm(v, mask=mask), mask=mask),
-        x,
-        [*lstm.trainable_weights, parallel.ngram_kernel, parallel.ngram_bias],
-        projection,
+        lambda v: parallel(lstm(v, mask=mask), mask=mask), x, weights, projection
     )
     cell = rnn.cell
-    out_c, g_c = loss_and_grads(
-        lambda v: rnn(v, mask=mask),
-        x,
-        [*cell.cell.trainable_weights, cell.ngram_kernel, cell.ngram_bias],
-        projection,
-    )
+    weights = [*cell.cell.trainable_weights, cell.ngram_kernel, cell.ngram_bias]
+    out_c, g_c = loss_and_grads(lambda v: rnn(v, mask=mask), x, weights, projection)
     np.testing.assert_allclose(np.asarray(out_c)[keep], np.asarray(out_p)[keep], atol=1e-12)
     for a, b in zip(g_p, g_c):
         assert np.abs(np.asarray(a)).max() > 0
@@ -323,17 +290,6 @@ def test_the_memory_is_the_references_history_and_the_cell_state(float64_policy)
         getattr(cell, name).assign(value)
     _, _, cell_memory = rnn(x[:, :6], mask=mask[:, :6])
     np.testing.assert_allclose(np.asarray(cell_memory), np.asarray(memory), atol=1e-12)
-
-
-def test_an_initial_memory_is_read_as_the_references_history(float64_policy):
-    x = RNG.normal(size=(1, 6, 12))
-    layer = NGramConcat(4, 5, return_memory=True)
-    layer.build(x.shape)
-    memory = RNG.normal(size=(1, layer.memory_size))
-    out, _ = layer(x, initial_memory=memory)
-    history = [np.split(memory[0], 2)]
-    expected, _ = ngram_reference(x, np.asarray(layer.ngram_kernel), 4, (4, 4, 4), memory=history)
-    np.testing.assert_allclose(np.asarray(out), expected, atol=1e-12)
 
 
 def test_bad_arguments():

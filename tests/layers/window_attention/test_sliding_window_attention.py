@@ -59,7 +59,7 @@ class SlidingWindowAttentionTest(LayerTestCase):
 
         self.run_journey_test("step", build, tmp_path)
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         self.run_config_test(
             SlidingWindowAttention,
             window=7,
@@ -76,22 +76,17 @@ class SlidingWindowAttentionTest(LayerTestCase):
             bias_initializer="ones",
             name="swa",
         )
+        self.run_flags_test(_window)
+        self.run_sizes_test(_window)
+
+    ALL_OUTPUTS = dict(return_memory=True, return_attention_scores=True)
 
     @pytest.mark.parametrize(
         "kwargs, width",
         [
             ({}, 4),
             (dict(mode="key_value", return_memory=True), 4),
-            (
-                dict(
-                    mode="key_value_predict",
-                    sizes=(3, 2, 1),
-                    units=5,
-                    return_memory=True,
-                    return_attention_scores=True,
-                ),
-                6,
-            ),
+            (dict(mode="key_value_predict", sizes=(3, 2, 1), units=5, **ALL_OUTPUTS), 6),
         ],
         ids=["attention", "memory", "all_outputs"],
     )
@@ -106,9 +101,6 @@ class SlidingWindowAttentionTest(LayerTestCase):
     def test_nan_padding(self, kwargs):
         self.run_nan_padding_test(lambda: _window(use_bias=True, **kwargs))
 
-    def test_flags(self):
-        self.run_flags_test(_window)
-
     @pytest.mark.parametrize("pad", ["mask", "zeros"])
     def test_empty_input(self, pad):
         outputs = dict(return_attention_scores=pad == "mask", return_memory=True)
@@ -122,9 +114,6 @@ class SlidingWindowAttentionTest(LayerTestCase):
     @pytest.mark.parametrize("pad", ["mask", "zeros"])
     def test_carried_memory(self, pad):
         self.run_carried_memory_tests(lambda **kw: SlidingWindowAttention(2, pad=pad, **kw))
-
-    def test_sizes(self):
-        self.run_sizes_test(_window)
 
     def test_mixed_float16_matches_float32(self):
         inputs = attention_inputs(steps=10, dtype="float32")
@@ -154,7 +143,8 @@ class SlidingWindowAttentionCellTest(LayerTestCase):
         ],
         ids=["attention", "key_value", "key_value_predict"],
     )
-    def test_layer_behaviors(self, inner, kwargs, width, weights):
+    def test_layer_and_cell_behaviors(self, inner, kwargs, width, weights):
+        self.run_cell_tests(lambda dtype=None: _cell(inner(6, dtype=dtype), dtype=dtype, **kwargs))
         self.run_layer_test(
             rnn_over(lambda dtype: _cell(inner(6, dtype=dtype), dtype=dtype, **kwargs)),
             input_shape=(2, 3, 4),
@@ -171,7 +161,7 @@ class SlidingWindowAttentionCellTest(LayerTestCase):
 
         self.run_journey_test("step", build, tmp_path, xla_fails_on_tensorflow=True)
 
-    def test_config(self):
+    def test_config_and_arguments(self):
         self.run_config_test(
             SlidingWindowAttentionCell,
             cell=keras.layers.GRUCell(10),
@@ -185,25 +175,13 @@ class SlidingWindowAttentionCellTest(LayerTestCase):
             kernel_initializer="orthogonal",
             bias_initializer="ones",
         )
-
-    @pytest.mark.parametrize(
-        "kwargs",
-        [{}, dict(mode="key_value"), dict(mode="key_value_predict", units=5, use_bias=True)],
-        ids=["attention", "key_value", "key_value_predict"],
-    )
-    def test_cell(self, kwargs):
-        self.run_cell_tests(lambda dtype=None: _cell(dtype=dtype, **kwargs))
-
-    def test_flags(self):
         self.run_flags_test(lambda **kw: _cell(**kw))
-
-    def test_resets(self):
-        self.run_reset_tests(lambda **kw: _cell(**kw))
-
-    def test_sizes(self):
         self.run_sizes_test(
             lambda **kw: SlidingWindowAttentionCell(keras.layers.LSTMCell(4), 3, **kw)
         )
+
+    def test_resets(self):
+        self.run_reset_tests(lambda **kw: _cell(**kw))
 
     def test_mixed_float16_matches_float32(self):
         inputs = attention_inputs(steps=10, width=5, dtype="float32")
@@ -212,15 +190,9 @@ class SlidingWindowAttentionCellTest(LayerTestCase):
 
 
 RNG = np.random.default_rng(0)
-WEIGHT_NAMES = [
-    "memory_kernel",
-    "query_kernel",
-    "score_vector",
-    "context_kernel",
-    "predict_kernel",
-    "memory_bias",
-    "output_bias",
-]
+WEIGHT_NAMES = (
+    "memory_kernel query_kernel score_vector context_kernel predict_kernel memory_bias output_bias"
+).split()
 
 
 def random_weights(layer, scale=0.5):
@@ -283,15 +255,9 @@ def test_parallel_form_matches_numpy_reference_float64(
     x = attention_inputs()
     mask = holes_and_right_padding(steps=12) if masked else None
     reset = resets(steps=12) if reset else None
+    options = dict(mode=mode, sizes=sizes, attention_units=attention_units, units=units, pad=pad)
     layer = SlidingWindowAttention(
-        window,
-        mode=mode,
-        sizes=sizes,
-        attention_units=attention_units,
-        units=units,
-        pad=pad,
-        use_bias=use_bias,
-        return_attention_scores=True,
+        window, **options, use_bias=use_bias, return_attention_scores=True
     )
     layer.build(x.shape)
     assert_attention_and_output_widths(layer, attention_units, units)
@@ -320,17 +286,9 @@ def test_cell_form_matches_numpy_reference_float64(
     x = attention_inputs(steps=11)
     mask = holes_and_right_padding(steps=11) if masked else None
     reset = resets(steps=11) if reset else None
-    # An identity-like base cell: the cell's output h_t is its input x_t.
-    cell = SlidingWindowAttentionCell(
-        PassThroughCell(12),
-        window,
-        mode=mode,
-        sizes=sizes,
-        attention_units=attention_units,
-        units=units,
-        pad=pad,
-        use_bias=True,
-    )
+    options = dict(mode=mode, sizes=sizes, attention_units=attention_units, units=units, pad=pad)
+    # The cell's output h_t is its input x_t.
+    cell = SlidingWindowAttentionCell(PassThroughCell(12), window, **options, use_bias=True)
     loop = keras.layers.RNN if reset is None else ResettableRNN
     rnn = loop(cell, return_sequences=True, zero_output_for_mask=True)
     rnn.build(x.shape)
@@ -363,10 +321,9 @@ def build_pair(mode, sizes, window, pad, use_bias, units=12, features=5, resetta
         lstm = ResettableRNN(keras.layers.LSTMCell(units), return_sequences=True)
     else:
         lstm = keras_lstm(units, return_sequences=True)
-    parallel = SlidingWindowAttention(window, mode=mode, sizes=sizes, pad=pad, use_bias=use_bias)
-    cell = SlidingWindowAttentionCell(
-        keras.layers.LSTMCell(units), window, mode=mode, sizes=sizes, pad=pad, use_bias=use_bias
-    )
+    options = dict(mode=mode, sizes=sizes, pad=pad, use_bias=use_bias)
+    parallel = SlidingWindowAttention(window, **options)
+    cell = SlidingWindowAttentionCell(keras.layers.LSTMCell(units), window, **options)
     rnn = (ResettableRNN if resettable else keras.layers.RNN)(cell, return_sequences=True)
     shape = (2, 9, features)
     lstm.build(shape)
@@ -421,14 +378,13 @@ def test_cell_and_parallel_forms_agree_forward_and_gradients(
 ):
     mode, sizes = config
     lstm, parallel, rnn = build_pair(mode, sizes, 3, pad, True, resettable=reset)
-    # Masked steps are left out of the comparison and the loss; on JAX Keras's RNN emits the
-    # cell's first state there (KERAS_MASKED_OUTPUT), zeros with zero_output_for_mask.
+    # Masked steps are left out of the comparison and the loss: there the cell form repeats its
+    # output, on JAX its first state (KERAS_MASKED_OUTPUT), zeros with zero_output_for_mask.
     rnn.zero_output_for_mask = BACKEND != "tensorflow"
     x = attention_inputs(steps=9, width=5)
     keep = holes_and_right_padding() if masked else np.ones((2, 9), bool)
     mask = ops.convert_to_tensor(keep) if masked else None
     extra = {"reset": resets()} if reset else {}
-    # Masked steps are left out of the loss: there the cell form repeats its previous output.
     projection = ops.convert_to_tensor(
         RNG.normal(size=(2, 9, parallel.output_units)) * keep[..., None]
     )
@@ -600,7 +556,8 @@ def test_a_fresh_memory_equals_explicit_zeros_forward_and_gradients(float64_poli
     # Without initial_memory the carried part is not projected (zeros project to zeros).
     x = attention_inputs(batch=2, steps=7)
     layer = SlidingWindowAttention(3, mode=mode, units=units, pad="zeros", use_bias=True)
-    zeros = np.zeros((2, layer_memory_size(layer, x)))
+    layer.build(x.shape)
+    zeros = np.zeros((2, layer.memory_size))
     random_weights(layer)
     results = [
         gradients(
@@ -617,11 +574,6 @@ def test_a_fresh_memory_equals_explicit_zeros_forward_and_gradients(float64_poli
     np.testing.assert_allclose(np.asarray(layer(x)), np.asarray(layer(x, initial_memory=zeros)))
 
 
-def layer_memory_size(layer, x):
-    layer.build(x.shape)
-    return layer.memory_size
-
-
 def test_bad_cells_are_refused_when_made():
     # The other arguments are the mechanism's (test_window_attention_mechanism.py) and the
     # memory's (test_memory_sequence_layer.py).
@@ -632,7 +584,6 @@ def test_bad_cells_are_refused_when_made():
 
 
 def test_stateful_layer_carries_memory_inside_jit_fit():
-    """In a compiled train step the memory variable is written, and reset clears it."""
     batch, steps = 4, 6
     inputs = keras.Input((steps,), batch_size=batch, dtype="int32")
     h = keras.layers.Embedding(20, 6)(inputs)
@@ -678,7 +629,6 @@ print(json.dumps(float(np.abs(np.concatenate(steps, 1) - np.asarray(whole)).max(
     "backend the stateful tests carry the memory across calls"
 )
 def test_one_step_calls_at_batch_eight_match_the_whole_sequence():
-    """300 calls of one step each, carrying the memory, give the one call's outputs, in a
-    process of their own: on TensorFlow's CPU kernels, a batched product over [8, 1, L, a]
-    broadcast against the score vector corrupted the heap and aborted the process."""
+    """300 one-step calls carrying the memory give the one call's outputs, in a process of
+    their own: a batched product over [8, 1, L, a] once corrupted TensorFlow's CPU heap."""
     assert json_report_of_script(ONE_STEP_SCRIPT) < 1e-5

@@ -1,60 +1,46 @@
-"""The window attention's shared mechanism: `window_softmax` (eq. 3) against NumPy, with masked
-positions, rows with nothing to attend, extreme scores, half precision and empty tensors; and
-the `WindowAttentionMechanism` mixin on a bare layer of this module: the weights each mode
-and size makes, the flat memory ``[keys | values | validity]`` and its size, the choice to
-project the values first and the argument checks. Eqs. (2)-(5), its one window per row (the
-cell form) and its whole stream at once (the parallel form), are tested against the full NumPy
-reference in test_sliding_window_attention.py."""
+"""The window attention's mechanism: `window_softmax` (eq. 3) against NumPy, and the
+`WindowAttentionMechanism` mixin on a bare layer: its weights, the flat memory ``[keys | values
+| validity]``, projecting the values first, the argument checks. Eqs. (2)-(5) against the NumPy
+reference: test_sliding_window_attention.py."""
 
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
+from tests.layer_test_case import as_numpy
 from tf_memlayers.layers.window_attention.window_attention_mechanism import (
     WindowAttentionMechanism,
     window_softmax,
+)
+
+# The mixin's arguments after ``window``, in order, with their defaults.
+ARGUMENTS = dict(
+    mode="attention",
+    sizes=None,
+    attention_units=None,
+    units=None,
+    pad="mask",
+    use_bias=False,
+    kernel_initializer="glorot_uniform",
+    bias_initializer="zeros",
 )
 
 
 class Mechanism(WindowAttentionMechanism, keras.layers.Layer):
     """The mixin on a bare layer: the constructor arguments and the weights, nothing else."""
 
-    def __init__(
-        self,
-        window,
-        mode="attention",
-        sizes=None,
-        attention_units=None,
-        units=None,
-        pad="mask",
-        use_bias=False,
-        kernel_initializer="glorot_uniform",
-        bias_initializer="zeros",
-        **kwargs,
-    ):
+    def __init__(self, window, *args, **kwargs):
+        own = {**ARGUMENTS, **dict(zip(ARGUMENTS, args))}
+        own.update({name: kwargs.pop(name) for name in ARGUMENTS if name in kwargs})
         super().__init__(**kwargs)
-        self._init_attention(
-            window,
-            mode,
-            sizes,
-            attention_units,
-            units,
-            pad,
-            use_bias,
-            kernel_initializer,
-            bias_initializer,
-        )
+        self._init_attention(window, *own.values())
 
     def build(self, input_shape):
         self._build_attention(input_shape[-1])
 
     def get_config(self):
         return {**super().get_config(), **self._attention_config()}
-
-
-def _numpy(x):
-    return np.asarray(ops.convert_to_numpy(x))
 
 
 def _softmax(scores, valid=None):
@@ -75,7 +61,10 @@ def _softmax(scores, valid=None):
 def test_window_softmax_is_the_softmax_without_valid():
     scores = np.random.default_rng(0).normal(scale=3.0, size=(2, 3, 5))
     np.testing.assert_allclose(
-        _numpy(window_softmax(ops.convert_to_tensor(scores))), _softmax(scores), rtol=0, atol=1e-15
+        as_numpy(window_softmax(ops.convert_to_tensor(scores))),
+        _softmax(scores),
+        rtol=0,
+        atol=1e-15,
     )
 
 
@@ -86,18 +75,17 @@ def test_window_softmax_puts_no_mass_on_invalid_positions(valid_dtype):
     valid = rng.random((4, 6)) > 0.4
     valid[1] = False  # nothing to attend: all-zero weights, so r_t = 0
     valid[2] = [False] * 5 + [True]
-    weights = _numpy(window_softmax(ops.convert_to_tensor(scores), valid.astype(valid_dtype)))
+    weights = as_numpy(window_softmax(ops.convert_to_tensor(scores), valid.astype(valid_dtype)))
     np.testing.assert_allclose(weights, _softmax(scores, valid), rtol=0, atol=1e-15)
     assert np.all(weights[~valid] == 0) and np.all(weights[1] == 0) and weights[2, 5] == 1
 
 
 def test_window_softmax_normalises_over_the_valid_positions_whatever_the_others_score():
-    # The largest score is taken over the valid positions only: with the invalid ones in it,
-    # exp(valid - max) underflows and the row would come out all zero. Extreme scores do not
-    # overflow.
+    # The largest score is taken over the valid positions only (else exp(valid - max) would
+    # underflow to an all-zero row); extreme scores do not overflow.
     scores = np.array([[-1000.0, -1001.0, 5.0, 1e30], [1000.0, 999.0, -1e30, 0.0]])
     valid = np.array([[1, 1, 0, 0], [1, 1, 1, 0]])
-    weights = _numpy(window_softmax(ops.convert_to_tensor(scores), valid))
+    weights = as_numpy(window_softmax(ops.convert_to_tensor(scores), valid))
     first = 1.0 / (1.0 + np.exp(-1.0))
     np.testing.assert_allclose(
         weights, [[first, 1 - first, 0, 0], [first, 1 - first, 0, 0]], rtol=0, atol=1e-15
@@ -106,12 +94,7 @@ def test_window_softmax_normalises_over_the_valid_positions_whatever_the_others_
 
 @pytest.mark.parametrize(
     "dtype, expected",
-    [
-        ("float16", "float32"),
-        ("bfloat16", "float32"),
-        ("float32", "float32"),
-        ("float64", "float64"),
-    ],
+    [("float16", "float32"), ("bfloat16", "float32"), ("float32",) * 2, ("float64",) * 2],
 )
 def test_window_softmax_runs_in_at_least_float32(dtype, expected):
     scores = np.random.default_rng(2).normal(scale=4.0, size=(3, 7))
@@ -120,9 +103,9 @@ def test_window_softmax_runs_in_at_least_float32(dtype, expected):
     for given in (None, valid):
         weights = window_softmax(tensor, given)
         assert keras.backend.standardize_dtype(weights.dtype) == expected
-        rounded = _numpy(ops.cast(tensor, "float64"))  # the scores as the dtype holds them
+        rounded = as_numpy(ops.cast(tensor, "float64"))  # the scores as the dtype holds them
         np.testing.assert_allclose(
-            _numpy(weights),
+            as_numpy(weights),
             _softmax(rounded, given),
             rtol=0,
             atol=1e-6 if expected == "float32" else 1e-15,
@@ -181,7 +164,7 @@ def test_the_flat_memory_is_keys_then_values_then_validity(mode, sizes, width, p
     layer = Mechanism(window, mode, sizes)
     layer.build((None, None, width))
     memory = np.random.default_rng(3).normal(size=(batch, layer.memory_size))
-    keys, values, valid = (_numpy(t) for t in layer._unpack_memory(ops.convert_to_tensor(memory)))
+    keys, values, valid = (as_numpy(t) for t in layer._unpack_memory(ops.convert_to_tensor(memory)))
     np.testing.assert_array_equal(keys, memory[:, : window * key].reshape(batch, window, key))
     if mode == "attention":  # values are the keys, not stored twice
         np.testing.assert_array_equal(values, keys)
@@ -194,7 +177,7 @@ def test_the_flat_memory_is_keys_then_values_then_validity(mode, sizes, width, p
     np.testing.assert_array_equal(valid, memory[:, offset:])
     assert valid.shape == (batch, window)
     packed = layer._pack_memory(*(ops.convert_to_tensor(t) for t in (keys, values, valid)))
-    np.testing.assert_array_equal(_numpy(packed), memory)
+    np.testing.assert_array_equal(as_numpy(packed), memory)
 
 
 @pytest.mark.parametrize("units, project", [(None, True), (2, True), (3, True), (4, False)])
@@ -214,7 +197,6 @@ def test_the_values_are_projected_first_when_that_does_not_widen_them(units, pro
         (dict(attention_units=0), ValueError, "`attention_units` must be >= 1"),
         (dict(units=0), ValueError, "`units` must be >= 1"),
         (dict(pad="same"), ValueError, "`pad` must be one of 'mask', 'zeros'"),
-        (dict(use_bias=1), TypeError, "`use_bias` must be a bool"),
     ],
 )
 def test_bad_arguments_are_refused_naming_the_class(kwargs, error, fragment):
