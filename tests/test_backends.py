@@ -3,7 +3,6 @@ says so, and CI runs the selected tests on JAX."""
 
 import re
 
-import keras
 import pytest
 
 import tf_memlayers
@@ -28,21 +27,6 @@ def test_the_fused_loop_is_tensorflow_only(layer_cls):
     # The default ("auto") runs Keras's loop there: the same layer on every backend.
     default = layer_cls(4, num_copies=2)
     assert default.fused_loop == "auto" and not default.uses_fused_loop
-
-
-def test_heap_cache_model_is_tensorflow_only():
-    from tf_memlayers.layers import HeapCacheAttention
-    from tf_memlayers.models.heap_cache_model import HeapCacheModel
-
-    inputs = keras.Input((4,))
-    outputs = HeapCacheAttention(cache_size=3, attention_units=2)(inputs)
-    if BACKEND == "tensorflow":
-        assert HeapCacheModel(inputs, outputs).cache_layers
-        return
-    with pytest.raises(ValueError) as info:
-        HeapCacheModel(inputs, outputs)
-    for fragment in ("HeapCacheModel", "TensorFlow backend", repr(BACKEND), "insert"):
-        assert fragment in str(info.value), fragment
 
 
 def _backend_section():

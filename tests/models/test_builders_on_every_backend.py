@@ -273,7 +273,7 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
         with pytest.raises(ValueError) as info:
             build()
         fragments = ("HeapCacheModel", "TensorFlow backend", repr(BACKEND), "'cache_attention'")
-        for fragment in (*fragments, "without a `cache`"):
+        for fragment in (*fragments, "without a `cache`", "insert"):
             assert fragment in str(info.value), fragment
         return
     model = build()
