@@ -208,8 +208,7 @@ def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
     assert int(_numpy(loaded.optimizer.iterations)) == 1
     first = loaded.get_layer("encoder").encoder_layers[0]
     if kind in ("am_gru", "dual_am_gru"):
-        # fused_loop="auto": the fused loop on TensorFlow (tests/models/test_snli.py trains
-        # Keras's loop there), Keras's loop elsewhere.
+        # fused_loop="auto": the fused loop on TensorFlow, Keras's loop elsewhere.
         looped = first.hypothesis_layer if kind == "dual_am_gru" else first
         assert looped.uses_fused_loop is (BACKEND == "tensorflow")
     if kind == "dual_am_gru":
