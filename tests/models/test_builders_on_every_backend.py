@@ -208,8 +208,7 @@ def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
     assert int(_numpy(loaded.optimizer.iterations)) == 1
     first = loaded.get_layer("encoder").encoder_layers[0]
     if kind in ("am_gru", "dual_am_gru"):
-        # fused_loop="auto": the fused loop on TensorFlow (tests/models/test_snli.py trains
-        # Keras's loop there), Keras's loop elsewhere.
+        # fused_loop="auto": the fused loop on TensorFlow, Keras's loop elsewhere.
         looped = first.hypothesis_layer if kind == "dual_am_gru" else first
         assert looped.uses_fused_loop is (BACKEND == "tensorflow")
     if kind == "dual_am_gru":
@@ -273,7 +272,7 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
         with pytest.raises(ValueError) as info:
             build()
         fragments = ("HeapCacheModel", "TensorFlow backend", repr(BACKEND), "'cache_attention'")
-        for fragment in (*fragments, "without a `cache`"):
+        for fragment in (*fragments, "without a `cache`", "insert"):
             assert fragment in str(info.value), fragment
         return
     model = build()

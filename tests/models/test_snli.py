@@ -47,38 +47,6 @@ def test_the_optimizer_is_the_papers_with_the_clip_norm_given():
         assert float(optimizer.learning_rate) == np.float32(1e-3)
 
 
-@pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
-def test_fused_loop_gives_the_same_model(kind):
-    rng = np.random.default_rng(3)
-    premise, hypothesis = _batch(rng)
-    labels = np.array([0, 1, 2, 0])
-    models = [
-        snli_model(20, kind=kind, units=8, embedding_dim=6, num_copies=3, fused_loop=fused)
-        for fused in (False, True)
-    ]
-    _set_uniform_weights(models[0], rng)
-    models[1].set_weights(models[0].get_weights())
-    results = []
-    for model in models:
-        with tf.GradientTape() as tape:
-            probabilities = model((premise, hypothesis))
-            loss = keras.losses.sparse_categorical_crossentropy(labels, probabilities)
-        results.append([probabilities] + tape.gradient(loss, model.trainable_weights))
-    first = models[1].get_layer("encoder").encoder_layers[0]
-    assert first.get_config()["fused_loop"] is True
-    for cell_form, fused in zip(*results):  # the embedding gradient is IndexedSlices
-        np.testing.assert_allclose(
-            tf.convert_to_tensor(fused).numpy(),
-            tf.convert_to_tensor(cell_form).numpy(),
-            atol=2e-6,
-            rtol=1e-5,
-        )
-    # Not vacuous: another premise moves the hypothesis's probabilities by far more than the
-    # tolerance.
-    other = models[0]((premise[::-1], hypothesis)).numpy()
-    assert np.abs(other - results[0][0].numpy()).max() > 100 * 2e-6
-
-
 @pytest.mark.parametrize("fused_loop", [False, "auto"])
 def test_exported_classifier_gives_the_same_probabilities(tmp_path, fused_loop):
     model = snli_model(

@@ -57,29 +57,6 @@ def test_heap_slots_replay_the_documented_procedure(float64_policy, size):
         assert keras.backend.standardize_dtype(sources.dtype) == "int32"
 
 
-def test_heap_slots_move_the_vectors_as_the_reference_does(float64_policy):
-    # On distinct vectors scored by `heap_reference`, the slots' pool indices put the vectors
-    # where its sift-down puts them (and the replay above agrees).
-    rng = np.random.default_rng(9)
-    kernel, score_vector = rng.normal(size=(3, 2)), rng.normal(size=(2,))
-    cache, candidates = rng.normal(size=(6, 3)), rng.normal(size=(9, 3))
-    cache[4] = 0.0  # an empty slot
-    score = lambda rows: np.array([ref.score(v, kernel, score_vector) for v in rows])  # noqa: E731
-    sources, entered = heap.heap_slots(
-        ops.convert_to_tensor(score(cache)), ops.convert_to_tensor(score(candidates))
-    )
-    expected = cache.copy()
-    expected_entered = ref.insert_batch(expected, candidates, kernel, score_vector)
-    pool = np.concatenate([cache, candidates])
-    np.testing.assert_array_equal(pool[_numpy(sources)], expected)
-    assert _numpy(entered).tolist() == expected_entered
-    assert replayed_slots(score(cache), score(candidates)) == (
-        _numpy(sources).tolist(),
-        expected_entered,
-    )
-    assert any(expected_entered) and not all(expected_entered)
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_cache_scores_in_the_rows_dtype_with_empty_rows_at_minus_infinity(dtype):
     rng = np.random.default_rng(2)
