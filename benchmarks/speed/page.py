@@ -1,7 +1,5 @@
-"""The results page's blocks of the speed tables (`write`) and of the GPU runs (`write_gpu`:
-``benchmarks/results/gpu/run-*/`` in their number's order, a later run's measured row replacing
-an earlier one's), by one writer, `write_block`: each block's columns and caption are data
-(``page.toml``), its rows and the caption's figures come from the results files."""
+"""The results page's blocks of the speed tables (`write`) and of the GPU runs (`write_gpu`),
+their columns and captions from ``page.toml``, their rows and figures from the results files."""
 
 import collections
 import json
@@ -32,9 +30,8 @@ def text(name, key="caption"):
 
 
 def write_block(name, rows, values, page=RESULTS_PAGE, caption="caption", every_column=False):
-    """Writes block ``name`` into ``page``: ``rows`` under the block's columns that some row
-    has (``every_column``: all of them), its ``caption`` formatted with ``rows`` and
-    ``values``."""
+    """Writes block ``name``: ``rows`` under its columns that some row has (or ``every_column``),
+    its ``caption`` formatted with ``rows`` and ``values``."""
     block, columns = BLOCKS[name], columns_of(text(name, "columns"))
     columns = [(k, h) for k, h in columns if every_column or any(k in row for row in rows)]
     caption = text(name, caption).format(rows=rows, **values)
@@ -43,9 +40,8 @@ def write_block(name, rows, values, page=RESULTS_PAGE, caption="caption", every_
 
 
 def draw(path, x, lines, labels, titles, size=(10, 4), dpi=80, legend="small", below=False):
-    """A figure of two panels against ``x``: for each ``(colour index, label, time key,
-    memory key, style, rows)`` of ``lines``, the rows' numbers under the keys; ``labels``:
-    the time's, the memory's and ``x``'s."""
+    """Two panels against ``x`` of ``lines``, ``(colour, label, time key, memory key, style,
+    rows)`` each; ``labels``: the time's, the memory's and ``x``'s."""
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=size, dpi=dpi)
@@ -114,19 +110,14 @@ def snli(report, rows, images):
 
 
 def heap(report, rows, images):
-    """A row per cache size and policy; the caption gives the training steps of
-    ``heap_step``'s results file."""
+    """A row per cache size and policy; the caption, ``heap_step``'s training steps."""
     step_report, step_rows, step_peak = read_rows("heap_step", report)
     ms = {row["model"]: row for row in step_rows}
     table = [
-        {
-            "cache_size": row["cache_size"],
-            "policy": policy,
-            **{f"insert_{c}_ms": row.get(f"{policy}_{c}_ms") for c in ("worst", "random")},
-            "read_ms": row.get(f"{policy}_read_ms"),
-        }
+        dict(cache_size=row["cache_size"], policy=p, read_ms=row.get(f"{p}_read_ms"))
+        | {f"insert_{c}_ms": row.get(f"{p}_{c}_ms") for c in ("worst", "random")}
         for row in rows
-        for policy in ("heap", "topk")
+        for p in ("heap", "topk")
     ]
     by_size = {row["cache_size"]: row for row in rows}
     worst = [by_size.get(k, {}).get("heap_worst_ms") for k in (100000, 1000)]
@@ -317,17 +308,21 @@ def goal_rows(runs):
     is met, and what was measured beside it (floors, shares of peak)."""
     window, lm = merged_rows(runs, "window_attention"), merged_rows(runs, "language_model")
     am, rows = merged_rows(runs, "associative_memory"), []
+    floors = {row["dtype"]: row["ratio_to_gru"] for row in am if row.get("layer") == FLOOR_LAYER}
 
     def add(goal, limit, candidates, key, where, why=lambda row: ""):
         measured = [row for row in candidates if isinstance(row.get(key), (int, float))]
-        if not measured:
-            return rows.append({"goal": goal, "limit": f"≤ {limit}", "met": "not measured"})
-        row = max(measured, key=lambda row: row[key])
-        met = row[key] <= limit
-        rows.append(
-            dict(goal=goal, limit=f"≤ {limit}", worst=row[key], where=where(row))
-            | dict(met="yes" if met else "no", why="" if met else why(row))
-        )
+        rows.append({"goal": goal, "limit": f"≤ {limit}", "met": "not measured"})
+        if measured:
+            row = max(measured, key=lambda row: row[key])
+            rows[-1] |= dict(worst=row[key], where=where(row), met="yes", why="")
+            if row[key] > limit:
+                rows[-1] |= dict(met="no", why=why(row))
+
+    def lm_why(row):
+        lstm = [o for o in lm if o.get("variant") == "lstm" and o.get("dtype") == row["dtype"]]
+        shares = ", ".join(f"{other['share_of_peak']:.2%}" for other in lstm)
+        return f"memory in the LSTM's loop; {row['share_of_peak']:.2%} of peak, bare LSTM {shares}"
 
     at = lambda row: f"T = {row['T']}, {row['dtype']}"  # noqa: E731
     floor = lambda row: (  # noqa: E731
@@ -338,34 +333,17 @@ def goal_rows(runs):
     add("window attention / floor", 1.5, window, "ours_over_floor", at)
     long = [row for row in window if row.get("T") == 16000]
     add("window attention memory / MHA, T = 16000", 0.1, long, "ours_memory_over_mha", at)
-    shares = lambda row: ", ".join(  # noqa: E731
-        f"{other['share_of_peak']:.2%}"
-        for other in lm
-        if other.get("variant") == "lstm" and other.get("dtype") == row["dtype"]
-    )
     variant = lambda row: f"{row['variant']}, {row['dtype']}"  # noqa: E731
-    why = lambda row: f"memory in the LSTM's loop; {row['share_of_peak']:.2%} of peak, bare LSTM "  # noqa: E731
     for form in ("parallel", "cell"):
         forms = [row for row in lm if f"-{form}:" in str(row.get("variant"))]
-        add(
-            f"LM step / bare LSTM, {form} form",
-            1.2,
-            forms,
-            "ratio_to_lstm",
-            variant,
-            lambda row: why(row) + shares(row),
-        )
-    floors = {row["dtype"]: row["ratio_to_gru"] for row in am if row.get("layer") == FLOOR_LAYER}
+        add(f"LM step / bare LSTM, {form} form", 1.2, forms, "ratio_to_lstm", variant, lm_why)
     am = [row for row in am if row.get("layer") == "AssociativeGRU C=8"]
-    floor = lambda row: f"floor (memory by stand-ins): {floors[row['dtype']]:.2f} × GRU"  # noqa: E731
-    add(
-        "AM-GRU (C = 8) / GRU",
-        1.5,
-        am,
-        "ratio_to_gru",
-        lambda row: row["dtype"],
-        lambda row: floor(row) if row["dtype"] in floors else "",
+    floor = lambda row: (  # noqa: E731
+        f"floor (memory by stand-ins): {floors[row['dtype']]:.2f} × GRU"
+        if row["dtype"] in floors
+        else ""
     )
+    add("AM-GRU (C = 8) / GRU", 1.5, am, "ratio_to_gru", lambda row: row["dtype"], floor)
     return rows
 
 
