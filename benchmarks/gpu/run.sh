@@ -16,8 +16,7 @@
 # Steps, each writing under $OUT:
 #   1. installs the wheels of .whl/ (if any) and then this package with --no-deps, offline,
 #      into a scratch folder put first on PYTHONPATH;
-#   2. checks that JAX sees a GPU and prints it (device.json); a full run stops here without
-#      one;
+#   2. checks that JAX sees a GPU and prints it (device.json; a full run stops without one);
 #   3. runs the layers' exactness and protocol tests (benchmarks/gpu/layer_tests.py) with
 #      float32 matrix products at JAX's "highest" precision (layer_tests.xml, layer_tests.json,
 #      layer_tests.log);
@@ -89,11 +88,7 @@ export KERAS_BACKEND=jax XLA_PYTHON_CLIENT_PREALLOCATE=false
 keras.__version__, '| tf_memlayers', tf_memlayers.__version__, 'from', tf_memlayers.__file__,
 '| tensorflow imported:', 'tensorflow' in sys.modules)") || { say "the package does not import"; exit 1; }
 
-say "2. the device"
-"$python" -m benchmarks.gpu.device --out "$out/device.json" --require-gpu "$([ "$mode" = full ] && echo yes || echo no)" \
-  || { say "JAX sees no GPU: stopping"; exit 3; }
-
-say "3. the layer tests (${tests_s}s at most, ${workers} workers)"
+say "2. the device, 3. the layer tests (${tests_s}s at most, ${workers} workers)"
 # The tests check what the layers compute, not how fast, and compiling is most of their time
 # on a GPU (each compiles thousands of small programs). So XLA does not autotune (time the
 # candidate kernels of each matrix product to pick the fastest) and gives matrix products to
@@ -104,7 +99,9 @@ say "3. the layer tests (${tests_s}s at most, ${workers} workers)"
 XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_gpu_autotune_level=0 --xla_gpu_enable_triton_gemm=false" \
 JAX_DEFAULT_MATMUL_PRECISION=highest "$python" -m benchmarks.gpu.layer_tests \
   --out "$out" --seconds "$tests_s" --workers "$workers" --mode "$mode" \
-  ${GPU_RUN_RERUN_FROM:+--rerun-from "$GPU_RUN_RERUN_FROM"} || status=1
+  --require-gpu "$([ "$mode" = full ] && echo yes || echo no)" \
+  ${GPU_RUN_RERUN_FROM:+--rerun-from "$GPU_RUN_RERUN_FROM"}
+case $? in 0) ;; 3) say "JAX sees no GPU: stopping"; exit 3 ;; *) status=1 ;; esac
 
 say "4. the speed tables (${speed_s}s budget)"
 # GPU_RUN_SPEED_ARGS: options of python -m benchmarks.speed (--tables, --lengths; on a GPU
