@@ -2,7 +2,6 @@
 their columns and captions from ``page.toml``, their rows and figures from the results files."""
 
 import collections
-import json
 import pathlib
 import re
 import tomllib
@@ -175,9 +174,8 @@ def write(tables, report=None, page=RESULTS_PAGE, images=IMAGES):
         report_of, rows, peak = read_rows(table, report)
         rows, values = make(report_of, rows, images) if make else (rows, {})
         s, cpus = report_of["settings"], report_of.get("device", {}).get("cpus")
-        values.update(
-            s=s, peak=peak, report=report_of, cpus=cpus, vocab_k=s.get("lm_vocab", 0) // 1000
-        )
+        vocab_k = s.get("lm_vocab", 0) // 1000
+        values.update(s=s, peak=peak, report=report_of, cpus=cpus, vocab_k=vocab_k)
         values.setdefault("key_dim", s.get("width") and equal_weight_key_dim(s["width"], 32))
         corpus = report_of.get("corpus") and "caption_corpus" in BLOCKS[name]
         write_block(name, rows, values, page, "caption_corpus" if corpus else "caption")
@@ -185,28 +183,20 @@ def write(tables, report=None, page=RESULTS_PAGE, images=IMAGES):
 
 # --- the GPU runs -------------------------------------------------------------------------
 
-# How a row of each speed table is told apart from the others.
-ROW_KEYS = {
-    "window_attention": ("dtype", "T"),
-    "language_model": ("dtype", "variant"),
-    "associative_memory": ("dtype", "layer"),
-    "snli": ("dtype", "kind"),
-    "heap_write": ("dtype", "cache_size"),
-}
+# What tells a row of each speed table apart from the others, beside its dtype.
+ROW_KEYS = dict(window_attention="T", language_model="variant", associative_memory="layer")
+ROW_KEYS.update(snli="kind", heap_write="cache_size")
 
 
 def load_runs(folder=GPU_RUNS):
-    """The runs under ``folder`` in their number's order: ``{"name", "device",
-    "layer_tests", "speed", "speeds", "log"}`` each, a missing file None; ``speeds``: the run's
-    speed files (``speed.json``, then ``speed_long.json``), ``speed`` the first."""
+    """The runs under ``folder`` in their number's order, each ``{"name", "device",
+    "layer_tests", "speed", "speeds" (with ``speed_long.json``), "log"}``, a missing file None."""
     runs = []
     for path in sorted(folder.glob("run-*"), key=lambda path: int(path.name.split("-")[1])):
-        run = {"name": path.name}
-        for key in ("device", "layer_tests", "speed", "speed_long", "run"):
-            file = path / (f"{key}.json" if key != "run" else "run.log")
-            run[key] = file.read_text(encoding="utf-8") if file.is_file() else None
-            run[key] = json.loads(run[key]) if run[key] and key != "run" else run[key]
-        run["log"] = run.pop("run") or ""
+        log = path / "run.log"
+        run = {"name": path.name, "log": log.read_text(encoding="utf-8") if log.is_file() else ""}
+        for key in ("device", "layer_tests", "speed", "speed_long"):
+            run[key] = results_file.read(path / f"{key}.json")
         run["speeds"] = [speed for speed in (run["speed"], run.pop("speed_long")) if speed]
         runs.append(run)
     return runs
@@ -240,9 +230,8 @@ def layer_test_rows(runs):
 
 
 def merged_rows(runs, table):
-    """The rows of ``table`` over every run, a later run's measured row replacing the same
-    row of an earlier one; a table that failed in a run gives one row with its error, until
-    a later run measures it."""
+    """The rows of ``table`` over the runs, a later run's measured row replacing an earlier's; a
+    table that failed gives a row with its error until a later run measures it."""
     rows = {}
     for run in runs:
         for speed in run["speeds"]:
@@ -250,7 +239,7 @@ def merged_rows(runs, table):
             if any("status" not in row for row in found):
                 rows = {key: row for key, row in rows.items() if key[0] != "error"}
             for row in found:
-                key = tuple(row.get(k) for k in ROW_KEYS[table])
+                key = (row.get("dtype"), row.get(ROW_KEYS[table]))
                 if "status" in row and key in rows and "status" not in rows[key]:
                     continue  # a measured row stays
                 rows[key] = {**row, "run": run["name"]}
