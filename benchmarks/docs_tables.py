@@ -66,10 +66,12 @@ def _grid(cells):
 
 
 def columns_of(spec):
-    """``[(key, header), ...]`` of ``"key: header; key: header"`` (or of such a list)."""
+    """``[(key, header), ...]`` of ``"key: header; key; ..."`` (a bare key: its own header), or
+    of such a list."""
     if not isinstance(spec, str):
         return list(spec)
-    return [tuple(part.split(": ", 1)) for part in spec.split("; ")]
+    parts = (part.partition(": ") for part in spec.split("; "))
+    return [(key, header or key) for key, _, header in parts]
 
 
 def rst_table(rows, columns):

@@ -43,23 +43,21 @@ SETTINGS.update(seq_len="sequence_length", seed="seed")
 STOPPING_RULES = ("max_epochs", "patience")
 DOCS_BLOCKS = {"ptb": "lm-equal-budget-ptb", "wikitext2": "lm-equal-budget-wikitext2"}
 CORPUS_NAMES = {"ptb": "PTB", "wikitext2": "WikiText-2"}
-COLUMNS = "model: model; hidden: hidden; parameters: parameters; epochs_trained: epochs; "
+COLUMNS = "model; hidden; parameters; epochs_trained: epochs; "
 EQUAL_BUDGET_COLUMNS = COLUMNS + "best_epoch: best epoch; stopped_by: stopped by; "
 EQUAL_BUDGET_COLUMNS += "train_perplexity: train ppl (best epoch); valid_perplexity: valid ppl; "
 EQUAL_BUDGET_COLUMNS += "test_perplexity: test ppl; test_below_lstm: test ppl below the LSTM's; "
 REAL_DATA_COLUMNS = COLUMNS.replace("epochs_trained", "train_steps: steps; epochs_trained")
 REAL_DATA_COLUMNS += "valid_perplexity: valid ppl; test_perplexity: test ppl; "
 ATTENTION_COLUMN = "attention_by_position: attention by position (oldest … newest)"
-COST_COLUMNS = "corpus: corpus; model: model; hidden: hidden; parameters: parameters; "
-COST_COLUMNS += "train_step_seconds: train step (s); train_step_range: train step, fastest and "
-COST_COLUMNS += "slowest pass (s); scoring_step_seconds: scoring step (s); epoch_minutes: minutes "
-COST_COLUMNS += "per epoch; max_epochs_hours: hours for the epoch cap; measured_epoch_minutes: "
-COST_COLUMNS += "minutes per epoch, measured in the run"
+COST_COLUMNS = "corpus; model; hidden; parameters; train_step_seconds: train step (s); "
+COST_COLUMNS += "train_step_range: train step, fastest and slowest pass (s); scoring_step_seconds: "
+COST_COLUMNS += "scoring step (s); epoch_minutes: minutes per epoch; max_epochs_hours: hours for "
+COST_COLUMNS += "the epoch cap; measured_epoch_minutes: minutes per epoch, measured in the run"
 VALID_ALT = "validation perplexity per epoch of each language model"
 ATTENTION_ALT = "mean attention weight by window position of each attention model"
-PRESET_COLUMNS = "config: preset; model: model; parameters: parameters; epochs: epochs; "
-PRESET_COLUMNS += "last_epoch_train_perplexity: train ppl (last epoch); valid_perplexity: valid "
-PRESET_COLUMNS += "ppl; test_perplexity: test ppl"
+PRESET_COLUMNS = "config: preset; model; parameters; epochs; last_epoch_train_perplexity: train "
+PRESET_COLUMNS += "ppl (last epoch); valid_perplexity: valid ppl; test_perplexity: test ppl"
 
 
 def parse_args(argv=None):
