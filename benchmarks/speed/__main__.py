@@ -114,9 +114,8 @@ def run(args):
     sizes = {**SIZES[args.sizes], "name": args.sizes, "dtypes": args.dtypes}
     sizes.update({k: getattr(args, k) for k in ("rounds", "lengths") if getattr(args, k)})
     settings = {k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items()}
-    settings["step"] = "SGD, ``stateless_call``, " + (
-        "``jax.jit``" if args.backend == "jax" else "XLA"
-    )
+    jit = "``jax.jit``" if args.backend == "jax" else "XLA"
+    settings["step"] = f"SGD, ``stateless_call``, {jit}"
     device = describe_device()
     memory = device.get("device_memory_mib")
     sizes["limit_mib"] = 0.8 * memory if memory else sizes["memory_limit_gib"] * 1024

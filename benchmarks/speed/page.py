@@ -66,17 +66,13 @@ def draw(path, x, lines, labels, titles, size=(10, 4), dpi=80, legend="small", b
 
 
 def peers(report, rows, images):
-    impls = [impl for impl in IMPLS if any(f"{impl}_ms" in row for row in rows)]
-    lines = [
-        (i, IMPLS[impl], f"{impl}_ms", f"{impl}_buffers_mib", "-", rows)
-        for i, impl in enumerate(IMPLS)
-        if impl in impls
-    ]
+    lines = [(i, IMPLS[m], f"{m}_ms", f"{m}_buffers_mib", "-", rows) for i, m in enumerate(IMPLS)]
+    lines = [line for line in lines if any(line[2] in row for row in rows)]
     labels = ("ms per step, XLA", "XLA buffers of a step (MiB)", "sequence length T")
     titles = ("time per forward + backward step", "working memory of one step")
     draw(images / "window_attention_vs_peers.png", "T", lines, labels, titles)
     fragments = ("with_seq_self_attention", "seq_self_attention_buffers")
-    sa = "seq_self_attention" in impls
+    sa = any("seq_self_attention_ms" in row for row in rows)
     return rows, {key: text("window-attention-vs-peers", key) if sa else "" for key in fragments}
 
 

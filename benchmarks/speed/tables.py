@@ -413,11 +413,9 @@ class WindowAttention(Table):
             names += PARTS
 
         def make(name):
-            layer, options = window_layer(name, width), dict(limit_mib=sizes["limit_mib"])
+            layer, jit, limit = window_layer(name, width), "no_xla" not in name, sizes["limit_mib"]
             with stand_ins(PARTS[name][1] if name in PARTS else ()):
-                step = layer_step(
-                    layer, (batch, length, width), width, jit="no_xla" not in name, **options
-                )
+                step = layer_step(layer, (batch, length, width), width, jit=jit, limit_mib=limit)
             step.info = {"weights": step.model.count_params() - width * (width + 1)}
             return step
 
@@ -445,11 +443,10 @@ class WindowAttention(Table):
                 row[f"ours_memory_over_{name}"] = ours / built[name].buffers_mib
         if "floor" in samples and all(part in samples for part in PARTS):
             # A part's cost: the time its stand-in saves, in floor times (they overlap).
+            saving = lambda a, b: timing.median_saving(samples, a, b, "floor")  # noqa: E731
             for variant, (part, _) in PARTS.items():
-                row[f"{part}_over_floor"] = timing.median_saving(samples, "ours", variant, "floor")
-            row["rest_over_floor"] = timing.median_saving(
-                samples, "ours_without_both", "floor", "floor"
-            )
+                row[f"{part}_over_floor"] = saving("ours", variant)
+            row["rest_over_floor"] = saving("ours_without_both", "floor")
         return [row]
 
 
