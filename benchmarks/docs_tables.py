@@ -1,8 +1,6 @@
 """The one writer of the results page's tables: `update_docs(name, rows, columns, caption)`
-replaces what is between ``.. BEGIN GENERATED: <name>`` and ``.. END GENERATED: <name>`` in
-``docs/results.rst`` with the caption and an RST table of ``rows`` (dicts), or adds the block
-after another. A table of more than `MAX_COLUMNS` columns is split, each part led by the
-columns that tell its rows apart.
+replaces the block between ``.. BEGIN GENERATED: <name>`` and ``.. END GENERATED: <name>`` of
+``docs/results.rst`` with the caption and an RST table of ``rows`` (split past `MAX_COLUMNS`).
 
 >>> print(rst_table([{"model": "gru", "ms": 1.23456}], "model: model; ms: median (ms)"))
 +-------+-------------+
@@ -17,14 +15,12 @@ import pathlib
 import re
 
 RESULTS_PAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "results.rst"
-#: The most columns a table on the results page has: the page's content column is about 740
-#: px wide, and a wider table overflows it at 1280 px.
+#: The most columns of a table: the page's content column is about 740 px wide.
 MAX_COLUMNS = 6
 
 
 def add_update_docs_option(parser):
-    """``--update-docs`` (write the results into docs/results.rst), with ``--update-readme``, its
-    older spelling, as a hidden alias."""
+    """``--update-docs``, with ``--update-readme``, its older spelling, as a hidden alias."""
     add = parser.add_argument
     add("--update-docs", action="store_true", help="write the results into docs/results.rst")
     add("--update-readme", dest="update_docs", action="store_true", help=argparse.SUPPRESS)
@@ -32,26 +28,23 @@ def add_update_docs_option(parser):
 
 
 def _cell(value):
-    """A table cell: floats to 4 significant digits, lists of weights to 3 decimals, and
-    nothing for a missing value (``None``)."""
+    """Floats to 4 significant digits, lists of floats to 3 decimals, ``None`` empty."""
     if isinstance(value, (list, tuple)) and all(isinstance(v, float) for v in value):
         return "[" + ", ".join(f"{v:.3f}" for v in value) + "]"
     return "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def key_columns(cells, most=3):
-    """How many leading columns of ``cells`` (header row first) tell the rows apart: the
-    fewest (at least one, at most ``most``) whose values are distinct across the rows, or
-    else those that come closest."""
+    """The fewest leading columns of ``cells`` (header first, at most ``most``) that tell the
+    rows apart, or else come closest."""
     rows = cells[1:]
     distinct = [len({tuple(row[:count]) for row in rows}) for count in range(1, most + 1)]
     return 1 + distinct.index(max(distinct))
 
 
 def split_columns(cells, limit=MAX_COLUMNS):
-    """``cells`` (header row first) as one or more tables of at most ``limit`` columns: the
-    key columns (`key_columns`) lead each, the other columns follow in their order, shared
-    out evenly."""
+    """``cells`` as tables of at most ``limit`` columns, each led by the `key_columns`, the
+    others shared out evenly in their order."""
     if len(cells[0]) <= limit:
         return [cells]
     keys = min(key_columns(cells), limit - 1)
@@ -63,7 +56,6 @@ def split_columns(cells, limit=MAX_COLUMNS):
 
 
 def _grid(cells):
-    """One RST grid table of ``cells`` (header row first)."""
     widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
     line = lambda ch: "+" + "+".join(ch * (w + 2) for w in widths) + "+"  # noqa: E731
     body = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
@@ -74,15 +66,16 @@ def _grid(cells):
 
 
 def columns_of(spec):
-    """``[(key, header), ...]`` of ``"key: header; key: header"`` (or of such a list)."""
+    """``[(key, header), ...]`` of ``"key: header; key; ..."`` (a bare key: its own header), or
+    of such a list."""
     if not isinstance(spec, str):
         return list(spec)
-    return [tuple(part.split(": ", 1)) for part in spec.split("; ")]
+    parts = (part.partition(": ") for part in spec.split("; "))
+    return [(key, header or key) for key, _, header in parts]
 
 
 def rst_table(rows, columns):
-    """RST grid tables of ``rows`` restricted to ``columns`` (`columns_of`): one table, or
-    several of at most `MAX_COLUMNS` columns each (`split_columns`)."""
+    """RST grid tables of ``rows`` under ``columns`` (`columns_of`), split (`split_columns`)."""
     columns = columns_of(columns)
     cells = [[header for _, header in columns]]
     cells += [[_cell(row.get(key, "")) for key, _ in columns] for row in rows]
@@ -90,12 +83,8 @@ def rst_table(rows, columns):
 
 
 def with_block(text, name, rows, columns, caption, footer="", insert_after=None, where="the page"):
-    """``(new text, block)``: ``text`` with its generated block ``name`` made from ``rows``.
-
-    ``footer`` is RST placed after the table inside the block (e.g. a figure). A block that
-    ``text`` does not have yet is added right after the block named ``insert_after``;
-    without ``insert_after`` a missing block is an error.
-    """
+    """``(new text, block)``: ``text`` with its block ``name`` made from ``rows`` (``footer``:
+    RST after the table); a new block goes after block ``insert_after``."""
     begin, end = f".. BEGIN GENERATED: {name}", f".. END GENERATED: {name}"
     block = f"{begin}\n\n{caption}\n\n{rst_table(rows, columns)}\n\n"
     block += f"{footer.strip()}\n\n{end}" if footer.strip() else end

@@ -1,11 +1,6 @@
-"""The paper benchmarks' results files: one JSON object per benchmark, ``{"settings": {...},
-"<rows>": [{...}, ...], ...}``, written after every finished row, so that a rerun with the same
-settings resumes where the last one stopped.
-
-A rerun keeps the stored rows only when its settings are the same (``compared``: the part of
-the settings that must be, e.g. not the rules that only say when to stop). A row is identified
-by a few of its fields, its key (e.g. model and seed): a new row replaces a stored row with the
-same key. Anything else in the object (corpus sizes, a summary) is the benchmark's own.
+"""The paper benchmarks' results files: one JSON object each, ``{"settings": {...}, "<rows>":
+[{...}, ...], ...}``, written after every row, so that a rerun with the same settings (or the
+same ``compared`` part of them) resumes; a new row replaces the stored row with its key.
 
 >>> import pathlib, tempfile
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "results.json"
@@ -31,8 +26,7 @@ def read(path):
 
 
 def read_or_exit(path, write_docs=None):
-    """The object stored at ``path``, with ``write_docs(report)`` called on it when given (a
-    benchmark's ``--from-results``); exits with a one-line message when there is no file."""
+    """The object stored at ``path``, ``write_docs(report)`` called on it; exits without one."""
     report = read(path) or sys.exit(f"No results file at {path}.")
     if write_docs is not None:
         write_docs(report)
@@ -40,7 +34,6 @@ def read_or_exit(path, write_docs=None):
 
 
 def write(path, report):
-    """Writes ``report`` to ``path`` as indented JSON, creating the folder if needed."""
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
@@ -55,10 +48,9 @@ def add_results_options(parser, default):
 
 
 class ResultsFile:
-    """One benchmark's results file ``path`` for the ``settings`` (JSON values) of this run: its
-    list of rows named ``rows``, a row identified by its fields ``key``; ``compared(settings)``:
-    the part that must be equal for stored rows to be kept (default: all); ``summarise(rows)``:
-    stored under ``"summary"`` whenever the file is written."""
+    """The results file ``path`` of a run with ``settings``: its list ``rows``, each identified by
+    its fields ``key``; ``compared(settings)``: what must be equal for stored rows to be kept;
+    ``summarise(rows)``: stored under ``"summary"``."""
 
     def __init__(
         self, path, settings, rows="runs", key=("model", "seed"), compared=None, summarise=None
@@ -76,8 +68,7 @@ class ResultsFile:
         return report if same else None
 
     def resume(self, fresh=None):
-        """The stored object (`stored`) with this run's settings, or else ``fresh`` (default:
-        ``{"settings": settings, <rows>: []}``)."""
+        """The stored object (`stored`) with this run's settings, or else ``fresh``."""
         report = self.stored()
         if report is None:
             return fresh if fresh is not None else {"settings": self.settings, self.rows: []}
@@ -89,13 +80,11 @@ class ResultsFile:
         return values[0] if len(values) == 1 else values
 
     def missing(self, report, keys, finished=None):
-        """The ``keys`` that no finished row of ``report`` has yet, in order, each once;
-        ``finished(row)``: whether a stored row is finished (default: all are)."""
+        """The ``keys`` without a row in ``report`` (where ``finished(row)``), in order, once."""
         done = {self.key_of(row) for row in report[self.rows] if finished is None or finished(row)}
         return [key for key in dict.fromkeys(keys) if key not in done]
 
     def add(self, report, row):
-        """Puts ``row`` last in ``report``'s rows, replacing a row with its key; writes the file."""
         key = self.key_of(row)
         report[self.rows] = [r for r in report[self.rows] if self.key_of(r) != key] + [row]
         self.write(report)
@@ -106,9 +95,9 @@ class ResultsFile:
         write(self.path, report)
 
     def run(self, args, keys, run_row, write_docs, prepare=None):
-        """A paper benchmark's ``main``: with ``--from-results`` the stored object, else this
-        run's, each missing key's row ``run_row(report, key)`` added (``prepare(report)`` once
-        before the first); ``write_docs(report)`` with ``--update-docs``. Returns the object."""
+        """A paper benchmark's ``main``: the stored object (``--from-results``) or this run's,
+        ``run_row(report, key)`` of each missing key added (``prepare(report)`` before the first),
+        ``write_docs(report)`` with ``--update-docs``."""
         write_docs = write_docs if args.update_docs else None
         if args.from_results:
             return read_or_exit(self.path, write_docs)

@@ -29,10 +29,9 @@ def label_crossentropy(probabilities, labels):
 
 
 class Step:
-    """One compiled SGD step (``w - 1e-3 g``) of a built `keras.Model` on ``inputs`` and
-    ``targets``; `run` runs one. Compiled here (``jit``: whether TensorFlow uses XLA, as JAX
-    always does), so that on JAX XLA's buffers (``buffers_mib``) are known before it runs: a step
-    whose buffers exceed ``limit_mib`` is not ``runnable``."""
+    """One compiled SGD step (``w - 1e-3 g``) of a built `keras.Model`; `run` runs one. On JAX
+    XLA's buffers (``buffers_mib``) are known before it runs: over ``limit_mib``, not
+    ``runnable``. ``jit``: whether TensorFlow uses XLA."""
 
     def __init__(self, model, inputs, targets=None, loss=mean_square, jit=True, limit_mib=None):
         import keras
@@ -90,16 +89,13 @@ class Step:
         self.compile_s = time.perf_counter() - started
 
     def run(self):
-        """Runs one step; returns its loss."""
         loss, *self.state = self.compiled(*self.state, *self.data)
         return loss
 
 
 def weight_training_flops(model, rows):
-    """Operations of one step's products with ``model``'s weight matrices (its 2-D trainable
-    weights, the embedding and biases left out): 6 × each matrix's parameters (forward 2,
-    backward 4) × the rows it multiplies, ``rows(weight)`` or ``rows`` (an integer: the
-    batch times the time steps). Products without weights are left out."""
+    """Operations of one step's products with ``model``'s 2-D weights (not the embedding): 6 ×
+    each one's parameters × the rows it multiplies, ``rows(weight)`` or ``rows``."""
     count = rows if callable(rows) else (lambda weight: rows)
     return 6 * sum(
         int(np.prod(w.shape)) * int(count(w))
@@ -109,20 +105,18 @@ def weight_training_flops(model, rows):
 
 
 def training_flops(products):
-    """Operations of the forward and backward passes of ``products``, ``(rows, inner,
-    columns)`` each: a product's backward pass is two of its size."""
+    """Operations of the forward and backward passes of ``(rows, inner, columns)`` products."""
     return 3 * sum(2 * rows * inner * columns for rows, inner, columns in products)
 
 
 def floor_columns(flops, milliseconds, peak):
-    """``{"gflop_per_step", "share_of_peak"}`` of a step of ``flops`` operations timed at
-    ``milliseconds``, against the matrix-product rate ``peak`` (GFLOP/s)."""
+    """``{"gflop_per_step", "share_of_peak"}`` of ``flops`` in ``milliseconds`` at ``peak``."""
     return {"gflop_per_step": flops / 1e9, "share_of_peak": flops / (milliseconds * 1e6) / peak}
 
 
 def peak_gflops(sizes=(512, 1024, 2048), rounds=7, dtype="float32"):
-    """The best GFLOP/s of compiled square products of ``dtype`` of the ``sizes``, the median of
-    ``rounds`` each (on JAX at its default precision: TF32 on an NVIDIA GPU, as the layers')."""
+    """The best GFLOP/s of square products of ``dtype`` of the ``sizes``, medians of ``rounds``
+    (on JAX at its default precision: TF32 on an NVIDIA GPU, as the layers')."""
     import keras
 
     rng = np.random.default_rng(0)

@@ -1,8 +1,5 @@
-"""The benchmarks' one timer: wall-clock milliseconds of calls, interleaved, and their medians.
-
-`interleaved` times several runners back to back in each round, so that load that drifts on a
-shared machine hits every runner of a round alike; `median_ratio` compares them round by round,
-which cancels that drift.
+"""The benchmarks' one timer: `interleaved` times runners back to back in each round, so that
+load that drifts hits a round's runners alike; `median_ratio` compares them round by round.
 
 >>> import time
 >>> samples = interleaved({"long": lambda: time.sleep(0.004), "short": lambda: None}, rounds=3)
@@ -17,7 +14,7 @@ import time
 
 
 def wait_for(value):
-    """Waits for every tensor in ``value`` (also inside lists, tuples and dicts); returns it."""
+    """Waits for every tensor in ``value`` (also in lists, tuples and dicts); returns it."""
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, (list, tuple)):
@@ -43,8 +40,7 @@ def median_ms(fn, rounds):
 
 
 def interleaved(runners, rounds):
-    """``{name: [ms of round 1, round 2, ...]}``: every runner of the dict ``runners`` timed
-    once per round, back to back in the dict's order."""
+    """``{name: [ms of round 1, round 2, ...]}`` of ``runners``, each timed once per round."""
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
     samples = {name: [] for name in runners}
@@ -68,8 +64,8 @@ def median_ratio(samples, base):
 
 
 def median_saving(samples, minuend, subtrahend, unit):
-    """The median over the rounds of ``(minuend - subtrahend) / unit``, each of one round's
-    times: what ``subtrahend`` saves against ``minuend``, in units of ``unit``'s time."""
+    """The median over the rounds of ``(minuend - subtrahend) / unit``: what ``subtrahend``
+    saves against ``minuend``, in units of ``unit``'s time."""
     return statistics.median(
         (a - b) / u for a, b, u in zip(samples[minuend], samples[subtrahend], samples[unit])
     )

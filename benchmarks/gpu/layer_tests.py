@@ -1,9 +1,8 @@
-"""The layer tests of the GPU run (step 3 of ``benchmarks/gpu/run.sh``): every layer's test
-module on Keras's JAX backend under pytest-xdist with a time limit, writing ``layer_tests.xml``
-(JUnit) and ``layer_tests.json`` (counts, failures, the tests left unrun) whatever happens; a
-rehearsal runs the first test of each file. The module is also the run's pytest plugin: it
-writes the ids the run collects as soon as collection ends, so that a run its time limit stops
-names what it left."""
+"""Steps 2 and 3 of ``benchmarks/gpu/run.sh``: what JAX runs on (``device.json``; exit status 3
+without a GPU where required), then every layer's test module on JAX under pytest-xdist with a
+time limit (a rehearsal: a test a file), writing ``layer_tests.xml`` and ``layer_tests.json``
+(counts, failures, the tests left unrun) whatever happens. Also the run's pytest plugin: it
+writes the collected ids, so that a run its time limit stops names what it left."""
 
 import json
 import os
@@ -47,16 +46,12 @@ def pytest_xdist_node_collection_finished(node, ids):
 def read_ids(path):
     """The ids a run wrote to ``path``, or None where it wrote none (collection did not end)."""
     path = pathlib.Path(path)
-    return (
-        [line for line in path.read_text(encoding="utf-8").splitlines() if line]
-        if path.is_file()
-        else None
-    )
+    text = path.read_text(encoding="utf-8") if path.is_file() else None
+    return text if text is None else [line for line in text.splitlines() if line]
 
 
 def collect(files):
-    """The test ids in ``files`` (paths under ``tests/``), as pytest collects them (for a
-    rerun or a rehearsal, which choose their tests from them before they run)."""
+    """The test ids in ``files`` (under ``tests/``), as pytest collects them."""
     command = [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider"]
     done = subprocess.run(
         command + [f"tests/{f}" for f in files], cwd=ROOT, capture_output=True, text=True
@@ -68,9 +63,8 @@ def collect(files):
 
 
 def run(targets, workers, seconds, junit, log, ids_file):
-    """Runs pytest over ``targets`` (files or test ids), writing the ids it collects to
-    ``ids_file``; interrupts it (SIGINT, so that it still writes its report) after
-    ``seconds``. Returns ``(exit status, whether it was interrupted)``."""
+    """``(exit status, interrupted)`` of pytest over ``targets``, interrupted (SIGINT: it still
+    reports) after ``seconds``."""
     command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--disable-warnings"]
     command += ["-p", "no:cacheprovider", f"--junitxml={junit}", "-o", "junit_family=xunit2"]
     command += ["-p", "benchmarks.gpu.layer_tests", f"--collected-ids-file={ids_file}"]
@@ -128,10 +122,29 @@ def summarise(junit, collected=()):
 
 
 def rerun_targets(earlier, collected):
-    """The ``collected`` test ids that the summary ``earlier`` (a ``layer_tests.json``) gives
-    as failed or left unrun, in collection order."""
+    """The ``collected`` ids that ``earlier`` (a ``layer_tests.json``) gives as failed or unrun."""
     wanted = {failure["test"] for failure in earlier["failures"]} | set(earlier["not_run"])
     return [test_id for test_id in collected if test_id in wanted]
+
+
+def describe_device(path):
+    """Writes what JAX runs on to ``path`` and prints it; returns JAX's default backend."""
+    import jax
+    import keras
+
+    found = {"jax": jax.__version__, "keras": keras.__version__, "python": sys.version.split()[0]}
+    found.update(keras_backend=keras.backend.backend(), default_backend=jax.default_backend())
+    found["devices"] = []
+    for device in jax.devices():
+        stats = device.memory_stats() or {}
+        memory = stats["bytes_limit"] / 2**20 if "bytes_limit" in stats else None
+        kind = getattr(device, "device_kind", "")
+        found["devices"].append(dict(id=device.id, platform=device.platform, kind=kind))
+        found["devices"][-1]["memory_mib"] = memory
+        print(f"JAX {jax.__version__} ({found['default_backend']}): device {device.id} ", end="")
+        print(f"{device.platform} {kind} {memory or '?'} MiB")
+    path.write_text(json.dumps(found, indent=1), encoding="utf-8")
+    return found["default_backend"]
 
 
 def main(argv=None):
@@ -144,8 +157,14 @@ def main(argv=None):
     add("--workers", type=positive(int), default=8, help="pytest-xdist processes (default: 8)")
     add("--mode", choices=("full", "rehearsal"), default="full", help="rehearsal: a test a file")
     add("--rerun-from", help="an earlier run's layer_tests.json: run what failed or was unrun")
+    why = "exit with status 3 unless JAX runs on a GPU (default: yes)"
+    add("--require-gpu", choices=("yes", "no"), default="yes", help=why)
     args = parser.parse_args(argv)
     out, files = pathlib.Path(args.out), list(layer_test_modules())
+    backend = describe_device(out / "device.json")
+    if args.require_gpu == "yes" and backend != "gpu":
+        print(f"JAX's default backend is {backend!r}, not 'gpu'", file=sys.stderr)
+        return 3
     junit, log = out / "layer_tests.xml", out / "layer_tests.log"
     started = time.perf_counter()
     if args.rerun_from:

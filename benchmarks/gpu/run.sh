@@ -4,34 +4,25 @@
 #   OUT=<folder> benchmarks/gpu/run.sh               # on the GPU machine
 #   OUT=<folder> benchmarks/gpu/run.sh --rehearse    # the same steps on a CPU, tiny sizes
 #
-# Made for a machine with a GPU, Python 3.12 and JAX built for CUDA, but without TensorFlow,
-# Keras or a network. What Keras needs beyond such a machine travels with the working tree as
-# wheels in .whl/ (git-ignored), fetched beforehand on a machine with a network, from the
-# repository's root:
+# For a machine with a GPU, Python 3.12 and JAX for CUDA, without TensorFlow, Keras or a
+# network: what Keras needs travels as wheels in .whl/ (git-ignored), fetched beforehand:
 #
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #       --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 #       -d .whl -r benchmarks/gpu/wheels.txt
 #
-# Steps, each writing under $OUT:
-#   1. installs the wheels of .whl/ (if any) and then this package with --no-deps, offline,
-#      into a scratch folder put first on PYTHONPATH;
-#   2. checks that JAX sees a GPU and prints it (device.json); a full run stops here without
-#      one;
-#   3. runs the layers' exactness and protocol tests (benchmarks/gpu/layer_tests.py) with
-#      float32 matrix products at JAX's "highest" precision (layer_tests.xml, layer_tests.json,
-#      layer_tests.log);
-#   4. measures the speed tables, float32 and mixed bfloat16 (python -m benchmarks.speed
-#      --device gpu, speed.json), within their time budget, window attention at T = 20 and
-#      100, with the card's matrix-product peaks;
-#   5. measures window attention at long T (4000 and 16000; speed_long.json) in a process of
-#      its own with XLA's constant folding off: folding MultiHeadAttention's T x T causal mask
-#      at compile time takes minutes at T = 4000 (the rows measure running steps, which
-#      folding would not change but for that mask, computed at run time instead). Its
-#      shares of peak are of the peaks step 4 measured.
-# Each step of measuring ends at its time limit (its budget plus a margin); what it measured
-# by then is in its file.
-# The run's own log is run.log. Exit status: 0 when every step ran and every test passed.
+# Steps, each writing under $OUT (the run's log: run.log):
+#   1. installs the wheels (if any) and this package, offline, into a folder on PYTHONPATH;
+#   2. checks that JAX sees a GPU (device.json; a full run stops without one);
+#   3. runs the layers' tests (benchmarks/gpu/layer_tests.py) with float32 matrix products at
+#      JAX's "highest" precision (layer_tests.xml, .json, .log);
+#   4. measures the speed tables, float32 and mixed bfloat16, within their time budget, window
+#      attention at T = 20 and 100 (python -m benchmarks.speed --device gpu, speed.json);
+#   5. measures window attention at T = 4000 and 16000 (speed_long.json) with XLA's constant
+#      folding off, which takes minutes over MultiHeadAttention's T x T causal mask at compile
+#      time, against step 4's matrix-product peaks.
+# A measuring step ends at its budget plus a margin, what it measured in its file. Exit status:
+# 0 when every step ran and every test passed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -45,10 +36,8 @@ out="${OUT:?benchmarks/gpu/run.sh: set OUT to the folder the results go to}"
 mkdir -p "$out"
 exec > >(tee "$out/run.log") 2>&1
 python="${PYTHON:-python3}"
-# Seconds for the layer tests and for the speed tables (the whole run takes about their sum
-# plus half a minute of installing and starting); on a GPU, the whole run fits 8 minutes; the
-# rehearsal's are enough for a 2-core CPU. GPU_RUN_LONG_LENGTHS: step 5's lengths ("" skips
-# step 5).
+# Seconds for the layer tests and the speed tables (the run: about their sum plus half a
+# minute; on a GPU 8 minutes). GPU_RUN_LONG_LENGTHS: step 5's lengths ("" skips step 5).
 if [ "$mode" = full ]; then
   tests_s="${GPU_RUN_TESTS_S:-170}"; speed_s="${GPU_RUN_SPEED_S:-190}"; workers=16; sizes=gpu
   long_s="${GPU_RUN_LONG_S:-85}"; long_lengths="${GPU_RUN_LONG_LENGTHS-4000 16000}"
@@ -89,22 +78,17 @@ export KERAS_BACKEND=jax XLA_PYTHON_CLIENT_PREALLOCATE=false
 keras.__version__, '| tf_memlayers', tf_memlayers.__version__, 'from', tf_memlayers.__file__,
 '| tensorflow imported:', 'tensorflow' in sys.modules)") || { say "the package does not import"; exit 1; }
 
-say "2. the device"
-"$python" -m benchmarks.gpu.device --out "$out/device.json" --require-gpu "$([ "$mode" = full ] && echo yes || echo no)" \
-  || { say "JAX sees no GPU: stopping"; exit 3; }
-
-say "3. the layer tests (${tests_s}s at most, ${workers} workers)"
-# The tests check what the layers compute, not how fast, and compiling is most of their time
-# on a GPU (each compiles thousands of small programs). So XLA does not autotune (time the
-# candidate kernels of each matrix product to pick the fastest) and gives matrix products to
-# cuBLAS instead of generating a Triton kernel for each, which takes XLA much less time to
-# compile (CHANGELOG.rst gives the measurement). On a CPU the flags change nothing; the
-# rehearsal checks that XLA knows them.
+say "2. the device, 3. the layer tests (${tests_s}s at most, ${workers} workers)"
+# The tests check what the layers compute, and compiling is most of their time on a GPU: XLA
+# does not autotune and gives matrix products to cuBLAS instead of a Triton kernel each, which
+# compiles much sooner (CHANGELOG.rst gives the measurement); on a CPU the flags do nothing.
 # GPU_RUN_RERUN_FROM: an earlier run's layer_tests.json, to run only what failed or was left.
 XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_gpu_autotune_level=0 --xla_gpu_enable_triton_gemm=false" \
 JAX_DEFAULT_MATMUL_PRECISION=highest "$python" -m benchmarks.gpu.layer_tests \
   --out "$out" --seconds "$tests_s" --workers "$workers" --mode "$mode" \
-  ${GPU_RUN_RERUN_FROM:+--rerun-from "$GPU_RUN_RERUN_FROM"} || status=1
+  --require-gpu "$([ "$mode" = full ] && echo yes || echo no)" \
+  ${GPU_RUN_RERUN_FROM:+--rerun-from "$GPU_RUN_RERUN_FROM"}
+case $? in 0) ;; 3) say "JAX sees no GPU: stopping"; exit 3 ;; *) status=1 ;; esac
 
 say "4. the speed tables (${speed_s}s budget)"
 # GPU_RUN_SPEED_ARGS: options of python -m benchmarks.speed (--tables, --lengths; on a GPU

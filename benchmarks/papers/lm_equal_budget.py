@@ -1,14 +1,11 @@
 """The language models of Daniluk et al. (2017) at an equal parameter budget, and a published
-baseline, each model trained by one run of the language-model example (examples/language_modeling).
+baseline, each trained by one run of the language-model example (examples/language_modeling).
 
-The LSTM has ``--units`` units and every memory model the LSTM width whose parameter count is
-closest, one recipe for all. Each model trains until its validation perplexity stops improving
-(the example's ``--patience``, at most ``--max-epochs``; scored with its best epoch's weights);
-``--epochs N``: N epochs each, a ranking at equal training; ``--config PRESET``: the example's
-preset (``zaremba-small``: test perplexity 115.9 in TensorFlow's tutorial); ``--cost``: each
-model's training and scoring steps timed on ``--steps`` real batches, ``--repeats`` times, an
-epoch's and the run's cost estimated before it is started. A rerun skips the models in the
-results file, and a model's run directory continues it (a raised ``--max-epochs``).
+The LSTM has ``--units`` units, every memory model the width whose parameter count is closest.
+Each trains until its validation perplexity stops improving (``--patience``, at most
+``--max-epochs``); ``--epochs N``: N epochs each; ``--config PRESET``: the example's preset;
+``--cost``: an epoch's and the run's cost, from the steps timed on ``--steps`` real batches. A
+rerun skips the models in the results file; a run directory continues its model.
 
 Example::
 
@@ -46,23 +43,21 @@ SETTINGS.update(seq_len="sequence_length", seed="seed")
 STOPPING_RULES = ("max_epochs", "patience")
 DOCS_BLOCKS = {"ptb": "lm-equal-budget-ptb", "wikitext2": "lm-equal-budget-wikitext2"}
 CORPUS_NAMES = {"ptb": "PTB", "wikitext2": "WikiText-2"}
-COLUMNS = "model: model; hidden: hidden; parameters: parameters; epochs_trained: epochs; "
+COLUMNS = "model; hidden; parameters; epochs_trained: epochs; "
 EQUAL_BUDGET_COLUMNS = COLUMNS + "best_epoch: best epoch; stopped_by: stopped by; "
 EQUAL_BUDGET_COLUMNS += "train_perplexity: train ppl (best epoch); valid_perplexity: valid ppl; "
 EQUAL_BUDGET_COLUMNS += "test_perplexity: test ppl; test_below_lstm: test ppl below the LSTM's; "
 REAL_DATA_COLUMNS = COLUMNS.replace("epochs_trained", "train_steps: steps; epochs_trained")
 REAL_DATA_COLUMNS += "valid_perplexity: valid ppl; test_perplexity: test ppl; "
 ATTENTION_COLUMN = "attention_by_position: attention by position (oldest … newest)"
-COST_COLUMNS = "corpus: corpus; model: model; hidden: hidden; parameters: parameters; "
-COST_COLUMNS += "train_step_seconds: train step (s); train_step_range: train step, fastest and "
-COST_COLUMNS += "slowest pass (s); scoring_step_seconds: scoring step (s); epoch_minutes: minutes "
-COST_COLUMNS += "per epoch; max_epochs_hours: hours for the epoch cap; measured_epoch_minutes: "
-COST_COLUMNS += "minutes per epoch, measured in the run"
+COST_COLUMNS = "corpus; model; hidden; parameters; train_step_seconds: train step (s); "
+COST_COLUMNS += "train_step_range: train step, fastest and slowest pass (s); scoring_step_seconds: "
+COST_COLUMNS += "scoring step (s); epoch_minutes: minutes per epoch; max_epochs_hours: hours for "
+COST_COLUMNS += "the epoch cap; measured_epoch_minutes: minutes per epoch, measured in the run"
 VALID_ALT = "validation perplexity per epoch of each language model"
 ATTENTION_ALT = "mean attention weight by window position of each attention model"
-PRESET_COLUMNS = "config: preset; model: model; parameters: parameters; epochs: epochs; "
-PRESET_COLUMNS += "last_epoch_train_perplexity: train ppl (last epoch); valid_perplexity: valid "
-PRESET_COLUMNS += "ppl; test_perplexity: test ppl"
+PRESET_COLUMNS = "config: preset; model; parameters; epochs; last_epoch_train_perplexity: train "
+PRESET_COLUMNS += "ppl (last epoch); valid_perplexity: valid ppl; test_perplexity: test ppl"
 
 
 def parse_args(argv=None):
@@ -101,8 +96,7 @@ def parse_args(argv=None):
     return args
 
 
-def results_of(args, path=None):
-    """The results file (default ``--results``): a row per model, kept with the same settings."""
+def results_of(args, path=None):  # a row per model, kept with the same settings
     settings = {name: getattr(args, option) for name, option in SETTINGS.items()}
     if args.epochs:
         settings = {"epochs": args.epochs, **settings}
@@ -113,16 +107,14 @@ def results_of(args, path=None):
     return ResultsFile(path, settings, rows="rows", key=("model",), compared=compared)
 
 
-def example_options(args, *extra):
-    """The example's command line for ``args``'s recipe (``--model`` and ``--units`` apart)."""
+def example_options(args, *extra):  # the example's options but --model and --units
     argv = ["--data-dir", str(args.data_root / args.corpus), "--verbose", str(args.verbose)]
     for name in list(SETTINGS.values())[2:]:
         argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     return [*argv, *extra]
 
 
-def widths(args, kinds):
-    """The LSTM width of each of ``kinds``: ``--units`` for the LSTM, else the budget's."""
+def widths(args, kinds):  # the LSTM's --units, the others the budget's width
     size = len(input_pipeline.read_corpus(args.data_root / args.corpus).vocabulary)
     common = dict(embedding_dim=args.embedding_dim, window=args.window, ngram=args.ngram)
     lstm = models.language_model(size, "lstm", units=args.units, stateful=False, **common)
@@ -143,13 +135,11 @@ def row_of(m, fixed_epochs):
     row = {"model": m["model"], "hidden": m["units"], "parameters": m["parameters"]}
     if fixed_epochs:
         row |= {"train_steps": m["epochs_run"] * m["train_batches_per_epoch"]}
-        row |= dict(
-            epochs_trained=float(m["epochs_run"]), train_minutes=round(m["seconds"] / 60, 2)
-        )
+        row |= dict(epochs_trained=float(m["epochs_run"]), train_minutes=m["seconds"] / 60)
+        row["train_minutes"] = round(row["train_minutes"], 2)
         row |= {f"{s}_perplexity": round(m[f"{s}_perplexity"], 1) for s in ("valid", "test")}
-        return row | (
-            {"attention_by_position": [round(w, 3) for w in attention]} if attention else {}
-        )
+        attention = attention and {"attention_by_position": [round(w, 3) for w in attention]}
+        return row | (attention or {})
     epochs = [
         {"epoch": i + 1, "learning_rate": rate, "train_perplexity": round(h["perplexity"][i], 2)}
         | {"valid_perplexity": round(h["val_perplexity"][i], 2)}
@@ -212,26 +202,21 @@ def measure(args):
             step[split] = [seconds / len(part.inputs) for seconds in per_batch]
         train_step, scoring = (statistics.median(step[split]) for split in ("train", "valid"))
         epoch = len(batches["train"].inputs) * train_step + len(batches["valid"].inputs) * scoring
-        row = dict(
-            corpus=args.corpus, model=kind, hidden=units[kind], parameters=model.count_params()
-        )
-        row |= dict(train_step_seconds=train_step, scoring_step_seconds=scoring)
-        row |= dict(
-            train_step_range=[min(step["train"]), max(step["train"])], epoch_minutes=epoch / 60
-        )
-        row |= dict(max_epochs_hours=epoch / 60 * args.max_epochs / 60)
+        row = dict(corpus=args.corpus, model=kind, hidden=units[kind])
+        row |= dict(parameters=model.count_params(), train_step_seconds=train_step)
+        row |= dict(scoring_step_seconds=scoring, train_step_range=[min(step["train"])])
+        row["train_step_range"].append(max(step["train"]))
+        row |= dict(epoch_minutes=epoch / 60, max_epochs_hours=epoch / 60 * args.max_epochs / 60)
         rows.append(row | {"measured_epoch_minutes": measured.get(kind)})
         print(f"{kind}: {json.dumps(rows[-1])}", flush=True)
     report = {"corpus": args.corpus, "vocabulary": len(corpus.vocabulary)}
     report |= {f"{s}_batches": len(batches[s].inputs) for s in ("train", "valid")}
     report |= dict(settings=run_results.settings, steps=args.steps, repeats=args.repeats)
-    return report | dict(
-        cpus=os.cpu_count(), gpus=len(tf.config.list_physical_devices("GPU")), rows=rows
-    )
+    gpus = len(tf.config.list_physical_devices("GPU"))
+    return report | dict(cpus=os.cpu_count(), gpus=gpus, rows=rows)
 
 
-def write_cost_docs(reports):
-    """One table with the rows of every corpus's cost report."""
+def write_cost_docs(reports):  # one table of every corpus's rows
     first = reports[0]
     corpora = ", ".join(
         f"{CORPUS_NAMES[r['corpus']]} ({r['train_batches']} training and "
@@ -295,9 +280,8 @@ def draw_figures(report, folder):
 
 
 def with_gain_over_lstm(rows, settings):
-    """The rows, each with how far its test perplexity is below the LSTM's (negative when
-    worse); blank without an LSTM row, or where the row and the LSTM's ended by different
-    epoch caps (a row kept from a run with a lower cap)."""
+    """The rows with how far each test perplexity is below the LSTM's; blank without an LSTM
+    row, or where the row and the LSTM's ended by different epoch caps."""
     lstm = next((row for row in rows if row["model"] == "lstm"), None)
 
     def regime(row):  # the stopping rule and this run's cap alike, or another run's cap
@@ -314,8 +298,8 @@ def with_gain_over_lstm(rows, settings):
 
 
 def notes(rows, gains):
-    """The caption's sentences naming the models an epoch cap stopped while still improving,
-    and the models without a gain over the LSTM because another cap ended it or the LSTM."""
+    """The caption's sentences: the models an epoch cap stopped while still improving, and
+    those without a gain over the LSTM (another cap ended it or the LSTM)."""
     capped = [r for r in rows if r["epochs_trained"] == r["best_epoch"]]
     capped = [f"{r['model']} ({r['epochs_trained']} epochs)" for r in capped]
     blank = [r["model"] for r in gains if r["model"] != "lstm" and r["test_below_lstm"] is None]

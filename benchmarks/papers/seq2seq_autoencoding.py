@@ -31,11 +31,10 @@ CORPORA = {
     "training split, vocabulary {vocabulary} with ``<unk>``)",
 }
 COLUMNS = (
-    "model: model; seeds: seeds; parameters: parameters; test_perplexity: test perplexity; "
-    "test_word_accuracy: word accuracy; decoded_word_accuracy: decoded: word accuracy; "
-    "decoded_exact_match: decoded: whole sentence; key_similarity_before: key similarity, "
-    "untrained; key_similarity: key similarity, trained; read_aligned: reads its word most; "
-    "read_last: reads the last word most"
+    "model; seeds; parameters; test_perplexity: test perplexity; test_word_accuracy: word "
+    "accuracy; decoded_word_accuracy: decoded: word accuracy; decoded_exact_match: decoded: whole "
+    "sentence; key_similarity_before: key similarity, untrained; key_similarity: key similarity, "
+    "trained; read_aligned: reads its word most; read_last: reads the last word most"
 )
 # The scores given to three digits after the point (the others: two).
 THREE_DIGITS = ("test_word_accuracy", "decoded_word_accuracy", "decoded_exact_match")

@@ -1,14 +1,12 @@
 """GRU, AM-GRU, Dual AM-GRU and the LSTM with word-by-word attention (the paper's comparator) on
 real SNLI pairs, several seeds each, each run through the SNLI example (``--update-docs``).
 
-Only the SNLI dev and test sets are available offline: each run is the example trained on the
-dev set's last nine tenths, its first tenth held out (the best epoch, the learning-rate
-halving), with the 50d GloVe subset; its best epoch's model is tested. A small-data regime: the
-accuracies compare the models with each other. At the paper's U(-0.05, 0.05) the features
-``[p, h, |p - h|]`` hardly differ between examples at the start (a spread of about 0.012 across
-a batch): every model starts on a plateau at ln 3 that it leaves by a random symmetry breaking,
-invisible on 550k pairs but deciding the table on these 8.9k (the AM-GRU with seed 123 stayed
-at chance for 6 epochs). ``--init-scale 0.1`` (the default here) quadruples the spread.
+Only SNLI's dev and test sets are available offline: the example trains on the dev set's last
+nine tenths (its first tenth held out), with 50d GloVe; its best epoch is tested. At the paper's
+U(-0.05, 0.05) the features ``[p, h, |p - h|]`` hardly differ between examples at the start:
+every model starts on a plateau at ln 3 that it leaves by a random symmetry breaking, invisible
+on 550k pairs but deciding the table on these 8.9k (the AM-GRU with seed 123 stayed at chance
+for 6 epochs). ``--init-scale 0.1`` (the default here) quadruples the spread.
 """
 
 import argparse
@@ -40,15 +38,13 @@ SETTINGS = "epochs units copies batch_size learning_rate init_scale max_length f
 
 
 def layer_one_units(kind, units):
-    """The paper's sizes at an equal parameter count: GRU H+26, AM-GRU H+8, Dual AM-GRU and
-    the word-by-word attention H (the paper's k = 100 for H = 100)."""
+    """The paper's sizes at equal parameters: GRU H+26, AM-GRU H+8, the others H."""
     size = {"gru": units + 26, "am_gru": units + 8}.get(kind, units)
     return size + size % 2
 
 
 def write_splits(folder):
-    """InferSent files of the runs' splits in ``folder``: train, the dev set's last nine
-    tenths; dev, its first tenth (held out); test, the test set."""
+    """InferSent files of the splits in ``folder``: train and dev (held out) from SNLI's dev."""
     source = DATA / "snli" / "esnli_infersent_format"
     if not source.is_dir():
         sys.exit(f"SNLI dev/test not found at {source} (set TF_MEMLAYERS_DATA).")

@@ -1,7 +1,5 @@
 """The speed tables (`benchmarks.speed.tables`) on Keras's TensorFlow or JAX backend, on the
-CPU or a GPU: prints the results as JSON and writes the tables' results files, each step's
-arithmetic against the matrix-product rate measured at the start (or ``--peaks-from`` a file),
-within the time budget ``--budget-s``.
+CPU or a GPU, within ``--budget-s``: prints the results and writes the tables' results files.
 
     python -m benchmarks.speed --tables language_model --backend jax
     python -m benchmarks.speed --sizes tiny                # every table, in seconds each
@@ -26,8 +24,8 @@ BUDGET_SHARES = {"window_attention": 0.4, "language_model": 0.25, "snli": 0.15}
 
 
 class Budget:
-    """The run's time budget: a table may start another row while the run is within it and the
-    table within its share (`BUDGET_SHARES`, else 0.1) of what was left when it began."""
+    """A table may start a row while the run is within its budget and the table within its
+    share (`BUDGET_SHARES`, else 0.1) of what was left when it began."""
 
     def __init__(self, seconds, tables):
         self.start, self.seconds, self.to_come = time.perf_counter(), seconds, list(tables)
@@ -65,8 +63,8 @@ def describe_device():
 
 
 def peaks(args, sizes):
-    """The matrix-product rates of ``--peaks-from`` where it has them, else measured per dtype
-    policy (on a GPU also float32 at full precision, without TF32, for reference)."""
+    """The matrix-product rates of ``--peaks-from``, else measured per dtype policy (on a GPU
+    also float32 without TF32)."""
     from benchmarks.step import peak_gflops
 
     try:
@@ -116,9 +114,8 @@ def run(args):
     sizes = {**SIZES[args.sizes], "name": args.sizes, "dtypes": args.dtypes}
     sizes.update({k: getattr(args, k) for k in ("rounds", "lengths") if getattr(args, k)})
     settings = {k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items()}
-    settings["step"] = "SGD, ``stateless_call``, " + (
-        "``jax.jit``" if args.backend == "jax" else "XLA"
-    )
+    jit = "``jax.jit``" if args.backend == "jax" else "XLA"
+    settings["step"] = f"SGD, ``stateless_call``, {jit}"
     device = describe_device()
     memory = device.get("device_memory_mib")
     sizes["limit_mib"] = 0.8 * memory if memory else sizes["memory_limit_gib"] * 1024

@@ -1,10 +1,7 @@
-"""The results page's blocks of the speed tables (`write`) and of the GPU runs (`write_gpu`:
-``benchmarks/results/gpu/run-*/`` in their number's order, a later run's measured row replacing
-an earlier one's), by one writer, `write_block`: each block's columns and caption are data
-(``page.toml``), its rows and the caption's figures come from the results files."""
+"""The results page's blocks of the speed tables (`write`) and of the GPU runs (`write_gpu`),
+their columns and captions from ``page.toml``, their rows and figures from the results files."""
 
 import collections
-import json
 import pathlib
 import re
 import tomllib
@@ -32,9 +29,8 @@ def text(name, key="caption"):
 
 
 def write_block(name, rows, values, page=RESULTS_PAGE, caption="caption", every_column=False):
-    """Writes block ``name`` into ``page``: ``rows`` under the block's columns that some row
-    has (``every_column``: all of them), its ``caption`` formatted with ``rows`` and
-    ``values``."""
+    """Writes block ``name``: ``rows`` under its columns that some row has (or ``every_column``),
+    its ``caption`` formatted with ``rows`` and ``values``."""
     block, columns = BLOCKS[name], columns_of(text(name, "columns"))
     columns = [(k, h) for k, h in columns if every_column or any(k in row for row in rows)]
     caption = text(name, caption).format(rows=rows, **values)
@@ -43,9 +39,8 @@ def write_block(name, rows, values, page=RESULTS_PAGE, caption="caption", every_
 
 
 def draw(path, x, lines, labels, titles, size=(10, 4), dpi=80, legend="small", below=False):
-    """A figure of two panels against ``x``: for each ``(colour index, label, time key,
-    memory key, style, rows)`` of ``lines``, the rows' numbers under the keys; ``labels``:
-    the time's, the memory's and ``x``'s."""
+    """Two panels against ``x`` of ``lines``, ``(colour, label, time key, memory key, style,
+    rows)`` each; ``labels``: the time's, the memory's and ``x``'s."""
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=size, dpi=dpi)
@@ -71,17 +66,13 @@ def draw(path, x, lines, labels, titles, size=(10, 4), dpi=80, legend="small", b
 
 
 def peers(report, rows, images):
-    impls = [impl for impl in IMPLS if any(f"{impl}_ms" in row for row in rows)]
-    lines = [
-        (i, IMPLS[impl], f"{impl}_ms", f"{impl}_buffers_mib", "-", rows)
-        for i, impl in enumerate(IMPLS)
-        if impl in impls
-    ]
+    lines = [(i, IMPLS[m], f"{m}_ms", f"{m}_buffers_mib", "-", rows) for i, m in enumerate(IMPLS)]
+    lines = [line for line in lines if any(line[2] in row for row in rows)]
     labels = ("ms per step, XLA", "XLA buffers of a step (MiB)", "sequence length T")
     titles = ("time per forward + backward step", "working memory of one step")
     draw(images / "window_attention_vs_peers.png", "T", lines, labels, titles)
     fragments = ("with_seq_self_attention", "seq_self_attention_buffers")
-    sa = "seq_self_attention" in impls
+    sa = any("seq_self_attention_ms" in row for row in rows)
     return rows, {key: text("window-attention-vs-peers", key) if sa else "" for key in fragments}
 
 
@@ -114,19 +105,14 @@ def snli(report, rows, images):
 
 
 def heap(report, rows, images):
-    """A row per cache size and policy; the caption gives the training steps of
-    ``heap_step``'s results file."""
+    """A row per cache size and policy; the caption, ``heap_step``'s training steps."""
     step_report, step_rows, step_peak = read_rows("heap_step", report)
     ms = {row["model"]: row for row in step_rows}
     table = [
-        {
-            "cache_size": row["cache_size"],
-            "policy": policy,
-            **{f"insert_{c}_ms": row.get(f"{policy}_{c}_ms") for c in ("worst", "random")},
-            "read_ms": row.get(f"{policy}_read_ms"),
-        }
+        dict(cache_size=row["cache_size"], policy=p, read_ms=row.get(f"{p}_read_ms"))
+        | {f"insert_{c}_ms": row.get(f"{p}_{c}_ms") for c in ("worst", "random")}
         for row in rows
-        for policy in ("heap", "topk")
+        for p in ("heap", "topk")
     ]
     by_size = {row["cache_size"]: row for row in rows}
     worst = [by_size.get(k, {}).get("heap_worst_ms") for k in (100000, 1000)]
@@ -184,9 +170,8 @@ def write(tables, report=None, page=RESULTS_PAGE, images=IMAGES):
         report_of, rows, peak = read_rows(table, report)
         rows, values = make(report_of, rows, images) if make else (rows, {})
         s, cpus = report_of["settings"], report_of.get("device", {}).get("cpus")
-        values.update(
-            s=s, peak=peak, report=report_of, cpus=cpus, vocab_k=s.get("lm_vocab", 0) // 1000
-        )
+        vocab_k = s.get("lm_vocab", 0) // 1000
+        values.update(s=s, peak=peak, report=report_of, cpus=cpus, vocab_k=vocab_k)
         values.setdefault("key_dim", s.get("width") and equal_weight_key_dim(s["width"], 32))
         corpus = report_of.get("corpus") and "caption_corpus" in BLOCKS[name]
         write_block(name, rows, values, page, "caption_corpus" if corpus else "caption")
@@ -194,28 +179,20 @@ def write(tables, report=None, page=RESULTS_PAGE, images=IMAGES):
 
 # --- the GPU runs -------------------------------------------------------------------------
 
-# How a row of each speed table is told apart from the others.
-ROW_KEYS = {
-    "window_attention": ("dtype", "T"),
-    "language_model": ("dtype", "variant"),
-    "associative_memory": ("dtype", "layer"),
-    "snli": ("dtype", "kind"),
-    "heap_write": ("dtype", "cache_size"),
-}
+# What tells a row of each speed table apart from the others, beside its dtype.
+ROW_KEYS = dict(window_attention="T", language_model="variant", associative_memory="layer")
+ROW_KEYS.update(snli="kind", heap_write="cache_size")
 
 
 def load_runs(folder=GPU_RUNS):
-    """The runs under ``folder`` in their number's order: ``{"name", "device",
-    "layer_tests", "speed", "speeds", "log"}`` each, a missing file None; ``speeds``: the run's
-    speed files (``speed.json``, then ``speed_long.json``), ``speed`` the first."""
+    """The runs under ``folder`` in their number's order, each ``{"name", "device",
+    "layer_tests", "speed", "speeds" (with ``speed_long.json``), "log"}``, a missing file None."""
     runs = []
     for path in sorted(folder.glob("run-*"), key=lambda path: int(path.name.split("-")[1])):
-        run = {"name": path.name}
-        for key in ("device", "layer_tests", "speed", "speed_long", "run"):
-            file = path / (f"{key}.json" if key != "run" else "run.log")
-            run[key] = file.read_text(encoding="utf-8") if file.is_file() else None
-            run[key] = json.loads(run[key]) if run[key] and key != "run" else run[key]
-        run["log"] = run.pop("run") or ""
+        log = path / "run.log"
+        run = {"name": path.name, "log": log.read_text(encoding="utf-8") if log.is_file() else ""}
+        for key in ("device", "layer_tests", "speed", "speed_long"):
+            run[key] = results_file.read(path / f"{key}.json")
         run["speeds"] = [speed for speed in (run["speed"], run.pop("speed_long")) if speed]
         runs.append(run)
     return runs
@@ -249,9 +226,8 @@ def layer_test_rows(runs):
 
 
 def merged_rows(runs, table):
-    """The rows of ``table`` over every run, a later run's measured row replacing the same
-    row of an earlier one; a table that failed in a run gives one row with its error, until
-    a later run measures it."""
+    """The rows of ``table`` over the runs, a later run's measured row replacing an earlier's; a
+    table that failed gives a row with its error until a later run measures it."""
     rows = {}
     for run in runs:
         for speed in run["speeds"]:
@@ -259,7 +235,7 @@ def merged_rows(runs, table):
             if any("status" not in row for row in found):
                 rows = {key: row for key, row in rows.items() if key[0] != "error"}
             for row in found:
-                key = tuple(row.get(k) for k in ROW_KEYS[table])
+                key = (row.get("dtype"), row.get(ROW_KEYS[table]))
                 if "status" in row and key in rows and "status" not in rows[key]:
                     continue  # a measured row stays
                 rows[key] = {**row, "run": run["name"]}
@@ -317,17 +293,21 @@ def goal_rows(runs):
     is met, and what was measured beside it (floors, shares of peak)."""
     window, lm = merged_rows(runs, "window_attention"), merged_rows(runs, "language_model")
     am, rows = merged_rows(runs, "associative_memory"), []
+    floors = {row["dtype"]: row["ratio_to_gru"] for row in am if row.get("layer") == FLOOR_LAYER}
 
     def add(goal, limit, candidates, key, where, why=lambda row: ""):
         measured = [row for row in candidates if isinstance(row.get(key), (int, float))]
-        if not measured:
-            return rows.append({"goal": goal, "limit": f"≤ {limit}", "met": "not measured"})
-        row = max(measured, key=lambda row: row[key])
-        met = row[key] <= limit
-        rows.append(
-            dict(goal=goal, limit=f"≤ {limit}", worst=row[key], where=where(row))
-            | dict(met="yes" if met else "no", why="" if met else why(row))
-        )
+        rows.append({"goal": goal, "limit": f"≤ {limit}", "met": "not measured"})
+        if measured:
+            row = max(measured, key=lambda row: row[key])
+            rows[-1] |= dict(worst=row[key], where=where(row), met="yes", why="")
+            if row[key] > limit:
+                rows[-1] |= dict(met="no", why=why(row))
+
+    def lm_why(row):
+        lstm = [o for o in lm if o.get("variant") == "lstm" and o.get("dtype") == row["dtype"]]
+        shares = ", ".join(f"{other['share_of_peak']:.2%}" for other in lstm)
+        return f"memory in the LSTM's loop; {row['share_of_peak']:.2%} of peak, bare LSTM {shares}"
 
     at = lambda row: f"T = {row['T']}, {row['dtype']}"  # noqa: E731
     floor = lambda row: (  # noqa: E731
@@ -338,34 +318,17 @@ def goal_rows(runs):
     add("window attention / floor", 1.5, window, "ours_over_floor", at)
     long = [row for row in window if row.get("T") == 16000]
     add("window attention memory / MHA, T = 16000", 0.1, long, "ours_memory_over_mha", at)
-    shares = lambda row: ", ".join(  # noqa: E731
-        f"{other['share_of_peak']:.2%}"
-        for other in lm
-        if other.get("variant") == "lstm" and other.get("dtype") == row["dtype"]
-    )
     variant = lambda row: f"{row['variant']}, {row['dtype']}"  # noqa: E731
-    why = lambda row: f"memory in the LSTM's loop; {row['share_of_peak']:.2%} of peak, bare LSTM "  # noqa: E731
     for form in ("parallel", "cell"):
         forms = [row for row in lm if f"-{form}:" in str(row.get("variant"))]
-        add(
-            f"LM step / bare LSTM, {form} form",
-            1.2,
-            forms,
-            "ratio_to_lstm",
-            variant,
-            lambda row: why(row) + shares(row),
-        )
-    floors = {row["dtype"]: row["ratio_to_gru"] for row in am if row.get("layer") == FLOOR_LAYER}
+        add(f"LM step / bare LSTM, {form} form", 1.2, forms, "ratio_to_lstm", variant, lm_why)
     am = [row for row in am if row.get("layer") == "AssociativeGRU C=8"]
-    floor = lambda row: f"floor (memory by stand-ins): {floors[row['dtype']]:.2f} × GRU"  # noqa: E731
-    add(
-        "AM-GRU (C = 8) / GRU",
-        1.5,
-        am,
-        "ratio_to_gru",
-        lambda row: row["dtype"],
-        lambda row: floor(row) if row["dtype"] in floors else "",
+    floor = lambda row: (  # noqa: E731
+        f"floor (memory by stand-ins): {floors[row['dtype']]:.2f} × GRU"
+        if row["dtype"] in floors
+        else ""
     )
+    add("AM-GRU (C = 8) / GRU", 1.5, am, "ratio_to_gru", lambda row: row["dtype"], floor)
     return rows
 
 

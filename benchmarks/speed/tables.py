@@ -1,7 +1,6 @@
-"""The speed tables: each a table of variants of one training step, timed against each other
-(``python -m benchmarks.speed``): its cases (a dtype, a length, ...), for each case its variants
-(a name and a function building its `benchmarks.step.Step`, or any callable to time) and its
-rows from the variants' interleaved times."""
+"""The speed tables (``python -m benchmarks.speed``): per case (a dtype, a length, ...) the
+variants of one training step (each a function building its `Step`, or a callable), timed
+interleaved."""
 
 import contextlib
 import os
@@ -47,8 +46,7 @@ def one_line(error):
 
 
 def child(*argv):
-    """``python -m benchmarks.speed *argv --out FILE`` in a child process: its results, or its
-    error output (a string) when it wrote none."""
+    """``python -m benchmarks.speed *argv`` in a child process: its results, or its stderr."""
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "out.json")
         command = [sys.executable, "-m", "benchmarks.speed", *argv, "--out", out]
@@ -86,8 +84,7 @@ def layer_step(layer, shape, head=1, **options):
 
 
 def replaced(*attributes):
-    """A context in which each ``(owner, name, value)`` replaces ``owner.name`` (a step traced
-    inside keeps the stand-in)."""
+    """A context in which each ``(owner, name, value)`` replaces ``owner.name``."""
     stack = contextlib.ExitStack()
     for owner, name, value in attributes:
         stack.enter_context(mock.patch.object(owner, name, value))
@@ -95,10 +92,8 @@ def replaced(*attributes):
 
 
 class Table:
-    """A table of variants (its results ``file`` under ``benchmarks/results/``): a subclass
-    gives `variants` (``{name: function building its Step}``), and `flops` and `more`, or its own
-    `rows`. By default a row per variant, named under ``key``: its median, its ``ratio`` to the
-    first variant (the median of the per-round ratios), its arithmetic, or why it did not run."""
+    """A table of `variants` (results ``file`` in ``benchmarks/results/``); by default a row per
+    variant under ``key``: its median, ``ratio`` to the first variant, arithmetic, or error."""
 
     buffers = False  # whether its rows give XLA's buffers (on TensorFlow from a JAX child)
     backends = ("tensorflow", "jax")
@@ -111,8 +106,7 @@ class Table:
         return [{"dtype": dtype} for dtype in sizes["dtypes"]]
 
     def measure(self, sizes, case, peak, buffers, gave_up):
-        """The rows of one case: its variants built (``buffers``: their XLA buffers measured
-        apart; ``gave_up``: those that failed at an earlier case), then timed interleaved."""
+        """The rows of one case (``buffers``: XLA's, measured apart; ``gave_up``: failed before)."""
         built, errors = {}, {}
         for name, make in self.variants(sizes, case).items():
             if name in gave_up:
@@ -163,14 +157,13 @@ class Table:
     def flops(self, sizes, case, name, model):
         return 0  # operations of the variant's weight products in one step (0: not counted)
 
-    def more(self, sizes, row, step, samples):
-        """Adds a built variant's own columns to its ``row``."""
+    def more(self, sizes, row, step, samples):  # a built variant's own columns
+        pass
 
 
 # --- the language model ---------------------------------------------------------------------
 
-#: The LM variants of the window-attention table, ``kind-form:size`` (the window of an
-#: attention kind, N of the N-gram RNN), and the memory kinds of the throughput tables.
+#: LM variants ``kind-form:size`` (an attention's window, the N-gram RNN's N).
 LM_VARIANTS = ("lstm", "window-parallel:5", "window-parallel:10", "window-cell:5")
 LM_VARIANTS += ("window-cell:10", "ngram-parallel:4", "ngram-cell:4")
 LM_KINDS = ("lstm", "attention-parallel:5", "key_value-parallel:5")
@@ -189,7 +182,6 @@ def parse_variant(variant):  # (kind, form, size)
 
 
 def lm_model(variant, vocab, hidden, steps, batch, dropout=0.0, embedding_dim=None):
-    """``variant``'s language model: its memory on the LSTM's outputs or around its cell."""
     from tf_memlayers import NGramConcat, NGramConcatCell, SlidingWindowAttention
     from tf_memlayers import SlidingWindowAttentionCell as WindowCell
     from tf_memlayers.models import build_language_model
@@ -208,8 +200,7 @@ def lm_model(variant, vocab, hidden, steps, batch, dropout=0.0, embedding_dim=No
 
 
 def equal_parameter_hidden(variant, budget, **shape):
-    """The LSTM width, a multiple of the memory's pieces, at which ``variant``'s language
-    model has the number of weights closest to ``budget``."""
+    """The LSTM width (a multiple of the pieces) giving ``variant`` nearest ``budget`` weights."""
     kind, _, size = parse_variant(variant)
     multiple = max(1, size - 1) if kind == "ngram" else PIECES[kind]
     count = lambda k: lm_model(variant, hidden=multiple * k, **shape).count_params()  # noqa: E731
@@ -223,8 +214,7 @@ def equal_parameter_hidden(variant, budget, **shape):
 
 
 def attention_part_model(hidden, steps, batch, window=10):
-    """Eqs (2)-(4) of the parallel form without their weight products, on streams already
-    projected (the model's weights, so that the gradient reaches them)."""
+    """Eqs (2)-(4) of the parallel form on streams already projected (weights: get gradients)."""
     import keras
 
     from tf_memlayers import SlidingWindowAttention
@@ -248,8 +238,8 @@ def attention_part_model(hidden, steps, batch, window=10):
 
 
 class LanguageModel(Table):
-    """An LSTM language model's training step per memory variant against the bare LSTM's;
-    ``equal_parameters``: each at the width that gives it the bare LSTM's number of weights."""
+    """The LM's step per memory variant against the bare LSTM's (``equal_parameters``: at its
+    weights)."""
 
     def variants(self, sizes, case):
         import keras
@@ -291,8 +281,7 @@ class LanguageModel(Table):
 
 
 class Packing(Table):
-    """The plain LSTM language model's step, documents packed back to back (in-graph resets)
-    against padded to segment starts."""
+    """The plain LSTM LM's step, documents packed (in-graph resets) against padded."""
 
     median = "step_ms"
 
@@ -320,8 +309,7 @@ class Packing(Table):
 
 # --- window attention -----------------------------------------------------------------------
 
-#: The variants of ours with parts replaced by stand-ins: ``variant: (what its saving is
-#: called in the results, the parts it replaces)``.
+#: Ours with parts replaced by stand-ins: ``variant: (its saving's name, the parts)``.
 PARTS = {
     "ours_without_weighted_sum": ("weighted_sum", ("weighted_sum",)),
     "ours_without_scores": ("scores", ("scores",)),
@@ -330,8 +318,8 @@ PARTS = {
 
 
 def equal_weight_key_dim(width, attention_units):
-    """The ``key_dim`` at which a one-head `MultiHeadAttention`'s weights, ``3 (width k + k) +
-    k width + width``, come closest to `SlidingWindowAttention`'s."""
+    """The ``key_dim`` giving one-head `MultiHeadAttention` ours' weights (``4 width k + 3 k +
+    width``)."""
     ours = 2 * width * attention_units + attention_units + 2 * width * width
     return round((ours - width) / (4 * width + 3))
 
@@ -348,8 +336,8 @@ def window_products(variant, rows, width, steps):
 
 
 def stand_ins(parts):
-    """A context in which the ``parts`` of `SlidingWindowAttention`, ``"weighted_sum"`` (eq. (4))
-    and ``"scores"`` (eqs (2)-(3)), are elementwise stand-ins reading the same inputs."""
+    """A context in which `SlidingWindowAttention`'s ``parts`` (``weighted_sum``: eq. (4),
+    ``scores``: eqs (2)-(3)) are elementwise stand-ins reading the same inputs."""
     from keras import ops
 
     from tf_memlayers.layers.window_attention import window_attention_mechanism as mechanism
@@ -375,10 +363,8 @@ def stand_ins(parts):
 
 
 def window_layer(variant, width):
-    """``ours`` (and the `PARTS`); ``floor``, its four products alone (eq. (2)'s reaching the
-    output through a cheap product, so that XLA keeps them); ``output_only``, eq. (5)'s two;
-    ``mha``, `MultiHeadAttention` with a sliding causal mask at our weights, ``mha_width`` at our
-    width."""
+    """``ours``; ``floor``: its four products alone; ``output_only``: eq. (5)'s two; ``mha``:
+    `MultiHeadAttention`, sliding causal mask, at our weights; ``mha_width``: at our width."""
     import keras
 
     from tf_memlayers import SlidingWindowAttention
@@ -410,8 +396,7 @@ def window_layer(variant, width):
 
 
 class WindowAttention(Table):
-    """Each window-attention variant's step per length: a row per case, with XLA's buffers and
-    what each of `PARTS` saves over the floor."""
+    """Each window-attention variant's step per length, its XLA buffers and `PARTS`' savings."""
 
     buffers = True
 
@@ -428,11 +413,9 @@ class WindowAttention(Table):
             names += PARTS
 
         def make(name):
-            layer, options = window_layer(name, width), dict(limit_mib=sizes["limit_mib"])
+            layer, jit, limit = window_layer(name, width), "no_xla" not in name, sizes["limit_mib"]
             with stand_ins(PARTS[name][1] if name in PARTS else ()):
-                step = layer_step(
-                    layer, (batch, length, width), width, jit="no_xla" not in name, **options
-                )
+                step = layer_step(layer, (batch, length, width), width, jit=jit, limit_mib=limit)
             step.info = {"weights": step.model.count_params() - width * (width + 1)}
             return step
 
@@ -459,14 +442,11 @@ class WindowAttention(Table):
             if name not in ("ours", *PARTS) and ours and built[name].buffers_mib:
                 row[f"ours_memory_over_{name}"] = ours / built[name].buffers_mib
         if "floor" in samples and all(part in samples for part in PARTS):
-            # What each part costs above the floor, in units of the floor's time: the time its
-            # stand-in saves; "rest": what ours without both still costs above the floor (the
-            # parts overlap, so the three need not add up).
+            # A part's cost: the time its stand-in saves, in floor times (they overlap).
+            saving = lambda a, b: timing.median_saving(samples, a, b, "floor")  # noqa: E731
             for variant, (part, _) in PARTS.items():
-                row[f"{part}_over_floor"] = timing.median_saving(samples, "ours", variant, "floor")
-            row["rest_over_floor"] = timing.median_saving(
-                samples, "ours_without_both", "floor", "floor"
-            )
+                row[f"{part}_over_floor"] = saving("ours", variant)
+            row["rest_over_floor"] = saving("ours_without_both", "floor")
         return [row]
 
 
@@ -477,8 +457,8 @@ FLOOR_LAYER = "floor: AssociativeGRU C=8, memory by stand-ins"
 
 
 def holographic_stand_ins():
-    """A context in which the AM-GRU step's key copies (eqs. 4, 9-10), read (eq. 5) and write
-    (eq. 12) are elementwise stand-ins reading the same inputs (Keras's loop's step)."""
+    """A context in which the AM-GRU's key copies (eqs. 4, 9-10), read (eq. 5) and write (eq. 12)
+    are elementwise stand-ins reading the same inputs."""
     from keras import ops
 
     from tf_memlayers.ops import associative_gru_step as step_module
@@ -503,8 +483,7 @@ def holographic_stand_ins():
 
 
 class AssociativeMemory(Table):
-    """The AM-GRU's step (the layer, its cell in Keras's RNN, on TensorFlow also the fused
-    loop) and its floor's per time step against ``keras.layers.GRU``."""
+    """The AM-GRU's step (layer, cell, fused loop) and its floor's against ``keras.layers.GRU``."""
 
     def variants(self, sizes, case):
         import keras
@@ -537,8 +516,7 @@ class AssociativeMemory(Table):
 
 
 class DualVsWordByWord(Table):
-    """The hypothesis side's step against premise length: the Dual AM-GRU reading a memory of
-    fixed size, the LSTM with `WordByWordAttention` every premise output."""
+    """The hypothesis side's step by premise length: Dual AM-GRU against `WordByWordAttention`."""
 
     buffers = True
 
@@ -589,8 +567,7 @@ class DualVsWordByWord(Table):
 
 
 class Snli(Table):
-    """The SNLI model's step, layer 1 a GRU, the AM-GRU or the Dual AM-GRU (on TensorFlow also
-    fused, with its speed-up)."""
+    """The SNLI model's step, layer 1 a GRU, the AM-GRU or the Dual AM-GRU (fused: speed-up)."""
 
     def variants(self, sizes, case):
         import keras
@@ -620,8 +597,7 @@ class Snli(Table):
         return made
 
     def flops(self, sizes, case, name, model):
-        # The encoder's matrices every premise and hypothesis position, the Dual AM-GRU's own
-        # the hypothesis positions, the classifier's one pair per example.
+        # The encoder's every position (25 + 15), the Dual AM-GRU's the hypothesis's (15).
         def count(weight):
             if "/dual_associative_gru_cell/" in weight.path:
                 return 15
@@ -652,9 +628,8 @@ def compiled_call(layer):
 
 
 class HeapWrite(Table):
-    """`HeapCacheAttention.insert` of a batch into a full cache of K (the weakest K of a scored
-    pool, ascending: a min-heap), heap against top-k, of a batch that enters whole (``worst``)
-    and a random one; and a read."""
+    """`HeapCacheAttention.insert` into a full cache of K (a min-heap), heap against top-k, of a
+    batch that enters whole (``worst``) and a random one; and a read."""
 
     def cases(self, sizes):
         return [{"dtype": "float32", "cache_size": size} for size in sizes["heap_sizes"]]
@@ -812,8 +787,7 @@ class BackendCases(Table):
 
 
 class Backends(Table):
-    """`BackendCases` in child processes on each backend, alternately (load that drifts hits
-    both alike); per case and backend the median of all steps."""
+    """`BackendCases` in child processes on each backend, alternately; medians of all steps."""
 
     def cases(self, sizes):
         return [{}]
@@ -844,19 +818,12 @@ class Backends(Table):
         return rows
 
 
-LM, PEERS = dict(key="variant", ratio="ratio_to_lstm"), ("ours", "mha_width", "output_only")
+LM, FLOOR = dict(key="variant", ratio="ratio_to_lstm"), dict(variants=("ours", "floor", "mha"))
+PEERS = dict(variants=("ours", "mha_width", "output_only"), lengths="peer_lengths", parts=False)
 #: The tables, by their name on the command line and in a results file's ``tables``.
 TABLES = dict(
-    window_attention=WindowAttention(
-        "window_attention_floor.json", variants=("ours", "floor", "mha")
-    ),
-    window_peers=WindowAttention(
-        "window_attention_peers.json",
-        variants=PEERS,
-        lengths="peer_lengths",
-        parts=False,
-        no_xla=True,
-    ),
+    window_attention=WindowAttention("window_attention_floor.json", **FLOOR),
+    window_peers=WindowAttention("window_attention_peers.json", **PEERS, no_xla=True),
     language_model=LanguageModel("window_attention_lm.json", **LM, variants=LM_VARIANTS, part=True),
     lm_kinds=LanguageModel("lm_throughput.json", **LM, variants=LM_KINDS),
     lm_equal_parameters=LanguageModel(

@@ -96,7 +96,7 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
 
 BAD_OPTIONS = """bash benchmarks/gpu/run.sh --fast
 -m benchmarks.gpu.layer_tests --workers 0 --out .
--m benchmarks.gpu.device --require-gpu maybe --out x.json
+-m benchmarks.gpu.layer_tests --require-gpu maybe --out x.json
 -m benchmarks.speed --rounds 0
 -m benchmarks.speed --tables all
 -m benchmarks.speed --lengths 20 x
