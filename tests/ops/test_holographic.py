@@ -42,7 +42,9 @@ def test_bound_divides_by_modulus_above_one_only():
 def test_bound_gradient_is_finite_at_an_exactly_zero_key():
     x = np.array([[0.0, 3.0, 0.0, 4.0]])
     upstream = np.array([[1.0, 2.0, 3.0, 4.0]])
-    _, _, (grad,) = gradients(lambda x: ops.sum(holographic.bound(x) * upstream), inputs=[x])
+    _, _, (grad,) = gradients(
+        lambda x: ops.sum(holographic.bound(x) * ops.convert_to_tensor(upstream)), inputs=[x]
+    )
     assert np.all(np.isfinite(grad))
     # Inside the unit disc bound is the identity: gradient = the upstream weights.
     np.testing.assert_allclose(grad[0, [0, 2]], [1.0, 3.0])
