@@ -172,7 +172,8 @@ def test_parallel_and_cell_match_numpy_reference_float64(
     for name, value in weights.items():
         getattr(cell, name).assign(value)
     np.testing.assert_allclose(np.asarray(rnn(x, mask=mask, **extra)), expected, atol=1e-10, rtol=0)
-    if reset:  # not vacuous: the rows with resets differ without
+    # Not vacuous: the rows with resets differ without (a 2-gram reads no earlier step).
+    if reset and n > 2:
         assert not np.allclose(np.asarray(layer(x, mask=mask)), expected)
 
 
