@@ -235,6 +235,11 @@ def topk_write(cache, candidates, kernel, score_vector):
     size = int(cache.shape[0])
     pool = ops.concatenate([cache, candidates], axis=0)
     scores = pool_scores(pool, kernel, score_vector)
-    _, best = ops.top_k(scores, k=size, sorted=True)
+    if keras.backend.backend() == "torch":
+        # torch.topk leaves the order of equal scores open; a stable sort puts the lower
+        # index first, as top_k does on TensorFlow and JAX.
+        best = ops.argsort(-scores)[:size]
+    else:
+        _, best = ops.top_k(scores, k=size, sorted=True)
     kept = ops.scatter(best[:, None], ops.ones((size,), "int32"), ops.shape(scores))
     return ops.take(pool, ops.flip(best, axis=0), axis=0), ops.cast(kept, "bool")[size:]
