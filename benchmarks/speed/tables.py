@@ -1,6 +1,5 @@
 """The speed tables (``python -m benchmarks.speed``): per case (a dtype, a length, ...) the
-variants of one training step (each a function building its `Step`, or a callable), timed
-interleaved."""
+variants of one training step (each a function building its `Step`, or a callable)."""
 
 import contextlib
 import os
@@ -69,18 +68,16 @@ def backend():
 
 
 def model_of(inputs, layer, head, **call):
+    """``Dense(head)`` on ``layer`` of ``inputs`` (a shape: an input of it)."""
     import keras
 
+    inputs = keras.Input(inputs[1:], batch_size=inputs[0]) if isinstance(inputs, tuple) else inputs
     first = inputs[0] if isinstance(inputs, list) else inputs
     return keras.Model(inputs, keras.layers.Dense(head)(layer(first, **call)))
 
 
 def layer_step(layer, shape, head=1, **options):
-    """The `Step` of ``layer`` on inputs of ``shape``, ``Dense(head)`` on top."""
-    import keras
-
-    model = model_of(keras.Input(shape[1:], batch_size=shape[0]), layer, head)
-    return training.Step(model, normal(*shape), **options)
+    return training.Step(model_of(shape, layer, head), normal(*shape), **options)
 
 
 def replaced(*attributes):
