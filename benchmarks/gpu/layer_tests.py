@@ -83,10 +83,10 @@ def run(targets, workers, seconds, junit, log, ids_file):
 
 
 def summarise(junit, collected=()):
-    """Counts and failures of a pytest JUnit report, and the ``collected`` test ids it does not
-    report (left unrun)."""
-    summary = dict(passed=0, failed=0, errors=0, skipped=0, seconds=0.0, failures=[], per_file={})
-    reported = set()
+    """Counts and failures of a pytest JUnit report, its 20 slowest tests (what to trim when the
+    selection outgrows its time), and the ``collected`` test ids it does not report (unrun)."""
+    summary = dict(passed=0, failed=0, errors=0, skipped=0, seconds=0, failures=[], per_file={})
+    seconds = {}
     cases = ElementTree.parse(junit).getroot().iter("testcase") if os.path.isfile(junit) else ()
     for case in cases:
         if not case.get("name"):  # a test interrupted at the time limit: not reported
@@ -102,11 +102,13 @@ def summarise(junit, collected=()):
             message = (marks[0].get("message") or marks[0].text or "").strip().splitlines()
             summary["failures"].append({"test": test_id, "message": (message or [""])[0][:500]})
         summary[outcome] += 1
-        summary["seconds"] += float(case.get("time") or 0)
-        reported.add(test_id)
+        seconds[test_id] = float(case.get("time") or 0)
         counts = summary["per_file"].setdefault(file, {})
         counts[outcome] = counts.get(outcome, 0) + 1
-    summary["not_run"] = [test_id for test_id in collected if test_id not in reported]
+    summary["seconds"] = sum(seconds.values(), 0.0)
+    slowest = sorted(seconds.items(), key=lambda item: -item[1])[:20]
+    summary["slowest"] = [{"test": test_id, "seconds": s} for test_id, s in slowest]
+    summary["not_run"] = [test_id for test_id in collected if test_id not in seconds]
     return summary
 
 

@@ -158,8 +158,6 @@ class Table:
         pass
 
 
-# --- the language model ---------------------------------------------------------------------
-
 #: LM variants ``kind-form:size`` (an attention's window, the N-gram RNN's N).
 LM_VARIANTS = ("lstm", "window-parallel:5", "window-parallel:10", "window-cell:5")
 LM_VARIANTS += ("window-cell:10", "ngram-parallel:4", "ngram-cell:4")
@@ -304,8 +302,6 @@ class Packing(Table):
             row["tokens_per_second"] = round(sizes["packing_batch"] * 20 / row["step_ms"] * 1000)
 
 
-# --- window attention -----------------------------------------------------------------------
-
 #: Ours with parts replaced by stand-ins: ``variant: (its saving's name, the parts)``.
 PARTS = {
     "ours_without_weighted_sum": ("weighted_sum", ("weighted_sum",)),
@@ -446,8 +442,6 @@ class WindowAttention(Table):
             row["rest_over_floor"] = saving("ours_without_both", "floor")
         return [row]
 
-
-# --- associative memory ---------------------------------------------------------------------
 
 #: The associative-memory table's floor row: `AssociativeGRU` under `holographic_stand_ins`.
 FLOOR_LAYER = "floor: AssociativeGRU C=8, memory by stand-ins"
@@ -608,9 +602,6 @@ class Snli(Table):
             row["speedup"] = timing.median_ratio(samples, kind)[cell]
 
 
-# --- heap cache -----------------------------------------------------------------------------
-
-
 def compiled_call(layer):
     if backend() != "jax":
         import tensorflow as tf
@@ -708,9 +699,6 @@ class HeapStep(Table):
         per_layer = dict(encoder=batch * 40, attention_pooling=batch * 40, cache_attention=cache)
         per_row = lambda w: per_layer.get(w.path.split("/")[0], batch)  # noqa: E731
         return training.weight_training_flops(model, per_row)
-
-
-# --- attention over a memory, and the backends ----------------------------------------------
 
 
 class AttentionWrapperTable(Table):

@@ -145,6 +145,8 @@ def test_the_summary_counts_each_outcome_names_what_did_not_run_and_what_to_reru
     ]
     assert summary["per_file"]["tests/layers/test_a"] == {"passed": 1, "failed": 1}
     assert summary["seconds"] == pytest.approx(2.5)
+    assert summary["slowest"][0] == {"test": "tests/layers/test_a.py::test_one", "seconds": 1.5}
+    assert [entry["seconds"] for entry in summary["slowest"]] == [1.5, 0.5, 0.25, 0.25]
     # A rerun takes the failed and the unrun tests, in collection order.
     expected = [collected[4], collected[3], collected[1]]
     assert layer_tests.rerun_targets(summary, collected[::-1]) == expected
