@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tests.language_models import language_model
+from tests.models.test_language_model import VOCAB, _tokens
 from tests.support import summary_events, summary_table, summary_text, tensorflow_only
 from tf_memlayers.callbacks import window_attention_callback
 from tf_memlayers.callbacks.window_attention_callback import (
@@ -21,11 +22,6 @@ pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
 
 # The module, not the function of its name that the package exports.
 heatmap = importlib.import_module("tf_memlayers.callbacks.write_heatmap")
-VOCAB = 23
-
-
-def _tokens(batch, time, seed=0):
-    return np.random.default_rng(seed).integers(0, VOCAB, (batch, time)).astype("int32")
 
 
 def _model(kind, probe=False):
