@@ -40,13 +40,9 @@ def _dual_am_gru(fused_loop):
 
 def _last_word_model():
     """The last-word model with its heap cache (holding entries to read) and attention pooling."""
+    sizes = dict(sequence_length=10, embedding_dim=6, units=8)
     model = build_fill_last_word_model(
-        VOCAB,
-        AttentionPooling(4),
-        HeapCacheAttention(12, 4),
-        sequence_length=10,
-        embedding_dim=6,
-        units=8,
+        VOCAB, AttentionPooling(4), HeapCacheAttention(12, 4), **sizes
     )
     cache = model.get_layer("cache_attention")
     entries = np.random.default_rng(5).normal(size=(12, cache.cache.shape[-1]))
