@@ -162,9 +162,11 @@ def _site_pages(site):
 def _home(module_name, name):
     """The module under whose path ``name`` of ``module_name`` is documented: the package's
     top level for what it re-exports (``Perplexity``, ``SequenceCrossentropy``)."""
-    value = getattr(importlib.import_module(module_name), name)
+    value = getattr(importlib.import_module(module_name), name, None)
     top = importlib.import_module("tf_memlayers")
-    return "tf_memlayers" if getattr(top, name, None) is value else module_name
+    return (
+        "tf_memlayers" if value is not None and getattr(top, name, None) is value else module_name
+    )
 
 
 def _classes_and_functions():
@@ -173,8 +175,8 @@ def _classes_and_functions():
             (_home(module, name), name)
             for module, names in _documented_modules().items()
             for name in names
-            if inspect.isclass(getattr(importlib.import_module(module), name))
-            or inspect.isfunction(getattr(importlib.import_module(module), name))
+            if inspect.isclass(value := getattr(importlib.import_module(module), name))
+            or inspect.isfunction(value)
         }
     )
 
@@ -233,11 +235,8 @@ def test_every_name_of_the_package_the_reference_mentions_is_documented(site, ap
     def documented_under_another_path(name):
         """``tf_memlayers.metrics.Perplexity`` is ``tf_memlayers.Perplexity``."""
         module, _, attribute = name.rpartition(".")
-        if module not in PUBLIC_MODULES:
-            return False
-        value = getattr(importlib.import_module(module), attribute, None)
-        top = importlib.import_module("tf_memlayers")
-        return f"tf_memlayers.{attribute}" in documented and getattr(top, attribute) is value
+        home = _home(module, attribute) if module in PUBLIC_MODULES else None
+        return home == "tf_memlayers" and f"tf_memlayers.{attribute}" in documented
 
     undocumented = set()
     for path in sorted((site / "api").rglob("*.html")):
