@@ -1,10 +1,7 @@
 """Data-parallel training on JAX (``keras.distribution.DataParallel``): one step of ``fit`` over
 two devices gives the loss, metrics and weights of one device trained on the same global batch.
-
-JAX fixes its devices when it starts: a child Python process on the JAX backend with two
-simulated CPU devices (this file run as a script) trains each case with and without the
-distribution from the same weights and prints the results as JSON.
-"""
+A child process on two simulated CPU devices (JAX fixes its devices when it starts; this file
+run as a script) trains each case both ways from the same weights and prints JSON."""
 
 import importlib.util
 import json
