@@ -31,12 +31,10 @@ def _model(kind, probe=False):
     return language_model(VOCAB, kind, return_attention_scores=probe, **options)
 
 
-def test_window_positions_are_labelled_oldest_first():
+def test_positions_are_labelled_oldest_first_and_averaged_over_every_full_window():
     assert window_position_labels(1) == ["t-1"]
     assert window_position_labels(5) == ["t-5", "t-4", "t-3", "t-2", "t-1"]
-
-
-def test_average_attention_by_position_is_the_mean_over_every_full_window():
+    # The average attention by position is the mean over every full window.
     rng = np.random.default_rng(0)
     scores = rng.dirichlet(np.ones(4), size=(3, 9)).astype("float32")  # [batch, time, window]
     total, count = np.zeros(4), 0
