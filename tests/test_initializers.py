@@ -91,14 +91,12 @@ def test_a_clone_draws_from_the_same_distribution():
     )
 
 
-def test_an_integer_seed_gives_each_weight_the_same_values():
+def test_an_integer_seed_gives_each_weight_the_same_values_and_a_generator_draws_anew():
     initializer = keras.initializers.GlorotUniform(seed=7)
     values = [np.asarray(for_one_weight(initializer)((3, 5))) for _ in range(2)]
     np.testing.assert_array_equal(values[0], values[1])
     np.testing.assert_array_equal(values[0], np.asarray(initializer((3, 5))))
-
-
-def test_a_seed_generator_is_used_as_it_is():
+    # A seed generator is used as it is.
     initializer = keras.initializers.GlorotUniform(seed=keras.random.SeedGenerator(3))
     assert for_one_weight(initializer) is initializer
     first, second = (np.asarray(for_one_weight(initializer)((3, 3))) for _ in range(2))
