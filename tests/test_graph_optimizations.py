@@ -127,11 +127,8 @@ def _loss_and_gradients(model):
     def step(inputs, targets):
         with tf.GradientTape() as tape:
             outputs = model(inputs, training=False)
-            loss = tf.reduce_mean(
-                keras.losses.sparse_categorical_crossentropy(
-                    targets, outputs, from_logits=from_logits
-                )
-            )
+            loss = keras.losses.sparse_categorical_crossentropy(targets, outputs, from_logits)
+            loss = tf.reduce_mean(loss)
         return loss, tape.gradient(loss, model.trainable_weights)
 
     return step
