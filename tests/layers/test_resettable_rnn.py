@@ -207,11 +207,6 @@ def test_cells_without_reset_are_wrapped():
     assert isinstance(again.cell.cell, keras.layers.GRUCell)
 
 
-def test_a_non_cell_is_refused():
-    with pytest.raises(TypeError, match="ResettableCell: `cell` must be a Keras RNN cell"):
-        ResettableCell(keras.layers.Dense(3))
-
-
 @pytest.mark.parametrize("unroll", [False, True])
 @pytest.mark.parametrize("masked", [False, True])
 def test_a_list_of_cells_is_stacked_and_every_cell_restarts_at_a_reset(unroll, masked):

@@ -61,18 +61,6 @@ def test_reverse_uses_the_embedding_matrix_and_bias():
     assert layer.compute_output_shape((2, 3, 4), reverse=True) == (2, 3, 6)
 
 
-@pytest.mark.parametrize(
-    "kwargs, name",
-    [
-        ({"input_dim": 0, "output_dim": 2}, "input_dim"),
-        ({"input_dim": 3, "output_dim": 2.0}, "output_dim"),
-    ],
-)
-def test_bad_sizes_name_the_argument(kwargs, name):
-    with pytest.raises((ValueError, TypeError), match=name):
-        TiedEmbedding(**kwargs)
-
-
 @pytest.mark.parametrize("weights", [np.ones((3, 4)), [np.ones((3, 4))]])
 def test_weights_set_the_embedding_matrix_as_in_keras_embedding(weights):
     layer = TiedEmbedding(3, 4, output_bias_initializer="ones", weights=weights)
@@ -104,9 +92,3 @@ def test_bad_reverse_calls_are_named(reverse, width, error, fragment):
     with pytest.raises(error) as raised:
         layer.compute_output_shape(vectors.shape, reverse=reverse)
     assert fragment in str(raised.value)
-
-
-def test_a_quantized_dtype_is_refused():
-    # Keras would run its quantized call, which has no `reverse`.
-    with pytest.raises(ValueError, match="TiedEmbedding: `dtype`.*int8_from_float32"):
-        TiedEmbedding(10, 4, dtype="int8_from_float32")

@@ -162,14 +162,3 @@ def test_the_retrievals_of_a_gru_add_up_to_its_output():
     out = np.asarray(keras.layers.RNN(cell, return_sequences=True)(xs))
     assert out.shape == (2, 4, 12)
     np.testing.assert_allclose(out[..., :4], out[..., 8:] + out[..., 4:8], atol=1e-6)
-
-
-def test_bad_input_is_rejected():
-    with pytest.raises(ValueError, match="even.*5"):
-        AssociativeMemoryCell(keras.layers.GRUCell(5))
-    with pytest.raises(ValueError, match="num_copies.*>= 1"):
-        AssociativeMemoryCell(keras.layers.GRUCell(4), num_copies=0)
-    with pytest.raises(ValueError, match="memory_state_index.*< 1.*got 1"):
-        AssociativeMemoryCell(keras.layers.GRUCell(4), memory_state_index=1)
-    with pytest.raises(TypeError, match="cell"):
-        AssociativeMemoryCell("gru")

@@ -294,10 +294,3 @@ def test_masks_pass_on_with_the_sequences():
 def test_bad_inputs_are_named_errors(call, error, fragment):
     with pytest.raises(error, match=fragment):
         call(DualAssociativeEncoder(4, num_copies=2))
-
-
-def test_arguments_are_checked_by_the_layers_that_own_them():
-    with pytest.raises(ValueError, match="units.*even"):
-        DualAssociativeEncoder(5)
-    with pytest.raises(ValueError, match="dual_key"):
-        DualAssociativeEncoder(4, dual_key="both")

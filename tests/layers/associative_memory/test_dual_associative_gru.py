@@ -219,11 +219,6 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
     np.testing.assert_array_equal(np.asarray(got[3]), np.asarray(states[2]))
 
 
-def test_premise_cell_is_not_an_argument():
-    with pytest.raises(TypeError, match="premise_cell.*DualAssociativeEncoder"):
-        DualAssociativeGRU(UNITS, premise_cell=AssociativeGRUCell(UNITS))
-
-
 @tensorflow_only(FUSED_LOOP)
 def test_fused_loop_needs_the_paper_key():
     with pytest.raises(ValueError, match="dual_key='paper' only; got dual_key='released'"):

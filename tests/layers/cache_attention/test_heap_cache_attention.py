@@ -345,21 +345,6 @@ def test_non_finite_candidates_are_skipped_inside_tf_function(jit_compile):
     assert np.isfinite(np.asarray(layer.cache)).all() and int(layer.fill_count()) == 2
 
 
-@pytest.mark.parametrize(
-    "kwargs, error, fragment",
-    [
-        ({"cache_size": 0, "attention_units": 4}, ValueError, "cache_size"),
-        ({"cache_size": 2.5, "attention_units": 4}, TypeError, "cache_size"),
-        ({"cache_size": 3, "attention_units": 0}, ValueError, "attention_units"),
-        ({"cache_size": 3, "attention_units": 4, "policy": "lru"}, ValueError, "'lru'"),
-        ({"cache_size": 3, "attention_units": 4, "query": "cosine"}, ValueError, "'cosine'"),
-    ],
-)
-def test_bad_arguments(kwargs, error, fragment):
-    with pytest.raises(error, match=fragment):
-        HeapCacheAttention(**kwargs)
-
-
 def test_bad_candidates():
     layer = make_layer(4)
     with pytest.raises(ValueError, match=r"width 6 .*got shape \(2, 5\)"):

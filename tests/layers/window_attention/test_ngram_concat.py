@@ -290,11 +290,3 @@ def test_the_memory_is_the_references_history_and_the_cell_state(float64_policy)
         getattr(cell, name).assign(value)
     _, _, cell_memory = rnn(x[:, :6], mask=mask[:, :6])
     np.testing.assert_allclose(np.asarray(cell_memory), np.asarray(memory), atol=1e-12)
-
-
-def test_bad_arguments():
-    # `sizes` and the input's width are checked by the split (test_key_value_predict_split.py).
-    with pytest.raises(ValueError, match=r"`n` must be >= 2, got 1"):
-        NGramConcat(1, 4)
-    with pytest.raises(ValueError, match=r"`units` must be >= 1, got 0"):
-        NGramConcat(3, 0)

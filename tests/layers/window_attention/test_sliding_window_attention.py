@@ -574,15 +574,6 @@ def test_a_fresh_memory_equals_explicit_zeros_forward_and_gradients(float64_poli
     np.testing.assert_allclose(np.asarray(layer(x)), np.asarray(layer(x, initial_memory=zeros)))
 
 
-def test_bad_cells_are_refused_when_made():
-    # The other arguments are the mechanism's (test_window_attention_mechanism.py) and the
-    # memory's (test_memory_sequence_layer.py).
-    with pytest.raises(ValueError, match=r"width 7 does not divide into 2"):
-        SlidingWindowAttentionCell(keras.layers.GRUCell(7), 2, mode="key_value")
-    with pytest.raises(TypeError, match=r"`cell` must be a Keras RNN cell"):
-        SlidingWindowAttentionCell("lstm", 2)
-
-
 def test_stateful_layer_carries_memory_inside_jit_fit():
     batch, steps = 4, 6
     inputs = keras.Input((steps,), batch_size=batch, dtype="int32")
