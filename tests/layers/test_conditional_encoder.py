@@ -1,5 +1,4 @@
-"""`ConditionalEncoder`: the stacks of Table 1 (a GRU, AM-GRU or Dual AM-GRU, then a GRU)
-against their layers run by hand and the AM-GRU's NumPy reference; any other stack alike."""
+"""`ConditionalEncoder`: Table 1's stacks and any other against their layers run by hand."""
 
 import json
 import pathlib
@@ -10,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.am_gru_reference import conditional_encoding_retrievals
-from tests.layer_test_case import LayerTestCase
+from tests.layer_test_case import LayerTestCase, dtype_policy
 from tf_memlayers.layers import AssociativeGRU, ConditionalEncoder, DualAssociativeEncoder
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
@@ -20,8 +19,7 @@ KINDS = ("gru", "am_gru", "dual_am_gru")
 
 
 def _encoder(kind, units=8, dtype=None, **kwargs):
-    """The Table 1 stack ``kind``: its first layer, then a GRU; ``kwargs`` go to the
-    associative layers."""
+    """Table 1's stack ``kind``: its first layer (taking ``kwargs``), then a GRU."""
     options = dict(return_sequences=True, dtype=dtype)
     if kind == "gru":
         first = keras.layers.GRU(units, return_state=True, **options)
@@ -58,10 +56,8 @@ class ConditionalEncoderTest(LayerTestCase):
         build = lambda premise, hypothesis: _encoder("dual_am_gru")([premise, hypothesis])[1]  # noqa: E731
         self.run_journey_test("pair", build, tmp_path)
 
-    def test_config(self):
+    def test_config_and_output_spec(self):
         self.run_config_test(ConditionalEncoder, layers=_encoder("am_gru").encoder_layers, name="e")
-
-    def test_output_spec(self):
         self.run_output_spec_test(
             lambda dtype: _encoder("gru", 4, dtype=dtype), [(2, 5, 4), (2, 3, 4)]
         )
@@ -195,26 +191,17 @@ def test_memory_retrievals_match_the_reference(float64_policy, kind, dual_key):
     assert _built("gru").memory_retrievals(premise, hypothesis) == {}
 
 
-def _float32_and_mixed_encoders(kind, rng):
-    """A float32 encoder with U(-0.8, 0.8) weights and a mixed_float16 copy of it."""
-    expected = _built(kind)
-    _set_uniform_weights(expected, rng)
-    keras.config.set_dtype_policy("mixed_float16")
-    try:
-        encoder = _built(kind)
-    finally:
-        keras.config.set_dtype_policy("float32")
-    encoder.set_weights(expected.get_weights())
-    return expected, encoder
-
-
 @pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
 def test_memory_retrievals_under_a_mixed_policy_run_in_float32(kind):
     # The probe steps the cells outside `__call__`, deliberately in the variables' dtype:
     # under mixed_float16 it gives the float32 values.
     rng = np.random.default_rng(3)
     premise, hypothesis = (x[0] for x in _pair(rng, batch=1))
-    expected, encoder = _float32_and_mixed_encoders(kind, rng)
+    expected = _built(kind)
+    _set_uniform_weights(expected, rng)
+    with dtype_policy("mixed_float16"):
+        encoder = _built(kind)
+    encoder.set_weights(expected.get_weights())
     assert encoder.compute_dtype == "float16" and encoder.variable_dtype == "float32"
     got = encoder.memory_retrievals(premise, hypothesis)
     want = expected.memory_retrievals(premise, hypothesis)
@@ -320,8 +307,7 @@ def test_a_stack_returning_sequences_passes_the_masks_on():
 
 @pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
 def test_a_file_of_0_1_loads_into_the_stack_of_its_layers_and_saves_as_one(kind, tmp_path):
-    """Versions 0.1 and 0.2 saved a kind name and sizes: `from_config` makes the stack, the
-    file's weights load into it (its stored outputs come back), and it saves anew."""
+    """0.1 and 0.2 saved a kind and sizes: they load as the stack, give the stored outputs."""
     saved = np.load(FIXTURES / "v0.1_outputs.npz")
     inputs = [saved[f"{kind}_premise"], saved[f"{kind}_hypothesis"]]
     want = saved[f"{kind}_probabilities"]

@@ -30,13 +30,9 @@ class PhiloxDropoutTest(LayerTestCase):
         build = lambda e: keras.layers.GRU(8, return_sequences=True)(PhiloxDropout(0.3)(e))  # noqa: E731
         self.run_journey_test("step", build, tmp_path)
 
-    def test_config(self):
+    def test_config_output_spec_and_empty_input(self):
         self.run_config_test(PhiloxDropout, rate=0.3, noise_shape=(None, 1, 4), seed=5)
-
-    def test_output_spec(self):
         self.run_output_spec_test(lambda dtype: PhiloxDropout(0.5, dtype=dtype), (2, 5, 4))
-
-    def test_empty_input(self):
         # Its output is the input, dropped out: no memory.
         self.run_empty_input_test(lambda: PhiloxDropout(0.5), last_output_is_memory=False)
 

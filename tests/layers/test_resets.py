@@ -1,9 +1,5 @@
-"""The ``reset`` call argument beyond each layer's reset suite (tests/layer_test_case.py): a
-row with a reset at step t computes from t on what the layer computes on the document alone
-from a fresh state (the recurrent layers and cells against separate runs, with masks, initial
-and carried states and XLA; the window layers against their NumPy references in their own
-modules), and no gradient crosses a reset.
-"""
+"""``reset`` beyond the suites: packed documents equal separate runs (masks, initial and
+carried states, XLA), and no gradient crosses a reset."""
 
 import keras
 import numpy as np
@@ -99,8 +95,7 @@ KINDS = {
 
 
 def _resets_and_mask():
-    """Documents from steps 2 and 5 of row 0, 0 (forgetting the initial state) and 4 of row 1,
-    none in row 2 (its reset is at a masked step); padding at the end of row 0, holes."""
+    """Resets at steps 2, 5 of row 0, 0, 4 of row 1, a masked 3 of row 2; padding, holes."""
     reset = np.zeros((3, STEPS), bool)
     reset[0, [2, 5]] = True
     reset[1, [0, 4]] = True
@@ -114,8 +109,7 @@ def _resets_and_mask():
 
 
 def _documents(reset, mask):
-    """Per row, ``(start, end, fresh)`` of its documents: from step 0 and each reset of a kept
-    step; ``fresh``: from a fresh state (a reset), not the initial state."""
+    """Per row, ``(start, end, fresh)`` of its documents (``fresh``: from a reset)."""
     kept = np.ones_like(reset) if mask is None else mask
     rows = []
     for row, keep in zip(reset, kept):
@@ -143,8 +137,7 @@ def _fresh_state(layer, initial_state, row):
 
 
 def separate_runs(layer, xs, reset, mask=None, initial_state=None):
-    """Each document of each row run alone by ``layer``: the packed run's expected outputs and
-    final states."""
+    """Each document run alone: the packed run's expected outputs and final states."""
     outputs, finals = None, []
     for row, documents in enumerate(_documents(reset, mask)):
         for start, end, fresh in documents:

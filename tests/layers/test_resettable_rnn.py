@@ -1,5 +1,4 @@
-"""`ResettableCell` and `ResettableRNN`: any Keras cell with in-graph per-row resets (packed
-documents against separate runs, with masks, initial and carried states: test_resets.py)."""
+"""`ResettableCell` and `ResettableRNN`: any Keras cell with per-row resets (and test_resets.py)."""
 
 import keras
 import numpy as np
@@ -34,10 +33,8 @@ class ResettableCellTest(LayerTestCase):
             "step", lambda e: user_rnn(cell(), return_sequences=True)(e), tmp_path
         )
 
-    def test_config_and_arguments(self):
+    def test_config_and_resets(self):
         self.run_config_test(ResettableCell, cell=keras.layers.LSTMCell(3), name="wrapped")
-
-    def test_resets(self):
         self.run_reset_tests(lambda **kw: ResettableCell(keras.layers.GRUCell(4), **kw))
 
 
@@ -82,9 +79,11 @@ class ResettableRNNTest(LayerTestCase):
 
         self.run_journey_test("step", build, tmp_path)
 
-    def test_config_and_arguments(self):
+    def test_config_arguments_and_resets(self):
         self.run_config_test(ResettableRNN, cell=keras.layers.GRUCell(4), **ALL_RNN_FLAGS)
-        self.run_flags_test(lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw))
+        make = lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw)  # noqa: E731
+        self.run_flags_test(make)
+        self.run_reset_tests(make)
 
     @pytest.mark.parametrize(
         "cell, kwargs",
@@ -97,9 +96,6 @@ class ResettableRNNTest(LayerTestCase):
         self.run_output_spec_test(
             lambda dtype: ResettableRNN(cell(5, dtype=dtype), dtype=dtype, **kwargs), (2, 5, 4)
         )
-
-    def test_resets(self):
-        self.run_reset_tests(lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw))
 
     def test_mixed_float16_matches_float32(self):
         x = RNG.normal(size=(B, T, F)).astype("float32")
@@ -134,8 +130,7 @@ def test_without_reset_it_is_keras_rnn_and_lstm(float64_policy):
 
 
 def _model():
-    """A language model over a stack of an LSTM and a GRU cell with dropout on their inputs
-    and states, and its cells."""
+    """A language model over stacked LSTM and GRU cells with dropout, and its cells."""
     tokens = keras.Input((None,), dtype="int32", name="tokens")
     reset = keras.Input((None,), dtype="bool", name="reset")
     embedded = keras.layers.Embedding(20, 6, mask_zero=True)(tokens)
@@ -224,6 +219,9 @@ def test_a_list_of_cells_is_stacked_and_every_cell_restarts_at_a_reset(unroll, m
         mask[2, 7:] = False
     outputs, *states = rnn(x, reset=reset, mask=mask)
     assert len(states) == 2  # one entry a cell, as keras.layers.RNN returns a stack's states
+    assert [id(w) for w in rnn.weights] == [id(w) for cell in cells for w in cell.weights]
+    again = ResettableRNN.from_config(rnn.get_config()).cell.cell
+    assert [type(c) for c in again.cells] == [keras.layers.LSTMCell, keras.layers.GRUCell]
     # The reference: the same stacked cells under keras.layers.RNN, on each document alone.
     alone_rnn = keras.layers.RNN(stack, return_sequences=True, return_state=True)
     for row in range(B):
@@ -238,22 +236,6 @@ def test_a_list_of_cells_is_stacked_and_every_cell_restarts_at_a_reset(unroll, m
             np.testing.assert_allclose(
                 np.asarray(state)[row], np.asarray(alone_state)[0], atol=1e-6, rtol=0
             )
-
-
-def test_a_list_of_cells_gives_keras_rnn_outputs_and_config():
-    x = RNG.normal(size=(B, T, F)).astype("float32")
-    rnn = ResettableRNN([keras.layers.LSTMCell(3), keras.layers.GRUCell(4)], return_state=True)
-    stacked = keras.layers.RNN(
-        [keras.layers.LSTMCell(3), keras.layers.GRUCell(4)], return_state=True
-    )
-    stacked.build(x.shape)
-    rnn.build(x.shape)
-    rnn.set_weights(stacked.get_weights())
-    for got, expected in zip(keras.tree.flatten(rnn(x)), keras.tree.flatten(stacked(x))):
-        np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-6, rtol=0)
-    again = ResettableRNN.from_config(rnn.get_config())
-    assert isinstance(again.cell.cell, keras.layers.StackedRNNCells)
-    assert [type(c) for c in again.cell.cell.cells] == [keras.layers.LSTMCell, keras.layers.GRUCell]
 
 
 class _UnregisteredCell(keras.layers.Layer):

@@ -1,7 +1,5 @@
-"""Models around the (Dual) AM-GRU with the default ``fused_loop="auto"`` convert to TFLite's
-built-in operators and give the Keras model's outputs: one step (window attention carrying its
-memory, the AM-GRU with explicit states) and fixed lengths. The fused loop splits the batch
-into one shard per core (at most 8); the tests split it as on 8 cores."""
+"""(Dual) AM-GRU models (``fused_loop="auto"``) convert to TFLite's built-in operators with the
+Keras outputs, one step and fixed lengths; the fused loop's batch split as on 8 cores."""
 
 import keras
 import numpy as np

@@ -1,5 +1,4 @@
-"""AM-GRU and Dual AM-GRU cells against a NumPy float64 restatement of the original step
-(`am_gru_reference`)."""
+"""AM-GRU and Dual AM-GRU cells against the original step in NumPy (`am_gru_reference`)."""
 
 import keras
 import numpy as np
@@ -28,13 +27,14 @@ class AssociativeGRUCellTest(LayerTestCase):
     layer_cls = AssociativeGRUCell
 
     @pytest.mark.parametrize("copies, retrievals", [(2, False), (1, True)])
-    def test_layer_and_cell_behaviors(self, copies, retrievals):
+    def test_layer_cell_and_reset_behaviors(self, copies, retrievals):
         def make(dtype=None):
             return AssociativeGRUCell(
                 6, num_copies=copies, return_retrievals=retrievals, dtype=dtype
             )
 
         self.run_cell_tests(make)
+        self.run_reset_tests(make)
         self.run_layer_test(
             rnn_over(make),
             input_shape=(2, 3, 4),
@@ -50,12 +50,6 @@ class AssociativeGRUCellTest(LayerTestCase):
     def test_config_and_arguments(self):
         self.run_config_test(AssociativeGRUCell, **AM_GRU_CONFIG, return_retrievals=True)
         self.run_flags_test(lambda **kw: AssociativeGRUCell(4, **kw))
-
-    @pytest.mark.parametrize("retrievals", [False, True])
-    def test_resets(self, retrievals):
-        self.run_reset_tests(
-            lambda **kw: AssociativeGRUCell(8, num_copies=3, return_retrievals=retrievals, **kw)
-        )
 
 
 def set_cell_weights(cell, w):
@@ -81,8 +75,7 @@ def run_premise(cell, xs, w):
 
 
 def assert_retrievals(outputs, units, record, names):
-    """The retrievals that a cell's outputs carry after its ``units`` wide output are the
-    reference's ``names``, in order."""
+    """The retrievals after the ``units`` wide output are the reference's ``names``."""
     pieces = np.split(np.asarray(outputs)[..., units:], len(names), axis=-1)
     for name, got in zip(names, pieces):
         np.testing.assert_allclose(got, recorded(record, name), atol=1e-10, rtol=0, err_msg=name)

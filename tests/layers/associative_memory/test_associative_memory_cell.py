@@ -25,8 +25,9 @@ class AssociativeMemoryCellTest(LayerTestCase):
     layer_cls = AssociativeMemoryCell
 
     @CELLS
-    def test_layer_and_cell_behaviors(self, inner, copies, retrievals):
+    def test_layer_cell_and_reset_behaviors(self, inner, copies, retrievals):
         self.run_cell_tests(lambda dtype=None: _cell(inner, copies, retrievals, dtype))
+        self.run_reset_tests(lambda: _cell(inner, copies, retrievals))
         self.run_layer_test(
             rnn_over(lambda dtype: _cell(inner, copies, retrievals, dtype)),
             input_shape=(2, 3, 4),
@@ -53,10 +54,6 @@ class AssociativeMemoryCellTest(LayerTestCase):
             key_initializer="orthogonal",
         )
         self.run_flags_test(lambda **kw: AssociativeMemoryCell(keras.layers.GRUCell(4), **kw))
-
-    @CELLS
-    def test_resets(self, inner, copies, retrievals):
-        self.run_reset_tests(lambda **kw: _cell(inner, copies, retrievals, **kw))
 
     def test_mixed_float16_matches_float32(self):
         inputs = np.random.default_rng(8).normal(size=(4, 5, 3)).astype("float32")

@@ -1,6 +1,4 @@
-"""`AttentionRNN` against the NumPy reference of its `AttentionWrapper` (Bahdanau et al. 2015;
-Luong et al. 2015): its shared suites, the attention weights it reports for one call, state
-carried across calls, and its attention after the loop against the step-by-step loop."""
+"""`AttentionRNN` against its `AttentionWrapper`'s NumPy reference and step-by-step loop."""
 
 import keras
 import numpy as np
@@ -45,10 +43,13 @@ class AttentionRNNTest(LayerTestCase):
         build = lambda p, h: _attend_from_hypothesis(p, h, score="general", position="before")  # noqa: E731
         self.run_journey_test("pair", build, tmp_path)
 
-    def test_config_and_arguments(self):
+    def test_config_arguments_resets_and_nan_padding(self):
         cell = AttentionWrapper(keras.layers.GRUCell(4))
         self.run_config_test(AttentionRNN, cell=cell, **ALL_RNN_FLAGS)
         self.run_flags_test(_attention_rnn)
+        self.run_reset_tests(_attention_rnn, **declared_memory(B))
+        rnn = lambda: _attention_rnn(return_sequences=True, zero_output_for_mask=True)  # noqa: E731
+        self.run_nan_padding_test(rnn, memory_width=8)
 
     @pytest.mark.parametrize("return_state", [False, True])
     @pytest.mark.parametrize("return_sequences", [False, True])
@@ -62,13 +63,6 @@ class AttentionRNNTest(LayerTestCase):
             return AttentionRNN(wrapper, dtype=dtype, **flags)
 
         self.run_output_spec_test(make, (BATCH, STEPS, 4), memory=memory)
-
-    def test_nan_padding(self):
-        rnn = lambda: _attention_rnn(return_sequences=True, zero_output_for_mask=True)  # noqa: E731
-        self.run_nan_padding_test(rnn, memory_width=8)
-
-    def test_resets(self):
-        self.run_reset_tests(_attention_rnn, **declared_memory(B))
 
 
 @pytest.mark.parametrize("score, position", [("additive", "after"), ("general", "before")])
@@ -173,8 +167,7 @@ ALL_AT_ONCE_CASES = {
 
 @pytest.mark.parametrize("case", sorted(ALL_AT_ONCE_CASES))
 def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
-    """Without input feeding the layer runs the cell's loop, then attends for all steps: the
-    outputs, states and gradients of the step-by-step loop."""
+    """Without input feeding (the loop, then attention) the step-by-step loop's results."""
     wrapper_options, layer_options, call = ALL_AT_ONCE_CASES[case]
     rng = np.random.default_rng(7)
     x, memory, memory_mask = _data(rng, "float32")

@@ -1,5 +1,4 @@
-"""`AttentionWrapper` against a NumPy reference written from the equations (Bahdanau et al.
-2015; Luong et al. 2015), cell and sequence forms, masks, resets, state."""
+"""`AttentionWrapper` against the NumPy reference of Bahdanau et al. and Luong et al. (2015)."""
 
 import keras
 import numpy as np
@@ -33,9 +32,8 @@ def _attend_from_hypothesis(premise, hypothesis, **wrapper_kwargs):
 
 
 def keras_checks_of(make_cell, own_weights, **rnn_kwargs):
-    """`run_layer_test`'s arguments for `AttentionRNN` over ``make_cell(dtype)`` (a wrapped GRU
-    cell of 4 units) and a memory of width 8, given by name (Keras's training check takes one
-    input: the journeys train with a memory)."""
+    """`run_layer_test`'s arguments for `AttentionRNN` over ``make_cell(dtype)`` and a memory of
+    width 8 (Keras's training check takes one input: the journeys train with a memory)."""
     return dict(
         layer_cls=lambda **kw: AttentionRNN(make_cell(kw.get("dtype")), **rnn_kwargs, **kw),
         input_shape={"sequences_shape": (2, 3, 4), "memory_shape": (2, 6, 8)},
@@ -63,7 +61,7 @@ class AttentionWrapperTest(LayerTestCase):
         build = lambda p, h: _attend_from_hypothesis(p, h, normalize=True)  # noqa: E731
         self.run_journey_test("pair", build, tmp_path, xla_fails_on_tensorflow=True)
 
-    def test_config_and_arguments(self):
+    def test_config_arguments_and_resets(self):
         self.run_config_test(
             AttentionWrapper,
             cell=keras.layers.GRUCell(4),
@@ -80,15 +78,13 @@ class AttentionWrapperTest(LayerTestCase):
             _wrapper, ["normalize", "output_attention", "return_attention_scores", "input_feeding"]
         )
         self.run_flags_test(lambda **kw: _wrapper(score="dot", **kw), ["scale"])
+        self.run_reset_tests(_wrapper, **declared_memory(3))
 
     @pytest.mark.parametrize("kwargs", [{}, dict(score="general", position="before")])
     def test_cell(self, kwargs):
         memory = declared_memory(2)
         # (Keras asks AttentionRNN for its spec, not the cell: `direct_spec=False`.)
         self.run_cell_tests(lambda dtype=None: _wrapper(dtype, **kwargs), False, **memory)
-
-    def test_resets(self):
-        self.run_reset_tests(_wrapper, **declared_memory(3))
 
     @pytest.mark.parametrize("input_feeding", [True, False], ids=["step_by_step", "after_the_loop"])
     @pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 6e-2)])

@@ -60,7 +60,7 @@ class WordByWordAttentionTest(LayerTestCase):
             "pair", _premise_then_hypothesis, tmp_path, xla_fails_on_tensorflow=True
         )
 
-    def test_config_and_arguments(self):
+    def test_config_arguments_cell_and_resets(self):
         self.run_config_test(
             WordByWordAttention,
             cell=keras.layers.GRUCell(5),
@@ -71,13 +71,9 @@ class WordByWordAttentionTest(LayerTestCase):
             kernel_initializer="orthogonal",
         )
         self.run_flags_test(_cell)
-
-    def test_cell(self):
+        self.run_reset_tests(_cell, **declared_memory(3))
         # (Keras asks AttentionRNN for its spec, not the cell: `direct_spec=False`.)
         self.run_cell_tests(_cell, False, **declared_memory(2))
-
-    def test_resets(self):
-        self.run_reset_tests(_cell, **declared_memory(3))
 
     @pytest.mark.parametrize("return_sequences, return_state", [(True, True), (False, False)])
     def test_output_spec_of_its_rnn(self, return_sequences, return_state):

@@ -63,16 +63,10 @@ class NGramConcatTest(LayerTestCase):
             (2, 5, width),
         )
 
-    def test_nan_padding(self):
+    def test_padding_resets_and_carried_memory(self):
         self.run_nan_padding_test(lambda: NGramConcat(3, 5, use_bias=True))
-
-    def test_empty_input(self):
         self.run_empty_input_test(lambda: NGramConcat(3, 5, return_memory=True))
-
-    def test_resets(self):
         self.run_reset_tests(lambda **kw: NGramConcat(3, 4, **kw))
-
-    def test_carried_memory(self):
         self.run_carried_memory_tests(lambda **kw: NGramConcat(3, 4, **kw))
 
     def test_mixed_float16_matches_float32(self):
@@ -106,7 +100,7 @@ class NGramConcatCellTest(LayerTestCase):
             "step", lambda e: user_rnn(cell(), return_sequences=True)(e), tmp_path
         )
 
-    def test_config_and_arguments(self):
+    def test_config_arguments_and_resets(self):
         self.run_config_test(
             NGramConcatCell,
             cell=keras.layers.LSTMCell(8),
@@ -117,11 +111,10 @@ class NGramConcatCellTest(LayerTestCase):
             kernel_initializer="orthogonal",
             bias_initializer="ones",
         )
-        self.run_flags_test(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
-        self.run_sizes_test(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
-
-    def test_resets(self):
-        self.run_reset_tests(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
+        make = lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw)  # noqa: E731
+        self.run_flags_test(make)
+        self.run_sizes_test(make)
+        self.run_reset_tests(make)
 
 
 RNG = np.random.default_rng(1)

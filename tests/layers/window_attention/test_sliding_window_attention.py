@@ -102,17 +102,12 @@ class SlidingWindowAttentionTest(LayerTestCase):
         self.run_nan_padding_test(lambda: _window(use_bias=True, **kwargs))
 
     @pytest.mark.parametrize("pad", ["mask", "zeros"])
-    def test_empty_input(self, pad):
+    def test_empty_input_resets_and_carried_memory(self, pad):
         outputs = dict(return_attention_scores=pad == "mask", return_memory=True)
         self.run_empty_input_test(
             lambda: SlidingWindowAttention(2, mode="key_value", pad=pad, **outputs)
         )
-
-    def test_resets(self):
-        self.run_reset_tests(_window)
-
-    @pytest.mark.parametrize("pad", ["mask", "zeros"])
-    def test_carried_memory(self, pad):
+        self.run_reset_tests(lambda **kw: _window(pad=pad, **kw))
         self.run_carried_memory_tests(lambda **kw: SlidingWindowAttention(2, pad=pad, **kw))
 
     def test_mixed_float16_matches_float32(self):
@@ -161,7 +156,7 @@ class SlidingWindowAttentionCellTest(LayerTestCase):
 
         self.run_journey_test("step", build, tmp_path, xla_fails_on_tensorflow=True)
 
-    def test_config_and_arguments(self):
+    def test_config_arguments_and_resets(self):
         self.run_config_test(
             SlidingWindowAttentionCell,
             cell=keras.layers.GRUCell(10),
@@ -175,13 +170,11 @@ class SlidingWindowAttentionCellTest(LayerTestCase):
             kernel_initializer="orthogonal",
             bias_initializer="ones",
         )
-        self.run_flags_test(lambda **kw: _cell(**kw))
+        self.run_flags_test(_cell)
+        self.run_reset_tests(_cell)
         self.run_sizes_test(
             lambda **kw: SlidingWindowAttentionCell(keras.layers.LSTMCell(4), 3, **kw)
         )
-
-    def test_resets(self):
-        self.run_reset_tests(lambda **kw: _cell(**kw))
 
     def test_mixed_float16_matches_float32(self):
         inputs = attention_inputs(steps=10, width=5, dtype="float32")
@@ -315,8 +308,7 @@ def test_float32_matches_reference_to_1e5(mode, sizes):
 
 
 def build_pair(mode, sizes, window, pad, use_bias, units=12, features=5, resettable=False):
-    """An LSTM + parallel layer and an RNN(cell form) with identical weights; with
-    ``resettable``, both recurrent layers take ``reset`` (`ResettableRNN`)."""
+    """An LSTM + parallel layer and the cell form with its weights (``resettable``: resets)."""
     if resettable:
         lstm = ResettableRNN(keras.layers.LSTMCell(units), return_sequences=True)
     else:
@@ -620,6 +612,5 @@ print(json.dumps(float(np.abs(np.concatenate(steps, 1) - np.asarray(whole)).max(
     "backend the stateful tests carry the memory across calls"
 )
 def test_one_step_calls_at_batch_eight_match_the_whole_sequence():
-    """300 one-step calls carrying the memory give the one call's outputs, in a process of
-    their own: a batched product over [8, 1, L, a] once corrupted TensorFlow's CPU heap."""
+    """300 one-step calls give one call's outputs (in a process of their own)."""
     assert json_report_of_script(ONE_STEP_SCRIPT) < 1e-5
