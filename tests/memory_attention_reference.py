@@ -152,8 +152,11 @@ def declared_memory(batch):
     return {"memory": np.random.default_rng(batch).normal(size=(batch, 4, 6)).astype("float32")}
 
 
-def randomize(layer, rng, scale=0.7):
-    """Every weight of ``layer`` drawn from U(-scale, scale)."""
+def randomize(layer, rng, *data, scale=0.7):
+    """Every weight of ``layer`` (built first by a call on ``data``: x, memory, memory_mask)
+    drawn from U(-scale, scale)."""
+    if data:
+        layer(data[0], memory=data[1], memory_mask=data[2])
     layer.set_weights([rng.uniform(-scale, scale, np.shape(v)) for v in layer.get_weights()])
 
 

@@ -19,8 +19,7 @@ from tf_memlayers.layers import (
     DualAssociativeGRUCell,
 )
 
-# -- the window-attention layers (their references with resets, cell and sequence forms
-# agreeing with resets: test_sliding_window_attention.py, test_ngram_concat.py) ----------------
+# -- the window-attention layers (and their own modules' references with resets) ----------------
 
 
 @pytest.mark.parametrize("form", ["parallel", "cell"])
@@ -75,9 +74,8 @@ def _memory_cell(cell, copies=COPIES):
     return lambda: AssociativeMemoryCell(cell(6), num_copies=copies)
 
 
-# The layers under test, each a factory of a layer returning every step's output and its final
-# states. On TensorFlow "auto" runs the fused loop, and a call with `reset` falls back; Keras's
-# own cells are wrapped in a `ResettableCell`.
+# Factories of layers returning every step's output and the final states. On TensorFlow "auto"
+# runs the fused loop, a call with `reset` Keras's.
 KINDS = {
     "am_gru_keras_loop": _layer(AssociativeGRU, UNITS, num_copies=COPIES, fused_loop=False),
     "am_gru_auto": _layer(AssociativeGRU, UNITS, num_copies=COPIES),
@@ -181,8 +179,7 @@ def _assert_equal_runs(packed, expected, atol):
         np.testing.assert_allclose(as_numpy(got), want, atol=atol, rtol=0)
 
 
-# Each layer with and without a mask, with and without an initial state, and each mask case
-# with each initial-state case, by pairs (`all_pairs`: 24 cases of the product's 48).
+# Each layer masked or not, with an initial state or not, by pairs (`all_pairs`).
 @pytest.mark.parametrize(
     "kind, masked, initial_state",
     all_pairs(sorted(KINDS), ["masked", "unmasked"], ["initial_state", "zero_state"]),
@@ -255,8 +252,7 @@ def test_no_gradient_flows_back_through_a_reset(float64_policy, kind):
     _, _, (grad_x, *grad_initial) = gradients(loss_with(reset), inputs=[xs, *initial])
     np.testing.assert_array_equal(grad_x[0, :start], 0.0)
     assert np.abs(grad_x[0, start:]).min() > 0
-    # The recurrent states are forgotten; the Dual layer's source memory is read after the
-    # reset too.
+    # The recurrent states are forgotten; the Dual layer's source memory is read after it too.
     for grad in grad_initial[:2]:
         np.testing.assert_array_equal(grad, 0.0)
     if _is_dual(layer):

@@ -153,8 +153,7 @@ def _data(batch=7, steps=6):
 
 def test_stacked_dropout_cells_fit_on_a_partial_last_batch_and_round_trip(tmp_path):
     model, cells = _model()
-    # Compiled (XLA; a traced scan on JAX): keras.layers.RNN draws each dropout cell's masks
-    # before its loop, where a mask drawn by the loop itself would escape it.
+    # Compiled: keras.layers.RNN draws the dropout masks before its loop (not escaping it).
     compile_and_build_optimizer(
         model,
         "adam",
@@ -164,8 +163,7 @@ def test_stacked_dropout_cells_fit_on_a_partial_last_batch_and_round_trip(tmp_pa
     inputs, targets = _data()
     history = model.fit(inputs, targets, batch_size=3, epochs=2, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
-    # The masks are drawn once per call and dropped after it; in training the same call twice
-    # differs.
+    # The masks are drawn once per call and dropped after it: two training calls differ.
     assert all(c._dropout_mask is None and c._recurrent_dropout_mask is None for c in cells)
     first, second = (np.asarray(model(inputs, training=True)) for _ in range(2))
     assert not np.allclose(first, second)
@@ -263,8 +261,7 @@ class _UnregisteredCell(keras.layers.Layer):
     "rnn_class", [keras.layers.RNN, ResettableRNN], ids=["keras_rnn", "resettable_rnn"]
 )
 def test_an_unregistered_cell_round_trips_with_custom_objects(tmp_path, rnn_class):
-    # ResettableRNN round-trips a cell Keras cannot name by itself as keras.layers.RNN does:
-    # given the class in `custom_objects`, through its config and through a .keras file.
+    # As keras.layers.RNN: given in `custom_objects`, through its config and a .keras file.
     custom = {"_UnregisteredCell": _UnregisteredCell}
     x = RNG.normal(size=(B, T, F)).astype("float32")
     rnn = rnn_class(_UnregisteredCell(4), return_sequences=True, name="rnn")

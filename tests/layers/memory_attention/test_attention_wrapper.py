@@ -150,8 +150,7 @@ def test_matches_the_reference_in_float64(
     # An attention vector of its own width, where the step computes one.
     size = {"attention_size": 7} if position == "after" or output_attention else {}
     layer = _layer(score, position, output_attention, return_attention_scores=True, **size, **extra)
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
+    _randomize(layer, rng, x, memory, mask)
     got = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
     args = (*_weights(layer), score, position, output_attention)
     want = reference(x, memory, mask, *args, sequence_mask=sequence_mask, **extra)
@@ -169,8 +168,7 @@ def test_matches_the_reference_in_float32(position):
     rng = np.random.default_rng(1)
     x, memory, mask = _data(rng, "float32")
     layer = _layer("additive", position)
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
+    _randomize(layer, rng, x, memory, mask)
     got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
     x, memory = x.astype(np.float64), memory.astype(np.float64)
     want, _ = reference(x, memory, mask, *_weights(layer), "additive", position, True)
@@ -181,8 +179,7 @@ def test_a_reset_starts_a_row_again():
     rng = np.random.default_rng(5)
     x, memory, mask = _data(rng, "float32")
     layer = _layer()
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
+    _randomize(layer, rng, x, memory, mask)
     check_reset_starts_a_row_again(layer, x, memory, mask)
 
 
@@ -206,8 +203,7 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
     rng = np.random.default_rng(4)
     x, memory, mask = _data(rng, "float32")
     layer = AttentionRNN(AttentionWrapper(cell(UNITS), **options), return_sequences=True)
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
+    _randomize(layer, rng, x, memory, mask)
     check_cell_loop_matches_layer(layer, x, memory, mask)
 
 

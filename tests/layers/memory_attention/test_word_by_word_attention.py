@@ -132,8 +132,7 @@ def test_matches_the_reference_in_float64(float64_policy, output_attention, size
         sizes["attention_size"] = 6
     sequence_mask = SEQUENCE_MASK if masked else None
     layer = _layer(output_attention, return_attention_scores=True, **sizes)
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
+    _randomize(layer, rng, x, memory, mask)
     outputs, alignments = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
     cell_weights, own = _weights(layer)
     want, want_alignments = reference(
@@ -165,8 +164,7 @@ def test_matches_the_reference_in_float32():
     rng = np.random.default_rng(1)
     x, memory, mask = _data(rng, "float32")
     layer = _layer(return_attention_scores=True)
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
+    _randomize(layer, rng, x, memory, mask)
     outputs, alignments = layer(x, memory=memory, memory_mask=mask)
     want, want_alignments = reference(
         x.astype(np.float64), memory.astype(np.float64), mask, *_weights(layer)
@@ -207,8 +205,7 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
     rng = np.random.default_rng(4)
     x, memory, mask = _data(rng, "float32")
     layer = _layer(cell=cell())
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
+    _randomize(layer, rng, x, memory, mask)
     grads = check_cell_loop_matches_layer(layer, x, memory, mask)
     assert all(np.abs(g).max() > 0 for g in grads)  # every weight is used
 
@@ -276,8 +273,7 @@ def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(
     rng = np.random.default_rng(13)
     x, memory, mask = _data(rng)
     ours = _layer()
-    ours(x, memory=memory, memory_mask=mask)
-    _randomize(ours, rng)
+    _randomize(ours, rng, x, memory, mask)
     luong = AttentionRNN(
         AttentionWrapper(
             keras.layers.SimpleRNNCell(UNITS),

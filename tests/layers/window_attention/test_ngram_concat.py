@@ -130,9 +130,8 @@ def set_random(layer, names=("ngram_kernel", "ngram_bias")):
     return values
 
 
-# Each (n, sizes) with and without a bias, a mask (holes and right padding: masked steps are
-# skipped) and resets (the history starts again), the backend one more factor (`all_pairs`).
-# The cell form with resets runs in `ResettableRNN`'s loop, without in Keras's.
+# Each (n, sizes), bias, mask (holes, padding) and resets by pairs, the backend one more factor;
+# with resets the cell form runs in `ResettableRNN`'s loop, else in Keras's.
 @pytest.mark.parametrize(
     "case, use_bias, masked, reset",
     all_pairs(
@@ -220,8 +219,7 @@ def build_pair(n, sizes, units=6, width=12, features=5):
 def test_cell_and_parallel_agree_on_gradients(float64_policy, case, masked):
     n, sizes = case
     lstm, parallel, rnn = build_pair(n, sizes)
-    # Masked steps are left out of the comparison and the loss: there the cell form repeats its
-    # output, on JAX its first state (KERAS_MASKED_OUTPUT), zeros with zero_output_for_mask.
+    # Masked steps are left out of the comparison and the loss (KERAS_MASKED_OUTPUT).
     rnn.zero_output_for_mask = BACKEND != "tensorflow"
     x = RNG.normal(size=(2, 8, 5))
     keep = holes_and_right_padding(steps=8) if masked else np.ones((2, 8), bool)

@@ -219,15 +219,12 @@ def assert_attention_and_output_widths(layer, attention_units, units):
 
 
 WINDOWS = [1, 3, 10]
-# (attention_units, units): the defaults (the key and value sizes), and widths unlike every
-# piece size.
+# (attention_units, units): the defaults (the key and value sizes), and widths of their own.
 WIDTHS = [(None, None), (5, 7)]
 PADS = ["mask", "zeros"]
 
 
-# The options' values by pairs (`all_pairs`; the full product of the six lists is 240 cases),
-# the backend one more factor: the parallel form is the same Keras operations on each. A mask
-# has holes and right padding: masked steps are never written nor attended.
+# The options by pairs (`all_pairs`), the backend one more factor; masks with holes and padding.
 @pytest.mark.parametrize(
     "config, window, widths, pad, use_bias, masked, reset",
     all_pairs(
@@ -266,8 +263,7 @@ def test_parallel_form_matches_numpy_reference_float64(
         assert not np.allclose(np.asarray(call(x, mask, None)[0])[:, 8:], expected[:, 8:])
 
 
-# A cell form with resets runs in `ResettableRNN`'s loop (with the cell's loop cache), one
-# without in Keras's.
+# With resets the cell form runs in `ResettableRNN`'s loop (its loop cache), else in Keras's.
 @pytest.mark.parametrize(
     "config, window, widths, pad, masked, reset",
     all_pairs(CONFIGS, WINDOWS, WIDTHS, PADS, [False, True], [False, True], split_by_backend=True),
@@ -370,8 +366,7 @@ def test_cell_and_parallel_forms_agree_forward_and_gradients(
 ):
     mode, sizes = config
     lstm, parallel, rnn = build_pair(mode, sizes, 3, pad, True, resettable=reset)
-    # Masked steps are left out of the comparison and the loss: there the cell form repeats its
-    # output, on JAX its first state (KERAS_MASKED_OUTPUT), zeros with zero_output_for_mask.
+    # Masked steps are left out of the comparison and the loss (KERAS_MASKED_OUTPUT).
     rnn.zero_output_for_mask = BACKEND != "tensorflow"
     x = attention_inputs(steps=9, width=5)
     keep = holes_and_right_padding() if masked else np.ones((2, 9), bool)
@@ -421,9 +416,8 @@ def with_loop_cache_recorded(cell):
 def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(
     float64_policy, monkeypatch, mode, sizes
 ):
-    # `ResettableRNN` carries the projected window keys beside the states and passes them to
-    # the cell; without a cache (here: the loop finding none) each step projects the window
-    # itself. Masked steps (holes, right padding) and a reset inside each row.
+    # `ResettableRNN` carries the projected window keys beside the states; without them each
+    # step projects the window itself. With holes, right padding and a reset in each row.
     _, _, keras_rnn = build_pair(mode, sizes, 3, "mask", True)
     cell = keras_rnn.cell
     rnn = ResettableRNN(cell, return_sequences=True, return_state=True)
@@ -479,9 +473,8 @@ def test_a_cache_that_loop_cache_did_not_make_is_refused():
 def test_stateful_cell_forms_over_segments_equal_one_run_and_derive_their_caches_afresh(
     float64_policy,
 ):
-    # Keras's loop and `ResettableRNN`'s (with its loop cache) carry the window over segments.
-    # The cache is never carried from one call to the next: after W^Y changes, the next
-    # segment projects the carried keys with the new W^Y, as the plain step does.
+    # Both loops carry the window over segments; after W^Y changes, the next segment projects
+    # the carried keys with the new W^Y (the loop cache is never carried between calls).
     x = attention_inputs(batch=2, steps=18, width=5)
     _, _, rnn = build_pair("key_value", None, 4, "mask", False)
     expected = np.asarray(rnn(x[:, :12]))
@@ -581,8 +574,7 @@ def test_stateful_layer_carries_memory_inside_jit_fit():
     )
     data = RNG.integers(0, 20, (batch * 2, steps + 1))
     model.fit(data[:, :-1], data[:, 1:], batch_size=batch, shuffle=False, verbose=0)
-    # The flat memory is [keys | values | validity] (`memory_size`): L keys of the key width
-    # (the first of the LSTM output's two pieces) first, one validity flag per slot last.
+    # The flat memory is [L keys | L values | L validity flags] (`memory_size`).
     memory, key_size = np.asarray(window.memory), window.piece_sizes[0]
     assert memory.shape == (batch, window.memory_size) and window.piece_sizes == (4, 4)
     keys, valid = memory[:, : window.window * key_size], memory[:, -window.window :]
