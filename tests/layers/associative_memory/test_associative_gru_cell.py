@@ -241,13 +241,8 @@ def test_initializers_and_regularizers_reach_every_weight_of_the_dual_cell():
     dual = DualAssociativeGRUCell(**{**AM_GRU_CONFIG, "units": 6, "kernel_initializer": "zeros"})
     dual.build((None, 4))
     premise = dual.premise_cell
-    dual_kernels = (dual.dual_gate_kernel, dual.dual_candidate_kernel)
-    for kernel in (
-        *dual_kernels,
-        premise.gate_kernel,
-        premise.key_kernel,
-        premise.candidate_kernel,
-    ):
+    kernels = (dual.dual_gate_kernel, dual.dual_candidate_kernel, premise.candidate_kernel)
+    for kernel in (*kernels, premise.gate_kernel, premise.key_kernel):
         assert not np.any(np.asarray(kernel)) and kernel.regularizer is not None
     assert not np.any(np.asarray(premise.gate_bias))
     np.testing.assert_array_equal(np.asarray(premise.candidate_bias), 1.0)

@@ -258,12 +258,7 @@ def test_bad_calls_are_named():
     layer = AttentionRNN(WordByWordAttention(keras.layers.GRUCell(UNITS)))
     with pytest.raises(ValueError, match=r"the memory is 7 wide, but memory_dim=8"):
         layer(x, memory=memory)
-    layer = _layer()
-    layer(x, memory=memory, memory_mask=mask)
-    with pytest.raises(ValueError, match="no `memory` given"):
-        layer(x)
-    with pytest.raises(ValueError, match=r"`memory_mask` must be \[batch, length\]"):
-        layer(x, memory=memory, memory_mask=mask[:, :3])
+    # (AttentionRNN's own checks of the memory: test_attention_wrapper.py.)
     with pytest.raises(TypeError, match="`cell` must be a Keras RNN cell"):
         WordByWordAttention("lstm")
 
