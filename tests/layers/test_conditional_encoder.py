@@ -13,8 +13,7 @@ from tests.layer_test_case import LayerTestCase, dtype_policy
 from tf_memlayers.layers import AssociativeGRU, ConditionalEncoder, DualAssociativeEncoder
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
-# The stacks of two layers of Table 1 (the word-by-word model is one pair layer, tested in
-# test_conditional_attention_encoder.py).
+# Table 1's stacks of two layers (word-by-word: test_conditional_attention_encoder.py).
 KINDS = ("gru", "am_gru", "dual_am_gru")
 
 
@@ -32,8 +31,7 @@ def _encoder(kind, units=8, dtype=None, **kwargs):
 
 
 class ConditionalEncoderTest(LayerTestCase):
-    # The stack's layers compute under their own dtype policies, as a `keras.Sequential`'s:
-    # mixed precision is test_mixed_float16_matches_float32's and the journey's.
+    # Its layers compute under their own policies: mixed precision is tested apart.
     layer_cls = ConditionalEncoder
 
     @pytest.mark.parametrize(
@@ -193,8 +191,7 @@ def test_memory_retrievals_match_the_reference(float64_policy, kind, dual_key):
 
 @pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
 def test_memory_retrievals_under_a_mixed_policy_run_in_float32(kind):
-    # The probe steps the cells outside `__call__`, deliberately in the variables' dtype:
-    # under mixed_float16 it gives the float32 values.
+    # The probe steps the cells outside `__call__`, in the variables' dtype (float32).
     rng = np.random.default_rng(3)
     premise, hypothesis = (x[0] for x in _pair(rng, batch=1))
     expected = _built(kind)

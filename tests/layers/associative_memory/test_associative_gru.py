@@ -128,8 +128,7 @@ def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fuse
     np.testing.assert_allclose(np.asarray(last), ref_outputs[:, -1], atol=1e-10, rtol=0)
 
 
-# Each loop with and without go_backwards and zero_output_for_mask, by pairs (`all_pairs`):
-# on JAX, where the fused loop does not run, Keras's loop runs with each of them.
+# Each loop, go_backwards and zero_output_for_mask by pairs (`all_pairs`).
 @pytest.mark.parametrize(
     "fused_loop, go_backwards, zero_output_for_mask",
     [
@@ -162,8 +161,7 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
         got = layer(xs, mask=mask, initial_state=init)
         for e, g in zip(expected, got):
             np.testing.assert_allclose(np.asarray(g), np.asarray(e), atol=1e-12, rtol=0)
-    # The gradients: the masked outputs of the cell form on JAX are its first state
-    # (KERAS_MASKED_OUTPUT), zeros with zero_output_for_mask.
+    # The gradients, with zeros at masked steps on JAX (KERAS_MASKED_OUTPUT).
     cell_form.zero_output_for_mask = layer.zero_output_for_mask = (
         zero_output_for_mask or BACKEND != "tensorflow"
     )

@@ -81,8 +81,7 @@ def assert_retrievals(outputs, units, record, names):
         np.testing.assert_allclose(got, recorded(record, name), atol=1e-10, rtol=0, err_msg=name)
 
 
-# Sizes with the copies (units 200: wider than the permutations' 100 positions), the seed of
-# the permutations and the retrievals in the outputs, by pairs (`all_pairs`).
+# Sizes (200: wider than the permutations' 100 positions), copies, seeds, retrievals by pairs.
 @pytest.mark.parametrize(
     "units, copies, seed, retrievals", all_pairs([8, 200], [1, 3, 8], [123, 7], [False, True])
 )
@@ -204,8 +203,7 @@ def test_retrieval_noise_shrinks_with_more_copies():
 
 @pytest.mark.parametrize("dual_key", [None, "paper", "released"])
 def test_the_write_key_each_step_reports_matches_the_reference(dual_key):
-    # call_with_retrievals's "key": bound(x W_key) (or the released layout's write key), the
-    # key a memory probe compares across steps.
+    # call_with_retrievals's "key": bound(x W_key), or the released layout's write key.
     rng = np.random.default_rng(13)
     xs = rng.normal(size=(2, 4, 5))
     w = random_weights(rng, 5, 8, scale=1.5)  # large enough for bound() to clip some keys

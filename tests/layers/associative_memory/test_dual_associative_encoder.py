@@ -192,8 +192,7 @@ def test_encoder_equals_its_cell_form_forward_and_gradients(float64_policy, dual
     by_name = {w.name: w for w in cell.trainable_weights}
     expected = gradients(by_cells, [by_name[w.name] for w in encoder.trainable_weights], inputs)
     np.testing.assert_allclose(got[0], expected[0], atol=1e-10, rtol=0)
-    # One gradient per weight, in the same order: the premise pass and the hypothesis pass
-    # both reach the shared AM-GRU weights.
+    # One gradient per weight, in order: both passes reach the shared AM-GRU weights.
     assert len(got[1]) == 5 + 2 + (dual_key == "released")
     for g, e in zip(got[1] + got[2], expected[1] + expected[2]):
         assert np.abs(e).max() > 0

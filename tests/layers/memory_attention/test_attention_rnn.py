@@ -81,8 +81,7 @@ def test_attention_scores_of_a_layer_without_them_are_the_references(
     _, want = reference(x, memory, mask, *_weights(layer), score, position, True)
     scores = keras.ops.convert_to_numpy(layer.attention_scores(x, memory, mask))
     np.testing.assert_allclose(scores, want, atol=1e-10, rtol=0)
-    # The copy is not a part of the layer: its weights and config are unchanged, and a model
-    # saved after the call loads into one saved before it, and back.
+    # The copy is not a part of the layer: its weights and config are unchanged.
     assert [w.path for w in layer.weights] == [w.path for w in layer.cell.weights]
     assert layer.get_config()["cell"]["config"]["return_attention_scores"] is False
 
@@ -133,9 +132,8 @@ class _StepByStep(AttentionRNN):
         return ResettableRNN.inner_loop(self, sequences, initial_state, mask, training=training)
 
 
-# Options of the wrapper (all without input feeding: its attention does not feed back) and of
-# the layer, and whether the call gets a sequence mask (rows starting and ending with padding,
-# padding inside, and a row of padding only), resets and an initial state.
+# Options of the wrapper (no input feeding) and the layer, and whether the call gets a mask
+# (padding at both ends and inside, a row of padding only), resets and an initial state.
 ALL_AT_ONCE_CASES = {
     "additive": ({}, {}, {}),
     "additive_normalized_alignments": (
@@ -214,8 +212,7 @@ def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
     for got, want in zip(got_grads, want_grads):
         np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
-    # Not vacuous: the weights get gradients, and the padded rows and steps are where the
-    # masking shows (zeros before a row's first step, the fed-back state kept).
+    # Not vacuous: the weights get gradients, and a row of padding only is zeros.
     assert all(np.abs(g).max() > 0 for g in want_grads[: len(layer.trainable_weights)])
     if call.get("mask") and not call.get("initial_state"):
         np.testing.assert_array_equal(want_outputs[0][2], 0.0)

@@ -101,8 +101,7 @@ def _layer(score="additive", position="after", output_attention=True, cell=None,
     return AttentionRNN(wrapper, return_sequences=True)
 
 
-# The scores with their options, by pairs with each position and output_attention; then
-# input_feeding=False (position="after", output_attention=True).
+# The scores by pairs with positions and output_attention; then input_feeding=False.
 SCORE_OPTIONS = {
     "additive": ("additive", {}),
     "additive_normalized": ("additive", {"normalize": True}),
@@ -270,8 +269,7 @@ def test_dot_needs_a_query_as_wide_as_the_memory():
     ids=["unseeded", "seed_generator"],
 )
 def test_kernels_drawn_from_one_initializer_start_independent(initializer):
-    # The query and memory kernels have one shape here: a stateless initializer used for both
-    # would start them equal.
+    # Query and memory kernels of one shape: a stateless initializer would start them equal.
     cell = AttentionWrapper(keras.layers.GRUCell(UNITS), kernel_initializer=initializer)
     cell.build((None, INPUT_DIM), (None, LENGTH, UNITS))
     query, memory = (keras.ops.convert_to_numpy(k) for k in (cell.query_kernel, cell.memory_kernel))

@@ -23,8 +23,7 @@ def _encoder(units=5, dtype=None, **hypothesis_flags):
 
 
 class ConditionalAttentionEncoderTest(LayerTestCase):
-    # Its layers compute under their own dtype policies: mixed precision is
-    # test_mixed_float16_matches_float32's and the journey's.
+    # Its layers compute under their own policies: mixed precision is tested apart.
     layer_cls = ConditionalAttentionEncoder
 
     @pytest.mark.parametrize(
