@@ -10,6 +10,7 @@ import pytest
 
 from tests.am_gru_reference import conditional_encoding_retrievals
 from tests.layer_test_case import LayerTestCase, dtype_policy
+from tests.memory_attention_reference import randomize
 from tf_memlayers.layers import AssociativeGRU, ConditionalEncoder, DualAssociativeEncoder
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
@@ -64,11 +65,6 @@ class ConditionalEncoderTest(LayerTestCase):
     def test_mixed_float16_matches_float32(self, kind):
         premise, hypothesis = _pair(np.random.default_rng(3))
         self.run_mixed_precision_test(lambda: _encoder(kind), [premise, hypothesis], atol=5e-3)
-
-
-def _set_uniform_weights(layer, rng, scale=0.8):
-    """Every weight U(-scale, scale), far from the initializers."""
-    layer.set_weights([rng.uniform(-scale, scale, size=w.shape) for w in layer.get_weights()])
 
 
 def _pair(rng, batch=2, premise_length=5, hypothesis_length=3, dim=6):
@@ -132,7 +128,7 @@ def test_each_layer_reads_the_hypothesis_from_the_premise_final_state(kind):
     rng = np.random.default_rng(4)
     premise, hypothesis = _pair(rng)
     encoder = _built(kind)
-    _set_uniform_weights(encoder, rng)
+    randomize(encoder, rng, scale=0.8)
     got_premise, got = _layer_1_outputs(encoder, premise, hypothesis)
     p, h = encoder([premise, hypothesis])
     # Layer 1 by hand.
@@ -177,7 +173,7 @@ def test_the_premise_padding_is_ignored():
 def test_memory_retrievals_match_the_reference(float64_policy, kind, dual_key):
     rng = np.random.default_rng(2)
     encoder = _built(kind, **({"dual_key": dual_key} if kind == "dual_am_gru" else {}))
-    _set_uniform_weights(encoder, rng)
+    randomize(encoder, rng, scale=0.8)
     premise, hypothesis = (x[0] for x in _pair(rng, batch=1))
     got = encoder.memory_retrievals(premise, hypothesis)
     want = _reference_retrievals(kind, encoder, premise, hypothesis)
@@ -195,7 +191,7 @@ def test_memory_retrievals_under_a_mixed_policy_run_in_float32(kind):
     rng = np.random.default_rng(3)
     premise, hypothesis = (x[0] for x in _pair(rng, batch=1))
     expected = _built(kind)
-    _set_uniform_weights(expected, rng)
+    randomize(expected, rng, scale=0.8)
     with dtype_policy("mixed_float16"):
         encoder = _built(kind)
     encoder.set_weights(expected.get_weights())
@@ -269,7 +265,7 @@ def test_save_clone_and_config_rebuild_the_stack(kind, tmp_path):
     premise, hypothesis = (keras.Input((None, 6)), keras.Input((None, 6)))
     encoder = _stack() if kind == "stack" else _encoder(kind)
     model = keras.Model([premise, hypothesis], encoder([premise, hypothesis]))
-    _set_uniform_weights(model, rng)
+    randomize(model, rng, scale=0.8)
     data = list(_pair(rng))
     want = [np.asarray(x) for x in model(data)]
     model.save(tmp_path / "encoder.keras")

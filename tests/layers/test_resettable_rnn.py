@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from tests.layer_test_case import ALL_RNN_FLAGS, LayerTestCase, documents, rnn_over, user_rnn
+from tests.layers.associative_memory.test_associative_memory_cell import TwoStateCell
 from tests.support import BACKEND, keras_lstm, tensorflow_only
 from tf_memlayers import ResettableCell, ResettableRNN, SlidingWindowAttentionCell
 from tf_memlayers.models._compiling import compile_and_build_optimizer
@@ -236,25 +237,8 @@ def test_a_list_of_cells_is_stacked_and_every_cell_restarts_at_a_reset(unroll, m
             )
 
 
-class _UnregisteredCell(keras.layers.Layer):
+class _UnregisteredCell(TwoStateCell):
     """A two-state cell that is not registered for Keras serialization."""
-
-    def __init__(self, units, **kwargs):
-        super().__init__(**kwargs)
-        self.units = units
-        self.state_size = [units, units]
-        self.output_size = units
-
-    def build(self, input_shape):
-        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name="kernel")
-        self.recurrent = self.add_weight(shape=(self.units, self.units), name="recurrent")
-
-    def call(self, inputs, states):
-        first = keras.ops.tanh(inputs @ self.kernel + states[0] @ self.recurrent)
-        return first, [first, states[1] + first]
-
-    def get_config(self):
-        return {**super().get_config(), "units": self.units}
 
 
 @pytest.mark.parametrize(
