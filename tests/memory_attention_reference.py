@@ -202,17 +202,6 @@ def check_cell_loop_matches_layer(layer, x, memory, mask):
     return grads_layer
 
 
-def check_reset_starts_a_row_again(layer, x, memory, mask):
-    """A reset at step 2 of every row equals running the rows from step 2 alone."""
-    reset = np.zeros(x.shape[:2], bool)
-    reset[:, 2] = True
-    packed = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask, reset=reset))
-    alone = keras.ops.convert_to_numpy(layer(x[:, 2:], memory=memory, memory_mask=mask))
-    np.testing.assert_allclose(packed[:, 2:], alone, atol=1e-6)
-    whole = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
-    assert np.abs(whole[:, 2:] - alone).max() > 1e-3
-
-
 def check_state_carries_over(layer, x, memory, mask):
     """Two calls of ``layer`` (``return_sequences`` and ``return_state``), the second from
     the first's states, give one call's outputs; returns the states between them."""
