@@ -164,7 +164,7 @@ def test_parallel_and_cell_match_numpy_reference_float64(
     for name, value in weights.items():
         getattr(cell, name).assign(value)
     np.testing.assert_allclose(np.asarray(rnn(x, mask=mask, **extra)), expected, atol=1e-10, rtol=0)
-    if reset:  # not vacuous: the rows with resets differ without
+    if reset and n > 2:  # not vacuous: the rows with resets differ without (n = 2 keeps none)
         assert not np.allclose(np.asarray(layer(x, mask=mask)), expected)
 
 
