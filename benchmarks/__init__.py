@@ -1,7 +1,4 @@
-"""The package's benchmarks, run from the repository root as modules: ``python -m
-benchmarks.speed`` times the layers, ``benchmarks/gpu/run.sh`` runs their tests and the same
-tables on a GPU, ``benchmarks/papers/`` reproduces the papers' experiments; every table of the
-results page is written by `benchmarks.docs_tables` from a file of ``benchmarks/results/``."""
+"""The package's benchmarks, run from the repository root as modules (CONTRIBUTING.rst)."""
 
 import argparse
 import os

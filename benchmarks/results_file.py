@@ -25,12 +25,8 @@ def read(path):
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def read_or_exit(path, write_docs=None):
-    """The object stored at ``path``, ``write_docs(report)`` called on it; exits without one."""
-    report = read(path) or sys.exit(f"No results file at {path}.")
-    if write_docs is not None:
-        write_docs(report)
-    return report
+def read_or_exit(path):
+    return read(path) or sys.exit(f"No results file at {path}.")
 
 
 def write(path, report):
@@ -56,15 +52,12 @@ class ResultsFile:
         self, path, settings, rows="runs", key=("model", "seed"), compared=None, summarise=None
     ):
         self.path, self.settings, self.rows, self.key = pathlib.Path(path), settings, rows, key
-        self.compared = compared or (lambda settings: settings)
-        self.summarise = summarise
+        self.compared, self.summarise = compared or (lambda settings: settings), summarise
 
     def stored(self):
         """The stored object if its compared settings are this run's, else ``None``."""
         report = read(self.path)
-        same = report is not None and self.compared(report.get("settings", {})) == self.compared(
-            self.settings
-        )
+        same = report and self.compared(report.get("settings", {})) == self.compared(self.settings)
         return report if same else None
 
     def resume(self, fresh=None):
@@ -98,15 +91,13 @@ class ResultsFile:
         """A paper benchmark's ``main``: the stored object (``--from-results``) or this run's,
         ``run_row(report, key)`` of each missing key added (``prepare(report)`` before the first),
         ``write_docs(report)`` with ``--update-docs``."""
-        write_docs = write_docs if args.update_docs else None
-        if args.from_results:
-            return read_or_exit(self.path, write_docs)
-        report = self.resume()
-        for index, key in enumerate(self.missing(report, keys)):
+        report = read_or_exit(self.path) if args.from_results else self.resume()
+        for index, key in enumerate([] if args.from_results else self.missing(report, keys)):
             if prepare is not None and index == 0:
                 prepare(report)
             self.add(report, run_row(report, key))
-        self.write(report)
-        if write_docs is not None:
+        if not args.from_results:
+            self.write(report)
+        if args.update_docs:
             write_docs(report)
         return report

@@ -67,10 +67,8 @@ def gates_and_candidate(w, x, h, h2=None):
 
 
 def reference_step(x_t, memory, previous, w, perms, dual=None, record=None):
-    """One AM-GRU (``dual=None``) or Dual AM-GRU step; ``dual = (mode, source_memory)``.
-
-    With a list ``record``, appends this step's ``written`` (delta), ``read`` (h),
-    ``source_read`` (h2, Dual only) and ``key_modulus`` (|write key| before bound)."""
+    """One AM-GRU (``dual=None``) or Dual AM-GRU step (``dual = (mode, source_memory)``); appends
+    to ``record`` ``written``, ``read``, ``source_read`` (Dual) and ``key_modulus``."""
     copies = len(perms)
     x = np.concatenate([x_t, previous], axis=1)
     a = x @ w["key"]

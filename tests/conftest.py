@@ -9,34 +9,24 @@ import os
 import shutil
 import tempfile
 
-# XLA's CPU code generation made quick to compile (for this process and those the tests start):
-# no LLVM optimisation passes, and XLA's older emitters for fused operations. The tests compile
-# thousands of small programs and run each a few times: without LLVM's passes the JAX pass takes
-# 40% less time, the TensorFlow suite 4%; the older emitters take the N-gram layer's JAX tests a
-# further 35% less. The flags change how fast the code runs, not what it computes (the results
-# agree to float rounding). A flag ``XLA_FLAGS`` already sets is kept; the emitters' flag is left
-# out on a GPU (``TF_MEMLAYERS_TESTS_DEVICE=gpu``, benchmarks/gpu/run.sh), where another JAX's XLA
-# may not know it. Set before TensorFlow or JAX starts XLA.
+# XLA's CPU code quick to compile, for this process and those the tests start: no LLVM
+# optimisation passes (the JAX pass takes 40% less time), XLA's older emitters for fused
+# operations (the N-gram layer's JAX tests 35% less). What the code computes does not change.
+# A flag ``XLA_FLAGS`` already sets is kept; the emitters' flag is left out on a GPU
+# (``TF_MEMLAYERS_TESTS_DEVICE=gpu``), where another JAX's XLA may not know it. Set before
+# TensorFlow or JAX starts XLA.
 _XLA_FAST_COMPILE = {"xla_backend_optimization_level": "0"}
 if os.environ.get("TF_MEMLAYERS_TESTS_DEVICE", "cpu") == "cpu":
     _XLA_FAST_COMPILE["xla_cpu_use_fusion_emitters"] = "false"
 _xla_flags = os.environ.get("XLA_FLAGS", "")
-os.environ["XLA_FLAGS"] = " ".join(
-    [
-        _xla_flags,
-        *(
-            f"--{flag}={value}"
-            for flag, value in _XLA_FAST_COMPILE.items()
-            if flag not in _xla_flags
-        ),
-    ]
-).strip()
+_added = [
+    f"--{flag}={value}" for flag, value in _XLA_FAST_COMPILE.items() if flag not in _xla_flags
+]
+os.environ["XLA_FLAGS"] = " ".join([_xla_flags, *_added]).strip()
 
-# On JAX, a compilation cache for each test process, in a folder it removes when it ends: the
-# tests compile many equal programs (layers of equal shapes, a `lax.scan` traced afresh at every
-# eager call), and a cached program is the one XLA would compile again (the AM-GRU's
-# packed-document tests take half the time). One folder per process, since JAX may read an entry
-# another process is still writing. A cache folder set outside the tests is used as it is.
+# On JAX, a compilation cache for each test process (the tests compile many equal programs),
+# in a folder it removes when it ends: one per process, since JAX may read an entry another
+# process is still writing. A cache folder set outside the tests is used as it is.
 _OWN_JAX_CACHE = "TF_MEMLAYERS_TESTS_JAX_CACHE"
 if importlib.util.find_spec("jax") and os.environ.get("JAX_COMPILATION_CACHE_DIR") in (
     None,
@@ -68,10 +58,8 @@ if BACKEND == "jax":
     jax.config.update("jax_enable_x64", True)
 
 if BACKEND == "tensorflow":
-    # TensorFlow's graph optimiser (Grappler) off: on the tests' small graphs, each run a few
-    # times, it costs more than it saves (5% of two test files' time). What a graph computes
-    # does not change (tests/test_graph_optimizations.py). The processes the tests start
-    # optimise, but for those whose runs are compared with this process's.
+    # Grappler off: on the tests' small graphs it costs more than it saves; what a graph
+    # computes does not change (tests/test_graph_optimizations.py).
     turn_off_graph_optimizations()
 
 
@@ -105,8 +93,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_sessionstart(session):
-    # Everything imported so far (TensorFlow, JAX, Keras: millions of objects) lives until the
-    # end; moved out of the collector's generations, it is not traversed by every collection.
+    # What is imported so far lives until the end: out of the garbage collector's way.
     gc.collect()
     gc.freeze()
 
@@ -114,7 +101,7 @@ def pytest_sessionstart(session):
 @pytest.fixture(autouse=True)
 def _fresh_keras_state():
     """Every test starts from float32, a fresh Keras session and fixed seeds (without a forced
-    garbage collection, which cost 0.3 s a test at the start of the suite and 2 s by its end)."""
+    garbage collection, which costs up to 2 s a test)."""
     keras.config.set_dtype_policy("float32")
     keras.backend.clear_session(free_memory=False)
     keras.utils.set_random_seed(1234)

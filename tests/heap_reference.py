@@ -1,8 +1,5 @@
-"""NumPy restatement of the cache of Gaffney's reference implementation (ORIGINAL_CODE.md §2).
-
-`fill_model.py` keeps the cache as a float64 NumPy array and maintains it with its own
-sift-down (`maintain_cache`), not `heapq`. This module restates that procedure line by line.
-"""
+"""The cache of Gaffney's reference implementation (ORIGINAL_CODE.md §2), line by line: a float64
+NumPy array kept by `fill_model.py`'s own sift-down (`maintain_cache`), not `heapq`."""
 
 import numpy as np
 
@@ -30,10 +27,7 @@ def maintain_cache(cache, kernel, score_vector, index=0):
 
 
 def insert_batch(cache, candidates, kernel, score_vector):
-    """train_on_batch's insertion loop (fill_model.py:225-241), in batch order.
-
-    Updates ``cache`` in place; returns which candidates entered.
-    """
+    """The insertion loop (fill_model.py:225-241): updates ``cache``, returns which entered."""
     entered = []
     for candidate in candidates:
         entered.append(

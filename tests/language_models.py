@@ -72,14 +72,8 @@ def language_model(
             layer_options.update(window=window, mode=kind, units=width)
             memory = lambda cell: SlidingWindowAttentionCell(cell, **layer_options)  # noqa: E731
         else:
-            memory = SlidingWindowAttention(
-                window,
-                kind,
-                units=width,
-                return_attention_scores=return_attention_scores,
-                stateful=stateful,
-                name="window_attention",
-                **layer_options,
-            )
+            layer_options.update(units=width, stateful=stateful, name="window_attention")
+            scores = dict(return_attention_scores=return_attention_scores)
+            memory = SlidingWindowAttention(window, kind, **scores, **layer_options)
     options.setdefault("name", f"{kind}_language_model")
     return build_language_model(vocabulary_size, memory, **options)

@@ -1,15 +1,6 @@
-"""The suites of the package's layers, as the methods of `LayerTestCase`.
-
-Each public layer and cell has one test class, ``<Layer>Test(LayerTestCase)``, in the test module
-mirroring its module (`tf_memlayers/layers/x/y.py` -> `tests/layers/x/test_y.py`). The class
-sets ``layer_cls``; its tests call the suites with the layer's arguments, as keras-hub's layer
-tests call ``run_layer_test``: every layer `run_layer_test`, `run_journey_test`,
-`run_config_test` and where they apply `run_output_spec_test`, `run_nan_padding_test`,
-`run_flags_test`; a cell `run_cell_tests`; a layer over sequences `run_empty_input_test`; one
-taking ``reset`` `run_reset_tests`; a `MemorySequenceLayer` `run_carried_memory_tests`; one
-taking ``sizes`` `run_sizes_test` (`tests/test_layer_test_case.py` checks it). Each suite checks
-that what it ran holds ``layer_cls``.
-"""
+"""`LayerTestCase`: the suites each layer's test class calls with its layer's arguments, as
+keras-hub's layer tests call ``run_layer_test`` (which apply: tests/test_layer_test_case.py).
+Each suite checks that what it ran holds ``layer_cls``."""
 
 import contextlib
 import inspect
@@ -33,8 +24,7 @@ ALL_RNN_FLAGS = dict.fromkeys(RNN_FLAGS, True)
 
 
 def user_rnn(cell, **kwargs):
-    """``keras.layers.RNN`` over ``cell`` as a user writes it: on JAX with
-    ``zero_output_for_mask=True`` (support.KERAS_MASKED_OUTPUT)."""
+    """``keras.layers.RNN`` over ``cell``, on JAX with ``zero_output_for_mask=True``."""
     return keras.layers.RNN(cell, zero_output_for_mask=BACKEND != "tensorflow", **kwargs)
 
 
@@ -49,8 +39,7 @@ def rnn_over(make_cell, **rnn_kwargs):
 
 
 def read_premise_memory(premise_layer, hypothesis_layer, premise, hypothesis):
-    """A ``"pair"`` journey: ``premise_layer`` reads the premise, ``hypothesis_layer`` (a Dual
-    AM-GRU) the hypothesis from an empty memory and the premise's last output and memory."""
+    """A Dual AM-GRU ``hypothesis_layer`` reads the hypothesis from the premise's memory."""
     _, memory, last = premise_layer(premise)
     return hypothesis_layer(hypothesis, initial_state=[ops.zeros_like(memory), last, memory])
 
@@ -71,8 +60,7 @@ def takes(method, name):
 
 
 def flags_of(layer_cls):
-    """The arguments of ``layer_cls``'s own ``__init__`` with a bool default, and an RNN's
-    flags."""
+    """The bool-default arguments of ``layer_cls``'s own ``__init__``, and an RNN's flags."""
     own = vars(layer_cls).get("__init__")
     parameters = inspect.signature(own).parameters.values() if own else []
     flags = [p.name for p in parameters if isinstance(p.default, bool)]
@@ -119,8 +107,7 @@ VOCAB, STEPS, SAMPLES, BATCH, CLASSES = 11, 6, 5, 2, 3
 
 
 def _tokens(rng, masked, steps=STEPS):
-    """``[SAMPLES, steps]`` token ids; with ``masked`` some padded with 0, at the end and in a
-    hole."""
+    """``[SAMPLES, steps]`` token ids; with ``masked`` some 0 (padding and a hole)."""
     tokens = rng.integers(1, VOCAB, size=(SAMPLES, steps)).astype("int32")
     if masked:
         tokens[1, steps - 2 :] = 0
@@ -130,11 +117,9 @@ def _tokens(rng, masked, steps=STEPS):
 
 
 def journey_model(role, build, masked, rng):
-    """``(model, inputs, targets)`` with ``build`` in the model of its ``role``: ``"step"``
-    (embedded tokens -> features per step), ``"pooled"`` (-> one vector), ``"pair"`` (two
-    embedded sentences -> one vector) or ``"token"`` ((tokens, masked, vocabulary) -> logits)."""
+    """``(model, inputs, targets)`` around ``build``: ``"step"`` (embedded tokens -> a feature
+    per step), ``"pooled"`` (-> one vector), ``"pair"`` (two sentences) or ``"token"``."""
     if role == "pair":
-        # A sentence pair, both sentences through one embedding (conditional encoding).
         premise = keras.Input((STEPS,), dtype="int32")
         hypothesis = keras.Input((STEPS - 2,), dtype="int32")
         embedding = keras.layers.Embedding(VOCAB, 4, mask_zero=masked)
@@ -267,8 +252,7 @@ class LayerTestCase:
     # -- every layer ----------------------------------------------------------------------
 
     def run_layer_test(self, layer_cls, init_kwargs=None, **arguments):
-        """Keras's own layer checks (`keras.src.testing.TestCase.run_layer_test`); ``layer_cls``
-        may be a factory of the layer."""
+        """Keras's own layer checks; ``layer_cls`` may be a factory of the layer."""
         init_kwargs = init_kwargs or {}
         self.assert_holds_layer(layer_cls(**init_kwargs))
         arguments.setdefault("expected_num_non_trainable_weights", 0)
@@ -278,15 +262,10 @@ class LayerTestCase:
     def run_journey_test(
         self, role, build, tmp_path, before_saving=None, xla_fails_on_tensorflow=False
     ):
-        """A user's journey (`journey_model`) under ``mixed_float16``: `fit` compiled by XLA on
-        masked data with a partial last batch; `predict` matches the call; the `.keras` round
-        trip and (TensorFlow) the exported SavedModel give the same predictions.
-        ``before_saving(model, rng)`` fills what a layer must hold before saving.
-
-        ``xla_fails_on_tensorflow`` marks a known defect: TensorFlow's XLA cannot compile the
-        training step for the partial batch (a product in a loop whose gradient transposes by a
-        shape computed at run time). The journey checks that it still fails so (a fix fails
-        this test), then trains without XLA."""
+        """Under ``mixed_float16``: XLA `fit` on masked data with a partial last batch, `predict`,
+        the `.keras` round trip and (TensorFlow) export agree. ``before_saving(model, rng)``
+        fills a layer before saving. ``xla_fails_on_tensorflow``: TensorFlow's XLA cannot compile
+        the partial batch's step (a shape computed at run time); checked, then fit without XLA."""
         rng = np.random.default_rng(7)
         with dtype_policy("mixed_float16"):
             model, inputs, targets = journey_model(role, build, True, rng)
@@ -323,8 +302,7 @@ class LayerTestCase:
                 _check_export(model, inputs, predictions, tmp_path / "export")
 
     def run_config_test(self, layer_cls, **init_kwargs):
-        """The JSON config of ``layer_cls(**init_kwargs)`` holds each argument and rebuilds the
-        same config."""
+        """The JSON config holds each argument and rebuilds the same config."""
         layer = layer_cls(**init_kwargs)
         self.assert_holds_layer(layer)
         config = json.loads(json.dumps(layer.get_config()))
@@ -336,10 +314,8 @@ class LayerTestCase:
         assert layer_cls.from_config(config).get_config() == layer.get_config()
 
     def run_output_spec_test(self, make, shape, input_dtype="float32", **call_kwargs):
-        """`compute_output_spec` (of the unbuilt layer; of the built one over a memory), the
-        symbolic call with an unknown batch and `compute_output_shape` give the eager call's
-        shapes and dtypes, in float32 and ``mixed_float16``. Arrays among ``call_kwargs`` (a
-        memory) are passed in the call's form."""
+        """`compute_output_spec`, a symbolic call of unknown batch and `compute_output_shape`
+        give the eager call's shapes and dtypes, in float32 and ``mixed_float16``."""
         rng = np.random.default_rng(2)
         floats = keras.backend.is_float_dtype(input_dtype)
         draw = rng.normal if floats else lambda size: rng.integers(0, 3, size)
@@ -376,9 +352,8 @@ class LayerTestCase:
                 assert _shape_list(computed) == [s for s, _ in eager], policy
 
     def run_nan_padding_test(self, make, memory_width=None):
-        """NaN at padded steps (right and left) never reaches the outputs or the weights'
-        gradients; padded steps of sequence outputs are zero. With ``memory_width``, also over
-        a memory with NaN in its padding, whose gradient is zero there."""
+        """NaN at padded steps (and, with ``memory_width``, a memory's) reaches no output or
+        gradient; padded steps of sequence outputs and the padded memory's gradients are zero."""
         layer = make()
         rng = np.random.default_rng(1)
         mask = np.ones((3, 5), bool)
@@ -413,8 +388,8 @@ class LayerTestCase:
             np.testing.assert_array_equal(gradient[~memory_mask], 0.0)
 
     def run_flags_test(self, make, flags=None):
-        """Each boolean argument (default `flags_of`) refuses a non-bool naming it, and takes a
-        NumPy bool, kept in the config as a Python bool."""
+        """Each bool argument (default `flags_of`) refuses a non-bool, naming it, and keeps a
+        NumPy bool as a Python bool."""
         layer = make()
         self.assert_holds_layer(layer)
         flags = flags_of(type(layer)) if flags is None else flags
@@ -431,9 +406,8 @@ class LayerTestCase:
             assert flipped is (not default), (flag, flipped)
 
     def run_mixed_precision_test(self, make, inputs, atol, policy="mixed_float16", **call_kwargs):
-        """``make()`` under ``policy``, with the weights of a float32 twin drawn from U(-0.8,
-        0.8) (far from the initializers, so that every part shows), outputs the policy's dtype
-        within ``atol`` (times the largest output above 1) of the float32 outputs."""
+        """``make()`` under ``policy`` with a float32 twin's U(-0.8, 0.8) weights outputs the
+        policy's dtype within ``atol`` (relative above 1) of the float32 outputs."""
         reference = make()
         reference(inputs, **call_kwargs)
         self.assert_holds_layer(reference)
@@ -456,10 +430,9 @@ class LayerTestCase:
     # -- cells -----------------------------------------------------------------------------
 
     def run_cell_tests(self, make_cell, direct_spec=True, **call_kwargs):
-        """One symbolic step of the cell gives the eager step's shapes and dtypes, in float32
-        and ``mixed_float16`` (with ``direct_spec``, `compute_output_spec` asked directly
-        too); on TensorFlow its new states keep static shapes for an unknown batch (Keras's
-        loop refuses states whose shape changes). ``call_kwargs`` (a memory) go to each step."""
+        """A symbolic step (and `compute_output_spec`, with ``direct_spec``) gives the eager
+        step's shapes and dtypes in float32 and ``mixed_float16``; on TensorFlow the new states
+        keep static shapes for an unknown batch, as Keras's loop needs."""
         for policy in ("float32", "mixed_float16"):
             dtype = keras.DTypePolicy(policy).compute_dtype
             kwargs = {k: v.astype(dtype) for k, v in call_kwargs.items()}
@@ -505,9 +478,8 @@ class LayerTestCase:
     # -- layers over sequences ---------------------------------------------------------------
 
     def run_empty_input_test(self, make, last_output_is_memory=True):
-        """Empty sequences and batches, with and without a mask, give the empty outputs
-        `compute_output_shape` says; with no step the memory (the last output, where
-        ``last_output_is_memory``) is zeros."""
+        """Empty sequences and batches (masked or not) give `compute_output_shape`'s shapes; with
+        no step the last output (where ``last_output_is_memory``) is zeros."""
         for shape in ((2, 0, 4), (0, 5, 4)):
             for with_mask in (False, True):
                 layer = make()
@@ -524,10 +496,8 @@ class LayerTestCase:
     # -- resets ------------------------------------------------------------------------------
 
     def run_reset_tests(self, make, **call_kwargs):
-        """A bad ``reset`` (not a bool tensor of the batch (and time), with ``go_backwards``,
-        of other time steps in a symbolic call) is refused naming it. A cell's reset rows step
-        from zero states (but for states it carries unchanged), the others from their own.
-        ``call_kwargs`` (a memory) go to every call."""
+        """A bad ``reset`` (dtype, shape, with ``go_backwards``, symbolic) is refused, naming it; a
+        cell's reset rows step from zero states (but those it carries unchanged)."""
         layer = make()
         self.assert_holds_layer(layer)
         if is_cell(layer):
@@ -573,10 +543,9 @@ class LayerTestCase:
     # -- a carried memory (`MemorySequenceLayer`) -------------------------------------------
 
     def run_carried_memory_tests(self, make):
-        """In float64: packed documents equal separate runs, the memory after the call the
-        last document's; a reset forgets the carried memory in its row only; a stateful layer
-        over segments with resets equals one run; a mask, memory or input of the wrong shape
-        is a `ValueError` naming the argument and the shapes."""
+        """In float64 packed documents equal separate runs (and the last one's memory), a reset
+        forgets the carried memory in its row only, stateful segments equal one run; bad
+        shapes raise a `ValueError` naming the argument and the shapes."""
         self.assert_holds_layer(make())
         with dtype_policy("float64"):
             self._check_packed_documents(make)

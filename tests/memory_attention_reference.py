@@ -1,9 +1,6 @@
-"""NumPy float64 references of the attention cells over a memory (`AttentionWrapper`:
-Bahdanau et al. 2015, Luong et al. 2015; `WordByWordAttention`: Rocktäschel et al. 2016),
-written from the papers' equations, and the checks their test modules share: the cell in a loop
-of one's own against `AttentionRNN`, resets, state across calls.
-
-The references wrap a SimpleRNN cell (``h = tanh(x W + h U + b)``) and run step by step."""
+"""NumPy float64 references of `AttentionWrapper` (Bahdanau et al. 2015, Luong et al. 2015) and
+`WordByWordAttention` (Rocktäschel et al. 2016) around a SimpleRNN cell, step by step, and the
+checks their test modules share."""
 
 import keras
 import numpy as np
@@ -12,8 +9,7 @@ from tests.support import gradients
 
 
 def masked_softmax(scores, mask):
-    """Softmax over the last axis where ``mask`` is true; a row with no true entry gets
-    all-zero weights."""
+    """Softmax over the last axis where ``mask`` is true; a row with none gets zeros."""
     scores = np.where(mask, scores, -np.inf)
     top = np.max(np.where(mask, scores, -1e300), axis=-1, keepdims=True)
     weights = np.where(mask, np.exp(np.where(mask, scores - top, 0.0)), 0.0)
@@ -35,9 +31,7 @@ def attention_wrapper_reference(
     sequence_mask=None,
     input_feeding=True,
 ):
-    """The wrapper around a SimpleRNN cell (h = tanh(x W + h U + b)), step by step, in float64.
-
-    Returns the outputs ``[batch, time, ...]`` and the weights ``[batch, time, length]``."""
+    """The wrapper around a SimpleRNN cell (h = tanh(x W + h U + b)): outputs and weights."""
     kernel, recurrent, bias = cell_weights
     batch, steps = x.shape[:2]
     h = np.zeros((batch, recurrent.shape[0]))
@@ -154,13 +148,15 @@ def data(rng, shapes, dtype="float64"):
 
 
 def declared_memory(batch):
-    """The memory the suites over every layer pass to the declared attention cells:
-    ``{"memory": [batch, 4, 6]}``."""
+    """The suites' memory of the attention cells: ``{"memory": [batch, 4, 6]}``."""
     return {"memory": np.random.default_rng(batch).normal(size=(batch, 4, 6)).astype("float32")}
 
 
-def randomize(layer, rng, scale=0.7):
-    """Every weight of ``layer`` drawn from U(-scale, scale)."""
+def randomize(layer, rng, *data, scale=0.7):
+    """Every weight of ``layer`` (built first by a call on ``data``: x, memory, memory_mask)
+    drawn from U(-scale, scale)."""
+    if data:
+        layer(data[0], memory=data[1], memory_mask=data[2])
     layer.set_weights([rng.uniform(-scale, scale, np.shape(v)) for v in layer.get_weights()])
 
 
@@ -204,17 +200,6 @@ def check_cell_loop_matches_layer(layer, x, memory, mask):
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-4)
     assert np.abs(input_grads_layer[1]).max() > 1e-3  # the memory gets a gradient
     return grads_layer
-
-
-def check_reset_starts_a_row_again(layer, x, memory, mask):
-    """A reset at step 2 of every row equals running the rows from step 2 alone."""
-    reset = np.zeros(x.shape[:2], bool)
-    reset[:, 2] = True
-    packed = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask, reset=reset))
-    alone = keras.ops.convert_to_numpy(layer(x[:, 2:], memory=memory, memory_mask=mask))
-    np.testing.assert_allclose(packed[:, 2:], alone, atol=1e-6)
-    whole = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
-    assert np.abs(whole[:, 2:] - alone).max() > 1e-3
 
 
 def check_state_carries_over(layer, x, memory, mask):

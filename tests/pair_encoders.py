@@ -19,8 +19,6 @@ from tf_memlayers.layers import (
 )
 from tf_memlayers.models import build_snli_model
 
-KINDS = ("gru", "am_gru", "dual_am_gru", "word_by_word")
-
 
 def pair_encoder(kind, units, init="glorot_uniform", **memory_options):
     """The `ConditionalEncoder` ``kind`` names, ``units`` wide, every kernel from ``init``;
@@ -35,13 +33,8 @@ def pair_encoder(kind, units, init="glorot_uniform", **memory_options):
         first = keras.layers.GRU(units, return_sequences=True, return_state=True, **kernels)
     elif kind == "am_gru":
         memory_options.pop("dual_key", None)
-        first = AssociativeGRU(
-            units,
-            kernel_initializer=init,
-            return_sequences=True,
-            return_state=True,
-            **memory_options,
-        )
+        sequences = dict(return_sequences=True, return_state=True)
+        first = AssociativeGRU(units, kernel_initializer=init, **sequences, **memory_options)
     else:
         first = DualAssociativeEncoder(
             units, kernel_initializer=init, return_sequences=True, **memory_options

@@ -1,12 +1,10 @@
 """Which test modules run on every Keras backend.
 
 The TensorFlow pass runs every test. Another backend's pass (the JAX pass runs without
-TensorFlow installed) collects the files named here, found from paths alone, without importing
-them: each layer's test module (the mirror under ``tests/layers/`` of a module of
-``tf_memlayers/layers/``, holding the layer's test class, its NumPy-reference tests and its
-mechanism tests), the tests of what all layers share, and the tests of what else runs without
-TensorFlow. A test in these files that needs TensorFlow carries the ``tensorflow_only`` marker
-and is skipped, with its reason, elsewhere.
+TensorFlow installed) collects, from their paths alone, each layer's test module (the mirror
+under ``tests/layers/`` of a module of ``tf_memlayers/layers/``) and the files named here. A
+test in them that needs TensorFlow carries the ``tensorflow_only`` marker and is skipped, with
+its reason, elsewhere.
 """
 
 import pathlib
@@ -14,10 +12,8 @@ import pathlib
 TESTS_DIR = pathlib.Path(__file__).resolve().parent
 PACKAGE_DIR = TESTS_DIR.parent / "tf_memlayers"
 
-# The tests of what every layer shares: the test case's completeness, the conformance across
-# layers, the primitives written with Keras ops (holographic memory, products, the heap, the
-# AM-GRU step, pieces, precision), the argument checks and initializers, the backends' own
-# checks.
+# The tests of what every layer shares: the test case, the conformance across layers, the
+# primitives written with Keras ops, the argument checks and initializers, the backends.
 SHARED = (
     "layers/test_layer_conformance.py",
     "ops/test_associative_gru_step.py",
@@ -33,11 +29,10 @@ SHARED = (
     "test_layer_test_case.py",
 )
 
-# The tests of what else the package runs without TensorFlow, on every backend: the loss, the
-# metric and the regularizer, the import without TensorFlow, the model builders with the step
-# model, Keras's own tests of the Keras classes the package's classes stand in for (ResettableRNN,
-# ResettableCell, PhiloxDropout, TiedEmbedding) with ours in their place, training on several
-# devices, the GPU run's rehearsal and the speed harness.
+# The tests of what else the package runs without TensorFlow: the loss, the metric and the
+# regularizer, the import, the model builders, Keras's own tests with ours in place of the Keras
+# classes they stand in for, training on several devices, the GPU run's rehearsal and the speed
+# harness.
 WITHOUT_TENSORFLOW = (
     "benchmarks/test_gpu_run.py",
     "benchmarks/test_speed.py",
@@ -63,14 +58,12 @@ def layer_test_modules(package_dir=PACKAGE_DIR, tests_dir=TESTS_DIR):
     """The test modules of the modules of ``tf_memlayers/layers/`` that exist, as sorted
     paths under ``tests/``."""
     package_dir = pathlib.Path(package_dir)
-    found = []
-    for path in sorted((package_dir / "layers").rglob("*.py")):
-        if path.name == "__init__.py":
-            continue
-        test = mirrored_test_module(path.relative_to(package_dir).as_posix())
-        if (pathlib.Path(tests_dir) / test).is_file():
-            found.append(test)
-    return tuple(found)
+    tests = [
+        mirrored_test_module(path.relative_to(package_dir).as_posix())
+        for path in sorted((package_dir / "layers").rglob("*.py"))
+        if path.name != "__init__.py"
+    ]
+    return tuple(test for test in tests if (pathlib.Path(tests_dir) / test).is_file())
 
 
 def backend_neutral_files():

@@ -131,24 +131,23 @@ def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
             else [None] * len(wanted)
         )
         found = [next(grads) if s.requires_grad else None for s in sources]
-    found = [
-        np.zeros(tuple(source.shape), keras.backend.standardize_dtype(source.dtype))
-        if grad is None
-        else np.asarray(keras.ops.convert_to_numpy(grad))
-        for grad, source in zip(found, sources)
-    ]
 
     def numpy(tensor):
         return np.asarray(keras.ops.convert_to_numpy(tensor))
 
+    found = [
+        np.zeros(tuple(source.shape), keras.backend.standardize_dtype(source.dtype))
+        if grad is None
+        else numpy(grad)
+        for grad, source in zip(found, sources)
+    ]
     loss = (numpy(loss[0]), keras.tree.map_structure(numpy, loss[1])) if has_aux else numpy(loss)
     return loss, found[: len(variables)], found[len(variables) :]
 
 
 def compiled(function):
-    """``function`` as one `jax.jit` program on JAX (an eager call there compiles each
-    operation apart, several times slower); itself elsewhere. For calls that only read the
-    layer's variables."""
+    """``function`` as one `jax.jit` program on JAX (several times faster than eager calls);
+    itself elsewhere. For calls that only read the layer's variables."""
     if BACKEND != "jax":
         return function
     import jax
@@ -161,8 +160,7 @@ NO_GRAPH_OPTIMIZATIONS = "disable_meta_optimizer"
 
 
 def turn_off_graph_optimizations():
-    """TensorFlow's graph optimiser, Grappler, off in this process from now on (as
-    tests/conftest.py turns it off)."""
+    """Grappler off in this process from now on."""
     import tensorflow as tf
 
     tf.config.optimizer.set_experimental_options({NO_GRAPH_OPTIMIZATIONS: True})
@@ -200,13 +198,9 @@ SPLIT_BACKENDS = ("tensorflow", "jax")
 def all_pairs(*factors, split_by_backend=False):
     """``pytest.param`` rows over ``factors`` (lists of values) in which every value of every
     factor meets every value of every other factor (5 x 4 x 2 x 2 values: 20 rows for 80),
-    chosen greedily in the product's order, so the same at every run; a row's id joins its
-    values' ids.
-
-    With ``split_by_backend`` the backend is one more factor (`SPLIT_BACKENDS`) and this
-    backend's rows are returned: every pair meets on one backend or the other, every value on
-    each. For designs whose code is the same on every backend but for Keras's operations.
-    """
+    chosen greedily, so the same at every run. With ``split_by_backend`` the backend is one
+    more factor (`SPLIT_BACKENDS`) and this backend's rows are returned: every pair meets on
+    one backend or the other, every value on each."""
     if split_by_backend and BACKEND in SPLIT_BACKENDS:
         rows = all_pairs(*factors, list(SPLIT_BACKENDS))
         return [
@@ -269,13 +263,8 @@ def json_report_of_script(script, path=None, *args):
     with tempfile.TemporaryDirectory() as folder:
         source = pathlib.Path(folder) / "script.py"
         source.write_text(script, encoding="utf-8")
-        result = subprocess.run(
-            [sys.executable, str(source), *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=300,
-        )
+        run = dict(capture_output=True, text=True, env=env, timeout=300)
+        result = subprocess.run([sys.executable, str(source), *args], **run)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 

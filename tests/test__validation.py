@@ -35,6 +35,10 @@ def test_check_int_returns_a_python_int():
         assert result == 3 and type(result) is int
     assert check_int("n", 1, minimum=1) == 1
     assert check_int("n", -5) == -5  # no minimum: any integer
+    with _raises(ValueError, "`units` must be >= 1, got 0."):
+        check_int("units", 0, minimum=1)
+    with _raises(ValueError, "Layer: `window` must be >= 2, got -3."):
+        check_int("window", np.int64(-3), minimum=2, owner="Layer")
 
 
 @pytest.mark.parametrize("value", [True, np.True_, 2.0, "3", None, np.float32(1)])
@@ -43,13 +47,6 @@ def test_check_int_refuses_what_is_not_an_integer(value):
         TypeError, f"Owner: `n` must be an integer, got {value!r} of type {type(value).__name__}."
     ):
         check_int("n", value, owner="Owner")
-
-
-def test_check_int_refuses_values_below_the_minimum():
-    with _raises(ValueError, "`units` must be >= 1, got 0."):
-        check_int("units", 0, minimum=1)
-    with _raises(ValueError, "Layer: `window` must be >= 2, got -3."):
-        check_int("window", np.int64(-3), minimum=2, owner="Layer")
 
 
 BOUNDS = [
@@ -159,15 +156,13 @@ def test_check_even_takes_even_integers_from_two():
         check_even("units", 4.0, "why")
 
 
-def test_check_rank_counts_the_dimensions():
+def test_check_rank_counts_the_dimensions_and_check_last_dim_reads_the_last():
     assert check_rank("inputs", [2, None, 4], 3) == (2, None, 4)
     with _raises(ValueError, "Layer: `inputs` must have rank 3, got shape (2, 4) (rank 2)."):
         check_rank("inputs", (2, 4), 3, owner="Layer")
     with _raises(ValueError, "`inputs` must have rank 2, got shape () (rank 0)."):
         check_rank("inputs", (), 2)
-
-
-def test_check_last_dim_needs_a_known_last_dimension():
+    # The last dimension must be known.
     result = check_last_dim("inputs", (None, None, np.int64(5)))
     assert result == 5 and type(result) is int
     with _raises(
@@ -202,7 +197,7 @@ def test_check_mask_shape_compares_the_first_two_dimensions(mask_shape, inputs_s
             check_mask_shape(mask_shape, inputs_shape, owner="Layer", inputs_name="sequence")
 
 
-def test_check_same_batch_compares_known_batch_sizes():
+def test_check_same_batch_width_and_time_steps_compare_known_dimensions():
     assert check_same_batch("a", [2, 3], "b", (2, 7)) == (2, 3)
     for shape, other in (((None, 3), (4, 1)), ((4, 3), (None,)), ((), (4,)), ((4,), ())):
         assert check_same_batch("a", shape, "b", other) == shape
@@ -212,9 +207,7 @@ def test_check_same_batch_compares_known_batch_sizes():
         "of shape (3, 5, 3) has batch size 3; they must be equal.",
     ):
         check_same_batch("memory", (2, 3), "inputs", (3, 5, 3), owner="Owner")
-
-
-def test_check_width_compares_a_known_last_dimension():
+    # The width of a known last dimension.
     assert check_width("inputs", [2, 4], 4, "the cache width") == (2, 4)
     assert check_width("inputs", (2, None), 4, "the cache width") == (2, None)
     assert check_width("inputs", (), 4, "the cache width") == ()
@@ -222,9 +215,7 @@ def test_check_width_compares_a_known_last_dimension():
         ValueError, "Owner: `inputs` must have width 4 (the cache width); got shape (2, 5)."
     ):
         check_width("inputs", (2, 5), 4, "the cache width", owner="Owner")
-
-
-def test_check_time_steps_refuses_an_empty_time_dimension():
+    # An empty time dimension.
     for shape in ((2, 1, 3), (2, None, 3), (5,), ()):
         assert check_time_steps("inputs", shape) == tuple(shape)
     with _raises(

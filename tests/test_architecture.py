@@ -1,6 +1,6 @@
 """The package's layout: model builders compose public layers only; the examples and
-benchmarks use the public package only; every module has its test module at the mirrored
-path."""
+benchmarks use the public package only, and the package nothing of the examples; every module
+has its test module at the mirrored path."""
 
 import ast
 import pathlib
@@ -27,23 +27,26 @@ def _modules(folder=""):
     return sorted((ROOT / folder).rglob("*.py"))
 
 
+def _imports(path):
+    """``(line, module name)`` of every import in ``path``."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            yield node.lineno, node.module or ""
+        elif isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+
+
 def test_model_builders_use_public_layers_only():
     found = []
     for path in _modules("models"):
+        found += [
+            f"{path.name}:{line} imports {name}"
+            for line, name in _imports(path)
+            if name.startswith("tf_memlayers.ops")
+        ]
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            where = f"{path.name}:{getattr(node, 'lineno', '?')}"
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                "tf_memlayers.ops"
-            ):
-                found.append(f"{where} imports {node.module}")
-            if isinstance(node, ast.Import):
-                found += [
-                    f"{where} imports {a.name}"
-                    for a in node.names
-                    if a.name.startswith("tf_memlayers.ops")
-                ]
             if isinstance(node, ast.Attribute) and node.attr in CELL_INTERNALS:
-                found.append(f"{where} uses .{node.attr}")
+                found.append(f"{path.name}:{node.lineno} uses .{node.attr}")
     assert not found, found
 
 
@@ -53,20 +56,12 @@ REPOSITORY = ROOT.parent
 def _private_imports(path):
     """The imports in ``path`` of a private module of the package (a dotted name with a part
     starting with an underscore, such as ``tf_memlayers._validation``)."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        names = []
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module]
-        elif isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        found += [
-            f"{path.relative_to(REPOSITORY)}:{node.lineno} imports {name}"
-            for name in names
-            if name.split(".")[0] == "tf_memlayers"
-            and any(part.startswith("_") for part in name.split(".")[1:])
-        ]
-    return found
+    return [
+        f"{path.relative_to(REPOSITORY)}:{line} imports {name}"
+        for line, name in _imports(path)
+        if name.split(".")[0] == "tf_memlayers"
+        and any(part.startswith("_") for part in name.split(".")[1:])
+    ]
 
 
 def test_the_examples_and_benchmarks_use_the_public_package_only():
@@ -80,6 +75,19 @@ def test_the_examples_and_benchmarks_use_the_public_package_only():
     assert not found, found
     # Not vacuous: the package's own modules do import its private ones.
     assert _private_imports(ROOT / "models" / "snli.py")
+
+
+def test_the_package_holds_no_experiment_harness():
+    """The experiments' corpus readers and input pipelines live with the examples: the
+    package has no ``data`` part and imports nothing from ``examples``."""
+    assert not (ROOT / "data").exists()
+    found = [
+        f"{path.name}: {name}"
+        for path in _modules()
+        for _, name in _imports(path)
+        if name.split(".")[0] == "examples"
+    ]
+    assert found == []
 
 
 def test_every_package_module_has_its_test_module_at_the_mirrored_path():

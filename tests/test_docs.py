@@ -28,13 +28,6 @@ PUBLIC_MODULES = [
 ]
 
 
-def _needs(module):
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        pytest.skip(f"{module} is not installed (the docs extra: pip install -e '.[docs]')")
-
-
 def _public_names(module):
     """``__all__``, or else the classes and functions the module itself defines."""
     if hasattr(module, "__all__"):
@@ -67,7 +60,7 @@ def _documented_modules():
 def site(tmp_path_factory):
     """The documentation built into a temporary folder (with warnings as errors)."""
     for needed in ("sphinx", "furo", "sphinx-mathjax-offline"):
-        _needs(needed)
+        pytest.importorskip(needed, reason="the docs extra: pip install -e '.[docs]'")
     out = tmp_path_factory.mktemp("html")
     result = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", REPO_ROOT / "docs", out],
@@ -78,6 +71,10 @@ def site(tmp_path_factory):
     assert result.returncode == 0, result.stderr[-4000:]
     assert (out / "_static" / "mathjax" / "tex-chtml.js").is_file()  # equations render offline
     return out
+
+
+def _generated(site, full_name):
+    return (site / "api" / "generated" / f"{full_name}.html").read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -165,9 +162,11 @@ def _site_pages(site):
 def _home(module_name, name):
     """The module under whose path ``name`` of ``module_name`` is documented: the package's
     top level for what it re-exports (``Perplexity``, ``SequenceCrossentropy``)."""
-    value = getattr(importlib.import_module(module_name), name)
+    value = getattr(importlib.import_module(module_name), name, None)
     top = importlib.import_module("tf_memlayers")
-    return "tf_memlayers" if getattr(top, name, None) is value else module_name
+    return (
+        "tf_memlayers" if value is not None and getattr(top, name, None) is value else module_name
+    )
 
 
 def _classes_and_functions():
@@ -176,8 +175,8 @@ def _classes_and_functions():
             (_home(module, name), name)
             for module, names in _documented_modules().items()
             for name in names
-            if inspect.isclass(getattr(importlib.import_module(module), name))
-            or inspect.isfunction(getattr(importlib.import_module(module), name))
+            if inspect.isclass(value := getattr(importlib.import_module(module), name))
+            or inspect.isfunction(value)
         }
     )
 
@@ -187,8 +186,7 @@ def test_each_public_class_and_function_has_a_page_of_its_own(site):
     wanted = {f"{home}.{name}" for home, name in _classes_and_functions()}
     assert wanted <= pages, sorted(wanted - pages)
     for full_name in wanted:
-        page = (site / "api" / "generated" / f"{full_name}.html").read_text(encoding="utf-8")
-        assert f'id="{full_name}"' in page
+        assert f'id="{full_name}"' in _generated(site, full_name)
     # The reference's contents list every page, grouped under its mechanism's heading.
     index = (site / "api" / "index.html").read_text(encoding="utf-8")
     assert all(f'href="generated/{full_name}.html' in index for full_name in wanted)
@@ -196,9 +194,7 @@ def test_each_public_class_and_function_has_a_page_of_its_own(site):
 
 
 def test_each_page_gives_the_example_before_the_arguments_and_the_notes_last(site):
-    page = (site / "api" / "generated" / "tf_memlayers.SlidingWindowAttention.html").read_text(
-        encoding="utf-8"
-    )
+    page = _generated(site, "tf_memlayers.SlidingWindowAttention")
     order = [
         page.index(marker)
         for marker in (
@@ -239,11 +235,8 @@ def test_every_name_of_the_package_the_reference_mentions_is_documented(site, ap
     def documented_under_another_path(name):
         """``tf_memlayers.metrics.Perplexity`` is ``tf_memlayers.Perplexity``."""
         module, _, attribute = name.rpartition(".")
-        if module not in PUBLIC_MODULES:
-            return False
-        value = getattr(importlib.import_module(module), attribute, None)
-        top = importlib.import_module("tf_memlayers")
-        return f"tf_memlayers.{attribute}" in documented and getattr(top, attribute) is value
+        home = _home(module, attribute) if module in PUBLIC_MODULES else None
+        return home == "tf_memlayers" and f"tf_memlayers.{attribute}" in documented
 
     undocumented = set()
     for path in sorted((site / "api").rglob("*.html")):
@@ -263,7 +256,7 @@ KERAS_PROTOCOL = set(
 )
 
 
-def test_the_reference_names_no_function_or_class_it_does_not_document(site):
+def test_the_reference_names_no_function_or_class_it_does_not_document(site, api_html):
     """A function or class of the package's own modules that the reference does not document
     (a private helper, a primitive of ``tf_memlayers.ops``) is not named on its pages."""
     import ast
@@ -275,15 +268,10 @@ def test_the_reference_names_no_function_or_class_it_does_not_document(site):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
             if isinstance(node, (ast.FunctionDef, ast.ClassDef))
         }
-    pages = sorted((site / "api").rglob("*.html"))
-    documented = {
-        name.rsplit(".", 1)[-1]
-        for path in pages
-        for name in re.findall(r'id="tf_memlayers\.([^"]+)"', path.read_text(encoding="utf-8"))
-    }
+    documented = {n.rsplit(".", 1)[-1] for n in re.findall(r'id="tf_memlayers\.([^"]+)"', api_html)}
     undocumented = defined - documented - KERAS_PROTOCOL
     named = []
-    for path in pages:
+    for path in sorted((site / "api").rglob("*.html")):
         _, unlinked = _read_page(path)
         named += [
             f"{path.name}: {name}"
@@ -311,9 +299,7 @@ def test_code_spans_are_code_or_links(site):
         ]
     assert not stray, stray[:20]
     assert not unlinked, unlinked
-    page = (site / "api" / "generated" / "tf_memlayers.AttentionRNN.html").read_text(
-        encoding="utf-8"
-    )
+    page = _generated(site, "tf_memlayers.AttentionRNN")
     assert 'href="https://keras.io/api/layers/recurrent_layers/rnn/"' in page
     assert 'href="tf_memlayers.AttentionWrapper.html#tf_memlayers.AttentionWrapper"' in page
 

@@ -40,13 +40,9 @@ def _dual_am_gru(fused_loop):
 
 def _last_word_model():
     """The last-word model with its heap cache (holding entries to read) and attention pooling."""
+    sizes = dict(sequence_length=10, embedding_dim=6, units=8)
     model = build_fill_last_word_model(
-        VOCAB,
-        AttentionPooling(4),
-        HeapCacheAttention(12, 4),
-        sequence_length=10,
-        embedding_dim=6,
-        units=8,
+        VOCAB, AttentionPooling(4), HeapCacheAttention(12, 4), **sizes
     )
     cache = model.get_layer("cache_attention")
     entries = np.random.default_rng(5).normal(size=(12, cache.cache.shape[-1]))
@@ -131,11 +127,8 @@ def _loss_and_gradients(model):
     def step(inputs, targets):
         with tf.GradientTape() as tape:
             outputs = model(inputs, training=False)
-            loss = tf.reduce_mean(
-                keras.losses.sparse_categorical_crossentropy(
-                    targets, outputs, from_logits=from_logits
-                )
-            )
+            loss = keras.losses.sparse_categorical_crossentropy(targets, outputs, from_logits)
+            loss = tf.reduce_mean(loss)
         return loss, tape.gradient(loss, model.trainable_weights)
 
     return step

@@ -26,14 +26,9 @@ def test_the_forget_gate_bias_reaches_the_lstms_forget_gate():
     # With zero kernels an LSTM step from (h0, c0) has gates i = o = sigmoid(0), f =
     # sigmoid(forget bias), candidate tanh(0) = 0: c1 = f * c0, h1 = o * tanh(c1).
     units, forget_bias = 3, 2.0
-    lstm = keras.layers.LSTM(
-        units,
-        bias_initializer=ForgetGateBias(forget_bias),
-        unit_forget_bias=False,
-        kernel_initializer="zeros",
-        recurrent_initializer="zeros",
-        return_state=True,
-    )
+    zeros = dict(kernel_initializer="zeros", recurrent_initializer="zeros")
+    bias = dict(bias_initializer=ForgetGateBias(forget_bias), unit_forget_bias=False)
+    lstm = keras.layers.LSTM(units, return_state=True, **zeros, **bias)
     c0 = np.array([[1.0, -2.0, 0.5]], "float32")
     h0 = np.zeros((1, units), "float32")
     h1, _, c1 = lstm(np.ones((1, 1, 2), "float32"), initial_state=[h0, c0])
@@ -73,16 +68,9 @@ def test_forget_gate_bias_is_restored_by_its_registered_name():
     np.testing.assert_array_equal(np.asarray(restored((4,))), [0.0, 0.75, 0.0, 0.0])
 
 
-@pytest.mark.parametrize(
-    "initializer",
-    [
-        keras.initializers.GlorotUniform,
-        keras.initializers.RandomNormal,
-        keras.initializers.Orthogonal,
-    ],
-)
+@pytest.mark.parametrize("initializer", ["GlorotUniform", "RandomNormal", "Orthogonal"])
 def test_each_weight_of_an_unseeded_initializer_is_drawn_anew(initializer):
-    initializer = initializer()
+    initializer = getattr(keras.initializers, initializer)()
     first, second = (np.asarray(for_one_weight(initializer)((4, 4))) for _ in range(2))
     assert not np.array_equal(first, second)
     # Keras's own initializer is stateless: it would give both weights the same values.
@@ -103,14 +91,12 @@ def test_a_clone_draws_from_the_same_distribution():
     )
 
 
-def test_an_integer_seed_gives_each_weight_the_same_values():
+def test_an_integer_seed_gives_each_weight_the_same_values_and_a_generator_draws_anew():
     initializer = keras.initializers.GlorotUniform(seed=7)
     values = [np.asarray(for_one_weight(initializer)((3, 5))) for _ in range(2)]
     np.testing.assert_array_equal(values[0], values[1])
     np.testing.assert_array_equal(values[0], np.asarray(initializer((3, 5))))
-
-
-def test_a_seed_generator_is_used_as_it_is():
+    # A seed generator is used as it is.
     initializer = keras.initializers.GlorotUniform(seed=keras.random.SeedGenerator(3))
     assert for_one_weight(initializer) is initializer
     first, second = (np.asarray(for_one_weight(initializer)((3, 3))) for _ in range(2))

@@ -82,14 +82,8 @@ def test_import_registers_every_class_and_the_layers_import_without_tensorflow()
     refuse = importlib.util.find_spec("jax") is not None
     env = {**os.environ, "KERAS_BACKEND": "jax"} if refuse else None
     script = f"refuse, names = {refuse!r}, {names!r}\n{_SCRIPT}"
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=300,
-        env=env,
-    )
+    run = dict(capture_output=True, text=True, cwd=REPO_ROOT, timeout=300, env=env)
+    result = subprocess.run([sys.executable, "-c", script], **run)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["missing"] == [] and report["examples"] == []
@@ -120,19 +114,3 @@ def test_import_registers_every_class_and_the_layers_import_without_tensorflow()
         ("tf_memlayers.ops.associative_gru_loop", "fused AM-GRU loop"),
     ):
         assert "needs TensorFlow" in modules[name] and part in modules[name], modules[name]
-
-
-def test_the_package_holds_no_experiment_harness():
-    """The experiments' corpus readers and input pipelines live with the examples: the
-    package has no ``data`` part and imports nothing from ``examples``."""
-    assert not (PACKAGE / "data").exists()
-    found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            modules = []
-            if isinstance(node, ast.ImportFrom):
-                modules = [node.module or ""]
-            elif isinstance(node, ast.Import):
-                modules = [alias.name for alias in node.names]
-            found += [f"{path.name}: {m}" for m in modules if m.split(".")[0] == "examples"]
-    assert found == []

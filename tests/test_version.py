@@ -30,14 +30,12 @@ def _changelog_entries():
     return entries
 
 
-def test_the_version_is_a_pep_440_version_exported_by_the_package():
+def test_the_version_is_a_pep_440_version_exported_by_the_package_and_the_distribution():
     assert isinstance(__version__, str)
     assert str(Version(__version__)) == __version__  # already in its normal form
     assert tf_memlayers.__version__ == __version__
     assert "__version__" in tf_memlayers.__all__
-
-
-def test_the_distribution_takes_its_version_from_the_module():
+    # The distribution takes its version from the module.
     with open(REPO_ROOT / "pyproject.toml", "rb") as file:
         project = tomllib.load(file)
     assert "version" in project["project"]["dynamic"]
@@ -54,7 +52,7 @@ def test_the_installed_metadata_has_the_version():
     assert installed == __version__
 
 
-def test_the_newest_changelog_entry_is_this_version():
+def test_the_changelog_runs_newest_first_from_this_version():
     entries = _changelog_entries()
     assert len(entries) >= 2, entries
     version = Version(__version__)
@@ -62,8 +60,6 @@ def test_the_newest_changelog_entry_is_this_version():
     assert newest == Version(version.base_version)
     # A development or pre-release build is of a version not released yet.
     assert unreleased == (version.is_devrelease or version.is_prerelease)
-
-
-def test_the_changelog_runs_newest_first():
-    versions = [version for version, _ in _changelog_entries()]
+    # The changelog runs newest first.
+    versions = [version for version, _ in entries]
     assert versions == sorted(set(versions), reverse=True)

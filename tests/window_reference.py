@@ -1,8 +1,5 @@
-"""NumPy float64 references of Daniluk et al. (2017) eqs (1)-(13), written from SPEC §3.
-
-Step by step, one batch row at a time, with an explicit history of the valid steps: this is
-deliberately the slowest, most literal reading of the equations.
-"""
+"""NumPy float64 references of Daniluk et al. (2017) eqs (1)-(13) (SPEC §3): step by step, one
+row at a time, with an explicit history of the valid steps, the most literal reading."""
 
 import numpy as np
 
@@ -21,16 +18,9 @@ def split_reference(h, mode, sizes):
 def window_attention_reference(
     h, weights, mode, sizes, window, pad="mask", mask=None, memory=None, reset=None
 ):
-    """Outputs ``[B, T, units]``, attention ``[B, T, L]`` and the final history of each row.
-
-    Args:
-        h: ``[B, T, W]`` RNN outputs.
-        weights: dict with memory_kernel, query_kernel, score_vector, context_kernel,
-            predict_kernel and optionally memory_bias, output_bias (NumPy arrays).
-        memory: optional per-row list of L ``(key, value, valid)`` triples, oldest first.
-        reset: optional bool ``[B, T]``: at a valid step where it is true, the history starts
-            again empty, as at the start of a stream without memory.
-    """
+    """Outputs ``[B, T, units]``, attention ``[B, T, L]`` and each row's final history of the
+    RNN outputs ``h`` ``[B, T, W]``, from ``memory`` (per row L ``(key, value, valid)``, oldest
+    first); at a valid step where ``reset`` ``[B, T]`` is true the history starts empty."""
     B, T, _ = h.shape
     WY, Wh, w = weights["memory_kernel"], weights["query_kernel"], weights["score_vector"]
     Wr, Wx = weights["context_kernel"], weights["predict_kernel"]
@@ -76,8 +66,7 @@ def window_attention_reference(
 
 
 def ngram_reference(h, kernel, n, sizes, bias=0.0, mask=None, memory=None, reset=None):
-    """Eq. (13): outputs ``[B, T, units]`` and each row's last N-2 valid outputs; at a valid
-    step where ``reset`` (bool ``[B, T]``) is true the earlier outputs are zeros again."""
+    """Eq. (13): outputs and each row's last N-2 valid outputs; a ``reset`` zeroes the earlier."""
     B, T, W = h.shape
     bounds = np.cumsum([0, *sizes])
     outputs = np.zeros((B, T, kernel.shape[1]))

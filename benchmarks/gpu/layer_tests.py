@@ -19,9 +19,7 @@ import pytest
 from benchmarks import ArgumentParser, positive
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-#: How many of the longest tests a summary names (what to trim when the selection outgrows
-#: its time).
-SLOWEST = 20
+OUTCOMES = {"failure": "failed", "error": "errors", "skipped": "skipped"}  # JUnit's tags
 
 
 def pytest_addoption(parser):
@@ -85,10 +83,10 @@ def run(targets, workers, seconds, junit, log, ids_file):
 
 
 def summarise(junit, collected=()):
-    """Counts and failures of a pytest JUnit report, the `SLOWEST` longest tests with their
-    seconds, and the ``collected`` test ids it does not report (left unrun)."""
-    summary = dict(passed=0, failed=0, errors=0, skipped=0, seconds=0.0, failures=[], per_file={})
-    durations = []
+    """Counts and failures of a pytest JUnit report, its 20 slowest tests (what to trim when the
+    selection outgrows its time), and the ``collected`` test ids it does not report (unrun)."""
+    summary = dict(passed=0, failed=0, errors=0, skipped=0, seconds=0, failures=[], per_file={})
+    seconds = {}
     cases = ElementTree.parse(junit).getroot().iter("testcase") if os.path.isfile(junit) else ()
     for case in cases:
         if not case.get("name"):  # a test interrupted at the time limit: not reported
@@ -98,26 +96,19 @@ def summarise(junit, collected=()):
         cut = next((i + 1 for i, part in enumerate(parts) if part.startswith("test_")), len(parts))
         file = "/".join(parts[:cut])
         test_id = "::".join([f"{file}.py", *parts[cut:], case.get("name", "")])
-        outcome = "passed"
-        for child in case:
-            if child.tag in ("failure", "error", "skipped"):
-                outcome = {"failure": "failed", "error": "errors"}.get(child.tag, "skipped")
-                if outcome != "skipped":
-                    message = (child.get("message") or child.text or "").strip()
-                    first = message.splitlines()[0][:500] if message else ""
-                    summary["failures"].append({"test": test_id, "message": first})
-                break
+        marks = [child for child in case if child.tag in OUTCOMES]
+        outcome = OUTCOMES[marks[0].tag] if marks else "passed"
+        if outcome in ("failed", "errors"):
+            message = (marks[0].get("message") or marks[0].text or "").strip().splitlines()
+            summary["failures"].append({"test": test_id, "message": (message or [""])[0][:500]})
         summary[outcome] += 1
-        summary["seconds"] += float(case.get("time") or 0)
-        durations.append((float(case.get("time") or 0), test_id))
+        seconds[test_id] = float(case.get("time") or 0)
         counts = summary["per_file"].setdefault(file, {})
         counts[outcome] = counts.get(outcome, 0) + 1
-    summary["slowest"] = [
-        {"test": test_id, "seconds": seconds}
-        for seconds, test_id in sorted(durations, key=lambda d: -d[0])[:SLOWEST]
-    ]
-    reported = {test_id for _, test_id in durations}
-    summary["not_run"] = [test_id for test_id in collected if test_id not in reported]
+    summary["seconds"] = sum(seconds.values(), 0.0)
+    slowest = sorted(seconds.items(), key=lambda item: -item[1])[:20]
+    summary["slowest"] = [{"test": test_id, "seconds": s} for test_id, s in slowest]
+    summary["not_run"] = [test_id for test_id in collected if test_id not in seconds]
     return summary
 
 
@@ -138,11 +129,10 @@ def describe_device(path):
     for device in jax.devices():
         stats = device.memory_stats() or {}
         memory = stats["bytes_limit"] / 2**20 if "bytes_limit" in stats else None
-        kind = getattr(device, "device_kind", "")
-        found["devices"].append(dict(id=device.id, platform=device.platform, kind=kind))
-        found["devices"][-1]["memory_mib"] = memory
+        kind, platform = getattr(device, "device_kind", ""), device.platform
+        found["devices"].append(dict(id=device.id, platform=platform, kind=kind, memory_mib=memory))
         print(f"JAX {jax.__version__} ({found['default_backend']}): device {device.id} ", end="")
-        print(f"{device.platform} {kind} {memory or '?'} MiB")
+        print(f"{platform} {kind} {memory or '?'} MiB")
     path.write_text(json.dumps(found, indent=1), encoding="utf-8")
     return found["default_backend"]
 

@@ -1,28 +1,10 @@
 #!/usr/bin/env bash
-# The GPU run: the layers' tests and the speed tables on Keras's JAX backend, in one command.
+# The GPU run (CONTRIBUTING.rst, "The GPU run": the wheels of .whl/, the steps, the variables):
+# the layers' tests and the speed tables on Keras's JAX backend, each step writing under $OUT
+# (the log: run.log). Exit status 0 when every step ran and every test passed.
 #
 #   OUT=<folder> benchmarks/gpu/run.sh               # on the GPU machine
 #   OUT=<folder> benchmarks/gpu/run.sh --rehearse    # the same steps on a CPU, tiny sizes
-#
-# For a machine with a GPU, Python 3.12 and JAX for CUDA, without TensorFlow, Keras or a
-# network: what Keras needs travels as wheels in .whl/ (git-ignored), fetched beforehand:
-#
-#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
-#       --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-#       -d .whl -r benchmarks/gpu/wheels.txt
-#
-# Steps, each writing under $OUT (the run's log: run.log):
-#   1. installs the wheels (if any) and this package, offline, into a folder on PYTHONPATH;
-#   2. checks that JAX sees a GPU (device.json; a full run stops without one);
-#   3. runs the layers' tests (benchmarks/gpu/layer_tests.py) with float32 matrix products at
-#      JAX's "highest" precision (layer_tests.xml, .json, .log);
-#   4. measures the speed tables, float32 and mixed bfloat16, within their time budget, window
-#      attention at T = 20 and 100 (python -m benchmarks.speed --device gpu, speed.json);
-#   5. measures window attention at T = 4000 and 16000 (speed_long.json) with XLA's constant
-#      folding off, which takes minutes over MultiHeadAttention's T x T causal mask at compile
-#      time, against step 4's matrix-product peaks.
-# A measuring step ends at its budget plus a margin, what it measured in its file. Exit status:
-# 0 when every step ran and every test passed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -90,6 +72,7 @@ JAX_DEFAULT_MATMUL_PRECISION=highest "$python" -m benchmarks.gpu.layer_tests \
   ${GPU_RUN_RERUN_FROM:+--rerun-from "$GPU_RUN_RERUN_FROM"}
 case $? in 0) ;; 3) say "JAX sees no GPU: stopping"; exit 3 ;; *) status=1 ;; esac
 
+# A measuring step ends at its budget plus a margin, what it measured in its file.
 say "4. the speed tables (${speed_s}s budget)"
 # GPU_RUN_SPEED_ARGS: options of python -m benchmarks.speed (--tables, --lengths; on a GPU
 # "--lengths 20 100" unless set).

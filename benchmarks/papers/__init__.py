@@ -1,5 +1,4 @@
-"""The paper experiments: each paper's comparison rebuilt with the package's models, trained
-and scored on the real corpora (``python -m benchmarks.papers.<name>``)."""
+"""The paper experiments, each trained by its example: ``python -m benchmarks.papers.<name>``."""
 
 import numpy as np
 

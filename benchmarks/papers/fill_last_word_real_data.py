@@ -33,9 +33,7 @@ def parse_args(argv=None):
     add("--max-train", type=positive(int), help="sentences of test.txt")
     add("--variants", nargs="+", type=int, choices=range(len(VARIANTS)))
     add("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    results_file.add_results_options(
-        parser, ROOT / "benchmarks/results/fill_last_word_real_data.json"
-    )
+    results_file.add_results_options(parser, ROOT / f"benchmarks/results/{RUNS.name}.json")
     add_update_docs_option(parser)
     args = parser.parse_args(argv)
     if args.held_out >= 1:

@@ -5,14 +5,8 @@ The LSTM has ``--units`` units, every memory model the width whose parameter cou
 Each trains until its validation perplexity stops improving (``--patience``, at most
 ``--max-epochs``); ``--epochs N``: N epochs each; ``--config PRESET``: the example's preset;
 ``--cost``: an epoch's and the run's cost, from the steps timed on ``--steps`` real batches. A
-rerun skips the models in the results file; a run directory continues its model.
-
-Example::
-
-    python -m benchmarks.papers.lm_equal_budget --update-docs
-    python -m benchmarks.papers.lm_equal_budget --epochs 1 --dropout 0 --update-docs
-    python -m benchmarks.papers.lm_equal_budget --config zaremba-small --update-docs
-    python -m benchmarks.papers.lm_equal_budget --cost --corpus wikitext2 --update-docs
+rerun skips the models in the results file; a run directory continues its model. The results
+page names each table's command.
 """
 
 import functools
@@ -256,12 +250,12 @@ def draw_figures(report, folder):
     for row in rows:
         epochs, values = zip(*[(e["epoch"], e["valid_perplexity"]) for e in row["history"]])
         axes.plot(epochs, values, marker="o", label=f"{row['model']} (H={row['hidden']})")
-    axes.set(xlabel="epoch", ylabel="validation perplexity", yscale="log")
+    title = f"{corpus}: validation perplexity, equal parameter budget"
+    axes.set(xlabel="epoch", ylabel="validation perplexity", yscale="log", title=title)
     # Plain numbers at 1, 1.2, 1.5, ... x 10^k, so that perplexities between 100 and 200 read.
     axes.yaxis.set_major_locator(LogLocator(subs=(1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8)))
     axes.yaxis.set_major_formatter(ScalarFormatter())
     axes.yaxis.set_minor_formatter(NullFormatter())
-    axes.set_title(f"{corpus}: validation perplexity, equal parameter budget")
     axes.grid(True, which="both", alpha=0.3)
     rows = [row for row in rows if row.get("attention_by_position")]
     window, width = len(rows[0]["attention_by_position"]) if rows else 0, 0.8 / max(len(rows), 1)
@@ -270,8 +264,10 @@ def draw_figures(report, folder):
         positions = np.arange(window) + (i - (len(rows) - 1) / 2) * width
         bars.bar(positions, row["attention_by_position"], width, label=row["model"])
     bars.set_xticks(np.arange(window), [f"t-{window - i}" for i in range(window)])
-    bars.set(xlabel="window position (oldest … newest)", ylabel="mean attention weight")
-    bars.set_title(f"{corpus}: attention by window position (validation text)")
+    title = f"{corpus}: attention by window position (validation text)"
+    bars.set(
+        xlabel="window position (oldest … newest)", ylabel="mean attention weight", title=title
+    )
     for figure, name, legend in ((valid, "valid", True), (attention, "attention", rows)):
         if legend:
             figure.axes[0].legend()

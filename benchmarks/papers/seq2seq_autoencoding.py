@@ -100,16 +100,13 @@ def run(model, seed, args):
     return dict(row, val_loss_by_epoch=[round(v, 4) for v in metrics["history"]["val_loss"]])
 
 
-def _scores(run):  # a run's scores, its memory probes' among them
-    before = run["memory_before_training"].get("key_similarity")
-    return {**run, **run["memory"], "key_similarity_before": before}
-
-
 def summarise(runs):
     """One row per model: the ``mean ± std`` of its runs' scores."""
     rows = []
     for model, name in MODELS.items():
-        mine = [_scores(r) for r in runs if r["model"] == model]
+        mine = [r | r["memory"] for r in runs if r["model"] == model]  # the memory probes' too
+        for r in mine:
+            r["key_similarity_before"] = r["memory_before_training"].get("key_similarity")
         if mine:
             row = {"model": name, "seeds": len(mine), "parameters": mine[0]["parameters"]}
             for key, _ in columns_of(COLUMNS)[3:]:

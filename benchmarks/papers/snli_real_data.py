@@ -82,20 +82,14 @@ def run(kind, seed, folder, test, vocabulary, args):
     test_data = input_pipeline.make_dataset(test, vocabulary, **batches)
     accuracy = best.evaluate(test_data, verbose=0, return_dict=True)["accuracy"]
     weights = sum(np.prod(w.shape) for w in best.trainable_weights)
-    embeddings = np.prod(best.get_layer("embedding").embeddings.shape)
+    weights -= np.prod(best.get_layer("embedding").embeddings.shape)
     dev = metrics["dev_accuracy"]
-    return {
-        "model": kind,
-        "seed": seed,
-        "units": units,
-        "parameters_without_embeddings": int(weights - embeddings),
-        "best_epoch": int(np.argmax(dev)) + 1,
-        "best_dev_accuracy": round(max(dev), 4),
-        "test_accuracy": round(float(accuracy), 4),
-        "train_loss_by_epoch": [round(v, 4) for v in metrics["history"]["loss"]],
-        "dev_accuracy_by_epoch": [round(v, 4) for v in dev],
-        "minutes": round((time.time() - started) / 60.0, 1),
-    }
+    row = dict(model=kind, seed=seed, units=units, parameters_without_embeddings=int(weights))
+    row.update(best_epoch=int(np.argmax(dev)) + 1, best_dev_accuracy=round(max(dev), 4))
+    row.update(test_accuracy=round(float(accuracy), 4))
+    row["train_loss_by_epoch"] = [round(v, 4) for v in metrics["history"]["loss"]]
+    row["dev_accuracy_by_epoch"] = [round(v, 4) for v in dev]
+    return row | {"minutes": round((time.time() - started) / 60.0, 1)}
 
 
 def summarise(runs):

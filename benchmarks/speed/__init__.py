@@ -1,3 +1,1 @@
-"""The speed tables (`benchmarks.speed.tables`), run by ``python -m benchmarks.speed`` on
-either Keras backend and any device, and their blocks of the results page
-(`benchmarks.speed.page`)."""
+"""The speed tables' harness: ``python -m benchmarks.speed``."""

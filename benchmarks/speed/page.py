@@ -51,12 +51,8 @@ def draw(path, x, lines, labels, titles, size=(10, 4), dpi=80, legend="small", b
             if points:  # one colour per line in both panels
                 axes.plot(*zip(*sorted(points)), style, marker="o", color=f"C{index}", label=label)
     for axes, label, title in zip(panels, labels, titles):
-        axes.set_xscale("log")
-        axes.set_yscale("log")
-        axes.set_xlabel(labels[2])
-        axes.set_ylabel(label)
+        axes.set(xscale="log", yscale="log", xlabel=labels[2], ylabel=label, title=title)
         axes.grid(True, which="both", alpha=0.3)
-        axes.set_title(title)
     for axes in panels[:1] if below else panels:
         axes.legend(fontsize=legend)
     figure.tight_layout()
@@ -117,12 +113,11 @@ def heap(report, rows, images):
     by_size = {row["cache_size"]: row for row in rows}
     worst = [by_size.get(k, {}).get("heap_worst_ms") for k in (100000, 1000)]
     at_1k = by_size.get(1000, {}).get("heap_over_topk_worst")
+    at_1k = at_1k and f"; at K=1k the exact heap write takes {at_1k:.2f}x the top-k write"
     read, write = ms["cache read"], ms["cache read + heap write"]
     return table, {
         "worst": f"{worst[0] / worst[1]:.2f}x" if all(worst) else "not measured",
-        "at_1k": f"; at K=1k the exact heap write takes {at_1k:.2f}x the top-k write (worst case)."
-        if at_1k
-        else ".",
+        "at_1k": f"{at_1k} (worst case)." if at_1k else ".",
         "step_settings": step_report["settings"],
         "step_peak": step_peak,
         "base": ms["no cache"]["median_ms"],

@@ -1,6 +1,5 @@
 """The speed tables (``python -m benchmarks.speed``): per case (a dtype, a length, ...) the
-variants of one training step (each a function building its `Step`, or a callable), timed
-interleaved."""
+variants of one training step (each a function building its `Step`, or a callable)."""
 
 import contextlib
 import os
@@ -69,18 +68,16 @@ def backend():
 
 
 def model_of(inputs, layer, head, **call):
+    """``Dense(head)`` on ``layer`` of ``inputs`` (a shape: an input of it)."""
     import keras
 
+    inputs = keras.Input(inputs[1:], batch_size=inputs[0]) if isinstance(inputs, tuple) else inputs
     first = inputs[0] if isinstance(inputs, list) else inputs
     return keras.Model(inputs, keras.layers.Dense(head)(layer(first, **call)))
 
 
 def layer_step(layer, shape, head=1, **options):
-    """The `Step` of ``layer`` on inputs of ``shape``, ``Dense(head)`` on top."""
-    import keras
-
-    model = model_of(keras.Input(shape[1:], batch_size=shape[0]), layer, head)
-    return training.Step(model, normal(*shape), **options)
+    return training.Step(model_of(shape, layer, head), normal(*shape), **options)
 
 
 def replaced(*attributes):
@@ -160,8 +157,6 @@ class Table:
     def more(self, sizes, row, step, samples):  # a built variant's own columns
         pass
 
-
-# --- the language model ---------------------------------------------------------------------
 
 #: LM variants ``kind-form:size`` (an attention's window, the N-gram RNN's N).
 LM_VARIANTS = ("lstm", "window-parallel:5", "window-parallel:10", "window-cell:5")
@@ -307,8 +302,6 @@ class Packing(Table):
             row["tokens_per_second"] = round(sizes["packing_batch"] * 20 / row["step_ms"] * 1000)
 
 
-# --- window attention -----------------------------------------------------------------------
-
 #: Ours with parts replaced by stand-ins: ``variant: (its saving's name, the parts)``.
 PARTS = {
     "ours_without_weighted_sum": ("weighted_sum", ("weighted_sum",)),
@@ -449,8 +442,6 @@ class WindowAttention(Table):
             row["rest_over_floor"] = saving("ours_without_both", "floor")
         return [row]
 
-
-# --- associative memory ---------------------------------------------------------------------
 
 #: The associative-memory table's floor row: `AssociativeGRU` under `holographic_stand_ins`.
 FLOOR_LAYER = "floor: AssociativeGRU C=8, memory by stand-ins"
@@ -611,9 +602,6 @@ class Snli(Table):
             row["speedup"] = timing.median_ratio(samples, kind)[cell]
 
 
-# --- heap cache -----------------------------------------------------------------------------
-
-
 def compiled_call(layer):
     if backend() != "jax":
         import tensorflow as tf
@@ -711,9 +699,6 @@ class HeapStep(Table):
         per_layer = dict(encoder=batch * 40, attention_pooling=batch * 40, cache_attention=cache)
         per_row = lambda w: per_layer.get(w.path.split("/")[0], batch)  # noqa: E731
         return training.weight_training_flops(model, per_row)
-
-
-# --- attention over a memory, and the backends ----------------------------------------------
 
 
 class AttentionWrapperTable(Table):

@@ -159,10 +159,7 @@ def test_cache_callback_in_fit_writes_the_probes_weights_by_index_and_the_fill(t
 
 def test_cache_callback_writes_each_epochs_curve_top_slots_and_fill(tmp_path):
     rng = np.random.default_rng(8)
-    inputs = keras.Input((4,))
-    layer = HeapCacheAttention(12, 3, name="cache_attention")
-    model = HeapCacheModel(inputs, layer(inputs))
-    layer.cache_score.assign(rng.uniform(-1, 1, 3))
+    model, layer = _random_cache_model("none", rng, cache_size=12)
     model.write_caches(rng.normal(size=(11, 4)).astype("float32"))  # 11 of 12 slots
     callback = CacheAttentionCallback(tmp_path)
     callback.set_model(model)

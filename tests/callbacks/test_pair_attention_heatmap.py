@@ -21,14 +21,9 @@ PREMISE, HYPOTHESIS = ["a", "dog", "runs", "fast"], ["a", "dog", "sleeps"]
 
 
 def _word_by_word_model():
-    encoder = ConditionalEncoder(
-        [
-            ConditionalAttentionEncoder(
-                keras.layers.LSTM(4, return_sequences=True, return_state=True),
-                AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4))),
-            )
-        ]
-    )
+    premise = keras.layers.LSTM(4, return_sequences=True, return_state=True)
+    hypothesis = AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4)))
+    encoder = ConditionalEncoder([ConditionalAttentionEncoder(premise, hypothesis)])
     return build_snli_model(len(VOCABULARY), encoder=encoder, embedding_dim=3)
 
 
@@ -48,18 +43,3 @@ def test_every_epoch_writes_the_weights_and_the_pair_at_its_step(tmp_path):
     assert matrices[0].shape == (3, 4)
     np.testing.assert_allclose(np.sum(matrices, axis=-1), 1.0, rtol=1e-6)
     np.testing.assert_array_equal(heatmap.last_matrix, heatmap.attention())
-
-
-def test_an_encoder_without_attention_writes_nothing(tmp_path):
-    encoder = ConditionalEncoder(
-        [
-            keras.layers.GRU(4, return_sequences=True, return_state=True),
-            keras.layers.GRU(4, return_state=True),
-        ]
-    )
-    model = build_snli_model(len(VOCABULARY), encoder=encoder, embedding_dim=3)
-    heatmap = PairAttentionHeatmap(tmp_path, PREMISE, HYPOTHESIS, VOCABULARY)
-    heatmap.set_model(model)
-    assert heatmap.attention() is None
-    heatmap.on_epoch_end(0)
-    assert heatmap.last_matrix is None and not (tmp_path / "attention").exists()

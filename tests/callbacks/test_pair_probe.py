@@ -1,5 +1,6 @@
 """What the pair encoders' TensorBoard views share (`tf_memlayers.callbacks.pair_probe`)."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -72,8 +73,6 @@ def test_an_empty_probe_sentence_is_refused_naming_the_view(
 
 
 def test_the_embedded_pair_is_the_models_embedding_of_its_ids(tmp_path):
-    import keras
-
     encoder = ConditionalEncoder([keras.layers.GRU(4, return_state=True)])
     model = build_snli_model(6, encoder=encoder, embedding_dim=3)
     probe = _probe(tmp_path)
@@ -86,7 +85,6 @@ def test_the_embedded_pair_is_the_models_embedding_of_its_ids(tmp_path):
 
 
 def test_the_writer_is_made_at_its_first_use_and_closed_at_the_end(tmp_path):
-
     probe = _probe(tmp_path)
     assert not (tmp_path / "view").exists()
     writer = probe.writer()
@@ -103,3 +101,22 @@ def test_a_view_says_what_it_draws(tmp_path):
     with pytest.raises(NotImplementedError, match="PairProbe must say what it draws"):
         _probe(tmp_path).on_epoch_end(0)
     assert not (tmp_path / "view").exists()
+
+
+@pytest.mark.parametrize(
+    "view, matrix, folder",
+    [
+        (PairAttentionHeatmap, "attention", "attention"),
+        (MemoryRetrievalHeatmap, "similarity", "memory"),
+    ],
+)
+def test_an_encoder_without_what_the_view_draws_writes_nothing(tmp_path, view, matrix, folder):
+    # GRUs: no attention, and no memory whose writes and reads line up with the words.
+    gru = keras.layers.GRU(4, return_sequences=True, return_state=True)
+    encoder = ConditionalEncoder([gru, keras.layers.GRU(4, return_state=True)])
+    heatmap = view(tmp_path, ["a", "dog"], ["a", "dog"], ["<pad>", "<unk>", "a"])
+    heatmap.set_model(build_snli_model(4, encoder=encoder, embedding_dim=3))
+    assert getattr(heatmap, matrix)() is None
+    heatmap.on_epoch_end(0)
+    # Not even an empty run for TensorBoard to list.
+    assert heatmap.last_matrix is None and not (tmp_path / folder).exists()

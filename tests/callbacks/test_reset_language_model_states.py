@@ -10,10 +10,9 @@ from tests.callbacks.test_state_reset_callback import (
     _carried,
     _cleared_rows,
     _fill,
-    _model,
     _nested_stateful_model,
-    _tokens,
 )
+from tests.models.test_language_model import _model, _tokens
 from tf_memlayers.callbacks.reset_language_model_states import (
     reset_language_model_states,
     state_variables,

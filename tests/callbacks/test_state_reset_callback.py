@@ -5,22 +5,10 @@ import keras
 import numpy as np
 import pytest
 
-from tests.language_models import language_model
-from tests.models.test_language_model import SMALL, VOCAB
 from tf_memlayers.callbacks.reset_language_model_states import state_variables, stateful_layers
 from tf_memlayers.callbacks.state_reset_callback import StateResetCallback
 
 BATCH = 3
-
-
-def _tokens(batch, time, seed=0):
-    return np.random.default_rng(seed).integers(0, VOCAB, (batch, time)).astype("int32")
-
-
-def _model(kind, **overrides):
-    kwargs = dict(SMALL, kind=kind, batch_size=2, sequence_length=5)
-    kwargs.update(overrides)
-    return language_model(VOCAB, **kwargs)
 
 
 def _nested_stateful_model():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tests.language_models import language_model
+from tests.models.test_language_model import VOCAB, _tokens
 from tests.support import summary_events, summary_table, summary_text, tensorflow_only
 from tf_memlayers.callbacks import window_attention_callback
 from tf_memlayers.callbacks.window_attention_callback import (
@@ -21,11 +22,6 @@ pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
 
 # The module, not the function of its name that the package exports.
 heatmap = importlib.import_module("tf_memlayers.callbacks.write_heatmap")
-VOCAB = 23
-
-
-def _tokens(batch, time, seed=0):
-    return np.random.default_rng(seed).integers(0, VOCAB, (batch, time)).astype("int32")
 
 
 def _model(kind, probe=False):
@@ -35,12 +31,10 @@ def _model(kind, probe=False):
     return language_model(VOCAB, kind, return_attention_scores=probe, **options)
 
 
-def test_window_positions_are_labelled_oldest_first():
+def test_positions_are_labelled_oldest_first_and_averaged_over_every_full_window():
     assert window_position_labels(1) == ["t-1"]
     assert window_position_labels(5) == ["t-5", "t-4", "t-3", "t-2", "t-1"]
-
-
-def test_average_attention_by_position_is_the_mean_over_every_full_window():
+    # The average attention by position is the mean over every full window.
     rng = np.random.default_rng(0)
     scores = rng.dirichlet(np.ones(4), size=(3, 9)).astype("float32")  # [batch, time, window]
     total, count = np.zeros(4), 0

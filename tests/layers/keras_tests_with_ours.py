@@ -1,22 +1,7 @@
-"""pytest plugin: Keras's own tests of a Keras class, with the package's class in its place.
-
-Loaded with ``-p keras_tests_with_ours`` by a pytest process of its own (started by
-`test_keras_tests_with_ours.py` on the test files of the installed keras wheel); the variable
-``KERAS_TESTS_SUITES`` names the `SUITES` it runs. Nothing is patched in any other process.
-
-* ``ResettableRNN`` for `keras.layers.RNN`: ``keras.layers.RNN`` and ``keras.src.layers.RNN``
-  are `ResettableRNN` in the whole process; in ``bidirectional_test.py`` ``SimpleRNN``, ``GRU``
-  and ``LSTM`` build `ResettableRNN` over their cells.
-* ``ResettableCell`` for Keras's cells: in ``simple_rnn_test.py``, ``gru_test.py`` and
-  ``lstm_test.py`` those layers build ``keras.layers.RNN`` over a `ResettableCell` of the cell.
-* ``PhiloxDropout`` for `keras.layers.Dropout`, ``TiedEmbedding`` for `keras.layers.Embedding`:
-  the classes themselves in those names of their test files.
-
-Other replacements are made in the named test modules only (their ``layers`` is a
-`_TestLayers`); a suite's ``skipped`` tests are skipped with their reason. At the end it writes
-to the file named by ``KERAS_TESTS_REPORT`` each test's outcome, skip reason, who skipped it and
-how many layers of its suite's class it constructed.
-"""
+"""pytest plugin: Keras's own tests of a Keras class with the package's class in its place, in
+a process of its own (`test_keras_tests_with_ours.py`) running the `SUITES` that
+``KERAS_TESTS_SUITES`` names (each `Suite` says what it replaces where). It writes to
+``KERAS_TESTS_REPORT`` each test's outcome, skip reason, skipper and constructions of ours."""
 
 import dataclasses
 import json

@@ -1,5 +1,4 @@
-"""`ConditionalEncoder`: the stacks of Table 1 (a GRU, AM-GRU or Dual AM-GRU, then a GRU)
-against their layers run by hand and the AM-GRU's NumPy reference; any other stack alike."""
+"""`ConditionalEncoder`: Table 1's stacks and any other against their layers run by hand."""
 
 import json
 import pathlib
@@ -10,18 +9,17 @@ import numpy as np
 import pytest
 
 from tests.am_gru_reference import conditional_encoding_retrievals
-from tests.layer_test_case import LayerTestCase
+from tests.layer_test_case import LayerTestCase, dtype_policy
+from tests.memory_attention_reference import randomize
 from tf_memlayers.layers import AssociativeGRU, ConditionalEncoder, DualAssociativeEncoder
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
-# The stacks of two layers of Table 1 (the word-by-word model is one pair layer, tested in
-# test_conditional_attention_encoder.py).
+# Table 1's stacks of two layers (word-by-word: test_conditional_attention_encoder.py).
 KINDS = ("gru", "am_gru", "dual_am_gru")
 
 
 def _encoder(kind, units=8, dtype=None, **kwargs):
-    """The Table 1 stack ``kind``: its first layer, then a GRU; ``kwargs`` go to the
-    associative layers."""
+    """Table 1's stack ``kind``: its first layer (taking ``kwargs``), then a GRU."""
     options = dict(return_sequences=True, dtype=dtype)
     if kind == "gru":
         first = keras.layers.GRU(units, return_state=True, **options)
@@ -34,8 +32,7 @@ def _encoder(kind, units=8, dtype=None, **kwargs):
 
 
 class ConditionalEncoderTest(LayerTestCase):
-    # The stack's layers compute under their own dtype policies, as a `keras.Sequential`'s:
-    # mixed precision is test_mixed_float16_matches_float32's and the journey's.
+    # Its layers compute under their own policies: mixed precision is tested apart.
     layer_cls = ConditionalEncoder
 
     @pytest.mark.parametrize(
@@ -58,10 +55,8 @@ class ConditionalEncoderTest(LayerTestCase):
         build = lambda premise, hypothesis: _encoder("dual_am_gru")([premise, hypothesis])[1]  # noqa: E731
         self.run_journey_test("pair", build, tmp_path)
 
-    def test_config(self):
+    def test_config_and_output_spec(self):
         self.run_config_test(ConditionalEncoder, layers=_encoder("am_gru").encoder_layers, name="e")
-
-    def test_output_spec(self):
         self.run_output_spec_test(
             lambda dtype: _encoder("gru", 4, dtype=dtype), [(2, 5, 4), (2, 3, 4)]
         )
@@ -70,11 +65,6 @@ class ConditionalEncoderTest(LayerTestCase):
     def test_mixed_float16_matches_float32(self, kind):
         premise, hypothesis = _pair(np.random.default_rng(3))
         self.run_mixed_precision_test(lambda: _encoder(kind), [premise, hypothesis], atol=5e-3)
-
-
-def _set_uniform_weights(layer, rng, scale=0.8):
-    """Every weight U(-scale, scale), far from the initializers."""
-    layer.set_weights([rng.uniform(-scale, scale, size=w.shape) for w in layer.get_weights()])
 
 
 def _pair(rng, batch=2, premise_length=5, hypothesis_length=3, dim=6):
@@ -138,7 +128,7 @@ def test_each_layer_reads_the_hypothesis_from_the_premise_final_state(kind):
     rng = np.random.default_rng(4)
     premise, hypothesis = _pair(rng)
     encoder = _built(kind)
-    _set_uniform_weights(encoder, rng)
+    randomize(encoder, rng, scale=0.8)
     got_premise, got = _layer_1_outputs(encoder, premise, hypothesis)
     p, h = encoder([premise, hypothesis])
     # Layer 1 by hand.
@@ -183,7 +173,7 @@ def test_the_premise_padding_is_ignored():
 def test_memory_retrievals_match_the_reference(float64_policy, kind, dual_key):
     rng = np.random.default_rng(2)
     encoder = _built(kind, **({"dual_key": dual_key} if kind == "dual_am_gru" else {}))
-    _set_uniform_weights(encoder, rng)
+    randomize(encoder, rng, scale=0.8)
     premise, hypothesis = (x[0] for x in _pair(rng, batch=1))
     got = encoder.memory_retrievals(premise, hypothesis)
     want = _reference_retrievals(kind, encoder, premise, hypothesis)
@@ -195,26 +185,16 @@ def test_memory_retrievals_match_the_reference(float64_policy, kind, dual_key):
     assert _built("gru").memory_retrievals(premise, hypothesis) == {}
 
 
-def _float32_and_mixed_encoders(kind, rng):
-    """A float32 encoder with U(-0.8, 0.8) weights and a mixed_float16 copy of it."""
-    expected = _built(kind)
-    _set_uniform_weights(expected, rng)
-    keras.config.set_dtype_policy("mixed_float16")
-    try:
-        encoder = _built(kind)
-    finally:
-        keras.config.set_dtype_policy("float32")
-    encoder.set_weights(expected.get_weights())
-    return expected, encoder
-
-
 @pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
 def test_memory_retrievals_under_a_mixed_policy_run_in_float32(kind):
-    # The probe steps the cells outside `__call__`, deliberately in the variables' dtype:
-    # under mixed_float16 it gives the float32 values.
+    # The probe steps the cells outside `__call__`, in the variables' dtype (float32).
     rng = np.random.default_rng(3)
     premise, hypothesis = (x[0] for x in _pair(rng, batch=1))
-    expected, encoder = _float32_and_mixed_encoders(kind, rng)
+    expected = _built(kind)
+    randomize(expected, rng, scale=0.8)
+    with dtype_policy("mixed_float16"):
+        encoder = _built(kind)
+    encoder.set_weights(expected.get_weights())
     assert encoder.compute_dtype == "float16" and encoder.variable_dtype == "float32"
     got = encoder.memory_retrievals(premise, hypothesis)
     want = expected.memory_retrievals(premise, hypothesis)
@@ -285,7 +265,7 @@ def test_save_clone_and_config_rebuild_the_stack(kind, tmp_path):
     premise, hypothesis = (keras.Input((None, 6)), keras.Input((None, 6)))
     encoder = _stack() if kind == "stack" else _encoder(kind)
     model = keras.Model([premise, hypothesis], encoder([premise, hypothesis]))
-    _set_uniform_weights(model, rng)
+    randomize(model, rng, scale=0.8)
     data = list(_pair(rng))
     want = [np.asarray(x) for x in model(data)]
     model.save(tmp_path / "encoder.keras")
@@ -320,8 +300,7 @@ def test_a_stack_returning_sequences_passes_the_masks_on():
 
 @pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
 def test_a_file_of_0_1_loads_into_the_stack_of_its_layers_and_saves_as_one(kind, tmp_path):
-    """Versions 0.1 and 0.2 saved a kind name and sizes: `from_config` makes the stack, the
-    file's weights load into it (its stored outputs come back), and it saves anew."""
+    """0.1 and 0.2 saved a kind and sizes: they load as the stack, give the stored outputs."""
     saved = np.load(FIXTURES / "v0.1_outputs.npz")
     inputs = [saved[f"{kind}_premise"], saved[f"{kind}_hypothesis"]]
     want = saved[f"{kind}_probabilities"]

@@ -1,5 +1,4 @@
-"""`FrozenBatchNormalization`: batch normalization in inference mode whatever the call says,
-its moving statistics never updated, its scale and offset trained."""
+"""`FrozenBatchNormalization`: always in inference mode, its scale and offset trained."""
 
 import keras
 import numpy as np
@@ -26,13 +25,9 @@ class FrozenBatchNormalizationTest(LayerTestCase):
         build = lambda e: FrozenBatchNormalization()(keras.layers.GRU(8)(e))  # noqa: E731
         self.run_journey_test("pooled", build, tmp_path)
 
-    def test_config(self):
+    def test_config_output_spec_and_empty_input(self):
         self.run_config_test(FrozenBatchNormalization, axis=1, epsilon=1e-2, center=False)
-
-    def test_output_spec(self):
         self.run_output_spec_test(lambda dtype: FrozenBatchNormalization(dtype=dtype), (2, 5, 4))
-
-    def test_empty_input(self):
         # Its output is the input, normalized: no memory.
         self.run_empty_input_test(FrozenBatchNormalization, last_output_is_memory=False)
 

@@ -1,8 +1,5 @@
-"""Keras's own tests of the Keras classes that the package's classes stand in for pass with
-ours (the plugin `keras_tests_with_ours` and its `SUITES`): every test passes, is skipped by the
-plugin with its reason or by Keras's test file on this backend, and every passing test built
-our class.
-"""
+"""Keras's own tests of the classes ours stand in for pass with ours (`keras_tests_with_ours`),
+or are skipped with a reason, and every passing test built our class."""
 
 import json
 import os

@@ -1,8 +1,5 @@
-"""What holds across the layers beyond their test classes' suites (tests/layer_test_case.py):
-the package uses no private Keras API, and bad call inputs of the recurrent, pooling, split and
-cache layers (a wrong mask or state shape, no time steps) raise an error naming the argument
-and the shapes.
-"""
+"""What holds across the layers beyond their suites (tests/layer_test_case.py): no private Keras
+API, and bad arguments and call inputs raise errors naming the argument (and the shapes)."""
 
 import keras
 import numpy as np
@@ -11,13 +8,22 @@ import pytest
 from tests.layer_test_case import INPUT_DIM, X, called_twice, zeros
 from tf_memlayers.layers import (
     AssociativeGRU,
+    AssociativeGRUCell,
+    AssociativeMemoryCell,
     AttentionPooling,
     AttentionRNN,
     AttentionWrapper,
+    DualAssociativeEncoder,
     DualAssociativeGRU,
+    DualAssociativeGRUCell,
     HeapCacheAttention,
     KeyValuePredictSplit,
+    NGramConcat,
+    PhiloxDropout,
+    ResettableCell,
     ResettableRNN,
+    SlidingWindowAttentionCell,
+    TiedEmbedding,
 )
 
 
@@ -70,109 +76,122 @@ def test_the_package_uses_no_private_keras_api():
     assert not found, found
 
 
+# -- bad arguments -----------------------------------------------------------------------------
+
+GRU, GRU7, DENSE = keras.layers.GRUCell(4), keras.layers.GRUCell(7), keras.layers.Dense(3)
+PREMISE, INDEX = {"premise_cell": AssociativeGRUCell(8)}, {"memory_state_index": 1}
+INT8 = {"dtype": "int8_from_float32"}  # Keras would run its quantized call, without `reverse`
+# (the layer, its arguments, the error, a pattern of its message). Each layer's test module
+# holds the tables of its many options; sizes and flags are the suites' (`run_sizes_test`,
+# `run_flags_test`).
+BAD_ARGUMENTS = [
+    (AssociativeGRUCell, [7], {}, ValueError, "units.*even.*7"),
+    (AssociativeGRUCell, [8], {"num_copies": 0}, ValueError, "num_copies.*>= 1.*0"),
+    (AssociativeGRUCell, [8], {"num_copies": 2.5}, TypeError, "num_copies"),
+    (DualAssociativeGRUCell, [9], {}, ValueError, "units.*even"),
+    (DualAssociativeGRUCell, [8], {"dual_key": "x"}, ValueError, "dual_key.*'x'"),
+    (DualAssociativeGRUCell, [8], PREMISE, TypeError, "premise_cell.*DualAssociativeEncoder"),
+    (DualAssociativeGRU, [8], PREMISE, TypeError, "premise_cell.*DualAssociativeEncoder"),
+    (DualAssociativeEncoder, [5], {}, ValueError, "units.*even"),
+    (DualAssociativeEncoder, [4], {"dual_key": "both"}, ValueError, "dual_key"),
+    (AssociativeMemoryCell, [keras.layers.GRUCell(5)], {}, ValueError, "even.*5"),
+    (AssociativeMemoryCell, [GRU], {"num_copies": 0}, ValueError, "num_copies.*>= 1"),
+    (AssociativeMemoryCell, [GRU], INDEX, ValueError, "memory_state_index.*< 1.*got 1"),
+    (AssociativeMemoryCell, ["gru"], {}, TypeError, "cell"),
+    (ResettableCell, [DENSE], {}, TypeError, "ResettableCell: `cell` must be a Keras RNN cell"),
+    (NGramConcat, [1, 4], {}, ValueError, "`n` must be >= 2, got 1"),
+    (NGramConcat, [3, 0], {}, ValueError, "`units` must be >= 1, got 0"),
+    (SlidingWindowAttentionCell, [GRU7, 2, "key_value"], {}, ValueError, "width 7 .*into 2"),
+    (SlidingWindowAttentionCell, ["lstm", 2], {}, TypeError, "`cell` must be a Keras RNN cell"),
+    (HeapCacheAttention, [0, 4], {}, ValueError, "cache_size"),
+    (HeapCacheAttention, [2.5, 4], {}, TypeError, "cache_size"),
+    (HeapCacheAttention, [3, 0], {}, ValueError, "attention_units"),
+    (HeapCacheAttention, [3, 4], {"policy": "lru"}, ValueError, "'lru'"),
+    (HeapCacheAttention, [3, 4], {"query": "cosine"}, ValueError, "'cosine'"),
+    (AttentionPooling, [0], {}, ValueError, "`attention_units`"),
+    (AttentionPooling, ["8"], {}, TypeError, "units"),
+    (TiedEmbedding, [0, 2], {}, ValueError, "input_dim"),
+    (TiedEmbedding, [3, 2.0], {}, TypeError, "output_dim"),
+    (TiedEmbedding, [3, 4], INT8, ValueError, "TiedEmbedding: `dtype`.*int8_from_float32"),
+    (PhiloxDropout, [-0.1], {}, ValueError, "rate"),
+    (PhiloxDropout, [1.5], {}, ValueError, "rate"),
+    # Keras compares a string with 0 and fails with an unrelated message; the type is ours.
+    (PhiloxDropout, ["0.5"], {}, TypeError, r"`rate` must be a number in \[0, 1\], got '0.5'"),
+    (PhiloxDropout, [None], {}, TypeError, r"`rate` must be a number in \[0, 1\], got None"),
+    (PhiloxDropout, [True], {}, TypeError, r"`rate` must be a number in \[0, 1\], got True"),
+]
+
+
+@pytest.mark.parametrize(
+    "layer_cls, args, kwargs, error, pattern",
+    BAD_ARGUMENTS,
+    ids=[f"{row[0].__name__}_{i}" for i, row in enumerate(BAD_ARGUMENTS)],
+)
+def test_bad_arguments_are_named_errors(layer_cls, args, kwargs, error, pattern):
+    with pytest.raises(error, match=pattern):
+        layer_cls(*args, **kwargs)
+
+
 # -- bad call inputs ------------------------------------------------------------------------
 
-
-def _am_gru(**kwargs):
-    return AssociativeGRU(4, num_copies=2, **kwargs)
-
-
-def _dual(**kwargs):
-    return DualAssociativeGRU(4, num_copies=2, **kwargs)
-
-
+# (the AM-GRU layer, the shapes of its initial state over ``X``, its ValueError's fragments).
+BAD_INITIAL_STATES = [
+    (AssociativeGRU, [(2, 7), (2, 4)], "`initial_state[0]`|8|(2, 7)"),
+    (AssociativeGRU, [(2, 8), (2, 3)], "`initial_state[1]`|4|(2, 3)"),
+    (AssociativeGRU, [(3, 8), (3, 4)], "`initial_state[0]`|(3, 8)|(2, 5, 4)"),
+    (AssociativeGRU, [(2, 8)], "`initial_state`|2 tensors|got 1"),
+    (DualAssociativeGRU, [(2, 8), (2, 4), (2, 12)], "`initial_state[2]`|8|(2, 12)"),
+    (DualAssociativeGRU, [(2, 8), (2, 4)], "`initial_state`|3 tensors|source memory|got 2"),
+    (DualAssociativeGRU, [(2, 8), (2, 4), (3, 8)], "`initial_state[2]`|(3, 8)|(2, 5, 4)"),
+]
 _MASK = ["`mask`", "(2, 6)", "(2, 5, 4)"]
 _NO_STEPS = ["`sequences` must have at least one time step", "(2, 0, 4)"]
 _WIDTH = ["`inputs`", "width 4", "(2, 5, 6)"]
 _SYMBOLIC = [keras.Input((5, INPUT_DIM)), keras.Input((8,)), keras.Input((3,))]
-# (id, the bad call, fragments its ValueError names). The AM-GRU layers check their arguments
-# before choosing a loop (Keras's or the fused one). The carried memories' checks are each
-# layer's suite's (`run_carried_memory_tests`).
+# (the bad call, fragments of its ValueError). The AM-GRU layers check their arguments before
+# choosing a loop; the carried memories' checks are `run_carried_memory_tests`'.
 BAD_CALLS = [
-    ("am_gru_mask_too_long", lambda: _am_gru()(X, mask=np.ones((2, 6), bool)), _MASK),
+    (lambda: AssociativeGRU(4, num_copies=2)(X, mask=np.ones((2, 6), bool)), _MASK),
     (
-        "am_gru_mask_of_another_batch",
-        lambda: _am_gru()(X, mask=np.ones((3, 5), bool)),
+        lambda: AssociativeGRU(4, num_copies=2)(X, mask=np.ones((3, 5), bool)),
         ["`mask`", "(3, 5)", "(2, 5, 4)"],
     ),
-    ("am_gru_no_time_steps", lambda: _am_gru()(X[:, :0]), ["`sequences`", *_NO_STEPS[1:]]),
+    (lambda: AssociativeGRU(4, num_copies=2)(X[:, :0]), ["`sequences`", *_NO_STEPS[1:]]),
     (
-        "am_gru_initial_memory_width",
-        lambda: _am_gru()(X, initial_state=[zeros(2, 7), zeros(2, 4)]),
-        ["`initial_state[0]`", "8", "(2, 7)"],
-    ),
-    (
-        "am_gru_initial_output_width",
-        lambda: _am_gru()(X, initial_state=[zeros(2, 8), zeros(2, 3)]),
-        ["`initial_state[1]`", "4", "(2, 3)"],
-    ),
-    (
-        "am_gru_initial_state_batch",
-        lambda: _am_gru()(X, initial_state=[zeros(3, 8), zeros(3, 4)]),
-        ["`initial_state[0]`", "(3, 8)", "(2, 5, 4)"],
-    ),
-    (
-        "am_gru_one_initial_state",
-        lambda: _am_gru()(X, initial_state=[zeros(2, 8)]),
-        ["`initial_state`", "2 tensors", "got 1"],
-    ),
-    (
-        "am_gru_symbolic_initial_state_width",
-        lambda: _am_gru()(_SYMBOLIC[0], initial_state=_SYMBOLIC[1:]),
+        lambda: AssociativeGRU(4, num_copies=2)(_SYMBOLIC[0], initial_state=_SYMBOLIC[1:]),
         ["`initial_state[1]`", "(None, 3)"],
     ),
-    ("dual_am_gru_mask_too_long", lambda: _dual()(X, mask=np.ones((2, 6), bool)), _MASK),
+    (lambda: DualAssociativeGRU(4, num_copies=2)(X, mask=np.ones((2, 6), bool)), _MASK),
+    (lambda: ResettableRNN(GRU)(X[:, :0]), ["ResettableRNN: " + _NO_STEPS[0], _NO_STEPS[1]]),
     (
-        "dual_am_gru_source_memory_width",
-        lambda: _dual()(X, initial_state=[zeros(2, 8), zeros(2, 4), zeros(2, 12)]),
-        ["`initial_state[2]`", "8", "(2, 12)"],
-    ),
-    (
-        "dual_am_gru_two_initial_states",
-        lambda: _dual()(X, initial_state=[zeros(2, 8), zeros(2, 4)]),
-        ["`initial_state`", "3 tensors", "source memory", "got 2"],
-    ),
-    (
-        "dual_am_gru_source_memory_batch",
-        lambda: _dual()(X, initial_state=[zeros(2, 8), zeros(2, 4), zeros(3, 8)]),
-        ["`initial_state[2]`", "(3, 8)", "(2, 5, 4)"],
-    ),
-    (
-        "ResettableRNN_no_time_steps",
-        lambda: ResettableRNN(keras.layers.GRUCell(3))(X[:, :0]),
-        ["ResettableRNN: " + _NO_STEPS[0], _NO_STEPS[1]],
-    ),
-    (
-        "AttentionRNN_no_time_steps",
-        lambda: AttentionRNN(AttentionWrapper(keras.layers.GRUCell(3)))(
-            X[:, :0], memory=zeros(2, 3, 5)
-        ),
+        lambda: AttentionRNN(AttentionWrapper(GRU))(X[:, :0], memory=zeros(2, 3, 5)),
         ["AttentionRNN: " + _NO_STEPS[0], _NO_STEPS[1]],
     ),
-    ("pooling_mask_too_long", lambda: AttentionPooling(3)(X, mask=np.ones((2, 6), bool)), _MASK),
+    (lambda: AttentionPooling(3)(X, mask=np.ones((2, 6), bool)), _MASK),
+    (lambda: called_twice(AttentionPooling(3), X, zeros(2, 5, 6)), _WIDTH),
+    (lambda: called_twice(KeyValuePredictSplit("key_value"), X, zeros(2, 5, 6)), _WIDTH),
     (
-        "pooling_inputs_of_another_width",
-        lambda: called_twice(AttentionPooling(3), X, zeros(2, 5, 6)),
-        _WIDTH,
-    ),
-    (
-        "split_inputs_of_another_width",
-        lambda: called_twice(KeyValuePredictSplit("key_value"), X, zeros(2, 5, 6)),
-        _WIDTH,
-    ),
-    (
-        "cache_inputs_of_another_width",
         lambda: called_twice(HeapCacheAttention(3, 2), X[:, 0], zeros(2, 6)),
         ["`inputs`", "width 4", "(2, 6)"],
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    "bad_call, fragments", [c[1:] for c in BAD_CALLS], ids=[c[0] for c in BAD_CALLS]
-)
-def test_bad_call_inputs_are_named_errors(bad_call, fragments):
+def _raises_naming(call, fragments):
     with pytest.raises(ValueError) as info:
-        bad_call()
+        call()
     for fragment in fragments:
         assert fragment in str(info.value), (fragment, str(info.value))
+
+
+@pytest.mark.parametrize("bad_call, fragments", BAD_CALLS)
+def test_bad_call_inputs_are_named_errors(bad_call, fragments):
+    _raises_naming(bad_call, fragments)
+
+
+@pytest.mark.parametrize("layer_cls, shapes, fragments", BAD_INITIAL_STATES)
+def test_bad_initial_states_are_named_errors(layer_cls, shapes, fragments):
+    states = [zeros(*shape) for shape in shapes]
+    _raises_naming(
+        lambda: layer_cls(4, num_copies=2)(X, initial_state=states), fragments.split("|")
+    )

@@ -1,9 +1,5 @@
-"""The ``reset`` call argument beyond each layer's reset suite (tests/layer_test_case.py): a
-row with a reset at step t computes from t on what the layer computes on the document alone
-from a fresh state (the recurrent layers and cells against separate runs, with masks, initial
-and carried states and XLA; the window layers against their NumPy references in their own
-modules), and no gradient crosses a reset.
-"""
+"""``reset`` beyond the suites: packed documents equal separate runs (masks, initial and
+carried states, XLA), and no gradient crosses a reset."""
 
 import keras
 import numpy as np
@@ -23,8 +19,7 @@ from tf_memlayers.layers import (
     DualAssociativeGRUCell,
 )
 
-# -- the window-attention layers (their references with resets, cell and sequence forms
-# agreeing with resets: test_sliding_window_attention.py, test_ngram_concat.py) ----------------
+# -- the window-attention layers (and their own modules' references with resets) ----------------
 
 
 @pytest.mark.parametrize("form", ["parallel", "cell"])
@@ -79,9 +74,8 @@ def _memory_cell(cell, copies=COPIES):
     return lambda: AssociativeMemoryCell(cell(6), num_copies=copies)
 
 
-# The layers under test, each a factory of a layer returning every step's output and its final
-# states. On TensorFlow "auto" runs the fused loop, and a call with `reset` falls back; Keras's
-# own cells are wrapped in a `ResettableCell`.
+# Factories of layers returning every step's output and the final states. On TensorFlow "auto"
+# runs the fused loop, a call with `reset` Keras's.
 KINDS = {
     "am_gru_keras_loop": _layer(AssociativeGRU, UNITS, num_copies=COPIES, fused_loop=False),
     "am_gru_auto": _layer(AssociativeGRU, UNITS, num_copies=COPIES),
@@ -99,8 +93,7 @@ KINDS = {
 
 
 def _resets_and_mask():
-    """Documents from steps 2 and 5 of row 0, 0 (forgetting the initial state) and 4 of row 1,
-    none in row 2 (its reset is at a masked step); padding at the end of row 0, holes."""
+    """Resets at steps 2, 5 of row 0, 0, 4 of row 1, a masked 3 of row 2; padding, holes."""
     reset = np.zeros((3, STEPS), bool)
     reset[0, [2, 5]] = True
     reset[1, [0, 4]] = True
@@ -114,8 +107,7 @@ def _resets_and_mask():
 
 
 def _documents(reset, mask):
-    """Per row, ``(start, end, fresh)`` of its documents: from step 0 and each reset of a kept
-    step; ``fresh``: from a fresh state (a reset), not the initial state."""
+    """Per row, ``(start, end, fresh)`` of its documents (``fresh``: from a reset)."""
     kept = np.ones_like(reset) if mask is None else mask
     rows = []
     for row, keep in zip(reset, kept):
@@ -143,8 +135,7 @@ def _fresh_state(layer, initial_state, row):
 
 
 def separate_runs(layer, xs, reset, mask=None, initial_state=None):
-    """Each document of each row run alone by ``layer``: the packed run's expected outputs and
-    final states."""
+    """Each document run alone: the packed run's expected outputs and final states."""
     outputs, finals = None, []
     for row, documents in enumerate(_documents(reset, mask)):
         for start, end, fresh in documents:
@@ -188,8 +179,7 @@ def _assert_equal_runs(packed, expected, atol):
         np.testing.assert_allclose(as_numpy(got), want, atol=atol, rtol=0)
 
 
-# Each layer with and without a mask, with and without an initial state, and each mask case
-# with each initial-state case, by pairs (`all_pairs`: 24 cases of the product's 48).
+# Each layer masked or not, with an initial state or not, by pairs (`all_pairs`).
 @pytest.mark.parametrize(
     "kind, masked, initial_state",
     all_pairs(sorted(KINDS), ["masked", "unmasked"], ["initial_state", "zero_state"]),
@@ -262,8 +252,7 @@ def test_no_gradient_flows_back_through_a_reset(float64_policy, kind):
     _, _, (grad_x, *grad_initial) = gradients(loss_with(reset), inputs=[xs, *initial])
     np.testing.assert_array_equal(grad_x[0, :start], 0.0)
     assert np.abs(grad_x[0, start:]).min() > 0
-    # The recurrent states are forgotten; the Dual layer's source memory is read after the
-    # reset too.
+    # The recurrent states are forgotten; the Dual layer's source memory is read after it too.
     for grad in grad_initial[:2]:
         np.testing.assert_array_equal(grad, 0.0)
     if _is_dual(layer):

@@ -25,9 +25,8 @@ from tf_memlayers.models import (
 
 VOCAB = 23
 SMALL = dict(units=12, embedding_dim=6, window=3, ngram=4)
-# The training step of every `compile_*` here: compiled by XLA on JAX, where the step without
-# it runs every operation on its own, each compiled apart (several times slower for these
-# models); a TensorFlow graph on TensorFlow, which traces faster than XLA compiles.
+# The training step: compiled by XLA on JAX (several times faster there), a TensorFlow graph
+# on TensorFlow (which traces faster than XLA compiles).
 JIT = BACKEND != "tensorflow"
 
 
@@ -36,9 +35,8 @@ def _numpy(x):
 
 
 def _outputs(model, inputs):
-    """``model``'s inference outputs as NumPy: on TensorFlow a direct call, which runs eagerly;
-    on JAX `predict_on_batch`, one compiled program (a direct call there compiles each
-    operation on its own)."""
+    """``model``'s inference outputs as NumPy: on JAX by `predict_on_batch`, one compiled
+    program (a direct call there compiles each operation on its own)."""
     if BACKEND == "tensorflow":
         return _numpy(model(inputs, training=False))
     return _numpy(model.predict_on_batch(inputs))
@@ -138,12 +136,8 @@ def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
     np.testing.assert_allclose(_outputs(loaded, inputs), expected, rtol=1e-6, atol=1e-6)
 
 
-# Keras creates the states of a stateful `keras.layers.RNN` outside its tracked variables
-# (keras/src/layers/rnn/rnn.py, `_create_state_variables`). On TensorFlow `fit` and `predict`
-# assign them in place; Keras's JAX trainer threads only the tracked variables through its
-# compiled steps, so there a stateful RNN (the language models' LSTMs and the RNN over a memory
-# cell) starts every batch of `fit` and `predict` from its stored states, and only a direct
-# call updates them.
+# Keras creates a stateful `keras.layers.RNN`'s states outside its tracked variables
+# (keras/src/layers/rnn/rnn.py), the only ones its JAX trainer threads through its steps.
 KERAS_JAX_RNN_STATES = (
     "Keras's JAX trainer does not carry the states of a stateful keras.layers.RNN from one "
     "batch of fit or predict to the next (they are not among the variables it threads)"
@@ -180,13 +174,8 @@ def _snli_batch(rng):
 def _any_encoder():
     """An encoder the builder knows nothing of: an LSTM, a SimpleRNN and a GRU."""
     sequences = dict(return_sequences=True, return_state=True)
-    return ConditionalEncoder(
-        [
-            keras.layers.LSTM(5, **sequences),
-            keras.layers.SimpleRNN(3, **sequences),
-            keras.layers.GRU(4, return_state=True),
-        ]
-    )
+    first = [keras.layers.LSTM(5, **sequences), keras.layers.SimpleRNN(3, **sequences)]
+    return ConditionalEncoder([*first, keras.layers.GRU(4, return_state=True)])
 
 
 @pytest.mark.parametrize("kind", ["any_encoder", "am_gru", "dual_am_gru", "word_by_word"])
@@ -215,14 +204,8 @@ def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
         # Sharing survives loading: the premise pass runs the Dual cell's own AM-GRU cell.
         assert first.premise_layer.cell is first.hypothesis_layer.cell.premise_cell
     else:
-        assert (
-            first.__class__.__name__
-            == {
-                "any_encoder": "LSTM",
-                "am_gru": "AssociativeGRU",
-                "word_by_word": "ConditionalAttentionEncoder",
-            }[kind]
-        )
+        names = dict(any_encoder="LSTM", am_gru="AssociativeGRU")
+        assert type(first).__name__ == names.get(kind, "ConditionalAttentionEncoder")
     expected = _outputs(model, inputs)
     assert expected.shape == (4, 3)
     np.testing.assert_allclose(expected.sum(-1), 1.0, rtol=1e-5)
@@ -258,14 +241,10 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
             pooling = keras.Sequential(
                 [keras.layers.GlobalAveragePooling1D(), keras.layers.Rescaling(10.0)]
             )
+        cache = HeapCacheAttention(cache_size, 4) if cache_size else None
+        options = dict(sequence_length=10, embedding_dim=6, units=8)
         return build_fill_last_word_model(
-            30,
-            pooling,
-            HeapCacheAttention(cache_size, 4) if cache_size else None,
-            sequence_length=10,
-            embedding_dim=6,
-            units=8,
-            faithful_to_code=faithful_to_code,
+            30, pooling, cache, **options, faithful_to_code=faithful_to_code
         )
 
     if cache_size and BACKEND != "tensorflow":

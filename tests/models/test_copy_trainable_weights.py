@@ -43,28 +43,14 @@ def test_weight_role_names_a_weight_by_what_it_does(path, role):
 
 def _parallel(stateful=True, layers=2, units=HIDDEN):
     memory = SlidingWindowAttention(2, mode="key_value", stateful=stateful)
-    return build_language_model(
-        VOCAB,
-        memory,
-        units=units,
-        embedding_dim=EMBEDDING,
-        layers=layers,
-        batch_size=2 if stateful else None,
-        sequence_length=3,
-        stateful=stateful,
-    )
+    shape = dict(batch_size=2 if stateful else None, sequence_length=3, stateful=stateful)
+    return build_language_model(VOCAB, memory, units, EMBEDDING, layers=layers, **shape)
 
 
-def _cell(layers=2):
-    return build_language_model(
-        VOCAB,
-        lambda cell: SlidingWindowAttentionCell(cell, window=2, mode="key_value"),
-        units=HIDDEN,
-        embedding_dim=EMBEDDING,
-        layers=layers,
-        stateful=False,
-        sequence_length=None,
-    )
+def _cell():
+    memory = lambda cell: SlidingWindowAttentionCell(cell, window=2, mode="key_value")  # noqa: E731
+    options = dict(layers=2, stateful=False, sequence_length=None)
+    return build_language_model(VOCAB, memory, HIDDEN, EMBEDDING, **options)
 
 
 def _values(model, trainable=True):

@@ -1,10 +1,7 @@
 """Data-parallel training on JAX (``keras.distribution.DataParallel``): one step of ``fit`` over
 two devices gives the loss, metrics and weights of one device trained on the same global batch.
-
-JAX fixes its devices when it starts: a child Python process on the JAX backend with two
-simulated CPU devices (this file run as a script) trains each case with and without the
-distribution from the same weights and prints the results as JSON.
-"""
+A child process on two simulated CPU devices (JAX fixes its devices when it starts; this file
+run as a script) trains each case both ways from the same weights and prints JSON."""
 
 import importlib.util
 import json
@@ -51,17 +48,9 @@ def _case(name, rng):
         kind = "ngram" if name.endswith("ngram") else "key_value"
 
         def build():
+            sizes = dict(units=12, embedding_dim=8, window=3, ngram=3, sequence_length=steps)
             return language_model(
-                vocabulary,
-                kind=kind,
-                units=12,
-                embedding_dim=8,
-                window=3,
-                ngram=3,
-                stateful=False,
-                sequence_length=steps,
-                dropout=0.0,
-                init_scale=1.0,
+                vocabulary, kind, stateful=False, dropout=0.0, init_scale=1.0, **sizes
             )
 
         def compile_(model):
@@ -72,15 +61,9 @@ def _case(name, rng):
     if name == "snli_dual_am_gru":
 
         def build():
+            sizes = dict(units=8, embedding_dim=6, num_copies=2)
             return snli_model(
-                vocabulary,
-                kind="dual_am_gru",
-                units=8,
-                embedding_dim=6,
-                num_copies=2,
-                dropout=0.0,
-                seed=SEED,
-                init_scale=0.5,
+                vocabulary, "dual_am_gru", dropout=0.0, seed=SEED, init_scale=0.5, **sizes
             )
 
         premise, hypothesis = tokens((GLOBAL_BATCH, 7)), tokens((GLOBAL_BATCH, 4))
@@ -196,14 +179,8 @@ def _run_child():
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", PYTHONPATH=path)
     flags = [f for f in env.get("XLA_FLAGS", "").split() if "host_platform_device_count" not in f]
     env["XLA_FLAGS"] = " ".join([*flags, f"--xla_force_host_platform_device_count={DEVICES}"])
-    done = subprocess.run(
-        [sys.executable, str(here)],
-        env=env,
-        cwd=here.parents[2],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    run = dict(env=env, cwd=here.parents[2], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, str(here)], **run)
     lines = [line for line in done.stdout.splitlines() if line.startswith(RESULTS_PREFIX)]
     assert done.returncode == 0 and lines, f"exit {done.returncode}:\n{done.stderr[-6000:]}"
     return json.loads(lines[-1][len(RESULTS_PREFIX) :])

@@ -33,21 +33,12 @@ def small_model(pooling=None, cache_size=None, query="none", faithful_to_code=Fa
         pooling = time_sum(10) if faithful_to_code else AttentionPooling(4)
     cache = None
     if cache_size:
-        cache = HeapCacheAttention(
-            cache_size,
-            4,
-            query=query,
-            mask_empty=not faithful_to_code,
-            gate_initializer="ones" if query == "dot" else "glorot_uniform",
-        )
-    return build_fill_last_word_model(
-        30,
-        pooling if pooling != "last" else None,
-        cache,
-        sequence_length=10,
-        faithful_to_code=faithful_to_code,
-        **kwargs,
-    )
+        gate = "ones" if query == "dot" else "glorot_uniform"
+        options = dict(query=query, mask_empty=not faithful_to_code, gate_initializer=gate)
+        cache = HeapCacheAttention(cache_size, 4, **options)
+    pooling = pooling if pooling != "last" else None
+    kwargs.update(sequence_length=10, faithful_to_code=faithful_to_code)
+    return build_fill_last_word_model(30, pooling, cache, **kwargs)
 
 
 def token_batch(rng, count=16):
@@ -100,17 +91,10 @@ def test_faithful_mode_sums_over_time_and_freezes_batch_norm():
         np.testing.assert_array_equal(norm.moving_variance.numpy(), 1.0)
         assert np.any(norm.gamma.numpy() != 1.0)  # still trained
     # The "attention" is the plain sum of all 40 (here 10) LSTM outputs, padding included.
-    encoder = keras.Model(model.inputs, model.get_layer("encoder").output)
-    pooled = keras.Model(model.inputs, model.get_layer("pooling").output)
-    np.testing.assert_allclose(
-        pooled.predict(x, verbose=0),
-        encoder.predict(x, verbose=0).sum(axis=1),
-        rtol=1e-5,
-        atol=1e-5,
-    )
     norm = model.get_layer("state_norm")
-    state = keras.Model(model.inputs, norm.output).predict(x, verbose=0)
-    summed = pooled.predict(x, verbose=0)
+    outputs = [model.get_layer(name).output for name in ("encoder", "pooling")] + [norm.output]
+    encoded, summed, state = keras.Model(model.inputs, outputs).predict(x, verbose=0)
+    np.testing.assert_allclose(summed, encoded.sum(axis=1), rtol=1e-5, atol=1e-5)
     affine = summed / np.sqrt(1 + 1e-3) * norm.gamma.numpy() + norm.beta.numpy()
     np.testing.assert_allclose(state, affine, rtol=1e-5, atol=1e-5)
     assert int(model.get_layer("cache_attention").fill_count()) > 0

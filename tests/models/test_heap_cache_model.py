@@ -22,12 +22,9 @@ def build_model(cache_size=7, policy="heap", query="none", weight_decay=0.0):
 
 
 def compile_model(model, jit_compile=False, learning_rate=0.05):
-    compile_and_build_optimizer(
-        model,
-        keras.optimizers.Adam(learning_rate),
-        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        jit_compile=jit_compile,
-    )
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    optimizer = keras.optimizers.Adam(learning_rate)
+    compile_and_build_optimizer(model, optimizer, loss, jit_compile=jit_compile)
     return model
 
 

@@ -48,15 +48,8 @@ LANGUAGE_MODELS = {
 @pytest.mark.parametrize("memory", sorted(LANGUAGE_MODELS))
 def test_language_model_weights_start_independent(memory):
     # Two LSTM layers as wide as the embedding: every LSTM kernel has the same shape.
-    model = build_language_model(
-        30,
-        LANGUAGE_MODELS[memory](),
-        units=16,
-        embedding_dim=16,
-        layers=2,
-        stateful=False,
-        sequence_length=None,
-    )
+    options = dict(layers=2, stateful=False, sequence_length=None)
+    model = build_language_model(30, LANGUAGE_MODELS[memory](), 16, 16, **options)
     model.build((None, None))
     assert len(_random_weights(model.weights)) >= 5
     assert _alike(model.weights) == []

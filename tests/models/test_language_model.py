@@ -163,10 +163,10 @@ def test_tiny_model_overfits_a_tiny_corpus(kind):
     model = language_model(
         22, kind, units=24, embedding_dim=16, window=3, ngram=3, batch_size=4, sequence_length=9
     )
-    compile_language_model(model, learning_rate=0.02, jit_compile=False)
+    compile_language_model(model, learning_rate=0.05, jit_compile=False)
     stop = lambda epoch, logs: setattr(model, "stop_training", logs["perplexity"] < 1.5)  # noqa: E731
     callbacks = [StateResetCallback(), keras.callbacks.LambdaCallback(on_epoch_end=stop)]
-    fit = dict(batch_size=4, epochs=30, shuffle=False, verbose=0, callbacks=callbacks)
+    fit = dict(batch_size=4, epochs=20, shuffle=False, verbose=0, callbacks=callbacks)
     history = model.fit(rows(stream[:-1]), rows(stream[1:]), **fit).history
     # Uniform guessing is perplexity 22; a memorised corpus leaves only the sentence choice
     # (1 word in 9 is a 1-in-6 guess): 6 ** (1 / 9) = 1.22.

@@ -15,14 +15,6 @@ from tf_memlayers.models.snli import (
 )
 
 
-def _batch(rng, batch=4, vocabulary=20):
-    premise = rng.integers(2, vocabulary, size=(batch, 7)).astype("int32")
-    hypothesis = rng.integers(2, vocabulary, size=(batch, 4)).astype("int32")
-    premise[1, 5:] = 0
-    hypothesis[2, 3:] = 0
-    return premise, hypothesis
-
-
 def _set_uniform_weights(layer, rng, scale=0.8):
     """Every weight U(-scale, scale): far from the ±0.05 init, so that every layer shows in
     the probabilities well above the float32 tolerances."""
@@ -49,27 +41,19 @@ def test_the_optimizer_is_the_papers_with_the_clip_norm_given():
 
 @pytest.mark.parametrize("fused_loop", [False, "auto"])
 def test_exported_classifier_gives_the_same_probabilities(tmp_path, fused_loop):
-    model = snli_model(
-        30, kind="dual_am_gru", units=8, embedding_dim=6, num_copies=2, fused_loop=fused_loop
-    )
+    model = snli_model(30, units=8, embedding_dim=6, num_copies=2, fused_loop=fused_loop)
     premise = np.array([[3, 4, 5, 0, 0], [6, 7, 8, 9, 2]], "int32")  # 0: padding
     hypothesis = np.array([[1, 2, 3, 4], [5, 6, 0, 0]], "int32")
     model.export(str(tmp_path / "saved"), verbose=False)
     saved = tf.saved_model.load(str(tmp_path / "saved"))
-    np.testing.assert_allclose(
-        np.asarray(saved.serve([premise, hypothesis])),
-        keras.ops.convert_to_numpy(model([premise, hypothesis])),
-        rtol=0,
-        atol=1e-6,
-    )
+    expected = keras.ops.convert_to_numpy(model([premise, hypothesis]))
+    np.testing.assert_allclose(saved.serve([premise, hypothesis]), expected, rtol=0, atol=1e-6)
     # The time loops over sentences of any length convert to TFLite with TensorFlow's own
     # list ops (SELECT_TF_OPS), which an interpreter runs with the Flex delegate only; a
     # fixed-length copy converts with the built-in operators (the test below).
     converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "saved"))
-    converter.target_spec.supported_ops = [
-        tf.lite.OpsSet.TFLITE_BUILTINS,
-        tf.lite.OpsSet.SELECT_TF_OPS,
-    ]
+    ops = tf.lite.OpsSet
+    converter.target_spec.supported_ops = [ops.TFLITE_BUILTINS, ops.SELECT_TF_OPS]
     converter._experimental_lower_tensor_list_ops = False
     assert len(converter.convert()) > 0
 

@@ -33,11 +33,7 @@ def _setup(batch, copies, seed, steps=6, units=8, input_dim=5, dual=False):
 
 
 def _loss(outputs, memory, output):
-    return (
-        tf.reduce_sum(tf.sin(outputs))
-        + tf.reduce_sum(tf.square(memory))
-        + tf.reduce_sum(1.7 * output)
-    )
+    return tf.reduce_sum(tf.sin(outputs)) + tf.reduce_sum(memory**2) + tf.reduce_sum(1.7 * output)
 
 
 def _projection(cell, xs):
@@ -146,15 +142,8 @@ def test_fused_loop_with_unknown_shapes_inside_a_tf_function(batch, num_shards):
 
     @tf.function(input_signature=[*signature, tf.TensorSpec(shapes[3], tf.int32)])
     def values_and_gradients(xs, memory, output, mask):
-        return _values_and_gradients(
-            _fused_loop,
-            cell,
-            xs,
-            [memory, output],
-            mask,
-            zero_output_for_mask=False,
-            num_shards=num_shards,
-        )
+        options = dict(zero_output_for_mask=False, num_shards=num_shards)
+        return _values_and_gradients(_fused_loop, cell, xs, [memory, output], mask, **options)
 
     # Any mask dtype is cast to bool.
     for e, g in zip(expected, values_and_gradients(xs, *states, tf.cast(mask, tf.int32))):

@@ -140,34 +140,24 @@ def test_forward_loop_matches_the_reference_and_saves_what_the_backward_reads(
     assert sorted(saved) == sorted(
         ["outputs", "key", "memory", "previous", "h", "g", "c", "delta"] + ["h2"] * dual
     )
-    close = dict(rtol=0, atol=1e-12)
-    np.testing.assert_allclose(saved["outputs"].numpy(), outputs, **close)
-    np.testing.assert_allclose(memory.numpy(), _parts(final_memory), **close)
-    np.testing.assert_allclose(output.numpy(), final_output, **close)
-    for t in range(STEPS):
-        for b in range(BATCH):
-            where = f"step {t}, row {b}"
-            np.testing.assert_allclose(
-                saved["memory"].numpy()[t, b],
-                _parts(expected["memory"][t][b][None])[0],
-                **close,
-                err_msg=where,
-            )
-            np.testing.assert_allclose(
-                saved["previous"].numpy()[t, b], expected["previous"][t][b], **close, err_msg=where
-            )
-            if not taken[t, b]:
-                # A masked row's key is zero (so its write is zero) and its delta reads zero.
-                assert not saved["key"].numpy()[t, b].any(), where
-                assert not saved["delta"].numpy()[t, b].any(), where
-                continue
-            for name in ("key", "h", "g", "c", "delta") + ("h2",) * dual:
-                np.testing.assert_allclose(
-                    saved[name].numpy()[t, b],
-                    expected[name][t][b],
-                    **close,
-                    err_msg=f"{name}, {where}",
-                )
+
+    def close(got, want, where=""):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, err_msg=where)
+
+    close(saved["outputs"].numpy(), outputs)
+    close(memory.numpy(), _parts(final_memory))
+    close(output.numpy(), final_output)
+    saved = {name: value.numpy() for name, value in saved.items()}
+    for t, b in np.ndindex(STEPS, BATCH):
+        where = f"step {t}, row {b}"
+        close(saved["memory"][t, b], _parts(expected["memory"][t][b][None])[0], where)
+        close(saved["previous"][t, b], expected["previous"][t][b], where)
+        if not taken[t, b]:
+            # A masked row's key is zero (so its write is zero) and its delta reads zero.
+            assert not saved["key"][t, b].any() and not saved["delta"][t, b].any(), where
+            continue
+        for name in ("key", "h", "g", "c", "delta") + ("h2",) * dual:
+            close(saved[name][t, b], expected[name][t][b], f"{name}, {where}")
     if masked:  # not vacuous: some masked steps emit an earlier output, unless zeros
         assert (~taken).any()
         assert (np.abs(outputs[~taken]).max() > 0) != zero_output_for_mask

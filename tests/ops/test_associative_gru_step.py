@@ -48,6 +48,10 @@ def _numpy(x):
     return None if x is None else np.asarray(ops.convert_to_numpy(x))
 
 
+def _close(got, expected):
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+
+
 def _case(seed, copies):
     rng = np.random.default_rng(seed)
     w = ref.random_weights(rng, INPUT_DIM, N)
@@ -77,24 +81,22 @@ def _run_step(w, x, key, memory, perms, source=None):
 
 def _check_against_reference(result, w, x, expected_output, expected_memory, record, perms):
     step = record[-1]
-    np.testing.assert_allclose(_numpy(result.output), expected_output, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(_joined(result.memory), expected_memory, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(_numpy(result.retrieved), step["read"], rtol=0, atol=1e-12)
-    np.testing.assert_allclose(_numpy(result.delta), step["written"], rtol=0, atol=1e-12)
+    _close(_numpy(result.output), expected_output)
+    _close(_joined(result.memory), expected_memory)
+    _close(_numpy(result.retrieved), step["read"])
+    _close(_numpy(result.delta), step["written"])
     gates, candidate = ref.gates_and_candidate(w, x, step["read"], step["source_read"])
-    np.testing.assert_allclose(_numpy(result.gates), gates, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(_numpy(result.candidate), candidate, rtol=0, atol=1e-12)
+    _close(_numpy(result.gates), gates)
+    _close(_numpy(result.candidate), candidate)
     # The write key's copies: the recorded bounded key, permuted copy by copy.
     bounded = step["key"]
     for got, half in zip(result.copies, (bounded[:, :M], bounded[:, M:])):
         expected = np.stack([half[:, perm] for perm in perms], axis=1)
-        np.testing.assert_allclose(_numpy(got), expected, rtol=0, atol=1e-12)
+        _close(_numpy(got), expected)
     if step["source_read"] is None:
         assert result.source_read is None
     else:
-        np.testing.assert_allclose(
-            _numpy(result.source_read), step["source_read"], rtol=0, atol=1e-12
-        )
+        _close(_numpy(result.source_read), step["source_read"])
 
 
 @pytest.mark.parametrize("copies", [1, 3])
@@ -160,19 +162,14 @@ def test_a_separate_read_key_is_conjugated_by_default(float64_policy):
     read = np.mean(
         np.conj(_bounded_copies(read_key, perms)) * (stored[:, 0] + 1j * stored[:, 1]), axis=1
     )
-    np.testing.assert_allclose(_numpy(result.source_read), _real(read), rtol=0, atol=1e-12)
+    _close(_numpy(result.source_read), _real(read))
     # The write (and its retrieval h) still uses the write key.
     copies = _bounded_copies(x @ w["key"], perms)
     state = memory.reshape(BATCH, 2, 3, M)
     h = _real(np.mean(np.conj(copies) * (state[:, 0] + 1j * state[:, 1]), axis=1))
-    np.testing.assert_allclose(_numpy(result.retrieved), h, rtol=0, atol=1e-12)
+    _close(_numpy(result.retrieved), h)
     gates, candidate = ref.gates_and_candidate(w, x, h, _real(read))
     delta = gates[:, N:] * (candidate - h)
-    np.testing.assert_allclose(_numpy(result.output), h + delta, rtol=0, atol=1e-12)
+    _close(_numpy(result.output), h + delta)
     written = state[:, 0] + 1j * state[:, 1] + copies * (delta[:, :M] + 1j * delta[:, M:])[:, None]
-    np.testing.assert_allclose(
-        _joined(result.memory),
-        np.stack([written.real, written.imag], 1).reshape(BATCH, -1),
-        rtol=0,
-        atol=1e-12,
-    )
+    _close(_joined(result.memory), np.stack([written.real, written.imag], 1).reshape(BATCH, -1))

@@ -1,11 +1,11 @@
-"""`tf_memlayers.ops.heap` against the procedure its module documents and `heap_reference`."""
+"""`tf_memlayers.ops.heap`'s slots and scores against the procedure its module documents (its
+writes against `heap_reference`: tests/layers/cache_attention/test_heap_cache_attention.py)."""
 
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
-from tests import heap_reference as ref
 from tf_memlayers.ops import heap
 
 
@@ -127,53 +127,3 @@ def test_different_rows_with_the_same_hash_keep_their_own_scores():
 def test_rows_of_another_dtype_than_floating_point_are_refused():
     with pytest.raises(TypeError, match="cache rows must be floating point, got dtype int32"):
         heap.pool_scores(np.ones((3, 2), "int32"), np.ones((2, 2)), np.ones(2))
-
-
-def _cache_and_candidates(rng, size, count, width=6, pool=None):
-    if pool is None:
-        return np.zeros((size, width)), rng.normal(size=(count, width))
-    pool = rng.normal(size=(pool, width))
-    pool[0] = 0.0  # an all-zero candidate never enters
-    return np.zeros((size, width)), pool[rng.integers(0, len(pool), count)]
-
-
-@pytest.mark.parametrize("pool", [None, 4])
-@pytest.mark.parametrize("size", [1, 7, 20])
-def test_the_keras_ops_heap_write_matches_the_reference(float64_policy, size, pool):
-    # The pure functions behind `HeapCacheAttention.insert`, checked on every backend.
-    rng = np.random.default_rng(size)
-    cache, _ = _cache_and_candidates(rng, size, 0)
-    expected = cache.copy()
-    for _ in range(6):
-        kernel, score_vector = rng.normal(size=(6, 3)), rng.normal(size=(3,))
-        _, batch = _cache_and_candidates(rng, size, 5, pool=pool)
-        cache, entered = heap.heap_write(
-            keras.ops.convert_to_tensor(cache),
-            keras.ops.convert_to_tensor(batch),
-            keras.ops.convert_to_tensor(kernel),
-            keras.ops.convert_to_tensor(score_vector),
-        )
-        cache = np.asarray(keras.ops.convert_to_numpy(cache))
-        expected_entered = ref.insert_batch(expected, batch, kernel, score_vector)
-        np.testing.assert_array_equal(cache, expected)
-        assert np.asarray(keras.ops.convert_to_numpy(entered)).tolist() == expected_entered
-
-
-def test_the_keras_ops_topk_write_keeps_the_best(float64_policy):
-    rng = np.random.default_rng(0)
-    cache, _ = _cache_and_candidates(rng, 4, 0)
-    for _ in range(4):
-        kernel, score_vector = rng.normal(size=(6, 3)), rng.normal(size=(3,))
-        _, batch = _cache_and_candidates(rng, 4, 6, pool=5)
-        pool = np.concatenate([cache, batch])
-        new_cache, entered = heap.topk_write(
-            *(keras.ops.convert_to_tensor(a) for a in (cache, batch, kernel, score_vector))
-        )
-        scores = np.array([ref.score(v, kernel, score_vector) for v in pool])
-        best = np.lexsort((np.arange(len(pool)), -scores))[:4]  # best first, ties by position
-        cache = np.asarray(keras.ops.convert_to_numpy(new_cache))
-        np.testing.assert_array_equal(cache, pool[best[::-1]])
-        np.testing.assert_array_equal(
-            np.asarray(keras.ops.convert_to_numpy(entered)),
-            np.isin(np.arange(len(pool)), best)[len(cache) :],
-        )

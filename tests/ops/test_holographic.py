@@ -59,13 +59,10 @@ def test_bound_runs_in_float16_without_overflow():
     )
 
 
-def test_permutations_are_pythons_random_sequence():
+def test_permutations_are_pythons_random_sequence_and_the_original_fixture():
     for num_complex, num_copies, seed in [(100, 8, 123), (4, 3, 7), (50, 1, 123)]:
         expected = permutations(num_complex, num_copies, seed)
         assert holographic.make_permutations(num_complex, num_copies, seed) == expected
-
-
-def test_permutations_of_the_original_fixture():
     # The fixture the original code's permutations give (random.Random(123), n = 200, C = 8,
     # Python 3.11), as ORIGINAL_CODE.md records it: the default seed is the original's.
     perms = holographic.make_permutations(100, 8)  # n = 200 real units

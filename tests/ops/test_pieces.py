@@ -10,12 +10,9 @@ from tf_memlayers.ops.pieces import piece_sizes, split_pieces
 
 
 @pytest.mark.parametrize("width, count", [(12, 1), (12, 3), (12, 4), (7, 7)])
-def test_equal_pieces_divide_the_width(width, count):
+def test_equal_pieces_divide_the_width_and_explicit_sizes_are_the_sizes(width, count):
     assert piece_sizes(width, count) == (width // count,) * count
-
-
-def test_explicit_sizes_that_add_up_to_the_width_are_the_sizes():
-    assert piece_sizes(10, 3, (5, 3, 2)) == (5, 3, 2)
+    assert piece_sizes(width, 3, (width - 5, 3, 2)) == (width - 5, 3, 2)
 
 
 def test_a_width_that_does_not_divide_names_the_owner_and_the_fix():

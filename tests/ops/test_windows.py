@@ -28,10 +28,7 @@ def test_window_weighted_sum_matches_numpy_forward_and_gradients(window, steps):
     weights = RNG.normal(size=(2, steps, window))
     stream = RNG.normal(size=(2, window + steps, 5))
     probe = RNG.normal(size=(2, steps, 5))
-
-    def weighted_sum(w, carried, steps_part):
-        return windows.window_weighted_sum(w, carried, steps_part)
-
+    weighted_sum = windows.window_weighted_sum
     got = ops.convert_to_numpy(weighted_sum(weights, stream[:, :window], stream[:, window:]))
     np.testing.assert_allclose(got, weighted_sum_reference(weights, stream), atol=1e-12)
 

@@ -45,13 +45,10 @@ def train_cache_model(strategy, train_function=train, epochs=1, backup=None):
             AttentionPooling(4)(states)
         )
         model = HeapCacheModel(tokens, keras.layers.Dense(20)(state))
-        model.compile(
-            keras.optimizers.Adam(0.01),
-            keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            # An object, not "accuracy": its variables exist before the train step is traced.
-            metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-            jit_compile=False,
-        )
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        # An object, not "accuracy": its variables exist before the train step is traced.
+        accuracy = keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+        model.compile(keras.optimizers.Adam(0.01), loss, metrics=[accuracy], jit_compile=False)
     x = np.random.default_rng(3).integers(1, 20, (32, 6)).astype("int32")
     data = tf.data.Dataset.from_tensor_slices((x, x[:, -1])).batch(8)
     resume = {"initial_epoch": backup.epoch, "callbacks": [backup]} if backup else {}

@@ -9,13 +9,9 @@ def test_the_shares_of_a_global_batch_add_up_to_its_loss_and_metrics():
     """Two replicas' sums and counts (masked steps, sample weights, a regularizer) and summed
     metric states give what `keras.Model.evaluate` reports for the whole batch."""
     keras.utils.set_random_seed(5)
-    model = keras.Sequential(
-        [
-            keras.Input((5,), dtype="int32"),
-            keras.layers.Embedding(9, 4, mask_zero=True),
-            keras.layers.Dense(9, kernel_regularizer="l2"),
-        ]
-    )
+    embedding = keras.layers.Embedding(9, 4, mask_zero=True)
+    dense = keras.layers.Dense(9, kernel_regularizer="l2")
+    model = keras.Sequential([keras.Input((5,), dtype="int32"), embedding, dense])
     model.compile(
         "sgd",
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),

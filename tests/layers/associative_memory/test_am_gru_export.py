@@ -1,12 +1,11 @@
-"""Models around the (Dual) AM-GRU with the default ``fused_loop="auto"`` convert to TFLite's
-built-in operators and give the Keras model's outputs: one step (window attention carrying its
-memory, the AM-GRU with explicit states) and fixed lengths. The fused loop splits the batch
-into one shard per core (at most 8); the tests split it as on 8 cores."""
+"""(Dual) AM-GRU models (``fused_loop="auto"``) convert to TFLite's built-in operators with the
+Keras outputs, one step and fixed lengths; the fused loop's batch split as on 8 cores."""
 
 import keras
 import numpy as np
 import pytest
 
+from tests.memory_attention_reference import randomize
 from tests.support import tensorflow_only
 from tf_memlayers.layers import AssociativeGRU, DualAssociativeGRU, SlidingWindowAttention
 
@@ -45,10 +44,6 @@ def _check_converted(model, inputs):
         np.testing.assert_allclose(g, e, rtol=0, atol=1e-5)
 
 
-def _randomize(model, rng, scale=0.5):
-    model.set_weights([rng.uniform(-scale, scale, np.shape(w)) for w in model.get_weights()])
-
-
 @pytest.mark.parametrize("steps, batch", [(1, 1), (1, 3), (12, 4)])
 def test_window_attention_then_the_am_gru_with_explicit_states(steps, batch):
     rng = np.random.default_rng(steps + batch)
@@ -66,7 +61,7 @@ def test_window_attention_then_the_am_gru_with_explicit_states(steps, batch):
     ]
     outputs, *new_states = am_gru(attended, initial_state=states)
     model = keras.Model([x, memory, *states], [outputs, new_memory, *new_states])
-    _randomize(model, rng)
+    randomize(model, rng, scale=0.5)
     inputs = [rng.normal(size=tuple(t.shape)).astype("float32") for t in model.inputs]
     _check_converted(model, inputs)
 
@@ -81,6 +76,6 @@ def test_a_fixed_length_dual_am_gru_reading_a_premise_memory():
         for name, width in zip(("memory", "output", "premise_memory"), layer.cell.state_size)
     ]
     model = keras.Model([hypothesis, *states], layer(hypothesis, initial_state=states))
-    _randomize(model, rng)
+    randomize(model, rng, scale=0.5)
     inputs = [rng.normal(size=tuple(t.shape)).astype("float32") for t in model.inputs]
     _check_converted(model, inputs)

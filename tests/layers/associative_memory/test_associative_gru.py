@@ -1,5 +1,4 @@
-"""`AssociativeGRU` (input projections before the loop) against `RNN(AssociativeGRUCell)`, in
-both of its time loops: Keras's (autodiff backward) and the fused one (TensorFlow)."""
+"""`AssociativeGRU` against `RNN(AssociativeGRUCell)`, in Keras's loop and the fused one."""
 
 import re
 
@@ -48,7 +47,7 @@ class AssociativeGRUTest(LayerTestCase):
     layer_cls = AssociativeGRU
 
     @FUSED
-    def test_layer_behaviors(self, fused_loop):
+    def test_layer_behaviors_and_nan_padding(self, fused_loop):
         self.run_layer_test(
             AssociativeGRU,
             {"units": 4, "num_copies": 2, "return_sequences": True, "fused_loop": fused_loop},
@@ -57,15 +56,19 @@ class AssociativeGRUTest(LayerTestCase):
             expected_num_trainable_weights=5,
             supports_masking=True,
         )
+        self.run_nan_padding_test(
+            lambda: _am_gru(return_sequences=True, zero_output_for_mask=True, fused_loop=fused_loop)
+        )
 
     def test_journey(self, tmp_path):
         # fused_loop="auto": the fused loop on TensorFlow, Keras's on JAX.
         self.run_journey_test("step", lambda e: _am_gru(8, return_sequences=True)(e), tmp_path)
 
-    def test_config_and_arguments(self):
+    def test_config_arguments_and_resets(self):
         config = dict(**AM_GRU_CONFIG, **ALL_RNN_FLAGS, return_retrievals=True, name="am_gru")
         self.run_config_test(AssociativeGRU, **config, fused_loop=False)
         self.run_flags_test(lambda **kw: AssociativeGRU(4, **kw))
+        self.run_reset_tests(lambda **kw: _am_gru(8, 3, **kw))
 
     @pytest.mark.parametrize(
         "kwargs",
@@ -78,15 +81,6 @@ class AssociativeGRUTest(LayerTestCase):
     )
     def test_output_spec(self, kwargs):
         self.run_output_spec_test(lambda dtype: AssociativeGRU(4, dtype=dtype, **kwargs), (2, 5, 4))
-
-    @FUSED
-    def test_nan_padding(self, fused_loop):
-        self.run_nan_padding_test(
-            lambda: _am_gru(return_sequences=True, zero_output_for_mask=True, fused_loop=fused_loop)
-        )
-
-    def test_resets(self):
-        self.run_reset_tests(lambda **kw: _am_gru(8, 3, **kw))
 
     @FUSED
     @pytest.mark.parametrize("policy, atol", [("mixed_float16", 5e-3), ("mixed_bfloat16", 3e-2)])
@@ -134,8 +128,7 @@ def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fuse
     np.testing.assert_allclose(np.asarray(last), ref_outputs[:, -1], atol=1e-10, rtol=0)
 
 
-# Each loop with and without go_backwards and zero_output_for_mask, by pairs (`all_pairs`):
-# on JAX, where the fused loop does not run, Keras's loop runs with each of them.
+# Each loop, go_backwards and zero_output_for_mask by pairs (`all_pairs`).
 @pytest.mark.parametrize(
     "fused_loop, go_backwards, zero_output_for_mask",
     [
@@ -148,8 +141,7 @@ def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fuse
 def test_layer_equals_the_cell_form_forward_and_gradients(
     float64_policy, fused_loop, go_backwards, zero_output_for_mask
 ):
-    """With masks (right padding, a hole), with and without an initial state: outputs, final
-    states and the gradients of the inputs, the initial state and the weights."""
+    """Masked, with and without an initial state: outputs, states and every gradient."""
     rng = np.random.default_rng(20)
     units, copies, batch, steps = 8, 3, 3, 6
     xs = rng.normal(size=(batch, steps, 5))
@@ -169,8 +161,7 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
         got = layer(xs, mask=mask, initial_state=init)
         for e, g in zip(expected, got):
             np.testing.assert_allclose(np.asarray(g), np.asarray(e), atol=1e-12, rtol=0)
-    # The gradients: the masked outputs of the cell form on JAX are its first state
-    # (KERAS_MASKED_OUTPUT), zeros with zero_output_for_mask.
+    # The gradients, with zeros at masked steps on JAX (KERAS_MASKED_OUTPUT).
     cell_form.zero_output_for_mask = layer.zero_output_for_mask = (
         zero_output_for_mask or BACKEND != "tensorflow"
     )

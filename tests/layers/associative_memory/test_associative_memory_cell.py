@@ -25,8 +25,9 @@ class AssociativeMemoryCellTest(LayerTestCase):
     layer_cls = AssociativeMemoryCell
 
     @CELLS
-    def test_layer_and_cell_behaviors(self, inner, copies, retrievals):
+    def test_layer_cell_and_reset_behaviors(self, inner, copies, retrievals):
         self.run_cell_tests(lambda dtype=None: _cell(inner, copies, retrievals, dtype))
+        self.run_reset_tests(lambda: _cell(inner, copies, retrievals))
         self.run_layer_test(
             rnn_over(lambda dtype: _cell(inner, copies, retrievals, dtype)),
             input_shape=(2, 3, 4),
@@ -53,10 +54,6 @@ class AssociativeMemoryCellTest(LayerTestCase):
             key_initializer="orthogonal",
         )
         self.run_flags_test(lambda **kw: AssociativeMemoryCell(keras.layers.GRUCell(4), **kw))
-
-    @CELLS
-    def test_resets(self, inner, copies, retrievals):
-        self.run_reset_tests(lambda **kw: _cell(inner, copies, retrievals, **kw))
 
     def test_mixed_float16_matches_float32(self):
         inputs = np.random.default_rng(8).normal(size=(4, 5, 3)).astype("float32")
@@ -162,14 +159,3 @@ def test_the_retrievals_of_a_gru_add_up_to_its_output():
     out = np.asarray(keras.layers.RNN(cell, return_sequences=True)(xs))
     assert out.shape == (2, 4, 12)
     np.testing.assert_allclose(out[..., :4], out[..., 8:] + out[..., 4:8], atol=1e-6)
-
-
-def test_bad_input_is_rejected():
-    with pytest.raises(ValueError, match="even.*5"):
-        AssociativeMemoryCell(keras.layers.GRUCell(5))
-    with pytest.raises(ValueError, match="num_copies.*>= 1"):
-        AssociativeMemoryCell(keras.layers.GRUCell(4), num_copies=0)
-    with pytest.raises(ValueError, match="memory_state_index.*< 1.*got 1"):
-        AssociativeMemoryCell(keras.layers.GRUCell(4), memory_state_index=1)
-    with pytest.raises(TypeError, match="cell"):
-        AssociativeMemoryCell("gru")

@@ -1,5 +1,4 @@
-"""`DualAssociativeEncoder` against `am_gru_reference` and its two passes written with
-`keras.layers.RNN`; one shared set of weights through saving, cloning and configs."""
+"""`DualAssociativeEncoder` against `am_gru_reference` and its passes in `keras.layers.RNN`."""
 
 import keras
 import numpy as np
@@ -21,6 +20,7 @@ UNITS, COPIES, INPUT_DIM, BATCH, PREMISE_STEPS, HYPOTHESIS_STEPS = 8, 3, 5, 3, 6
 LENGTHS = PREMISE_LENGTHS, HYPOTHESIS_LENGTHS = (6, 4, 5), (4, 2, 3)
 # The fused loop where the backend has it (TensorFlow), else Keras's.
 FUSED_IF_AVAILABLE = BACKEND == "tensorflow"
+SEQUENCES = dict(return_sequences=True)
 
 
 def _make(dtype=None, **kwargs):
@@ -35,13 +35,7 @@ class DualAssociativeEncoderTest(LayerTestCase):
     def test_layer_behaviors(self, dual_key, fused_loop):
         self.run_layer_test(
             DualAssociativeEncoder,
-            dict(
-                units=4,
-                num_copies=2,
-                dual_key=dual_key,
-                return_sequences=True,
-                fused_loop=fused_loop,
-            ),
+            dict(units=4, num_copies=2, dual_key=dual_key, fused_loop=fused_loop, **SEQUENCES),
             input_shape=((2, 3, 4), (2, 2, 4)),
             expected_output_shape=((2, 3, 4), (2, 2, 4)),
             expected_num_trainable_weights=5 + 2 + (dual_key == "released"),
@@ -57,10 +51,8 @@ class DualAssociativeEncoderTest(LayerTestCase):
         self.run_journey_test("pair", build, tmp_path)
 
     def test_config_and_arguments(self):
-        flags = dict.fromkeys(
-            ["return_sequences", "return_state", "unroll", "zero_output_for_mask"], True
-        )
-        config = dict(**AM_GRU_CONFIG, **flags, dual_key="released", fused_loop=False)
+        flags = dict.fromkeys(["return_state", "unroll", "zero_output_for_mask"], True)
+        config = dict(**AM_GRU_CONFIG, **SEQUENCES, **flags, dual_key="released", fused_loop=False)
         self.run_config_test(DualAssociativeEncoder, **config, name="pair")
         self.run_flags_test(lambda **kw: _make(**kw))
 
@@ -200,8 +192,7 @@ def test_encoder_equals_its_cell_form_forward_and_gradients(float64_policy, dual
     by_name = {w.name: w for w in cell.trainable_weights}
     expected = gradients(by_cells, [by_name[w.name] for w in encoder.trainable_weights], inputs)
     np.testing.assert_allclose(got[0], expected[0], atol=1e-10, rtol=0)
-    # One gradient per weight, in the same order: the premise pass and the hypothesis pass
-    # both reach the shared AM-GRU weights.
+    # One gradient per weight, in order: both passes reach the shared AM-GRU weights.
     assert len(got[1]) == 5 + 2 + (dual_key == "released")
     for g, e in zip(got[1] + got[2], expected[1] + expected[2]):
         assert np.abs(e).max() > 0
@@ -294,10 +285,3 @@ def test_masks_pass_on_with_the_sequences():
 def test_bad_inputs_are_named_errors(call, error, fragment):
     with pytest.raises(error, match=fragment):
         call(DualAssociativeEncoder(4, num_copies=2))
-
-
-def test_arguments_are_checked_by_the_layers_that_own_them():
-    with pytest.raises(ValueError, match="units.*even"):
-        DualAssociativeEncoder(5)
-    with pytest.raises(ValueError, match="dual_key"):
-        DualAssociativeEncoder(4, dual_key="both")

@@ -12,7 +12,7 @@ from tests.layer_test_case import (
     rnn_over,
     user_rnn,
 )
-from tests.layers.associative_memory.test_associative_gru import FUSED, mask_with_holes
+from tests.layers.associative_memory.test_associative_gru import mask_with_holes
 from tests.layers.associative_memory.test_associative_gru_cell import AM_GRU_CONFIG
 from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
 from tf_memlayers.layers import (
@@ -23,6 +23,8 @@ from tf_memlayers.layers import (
 )
 
 UNITS, COPIES, INPUT_DIM, BATCH, STEPS = 8, 3, 5, 3, 6
+SEQUENCES = dict(num_copies=2, return_sequences=True)
+NAN_PADDING = dict(SEQUENCES, zero_output_for_mask=True)
 # (dual_key, fused_loop) of the layer's cases: the fused loop takes the paper's key only.
 KEYS_AND_LOOPS = [
     pytest.param("paper", False, id="paper_keras_loop"),
@@ -35,20 +37,17 @@ class DualAssociativeGRUTest(LayerTestCase):
     layer_cls = DualAssociativeGRU
 
     @pytest.mark.parametrize("dual_key, fused_loop", KEYS_AND_LOOPS)
-    def test_layer_behaviors(self, dual_key, fused_loop):
+    def test_layer_behaviors_and_nan_padding(self, dual_key, fused_loop):
         self.run_layer_test(
             DualAssociativeGRU,
-            dict(
-                units=4,
-                num_copies=2,
-                dual_key=dual_key,
-                return_sequences=True,
-                fused_loop=fused_loop,
-            ),
+            dict(units=4, dual_key=dual_key, fused_loop=fused_loop, **SEQUENCES),
             input_shape=(2, 3, 4),
             expected_output_shape=(2, 3, 4),
             expected_num_trainable_weights=5 + 2 + (dual_key == "released"),
             supports_masking=True,
+        )
+        self.run_nan_padding_test(
+            lambda: DualAssociativeGRU(4, dual_key=dual_key, **NAN_PADDING, fused_loop=fused_loop)
         )
 
     def test_journey(self, tmp_path):
@@ -60,10 +59,11 @@ class DualAssociativeGRUTest(LayerTestCase):
 
         self.run_journey_test("pair", build, tmp_path)
 
-    def test_config_and_arguments(self):
+    def test_config_arguments_and_resets(self):
         config = dict(**AM_GRU_CONFIG, **ALL_RNN_FLAGS, dual_key="released", fused_loop=False)
         self.run_config_test(DualAssociativeGRU, **config, return_retrievals=True)
         self.run_flags_test(lambda **kw: DualAssociativeGRU(4, **kw))
+        self.run_reset_tests(lambda **kw: DualAssociativeGRU(UNITS, num_copies=COPIES, **kw))
 
     @pytest.mark.parametrize(
         "kwargs",
@@ -80,21 +80,6 @@ class DualAssociativeGRUTest(LayerTestCase):
             (2, 5, 4),
         )
 
-    @FUSED
-    def test_nan_padding(self, fused_loop):
-        self.run_nan_padding_test(
-            lambda: DualAssociativeGRU(
-                4,
-                num_copies=2,
-                return_sequences=True,
-                zero_output_for_mask=True,
-                fused_loop=fused_loop,
-            )
-        )
-
-    def test_resets(self):
-        self.run_reset_tests(lambda **kw: DualAssociativeGRU(UNITS, num_copies=COPIES, **kw))
-
 
 def _dual_cell(dual_key="paper", retrievals=False, dtype=None):
     return DualAssociativeGRUCell(
@@ -106,8 +91,9 @@ class DualAssociativeGRUCellTest(LayerTestCase):
     layer_cls = DualAssociativeGRUCell
 
     @pytest.mark.parametrize("dual_key, retrievals", [("paper", False), ("released", True)])
-    def test_layer_and_cell_behaviors(self, dual_key, retrievals):
+    def test_layer_cell_and_reset_behaviors(self, dual_key, retrievals):
         self.run_cell_tests(lambda dtype=None: _dual_cell(dual_key, retrievals, dtype))
+        self.run_reset_tests(lambda: _dual_cell(dual_key, retrievals))
         self.run_layer_test(
             rnn_over(lambda dtype: _dual_cell(dual_key, retrievals, dtype)),
             input_shape=(2, 3, 4),
@@ -128,12 +114,6 @@ class DualAssociativeGRUCellTest(LayerTestCase):
         config = dict(**AM_GRU_CONFIG, dual_key="released", return_retrievals=True)
         self.run_config_test(DualAssociativeGRUCell, **config)
         self.run_flags_test(lambda **kw: DualAssociativeGRUCell(4, **kw))
-
-    @pytest.mark.parametrize("dual_key", ["paper", "released"])
-    def test_resets(self, dual_key):
-        self.run_reset_tests(
-            lambda **kw: DualAssociativeGRUCell(UNITS, num_copies=COPIES, dual_key=dual_key, **kw)
-        )
 
     def test_mixed_float16_matches_float32(self):
         rng = np.random.default_rng(14)
@@ -217,11 +197,6 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
         np.testing.assert_allclose(np.asarray(g), np.asarray(e), atol=1e-10, rtol=1e-10)
     # The source memory passes through unchanged.
     np.testing.assert_array_equal(np.asarray(got[3]), np.asarray(states[2]))
-
-
-def test_premise_cell_is_not_an_argument():
-    with pytest.raises(TypeError, match="premise_cell.*DualAssociativeEncoder"):
-        DualAssociativeGRU(UNITS, premise_cell=AssociativeGRUCell(UNITS))
 
 
 @tensorflow_only(FUSED_LOOP)

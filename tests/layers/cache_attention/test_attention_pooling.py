@@ -26,8 +26,11 @@ class AttentionPoolingTest(LayerTestCase):
         build = lambda e: AttentionPooling(4)(keras_lstm(8, return_sequences=True)(e))  # noqa: E731
         self.run_journey_test("pooled", build, tmp_path)
 
-    def test_config(self):
+    def test_config_padding_and_empty_input(self):
         self.run_config_test(AttentionPooling, attention_units=5, kernel_initializer="ones")
+        self.run_nan_padding_test(lambda: AttentionPooling(3))
+        # Pooling has no memory: its one output is the pooled vector.
+        self.run_empty_input_test(lambda: AttentionPooling(3), last_output_is_memory=False)
 
     @pytest.mark.parametrize("scores", [False, True])
     def test_output_spec(self, scores):
@@ -36,13 +39,6 @@ class AttentionPoolingTest(LayerTestCase):
             (2, 5, 4),
             return_attention_scores=scores,
         )
-
-    def test_nan_padding(self):
-        self.run_nan_padding_test(lambda: AttentionPooling(3))
-
-    def test_empty_input(self):
-        # Pooling has no memory: its one output is the pooled vector.
-        self.run_empty_input_test(lambda: AttentionPooling(3), last_output_is_memory=False)
 
     def test_mixed_float16_matches_float32(self):
         inputs = np.random.default_rng(3).normal(size=(8, 5, 6)).astype("float32")
@@ -103,11 +99,7 @@ def test_a_config_saved_with_units_loads():
     assert AttentionPooling.from_config(config).attention_units == 5
 
 
-def test_bad_arguments():
-    with pytest.raises(ValueError, match="`attention_units`"):
-        AttentionPooling(0)
-    with pytest.raises(TypeError, match="units"):
-        AttentionPooling("8")
+def test_bad_calls():
     with pytest.raises(ValueError, match="rank 3"):
         AttentionPooling(4)(np.ones((2, 5), "float32"))
     inputs = np.ones((2, 5, 6), "float32")

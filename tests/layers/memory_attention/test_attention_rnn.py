@@ -1,6 +1,4 @@
-"""`AttentionRNN` against the NumPy reference of its `AttentionWrapper` (Bahdanau et al. 2015;
-Luong et al. 2015): its shared suites, the attention weights it reports for one call, state
-carried across calls, and its attention after the loop against the step-by-step loop."""
+"""`AttentionRNN` against its `AttentionWrapper`'s NumPy reference and step-by-step loop."""
 
 import keras
 import numpy as np
@@ -45,10 +43,13 @@ class AttentionRNNTest(LayerTestCase):
         build = lambda p, h: _attend_from_hypothesis(p, h, score="general", position="before")  # noqa: E731
         self.run_journey_test("pair", build, tmp_path)
 
-    def test_config_and_arguments(self):
+    def test_config_arguments_resets_and_nan_padding(self):
         cell = AttentionWrapper(keras.layers.GRUCell(4))
         self.run_config_test(AttentionRNN, cell=cell, **ALL_RNN_FLAGS)
         self.run_flags_test(_attention_rnn)
+        self.run_reset_tests(_attention_rnn, **declared_memory(B))
+        rnn = lambda: _attention_rnn(return_sequences=True, zero_output_for_mask=True)  # noqa: E731
+        self.run_nan_padding_test(rnn, memory_width=8)
 
     @pytest.mark.parametrize("return_state", [False, True])
     @pytest.mark.parametrize("return_sequences", [False, True])
@@ -63,13 +64,6 @@ class AttentionRNNTest(LayerTestCase):
 
         self.run_output_spec_test(make, (BATCH, STEPS, 4), memory=memory)
 
-    def test_nan_padding(self):
-        rnn = lambda: _attention_rnn(return_sequences=True, zero_output_for_mask=True)  # noqa: E731
-        self.run_nan_padding_test(rnn, memory_width=8)
-
-    def test_resets(self):
-        self.run_reset_tests(_attention_rnn, **declared_memory(B))
-
 
 @pytest.mark.parametrize("score, position", [("additive", "after"), ("general", "before")])
 def test_attention_scores_of_a_layer_without_them_are_the_references(
@@ -78,8 +72,7 @@ def test_attention_scores_of_a_layer_without_them_are_the_references(
     rng = np.random.default_rng(4)
     x, memory, mask = _data(rng)
     layer = _layer(score, position)
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
+    _randomize(layer, rng, x, memory, mask)
     scores = keras.ops.convert_to_numpy(layer.attention_scores(x, memory, mask))
     _, want = reference(x, memory, mask, *_weights(layer), score, position, True)
     np.testing.assert_allclose(scores, want, atol=1e-10, rtol=0)
@@ -88,8 +81,7 @@ def test_attention_scores_of_a_layer_without_them_are_the_references(
     _, want = reference(x, memory, mask, *_weights(layer), score, position, True)
     scores = keras.ops.convert_to_numpy(layer.attention_scores(x, memory, mask))
     np.testing.assert_allclose(scores, want, atol=1e-10, rtol=0)
-    # The copy is not a part of the layer: its weights and config are unchanged, and a model
-    # saved after the call loads into one saved before it, and back.
+    # The copy is not a part of the layer: its weights and config are unchanged.
     assert [w.path for w in layer.weights] == [w.path for w in layer.cell.weights]
     assert layer.get_config()["cell"]["config"]["return_attention_scores"] is False
 
@@ -140,9 +132,8 @@ class _StepByStep(AttentionRNN):
         return ResettableRNN.inner_loop(self, sequences, initial_state, mask, training=training)
 
 
-# Options of the wrapper (all without input feeding: its attention does not feed back) and of
-# the layer, and whether the call gets a sequence mask (rows starting and ending with padding,
-# padding inside, and a row of padding only), resets and an initial state.
+# Options of the wrapper (no input feeding) and the layer, and whether the call gets a mask
+# (padding at both ends and inside, a row of padding only), resets and an initial state.
 ALL_AT_ONCE_CASES = {
     "additive": ({}, {}, {}),
     "additive_normalized_alignments": (
@@ -173,8 +164,7 @@ ALL_AT_ONCE_CASES = {
 
 @pytest.mark.parametrize("case", sorted(ALL_AT_ONCE_CASES))
 def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
-    """Without input feeding the layer runs the cell's loop, then attends for all steps: the
-    outputs, states and gradients of the step-by-step loop."""
+    """Without input feeding (the loop, then attention) the step-by-step loop's results."""
     wrapper_options, layer_options, call = ALL_AT_ONCE_CASES[case]
     rng = np.random.default_rng(7)
     x, memory, memory_mask = _data(rng, "float32")
@@ -222,8 +212,7 @@ def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
     for got, want in zip(got_grads, want_grads):
         np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
-    # Not vacuous: the weights get gradients, and the padded rows and steps are where the
-    # masking shows (zeros before a row's first step, the fed-back state kept).
+    # Not vacuous: the weights get gradients, and a row of padding only is zeros.
     assert all(np.abs(g).max() > 0 for g in want_grads[: len(layer.trainable_weights)])
     if call.get("mask") and not call.get("initial_state"):
         np.testing.assert_array_equal(want_outputs[0][2], 0.0)

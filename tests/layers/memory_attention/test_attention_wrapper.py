@@ -1,5 +1,4 @@
-"""`AttentionWrapper` against a NumPy reference written from the equations (Bahdanau et al.
-2015; Luong et al. 2015), cell and sequence forms, masks, resets, state."""
+"""`AttentionWrapper` against the NumPy reference of Bahdanau et al. and Luong et al. (2015)."""
 
 import keras
 import numpy as np
@@ -9,7 +8,6 @@ from tests.layer_test_case import LayerTestCase
 from tests.memory_attention_reference import attention_wrapper_reference as reference
 from tests.memory_attention_reference import (
     check_cell_loop_matches_layer,
-    check_reset_starts_a_row_again,
     data,
     declared_memory,
 )
@@ -33,9 +31,8 @@ def _attend_from_hypothesis(premise, hypothesis, **wrapper_kwargs):
 
 
 def keras_checks_of(make_cell, own_weights, **rnn_kwargs):
-    """`run_layer_test`'s arguments for `AttentionRNN` over ``make_cell(dtype)`` (a wrapped GRU
-    cell of 4 units) and a memory of width 8, given by name (Keras's training check takes one
-    input: the journeys train with a memory)."""
+    """`run_layer_test`'s arguments for `AttentionRNN` over ``make_cell(dtype)`` and a memory of
+    width 8 (Keras's training check takes one input: the journeys train with a memory)."""
     return dict(
         layer_cls=lambda **kw: AttentionRNN(make_cell(kw.get("dtype")), **rnn_kwargs, **kw),
         input_shape={"sequences_shape": (2, 3, 4), "memory_shape": (2, 6, 8)},
@@ -63,7 +60,7 @@ class AttentionWrapperTest(LayerTestCase):
         build = lambda p, h: _attend_from_hypothesis(p, h, normalize=True)  # noqa: E731
         self.run_journey_test("pair", build, tmp_path, xla_fails_on_tensorflow=True)
 
-    def test_config_and_arguments(self):
+    def test_config_arguments_and_resets(self):
         self.run_config_test(
             AttentionWrapper,
             cell=keras.layers.GRUCell(4),
@@ -80,15 +77,13 @@ class AttentionWrapperTest(LayerTestCase):
             _wrapper, ["normalize", "output_attention", "return_attention_scores", "input_feeding"]
         )
         self.run_flags_test(lambda **kw: _wrapper(score="dot", **kw), ["scale"])
+        self.run_reset_tests(_wrapper, **declared_memory(3))
 
     @pytest.mark.parametrize("kwargs", [{}, dict(score="general", position="before")])
     def test_cell(self, kwargs):
         memory = declared_memory(2)
         # (Keras asks AttentionRNN for its spec, not the cell: `direct_spec=False`.)
         self.run_cell_tests(lambda dtype=None: _wrapper(dtype, **kwargs), False, **memory)
-
-    def test_resets(self):
-        self.run_reset_tests(_wrapper, **declared_memory(3))
 
     @pytest.mark.parametrize("input_feeding", [True, False], ids=["step_by_step", "after_the_loop"])
     @pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 6e-2)])
@@ -105,8 +100,7 @@ def _layer(score="additive", position="after", output_attention=True, cell=None,
     return AttentionRNN(wrapper, return_sequences=True)
 
 
-# The scores with their options, by pairs with each position and output_attention; then
-# input_feeding=False (position="after", output_attention=True).
+# The scores by pairs with positions and output_attention; then input_feeding=False.
 SCORE_OPTIONS = {
     "additive": ("additive", {}),
     "additive_normalized": ("additive", {"normalize": True}),
@@ -154,8 +148,7 @@ def test_matches_the_reference_in_float64(
     # An attention vector of its own width, where the step computes one.
     size = {"attention_size": 7} if position == "after" or output_attention else {}
     layer = _layer(score, position, output_attention, return_attention_scores=True, **size, **extra)
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
+    _randomize(layer, rng, x, memory, mask)
     got = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
     args = (*_weights(layer), score, position, output_attention)
     want = reference(x, memory, mask, *args, sequence_mask=sequence_mask, **extra)
@@ -173,21 +166,26 @@ def test_matches_the_reference_in_float32(position):
     rng = np.random.default_rng(1)
     x, memory, mask = _data(rng, "float32")
     layer = _layer("additive", position)
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
+    _randomize(layer, rng, x, memory, mask)
     got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
     x, memory = x.astype(np.float64), memory.astype(np.float64)
     want, _ = reference(x, memory, mask, *_weights(layer), "additive", position, True)
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
 
 
-def test_a_reset_starts_a_row_again():
+def test_a_reset_at_step_2_equals_the_rows_from_step_2_alone():
     rng = np.random.default_rng(5)
     x, memory, mask = _data(rng, "float32")
     layer = _layer()
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
-    check_reset_starts_a_row_again(layer, x, memory, mask)
+    _randomize(layer, rng, x, memory, mask)
+    reset = np.zeros(x.shape[:2], bool)
+    reset[:, 2] = True
+    packed, alone, whole = (
+        keras.ops.convert_to_numpy(layer(x[:, start:], memory=memory, memory_mask=mask, **kw))
+        for start, kw in ((0, {"reset": reset}), (2, {}), (0, {}))
+    )
+    np.testing.assert_allclose(packed[:, 2:], alone, atol=1e-6)
+    assert np.abs(whole[:, 2:] - alone).max() > 1e-3
 
 
 # Each cell attending step by step and after the loop, with a score of each kind.
@@ -210,8 +208,7 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
     rng = np.random.default_rng(4)
     x, memory, mask = _data(rng, "float32")
     layer = AttentionRNN(AttentionWrapper(cell(UNITS), **options), return_sequences=True)
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
+    _randomize(layer, rng, x, memory, mask)
     check_cell_loop_matches_layer(layer, x, memory, mask)
 
 
@@ -239,34 +236,25 @@ def test_bad_calls_are_named(call, error, fragment):
 
 
 @pytest.mark.parametrize(
-    "kwargs, error, fragment",
+    "kwargs, fragment",
     [
-        ({"score": "concat"}, ValueError, "`score` must be one of 'additive', 'dot', 'general'"),
-        ({"position": "inside"}, ValueError, "`position` must be one of"),
-        ({"score": "dot", "normalize": True}, ValueError, "`normalize=True`"),
-        ({"scale": True}, ValueError, "`scale=True`"),
-        ({"attention_size": 0}, ValueError, "`attention_size` must be >= 1"),
-        ({"position": "before", "input_feeding": False}, ValueError, "`input_feeding=False`"),
-        (
-            {"score": "dot", "attention_units": 32},
-            ValueError,
-            "got attention_units=32 with score='dot'",
-        ),
-        (
-            {"score": "general", "attention_units": 32},
-            ValueError,
-            "got attention_units=32 with score='general'",
-        ),
+        ({"score": "concat"}, "`score` must be one of 'additive', 'dot', 'general'"),
+        ({"position": "inside"}, "`position` must be one of"),
+        ({"score": "dot", "normalize": True}, "`normalize=True`"),
+        ({"scale": True}, "`scale=True`"),
+        ({"attention_size": 0}, "`attention_size` must be >= 1"),
+        ({"position": "before", "input_feeding": False}, "`input_feeding=False`"),
+        ({"score": "dot", "attention_units": 32}, "got attention_units=32 with score='dot'"),
+        ({"score": "general", "attention_units": 32}, "attention_units=32 with score='general'"),
         (
             {"position": "before", "output_attention": False, "attention_size": 32},
-            ValueError,
             "never computes with output_attention=False and position='before'; got "
             "attention_size=32",
         ),
     ],
 )
-def test_bad_arguments_are_named(kwargs, error, fragment):
-    with pytest.raises(error) as raised:
+def test_bad_arguments_are_named(kwargs, fragment):
+    with pytest.raises(ValueError) as raised:
         AttentionWrapper(keras.layers.GRUCell(4), **kwargs)
     assert fragment in str(raised.value)
 
@@ -287,8 +275,7 @@ def test_dot_needs_a_query_as_wide_as_the_memory():
     ids=["unseeded", "seed_generator"],
 )
 def test_kernels_drawn_from_one_initializer_start_independent(initializer):
-    # The query and memory kernels have one shape here: a stateless initializer used for both
-    # would start them equal.
+    # Query and memory kernels of one shape: a stateless initializer would start them equal.
     cell = AttentionWrapper(keras.layers.GRUCell(UNITS), kernel_initializer=initializer)
     cell.build((None, INPUT_DIM), (None, LENGTH, UNITS))
     query, memory = (keras.ops.convert_to_numpy(k) for k in (cell.query_kernel, cell.memory_kernel))

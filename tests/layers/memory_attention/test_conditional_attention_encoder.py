@@ -1,5 +1,4 @@
-"""`ConditionalAttentionEncoder` (a premise RNN, then an `AttentionRNN` over the hypothesis
-from its final states, attending over its outputs) against a float64 NumPy reference."""
+"""`ConditionalAttentionEncoder` against a float64 NumPy reference."""
 
 import keras
 import numpy as np
@@ -24,8 +23,7 @@ def _encoder(units=5, dtype=None, **hypothesis_flags):
 
 
 class ConditionalAttentionEncoderTest(LayerTestCase):
-    # Its layers compute under their own dtype policies: mixed precision is
-    # test_mixed_float16_matches_float32's and the journey's.
+    # Its layers compute under their own policies: mixed precision is tested apart.
     layer_cls = ConditionalAttentionEncoder
 
     @pytest.mark.parametrize(
@@ -56,24 +54,18 @@ class ConditionalAttentionEncoderTest(LayerTestCase):
         build = lambda premise, hypothesis: _encoder(6)([premise, hypothesis])[1]  # noqa: E731
         self.run_journey_test("pair", build, tmp_path, xla_fails_on_tensorflow=True)
 
-    def test_config(self):
+    def test_config_and_output_spec(self):
         self.run_config_test(
             ConditionalAttentionEncoder,
             premise_layer=keras.layers.LSTM(4, return_sequences=True, return_state=True),
             hypothesis_layer=AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4))),
             name="pair",
         )
-
-    def test_output_spec(self):
         self.run_output_spec_test(lambda dtype: _encoder(4, dtype=dtype), [(2, 5, 4), (2, 3, 4)])
 
     def test_mixed_float16_matches_float32(self):
-        premise, hypothesis, premise_mask, hypothesis_mask = _pair(
-            np.random.default_rng(6), "float32"
-        )
-        self.run_mixed_precision_test(
-            _encoder, [premise, hypothesis], atol=5e-3, mask=[premise_mask, hypothesis_mask]
-        )
+        premise, hypothesis, *masks = _pair(np.random.default_rng(6), "float32")
+        self.run_mixed_precision_test(_encoder, [premise, hypothesis], atol=5e-3, mask=masks)
 
 
 def _pair(rng, dtype="float64"):

@@ -60,7 +60,7 @@ class WordByWordAttentionTest(LayerTestCase):
             "pair", _premise_then_hypothesis, tmp_path, xla_fails_on_tensorflow=True
         )
 
-    def test_config_and_arguments(self):
+    def test_config_arguments_cell_and_resets(self):
         self.run_config_test(
             WordByWordAttention,
             cell=keras.layers.GRUCell(5),
@@ -71,13 +71,9 @@ class WordByWordAttentionTest(LayerTestCase):
             kernel_initializer="orthogonal",
         )
         self.run_flags_test(_cell)
-
-    def test_cell(self):
+        self.run_reset_tests(_cell, **declared_memory(3))
         # (Keras asks AttentionRNN for its spec, not the cell: `direct_spec=False`.)
         self.run_cell_tests(_cell, False, **declared_memory(2))
-
-    def test_resets(self):
-        self.run_reset_tests(_cell, **declared_memory(3))
 
     @pytest.mark.parametrize("return_sequences, return_state", [(True, True), (False, False)])
     def test_output_spec_of_its_rnn(self, return_sequences, return_state):
@@ -136,8 +132,7 @@ def test_matches_the_reference_in_float64(float64_policy, output_attention, size
         sizes["attention_size"] = 6
     sequence_mask = SEQUENCE_MASK if masked else None
     layer = _layer(output_attention, return_attention_scores=True, **sizes)
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
+    _randomize(layer, rng, x, memory, mask)
     outputs, alignments = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
     cell_weights, own = _weights(layer)
     want, want_alignments = reference(
@@ -169,8 +164,7 @@ def test_matches_the_reference_in_float32():
     rng = np.random.default_rng(1)
     x, memory, mask = _data(rng, "float32")
     layer = _layer(return_attention_scores=True)
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
+    _randomize(layer, rng, x, memory, mask)
     outputs, alignments = layer(x, memory=memory, memory_mask=mask)
     want, want_alignments = reference(
         x.astype(np.float64), memory.astype(np.float64), mask, *_weights(layer)
@@ -211,8 +205,7 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
     rng = np.random.default_rng(4)
     x, memory, mask = _data(rng, "float32")
     layer = _layer(cell=cell())
-    layer(x, memory=memory, memory_mask=mask)
-    _randomize(layer, rng)
+    _randomize(layer, rng, x, memory, mask)
     grads = check_cell_loop_matches_layer(layer, x, memory, mask)
     assert all(np.abs(g).max() > 0 for g in grads)  # every weight is used
 
@@ -265,12 +258,7 @@ def test_bad_calls_are_named():
     layer = AttentionRNN(WordByWordAttention(keras.layers.GRUCell(UNITS)))
     with pytest.raises(ValueError, match=r"the memory is 7 wide, but memory_dim=8"):
         layer(x, memory=memory)
-    layer = _layer()
-    layer(x, memory=memory, memory_mask=mask)
-    with pytest.raises(ValueError, match="no `memory` given"):
-        layer(x)
-    with pytest.raises(ValueError, match=r"`memory_mask` must be \[batch, length\]"):
-        layer(x, memory=memory, memory_mask=mask[:, :3])
+    # (AttentionRNN's own checks of the memory: test_attention_wrapper.py.)
     with pytest.raises(TypeError, match="`cell` must be a Keras RNN cell"):
         WordByWordAttention("lstm")
 
@@ -280,8 +268,7 @@ def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(
     rng = np.random.default_rng(13)
     x, memory, mask = _data(rng)
     ours = _layer()
-    ours(x, memory=memory, memory_mask=mask)
-    _randomize(ours, rng)
+    _randomize(ours, rng, x, memory, mask)
     luong = AttentionRNN(
         AttentionWrapper(
             keras.layers.SimpleRNNCell(UNITS),

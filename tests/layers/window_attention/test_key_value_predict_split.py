@@ -31,9 +31,12 @@ class KeyValuePredictSplitTest(LayerTestCase):
 
         self.run_journey_test("step", build, tmp_path)
 
-    def test_config_and_arguments(self):
+    def test_config_arguments_and_empty_input(self):
         self.run_config_test(KeyValuePredictSplit, mode="key_value_predict", sizes=(2, 2, 2))
         self.run_sizes_test(lambda **kw: KeyValuePredictSplit("key_value_predict", **kw))
+        # Its outputs are the pieces of each step: no memory.
+        split = lambda: KeyValuePredictSplit("key_value_predict", sizes=(2, 1, 1))  # noqa: E731
+        self.run_empty_input_test(split, last_output_is_memory=False)
 
     @pytest.mark.parametrize(
         "kwargs, shape",
@@ -45,11 +48,6 @@ class KeyValuePredictSplitTest(LayerTestCase):
     )
     def test_output_spec(self, kwargs, shape):
         self.run_output_spec_test(lambda dtype: KeyValuePredictSplit(dtype=dtype, **kwargs), shape)
-
-    def test_empty_input(self):
-        # Its outputs are the pieces of each step: no memory.
-        split = lambda: KeyValuePredictSplit("key_value_predict", sizes=(2, 1, 1))  # noqa: E731
-        self.run_empty_input_test(split, last_output_is_memory=False)
 
 
 def test_pieces_are_contiguous_key_first():

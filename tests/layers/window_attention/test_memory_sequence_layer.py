@@ -1,6 +1,5 @@
-"""`MemorySequenceLayer` on a running sum of this module (its memory the sum so far): where a
-call's memory comes from, no gradient into it, the stored memory, masked steps as zeros, the
-build and call checks and the helpers. The real layers' memories: `run_carried_memory_tests`."""
+"""`MemorySequenceLayer` on a running sum (its memory the sum so far): where a call's memory
+comes from, its gradient, storage, masked steps, checks and helpers."""
 
 import keras
 import numpy as np

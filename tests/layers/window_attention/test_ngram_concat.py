@@ -63,16 +63,10 @@ class NGramConcatTest(LayerTestCase):
             (2, 5, width),
         )
 
-    def test_nan_padding(self):
+    def test_padding_resets_and_carried_memory(self):
         self.run_nan_padding_test(lambda: NGramConcat(3, 5, use_bias=True))
-
-    def test_empty_input(self):
         self.run_empty_input_test(lambda: NGramConcat(3, 5, return_memory=True))
-
-    def test_resets(self):
         self.run_reset_tests(lambda **kw: NGramConcat(3, 4, **kw))
-
-    def test_carried_memory(self):
         self.run_carried_memory_tests(lambda **kw: NGramConcat(3, 4, **kw))
 
     def test_mixed_float16_matches_float32(self):
@@ -106,7 +100,7 @@ class NGramConcatCellTest(LayerTestCase):
             "step", lambda e: user_rnn(cell(), return_sequences=True)(e), tmp_path
         )
 
-    def test_config_and_arguments(self):
+    def test_config_arguments_and_resets(self):
         self.run_config_test(
             NGramConcatCell,
             cell=keras.layers.LSTMCell(8),
@@ -117,11 +111,10 @@ class NGramConcatCellTest(LayerTestCase):
             kernel_initializer="orthogonal",
             bias_initializer="ones",
         )
-        self.run_flags_test(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
-        self.run_sizes_test(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
-
-    def test_resets(self):
-        self.run_reset_tests(lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw))
+        make = lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw)  # noqa: E731
+        self.run_flags_test(make)
+        self.run_sizes_test(make)
+        self.run_reset_tests(make)
 
 
 RNG = np.random.default_rng(1)
@@ -137,9 +130,8 @@ def set_random(layer, names=("ngram_kernel", "ngram_bias")):
     return values
 
 
-# Each (n, sizes) with and without a bias, a mask (holes and right padding: masked steps are
-# skipped) and resets (the history starts again), the backend one more factor (`all_pairs`).
-# The cell form with resets runs in `ResettableRNN`'s loop, without in Keras's.
+# Each (n, sizes), bias, mask (holes, padding) and resets by pairs, the backend one more factor;
+# with resets the cell form runs in `ResettableRNN`'s loop, else in Keras's.
 @pytest.mark.parametrize(
     "case, use_bias, masked, reset",
     all_pairs(
@@ -172,8 +164,7 @@ def test_parallel_and_cell_match_numpy_reference_float64(
     for name, value in weights.items():
         getattr(cell, name).assign(value)
     np.testing.assert_allclose(np.asarray(rnn(x, mask=mask, **extra)), expected, atol=1e-10, rtol=0)
-    # Not vacuous: the rows with resets differ without (a 2-gram reads no earlier step).
-    if reset and n > 2:
+    if reset and n > 2:  # not vacuous: the rows with resets differ without (n = 2 keeps none)
         assert not np.allclose(np.asarray(layer(x, mask=mask)), expected)
 
 
@@ -228,8 +219,7 @@ def build_pair(n, sizes, units=6, width=12, features=5):
 def test_cell_and_parallel_agree_on_gradients(float64_policy, case, masked):
     n, sizes = case
     lstm, parallel, rnn = build_pair(n, sizes)
-    # Masked steps are left out of the comparison and the loss: there the cell form repeats its
-    # output, on JAX its first state (KERAS_MASKED_OUTPUT), zeros with zero_output_for_mask.
+    # Masked steps are left out of the comparison and the loss (KERAS_MASKED_OUTPUT).
     rnn.zero_output_for_mask = BACKEND != "tensorflow"
     x = RNG.normal(size=(2, 8, 5))
     keep = holes_and_right_padding(steps=8) if masked else np.ones((2, 8), bool)
@@ -291,11 +281,3 @@ def test_the_memory_is_the_references_history_and_the_cell_state(float64_policy)
         getattr(cell, name).assign(value)
     _, _, cell_memory = rnn(x[:, :6], mask=mask[:, :6])
     np.testing.assert_allclose(np.asarray(cell_memory), np.asarray(memory), atol=1e-12)
-
-
-def test_bad_arguments():
-    # `sizes` and the input's width are checked by the split (test_key_value_predict_split.py).
-    with pytest.raises(ValueError, match=r"`n` must be >= 2, got 1"):
-        NGramConcat(1, 4)
-    with pytest.raises(ValueError, match=r"`units` must be >= 1, got 0"):
-        NGramConcat(3, 0)

@@ -102,17 +102,12 @@ class SlidingWindowAttentionTest(LayerTestCase):
         self.run_nan_padding_test(lambda: _window(use_bias=True, **kwargs))
 
     @pytest.mark.parametrize("pad", ["mask", "zeros"])
-    def test_empty_input(self, pad):
+    def test_empty_input_resets_and_carried_memory(self, pad):
         outputs = dict(return_attention_scores=pad == "mask", return_memory=True)
         self.run_empty_input_test(
             lambda: SlidingWindowAttention(2, mode="key_value", pad=pad, **outputs)
         )
-
-    def test_resets(self):
-        self.run_reset_tests(_window)
-
-    @pytest.mark.parametrize("pad", ["mask", "zeros"])
-    def test_carried_memory(self, pad):
+        self.run_reset_tests(lambda **kw: _window(pad=pad, **kw))
         self.run_carried_memory_tests(lambda **kw: SlidingWindowAttention(2, pad=pad, **kw))
 
     def test_mixed_float16_matches_float32(self):
@@ -161,7 +156,7 @@ class SlidingWindowAttentionCellTest(LayerTestCase):
 
         self.run_journey_test("step", build, tmp_path, xla_fails_on_tensorflow=True)
 
-    def test_config_and_arguments(self):
+    def test_config_arguments_and_resets(self):
         self.run_config_test(
             SlidingWindowAttentionCell,
             cell=keras.layers.GRUCell(10),
@@ -175,13 +170,11 @@ class SlidingWindowAttentionCellTest(LayerTestCase):
             kernel_initializer="orthogonal",
             bias_initializer="ones",
         )
-        self.run_flags_test(lambda **kw: _cell(**kw))
+        self.run_flags_test(_cell)
+        self.run_reset_tests(_cell)
         self.run_sizes_test(
             lambda **kw: SlidingWindowAttentionCell(keras.layers.LSTMCell(4), 3, **kw)
         )
-
-    def test_resets(self):
-        self.run_reset_tests(lambda **kw: _cell(**kw))
 
     def test_mixed_float16_matches_float32(self):
         inputs = attention_inputs(steps=10, width=5, dtype="float32")
@@ -226,15 +219,12 @@ def assert_attention_and_output_widths(layer, attention_units, units):
 
 
 WINDOWS = [1, 3, 10]
-# (attention_units, units): the defaults (the key and value sizes), and widths unlike every
-# piece size.
+# (attention_units, units): the defaults (the key and value sizes), and widths of their own.
 WIDTHS = [(None, None), (5, 7)]
 PADS = ["mask", "zeros"]
 
 
-# The options' values by pairs (`all_pairs`; the full product of the six lists is 240 cases),
-# the backend one more factor: the parallel form is the same Keras operations on each. A mask
-# has holes and right padding: masked steps are never written nor attended.
+# The options by pairs (`all_pairs`), the backend one more factor; masks with holes and padding.
 @pytest.mark.parametrize(
     "config, window, widths, pad, use_bias, masked, reset",
     all_pairs(
@@ -273,8 +263,7 @@ def test_parallel_form_matches_numpy_reference_float64(
         assert not np.allclose(np.asarray(call(x, mask, None)[0])[:, 8:], expected[:, 8:])
 
 
-# A cell form with resets runs in `ResettableRNN`'s loop (with the cell's loop cache), one
-# without in Keras's.
+# With resets the cell form runs in `ResettableRNN`'s loop (its loop cache), else in Keras's.
 @pytest.mark.parametrize(
     "config, window, widths, pad, masked, reset",
     all_pairs(CONFIGS, WINDOWS, WIDTHS, PADS, [False, True], [False, True], split_by_backend=True),
@@ -315,8 +304,7 @@ def test_float32_matches_reference_to_1e5(mode, sizes):
 
 
 def build_pair(mode, sizes, window, pad, use_bias, units=12, features=5, resettable=False):
-    """An LSTM + parallel layer and an RNN(cell form) with identical weights; with
-    ``resettable``, both recurrent layers take ``reset`` (`ResettableRNN`)."""
+    """An LSTM + parallel layer and the cell form with its weights (``resettable``: resets)."""
     if resettable:
         lstm = ResettableRNN(keras.layers.LSTMCell(units), return_sequences=True)
     else:
@@ -378,8 +366,7 @@ def test_cell_and_parallel_forms_agree_forward_and_gradients(
 ):
     mode, sizes = config
     lstm, parallel, rnn = build_pair(mode, sizes, 3, pad, True, resettable=reset)
-    # Masked steps are left out of the comparison and the loss: there the cell form repeats its
-    # output, on JAX its first state (KERAS_MASKED_OUTPUT), zeros with zero_output_for_mask.
+    # Masked steps are left out of the comparison and the loss (KERAS_MASKED_OUTPUT).
     rnn.zero_output_for_mask = BACKEND != "tensorflow"
     x = attention_inputs(steps=9, width=5)
     keep = holes_and_right_padding() if masked else np.ones((2, 9), bool)
@@ -429,9 +416,8 @@ def with_loop_cache_recorded(cell):
 def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(
     float64_policy, monkeypatch, mode, sizes
 ):
-    # `ResettableRNN` carries the projected window keys beside the states and passes them to
-    # the cell; without a cache (here: the loop finding none) each step projects the window
-    # itself. Masked steps (holes, right padding) and a reset inside each row.
+    # `ResettableRNN` carries the projected window keys beside the states; without them each
+    # step projects the window itself. With holes, right padding and a reset in each row.
     _, _, keras_rnn = build_pair(mode, sizes, 3, "mask", True)
     cell = keras_rnn.cell
     rnn = ResettableRNN(cell, return_sequences=True, return_state=True)
@@ -487,9 +473,8 @@ def test_a_cache_that_loop_cache_did_not_make_is_refused():
 def test_stateful_cell_forms_over_segments_equal_one_run_and_derive_their_caches_afresh(
     float64_policy,
 ):
-    # Keras's loop and `ResettableRNN`'s (with its loop cache) carry the window over segments.
-    # The cache is never carried from one call to the next: after W^Y changes, the next
-    # segment projects the carried keys with the new W^Y, as the plain step does.
+    # Both loops carry the window over segments; after W^Y changes, the next segment projects
+    # the carried keys with the new W^Y (the loop cache is never carried between calls).
     x = attention_inputs(batch=2, steps=18, width=5)
     _, _, rnn = build_pair("key_value", None, 4, "mask", False)
     expected = np.asarray(rnn(x[:, :12]))
@@ -574,15 +559,6 @@ def test_a_fresh_memory_equals_explicit_zeros_forward_and_gradients(float64_poli
     np.testing.assert_allclose(np.asarray(layer(x)), np.asarray(layer(x, initial_memory=zeros)))
 
 
-def test_bad_cells_are_refused_when_made():
-    # The other arguments are the mechanism's (test_window_attention_mechanism.py) and the
-    # memory's (test_memory_sequence_layer.py).
-    with pytest.raises(ValueError, match=r"width 7 does not divide into 2"):
-        SlidingWindowAttentionCell(keras.layers.GRUCell(7), 2, mode="key_value")
-    with pytest.raises(TypeError, match=r"`cell` must be a Keras RNN cell"):
-        SlidingWindowAttentionCell("lstm", 2)
-
-
 def test_stateful_layer_carries_memory_inside_jit_fit():
     batch, steps = 4, 6
     inputs = keras.Input((steps,), batch_size=batch, dtype="int32")
@@ -601,8 +577,7 @@ def test_stateful_layer_carries_memory_inside_jit_fit():
     )
     data = RNG.integers(0, 20, (batch * 2, steps + 1))
     model.fit(data[:, :-1], data[:, 1:], batch_size=batch, shuffle=False, verbose=0)
-    # The flat memory is [keys | values | validity] (`memory_size`): L keys of the key width
-    # (the first of the LSTM output's two pieces) first, one validity flag per slot last.
+    # The flat memory is [L keys | L values | L validity flags] (`memory_size`).
     memory, key_size = keras.ops.convert_to_numpy(window.memory), window.piece_sizes[0]
     assert memory.shape == (batch, window.memory_size) and window.piece_sizes == (4, 4)
     keys, valid = memory[:, : window.window * key_size], memory[:, -window.window :]
@@ -632,6 +607,5 @@ print(json.dumps(float(np.abs(np.concatenate(steps, 1) - np.asarray(whole)).max(
     "backend the stateful tests carry the memory across calls"
 )
 def test_one_step_calls_at_batch_eight_match_the_whole_sequence():
-    """300 one-step calls carrying the memory give the one call's outputs, in a process of
-    their own: a batched product over [8, 1, L, a] once corrupted TensorFlow's CPU heap."""
+    """300 one-step calls give one call's outputs (in a process of their own)."""
     assert json_report_of_script(ONE_STEP_SCRIPT) < 1e-5

@@ -1,7 +1,5 @@
-"""The window attention's mechanism: `window_softmax` (eq. 3) against NumPy, and the
-`WindowAttentionMechanism` mixin on a bare layer: its weights, the flat memory ``[keys | values
-| validity]``, projecting the values first, the argument checks. Eqs. (2)-(5) against the NumPy
-reference: test_sliding_window_attention.py."""
+"""`window_softmax` (eq. 3) against NumPy, and the `WindowAttentionMechanism` mixin on a bare
+layer: its weights, flat memory, projected values and argument checks."""
 
 import keras
 import numpy as np
