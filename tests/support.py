@@ -87,6 +87,11 @@ def masked_rnn(rnn, sequences, mask, **kwargs):
     return results[0] if len(results) == 1 else results
 
 
+def as_numpy(x):
+    """``x`` (a tensor or variable of any backend, or an array) as a NumPy array."""
+    return np.asarray(keras.ops.convert_to_numpy(x))
+
+
 def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
     """``(loss, variable_gradients, input_gradients)`` as NumPy, on any backend, of the scalar
     ``loss_fn(*inputs)`` (which reads ``variables`` through its layers); with ``has_aux``,
@@ -132,16 +137,17 @@ def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
         )
         found = [next(grads) if s.requires_grad else None for s in sources]
 
-    def numpy(tensor):
-        return np.asarray(keras.ops.convert_to_numpy(tensor))
-
     found = [
         np.zeros(tuple(source.shape), keras.backend.standardize_dtype(source.dtype))
         if grad is None
-        else numpy(grad)
+        else as_numpy(grad)
         for grad, source in zip(found, sources)
     ]
-    loss = (numpy(loss[0]), keras.tree.map_structure(numpy, loss[1])) if has_aux else numpy(loss)
+    loss = (
+        (as_numpy(loss[0]), keras.tree.map_structure(as_numpy, loss[1]))
+        if has_aux
+        else as_numpy(loss)
+    )
     return loss, found[: len(variables)], found[len(variables) :]
 
 
