@@ -46,14 +46,16 @@ import pytest  # noqa: E402
 from tests.selection import collected  # noqa: E402
 from tests.support import BACKEND, turn_off_graph_optimizations  # noqa: E402
 
-if BACKEND == "jax":
-    import jax
+if BACKEND in ("jax", "torch"):
     from keras.src.backend.common import dtypes as keras_dtypes
 
-    # The NumPy reference tests compare float64 results to 1e-10: 64-bit JAX, and float64 kept
-    # by Keras's type promotion (which otherwise turns it into float32 off TensorFlow).
-    jax.config.update("jax_enable_x64", True)
+    # The NumPy reference tests compare float64 results to 1e-10: float64 kept by Keras's type
+    # promotion (which otherwise turns it into float32 off TensorFlow), and 64-bit JAX.
     keras_dtypes.BIT64_TO_BIT32_DTYPE["float64"] = "float64"
+if BACKEND == "jax":
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
 
 if BACKEND == "tensorflow":
     # Grappler off: on the tests' small graphs it costs more than it saves; what a graph

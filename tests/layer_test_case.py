@@ -13,7 +13,7 @@ import pytest
 from keras import ops
 from keras.src import testing  # Keras's layer test harness (tests only)
 
-from tests.support import BACKEND, compiled, gradients
+from tests.support import BACKEND, as_numpy, compiled, gradients
 from tf_memlayers.layers.resettable_rnn import RNN_FLAGS
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 
@@ -86,10 +86,6 @@ def _shapes_and_dtypes(outputs):
 def _per_input(shape, make):
     """``make(shape)``, or the list of ``make`` of each of a list of shapes."""
     return [make(one) for one in shape] if isinstance(shape, list) else make(shape)
-
-
-def as_numpy(x):
-    return np.asarray(ops.convert_to_numpy(x))
 
 
 @contextlib.contextmanager
@@ -262,10 +258,11 @@ class LayerTestCase:
     def run_journey_test(
         self, role, build, tmp_path, before_saving=None, xla_fails_on_tensorflow=False
     ):
-        """Under ``mixed_float16``: XLA `fit` on masked data with a partial last batch, `predict`,
-        the `.keras` round trip and (TensorFlow) export agree. ``before_saving(model, rng)``
-        fills a layer before saving. ``xla_fails_on_tensorflow``: TensorFlow's XLA cannot compile
-        the partial batch's step (a shape computed at run time); checked, then fit without XLA."""
+        """Under ``mixed_float16``: XLA `fit` (eager on torch) on masked data with a partial last
+        batch, `predict`, the `.keras` round trip and (TensorFlow) export agree.
+        ``before_saving(model, rng)`` fills a layer before saving. ``xla_fails_on_tensorflow``:
+        TensorFlow's XLA cannot compile the partial batch's step (a shape computed at run time);
+        checked, then fit without XLA."""
         rng = np.random.default_rng(7)
         with dtype_policy("mixed_float16"):
             model, inputs, targets = journey_model(role, build, True, rng)
@@ -279,7 +276,9 @@ class LayerTestCase:
                     jit_compile=jit_compile,
                 )
 
-            compile_model(True)
+            # On torch, jit_compile is torch.compile, which Keras leaves off there ("auto"),
+            # and which takes minutes per model: the step runs eagerly, as users run it.
+            compile_model(BACKEND != "torch")
             if xla_fails_on_tensorflow and BACKEND == "tensorflow":
                 with pytest.raises(Exception, match="must be a compile-time constant"):
                     model.fit(inputs, targets, batch_size=BATCH, epochs=1, verbose=0)

@@ -87,6 +87,11 @@ def masked_rnn(rnn, sequences, mask, **kwargs):
     return results[0] if len(results) == 1 else results
 
 
+def as_numpy(x):
+    """``x`` (a tensor or variable of any backend, or an array) as a NumPy array."""
+    return np.asarray(keras.ops.convert_to_numpy(x))
+
+
 def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
     """``(loss, variable_gradients, input_gradients)`` as NumPy, on any backend, of the scalar
     ``loss_fn(*inputs)`` (which reads ``variables`` through its layers); with ``has_aux``,
@@ -116,18 +121,33 @@ def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
         loss, (grad_values, grad_arrays) = jax.jit(value_and_grad)(values, arrays)
         found, sources = list(grad_values) + list(grad_arrays), values + arrays
     else:
-        raise NotImplementedError(f"gradients() on the {BACKEND} backend")
+        import torch
 
-    def numpy(tensor):
-        return np.asarray(keras.ops.convert_to_numpy(tensor))
+        # Integer inputs (token ids) take no gradient, nor do non-trainable variables.
+        tensors = [keras.ops.convert_to_tensor(x).detach() for x in inputs]
+        tensors = [t.requires_grad_(t.is_floating_point()) for t in tensors]
+        loss = loss_fn(*tensors)
+        sources = [v.value for v in variables] + tensors
+        wanted = [s for s in sources if s.requires_grad]
+        target = loss[0] if has_aux else loss
+        grads = iter(
+            torch.autograd.grad(target, wanted, allow_unused=True)
+            if wanted and target.requires_grad
+            else [None] * len(wanted)
+        )
+        found = [next(grads) if s.requires_grad else None for s in sources]
 
     found = [
-        np.zeros(np.shape(source), keras.backend.standardize_dtype(source.dtype))
+        np.zeros(tuple(source.shape), keras.backend.standardize_dtype(source.dtype))
         if grad is None
-        else numpy(grad)
+        else as_numpy(grad)
         for grad, source in zip(found, sources)
     ]
-    loss = (numpy(loss[0]), keras.tree.map_structure(numpy, loss[1])) if has_aux else numpy(loss)
+    loss = (
+        (as_numpy(loss[0]), keras.tree.map_structure(as_numpy, loss[1]))
+        if has_aux
+        else as_numpy(loss)
+    )
     return loss, found[: len(variables)], found[len(variables) :]
 
 

@@ -4,13 +4,14 @@ import keras
 import numpy as np
 import pytest
 
+from tests.support import as_numpy
 from tf_memlayers.initializers import ForgetGateBias, for_one_weight
 
 
 @pytest.mark.parametrize("units, forget_bias", [(1, 1.0), (3, 2.5), (2, -0.5)])
 def test_forget_gate_bias_sets_the_second_quarter_only(units, forget_bias):
     # Keras orders an LSTM's bias as [input, forget, cell, output], `units` each.
-    values = np.asarray(ForgetGateBias(forget_bias)((4 * units,)))
+    values = as_numpy(ForgetGateBias(forget_bias)((4 * units,)))
     expected = np.concatenate([np.zeros(units), np.full(units, forget_bias), np.zeros(2 * units)])
     np.testing.assert_array_equal(values, expected)
     assert values.dtype == np.float32
@@ -19,7 +20,7 @@ def test_forget_gate_bias_sets_the_second_quarter_only(units, forget_bias):
 def test_forget_gate_bias_takes_the_dtype_asked_for():
     values = ForgetGateBias(0.1)((4,), dtype="float64")
     assert keras.backend.standardize_dtype(values.dtype) == "float64"
-    assert float(np.asarray(values)[1]) == 0.1  # not rounded through float32
+    assert float(as_numpy(values)[1]) == 0.1  # not rounded through float32
 
 
 def test_the_forget_gate_bias_reaches_the_lstms_forget_gate():
@@ -33,9 +34,9 @@ def test_the_forget_gate_bias_reaches_the_lstms_forget_gate():
     h0 = np.zeros((1, units), "float32")
     h1, _, c1 = lstm(np.ones((1, 1, 2), "float32"), initial_state=[h0, c0])
     sigmoid = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
-    np.testing.assert_allclose(np.asarray(c1), sigmoid(forget_bias) * c0, rtol=1e-6)
+    np.testing.assert_allclose(as_numpy(c1), sigmoid(forget_bias) * c0, rtol=1e-6)
     np.testing.assert_allclose(
-        np.asarray(h1), sigmoid(0) * np.tanh(sigmoid(forget_bias) * c0), rtol=1e-6
+        as_numpy(h1), sigmoid(0) * np.tanh(sigmoid(forget_bias) * c0), rtol=1e-6
     )
 
 
@@ -65,39 +66,39 @@ def test_forget_gate_bias_is_restored_by_its_registered_name():
     assert config["registered_name"] == "tf_memlayers>ForgetGateBias"
     restored = keras.initializers.deserialize(config)
     assert isinstance(restored, ForgetGateBias) and restored.forget_bias == 0.75
-    np.testing.assert_array_equal(np.asarray(restored((4,))), [0.0, 0.75, 0.0, 0.0])
+    np.testing.assert_array_equal(as_numpy(restored((4,))), [0.0, 0.75, 0.0, 0.0])
 
 
 @pytest.mark.parametrize("initializer", ["GlorotUniform", "RandomNormal", "Orthogonal"])
 def test_each_weight_of_an_unseeded_initializer_is_drawn_anew(initializer):
     initializer = getattr(keras.initializers, initializer)()
-    first, second = (np.asarray(for_one_weight(initializer)((4, 4))) for _ in range(2))
+    first, second = (as_numpy(for_one_weight(initializer)((4, 4))) for _ in range(2))
     assert not np.array_equal(first, second)
     # Keras's own initializer is stateless: it would give both weights the same values.
-    np.testing.assert_array_equal(np.asarray(initializer((4, 4))), np.asarray(initializer((4, 4))))
+    np.testing.assert_array_equal(as_numpy(initializer((4, 4))), as_numpy(initializer((4, 4))))
 
 
 def test_a_clone_draws_from_the_same_distribution():
     initializer = keras.initializers.RandomUniform(minval=5.0, maxval=6.0)
     clone = for_one_weight(initializer)
     assert type(clone) is keras.initializers.RandomUniform
-    values = np.asarray(clone((50, 40)))
+    values = as_numpy(clone((50, 40)))
     assert values.min() >= 5.0 and values.max() < 6.0
     assert values.mean() == pytest.approx(5.5, abs=0.02)  # 2000 draws: s.e. 0.0065
     # Initializers that draw nothing are unchanged.
-    assert np.asarray(for_one_weight(ForgetGateBias(3.0))((4,))).tolist() == [0, 3, 0, 0]
+    assert as_numpy(for_one_weight(ForgetGateBias(3.0))((4,))).tolist() == [0, 3, 0, 0]
     np.testing.assert_array_equal(
-        np.asarray(for_one_weight(keras.initializers.Constant(2.0))((2, 2))), 2.0
+        as_numpy(for_one_weight(keras.initializers.Constant(2.0))((2, 2))), 2.0
     )
 
 
 def test_an_integer_seed_gives_each_weight_the_same_values_and_a_generator_draws_anew():
     initializer = keras.initializers.GlorotUniform(seed=7)
-    values = [np.asarray(for_one_weight(initializer)((3, 5))) for _ in range(2)]
+    values = [as_numpy(for_one_weight(initializer)((3, 5))) for _ in range(2)]
     np.testing.assert_array_equal(values[0], values[1])
-    np.testing.assert_array_equal(values[0], np.asarray(initializer((3, 5))))
+    np.testing.assert_array_equal(values[0], as_numpy(initializer((3, 5))))
     # A seed generator is used as it is.
     initializer = keras.initializers.GlorotUniform(seed=keras.random.SeedGenerator(3))
     assert for_one_weight(initializer) is initializer
-    first, second = (np.asarray(for_one_weight(initializer)((3, 3))) for _ in range(2))
+    first, second = (as_numpy(for_one_weight(initializer)((3, 3))) for _ in range(2))
     assert not np.array_equal(first, second)  # the generator draws anew at every call

@@ -11,6 +11,7 @@ import pytest
 from tests.am_gru_reference import conditional_encoding_retrievals
 from tests.layer_test_case import LayerTestCase, dtype_policy
 from tests.memory_attention_reference import randomize
+from tests.support import as_numpy
 from tf_memlayers.layers import AssociativeGRU, ConditionalEncoder, DualAssociativeEncoder
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
@@ -163,8 +164,8 @@ def test_the_premise_padding_is_ignored():
     padded = np.concatenate([premise, np.zeros((2, 2, 6), "float32")], 1)
     mask = np.concatenate([np.ones((2, 5), bool), np.zeros((2, 2), bool)], 1)
     p3, h3 = encoder([padded, hypothesis], mask=[mask, np.ones((2, 3), bool)])
-    np.testing.assert_allclose(np.asarray(p3), np.asarray(p), atol=1e-6)
-    np.testing.assert_allclose(np.asarray(h3), np.asarray(h), atol=1e-6)
+    np.testing.assert_allclose(as_numpy(p3), as_numpy(p), atol=1e-6)
+    np.testing.assert_allclose(as_numpy(h3), as_numpy(h), atol=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -254,8 +255,8 @@ def test_any_stack_of_recurrent_and_pair_layers_encodes_conditionally():
     want_h, *_ = gru(h2, initial_state=state)
     assert tuple(p.shape) == tuple(h.shape) == (2, 4)
     assert encoder.compute_output_shape([premise.shape, hypothesis.shape]) == [(2, 4), (2, 4)]
-    np.testing.assert_allclose(np.asarray(p), np.asarray(want_p), atol=1e-6)
-    np.testing.assert_allclose(np.asarray(h), np.asarray(want_h), atol=1e-6)
+    np.testing.assert_allclose(as_numpy(p), as_numpy(want_p), atol=1e-6)
+    np.testing.assert_allclose(as_numpy(h), as_numpy(want_h), atol=1e-6)
 
 
 # (The Dual AM-GRU encoder's own: test_dual_associative_encoder.py; any Keras layer: "stack".)
@@ -267,7 +268,7 @@ def test_save_clone_and_config_rebuild_the_stack(kind, tmp_path):
     model = keras.Model([premise, hypothesis], encoder([premise, hypothesis]))
     randomize(model, rng, scale=0.8)
     data = list(_pair(rng))
-    want = [np.asarray(x) for x in model(data)]
+    want = [as_numpy(x) for x in model(data)]
     model.save(tmp_path / "encoder.keras")
     copies = {
         "loaded": keras.saving.load_model(tmp_path / "encoder.keras"),
@@ -279,7 +280,7 @@ def test_save_clone_and_config_rebuild_the_stack(kind, tmp_path):
         if name != "loaded":
             copy.set_weights(model.get_weights())
         for got, expected in zip(copy(data), want):
-            np.testing.assert_allclose(np.asarray(got), expected, atol=1e-6, err_msg=name)
+            np.testing.assert_allclose(as_numpy(got), expected, atol=1e-6, err_msg=name)
         layers = copy.layers[-1].encoder_layers
         assert [type(layer) for layer in layers] == [
             type(layer) for layer in encoder.encoder_layers

@@ -9,9 +9,7 @@ from tf_memlayers.layers import SlidingWindowAttention
 from tf_memlayers.models import build_fill_last_word_model, build_language_model
 
 # JAX's cuDNN LSTM (which Keras's JAX backend takes on a GPU) computes float32 only.
-EXPECTED = dict.fromkeys(
-    ["float16", "bfloat16", "float64"], "auto" if BACKEND == "tensorflow" else False
-)
+EXPECTED = dict.fromkeys(["float16", "bfloat16", "float64"], False if BACKEND == "jax" else "auto")
 EXPECTED["float32"] = "auto"
 
 

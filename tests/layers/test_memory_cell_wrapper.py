@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
+from tests.support import as_numpy
 from tf_memlayers.layers import AssociativeMemoryCell, NGramConcatCell, SlidingWindowAttentionCell
 
 WRAPPERS = {
@@ -36,7 +37,7 @@ def stacked_lstm():
 
 def final_states(cell, inputs):
     outputs = keras.layers.RNN(cell, return_state=True)(inputs)
-    return [np.asarray(s) for s in keras.tree.flatten(outputs[1:])]
+    return [as_numpy(s) for s in keras.tree.flatten(outputs[1:])]
 
 
 @pytest.mark.parametrize("wrapper", sorted(WRAPPERS))

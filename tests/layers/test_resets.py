@@ -51,7 +51,7 @@ def test_resets_under_jit_compile_match_eager():
     cell_model = keras.Model([inputs, flags], rnn(inputs, reset=flags))
     model.compile(jit_compile=BACKEND != "torch")
     cell_model.compile(jit_compile=BACKEND != "torch")
-    eager = np.asarray(model([x, reset]))
+    eager = as_numpy(model([x, reset]))
     np.testing.assert_allclose(model.predict([x, reset], verbose=0), eager, atol=1e-5)
     np.testing.assert_allclose(cell_model.predict([x, reset], verbose=0), eager, atol=1e-5)
 
@@ -130,7 +130,7 @@ def _fresh_state(layer, initial_state, row):
     dtype = layer.cell.compute_dtype
     states = [np.zeros((1, size), dtype) for size in sizes]
     if initial_state is not None:
-        states[2] = np.asarray(initial_state[2])[row : row + 1]
+        states[2] = as_numpy(initial_state[2])[row : row + 1]
     return states
 
 
@@ -142,7 +142,7 @@ def separate_runs(layer, xs, reset, mask=None, initial_state=None):
             if fresh or initial_state is None:
                 init = _fresh_state(layer, initial_state, row)
             else:
-                init = [np.asarray(s)[row : row + 1] for s in initial_state]
+                init = [as_numpy(s)[row : row + 1] for s in initial_state]
             x = xs[row : row + 1, start:end]
             if mask is None:
                 result = [as_numpy(t) for t in layer(x, initial_state=init)]

@@ -6,7 +6,7 @@ import pytest
 
 from tests.layer_test_case import ALL_RNN_FLAGS, LayerTestCase, documents, rnn_over, user_rnn
 from tests.layers.associative_memory.test_associative_memory_cell import TwoStateCell
-from tests.support import BACKEND, keras_lstm, tensorflow_only
+from tests.support import BACKEND, as_numpy, keras_lstm, tensorflow_only
 from tf_memlayers import ResettableCell, ResettableRNN, SlidingWindowAttentionCell
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 
@@ -122,11 +122,11 @@ def test_without_reset_it_is_keras_rnn_and_lstm(float64_policy):
     lstm.build(x.shape)
     rnn.build(x.shape)
     rnn.set_weights(lstm.get_weights())
-    np.testing.assert_allclose(np.asarray(rnn(x)), np.asarray(lstm(x)), atol=1e-12, rtol=0)
+    np.testing.assert_allclose(as_numpy(rnn(x)), as_numpy(lstm(x)), atol=1e-12, rtol=0)
     # An all-false reset is the same computation through the reset loop.
     no_reset = np.zeros((B, T), bool)
     np.testing.assert_allclose(
-        np.asarray(rnn(x, reset=no_reset)), np.asarray(lstm(x)), atol=1e-12, rtol=0
+        as_numpy(rnn(x, reset=no_reset)), as_numpy(lstm(x)), atol=1e-12, rtol=0
     )
 
 
@@ -166,7 +166,7 @@ def test_stacked_dropout_cells_fit_on_a_partial_last_batch_and_round_trip(tmp_pa
     assert np.all(np.isfinite(history.history["loss"]))
     # The masks are drawn once per call and dropped after it: two training calls differ.
     assert all(c._dropout_mask is None and c._recurrent_dropout_mask is None for c in cells)
-    first, second = (np.asarray(model(inputs, training=True)) for _ in range(2))
+    first, second = (as_numpy(model(inputs, training=True)) for _ in range(2))
     assert not np.allclose(first, second)
     expected = model.predict(inputs, verbose=0)
     path = tmp_path / "resettable.keras"
@@ -190,7 +190,7 @@ def test_export_keeps_the_reset_input(tmp_path):
     outputs = served.serve(
         {"tokens": tf.constant(inputs["tokens"]), "reset": tf.constant(inputs["reset"])}
     )
-    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-5)
+    np.testing.assert_allclose(as_numpy(outputs), expected, atol=1e-5)
 
 
 def test_cells_without_reset_are_wrapped():
@@ -228,12 +228,12 @@ def test_a_list_of_cells_is_stacked_and_every_cell_restarts_at_a_reset(unroll, m
             stop = min(stop, int(mask[row].sum()))
             alone, *alone_states = alone_rnn(x[row : row + 1, start:stop])
             np.testing.assert_allclose(
-                np.asarray(outputs)[row, start:stop], np.asarray(alone)[0], atol=1e-6, rtol=0
+                as_numpy(outputs)[row, start:stop], as_numpy(alone)[0], atol=1e-6, rtol=0
             )
         # The states of every cell of the stack are those of the row's last document alone.
         for state, alone_state in zip(keras.tree.flatten(states), keras.tree.flatten(alone_states)):
             np.testing.assert_allclose(
-                np.asarray(state)[row], np.asarray(alone_state)[0], atol=1e-6, rtol=0
+                as_numpy(state)[row], as_numpy(alone_state)[0], atol=1e-6, rtol=0
             )
 
 
@@ -249,7 +249,7 @@ def test_an_unregistered_cell_round_trips_with_custom_objects(tmp_path, rnn_clas
     custom = {"_UnregisteredCell": _UnregisteredCell}
     x = RNG.normal(size=(B, T, F)).astype("float32")
     rnn = rnn_class(_UnregisteredCell(4), return_sequences=True, name="rnn")
-    expected = np.asarray(rnn(x))
+    expected = as_numpy(rnn(x))
     config = rnn.get_config()
     # `keras.layers.RNN.from_config` takes the cell out of the dict it is given: a copy each.
     with pytest.raises(TypeError, match="Could not locate class '_UnregisteredCell'"):
@@ -265,7 +265,7 @@ def test_an_unregistered_cell_round_trips_with_custom_objects(tmp_path, rnn_clas
         assert type(cell) is _UnregisteredCell and cell.units == 4
         layer.build(x.shape)
         layer.set_weights(rnn.get_weights())
-        np.testing.assert_allclose(np.asarray(layer(x)), expected, atol=1e-6, rtol=0)
+        np.testing.assert_allclose(as_numpy(layer(x)), expected, atol=1e-6, rtol=0)
 
     model = keras.Sequential([keras.Input((T, F)), rnn])
     path = tmp_path / "unregistered.keras"
@@ -274,4 +274,4 @@ def test_an_unregistered_cell_round_trips_with_custom_objects(tmp_path, rnn_clas
         keras.saving.load_model(path)
     loaded = keras.saving.load_model(path, custom_objects=custom)
     assert type(loaded.layers[0]) is rnn_class
-    np.testing.assert_allclose(np.asarray(loaded(x)), expected, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(as_numpy(loaded(x)), expected, atol=1e-6, rtol=0)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tests.layer_test_case import LayerTestCase
-from tests.support import keras_lstm
+from tests.support import as_numpy, keras_lstm
 from tf_memlayers import TiedEmbedding
 
 
@@ -43,7 +43,7 @@ class TiedEmbeddingTest(LayerTestCase):
 
 def test_the_mask_is_keras_embeddings():
     mask = TiedEmbedding(6, 4, mask_zero=True).compute_mask(np.array([[1, 0]]))
-    np.testing.assert_array_equal(np.asarray(mask), [[True, False]])
+    np.testing.assert_array_equal(as_numpy(mask), [[True, False]])
 
 
 def test_reverse_uses_the_embedding_matrix_and_bias():
@@ -51,16 +51,16 @@ def test_reverse_uses_the_embedding_matrix_and_bias():
     ids = np.array([[1, 5]])
     vectors = layer(ids)
     logits = layer(vectors, reverse=True)
-    expected = np.asarray(vectors) @ np.asarray(layer.embeddings).T + 1.0
-    np.testing.assert_allclose(np.asarray(logits), expected, rtol=1e-6)
+    expected = as_numpy(vectors) @ as_numpy(layer.embeddings).T + 1.0
+    np.testing.assert_allclose(as_numpy(logits), expected, rtol=1e-6)
     assert layer.compute_output_shape((2, 3, 4), reverse=True) == (2, 3, 6)
 
 
 @pytest.mark.parametrize("weights", [np.ones((3, 4)), [np.ones((3, 4))]])
 def test_weights_set_the_embedding_matrix_as_in_keras_embedding(weights):
     layer = TiedEmbedding(3, 4, output_bias_initializer="ones", weights=weights)
-    np.testing.assert_array_equal(np.asarray(layer.embeddings), np.ones((3, 4)))
-    np.testing.assert_array_equal(np.asarray(layer.output_bias), np.ones(3))
+    np.testing.assert_array_equal(as_numpy(layer.embeddings), np.ones((3, 4)))
+    np.testing.assert_array_equal(as_numpy(layer.output_bias), np.ones(3))
     with pytest.raises(ValueError):
         TiedEmbedding(3, 4, weights=np.ones((4, 3)))
 

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 
+from tests.support import as_numpy
 from tf_memlayers.metrics import Perplexity
 
 
@@ -11,7 +12,7 @@ def _numpy_nll(targets, logits):
     logits = np.asarray(logits, np.float64)
     logits = logits - logits.max(axis=-1, keepdims=True)
     log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
-    return -np.take_along_axis(log_probs, np.asarray(targets)[..., None], axis=-1)[..., 0]
+    return -np.take_along_axis(log_probs, as_numpy(targets)[..., None], axis=-1)[..., 0]
 
 
 def _batch(rng, batch, time, vocabulary=6):

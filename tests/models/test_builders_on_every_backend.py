@@ -7,7 +7,7 @@ import pytest
 
 from tests.language_models import FORMS, KINDS, language_model
 from tests.pair_encoders import snli_model
-from tests.support import BACKEND, count_train_step_traces
+from tests.support import BACKEND, as_numpy, count_train_step_traces
 from tf_memlayers.layers import AttentionPooling, ConditionalEncoder, HeapCacheAttention
 from tf_memlayers.models import (
     HeapCacheModel,
@@ -31,7 +31,7 @@ JIT = BACKEND != "tensorflow"
 
 
 def _numpy(x):
-    return np.asarray(keras.ops.convert_to_numpy(x))
+    return as_numpy(keras.ops.convert_to_numpy(x))
 
 
 def _outputs(model, inputs):

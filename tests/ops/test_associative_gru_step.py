@@ -6,6 +6,7 @@ import pytest
 from keras import ops
 
 from tests import am_gru_reference as ref
+from tests.support import as_numpy
 from tf_memlayers.ops.associative_gru_step import SourceMemory, StepResult, associative_gru_step
 
 N, INPUT_DIM, BATCH = 6, 4, 5
@@ -21,7 +22,7 @@ def _parts(memory, copies):
 
 def _joined(parts):
     """Inverse of `_parts`, as NumPy."""
-    re, im = (np.asarray(ops.convert_to_numpy(p)) for p in parts)
+    re, im = (as_numpy(ops.convert_to_numpy(p)) for p in parts)
     return np.stack([re, im], axis=1).reshape(len(re), -1)
 
 
@@ -45,7 +46,7 @@ def _real(z):
 
 
 def _numpy(x):
-    return None if x is None else np.asarray(ops.convert_to_numpy(x))
+    return None if x is None else as_numpy(ops.convert_to_numpy(x))
 
 
 def _close(got, expected):

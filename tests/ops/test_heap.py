@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 from keras import ops
 
+from tests.support import as_numpy
 from tf_memlayers.ops import heap
 
 
 def _numpy(x):
-    return np.asarray(ops.convert_to_numpy(x))
+    return as_numpy(ops.convert_to_numpy(x))
 
 
 def replayed_slots(slot_scores, candidate_scores):

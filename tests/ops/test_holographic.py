@@ -6,7 +6,7 @@ import pytest
 from keras import ops
 
 from tests.am_gru_reference import permutations
-from tests.support import gradients
+from tests.support import as_numpy, gradients
 from tf_memlayers.ops import holographic
 
 tensor = ops.convert_to_tensor
@@ -24,9 +24,9 @@ def _as_real(z):
 def test_complex_multiply_and_conjugate_match_numpy_complex():
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(3, 10)), rng.normal(size=(3, 10))
-    product = np.asarray(holographic.complex_multiply(tensor(x), tensor(y)))
+    product = as_numpy(holographic.complex_multiply(tensor(x), tensor(y)))
     np.testing.assert_allclose(product, _as_real(_as_complex(x) * _as_complex(y)), atol=1e-12)
-    conj = np.asarray(holographic.conjugate(ops.convert_to_tensor(x)))
+    conj = as_numpy(holographic.conjugate(ops.convert_to_tensor(x)))
     np.testing.assert_allclose(conj, _as_real(np.conj(_as_complex(x))), atol=0)
 
 
@@ -35,14 +35,16 @@ def test_bound_divides_by_modulus_above_one_only():
     x = rng.normal(scale=2.0, size=(4, 12))
     z = _as_complex(x)
     expected = _as_real(z / np.maximum(1.0, np.abs(z)))
-    np.testing.assert_allclose(np.asarray(holographic.bound(tensor(x))), expected, atol=1e-12)
-    assert np.all(np.abs(_as_complex(np.asarray(holographic.bound(tensor(x))))) <= 1 + 1e-12)
+    np.testing.assert_allclose(as_numpy(holographic.bound(tensor(x))), expected, atol=1e-12)
+    assert np.all(np.abs(_as_complex(as_numpy(holographic.bound(tensor(x))))) <= 1 + 1e-12)
 
 
 def test_bound_gradient_is_finite_at_an_exactly_zero_key():
     x = np.array([[0.0, 3.0, 0.0, 4.0]])
     upstream = np.array([[1.0, 2.0, 3.0, 4.0]])
-    _, _, (grad,) = gradients(lambda x: ops.sum(holographic.bound(x) * upstream), inputs=[x])
+    _, _, (grad,) = gradients(
+        lambda x: ops.sum(holographic.bound(x) * ops.convert_to_tensor(upstream)), inputs=[x]
+    )
     assert np.all(np.isfinite(grad))
     # Inside the unit disc bound is the identity: gradient = the upstream weights.
     np.testing.assert_allclose(grad[0, [0, 2]], [1.0, 3.0])
@@ -52,9 +54,7 @@ def test_bound_runs_in_float16_without_overflow():
     x = ops.convert_to_tensor([[300.0, 0.0, 400.0, 0.5]], "float16")
     out = holographic.bound(x)
     assert keras.backend.standardize_dtype(out.dtype) == "float16"
-    np.testing.assert_allclose(
-        np.asarray(out).astype(np.float64), [[0.6, 0.0, 0.8, 0.5]], atol=1e-3
-    )
+    np.testing.assert_allclose(as_numpy(out).astype(np.float64), [[0.6, 0.0, 0.8, 0.5]], atol=1e-3)
 
 
 def test_permutations_are_pythons_random_sequence_and_the_original_fixture():
@@ -79,8 +79,8 @@ def test_permutation_matrix_gives_the_permuted_copies():
         tensor(re), tensor(im), tensor(matrix, "float64"), 3
     )
     for c, perm in enumerate(perms):
-        np.testing.assert_array_equal(np.asarray(copies_re)[:, c], re[:, perm])
-        np.testing.assert_array_equal(np.asarray(copies_im)[:, c], im[:, perm])
+        np.testing.assert_array_equal(as_numpy(copies_re)[:, c], re[:, perm])
+        np.testing.assert_array_equal(as_numpy(copies_im)[:, c], im[:, perm])
 
 
 @pytest.mark.parametrize("num_complex, num_copies", [(6, 3), (50, 8)])
@@ -96,16 +96,16 @@ def test_permuted_copies_gradient_is_the_adjoint_of_the_copies(num_complex, num_
     )
     rows = np.stack([grad_re, grad_im], axis=1).reshape(-1, num_copies * num_complex)
     expected = (rows @ matrix.T).reshape(-1, 2 * num_complex)
-    np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(as_numpy(got), expected, rtol=1e-12, atol=1e-12)
 
 
 def test_memory_layout_round_trip():
     memory = np.arange(2 * 24, dtype=np.float64).reshape(2, 24)  # C = 3, n = 8
     re, im = holographic.split_memory(tensor(memory), 3)
     # [Re copy0 | Re copy1 | Re copy2 | Im copy0 | ...], 4 complex entries per copy
-    np.testing.assert_array_equal(np.asarray(re)[0, 1], memory[0, 4:8])
-    np.testing.assert_array_equal(np.asarray(im)[0, 2], memory[0, 20:24])
-    np.testing.assert_array_equal(np.asarray(holographic.join_memory(re, im)), memory)
+    np.testing.assert_array_equal(as_numpy(re)[0, 1], memory[0, 4:8])
+    np.testing.assert_array_equal(as_numpy(im)[0, 2], memory[0, 20:24])
+    np.testing.assert_array_equal(as_numpy(holographic.join_memory(re, im)), memory)
 
 
 @pytest.mark.parametrize("conjugate_key", [True, False])

@@ -13,7 +13,8 @@ def lstm_use_cudnn(compute_dtype=None):
     forward pass returns wrong values and its backward pass does not compile, and in float16
     or bfloat16 (the ``"mixed_float16"`` and ``"mixed_bfloat16"`` policies) it does not
     compile. On JAX an LSTM in any other dtype must therefore run Keras's own loop
-    (``use_cudnn=False``). TensorFlow's cuDNN LSTM takes every float dtype. The package's
+    (``use_cudnn=False``). TensorFlow's cuDNN LSTM takes every float dtype, and so does
+    PyTorch's (Keras's torch backend runs it in the kernel's dtype). The package's
     model builders pass this to their LSTMs; pass it to yours when you stack the layers on a
     `keras.layers.LSTM` under a mixed-precision policy.
 

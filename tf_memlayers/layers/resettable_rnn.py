@@ -409,10 +409,10 @@ class ResettableRNN(keras.layers.RNN):
         if not keras.tree.is_nested(initial_state):
             initial_state = [initial_state]
         initial_state = list(initial_state)
-        if mask is not None and keras.backend.backend() != "tensorflow":
-            # Keras's loops on the other backends emit a masked step's output from the cell's
-            # first state, which for a memory cell is not its output; `scan_loop` keeps
-            # TensorFlow's masking.
+        if mask is not None and keras.backend.backend() == "jax":
+            # Keras's loop on JAX emits a masked step's output from the cell's first state,
+            # which for a memory cell is not its output; `scan_loop` keeps the masking of
+            # Keras's loops on TensorFlow and PyTorch (the previous step's output).
             return scan_loop(self, sequences, initial_state, mask, reset, training)
         cache = loop_cache(self.cell, initial_state)
         if reset is None and not cache:

@@ -75,12 +75,34 @@ def _row_hashes(rows):
     if dtype not in _WORDS:
         raise TypeError(f"cache rows must be floating point, got dtype {dtype}")
     bits, word, signed = _WORDS[dtype]
-    words = ops.cast(ops.view(rows, bits), word)
     width = int(rows.shape[-1])
     limit = np.iinfo(word).max
     multipliers = np.random.default_rng(width).integers(0, limit, width, dtype=word, endpoint=True)
-    hashes = ops.sum(words * ops.convert_to_tensor(multipliers | 1, word), axis=-1, keepdims=True)
+    multipliers |= 1
+    if keras.backend.backend() == "torch":
+        return _row_hashes_in_int64(rows, bits, signed, multipliers)
+    words = ops.cast(ops.view(rows, bits), word)
+    hashes = ops.sum(words * ops.convert_to_tensor(multipliers, word), axis=-1, keepdims=True)
     return ops.view(hashes, signed)[:, 0]  # viewed with a static last axis, as `view` needs
+
+
+def _row_hashes_in_int64(rows, bits, signed, multipliers):
+    """`_row_hashes` in int64, for PyTorch, which has no unsigned 16-, 32- or 64-bit arithmetic.
+
+    The words are read zero-extended; int64 products and sums wrap modulo 2^64, so their low
+    bits are the unsigned words' results, and the hashes equal the other backends' bit for bit.
+    """
+    width = np.dtype(bits).itemsize * 8
+    words = ops.cast(ops.view(rows, f"int{width}"), "int64")
+    if width < 64:
+        words = ops.bitwise_and(words, (1 << width) - 1)
+    factors = ops.convert_to_tensor(multipliers.astype(np.uint64).view(np.int64), "int64")
+    hashes = ops.sum(words * factors, axis=-1)
+    if signed == "int64":
+        return hashes
+    # The low 32 bits as a signed integer, as the uint32 hash viewed as int32.
+    low = ops.bitwise_and(hashes + 2**31, 2**32 - 1) - 2**31
+    return ops.cast(low, "int32")
 
 
 def _first_equal_rows(rows):
@@ -213,6 +235,11 @@ def topk_write(cache, candidates, kernel, score_vector):
     size = int(cache.shape[0])
     pool = ops.concatenate([cache, candidates], axis=0)
     scores = pool_scores(pool, kernel, score_vector)
-    _, best = ops.top_k(scores, k=size, sorted=True)
+    if keras.backend.backend() == "torch":
+        # torch.topk leaves the order of equal scores open; a stable sort puts the lower
+        # index first, as top_k does on TensorFlow and JAX.
+        best = ops.argsort(-scores)[:size]
+    else:
+        _, best = ops.top_k(scores, k=size, sorted=True)
     kept = ops.scatter(best[:, None], ops.ones((size,), "int32"), ops.shape(scores))
     return ops.take(pool, ops.flip(best, axis=0), axis=0), ops.cast(kept, "bool")[size:]

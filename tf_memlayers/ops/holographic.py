@@ -11,6 +11,7 @@ A redundant memory of ``C`` permuted copies of an ``n``-unit complex vector is o
 
 import random
 
+import keras
 import numpy as np
 from keras import ops
 
@@ -33,7 +34,8 @@ def _bound_modulus(squared_modulus):
 
 def _float32_if_half(x):
     # The squared modulus overflows float16 for entries above 256.
-    return ops.cast(x, "float32") if x.dtype in ("float16", "bfloat16") else x
+    half = keras.backend.standardize_dtype(x.dtype) in ("float16", "bfloat16")
+    return ops.cast(x, "float32") if half else x
 
 
 def bound_parts(re, im):

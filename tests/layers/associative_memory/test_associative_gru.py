@@ -18,6 +18,7 @@ from tests.support import (
     FUSED_LOOP,
     TF_DISTRIBUTE,
     all_pairs,
+    as_numpy,
     gradients,
     json_report_of_script,
     masked_rnn,
@@ -123,9 +124,9 @@ def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fuse
     zeros = np.zeros((batch, units * copies)), np.zeros((batch, units))
     perms = permutations(units // 2, copies)
     ref_outputs, ref_memory = reference_run(xs, *zeros, w, perms)
-    np.testing.assert_allclose(np.asarray(outputs), ref_outputs, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(np.asarray(memory), ref_memory, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(np.asarray(last), ref_outputs[:, -1], atol=1e-10, rtol=0)
+    np.testing.assert_allclose(as_numpy(outputs), ref_outputs, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(as_numpy(last), ref_outputs[:, -1], atol=1e-10, rtol=0)
 
 
 # Each loop, go_backwards and zero_output_for_mask by pairs (`all_pairs`).
@@ -160,7 +161,7 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
         expected = masked_rnn(cell_form, xs, mask, initial_state=init)
         got = layer(xs, mask=mask, initial_state=init)
         for e, g in zip(expected, got):
-            np.testing.assert_allclose(np.asarray(g), np.asarray(e), atol=1e-12, rtol=0)
+            np.testing.assert_allclose(as_numpy(g), as_numpy(e), atol=1e-12, rtol=0)
     # The gradients, with zeros at masked steps on JAX (KERAS_MASKED_OUTPUT).
     cell_form.zero_output_for_mask = layer.zero_output_for_mask = (
         zero_output_for_mask or BACKEND != "tensorflow"
@@ -175,8 +176,8 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
         _, weight_grads, input_grads = gradients(loss, rnn.cell.trainable_weights, [xs, *initial])
         grads.append(input_grads + weight_grads)
     for e, g in zip(*grads):
-        assert np.abs(np.asarray(e)).max() > 0
-        np.testing.assert_allclose(np.asarray(g), np.asarray(e), atol=1e-11, rtol=1e-11)
+        assert np.abs(as_numpy(e)).max() > 0
+        np.testing.assert_allclose(as_numpy(g), as_numpy(e), atol=1e-11, rtol=1e-11)
 
 
 def test_return_retrievals_matches_the_cell_form():
@@ -189,9 +190,9 @@ def test_return_retrievals_matches_the_cell_form():
     cell_form.build(xs.shape)
     layer.build(xs.shape)
     layer.cell.set_weights(cell_form.cell.get_weights())
-    got = np.asarray(layer(xs))
+    got = as_numpy(layer(xs))
     assert got.shape == (2, 4, 24)
-    np.testing.assert_allclose(got, np.asarray(cell_form(xs)), atol=1e-6)
+    np.testing.assert_allclose(got, as_numpy(cell_form(xs)), atol=1e-6)
 
 
 def test_weights_are_the_cell_weights():
@@ -264,12 +265,10 @@ def test_stateful_segments_equal_one_pass(fused_loop):
     whole.build((2, 9, 5))
     stateful.build((2, 3, 5))
     stateful.cell.set_weights(whole.cell.get_weights())
-    pieces = np.concatenate([np.asarray(stateful(xs[:, i : i + 3])) for i in (0, 3, 6)], axis=1)
-    np.testing.assert_allclose(pieces, np.asarray(whole(xs)), atol=1e-5)
+    pieces = np.concatenate([as_numpy(stateful(xs[:, i : i + 3])) for i in (0, 3, 6)], axis=1)
+    np.testing.assert_allclose(pieces, as_numpy(whole(xs)), atol=1e-5)
     stateful.reset_states()
-    np.testing.assert_allclose(
-        np.asarray(stateful(xs[:, :3])), np.asarray(whole(xs[:, :3])), atol=1e-5
-    )
+    np.testing.assert_allclose(as_numpy(stateful(xs[:, :3])), as_numpy(whole(xs[:, :3])), atol=1e-5)
 
 
 MIRRORED_SCRIPT = """

@@ -7,7 +7,7 @@ from keras import ops
 
 from tests.am_gru_reference import permutations, random_weights, recorded, reference_run
 from tests.layer_test_case import LayerTestCase, rnn_over, user_rnn
-from tests.support import all_pairs
+from tests.support import all_pairs, as_numpy
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
 
 # Every argument of the AM-GRU cells, for `run_config_test`.
@@ -76,7 +76,7 @@ def run_premise(cell, xs, w):
 
 def assert_retrievals(outputs, units, record, names):
     """The retrievals after the ``units`` wide output are the reference's ``names``."""
-    pieces = np.split(np.asarray(outputs)[..., units:], len(names), axis=-1)
+    pieces = np.split(as_numpy(outputs)[..., units:], len(names), axis=-1)
     for name, got in zip(names, pieces):
         np.testing.assert_allclose(got, recorded(record, name), atol=1e-10, rtol=0, err_msg=name)
 
@@ -98,9 +98,9 @@ def test_am_gru_matches_the_original_step_in_float64(
     zeros_memory, zeros_out = np.zeros((batch, units * copies)), np.zeros((batch, units))
     record = []
     ref_outputs, ref_memory = reference_run(xs, zeros_memory, zeros_out, w, perms, record=record)
-    np.testing.assert_allclose(np.asarray(outputs)[..., :units], ref_outputs, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(np.asarray(memory), ref_memory, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(np.asarray(last), ref_outputs[:, -1], atol=1e-10, rtol=0)
+    np.testing.assert_allclose(as_numpy(outputs)[..., :units], ref_outputs, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(as_numpy(last), ref_outputs[:, -1], atol=1e-10, rtol=0)
     if retrievals:
         assert_retrievals(outputs, units, record, ["written", "read"])
     # The check is not vacuous: the memory is non-trivial and bound() clipped keys.
@@ -134,11 +134,11 @@ def test_dual_am_gru_matches_the_original_step_in_float64(
     _, ref_source = reference_run(xs, zeros, np.zeros((batch, units)), w, perms)
     record = []
     ref_outputs, ref_memory = reference_run(
-        ys, zeros, np.asarray(last), w, perms, dual=(dual_key, ref_source), record=record
+        ys, zeros, as_numpy(last), w, perms, dual=(dual_key, ref_source), record=record
     )
-    np.testing.assert_allclose(np.asarray(outputs)[..., :units], ref_outputs, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(np.asarray(memory), ref_memory, atol=1e-10, rtol=0)
-    np.testing.assert_array_equal(np.asarray(source_out), np.asarray(source))  # pass-through
+    np.testing.assert_allclose(as_numpy(outputs)[..., :units], ref_outputs, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-10, rtol=0)
+    np.testing.assert_array_equal(as_numpy(source_out), as_numpy(source))  # pass-through
     if retrievals:
         assert_retrievals(outputs, units, record, ["written", "read", "source_read"])
     assert np.abs(recorded(record, "source_read")).max() > 0.1  # h2 is not trivially zero
@@ -152,8 +152,8 @@ def test_am_gru_float32_matches_float64_reference():
     outputs, memory, _ = run_premise(cell, xs.astype("float32"), w)
     perms = permutations(8, 4)
     ref_outputs, ref_memory = reference_run(xs, np.zeros((3, 64)), np.zeros((3, 16)), w, perms)
-    np.testing.assert_allclose(np.asarray(outputs), ref_outputs, atol=1e-5, rtol=0)
-    np.testing.assert_allclose(np.asarray(memory), ref_memory, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(as_numpy(outputs), ref_outputs, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-5, rtol=0)
 
 
 def test_dual_cell_holds_the_am_gru_weights_and_the_dual_kernels():
@@ -172,7 +172,7 @@ def test_zero_source_memory_makes_the_paper_dual_cell_an_am_gru():
     expected = keras.layers.RNN(dual.premise_cell)(xs)
     zeros = np.zeros((2, 24), "float32")
     got = keras.layers.RNN(dual)(xs, initial_state=[zeros, np.zeros((2, 8), "float32"), zeros])
-    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-6)
+    np.testing.assert_allclose(as_numpy(got), as_numpy(expected), atol=1e-6)
 
 
 def test_retrieval_noise_shrinks_with_more_copies():
@@ -191,9 +191,9 @@ def test_retrieval_noise_shrinks_with_more_copies():
             )
             memory = np.zeros((1, copies, m), complex)
             for i in range(items):
-                k_c = np.asarray(re)[i] + 1j * np.asarray(im)[i]
+                k_c = as_numpy(re)[i] + 1j * as_numpy(im)[i]
                 memory = memory + k_c * values[i]
-            read = (np.conj(np.asarray(re)[0] + 1j * np.asarray(im)[0]) * memory[0]).mean(axis=0)
+            read = (np.conj(as_numpy(re)[0] + 1j * as_numpy(im)[0]) * memory[0]).mean(axis=0)
             total += np.mean(np.abs(read - values[0]) ** 2)
         errors[copies] = total / trials
     # Noise variance ~ (items - 1) / copies: each 4x more copies cuts it by well over 2x.
@@ -241,9 +241,9 @@ def test_initializers_and_regularizers_reach_every_weight_of_the_dual_cell():
     premise = dual.premise_cell
     kernels = (dual.dual_gate_kernel, dual.dual_candidate_kernel, premise.candidate_kernel)
     for kernel in (*kernels, premise.gate_kernel, premise.key_kernel):
-        assert not np.any(np.asarray(kernel)) and kernel.regularizer is not None
-    assert not np.any(np.asarray(premise.gate_bias))
-    np.testing.assert_array_equal(np.asarray(premise.candidate_bias), 1.0)
+        assert not np.any(as_numpy(kernel)) and kernel.regularizer is not None
+    assert not np.any(as_numpy(premise.gate_bias))
+    np.testing.assert_array_equal(as_numpy(premise.candidate_bias), 1.0)
     assert premise.gate_bias.regularizer is not None
     config = dual.get_config()
     assert config["kernel_initializer"]["class_name"] == "Zeros"

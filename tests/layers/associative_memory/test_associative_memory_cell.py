@@ -6,6 +6,7 @@ import pytest
 
 from tests.am_gru_reference import permutations
 from tests.layer_test_case import LayerTestCase, rnn_over, user_rnn
+from tests.support import as_numpy
 from tf_memlayers.layers import AssociativeMemoryCell
 
 # (the wrapped cell, num_copies, return_retrievals) of the cases.
@@ -85,11 +86,11 @@ def reference_run(xs, inner, key_kernel, copies, memory_index, output_size):
         s_prev = np.concatenate([s_prev_c.real, s_prev_c.imag], 1)
         states[memory_index] = s_prev
         out, new_states = inner(controller, [s for s in states])
-        new_states = [np.asarray(s) for s in new_states]
+        new_states = [as_numpy(s) for s in new_states]
         diff = new_states[memory_index] - s_prev
         memory = memory + K * (diff[:, :m] + 1j * diff[:, m:])[:, None]
         states = new_states
-        previous = np.asarray(out)
+        previous = as_numpy(out)
         outputs.append(previous)
     real = np.concatenate([memory.real.reshape(batch, -1), memory.imag.reshape(batch, -1)], 1)
     return np.stack(outputs, 1), real
@@ -111,10 +112,10 @@ def test_generic_cell_matches_equations_8_to_12(float64_policy, make_cell, index
     cell.key_kernel.assign(rng.uniform(-1.5, 1.5, size=cell.key_kernel.shape))
     outputs, memory, *_ = layer(xs)
     ref_outputs, ref_memory = reference_run(
-        xs, cell.cell, np.asarray(cell.key_kernel), copies, index, 6
+        xs, cell.cell, as_numpy(cell.key_kernel), copies, index, 6
     )
-    np.testing.assert_allclose(np.asarray(outputs), ref_outputs, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(np.asarray(memory), ref_memory, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(as_numpy(outputs), ref_outputs, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-10, rtol=0)
     assert np.abs(ref_memory).max() > 0.05
 
 
@@ -148,14 +149,14 @@ def test_user_cell_and_memory_state_index(float64_policy):
     assert cell.state_size == [8, 4, 4]
     layer = keras.layers.RNN(cell, return_sequences=True)
     layer.build(xs.shape)
-    ref_outputs, _ = reference_run(xs, cell.cell, np.asarray(cell.key_kernel), 2, 1, 4)
-    np.testing.assert_allclose(np.asarray(layer(xs)), ref_outputs, atol=1e-10)
+    ref_outputs, _ = reference_run(xs, cell.cell, as_numpy(cell.key_kernel), 2, 1, 4)
+    np.testing.assert_allclose(as_numpy(layer(xs)), ref_outputs, atol=1e-10)
 
 
 def test_the_retrievals_of_a_gru_add_up_to_its_output():
     # For a GRU the output is the new state: output = read + written.
     xs = np.random.default_rng(7).normal(size=(2, 4, 3)).astype("float32")
     cell = AssociativeMemoryCell(keras.layers.GRUCell(4), num_copies=2, return_retrievals=True)
-    out = np.asarray(keras.layers.RNN(cell, return_sequences=True)(xs))
+    out = as_numpy(keras.layers.RNN(cell, return_sequences=True)(xs))
     assert out.shape == (2, 4, 12)
     np.testing.assert_allclose(out[..., :4], out[..., 8:] + out[..., 4:8], atol=1e-6)

@@ -12,7 +12,7 @@ from tests.layers.associative_memory.test_associative_gru_cell import (
     set_cell_weights,
 )
 from tests.layers.associative_memory.test_dual_associative_gru import KEYS_AND_LOOPS
-from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
+from tests.support import BACKEND, FUSED_LOOP, as_numpy, gradients, tensorflow_only
 from tf_memlayers.layers import DualAssociativeEncoder, DualAssociativeGRUCell
 
 UNITS, COPIES, INPUT_DIM, BATCH, PREMISE_STEPS, HYPOTHESIS_STEPS = 8, 3, 5, 3, 6, 4
@@ -99,7 +99,7 @@ def test_encoder_matches_the_reference_in_float64(float64_policy, dual_key, fuse
     set_cell_weights(encoder.hypothesis_layer.cell, w)
     premise, hypothesis = _inputs(rng)
     outputs = encoder([premise, hypothesis], mask=_masks())
-    got = [np.asarray(ops.convert_to_numpy(t)) for t in outputs]
+    got = [as_numpy(ops.convert_to_numpy(t)) for t in outputs]
     premise_outputs, hypothesis_outputs, premise_memory, premise_last, memory, last = got
 
     perms = permutations(UNITS // 2, COPIES)
@@ -143,7 +143,7 @@ def test_encoder_float32_matches_the_float64_reference():
     ref_hypothesis, _ = reference_run(
         hypothesis, empty, ref_premise[:, -1], w, perms, dual=("paper", ref_source)
     )
-    np.testing.assert_allclose(np.asarray(last), ref_hypothesis[:, -1], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(as_numpy(last), ref_hypothesis[:, -1], atol=1e-5, rtol=0)
 
 
 def _cell_form(encoder):
@@ -210,7 +210,7 @@ def test_keras_file_clone_and_config_keep_one_shared_set_of_weights(tmp_path, fu
     model = keras.Model([premise, hypothesis], encoder([premise, hypothesis]))
     model.set_weights([rng.normal(scale=0.4, size=w.shape) for w in model.weights])
     xs = _inputs(rng, "float32")
-    expected = [np.asarray(t) for t in model(xs)]
+    expected = [as_numpy(t) for t in model(xs)]
     model.save(tmp_path / "model.keras")
 
     def check(copy, same_weights):
@@ -220,13 +220,13 @@ def test_keras_file_clone_and_config_keep_one_shared_set_of_weights(tmp_path, fu
         if not same_weights:
             copy.set_weights(model.get_weights())
         for got, want in zip(copy(xs), expected):
-            np.testing.assert_allclose(np.asarray(got), want, atol=1e-6, rtol=0)
+            np.testing.assert_allclose(as_numpy(got), want, atol=1e-6, rtol=0)
         # Moving the one AM-GRU weight set moves both outputs.
         layer.premise_layer.cell.key_kernel.assign_add(
-            np.ones_like(np.asarray(layer.premise_layer.cell.key_kernel))
+            np.ones_like(as_numpy(layer.premise_layer.cell.key_kernel))
         )
         for got, want in zip(copy(xs), expected):
-            assert np.abs(np.asarray(got) - want).max() > 1e-3
+            assert np.abs(as_numpy(got) - want).max() > 1e-3
 
     check(keras.models.load_model(tmp_path / "model.keras"), same_weights=True)
     check(keras.models.clone_model(model), same_weights=False)
@@ -245,7 +245,7 @@ def test_nan_at_padded_steps_of_both_sentences_never_reaches_outputs_or_gradient
     mask = _masks()
     premise[~mask[0]] = np.nan
     hypothesis[~mask[1]] = np.nan
-    outputs = [np.asarray(ops.convert_to_numpy(t)) for t in encoder([premise, hypothesis], mask)]
+    outputs = [as_numpy(ops.convert_to_numpy(t)) for t in encoder([premise, hypothesis], mask)]
     for output, sentence_mask in zip(outputs, mask):
         assert np.isfinite(output).all()
         assert not output[~sentence_mask].any()  # zero_output_for_mask

@@ -14,7 +14,7 @@ from tests.layer_test_case import (
 )
 from tests.layers.associative_memory.test_associative_gru import mask_with_holes
 from tests.layers.associative_memory.test_associative_gru_cell import AM_GRU_CONFIG
-from tests.support import BACKEND, FUSED_LOOP, gradients, tensorflow_only
+from tests.support import BACKEND, FUSED_LOOP, as_numpy, gradients, tensorflow_only
 from tf_memlayers.layers import (
     AssociativeGRU,
     AssociativeGRUCell,
@@ -193,10 +193,10 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
     # outputs, 3 final states; gradients of the inputs, 3 states and the weights.
     assert len(got) == 1 + 3 + 1 + 3 + 5 + 2 + int(dual_key == "released")
     for e, g in zip(expected, got):
-        assert np.abs(np.asarray(e)).max() > 0
-        np.testing.assert_allclose(np.asarray(g), np.asarray(e), atol=1e-10, rtol=1e-10)
+        assert np.abs(as_numpy(e)).max() > 0
+        np.testing.assert_allclose(as_numpy(g), as_numpy(e), atol=1e-10, rtol=1e-10)
     # The source memory passes through unchanged.
-    np.testing.assert_array_equal(np.asarray(got[3]), np.asarray(states[2]))
+    np.testing.assert_array_equal(as_numpy(got[3]), as_numpy(states[2]))
 
 
 @tensorflow_only(FUSED_LOOP)
@@ -212,11 +212,11 @@ def test_stateful_layer_carries_memory_and_source_over_segments():
     layer = DualAssociativeGRU(UNITS, num_copies=COPIES, stateful=True, return_sequences=True)
     whole = DualAssociativeGRU(UNITS, num_copies=COPIES, return_sequences=True)
     xs = rng.normal(size=(BATCH, STEPS, INPUT_DIM)).astype("float32")
-    memory, last, source = (np.asarray(s).astype("float32") for s in _states(rng))
+    memory, last, source = (as_numpy(s).astype("float32") for s in _states(rng))
     for rnn in (whole, layer):
         rnn.build((BATCH, None, INPUT_DIM))
     whole.cell.set_weights(layer.cell.get_weights())
-    expected = np.asarray(whole(xs, initial_state=[memory, last, source]))
-    first = np.asarray(layer(xs[:, :3], initial_state=[memory, last, source]))
-    second = np.asarray(layer(xs[:, 3:]))
+    expected = as_numpy(whole(xs, initial_state=[memory, last, source]))
+    first = as_numpy(layer(xs[:, :3], initial_state=[memory, last, source]))
+    second = as_numpy(layer(xs[:, 3:]))
     np.testing.assert_allclose(np.concatenate([first, second], 1), expected, atol=1e-5)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tests.am_gru_reference import permutations, random_weights, reference_run
+from tests.support import as_numpy
 from tf_memlayers.compat import load_original_weights, original_variable_names
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
 
@@ -69,8 +70,8 @@ def test_load_original_weights_round_trip():
     dual.build((None, input_dim))
     loaded = load_original_weights(dual, arrays)
     assert len(loaded) == 8
-    np.testing.assert_allclose(np.asarray(dual.premise_cell.gate_kernel), w["gate"], rtol=1e-6)
-    np.testing.assert_allclose(np.asarray(dual.dual_key_kernel), w["dual_key"], rtol=1e-6)
+    np.testing.assert_allclose(as_numpy(dual.premise_cell.gate_kernel), w["gate"], rtol=1e-6)
+    np.testing.assert_allclose(as_numpy(dual.dual_key_kernel), w["dual_key"], rtol=1e-6)
     # Loaded weights reproduce the reference step.
     xs = rng.normal(size=(2, 3, input_dim)).astype("float32")
     zeros = np.zeros((2, 16), "float32")
@@ -78,21 +79,21 @@ def test_load_original_weights_round_trip():
     got = keras.layers.RNN(dual)(xs, initial_state=[zeros, np.zeros((2, 8), "float32"), source])
     dual_source = ("released", source.astype(float))
     ref, _ = reference_run(xs, zeros, np.zeros((2, 8)), w, permutations(4, 2), dual=dual_source)
-    np.testing.assert_allclose(np.asarray(got), ref[:, -1], atol=1e-5)
+    np.testing.assert_allclose(as_numpy(got), ref[:, -1], atol=1e-5)
     # Export in the original names and reload into a fresh AM-GRU.
     exported = original_variable_names(dual.premise_cell)
     assert set(exported) == {f"AssociativeGRUCell/{name}" for name in premise_names}
     fresh = AssociativeGRUCell(units, num_copies=2)
     fresh.build((None, input_dim))
-    load_original_weights(fresh, {k: np.asarray(v) for k, v in exported.items()})
+    load_original_weights(fresh, {k: as_numpy(v) for k, v in exported.items()})
     for a, b in zip(fresh.weights, dual.premise_cell.weights):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        np.testing.assert_array_equal(as_numpy(a), as_numpy(b))
 
 
 def test_load_original_weights_rejects_wrong_shapes_and_missing_names():
     cell = AssociativeGRUCell(8, num_copies=2)
     cell.build((None, 5))
-    arrays = {name: np.asarray(v) for name, v in original_variable_names(cell).items()}
+    arrays = {name: as_numpy(v) for name, v in original_variable_names(cell).items()}
     bad = dict(arrays)
     bad["AssociativeGRUCell/Gates/fully_connected/weights"] = np.zeros((3, 3))
     with pytest.raises(ValueError, match="Gates/fully_connected/weights"):

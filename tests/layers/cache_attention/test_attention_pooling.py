@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tests.layer_test_case import LayerTestCase
-from tests.support import keras_lstm
+from tests.support import as_numpy, keras_lstm
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 
 
@@ -70,24 +70,22 @@ def test_matches_reference_with_mask(float64_policy):
     layer = AttentionPooling(4)
     pooled, weights = layer(inputs, mask=mask, return_attention_scores=True)
     expected, expected_weights = reference(
-        inputs, mask, np.asarray(layer.kernel), np.asarray(layer.score)
+        inputs, mask, as_numpy(layer.kernel), as_numpy(layer.score)
     )
-    np.testing.assert_allclose(np.asarray(pooled), expected, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(np.asarray(weights), expected_weights, rtol=0, atol=1e-12)
-    np.testing.assert_array_equal(np.asarray(pooled)[2], 0.0)
+    np.testing.assert_allclose(as_numpy(pooled), expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(as_numpy(weights), expected_weights, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(as_numpy(pooled)[2], 0.0)
     changed = inputs.copy()
     changed[0, :3] = 100.0  # masked steps have no influence
-    np.testing.assert_allclose(
-        np.asarray(layer(changed, mask=mask)), np.asarray(pooled), atol=1e-12
-    )
+    np.testing.assert_allclose(as_numpy(layer(changed, mask=mask)), as_numpy(pooled), atol=1e-12)
 
 
 def test_float32_matches_reference_without_mask():
     rng = np.random.default_rng(1)
     inputs = rng.normal(size=(2, 6, 3)).astype("float32")
     layer = AttentionPooling(8)
-    pooled = np.asarray(layer(inputs))
-    kernel, score = (np.asarray(v).astype(np.float64) for v in (layer.kernel, layer.score))
+    pooled = as_numpy(layer(inputs))
+    kernel, score = (as_numpy(v).astype(np.float64) for v in (layer.kernel, layer.score))
     expected, _ = reference(inputs.astype(np.float64), np.ones((2, 6), bool), kernel, score)
     np.testing.assert_allclose(pooled, expected, rtol=0, atol=1e-5)
 

@@ -6,7 +6,7 @@ import pytest
 
 from tests import heap_reference as ref
 from tests.layer_test_case import LayerTestCase
-from tests.support import gradients, keras_lstm, tensorflow_only
+from tests.support import as_numpy, gradients, keras_lstm, tensorflow_only
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.ops import heap
 
@@ -76,7 +76,7 @@ def set_weights(layer, rng):
     layer.cache_kernel.assign(kernel)
     layer.cache_score.assign(score_vector)
     # What the layer holds (float32 rounding included) is what the reference uses.
-    return (np.asarray(v).astype(np.float64) for v in (layer.cache_kernel, layer.cache_score))
+    return (as_numpy(v).astype(np.float64) for v in (layer.cache_kernel, layer.cache_score))
 
 
 def candidate_batches(rng, batches, batch_size, pool_size=None):
@@ -97,10 +97,10 @@ def test_first_candidate_lands_at_index_62():
     assert landing == 62
     layer = make_layer(100)
     vector = np.random.default_rng(0).normal(size=(1, WIDTH)).astype("float32")
-    assert np.asarray(layer.insert(vector)).tolist() == [True]
-    occupied = np.flatnonzero(np.any(np.asarray(layer.cache) != 0, axis=-1))
+    assert as_numpy(layer.insert(vector)).tolist() == [True]
+    occupied = np.flatnonzero(np.any(as_numpy(layer.cache) != 0, axis=-1))
     assert occupied.tolist() == [landing]
-    np.testing.assert_array_equal(np.asarray(layer.cache)[landing], vector[0])
+    np.testing.assert_array_equal(as_numpy(layer.cache)[landing], vector[0])
 
 
 @pytest.mark.parametrize("cache_size", [1, 7, 100])
@@ -111,9 +111,9 @@ def test_heap_matches_reference_with_changing_weights(float64_policy, cache_size
     expected = np.zeros((cache_size, WIDTH))
     for batch in candidate_batches(rng, 12, 16, pool_size):
         kernel, score_vector = set_weights(layer, rng)  # the weights change between batches
-        entered = np.asarray(layer.insert(batch))
+        entered = as_numpy(layer.insert(batch))
         expected_entered = ref.insert_batch(expected, batch, kernel, score_vector)
-        np.testing.assert_array_equal(np.asarray(layer.cache), expected)
+        np.testing.assert_array_equal(as_numpy(layer.cache), expected)
         assert entered.tolist() == expected_entered
     assert np.any(expected != 0)
 
@@ -156,25 +156,25 @@ def test_many_repeated_candidates_in_a_large_float32_cache(policy):
     width = 64
     layer = HeapCacheAttention(300, 32, policy=policy)
     layer.build((None, width))
-    kernel, score_vector = np.asarray(layer.cache_kernel), np.asarray(layer.cache_score)
+    kernel, score_vector = as_numpy(layer.cache_kernel), as_numpy(layer.cache_score)
     weights64 = kernel.astype(np.float64), score_vector.astype(np.float64)
     pool = rng.normal(size=(9, width)).astype("float32")
     expected = np.zeros((300, width))
     for _ in range(8):
         batch = pool[rng.integers(0, 9, 64)]
-        entered = np.asarray(layer.insert(batch))
+        entered = as_numpy(layer.insert(batch))
         if policy == "heap":
             want = ref.insert_batch(expected, batch.astype(np.float64), *weights64)
             assert entered.tolist() == want
-            np.testing.assert_array_equal(np.asarray(layer.cache), expected.astype("float32"))
+            np.testing.assert_array_equal(as_numpy(layer.cache), expected.astype("float32"))
         else:  # the best 300 of what was kept and the batch, ties by position
             everything = np.concatenate([expected, batch.astype(np.float64)])
             scores = np.array([ref.score(v, *weights64) for v in everything])
             best = np.lexsort((np.arange(len(everything)), -scores))[:300]
             expected = everything[best[::-1]]  # weakest first
-            rows = [tuple(r) for r in np.asarray(layer.cache)]
+            rows = [tuple(r) for r in as_numpy(layer.cache)]
             assert rows == [tuple(r) for r in expected.astype("float32")]
-    rows = {tuple(r) for r in np.asarray(layer.cache) if r.any()}
+    rows = {tuple(r) for r in as_numpy(layer.cache) if r.any()}
     assert rows <= {tuple(r) for r in pool}
     if policy == "topk":  # the 9 distinct vectors fill the cache, best copies first
         scores = keras.ops.convert_to_numpy(heap.pool_scores(layer.cache, kernel, score_vector))
@@ -188,12 +188,12 @@ def test_heap_goes_stale_when_weights_change(float64_policy):
     set_weights(layer, rng)
     layer.insert(rng.normal(size=(40, WIDTH)))
     kernel, score_vector = set_weights(layer, rng)
-    scores = np.array([ref.score(c, kernel, score_vector) for c in np.asarray(layer.cache)])
+    scores = np.array([ref.score(c, kernel, score_vector) for c in as_numpy(layer.cache)])
     parents = (np.arange(1, 15) - 1) // 2
     assert np.any(scores[parents] > scores[1:]), "new weights should break the heap order"
-    before = np.asarray(layer.cache).copy()
+    before = as_numpy(layer.cache).copy()
     layer.insert(np.zeros((3, WIDTH)))  # zero vectors never enter, and nothing moves
-    np.testing.assert_array_equal(np.asarray(layer.cache), before)
+    np.testing.assert_array_equal(as_numpy(layer.cache), before)
 
 
 @pytest.mark.parametrize("pool_size", [None, 5])
@@ -203,13 +203,13 @@ def test_topk_keeps_exactly_the_best(float64_policy, pool_size):
     layer = make_layer(4, policy="topk")
     for batch in candidate_batches(rng, 5, 8, pool_size):
         kernel, score_vector = set_weights(layer, rng)
-        pool = np.concatenate([np.asarray(layer.cache), batch])
-        entered = np.asarray(layer.insert(batch))
+        pool = np.concatenate([as_numpy(layer.cache), batch])
+        entered = as_numpy(layer.insert(batch))
         scores = np.array([ref.score(v, kernel, score_vector) for v in pool])
         best = np.lexsort((np.arange(len(pool)), -scores))[:4]  # best first, ties by position
-        np.testing.assert_array_equal(np.asarray(layer.cache), pool[best[::-1]])  # weakest first
+        np.testing.assert_array_equal(as_numpy(layer.cache), pool[best[::-1]])  # weakest first
         np.testing.assert_array_equal(entered, np.isin(np.arange(len(pool)), best)[-len(batch) :])
-    kept_scores = [ref.score(v, kernel, score_vector) for v in np.asarray(layer.cache)]
+    kept_scores = [ref.score(v, kernel, score_vector) for v in as_numpy(layer.cache)]
     assert np.all(np.diff(kept_scores) >= 0)
 
 
@@ -234,13 +234,13 @@ def test_read_matches_reference(float64_policy, query, mask_empty):
     expected, expected_weights = ref.read(
         cache, states, kernel, score_vector, gate, query_kernel, mask_empty, query
     )
-    np.testing.assert_allclose(np.asarray(outputs), expected, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(as_numpy(outputs), expected, rtol=0, atol=1e-10)
     if query == "none":
         expected_weights = expected_weights[0]
-    np.testing.assert_allclose(np.asarray(weights), expected_weights, rtol=0, atol=1e-10)
-    assert np.all(np.asarray(weights)[..., 0] == 0) == mask_empty
+    np.testing.assert_allclose(as_numpy(weights), expected_weights, rtol=0, atol=1e-10)
+    assert np.all(as_numpy(weights)[..., 0] == 0) == mask_empty
     if query == "dot":  # the state's own cached copy gets the most weight
-        assert int(np.argmax(np.asarray(weights)[1])) == 2
+        assert int(np.argmax(as_numpy(weights)[1])) == 2
 
 
 def test_read_in_float32_matches_reference():
@@ -250,18 +250,18 @@ def test_read_in_float32_matches_reference():
     layer.cache.assign(cache)
     kernel, score_vector = set_weights(layer, rng)
     states = rng.normal(size=(4, WIDTH)).astype("float32")
-    gate, query = (np.asarray(v).astype(np.float64) for v in (layer.cache_gate, layer.query_kernel))
+    gate, query = (as_numpy(v).astype(np.float64) for v in (layer.cache_gate, layer.query_kernel))
     expected, _ = ref.read(
         cache.astype(np.float64), states.astype(np.float64), kernel, score_vector, gate, query
     )
-    np.testing.assert_allclose(np.asarray(layer(states)), expected, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(as_numpy(layer(states)), expected, rtol=0, atol=1e-5)
 
 
 def test_an_empty_cache_reads_nothing_and_calls_never_write():
     layer = make_layer(4)
     states = np.random.default_rng(0).normal(size=(2, WIDTH)).astype("float32")
     for training in (True, False):
-        np.testing.assert_array_equal(np.asarray(layer(states, training=training)), states)
+        np.testing.assert_array_equal(as_numpy(layer(states, training=training)), states)
     assert int(layer.fill_count()) == 0
 
 
@@ -301,19 +301,19 @@ def test_non_finite_candidates_are_skipped_as_if_never_offered(float64_policy, p
         kernel, score_vector = set_weights(layer, rng)
         twin.cache_kernel.assign(kernel)
         twin.cache_score.assign(score_vector)
-        entered = np.asarray(layer.insert(batch))
+        entered = as_numpy(layer.insert(batch))
         assert not entered[~finite].any()
-        np.testing.assert_array_equal(entered[finite], np.asarray(twin.insert(batch[finite])))
-        np.testing.assert_array_equal(np.asarray(layer.cache), np.asarray(twin.cache))
-        assert np.isfinite(np.asarray(layer.cache)).all()
+        np.testing.assert_array_equal(entered[finite], as_numpy(twin.insert(batch[finite])))
+        np.testing.assert_array_equal(as_numpy(layer.cache), as_numpy(twin.cache))
+        assert np.isfinite(as_numpy(layer.cache)).all()
     assert int(layer.fill_count()) == 5  # the finite candidates filled the cache
     states = rng.normal(size=(3, WIDTH))
-    np.testing.assert_array_equal(np.asarray(layer(states)), np.asarray(twin(states)))
+    np.testing.assert_array_equal(as_numpy(layer(states)), as_numpy(twin(states)))
     # A batch of nothing but non-finite candidates changes nothing, even a full cache's root.
-    before = np.asarray(layer.cache).copy()
+    before = as_numpy(layer.cache).copy()
     entered = layer.insert(np.array([[np.nan] * WIDTH, [np.inf] * WIDTH, [-np.inf] * WIDTH]))
-    assert not np.asarray(entered).any()
-    np.testing.assert_array_equal(np.asarray(layer.cache), before)
+    assert not as_numpy(entered).any()
+    np.testing.assert_array_equal(as_numpy(layer.cache), before)
 
 
 def test_non_finite_vectors_score_like_empty_slots():
@@ -332,8 +332,8 @@ def test_non_finite_candidates_are_skipped_inside_tf_function(jit_compile):
     insert = tf.function(layer.insert, jit_compile=jit_compile)
     batch = np.ones((4, WIDTH), "float32")
     batch[0, 0], batch[2, 1] = np.nan, np.inf
-    assert np.asarray(insert(tf.constant(batch))).tolist() == [False, True, False, True]
-    assert np.isfinite(np.asarray(layer.cache)).all() and int(layer.fill_count()) == 2
+    assert as_numpy(insert(tf.constant(batch))).tolist() == [False, True, False, True]
+    assert np.isfinite(as_numpy(layer.cache)).all() and int(layer.fill_count()) == 2
 
 
 def test_bad_candidates():

@@ -12,7 +12,7 @@ from tests.layers.window_attention.test_sliding_window_attention import (
     loss_and_grads,
     resets,
 )
-from tests.support import BACKEND, all_pairs, keras_lstm
+from tests.support import BACKEND, all_pairs, as_numpy, keras_lstm
 from tests.window_reference import ngram_reference
 from tf_memlayers import NGramConcat, NGramConcatCell, ResettableRNN
 
@@ -154,18 +154,16 @@ def test_parallel_and_cell_match_numpy_reference_float64(
     weights = set_random(layer)
     kernel, bias = weights["ngram_kernel"], weights.get("ngram_bias", 0.0)
     expected, _ = ngram_reference(x, kernel, n, layer.piece_sizes, bias, mask=mask, **extra)
-    np.testing.assert_allclose(
-        np.asarray(layer(x, mask=mask, **extra)), expected, atol=1e-10, rtol=0
-    )
+    np.testing.assert_allclose(as_numpy(layer(x, mask=mask, **extra)), expected, atol=1e-10, rtol=0)
     cell = NGramConcatCell(PassThroughCell(12), n, 7, sizes=sizes, use_bias=use_bias)
     loop = ResettableRNN if reset else keras.layers.RNN
     rnn = loop(cell, return_sequences=True, zero_output_for_mask=True)
     rnn.build(x.shape)
     for name, value in weights.items():
         getattr(cell, name).assign(value)
-    np.testing.assert_allclose(np.asarray(rnn(x, mask=mask, **extra)), expected, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(as_numpy(rnn(x, mask=mask, **extra)), expected, atol=1e-10, rtol=0)
     if reset and n > 2:  # not vacuous: the rows with resets differ without (n = 2 keeps none)
-        assert not np.allclose(np.asarray(layer(x, mask=mask)), expected)
+        assert not np.allclose(as_numpy(layer(x, mask=mask)), expected)
 
 
 def test_float32_matches_reference_to_1e5():
@@ -174,7 +172,7 @@ def test_float32_matches_reference_to_1e5():
     layer.build(x.shape)
     weights = set_random(layer)
     expected, _ = ngram_reference(x.astype("float64"), weights["ngram_kernel"], 4, (4, 4, 4))
-    np.testing.assert_allclose(np.asarray(layer(x)), expected, atol=1e-5)
+    np.testing.assert_allclose(as_numpy(layer(x)), expected, atol=1e-5)
 
 
 def test_piece_i_comes_from_output_at_t_minus_i_plus_1(float64_policy):
@@ -183,7 +181,7 @@ def test_piece_i_comes_from_output_at_t_minus_i_plus_1(float64_policy):
     layer = NGramConcat(4, 3)
     layer.build(x.shape)
     layer.ngram_kernel.assign(np.eye(3))
-    got = np.arctanh(np.asarray(layer(x))[0])
+    got = np.arctanh(as_numpy(layer(x))[0])
     for t in range(6):
         expected = [
             x[0, t, 0],
@@ -232,10 +230,10 @@ def test_cell_and_parallel_agree_on_gradients(float64_policy, case, masked):
     cell = rnn.cell
     weights = [*cell.cell.trainable_weights, cell.ngram_kernel, cell.ngram_bias]
     out_c, g_c = loss_and_grads(lambda v: rnn(v, mask=mask), x, weights, projection)
-    np.testing.assert_allclose(np.asarray(out_c)[keep], np.asarray(out_p)[keep], atol=1e-12)
+    np.testing.assert_allclose(as_numpy(out_c)[keep], as_numpy(out_p)[keep], atol=1e-12)
     for a, b in zip(g_p, g_c):
-        assert np.abs(np.asarray(a)).max() > 0
-        np.testing.assert_allclose(np.asarray(b), np.asarray(a), atol=1e-11)
+        assert np.abs(as_numpy(a)).max() > 0
+        np.testing.assert_allclose(as_numpy(b), as_numpy(a), atol=1e-11)
 
 
 def test_stateful_cell_form_over_segments_equals_one_run(float64_policy):
@@ -247,11 +245,11 @@ def test_stateful_cell_form_over_segments_equals_one_run(float64_policy):
     )
     rnn.build((3, 20, 12))
     rnn.cell.ngram_kernel.assign(whole.ngram_kernel)
-    expected = np.asarray(whole(x))
-    got = np.concatenate([np.asarray(rnn(x[:, :20])), np.asarray(rnn(x[:, 20:]))], 1)
+    expected = as_numpy(whole(x))
+    got = np.concatenate([as_numpy(rnn(x[:, :20])), as_numpy(rnn(x[:, 20:]))], 1)
     np.testing.assert_allclose(got, expected, atol=1e-12)
     rnn.reset_state()
-    np.testing.assert_allclose(np.asarray(rnn(x[:, :20])), expected[:, :20], atol=1e-12)
+    np.testing.assert_allclose(as_numpy(rnn(x[:, :20])), expected[:, :20], atol=1e-12)
 
 
 def test_the_memory_is_the_references_history_and_the_cell_state(float64_policy):
@@ -267,12 +265,12 @@ def test_the_memory_is_the_references_history_and_the_cell_state(float64_policy)
     expected, _ = layer(x, mask=mask)
     first, memory = layer(x[:, :6], mask=mask[:, :6])
     second, _ = layer(x[:, 6:], mask=mask[:, 6:], initial_memory=memory)
-    np.testing.assert_allclose(np.concatenate([first, second], 1), np.asarray(expected), atol=1e-12)
+    np.testing.assert_allclose(np.concatenate([first, second], 1), as_numpy(expected), atol=1e-12)
     _, histories = ngram_reference(
         x[:, :6], weights["ngram_kernel"], 4, (5, 4, 3), weights["ngram_bias"], mask=keep[:, :6]
     )
     history = np.stack([np.concatenate(h) for h in histories])
-    np.testing.assert_allclose(np.asarray(memory), history, atol=1e-12)
+    np.testing.assert_allclose(as_numpy(memory), history, atol=1e-12)
     # The memory is exactly the cell form's state after the same 6 steps.
     cell = NGramConcatCell(PassThroughCell(12), 4, 5, sizes=(5, 4, 3), use_bias=True)
     rnn = keras.layers.RNN(cell, return_state=True)
@@ -280,4 +278,4 @@ def test_the_memory_is_the_references_history_and_the_cell_state(float64_policy)
     for name, value in weights.items():
         getattr(cell, name).assign(value)
     _, _, cell_memory = rnn(x[:, :6], mask=mask[:, :6])
-    np.testing.assert_allclose(np.asarray(cell_memory), np.asarray(memory), atol=1e-12)
+    np.testing.assert_allclose(as_numpy(cell_memory), as_numpy(memory), atol=1e-12)

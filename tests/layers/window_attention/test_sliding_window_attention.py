@@ -10,6 +10,7 @@ from tests.support import (
     BACKEND,
     PassThroughCell,
     all_pairs,
+    as_numpy,
     compiled,
     gradients,
     json_report_of_script,
@@ -257,10 +258,10 @@ def test_parallel_form_matches_numpy_reference_float64(
     expected, expected_scores, _ = window_attention_reference(
         x, weights, mode, layer.piece_sizes, window, pad, mask=mask, reset=reset
     )
-    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(np.asarray(scores), expected_scores, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(as_numpy(outputs), expected, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(as_numpy(scores), expected_scores, atol=1e-10, rtol=0)
     if reset is not None and window > 1:  # not vacuous: the rows with resets differ without
-        assert not np.allclose(np.asarray(call(x, mask, None)[0])[:, 8:], expected[:, 8:])
+        assert not np.allclose(as_numpy(call(x, mask, None)[0])[:, 8:], expected[:, 8:])
 
 
 # With resets the cell form runs in `ResettableRNN`'s loop (its loop cache), else in Keras's.
@@ -288,7 +289,7 @@ def test_cell_form_matches_numpy_reference_float64(
     )
     extra = {} if reset is None else {"reset": reset}
     outputs = compiled(lambda x, mask: rnn(x, mask=mask, **extra))(x, mask)
-    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(as_numpy(outputs), expected, atol=1e-10, rtol=0)
 
 
 @pytest.mark.parametrize("mode,sizes", [("attention", None), ("key_value_predict", (6, 4, 2))])
@@ -300,7 +301,7 @@ def test_float32_matches_reference_to_1e5(mode, sizes):
     expected, _, _ = window_attention_reference(
         x.astype("float64"), weights, mode, layer.piece_sizes, 3
     )
-    np.testing.assert_allclose(np.asarray(layer(x)), expected, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(as_numpy(layer(x)), expected, atol=1e-5, rtol=0)
 
 
 def build_pair(mode, sizes, window, pad, use_bias, units=12, features=5, resettable=False):
@@ -390,11 +391,11 @@ def test_cell_and_parallel_forms_agree_forward_and_gradients(
         [*cell.cell.trainable_weights, *(getattr(cell, name) for name in own)],
         projection,
     )
-    np.testing.assert_allclose(np.asarray(out_c)[keep], np.asarray(out_p)[keep], atol=1e-12)
+    np.testing.assert_allclose(as_numpy(out_c)[keep], as_numpy(out_p)[keep], atol=1e-12)
     assert len(grads_p) == len(grads_c)
     for gp, gc in zip(grads_p, grads_c):
-        assert np.abs(np.asarray(gp)).max() > 0
-        np.testing.assert_allclose(np.asarray(gc), np.asarray(gp), atol=1e-11)
+        assert np.abs(as_numpy(gp)).max() > 0
+        np.testing.assert_allclose(as_numpy(gc), as_numpy(gp), atol=1e-11)
 
 
 def with_loop_cache_recorded(cell):
@@ -444,13 +445,13 @@ def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(
         assert set(given) == {cached}
         results.append((outputs, states, [x_grad, *grads]))
     (out_p, states_p, grads_p), (out_c, states_c, grads_c) = results
-    np.testing.assert_allclose(np.asarray(out_c), np.asarray(out_p), atol=1e-12)
+    np.testing.assert_allclose(as_numpy(out_c), as_numpy(out_p), atol=1e-12)
     assert len(states_c) == len(states_p) == len(cell.state_size)
     for got, expected in zip(states_c, states_p):
-        np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-12)
+        np.testing.assert_allclose(as_numpy(got), as_numpy(expected), atol=1e-12)
     for got, expected in zip(grads_c, grads_p):
-        assert np.abs(np.asarray(expected)).max() > 0
-        np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-11)
+        assert np.abs(as_numpy(expected)).max() > 0
+        np.testing.assert_allclose(as_numpy(got), as_numpy(expected), atol=1e-11)
 
 
 def test_a_cache_that_loop_cache_did_not_make_is_refused():
@@ -477,7 +478,7 @@ def test_stateful_cell_forms_over_segments_equal_one_run_and_derive_their_caches
     # the carried keys with the new W^Y (the loop cache is never carried between calls).
     x = attention_inputs(batch=2, steps=18, width=5)
     _, _, rnn = build_pair("key_value", None, 4, "mask", False)
-    expected = np.asarray(rnn(x[:, :12]))
+    expected = as_numpy(rnn(x[:, :12]))
     outputs = {}
     for loop in (keras.layers.RNN, ResettableRNN):
         stateful = loop(
@@ -492,7 +493,7 @@ def test_stateful_cell_forms_over_segments_equal_one_run_and_derive_their_caches
         np.testing.assert_allclose(np.concatenate([first, second], axis=1), expected, atol=1e-12)
         kernel = stateful.cell.memory_kernel
         kernel.assign(kernel + 0.3)
-        outputs[loop.__name__] = np.asarray(stateful(x[:, 12:]))
+        outputs[loop.__name__] = as_numpy(stateful(x[:, 12:]))
     np.testing.assert_allclose(outputs["ResettableRNN"], outputs["RNN"], atol=1e-12)
 
 
@@ -521,7 +522,7 @@ def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy
     first, memory = call(x[:, :20], None)
     second, _ = call(x[:, 20:], memory)
     np.testing.assert_allclose(
-        np.concatenate([first, second], axis=1), np.asarray(expected), atol=1e-12
+        np.concatenate([first, second], axis=1), as_numpy(expected), atol=1e-12
     )
     # The memory is exactly the cell form's window state after the same 20 steps.
     cell = SlidingWindowAttentionCell(PassThroughCell(12), 4, mode="key_value")
@@ -530,7 +531,7 @@ def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy
     for name, value in weights.items():
         getattr(cell, name).assign(value)
     _, _, cell_memory = compiled(rnn)(x[:, :20])
-    np.testing.assert_allclose(np.asarray(cell_memory), np.asarray(memory), atol=1e-12)
+    np.testing.assert_allclose(as_numpy(cell_memory), as_numpy(memory), atol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -556,31 +557,34 @@ def test_a_fresh_memory_equals_explicit_zeros_forward_and_gradients(float64_poli
     np.testing.assert_allclose(fresh_loss, loss, atol=1e-12)
     for got, expected in zip(fresh_weights + fresh_inputs, weight_grads + input_grads):
         np.testing.assert_allclose(got, expected, atol=1e-12)
-    np.testing.assert_allclose(np.asarray(layer(x)), np.asarray(layer(x, initial_memory=zeros)))
+    np.testing.assert_allclose(as_numpy(layer(x)), as_numpy(layer(x, initial_memory=zeros)))
 
 
 def test_stateful_layer_carries_memory_inside_jit_fit():
     batch, steps = 4, 6
     inputs = keras.Input((steps,), batch_size=batch, dtype="int32")
     h = keras.layers.Embedding(20, 6)(inputs)
-    h = keras_lstm(8, return_sequences=True, stateful=True)(h)
+    # On torch, Keras's stateful LSTM fails in `fit` (its states are assigned in place while
+    # autograd holds them) and torch.compile refuses the window's memory (slices of one
+    # variable): a stateless LSTM and an eager step there.
+    h = keras_lstm(8, return_sequences=True, stateful=BACKEND != "torch")(h)
     window = SlidingWindowAttention(3, mode="key_value", stateful=True)
     model = keras.Model(inputs, keras.layers.Dense(20)(window(h)))
     compile_and_build_optimizer(
         model,
         "adam",
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        jit_compile=True,
+        jit_compile=BACKEND != "torch",
     )
     data = RNG.integers(0, 20, (batch * 2, steps + 1))
     model.fit(data[:, :-1], data[:, 1:], batch_size=batch, shuffle=False, verbose=0)
     # The flat memory is [L keys | L values | L validity flags] (`memory_size`).
-    memory, key_size = np.asarray(window.memory), window.piece_sizes[0]
+    memory, key_size = keras.ops.convert_to_numpy(window.memory), window.piece_sizes[0]
     assert memory.shape == (batch, window.memory_size) and window.piece_sizes == (4, 4)
     keys, valid = memory[:, : window.window * key_size], memory[:, -window.window :]
     assert np.all(valid == 1.0) and np.any(keys != 0.0)
     window.reset_state()
-    assert np.all(np.asarray(window.memory) == 0.0)
+    assert np.all(keras.ops.convert_to_numpy(window.memory) == 0.0)
 
 
 ONE_STEP_SCRIPT = """

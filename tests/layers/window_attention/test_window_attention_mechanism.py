@@ -43,7 +43,7 @@ class Mechanism(WindowAttentionMechanism, keras.layers.Layer):
 
 def _softmax(scores, valid=None):
     """Eq. (3) in NumPy: no mass on invalid positions, all zeros without a valid one."""
-    valid = np.ones(scores.shape, bool) if valid is None else np.asarray(valid) > 0.5
+    valid = np.ones(scores.shape, bool) if valid is None else as_numpy(valid) > 0.5
     weights = np.zeros(scores.shape)
     for index in np.ndindex(scores.shape[:-1]):
         row, use = scores[index], valid[index]

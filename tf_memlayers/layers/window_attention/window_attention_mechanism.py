@@ -56,7 +56,7 @@ def window_softmax(scores, valid=None):
     >>> window_softmax(scores, np.array([[0, 0, 1, 1]])).numpy().tolist()
     [[0.0, 0.0, 0.5, 0.5]]
     """
-    if scores.dtype in ("float16", "bfloat16"):
+    if keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
         scores = ops.cast(scores, "float32")
     # The `initial` values leave every row's max / min unchanged and let empty tensors
     # through (Keras refuses to reduce an empty tensor without one).
