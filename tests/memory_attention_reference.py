@@ -5,7 +5,7 @@ checks their test modules share."""
 import keras
 import numpy as np
 
-from tests.support import gradients
+from tests.support import as_numpy, gradients
 
 
 def masked_softmax(scores, mask):
@@ -209,6 +209,6 @@ def check_state_carries_over(layer, x, memory, mask):
     first, *states = layer(x[:, :2], memory=memory, memory_mask=mask)
     second, *_ = layer(x[:, 2:], memory=memory, memory_mask=mask, initial_state=states)
     np.testing.assert_allclose(
-        np.concatenate([first, second], 1), keras.ops.convert_to_numpy(whole), atol=1e-6
+        np.concatenate([as_numpy(first), as_numpy(second)], 1), as_numpy(whole), atol=1e-6
     )
     return states

@@ -94,7 +94,7 @@ def _layer_1_outputs(encoder, premise, hypothesis):
     top_call, seen = top.call, []
 
     def recording_call(sequences, *args, **kwargs):
-        seen.append(np.asarray(sequences, "float32"))
+        seen.append(as_numpy(sequences).astype("float32"))
         return top_call(sequences, *args, **kwargs)
 
     top.call = recording_call
@@ -153,8 +153,8 @@ def test_each_layer_reads_the_hypothesis_from_the_premise_final_state(kind):
     top = keras.layers.RNN(encoder.encoder_layers[1].cell, return_state=True)
     want_p, state = top(got_premise)
     want_h, _ = top(got, initial_state=[state])
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(p), want_p, atol=1e-6)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(h), want_h, atol=1e-6)
+    np.testing.assert_allclose(as_numpy(p), as_numpy(want_p), atol=1e-6)
+    np.testing.assert_allclose(as_numpy(h), as_numpy(want_h), atol=1e-6)
 
 
 def test_the_premise_padding_is_ignored():

@@ -265,7 +265,9 @@ def test_the_memory_is_the_references_history_and_the_cell_state(float64_policy)
     expected, _ = layer(x, mask=mask)
     first, memory = layer(x[:, :6], mask=mask[:, :6])
     second, _ = layer(x[:, 6:], mask=mask[:, 6:], initial_memory=memory)
-    np.testing.assert_allclose(np.concatenate([first, second], 1), as_numpy(expected), atol=1e-12)
+    np.testing.assert_allclose(
+        np.concatenate([as_numpy(first), as_numpy(second)], 1), as_numpy(expected), atol=1e-12
+    )
     _, histories = ngram_reference(
         x[:, :6], weights["ngram_kernel"], 4, (5, 4, 3), weights["ngram_bias"], mask=keep[:, :6]
     )

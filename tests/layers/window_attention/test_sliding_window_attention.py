@@ -489,7 +489,7 @@ def test_stateful_cell_forms_over_segments_equal_one_run_and_derive_their_caches
         stateful.build((2, 6, 5))
         for a, b in zip(rnn.weights, stateful.cell.weights):
             b.assign(a)
-        first, second = stateful(x[:, :6]), stateful(x[:, 6:12])
+        first, second = as_numpy(stateful(x[:, :6])), as_numpy(stateful(x[:, 6:12]))
         np.testing.assert_allclose(np.concatenate([first, second], axis=1), expected, atol=1e-12)
         kernel = stateful.cell.memory_kernel
         kernel.assign(kernel + 0.3)
@@ -522,7 +522,7 @@ def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy
     first, memory = call(x[:, :20], None)
     second, _ = call(x[:, 20:], memory)
     np.testing.assert_allclose(
-        np.concatenate([first, second], axis=1), as_numpy(expected), atol=1e-12
+        np.concatenate([as_numpy(first), as_numpy(second)], axis=1), as_numpy(expected), atol=1e-12
     )
     # The memory is exactly the cell form's window state after the same 20 steps.
     cell = SlidingWindowAttentionCell(PassThroughCell(12), 4, mode="key_value")
@@ -547,7 +547,9 @@ def test_a_fresh_memory_equals_explicit_zeros_forward_and_gradients(float64_poli
     random_weights(layer)
     results = [
         gradients(
-            lambda h, call=call: ops.sum(layer(h, **call) * np.cos(np.arange(7))[:, None]),
+            lambda h, call=call: ops.sum(
+                layer(h, **call) * ops.cos(ops.arange(7, dtype="float64"))[:, None]
+            ),
             layer.trainable_weights,
             [x],
         )
