@@ -1,5 +1,6 @@
 """The benchmarks' one training step (`Step`: an SGD step of a model's ``stateless_call``,
-``jax.jit`` on JAX, the weights donated, ``tf.function(jit_compile=True)`` on TensorFlow), and
+``jax.jit`` on JAX, the weights donated, ``tf.function(jit_compile=True)`` on TensorFlow,
+``torch.autograd`` on torch, compiled by ``torch.compile`` with ``jit``), and
 its arithmetic against the machine's matrix-product rate (`peak_gflops`, `floor_columns`)."""
 
 import time
@@ -31,7 +32,7 @@ def label_crossentropy(probabilities, labels):
 class Step:
     """One compiled SGD step (``w - 1e-3 g``) of a built `keras.Model`; `run` runs one. On JAX
     XLA's buffers (``buffers_mib``) are known before it runs: over ``limit_mib``, not
-    ``runnable``. ``jit``: whether TensorFlow uses XLA."""
+    ``runnable``. ``jit``: whether TensorFlow uses XLA, torch ``torch.compile``."""
 
     def __init__(self, model, inputs, targets=None, loss=mean_square, jit=True, limit_mib=None):
         import keras
@@ -71,6 +72,18 @@ class Step:
             analysis = self.compiled.memory_analysis()
             if analysis is not None:
                 self.buffers_mib = analysis.temp_size_in_bytes / 2**20
+        elif keras.backend.backend() == "torch":
+            import torch
+
+            def step(trainable, non_trainable, inputs, targets):
+                trainable = [w.detach().requires_grad_() for w in trainable]
+                value, non_trainable = loss_of(trainable, non_trainable, inputs, targets)
+                grads = torch.autograd.grad(value, trainable, allow_unused=True)
+                with torch.no_grad():
+                    return value.detach(), update(trainable, grads), non_trainable
+
+            # ``jit``: torch.compile, as Keras's torch backend compiles with ``jit_compile``.
+            self.compiled = torch.compile(step) if jit else step
         else:
             import tensorflow as tf
 
@@ -128,6 +141,11 @@ def peak_gflops(sizes=(512, 1024, 2048), rounds=7, dtype="float32"):
             import jax.numpy as jnp
 
             a, b, product = jnp.asarray(a, dtype), jnp.asarray(b, dtype), jax.jit(jnp.matmul)
+        elif keras.backend.backend() == "torch":
+            import torch
+
+            a, b = (keras.ops.convert_to_tensor(x, dtype) for x in (a, b))
+            product = torch.matmul
         else:
             import tensorflow as tf
 

@@ -18,6 +18,9 @@ def wait_for(value):
             wait_for(item)
     elif hasattr(value, "block_until_ready"):  # a JAX array: wait, without a copy to the host
         value.block_until_ready()
+    elif hasattr(value, "is_cuda"):  # a torch tensor: computed on the CPU, or wait for the GPU
+        if value.is_cuda:
+            __import__("torch").cuda.synchronize(value.device)
     elif hasattr(value, "numpy"):
         value.numpy()
     return value

@@ -83,6 +83,26 @@ def _shapes_and_dtypes(outputs):
     ]
 
 
+def _keras_spec_loses_autocast():
+    """Whether Keras's shape inference reads a variable in its own dtype, not the autocast one:
+    on torch its meta-tensor stub of a variable (``Variable.value``) is built from the variable's
+    dtype, so Keras's own cells (`keras.layers.LSTMCell`) report float32 outputs under
+    ``mixed_float16`` where they compute float16. Measured, so the check returns when Keras
+    fixes it."""
+
+    class Outer(keras.layers.Layer):
+        def __init__(self):
+            super().__init__(dtype="mixed_float16")
+            self.inner = keras.layers.SimpleRNNCell(2, dtype="mixed_float16")
+
+        def call(self, inputs):
+            return self.inner(inputs, [inputs[:, :2]])[0]
+
+    outer = Outer()
+    outer(np.ones((1, 3), "float16"))
+    return outer.compute_output_spec(keras.KerasTensor((1, 3), "float16")).dtype != "float16"
+
+
 def _per_input(shape, make):
     """``make(shape)``, or the list of ``make`` of each of a list of shapes."""
     return [make(one) for one in shape] if isinstance(shape, list) else make(shape)
@@ -442,11 +462,16 @@ class LayerTestCase:
             eager = _shapes_and_dtypes(cell(np.ones((2, INPUT_DIM), dtype), states, **kwargs))
             inputs = keras.Input(batch_shape=(2, INPUT_DIM), dtype=dtype)
             states = [keras.Input(batch_shape=(2, size), dtype=dtype) for size in sizes]
+            specs = [make_cell(policy)(inputs, states, **kwargs)]
             if direct_spec:
-                spec = cell.compute_output_spec(inputs, states, **kwargs)
-                assert _shapes_and_dtypes(spec) == eager, policy
-            symbolic = make_cell(policy)(inputs, states, **kwargs)
-            assert _shapes_and_dtypes(symbolic) == eager, policy
+                specs.append(cell.compute_output_spec(inputs, states, **kwargs))
+            keras_cell = any(c.__module__.startswith("keras.") for c in layer_classes(cell))
+            lost = policy != "float32" and keras_cell and _keras_spec_loses_autocast()
+            for spec in specs:
+                got = _shapes_and_dtypes(spec)
+                if lost:  # float32 where Keras's own cell reports it
+                    got = [(shape, kind.replace("float32", dtype)) for shape, kind in got]
+                assert got == eager, policy
         if BACKEND == "tensorflow":
             self._check_static_state_shapes(make_cell(), call_kwargs)
 

@@ -1,10 +1,13 @@
 """`import tf_memlayers` is light and registers every serializable class of the package."""
 
 import ast
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+
+import pytest
 
 from tests.support import REPO_ROOT
 
@@ -32,25 +35,27 @@ TENSORFLOW_ONLY = (
     "tf_memlayers.ops.associative_gru_passes",
 )
 
-# Imports the package and reports what it loaded and registered; with ``refuse`` (on Keras's
-# JAX backend), every import of TensorFlow fails as on a machine without it, and the script
-# then imports each module of the package and reports what happened.
+# Imports the package and reports what it loaded and registered; with ``refuse`` (top-level
+# module names: on Keras's JAX backend TensorFlow, on its torch backend TensorFlow and JAX),
+# every import of those fails as on a machine without them, and the script then imports each
+# module of the package and reports what happened.
 _SCRIPT = """
 import importlib, json, pathlib, sys
 
-class RefuseTensorFlow:
+class Refuse:
     def find_spec(self, name, path=None, target=None):
-        if name == "tensorflow" or name.startswith("tensorflow."):
+        if name.split(".")[0] in refuse:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
-if refuse:
-    sys.meta_path.insert(0, RefuseTensorFlow())
+sys.meta_path.insert(0, Refuse())
+find_spec = importlib.util.find_spec  # (Keras asks it whether a framework is installed)
+importlib.util.find_spec = lambda name, *a: None if name in refuse else find_spec(name, *a)
 import keras, tf_memlayers
 report = {
     "loaded": sorted(m for m in sys.modules if m.startswith("tf_memlayers.")),
     "examples": sorted(m for m in sys.modules if m.split(".")[0] == "examples"),
     "missing": [n for n in names if not keras.saving.get_registered_object("tf_memlayers>" + n)],
-    "top": sorted(m for m in sys.modules if m.split(".")[0] == "tensorflow"),
+    "top": sorted(m for m in sys.modules if m.split(".")[0] in refuse),
     "modules": {},
 }
 root = pathlib.Path(tf_memlayers.__file__).parent
@@ -62,25 +67,30 @@ for path in sorted(root.rglob("*.py")) if refuse else ():
         report["modules"][name] = "ok"
     except ModuleNotFoundError as error:
         report["modules"][name] = str(error)
-report["after"] = sorted(m for m in sys.modules if m.split(".")[0] == "tensorflow")
+report["after"] = sorted(m for m in sys.modules if m.split(".")[0] in refuse)
 print(json.dumps(report))
 """
 
 
-def test_import_registers_every_class_and_the_layers_import_without_tensorflow():
-    """``import tf_memlayers`` registers every serializable class and loads neither callbacks,
-    training nor examples. Where JAX is installed it runs on JAX without TensorFlow: every
-    module of the layers, models, ops, losses and metrics imports without TensorFlow, and the
-    TensorFlow-only modules refuse with an error naming what needs it (a module-level ``import
-    tensorflow`` back on a layer's import path fails here)."""
-    import importlib.util
+# Each backend the environment has, and what its pass refuses: every import of another
+# backend's framework (a module-level ``import tensorflow`` or ``import jax`` back on a layer's
+# import path fails here).
+REFUSED = {"tensorflow": (), "jax": ("tensorflow",), "torch": ("tensorflow", "jax")}
+BACKENDS = [b for b in REFUSED if importlib.util.find_spec(b)]
 
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_import_registers_every_class_and_the_layers_import_alone(backend):
+    """``import tf_memlayers`` registers every serializable class and loads neither callbacks,
+    training nor examples. On JAX without TensorFlow, and on torch without TensorFlow and
+    JAX, every module of the layers, models, ops, losses and metrics imports, and the
+    TensorFlow-only modules refuse with an error naming what needs it."""
     names = registered_class_names()
     assert {"TiedEmbedding", "Perplexity", "SequenceCrossentropy", "ConditionalEncoder"} <= set(
         names
     )
-    refuse = importlib.util.find_spec("jax") is not None
-    env = {**os.environ, "KERAS_BACKEND": "jax"} if refuse else None
+    refuse = REFUSED[backend]
+    env = {**os.environ, "KERAS_BACKEND": backend}
     script = f"refuse, names = {refuse!r}, {names!r}\n{_SCRIPT}"
     run = dict(capture_output=True, text=True, cwd=REPO_ROOT, timeout=300, env=env)
     result = subprocess.run([sys.executable, "-c", script], **run)

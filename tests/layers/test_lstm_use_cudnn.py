@@ -16,6 +16,10 @@ EXPECTED["float32"] = "auto"
 @pytest.mark.parametrize("dtype", sorted(EXPECTED))
 def test_cudnn_only_where_it_computes_the_dtype(dtype):
     assert lstm_use_cudnn(dtype) == EXPECTED[dtype]
+    # Torch's fused LSTM cannot train a stateful layer (the language-model builder's stateful
+    # rows in tests/models/test_builders_on_every_backend.py train it with this).
+    stateful = False if BACKEND == "torch" else EXPECTED[dtype]
+    assert lstm_use_cudnn(dtype, stateful=True) == stateful
 
 
 @pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16", "mixed_float16", "float64"])
@@ -51,6 +55,8 @@ def test_the_builders_lstms_follow_the_rule(policy):
 @pytest.mark.parametrize(
     "bad, error", [(32, TypeError), ("int32", ValueError), ("float", ValueError)]
 )
-def test_a_bad_dtype_is_refused_with_its_name(bad, error):
+def test_a_bad_argument_is_refused_with_its_name(bad, error):
     with pytest.raises(error, match=rf"`compute_dtype`.*{bad!r}"):
         lstm_use_cudnn(bad)
+    with pytest.raises(TypeError, match="`stateful` must be a bool, got 'yes'"):
+        lstm_use_cudnn("float32", stateful="yes")

@@ -44,13 +44,13 @@ def _outputs(model, inputs):
 
 
 def _train(model, train):
-    """``train()``'s logs, after checking that it traced the step once (the compile helper
-    built the optimizer: Keras on TensorFlow would otherwise make its variables inside the
-    first trace, and trace again) and moved every trainable weight."""
+    """``train()``'s logs, after checking that it traced the step once where it is traced
+    (the compile helper built the optimizer: Keras on TensorFlow would otherwise make its
+    variables inside the first trace, and trace again) and moved every trainable weight."""
     before = [_numpy(weight).copy() for weight in model.trainable_weights]
     traces = count_train_step_traces(model)
     logs = train()
-    assert len(traces) == 1
+    assert len(traces) == 1 or BACKEND == "torch"  # eager there: one call per batch
     unchanged = [
         weight.path
         for weight, value in zip(model.trainable_weights, before)
@@ -145,7 +145,7 @@ KERAS_JAX_RNN_STATES = (
 )
 
 
-@pytest.mark.xfail(BACKEND != "tensorflow", reason=KERAS_JAX_RNN_STATES, strict=True)
+@pytest.mark.xfail(BACKEND == "jax", reason=KERAS_JAX_RNN_STATES, strict=True)
 def test_stateful_language_model_carries_its_state_in_fit_and_predict(tmp_path):
     model = build_language_model(VOCAB, units=12, embedding_dim=6, batch_size=2, sequence_length=5)
     compile_language_model(model, jit_compile=JIT)

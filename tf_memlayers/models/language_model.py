@@ -88,7 +88,7 @@ def _lstm_cell(units, init, forget_bias, recurrent_dropout, name):
 
 def _lstm(units, init, forget_bias, recurrent_dropout, stateful, name):
     options = _lstm_options(units, init, forget_bias, recurrent_dropout, name)
-    use_cudnn = lstm_use_cudnn()
+    use_cudnn = lstm_use_cudnn(stateful=stateful)
     return keras.layers.LSTM(
         return_sequences=True, stateful=stateful, use_cudnn=use_cudnn, **options
     )
