@@ -55,7 +55,8 @@ def keras_lstm(units, **kwargs):
     from tf_memlayers import lstm_use_cudnn
 
     policy = keras.dtype_policies.get(kwargs.get("dtype") or keras.config.dtype_policy())
-    return keras.layers.LSTM(units, use_cudnn=lstm_use_cudnn(policy.compute_dtype), **kwargs)
+    use_cudnn = lstm_use_cudnn(policy.compute_dtype, stateful=kwargs.get("stateful", False))
+    return keras.layers.LSTM(units, use_cudnn=use_cudnn, **kwargs)
 
 
 def masked_rnn(rnn, sequences, mask, **kwargs):

@@ -566,10 +566,9 @@ def test_stateful_layer_carries_memory_inside_jit_fit():
     batch, steps = 4, 6
     inputs = keras.Input((steps,), batch_size=batch, dtype="int32")
     h = keras.layers.Embedding(20, 6)(inputs)
-    # On torch, Keras's stateful LSTM fails in `fit` (its states are assigned in place while
-    # autograd holds them) and torch.compile refuses the window's memory (slices of one
-    # variable): a stateless LSTM and an eager step there.
-    h = keras_lstm(8, return_sequences=True, stateful=BACKEND != "torch")(h)
+    # (On torch an eager step: torch.compile refuses the window's memory, slices of one
+    # variable; Keras leaves jit_compile off there by default.)
+    h = keras_lstm(8, return_sequences=True, stateful=True)(h)
     window = SlidingWindowAttention(3, mode="key_value", stateful=True)
     model = keras.Model(inputs, keras.layers.Dense(20)(window(h)))
     compile_and_build_optimizer(
