@@ -35,10 +35,8 @@ def _cell(value):
 
 
 def key_columns(cells, most=3):
-    """The fewest leading columns of ``cells`` (header first, at most ``most``) that tell the
-    rows apart, or else come closest."""
-    rows = cells[1:]
-    distinct = [len({tuple(row[:count]) for row in rows}) for count in range(1, most + 1)]
+    """The fewest leading columns (≤ ``most``) best telling ``cells``' rows apart (header first)."""
+    distinct = [len({tuple(row[:count]) for row in cells[1:]}) for count in range(1, most + 1)]
     return 1 + distinct.index(max(distinct))
 
 
@@ -59,15 +57,12 @@ def _grid(cells):
     widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
     line = lambda ch: "+" + "+".join(ch * (w + 2) for w in widths) + "+"  # noqa: E731
     body = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    out = [line("-"), body(cells[0]), line("=")]
-    for r in cells[1:]:
-        out += [body(r), line("-")]
-    return "\n".join(out)
+    rows = [f"{body(r)}\n{line('-')}" for r in cells[1:]]
+    return "\n".join([line("-"), body(cells[0]), line("="), *rows])
 
 
 def columns_of(spec):
-    """``[(key, header), ...]`` of ``"key: header; key; ..."`` (a bare key: its own header), or
-    of such a list."""
+    """``[(key, header)]`` of ``"key: header; key; ..."`` (a bare key: its own header) or a list."""
     if not isinstance(spec, str):
         return list(spec)
     parts = (part.partition(": ") for part in spec.split("; "))

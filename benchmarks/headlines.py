@@ -20,44 +20,32 @@ def _load(name):
 
 
 def lm_headline(ptb_rows):
-    """``(comparison, result)`` of the PTB language models: test perplexities, best first.
-    When the models trained for different numbers of epochs (rows kept from a run with a
-    lower epoch cap), each score names its model's epochs."""
+    """``(comparison, result)`` of the PTB language models: test perplexities, best first, each
+    naming its model's epochs where they differ (rows kept from a run with a lower epoch cap)."""
     lm = sorted(ptb_rows, key=lambda row: row["test_perplexity"])
     epochs = sorted({row["epochs_trained"] for row in lm})
     # The budget is the LSTM's: every memory model takes the width closest to it.
     lstm = [row for row in lm if row["model"] == "lstm"]
     budget = f"the LSTM's {lstm[0]['parameters']:,}" if lstm else f"{lm[0]['parameters']:,}"
-    comparison = f"PTB word-level test perplexity, equal parameter budget ({budget} weights), " + (
-        f"{epochs[0]} epochs" if len(epochs) == 1 else "each model's epochs in brackets"
-    )
-    result = ", ".join(
-        f"{row['model']} {row['test_perplexity']:.1f}"
-        + ("" if len(epochs) == 1 else f" ({row['epochs_trained']} epochs)")
-        for row in lm
-    )
-    return comparison, result
+    comparison = f"PTB word-level test perplexity, equal parameter budget ({budget} weights), "
+    comparison += f"{epochs[0]} epochs" if len(epochs) == 1 else "each model's epochs in brackets"
+    each = "" if len(epochs) == 1 else " ({epochs_trained} epochs)"
+    return comparison, ", ".join(("{model} {test_perplexity:.1f}" + each).format(**r) for r in lm)
 
 
 def seq2seq_headline(summaries):
-    """``(comparison, result)`` of the auto-encoders, ``summaries`` by corpus name: decoded word
-    accuracy (whole sentences in brackets) and the AM-GRU encoder's key similarity (the
-    paper's "same key")."""
+    """``(comparison, result)`` of the auto-encoders by corpus name: decoded word accuracy (whole
+    sentences in brackets), the AM-GRU encoder's key similarity (the paper's "same key")."""
     from benchmarks.papers.seq2seq_autoencoding import MODELS
 
     names = {description: model for model, description in MODELS.items()}
-    comparison = (
-        "sentence auto-encoding (§5.3): test words decoded right, whole sentences in "
-        "brackets, and the AM-GRU encoder's key similarity (1: one key)"
-    )
+    comparison = "sentence auto-encoding (§5.3): test words decoded right, whole sentences in "
+    comparison += "brackets, and the AM-GRU encoder's key similarity (1: one key)"
     parts = []
     for corpus, summary in summaries.items():
         seeds = summary[0]["seeds"]
-        scores = ", ".join(
-            f"{names.get(row['model'], row['model'])} {row['decoded_word_accuracy']} "
-            f"({row['decoded_exact_match']})"
-            for row in summary
-        )
+        score = "{} {decoded_word_accuracy} ({decoded_exact_match})"
+        scores = ", ".join(score.format(names.get(r["model"], r["model"]), **r) for r in summary)
         dual = [row for row in summary if names.get(row["model"]) == "dual_am_gru"]
         if dual and dual[0]["key_similarity"]:
             scores += f", key similarity {dual[0]['key_similarity']}"
@@ -72,9 +60,7 @@ def rows():
 
     snli, last_word = _load("snli_real_data"), _load("fill_last_word_real_data")
     corpora = {"generated corpus": "", "Penn Treebank": "_ptb"}
-    seq2seq = {
-        name: _load(f"seq2seq_autoencoding{end}")["summary"] for name, end in corpora.items()
-    }
+    seq2seq = {name: _load(f"seq2seq_autoencoding{e}")["summary"] for name, e in corpora.items()}
     snli_comparison = (
         f"SNLI test accuracy on {snli['data']['train']:,} training pairs, "
         f"{snli['summary'][0]['seeds']} seeds (the paper's on 550k pairs in brackets)"
@@ -83,10 +69,8 @@ def rows():
         f"{row['model']} {row['test']} (paper {PAPER_TABLE_1[row['model']][-1]}%)"
         for row in snli["summary"]
     )
-    last_word_result = ", ".join(
-        f"{row['model']} {row['dev_accuracy']} ({row['seeds']} seed{'s' * (row['seeds'] > 1)})"
-        for row in table_rows(last_word["runs"])
-    )
+    each, runs = "{model} {dev_accuracy} ({seeds} seed{s})", table_rows(last_word["runs"])
+    last_word_result = ", ".join(each.format(**r, s="s" * (r["seeds"] > 1)) for r in runs)
     found = [
         ("Daniluk et al. 2017", *lm_headline(_load("lm_equal_budget_ptb")["rows"])),
         ("Weissenborn 2016", snli_comparison, snli_result),
@@ -97,10 +81,8 @@ def rows():
 
 
 COLUMNS = "paper: paper; comparison: comparison; result: result"
-CAPTION = (
-    "Written by ``python -m benchmarks.headlines`` from the benchmarks' results files; the "
-    "results page (``docs/results.rst``) has every row, its settings and the figures."
-)
+CAPTION = "Written by ``python -m benchmarks.headlines`` from the benchmarks' results files; the "
+CAPTION += "results page (``docs/results.rst``) has every row, its settings and the figures."
 
 
 def main(argv=None):

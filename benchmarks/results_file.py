@@ -65,8 +65,7 @@ class ResultsFile:
         report = self.stored()
         if report is None:
             return fresh if fresh is not None else {"settings": self.settings, self.rows: []}
-        report["settings"] = self.settings
-        return report
+        return report | {"settings": self.settings}
 
     def key_of(self, row):
         values = tuple(row[name] for name in self.key)

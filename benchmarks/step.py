@@ -40,16 +40,12 @@ class Step:
         started, self.model, convert = time.perf_counter(), model, keras.ops.convert_to_tensor
         self.data = keras.tree.map_structure(convert, (inputs, 0 if targets is None else targets))
         # Copies: JAX updates the step's weights in place, the model's stay as they were.
-        self.state = [
-            [keras.ops.copy(v.value) for v in model.trainable_variables],
-            [keras.ops.copy(v.value) for v in model.non_trainable_variables],
-        ]
+        variables = (model.trainable_variables, model.non_trainable_variables)
+        self.state = [[keras.ops.copy(v.value) for v in part] for part in variables]
 
-        def loss_of(trainable, non_trainable, inputs, targets):
-            outputs, non_trainable = model.stateless_call(
-                trainable, non_trainable, inputs, training=True
-            )
-            return loss(outputs, targets), non_trainable
+        def loss_of(trainable, others, inputs, targets):
+            outputs, others = model.stateless_call(trainable, others, inputs, training=True)
+            return loss(outputs, targets), others
 
         def update(trainable, grads):
             return [
@@ -122,9 +118,10 @@ def training_flops(products):
     return 3 * sum(2 * rows * inner * columns for rows, inner, columns in products)
 
 
-def floor_columns(flops, milliseconds, peak):
+def floor_columns(flops, milliseconds, peak, prefix=""):
     """``{"gflop_per_step", "share_of_peak"}`` of ``flops`` in ``milliseconds`` at ``peak``."""
-    return {"gflop_per_step": flops / 1e9, "share_of_peak": flops / (milliseconds * 1e6) / peak}
+    share = flops / (milliseconds * 1e6) / peak
+    return {f"{prefix}gflop_per_step": flops / 1e9, f"{prefix}share_of_peak": share}
 
 
 def peak_gflops(sizes=(512, 1024, 2048), rounds=7, dtype="float32"):

@@ -63,8 +63,7 @@ def median_ratio(samples, base):
 
 
 def median_saving(samples, minuend, subtrahend, unit):
-    """The median over the rounds of ``(minuend - subtrahend) / unit``: what ``subtrahend``
-    saves against ``minuend``, in units of ``unit``'s time."""
+    """The median over the rounds of ``(minuend - subtrahend) / unit``: ``subtrahend``'s saving."""
     return statistics.median(
         (a - b) / u for a, b, u in zip(samples[minuend], samples[subtrahend], samples[unit])
     )

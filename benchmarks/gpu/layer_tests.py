@@ -16,9 +16,8 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from benchmarks import ArgumentParser, positive
+from benchmarks import ROOT, ArgumentParser, positive
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUTCOMES = {"failure": "failed", "error": "errors", "skipped": "skipped"}  # JUnit's tags
 
 
@@ -51,9 +50,8 @@ def read_ids(path):
 def collect(files):
     """The test ids in ``files`` (under ``tests/``), as pytest collects them."""
     command = [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider"]
-    done = subprocess.run(
-        command + [f"tests/{f}" for f in files], cwd=ROOT, capture_output=True, text=True
-    )
+    command += [f"tests/{f}" for f in files]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     ids = [line for line in done.stdout.splitlines() if "::" in line]
     if done.returncode != 0 or not ids:
         raise RuntimeError(f"collecting the layer tests failed:\n{done.stdout}\n{done.stderr}")
@@ -61,16 +59,14 @@ def collect(files):
 
 
 def run(targets, workers, seconds, junit, log, ids_file):
-    """``(exit status, interrupted)`` of pytest over ``targets``, interrupted (SIGINT: it still
-    reports) after ``seconds``."""
+    """``(status, interrupted)`` of pytest on ``targets``; SIGINT (it reports) after ``seconds``."""
     command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--disable-warnings"]
     command += ["-p", "no:cacheprovider", f"--junitxml={junit}", "-o", "junit_family=xunit2"]
     command += ["-p", "benchmarks.gpu.layer_tests", f"--collected-ids-file={ids_file}"]
     command += ["-n", str(workers), "--dist", "loadgroup"] if workers > 1 else []
+    command += targets
     with open(log, "w", encoding="utf-8") as out:
-        process = subprocess.Popen(
-            command + list(targets), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT
-        )
+        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
         try:
             return process.wait(timeout=seconds), False
         except subprocess.TimeoutExpired:
@@ -178,24 +174,15 @@ def main(argv=None):
         collected = read_ids(ids_file)
     if collected is None:
         collected = collect(files) if args.mode == "full" and not args.rerun_from else targets
-    summary = {
-        "mode": args.mode,
-        "files": files,
-        "collected": len(collected),
-        "precision": os.environ.get("JAX_DEFAULT_MATMUL_PRECISION", "default"),
-        "xla_flags": os.environ.get("XLA_FLAGS", ""),
-        "exit_status": status,
-        "interrupted_at_time_limit": interrupted,
-        "wall_seconds": round(time.perf_counter() - started, 1),
-        "rerun_from": args.rerun_from,
-        **summarise(junit, collected),
-    }
+    precision = os.environ.get("JAX_DEFAULT_MATMUL_PRECISION", "default")
+    summary = dict(mode=args.mode, files=files, collected=len(collected), precision=precision)
+    summary |= dict(xla_flags=os.environ.get("XLA_FLAGS", ""), exit_status=status)
+    wall_seconds = round(time.perf_counter() - started, 1)
+    summary |= dict(interrupted_at_time_limit=interrupted, wall_seconds=wall_seconds)
+    summary |= dict(rerun_from=args.rerun_from, **summarise(junit, collected))
     (out / "layer_tests.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(
-        f"layer tests: {summary['passed']} passed, {summary['failed']} failed, "
-        f"{summary['errors']} errors, {summary['skipped']} skipped, "
-        f"{len(summary['not_run'])} not run, in {summary['wall_seconds']} s"
-    )
+    counts = ", ".join(f"{summary[key]} {key}" for key in ("passed", "failed", "errors", "skipped"))
+    print(f"layer tests: {counts}, {len(summary['not_run'])} not run, in {wall_seconds} s")
     for failure in summary["failures"]:
         print(f"FAILED {failure['test']}: {failure['message']}")
     return 0 if status == 0 and not interrupted else 1

@@ -74,12 +74,10 @@ case $? in 0) ;; 3) say "JAX sees no GPU: stopping"; exit 3 ;; *) status=1 ;; es
 
 # A measuring step ends at its budget plus a margin, what it measured in its file.
 say "4. the speed tables (${speed_s}s budget)"
-# GPU_RUN_SPEED_ARGS: options of python -m benchmarks.speed (--tables, --lengths; on a GPU
-# "--lengths 20 100" unless set).
+# GPU_RUN_SPEED_ARGS: options of python -m benchmarks.speed (on a GPU: --lengths 20 100).
 # shellcheck disable=SC2086
 timeout -k 10 "$((speed_s + 90))" "$python" -m benchmarks.speed --device gpu --backend jax \
-  --sizes "$sizes" --budget-s "$speed_s" --out "$out/speed.json" $speed_args >/dev/null \
-  || status=1
+  --sizes "$sizes" --budget-s "$speed_s" --out "$out/speed.json" $speed_args >/dev/null || status=1
 
 if [ -n "$long_lengths" ]; then
   say "5. window attention at T = ${long_lengths} (${long_s}s budget, constant folding off)"

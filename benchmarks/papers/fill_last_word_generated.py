@@ -1,13 +1,13 @@
 """The last-word example on its generated corpus: no cache and the cache reads, 3 seeds.
 
-``examples/fill_last_word/`` with its defaults, once per row and seed (docs/results.rst).
-"""
+``examples/fill_last_word/`` with its defaults, once per row and seed (docs/results.rst)."""
 
 import pathlib
 
-from benchmarks import ROOT, ArgumentParser, positive, results_file
+from benchmarks import ROOT, ArgumentParser, positive
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.papers import mean_and_spread
+from benchmarks.results_file import ResultsFile, add_results_options
 
 NAME = "fill_last_word_generated"
 VARIANTS = {  # key: (name in the table, the example's options)
@@ -29,7 +29,7 @@ def parse_args(argv=None):
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--epochs", type=positive(int), help="default: the example's")
     parser.add_argument("--runs-dir", type=pathlib.Path, default=ROOT / f"runs/benchmarks/{NAME}")
-    results_file.add_results_options(parser, ROOT / f"benchmarks/results/{NAME}.json")
+    add_results_options(parser, ROOT / f"benchmarks/results/{NAME}.json")
     add_update_docs_option(parser)
     args = parser.parse_args(argv)
     args.example_arguments = ["--epochs", str(args.epochs)] if args.epochs else []
@@ -93,9 +93,7 @@ def write_docs_table(report):
 def main(argv=None):
     args = parse_args(argv)
     settings = {"example_arguments": args.example_arguments}
-    results = results_file.ResultsFile(
-        args.results, settings, key=("variant", "seed"), summarise=summarise
-    )
+    results = ResultsFile(args.results, settings, key=("variant", "seed"), summarise=summarise)
     keys = [(key, seed) for seed in args.seeds for key in args.variants]
     return results.run(args, keys, lambda _, key: run(*key, args), write_docs_table)
 

@@ -1,8 +1,7 @@
 """Last-word accuracy on real sentences (PWKP, Gaffney's split): pooling and cache variants.
 
 ``examples/fill_last_word/`` trained on ``test.txt`` until its accuracy on a held-out part of it
-stops improving, its best epoch scored on ``dev.txt``, once per row and seed (docs/results.rst).
-"""
+stops improving, its best epoch scored on ``dev.txt``, once per row and seed (docs/results.rst)."""
 
 import pathlib
 import shutil
@@ -20,6 +19,8 @@ VARIANTS = (  # (row, the example's options)
     ("attention + cache 1,000", "--query none"),
     ("attention + cache 1,000, dot read", "--query dot"),
 )
+COLUMNS = "model: model; seeds: seeds; dev_accuracy: dev accuracy (%); per_seed: per seed; "
+COLUMNS += "best_epochs: best epoch per seed; train_minutes: train minutes per seed"
 
 
 def parse_args(argv=None):
@@ -118,11 +119,7 @@ def main(argv=None):
 
 def write_docs_table(report):
     corpus, settings = report["data"], report["settings"]
-    update_docs(
-        "fill-last-word-real-data",
-        table_rows(report["runs"]),
-        "model: model; seeds: seeds; dev_accuracy: dev accuracy (%); per_seed: per seed; "
-        "best_epochs: best epoch per seed; train_minutes: train minutes per seed",
+    caption = (
         f"Last-word accuracy (%) on PWKP ``dev.txt`` ({corpus['dev_sentences']:,} sentences), "
         f"trained on ``test.txt`` ({corpus['train_sentences']:,} sentences, with "
         f"{corpus['held_out_sentences']:,} more held out for early stopping; vocabulary "
@@ -135,8 +132,9 @@ def write_docs_table(report):
         'read`` (``query="dot"``, its gate starting at 1). The paper reports (validation '
         "accuracy, Table 2) a plain LSTM at about 7.0%, attention 28.2% and attention + a cache "
         "of 1,000 33.6%, on its own 75% training split, which is not available, and with a "
-        "validation set drawn from inside its training set, so the figures are not comparable.",
+        "validation set drawn from inside its training set, so the figures are not comparable."
     )
+    update_docs("fill-last-word-real-data", table_rows(report["runs"]), COLUMNS, caption)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,7 @@ Each trains until its validation perplexity stops improving (``--patience``, at 
 ``--max-epochs``); ``--epochs N``: N epochs each; ``--config PRESET``: the example's preset;
 ``--cost``: an epoch's and the run's cost, from the steps timed on ``--steps`` real batches. A
 rerun skips the models in the results file; a run directory continues its model. The results
-page names each table's command.
-"""
+page names each table's command."""
 
 import functools
 import json
@@ -48,8 +47,8 @@ COST_COLUMNS = "corpus; model; hidden; parameters; train_step_seconds: train ste
 COST_COLUMNS += "train_step_range: train step, fastest and slowest pass (s); scoring_step_seconds: "
 COST_COLUMNS += "scoring step (s); epoch_minutes: minutes per epoch; max_epochs_hours: hours for "
 COST_COLUMNS += "the epoch cap; measured_epoch_minutes: minutes per epoch, measured in the run"
-VALID_ALT = "validation perplexity per epoch of each language model"
-ATTENTION_ALT = "mean attention weight by window position of each attention model"
+FIGURES = {"valid": "validation perplexity per epoch of each language model"}  # name: alt text
+FIGURES["attention"] = "mean attention weight by window position of each attention model"
 PRESET_COLUMNS = "config: preset; model; parameters; epochs; last_epoch_train_perplexity: train "
 PRESET_COLUMNS += "ppl (last epoch); valid_perplexity: valid ppl; test_perplexity: test ppl"
 
@@ -61,15 +60,12 @@ def parse_args(argv=None):
     add("--data-root", type=pathlib.Path, default=DATA, help="the folder of ptb/, wikitext2/")
     add("--models", nargs="+", choices=models.KINDS, default=list(models.KINDS))
     add("--units", type=cli.positive_int, default=200, help="the LSTM's: the budget")
-    add("--embedding-dim", type=cli.positive_int, default=200)
     add("--dropout", type=cli.fraction, default=0.4, help="every model's")
     add("--learning-rate", type=cli.positive, default=1e-3)
-    add("--window", type=cli.positive_int, default=5)
-    add("--ngram", type=cli.positive_int, default=4)
-    add("--batch-size", type=cli.positive_int, default=64)
-    add("--sequence-length", type=cli.positive_int, default=20)
     add("--seed", type=cli.non_negative_int, default=0)
-    add("--max-epochs", type=cli.positive_int, default=40)
+    sizes = dict(embedding_dim=200, window=5, ngram=4, batch_size=64, sequence_length=20)
+    for name, default in (sizes | {"max_epochs": 40}).items():
+        add(f"--{name.replace('_', '-')}", type=cli.positive_int, default=default)
     add("--patience", type=cli.positive_int, default=2, help="bad epochs before a model stops")
     add("--verbose", type=int, choices=(0, 1, 2), default=2)
     add("--epochs", type=cli.positive_int, help="N epochs each instead (default: to convergence)")
@@ -212,11 +208,9 @@ def measure(args):
 
 def write_cost_docs(reports):  # one table of every corpus's rows
     first = reports[0]
-    corpora = ", ".join(
-        f"{CORPUS_NAMES[r['corpus']]} ({r['train_batches']} training and "
-        f"{r['valid_batches']} validation batches, vocabulary {r['vocabulary']:,})"
-        for r in reports
-    )
+    each = "{} ({train_batches} training and {valid_batches} validation batches, vocabulary "
+    each += "{vocabulary:,})"
+    corpora = ", ".join(each.format(CORPUS_NAMES[r["corpus"]], **r) for r in reports)
     caption = (
         f"What one epoch of the equal-budget run costs on a machine with {first['cpus']} CPU "
         f"cores and {first['gpus'] or 'no'} GPU, estimated by "
@@ -264,10 +258,8 @@ def draw_figures(report, folder):
         positions = np.arange(window) + (i - (len(rows) - 1) / 2) * width
         bars.bar(positions, row["attention_by_position"], width, label=row["model"])
     bars.set_xticks(np.arange(window), [f"t-{window - i}" for i in range(window)])
-    title = f"{corpus}: attention by window position (validation text)"
-    bars.set(
-        xlabel="window position (oldest … newest)", ylabel="mean attention weight", title=title
-    )
+    bars.set(xlabel="window position (oldest … newest)", ylabel="mean attention weight")
+    bars.set_title(f"{corpus}: attention by window position (validation text)")
     for figure, name, legend in ((valid, "valid", True), (attention, "attention", rows)):
         if legend:
             figure.axes[0].legend()
@@ -311,16 +303,14 @@ def write_docs(report):
     if "config" in report:  # the metrics of a preset's run
         perplexities = ("last_epoch_train_perplexity", "valid_perplexity", "test_perplexity")
         row = report | {key: f"{report[key]:.2f}" for key in perplexities if report.get(key)}
-        return update_docs(
-            "lm-reproduction",
-            [row],
-            PRESET_COLUMNS,
+        caption = (
             f"``examples/ptb_memory_lm.py --config {report['config']}`` on Penn Treebank "
             f"({report['train_tokens_per_epoch']:,} training targets per epoch), perplexity over "
             f"the complete validation and test splits, trained on a 2-core CPU (wall time of the "
             f"final invocation: {report['seconds'] / 60:.0f} minutes). Published: TensorFlow's "
-            "PTB tutorial (small) 121.39 valid / 115.91 test; Zaremba et al. 120.7 / 114.5.",
+            "PTB tutorial (small) 121.39 valid / 115.91 test; Zaremba et al. 120.7 / 114.5."
         )
+        return update_docs("lm-reproduction", [row], PRESET_COLUMNS, caption)
     s, rows = report["settings"], in_model_order(report["rows"])
     if "epochs" in s:
         caption = (
@@ -353,17 +343,12 @@ def write_docs(report):
         + (resets + "scoring." if report["corpus"] == "wikitext2" else "")
         + notes(rows, gains)
     )
-    return update_docs(
-        DOCS_BLOCKS[report["corpus"]],
-        [row | {"stopped_by": stopped_by(row, s["patience"])} for row in gains],
-        EQUAL_BUDGET_COLUMNS + ATTENTION_COLUMN,
-        caption,
-        footer="\n\n".join(
-            f".. image:: images/lm_equal_budget_{report['corpus']}_{name}.png\n   :alt: {alt}"
-            for name, alt in (("valid", VALID_ALT), ("attention", ATTENTION_ALT))
-        ),
-        insert_after=DOCS_BLOCKS["ptb"],
-    )
+    table = [row | {"stopped_by": stopped_by(row, s["patience"])} for row in gains]
+    image = f".. image:: images/lm_equal_budget_{report['corpus']}_{{}}.png\n   :alt: {{}}"
+    footer = "\n\n".join(image.format(*figure) for figure in FIGURES.items())
+    block, after = DOCS_BLOCKS[report["corpus"]], DOCS_BLOCKS["ptb"]
+    columns = EQUAL_BUDGET_COLUMNS + ATTENTION_COLUMN
+    return update_docs(block, table, columns, caption, footer=footer, insert_after=after)
 
 
 def main(argv=None):

@@ -15,11 +15,8 @@ from benchmarks.results_file import ResultsFile, add_results_options
 from examples.seq2seq.input_pipeline import GENERATED_LENGTHS
 
 NAME = "seq2seq_autoencoding"
-MODELS = {
-    "dual_am_gru": "AM-GRU encoder, Dual AM-GRU decoder",
-    "attention": "GRU encoder, GRU decoder with attention",
-    "gru": "GRU encoder, GRU decoder",
-}
+MODELS = dict(dual_am_gru="AM-GRU encoder, Dual AM-GRU decoder")
+MODELS |= dict(attention="GRU encoder, GRU decoder with attention", gru="GRU encoder, GRU decoder")
 # Per --corpus: the example's options, default epochs and seeds, block, data in the caption.
 OPTIONS = {"generated": [], "ptb": ["--max-length", "15", "--max-train", "10000"]}
 DEFAULTS = {"generated": (20, [0, 1, 2]), "ptb": (8, [0])}
@@ -52,15 +49,11 @@ CAPTION = (
     "the results file."
 )
 # Figure 3's panels: the title and the lowest value of each model's heatmap.
-PANELS = {
-    "dual_am_gru": ("Dual AM-GRU: cosine(encoder write, decoder read)", -1.0),
-    "attention": ("attention decoder: weights over the source", 0.0),
-}
-ALT = (
-    "Two heatmaps over one test sentence: left, the cosine similarity between what the AM-GRU "
-    "encoder wrote at each source word and what the Dual AM-GRU decoder read at each step; "
-    "right, the attention decoder's weights over the source words."
-)
+PANELS = {"dual_am_gru": ("Dual AM-GRU: cosine(encoder write, decoder read)", -1.0)}
+PANELS["attention"] = ("attention decoder: weights over the source", 0.0)
+ALT = "Two heatmaps over one test sentence: left, the cosine similarity between what the AM-GRU "
+ALT += "encoder wrote at each source word and what the Dual AM-GRU decoder read at each step; "
+ALT += "right, the attention decoder's weights over the source words."
 
 
 def parse_args(argv=None):

@@ -63,8 +63,7 @@ def describe_device():
 
 
 def peaks(args, sizes):
-    """The matrix-product rates of ``--peaks-from``, else measured per dtype policy (on a GPU
-    also float32 without TF32)."""
+    """``--peaks-from``'s matmul rates, else measured per dtype (a GPU's also without TF32)."""
     from benchmarks.step import peak_gflops
 
     try:

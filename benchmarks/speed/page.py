@@ -6,21 +6,16 @@ import pathlib
 import re
 import tomllib
 
-from benchmarks import results_file
+from benchmarks import ROOT, results_file
 from benchmarks.docs_tables import RESULTS_PAGE, columns_of, update_docs
 from benchmarks.speed.tables import FLOOR_LAYER, TABLES, equal_weight_key_dim
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "docs" / "images"
 GPU_RUNS, GPU_FIGURE = ROOT / "benchmarks" / "results" / "gpu", IMAGES / "gpu_window_attention.png"
 BLOCKS = tomllib.loads(pathlib.Path(__file__).with_name("page.toml").read_text(encoding="utf-8"))
 # The window-attention implementations of the peer comparison, in the order of their colours.
-IMPLS = {
-    "ours": "SlidingWindowAttention",
-    "mha_width": "MultiHeadAttention (sliding window)",
-    "seq_self_attention": "SeqSelfAttention",
-    "output_only": "eq. (5) matmuls alone",
-}
+IMPLS = {"ours": "SlidingWindowAttention", "mha_width": "MultiHeadAttention (sliding window)"}
+IMPLS |= {"seq_self_attention": "SeqSelfAttention", "output_only": "eq. (5) matmuls alone"}
 
 
 def text(name, key="caption"):
@@ -77,8 +72,7 @@ def dual(report, rows, images):
     name = {"peak_mib": "peak", "buffers_mib": "XLA buffers"}[memory]
     names = {"dual": "Dual AM-GRU (8 copies)", "attention": "LSTM, word-by-word attention"}
     lines = [
-        (i, label, f"{key}_ms_per_step", f"{key}_{memory}", "-", rows)
-        for i, (key, label) in enumerate(names.items())
+        (i, names[k], f"{k}_ms_per_step", f"{k}_{memory}", "-", rows) for i, k in enumerate(names)
     ]
     labels = ("ms per hypothesis step", f"{name} MiB", "premise length")
     titles = ("training time per hypothesis step", "peak memory of a training step")
@@ -113,41 +107,30 @@ def heap(report, rows, images):
     by_size = {row["cache_size"]: row for row in rows}
     worst = [by_size.get(k, {}).get("heap_worst_ms") for k in (100000, 1000)]
     at_1k = by_size.get(1000, {}).get("heap_over_topk_worst")
+    values = dict(step_settings=step_report["settings"], step_peak=step_peak)
+    values["worst"] = f"{worst[0] / worst[1]:.2f}x" if all(worst) else "not measured"
     at_1k = at_1k and f"; at K=1k the exact heap write takes {at_1k:.2f}x the top-k write"
-    read, write = ms["cache read"], ms["cache read + heap write"]
-    return table, {
-        "worst": f"{worst[0] / worst[1]:.2f}x" if all(worst) else "not measured",
-        "at_1k": f"{at_1k} (worst case)." if at_1k else ".",
-        "step_settings": step_report["settings"],
-        "step_peak": step_peak,
-        "base": ms["no cache"]["median_ms"],
-        "read": read["median_ms"],
-        "write": write["median_ms"],
-        "read_overhead": 100 * (read["ratio_to_no_cache"] - 1),
-        "write_overhead": 100 * (write["ratio_to_no_cache"] - 1),
-        "steps": ", ".join(
-            f"{name} {row['gflop_per_step']:.2f} GFLOP ({100 * row['share_of_peak']:.0f}%)"
-            for name, row in ms.items()
-        ),
-    }
+    values["at_1k"] = f"{at_1k} (worst case)." if at_1k else "."
+    names = dict(base="no cache", read="cache read", write="cache read + heap write")
+    for name, model in names.items():
+        values[name] = ms[model]["median_ms"]
+        values[f"{name}_overhead"] = 100 * (ms[model]["ratio_to_no_cache"] - 1)
+    step = "{} {gflop_per_step:.2f} GFLOP ({share_of_peak:.0%})"
+    return table, values | {"steps": ", ".join(step.format(n, **r) for n, r in ms.items())}
 
 
-#: Each table's block, and how its rows and its caption's values are made from the results
-#: where it needs more than the settings: ``function(report, rows, images) -> (rows, values)``.
-SPEED_BLOCKS = {
-    "language_model": ("window-attention-speed", None),
-    "window_peers": ("window-attention-vs-peers", peers),
-    "window_attention": ("window-attention-floor", None),
-    "lm_kinds": ("lm-throughput", None),
-    "lm_equal_parameters": ("lm-throughput-equal-parameters", None),
-    "packing": ("lm-packing", None),
-    "associative_memory": ("associative-memory-speed", None),
-    "dual_vs_word_by_word": ("dual-vs-word-by-word", dual),
-    "snli": ("snli-model-step", snli),
-    "heap_write": ("heap-cache-speed", heap),
-    "attention_wrapper": ("attention-wrapper-speed", None),
-    "backends": ("backends-speed", None),
-}
+#: Each table's block.
+SPEED_BLOCKS = dict(language_model="window-attention-speed")
+SPEED_BLOCKS |= dict(window_peers="window-attention-vs-peers")
+SPEED_BLOCKS |= dict(window_attention="window-attention-floor", lm_kinds="lm-throughput")
+SPEED_BLOCKS |= dict(lm_equal_parameters="lm-throughput-equal-parameters", packing="lm-packing")
+SPEED_BLOCKS |= dict(associative_memory="associative-memory-speed")
+SPEED_BLOCKS |= dict(dual_vs_word_by_word="dual-vs-word-by-word", snli="snli-model-step")
+SPEED_BLOCKS |= dict(heap_write="heap-cache-speed", attention_wrapper="attention-wrapper-speed")
+SPEED_BLOCKS |= dict(backends="backends-speed")
+#: How a block's rows and caption's values are made from the results where it needs more than
+#: the settings: ``function(report, rows, images) -> (rows, values)``.
+MAKERS = dict(window_peers=peers, dual_vs_word_by_word=dual, snli=snli, heap_write=heap)
 
 
 def read_rows(table, report=None):
@@ -158,10 +141,9 @@ def read_rows(table, report=None):
 
 
 def write(tables, report=None, page=RESULTS_PAGE, images=IMAGES):
-    """Writes the blocks of ``tables`` into ``page`` (their figures into ``images``) from
-    ``report`` (a run's results) or their results files."""
+    """Writes ``tables``' blocks in ``page``, figures in ``images``, from ``report`` or files."""
     for table in [table for table in tables if table in SPEED_BLOCKS]:
-        name, make = SPEED_BLOCKS[table]
+        name, make = SPEED_BLOCKS[table], MAKERS.get(table)
         report_of, rows, peak = read_rows(table, report)
         rows, values = make(report_of, rows, images) if make else (rows, {})
         s, cpus = report_of["settings"], report_of.get("device", {}).get("cpus")
@@ -172,9 +154,7 @@ def write(tables, report=None, page=RESULTS_PAGE, images=IMAGES):
         write_block(name, rows, values, page, "caption_corpus" if corpus else "caption")
 
 
-# --- the GPU runs -------------------------------------------------------------------------
-
-# What tells a row of each speed table apart from the others, beside its dtype.
+# The GPU runs: what tells a row of each speed table apart from the others, beside its dtype.
 ROW_KEYS = dict(window_attention="T", language_model="variant", associative_memory="layer")
 ROW_KEYS.update(snli="kind", heap_write="cache_size")
 
@@ -203,9 +183,8 @@ def layer_test_rows(runs):
     for run in runs:
         if (tests := run["layer_tests"]) is None:
             continue
-        counts = collections.Counter(
-            re.sub(r"\s+", " ", failure["message"])[:60].rstrip() for failure in tests["failures"]
-        )
+        messages = (re.sub(r"\s+", " ", f["message"])[:60].rstrip() for f in tests["failures"])
+        counts = collections.Counter(messages)
         done = re.findall(r"\+(\d+)s\] done, status", run["log"])
         rerun = tests.get("rerun_from") and pathlib.Path(tests["rerun_from"]).parent.name
         row = dict(run=run["name"], gpu=gpu_name(run), precision=tests["precision"])
@@ -249,11 +228,10 @@ def peaks_text(runs):
     for run in runs:
         if (speed := run["speed"]) and (peaks := speed.get("peak_gflops")):
             highest = speed.get("peak_gflops_float32_highest")
+            highest = f", float32 at 'highest' precision {highest / 1000:.0f}" if highest else ""
             parts.append(
                 f"{run['name']} on an {gpu_name(run)}: float32 {peaks['float32'] / 1000:.0f}, "
-                f"bfloat16 {peaks['mixed_bfloat16'] / 1000:.0f}"
-                + (f", float32 at 'highest' precision {highest / 1000:.0f}" if highest else "")
-                + " TFLOP/s"
+                f"bfloat16 {peaks['mixed_bfloat16'] / 1000:.0f}{highest} TFLOP/s"
             )
     return "; ".join(parts)
 
@@ -269,10 +247,8 @@ def window_notes(runs):
                 folding_off.append(f"{run['name']}, T = {', '.join(map(str, lengths))}")
         # XLA's warning of a slow constant folding gives the time it took once it is done.
         took = re.findall(r"The operation took ([0-9hms.]+)\s*\nConstant folding", run["log"])
-        seconds = [
-            60 * float(t.rpartition("m")[0] or 0) + float(t.rpartition("m")[2].rstrip("s"))
-            for t in took
-        ]
+        split = [t.rpartition("m") for t in took]
+        seconds = [60 * float(m or 0) + float(s.rstrip("s")) for m, _, s in split]
         if seconds and max(seconds) >= 60:
             asked, name = (run["speed"] or {}).get("settings", {}).get("lengths"), run["name"]
             took = f"one constant folding took {max(seconds):.0f} s (``{name}/run.log``)"
@@ -288,7 +264,10 @@ def goal_rows(runs):
     is met, and what was measured beside it (floors, shares of peak)."""
     window, lm = merged_rows(runs, "window_attention"), merged_rows(runs, "language_model")
     am, rows = merged_rows(runs, "associative_memory"), []
-    floors = {row["dtype"]: row["ratio_to_gru"] for row in am if row.get("layer") == FLOOR_LAYER}
+    gru = "floor (memory by stand-ins): {:.2f} × GRU"
+    floors = {
+        r["dtype"]: gru.format(r["ratio_to_gru"]) for r in am if r.get("layer") == FLOOR_LAYER
+    }
 
     def add(goal, limit, candidates, key, where, why=lambda row: ""):
         measured = [row for row in candidates if isinstance(row.get(key), (int, float))]
@@ -318,11 +297,7 @@ def goal_rows(runs):
         forms = [row for row in lm if f"-{form}:" in str(row.get("variant"))]
         add(f"LM step / bare LSTM, {form} form", 1.2, forms, "ratio_to_lstm", variant, lm_why)
     am = [row for row in am if row.get("layer") == "AssociativeGRU C=8"]
-    floor = lambda row: (  # noqa: E731
-        f"floor (memory by stand-ins): {floors[row['dtype']]:.2f} × GRU"
-        if row["dtype"] in floors
-        else ""
-    )
+    floor = lambda row: floors.get(row["dtype"], "")  # noqa: E731
     add("AM-GRU (C = 8) / GRU", 1.5, am, "ratio_to_gru", lambda row: row["dtype"], floor)
     return rows
 
@@ -330,16 +305,12 @@ def goal_rows(runs):
 def write_gpu(runs, page=RESULTS_PAGE, figure=GPU_FIGURE):
     """Writes the GPU blocks of ``page`` and their ``figure`` from ``runs`` (`load_runs`)."""
     window = merged_rows(runs, "window_attention")
-    blocks = {
-        "gpu-goals": goal_rows(runs),
-        "gpu-layer-tests": layer_test_rows(runs),
-        "gpu-window-attention": window,
-        "gpu-window-attention-parts": [row for row in window if "attention_over_floor" in row],
-        "gpu-language-model": merged_rows(runs, "language_model"),
-        "gpu-associative-memory": merged_rows(runs, "associative_memory"),
-        "gpu-snli": merged_rows(runs, "snli"),
-        "gpu-heap-write": merged_rows(runs, "heap_write"),
-    }
+    blocks = {"gpu-goals": goal_rows(runs), "gpu-layer-tests": layer_test_rows(runs)}
+    blocks |= {"gpu-window-attention": window, "gpu-snli": merged_rows(runs, "snli")}
+    blocks |= {"gpu-language-model": merged_rows(runs, "language_model")}
+    blocks |= {"gpu-associative-memory": merged_rows(runs, "associative_memory")}
+    blocks |= {"gpu-heap-write": merged_rows(runs, "heap_write")}
+    blocks["gpu-window-attention-parts"] = [row for row in window if "attention_over_floor" in row]
     values = {"peaks": peaks_text(runs), **window_notes(runs)}
     for name, rows in blocks.items():
         write_block(name, rows, values, page, every_column=True)

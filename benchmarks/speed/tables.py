@@ -26,13 +26,12 @@ SIZES["full"].update(wrapper_lengths=(10, 50, 200), backend_rounds=2)
 SIZES["full"].update(packing_hidden=128, packing_batch=32, packing_vocab=33278)
 SIZES["gpu"] = dict(SIZES["full"], rounds=20, lengths=(20, 100, 1000), parts_max_length=100)
 SIZES["gpu"].update(am_copies=(8,), heap_sizes=(1000, 10000), peak_sizes=(4096, 8192))
-SIZES["tiny"] = dict(SIZES["full"], rounds=2, width=16, batch=2, peak_sizes=(256,))
+SIZES["tiny"] = dict(SIZES["full"], rounds=2, width=16, batch=2, peak_sizes=(256,), snli_batch=4)
 SIZES["tiny"].update(lengths=(20,), peer_lengths=(20,), parts_max_length=20, backend_rounds=1)
 SIZES["tiny"].update(lm_vocab=50, lm_hidden=18, lm_equal_hidden=12, lm_batch=4, lm_steps=5)
 SIZES["tiny"].update(am_units=8, am_batch=4, am_steps=5, am_copies=(8,), snli_units=8)
-SIZES["tiny"].update(dual_lengths=(10,), snli_batch=4, heap_sizes=(16,), heap_batch=8)
-SIZES["tiny"].update(heap_step_cache=16, wrapper_lengths=(10,), packing_hidden=8)
-SIZES["tiny"].update(packing_batch=4, packing_vocab=50)
+SIZES["tiny"].update(dual_lengths=(10,), heap_sizes=(16,), heap_batch=8, packing_vocab=50)
+SIZES["tiny"].update(heap_step_cache=16, wrapper_lengths=(10,), packing_hidden=8, packing_batch=4)
 # One variant of each memory kind and form: the code paths of all of them.
 SIZES["tiny"]["lm_variants"] = ("lstm", "window-parallel:5", "window-cell:5", "ngram-cell:4")
 SKIPPED = "not run: the run's time budget was spent"
@@ -233,27 +232,24 @@ def attention_part_model(hidden, steps, batch, window=10):
 
 
 class LanguageModel(Table):
-    """The LM's step per memory variant against the bare LSTM's (``equal_parameters``: at its
-    weights)."""
+    """The LM step per memory variant against the bare LSTM (``equal_parameters``: its weights)."""
 
     def variants(self, sizes, case):
         import keras
 
         vocab, batch, length = sizes["lm_vocab"], sizes["lm_batch"], sizes["lm_steps"]
-        equal = self.options.get("equal_parameters")
+        equal, limit = self.options.get("equal_parameters"), sizes["limit_mib"]
         width = sizes["lm_equal_hidden" if equal else "lm_hidden"]
         shape = dict(vocab=vocab, steps=length, batch=batch, embedding_dim=width)
         shape["dropout"] = 0.4 if equal else 0.0
         x, y = tokens(vocab, batch, length), tokens(vocab, batch, length + 1)[:, 1:]
+        budget = equal and lm_model("lstm", hidden=width, **shape).count_params()
 
         def make(variant):
-            hidden = width
-            if equal and variant != "lstm":
-                budget = lm_model("lstm", hidden=width, **shape).count_params()
-                hidden = equal_parameter_hidden(variant, budget, **shape)
+            matched = budget and variant != "lstm"
+            hidden = equal_parameter_hidden(variant, budget, **shape) if matched else width
             model = lm_model(variant, hidden=hidden, **shape)
             lstm = [layer for layer in model.layers if isinstance(layer, keras.layers.LSTM)]
-            limit = sizes["limit_mib"]
             step = training.Step(model, x, y, training.token_crossentropy, limit_mib=limit)
             kind = parse_variant(variant)[0].replace("window", "attention")
             step.info = dict(kind=kind, hidden=hidden, cudnn=lstm[0].use_cudnn if lstm else None)
@@ -311,8 +307,7 @@ PARTS = {
 
 
 def equal_weight_key_dim(width, attention_units):
-    """The ``key_dim`` giving one-head `MultiHeadAttention` ours' weights (``4 width k + 3 k +
-    width``)."""
+    """One-head `MultiHeadAttention`'s ``key_dim`` at our weights (``4 width k + 3 k + width``)."""
     ours = 2 * width * attention_units + attention_units + 2 * width * width
     return round((ours - width) / (4 * width + 3))
 
@@ -348,10 +343,8 @@ def stand_ins(parts):
             alpha = alpha * ops.cast(window_valid, alpha.dtype)
         return alpha
 
-    found = {
-        "weighted_sum": (windows, "window_weighted_sum", weighted_sum),
-        "scores": (mechanism.WindowAttentionMechanism, "_window_alpha", window_alpha),
-    }
+    found = dict(weighted_sum=(windows, "window_weighted_sum", weighted_sum))
+    found["scores"] = (mechanism.WindowAttentionMechanism, "_window_alpha", window_alpha)
     return replaced(*(found[part] for part in parts))
 
 
@@ -424,8 +417,7 @@ class WindowAttention(Table):
             if name in medians and name not in PARTS:
                 count, width = sizes["batch"] * case["T"], sizes["width"]
                 flops = training.training_flops(window_products(name, count, width, case["T"]))
-                found = training.floor_columns(flops, medians[name], peak)
-                row.update({f"{name}_{k}": v for k, v in found.items()})
+                row.update(training.floor_columns(flops, medians[name], peak, f"{name}_"))
         for name, error in errors.items():
             row[f"{name}_ms"] = row[f"{name}_error"] = error
         ours = row.get("ours_buffers_mib")
@@ -437,8 +429,7 @@ class WindowAttention(Table):
         if "floor" in samples and all(part in samples for part in PARTS):
             # A part's cost: the time its stand-in saves, in floor times (they overlap).
             saving = lambda a, b: timing.median_saving(samples, a, b, "floor")  # noqa: E731
-            for variant, (part, _) in PARTS.items():
-                row[f"{part}_over_floor"] = saving("ours", variant)
+            row.update({f"{part}_over_floor": saving("ours", v) for v, (part, _) in PARTS.items()})
             row["rest_over_floor"] = saving("ours_without_both", "floor")
         return [row]
 
@@ -466,11 +457,8 @@ def holographic_stand_ins():
     def write_memory_parts(key_re, key_im, memory_re, memory_im, value_re, value_im):
         return memory_re + key_re * value_re[:, None], memory_im + key_im * value_im[:, None]
 
-    return replaced(
-        (holographic, "bounded_copies", bounded_copies),
-        (holographic, "write_memory_parts", write_memory_parts),
-        (step_module, "_read", read),
-    )
+    found = (holographic, "bounded_copies", bounded_copies), (step_module, "_read", read)
+    return replaced(*found, (holographic, "write_memory_parts", write_memory_parts))
 
 
 class AssociativeMemory(Table):
@@ -550,10 +538,8 @@ class DualVsWordByWord(Table):
             if name in medians:
                 row[f"{name}_ms_per_step"] = medians[name] / 10
                 flops = training.weight_training_flops(step.model, per_row)
-                found = training.floor_columns(flops, medians[name], peak)
-                row.update({f"{name}_{k}": v for k, v in found.items()})
-        for name, error in errors.items():
-            row[f"{name}_ms_per_step"] = error
+                row.update(training.floor_columns(flops, medians[name], peak, f"{name}_"))
+        row.update({f"{name}_ms_per_step": error for name, error in errors.items()})
         return [row]
 
 
@@ -568,13 +554,12 @@ class Snli(Table):
 
         batch, units, limit = sizes["snli_batch"], sizes["snli_units"], sizes["limit_mib"]
         data, labels = [tokens(1000, batch, 25) + 2, tokens(1000, batch, 15) + 2], tokens(3, batch)
-        both = dict(return_sequences=True, return_state=True)
+        seq = dict(return_sequences=True)
+        both = dict(seq, return_state=True)
         firsts = {
             "gru": lambda _: keras.layers.GRU(units, **both),
             "am_gru": lambda fused: AssociativeGRU(units, fused_loop=fused, **both),
-            "dual_am_gru": lambda fused: DualAssociativeEncoder(
-                units, fused_loop=fused, return_sequences=True
-            ),
+            "dual_am_gru": lambda fused: DualAssociativeEncoder(units, fused_loop=fused, **seq),
         }
 
         def make(kind, fused=False):
@@ -589,11 +574,8 @@ class Snli(Table):
 
     def flops(self, sizes, case, name, model):
         # The encoder's every position (25 + 15), the Dual AM-GRU's the hypothesis's (15).
-        def count(weight):
-            if "/dual_associative_gru_cell/" in weight.path:
-                return 15
-            return 40 if weight.path.startswith("encoder/") else 1
-
+        dual, encoder = "/dual_associative_gru_cell/", "encoder/"
+        count = lambda w: 15 if dual in w.path else 40 if w.path.startswith(encoder) else 1  # noqa: E731
         return training.weight_training_flops(model, lambda w: sizes["snli_batch"] * count(w))
 
     def more(self, sizes, row, step, samples):
@@ -753,18 +735,16 @@ class BackendCases(Table):
 
         from tf_memlayers import AssociativeGRU, SlidingWindowAttention
 
-        def make(name):
-            if name == "window":
-                window = SlidingWindowAttention(10, mode="key_value_predict", attention_units=32)
-                return layer_step(window, (8, 400, 300))
-            if name == "gru":
-                return layer_step(keras.layers.GRU(100, return_sequences=True), (50, 30, 100))
-            fused = "fused" in name
-            layer = AssociativeGRU(100, 8, return_sequences=True, fused_loop=fused)
-            return layer_step(layer, (50, 30, 100))
-
+        seq = dict(return_sequences=True)
+        layers = {
+            "window": lambda: SlidingWindowAttention(10, "key_value_predict", attention_units=32),
+            "am_gru": lambda: AssociativeGRU(100, 8, fused_loop=False, **seq),
+            "am_gru_fused": lambda: AssociativeGRU(100, 8, fused_loop=True, **seq),
+            "gru": lambda: keras.layers.GRU(100, **seq),
+        }
+        shape = lambda name: (8, 400, 300) if name == "window" else (50, 30, 100)  # noqa: E731
         names = [name for name in BACKEND_CASES if backend() == "tensorflow" or "fused" not in name]
-        return {name: lambda name=name: make(name) for name in names}
+        return {name: lambda name=name: layer_step(layers[name](), shape(name)) for name in names}
 
     def flops(self, sizes, case, name, model):
         # Every weight matrix multiplies each of the batch × time vectors.
