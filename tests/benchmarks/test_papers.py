@@ -331,9 +331,8 @@ def test_a_run_trains_through_the_example_resumes_and_writes_its_block(tiny, tmp
     (tmp_path / "runs").rename(tmp_path / "moved")
     assert lm.main(argv)["rows"] == report["rows"] and not (tmp_path / "runs").exists()
     (tmp_path / "moved").rename(tmp_path / "runs")
-    (continued,) = [
-        r for r in lm.main([*tiny, "--max-epochs", "2"])["rows"] if r["model"] == "lstm"
-    ]
+    rows = lm.main([*tiny, "--models", "lstm", "--max-epochs", "2"])["rows"]
+    (continued,) = [row for row in rows if row["model"] == "lstm"]
     elsewhere = ["--workdir", str(tmp_path / "straight"), "--results", str(tmp_path / "s.json")]
     (straight,) = lm.main([*tiny, "--models", "lstm", "--max-epochs", "2", *elsewhere])["rows"]
     assert continued["epochs_trained"] == 2 and continued["history"] == straight["history"]
