@@ -31,30 +31,26 @@ SMALL = dict(units=12, embedding_dim=6, window=3, ngram=4)
 JIT = BACKEND == "jax"
 
 
-def _numpy(x):
-    return as_numpy(x)
-
-
 def _outputs(model, inputs):
     """``model``'s inference outputs as NumPy: on JAX by `predict_on_batch`, one compiled
     program (a direct call there compiles each operation on its own)."""
     if BACKEND == "tensorflow":
-        return _numpy(model(inputs, training=False))
-    return _numpy(model.predict_on_batch(inputs))
+        return as_numpy(model(inputs, training=False))
+    return as_numpy(model.predict_on_batch(inputs))
 
 
 def _train(model, train):
     """``train()``'s logs, after checking that it traced the step once where it is traced
     (the compile helper built the optimizer: Keras on TensorFlow would otherwise make its
     variables inside the first trace, and trace again) and moved every trainable weight."""
-    before = [_numpy(weight).copy() for weight in model.trainable_weights]
+    before = [as_numpy(weight).copy() for weight in model.trainable_weights]
     traces = count_train_step_traces(model)
     logs = train()
     assert len(traces) == 1 or BACKEND == "torch"  # eager there: one call per batch
     unchanged = [
         weight.path
         for weight, value in zip(model.trainable_weights, before)
-        if np.array_equal(_numpy(weight), value)
+        if np.array_equal(as_numpy(weight), value)
     ]
     assert not unchanged, f"weights the training step left unchanged: {unchanged}"
     return logs
@@ -129,7 +125,7 @@ def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
 
     loaded = _round_trip(model, tmp_path)
     assert [type(layer) for layer in loaded.layers] == [type(layer) for layer in model.layers]
-    assert int(_numpy(loaded.optimizer.iterations)) == 1
+    assert int(as_numpy(loaded.optimizer.iterations)) == 1
     for checked in (model, loaded):
         _reset_states(checked)
     expected = _outputs(model, inputs)
@@ -153,16 +149,16 @@ def test_stateful_language_model_carries_its_state_in_fit_and_predict(tmp_path):
     tokens, targets = _tokens(rng, (2, 5)), _tokens(rng, (2, 5))
     model.train_on_batch(tokens, targets)
     # The LSTM keeps its last states for the next segment.
-    assert all(np.abs(_numpy(state)).max() > 0 for state in model.get_layer("lstm_0").states)
+    assert all(np.abs(as_numpy(state)).max() > 0 for state in model.get_layer("lstm_0").states)
     loaded = _round_trip(model, tmp_path)
     for checked in (model, loaded):
         _reset_states(checked)
-    first = _numpy(model.predict_on_batch(tokens))
-    np.testing.assert_allclose(_numpy(loaded.predict_on_batch(tokens)), first, atol=1e-6)
+    first = as_numpy(model.predict_on_batch(tokens))
+    np.testing.assert_allclose(as_numpy(loaded.predict_on_batch(tokens)), first, atol=1e-6)
     # The next segment starts from the first one's states, in the loaded model too.
-    second = _numpy(model.predict_on_batch(tokens))
+    second = as_numpy(model.predict_on_batch(tokens))
     assert np.abs(second - first).max() > 1e-6
-    np.testing.assert_allclose(_numpy(loaded.predict_on_batch(tokens)), second, atol=1e-6)
+    np.testing.assert_allclose(as_numpy(loaded.predict_on_batch(tokens)), second, atol=1e-6)
 
 
 def _snli_batch(rng):
@@ -195,7 +191,7 @@ def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
     assert np.isfinite(logs["loss"]) and 0 <= logs["accuracy"] <= 1
 
     loaded = _round_trip(model, tmp_path)
-    assert int(_numpy(loaded.optimizer.iterations)) == 1
+    assert int(as_numpy(loaded.optimizer.iterations)) == 1
     first = loaded.get_layer("encoder").encoder_layers[0]
     if kind in ("am_gru", "dual_am_gru"):
         # fused_loop="auto": the fused loop on TensorFlow, Keras's loop elsewhere.
@@ -227,7 +223,7 @@ def _last_word_batch(rng):
 
 
 def _half_squared_norm(model, coefficient=1e-5):
-    return coefficient * 0.5 * sum(float(np.sum(_numpy(w) ** 2)) for w in model.trainable_weights)
+    return coefficient * 0.5 * sum(float(np.sum(as_numpy(w) ** 2)) for w in model.trainable_weights)
 
 
 # Both modes (the paper's, and the reference code's frozen batch norms and sum over time) with
@@ -263,20 +259,20 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
     logs = _train(model, lambda: model.fit(contexts, words, batch_size=8, verbose=0).history)
     assert np.isfinite(logs["loss"]).all()
     if cache_size:
-        assert int(_numpy(model.get_layer("cache_attention").fill_count())) > 0
+        assert int(as_numpy(model.get_layer("cache_attention").fill_count())) > 0
 
     loaded = _round_trip(model, tmp_path)
     assert isinstance(loaded, HeapCacheModel) and loaded.weight_decay == 1e-5
-    assert int(_numpy(loaded.optimizer.iterations)) == 2
+    assert int(as_numpy(loaded.optimizer.iterations)) == 2
     # The weight decay is back on every trainable weight of the loaded model.
     assert len(loaded.losses) == len(loaded.trainable_weights)
     np.testing.assert_allclose(
-        float(_numpy(sum(loaded.losses))), _half_squared_norm(model), rtol=1e-5
+        float(as_numpy(sum(loaded.losses))), _half_squared_norm(model), rtol=1e-5
     )
     if cache_size:
         np.testing.assert_array_equal(
-            _numpy(loaded.get_layer("cache_attention").cache),
-            _numpy(model.get_layer("cache_attention").cache),
+            as_numpy(loaded.get_layer("cache_attention").cache),
+            as_numpy(model.get_layer("cache_attention").cache),
         )
     expected = _outputs(model, contexts)
     assert expected.shape == (16, 30)
@@ -300,7 +296,7 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
     assert greedy.shape == (2, 4)
     # Greedy: each token is the full model's most likely next token after the text so far.
     text = np.concatenate([prompt, greedy[:, :-1]], axis=1)
-    full = _numpy(model.predict_on_batch(text))
+    full = as_numpy(model.predict_on_batch(text))
     np.testing.assert_array_equal(greedy, np.argmax(full[:, prompt.shape[1] - 1 :], axis=-1))
     # The step model's recurrent weights are its own: the language model's compiled step (on
     # JAX it donates, and so deletes, its variables' buffers) leaves the step model working.
@@ -314,7 +310,7 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
         np.testing.assert_array_equal(generate(steps, prompt, 6, temperature=1.0, seed=11), sampled)
     tokens = np.array([[4], [9]], "int32")
     for expected, output in zip(step_model([tokens, *state]), loaded_step_model([tokens, *state])):
-        np.testing.assert_allclose(_numpy(output), _numpy(expected), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(as_numpy(output), as_numpy(expected), rtol=1e-6, atol=1e-6)
     # A sampler of keras-hub's contract (keras-hub's greedy sampler, restated here: keras-hub
     # is an optional extra) runs the step model inside the backend's while loop.
     np.testing.assert_array_equal(generate(step_model, prompt, 4, sampler=_greedy_sampler), greedy)

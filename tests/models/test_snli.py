@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.memory_attention_reference import randomize
 from tests.pair_encoders import snli_model
 from tf_memlayers.layers import DualAssociativeEncoder
 from tf_memlayers.models.snli import (
@@ -13,12 +14,6 @@ from tf_memlayers.models.snli import (
     build_snli_model,
     compile_snli_model,
 )
-
-
-def _set_uniform_weights(layer, rng, scale=0.8):
-    """Every weight U(-scale, scale): far from the ±0.05 init, so that every layer shows in
-    the probabilities well above the float32 tolerances."""
-    layer.set_weights([rng.uniform(-scale, scale, size=w.shape) for w in layer.get_weights()])
 
 
 def test_the_default_encoder_is_the_papers():
@@ -83,7 +78,8 @@ def test_fixed_length_copy_runs_in_tflite_with_builtin_operators_only(
     )
     rng = np.random.default_rng(5)
     model = snli_model(30, kind=kind, units=8, embedding_dim=6, num_copies=2, fused_loop=fused_loop)
-    _set_uniform_weights(model, rng)
+    # Weights far from the ±0.05 init, so that every layer shows in the probabilities.
+    randomize(model, rng, scale=0.8)
     # Sentences shorter than the fixed lengths, padded with id 0 (masked).
     premise = np.array([[3, 4, 5, 0, 0, 0], [6, 7, 8, 9, 2, 11], [12, 13, 0, 0, 0, 0]], "int32")
     hypothesis = np.array([[1, 2, 3, 4], [5, 6, 0, 0], [14, 0, 0, 0]], "int32")

@@ -176,15 +176,12 @@ def test_exported_and_converted_step_models_generate_the_same_tokens(kind, form,
     interpreter = interpreter_module.Interpreter(model_content=converter.convert())
     runner = interpreter.get_signature_runner()
     names = [spec.name for spec in step_model.inputs]
-    output_names = sorted(runner.get_output_details())
 
     def lite_step(tokens, state):
         outputs = runner(**dict(zip(names, [tokens, *state])))
         # Keras names the outputs output_0, output_1, ... in the model's order.
-        values = [
-            outputs[name] for name in sorted(output_names, key=lambda n: int(n.split("_")[-1]))
-        ]
-        return values[0], values[1:]
+        logits, *state = (outputs[f"output_{i}"] for i in range(len(outputs)))
+        return logits, state
 
     prompt = np.array([[3, 5], [7, 1]], "int32")
     expected = generate(step_model, prompt, 5, temperature=0)

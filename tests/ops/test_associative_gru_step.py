@@ -22,7 +22,7 @@ def _parts(memory, copies):
 
 def _joined(parts):
     """Inverse of `_parts`, as NumPy."""
-    re, im = (as_numpy(ops.convert_to_numpy(p)) for p in parts)
+    re, im = (as_numpy(p) for p in parts)
     return np.stack([re, im], axis=1).reshape(len(re), -1)
 
 
@@ -46,7 +46,7 @@ def _real(z):
 
 
 def _numpy(x):
-    return None if x is None else as_numpy(ops.convert_to_numpy(x))
+    return None if x is None else as_numpy(x)
 
 
 def _close(got, expected):

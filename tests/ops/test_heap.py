@@ -10,10 +10,6 @@ from tests.support import as_numpy
 from tf_memlayers.ops import heap
 
 
-def _numpy(x):
-    return as_numpy(ops.convert_to_numpy(x))
-
-
 def replayed_slots(slot_scores, candidate_scores):
     """The documented procedure: a candidate scoring strictly above the root (slot 0) replaces
     it and sifts down; the children of slot i are 2i+1 and 2i+2 (a missing child scores
@@ -53,8 +49,8 @@ def test_heap_slots_replay_the_documented_procedure(float64_policy, size):
             ops.convert_to_tensor(slot_scores), ops.convert_to_tensor(candidate_scores)
         )
         expected_sources, expected_entered = replayed_slots(slot_scores, candidate_scores)
-        assert _numpy(sources).tolist() == expected_sources
-        assert _numpy(entered).tolist() == expected_entered
+        assert as_numpy(sources).tolist() == expected_sources
+        assert as_numpy(entered).tolist() == expected_entered
         assert keras.backend.standardize_dtype(sources.dtype) == "int32"
 
 
@@ -72,7 +68,9 @@ def test_cache_scores_in_the_rows_dtype_with_empty_rows_at_minus_infinity(dtype)
     assert keras.backend.standardize_dtype(scores.dtype) == dtype
     expected = np.tanh(vectors @ kernel) @ score_vector
     expected[[1, 2]] = -np.inf
-    np.testing.assert_allclose(_numpy(scores), expected, rtol=1e-5 if dtype == "float32" else 1e-13)
+    np.testing.assert_allclose(
+        as_numpy(scores), expected, rtol=1e-5 if dtype == "float32" else 1e-13
+    )
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -84,11 +82,13 @@ def test_equal_half_precision_rows_share_one_score(dtype):
     pool, kernel_t, score_t = (
         ops.cast(ops.convert_to_tensor(a), dtype) for a in (distinct[picks], kernel, score_vector)
     )
-    scores = _numpy(ops.cast(heap.pool_scores(pool, kernel_t, score_t), "float32"))
+    scores = as_numpy(ops.cast(heap.pool_scores(pool, kernel_t, score_t), "float32"))
     for k in range(5):
         assert len(set(scores[picks == k].tolist())) == 1
     # The rows and weights as rounded to the dtype, scored in float64.
-    rounded = [_numpy(ops.cast(t, "float32")).astype(np.float64) for t in (pool, kernel_t, score_t)]
+    rounded = [
+        as_numpy(ops.cast(t, "float32")).astype(np.float64) for t in (pool, kernel_t, score_t)
+    ]
     expected = np.tanh(rounded[0] @ rounded[1]) @ rounded[2]
     np.testing.assert_allclose(scores, expected, rtol=0, atol=0.1 * np.abs(expected).max())
 
@@ -104,7 +104,7 @@ def test_different_rows_with_the_same_hash_keep_their_own_scores():
     # both changes are below 2^23 changes at most the mantissas and the exponents' last bit:
     # two moderate, different vectors with different scores.
     unit_rows = ops.convert_to_tensor(_float32_rows([[1, 0], [0, 1]]))
-    a, b = (int(h) % 2**32 for h in _numpy(heap._row_hashes(unit_rows)))
+    a, b = (int(h) % 2**32 for h in as_numpy(heap._row_hashes(unit_rows)))
     k = np.arange(1, 2**20, dtype=np.uint64)
     centered = lambda w: ((w + 2**31) % 2**32).astype(np.int64) - 2**31  # noqa: E731
     steps = centered(k * b % 2**32), centered((2**32 - k * a % 2**32) % 2**32)
@@ -113,10 +113,10 @@ def test_different_rows_with_the_same_hash_keep_their_own_scores():
     words = np.array([0x3F400000, 0xBFA00000], np.int64)  # 0.75, -1.25
     rows = _float32_rows([words, (words + step) % 2**32, words])
     pool = ops.convert_to_tensor(rows)
-    row_hashes = _numpy(heap._row_hashes(pool))
+    row_hashes = as_numpy(heap._row_hashes(pool))
     assert row_hashes[0] == row_hashes[1] == row_hashes[2], "the rows must collide"
     kernel, score_vector = np.array([[0.7, -0.4], [0.2, 0.9]]), np.array([1.0, -1.5])
-    scores = _numpy(
+    scores = as_numpy(
         heap.pool_scores(pool, kernel.astype("float32"), score_vector.astype("float32"))
     )
     expected = np.tanh(rows.astype(np.float64) @ kernel) @ score_vector
