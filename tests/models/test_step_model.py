@@ -79,8 +79,6 @@ def test_step_model_names_its_state_and_generates_from_a_seed_or_a_given_state()
     zeros = initial_step_state(step_model, 2)
     assert [s.shape for s in zeros] == [(2, 6)] * 3 and not any(s.any() for s in zeros)
     prompt = np.array([[3, 5], [7, 1]])
-    first = generate(step_model, prompt, 8, temperature=1.0, seed=5)
-    assert np.array_equal(first, generate(step_model, prompt, 8, temperature=1.0, seed=5))
     assert len({generate(step_model, prompt, 8, seed=s).tobytes() for s in range(6)}) > 1
     assert generate(step_model, prompt, 0).shape == (2, 0)
     # The state after reading [4, 9] first: generating from it continues [4, 9, 3, 5].
