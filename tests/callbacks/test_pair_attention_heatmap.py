@@ -1,18 +1,11 @@
 """What `PairAttentionHeatmap` writes to TensorBoard each epoch, or does not write."""
 
-import keras
 import numpy as np
 
 from tests.callbacks.test_pair_probe import check_two_epochs
+from tests.pair_encoders import snli_model
 from tests.support import tensorflow_only
 from tf_memlayers.callbacks import PairAttentionHeatmap
-from tf_memlayers.layers import (
-    AttentionRNN,
-    ConditionalAttentionEncoder,
-    ConditionalEncoder,
-    WordByWordAttention,
-)
-from tf_memlayers.models import build_snli_model
 
 pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
 
@@ -20,15 +13,9 @@ VOCABULARY = ["<pad>", "<unk>", "a", "dog", "runs", "sleeps"]
 PREMISE, HYPOTHESIS = ["a", "dog", "runs", "fast"], ["a", "dog", "sleeps"]
 
 
-def _word_by_word_model():
-    premise = keras.layers.LSTM(4, return_sequences=True, return_state=True)
-    hypothesis = AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4)))
-    encoder = ConditionalEncoder([ConditionalAttentionEncoder(premise, hypothesis)])
-    return build_snli_model(len(VOCABULARY), encoder=encoder, embedding_dim=3)
-
-
 def test_every_epoch_writes_the_weights_and_the_pair_at_its_step(tmp_path):
-    model = _word_by_word_model()
+    # Word-by-word attention: an LSTM over the premise, one with attention over the hypothesis.
+    model = snli_model(len(VOCABULARY), "word_by_word", units=4, embedding_dim=3, init_scale=0.5)
     heatmap = PairAttentionHeatmap(tmp_path, PREMISE, HYPOTHESIS, VOCABULARY)
     heatmap.set_model(model)
     # The encoder's weights of the embedded probe ("fast" is unknown: <unk>'s vector).

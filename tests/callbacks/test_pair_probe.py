@@ -1,15 +1,13 @@
 """What the pair encoders' TensorBoard views share (`tf_memlayers.callbacks.pair_probe`)."""
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.pair_encoders import snli_model
 from tests.support import summary_events, summary_table, summary_text, tensorflow_only
-from tf_memlayers import ConditionalEncoder
 from tf_memlayers.callbacks import MemoryRetrievalHeatmap, PairAttentionHeatmap
 from tf_memlayers.callbacks.pair_probe import PairProbe
-from tf_memlayers.models import build_snli_model
 
 pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
 
@@ -73,8 +71,7 @@ def test_an_empty_probe_sentence_is_refused_naming_the_view(
 
 
 def test_the_embedded_pair_is_the_models_embedding_of_its_ids(tmp_path):
-    encoder = ConditionalEncoder([keras.layers.GRU(4, return_state=True)])
-    model = build_snli_model(6, encoder=encoder, embedding_dim=3)
+    model = snli_model(6, "gru", units=4, embedding_dim=3)
     probe = _probe(tmp_path)
     probe.set_model(model)
     got_encoder, premise, hypothesis = probe.embedded_pair()
@@ -112,10 +109,8 @@ def test_a_view_says_what_it_draws(tmp_path):
 )
 def test_an_encoder_without_what_the_view_draws_writes_nothing(tmp_path, view, matrix, folder):
     # GRUs: no attention, and no memory whose writes and reads line up with the words.
-    gru = keras.layers.GRU(4, return_sequences=True, return_state=True)
-    encoder = ConditionalEncoder([gru, keras.layers.GRU(4, return_state=True)])
     heatmap = view(tmp_path, ["a", "dog"], ["a", "dog"], ["<pad>", "<unk>", "a"])
-    heatmap.set_model(build_snli_model(4, encoder=encoder, embedding_dim=3))
+    heatmap.set_model(snli_model(4, "gru", units=4, embedding_dim=3))
     assert getattr(heatmap, matrix)() is None
     heatmap.on_epoch_end(0)
     # Not even an empty run for TensorBoard to list.
