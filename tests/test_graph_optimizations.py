@@ -7,18 +7,10 @@ import pytest
 import tensorflow as tf
 
 from tests.language_models import language_model
+from tests.models.test_fill_last_word import small_model
 from tests.pair_encoders import snli_model
 from tests.support import graph_optimizations, tensorflow_only
-from tf_memlayers import (
-    AssociativeMemoryCell,
-    AttentionPooling,
-    AttentionRNN,
-    AttentionWrapper,
-    DualAssociativeEncoder,
-    HeapCacheAttention,
-    ResettableRNN,
-)
-from tf_memlayers.models import build_fill_last_word_model
+from tf_memlayers import AssociativeMemoryCell, AttentionRNN, AttentionWrapper, ResettableRNN
 
 pytestmark = tensorflow_only("Grappler is TensorFlow's graph optimiser")
 
@@ -29,21 +21,13 @@ def _tokens(rng, shape, low=1):
     return rng.integers(low, VOCAB, shape).astype("int32")
 
 
-def _dual_am_gru(fused_loop):
-    """The Dual AM-GRU's sentence-pair encoder (an AM-GRU over the premise) on word vectors."""
-    premise, hypothesis = keras.Input((7,), dtype="int32"), keras.Input((4,), dtype="int32")
-    embedding = keras.layers.Embedding(VOCAB, 6, mask_zero=True)
-    encoder = DualAssociativeEncoder(8, num_copies=2, fused_loop=fused_loop)
-    encoded = encoder([embedding(premise), embedding(hypothesis)])[1]
-    return keras.Model([premise, hypothesis], keras.layers.Dense(3)(encoded))
+def _snli(kind, fused_loop="auto"):
+    return snli_model(VOCAB, kind, units=8, embedding_dim=6, num_copies=2, fused_loop=fused_loop)
 
 
 def _last_word_model():
     """The last-word model with its heap cache (holding entries to read) and attention pooling."""
-    sizes = dict(sequence_length=10, embedding_dim=6, units=8)
-    model = build_fill_last_word_model(
-        VOCAB, AttentionPooling(4), HeapCacheAttention(12, 4), **sizes
-    )
+    model = small_model(pooling="attention", cache_size=12)
     cache = model.get_layer("cache_attention")
     entries = np.random.default_rng(5).normal(size=(12, cache.cache.shape[-1]))
     cache.insert(entries.astype("float32"))
@@ -81,15 +65,12 @@ def _lm_batch(rng):
 
 
 # {case: (model builder, inputs and targets of one batch from a generator)}. Every memory
-# layer, in both forms where it has two, and each AM-GRU loop (the Dual AM-GRU's model runs
+# layer, in both forms where it has two, and each AM-GRU loop (the Dual AM-GRU's encoder runs
 # an AM-GRU over the premise).
 CASES = {
-    "dual_am_gru_keras_loop": (lambda: _dual_am_gru(fused_loop=False), _pair_batch),
-    "dual_am_gru_fused_loop": (lambda: _dual_am_gru(fused_loop=True), _pair_batch),
-    "snli_word_by_word": (
-        lambda: snli_model(VOCAB, kind="word_by_word", units=8, embedding_dim=6),
-        _pair_batch,
-    ),
+    "dual_am_gru_keras_loop": (lambda: _snli("dual_am_gru", fused_loop=False), _pair_batch),
+    "dual_am_gru_fused_loop": (lambda: _snli("dual_am_gru", fused_loop=True), _pair_batch),
+    "snli_word_by_word": (lambda: _snli("word_by_word"), _pair_batch),
     "lm_key_value_predict_parallel": (
         lambda: _language_model("key_value_predict", resets=True),
         lambda rng: (
