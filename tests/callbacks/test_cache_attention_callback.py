@@ -22,15 +22,18 @@ pytestmark = tensorflow_only(
 )
 
 
-def _random_cache_model(query, rng, cache_size=6, width=4, units=3):
-    """States are the inputs; the layer's weights are drawn from U(-1, 1), far enough from
-    zero that the attention weights differ from slot to slot."""
-    inputs = keras.Input((width,))
+def _cache_model(query, rng=None, cache_size=6, units=3):
+    """States (width 4) are the inputs. With ``rng`` the layer's weights are drawn from
+    U(-1, 1), far enough from zero that the attention weights differ from slot to slot; else
+    the read's projection is 10 times the identity (and the cache 4 by 4)."""
+    inputs = keras.Input((4,))
+    cache_size, units = (cache_size, units) if rng else (4, 4)
     layer = HeapCacheAttention(cache_size, units, query=query, name="cache_attention")
     model = HeapCacheModel(inputs, layer(inputs))
-    for weight in layer.trainable_weights + layer.non_trainable_weights:
-        if weight is not layer.cache:
-            weight.assign(rng.uniform(-1, 1, weight.shape))
+    for weight in layer.trainable_weights if rng else ():
+        weight.assign(rng.uniform(-1, 1, weight.shape))
+    if not rng and query != "none":
+        layer.query_kernel.assign(10 * np.eye(4, dtype="float32"))
     return model, layer
 
 
@@ -58,31 +61,21 @@ def _numpy_read_weights(layer, states):
     return weights / weights.sum(axis=-1, keepdims=True)
 
 
-def _identity_cache_model(query, scale=10.0):
-    """States are the inputs; the dot read's projection is ``scale`` times the identity."""
-    inputs = keras.Input((4,))
-    layer = HeapCacheAttention(4, 4, query=query, name="cache_attention")
-    model = HeapCacheModel(inputs, layer(inputs))
-    if query != "none":
-        layer.query_kernel.assign(scale * np.eye(4, dtype="float32"))
-    return model, layer
-
-
 def test_dot_read_attends_to_the_matching_entry_and_the_weight_is_measured():
     entries = np.eye(4, dtype="float32")
-    model, layer = _identity_cache_model("dot")
+    model, layer = _cache_model("dot")
     model.write_caches(entries)
     wanted = np.eye(4, dtype=bool)
     on_match = cache_attention_on_entries(model, layer, entries, entries, wanted)
     assert on_match.shape == (4,) and np.all(on_match > 0.99)
     # The paper's read is the same for every probe: 1/4 on the matching entry here.
-    model, layer = _identity_cache_model("none")
+    model, layer = _cache_model("none")
     model.write_caches(entries)
     layer.cache_kernel.assign(np.zeros((4, 4), "float32"))  # equal scores
     on_match = cache_attention_on_entries(model, layer, entries, entries, wanted)
     np.testing.assert_allclose(on_match, 0.25, rtol=1e-5)
     # Slots holding no listed entry count for nothing.
-    model, layer = _identity_cache_model("dot")
+    model, layer = _cache_model("dot")
     model.write_caches(entries[:2])
     on_match = cache_attention_on_entries(model, layer, entries, entries[2:], wanted[:, 2:])
     np.testing.assert_allclose(on_match, 0.0, atol=1e-6)
@@ -91,7 +84,7 @@ def test_dot_read_attends_to_the_matching_entry_and_the_weight_is_measured():
 @pytest.mark.parametrize("query", ["none", "additive", "dot"])
 def test_weight_by_index_is_the_reads_weight_averaged_over_the_probes(query):
     rng = np.random.default_rng(6)
-    model, layer = _random_cache_model(query, rng)
+    model, layer = _cache_model(query, rng)
     model.write_caches(rng.normal(size=(4, 4)).astype("float32"))  # 4 of 6 slots filled
     probes = rng.normal(size=(5, 4)).astype("float32")
     weights = cache_attention_by_index(model, layer, probes)
@@ -105,7 +98,7 @@ def test_weight_by_index_is_the_reads_weight_averaged_over_the_probes(query):
 
 def test_weight_on_entries_is_each_probes_weight_on_the_slots_holding_its_wanted_entries():
     rng = np.random.default_rng(7)
-    model, layer = _random_cache_model("additive", rng)
+    model, layer = _cache_model("additive", rng)
     entries = rng.normal(size=(5, 4)).astype("float32")
     model.write_caches(entries)  # 5 of 6 slots, in the heap's order
     probes = rng.normal(size=(3, 4)).astype("float32")
@@ -159,7 +152,7 @@ def test_cache_callback_in_fit_writes_the_probes_weights_by_index_and_the_fill(t
 
 def test_cache_callback_writes_each_epochs_curve_top_slots_and_fill(tmp_path):
     rng = np.random.default_rng(8)
-    model, layer = _random_cache_model("none", rng, cache_size=12)
+    model, layer = _cache_model("none", rng, cache_size=12)
     model.write_caches(rng.normal(size=(11, 4)).astype("float32"))  # 11 of 12 slots
     callback = CacheAttentionCallback(tmp_path)
     callback.set_model(model)
