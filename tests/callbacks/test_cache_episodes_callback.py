@@ -16,20 +16,6 @@ from tf_memlayers.models.heap_cache_model import HeapCacheModel
 pytestmark = tensorflow_only("HeapCacheModel writes its caches with TensorFlow")
 
 
-class _CacheProbe(keras.callbacks.Callback):
-    """Records the cache at the start of every training and evaluation batch."""
-
-    def __init__(self):
-        super().__init__()
-        self.train, self.test = [], []
-
-    def on_train_batch_begin(self, batch, logs=None):
-        self.train.append(self.model.get_layer("cache_attention").cache.numpy().copy())
-
-    def on_test_batch_begin(self, batch, logs=None):
-        self.test.append(self.model.get_layer("cache_attention").cache.numpy().copy())
-
-
 def test_episodes_start_with_an_empty_cache_and_evaluation_writes_its_facts():
     rng = np.random.default_rng(4)
     model = small_model(pooling="attention", cache_size=16, query="dot")
@@ -44,15 +30,22 @@ def test_episodes_start_with_an_empty_cache_and_evaluation_writes_its_facts():
     evaluation = tf.data.Dataset.from_tensor_slices(
         tuple(np.concatenate(part) for part in zip(*questions))
     ).batch(2)
-    episodes, probe = CacheEpisodesCallback(2, evaluation_facts=facts), _CacheProbe()
+    episodes = CacheEpisodesCallback(2, evaluation_facts=facts)
+    # The cache at the start of every training and evaluation batch.
+    train, test = [], []
+    cache = lambda: model.get_layer("cache_attention").cache.numpy().copy()  # noqa: E731
+    probe = keras.callbacks.LambdaCallback(
+        on_train_batch_begin=lambda batch, logs=None: train.append(cache()),
+        on_test_batch_begin=lambda batch, logs=None: test.append(cache()),
+    )
     model.fit(
         stream, steps_per_epoch=4, epochs=1, verbose=0, shuffle=False, callbacks=[episodes, probe]
     )
-    filled = [int(np.any(cache != 0, axis=-1).sum()) for cache in probe.train]
+    filled = [int(np.any(cache != 0, axis=-1).sum()) for cache in train]
     assert filled == [0, 4, 0, 4]  # emptied before each episode's facts
     model.evaluate(evaluation, verbose=0, callbacks=[episodes, probe])
     states = keras.Function(model.input, model.get_layer("cache_attention").input)
-    for cache, written in zip(probe.test, facts):
+    for cache, written in zip(test, facts):
         rows = cache[np.any(cache != 0, axis=-1)]
         expected = np.asarray(states(written))
         assert len(rows) == len(expected)  # those facts and nothing else
