@@ -50,25 +50,20 @@ def test_the_callback_clears_everything_first_then_the_rows_of_each_batch(mode):
     resets = np.array(
         [[True, True, True], [False, False, False], [False, True, False], [True, False, True]]
     )
-    if mode == "train":
-        callback = StateResetCallback(train_resets=resets, eval_resets=~resets)
-        begin, batch_begin = callback.on_epoch_begin, callback.on_train_batch_begin
-    else:
-        callback = StateResetCallback(train_resets=~resets, eval_resets=resets)
-        begin = getattr(callback, f"on_{mode}_begin")
-        batch_begin = getattr(callback, f"on_{mode}_batch_begin")
+    # The other mode's table is the opposite one: it must not be read.
+    callback = StateResetCallback(*((resets, ~resets) if mode == "train" else (~resets, resets)))
     callback.set_model(model)
     _fill(model, 2)
     if mode == "train":
-        begin(0)
+        callback.on_epoch_begin(0)
     else:
-        begin()
+        getattr(callback, f"on_{mode}_begin")()
     assert all(not state.any() for state in _carried(model))
     # Batch 0 starts from the cleared states; batches past the table clear nothing.
     for batch in range(6):
         _fill(model, 3 + batch)
         before = _carried(model)
-        batch_begin(batch)
+        getattr(callback, f"on_{mode}_batch_begin")(batch)
         expected = resets[batch].tolist() if 0 < batch < len(resets) else [False] * BATCH
         assert _cleared_rows(before, _carried(model)) == expected, batch
 
