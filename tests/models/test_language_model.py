@@ -28,13 +28,6 @@ def _model(kind, **overrides):
     )
 
 
-def _randomize(model, seed=0):
-    """Every weight U(-0.8, 0.8), far from the init (where the attention scores are flat)."""
-    rng = np.random.default_rng(seed)
-    for weight in model.trainable_weights:
-        weight.assign(rng.uniform(-0.8, 0.8, weight.shape))
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_stateful_model_starts_near_uniform_and_carries_state_across_segments(kind):
     stateful = _model(kind=kind, layers=2)
@@ -75,7 +68,9 @@ def test_cell_form_equals_parallel_form(kind, options):
             assert layer.sizes == options["sizes"] and layer.use_bias and layer.units == 7
             if kind in ATTENTION_KINDS:
                 assert layer.pad == "zeros" and tuple(layer.memory_kernel.shape) == (4, 5)
-    _randomize(cell)
+    rng = np.random.default_rng(0)  # weights far from the init, where the scores are flat
+    for weight in cell.trainable_weights:
+        weight.assign(rng.uniform(-0.8, 0.8, weight.shape))
     copy_trainable_weights(cell, parallel)
     for start in (0, 5):  # inference: no recurrent dropout; the second segment carries state
         x = _tokens(2, 5, seed=start)
