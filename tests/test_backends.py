@@ -26,17 +26,13 @@ def test_the_fused_loop_is_tensorflow_only(layer_cls):
         assert fragment in message, (fragment, message)
 
 
-def _backend_section():
-    match = re.search(r"^Backends\n-+\n(.*?)(?=^\S[^\n]*\n[-=~]+\n)", BACKENDS_PAGE, re.M | re.S)
-    assert match, "docs/backends.rst has no 'Backends' section"
-    return match.group(1)
-
-
 def test_the_backend_table_covers_every_layer_and_names_only_real_ones():
     """The table's first row covers every layer (each layer's test class runs on every
     backend, `test_ci_runs_the_backend_neutral_tests_on_jax`); its other rows are the
     exceptions, and every layer they name exists."""
-    section = _backend_section()
+    match = re.search(r"^Backends\n-+\n(.*?)(?=^\S[^\n]*\n[-=~]+\n)", BACKENDS_PAGE, re.M | re.S)
+    assert match, "docs/backends.rst has no 'Backends' section"
+    section = match.group(1)
     assert "every layer and cell of the package" in section
     exported = set(tf_memlayers.__all__) | set(tf_memlayers.models.__all__) | {"ValueError"}
     # A name is a link (`Name`) or a literal (``Name``).

@@ -17,11 +17,6 @@ ROW = re.compile(r"^``(AssociativeGRUCell/\S+)``\s+``(\w+)``", re.MULTILINE)
 DUAL_WEIGHTS = ("dual_key_kernel", "dual_gate_kernel", "dual_candidate_kernel")
 
 
-def _documented_table():
-    """``{original variable name: Keras weight attribute}`` as compat's docstring lists it."""
-    return dict(ROW.findall(compat.__doc__))
-
-
 def _built(cell, input_dim=5):
     cell.build((None, input_dim))
     return cell
@@ -36,7 +31,7 @@ def test_compat_exports_the_loader():
 
 @pytest.mark.parametrize("cell_kind", ["am_gru", "dual_paper", "dual_released"])
 def test_the_documented_table_is_the_loaders_mapping(cell_kind):
-    table = _documented_table()
+    table = dict(ROW.findall(compat.__doc__))  # {original variable name: Keras weight}
     assert set(DUAL_WEIGHTS) <= set(table.values())
     if cell_kind == "am_gru":
         cell = _built(AssociativeGRUCell(8, num_copies=2))

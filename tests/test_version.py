@@ -19,17 +19,6 @@ HEADING = re.compile(r"^(.+)\n-+$", re.MULTILINE)
 ENTRY = re.compile(r"(\d+(?:\.\d+)*)(?: \((.+)\))?")
 
 
-def _changelog_entries():
-    """``[(version, unreleased), ...]`` of CHANGELOG.rst, in the file's order."""
-    text = (REPO_ROOT / "CHANGELOG.rst").read_text(encoding="utf-8")
-    entries = []
-    for heading in HEADING.findall(text):
-        entry = ENTRY.fullmatch(heading)
-        assert entry, f"CHANGELOG.rst: {heading!r} is not a version's heading"
-        entries.append((Version(entry[1]), entry[2] == "unreleased"))
-    return entries
-
-
 def test_the_version_is_a_pep_440_version_exported_by_the_package_and_the_distribution():
     assert isinstance(__version__, str)
     assert str(Version(__version__)) == __version__  # already in its normal form
@@ -53,7 +42,12 @@ def test_the_installed_metadata_has_the_version():
 
 
 def test_the_changelog_runs_newest_first_from_this_version():
-    entries = _changelog_entries()
+    # [(version, unreleased), ...] of CHANGELOG.rst, in the file's order.
+    entries = []
+    for heading in HEADING.findall((REPO_ROOT / "CHANGELOG.rst").read_text(encoding="utf-8")):
+        entry = ENTRY.fullmatch(heading)
+        assert entry, f"CHANGELOG.rst: {heading!r} is not a version's heading"
+        entries.append((Version(entry[1]), entry[2] == "unreleased"))
     assert len(entries) >= 2, entries
     version = Version(__version__)
     newest, unreleased = entries[0]

@@ -161,13 +161,6 @@ def test_stateful_language_model_carries_its_state_in_fit_and_predict(tmp_path):
     np.testing.assert_allclose(as_numpy(loaded.predict_on_batch(tokens)), second, atol=1e-6)
 
 
-def _snli_batch(rng):
-    premise, hypothesis = _tokens(rng, (4, 7), 2, 20), _tokens(rng, (4, 4), 2, 20)
-    premise[1, 5:] = 0  # padding, masked by the embedding
-    hypothesis[2, 3:] = 0
-    return (premise, hypothesis), np.array([0, 1, 2, 0])
-
-
 def _any_encoder():
     """An encoder the builder knows nothing of: an LSTM, a SimpleRNN and a GRU."""
     sequences = dict(return_sequences=True, return_state=True)
@@ -183,7 +176,11 @@ def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
     else:
         model = snli_model(20, kind=kind, units=8, embedding_dim=6, num_copies=2)
     compile_snli_model(model, jit_compile=JIT)
-    inputs, labels = _snli_batch(np.random.default_rng(0))
+    rng = np.random.default_rng(0)
+    premise, hypothesis = _tokens(rng, (4, 7), 2, 20), _tokens(rng, (4, 4), 2, 20)
+    premise[1, 5:] = 0  # padding, masked by the embedding
+    hypothesis[2, 3:] = 0
+    inputs, labels = (premise, hypothesis), np.array([0, 1, 2, 0])
     # Weights far from the ±0.05 init, so that every layer shows in the probabilities.
     rng = np.random.default_rng(1)
     model.set_weights([rng.uniform(-0.8, 0.8, np.shape(w)) for w in model.get_weights()])
@@ -216,16 +213,6 @@ def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
         np.testing.assert_allclose(_outputs(fixed, inputs), expected, atol=1e-5)
 
 
-def _last_word_batch(rng):
-    contexts = _tokens(rng, (16, 10), 2, 30)
-    contexts[:, :3] = 0  # left padding, as in the corpus
-    return contexts, _tokens(rng, (16,), 2, 30)
-
-
-def _half_squared_norm(model, coefficient=1e-5):
-    return coefficient * 0.5 * sum(float(np.sum(as_numpy(w) ** 2)) for w in model.trainable_weights)
-
-
 # Both modes (the paper's, and the reference code's frozen batch norms and sum over time) with
 # attention pooling; the cache in the paper's mode.
 @pytest.mark.parametrize(
@@ -254,7 +241,9 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
     model = build()
     assert isinstance(model, HeapCacheModel) and model.weight_decay == 1e-5
     compile_fill_last_word_model(model, faithful_to_code=faithful_to_code, jit_compile=JIT)
-    contexts, words = _last_word_batch(np.random.default_rng(0))
+    rng = np.random.default_rng(0)
+    contexts, words = _tokens(rng, (16, 10), 2, 30), _tokens(rng, (16,), 2, 30)
+    contexts[:, :3] = 0  # left padding, as in the corpus
     # Two equal batches: one trace.
     logs = _train(model, lambda: model.fit(contexts, words, batch_size=8, verbose=0).history)
     assert np.isfinite(logs["loss"]).all()
@@ -266,9 +255,8 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
     assert int(as_numpy(loaded.optimizer.iterations)) == 2
     # The weight decay is back on every trainable weight of the loaded model.
     assert len(loaded.losses) == len(loaded.trainable_weights)
-    np.testing.assert_allclose(
-        float(as_numpy(sum(loaded.losses))), _half_squared_norm(model), rtol=1e-5
-    )
+    decay = 1e-5 * 0.5 * sum(float(np.sum(as_numpy(w) ** 2)) for w in model.trainable_weights)
+    np.testing.assert_allclose(float(as_numpy(sum(loaded.losses))), decay, rtol=1e-5)
     if cache_size:
         np.testing.assert_array_equal(
             as_numpy(loaded.get_layer("cache_attention").cache),

@@ -16,13 +16,6 @@ from tf_memlayers.models.fill_last_word import (
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
 
-def time_sum(steps):
-    """The reference code's attention pooling: a plain sum over every step."""
-    return keras.Sequential(
-        [keras.layers.GlobalAveragePooling1D(), keras.layers.Rescaling(float(steps))]
-    )
-
-
 def small_model(pooling=None, cache_size=None, query="none", faithful_to_code=False, **kwargs):
     """The builder's model over 10 steps of a 30-word vocabulary, with the pooling named by
     ``pooling`` (``"attention"``: the paper's, or the reference code's sum) and a cache of
@@ -30,7 +23,8 @@ def small_model(pooling=None, cache_size=None, query="none", faithful_to_code=Fa
     kwargs.setdefault("embedding_dim", 6)
     kwargs.setdefault("units", 8)
     if pooling == "attention":
-        pooling = time_sum(10) if faithful_to_code else AttentionPooling(4)
+        time_sum = [keras.layers.GlobalAveragePooling1D(), keras.layers.Rescaling(10.0)]
+        pooling = keras.Sequential(time_sum) if faithful_to_code else AttentionPooling(4)
     cache = None
     if cache_size:
         gate = "ones" if query == "dot" else "glorot_uniform"
