@@ -114,15 +114,10 @@ def test_the_public_names_that_are_not_classes_or_functions():
     assert set(tf_memlayers.__all__) - set(PUBLIC) == {"__version__"}
 
 
-def _public(name):
-    package, _, attribute = name.rpartition(".")
-    module = importlib.import_module(f"tf_memlayers.{package}" if package else "tf_memlayers")
-    return getattr(module, attribute)
-
-
 @pytest.mark.parametrize("name", PUBLIC + PUBLIC_IN_SUBPACKAGES)
 def test_public_docstring_has_the_keras_sections(name):
-    obj = _public(name)
+    package, _, attribute = name.rpartition(".")
+    obj = getattr(importlib.import_module(f"tf_memlayers.{package}".rstrip(".")), attribute)
     doc = obj.__doc__
     assert doc, f"{name} has no docstring of its own"
     missing = [

@@ -14,18 +14,6 @@ from tests.support import REPO_ROOT
 PACKAGE = REPO_ROOT / "tf_memlayers"
 
 
-def registered_class_names():
-    """Names of the classes decorated with ``register_keras_serializable`` in the package."""
-    names = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ClassDef) and any(
-                "register_keras_serializable" in ast.unparse(d) for d in node.decorator_list
-            ):
-                names.append(node.name)
-    return names
-
-
 # The modules that exist for TensorFlow only: they import it through
 # `tf_memlayers._tensorflow.require_tensorflow`, whose error names them.
 TENSORFLOW_ONLY = (
@@ -85,7 +73,14 @@ def test_import_registers_every_class_and_the_layers_import_alone(backend):
     training nor examples. On JAX without TensorFlow, and on torch without TensorFlow and
     JAX, every module of the layers, models, ops, losses and metrics imports, and the
     TensorFlow-only modules refuse with an error naming what needs it."""
-    names = registered_class_names()
+    # The classes decorated with register_keras_serializable in the package.
+    names = [
+        node.name
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+        and any("register_keras_serializable" in ast.unparse(d) for d in node.decorator_list)
+    ]
     assert {"TiedEmbedding", "Perplexity", "SequenceCrossentropy", "ConditionalEncoder"} <= set(
         names
     )

@@ -32,15 +32,6 @@ def data(rng, count):
     return rng.normal(size=(count, FEATURES)).astype("float32"), rng.integers(0, CLASSES, count)
 
 
-def expected_write(model, x, cache):
-    """The reference write after a step: states and W_c, v_c under the updated weights."""
-    layer = model.get_layer("cache")
-    candidates = model.get_layer("encoder")(x).numpy().astype(np.float64)
-    kernel = layer.cache_kernel.numpy().astype(np.float64)
-    score_vector = layer.cache_score.numpy().astype(np.float64)
-    ref.insert_batch(cache, candidates, kernel, score_vector)
-
-
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_training_step_writes_like_the_reference(jit_compile):
     rng = np.random.default_rng(0)
@@ -52,7 +43,10 @@ def test_training_step_writes_like_the_reference(jit_compile):
         model.train_on_batch(x, y)
         # The write must use the states under the weights this step has just updated.
         assert not np.array_equal(before, model.get_layer("encoder").kernel.numpy())
-        expected_write(model, x, expected)
+        # The reference write: the states and W_c, v_c under the updated weights.
+        layer = model.get_layer("cache")
+        weights = (model.get_layer("encoder")(x), layer.cache_kernel, layer.cache_score)
+        ref.insert_batch(expected, *(np.asarray(w, np.float64) for w in weights))
         np.testing.assert_allclose(model.get_layer("cache").cache.numpy(), expected, atol=1e-6)
     assert np.all(np.any(expected != 0, axis=-1))
 

@@ -163,14 +163,6 @@ def test_forward_loop_matches_the_reference_and_saves_what_the_backward_reads(
         assert (np.abs(outputs[~taken]).max() > 0) != zero_output_for_mask
 
 
-def _incoming_gradients(rng):
-    return (
-        rng.normal(size=(STEPS, BATCH, UNITS)),
-        rng.normal(size=(BATCH, 2, COPIES, M)),
-        rng.normal(size=(BATCH, UNITS)),
-    )
-
-
 @_loop_cases
 def test_backward_loop_equals_the_automatic_gradient_of_the_forward_loop(
     dual, masked, zero_output_for_mask
@@ -178,7 +170,9 @@ def test_backward_loop_equals_the_automatic_gradient_of_the_forward_loop(
     problem = _problem(20 + dual + 2 * masked + zero_output_for_mask, dual, masked)
     projected, recurrent, kernels, matrix, unpermute = _loop_arguments(problem)
     mask = None if problem["mask"] is None else tf.constant(problem["mask"].T)
-    incoming = [tf.constant(g) for g in _incoming_gradients(np.random.default_rng(1))]
+    rng = np.random.default_rng(1)  # the gradients of the outputs, the memory and the output
+    shapes = [(STEPS, BATCH, UNITS), (BATCH, 2, COPIES, M), (BATCH, UNITS)]
+    incoming = [tf.constant(rng.normal(size=shape)) for shape in shapes]
     arrays = [projected, _parts(problem["memory"]), problem["output"], recurrent, *kernels[:2]]
     if dual:
         arrays += [_parts(problem["source"]), *kernels[2:]]
