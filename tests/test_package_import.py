@@ -81,9 +81,7 @@ def test_import_registers_every_class_and_the_layers_import_alone(backend):
         if isinstance(node, ast.ClassDef)
         and any("register_keras_serializable" in ast.unparse(d) for d in node.decorator_list)
     ]
-    assert {"TiedEmbedding", "Perplexity", "SequenceCrossentropy", "ConditionalEncoder"} <= set(
-        names
-    )
+    assert {"TiedEmbedding", "Perplexity", "SequenceCrossentropy", "ConditionalEncoder"} <= {*names}
     refuse = REFUSED[backend]
     env = {**os.environ, "KERAS_BACKEND": backend}
     script = f"refuse, names = {refuse!r}, {names!r}\n{_SCRIPT}"

@@ -108,9 +108,8 @@ def test_initialisation_follows_the_paper():
 
 
 def test_variational_dropout_uses_one_mask_per_sequence():
-    layer = _model(kind="lstm", dropout=0.5, variational_dropout=True).get_layer(
-        "embedding_dropout"
-    )
+    model = _model(kind="lstm", dropout=0.5, variational_dropout=True)
+    layer = model.get_layer("embedding_dropout")
     dropped = layer(np.ones((8, 40, 6), "float32"), training=True).numpy()
     # The same units are dropped at every time step, and not the same in every sequence.
     np.testing.assert_array_equal(dropped, np.repeat(dropped[:, :1], 40, axis=1))
