@@ -74,6 +74,8 @@ def _install_resettable_rnn():
     keras.src.layers.RNN = ResettableRNN
 
 
+# What Keras's tests say in their body when they skip for a device this machine lacks.
+_MACHINE_SKIPS = ("Requires a CUDA device.",)
 _CUDNN = "a test of the cuDNN kernels of keras.layers.LSTM and GRU, which ResettableRNN has not"
 _RNN_SKIPPED = {
     f"bidirectional_test.py::SimpleRNNTest::{test}": _CUDNN
@@ -275,9 +277,12 @@ def pytest_runtest_logreport(report):
         result["reason"] = str(reason).removeprefix("Skipped: ")
         if result["reason"] == SKIPPED.get(_test_name(report.nodeid)):
             result["skipped_by"] = "plugin"
-        elif report.when == "setup" and report.nodeid in _keras_skip_markers:
-            # A skip or skipif marker of Keras's test file, for this backend or machine (such
-            # as the tests of another backend's kernels): Keras's choice, not our class's.
+        elif (report.when == "setup" and report.nodeid in _keras_skip_markers) or result[
+            "reason"
+        ] in _MACHINE_SKIPS:
+            # A skip or skipif marker of Keras's test file, or a skip of its test for a device
+            # this machine lacks (such as the tests of another backend's kernels or of torch's
+            # cuDNN): Keras's choice, not our class's.
             result["skipped_by"] = "keras"
         else:
             result["skipped_by"] = "test"  # while running, by the test itself
