@@ -95,15 +95,8 @@ def reference_step(x_t, memory, previous, w, perms, dual=None, record=None):
     output = h + delta
     S = S + K * _complex(delta)[:, None, :]
     if record is not None:
-        record.append(
-            {
-                "written": delta,
-                "read": h,
-                "source_read": h2,
-                "key_modulus": np.abs(raw_key),
-                "key": np.concatenate([write_key.real, write_key.imag], axis=1),
-            }
-        )
+        step = dict(written=delta, read=h, source_read=h2, key=_real(write_key))
+        record.append(dict(step, key_modulus=np.abs(raw_key)))
     return output, _memory_to_real(S)
 
 

@@ -13,7 +13,7 @@ import pytest
 from keras import ops
 from keras.src import testing  # Keras's layer test harness (tests only)
 
-from tests.support import BACKEND, as_numpy, compiled, gradients
+from tests.support import BACKEND, as_numpy, assert_close, compiled, gradients
 from tf_memlayers.layers.resettable_rnn import RNN_FLAGS
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 
@@ -42,16 +42,6 @@ def read_premise_memory(premise_layer, hypothesis_layer, premise, hypothesis):
     """A Dual AM-GRU ``hypothesis_layer`` reads the hypothesis from the premise's memory."""
     _, memory, last = premise_layer(premise)
     return hypothesis_layer(hypothesis, initial_state=[ops.zeros_like(memory), last, memory])
-
-
-def layer_classes(layer):
-    """The classes of ``layer`` and of the layers it holds, recursively."""
-    return {type(item) for item in layer._flatten_layers()}
-
-
-def is_cell(layer):
-    """Whether ``layer`` is a cell: it has a ``state_size`` and is not an RNN layer."""
-    return hasattr(layer, "state_size") and not isinstance(layer, keras.layers.RNN)
 
 
 def takes(method, name):
@@ -144,30 +134,18 @@ def journey_model(role, build, masked, rng):
         inputs = [_tokens(rng, masked), _tokens(rng, masked, STEPS - 2)]
         model = keras.Model([premise, hypothesis], logits)
         return model, inputs, rng.integers(0, CLASSES, size=SAMPLES)
-    tokens = keras.Input((STEPS,), dtype="int32")
-    embedded = keras.layers.Embedding(VOCAB, 4, mask_zero=masked)(tokens)
-    if role == "token":
-        targets = rng.integers(0, VOCAB, size=(SAMPLES, STEPS))
-        logits = build(tokens, masked, VOCAB)
-    elif role == "step":
-        targets = rng.integers(0, VOCAB, size=(SAMPLES, STEPS))
-        logits = keras.layers.Dense(VOCAB, dtype="float32")(build(embedded))
-    elif role == "pooled":
-        targets = rng.integers(0, CLASSES, size=SAMPLES)
-        logits = keras.layers.Dense(CLASSES, dtype="float32")(build(embedded))
-    else:
+    if role not in ("step", "pooled", "token"):
         raise ValueError(f"a journey's role must be step, pooled, pair or token, got {role!r}")
+    tokens = keras.Input((STEPS,), dtype="int32")
+    if role == "token":
+        logits = build(tokens, masked, VOCAB)
+    else:
+        embedded = keras.layers.Embedding(VOCAB, 4, mask_zero=masked)(tokens)
+        width = CLASSES if role == "pooled" else VOCAB
+        logits = keras.layers.Dense(width, dtype="float32")(build(embedded))
+    size = SAMPLES if role == "pooled" else (SAMPLES, STEPS)
+    targets = rng.integers(0, CLASSES if role == "pooled" else VOCAB, size=size)
     return keras.Model(tokens, logits), _tokens(rng, masked), targets
-
-
-def _check_export(model, inputs, expected, path):
-    """The model exported as a SavedModel (TensorFlow) serves ``expected``."""
-    import tensorflow as tf
-
-    model.export(str(path), verbose=False)
-    archive = tf.saved_model.load(str(path))
-    served = archive.serve(keras.tree.map_structure(tf.constant, inputs))
-    np.testing.assert_allclose(as_numpy(served), expected, rtol=0, atol=1e-5)
 
 
 # The packed documents of the reset suites: B rows of T steps of W features.
@@ -182,10 +160,17 @@ def packed_resets():
     return reset
 
 
-def documents(reset, row):
-    """``(start, stop)`` of each document of ``row``."""
-    starts = sorted({0, *np.flatnonzero(reset[row])})
-    return list(zip(starts, [*starts[1:], reset.shape[1]]))
+def documents(reset, mask=None):
+    """Per row, ``(start, stop, fresh)`` of its documents: each starts at step 0 or at a reset
+    of a valid step (``fresh``: at a reset)."""
+    kept = np.ones_like(reset) if mask is None else mask
+    rows = []
+    for row, keep in zip(reset, kept):
+        starts = [t for t in range(1, len(row)) if row[t] and keep[t]]
+        bounds = [0, *starts, len(row)]
+        fresh = [bool(row[0] and keep[0])] + [True] * len(starts)
+        rows.append(list(zip(bounds, bounds[1:], fresh)))
+    return rows
 
 
 X = np.random.default_rng(0).normal(size=(2, 5, INPUT_DIM)).astype("float32")
@@ -250,12 +235,6 @@ def _plain(value):
     return isinstance(value, (bool, int, float, str))
 
 
-def _same_object(given, saved):
-    """Whether the config entry ``saved`` is the object named ``given``."""
-    revived = keras.saving.deserialize_keras_object(saved)
-    return type(revived).__name__.lower() == given.replace("_", "").lower()
-
-
 class LayerTestCase:
     """The suites of the package's layers (module docstring)."""
 
@@ -263,7 +242,8 @@ class LayerTestCase:
 
     def assert_holds_layer(self, layer):
         """``layer`` (a layer, an RNN over a cell, a model) holds one of ``layer_cls``."""
-        assert self.layer_cls in layer_classes(layer), (self.layer_cls, layer)
+        held = {type(item) for item in layer._flatten_layers()}  # itself and what it holds
+        assert self.layer_cls in held, (self.layer_cls, layer)
 
     # -- every layer ----------------------------------------------------------------------
 
@@ -314,11 +294,14 @@ class LayerTestCase:
             np.testing.assert_allclose(compiled_predictions, predictions, rtol=0, atol=5e-3 * scale)
             model.save(tmp_path / "model.keras")
             loaded = keras.models.load_model(tmp_path / "model.keras")
-            np.testing.assert_allclose(
-                as_numpy(compiled(loaded)(inputs)), predictions, rtol=0, atol=1e-6
-            )
-            if BACKEND == "tensorflow":
-                _check_export(model, inputs, predictions, tmp_path / "export")
+            assert_close(compiled(loaded)(inputs), predictions, atol=1e-6)
+            if BACKEND == "tensorflow":  # exported as a SavedModel, it serves the same
+                import tensorflow as tf
+
+                model.export(str(tmp_path / "export"), verbose=False)
+                archive = tf.saved_model.load(str(tmp_path / "export"))  # held while it serves
+                served = archive.serve(keras.tree.map_structure(tf.constant, inputs))
+                assert_close(served, predictions, atol=1e-5)
 
     def run_config_test(self, layer_cls, **init_kwargs):
         """The JSON config holds each argument and rebuilds the same config."""
@@ -326,8 +309,9 @@ class LayerTestCase:
         self.assert_holds_layer(layer)
         config = json.loads(json.dumps(layer.get_config()))
         for name, value in init_kwargs.items():
-            if isinstance(value, str) and isinstance(config[name], dict):
-                assert _same_object(value, config[name]), (name, value, config[name])
+            if isinstance(value, str) and isinstance(config[name], dict):  # the object named
+                revived = type(keras.saving.deserialize_keras_object(config[name])).__name__
+                assert revived.lower() == value.replace("_", "").lower(), (name, config[name])
             elif _plain(value):
                 assert config[name] == (list(value) if isinstance(value, tuple) else value), name
         assert layer_cls.from_config(config).get_config() == layer.get_config()
@@ -524,7 +508,7 @@ class LayerTestCase:
         cell's reset rows step from zero states (but those it carries unchanged)."""
         layer = make()
         self.assert_holds_layer(layer)
-        if is_cell(layer):
+        if hasattr(layer, "state_size") and not isinstance(layer, keras.layers.RNN):  # a cell
             self._check_one_step_reset(make, call_kwargs)
             return
         for bad, match in BAD_RESETS:
@@ -590,14 +574,10 @@ class LayerTestCase:
         call = compiled(lambda x, reset: layer(x, reset=reset))
         outputs, memory = call(x, reset)
         for row in range(B):
-            for start, stop in documents(reset, row):
+            for start, stop, _ in documents(reset)[row]:
                 alone, alone_memory = call(x[row : row + 1, start:stop], None)
-                np.testing.assert_allclose(
-                    as_numpy(outputs)[row, start:stop], as_numpy(alone)[0], atol=1e-12, rtol=0
-                )
-            np.testing.assert_allclose(
-                as_numpy(memory)[row], as_numpy(alone_memory)[0], atol=1e-12, rtol=0
-            )
+                assert_close(as_numpy(outputs)[row, start:stop], alone[0], atol=1e-12)
+            assert_close(as_numpy(memory)[row], alone_memory[0], atol=1e-12)
 
     @staticmethod
     def _check_reset_forgets_memory(make):
@@ -613,12 +593,10 @@ class LayerTestCase:
         outputs = as_numpy(call(x, carried, reset)[0])
         fresh = as_numpy(call(x, None, None)[0])
         continued = as_numpy(call(x, carried, None)[0])
-        np.testing.assert_allclose(outputs[0], fresh[0], atol=1e-12, rtol=0)
-        np.testing.assert_allclose(outputs[1, :4], continued[1, :4], atol=1e-12, rtol=0)
-        np.testing.assert_allclose(
-            outputs[1, 4:], as_numpy(call(x[1:2, 4:], None, None)[0])[0], atol=1e-12, rtol=0
-        )
-        np.testing.assert_allclose(outputs[2], continued[2], atol=1e-12, rtol=0)
+        assert_close(outputs[0], fresh[0], atol=1e-12)
+        assert_close(outputs[1, :4], continued[1, :4], atol=1e-12)
+        assert_close(outputs[1, 4:], call(x[1:2, 4:], None, None)[0][0], atol=1e-12)
+        assert_close(outputs[2], continued[2], atol=1e-12)
         assert not np.allclose(fresh[2], continued[2])
 
     @staticmethod
@@ -635,9 +613,7 @@ class LayerTestCase:
             + [np.zeros(stateful.memory.shape)]
         )
         parts = [stateful(x[:, a:b], reset=reset[:, a:b]) for a, b in ((0, 5), (5, 9), (9, T))]
-        np.testing.assert_allclose(
-            np.concatenate([as_numpy(p) for p in parts], axis=1), expected, atol=1e-12, rtol=0
-        )
+        assert_close(np.concatenate([as_numpy(p) for p in parts], axis=1), expected, atol=1e-12)
 
     # -- sizes -----------------------------------------------------------------------------
 

@@ -93,6 +93,11 @@ def as_numpy(x):
     return np.asarray(keras.ops.convert_to_numpy(x))
 
 
+def assert_close(got, want, atol, rtol=0):
+    """``got`` is ``want`` (tensors, variables or arrays of any backend) within the tolerances."""
+    np.testing.assert_allclose(as_numpy(got), as_numpy(want), atol=atol, rtol=rtol)
+
+
 def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
     """``(loss, variable_gradients, input_gradients)`` as NumPy, on any backend, of the scalar
     ``loss_fn(*inputs)`` (which reads ``variables`` through its layers); with ``has_aux``,

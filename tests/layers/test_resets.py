@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.layer_test_case import B, T, as_numpy
+from tests.layer_test_case import B, T, as_numpy, documents
 from tests.layer_test_case import packed_resets as _resets
-from tests.layers.window_attention.test_sliding_window_attention import build_pair
+from tests.layers.window_attention.test_sliding_window_attention import window_twins
 from tests.support import BACKEND, FUSED_LOOP, all_pairs, gradients, masked_rnn, tensorflow_only
 from tf_memlayers import ResettableRNN
 from tf_memlayers.layers import (
@@ -24,7 +24,7 @@ from tf_memlayers.layers import (
 
 @pytest.mark.parametrize("form", ["parallel", "cell"])
 def test_no_gradient_crosses_a_reset(float64_policy, form):
-    lstm, parallel, rnn = build_pair("key_value_predict", None, 3, "mask", True, resettable=True)
+    lstm, parallel, rnn = window_twins(resettable=True)
     x = np.random.default_rng(7).normal(size=(B, T, 5))
     reset = _resets()
 
@@ -41,7 +41,7 @@ def test_no_gradient_crosses_a_reset(float64_policy, form):
 
 
 def test_resets_under_jit_compile_match_eager():
-    lstm, parallel, rnn = build_pair("key_value_predict", None, 3, "mask", True, resettable=True)
+    lstm, parallel, rnn = window_twins(resettable=True)
     x = np.random.default_rng(7).normal(size=(B, T, 5)).astype("float32")
     reset = _resets()
     inputs = keras.Input((T, 5))
@@ -106,18 +106,6 @@ def _resets_and_mask():
     return reset, mask
 
 
-def _documents(reset, mask):
-    """Per row, ``(start, end, fresh)`` of its documents (``fresh``: from a reset)."""
-    kept = np.ones_like(reset) if mask is None else mask
-    rows = []
-    for row, keep in zip(reset, kept):
-        starts = [t for t in range(1, len(row)) if row[t] and keep[t]]
-        bounds = [0] + starts + [len(row)]
-        fresh = [bool(row[0] and keep[0])] + [True] * len(starts)
-        rows.append([(s, e, f) for s, e, f in zip(bounds, bounds[1:], fresh)])
-    return rows
-
-
 def _is_dual(layer):
     return isinstance(layer.cell, DualAssociativeGRUCell)
 
@@ -137,8 +125,8 @@ def _fresh_state(layer, initial_state, row):
 def separate_runs(layer, xs, reset, mask=None, initial_state=None):
     """Each document run alone: the packed run's expected outputs and final states."""
     outputs, finals = None, []
-    for row, documents in enumerate(_documents(reset, mask)):
-        for start, end, fresh in documents:
+    for row, spans in enumerate(documents(reset, mask)):
+        for start, end, fresh in spans:
             if fresh or initial_state is None:
                 init = _fresh_state(layer, initial_state, row)
             else:

@@ -6,7 +6,7 @@ import pytest
 
 from tests.layer_test_case import ALL_RNN_FLAGS, LayerTestCase, documents, rnn_over, user_rnn
 from tests.layers.associative_memory.test_associative_memory_cell import TwoStateCell
-from tests.support import BACKEND, as_numpy, keras_lstm, tensorflow_only
+from tests.support import BACKEND, as_numpy, assert_close, keras_lstm, tensorflow_only
 from tf_memlayers import ResettableCell, ResettableRNN, SlidingWindowAttentionCell
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 
@@ -42,29 +42,20 @@ class ResettableCellTest(LayerTestCase):
 class ResettableRNNTest(LayerTestCase):
     layer_cls = ResettableRNN
 
-    def test_layer_behaviors(self):
-        self.run_layer_test(
-            lambda **kw: ResettableRNN(
-                keras.layers.LSTMCell(5, dtype=kw.get("dtype")), return_sequences=True, **kw
-            ),
-            input_shape=(2, 3, 4),
-            expected_output_shape=(2, 3, 5),
-            expected_num_trainable_weights=3,
-            expected_num_seed_generators=1,
-            supports_masking=True,
-        )
-
-    def test_layer_behaviors_over_a_cell_taking_reset(self):
+    @pytest.mark.parametrize("attention", [False, True], ids=["lstm", "attention_taking_reset"])
+    def test_layer_behaviors(self, attention):
         def make(dtype=None, **kwargs):
             cell = keras.layers.LSTMCell(6, dtype=dtype)
-            attention = SlidingWindowAttentionCell(cell, window=2, mode="key_value", dtype=dtype)
-            return ResettableRNN(attention, return_state=True, dtype=dtype, **kwargs)
+            if attention:  # a cell of the package's that takes `reset` itself
+                cell = SlidingWindowAttentionCell(cell, window=2, mode="key_value", dtype=dtype)
+            flags = dict(return_state=attention, return_sequences=not attention)
+            return ResettableRNN(cell, **flags, dtype=dtype, **kwargs)
 
         self.run_layer_test(
             make,
             input_shape=(2, 3, 4),
-            expected_output_shape=((2, 3), (2, 6), (2, 6), (2, 2 * 7)),
-            expected_num_trainable_weights=3 + 5,
+            expected_output_shape=((2, 3), (2, 6), (2, 6), (2, 14)) if attention else (2, 3, 6),
+            expected_num_trainable_weights=3 + 5 * attention,
             expected_num_seed_generators=1,
             supports_masking=True,
         )
@@ -118,6 +109,9 @@ def _resets():
 def test_without_reset_it_is_keras_rnn_and_lstm(float64_policy):
     x = RNG.normal(size=(B, T, F))
     rnn = ResettableRNN(keras.layers.LSTMCell(4), return_sequences=True)
+    # A cell that takes no `reset` is wrapped, also when rebuilt from the config.
+    for layer in (rnn, ResettableRNN.from_config(rnn.get_config())):
+        assert type(layer.cell) is ResettableCell and type(layer.cell.cell) is keras.layers.LSTMCell
     lstm = keras_lstm(4, return_sequences=True)
     lstm.build(x.shape)
     rnn.build(x.shape)
@@ -125,9 +119,7 @@ def test_without_reset_it_is_keras_rnn_and_lstm(float64_policy):
     np.testing.assert_allclose(as_numpy(rnn(x)), as_numpy(lstm(x)), atol=1e-12, rtol=0)
     # An all-false reset is the same computation through the reset loop.
     no_reset = np.zeros((B, T), bool)
-    np.testing.assert_allclose(
-        as_numpy(rnn(x, reset=no_reset)), as_numpy(lstm(x)), atol=1e-12, rtol=0
-    )
+    assert_close(rnn(x, reset=no_reset), lstm(x), atol=1e-12)
 
 
 def _model():
@@ -193,14 +185,6 @@ def test_export_keeps_the_reset_input(tmp_path):
     np.testing.assert_allclose(as_numpy(outputs), expected, atol=1e-5)
 
 
-def test_cells_without_reset_are_wrapped():
-    rnn = ResettableRNN(keras.layers.GRUCell(4), return_sequences=True)
-    assert isinstance(rnn.cell, ResettableCell)
-    again = ResettableRNN.from_config(rnn.get_config())
-    assert isinstance(again.cell, ResettableCell)
-    assert isinstance(again.cell.cell, keras.layers.GRUCell)
-
-
 @pytest.mark.parametrize("unroll", [False, True])
 @pytest.mark.parametrize("masked", [False, True])
 def test_a_list_of_cells_is_stacked_and_every_cell_restarts_at_a_reset(unroll, masked):
@@ -224,17 +208,13 @@ def test_a_list_of_cells_is_stacked_and_every_cell_restarts_at_a_reset(unroll, m
     # The reference: the same stacked cells under keras.layers.RNN, on each document alone.
     alone_rnn = keras.layers.RNN(stack, return_sequences=True, return_state=True)
     for row in range(B):
-        for start, stop in documents(reset, row):
+        for start, stop, _ in documents(reset)[row]:
             stop = min(stop, int(mask[row].sum()))
             alone, *alone_states = alone_rnn(x[row : row + 1, start:stop])
-            np.testing.assert_allclose(
-                as_numpy(outputs)[row, start:stop], as_numpy(alone)[0], atol=1e-6, rtol=0
-            )
+            assert_close(as_numpy(outputs)[row, start:stop], alone[0], atol=1e-6)
         # The states of every cell of the stack are those of the row's last document alone.
         for state, alone_state in zip(keras.tree.flatten(states), keras.tree.flatten(alone_states)):
-            np.testing.assert_allclose(
-                as_numpy(state)[row], as_numpy(alone_state)[0], atol=1e-6, rtol=0
-            )
+            assert_close(as_numpy(state)[row], alone_state[0], atol=1e-6)
 
 
 class _UnregisteredCell(TwoStateCell):

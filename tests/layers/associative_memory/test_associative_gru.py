@@ -1,4 +1,5 @@
-"""`AssociativeGRU` against `RNN(AssociativeGRUCell)`, in Keras's loop and the fused one."""
+"""`AssociativeGRU` (and `DualAssociativeGRU`) against its cell form, in Keras's loop and the
+fused one."""
 
 import re
 
@@ -19,6 +20,7 @@ from tests.support import (
     TF_DISTRIBUTE,
     all_pairs,
     as_numpy,
+    assert_close,
     gradients,
     json_report_of_script,
     masked_rnn,
@@ -91,18 +93,6 @@ class AssociativeGRUTest(LayerTestCase):
         self.run_mixed_precision_test(make, inputs, atol=atol, policy=policy)
 
 
-def _pair(units, copies, input_dim, weights=None, fused_loop=False, **rnn_kwargs):
-    """A cell-form RNN and an `AssociativeGRU` with the same weights, both built."""
-    cell_form = keras.layers.RNN(AssociativeGRUCell(units, num_copies=copies), **rnn_kwargs)
-    layer = AssociativeGRU(units, num_copies=copies, fused_loop=fused_loop, **rnn_kwargs)
-    cell_form.build((None, None, input_dim))
-    layer.build((None, None, input_dim))
-    if weights is not None:
-        set_cell_weights(cell_form.cell, weights)
-    layer.cell.set_weights(cell_form.cell.get_weights())
-    return cell_form, layer
-
-
 def mask_with_holes(batch, steps):
     mask = np.ones((batch, steps), bool)
     mask[1, steps - 2 :] = False  # right padding
@@ -117,9 +107,9 @@ def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fuse
     units, batch, steps = 12, 3, 5
     xs = rng.normal(size=(batch, steps, 4))
     w = random_weights(rng, 4, units)
-    _, layer = _pair(
-        units, copies, 4, w, fused_loop=fused_loop, return_sequences=True, return_state=True
-    )
+    layer = _am_gru(units, copies, fused_loop=fused_loop, return_sequences=True, return_state=True)
+    layer.build((None, None, 4))
+    set_cell_weights(layer.cell, w)
     outputs, memory, last = layer(xs)
     zeros = np.zeros((batch, units * copies)), np.zeros((batch, units))
     perms = permutations(units // 2, copies)
@@ -129,39 +119,54 @@ def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fuse
     np.testing.assert_allclose(as_numpy(last), ref_outputs[:, -1], atol=1e-10, rtol=0)
 
 
-# Each loop, go_backwards and zero_output_for_mask by pairs (`all_pairs`).
+# (layer, dual_key, fused_loop, go_backwards, zero_output_for_mask): the AM-GRU's loops and
+# flags by pairs (`all_pairs`), the Dual AM-GRU's keys and loops forwards and backwards.
+CELL_FORMS = [
+    pytest.param(layer_cls, key, *flags, marks=tensorflow_only(FUSED_LOOP) if flags[0] else ())
+    for layer_cls, key, *flags in [
+        *((AssociativeGRU, None, *row.values) for row in all_pairs(*[[False, True]] * 3)),
+        (DualAssociativeGRU, "paper", False, False, False),
+        (DualAssociativeGRU, "released", False, True, True),
+        (DualAssociativeGRU, "paper", True, False, False),
+        (DualAssociativeGRU, "paper", True, True, True),
+    ]
+]
+
+
 @pytest.mark.parametrize(
-    "fused_loop, go_backwards, zero_output_for_mask",
-    [
-        pytest.param(
-            *row.values, id=row.id, marks=tensorflow_only(FUSED_LOOP) if row.values[0] else ()
-        )
-        for row in all_pairs([False, True], [False, True], [False, True])
-    ],
+    "layer_cls, dual_key, fused_loop, go_backwards, zero_output_for_mask",
+    CELL_FORMS,
+    ids=lambda value: getattr(value, "__name__", None),
 )
 def test_layer_equals_the_cell_form_forward_and_gradients(
-    float64_policy, fused_loop, go_backwards, zero_output_for_mask
+    float64_policy, layer_cls, dual_key, fused_loop, go_backwards, zero_output_for_mask
 ):
     """Masked, with and without an initial state: outputs, states and every gradient."""
     rng = np.random.default_rng(20)
     units, copies, batch, steps = 8, 3, 3, 6
-    xs = rng.normal(size=(batch, steps, 5))
     kwargs = dict(
         return_sequences=True,
         return_state=True,
         go_backwards=go_backwards,
         zero_output_for_mask=zero_output_for_mask,
     )
-    cell_form, layer = _pair(
-        units, copies, 5, random_weights(rng, 5, units), fused_loop=fused_loop, **kwargs
-    )
+    dual = {} if dual_key is None else {"dual_key": dual_key}
+    layer = layer_cls(units, num_copies=copies, fused_loop=fused_loop, **dual, **kwargs)
+    cell_form = keras.layers.RNN(type(layer.cell)(units, num_copies=copies, **dual), **kwargs)
+    for rnn in (cell_form, layer):
+        rnn.build((None, None, 5))
+    set_cell_weights(cell_form.cell, random_weights(rng, 5, units))
+    layer.cell.set_weights(cell_form.cell.get_weights())
+    xs = rng.normal(size=(batch, steps, 5))
     mask = mask_with_holes(batch, steps)
-    initial = [rng.normal(size=(batch, units * copies)), rng.normal(size=(batch, units))]
+    initial = [0.5 * rng.normal(size=(batch, size)) for size in layer.cell.state_size]
     for init in (None, initial):
         expected = masked_rnn(cell_form, xs, mask, initial_state=init)
         got = layer(xs, mask=mask, initial_state=init)
         for e, g in zip(expected, got):
             np.testing.assert_allclose(as_numpy(g), as_numpy(e), atol=1e-12, rtol=0)
+    if dual:  # the source memory passes through unchanged
+        np.testing.assert_array_equal(as_numpy(got[3]), initial[2])
     # The gradients, with zeros at masked steps on JAX (KERAS_MASKED_OUTPUT).
     cell_form.zero_output_for_mask = layer.zero_output_for_mask = (
         zero_output_for_mask or BACKEND != "tensorflow"
@@ -170,11 +175,13 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
     for rnn in (cell_form, layer):
 
         def loss(xs, *initial, rnn=rnn):
-            outputs, memory, last = rnn(xs, mask=mask, initial_state=list(initial))
+            outputs, memory, last, *_ = rnn(xs, mask=mask, initial_state=list(initial))
             return ops.sum(ops.sin(outputs)) + ops.sum(ops.square(memory)) + ops.sum(ops.cos(last))
 
         _, weight_grads, input_grads = gradients(loss, rnn.cell.trainable_weights, [xs, *initial])
         grads.append(input_grads + weight_grads)
+    # The inputs, each state and each weight (the Dual's two or three of its own).
+    assert len(grads[1]) == 1 + len(initial) + 5 + len(dual) * (2 + (dual_key == "released"))
     for e, g in zip(*grads):
         assert np.abs(as_numpy(e)).max() > 0
         np.testing.assert_allclose(as_numpy(g), as_numpy(e), atol=1e-11, rtol=1e-11)
@@ -259,21 +266,31 @@ def test_the_fused_loop_refuses_what_it_does_not_run():
             AssociativeGRU(8, fused_loop=True, **{option: True})
 
 
-@FUSED
-def test_stateful_segments_equal_one_pass(fused_loop):
+@pytest.mark.parametrize(
+    "layer_cls, fused_loop",
+    [
+        (AssociativeGRU, False),
+        pytest.param(AssociativeGRU, True, marks=tensorflow_only(FUSED_LOOP)),
+        (DualAssociativeGRU, "auto"),
+    ],
+    ids=["am_gru_keras_loop", "am_gru_fused_loop", "dual_auto"],
+)
+def test_stateful_segments_equal_one_pass(layer_cls, fused_loop):
+    """From given states (the Dual's source memory among them), then from zeros after a reset."""
     rng = np.random.default_rng(27)
-    xs = rng.normal(size=(2, 9, 5)).astype("float32")
-    whole = AssociativeGRU(8, num_copies=3, return_sequences=True, fused_loop=fused_loop)
-    stateful = AssociativeGRU(
-        8, num_copies=3, return_sequences=True, stateful=True, fused_loop=fused_loop
-    )
-    whole.build((2, 9, 5))
-    stateful.build((2, 3, 5))
+    xs = rng.normal(size=(3, 9, 5)).astype("float32")
+    options = dict(num_copies=3, return_sequences=True, fused_loop=fused_loop)
+    whole, stateful = layer_cls(8, **options), layer_cls(8, stateful=True, **options)
+    whole.build((3, 9, 5))
+    stateful.build((3, None, 5))
     stateful.cell.set_weights(whole.cell.get_weights())
-    pieces = np.concatenate([as_numpy(stateful(xs[:, i : i + 3])) for i in (0, 3, 6)], axis=1)
-    np.testing.assert_allclose(pieces, as_numpy(whole(xs)), atol=1e-5)
+    initial = [rng.normal(size=(3, size)).astype("float32") for size in whole.cell.state_size]
+    pieces = [stateful(xs[:, :3], initial_state=initial)]
+    pieces += [stateful(xs[:, i : i + 3]) for i in (3, 6)]
+    expected = whole(xs, initial_state=initial)
+    assert_close(np.concatenate([as_numpy(p) for p in pieces], axis=1), expected, atol=1e-5)
     stateful.reset_states()
-    np.testing.assert_allclose(as_numpy(stateful(xs[:, :3])), as_numpy(whole(xs[:, :3])), atol=1e-5)
+    assert_close(stateful(xs[:, :3]), whole(xs[:, :3]), atol=1e-5)
 
 
 MIRRORED_SCRIPT = """

@@ -45,15 +45,9 @@ class AssociativeMemoryCellTest(LayerTestCase):
         )
 
     def test_config_and_arguments(self):
-        self.run_config_test(
-            AssociativeMemoryCell,
-            cell=keras.layers.LSTMCell(4),
-            num_copies=3,
-            memory_state_index=0,
-            seed=9,
-            return_retrievals=True,
-            key_initializer="orthogonal",
-        )
+        config = dict(num_copies=3, memory_state_index=0, seed=9, return_retrievals=True)
+        config.update(cell=keras.layers.LSTMCell(4), key_initializer="orthogonal")
+        self.run_config_test(AssociativeMemoryCell, **config)
         self.run_flags_test(lambda **kw: AssociativeMemoryCell(keras.layers.GRUCell(4), **kw))
 
     def test_mixed_float16_matches_float32(self):

@@ -1,9 +1,9 @@
-"""`DualAssociativeGRU` against `RNN(DualAssociativeGRUCell)`, in both of its time loops."""
+"""`DualAssociativeGRU` and `DualAssociativeGRUCell` (the layer against its cell form and over
+stateful segments: test_associative_gru.py)."""
 
 import keras
 import numpy as np
 import pytest
-from keras import ops
 
 from tests.layer_test_case import (
     ALL_RNN_FLAGS,
@@ -12,9 +12,8 @@ from tests.layer_test_case import (
     rnn_over,
     user_rnn,
 )
-from tests.layers.associative_memory.test_associative_gru import mask_with_holes
 from tests.layers.associative_memory.test_associative_gru_cell import AM_GRU_CONFIG
-from tests.support import BACKEND, FUSED_LOOP, as_numpy, gradients, tensorflow_only
+from tests.support import FUSED_LOOP, tensorflow_only
 from tf_memlayers.layers import (
     AssociativeGRU,
     AssociativeGRUCell,
@@ -22,7 +21,6 @@ from tf_memlayers.layers import (
     DualAssociativeGRUCell,
 )
 
-UNITS, COPIES, INPUT_DIM, BATCH, STEPS = 8, 3, 5, 3, 6
 SEQUENCES = dict(num_copies=2, return_sequences=True)
 NAN_PADDING = dict(SEQUENCES, zero_output_for_mask=True)
 # (dual_key, fused_loop) of the layer's cases: the fused loop takes the paper's key only.
@@ -63,7 +61,7 @@ class DualAssociativeGRUTest(LayerTestCase):
         config = dict(**AM_GRU_CONFIG, **ALL_RNN_FLAGS, dual_key="released", fused_loop=False)
         self.run_config_test(DualAssociativeGRU, **config, return_retrievals=True)
         self.run_flags_test(lambda **kw: DualAssociativeGRU(4, **kw))
-        self.run_reset_tests(lambda **kw: DualAssociativeGRU(UNITS, num_copies=COPIES, **kw))
+        self.run_reset_tests(lambda **kw: DualAssociativeGRU(8, num_copies=3, **kw))
 
     @pytest.mark.parametrize(
         "kwargs",
@@ -127,96 +125,9 @@ class DualAssociativeGRUCellTest(LayerTestCase):
         self.run_mixed_precision_test(make, xs, atol=5e-3, initial_state=states)
 
 
-def _pair(rng, dual_key="paper", fused_loop=False, **rnn_kwargs):
-    """A cell-form RNN and a `DualAssociativeGRU` with the same (random) weights."""
-    cell_form = keras.layers.RNN(
-        DualAssociativeGRUCell(UNITS, num_copies=COPIES, dual_key=dual_key), **rnn_kwargs
-    )
-    layer = DualAssociativeGRU(
-        UNITS, num_copies=COPIES, dual_key=dual_key, fused_loop=fused_loop, **rnn_kwargs
-    )
-    for rnn in (cell_form, layer):
-        rnn.build((None, None, INPUT_DIM))
-    weights = [rng.normal(scale=0.4, size=w.shape) for w in cell_form.cell.weights]
-    cell_form.cell.set_weights(weights)
-    layer.cell.set_weights(weights)
-    return cell_form, layer
-
-
-def _states(rng):
-    return [
-        rng.normal(scale=0.3, size=(BATCH, UNITS * COPIES)),
-        rng.normal(size=(BATCH, UNITS)),
-        rng.normal(scale=0.3, size=(BATCH, UNITS * COPIES)),
-    ]
-
-
-def _run_with_gradients(rnn, xs, states, mask):
-    def loss(xs, *states):
-        outputs, *final = rnn(xs, initial_state=list(states), mask=mask)
-        return ops.sum(outputs * ops.sin(outputs)) + sum(ops.sum(ops.square(s)) for s in final[:2])
-
-    _, weight_grads, input_grads = gradients(loss, rnn.cell.trainable_weights, [xs, *states])
-    outputs, *final = rnn(xs, initial_state=states, mask=mask)
-    return [outputs, *final, *input_grads, *weight_grads]
-
-
-@pytest.mark.parametrize(
-    "dual_key, fused_loop, go_backwards",
-    [
-        ("paper", False, False),
-        ("released", False, True),
-        pytest.param("paper", True, False, marks=tensorflow_only(FUSED_LOOP)),
-        pytest.param("paper", True, True, marks=tensorflow_only(FUSED_LOOP)),
-    ],
-    ids=["paper_keras", "released_keras_backwards", "paper_fused", "paper_fused_backwards"],
-)
-def test_layer_equals_the_cell_form_forward_and_gradients(
-    float64_policy, dual_key, fused_loop, go_backwards
-):
-    rng = np.random.default_rng(11)
-    cell_form, layer = _pair(
-        rng,
-        dual_key,
-        fused_loop,
-        return_sequences=True,
-        return_state=True,
-        go_backwards=go_backwards,
-        # The cell form's masked outputs are wrong on JAX otherwise (KERAS_MASKED_OUTPUT).
-        zero_output_for_mask=BACKEND != "tensorflow",
-    )
-    xs = rng.normal(size=(BATCH, STEPS, INPUT_DIM))
-    states = _states(rng)
-    mask = ops.convert_to_tensor(mask_with_holes(BATCH, STEPS))
-    expected = _run_with_gradients(cell_form, xs, states, mask)
-    got = _run_with_gradients(layer, xs, states, mask)
-    # outputs, 3 final states; gradients of the inputs, 3 states and the weights.
-    assert len(got) == 1 + 3 + 1 + 3 + 5 + 2 + int(dual_key == "released")
-    for e, g in zip(expected, got):
-        assert np.abs(as_numpy(e)).max() > 0
-        np.testing.assert_allclose(as_numpy(g), as_numpy(e), atol=1e-10, rtol=1e-10)
-    # The source memory passes through unchanged.
-    np.testing.assert_array_equal(as_numpy(got[3]), as_numpy(states[2]))
-
-
 @tensorflow_only(FUSED_LOOP)
 def test_fused_loop_needs_the_paper_key():
     with pytest.raises(ValueError, match="dual_key='paper' only; got dual_key='released'"):
         DualAssociativeGRU(4, dual_key="released", fused_loop=True)
     with pytest.raises(ValueError, match="cannot be combined with return_retrievals=True"):
         DualAssociativeGRU(4, return_retrievals=True, fused_loop=True)
-
-
-def test_stateful_layer_carries_memory_and_source_over_segments():
-    rng = np.random.default_rng(8)
-    layer = DualAssociativeGRU(UNITS, num_copies=COPIES, stateful=True, return_sequences=True)
-    whole = DualAssociativeGRU(UNITS, num_copies=COPIES, return_sequences=True)
-    xs = rng.normal(size=(BATCH, STEPS, INPUT_DIM)).astype("float32")
-    memory, last, source = (as_numpy(s).astype("float32") for s in _states(rng))
-    for rnn in (whole, layer):
-        rnn.build((BATCH, None, INPUT_DIM))
-    whole.cell.set_weights(layer.cell.get_weights())
-    expected = as_numpy(whole(xs, initial_state=[memory, last, source]))
-    first = as_numpy(layer(xs[:, :3], initial_state=[memory, last, source]))
-    second = as_numpy(layer(xs[:, 3:]))
-    np.testing.assert_allclose(np.concatenate([first, second], 1), expected, atol=1e-5)

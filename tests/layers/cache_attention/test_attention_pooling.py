@@ -61,33 +61,24 @@ def reference(inputs, mask, kernel, score_vector):
     return pooled, weights
 
 
-def test_matches_reference_with_mask(float64_policy):
+@pytest.mark.parametrize("dtype, atol", [("float64", 1e-12), ("float32", 1e-5)])
+def test_matches_reference_with_mask(dtype, atol):
     rng = np.random.default_rng(0)
     inputs = rng.normal(size=(3, 7, 5))
     mask = np.ones((3, 7), bool)
     mask[0, :3] = False  # left padding
     mask[2] = False  # nothing to pool
-    layer = AttentionPooling(4)
-    pooled, weights = layer(inputs, mask=mask, return_attention_scores=True)
-    expected, expected_weights = reference(
-        inputs, mask, as_numpy(layer.kernel), as_numpy(layer.score)
-    )
-    np.testing.assert_allclose(as_numpy(pooled), expected, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(as_numpy(weights), expected_weights, rtol=0, atol=1e-12)
+    layer = AttentionPooling(4, dtype=dtype)
+    pooled, weights = layer(inputs.astype(dtype), mask=mask, return_attention_scores=True)
+    kernel, score = (as_numpy(v).astype(np.float64) for v in (layer.kernel, layer.score))
+    expected, expected_weights = reference(inputs, mask, kernel, score)
+    np.testing.assert_allclose(as_numpy(pooled), expected, rtol=0, atol=atol)
+    np.testing.assert_allclose(as_numpy(weights), expected_weights, rtol=0, atol=atol)
     np.testing.assert_array_equal(as_numpy(pooled)[2], 0.0)
     changed = inputs.copy()
     changed[0, :3] = 100.0  # masked steps have no influence
-    np.testing.assert_allclose(as_numpy(layer(changed, mask=mask)), as_numpy(pooled), atol=1e-12)
-
-
-def test_float32_matches_reference_without_mask():
-    rng = np.random.default_rng(1)
-    inputs = rng.normal(size=(2, 6, 3)).astype("float32")
-    layer = AttentionPooling(8)
-    pooled = as_numpy(layer(inputs))
-    kernel, score = (as_numpy(v).astype(np.float64) for v in (layer.kernel, layer.score))
-    expected, _ = reference(inputs.astype(np.float64), np.ones((2, 6), bool), kernel, score)
-    np.testing.assert_allclose(pooled, expected, rtol=0, atol=1e-5)
+    pooled_again = layer(changed.astype(dtype), mask=mask)
+    np.testing.assert_allclose(as_numpy(pooled_again), as_numpy(pooled), atol=atol)
 
 
 def test_a_config_saved_with_units_loads():

@@ -37,17 +37,10 @@ class HeapCacheAttentionTest(LayerTestCase):
         self.run_journey_test("pooled", build, tmp_path, before_saving=_fill_the_cache)
 
     def test_config_and_arguments(self):
-        self.run_config_test(
-            HeapCacheAttention,
-            cache_size=12,
-            attention_units=5,
-            policy="topk",
-            query="additive",
-            mask_empty=False,
-            kernel_initializer="orthogonal",
-            gate_initializer="zeros",
-            name="cache_read",
-        )
+        options = dict(attention_units=5, policy="topk", query="additive", mask_empty=False)
+        initializers = dict(kernel_initializer="orthogonal", gate_initializer="zeros")
+        config = dict(**options, **initializers, name="cache_read")
+        self.run_config_test(HeapCacheAttention, cache_size=12, **config)
         self.run_flags_test(lambda **kw: HeapCacheAttention(4, 3, **kw))
 
     @pytest.mark.parametrize(
@@ -127,11 +120,8 @@ def test_equal_rows_get_one_score_wherever_they_sit(dtype, width, units, rows):
     picks = rng.integers(0, 7, rows)
     pool = distinct[picks]
     kernel, score_vector = rng.normal(size=(width, units)), rng.normal(size=(units,))
-    scores = keras.ops.convert_to_numpy(
-        heap.pool_scores(
-            *(keras.ops.convert_to_tensor(a.astype(dtype)) for a in (pool, kernel, score_vector))
-        )
-    )
+    arrays = (keras.ops.convert_to_tensor(a.astype(dtype)) for a in (pool, kernel, score_vector))
+    scores = as_numpy(heap.pool_scores(*arrays))
     for k in range(7):
         assert len(set(scores[picks == k].tolist())) <= 1
     expected = np.tanh(pool.astype(np.float64) @ kernel) @ score_vector

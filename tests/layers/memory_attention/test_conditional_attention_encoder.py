@@ -4,8 +4,9 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import LayerTestCase, as_numpy
+from tests.layer_test_case import LayerTestCase
 from tests.memory_attention_reference import randomize, word_by_word_reference
+from tests.support import as_numpy, assert_close
 from tf_memlayers import ConditionalAttentionEncoder, ConditionalEncoder
 from tf_memlayers.layers import AttentionRNN, AttentionWrapper, WordByWordAttention
 
@@ -148,9 +149,7 @@ def test_premise_attention_of_one_pair_is_the_references_weights():
         np.testing.assert_allclose(got, want[row], rtol=0, atol=1e-10)
     # Through the pair encoder of a model; a first layer that does not attend has none.
     stack = ConditionalEncoder([encoder])
-    np.testing.assert_allclose(
-        stack.premise_attention(premise[0], hypothesis[0]), want[0], rtol=0, atol=1e-10
-    )
+    assert_close(stack.premise_attention(premise[0], hypothesis[0]), want[0], atol=1e-10)
     gru = keras.layers.GRU(4, return_sequences=True, return_state=True)
     assert ConditionalEncoder([gru]).premise_attention(premise[0], hypothesis[0]) is None
     # One pair: a batch, or a sentence without a word, is named.

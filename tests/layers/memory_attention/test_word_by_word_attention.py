@@ -15,7 +15,7 @@ from tests.memory_attention_reference import (
 from tests.memory_attention_reference import randomize as _randomize
 from tests.memory_attention_reference import word_by_word_reference as reference
 from tests.memory_attention_reference import wrapper_weights as _weights
-from tests.support import all_pairs
+from tests.support import all_pairs, assert_close
 from tf_memlayers.layers import (
     AssociativeGRUCell,
     AttentionRNN,
@@ -61,15 +61,11 @@ class WordByWordAttentionTest(LayerTestCase):
         )
 
     def test_config_arguments_cell_and_resets(self):
-        self.run_config_test(
-            WordByWordAttention,
-            cell=keras.layers.GRUCell(5),
-            memory_dim=3,
-            attention_units=4,
-            attention_size=2,
-            return_attention_scores=True,
-            kernel_initializer="orthogonal",
+        config = dict(
+            cell=keras.layers.GRUCell(5), memory_dim=3, attention_units=4, attention_size=2
         )
+        options = dict(return_attention_scores=True, kernel_initializer="orthogonal")
+        self.run_config_test(WordByWordAttention, **config, **options)
         self.run_flags_test(_cell)
         self.run_reset_tests(_cell, **declared_memory(3))
         # (Keras asks AttentionRNN for its spec, not the cell: `direct_spec=False`.)
@@ -139,9 +135,7 @@ def test_matches_the_reference_in_float64(float64_policy, output_attention, size
         x, memory, mask, cell_weights, own, output_attention, sequence_mask=sequence_mask
     )
     np.testing.assert_allclose(keras.ops.convert_to_numpy(outputs), want, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(
-        keras.ops.convert_to_numpy(alignments), want_alignments, atol=1e-10, rtol=0
-    )
+    assert_close(alignments, want_alignments, atol=1e-10)
     # Not vacuous: the padding mask, W^r and W^t each change the weights over the memory
     # (and h*, where it is the output; the cell's own output never reads the attention).
     for changed_mask, name in (
@@ -170,9 +164,7 @@ def test_matches_the_reference_in_float32():
         x.astype(np.float64), memory.astype(np.float64), mask, *_weights(layer)
     )
     np.testing.assert_allclose(keras.ops.convert_to_numpy(outputs), want, atol=1e-5, rtol=0)
-    np.testing.assert_allclose(
-        keras.ops.convert_to_numpy(alignments), want_alignments, atol=1e-5, rtol=0
-    )
+    assert_close(alignments, want_alignments, atol=1e-5)
 
 
 def test_the_paper_s_weights_at_k_100():
@@ -269,15 +261,9 @@ def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(
     x, memory, mask = _data(rng)
     ours = _layer()
     _randomize(ours, rng, x, memory, mask)
-    luong = AttentionRNN(
-        AttentionWrapper(
-            keras.layers.SimpleRNNCell(UNITS),
-            score="additive",
-            attention_units=MEMORY_DIM,
-            input_feeding=False,
-        ),
-        return_sequences=True,
-    )
+    options = dict(score="additive", attention_units=MEMORY_DIM, input_feeding=False)
+    wrapper = AttentionWrapper(keras.layers.SimpleRNNCell(UNITS), **options)
+    luong = AttentionRNN(wrapper, return_sequences=True)
     luong(x, memory=memory, memory_mask=mask)
     wrapper, other = ours.cell, luong.cell
     query = keras.ops.convert_to_numpy(wrapper.query_kernel)
@@ -288,9 +274,5 @@ def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(
         getattr(other, name).assign(getattr(wrapper, name))
     for mine, theirs in zip(wrapper.cell.weights, other.cell.weights):
         theirs.assign(mine)
-    np.testing.assert_allclose(
-        keras.ops.convert_to_numpy(ours(x, memory=memory, memory_mask=mask)),
-        keras.ops.convert_to_numpy(luong(x, memory=memory, memory_mask=mask)),
-        atol=1e-12,
-        rtol=0,
-    )
+    kwargs = dict(memory=memory, memory_mask=mask)
+    assert_close(ours(x, **kwargs), luong(x, **kwargs), atol=1e-12)

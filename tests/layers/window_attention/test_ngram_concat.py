@@ -3,16 +3,18 @@
 import keras
 import numpy as np
 import pytest
-from keras import ops
 
 from tests.layer_test_case import LayerTestCase, rnn_over, user_rnn
 from tests.layers.window_attention.test_sliding_window_attention import (
-    PassThroughCell,
+    INITIALIZERS,
+    assert_memory_carries_over,
+    assert_twins_agree,
+    build_twins,
     holes_and_right_padding,
-    loss_and_grads,
+    random_weights,
     resets,
 )
-from tests.support import BACKEND, all_pairs, as_numpy, keras_lstm
+from tests.support import PassThroughCell, all_pairs, as_numpy, assert_close, keras_lstm
 from tests.window_reference import ngram_reference
 from tf_memlayers import NGramConcat, NGramConcatCell, ResettableRNN
 
@@ -38,18 +40,8 @@ class NGramConcatTest(LayerTestCase):
         self.run_journey_test("step", build, tmp_path)
 
     def test_config_and_arguments(self):
-        self.run_config_test(
-            NGramConcat,
-            n=5,
-            units=9,
-            sizes=(3, 3, 3, 3),
-            use_bias=True,
-            return_memory=True,
-            stateful=True,
-            kernel_initializer="orthogonal",
-            bias_initializer="ones",
-            name="ng",
-        )
+        config = dict(sizes=(3, 3, 3, 3), use_bias=True, return_memory=True, stateful=True)
+        self.run_config_test(NGramConcat, n=5, units=9, **config, **INITIALIZERS, name="ng")
         self.run_flags_test(lambda **kw: NGramConcat(3, 4, **kw))
         self.run_sizes_test(lambda **kw: NGramConcat(3, 4, **kw))
 
@@ -101,16 +93,8 @@ class NGramConcatCellTest(LayerTestCase):
         )
 
     def test_config_arguments_and_resets(self):
-        self.run_config_test(
-            NGramConcatCell,
-            cell=keras.layers.LSTMCell(8),
-            n=3,
-            units=4,
-            sizes=(5, 3),
-            use_bias=True,
-            kernel_initializer="orthogonal",
-            bias_initializer="ones",
-        )
+        config = dict(n=3, units=4, sizes=(5, 3), use_bias=True, **INITIALIZERS)
+        self.run_config_test(NGramConcatCell, cell=keras.layers.LSTMCell(8), **config)
         make = lambda **kw: NGramConcatCell(keras.layers.LSTMCell(4), 3, 4, **kw)  # noqa: E731
         self.run_flags_test(make)
         self.run_sizes_test(make)
@@ -118,16 +102,6 @@ class NGramConcatCellTest(LayerTestCase):
 
 
 RNG = np.random.default_rng(1)
-
-
-def set_random(layer, names=("ngram_kernel", "ngram_bias")):
-    values = {}
-    for name in names:
-        if hasattr(layer, name):
-            variable = getattr(layer, name)
-            values[name] = RNG.normal(0.0, 0.5, variable.shape)
-            variable.assign(values[name])
-    return values
 
 
 # Each (n, sizes), bias, mask (holes, padding) and resets by pairs, the backend one more factor;
@@ -151,7 +125,7 @@ def test_parallel_and_cell_match_numpy_reference_float64(
     extra = {"reset": resets()} if reset else {}
     layer = NGramConcat(n, 7, sizes=sizes, use_bias=use_bias)
     layer.build(x.shape)
-    weights = set_random(layer)
+    weights = random_weights(layer)
     kernel, bias = weights["ngram_kernel"], weights.get("ngram_bias", 0.0)
     expected, _ = ngram_reference(x, kernel, n, layer.piece_sizes, bias, mask=mask, **extra)
     np.testing.assert_allclose(as_numpy(layer(x, mask=mask, **extra)), expected, atol=1e-10, rtol=0)
@@ -170,7 +144,7 @@ def test_float32_matches_reference_to_1e5():
     x = RNG.normal(size=(2, 9, 12)).astype("float32")
     layer = NGramConcat(4, 6)
     layer.build(x.shape)
-    weights = set_random(layer)
+    weights = random_weights(layer)
     expected, _ = ngram_reference(x.astype("float64"), weights["ngram_kernel"], 4, (4, 4, 4))
     np.testing.assert_allclose(as_numpy(layer(x)), expected, atol=1e-5)
 
@@ -191,23 +165,6 @@ def test_piece_i_comes_from_output_at_t_minus_i_plus_1(float64_policy):
         np.testing.assert_allclose(got[t], expected, atol=1e-12)
 
 
-def build_pair(n, sizes, units=6, width=12, features=5):
-    """An LSTM + parallel layer and an RNN(cell form) with identical weights."""
-    lstm = keras_lstm(width, return_sequences=True)
-    parallel = NGramConcat(n, units, sizes=sizes, use_bias=True)
-    cell = NGramConcatCell(keras.layers.LSTMCell(width), n, units, sizes=sizes, use_bias=True)
-    rnn = keras.layers.RNN(cell, return_sequences=True)
-    lstm.build((2, 8, features))
-    parallel.build((2, 8, width))
-    rnn.build((2, 8, features))
-    set_random(parallel)
-    for a, b in zip(lstm.weights, cell.cell.weights):
-        b.assign(a)
-    cell.ngram_kernel.assign(parallel.ngram_kernel)
-    cell.ngram_bias.assign(parallel.ngram_bias)
-    return lstm, parallel, rnn
-
-
 @pytest.mark.parametrize(
     "case, masked",
     all_pairs(
@@ -216,40 +173,24 @@ def build_pair(n, sizes, units=6, width=12, features=5):
 )
 def test_cell_and_parallel_agree_on_gradients(float64_policy, case, masked):
     n, sizes = case
-    lstm, parallel, rnn = build_pair(n, sizes)
-    # Masked steps are left out of the comparison and the loss (KERAS_MASKED_OUTPUT).
-    rnn.zero_output_for_mask = BACKEND != "tensorflow"
-    x = RNG.normal(size=(2, 8, 5))
-    keep = holes_and_right_padding(steps=8) if masked else np.ones((2, 8), bool)
-    mask = ops.convert_to_tensor(keep) if masked else None
-    projection = ops.convert_to_tensor(RNG.normal(size=(2, 8, 6)) * keep[..., None])
-    weights = [*lstm.trainable_weights, parallel.ngram_kernel, parallel.ngram_bias]
-    out_p, g_p = loss_and_grads(
-        lambda v: parallel(lstm(v, mask=mask), mask=mask), x, weights, projection
-    )
-    cell = rnn.cell
-    weights = [*cell.cell.trainable_weights, cell.ngram_kernel, cell.ngram_bias]
-    out_c, g_c = loss_and_grads(lambda v: rnn(v, mask=mask), x, weights, projection)
-    np.testing.assert_allclose(as_numpy(out_c)[keep], as_numpy(out_p)[keep], atol=1e-12)
-    for a, b in zip(g_p, g_c):
-        assert np.abs(as_numpy(a)).max() > 0
-        np.testing.assert_allclose(as_numpy(b), as_numpy(a), atol=1e-11)
+    twins = build_twins(NGramConcat, NGramConcatCell, n, 6, sizes=sizes, use_bias=True)
+    assert_twins_agree(twins, masked, steps=8)
 
 
 def test_stateful_cell_form_over_segments_equals_one_run(float64_policy):
-    x = RNG.normal(size=(3, 40, 12))
+    x = RNG.normal(size=(3, 16, 12))
     whole = NGramConcat(4, 5)
     whole.build(x.shape)
     rnn = keras.layers.RNN(
         NGramConcatCell(PassThroughCell(12), 4, 5), return_sequences=True, stateful=True
     )
-    rnn.build((3, 20, 12))
+    rnn.build((3, 8, 12))
     rnn.cell.ngram_kernel.assign(whole.ngram_kernel)
     expected = as_numpy(whole(x))
-    got = np.concatenate([as_numpy(rnn(x[:, :20])), as_numpy(rnn(x[:, 20:]))], 1)
+    got = np.concatenate([as_numpy(rnn(x[:, :8])), as_numpy(rnn(x[:, 8:]))], 1)
     np.testing.assert_allclose(got, expected, atol=1e-12)
     rnn.reset_state()
-    np.testing.assert_allclose(as_numpy(rnn(x[:, :20])), expected[:, :20], atol=1e-12)
+    np.testing.assert_allclose(as_numpy(rnn(x[:, :8])), expected[:, :8], atol=1e-12)
 
 
 def test_the_memory_is_the_references_history_and_the_cell_state(float64_policy):
@@ -258,26 +199,12 @@ def test_the_memory_is_the_references_history_and_the_cell_state(float64_policy)
     keep = np.ones((2, 12), bool)
     keep[0, [4, 5, 7]] = False
     keep[1, 9:] = False
-    mask = ops.convert_to_tensor(keep)
     layer = NGramConcat(4, 5, sizes=(5, 4, 3), use_bias=True, return_memory=True)
     layer.build(x.shape)
-    weights = set_random(layer)
-    expected, _ = layer(x, mask=mask)
-    first, memory = layer(x[:, :6], mask=mask[:, :6])
-    second, _ = layer(x[:, 6:], mask=mask[:, 6:], initial_memory=memory)
-    np.testing.assert_allclose(
-        np.concatenate([as_numpy(first), as_numpy(second)], 1), as_numpy(expected), atol=1e-12
-    )
+    weights = random_weights(layer)
+    cell = NGramConcatCell(PassThroughCell(12), 4, 5, sizes=(5, 4, 3), use_bias=True)
+    memory = assert_memory_carries_over(layer, cell, x, 6, keep)
     _, histories = ngram_reference(
         x[:, :6], weights["ngram_kernel"], 4, (5, 4, 3), weights["ngram_bias"], mask=keep[:, :6]
     )
-    history = np.stack([np.concatenate(h) for h in histories])
-    np.testing.assert_allclose(as_numpy(memory), history, atol=1e-12)
-    # The memory is exactly the cell form's state after the same 6 steps.
-    cell = NGramConcatCell(PassThroughCell(12), 4, 5, sizes=(5, 4, 3), use_bias=True)
-    rnn = keras.layers.RNN(cell, return_state=True)
-    rnn.build(x.shape)
-    for name, value in weights.items():
-        getattr(cell, name).assign(value)
-    _, _, cell_memory = rnn(x[:, :6], mask=mask[:, :6])
-    np.testing.assert_allclose(as_numpy(cell_memory), as_numpy(memory), atol=1e-12)
+    assert_close(memory, np.stack([np.concatenate(h) for h in histories]), atol=1e-12)

@@ -11,6 +11,7 @@ from tests.support import (
     PassThroughCell,
     all_pairs,
     as_numpy,
+    assert_close,
     compiled,
     gradients,
     json_report_of_script,
@@ -22,6 +23,8 @@ from tf_memlayers import ResettableRNN, SlidingWindowAttention, SlidingWindowAtt
 from tf_memlayers.layers import resettable_rnn
 from tf_memlayers.layers.window_attention.key_value_predict_split import key_value_predict_sizes
 from tf_memlayers.models._compiling import compile_and_build_optimizer
+
+INITIALIZERS = dict(kernel_initializer="orthogonal", bias_initializer="ones")
 
 
 def _window(**kwargs):
@@ -61,22 +64,10 @@ class SlidingWindowAttentionTest(LayerTestCase):
         self.run_journey_test("step", build, tmp_path)
 
     def test_config_and_arguments(self):
-        self.run_config_test(
-            SlidingWindowAttention,
-            window=7,
-            mode="key_value_predict",
-            sizes=(4, 3, 3),
-            attention_units=9,
-            units=11,
-            pad="zeros",
-            use_bias=True,
-            return_attention_scores=True,
-            return_memory=True,
-            stateful=True,
-            kernel_initializer="orthogonal",
-            bias_initializer="ones",
-            name="swa",
-        )
+        sizes = dict(mode="key_value_predict", sizes=(4, 3, 3), attention_units=9, units=11)
+        flags = dict(return_attention_scores=True, return_memory=True, stateful=True)
+        config = dict(**sizes, **flags, **INITIALIZERS, pad="zeros", use_bias=True, name="swa")
+        self.run_config_test(SlidingWindowAttention, window=7, **config)
         self.run_flags_test(_window)
         self.run_sizes_test(_window)
 
@@ -158,19 +149,9 @@ class SlidingWindowAttentionCellTest(LayerTestCase):
         self.run_journey_test("step", build, tmp_path, xla_fails_on_tensorflow=True)
 
     def test_config_arguments_and_resets(self):
-        self.run_config_test(
-            SlidingWindowAttentionCell,
-            cell=keras.layers.GRUCell(10),
-            window=4,
-            mode="key_value",
-            sizes=(6, 4),
-            attention_units=3,
-            units=5,
-            pad="zeros",
-            use_bias=True,
-            kernel_initializer="orthogonal",
-            bias_initializer="ones",
-        )
+        sizes = dict(mode="key_value", sizes=(6, 4), attention_units=3, units=5, pad="zeros")
+        config = dict(**sizes, **INITIALIZERS, use_bias=True, window=4)
+        self.run_config_test(SlidingWindowAttentionCell, cell=keras.layers.GRUCell(10), **config)
         self.run_flags_test(_cell)
         self.run_reset_tests(_cell)
         self.run_sizes_test(
@@ -203,145 +184,6 @@ def attention_inputs(batch=2, steps=12, width=12, dtype="float64"):
     return RNG.normal(0.0, 1.0, (batch, steps, width)).astype(dtype)
 
 
-CONFIGS = [
-    ("attention", None),
-    ("key_value", None),
-    ("key_value_predict", None),
-    ("key_value", (7, 5)),
-    ("key_value_predict", (6, 4, 2)),
-]
-
-
-def assert_attention_and_output_widths(layer, attention_units, units):
-    """W^Y has ``attention_units`` columns and h*_t ``units`` (defaults: key / value size)."""
-    key_size, value_size, _ = key_value_predict_sizes(layer.mode, layer.piece_sizes)
-    assert layer.memory_kernel.shape[-1] == (attention_units or key_size)
-    assert layer.context_kernel.shape[-1] == (units or value_size)
-
-
-WINDOWS = [1, 3, 10]
-# (attention_units, units): the defaults (the key and value sizes), and widths of their own.
-WIDTHS = [(None, None), (5, 7)]
-PADS = ["mask", "zeros"]
-
-
-# The options by pairs (`all_pairs`), the backend one more factor; masks with holes and padding.
-@pytest.mark.parametrize(
-    "config, window, widths, pad, use_bias, masked, reset",
-    all_pairs(
-        CONFIGS,
-        WINDOWS,
-        WIDTHS,
-        PADS,
-        [False, True],
-        [False, True],
-        [False, True],
-        split_by_backend=True,
-    ),
-)
-def test_parallel_form_matches_numpy_reference_float64(
-    float64_policy, config, window, widths, pad, use_bias, masked, reset
-):
-    (mode, sizes), (attention_units, units) = config, widths
-    x = attention_inputs()
-    mask = holes_and_right_padding(steps=12) if masked else None
-    reset = resets(steps=12) if reset else None
-    options = dict(mode=mode, sizes=sizes, attention_units=attention_units, units=units, pad=pad)
-    layer = SlidingWindowAttention(
-        window, **options, use_bias=use_bias, return_attention_scores=True
-    )
-    layer.build(x.shape)
-    assert_attention_and_output_widths(layer, attention_units, units)
-    weights = random_weights(layer)
-    call = compiled(lambda x, mask, reset: layer(x, mask=mask, reset=reset))
-    outputs, scores = call(x, mask, reset)
-    expected, expected_scores, _ = window_attention_reference(
-        x, weights, mode, layer.piece_sizes, window, pad, mask=mask, reset=reset
-    )
-    np.testing.assert_allclose(as_numpy(outputs), expected, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(as_numpy(scores), expected_scores, atol=1e-10, rtol=0)
-    if reset is not None and window > 1:  # not vacuous: the rows with resets differ without
-        assert not np.allclose(as_numpy(call(x, mask, None)[0])[:, 8:], expected[:, 8:])
-
-
-# With resets the cell form runs in `ResettableRNN`'s loop (its loop cache), else in Keras's.
-@pytest.mark.parametrize(
-    "config, window, widths, pad, masked, reset",
-    all_pairs(CONFIGS, WINDOWS, WIDTHS, PADS, [False, True], [False, True], split_by_backend=True),
-)
-def test_cell_form_matches_numpy_reference_float64(
-    float64_policy, config, window, widths, pad, masked, reset
-):
-    (mode, sizes), (attention_units, units) = config, widths
-    x = attention_inputs(steps=11)
-    mask = holes_and_right_padding(steps=11) if masked else None
-    reset = resets(steps=11) if reset else None
-    options = dict(mode=mode, sizes=sizes, attention_units=attention_units, units=units, pad=pad)
-    # The cell's output h_t is its input x_t.
-    cell = SlidingWindowAttentionCell(PassThroughCell(12), window, **options, use_bias=True)
-    loop = keras.layers.RNN if reset is None else ResettableRNN
-    rnn = loop(cell, return_sequences=True, zero_output_for_mask=True)
-    rnn.build(x.shape)
-    assert_attention_and_output_widths(cell, attention_units, units)
-    weights = random_weights(cell)
-    expected, _, _ = window_attention_reference(
-        x, weights, mode, cell.piece_sizes, window, pad, mask=mask, reset=reset
-    )
-    extra = {} if reset is None else {"reset": reset}
-    outputs = compiled(lambda x, mask: rnn(x, mask=mask, **extra))(x, mask)
-    np.testing.assert_allclose(as_numpy(outputs), expected, atol=1e-10, rtol=0)
-
-
-@pytest.mark.parametrize("mode,sizes", [("attention", None), ("key_value_predict", (6, 4, 2))])
-def test_float32_matches_reference_to_1e5(mode, sizes):
-    x = attention_inputs(dtype="float32")
-    layer = SlidingWindowAttention(3, mode=mode, sizes=sizes, use_bias=True)
-    layer.build(x.shape)
-    weights = random_weights(layer)
-    expected, _, _ = window_attention_reference(
-        x.astype("float64"), weights, mode, layer.piece_sizes, 3
-    )
-    np.testing.assert_allclose(as_numpy(layer(x)), expected, atol=1e-5, rtol=0)
-
-
-def build_pair(mode, sizes, window, pad, use_bias, units=12, features=5, resettable=False):
-    """An LSTM + parallel layer and the cell form with its weights (``resettable``: resets)."""
-    if resettable:
-        lstm = ResettableRNN(keras.layers.LSTMCell(units), return_sequences=True)
-    else:
-        lstm = keras_lstm(units, return_sequences=True)
-    options = dict(mode=mode, sizes=sizes, pad=pad, use_bias=use_bias)
-    parallel = SlidingWindowAttention(window, **options)
-    cell = SlidingWindowAttentionCell(keras.layers.LSTMCell(units), window, **options)
-    rnn = (ResettableRNN if resettable else keras.layers.RNN)(cell, return_sequences=True)
-    shape = (2, 9, features)
-    lstm.build(shape)
-    parallel.build((2, 9, units))
-    rnn.build(shape)
-    random_weights(parallel)
-    # Copied as arrays: a JAX variable assigned another variable shares its buffer, which a
-    # compiled predict of the other model may then donate.
-    for source, target in zip(lstm.weights, cell.cell.weights):
-        target.assign(ops.convert_to_numpy(source))
-    for name in WEIGHT_NAMES:
-        if hasattr(parallel, name):
-            getattr(cell, name).assign(ops.convert_to_numpy(getattr(parallel, name)))
-    return lstm, parallel, rnn
-
-
-def loss_and_grads(forward, x, variables, projection):
-    """``forward(x)`` and the gradients of ``sum(forward(x) * projection)`` wrt x, variables."""
-
-    def loss_and_outputs(v):
-        outputs = forward(v)
-        return ops.sum(outputs * projection), outputs
-
-    (_, outputs), variable_grads, (x_grad,) = gradients(
-        loss_and_outputs, variables, [x], has_aux=True
-    )
-    return outputs, [x_grad, *variable_grads]
-
-
 def holes_and_right_padding(batch=2, steps=9):
     """Row 0 has holes at steps 2 and 5; row 1 is right-padded after 6 steps."""
     mask = np.ones((batch, steps), bool)
@@ -358,44 +200,152 @@ def resets(steps=9):
     return reset
 
 
+CONFIGS = [
+    ("attention", None),
+    ("key_value", None),
+    ("key_value_predict", None),
+    ("key_value", (7, 5)),
+    ("key_value_predict", (6, 4, 2)),
+]
+# (attention_units, units): the defaults (the key and value sizes), and widths of their own.
+WIDTHS = [(None, None), (5, 7)]
+
+
+def assert_attention_and_output_widths(layer, attention_units, units):
+    """W^Y has ``attention_units`` columns and h*_t ``units`` (defaults: key / value size)."""
+    key_size, value_size, _ = key_value_predict_sizes(layer.mode, layer.piece_sizes)
+    assert layer.memory_kernel.shape[-1] == (attention_units or key_size)
+    assert layer.context_kernel.shape[-1] == (units or value_size)
+
+
+# The options (window, pad, bias, mask with holes and padding, resets) by pairs (`all_pairs`),
+# the backend one more factor. With resets the cell form runs in `ResettableRNN`'s loop (its
+# loop cache), else in Keras's.
+@pytest.mark.parametrize(
+    "config, window, widths, pad, use_bias, masked, reset",
+    all_pairs(
+        CONFIGS, [1, 3, 10], WIDTHS, ["mask", "zeros"], *[[False, True]] * 3, split_by_backend=True
+    ),
+)
+def test_both_forms_match_numpy_reference_float64(
+    float64_policy, config, window, widths, pad, use_bias, masked, reset
+):
+    (mode, sizes), (attention_units, units) = config, widths
+    x = attention_inputs()
+    mask = holes_and_right_padding(steps=12) if masked else None
+    reset = resets(steps=12) if reset else None
+    options = dict(mode=mode, sizes=sizes, attention_units=attention_units, units=units, pad=pad)
+    layer = SlidingWindowAttention(
+        window, **options, use_bias=use_bias, return_attention_scores=True
+    )
+    # The cell's output h_t is its input x_t.
+    cell = SlidingWindowAttentionCell(PassThroughCell(12), window, **options, use_bias=use_bias)
+    loop = keras.layers.RNN if reset is None else ResettableRNN
+    rnn = loop(cell, return_sequences=True, zero_output_for_mask=True)
+    layer.build(x.shape)
+    rnn.build(x.shape)
+    for form in (layer, cell):
+        assert_attention_and_output_widths(form, attention_units, units)
+    weights = random_weights(layer)
+    for name, value in weights.items():
+        getattr(cell, name).assign(value)
+    expected, expected_scores, _ = window_attention_reference(
+        x, weights, mode, layer.piece_sizes, window, pad, mask=mask, reset=reset
+    )
+    call = compiled(lambda x, mask, reset: layer(x, mask=mask, reset=reset))
+    outputs, scores = call(x, mask, reset)
+    np.testing.assert_allclose(as_numpy(outputs), expected, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(as_numpy(scores), expected_scores, atol=1e-10, rtol=0)
+    extra = {} if reset is None else {"reset": reset}
+    outputs = compiled(lambda x, mask: rnn(x, mask=mask, **extra))(x, mask)
+    np.testing.assert_allclose(as_numpy(outputs), expected, atol=1e-10, rtol=0)
+    if reset is not None and window > 1:  # not vacuous: the rows with resets differ without
+        assert not np.allclose(as_numpy(call(x, mask, None)[0])[:, 8:], expected[:, 8:])
+
+
+@pytest.mark.parametrize("mode,sizes", [("attention", None), ("key_value_predict", (6, 4, 2))])
+def test_float32_matches_reference_to_1e5(mode, sizes):
+    x = attention_inputs(dtype="float32")
+    layer = SlidingWindowAttention(3, mode=mode, sizes=sizes, use_bias=True)
+    layer.build(x.shape)
+    weights = random_weights(layer)
+    expected, _, _ = window_attention_reference(
+        x.astype("float64"), weights, mode, layer.piece_sizes, 3
+    )
+    np.testing.assert_allclose(as_numpy(layer(x)), expected, atol=1e-5, rtol=0)
+
+
+def build_twins(layer_cls, cell_cls, *args, resettable=False, **options):
+    """An LSTM of 12 units then ``layer_cls(*args, **options)`` (the parallel form), and an RNN
+    over ``cell_cls(LSTMCell(12), *args, **options)`` (the cell form) with the same random
+    weights, for 5 features; ``resettable``: both loops `ResettableRNN`'s."""
+    loop = ResettableRNN if resettable else keras.layers.RNN
+    lstm = loop(keras.layers.LSTMCell(12), return_sequences=True)
+    parallel = layer_cls(*args, **options)
+    cell = cell_cls(keras.layers.LSTMCell(12), *args, **options)
+    rnn = loop(cell, return_sequences=True)
+    lstm.build((2, 9, 5))
+    parallel.build((2, 9, 12))
+    rnn.build((2, 9, 5))
+    random_weights(parallel)
+    # Copied as arrays: a JAX variable assigned another variable shares its buffer, which a
+    # compiled predict of the other model may then donate.
+    for source, target in zip(lstm.weights, cell.cell.weights):
+        target.assign(as_numpy(source))
+    for weight in parallel.weights:
+        getattr(cell, weight.path.split("/")[-1]).assign(as_numpy(weight))
+    return lstm, parallel, rnn
+
+
+def window_twins(mode="key_value_predict", sizes=None, window=3, **options):
+    options = {"mode": mode, "sizes": sizes, "use_bias": True, **options}
+    return build_twins(SlidingWindowAttention, SlidingWindowAttentionCell, window, **options)
+
+
+def assert_twins_agree(twins, masked, reset=False, steps=9):
+    """`build_twins`'s forms give the same outputs and gradients (of the inputs and of every
+    weight) in float64, with or without a mask (`holes_and_right_padding`) and `resets`."""
+    lstm, parallel, rnn = twins
+    # Masked steps are left out of the comparison and the loss (KERAS_MASKED_OUTPUT).
+    rnn.zero_output_for_mask = BACKEND != "tensorflow"
+    x = attention_inputs(steps=steps, width=5)
+    keep = holes_and_right_padding(steps=steps) if masked else np.ones((2, steps), bool)
+    mask = ops.convert_to_tensor(keep) if masked else None
+    extra = {"reset": resets(steps)} if reset else {}
+    projection = ops.convert_to_tensor(
+        RNG.normal(size=(2, steps, rnn.cell.output_size)) * keep[..., None]
+    )
+
+    def run(forward, variables):
+        def loss(v):
+            outputs = forward(v)
+            return ops.sum(outputs * projection), outputs
+
+        (_, outputs), variable_grads, input_grads = gradients(loss, variables, [x], has_aux=True)
+        return outputs, input_grads + variable_grads
+
+    out_p, grads_p = run(
+        lambda v: parallel(lstm(v, mask=mask, **extra), mask=mask, **extra),
+        [*lstm.trainable_weights, *parallel.weights],
+    )
+    cell = rnn.cell
+    own = [getattr(cell, weight.path.split("/")[-1]) for weight in parallel.weights]
+    out_c, grads_c = run(lambda v: rnn(v, mask=mask, **extra), [*cell.cell.trainable_weights, *own])
+    np.testing.assert_allclose(out_c[keep], out_p[keep], atol=1e-12)
+    assert len(grads_p) == len(grads_c)
+    for gp, gc in zip(grads_p, grads_c):
+        assert np.abs(gp).max() > 0
+        np.testing.assert_allclose(gc, gp, atol=1e-11)
+
+
 @pytest.mark.parametrize(
     "config, pad, masked, reset",
-    all_pairs(CONFIGS, PADS, [False, True], [False, True], split_by_backend=True),
+    all_pairs(CONFIGS, ["mask", "zeros"], [False, True], [False, True], split_by_backend=True),
 )
 def test_cell_and_parallel_forms_agree_forward_and_gradients(
     float64_policy, config, pad, masked, reset
 ):
-    mode, sizes = config
-    lstm, parallel, rnn = build_pair(mode, sizes, 3, pad, True, resettable=reset)
-    # Masked steps are left out of the comparison and the loss (KERAS_MASKED_OUTPUT).
-    rnn.zero_output_for_mask = BACKEND != "tensorflow"
-    x = attention_inputs(steps=9, width=5)
-    keep = holes_and_right_padding() if masked else np.ones((2, 9), bool)
-    mask = ops.convert_to_tensor(keep) if masked else None
-    extra = {"reset": resets()} if reset else {}
-    projection = ops.convert_to_tensor(
-        RNG.normal(size=(2, 9, parallel.output_units)) * keep[..., None]
-    )
-
-    own = [name for name in WEIGHT_NAMES if hasattr(parallel, name)]
-    out_p, grads_p = loss_and_grads(
-        lambda v: parallel(lstm(v, mask=mask, **extra), mask=mask, **extra),
-        x,
-        [*lstm.trainable_weights, *(getattr(parallel, name) for name in own)],
-        projection,
-    )
-    cell = rnn.cell
-    out_c, grads_c = loss_and_grads(
-        lambda v: rnn(v, mask=mask, **extra),
-        x,
-        [*cell.cell.trainable_weights, *(getattr(cell, name) for name in own)],
-        projection,
-    )
-    np.testing.assert_allclose(as_numpy(out_c)[keep], as_numpy(out_p)[keep], atol=1e-12)
-    assert len(grads_p) == len(grads_c)
-    for gp, gc in zip(grads_p, grads_c):
-        assert np.abs(as_numpy(gp)).max() > 0
-        np.testing.assert_allclose(as_numpy(gc), as_numpy(gp), atol=1e-11)
+    assert_twins_agree(window_twins(*config, pad=pad, resettable=reset), masked, reset)
 
 
 def with_loop_cache_recorded(cell):
@@ -419,7 +369,7 @@ def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(
 ):
     # `ResettableRNN` carries the projected window keys beside the states; without them each
     # step projects the window itself. With holes, right padding and a reset in each row.
-    _, _, keras_rnn = build_pair(mode, sizes, 3, "mask", True)
+    _, _, keras_rnn = window_twins(mode, sizes)
     cell = keras_rnn.cell
     rnn = ResettableRNN(cell, return_sequences=True, return_state=True)
     given = with_loop_cache_recorded(cell)
@@ -477,7 +427,7 @@ def test_stateful_cell_forms_over_segments_equal_one_run_and_derive_their_caches
     # Both loops carry the window over segments; after W^Y changes, the next segment projects
     # the carried keys with the new W^Y (the loop cache is never carried between calls).
     x = attention_inputs(batch=2, steps=18, width=5)
-    _, _, rnn = build_pair("key_value", None, 4, "mask", False)
+    _, _, rnn = window_twins("key_value", window=4, use_bias=False)
     expected = as_numpy(rnn(x[:, :12]))
     outputs = {}
     for loop in (keras.layers.RNN, ResettableRNN):
@@ -498,7 +448,7 @@ def test_stateful_cell_forms_over_segments_equal_one_run_and_derive_their_caches
 
 
 def test_cell_weights_are_named_like_the_parallel_layer():
-    _, parallel, rnn = build_pair("key_value_predict", None, 2, "mask", True, units=12)
+    _, parallel, rnn = window_twins(window=2)
     cell_weight_ids = {id(v) for v in rnn.cell.cell.weights}
     own = [v.path.split("/")[-1] for v in rnn.cell.weights if id(v) not in cell_weight_ids]
     assert own == [v.path.split("/")[-1] for v in parallel.weights] == WEIGHT_NAMES
@@ -512,26 +462,35 @@ def test_mask_propagates_to_the_next_layer():
     assert out._keras_mask is not None
 
 
-def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy):
-    x = attention_inputs(batch=2, steps=40)
-    layer = SlidingWindowAttention(4, mode="key_value", return_memory=True)
-    layer.build(x.shape)
-    weights = random_weights(layer)
-    call = compiled(lambda x, memory: layer(x, initial_memory=memory))
-    expected, _ = call(x, None)
-    first, memory = call(x[:, :20], None)
-    second, _ = call(x[:, 20:], memory)
-    np.testing.assert_allclose(
-        np.concatenate([as_numpy(first), as_numpy(second)], axis=1), as_numpy(expected), atol=1e-12
-    )
-    # The memory is exactly the cell form's window state after the same 20 steps.
-    cell = SlidingWindowAttentionCell(PassThroughCell(12), 4, mode="key_value")
+def assert_memory_carries_over(layer, cell, x, cut, mask=None):
+    """``layer`` (built, ``return_memory``) run to step ``cut``, then on from its memory, gives
+    one run's outputs, and that memory is the state of ``cell`` (the cell form over a
+    `PassThroughCell`, given the layer's weights) after the same steps; returns the memory."""
+    call = compiled(lambda x, mask, memory: layer(x, mask=mask, initial_memory=memory))
+
+    def part(start, stop):
+        return x[:, start:stop], None if mask is None else mask[:, start:stop]
+
+    expected, _ = call(*part(0, None), None)
+    first, memory = call(*part(0, cut), None)
+    second, _ = call(*part(cut, None), memory)
+    assert_close(np.concatenate([as_numpy(first), as_numpy(second)], 1), expected, atol=1e-12)
     rnn = keras.layers.RNN(cell, return_state=True)
     rnn.build(x.shape)
-    for name, value in weights.items():
-        getattr(cell, name).assign(value)
-    _, _, cell_memory = compiled(rnn)(x[:, :20])
-    np.testing.assert_allclose(as_numpy(cell_memory), as_numpy(memory), atol=1e-12)
+    for weight in layer.weights:
+        getattr(cell, weight.path.split("/")[-1]).assign(as_numpy(weight))
+    _, _, cell_memory = compiled(lambda x, mask: rnn(x, mask=mask))(*part(0, cut))
+    assert_close(cell_memory, memory, atol=1e-12)
+    return as_numpy(memory)
+
+
+def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy):
+    x = attention_inputs(batch=2, steps=16)
+    layer = SlidingWindowAttention(4, mode="key_value", return_memory=True)
+    layer.build(x.shape)
+    random_weights(layer)
+    cell = SlidingWindowAttentionCell(PassThroughCell(12), 4, mode="key_value")
+    assert_memory_carries_over(layer, cell, x, 8)
 
 
 @pytest.mark.parametrize(

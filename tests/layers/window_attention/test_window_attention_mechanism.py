@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.layer_test_case import as_numpy
+from tests.support import as_numpy, assert_close
 from tf_memlayers.layers.window_attention.window_attention_mechanism import (
     WindowAttentionMechanism,
     window_softmax,
@@ -58,12 +58,7 @@ def _softmax(scores, valid=None):
 
 def test_window_softmax_is_the_softmax_without_valid():
     scores = np.random.default_rng(0).normal(scale=3.0, size=(2, 3, 5))
-    np.testing.assert_allclose(
-        as_numpy(window_softmax(ops.convert_to_tensor(scores))),
-        _softmax(scores),
-        rtol=0,
-        atol=1e-15,
-    )
+    assert_close(window_softmax(ops.convert_to_tensor(scores)), _softmax(scores), atol=1e-15)
 
 
 @pytest.mark.parametrize("valid_dtype", ["bool", "float64", "int32"])
@@ -102,12 +97,8 @@ def test_window_softmax_runs_in_at_least_float32(dtype, expected):
         weights = window_softmax(tensor, given)
         assert keras.backend.standardize_dtype(weights.dtype) == expected
         rounded = as_numpy(ops.cast(tensor, "float64"))  # the scores as the dtype holds them
-        np.testing.assert_allclose(
-            as_numpy(weights),
-            _softmax(rounded, given),
-            rtol=0,
-            atol=1e-6 if expected == "float32" else 1e-15,
-        )
+        atol = 1e-6 if expected == "float32" else 1e-15
+        assert_close(weights, _softmax(rounded, given), atol=atol)
 
 
 @pytest.mark.parametrize("shape", [(2, 0, 4), (0, 3), (2, 3, 0)])
