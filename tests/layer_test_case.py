@@ -449,7 +449,9 @@ class LayerTestCase:
             specs = [make_cell(policy)(inputs, states, **kwargs)]
             if direct_spec:
                 specs.append(cell.compute_output_spec(inputs, states, **kwargs))
-            keras_cell = any(c.__module__.startswith("keras.") for c in layer_classes(cell))
+            keras_cell = any(
+                type(c).__module__.startswith("keras.") for c in cell._flatten_layers()
+            )
             lost = policy != "float32" and keras_cell and _keras_spec_loses_autocast()
             for spec in specs:
                 got = _shapes_and_dtypes(spec)
