@@ -78,7 +78,6 @@ class Step:
                 with torch.no_grad():
                     return value.detach(), update(trainable, grads), non_trainable
 
-            # ``jit``: torch.compile, as Keras's torch backend compiles with ``jit_compile``.
             self.compiled = torch.compile(step) if jit else step
         else:
             import tensorflow as tf
@@ -139,10 +138,8 @@ def peak_gflops(sizes=(512, 1024, 2048), rounds=7, dtype="float32"):
 
             a, b, product = jnp.asarray(a, dtype), jnp.asarray(b, dtype), jax.jit(jnp.matmul)
         elif keras.backend.backend() == "torch":
-            import torch
-
             a, b = (keras.ops.convert_to_tensor(x, dtype) for x in (a, b))
-            product = torch.matmul
+            product = keras.ops.matmul
         else:
             import tensorflow as tf
 

@@ -35,6 +35,14 @@ SIZES["tiny"].update(heap_step_cache=16, wrapper_lengths=(10,), packing_hidden=8
 # One variant of each memory kind and form: the code paths of all of them.
 SIZES["tiny"]["lm_variants"] = ("lstm", "window-parallel:5", "window-cell:5", "ngram-cell:4")
 SKIPPED = "not run: the run's time budget was spent"
+
+
+class _Keras:  # Keras on first use: ``python -m benchmarks.speed`` picks the backend after import
+    def __getattr__(self, name):
+        return getattr(__import__("keras"), name)
+
+
+keras = _Keras()
 WINDOW, ATTENTION_UNITS = 10, 32
 
 
@@ -61,15 +69,11 @@ def tokens(vocab, *shape):
 
 
 def backend():
-    import keras
-
     return keras.backend.backend()
 
 
 def model_of(inputs, layer, head, **call):
     """``Dense(head)`` on ``layer`` of ``inputs`` (a shape: an input of it)."""
-    import keras
-
     inputs = keras.Input(inputs[1:], batch_size=inputs[0]) if isinstance(inputs, tuple) else inputs
     first = inputs[0] if isinstance(inputs, list) else inputs
     return keras.Model(inputs, keras.layers.Dense(head)(layer(first, **call)))
@@ -209,8 +213,6 @@ def equal_parameter_hidden(variant, budget, **shape):
 
 def attention_part_model(hidden, steps, batch, window=10):
     """Eqs (2)-(4) of the parallel form on streams already projected (weights: get gradients)."""
-    import keras
-
     from tf_memlayers import SlidingWindowAttention
 
     class AttentionPart(keras.layers.Layer):
@@ -235,8 +237,6 @@ class LanguageModel(Table):
     """The LM step per memory variant against the bare LSTM (``equal_parameters``: its weights)."""
 
     def variants(self, sizes, case):
-        import keras
-
         vocab, batch, length = sizes["lm_vocab"], sizes["lm_batch"], sizes["lm_steps"]
         equal, limit = self.options.get("equal_parameters"), sizes["limit_mib"]
         width = sizes["lm_equal_hidden" if equal else "lm_hidden"]
@@ -351,8 +351,6 @@ def stand_ins(parts):
 def window_layer(variant, width):
     """``ours``; ``floor``: its four products alone; ``output_only``: eq. (5)'s two; ``mha``:
     `MultiHeadAttention`, sliding causal mask, at our weights; ``mha_width``: at our width."""
-    import keras
-
     from tf_memlayers import SlidingWindowAttention
 
     base, ops = variant.removesuffix("_no_xla"), keras.ops
@@ -465,8 +463,6 @@ class AssociativeMemory(Table):
     """The AM-GRU's step (layer, cell, fused loop) and its floor's against ``keras.layers.GRU``."""
 
     def variants(self, sizes, case):
-        import keras
-
         from tf_memlayers import AssociativeGRU, AssociativeGRUCell
 
         units, shape = sizes["am_units"], (sizes["am_batch"], sizes["am_steps"], sizes["am_units"])
@@ -503,8 +499,6 @@ class DualVsWordByWord(Table):
         return [{"premise_length": length} for length in sizes["dual_lengths"]]
 
     def variants(self, sizes, case):
-        import keras
-
         from tf_memlayers import AttentionRNN, DualAssociativeGRUCell, WordByWordAttention
 
         batch, units, length = sizes["am_batch"], sizes["am_units"], case["premise_length"]
@@ -547,8 +541,6 @@ class Snli(Table):
     """The SNLI model's step, layer 1 a GRU, the AM-GRU or the Dual AM-GRU (fused: speed-up)."""
 
     def variants(self, sizes, case):
-        import keras
-
         from tf_memlayers import AssociativeGRU, ConditionalEncoder, DualAssociativeEncoder
         from tf_memlayers.models import build_snli_model
 
@@ -605,8 +597,6 @@ class HeapWrite(Table):
         return [{"dtype": "float32", "cache_size": size} for size in sizes["heap_sizes"]]
 
     def variants(self, sizes, case):
-        import keras
-
         from tf_memlayers import HeapCacheAttention
 
         batch, size, made = sizes["heap_batch"], case["cache_size"], {}
@@ -647,7 +637,6 @@ class HeapStep(Table):
         return [{"dtype": "float32"}]
 
     def variants(self, sizes, case):
-        import keras
         import tensorflow as tf
 
         from tf_memlayers import AttentionPooling, HeapCacheAttention
@@ -690,8 +679,6 @@ class AttentionWrapperTable(Table):
         return [{"memory_length": length} for length in sizes["wrapper_lengths"]]
 
     def variants(self, sizes, case):
-        import keras
-
         from tf_memlayers import AttentionRNN, AttentionWrapper, WordByWordAttention
 
         wrappers = {
@@ -731,8 +718,6 @@ class BackendCases(Table):
     """The training steps the backends table compares, on the current backend."""
 
     def variants(self, sizes, case):
-        import keras
-
         from tf_memlayers import AssociativeGRU, SlidingWindowAttention
 
         seq = dict(return_sequences=True)
