@@ -49,6 +49,9 @@ else
   # programs without LLVM's optimisation passes (the CPU speed tables take 40% less time) and
   # with its older emitters for fused operations, which generate code sooner.
   export XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+  # torch on one thread a process: the test workers and the tables share the CPU's cores, and
+  # torch's threads waiting for each other there take several times as long.
+  export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 fi
 say() { echo "[run.sh ${mode} $(date -u +%H:%M:%S) +${SECONDS}s] $*"; }
 status=0
