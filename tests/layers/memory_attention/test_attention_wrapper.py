@@ -13,7 +13,7 @@ from tests.memory_attention_reference import (
 )
 from tests.memory_attention_reference import randomize as _randomize
 from tests.memory_attention_reference import wrapper_weights as _weights
-from tests.support import all_pairs
+from tests.support import BACKEND, all_pairs
 from tf_memlayers.layers import AssociativeGRUCell, AttentionRNN, AttentionWrapper
 
 BATCH, STEPS, LENGTH, MEMORY_DIM, UNITS, INPUT_DIM = 3, 5, 6, 8, 8, 4
@@ -214,8 +214,36 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
             lambda layer, x, m, k: layer(x, memory=m, memory_mask=k[:, :3]),
             "`memory_mask` must be [batch, length] = (3, 6)",
         ),
+        # Batch sizes unlike the inputs' (3): eagerly, symbolically, in one step of the cell.
+        (
+            lambda layer, x, m, k: layer(x, memory=m[:1]),
+            "`memory` of shape (1, 6, 8) has batch "
+            "size 1, but `sequences` of shape (3, 5, 4) has batch size 3",
+        ),
+        (lambda layer, x, m, k: layer(x, memory=m[:2], memory_mask=k[:2]), "(2, 6, 8) has batch"),
+        (
+            lambda layer, x, m, k: layer(x, memory=m, memory_mask=k[:1]),
+            "`memory_mask` of shape (1, 6) has batch size 1, but `seq",
+        ),
+        (
+            lambda layer, x, m, k: layer(x, memory=m, initial_state=[x[:2, 0]] * 2),
+            "`initial_state[0]` of shape (2, 4) has batch size 2",
+        ),
+        (
+            lambda layer, x, m, k: layer(
+                keras.Input(batch_shape=x.shape), memory=keras.Input(batch_shape=(2, 6, 8))
+            ),
+            "`memory` of shape (2, 6, 8) has batch size 2",
+        ),
+        (
+            lambda layer, x, m, k: layer.cell(x[:, 0], [m[:, 0]] * 2, memory=m[:1]),
+            "has batch size 1, but `inputs` of shape (3, 4) has",
+        ),
+        (
+            lambda layer, x, m, k: layer.cell(x[:, 0], [m[:, 0], m[:2, 0]], memory=m),
+            "`states[1]` of shape (2, 8) has batch size 2",
+        ),
     ],
-    ids=["no memory", "wrong width", "wrong rank", "mask shape"],
 )
 def test_bad_calls_are_named(call, fragment):
     x, memory, mask = _data(np.random.default_rng(9), "float32")
@@ -224,6 +252,21 @@ def test_bad_calls_are_named(call, fragment):
     with pytest.raises(ValueError) as raised:
         call(layer, x, memory, mask)
     assert fragment in str(raised.value)
+
+
+def test_a_memory_of_another_batch_size_is_refused_in_fit():
+    # A memory held by the model (batch 2): the batches of 2 train, the last batch of 1 is
+    # refused. JAX and torch know its size when tracing the step; TensorFlow retraces its step
+    # for a batch of any size and checks it as the step runs (`check_batch`).
+    x, memory, _ = _data(np.random.default_rng(9), "float32")
+    inputs = keras.Input(x.shape[1:])
+    model = keras.Model(inputs, _layer()(inputs, memory=memory[:2]))
+    model.compile("sgd", "mse", jit_compile=False)
+    tensorflow = BACKEND == "tensorflow"
+    error = __import__("tensorflow").errors.InvalidArgumentError if tensorflow else ValueError
+    sizes = r"of `sequences`.*\[2\].*\[1\]" if tensorflow else "2, but `sequences`.* size 1"
+    with pytest.raises(error, match=f"(?s)`memory`.*batch size {sizes}"):
+        model.fit(x, np.zeros((3, STEPS, UNITS)), batch_size=2, verbose=0)
 
 
 @pytest.mark.parametrize(

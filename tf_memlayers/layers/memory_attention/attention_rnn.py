@@ -6,7 +6,7 @@ import weakref
 import keras
 from keras import ops
 
-from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionWrapper
+from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionWrapper, check_batch
 from tf_memlayers.layers.memory_cell_wrapper import call_cell
 from tf_memlayers.layers.resets import zero_where
 from tf_memlayers.layers.resettable_rnn import ResettableRNN
@@ -81,6 +81,12 @@ class AttentionRNN(ResettableRNN):
         followed by the weights over the memory (``[batch, length]`` or ``[batch, time,
         length]``); with ``return_state=True``, the final states after them.
 
+    Raises:
+        ValueError: If ``memory``, ``memory_mask`` or a state of ``initial_state`` has another
+            batch size than ``sequences`` (one memory row per sequence, never broadcast);
+            where a batch size is unknown until the step runs (a `tf.function` over batches of
+            any size), a TensorFlow assertion checks it then (`check_batch`).
+
     Example:
 
     A decoder over an encoder's outputs, padding masked, with the alignment history:
@@ -134,6 +140,7 @@ class AttentionRNN(ResettableRNN):
                 f"{owner}: `memory` must be [batch, length, {self.cell.memory_dim}] (the width "
                 f"it was built with); got shape {tuple(memory.shape)}."
             )
+        self._check_batches(sequences, memory, memory_mask, initial_state)
         if memory_mask is not None:
             memory_mask = ops.convert_to_tensor(memory_mask)
             if tuple(memory_mask.shape) != tuple(memory.shape[:2]) and None not in tuple(
@@ -159,6 +166,18 @@ class AttentionRNN(ResettableRNN):
         finally:
             self.cell._bound = None
         return self._split_alignments(results)
+
+    def _check_batches(self, sequences, memory, memory_mask, initial_state):
+        """The memory, its mask and the initial states have the sequences' batch size
+        (`check_batch`: a `ValueError` where the sizes are known)."""
+        owner = type(self).__name__
+        check_batch("memory", memory, "sequences", sequences, owner)
+        if memory_mask is not None:
+            check_batch("memory_mask", memory_mask, "sequences", sequences, owner)
+        if initial_state is not None:
+            states = initial_state if keras.tree.is_nested(initial_state) else [initial_state]
+            for index, state in enumerate(keras.tree.flatten(states)):
+                check_batch(f"initial_state[{index}]", state, "sequences", sequences, owner)
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
         wrapper = self.cell
@@ -300,6 +319,8 @@ class AttentionRNN(ResettableRNN):
         training=False,
         reset=None,
     ):
+        if memory is not None:
+            self._check_batches(sequences, memory, memory_mask, initial_state)
         spec = super().compute_output_spec(
             sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
         )

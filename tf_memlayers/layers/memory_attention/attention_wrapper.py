@@ -3,6 +3,7 @@ al. 2015; Luong et al. 2015), the memory given at call time; `AttentionRNN` runs
 sequence."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from tf_memlayers import _validation as check
@@ -18,6 +19,43 @@ from tf_memlayers.ops.products import dot_last_axis
 
 SCORES = ("additive", "dot", "general")
 POSITIONS = ("after", "before")
+
+
+def _shape(x):
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+def check_batch(name, tensor, inputs_name, inputs, owner):
+    """Checks that ``tensor`` (a memory, its mask or a state) has the batch size of ``inputs``.
+
+    Where both batch sizes are known (eagerly, in a symbolic call with a fixed batch, in every
+    `jax.jit` trace: JAX's shapes are static), a `ValueError` names ``name``, both shapes and
+    both sizes. Where one is not known when traced (a `tf.function` over batches of any size,
+    as TensorFlow's `fit` traces its step), a TensorFlow assertion makes the same check when
+    the step runs: an ``InvalidArgumentError`` naming ``name`` and both sizes. Under XLA
+    TensorFlow compiles its assertions to nothing; there a memory of another batch size fails
+    in XLA's compilation, or (a batch of one) is broadcast over the inputs' rows.
+
+    Raises:
+        ValueError: If both batch sizes are known and differ.
+    """
+    shape, inputs_shape = _shape(tensor), _shape(inputs)
+    check.check_same_batch(name, shape, inputs_name, inputs_shape, owner)
+    known = shape and inputs_shape and shape[0] is not None and inputs_shape[0] is not None
+    symbolic = isinstance(tensor, keras.KerasTensor) or isinstance(inputs, keras.KerasTensor)
+    if known or symbolic or keras.backend.backend() != "tensorflow":
+        return
+    import tensorflow as tf
+
+    if not tf.executing_eagerly():
+        tf.debugging.assert_equal(
+            tf.shape(tensor)[0],
+            tf.shape(inputs)[0],
+            message=(
+                f"{owner}: `{name}` must have the batch size of `{inputs_name}` (first: the "
+                f"size of `{name}`, second: of `{inputs_name}`)"
+            ),
+        )
 
 
 def masked_softmax(scores, mask):
@@ -122,6 +160,10 @@ class AttentionWrapper(keras.layers.Layer):
         ``(output, new_states)``: the step's output (``[batch, attention_size]``, or the
         cell's output; followed by the weights over the memory with ``return_attention_scores``)
         and the new states.
+
+    Raises:
+        ValueError: If ``memory``, ``memory_mask`` or a state has another batch size than
+            ``inputs`` (`check_batch`).
 
     Example:
 
@@ -411,9 +453,16 @@ class AttentionWrapper(keras.layers.Layer):
                 f"{owner}: no `memory` given: pass the vectors to attend over, [batch, length, "
                 "memory_dim], at every call."
             )
+        states = list(states)
+        if self._bound is None:
+            # (Inside `AttentionRNN`'s loop the layer has checked its call once.)
+            check_batch("memory", memory, "inputs", inputs, owner)
+            if memory_mask is not None:
+                check_batch("memory_mask", memory_mask, "inputs", inputs, owner)
+            for index, state in enumerate(states):
+                check_batch(f"states[{index}]", state, "inputs", inputs, owner)
         # Keras casts a call's first input to the compute dtype, not its keyword arguments.
         memory = ops.cast(memory, self.compute_dtype)
-        states = list(states)
         if reset is not None:
             reset = check_reset(reset, tuple(inputs.shape)[:1], owner)
             states = zero_where(reset, states)
