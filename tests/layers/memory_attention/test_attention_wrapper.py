@@ -10,11 +10,16 @@ from tests.memory_attention_reference import (
     check_cell_loop_matches_layer,
     data,
     declared_memory,
+    monotonic_reference,
 )
 from tests.memory_attention_reference import randomize as _randomize
 from tests.memory_attention_reference import wrapper_weights as _weights
-from tests.support import BACKEND, all_pairs
+from tests.support import BACKEND, all_pairs, as_numpy, gradients
 from tf_memlayers.layers import AssociativeGRUCell, AttentionRNN, AttentionWrapper
+from tf_memlayers.layers.memory_attention.attention_wrapper import (
+    MONOTONIC_MODES,
+    monotonic_alignments,
+)
 
 BATCH, STEPS, LENGTH, MEMORY_DIM, UNITS, INPUT_DIM = 3, 5, 6, 8, 8, 4
 SHAPES = (BATCH, STEPS, LENGTH, MEMORY_DIM, INPUT_DIM)
@@ -43,21 +48,36 @@ def keras_checks_of(make_cell, own_weights, **rnn_kwargs):
     )
 
 
-def _wrapper(dtype=None, **kwargs):
-    return AttentionWrapper(keras.layers.GRUCell(4, dtype=dtype), dtype=dtype, **kwargs)
+def _wrapper(dtype=None, built_for=None, **kwargs):
+    """A wrapper of a GRU cell; ``built_for``: built for inputs of that width and the memory of
+    `declared_memory` (monotonic attention's state sizes need the memory's length)."""
+    cell = AttentionWrapper(keras.layers.GRUCell(4, dtype=dtype), dtype=dtype, **kwargs)
+    if built_for:
+        cell.build((None, built_for), (None, 4, 6))
+    return cell
+
+
+# Monotonic attention's options in the suites (noise in training, a bias to learn).
+MONOTONIC = dict(monotonic_mode="parallel", sigmoid_noise=1.0, score_bias_init=-1.0)
 
 
 class AttentionWrapperTest(LayerTestCase):
     layer_cls = AttentionWrapper
 
-    def test_layer_behaviors(self):
-        self.run_layer_test(
-            **keras_checks_of(_wrapper, own_weights=4, return_sequences=True),
-            expected_output_shape=(2, 3, 4),
+    @pytest.mark.parametrize("options", [{}, MONOTONIC], ids=["softmax", "monotonic"])
+    def test_layer_behaviors(self, options):
+        checks = keras_checks_of(
+            lambda dtype: _wrapper(dtype, **options),
+            own_weights=4 + bool(options),
+            return_sequences=True,
         )
+        checks["expected_num_seed_generators"] += bool(options)
+        self.run_layer_test(**checks, expected_output_shape=(2, 3, 4))
 
-    def test_journey(self, tmp_path):
-        build = lambda p, h: _attend_from_hypothesis(p, h, normalize=True)  # noqa: E731
+    @pytest.mark.parametrize("options", [{}, MONOTONIC], ids=["softmax", "monotonic"])
+    def test_journey(self, tmp_path, options):
+        options = options or dict(normalize=True)
+        build = lambda p, h: _attend_from_hypothesis(p, h, **options)  # noqa: E731
         self.run_journey_test("pair", build, tmp_path, xla_fails_on_tensorflow=True)
 
     def test_config_arguments_and_resets(self):
@@ -65,13 +85,23 @@ class AttentionWrapperTest(LayerTestCase):
         flags = dict(output_attention=True, return_attention_scores=True, input_feeding=True)
         config = dict(**options, **flags, kernel_initializer="orthogonal")
         self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **config)
+        self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **MONOTONIC, seed=3)
         self.run_flags_test(
             _wrapper, ["normalize", "output_attention", "return_attention_scores", "input_feeding"]
         )
         self.run_flags_test(lambda **kw: _wrapper(score="dot", **kw), ["scale"])
         self.run_reset_tests(_wrapper, **declared_memory(3))
+        monotonic = lambda **kw: _wrapper(built_for=5, monotonic_mode="recursive", **kw)  # noqa: E731
+        self.run_reset_tests(monotonic, **declared_memory(3))
 
-    @pytest.mark.parametrize("kwargs", [{}, dict(score="general", position="before")])
+    @pytest.mark.parametrize(
+        "kwargs",
+        [
+            {},
+            dict(score="general", position="before"),
+            dict(monotonic_mode="hard", built_for=4),
+        ],
+    )
     def test_cell(self, kwargs):
         memory = declared_memory(2)
         # (Keras asks AttentionRNN for its spec, not the cell: `direct_spec=False`.)
@@ -153,16 +183,165 @@ def test_matches_the_reference_in_float64(
     assert np.abs(unmasked - want[0])[1].max() > 1e-3
 
 
-@pytest.mark.parametrize("position", ["after", "before"])
-def test_matches_the_reference_in_float32(position):
+@pytest.mark.parametrize(
+    "position, extra", [("after", {}), ("before", {}), ("before", dict(monotonic_mode="parallel"))]
+)
+def test_matches_the_reference_in_float32(position, extra):
     rng = np.random.default_rng(1)
     x, memory, mask = _data(rng, "float32")
-    layer = _layer("additive", position)
+    layer = _layer("additive", position, **extra)
     _randomize(layer, rng, x, memory, mask)
     got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
     x, memory = x.astype(np.float64), memory.astype(np.float64)
-    want, _ = reference(x, memory, mask, *_weights(layer), "additive", position, True)
+    want, _ = reference(x, memory, mask, *_weights(layer), "additive", position, True, **extra)
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+
+
+def _monotonic_case(mode, score_options, position, rng, dtype="float64", **extra):
+    """A monotonic layer (alignments returned) with random weights, its data, and the
+    reference's arguments."""
+    score, options = SCORE_OPTIONS[score_options]
+    x, memory, mask = _data(rng, dtype)
+    layer = _layer(
+        score, position, return_attention_scores=True, monotonic_mode=mode, **options, **extra
+    )
+    _randomize(layer, rng, x, memory, mask, scale=1.5)
+    return (
+        layer,
+        (x, memory, mask),
+        dict(score=score, position=position, output_attention=True, monotonic_mode=mode, **options),
+    )
+
+
+@pytest.mark.parametrize(
+    "mode, score_options, position, masked",
+    all_pairs(
+        MONOTONIC_MODES,
+        ("additive", "additive_normalized", "general_scaled", "dot"),
+        ("after", "before"),
+        (False, True),
+        split_by_backend=True,
+    ),
+)
+def test_monotonic_attention_matches_the_reference_in_float64(
+    float64_policy, mode, score_options, position, masked
+):
+    layer, (x, memory, mask), options = _monotonic_case(
+        mode, score_options, position, np.random.default_rng(2)
+    )
+    sequence_mask = SEQUENCE_MASK if masked else None
+    got = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask, training=True)
+    want = reference(x, memory, mask, *_weights(layer), sequence_mask=sequence_mask, **options)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
+    # Never on the padding; the expected attention moves off the first vector, the hard one
+    # is one-hot (or, stopping nowhere, zeros: row 2, all padding).
+    assert np.all(want[1][1, :, 4:] == 0) and not want[1][2].any()
+    if mode == "hard":
+        assert set(np.unique(want[1])) == {0.0, 1.0}
+    else:
+        assert want[1][..., 1:].max() > 0.1
+
+
+def _monotonic_gradients(mode, position, seen):
+    """The gradients of ``sum(outputs * seen)`` for the wrapped cell's weights, the wrapper's
+    and the memory, and what the reference needs."""
+    layer, (x, memory, mask), options = _monotonic_case(
+        mode, "additive", position, np.random.default_rng(3)
+    )
+    variables = [*layer.cell.cell.weights]
+    variables += [v for v in layer.cell.weights if all(v is not c for c in variables)]
+
+    def loss(memory):
+        return keras.ops.sum(keras.ops.multiply(layer(x, memory=memory, memory_mask=mask)[0], seen))
+
+    _, grads, memory_grad = gradients(loss, variables, [memory])
+    return grads + memory_grad, (x, memory, mask), _weights(layer), options
+
+
+@pytest.mark.parametrize("position", ["after", "before"])
+def test_monotonic_gradients_match_the_reference_and_each_other(float64_policy, position):
+    seen = np.random.default_rng(4).normal(size=(BATCH, STEPS, 8))
+    found, (x, memory, mask), (cell_weights, own), options = _monotonic_gradients(
+        "parallel", position, seen
+    )
+    recursive = _monotonic_gradients("recursive", position, seen)[0]
+    for got, want in zip(found, recursive):
+        np.testing.assert_allclose(got, want, atol=1e-10, rtol=0)
+
+    # The reference's derivatives by complex steps, exact to rounding: f' = Im f(v + ih) / h.
+    def reference_loss(arrays):
+        weights = (tuple(arrays[:3]), dict(zip(own, arrays[3:-1])))
+        outputs, _ = reference(x, arrays[-1], mask, *weights, **options)
+        return np.sum(outputs * seen)
+
+    arrays = [*cell_weights, *own.values(), memory]
+    for index, grad in enumerate(found):
+        want = np.zeros_like(grad)
+        for at in np.ndindex(*grad.shape):
+            moved = [a.astype(complex) for a in arrays]
+            moved[index][at] += 1e-30j
+            want[at] = reference_loss(moved).imag / 1e-30
+        np.testing.assert_allclose(grad, want, atol=1e-10, rtol=0)
+    assert abs(found[3 + list(own).index("sigmoid_bias")]) > 1e-3  # the bias learns
+
+
+@pytest.mark.parametrize("dtype, atol", [("float64", 1e-10), ("float32", 1e-5)])
+@pytest.mark.parametrize("mode", MONOTONIC_MODES)
+def test_monotonic_alignments_and_their_gradients_are_the_papers(mode, dtype, atol):
+    rng = np.random.default_rng(6)
+    p = rng.uniform(0.05, 0.95, size=(3, 7))
+    p[1, 4:] = 0.0  # padding
+    previous = np.stack([np.eye(7)[0], rng.dirichlet(np.ones(7)), np.eye(7)[2]])
+    previous[1, 4:] = 0.0
+    seen = rng.normal(size=p.shape)
+
+    def loss(p, previous):
+        return keras.ops.sum(keras.ops.multiply(monotonic_alignments(p, previous, mode), seen))
+
+    got, _, grads = gradients(loss, inputs=[p.astype(dtype), previous.astype(dtype)])
+    np.testing.assert_allclose(
+        got, np.sum(monotonic_reference(p, previous, mode) * seen), atol=atol
+    )
+    for index, grad in enumerate(grads):  # complex steps, as above; hard: no gradient
+        want = np.zeros_like(p)
+        for at in np.ndindex(*p.shape):
+            moved = [p.astype(complex), previous.astype(complex)]
+            moved[index][at] += 1e-30j
+            want[at] = np.sum(monotonic_reference(*moved, mode) * seen).imag / 1e-30
+        np.testing.assert_allclose(grad, 0 * want if mode == "hard" else want, atol=atol, rtol=0)
+
+
+def test_monotonic_noise_is_drawn_in_training_only():
+    x, memory, mask = _data(np.random.default_rng(7), "float32")
+    layer = _layer(**MONOTONIC)
+    inference, again, *training = (
+        as_numpy(layer(x, memory=memory, training=t)) for t in (False, False, True, True)
+    )
+    np.testing.assert_array_equal(inference, again)
+    assert np.abs(training[0] - training[1]).min() > 0 < np.abs(training[0] - inference).min()
+
+
+def test_hard_monotonic_decoding_step_by_step_never_moves_back():
+    rng = np.random.default_rng(5)
+    length, steps = 12, 10
+    memory = rng.normal(size=(BATCH, length, MEMORY_DIM)).astype("float32")
+    cell = AttentionWrapper(
+        keras.layers.GRUCell(UNITS), monotonic_mode="hard", return_attention_scores=True
+    )
+    cell.build((None, INPUT_DIM), memory.shape)
+    cell.set_weights([rng.uniform(-0.7, 0.7, np.shape(v)) for v in cell.get_weights()])
+    states = [np.zeros((BATCH, size), "float32") for size in cell.state_size]
+    positions = []
+    for _ in range(steps):
+        output, states = cell(
+            rng.normal(size=(BATCH, INPUT_DIM)).astype("float32"), states, memory=memory
+        )
+        alignment = as_numpy(output)[:, -length:]
+        assert np.all(np.isin(alignment, [0.0, 1.0])) and np.all(alignment.sum(-1) <= 1)
+        positions.append(np.where(alignment.any(-1), alignment.argmax(-1), length))
+    positions = np.stack(positions, 1)
+    assert np.all(np.diff(positions, axis=1) >= 0) and np.any(np.diff(positions, axis=1) > 0)
 
 
 def test_a_reset_at_step_2_equals_the_rows_from_step_2_alone():

@@ -69,7 +69,8 @@ class AttentionRNN(ResettableRNN):
         memory: Tensor ``[batch, length, memory_dim]``, the vectors attended over.
         memory_mask: Optional bool tensor ``[batch, length]``, false at padding. Default:
             `None`.
-        initial_state: Optional list of the cell's initial states. Default: `None`.
+        initial_state: Optional list of the cell's initial states (`AttentionWrapper`'s
+            ``states``). Default: `None`.
         mask: Optional bool tensor ``[batch, time]`` of the sequences. Default: `None`.
         training: Python boolean. Default: `False`.
         reset: Optional bool tensor ``[batch, time]``, true where a new sequence starts.
@@ -114,6 +115,9 @@ class AttentionRNN(ResettableRNN):
         if not self.cell.built:
             step_shape = (sequences_shape[0], sequences_shape[-1])
             self.cell.build(step_shape, memory_shape)
+        # Keras's RNN reads the cell's state sizes when made; monotonic attention's last one
+        # (the alignments) is the memory's length, known once the cell is built.
+        self.state_size = list(self.cell.state_size)
         # The inputs' width, which `attention_scores` checks (the cell's kernels take it).
         self._sequences_width = sequences_shape[-1]
         super().build(sequences_shape, initial_state_shape)
@@ -140,6 +144,13 @@ class AttentionRNN(ResettableRNN):
                 f"{owner}: `memory` must be [batch, length, {self.cell.memory_dim}] (the width "
                 f"it was built with); got shape {tuple(memory.shape)}."
             )
+        length = self.cell.memory_length
+        if length is not None and memory.shape[1] not in (None, length):
+            raise ValueError(
+                f"{owner}: `memory` must be [batch, {length}, {self.cell.memory_dim}] (the "
+                "length the cell was built with: its alignments over the memory are outputs "
+                f"or states); got shape {tuple(memory.shape)}."
+            )
         self._check_batches(sequences, memory, memory_mask, initial_state)
         if memory_mask is not None:
             memory_mask = ops.convert_to_tensor(memory_mask)
@@ -158,7 +169,15 @@ class AttentionRNN(ResettableRNN):
             # The same for the sequences' padding: the masked steps' inputs are never used.
             keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
             sequences = ops.where(keep, sequences, ops.zeros_like(sequences))
-        self.cell._bound = (memory, memory_mask, self.cell.memory_keys(memory))
+        noise = self.cell.monotonic_mode and training and self.cell.sigmoid_noise > 0
+        if noise:
+            # Every step's noise drawn before the loop, as Keras draws dropout masks (a
+            # random draw inside JAX's scan would leak its seed out of the loop), and read
+            # by the step from the last columns of its input.
+            shape = (*ops.shape(sequences)[:2], self.cell.memory_length)
+            draw = keras.random.normal(shape, seed=self.cell.seed_generator)
+            sequences = ops.concatenate([sequences, ops.cast(draw, sequences.dtype)], -1)
+        self.cell._bound = (memory, memory_mask, self.cell.memory_keys(memory), bool(noise))
         try:
             results = super().call(
                 sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
@@ -185,7 +204,7 @@ class AttentionRNN(ResettableRNN):
             return super().inner_loop(sequences, initial_state, mask, training=training)
         # Nothing of the attention reaches the next step: the loop runs the wrapped cell
         # alone, and every step's attention is computed at once from the cell's outputs.
-        memory, memory_mask, keys = wrapper._bound
+        memory, memory_mask, keys, _ = wrapper._bound
         marked = mask is not None
         alone = _CellAlone(wrapper, training, marked)
         extra = []

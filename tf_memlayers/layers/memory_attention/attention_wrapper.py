@@ -19,6 +19,7 @@ from tf_memlayers.ops.products import dot_last_axis
 
 SCORES = ("additive", "dot", "general")
 POSITIONS = ("after", "before")
+MONOTONIC_MODES = ("parallel", "recursive", "hard")
 
 
 def _shape(x):
@@ -82,6 +83,75 @@ def masked_softmax(scores, mask):
     return ops.where(mask, weights, ops.zeros_like(weights))
 
 
+def _exclusive_cumprod(x):
+    """``[1, x_0, x_0 x_1, ...]`` along the last axis of ``x`` (entries in (0, 1]), summed in
+    log space: the gradient of a plain cumulative product divides by ``x``."""
+    tiny = float(np.finfo(keras.backend.standardize_dtype(x.dtype)).tiny)
+    logs = ops.cumsum(ops.log(ops.clip(x, tiny, 1.0)), axis=-1)
+    return ops.exp(ops.concatenate([ops.zeros_like(logs[..., :1]), logs[..., :-1]], -1))
+
+
+def monotonic_alignments(p_choose, previous, mode):
+    r"""The monotonic attention's alignments over a memory (Raffel et al. 2017), from the
+    choosing probabilities of this step and the alignments of the previous one.
+
+    With :math:`p_j` the probability of stopping at memory position :math:`j` and
+    :math:`\alpha'_j` the previous step's alignments, the expected alignments are
+
+    .. math::
+
+        \alpha_j = p_j \sum_{k \le j} \alpha'_k \prod_{l=k}^{j-1} (1 - p_l),
+
+    computed ``"parallel"`` in closed form with cumulative products and sums,
+    :math:`\alpha = p \cdot \mathrm{cumprod}_\mathrm{excl}(1 - p) \cdot
+    \mathrm{cumsum}(\alpha' / \mathrm{cumprod}_\mathrm{excl}(1 - p))` (the product taken
+    in log space and clipped at 1e-10 where it divides, as tensorflow-addons did: inexact
+    where the product of :math:`1 - p_l` falls below 1e-10), or ``"recursive"`` by the
+    recurrence :math:`q_j = (1 - p_{j-1}) q_{j-1} + \alpha'_j`, :math:`\alpha_j = p_j q_j`
+    (exact, a scan over the memory). ``"hard"``: the step stops at the first position at or
+    after the previous one (the first where :math:`\alpha'` is not zero) whose :math:`p_j`
+    is above 0.5 (one-hot alignments; zeros where none is, and from then on; no gradient).
+
+    Args:
+        p_choose: Tensor ``[batch, length]`` of probabilities in [0, 1] (zero at padding).
+        previous: Tensor ``[batch, length]``, the previous step's alignments (one-hot at
+            position 0 before the first step).
+        mode: ``"parallel"``, ``"recursive"`` or ``"hard"``.
+
+    Returns:
+        Tensor ``[batch, length]``, the alignments.
+
+    Example:
+
+    >>> import numpy as np
+    >>> p = np.array([[0.5, 0.5, 0.5]])
+    >>> start = np.array([[1.0, 0.0, 0.0]])
+    >>> monotonic_alignments(p, start, "recursive").numpy().tolist()
+    [[0.5, 0.25, 0.125]]
+    >>> monotonic_alignments(np.array([[0.2, 0.7, 0.9]]), start, "hard").numpy().tolist()
+    [[0.0, 1.0, 0.0]]
+    """
+    mode = check.check_choice("mode", mode, MONOTONIC_MODES, "monotonic_alignments")
+    p_choose, previous = ops.convert_to_tensor(p_choose), ops.convert_to_tensor(previous)
+    if mode == "hard":
+        reached = ops.cumsum(previous, axis=-1) > 0
+        chosen = ops.cast(ops.logical_and(p_choose > 0.5, reached), p_choose.dtype)
+        earlier = ops.cumsum(chosen, axis=-1) - chosen  # chosen positions before each
+        return ops.where(earlier > 0.5, ops.zeros_like(chosen), chosen)
+    if mode == "parallel":
+        kept = _exclusive_cumprod(1.0 - p_choose)
+        return p_choose * kept * ops.cumsum(previous / ops.clip(kept, 1e-10, 1.0), axis=-1)
+    carried = ops.concatenate([ops.ones_like(p_choose[:, :1]), 1.0 - p_choose[:, :-1]], -1)
+
+    def step(q, inputs):
+        q = inputs[0] * q + inputs[1]
+        return q, q
+
+    xs = (ops.transpose(carried), ops.transpose(previous))
+    _, q = ops.scan(step, ops.zeros_like(previous[:, 0]), xs)
+    return p_choose * ops.transpose(q)
+
+
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class AttentionWrapper(keras.layers.Layer):
     r"""A Keras RNN cell that attends over a memory at every step.
@@ -104,6 +174,25 @@ class AttentionWrapper(keras.layers.Layer):
     * ``"general"`` (Luong et al. 2015): :math:`q_t^\top W_a m_j`;
 
     the last two times a learned scalar :math:`g` with ``scale=True``.
+
+    With ``monotonic_mode`` the attention is monotonic (Raffel et al. 2017, "Online and
+    Linear-Time Attention by Enforcing Monotonic Alignments"): it moves through the memory
+    from left to right, never back. The score plus a learned scalar :math:`r` (initially
+    ``score_bias_init``) and, in training, Gaussian noise of deviation ``sigmoid_noise`` gives
+    the probability of stopping at each vector, :math:`p_{tj} = \sigma(e_{tj} + r +
+    \epsilon)`, zero at padding, and the alignments follow from those of the previous step
+    :math:`\alpha_{t-1}` (`monotonic_alignments`): their expectation,
+
+    .. math::
+
+        \alpha_{tj} = p_{tj} \sum_{k \le j} \alpha_{t-1,k} \prod_{l=k}^{j-1} (1 - p_{tl}),
+
+    in closed form (``"parallel"``, as in training in the paper) or by its recurrence
+    (``"recursive"``), or the hard alignment of decoding (``"hard"``: one-hot at the first
+    vector at or after the previous step's whose :math:`p_{tj} > 1/2`; zeros, attending to
+    nothing, where there is none). Before the first step :math:`\alpha_0` is one-hot at the
+    memory's first vector. ``score="additive"`` is Bahdanau-style monotonic attention,
+    ``"general"`` (or ``"dot"``) Luong-style.
 
     ``position="after"`` (Luong): the wrapped cell runs first, on the step's input joined
     with the previous attention vector (input feeding; ``input_feeding=False``: on the input
@@ -142,17 +231,32 @@ class AttentionWrapper(keras.layers.Layer):
             `AttentionRNN` returns them apart, as the alignment history. Default: `False`.
         kernel_initializer: Initializer of the attention's kernels. Default:
             ``"glorot_uniform"``.
+        monotonic_mode: `None` (the softmax), or ``"parallel"``, ``"recursive"`` or
+            ``"hard"``: monotonic attention, as above. The memory's length must be known when
+            the cell is built (the previous alignments are a state). Default: `None`.
+        sigmoid_noise: Non-negative float, the deviation of the Gaussian noise added to the
+            monotonic scores in training (``training=True``) only; it pushes the
+            probabilities towards 0 and 1, so that training's expected alignments approach
+            the hard ones of decoding. Default: ``0.0``.
+        score_bias_init: Float, the initial value of the monotonic scores' learned bias
+            :math:`r` (negative for long memories, so that the attention does not stop at
+            once). Default: ``0.0``.
+        seed: Optional integer, the seed of the noise (``sigmoid_noise > 0`` only). Default:
+            `None`.
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
         inputs: Tensor ``[batch, features]``, the step's input.
         states: List, the wrapped cell's states followed by the fed-back vector (the
             previous attention vector with ``position="after"``, the cell's previous output
-            with ``"before"``).
+            with ``"before"``); with ``monotonic_mode``, then the previous alignments minus
+            the initial one-hot, so that zero states (as Keras, resets and ``reset_state``
+            make them) start at the memory's first vector.
         memory: Tensor ``[batch, length, memory_dim]``, the vectors attended over.
         memory_mask: Optional bool tensor ``[batch, length]``, false at padding. A row with
             no true entry attends to nothing: its context is zero. Default: `None`.
-        training: Python boolean, passed to the wrapped cell. Default: `None`.
+        training: Python boolean, passed to the wrapped cell; with ``sigmoid_noise``, the
+            monotonic scores get their noise when true. Default: `None`.
         reset: Optional bool tensor ``[batch]``, true in the rows that start a new sequence
             at this step: their states are zeroed first. Default: `None`.
 
@@ -191,6 +295,10 @@ class AttentionWrapper(keras.layers.Layer):
         input_feeding=True,
         return_attention_scores=False,
         kernel_initializer="glorot_uniform",
+        monotonic_mode=None,
+        sigmoid_noise=0.0,
+        score_bias_init=0.0,
+        seed=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -249,6 +357,38 @@ class AttentionWrapper(keras.layers.Layer):
                 f"attention_size={attention_size!r}."
             )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.monotonic_mode = (
+            None
+            if monotonic_mode is None
+            else check.check_choice("monotonic_mode", monotonic_mode, MONOTONIC_MODES, owner)
+        )
+        self.sigmoid_noise = float(
+            check.check_number("sigmoid_noise", sigmoid_noise, 0, None, owner=owner)
+        )
+        self.score_bias_init = float(
+            check.check_number("score_bias_init", score_bias_init, owner=owner)
+        )
+        self.seed = check.check_optional_int("seed", seed, None, owner)
+        unused = [
+            f"{name}={value!r}"
+            for name, value, default in (
+                ("sigmoid_noise", sigmoid_noise, 0),
+                ("score_bias_init", score_bias_init, 0),
+            )
+            if value != default and self.monotonic_mode is None
+        ]
+        if unused:
+            raise ValueError(
+                f"{owner}: {', '.join(unused)} shapes the monotonic attention's probabilities; "
+                "give a `monotonic_mode` ('parallel', 'recursive' or 'hard') too."
+            )
+        if seed is not None and self.sigmoid_noise == 0:
+            raise ValueError(
+                f"{owner}: `seed` seeds the noise of `sigmoid_noise`; got seed={seed!r} with "
+                "sigmoid_noise=0."
+            )
+        if self.sigmoid_noise > 0:
+            self.seed_generator = keras.random.SeedGenerator(seed)
         self.memory_dim = None
         self.memory_length = None
         self._bound = None
@@ -279,14 +419,17 @@ class AttentionWrapper(keras.layers.Layer):
     @property
     def feeds_back(self):
         """Whether a step's attention reaches the next step: the context joins the cell's
-        input (``position="before"``) or the previous attention vector does (input
-        feeding). Where it does not, `AttentionRNN` runs the wrapped cell's loop alone and
-        attends for all steps at once after it (`attend_steps`)."""
-        return self.position == "before" or self.input_feeding
+        input (``position="before"``), the previous attention vector does (input feeding),
+        or the monotonic attention starts from the previous alignments. Where none does,
+        `AttentionRNN` runs the wrapped cell's loop alone and attends for all steps at once
+        after it (`attend_steps`)."""
+        return self.position == "before" or self.input_feeding or bool(self.monotonic_mode)
 
     @property
     def state_size(self):
-        return [*self.cell_state_sizes, self.feedback_size]
+        # The previous alignments of monotonic attention: as long as the memory (built).
+        alignments = [self.memory_length] if self.monotonic_mode else []
+        return [*self.cell_state_sizes, self.feedback_size, *alignments]
 
     @property
     def output_size(self):
@@ -302,12 +445,17 @@ class AttentionWrapper(keras.layers.Layer):
                 f"memory_dim; got shape {memory_shape}."
             )
         self.memory_dim = int(memory_shape[-1])
-        if self.return_attention_scores:
+        if self.return_attention_scores or self.monotonic_mode:
             if memory_shape[1] is None:
+                why = (
+                    "monotonic_mode: the previous alignments over it are a state"
+                    if self.monotonic_mode
+                    else "return_attention_scores=True: each step outputs its weights over it"
+                )
                 raise ValueError(
-                    f"{owner}: `return_attention_scores=True` needs the memory's length known "
-                    "when the layer is built (each step outputs its weights over it); got "
-                    f"memory shape {tuple(memory_shape)}. Pad the memory to a fixed length."
+                    f"{owner}: the memory's length must be known when the layer is built "
+                    f"({why}); got memory shape {tuple(memory_shape)}. Pad the memory to a "
+                    "fixed length."
                 )
             self.memory_length = int(memory_shape[1])
         query = self.query_size
@@ -349,6 +497,12 @@ class AttentionWrapper(keras.layers.Layer):
             )
         if self.scale:
             self.score_scale = self.add_weight(name="score_scale", shape=(), initializer="ones")
+        if self.monotonic_mode:
+            self.sigmoid_bias = self.add_weight(
+                name="sigmoid_bias",
+                shape=(),
+                initializer=keras.initializers.Constant(self.score_bias_init),
+            )
         if self.uses_attention_kernel:
             self.attention_kernel = self.add_weight(
                 name="attention_kernel",
@@ -365,10 +519,13 @@ class AttentionWrapper(keras.layers.Layer):
         # Called by `AttentionRNN` outside the cell's own call: cast as the call would.
         return ops.matmul(memory, ops.cast(self.memory_kernel, memory.dtype))
 
-    def attend(self, query, memory, keys, memory_mask=None):
+    def attend(
+        self, query, memory, keys, memory_mask=None, previous=None, training=None, noise=None
+    ):
         """The context ``[batch, memory_dim]`` and the weights ``[batch, length]`` (at least
         float32) of ``query`` ``[batch, query_dim]`` over ``memory`` with its precomputed
-        ``keys``."""
+        ``keys``; with ``monotonic_mode``, from the ``previous`` alignments (``noise``: the
+        standard normal noise of training, drawn here where `None`)."""
         if self.score == "additive":
             hidden = keys + ops.expand_dims(ops.matmul(query, self.query_kernel), 1)
             vector = self.score_vector
@@ -382,11 +539,40 @@ class AttentionWrapper(keras.layers.Layer):
             scores = ops.squeeze(ops.matmul(keys, ops.expand_dims(query, -1)), -1)
             if self.scale:
                 scores = self.score_scale * scores
-        weights = masked_softmax(scores, memory_mask)
+        if self.monotonic_mode:
+            weights = self.monotonic_weights(scores, memory_mask, previous, training, noise)
+        else:
+            weights = masked_softmax(scores, memory_mask)
         context = ops.squeeze(
             ops.matmul(ops.expand_dims(ops.cast(weights, memory.dtype), 1), memory), 1
         )
         return context, weights
+
+    def monotonic_weights(self, scores, memory_mask, previous, training, noise=None):
+        r"""The monotonic alignments ``[batch, length]`` (at least float32) of ``scores`` after
+        the ``previous`` ones: the probabilities :math:`\sigma(e + r + \epsilon)`, zero at
+        padding, through `monotonic_alignments`."""
+        if keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
+            scores = ops.cast(scores, "float32")
+        scores = scores + ops.cast(self.sigmoid_bias, scores.dtype)
+        if training and self.sigmoid_noise > 0:
+            if noise is None:
+                noise = keras.random.normal(ops.shape(scores), seed=self.seed_generator)
+            scores = scores + self.sigmoid_noise * ops.cast(noise, scores.dtype)
+        if self.monotonic_mode == "hard":
+            probabilities = ops.cast(scores > 0, scores.dtype)  # sigma(e) > 1/2
+        else:
+            probabilities = ops.sigmoid(scores)
+        if memory_mask is not None:
+            mask = ops.cast(memory_mask, "bool")
+            probabilities = ops.where(mask, probabilities, ops.zeros_like(probabilities))
+        previous = ops.cast(previous, scores.dtype)
+        return monotonic_alignments(probabilities, previous, self.monotonic_mode)
+
+    def initial_alignments(self, like):
+        """The one-hot ``[length]`` at the memory's first position, in ``like``'s dtype: the
+        alignments before the first step, which a zero alignment state stands for."""
+        return ops.cast(ops.arange(self.memory_length) == 0, like.dtype)
 
     def attention_vector(self, context, output):
         return ops.tanh(ops.matmul(ops.concatenate([context, output], -1), self.attention_kernel))
@@ -445,9 +631,13 @@ class AttentionWrapper(keras.layers.Layer):
         self, inputs, states, memory=None, memory_mask=None, training=None, reset=None, keys=None
     ):
         owner = type(self).__name__
+        monotonic = {}
         if memory is None and self._bound is not None:
             # Inside `AttentionRNN`'s loop: the memory of the running call, keys precomputed.
-            memory, memory_mask, keys = self._bound
+            memory, memory_mask, keys, noise_in_inputs = self._bound
+            if noise_in_inputs:  # the step's noise, drawn by `AttentionRNN` before its loop
+                monotonic["noise"] = inputs[:, -self.memory_length :]
+                inputs = inputs[:, : -self.memory_length]
         if memory is None:
             raise ValueError(
                 f"{owner}: no `memory` given: pass the vectors to attend over, [batch, length, "
@@ -471,24 +661,37 @@ class AttentionWrapper(keras.layers.Layer):
                 mask = ops.expand_dims(ops.cast(memory_mask, "bool"), -1)
                 memory = ops.where(mask, memory, ops.zeros_like(memory))
             keys = self.memory_keys(memory)
+        count = len(self.cell_state_sizes)
+        if self.monotonic_mode:
+            offset = states[count + 1]
+            monotonic["previous"] = offset + self.initial_alignments(offset)
         step_output, weights, new_cell_states, feedback = self.step(
-            inputs, states[:-1], states[-1], memory, keys, memory_mask, training
+            inputs, states[:count], states[count], memory, keys, memory_mask, training, **monotonic
         )
+        new_states = [*new_cell_states, feedback]
+        if self.monotonic_mode:
+            alignments = ops.cast(weights, offset.dtype)
+            new_states.append(alignments - self.initial_alignments(alignments))
         if self.return_attention_scores:
             step_output = ops.concatenate([step_output, ops.cast(weights, step_output.dtype)], -1)
-        return step_output, [*new_cell_states, feedback]
+        return step_output, new_states
 
-    def step(self, inputs, cell_states, fed, memory, keys, memory_mask, training):
+    def step(self, inputs, cell_states, fed, memory, keys, memory_mask, training, **monotonic):
         """One step after the resets: ``(output, weights over the memory, the cell's new
-        states, the new fed-back vector)``."""
+        states, the new fed-back vector)``; ``monotonic``: the ``previous`` alignments of
+        monotonic attention, and its ``noise`` where drawn already."""
         if self.position == "after":
             cell_inputs = ops.concatenate([inputs, fed], -1) if self.input_feeding else inputs
             output, new_cell_states = call_cell(self.cell, cell_inputs, cell_states, training)
-            context, weights = self.attend(output, memory, keys, memory_mask)
+            context, weights = self.attend(
+                output, memory, keys, memory_mask, training=training, **monotonic
+            )
             attention = self.attention_vector(context, output)
             feedback = attention
         else:
-            context, weights = self.attend(fed, memory, keys, memory_mask)
+            context, weights = self.attend(
+                fed, memory, keys, memory_mask, training=training, **monotonic
+            )
             output, new_cell_states = call_cell(
                 self.cell, ops.concatenate([inputs, context], -1), cell_states, training
             )
@@ -514,6 +717,14 @@ class AttentionWrapper(keras.layers.Layer):
                 "input_feeding": self.input_feeding,
             }
         )
+        if self.monotonic_mode:
+            # Written only when used: configs saved before these arguments load unchanged.
+            config.update(
+                monotonic_mode=self.monotonic_mode,
+                sigmoid_noise=self.sigmoid_noise,
+                score_bias_init=self.score_bias_init,
+                seed=self.seed,
+            )
         return config
 
     @classmethod
