@@ -58,14 +58,28 @@ def attention_wrapper_reference(
     sequence_mask=None,
     input_feeding=True,
     monotonic_mode=None,
+    probability_fn="softmax",
+    attention_layer="luong",
 ):
     """The wrapper around a SimpleRNN cell (h = tanh(x W + h U + b)): outputs and weights;
     with ``monotonic_mode``, Raffel et al.'s (2017) attention, which starts one-hot at the
-    memory's first vector (written for complex weights too: no softmax then)."""
+    memory's first vector (written for complex weights too: no softmax then).
+    ``probability_fn``: ``"softmax"``, ``"hardmax"`` or a NumPy ``f(scores, mask)``;
+    ``attention_layer``: ``"luong"``, ``"context"`` or a NumPy ``f([c; h], weights)``."""
+
+    def attention_of(context, h):
+        if attention_layer == "context":
+            return context
+        joined = np.concatenate([context, h], -1)
+        if attention_layer == "luong":
+            return np.tanh(joined @ w["attention_kernel"])
+        return attention_layer(joined, w)
+
     kernel, recurrent, bias = cell_weights
     batch, steps = x.shape[:2]
     h = np.zeros((batch, recurrent.shape[0]))
-    fed = np.zeros((batch, w["attention_kernel"].shape[1] if position == "after" else h.shape[1]))
+    width = attention_of(memory[:, 0], h).shape[-1] if position == "after" else h.shape[1]
+    fed = np.zeros((batch, width))
     if sequence_mask is None:
         sequence_mask = np.ones((batch, steps), bool)
 
@@ -86,8 +100,11 @@ def attention_wrapper_reference(
         if monotonic_mode:
             p = np.where(mask, sigmoid(e + w["sigmoid_bias"]), 0.0)
             alpha = monotonic_reference(p, before, monotonic_mode)
+        elif probability_fn == "hardmax":
+            top = np.where(mask, e, -np.inf).argmax(-1)
+            alpha = np.where(mask.any(-1, keepdims=True), np.eye(e.shape[-1])[top], 0.0)
         else:
-            alpha = masked_softmax(e, mask)
+            alpha = (masked_softmax if probability_fn == "softmax" else probability_fn)(e, mask)
         return np.einsum("bl,bld->bd", alpha, memory), alpha
 
     outputs, alignments, previous = [], [], None
@@ -98,14 +115,14 @@ def attention_wrapper_reference(
             cell_input = np.concatenate([x[:, t], fed], -1) if input_feeding else x[:, t]
             new_h = np.tanh(cell_input @ kernel + h @ recurrent + bias)
             context, alpha = attend(new_h, before)
-            attention = np.tanh(np.concatenate([context, new_h], -1) @ w["attention_kernel"])
+            attention = attention_of(context, new_h)
             new_fed = attention
         else:
             context, alpha = attend(fed, before)
             new_h = np.tanh(np.concatenate([x[:, t], context], -1) @ kernel + h @ recurrent + bias)
             attention = None
             if output_attention:
-                attention = np.tanh(np.concatenate([context, new_h], -1) @ w["attention_kernel"])
+                attention = attention_of(context, new_h)
             new_fed = new_h
         out = attention if output_attention else new_h
         keep = sequence_mask[:, t][:, None]

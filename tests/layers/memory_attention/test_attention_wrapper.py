@@ -1,5 +1,7 @@
 """`AttentionWrapper` against the NumPy reference of Bahdanau et al. and Luong et al. (2015)."""
 
+import functools
+
 import keras
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ from tests.memory_attention_reference import (
     check_cell_loop_matches_layer,
     data,
     declared_memory,
+    masked_softmax,
     monotonic_reference,
 )
 from tests.memory_attention_reference import randomize as _randomize
@@ -86,6 +89,9 @@ class AttentionWrapperTest(LayerTestCase):
         config = dict(**options, **flags, kernel_initializer="orthogonal")
         self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **config)
         self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **MONOTONIC, seed=3)
+        for probability_fn in PROBABILITIES:
+            cell = keras.layers.GRUCell(4)
+            self.run_config_test(AttentionWrapper, cell=cell, probability_fn=probability_fn)
         self.run_flags_test(
             _wrapper, ["normalize", "output_attention", "return_attention_scores", "input_feeding"]
         )
@@ -122,7 +128,8 @@ def _layer(score="additive", position="after", output_attention=True, cell=None,
     return AttentionRNN(wrapper, return_sequences=True)
 
 
-# The scores by pairs with positions and output_attention; then input_feeding=False.
+# The scores by pairs with positions and output_attention; then more rows (input_feeding=False,
+# the probability functions).
 SCORE_OPTIONS = {
     "additive": ("additive", {}),
     "additive_normalized": ("additive", {"normalize": True}),
@@ -131,11 +138,33 @@ SCORE_OPTIONS = {
     "general": ("general", {}),
     "general_scaled": ("general", {"scale": True}),
 }
-NO_INPUT_FEEDING = {
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers_tests")
+def sharpened(scores):
+    """A probability function of one's own: the softmax of twice the scores."""
+    return keras.ops.softmax(2.0 * scores, axis=-1)
+
+
+# The probability functions beside the softmax and a layer of one's own, and the reference's.
+PROBABILITIES = {"hardmax": "hardmax", sharpened: lambda e, mask: masked_softmax(2 * e, mask)}
+DENSE = functools.partial(keras.layers.Dense, 5, activation="relu")
+REFERENCE_LAYERS = {DENSE: lambda joined, w: np.maximum(joined @ w["kernel"] + w["bias"], 0)}
+MORE_ROWS = {
     "dot_no_input_feeding": ("dot", {"input_feeding": False}),
     "additive_normalized_no_input_feeding": (
         "additive",
         {"normalize": True, "input_feeding": False},
+    ),
+    "general_hardmax": ("general", {"probability_fn": "hardmax"}),
+    "additive_sharpened_no_input_feeding": (
+        "additive",
+        {"probability_fn": sharpened, "input_feeding": False},
+    ),
+    "general_context": ("general", {"attention_layer": "context"}),
+    "additive_dense_no_input_feeding": (
+        "additive",
+        {"attention_layer": DENSE, "input_feeding": False},
     ),
 }
 
@@ -154,25 +183,37 @@ SEQUENCE_MASK[0, 3:] = SEQUENCE_MASK[2, 1] = False
         (False, True),
         split_by_backend=True,
     )
-    + [
-        pytest.param(name, "after", True, True, id=f"{name}-after-True-True")
-        for name in NO_INPUT_FEEDING
-    ],
+    + [pytest.param(name, "after", True, True, id=f"{name}-after-True-True") for name in MORE_ROWS],
 )
 def test_matches_the_reference_in_float64(
     float64_policy, score_options, position, output_attention, masked
 ):
     # The memory has padding, and a row of padding only: its weights and context are zeros.
-    score, extra = {**SCORE_OPTIONS, **NO_INPUT_FEEDING}[score_options]
+    score, extra = {**SCORE_OPTIONS, **MORE_ROWS}[score_options]
+    probability = PROBABILITIES.get(extra.get("probability_fn"), "softmax")
+    own = extra.get("attention_layer", "luong")
+    options = {**extra, "attention_layer": own() if own in REFERENCE_LAYERS else own}
     rng = np.random.default_rng(0)
     x, memory, mask = _data(rng)
     sequence_mask = SEQUENCE_MASK if masked else None
     # An attention vector of its own width, where the step computes one.
-    size = {"attention_size": 7} if position == "after" or output_attention else {}
-    layer = _layer(score, position, output_attention, return_attention_scores=True, **size, **extra)
+    size = (
+        {"attention_size": 7}
+        if (position == "after" or output_attention) and own == "luong"
+        else {}
+    )
+    layer = _layer(
+        score, position, output_attention, return_attention_scores=True, **size, **options
+    )
     _randomize(layer, rng, x, memory, mask)
     got = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
     args = (*_weights(layer), score, position, output_attention)
+    # The reference's functions.
+    extra = {
+        **extra,
+        "probability_fn": probability,
+        "attention_layer": REFERENCE_LAYERS.get(own, own),
+    }
     want = reference(x, memory, mask, *args, sequence_mask=sequence_mask, **extra)
     for g, w in zip(got, want):
         np.testing.assert_allclose(keras.ops.convert_to_numpy(g), w, atol=1e-10, rtol=0)
@@ -464,12 +505,36 @@ def test_a_memory_of_another_batch_size_is_refused_in_fit():
             "never computes with output_attention=False and position='before'; got "
             "attention_size=32",
         ),
+        ({"monotonic_mode": "soft"}, "`monotonic_mode` must be one of 'parallel', 'recursive'"),
+        ({"sigmoid_noise": 1.0}, "sigmoid_noise=1.0 shapes the monotonic attention's"),
+        ({"monotonic_mode": "hard", "sigmoid_noise": -1}, "`sigmoid_noise` must be a finite"),
+        ({"monotonic_mode": "hard", "seed": 1}, "`seed` seeds the noise of `sigmoid_noise`"),
+        ({"probability_fn": "sparsemax"}, "`probability_fn` must be one of 'softmax', 'hard"),
+        ({"probability_fn": "hardmax", "monotonic_mode": "hard"}, "not a `probability_fn`"),
+        ({"attention_layer": "bahdanau"}, "`attention_layer` must be one of 'luong', 'context'"),
+        ({"attention_layer": "context", "attention_size": 3}, "attention_size=3 with attention_"),
     ],
 )
 def test_bad_arguments_are_named(kwargs, fragment):
     with pytest.raises(ValueError) as raised:
         AttentionWrapper(keras.layers.GRUCell(4), **kwargs)
     assert fragment in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [dict(probability_fn=sharpened), dict(attention_layer="context"), dict(attention_layer=DENSE)],
+    ids=["probability_fn", "context", "attention_layer"],
+)
+def test_the_options_save_and_load(tmp_path, options):
+    options = {k: v() if isinstance(v, functools.partial) else v for k, v in options.items()}
+    x, memory, mask = _data(np.random.default_rng(11), "float32")
+    inputs = [keras.Input(x.shape[1:]), keras.Input(memory.shape[1:])]
+    model = keras.Model(inputs, _layer(**options)(inputs[0], memory=inputs[1]))
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    # (Loaded with the default options instead, the outputs would differ.)
+    np.testing.assert_array_equal(as_numpy(loaded([x, memory])), as_numpy(model([x, memory])))
 
 
 def test_dot_needs_a_query_as_wide_as_the_memory():

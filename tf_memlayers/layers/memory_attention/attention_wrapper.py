@@ -20,6 +20,8 @@ from tf_memlayers.ops.products import dot_last_axis
 SCORES = ("additive", "dot", "general")
 POSITIONS = ("after", "before")
 MONOTONIC_MODES = ("parallel", "recursive", "hard")
+PROBABILITY_FNS = ("softmax", "hardmax")
+ATTENTION_LAYERS = ("luong", "context")
 
 
 def _shape(x):
@@ -81,6 +83,37 @@ def masked_softmax(scores, mask):
     masked = ops.where(mask, scores, ops.full_like(scores, -1e30))
     weights = ops.softmax(masked, axis=-1)
     return ops.where(mask, weights, ops.zeros_like(weights))
+
+
+def masked_probabilities(scores, mask, probability_fn="softmax"):
+    """The weights over the last axis of ``scores`` where ``mask`` is true, by
+    ``probability_fn``: ``"softmax"`` (`masked_softmax`), ``"hardmax"`` (one-hot at the first
+    largest unmasked score; no gradient) or a function of the scores to weights, which sees
+    the masked scores at -1e30 and whose weights there are set to zero. A row with no true
+    entry gets zero weights. Computed in float32 where the scores are 16-bit floats.
+
+    Args:
+        scores: Tensor ``[..., length]``.
+        mask: Optional bool tensor of the shape of ``scores`` (or broadcast to it).
+        probability_fn: ``"softmax"``, ``"hardmax"`` or a callable. Default: ``"softmax"``.
+
+    Returns:
+        Tensor of the shape of ``scores``, float32 or float64.
+    """
+    if probability_fn == "softmax":
+        return masked_softmax(scores, mask)
+    if keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
+        scores = ops.cast(scores, "float32")
+    if mask is not None:
+        mask = ops.logical_and(ops.cast(mask, "bool"), ops.ones_like(scores, "bool"))
+        scores = ops.where(mask, scores, ops.full_like(scores, -1e30))
+    if probability_fn == "hardmax":
+        top = ops.logical_and(scores >= ops.max(scores, axis=-1, keepdims=True), scores > -1e30)
+        top = ops.cast(top, scores.dtype)
+        weights = ops.where(ops.cumsum(top, axis=-1) - top > 0.5, ops.zeros_like(top), top)
+    else:
+        weights = ops.cast(probability_fn(scores), scores.dtype)
+    return weights if mask is None else ops.where(mask, weights, ops.zeros_like(weights))
 
 
 def _exclusive_cumprod(x):
@@ -175,6 +208,9 @@ class AttentionWrapper(keras.layers.Layer):
 
     the last two times a learned scalar :math:`g` with ``scale=True``.
 
+    ``probability_fn`` may replace the softmax: ``"hardmax"`` (one-hot at the first largest
+    score) or a function of the scores of your own.
+
     With ``monotonic_mode`` the attention is monotonic (Raffel et al. 2017, "Online and
     Linear-Time Attention by Enforcing Monotonic Alignments"): it moves through the memory
     from left to right, never back. The score plus a learned scalar :math:`r` (initially
@@ -197,7 +233,8 @@ class AttentionWrapper(keras.layers.Layer):
     ``position="after"`` (Luong): the wrapped cell runs first, on the step's input joined
     with the previous attention vector (input feeding; ``input_feeding=False``: on the input
     alone), and its output :math:`h_t` is the query; the attention vector is
-    :math:`a_t = \tanh(W_c [c_t; h_t])`.
+    :math:`a_t = \tanh(W_c [c_t; h_t])` (``attention_layer="luong"``), the context itself
+    (``"context"``) or your layer of :math:`[c_t; h_t]`.
     ``position="before"`` (Bahdanau's RNNsearch): the query is the cell's previous output
     :math:`h_{t-1}`, and the cell runs on the step's input joined with :math:`c_t`. The step
     outputs :math:`a_t` (``output_attention=True``; with ``position="before"``,
@@ -231,6 +268,16 @@ class AttentionWrapper(keras.layers.Layer):
             `AttentionRNN` returns them apart, as the alignment history. Default: `False`.
         kernel_initializer: Initializer of the attention's kernels. Default:
             ``"glorot_uniform"``.
+        attention_layer: ``"luong"`` (:math:`\tanh(W_c [c_t; h_t])`, ``attention_size``
+            wide), ``"context"`` (no layer: :math:`a_t = c_t`, as wide as the memory) or a
+            Keras layer of :math:`[c_t; h_t]` (``[batch, memory_dim + cell output]``; the
+            attention is its output, saved and loaded with the wrapper). Default: ``"luong"``.
+        probability_fn: ``"softmax"``, ``"hardmax"`` (:math:`\alpha_t` one-hot at the first
+            largest unmasked score; no gradient reaches the scores) or a function of the
+            scores ``[..., length]`` to weights over the last axis (a Keras function: it sees
+            the masked scores at -1e30, and its weights there are set to zero); register it
+            with `keras.saving.register_keras_serializable` so that the layer saves and loads.
+            Default: ``"softmax"``.
         monotonic_mode: `None` (the softmax), or ``"parallel"``, ``"recursive"`` or
             ``"hard"``: monotonic attention, as above. The memory's length must be known when
             the cell is built (the previous alignments are a state). Default: `None`.
@@ -299,6 +346,8 @@ class AttentionWrapper(keras.layers.Layer):
         sigmoid_noise=0.0,
         score_bias_init=0.0,
         seed=None,
+        probability_fn="softmax",
+        attention_layer="luong",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -333,6 +382,15 @@ class AttentionWrapper(keras.layers.Layer):
                 f"{owner}: `scale=True` scales the dot or general score; got score='additive' "
                 "(use `normalize=True`)."
             )
+        if isinstance(attention_layer, str):
+            check.check_choice("attention_layer", attention_layer, ATTENTION_LAYERS, owner)
+        elif not isinstance(attention_layer, keras.layers.Layer):
+            raise TypeError(
+                f"{owner}: `attention_layer` must be 'luong', 'context' or a Keras layer, got "
+                f"{attention_layer!r}."
+            )
+        self.attention_layer = attention_layer
+        self._attention_layer_width = None
         self.cell_state_sizes = flat_state_sizes(cell.state_size)
         self.cell_output_size = cell_output_size(cell)
         self.attention_units = (
@@ -348,6 +406,14 @@ class AttentionWrapper(keras.layers.Layer):
             raise ValueError(
                 f"{owner}: `attention_units` is the width of the additive score's hidden "
                 f"layer; got attention_units={attention_units!r} with score={self.score!r}."
+            )
+        if attention_size is not None and not (
+            isinstance(attention_layer, str) and attention_layer == "luong"
+        ):
+            raise ValueError(
+                f"{owner}: `attention_size` is the width of Luong's attention layer; got "
+                f"attention_size={attention_size!r} with attention_layer={attention_layer!r}, "
+                "whose width is the memory's ('context') or the layer's output's."
             )
         if attention_size is not None and not self.uses_attention_kernel:
             where = " and position='before'" if self.position == "before" else ""
@@ -389,14 +455,36 @@ class AttentionWrapper(keras.layers.Layer):
             )
         if self.sigmoid_noise > 0:
             self.seed_generator = keras.random.SeedGenerator(seed)
+        if isinstance(probability_fn, str):
+            check.check_choice("probability_fn", probability_fn, PROBABILITY_FNS, owner)
+        elif not callable(probability_fn):
+            raise TypeError(
+                f"{owner}: `probability_fn` must be 'softmax', 'hardmax' or a function of the "
+                f"scores to weights, got {probability_fn!r}."
+            )
+        if probability_fn != "softmax" and self.monotonic_mode:
+            raise ValueError(
+                f"{owner}: monotonic attention's weights are its alignments (sigmoids of the "
+                f"scores), not a `probability_fn` of them; got probability_fn={probability_fn!r} "
+                f"with monotonic_mode={self.monotonic_mode!r}."
+            )
+        self.probability_fn = probability_fn
         self.memory_dim = None
         self.memory_length = None
         self._bound = None
 
     @property
+    def attention_width(self):
+        """The width of the attention vector: ``attention_size`` (Luong's layer), the memory's
+        (the context) or the output's of your layer (once built)."""
+        if isinstance(self.attention_layer, keras.layers.Layer):
+            return self._attention_layer_width
+        return self.attention_size if self.attention_layer == "luong" else self.memory_dim
+
+    @property
     def feedback_size(self):
-        """The width of the fed-back state (the last of `state_size`)."""
-        return self.attention_size if self.position == "after" else self.cell_output_size
+        """The width of the fed-back state (the cell's state after its own)."""
+        return self.attention_width if self.position == "after" else self.cell_output_size
 
     @property
     def query_size(self):
@@ -413,8 +501,10 @@ class AttentionWrapper(keras.layers.Layer):
 
     @property
     def uses_attention_kernel(self):
-        """Whether the step computes the attention vector (``attention_kernel``)."""
-        return self.output_attention or self.position == "after"
+        """Whether the step computes the attention vector with Luong's layer
+        (``attention_kernel``)."""
+        luong = isinstance(self.attention_layer, str) and self.attention_layer == "luong"
+        return luong and (self.output_attention or self.position == "after")
 
     @property
     def feeds_back(self):
@@ -433,7 +523,7 @@ class AttentionWrapper(keras.layers.Layer):
 
     @property
     def output_size(self):
-        size = self.attention_size if self.output_attention else self.cell_output_size
+        size = self.attention_width if self.output_attention else self.cell_output_size
         # With the alignments, each step's output is [output, weights over the memory].
         return size + self.memory_length if self.return_attention_scores else size
 
@@ -464,6 +554,11 @@ class AttentionWrapper(keras.layers.Layer):
                 f"{owner}: score='dot' needs the query (the cell's output, {query} wide) as wide "
                 f"as the memory ({self.memory_dim}); use score='general' or 'additive'."
             )
+        if isinstance(self.attention_layer, keras.layers.Layer):
+            joined = (None, self.memory_dim + self.cell_output_size)
+            if not self.attention_layer.built:
+                self.attention_layer.build(joined)
+            self._attention_layer_width = int(self.attention_layer.compute_output_shape(joined)[-1])
         if not self.cell.built:
             self.cell.build((inputs_shape[0], int(inputs_shape[-1]) + self.fed_input_size()))
 
@@ -542,7 +637,7 @@ class AttentionWrapper(keras.layers.Layer):
         if self.monotonic_mode:
             weights = self.monotonic_weights(scores, memory_mask, previous, training, noise)
         else:
-            weights = masked_softmax(scores, memory_mask)
+            weights = masked_probabilities(scores, memory_mask, self.probability_fn)
         context = ops.squeeze(
             ops.matmul(ops.expand_dims(ops.cast(weights, memory.dtype), 1), memory), 1
         )
@@ -575,6 +670,12 @@ class AttentionWrapper(keras.layers.Layer):
         return ops.cast(ops.arange(self.memory_length) == 0, like.dtype)
 
     def attention_vector(self, context, output):
+        """The attention vector of the ``context`` and the cell's ``output``: Luong's
+        :math:`\tanh(W_c [c_t; h_t])`, the context, or your layer of :math:`[c_t; h_t]`."""
+        if isinstance(self.attention_layer, keras.layers.Layer):
+            return self.attention_layer(ops.concatenate([context, output], -1))
+        if self.attention_layer == "context":
+            return context
         return ops.tanh(ops.matmul(ops.concatenate([context, output], -1), self.attention_kernel))
 
     def attend_steps(self, outputs, memory, keys, memory_mask=None):
@@ -617,11 +718,14 @@ class AttentionWrapper(keras.layers.Layer):
             if self.scale:
                 scores = weight(self.score_scale) * scores
         mask = None if memory_mask is None else ops.expand_dims(memory_mask, 1)
-        weights = masked_softmax(scores, mask)
+        weights = masked_probabilities(scores, mask, self.probability_fn)
         context = ops.matmul(ops.cast(weights, memory.dtype), memory)  # [b, t, memory_dim]
-        attention = ops.tanh(
-            ops.matmul(ops.concatenate([context, outputs], -1), weight(self.attention_kernel))
-        )
+        if self.uses_attention_kernel:
+            attention = ops.tanh(
+                ops.matmul(ops.concatenate([context, outputs], -1), weight(self.attention_kernel))
+            )
+        else:  # the context, or your layer (which casts its own weights)
+            attention = self.attention_vector(context, outputs)
         step_outputs = attention if self.output_attention else outputs
         if self.return_attention_scores:
             step_outputs = ops.concatenate([step_outputs, ops.cast(weights, dtype)], -1)
@@ -717,6 +821,16 @@ class AttentionWrapper(keras.layers.Layer):
                 "input_feeding": self.input_feeding,
             }
         )
+        if isinstance(self.attention_layer, keras.layers.Layer):
+            config["attention_layer"] = keras.saving.serialize_keras_object(self.attention_layer)
+        elif self.attention_layer != "luong":
+            config["attention_layer"] = self.attention_layer
+        if self.probability_fn != "softmax":
+            config["probability_fn"] = (
+                self.probability_fn
+                if isinstance(self.probability_fn, str)
+                else keras.saving.serialize_keras_object(self.probability_fn)
+            )
         if self.monotonic_mode:
             # Written only when used: configs saved before these arguments load unchanged.
             config.update(
@@ -729,4 +843,8 @@ class AttentionWrapper(keras.layers.Layer):
 
     @classmethod
     def from_config(cls, config):
-        return cls(**with_deserialized_cell(config))
+        config = with_deserialized_cell(config)
+        for name in ("probability_fn", "attention_layer"):
+            if isinstance(config.get(name), dict):
+                config[name] = keras.saving.deserialize_keras_object(config[name])
+        return cls(**config)

@@ -108,8 +108,8 @@ class WordByWordAttention(AttentionWrapper):
     ):
         owner = type(self).__name__
         fixed_by_the_paper = ("score", "position", "normalize", "scale", "input_feeding")
-        monotonic = ("monotonic_mode", "sigmoid_noise", "score_bias_init", "seed")
-        for fixed in fixed_by_the_paper + monotonic:
+        weights = ("monotonic_mode", "sigmoid_noise", "score_bias_init", "seed", "probability_fn")
+        for fixed in fixed_by_the_paper + weights:
             if fixed in kwargs:
                 raise TypeError(
                     f"{owner}: `{fixed}` is fixed by the word-by-word attention (an additive "
