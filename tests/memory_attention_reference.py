@@ -44,6 +44,36 @@ def monotonic_reference(p, previous, mode):
     return alpha
 
 
+def attention_reference(
+    query, memory, mask, w, score, normalize, scale, monotonic_mode, probability_fn, before
+):
+    """One step's context and weights over ``memory`` (``mask`` false at padding) from
+    ``query``, with the weights ``w`` and the options of `AttentionMechanism`; ``before``: the
+    previous alignments of monotonic attention."""
+    if score == "additive":
+        hidden = (memory @ w["memory_kernel"]) + (query @ w["query_kernel"])[:, None]
+        vector = w["score_vector"]
+        if normalize:
+            hidden = hidden + w["score_bias"]
+            vector = w["score_norm"] * vector / np.sqrt(np.sum(vector**2))
+        e = np.tanh(hidden) @ vector
+    elif score == "dot":
+        e = np.einsum("bld,bd->bl", memory, query)
+    else:
+        e = np.einsum("bld,bd->bl", memory @ w["memory_kernel"], query)
+    if scale:
+        e = w["score_scale"] * e
+    if monotonic_mode:
+        p = np.where(mask, sigmoid(e + w["sigmoid_bias"]), 0.0)
+        alpha = monotonic_reference(p, before, monotonic_mode)
+    elif probability_fn == "hardmax":
+        top = np.where(mask, e, -np.inf).argmax(-1)
+        alpha = np.where(mask.any(-1, keepdims=True), np.eye(e.shape[-1])[top], 0.0)
+    else:
+        alpha = (masked_softmax if probability_fn == "softmax" else probability_fn)(e, mask)
+    return np.einsum("bl,bld->bd", alpha, memory), alpha
+
+
 def attention_wrapper_reference(
     x,
     memory,
@@ -84,28 +114,9 @@ def attention_wrapper_reference(
         sequence_mask = np.ones((batch, steps), bool)
 
     def attend(query, before):
-        if score == "additive":
-            hidden = (memory @ w["memory_kernel"]) + (query @ w["query_kernel"])[:, None]
-            vector = w["score_vector"]
-            if normalize:
-                hidden = hidden + w["score_bias"]
-                vector = w["score_norm"] * vector / np.sqrt(np.sum(vector**2))
-            e = np.tanh(hidden) @ vector
-        elif score == "dot":
-            e = np.einsum("bld,bd->bl", memory, query)
-        else:
-            e = np.einsum("bld,bd->bl", memory @ w["memory_kernel"], query)
-        if scale:
-            e = w["score_scale"] * e
-        if monotonic_mode:
-            p = np.where(mask, sigmoid(e + w["sigmoid_bias"]), 0.0)
-            alpha = monotonic_reference(p, before, monotonic_mode)
-        elif probability_fn == "hardmax":
-            top = np.where(mask, e, -np.inf).argmax(-1)
-            alpha = np.where(mask.any(-1, keepdims=True), np.eye(e.shape[-1])[top], 0.0)
-        else:
-            alpha = (masked_softmax if probability_fn == "softmax" else probability_fn)(e, mask)
-        return np.einsum("bl,bld->bd", alpha, memory), alpha
+        return attention_reference(
+            query, memory, mask, w, score, normalize, scale, monotonic_mode, probability_fn, before
+        )
 
     outputs, alignments, previous = [], [], None
     before = np.zeros(memory.shape[:2])

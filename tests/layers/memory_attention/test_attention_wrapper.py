@@ -7,18 +7,24 @@ import numpy as np
 import pytest
 
 from tests.layer_test_case import LayerTestCase
-from tests.memory_attention_reference import attention_wrapper_reference as reference
 from tests.memory_attention_reference import (
+    attention_reference,
     check_cell_loop_matches_layer,
     data,
     declared_memory,
     masked_softmax,
     monotonic_reference,
 )
+from tests.memory_attention_reference import attention_wrapper_reference as reference
 from tests.memory_attention_reference import randomize as _randomize
 from tests.memory_attention_reference import wrapper_weights as _weights
 from tests.support import BACKEND, all_pairs, as_numpy, gradients
-from tf_memlayers.layers import AssociativeGRUCell, AttentionRNN, AttentionWrapper
+from tf_memlayers.layers import (
+    AssociativeGRUCell,
+    AttentionMechanism,
+    AttentionRNN,
+    AttentionWrapper,
+)
 from tf_memlayers.layers.memory_attention.attention_wrapper import (
     MONOTONIC_MODES,
     monotonic_alignments,
@@ -535,6 +541,43 @@ def test_the_options_save_and_load(tmp_path, options):
     loaded = keras.saving.load_model(tmp_path / "model.keras")
     # (Loaded with the default options instead, the outputs would differ.)
     np.testing.assert_array_equal(as_numpy(loaded([x, memory])), as_numpy(model([x, memory])))
+
+
+@pytest.mark.parametrize(
+    "score_options, extra",
+    [
+        ("additive_normalized", {}),
+        ("general_scaled", {"probability_fn": "hardmax"}),
+        ("dot", {"probability_fn": sharpened}),
+        ("additive", {"monotonic_mode": "parallel"}),
+        ("general", {"monotonic_mode": "hard"}),
+    ],
+)
+def test_a_mechanism_on_its_own_matches_the_reference_and_saves(
+    float64_policy, tmp_path, score_options, extra
+):
+    rng = np.random.default_rng(12)
+    _, memory, mask = _data(rng)
+    query = rng.normal(size=(BATCH, MEMORY_DIM))
+    score, options = SCORE_OPTIONS[score_options]
+    mechanism = AttentionMechanism(score=score, **options, **extra)
+    mechanism(query, memory)
+    mechanism.set_weights([rng.uniform(-1.5, 1.5, np.shape(v)) for v in mechanism.get_weights()])
+    previous = np.eye(LENGTH)[[1, 0, 2]]  # monotonic attention's, at positions 1, 0 and 2
+    got = mechanism(query, memory, memory_mask=mask, previous=previous)
+    weights = {v.path.split("/")[-1]: as_numpy(v) for v in mechanism.weights}
+    flags = (options.get("normalize", False), options.get("scale", False))
+    probability = PROBABILITIES.get(extra.get("probability_fn"), "softmax")
+    args = (score, *flags, extra.get("monotonic_mode"), probability, previous)
+    want = attention_reference(query, memory, mask, weights, *args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
+    inputs = [keras.Input((MEMORY_DIM,)), keras.Input((LENGTH, MEMORY_DIM))]
+    model = keras.Model(inputs, mechanism(*inputs))
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    for g, w in zip(loaded([query, memory]), model([query, memory])):
+        np.testing.assert_array_equal(as_numpy(g), as_numpy(w))
 
 
 def test_dot_needs_a_query_as_wide_as_the_memory():

@@ -86,7 +86,7 @@ class AttentionRNN(ResettableRNN):
         ValueError: If ``memory``, ``memory_mask`` or a state of ``initial_state`` has another
             batch size than ``sequences`` (one memory row per sequence, never broadcast);
             where a batch size is unknown until the step runs (a `tf.function` over batches of
-            any size), a TensorFlow assertion checks it then (`check_batch`).
+            any size), a TensorFlow assertion checks it then.
 
     Example:
 
@@ -188,7 +188,7 @@ class AttentionRNN(ResettableRNN):
 
     def _check_batches(self, sequences, memory, memory_mask, initial_state):
         """The memory, its mask and the initial states have the sequences' batch size
-        (`check_batch`: a `ValueError` where the sizes are known)."""
+        (a `ValueError` where the sizes are known; see ``check_batch``)."""
         owner = type(self).__name__
         check_batch("memory", memory, "sequences", sequences, owner)
         if memory_mask is not None:

@@ -185,8 +185,371 @@ def monotonic_alignments(p_choose, previous, mode):
     return p_choose * ops.transpose(q)
 
 
+class ScoredAttention:
+    """The scores, weights and context of `AttentionWrapper` and `AttentionMechanism` (a base
+    class of both): their arguments' checks, weights, keys and `attend`."""
+
+    def init_scores(
+        self,
+        score,
+        attention_units,
+        normalize,
+        scale,
+        kernel_initializer,
+        monotonic_mode,
+        sigmoid_noise,
+        score_bias_init,
+        seed,
+        probability_fn,
+    ):
+        """Checks and keeps the scores' arguments (``attention_units`` may stay `None`)."""
+        owner = type(self).__name__
+        self.score = check.check_choice("score", score, SCORES, owner)
+        self.normalize = check.check_bool("normalize", normalize, owner)
+        self.scale = check.check_bool("scale", scale, owner)
+        if self.normalize and self.score != "additive":
+            raise ValueError(
+                f"{owner}: `normalize=True` weight-normalises the additive score; got "
+                f"score={self.score!r} (use `scale=True` for a learned scale)."
+            )
+        if self.scale and self.score == "additive":
+            raise ValueError(
+                f"{owner}: `scale=True` scales the dot or general score; got score='additive' "
+                "(use `normalize=True`)."
+            )
+        self.attention_units = check.check_optional_int(
+            "attention_units", attention_units, 1, owner
+        )
+        # A width the layer would never use is refused, as `normalize` and `scale` are.
+        if attention_units is not None and self.score != "additive":
+            raise ValueError(
+                f"{owner}: `attention_units` is the width of the additive score's hidden "
+                f"layer; got attention_units={attention_units!r} with score={self.score!r}."
+            )
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.monotonic_mode = (
+            None
+            if monotonic_mode is None
+            else check.check_choice("monotonic_mode", monotonic_mode, MONOTONIC_MODES, owner)
+        )
+        self.sigmoid_noise = float(
+            check.check_number("sigmoid_noise", sigmoid_noise, 0, None, owner=owner)
+        )
+        self.score_bias_init = float(
+            check.check_number("score_bias_init", score_bias_init, owner=owner)
+        )
+        self.seed = check.check_optional_int("seed", seed, None, owner)
+        unused = [
+            f"{name}={value!r}"
+            for name, value, default in (
+                ("sigmoid_noise", sigmoid_noise, 0),
+                ("score_bias_init", score_bias_init, 0),
+            )
+            if value != default and self.monotonic_mode is None
+        ]
+        if unused:
+            raise ValueError(
+                f"{owner}: {', '.join(unused)} shapes the monotonic attention's probabilities; "
+                "give a `monotonic_mode` ('parallel', 'recursive' or 'hard') too."
+            )
+        if seed is not None and self.sigmoid_noise == 0:
+            raise ValueError(
+                f"{owner}: `seed` seeds the noise of `sigmoid_noise`; got seed={seed!r} with "
+                "sigmoid_noise=0."
+            )
+        if self.sigmoid_noise > 0:
+            self.seed_generator = keras.random.SeedGenerator(seed)
+        if isinstance(probability_fn, str):
+            check.check_choice("probability_fn", probability_fn, PROBABILITY_FNS, owner)
+        elif not callable(probability_fn):
+            raise TypeError(
+                f"{owner}: `probability_fn` must be 'softmax', 'hardmax' or a function of the "
+                f"scores to weights, got {probability_fn!r}."
+            )
+        if probability_fn != "softmax" and self.monotonic_mode:
+            raise ValueError(
+                f"{owner}: monotonic attention's weights are its alignments (sigmoids of the "
+                f"scores), not a `probability_fn` of them; got probability_fn={probability_fn!r} "
+                f"with monotonic_mode={self.monotonic_mode!r}."
+            )
+        self.probability_fn = probability_fn
+
+    def build_scores(self, query, memory_dim):
+        """The scores' weights, for queries ``query`` wide over a memory ``memory_dim`` wide."""
+
+        # A clone per kernel: one stateless initializer would start them all alike.
+        def init():
+            return for_one_weight(self.kernel_initializer)
+
+        if self.score == "additive":
+            units = self.attention_units
+            self.query_kernel = self.add_weight(
+                name="query_kernel", shape=(query, units), initializer=init()
+            )
+            self.memory_kernel = self.add_weight(
+                name="memory_kernel", shape=(memory_dim, units), initializer=init()
+            )
+            self.score_vector = self.add_weight(
+                name="score_vector", shape=(units,), initializer=init()
+            )
+            if self.normalize:
+                self.score_norm = self.add_weight(
+                    name="score_norm",
+                    shape=(),
+                    initializer=keras.initializers.Constant((1.0 / units) ** 0.5),
+                )
+                self.score_bias = self.add_weight(
+                    name="score_bias", shape=(units,), initializer="zeros"
+                )
+        elif self.score == "general":
+            self.memory_kernel = self.add_weight(
+                name="memory_kernel", shape=(memory_dim, query), initializer=init()
+            )
+        if self.scale:
+            self.score_scale = self.add_weight(name="score_scale", shape=(), initializer="ones")
+        if self.monotonic_mode:
+            self.sigmoid_bias = self.add_weight(
+                name="sigmoid_bias",
+                shape=(),
+                initializer=keras.initializers.Constant(self.score_bias_init),
+            )
+
+    def scores_config(self):
+        """The scores' arguments, for `get_config` (the optional ones where used)."""
+        config = {
+            "score": self.score,
+            "attention_units": self.attention_units if self.score == "additive" else None,
+            "normalize": self.normalize,
+            "scale": self.scale,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+        }
+        if self.probability_fn != "softmax":
+            config["probability_fn"] = (
+                self.probability_fn
+                if isinstance(self.probability_fn, str)
+                else keras.saving.serialize_keras_object(self.probability_fn)
+            )
+        if self.monotonic_mode:
+            # Written only when used: configs saved before these arguments load unchanged.
+            config.update(
+                monotonic_mode=self.monotonic_mode,
+                sigmoid_noise=self.sigmoid_noise,
+                score_bias_init=self.score_bias_init,
+                seed=self.seed,
+            )
+        return config
+
+    def memory_keys(self, memory):
+        """The memory's keys, computed once per sequence: ``memory W_m`` (additive),
+        ``memory W_a`` (general) or the memory itself (dot)."""
+        if self.score == "dot":
+            return memory
+        # Called by `AttentionRNN` outside the cell's own call: cast as the call would.
+        return ops.matmul(memory, ops.cast(self.memory_kernel, memory.dtype))
+
+    def attend(
+        self, query, memory, keys, memory_mask=None, previous=None, training=None, noise=None
+    ):
+        """The context ``[batch, memory_dim]`` and the weights ``[batch, length]`` (at least
+        float32) of ``query`` ``[batch, query_dim]`` over ``memory`` with its precomputed
+        ``keys``; with ``monotonic_mode``, from the ``previous`` alignments (``noise``: the
+        standard normal noise of training, drawn here where `None`)."""
+        if self.score == "additive":
+            hidden = keys + ops.expand_dims(ops.matmul(query, self.query_kernel), 1)
+            vector = self.score_vector
+            if self.normalize:
+                hidden = hidden + self.score_bias
+                vector = self.score_norm * vector / ops.sqrt(ops.sum(ops.square(vector)))
+            scores = ops.matmul(ops.tanh(hidden), vector)
+        else:
+            # Batched matrix products ([b, L, d] x [b, d, 1]), not a broadcast product and
+            # a sum: one kernel each, forward and backward, at every step of the loop.
+            scores = ops.squeeze(ops.matmul(keys, ops.expand_dims(query, -1)), -1)
+            if self.scale:
+                scores = self.score_scale * scores
+        if self.monotonic_mode:
+            weights = self.monotonic_weights(scores, memory_mask, previous, training, noise)
+        else:
+            weights = masked_probabilities(scores, memory_mask, self.probability_fn)
+        context = ops.squeeze(
+            ops.matmul(ops.expand_dims(ops.cast(weights, memory.dtype), 1), memory), 1
+        )
+        return context, weights
+
+    def monotonic_weights(self, scores, memory_mask, previous, training, noise=None):
+        r"""The monotonic alignments ``[batch, length]`` (at least float32) of ``scores`` after
+        the ``previous`` ones: the probabilities :math:`\sigma(e + r + \epsilon)`, zero at
+        padding, through `monotonic_alignments`."""
+        if keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
+            scores = ops.cast(scores, "float32")
+        scores = scores + ops.cast(self.sigmoid_bias, scores.dtype)
+        if training and self.sigmoid_noise > 0:
+            if noise is None:
+                noise = keras.random.normal(ops.shape(scores), seed=self.seed_generator)
+            scores = scores + self.sigmoid_noise * ops.cast(noise, scores.dtype)
+        if self.monotonic_mode == "hard":
+            probabilities = ops.cast(scores > 0, scores.dtype)  # sigma(e) > 1/2
+        else:
+            probabilities = ops.sigmoid(scores)
+        if memory_mask is not None:
+            mask = ops.cast(memory_mask, "bool")
+            probabilities = ops.where(mask, probabilities, ops.zeros_like(probabilities))
+        previous = ops.cast(previous, scores.dtype)
+        return monotonic_alignments(probabilities, previous, self.monotonic_mode)
+
+    def initial_alignments(self, like):
+        """The one-hot at the memory's first position, of the shape and dtype of ``like``
+        (``[batch, length]``): the alignments before the first step, which a zero alignment
+        state stands for."""
+        return ops.cast(ops.cumsum(ops.ones_like(like), axis=-1) == 1, like.dtype)
+
+
 @keras.saving.register_keras_serializable(package="tf_memlayers")
-class AttentionWrapper(keras.layers.Layer):
+class AttentionMechanism(ScoredAttention, keras.layers.Layer):
+    r"""An attention mechanism on its own: a query scores a memory, and the weights of the
+    scores give a context, as one step of `AttentionWrapper` attends (its scores, probability
+    functions and monotonic attention, with the same arguments and weights):
+
+    .. math::
+
+        e_j = \mathrm{score}(q, m_j), \qquad \alpha = \mathrm{probability\_fn}(e), \qquad
+        c = \sum_j \alpha_j m_j,
+
+    ``"additive"`` :math:`v^\top \tanh(W_q q + W_m m_j)` (Bahdanau et al. 2015; with
+    ``normalize``, :math:`g\, v / \lVert v \rVert` and a bias in the tanh), ``"dot"``
+    :math:`q^\top m_j` and ``"general"`` :math:`q^\top W_a m_j` (Luong et al. 2015; times a
+    learned :math:`g` with ``scale``); with ``monotonic_mode``, :math:`\alpha` are Raffel et
+    al.'s (2017) alignments after the ``previous`` ones (`monotonic_alignments`).
+
+    For attention outside a recurrent cell: over an encoder's outputs from a decoder state of
+    your own, in a loop of your own, or as tensorflow-addons' mechanisms were called.
+
+    Args:
+        score: ``"additive"``, ``"dot"`` or ``"general"``. Default: ``"additive"``.
+        attention_units: Positive integer, the width of the additive score's hidden layer.
+            Default: `None` (the query's width).
+        normalize: Boolean, weight-normalise the additive score. Default: `False`.
+        scale: Boolean, multiply the dot or general score by a learned scalar. Default:
+            `False`.
+        probability_fn: ``"softmax"``, ``"hardmax"`` or a function of the scores, as
+            `AttentionWrapper`'s. Default: ``"softmax"``.
+        monotonic_mode: `None`, ``"parallel"``, ``"recursive"`` or ``"hard"``, as
+            `AttentionWrapper`'s. Default: `None`.
+        sigmoid_noise: Non-negative float, the monotonic scores' noise in training. Default:
+            ``0.0``.
+        score_bias_init: Float, the initial bias of the monotonic scores. Default: ``0.0``.
+        seed: Optional integer, the seed of the noise. Default: `None`.
+        kernel_initializer: Initializer of the kernels. Default: ``"glorot_uniform"``.
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
+
+    Call arguments:
+        query: Tensor ``[batch, query_dim]`` (``query_dim`` the memory's width for ``"dot"``).
+        memory: Tensor ``[batch, length, memory_dim]``.
+        memory_mask: Optional bool tensor ``[batch, length]``, false at padding (never
+            attended to; a row without a true entry gets a zero context). Default: `None`.
+        previous: Monotonic attention's previous alignments ``[batch, length]``. Default:
+            `None` (one-hot at the memory's first vector: the first step).
+        training: Python boolean; the monotonic scores get their noise when true. Default:
+            `None`.
+
+    Returns:
+        ``(context, weights)``: ``[batch, memory_dim]`` and ``[batch, length]`` (the weights
+        in float32 at least).
+
+    Raises:
+        ValueError: If ``memory``, ``memory_mask`` or ``previous`` has another batch size than
+            ``query``, or the memory is not 3D.
+
+    Example:
+
+    >>> import numpy as np
+    >>> mechanism = AttentionMechanism(score="general")
+    >>> rng = np.random.default_rng(0)
+    >>> memory = rng.normal(size=(2, 7, 12)).astype("float32")
+    >>> query = rng.normal(size=(2, 16)).astype("float32")
+    >>> context, weights = mechanism(query, memory)
+    >>> context.shape, weights.shape, round(float(weights[0].numpy().sum()), 5)
+    (TensorShape([2, 12]), TensorShape([2, 7]), 1.0)
+    """
+
+    def __init__(
+        self,
+        score="additive",
+        attention_units=None,
+        normalize=False,
+        scale=False,
+        probability_fn="softmax",
+        monotonic_mode=None,
+        sigmoid_noise=0.0,
+        score_bias_init=0.0,
+        seed=None,
+        kernel_initializer="glorot_uniform",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.init_scores(
+            score,
+            attention_units,
+            normalize,
+            scale,
+            kernel_initializer,
+            monotonic_mode,
+            sigmoid_noise,
+            score_bias_init,
+            seed,
+            probability_fn,
+        )
+
+    def build(self, query_shape, memory_shape=None):
+        owner = type(self).__name__
+        if memory_shape is None or len(memory_shape) != 3 or memory_shape[-1] is None:
+            raise ValueError(
+                f"{owner}: `memory` must be a 3D tensor [batch, length, memory_dim] with a known "
+                f"memory_dim; got shape {memory_shape}."
+            )
+        query, memory_dim = int(query_shape[-1]), int(memory_shape[-1])
+        if self.score == "dot" and query != memory_dim:
+            raise ValueError(
+                f"{owner}: score='dot' needs the query ({query} wide) as wide as the memory "
+                f"({memory_dim}); use score='general' or 'additive'."
+            )
+        if self.score == "additive" and self.attention_units is None:
+            self.attention_units = query
+        self.build_scores(query, memory_dim)
+        self.built = True
+
+    def call(self, query, memory, memory_mask=None, previous=None, training=None):
+        owner = type(self).__name__
+        check_batch("memory", memory, "query", query, owner)
+        if memory_mask is not None:
+            check_batch("memory_mask", memory_mask, "query", query, owner)
+        if previous is not None:
+            check_batch("previous", previous, "query", query, owner)
+        memory = ops.cast(memory, self.compute_dtype)
+        if memory_mask is not None:
+            # Padding is never read, NaN included: zeroed before the keys.
+            keep = ops.expand_dims(ops.cast(memory_mask, "bool"), -1)
+            memory = ops.where(keep, memory, ops.zeros_like(memory))
+        if self.monotonic_mode and previous is None:
+            previous = self.initial_alignments(memory[..., 0])
+        keys = self.memory_keys(memory)
+        return self.attend(query, memory, keys, memory_mask, previous, training)
+
+    def get_config(self):
+        return {**super().get_config(), **self.scores_config()}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("probability_fn"), dict):
+            config["probability_fn"] = keras.saving.deserialize_keras_object(
+                config["probability_fn"]
+            )
+        return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class AttentionWrapper(ScoredAttention, keras.layers.Layer):
     r"""A Keras RNN cell that attends over a memory at every step.
 
     At step :math:`t` a query :math:`q_t` scores every memory vector :math:`m_j`, the softmax
@@ -314,7 +677,8 @@ class AttentionWrapper(keras.layers.Layer):
 
     Raises:
         ValueError: If ``memory``, ``memory_mask`` or a state has another batch size than
-            ``inputs`` (`check_batch`).
+            ``inputs`` (on TensorFlow, where a batch size is unknown until the step runs, an
+            assertion checks it then).
 
     Example:
 
@@ -357,10 +721,7 @@ class AttentionWrapper(keras.layers.Layer):
                 f"{owner}: `cell` must be a Keras RNN cell with a `state_size`, got {cell!r}."
             )
         self.cell = cell
-        self.score = check.check_choice("score", score, SCORES, owner)
         self.position = check.check_choice("position", position, POSITIONS, owner)
-        self.normalize = check.check_bool("normalize", normalize, owner)
-        self.scale = check.check_bool("scale", scale, owner)
         self.output_attention = check.check_bool("output_attention", output_attention, owner)
         self.return_attention_scores = check.check_bool(
             "return_attention_scores", return_attention_scores, owner
@@ -371,16 +732,6 @@ class AttentionWrapper(keras.layers.Layer):
                 f"{owner}: `input_feeding=False` leaves the attention vector out of the cell's "
                 "input with position='after'; with position='before' the context is the cell's "
                 "input (RNNsearch)."
-            )
-        if self.normalize and self.score != "additive":
-            raise ValueError(
-                f"{owner}: `normalize=True` weight-normalises the additive score; got "
-                f"score={self.score!r} (use `scale=True` for a learned scale)."
-            )
-        if self.scale and self.score == "additive":
-            raise ValueError(
-                f"{owner}: `scale=True` scales the dot or general score; got score='additive' "
-                "(use `normalize=True`)."
             )
         if isinstance(attention_layer, str):
             check.check_choice("attention_layer", attention_layer, ATTENTION_LAYERS, owner)
@@ -393,20 +744,23 @@ class AttentionWrapper(keras.layers.Layer):
         self._attention_layer_width = None
         self.cell_state_sizes = flat_state_sizes(cell.state_size)
         self.cell_output_size = cell_output_size(cell)
-        self.attention_units = (
-            check.check_optional_int("attention_units", attention_units, 1, owner)
-            or self.cell_output_size
+        self.init_scores(
+            score,
+            attention_units,
+            normalize,
+            scale,
+            kernel_initializer,
+            monotonic_mode,
+            sigmoid_noise,
+            score_bias_init,
+            seed,
+            probability_fn,
         )
+        self.attention_units = self.attention_units or self.cell_output_size
         self.attention_size = (
             check.check_optional_int("attention_size", attention_size, 1, owner)
             or self.cell_output_size
         )
-        # A width the layer would never use is refused, as `normalize` and `scale` are.
-        if attention_units is not None and self.score != "additive":
-            raise ValueError(
-                f"{owner}: `attention_units` is the width of the additive score's hidden "
-                f"layer; got attention_units={attention_units!r} with score={self.score!r}."
-            )
         if attention_size is not None and not (
             isinstance(attention_layer, str) and attention_layer == "luong"
         ):
@@ -422,53 +776,6 @@ class AttentionWrapper(keras.layers.Layer):
                 f"step never computes with output_attention=False{where}; got "
                 f"attention_size={attention_size!r}."
             )
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.monotonic_mode = (
-            None
-            if monotonic_mode is None
-            else check.check_choice("monotonic_mode", monotonic_mode, MONOTONIC_MODES, owner)
-        )
-        self.sigmoid_noise = float(
-            check.check_number("sigmoid_noise", sigmoid_noise, 0, None, owner=owner)
-        )
-        self.score_bias_init = float(
-            check.check_number("score_bias_init", score_bias_init, owner=owner)
-        )
-        self.seed = check.check_optional_int("seed", seed, None, owner)
-        unused = [
-            f"{name}={value!r}"
-            for name, value, default in (
-                ("sigmoid_noise", sigmoid_noise, 0),
-                ("score_bias_init", score_bias_init, 0),
-            )
-            if value != default and self.monotonic_mode is None
-        ]
-        if unused:
-            raise ValueError(
-                f"{owner}: {', '.join(unused)} shapes the monotonic attention's probabilities; "
-                "give a `monotonic_mode` ('parallel', 'recursive' or 'hard') too."
-            )
-        if seed is not None and self.sigmoid_noise == 0:
-            raise ValueError(
-                f"{owner}: `seed` seeds the noise of `sigmoid_noise`; got seed={seed!r} with "
-                "sigmoid_noise=0."
-            )
-        if self.sigmoid_noise > 0:
-            self.seed_generator = keras.random.SeedGenerator(seed)
-        if isinstance(probability_fn, str):
-            check.check_choice("probability_fn", probability_fn, PROBABILITY_FNS, owner)
-        elif not callable(probability_fn):
-            raise TypeError(
-                f"{owner}: `probability_fn` must be 'softmax', 'hardmax' or a function of the "
-                f"scores to weights, got {probability_fn!r}."
-            )
-        if probability_fn != "softmax" and self.monotonic_mode:
-            raise ValueError(
-                f"{owner}: monotonic attention's weights are its alignments (sigmoids of the "
-                f"scores), not a `probability_fn` of them; got probability_fn={probability_fn!r} "
-                f"with monotonic_mode={self.monotonic_mode!r}."
-            )
-        self.probability_fn = probability_fn
         self.memory_dim = None
         self.memory_length = None
         self._bound = None
@@ -562,115 +869,17 @@ class AttentionWrapper(keras.layers.Layer):
         if not self.cell.built:
             self.cell.build((inputs_shape[0], int(inputs_shape[-1]) + self.fed_input_size()))
 
-        # A clone per kernel: one stateless initializer would start them all alike.
-        def init():
-            return for_one_weight(self.kernel_initializer)
-
-        if self.score == "additive":
-            units = self.attention_units
-            self.query_kernel = self.add_weight(
-                name="query_kernel", shape=(query, units), initializer=init()
-            )
-            self.memory_kernel = self.add_weight(
-                name="memory_kernel", shape=(self.memory_dim, units), initializer=init()
-            )
-            self.score_vector = self.add_weight(
-                name="score_vector", shape=(units,), initializer=init()
-            )
-            if self.normalize:
-                self.score_norm = self.add_weight(
-                    name="score_norm",
-                    shape=(),
-                    initializer=keras.initializers.Constant((1.0 / units) ** 0.5),
-                )
-                self.score_bias = self.add_weight(
-                    name="score_bias", shape=(units,), initializer="zeros"
-                )
-        elif self.score == "general":
-            self.memory_kernel = self.add_weight(
-                name="memory_kernel", shape=(self.memory_dim, query), initializer=init()
-            )
-        if self.scale:
-            self.score_scale = self.add_weight(name="score_scale", shape=(), initializer="ones")
-        if self.monotonic_mode:
-            self.sigmoid_bias = self.add_weight(
-                name="sigmoid_bias",
-                shape=(),
-                initializer=keras.initializers.Constant(self.score_bias_init),
-            )
+        self.build_scores(query, self.memory_dim)
         if self.uses_attention_kernel:
             self.attention_kernel = self.add_weight(
                 name="attention_kernel",
                 shape=(self.memory_dim + self.cell_output_size, self.attention_size),
-                initializer=init(),
+                initializer=for_one_weight(self.kernel_initializer),
             )
         self.built = True
 
-    def memory_keys(self, memory):
-        """The memory's keys, computed once per sequence: ``memory W_m`` (additive),
-        ``memory W_a`` (general) or the memory itself (dot)."""
-        if self.score == "dot":
-            return memory
-        # Called by `AttentionRNN` outside the cell's own call: cast as the call would.
-        return ops.matmul(memory, ops.cast(self.memory_kernel, memory.dtype))
-
-    def attend(
-        self, query, memory, keys, memory_mask=None, previous=None, training=None, noise=None
-    ):
-        """The context ``[batch, memory_dim]`` and the weights ``[batch, length]`` (at least
-        float32) of ``query`` ``[batch, query_dim]`` over ``memory`` with its precomputed
-        ``keys``; with ``monotonic_mode``, from the ``previous`` alignments (``noise``: the
-        standard normal noise of training, drawn here where `None`)."""
-        if self.score == "additive":
-            hidden = keys + ops.expand_dims(ops.matmul(query, self.query_kernel), 1)
-            vector = self.score_vector
-            if self.normalize:
-                hidden = hidden + self.score_bias
-                vector = self.score_norm * vector / ops.sqrt(ops.sum(ops.square(vector)))
-            scores = ops.matmul(ops.tanh(hidden), vector)
-        else:
-            # Batched matrix products ([b, L, d] x [b, d, 1]), not a broadcast product and
-            # a sum: one kernel each, forward and backward, at every step of the loop.
-            scores = ops.squeeze(ops.matmul(keys, ops.expand_dims(query, -1)), -1)
-            if self.scale:
-                scores = self.score_scale * scores
-        if self.monotonic_mode:
-            weights = self.monotonic_weights(scores, memory_mask, previous, training, noise)
-        else:
-            weights = masked_probabilities(scores, memory_mask, self.probability_fn)
-        context = ops.squeeze(
-            ops.matmul(ops.expand_dims(ops.cast(weights, memory.dtype), 1), memory), 1
-        )
-        return context, weights
-
-    def monotonic_weights(self, scores, memory_mask, previous, training, noise=None):
-        r"""The monotonic alignments ``[batch, length]`` (at least float32) of ``scores`` after
-        the ``previous`` ones: the probabilities :math:`\sigma(e + r + \epsilon)`, zero at
-        padding, through `monotonic_alignments`."""
-        if keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
-            scores = ops.cast(scores, "float32")
-        scores = scores + ops.cast(self.sigmoid_bias, scores.dtype)
-        if training and self.sigmoid_noise > 0:
-            if noise is None:
-                noise = keras.random.normal(ops.shape(scores), seed=self.seed_generator)
-            scores = scores + self.sigmoid_noise * ops.cast(noise, scores.dtype)
-        if self.monotonic_mode == "hard":
-            probabilities = ops.cast(scores > 0, scores.dtype)  # sigma(e) > 1/2
-        else:
-            probabilities = ops.sigmoid(scores)
-        if memory_mask is not None:
-            mask = ops.cast(memory_mask, "bool")
-            probabilities = ops.where(mask, probabilities, ops.zeros_like(probabilities))
-        previous = ops.cast(previous, scores.dtype)
-        return monotonic_alignments(probabilities, previous, self.monotonic_mode)
-
-    def initial_alignments(self, like):
-        """The one-hot ``[length]`` at the memory's first position, in ``like``'s dtype: the
-        alignments before the first step, which a zero alignment state stands for."""
-        return ops.cast(ops.arange(self.memory_length) == 0, like.dtype)
-
     def attention_vector(self, context, output):
-        """The attention vector of the ``context`` and the cell's ``output``: Luong's
+        r"""The attention vector of the ``context`` and the cell's ``output``: Luong's
         :math:`\tanh(W_c [c_t; h_t])`, the context, or your layer of :math:`[c_t; h_t]`."""
         if isinstance(self.attention_layer, keras.layers.Layer):
             return self.attention_layer(ops.concatenate([context, output], -1))
@@ -691,7 +900,8 @@ class AttentionWrapper(keras.layers.Layer):
             outputs: Tensor ``[batch, time, cell output width]``, the wrapped cell's outputs
                 :math:`h_t`.
             memory: Tensor ``[batch, length, memory_dim]``, padding zeroed.
-            keys: The memory's keys (`memory_keys`).
+            keys: The memory's keys (``memory`` times the score's memory kernel; for
+                ``"dot"``, the memory itself).
             memory_mask: Optional bool tensor ``[batch, length]``. Default: `None`.
 
         Returns:
@@ -809,15 +1019,11 @@ class AttentionWrapper(keras.layers.Layer):
         config.update(
             {
                 "cell": keras.saving.serialize_keras_object(self.cell),
-                "score": self.score,
-                "attention_units": self.attention_units if self.score == "additive" else None,
-                "normalize": self.normalize,
-                "scale": self.scale,
+                **self.scores_config(),
                 "position": self.position,
                 "attention_size": self.attention_size if self.uses_attention_kernel else None,
                 "output_attention": self.output_attention,
                 "return_attention_scores": self.return_attention_scores,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "input_feeding": self.input_feeding,
             }
         )
@@ -825,20 +1031,6 @@ class AttentionWrapper(keras.layers.Layer):
             config["attention_layer"] = keras.saving.serialize_keras_object(self.attention_layer)
         elif self.attention_layer != "luong":
             config["attention_layer"] = self.attention_layer
-        if self.probability_fn != "softmax":
-            config["probability_fn"] = (
-                self.probability_fn
-                if isinstance(self.probability_fn, str)
-                else keras.saving.serialize_keras_object(self.probability_fn)
-            )
-        if self.monotonic_mode:
-            # Written only when used: configs saved before these arguments load unchanged.
-            config.update(
-                monotonic_mode=self.monotonic_mode,
-                sigmoid_noise=self.sigmoid_noise,
-                score_bias_init=self.score_bias_init,
-                seed=self.seed,
-            )
         return config
 
     @classmethod
