@@ -128,6 +128,39 @@ class AttentionWrapperTest(LayerTestCase):
         self.run_mixed_precision_test(make, x, atol=atol, policy=policy, **kwargs)
 
 
+def _mechanism(dtype=None, **kwargs):
+    return AttentionMechanism(score="general", scale=True, dtype=dtype, **kwargs)
+
+
+def _attend_with_a_mechanism(premise, hypothesis):
+    """A ``"pair"`` journey: the hypothesis's mean attends over the premise."""
+    query = keras.layers.GlobalAveragePooling1D()(hypothesis)
+    context, _ = AttentionMechanism(monotonic_mode="parallel", sigmoid_noise=1.0)(query, premise)
+    return context
+
+
+class AttentionMechanismTest(LayerTestCase):
+    layer_cls = AttentionMechanism
+
+    def test_layer_behaviors_journey_and_specs(self, tmp_path):
+        self.run_layer_test(
+            layer_cls=_mechanism,
+            input_shape={"query_shape": (2, 4), "memory_shape": (2, 6, 8)},
+            expected_output_shape=((2, 8), (2, 6)),
+            expected_num_trainable_weights=2,
+            run_training_check=False,
+        )
+        self.run_journey_test("pair", _attend_with_a_mechanism, tmp_path)
+        memory = np.random.default_rng(3).normal(size=(BATCH, LENGTH, 8)).astype("float32")
+        self.run_output_spec_test(_mechanism, (BATCH, 5), memory=memory)
+
+    def test_config_and_flags(self):
+        self.run_config_test(AttentionMechanism, score="additive", normalize=True, **MONOTONIC)
+        self.run_config_test(AttentionMechanism, probability_fn=sharpened, attention_units=3)
+        self.run_flags_test(lambda **kw: AttentionMechanism(score="dot", **kw), ["scale"])
+        self.run_flags_test(AttentionMechanism, ["normalize"])
+
+
 def _layer(score="additive", position="after", output_attention=True, cell=None, **kwargs):
     options = dict(score=score, position=position, output_attention=output_attention)
     wrapper = AttentionWrapper(cell or keras.layers.SimpleRNNCell(UNITS), **options, **kwargs)
@@ -559,12 +592,13 @@ def test_a_mechanism_on_its_own_matches_the_reference_and_saves(
     rng = np.random.default_rng(12)
     _, memory, mask = _data(rng)
     query = rng.normal(size=(BATCH, MEMORY_DIM))
+    padded = np.where(mask[..., None], memory, np.nan)  # padding is never read
     score, options = SCORE_OPTIONS[score_options]
     mechanism = AttentionMechanism(score=score, **options, **extra)
     mechanism(query, memory)
     mechanism.set_weights([rng.uniform(-1.5, 1.5, np.shape(v)) for v in mechanism.get_weights()])
     previous = np.eye(LENGTH)[[1, 0, 2]]  # monotonic attention's, at positions 1, 0 and 2
-    got = mechanism(query, memory, memory_mask=mask, previous=previous)
+    got = mechanism(query, padded, memory_mask=mask, previous=previous)
     weights = {v.path.split("/")[-1]: as_numpy(v) for v in mechanism.weights}
     flags = (options.get("normalize", False), options.get("scale", False))
     probability = PROBABILITIES.get(extra.get("probability_fn"), "softmax")
