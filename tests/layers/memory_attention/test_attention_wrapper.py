@@ -142,7 +142,10 @@ def _attend_with_a_mechanism(premise, hypothesis):
 class AttentionMechanismTest(LayerTestCase):
     layer_cls = AttentionMechanism
 
-    def test_layer_behaviors_journey_and_specs(self, tmp_path):
+    def test_journey(self, tmp_path):
+        self.run_journey_test("pair", _attend_with_a_mechanism, tmp_path)
+
+    def test_layer_behaviors_and_specs(self):
         self.run_layer_test(
             layer_cls=_mechanism,
             input_shape={"query_shape": (2, 4), "memory_shape": (2, 6, 8)},
@@ -150,7 +153,6 @@ class AttentionMechanismTest(LayerTestCase):
             expected_num_trainable_weights=2,
             run_training_check=False,
         )
-        self.run_journey_test("pair", _attend_with_a_mechanism, tmp_path)
         memory = np.random.default_rng(3).normal(size=(BATCH, LENGTH, 8)).astype("float32")
         self.run_output_spec_test(_mechanism, (BATCH, 5), memory=memory)
 
