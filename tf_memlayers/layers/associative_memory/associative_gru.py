@@ -29,6 +29,24 @@ def check_fused_loop(value, owner):
     raise TypeError(f"{owner}: `fused_loop` must be a bool or 'auto', got {value!r}.")
 
 
+def fused_loop_pays():
+    """Whether ``fused_loop="auto"`` takes the fused loop (where it runs the layer): on
+    TensorFlow, and on JAX when JAX's default device is a GPU (the Pallas kernels compiled;
+    elsewhere they would run in Pallas's interpret mode, slower than Keras's loop)."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        return jax.default_backend() == "gpu"
+    return backend == "tensorflow"
+
+
+def fused_loop_resets():
+    """Whether this backend's fused loop runs calls with ``reset``: the Pallas kernels (JAX)
+    do, TensorFlow's fused op does not."""
+    return keras.backend.backend() == "jax"
+
+
 class AssociativeRecurrentLayer(ResettableRNN):
     """Base of `AssociativeGRU` and `DualAssociativeGRU` (not used on its own).
 
@@ -52,9 +70,12 @@ class AssociativeRecurrentLayer(ResettableRNN):
         if fused_loop is True and unsupported:
             raise ValueError(f"{owner}: `fused_loop=True` {unsupported}")
         self.fused_loop = fused_loop
-        # "auto": the fused loop wherever it runs this layer's options, else Keras's loop,
-        # as keras.layers.GRU chooses cuDNN with use_cudnn="auto".
-        self.uses_fused_loop = fused_loop is True or (fused_loop == "auto" and not unsupported)
+        # "auto": the fused loop wherever it runs this layer's options and pays (TensorFlow;
+        # JAX on a GPU), else Keras's loop, as keras.layers.GRU chooses cuDNN with
+        # use_cudnn="auto".
+        self.uses_fused_loop = fused_loop is True or (
+            fused_loop == "auto" and not unsupported and fused_loop_pays()
+        )
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     @staticmethod
@@ -62,10 +83,11 @@ class AssociativeRecurrentLayer(ResettableRNN):
         """Why the fused loop cannot run a layer of ``cell`` that ``unroll``s its loop or not
         (the end of a sentence that starts "`fused_loop=True` "), or `None` if it can."""
         backend = keras.backend.backend()
-        if backend != "tensorflow":
+        if backend not in ("tensorflow", "jax"):
             return (
-                "needs the TensorFlow backend (the fused loop, "
-                "tf_memlayers.ops.associative_gru_loop, is a TensorFlow op); the Keras backend "
+                "needs the TensorFlow backend (the fused loop "
+                "tf_memlayers.ops.associative_gru_loop, a TensorFlow op) or JAX (the Pallas "
+                "kernels of tf_memlayers.ops.associative_gru_pallas); the Keras backend "
                 f"is {backend!r}. Use fused_loop='auto' (the default) or False: the same layer "
                 "and weights, run by Keras's loop on every backend."
             )
@@ -105,7 +127,7 @@ class AssociativeRecurrentLayer(ResettableRNN):
         if mask is not None:
             check.check_mask_shape(mask.shape, shape, owner, inputs_name="sequences")
         if reset is not None:
-            if self.fused_loop is True:
+            if self.fused_loop is True and not fused_loop_resets():
                 raise ValueError(
                     f"{owner}: `reset` cannot be used with fused_loop=True: the fused loop "
                     "(tf_memlayers.ops.associative_gru_loop) has no resets. Use "
@@ -145,9 +167,9 @@ class AssociativeRecurrentLayer(ResettableRNN):
     def inner_loop(self, sequences, initial_state, mask, training=False):
         if not isinstance(initial_state, (list, tuple)):
             initial_state = [initial_state]
-        # The fused loop has no resets: a call with `reset` runs Keras's loop (`call` has
-        # refused it with fused_loop=True).
-        if self.uses_fused_loop and self._call_reset is None:
+        # TensorFlow's fused loop has no resets: a call with `reset` runs Keras's loop there
+        # (`call` has refused it with fused_loop=True); the Pallas kernels have them.
+        if self.uses_fused_loop and (self._call_reset is None or fused_loop_resets()):
             return self.fused_inner_loop(sequences, list(initial_state), mask, training)
         return self.keras_inner_loop(sequences, list(initial_state), mask, training)
 
@@ -170,8 +192,24 @@ class AssociativeRecurrentLayer(ResettableRNN):
         the batch runs as one loop traced for its own shapes, all static, as TFLite's built-in
         operators need to convert it.
         """
-        # A TensorFlow op: imported here, since the fused loop runs on TensorFlow only
-        # (`fused_loop_unsupported`) and the layer itself needs no TensorFlow.
+        if keras.backend.backend() == "jax":
+            # The Pallas kernels (compiled on a GPU, interpreted elsewhere); the Dual AM-GRU
+            # is refused there (`fused_loop_unsupported`), so there are no other options.
+            from tf_memlayers.ops.associative_gru_pallas import associative_gru_pallas
+
+            outputs, memory, output = associative_gru_pallas(
+                projected,
+                initial_state[0],
+                initial_state[1],
+                kernels,
+                self.cell_permutations,
+                mask=mask,
+                reset=self._call_reset,
+                go_backwards=self.go_backwards,
+                zero_output_for_mask=self.zero_output_for_mask,
+            )
+            return outputs[:, -1], outputs, [memory, output]
+        # A TensorFlow op: imported here, since the layer itself needs no TensorFlow.
         from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
 
         if not training and projected.shape[0] is not None:

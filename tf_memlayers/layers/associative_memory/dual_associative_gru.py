@@ -391,6 +391,12 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
             return (
                 f"runs the Dual AM-GRU with dual_key='paper' only; got dual_key={cell.dual_key!r}."
             )
+        if keras.backend.backend() == "jax":
+            return (
+                "runs the AM-GRU only on JAX (the Pallas kernels of "
+                "tf_memlayers.ops.associative_gru_pallas read no source memory); use "
+                "fused_loop='auto' (the default) or False: Keras's loop on JAX."
+            )
         return AssociativeRecurrentLayer.fused_loop_unsupported(cell, unroll)
 
     @property
