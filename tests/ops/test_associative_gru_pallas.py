@@ -1,0 +1,96 @@
+"""The Pallas kernels of the AM-GRU (JAX) against the original step in NumPy, with masks and
+resets, and their lowering for a GPU on this machine. The layer's tests compare their
+gradients with Keras's loop (tests/layers/associative_memory/test_associative_gru.py)."""
+
+import numpy as np
+import pytest
+
+from tests.am_gru_reference import permutations, random_weights, reference_step
+from tests.layers.associative_memory.test_associative_gru_cell import set_cell_weights
+from tests.support import BACKEND
+from tf_memlayers.layers import AssociativeGRUCell
+
+pytestmark = pytest.mark.skipif(BACKEND != "jax", reason="Pallas kernels run on JAX")
+
+if BACKEND == "jax":
+    import jax
+    import jax.numpy as jnp
+
+    from tf_memlayers.ops.associative_gru_pallas import associative_gru_pallas
+
+
+def _reference(xs, memory, previous, w, perms, mask, reset, zero_output_for_mask):
+    """`reference_step` over time; a masked step keeps the states and emits the previous
+    emitted output (or zeros), a reset at a kept step zeroes the states before it."""
+    emitted, outputs = np.zeros_like(previous), []
+    for t in range(xs.shape[1]):
+        keep, start = mask[:, t, None], (mask[:, t] & reset[:, t])[:, None]
+        memory, previous = np.where(start, 0, memory), np.where(start, 0, previous)
+        output, written = reference_step(xs[:, t], memory, previous, w, perms)
+        memory, previous = np.where(keep, written, memory), np.where(keep, output, previous)
+        emitted = np.where(keep, output, 0 if zero_output_for_mask else emitted)
+        outputs.append(emitted)
+    return np.stack(outputs, 1), memory, previous
+
+
+# (copies, units, batch, zero_output_for_mask): one program or two (17 rows), n/2 = 4 or 6
+# complex entries padded to 16.
+@pytest.mark.parametrize("copies, units, batch, zero", [(1, 8, 3, False), (3, 12, 17, True)])
+def test_the_kernels_equal_the_original_step_with_masks_and_resets(copies, units, batch, zero):
+    rng = np.random.default_rng(copies)
+    steps, input_dim = 5, 4
+    w = random_weights(rng, input_dim, units)
+    cell = AssociativeGRUCell(units, num_copies=copies)
+    cell.build((None, input_dim))
+    set_cell_weights(cell, w)
+    input_kernel, input_bias, *kernels = (np.asarray(k) for k in cell._projection_kernels())
+    xs = rng.normal(size=(batch, steps, input_dim)).astype("float32")
+    states = [0.5 * rng.normal(size=(batch, size)).astype("float32") for size in cell.state_size]
+    mask, reset = rng.random((2, batch, steps)) > [[[0.3]], [[0.7]]]
+    mask[0, :2] = False  # emitted zeros before the first kept step
+    got = associative_gru_pallas(
+        jnp.asarray(xs @ input_kernel + input_bias),
+        *states,
+        kernels,
+        cell.permutations,
+        mask=jnp.asarray(mask),
+        reset=jnp.asarray(reset),
+        zero_output_for_mask=zero,
+    )
+    perms = permutations(units // 2, copies)
+    expected = _reference(xs, *states, w, perms, mask, reset, zero)
+    for e, g in zip(expected, got):
+        assert g.dtype == jnp.float32 and np.abs(e).max() > 0.1
+        np.testing.assert_allclose(np.asarray(g), e, atol=1e-5, rtol=0)
+
+
+def test_the_kernels_lower_for_a_gpu_on_this_machine():
+    """Triton's lowering of both kernels for CUDA (block shapes, product sizes, supported
+    operations), in float32 and bfloat16, without a GPU; compiling them needs one."""
+    batch, steps, units, copies = 5, 3, 20, 3
+    shapes = [(batch, steps, 4 * units), (batch, units * copies), (batch, units)]
+    shapes += [(units, 4 * units), (units, 2 * units), (units, units)]
+    perms = permutations(units // 2, copies)
+
+    def loss(projected, memory, output, *kernels, flags):
+        run = associative_gru_pallas(
+            projected, memory, output, kernels, perms, mask=flags, reset=flags, interpret=False
+        )
+        return sum(jnp.sum(x.astype(jnp.float32)) for x in run)
+
+    for dtype in (jnp.float32, jnp.bfloat16):
+        arguments = [jax.ShapeDtypeStruct(shape, dtype) for shape in shapes]
+        flags = jax.ShapeDtypeStruct((batch, steps), jnp.bool_)
+        gradient = jax.jit(jax.grad(loss, argnums=tuple(range(6))))
+        lowered = gradient.trace(*arguments, flags=flags).lower(lowering_platforms=("cuda",))
+        # The forward kernel and the backward kernel, each a Triton call.
+        assert lowered.as_text().count("custom_call @__gpu$xla.gpu.triton") == 2
+
+
+def test_bad_kernel_arguments():
+    zeros = [jnp.zeros(shape) for shape in ((2, 3, 32), (2, 16), (2, 8))]
+    kernels = [jnp.zeros(shape) for shape in ((8, 32), (8, 16), (8, 8))]
+    with pytest.raises(ValueError, match=r"block_rows.*power of two >= 16, got 24"):
+        associative_gru_pallas(*zeros, kernels, permutations(4, 2), block_rows=24)
+    with pytest.raises(ValueError, match=r"4n = 24 columns for .* n/2 = 3 entries, got 32"):
+        associative_gru_pallas(*zeros, kernels, permutations(3, 2))
