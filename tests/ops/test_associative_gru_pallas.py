@@ -64,9 +64,22 @@ def test_the_kernels_equal_the_original_step_with_masks_and_resets(copies, units
         np.testing.assert_allclose(np.asarray(g), e, atol=1e-5, rtol=0)
 
 
+def _equations(jaxpr, name):
+    """The equations of primitive ``name`` in ``jaxpr`` and every jaxpr inside it."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == name:
+            yield eqn
+        for value in eqn.params.values():
+            for inner in value if isinstance(value, (list, tuple)) else [value]:
+                inner = getattr(inner, "jaxpr", inner)
+                if hasattr(inner, "eqns"):
+                    yield from _equations(inner, name)
+
+
 def test_the_kernels_lower_for_a_gpu_on_this_machine():
-    """Triton's lowering of both kernels for CUDA (block shapes, product sizes, supported
-    operations), in float32 and bfloat16, without a GPU; compiling them needs one."""
+    """Triton's lowering of both kernels for CUDA (power-of-two blocks, supported operations),
+    in float32 and bfloat16, without a GPU; compiling them needs one. Triton's compiler, not
+    the lowering, refuses a product under 16 on a side: checked here on the traced kernels."""
     batch, steps, units, copies = 5, 3, 20, 3
     shapes = [(batch, steps, 4 * units), (batch, units * copies), (batch, units)]
     shapes += [(units, 4 * units), (units, 2 * units), (units, units)]
@@ -85,6 +98,10 @@ def test_the_kernels_lower_for_a_gpu_on_this_machine():
         lowered = gradient.trace(*arguments, flags=flags).lower(lowering_platforms=("cuda",))
         # The forward kernel and the backward kernel, each a Triton call.
         assert lowered.as_text().count("custom_call @__gpu$xla.gpu.triton") == 2
+    kernels = list(_equations(jax.make_jaxpr(gradient)(*arguments, flags=flags), "pallas_call"))
+    products = [e for k in kernels for e in _equations(k.params["jaxpr"], "dot_general")]
+    sides = [min(v.aval.shape) for eqn in products for v in eqn.invars]
+    assert len(kernels) == 2 and len(sides) > 100 and min(sides) == 16
 
 
 def test_bad_kernel_arguments():

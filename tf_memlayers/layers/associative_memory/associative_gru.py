@@ -267,13 +267,17 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     weights live in ``layer.cell`` with the cell's names, shapes and row order, so
     `tf_memlayers.compat.load_original_weights` takes ``layer.cell``.
 
-    With the fused loop the time loop is one op with a hand-written backward pass: both
-    loops are compiled with XLA even when the model is not, and on CPU the batch is split
-    into one independent loop per core. Each new
-    (batch, time) shape then compiles once, so it suits fixed-size padded batches. By default
-    (``fused_loop="auto"``) the layer runs the fused loop wherever it supports the call (the
-    TensorFlow backend, without ``return_retrievals`` or ``unroll``) and Keras's loop
-    otherwise, so a model saved on TensorFlow loads and runs on JAX.
+    With the fused loop the time loop is one op with a hand-written backward pass. On
+    TensorFlow (`tf_memlayers.ops.associative_gru_loop`) both loops are compiled with XLA
+    even when the model is not, and on CPU the batch is split into one independent loop per
+    core. On JAX (`tf_memlayers.ops.associative_gru_pallas`) the forward loop is one Pallas
+    kernel and the backward loop another, each running all the time steps inside, a program
+    per block of 16 batch rows; they take masks and resets. Each new (batch, time) shape
+    compiles once, so the fused loop suits fixed-size padded batches. By default
+    (``fused_loop="auto"``) the layer runs the fused loop wherever it supports the call and
+    pays: on TensorFlow, and on JAX when JAX's default device is a GPU (elsewhere the kernels
+    would run in Pallas's interpret mode), without ``return_retrievals`` or ``unroll``; Keras's
+    loop otherwise, so a model saved on TensorFlow loads and runs on JAX and torch.
     The speed table on the documentation's results page compares both loops with
     `keras.layers.GRU`.
 
@@ -300,10 +304,12 @@ class AssociativeGRU(AssociativeRecurrentLayer):
         unroll: Boolean, unroll the time loop (needs a known length). Defaults to False.
         zero_output_for_mask: Boolean, output zeros (not the previous output) at masked
             steps. Defaults to False.
-        fused_loop: `"auto"`, True or False: run the time loop as one fused op where it
-            can (`"auto"`), always (True: a `ValueError` on another backend than TensorFlow,
-            or with ``return_retrievals`` or ``unroll``), or never (False: Keras's loop).
-            Same results up to float rounding. Defaults to `"auto"`.
+        fused_loop: `"auto"`, True or False: run the time loop fused where it can and pays
+            (`"auto"`: TensorFlow's op, or the Pallas kernels on JAX with a GPU), always
+            (True: TensorFlow's op, or on JAX the Pallas kernels, compiled on a GPU and in
+            Pallas's interpret mode elsewhere; a `ValueError` on another backend, or with
+            ``return_retrievals`` or ``unroll``), or never (False: Keras's loop). Same
+            results up to float rounding. Defaults to `"auto"`.
         **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
 
     Call arguments:
@@ -318,10 +324,11 @@ class AssociativeGRU(AssociativeRecurrentLayer):
             packed into a row gives the outputs and final states of the same layer run on it
             alone, from zeros (``initial_state`` and stateful states are forgotten at the
             reset; other rows and steps are untouched; a reset at a masked step is ignored;
-            no gradient flows back through a reset; see `ResettableRNN`). The
-            fused loop has no resets: with ``fused_loop="auto"`` a call with ``reset`` runs
-            Keras's loop, with ``fused_loop=True`` it is a `ValueError`, and so is
-            ``go_backwards=True``.
+            no gradient flows back through a reset; see `ResettableRNN`). TensorFlow's
+            fused loop has no resets: there, with ``fused_loop="auto"`` a call with
+            ``reset`` runs Keras's loop, with ``fused_loop=True`` it is a `ValueError`; the
+            Pallas kernels (JAX) run it. ``reset`` with ``go_backwards=True`` is a
+            `ValueError`.
 
     A sequence without time steps, a mask or reset whose shape is not ``[batch, time]``, a
     reset that is not boolean, or an initial state of another width or batch size is a

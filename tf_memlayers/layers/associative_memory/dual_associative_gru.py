@@ -305,7 +305,8 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
             steps. Defaults to False.
         fused_loop: `"auto"`, True or False: run the time loop as one fused op where it
             can (`"auto"`), always (True: a `ValueError` on another backend than TensorFlow,
-            with ``dual_key="released"``, ``return_retrievals`` or ``unroll``), or never
+            JAX included, whose Pallas kernels run `AssociativeGRU` only, and with
+            ``dual_key="released"``, ``return_retrievals`` or ``unroll``), or never
             (False: Keras's loop). Same results up to float rounding. Defaults to
             `"auto"`.
         **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
