@@ -19,24 +19,29 @@ if BACKEND == "jax":
     from tf_memlayers.ops.associative_gru_pallas import associative_gru_pallas
 
 
-def _reference(xs, memory, previous, w, perms, mask, reset, zero_output_for_mask):
+def _reference(xs, memory, previous, w, perms, mask, reset, zero_output_for_mask, dual=None):
     """`reference_step` over time; a masked step keeps the states and emits the previous
-    emitted output (or zeros), a reset at a kept step zeroes the states before it."""
+    emitted output (or zeros), a reset at a kept step zeroes the states before it (not the
+    source memory of ``dual``)."""
     emitted, outputs = np.zeros_like(previous), []
     for t in range(xs.shape[1]):
         keep, start = mask[:, t, None], (mask[:, t] & reset[:, t])[:, None]
         memory, previous = np.where(start, 0, memory), np.where(start, 0, previous)
-        output, written = reference_step(xs[:, t], memory, previous, w, perms)
+        output, written = reference_step(xs[:, t], memory, previous, w, perms, dual)
         memory, previous = np.where(keep, written, memory), np.where(keep, output, previous)
         emitted = np.where(keep, output, 0 if zero_output_for_mask else emitted)
         outputs.append(emitted)
     return np.stack(outputs, 1), memory, previous
 
 
-# (copies, units, batch, zero_output_for_mask): one program or two (17 rows), n/2 = 4 or 6
-# complex entries padded to 16.
-@pytest.mark.parametrize("copies, units, batch, zero", [(1, 8, 3, False), (3, 12, 17, True)])
-def test_the_kernels_equal_the_original_step_with_masks_and_resets(copies, units, batch, zero):
+# (copies, units, batch, zero_output_for_mask, Dual AM-GRU): one program or two (17 rows),
+# n/2 = 4 or 6 complex entries padded to 16.
+@pytest.mark.parametrize(
+    "copies, units, batch, zero, dual", [(1, 8, 3, False, False), (3, 12, 17, True, True)]
+)
+def test_the_kernels_equal_the_original_step_with_masks_and_resets(
+    copies, units, batch, zero, dual
+):
     rng = np.random.default_rng(copies)
     steps, input_dim = 5, 4
     w = random_weights(rng, input_dim, units)
@@ -45,7 +50,11 @@ def test_the_kernels_equal_the_original_step_with_masks_and_resets(copies, units
     set_cell_weights(cell, w)
     input_kernel, input_bias, *kernels = (np.asarray(k) for k in cell._projection_kernels())
     xs = rng.normal(size=(batch, steps, input_dim)).astype("float32")
-    states = [0.5 * rng.normal(size=(batch, size)).astype("float32") for size in cell.state_size]
+    sizes = [*cell.state_size, units * copies]
+    states = [0.5 * rng.normal(size=(batch, size)).astype("float32") for size in sizes]
+    source, dual_kernels = states.pop(), [w["dual_gate"], w["dual_candidate"]]
+    if not dual:
+        source = dual_kernels = None
     mask, reset = rng.random((2, batch, steps)) > [[[0.3]], [[0.7]]]
     mask[0, :2] = False  # emitted zeros before the first kept step
     got = associative_gru_pallas(
@@ -56,9 +65,13 @@ def test_the_kernels_equal_the_original_step_with_masks_and_resets(copies, units
         mask=jnp.asarray(mask),
         reset=jnp.asarray(reset),
         zero_output_for_mask=zero,
+        source=source,
+        dual_kernels=dual_kernels,
     )
     perms = permutations(units // 2, copies)
-    expected = _reference(xs, *states, w, perms, mask, reset, zero)
+    expected = _reference(
+        xs, *states, w, perms, mask, reset, zero, ("paper", source) if dual else None
+    )
     for e, g in zip(expected, got):
         assert g.dtype == jnp.float32 and np.abs(e).max() > 0.1
         np.testing.assert_allclose(np.asarray(g), e, atol=1e-5, rtol=0)

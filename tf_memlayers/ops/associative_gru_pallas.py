@@ -6,7 +6,10 @@ sequence whose input projections ``p_t = x_t W_x + b`` are precomputed (as
 `tf_memlayers.ops.associative_gru_loop` does on TensorFlow), with the masks and resets of
 `AssociativeGRU`: a masked step keeps the states and emits the previous emitted output (zeros
 with ``zero_output_for_mask``), and a reset (at an unmasked step) sets the row's memory and
-previous output to zero before the step, no gradient flowing back through it.
+previous output to zero before the step, no gradient flowing back through it. With a
+``source`` memory (the Dual AM-GRU's premise memory, paper key layout) every step also reads
+the source with the write key, which enters the gates and the candidate through ``W_dg`` and
+``W_dc``; the source is never changed, and a reset keeps it.
 
 The layout the kernels work on. A program owns ``block_rows`` rows of the batch and every
 copy of their memory, so programs never synchronise. Each ``n``-vector of the step is kept as
@@ -59,10 +62,12 @@ def associative_gru_pallas(
     interpret=None,
     block_rows=MIN_BLOCK,
     num_warps=4,
+    source=None,
+    dual_kernels=None,
 ):
-    """Runs the AM-GRU over precomputed input projections (batch-major) with the Pallas
-    kernels; differentiable with respect to ``projected``, ``memory``, ``output`` and
-    ``kernels``.
+    """Runs the AM-GRU (or the Dual AM-GRU) over precomputed input projections (batch-major)
+    with the Pallas kernels; differentiable with respect to every tensor argument but the
+    mask and the reset.
 
     Args:
         projected: ``[B, T, 4n]`` ``x_t W_x + b``, columns ``[key | gates | candidate]``
@@ -79,6 +84,10 @@ def associative_gru_pallas(
         interpret: run the kernels in Pallas's interpret mode; default `default_interpret()`.
         block_rows: rows of the batch per program, a power of two of at least 16.
         num_warps: warps per program on a GPU (Triton).
+        source: optional ``[B, n * C]`` source memory read at every step with the write key
+            (`DualAssociativeGRUCell` with ``dual_key="paper"``), never changed (a reset
+            keeps it); needs ``dual_kernels``.
+        dual_kernels: ``(W_dg [n, 2n], W_dc [n, n])`` with ``source``.
 
     Returns:
         ``(outputs [B, T, n], final memory [B, n * C], final output [B, n])`` in the dtype
@@ -101,6 +110,12 @@ def associative_gru_pallas(
             f"associative_gru_pallas: `projected` must have 4n = {8 * half} columns for "
             f"permutations of n/2 = {half} entries, got {width}."
         )
+    if (source is None) != (dual_kernels is None):
+        raise ValueError(
+            "associative_gru_pallas: `source` and `dual_kernels` go together; got "
+            f"source={'None' if source is None else 'a tensor'}, dual_kernels="
+            f"{'None' if dual_kernels is None else 'kernels'}."
+        )
     padded_half = _power_of_two(half)
     padded_batch = -(-batch // block_rows) * block_rows
     config = _Config(
@@ -110,6 +125,7 @@ def associative_gru_pallas(
         interpret=default_interpret() if interpret is None else bool(interpret),
         block_rows=block_rows,
         num_warps=int(num_warps),
+        dual=source is not None,
     )
     dtype = projected.dtype
 
@@ -143,27 +159,23 @@ def associative_gru_pallas(
     for copy, permutation in enumerate(permutations):
         matrices[copy, permutation, np.arange(half)] = 1.0
     recurrent, gate_h, candidate_h = kernels
-    outputs, memory, output = _loop(
-        config,
-        rows(projected, 8),
-        rows(memory.reshape(batch, 2 * num_copies * half), 2 * num_copies),
-        rows(output, 2),
-        blocks(recurrent, 8),
-        blocks(gate_h, 4),
-        blocks(candidate_h, 2),
-        jnp.asarray(matrices),
-        keep,
-        starts,
-    )
+    blocked = [rows(projected, 8), rows(memory, 2 * num_copies)]
+    blocked += [rows(output, 2), blocks(recurrent, 8), blocks(gate_h, 4), blocks(candidate_h, 2)]
+    if config.dual:
+        dual_gate, dual_candidate = dual_kernels
+        blocked.append(rows(source, 2 * num_copies))
+        blocked += [blocks(dual_gate, 4), blocks(dual_candidate, 2)]
+    outputs, memory, output = _loop(config, *blocked, jnp.asarray(matrices), keep, starts)
     outputs = unrows(outputs, 2).astype(dtype)  # [T, ...] back to [B, T, n]
-    return outputs, unrows(memory, 2 * num_copies).astype(dtype), unrows(output, 2).astype(dtype)
+    memory = unrows(memory, 2 * num_copies).reshape(batch, -1).astype(dtype)
+    return outputs, memory, unrows(output, 2).astype(dtype)
 
 
 class _Config(tuple):
     """The static settings of a run (hashable, for `jax.custom_vjp`'s nondiff argument)."""
 
     fields = ("num_copies", "copy0_identity", "zero_output_for_mask", "interpret")
-    fields += ("block_rows", "num_warps")
+    fields += ("block_rows", "num_warps", "dual")
 
     def __new__(cls, **values):
         return super().__new__(cls, tuple(values[name] for name in cls.fields))
@@ -227,17 +239,25 @@ def _where(condition, x):
     return jnp.where(condition, x, jnp.zeros_like(x))
 
 
-def _step(config, dot, pre_inputs, previous, memory, weights, keep):
+def _read(copies, memory, count):
+    """``mean_c conj(K_c) (*) S_c`` (eq. 5) as its two blocks."""
+    re = sum(k[0] * memory[c] + k[1] * memory[count + c] for c, k in enumerate(copies))
+    im = sum(k[0] * memory[count + c] - k[1] * memory[c] for c, k in enumerate(copies))
+    return [re / count, im / count]
+
+
+def _step(config, dot, pre_inputs, previous, memory, refs, keep, source=None):
     """One step on blocks (``[rows, mp]`` each): ``pre_inputs`` the 8 projection blocks,
-    ``previous`` the 2 of ``o_{t-1}``, ``memory`` the ``2C`` of the memory, ``weights`` the
-    refs ``(R, G_h, C_h, permutations)``, ``keep`` ``[rows, 1]`` bool. Returns a dict of the
-    step's blocks (``key``, ``bounded``, ``copies``, ``h``, ``gates``, ``rh``, ``candidate``,
-    ``delta``, zero at masked rows, and ``output``)."""
+    ``previous`` the 2 of ``o_{t-1}``, ``memory`` the ``2C`` of the memory (and ``source``
+    the source memory's), ``refs`` the kernels' refs by name, ``keep`` ``[rows, 1]`` bool.
+    Returns a dict of the step's blocks (``key``, ``bounded``, ``copies``, ``h``, ``h2``
+    (the source read, or None), ``gates``, ``rh``, ``candidate``, ``delta``, zero at masked
+    rows, and ``output``)."""
     import jax
     import jax.numpy as jnp
 
-    recurrent, gate_h, candidate_h, matrices = weights
-    count = config.num_copies
+    recurrent, gate_h, candidate_h = refs["recurrent"], refs["gate_h"], refs["candidate_h"]
+    matrices, count = refs["matrices"], config.num_copies
     # A masked step's input is replaced by zeros, and its key too: its copies are zero, so
     # its read is zero and its write leaves the memory as it is.
     pre = [
@@ -251,18 +271,27 @@ def _step(config, dot, pre_inputs, previous, memory, weights, keep):
         bounded if c == 0 and config.copy0_identity else [dot(b, matrices[c]) for b in bounded]
         for c in range(count)
     ]
-    h_re = sum(k[0] * memory[c] + k[1] * memory[count + c] for c, k in enumerate(copies))
-    h_im = sum(k[0] * memory[count + c] - k[1] * memory[c] for c, k in enumerate(copies))
-    h = [h_re / count, h_im / count]
-    gates = [
-        jax.nn.sigmoid(pre[2 + j] + dot(h[0], gate_h[0, j]) + dot(h[1], gate_h[1, j]))
-        for j in range(4)
-    ]
+    h = _read(copies, memory, count)
+    gates = [pre[2 + j] + dot(h[0], gate_h[0, j]) + dot(h[1], gate_h[1, j]) for j in range(4)]
+    h2 = None
+    if source is not None:  # the Dual AM-GRU reads the source with the same key (eq. 5)
+        h2, dual_gate = _read(copies, source, count), refs["dual_gate"]
+        gates = [
+            g + dot(h2[0], dual_gate[0, j]) + dot(h2[1], dual_gate[1, j])
+            for j, g in enumerate(gates)
+        ]
+    gates = [jax.nn.sigmoid(g) for g in gates]
     rh = [gates[0] * h[0], gates[1] * h[1]]
     candidate = [
-        jnp.tanh(pre[6 + j] + dot(rh[0], candidate_h[0, j]) + dot(rh[1], candidate_h[1, j]))
-        for j in range(2)
+        pre[6 + j] + dot(rh[0], candidate_h[0, j]) + dot(rh[1], candidate_h[1, j]) for j in range(2)
     ]
+    if source is not None:
+        dual_candidate = refs["dual_candidate"]
+        candidate = [
+            c + dot(h2[0], dual_candidate[0, j]) + dot(h2[1], dual_candidate[1, j])
+            for j, c in enumerate(candidate)
+        ]
+    candidate = [jnp.tanh(c) for c in candidate]
     delta = [_where(keep, gates[2 + i] * (candidate[i] - h[i])) for i in range(2)]
     return dict(
         key=key,
@@ -270,6 +299,7 @@ def _step(config, dot, pre_inputs, previous, memory, weights, keep):
         modulus=modulus,
         copies=copies,
         h=h,
+        h2=h2,
         gates=gates,
         rh=rh,
         candidate=candidate,
@@ -284,25 +314,40 @@ def _flags(keep_ref, start_ref, t):
     return keep, (start_ref[t][:, None] > 0) & keep
 
 
+def _inputs(config, names):
+    """``names`` with the Dual AM-GRU's inputs after ``candidate_h`` (``config.dual``)."""
+    dual = ("source", "dual_gate", "dual_candidate") if config.dual else ()
+    at = names.index("candidate_h") + 1
+    return names[:at] + dual + names[at:]
+
+
+_WEIGHTS = ("recurrent", "gate_h", "candidate_h")
+_FORWARD_IN = ("projected", "memory", "output", *_WEIGHTS, "matrices", "keep", "starts")
+_FORWARD_OUT = ("outputs", "final_memory", "final_output", "saved_memory", "saved_previous")
+_BACKWARD_IN = ("projected", "saved_memory", "saved_previous", *_WEIGHTS, "matrices", "keep")
+_BACKWARD_IN += ("starts", "grad_outputs", "grad_final_memory", "grad_final_output")
+_BACKWARD_OUT = ("grad_projected", "grad_memory", "grad_output", "h", "rh")
+
+
 def _forward_kernel(config, compute, *refs):
     import jax
     import jax.numpy as jnp
 
-    (projected, keep_ref, start_ref, memory_ref, output_ref, *weights) = refs[:9]
-    outputs_ref, final_memory_ref, final_output_ref, saved_memory, saved_previous = refs[9:]
-    dot, count, steps = _Products(compute), config.num_copies, projected.shape[0]
+    r = dict(zip(_inputs(config, _FORWARD_IN) + _FORWARD_OUT, refs))
+    dot, count, steps = _Products(compute), config.num_copies, r["projected"].shape[0]
 
     def body(t, carry):
         memory, previous, emitted = carry
-        keep, start = _flags(keep_ref, start_ref, t)
+        keep, start = _flags(r["keep"], r["starts"], t)
         memory = [_where(~start, s) for s in memory]
         previous = [_where(~start, o) for o in previous]
         for i, s in enumerate(memory):
-            saved_memory[t, i] = s
+            r["saved_memory"][t, i] = s
         for i, o in enumerate(previous):
-            saved_previous[t, i] = o
-        pre_inputs = [projected[t, j].astype(compute) for j in range(8)]
-        step = _step(config, dot, pre_inputs, previous, memory, weights, keep)
+            r["saved_previous"][t, i] = o
+        pre_inputs = [r["projected"][t, j].astype(compute) for j in range(8)]
+        source = _source(config, r, compute)
+        step = _step(config, dot, pre_inputs, previous, memory, r, keep, source)
         d_re, d_im = step["delta"]
         for c, (k_re, k_im) in enumerate(step["copies"]):  # S_c += K_c (*) delta (eq. 12)
             memory[c] = memory[c] + k_re * d_re - k_im * d_im
@@ -314,43 +359,65 @@ def _forward_kernel(config, compute, *refs):
             emitted = [jnp.where(keep, x, e) for x, e in zip(new, emitted)]
         previous = [jnp.where(keep, x, o) for x, o in zip(new, previous)]
         for i, e in enumerate(emitted):
-            outputs_ref[t, i] = e.astype(outputs_ref.dtype)
+            r["outputs"][t, i] = e.astype(r["outputs"].dtype)
         return memory, previous, emitted
 
-    memory = [memory_ref[i].astype(compute) for i in range(2 * count)]
-    previous = [output_ref[i].astype(compute) for i in range(2)]
+    memory = [r["memory"][i].astype(compute) for i in range(2 * count)]
+    previous = [r["output"][i].astype(compute) for i in range(2)]
     emitted = [jnp.zeros_like(o) for o in previous]
     memory, previous, _ = jax.lax.fori_loop(0, steps, body, (memory, previous, emitted))
     for i, s in enumerate(memory):
-        final_memory_ref[i] = s.astype(final_memory_ref.dtype)
+        r["final_memory"][i] = s.astype(r["final_memory"].dtype)
     for i, o in enumerate(previous):
-        final_output_ref[i] = o.astype(final_output_ref.dtype)
+        r["final_output"][i] = o.astype(r["final_output"].dtype)
+
+
+def _source(config, refs, compute):
+    """The source memory's ``2C`` blocks (Dual AM-GRU), or None."""
+    if not config.dual:
+        return None
+    return [refs["source"][i].astype(compute) for i in range(2 * config.num_copies)]
+
+
+def _read_gradient(grad_read, copies, memory, grad_copies, count):
+    """The adjoint of `_read` for its gradient ``grad_read`` (2 blocks): adds the copies'
+    gradients to ``grad_copies`` (in place) and returns the memory's (``2C`` blocks)."""
+    a_re, a_im = grad_read[0] / count, grad_read[1] / count
+    grad_re, grad_im = [], []
+    for c, (k_re, k_im) in enumerate(copies):
+        s_re, s_im = memory[c], memory[count + c]
+        grad_copies[c][0] = grad_copies[c][0] + a_re * s_re + a_im * s_im
+        grad_copies[c][1] = grad_copies[c][1] + a_re * s_im - a_im * s_re
+        grad_re.append(a_re * k_re - a_im * k_im)
+        grad_im.append(a_re * k_im + a_im * k_re)
+    return grad_re + grad_im
 
 
 def _backward_kernel(config, compute, *refs):
     import jax
     import jax.numpy as jnp
 
-    projected, keep_ref, start_ref, saved_memory, saved_previous = refs[:5]
-    grad_outputs, grad_final_memory, grad_final_output = refs[5:8]
-    weights = refs[8:12]
-    grad_pre_ref, grad_memory_ref, grad_output_ref, h_ref, rh_ref = refs[12:]
-    recurrent, gate_h, candidate_h, matrices = weights
-    dot, count, steps = _Products(compute), config.num_copies, projected.shape[0]
+    outputs = _BACKWARD_OUT + (("h2", "grad_source") if config.dual else ())
+    r = dict(zip(_inputs(config, _BACKWARD_IN) + outputs, refs))
+    recurrent, gate_h, candidate_h = r["recurrent"], r["gate_h"], r["candidate_h"]
+    dot, count, steps = _Products(compute), config.num_copies, r["projected"].shape[0]
 
     def body(s, carry):
         t = steps - 1 - s
-        grad_memory, grad_output, carried = carry
-        keep, start = _flags(keep_ref, start_ref, t)
-        memory = [saved_memory[t, i] for i in range(2 * count)]
-        previous = [saved_previous[t, i] for i in range(2)]
-        pre_inputs = [projected[t, j].astype(compute) for j in range(8)]
-        step = _step(config, dot, pre_inputs, previous, memory, weights, keep)
+        grad_memory, grad_output, carried, grad_source = carry
+        keep, start = _flags(r["keep"], r["starts"], t)
+        memory = [r["saved_memory"][t, i] for i in range(2 * count)]
+        previous = [r["saved_previous"][t, i] for i in range(2)]
+        pre_inputs = [r["projected"][t, j].astype(compute) for j in range(8)]
+        source = _source(config, r, compute)
+        step = _step(config, dot, pre_inputs, previous, memory, r, keep, source)
         for i in range(2):
-            h_ref[t, i] = step["h"][i]
-            rh_ref[t, i] = step["rh"][i]
+            r["h"][t, i] = step["h"][i]
+            r["rh"][t, i] = step["rh"][i]
+            if config.dual:
+                r["h2"][t, i] = step["h2"][i]
         # The gradient reaching the emitted output, and the output state o_t of a kept row.
-        incoming = [grad_outputs[t, i].astype(compute) + carried[i] for i in range(2)]
+        incoming = [r["grad_outputs"][t, i].astype(compute) + carried[i] for i in range(2)]
         total = [_where(keep, grad_output[i] + incoming[i]) for i in range(2)]
         # The write S_c += K_c (*) delta: gradients of the copies and of delta.
         d_re, d_im = step["delta"]
@@ -377,22 +444,24 @@ def _backward_kernel(config, compute, *refs):
         for i in range(2):
             for j in range(4):
                 grad_h[i] = grad_h[i] + dot.transposed(grad_gates[j], gate_h[i, j])
-        # The read h = mean_c conj(K_c) (*) S_c.
-        a_re, a_im = grad_h[0] / count, grad_h[1] / count
-        before = []
-        for c, (k_re, k_im) in enumerate(step["copies"]):
-            s_re, s_im = memory[c], memory[count + c]
-            grad_copies[c][0] = grad_copies[c][0] + a_re * s_re + a_im * s_im
-            grad_copies[c][1] = grad_copies[c][1] + a_re * s_im - a_im * s_re
-            before.append(grad_memory[c] + a_re * k_re - a_im * k_im)
-        for c, (k_re, k_im) in enumerate(step["copies"]):
-            before.append(grad_memory[count + c] + a_re * k_im + a_im * k_re)
+        # The reads h = mean_c conj(K_c) (*) S_c, and h2 of the source alike.
+        before = _read_gradient(grad_h, step["copies"], memory, grad_copies, count)
+        before = [g + b for g, b in zip(grad_memory, before)]
+        if config.dual:
+            dual_gate, dual_candidate = r["dual_gate"], r["dual_candidate"]
+            grad_h2 = [
+                sum(dot.transposed(g, dual_gate[i, j]) for j, g in enumerate(grad_gates))
+                + sum(dot.transposed(g, dual_candidate[i, j]) for j, g in enumerate(grad_cand))
+                for i in range(2)
+            ]
+            read = _read_gradient(grad_h2, step["copies"], source, grad_copies, count)
+            grad_source = [g + x for g, x in zip(grad_source, read)]
         # The permuted copies (the adjoint of each 0/1 matrix), then bound.
         grad_bounded = [0.0, 0.0]
         for c, grads in enumerate(grad_copies):
             for i in range(2):
                 identity = c == 0 and config.copy0_identity
-                grad = grads[i] if identity else dot.transposed(grads[i], matrices[c])
+                grad = grads[i] if identity else dot.transposed(grads[i], r["matrices"][c])
                 grad_bounded[i] = grad_bounded[i] + grad
         key, bounded, modulus = step["key"], step["bounded"], step["modulus"]
         along = bounded[0] * grad_bounded[0] + bounded[1] * grad_bounded[1]
@@ -402,7 +471,7 @@ def _backward_kernel(config, compute, *refs):
         ]
         grad_pre = [_where(keep, g) for g in (*grad_key, *grad_gates, *grad_cand)]
         for j, g in enumerate(grad_pre):
-            grad_pre_ref[t, j] = g
+            r["grad_projected"][t, j] = g
         grad_previous = [
             sum(dot.transposed(g, recurrent[i, j]) for j, g in enumerate(grad_pre))
             for i in range(2)
@@ -415,18 +484,20 @@ def _backward_kernel(config, compute, *refs):
             carried = [jnp.zeros_like(x) for x in incoming]
         else:
             carried = [_where(~keep, x) for x in incoming]
-        return grad_memory, grad_output, carried
+        return grad_memory, grad_output, carried, grad_source
 
-    grad_memory = [grad_final_memory[i].astype(compute) for i in range(2 * count)]
-    grad_output = [grad_final_output[i].astype(compute) for i in range(2)]
+    grad_memory = [r["grad_final_memory"][i].astype(compute) for i in range(2 * count)]
+    grad_output = [r["grad_final_output"][i].astype(compute) for i in range(2)]
     carried = [jnp.zeros_like(g) for g in grad_output]
-    grad_memory, grad_output, _ = jax.lax.fori_loop(
-        0, steps, body, (grad_memory, grad_output, carried)
-    )
+    grad_source = [jnp.zeros_like(g) for g in grad_memory] if config.dual else []
+    carry = (grad_memory, grad_output, carried, grad_source)
+    grad_memory, grad_output, _, grad_source = jax.lax.fori_loop(0, steps, body, carry)
     for i, g in enumerate(grad_memory):
-        grad_memory_ref[i] = g
+        r["grad_memory"][i] = g
     for i, g in enumerate(grad_output):
-        grad_output_ref[i] = g
+        r["grad_output"][i] = g
+    for i, g in enumerate(grad_source):
+        r["grad_source"][i] = g
 
 
 def _block_index(axis, ndim):
@@ -436,44 +507,54 @@ def _block_index(axis, ndim):
 
 
 def _specs(config, arrays):
-    """Each ``(shape, batch axis)``'s block: ``block_rows`` rows of the batch axis, whole
-    along every other axis (and whole without a batch axis)."""
+    """Each array's block: ``block_rows`` rows of its batch axis (``-2``; ``-1`` of the
+    ``[T, Bp]`` flags), whole along every other axis; a weight (no batch axis) whole."""
     from jax.experimental import pallas as pl
 
     specs = []
-    for shape, axis in arrays:
-        block = tuple(config.block_rows if a == axis else size for a, size in enumerate(shape))
-        specs.append(pl.BlockSpec(block, _block_index(axis, len(shape))))
+    for name, x in arrays:
+        weight = name in ("matrices", "dual_gate", "dual_candidate", *_WEIGHTS)
+        axis = None if weight else x.ndim - (1 if name in ("keep", "starts") else 2)
+        block = tuple(config.block_rows if a == axis else n for a, n in enumerate(x.shape))
+        specs.append(pl.BlockSpec(block, _block_index(axis, x.ndim)))
     return specs
 
 
-def _call(config, kernel, inputs, input_axes, outputs, output_axes, compute):
-    """``kernel`` as a `pallas_call` over the batch blocks."""
+def _call(config, kernel, compute, inputs, outputs):
+    """``kernel`` as a `pallas_call` over the batch blocks; ``inputs`` and ``outputs`` are
+    ``(name, array or shape)`` pairs in the kernel's order of refs."""
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as pltriton
 
-    batch = inputs[0].shape[-2]
-    in_specs = _specs(config, [(x.shape, a) for x, a in zip(inputs, input_axes)])
-    out_specs = _specs(config, [(x.shape, a) for x, a in zip(outputs, output_axes)])
+    batch = inputs[0][1].shape[-2]
     return pl.pallas_call(
         functools.partial(kernel, config, compute),
-        out_shape=outputs,
+        out_shape=[x for _, x in outputs],
         grid=(batch // config.block_rows,),
-        in_specs=in_specs,
-        out_specs=out_specs,
+        in_specs=_specs(config, inputs),
+        out_specs=_specs(config, outputs),
         interpret=config.interpret,
         compiler_params=pltriton.CompilerParams(num_warps=config.num_warps, num_stages=1),
-    )(*inputs)
+    )(*(x for _, x in inputs))
 
 
-def _forward(config, projected, memory, output, recurrent, gate_h, candidate_h, *constants):
+def _named(config, names, arguments):
+    """The kernels' inputs by name, the weights cast to the compute dtype."""
+    compute = _compute_dtype(arguments[0].dtype)
+    weights = ("matrices", "dual_gate", "dual_candidate", *_WEIGHTS)
+    return {
+        name: x.astype(compute) if name in weights else x
+        for name, x in zip(_inputs(config, names), arguments)
+    }
+
+
+def _forward(config, *arguments):
     import jax
 
+    x = _named(config, _FORWARD_IN, arguments)
+    projected, memory, output = x["projected"], x["memory"], x["output"]
     dtype, compute = projected.dtype, _compute_dtype(projected.dtype)
-    matrices, keep, starts = constants
     steps, _, batch, half = projected.shape
-    weights = [w.astype(compute) for w in (recurrent, gate_h, candidate_h)]
-    weights.append(matrices.astype(compute))
     shape = lambda *s, d=dtype: jax.ShapeDtypeStruct(s, d)  # noqa: E731
     outputs = [
         shape(steps, 2, batch, half),
@@ -482,15 +563,13 @@ def _forward(config, projected, memory, output, recurrent, gate_h, candidate_h, 
         shape(steps, *memory.shape, d=compute),
         shape(steps, *output.shape, d=compute),
     ]
-    inputs = [projected, keep, starts, memory, output, *weights]
+    names = _inputs(config, _FORWARD_IN)
     results = _call(
         config,
         _forward_kernel,
-        inputs,
-        [2, 1, 1, 1, 1] + [None] * 4,
-        outputs,
-        [2, 1, 1, 2, 2],
         compute,
+        [(name, x[name]) for name in names],
+        list(zip(_FORWARD_OUT, outputs)),
     )
     return tuple(results[:3]), tuple(results[3:])
 
@@ -500,37 +579,42 @@ def _backward(config, arguments, saved, cotangents):
     import jax.numpy as jnp
     from jax import lax
 
-    projected, memory, output, recurrent, gate_h, candidate_h, *constants = arguments
-    matrices, keep, starts = constants
-    saved_memory, saved_previous = saved
-    compute = _compute_dtype(projected.dtype)
-    weights = [w.astype(compute) for w in (recurrent, gate_h, candidate_h)]
-    weights.append(matrices.astype(compute))
+    x = _named(config, _FORWARD_IN, arguments)
+    x["saved_memory"], x["saved_previous"] = saved
+    x["grad_outputs"], x["grad_final_memory"], x["grad_final_output"] = cotangents
+    projected, compute = x["projected"], _compute_dtype(x["projected"].dtype)
     steps, _, batch, half = projected.shape
     shape = lambda *s: jax.ShapeDtypeStruct(s, compute)  # noqa: E731
-    outputs = [
-        shape(*projected.shape),
-        shape(*memory.shape),
-        shape(*output.shape),
-        shape(steps, 2, batch, half),
-        shape(steps, 2, batch, half),
-    ]
-    inputs = [projected, keep, starts, saved_memory, saved_previous, *cotangents, *weights]
-    axes = [2, 1, 1, 2, 2, 2, 1, 1] + [None] * 4
-    grad_pre, grad_memory, grad_output, h, rh = _call(
-        config, _backward_kernel, inputs, axes, outputs, [2, 1, 1, 2, 2], compute
+    sequence = shape(steps, 2, batch, half)
+    outputs = [shape(*projected.shape), shape(*x["memory"].shape), shape(*x["output"].shape)]
+    outputs += [sequence, sequence]
+    names = _BACKWARD_OUT
+    if config.dual:
+        outputs += [sequence, shape(*x["source"].shape)]
+        names += ("h2", "grad_source")
+    inputs = [(name, x[name]) for name in _inputs(config, _BACKWARD_IN)]
+    results = dict(
+        zip(names, _call(config, _backward_kernel, compute, inputs, list(zip(names, outputs))))
     )
+    grad_pre = results["grad_projected"]
 
     def product(rows, grads):  # sum over steps and rows of rows^T grads, as blocks
         return jnp.einsum("tibm,tjbn->ijmn", rows, grads, precision=lax.Precision.HIGHEST)
 
-    grads = [
-        grad_pre,
-        grad_memory,
-        grad_output,
-        product(saved_previous, grad_pre),
-        product(h, grad_pre[:, 2:6]),
-        product(rh, grad_pre[:, 6:]),
-    ]
-    grads = [g.astype(x.dtype) for g, x in zip(grads, arguments)]
-    return (*grads, *(jnp.zeros_like(x) for x in constants))
+    grads = dict(
+        projected=grad_pre,
+        memory=results["grad_memory"],
+        output=results["grad_output"],
+        recurrent=product(x["saved_previous"], grad_pre),
+        gate_h=product(results["h"], grad_pre[:, 2:6]),
+        candidate_h=product(results["rh"], grad_pre[:, 6:]),
+    )
+    if config.dual:
+        grads["source"] = results["grad_source"]
+        grads["dual_gate"] = product(results["h2"], grad_pre[:, 2:6])
+        grads["dual_candidate"] = product(results["h2"], grad_pre[:, 6:])
+    names = _inputs(config, _FORWARD_IN)
+    return tuple(
+        grads[name].astype(a.dtype) if name in grads else jnp.zeros_like(a)
+        for name, a in zip(names, arguments)
+    )

@@ -132,14 +132,7 @@ def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fuse
 # (layer, dual_key, fused_loop, go_backwards, zero_output_for_mask): the AM-GRU's loops and
 # flags by pairs (`all_pairs`), the Dual AM-GRU's keys and loops forwards and backwards.
 CELL_FORMS = [
-    pytest.param(
-        layer_cls,
-        key,
-        *flags,
-        marks=(FUSED_ON_JAX_TOO if key is None else tensorflow_only(FUSED_LOOP))
-        if flags[0]
-        else (),
-    )
+    pytest.param(layer_cls, key, *flags, marks=FUSED_ON_JAX_TOO if flags[0] else ())
     for layer_cls, key, *flags in [
         *((AssociativeGRU, None, *row.values) for row in all_pairs(*[[False, True]] * 3)),
         (DualAssociativeGRU, "paper", False, False, False),
@@ -311,9 +304,6 @@ def test_the_fused_loop_refuses_what_it_does_not_run():
             match = "fused_loop=True.*needs the TensorFlow backend .* or JAX"
         with pytest.raises(ValueError, match=match):
             AssociativeGRU(8, fused_loop=True, **{option: True})
-    if BACKEND == "jax":  # the kernels read no source memory
-        with pytest.raises(ValueError, match="fused_loop=True. runs the AM-GRU only on JAX"):
-            DualAssociativeGRU(8, fused_loop=True)
 
 
 @pytest.mark.parametrize(
@@ -393,9 +383,9 @@ def test_auto_runs_the_fused_loop_wherever_it_supports_the_layer(
 ):
     layer = layer_cls(4, num_copies=2, **options)
     assert layer.fused_loop == "auto"
-    # On JAX the Pallas kernels of the AM-GRU, on a GPU.
-    on_jax = JAX_ON_GPU and layer_cls is AssociativeGRU
-    assert layer.uses_fused_loop is (fused_on_tensorflow and (BACKEND == "tensorflow" or on_jax))
+    # On JAX the Pallas kernels, on a GPU.
+    on = BACKEND == "tensorflow" or JAX_ON_GPU
+    assert layer.uses_fused_loop is (fused_on_tensorflow and on)
     # The saved config keeps "auto", so a model saved on TensorFlow loads on any backend.
     rebuilt = layer_cls.from_config(layer.get_config())
     assert rebuilt.fused_loop == "auto" and rebuilt.uses_fused_loop is layer.uses_fused_loop

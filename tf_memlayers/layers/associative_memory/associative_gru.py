@@ -193,10 +193,10 @@ class AssociativeRecurrentLayer(ResettableRNN):
         operators need to convert it.
         """
         if keras.backend.backend() == "jax":
-            # The Pallas kernels (compiled on a GPU, interpreted elsewhere); the Dual AM-GRU
-            # is refused there (`fused_loop_unsupported`), so there are no other options.
+            # The Pallas kernels (compiled on a GPU, interpreted elsewhere).
             from tf_memlayers.ops.associative_gru_pallas import associative_gru_pallas
 
+            dual = [options.pop(k, None) for k in ("dual_gate_kernel", "dual_candidate_kernel")]
             outputs, memory, output = associative_gru_pallas(
                 projected,
                 initial_state[0],
@@ -207,6 +207,8 @@ class AssociativeRecurrentLayer(ResettableRNN):
                 reset=self._call_reset,
                 go_backwards=self.go_backwards,
                 zero_output_for_mask=self.zero_output_for_mask,
+                dual_kernels=None if dual[0] is None else [ops.convert_to_tensor(k) for k in dual],
+                **options,
             )
             return outputs[:, -1], outputs, [memory, output]
         # A TensorFlow op: imported here, since the layer itself needs no TensorFlow.
