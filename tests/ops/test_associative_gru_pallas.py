@@ -96,18 +96,21 @@ def test_the_kernels_lower_for_a_gpu_on_this_machine():
     batch, steps, units, copies = 5, 3, 20, 3
     shapes = [(batch, steps, 4 * units), (batch, units * copies), (batch, units)]
     shapes += [(units, 4 * units), (units, 2 * units), (units, units)]
+    shapes += [(batch, units * copies), (units, 2 * units), (units, units)]  # the Dual's
     perms = permutations(units // 2, copies)
 
     def loss(projected, memory, output, *kernels, flags):
-        run = associative_gru_pallas(
-            projected, memory, output, kernels, perms, mask=flags, reset=flags, interpret=False
-        )
+        kernels, dual = kernels[:3], kernels[3:]
+        options = dict(mask=flags, reset=flags, interpret=False)
+        options.update(dict(source=dual[0], dual_kernels=dual[1:]) if dual else {})
+        run = associative_gru_pallas(projected, memory, output, kernels, perms, **options)
         return sum(jnp.sum(x.astype(jnp.float32)) for x in run)
 
-    for dtype in (jnp.float32, jnp.bfloat16):
-        arguments = [jax.ShapeDtypeStruct(shape, dtype) for shape in shapes]
+    # The AM-GRU in float32, the Dual AM-GRU in bfloat16.
+    for dtype, count in ((jnp.float32, 6), (jnp.bfloat16, 9)):
+        arguments = [jax.ShapeDtypeStruct(shape, dtype) for shape in shapes[:count]]
         flags = jax.ShapeDtypeStruct((batch, steps), jnp.bool_)
-        gradient = jax.jit(jax.grad(loss, argnums=tuple(range(6))))
+        gradient = jax.jit(jax.grad(loss, argnums=tuple(range(count))))
         lowered = gradient.trace(*arguments, flags=flags).lower(lowering_platforms=("cuda",))
         # The forward kernel and the backward kernel, each a Triton call.
         assert lowered.as_text().count("custom_call @__gpu$xla.gpu.triton") == 2
