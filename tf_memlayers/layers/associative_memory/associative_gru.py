@@ -3,8 +3,9 @@
 `AssociativeRecurrentLayer` holds what the AM-GRU and the Dual AM-GRU layers share: the
 checks of the call arguments, masked inputs kept out of the computation, per-row resets
 (`tf_memlayers.layers.resettable_rnn.ResettableRNN`), the choice of the time loop (Keras's,
-or the fused `tf_memlayers.ops.associative_gru_loop`, the way `keras.layers.GRU` chooses
-cuDNN in its `inner_loop`) and a flat config.
+or the fused one: `tf_memlayers.ops.associative_gru_loop` on TensorFlow, the Pallas kernels of
+`tf_memlayers.ops.associative_gru_pallas` on JAX; the way `keras.layers.GRU` chooses cuDNN in
+its `inner_loop`) and a flat config.
 """
 
 import keras
@@ -50,9 +51,10 @@ def fused_loop_resets():
 class AssociativeRecurrentLayer(ResettableRNN):
     """Base of `AssociativeGRU` and `DualAssociativeGRU` (not used on its own).
 
-    A `ResettableRNN`: a call with ``reset`` runs Keras's loop with a reset per step (see
-    `ResettableRNN`), since the fused loop has no resets (``fused_loop="auto"`` falls back to
-    Keras's loop for that call, ``fused_loop=True`` refuses it).
+    A `ResettableRNN`: on TensorFlow a call with ``reset`` runs Keras's loop with a reset per
+    step (see `ResettableRNN`), since TensorFlow's fused loop has no resets
+    (``fused_loop="auto"`` falls back to Keras's loop for that call, ``fused_loop=True``
+    refuses it); on JAX the fused loop, the Pallas kernels, runs it.
 
     Subclasses set ``STATES``, a ``(name, width description)`` pair per state, and
     ``CELL_ARGUMENTS``, the cell's config keys that become the layer's, and implement
@@ -179,18 +181,19 @@ class AssociativeRecurrentLayer(ResettableRNN):
         return super().inner_loop(sequences, initial_state, mask, training=training)
 
     def fused_inner_loop(self, sequences, initial_state, mask, training=False):
-        """The loop as one `associative_gru_loop` op; returns ``(last output, outputs,
-        final states)``."""
+        """The fused loop (`run_fused_loop`); returns ``(last output, outputs, final
+        states)``."""
         raise NotImplementedError
 
     def run_fused_loop(self, projected, initial_state, mask, kernels, training=False, **options):
-        """`batch_major_associative_gru_loop` with this layer's direction and mask rule;
-        returns ``(last output, outputs, [memory, output])``.
+        """`batch_major_associative_gru_loop` (TensorFlow) or `associative_gru_pallas` (JAX)
+        with this layer's direction, mask rule and resets; returns ``(last output, outputs,
+        [memory, output])``.
 
-        On a CPU the loop splits the batch into shards that run concurrently, except in
-        inference with a fixed batch size (a model built for export, an eager call): there
-        the batch runs as one loop traced for its own shapes, all static, as TFLite's built-in
-        operators need to convert it.
+        On TensorFlow on a CPU the loop splits the batch into shards that run concurrently,
+        except in inference with a fixed batch size (a model built for export, an eager
+        call): there the batch runs as one loop traced for its own shapes, all static, as
+        TFLite's built-in operators need to convert it.
         """
         if keras.backend.backend() == "jax":
             # The Pallas kernels (compiled on a GPU, interpreted elsewhere).
