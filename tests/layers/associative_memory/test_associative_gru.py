@@ -59,7 +59,7 @@ def _am_gru(units=4, copies=2, **kwargs):
 class AssociativeGRUTest(LayerTestCase):
     layer_cls = AssociativeGRU
 
-    @FUSED
+    @FUSED_OR_KERNELS
     def test_layer_behaviors_and_nan_padding(self, fused_loop):
         self.run_layer_test(
             AssociativeGRU,
