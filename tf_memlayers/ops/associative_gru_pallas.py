@@ -19,15 +19,16 @@ step: the padded weights' rows and columns are zero). The memory is ``2C`` such 
 (real parts of the ``C`` copies, then imaginary ones), carried through the loop. Every
 product is a ``[rows, mp] x [mp, mp]`` matrix product: the recurrent kernel ``R`` as
 ``2 x 8`` blocks, ``G_h`` as ``2 x 4``, ``C_h`` as ``2 x 2``, and each copy's permutation as a
-0/1 matrix (exact). So every block is a power of two and every product's sizes are at least
-16, as Triton's lowering of Pallas needs.
+0/1 matrix (exact). So every block is a power of two, as Triton's lowering of Pallas needs,
+and every product's sizes are at least 16, as Triton's compiler needs.
 
 The forward kernel saves, per step, the memory and the previous output the step read (after
 a reset); the backward kernel recomputes the rest of the step from them and the projections,
-and returns the gradient of the projections, of the initial states, and the retrieved ``h``
-and ``r * h`` of every step, from which the kernels' gradients are one product each over all
-``time * batch`` rows (outside the kernels). Inside the kernels the arithmetic is float32
-(float64 for float64 inputs); the outputs have the inputs' dtype.
+and returns the gradients of the projections, of the initial states (and of the source), and
+the retrieved ``h``, ``r * h`` (and the source read) of every step, from which the kernels'
+gradients are one product each over all ``time * batch`` rows (outside the kernels). Inside
+the kernels the arithmetic is float32 (float64 for float64 inputs); the outputs have the
+inputs' dtype.
 """
 
 import functools
