@@ -16,6 +16,7 @@ PACKAGE_DIR = TESTS_DIR.parent / "tf_memlayers"
 # primitives written with Keras ops, the argument checks and initializers, the backends.
 SHARED = (
     "layers/test_layer_conformance.py",
+    "ops/test_associative_gru_pallas.py",
     "ops/test_associative_gru_step.py",
     "ops/test_heap.py",
     "ops/test_holographic.py",
