@@ -32,14 +32,10 @@ def check_fused_loop(value, owner):
 
 def fused_loop_pays():
     """Whether ``fused_loop="auto"`` takes the fused loop (where it runs the layer): on
-    TensorFlow, and on JAX when JAX's default device is a GPU (the Pallas kernels compiled;
-    elsewhere they would run in Pallas's interpret mode, slower than Keras's loop)."""
-    backend = keras.backend.backend()
-    if backend == "jax":
-        import jax
-
-        return jax.default_backend() == "gpu"
-    return backend == "tensorflow"
+    TensorFlow. On JAX the Pallas kernels are taken when asked (``fused_loop=True``): the
+    default stays Keras's loop until the GPU run has compiled, checked and timed them on a
+    GPU (off a GPU they run in Pallas's interpret mode, slower than Keras's loop)."""
+    return keras.backend.backend() == "tensorflow"
 
 
 def fused_loop_resets():
@@ -280,9 +276,9 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     per block of 16 batch rows; they take masks and resets. Each new (batch, time) shape
     compiles once, so the fused loop suits fixed-size padded batches. By default
     (``fused_loop="auto"``) the layer runs the fused loop wherever it supports the call and
-    pays: on TensorFlow, and on JAX when JAX's default device is a GPU (elsewhere the kernels
-    would run in Pallas's interpret mode), without ``return_retrievals`` or ``unroll``; Keras's
-    loop otherwise, so a model saved on TensorFlow loads and runs on JAX and torch.
+    pays: on TensorFlow, without ``return_retrievals`` or ``unroll``; on JAX the kernels run
+    when asked (``fused_loop=True``: compiled on a GPU, in Pallas's interpret mode elsewhere);
+    Keras's loop otherwise, so a model saved on TensorFlow loads and runs on JAX and torch.
     The speed table on the documentation's results page compares both loops with
     `keras.layers.GRU`.
 
@@ -310,7 +306,7 @@ class AssociativeGRU(AssociativeRecurrentLayer):
         zero_output_for_mask: Boolean, output zeros (not the previous output) at masked
             steps. Defaults to False.
         fused_loop: `"auto"`, True or False: run the time loop fused where it can and pays
-            (`"auto"`: TensorFlow's op, or the Pallas kernels on JAX with a GPU), always
+            (`"auto"`: TensorFlow's op), always
             (True: TensorFlow's op, or on JAX the Pallas kernels, compiled on a GPU and in
             Pallas's interpret mode elsewhere; a `ValueError` on another backend, or with
             ``return_retrievals`` or ``unroll``), or never (False: Keras's loop). Same

@@ -305,8 +305,8 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
         zero_output_for_mask: Boolean, output zeros (not the previous output) at masked
             steps. Defaults to False.
         fused_loop: `"auto"`, True or False: run the time loop as one fused op where it
-            can and pays (as `AssociativeGRU`'s: TensorFlow's op, or the Pallas kernels on
-            JAX with a GPU), always (True: a `ValueError` on another backend than TensorFlow
+            can and pays (as `AssociativeGRU`'s: TensorFlow's op), always (on JAX the Pallas
+            kernels) (True: a `ValueError` on another backend than TensorFlow
             and JAX, and with ``dual_key="released"``, ``return_retrievals`` or ``unroll``),
             or never
             (False: Keras's loop). Same results up to float rounding. Defaults to
