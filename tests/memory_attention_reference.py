@@ -17,6 +17,63 @@ def masked_softmax(scores, mask):
     return np.where(total > 0, weights / np.where(total > 0, total, 1.0), 0.0)
 
 
+def sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def monotonic_reference(p, previous, mode):
+    """Raffel et al. (2017): the alignments of a step from its stopping probabilities ``p``
+    ``[batch, length]`` and the previous step's alignments: the expectation (eq. 9,
+    ``alpha_j = p_j sum_{k <= j} alpha'_k prod_{k <= l < j} (1 - p_l)``, for the ``parallel``
+    and ``recursive`` modes), or (``hard``) one-hot at the first j at or after the previous
+    position with p_j > 1/2, zeros where none is. Written for complex ``p`` too."""
+    alpha = np.zeros(
+        np.broadcast_shapes(np.shape(p), np.shape(previous)), np.result_type(p, previous)
+    )
+    for b, j in np.ndindex(*alpha.shape):
+        if mode != "hard":
+            alpha[b, j] = p[b, j] * sum(
+                previous[b, k] * np.prod(1 - p[b, k:j]) for k in range(j + 1)
+            )
+    for b in range(alpha.shape[0] if mode == "hard" else 0):
+        start = np.flatnonzero(previous[b] != 0)
+        chosen = [
+            j for j in range(start[0] if start.size else p.shape[1], p.shape[1]) if p[b, j] > 0.5
+        ]
+        alpha[b, chosen[:1]] = 1.0
+    return alpha
+
+
+def attention_reference(
+    query, memory, mask, w, score, normalize, scale, monotonic_mode, probability_fn, before
+):
+    """One step's context and weights over ``memory`` (``mask`` false at padding) from
+    ``query``, with the weights ``w`` and the options of `AttentionMechanism`; ``before``: the
+    previous alignments of monotonic attention."""
+    if score == "additive":
+        hidden = (memory @ w["memory_kernel"]) + (query @ w["query_kernel"])[:, None]
+        vector = w["score_vector"]
+        if normalize:
+            hidden = hidden + w["score_bias"]
+            vector = w["score_norm"] * vector / np.sqrt(np.sum(vector**2))
+        e = np.tanh(hidden) @ vector
+    elif score == "dot":
+        e = np.einsum("bld,bd->bl", memory, query)
+    else:
+        e = np.einsum("bld,bd->bl", memory @ w["memory_kernel"], query)
+    if scale:
+        e = w["score_scale"] * e
+    if monotonic_mode:
+        p = np.where(mask, sigmoid(e + w["sigmoid_bias"]), 0.0)
+        alpha = monotonic_reference(p, before, monotonic_mode)
+    elif probability_fn == "hardmax":
+        top = np.where(mask, e, -np.inf).argmax(-1)
+        alpha = np.where(mask.any(-1, keepdims=True), np.eye(e.shape[-1])[top], 0.0)
+    else:
+        alpha = (masked_softmax if probability_fn == "softmax" else probability_fn)(e, mask)
+    return np.einsum("bl,bld->bd", alpha, memory), alpha
+
+
 def attention_wrapper_reference(
     x,
     memory,
@@ -30,50 +87,58 @@ def attention_wrapper_reference(
     scale=False,
     sequence_mask=None,
     input_feeding=True,
+    monotonic_mode=None,
+    probability_fn="softmax",
+    attention_layer="luong",
 ):
-    """The wrapper around a SimpleRNN cell (h = tanh(x W + h U + b)): outputs and weights."""
+    """The wrapper around a SimpleRNN cell (h = tanh(x W + h U + b)): outputs and weights;
+    with ``monotonic_mode``, Raffel et al.'s (2017) attention, which starts one-hot at the
+    memory's first vector (written for complex weights too: no softmax then).
+    ``probability_fn``: ``"softmax"``, ``"hardmax"`` or a NumPy ``f(scores, mask)``;
+    ``attention_layer``: ``"luong"``, ``"context"`` or a NumPy ``f([c; h], weights)``."""
+
+    def attention_of(context, h):
+        if attention_layer == "context":
+            return context
+        joined = np.concatenate([context, h], -1)
+        if attention_layer == "luong":
+            return np.tanh(joined @ w["attention_kernel"])
+        return attention_layer(joined, w)
+
     kernel, recurrent, bias = cell_weights
     batch, steps = x.shape[:2]
     h = np.zeros((batch, recurrent.shape[0]))
-    fed = np.zeros((batch, w["attention_kernel"].shape[1] if position == "after" else h.shape[1]))
+    width = attention_of(memory[:, 0], h).shape[-1] if position == "after" else h.shape[1]
+    fed = np.zeros((batch, width))
     if sequence_mask is None:
         sequence_mask = np.ones((batch, steps), bool)
 
-    def attend(query):
-        if score == "additive":
-            hidden = (memory @ w["memory_kernel"]) + (query @ w["query_kernel"])[:, None]
-            vector = w["score_vector"]
-            if normalize:
-                hidden = hidden + w["score_bias"]
-                vector = w["score_norm"] * vector / np.linalg.norm(vector)
-            e = np.tanh(hidden) @ vector
-        elif score == "dot":
-            e = np.einsum("bld,bd->bl", memory, query)
-        else:
-            e = np.einsum("bld,bd->bl", memory @ w["memory_kernel"], query)
-        if scale:
-            e = w["score_scale"] * e
-        alpha = masked_softmax(e, mask)
-        return np.einsum("bl,bld->bd", alpha, memory), alpha
+    def attend(query, before):
+        return attention_reference(
+            query, memory, mask, w, score, normalize, scale, monotonic_mode, probability_fn, before
+        )
 
     outputs, alignments, previous = [], [], None
+    before = np.zeros(memory.shape[:2])
+    before[:, 0] = 1.0
     for t in range(steps):
         if position == "after":
             cell_input = np.concatenate([x[:, t], fed], -1) if input_feeding else x[:, t]
             new_h = np.tanh(cell_input @ kernel + h @ recurrent + bias)
-            context, alpha = attend(new_h)
-            attention = np.tanh(np.concatenate([context, new_h], -1) @ w["attention_kernel"])
+            context, alpha = attend(new_h, before)
+            attention = attention_of(context, new_h)
             new_fed = attention
         else:
-            context, alpha = attend(fed)
+            context, alpha = attend(fed, before)
             new_h = np.tanh(np.concatenate([x[:, t], context], -1) @ kernel + h @ recurrent + bias)
             attention = None
             if output_attention:
-                attention = np.tanh(np.concatenate([context, new_h], -1) @ w["attention_kernel"])
+                attention = attention_of(context, new_h)
             new_fed = new_h
         out = attention if output_attention else new_h
         keep = sequence_mask[:, t][:, None]
         h, fed = np.where(keep, new_h, h), np.where(keep, new_fed, fed)
+        before = np.where(keep, alpha, before)
         # A masked step repeats the previous step's outputs, its weights with them.
         previous = out if previous is None else np.where(keep, out, previous)
         outputs.append(np.where(keep, out, previous))

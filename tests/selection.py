@@ -16,6 +16,7 @@ PACKAGE_DIR = TESTS_DIR.parent / "tf_memlayers"
 # primitives written with Keras ops, the argument checks and initializers, the backends.
 SHARED = (
     "layers/test_layer_conformance.py",
+    "ops/test_associative_gru_pallas.py",
     "ops/test_associative_gru_step.py",
     "ops/test_heap.py",
     "ops/test_holographic.py",
@@ -30,9 +31,9 @@ SHARED = (
 )
 
 # The tests of what else the package runs without TensorFlow: the loss, the metric and the
-# regularizer, the import, the model builders, Keras's own tests with ours in place of the Keras
-# classes they stand in for, training on several devices, the GPU run's rehearsal and the speed
-# harness.
+# regularizer, the import, the model builders, `.keras` files between backends, Keras's own
+# tests with ours in place of the Keras classes they stand in for, training on several devices,
+# the GPU run's rehearsal and the speed harness.
 WITHOUT_TENSORFLOW = (
     "benchmarks/test_gpu_run.py",
     "benchmarks/test_speed.py",
@@ -42,6 +43,7 @@ WITHOUT_TENSORFLOW = (
     "layers/test_keras_tests_with_ours.py",
     "models/test_builders_on_every_backend.py",
     "models/test_data_parallel.py",
+    "test_files_between_backends.py",
     "test_package_import.py",
 )
 

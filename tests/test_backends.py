@@ -15,14 +15,14 @@ BACKENDS_PAGE = (REPO_ROOT / "docs" / "backends.rst").read_text(encoding="utf-8"
 
 
 @pytest.mark.parametrize("layer_cls", [AssociativeGRU, DualAssociativeGRU])
-def test_the_fused_loop_is_tensorflow_only(layer_cls):
-    if BACKEND == "tensorflow":
+def test_the_fused_loop_runs_on_tensorflow_and_jax(layer_cls):
+    if BACKEND in ("tensorflow", "jax"):
         assert layer_cls(4, num_copies=2, fused_loop=True).fused_loop
         return
     with pytest.raises(ValueError) as info:
         layer_cls(4, num_copies=2, fused_loop=True)
     message = str(info.value)
-    for fragment in (layer_cls.__name__, "fused_loop=True", "TensorFlow backend", BACKEND):
+    for fragment in (layer_cls.__name__, "fused_loop=True", "TensorFlow backend", "JAX", BACKEND):
         assert fragment in message, (fragment, message)
 
 

@@ -28,6 +28,7 @@ DOES_NOT_APPLY = {
         "DualAssociativeEncoder": f"{SEQUENCES}: its own test pads both sentences with NaN",
         "ConditionalAttentionEncoder": f"{SEQUENCES}: test_premise_padding_is_never_read",
         "ConditionalEncoder": f"{SEQUENCES}: its layers' tests check NaN at padded steps",
+        "AttentionMechanism": "maps one query: test_a_mechanism_on_its_own_... pads with NaN",
     },
     "run_empty_input_test": {
         "AssociativeGRU": REFUSES_EMPTY,
@@ -39,6 +40,7 @@ DOES_NOT_APPLY = {
         "ConditionalEncoder": SEQUENCES,
         "HeapCacheAttention": "maps single vectors, with no sequence",
         "TiedEmbedding": "keras.layers.Embedding's lookup of integer ids",
+        "AttentionMechanism": "maps one query over a memory, with no sequence",
     },
 }
 

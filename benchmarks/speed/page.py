@@ -8,7 +8,7 @@ import tomllib
 
 from benchmarks import ROOT, results_file
 from benchmarks.docs_tables import RESULTS_PAGE, columns_of, update_docs
-from benchmarks.speed.tables import FLOOR_LAYER, TABLES, equal_weight_key_dim
+from benchmarks.speed.tables import FLOOR_LAYER, PALLAS_FLOOR, TABLES, equal_weight_key_dim
 
 IMAGES = ROOT / "docs" / "images"
 GPU_RUNS, GPU_FIGURE = ROOT / "benchmarks" / "results" / "gpu", IMAGES / "gpu_window_attention.png"
@@ -350,9 +350,18 @@ def backend_goal_rows(window, lm, am, on):
     for form in ("parallel", "cell"):
         forms = [row for row in lm if f"-{form}:" in str(row.get("variant"))]
         add(f"LM step / bare LSTM, {form} form", 1.2, forms, "ratio_to_lstm", variant, lm_why)
+    pallas = {r["dtype"]: r["ratio_to_gru"] for r in am if r.get("layer") == PALLAS_FLOOR}
+    kernels = [row for row in am if row.get("layer") == "AssociativeGRU C=8 fused_loop"]
     am = [row for row in am if row.get("layer") == "AssociativeGRU C=8"]
     floor = lambda row: floors.get(row["dtype"], "")  # noqa: E731
     add("AM-GRU (C = 8) / GRU", 1.5, am, "ratio_to_gru", lambda row: row["dtype"], floor)
+
+    def loop_floor(row):
+        ratio = pallas.get(row["dtype"])
+        return f"Pallas loop floor: {ratio:.2f} × GRU" if ratio is not None else ""
+
+    dtype = lambda row: row["dtype"]  # noqa: E731
+    add("AM-GRU Pallas kernels (C = 8) / GRU", 1.0, kernels, "ratio_to_gru", dtype, loop_floor)
     return rows
 
 

@@ -467,22 +467,91 @@ def holographic_stand_ins():
     return replaced(*found, (holographic, "write_memory_parts", write_memory_parts))
 
 
+#: The floor of the AM-GRU's Pallas kernels (JAX): `pallas_loop_floor`.
+PALLAS_FLOOR = "floor: Pallas loops of T empty steps"
+
+
+def pallas_running_sum():
+    """``x [T, Bp, k] -> running sums over T``, a `jax.custom_vjp` whose forward and backward
+    are each one Pallas kernel looping the T steps over blocks of 16 rows (as the AM-GRU's
+    kernels do), a step adding one ``[16, k]`` block: the floor of a Pallas time loop."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import triton as pltriton
+
+    from tf_memlayers.ops import associative_gru_pallas as kernels
+
+    def loop(x, reverse):
+        steps, batch, width = x.shape
+
+        def kernel(x_ref, y_ref):
+            def body(s, carry):
+                t = steps - 1 - s if reverse else s
+                carry = carry + x_ref[t]
+                y_ref[t] = carry
+                return carry
+
+            jax.lax.fori_loop(0, steps, body, jnp.zeros((16, width), x.dtype))
+
+        spec = pl.BlockSpec((steps, 16, width), lambda b: (0, b, 0))
+        params = pltriton.CompilerParams(num_warps=4, num_stages=1)
+        call = pl.pallas_call(
+            kernel,
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            grid=(batch // 16,),
+            in_specs=[spec],
+            out_specs=spec,
+            interpret=kernels.default_interpret(),
+            compiler_params=params,
+        )
+        return call(x)
+
+    running = jax.custom_vjp(lambda x: loop(x, False))
+    running.defvjp(lambda x: (loop(x, False), None), lambda _, grad: (loop(grad, True),))
+    return running
+
+
+def pallas_loop_floor(units):
+    """A layer: the inputs projected to the kernels' padded half width (as the AM-GRU's are
+    to theirs), `pallas_running_sum` over time, its last step; the floor of its kernels."""
+    ops = keras.ops
+    width = max(16, 1 << (units // 2 - 1).bit_length())
+
+    class PallasLoopFloor(keras.layers.Layer):
+        def build(self, shape):
+            self.kernel = self.add_weight((shape[-1], width))
+
+        def call(self, x):
+            batch = x.shape[0]
+            rows = ops.pad(ops.matmul(x, self.kernel), [(0, -batch % 16), (0, 0), (0, 0)])
+            return pallas_running_sum()(ops.transpose(rows, (1, 0, 2)))[-1, :batch]
+
+    return PallasLoopFloor()
+
+
 class AssociativeMemory(Table):
-    """The AM-GRU's step (layer, cell, fused loop) and its floor's against ``keras.layers.GRU``."""
+    """The AM-GRU's step (layer, cell, fused loop) and its floor's against ``keras.layers.GRU``;
+    on JAX the fused loop is the Pallas kernels, measured on a GPU (in the rehearsal,
+    interpreted), beside the floor of their loops."""
 
     def variants(self, sizes, case):
         from tf_memlayers import AssociativeGRU, AssociativeGRUCell
 
         units, shape = sizes["am_units"], (sizes["am_batch"], sizes["am_steps"], sizes["am_units"])
         layers = {"GRU": lambda: keras.layers.GRU(units)}
+        # The Pallas kernels run interpreted off a GPU: measured on a GPU, run in a rehearsal.
+        kernels = backend() == "jax" and (sizes["name"] == "tiny" or on_gpu())
         for c in sizes["am_copies"]:
             layers[f"AssociativeGRU C={c}"] = lambda c=c: AssociativeGRU(units, c, fused_loop=False)
             cell = lambda c=c: keras.layers.RNN(AssociativeGRUCell(units, c))  # noqa: E731
             layers[f"RNN(AssociativeGRUCell) C={c}"] = cell
-            if backend() == "tensorflow":
+            if backend() == "tensorflow" or kernels:
                 fused = lambda c=c: AssociativeGRU(units, c, fused_loop=True)  # noqa: E731
                 layers[f"AssociativeGRU C={c} fused_loop"] = fused
         layers[FLOOR_LAYER] = layers["AssociativeGRU C=8"]
+        if kernels:
+            layers[PALLAS_FLOOR] = lambda: pallas_loop_floor(units)
 
         def make(name):
             with holographic_stand_ins() if name == FLOOR_LAYER else contextlib.nullcontext():
@@ -582,6 +651,12 @@ class Snli(Table):
         kind, cell = row["kind"], row["kind"].removesuffix(" fused_loop")
         if kind != cell and kind in samples and cell in samples:
             row["speedup"] = timing.median_ratio(samples, kind)[cell]
+
+
+def on_gpu():
+    import jax
+
+    return jax.default_backend() == "gpu"
 
 
 def compiled_call(layer):

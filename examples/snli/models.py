@@ -14,6 +14,9 @@ comparator, built from the package's layers and `tf_memlayers.models.build_snli_
   ``[p, h*, |p - h*|]`` as for the other rows.
 """
 
+import math
+import numbers
+
 import keras
 
 from tf_memlayers.layers import (
@@ -37,12 +40,24 @@ def make_encoder(kind, units, top_units=None, init="glorot_uniform", **memory_op
     Args:
         kind: One of `KINDS`.
         units: The width of layer 1.
-        top_units: The width of layer 2 (not for ``"word_by_word"``, which has none).
-            Default: `None`, ``units``.
+        top_units: The width of layer 2, an integer >= 1 (not for ``"word_by_word"``, which
+            has none). Default: `None`, ``units``.
         init: The initializer of every kernel.
         **memory_options: The associative layers' options (``num_copies``, ``seed``,
             ``fused_loop``, and ``dual_key`` for ``"dual_am_gru"``), checked there.
     """
+    if kind not in KINDS:
+        raise ValueError(f"make_encoder: `kind` must be one of {KINDS}, got {kind!r}.")
+    if top_units is not None:
+        if isinstance(top_units, bool) or not isinstance(top_units, numbers.Integral):
+            raise TypeError(f"make_encoder: `top_units` must be an integer, got {top_units!r}.")
+        if top_units < 1:
+            raise ValueError(f"make_encoder: `top_units` must be >= 1, got {top_units}.")
+        if kind == "word_by_word":
+            raise ValueError(
+                f"make_encoder: `top_units` sizes layer 2, which 'word_by_word' has not; got "
+                f"{top_units} (leave it None)."
+            )
     if kind == "word_by_word":
         premise = keras.layers.LSTM(
             units,
@@ -86,8 +101,8 @@ def make_encoder(kind, units, top_units=None, init="glorot_uniform", **memory_op
 
 def build_model(vocabulary_size, kind, units, top_units=None, init_scale=0.05, seed=123, **options):
     """`build_snli_model` with the encoder ``kind`` names, every kernel uniform in
-    ``±init_scale`` from one generator seeded by ``seed`` (each draw advances it, so no two
-    kernels start alike).
+    ``±init_scale`` (a finite number > 0) from one generator seeded by ``seed`` (each draw
+    advances it, so no two kernels start alike).
 
     ``options`` holds the associative layers' options (``num_copies``, ``dual_key``,
     ``fused_loop``: `make_encoder`) and the builder's (``embedding_dim``, ``embeddings``,
@@ -97,6 +112,12 @@ def build_model(vocabulary_size, kind, units, top_units=None, init_scale=0.05, s
     >>> model.name, model.output_shape
     ('snli_gru', (None, 3))
     """
+    if isinstance(init_scale, bool) or not isinstance(init_scale, numbers.Real):
+        raise TypeError(f"build_model: `init_scale` must be a number, got {init_scale!r}.")
+    if not (math.isfinite(init_scale) and init_scale > 0):
+        raise ValueError(
+            f"build_model: `init_scale` must be a finite number > 0, got {init_scale!r}."
+        )
     init = keras.initializers.RandomUniform(
         -init_scale, init_scale, seed=keras.random.SeedGenerator(seed)
     )

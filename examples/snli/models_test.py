@@ -1,5 +1,5 @@
-"""The SNLI example's models: the fused loop where the layers run it, the layers' own checks of
-the options passed on, and the folder's docstring examples."""
+"""The SNLI example's models: the fused loop where the layers run it, the recipe's checks of its
+arguments and the layers' of the options passed on, and the folder's docstring examples."""
 
 import doctest
 import pathlib
@@ -57,6 +57,26 @@ def test_the_layers_check_the_options_the_example_passes_on(kind, options, owner
     frames = [f.filename for f in traceback.extract_tb(info.value.__traceback__)]
     checker = [f for f in frames if not f.endswith("_validation.py")][-1]
     assert pathlib.Path(checker).is_relative_to(PACKAGE) and checker.endswith(owner)
+
+
+@pytest.mark.parametrize(
+    "kind,options,error,owner",
+    [
+        ("lstm", {}, ValueError, "make_encoder"),
+        ("gru", {"top_units": -1}, ValueError, "make_encoder"),
+        ("gru", {"top_units": 2.5}, TypeError, "make_encoder"),
+        ("word_by_word", {"top_units": 5}, ValueError, "make_encoder"),
+        ("gru", {"init_scale": 0}, ValueError, "build_model"),
+        ("gru", {"init_scale": float("inf")}, ValueError, "build_model"),
+        ("gru", {"init_scale": "0.1"}, TypeError, "build_model"),
+    ],
+)
+def test_the_recipe_checks_its_own_arguments(kind, options, error, owner):
+    with pytest.raises(error) as info:
+        models.build_model(20, kind, 8, embedding_dim=4, **options)
+    name, value = next(iter(options.items()), ("kind", kind))
+    assert f"{owner}: `{name}`" in str(info.value) and str(value) in str(info.value)
+    assert traceback.extract_tb(info.value.__traceback__)[-1].name == owner
 
 
 def test_the_modules_docstring_examples_run():

@@ -1,7 +1,9 @@
 """pytest plugin: Keras's own tests of a Keras class with the package's class in its place, in
 a process of its own (`test_keras_tests_with_ours.py`) running the `SUITES` that
-``KERAS_TESTS_SUITES`` names (each `Suite` says what it replaces where). It writes to
-``KERAS_TESTS_REPORT`` each test's outcome, skip reason, skipper and constructions of ours."""
+``KERAS_TESTS_SUITES`` names (each `Suite` says what it replaces where), or with Keras's own
+classes where ``KERAS_TESTS_KERAS_OWN`` is set (a reference run). It writes to
+``KERAS_TESTS_REPORT`` each test's outcome, failure message, skip reason, skipper and
+constructions of ours."""
 
 import dataclasses
 import json
@@ -19,6 +21,7 @@ from tf_memlayers.layers.resettable_rnn import RNN_FLAGS
 
 SUITES_VARIABLE = "KERAS_TESTS_SUITES"
 REPORT_VARIABLE = "KERAS_TESTS_REPORT"
+KERAS_OWN_VARIABLE = "KERAS_TESTS_KERAS_OWN"
 
 # The RNN layer of Keras, before `ResettableRNN`'s suite replaces it.
 _KERAS_RNN = keras.layers.RNN
@@ -232,7 +235,8 @@ def pytest_configure(config):
         raise pytest.UsageError(
             f"{SUITES_VARIABLE} must name suites of {sorted(SUITES)}, got {names} ({unknown})"
         )
-    _suites.extend(SUITES[n] for n in names)
+    if not os.environ.get(KERAS_OWN_VARIABLE):  # else nothing replaced; the skips stay
+        _suites.extend(SUITES[n] for n in names)
     for suite in _suites:
         if suite.install is not None:
             suite.install()
@@ -259,6 +263,7 @@ def pytest_runtest_logstart(nodeid, location):
     _current = nodeid
     _results[nodeid] = {
         "outcome": "passed",
+        "message": None,
         "reason": None,
         "skipped_by": None,
         "constructions": 0,
@@ -270,6 +275,8 @@ def pytest_runtest_logreport(report):
     result = _results[report.nodeid]
     if report.failed:
         result["outcome"] = "failed"
+        crash = getattr(report.longrepr, "reprcrash", None)
+        result["message"] = (crash.message if crash else str(report.longrepr)).partition("\n")[0]
     elif report.skipped and result["outcome"] != "failed":
         result["outcome"] = "skipped"
         # A skip's longrepr is (file, line, "Skipped: <reason>").

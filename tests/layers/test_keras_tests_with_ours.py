@@ -4,6 +4,8 @@ or are skipped with a reason, and every passing test built our class."""
 import json
 import os
 import pathlib
+import re
+import shutil
 import subprocess
 import sys
 
@@ -35,8 +37,10 @@ def _keras_src_folder():
     return pathlib.Path(keras.src.__file__).parent
 
 
-def _run_keras_files(suites, paths, tmp_path):
-    """Runs Keras's test files ``paths`` with the plugin's ``suites``; returns its report."""
+def _run_keras_files(suites, paths, tmp_path, keras_own=False):
+    """Runs Keras's test files ``paths`` with the plugin's ``suites`` (with Keras's own classes
+    if ``keras_own``); returns the run and its report."""
+    tmp_path.mkdir(exist_ok=True)
     report = tmp_path / "report.json"
     # No configuration of ours (``-c`` an empty file), the files' common folder as the rootdir
     # (node ids ``rnn_test.py::...``), and the current backend.
@@ -45,6 +49,8 @@ def _run_keras_files(suites, paths, tmp_path):
     env["KERAS_BACKEND"] = keras.backend.backend()
     env[plugin.SUITES_VARIABLE] = ",".join(suites)
     env[plugin.REPORT_VARIABLE] = str(report)
+    if keras_own:
+        env[plugin.KERAS_OWN_VARIABLE] = "1"
     imports = [str(pathlib.Path(plugin.__file__).parent), str(REPO_ROOT)]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [*imports, env.get("PYTHONPATH")]))
     rootdir = os.path.commonpath([str(path.parent) for path in paths])
@@ -97,3 +103,22 @@ def test_keras_tests_pass_with_ours(tmp_path, record_property, run_id):
     ]
     assert not unexercised, f"passed without building the suite's class: {unexercised}"
     assert run.returncode == 0, run.stdout[-6000:]
+
+
+def test_unregistered_cells_load_as_with_keras_rnn(tmp_path):
+    """Keras's RNN test files that define cells of their own, copied out of Keras: top-level
+    modules, whose classes Keras's loading cannot import by module path, as a user's own
+    unregistered cells. Every test ends as with `keras.layers.RNN` (a refused class with its
+    error), and the others pass with `ResettableRNN`."""
+    paths = [_keras_src_folder() / file for file in plugin.SUITES["ResettableRNN"].files]
+    own_cells = [p for p in paths if re.search(r"^class \w+\(layers\.Layer", p.read_text(), re.M)]
+    copies = [pathlib.Path(shutil.copy(path, tmp_path)) for path in own_cells]
+    assert copies, f"no cell of its own in {paths}"
+    _, ours = _run_keras_files(["ResettableRNN"], copies, tmp_path / "ours")
+    _, keras_own = _run_keras_files(["ResettableRNN"], copies, tmp_path / "keras", True)
+    ends = [
+        {t: (r["outcome"], r["message"]) for t, r in run["tests"].items()}
+        for run in (ours, keras_own)
+    ]
+    assert ends[0] == ends[1]
+    assert all(r["constructions"] for r in ours["tests"].values() if r["outcome"] == "passed")

@@ -109,8 +109,12 @@ def _resets():
 def test_without_reset_it_is_keras_rnn_and_lstm(float64_policy):
     x = RNG.normal(size=(B, T, F))
     rnn = ResettableRNN(keras.layers.LSTMCell(4), return_sequences=True)
-    # A cell that takes no `reset` is wrapped, also when rebuilt from the config.
-    for layer in (rnn, ResettableRNN.from_config(rnn.get_config())):
+    # A cell that takes no `reset` is wrapped, also when rebuilt from the config, which holds
+    # it as keras.layers.RNN's does (or, in older files, holds the wrapper).
+    config = rnn.get_config()
+    assert config["cell"] == keras.layers.RNN(rnn.cell.cell).get_config()["cell"]
+    wrapper = {**config, "cell": keras.saving.serialize_keras_object(rnn.cell)}
+    for layer in (rnn, ResettableRNN.from_config(config), ResettableRNN.from_config(wrapper)):
         assert type(layer.cell) is ResettableCell and type(layer.cell.cell) is keras.layers.LSTMCell
     lstm = keras_lstm(4, return_sequences=True)
     lstm.build(x.shape)

@@ -17,7 +17,11 @@ from tf_memlayers.layers.conditional_encoder import ConditionalEncoder
 from tf_memlayers.layers.frozen_batch_normalization import FrozenBatchNormalization
 from tf_memlayers.layers.lstm_use_cudnn import lstm_use_cudnn
 from tf_memlayers.layers.memory_attention.attention_rnn import AttentionRNN
-from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionWrapper
+from tf_memlayers.layers.memory_attention.attention_wrapper import (
+    AttentionMechanism,
+    AttentionWrapper,
+    monotonic_alignments,
+)
 from tf_memlayers.layers.memory_attention.conditional_attention_encoder import (
     ConditionalAttentionEncoder,
 )
@@ -36,6 +40,7 @@ __all__ = [
     "AssociativeGRU",
     "AssociativeGRUCell",
     "AssociativeMemoryCell",
+    "AttentionMechanism",
     "AttentionPooling",
     "AttentionRNN",
     "AttentionWrapper",
@@ -57,4 +62,5 @@ __all__ = [
     "TiedEmbedding",
     "WordByWordAttention",
     "lstm_use_cudnn",
+    "monotonic_alignments",
 ]

@@ -305,7 +305,9 @@ class ResettableRNN(keras.layers.RNN):
     ``dropout_rnn_cell_test.py`` and ``bidirectional_test.py`` of ``keras/src/layers/rnn/`` (in
     the last, ``SimpleRNN``, ``GRU`` and ``LSTM`` built as this layer over their cells; its
     tests of the cuDNN kernels of `keras.layers.LSTM` and `keras.layers.GRU`, which this layer
-    has not, left out).
+    has not, left out). Its config holds the user's cell as `keras.layers.RNN`'s does (not the
+    `ResettableCell` around it), so a cell class is loaded, or refused when neither registered
+    nor in ``custom_objects``, exactly as there.
 
     A cell with a loop cache (a ``loop_cache`` method, e.g. the window keys that
     `SlidingWindowAttentionCell` has already projected) gets it: derived from the initial
@@ -355,10 +357,22 @@ class ResettableRNN(keras.layers.RNN):
             # Stacked as `keras.layers.RNN` stacks a list, then wrapped as one cell: a reset
             # zeroes the states of every cell of the stack.
             cell = keras.layers.StackedRNNCells(cell)
-        if not takes_reset(cell):
+        wraps = not takes_reset(cell)
+        if wraps:
             cell = ResettableCell(cell)
         super().__init__(cell, **kwargs)
+        # Whether `cell` is this layer's own wrapper of the user's cell (see `get_config`).
+        self._wraps_cell = wraps
         self._call_reset = None
+
+    def get_config(self):
+        config = super().get_config()
+        if self._wraps_cell:
+            # The user's cell, saved as `keras.layers.RNN` saves it, so it loads (or is refused:
+            # an unregistered class, not in `custom_objects`) exactly as there; `__init__`
+            # wraps it again.
+            config["cell"] = keras.saving.serialize_keras_object(self.cell.cell)
+        return config
 
     def call(self, sequences, initial_state=None, mask=None, training=False, reset=None):
         # Keras's loop reads the first step before it starts: without one it fails deep in

@@ -40,6 +40,15 @@ FUSED = pytest.mark.parametrize(
     [False, pytest.param(True, marks=tensorflow_only(FUSED_LOOP))],
     ids=["keras_loop", "fused_loop"],
 )
+# The fused loop of TensorFlow or of JAX (the Pallas kernels: interpreted on a CPU).
+FUSED_ON_JAX_TOO = pytest.mark.skipif(
+    BACKEND not in ("tensorflow", "jax"), reason="no fused loop on this backend"
+)
+FUSED_OR_KERNELS = pytest.mark.parametrize(
+    "fused_loop",
+    [False, pytest.param(True, marks=FUSED_ON_JAX_TOO)],
+    ids=["keras_loop", "fused_loop"],
+)
 
 
 def _am_gru(units=4, copies=2, **kwargs):
@@ -49,7 +58,7 @@ def _am_gru(units=4, copies=2, **kwargs):
 class AssociativeGRUTest(LayerTestCase):
     layer_cls = AssociativeGRU
 
-    @FUSED
+    @FUSED_OR_KERNELS
     def test_layer_behaviors_and_nan_padding(self, fused_loop):
         self.run_layer_test(
             AssociativeGRU,
@@ -77,7 +86,7 @@ class AssociativeGRUTest(LayerTestCase):
         "kwargs",
         [
             dict(return_sequences=True, return_state=True),
-            pytest.param(dict(num_copies=3, fused_loop=True), marks=tensorflow_only(FUSED_LOOP)),
+            pytest.param(dict(num_copies=3, fused_loop=True), marks=FUSED_ON_JAX_TOO),
             dict(num_copies=1, return_retrievals=True, return_sequences=True),
         ],
         ids=["states", "fused_last", "retrievals"],
@@ -85,7 +94,7 @@ class AssociativeGRUTest(LayerTestCase):
     def test_output_spec(self, kwargs):
         self.run_output_spec_test(lambda dtype: AssociativeGRU(4, dtype=dtype, **kwargs), (2, 5, 4))
 
-    @FUSED
+    @FUSED_OR_KERNELS
     @pytest.mark.parametrize("policy, atol", [("mixed_float16", 5e-3), ("mixed_bfloat16", 3e-2)])
     def test_mixed_precision_matches_float32(self, policy, atol, fused_loop):
         inputs = np.random.default_rng(26).normal(size=(4, 6, 5)).astype("float32")
@@ -100,7 +109,7 @@ def mask_with_holes(batch, steps):
     return mask
 
 
-@FUSED
+@FUSED_OR_KERNELS
 @pytest.mark.parametrize("copies", [1, 3, 8])
 def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fused_loop):
     rng = np.random.default_rng(copies)
@@ -122,7 +131,7 @@ def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fuse
 # (layer, dual_key, fused_loop, go_backwards, zero_output_for_mask): the AM-GRU's loops and
 # flags by pairs (`all_pairs`), the Dual AM-GRU's keys and loops forwards and backwards.
 CELL_FORMS = [
-    pytest.param(layer_cls, key, *flags, marks=tensorflow_only(FUSED_LOOP) if flags[0] else ())
+    pytest.param(layer_cls, key, *flags, marks=FUSED_ON_JAX_TOO if flags[0] else ())
     for layer_cls, key, *flags in [
         *((AssociativeGRU, None, *row.values) for row in all_pairs(*[[False, True]] * 3)),
         (DualAssociativeGRU, "paper", False, False, False),
@@ -185,6 +194,36 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
     for e, g in zip(*grads):
         assert np.abs(as_numpy(e)).max() > 0
         np.testing.assert_allclose(as_numpy(g), as_numpy(e), atol=1e-11, rtol=1e-11)
+
+
+@pytest.mark.skipif(
+    BACKEND != "jax", reason="the Pallas kernels (TensorFlow's fused loop has no resets)"
+)
+def test_the_pallas_kernels_equal_keras_loop_with_masks_and_resets():
+    """float32, outputs, states and every gradient; 17 rows: two programs of 16 rows."""
+    rng = np.random.default_rng(28)
+    batch, steps = 17, 6
+    xs = rng.normal(size=(batch, steps, 5)).astype("float32")
+    mask, reset = mask_with_holes(batch, steps), rng.random((batch, steps)) > 0.7
+    initial = [0.5 * rng.normal(size=(batch, size)).astype("float32") for size in (24, 8)]
+    layers = [
+        _am_gru(8, 3, fused_loop=f, return_sequences=True, return_state=True) for f in (False, True)
+    ]
+    results = []
+    for layer in layers:
+        layer.build(xs.shape)
+        layer.set_weights(layers[0].get_weights())
+
+        def loss(xs, *initial, layer=layer):
+            outputs, memory, last = layer(xs, mask=mask, reset=reset, initial_state=list(initial))
+            return ops.sum(ops.sin(outputs)) + ops.sum(ops.square(memory)) + ops.sum(ops.cos(last))
+
+        _, weight_grads, input_grads = gradients(loss, layer.cell.trainable_weights, [xs, *initial])
+        values = layer(xs, mask=mask, reset=reset, initial_state=initial)
+        results.append([as_numpy(x) for x in values] + input_grads + weight_grads)
+    assert len(results[1]) == 3 + 3 + 5
+    for e, g in zip(*results):
+        np.testing.assert_allclose(g, e, atol=1e-5 * max(1.0, np.abs(e).max()), rtol=0)
 
 
 def test_return_retrievals_matches_the_cell_form():
@@ -260,8 +299,8 @@ def test_the_fused_loop_refuses_what_it_does_not_run():
     # On another backend the fused loop is refused first, whatever it is combined with.
     for option in ("return_retrievals", "unroll"):
         match = f"fused_loop=True.*{option}=True"
-        if BACKEND != "tensorflow":
-            match = "fused_loop=True.*needs the TensorFlow backend"
+        if BACKEND not in ("tensorflow", "jax"):
+            match = "fused_loop=True.*needs the TensorFlow backend .* or JAX"
         with pytest.raises(ValueError, match=match):
             AssociativeGRU(8, fused_loop=True, **{option: True})
 
@@ -343,6 +382,7 @@ def test_auto_runs_the_fused_loop_wherever_it_supports_the_layer(
 ):
     layer = layer_cls(4, num_copies=2, **options)
     assert layer.fused_loop == "auto"
+    # On JAX the Pallas kernels run when asked (fused_loop=True).
     assert layer.uses_fused_loop is (fused_on_tensorflow and BACKEND == "tensorflow")
     # The saved config keeps "auto", so a model saved on TensorFlow loads on any backend.
     rebuilt = layer_cls.from_config(layer.get_config())

@@ -12,8 +12,8 @@ from tests.layer_test_case import (
     rnn_over,
     user_rnn,
 )
+from tests.layers.associative_memory.test_associative_gru import FUSED_ON_JAX_TOO
 from tests.layers.associative_memory.test_associative_gru_cell import AM_GRU_CONFIG
-from tests.support import FUSED_LOOP, tensorflow_only
 from tf_memlayers.layers import (
     AssociativeGRU,
     AssociativeGRUCell,
@@ -27,7 +27,7 @@ NAN_PADDING = dict(SEQUENCES, zero_output_for_mask=True)
 KEYS_AND_LOOPS = [
     pytest.param("paper", False, id="paper_keras_loop"),
     pytest.param("released", False, id="released_keras_loop"),
-    pytest.param("paper", True, marks=tensorflow_only(FUSED_LOOP), id="paper_fused_loop"),
+    pytest.param("paper", True, marks=FUSED_ON_JAX_TOO, id="paper_fused_loop"),
 ]
 
 
@@ -67,7 +67,7 @@ class DualAssociativeGRUTest(LayerTestCase):
         "kwargs",
         [
             dict(return_sequences=True, return_state=True),
-            pytest.param(dict(num_copies=3, fused_loop=True), marks=tensorflow_only(FUSED_LOOP)),
+            pytest.param(dict(num_copies=3, fused_loop=True), marks=FUSED_ON_JAX_TOO),
             dict(dual_key="released", return_retrievals=True),
         ],
         ids=["states", "fused_last", "retrievals"],
@@ -125,7 +125,7 @@ class DualAssociativeGRUCellTest(LayerTestCase):
         self.run_mixed_precision_test(make, xs, atol=5e-3, initial_state=states)
 
 
-@tensorflow_only(FUSED_LOOP)
+@FUSED_ON_JAX_TOO
 def test_fused_loop_needs_the_paper_key():
     with pytest.raises(ValueError, match="dual_key='paper' only; got dual_key='released'"):
         DualAssociativeGRU(4, dual_key="released", fused_loop=True)

@@ -1,20 +1,34 @@
 """`AttentionWrapper` against the NumPy reference of Bahdanau et al. and Luong et al. (2015)."""
 
+import functools
+
 import keras
 import numpy as np
 import pytest
 
 from tests.layer_test_case import LayerTestCase
-from tests.memory_attention_reference import attention_wrapper_reference as reference
 from tests.memory_attention_reference import (
+    attention_reference,
     check_cell_loop_matches_layer,
     data,
     declared_memory,
+    masked_softmax,
+    monotonic_reference,
 )
+from tests.memory_attention_reference import attention_wrapper_reference as reference
 from tests.memory_attention_reference import randomize as _randomize
 from tests.memory_attention_reference import wrapper_weights as _weights
-from tests.support import all_pairs
-from tf_memlayers.layers import AssociativeGRUCell, AttentionRNN, AttentionWrapper
+from tests.support import BACKEND, all_pairs, as_numpy, gradients
+from tf_memlayers.layers import (
+    AssociativeGRUCell,
+    AttentionMechanism,
+    AttentionRNN,
+    AttentionWrapper,
+)
+from tf_memlayers.layers.memory_attention.attention_wrapper import (
+    MONOTONIC_MODES,
+    monotonic_alignments,
+)
 
 BATCH, STEPS, LENGTH, MEMORY_DIM, UNITS, INPUT_DIM = 3, 5, 6, 8, 8, 4
 SHAPES = (BATCH, STEPS, LENGTH, MEMORY_DIM, INPUT_DIM)
@@ -43,21 +57,36 @@ def keras_checks_of(make_cell, own_weights, **rnn_kwargs):
     )
 
 
-def _wrapper(dtype=None, **kwargs):
-    return AttentionWrapper(keras.layers.GRUCell(4, dtype=dtype), dtype=dtype, **kwargs)
+def _wrapper(dtype=None, built_for=None, **kwargs):
+    """A wrapper of a GRU cell; ``built_for``: built for inputs of that width and the memory of
+    `declared_memory` (monotonic attention's state sizes need the memory's length)."""
+    cell = AttentionWrapper(keras.layers.GRUCell(4, dtype=dtype), dtype=dtype, **kwargs)
+    if built_for:
+        cell.build((None, built_for), (None, 4, 6))
+    return cell
+
+
+# Monotonic attention's options in the suites (noise in training, a bias to learn).
+MONOTONIC = dict(monotonic_mode="parallel", sigmoid_noise=1.0, score_bias_init=-1.0)
 
 
 class AttentionWrapperTest(LayerTestCase):
     layer_cls = AttentionWrapper
 
-    def test_layer_behaviors(self):
-        self.run_layer_test(
-            **keras_checks_of(_wrapper, own_weights=4, return_sequences=True),
-            expected_output_shape=(2, 3, 4),
+    @pytest.mark.parametrize("options", [{}, MONOTONIC], ids=["softmax", "monotonic"])
+    def test_layer_behaviors(self, options):
+        checks = keras_checks_of(
+            lambda dtype: _wrapper(dtype, **options),
+            own_weights=4 + bool(options),
+            return_sequences=True,
         )
+        checks["expected_num_seed_generators"] += bool(options)
+        self.run_layer_test(**checks, expected_output_shape=(2, 3, 4))
 
-    def test_journey(self, tmp_path):
-        build = lambda p, h: _attend_from_hypothesis(p, h, normalize=True)  # noqa: E731
+    @pytest.mark.parametrize("options", [{}, MONOTONIC], ids=["softmax", "monotonic"])
+    def test_journey(self, tmp_path, options):
+        options = options or dict(normalize=True)
+        build = lambda p, h: _attend_from_hypothesis(p, h, **options)  # noqa: E731
         self.run_journey_test("pair", build, tmp_path, xla_fails_on_tensorflow=True)
 
     def test_config_arguments_and_resets(self):
@@ -65,13 +94,26 @@ class AttentionWrapperTest(LayerTestCase):
         flags = dict(output_attention=True, return_attention_scores=True, input_feeding=True)
         config = dict(**options, **flags, kernel_initializer="orthogonal")
         self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **config)
+        self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **MONOTONIC, seed=3)
+        for probability_fn in PROBABILITIES:
+            cell = keras.layers.GRUCell(4)
+            self.run_config_test(AttentionWrapper, cell=cell, probability_fn=probability_fn)
         self.run_flags_test(
             _wrapper, ["normalize", "output_attention", "return_attention_scores", "input_feeding"]
         )
         self.run_flags_test(lambda **kw: _wrapper(score="dot", **kw), ["scale"])
         self.run_reset_tests(_wrapper, **declared_memory(3))
+        monotonic = lambda **kw: _wrapper(built_for=5, monotonic_mode="recursive", **kw)  # noqa: E731
+        self.run_reset_tests(monotonic, **declared_memory(3))
 
-    @pytest.mark.parametrize("kwargs", [{}, dict(score="general", position="before")])
+    @pytest.mark.parametrize(
+        "kwargs",
+        [
+            {},
+            dict(score="general", position="before"),
+            dict(monotonic_mode="hard", built_for=4),
+        ],
+    )
     def test_cell(self, kwargs):
         memory = declared_memory(2)
         # (Keras asks AttentionRNN for its spec, not the cell: `direct_spec=False`.)
@@ -86,13 +128,49 @@ class AttentionWrapperTest(LayerTestCase):
         self.run_mixed_precision_test(make, x, atol=atol, policy=policy, **kwargs)
 
 
+def _mechanism(dtype=None, **kwargs):
+    return AttentionMechanism(score="general", scale=True, dtype=dtype, **kwargs)
+
+
+def _attend_with_a_mechanism(premise, hypothesis):
+    """A ``"pair"`` journey: the hypothesis's mean attends over the premise."""
+    query = keras.layers.GlobalAveragePooling1D()(hypothesis)
+    context, _ = AttentionMechanism(monotonic_mode="parallel", sigmoid_noise=1.0)(query, premise)
+    return context
+
+
+class AttentionMechanismTest(LayerTestCase):
+    layer_cls = AttentionMechanism
+
+    def test_journey(self, tmp_path):
+        self.run_journey_test("pair", _attend_with_a_mechanism, tmp_path)
+
+    def test_layer_behaviors_and_specs(self):
+        self.run_layer_test(
+            layer_cls=_mechanism,
+            input_shape={"query_shape": (2, 4), "memory_shape": (2, 6, 8)},
+            expected_output_shape=((2, 8), (2, 6)),
+            expected_num_trainable_weights=2,
+            run_training_check=False,
+        )
+        memory = np.random.default_rng(3).normal(size=(BATCH, LENGTH, 8)).astype("float32")
+        self.run_output_spec_test(_mechanism, (BATCH, 5), memory=memory)
+
+    def test_config_and_flags(self):
+        self.run_config_test(AttentionMechanism, score="additive", normalize=True, **MONOTONIC)
+        self.run_config_test(AttentionMechanism, probability_fn=sharpened, attention_units=3)
+        self.run_flags_test(lambda **kw: AttentionMechanism(score="dot", **kw), ["scale"])
+        self.run_flags_test(AttentionMechanism, ["normalize"])
+
+
 def _layer(score="additive", position="after", output_attention=True, cell=None, **kwargs):
     options = dict(score=score, position=position, output_attention=output_attention)
     wrapper = AttentionWrapper(cell or keras.layers.SimpleRNNCell(UNITS), **options, **kwargs)
     return AttentionRNN(wrapper, return_sequences=True)
 
 
-# The scores by pairs with positions and output_attention; then input_feeding=False.
+# The scores by pairs with positions and output_attention; then more rows (input_feeding=False,
+# the probability functions).
 SCORE_OPTIONS = {
     "additive": ("additive", {}),
     "additive_normalized": ("additive", {"normalize": True}),
@@ -101,11 +179,33 @@ SCORE_OPTIONS = {
     "general": ("general", {}),
     "general_scaled": ("general", {"scale": True}),
 }
-NO_INPUT_FEEDING = {
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers_tests")
+def sharpened(scores):
+    """A probability function of one's own: the softmax of twice the scores."""
+    return keras.ops.softmax(2.0 * scores, axis=-1)
+
+
+# The probability functions beside the softmax and a layer of one's own, and the reference's.
+PROBABILITIES = {"hardmax": "hardmax", sharpened: lambda e, mask: masked_softmax(2 * e, mask)}
+DENSE = functools.partial(keras.layers.Dense, 5, activation="relu")
+REFERENCE_LAYERS = {DENSE: lambda joined, w: np.maximum(joined @ w["kernel"] + w["bias"], 0)}
+MORE_ROWS = {
     "dot_no_input_feeding": ("dot", {"input_feeding": False}),
     "additive_normalized_no_input_feeding": (
         "additive",
         {"normalize": True, "input_feeding": False},
+    ),
+    "general_hardmax": ("general", {"probability_fn": "hardmax"}),
+    "additive_sharpened_no_input_feeding": (
+        "additive",
+        {"probability_fn": sharpened, "input_feeding": False},
+    ),
+    "general_context": ("general", {"attention_layer": "context"}),
+    "additive_dense_no_input_feeding": (
+        "additive",
+        {"attention_layer": DENSE, "input_feeding": False},
     ),
 }
 
@@ -124,25 +224,37 @@ SEQUENCE_MASK[0, 3:] = SEQUENCE_MASK[2, 1] = False
         (False, True),
         split_by_backend=True,
     )
-    + [
-        pytest.param(name, "after", True, True, id=f"{name}-after-True-True")
-        for name in NO_INPUT_FEEDING
-    ],
+    + [pytest.param(name, "after", True, True, id=f"{name}-after-True-True") for name in MORE_ROWS],
 )
 def test_matches_the_reference_in_float64(
     float64_policy, score_options, position, output_attention, masked
 ):
     # The memory has padding, and a row of padding only: its weights and context are zeros.
-    score, extra = {**SCORE_OPTIONS, **NO_INPUT_FEEDING}[score_options]
+    score, extra = {**SCORE_OPTIONS, **MORE_ROWS}[score_options]
+    probability = PROBABILITIES.get(extra.get("probability_fn"), "softmax")
+    own = extra.get("attention_layer", "luong")
+    options = {**extra, "attention_layer": own() if own in REFERENCE_LAYERS else own}
     rng = np.random.default_rng(0)
     x, memory, mask = _data(rng)
     sequence_mask = SEQUENCE_MASK if masked else None
     # An attention vector of its own width, where the step computes one.
-    size = {"attention_size": 7} if position == "after" or output_attention else {}
-    layer = _layer(score, position, output_attention, return_attention_scores=True, **size, **extra)
+    size = (
+        {"attention_size": 7}
+        if (position == "after" or output_attention) and own == "luong"
+        else {}
+    )
+    layer = _layer(
+        score, position, output_attention, return_attention_scores=True, **size, **options
+    )
     _randomize(layer, rng, x, memory, mask)
     got = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
     args = (*_weights(layer), score, position, output_attention)
+    # The reference's functions.
+    extra = {
+        **extra,
+        "probability_fn": probability,
+        "attention_layer": REFERENCE_LAYERS.get(own, own),
+    }
     want = reference(x, memory, mask, *args, sequence_mask=sequence_mask, **extra)
     for g, w in zip(got, want):
         np.testing.assert_allclose(keras.ops.convert_to_numpy(g), w, atol=1e-10, rtol=0)
@@ -153,16 +265,165 @@ def test_matches_the_reference_in_float64(
     assert np.abs(unmasked - want[0])[1].max() > 1e-3
 
 
-@pytest.mark.parametrize("position", ["after", "before"])
-def test_matches_the_reference_in_float32(position):
+@pytest.mark.parametrize(
+    "position, extra", [("after", {}), ("before", {}), ("before", dict(monotonic_mode="parallel"))]
+)
+def test_matches_the_reference_in_float32(position, extra):
     rng = np.random.default_rng(1)
     x, memory, mask = _data(rng, "float32")
-    layer = _layer("additive", position)
+    layer = _layer("additive", position, **extra)
     _randomize(layer, rng, x, memory, mask)
     got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
     x, memory = x.astype(np.float64), memory.astype(np.float64)
-    want, _ = reference(x, memory, mask, *_weights(layer), "additive", position, True)
+    want, _ = reference(x, memory, mask, *_weights(layer), "additive", position, True, **extra)
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+
+
+def _monotonic_case(mode, score_options, position, rng, dtype="float64", **extra):
+    """A monotonic layer (alignments returned) with random weights, its data, and the
+    reference's arguments."""
+    score, options = SCORE_OPTIONS[score_options]
+    x, memory, mask = _data(rng, dtype)
+    layer = _layer(
+        score, position, return_attention_scores=True, monotonic_mode=mode, **options, **extra
+    )
+    _randomize(layer, rng, x, memory, mask, scale=1.5)
+    return (
+        layer,
+        (x, memory, mask),
+        dict(score=score, position=position, output_attention=True, monotonic_mode=mode, **options),
+    )
+
+
+@pytest.mark.parametrize(
+    "mode, score_options, position, masked",
+    all_pairs(
+        MONOTONIC_MODES,
+        ("additive", "additive_normalized", "general_scaled", "dot"),
+        ("after", "before"),
+        (False, True),
+        split_by_backend=True,
+    ),
+)
+def test_monotonic_attention_matches_the_reference_in_float64(
+    float64_policy, mode, score_options, position, masked
+):
+    layer, (x, memory, mask), options = _monotonic_case(
+        mode, score_options, position, np.random.default_rng(2)
+    )
+    sequence_mask = SEQUENCE_MASK if masked else None
+    got = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask, training=True)
+    want = reference(x, memory, mask, *_weights(layer), sequence_mask=sequence_mask, **options)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
+    # Never on the padding; the expected attention moves off the first vector, the hard one
+    # is one-hot (or, stopping nowhere, zeros: row 2, all padding).
+    assert np.all(want[1][1, :, 4:] == 0) and not want[1][2].any()
+    if mode == "hard":
+        assert set(np.unique(want[1])) == {0.0, 1.0}
+    else:
+        assert want[1][..., 1:].max() > 0.1
+
+
+def _monotonic_gradients(mode, position, seen):
+    """The gradients of ``sum(outputs * seen)`` for the wrapped cell's weights, the wrapper's
+    and the memory, and what the reference needs."""
+    layer, (x, memory, mask), options = _monotonic_case(
+        mode, "additive", position, np.random.default_rng(3)
+    )
+    variables = [*layer.cell.cell.weights]
+    variables += [v for v in layer.cell.weights if all(v is not c for c in variables)]
+
+    def loss(memory):
+        return keras.ops.sum(keras.ops.multiply(layer(x, memory=memory, memory_mask=mask)[0], seen))
+
+    _, grads, memory_grad = gradients(loss, variables, [memory])
+    return grads + memory_grad, (x, memory, mask), _weights(layer), options
+
+
+@pytest.mark.parametrize("position", ["after", "before"])
+def test_monotonic_gradients_match_the_reference_and_each_other(float64_policy, position):
+    seen = np.random.default_rng(4).normal(size=(BATCH, STEPS, 8))
+    found, (x, memory, mask), (cell_weights, own), options = _monotonic_gradients(
+        "parallel", position, seen
+    )
+    recursive = _monotonic_gradients("recursive", position, seen)[0]
+    for got, want in zip(found, recursive):
+        np.testing.assert_allclose(got, want, atol=1e-10, rtol=0)
+
+    # The reference's derivatives by complex steps, exact to rounding: f' = Im f(v + ih) / h.
+    def reference_loss(arrays):
+        weights = (tuple(arrays[:3]), dict(zip(own, arrays[3:-1])))
+        outputs, _ = reference(x, arrays[-1], mask, *weights, **options)
+        return np.sum(outputs * seen)
+
+    arrays = [*cell_weights, *own.values(), memory]
+    for index, grad in enumerate(found):
+        want = np.zeros_like(grad)
+        for at in np.ndindex(*grad.shape):
+            moved = [a.astype(complex) for a in arrays]
+            moved[index][at] += 1e-30j
+            want[at] = reference_loss(moved).imag / 1e-30
+        np.testing.assert_allclose(grad, want, atol=1e-10, rtol=0)
+    assert abs(found[3 + list(own).index("sigmoid_bias")]) > 1e-3  # the bias learns
+
+
+@pytest.mark.parametrize("dtype, atol", [("float64", 1e-10), ("float32", 1e-5)])
+@pytest.mark.parametrize("mode", MONOTONIC_MODES)
+def test_monotonic_alignments_and_their_gradients_are_the_papers(mode, dtype, atol):
+    rng = np.random.default_rng(6)
+    p = rng.uniform(0.05, 0.95, size=(3, 7))
+    p[1, 4:] = 0.0  # padding
+    previous = np.stack([np.eye(7)[0], rng.dirichlet(np.ones(7)), np.eye(7)[2]])
+    previous[1, 4:] = 0.0
+    seen = rng.normal(size=p.shape)
+
+    def loss(p, previous):
+        return keras.ops.sum(keras.ops.multiply(monotonic_alignments(p, previous, mode), seen))
+
+    got, _, grads = gradients(loss, inputs=[p.astype(dtype), previous.astype(dtype)])
+    np.testing.assert_allclose(
+        got, np.sum(monotonic_reference(p, previous, mode) * seen), atol=atol
+    )
+    for index, grad in enumerate(grads):  # complex steps, as above; hard: no gradient
+        want = np.zeros_like(p)
+        for at in np.ndindex(*p.shape):
+            moved = [p.astype(complex), previous.astype(complex)]
+            moved[index][at] += 1e-30j
+            want[at] = np.sum(monotonic_reference(*moved, mode) * seen).imag / 1e-30
+        np.testing.assert_allclose(grad, 0 * want if mode == "hard" else want, atol=atol, rtol=0)
+
+
+def test_monotonic_noise_is_drawn_in_training_only():
+    x, memory, mask = _data(np.random.default_rng(7), "float32")
+    layer = _layer(**MONOTONIC)
+    inference, again, *training = (
+        as_numpy(layer(x, memory=memory, training=t)) for t in (False, False, True, True)
+    )
+    np.testing.assert_array_equal(inference, again)
+    assert np.abs(training[0] - training[1]).min() > 0 < np.abs(training[0] - inference).min()
+
+
+def test_hard_monotonic_decoding_step_by_step_never_moves_back():
+    rng = np.random.default_rng(5)
+    length, steps = 12, 10
+    memory = rng.normal(size=(BATCH, length, MEMORY_DIM)).astype("float32")
+    cell = AttentionWrapper(
+        keras.layers.GRUCell(UNITS), monotonic_mode="hard", return_attention_scores=True
+    )
+    cell.build((None, INPUT_DIM), memory.shape)
+    cell.set_weights([rng.uniform(-0.7, 0.7, np.shape(v)) for v in cell.get_weights()])
+    states = [np.zeros((BATCH, size), "float32") for size in cell.state_size]
+    positions = []
+    for _ in range(steps):
+        output, states = cell(
+            rng.normal(size=(BATCH, INPUT_DIM)).astype("float32"), states, memory=memory
+        )
+        alignment = as_numpy(output)[:, -length:]
+        assert np.all(np.isin(alignment, [0.0, 1.0])) and np.all(alignment.sum(-1) <= 1)
+        positions.append(np.where(alignment.any(-1), alignment.argmax(-1), length))
+    positions = np.stack(positions, 1)
+    assert np.all(np.diff(positions, axis=1) >= 0) and np.any(np.diff(positions, axis=1) > 0)
 
 
 def test_a_reset_at_step_2_equals_the_rows_from_step_2_alone():
@@ -214,8 +475,36 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
             lambda layer, x, m, k: layer(x, memory=m, memory_mask=k[:, :3]),
             "`memory_mask` must be [batch, length] = (3, 6)",
         ),
+        # Batch sizes unlike the inputs' (3): eagerly, symbolically, in one step of the cell.
+        (
+            lambda layer, x, m, k: layer(x, memory=m[:1]),
+            "`memory` of shape (1, 6, 8) has batch "
+            "size 1, but `sequences` of shape (3, 5, 4) has batch size 3",
+        ),
+        (lambda layer, x, m, k: layer(x, memory=m[:2], memory_mask=k[:2]), "(2, 6, 8) has batch"),
+        (
+            lambda layer, x, m, k: layer(x, memory=m, memory_mask=k[:1]),
+            "`memory_mask` of shape (1, 6) has batch size 1, but `seq",
+        ),
+        (
+            lambda layer, x, m, k: layer(x, memory=m, initial_state=[x[:2, 0]] * 2),
+            "`initial_state[0]` of shape (2, 4) has batch size 2",
+        ),
+        (
+            lambda layer, x, m, k: layer(
+                keras.Input(batch_shape=x.shape), memory=keras.Input(batch_shape=(2, 6, 8))
+            ),
+            "`memory` of shape (2, 6, 8) has batch size 2",
+        ),
+        (
+            lambda layer, x, m, k: layer.cell(x[:, 0], [m[:, 0]] * 2, memory=m[:1]),
+            "has batch size 1, but `inputs` of shape (3, 4) has",
+        ),
+        (
+            lambda layer, x, m, k: layer.cell(x[:, 0], [m[:, 0], m[:2, 0]], memory=m),
+            "`states[1]` of shape (2, 8) has batch size 2",
+        ),
     ],
-    ids=["no memory", "wrong width", "wrong rank", "mask shape"],
 )
 def test_bad_calls_are_named(call, fragment):
     x, memory, mask = _data(np.random.default_rng(9), "float32")
@@ -224,6 +513,21 @@ def test_bad_calls_are_named(call, fragment):
     with pytest.raises(ValueError) as raised:
         call(layer, x, memory, mask)
     assert fragment in str(raised.value)
+
+
+def test_a_memory_of_another_batch_size_is_refused_in_fit():
+    # A memory held by the model (batch 2): the batches of 2 train, the last batch of 1 is
+    # refused. JAX and torch know its size when tracing the step; TensorFlow retraces its step
+    # for a batch of any size and checks it as the step runs (`check_batch`).
+    x, memory, _ = _data(np.random.default_rng(9), "float32")
+    inputs = keras.Input(x.shape[1:])
+    model = keras.Model(inputs, _layer()(inputs, memory=memory[:2]))
+    model.compile("sgd", "mse", jit_compile=False)
+    tensorflow = BACKEND == "tensorflow"
+    error = __import__("tensorflow").errors.InvalidArgumentError if tensorflow else ValueError
+    sizes = r"of `sequences`.*\[2\].*\[1\]" if tensorflow else "2, but `sequences`.* size 1"
+    with pytest.raises(error, match=f"(?s)`memory`.*batch size {sizes}"):
+        model.fit(x, np.zeros((3, STEPS, UNITS)), batch_size=2, verbose=0)
 
 
 @pytest.mark.parametrize(
@@ -242,12 +546,74 @@ def test_bad_calls_are_named(call, fragment):
             "never computes with output_attention=False and position='before'; got "
             "attention_size=32",
         ),
+        ({"monotonic_mode": "soft"}, "`monotonic_mode` must be one of 'parallel', 'recursive'"),
+        ({"sigmoid_noise": 1.0}, "sigmoid_noise=1.0 shapes the monotonic attention's"),
+        ({"monotonic_mode": "hard", "sigmoid_noise": -1}, "`sigmoid_noise` must be a finite"),
+        ({"monotonic_mode": "hard", "seed": 1}, "`seed` seeds the noise of `sigmoid_noise`"),
+        ({"probability_fn": "sparsemax"}, "`probability_fn` must be one of 'softmax', 'hard"),
+        ({"probability_fn": "hardmax", "monotonic_mode": "hard"}, "not a `probability_fn`"),
+        ({"attention_layer": "bahdanau"}, "`attention_layer` must be one of 'luong', 'context'"),
+        ({"attention_layer": "context", "attention_size": 3}, "attention_size=3 with attention_"),
     ],
 )
 def test_bad_arguments_are_named(kwargs, fragment):
     with pytest.raises(ValueError) as raised:
         AttentionWrapper(keras.layers.GRUCell(4), **kwargs)
     assert fragment in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [dict(probability_fn=sharpened), dict(attention_layer="context"), dict(attention_layer=DENSE)],
+    ids=["probability_fn", "context", "attention_layer"],
+)
+def test_the_options_save_and_load(tmp_path, options):
+    options = {k: v() if isinstance(v, functools.partial) else v for k, v in options.items()}
+    x, memory, mask = _data(np.random.default_rng(11), "float32")
+    inputs = [keras.Input(x.shape[1:]), keras.Input(memory.shape[1:])]
+    model = keras.Model(inputs, _layer(**options)(inputs[0], memory=inputs[1]))
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    # (Loaded with the default options instead, the outputs would differ.)
+    np.testing.assert_array_equal(as_numpy(loaded([x, memory])), as_numpy(model([x, memory])))
+
+
+@pytest.mark.parametrize(
+    "score_options, extra",
+    [
+        ("additive_normalized", {}),
+        ("general_scaled", {"probability_fn": "hardmax"}),
+        ("dot", {"probability_fn": sharpened}),
+        ("additive", {"monotonic_mode": "parallel"}),
+        ("general", {"monotonic_mode": "hard"}),
+    ],
+)
+def test_a_mechanism_on_its_own_matches_the_reference_and_saves(
+    float64_policy, tmp_path, score_options, extra
+):
+    rng = np.random.default_rng(12)
+    _, memory, mask = _data(rng)
+    query = rng.normal(size=(BATCH, MEMORY_DIM))
+    padded = np.where(mask[..., None], memory, np.nan)  # padding is never read
+    score, options = SCORE_OPTIONS[score_options]
+    mechanism = AttentionMechanism(score=score, **options, **extra)
+    mechanism(query, memory)
+    mechanism.set_weights([rng.uniform(-1.5, 1.5, np.shape(v)) for v in mechanism.get_weights()])
+    previous = np.eye(LENGTH)[[1, 0, 2]]  # monotonic attention's, at positions 1, 0 and 2
+    got = mechanism(query, padded, memory_mask=mask, previous=previous)
+    weights = {v.path.split("/")[-1]: as_numpy(v) for v in mechanism.weights}
+    flags = (options.get("normalize", False), options.get("scale", False))
+    probability = PROBABILITIES.get(extra.get("probability_fn"), "softmax")
+    args = (score, *flags, extra.get("monotonic_mode"), probability, previous)
+    want = attention_reference(query, memory, mask, weights, *args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
+    inputs = [keras.Input((MEMORY_DIM,)), keras.Input((LENGTH, MEMORY_DIM))]
+    model = keras.Model(inputs, mechanism(*inputs))
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    for g, w in zip(loaded([query, memory]), model([query, memory])):
+        np.testing.assert_array_equal(as_numpy(g), as_numpy(w))
 
 
 def test_dot_needs_a_query_as_wide_as_the_memory():

@@ -3,8 +3,9 @@
 `AssociativeRecurrentLayer` holds what the AM-GRU and the Dual AM-GRU layers share: the
 checks of the call arguments, masked inputs kept out of the computation, per-row resets
 (`tf_memlayers.layers.resettable_rnn.ResettableRNN`), the choice of the time loop (Keras's,
-or the fused `tf_memlayers.ops.associative_gru_loop`, the way `keras.layers.GRU` chooses
-cuDNN in its `inner_loop`) and a flat config.
+or the fused one: `tf_memlayers.ops.associative_gru_loop` on TensorFlow, the Pallas kernels of
+`tf_memlayers.ops.associative_gru_pallas` on JAX; the way `keras.layers.GRU` chooses cuDNN in
+its `inner_loop`) and a flat config.
 """
 
 import keras
@@ -29,12 +30,27 @@ def check_fused_loop(value, owner):
     raise TypeError(f"{owner}: `fused_loop` must be a bool or 'auto', got {value!r}.")
 
 
+def fused_loop_pays():
+    """Whether ``fused_loop="auto"`` takes the fused loop (where it runs the layer): on
+    TensorFlow. On JAX the Pallas kernels are taken when asked (``fused_loop=True``): the
+    default stays Keras's loop until the GPU run has compiled, checked and timed them on a
+    GPU (off a GPU they run in Pallas's interpret mode, slower than Keras's loop)."""
+    return keras.backend.backend() == "tensorflow"
+
+
+def fused_loop_resets():
+    """Whether this backend's fused loop runs calls with ``reset``: the Pallas kernels (JAX)
+    do, TensorFlow's fused op does not."""
+    return keras.backend.backend() == "jax"
+
+
 class AssociativeRecurrentLayer(ResettableRNN):
     """Base of `AssociativeGRU` and `DualAssociativeGRU` (not used on its own).
 
-    A `ResettableRNN`: a call with ``reset`` runs Keras's loop with a reset per step (see
-    `ResettableRNN`), since the fused loop has no resets (``fused_loop="auto"`` falls back to
-    Keras's loop for that call, ``fused_loop=True`` refuses it).
+    A `ResettableRNN`: on TensorFlow a call with ``reset`` runs Keras's loop with a reset per
+    step (see `ResettableRNN`), since TensorFlow's fused loop has no resets
+    (``fused_loop="auto"`` falls back to Keras's loop for that call, ``fused_loop=True``
+    refuses it); on JAX the fused loop, the Pallas kernels, runs it.
 
     Subclasses set ``STATES``, a ``(name, width description)`` pair per state, and
     ``CELL_ARGUMENTS``, the cell's config keys that become the layer's, and implement
@@ -52,9 +68,12 @@ class AssociativeRecurrentLayer(ResettableRNN):
         if fused_loop is True and unsupported:
             raise ValueError(f"{owner}: `fused_loop=True` {unsupported}")
         self.fused_loop = fused_loop
-        # "auto": the fused loop wherever it runs this layer's options, else Keras's loop,
-        # as keras.layers.GRU chooses cuDNN with use_cudnn="auto".
-        self.uses_fused_loop = fused_loop is True or (fused_loop == "auto" and not unsupported)
+        # "auto": the fused loop wherever it runs this layer's options and pays (TensorFlow;
+        # JAX on a GPU), else Keras's loop, as keras.layers.GRU chooses cuDNN with
+        # use_cudnn="auto".
+        self.uses_fused_loop = fused_loop is True or (
+            fused_loop == "auto" and not unsupported and fused_loop_pays()
+        )
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     @staticmethod
@@ -62,10 +81,11 @@ class AssociativeRecurrentLayer(ResettableRNN):
         """Why the fused loop cannot run a layer of ``cell`` that ``unroll``s its loop or not
         (the end of a sentence that starts "`fused_loop=True` "), or `None` if it can."""
         backend = keras.backend.backend()
-        if backend != "tensorflow":
+        if backend not in ("tensorflow", "jax"):
             return (
-                "needs the TensorFlow backend (the fused loop, "
-                "tf_memlayers.ops.associative_gru_loop, is a TensorFlow op); the Keras backend "
+                "needs the TensorFlow backend (the fused loop "
+                "tf_memlayers.ops.associative_gru_loop, a TensorFlow op) or JAX (the Pallas "
+                "kernels of tf_memlayers.ops.associative_gru_pallas); the Keras backend "
                 f"is {backend!r}. Use fused_loop='auto' (the default) or False: the same layer "
                 "and weights, run by Keras's loop on every backend."
             )
@@ -105,7 +125,7 @@ class AssociativeRecurrentLayer(ResettableRNN):
         if mask is not None:
             check.check_mask_shape(mask.shape, shape, owner, inputs_name="sequences")
         if reset is not None:
-            if self.fused_loop is True:
+            if self.fused_loop is True and not fused_loop_resets():
                 raise ValueError(
                     f"{owner}: `reset` cannot be used with fused_loop=True: the fused loop "
                     "(tf_memlayers.ops.associative_gru_loop) has no resets. Use "
@@ -145,9 +165,9 @@ class AssociativeRecurrentLayer(ResettableRNN):
     def inner_loop(self, sequences, initial_state, mask, training=False):
         if not isinstance(initial_state, (list, tuple)):
             initial_state = [initial_state]
-        # The fused loop has no resets: a call with `reset` runs Keras's loop (`call` has
-        # refused it with fused_loop=True).
-        if self.uses_fused_loop and self._call_reset is None:
+        # TensorFlow's fused loop has no resets: a call with `reset` runs Keras's loop there
+        # (`call` has refused it with fused_loop=True); the Pallas kernels have them.
+        if self.uses_fused_loop and (self._call_reset is None or fused_loop_resets()):
             return self.fused_inner_loop(sequences, list(initial_state), mask, training)
         return self.keras_inner_loop(sequences, list(initial_state), mask, training)
 
@@ -157,21 +177,40 @@ class AssociativeRecurrentLayer(ResettableRNN):
         return super().inner_loop(sequences, initial_state, mask, training=training)
 
     def fused_inner_loop(self, sequences, initial_state, mask, training=False):
-        """The loop as one `associative_gru_loop` op; returns ``(last output, outputs,
-        final states)``."""
+        """The fused loop (`run_fused_loop`); returns ``(last output, outputs, final
+        states)``."""
         raise NotImplementedError
 
     def run_fused_loop(self, projected, initial_state, mask, kernels, training=False, **options):
-        """`batch_major_associative_gru_loop` with this layer's direction and mask rule;
-        returns ``(last output, outputs, [memory, output])``.
+        """`batch_major_associative_gru_loop` (TensorFlow) or `associative_gru_pallas` (JAX)
+        with this layer's direction, mask rule and resets; returns ``(last output, outputs,
+        [memory, output])``.
 
-        On a CPU the loop splits the batch into shards that run concurrently, except in
-        inference with a fixed batch size (a model built for export, an eager call): there
-        the batch runs as one loop traced for its own shapes, all static, as TFLite's built-in
-        operators need to convert it.
+        On TensorFlow on a CPU the loop splits the batch into shards that run concurrently,
+        except in inference with a fixed batch size (a model built for export, an eager
+        call): there the batch runs as one loop traced for its own shapes, all static, as
+        TFLite's built-in operators need to convert it.
         """
-        # A TensorFlow op: imported here, since the fused loop runs on TensorFlow only
-        # (`fused_loop_unsupported`) and the layer itself needs no TensorFlow.
+        if keras.backend.backend() == "jax":
+            # The Pallas kernels (compiled on a GPU, interpreted elsewhere).
+            from tf_memlayers.ops.associative_gru_pallas import associative_gru_pallas
+
+            dual = [options.pop(k, None) for k in ("dual_gate_kernel", "dual_candidate_kernel")]
+            outputs, memory, output = associative_gru_pallas(
+                projected,
+                initial_state[0],
+                initial_state[1],
+                kernels,
+                self.cell_permutations,
+                mask=mask,
+                reset=self._call_reset,
+                go_backwards=self.go_backwards,
+                zero_output_for_mask=self.zero_output_for_mask,
+                dual_kernels=None if dual[0] is None else [ops.convert_to_tensor(k) for k in dual],
+                **options,
+            )
+            return outputs[:, -1], outputs, [memory, output]
+        # A TensorFlow op: imported here, since the layer itself needs no TensorFlow.
         from tf_memlayers.ops.associative_gru_loop import batch_major_associative_gru_loop
 
         if not training and projected.shape[0] is not None:
@@ -229,13 +268,17 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     weights live in ``layer.cell`` with the cell's names, shapes and row order, so
     `tf_memlayers.compat.load_original_weights` takes ``layer.cell``.
 
-    With the fused loop the time loop is one op with a hand-written backward pass: both
-    loops are compiled with XLA even when the model is not, and on CPU the batch is split
-    into one independent loop per core. Each new
-    (batch, time) shape then compiles once, so it suits fixed-size padded batches. By default
-    (``fused_loop="auto"``) the layer runs the fused loop wherever it supports the call (the
-    TensorFlow backend, without ``return_retrievals`` or ``unroll``) and Keras's loop
-    otherwise, so a model saved on TensorFlow loads and runs on JAX.
+    With the fused loop the time loop is one op with a hand-written backward pass. On
+    TensorFlow (`tf_memlayers.ops.associative_gru_loop`) both loops are compiled with XLA
+    even when the model is not, and on CPU the batch is split into one independent loop per
+    core. On JAX (`tf_memlayers.ops.associative_gru_pallas`) the forward loop is one Pallas
+    kernel and the backward loop another, each running all the time steps inside, a program
+    per block of 16 batch rows; they take masks and resets. Each new (batch, time) shape
+    compiles once, so the fused loop suits fixed-size padded batches. By default
+    (``fused_loop="auto"``) the layer runs the fused loop wherever it supports the call and
+    pays: on TensorFlow, without ``return_retrievals`` or ``unroll``; on JAX the kernels run
+    when asked (``fused_loop=True``: compiled on a GPU, in Pallas's interpret mode elsewhere);
+    Keras's loop otherwise, so a model saved on TensorFlow loads and runs on JAX and torch.
     The speed table on the documentation's results page compares both loops with
     `keras.layers.GRU`.
 
@@ -262,10 +305,12 @@ class AssociativeGRU(AssociativeRecurrentLayer):
         unroll: Boolean, unroll the time loop (needs a known length). Defaults to False.
         zero_output_for_mask: Boolean, output zeros (not the previous output) at masked
             steps. Defaults to False.
-        fused_loop: `"auto"`, True or False: run the time loop as one fused op where it
-            can (`"auto"`), always (True: a `ValueError` on another backend than TensorFlow,
-            or with ``return_retrievals`` or ``unroll``), or never (False: Keras's loop).
-            Same results up to float rounding. Defaults to `"auto"`.
+        fused_loop: `"auto"`, True or False: run the time loop fused where it can and pays
+            (`"auto"`: TensorFlow's op), always
+            (True: TensorFlow's op, or on JAX the Pallas kernels, compiled on a GPU and in
+            Pallas's interpret mode elsewhere; a `ValueError` on another backend, or with
+            ``return_retrievals`` or ``unroll``), or never (False: Keras's loop). Same
+            results up to float rounding. Defaults to `"auto"`.
         **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
 
     Call arguments:
@@ -280,10 +325,11 @@ class AssociativeGRU(AssociativeRecurrentLayer):
             packed into a row gives the outputs and final states of the same layer run on it
             alone, from zeros (``initial_state`` and stateful states are forgotten at the
             reset; other rows and steps are untouched; a reset at a masked step is ignored;
-            no gradient flows back through a reset; see `ResettableRNN`). The
-            fused loop has no resets: with ``fused_loop="auto"`` a call with ``reset`` runs
-            Keras's loop, with ``fused_loop=True`` it is a `ValueError`, and so is
-            ``go_backwards=True``.
+            no gradient flows back through a reset; see `ResettableRNN`). TensorFlow's
+            fused loop has no resets: there, with ``fused_loop="auto"`` a call with
+            ``reset`` runs Keras's loop, with ``fused_loop=True`` it is a `ValueError`; the
+            Pallas kernels (JAX) run it. ``reset`` with ``go_backwards=True`` is a
+            `ValueError`.
 
     A sequence without time steps, a mask or reset whose shape is not ``[batch, time]``, a
     reset that is not boolean, or an initial state of another width or batch size is a

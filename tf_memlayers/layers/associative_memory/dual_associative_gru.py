@@ -267,10 +267,11 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
     Reads a sequence (the hypothesis) with an AM-GRU that, at every step, also reads the final
     memory of a source sequence (the premise), given as the third initial state. Outputs,
     states and masking are those of ``keras.layers.RNN(DualAssociativeGRUCell(...))``. With
-    the fused loop the time loop is one op
-    (XLA-compiled forward, hand-written backward; ``dual_key="paper"`` only), the path the
-    layer picks inside its `inner_loop`, the way `keras.layers.GRU` picks cuDNN: by default
-    (``fused_loop="auto"``) wherever it supports the call, else Keras's loop.
+    the fused loop the time loop is one op on TensorFlow (XLA-compiled forward, hand-written
+    backward) and two Pallas kernels on JAX (`AssociativeGRU`'s, reading the source too),
+    ``dual_key="paper"`` only, the path the layer picks inside its `inner_loop`, the way
+    `keras.layers.GRU` picks cuDNN: by default (``fused_loop="auto"``) wherever it supports
+    the call and pays, else Keras's loop.
 
     The layer owns every weight it reads (the AM-GRU cell ``cell.premise_cell`` and the dual
     kernels). For the paper's conditional encoding, where the premise is read by an AM-GRU
@@ -304,8 +305,10 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
         zero_output_for_mask: Boolean, output zeros (not the previous output) at masked
             steps. Defaults to False.
         fused_loop: `"auto"`, True or False: run the time loop as one fused op where it
-            can (`"auto"`), always (True: a `ValueError` on another backend than TensorFlow,
-            with ``dual_key="released"``, ``return_retrievals`` or ``unroll``), or never
+            can and pays (as `AssociativeGRU`'s: TensorFlow's op), always (on JAX the Pallas
+            kernels) (True: a `ValueError` on another backend than TensorFlow
+            and JAX, and with ``dual_key="released"``, ``return_retrievals`` or ``unroll``),
+            or never
             (False: Keras's loop). Same results up to float rounding. Defaults to
             `"auto"`.
         **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
@@ -323,9 +326,10 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
             memory, which the cell reads and never changes, is kept. From there the row
             computes what the layer computes on that document alone with ``initial_state=[0,
             0, source memory]`` (other rows and steps are untouched; a reset at a masked step
-            is ignored; see `ResettableRNN`). The fused loop has no resets:
-            with ``fused_loop="auto"`` a call with ``reset`` runs Keras's loop, with
-            ``fused_loop=True`` it is a `ValueError`, and so is ``go_backwards=True``.
+            is ignored; see `ResettableRNN`). TensorFlow's fused loop has no resets:
+            there, with ``fused_loop="auto"`` a call with ``reset`` runs Keras's loop, with
+            ``fused_loop=True`` it is a `ValueError`; the Pallas kernels (JAX) run it.
+            ``reset`` with ``go_backwards=True`` is a `ValueError`.
 
     Returns:
         The last output ``[batch, units]``, or with ``return_sequences=True`` the output of

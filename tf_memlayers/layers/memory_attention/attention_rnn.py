@@ -6,7 +6,7 @@ import weakref
 import keras
 from keras import ops
 
-from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionWrapper
+from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionWrapper, check_batch
 from tf_memlayers.layers.memory_cell_wrapper import call_cell
 from tf_memlayers.layers.resets import zero_where
 from tf_memlayers.layers.resettable_rnn import ResettableRNN
@@ -69,7 +69,8 @@ class AttentionRNN(ResettableRNN):
         memory: Tensor ``[batch, length, memory_dim]``, the vectors attended over.
         memory_mask: Optional bool tensor ``[batch, length]``, false at padding. Default:
             `None`.
-        initial_state: Optional list of the cell's initial states. Default: `None`.
+        initial_state: Optional list of the cell's initial states (`AttentionWrapper`'s
+            ``states``). Default: `None`.
         mask: Optional bool tensor ``[batch, time]`` of the sequences. Default: `None`.
         training: Python boolean. Default: `False`.
         reset: Optional bool tensor ``[batch, time]``, true where a new sequence starts.
@@ -80,6 +81,12 @@ class AttentionRNN(ResettableRNN):
         time, size]`` with ``return_sequences=True``; with the cell's ``return_attention_scores``,
         followed by the weights over the memory (``[batch, length]`` or ``[batch, time,
         length]``); with ``return_state=True``, the final states after them.
+
+    Raises:
+        ValueError: If ``memory``, ``memory_mask`` or a state of ``initial_state`` has another
+            batch size than ``sequences`` (one memory row per sequence, never broadcast);
+            where a batch size is unknown until the step runs (a `tf.function` over batches of
+            any size), a TensorFlow assertion checks it then.
 
     Example:
 
@@ -108,6 +115,9 @@ class AttentionRNN(ResettableRNN):
         if not self.cell.built:
             step_shape = (sequences_shape[0], sequences_shape[-1])
             self.cell.build(step_shape, memory_shape)
+        # Keras's RNN reads the cell's state sizes when made; monotonic attention's last one
+        # (the alignments) is the memory's length, known once the cell is built.
+        self.state_size = list(self.cell.state_size)
         # The inputs' width, which `attention_scores` checks (the cell's kernels take it).
         self._sequences_width = sequences_shape[-1]
         super().build(sequences_shape, initial_state_shape)
@@ -134,6 +144,14 @@ class AttentionRNN(ResettableRNN):
                 f"{owner}: `memory` must be [batch, length, {self.cell.memory_dim}] (the width "
                 f"it was built with); got shape {tuple(memory.shape)}."
             )
+        length = self.cell.memory_length
+        if length is not None and memory.shape[1] not in (None, length):
+            raise ValueError(
+                f"{owner}: `memory` must be [batch, {length}, {self.cell.memory_dim}] (the "
+                "length the cell was built with: its alignments over the memory are outputs "
+                f"or states); got shape {tuple(memory.shape)}."
+            )
+        self._check_batches(sequences, memory, memory_mask, initial_state)
         if memory_mask is not None:
             memory_mask = ops.convert_to_tensor(memory_mask)
             if tuple(memory_mask.shape) != tuple(memory.shape[:2]) and None not in tuple(
@@ -151,7 +169,15 @@ class AttentionRNN(ResettableRNN):
             # The same for the sequences' padding: the masked steps' inputs are never used.
             keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
             sequences = ops.where(keep, sequences, ops.zeros_like(sequences))
-        self.cell._bound = (memory, memory_mask, self.cell.memory_keys(memory))
+        noise = self.cell.monotonic_mode and training and self.cell.sigmoid_noise > 0
+        if noise:
+            # Every step's noise drawn before the loop, as Keras draws dropout masks (a
+            # random draw inside JAX's scan would leak its seed out of the loop), and read
+            # by the step from the last columns of its input.
+            shape = (*ops.shape(sequences)[:2], self.cell.memory_length)
+            draw = keras.random.normal(shape, seed=self.cell.seed_generator)
+            sequences = ops.concatenate([sequences, ops.cast(draw, sequences.dtype)], -1)
+        self.cell._bound = (memory, memory_mask, self.cell.memory_keys(memory), bool(noise))
         try:
             results = super().call(
                 sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
@@ -160,13 +186,25 @@ class AttentionRNN(ResettableRNN):
             self.cell._bound = None
         return self._split_alignments(results)
 
+    def _check_batches(self, sequences, memory, memory_mask, initial_state):
+        """The memory, its mask and the initial states have the sequences' batch size
+        (a `ValueError` where the sizes are known; see ``check_batch``)."""
+        owner = type(self).__name__
+        check_batch("memory", memory, "sequences", sequences, owner)
+        if memory_mask is not None:
+            check_batch("memory_mask", memory_mask, "sequences", sequences, owner)
+        if initial_state is not None:
+            states = initial_state if keras.tree.is_nested(initial_state) else [initial_state]
+            for index, state in enumerate(keras.tree.flatten(states)):
+                check_batch(f"initial_state[{index}]", state, "sequences", sequences, owner)
+
     def inner_loop(self, sequences, initial_state, mask, training=False):
         wrapper = self.cell
         if wrapper.feeds_back:
             return super().inner_loop(sequences, initial_state, mask, training=training)
         # Nothing of the attention reaches the next step: the loop runs the wrapped cell
         # alone, and every step's attention is computed at once from the cell's outputs.
-        memory, memory_mask, keys = wrapper._bound
+        memory, memory_mask, keys, _ = wrapper._bound
         marked = mask is not None
         alone = _CellAlone(wrapper, training, marked)
         extra = []
@@ -300,6 +338,8 @@ class AttentionRNN(ResettableRNN):
         training=False,
         reset=None,
     ):
+        if memory is not None:
+            self._check_batches(sequences, memory, memory_mask, initial_state)
         spec = super().compute_output_spec(
             sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
         )

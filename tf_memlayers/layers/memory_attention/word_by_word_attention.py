@@ -107,11 +107,13 @@ class WordByWordAttention(AttentionWrapper):
         **kwargs,
     ):
         owner = type(self).__name__
-        for fixed in ("score", "position", "normalize", "scale", "input_feeding"):
+        fixed_by_the_paper = ("score", "position", "normalize", "scale", "input_feeding")
+        weights = ("monotonic_mode", "sigmoid_noise", "score_bias_init", "seed", "probability_fn")
+        for fixed in fixed_by_the_paper + weights:
             if fixed in kwargs:
                 raise TypeError(
                     f"{owner}: `{fixed}` is fixed by the word-by-word attention (an additive "
-                    "score after the cell); use AttentionWrapper to choose it."
+                    "score after the cell, its softmax); use AttentionWrapper to choose it."
                 )
         memory_dim = check.check_optional_int("memory_dim", memory_dim, 1, owner)
         super().__init__(
