@@ -10,6 +10,8 @@ import numpy as np
 from benchmarks import timing
 
 LEARNING_RATE = 1e-3
+#: A `Step`'s ``jit`` where it is not given (``python -m benchmarks.speed --no-jit``: False).
+JIT = True
 
 
 def mean_square(outputs, targets):  # a layer's step: ``targets`` unused
@@ -32,12 +34,13 @@ def label_crossentropy(probabilities, labels):
 class Step:
     """One compiled SGD step (``w - 1e-3 g``) of a built `keras.Model`; `run` runs one. On JAX
     XLA's buffers (``buffers_mib``) are known before it runs: over ``limit_mib``, not
-    ``runnable``. ``jit``: whether TensorFlow uses XLA, torch ``torch.compile``."""
+    ``runnable``. ``jit``: whether TensorFlow uses XLA, torch ``torch.compile`` (default: `JIT`)."""
 
-    def __init__(self, model, inputs, targets=None, loss=mean_square, jit=True, limit_mib=None):
+    def __init__(self, model, inputs, targets=None, loss=mean_square, jit=None, limit_mib=None):
         import keras
 
         started, self.model, convert = time.perf_counter(), model, keras.ops.convert_to_tensor
+        jit = JIT if jit is None else jit
         self.data = keras.tree.map_structure(convert, (inputs, 0 if targets is None else targets))
         # Copies: JAX updates the step's weights in place, the model's stay as they were.
         variables = (model.trainable_variables, model.non_trainable_variables)

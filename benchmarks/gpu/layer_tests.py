@@ -1,7 +1,8 @@
-"""Steps 2 and 3 of ``benchmarks/gpu/run.sh``: what JAX runs on (``device.json``; exit status 3
-without a GPU where required), then every layer's test module on JAX under pytest-xdist with a
-time limit (a rehearsal: a test a file), writing ``layer_tests.xml`` and ``layer_tests.json``
-(counts, failures, the tests left unrun) whatever happens. Also the run's pytest plugin: it
+"""Steps 2 and 3 of ``benchmarks/gpu/run.sh``: what Keras's backend (JAX or torch) runs on
+(``device.json``; exit status 3 without a GPU where required), then every layer's test module on
+it under pytest-xdist with a time limit (a rehearsal: a test a file), writing
+``layer_tests.xml`` and ``layer_tests.json`` (counts, failures, the tests left unrun) whatever
+happens. Also the run's pytest plugin: it
 writes the collected ids, so that a run its time limit stops names what it left."""
 
 import json
@@ -115,20 +116,37 @@ def rerun_targets(earlier, collected):
 
 
 def describe_device(path):
-    """Writes what JAX runs on to ``path`` and prints it; returns JAX's default backend."""
-    import jax
+    """Writes what Keras's backend (JAX or torch) runs on to ``path`` and prints it; returns its
+    default platform (``"gpu"`` on a GPU)."""
     import keras
 
-    found = {"jax": jax.__version__, "keras": keras.__version__, "python": sys.version.split()[0]}
-    found.update(keras_backend=keras.backend.backend(), default_backend=jax.default_backend())
-    found["devices"] = []
-    for device in jax.devices():
-        stats = device.memory_stats() or {}
-        memory = stats["bytes_limit"] / 2**20 if "bytes_limit" in stats else None
-        kind, platform = getattr(device, "device_kind", ""), device.platform
-        found["devices"].append(dict(id=device.id, platform=platform, kind=kind, memory_mib=memory))
-        print(f"JAX {jax.__version__} ({found['default_backend']}): device {device.id} ", end="")
-        print(f"{platform} {kind} {memory or '?'} MiB")
+    found = {"keras": keras.__version__, "python": sys.version.split()[0], "devices": []}
+    found["keras_backend"] = name = keras.backend.backend()
+    if name == "torch":
+        import torch
+
+        found.update(torch=torch.__version__, cuda=torch.version.cuda)
+        found["default_backend"] = "gpu" if torch.cuda.is_available() else "cpu"
+        for index in range(torch.cuda.device_count()):
+            properties = torch.cuda.get_device_properties(index)
+            memory, kind = properties.total_memory / 2**20, properties.name
+            found["devices"].append(dict(id=index, platform="gpu", kind=kind, memory_mib=memory))
+        version = torch.__version__
+    else:
+        import jax
+
+        found.update(jax=jax.__version__, default_backend=jax.default_backend())
+        for device in jax.devices():
+            stats = device.memory_stats() or {}
+            memory = stats["bytes_limit"] / 2**20 if "bytes_limit" in stats else None
+            kind, platform = getattr(device, "device_kind", ""), device.platform
+            found["devices"].append(
+                dict(id=device.id, platform=platform, kind=kind, memory_mib=memory)
+            )
+        version = jax.__version__
+    for device in found["devices"] or [dict(id=0, platform="cpu", kind="", memory_mib=None)]:
+        print(f"{name} {version} ({found['default_backend']}): device {device['id']} ", end="")
+        print(f"{device['platform']} {device['kind']} {device['memory_mib'] or '?'} MiB")
     path.write_text(json.dumps(found, indent=1), encoding="utf-8")
     return found["default_backend"]
 
@@ -143,13 +161,13 @@ def main(argv=None):
     add("--workers", type=positive(int), default=8, help="pytest-xdist processes (default: 8)")
     add("--mode", choices=("full", "rehearsal"), default="full", help="rehearsal: a test a file")
     add("--rerun-from", help="an earlier run's layer_tests.json: run what failed or was unrun")
-    why = "exit with status 3 unless JAX runs on a GPU (default: yes)"
+    why = "exit with status 3 unless the backend runs on a GPU (default: yes)"
     add("--require-gpu", choices=("yes", "no"), default="yes", help=why)
     args = parser.parse_args(argv)
     out, files = pathlib.Path(args.out), list(layer_test_modules())
     backend = describe_device(out / "device.json")
     if args.require_gpu == "yes" and backend != "gpu":
-        print(f"JAX's default backend is {backend!r}, not 'gpu'", file=sys.stderr)
+        print(f"the backend's default platform is {backend!r}, not 'gpu'", file=sys.stderr)
         return 3
     junit, log = out / "layer_tests.xml", out / "layer_tests.log"
     started = time.perf_counter()

@@ -1,19 +1,34 @@
 #!/usr/bin/env bash
 # The GPU run (CONTRIBUTING.rst, "The GPU run": the wheels of .whl/, the steps, the variables):
-# the layers' tests and the speed tables on Keras's JAX backend, each step writing under $OUT
-# (the log: run.log). Exit status 0 when every step ran and every test passed.
+# the layers' tests and the speed tables on Keras's JAX backend (or torch's), each step writing
+# under $OUT (the log: run.log). Exit status 0 when every step ran and every test passed.
 #
-#   OUT=<folder> benchmarks/gpu/run.sh               # on the GPU machine
-#   OUT=<folder> benchmarks/gpu/run.sh --rehearse    # the same steps on a CPU, tiny sizes
+#   OUT=<folder> benchmarks/gpu/run.sh                   # on the GPU machine
+#   OUT=<folder> benchmarks/gpu/run.sh --backend torch   # the same on Keras's torch backend
+#   OUT=<folder> benchmarks/gpu/run.sh --rehearse        # the same steps on a CPU, tiny sizes
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
 mode=full
-case "${1:-}" in
-  "") ;;
-  --rehearse) mode=rehearsal ;;
-  *) echo "benchmarks/gpu/run.sh: unknown option '$1' (the only option is --rehearse)" >&2; exit 2 ;;
-esac
+backend=jax
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rehearse) mode=rehearsal ;;
+    --backend)
+      backend="${2:-}"
+      shift
+      case "$backend" in
+        jax | torch) ;;
+        *) echo "benchmarks/gpu/run.sh: --backend takes jax or torch, got '$backend'" >&2; exit 2 ;;
+      esac ;;
+    *) echo "benchmarks/gpu/run.sh: unknown option '$1' (options: --rehearse, --backend jax|torch)" >&2; exit 2 ;;
+  esac
+  shift
+done
+# On torch the steps run eagerly, as a torch user's training does by default (Keras's
+# ``jit_compile="auto"`` is off there), and Keras sends keras.layers.LSTM and GRU to cuDNN.
+jit_args=""
+[ "$backend" = torch ] && jit_args="--no-jit"
 out="${OUT:?benchmarks/gpu/run.sh: set OUT to the folder the results go to}"
 mkdir -p "$out"
 exec > >(tee "$out/run.log") 2>&1
@@ -34,6 +49,9 @@ else
   # programs without LLVM's optimisation passes (the CPU speed tables take 40% less time) and
   # with its older emitters for fused operations, which generate code sooner.
   export XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+  # torch on one thread a process: the test workers and the tables share the CPU's cores, and
+  # torch's threads waiting for each other there take several times as long.
+  export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 fi
 say() { echo "[run.sh ${mode} $(date -u +%H:%M:%S) +${SECONDS}s] $*"; }
 status=0
@@ -55,7 +73,7 @@ fi
 # The package, --no-deps and offline (with the carried setuptools where there is one).
 "$python" -m pip install -q --no-index --no-deps --no-build-isolation --no-compile \
   --no-cache-dir --target "$site" . || { say "the package did not install"; exit 1; }
-export KERAS_BACKEND=jax XLA_PYTHON_CLIENT_PREALLOCATE=false
+export KERAS_BACKEND="$backend" XLA_PYTHON_CLIENT_PREALLOCATE=false
 (cd "$site" && "$python" -c "import keras, tf_memlayers, sys; print('installed: keras',
 keras.__version__, '| tf_memlayers', tf_memlayers.__version__, 'from', tf_memlayers.__file__,
 '| tensorflow imported:', 'tensorflow' in sys.modules)") || { say "the package does not import"; exit 1; }
@@ -76,15 +94,16 @@ case $? in 0) ;; 3) say "JAX sees no GPU: stopping"; exit 3 ;; *) status=1 ;; es
 say "4. the speed tables (${speed_s}s budget)"
 # GPU_RUN_SPEED_ARGS: options of python -m benchmarks.speed (on a GPU: --lengths 20 100).
 # shellcheck disable=SC2086
-timeout -k 10 "$((speed_s + 90))" "$python" -m benchmarks.speed --device gpu --backend jax \
-  --sizes "$sizes" --budget-s "$speed_s" --out "$out/speed.json" $speed_args >/dev/null || status=1
+timeout -k 10 "$((speed_s + 90))" "$python" -m benchmarks.speed --device gpu --backend "$backend" \
+  --sizes "$sizes" --budget-s "$speed_s" --out "$out/speed.json" $jit_args $speed_args \
+  >/dev/null || status=1
 
 if [ -n "$long_lengths" ]; then
   say "5. window attention at T = ${long_lengths} (${long_s}s budget, constant folding off)"
   # shellcheck disable=SC2086
   XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_disable_hlo_passes=constant_folding" \
-    timeout -k 10 "$((long_s + 90))" "$python" -m benchmarks.speed --device gpu --backend jax \
-    --sizes "$sizes" --budget-s "$long_s" --out "$out/speed_long.json" \
+    timeout -k 10 "$((long_s + 90))" "$python" -m benchmarks.speed --device gpu --backend "$backend" \
+    --sizes "$sizes" --budget-s "$long_s" --out "$out/speed_long.json" $jit_args \
     --tables window_attention --lengths $long_lengths --peaks-from "$out/speed.json" \
     >/dev/null || status=1
 fi

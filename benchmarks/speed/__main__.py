@@ -1,11 +1,12 @@
-"""The speed tables (`benchmarks.speed.tables`) on Keras's TensorFlow or JAX backend, on the
-CPU or a GPU, within ``--budget-s``: prints the results and writes the tables' results files.
+"""The speed tables (`benchmarks.speed.tables`) on Keras's TensorFlow, JAX or torch backend, on
+the CPU or a GPU, within ``--budget-s``: prints the results and writes the tables' results files.
 
     python -m benchmarks.speed --tables language_model --backend jax
     python -m benchmarks.speed --sizes tiny                # every table, in seconds each
     python -m benchmarks.speed --from-results              # the results page, from the files
     python -m benchmarks.speed --from-results --device gpu # its GPU section, from the runs
     python -m benchmarks.speed --device gpu --backend jax --out speed.json  # a GPU run's
+    python -m benchmarks.speed --tables backends --python torch=venv-torch/bin/python
 """
 
 import argparse
@@ -42,6 +43,19 @@ class Budget:
         return now - self.start < self.seconds and now - self.table_start < self.table_seconds
 
 
+BACKENDS = ("tensorflow", "jax", "torch")
+
+
+def backend_python(text):
+    """``BACKEND=PATH`` of ``--python``: ``(backend, path)``."""
+    name, equals, path = text.partition("=")
+    if name not in BACKENDS or not equals or not path:
+        raise argparse.ArgumentTypeError(
+            f"expected BACKEND=PATH with BACKEND in {BACKENDS}, got {text!r}"
+        )
+    return name, path
+
+
 def describe_device():
     import keras
 
@@ -55,6 +69,12 @@ def describe_device():
         memory = (devices[0].memory_stats() or {}).get("bytes_limit")
         found["device_memory_mib"] = (memory or 0) / 2**20 or None
         found["matmul_precision"] = str(jax.config.jax_default_matmul_precision)
+    elif found["backend"] == "torch":
+        import torch
+
+        found.update(torch=torch.__version__, threads=torch.get_num_threads())
+        if torch.cuda.is_available():
+            found["devices"] = [f"cuda:{torch.cuda.get_device_name(0)}"]
     else:
         import tensorflow as tf
 
@@ -76,7 +96,7 @@ def peaks(args, sizes):
     if args.buffers_only:
         return {}
     found = {"float32": peak_gflops(sizes), "mixed_bfloat16": peak_gflops(sizes, dtype="bfloat16")}
-    if args.device != "gpu":
+    if args.device != "gpu" or args.backend != "jax":
         return {"peak_gflops": found}
     import jax
 
@@ -107,18 +127,23 @@ def run(args):
     """Measures ``args.tables``, writing the results files (``--out``: one) after each row."""
     import keras
 
+    from benchmarks import step as training
     from benchmarks.speed.tables import SIZES, SKIPPED, TABLES, one_line
 
     keras.utils.set_random_seed(0)
     sizes = {**SIZES[args.sizes], "name": args.sizes, "dtypes": args.dtypes}
     sizes.update({k: getattr(args, k) for k in ("rounds", "lengths") if getattr(args, k)})
     settings = {k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items()}
-    jit = "``jax.jit``" if args.backend == "jax" else "XLA"
-    settings["step"] = f"SGD, ``stateless_call``, {jit}"
+    training.JIT = not args.no_jit
+    jit = dict(jax="``jax.jit``", tensorflow="XLA", torch="``torch.compile``")[args.backend]
+    jit = "no XLA" if args.no_jit and args.backend == "tensorflow" else jit
+    settings["step"] = (
+        f"SGD, ``stateless_call``, {'eager' if args.no_jit and args.backend == 'torch' else jit}"
+    )
     device = describe_device()
     memory = device.get("device_memory_mib")
     sizes["limit_mib"] = 0.8 * memory if memory else sizes["memory_limit_gib"] * 1024
-    sizes.update(samples=args.samples, buffers_only=args.buffers_only)
+    sizes.update(samples=args.samples, buffers_only=args.buffers_only, pythons=args.python)
     results = {"sizes": args.sizes, "tables_asked": args.tables, "settings": settings}
     results.update(device=device, tables={}, errors={}, seconds={})
     started = time.perf_counter()
@@ -176,7 +201,16 @@ def parse_args(argv=None):
     add = parser.add_argument
     add("--tables", nargs="+", choices=list(TABLES), help="default: all (a GPU run's on a GPU)")
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
-    add("--backend", choices=("tensorflow", "jax"), default=backend, help="Keras's backend")
+    add("--backend", choices=BACKENDS, default=backend, help="Keras's backend")
+    add("--no-jit", action="store_true", help="TensorFlow without XLA, torch without torch.compile")
+    add(
+        "--python",
+        type=backend_python,
+        action="append",
+        default=[],
+        metavar="BACKEND=PATH",
+        help="the Python of the backends table's children on BACKEND (default: this one)",
+    )
     add("--device", choices=("cpu", "gpu"), default="cpu", help="gpu: a GPU run's tables")
     add("--sizes", choices=sorted(SIZES), help="default: full (gpu on a GPU); tiny: seconds")
     add("--dtypes", nargs="+", choices=DTYPES, help="default: float32 (both on a GPU)")
@@ -191,9 +225,12 @@ def parse_args(argv=None):
     add("--samples", action="store_true", help=argparse.SUPPRESS)
     add("--buffers-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    args.python = dict(args.python)
+    if args.no_jit and args.backend == "jax":
+        parser.error("argument --no-jit: Keras's JAX backend always compiles (jax.jit)")
     args.argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--update-docs"]
-    if args.device == "gpu" and args.backend != "jax" and not args.from_results:
-        parser.error("argument --device: a GPU run is on Keras's JAX backend (--backend jax)")
+    if args.device == "gpu" and args.backend == "tensorflow" and not args.from_results:
+        parser.error("argument --device: a GPU run is on Keras's JAX or torch backend (--backend)")
     args.sizes = args.sizes or ("gpu" if args.device == "gpu" else "full")
     args.dtypes = args.dtypes or (list(DTYPES) if args.device == "gpu" else ["float32"])
     default = GPU_TABLES if args.device == "gpu" else [n for n in TABLES if n != "backend_cases"]

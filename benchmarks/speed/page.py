@@ -24,10 +24,11 @@ def text(name, key="caption"):
 
 
 def write_block(name, rows, values, page=RESULTS_PAGE, caption="caption", every_column=False):
-    """Writes block ``name``: ``rows`` under its columns that some row has (or ``every_column``),
-    its ``caption`` formatted with ``rows`` and ``values``."""
+    """Writes block ``name``: ``rows`` under its columns that some row has (or ``every_column``,
+    but ``backend``), its ``caption`` formatted with ``rows`` and ``values``."""
     block, columns = BLOCKS[name], columns_of(text(name, "columns"))
-    columns = [(k, h) for k, h in columns if every_column or any(k in row for row in rows)]
+    shown = lambda key: every_column and key != "backend"  # noqa: E731  (JAX's rows have none)
+    columns = [(k, h) for k, h in columns if shown(k) or any(k in row for row in rows)]
     caption = text(name, caption).format(rows=rows, **values)
     footer, after = block.get("footer", ""), block.get("after")
     return update_docs(name, rows, columns, caption, page, footer=footer, insert_after=after)
@@ -119,6 +120,38 @@ def heap(report, rows, images):
     return table, values | {"steps": ", ".join(step.format(n, **r) for n, r in ms.items())}
 
 
+BACKEND_SIDES = dict(tensorflow="TensorFlow", jax="JAX", torch="torch")
+BACKEND_SIDES["torch_compile"] = "torch.compile"
+
+
+def backends(report, rows, images):
+    """The caption's goals, met or not per backend, and the cost of Keras's generic loop."""
+    by_case = {row["case"]: row for row in rows}
+
+    def ratios(case, suffix="_over_baseline"):
+        found = [(n, by_case.get(case, {}).get(f"{s}{suffix}")) for s, n in BACKEND_SIDES.items()]
+        return ", ".join(f"{n} {r:.2f}" for n, r in found if r) or "not measured"
+
+    parallel = ("lm_window_parallel", "lm_ngram_parallel")
+    worst = {
+        side: max((by_case[c].get(f"{side}_over_baseline") or 0 for c in parallel), default=0)
+        for side in BACKEND_SIDES
+    }
+    lm = ", ".join(f"{n} {worst[s]:.2f}" for s, n in BACKEND_SIDES.items() if worst[s])
+    goals = f"AM-GRU / GRU: {ratios('am_gru')}; parallel forms / LSTM, the worst: {lm or 'none'}."
+    torch = {c: by_case.get(c, {}).get("torch_ms") for c in ("am_gru", "gru_cell_rnn", "gru")}
+    loop = torch["gru_cell_rnn"] and torch["gru"] and torch["gru_cell_rnn"] / torch["gru"]
+    am = torch["am_gru"] and torch["gru_cell_rnn"] and torch["am_gru"] / torch["gru_cell_rnn"]
+    missed = (by_case.get("am_gru", {}).get("torch_over_baseline") or 0) > 1.5 or worst[
+        "torch"
+    ] > 1.2
+    why = text("backends-speed", "why_torch").format(
+        gru_loop=f"{loop:.2f}× the GRU" if loop else "(not measured)",
+        am_over_loop=f"{am:.2f}×" if am else "not measured",
+    )
+    return rows, dict(goals=goals, why=why if missed and loop and am else "")
+
+
 #: Each table's block.
 SPEED_BLOCKS = dict(language_model="window-attention-speed")
 SPEED_BLOCKS |= dict(window_peers="window-attention-vs-peers")
@@ -131,6 +164,7 @@ SPEED_BLOCKS |= dict(backends="backends-speed")
 #: How a block's rows and caption's values are made from the results where it needs more than
 #: the settings: ``function(report, rows, images) -> (rows, values)``.
 MAKERS = dict(window_peers=peers, dual_vs_word_by_word=dual, snli=snli, heap_write=heap)
+MAKERS["backends"] = backends
 
 
 def read_rows(table, report=None):
@@ -161,7 +195,8 @@ ROW_KEYS.update(snli="kind", heap_write="cache_size")
 
 def load_runs(folder=GPU_RUNS):
     """The runs under ``folder`` in their number's order, each ``{"name", "device",
-    "layer_tests", "speed", "speeds" (with ``speed_long.json``), "log"}``, a missing file None."""
+    "layer_tests", "speed", "speeds" (with ``speed_long.json``), "log"}``, a missing file None;
+    the rows of a run on another backend than JAX have its ``backend``."""
     runs = []
     for path in sorted(folder.glob("run-*"), key=lambda path: int(path.name.split("-")[1])):
         log = path / "run.log"
@@ -169,6 +204,10 @@ def load_runs(folder=GPU_RUNS):
         for key in ("device", "layer_tests", "speed", "speed_long"):
             run[key] = results_file.read(path / f"{key}.json")
         run["speeds"] = [speed for speed in (run["speed"], run.pop("speed_long")) if speed]
+        for speed in run["speeds"]:  # a run on torch: its rows say so (JAX's: the default)
+            for rows in speed["tables"].values() if "torch" in speed.get("device", {}) else ():
+                for row in rows:
+                    row["backend"] = "torch"
         runs.append(run)
     return runs
 
@@ -188,7 +227,10 @@ def layer_test_rows(runs):
         done = re.findall(r"\+(\d+)s\] done, status", run["log"])
         rerun = tests.get("rerun_from") and pathlib.Path(tests["rerun_from"]).parent.name
         row = dict(run=run["name"], gpu=gpu_name(run), precision=tests["precision"])
-        row["versions"] = f"JAX {run['device']['jax']}, Keras {run['device']['keras']}"
+        backend = run["device"].get("keras_backend", "jax")
+        version = run["device"].get(backend, run["device"].get("jax"))
+        name = dict(jax="JAX").get(backend, backend)
+        row["versions"] = f"{name} {version}, Keras {run['device']['keras']}"
         row["selection"] = f"rerun of the failed and unrun tests of {rerun}" if rerun else None
         row["selection"] = row["selection"] or f"{len(tests['files'])} test modules"
         row |= dict(passed=tests["passed"], failed=tests["failed"] + tests["errors"])
@@ -209,7 +251,7 @@ def merged_rows(runs, table):
             if any("status" not in row for row in found):
                 rows = {key: row for key, row in rows.items() if key[0] != "error"}
             for row in found:
-                key = (row.get("dtype"), row.get(ROW_KEYS[table]))
+                key = (row.get("backend"), row.get("dtype"), row.get(ROW_KEYS[table]))
                 if "status" in row and key in rows and "status" not in rows[key]:
                     continue  # a measured row stays
                 rows[key] = {**row, "run": run["name"]}
@@ -260,10 +302,22 @@ def window_notes(runs):
 
 
 def goal_rows(runs):
-    """A row per goal of the GPU run: its limit, the worst measured value and where, whether it
-    is met, and what was measured beside it (floors, shares of peak)."""
-    window, lm = merged_rows(runs, "window_attention"), merged_rows(runs, "language_model")
-    am, rows = merged_rows(runs, "associative_memory"), []
+    """A row per goal of the GPU run and backend (JAX's, then the others' with their name): its
+    limit, the worst measured value and where, whether it is met, and what was measured beside
+    it (floors, shares of peak)."""
+    tables = {t: merged_rows(runs, t) for t in ("window_attention", "language_model")}
+    tables["associative_memory"] = merged_rows(runs, "associative_memory")
+    found = {row.get("backend") for rows in tables.values() for row in rows}
+    rows = []
+    for backend in [None, *sorted(found - {None})]:
+        of = {t: [row for row in r if row.get("backend") == backend] for t, r in tables.items()}
+        rows += backend_goal_rows(*of.values(), f" on {backend}" if backend else "")
+    return rows
+
+
+def backend_goal_rows(window, lm, am, on):
+    """`goal_rows` of one backend's rows; ``on`` ends each goal's name."""
+    rows = []
     gru = "floor (memory by stand-ins): {:.2f} × GRU"
     floors = {
         r["dtype"]: gru.format(r["ratio_to_gru"]) for r in am if r.get("layer") == FLOOR_LAYER
@@ -271,7 +325,7 @@ def goal_rows(runs):
 
     def add(goal, limit, candidates, key, where, why=lambda row: ""):
         measured = [row for row in candidates if isinstance(row.get(key), (int, float))]
-        rows.append({"goal": goal, "limit": f"≤ {limit}", "met": "not measured"})
+        rows.append({"goal": goal + on, "limit": f"≤ {limit}", "met": "not measured"})
         if measured:
             row = max(measured, key=lambda row: row[key])
             rows[-1] |= dict(worst=row[key], where=where(row), met="yes", why="")

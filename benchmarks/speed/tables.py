@@ -22,12 +22,14 @@ SIZES["full"].update(lm_vocab=10000, lm_hidden=300, lm_equal_hidden=200, lm_batc
 SIZES["full"].update(am_units=100, am_batch=50, am_steps=30, am_copies=(8, 1), snli_units=100)
 SIZES["full"].update(dual_lengths=(10, 25, 50, 100, 200, 500, 1000, 2000), snli_batch=50)
 SIZES["full"].update(heap_sizes=(100, 1000, 10000, 100000), heap_batch=64, heap_step_cache=10000)
-SIZES["full"].update(wrapper_lengths=(10, 50, 200), backend_rounds=2)
+SIZES["full"].update(wrapper_lengths=(10, 50, 200), backend_rounds=2, backend_window_length=400)
+SIZES["full"]["backend_compile_s"] = 3600
 SIZES["full"].update(packing_hidden=128, packing_batch=32, packing_vocab=33278)
 SIZES["gpu"] = dict(SIZES["full"], rounds=20, lengths=(20, 100, 1000), parts_max_length=100)
 SIZES["gpu"].update(am_copies=(8,), heap_sizes=(1000, 10000), peak_sizes=(4096, 8192))
 SIZES["tiny"] = dict(SIZES["full"], rounds=2, width=16, batch=2, peak_sizes=(256,), snli_batch=4)
 SIZES["tiny"].update(lengths=(20,), peer_lengths=(20,), parts_max_length=20, backend_rounds=1)
+SIZES["tiny"].update(backend_window_length=20, backend_compile_s=900)
 SIZES["tiny"].update(lm_vocab=50, lm_hidden=18, lm_equal_hidden=12, lm_batch=4, lm_steps=5)
 SIZES["tiny"].update(am_units=8, am_batch=4, am_steps=5, am_copies=(8,), snli_units=8)
 SIZES["tiny"].update(dual_lengths=(10,), heap_sizes=(16,), heap_batch=8, packing_vocab=50)
@@ -51,13 +53,18 @@ def one_line(error):
     return f"{type(error).__name__}: {lines[-1] if 'in user code' in lines[0] else lines[0]}"[:300]
 
 
-def child(*argv):
-    """``python -m benchmarks.speed *argv`` in a child process: its results, or its stderr."""
+def child(*argv, python=None, timeout=None):
+    """``python -m benchmarks.speed *argv`` in a child process (of ``python``, else this one's
+    Python), stopped after ``timeout`` seconds: its results (so far), or its stderr."""
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "out.json")
-        command = [sys.executable, "-m", "benchmarks.speed", *argv, "--out", out]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        return results_file.read(out) or done.stderr[-300:]
+        command = [python or sys.executable, "-m", "benchmarks.speed", *argv, "--out", out]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+            stderr = done.stderr
+        except subprocess.TimeoutExpired as stopped:
+            stderr = f"stopped after {timeout:.0f} s: {stopped.stderr or ''}"
+        return results_file.read(out) or stderr[-300:]
 
 
 def normal(*shape):
@@ -96,7 +103,7 @@ class Table:
     variant under ``key``: its median, ``ratio`` to the first variant, arithmetic, or error."""
 
     buffers = False  # whether its rows give XLA's buffers (on TensorFlow from a JAX child)
-    backends = ("tensorflow", "jax")
+    backends = ("tensorflow", "jax", "torch")
     median = "median_ms"
 
     def __init__(self, file, key=None, ratio="ratio", **options):
@@ -397,7 +404,8 @@ class WindowAttention(Table):
             names += PARTS
 
         def make(name):
-            layer, jit, limit = window_layer(name, width), "no_xla" not in name, sizes["limit_mib"]
+            jit = None if "no_xla" not in name else False  # None: the run's (`training.JIT`)
+            layer, limit = window_layer(name, width), sizes["limit_mib"]
             with stand_ins(PARTS[name][1] if name in PARTS else ()):
                 step = layer_step(layer, (batch, length, width), width, jit=jit, limit_mib=limit)
             step.info = {"weights": step.model.count_params() - width * (width + 1)}
@@ -652,6 +660,8 @@ def on_gpu():
 
 
 def compiled_call(layer):
+    if backend() == "torch":
+        return __import__("torch").compile(layer) if training.JIT else layer
     if backend() != "jax":
         import tensorflow as tf
 
@@ -781,65 +791,164 @@ class AttentionWrapperTable(Table):
         return {name: lambda w=wrap: make(w) for name, wrap in wrappers.items()}
 
 
+#: The training steps the backends table compares: ``case: (description, its baseline)``;
+#: the descriptions formatted with the sizes ``s``.
+AM, LM_SHAPE = "[{s[am_batch]}, {s[am_steps]}, {s[am_units]}]", "its LSTM"
 BACKEND_CASES = {
-    "window": "SlidingWindowAttention(window=10, key_value_predict), [8, 400, 300]",
-    "am_gru": "AssociativeGRU(100, copies=8), Keras's loop, [50, 30, 100]",
-    "am_gru_fused": "AssociativeGRU(100, copies=8, fused_loop=True), [50, 30, 100]",
-    "gru": "keras.layers.GRU(100), [50, 30, 100]",
+    "window": ("SlidingWindowAttention(window=10, key_value_predict), {window}", None),
+    "am_gru": (f"AssociativeGRU({{s[am_units]}}, copies=8), Keras's loop, {AM}", "gru"),
+    "am_gru_fused": (f"AssociativeGRU({{s[am_units]}}, copies=8, fused_loop=True), {AM}", "gru"),
+    "gru": (f"keras.layers.GRU({{s[am_units]}}), {AM}", None),
+    "gru_cell_rnn": (f"keras.layers.RNN(GRUCell({{s[am_units]}})), {AM}", "gru"),
+    "lm_lstm": (
+        "LSTM language model (hidden {s[lm_hidden]}, batch {s[lm_batch]}, {s[lm_steps]} steps, "
+        "{s[lm_vocab]} words)",
+        None,
+    ),
+    "lm_window_parallel": (f"{LM_SHAPE} + SlidingWindowAttention(window=5)", "lm_lstm"),
+    "lm_window_cell": (f"{LM_SHAPE} cell in SlidingWindowAttentionCell(window=5)", "lm_lstm"),
+    "lm_ngram_parallel": (f"{LM_SHAPE} + NGramConcat(4)", "lm_lstm"),
+    "lm_ngram_cell": (f"{LM_SHAPE} cell in NGramConcatCell(4)", "lm_lstm"),
+    "lstm_cell_rnn": (f"keras.layers.RNN(LSTMCell({{s[am_units]}})), {AM}", None),
+    "attention_rnn": (
+        "AttentionRNN(AttentionWrapper(LSTMCell({s[am_units]}), score='general')), memory "
+        "{s[am_steps]} vectors",
+        "lstm_cell_rnn",
+    ),
 }
+#: The group of each case: a case is timed in the same rounds as the others of its group.
+BACKEND_GROUPS = dict(window="window", gru="am_gru", am_gru="am_gru", am_gru_fused="am_gru")
+BACKEND_GROUPS |= dict(gru_cell_rnn="am_gru", lstm_cell_rnn="attention", attention_rnn="attention")
+BACKEND_GROUPS |= {name: "lm" for name in BACKEND_CASES if name.startswith("lm_")}
+#: The LM cases' variants (`lm_model`).
+LM_CASES = dict(lm_lstm="lstm", lm_window_parallel="window-parallel:5")
+LM_CASES |= dict(lm_window_cell="window-cell:5", lm_ngram_parallel="ngram-parallel:4")
+LM_CASES |= dict(lm_ngram_cell="ngram-cell:4")
+#: The backends table's columns: ``side: (backend, options of its children)``; torch with and
+#: without ``torch.compile`` (what ``jit_compile`` selects there); the others compiled.
+SIDES = dict(tensorflow=("tensorflow", ()), jax=("jax", ()), torch=("torch", ("--no-jit",)))
+SIDES["torch_compile"] = ("torch", ())
+
+
+def window_shape(sizes):
+    return sizes["batch"], sizes["backend_window_length"], sizes["width"] // 3 * 3  # 3 pieces
 
 
 class BackendCases(Table):
-    """The training steps the backends table compares, on the current backend."""
+    """The training steps the backends table compares, on the current backend: a case per
+    group, each case timed with its baseline in the same rounds."""
+
+    backends = ("tensorflow", "jax", "torch")
+
+    def cases(self, sizes):
+        return [{"group": group} for group in dict.fromkeys(BACKEND_GROUPS.values())]
 
     def variants(self, sizes, case):
-        from tf_memlayers import AssociativeGRU, SlidingWindowAttention
+        from tf_memlayers import (
+            AssociativeGRU,
+            AttentionRNN,
+            AttentionWrapper,
+            SlidingWindowAttention,
+        )
 
-        seq = dict(return_sequences=True)
+        seq, units = dict(return_sequences=True), sizes["am_units"]
+        am = (sizes["am_batch"], sizes["am_steps"], units)
         layers = {
             "window": lambda: SlidingWindowAttention(10, "key_value_predict", attention_units=32),
-            "am_gru": lambda: AssociativeGRU(100, 8, fused_loop=False, **seq),
-            "am_gru_fused": lambda: AssociativeGRU(100, 8, fused_loop=True, **seq),
-            "gru": lambda: keras.layers.GRU(100, **seq),
+            "am_gru": lambda: AssociativeGRU(units, 8, fused_loop=False, **seq),
+            "am_gru_fused": lambda: AssociativeGRU(units, 8, fused_loop=True, **seq),
+            "gru": lambda: keras.layers.GRU(units, **seq),
+            "gru_cell_rnn": lambda: keras.layers.RNN(keras.layers.GRUCell(units), **seq),
+            "lstm_cell_rnn": lambda: keras.layers.RNN(keras.layers.LSTMCell(units)),
         }
-        shape = lambda name: (8, 400, 300) if name == "window" else (50, 30, 100)  # noqa: E731
-        names = [name for name in BACKEND_CASES if backend() == "tensorflow" or "fused" not in name]
-        return {name: lambda name=name: layer_step(layers[name](), shape(name)) for name in names}
+        shape = lambda name: window_shape(sizes) if name == "window" else am  # noqa: E731
+        made = {name: lambda name=name: layer_step(layers[name](), shape(name)) for name in layers}
+        vocab, batch, steps = sizes["lm_vocab"], sizes["lm_batch"], sizes["lm_steps"]
+        x, y = tokens(vocab, batch, steps), tokens(vocab, batch, steps + 1)[:, 1:]
+
+        def language_model(variant):
+            model = lm_model(variant, vocab, sizes["lm_hidden"], steps, batch)
+            return training.Step(model, x, y, training.token_crossentropy)
+
+        def attention_rnn():
+            sequences, memory = keras.Input(am[1:], batch_size=am[0]), keras.Input(am[1:])
+            cell = AttentionWrapper(keras.layers.LSTMCell(units), score="general")
+            model = model_of([sequences, memory], AttentionRNN(cell), 1, memory=memory)
+            return training.Step(model, [normal(*am), normal(*am)])
+
+        made |= {name: lambda v=v: language_model(v) for name, v in LM_CASES.items()}
+        made["attention_rnn"] = attention_rnn
+        fused = backend() == "tensorflow"  # the fused AM-GRU loop is a TensorFlow op
+        names = [name for name, group in BACKEND_GROUPS.items() if group == case["group"]]
+        return {name: made[name] for name in names if fused or "fused" not in name}
 
     def flops(self, sizes, case, name, model):
         # Every weight matrix multiplies each of the batch × time vectors.
-        return training.weight_training_flops(model, 8 * 400 if name == "window" else 50 * 30)
+        batch, steps, _ = (
+            window_shape(sizes) if name == "window" else (sizes["am_batch"], sizes["am_steps"], 0)
+        )
+        rows = sizes["lm_batch"] * sizes["lm_steps"] if name.startswith("lm_") else batch * steps
+        return training.weight_training_flops(model, rows)
 
 
 class Backends(Table):
-    """`BackendCases` in child processes on each backend, alternately; medians of all steps."""
+    """`BackendCases` in child processes on each backend (`SIDES`; ``sizes["pythons"]``: the
+    Python of a backend's children where it is not this one), alternately; the medians of all
+    their steps, and each case's median ratio to its baseline in the same child's rounds."""
+
+    backends = ("tensorflow", "jax", "torch")
 
     def cases(self, sizes):
         return [{}]
 
     def measure(self, sizes, case, peak, buffers, gave_up):
-        samples, peaks, flops = {}, [], {}
-        for _ in range(sizes["backend_rounds"]):
-            for name in ("tensorflow", "jax"):
-                argv = ["--samples", "--tables", "backend_cases", "--backend", name, "--sizes"]
-                report = child(*argv, sizes["name"], "--rounds", str(sizes["rounds"]))
-                if isinstance(report, str) or report["errors"]:
-                    raise RuntimeError(f"the {name} child failed: {report}"[:400])
+        samples, peaks, flops, failed = {}, [], {}, {}
+        for round_ in range(sizes["backend_rounds"]):
+            for side, (name, options) in SIDES.items():
+                # torch.compile takes minutes a model on a CPU: one child, its time limited.
+                compiling = side == "torch_compile"
+                if side in failed or (compiling and round_):
+                    continue
+                limit = sizes["backend_compile_s"] if compiling else None
+                argv = ["--samples", "--tables", "backend_cases", "--backend", name, *options]
+                argv += ["--sizes", sizes["name"], "--rounds", str(sizes["rounds"])]
+                argv += ["--budget-s", str(limit)] if limit else []
+                python = sizes.get("pythons", {}).get(name)
+                report = child(*argv, python=python, timeout=limit and limit + 600)
+                found = {} if isinstance(report, str) else report["tables"].get("backend_cases")
+                if not found:
+                    errors = report if isinstance(report, str) else report["errors"]
+                    failed[side] = one_line(RuntimeError(errors))
+                    continue
                 peaks.append(report["peak_gflops"]["float32"])
-                for row in report["tables"]["backend_cases"]:
-                    samples.setdefault((row["case"], name), []).extend(row["samples_ms"])
-                    flops[row["case"]] = row["gflop_per_step"] * 1e9
-        peak, rows = float(np.median(peaks)), []
-        for name, description in BACKEND_CASES.items():
-            row = {"case": name, "description": description, "gflop_per_step": flops[name] / 1e9}
-            for side in ("tensorflow", "jax"):
-                values = samples.get((name, side))
+                for row in found:
+                    if row.get("samples_ms"):
+                        samples.setdefault((row["case"], side), []).extend(row["samples_ms"])
+                        flops[row["case"]] = row.get("gflop_per_step", 0) * 1e9
+                    elif row.get("status"):
+                        failed.setdefault((row.get("case", row["group"]), side), row["status"])
+        peak, rows = float(np.median(peaks)) if peaks else None, []
+        for name, (description, baseline) in BACKEND_CASES.items():
+            description = description.format(s=sizes, window=list(window_shape(sizes)))
+            row = {"case": name, "description": description, "baseline": baseline}
+            row["gflop_per_step"] = flops.get(name, 0) / 1e9 or None
+            for side in SIDES:
+                values, base = samples.get((name, side)), samples.get((baseline, side))
                 row[f"{side}_ms"] = float(np.median(values)) if values else None
-                share = values and training.floor_columns(flops[name], row[f"{side}_ms"], peak)
+                share = (
+                    values and peak and training.floor_columns(flops[name], row[f"{side}_ms"], peak)
+                )
                 row[f"{side}_share_of_peak"] = share["share_of_peak"] if share else None
+                if values and base:
+                    ratios = timing.median_ratio({"case": values, "base": base}, "base")
+                    row[f"{side}_over_baseline"] = ratios["case"]
+                why = failed.get((name, side)) or failed.get((BACKEND_GROUPS[name], side))
+                why = why or failed.get(side)
+                if why and not values:
+                    row[f"{side}_status"] = why
             both = row["tensorflow_ms"] and row["jax_ms"]
             row["jax_over_tensorflow"] = row["jax_ms"] / row["tensorflow_ms"] if both else None
-            rows.append({**row, "peak_gflops": round(peak, 1)})
+            rows.append({**row, "peak_gflops": peak and round(peak, 1)})
         return rows
 
 

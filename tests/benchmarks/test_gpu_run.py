@@ -35,25 +35,28 @@ def _read(path):
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-@pytest.mark.skipif(not (_has("jax") and _has("xdist")), reason="runs JAX and pytest-xdist")
-# The GPU run runs Keras on JAX without TensorFlow, as the JAX pass does: run there only.
-@pytest.mark.skipif(BACKEND == "tensorflow", reason="run in the pass with KERAS_BACKEND=jax")
+@pytest.mark.skipif(not _has("xdist"), reason="runs pytest-xdist")
+# The GPU run runs Keras on JAX or torch without TensorFlow, as the JAX and torch passes do.
+@pytest.mark.skipif(BACKEND == "tensorflow", reason="run in the passes on JAX and torch")
 # The rehearsal's offline install builds the package: pyproject.toml's license fields need it.
 @pytest.mark.skipif(_setuptools_major() < 77, reason="needs setuptools>=77 (the test extra)")
 def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
-    """``run.sh --rehearse``: the GPU run's steps on this CPU, at tiny sizes and one length."""
-    out, wheels = tmp_path / "out", tmp_path / "no-wheels"
+    """``run.sh --rehearse --backend BACKEND``: the GPU run's steps on this CPU, at tiny sizes
+    and one length."""
+    out, wheels, jax = tmp_path / "out", tmp_path / "no-wheels", BACKEND == "jax"
     wheels.mkdir()  # those of .whl/ are for the GPU machine's Python; this one has Keras
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {"OUT": str(out)}
     env |= dict(
         PYTHON=sys.executable, GPU_RUN_WHEELS=str(wheels), GPU_RUN_SPEED_ARGS="--lengths 20"
     )
-    command, options = ["bash", str(RUN_SH), "--rehearse"], dict(capture_output=True, text=True)
-    done = subprocess.run(command, cwd=tmp_path, env=env, timeout=900, **options)
+    command = ["bash", str(RUN_SH), "--rehearse", "--backend", BACKEND]
+    done = subprocess.run(
+        command, cwd=tmp_path, env=env, timeout=900, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "done, status 0" in (out / "run.log").read_text(encoding="utf-8")
     device, tests = _read(out / "device.json"), _read(out / "layer_tests.json")
-    assert device["keras_backend"] == "jax" and device["devices"]
+    assert device["keras_backend"] == BACKEND and (device["devices"] or not jax)
     # One test of each selected file ran, and none failed.
     assert tests["failed"] == tests["errors"] == 0 and tests["not_run"] == []
     assert tests["passed"] + tests["skipped"] == len(tests["files"]) == len(layer_test_modules())
@@ -65,14 +68,16 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     measured, long = _read(out / "speed.json"), _read(out / "speed_long.json")
     assert measured["errors"] == {} and set(measured["tables"]) == set(tables.GPU_TABLES)
     assert all(peak > 0 for peak in measured["peak_gflops"].values())
-    # A rehearsal compiles without LLVM's optimisation passes; the GPU run as XLA chooses.
+    # On JAX a rehearsal compiles without LLVM's optimisation passes; torch runs eagerly.
+    step = measured["settings"]["step"]
     assert "--xla_backend_optimization_level=0" in measured["device"]["xla_flags"]
+    assert step.endswith("``jax.jit``" if jax else "eager"), step
     for table, rows in measured["tables"].items():
         assert rows and not any("status" in row or "error" in row for row in rows), table
     for row in measured["tables"]["window_attention"]:
         assert row["T"] == 20
-        for variant in ("ours", "floor", "mha"):
-            assert row[f"{variant}_ms"] > 0 and row[f"{variant}_buffers_mib"] > 0
+        for variant in ("ours", "floor", "mha"):  # XLA's buffers: on JAX only
+            assert row[f"{variant}_ms"] > 0 and (row[f"{variant}_buffers_mib"] > 0 or not jax)
         # T = 20 is within the rehearsal's parts_max_length: each part's cost is measured.
         for variant, (part, _) in tables.PARTS.items():
             assert row[f"{variant}_ms"] > 0 and isinstance(row[f"{part}_over_floor"], float)
@@ -87,7 +92,7 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     # Its shares of peak are of the peaks step 4 measured.
     assert long["peaks_from"] == str(out / "speed.json")
     for key in ("peak_gflops", "peak_gflops_float32_highest"):
-        assert long[key] == measured[key]
+        assert long.get(key) == measured.get(key)
     window = long["tables"]["window_attention"]
     assert [(row["dtype"], row["T"]) for row in window] == [("float32", 40), ("mixed_bfloat16", 40)]
     for row in window:
@@ -95,6 +100,9 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
 
 
 BAD_OPTIONS = """bash benchmarks/gpu/run.sh --fast
+bash benchmarks/gpu/run.sh --backend tensorflow
+-m benchmarks.speed --python torch
+-m benchmarks.speed --no-jit --backend jax
 -m benchmarks.gpu.layer_tests --workers 0 --out .
 -m benchmarks.gpu.layer_tests --require-gpu maybe --out x.json
 -m benchmarks.speed --rounds 0
@@ -172,9 +180,9 @@ def test_the_run_writes_the_ids_of_the_tests_it_collected(pytester, monkeypatch,
     assert layer_tests.read_ids(pytester.path / "elsewhere.txt") is None
 
 
-def _write_run(folder, number, tables, errors=None):
+def _write_run(folder, number, tables, errors=None, device=None):
     (folder / f"run-{number}").mkdir(parents=True)
-    speed = json.dumps({"tables": tables, "errors": errors or {}})
+    speed = json.dumps({"tables": tables, "errors": errors or {}, "device": device or {}})
     (folder / f"run-{number}" / "speed.json").write_text(speed, encoding="utf-8")
 
 
@@ -210,7 +218,13 @@ def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_misse
         for layer, r in (("AssociativeGRU C=8", 2.0), (tables.FLOOR_LAYER, 1.8))
     ]
     _write_run(tmp_path, 1, {"window_attention": window, "associative_memory": am})
+    # A run on torch: its rows stand beside JAX's, with goals of their own.
+    on_torch = [dict(dtype="float32", layer="AssociativeGRU C=8", ratio_to_gru=1.25)]
+    _write_run(tmp_path, 2, {"associative_memory": on_torch}, device={"torch": "2.11"})
+    assert len(page.merged_rows(page.load_runs(tmp_path), "associative_memory")) == 3
     goals = {row["goal"]: row for row in page.goal_rows(page.load_runs(tmp_path))}
+    torch = goals["AM-GRU (C = 8) / GRU on torch"]
+    assert (torch["worst"], torch["met"]) == (1.25, "yes")
     mha = goals["window attention / MHA, every T"]
     assert (mha["worst"], mha["where"], mha["met"]) == (1.1, "T = 20, float32", "no")
     assert mha["why"].startswith("floor alone: 0.95 × MHA")

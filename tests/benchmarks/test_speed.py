@@ -199,3 +199,39 @@ def test_a_figure_gives_each_line_one_colour_in_both_panels(monkeypatch, tmp_pat
     time_axes, memory_axes = saved[0].axes
     assert [line.get_color() for line in time_axes.get_lines()] == ["C0", "C1"]
     assert [line.get_color() for line in memory_axes.get_lines()] == ["C1"]  # a has none
+
+
+def test_the_backends_table_pairs_each_case_with_its_baseline_round_by_round(monkeypatch):
+    """Each side's children pooled; ratios of the same rounds; torch.compile once, its time
+    limited; a side or group that did not run says why."""
+    calls = []
+
+    def child(*argv, python=None, timeout=None):
+        backend = argv[argv.index("--backend") + 1]
+        calls.append((backend, python, timeout))
+        if backend == "jax":
+            return "ModuleNotFoundError: No module named 'jax'"
+        factor = {"tensorflow": 1.0, "torch": 3.0 if "--no-jit" in argv else 2.0}[backend]
+        rows = [dict(case="gru", group="am_gru", samples_ms=[1.0, 4.0], gflop_per_step=1.0)]
+        rows.append(dict(case="am_gru", group="am_gru", samples_ms=[2.0, 4.0], gflop_per_step=2.0))
+        rows.append(dict(group="lm", status="compiling lm_window_cell when the run ended"))
+        rows = [{**r, "samples_ms": [factor * v for v in r.get("samples_ms", ())]} for r in rows]
+        return {"tables": {"backend_cases": rows}, "errors": {}, "peak_gflops": {"float32": 10.0}}
+
+    monkeypatch.setattr(tables, "child", child)
+    sizes = {**tables.SIZES["tiny"], "name": "tiny", "backend_rounds": 2, "pythons": {"jax": "j"}}
+    rows = {row["case"]: row for row in tables.TABLES["backends"].measure(sizes, {}, 0, {}, {})}
+    # Two rounds of children, JAX's not again after it failed, torch.compile's once.
+    assert [(side, bool(limit)) for side, _, limit in calls] == [
+        *[("tensorflow", 0), ("jax", 0), ("torch", 0), ("torch", 1)],
+        *[("tensorflow", 0), ("torch", 0)],
+    ]
+    assert calls[1][1] == "j" and calls[3][2] > sizes["backend_compile_s"]
+    am = rows["am_gru"]
+    # Round 1: 2 / 1, round 2: 4 / 4, in each of the two children: the median of 2, 1, 2, 1.
+    assert am["tensorflow_over_baseline"] == am["torch_over_baseline"] == 1.5
+    assert am["torch_ms"] == 3 * am["tensorflow_ms"] == 9.0 and am["jax_ms"] is None
+    assert "No module named 'jax'" in am["jax_status"] and "tensorflow_status" not in am
+    assert rows["lm_window_cell"]["torch_status"].startswith("compiling lm_window_cell")
+    text = page.backends(None, list(rows.values()), None)[1]["goals"]
+    assert text.startswith("AM-GRU / GRU: TensorFlow 1.50, torch 1.50, torch.compile 1.50;")
