@@ -541,7 +541,9 @@ class AssociativeMemory(Table):
         units, shape = sizes["am_units"], (sizes["am_batch"], sizes["am_steps"], sizes["am_units"])
         layers = {"GRU": lambda: keras.layers.GRU(units)}
         # The Pallas kernels run interpreted off a GPU: measured on a GPU, run in a rehearsal.
-        kernels = backend() == "jax" and (sizes["name"] == "tiny" or on_gpu())
+        kernels = backend() == "jax" and (
+            sizes["name"] == "tiny" or __import__("jax").default_backend() == "gpu"
+        )
         for c in sizes["am_copies"]:
             layers[f"AssociativeGRU C={c}"] = lambda c=c: AssociativeGRU(units, c, fused_loop=False)
             cell = lambda c=c: keras.layers.RNN(AssociativeGRUCell(units, c))  # noqa: E731
@@ -651,12 +653,6 @@ class Snli(Table):
         kind, cell = row["kind"], row["kind"].removesuffix(" fused_loop")
         if kind != cell and kind in samples and cell in samples:
             row["speedup"] = timing.median_ratio(samples, kind)[cell]
-
-
-def on_gpu():
-    import jax
-
-    return jax.default_backend() == "gpu"
 
 
 def compiled_call(layer):
@@ -794,27 +790,21 @@ class AttentionWrapperTable(Table):
 #: The training steps the backends table compares: ``case: (description, its baseline)``;
 #: the descriptions formatted with the sizes ``s``.
 AM, LM_SHAPE = "[{s[am_batch]}, {s[am_steps]}, {s[am_units]}]", "its LSTM"
+LM_TEXT = "LSTM language model (hidden {s[lm_hidden]}, batch {s[lm_batch]}, {s[lm_steps]} steps, "
+RNN_TEXT = "AttentionRNN(AttentionWrapper(LSTMCell({s[am_units]}), score='general')), memory "
 BACKEND_CASES = {
     "window": ("SlidingWindowAttention(window=10, key_value_predict), {window}", None),
     "am_gru": (f"AssociativeGRU({{s[am_units]}}, copies=8), Keras's loop, {AM}", "gru"),
     "am_gru_fused": (f"AssociativeGRU({{s[am_units]}}, copies=8, fused_loop=True), {AM}", "gru"),
     "gru": (f"keras.layers.GRU({{s[am_units]}}), {AM}", None),
     "gru_cell_rnn": (f"keras.layers.RNN(GRUCell({{s[am_units]}})), {AM}", "gru"),
-    "lm_lstm": (
-        "LSTM language model (hidden {s[lm_hidden]}, batch {s[lm_batch]}, {s[lm_steps]} steps, "
-        "{s[lm_vocab]} words)",
-        None,
-    ),
+    "lm_lstm": (LM_TEXT + "{s[lm_vocab]} words)", None),
     "lm_window_parallel": (f"{LM_SHAPE} + SlidingWindowAttention(window=5)", "lm_lstm"),
     "lm_window_cell": (f"{LM_SHAPE} cell in SlidingWindowAttentionCell(window=5)", "lm_lstm"),
     "lm_ngram_parallel": (f"{LM_SHAPE} + NGramConcat(4)", "lm_lstm"),
     "lm_ngram_cell": (f"{LM_SHAPE} cell in NGramConcatCell(4)", "lm_lstm"),
     "lstm_cell_rnn": (f"keras.layers.RNN(LSTMCell({{s[am_units]}})), {AM}", None),
-    "attention_rnn": (
-        "AttentionRNN(AttentionWrapper(LSTMCell({s[am_units]}), score='general')), memory "
-        "{s[am_steps]} vectors",
-        "lstm_cell_rnn",
-    ),
+    "attention_rnn": (RNN_TEXT + "{s[am_steps]} vectors", "lstm_cell_rnn"),
 }
 #: The group of each case: a case is timed in the same rounds as the others of its group.
 BACKEND_GROUPS = dict(window="window", gru="am_gru", am_gru="am_gru", am_gru_fused="am_gru")
@@ -838,25 +828,20 @@ class BackendCases(Table):
     """The training steps the backends table compares, on the current backend: a case per
     group, each case timed with its baseline in the same rounds."""
 
-    backends = ("tensorflow", "jax", "torch")
-
     def cases(self, sizes):
         return [{"group": group} for group in dict.fromkeys(BACKEND_GROUPS.values())]
 
     def variants(self, sizes, case):
-        from tf_memlayers import (
-            AssociativeGRU,
-            AttentionRNN,
-            AttentionWrapper,
-            SlidingWindowAttention,
-        )
+        import tf_memlayers as ml
 
         seq, units = dict(return_sequences=True), sizes["am_units"]
         am = (sizes["am_batch"], sizes["am_steps"], units)
         layers = {
-            "window": lambda: SlidingWindowAttention(10, "key_value_predict", attention_units=32),
-            "am_gru": lambda: AssociativeGRU(units, 8, fused_loop=False, **seq),
-            "am_gru_fused": lambda: AssociativeGRU(units, 8, fused_loop=True, **seq),
+            "window": lambda: ml.SlidingWindowAttention(
+                10, "key_value_predict", attention_units=32
+            ),
+            "am_gru": lambda: ml.AssociativeGRU(units, 8, fused_loop=False, **seq),
+            "am_gru_fused": lambda: ml.AssociativeGRU(units, 8, fused_loop=True, **seq),
             "gru": lambda: keras.layers.GRU(units, **seq),
             "gru_cell_rnn": lambda: keras.layers.RNN(keras.layers.GRUCell(units), **seq),
             "lstm_cell_rnn": lambda: keras.layers.RNN(keras.layers.LSTMCell(units)),
@@ -872,8 +857,8 @@ class BackendCases(Table):
 
         def attention_rnn():
             sequences, memory = keras.Input(am[1:], batch_size=am[0]), keras.Input(am[1:])
-            cell = AttentionWrapper(keras.layers.LSTMCell(units), score="general")
-            model = model_of([sequences, memory], AttentionRNN(cell), 1, memory=memory)
+            cell = ml.AttentionWrapper(keras.layers.LSTMCell(units), score="general")
+            model = model_of([sequences, memory], ml.AttentionRNN(cell), 1, memory=memory)
             return training.Step(model, [normal(*am), normal(*am)])
 
         made |= {name: lambda v=v: language_model(v) for name, v in LM_CASES.items()}
@@ -884,10 +869,9 @@ class BackendCases(Table):
 
     def flops(self, sizes, case, name, model):
         # Every weight matrix multiplies each of the batch × time vectors.
-        batch, steps, _ = (
-            window_shape(sizes) if name == "window" else (sizes["am_batch"], sizes["am_steps"], 0)
-        )
-        rows = sizes["lm_batch"] * sizes["lm_steps"] if name.startswith("lm_") else batch * steps
+        key = "lm" if name.startswith("lm_") else "am"
+        rows = sizes[f"{key}_batch"] * sizes[f"{key}_steps"]
+        rows = sizes["batch"] * sizes["backend_window_length"] if name == "window" else rows
         return training.weight_training_flops(model, rows)
 
 
@@ -895,8 +879,6 @@ class Backends(Table):
     """`BackendCases` in child processes on each backend (`SIDES`; ``sizes["pythons"]``: the
     Python of a backend's children where it is not this one), alternately; the medians of all
     their steps, and each case's median ratio to its baseline in the same child's rounds."""
-
-    backends = ("tensorflow", "jax", "torch")
 
     def cases(self, sizes):
         return [{}]
