@@ -305,23 +305,18 @@ def goal_rows(runs):
     """A row per goal of the GPU run and backend (JAX's, then the others' with their name): its
     limit, the worst measured value and where, whether it is met, and what was measured beside
     it (floors, shares of peak)."""
-    tables = {t: merged_rows(runs, t) for t in ("window_attention", "language_model")}
-    tables["associative_memory"] = merged_rows(runs, "associative_memory")
-    found = {row.get("backend") for rows in tables.values() for row in rows}
+    tables = [merged_rows(runs, t) for t in list(ROW_KEYS)[:3]]
+    found = {row.get("backend") for rows in tables for row in rows}
     rows = []
     for backend in [None, *sorted(found - {None})]:
-        of = {t: [row for row in r if row.get("backend") == backend] for t, r in tables.items()}
-        rows += backend_goal_rows(*of.values(), f" on {backend}" if backend else "")
+        of = ([row for row in r if row.get("backend") == backend] for r in tables)
+        rows += backend_goal_rows(*of, f" on {backend}" if backend else "")
     return rows
 
 
 def backend_goal_rows(window, lm, am, on):
     """`goal_rows` of one backend's rows; ``on`` ends each goal's name."""
-    rows = []
-    gru = "floor (memory by stand-ins): {:.2f} × GRU"
-    floors = {
-        r["dtype"]: gru.format(r["ratio_to_gru"]) for r in am if r.get("layer") == FLOOR_LAYER
-    }
+    rows, layer = [], lambda name: [row for row in am if row.get("layer") == name]  # noqa: E731
 
     def add(goal, limit, candidates, key, where, why=lambda row: ""):
         measured = [row for row in candidates if isinstance(row.get(key), (int, float))]
@@ -337,11 +332,15 @@ def backend_goal_rows(window, lm, am, on):
         shares = ", ".join(f"{other['share_of_peak']:.2%}" for other in lstm)
         return f"memory in the LSTM's loop; {row['share_of_peak']:.2%} of peak, bare LSTM {shares}"
 
+    def floor_of(name, text):  # a row's words on the floor ``name`` of its dtype
+        found = {row["dtype"]: row["ratio_to_gru"] for row in layer(name)}
+        return lambda row: (
+            "" if found.get(row["dtype"]) is None else text.format(found[row["dtype"]])
+        )
+
     at = lambda row: f"T = {row['T']}, {row['dtype']}"  # noqa: E731
-    floor = lambda row: (  # noqa: E731
-        f"floor alone: {row['floor_ms'] / row['mha_ms']:.2f} × MHA; "
-        f"{row['ours_share_of_peak']:.2%} of peak"
-    )
+    mha = lambda row: f"floor alone: {row['floor_ms'] / row['mha_ms']:.2f} × MHA; "  # noqa: E731
+    floor = lambda row: f"{mha(row)}{row['ours_share_of_peak']:.2%} of peak"  # noqa: E731
     add("window attention / MHA, every T", 0.9, window, "ours_over_mha", at, floor)
     add("window attention / floor", 1.5, window, "ours_over_floor", at)
     long = [row for row in window if row.get("T") == 16000]
@@ -350,18 +349,12 @@ def backend_goal_rows(window, lm, am, on):
     for form in ("parallel", "cell"):
         forms = [row for row in lm if f"-{form}:" in str(row.get("variant"))]
         add(f"LM step / bare LSTM, {form} form", 1.2, forms, "ratio_to_lstm", variant, lm_why)
-    pallas = {r["dtype"]: r["ratio_to_gru"] for r in am if r.get("layer") == PALLAS_FLOOR}
-    kernels = [row for row in am if row.get("layer") == "AssociativeGRU C=8 fused_loop"]
-    am = [row for row in am if row.get("layer") == "AssociativeGRU C=8"]
-    floor = lambda row: floors.get(row["dtype"], "")  # noqa: E731
-    add("AM-GRU (C = 8) / GRU", 1.5, am, "ratio_to_gru", lambda row: row["dtype"], floor)
-
-    def loop_floor(row):
-        ratio = pallas.get(row["dtype"])
-        return f"Pallas loop floor: {ratio:.2f} × GRU" if ratio is not None else ""
-
-    dtype = lambda row: row["dtype"]  # noqa: E731
-    add("AM-GRU Pallas kernels (C = 8) / GRU", 1.0, kernels, "ratio_to_gru", dtype, loop_floor)
+    dtype, c8 = lambda row: row["dtype"], layer("AssociativeGRU C=8")  # noqa: E731
+    c8_fused = "AssociativeGRU C=8 fused_loop"
+    floor = floor_of(FLOOR_LAYER, "floor (memory by stand-ins): {:.2f} × GRU")
+    add("AM-GRU (C = 8) / GRU", 1.5, c8, "ratio_to_gru", dtype, floor)
+    floor, kernels = floor_of(PALLAS_FLOOR, "Pallas loop floor: {:.2f} × GRU"), layer(c8_fused)
+    add("AM-GRU Pallas kernels (C = 8) / GRU", 1.0, kernels, "ratio_to_gru", dtype, floor)
     return rows
 
 
