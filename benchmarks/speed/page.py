@@ -30,8 +30,7 @@ def write_block(name, rows, values, page=RESULTS_PAGE, caption="caption", every_
     shown = lambda key: every_column and key != "backend"  # noqa: E731  (JAX's rows have none)
     columns = [(k, h) for k, h in columns if shown(k) or any(k in row for row in rows)]
     caption = text(name, caption).format(rows=rows, **values)
-    footer, after = block.get("footer", ""), block.get("after")
-    return update_docs(name, rows, columns, caption, page, footer=footer, insert_after=after)
+    return update_docs(name, rows, columns, caption, page, footer=block.get("footer", ""))
 
 
 def draw(path, x, lines, labels, titles, size=(10, 4), dpi=80, legend="small", below=False):
