@@ -2,6 +2,7 @@
 variants of one training step (each a function building its `Step`, or a callable)."""
 
 import contextlib
+import functools
 import os
 import subprocess
 import sys
@@ -306,11 +307,9 @@ class Packing(Table):
 
 
 #: Ours with parts replaced by stand-ins: ``variant: (its saving's name, the parts)``.
-PARTS = {
-    "ours_without_weighted_sum": ("weighted_sum", ("weighted_sum",)),
-    "ours_without_scores": ("scores", ("scores",)),
-    "ours_without_both": ("attention", ("weighted_sum", "scores")),
-}
+PARTS = dict(ours_without_weighted_sum=("weighted_sum", ("weighted_sum",)))
+PARTS |= dict(ours_without_scores=("scores", ("scores",)))
+PARTS["ours_without_both"] = ("attention", ("weighted_sum", "scores"))
 
 
 def equal_weight_key_dim(width, attention_units):
@@ -636,7 +635,8 @@ class Snli(Table):
         def make(kind, fused=False):
             layers = [firsts[kind](fused), keras.layers.GRU(units, return_state=True)]
             model = build_snli_model(1002, encoder=ConditionalEncoder(layers), embedding_dim=units)
-            return training.Step(model, data, labels, training.label_crossentropy, limit_mib=limit)
+            loss = functools.partial(training.token_crossentropy, from_logits=False)
+            return training.Step(model, data, labels, loss, limit_mib=limit)
 
         made = {kind: lambda kind=kind: make(kind) for kind in firsts}
         for kind in ("am_gru", "dual_am_gru") if backend() == "tensorflow" else ():
@@ -935,6 +935,7 @@ class Backends(Table):
 
 
 LM, FLOOR = dict(key="variant", ratio="ratio_to_lstm"), dict(variants=("ours", "floor", "mha"))
+EQUAL = dict(LM, variants=LM_KINDS, equal_parameters=True)
 PEERS = dict(variants=("ours", "mha_width", "output_only"), lengths="peer_lengths", parts=False)
 #: The tables, by their name on the command line and in a results file's ``tables``.
 TABLES = dict(
@@ -942,9 +943,7 @@ TABLES = dict(
     window_peers=WindowAttention("window_attention_peers.json", **PEERS, no_xla=True),
     language_model=LanguageModel("window_attention_lm.json", **LM, variants=LM_VARIANTS, part=True),
     lm_kinds=LanguageModel("lm_throughput.json", **LM, variants=LM_KINDS),
-    lm_equal_parameters=LanguageModel(
-        "lm_throughput_equal_parameters.json", **LM, variants=LM_KINDS, equal_parameters=True
-    ),
+    lm_equal_parameters=LanguageModel("lm_throughput_equal_parameters.json", **EQUAL),
     packing=Packing("lm_packing.json", "layout", "step_ratio"),
     associative_memory=AssociativeMemory("associative_memory.json", "layer", "ratio_to_gru"),
     dual_vs_word_by_word=DualVsWordByWord("dual_vs_word_by_word.json"),
