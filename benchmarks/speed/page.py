@@ -18,8 +18,7 @@ IMPLS = {"ours": "SlidingWindowAttention", "mha_width": "MultiHeadAttention (sli
 IMPLS |= {"seq_self_attention": "SeqSelfAttention", "output_only": "eq. (5) matmuls alone"}
 
 
-def text(name, key="caption"):
-    """The text ``key`` of block ``name``, its line breaks spaces."""
+def text(name, key="caption"):  # its line breaks spaces
     return " ".join(BLOCKS[name][key].split())
 
 
@@ -193,9 +192,8 @@ ROW_KEYS.update(snli="kind", heap_write="cache_size")
 
 
 def load_runs(folder=GPU_RUNS):
-    """The runs under ``folder`` in their number's order, each ``{"name", "device",
-    "layer_tests", "speed", "speeds" (with ``speed_long.json``), "log"}``, a missing file None;
-    the rows of a run on another backend than JAX have its ``backend``."""
+    """The runs under ``folder`` in their number's order (a missing file None), the rows of a
+    run on another backend than JAX with its ``backend``."""
     runs = []
     for path in sorted(folder.glob("run-*"), key=lambda path: int(path.name.split("-")[1])):
         log = path / "run.log"
@@ -278,8 +276,7 @@ def peaks_text(runs):
 
 
 def window_notes(runs):
-    """The runs whose rows were compiled with XLA's constant folding off, and those whose
-    log shows XLA folding constants for a minute or more, as the caption's sentences."""
+    """The caption's sentences on runs with XLA's constant folding off, or stalled in it."""
     folding_off, stalled = [], []
     for run in runs:
         for speed in run["speeds"]:

@@ -55,8 +55,7 @@ def one_line(error):
 
 
 def child(*argv, python=None, timeout=None):
-    """``python -m benchmarks.speed *argv`` in a child process (of ``python``, else this one's
-    Python), stopped after ``timeout`` seconds: its results (so far), or its stderr."""
+    """``python -m benchmarks.speed *argv`` in a child ``python``: its results, or its stderr."""
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "out.json")
         command = [python or sys.executable, "-m", "benchmarks.speed", *argv, "--out", out]
@@ -471,9 +470,8 @@ PALLAS_FLOOR = "floor: Pallas loops of T empty steps"
 
 
 def pallas_running_sum():
-    """``x [T, Bp, k] -> running sums over T``, a `jax.custom_vjp` whose forward and backward
-    are each one Pallas kernel looping the T steps over blocks of 16 rows (as the AM-GRU's
-    kernels do), a step adding one ``[16, k]`` block: the floor of a Pallas time loop."""
+    """``x [T, Bp, k] -> running sums over T``: forward and backward one Pallas kernel each,
+    looping the T steps over blocks of 16 rows as the AM-GRU's kernels do."""
     import jax
     import jax.numpy as jnp
     from jax.experimental import pallas as pl
@@ -530,9 +528,8 @@ def pallas_loop_floor(units):
 
 
 class AssociativeMemory(Table):
-    """The AM-GRU's step (layer, cell, fused loop) and its floor's against ``keras.layers.GRU``;
-    on JAX the fused loop is the Pallas kernels, measured on a GPU (in the rehearsal,
-    interpreted), beside the floor of their loops."""
+    """The AM-GRU's step (layer, cell, fused loop: on JAX the Pallas kernels, beside the floor
+    of their loops) and its floor's against ``keras.layers.GRU``."""
 
     def variants(self, sizes, case):
         from tf_memlayers import AssociativeGRU, AssociativeGRUCell
