@@ -144,15 +144,16 @@ def stopped_by(row, patience):  # "cap": the epoch cap ended it
     return "patience" if row["epochs_trained"] - row["best_epoch"] >= patience else "cap"
 
 
+def finished(row, args):  # ran for --epochs, or the stopping rule or the epoch cap ended it
+    cap = row["epochs_trained"] >= args.max_epochs
+    return args.epochs or cap or stopped_by(row, args.patience) == "patience"
+
+
 def run(args):
     results = results_of(args)
     report = results.resume({"corpus": args.corpus, "settings": results.settings, "rows": []})
-    # A row that a higher cap reopens stays published until its model finishes again: one that
-    # ran for --epochs, or that the stopping rule or the epoch cap ended.
-    rule = lambda row: stopped_by(row, args.patience) == "patience"  # noqa: E731
-    capped = lambda row: row["epochs_trained"] >= args.max_epochs  # noqa: E731
-    done = lambda row: args.epochs or capped(row) or rule(row)  # noqa: E731
-    kinds = results.missing(report, args.models, finished=done)
+    # A row that a higher cap reopens stays published until its model finishes again.
+    kinds = results.missing(report, args.models, finished=lambda row: finished(row, args))
     units = widths(args, kinds)
     rules = ["--epochs", str(args.epochs or args.max_epochs)]
     rules += [] if args.epochs else ["--patience", str(args.patience)]
