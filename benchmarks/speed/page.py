@@ -356,9 +356,12 @@ def backend_goal_rows(window, lm, am, on):
 
 def write_gpu(runs, page=RESULTS_PAGE, figure=GPU_FIGURE):
     """Writes the GPU blocks of ``page`` and their ``figure`` from ``runs`` (`load_runs`)."""
-    blocks = {f"gpu-{t.replace('_', '-')}": merged_rows(runs, t) for t in ROW_KEYS}
-    window = blocks["gpu-window-attention"]
-    blocks |= {"gpu-goals": goal_rows(runs), "gpu-layer-tests": layer_test_rows(runs)}
+    window = merged_rows(runs, "window_attention")
+    blocks = {"gpu-goals": goal_rows(runs), "gpu-layer-tests": layer_test_rows(runs)}
+    blocks |= {"gpu-window-attention": window, "gpu-snli": merged_rows(runs, "snli")}
+    blocks |= {"gpu-language-model": merged_rows(runs, "language_model")}
+    blocks |= {"gpu-associative-memory": merged_rows(runs, "associative_memory")}
+    blocks |= {"gpu-heap-write": merged_rows(runs, "heap_write")}
     blocks["gpu-window-attention-parts"] = [row for row in window if "attention_over_floor" in row]
     values = {"peaks": peaks_text(runs), **window_notes(runs)}
     for name, rows in blocks.items():
