@@ -268,10 +268,9 @@ def peaks_text(runs):
         if (speed := run["speed"]) and (peaks := speed.get("peak_gflops")):
             highest = speed.get("peak_gflops_float32_highest")
             highest = f", float32 at 'highest' precision {highest / 1000:.0f}" if highest else ""
-            parts.append(
-                f"{run['name']} on an {gpu_name(run)}: float32 {peaks['float32'] / 1000:.0f}, "
-                f"bfloat16 {peaks['mixed_bfloat16'] / 1000:.0f}{highest} TFLOP/s"
-            )
+            rates = f"float32 {peaks['float32'] / 1000:.0f}, "
+            rates += f"bfloat16 {peaks['mixed_bfloat16'] / 1000:.0f}"
+            parts.append(f"{run['name']} on an {gpu_name(run)}: {rates}{highest} TFLOP/s")
     return "; ".join(parts)
 
 
@@ -291,10 +290,9 @@ def window_notes(runs):
             asked, name = (run["speed"] or {}).get("settings", {}).get("lengths"), run["name"]
             took = f"one constant folding took {max(seconds):.0f} s (``{name}/run.log``)"
             stalled.append(f"{name} (lengths {asked}): {took}")
-    return {
-        key: " " + text("gpu-window-attention", key).format(runs="; ".join(parts)) if parts else ""
-        for key, parts in (("folding_off", folding_off), ("stalled", stalled))
-    }
+    found = dict(folding_off=folding_off, stalled=stalled)
+    note = lambda key: text("gpu-window-attention", key).format(runs="; ".join(found[key]))  # noqa: E731
+    return {key: f" {note(key)}" if parts else "" for key, parts in found.items()}
 
 
 def goal_rows(runs):
