@@ -27,10 +27,6 @@ def token_crossentropy(outputs, labels, from_logits=True):
     return ops.mean(ops.sparse_categorical_crossentropy(labels, outputs, from_logits=from_logits))
 
 
-def label_crossentropy(probabilities, labels):
-    return token_crossentropy(probabilities, labels, from_logits=False)
-
-
 class Step:
     """One compiled SGD step (``w - 1e-3 g``) of a built `keras.Model`; `run` runs one. On JAX
     XLA's buffers (``buffers_mib``) are known before it runs: over ``limit_mib``, not

@@ -56,14 +56,11 @@ def medians(samples):
 
 def median_ratio(samples, base):
     """``{name: median over the rounds of its time / base's time in the same round}``."""
-    return {
-        name: statistics.median(value / b for value, b in zip(values, samples[base]))
-        for name, values in samples.items()
-    }
+    ratios = lambda values: (value / b for value, b in zip(values, samples[base]))  # noqa: E731
+    return {name: statistics.median(ratios(values)) for name, values in samples.items()}
 
 
 def median_saving(samples, minuend, subtrahend, unit):
     """The median over the rounds of ``(minuend - subtrahend) / unit``: ``subtrahend``'s saving."""
-    return statistics.median(
-        (a - b) / u for a, b, u in zip(samples[minuend], samples[subtrahend], samples[unit])
-    )
+    rounds = zip(samples[minuend], samples[subtrahend], samples[unit])
+    return statistics.median((a - b) / u for a, b, u in rounds)

@@ -2,8 +2,7 @@
 (``device.json``; exit status 3 without a GPU where required), then every layer's test module on
 it under pytest-xdist with a time limit (a rehearsal: a test a file), writing
 ``layer_tests.xml`` and ``layer_tests.json`` (counts, failures, the tests left unrun) whatever
-happens. Also the run's pytest plugin: it
-writes the collected ids, so that a run its time limit stops names what it left."""
+happens. Also the run's pytest plugin, writing the collected ids: what a stopped run left."""
 
 import json
 import os
@@ -127,23 +126,20 @@ def describe_device(path):
 
         found.update(torch=torch.__version__, cuda=torch.version.cuda)
         found["default_backend"] = "gpu" if torch.cuda.is_available() else "cpu"
-        for index in range(torch.cuda.device_count()):
-            properties = torch.cuda.get_device_properties(index)
-            memory, kind = properties.total_memory / 2**20, properties.name
-            found["devices"].append(dict(id=index, platform="gpu", kind=kind, memory_mib=memory))
+        gpus = map(torch.cuda.get_device_properties, range(torch.cuda.device_count()))
+        devices = [(i, "gpu", p.name, p.total_memory / 2**20) for i, p in enumerate(gpus)]
         version = torch.__version__
     else:
         import jax
 
         found.update(jax=jax.__version__, default_backend=jax.default_backend())
-        for device in jax.devices():
-            stats = device.memory_stats() or {}
+        devices = []
+        for d in jax.devices():
+            stats = d.memory_stats() or {}
             memory = stats["bytes_limit"] / 2**20 if "bytes_limit" in stats else None
-            kind, platform = getattr(device, "device_kind", ""), device.platform
-            found["devices"].append(
-                dict(id=device.id, platform=platform, kind=kind, memory_mib=memory)
-            )
+            devices.append((d.id, d.platform, getattr(d, "device_kind", ""), memory))
         version = jax.__version__
+    found["devices"] = [dict(zip(("id", "platform", "kind", "memory_mib"), d)) for d in devices]
     for device in found["devices"] or [dict(id=0, platform="cpu", kind="", memory_mib=None)]:
         print(f"{name} {version} ({found['default_backend']}): device {device['id']} ", end="")
         print(f"{device['platform']} {device['kind']} {device['memory_mib'] or '?'} MiB")

@@ -130,11 +130,9 @@ def row_of(m, fixed_epochs):
         row |= {f"{s}_perplexity": round(m[f"{s}_perplexity"], 1) for s in ("valid", "test")}
         attention = attention and {"attention_by_position": [round(w, 3) for w in attention]}
         return row | (attention or {})
-    epochs = [
-        {"epoch": i + 1, "learning_rate": rate, "train_perplexity": round(h["perplexity"][i], 2)}
-        | {"valid_perplexity": round(h["val_perplexity"][i], 2)}
-        for i, rate in enumerate(h["learning_rate"])
-    ]
+    epochs = [dict(epoch=i + 1, learning_rate=rate) for i, rate in enumerate(h["learning_rate"])]
+    for epoch, fit_ppl, val_ppl in zip(epochs, h["perplexity"], h["val_perplexity"]):
+        epoch |= dict(train_perplexity=round(fit_ppl, 2), valid_perplexity=round(val_ppl, 2))
     row |= {"epochs_trained": m["epochs_run"], "best_epoch": m["best_epoch"]}
     row |= {"train_perplexity": epochs[m["best_epoch"] - 1]["train_perplexity"]}
     row |= {f"{s}_perplexity": round(m[f"{s}_perplexity"], 2) for s in ("valid", "test")}
@@ -190,12 +188,13 @@ def measure(args):
             call()
             per_batch = [timing.elapsed_ms(call) / 1e3 for _ in range(args.repeats)]
             step[split] = [seconds / len(part.inputs) for seconds in per_batch]
-        train_step, scoring = (statistics.median(step[split]) for split in ("train", "valid"))
+        train_step, scoring = map(statistics.median, (step["train"], step["valid"]))
         epoch = len(batches["train"].inputs) * train_step + len(batches["valid"].inputs) * scoring
         row = dict(corpus=args.corpus, model=kind, hidden=units[kind])
         row |= dict(parameters=model.count_params(), train_step_seconds=train_step)
-        row |= dict(scoring_step_seconds=scoring, train_step_range=[min(step["train"])])
-        row["train_step_range"].append(max(step["train"]))
+        row |= dict(
+            scoring_step_seconds=scoring, train_step_range=[f(step["train"]) for f in (min, max)]
+        )
         row |= dict(epoch_minutes=epoch / 60, max_epochs_hours=epoch / 60 * args.max_epochs / 60)
         rows.append(row | {"measured_epoch_minutes": measured.get(kind)})
         print(f"{kind}: {json.dumps(rows[-1])}", flush=True)

@@ -160,8 +160,7 @@ def write_docs_table(report):
     epochs = "/".join(map(str, sorted({r["epochs"] for r in runs})))
     option = "" if corpus == "generated" else f" --corpus {corpus}"
     caption = CAPTION.format_map(dict(first, data=data, epochs=epochs, option=option))
-    after = None if corpus == "generated" else BLOCKS["generated"]
-    update_docs(BLOCKS[corpus], summary, COLUMNS, caption, footer=footer, insert_after=after)
+    update_docs(BLOCKS[corpus], summary, COLUMNS, caption, footer=footer)
 
 
 def main(argv=None):

@@ -49,11 +49,10 @@ BACKENDS = ("tensorflow", "jax", "torch")
 def backend_python(text):
     """``BACKEND=PATH`` of ``--python``: ``(backend, path)``."""
     name, equals, path = text.partition("=")
-    if name not in BACKENDS or not equals or not path:
-        raise argparse.ArgumentTypeError(
-            f"expected BACKEND=PATH with BACKEND in {BACKENDS}, got {text!r}"
-        )
-    return name, path
+    if name in BACKENDS and equals and path:
+        return name, path
+    expected = f"expected BACKEND=PATH with BACKEND in {BACKENDS}"
+    raise argparse.ArgumentTypeError(f"{expected}, got {text!r}")
 
 
 def describe_device():
@@ -116,10 +115,9 @@ def buffers_from_jax(name, args):
     if isinstance(found, str):
         print(f"{name}: no XLA buffers: {found}", file=sys.stderr)
         return {}
-    rows, suffix = found["tables"].get(name, []), "_buffers_mib"
+    end, rows = "_buffers_mib", found["tables"].get(name, [])
     return {
-        case_key(row): {k.removesuffix(suffix): v for k, v in row.items() if k.endswith(suffix)}
-        for row in rows
+        case_key(r): {k.removesuffix(end): v for k, v in r.items() if k.endswith(end)} for r in rows
     }
 
 
@@ -137,9 +135,8 @@ def run(args):
     training.JIT = not args.no_jit
     jit = dict(jax="``jax.jit``", tensorflow="XLA", torch="``torch.compile``")[args.backend]
     jit = "no XLA" if args.no_jit and args.backend == "tensorflow" else jit
-    settings["step"] = (
-        f"SGD, ``stateless_call``, {'eager' if args.no_jit and args.backend == 'torch' else jit}"
-    )
+    jit = "eager" if args.no_jit and args.backend == "torch" else jit
+    settings["step"] = f"SGD, ``stateless_call``, {jit}"
     device = describe_device()
     memory = device.get("device_memory_mib")
     sizes["limit_mib"] = 0.8 * memory if memory else sizes["memory_limit_gib"] * 1024
@@ -203,14 +200,9 @@ def parse_args(argv=None):
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
     add("--backend", choices=BACKENDS, default=backend, help="Keras's backend")
     add("--no-jit", action="store_true", help="TensorFlow without XLA, torch without torch.compile")
-    add(
-        "--python",
-        type=backend_python,
-        action="append",
-        default=[],
-        metavar="BACKEND=PATH",
-        help="the Python of the backends table's children on BACKEND (default: this one)",
-    )
+    why = "the Python of the backends table's children on BACKEND (default: this one)"
+    python = dict(type=backend_python, action="append", default=[], metavar="BACKEND=PATH")
+    add("--python", **python, help=why)
     add("--device", choices=("cpu", "gpu"), default="cpu", help="gpu: a GPU run's tables")
     add("--sizes", choices=sorted(SIZES), help="default: full (gpu on a GPU); tiny: seconds")
     add("--dtypes", nargs="+", choices=DTYPES, help="default: float32 (both on a GPU)")

@@ -18,8 +18,7 @@ IMPLS = {"ours": "SlidingWindowAttention", "mha_width": "MultiHeadAttention (sli
 IMPLS |= {"seq_self_attention": "SeqSelfAttention", "output_only": "eq. (5) matmuls alone"}
 
 
-def text(name, key="caption"):
-    """The text ``key`` of block ``name``, its line breaks spaces."""
+def text(name, key="caption"):  # its line breaks spaces
     return " ".join(BLOCKS[name][key].split())
 
 
@@ -30,8 +29,7 @@ def write_block(name, rows, values, page=RESULTS_PAGE, caption="caption", every_
     shown = lambda key: every_column and key != "backend"  # noqa: E731  (JAX's rows have none)
     columns = [(k, h) for k, h in columns if shown(k) or any(k in row for row in rows)]
     caption = text(name, caption).format(rows=rows, **values)
-    footer, after = block.get("footer", ""), block.get("after")
-    return update_docs(name, rows, columns, caption, page, footer=footer, insert_after=after)
+    return update_docs(name, rows, columns, caption, page, footer=block.get("footer", ""))
 
 
 def draw(path, x, lines, labels, titles, size=(10, 4), dpi=80, legend="small", below=False):
@@ -194,9 +192,8 @@ ROW_KEYS.update(snli="kind", heap_write="cache_size")
 
 
 def load_runs(folder=GPU_RUNS):
-    """The runs under ``folder`` in their number's order, each ``{"name", "device",
-    "layer_tests", "speed", "speeds" (with ``speed_long.json``), "log"}``, a missing file None;
-    the rows of a run on another backend than JAX have its ``backend``."""
+    """The runs under ``folder`` in their number's order (a missing file None), the rows of a
+    run on another backend than JAX with its ``backend``."""
     runs = []
     for path in sorted(folder.glob("run-*"), key=lambda path: int(path.name.split("-")[1])):
         log = path / "run.log"
@@ -271,16 +268,14 @@ def peaks_text(runs):
         if (speed := run["speed"]) and (peaks := speed.get("peak_gflops")):
             highest = speed.get("peak_gflops_float32_highest")
             highest = f", float32 at 'highest' precision {highest / 1000:.0f}" if highest else ""
-            parts.append(
-                f"{run['name']} on an {gpu_name(run)}: float32 {peaks['float32'] / 1000:.0f}, "
-                f"bfloat16 {peaks['mixed_bfloat16'] / 1000:.0f}{highest} TFLOP/s"
-            )
+            rates = f"float32 {peaks['float32'] / 1000:.0f}, "
+            rates += f"bfloat16 {peaks['mixed_bfloat16'] / 1000:.0f}"
+            parts.append(f"{run['name']} on an {gpu_name(run)}: {rates}{highest} TFLOP/s")
     return "; ".join(parts)
 
 
 def window_notes(runs):
-    """The runs whose rows were compiled with XLA's constant folding off, and those whose
-    log shows XLA folding constants for a minute or more, as the caption's sentences."""
+    """The caption's sentences on runs with XLA's constant folding off, or stalled in it."""
     folding_off, stalled = [], []
     for run in runs:
         for speed in run["speeds"]:
@@ -295,33 +290,27 @@ def window_notes(runs):
             asked, name = (run["speed"] or {}).get("settings", {}).get("lengths"), run["name"]
             took = f"one constant folding took {max(seconds):.0f} s (``{name}/run.log``)"
             stalled.append(f"{name} (lengths {asked}): {took}")
-    return {
-        key: " " + text("gpu-window-attention", key).format(runs="; ".join(parts)) if parts else ""
-        for key, parts in (("folding_off", folding_off), ("stalled", stalled))
-    }
+    found = dict(folding_off=folding_off, stalled=stalled)
+    note = lambda key: text("gpu-window-attention", key).format(runs="; ".join(found[key]))  # noqa: E731
+    return {key: f" {note(key)}" if parts else "" for key, parts in found.items()}
 
 
 def goal_rows(runs):
     """A row per goal of the GPU run and backend (JAX's, then the others' with their name): its
     limit, the worst measured value and where, whether it is met, and what was measured beside
     it (floors, shares of peak)."""
-    tables = {t: merged_rows(runs, t) for t in ("window_attention", "language_model")}
-    tables["associative_memory"] = merged_rows(runs, "associative_memory")
-    found = {row.get("backend") for rows in tables.values() for row in rows}
+    tables = [merged_rows(runs, t) for t in list(ROW_KEYS)[:3]]
+    found = {row.get("backend") for rows in tables for row in rows}
     rows = []
     for backend in [None, *sorted(found - {None})]:
-        of = {t: [row for row in r if row.get("backend") == backend] for t, r in tables.items()}
-        rows += backend_goal_rows(*of.values(), f" on {backend}" if backend else "")
+        of = ([row for row in r if row.get("backend") == backend] for r in tables)
+        rows += backend_goal_rows(*of, f" on {backend}" if backend else "")
     return rows
 
 
 def backend_goal_rows(window, lm, am, on):
     """`goal_rows` of one backend's rows; ``on`` ends each goal's name."""
-    rows = []
-    gru = "floor (memory by stand-ins): {:.2f} × GRU"
-    floors = {
-        r["dtype"]: gru.format(r["ratio_to_gru"]) for r in am if r.get("layer") == FLOOR_LAYER
-    }
+    rows, layer = [], lambda name: [row for row in am if row.get("layer") == name]  # noqa: E731
 
     def add(goal, limit, candidates, key, where, why=lambda row: ""):
         measured = [row for row in candidates if isinstance(row.get(key), (int, float))]
@@ -337,11 +326,15 @@ def backend_goal_rows(window, lm, am, on):
         shares = ", ".join(f"{other['share_of_peak']:.2%}" for other in lstm)
         return f"memory in the LSTM's loop; {row['share_of_peak']:.2%} of peak, bare LSTM {shares}"
 
+    def floor_of(name, text):  # a row's words on the floor ``name`` of its dtype
+        found = {row["dtype"]: row["ratio_to_gru"] for row in layer(name)}
+        return lambda row: (
+            "" if found.get(row["dtype"]) is None else text.format(found[row["dtype"]])
+        )
+
     at = lambda row: f"T = {row['T']}, {row['dtype']}"  # noqa: E731
-    floor = lambda row: (  # noqa: E731
-        f"floor alone: {row['floor_ms'] / row['mha_ms']:.2f} × MHA; "
-        f"{row['ours_share_of_peak']:.2%} of peak"
-    )
+    mha = lambda row: f"floor alone: {row['floor_ms'] / row['mha_ms']:.2f} × MHA; "  # noqa: E731
+    floor = lambda row: f"{mha(row)}{row['ours_share_of_peak']:.2%} of peak"  # noqa: E731
     add("window attention / MHA, every T", 0.9, window, "ours_over_mha", at, floor)
     add("window attention / floor", 1.5, window, "ours_over_floor", at)
     long = [row for row in window if row.get("T") == 16000]
@@ -350,18 +343,12 @@ def backend_goal_rows(window, lm, am, on):
     for form in ("parallel", "cell"):
         forms = [row for row in lm if f"-{form}:" in str(row.get("variant"))]
         add(f"LM step / bare LSTM, {form} form", 1.2, forms, "ratio_to_lstm", variant, lm_why)
-    pallas = {r["dtype"]: r["ratio_to_gru"] for r in am if r.get("layer") == PALLAS_FLOOR}
-    kernels = [row for row in am if row.get("layer") == "AssociativeGRU C=8 fused_loop"]
-    am = [row for row in am if row.get("layer") == "AssociativeGRU C=8"]
-    floor = lambda row: floors.get(row["dtype"], "")  # noqa: E731
-    add("AM-GRU (C = 8) / GRU", 1.5, am, "ratio_to_gru", lambda row: row["dtype"], floor)
-
-    def loop_floor(row):
-        ratio = pallas.get(row["dtype"])
-        return f"Pallas loop floor: {ratio:.2f} × GRU" if ratio is not None else ""
-
-    dtype = lambda row: row["dtype"]  # noqa: E731
-    add("AM-GRU Pallas kernels (C = 8) / GRU", 1.0, kernels, "ratio_to_gru", dtype, loop_floor)
+    dtype, c8 = lambda row: row["dtype"], layer("AssociativeGRU C=8")  # noqa: E731
+    c8_fused = "AssociativeGRU C=8 fused_loop"
+    floor = floor_of(FLOOR_LAYER, "floor (memory by stand-ins): {:.2f} × GRU")
+    add("AM-GRU (C = 8) / GRU", 1.5, c8, "ratio_to_gru", dtype, floor)
+    floor, kernels = floor_of(PALLAS_FLOOR, "Pallas loop floor: {:.2f} × GRU"), layer(c8_fused)
+    add("AM-GRU Pallas kernels (C = 8) / GRU", 1.0, kernels, "ratio_to_gru", dtype, floor)
     return rows
 
 

@@ -2,6 +2,7 @@
 variants of one training step (each a function building its `Step`, or a callable)."""
 
 import contextlib
+import functools
 import os
 import subprocess
 import sys
@@ -54,8 +55,7 @@ def one_line(error):
 
 
 def child(*argv, python=None, timeout=None):
-    """``python -m benchmarks.speed *argv`` in a child process (of ``python``, else this one's
-    Python), stopped after ``timeout`` seconds: its results (so far), or its stderr."""
+    """``python -m benchmarks.speed *argv`` in a child ``python``: its results, or its stderr."""
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "out.json")
         command = [python or sys.executable, "-m", "benchmarks.speed", *argv, "--out", out]
@@ -306,11 +306,9 @@ class Packing(Table):
 
 
 #: Ours with parts replaced by stand-ins: ``variant: (its saving's name, the parts)``.
-PARTS = {
-    "ours_without_weighted_sum": ("weighted_sum", ("weighted_sum",)),
-    "ours_without_scores": ("scores", ("scores",)),
-    "ours_without_both": ("attention", ("weighted_sum", "scores")),
-}
+PARTS = dict(ours_without_weighted_sum=("weighted_sum", ("weighted_sum",)))
+PARTS |= dict(ours_without_scores=("scores", ("scores",)))
+PARTS["ours_without_both"] = ("attention", ("weighted_sum", "scores"))
 
 
 def equal_weight_key_dim(width, attention_units):
@@ -472,9 +470,8 @@ PALLAS_FLOOR = "floor: Pallas loops of T empty steps"
 
 
 def pallas_running_sum():
-    """``x [T, Bp, k] -> running sums over T``, a `jax.custom_vjp` whose forward and backward
-    are each one Pallas kernel looping the T steps over blocks of 16 rows (as the AM-GRU's
-    kernels do), a step adding one ``[16, k]`` block: the floor of a Pallas time loop."""
+    """``x [T, Bp, k] -> running sums over T``: forward and backward one Pallas kernel each,
+    looping the T steps over blocks of 16 rows as the AM-GRU's kernels do."""
     import jax
     import jax.numpy as jnp
     from jax.experimental import pallas as pl
@@ -531,9 +528,8 @@ def pallas_loop_floor(units):
 
 
 class AssociativeMemory(Table):
-    """The AM-GRU's step (layer, cell, fused loop) and its floor's against ``keras.layers.GRU``;
-    on JAX the fused loop is the Pallas kernels, measured on a GPU (in the rehearsal,
-    interpreted), beside the floor of their loops."""
+    """The AM-GRU's step (layer, cell, fused loop: on JAX the Pallas kernels, beside the floor
+    of their loops) and its floor's against ``keras.layers.GRU``."""
 
     def variants(self, sizes, case):
         from tf_memlayers import AssociativeGRU, AssociativeGRUCell
@@ -541,7 +537,9 @@ class AssociativeMemory(Table):
         units, shape = sizes["am_units"], (sizes["am_batch"], sizes["am_steps"], sizes["am_units"])
         layers = {"GRU": lambda: keras.layers.GRU(units)}
         # The Pallas kernels run interpreted off a GPU: measured on a GPU, run in a rehearsal.
-        kernels = backend() == "jax" and (sizes["name"] == "tiny" or on_gpu())
+        kernels = backend() == "jax" and (
+            sizes["name"] == "tiny" or __import__("jax").default_backend() == "gpu"
+        )
         for c in sizes["am_copies"]:
             layers[f"AssociativeGRU C={c}"] = lambda c=c: AssociativeGRU(units, c, fused_loop=False)
             cell = lambda c=c: keras.layers.RNN(AssociativeGRUCell(units, c))  # noqa: E731
@@ -634,7 +632,8 @@ class Snli(Table):
         def make(kind, fused=False):
             layers = [firsts[kind](fused), keras.layers.GRU(units, return_state=True)]
             model = build_snli_model(1002, encoder=ConditionalEncoder(layers), embedding_dim=units)
-            return training.Step(model, data, labels, training.label_crossentropy, limit_mib=limit)
+            loss = functools.partial(training.token_crossentropy, from_logits=False)
+            return training.Step(model, data, labels, loss, limit_mib=limit)
 
         made = {kind: lambda kind=kind: make(kind) for kind in firsts}
         for kind in ("am_gru", "dual_am_gru") if backend() == "tensorflow" else ():
@@ -651,12 +650,6 @@ class Snli(Table):
         kind, cell = row["kind"], row["kind"].removesuffix(" fused_loop")
         if kind != cell and kind in samples and cell in samples:
             row["speedup"] = timing.median_ratio(samples, kind)[cell]
-
-
-def on_gpu():
-    import jax
-
-    return jax.default_backend() == "gpu"
 
 
 def compiled_call(layer):
@@ -794,27 +787,21 @@ class AttentionWrapperTable(Table):
 #: The training steps the backends table compares: ``case: (description, its baseline)``;
 #: the descriptions formatted with the sizes ``s``.
 AM, LM_SHAPE = "[{s[am_batch]}, {s[am_steps]}, {s[am_units]}]", "its LSTM"
+LM_TEXT = "LSTM language model (hidden {s[lm_hidden]}, batch {s[lm_batch]}, {s[lm_steps]} steps, "
+RNN_TEXT = "AttentionRNN(AttentionWrapper(LSTMCell({s[am_units]}), score='general')), memory "
 BACKEND_CASES = {
     "window": ("SlidingWindowAttention(window=10, key_value_predict), {window}", None),
     "am_gru": (f"AssociativeGRU({{s[am_units]}}, copies=8), Keras's loop, {AM}", "gru"),
     "am_gru_fused": (f"AssociativeGRU({{s[am_units]}}, copies=8, fused_loop=True), {AM}", "gru"),
     "gru": (f"keras.layers.GRU({{s[am_units]}}), {AM}", None),
     "gru_cell_rnn": (f"keras.layers.RNN(GRUCell({{s[am_units]}})), {AM}", "gru"),
-    "lm_lstm": (
-        "LSTM language model (hidden {s[lm_hidden]}, batch {s[lm_batch]}, {s[lm_steps]} steps, "
-        "{s[lm_vocab]} words)",
-        None,
-    ),
+    "lm_lstm": (LM_TEXT + "{s[lm_vocab]} words)", None),
     "lm_window_parallel": (f"{LM_SHAPE} + SlidingWindowAttention(window=5)", "lm_lstm"),
     "lm_window_cell": (f"{LM_SHAPE} cell in SlidingWindowAttentionCell(window=5)", "lm_lstm"),
     "lm_ngram_parallel": (f"{LM_SHAPE} + NGramConcat(4)", "lm_lstm"),
     "lm_ngram_cell": (f"{LM_SHAPE} cell in NGramConcatCell(4)", "lm_lstm"),
     "lstm_cell_rnn": (f"keras.layers.RNN(LSTMCell({{s[am_units]}})), {AM}", None),
-    "attention_rnn": (
-        "AttentionRNN(AttentionWrapper(LSTMCell({s[am_units]}), score='general')), memory "
-        "{s[am_steps]} vectors",
-        "lstm_cell_rnn",
-    ),
+    "attention_rnn": (RNN_TEXT + "{s[am_steps]} vectors", "lstm_cell_rnn"),
 }
 #: The group of each case: a case is timed in the same rounds as the others of its group.
 BACKEND_GROUPS = dict(window="window", gru="am_gru", am_gru="am_gru", am_gru_fused="am_gru")
@@ -838,25 +825,20 @@ class BackendCases(Table):
     """The training steps the backends table compares, on the current backend: a case per
     group, each case timed with its baseline in the same rounds."""
 
-    backends = ("tensorflow", "jax", "torch")
-
     def cases(self, sizes):
         return [{"group": group} for group in dict.fromkeys(BACKEND_GROUPS.values())]
 
     def variants(self, sizes, case):
-        from tf_memlayers import (
-            AssociativeGRU,
-            AttentionRNN,
-            AttentionWrapper,
-            SlidingWindowAttention,
-        )
+        import tf_memlayers as ml
 
         seq, units = dict(return_sequences=True), sizes["am_units"]
         am = (sizes["am_batch"], sizes["am_steps"], units)
         layers = {
-            "window": lambda: SlidingWindowAttention(10, "key_value_predict", attention_units=32),
-            "am_gru": lambda: AssociativeGRU(units, 8, fused_loop=False, **seq),
-            "am_gru_fused": lambda: AssociativeGRU(units, 8, fused_loop=True, **seq),
+            "window": lambda: ml.SlidingWindowAttention(
+                10, "key_value_predict", attention_units=32
+            ),
+            "am_gru": lambda: ml.AssociativeGRU(units, 8, fused_loop=False, **seq),
+            "am_gru_fused": lambda: ml.AssociativeGRU(units, 8, fused_loop=True, **seq),
             "gru": lambda: keras.layers.GRU(units, **seq),
             "gru_cell_rnn": lambda: keras.layers.RNN(keras.layers.GRUCell(units), **seq),
             "lstm_cell_rnn": lambda: keras.layers.RNN(keras.layers.LSTMCell(units)),
@@ -872,8 +854,8 @@ class BackendCases(Table):
 
         def attention_rnn():
             sequences, memory = keras.Input(am[1:], batch_size=am[0]), keras.Input(am[1:])
-            cell = AttentionWrapper(keras.layers.LSTMCell(units), score="general")
-            model = model_of([sequences, memory], AttentionRNN(cell), 1, memory=memory)
+            cell = ml.AttentionWrapper(keras.layers.LSTMCell(units), score="general")
+            model = model_of([sequences, memory], ml.AttentionRNN(cell), 1, memory=memory)
             return training.Step(model, [normal(*am), normal(*am)])
 
         made |= {name: lambda v=v: language_model(v) for name, v in LM_CASES.items()}
@@ -884,10 +866,9 @@ class BackendCases(Table):
 
     def flops(self, sizes, case, name, model):
         # Every weight matrix multiplies each of the batch × time vectors.
-        batch, steps, _ = (
-            window_shape(sizes) if name == "window" else (sizes["am_batch"], sizes["am_steps"], 0)
-        )
-        rows = sizes["lm_batch"] * sizes["lm_steps"] if name.startswith("lm_") else batch * steps
+        key = "lm" if name.startswith("lm_") else "am"
+        rows = sizes[f"{key}_batch"] * sizes[f"{key}_steps"]
+        rows = sizes["batch"] * sizes["backend_window_length"] if name == "window" else rows
         return training.weight_training_flops(model, rows)
 
 
@@ -895,8 +876,6 @@ class Backends(Table):
     """`BackendCases` in child processes on each backend (`SIDES`; ``sizes["pythons"]``: the
     Python of a backend's children where it is not this one), alternately; the medians of all
     their steps, and each case's median ratio to its baseline in the same child's rounds."""
-
-    backends = ("tensorflow", "jax", "torch")
 
     def cases(self, sizes):
         return [{}]
@@ -953,6 +932,7 @@ class Backends(Table):
 
 
 LM, FLOOR = dict(key="variant", ratio="ratio_to_lstm"), dict(variants=("ours", "floor", "mha"))
+EQUAL = dict(LM, variants=LM_KINDS, equal_parameters=True)
 PEERS = dict(variants=("ours", "mha_width", "output_only"), lengths="peer_lengths", parts=False)
 #: The tables, by their name on the command line and in a results file's ``tables``.
 TABLES = dict(
@@ -960,9 +940,7 @@ TABLES = dict(
     window_peers=WindowAttention("window_attention_peers.json", **PEERS, no_xla=True),
     language_model=LanguageModel("window_attention_lm.json", **LM, variants=LM_VARIANTS, part=True),
     lm_kinds=LanguageModel("lm_throughput.json", **LM, variants=LM_KINDS),
-    lm_equal_parameters=LanguageModel(
-        "lm_throughput_equal_parameters.json", **LM, variants=LM_KINDS, equal_parameters=True
-    ),
+    lm_equal_parameters=LanguageModel("lm_throughput_equal_parameters.json", **EQUAL),
     packing=Packing("lm_packing.json", "layout", "step_ratio"),
     associative_memory=AssociativeMemory("associative_memory.json", "layer", "ratio_to_gru"),
     dual_vs_word_by_word=DualVsWordByWord("dual_vs_word_by_word.json"),
