@@ -83,11 +83,13 @@ class AttentionWrapperTest(LayerTestCase):
         checks["expected_num_seed_generators"] += bool(options)
         self.run_layer_test(**checks, expected_output_shape=(2, 3, 4))
 
-    @pytest.mark.parametrize("options", [{}, MONOTONIC], ids=["softmax", "monotonic"])
-    def test_journey(self, tmp_path, options):
+    def test_journey(self, tmp_path, options=None):
         options = options or dict(normalize=True)
         build = lambda p, h: _attend_from_hypothesis(p, h, **options)  # noqa: E731
         self.run_journey_test("pair", build, tmp_path, xla_fails_on_tensorflow=True)
+
+    def test_monotonic_journey(self, tmp_path):
+        self.test_journey(tmp_path, MONOTONIC)
 
     def test_config_arguments_and_resets(self):
         options = dict(score="general", position="before", attention_size=7, scale=True)
