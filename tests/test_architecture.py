@@ -11,16 +11,9 @@ from tests.selection import mirrored_test_module
 ROOT = pathlib.Path(tf_memlayers.__file__).parent
 # What a builder must not reach for: the primitives below the layers, and the cells' internals
 # that only the layers themselves use to run their loops.
-CELL_INTERNALS = {
-    "_projection_kernels",
-    "_stepping_on_projections",
-    "_projected_call",
-    "_run_step",
-    "_controller_step",
-    "permutations",
-    "dual_gate_kernel",
-    "dual_candidate_kernel",
-}
+CELL_INTERNALS = {"_projection_kernels", "_stepping_on_projections", "_projected_call"}
+CELL_INTERNALS |= {"_run_step", "_controller_step", "permutations", "dual_gate_kernel"}
+CELL_INTERNALS.add("dual_candidate_kernel")
 
 
 def _modules(folder=""):
@@ -64,7 +57,7 @@ def _private_imports(path):
     ]
 
 
-def test_the_examples_and_benchmarks_use_the_public_package_only():
+def test_the_examples_and_benchmarks_use_the_public_package_only_and_it_nothing_of_them():
     # What users fork must run against the installed package's public names.
     found = [
         hit
@@ -75,19 +68,11 @@ def test_the_examples_and_benchmarks_use_the_public_package_only():
     assert not found, found
     # Not vacuous: the package's own modules do import its private ones.
     assert _private_imports(ROOT / "models" / "snli.py")
-
-
-def test_the_package_holds_no_experiment_harness():
-    """The experiments' corpus readers and input pipelines live with the examples: the
-    package has no ``data`` part and imports nothing from ``examples``."""
+    # The experiments' corpus readers and input pipelines live with the examples: the package
+    # has no ``data`` part and imports nothing from ``examples``.
     assert not (ROOT / "data").exists()
-    found = [
-        f"{path.name}: {name}"
-        for path in _modules()
-        for _, name in _imports(path)
-        if name.split(".")[0] == "examples"
-    ]
-    assert found == []
+    imported = [(p.name, n) for p in _modules() for _, n in _imports(p)]
+    assert [f"{p}: {n}" for p, n in imported if n.split(".")[0] == "examples"] == []
 
 
 def test_every_package_module_has_its_test_module_at_the_mirrored_path():

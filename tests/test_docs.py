@@ -16,16 +16,8 @@ import pytest
 
 from tests.support import REPO_ROOT, load_script
 
-PUBLIC_MODULES = [
-    "tf_memlayers",
-    "tf_memlayers.models",
-    "tf_memlayers.callbacks",
-    "tf_memlayers.training",
-    "tf_memlayers.metrics",
-    "tf_memlayers.losses",
-    "tf_memlayers.regularizers",
-    "tf_memlayers.compat",
-]
+SUBPACKAGES = "models callbacks training metrics losses regularizers compat".split()
+PUBLIC_MODULES = ["tf_memlayers", *(f"tf_memlayers.{name}" for name in SUBPACKAGES)]
 
 
 def _public_names(module):
@@ -195,28 +187,16 @@ def test_each_public_class_and_function_has_a_page_of_its_own(site):
 
 def test_each_page_gives_the_example_before_the_arguments_and_the_notes_last(site):
     page = _generated(site, "tf_memlayers.SlidingWindowAttention")
-    order = [
-        page.index(marker)
-        for marker in (
-            'id="tf_memlayers.SlidingWindowAttention"',
-            ">Example<",
-            ">Parameters",
-            ">Call arguments",
-            ">Returns",
-            ">Notes<",
-        )
-    ]
+    markers = ['id="tf_memlayers.SlidingWindowAttention"', ">Example<", ">Parameters"]
+    order = [page.index(m) for m in [*markers, ">Call arguments", ">Returns", ">Notes<"]]
     assert order == sorted(order)
     # The notes hold the paragraphs after the summary, the equations included.
     assert page.index("W^Y", order[-1]) > order[-1]
 
 
 def test_no_object_is_documented_twice_and_nothing_private_is(site):
-    defined = []
-    for path in _site_pages(site):
-        defined += re.findall(
-            r'<dt class="sig sig-object py" id="([^"]+)"', path.read_text(encoding="utf-8")
-        )
+    signature = r'<dt class="sig sig-object py" id="([^"]+)"'
+    defined = [n for p in _site_pages(site) for n in re.findall(signature, p.read_text("utf-8"))]
     assert defined
     twice = sorted({name for name in defined if defined.count(name) > 1})
     assert not twice, twice

@@ -35,9 +35,8 @@ def test_the_forget_gate_bias_reaches_the_lstms_forget_gate():
     h1, _, c1 = lstm(np.ones((1, 1, 2), "float32"), initial_state=[h0, c0])
     sigmoid = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
     np.testing.assert_allclose(as_numpy(c1), sigmoid(forget_bias) * c0, rtol=1e-6)
-    np.testing.assert_allclose(
-        as_numpy(h1), sigmoid(0) * np.tanh(sigmoid(forget_bias) * c0), rtol=1e-6
-    )
+    want = sigmoid(0) * np.tanh(sigmoid(forget_bias) * c0)
+    np.testing.assert_allclose(as_numpy(h1), want, rtol=1e-6)
 
 
 @pytest.mark.parametrize("shape", [(7,), (8, 2), (), (4, 1)])
@@ -87,9 +86,8 @@ def test_a_clone_draws_from_the_same_distribution():
     assert values.mean() == pytest.approx(5.5, abs=0.02)  # 2000 draws: s.e. 0.0065
     # Initializers that draw nothing are unchanged.
     assert as_numpy(for_one_weight(ForgetGateBias(3.0))((4,))).tolist() == [0, 3, 0, 0]
-    np.testing.assert_array_equal(
-        as_numpy(for_one_weight(keras.initializers.Constant(2.0))((2, 2))), 2.0
-    )
+    constant = for_one_weight(keras.initializers.Constant(2.0))
+    np.testing.assert_array_equal(as_numpy(constant((2, 2))), 2.0)
 
 
 def test_an_integer_seed_gives_each_weight_the_same_values_and_a_generator_draws_anew():

@@ -2,7 +2,6 @@
 reference, and what `MemoryRetrievalHeatmap` writes to TensorBoard."""
 
 import numpy as np
-import pytest
 
 from tests.am_gru_reference import conditional_encoding_retrievals
 from tests.callbacks.test_pair_probe import check_two_epochs
@@ -23,10 +22,8 @@ def test_cosine_similarity_matrix_is_the_cosine_of_every_pair_and_zero_for_a_zer
     matrix = cosine_similarity_matrix(read, written)
     assert matrix.shape == (4, 3) and matrix.dtype == np.float64
     a, b = read.astype(np.float64), written.astype(np.float64)
-    for i in range(4):
-        for j in range(3):
-            cosine = a[i] @ b[j] / np.sqrt((a[i] @ a[i]) * (b[j] @ b[j]))
-            assert matrix[i, j] == pytest.approx(cosine, abs=1e-12)
+    cosines = a @ b.T / np.sqrt(np.outer((a * a).sum(1), (b * b).sum(1)))  # [i, j]: a_i, b_j
+    np.testing.assert_allclose(matrix, cosines, rtol=0, atol=1e-12)
     # A step that wrote or read nothing: similarity 0 with everything, not NaN.
     read, written = np.array([[0.0, 0.0], [1.0, 1.0]]), np.array([[2.0, 0.0], [0.0, 0.0]])
     expected = [[0, 0], [2**-0.5, 0]]
@@ -37,17 +34,12 @@ def _reference_matrix(model, heatmap):
     """The matrix of the NumPy reference of the AM-GRU (`am_gru_reference`) for the probe."""
     vectors = model.get_layer("embedding").embeddings.numpy()
     dual = model.get_layer("encoder").encoder_layers[0].hypothesis_layer.cell
-    premise = dual.premise_cell
-    weights = {
-        "key": premise.key_kernel,
-        "gate": premise.gate_kernel,
-        "gate_bias": premise.gate_bias,
-        "candidate": premise.candidate_kernel,
-        "candidate_bias": premise.candidate_bias,
-        "dual_gate": dual.dual_gate_kernel,
-        "dual_candidate": dual.dual_candidate_kernel,
+    names = "key gate gate_bias candidate candidate_bias dual_gate dual_candidate".split()
+    owners = [dual.premise_cell] * 5 + [dual] * 2
+    w = {
+        name: np.asarray(getattr(owner, name if "bias" in name else f"{name}_kernel"), np.float64)
+        for name, owner in zip(names, owners)
     }
-    w = {name: np.asarray(v.numpy(), np.float64) for name, v in weights.items()}
     premise, hypothesis = vectors[heatmap.premise_ids[0]], vectors[heatmap.hypothesis_ids[0]]
     want = conditional_encoding_retrievals(premise, hypothesis, w, 8, 2, dual_key="paper")
     return cosine_similarity_matrix(want["hypothesis_read"], want["premise_written"])

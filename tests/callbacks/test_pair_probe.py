@@ -37,9 +37,8 @@ def check_two_epochs(heatmap, tmp_path, tag, expected, **tolerance):
     for name in (tag, f"{tag}/table", f"{view}/sentence"):
         assert [step for step, _ in events[name]] == [0, 3], name
     pair = [" ".join(sentence) for sentence in (heatmap.premise, heatmap.hypothesis)]
-    assert summary_text(
-        events[f"{view}/sentence"][-1][1]
-    ) == "premise: {}\n\nhypothesis: {}".format(*pair)
+    text = summary_text(events[f"{view}/sentence"][-1][1])
+    assert text == "premise: {}\n\nhypothesis: {}".format(*pair)
     # An image summary holds [width, height, encoded PNG].
     pixels = tf.io.decode_png(tf.make_ndarray(events[tag][-1][1].tensor)[2]).numpy()
     assert pixels.ndim == 3 and pixels.shape[2] in (3, 4) and pixels.shape[0] >= len(pair[1])

@@ -47,9 +47,7 @@ def _cleared_rows(before, after):
 @pytest.mark.parametrize("mode", ["train", "test", "predict"])
 def test_the_callback_clears_everything_first_then_the_rows_of_each_batch(mode):
     model = _nested_stateful_model()
-    resets = np.array(
-        [[True, True, True], [False, False, False], [False, True, False], [True, False, True]]
-    )
+    resets = np.array([[1, 1, 1], [0, 0, 0], [0, 1, 0], [1, 0, 1]], bool)
     # The other mode's table is the opposite one: it must not be read.
     callback = StateResetCallback(*((resets, ~resets) if mode == "train" else (~resets, resets)))
     callback.set_model(model)
@@ -74,12 +72,8 @@ def test_without_reset_tables_only_the_starts_clear_the_states():
     callback.set_model(model)
     _fill(model, 4)
     before = _carried(model)
-    for hook in (
-        callback.on_train_batch_begin,
-        callback.on_test_batch_begin,
-        callback.on_predict_batch_begin,
-    ):
-        hook(1)
+    for mode in ("train", "test", "predict"):
+        getattr(callback, f"on_{mode}_batch_begin")(1)
     assert _cleared_rows(before, _carried(model)) == [False, False, False]
     callback.on_test_begin()
     assert all(not state.any() for state in _carried(model))

@@ -37,14 +37,10 @@ def test_positions_are_labelled_oldest_first_and_averaged_over_every_full_window
     # The average attention by position is the mean over every full window.
     rng = np.random.default_rng(0)
     scores = rng.dirichlet(np.ones(4), size=(3, 9)).astype("float32")  # [batch, time, window]
-    total, count = np.zeros(4), 0
-    for example in scores:
-        for step in range(4, 9):  # the steps whose window t-4 .. t-1 lies in the sequence
-            total += example[step]
-            count += 1
     average = average_attention_by_position(scores, 4)
     assert average.dtype == np.float64
-    np.testing.assert_allclose(average, total / count, rtol=1e-6)
+    # The steps 4 .. 8, whose window t-4 .. t-1 lies in the sequence.
+    np.testing.assert_allclose(average, scores[:, 4:].mean(axis=(0, 1)), rtol=1e-6)
     np.testing.assert_allclose(average.sum(), 1.0, rtol=1e-6)
 
 
@@ -65,11 +61,8 @@ def test_scores_of_another_shape_are_refused(shape, message):
 def test_the_callback_in_fit_writes_the_probe_of_the_current_weights(tmp_path, monkeypatch):
     drawn = []
     draw = window_attention_callback.write_heatmap
-    monkeypatch.setattr(
-        window_attention_callback,
-        "write_heatmap",
-        lambda tag, *a, **kw: drawn.append((tag, kw)) or draw(tag, *a, **kw),
-    )
+    record = lambda tag, *a, **kw: drawn.append((tag, kw)) or draw(tag, *a, **kw)  # noqa: E731
+    monkeypatch.setattr(window_attention_callback, "write_heatmap", record)
     model = _model("attention")
     compile_language_model(model, jit_compile=False)
     sentence, validation = _tokens(1, 6, seed=1)[0], _tokens(3, 8, seed=2)

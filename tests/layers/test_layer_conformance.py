@@ -27,28 +27,6 @@ from tf_memlayers.layers import (
 )
 
 
-def _private_keras_names():
-    """Underscore (non-dunder) attribute names of the Keras classes layers deal with."""
-    classes = [
-        keras.layers.Layer,
-        keras.layers.RNN,
-        keras.layers.InputSpec,
-        keras.Model,
-        keras.Variable,
-        keras.KerasTensor,
-        keras.initializers.Initializer,
-        keras.regularizers.Regularizer,
-    ]
-    # Instances too: Keras sets most of its private attributes in `__init__`.
-    instances = [keras.layers.GRUCell(2), keras.layers.RNN(keras.layers.GRUCell(2))]
-    return {
-        name
-        for thing in [*classes, *instances]
-        for name in dir(thing)
-        if name.startswith("_") and not name.endswith("__")
-    }
-
-
 def test_the_package_uses_no_private_keras_api():
     # `keras.src` and Keras's underscore attributes may change in any release.
     import ast
@@ -56,18 +34,21 @@ def test_the_package_uses_no_private_keras_api():
 
     import tf_memlayers
 
+    # The underscore (non-dunder) names of the Keras classes layers deal with, and of instances
+    # (Keras sets most of its private attributes in `__init__`).
+    things = [keras.layers.Layer, keras.layers.RNN, keras.layers.InputSpec, keras.Model]
+    things += [keras.Variable, keras.KerasTensor, keras.initializers.Initializer]
+    things += [keras.regularizers.Regularizer, keras.layers.GRUCell(2)]
+    things.append(keras.layers.RNN(keras.layers.GRUCell(2)))
+    private = {n for t in things for n in dir(t) if n.startswith("_") and not n.endswith("__")}
     root = pathlib.Path(tf_memlayers.__file__).parent
-    private = _private_keras_names()
     found = []
     for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             where = f"{path.relative_to(root)}:{getattr(node, 'lineno', '?')}"
-            if isinstance(node, ast.Import):
-                modules = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
+            modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
                 modules = [node.module or ""]
-            else:
-                modules = []
             found += [f"{where} imports {m}" for m in modules if m.startswith("keras.src")]
             if isinstance(node, ast.Attribute) and node.attr in private:
                 found.append(f"{where} uses .{node.attr}")
@@ -135,7 +116,7 @@ def test_bad_arguments_are_named_errors(layer_cls, args, kwargs, error, pattern)
 # -- bad call inputs ------------------------------------------------------------------------
 
 # (the AM-GRU layer, the shapes of its initial state over ``X``, its ValueError's fragments).
-BAD_INITIAL_STATES = [
+INITIAL_STATES = [
     (AssociativeGRU, [(2, 7), (2, 4)], "`initial_state[0]`|8|(2, 7)"),
     (AssociativeGRU, [(2, 8), (2, 3)], "`initial_state[1]`|4|(2, 3)"),
     (AssociativeGRU, [(3, 8), (3, 4)], "`initial_state[0]`|(3, 8)|(2, 5, 4)"),
@@ -174,24 +155,15 @@ BAD_CALLS = [
         lambda: called_twice(HeapCacheAttention(3, 2), X[:, 0], zeros(2, 6)),
         ["`inputs`", "width 4", "(2, 6)"],
     ),
+] + [
+    (lambda c=c, s=s: c(4, num_copies=2)(X, initial_state=[zeros(*x) for x in s]), f.split("|"))
+    for c, s, f in INITIAL_STATES
 ]
 
 
-def _raises_naming(call, fragments):
+@pytest.mark.parametrize("bad_call, fragments", BAD_CALLS)
+def test_bad_call_inputs_and_initial_states_are_named_errors(bad_call, fragments):
     with pytest.raises(ValueError) as info:
-        call()
+        bad_call()
     for fragment in fragments:
         assert fragment in str(info.value), (fragment, str(info.value))
-
-
-@pytest.mark.parametrize("bad_call, fragments", BAD_CALLS)
-def test_bad_call_inputs_are_named_errors(bad_call, fragments):
-    _raises_naming(bad_call, fragments)
-
-
-@pytest.mark.parametrize("layer_cls, shapes, fragments", BAD_INITIAL_STATES)
-def test_bad_initial_states_are_named_errors(layer_cls, shapes, fragments):
-    states = [zeros(*shape) for shape in shapes]
-    _raises_naming(
-        lambda: layer_cls(4, num_copies=2)(X, initial_state=states), fragments.split("|")
-    )

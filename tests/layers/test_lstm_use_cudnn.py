@@ -32,15 +32,8 @@ def test_the_default_is_the_global_policy(policy):
 def test_the_builders_lstms_follow_the_rule(policy):
     keras.config.set_dtype_policy(policy)
     expected = EXPECTED[keras.config.dtype_policy().compute_dtype]
-    model = build_language_model(
-        50,
-        SlidingWindowAttention(window=3),
-        units=8,
-        embedding_dim=8,
-        batch_size=2,
-        sequence_length=4,
-        stateful=False,
-    )
+    options = dict(units=8, embedding_dim=8, batch_size=2, sequence_length=4, stateful=False)
+    model = build_language_model(50, SlidingWindowAttention(window=3), **options)
     lstms = [layer for layer in model.layers if isinstance(layer, keras.layers.LSTM)]
     assert lstms and all(layer.use_cudnn == expected for layer in lstms)
     # The last-word model's masked encoder runs Keras's loop whatever the dtype (cuDNN takes

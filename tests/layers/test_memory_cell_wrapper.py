@@ -66,9 +66,8 @@ def test_associative_memory_cell_flattens_nested_states():
     expected = keras.layers.RNN(direct)(inputs)
     stacked.build((None, 3))
     stacked.key_kernel.assign(direct.key_kernel)
-    np.testing.assert_allclose(
-        as_numpy(keras.layers.RNN(stacked)(inputs)), as_numpy(expected), rtol=1e-6, atol=1e-6
-    )
+    got = keras.layers.RNN(stacked)(inputs)
+    np.testing.assert_allclose(as_numpy(got), as_numpy(expected), rtol=1e-6, atol=1e-6)
 
 
 def test_associative_memory_cell_without_output_size():

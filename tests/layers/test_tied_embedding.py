@@ -41,14 +41,11 @@ class TiedEmbeddingTest(LayerTestCase):
         self.run_output_spec_test(make, (2, 3, 4), reverse=True)
 
 
-def test_the_mask_is_keras_embeddings():
-    mask = TiedEmbedding(6, 4, mask_zero=True).compute_mask(np.array([[1, 0]]))
-    np.testing.assert_array_equal(as_numpy(mask), [[True, False]])
-
-
-def test_reverse_uses_the_embedding_matrix_and_bias():
+def test_reverse_uses_the_embedding_matrix_and_bias_and_the_mask_is_keras_embeddings():
     layer = TiedEmbedding(6, 4, output_bias_initializer="ones")
     ids = np.array([[1, 5]])
+    mask = TiedEmbedding(6, 4, mask_zero=True).compute_mask(np.array([[1, 0]]))
+    np.testing.assert_array_equal(as_numpy(mask), [[True, False]])
     vectors = layer(ids)
     logits = layer(vectors, reverse=True)
     expected = as_numpy(vectors) @ as_numpy(layer.embeddings).T + 1.0
@@ -65,16 +62,13 @@ def test_weights_set_the_embedding_matrix_as_in_keras_embedding(weights):
         TiedEmbedding(3, 4, weights=np.ones((4, 3)))
 
 
+WIDTH_4 = "`inputs` must have width 4 (the embedding's output_dim, for reverse=True); got shape"
+
+
 @pytest.mark.parametrize(
     "reverse, width, error, fragment",
     [
-        (
-            True,
-            5,
-            ValueError,
-            "`inputs` must have width 4 (the embedding's output_dim, for "
-            "reverse=True); got shape (2, 3, 5)",
-        ),
+        (True, 5, ValueError, WIDTH_4 + " (2, 3, 5)"),
         ("yes", 4, TypeError, "`reverse` must be a bool, got 'yes'"),
     ],
 )

@@ -4,15 +4,8 @@ import keras
 import numpy as np
 import pytest
 
-from tests.support import as_numpy
+from tests.losses.test_sequence_crossentropy import _numpy_token_nll as _numpy_nll
 from tf_memlayers.metrics import Perplexity
-
-
-def _numpy_nll(targets, logits):
-    logits = np.asarray(logits, np.float64)
-    logits = logits - logits.max(axis=-1, keepdims=True)
-    log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
-    return -np.take_along_axis(log_probs, as_numpy(targets)[..., None], axis=-1)[..., 0]
 
 
 def _batch(rng, batch, time, vocabulary=6):
@@ -61,23 +54,14 @@ def test_weights_broadcast_to_the_targets():
     np.testing.assert_allclose(float(metric.result()), expected, rtol=1e-5)
 
 
-def test_float16_logits_count_as_they_are():
-    rng = np.random.default_rng(2)
-    targets, logits, weights = _batch(rng, 2, 5)
-    logits = logits.astype("float16")
-    metric = Perplexity()
-    metric.update_state(targets, logits, sample_weight=weights)
-    expected = np.exp((_numpy_nll(targets, logits) * weights).sum() / weights.sum())
-    np.testing.assert_allclose(float(metric.result()), expected, rtol=1e-5)
-
-
-def test_reset_state_forgets_every_batch():
+def test_reset_state_forgets_every_batch_and_float16_logits_count_as_they_are():
     rng = np.random.default_rng(3)
     metric = Perplexity()
     metric.update_state(*_batch(rng, 2, 3)[:2])
     metric.reset_state()
     assert float(metric.result()) == 1.0  # no tokens yet: exp(0), not NaN
-    targets, logits, weights = _batch(rng, 2, 3)
+    targets, logits, weights = _batch(rng, 2, 5)
+    logits = logits.astype("float16")
     metric.update_state(targets, logits, sample_weight=weights)
     expected = np.exp((_numpy_nll(targets, logits) * weights).sum() / weights.sum())
     np.testing.assert_allclose(float(metric.result()), expected, rtol=1e-5)

@@ -21,9 +21,8 @@ def test_the_optimizer_is_built_and_the_step_traced_once(policy):
         keras.config.set_dtype_policy("float32")
     assert returned is model and model.optimizer.built
     # Under mixed_float16 Keras wraps the optimizer in a LossScaleOptimizer: built with it.
-    assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer) == (
-        policy == "mixed_float16"
-    )
+    wrapped = isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+    assert wrapped == (policy == "mixed_float16")
     traces = count_train_step_traces(model)
     x, y = np.ones((4, 3), "float32"), np.zeros((4, 2), "float32")
     before = [keras.ops.convert_to_numpy(w).copy() for w in model.trainable_weights]

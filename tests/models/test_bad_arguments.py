@@ -128,30 +128,21 @@ def test_a_bad_argument_is_named(call, expected):
     assert "output_dim" not in message and "Received" not in message  # no Keras-internal names
 
 
-def _raising_module(error):
-    """The package module whose code called the check that raised ``error``: the last frame
-    of the traceback outside ``_validation.py``."""
-    frames = [f.filename for f in traceback.extract_tb(error.__traceback__)]
-    owner = [f for f in frames if not f.endswith("_validation.py")][-1]
-    return pathlib.Path(owner).resolve().relative_to(PACKAGE.resolve()).as_posix()
-
-
-def _checked_names(path):
-    """The argument names that the checks in ``path`` name (``check_*("name", ...)``)."""
-    return {
-        node.args[0].value
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-        if ast.unparse(node.func).rsplit(".", 1)[-1].startswith("check_")
-    }
-
-
 def test_a_passed_on_argument_is_checked_by_the_layer_that_takes_it():
     with pytest.raises(ValueError, match="`num_copies`") as raised:
         paper_encoder(123, "glorot_uniform", num_copies=0)
-    owner = "layers/associative_memory/associative_gru_cell.py"
-    assert _raising_module(raised.value) == owner
-    checked = _checked_names(PACKAGE / "models" / "snli.py")
+    # The module whose code called the check: the traceback's last frame outside the checks.
+    frames = [f.filename for f in traceback.extract_tb(raised.value.__traceback__)]
+    owner = [f for f in frames if not f.endswith("_validation.py")][-1]
+    owner = pathlib.Path(owner).resolve().relative_to(PACKAGE.resolve()).as_posix()
+    assert owner == "layers/associative_memory/associative_gru_cell.py"
+    # The names that the builder's own checks (``check_*("name", ...)``) name.
+    checked = {
+        node.args[0].value
+        for node in ast.walk(ast.parse((PACKAGE / "models" / "snli.py").read_text()))
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+        if ast.unparse(node.func).rsplit(".", 1)[-1].startswith("check_")
+    }
     assert "num_copies" not in checked and "vocabulary_size" in checked  # (not vacuous)
 
 
@@ -161,13 +152,8 @@ def _checks_during(call):
     names = collections.Counter()
 
     def profile(frame, event, arg):
-        code = frame.f_code
-        if (
-            event == "call"
-            and code.co_filename == _validation.__file__
-            and code.co_name.startswith("check_")
-            and frame.f_back.f_code.co_filename != _validation.__file__
-        ):
+        own = frame.f_code.co_filename == _validation.__file__ != frame.f_back.f_code.co_filename
+        if event == "call" and own and frame.f_code.co_name.startswith("check_"):
             names[frame.f_locals.get("name")] += 1
 
     sys.setprofile(profile)

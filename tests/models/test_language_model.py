@@ -44,21 +44,17 @@ def test_stateful_model_starts_near_uniform_and_carries_state_across_segments(ki
     np.testing.assert_allclose(stateful(x[:, :5]).numpy(), whole[:, :5], atol=1e-5)
 
 
-def _memory_options(kind):
-    """Every memory option of ``kind`` away from its default: unequal sizes (one per piece,
-    adding up to the hidden width), an output width, a bias, and for the attention kinds the
-    attention width and zero padding; and the LSTMs' recurrent dropout."""
-    sizes = tuple(range(4, 4 + pieces(kind, SMALL["ngram"])))
-    options = dict(sizes=sizes, units=sum(sizes), memory_units=7, use_bias=True)
-    if kind in ATTENTION_KINDS:
-        options.update(attention_units=5, pad="zeros")
-    return dict(options, recurrent_dropout=0.3)
-
-
 @pytest.mark.parametrize("options", ["tied_weights", "memory_options"])
 @pytest.mark.parametrize("kind", WITH_MEMORY)
 def test_cell_form_equals_parallel_form(kind, options):
-    options = _memory_options(kind) if options == "memory_options" else {"tie_weights": True}
+    if options == "memory_options":  # each away from its default, and recurrent dropout
+        sizes = tuple(range(4, 4 + pieces(kind, SMALL["ngram"])))  # unequal, adding up to units
+        options = dict(sizes=sizes, units=sum(sizes), memory_units=7, use_bias=True)
+        options.update(recurrent_dropout=0.3)
+        if kind in ATTENTION_KINDS:
+            options.update(attention_units=5, pad="zeros")
+    else:
+        options = {"tie_weights": True}
     cell, parallel = (_model(kind=kind, form=form, **options) for form in ("cell", "parallel"))
     if "sizes" in options:  # the options reach both forms' layers alike
         memories = (parallel.get_layer(LAYER_NAMES[kind]), cell.get_layer("memory_rnn").cell)

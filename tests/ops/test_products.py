@@ -12,9 +12,7 @@ from tf_memlayers.ops.products import dot_last_axis
 def test_dot_last_axis_is_the_product_over_the_last_axis(float64_policy, shape):
     rng = np.random.default_rng(len(shape))
     x, vector = rng.normal(size=shape), rng.normal(size=shape[-1])
-    got = ops.convert_to_numpy(
-        dot_last_axis(ops.convert_to_tensor(x), ops.convert_to_tensor(vector))
-    )
+    got = ops.convert_to_numpy(dot_last_axis(*map(ops.convert_to_tensor, (x, vector))))
     assert got.shape == shape[:-1]
     np.testing.assert_allclose(got, x @ vector, atol=1e-12, rtol=0)
 

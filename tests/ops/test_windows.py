@@ -51,8 +51,5 @@ def test_window_weighted_sum_equals_the_offset_windows_product():
     weights = RNG.normal(size=(3, 17, 4)).astype("float32")
     stream = RNG.normal(size=(3, 21, 6)).astype("float32")
     windowed = ops.einsum("btl,btld->btd", weights, windows.offset_windows(stream, 4))
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(windows.window_weighted_sum(weights, stream[:, :4], stream[:, 4:])),
-        ops.convert_to_numpy(windowed),
-        atol=1e-5,
-    )
+    got = windows.window_weighted_sum(weights, stream[:, :4], stream[:, 4:])
+    np.testing.assert_allclose(*map(ops.convert_to_numpy, (got, windowed)), atol=1e-5)

@@ -34,11 +34,8 @@ class AttentionPoolingTest(LayerTestCase):
 
     @pytest.mark.parametrize("scores", [False, True])
     def test_output_spec(self, scores):
-        self.run_output_spec_test(
-            lambda dtype: AttentionPooling(3, dtype=dtype),
-            (2, 5, 4),
-            return_attention_scores=scores,
-        )
+        make = lambda dtype: AttentionPooling(3, dtype=dtype)  # noqa: E731
+        self.run_output_spec_test(make, (2, 5, 4), return_attention_scores=scores)
 
     def test_mixed_float16_matches_float32(self):
         inputs = np.random.default_rng(3).normal(size=(8, 5, 6)).astype("float32")

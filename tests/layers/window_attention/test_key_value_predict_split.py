@@ -52,23 +52,15 @@ class KeyValuePredictSplitTest(LayerTestCase):
 
 def test_pieces_are_contiguous_key_first():
     x = np.arange(20, dtype="float32").reshape(2, 10)
-    key, value, predict = KeyValuePredictSplit("key_value_predict", sizes=(4, 3, 3))(x)
-    np.testing.assert_array_equal(key, x[:, :4])
-    np.testing.assert_array_equal(value, x[:, 4:7])
-    np.testing.assert_array_equal(predict, x[:, 7:])
-    key, value, predict = KeyValuePredictSplit("key_value")(x)
-    np.testing.assert_array_equal(key, x[:, :5])
-    np.testing.assert_array_equal(value, x[:, 5:])
-    np.testing.assert_array_equal(predict, value)
-    key, value, predict = KeyValuePredictSplit("attention")(x)
-    for piece in (key, value, predict):
-        np.testing.assert_array_equal(piece, x)
-
-
-def test_paper_width_834_splits_unequally():
-    x = np.zeros((1, 3, 834), "float32")
-    key, value, predict = KeyValuePredictSplit("key_value_predict", sizes=(322, 256, 256))(x)
-    assert (key.shape[-1], value.shape[-1], predict.shape[-1]) == (322, 256, 256)
+    for mode, sizes, want in [
+        ("key_value_predict", (4, 3, 3), [x[:, :4], x[:, 4:7], x[:, 7:]]),
+        ("key_value", None, [x[:, :5], x[:, 5:], x[:, 5:]]),  # the value predicts
+        ("attention", None, [x] * 3),
+    ]:
+        pieces = KeyValuePredictSplit(mode, sizes=sizes)(x)
+        assert len(pieces) == 3
+        for piece, expected in zip(pieces, want):
+            np.testing.assert_array_equal(piece, expected)
 
 
 def test_mask_propagates():

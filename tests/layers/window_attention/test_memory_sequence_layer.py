@@ -43,6 +43,10 @@ def test_a_stateless_layer_starts_every_call_from_zeros():
         np.testing.assert_allclose(as_numpy(memory), x.sum(axis=1), rtol=1e-6)
     assert layer.memory is None and layer.starts_from_zeros() and not layer.weights
     assert layer.input_width == layer.mechanism_width == WIDTH
+    # keep_memory hands the memory on without storing it; reset_state has nothing to clear.
+    np.testing.assert_array_equal(as_numpy(layer.keep_memory(ops.ones((2, WIDTH)))), 1.0)
+    layer.reset_state()
+    assert layer.memory is None
 
 
 def test_a_stateful_layer_carries_its_memory_until_reset():
@@ -87,15 +91,6 @@ def test_the_memory_is_cast_to_the_inputs_dtype_and_stored_in_its_own():
     assert tuple(kept.shape) == (2, WIDTH)
     assert keras.backend.standardize_dtype(layer.memory.dtype) == "float32"
     np.testing.assert_array_equal(as_numpy(layer.memory), np.full((2, WIDTH), 0.5, "float32"))
-
-
-def test_keep_memory_stores_only_when_stateful():
-    layer = RunningSum()
-    layer.build((2, None, WIDTH))
-    kept = layer.keep_memory(ops.ones((2, WIDTH)))
-    np.testing.assert_array_equal(as_numpy(kept), np.ones((2, WIDTH)))
-    assert layer.memory is None
-    layer.reset_state()  # nothing to clear
 
 
 def test_no_gradient_flows_into_the_carried_memory():
@@ -205,11 +200,8 @@ def test_a_stateful_layer_refuses_another_batch_size():
 
 def test_an_initial_memory_of_another_width_is_refused_when_read():
     layer = RunningSum()
-    with pytest.raises(
-        ValueError,
-        match=r"^RunningSum: `initial_memory` must have width 3 "
-        r"\(the layer's memory_size\), got shape \(2, 5\)",
-    ):
+    message = r"^RunningSum: `initial_memory` must have width 3 \(the layer's memory_size\), got"
+    with pytest.raises(ValueError, match=message + r" shape \(2, 5\)"):
         layer.incoming_memory(ops.zeros((2, 4, WIDTH)), np.zeros((2, 5), "float32"))
 
 
@@ -222,16 +214,11 @@ def test_documents_come_with_a_reset_only():
     assert isinstance(documents, windows.Documents)
     # Window position j of step t (the step t - 2 + j) is in step t's document when no reset
     # lies after it up to t; the steps before the sequence belong to its first document.
-    expected = np.array(
-        [
-            [
-                [not reset[row, max(t - 2 + j, -1) + 1 : t + 1].any() for j in range(2)]
-                for t in range(3)
-            ]
-            for row in range(2)
-        ]
-    )
-    np.testing.assert_array_equal(as_numpy(documents.same), expected)
+    expected = [
+        [[not reset[r, max(t - 2 + j, -1) + 1 : t + 1].any() for j in range(2)] for t in range(3)]
+        for r in range(2)
+    ]
+    np.testing.assert_array_equal(as_numpy(documents.same), np.array(expected))
 
 
 def test_config_and_the_stateful_flag():

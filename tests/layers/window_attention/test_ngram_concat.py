@@ -157,11 +157,7 @@ def test_piece_i_comes_from_output_at_t_minus_i_plus_1(float64_policy):
     layer.ngram_kernel.assign(np.eye(3))
     got = np.arctanh(as_numpy(layer(x))[0])
     for t in range(6):
-        expected = [
-            x[0, t, 0],
-            x[0, t - 1, 1] if t >= 1 else 0.0,
-            x[0, t - 2, 2] if t >= 2 else 0.0,
-        ]
+        expected = [x[0, t - i, i] if t >= i else 0.0 for i in range(3)]
         np.testing.assert_allclose(got[t], expected, atol=1e-12)
 
 

@@ -211,13 +211,6 @@ CONFIGS = [
 WIDTHS = [(None, None), (5, 7)]
 
 
-def assert_attention_and_output_widths(layer, attention_units, units):
-    """W^Y has ``attention_units`` columns and h*_t ``units`` (defaults: key / value size)."""
-    key_size, value_size, _ = key_value_predict_sizes(layer.mode, layer.piece_sizes)
-    assert layer.memory_kernel.shape[-1] == (attention_units or key_size)
-    assert layer.context_kernel.shape[-1] == (units or value_size)
-
-
 # The options (window, pad, bias, mask with holes and padding, resets) by pairs (`all_pairs`),
 # the backend one more factor. With resets the cell form runs in `ResettableRNN`'s loop (its
 # loop cache), else in Keras's.
@@ -244,8 +237,10 @@ def test_both_forms_match_numpy_reference_float64(
     rnn = loop(cell, return_sequences=True, zero_output_for_mask=True)
     layer.build(x.shape)
     rnn.build(x.shape)
-    for form in (layer, cell):
-        assert_attention_and_output_widths(form, attention_units, units)
+    key_size, value_size, _ = key_value_predict_sizes(mode, layer.piece_sizes)
+    for form in (layer, cell):  # W^Y's columns and h*_t's width (defaults: key / value size)
+        assert form.memory_kernel.shape[-1] == (attention_units or key_size)
+        assert form.context_kernel.shape[-1] == (units or value_size)
     weights = random_weights(layer)
     for name, value in weights.items():
         getattr(cell, name).assign(value)
@@ -348,21 +343,6 @@ def test_cell_and_parallel_forms_agree_forward_and_gradients(
     assert_twins_agree(window_twins(*config, pad=pad, resettable=reset), masked, reset)
 
 
-def with_loop_cache_recorded(cell):
-    """Records, for every step of ``cell``, whether it was given its loop cache."""
-    given = []
-    plain_call = cell.call
-
-    def call(inputs, states, cache=None, **kwargs):
-        given.append(cache is not None)
-        if cache is None:
-            return plain_call(inputs, states, **kwargs)
-        return plain_call(inputs, states, cache=cache, **kwargs)
-
-    cell.call = call
-    return given
-
-
 @pytest.mark.parametrize("mode,sizes", [("attention", None), ("key_value_predict", (6, 4, 2))])
 def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(
     float64_policy, monkeypatch, mode, sizes
@@ -372,7 +352,13 @@ def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(
     _, _, keras_rnn = window_twins(mode, sizes)
     cell = keras_rnn.cell
     rnn = ResettableRNN(cell, return_sequences=True, return_state=True)
-    given = with_loop_cache_recorded(cell)
+    given, plain_call = [], cell.call  # whether each step was given its loop cache
+
+    def call(inputs, states, cache=None, **kwargs):
+        given.append(cache is not None)
+        return plain_call(inputs, states, **kwargs, **({} if cache is None else {"cache": cache}))
+
+    cell.call = call
     x = attention_inputs(steps=9, width=5)
     mask = ops.convert_to_tensor(holes_and_right_padding())
     reset = np.zeros((2, 9), bool)
