@@ -28,7 +28,8 @@ class PhiloxDropoutTest(LayerTestCase):
 
     def test_journey(self, tmp_path):
         build = lambda e: keras.layers.GRU(8, return_sequences=True)(PhiloxDropout(0.3)(e))  # noqa: E731
-        self.run_journey_test("step", build, tmp_path)
+        # XLA on TensorFlow: test_compiled_masks_drop_the_rate_and_change_every_step.
+        self.run_journey_test("step", build, tmp_path, xla_on_tensorflow=False)
 
     def test_config_output_spec_and_empty_input(self):
         self.run_config_test(PhiloxDropout, rate=0.3, noise_shape=(None, 1, 4), seed=5)

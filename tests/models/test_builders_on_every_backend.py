@@ -76,16 +76,13 @@ def _tokens(rng, shape, low=0, high=VOCAB):
 # LSTMs with variational dropout, in-graph resets (dict inputs, `ResettableRNN`), tied
 # embeddings, zero padding of the window, a stateless model, and the other optimizer and loss
 # reduction of `compile_language_model`.
+SGD_SUM = dict(optimizer="sgd", learning_rate=1.0, loss_reduction="sum_over_time")
 LANGUAGE_MODELS = {
     "lstm-parallel": ("lstm", "parallel", dict(layers=2, dropout=0.2, variational_dropout=True)),
     "attention-cell": ("attention", "cell", dict(resets=True, pad="zeros")),
     "key_value-parallel": ("key_value", "parallel", dict(tie_weights=True, resets=True)),
     "key_value_predict-cell": ("key_value_predict", "cell", dict(stateful=False)),
-    "ngram-parallel": (
-        "ngram",
-        "parallel",
-        dict(compile=dict(optimizer="sgd", learning_rate=1.0, loss_reduction="sum_over_time")),
-    ),
+    "ngram-parallel": ("ngram", "parallel", dict(compile=SGD_SUM)),
 }
 
 
@@ -100,10 +97,8 @@ def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
     options = dict(options)
     compile_options = options.pop("compile", {})
     stateful = options.setdefault("stateful", True)
-    batch_size = 2 if stateful else None
-    model = language_model(
-        VOCAB, kind, form, batch_size=batch_size, sequence_length=5, **SMALL, **options
-    )
+    options.update(batch_size=2 if stateful else None, sequence_length=5)
+    model = language_model(VOCAB, kind, form, **SMALL, **options)
     compile_language_model(model, jit_compile=JIT, **compile_options)
     rng = np.random.default_rng(0)
     tokens, targets = _tokens(rng, (2, 5)), _tokens(rng, (2, 5))
@@ -205,11 +200,9 @@ def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
     np.testing.assert_allclose(expected.sum(-1), 1.0, rtol=1e-5)
     assert expected.std(0).max() > 1e-3  # the rows' probabilities differ
     np.testing.assert_allclose(_outputs(loaded, inputs), expected, rtol=1e-6, atol=1e-6)
-    if kind in ("dual_am_gru", "word_by_word"):
-        # The fixed-length copy of the loaded model (every loop unrolled) gives the same
-        # probabilities on the padded sentences.
+    if kind in ("dual_am_gru", "word_by_word"):  # the loaded model's fixed-length copy
         fixed = build_fixed_length_snli_model(loaded, premise_length=7, hypothesis_length=4)
-        assert fixed.input_shape == [(None, 7), (None, 4)]
+        assert fixed.input_shape == [(None, 7), (None, 4)]  # every loop unrolled
         np.testing.assert_allclose(_outputs(fixed, inputs), expected, atol=1e-5)
 
 
@@ -258,10 +251,8 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
     decay = 1e-5 * 0.5 * sum(float(np.sum(as_numpy(w) ** 2)) for w in model.trainable_weights)
     np.testing.assert_allclose(float(as_numpy(sum(loaded.losses))), decay, rtol=1e-5)
     if cache_size:
-        np.testing.assert_array_equal(
-            as_numpy(loaded.get_layer("cache_attention").cache),
-            as_numpy(model.get_layer("cache_attention").cache),
-        )
+        caches = [as_numpy(m.get_layer("cache_attention").cache) for m in (loaded, model)]
+        np.testing.assert_array_equal(*caches)
     expected = _outputs(model, contexts)
     assert expected.shape == (16, 30)
     np.testing.assert_allclose(_outputs(loaded, contexts), expected, rtol=1e-6, atol=1e-6)
@@ -296,8 +287,8 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
     for steps in (build_step_model(loaded), loaded_step_model):
         np.testing.assert_array_equal(generate(steps, prompt, 4, temperature=0), greedy)
         np.testing.assert_array_equal(generate(steps, prompt, 6, temperature=1.0, seed=11), sampled)
-    tokens = np.array([[4], [9]], "int32")
-    for expected, output in zip(step_model([tokens, *state]), loaded_step_model([tokens, *state])):
+    inputs = [np.array([[4], [9]], "int32"), *state]
+    for expected, output in zip(step_model(inputs), loaded_step_model(inputs)):
         np.testing.assert_allclose(as_numpy(output), as_numpy(expected), rtol=1e-6, atol=1e-6)
     # A sampler of keras-hub's contract (keras-hub's greedy sampler, restated here: keras-hub
     # is an optional extra) runs the step model inside the backend's while loop.
