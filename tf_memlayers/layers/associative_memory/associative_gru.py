@@ -3,8 +3,8 @@
 `AssociativeRecurrentLayer` holds what the AM-GRU and the Dual AM-GRU layers share: the
 checks of the call arguments, masked inputs kept out of the computation, per-row resets
 (`tf_memlayers.layers.resettable_rnn.ResettableRNN`), the choice of the time loop (Keras's,
-or the fused one: `tf_memlayers.ops.associative_gru_loop` on TensorFlow, the Pallas kernels of
-`tf_memlayers.ops.associative_gru_pallas` on JAX; the way `keras.layers.GRU` chooses cuDNN in
+or the fused one: ``tf_memlayers.ops.associative_gru_loop`` on TensorFlow, the Pallas kernels of
+``tf_memlayers.ops.associative_gru_pallas`` on JAX; the way `keras.layers.GRU` chooses cuDNN in
 its `inner_loop`) and a flat config.
 """
 
@@ -269,9 +269,8 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     `tf_memlayers.compat.load_original_weights` takes ``layer.cell``.
 
     With the fused loop the time loop is one op with a hand-written backward pass. On
-    TensorFlow (`tf_memlayers.ops.associative_gru_loop`) both loops are compiled with XLA
-    even when the model is not, and on CPU the batch is split into one independent loop per
-    core. On JAX (`tf_memlayers.ops.associative_gru_pallas`) the forward loop is one Pallas
+    TensorFlow both loops are compiled with XLA even when the model is not, and on CPU the
+    batch is split into one independent loop per core. On JAX the forward loop is one Pallas
     kernel and the backward loop another, each running all the time steps inside, a program
     per block of 16 batch rows; they take masks and resets. Each new (batch, time) shape
     compiles once, so the fused loop suits fixed-size padded batches. By default
