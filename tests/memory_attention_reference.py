@@ -273,3 +273,62 @@ def check_state_carries_over(layer, x, memory, mask):
         np.concatenate([as_numpy(first), as_numpy(second)], 1), whole, atol=1e-6, rtol=1e-7
     )
     return states
+
+
+def several_mechanisms_reference(
+    x,
+    memories,
+    masks,
+    cell_weights,
+    mechanisms,
+    attention_of,
+    position,
+    output_attention,
+    input_feeding=True,
+    sequence_mask=None,
+):
+    """The wrapper with several mechanisms around a SimpleRNN cell: each mechanism ``(w,
+    options)`` (its weights, and `attention_reference`'s score, normalize, scale,
+    monotonic_mode and probability_fn) attends over its memory with the same query, and
+    ``attention_of(contexts, h)`` joins them into the attention vector. Returns the outputs
+    and each mechanism's weights ``[batch, time, length]``."""
+    kernel, recurrent, bias = cell_weights
+    batch, steps = x.shape[:2]
+    h = np.zeros((batch, recurrent.shape[0]))
+    if position == "after":
+        fed = np.zeros_like(attention_of([m[:, 0] for m in memories], h))
+    else:
+        fed = np.zeros_like(h)
+    if sequence_mask is None:
+        sequence_mask = np.ones((batch, steps), bool)
+    before = [np.eye(m.shape[1])[np.zeros(batch, int)] for m in memories]
+
+    def attend(query):
+        found = [
+            attention_reference(query, m, k, w, *options, b)
+            for m, k, (w, options), b in zip(memories, masks, mechanisms, before)
+        ]
+        return [c for c, _ in found], [a for _, a in found]
+
+    outputs, alignments = [], []
+    for t in range(steps):
+        if position == "after":
+            cell_input = np.concatenate([x[:, t], fed], -1) if input_feeding else x[:, t]
+            new_h = np.tanh(cell_input @ kernel + h @ recurrent + bias)
+            contexts, alphas = attend(new_h)
+            new_fed = attention = attention_of(contexts, new_h)
+        else:
+            contexts, alphas = attend(fed)
+            joined = np.concatenate([x[:, t], *contexts], -1)
+            new_h = np.tanh(joined @ kernel + h @ recurrent + bias)
+            attention = attention_of(contexts, new_h) if output_attention else None
+            new_fed = new_h
+        out = attention if output_attention else new_h
+        keep = sequence_mask[:, t][:, None]
+        h, fed = np.where(keep, new_h, h), np.where(keep, new_fed, fed)
+        before = [np.where(keep, a, b) for a, b in zip(alphas, before)]
+        outputs.append(np.where(keep, out, outputs[-1]) if outputs else out)
+        alignments.append(
+            [np.where(keep, a, p) for a, p in zip(alphas, alignments[-1])] if alignments else alphas
+        )
+    return np.stack(outputs, 1), [np.stack(a, 1) for a in zip(*alignments)]

@@ -16,12 +16,12 @@ from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAt
 from tf_memlayers.layers.conditional_encoder import ConditionalEncoder
 from tf_memlayers.layers.frozen_batch_normalization import FrozenBatchNormalization
 from tf_memlayers.layers.lstm_use_cudnn import lstm_use_cudnn
-from tf_memlayers.layers.memory_attention.attention_rnn import AttentionRNN
-from tf_memlayers.layers.memory_attention.attention_wrapper import (
+from tf_memlayers.layers.memory_attention.attention_mechanism import (
     AttentionMechanism,
-    AttentionWrapper,
     monotonic_alignments,
 )
+from tf_memlayers.layers.memory_attention.attention_rnn import AttentionRNN
+from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionWrapper
 from tf_memlayers.layers.memory_attention.conditional_attention_encoder import (
     ConditionalAttentionEncoder,
 )

@@ -7,15 +7,14 @@ import numpy as np
 import pytest
 
 from tests.layer_test_case import LayerTestCase
+from tests.memory_attention_reference import attention_wrapper_reference as reference
 from tests.memory_attention_reference import (
-    attention_reference,
     check_cell_loop_matches_layer,
     data,
     declared_memory,
     masked_softmax,
-    monotonic_reference,
+    several_mechanisms_reference,
 )
-from tests.memory_attention_reference import attention_wrapper_reference as reference
 from tests.memory_attention_reference import randomize as _randomize
 from tests.memory_attention_reference import wrapper_weights as _weights
 from tests.support import BACKEND, all_pairs, as_numpy, gradients
@@ -25,9 +24,8 @@ from tf_memlayers.layers import (
     AttentionRNN,
     AttentionWrapper,
 )
-from tf_memlayers.layers.memory_attention.attention_wrapper import (
+from tf_memlayers.layers.memory_attention.attention_mechanism import (
     MONOTONIC_MODES,
-    monotonic_alignments,
 )
 
 BATCH, STEPS, LENGTH, MEMORY_DIM, UNITS, INPUT_DIM = 3, 5, 6, 8, 8, 4
@@ -70,6 +68,11 @@ def _wrapper(dtype=None, built_for=None, **kwargs):
 MONOTONIC = dict(monotonic_mode="parallel", sigmoid_noise=1.0, score_bias_init=-1.0)
 
 
+def _two_mechanisms():
+    """A monotonic mechanism (its noise in training) and a general score's."""
+    return [AttentionMechanism(**MONOTONIC), AttentionMechanism(score="general", scale=True)]
+
+
 class AttentionWrapperTest(LayerTestCase):
     layer_cls = AttentionWrapper
 
@@ -91,12 +94,17 @@ class AttentionWrapperTest(LayerTestCase):
     def test_monotonic_journey(self, tmp_path):
         self.test_journey(tmp_path, MONOTONIC)
 
+    def test_several_mechanisms_journey(self, tmp_path):
+        self.test_journey(tmp_path, dict(mechanisms=_two_mechanisms(), attention_size=[4, 3]))
+
     def test_config_arguments_and_resets(self):
         options = dict(score="general", position="before", attention_size=7, scale=True)
         flags = dict(output_attention=True, return_attention_scores=True, input_feeding=True)
         config = dict(**options, **flags, kernel_initializer="orthogonal")
         self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **config)
         self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **MONOTONIC, seed=3)
+        several = dict(mechanisms=_two_mechanisms(), attention_size=[3, 5])
+        self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **several)
         for probability_fn in PROBABILITIES:
             cell = keras.layers.GRUCell(4)
             self.run_config_test(AttentionWrapper, cell=cell, probability_fn=probability_fn)
@@ -128,41 +136,6 @@ class AttentionWrapperTest(LayerTestCase):
         make = lambda: _layer(input_feeding=input_feeding)  # noqa: E731
         kwargs = dict(memory=memory, memory_mask=mask)
         self.run_mixed_precision_test(make, x, atol=atol, policy=policy, **kwargs)
-
-
-def _mechanism(dtype=None, **kwargs):
-    return AttentionMechanism(score="general", scale=True, dtype=dtype, **kwargs)
-
-
-def _attend_with_a_mechanism(premise, hypothesis):
-    """A ``"pair"`` journey: the hypothesis's mean attends over the premise."""
-    query = keras.layers.GlobalAveragePooling1D()(hypothesis)
-    context, _ = AttentionMechanism(monotonic_mode="parallel", sigmoid_noise=1.0)(query, premise)
-    return context
-
-
-class AttentionMechanismTest(LayerTestCase):
-    layer_cls = AttentionMechanism
-
-    def test_journey(self, tmp_path):
-        self.run_journey_test("pair", _attend_with_a_mechanism, tmp_path)
-
-    def test_layer_behaviors_and_specs(self):
-        self.run_layer_test(
-            layer_cls=_mechanism,
-            input_shape={"query_shape": (2, 4), "memory_shape": (2, 6, 8)},
-            expected_output_shape=((2, 8), (2, 6)),
-            expected_num_trainable_weights=2,
-            run_training_check=False,
-        )
-        memory = np.random.default_rng(3).normal(size=(BATCH, LENGTH, 8)).astype("float32")
-        self.run_output_spec_test(_mechanism, (BATCH, 5), memory=memory)
-
-    def test_config_and_flags(self):
-        self.run_config_test(AttentionMechanism, score="additive", normalize=True, **MONOTONIC)
-        self.run_config_test(AttentionMechanism, probability_fn=sharpened, attention_units=3)
-        self.run_flags_test(lambda **kw: AttentionMechanism(score="dot", **kw), ["scale"])
-        self.run_flags_test(AttentionMechanism, ["normalize"])
 
 
 def _layer(score="additive", position="after", output_attention=True, cell=None, **kwargs):
@@ -370,32 +343,6 @@ def test_monotonic_gradients_match_the_reference_and_each_other(float64_policy, 
     assert abs(found[3 + list(own).index("sigmoid_bias")]) > 1e-3  # the bias learns
 
 
-@pytest.mark.parametrize("dtype, atol", [("float64", 1e-10), ("float32", 1e-5)])
-@pytest.mark.parametrize("mode", MONOTONIC_MODES)
-def test_monotonic_alignments_and_their_gradients_are_the_papers(mode, dtype, atol):
-    rng = np.random.default_rng(6)
-    p = rng.uniform(0.05, 0.95, size=(3, 7))
-    p[1, 4:] = 0.0  # padding
-    previous = np.stack([np.eye(7)[0], rng.dirichlet(np.ones(7)), np.eye(7)[2]])
-    previous[1, 4:] = 0.0
-    seen = rng.normal(size=p.shape)
-
-    def loss(p, previous):
-        return keras.ops.sum(keras.ops.multiply(monotonic_alignments(p, previous, mode), seen))
-
-    got, _, grads = gradients(loss, inputs=[p.astype(dtype), previous.astype(dtype)])
-    np.testing.assert_allclose(
-        got, np.sum(monotonic_reference(p, previous, mode) * seen), atol=atol
-    )
-    for index, grad in enumerate(grads):  # complex steps, as above; hard: no gradient
-        want = np.zeros_like(p)
-        for at in np.ndindex(*p.shape):
-            moved = [p.astype(complex), previous.astype(complex)]
-            moved[index][at] += 1e-30j
-            want[at] = np.sum(monotonic_reference(*moved, mode) * seen).imag / 1e-30
-        np.testing.assert_allclose(grad, 0 * want if mode == "hard" else want, atol=atol, rtol=0)
-
-
 def test_monotonic_noise_is_drawn_in_training_only():
     x, memory, mask = _data(np.random.default_rng(7), "float32")
     layer = _layer(**MONOTONIC)
@@ -566,56 +513,22 @@ def test_bad_arguments_are_named(kwargs, fragment):
 
 @pytest.mark.parametrize(
     "options",
-    [dict(probability_fn=sharpened), dict(attention_layer="context"), dict(attention_layer=DENSE)],
-    ids=["probability_fn", "context", "attention_layer"],
+    [
+        lambda: dict(probability_fn=sharpened),
+        lambda: dict(attention_layer="context"),
+        lambda: dict(attention_layer=DENSE()),
+        lambda: dict(mechanisms=_two_mechanisms(), attention_layer=[DENSE(), DENSE()]),
+    ],
+    ids=["probability_fn", "context", "attention_layer", "mechanisms"],
 )
 def test_the_options_save_and_load(tmp_path, options):
-    options = {k: v() if isinstance(v, functools.partial) else v for k, v in options.items()}
     x, memory, mask = _data(np.random.default_rng(11), "float32")
     inputs = [keras.Input(x.shape[1:]), keras.Input(memory.shape[1:])]
-    model = keras.Model(inputs, _layer(**options)(inputs[0], memory=inputs[1]))
+    model = keras.Model(inputs, _layer(**options())(inputs[0], memory=inputs[1]))
     model.save(tmp_path / "model.keras")
     loaded = keras.saving.load_model(tmp_path / "model.keras")
     # (Loaded with the default options instead, the outputs would differ.)
     np.testing.assert_array_equal(as_numpy(loaded([x, memory])), as_numpy(model([x, memory])))
-
-
-@pytest.mark.parametrize(
-    "score_options, extra",
-    [
-        ("additive_normalized", {}),
-        ("general_scaled", {"probability_fn": "hardmax"}),
-        ("dot", {"probability_fn": sharpened}),
-        ("additive", {"monotonic_mode": "parallel"}),
-        ("general", {"monotonic_mode": "hard"}),
-    ],
-)
-def test_a_mechanism_on_its_own_matches_the_reference_and_saves(
-    float64_policy, tmp_path, score_options, extra
-):
-    rng = np.random.default_rng(12)
-    _, memory, mask = _data(rng)
-    query = rng.normal(size=(BATCH, MEMORY_DIM))
-    padded = np.where(mask[..., None], memory, np.nan)  # padding is never read
-    score, options = SCORE_OPTIONS[score_options]
-    mechanism = AttentionMechanism(score=score, **options, **extra)
-    mechanism(query, memory)
-    mechanism.set_weights([rng.uniform(-1.5, 1.5, np.shape(v)) for v in mechanism.get_weights()])
-    previous = np.eye(LENGTH)[[1, 0, 2]]  # monotonic attention's, at positions 1, 0 and 2
-    got = mechanism(query, padded, memory_mask=mask, previous=previous)
-    weights = {v.path.split("/")[-1]: as_numpy(v) for v in mechanism.weights}
-    flags = (options.get("normalize", False), options.get("scale", False))
-    probability = PROBABILITIES.get(extra.get("probability_fn"), "softmax")
-    args = (score, *flags, extra.get("monotonic_mode"), probability, previous)
-    want = attention_reference(query, memory, mask, weights, *args)
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
-    inputs = [keras.Input((MEMORY_DIM,)), keras.Input((LENGTH, MEMORY_DIM))]
-    model = keras.Model(inputs, mechanism(*inputs))
-    model.save(tmp_path / "model.keras")
-    loaded = keras.saving.load_model(tmp_path / "model.keras")
-    for g, w in zip(loaded([query, memory]), model([query, memory])):
-        np.testing.assert_array_equal(as_numpy(g), as_numpy(w))
 
 
 def test_dot_needs_a_query_as_wide_as_the_memory():
@@ -639,3 +552,172 @@ def test_kernels_drawn_from_one_initializer_start_independent(initializer):
     cell.build((None, INPUT_DIM), (None, LENGTH, UNITS))
     query, memory = (keras.ops.convert_to_numpy(k) for k in (cell.query_kernel, cell.memory_kernel))
     assert query.shape == memory.shape and not np.allclose(query, memory)
+
+
+# Several mechanisms at once: two memories of their own widths and lengths, each scored by its
+# mechanism from the same query. Rows: position, output_attention, the wrapper's options, and
+# the mechanisms' (`AttentionMechanism` arguments).
+SEVERAL = {
+    "after_luong": (
+        "after",
+        True,
+        lambda: dict(attention_size=[7, 3]),
+        [dict(normalize=True), dict(score="general", monotonic_mode="recursive")],
+    ),
+    "before_context": (
+        "before",
+        True,
+        lambda: dict(attention_layer="context"),
+        [dict(score="dot", scale=True, probability_fn="hardmax"), dict(monotonic_mode="recursive")],
+    ),
+    "after_layers_no_input_feeding": (
+        "after",
+        True,
+        lambda: dict(attention_layer=[DENSE(), DENSE()], input_feeding=False),
+        [dict(probability_fn=sharpened), dict(score="general")],
+    ),
+    "before_cell_output": (
+        "before",
+        False,
+        dict,
+        [dict(score="general", monotonic_mode="hard"), {}],
+    ),
+}
+
+
+def _two_memories(rng, dtype="float64"):
+    """The inputs, the memory of `_data` and a second one ``[batch, 4, 5]`` (its first row
+    padded from position 3), and their masks."""
+    x, memory, mask = _data(rng, dtype)
+    second = rng.normal(size=(BATCH, 4, 5)).astype(dtype)
+    second_mask = np.ones((BATCH, 4), bool)
+    second_mask[0, 3:] = False
+    return x, [memory, second], [mask, second_mask]
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["unmasked", "masked"])
+@pytest.mark.parametrize("row", sorted(SEVERAL))
+def test_several_mechanisms_match_the_reference_in_float64(float64_policy, row, masked):
+    position, output_attention, options, kinds = SEVERAL[row]
+    rng = np.random.default_rng(13)
+    x, memories, masks = _two_memories(rng)
+    mechanisms = [AttentionMechanism(**kind) for kind in kinds]
+    layer = _layer(
+        position=position,
+        output_attention=output_attention,
+        return_attention_scores=True,
+        mechanisms=mechanisms,
+        **options(),
+    )
+    _randomize(layer, rng, x, memories, masks, scale=1.5)
+    sequence_mask = SEQUENCE_MASK if masked else None
+    got, alignments = layer(x, memory=memories, memory_mask=masks, mask=sequence_mask)
+    wrapper = layer.cell
+
+    def attention_of(contexts, h):
+        parts = []
+        for index, context in enumerate(contexts):
+            joined = np.concatenate([context, h], -1)
+            if wrapper.attention_layer == "context":
+                parts.append(context)
+            elif wrapper.attention_layer == "luong":
+                kernel = as_numpy(getattr(wrapper, f"attention_kernel_{index}"))
+                parts.append(np.tanh(joined @ kernel))
+            else:
+                kernel, bias = (as_numpy(v) for v in wrapper.attention_layer[index].weights)
+                parts.append(np.maximum(joined @ kernel + bias, 0))
+        return np.concatenate(parts, -1)
+
+    scored = [
+        (
+            {v.path.split("/")[-1]: as_numpy(v) for v in mechanism.weights},
+            (
+                kind.get("score", "additive"),
+                kind.get("normalize", False),
+                kind.get("scale", False),
+                kind.get("monotonic_mode"),
+                PROBABILITIES.get(kind.get("probability_fn"), "softmax"),
+            ),
+        )
+        for mechanism, kind in zip(mechanisms, kinds)
+    ]
+    cell_weights = tuple(as_numpy(v) for v in wrapper.cell.weights)
+    args = (x, memories, masks, cell_weights, scored, attention_of, position, output_attention)
+    feeding = options().get("input_feeding", True)
+    want, want_alignments = several_mechanisms_reference(
+        *args, input_feeding=feeding, sequence_mask=sequence_mask
+    )
+    np.testing.assert_allclose(as_numpy(got), want, atol=1e-10, rtol=0)
+    assert [a.shape[-1] for a in alignments] == [LENGTH, 4]
+    for g, w in zip(alignments, want_alignments):
+        np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
+    assert want_alignments[1][0, :, 3:].max() == 0  # the second memory's padding
+    if not masked:  # the same weights, from a layer built without returning them
+        scores = layer.attention_scores(x, memories, masks)
+        for g, w in zip(scores, want_alignments):
+            np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [dict(attention_size=[5, 6]), dict(input_feeding=False, attention_layer="context")],
+    ids=["step_by_step", "after_the_loop"],
+)
+def test_several_mechanisms_over_one_memory_in_a_loop_of_ones_own_and_the_layer_agree(options):
+    # One memory for every mechanism; outputs and gradients of the cell's step-by-step calls
+    # and of the layer (its loop, or the attention after the loop).
+    rng = np.random.default_rng(14)
+    x, memory, mask = _data(rng, "float32")
+    mechanisms = [AttentionMechanism(), AttentionMechanism(score="dot", probability_fn=sharpened)]
+    layer = _layer(mechanisms=mechanisms, **options)
+    _randomize(layer, rng, x, memory, mask)
+    grads = check_cell_loop_matches_layer(layer, x, memory, mask)
+    owned = [any(v is w for w in mechanisms[1].weights) for v in layer.weights]
+    assert all(np.abs(g).max() > 0 for g, own in zip(grads, owned) if own)
+
+
+@pytest.mark.parametrize(
+    "make, error, fragment",
+    [
+        (lambda: dict(mechanisms=[]), TypeError, "non-empty list of AttentionMechanism"),
+        (
+            lambda: dict(mechanisms=[AttentionMechanism(), "dot"]),
+            TypeError,
+            "`mechanisms[1]` must be an AttentionMechanism, got 'dot'",
+        ),
+        (lambda: dict(mechanisms=[AttentionMechanism()] * 2), ValueError, "more than once"),
+        (
+            lambda: dict(mechanisms=_two_mechanisms(), score="dot", seed=1),
+            ValueError,
+            "got score='dot', seed=1 for the wrapper",
+        ),
+        (
+            lambda: dict(mechanisms=_two_mechanisms(), attention_size=[3]),
+            ValueError,
+            "one width per mechanism (2); got attention_size=[3]",
+        ),
+        (
+            lambda: dict(mechanisms=_two_mechanisms(), attention_layer=DENSE()),
+            TypeError,
+            "'luong', 'context' or a list of 2 Keras layers",
+        ),
+    ],
+)
+def test_bad_mechanisms_are_named(make, error, fragment):
+    with pytest.raises(error) as raised:
+        AttentionWrapper(keras.layers.GRUCell(4), **make())
+    assert fragment in str(raised.value)
+
+
+def test_bad_memories_of_several_mechanisms_are_named():
+    x, memories, masks = _two_memories(np.random.default_rng(15), "float32")
+    layer = _layer(mechanisms=_two_mechanisms())
+    layer(x, memory=memories, memory_mask=masks)
+    for memory, fragment in [
+        (memories * 2, "`memory` must be one per mechanism (2) or one for all; got a list of 4"),
+        ([memories[0], memories[1][:2]], "`memory[1]` of shape (2, 4, 5) has batch size 2"),
+        ([memories[0], memories[1][..., :3]], "`memory[1]` must be [batch, length, 5]"),
+    ]:
+        with pytest.raises(ValueError) as raised:
+            layer(x, memory=memory)
+        assert fragment in str(raised.value)

@@ -6,7 +6,8 @@ import weakref
 import keras
 from keras import ops
 
-from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionWrapper, check_batch
+from tf_memlayers.layers.memory_attention.attention_mechanism import check_batch
+from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionWrapper
 from tf_memlayers.layers.memory_cell_wrapper import call_cell
 from tf_memlayers.layers.resets import zero_where
 from tf_memlayers.layers.resettable_rnn import ResettableRNN
@@ -133,66 +134,84 @@ class AttentionRNN(ResettableRNN):
         reset=None,
     ):
         owner = type(self).__name__
+        cell = self.cell
         if memory is None:
             raise ValueError(
                 f"{owner}: no `memory` given: pass the vectors to attend over, [batch, length, "
                 "memory_dim]."
             )
-        memory = ops.cast(ops.convert_to_tensor(memory), self.cell.compute_dtype)
-        if len(memory.shape) != 3 or memory.shape[-1] != self.cell.memory_dim:
-            raise ValueError(
-                f"{owner}: `memory` must be [batch, length, {self.cell.memory_dim}] (the width "
-                f"it was built with); got shape {tuple(memory.shape)}."
-            )
-        length = self.cell.memory_length
-        if length is not None and memory.shape[1] not in (None, length):
-            raise ValueError(
-                f"{owner}: `memory` must be [batch, {length}, {self.cell.memory_dim}] (the "
-                "length the cell was built with: its alignments over the memory are outputs "
-                f"or states); got shape {tuple(memory.shape)}."
-            )
-        self._check_batches(sequences, memory, memory_mask, initial_state)
-        if memory_mask is not None:
+        memories = cell.per_mechanism(memory, "memory", owner)
+        masks = cell.per_mechanism(memory_mask, "memory_mask", owner)
+        for index, (memory, width, length) in enumerate(
+            zip(memories, cell.memory_dims, cell.memory_lengths)
+        ):
+            name = f"memory[{index}]" if cell.mechanisms else "memory"
+            memory = ops.cast(ops.convert_to_tensor(memory), cell.compute_dtype)
+            if len(memory.shape) != 3 or memory.shape[-1] != width:
+                raise ValueError(
+                    f"{owner}: `{name}` must be [batch, length, {width}] (the width it was "
+                    f"built with); got shape {tuple(memory.shape)}."
+                )
+            if length is not None and memory.shape[1] not in (None, length):
+                raise ValueError(
+                    f"{owner}: `{name}` must be [batch, {length}, {width}] (the length the cell "
+                    "was built with: its alignments over the memory are outputs or states); got "
+                    f"shape {tuple(memory.shape)}."
+                )
+            memories[index] = memory
+        self._check_batches(sequences, memories, masks, initial_state)
+        for index, (memory, memory_mask) in enumerate(zip(memories, masks)):
+            if memory_mask is None:
+                continue
+            name = f"memory_mask[{index}]" if cell.mechanisms else "memory_mask"
             memory_mask = ops.convert_to_tensor(memory_mask)
             if tuple(memory_mask.shape) != tuple(memory.shape[:2]) and None not in tuple(
                 memory_mask.shape
             ):
                 raise ValueError(
-                    f"{owner}: `memory_mask` must be [batch, length] = {tuple(memory.shape[:2])}, "
-                    f"the memory's; got shape {tuple(memory_mask.shape)}."
+                    f"{owner}: `{name}` must be [batch, length] = {tuple(memory.shape[:2])}, "
+                    f"its memory's; got shape {tuple(memory_mask.shape)}."
                 )
-            memory_mask = ops.cast(memory_mask, "bool")
+            masks[index] = ops.cast(memory_mask, "bool")
             # Padding is never read: zeroed before the keys, so that nothing there (NaN
             # included) reaches the outputs or the gradients.
-            memory = ops.where(ops.expand_dims(memory_mask, -1), memory, ops.zeros_like(memory))
+            keep = ops.expand_dims(masks[index], -1)
+            memories[index] = ops.where(keep, memory, ops.zeros_like(memory))
         if mask is not None:
             # The same for the sequences' padding: the masked steps' inputs are never used.
             keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
             sequences = ops.where(keep, sequences, ops.zeros_like(sequences))
-        noise = self.cell.monotonic_mode and training and self.cell.sigmoid_noise > 0
-        if noise:
+        widths = cell.noise_widths(training)
+        draws = [
+            keras.random.normal((*ops.shape(sequences)[:2], width), seed=scorer.seed_generator)
+            for scorer, width in zip(cell.scorers(), widths)
+            if width
+        ]
+        if draws:
             # Every step's noise drawn before the loop, as Keras draws dropout masks (a
             # random draw inside JAX's scan would leak its seed out of the loop), and read
             # by the step from the last columns of its input.
-            shape = (*ops.shape(sequences)[:2], self.cell.memory_length)
-            draw = keras.random.normal(shape, seed=self.cell.seed_generator)
-            sequences = ops.concatenate([sequences, ops.cast(draw, sequences.dtype)], -1)
-        self.cell._bound = (memory, memory_mask, self.cell.memory_keys(memory), bool(noise))
+            draws = [ops.cast(draw, sequences.dtype) for draw in draws]
+            sequences = ops.concatenate([sequences, *draws], -1)
+        keys = [scorer.memory_keys(memory) for scorer, memory in zip(cell.scorers(), memories)]
+        cell._bound = (memories, masks, keys, widths)
         try:
             results = super().call(
                 sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
             )
         finally:
-            self.cell._bound = None
+            cell._bound = None
         return self._split_alignments(results)
 
-    def _check_batches(self, sequences, memory, memory_mask, initial_state):
-        """The memory, its mask and the initial states have the sequences' batch size
+    def _check_batches(self, sequences, memories, masks, initial_state):
+        """The memories, their masks and the initial states have the sequences' batch size
         (a `ValueError` where the sizes are known; see ``check_batch``)."""
         owner = type(self).__name__
-        check_batch("memory", memory, "sequences", sequences, owner)
-        if memory_mask is not None:
-            check_batch("memory_mask", memory_mask, "sequences", sequences, owner)
+        for index, (memory, memory_mask) in enumerate(zip(memories, masks)):
+            suffix = f"[{index}]" if self.cell.mechanisms else ""
+            check_batch(f"memory{suffix}", memory, "sequences", sequences, owner)
+            if memory_mask is not None:
+                check_batch(f"memory_mask{suffix}", memory_mask, "sequences", sequences, owner)
         if initial_state is not None:
             states = initial_state if keras.tree.is_nested(initial_state) else [initial_state]
             for index, state in enumerate(keras.tree.flatten(states)):
@@ -236,6 +255,9 @@ class AttentionRNN(ResettableRNN):
             states = states[:-2]
         else:
             last_output = last
+        memory, memory_mask, keys = (
+            wrapper._one_or_list(each) for each in (memory, memory_mask, keys)
+        )
         step_outputs, _ = wrapper.attend_steps(outputs, memory, keys, memory_mask)
         _, final = wrapper.attend_steps(ops.expand_dims(last_output, 1), memory, keys, memory_mask)
         final = final[:, 0]
@@ -248,12 +270,19 @@ class AttentionRNN(ResettableRNN):
 
     def _split_alignments(self, results):
         """With the cell's ``return_attention_scores``, the outputs split into ``(outputs,
-        alignments)``, the states (with ``return_state``) after them."""
+        alignments)`` (with `mechanisms`, the alignments a list of one per mechanism), the
+        states (with ``return_state``) after them."""
         if not self.cell.return_attention_scores:
             return results
         outputs, states = (results[0], list(results[1:])) if self.return_state else (results, [])
-        width = self.cell.output_size - self.cell.memory_length
-        return (outputs[..., :width], outputs[..., width:], *states)
+        lengths = self.cell.memory_lengths
+        start = self.cell.output_size - sum(lengths)
+        alignments = []
+        for length in lengths:
+            alignments.append(outputs[..., start : start + length])
+            start += length
+        width = self.cell.output_size - sum(lengths)
+        return (outputs[..., :width], self.cell._one_or_list(alignments), *states)
 
     def attention_scores(self, sequences, memory, memory_mask=None, initial_state=None):
         """The cell's weights over the memory at every step, as an eager call in inference
@@ -295,23 +324,28 @@ class AttentionRNN(ResettableRNN):
         ((1, 2, 6), 1.0)
         """
         owner = f"{type(self).__name__}.attention_scores"
-        memory = ops.convert_to_tensor(memory)
         sequences = ops.convert_to_tensor(sequences)
+        memories = [
+            ops.convert_to_tensor(each) for each in self.cell.per_mechanism(memory, "memory", owner)
+        ]
+        shapes = [tuple(each.shape) for each in memories]
         if not self.built:
-            self.build(tuple(sequences.shape), tuple(memory.shape))
-        if len(memory.shape) != 3 or memory.shape[1] is None:
-            raise ValueError(
-                f"{owner}: `memory` must be [batch, length, memory_dim] with a known length; "
-                f"got shape {tuple(memory.shape)}."
-            )
+            self.build(tuple(sequences.shape), self.cell._one_or_list(shapes))
+        for index, shape in enumerate(shapes):
+            if len(shape) != 3 or shape[1] is None:
+                name = f"memory[{index}]" if self.cell.mechanisms else "memory"
+                raise ValueError(
+                    f"{owner}: `{name}` must be [batch, length, memory_dim] with a known length; "
+                    f"got shape {shape}."
+                )
         if sequences.shape[-1] != self._sequences_width:
             raise ValueError(
                 f"{owner}: `sequences` must be [batch, time, {self._sequences_width}] (the width "
                 f"the layer was built with); got shape {tuple(sequences.shape)}."
             )
-        length = int(memory.shape[1])
+        lengths = tuple(int(shape[1]) for shape in shapes)
         probes = _ATTENTION_PROBES.setdefault(self, {})
-        if length not in probes:
+        if lengths not in probes:
             config = dict(self.cell.get_config(), return_attention_scores=True)
             probe = AttentionRNN(
                 type(self.cell).from_config(config),
@@ -319,12 +353,18 @@ class AttentionRNN(ResettableRNN):
                 go_backwards=self.go_backwards,
                 dtype=self.dtype_policy,
             )
-            probe.build((None, None, self._sequences_width), (None, length, self.cell.memory_dim))
-            probes[length] = probe
-        probe = probes[length]
+            memory_shapes = [
+                (None, length, dim) for length, dim in zip(lengths, self.cell.memory_dims)
+            ]
+            probe.build((None, None, self._sequences_width), self.cell._one_or_list(memory_shapes))
+            probes[lengths] = probe
+        probe = probes[lengths]
         probe.set_weights(self.get_weights())
         _, scores = probe(
-            sequences, memory=memory, memory_mask=memory_mask, initial_state=initial_state
+            sequences,
+            memory=self.cell._one_or_list(memories),
+            memory_mask=memory_mask,
+            initial_state=initial_state,
         )
         return scores
 
@@ -339,17 +379,21 @@ class AttentionRNN(ResettableRNN):
         reset=None,
     ):
         if memory is not None:
-            self._check_batches(sequences, memory, memory_mask, initial_state)
+            owner = type(self).__name__
+            memories = self.cell.per_mechanism(memory, "memory", owner)
+            masks = self.cell.per_mechanism(memory_mask, "memory_mask", owner)
+            self._check_batches(sequences, memories, masks, initial_state)
         spec = super().compute_output_spec(
             sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
         )
         if not self.cell.return_attention_scores:
             return spec
         output, states = (spec[0], list(spec[1:])) if self.return_state else (spec, [])
-        width = self.cell.output_size - self.cell.memory_length
+        lengths = self.cell.memory_lengths
         head = tuple(output.shape[:-1])
+        alignments = [keras.KerasTensor(head + (length,), output.dtype) for length in lengths]
         return (
-            keras.KerasTensor(head + (width,), output.dtype),
-            keras.KerasTensor(head + (self.cell.memory_length,), output.dtype),
+            keras.KerasTensor(head + (self.cell.output_size - sum(lengths),), output.dtype),
+            self.cell._one_or_list(alignments),
             *states,
         )

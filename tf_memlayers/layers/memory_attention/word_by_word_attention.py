@@ -108,7 +108,14 @@ class WordByWordAttention(AttentionWrapper):
     ):
         owner = type(self).__name__
         fixed_by_the_paper = ("score", "position", "normalize", "scale", "input_feeding")
-        weights = ("monotonic_mode", "sigmoid_noise", "score_bias_init", "seed", "probability_fn")
+        weights = (
+            "monotonic_mode",
+            "sigmoid_noise",
+            "score_bias_init",
+            "seed",
+            "probability_fn",
+            "mechanisms",
+        )
         for fixed in fixed_by_the_paper + weights:
             if fixed in kwargs:
                 raise TypeError(
