@@ -8,7 +8,12 @@ from tests.layer_test_case import LayerTestCase
 from tests.memory_attention_reference import randomize, word_by_word_reference
 from tests.support import as_numpy, assert_close
 from tf_memlayers import ConditionalAttentionEncoder, ConditionalEncoder
-from tf_memlayers.layers import AttentionRNN, AttentionWrapper, WordByWordAttention
+from tf_memlayers.layers import (
+    AttentionMechanism,
+    AttentionRNN,
+    AttentionWrapper,
+    WordByWordAttention,
+)
 
 
 def _encoder(units=5, dtype=None, **hypothesis_flags):
@@ -211,6 +216,11 @@ def test_bad_layers_are_named():
         ConditionalAttentionEncoder(lstm, keras.layers.LSTM(4))
     with pytest.raises(ValueError, match="return_sequences=True and return_state=True"):
         ConditionalAttentionEncoder(keras.layers.LSTM(4, return_state=True), attention)
+    several = AttentionWrapper(
+        keras.layers.LSTMCell(4), mechanisms=[AttentionMechanism(), AttentionMechanism()]
+    )
+    with pytest.raises(ValueError, match="attends over one memory.*has 2 `mechanisms`"):
+        ConditionalAttentionEncoder(lstm, AttentionRNN(several))
     with pytest.raises(ValueError, match="go_backwards=True"):
         ConditionalAttentionEncoder(
             keras.layers.LSTM(4, return_sequences=True, return_state=True, go_backwards=True),

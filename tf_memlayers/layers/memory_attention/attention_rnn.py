@@ -67,9 +67,10 @@ class AttentionRNN(ResettableRNN):
 
     Call arguments:
         sequences: Tensor ``[batch, time, features]``.
-        memory: Tensor ``[batch, length, memory_dim]``, the vectors attended over.
-        memory_mask: Optional bool tensor ``[batch, length]``, false at padding. Default:
-            `None`.
+        memory: Tensor ``[batch, length, memory_dim]``, the vectors attended over; with the
+            cell's ``mechanisms``, a list of one per mechanism (or one tensor for all).
+        memory_mask: Optional bool tensor ``[batch, length]``, false at padding (with
+            ``mechanisms``, a list of one per mechanism, or one for all). Default: `None`.
         initial_state: Optional list of the cell's initial states (`AttentionWrapper`'s
             ``states``). Default: `None`.
         mask: Optional bool tensor ``[batch, time]`` of the sequences. Default: `None`.
@@ -81,7 +82,8 @@ class AttentionRNN(ResettableRNN):
         As `keras.layers.RNN`: the last output ``[batch, size]``, or every step's ``[batch,
         time, size]`` with ``return_sequences=True``; with the cell's ``return_attention_scores``,
         followed by the weights over the memory (``[batch, length]`` or ``[batch, time,
-        length]``); with ``return_state=True``, the final states after them.
+        length]``; with ``mechanisms``, a list of each mechanism's); with
+        ``return_state=True``, the final states after them.
 
     Raises:
         ValueError: If ``memory``, ``memory_mask`` or a state of ``initial_state`` has another
@@ -307,7 +309,8 @@ class AttentionRNN(ResettableRNN):
 
         Returns:
             A tensor ``[batch, time, length]``: at each step, the weights over the memory (in
-            the steps' order of the outputs, reversed with ``go_backwards``).
+            the steps' order of the outputs, reversed with ``go_backwards``); with the cell's
+            ``mechanisms``, a list of each mechanism's.
 
         Raises:
             ValueError: If ``sequences`` is not as wide as the layer's inputs, or the

@@ -81,6 +81,15 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
     outputs :math:`a_t` (``output_attention=True``; with ``position="before"``,
     :math:`a_t = \tanh(W_c [c_t; h_t])` too) or the cell's :math:`h_t`.
 
+    With ``mechanisms`` (tensorflow-addons' list of attention mechanisms) several
+    `AttentionMechanism` layers attend at once, each over its own memory with its own score,
+    from the same query: mechanism :math:`i` gives the context :math:`c^i_t`, its attention
+    vector is :math:`a^i_t = \tanh(W^i_c [c^i_t; h_t])` (``attention_size`` wide, one width
+    per mechanism; ``"context"``: :math:`c^i_t`; or a layer per mechanism), and the
+    attention vector is :math:`a_t = [a^1_t; \ldots; a^n_t]` (with ``position="before"``,
+    the cell reads :math:`[x_t; c^1_t; \ldots; c^n_t]`). The memories and their masks are
+    then lists of one per mechanism at every call (or one tensor for all).
+
     The memory is a call argument, never constructor state: a layer of this package or your
     own loop passes it at every step. `AttentionRNN` is the sequence layer over this cell,
     taking the memory once per call.
@@ -98,7 +107,8 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         position: ``"after"`` or ``"before"`` the cell, as above. Default: ``"after"``.
         attention_size: Positive integer, the width of the attention vector :math:`a_t`
             (not with ``position="before"`` and ``output_attention=False``, which compute
-            none). Default: `None` (the cell's output width).
+            none); with ``mechanisms``, a list of one width per mechanism (or one integer for
+            each). Default: `None` (the cell's output width, for each mechanism).
         output_attention: Boolean, output :math:`a_t` (else the cell's output). Default:
             `True`.
         input_feeding: Boolean, join the previous attention vector to the cell's input
@@ -112,7 +122,9 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         attention_layer: ``"luong"`` (:math:`\tanh(W_c [c_t; h_t])`, ``attention_size``
             wide), ``"context"`` (no layer: :math:`a_t = c_t`, as wide as the memory) or a
             Keras layer of :math:`[c_t; h_t]` (``[batch, memory_dim + cell output]``; the
-            attention is its output, saved and loaded with the wrapper). Default: ``"luong"``.
+            attention is its output, saved and loaded with the wrapper); with
+            ``mechanisms``, ``"luong"``, ``"context"`` or a list of one layer per mechanism,
+            each of :math:`[c^i_t; h_t]`. Default: ``"luong"``.
         probability_fn: ``"softmax"``, ``"hardmax"`` (:math:`\alpha_t` one-hot at the first
             largest unmasked score; no gradient reaches the scores) or a function of the
             scores ``[..., length]`` to weights over the last axis (a Keras function: it sees
@@ -131,6 +143,12 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
             once). Default: ``0.0``.
         seed: Optional integer, the seed of the noise (``sigmoid_noise > 0`` only). Default:
             `None`.
+        mechanisms: Optional list of `AttentionMechanism` layers, each attending over its
+            own memory (their scores, probability functions and monotonic modes are their
+            own: the wrapper's score arguments then keep their defaults). Each monotonic
+            mechanism's previous alignments are a state of their own; the weights appended
+            with ``return_attention_scores`` are each mechanism's in turn. Default: `None`
+            (one mechanism: the wrapper's score arguments).
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
@@ -139,10 +157,14 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
             previous attention vector with ``position="after"``, the cell's previous output
             with ``"before"``); with ``monotonic_mode``, then the previous alignments minus
             the initial one-hot, so that zero states (as Keras, resets and ``reset_state``
-            make them) start at the memory's first vector.
-        memory: Tensor ``[batch, length, memory_dim]``, the vectors attended over.
+            make them) start at the memory's first vector (one such state per monotonic
+            mechanism).
+        memory: Tensor ``[batch, length, memory_dim]``, the vectors attended over; with
+            ``mechanisms``, a list of one per mechanism (or one tensor for all).
         memory_mask: Optional bool tensor ``[batch, length]``, false at padding. A row with
-            no true entry attends to nothing: its context is zero. Default: `None`.
+            no true entry attends to nothing: its context is zero. With ``mechanisms``, a
+            list of one per mechanism (or one for all; `None` entries: no padding). Default:
+            `None`.
         training: Python boolean, passed to the wrapped cell; with ``sigmoid_noise``, the
             monotonic scores get their noise when true. Default: `None`.
         reset: Optional bool tensor ``[batch]``, true in the rows that start a new sequence
@@ -169,6 +191,18 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
     >>> output, states = cell(np.ones((2, 5), "float32"), states, memory=memory)
     >>> output.shape, [s.shape[-1] for s in states]
     (TensorShape([2, 16]), [16, 16, 16])
+
+    Two mechanisms, each over a memory of its own, their attention vectors joined:
+
+    >>> from tf_memlayers import AttentionMechanism
+    >>> mechanisms = [AttentionMechanism(), AttentionMechanism(score="general")]
+    >>> cell = AttentionWrapper(
+    ...     keras.layers.GRUCell(8), mechanisms=mechanisms, attention_size=[8, 4])
+    >>> memories = [memory, np.ones((2, 3, 5), "float32")]
+    >>> states = [np.zeros((2, size), "float32") for size in cell.state_size]
+    >>> output, states = cell(np.ones((2, 5), "float32"), states, memory=memories)
+    >>> output.shape
+    TensorShape([2, 12])
     """
 
     def __init__(
@@ -330,8 +364,9 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         return attention_layer
 
     def scorers(self):
-        """What scores the memories: the `mechanisms`, or the wrapper itself (its own score
-        arguments) where none are given."""
+        """The list of what scores the memories: the `mechanisms`, or the wrapper itself (its
+        own score arguments) where none are given. (A method: Keras's saving walks a layer's
+        attributes, and the wrapper is not its own sublayer.)"""
         return self.mechanisms or [self]
 
     @property
@@ -379,6 +414,8 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         return [value] * count
 
     def _one_or_list(self, values):
+        """``values`` (one per mechanism) as the wrapper's calls take them: the list with
+        `mechanisms`, else its one entry."""
         return list(values) if self.mechanisms else values[0]
 
     @property

@@ -53,8 +53,9 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
     Raises:
         TypeError: If a layer has the wrong type; the message names it.
         ValueError: If the premise layer does not return its sequences and states or runs
-            backwards, its states do not match the hypothesis cell's, or its width is not the
-            attention's ``memory_dim``; the message names the layers.
+            backwards, the hypothesis cell has several ``mechanisms``, the premise's states do
+            not match the hypothesis cell's, or its width is not the attention's
+            ``memory_dim``; the message names the layers.
 
     Example:
 
@@ -83,6 +84,12 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
         if not isinstance(hypothesis_layer, AttentionRNN):
             raise TypeError(
                 f"{owner}: `hypothesis_layer` must be an AttentionRNN; got {hypothesis_layer!r}."
+            )
+        if hypothesis_layer.cell.mechanisms:
+            raise ValueError(
+                f"{owner}: the hypothesis attends over one memory, the premise's outputs; got "
+                f"`hypothesis_layer` ({hypothesis_layer.name!r}) whose cell has "
+                f"{len(hypothesis_layer.cell.mechanisms)} `mechanisms`."
             )
         if not (premise_layer.return_sequences and premise_layer.return_state):
             raise ValueError(
