@@ -533,22 +533,23 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         if not self.cell.built:
             self.cell.build((inputs_shape[0], int(inputs_shape[-1]) + self.fed_input_size()))
         if self.uses_attention_kernel:
-            for index, (dim, size) in enumerate(zip(dims, self.attention_sizes)):
+            for name, dim, size in zip(self._attention_kernel_names(), dims, self.attention_sizes):
                 kernel = self.add_weight(
-                    name="attention_kernel" + (f"_{index}" if self.mechanisms else ""),
+                    name=name,
                     shape=(dim + self.cell_output_size, size),
                     initializer=for_one_weight(self.kernel_initializer),
                 )
-                if index == 0:
-                    self.attention_kernel = kernel
-                if self.mechanisms:
-                    setattr(self, f"attention_kernel_{index}", kernel)
+                setattr(self, name, kernel)
         self.built = True
 
-    def _attention_kernels(self):
+    def _attention_kernel_names(self):
+        """Luong's kernel, ``attention_kernel``; with `mechanisms`, one per mechanism."""
         if not self.mechanisms:
-            return [self.attention_kernel]
-        return [getattr(self, f"attention_kernel_{i}") for i in range(len(self.mechanisms))]
+            return ["attention_kernel"]
+        return [f"attention_kernel_{index}" for index in range(len(self.mechanisms))]
+
+    def _attention_kernels(self):
+        return [getattr(self, name) for name in self._attention_kernel_names()]
 
     def _attention_layers(self):
         layers = self.attention_layer
