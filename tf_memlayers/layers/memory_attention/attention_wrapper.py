@@ -572,7 +572,7 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         return vectors[0] if len(vectors) == 1 else ops.concatenate(vectors, -1)
 
     def attend_all(self, query, memory, keys, memory_mask, training, previous=None, noise=None):
-        """Each mechanism's ``(context, weights)`` for ``query``: `ScoredAttention.attend` of
+        """Each mechanism's ``(context, weights)`` for ``query``: the attention (``attend``) of
         the wrapper's own scores, or, with `mechanisms` (the memories, keys, masks, previous
         alignments and noise lists of one per mechanism), two lists."""
         if not self.mechanisms:
