@@ -242,6 +242,13 @@ def make_parser():
         help="number of dev checks (epochs of --eval-every batches)",
     )
     add(
+        "--patience",
+        type=positive,
+        metavar="N",
+        help="stop when the dev accuracy has not improved by 0.001 for N dev checks "
+        "(default: run all --epochs)",
+    )
+    add(
         "--eval-every",
         type=positive,
         metavar="N",

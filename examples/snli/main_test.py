@@ -57,6 +57,7 @@ def _error_line(capsys, call, argv):
 BAD = [
     (["--epochs", "0"], "--epochs"),
     (["--epochs", "2.5"], "--epochs"),
+    (["--patience", "0"], "--patience"),
     (["--learning-rate", "0"], "--learning-rate"),
     (["--learning-rate", "nan"], "--learning-rate"),
     (["--learning-rate", "inf"], "--learning-rate"),
@@ -205,6 +206,18 @@ def _events(folder):
             for value in event.summary.value:
                 events.setdefault(value.tag, []).append((event.step, value))
     return events
+
+
+def test_the_stopping_rule_ends_the_run_after_patience_checks_without_improvement(tmp_path):
+    argv = [*TINY, "--model", "gru", "--epochs", "6", "--patience", "1"]
+    metrics = main.main([*argv, "--workdir", str(tmp_path / "run")])
+    best, waited, stop = -1.0, 0, None
+    for epoch, accuracy in enumerate(metrics["dev_accuracy"]):  # the rule, written out
+        best, waited = (accuracy, 0) if accuracy - 1e-3 > best else (best, waited + 1)
+        if waited >= 1:
+            stop = epoch
+            break
+    assert stop is not None and metrics["epochs_run"] == list(range(stop + 1))
 
 
 def test_the_forked_folder_trains_the_word_by_word_model(run_forked, tmp_path):

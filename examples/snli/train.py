@@ -4,7 +4,8 @@ The run directory keeps:
 
 * ``backup/``: the run's `tf_memlayers.training.RunBackup`, so that the same command resumes
   after an interruption at any moment and ends as an uninterrupted run would (the learning-rate
-  rule's and the best model's state included); another command in it is refused;
+  rule's, the stopping rule's and the best model's state included); another command in it is
+  refused;
 * ``best.keras`` (the best dev accuracy so far) and ``last.keras``;
 * ``logs/``: TensorBoard's scalars, each epoch the premise memory's retrievals of a probe pair
   (``memory/``, Weissenborn's Fig. 2) or the word-by-word attention's weights
@@ -166,9 +167,19 @@ def train_and_evaluate(config, run_directory, extra_callbacks=()):
         best = keras.callbacks.ModelCheckpoint(
             os.path.join(rundir, "best.keras"), "val_accuracy", mode="max", save_best_only=True
         )
+        # The stopping rule: dev checks without an improvement (its count is in the backup).
+        stop = []
+        if config.patience:
+            stop.append(
+                keras.callbacks.EarlyStopping(
+                    "val_accuracy", min_delta=1e-3, patience=config.patience, mode="max"
+                )
+            )
         with reported_as("--workdir"):
             backup = RunBackup(
-                os.path.join(rundir, "backup"), [halve, best], run_settings(config, resolved)
+                os.path.join(rundir, "backup"),
+                [halve, best, *stop],
+                run_settings(config, resolved),
             )
         sizes = " ".join(f"{name}={len(pairs)}" for name, pairs in splits.items())
         print(f"source={source} {sizes} vocabulary={len(vocabulary)} pretrained={found}", end="")
@@ -182,6 +193,7 @@ def train_and_evaluate(config, run_directory, extra_callbacks=()):
             MemoryRetrievalHeatmap(logs, probe.premise, probe.hypothesis, vocabulary),
             PairAttentionHeatmap(logs, probe.premise, probe.hypothesis, vocabulary),
             best,
+            *stop,
             keras.callbacks.ModelCheckpoint(os.path.join(rundir, "last.keras")),
             *extra_callbacks,
             backup,
