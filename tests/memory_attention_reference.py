@@ -95,55 +95,31 @@ def attention_wrapper_reference(
     with ``monotonic_mode``, Raffel et al.'s (2017) attention, which starts one-hot at the
     memory's first vector (written for complex weights too: no softmax then).
     ``probability_fn``: ``"softmax"``, ``"hardmax"`` or a NumPy ``f(scores, mask)``;
-    ``attention_layer``: ``"luong"``, ``"context"`` or a NumPy ``f([c; h], weights)``."""
+    ``attention_layer``: ``"luong"``, ``"context"`` or a NumPy ``f([c; h], weights)``.
+    One mechanism of `several_mechanisms_reference`."""
 
-    def attention_of(context, h):
+    def attention_of(contexts, h):
         if attention_layer == "context":
-            return context
-        joined = np.concatenate([context, h], -1)
+            return contexts[0]
+        joined = np.concatenate([contexts[0], h], -1)
         if attention_layer == "luong":
             return np.tanh(joined @ w["attention_kernel"])
         return attention_layer(joined, w)
 
-    kernel, recurrent, bias = cell_weights
-    batch, steps = x.shape[:2]
-    h = np.zeros((batch, recurrent.shape[0]))
-    width = attention_of(memory[:, 0], h).shape[-1] if position == "after" else h.shape[1]
-    fed = np.zeros((batch, width))
-    if sequence_mask is None:
-        sequence_mask = np.ones((batch, steps), bool)
-
-    def attend(query, before):
-        return attention_reference(
-            query, memory, mask, w, score, normalize, scale, monotonic_mode, probability_fn, before
-        )
-
-    outputs, alignments, previous = [], [], None
-    before = np.zeros(memory.shape[:2])
-    before[:, 0] = 1.0
-    for t in range(steps):
-        if position == "after":
-            cell_input = np.concatenate([x[:, t], fed], -1) if input_feeding else x[:, t]
-            new_h = np.tanh(cell_input @ kernel + h @ recurrent + bias)
-            context, alpha = attend(new_h, before)
-            attention = attention_of(context, new_h)
-            new_fed = attention
-        else:
-            context, alpha = attend(fed, before)
-            new_h = np.tanh(np.concatenate([x[:, t], context], -1) @ kernel + h @ recurrent + bias)
-            attention = None
-            if output_attention:
-                attention = attention_of(context, new_h)
-            new_fed = new_h
-        out = attention if output_attention else new_h
-        keep = sequence_mask[:, t][:, None]
-        h, fed = np.where(keep, new_h, h), np.where(keep, new_fed, fed)
-        before = np.where(keep, alpha, before)
-        # A masked step repeats the previous step's outputs, its weights with them.
-        previous = out if previous is None else np.where(keep, out, previous)
-        outputs.append(np.where(keep, out, previous))
-        alignments.append(np.where(keep, alpha, alignments[-1]) if alignments else alpha)
-    return np.stack(outputs, 1), np.stack(alignments, 1)
+    options = (score, normalize, scale, monotonic_mode, probability_fn)
+    outputs, (alignments,) = several_mechanisms_reference(
+        x,
+        [memory],
+        [mask],
+        cell_weights,
+        [(w, options)],
+        attention_of,
+        position,
+        output_attention,
+        input_feeding,
+        sequence_mask,
+    )
+    return outputs, alignments
 
 
 def word_by_word_reference(
