@@ -22,16 +22,16 @@ def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def _bound(z):
+def bound(z):
     return z / np.maximum(1.0, np.abs(z))
 
 
-def _complex(v):
+def as_complex(v):
     m = v.shape[-1] // 2
     return v[:, :m] + 1j * v[:, m:]
 
 
-def _real(z):
+def as_real(z):
     return np.concatenate([z.real, z.imag], axis=1)
 
 
@@ -42,12 +42,12 @@ def _memory_to_complex(memory, copies):
     return re + 1j * im
 
 
-def _memory_to_real(memory):
+def memory_to_real(memory):
     batch = memory.shape[0]
     return np.concatenate([memory.real.reshape(batch, -1), memory.imag.reshape(batch, -1)], 1)
 
 
-def _copies(key, perms):
+def key_copies(key, perms):
     return np.stack([key[:, perm] for perm in perms], axis=1)
 
 
@@ -76,28 +76,28 @@ def reference_step(x_t, memory, previous, w, perms, dual=None, record=None):
     if dual is not None and dual[0] == "released":
         b = x @ w["dual_key"]
         raw_key = a[:, :m] + 1j * b[:, :m]
-        read_key = _bound(a[:, m:] + 1j * b[:, m:])
-        write_key = _bound(raw_key)
+        read_key = bound(a[:, m:] + 1j * b[:, m:])
+        write_key = bound(raw_key)
     else:
-        raw_key = _complex(a)
-        write_key = _bound(raw_key)
+        raw_key = as_complex(a)
+        write_key = bound(raw_key)
         read_key = np.conj(write_key)
-    K = _copies(write_key, perms)
+    K = key_copies(write_key, perms)
     S = _memory_to_complex(memory, copies)
-    h = _real((np.conj(K) * S).mean(axis=1))
+    h = as_real((np.conj(K) * S).mean(axis=1))
     h2 = None
     if dual is not None:
         source = _memory_to_complex(dual[1], copies)
-        h2 = _real((_copies(read_key, perms) * source).mean(axis=1))
+        h2 = as_real((key_copies(read_key, perms) * source).mean(axis=1))
     gates, c = gates_and_candidate(w, x, h, h2)
     u = gates[:, h.shape[1] :]
     delta = u * (c - h)
     output = h + delta
-    S = S + K * _complex(delta)[:, None, :]
+    S = S + K * as_complex(delta)[:, None, :]
     if record is not None:
-        step = dict(written=delta, read=h, source_read=h2, key=_real(write_key))
+        step = dict(written=delta, read=h, source_read=h2, key=as_real(write_key))
         record.append(dict(step, key_modulus=np.abs(raw_key)))
-    return output, _memory_to_real(S)
+    return output, memory_to_real(S)
 
 
 def reference_run(xs, memory, previous, w, perms, dual=None, record=None):

@@ -3,6 +3,8 @@ NumPy array kept by `fill_model.py`'s own sift-down (`maintain_cache`), not `hea
 
 import numpy as np
 
+from tests.window_reference import masked_softmax
+
 
 def score(vector, kernel, score_vector):
     """`-inf` for an all-zero vector, else `tanh(a @ Wc) @ vc` (fill_model.py:243-247)."""
@@ -58,11 +60,5 @@ def read(
         logits = np.broadcast_to(logits, (len(states), len(cache)))
     else:
         logits = np.tanh(keys[None] + (states @ query_kernel)[:, None]) @ score_vector
-    filled = np.any(cache != 0, axis=-1)
-    weights = np.zeros_like(logits)
-    for row, row_logits in enumerate(logits):
-        use = filled if mask_empty else np.ones_like(filled)
-        if use.any():
-            shifted = np.exp(row_logits[use] - row_logits[use].max())
-            weights[row, use] = shifted / shifted.sum()
+    weights = masked_softmax(logits, np.any(cache != 0, axis=-1) if mask_empty else None)
     return states + gate * (weights @ cache), weights

@@ -38,6 +38,18 @@ def rnn_over(make_cell, **rnn_kwargs):
     return make
 
 
+def masking_checks(output_shape, weights, input_shape=(2, 3, INPUT_DIM), **checks):
+    """`run_layer_test`'s arguments for a layer that supports masking: ``input_shape`` in,
+    ``output_shape`` out, ``weights`` trainable weights, and any other ``checks``."""
+    return dict(
+        input_shape=input_shape,
+        expected_output_shape=output_shape,
+        expected_num_trainable_weights=weights,
+        supports_masking=True,
+        **checks,
+    )
+
+
 def read_premise_memory(premise_layer, hypothesis_layer, premise, hypothesis):
     """A Dual AM-GRU ``hypothesis_layer`` reads the hypothesis from the premise's memory."""
     _, memory, last = premise_layer(premise)
@@ -204,12 +216,10 @@ BAD_MEMORY_CALLS = [
     ),
 ]
 
-BAD_RESETS = [
-    (np.zeros((B, T), "float32"), "must be a bool tensor"),
-    (np.zeros((B, T), "int32"), "must be a bool tensor"),
-    (np.zeros((B, T + 1), bool), r"must have shape \(batch, time\)"),
-    (np.zeros((B,), bool), r"must have shape \(batch, time\)"),
-    (np.zeros((B + 1, T), bool), r"must have shape \(batch, time\)"),
+BAD_RESETS = [(np.zeros((B, T), dtype), "must be a bool tensor") for dtype in ("float32", "int32")]
+BAD_RESETS += [
+    (np.zeros(shape, bool), r"must have shape \(batch, time\)")
+    for shape in [(B, T + 1), (B,), (B + 1, T)]
 ]
 BAD_STEP_RESETS = [np.zeros((B,), "float32"), *(np.zeros(s, bool) for s in [B + 1, (B, 1), (B, 5)])]
 

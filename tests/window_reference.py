@@ -4,6 +4,16 @@ row at a time, with an explicit history of the valid steps, the most literal rea
 import numpy as np
 
 
+def masked_softmax(scores, valid=None):
+    """Eq. (3): the softmax over the last axis of ``scores`` at the ``valid`` positions (all
+    by default), no weight elsewhere, and all zeros in a row without a valid position."""
+    valid = np.broadcast_to(True if valid is None else np.asarray(valid) > 0.5, scores.shape)
+    top = np.where(valid, scores, -np.inf).max(axis=-1, keepdims=True)
+    e = np.exp(np.where(valid, scores - np.where(np.isfinite(top), top, 0.0), -np.inf))
+    total = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
 def split_reference(h, mode, sizes):
     """(key, value, predict) of one output vector."""
     bounds = np.cumsum([0, *sizes])
@@ -47,16 +57,7 @@ def window_attention_reference(
             values = np.stack([item[1] for item in recent])
             valid = np.array([item[2] for item in recent]) > 0.5
             M = np.tanh(keys @ WY + k @ Wh + b_m)  # eq. (2), one row per window position
-            scores = M @ w
-            if pad == "mask":
-                if valid.any():
-                    e = np.where(valid, np.exp(scores - scores[valid].max()), 0.0)
-                    alpha = e / e.sum()
-                else:
-                    alpha = np.zeros(window)
-            else:
-                e = np.exp(scores - scores.max())
-                alpha = e / e.sum()
+            alpha = masked_softmax(M @ w, valid if pad == "mask" else None)
             r = alpha @ values  # eq. (4)
             outputs[b, t] = np.tanh(r @ Wr + p @ Wx + b_o)  # eq. (5)
             attention[b, t] = alpha

@@ -81,15 +81,10 @@ def _install_resettable_rnn():
 _MACHINE_SKIPS = ("Requires a CUDA device.",)
 _CUDNN = "a test of the cuDNN kernels of keras.layers.LSTM and GRU, which ResettableRNN has not"
 _RNN_SKIPPED = {
-    f"bidirectional_test.py::SimpleRNNTest::{test}": _CUDNN
-    for test in (
-        "test_keeps_use_cudnn",
-        "test_fused_lstm_eligibility",
-        "test_fused_lstm_matches_unfused",
-        "test_fused_gru_eligibility",
-        "test_fused_gru_matches_unfused",
-        "test_torch_cudnn_bidirectional_gru_dispatch_fires",
-    )
+    f"bidirectional_test.py::SimpleRNNTest::test_{test}": _CUDNN
+    for test in """keeps_use_cudnn fused_lstm_eligibility fused_lstm_matches_unfused
+    fused_gru_eligibility fused_gru_matches_unfused torch_cudnn_bidirectional_gru_dispatch_fires
+    """.split()
 }
 _CELL_DROPOUT = (
     "trains with `dropout` and `recurrent_dropout`: keras.layers.RNN draws the masks before its "
@@ -98,6 +93,24 @@ _CELL_DROPOUT = (
 _EMBEDDING_WEIGHTS = "counts weights: TiedEmbedding has one more, the bias of its logits"
 _EMBEDDING_QUANTIZED = "quantizes the layer: TiedEmbedding is not quantized (its docstring)"
 _EMBEDDING_SIZES = "expects Embedding's own errors for bad sizes; TiedEmbedding's name it"
+
+
+# The quantizing tests of `_embedding_skips`: each line a test, then its parametrized cases
+# (none: the test alone).
+_QUANTIZED = """embedding_int8_custom_quantizer
+int4_grouped_vs_perchannel_scale_shapes
+int4_perchannel_no_g_idx
+int4_subchannel_g_idx_serialization
+embedding_quantize_config int8 int8_custom int4
+quantize_int int8 int4
+quantize_when_already_quantized int8 int4
+quantize_by_setting_dtype_policy int8 int4
+quantize_dtype_argument int8 int4
+quantize_lora_integration int8 int4
+int4_quantization_block_size per_channel_none per_channel_neg1 grouped_block_64 grouped_block_128
+int4_block_size_serialization per_channel_none grouped_block_64 grouped_block_128
+int4_block_size_with_lora per_channel grouped_block_64
+int4_subchannel_g_idx_created grouped_block_4 grouped_block_8"""
 
 
 def _embedding_skips():
@@ -109,26 +122,8 @@ def _embedding_skips():
     skipped |= dict.fromkeys(
         ["test_invalid_input_dim", "test_invalid_output_dim"], _EMBEDDING_SIZES
     )
-    quantized = {  # {test: its parametrized cases, or "" for the test alone}
-        "test_embedding_int8_custom_quantizer": "",
-        "test_int4_grouped_vs_perchannel_scale_shapes": "",
-        "test_int4_perchannel_no_g_idx": "",
-        "test_int4_subchannel_g_idx_serialization": "",
-        "test_embedding_quantize_config": "int8 int8_custom int4",
-        "test_quantize_int": "int8 int4",
-        "test_quantize_when_already_quantized": "int8 int4",
-        "test_quantize_by_setting_dtype_policy": "int8 int4",
-        "test_quantize_dtype_argument": "int8 int4",
-        "test_quantize_lora_integration": "int8 int4",
-        "test_int4_quantization_block_size": (
-            "per_channel_none per_channel_neg1 grouped_block_64 grouped_block_128"
-        ),
-        "test_int4_block_size_serialization": "per_channel_none grouped_block_64 grouped_block_128",
-        "test_int4_block_size_with_lora": "per_channel grouped_block_64",
-        "test_int4_subchannel_g_idx_created": "grouped_block_4 grouped_block_8",
-    }
-    for test, cases in quantized.items():
-        names = [f"{test}_{case}" for case in cases.split()] or [test]
+    for test, *cases in (line.split() for line in _QUANTIZED.splitlines()):
+        names = [f"test_{test}_{case}" for case in cases] or [f"test_{test}"]
         skipped |= dict.fromkeys(names, _EMBEDDING_QUANTIZED)
     return {f"embedding_test.py::EmbeddingTest::{t}": r for t, r in skipped.items()}
 

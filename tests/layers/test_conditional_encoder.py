@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.am_gru_reference import conditional_encoding_retrievals
-from tests.layer_test_case import LayerTestCase, dtype_policy
+from tests.layer_test_case import LayerTestCase, dtype_policy, masking_checks
 from tests.memory_attention_reference import randomize
 from tests.support import as_numpy
 from tf_memlayers.layers import AssociativeGRU, ConditionalEncoder, DualAssociativeEncoder
@@ -40,16 +40,13 @@ class ConditionalEncoderTest(LayerTestCase):
         "kind, weights, grus", [("gru", 6, 2), ("am_gru", 5 + 3, 1), ("dual_am_gru", 7 + 3, 1)]
     )
     def test_layer_behaviors(self, kind, weights, grus):
+        # A seed generator for each Keras GRU's dropout.
+        checks = masking_checks(
+            [(2, 4)] * 2, weights, ((2, 5, 3), (2, 4, 3)), run_training_check=False
+        )
+        checks.update(expected_num_seed_generators=grus, run_mixed_precision_check=False)
         self.run_layer_test(
-            ConditionalEncoder,
-            {"layers": _encoder(kind, 4).encoder_layers},
-            input_shape=((2, 5, 3), (2, 4, 3)),
-            expected_output_shape=[(2, 4), (2, 4)],
-            expected_num_trainable_weights=weights,
-            expected_num_seed_generators=grus,  # each Keras GRU's dropout
-            supports_masking=True,
-            run_training_check=False,
-            run_mixed_precision_check=False,
+            ConditionalEncoder, {"layers": _encoder(kind, 4).encoder_layers}, **checks
         )
 
     def test_journey(self, tmp_path):
@@ -75,7 +72,7 @@ def _pair(rng, batch=2, premise_length=5, hypothesis_length=3, dim=6):
 
 
 def _built(kind, dim=6, **kwargs):
-    encoder = _encoder(kind, **kwargs)
+    encoder = _stack() if kind == "stack" else _encoder(kind, **kwargs)
     encoder.build([(None, None, dim), (None, None, dim)])
     return encoder
 
@@ -86,24 +83,6 @@ def _layer_1_cells(encoder):
     if isinstance(first, DualAssociativeEncoder):
         return first.premise_layer.cell, first.hypothesis_layer.cell
     return first.cell, first.cell
-
-
-def _layer_1_outputs(encoder, premise, hypothesis):
-    """What the encoder's first layer hands to the second: both output sequences."""
-    top = encoder.encoder_layers[1]
-    top_call, seen = top.call, []
-
-    def recording_call(sequences, *args, **kwargs):
-        seen.append(as_numpy(sequences).astype("float32"))
-        return top_call(sequences, *args, **kwargs)
-
-    top.call = recording_call
-    try:
-        encoder([premise, hypothesis])
-    finally:
-        top.call = top_call
-    assert len(seen) == 2
-    return seen
 
 
 def _reference_retrievals(kind, encoder, premise, hypothesis):
@@ -122,39 +101,6 @@ def _reference_retrievals(kind, encoder, premise, hypothesis):
     return conditional_encoding_retrievals(
         premise, hypothesis, w, cell.units, cell.num_copies, cell.seed, dual_key
     )
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_each_layer_reads_the_hypothesis_from_the_premise_final_state(kind):
-    rng = np.random.default_rng(4)
-    premise, hypothesis = _pair(rng)
-    encoder = _built(kind)
-    randomize(encoder, rng, scale=0.8)
-    got_premise, got = _layer_1_outputs(encoder, premise, hypothesis)
-    p, h = encoder([premise, hypothesis])
-    # Layer 1 by hand.
-    premise_cell, hypothesis_cell = _layer_1_cells(encoder)
-    premise_layer = keras.layers.RNN(premise_cell, return_sequences=True, return_state=True)
-    premise_seq, *states = premise_layer(premise)
-    if kind == "dual_am_gru":  # an empty memory, the premise's last output, its memory to read
-        memory, last = states
-        hand_over = [memory * 0.0, last, memory]
-    else:  # the premise's final state (GRU) or memory and last output (AM-GRU)
-        hand_over = states
-    layer = keras.layers.RNN(hypothesis_cell, return_sequences=True)
-    expected = keras.ops.convert_to_numpy(layer(hypothesis, initial_state=hand_over))
-    from_zeros = keras.ops.convert_to_numpy(
-        layer(hypothesis, initial_state=[s * 0.0 for s in hand_over])
-    )
-    np.testing.assert_allclose(got_premise, keras.ops.convert_to_numpy(premise_seq), atol=1e-6)
-    np.testing.assert_allclose(got, expected, atol=1e-6)
-    assert np.abs(from_zeros - expected).max() > 1e-3
-    # Layer 2 by hand, over what layer 1 handed on.
-    top = keras.layers.RNN(encoder.encoder_layers[1].cell, return_state=True)
-    want_p, state = top(got_premise)
-    want_h, _ = top(got, initial_state=[state])
-    np.testing.assert_allclose(as_numpy(p), as_numpy(want_p), atol=1e-6)
-    np.testing.assert_allclose(as_numpy(h), as_numpy(want_h), atol=1e-6)
 
 
 def test_the_premise_padding_is_ignored():
@@ -242,21 +188,28 @@ def _stack():
     )
 
 
-def test_any_stack_of_recurrent_and_pair_layers_encodes_conditionally():
+# (The Dual AM-GRU encoder's hand-over inside it: test_dual_associative_encoder.py.)
+@pytest.mark.parametrize("kind", ["stack", *KINDS])
+def test_each_layer_reads_the_hypothesis_from_the_premise_final_states(kind):
     rng = np.random.default_rng(6)
     premise, hypothesis = _pair(rng)
-    encoder = _stack()
+    encoder = _built(kind)
+    randomize(encoder, rng, scale=0.8)
     p, h = encoder([premise, hypothesis])
-    pair, lstm, gru = encoder.encoder_layers
-    p1, h1 = pair([premise, hypothesis])
-    p2, *states = lstm(p1)
-    h2, *_ = lstm(h1, initial_state=states)
-    want_p, *state = gru(p2)
-    want_h, *_ = gru(h2, initial_state=state)
-    assert tuple(p.shape) == tuple(h.shape) == (2, 4)
-    assert encoder.compute_output_shape([premise.shape, hypothesis.shape]) == [(2, 4), (2, 4)]
+    want_p, want_h = premise, hypothesis
+    for layer in encoder.encoder_layers:  # by hand
+        if isinstance(layer, (PremiseInHypothesis, DualAssociativeEncoder)):  # a pair layer
+            want_p, want_h = layer([want_p, want_h])[:2]
+        else:  # the hypothesis pass starts from the premise pass's final states
+            want_p, *states = layer(want_p)
+            want_h, *_ = layer(want_h, initial_state=states)
+    shapes = [tuple(p.shape), tuple(h.shape)]
+    assert encoder.compute_output_shape([premise.shape, hypothesis.shape]) == shapes
+    assert shapes == [(2, 4 if kind == "stack" else 8)] * 2
     np.testing.assert_allclose(as_numpy(p), as_numpy(want_p), atol=1e-6)
     np.testing.assert_allclose(as_numpy(h), as_numpy(want_h), atol=1e-6)
+    # Not vacuous: the hypothesis's encoding reads the premise's.
+    assert np.abs(as_numpy(encoder([premise[::-1], hypothesis])[1]) - as_numpy(h)).max() > 1e-3
 
 
 # (The Dual AM-GRU encoder's own: test_dual_associative_encoder.py; any Keras layer: "stack".)
@@ -333,6 +286,9 @@ def test_a_gru_encoder_of_0_1_becomes_a_stack_of_two_grus():
         keras.layers.deserialize(config)
 
 
+STATES = dict(units=4, return_state=True)
+
+
 @pytest.mark.parametrize(
     "layers, error, fragments",
     [
@@ -341,10 +297,7 @@ def test_a_gru_encoder_of_0_1_becomes_a_stack_of_two_grus():
         ([np.tanh], TypeError, ["`layers[0]`", "Keras layer"]),
         ([keras.layers.GRU(4, name="g")], ValueError, ["`layers[0]`", "'g'", "return_state=True"]),
         (
-            [
-                keras.layers.GRU(4, return_state=True, name="g"),
-                keras.layers.GRU(4, return_state=True),
-            ],
+            [keras.layers.GRU(**STATES, name="g"), keras.layers.GRU(**STATES)],
             ValueError,
             ["`layers[0]`", "'g'", "return_sequences=True"],
         ),

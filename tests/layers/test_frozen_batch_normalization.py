@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 
-from tests.layer_test_case import LayerTestCase
+from tests.layer_test_case import LayerTestCase, masking_checks
 from tf_memlayers import FrozenBatchNormalization
 
 
@@ -11,15 +11,8 @@ class FrozenBatchNormalizationTest(LayerTestCase):
     layer_cls = FrozenBatchNormalization
 
     def test_layer_behaviors(self):
-        self.run_layer_test(
-            FrozenBatchNormalization,
-            {"epsilon": 1e-3},
-            input_shape=(2, 3, 4),
-            expected_output_shape=(2, 3, 4),
-            expected_num_trainable_weights=2,
-            expected_num_non_trainable_weights=2,
-            supports_masking=True,
-        )
+        checks = masking_checks((2, 3, 4), 2, expected_num_non_trainable_weights=2)
+        self.run_layer_test(FrozenBatchNormalization, {"epsilon": 1e-3}, **checks)
 
     def test_journey(self, tmp_path):
         build = lambda e: FrozenBatchNormalization()(keras.layers.GRU(8)(e))  # noqa: E731

@@ -16,18 +16,11 @@ from tests.layers import keras_tests_with_ours as plugin
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-# {id: (suite names, Keras's test files)}, each a pytest process: `ResettableRNN`'s suite
-# replaces ``keras.layers.RNN`` in its whole process, which the cell suites build.
+# {id: suite names}, each a pytest process: `ResettableRNN`'s suite replaces
+# ``keras.layers.RNN`` in its whole process, which the cell suites build.
 RUNS = {
-    "ResettableRNN": (("ResettableRNN",), plugin.SUITES["ResettableRNN"].files),
-    "ResettableCell-PhiloxDropout-TiedEmbedding": (
-        ("ResettableCell", "PhiloxDropout", "TiedEmbedding"),
-        tuple(
-            file
-            for name in ("ResettableCell", "PhiloxDropout", "TiedEmbedding")
-            for file in plugin.SUITES[name].files
-        ),
-    ),
+    "-".join(run): run
+    for run in [("ResettableRNN",), ("ResettableCell", "PhiloxDropout", "TiedEmbedding")]
 }
 
 
@@ -66,7 +59,8 @@ def _run_keras_files(suites, paths, tmp_path, keras_own=False):
 
 @pytest.mark.parametrize("run_id", RUNS)
 def test_keras_tests_pass_with_ours(tmp_path, record_property, run_id):
-    suites, files = RUNS[run_id]
+    suites = RUNS[run_id]
+    files = [file for name in suites for file in plugin.SUITES[name].files]
     paths = [_keras_src_folder() / file for file in files]
     absent = [str(path) for path in paths if not path.is_file()]
     if absent:

@@ -129,17 +129,20 @@ _MASK = ["`mask`", "(2, 6)", "(2, 5, 4)"]
 _NO_STEPS = ["`sequences` must have at least one time step", "(2, 0, 4)"]
 _WIDTH = ["`inputs`", "width 4", "(2, 5, 6)"]
 _SYMBOLIC = [keras.Input((5, INPUT_DIM)), keras.Input((8,)), keras.Input((3,))]
+
+
 # (the bad call, fragments of its ValueError). The AM-GRU layers check their arguments before
 # choosing a loop; the carried memories' checks are `run_carried_memory_tests`'.
+def _am_gru():
+    return AssociativeGRU(4, num_copies=2)
+
+
 BAD_CALLS = [
-    (lambda: AssociativeGRU(4, num_copies=2)(X, mask=np.ones((2, 6), bool)), _MASK),
+    (lambda: _am_gru()(X, mask=np.ones((2, 6), bool)), _MASK),
+    (lambda: _am_gru()(X, mask=np.ones((3, 5), bool)), ["`mask`", "(3, 5)", "(2, 5, 4)"]),
+    (lambda: _am_gru()(X[:, :0]), ["`sequences`", *_NO_STEPS[1:]]),
     (
-        lambda: AssociativeGRU(4, num_copies=2)(X, mask=np.ones((3, 5), bool)),
-        ["`mask`", "(3, 5)", "(2, 5, 4)"],
-    ),
-    (lambda: AssociativeGRU(4, num_copies=2)(X[:, :0]), ["`sequences`", *_NO_STEPS[1:]]),
-    (
-        lambda: AssociativeGRU(4, num_copies=2)(_SYMBOLIC[0], initial_state=_SYMBOLIC[1:]),
+        lambda: _am_gru()(_SYMBOLIC[0], initial_state=_SYMBOLIC[1:]),
         ["`initial_state[1]`", "(None, 3)"],
     ),
     (lambda: DualAssociativeGRU(4, num_copies=2)(X, mask=np.ones((2, 6), bool)), _MASK),

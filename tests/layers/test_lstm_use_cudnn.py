@@ -16,16 +16,13 @@ EXPECTED["float32"] = "auto"
 @pytest.mark.parametrize("dtype", sorted(EXPECTED))
 def test_cudnn_only_where_it_computes_the_dtype(dtype):
     assert lstm_use_cudnn(dtype) == EXPECTED[dtype]
+    # By default, the global policy's compute dtype.
+    keras.config.set_dtype_policy(f"mixed_{dtype}" if dtype.endswith("16") else dtype)
+    assert lstm_use_cudnn() == EXPECTED[dtype]
     # Torch's fused LSTM cannot train a stateful layer (the language-model builder's stateful
     # rows in tests/models/test_builders_on_every_backend.py train it with this).
     stateful = False if BACKEND == "torch" else EXPECTED[dtype]
     assert lstm_use_cudnn(dtype, stateful=True) == stateful
-
-
-@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16", "mixed_float16", "float64"])
-def test_the_default_is_the_global_policy(policy):
-    keras.config.set_dtype_policy(policy)
-    assert lstm_use_cudnn() == EXPECTED[keras.config.dtype_policy().compute_dtype]
 
 
 @pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])

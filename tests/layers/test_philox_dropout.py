@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import LayerTestCase
+from tests.layer_test_case import LayerTestCase, masking_checks
 from tests.support import BACKEND, TF_FUNCTION, tensorflow_only
 from tf_memlayers import ConditionalEncoder, PhiloxDropout
 
@@ -16,15 +16,8 @@ class PhiloxDropoutTest(LayerTestCase):
         "init_kwargs", [dict(rate=0.5, seed=1), dict(rate=0.3, noise_shape=(None, 1, 4))]
     )
     def test_layer_behaviors(self, init_kwargs):
-        self.run_layer_test(
-            PhiloxDropout,
-            init_kwargs,
-            input_shape=(2, 3, 4),
-            expected_output_shape=(2, 3, 4),
-            expected_num_trainable_weights=0,
-            expected_num_seed_generators=1,
-            supports_masking=True,
-        )
+        checks = masking_checks((2, 3, 4), 0, expected_num_seed_generators=1)
+        self.run_layer_test(PhiloxDropout, init_kwargs, **checks)
 
     def test_journey(self, tmp_path):
         build = lambda e: keras.layers.GRU(8, return_sequences=True)(PhiloxDropout(0.3)(e))  # noqa: E731

@@ -265,43 +265,33 @@ def _compiled(function):
     pytest.skip(f"no XLA compilation on the {BACKEND} backend")
 
 
-@pytest.mark.parametrize("compiled", [True, False], ids=["xla", "mixed_float16"])
+@pytest.mark.parametrize("how", ["xla", "mixed_float16", "functional"])
 @pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru"])
-def test_xla_or_mixed_float16_call_with_reset_equals_separate_runs(kind, compiled):
-    if not compiled:
+def test_xla_mixed_float16_or_functional_call_with_reset_equals_separate_runs(kind, how):
+    if how == "mixed_float16":
         keras.config.set_dtype_policy("mixed_float16")
     rng = np.random.default_rng(7)
     xs = rng.normal(size=(3, STEPS, INPUT_DIM)).astype("float32")
     layer = _built(kind, xs, rng)
     reset, mask = _resets_and_mask()
     call = lambda xs, reset, mask: layer(xs, reset=reset, mask=mask)  # noqa: E731
-    packed = (_compiled(call) if compiled else call)(xs, reset, mask)
+    if how == "xla":
+        call = _compiled(call)
+    elif how == "functional":  # a model with a reset input
+        flags = [keras.Input((None,), dtype="bool") for _ in ("reset", "mask")]
+        inputs = [keras.Input((None, INPUT_DIM)), *flags]
+        symbolic = call(*inputs)
+        cell = layer.cell
+        sizes = [cell.output_size, *keras.tree.flatten(cell.state_size)]
+        assert [tuple(t.shape) for t in symbolic] == [(None, None, sizes[0])] + [
+            (None, size) for size in sizes[1:]
+        ]
+        call = lambda *arrays: keras.Model(inputs, symbolic)(list(arrays))  # noqa: E731
+    packed = call(xs, reset, mask)
     dtype = keras.backend.standardize_dtype(packed[0].dtype)
-    assert dtype == "float32" if compiled else dtype == "float16"
-    _assert_equal_runs(
-        packed, separate_runs(layer, xs, reset, mask), atol=1e-5 if compiled else 5e-3
-    )
-
-
-# -- in a functional model ---------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto"])
-def test_functional_model_with_a_reset_input(kind):
-    rng = np.random.default_rng(9)
-    xs = rng.normal(size=(3, STEPS, INPUT_DIM)).astype("float32")
-    reset, _ = _resets_and_mask()
-    inputs = keras.Input((None, INPUT_DIM))
-    resets = keras.Input((None,), dtype="bool")
-    layer = KINDS[kind]()
-    symbolic = layer(inputs, reset=resets)
-    assert [tuple(t.shape) for t in symbolic] == [
-        (None, None, layer.cell.output_size),
-        *[(None, size) for size in layer.cell.state_size],
-    ]
-    model = keras.Model([inputs, resets], symbolic)
-    got = model([xs, reset])
-    _assert_equal_runs(got, separate_runs(layer, xs, reset), atol=1e-5)
+    assert dtype == ("float16" if how == "mixed_float16" else "float32")
+    atol = 5e-3 if how == "mixed_float16" else 1e-5
+    _assert_equal_runs(packed, separate_runs(layer, xs, reset, mask), atol=atol)
 
 
 # -- bad arguments -----------------------------------------------------------------------------

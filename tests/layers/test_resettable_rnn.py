@@ -4,7 +4,14 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import ALL_RNN_FLAGS, LayerTestCase, documents, rnn_over, user_rnn
+from tests.layer_test_case import (
+    ALL_RNN_FLAGS,
+    LayerTestCase,
+    documents,
+    masking_checks,
+    rnn_over,
+    user_rnn,
+)
 from tests.layers.associative_memory.test_associative_memory_cell import TwoStateCell
 from tests.support import BACKEND, as_numpy, assert_close, keras_lstm, tensorflow_only
 from tf_memlayers import ResettableCell, ResettableRNN, SlidingWindowAttentionCell
@@ -20,12 +27,7 @@ class ResettableCellTest(LayerTestCase):
 
         self.run_cell_tests(make)
         self.run_layer_test(
-            rnn_over(make),
-            input_shape=(2, 3, 4),
-            expected_output_shape=(2, 3, 6),
-            expected_num_trainable_weights=3,
-            expected_num_seed_generators=1,
-            supports_masking=True,
+            rnn_over(make), **masking_checks((2, 3, 6), 3, expected_num_seed_generators=1)
         )
 
     def test_journey(self, tmp_path):
@@ -51,13 +53,9 @@ class ResettableRNNTest(LayerTestCase):
             flags = dict(return_state=attention, return_sequences=not attention)
             return ResettableRNN(cell, **flags, dtype=dtype, **kwargs)
 
+        shape = ((2, 3), (2, 6), (2, 6), (2, 14)) if attention else (2, 3, 6)
         self.run_layer_test(
-            make,
-            input_shape=(2, 3, 4),
-            expected_output_shape=((2, 3), (2, 6), (2, 6), (2, 14)) if attention else (2, 3, 6),
-            expected_num_trainable_weights=3 + 5 * attention,
-            expected_num_seed_generators=1,
-            supports_masking=True,
+            make, **masking_checks(shape, 3 + 5 * attention, expected_num_seed_generators=1)
         )
 
     def test_journey(self, tmp_path):

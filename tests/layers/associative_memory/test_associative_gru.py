@@ -9,7 +9,7 @@ import pytest
 from keras import ops
 
 from tests.am_gru_reference import permutations, random_weights, reference_run
-from tests.layer_test_case import ALL_RNN_FLAGS, LayerTestCase
+from tests.layer_test_case import ALL_RNN_FLAGS, LayerTestCase, masking_checks
 from tests.layers.associative_memory.test_associative_gru_cell import (
     AM_GRU_CONFIG,
     set_cell_weights,
@@ -34,21 +34,17 @@ from tf_memlayers.layers import (
 )
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 
-# Both time loops of `AssociativeGRU`: Keras's (autodiff backward) and the fused one.
-FUSED = pytest.mark.parametrize(
-    "fused_loop",
-    [False, pytest.param(True, marks=tensorflow_only(FUSED_LOOP))],
-    ids=["keras_loop", "fused_loop"],
-)
 # The fused loop of TensorFlow or of JAX (the Pallas kernels: interpreted on a CPU).
-FUSED_ON_JAX_TOO = pytest.mark.skipif(
-    BACKEND not in ("tensorflow", "jax"), reason="no fused loop on this backend"
-)
-FUSED_OR_KERNELS = pytest.mark.parametrize(
-    "fused_loop",
-    [False, pytest.param(True, marks=FUSED_ON_JAX_TOO)],
-    ids=["keras_loop", "fused_loop"],
-)
+FUSED_ON_JAX_TOO = pytest.mark.skipif(BACKEND not in ("tensorflow", "jax"), reason="no fused loop")
+
+
+def _both_loops(fused_mark):
+    """Keras's time loop (autodiff backward) and the fused one, which carries ``fused_mark``."""
+    loops = [False, pytest.param(True, marks=fused_mark)]
+    return pytest.mark.parametrize("fused_loop", loops, ids=["keras_loop", "fused_loop"])
+
+
+FUSED, FUSED_OR_KERNELS = _both_loops(tensorflow_only(FUSED_LOOP)), _both_loops(FUSED_ON_JAX_TOO)
 
 
 def _am_gru(units=4, copies=2, **kwargs):
@@ -60,14 +56,8 @@ class AssociativeGRUTest(LayerTestCase):
 
     @FUSED_OR_KERNELS
     def test_layer_behaviors_and_nan_padding(self, fused_loop):
-        self.run_layer_test(
-            AssociativeGRU,
-            {"units": 4, "num_copies": 2, "return_sequences": True, "fused_loop": fused_loop},
-            input_shape=(2, 3, 4),
-            expected_output_shape=(2, 3, 4),
-            expected_num_trainable_weights=5,
-            supports_masking=True,
-        )
+        options = {"units": 4, "num_copies": 2, "return_sequences": True, "fused_loop": fused_loop}
+        self.run_layer_test(AssociativeGRU, options, **masking_checks((2, 3, 4), 5))
         self.run_nan_padding_test(
             lambda: _am_gru(return_sequences=True, zero_output_for_mask=True, fused_loop=fused_loop)
         )
@@ -226,28 +216,23 @@ def test_the_pallas_kernels_equal_keras_loop_with_masks_and_resets():
         np.testing.assert_allclose(g, e, atol=1e-5 * max(1.0, np.abs(e).max()), rtol=0)
 
 
-def test_return_retrievals_matches_the_cell_form():
+def test_weights_are_the_cell_weights_and_retrievals_match_the_cell_form():
+    # Named as the cell's, which `load_original_weights` maps to the original names.
+    layer = AssociativeGRU(8, num_copies=2, return_retrievals=True, return_sequences=True)
+    layer.build((None, None, 5))
+    names = [v.path.split("/")[-1] for v in layer.weights]
+    assert names == ["key_kernel", "gate_kernel", "gate_bias", "candidate_kernel", "candidate_bias"]
+    assert [id(v) for v in layer.weights] == [id(v) for v in layer.cell.weights]
     rng = np.random.default_rng(22)
     xs = rng.normal(size=(2, 4, 5)).astype("float32")
     cell_form = keras.layers.RNN(
         AssociativeGRUCell(8, num_copies=2, return_retrievals=True), return_sequences=True
     )
-    layer = AssociativeGRU(8, num_copies=2, return_retrievals=True, return_sequences=True)
     cell_form.build(xs.shape)
-    layer.build(xs.shape)
     layer.cell.set_weights(cell_form.cell.get_weights())
     got = as_numpy(layer(xs))
     assert got.shape == (2, 4, 24)
     np.testing.assert_allclose(got, as_numpy(cell_form(xs)), atol=1e-6)
-
-
-def test_weights_are_the_cell_weights():
-    # Named as the cell's, which `load_original_weights` maps to the original names.
-    layer = AssociativeGRU(8, num_copies=2)
-    layer.build((None, None, 5))
-    names = [v.path.split("/")[-1] for v in layer.weights]
-    assert names == ["key_kernel", "gate_kernel", "gate_bias", "candidate_kernel", "candidate_bias"]
-    assert [id(v) for v in layer.weights] == [id(v) for v in layer.cell.weights]
 
 
 @FUSED
@@ -277,15 +262,10 @@ def test_jit_compiled_training_step_matches_eager(fused_loop):
     np.testing.assert_allclose(results[0], results[1], atol=1e-5)
 
 
-@pytest.mark.parametrize(
-    "make, owner",
-    [
-        (AssociativeGRU, "AssociativeGRU"),
-        (DualAssociativeGRU, "DualAssociativeGRU"),
-        (DualAssociativeEncoder, "DualAssociativeGRU"),  # its passes are Dual AM-GRU layers
-    ],
-)
-def test_fused_loop_must_be_a_bool_or_auto(make, owner):
+# (The encoder's passes are Dual AM-GRU layers.)
+@pytest.mark.parametrize("make", [AssociativeGRU, DualAssociativeGRU, DualAssociativeEncoder])
+def test_fused_loop_must_be_a_bool_or_auto(make):
+    owner = "AssociativeGRU" if make is AssociativeGRU else "DualAssociativeGRU"
     # `units` and `num_copies` are the cell's (test_associative_gru_cell.py).
     for value in ("yes", "Auto", 1, None):
         message = f"{owner}: `fused_loop` must be a bool or 'auto', got {value!r}."

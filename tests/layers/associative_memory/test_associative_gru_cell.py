@@ -6,7 +6,7 @@ import pytest
 from keras import ops
 
 from tests.am_gru_reference import permutations, random_weights, recorded, reference_run
-from tests.layer_test_case import LayerTestCase, rnn_over, user_rnn
+from tests.layer_test_case import LayerTestCase, masking_checks, rnn_over, user_rnn
 from tests.support import all_pairs, as_numpy
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
 
@@ -35,13 +35,7 @@ class AssociativeGRUCellTest(LayerTestCase):
 
         self.run_cell_tests(make)
         self.run_reset_tests(make)
-        self.run_layer_test(
-            rnn_over(make),
-            input_shape=(2, 3, 4),
-            expected_output_shape=(2, 3, 18 if retrievals else 6),
-            expected_num_trainable_weights=5,
-            supports_masking=True,
-        )
+        self.run_layer_test(rnn_over(make), **masking_checks((2, 3, 18 if retrievals else 6), 5))
 
     def test_journey(self, tmp_path):
         rnn = lambda: user_rnn(AssociativeGRUCell(8, num_copies=2), return_sequences=True)  # noqa: E731
@@ -81,67 +75,59 @@ def assert_retrievals(outputs, units, record, names):
         np.testing.assert_allclose(got, recorded(record, name), atol=1e-10, rtol=0, err_msg=name)
 
 
-# Sizes (200: wider than the permutations' 100 positions), copies, seeds, retrievals by pairs.
+# Sizes (200: wider than the permutations' 100 positions), copies, seeds, the AM-GRU or the Dual
+# AM-GRU's keys and retrievals by pairs.
 @pytest.mark.parametrize(
-    "units, copies, seed, retrievals", all_pairs([8, 200], [1, 3, 8], [123, 7], [False, True])
+    "units, copies, seed, dual_key, retrievals",
+    all_pairs([8, 200], [1, 3, 8], [123, 7], [None, "paper", "released"], [False, True]),
 )
-def test_am_gru_matches_the_original_step_in_float64(
-    float64_policy, units, copies, seed, retrievals
-):
-    rng = np.random.default_rng(units + copies)
-    steps, batch = (6, 3) if units == 8 else (5, 2)
-    xs = rng.normal(size=(batch, steps, 5))
-    w = random_weights(rng, 5, units)
-    cell = AssociativeGRUCell(units, num_copies=copies, seed=seed, return_retrievals=retrievals)
-    outputs, memory, last = run_premise(cell, xs, w)
-    perms = permutations(units // 2, copies, seed)
-    zeros_memory, zeros_out = np.zeros((batch, units * copies)), np.zeros((batch, units))
-    record = []
-    ref_outputs, ref_memory = reference_run(xs, zeros_memory, zeros_out, w, perms, record=record)
-    np.testing.assert_allclose(as_numpy(outputs)[..., :units], ref_outputs, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(as_numpy(last), ref_outputs[:, -1], atol=1e-10, rtol=0)
-    if retrievals:
-        assert_retrievals(outputs, units, record, ["written", "read"])
-    # The check is not vacuous: the memory is non-trivial and bound() clipped keys.
-    assert np.abs(ref_memory).max() > 0.1
-    assert (recorded(record, "key_modulus") > 1).any()
-
-
-@pytest.mark.parametrize(
-    "units, copies, dual_key, retrievals",
-    all_pairs([8, 200], [1, 3, 8], ["paper", "released"], [False, True]),
-)
-def test_dual_am_gru_matches_the_original_step_in_float64(
-    float64_policy, units, copies, dual_key, retrievals
+def test_cells_match_the_original_step_in_float64(
+    float64_policy, units, copies, seed, dual_key, retrievals
 ):
     rng = np.random.default_rng(units * copies + 1)
     steps, batch = (6, 3) if units == 8 else (5, 2)
     xs, ys = rng.normal(size=(batch, steps, 5)), rng.normal(size=(batch, steps - 1, 5))
     w = random_weights(rng, 5, units)
-    dual = DualAssociativeGRUCell(
-        units, num_copies=copies, dual_key=dual_key, return_retrievals=retrievals
-    )
-    # The premise read by the Dual cell's own AM-GRU cell, as conditional encoding does.
-    _, source, last = run_premise(dual.premise_cell, xs, w)
-    layer = keras.layers.RNN(dual, return_sequences=True, return_state=True)
-    layer.build(ys.shape)
-    set_cell_weights(dual, w)
-    zeros = np.zeros((batch, units * copies))
-    outputs, memory, _, source_out = layer(ys, initial_state=[zeros, last, source])
-
-    perms = permutations(units // 2, copies)
-    _, ref_source = reference_run(xs, zeros, np.zeros((batch, units)), w, perms)
+    options = dict(num_copies=copies, seed=seed, return_retrievals=retrievals)
+    perms = permutations(units // 2, copies, seed)
+    zeros, zeros_out = np.zeros((batch, units * copies)), np.zeros((batch, units))
     record = []
-    ref_outputs, ref_memory = reference_run(
-        ys, zeros, as_numpy(last), w, perms, dual=(dual_key, ref_source), record=record
-    )
+    if dual_key is None:
+        cell = AssociativeGRUCell(units, **options)
+        outputs, memory, last = run_premise(cell, xs, w)
+        ref_outputs, ref_memory = reference_run(xs, zeros, zeros_out, w, perms, record=record)
+        np.testing.assert_allclose(as_numpy(last), ref_outputs[:, -1], atol=1e-10, rtol=0)
+        sequence, initial, names = xs, [zeros, zeros_out], ["written", "read"]
+    else:
+        cell = DualAssociativeGRUCell(units, dual_key=dual_key, **options)
+        # The premise read by the Dual cell's own AM-GRU cell, as conditional encoding does.
+        _, source, last = run_premise(cell.premise_cell, xs, w)
+        layer = keras.layers.RNN(cell, return_sequences=True, return_state=True)
+        layer.build(ys.shape)
+        set_cell_weights(cell, w)
+        sequence, initial = ys, [zeros, as_numpy(last), as_numpy(source)]
+        outputs, memory, _, source_out = layer(ys, initial_state=initial)
+        np.testing.assert_array_equal(as_numpy(source_out), as_numpy(source))  # pass-through
+        _, ref_source = reference_run(xs, zeros, zeros_out, w, perms)
+        ref_outputs, ref_memory = reference_run(
+            ys, zeros, as_numpy(last), w, perms, dual=(dual_key, ref_source), record=record
+        )
+        names = ["written", "read", "source_read"]
+        assert np.abs(recorded(record, "source_read")).max() > 0.1  # h2 is not trivially zero
     np.testing.assert_allclose(as_numpy(outputs)[..., :units], ref_outputs, atol=1e-10, rtol=0)
     np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-10, rtol=0)
-    np.testing.assert_array_equal(as_numpy(source_out), as_numpy(source))  # pass-through
     if retrievals:
-        assert_retrievals(outputs, units, record, ["written", "read", "source_read"])
-    assert np.abs(recorded(record, "source_read")).max() > 0.1  # h2 is not trivially zero
+        assert_retrievals(outputs, units, record, names)
+    # The write key each step reports (`call_with_retrievals`): bound(x W_key), or the released
+    # layout's write key.
+    states, keys = initial, []
+    for t in range(sequence.shape[1]):
+        _, states, step_retrievals = cell.call_with_retrievals(sequence[:, t], states)
+        keys.append(as_numpy(step_retrievals["key"]))
+    np.testing.assert_allclose(np.stack(keys, 1), recorded(record, "key"), atol=1e-10, rtol=0)
+    # The check is not vacuous: the memory is non-trivial and bound() clipped keys.
+    assert np.abs(ref_memory).max() > 0.1
+    assert (recorded(record, "key_modulus") > 1).any()
 
 
 def test_am_gru_float32_matches_float64_reference():
@@ -156,13 +142,21 @@ def test_am_gru_float32_matches_float64_reference():
     np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-5, rtol=0)
 
 
-def test_dual_cell_holds_the_am_gru_weights_and_the_dual_kernels():
-    dual = DualAssociativeGRUCell(8, num_copies=2, dual_key="released")
-    dual.build((None, 5))
-    premise_ids = {id(v) for v in dual.premise_cell.weights}
+def test_dual_cell_holds_the_am_gru_weights_and_its_own_initialized_and_regularized():
+    # (The config's initializers and regularizers: DualAssociativeGRUCellTest's config test.)
+    config = {**AM_GRU_CONFIG, "units": 6, "kernel_initializer": "zeros", "dual_key": "released"}
+    dual = DualAssociativeGRUCell(**config)
+    dual.build((None, 4))
+    premise = dual.premise_cell
+    premise_ids = {id(v) for v in premise.weights}
     assert len(premise_ids) == 5 and premise_ids <= {id(v) for v in dual.weights}
     names = sorted(v.path.split("/")[-1] for v in dual.weights if id(v) not in premise_ids)
     assert names == ["dual_candidate_kernel", "dual_gate_kernel", "dual_key_kernel"]
+    kernels = (dual.dual_key_kernel, dual.dual_gate_kernel, dual.dual_candidate_kernel)
+    for kernel in (*kernels, premise.candidate_kernel, premise.gate_kernel, premise.key_kernel):
+        assert not np.any(as_numpy(kernel)) and kernel.regularizer is not None
+    assert not np.any(as_numpy(premise.gate_bias)) and premise.gate_bias.regularizer is not None
+    np.testing.assert_array_equal(as_numpy(premise.candidate_bias), 1.0)
 
 
 def test_zero_source_memory_makes_the_paper_dual_cell_an_am_gru():
@@ -186,45 +180,15 @@ def test_retrieval_noise_shrinks_with_more_copies():
         for _ in range(trials):
             keys = np.exp(1j * rng.uniform(0, 2 * np.pi, size=(items, m)))  # |k| = 1
             values = rng.normal(size=(items, m)) + 1j * rng.normal(size=(items, m))
-            re, im = cell.key_copies(
-                ops.convert_to_tensor(keys.real), ops.convert_to_tensor(keys.imag)
-            )
-            memory = np.zeros((1, copies, m), complex)
-            for i in range(items):
-                k_c = as_numpy(re)[i] + 1j * as_numpy(im)[i]
-                memory = memory + k_c * values[i]
-            read = (np.conj(as_numpy(re)[0] + 1j * as_numpy(im)[0]) * memory[0]).mean(axis=0)
+            re, im = cell.key_copies(*(ops.convert_to_tensor(k) for k in (keys.real, keys.imag)))
+            copied = as_numpy(re) + 1j * as_numpy(im)  # [items, copies, m]
+            memory = (copied * values[:, None]).sum(axis=0)
+            read = (np.conj(copied[0]) * memory).mean(axis=0)
             total += np.mean(np.abs(read - values[0]) ** 2)
         errors[copies] = total / trials
     # Noise variance ~ (items - 1) / copies: each 4x more copies cuts it by well over 2x.
     assert errors[4] < errors[1] / 2.5
     assert errors[16] < errors[4] / 2.5
-
-
-@pytest.mark.parametrize("dual_key", [None, "paper", "released"])
-def test_the_write_key_each_step_reports_matches_the_reference(dual_key):
-    # call_with_retrievals's "key": bound(x W_key), or the released layout's write key.
-    rng = np.random.default_rng(13)
-    xs = rng.normal(size=(2, 4, 5))
-    w = random_weights(rng, 5, 8, scale=1.5)  # large enough for bound() to clip some keys
-    perms = permutations(4, 2, 123)
-    if dual_key is None:
-        cell, extra = AssociativeGRUCell(8, num_copies=2, dtype="float64"), []
-        dual = None
-    else:
-        cell = DualAssociativeGRUCell(8, num_copies=2, dual_key=dual_key, dtype="float64")
-        source = rng.normal(size=(2, 16))
-        extra, dual = [source], (dual_key, source)
-    cell.build((2, 5))
-    set_cell_weights(cell, w)
-    record = []
-    reference_run(xs, np.zeros((2, 16)), np.zeros((2, 8)), w, perms, dual=dual, record=record)
-    states, keys = [np.zeros((2, 16)), np.zeros((2, 8)), *extra], []
-    for t in range(xs.shape[1]):
-        _, states, retrievals = cell.call_with_retrievals(xs[:, t], states)
-        keys.append(ops.convert_to_numpy(retrievals["key"]))
-    np.testing.assert_allclose(np.stack(keys, 1), recorded(record, "key"), atol=1e-10, rtol=0)
-    assert (recorded(record, "key_modulus") > 1).any()  # bound() clipped some
 
 
 def test_a_source_memory_of_another_width_is_refused():
@@ -233,19 +197,3 @@ def test_a_source_memory_of_another_width_is_refused():
     rnn = keras.layers.RNN(DualAssociativeGRUCell(8, num_copies=3))
     with pytest.raises(ValueError, match="source memory.*24.*got 16"):
         rnn(np.ones((2, 4, 5), "float32"), initial_state=initial_state)
-
-
-def test_initializers_and_regularizers_reach_every_weight_of_the_dual_cell():
-    dual = DualAssociativeGRUCell(**{**AM_GRU_CONFIG, "units": 6, "kernel_initializer": "zeros"})
-    dual.build((None, 4))
-    premise = dual.premise_cell
-    kernels = (dual.dual_gate_kernel, dual.dual_candidate_kernel, premise.candidate_kernel)
-    for kernel in (*kernels, premise.gate_kernel, premise.key_kernel):
-        assert not np.any(as_numpy(kernel)) and kernel.regularizer is not None
-    assert not np.any(as_numpy(premise.gate_bias))
-    np.testing.assert_array_equal(as_numpy(premise.candidate_bias), 1.0)
-    assert premise.gate_bias.regularizer is not None
-    config = dual.get_config()
-    assert config["kernel_initializer"]["class_name"] == "Zeros"
-    assert config["kernel_regularizer"]["class_name"] == "L2"
-    assert config["bias_regularizer"]["class_name"] == "L1"

@@ -4,8 +4,15 @@ import keras
 import numpy as np
 import pytest
 
-from tests.am_gru_reference import permutations
-from tests.layer_test_case import LayerTestCase, rnn_over, user_rnn
+from tests.am_gru_reference import (
+    as_complex,
+    as_real,
+    bound,
+    key_copies,
+    memory_to_real,
+    permutations,
+)
+from tests.layer_test_case import LayerTestCase, masking_checks, rnn_over, user_rnn
 from tests.support import as_numpy
 from tf_memlayers.layers import AssociativeMemoryCell
 
@@ -29,13 +36,11 @@ class AssociativeMemoryCellTest(LayerTestCase):
     def test_layer_cell_and_reset_behaviors(self, inner, copies, retrievals):
         self.run_cell_tests(lambda dtype=None: _cell(inner, copies, retrievals, dtype))
         self.run_reset_tests(lambda: _cell(inner, copies, retrievals))
+        checks = masking_checks(
+            (2, 3, 18 if retrievals else 6), 3 + 1, expected_num_seed_generators=1
+        )
         self.run_layer_test(
-            rnn_over(lambda dtype: _cell(inner, copies, retrievals, dtype)),
-            input_shape=(2, 3, 4),
-            expected_output_shape=(2, 3, 18 if retrievals else 6),
-            expected_num_trainable_weights=3 + 1,
-            expected_num_seed_generators=1,
-            supports_masking=True,
+            rnn_over(lambda dtype: _cell(inner, copies, retrievals, dtype)), **checks
         )
 
     def test_journey(self, tmp_path):
@@ -56,17 +61,12 @@ class AssociativeMemoryCellTest(LayerTestCase):
         self.run_mixed_precision_test(make, inputs, atol=5e-3)
 
 
-def _bound(z):
-    return z / np.maximum(1.0, np.abs(z))
-
-
 def reference_run(xs, inner, key_kernel, copies, memory_index, output_size):
     """Eqs. 8-12 in complex NumPy; the wrapped cell ``f`` is the Keras cell itself."""
     batch, steps, _ = xs.shape
     sizes = inner.state_size if isinstance(inner.state_size, (list, tuple)) else [inner.state_size]
     states = [np.zeros((batch, s)) for s in sizes]
-    mem_units = sizes[memory_index]
-    m = mem_units // 2
+    m = sizes[memory_index] // 2
     perms = permutations(m, copies)
     memory = np.zeros((batch, copies, m), complex)
     previous = np.zeros((batch, output_size))
@@ -74,43 +74,16 @@ def reference_run(xs, inner, key_kernel, copies, memory_index, output_size):
     for t in range(steps):
         controller = np.concatenate([xs[:, t], previous], 1)
         a = controller @ key_kernel
-        r = _bound(a[:, :m] + 1j * a[:, m:])
-        K = np.stack([r[:, p] for p in perms], 1)
-        s_prev_c = (np.conj(K) * memory).mean(1)
-        s_prev = np.concatenate([s_prev_c.real, s_prev_c.imag], 1)
-        states[memory_index] = s_prev
+        K = key_copies(bound(as_complex(a)), perms)
+        states[memory_index] = s_prev = as_real((np.conj(K) * memory).mean(1))
         out, new_states = inner(controller, [s for s in states])
         new_states = [as_numpy(s) for s in new_states]
         diff = new_states[memory_index] - s_prev
-        memory = memory + K * (diff[:, :m] + 1j * diff[:, m:])[:, None]
+        memory = memory + K * as_complex(diff)[:, None]
         states = new_states
         previous = as_numpy(out)
         outputs.append(previous)
-    real = np.concatenate([memory.real.reshape(batch, -1), memory.imag.reshape(batch, -1)], 1)
-    return np.stack(outputs, 1), real
-
-
-@pytest.mark.parametrize(
-    "make_cell,index",
-    [(lambda: keras.layers.GRUCell(6), 0), (lambda: keras.layers.LSTMCell(6), 1)],
-    ids=["gru", "lstm"],
-)
-@pytest.mark.parametrize("copies", [1, 3])
-def test_generic_cell_matches_equations_8_to_12(float64_policy, make_cell, index, copies):
-    rng = np.random.default_rng(copies)
-    xs = rng.normal(size=(2, 5, 4))
-    cell = AssociativeMemoryCell(make_cell(), num_copies=copies)
-    assert cell.memory_state_index == index
-    layer = keras.layers.RNN(cell, return_sequences=True, return_state=True)
-    layer.build(xs.shape)
-    cell.key_kernel.assign(rng.uniform(-1.5, 1.5, size=cell.key_kernel.shape))
-    outputs, memory, *_ = layer(xs)
-    ref_outputs, ref_memory = reference_run(
-        xs, cell.cell, as_numpy(cell.key_kernel), copies, index, 6
-    )
-    np.testing.assert_allclose(as_numpy(outputs), ref_outputs, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-10, rtol=0)
-    assert np.abs(ref_memory).max() > 0.05
+    return np.stack(outputs, 1), memory_to_real(memory)
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers_tests")
@@ -136,15 +109,33 @@ class TwoStateCell(keras.layers.Layer):
         return {**super().get_config(), "units": self.units}
 
 
-def test_user_cell_and_memory_state_index(float64_policy):
-    rng = np.random.default_rng(5)
-    xs = rng.normal(size=(2, 4, 6))
-    cell = AssociativeMemoryCell(TwoStateCell(4), num_copies=2, memory_state_index=1)
-    assert cell.state_size == [8, 4, 4]
-    layer = keras.layers.RNN(cell, return_sequences=True)
+@pytest.mark.parametrize(
+    "make_cell, index, given",
+    [
+        (lambda: keras.layers.GRUCell(6), 0, False),
+        (lambda: keras.layers.LSTMCell(6), 1, False),
+        (lambda: TwoStateCell(4), 1, True),  # a user's cell, its memory state given
+    ],
+    ids=["gru", "lstm", "user_cell"],
+)
+@pytest.mark.parametrize("copies", [1, 3])
+def test_generic_cell_matches_equations_8_to_12(float64_policy, make_cell, index, given, copies):
+    rng = np.random.default_rng(copies)
+    xs = rng.normal(size=(2, 5, 4))
+    index_given = {"memory_state_index": index} if given else {}
+    cell = AssociativeMemoryCell(make_cell(), num_copies=copies, **index_given)
+    assert cell.memory_state_index == index
+    if given:
+        assert cell.state_size == [4 * copies, 4, 4]
+    layer = keras.layers.RNN(cell, return_sequences=True, return_state=True)
     layer.build(xs.shape)
-    ref_outputs, _ = reference_run(xs, cell.cell, as_numpy(cell.key_kernel), 2, 1, 4)
-    np.testing.assert_allclose(as_numpy(layer(xs)), ref_outputs, atol=1e-10)
+    cell.key_kernel.assign(rng.uniform(-1.5, 1.5, size=cell.key_kernel.shape))
+    outputs, memory, *_ = layer(xs)
+    key_kernel, width = as_numpy(cell.key_kernel), cell.cell.output_size
+    ref_outputs, ref_memory = reference_run(xs, cell.cell, key_kernel, copies, index, width)
+    np.testing.assert_allclose(as_numpy(outputs), ref_outputs, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-10, rtol=0)
+    assert np.abs(ref_memory).max() > 0.05
 
 
 def test_the_retrievals_of_a_gru_add_up_to_its_output():

@@ -6,7 +6,7 @@ import pytest
 from keras import ops
 
 from tests.am_gru_reference import permutations, random_weights, reference_run
-from tests.layer_test_case import LayerTestCase, dtype_policy
+from tests.layer_test_case import LayerTestCase, dtype_policy, masking_checks
 from tests.layers.associative_memory.test_associative_gru_cell import (
     AM_GRU_CONFIG,
     set_cell_weights,
@@ -33,14 +33,10 @@ class DualAssociativeEncoderTest(LayerTestCase):
     # (The paper's key on Keras's loop: DualAssociativeGRUTest's, the encoder's second pass.)
     @pytest.mark.parametrize("dual_key, fused_loop", KEYS_AND_LOOPS[1:])
     def test_layer_behaviors(self, dual_key, fused_loop):
-        self.run_layer_test(
-            DualAssociativeEncoder,
-            dict(units=4, num_copies=2, dual_key=dual_key, fused_loop=fused_loop, **SEQUENCES),
-            input_shape=((2, 3, 4), (2, 2, 4)),
-            expected_output_shape=((2, 3, 4), (2, 2, 4)),
-            expected_num_trainable_weights=5 + 2 + (dual_key == "released"),
-            supports_masking=True,
-        )
+        shapes = ((2, 3, 4), (2, 2, 4))
+        checks = masking_checks(shapes, 5 + 2 + (dual_key == "released"), shapes)
+        options = dict(num_copies=2, dual_key=dual_key, fused_loop=fused_loop, **SEQUENCES)
+        self.run_layer_test(DualAssociativeEncoder, dict(units=4, **options), **checks)
 
     def test_journey(self, tmp_path):
         # The paper's key (on TensorFlow the fused loop): ConditionalEncoderTest's journey.
@@ -254,21 +250,18 @@ def test_masks_pass_on_with_the_sequences():
     assert _encoder().compute_mask(None, None) is None
 
 
+WIDTH_4, WIDTH_5 = np.ones((2, 3, 4), "float32"), np.ones((2, 3, 5), "float32")
+
+
 @pytest.mark.parametrize(
-    "call, fragment",
+    "inputs, mask, fragment",
     [
-        (lambda e: e(np.ones((2, 3, 4), "float32")), "`inputs` must be a list"),
-        (
-            lambda e: e([np.ones((2, 3, 4), "float32")] * 2, mask=np.ones((2, 3), bool)),
-            "`mask` must be a list",
-        ),
-        (
-            lambda e: e([np.ones((2, 3, 4), "float32"), np.ones((2, 3, 5), "float32")]),
-            "inputs have 5 features but its AM-GRU cell was built for 4",
-        ),
+        (WIDTH_4, None, "`inputs` must be a list"),
+        ([WIDTH_4] * 2, np.ones((2, 3), bool), "`mask` must be a list"),
+        ([WIDTH_4, WIDTH_5], None, "inputs have 5 features but its AM-GRU cell was built for 4"),
     ],
     ids=["one_input", "one_mask", "different_widths"],
 )
-def test_bad_inputs_are_named_errors(call, fragment):
+def test_bad_inputs_are_named_errors(inputs, mask, fragment):
     with pytest.raises(ValueError, match=fragment):
-        call(DualAssociativeEncoder(4, num_copies=2))
+        DualAssociativeEncoder(4, num_copies=2)(inputs, mask=mask)

@@ -8,6 +8,7 @@ import pytest
 from tests.layer_test_case import (
     ALL_RNN_FLAGS,
     LayerTestCase,
+    masking_checks,
     read_premise_memory,
     rnn_over,
     user_rnn,
@@ -36,14 +37,9 @@ class DualAssociativeGRUTest(LayerTestCase):
 
     @pytest.mark.parametrize("dual_key, fused_loop", KEYS_AND_LOOPS)
     def test_layer_behaviors_and_nan_padding(self, dual_key, fused_loop):
-        self.run_layer_test(
-            DualAssociativeGRU,
-            dict(units=4, dual_key=dual_key, fused_loop=fused_loop, **SEQUENCES),
-            input_shape=(2, 3, 4),
-            expected_output_shape=(2, 3, 4),
-            expected_num_trainable_weights=5 + 2 + (dual_key == "released"),
-            supports_masking=True,
-        )
+        checks = masking_checks((2, 3, 4), 5 + 2 + (dual_key == "released"))
+        options = dict(dual_key=dual_key, fused_loop=fused_loop, **SEQUENCES)
+        self.run_layer_test(DualAssociativeGRU, dict(units=4, **options), **checks)
         self.run_nan_padding_test(
             lambda: DualAssociativeGRU(4, dual_key=dual_key, **NAN_PADDING, fused_loop=fused_loop)
         )
@@ -92,12 +88,9 @@ class DualAssociativeGRUCellTest(LayerTestCase):
     def test_layer_cell_and_reset_behaviors(self, dual_key, retrievals):
         self.run_cell_tests(lambda dtype=None: _dual_cell(dual_key, retrievals, dtype))
         self.run_reset_tests(lambda: _dual_cell(dual_key, retrievals))
+        checks = masking_checks((2, 3, 24 if retrievals else 6), 5 + 2 + (dual_key == "released"))
         self.run_layer_test(
-            rnn_over(lambda dtype: _dual_cell(dual_key, retrievals, dtype)),
-            input_shape=(2, 3, 4),
-            expected_output_shape=(2, 3, 24 if retrievals else 6),
-            expected_num_trainable_weights=5 + 2 + (dual_key == "released"),
-            supports_masking=True,
+            rnn_over(lambda dtype: _dual_cell(dual_key, retrievals, dtype)), **checks
         )
 
     def test_journey(self, tmp_path):

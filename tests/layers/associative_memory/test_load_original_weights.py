@@ -51,23 +51,12 @@ def test_load_original_weights_round_trip():
     rng = np.random.default_rng(15)
     units, input_dim = 8, 5
     w = random_weights(rng, input_dim, units)
-    premise_names = {  # the original's names
-        "Keys/fully_connected/weights": "key",
-        "Gates/fully_connected/weights": "gate",
-        "Gates/fully_connected/biases": "gate_bias",
-        "Candidate/fully_connected/weights": "candidate",
-        "Candidate/fully_connected/biases": "candidate_bias",
+    dual = built(DualAssociativeGRUCell(units, num_copies=2, dual_key="released"), input_dim)
+    # The original names (the documented table: tests/test_compat.py), in the original's scope.
+    arrays = {
+        "rnn/SelfControllerWrapper/" + name: w[variable.path.split("/")[-1].removesuffix("_kernel")]
+        for name, variable in original_variable_names(dual).items()
     }
-    names = {
-        **premise_names,
-        "Keys/Dual/fully_connected/weights": "dual_key",
-        "DualGates/fully_connected/weights": "dual_gate",
-        "DualCandidate/fully_connected/weights": "dual_candidate",
-    }
-    prefix = "rnn/SelfControllerWrapper/AssociativeGRUCell/"
-    arrays = {prefix + original: w[name] for original, name in names.items()}
-    dual = DualAssociativeGRUCell(units, num_copies=2, dual_key="released")
-    dual.build((None, input_dim))
     loaded = load_original_weights(dual, arrays)
     assert len(loaded) == 8
     np.testing.assert_allclose(as_numpy(dual.premise_cell.gate_kernel), w["gate"], rtol=1e-6)
@@ -82,9 +71,7 @@ def test_load_original_weights_round_trip():
     np.testing.assert_allclose(as_numpy(got), ref[:, -1], atol=1e-5)
     # Export in the original names and reload into a fresh AM-GRU.
     exported = original_variable_names(dual.premise_cell)
-    assert set(exported) == {f"AssociativeGRUCell/{name}" for name in premise_names}
-    fresh = AssociativeGRUCell(units, num_copies=2)
-    fresh.build((None, input_dim))
+    fresh = built(AssociativeGRUCell(units, num_copies=2), input_dim)
     load_original_weights(fresh, {k: as_numpy(v) for k, v in exported.items()})
     for a, b in zip(fresh.weights, dual.premise_cell.weights):
         np.testing.assert_array_equal(as_numpy(a), as_numpy(b))

@@ -4,8 +4,9 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import LayerTestCase
+from tests.layer_test_case import LayerTestCase, masking_checks
 from tests.support import as_numpy, keras_lstm
+from tests.window_reference import masked_softmax
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 
 
@@ -13,14 +14,7 @@ class AttentionPoolingTest(LayerTestCase):
     layer_cls = AttentionPooling
 
     def test_layer_behaviors(self):
-        self.run_layer_test(
-            AttentionPooling,
-            {"attention_units": 3},
-            input_shape=(2, 3, 4),
-            expected_output_shape=(2, 4),
-            expected_num_trainable_weights=2,
-            supports_masking=True,
-        )
+        self.run_layer_test(AttentionPooling, {"attention_units": 3}, **masking_checks((2, 4), 2))
 
     def test_journey(self, tmp_path):
         build = lambda e: AttentionPooling(4)(keras_lstm(8, return_sequences=True)(e))  # noqa: E731
@@ -46,16 +40,8 @@ class AttentionPoolingTest(LayerTestCase):
 
 
 def reference(inputs, mask, kernel, score_vector):
-    logits = np.tanh(inputs @ kernel) @ score_vector  # [B, T]
-    pooled = np.zeros((inputs.shape[0], inputs.shape[2]))
-    weights = np.zeros(logits.shape)
-    for b in range(len(inputs)):
-        keep = mask[b]
-        if keep.any():
-            e = np.exp(logits[b, keep] - logits[b, keep].max())
-            weights[b, keep] = e / e.sum()
-        pooled[b] = weights[b] @ inputs[b]
-    return pooled, weights
+    weights = masked_softmax(np.tanh(inputs @ kernel) @ score_vector, mask)  # [B, T]
+    return np.einsum("bt,btd->bd", weights, inputs), weights
 
 
 @pytest.mark.parametrize("dtype, atol", [("float64", 1e-12), ("float32", 1e-5)])

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import LayerTestCase
+from tests.layer_test_case import LayerTestCase, masking_checks
 from tests.support import keras_lstm
 from tf_memlayers import KeyValuePredictSplit
 
@@ -13,14 +13,10 @@ class KeyValuePredictSplitTest(LayerTestCase):
     layer_cls = KeyValuePredictSplit
 
     def test_layer_behaviors(self):
+        # No weights to train.
+        checks = masking_checks(((2, 3, 2),) * 3, 0, (2, 3, 6), run_training_check=False)
         self.run_layer_test(
-            KeyValuePredictSplit,
-            {"mode": "key_value_predict", "sizes": (2, 2, 2)},
-            input_shape=(2, 3, 6),
-            expected_output_shape=((2, 3, 2), (2, 3, 2), (2, 3, 2)),
-            expected_num_trainable_weights=0,
-            supports_masking=True,
-            run_training_check=False,  # no weights to train
+            KeyValuePredictSplit, {"mode": "key_value_predict", "sizes": (2, 2, 2)}, **checks
         )
 
     def test_journey(self, tmp_path):
@@ -70,15 +66,22 @@ def test_mask_propagates():
     assert all(p._keras_mask is not None for p in pieces)
 
 
-def test_bad_arguments():
-    with pytest.raises(
-        ValueError,
-        match=r"`mode` must be one of 'attention', 'key_value', 'key_value_predict'; got 'kv'",
-    ):
-        KeyValuePredictSplit("kv")
-    with pytest.raises(
-        ValueError, match=r"width 10 does not divide into 3 equal pieces.*pass explicit `sizes=`"
-    ):
-        KeyValuePredictSplit("key_value_predict")(np.zeros((1, 10), "float32"))
-    with pytest.raises(ValueError, match=r"sum to 9, but the input width is 10"):
-        KeyValuePredictSplit("key_value_predict", sizes=(3, 3, 3))(np.zeros((1, 10), "float32"))
+@pytest.mark.parametrize(
+    "mode, sizes, pattern",
+    [
+        (
+            "kv",
+            None,
+            "`mode` must be one of 'attention', 'key_value', 'key_value_predict'; got 'kv'",
+        ),
+        (
+            "key_value_predict",
+            None,
+            "width 10 does not divide into 3 equal pieces.*explicit `sizes=`",
+        ),
+        ("key_value_predict", (3, 3, 3), "sum to 9, but the input width is 10"),
+    ],
+)
+def test_bad_arguments(mode, sizes, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        KeyValuePredictSplit(mode, sizes=sizes)(np.zeros((1, 10), "float32"))

@@ -1,6 +1,8 @@
 """`MemorySequenceLayer` on a running sum (its memory the sum so far): where a call's memory
 comes from, its gradient, storage, masked steps, checks and helpers."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -121,53 +123,58 @@ def test_masked_steps_read_as_zeros_even_when_not_finite():
 
 
 @pytest.mark.parametrize(
-    "shape, stateful, fragment",
+    "shape, stateful, message",
     [
-        ((2, WIDTH), False, r"`inputs` must have rank 3, got shape \(2, 3\) \(rank 2\)"),
-        ((2, 4, None), False, r"the last dimension of `inputs` must be known"),
-        (
-            (None, 4, WIDTH),
-            True,
-            r"`stateful=True` needs a fixed batch size; got inputs of "
-            r"shape \(None, 4, 3\)\. Pass `batch_size=` to `keras.Input`",
-        ),
+        ((2, WIDTH), False, "`inputs` must have rank 3, got shape (2, 3) (rank 2)"),
+        ((2, 4, None), False, "the last dimension of `inputs` must be known"),
+        ((None, 4, WIDTH), True, "`stateful=True` needs a fixed batch size; got inputs of shape "),
     ],
 )
-def test_build_refuses_shapes_it_cannot_serve(shape, stateful, fragment):
-    with pytest.raises(ValueError, match=f"^RunningSum: {fragment}"):
+def test_build_refuses_shapes_it_cannot_serve(shape, stateful, message):
+    if stateful:
+        message += "(None, 4, 3). Pass `batch_size=` to `keras.Input`"
+    with pytest.raises(ValueError, match="^" + re.escape(f"RunningSum: {message}")):
         RunningSum(stateful=stateful).build(shape)
 
 
+MEMORY_WIDTH = "`initial_memory` must have width 3 (the layer's memory_size)"
+# (the arguments of a call, the start of its ValueError after the layer's name); a stateful
+# layer keeps its batch size.
 CALL_ERRORS = [
     (
         dict(inputs=np.zeros((2, 4, 5))),
-        r"`inputs` must have width 3 \(the width the layer was "
-        r"built for\); got shape \(2, 4, 5\)",
+        "`inputs` must have width 3 (the width the layer was built for); got shape (2, 4, 5)",
     ),
-    (dict(inputs=np.zeros((2, 4))), r"`inputs` must have rank 3"),
-    (dict(mask=np.ones((2, 5), bool)), r"`mask` must have shape \(batch, time\) = \(2, 4\)"),
-    (dict(initial_memory=np.zeros((2, 1, WIDTH))), r"`initial_memory` must have rank 2"),
+    (dict(inputs=np.zeros((2, 4))), "`inputs` must have rank 3"),
+    (dict(mask=np.ones((2, 5), bool)), "`mask` must have shape (batch, time) = (2, 4)"),
+    (dict(initial_memory=np.zeros((2, 1, WIDTH))), "`initial_memory` must have rank 2"),
+    (dict(initial_memory=np.zeros((2, 4))), MEMORY_WIDTH + "; got shape (2, 4)"),
     (
-        dict(initial_memory=np.zeros((2, 4))),
-        r"`initial_memory` must have width 3 \(the layer's "
-        r"memory_size\); got shape \(2, 4\)",
+        dict(initial_memory=np.zeros((3, 3))),
+        "`initial_memory` of shape (3, 3) has batch size 3, but `inputs` of shape (2, 4, 3)",
     ),
+    (dict(reset=np.ones((2, 4), "int32")), "`reset` must be a bool tensor"),
     (
-        dict(initial_memory=np.zeros((3, WIDTH))),
-        r"`initial_memory` of shape \(3, 3\) has batch "
-        r"size 3, but `inputs` of shape \(2, 4, 3\)",
+        dict(inputs=np.zeros((3, 4, WIDTH)), stateful=True),
+        "the stateful layer keeps the memory of 2 streams (memory of shape (2, 3)), but `inputs`"
+        " of shape (3, 4, 3) has batch size 3",
     ),
-    (dict(reset=np.ones((2, 4), "int32")), r"`reset` must be a bool tensor"),
 ]
 
 
-@pytest.mark.parametrize("arguments, fragment", CALL_ERRORS)
-def test_call_inputs_are_checked_naming_the_argument(arguments, fragment):
-    layer = RunningSum()
-    layer.build((None, None, WIDTH))
+@pytest.mark.parametrize("arguments, message", CALL_ERRORS)
+def test_call_inputs_are_checked_naming_the_argument(arguments, message):
+    layer = RunningSum(stateful=arguments.pop("stateful", False))
+    layer.build((2 if layer.stateful else None, None, WIDTH))
     arguments = {"inputs": np.zeros((2, 4, WIDTH)), **arguments}
-    with pytest.raises(ValueError, match=f"^RunningSum: {fragment}"):
+    with pytest.raises(ValueError, match="^" + re.escape(f"RunningSum: {message}")):
         layer.check_call_inputs(**arguments)
+
+
+def test_an_initial_memory_of_another_width_is_refused_when_read():
+    message = re.escape(f"RunningSum: {MEMORY_WIDTH}, got shape (2, 5)")
+    with pytest.raises(ValueError, match="^" + message):
+        RunningSum().incoming_memory(ops.zeros((2, 4, WIDTH)), np.zeros((2, 5), "float32"))
 
 
 def test_the_checks_pass_what_fits_and_return_the_inputs_shape():
@@ -184,25 +191,6 @@ def test_the_checks_pass_what_fits_and_return_the_inputs_shape():
         keras.KerasTensor((None, None), "bool"),
         keras.KerasTensor((None, WIDTH)),
     ) == (None, None, WIDTH)
-
-
-def test_a_stateful_layer_refuses_another_batch_size():
-    layer = RunningSum(stateful=True)
-    layer.build((2, None, WIDTH))
-    with pytest.raises(
-        ValueError,
-        match=r"^RunningSum: the stateful layer keeps the memory of 2 "
-        r"streams \(memory of shape \(2, 3\)\), but `inputs` of "
-        r"shape \(3, 4, 3\) has batch size 3",
-    ):
-        layer.check_call_inputs(np.zeros((3, 4, WIDTH)))
-
-
-def test_an_initial_memory_of_another_width_is_refused_when_read():
-    layer = RunningSum()
-    message = r"^RunningSum: `initial_memory` must have width 3 \(the layer's memory_size\), got"
-    with pytest.raises(ValueError, match=message + r" shape \(2, 5\)"):
-        layer.incoming_memory(ops.zeros((2, 4, WIDTH)), np.zeros((2, 5), "float32"))
 
 
 def test_documents_come_with_a_reset_only():

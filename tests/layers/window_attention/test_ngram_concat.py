@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import LayerTestCase, rnn_over, user_rnn
+from tests.layer_test_case import LayerTestCase, masking_checks, rnn_over, user_rnn
 from tests.layers.window_attention.test_sliding_window_attention import (
     INITIALIZERS,
     assert_memory_carries_over,
@@ -24,16 +24,12 @@ class NGramConcatTest(LayerTestCase):
 
     @pytest.mark.parametrize("init_kwargs", [dict(n=3, use_bias=True), dict(n=4, stateful=True)])
     def test_layer_behaviors(self, init_kwargs):
-        stateful = init_kwargs.get("stateful", False)
-        self.run_layer_test(
-            NGramConcat,
-            {"units": 5, **init_kwargs},
-            input_shape=(2, 3, 6),
-            expected_output_shape=(2, 3, 5),
-            expected_num_trainable_weights=1 + init_kwargs.get("use_bias", False),
-            expected_num_non_trainable_weights=int(stateful),
-            supports_masking=True,
+        weights = 1 + init_kwargs.get("use_bias", False)
+        stateful = int(init_kwargs.get("stateful", False))
+        checks = masking_checks(
+            (2, 3, 5), weights, (2, 3, 6), expected_num_non_trainable_weights=stateful
         )
+        self.run_layer_test(NGramConcat, {"units": 5, **init_kwargs}, **checks)
 
     def test_journey(self, tmp_path):
         build = lambda e: NGramConcat(3, 6)(keras_lstm(8, return_sequences=True)(e))  # noqa: E731
@@ -77,14 +73,8 @@ class NGramConcatCellTest(LayerTestCase):
             return NGramConcatCell(inner(6, dtype=dtype), n, 5, use_bias=use_bias, dtype=dtype)
 
         self.run_cell_tests(make)
-        self.run_layer_test(
-            rnn_over(make),
-            input_shape=(2, 3, 4),
-            expected_output_shape=(2, 3, 5),
-            expected_num_trainable_weights=3 + 1 + use_bias,
-            expected_num_seed_generators=1,
-            supports_masking=True,
-        )
+        checks = masking_checks((2, 3, 5), 3 + 1 + use_bias, expected_num_seed_generators=1)
+        self.run_layer_test(rnn_over(make), **checks)
 
     def test_journey(self, tmp_path):
         cell = lambda: NGramConcatCell(keras.layers.GRUCell(8), n=3, units=6)  # noqa: E731

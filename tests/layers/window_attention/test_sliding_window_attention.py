@@ -1,11 +1,13 @@
 """SlidingWindowAttention (parallel form) and SlidingWindowAttentionCell (cell form)."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
-from tests.layer_test_case import LayerTestCase, rnn_over, user_rnn
+from tests.layer_test_case import LayerTestCase, masking_checks, rnn_over, user_rnn
 from tests.support import (
     BACKEND,
     PassThroughCell,
@@ -25,6 +27,7 @@ from tf_memlayers.layers.window_attention.key_value_predict_split import key_val
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 INITIALIZERS = dict(kernel_initializer="orthogonal", bias_initializer="ones")
+ALL_OUTPUTS = dict(return_memory=True, return_attention_scores=True)
 
 
 def _window(**kwargs):
@@ -45,16 +48,14 @@ class SlidingWindowAttentionTest(LayerTestCase):
         ids=["key_value_bias", "scores_and_memory", "stateful"],
     )
     def test_layer_behaviors(self, init_kwargs, input_shape, output_shape, weights):
-        self.run_layer_test(
-            SlidingWindowAttention,
-            {"window": 2, **init_kwargs},
-            input_shape=input_shape,
-            expected_output_shape=output_shape or ((2, 3, 4), (2, 3, 2), (2, 10)),
-            expected_num_trainable_weights=weights,
+        checks = masking_checks(
+            output_shape or ((2, 3, 4), (2, 3, 2), (2, 10)),
+            weights,
+            input_shape,
             expected_num_non_trainable_weights=int(init_kwargs.get("stateful", False)),
-            supports_masking=True,
             run_training_check=output_shape is not None,
         )
+        self.run_layer_test(SlidingWindowAttention, {"window": 2, **init_kwargs}, **checks)
 
     def test_journey(self, tmp_path):
         def build(embedded):
@@ -72,27 +73,22 @@ class SlidingWindowAttentionTest(LayerTestCase):
         self.run_flags_test(_window)
         self.run_sizes_test(_window)
 
-    ALL_OUTPUTS = dict(return_memory=True, return_attention_scores=True)
-
     @pytest.mark.parametrize(
-        "kwargs, width",
+        "kwargs, nan_padding_kwargs",
         [
-            ({}, 4),
-            (dict(mode="key_value", return_memory=True), 4),
-            (dict(mode="key_value_predict", sizes=(3, 2, 1), units=5, **ALL_OUTPUTS), 6),
+            ({}, {}),
+            (dict(mode="key_value", return_memory=True), dict(mode="key_value", pad="zeros")),
+            (
+                dict(mode="key_value_predict", sizes=(3, 2, 1), units=5, **ALL_OUTPUTS),
+                dict(mode="key_value_predict", sizes=(2, 1, 1)),
+            ),
         ],
-        ids=["attention", "memory", "all_outputs"],
+        ids=["attention", "memory_zeros_pad", "key_value_predict_all_outputs"],
     )
-    def test_output_spec(self, kwargs, width):
+    def test_output_spec_and_nan_padding(self, kwargs, nan_padding_kwargs):
+        width = sum(kwargs.get("sizes") or (4,))
         self.run_output_spec_test(lambda dtype: _window(dtype=dtype, **kwargs), (2, 5, width))
-
-    @pytest.mark.parametrize(
-        "kwargs",
-        [{}, dict(mode="key_value", pad="zeros"), dict(mode="key_value_predict", sizes=(2, 1, 1))],
-        ids=["attention", "zeros_pad", "key_value_predict"],
-    )
-    def test_nan_padding(self, kwargs):
-        self.run_nan_padding_test(lambda: _window(use_bias=True, **kwargs))
+        self.run_nan_padding_test(lambda: _window(use_bias=True, **nan_padding_kwargs))
 
     @pytest.mark.parametrize("pad", ["mask", "zeros"])
     def test_empty_input_resets_and_carried_memory(self, pad):
@@ -132,15 +128,10 @@ class SlidingWindowAttentionCellTest(LayerTestCase):
         ids=["attention", "key_value", "key_value_predict"],
     )
     def test_layer_and_cell_behaviors(self, inner, kwargs, width, weights):
-        self.run_cell_tests(lambda dtype=None: _cell(inner(6, dtype=dtype), dtype=dtype, **kwargs))
-        self.run_layer_test(
-            rnn_over(lambda dtype: _cell(inner(6, dtype=dtype), dtype=dtype, **kwargs)),
-            input_shape=(2, 3, 4),
-            expected_output_shape=(2, 3, width),
-            expected_num_trainable_weights=weights,
-            expected_num_seed_generators=1,
-            supports_masking=True,
-        )
+        make = lambda dtype=None: _cell(inner(6, dtype=dtype), dtype=dtype, **kwargs)  # noqa: E731
+        self.run_cell_tests(make)
+        checks = masking_checks((2, 3, width), weights, expected_num_seed_generators=1)
+        self.run_layer_test(rnn_over(make), **checks)
 
     def test_journey(self, tmp_path):
         def build(embedded):
@@ -201,13 +192,8 @@ def resets(steps=9):
     return reset
 
 
-CONFIGS = [
-    ("attention", None),
-    ("key_value", None),
-    ("key_value_predict", None),
-    ("key_value", (7, 5)),
-    ("key_value_predict", (6, 4, 2)),
-]
+MODES = ("attention", "key_value", "key_value_predict")
+CONFIGS = [(mode, None) for mode in MODES] + [("key_value", (7, 5)), (MODES[2], (6, 4, 2))]
 # (attention_units, units): the defaults (the key and value sizes), and widths of their own.
 WIDTHS = [(None, None), (5, 7)]
 
@@ -399,12 +385,9 @@ def test_a_cache_that_loop_cache_did_not_make_is_refused():
     good = cell.loop_cache(states)
     assert [tuple(item.shape) for item in good] == [(2, 15)]
     cell(x, states, cache=good)
+    message = "`cache` must be what `loop_cache` returns, a list of one tensor [batch, 15] "
     for bad in ([], [np.zeros((2, 14), "float32")], good + good, np.zeros((2, 3, 5), "float32")):
-        with pytest.raises(
-            ValueError,
-            match=r"`cache` must be what `loop_cache` returns, a "
-            r"list of one tensor \[batch, 15\] \(window 3 × attention width 5\)",
-        ):
+        with pytest.raises(ValueError, match=re.escape(message + "(window 3 × attention width 5)")):
             cell(x, states, cache=bad)
 
 

@@ -7,6 +7,7 @@ import pytest
 from keras import ops
 
 from tests.support import as_numpy, assert_close
+from tests.window_reference import masked_softmax
 from tf_memlayers.layers.window_attention.window_attention_mechanism import (
     WindowAttentionMechanism,
     window_softmax,
@@ -33,18 +34,6 @@ class Mechanism(WindowAttentionMechanism, keras.layers.Layer):
         return {**super().get_config(), **self._attention_config()}
 
 
-def _softmax(scores, valid=None):
-    """Eq. (3) in NumPy: no mass on invalid positions, all zeros without a valid one."""
-    valid = np.ones(scores.shape, bool) if valid is None else as_numpy(valid) > 0.5
-    weights = np.zeros(scores.shape)
-    for index in np.ndindex(scores.shape[:-1]):
-        row, use = scores[index], valid[index]
-        if use.any():
-            e = np.exp(row[use] - row[use].max())
-            weights[index][use] = e / e.sum()
-    return weights
-
-
 # -- window_softmax ------------------------------------------------------------------------
 
 
@@ -56,7 +45,7 @@ def test_window_softmax_puts_no_mass_on_invalid_positions(valid_dtype):
     valid[1] = False  # nothing to attend: all-zero weights, so r_t = 0
     valid[2] = [False] * 5 + [True]
     weights = as_numpy(window_softmax(ops.convert_to_tensor(scores), valid.astype(valid_dtype)))
-    np.testing.assert_allclose(weights, _softmax(scores, valid), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(weights, masked_softmax(scores, valid), rtol=0, atol=1e-15)
     assert np.all(weights[~valid] == 0) and np.all(weights[1] == 0) and weights[2, 5] == 1
 
 
@@ -83,7 +72,7 @@ def test_window_softmax_runs_in_at_least_float32(dtype, expected):
         assert keras.backend.standardize_dtype(weights.dtype) == expected
         rounded = as_numpy(ops.cast(tensor, "float64"))  # the scores as the dtype holds them
         atol = 1e-6 if expected == "float32" else 1e-15
-        assert_close(weights, _softmax(rounded, given), atol=atol)
+        assert_close(weights, masked_softmax(rounded, given), atol=atol)
 
 
 @pytest.mark.parametrize("shape", [(2, 0, 4), (0, 3), (2, 3, 0)])
@@ -107,7 +96,7 @@ SIZES = [
 
 
 @pytest.mark.parametrize("mode, sizes, width, pieces", SIZES)
-def test_the_weights_and_the_memory_size_follow_the_pieces(mode, sizes, width, pieces):
+def test_the_weights_and_the_flat_memory_follow_the_pieces(mode, sizes, width, pieces):
     key, value, predict = pieces
     # The default widths (the key's, the value's) in one mode of two, explicit ones otherwise.
     attention_units, units = (7, 5) if sizes else (None, None)
@@ -129,14 +118,8 @@ def test_the_weights_and_the_memory_size_follow_the_pieces(mode, sizes, width, p
     }
     assert layer.memory_size == 3 * (stored + 1) and layer.output_units == output_units
     assert layer.piece_sizes == {"attention": (key,), "key_value": (key, value)}.get(mode, pieces)
-
-
-@pytest.mark.parametrize("mode, sizes, width, pieces", SIZES)
-def test_the_flat_memory_is_keys_then_values_then_validity(mode, sizes, width, pieces):
-    key, value, _ = pieces
+    # The flat memory: the window's keys, then its values, then its validity flags.
     window, batch = 3, 2
-    layer = Mechanism(window, mode, sizes)
-    layer.build((None, None, width))
     memory = np.random.default_rng(3).normal(size=(batch, layer.memory_size))
     keys, values, valid = (as_numpy(t) for t in layer._unpack_memory(ops.convert_to_tensor(memory)))
     np.testing.assert_array_equal(keys, memory[:, : window * key].reshape(batch, window, key))
