@@ -109,7 +109,7 @@ def test_mixed_precision_training_writes_float32_cache():
 
 def test_xla_under_several_replicas_is_refused_before_any_step(monkeypatch):
     # A stand-in strategy: two replicas in one process need devices set before TensorFlow
-    # starts. (Identical caches on every replica: tests/training/test_train.py.)
+    # starts. (Identical caches on two workers: examples/fill_last_word/main_test.py.)
     class MirroredStrategy:
         num_replicas_in_sync = 2
 
