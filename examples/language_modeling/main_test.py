@@ -236,8 +236,9 @@ def summaries(folder):
 
 
 def test_a_tiny_run_reports_logs_and_refuses_other_settings_in_its_workdir(tmp_path, capsys):
+    # Packed documents (a model with in-graph resets), and generation from its step model.
     workdir = tmp_path / "run"
-    argv = [*TINY, "--epochs", "1", "--workdir", str(workdir)]
+    argv = [*TINY, "--epochs", "1", "--pack", "--generate", "3", "--workdir", str(workdir)]
     metrics = main.main(argv)
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("METRICS ")]
     assert json.loads(line[len("METRICS ") :]) == metrics
@@ -248,7 +249,11 @@ def test_a_tiny_run_reports_logs_and_refuses_other_settings_in_its_workdir(tmp_p
         assert metrics[f"{split}_tokens"] == len(corpus.splits[split][0]) - 1
         assert 1.0 < metrics[f"{split}_perplexity"] < len(corpus.vocabulary)
     assert sum(metrics["attention_by_position"]) == pytest.approx(1, abs=1e-3)
-    assert (workdir / "best.keras").is_file() and (workdir / "last.keras").is_file()
+    assert len(metrics["generation"]["generated"].split()) == 3
+    train_ids, starts = corpus.splits["train"]
+    assert len(starts) > 1 and metrics["train_tokens_per_epoch"] == len(train_ids) - 1
+    assert (workdir / "best.keras").is_file()
+    assert set(keras.saving.load_model(workdir / "last.keras").input) == {"tokens", "reset"}
     tags = summaries(workdir / "logs")
     assert {"window_attention/probe_sentence", "window_attention/average_by_position"} <= set(tags)
     assert {"epoch_loss", "epoch_perplexity", "epoch_learning_rate"} <= set(tags)
@@ -287,18 +292,12 @@ def test_ptb_files_with_padded_or_packed_documents_and_the_cell_form(tmp_path):
     assert cell["form"] == "cell" and np.isfinite(cell["test_perplexity"])
 
 
-def test_packed_documents_train_attention_and_generate(tmp_path):
-    metrics = run(tmp_path, "run", "--epochs", "1", "--pack", "--generate", "3")
-    assert len(metrics["generation"]["generated"].split()) == 3  # from the step model
-    train_ids, starts = input_pipeline.generated_corpus(1500).splits["train"]
-    assert len(starts) > 1 and metrics["train_tokens_per_epoch"] == len(train_ids) - 1
-    model = keras.saving.load_model(tmp_path / "run" / "last.keras")
-    assert set(model.input) == {"tokens", "reset"}
-
-
 def test_a_finished_run_only_generates_with_its_trained_model(tmp_path, capsys):
-    argv = [*TINY, "--model", "key_value", "--epochs", "1", "--workdir", str(tmp_path / "run")]
+    # Trained in mixed precision: float16 layers, a perplexity of a model that learned.
+    argv = [*TINY, "--model", "key_value", "--epochs", "1", "--mixed-precision"]
+    argv += ["--workdir", str(tmp_path / "run")]
     trained = main.main(argv)
+    assert 1.0 < trained["test_perplexity"] < 202
     corpus = input_pipeline.generated_corpus(1500)
     prompt = " ".join(corpus.decode(corpus.splits["valid"][0][:3]))
     metrics = main.main([*argv, "--generate", "6", "--prompt", prompt, "--temperature", "0"])
@@ -306,16 +305,10 @@ def test_a_finished_run_only_generates_with_its_trained_model(tmp_path, capsys):
     assert metrics["test_perplexity"] == pytest.approx(trained["test_perplexity"])
     assert metrics["generation"]["prompt"] == prompt
     model = keras.saving.load_model(tmp_path / "run" / "last.keras")
+    assert model.get_layer("embedding").dtype_policy.name == "mixed_float16"
     expected = generate(build_step_model(model), corpus.encode(prompt.split())[None], 6, 0)
     assert metrics["generation"]["generated"].split() == corpus.decode(expected[0])
     assert f"{prompt} >> {metrics['generation']['generated']}" in capsys.readouterr().out
-
-
-def test_mixed_precision_trains_in_float16(tmp_path):
-    metrics = run(tmp_path, "run", "--model", "key_value", "--epochs", "1", "--mixed-precision")
-    model = keras.saving.load_model(tmp_path / "run" / "last.keras")
-    assert model.get_layer("embedding").dtype_policy.name == "mixed_float16"
-    assert 1.0 < metrics["test_perplexity"] < 202
 
 
 # Runs the example in a new process (argv[1]: its arguments as JSON) and kills it with SIGKILL,
