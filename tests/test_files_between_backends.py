@@ -20,9 +20,16 @@ import pytest
 
 from tests.language_models import language_model
 from tests.layer_test_case import journey_model
-from tests.models.test_builders_on_every_backend import LANGUAGE_MODELS, SMALL, VOCAB
+from tests.models.test_builders_on_every_backend import (
+    LANGUAGE_MODELS,
+    SMALL,
+    VOCAB,
+    _outputs,
+    _reset_states,
+    language_model_case,
+)
 from tests.pair_encoders import snli_model
-from tests.support import BACKEND, as_numpy
+from tests.support import BACKEND
 from tests.test_layer_test_case import exported_layers, test_classes_of
 from tf_memlayers.layers import AttentionPooling, HeapCacheAttention
 from tf_memlayers.layers.memory_cell_wrapper import cell_output_size
@@ -57,12 +64,7 @@ def _journey(layer_cls, rng):
 
 
 def _language_model(case, rng):
-    kind, form, options = LANGUAGE_MODELS[case]
-    options = {k: v for k, v in options.items() if k != "compile"}
-    stateful = options.setdefault("stateful", True)
-    model = language_model(
-        VOCAB, kind, form, batch_size=2 if stateful else None, sequence_length=5, **SMALL, **options
-    )
+    model, options, _ = language_model_case(case)
     tokens = rng.integers(0, VOCAB, (2, 5)).astype("int32")
     if options.get("resets"):
         return model, {"tokens": tokens, "reset": rng.random((2, 5)) < 0.3}, None, None
@@ -122,22 +124,6 @@ def folder(tmp_path_factory):
     return pathlib.Path(named) if named else tmp_path_factory.mktemp("files")
 
 
-def _outputs(model, inputs):
-    """The inference outputs, flat, as NumPy (on JAX and torch by `predict_on_batch`, one
-    compiled program on JAX)."""
-    if BACKEND == "tensorflow":
-        outputs = model(inputs, training=False)
-    else:
-        outputs = model.predict_on_batch(inputs)
-    return [as_numpy(output) for output in keras.tree.flatten(outputs)]
-
-
-def _reset_states(model):
-    for layer in model.layers:
-        if getattr(layer, "stateful", False):
-            layer.reset_state()
-
-
 def _loads(where, name):
     """Loads ``where/name.keras`` and checks its outputs on the inputs saved beside it."""
     model = keras.saving.load_model(where / f"{name}.keras")
@@ -161,7 +147,7 @@ def _loads(where, name):
     if kind != "dict":
         inputs = [inputs[k] for k in sorted(inputs)] if kind == "list" else inputs["array"]
     expected = [saved[k] for k in sorted(saved) if k.startswith("out.")]
-    outputs = _outputs(model, inputs)
+    outputs = keras.tree.flatten(_outputs(model, inputs))
     assert len(outputs) == len(expected)
     for output, value in zip(outputs, expected):  # NaN: a step not compared
         np.testing.assert_allclose(np.where(np.isnan(value), np.nan, output), value, 1e-5, 1e-5)
@@ -188,7 +174,7 @@ def test_writes_a_file_that_loads_back(folder, name):
         saved = {f"in.list.{i:02d}": v for i, v in enumerate(inputs)}
     else:
         saved = {"in.array": inputs}
-    outputs = _outputs(model, inputs)
+    outputs = keras.tree.flatten(_outputs(model, inputs))
     if padded is not None:
         outputs[0][padded] = np.nan
     np.savez(where / f"{name}.npz", **saved, **{f"out.{i:02d}": v for i, v in enumerate(outputs)})

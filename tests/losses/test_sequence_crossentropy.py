@@ -15,7 +15,7 @@ def _numpy_token_nll(targets, logits):
 
 
 def _batch(seed, batch=3, time=5, vocabulary=7):
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)  # (a generator is used as it is)
     targets = rng.integers(0, vocabulary, (batch, time)).astype("int32")
     logits = rng.normal(size=(batch, time, vocabulary)).astype("float32")
     weights = (rng.uniform(size=(batch, time)) > 0.3).astype("float32")

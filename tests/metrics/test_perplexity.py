@@ -4,15 +4,9 @@ import keras
 import numpy as np
 import pytest
 
+from tests.losses.test_sequence_crossentropy import _batch
 from tests.losses.test_sequence_crossentropy import _numpy_token_nll as _numpy_nll
 from tf_memlayers.metrics import Perplexity
-
-
-def _batch(rng, batch, time, vocabulary=6):
-    targets = rng.integers(0, vocabulary, (batch, time)).astype("int32")
-    logits = rng.normal(size=(batch, time, vocabulary)).astype("float32")
-    weights = (rng.uniform(size=(batch, time)) > 0.3).astype("float32")
-    return targets, logits, weights
 
 
 def test_perplexity_metric_ignores_zero_weights():

@@ -35,8 +35,10 @@ def _outputs(model, inputs):
     """``model``'s inference outputs as NumPy: on JAX by `predict_on_batch`, one compiled
     program (a direct call there compiles each operation on its own)."""
     if BACKEND == "tensorflow":
-        return as_numpy(model(inputs, training=False))
-    return as_numpy(model.predict_on_batch(inputs))
+        outputs = model(inputs, training=False)
+    else:
+        outputs = model.predict_on_batch(inputs)
+    return keras.tree.map_structure(as_numpy, outputs)
 
 
 def _train(model, train):
@@ -86,6 +88,17 @@ LANGUAGE_MODELS = {
 }
 
 
+def language_model_case(case):
+    """The model of ``LANGUAGE_MODELS[case]`` (5 steps, 2 rows if stateful), its options and
+    its compile options."""
+    kind, form, options = LANGUAGE_MODELS[case]
+    options = dict(options)
+    compile_options = options.pop("compile", {})
+    stateful = options.setdefault("stateful", True)
+    options.update(batch_size=2 if stateful else None, sequence_length=5)
+    return language_model(VOCAB, kind, form, **SMALL, **options), options, compile_options
+
+
 def test_the_language_model_cases_cover_every_memory_kind_and_form():
     assert {kind for kind, _, _ in LANGUAGE_MODELS.values()} == set(KINDS)
     assert {form for _, form, _ in LANGUAGE_MODELS.values()} == set(FORMS)
@@ -93,12 +106,7 @@ def test_the_language_model_cases_cover_every_memory_kind_and_form():
 
 @pytest.mark.parametrize("case", list(LANGUAGE_MODELS))
 def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
-    kind, form, options = LANGUAGE_MODELS[case]
-    options = dict(options)
-    compile_options = options.pop("compile", {})
-    stateful = options.setdefault("stateful", True)
-    options.update(batch_size=2 if stateful else None, sequence_length=5)
-    model = language_model(VOCAB, kind, form, **SMALL, **options)
+    model, options, compile_options = language_model_case(case)
     compile_language_model(model, jit_compile=JIT, **compile_options)
     rng = np.random.default_rng(0)
     tokens, targets = _tokens(rng, (2, 5)), _tokens(rng, (2, 5))

@@ -46,26 +46,18 @@ def _case(name, rng):
     classes = rng.integers(0, 3, GLOBAL_BATCH).astype("int32")
     if name.startswith("language_model_"):
         kind = "ngram" if name.endswith("ngram") else "key_value"
-
-        def build():
-            sizes = dict(units=12, embedding_dim=8, window=3, ngram=3, sequence_length=steps)
-            return language_model(
-                vocabulary, kind, stateful=False, dropout=0.0, init_scale=1.0, **sizes
-            )
-
-        def compile_(model):
-            compile_language_model(model, learning_rate=1.0, optimizer="sgd", clip_norm=5.0)
-
-        return build, compile_, tokens((GLOBAL_BATCH, steps)), tokens((GLOBAL_BATCH, steps))
-
+        sizes = dict(units=12, embedding_dim=8, window=3, ngram=3, sequence_length=steps)
+        options = dict(stateful=False, dropout=0.0, init_scale=1.0, **sizes)
+        return (
+            lambda: language_model(vocabulary, kind, **options),
+            lambda model: compile_language_model(model, 1.0, 5.0, optimizer="sgd"),
+            tokens((GLOBAL_BATCH, steps)),
+            tokens((GLOBAL_BATCH, steps)),
+        )
     if name == "snli_dual_am_gru":
-
-        def build():
-            sizes = dict(units=8, embedding_dim=6, num_copies=2)
-            return snli_model(
-                vocabulary, "dual_am_gru", dropout=0.0, seed=SEED, init_scale=0.5, **sizes
-            )
-
+        sizes = dict(units=8, embedding_dim=6, num_copies=2)
+        options = dict(dropout=0.0, seed=SEED, init_scale=0.5, **sizes)
+        build = lambda: snli_model(vocabulary, "dual_am_gru", **options)  # noqa: E731
         premise, hypothesis = tokens((GLOBAL_BATCH, 7)), tokens((GLOBAL_BATCH, 4))
         premise[::2, 5:] = 0  # padding, masked by the embedding, on both devices' rows
         hypothesis[1::2, 3:] = 0
