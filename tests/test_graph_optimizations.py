@@ -21,81 +21,64 @@ def _tokens(rng, shape, low=1):
     return rng.integers(low, VOCAB, shape).astype("int32")
 
 
-def _snli(kind, fused_loop="auto"):
-    return snli_model(VOCAB, kind, units=8, embedding_dim=6, num_copies=2, fused_loop=fused_loop)
+def _snli(rng, kind, fused_loop="auto"):
+    model = snli_model(VOCAB, kind, units=8, embedding_dim=6, num_copies=2, fused_loop=fused_loop)
+    return model, (_tokens(rng, (4, 7)), _tokens(rng, (4, 4))), rng.integers(0, 3, 4)
 
 
-def _last_word_model():
+def _language_model(rng, kind, form="parallel", resets=False):
+    options = dict(units=12, embedding_dim=6, window=3, ngram=3, stateful=False, resets=resets)
+    model = language_model(VOCAB, kind, form, sequence_length=6, **options)
+    tokens = _tokens(rng, (2, 6))
+    inputs = {"tokens": tokens, "reset": rng.random((2, 6)) < 0.3} if resets else tokens
+    return model, inputs, _tokens(rng, (2, 6))
+
+
+def _last_word_model(rng):
     """The last-word model with its heap cache (holding entries to read) and attention pooling."""
     model = small_model(pooling="attention", cache_size=12)
     cache = model.get_layer("cache_attention")
     entries = np.random.default_rng(5).normal(size=(12, cache.cache.shape[-1]))
     cache.insert(entries.astype("float32"))
-    return model
+    return model, _tokens(rng, (8, 10), low=0), _tokens(rng, (8,))
 
 
-def _memory_cell():
+def _memory_cell(rng):
     """An LSTM with an associative memory, run with resets."""
     tokens, reset = keras.Input((6,), dtype="int32"), keras.Input((6,), dtype="bool")
     embedded = keras.layers.Embedding(VOCAB, 8)(tokens)
     cell = AssociativeMemoryCell(keras.layers.LSTMCell(8), num_copies=2)
     states = ResettableRNN(cell, return_sequences=True)(embedded, reset=reset)
-    return keras.Model([tokens, reset], keras.layers.Dense(VOCAB)(states))
+    model = keras.Model([tokens, reset], keras.layers.Dense(VOCAB)(states))
+    return model, (_tokens(rng, (2, 6)), rng.random((2, 6)) < 0.3), _tokens(rng, (2, 6))
 
 
-def _attention_rnn():
+def _attention_rnn(rng):
     tokens, memory = keras.Input((6,), dtype="int32"), keras.Input((4, 8))
     embedded = keras.layers.Embedding(VOCAB, 8, mask_zero=True)(tokens)
     wrapper = AttentionWrapper(keras.layers.GRUCell(8), score="general")
     states = AttentionRNN(wrapper, return_sequences=True)(embedded, memory=memory)
-    return keras.Model([tokens, memory], keras.layers.Dense(VOCAB)(states))
+    model = keras.Model([tokens, memory], keras.layers.Dense(VOCAB)(states))
+    memories = rng.normal(size=(3, 4, 8)).astype("float32")
+    return model, (_tokens(rng, (3, 6), low=0), memories), _tokens(rng, (3, 6))
 
 
-def _language_model(kind, form="parallel", **options):
-    options = dict(units=12, embedding_dim=6, window=3, ngram=3, stateful=False, **options)
-    return language_model(VOCAB, kind, form, sequence_length=6, **options)
-
-
-def _pair_batch(rng):
-    return (_tokens(rng, (4, 7)), _tokens(rng, (4, 4))), rng.integers(0, 3, 4)
-
-
-def _lm_batch(rng):
-    return _tokens(rng, (2, 6)), _tokens(rng, (2, 6))
-
-
-# {case: (model builder, inputs and targets of one batch from a generator)}. Every memory
-# layer, in both forms where it has two, and each AM-GRU loop (the Dual AM-GRU's encoder runs
-# an AM-GRU over the premise).
+# {case: the model, inputs and targets of one batch from a generator}. Every memory layer, in
+# both forms where it has two, and each AM-GRU loop (the Dual AM-GRU's encoder runs an AM-GRU
+# over the premise).
 CASES = {
-    "dual_am_gru_keras_loop": (lambda: _snli("dual_am_gru", fused_loop=False), _pair_batch),
-    "dual_am_gru_fused_loop": (lambda: _snli("dual_am_gru", fused_loop=True), _pair_batch),
-    "snli_word_by_word": (lambda: _snli("word_by_word"), _pair_batch),
-    "lm_key_value_predict_parallel": (
-        lambda: _language_model("key_value_predict", resets=True),
-        lambda rng: (
-            {"tokens": _tokens(rng, (2, 6)), "reset": rng.random((2, 6)) < 0.3},
-            _tokens(rng, (2, 6)),
-        ),
+    "dual_am_gru_keras_loop": lambda rng: _snli(rng, "dual_am_gru", fused_loop=False),
+    "dual_am_gru_fused_loop": lambda rng: _snli(rng, "dual_am_gru", fused_loop=True),
+    "snli_word_by_word": lambda rng: _snli(rng, "word_by_word"),
+    "lm_key_value_predict_parallel": lambda rng: _language_model(
+        rng, "key_value_predict", resets=True
     ),
-    "lm_attention_cell": (lambda: _language_model("attention", "cell"), _lm_batch),
-    "lm_ngram_cell": (lambda: _language_model("ngram", "cell"), _lm_batch),
-    "lm_ngram_parallel": (lambda: _language_model("ngram"), _lm_batch),
-    "last_word_cache_and_pooling": (
-        _last_word_model,
-        lambda rng: (_tokens(rng, (8, 10), low=0), _tokens(rng, (8,))),
-    ),
-    "memory_cell_with_resets": (
-        _memory_cell,
-        lambda rng: ((_tokens(rng, (2, 6)), rng.random((2, 6)) < 0.3), _tokens(rng, (2, 6))),
-    ),
-    "attention_wrapper": (
-        _attention_rnn,
-        lambda rng: (
-            (_tokens(rng, (3, 6), low=0), rng.normal(size=(3, 4, 8)).astype("float32")),
-            _tokens(rng, (3, 6)),
-        ),
-    ),
+    "lm_attention_cell": lambda rng: _language_model(rng, "attention", "cell"),
+    "lm_ngram_cell": lambda rng: _language_model(rng, "ngram", "cell"),
+    "lm_ngram_parallel": lambda rng: _language_model(rng, "ngram"),
+    "last_word_cache_and_pooling": _last_word_model,
+    "memory_cell_with_resets": _memory_cell,
+    "attention_wrapper": _attention_rnn,
 }
 
 
@@ -117,10 +100,8 @@ def _loss_and_gradients(model):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_an_optimised_step_computes_what_the_traced_step_does(case):
-    build, batch = CASES[case]
     rng = np.random.default_rng(3)
-    model = build()
-    inputs, targets = batch(rng)
+    model, inputs, targets = CASES[case](rng)
     # Weights away from the small initial values, so that every weight shows in the loss.
     for weight in model.trainable_weights:
         weight.assign(rng.uniform(-0.5, 0.5, weight.shape).astype(weight.dtype))
