@@ -224,7 +224,7 @@ def layer_test_rows(runs):
         done = re.findall(r"\+(\d+)s\] done, status", run["log"])
         rerun = tests.get("rerun_from") and pathlib.Path(tests["rerun_from"]).parent.name
         row = dict(run=run["name"], gpu=gpu_name(run), precision=tests["precision"])
-        backend = run["device"].get("keras_backend", "jax")
+        backend = run["device"].get("backend", run["device"].get("keras_backend", "jax"))
         version = run["device"].get(backend, run["device"].get("jax"))
         name = dict(jax="JAX").get(backend, backend)
         row["versions"] = f"{name} {version}, Keras {run['device']['keras']}"
