@@ -18,19 +18,22 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())} (see --help)\n")
 
 
-def positive(kind):
-    """An argparse type: ``kind`` (int or float) of the text, which must be above zero."""
+def positive(kind, zero=False):
+    """An argparse type: ``kind`` (int or float) of the text, which must be above zero (or, with
+    ``zero``, at least zero)."""
 
     def parse(text):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+        if not (value >= 0 if zero else value > 0):
+            raise argparse.ArgumentTypeError(
+                f"must be {'>= 0' if zero else 'positive'}, got {text!r}"
+            )
         return value
 
-    parse.__name__ = f"positive {kind.__name__}"
+    parse.__name__ = f"{'non-negative' if zero else 'positive'} {kind.__name__}"
     return parse
 
 
