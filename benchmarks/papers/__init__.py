@@ -2,10 +2,8 @@
 
 import numpy as np
 
-from benchmarks import ROOT, ArgumentParser, positive
+from benchmarks import RESULTS, ArgumentParser, positive
 from benchmarks.results_file import add_results_options
-
-RESULTS = ROOT / "benchmarks" / "results"
 
 
 def paper_parser(doc, results, seeds=None, parser=ArgumentParser, help=None):

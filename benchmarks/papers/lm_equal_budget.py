@@ -18,7 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from benchmarks import DATA, ROOT, results_file, timing
+from benchmarks import DATA, RESULTS, ROOT, results_file, timing
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.results_file import ResultsFile, read_or_exit
 from examples.language_modeling import configs, input_pipeline, models, train
@@ -27,7 +27,6 @@ from tf_memlayers.callbacks import StateResetCallback
 from tf_memlayers.training import evaluate
 from tf_memlayers.training import train as fit
 
-RESULTS = ROOT / "benchmarks" / "results"
 # What decides the models a run trains (the results files' names, the options' after them).
 SETTINGS = {"corpus": "corpus", "hidden": "units", "embedding_dim": "embedding_dim"}
 SETTINGS.update({k: k for k in ("dropout", "learning_rate", "window", "ngram", "batch_size")})

@@ -8,9 +8,9 @@ the results page's table and the paper's Figure 3. A rerun skips the rows in ``-
 import json
 import pathlib
 
-from benchmarks import DATA, ROOT, positive
+from benchmarks import DATA, RESULTS, ROOT, positive
 from benchmarks.docs_tables import add_update_docs_option, columns_of, update_docs
-from benchmarks.papers import RESULTS, mean_and_spread, paper_parser, per_model
+from benchmarks.papers import mean_and_spread, paper_parser, per_model
 from benchmarks.results_file import ResultsFile
 from examples.seq2seq.input_pipeline import GENERATED_LENGTHS
 

@@ -12,13 +12,11 @@ the CPU or a GPU, within ``--budget-s``: prints the results and writes the table
 import argparse
 import json
 import os
-import pathlib
 import sys
 import time
 
-from benchmarks import ArgumentParser, describe_device, positive, results_file
+from benchmarks import RESULTS, ArgumentParser, describe_device, positive, results_file
 
-RESULTS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 DTYPES = ("float32", "mixed_bfloat16")
 # The share of the run's budget each table may spend before its next row is skipped.
 BUDGET_SHARES = {"window_attention": 0.4, "language_model": 0.25, "snli": 0.15}

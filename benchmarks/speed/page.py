@@ -6,12 +6,12 @@ import pathlib
 import re
 import tomllib
 
-from benchmarks import ROOT, results_file
+from benchmarks import RESULTS, ROOT, results_file
 from benchmarks.docs_tables import RESULTS_PAGE, columns_of, update_docs
 from benchmarks.speed.tables import FLOOR_LAYER, PALLAS_FLOOR, TABLES, equal_weight_key_dim
 
 IMAGES = ROOT / "docs" / "images"
-GPU_RUNS, GPU_FIGURE = ROOT / "benchmarks" / "results" / "gpu", IMAGES / "gpu_window_attention.png"
+GPU_RUNS, GPU_FIGURE = RESULTS / "gpu", IMAGES / "gpu_window_attention.png"
 BLOCKS = tomllib.loads(pathlib.Path(__file__).with_name("page.toml").read_text(encoding="utf-8"))
 # The window-attention implementations of the peer comparison, in the order of their colours.
 IMPLS = {"ours": "SlidingWindowAttention", "mha_width": "MultiHeadAttention (sliding window)"}
@@ -168,7 +168,7 @@ MAKERS["backends"] = backends
 def read_rows(table, report=None):
     """``(report, rows, float32 peak)`` of ``table`` from ``report`` or its results file."""
     if report is None or table not in report.get("tables", {}):
-        report = results_file.read_or_exit(ROOT / "benchmarks" / "results" / TABLES[table].file)
+        report = results_file.read_or_exit(RESULTS / TABLES[table].file)
     return report, report["tables"][table], report.get("peak_gflops", {}).get("float32")
 
 
