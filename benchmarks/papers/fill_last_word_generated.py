@@ -88,8 +88,7 @@ def main(argv=None):
     args = parse_args(argv)
     settings = {"example_arguments": args.example_arguments}
     results = ResultsFile(args.results, settings, key=("variant", "seed"), summarise=summarise)
-    keys = [(key, seed) for seed in args.seeds for key in args.variants]
-    return results.run(args, keys, lambda _, key: run(*key, args), write_docs_table)
+    return results.run(args, args.variants, lambda _, *key: run(*key, args), write_docs_table)
 
 
 if __name__ == "__main__":

@@ -103,14 +103,12 @@ def main(argv=None):
         for name, part in zip(("train.txt", "held_out.txt"), split_held_out(train, args.held_out)):
             (RUNS / name).write_text("\n".join(part) + "\n", encoding="utf-8")
 
-    def run_row(report, key):
-        row, report["data"] = run(*key, args)
+    def run_row(report, label, seed):
+        row, report["data"] = run(label, seed, args)
         return row
 
-    # Seed by seed, so that an interrupted benchmark has every row at least once.
     rows = [VARIANTS[i][0] for i in args.variants or range(len(VARIANTS))]
-    keys = [(row, seed) for seed in args.seeds for row in rows]
-    return results.run(args, keys, run_row, write_docs_table, prepare)
+    return results.run(args, rows, run_row, write_docs_table, prepare)
 
 
 def write_docs_table(report):

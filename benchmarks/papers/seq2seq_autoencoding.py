@@ -161,8 +161,7 @@ def main(argv=None):
     args = parse_args(argv)
     settings = {"corpus": args.corpus, "example_arguments": args.example_arguments}
     results = ResultsFile(args.results, settings, summarise=summarise)
-    keys = [(model, seed) for seed in args.seeds for model in args.models]
-    report = results.run(args, keys, lambda _, key: run(*key, args), write_docs_table)
+    report = results.run(args, args.models, lambda _, *key: run(*key, args), write_docs_table)
     print(json.dumps(report.get("summary") or summarise(report["runs"]), indent=1))
     return report
 

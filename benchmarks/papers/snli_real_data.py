@@ -127,13 +127,12 @@ def main(argv=None):
         *found, report["data"] = write_splits(RUNS)
         splits.extend(found)
 
-    def run_row(report, key):
-        row = run(*key, RUNS, *splits, args)
+    def run_row(report, kind, seed):
+        row = run(kind, seed, RUNS, *splits, args)
         print(json.dumps(row), flush=True)
         return row
 
-    keys = [(kind, seed) for seed in args.seeds for kind in args.models]
-    report = results.run(args, keys, run_row, write_docs_table, prepare)
+    report = results.run(args, args.models, run_row, write_docs_table, prepare)
     print(json.dumps(report["summary"], indent=1))
     return report
 
