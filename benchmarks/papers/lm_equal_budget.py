@@ -183,13 +183,10 @@ def measure(args):
             step[split] = [seconds / len(part.inputs) for seconds in per_batch]
         train_step, scoring = map(statistics.median, (step["train"], step["valid"]))
         epoch = len(batches["train"].inputs) * train_step + len(batches["valid"].inputs) * scoring
-        row = dict(
-            corpus=args.corpus, model=kind, hidden=units[kind], parameters=model.count_params()
-        )
-        row |= dict(
-            train_step_seconds=train_step, train_step_range=[min(step["train"]), max(step["train"])]
-        )
-        row["scoring_step_seconds"] = scoring
+        fastest, slowest = min(step["train"]), max(step["train"])
+        row = dict(corpus=args.corpus, model=kind, hidden=units[kind])
+        row |= dict(parameters=model.count_params(), train_step_seconds=train_step)
+        row |= dict(scoring_step_seconds=scoring, train_step_range=[fastest, slowest])
         row |= dict(epoch_minutes=epoch / 60, max_epochs_hours=epoch / 60 * args.max_epochs / 60)
         rows.append(row | {"measured_epoch_minutes": measured.get(kind)})
         print(f"{kind}: {json.dumps(rows[-1])}", flush=True)

@@ -57,7 +57,6 @@ def draw(path, x, lines, labels, titles, size=(10, 4), dpi=80, legend="small", b
 
 def peers(report, rows, images):
     lines = [(i, IMPLS[m], f"{m}_ms", f"{m}_buffers_mib", "-", rows) for i, m in enumerate(IMPLS)]
-    lines = [line for line in lines if any(line[2] in row for row in rows)]
     labels = ("ms per step, XLA", "XLA buffers of a step (MiB)", "sequence length T")
     titles = ("time per forward + backward step", "working memory of one step")
     draw(images / "window_attention_vs_peers.png", "T", lines, labels, titles)

@@ -84,9 +84,8 @@ def layer_step(layer, shape, head=1, memory=None, data=None, state=None, **optio
     that shape: its ``call``'s ``memory``, or ``state(input, memory)``), ``data`` or random."""
     shapes = [shape, *([memory] if memory else [])]
     inputs = [keras.Input(shape[1:], batch_size=shape[0]) for shape in shapes]
-    call = (
-        {} if not memory else {"initial_state": state(*inputs)} if state else {"memory": inputs[1]}
-    )
+    call = {"memory": inputs[1]} if memory else {}
+    call = {"initial_state": state(*inputs)} if state else call
     model = keras.Model(inputs, keras.layers.Dense(head)(layer(inputs[0], **call)))
     data = data or [normal(*shape) for shape in shapes]
     return training.Step(model, data if memory else data[0], **options)
@@ -286,9 +285,8 @@ class Packing(Table):
 
         def make(packed):
             options = dict(units=hidden, embedding_dim=hidden, batch_size=batch, stateful=False)
-            return lm_step(
-                build_language_model(vocab, resets=packed, **options), vocab, batch, 20, packed
-            )
+            model = build_language_model(vocab, resets=packed, **options)
+            return lm_step(model, vocab, batch, 20, packed)
 
         return {"padded": lambda: make(False), "packed": lambda: make(True)}
 
@@ -786,10 +784,8 @@ BACKEND_CASES = {
     "lstm_cell_rnn": (f"keras.layers.RNN(LSTMCell({{s[am_units]}})), {AM}", None),
     "attention_rnn": (RNN_TEXT + "{s[am_steps]} vectors", "lstm_cell_rnn"),
 }
-#: The group of each case: a case is timed in the same rounds as the others of its group.
-BACKEND_GROUPS = dict(window="window", gru="am_gru", am_gru="am_gru", am_gru_fused="am_gru")
-BACKEND_GROUPS |= dict(gru_cell_rnn="am_gru", lstm_cell_rnn="attention", attention_rnn="attention")
-BACKEND_GROUPS |= {name: "lm" for name in BACKEND_CASES if name.startswith("lm_")}
+#: The group of each case, its baseline's (or its own): timed in the same rounds.
+BACKEND_GROUPS = {name: baseline or name for name, (_, baseline) in BACKEND_CASES.items()}
 #: The LM cases' variants (`lm_model`).
 LM_CASES = dict(lm_lstm="lstm", lm_window_parallel="window-parallel:5")
 LM_CASES |= dict(lm_window_cell="window-cell:5", lm_ngram_parallel="ngram-parallel:4")
@@ -839,6 +835,7 @@ class BackendCases(Table):
 
         fused = backend() == "tensorflow"  # the fused AM-GRU loop is a TensorFlow op
         names = [name for name, group in BACKEND_GROUPS.items() if group == case["group"]]
+        names.sort(key=lambda name: name != case["group"])  # the baseline first
         return {
             name: lambda name=name: make(name) for name in names if fused or "fused" not in name
         }
