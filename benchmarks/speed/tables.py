@@ -784,8 +784,10 @@ BACKEND_CASES = {
     "lstm_cell_rnn": (f"keras.layers.RNN(LSTMCell({{s[am_units]}})), {AM}", None),
     "attention_rnn": (RNN_TEXT + "{s[am_steps]} vectors", "lstm_cell_rnn"),
 }
-#: The group of each case, its baseline's (or its own): timed in the same rounds.
-BACKEND_GROUPS = {name: baseline or name for name, (_, baseline) in BACKEND_CASES.items()}
+#: The group of each case: a case is timed in the same rounds as the others of its group.
+BACKEND_GROUPS = dict(window="window", gru="am_gru", am_gru="am_gru", am_gru_fused="am_gru")
+BACKEND_GROUPS |= dict(gru_cell_rnn="am_gru", lstm_cell_rnn="attention", attention_rnn="attention")
+BACKEND_GROUPS |= {name: "lm" for name in BACKEND_CASES if name.startswith("lm_")}
 #: The LM cases' variants (`lm_model`).
 LM_CASES = dict(lm_lstm="lstm", lm_window_parallel="window-parallel:5")
 LM_CASES |= dict(lm_window_cell="window-cell:5", lm_ngram_parallel="ngram-parallel:4")
@@ -835,7 +837,6 @@ class BackendCases(Table):
 
         fused = backend() == "tensorflow"  # the fused AM-GRU loop is a TensorFlow op
         names = [name for name, group in BACKEND_GROUPS.items() if group == case["group"]]
-        names.sort(key=lambda name: name != case["group"])  # the baseline first
         return {
             name: lambda name=name: make(name) for name in names if fused or "fused" not in name
         }
