@@ -9,14 +9,14 @@ import argparse
 import json
 import sys
 
-from benchmarks import ROOT
+from benchmarks import RESULTS, ROOT
 from benchmarks.docs_tables import RESULTS_PAGE, with_block
 
 PAGES = (ROOT / "README.rst", RESULTS_PAGE)
 
 
 def _load(name):
-    return json.loads((ROOT / "benchmarks" / "results" / f"{name}.json").read_text("utf-8"))
+    return json.loads((RESULTS / f"{name}.json").read_text("utf-8"))
 
 
 def lm_headline(ptb_rows):

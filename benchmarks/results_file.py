@@ -86,15 +86,17 @@ class ResultsFile:
             report["summary"] = self.summarise(report[self.rows])
         write(self.path, report)
 
-    def run(self, args, keys, run_row, write_docs, prepare=None):
+    def run(self, args, models, run_row, write_docs, prepare=None):
         """A paper benchmark's ``main``: the stored object (``--from-results``) or this run's,
-        ``run_row(report, key)`` of each missing key added (``prepare(report)`` before the first),
-        ``write_docs(report)`` with ``--update-docs``."""
+        ``run_row(report, model, seed)`` added of each of ``models`` and ``args.seeds`` without a
+        row, seed by seed (so that an interrupted run has every model once), ``prepare(report)``
+        before the first; ``write_docs(report)`` with ``--update-docs``."""
+        keys = [(model, seed) for seed in args.seeds for model in models]
         report = read_or_exit(self.path) if args.from_results else self.resume()
         for index, key in enumerate([] if args.from_results else self.missing(report, keys)):
             if prepare is not None and index == 0:
                 prepare(report)
-            self.add(report, run_row(report, key))
+            self.add(report, run_row(report, *key))
         if not args.from_results:
             self.write(report)
         if args.update_docs:

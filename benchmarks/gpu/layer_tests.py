@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from benchmarks import ROOT, ArgumentParser, positive
+from benchmarks import ROOT, ArgumentParser, describe_device, positive
 
 OUTCOMES = {"failure": "failed", "error": "errors", "skipped": "skipped"}  # JUnit's tags
 
@@ -114,39 +114,6 @@ def rerun_targets(earlier, collected):
     return [test_id for test_id in collected if test_id in wanted]
 
 
-def describe_device(path):
-    """Writes what Keras's backend (JAX or torch) runs on to ``path`` and prints it; returns its
-    default platform (``"gpu"`` on a GPU)."""
-    import keras
-
-    found = {"keras": keras.__version__, "python": sys.version.split()[0], "devices": []}
-    found["keras_backend"] = name = keras.backend.backend()
-    if name == "torch":
-        import torch
-
-        found.update(torch=torch.__version__, cuda=torch.version.cuda)
-        found["default_backend"] = "gpu" if torch.cuda.is_available() else "cpu"
-        gpus = map(torch.cuda.get_device_properties, range(torch.cuda.device_count()))
-        devices = [(i, "gpu", p.name, p.total_memory / 2**20) for i, p in enumerate(gpus)]
-        version = torch.__version__
-    else:
-        import jax
-
-        found.update(jax=jax.__version__, default_backend=jax.default_backend())
-        devices = []
-        for d in jax.devices():
-            stats = d.memory_stats() or {}
-            memory = stats["bytes_limit"] / 2**20 if "bytes_limit" in stats else None
-            devices.append((d.id, d.platform, getattr(d, "device_kind", ""), memory))
-        version = jax.__version__
-    found["devices"] = [dict(zip(("id", "platform", "kind", "memory_mib"), d)) for d in devices]
-    for device in found["devices"] or [dict(id=0, platform="cpu", kind="", memory_mib=None)]:
-        print(f"{name} {version} ({found['default_backend']}): device {device['id']} ", end="")
-        print(f"{device['platform']} {device['kind']} {device['memory_mib'] or '?'} MiB")
-    path.write_text(json.dumps(found, indent=1), encoding="utf-8")
-    return found["default_backend"]
-
-
 def main(argv=None):
     from tests.selection import layer_test_modules
 
@@ -161,7 +128,10 @@ def main(argv=None):
     add("--require-gpu", choices=("yes", "no"), default="yes", help=why)
     args = parser.parse_args(argv)
     out, files = pathlib.Path(args.out), list(layer_test_modules())
-    backend = describe_device(out / "device.json")
+    device = describe_device()
+    (out / "device.json").write_text(json.dumps(device, indent=1), encoding="utf-8")
+    print(f"the device: {json.dumps(device)}")
+    backend = device["default_backend"]
     if args.require_gpu == "yes" and backend != "gpu":
         print(f"the backend's default platform is {backend!r}, not 'gpu'", file=sys.stderr)
         return 3

@@ -2,6 +2,26 @@
 
 import numpy as np
 
+from benchmarks import RESULTS, ArgumentParser, positive
+from benchmarks.results_file import add_results_options
+
+
+def paper_parser(doc, results, seeds=None, parser=ArgumentParser, help=None):
+    """A paper benchmark's ``parser``, described by the first paragraph of ``doc``, with
+    ``--seeds`` (default ``seeds``), ``--results`` (default ``results`` in `RESULTS`) and
+    ``--from-results`` (`add_results_options`); ``help``: that of ``--seeds``."""
+    parser = parser(description=doc.split("\n\n")[0])
+    help = help or f"default: {' '.join(map(str, seeds))}"
+    parser.add_argument(
+        "--seeds", nargs="+", type=positive(int, zero=True), default=seeds, help=help
+    )
+    return add_results_options(parser, results and RESULTS / f"{results}.json")
+
+
+def per_model(runs, models, key="model"):
+    """``(model, its runs)`` of each of ``models`` with runs, in that order."""
+    return [(model, mine) for model in models if (mine := [r for r in runs if r[key] == model])]
+
 
 def mean_and_spread(values, digits=3):
     """``"mean ± std"`` of ``values`` over the seeds, ``digits`` after the point (the value

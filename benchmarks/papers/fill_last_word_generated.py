@@ -4,10 +4,10 @@
 
 import pathlib
 
-from benchmarks import ROOT, ArgumentParser, positive
+from benchmarks import ROOT, positive
 from benchmarks.docs_tables import add_update_docs_option, update_docs
-from benchmarks.papers import mean_and_spread
-from benchmarks.results_file import ResultsFile, add_results_options
+from benchmarks.papers import mean_and_spread, paper_parser, per_model
+from benchmarks.results_file import ResultsFile
 
 NAME = "fill_last_word_generated"
 VARIANTS = {  # key: (name in the table, the example's options)
@@ -22,12 +22,10 @@ VARIANTS["additive-gate-ones"] = ("cache, query=additive, gate starting at 1", G
 
 
 def parse_args(argv=None):
-    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser = paper_parser(__doc__, NAME, [0, 1, 2])
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--epochs", type=positive(int), help="default: the example's")
     parser.add_argument("--runs-dir", type=pathlib.Path, default=ROOT / f"runs/benchmarks/{NAME}")
-    add_results_options(parser, ROOT / f"benchmarks/results/{NAME}.json")
     add_update_docs_option(parser)
     args = parser.parse_args(argv)
     args.example_arguments = ["--epochs", str(args.epochs)] if args.epochs else []
@@ -57,15 +55,13 @@ def run(key, seed, args):
 
 def summarise(runs):
     rows = []
-    for key, (name, _) in VARIANTS.items():
-        mine = [r for r in runs if r["variant"] == key]
-        if mine:
-            accuracy = [r["eval_accuracy"] for r in mine]
-            attention = [r["eval_attention_on_fact"] for r in mine]
-            row = dict(model=name, seeds=len(mine), accuracy=mean_and_spread(accuracy))
-            row["accuracy_by_seed"] = ", ".join(f"{a:.3f}" for a in accuracy)
-            row["attention_on_fact"] = "" if None in attention else mean_and_spread(attention)
-            rows.append(dict(row, majority_baseline=f"{mine[0]['eval_majority_baseline']:.3f}"))
+    for key, mine in per_model(runs, VARIANTS, "variant"):
+        accuracy = [r["eval_accuracy"] for r in mine]
+        attention = [r["eval_attention_on_fact"] for r in mine]
+        row = dict(model=VARIANTS[key][0], seeds=len(mine), accuracy=mean_and_spread(accuracy))
+        row["accuracy_by_seed"] = ", ".join(f"{a:.3f}" for a in accuracy)
+        row["attention_on_fact"] = "" if None in attention else mean_and_spread(attention)
+        rows.append(dict(row, majority_baseline=f"{mine[0]['eval_majority_baseline']:.3f}"))
     return rows
 
 
@@ -92,8 +88,7 @@ def main(argv=None):
     args = parse_args(argv)
     settings = {"example_arguments": args.example_arguments}
     results = ResultsFile(args.results, settings, key=("variant", "seed"), summarise=summarise)
-    keys = [(key, seed) for seed in args.seeds for key in args.variants]
-    return results.run(args, keys, lambda _, key: run(*key, args), write_docs_table)
+    return results.run(args, args.variants, lambda _, *key: run(*key, args), write_docs_table)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,9 @@ import shutil
 
 import numpy as np
 
-from benchmarks import DATA, ROOT, ArgumentParser, positive, results_file
+from benchmarks import DATA, ROOT, positive, results_file
 from benchmarks.docs_tables import add_update_docs_option, update_docs
-from benchmarks.papers import mean_and_spread
+from benchmarks.papers import mean_and_spread, paper_parser, per_model
 
 RUNS = ROOT / "runs" / "benchmarks" / "fill_last_word_real_data"
 VARIANTS = (  # (row, the example's options)
@@ -24,7 +24,7 @@ COLUMNS += "best_epochs: best epoch per seed; train_minutes: train minutes per s
 
 
 def parse_args(argv=None):
-    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = paper_parser(__doc__, RUNS.name, [0, 1, 2])
     add = parser.add_argument
     add("--data-dir", type=pathlib.Path, default=DATA, help="the corpora")
     add("--max-epochs", type=positive(int), default=20)
@@ -33,8 +33,6 @@ def parse_args(argv=None):
     add("--batch-size", type=positive(int), default=64)
     add("--max-train", type=positive(int), help="sentences of test.txt")
     add("--variants", nargs="+", type=int, choices=range(len(VARIANTS)))
-    add("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    results_file.add_results_options(parser, ROOT / f"benchmarks/results/{RUNS.name}.json")
     add_update_docs_option(parser)
     args = parser.parse_args(argv)
     if args.held_out >= 1:
@@ -82,15 +80,13 @@ def run(label, seed, args):
 def table_rows(runs):
     """One row per model: mean ± standard deviation over its seeds, in `VARIANTS` order."""
     rows = []
-    for label, _ in VARIANTS:
-        mine = [run for run in runs if run["model"] == label]
-        if mine:
-            accuracy = mean_and_spread([run["dev_accuracy"] for run in mine], 2)
-            row = dict(model=label, seeds=len(mine), dev_accuracy=accuracy)
-            row["per_seed"] = ", ".join(f"{run['dev_accuracy']:.2f}" for run in mine)
-            row["best_epochs"] = ", ".join(str(run["best_epoch"]) for run in mine)
-            minutes = sum(run["train_seconds"] for run in mine) / 60 / len(mine)
-            rows.append(dict(row, train_minutes=round(minutes, 1)))
+    for label, mine in per_model(runs, dict(VARIANTS)):
+        accuracy = mean_and_spread([run["dev_accuracy"] for run in mine], 2)
+        row = dict(model=label, seeds=len(mine), dev_accuracy=accuracy)
+        row["per_seed"] = ", ".join(f"{run['dev_accuracy']:.2f}" for run in mine)
+        row["best_epochs"] = ", ".join(str(run["best_epoch"]) for run in mine)
+        minutes = sum(run["train_seconds"] for run in mine) / 60 / len(mine)
+        rows.append(dict(row, train_minutes=round(minutes, 1)))
     return rows
 
 
@@ -107,14 +103,12 @@ def main(argv=None):
         for name, part in zip(("train.txt", "held_out.txt"), split_held_out(train, args.held_out)):
             (RUNS / name).write_text("\n".join(part) + "\n", encoding="utf-8")
 
-    def run_row(report, key):
-        row, report["data"] = run(*key, args)
+    def run_row(report, label, seed):
+        row, report["data"] = run(label, seed, args)
         return row
 
-    # Seed by seed, so that an interrupted benchmark has every row at least once.
     rows = [VARIANTS[i][0] for i in args.variants or range(len(VARIANTS))]
-    keys = [(row, seed) for seed in args.seeds for row in rows]
-    return results.run(args, keys, run_row, write_docs_table, prepare)
+    return results.run(args, rows, run_row, write_docs_table, prepare)
 
 
 def write_docs_table(report):

@@ -18,7 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from benchmarks import DATA, ROOT, results_file, timing
+from benchmarks import DATA, RESULTS, ROOT, results_file, timing
 from benchmarks.docs_tables import add_update_docs_option, update_docs
 from benchmarks.results_file import ResultsFile, read_or_exit
 from examples.language_modeling import configs, input_pipeline, models, train
@@ -27,7 +27,6 @@ from tf_memlayers.callbacks import StateResetCallback
 from tf_memlayers.training import evaluate
 from tf_memlayers.training import train as fit
 
-RESULTS = ROOT / "benchmarks" / "results"
 # What decides the models a run trains (the results files' names, the options' after them).
 SETTINGS = {"corpus": "corpus", "hidden": "units", "embedding_dim": "embedding_dim"}
 SETTINGS.update({k: k for k in ("dropout", "learning_rate", "window", "ngram", "batch_size")})
@@ -119,24 +118,18 @@ def run_example(argv, workdir):
     return train.train_and_evaluate(config, config.workdir)
 
 
-def row_of(m, fixed_epochs):
-    """The results row of a model's run: its scores, with every epoch's to convergence."""
-    attention, h = m.get("attention_by_position"), m["history"]
-    row = {"model": m["model"], "hidden": m["units"], "parameters": m["parameters"]}
-    if fixed_epochs:
-        row |= {"train_steps": m["epochs_run"] * m["train_batches_per_epoch"]}
-        row |= dict(epochs_trained=float(m["epochs_run"]), train_minutes=m["seconds"] / 60)
-        row["train_minutes"] = round(row["train_minutes"], 2)
-        row |= {f"{s}_perplexity": round(m[f"{s}_perplexity"], 1) for s in ("valid", "test")}
-        attention = attention and {"attention_by_position": [round(w, 3) for w in attention]}
-        return row | (attention or {})
+def row_of(m):
+    """The results row of a model's run: its scores, and every epoch's."""
+    h, steps = m["history"], m["epochs_run"] * m["train_batches_per_epoch"]
     epochs = [dict(epoch=i + 1, learning_rate=rate) for i, rate in enumerate(h["learning_rate"])]
     for epoch, fit_ppl, val_ppl in zip(epochs, h["perplexity"], h["val_perplexity"]):
         epoch |= dict(train_perplexity=round(fit_ppl, 2), valid_perplexity=round(val_ppl, 2))
-    row |= {"epochs_trained": m["epochs_run"], "best_epoch": m["best_epoch"]}
+    row = {"model": m["model"], "hidden": m["units"], "parameters": m["parameters"]}
+    row |= {"train_steps": steps, "epochs_trained": m["epochs_run"], "best_epoch": m["best_epoch"]}
     row |= {"train_perplexity": epochs[m["best_epoch"] - 1]["train_perplexity"]}
     row |= {f"{s}_perplexity": round(m[f"{s}_perplexity"], 2) for s in ("valid", "test")}
-    row |= {"attention_by_position": attention, "minutes": round(m["seconds"] / 60, 1)}
+    row |= {"attention_by_position": m.get("attention_by_position")}
+    row["minutes"] = round(m["seconds"] / 60, 1)
     return row | {"history": epochs}
 
 
@@ -162,7 +155,7 @@ def run(args):
         argv = example_options(args, *rules, "--model", kind, "--units", str(units[kind]))
         metrics = run_example(argv, args.workdir / name / args.corpus / kind)
         report["batches_per_epoch"] = metrics["train_batches_per_epoch"]
-        results.add(report, row_of(metrics, args.epochs))
+        results.add(report, row_of(metrics))
     return report
 
 
@@ -190,11 +183,10 @@ def measure(args):
             step[split] = [seconds / len(part.inputs) for seconds in per_batch]
         train_step, scoring = map(statistics.median, (step["train"], step["valid"]))
         epoch = len(batches["train"].inputs) * train_step + len(batches["valid"].inputs) * scoring
+        fastest, slowest = min(step["train"]), max(step["train"])
         row = dict(corpus=args.corpus, model=kind, hidden=units[kind])
         row |= dict(parameters=model.count_params(), train_step_seconds=train_step)
-        row |= dict(
-            scoring_step_seconds=scoring, train_step_range=[f(step["train"]) for f in (min, max)]
-        )
+        row |= dict(scoring_step_seconds=scoring, train_step_range=[fastest, slowest])
         row |= dict(epoch_minutes=epoch / 60, max_epochs_hours=epoch / 60 * args.max_epochs / 60)
         rows.append(row | {"measured_epoch_minutes": measured.get(kind)})
         print(f"{kind}: {json.dumps(rows[-1])}", flush=True)

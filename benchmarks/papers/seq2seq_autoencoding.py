@@ -8,10 +8,10 @@ the results page's table and the paper's Figure 3. A rerun skips the rows in ``-
 import json
 import pathlib
 
-from benchmarks import DATA, ROOT, ArgumentParser, positive
+from benchmarks import DATA, RESULTS, ROOT, positive
 from benchmarks.docs_tables import add_update_docs_option, columns_of, update_docs
-from benchmarks.papers import mean_and_spread
-from benchmarks.results_file import ResultsFile, add_results_options
+from benchmarks.papers import mean_and_spread, paper_parser, per_model
+from benchmarks.results_file import ResultsFile
 from examples.seq2seq.input_pipeline import GENERATED_LENGTHS
 
 NAME = "seq2seq_autoencoding"
@@ -57,23 +57,19 @@ ALT += "right, the attention decoder's weights over the source words."
 
 
 def parse_args(argv=None):
-    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = paper_parser(__doc__, None, help="default: 0 1 2 (generated), 0 (ptb)")
     add = parser.add_argument
     add("--corpus", choices=list(CORPORA), default="generated", help="ptb: from $DATA/ptb")
     add("--models", nargs="+", choices=list(MODELS), default=list(MODELS), help="rows to run")
-    add("--seeds", nargs="+", type=int, help="default: 0 1 2 (generated), 0 (ptb)")
     add("--epochs", type=positive(int), help="default: 20 (generated), 8 (ptb)")
     add("--runs-dir", type=pathlib.Path, default=ROOT / "runs" / "benchmarks" / NAME)
-    add_results_options(parser, None)
     add_update_docs_option(parser)
     args = parser.parse_args(argv)
-    if min(args.seeds or [0]) < 0:
-        parser.error(f"argument --seeds: must be integers >= 0, got {args.seeds}")
     epochs, seeds = DEFAULTS[args.corpus]
     args.seeds, args.epochs = args.seeds or seeds, args.epochs or epochs
     suffix = "" if args.corpus == "generated" else f"_{args.corpus}"
     args.example_arguments = [*OPTIONS[args.corpus], "--epochs", str(args.epochs)]
-    args.results = args.results or ROOT / "benchmarks" / "results" / f"{NAME}{suffix}.json"
+    args.results = args.results or RESULTS / f"{NAME}{suffix}.json"
     return args
 
 
@@ -96,16 +92,14 @@ def run(model, seed, args):
 def summarise(runs):
     """One row per model: the ``mean ± std`` of its runs' scores."""
     rows = []
-    for model, name in MODELS.items():
-        mine = [r | r["memory"] for r in runs if r["model"] == model]  # the memory probes' too
-        for r in mine:
-            r["key_similarity_before"] = r["memory_before_training"].get("key_similarity")
-        if mine:
-            row = {"model": name, "seeds": len(mine), "parameters": mine[0]["parameters"]}
-            for key, _ in columns_of(COLUMNS)[3:]:
-                digits = 3 if key in THREE_DIGITS else 2
-                row[key] = mean_and_spread([r.get(key) for r in mine], digits)
-            rows.append(row)
+    for model, mine in per_model(runs, MODELS):
+        before = (r["memory_before_training"].get("key_similarity") for r in mine)
+        mine = [r | r["memory"] | {"key_similarity_before": b} for r, b in zip(mine, before)]
+        row = {"model": MODELS[model], "seeds": len(mine), "parameters": mine[0]["parameters"]}
+        for key, _ in columns_of(COLUMNS)[3:]:
+            digits = 3 if key in THREE_DIGITS else 2
+            row[key] = mean_and_spread([r.get(key) for r in mine], digits)
+        rows.append(row)
     return rows
 
 
@@ -167,8 +161,7 @@ def main(argv=None):
     args = parse_args(argv)
     settings = {"corpus": args.corpus, "example_arguments": args.example_arguments}
     results = ResultsFile(args.results, settings, summarise=summarise)
-    keys = [(model, seed) for seed in args.seeds for model in args.models]
-    report = results.run(args, keys, lambda _, key: run(*key, args), write_docs_table)
+    report = results.run(args, args.models, lambda _, *key: run(*key, args), write_docs_table)
     print(json.dumps(report.get("summary") or summarise(report["runs"]), indent=1))
     return report
 

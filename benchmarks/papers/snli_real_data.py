@@ -19,8 +19,8 @@ import numpy as np
 
 from benchmarks import DATA, ROOT
 from benchmarks.docs_tables import add_update_docs_option, update_docs
-from benchmarks.papers import mean_and_spread
-from benchmarks.results_file import ResultsFile, add_results_options
+from benchmarks.papers import mean_and_spread, paper_parser, per_model
+from benchmarks.results_file import ResultsFile
 from examples.snli import corpora, input_pipeline, models
 from examples.snli import main as snli
 
@@ -89,10 +89,7 @@ def run(kind, seed, folder, test, vocabulary, args):
 
 def summarise(runs):
     rows = []
-    for kind in models.KINDS:
-        mine = [r for r in runs if r["model"] == kind]
-        if not mine:
-            continue
+    for kind, mine in per_model(runs, models.KINDS):
         row = {"model": kind, "units": mine[0]["units"], "seeds": len(mine)}
         row["parameters_without_embeddings"] = mine[0]["parameters_without_embeddings"]
         row["dev"] = mean_and_spread([r["best_dev_accuracy"] for r in mine], 4)
@@ -104,10 +101,9 @@ def summarise(runs):
 
 
 def parse_args(argv=None):
-    parser = snli.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = paper_parser(__doc__, "snli_real_data", [123, 124, 125], snli.ArgumentParser)
     positive, add = snli.number(int, 1), parser.add_argument
     add("--models", nargs="+", choices=models.KINDS, default=list(models.KINDS), help="models")
-    add("--seeds", nargs="+", type=snli.number(int, 0), default=[123, 124, 125], help="seeds")
     add("--epochs", type=positive, default=10, help="epochs per run (default: 10)")
     add("--units", type=positive, default=100, help="Dual AM-GRU size (default: 100, the paper)")
     add("--num-copies", type=positive, default=8, dest="copies", help="(default: 8)")
@@ -117,7 +113,6 @@ def parse_args(argv=None):
     add("--max-length", type=positive, default=40, help="tokens per sentence (default: 40)")
     add("--fused-loop", action=argparse.BooleanOptionalAction, default=True, help="layers'")
     add("--verbose", type=int, choices=(0, 1, 2), default=2, help="Keras progress output")
-    add_results_options(parser, ROOT / "benchmarks" / "results" / "snli_real_data.json")
     add_update_docs_option(parser)
     return parser.parse_args(argv)
 
@@ -132,13 +127,12 @@ def main(argv=None):
         *found, report["data"] = write_splits(RUNS)
         splits.extend(found)
 
-    def run_row(report, key):
-        row = run(*key, RUNS, *splits, args)
+    def run_row(report, kind, seed):
+        row = run(kind, seed, RUNS, *splits, args)
         print(json.dumps(row), flush=True)
         return row
 
-    keys = [(kind, seed) for seed in args.seeds for kind in args.models]
-    report = results.run(args, keys, run_row, write_docs_table, prepare)
+    report = results.run(args, args.models, run_row, write_docs_table, prepare)
     print(json.dumps(report["summary"], indent=1))
     return report
 

@@ -12,13 +12,11 @@ the CPU or a GPU, within ``--budget-s``: prints the results and writes the table
 import argparse
 import json
 import os
-import pathlib
 import sys
 import time
 
-from benchmarks import ArgumentParser, positive, results_file
+from benchmarks import RESULTS, ArgumentParser, describe_device, positive, results_file
 
-RESULTS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 DTYPES = ("float32", "mixed_bfloat16")
 # The share of the run's budget each table may spend before its next row is skipped.
 BUDGET_SHARES = {"window_attention": 0.4, "language_model": 0.25, "snli": 0.15}
@@ -53,32 +51,6 @@ def backend_python(text):
         return name, path
     expected = f"expected BACKEND=PATH with BACKEND in {BACKENDS}"
     raise argparse.ArgumentTypeError(f"{expected}, got {text!r}")
-
-
-def describe_device():
-    import keras
-
-    found = {"keras": keras.__version__, "backend": keras.backend.backend()}
-    found.update(cpus=os.cpu_count(), xla_flags=os.environ.get("XLA_FLAGS"))
-    if found["backend"] == "jax":
-        import jax
-
-        devices, found["jax"] = jax.devices(), jax.__version__
-        found["devices"] = [f"{device.platform}:{device.device_kind}" for device in devices]
-        memory = (devices[0].memory_stats() or {}).get("bytes_limit")
-        found["device_memory_mib"] = (memory or 0) / 2**20 or None
-        found["matmul_precision"] = str(jax.config.jax_default_matmul_precision)
-    elif found["backend"] == "torch":
-        import torch
-
-        found.update(torch=torch.__version__, threads=torch.get_num_threads())
-        if torch.cuda.is_available():
-            found["devices"] = [f"cuda:{torch.cuda.get_device_name(0)}"]
-    else:
-        import tensorflow as tf
-
-        found["tensorflow"] = tf.__version__
-    return found
 
 
 def peaks(args, sizes):
@@ -138,7 +110,7 @@ def run(args):
     jit = "eager" if args.no_jit and args.backend == "torch" else jit
     settings["step"] = f"SGD, ``stateless_call``, {jit}"
     device = describe_device()
-    memory = device.get("device_memory_mib")
+    memory = device["devices"] and device["devices"][0]["memory_mib"]
     sizes["limit_mib"] = 0.8 * memory if memory else sizes["memory_limit_gib"] * 1024
     sizes.update(samples=args.samples, buffers_only=args.buffers_only, pythons=args.python)
     results = {"sizes": args.sizes, "tables_asked": args.tables, "settings": settings}

@@ -6,12 +6,12 @@ import pathlib
 import re
 import tomllib
 
-from benchmarks import ROOT, results_file
+from benchmarks import RESULTS, ROOT, results_file
 from benchmarks.docs_tables import RESULTS_PAGE, columns_of, update_docs
 from benchmarks.speed.tables import FLOOR_LAYER, PALLAS_FLOOR, TABLES, equal_weight_key_dim
 
 IMAGES = ROOT / "docs" / "images"
-GPU_RUNS, GPU_FIGURE = ROOT / "benchmarks" / "results" / "gpu", IMAGES / "gpu_window_attention.png"
+GPU_RUNS, GPU_FIGURE = RESULTS / "gpu", IMAGES / "gpu_window_attention.png"
 BLOCKS = tomllib.loads(pathlib.Path(__file__).with_name("page.toml").read_text(encoding="utf-8"))
 # The window-attention implementations of the peer comparison, in the order of their colours.
 IMPLS = {"ours": "SlidingWindowAttention", "mha_width": "MultiHeadAttention (sliding window)"}
@@ -57,7 +57,6 @@ def draw(path, x, lines, labels, titles, size=(10, 4), dpi=80, legend="small", b
 
 def peers(report, rows, images):
     lines = [(i, IMPLS[m], f"{m}_ms", f"{m}_buffers_mib", "-", rows) for i, m in enumerate(IMPLS)]
-    lines = [line for line in lines if any(line[2] in row for row in rows)]
     labels = ("ms per step, XLA", "XLA buffers of a step (MiB)", "sequence length T")
     titles = ("time per forward + backward step", "working memory of one step")
     draw(images / "window_attention_vs_peers.png", "T", lines, labels, titles)
@@ -168,7 +167,7 @@ MAKERS["backends"] = backends
 def read_rows(table, report=None):
     """``(report, rows, float32 peak)`` of ``table`` from ``report`` or its results file."""
     if report is None or table not in report.get("tables", {}):
-        report = results_file.read_or_exit(ROOT / "benchmarks" / "results" / TABLES[table].file)
+        report = results_file.read_or_exit(RESULTS / TABLES[table].file)
     return report, report["tables"][table], report.get("peak_gflops", {}).get("float32")
 
 
@@ -224,7 +223,7 @@ def layer_test_rows(runs):
         done = re.findall(r"\+(\d+)s\] done, status", run["log"])
         rerun = tests.get("rerun_from") and pathlib.Path(tests["rerun_from"]).parent.name
         row = dict(run=run["name"], gpu=gpu_name(run), precision=tests["precision"])
-        backend = run["device"].get("keras_backend", "jax")
+        backend = run["device"].get("backend", run["device"].get("keras_backend", "jax"))
         version = run["device"].get(backend, run["device"].get("jax"))
         name = dict(jax="JAX").get(backend, backend)
         row["versions"] = f"{name} {version}, Keras {run['device']['keras']}"

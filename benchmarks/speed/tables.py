@@ -79,15 +79,23 @@ def backend():
     return keras.backend.backend()
 
 
-def model_of(inputs, layer, head, **call):
-    """``Dense(head)`` on ``layer`` of ``inputs`` (a shape: an input of it)."""
-    inputs = keras.Input(inputs[1:], batch_size=inputs[0]) if isinstance(inputs, tuple) else inputs
-    first = inputs[0] if isinstance(inputs, list) else inputs
-    return keras.Model(inputs, keras.layers.Dense(head)(layer(first, **call)))
+def layer_step(layer, shape, head=1, memory=None, data=None, state=None, **options):
+    """The `Step` of ``Dense(head)`` on ``layer`` of an input of ``shape`` (and a ``memory`` of
+    that shape: its ``call``'s ``memory``, or ``state(input, memory)``), ``data`` or random."""
+    shapes = [shape, *([memory] if memory else [])]
+    inputs = [keras.Input(shape[1:], batch_size=shape[0]) for shape in shapes]
+    call = {"memory": inputs[1]} if memory else {}
+    call = {"initial_state": state(*inputs)} if state else call
+    model = keras.Model(inputs, keras.layers.Dense(head)(layer(inputs[0], **call)))
+    data = data or [normal(*shape) for shape in shapes]
+    return training.Step(model, data if memory else data[0], **options)
 
 
-def layer_step(layer, shape, head=1, **options):
-    return training.Step(model_of(shape, layer, head), normal(*shape), **options)
+def lm_step(model, vocab, batch, steps, packed=False, **options):
+    """The `Step` of a language model on random tokens (``packed``: with in-graph resets)."""
+    x, y = tokens(vocab, batch, steps), tokens(vocab, batch, steps + 1)[:, 1:]
+    x = {"tokens": x, "reset": np.eye(batch, steps, dtype=bool)} if packed else x
+    return training.Step(model, x, y, training.token_crossentropy, **options)
 
 
 def replaced(*attributes):
@@ -103,6 +111,7 @@ class Table:
     variant under ``key``: its median, ``ratio`` to the first variant, arithmetic, or error."""
 
     buffers = False  # whether its rows give XLA's buffers (on TensorFlow from a JAX child)
+    per_second = False  # whether its rows give the tokens (`vectors`) per second
     backends = ("tensorflow", "jax", "torch")
     median = "median_ms"
 
@@ -149,9 +158,12 @@ class Table:
         for name in [*built, *errors]:
             row = {**case, self.key: name, **getattr(built.get(name), "info", {})}
             if name in samples:
-                flops = self.flops(sizes, case, name, built[name].model)
+                vectors = self.vectors(sizes, name)
+                flops = training.weight_training_flops(built[name].model, vectors)
                 row.update({self.median: medians[name], self.ratio: ratios[name]})
                 row.update(training.floor_columns(flops, medians[name], peak))
+                if self.per_second and vectors:
+                    row["tokens_per_second"] = round(vectors / medians[name] * 1000)
             elif name in errors:
                 row["status"] = row["error"] = f"failed: {errors[name]}"
             else:
@@ -161,8 +173,10 @@ class Table:
             rows.append(row)
         return rows
 
-    def flops(self, sizes, case, name, model):
-        return 0  # operations of the variant's weight products in one step (0: not counted)
+    def vectors(self, sizes, name):
+        """The vectors each weight matrix multiplies in a step of variant ``name``: a number, or
+        one of the weight; 0: its products not counted (`training.weight_training_flops`)."""
+        return 0
 
     def more(self, sizes, row, step, samples):  # a built variant's own columns
         pass
@@ -173,49 +187,30 @@ LM_VARIANTS = ("lstm", "window-parallel:5", "window-parallel:10", "window-cell:5
 LM_VARIANTS += ("window-cell:10", "ngram-parallel:4", "ngram-cell:4")
 LM_KINDS = ("lstm", "attention-parallel:5", "key_value-parallel:5")
 LM_KINDS += ("key_value_predict-parallel:5", "ngram-parallel:4")
-# The pieces each attention kind splits the LSTM output into (its width must be a multiple).
-PIECES = {"lstm": 1, "window": 1, "attention": 1, "key_value": 2, "key_value_predict": 3}
 PART = "eqs (2)-(4) alone:10"
 
 
-def parse_variant(variant):  # (kind, form, size)
+def parse_variant(variant):
+    """``(kind, form, options)`` of LM variant ``kind-form:size``: the language-model example's
+    kind (``window``: ``attention``) and form, and its ``window`` or ``ngram`` of the size."""
+    from examples.language_modeling.models import FORMS, KINDS
+
     kind, _, rest = variant.partition("-")
-    form, _, size = rest.partition(":")
-    if kind not in (*PIECES, "ngram") or form not in ("", "parallel", "cell"):
+    (form, _, size), kind = rest.partition(":"), "attention" if kind == "window" else kind
+    if kind not in KINDS or form not in ("", *FORMS):
         raise ValueError(f"unknown LM variant {variant!r}; e.g. {', '.join(LM_VARIANTS)}")
-    return kind, form or "parallel", int(size or 0)
+    options = {"ngram" if kind == "ngram" else "window": int(size)} if size else {}
+    return kind, form or "parallel", options
 
 
 def lm_model(variant, vocab, hidden, steps, batch, dropout=0.0, embedding_dim=None):
-    from tf_memlayers import NGramConcat, NGramConcatCell, SlidingWindowAttention
-    from tf_memlayers import SlidingWindowAttentionCell as WindowCell
-    from tf_memlayers.models import build_language_model
+    """The language-model example's model (examples/language_modeling) of ``variant``."""
+    from examples.language_modeling.models import language_model
 
-    kind, form, size = parse_variant(variant)
-    mode, units = ("attention" if kind == "window" else kind), max(1, hidden // max(1, size - 1))
-    memory = {  # a layer on the LSTM's outputs, or a function wrapping its cell
-        ("ngram", "parallel"): lambda: NGramConcat(size, units),
-        ("ngram", "cell"): lambda: lambda cell: NGramConcatCell(cell, size, units),
-        ("attention", "parallel"): lambda: SlidingWindowAttention(window=size, mode=mode),
-        ("attention", "cell"): lambda: lambda cell: WindowCell(cell, window=size, mode=mode),
-    }[("ngram" if kind == "ngram" else "attention", form)]
-    options = dict(embedding_dim=embedding_dim or hidden, dropout=dropout, batch_size=batch)
-    options.update(units=hidden, sequence_length=steps, stateful=False)
-    return build_language_model(vocab, memory() if kind != "lstm" else None, **options)
-
-
-def equal_parameter_hidden(variant, budget, **shape):
-    """The LSTM width (a multiple of the pieces) giving ``variant`` nearest ``budget`` weights."""
-    kind, _, size = parse_variant(variant)
-    multiple = max(1, size - 1) if kind == "ngram" else PIECES[kind]
-    count = lambda k: lm_model(variant, hidden=multiple * k, **shape).count_params()  # noqa: E731
-    low, high = 1, 2
-    while count(high) < budget:
-        low, high = high, 2 * high
-    while high - low > 1:  # count(low) < budget <= count(high)
-        middle = (low + high) // 2
-        low, high = (middle, high) if count(middle) < budget else (low, middle)
-    return multiple * min((low, high), key=lambda k: abs(count(k) - budget))
+    kind, form, options = parse_variant(variant)
+    options.update(units=hidden, embedding_dim=embedding_dim or hidden, stateful=False)
+    options.update(dropout=dropout, batch_size=batch, sequence_length=steps)
+    return language_model(vocab, kind, form, **options)
 
 
 def attention_part_model(hidden, steps, batch, window=10):
@@ -249,33 +244,33 @@ class LanguageModel(Table):
         width = sizes["lm_equal_hidden" if equal else "lm_hidden"]
         shape = dict(vocab=vocab, steps=length, batch=batch, embedding_dim=width)
         shape["dropout"] = 0.4 if equal else 0.0
-        x, y = tokens(vocab, batch, length), tokens(vocab, batch, length + 1)[:, 1:]
         budget = equal and lm_model("lstm", hidden=width, **shape).count_params()
 
         def make(variant):
-            matched = budget and variant != "lstm"
-            hidden = equal_parameter_hidden(variant, budget, **shape) if matched else width
+            from examples.language_modeling.models import units_for_budget
+
+            (kind, _, options), hidden = parse_variant(variant), width
+            if budget and kind != "lstm":  # the width closest to the LSTM's parameters
+                hidden = units_for_budget(vocab, kind, budget, embedding_dim=width, **options)[0]
             model = lm_model(variant, hidden=hidden, **shape)
             lstm = [layer for layer in model.layers if isinstance(layer, keras.layers.LSTM)]
-            step = training.Step(model, x, y, training.token_crossentropy, limit_mib=limit)
-            kind = parse_variant(variant)[0].replace("window", "attention")
+            step = lm_step(model, vocab, batch, length, limit_mib=limit)
             step.info = dict(kind=kind, hidden=hidden, cudnn=lstm[0].use_cudnn if lstm else None)
             return step
 
         made = {v: lambda v=v: make(v) for v in sizes.get("lm_variants", self.options["variants"])}
         if self.options.get("part"):
-            made[PART] = lambda: training.Step(attention_part_model(width, length, batch), x)
+            model = lambda: attention_part_model(width, length, batch)  # noqa: E731
+            made[PART] = lambda: training.Step(model(), tokens(vocab, batch, length))
         return made
 
-    def flops(self, sizes, case, name, model):
-        count = sizes["lm_batch"] * sizes["lm_steps"]
-        return 0 if name == PART else training.weight_training_flops(model, count)
+    per_second = True
+
+    def vectors(self, sizes, name):
+        return 0 if name == PART else sizes["lm_batch"] * sizes["lm_steps"]
 
     def more(self, sizes, row, step, samples):
         row["parameters"] = step.model.count_params()
-        if "median_ms" in row and row["variant"] != PART:
-            tokens = sizes["lm_batch"] * sizes["lm_steps"]
-            row["tokens_per_second"] = round(tokens / row["median_ms"] * 1000)
 
 
 class Packing(Table):
@@ -287,22 +282,18 @@ class Packing(Table):
         from tf_memlayers.models import build_language_model
 
         vocab, batch, hidden = (sizes[f"packing_{key}"] for key in ("vocab", "batch", "hidden"))
-        x, y, reset = tokens(vocab, batch, 20), tokens(vocab, batch, 21)[:, 1:], np.eye(batch, 20)
 
         def make(packed):
             options = dict(units=hidden, embedding_dim=hidden, batch_size=batch, stateful=False)
             model = build_language_model(vocab, resets=packed, **options)
-            inputs = {"tokens": x, "reset": reset.astype(bool)} if packed else x
-            return training.Step(model, inputs, y, training.token_crossentropy)
+            return lm_step(model, vocab, batch, 20, packed)
 
         return {"padded": lambda: make(False), "packed": lambda: make(True)}
 
-    def flops(self, sizes, case, name, model):
-        return training.weight_training_flops(model, sizes["packing_batch"] * 20)
+    per_second = True
 
-    def more(self, sizes, row, step, samples):
-        if "step_ms" in row:
-            row["tokens_per_second"] = round(sizes["packing_batch"] * 20 / row["step_ms"] * 1000)
+    def vectors(self, sizes, name):
+        return sizes["packing_batch"] * 20
 
 
 #: Ours with parts replaced by stand-ins: ``variant: (its saving's name, the parts)``.
@@ -557,8 +548,8 @@ class AssociativeMemory(Table):
 
         return {name: lambda name=name: make(name) for name in layers}
 
-    def flops(self, sizes, case, name, model):
-        return training.weight_training_flops(model, sizes["am_batch"] * sizes["am_steps"])
+    def vectors(self, sizes, name):
+        return sizes["am_batch"] * sizes["am_steps"]
 
     def more(self, sizes, row, step, samples):
         if "median_ms" in row:
@@ -577,22 +568,17 @@ class DualVsWordByWord(Table):
         from tf_memlayers import AttentionRNN, DualAssociativeGRUCell, WordByWordAttention
 
         batch, units, length = sizes["am_batch"], sizes["am_units"], case["premise_length"]
-        x, limit = keras.Input((10, units), batch_size=batch), sizes["limit_mib"]
+        shape, limit = (batch, 10, units), sizes["limit_mib"]
 
         def dual():
-            memory = keras.Input((units * 8,), batch_size=batch)
-            state = [keras.ops.zeros_like(memory), keras.ops.zeros_like(x[:, 0]), memory]
+            state = lambda x, m: [keras.ops.zeros_like(m), keras.ops.zeros_like(x[:, 0]), m]  # noqa: E731
             layer = keras.layers.RNN(DualAssociativeGRUCell(units, num_copies=8))
-            model = model_of([x, memory], layer, 1, initial_state=state)
-            data = [normal(batch, 10, units), 0.1 * normal(batch, units * 8)]
-            return training.Step(model, data, limit_mib=limit)
+            data = [normal(*shape), 0.1 * normal(batch, units * 8)]
+            return layer_step(layer, shape, 1, (batch, units * 8), data, state, limit_mib=limit)
 
         def attention():
-            premise = keras.Input((length, units), batch_size=batch)
             layer = AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(units)))
-            model = model_of([x, premise], layer, 1, memory=premise)
-            data = [normal(batch, 10, units), normal(batch, length, units)]
-            return training.Step(model, data, limit_mib=limit)
+            return layer_step(layer, shape, 1, (batch, length, units), limit_mib=limit)
 
         return {"dual": dual, "attention": attention}
 
@@ -640,11 +626,11 @@ class Snli(Table):
             made[f"{kind} fused_loop"] = lambda kind=kind: make(kind, True)
         return made
 
-    def flops(self, sizes, case, name, model):
+    def vectors(self, sizes, name):
         # The encoder's every position (25 + 15), the Dual AM-GRU's the hypothesis's (15).
         dual, encoder = "/dual_associative_gru_cell/", "encoder/"
         count = lambda w: 15 if dual in w.path else 40 if w.path.startswith(encoder) else 1  # noqa: E731
-        return training.weight_training_flops(model, lambda w: sizes["snli_batch"] * count(w))
+        return lambda w: sizes["snli_batch"] * count(w)
 
     def more(self, sizes, row, step, samples):
         kind, cell = row["kind"], row["kind"].removesuffix(" fused_loop")
@@ -743,11 +729,10 @@ class HeapStep(Table):
         names = ("no cache", "cache read", "cache read + heap write")
         return {name: lambda name=name: make(name) for name in names}
 
-    def flops(self, sizes, case, name, model):
+    def vectors(self, sizes, name):
         batch, cache = sizes["heap_batch"], sizes["heap_step_cache"]
         per_layer = dict(encoder=batch * 40, attention_pooling=batch * 40, cache_attention=cache)
-        per_row = lambda w: per_layer.get(w.path.split("/")[0], batch)  # noqa: E731
-        return training.weight_training_flops(model, per_row)
+        return lambda w: per_layer.get(w.path.split("/")[0], batch)
 
 
 class AttentionWrapperTable(Table):
@@ -768,17 +753,13 @@ class AttentionWrapperTable(Table):
         }
 
         def make(wrap):
-            cell, sequences = keras.layers.LSTMCell(100), keras.Input((20, 100), batch_size=32)
-            inputs, data = [sequences], [normal(32, 20, 100)]
+            cell, memory = keras.layers.LSTMCell(100), (32, case["memory_length"], 100)
             if wrap is None:
-                model = model_of(sequences, keras.layers.RNN(cell), 3)
+                step = layer_step(keras.layers.RNN(cell), (32, 20, 100), 3)
             else:
-                inputs.append(keras.Input((case["memory_length"], 100), batch_size=32))
-                data.append(normal(32, case["memory_length"], 100))
                 cell = wrap(cell) if callable(wrap) else AttentionWrapper(cell, **wrap)
-                model = model_of(inputs, AttentionRNN(cell), 3, memory=inputs[1])
-            step = training.Step(model, data)
-            step.info = {"weights": model.count_params()}
+                step = layer_step(AttentionRNN(cell), (32, 20, 100), 3, memory)
+            step.info = {"weights": step.model.count_params()}
             return step
 
         return {name: lambda w=wrap: make(w) for name, wrap in wrappers.items()}
@@ -843,33 +824,28 @@ class BackendCases(Table):
             "gru_cell_rnn": lambda: keras.layers.RNN(keras.layers.GRUCell(units), **seq),
             "lstm_cell_rnn": lambda: keras.layers.RNN(keras.layers.LSTMCell(units)),
         }
-        shape = lambda name: window_shape(sizes) if name == "window" else am  # noqa: E731
-        made = {name: lambda name=name: layer_step(layers[name](), shape(name)) for name in layers}
+        cell = lambda: ml.AttentionWrapper(keras.layers.LSTMCell(units), score="general")  # noqa: E731
+        layers["attention_rnn"] = lambda: ml.AttentionRNN(cell())
         vocab, batch, steps = sizes["lm_vocab"], sizes["lm_batch"], sizes["lm_steps"]
-        x, y = tokens(vocab, batch, steps), tokens(vocab, batch, steps + 1)[:, 1:]
 
-        def language_model(variant):
-            model = lm_model(variant, vocab, sizes["lm_hidden"], steps, batch)
-            return training.Step(model, x, y, training.token_crossentropy)
+        def make(name):
+            if name in LM_CASES:
+                model = lm_model(LM_CASES[name], vocab, sizes["lm_hidden"], steps, batch)
+                return lm_step(model, vocab, batch, steps)
+            shape = window_shape(sizes) if name == "window" else am
+            return layer_step(layers[name](), shape, memory=am if name == "attention_rnn" else None)
 
-        def attention_rnn():
-            sequences, memory = keras.Input(am[1:], batch_size=am[0]), keras.Input(am[1:])
-            cell = ml.AttentionWrapper(keras.layers.LSTMCell(units), score="general")
-            model = model_of([sequences, memory], ml.AttentionRNN(cell), 1, memory=memory)
-            return training.Step(model, [normal(*am), normal(*am)])
-
-        made |= {name: lambda v=v: language_model(v) for name, v in LM_CASES.items()}
-        made["attention_rnn"] = attention_rnn
         fused = backend() == "tensorflow"  # the fused AM-GRU loop is a TensorFlow op
         names = [name for name, group in BACKEND_GROUPS.items() if group == case["group"]]
-        return {name: made[name] for name in names if fused or "fused" not in name}
+        return {
+            name: lambda name=name: make(name) for name in names if fused or "fused" not in name
+        }
 
-    def flops(self, sizes, case, name, model):
-        # Every weight matrix multiplies each of the batch × time vectors.
+    def vectors(self, sizes, name):  # the batch × time vectors
+        if name == "window":
+            return sizes["batch"] * sizes["backend_window_length"]
         key = "lm" if name.startswith("lm_") else "am"
-        rows = sizes[f"{key}_batch"] * sizes[f"{key}_steps"]
-        rows = sizes["batch"] * sizes["backend_window_length"] if name == "window" else rows
-        return training.weight_training_flops(model, rows)
+        return sizes[f"{key}_batch"] * sizes[f"{key}_steps"]
 
 
 class Backends(Table):

@@ -56,7 +56,7 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "done, status 0" in (out / "run.log").read_text(encoding="utf-8")
     device, tests = _read(out / "device.json"), _read(out / "layer_tests.json")
-    assert device["keras_backend"] == BACKEND and (device["devices"] or not jax)
+    assert device["backend"] == BACKEND and (device["devices"] or not jax)
     # One test of each selected file ran, and none failed.
     assert tests["failed"] == tests["errors"] == 0 and tests["not_run"] == []
     assert tests["passed"] + tests["skipped"] == len(tests["files"]) == len(layer_test_modules())

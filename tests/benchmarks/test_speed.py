@@ -102,15 +102,6 @@ def test_an_lm_variant_puts_its_memory_on_the_lstm_or_around_its_cell(variant, m
         tables.parse_variant("window-sideways:5")
 
 
-def test_equal_parameters_give_each_kind_the_width_closest_to_the_lstms_count():
-    shape = dict(vocab=60, steps=4, batch=2, embedding_dim=10)
-    budget = tables.lm_model("lstm", hidden=10, **shape).count_params()
-    hidden = tables.equal_parameter_hidden("key_value-parallel:5", budget, **shape)
-    count = lambda h: tables.lm_model("key_value-parallel:5", hidden=h, **shape).count_params()  # noqa: E731
-    nearest = min((hidden - 2, hidden, hidden + 2), key=lambda h: abs(count(h) - budget))
-    assert hidden % 2 == 0 and nearest == hidden
-
-
 def test_the_window_peer_has_our_weights_and_the_floor_our_products():
     assert tables.equal_weight_key_dim(300, 32) == 165  # 198,795 weights against our 199,232
     x = keras.Input((5, 300))
