@@ -68,6 +68,7 @@ def run(kind, seed, folder, test, vocabulary, args):
     argv = [f"--data-dir={folder}", f"--embeddings={GLOVE}", f"--model={kind}", f"--seed={seed}"]
     same = ("epochs", "batch_size", "learning_rate", "init_scale", "max_length", "verbose")
     argv += [f"--{name.replace('_', '-')}={getattr(args, name)}" for name in same]
+    argv += [f"--patience={args.patience}"] if args.patience else []
     argv += [f"--units={units}", f"--num-copies={args.copies}", f"--workdir={workdir}"]
     keras.backend.clear_session()
     started = time.time()
@@ -81,6 +82,8 @@ def run(kind, seed, folder, test, vocabulary, args):
     dev = metrics["dev_accuracy"]
     row = dict(model=kind, seed=seed, units=units, parameters_without_embeddings=int(weights))
     row.update(best_epoch=int(np.argmax(dev)) + 1, best_dev_accuracy=round(max(dev), 4))
+    if args.patience:  # whether the stopping rule ended the run before the --epochs cap
+        row["stopped_by_rule"] = len(dev) < args.epochs
     row.update(test_accuracy=round(float(accuracy), 4))
     row["train_loss_by_epoch"] = [round(v, 4) for v in metrics["history"]["loss"]]
     row["dev_accuracy_by_epoch"] = [round(v, 4) for v in dev]
@@ -104,7 +107,13 @@ def parse_args(argv=None):
     parser = paper_parser(__doc__, "snli_real_data", [123, 124, 125], snli.ArgumentParser)
     positive, add = snli.number(int, 1), parser.add_argument
     add("--models", nargs="+", choices=models.KINDS, default=list(models.KINDS), help="models")
-    add("--epochs", type=positive, default=10, help="epochs per run (default: 10)")
+    add("--epochs", type=positive, default=10, help="epochs per run, or their cap (default: 10)")
+    add(
+        "--patience",
+        type=positive,
+        help="end each run after this many epochs without a dev improvement of 0.001 (the "
+        "example's --patience; default: run all --epochs)",
+    )
     add("--units", type=positive, default=100, help="Dual AM-GRU size (default: 100, the paper)")
     add("--num-copies", type=positive, default=8, dest="copies", help="(default: 8)")
     add("--batch-size", type=positive, default=50, help="pairs per batch (default: 50)")
@@ -120,6 +129,8 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     settings = {name: getattr(args, name) for name in SETTINGS} | {"run_by": "examples/snli"}
+    if args.patience:  # (runs without the rule keep the settings they were stored with)
+        settings["patience"] = args.patience
     results, splits = ResultsFile(args.results, settings, summarise=summarise), []
 
     def prepare(report):
@@ -149,7 +160,12 @@ def write_docs_table(report):
         "test acc. by seed; best_epochs: best epoch by seed; paper: the paper's test acc. (%), "
         "550k pairs",
         f"Trained on {data['train']} SNLI dev pairs for {s['epochs']} epochs "
-        f"({data['held_out_dev']} held out to pick the best epoch and halve the learning rate), "
+        + (
+            f"at most, each run ended by {s['patience']} epochs without a dev improvement "
+            if s.get("patience")
+            else ""
+        )
+        + f"({data['held_out_dev']} held out to pick the best epoch and halve the learning rate), "
         f"50d GloVe subset ({data['glove_found']} of {data['vocabulary']} words found), "
         f"evaluated on the {data['test']} SNLI test pairs with the best epoch's weights "
         f"(majority class {data['majority_baseline']:.3f}). Weights start U(±{s['init_scale']}) "

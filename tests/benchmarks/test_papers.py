@@ -102,7 +102,7 @@ def test_a_benchmark_resumes_renders_and_writes_its_block_when_asked(tmp_path, m
 
 BAD_OPTIONS = dict(
     lm_equal_budget="--max-epochs 0|--dropout 1|--steps 0|--repeats x|--units -3|--models gru",
-    snli_real_data="--learning-rate nan|--units 0|--models lstm|--seeds -1",
+    snli_real_data="--learning-rate nan|--units 0|--models lstm|--seeds -1|--patience 0",
     seq2seq_autoencoding="--epochs 0|--models lstm|--seeds -1|--corpus x",
     fill_last_word_real_data="--max-epochs 0|--batch-size -4|--held-out 1|--variants 4",
     fill_last_word_generated="--epochs 0|--variants lstm",
@@ -138,14 +138,18 @@ def test_a_tiny_run_writes_its_row_and_resumes(tmp_path, monkeypatch):
     monkeypatch.setattr(snli_real_data, "GLOVE", glove)
     monkeypatch.setattr(snli_real_data, "RUNS", tmp_path / "runs")
     results = tmp_path / "results.json"
-    argv = ["--models", "gru", "--seeds", "1", "--epochs", "2", "--units", "4", "--verbose", "0"]
+    argv = ["--models", "gru", "--seeds", "1", "--epochs", "3", "--units", "4", "--verbose", "0"]
+    argv += ["--patience", "1"]
     report = snli_real_data.main([*argv, "--batch-size", "12", "--results", str(results)])
     # Vocabulary: <pad>, <unk> and 11 words.
     data = dict(train=36, held_out_dev=4, test=20, vocabulary=13, majority_baseline=0.35)
     assert report["data"] == data | {"glove_found": 3}
     (row,) = report["runs"]
     assert row["units"] == 30 and row["model"] == "gru"  # the GRU's paper size, H + 26
-    assert len(row["dev_accuracy_by_epoch"]) == 2 == len(row["train_loss_by_epoch"])
+    dev = row["dev_accuracy_by_epoch"]
+    assert len(dev) == len(row["train_loss_by_epoch"]) in (2, 3)
+    # The example's stopping rule (one epoch without a 0.001 improvement) ended it or not.
+    assert row["stopped_by_rule"] == (len(dev) == 2) == (dev[1] - 1e-3 <= dev[0])
     assert row["best_dev_accuracy"] == max(row["dev_accuracy_by_epoch"])
     assert row["best_epoch"] == 1 + row["dev_accuracy_by_epoch"].index(row["best_dev_accuracy"])
     assert 0 <= row["test_accuracy"] <= 1 and row["parameters_without_embeddings"] > 0
