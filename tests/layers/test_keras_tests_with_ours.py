@@ -99,6 +99,12 @@ def test_keras_tests_pass_with_ours(tmp_path, record_property, run_id):
     assert run.returncode == 0, run.stdout[-6000:]
 
 
+# What Keras's loader does with a class it cannot import by module path does not depend on
+# the backend: the outcomes are compared once, in the TensorFlow pass.
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="the loader's outcomes are the same on every backend: compared on TensorFlow",
+)
 def test_unregistered_cells_load_as_with_keras_rnn(tmp_path):
     """Keras's RNN test files that define cells of their own, copied out of Keras: top-level
     modules, whose classes Keras's loading cannot import by module path, as a user's own
