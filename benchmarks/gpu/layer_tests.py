@@ -2,7 +2,8 @@
 (``device.json``; exit status 3 without a GPU where required), then every layer's test module on
 it under pytest-xdist with a time limit (a rehearsal: every module collected, the first test of
 one module a worker run), writing ``layer_tests.xml`` and ``layer_tests.json`` (counts,
-failures, the tests left unrun) whatever happens. Also the run's pytest plugin, writing the collected ids: what a stopped run left."""
+failures, the tests left unrun) whatever happens. Also the run's pytest plugin, writing the
+collected ids: what a stopped run left."""
 
 import json
 import os
