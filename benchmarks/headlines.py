@@ -6,17 +6,13 @@ page from the results files of the benchmarks that ran it.
 """
 
 import argparse
-import json
 import sys
 
-from benchmarks import RESULTS, ROOT
+from benchmarks import RESULTS, ROOT, results_file
 from benchmarks.docs_tables import RESULTS_PAGE, with_block
 
 PAGES = (ROOT / "README.rst", RESULTS_PAGE)
-
-
-def _load(name):
-    return json.loads((RESULTS / f"{name}.json").read_text("utf-8"))
+_load = lambda name: results_file.read(RESULTS / f"{name}.json")  # noqa: E731
 
 
 def lm_headline(ptb_rows):

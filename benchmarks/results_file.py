@@ -35,14 +35,6 @@ def write(path, report):
     path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
 
-def add_results_options(parser, default):
-    """Adds ``--results`` (default ``default``) and ``--from-results`` to ``parser``."""
-    add = parser.add_argument
-    add("--results", type=pathlib.Path, default=default, help="results file, resumed by a rerun")
-    add("--from-results", action="store_true", help="do not train: the table from --results")
-    return parser
-
-
 class ResultsFile:
     """The results file ``path`` of a run with ``settings``: its list ``rows``, each identified by
     its fields ``key``; ``compared(settings)``: what must be equal for stored rows to be kept;

@@ -1,11 +1,10 @@
 """NumPy float64 references of `AttentionWrapper` (Bahdanau et al. 2015, Luong et al. 2015) and
 `WordByWordAttention` (Rocktäschel et al. 2016) around a SimpleRNN cell, step by step, and the
-checks their test modules share."""
+data and weights their test modules share."""
 
-import keras
 import numpy as np
 
-from tests.support import as_numpy, assert_close, gradients
+from tests.support import as_numpy
 
 
 def masked_softmax(scores, mask):
@@ -138,39 +137,28 @@ def word_by_word_reference(
     starts from ``initial_h`` (default zeros) and r_0 = 0. Returns the outputs ``[batch,
     time, ...]`` and the weights ``[batch, time, L]``."""
     kernel, recurrent, bias = cell_weights
-    units, k = recurrent.shape[0], Y.shape[-1]
-    W_y = w["memory_kernel"].T
-    W_h, W_r = w["query_kernel"][:units].T, w["query_kernel"][units:].T
-    W_t = w["transition_kernel"].T
-    vector = w["score_vector"]
+    units = recurrent.shape[0]
+    W_y, W_t = w["memory_kernel"].T, w["transition_kernel"].T
+    W_h, W_r = np.split(w["query_kernel"].T, [units], axis=1)
     batch, steps = x.shape[:2]
     h = np.zeros((batch, units)) if initial_h is None else initial_h
-    r = np.zeros((batch, k))
+    r = np.zeros((batch, Y.shape[-1]))
     if sequence_mask is None:
         sequence_mask = np.ones((batch, steps), bool)
-    outputs, alignments, previous = [], [], None
-    for t in range(steps):
+    outputs, alignments = [], []
+    for t in range(steps):  # (the einsums: each row b, its Y = Y[b]^T [k, L], h_t = new_h[b])
         new_h = np.tanh(x[:, t] @ kernel + h @ recurrent + bias)
-        new_r, out = np.zeros_like(r), []
-        alphas = []
-        for b in range(batch):
-            Y_b = Y[b].T  # [k, L]
-            M = np.tanh(W_y @ Y_b + np.outer(W_h @ new_h[b] + W_r @ r[b], np.ones(Y_b.shape[1])))
-            alpha = masked_softmax(vector @ M, mask[b])
-            new_r[b] = Y_b @ alpha + np.tanh(W_t @ r[b])
-            if output_attention:
-                W_p = w["attention_kernel"][:k].T
-                W_x = w["attention_kernel"][k:].T
-                out.append(np.tanh(W_p @ new_r[b] + W_x @ new_h[b]))
-            else:
-                out.append(new_h[b])
-            alphas.append(alpha)
-        out = np.stack(out)
+        query = np.einsum("ij,bj->bi", W_h, new_h) + np.einsum("ij,bj->bi", W_r, r)
+        M = np.tanh(np.einsum("ij,blj->bil", W_y, Y) + query[:, :, None])
+        alpha = masked_softmax(np.einsum("i,bil->bl", w["score_vector"], M), mask)
+        new_r = np.einsum("blk,bl->bk", Y, alpha) + np.tanh(np.einsum("ij,bj->bi", W_t, r))
+        out = new_h
+        if output_attention:
+            W_p, W_x = np.split(w["attention_kernel"].T, [r.shape[-1]], axis=1)
+            out = np.tanh(np.einsum("ij,bj->bi", W_p, new_r) + np.einsum("ij,bj->bi", W_x, new_h))
         keep = sequence_mask[:, t][:, None]
         h, r = np.where(keep, new_h, h), np.where(keep, new_r, r)
-        previous = out if previous is None else np.where(keep, out, previous)
-        outputs.append(np.where(keep, out, previous))
-        alpha = np.stack(alphas)
+        outputs.append(np.where(keep, out, outputs[-1]) if outputs else out)
         alignments.append(np.where(keep, alpha, alignments[-1]) if alignments else alpha)
     return np.stack(outputs, 1), np.stack(alignments, 1)
 
@@ -206,49 +194,13 @@ def wrapper_weights(layer):
     the wrapper's own})`` of an `AttentionRNN`, in float64."""
     wrapper, cell = layer.cell, layer.cell.cell
     cell_weights = tuple(as_numpy(v).astype(np.float64) for v in cell.weights)
-    own = {
-        v.path.split("/")[-1]: as_numpy(v).astype(np.float64)
-        for v in wrapper.weights
-        if all(v is not c for c in cell.weights)
-    }
-    return cell_weights, own
+    own = [v for v in wrapper.weights if all(v is not c for c in cell.weights)]
+    return cell_weights, named_weights(own)
 
 
-def check_cell_loop_matches_layer(layer, x, memory, mask):
-    """The built `AttentionRNN` ``layer``'s cell called step by step gives the layer's
-    outputs and gradients (weights, inputs and memory); the memory gets a gradient."""
-    wrapper, steps = layer.cell, x.shape[1]
-
-    def by_cell(x, memory):
-        states = [keras.ops.zeros((x.shape[0], s)) for s in wrapper.state_size]
-        outputs = []
-        for t in range(steps):
-            out, states = wrapper(x[:, t], states, memory=memory, memory_mask=mask)
-            outputs.append(out)
-        return keras.ops.sum(keras.ops.stack(outputs, 1) ** 2)
-
-    def by_layer(x, memory):
-        return keras.ops.sum(layer(x, memory=memory, memory_mask=mask) ** 2)
-
-    loss_cell, grads_cell, input_grads_cell = gradients(by_cell, layer.weights, [x, memory])
-    loss_layer, grads_layer, input_grads_layer = gradients(by_layer, layer.weights, [x, memory])
-    np.testing.assert_allclose(loss_cell, loss_layer, rtol=1e-5)
-    for a, b in zip(grads_cell + input_grads_cell, grads_layer + input_grads_layer):
-        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-4)
-    assert np.abs(input_grads_layer[1]).max() > 1e-3  # the memory gets a gradient
-    return grads_layer
-
-
-def check_state_carries_over(layer, x, memory, mask):
-    """Two calls of ``layer`` (``return_sequences`` and ``return_state``), the second from
-    the first's states, give one call's outputs; returns the states between them."""
-    whole, *_ = layer(x, memory=memory, memory_mask=mask)
-    first, *states = layer(x[:, :2], memory=memory, memory_mask=mask)
-    second, *_ = layer(x[:, 2:], memory=memory, memory_mask=mask, initial_state=states)
-    assert_close(
-        np.concatenate([as_numpy(first), as_numpy(second)], 1), whole, atol=1e-6, rtol=1e-7
-    )
-    return states
+def named_weights(variables):
+    """``{name: value}`` of ``variables``, in float64."""
+    return {v.path.split("/")[-1]: as_numpy(v).astype(np.float64) for v in variables}
 
 
 def several_mechanisms_reference(

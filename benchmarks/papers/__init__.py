@@ -1,21 +1,26 @@
 """The paper experiments, each trained by its example: ``python -m benchmarks.papers.<name>``."""
 
+import pathlib
+
 import numpy as np
 
 from benchmarks import RESULTS, ArgumentParser, positive
-from benchmarks.results_file import add_results_options
 
 
 def paper_parser(doc, results, seeds=None, parser=ArgumentParser, help=None):
     """A paper benchmark's ``parser``, described by the first paragraph of ``doc``, with
-    ``--seeds`` (default ``seeds``), ``--results`` (default ``results`` in `RESULTS`) and
-    ``--from-results`` (`add_results_options`); ``help``: that of ``--seeds``."""
+    ``--seeds`` (default ``seeds``; ``help``: its help; neither: no ``--seeds``), ``--results``
+    (default ``results`` in `RESULTS`), resumed by a rerun, and ``--from-results``."""
     parser = parser(description=doc.split("\n\n")[0])
-    help = help or f"default: {' '.join(map(str, seeds))}"
-    parser.add_argument(
-        "--seeds", nargs="+", type=positive(int, zero=True), default=seeds, help=help
-    )
-    return add_results_options(parser, results and RESULTS / f"{results}.json")
+    add = parser.add_argument
+    if seeds or help:
+        help = help or f"default: {' '.join(map(str, seeds))}"
+        add("--seeds", nargs="+", type=positive(int, zero=True), default=seeds, help=help)
+    default, help = results and RESULTS / f"{results}.json", "results file, resumed by a rerun"
+    help += "" if results else " (default: the options', in benchmarks/results/)"
+    add("--results", type=pathlib.Path, default=default, help=help)
+    add("--from-results", action="store_true", help="do not train: the table from --results")
+    return parser
 
 
 def per_model(runs, models, key="model"):

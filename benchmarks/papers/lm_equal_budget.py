@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from benchmarks import DATA, RESULTS, ROOT, results_file, timing
 from benchmarks.docs_tables import add_update_docs_option, update_docs
+from benchmarks.papers import paper_parser
 from benchmarks.results_file import ResultsFile, read_or_exit
 from examples.language_modeling import configs, input_pipeline, models, train
 from examples.language_modeling import main as cli
@@ -53,7 +54,7 @@ PRESET_COLUMNS += "ppl (last epoch); valid_perplexity: valid ppl; test_perplexit
 
 
 def parse_args(argv=None):
-    parser = cli.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = paper_parser(__doc__, None, parser=cli.ArgumentParser)
     add = parser.add_argument
     add("--corpus", choices=tuple(DOCS_BLOCKS), default="ptb", help="a folder of --data-root")
     add("--data-root", type=pathlib.Path, default=DATA, help="the folder of ptb/, wikitext2/")
@@ -72,10 +73,8 @@ def parse_args(argv=None):
     add("--cost", action="store_true", help="only time the models' steps")
     add("--steps", type=cli.positive_int, default=10, help="batches per timed pass")
     add("--repeats", type=cli.positive_int, default=5, help="timed passes")
-    add("--results", type=pathlib.Path, help="default: the mode's, in benchmarks/results/")
     add("--workdir", type=pathlib.Path, default=ROOT / "runs", help="the models' runs under it")
     add("--figures-dir", type=pathlib.Path, default=ROOT / "docs" / "images")
-    add("--from-results", action="store_true", help="do not train: draw from --results")
     add_update_docs_option(parser)
     args = parser.parse_args(argv)
     name = "lm_real_data" if args.epochs else f"lm_equal_budget_{args.corpus}"

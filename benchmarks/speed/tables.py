@@ -837,9 +837,8 @@ class BackendCases(Table):
 
         fused = backend() == "tensorflow"  # the fused AM-GRU loop is a TensorFlow op
         names = [name for name, group in BACKEND_GROUPS.items() if group == case["group"]]
-        return {
-            name: lambda name=name: make(name) for name in names if fused or "fused" not in name
-        }
+        names = [name for name in names if fused or "fused" not in name]
+        return {name: lambda name=name: make(name) for name in names}
 
     def vectors(self, sizes, name):  # the batch × time vectors
         if name == "window":

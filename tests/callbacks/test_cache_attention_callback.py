@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import heap_reference as ref
 from tests.models.test_fill_last_word import small_model, token_batch
 from tests.support import summary_events, summary_table, tensorflow_only
 from tf_memlayers.callbacks.cache_attention_callback import (
@@ -22,63 +23,26 @@ pytestmark = tensorflow_only(
 )
 
 
-def _cache_model(query, rng=None, cache_size=6, units=3):
-    """States (width 4) are the inputs. With ``rng`` the layer's weights are drawn from
-    U(-1, 1), far enough from zero that the attention weights differ from slot to slot; else
-    the read's projection is 10 times the identity (and the cache 4 by 4)."""
+def _cache_model(query, rng, cache_size=6, units=3):
+    """States (width 4) are the inputs; the layer's weights are drawn from U(-1, 1), far enough
+    from zero that the attention weights differ from slot to slot."""
     inputs = keras.Input((4,))
-    cache_size, units = (cache_size, units) if rng else (4, 4)
     layer = HeapCacheAttention(cache_size, units, query=query, name="cache_attention")
     model = HeapCacheModel(inputs, layer(inputs))
-    for weight in layer.trainable_weights if rng else ():
+    for weight in layer.trainable_weights:
         weight.assign(rng.uniform(-1, 1, weight.shape))
-    if not rng and query != "none":
-        layer.query_kernel.assign(10 * np.eye(4, dtype="float32"))
     return model, layer
 
 
 def _numpy_read_weights(layer, states):
-    """The read's weights ``[batch, K]`` (``[K]`` for ``query="none"``) in float64 from the
-    layer's equations: a softmax over the filled slots of the logits below, 0 on empty slots.
-
-    none: ``v . tanh(W^T C_i)``; additive: ``v . tanh(W^T C_i + W_q^T h)``;
-    dot: ``(W_q^T h) . (W_q^T C_i) / sqrt(A)``."""
-    cache = np.asarray(layer.cache, np.float64)
-    kernel = np.asarray(layer.cache_kernel, np.float64)
-    score = np.asarray(layer.cache_score, np.float64)
-    if layer.query == "none":
-        logits = np.tanh(cache @ kernel) @ score
-    else:
-        states = np.asarray(states, np.float64)
-        query = np.asarray(layer.query_kernel, np.float64)
-        if layer.query == "additive":
-            logits = np.tanh((cache @ kernel)[None] + (states @ query)[:, None]) @ score
-        else:
-            logits = (states @ query) @ (cache @ query).T / np.sqrt(layer.attention_units)
-    filled = np.any(cache != 0, axis=-1)
-    logits = np.where(filled, logits, -np.inf)
-    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return weights / weights.sum(axis=-1, keepdims=True)
-
-
-def test_dot_read_attends_to_the_matching_entry_and_the_weight_is_measured():
-    entries = np.eye(4, dtype="float32")
-    model, layer = _cache_model("dot")
-    model.write_caches(entries)
-    wanted = np.eye(4, dtype=bool)
-    on_match = cache_attention_on_entries(model, layer, entries, entries, wanted)
-    assert on_match.shape == (4,) and np.all(on_match > 0.99)
-    # The paper's read is the same for every probe: 1/4 on the matching entry here.
-    model, layer = _cache_model("none")
-    model.write_caches(entries)
-    layer.cache_kernel.assign(np.zeros((4, 4), "float32"))  # equal scores
-    on_match = cache_attention_on_entries(model, layer, entries, entries, wanted)
-    np.testing.assert_allclose(on_match, 0.25, rtol=1e-5)
-    # Slots holding no listed entry count for nothing.
-    model, layer = _cache_model("dot")
-    model.write_caches(entries[:2])
-    on_match = cache_attention_on_entries(model, layer, entries, entries[2:], wanted[:, 2:])
-    np.testing.assert_allclose(on_match, 0.0, atol=1e-6)
+    """The read's weights ``[batch, K]`` (``[K]`` for ``query="none"``) of the NumPy reference
+    of the read (`heap_reference.read`) with the layer's weights, in float64."""
+    weights = (layer.cache, layer.cache_kernel, layer.cache_score, layer.cache_gate)
+    cache, kernel, score, gate = (np.asarray(v, np.float64) for v in weights)
+    query = None if layer.query == "none" else np.asarray(layer.query_kernel, np.float64)
+    states = np.zeros((1, layer.width)) if states is None else np.asarray(states, np.float64)
+    _, alpha = ref.read(cache, states, kernel, score, gate, query, layer.mask_empty, layer.query)
+    return alpha[0] if query is None else alpha
 
 
 @pytest.mark.parametrize("query", ["none", "additive", "dot"])
@@ -96,25 +60,29 @@ def test_weight_by_index_is_the_reads_weight_averaged_over_the_probes(query):
     assert np.count_nonzero(weights) == 4  # the empty slots take no weight
 
 
-def test_weight_on_entries_is_each_probes_weight_on_the_slots_holding_its_wanted_entries():
+@pytest.mark.parametrize("query", ["none", "additive", "dot"])
+def test_weight_on_entries_is_each_probes_weight_on_the_slots_holding_its_wanted_entries(query):
     rng = np.random.default_rng(7)
-    model, layer = _cache_model("additive", rng)
+    model, layer = _cache_model(query, rng)
     entries = rng.normal(size=(5, 4)).astype("float32")
     model.write_caches(entries)  # 5 of 6 slots, in the heap's order
     probes = rng.normal(size=(3, 4)).astype("float32")
     wanted = np.array([[1, 0, 0, 1, 0], [0, 0, 0, 0, 0], [1, 1, 1, 0, 1]], bool)
-    got = cache_attention_on_entries(model, layer, probes, entries, wanted)
     alpha = np.broadcast_to(_numpy_read_weights(layer, probes), (3, 6))
+    # The entry each slot holds: the cache holds the entries' float32 values as they are.
     cache = layer.cache.numpy()
-    expected = np.zeros(3)
-    for slot in range(6):
-        # The cache holds the entries' float32 values as they are.
-        held = np.flatnonzero(np.all(entries == cache[slot], axis=-1))
-        assert len(held) == (1 if cache[slot].any() else 0)
-        if len(held):
-            expected += alpha[:, slot] * wanted[:, held[0]]
-    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
-    assert got[1] == 0.0
+    held = [np.flatnonzero(np.all(entries == row, axis=-1)) for row in cache]
+    assert [len(entry) for entry in held] == [int(row.any()) for row in cache]
+    # Every entry listed, then the last three only: slots holding no listed entry count nothing.
+    for first in (0, 2):
+        got = cache_attention_on_entries(model, layer, probes, entries[first:], wanted[:, first:])
+        expected = sum(
+            alpha[:, slot] * wanted[:, entry[0]]
+            for slot, entry in enumerate(held)
+            if len(entry) and entry[0] >= first
+        )
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
+        assert got[1] == 0.0
 
 
 def _check_top_slots(events, weights):

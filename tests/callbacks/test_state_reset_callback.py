@@ -48,32 +48,22 @@ def _cleared_rows(before, after):
 def test_the_callback_clears_everything_first_then_the_rows_of_each_batch(mode):
     model = _nested_stateful_model()
     resets = np.array([[1, 1, 1], [0, 0, 0], [0, 1, 0], [1, 0, 1]], bool)
-    # The other mode's table is the opposite one: it must not be read.
-    callback = StateResetCallback(*((resets, ~resets) if mode == "train" else (~resets, resets)))
-    callback.set_model(model)
-    _fill(model, 2)
-    if mode == "train":
-        callback.on_epoch_begin(0)
-    else:
-        getattr(callback, f"on_{mode}_begin")()
-    assert all(not state.any() for state in _carried(model))
-    # Batch 0 starts from the cleared states; batches past the table clear nothing.
-    for batch in range(6):
-        _fill(model, 3 + batch)
-        before = _carried(model)
-        getattr(callback, f"on_{mode}_batch_begin")(batch)
-        expected = resets[batch].tolist() if 0 < batch < len(resets) else [False] * BATCH
-        assert _cleared_rows(before, _carried(model)) == expected, batch
-
-
-def test_without_reset_tables_only_the_starts_clear_the_states():
-    model = _nested_stateful_model()
-    callback = StateResetCallback()
-    callback.set_model(model)
-    _fill(model, 4)
-    before = _carried(model)
-    for mode in ("train", "test", "predict"):
-        getattr(callback, f"on_{mode}_batch_begin")(1)
-    assert _cleared_rows(before, _carried(model)) == [False, False, False]
-    callback.on_test_begin()
-    assert all(not state.any() for state in _carried(model))
+    # The other mode's table is the opposite one: it must not be read. Without tables only the
+    # start clears the states.
+    for tables in ((resets, ~resets) if mode == "train" else (~resets, resets), ()):
+        callback = StateResetCallback(*tables)
+        callback.set_model(model)
+        _fill(model, 2)
+        if mode == "train":
+            callback.on_epoch_begin(0)
+        else:
+            getattr(callback, f"on_{mode}_begin")()
+        assert all(not state.any() for state in _carried(model))
+        # Batch 0 starts from the cleared states; batches past the table clear nothing.
+        for batch in range(6):
+            _fill(model, 3 + batch)
+            before = _carried(model)
+            getattr(callback, f"on_{mode}_batch_begin")(batch)
+            in_table = tables and 0 < batch < len(resets)
+            expected = resets[batch].tolist() if in_table else [False] * BATCH
+            assert _cleared_rows(before, _carried(model)) == expected, batch

@@ -126,6 +126,9 @@ def test_a_bad_argument_is_named(call, expected):
     message = str(info.value)
     assert type(info.value).__name__ == error and fragment in message, message
     assert "output_dim" not in message and "Received" not in message  # no Keras-internal names
+    if "must be a number" in message:  # a number of the wrong type: from the one number check
+        last = traceback.extract_tb(info.value.__traceback__)[-1]
+        assert last.filename.endswith("_validation.py") and last.name == "check_number"
 
 
 def test_a_passed_on_argument_is_checked_by_the_layer_that_takes_it():
@@ -173,22 +176,6 @@ def test_the_snli_builders_memory_arguments_are_checked_once():
     assert checks["return_sequences"] == checks["unroll"] == 2
     # Not vacuous: a check's own calls of another check are not counted.
     assert _checks_during(lambda: _validation.check_optional_int("n", 3, 1)) == {"n": 1}
-
-
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda: _lm(dropout="0.1"),
-        lambda: build_snli_model(30, embedding_dim=4, dropout="0.1"),
-        lambda: _fill(weight_decay="0"),
-    ],
-    ids=["language_model", "snli", "fill_last_word"],
-)
-def test_a_number_of_the_wrong_type_is_a_type_error_from_the_one_number_check(call):
-    with pytest.raises(TypeError, match="must be a number, got '0") as raised:
-        call()
-    last = traceback.extract_tb(raised.value.__traceback__)[-1]
-    assert last.filename.endswith("_validation.py") and last.name == "check_number"
 
 
 def test_no_module_has_a_number_check_of_its_own():

@@ -43,7 +43,6 @@ def token_batch(rng, count=16):
 
 def test_paper_mode_layers_and_names():
     model = small_model(pooling="attention", cache_size=12)
-    assert isinstance(model, HeapCacheModel)
     assert isinstance(model.get_layer("pooling"), AttentionPooling)
     cache = model.get_layer("cache_attention")
     assert cache.mask_empty is True and cache.cache_size == 12
@@ -57,7 +56,6 @@ def test_paper_mode_layers_and_names():
     assert fill_last_word_optimizer(clip_norm=1.5).clipnorm == 1.5
     assert fill_last_word_optimizer(clip_norm=0).clipnorm is None  # 0: no clipping
     assert fill_last_word_optimizer(True, clip_norm=2).clipnorm == 2.0
-    assert model.weight_decay == 1e-5
     names = [layer.name for layer in model.layers]
     assert names == ["context", "embedding", "encoder", "pooling", "cache_attention", "logits"]
     # Without a pooling the LSTM's final state is the sentence state; GloVe vectors given are

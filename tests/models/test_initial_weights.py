@@ -37,24 +37,6 @@ def _alike(weights):
     ]
 
 
-LANGUAGE_MODELS = {
-    "lstm": lambda: None,
-    "window_attention": lambda: SlidingWindowAttention(window=3, mode="key_value"),
-    "ngram": lambda: NGramConcat(3, 8),
-    "cell_form": lambda: lambda cell: SlidingWindowAttentionCell(cell, window=3),
-}
-
-
-@pytest.mark.parametrize("memory", sorted(LANGUAGE_MODELS))
-def test_language_model_weights_start_independent(memory):
-    # Two LSTM layers as wide as the embedding: every LSTM kernel has the same shape.
-    options = dict(layers=2, stateful=False, sequence_length=None)
-    model = build_language_model(30, LANGUAGE_MODELS[memory](), 16, 16, **options)
-    model.build((None, None))
-    assert len(_random_weights(model.weights)) >= 5
-    assert _alike(model.weights) == []
-
-
 @pytest.mark.parametrize("kind", ["gru", "am_gru", "dual_am_gru", "default"])
 def test_snli_model_weights_start_independent_and_reproducible(kind):
     def build(seed):
@@ -76,24 +58,36 @@ def test_snli_model_weights_start_independent_and_reproducible(kind):
     )
 
 
-LAYERS = {
-    "SlidingWindowAttention": (
-        lambda: SlidingWindowAttention(window=3, mode="key_value_predict", units=4),
-        (2, 5, 12),
+def _language_model(memory):
+    # Two LSTM layers as wide as the embedding: every LSTM kernel has the same shape.
+    options = dict(layers=2, stateful=False, sequence_length=None)
+    return build_language_model(30, memory, 16, 16, **options)
+
+
+def _built(layer, shape):
+    layer.build(shape)
+    return layer
+
+
+# {case: a language model with each kind of memory, or a layer with several kernels}
+BUILT = {
+    "lm_lstm": lambda: _language_model(None),
+    "lm_window_attention": lambda: _language_model(SlidingWindowAttention(3, mode="key_value")),
+    "lm_ngram": lambda: _language_model(NGramConcat(3, 8)),
+    "lm_cell_form": lambda: _language_model(lambda cell: SlidingWindowAttentionCell(cell, 3)),
+    "SlidingWindowAttention": lambda: _built(
+        SlidingWindowAttention(window=3, mode="key_value_predict", units=4), (2, 5, 12)
     ),
-    "AssociativeGRUCell": (lambda: AssociativeGRUCell(8, num_copies=2), (2, 8)),
-    "DualAssociativeGRUCell": (lambda: DualAssociativeGRUCell(8, num_copies=2), (2, 8)),
-    "DualAssociativeEncoder": (
-        lambda: DualAssociativeEncoder(8, num_copies=2),
-        [(2, 5, 8), (2, 3, 8)],
+    "AssociativeGRUCell": lambda: _built(AssociativeGRUCell(8, num_copies=2), (2, 8)),
+    "DualAssociativeGRUCell": lambda: _built(DualAssociativeGRUCell(8, num_copies=2), (2, 8)),
+    "DualAssociativeEncoder": lambda: _built(
+        DualAssociativeEncoder(8, num_copies=2), [(2, 5, 8), (2, 3, 8)]
     ),
 }
 
 
-@pytest.mark.parametrize("name", sorted(LAYERS))
-def test_a_layers_kernels_from_one_initializer_start_independent(name):
-    make, shape = LAYERS[name]
-    layer = make()
-    layer.build(shape)
-    assert len(_random_weights(layer.weights)) >= 3
-    assert _alike(layer.weights) == []
+@pytest.mark.parametrize("case", sorted(BUILT))
+def test_a_models_or_layers_kernels_from_one_initializer_start_independent(case):
+    built = BUILT[case]()
+    assert len(_random_weights(built.weights)) >= (5 if case.startswith("lm_") else 3)
+    assert _alike(built.weights) == []

@@ -71,21 +71,17 @@ def test_cell_form_equals_parallel_form(kind, options):
     for start in (0, 5):  # inference: no recurrent dropout; the second segment carries state
         x = _tokens(2, 5, seed=start)
         np.testing.assert_allclose(cell(x).numpy(), parallel(x).numpy(), atol=2e-5)
-
-
-def test_tied_weights_share_the_embedding():
-    model = _model(kind="attention", tie_weights=True, stateful=False)
-    x = _tokens(2, 5)
-    embedding = model.get_layer("embedding")
-    features = keras.Model(model.input, model.get_layer("window_attention").output)(x)
-    expected = features.numpy() @ embedding.embeddings.numpy().T + embedding.output_bias.numpy()
-    np.testing.assert_allclose(model(x).numpy(), expected, atol=1e-5)
-    # One [vocab, embedding] variable serves as input and output layer: no softmax kernel.
-    shapes = [tuple(w.shape) for w in model.trainable_weights]
-    assert shapes.count((VOCAB, 6)) == 1 and (6, VOCAB) not in shapes
-    untied = _model(kind="attention", stateful=False)
-    softmax_kernels = [w for w in untied.trainable_weights if tuple(w.shape)[1:] == (VOCAB,)]
-    assert len(softmax_kernels) == 1 and softmax_kernels[0].shape[0] != VOCAB
+    # Tied weights: one [vocab, embedding] variable is the input and the output layer (no
+    # softmax kernel); the logits are the memory's features times its transpose, plus a bias.
+    softmax = [w for w in parallel.trainable_weights if tuple(w.shape)[1:] == (VOCAB,)]
+    assert len(softmax) == (0 if "tie_weights" in options else 1)
+    if "tie_weights" in options:
+        assert [tuple(w.shape) for w in parallel.trainable_weights].count((VOCAB, 6)) == 1
+        outputs = [parallel.get_layer(LAYER_NAMES[kind]).output, parallel.output]
+        features, logits = (y.numpy() for y in keras.Model(parallel.input, outputs)(x))
+        embedding = parallel.get_layer("embedding")
+        expected = features @ embedding.embeddings.numpy().T + embedding.output_bias.numpy()
+        np.testing.assert_allclose(logits, expected, atol=1e-5)
 
 
 def test_initialisation_follows_the_paper():

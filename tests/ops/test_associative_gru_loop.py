@@ -82,27 +82,39 @@ def _values_and_gradients(loop, cell, xs, states, mask, **options):
 
 
 # The AM-GRU and the Dual AM-GRU (its source memory and kernels), each batch and shard count
-# with and without XLA, under both masked-output rules and with 3 or the benchmark's 8 copies
-# (each step's copies read from a ``[B, 2, 8, m]`` memory), by pairs (`all_pairs`).
+# (1 example in 2 shards: one is empty) with and without XLA, under both masked-output rules,
+# with 3 or the benchmark's 8 copies (each step's copies read from a ``[B, 2, 8, m]`` memory),
+# eagerly or traced with the batch and time unknown, by pairs (`all_pairs`).
 @pytest.mark.parametrize(
-    "dual, batch_and_shards, jit_compile, zero_output_for_mask, copies_and_units",
+    "dual, batch_and_shards, jit_compile, zero_output_for_mask, copies_and_units, traced",
     all_pairs(
         [False, True],
         [(5, 1), (5, 2), (7, 3), (1, 2)],
         [False, True],
         [False, True],
         [(3, 8), (8, 12)],
+        [False, True],
     ),
 )
 def test_fused_loop_equals_keras_loop_in_float64(
-    dual, batch_and_shards, jit_compile, zero_output_for_mask, copies_and_units
+    dual, batch_and_shards, jit_compile, zero_output_for_mask, copies_and_units, traced
 ):
     (batch, num_shards), (copies, units) = batch_and_shards, copies_and_units
     cell, xs, states, mask = _setup(batch, copies, batch + num_shards, units=units, dual=dual)
     options = dict(zero_output_for_mask=zero_output_for_mask)
     expected = _values_and_gradients(_keras_loop, cell, xs, states, mask, **options)
     options.update(jit_compile=jit_compile, num_shards=num_shards)
-    got = _values_and_gradients(_fused_loop, cell, xs, states, mask, **options)
+
+    def values_and_gradients(xs, states, mask):
+        return _values_and_gradients(_fused_loop, cell, xs, states, mask, **options)
+
+    if traced:  # (any mask dtype is cast to bool)
+        unknown = [tf.TensorSpec((None, None, 5), tf.float64)]
+        unknown += [[tf.TensorSpec((None, s.shape[1]), tf.float64) for s in states]]
+        unknown += [tf.TensorSpec((None, None), tf.int32)]
+        values_and_gradients = tf.function(values_and_gradients, input_signature=unknown)
+        mask = tf.cast(mask, tf.int32)
+    got = values_and_gradients(xs, states, mask)
     assert len(got) == 3 + 3 + dual + 5 + 2 * dual  # values; inputs, states; weights
     for e, g in zip(expected, got):
         assert np.abs(e).max() > 0
@@ -128,26 +140,6 @@ def test_a_masked_step_ignores_non_finite_projections(jit_compile):
     for e, g in zip(*results):
         assert np.isfinite(g).all()
         np.testing.assert_array_equal(g, e)
-
-
-@pytest.mark.parametrize("batch, num_shards", [(4, 2), (2, 3)])
-def test_fused_loop_with_unknown_shapes_inside_a_tf_function(batch, num_shards):
-    """Batch and time unknown when traced; with 3 shards and 2 examples one shard is empty."""
-    cell, xs, states, mask = _setup(batch, copies=2, seed=3)
-    expected = _values_and_gradients(
-        _keras_loop, cell, xs, states, mask, zero_output_for_mask=False
-    )
-    shapes = [(None, None, 5), (None, 16), (None, 8), (None, None)]
-    signature = [tf.TensorSpec(shape, tf.float64) for shape in shapes[:3]]
-
-    @tf.function(input_signature=[*signature, tf.TensorSpec(shapes[3], tf.int32)])
-    def values_and_gradients(xs, memory, output, mask):
-        options = dict(zero_output_for_mask=False, num_shards=num_shards)
-        return _values_and_gradients(_fused_loop, cell, xs, [memory, output], mask, **options)
-
-    # Any mask dtype is cast to bool.
-    for e, g in zip(expected, values_and_gradients(xs, *states, tf.cast(mask, tf.int32))):
-        np.testing.assert_allclose(g, e, atol=1e-11, rtol=1e-11)
 
 
 def test_layers_of_different_widths_share_the_compiled_loops():

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from tests import am_gru_reference as ref
 from tf_memlayers.ops import associative_gru_passes as passes
+from tf_memlayers.ops import holographic
 
 STEPS, BATCH, UNITS, COPIES, INPUT_DIM = 5, 3, 6, 3, 4
 M = UNITS // 2
@@ -52,14 +53,9 @@ def _loop_arguments(problem):
         w["dual_gate"] if dual else None,
         w["dual_candidate"] if dual else None,
     )
-    matrix = np.zeros((M, COPIES * M))  # (k @ P)[:, c * m + j] = k[:, perm_c[j]]
-    for c, perm in enumerate(problem["perms"]):
-        matrix[perm, c * M + np.arange(M)] = 1.0
-    # Gathering all copies' entries here puts each copy back in the key's order.
-    unpermute = np.concatenate(
-        [c * M + np.argsort(perm) for c, perm in enumerate(problem["perms"])]
-    ).astype(np.int32)
-    return projected, recurrent, kernels, matrix, unpermute
+    # The copies' permutation matrix and its adjoint's indices (test_holographic.py).
+    matrix = holographic.permutation_matrix(problem["perms"]).astype(np.float64)
+    return projected, recurrent, kernels, matrix, holographic.unpermuting_indices(problem["perms"])
 
 
 def _parts(memory):

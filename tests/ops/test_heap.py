@@ -55,42 +55,54 @@ def test_heap_slots_replay_the_documented_procedure(float64_policy, size):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_cache_scores_in_the_rows_dtype_with_empty_rows_at_minus_infinity(dtype):
+def test_cache_scores_in_the_rows_dtype_with_empty_and_non_finite_rows_at_minus_infinity(dtype):
     rng = np.random.default_rng(2)
-    vectors = rng.normal(size=(5, 4))
+    vectors = rng.normal(size=(8, 4))
     vectors[1] = 0.0
     vectors[2] = -0.0  # negative zeros are zeros: an empty slot too
     vectors[3, :2] = 0.0  # some zero entries only: a real vector
+    vectors[5, 0], vectors[6, 1], vectors[7, 2] = np.nan, np.inf, -np.inf  # unusable
     kernel, score_vector = rng.normal(size=(4, 3)), rng.normal(size=(3,))
     scores = heap.cache_scores(
         *(ops.convert_to_tensor(a.astype(dtype)) for a in (vectors, kernel, score_vector))
     )
     assert keras.backend.standardize_dtype(scores.dtype) == dtype
-    expected = np.tanh(vectors @ kernel) @ score_vector
-    expected[[1, 2]] = -np.inf
+    expected = np.tanh(np.nan_to_num(vectors) @ kernel) @ score_vector
+    expected[[1, 2, 5, 6, 7]] = -np.inf
     np.testing.assert_allclose(
         as_numpy(scores), expected, rtol=1e-5 if dtype == "float32" else 1e-13
     )
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_equal_half_precision_rows_share_one_score(dtype):
-    rng = np.random.default_rng(4)
-    distinct = rng.normal(size=(5, 24))
-    picks = rng.integers(0, 5, 300)
-    kernel, score_vector = rng.normal(scale=0.3, size=(24, 8)), rng.normal(size=(8,))
-    pool, kernel_t, score_t = (
+HALF = ("float16", "bfloat16")
+SHAPES = [(17, 5, 1001), (200, 100, 164), (64, 32, 50)]  # (width, units, rows)
+
+
+@pytest.mark.parametrize(
+    "dtype, width, units, rows",
+    [(d, *shape) for d in ("float32", "float64") for shape in SHAPES]
+    + [(d, 24, 8, 300) for d in HALF],
+)
+def test_equal_rows_get_one_score_wherever_they_sit(dtype, width, units, rows):
+    # One matrix product rounds a row by where it sits: equal vectors would not tie.
+    rng = np.random.default_rng(width)
+    distinct = rng.normal(size=(7, width))
+    picks = rng.integers(0, 7, rows)
+    scale = 0.3 if dtype in HALF else 1.0
+    kernel, score_vector = rng.normal(scale=scale, size=(width, units)), rng.normal(size=(units,))
+    tensors = [
         ops.cast(ops.convert_to_tensor(a), dtype) for a in (distinct[picks], kernel, score_vector)
-    )
-    scores = as_numpy(ops.cast(heap.pool_scores(pool, kernel_t, score_t), "float32"))
-    for k in range(5):
-        assert len(set(scores[picks == k].tolist())) == 1
-    # The rows and weights as rounded to the dtype, scored in float64.
-    rounded = [
-        as_numpy(ops.cast(t, "float32")).astype(np.float64) for t in (pool, kernel_t, score_t)
     ]
-    expected = np.tanh(rounded[0] @ rounded[1]) @ rounded[2]
-    np.testing.assert_allclose(scores, expected, rtol=0, atol=0.1 * np.abs(expected).max())
+    scores = as_numpy(ops.cast(heap.pool_scores(*tensors), "float64"))
+    for k in range(7):
+        assert len(set(scores[picks == k].tolist())) <= 1
+    # The rows and weights as the dtype holds them, scored in float64.
+    pool, kernel, score_vector = (as_numpy(ops.cast(t, "float64")) for t in tensors)
+    expected = np.tanh(pool @ kernel) @ score_vector
+    if dtype in HALF:
+        np.testing.assert_allclose(scores, expected, rtol=0, atol=0.1 * np.abs(expected).max())
+    else:
+        np.testing.assert_allclose(scores, expected, rtol=1e-4 if dtype == "float32" else 1e-12)
 
 
 def _float32_rows(words):

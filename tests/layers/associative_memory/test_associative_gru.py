@@ -99,7 +99,8 @@ def mask_with_holes(batch, steps):
     return mask
 
 
-@FUSED_OR_KERNELS
+# (The Pallas kernels against the original step, on JAX: tests/ops/test_associative_gru_pallas.py.)
+@FUSED
 @pytest.mark.parametrize("copies", [1, 3, 8])
 def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fused_loop):
     rng = np.random.default_rng(copies)
@@ -275,16 +276,6 @@ def test_fused_loop_must_be_a_bool_or_auto(make):
     assert make(4).fused_loop == "auto"
 
 
-def test_the_fused_loop_refuses_what_it_does_not_run():
-    # On another backend the fused loop is refused first, whatever it is combined with.
-    for option in ("return_retrievals", "unroll"):
-        match = f"fused_loop=True.*{option}=True"
-        if BACKEND not in ("tensorflow", "jax"):
-            match = "fused_loop=True.*needs the TensorFlow backend .* or JAX"
-        with pytest.raises(ValueError, match=match):
-            AssociativeGRU(8, fused_loop=True, **{option: True})
-
-
 @pytest.mark.parametrize(
     "layer_cls, fused_loop",
     [
@@ -347,25 +338,33 @@ def test_fused_loop_trains_under_a_mirrored_strategy():
     np.testing.assert_allclose(np.array(report["True"]), np.array(report["False"]), atol=1e-5)
 
 
+# (the layer, its options, why fused_loop=True refuses them or None)
 @pytest.mark.parametrize(
-    "layer_cls, options, fused_on_tensorflow",
+    "layer_cls, options, refusal",
     [
-        (AssociativeGRU, {}, True),
-        (AssociativeGRU, {"return_retrievals": True}, False),
-        (AssociativeGRU, {"unroll": True}, False),
-        (DualAssociativeGRU, {}, True),
-        (DualAssociativeGRU, {"dual_key": "released"}, False),
+        (AssociativeGRU, {}, None),
+        (AssociativeGRU, {"return_retrievals": True}, "return_retrievals=True or unroll=False"),
+        (AssociativeGRU, {"unroll": True}, "return_retrievals=False or unroll=True"),
+        (DualAssociativeGRU, {}, None),
+        (DualAssociativeGRU, {"dual_key": "released"}, "'paper' only; got dual_key='released'"),
+        (DualAssociativeGRU, {"return_retrievals": True}, "return_retrievals=True"),
     ],
 )
-def test_auto_runs_the_fused_loop_wherever_it_supports_the_layer(
-    layer_cls, options, fused_on_tensorflow
-):
+def test_auto_runs_the_fused_loop_wherever_it_supports_the_layer(layer_cls, options, refusal):
     layer = layer_cls(4, num_copies=2, **options)
     assert layer.fused_loop == "auto"
     # On JAX the Pallas kernels run when asked (fused_loop=True).
-    assert layer.uses_fused_loop is (fused_on_tensorflow and BACKEND == "tensorflow")
+    assert layer.uses_fused_loop is (refusal is None and BACKEND == "tensorflow")
     # The saved config keeps "auto", so a model saved on TensorFlow loads on any backend.
     rebuilt = layer_cls.from_config(layer.get_config())
     assert rebuilt.fused_loop == "auto" and rebuilt.uses_fused_loop is layer.uses_fused_loop
     # False always runs Keras's loop.
     assert layer_cls(4, num_copies=2, fused_loop=False, **options).uses_fused_loop is False
+    # True says why it cannot run them: on another backend the backend comes first, after the
+    # Dual AM-GRU's key.
+    if BACKEND not in ("tensorflow", "jax") and "dual_key" not in options:
+        refusal = "needs the TensorFlow backend .* or JAX"
+    if refusal:
+        match = f"^{layer_cls.__name__}: `fused_loop=True` .*{refusal}"
+        with pytest.raises(ValueError, match=match):
+            layer_cls(4, num_copies=2, fused_loop=True, **options)

@@ -130,16 +130,21 @@ def test_cells_match_the_original_step_in_float64(
     assert (recorded(record, "key_modulus") > 1).any()
 
 
-def test_am_gru_float32_matches_float64_reference():
+def test_float32_matches_the_float64_reference_and_a_zero_source_memory_is_ignored():
+    """The AM-GRU cell in float32; the paper's Dual cell reading a zero source memory (its own
+    kernels left random) is its AM-GRU cell."""
     rng = np.random.default_rng(7)
     xs = rng.normal(size=(3, 6, 5))
     w = random_weights(rng, 5, 16)
-    cell = AssociativeGRUCell(16, num_copies=4)
-    outputs, memory, _ = run_premise(cell, xs.astype("float32"), w)
+    dual = DualAssociativeGRUCell(16, num_copies=4)
+    outputs, memory, _ = run_premise(dual.premise_cell, xs.astype("float32"), w)
     perms = permutations(8, 4)
     ref_outputs, ref_memory = reference_run(xs, np.zeros((3, 64)), np.zeros((3, 16)), w, perms)
     np.testing.assert_allclose(as_numpy(outputs), ref_outputs, atol=1e-5, rtol=0)
     np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-5, rtol=0)
+    zeros = [np.zeros((3, size), "float32") for size in (64, 16, 64)]
+    got = keras.layers.RNN(dual)(xs.astype("float32"), initial_state=zeros)
+    np.testing.assert_allclose(as_numpy(got), as_numpy(outputs)[:, -1], atol=1e-6)
 
 
 def test_dual_cell_holds_the_am_gru_weights_and_its_own_initialized_and_regularized():
@@ -157,16 +162,6 @@ def test_dual_cell_holds_the_am_gru_weights_and_its_own_initialized_and_regulari
         assert not np.any(as_numpy(kernel)) and kernel.regularizer is not None
     assert not np.any(as_numpy(premise.gate_bias)) and premise.gate_bias.regularizer is not None
     np.testing.assert_array_equal(as_numpy(premise.candidate_bias), 1.0)
-
-
-def test_zero_source_memory_makes_the_paper_dual_cell_an_am_gru():
-    rng = np.random.default_rng(8)
-    xs = rng.normal(size=(2, 4, 5)).astype("float32")
-    dual = DualAssociativeGRUCell(8, num_copies=3)
-    expected = keras.layers.RNN(dual.premise_cell)(xs)
-    zeros = np.zeros((2, 24), "float32")
-    got = keras.layers.RNN(dual)(xs, initial_state=[zeros, np.zeros((2, 8), "float32"), zeros])
-    np.testing.assert_allclose(as_numpy(got), as_numpy(expected), atol=1e-6)
 
 
 def test_retrieval_noise_shrinks_with_more_copies():

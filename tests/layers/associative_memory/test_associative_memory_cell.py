@@ -110,22 +110,21 @@ class TwoStateCell(keras.layers.Layer):
 
 
 @pytest.mark.parametrize(
-    "make_cell, index, given",
+    "make_cell, index, options",
     [
-        (lambda: keras.layers.GRUCell(6), 0, False),
-        (lambda: keras.layers.LSTMCell(6), 1, False),
-        (lambda: TwoStateCell(4), 1, True),  # a user's cell, its memory state given
+        (lambda: keras.layers.GRUCell(6), 0, {"return_retrievals": True}),
+        (lambda: keras.layers.LSTMCell(6), 1, {}),
+        (lambda: TwoStateCell(4), 1, {"memory_state_index": 1}),  # a user's cell
     ],
-    ids=["gru", "lstm", "user_cell"],
+    ids=["gru_retrievals", "lstm", "user_cell"],
 )
 @pytest.mark.parametrize("copies", [1, 3])
-def test_generic_cell_matches_equations_8_to_12(float64_policy, make_cell, index, given, copies):
+def test_generic_cell_matches_equations_8_to_12(float64_policy, make_cell, index, options, copies):
     rng = np.random.default_rng(copies)
     xs = rng.normal(size=(2, 5, 4))
-    index_given = {"memory_state_index": index} if given else {}
-    cell = AssociativeMemoryCell(make_cell(), num_copies=copies, **index_given)
+    cell = AssociativeMemoryCell(make_cell(), num_copies=copies, **options)
     assert cell.memory_state_index == index
-    if given:
+    if "memory_state_index" in options:
         assert cell.state_size == [4 * copies, 4, 4]
     layer = keras.layers.RNN(cell, return_sequences=True, return_state=True)
     layer.build(xs.shape)
@@ -133,15 +132,11 @@ def test_generic_cell_matches_equations_8_to_12(float64_policy, make_cell, index
     outputs, memory, *_ = layer(xs)
     key_kernel, width = as_numpy(cell.key_kernel), cell.cell.output_size
     ref_outputs, ref_memory = reference_run(xs, cell.cell, key_kernel, copies, index, width)
-    np.testing.assert_allclose(as_numpy(outputs), ref_outputs, atol=1e-10, rtol=0)
+    outputs = as_numpy(outputs)
+    np.testing.assert_allclose(outputs[..., :width], ref_outputs, atol=1e-10, rtol=0)
     np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-10, rtol=0)
     assert np.abs(ref_memory).max() > 0.05
-
-
-def test_the_retrievals_of_a_gru_add_up_to_its_output():
-    # For a GRU the output is the new state: output = read + written.
-    xs = np.random.default_rng(7).normal(size=(2, 4, 3)).astype("float32")
-    cell = AssociativeMemoryCell(keras.layers.GRUCell(4), num_copies=2, return_retrievals=True)
-    out = as_numpy(keras.layers.RNN(cell, return_sequences=True)(xs))
-    assert out.shape == (2, 4, 12)
-    np.testing.assert_allclose(out[..., :4], out[..., 8:] + out[..., 4:8], atol=1e-6)
+    if "return_retrievals" in options:  # a GRU's output is its new state: read + written
+        assert outputs.shape[-1] == 3 * width
+        read_and_written = outputs[..., width : 2 * width] + outputs[..., 2 * width :]
+        np.testing.assert_allclose(outputs[..., :width], read_and_written, atol=1e-12)

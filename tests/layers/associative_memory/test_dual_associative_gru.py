@@ -1,5 +1,5 @@
-"""`DualAssociativeGRU` and `DualAssociativeGRUCell` (the layer against its cell form and over
-stateful segments: test_associative_gru.py)."""
+"""`DualAssociativeGRU` and `DualAssociativeGRUCell` (the layer against its cell form, over
+stateful segments and what its fused loop refuses: test_associative_gru.py)."""
 
 import keras
 import numpy as np
@@ -13,8 +13,8 @@ from tests.layer_test_case import (
     rnn_over,
     user_rnn,
 )
-from tests.layers.associative_memory.test_associative_gru import FUSED_ON_JAX_TOO
 from tests.layers.associative_memory.test_associative_gru_cell import AM_GRU_CONFIG
+from tests.support import BACKEND
 from tf_memlayers.layers import (
     AssociativeGRU,
     AssociativeGRUCell,
@@ -24,11 +24,17 @@ from tf_memlayers.layers import (
 
 SEQUENCES = dict(num_copies=2, return_sequences=True)
 NAN_PADDING = dict(SEQUENCES, zero_output_for_mask=True)
+# The fused loop in Keras's layer suites: TensorFlow's op. On JAX the suites run over the
+# Pallas kernels in AssociativeGRU's tests, and the Dual's kernels are compared with its cell
+# form, forward and gradients, in test_associative_gru.py.
+FUSED_HERE = pytest.mark.skipif(
+    BACKEND != "tensorflow", reason="the Pallas kernels' suites run in AssociativeGRU's tests"
+)
 # (dual_key, fused_loop) of the layer's cases: the fused loop takes the paper's key only.
 KEYS_AND_LOOPS = [
     pytest.param("paper", False, id="paper_keras_loop"),
     pytest.param("released", False, id="released_keras_loop"),
-    pytest.param("paper", True, marks=FUSED_ON_JAX_TOO, id="paper_fused_loop"),
+    pytest.param("paper", True, marks=FUSED_HERE, id="paper_fused_loop"),
 ]
 
 
@@ -63,7 +69,7 @@ class DualAssociativeGRUTest(LayerTestCase):
         "kwargs",
         [
             dict(return_sequences=True, return_state=True),
-            pytest.param(dict(num_copies=3, fused_loop=True), marks=FUSED_ON_JAX_TOO),
+            pytest.param(dict(num_copies=3, fused_loop=True), marks=FUSED_HERE),
             dict(dual_key="released", return_retrievals=True),
         ],
         ids=["states", "fused_last", "retrievals"],
@@ -116,11 +122,3 @@ class DualAssociativeGRUCellTest(LayerTestCase):
             return keras.layers.RNN(DualAssociativeGRUCell(8, num_copies=3), return_sequences=True)
 
         self.run_mixed_precision_test(make, xs, atol=5e-3, initial_state=states)
-
-
-@FUSED_ON_JAX_TOO
-def test_fused_loop_needs_the_paper_key():
-    with pytest.raises(ValueError, match="dual_key='paper' only; got dual_key='released'"):
-        DualAssociativeGRU(4, dual_key="released", fused_loop=True)
-    with pytest.raises(ValueError, match="cannot be combined with return_retrievals=True"):
-        DualAssociativeGRU(4, return_retrievals=True, fused_loop=True)

@@ -23,11 +23,12 @@ def original_arrays(cell, scope, rng):
     }
 
 
-def test_two_cells_in_one_checkpoint_need_a_prefix():
+def test_ambiguous_missing_and_misshapen_entries_are_refused():
     rng = np.random.default_rng(0)
     cell = built(AssociativeGRUCell(8, num_copies=2))
     encoder = original_arrays(cell, "encoder/rnn", rng)
     decoder = original_arrays(cell, "decoder/rnn", rng)
+    # Two cells in one checkpoint need a prefix.
     with pytest.raises(ValueError, match="Several entries .*Keys/fully_connected.*prefix="):
         load_original_weights(cell, {**encoder, **decoder})
     with pytest.raises(TypeError, match="`prefix` must be a string"):
@@ -35,6 +36,13 @@ def test_two_cells_in_one_checkpoint_need_a_prefix():
     load_original_weights(cell, {**encoder, **decoder}, prefix="decoder/")
     for name, variable in original_variable_names(cell).items():
         np.testing.assert_array_equal(variable.numpy(), decoder["decoder/rnn/" + name])
+    # A misshapen entry, then a missing one.
+    gates = "encoder/rnn/AssociativeGRUCell/Gates/fully_connected/weights"
+    with pytest.raises(ValueError, match="Gates/fully_connected/weights"):
+        load_original_weights(cell, {**encoder, gates: np.zeros((3, 3))})
+    del encoder[gates.replace("Gates", "Keys")]
+    with pytest.raises(ValueError, match="Keys/fully_connected/weights"):
+        load_original_weights(cell, encoder)
 
 
 def test_released_dual_key_is_not_loaded_into_a_paper_cell():
@@ -75,17 +83,3 @@ def test_load_original_weights_round_trip():
     load_original_weights(fresh, {k: as_numpy(v) for k, v in exported.items()})
     for a, b in zip(fresh.weights, dual.premise_cell.weights):
         np.testing.assert_array_equal(as_numpy(a), as_numpy(b))
-
-
-def test_load_original_weights_rejects_wrong_shapes_and_missing_names():
-    cell = AssociativeGRUCell(8, num_copies=2)
-    cell.build((None, 5))
-    arrays = {name: as_numpy(v) for name, v in original_variable_names(cell).items()}
-    bad = dict(arrays)
-    bad["AssociativeGRUCell/Gates/fully_connected/weights"] = np.zeros((3, 3))
-    with pytest.raises(ValueError, match="Gates/fully_connected/weights"):
-        load_original_weights(cell, bad)
-    missing = dict(arrays)
-    del missing["AssociativeGRUCell/Keys/fully_connected/weights"]
-    with pytest.raises(ValueError, match="Keys/fully_connected/weights"):
-        load_original_weights(cell, missing)

@@ -22,6 +22,10 @@ class AttentionPoolingTest(LayerTestCase):
 
     def test_config_padding_and_empty_input(self):
         self.run_config_test(AttentionPooling, attention_units=5, kernel_initializer="ones")
+        # Versions 0.1 and 0.2 named the attention width `units` in the config.
+        config = AttentionPooling(5, name="p").get_config()
+        config["units"] = config.pop("attention_units")
+        assert AttentionPooling.from_config(config).attention_units == 5
         self.run_nan_padding_test(lambda: AttentionPooling(3))
         # Pooling has no memory: its one output is the pooled vector.
         self.run_empty_input_test(lambda: AttentionPooling(3), last_output_is_memory=False)
@@ -62,13 +66,6 @@ def test_matches_reference_with_mask(dtype, atol):
     changed[0, :3] = 100.0  # masked steps have no influence
     pooled_again = layer(changed.astype(dtype), mask=mask)
     np.testing.assert_allclose(as_numpy(pooled_again), as_numpy(pooled), atol=atol)
-
-
-def test_a_config_saved_with_units_loads():
-    """Versions 0.1 and 0.2 named the attention width `units` in the config."""
-    config = AttentionPooling(5, name="p").get_config()
-    config["units"] = config.pop("attention_units")
-    assert AttentionPooling.from_config(config).attention_units == 5
 
 
 def test_bad_calls():

@@ -11,12 +11,15 @@ from tests.layers.memory_attention.test_attention_wrapper import (
     LENGTH,
     MEMORY_DIM,
     MONOTONIC,
-    PROBABILITIES,
-    SCORE_OPTIONS,
     _data,
+    options_of,
     sharpened,
 )
-from tests.memory_attention_reference import attention_reference, monotonic_reference
+from tests.memory_attention_reference import (
+    attention_reference,
+    monotonic_reference,
+    named_weights,
+)
 from tests.support import as_numpy, gradients
 from tf_memlayers.layers import AttentionMechanism
 from tf_memlayers.layers.memory_attention.attention_mechanism import (
@@ -42,7 +45,7 @@ class AttentionMechanismTest(LayerTestCase):
     def test_journey(self, tmp_path):
         self.run_journey_test("pair", _attend_with_a_mechanism, tmp_path)
 
-    def test_layer_behaviors_and_specs(self):
+    def test_layer_behaviors_specs_config_and_flags(self):
         self.run_layer_test(
             layer_cls=_mechanism,
             input_shape={"query_shape": (2, 4), "memory_shape": (2, 6, 8)},
@@ -52,8 +55,6 @@ class AttentionMechanismTest(LayerTestCase):
         )
         memory = np.random.default_rng(3).normal(size=(BATCH, LENGTH, 8)).astype("float32")
         self.run_output_spec_test(_mechanism, (BATCH, 5), memory=memory)
-
-    def test_config_and_flags(self):
         self.run_config_test(AttentionMechanism, score="additive", normalize=True, **MONOTONIC)
         self.run_config_test(AttentionMechanism, probability_fn=sharpened, attention_units=3)
         self.run_flags_test(lambda **kw: AttentionMechanism(score="dot", **kw), ["scale"])
@@ -87,33 +88,28 @@ def test_monotonic_alignments_and_their_gradients_are_the_papers(mode, dtype, at
 
 
 @pytest.mark.parametrize(
-    "score_options, extra",
+    "kind",
     [
-        ("additive_normalized", {}),
-        ("general_scaled", {"probability_fn": "hardmax"}),
-        ("dot", {"probability_fn": sharpened}),
-        ("additive", {"monotonic_mode": "parallel"}),
-        ("general", {"monotonic_mode": "hard"}),
+        dict(normalize=True),
+        dict(score="general", scale=True, probability_fn="hardmax"),
+        dict(score="dot", probability_fn=sharpened),
+        dict(monotonic_mode="parallel"),
+        dict(score="general", monotonic_mode="hard"),
     ],
+    ids=["additive_normalized", "general_scaled_hardmax", "dot_sharpened", "parallel", "hard"],
 )
-def test_a_mechanism_on_its_own_matches_the_reference_and_saves(
-    float64_policy, tmp_path, score_options, extra
-):
+def test_a_mechanism_on_its_own_matches_the_reference_and_saves(float64_policy, tmp_path, kind):
     rng = np.random.default_rng(12)
     _, memory, mask = _data(rng)
     query = rng.normal(size=(BATCH, MEMORY_DIM))
     padded = np.where(mask[..., None], memory, np.nan)  # padding is never read
-    score, options = SCORE_OPTIONS[score_options]
-    mechanism = AttentionMechanism(score=score, **options, **extra)
+    mechanism = AttentionMechanism(**kind)
     mechanism(query, memory)
     mechanism.set_weights([rng.uniform(-1.5, 1.5, np.shape(v)) for v in mechanism.get_weights()])
     previous = np.eye(LENGTH)[[1, 0, 2]]  # monotonic attention's, at positions 1, 0 and 2
     got = mechanism(query, padded, memory_mask=mask, previous=previous)
-    weights = {v.path.split("/")[-1]: as_numpy(v) for v in mechanism.weights}
-    flags = (options.get("normalize", False), options.get("scale", False))
-    probability = PROBABILITIES.get(extra.get("probability_fn"), "softmax")
-    args = (score, *flags, extra.get("monotonic_mode"), probability, previous)
-    want = attention_reference(query, memory, mask, weights, *args)
+    weights = named_weights(mechanism.weights)
+    want = attention_reference(query, memory, mask, weights, *options_of(kind), previous)
     for g, w in zip(got, want):
         np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
     inputs = [keras.Input((MEMORY_DIM,)), keras.Input((LENGTH, MEMORY_DIM))]

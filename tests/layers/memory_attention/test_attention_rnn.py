@@ -14,13 +14,21 @@ from tests.layers.memory_attention.test_attention_wrapper import (
     _data,
     _layer,
     keras_checks_of,
+    sharpened,
 )
 from tests.memory_attention_reference import attention_wrapper_reference as reference
-from tests.memory_attention_reference import check_state_carries_over, declared_memory
+from tests.memory_attention_reference import declared_memory
 from tests.memory_attention_reference import randomize as _randomize
 from tests.memory_attention_reference import wrapper_weights as _weights
-from tests.support import assert_close, gradients
-from tf_memlayers.layers import AttentionRNN, AttentionWrapper, ResettableRNN, WordByWordAttention
+from tests.support import as_numpy, assert_close, gradients
+from tf_memlayers.layers import (
+    AssociativeGRUCell,
+    AttentionMechanism,
+    AttentionRNN,
+    AttentionWrapper,
+    ResettableRNN,
+    WordByWordAttention,
+)
 from tf_memlayers.layers.resettable_rnn import RNN_FLAGS
 
 
@@ -85,6 +93,10 @@ def test_attention_scores_of_a_layer_without_them_are_the_references(
     # The copy is not a part of the layer: its weights and config are unchanged.
     assert [w.path for w in layer.weights] == [w.path for w in layer.cell.weights]
     assert layer.get_config()["cell"]["config"]["return_attention_scores"] is False
+    with pytest.raises(ValueError, match=r"attention_scores: `sequences` must be \[batch, time, "):
+        layer.attention_scores(x[..., :-1], memory, mask)
+    with pytest.raises(ValueError, match="attention_scores: `memory` must be .* known length"):
+        layer.attention_scores(x, memory[0])
 
 
 def test_attention_scores_leave_saving_and_loading_as_they_were(tmp_path):
@@ -107,23 +119,82 @@ def test_attention_scores_leave_saving_and_loading_as_they_were(tmp_path):
     restored.load_weights(tmp_path / "before.weights.h5")
 
 
-def test_attention_scores_name_what_they_cannot_take():
-    rng = np.random.default_rng(6)
+def _mechanisms(**options):
+    """A wrapper of two mechanisms over one memory."""
+    mechanisms = [AttentionMechanism(), AttentionMechanism(score="dot", probability_fn=sharpened)]
+    return AttentionWrapper(keras.layers.SimpleRNNCell(UNITS), mechanisms=mechanisms, **options)
+
+
+# Wrappers of each cell attending step by step and after the loop, with a score of each kind.
+LOOPS = {
+    "simple_rnn_general_before": lambda: AttentionWrapper(
+        keras.layers.SimpleRNNCell(UNITS), score="general", position="before", scale=True
+    ),
+    "lstm": lambda: AttentionWrapper(keras.layers.LSTMCell(UNITS)),
+    "gru_after_the_loop": lambda: AttentionWrapper(
+        keras.layers.GRUCell(UNITS), input_feeding=False
+    ),
+    "am_gru_dot_after_the_loop": lambda: AttentionWrapper(
+        AssociativeGRUCell(UNITS, num_copies=2), score="dot", input_feeding=False
+    ),
+    "mechanisms_step_by_step": lambda: _mechanisms(attention_size=[5, 6]),
+    "mechanisms_after_the_loop": lambda: _mechanisms(
+        input_feeding=False, attention_layer="context"
+    ),
+    "word_by_word_lstm": lambda: WordByWordAttention(keras.layers.LSTMCell(UNITS)),
+    "word_by_word_gru": lambda: WordByWordAttention(keras.layers.GRUCell(UNITS)),
+    "word_by_word_am_gru": lambda: WordByWordAttention(AssociativeGRUCell(UNITS, num_copies=2)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOOPS))
+def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gradients(case):
+    """The built layer's cell called step by step gives the layer's outputs and gradients
+    (weights, inputs and memory); every weight and the memory get one."""
+    rng = np.random.default_rng(4)
     x, memory, mask = _data(rng, "float32")
-    layer = _layer()
-    layer(x, memory=memory, memory_mask=mask)
-    with pytest.raises(ValueError, match=r"attention_scores: `sequences` must be \[batch, time, "):
-        layer.attention_scores(x[..., :-1], memory, mask)
-    assert layer.attention_scores(x, memory, mask).shape == (*x.shape[:2], memory.shape[1])
-    with pytest.raises(ValueError, match="attention_scores: `memory` must be .* known length"):
-        layer.attention_scores(x, memory[0])
+    layer = AttentionRNN(LOOPS[case](), return_sequences=True)
+    _randomize(layer, rng, x, memory, mask)
+    wrapper = layer.cell
+
+    def by_cell(x, memory):
+        states = [keras.ops.zeros((x.shape[0], s)) for s in wrapper.state_size]
+        outputs = []
+        for t in range(STEPS):
+            out, states = wrapper(x[:, t], states, memory=memory, memory_mask=mask)
+            outputs.append(out)
+        return keras.ops.sum(keras.ops.stack(outputs, 1) ** 2)
+
+    def by_layer(x, memory):
+        return keras.ops.sum(layer(x, memory=memory, memory_mask=mask) ** 2)
+
+    loss_cell, grads_cell, input_grads_cell = gradients(by_cell, layer.weights, [x, memory])
+    loss_layer, grads_layer, input_grads_layer = gradients(by_layer, layer.weights, [x, memory])
+    np.testing.assert_allclose(loss_cell, loss_layer, rtol=1e-5)
+    for a, b in zip(grads_cell + input_grads_cell, grads_layer + input_grads_layer):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-4)
+    assert all(np.abs(g).max() > 0 for g in grads_layer)  # every weight is used
+    assert np.abs(input_grads_layer[1]).max() > 1e-3  # the memory gets a gradient
 
 
-def test_state_carries_over_from_one_call_to_the_next():
+@pytest.mark.parametrize(
+    "wrapper",
+    [
+        lambda: AttentionWrapper(keras.layers.GRUCell(UNITS), score="dot", position="before"),
+        lambda: WordByWordAttention(keras.layers.GRUCell(UNITS)),
+    ],
+    ids=["dot_before", "word_by_word"],
+)
+def test_state_carries_over_from_one_call_to_the_next(wrapper):
+    """Two calls, the second from the first's states, give one call's outputs."""
     x, memory, mask = _data(np.random.default_rng(6), "float32")
-    wrapper = AttentionWrapper(keras.layers.GRUCell(UNITS), score="dot", position="before")
-    layer = AttentionRNN(wrapper, return_sequences=True, return_state=True)
-    check_state_carries_over(layer, x, memory, mask)
+    layer = AttentionRNN(wrapper(), return_sequences=True, return_state=True)
+    whole, *_ = layer(x, memory=memory, memory_mask=mask)
+    first, *states = layer(x[:, :2], memory=memory, memory_mask=mask)
+    second, *_ = layer(x[:, 2:], memory=memory, memory_mask=mask, initial_state=states)
+    both = np.concatenate([as_numpy(first), as_numpy(second)], 1)
+    assert_close(both, whole, atol=1e-6, rtol=1e-7)
+    assert [tuple(s.shape) for s in states] == [(BATCH, size) for size in layer.cell.state_size]
 
 
 class _StepByStep(AttentionRNN):
@@ -218,11 +289,7 @@ def test_a_stateful_layer_attending_after_the_loop_carries_the_step_by_step_stat
     for got, want in zip(layer.states, loop.states):
         assert_close(got, want, atol=1e-5, rtol=1e-7)
     assert np.abs(keras.ops.convert_to_numpy(layer.states[-1])).max() > 1e-2
-
-
-def test_which_wrappers_attend_after_the_loop():
+    # The wrappers that feed back step with the layer's loop.
     cell = keras.layers.GRUCell(UNITS)
-    assert not AttentionWrapper(cell, input_feeding=False).feeds_back
-    assert AttentionWrapper(cell).feeds_back
+    assert AttentionWrapper(cell).feeds_back and WordByWordAttention(cell).feeds_back
     assert AttentionWrapper(cell, position="before").feeds_back
-    assert WordByWordAttention(cell).feeds_back

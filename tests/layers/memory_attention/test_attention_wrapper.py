@@ -9,17 +9,16 @@ import pytest
 from tests.layer_test_case import LayerTestCase
 from tests.memory_attention_reference import attention_wrapper_reference as reference
 from tests.memory_attention_reference import (
-    check_cell_loop_matches_layer,
     data,
     declared_memory,
     masked_softmax,
+    named_weights,
     several_mechanisms_reference,
 )
 from tests.memory_attention_reference import randomize as _randomize
 from tests.memory_attention_reference import wrapper_weights as _weights
 from tests.support import BACKEND, all_pairs, as_numpy, gradients
 from tf_memlayers.layers import (
-    AssociativeGRUCell,
     AttentionMechanism,
     AttentionRNN,
     AttentionWrapper,
@@ -98,14 +97,11 @@ class AttentionWrapperTest(LayerTestCase):
     def test_config_arguments_and_resets(self):
         options = dict(score="general", position="before", attention_size=7, scale=True)
         flags = dict(output_attention=True, return_attention_scores=True, input_feeding=True)
-        config = dict(**options, **flags, kernel_initializer="orthogonal")
+        config = dict(**options, **flags, kernel_initializer="orthogonal", probability_fn="hardmax")
         self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **config)
         self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **MONOTONIC, seed=3)
         several = dict(mechanisms=_two_mechanisms(), attention_size=[3, 5])
         self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **several)
-        for probability_fn in PROBABILITIES:
-            cell = keras.layers.GRUCell(4)
-            self.run_config_test(AttentionWrapper, cell=cell, probability_fn=probability_fn)
         self.run_flags_test(
             _wrapper, ["normalize", "output_attention", "return_attention_scores", "input_feeding"]
         )
@@ -162,23 +158,30 @@ def sharpened(scores):
 
 # The probability functions beside the softmax and a layer of one's own, and the reference's.
 PROBABILITIES = {"hardmax": "hardmax", sharpened: lambda e, mask: masked_softmax(2 * e, mask)}
+
+
+def options_of(kind):
+    """`attention_reference`'s score, normalize, scale, monotonic_mode and probability_fn of
+    the `AttentionMechanism` arguments ``kind``."""
+    flags = (kind.get(name, False) for name in ("normalize", "scale"))
+    probability = PROBABILITIES.get(kind.get("probability_fn"), "softmax")
+    return kind.get("score", "additive"), *flags, kind.get("monotonic_mode"), probability
+
+
 DENSE = functools.partial(keras.layers.Dense, 5, activation="relu")
 REFERENCE_LAYERS = {DENSE: lambda joined, w: np.maximum(joined @ w["kernel"] + w["bias"], 0)}
 MORE_ROWS = {
-    "dot_no_input_feeding": ("dot", {"input_feeding": False}),
-    "additive_normalized_no_input_feeding": (
-        "additive",
-        {"normalize": True, "input_feeding": False},
-    ),
-    "general_hardmax": ("general", {"probability_fn": "hardmax"}),
+    "dot_no_input_feeding": ("dot", dict(input_feeding=False)),
+    "additive_normalized_no_input_feeding": ("additive", dict(normalize=True, input_feeding=False)),
+    "general_hardmax": ("general", dict(probability_fn="hardmax")),
     "additive_sharpened_no_input_feeding": (
         "additive",
-        {"probability_fn": sharpened, "input_feeding": False},
+        dict(probability_fn=sharpened, input_feeding=False),
     ),
-    "general_context": ("general", {"attention_layer": "context"}),
+    "general_context": ("general", dict(attention_layer="context")),
     "additive_dense_no_input_feeding": (
         "additive",
-        {"attention_layer": DENSE, "input_feeding": False},
+        dict(attention_layer=DENSE, input_feeding=False),
     ),
 }
 
@@ -246,10 +249,18 @@ def test_matches_the_reference_in_float32(position, extra):
     x, memory, mask = _data(rng, "float32")
     layer = _layer("additive", position, **extra)
     _randomize(layer, rng, x, memory, mask)
-    got = keras.ops.convert_to_numpy(layer(x, memory=memory, memory_mask=mask))
-    x, memory = x.astype(np.float64), memory.astype(np.float64)
-    want, _ = reference(x, memory, mask, *_weights(layer), "additive", position, True, **extra)
+    got = as_numpy(layer(x, memory=memory, memory_mask=mask))
+    x64, memory64 = x.astype(np.float64), memory.astype(np.float64)
+    want, _ = reference(x64, memory64, mask, *_weights(layer), "additive", position, True, **extra)
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+    # A reset at step 2 gives the rows of the steps from 2 alone (and they differ from the
+    # rows of one sequence).
+    reset = np.zeros(x.shape[:2], bool)
+    reset[:, 2] = True
+    packed = as_numpy(layer(x, memory=memory, memory_mask=mask, reset=reset))
+    alone = as_numpy(layer(x[:, 2:], memory=memory, memory_mask=mask))
+    np.testing.assert_allclose(packed[:, 2:], alone, atol=1e-6)
+    assert np.abs(got[:, 2:] - alone).max() > 1e-3
 
 
 def _monotonic_case(mode, score_options, position, rng, dtype="float64", **extra):
@@ -373,45 +384,6 @@ def test_hard_monotonic_decoding_step_by_step_never_moves_back():
     assert np.all(np.diff(positions, axis=1) >= 0) and np.any(np.diff(positions, axis=1) > 0)
 
 
-def test_a_reset_at_step_2_equals_the_rows_from_step_2_alone():
-    rng = np.random.default_rng(5)
-    x, memory, mask = _data(rng, "float32")
-    layer = _layer()
-    _randomize(layer, rng, x, memory, mask)
-    reset = np.zeros(x.shape[:2], bool)
-    reset[:, 2] = True
-    packed, alone, whole = (
-        keras.ops.convert_to_numpy(layer(x[:, start:], memory=memory, memory_mask=mask, **kw))
-        for start, kw in ((0, {"reset": reset}), (2, {}), (0, {}))
-    )
-    np.testing.assert_allclose(packed[:, 2:], alone, atol=1e-6)
-    assert np.abs(whole[:, 2:] - alone).max() > 1e-3
-
-
-# Each cell attending step by step and after the loop, with a score of each kind.
-@pytest.mark.parametrize(
-    "cell, options",
-    [
-        (keras.layers.SimpleRNNCell, dict(score="general", position="before", scale=True)),
-        (keras.layers.LSTMCell, {}),
-        (keras.layers.GRUCell, dict(input_feeding=False)),
-        (
-            lambda units: AssociativeGRUCell(units, num_copies=2),
-            dict(score="dot", input_feeding=False),
-        ),
-    ],
-    ids=["simple_rnn_general_before", "lstm", "gru_after_the_loop", "am_gru_dot_after_the_loop"],
-)
-def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gradients(
-    cell, options
-):
-    rng = np.random.default_rng(4)
-    x, memory, mask = _data(rng, "float32")
-    layer = AttentionRNN(AttentionWrapper(cell(UNITS), **options), return_sequences=True)
-    _randomize(layer, rng, x, memory, mask)
-    check_cell_loop_matches_layer(layer, x, memory, mask)
-
-
 @pytest.mark.parametrize(
     "call, fragment",
     [
@@ -450,6 +422,10 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
         (
             lambda layer, x, m, k: layer.cell(x[:, 0], [m[:, 0], m[:2, 0]], memory=m),
             "`states[1]` of shape (2, 8) has batch size 2",
+        ),
+        (
+            lambda layer, x, m, k: _layer("dot", cell=keras.layers.GRUCell(5))(x, memory=m),
+            "score='dot' needs the query",
         ),
     ],
 )
@@ -512,12 +488,11 @@ def test_bad_arguments_are_named(kwargs, fragment):
 @pytest.mark.parametrize(
     "options",
     [
-        lambda: dict(probability_fn=sharpened),
+        lambda: dict(probability_fn=sharpened, attention_layer=DENSE()),
         lambda: dict(attention_layer="context"),
-        lambda: dict(attention_layer=DENSE()),
         lambda: dict(mechanisms=_two_mechanisms(), attention_layer=[DENSE(), DENSE()]),
     ],
-    ids=["probability_fn", "context", "attention_layer", "mechanisms"],
+    ids=["probability_fn_and_attention_layer", "context", "mechanisms"],
 )
 def test_the_options_save_and_load(tmp_path, options):
     x, memory, mask = _data(np.random.default_rng(11), "float32")
@@ -527,13 +502,6 @@ def test_the_options_save_and_load(tmp_path, options):
     loaded = keras.saving.load_model(tmp_path / "model.keras")
     # (Loaded with the default options instead, the outputs would differ.)
     np.testing.assert_array_equal(as_numpy(loaded([x, memory])), as_numpy(model([x, memory])))
-
-
-def test_dot_needs_a_query_as_wide_as_the_memory():
-    x, memory, mask = _data(np.random.default_rng(10), "float32")
-    layer = AttentionRNN(AttentionWrapper(keras.layers.GRUCell(5), score="dot"))
-    with pytest.raises(ValueError, match="score='dot' needs the query"):
-        layer(x, memory=memory)
 
 
 @pytest.mark.parametrize(
@@ -626,19 +594,7 @@ def test_several_mechanisms_match_the_reference_in_float64(float64_policy, row):
                 parts.append(np.maximum(joined @ kernel + bias, 0))
         return np.concatenate(parts, -1)
 
-    scored = [
-        (
-            {v.path.split("/")[-1]: as_numpy(v) for v in mechanism.weights},
-            (
-                kind.get("score", "additive"),
-                kind.get("normalize", False),
-                kind.get("scale", False),
-                kind.get("monotonic_mode"),
-                PROBABILITIES.get(kind.get("probability_fn"), "softmax"),
-            ),
-        )
-        for mechanism, kind in zip(mechanisms, kinds)
-    ]
+    scored = [(named_weights(m.weights), options_of(k)) for m, k in zip(mechanisms, kinds)]
     cell_weights = tuple(as_numpy(v) for v in wrapper.cell.weights)
     args = (x, memories, masks, cell_weights, scored, attention_of, position, output_attention)
     feeding = options().get("input_feeding", True)
@@ -654,24 +610,6 @@ def test_several_mechanisms_match_the_reference_in_float64(float64_policy, row):
         scores = layer.attention_scores(x, memories, masks)
         for g, w in zip(scores, want_alignments):
             np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
-
-
-@pytest.mark.parametrize(
-    "options",
-    [dict(attention_size=[5, 6]), dict(input_feeding=False, attention_layer="context")],
-    ids=["step_by_step", "after_the_loop"],
-)
-def test_several_mechanisms_over_one_memory_in_a_loop_of_ones_own_and_the_layer_agree(options):
-    # One memory for every mechanism; outputs and gradients of the cell's step-by-step calls
-    # and of the layer (its loop, or the attention after the loop).
-    rng = np.random.default_rng(14)
-    x, memory, mask = _data(rng, "float32")
-    mechanisms = [AttentionMechanism(), AttentionMechanism(score="dot", probability_fn=sharpened)]
-    layer = _layer(mechanisms=mechanisms, **options)
-    _randomize(layer, rng, x, memory, mask)
-    grads = check_cell_loop_matches_layer(layer, x, memory, mask)
-    owned = [any(v is w for w in mechanisms[1].weights) for v in layer.weights]
-    assert all(np.abs(g).max() > 0 for g, own in zip(grads, owned) if own)
 
 
 @pytest.mark.parametrize(

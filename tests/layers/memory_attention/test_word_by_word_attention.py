@@ -5,19 +5,13 @@ import numpy as np
 import pytest
 
 from tests.layer_test_case import LayerTestCase
-from tests.layers.memory_attention.test_attention_wrapper import keras_checks_of
-from tests.memory_attention_reference import (
-    check_cell_loop_matches_layer,
-    check_state_carries_over,
-    data,
-    declared_memory,
-)
+from tests.layers.memory_attention.test_attention_wrapper import SEQUENCE_MASK, keras_checks_of
+from tests.memory_attention_reference import data, declared_memory
 from tests.memory_attention_reference import randomize as _randomize
 from tests.memory_attention_reference import word_by_word_reference as reference
 from tests.memory_attention_reference import wrapper_weights as _weights
 from tests.support import all_pairs, assert_close
 from tf_memlayers.layers import (
-    AssociativeGRUCell,
     AttentionRNN,
     AttentionWrapper,
     WordByWordAttention,
@@ -60,16 +54,28 @@ class WordByWordAttentionTest(LayerTestCase):
             "pair", _premise_then_hypothesis, tmp_path, xla_fails_on_tensorflow=True
         )
 
-    def test_config_arguments_cell_and_resets(self):
+    def test_config_arguments_cell_resets_and_nan_padding(self):
         config = dict(
             cell=keras.layers.GRUCell(5), memory_dim=3, attention_units=4, attention_size=2
         )
         options = dict(return_attention_scores=True, kernel_initializer="orthogonal")
         self.run_config_test(WordByWordAttention, **config, **options)
+        # No fixed choice in the config; the sizes default to the cell's width.
+        config = WordByWordAttention(keras.layers.GRUCell(5), memory_dim=3).get_config()
+        assert not {"score", "position", "normalize", "scale", "input_feeding"} & set(config)
+        assert WordByWordAttention.from_config(config).state_size == [5, 3]
+        # Without h*_t there is no attention size to give, nor one in the config.
+        config = WordByWordAttention(keras.layers.GRUCell(5), output_attention=False).get_config()
+        assert config["attention_size"] is None
+        assert WordByWordAttention.from_config(config).output_size == 5
+        cell = WordByWordAttention(keras.layers.GRUCell(5))  # the paper's k everywhere
+        assert (cell.memory_dim, cell.attention_units, cell.attention_size) == (5, 5, 5)
         self.run_flags_test(_cell)
         self.run_reset_tests(_cell, **declared_memory(3))
         # (Keras asks AttentionRNN for its spec, not the cell: `direct_spec=False`.)
         self.run_cell_tests(_cell, False, **declared_memory(2))
+        rnn = lambda: AttentionRNN(_cell(), return_sequences=True, zero_output_for_mask=True)  # noqa: E731
+        self.run_nan_padding_test(rnn, memory_width=6)
 
     @pytest.mark.parametrize("return_sequences, return_state", [(True, True), (False, False)])
     def test_output_spec_of_its_rnn(self, return_sequences, return_state):
@@ -85,13 +91,6 @@ class WordByWordAttentionTest(LayerTestCase):
 
         self.run_output_spec_test(make, (BATCH, STEPS, INPUT_DIM), memory=memory.astype("float32"))
 
-    def test_nan_padding_of_its_rnn(self):
-        def make():
-            cell = WordByWordAttention(keras.layers.GRUCell(UNITS), memory_dim=MEMORY_DIM)
-            return AttentionRNN(cell, return_sequences=True, zero_output_for_mask=True)
-
-        self.run_nan_padding_test(make, memory_width=MEMORY_DIM)
-
     @pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 6e-2)])
     def test_mixed_precision_matches_float32(self, policy, atol):
         x, memory, mask = _data(np.random.default_rng(8), "float32")
@@ -100,19 +99,9 @@ class WordByWordAttentionTest(LayerTestCase):
         )
 
 
-def _layer(output_attention=True, cell=None, return_attention_scores=False, **kwargs):
-    wrapper = WordByWordAttention(
-        cell or keras.layers.SimpleRNNCell(UNITS),
-        memory_dim=MEMORY_DIM,
-        output_attention=output_attention,
-        return_attention_scores=return_attention_scores,
-        **kwargs,
-    )
-    return AttentionRNN(wrapper, return_sequences=True)
-
-
-SEQUENCE_MASK = np.ones((BATCH, STEPS), bool)
-SEQUENCE_MASK[0, 3:] = SEQUENCE_MASK[2, 1] = False
+def _layer(**kwargs):
+    cell = WordByWordAttention(keras.layers.SimpleRNNCell(UNITS), memory_dim=MEMORY_DIM, **kwargs)
+    return AttentionRNN(cell, return_sequences=True)
 
 
 # With and without h*_t, sizes of its own and a mask of the sequence, by pairs (`all_pairs`).
@@ -127,7 +116,7 @@ def test_matches_the_reference_in_float64(float64_policy, output_attention, size
     if sized and output_attention:  # (no h*_t to size without it)
         sizes["attention_size"] = 6
     sequence_mask = SEQUENCE_MASK if masked else None
-    layer = _layer(output_attention, return_attention_scores=True, **sizes)
+    layer = _layer(output_attention=output_attention, return_attention_scores=True, **sizes)
     _randomize(layer, rng, x, memory, mask)
     outputs, alignments = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
     cell_weights, own = _weights(layer)
@@ -185,44 +174,6 @@ def test_the_paper_s_weights_at_k_100():
 
 
 @pytest.mark.parametrize(
-    "cell",
-    [
-        lambda: keras.layers.LSTMCell(UNITS),
-        lambda: keras.layers.GRUCell(UNITS),
-        lambda: AssociativeGRUCell(UNITS, num_copies=2),
-    ],
-    ids=["lstm", "gru", "am_gru"],
-)
-def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gradients(cell):
-    rng = np.random.default_rng(4)
-    x, memory, mask = _data(rng, "float32")
-    layer = _layer(cell=cell())
-    _randomize(layer, rng, x, memory, mask)
-    grads = check_cell_loop_matches_layer(layer, x, memory, mask)
-    assert all(np.abs(g).max() > 0 for g in grads)  # every weight is used
-
-
-def test_state_carries_over_from_one_call_to_the_next():
-    x, memory, mask = _data(np.random.default_rng(6), "float32")
-    wrapper = WordByWordAttention(keras.layers.GRUCell(UNITS), memory_dim=MEMORY_DIM)
-    layer = AttentionRNN(wrapper, return_sequences=True, return_state=True)
-    states = check_state_carries_over(layer, x, memory, mask)
-    assert [tuple(s.shape) for s in states] == [(BATCH, UNITS), (BATCH, MEMORY_DIM)]
-
-
-def test_the_config_holds_no_fixed_choice_and_the_sizes_default_to_the_cells_width():
-    config = WordByWordAttention(keras.layers.GRUCell(5), memory_dim=3).get_config()
-    assert not {"score", "position", "normalize", "scale", "input_feeding"} & set(config)
-    assert WordByWordAttention.from_config(config).state_size == [5, 3]
-    # Without h*_t there is no attention size to give, nor one in the config.
-    config = WordByWordAttention(keras.layers.GRUCell(5), output_attention=False).get_config()
-    assert config["attention_size"] is None
-    assert WordByWordAttention.from_config(config).output_size == 5
-    cell = WordByWordAttention(keras.layers.GRUCell(5))  # the paper's k everywhere
-    assert (cell.memory_dim, cell.attention_units, cell.attention_size) == (5, 5, 5)
-
-
-@pytest.mark.parametrize(
     "kwargs, error, fragment",
     [
         ({"memory_dim": 0}, ValueError, "`memory_dim` must be >= 1"),
@@ -231,6 +182,7 @@ def test_the_config_holds_no_fixed_choice_and_the_sizes_default_to_the_cells_wid
         ({"score": "dot"}, TypeError, "`score` is fixed by the word-by-word attention"),
         ({"position": "before"}, TypeError, "`position` is fixed"),
         ({"input_feeding": True}, TypeError, "`input_feeding` is fixed"),
+        ({"cell": "lstm"}, TypeError, "`cell` must be a Keras RNN cell"),
         (
             {"attention_size": 2, "output_attention": False},
             ValueError,
@@ -240,19 +192,17 @@ def test_the_config_holds_no_fixed_choice_and_the_sizes_default_to_the_cells_wid
 )
 def test_bad_arguments_are_named(kwargs, error, fragment):
     with pytest.raises(error) as raised:
-        WordByWordAttention(keras.layers.GRUCell(4), **kwargs)
+        WordByWordAttention(**{"cell": keras.layers.GRUCell(4), **kwargs})
     assert fragment in str(raised.value)
 
 
-def test_bad_calls_are_named():
+def test_a_memory_of_another_width_than_memory_dim_is_named():
+    # (The memory's width is memory_dim, the cell's width by default; AttentionRNN's own checks
+    # of the memory: test_attention_wrapper.py.)
     x, memory, mask = _data(np.random.default_rng(9), "float32")
-    # The memory must be as wide as memory_dim (the cell's width by default).
     layer = AttentionRNN(WordByWordAttention(keras.layers.GRUCell(UNITS)))
     with pytest.raises(ValueError, match=r"the memory is 7 wide, but memory_dim=8"):
         layer(x, memory=memory)
-    # (AttentionRNN's own checks of the memory: test_attention_wrapper.py.)
-    with pytest.raises(TypeError, match="`cell` must be a Keras RNN cell"):
-        WordByWordAttention("lstm")
 
 
 def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(float64_policy):

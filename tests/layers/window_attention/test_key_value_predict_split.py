@@ -23,6 +23,7 @@ class KeyValuePredictSplitTest(LayerTestCase):
         def build(embedded):
             states = keras_lstm(8, return_sequences=True)(embedded)
             pieces = KeyValuePredictSplit("key_value_predict", sizes=(4, 2, 2))(states)
+            assert all(p._keras_mask is not None for p in pieces)  # the mask reaches each piece
             return keras.layers.Concatenate()(list(pieces[1:]))
 
         self.run_journey_test("step", build, tmp_path)
@@ -57,13 +58,6 @@ def test_pieces_are_contiguous_key_first():
         assert len(pieces) == 3
         for piece, expected in zip(pieces, want):
             np.testing.assert_array_equal(piece, expected)
-
-
-def test_mask_propagates():
-    inputs = keras.Input((None,), dtype="int32")
-    h = keras.layers.Embedding(5, 6, mask_zero=True)(inputs)
-    pieces = KeyValuePredictSplit("key_value")(h)
-    assert all(p._keras_mask is not None for p in pieces)
 
 
 @pytest.mark.parametrize(

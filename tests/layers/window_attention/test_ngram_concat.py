@@ -163,22 +163,6 @@ def test_cell_and_parallel_agree_on_gradients(float64_policy, case, masked):
     assert_twins_agree(twins, masked, steps=8)
 
 
-def test_stateful_cell_form_over_segments_equals_one_run(float64_policy):
-    x = RNG.normal(size=(3, 16, 12))
-    whole = NGramConcat(4, 5)
-    whole.build(x.shape)
-    rnn = keras.layers.RNN(
-        NGramConcatCell(PassThroughCell(12), 4, 5), return_sequences=True, stateful=True
-    )
-    rnn.build((3, 8, 12))
-    rnn.cell.ngram_kernel.assign(whole.ngram_kernel)
-    expected = as_numpy(whole(x))
-    got = np.concatenate([as_numpy(rnn(x[:, :8])), as_numpy(rnn(x[:, 8:]))], 1)
-    np.testing.assert_allclose(got, expected, atol=1e-12)
-    rnn.reset_state()
-    np.testing.assert_allclose(as_numpy(rnn(x[:, :8])), expected[:, :8], atol=1e-12)
-
-
 def test_the_memory_is_the_references_history_and_the_cell_state(float64_policy):
     x = RNG.normal(size=(2, 12, 12))
     # Holes on both sides of the cut after step 6; row 1 ends in padding.

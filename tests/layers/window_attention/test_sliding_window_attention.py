@@ -60,7 +60,9 @@ class SlidingWindowAttentionTest(LayerTestCase):
     def test_journey(self, tmp_path):
         def build(embedded):
             states = keras_lstm(8, return_sequences=True)(embedded)
-            return SlidingWindowAttention(3, mode="key_value")(states)
+            outputs = SlidingWindowAttention(3, mode="key_value")(states)
+            assert outputs._keras_mask is not None  # the mask reaches the next layer
+            return outputs
 
         # XLA's training step on TensorFlow: test_stateful_layer_carries_memory_inside_jit_fit.
         self.run_journey_test("step", build, tmp_path, xla_on_tensorflow=False)
@@ -335,9 +337,13 @@ def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(
     float64_policy, monkeypatch, mode, sizes
 ):
     # `ResettableRNN` carries the projected window keys beside the states; without them each
-    # step projects the window itself. With holes, right padding and a reset in each row.
-    _, _, keras_rnn = window_twins(mode, sizes)
+    # step projects the window itself. With holes, right padding and resets.
+    _, parallel, keras_rnn = window_twins(mode, sizes)
     cell = keras_rnn.cell
+    # The cell's own weights are named as the parallel layer's.
+    cell_weight_ids = {id(v) for v in cell.cell.weights}
+    own = [v.path.split("/")[-1] for v in cell.weights if id(v) not in cell_weight_ids]
+    assert own == [v.path.split("/")[-1] for v in parallel.weights] == WEIGHT_NAMES
     rnn = ResettableRNN(cell, return_sequences=True, return_state=True)
     given, plain_call = [], cell.call  # whether each step was given its loop cache
 
@@ -348,12 +354,11 @@ def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(
     cell.call = call
     x = attention_inputs(steps=9, width=5)
     mask = ops.convert_to_tensor(holes_and_right_padding())
-    reset = np.zeros((2, 9), bool)
-    reset[0, 4] = reset[1, 3] = True
     projection = ops.convert_to_tensor(RNG.normal(size=(2, 9, cell.output_units)))
 
-    def forward(v):
-        return rnn(v, mask=mask, reset=reset)
+    def loss(v):
+        outputs, *states = rnn(v, mask=mask, reset=resets())
+        return ops.sum(outputs * projection), [outputs, *states]
 
     results = []
     for cached in (False, True):
@@ -361,20 +366,18 @@ def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(
             if not cached:
                 patch.setattr(resettable_rnn, "loop_cache", lambda cell, states: [])
             given.clear()
-            outputs, *states = forward(ops.convert_to_tensor(x))
-            _, grads, (x_grad,) = gradients(
-                lambda v: ops.sum(forward(v)[0] * projection), cell.trainable_weights, [x]
+            (_, values), grads, (x_grad,) = gradients(
+                loss, cell.trainable_weights, [x], has_aux=True
             )
         assert set(given) == {cached}
-        results.append((outputs, states, [x_grad, *grads]))
-    (out_p, states_p, grads_p), (out_c, states_c, grads_c) = results
-    np.testing.assert_allclose(as_numpy(out_c), as_numpy(out_p), atol=1e-12)
-    assert len(states_c) == len(states_p) == len(cell.state_size)
-    for got, expected in zip(states_c, states_p):
-        np.testing.assert_allclose(as_numpy(got), as_numpy(expected), atol=1e-12)
+        results.append((values, [x_grad, *grads]))
+    (values_p, grads_p), (values_c, grads_c) = results
+    assert len(values_c) == len(values_p) == 1 + len(cell.state_size)
+    for got, expected in zip(values_c, values_p):  # the outputs, then the states
+        np.testing.assert_allclose(got, expected, atol=1e-12)
     for got, expected in zip(grads_c, grads_p):
-        assert np.abs(as_numpy(expected)).max() > 0
-        np.testing.assert_allclose(as_numpy(got), as_numpy(expected), atol=1e-11)
+        assert np.abs(expected).max() > 0
+        np.testing.assert_allclose(got, expected, atol=1e-11)
 
 
 def test_a_cache_that_loop_cache_did_not_make_is_refused():
@@ -417,21 +420,6 @@ def test_stateful_cell_forms_over_segments_equal_one_run_and_derive_their_caches
     np.testing.assert_allclose(outputs["ResettableRNN"], outputs["RNN"], atol=1e-12)
 
 
-def test_cell_weights_are_named_like_the_parallel_layer():
-    _, parallel, rnn = window_twins(window=2)
-    cell_weight_ids = {id(v) for v in rnn.cell.cell.weights}
-    own = [v.path.split("/")[-1] for v in rnn.cell.weights if id(v) not in cell_weight_ids]
-    assert own == [v.path.split("/")[-1] for v in parallel.weights] == WEIGHT_NAMES
-
-
-def test_mask_propagates_to_the_next_layer():
-    inputs = keras.Input((None,), dtype="int32")
-    h = keras.layers.Embedding(10, 6, mask_zero=True)(inputs)
-    h = keras_lstm(6, return_sequences=True)(h)
-    out = SlidingWindowAttention(2)(h)
-    assert out._keras_mask is not None
-
-
 def assert_memory_carries_over(layer, cell, x, cut, mask=None):
     """``layer`` (built, ``return_memory``) run to step ``cut``, then on from its memory, gives
     one run's outputs, and that memory is the state of ``cell`` (the cell form over a
@@ -472,23 +460,18 @@ def test_a_fresh_memory_equals_explicit_zeros_forward_and_gradients(float64_poli
     x = attention_inputs(batch=2, steps=7)
     layer = SlidingWindowAttention(3, mode=mode, units=units, pad="zeros", use_bias=True)
     layer.build(x.shape)
-    zeros = np.zeros((2, layer.memory_size))
     random_weights(layer)
-    results = [
-        gradients(
-            lambda h, call=call: ops.sum(
-                layer(h, **call) * ops.cos(ops.arange(7, dtype="float64"))[:, None]
-            ),
-            layer.trainable_weights,
-            [x],
-        )
-        for call in ({}, {"initial_memory": zeros})
-    ]
-    (fresh_loss, fresh_weights, fresh_inputs), (loss, weight_grads, input_grads) = results
-    np.testing.assert_allclose(fresh_loss, loss, atol=1e-12)
-    for got, expected in zip(fresh_weights + fresh_inputs, weight_grads + input_grads):
-        np.testing.assert_allclose(got, expected, atol=1e-12)
-    np.testing.assert_allclose(as_numpy(layer(x)), as_numpy(layer(x, initial_memory=zeros)))
+
+    def loss(h, **call):
+        outputs = layer(h, **call)
+        return ops.sum(outputs * ops.cos(ops.arange(7, dtype="float64"))[:, None]), outputs
+
+    fresh, explicit = (
+        gradients(lambda h, c=call: loss(h, **c), layer.trainable_weights, [x], has_aux=True)
+        for call in ({}, {"initial_memory": np.zeros((2, layer.memory_size))})
+    )
+    for got, expected in zip(keras.tree.flatten(fresh), keras.tree.flatten(explicit)):
+        np.testing.assert_allclose(got, expected, atol=1e-12)  # loss, outputs, gradients
 
 
 def test_stateful_layer_carries_memory_inside_jit_fit():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.support import as_numpy, assert_close
+from tests.support import as_numpy
 from tests.window_reference import masked_softmax
 from tf_memlayers.layers.window_attention.window_attention_mechanism import (
     WindowAttentionMechanism,
@@ -37,18 +37,6 @@ class Mechanism(WindowAttentionMechanism, keras.layers.Layer):
 # -- window_softmax ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("valid_dtype", ["bool", "float64", "int32"])
-def test_window_softmax_puts_no_mass_on_invalid_positions(valid_dtype):
-    rng = np.random.default_rng(1)
-    scores = rng.normal(scale=3.0, size=(4, 6))
-    valid = rng.random((4, 6)) > 0.4
-    valid[1] = False  # nothing to attend: all-zero weights, so r_t = 0
-    valid[2] = [False] * 5 + [True]
-    weights = as_numpy(window_softmax(ops.convert_to_tensor(scores), valid.astype(valid_dtype)))
-    np.testing.assert_allclose(weights, masked_softmax(scores, valid), rtol=0, atol=1e-15)
-    assert np.all(weights[~valid] == 0) and np.all(weights[1] == 0) and weights[2, 5] == 1
-
-
 def test_window_softmax_normalises_over_the_valid_positions_whatever_the_others_score():
     # The largest score is taken over the valid positions only (else exp(valid - max) would
     # underflow to an all-zero row); extreme scores do not overflow.
@@ -59,20 +47,29 @@ def test_window_softmax_normalises_over_the_valid_positions_whatever_the_others_
     np.testing.assert_allclose(weights, [[first, 1 - first, 0, 0]] * 2, rtol=0, atol=1e-15)
 
 
+# Each dtype of the scores with a dtype of the valid positions.
 @pytest.mark.parametrize(
-    "dtype, expected",
-    [("float16", "float32"), ("bfloat16", "float32"), ("float32",) * 2, ("float64",) * 2],
+    "dtype, valid_dtype",
+    [("float16", "bool"), ("bfloat16", "int32"), ("float32", "float64")]
+    + [("float64", valid_dtype) for valid_dtype in ("bool", "float64", "int32")],
 )
-def test_window_softmax_runs_in_at_least_float32(dtype, expected):
-    scores = np.random.default_rng(2).normal(scale=4.0, size=(3, 7))
-    valid = np.arange(7) >= np.array([[0], [3], [6]])
-    tensor = ops.cast(ops.convert_to_tensor(scores), dtype)
-    for given in (None, valid):  # (without valid, the plain softmax)
-        weights = window_softmax(tensor, given)
+def test_window_softmax_is_the_masked_softmax_in_at_least_float32(dtype, valid_dtype):
+    rng = np.random.default_rng(1)
+    scores = ops.cast(ops.convert_to_tensor(rng.normal(scale=3.0, size=(4, 6))), dtype)
+    valid = rng.random((4, 6)) > 0.4
+    valid[1] = False  # nothing to attend: all-zero weights, so r_t = 0
+    valid[2] = [False] * 5 + [True]
+    rounded = as_numpy(ops.cast(scores, "float64"))  # the scores as the dtype holds them
+    expected = "float64" if dtype == "float64" else "float32"
+    for given in (None, valid.astype(valid_dtype)):  # (without valid, the plain softmax)
+        weights = window_softmax(scores, given)
         assert keras.backend.standardize_dtype(weights.dtype) == expected
-        rounded = as_numpy(ops.cast(tensor, "float64"))  # the scores as the dtype holds them
         atol = 1e-6 if expected == "float32" else 1e-15
-        assert_close(weights, masked_softmax(rounded, given), atol=atol)
+        np.testing.assert_allclose(
+            as_numpy(weights), masked_softmax(rounded, given), rtol=0, atol=atol
+        )
+    weights = as_numpy(weights)
+    assert np.all(weights[~valid] == 0) and np.all(weights[1] == 0) and weights[2, 5] == 1
 
 
 @pytest.mark.parametrize("shape", [(2, 0, 4), (0, 3), (2, 3, 0)])
