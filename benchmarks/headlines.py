@@ -12,7 +12,10 @@ from benchmarks import RESULTS, ROOT, results_file
 from benchmarks.docs_tables import RESULTS_PAGE, with_block
 
 PAGES = (ROOT / "README.rst", RESULTS_PAGE)
-_load = lambda name: results_file.read(RESULTS / f"{name}.json")  # noqa: E731
+
+
+def _load(name):
+    return results_file.read(RESULTS / f"{name}.json")
 
 
 def lm_headline(ptb_rows):
