@@ -24,7 +24,6 @@ def add_update_docs_option(parser):
     add = parser.add_argument
     add("--update-docs", action="store_true", help="write the results into docs/results.rst")
     add("--update-readme", dest="update_docs", action="store_true", help=argparse.SUPPRESS)
-    return parser
 
 
 def _cell(value):

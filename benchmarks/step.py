@@ -56,11 +56,9 @@ class Step:
         if keras.backend.backend() == "jax":
             import jax
 
-            def step(trainable, non_trainable, inputs, targets):
-                (value, non_trainable), grads = jax.value_and_grad(loss_of, has_aux=True)(
-                    trainable, non_trainable, inputs, targets
-                )
-                return value, update(trainable, grads), non_trainable
+            def step(trainable, *rest):  # rest: the non-trainable weights, inputs, targets
+                (value, others), grads = jax.value_and_grad(loss_of, has_aux=True)(trainable, *rest)
+                return value, update(trainable, grads), others
 
             lowered = jax.jit(step, donate_argnums=(0, 1)).lower(*self.state, *self.data)
             self.compiled = lowered.compile()

@@ -203,8 +203,20 @@ def count_train_step_traces(model):
     return traces
 
 
-# The backends `all_pairs(..., split_by_backend=True)` shares rows between.
+# The backends `all_pairs(..., split_by_backend=True)` and `split_rows` share rows between.
+# Each row runs on one of them, and on every other backend (torch runs eagerly: every row).
 SPLIT_BACKENDS = ("tensorflow", "jax")
+
+
+def split_rows(rows):
+    """This backend's share of ``rows`` (values or ``pytest.param``\\ s of one parametrize): on
+    `SPLIT_BACKENDS` the plain rows in turn, in their order; a row with marks (a backend's own
+    path: a loop, a kernel) on each backend; on any other backend every row."""
+    if BACKEND not in SPLIT_BACKENDS:
+        return list(rows)
+    plain = [i for i, row in enumerate(rows) if not getattr(row, "marks", ())]
+    others = set(plain) - set(plain[SPLIT_BACKENDS.index(BACKEND) :: len(SPLIT_BACKENDS)])
+    return [row for i, row in enumerate(rows) if i not in others]
 
 
 def all_pairs(*factors, split_by_backend=False):

@@ -16,14 +16,9 @@ def paper_parser(doc, results, seeds=None, parser=ArgumentParser, help=None):
     if seeds or help:
         help = help or f"default: {' '.join(map(str, seeds))}"
         add("--seeds", nargs="+", type=positive(int, zero=True), default=seeds, help=help)
-    default = results and RESULTS / f"{results}.json"
     where = "" if results else " (default: the options', in benchmarks/results/)"
-    add(
-        "--results",
-        type=pathlib.Path,
-        default=default,
-        help=f"results file, resumed by a rerun{where}",
-    )
+    why = f"results file, resumed by a rerun{where}"
+    add("--results", type=pathlib.Path, default=results and RESULTS / f"{results}.json", help=why)
     add("--from-results", action="store_true", help="do not train: the table from --results")
     return parser
 

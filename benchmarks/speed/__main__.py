@@ -105,10 +105,9 @@ def run(args):
     sizes.update({k: getattr(args, k) for k in ("rounds", "lengths") if getattr(args, k)})
     settings = {k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items()}
     training.JIT = not args.no_jit
-    jit = dict(jax="``jax.jit``", tensorflow="XLA", torch="``torch.compile``")[args.backend]
-    jit = "no XLA" if args.no_jit and args.backend == "tensorflow" else jit
-    jit = "eager" if args.no_jit and args.backend == "torch" else jit
-    settings["step"] = f"SGD, ``stateless_call``, {jit}"
+    jit = dict(jax="``jax.jit``", tensorflow="XLA", torch="``torch.compile``")
+    jit = dict(tensorflow="no XLA", torch="eager") if args.no_jit else jit  # JAX refuses --no-jit
+    settings["step"] = f"SGD, ``stateless_call``, {jit[args.backend]}"
     device = describe_device()
     memory = device["devices"] and device["devices"][0]["memory_mib"]
     sizes["limit_mib"] = 0.8 * memory if memory else sizes["memory_limit_gib"] * 1024
@@ -139,7 +138,7 @@ def run(args):
             write(name)
 
         sizes["progress"] = progress
-        jax_child = table.buffers and args.backend == "tensorflow" and not args.no_buffers
+        jax_child = table.buffers and args.backend == "tensorflow"
         buffers = buffers_from_jax(name, args) if jax_child else {}
         try:
             for case in table.cases(sizes):
@@ -183,7 +182,6 @@ def parse_args(argv=None):
     add("--budget-s", type=positive(float), default=float("inf"), help="seconds for all tables")
     add("--peaks-from", metavar="FILE", help="take the matrix-product peaks from this file")
     add("--out", help="one results file for all tables (default: each table's own file)")
-    add("--no-buffers", action="store_true", help="on TensorFlow, no XLA buffers from JAX")
     add("--from-results", action="store_true", help="docs/results.rst from the files (or runs)")
     add("--update-docs", action="store_true", help="write the results into docs/results.rst")
     add("--samples", action="store_true", help=argparse.SUPPRESS)

@@ -129,23 +129,18 @@ def backends(report, rows, images):
         found = [(n, by_case.get(case, {}).get(f"{s}{suffix}")) for s, n in BACKEND_SIDES.items()]
         return ", ".join(f"{n} {r:.2f}" for n, r in found if r) or "not measured"
 
-    parallel = ("lm_window_parallel", "lm_ngram_parallel")
-    worst = {
-        side: max((by_case[c].get(f"{side}_over_baseline") or 0 for c in parallel), default=0)
-        for side in BACKEND_SIDES
-    }
+    parallel = [by_case[case] for case in ("lm_window_parallel", "lm_ngram_parallel")]
+    worst = {s: max(row.get(f"{s}_over_baseline") or 0 for row in parallel) for s in BACKEND_SIDES}
     lm = ", ".join(f"{n} {worst[s]:.2f}" for s, n in BACKEND_SIDES.items() if worst[s])
     goals = f"AM-GRU / GRU: {ratios('am_gru')}; parallel forms / LSTM, the worst: {lm or 'none'}."
     torch = {c: by_case.get(c, {}).get("torch_ms") for c in ("am_gru", "gru_cell_rnn", "gru")}
     loop = torch["gru_cell_rnn"] and torch["gru"] and torch["gru_cell_rnn"] / torch["gru"]
     am = torch["am_gru"] and torch["gru_cell_rnn"] and torch["am_gru"] / torch["gru_cell_rnn"]
     am_gru = by_case.get("am_gru", {}).get("torch_over_baseline") or 0
-    missed = am_gru > 1.5 or worst["torch"] > 1.2
-    why = text("backends-speed", "why_torch").format(
-        gru_loop=f"{loop:.2f}× the GRU" if loop else "(not measured)",
-        am_over_loop=f"{am:.2f}×" if am else "not measured",
-    )
-    return rows, dict(goals=goals, why=why if missed and loop and am else "")
+    missed = (am_gru > 1.5 or worst["torch"] > 1.2) and loop and am  # and the loop measured
+    why = text("backends-speed", "why_torch")
+    why = why.format(gru_loop=f"{loop:.2f}× the GRU", am_over_loop=f"{am:.2f}×") if missed else ""
+    return rows, dict(goals=goals, why=why)
 
 
 #: Each table's block.

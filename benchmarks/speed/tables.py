@@ -60,8 +60,7 @@ def child(*argv, python=None, timeout=None):
         out = os.path.join(folder, "out.json")
         command = [python or sys.executable, "-m", "benchmarks.speed", *argv, "--out", out]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-            stderr = done.stderr
+            stderr = subprocess.run(command, capture_output=True, text=True, timeout=timeout).stderr
         except subprocess.TimeoutExpired as stopped:
             stderr = f"stopped after {timeout:.0f} s: {stopped.stderr or ''}"
         return results_file.read(out) or stderr[-300:]
@@ -888,10 +887,8 @@ class Backends(Table):
             row["gflop_per_step"] = flops.get(name, 0) / 1e9 or None
             for side in SIDES:
                 values, base = samples.get((name, side)), samples.get((baseline, side))
-                row[f"{side}_ms"] = float(np.median(values)) if values else None
-                share = (
-                    values and peak and training.floor_columns(flops[name], row[f"{side}_ms"], peak)
-                )
+                ms = row[f"{side}_ms"] = float(np.median(values)) if values else None
+                share = values and peak and training.floor_columns(flops[name], ms, peak)
                 row[f"{side}_share_of_peak"] = share["share_of_peak"] if share else None
                 if values and base:
                     ratios = timing.median_ratio({"case": values, "base": base}, "base")

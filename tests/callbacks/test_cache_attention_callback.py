@@ -46,29 +46,20 @@ def _numpy_read_weights(layer, states):
 
 
 @pytest.mark.parametrize("query", ["none", "additive", "dot"])
-def test_weight_by_index_is_the_reads_weight_averaged_over_the_probes(query):
-    rng = np.random.default_rng(6)
-    model, layer = _cache_model(query, rng)
-    model.write_caches(rng.normal(size=(4, 4)).astype("float32"))  # 4 of 6 slots filled
-    probes = rng.normal(size=(5, 4)).astype("float32")
-    weights = cache_attention_by_index(model, layer, probes)
-    expected = _numpy_read_weights(layer, probes)
-    if query != "none":
-        expected = expected.mean(axis=0)
-    assert weights.shape == (6,) and weights.dtype == np.float64
-    np.testing.assert_allclose(weights, expected, rtol=1e-5, atol=1e-7)
-    assert np.count_nonzero(weights) == 4  # the empty slots take no weight
-
-
-@pytest.mark.parametrize("query", ["none", "additive", "dot"])
-def test_weight_on_entries_is_each_probes_weight_on_the_slots_holding_its_wanted_entries(query):
+def test_weight_by_index_and_on_entries_are_the_reads_weights_of_the_probes(query):
+    """By index: the read's weight of each slot averaged over the probes. On entries: each
+    probe's weight on the slots holding its wanted entries."""
     rng = np.random.default_rng(7)
     model, layer = _cache_model(query, rng)
     entries = rng.normal(size=(5, 4)).astype("float32")
     model.write_caches(entries)  # 5 of 6 slots, in the heap's order
     probes = rng.normal(size=(3, 4)).astype("float32")
-    wanted = np.array([[1, 0, 0, 1, 0], [0, 0, 0, 0, 0], [1, 1, 1, 0, 1]], bool)
     alpha = np.broadcast_to(_numpy_read_weights(layer, probes), (3, 6))
+    weights = cache_attention_by_index(model, layer, probes)
+    assert weights.shape == (6,) and weights.dtype == np.float64
+    np.testing.assert_allclose(weights, alpha.mean(axis=0), rtol=1e-5, atol=1e-7)
+    assert np.count_nonzero(weights) == 5  # the empty slot takes no weight
+    wanted = np.array([[1, 0, 0, 1, 0], [0, 0, 0, 0, 0], [1, 1, 1, 0, 1]], bool)
     # The entry each slot holds: the cache holds the entries' float32 values as they are.
     cache = layer.cache.numpy()
     held = [np.flatnonzero(np.all(entries == row, axis=-1)) for row in cache]

@@ -53,6 +53,10 @@ def test_episodes_start_with_an_empty_cache_and_evaluation_writes_its_facts():
 
 
 def test_every_cache_is_emptied_at_the_first_batch_of_each_episode_only():
+    with pytest.raises(ValueError, match="`batches_per_episode` must be >= 1, got 0"):
+        CacheEpisodesCallback(0)
+    with pytest.raises(TypeError, match="`batches_per_episode` must be an integer, got 2.0"):
+        CacheEpisodesCallback(2.0)
     rng = np.random.default_rng(5)
     inputs = keras.Input((4,))
     first = HeapCacheAttention(5, 3, name="first")
@@ -73,10 +77,3 @@ def test_every_cache_is_emptied_at_the_first_batch_of_each_episode_only():
     before = first.cache.numpy().copy()
     episodes.on_test_batch_begin(0)
     np.testing.assert_array_equal(first.cache.numpy(), before)
-
-
-def test_batches_per_episode_is_a_positive_integer():
-    with pytest.raises(ValueError, match="`batches_per_episode` must be >= 1, got 0"):
-        CacheEpisodesCallback(0)
-    with pytest.raises(TypeError, match="`batches_per_episode` must be an integer, got 2.0"):
-        CacheEpisodesCallback(2.0)

@@ -48,7 +48,7 @@ def check_two_epochs(heatmap, tmp_path, tag, expected, **tolerance):
     return matrices
 
 
-def test_the_pair_is_read_as_word_ids_unknown_words_as_unk(tmp_path):
+def test_the_pair_is_read_as_word_ids_unknown_words_as_unk_and_embedded_by_the_model(tmp_path):
     probe = _probe(tmp_path)
     np.testing.assert_array_equal(probe.premise_ids, [[2, 3, 4]])
     np.testing.assert_array_equal(probe.hypothesis_ids, [[1, 5]])  # "cats" is not a word
@@ -56,6 +56,24 @@ def test_the_pair_is_read_as_word_ids_unknown_words_as_unk(tmp_path):
     odd = _probe(tmp_path, vocabulary=["<pad>", "?", "a", "dog", "runs", "sleep"])
     np.testing.assert_array_equal(odd.hypothesis_ids, [[1, 5]])
     assert probe.premise == ["a", "dog", "runs"] and probe.hypothesis == ["cats", "sleep"]
+    model = snli_model(6, "gru", units=4, embedding_dim=3)
+    probe.set_model(model)
+    got_encoder, premise, hypothesis = probe.embedded_pair()
+    vectors = np.asarray(model.get_layer("embedding").embeddings)
+    assert got_encoder is model.get_layer("encoder")
+    np.testing.assert_array_equal(np.asarray(premise), vectors[[2, 3, 4]])
+    np.testing.assert_array_equal(np.asarray(hypothesis), vectors[[1, 5]])
+    # GRUs: no attention, and no memory whose writes and reads line up with the words.
+    for view, matrix, folder in [
+        (PairAttentionHeatmap, "attention", "attention"),
+        (MemoryRetrievalHeatmap, "similarity", "memory"),
+    ]:
+        heatmap = view(tmp_path, ["a", "dog"], ["a", "dog"], ["<pad>", "<unk>", "a"])
+        heatmap.set_model(model)
+        assert getattr(heatmap, matrix)() is None, view
+        heatmap.on_epoch_end(0)
+        # Not even an empty run for TensorBoard to list.
+        assert heatmap.last_matrix is None and not (tmp_path / folder).exists(), view
 
 
 @pytest.mark.parametrize(
@@ -69,19 +87,11 @@ def test_an_empty_probe_sentence_is_refused_naming_the_view(
         view(tmp_path, premise, hypothesis, ["<pad>", "<unk>", "a"])
 
 
-def test_the_embedded_pair_is_the_models_embedding_of_its_ids(tmp_path):
-    model = snli_model(6, "gru", units=4, embedding_dim=3)
+def test_a_view_says_what_it_draws_and_its_writer_is_made_at_first_use(tmp_path):
+    """Its writer is made at its first use, and closed at the end of training."""
     probe = _probe(tmp_path)
-    probe.set_model(model)
-    got_encoder, premise, hypothesis = probe.embedded_pair()
-    vectors = np.asarray(model.get_layer("embedding").embeddings)
-    assert got_encoder is model.get_layer("encoder")
-    np.testing.assert_array_equal(np.asarray(premise), vectors[[2, 3, 4]])
-    np.testing.assert_array_equal(np.asarray(hypothesis), vectors[[1, 5]])
-
-
-def test_the_writer_is_made_at_its_first_use_and_closed_at_the_end(tmp_path):
-    probe = _probe(tmp_path)
+    with pytest.raises(NotImplementedError, match="PairProbe must say what it draws"):
+        probe.on_epoch_end(0)
     assert not (tmp_path / "view").exists()
     writer = probe.writer()
     assert probe.writer() is writer
@@ -91,26 +101,3 @@ def test_the_writer_is_made_at_its_first_use_and_closed_at_the_end(tmp_path):
     ((step, value),) = summary_events(tmp_path / "view")["view/sentence"]
     assert step == 2 and summary_text(value) == "premise: a dog runs\n\nhypothesis: cats sleep"
     assert probe.writer() is not writer  # a new one after training ended
-
-
-def test_a_view_says_what_it_draws(tmp_path):
-    with pytest.raises(NotImplementedError, match="PairProbe must say what it draws"):
-        _probe(tmp_path).on_epoch_end(0)
-    assert not (tmp_path / "view").exists()
-
-
-@pytest.mark.parametrize(
-    "view, matrix, folder",
-    [
-        (PairAttentionHeatmap, "attention", "attention"),
-        (MemoryRetrievalHeatmap, "similarity", "memory"),
-    ],
-)
-def test_an_encoder_without_what_the_view_draws_writes_nothing(tmp_path, view, matrix, folder):
-    # GRUs: no attention, and no memory whose writes and reads line up with the words.
-    heatmap = view(tmp_path, ["a", "dog"], ["a", "dog"], ["<pad>", "<unk>", "a"])
-    heatmap.set_model(snli_model(4, "gru", units=4, embedding_dim=3))
-    assert getattr(heatmap, matrix)() is None
-    heatmap.on_epoch_end(0)
-    # Not even an empty run for TensorBoard to list.
-    assert heatmap.last_matrix is None and not (tmp_path / folder).exists()

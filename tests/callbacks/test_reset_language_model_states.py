@@ -21,7 +21,7 @@ from tf_memlayers.callbacks.reset_language_model_states import (
 from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights
 
 
-def test_stateful_layers_are_found_in_nested_models_with_their_state_variables():
+def test_stateful_layers_are_found_in_nested_models_and_reset_wholly_or_by_rows():
     model = _nested_stateful_model()
     found = stateful_layers(model)
     assert [layer.name for layer in found] == ["outer_lstm", "inner_gru"]
@@ -29,19 +29,6 @@ def test_stateful_layers_are_found_in_nested_models_with_their_state_variables()
     # An LSTM carries h and c, a GRU h: each [batch, units].
     assert [tuple(v.shape) for v in state_variables(lstm)] == [(BATCH, 2), (BATCH, 2)]
     assert [tuple(v.shape) for v in state_variables(gru)] == [(BATCH, 2)]
-
-
-def test_a_memory_layers_state_is_its_carried_memory():
-    model = _model("attention")
-    model(_tokens(2, 5))
-    memory = model.get_layer("window_attention")
-    assert memory in stateful_layers(model)
-    (variable,) = state_variables(memory)
-    assert variable is memory.memory
-
-
-def test_reset_clears_every_state_or_only_the_selected_rows():
-    model = _nested_stateful_model()
     _fill(model, 0)
     before = _carried(model)
     reset_language_model_states(model, rows=np.zeros(BATCH, bool))
@@ -53,12 +40,16 @@ def test_reset_clears_every_state_or_only_the_selected_rows():
     assert all(not state.any() for state in _carried(model))
 
 
-def test_row_reset_restarts_only_the_selected_rows():
+def test_a_memory_layers_state_is_its_carried_memory_and_a_row_reset_restarts_that_row():
     model = _model("attention")
     fresh = _model("attention", stateful=False, batch_size=None, sequence_length=None)
     copy_trainable_weights(model, fresh)
     x = _tokens(2, 10)
     model(x[:, :5])
+    memory = model.get_layer("window_attention")
+    assert memory in stateful_layers(model)
+    (variable,) = state_variables(memory)
+    assert variable is memory.memory
     reset_language_model_states(model, rows=np.array([True, False]))
     second = model(x[:, 5:]).numpy()
     np.testing.assert_allclose(second[0], fresh(x[:1, 5:]).numpy()[0], atol=1e-5)
@@ -67,7 +58,7 @@ def test_row_reset_restarts_only_the_selected_rows():
         reset_language_model_states(model, rows=np.array([True, False, True]))
 
 
-def test_a_bidirectional_layers_states_are_its_two_rnns_states():
+def test_a_bidirectional_layers_states_are_its_two_rnns_states_another_layers_refused():
     inputs = keras.Input(batch_shape=(2, 3, 4))
     layer = keras.layers.Bidirectional(keras.layers.GRU(5, stateful=True, dropout=0.1))
     model = keras.Model(inputs, layer(inputs))
@@ -85,8 +76,7 @@ def test_a_bidirectional_layers_states_are_its_two_rnns_states():
     for variable, value in zip(seeds, kept):
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), value)
 
-
-def test_another_stateful_layer_is_refused_naming_it():
+    # Another stateful layer's carried state is unknown: refused, naming the layer.
     class Counter(keras.layers.Layer):
         stateful = True
 

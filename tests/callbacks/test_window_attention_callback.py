@@ -42,20 +42,12 @@ def test_positions_are_labelled_oldest_first_and_averaged_over_every_full_window
     # The steps 4 .. 8, whose window t-4 .. t-1 lies in the sequence.
     np.testing.assert_allclose(average, scores[:, 4:].mean(axis=(0, 1)), rtol=1e-6)
     np.testing.assert_allclose(average.sum(), 1.0, rtol=1e-6)
-
-
-@pytest.mark.parametrize(
-    "shape, message",
-    [
-        ((9, 4), r"`scores` must have shape \[batch, time, 4\]"),
-        ((2, 9, 3), r"`scores` must have shape \[batch, time, 4\]"),
-        ((2, 9, 4, 1), r"`scores` must have shape \[batch, time, 4\]"),
-        ((2, 4, 4), "more than window=4"),
-    ],
-)
-def test_scores_of_another_shape_are_refused(shape, message):
-    with pytest.raises(ValueError, match=message):
-        average_attention_by_position(np.zeros(shape), 4)
+    # Scores of another shape, or no full window.
+    for shape in ((9, 4), (2, 9, 3), (2, 9, 4, 1)):
+        with pytest.raises(ValueError, match=r"`scores` must have shape \[batch, time, 4\]"):
+            average_attention_by_position(np.zeros(shape), 4)
+    with pytest.raises(ValueError, match="more than window=4"):
+        average_attention_by_position(np.zeros((2, 4, 4)), 4)
 
 
 def test_the_callback_in_fit_writes_the_probe_of_the_current_weights(tmp_path, monkeypatch):
@@ -128,15 +120,12 @@ def test_near_equal_averages_are_drawn_in_near_equal_colours(tmp_path, monkeypat
     assert np.abs(colours.astype(int) - colours[0, 0].astype(int)).max() <= 2
 
 
-@pytest.mark.parametrize(
-    "sentence, labels, validation, message",
-    [
+def test_bad_probe_inputs_are_refused(tmp_path):
+    probe = _model("attention", probe=True)
+    for sentence, labels, validation, message in [
         ([1, 2, 3], ["a", "b"], _tokens(2, 9), "`token_labels` has 2 entries"),
         ([1, 2], ["a", "b"], _tokens(2, 3), "time > window"),
         ([1, 2], ["a", "b"], _tokens(1, 9)[0], r"must be \[batch, time\].*got shape \(9,\)"),
-    ],
-)
-def test_bad_probe_inputs_are_refused(tmp_path, sentence, labels, validation, message):
-    probe = _model("attention", probe=True)
-    with pytest.raises(ValueError, match=message):
-        WindowAttentionCallback(probe, tmp_path, sentence, labels, validation, 3)
+    ]:
+        with pytest.raises(ValueError, match=message):
+            WindowAttentionCallback(probe, tmp_path, sentence, labels, validation, 3)

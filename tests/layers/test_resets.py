@@ -166,7 +166,12 @@ def _assert_equal_runs(packed, expected, atol):
 # Each layer masked or not, with an initial state or not, by pairs (`all_pairs`).
 @pytest.mark.parametrize(
     "kind, masked, initial_state",
-    all_pairs(sorted(KINDS), ["masked", "unmasked"], ["initial_state", "zero_state"]),
+    all_pairs(
+        sorted(KINDS),
+        ["masked", "unmasked"],
+        ["initial_state", "zero_state"],
+        split_by_backend=True,
+    ),
 )
 def test_packed_documents_equal_separate_runs_in_float64(
     float64_policy, kind, masked, initial_state

@@ -128,14 +128,9 @@ def _train_one_step(name, distribution, initial_weights):
         compile_(model)
         history = model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=1, shuffle=False, verbose=0)
         active = keras.distribution.distribution()
-        layout = None
-        if active is not None:
-            data_layout = active.get_data_layout(np.shape(keras.tree.flatten(x)[0]))
-            layout = [data_layout.axes[0], list(data_layout.device_mesh.shape)]
         after = model.get_weights()
         return {
             "distribution": type(active).__name__ if active is not None else None,
-            "data_layout": layout,
             "batches": laid_out,
             "variable_devices": sorted({len(v.value.sharding.device_set) for v in model.variables}),
             "logs": {key: [float(v) for v in values] for key, values in history.history.items()},
@@ -182,7 +177,6 @@ def _check(single, parallel):
     # Not vacuous: under DataParallel every array of the batch is split in halves over the two
     # devices and every variable is on both; without a distribution all is on one device.
     assert parallel["distribution"] == "DataParallel" and single["distribution"] is None
-    assert parallel["data_layout"] == ["batch", [DEVICES]], parallel["data_layout"]
     assert parallel["variable_devices"] == [DEVICES] and single["variable_devices"] == [1]
     assert parallel["batches"], "the trainer laid out no batch"
     halves = [GLOBAL_BATCH // DEVICES] * DEVICES

@@ -51,36 +51,27 @@ def test_training_step_writes_like_the_reference(jit_compile):
     assert np.all(np.any(expected != 0, axis=-1))
 
 
-def test_fit_writes_evaluate_and_predict_do_not():
+def test_only_fit_writes_and_keras_file_checkpoint_and_weights_restore_the_cache(tmp_path):
+    # (The default query's round trip, in the last-word model: test_builders_on_every_backend.py.)
     rng = np.random.default_rng(1)
-    model = compile_model(build_model(cache_size=64, policy="topk"))
+    model = compile_model(build_model(64, "topk", query="additive", weight_decay=1e-4))
+    layer = model.get_layer("cache")
     x, y = data(rng, 24)
     model.predict(x, verbose=0)
     model.evaluate(x, y, verbose=0)
     model(x, training=True)
-    assert int(model.get_layer("cache").fill_count()) == 0
+    assert int(layer.fill_count()) == 0
     model.fit(x, y, batch_size=8, epochs=1, verbose=0)
-    assert int(model.get_layer("cache").fill_count()) == 24
-    before = model.get_layer("cache").cache.numpy().copy()
-    model.evaluate(x, y, verbose=0)
-    model.predict(x, verbose=0)
-    np.testing.assert_array_equal(model.get_layer("cache").cache.numpy(), before)
-
-
-def test_keras_file_checkpoint_and_weights_restore_the_cache(tmp_path):
-    # (The default query's round trip, in the last-word model: test_builders_on_every_backend.py.)
-    rng = np.random.default_rng(2)
-    model = compile_model(build_model(cache_size=10, query="additive", weight_decay=1e-4))
-    x, y = data(rng, 32)
-    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
-    layer = model.get_layer("cache")
+    assert int(layer.fill_count()) == 24
     assert not any(w is layer.cache for w in model.trainable_weights)
     saved = layer.cache.numpy().copy()
+    model.evaluate(x, y, verbose=0)
     model.save(str(tmp_path / "model.keras"))
     loaded = keras.saving.load_model(str(tmp_path / "model.keras"))
     assert isinstance(loaded, HeapCacheModel) and loaded.weight_decay == 1e-4
     np.testing.assert_array_equal(loaded.get_layer("cache").cache.numpy(), saved)
     np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+    np.testing.assert_array_equal(layer.cache.numpy(), saved)  # evaluate and predict: no write
     assert loaded.get_layer("cache").get_config() == layer.get_config()
     checkpoint = tf.train.Checkpoint(model=model)
     prefix = checkpoint.write(str(tmp_path / "ckpt"))

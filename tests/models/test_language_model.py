@@ -29,8 +29,19 @@ def _model(kind, **overrides):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_stateful_model_starts_near_uniform_and_carries_state_across_segments(kind):
-    stateful = _model(kind=kind, layers=2)
+def test_stateful_model_starts_as_the_paper_and_carries_state_across_segments(kind):
+    stateful = _model(kind=kind, layers=2, init_scale=0.05, forget_bias=1.0)
+    for weight in stateful.trainable_weights:
+        if "bias" not in weight.path:
+            # U(-0.05, 0.05): within the scale, reaching near it, spread as a uniform is.
+            values = np.abs(weight.numpy())
+            assert values.max() <= 0.05, weight.path
+            if values.size >= 100:
+                assert values.max() > 0.045, weight.path
+                assert np.std(weight.numpy()) == pytest.approx(0.05 / np.sqrt(3), rel=0.2)
+    bias, units = stateful.get_layer("lstm_0").cell.bias.numpy(), SMALL["units"]
+    np.testing.assert_array_equal(bias[units : 2 * units], 1.0)
+    np.testing.assert_array_equal(np.delete(bias, np.s_[units : 2 * units]), 0.0)
     stateless = _model(kind=kind, layers=2, stateful=False, batch_size=None, sequence_length=None)
     copy_trainable_weights(stateful, stateless)
     x = _tokens(2, 15)
@@ -82,21 +93,6 @@ def test_cell_form_equals_parallel_form(kind, options):
         embedding = parallel.get_layer("embedding")
         expected = features @ embedding.embeddings.numpy().T + embedding.output_bias.numpy()
         np.testing.assert_allclose(logits, expected, atol=1e-5)
-
-
-def test_initialisation_follows_the_paper():
-    model = _model(kind="key_value", init_scale=0.05, forget_bias=1.0)
-    for weight in model.trainable_weights:
-        if "bias" not in weight.path:
-            # U(-0.05, 0.05): within the scale, reaching near it, spread as a uniform is.
-            values = np.abs(weight.numpy())
-            assert values.max() <= 0.05, weight.path
-            if values.size >= 100:
-                assert values.max() > 0.045, weight.path
-                assert np.std(weight.numpy()) == pytest.approx(0.05 / np.sqrt(3), rel=0.2)
-    bias, units = model.get_layer("lstm_0").cell.bias.numpy(), SMALL["units"]
-    np.testing.assert_array_equal(bias[units : 2 * units], 1.0)
-    np.testing.assert_array_equal(np.delete(bias, np.s_[units : 2 * units]), 0.0)
 
 
 def test_variational_dropout_uses_one_mask_per_sequence():
@@ -186,27 +182,26 @@ def test_resets_model_on_packed_documents_equals_each_document_alone(kind, form)
 # -- the builder composes what it is given ----------------------------------------------------
 
 
-def test_any_keras_layer_is_a_memory_and_its_other_outputs_are_the_models():
+def test_any_keras_layer_or_a_wrapper_of_the_top_lstm_cell_is_a_memory():
     # A layer the builder knows nothing of: a projection of every step of the top LSTM.
     memory = keras.layers.Dense(5, name="projection")
     model = build_language_model(VOCAB, memory, 8, 4, batch_size=2, sequence_length=5)
     assert model.get_layer("projection") is memory
     assert tuple(model.get_layer("softmax").kernel.shape) == (5, VOCAB)
     assert model(_tokens(2, 5)).shape == (2, 5, VOCAB)
+    # A memory's other outputs are the model's.
     memory = SlidingWindowAttention(window=3, return_attention_scores=True)
     model = build_language_model(VOCAB, memory, 8, 4, stateful=False, sequence_length=None)
     logits, scores = model(_tokens(2, 6))
     assert logits.shape == (2, 6, VOCAB) and scores.shape == (2, 6, 3)
-
-
-def test_a_memory_cell_wraps_the_builders_top_lstm_cell():
+    # A function of a cell: called once, with the top LSTM cell, which its memory cell wraps.
     seen = []
 
-    def memory(cell):
+    def wrap(cell):
         seen.append(cell)
         return NGramConcatCell(cell, 3, 4)
 
-    model = build_language_model(VOCAB, memory, 8, 4, layers=2, batch_size=2, sequence_length=5)
+    model = build_language_model(VOCAB, wrap, 8, 4, layers=2, batch_size=2, sequence_length=5)
     (cell,) = seen
     assert isinstance(cell, keras.layers.LSTMCell) and cell.units == 8 and cell.name == "lstm_1"
     assert model.get_layer("memory_rnn").cell.cell is cell

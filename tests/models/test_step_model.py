@@ -219,7 +219,7 @@ def _beam_search(model, prompt, num_tokens, num_beams, end=None):
 
 
 @pytest.mark.parametrize("prompt_length", [1, 3])
-def test_keras_hub_samplers_and_an_end_token_drive_generation(prompt_length):
+def test_keras_hub_samplers_and_an_end_token_drive_generation(prompt_length, monkeypatch):
     keras_hub = pytest.importorskip("keras_hub", reason="the samplers come from keras-hub")
     model = _language_model("key_value_predict")
     step_model = build_step_model(model)
@@ -258,11 +258,7 @@ def test_keras_hub_samplers_and_an_end_token_drive_generation(prompt_length):
     beams = generate(step_model, prompt, 4, end_token_id=end, sampler=beam_sampler)
     np.testing.assert_array_equal(beams, _beam_search(model, prompt, 4, 3, end=end))
     assert not np.array_equal(beams, np.where(np.cumsum(unended == end, 1) > 0, end, unended))
-
-
-def test_a_sampler_that_cannot_run_is_named(lstm_step_model, monkeypatch):
-    step_model, prompt = lstm_step_model, np.array([[1, 2]])
-    keras_hub = pytest.importorskip("keras_hub", reason="the samplers come from keras-hub")
+    # A sampler that cannot drive a step model, and a sampler by name without keras-hub.
     with pytest.raises(ValueError, match="ContrastiveSampler reads the model's hidden states"):
         generate(step_model, prompt, 2, sampler=keras_hub.samplers.ContrastiveSampler())
     monkeypatch.setitem(__import__("sys").modules, "keras_hub", None)  # not installed

@@ -36,26 +36,30 @@ def _problem(seed, dual, masked):
 
 
 def _loop_arguments(problem):
-    """The reference's weights as the loops take them: ``[x_t, o_{t-1}, h] W`` splits into the
-    input projection ``p_t`` (columns ``[key | gates | candidate]``, biases included), the
-    recurrent kernel ``R`` of ``o_{t-1}`` and the kernels ``G_h``, ``C_h`` of ``h``."""
+    """The loops' differentiable arguments as tensors, in the order of their gradients, then the
+    copies' permutation matrix and its adjoint's indices (test_holographic.py). The reference's
+    ``[x_t, o_{t-1}, h] W`` splits into the input projection ``p_t`` (columns ``[key | gates |
+    candidate]``, biases included), the recurrent kernel ``R`` of ``o_{t-1}`` and the kernels
+    ``G_h``, ``C_h`` of ``h``; the Dual AM-GRU's source memory and kernels come last."""
     w, d = problem["w"], INPUT_DIM
     input_kernel = np.concatenate([w["key"][:d], w["gate"][:d], w["candidate"][:d]], axis=1)
     bias = np.concatenate([np.zeros(UNITS), w["gate_bias"], w["candidate_bias"]])
-    projected = np.einsum("btd,dk->tbk", problem["xs"], input_kernel) + bias
     recurrent = np.concatenate(
         [w["key"][d:], w["gate"][d : d + UNITS], w["candidate"][d : d + UNITS]], axis=1
     )
-    dual = problem["source"] is not None
-    kernels = (
+    arrays = [
+        np.einsum("btd,dk->tbk", problem["xs"], input_kernel) + bias,
+        _parts(problem["memory"]),
+        problem["output"],
+        recurrent,
         w["gate"][d + UNITS :],
         w["candidate"][d + UNITS :],
-        w["dual_gate"] if dual else None,
-        w["dual_candidate"] if dual else None,
-    )
-    # The copies' permutation matrix and its adjoint's indices (test_holographic.py).
+    ]
+    if problem["source"] is not None:
+        arrays += [_parts(problem["source"]), w["dual_gate"], w["dual_candidate"]]
     matrix = holographic.permutation_matrix(problem["perms"]).astype(np.float64)
-    return projected, recurrent, kernels, matrix, holographic.unpermuting_indices(problem["perms"])
+    unpermute = holographic.unpermuting_indices(problem["perms"])
+    return [tf.constant(a) for a in arrays], tf.constant(matrix), tf.constant(unpermute)
 
 
 def _parts(memory):
@@ -112,23 +116,31 @@ def _loop_cases(test):
 
 
 @_loop_cases
-def test_forward_loop_matches_the_reference_and_saves_what_the_backward_reads(
+def test_forward_loop_matches_the_reference_and_backward_loop_its_automatic_gradient(
     dual, masked, zero_output_for_mask
 ):
+    """The forward loop's outputs, final states and saved tensors against the reference; the
+    backward loop against TensorFlow's gradient of that forward loop."""
     problem = _problem(3 + dual + 2 * masked + zero_output_for_mask, dual, masked)
-    projected, recurrent, kernels, matrix, _ = _loop_arguments(problem)
+    sources, matrix, unpermute = _loop_arguments(problem)
+    source = sources[6] if dual else None
+    loop_kernels = (*sources[4:6], *(sources[7:9] if dual else (None, None)))
+    sizes = (COPIES, zero_output_for_mask, UNITS)
     mask = None if problem["mask"] is None else tf.constant(problem["mask"].T)
-    states = [_parts(problem["memory"]), problem["output"], recurrent]
-    memory, output, saved = passes.forward_loop(
-        tf.constant(projected),
-        mask,
-        *(tf.constant(a) for a in states),
-        tuple(None if k is None else tf.constant(k) for k in kernels),
-        None if not dual else tf.constant(_parts(problem["source"])),
-        tf.constant(matrix),
-        COPIES,
-        zero_output_for_mask,
-        UNITS,
+    rng = np.random.default_rng(1)  # the gradients of the outputs, the memory and the output
+    shapes = [(STEPS, BATCH, UNITS), (BATCH, 2, COPIES, M), (BATCH, UNITS)]
+    incoming = [tf.constant(rng.normal(size=shape)) for shape in shapes]
+    with tf.GradientTape() as tape:
+        tape.watch(sources)
+        memory, output, saved = passes.forward_loop(
+            sources[0], mask, *sources[1:4], loop_kernels, source, matrix, *sizes
+        )
+        loss = sum(
+            tf.reduce_sum(a * g) for a, g in zip((saved["outputs"], memory, output), incoming)
+        )
+    expected_gradients = tape.gradient(loss, sources)
+    got = passes.backward_loop(
+        saved, mask, *incoming, sources[3], loop_kernels, source, matrix, unpermute, *sizes
     )
     outputs, final_memory, final_output, expected, taken = _reference_forward(
         problem, zero_output_for_mask
@@ -154,64 +166,15 @@ def test_forward_loop_matches_the_reference_and_saves_what_the_backward_reads(
             continue
         for name in ("key", "h", "g", "c", "delta") + ("h2",) * dual:
             close(saved[name][t, b], expected[name][t][b], f"{name}, {where}")
-    if masked:  # not vacuous: some masked steps emit an earlier output, unless zeros
-        assert (~taken).any()
-        assert (np.abs(outputs[~taken]).max() > 0) != zero_output_for_mask
-
-
-@_loop_cases
-def test_backward_loop_equals_the_automatic_gradient_of_the_forward_loop(
-    dual, masked, zero_output_for_mask
-):
-    problem = _problem(20 + dual + 2 * masked + zero_output_for_mask, dual, masked)
-    projected, recurrent, kernels, matrix, unpermute = _loop_arguments(problem)
-    mask = None if problem["mask"] is None else tf.constant(problem["mask"].T)
-    rng = np.random.default_rng(1)  # the gradients of the outputs, the memory and the output
-    shapes = [(STEPS, BATCH, UNITS), (BATCH, 2, COPIES, M), (BATCH, UNITS)]
-    incoming = [tf.constant(rng.normal(size=shape)) for shape in shapes]
-    arrays = [projected, _parts(problem["memory"]), problem["output"], recurrent, *kernels[:2]]
-    if dual:
-        arrays += [_parts(problem["source"]), *kernels[2:]]
-    sources = [tf.constant(a) for a in arrays]
-    source = sources[6] if dual else None
-    loop_kernels = (*sources[4:6], *(sources[7:9] if dual else (None, None)))
-    matrix, sizes = tf.constant(matrix), (COPIES, zero_output_for_mask, UNITS)
-    with tf.GradientTape() as tape:
-        tape.watch(sources)
-        memory, output, saved = passes.forward_loop(
-            sources[0], mask, *sources[1:4], loop_kernels, source, matrix, *sizes
-        )
-        loss = sum(
-            tf.reduce_sum(a * g) for a, g in zip((saved["outputs"], memory, output), incoming)
-        )
-    expected = tape.gradient(loss, sources)
-    got = passes.backward_loop(
-        saved,
-        mask,
-        *incoming,
-        sources[3],
-        loop_kernels,
-        source,
-        matrix,
-        tf.constant(unpermute),
-        *sizes,
-    )
     names = ["projected", "memory", "output", "R", "G_h", "C_h", "source", "W_dg", "W_dc"]
-    assert len(got) == len(expected)
-    for name, g, e in zip(names, got, expected):
+    assert len(got) == len(expected_gradients)
+    for name, g, e in zip(names, got, expected_gradients):
         e = np.zeros(g.shape) if e is None else e.numpy()
         assert np.abs(e).max() > 1e-3, name
         np.testing.assert_allclose(g.numpy(), e, rtol=1e-10, atol=1e-10, err_msg=name)
-    if masked:  # a masked step's input projection gets no gradient
-        grad_projected = got[0].numpy()
-        assert not grad_projected[~problem["mask"].T].any()
-
-
-def test_stacked_rows_add_the_product_in_one_matmul():
-    rng = np.random.default_rng(11)
-    kernel = tf.constant(rng.normal(size=(6, 4)))
-    x, y = tf.constant(rng.normal(size=(3, 4))), tf.constant(rng.normal(size=(3, 6)))
-    got = tf.matmul(tf.concat([x, y], axis=1), passes.stacked_rows(kernel, 6))
-    np.testing.assert_allclose(
-        got.numpy(), x.numpy() @ kernel.numpy().T + y.numpy(), rtol=1e-12, atol=1e-12
-    )
+    if masked:
+        # Not vacuous: some masked steps emit an earlier output, unless zeros.
+        assert (~taken).any()
+        assert (np.abs(outputs[~taken]).max() > 0) != zero_output_for_mask
+        # A masked step's input projection gets no gradient.
+        assert not got[0].numpy()[~taken].any()

@@ -1,4 +1,5 @@
-"""Holographic primitives against complex NumPy and Python's own `random`."""
+"""Holographic primitives against complex NumPy and Python's own `random` (the read,
+`read_memory_parts`, within the step: test_associative_gru_step.py)."""
 
 import keras
 import numpy as np
@@ -30,7 +31,7 @@ def test_complex_multiply_and_conjugate_match_numpy_complex():
     np.testing.assert_allclose(conj, _as_real(np.conj(_as_complex(x))), atol=0)
 
 
-def test_bound_divides_by_modulus_above_one_only_and_runs_in_float16():
+def test_bound_divides_by_modulus_above_one_only_runs_in_float16_and_differentiates_at_zero():
     rng = np.random.default_rng(1)
     x = rng.normal(scale=2.0, size=(4, 12))
     z = _as_complex(x)
@@ -40,9 +41,7 @@ def test_bound_divides_by_modulus_above_one_only_and_runs_in_float16():
     out = holographic.bound(tensor([[300.0, 0.0, 400.0, 0.5]], "float16"))
     assert keras.backend.standardize_dtype(out.dtype) == "float16"
     np.testing.assert_allclose(as_numpy(out).astype(np.float64), [[0.6, 0.0, 0.8, 0.5]], atol=1e-3)
-
-
-def test_bound_gradient_is_finite_at_an_exactly_zero_key():
+    # A finite gradient at an exactly zero key.
     x = np.array([[0.0, 3.0, 0.0, 4.0]])
     upstream = np.array([[1.0, 2.0, 3.0, 4.0]])
     _, _, (grad,) = gradients(
@@ -95,16 +94,3 @@ def test_memory_layout_round_trip():
     np.testing.assert_array_equal(as_numpy(re)[0, 1], memory[0, 4:8])
     np.testing.assert_array_equal(as_numpy(im)[0, 2], memory[0, 20:24])
     np.testing.assert_array_equal(as_numpy(holographic.join_memory(re, im)), memory)
-
-
-@pytest.mark.parametrize("conjugate_key", [True, False])
-def test_read_memory_averages_copies(conjugate_key):
-    rng = np.random.default_rng(3)
-    key = rng.normal(size=(2, 3, 5)) + 1j * rng.normal(size=(2, 3, 5))
-    memory = rng.normal(size=(2, 3, 5)) + 1j * rng.normal(size=(2, 3, 5))
-    re, im = holographic.read_memory_parts(
-        key.real, key.imag, memory.real, memory.imag, conjugate_key=conjugate_key
-    )
-    expected = ((np.conj(key) if conjugate_key else key) * memory).mean(axis=1)
-    np.testing.assert_allclose(re, expected.real, atol=1e-12)
-    np.testing.assert_allclose(im, expected.imag, atol=1e-12)

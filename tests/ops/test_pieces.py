@@ -16,16 +16,13 @@ def test_equal_pieces_divide_the_width_and_explicit_sizes_are_the_sizes(width, c
     assert piece_sizes(width, 3, (width - 5, 3, 2)) == (width - 5, 3, 2)
 
 
-def test_a_width_that_does_not_divide_names_the_owner_and_the_fix():
+def test_a_width_the_pieces_do_not_fit_is_refused_naming_the_owner_and_the_fix():
     with pytest.raises(ValueError) as info:
         piece_sizes(10, 3, owner="Splitter", what="parts")
     assert str(info.value) == (
         "Splitter: the input width 10 does not divide into 3 equal parts; pass explicit "
         "`sizes=` (3 positive integers summing to 10)."
     )
-
-
-def test_sizes_that_do_not_add_up_to_the_width_are_refused():
     message = r"^Splitter: `sizes` \(4, 4\) sum to 8, but the input width is 9; they must add up"
     with pytest.raises(ValueError, match=message + r" to the width\.$"):
         piece_sizes(9, 2, (4, 4), owner="Splitter")

@@ -24,6 +24,7 @@ from tests.support import (
     gradients,
     json_report_of_script,
     masked_rnn,
+    split_rows,
     tensorflow_only,
 )
 from tf_memlayers.layers import (
@@ -135,7 +136,7 @@ CELL_FORMS = [
 
 @pytest.mark.parametrize(
     "layer_cls, dual_key, fused_loop, go_backwards, zero_output_for_mask",
-    CELL_FORMS,
+    split_rows(CELL_FORMS),
     ids=lambda value: getattr(value, "__name__", None),
 )
 def test_layer_equals_the_cell_form_forward_and_gradients(

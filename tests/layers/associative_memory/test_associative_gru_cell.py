@@ -79,7 +79,14 @@ def assert_retrievals(outputs, units, record, names):
 # AM-GRU's keys and retrievals by pairs.
 @pytest.mark.parametrize(
     "units, copies, seed, dual_key, retrievals",
-    all_pairs([8, 200], [1, 3, 8], [123, 7], [None, "paper", "released"], [False, True]),
+    all_pairs(
+        [8, 200],
+        [1, 3, 8],
+        [123, 7],
+        [None, "paper", "released"],
+        [False, True],
+        split_by_backend=True,
+    ),
 )
 def test_cells_match_the_original_step_in_float64(
     float64_policy, units, copies, seed, dual_key, retrievals

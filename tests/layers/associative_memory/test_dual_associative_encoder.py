@@ -12,7 +12,7 @@ from tests.layers.associative_memory.test_associative_gru_cell import (
     set_cell_weights,
 )
 from tests.layers.associative_memory.test_dual_associative_gru import KEYS_AND_LOOPS
-from tests.support import BACKEND, FUSED_LOOP, as_numpy, gradients, tensorflow_only
+from tests.support import BACKEND, FUSED_LOOP, as_numpy, gradients, split_rows, tensorflow_only
 from tf_memlayers.layers import DualAssociativeEncoder, DualAssociativeGRUCell
 
 UNITS, COPIES, INPUT_DIM, BATCH, PREMISE_STEPS, HYPOTHESIS_STEPS = 8, 3, 5, 3, 6, 4
@@ -167,7 +167,7 @@ def _loss(outputs):
     return sum(ops.sum(ops.sin(3.0 * t)) for t in outputs)
 
 
-@pytest.mark.parametrize("dual_key, fused_loop", KEYS_AND_LOOPS)
+@pytest.mark.parametrize("dual_key, fused_loop", split_rows(KEYS_AND_LOOPS))
 def test_encoder_equals_its_cell_form_forward_and_gradients(float64_policy, dual_key, fused_loop):
     rng = np.random.default_rng(22)
     encoder = _encoder(dual_key, fused_loop, **ALL_OUTPUTS)

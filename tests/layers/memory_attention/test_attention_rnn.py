@@ -20,7 +20,7 @@ from tests.memory_attention_reference import attention_wrapper_reference as refe
 from tests.memory_attention_reference import declared_memory
 from tests.memory_attention_reference import randomize as _randomize
 from tests.memory_attention_reference import wrapper_weights as _weights
-from tests.support import as_numpy, assert_close, gradients
+from tests.support import as_numpy, assert_close, gradients, split_rows
 from tf_memlayers.layers import (
     AssociativeGRUCell,
     AttentionMechanism,
@@ -219,7 +219,7 @@ ALL_AT_ONCE_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(ALL_AT_ONCE_CASES))
+@pytest.mark.parametrize("case", split_rows(sorted(ALL_AT_ONCE_CASES)))
 def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
     """Without input feeding (the loop, then attention) the step-by-step loop's results."""
     options, call = ALL_AT_ONCE_CASES[case]
