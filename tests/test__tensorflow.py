@@ -5,15 +5,7 @@ import sys
 
 import pytest
 
-from tests.support import tensorflow_only
 from tf_memlayers._tensorflow import require_tensorflow
-
-
-@tensorflow_only("returns the installed tensorflow module")
-def test_the_tensorflow_module_is_returned():
-    import tensorflow
-
-    assert require_tensorflow("the fused AM-GRU loop") is tensorflow
 
 
 def test_without_tensorflow_the_error_names_the_part_that_needs_it(monkeypatch):

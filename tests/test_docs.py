@@ -2,6 +2,7 @@
 public name: each name of the ``__all__`` lists of the package and of its public subpackages
 (the public names of a module without ``__all__``), under the import path users write."""
 
+import ast
 import html
 import html.parser
 import importlib
@@ -74,7 +75,9 @@ def api_html(site):
     return "\n".join(p.read_text(encoding="utf-8") for p in sorted((site / "api").rglob("*.html")))
 
 
-def test_every_public_name_is_in_the_api_reference(api_html):
+def test_the_reference_documents_every_public_name_and_every_name_it_mentions(site, api_html):
+    """Every public name, each class and function on a page of its own; and every name of the
+    package that its pages mention."""
     ids = set(re.findall(r'id="([^"]+)"', api_html))
     modules = _documented_modules()
     missing = []
@@ -96,6 +99,32 @@ def test_every_public_name_is_in_the_api_reference(api_html):
             if not linked or f"{module_name}.{name}" not in api_html:
                 missing.append(f"{module_name}.{name}")
     assert not missing, missing
+    pages = {path.stem for path in (site / "api" / "generated").glob("*.html")}
+    wanted = {f"{home}.{name}" for home, name in _classes_and_functions()}
+    assert wanted <= pages, sorted(wanted - pages)
+    for full_name in wanted:
+        assert f'id="{full_name}"' in _generated(site, full_name)
+    # The reference's contents list every page, grouped under its mechanism's heading.
+    index = (site / "api" / "index.html").read_text(encoding="utf-8")
+    assert all(f'href="generated/{full_name}.html' in index for full_name in wanted)
+    assert "Window attention" in index and "Attention over a memory" in index
+    documented = {i for i in ids if i.startswith("tf_memlayers")} | set(PUBLIC_MODULES)
+
+    def documented_under_another_path(name):
+        """``tf_memlayers.metrics.Perplexity`` is ``tf_memlayers.Perplexity``."""
+        module, _, attribute = name.rpartition(".")
+        home = _home(module, attribute) if module in PUBLIC_MODULES else None
+        return home == "tf_memlayers" and f"tf_memlayers.{attribute}" in documented
+
+    undocumented = set()
+    for path in sorted((site / "api").rglob("*.html")):
+        text = html.unescape(re.sub(r"<[^>]+>", "", path.read_text(encoding="utf-8")))
+        undocumented |= {
+            f"{path.name}: {name}"
+            for name in re.findall(r"tf_memlayers(?:\.\w+)+", text)
+            if name not in documented and not documented_under_another_path(name)
+        }
+    assert not undocumented, sorted(undocumented)
 
 
 class _PageText(html.parser.HTMLParser):
@@ -173,18 +202,6 @@ def _classes_and_functions():
     )
 
 
-def test_each_public_class_and_function_has_a_page_of_its_own(site):
-    pages = {path.stem for path in (site / "api" / "generated").glob("*.html")}
-    wanted = {f"{home}.{name}" for home, name in _classes_and_functions()}
-    assert wanted <= pages, sorted(wanted - pages)
-    for full_name in wanted:
-        assert f'id="{full_name}"' in _generated(site, full_name)
-    # The reference's contents list every page, grouped under its mechanism's heading.
-    index = (site / "api" / "index.html").read_text(encoding="utf-8")
-    assert all(f'href="generated/{full_name}.html' in index for full_name in wanted)
-    assert "Window attention" in index and "Attention over a memory" in index
-
-
 def test_each_page_gives_the_example_before_the_arguments_and_the_notes_last(site):
     page = _generated(site, "tf_memlayers.SlidingWindowAttention")
     markers = ['id="tf_memlayers.SlidingWindowAttention"', ">Example<", ">Parameters"]
@@ -194,41 +211,6 @@ def test_each_page_gives_the_example_before_the_arguments_and_the_notes_last(sit
     assert page.index("W^Y", order[-1]) > order[-1]
 
 
-def test_no_object_is_documented_twice_and_nothing_private_is(site):
-    signature = r'<dt class="sig sig-object py" id="([^"]+)"'
-    defined = [n for p in _site_pages(site) for n in re.findall(signature, p.read_text("utf-8"))]
-    assert defined
-    twice = sorted({name for name in defined if defined.count(name) > 1})
-    assert not twice, twice
-    private = [
-        name
-        for name in defined
-        if any(part.startswith("_") for part in name.split("."))
-        and not name.endswith(".__version__")
-    ]
-    assert not private, private
-
-
-def test_every_name_of_the_package_the_reference_mentions_is_documented(site, api_html):
-    documented = set(re.findall(r'id="(tf_memlayers[^"]*)"', api_html)) | set(PUBLIC_MODULES)
-
-    def documented_under_another_path(name):
-        """``tf_memlayers.metrics.Perplexity`` is ``tf_memlayers.Perplexity``."""
-        module, _, attribute = name.rpartition(".")
-        home = _home(module, attribute) if module in PUBLIC_MODULES else None
-        return home == "tf_memlayers" and f"tf_memlayers.{attribute}" in documented
-
-    undocumented = set()
-    for path in sorted((site / "api").rglob("*.html")):
-        text = html.unescape(re.sub(r"<[^>]+>", "", path.read_text(encoding="utf-8")))
-        undocumented |= {
-            f"{path.name}: {name}"
-            for name in re.findall(r"tf_memlayers(?:\.\w+)+", text)
-            if name not in documented and not documented_under_another_path(name)
-        }
-    assert not undocumented, sorted(undocumented)
-
-
 # Methods of Keras's layer protocol, which a docstring names as Keras's, not as the package's.
 KERAS_PROTOCOL = set(
     "build call compute_output_shape from_config get_config get_initial_state inner_loop "
@@ -236,11 +218,13 @@ KERAS_PROTOCOL = set(
 )
 
 
-def test_the_reference_names_no_function_or_class_it_does_not_document(site, api_html):
-    """A function or class of the package's own modules that the reference does not document
-    (a private helper, a primitive of ``tf_memlayers.ops``) is not named on its pages."""
-    import ast
-
+def test_code_spans_are_code_or_links(site, api_html):
+    """No backquote in any page's prose (each code span became code or a link); a name of the
+    package in a code span links to its page, a Keras, TensorFlow or JAX name to that
+    library's documentation; and no page names a function or class of the package's own
+    modules that the reference does not document (a private helper, a primitive of
+    ``tf_memlayers.ops``)."""
+    public = {name for _, name in _classes_and_functions()}
     defined = set()
     for path in (REPO_ROOT / "tf_memlayers").rglob("*.py"):
         defined |= {
@@ -250,22 +234,6 @@ def test_the_reference_names_no_function_or_class_it_does_not_document(site, api
         }
     documented = {n.rsplit(".", 1)[-1] for n in re.findall(r'id="tf_memlayers\.([^"]+)"', api_html)}
     undocumented = defined - documented - KERAS_PROTOCOL
-    named = []
-    for path in sorted((site / "api").rglob("*.html")):
-        _, unlinked = _read_page(path)
-        named += [
-            f"{path.name}: {name}"
-            for name in unlinked
-            if name.split("(")[0].split(".")[-1] in undocumented
-        ]
-    assert not named, named
-
-
-def test_code_spans_are_code_or_links(site):
-    """No backquote in any page's prose (each code span became code or a link); a name of the
-    package in a code span links to its page, a Keras, TensorFlow or JAX name to that
-    library's documentation."""
-    public = {name for _, name in _classes_and_functions()}
     stray, unlinked = [], []
     for path in _site_pages(site):
         prose, names = _read_page(path)
@@ -276,6 +244,7 @@ def test_code_spans_are_code_or_links(site):
             for name in names
             if name.split(".")[0] in ("keras", "tf", "jax", "tf_memlayers")
             or name.rstrip("()") in public
+            or name.split("(")[0].split(".")[-1] in undocumented
         ]
     assert not stray, stray[:20]
     assert not unlinked, unlinked
@@ -284,17 +253,29 @@ def test_code_spans_are_code_or_links(site):
     assert 'href="tf_memlayers.AttentionWrapper.html#tf_memlayers.AttentionWrapper"' in page
 
 
-def test_no_table_on_any_page_has_more_columns_than_fit_the_content_column(site):
-    """At most `MAX_COLUMNS` columns (`benchmarks/docs_tables.py`): with more, a table
+def test_no_object_is_documented_twice_nothing_private_is_and_no_table_is_too_wide(site):
+    """A table has at most `MAX_COLUMNS` columns (`benchmarks/docs_tables.py`): with more, it
     overflows the content column at 1280 px."""
     limit = load_script("benchmarks", "docs_tables").MAX_COLUMNS
-    wide, tables = [], 0
+    signature = r'<dt class="sig sig-object py" id="([^"]+)"'
+    defined, wide, tables = [], [], 0
     for path in _site_pages(site):
-        for table in re.findall(r"<table.*?</table>", path.read_text(encoding="utf-8"), re.S):
+        text = path.read_text(encoding="utf-8")
+        defined += re.findall(signature, text)
+        for table in re.findall(r"<table.*?</table>", text, re.S):
             tables += 1
             first_row = re.search(r"<tr[^>]*>(.*?)</tr>", table, re.S).group(1)
             columns = len(re.findall(r"<t[hd][ >]", first_row))
             if columns > limit:
                 wide.append(f"{path.relative_to(site)}: {columns} columns")
-    assert tables > 40  # the results page's tables are read
+    assert defined and tables > 40  # the results page's tables are read
+    twice = sorted({name for name in defined if defined.count(name) > 1})
+    assert not twice, twice
+    private = [
+        name
+        for name in defined
+        if any(part.startswith("_") for part in name.split("."))
+        and not name.endswith(".__version__")
+    ]
+    assert not private, private
     assert not wide, wide

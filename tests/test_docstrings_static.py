@@ -12,6 +12,7 @@ import pytest
 
 import tf_memlayers
 from tests.support import REPO_ROOT
+from tests.test_docs import _classes_and_functions
 
 SOURCES = sorted((REPO_ROOT / "tf_memlayers").rglob("*.py"))
 DOCUMENTED_NODES = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
@@ -19,11 +20,6 @@ DOCUMENTED_NODES = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunction
 
 def _where(path, node):
     return f"{path.relative_to(REPO_ROOT).as_posix()}:{node.lineno}"
-
-
-def _trees():
-    for path in SOURCES:
-        yield path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
 def _assigns_doc(target):
@@ -35,45 +31,35 @@ def _assigns_doc(target):
     )
 
 
-def test_no_docstring_is_assembled_at_import_time():
-    found = []
-    for path, tree in _trees():
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign):
-                targets = node.targets
-            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-                targets = [node.target]
-            else:
-                targets = []
-            if any(_assigns_doc(target) for target in targets):
-                found.append(f"{_where(path, node)} assigns __doc__")
-            if isinstance(node, DOCUMENTED_NODES) and node.body:
-                first = node.body[0]
-                if isinstance(first, ast.Expr) and isinstance(first.value, ast.JoinedStr):
-                    found.append(f"{_where(path, first)} has an f-string as its docstring")
-    assert not found, "docstrings must be plain string literals:\n" + "\n".join(found)
-
-
-def test_backslashes_in_docstrings_are_not_escapes():
-    """An invalid escape (``\\operatorname``) is a warning when the module compiles; a valid
-    one (``\\tanh``, ``\\frac``, ``\\beta``) silently puts a control character in the text."""
+def test_docstrings_are_plain_string_literals_whose_backslashes_are_not_escapes():
+    """No docstring is assembled at import time (an assignment to ``__doc__``, an f-string).
+    An invalid escape (``\\operatorname``) is a warning when the module compiles; a valid one
+    (``\\tanh``, ``\\frac``, ``\\beta``) silently puts a control character in the text."""
     found = []
     for path in SOURCES:
+        source = path.read_text(encoding="utf-8")
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             try:
-                compile(path.read_text(encoding="utf-8"), str(path), "exec")
+                compile(source, str(path), "exec")
             except SyntaxError as error:
                 found.append(f"{path.relative_to(REPO_ROOT).as_posix()}:{error.lineno} {error.msg}")
-    for path, tree in _trees():
-        for node in ast.walk(tree):
-            if isinstance(node, DOCUMENTED_NODES):
-                doc = ast.get_docstring(node, clean=False) or ""
-                control = sorted({repr(c) for c in doc if ord(c) < 32 and c != "\n"})
-                if control:
-                    where = _where(path, node) if hasattr(node, "lineno") else str(path)
-                    found.append(f"{where} docstring holds {', '.join(control)}")
-    assert not found, 'use a raw docstring (r"""...""") for LaTeX:\n' + "\n".join(found)
+        for node in ast.walk(ast.parse(source, filename=str(path))):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                if any(_assigns_doc(t) for t in getattr(node, "targets", None) or [node.target]):
+                    found.append(f"{_where(path, node)} assigns __doc__")
+            if not isinstance(node, DOCUMENTED_NODES) or not node.body:
+                continue
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.JoinedStr):
+                found.append(f"{_where(path, first)} has an f-string as its docstring")
+            doc = ast.get_docstring(node, clean=False) or ""
+            control = sorted({repr(c) for c in doc if ord(c) < 32 and c != "\n"})
+            if control:
+                where = _where(path, node) if hasattr(node, "lineno") else str(path)
+                found.append(f"{where} docstring holds {', '.join(control)}")
+    message = 'docstrings must be plain string literals, LaTeX in a raw docstring (r"""...""")'
+    assert not found, message + ":\n" + "\n".join(found)
 
 
 def _takes_arguments(function):
@@ -94,30 +80,20 @@ def _required_sections(obj):
     return [*sections, "Example:"]
 
 
-PUBLIC = [
-    name
-    for name, obj in ((name, getattr(tf_memlayers, name)) for name in tf_memlayers.__all__)
-    if inspect.isclass(obj) or inspect.isfunction(obj)
-]
-# The classes and functions of the public subpackages, each with a page of its own in the API
-# reference: the model builders, the callbacks, the regularizer, the training utilities and
-# the loader of the original weights.
-SUBPACKAGES = ("models", "callbacks", "regularizers", "training", "compat")
-PUBLIC_IN_SUBPACKAGES = [
-    f"{package}.{name}"
-    for package in SUBPACKAGES
-    for name in importlib.import_module(f"tf_memlayers.{package}").__all__
-]
+# The public classes and functions, each with a page of its own in the API reference, as
+# ``tf_memlayers.<name>`` or ``tf_memlayers.<subpackage>.<name>``.
+PUBLIC = [f"{home}.{name}" for home, name in _classes_and_functions()]
 
 
 def test_the_public_names_that_are_not_classes_or_functions():
-    assert set(tf_memlayers.__all__) - set(PUBLIC) == {"__version__"}
+    others = {name for name in tf_memlayers.__all__ if f"tf_memlayers.{name}" not in PUBLIC}
+    assert others == {"__version__"}
 
 
-@pytest.mark.parametrize("name", PUBLIC + PUBLIC_IN_SUBPACKAGES)
+@pytest.mark.parametrize("name", PUBLIC)
 def test_public_docstring_has_the_keras_sections(name):
-    package, _, attribute = name.rpartition(".")
-    obj = getattr(importlib.import_module(f"tf_memlayers.{package}".rstrip(".")), attribute)
+    module, _, attribute = name.rpartition(".")
+    obj = getattr(importlib.import_module(module), attribute)
     doc = obj.__doc__
     assert doc, f"{name} has no docstring of its own"
     missing = [

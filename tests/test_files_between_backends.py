@@ -30,7 +30,7 @@ from tests.models.test_builders_on_every_backend import (
 )
 from tests.pair_encoders import snli_model
 from tests.support import BACKEND
-from tests.test_layer_test_case import exported_layers, test_classes_of
+from tests.test_layer_test_case import exported_layers, layer_test_classes
 from tf_memlayers.layers import AttentionPooling, HeapCacheAttention
 from tf_memlayers.layers.memory_cell_wrapper import cell_output_size
 from tf_memlayers.models import (
@@ -53,7 +53,7 @@ def _journey(layer_cls, rng):
     layer before saving, and the padded steps of a model with an output per step: what Keras's
     loops emit there differs between backends (keras.layers.RNN's on JAX emits a cell's first
     state), so those steps are not compared."""
-    _, (test_class,) = test_classes_of(layer_cls)
+    _, (test_class,) = layer_test_classes(layer_cls)
     test, recorded = test_class(), []
     test.run_journey_test = lambda role, build, _, **kwargs: recorded.append((role, build, kwargs))
     test.test_journey(None)

@@ -8,19 +8,16 @@ from tests.support import as_numpy
 from tf_memlayers.initializers import ForgetGateBias, for_one_weight
 
 
-@pytest.mark.parametrize("units, forget_bias", [(1, 1.0), (3, 2.5), (2, -0.5)])
-def test_forget_gate_bias_sets_the_second_quarter_only(units, forget_bias):
-    # Keras orders an LSTM's bias as [input, forget, cell, output], `units` each.
-    values = as_numpy(ForgetGateBias(forget_bias)((4 * units,)))
+@pytest.mark.parametrize(
+    "units, forget_bias, dtype", [(1, 1.0, None), (3, -0.5, None), (2, 0.1, "float64")]
+)
+def test_forget_gate_bias_sets_the_second_quarter_only(units, forget_bias, dtype):
+    # Keras orders an LSTM's bias as [input, forget, cell, output], `units` each. The values
+    # come in the dtype asked for: float64's 0.1 exactly, not rounded through float32.
+    values = as_numpy(ForgetGateBias(forget_bias)((4 * units,), dtype=dtype))
     expected = np.concatenate([np.zeros(units), np.full(units, forget_bias), np.zeros(2 * units)])
-    np.testing.assert_array_equal(values, expected)
-    assert values.dtype == np.float32
-
-
-def test_forget_gate_bias_takes_the_dtype_asked_for():
-    values = ForgetGateBias(0.1)((4,), dtype="float64")
-    assert keras.backend.standardize_dtype(values.dtype) == "float64"
-    assert float(as_numpy(values)[1]) == 0.1  # not rounded through float32
+    np.testing.assert_array_equal(values, expected.astype(dtype or "float32"))
+    assert values.dtype == (dtype or "float32")
 
 
 def test_the_forget_gate_bias_reaches_the_lstms_forget_gate():
@@ -39,24 +36,24 @@ def test_the_forget_gate_bias_reaches_the_lstms_forget_gate():
     np.testing.assert_allclose(as_numpy(h1), want, rtol=1e-6)
 
 
-@pytest.mark.parametrize("shape", [(7,), (8, 2), (), (4, 1)])
-def test_forget_gate_bias_refuses_shapes_other_than_an_lstm_bias(shape):
-    with pytest.raises(ValueError, match=r"expected an LSTM bias shape \(4\*units,\)"):
-        ForgetGateBias()(shape)
+SHAPE = "expected an LSTM bias shape (4*units,)"
 
 
 @pytest.mark.parametrize(
-    "forget_bias, error, fragment",
+    "forget_bias, shape, error, fragment",
     [
-        ("x", TypeError, "`forget_bias` must be a number, got 'x' of type str"),
-        (True, TypeError, "`forget_bias` must be a number, got True of type bool"),
-        (float("nan"), ValueError, "`forget_bias` must be a finite number, got nan"),
-        (float("inf"), ValueError, "`forget_bias` must be a finite number, got inf"),
+        *((1.0, shape, ValueError, SHAPE) for shape in [(7,), (8, 2), (), (4, 1)]),
+        ("x", (4,), TypeError, "`forget_bias` must be a number, got 'x' of type str"),
+        (True, (4,), TypeError, "`forget_bias` must be a number, got True of type bool"),
+        (float("nan"), (4,), ValueError, "`forget_bias` must be a finite number, got nan"),
+        (float("inf"), (4,), ValueError, "`forget_bias` must be a finite number, got inf"),
     ],
 )
-def test_forget_gate_bias_names_a_bad_value(forget_bias, error, fragment):
+def test_forget_gate_bias_names_a_bad_value_and_refuses_shapes_other_than_an_lstm_bias(
+    forget_bias, shape, error, fragment
+):
     with pytest.raises(error) as raised:
-        ForgetGateBias(forget_bias)
+        ForgetGateBias(forget_bias)(shape)
     assert "ForgetGateBias: " + fragment in str(raised.value)
 
 
@@ -68,16 +65,13 @@ def test_forget_gate_bias_is_restored_by_its_registered_name():
     np.testing.assert_array_equal(as_numpy(restored((4,))), [0.0, 0.75, 0.0, 0.0])
 
 
-@pytest.mark.parametrize("initializer", ["GlorotUniform", "RandomNormal", "Orthogonal"])
-def test_each_weight_of_an_unseeded_initializer_is_drawn_anew(initializer):
-    initializer = getattr(keras.initializers, initializer)()
-    first, second = (as_numpy(for_one_weight(initializer)((4, 4))) for _ in range(2))
-    assert not np.array_equal(first, second)
-    # Keras's own initializer is stateless: it would give both weights the same values.
-    np.testing.assert_array_equal(as_numpy(initializer((4, 4))), as_numpy(initializer((4, 4))))
-
-
-def test_a_clone_draws_from_the_same_distribution():
+def test_each_weight_of_an_unseeded_initializer_is_drawn_anew_from_the_same_distribution():
+    for name in ("GlorotUniform", "RandomNormal", "Orthogonal"):
+        initializer = getattr(keras.initializers, name)()
+        first, second = (as_numpy(for_one_weight(initializer)((4, 4))) for _ in range(2))
+        assert not np.array_equal(first, second), name
+        # Keras's own initializer is stateless: it would give both weights the same values.
+        np.testing.assert_array_equal(as_numpy(initializer((4, 4))), as_numpy(initializer((4, 4))))
     initializer = keras.initializers.RandomUniform(minval=5.0, maxval=6.0)
     clone = for_one_weight(initializer)
     assert type(clone) is keras.initializers.RandomUniform

@@ -52,7 +52,7 @@ def exported_layers():
     return sorted(layers, key=lambda cls: cls.__name__)
 
 
-def test_classes_of(layer_cls):
+def layer_test_classes(layer_cls):
     """The `LayerTestCase` subclasses for ``layer_cls`` in the test module mirroring its own."""
     package_path = layer_cls.__module__.removeprefix("tf_memlayers.").replace(".", "/") + ".py"
     relative = mirrored_test_module(package_path)
@@ -67,9 +67,6 @@ def test_classes_of(layer_cls):
         and value.__module__ == module.__name__
         and value.layer_cls is layer_cls
     ]
-
-
-test_classes_of.__test__ = False  # a helper, not a test
 
 
 def required_suites(layer_cls):
@@ -106,7 +103,7 @@ def called_suites(test_class):
 
 def problems_of(layer_cls):
     """What is wrong with the test class of ``layer_cls``, or `None`."""
-    relative, classes = test_classes_of(layer_cls)
+    relative, classes = layer_test_classes(layer_cls)
     if len(classes) != 1:
         return (
             f"{len(classes)} test classes with layer_cls = {layer_cls.__name__} in tests/{relative}"

@@ -1,5 +1,5 @@
 """The test helpers that choose cases: `tests.support.all_pairs`, also split between the
-backends."""
+backends, and `tests.support.split_rows`."""
 
 import itertools
 
@@ -21,17 +21,39 @@ def _rows(params):
 
 
 @pytest.mark.parametrize("factors", [FACTORS, FACTORS[:3], FACTORS[1:], [[1, 2, 3], "ab"]])
-def test_every_pair_of_values_meets_in_fewer_rows_than_the_product(factors):
+def test_every_pair_meets_in_fewer_rows_than_the_product_and_on_one_backend_of_a_split(
+    factors, monkeypatch
+):
+    def meet_every_pair(rows):
+        for (i, first), (j, second) in itertools.combinations(enumerate(factors), 2):
+            met = {(row[i], row[j]) for row in rows}
+            assert met == set(itertools.product(first, second)), (i, j)
+
     rows = _rows(all_pairs(*factors))
-    for (i, first), (j, second) in itertools.combinations(enumerate(factors), 2):
-        met = {(row[i], row[j]) for row in rows}
-        assert met == set(itertools.product(first, second)), (i, j)
+    meet_every_pair(rows)
     product = len(list(itertools.product(*factors)))
     # The fewest rows possible are the two largest factors' product.
     largest = sorted(len(values) for values in factors)[-2:]
     assert largest[0] * largest[1] <= len(rows) <= product
     if len(factors) > 2:
         assert len(rows) < product
+    # Split between the backends: every pair meets on one of them.
+    by_backend = {}
+    for backend in support.SPLIT_BACKENDS:
+        monkeypatch.setattr(support, "BACKEND", backend)
+        by_backend[backend] = all_pairs(*factors, split_by_backend=True)
+    both = [_rows(params) for params in by_backend.values()]
+    for split in both:
+        # Each backend: every value of every factor, in fewer rows than the whole design.
+        for k, values in enumerate(factors):
+            assert {row[k] for row in split} == set(values), k
+        assert len(split) < len(rows)
+    meet_every_pair(both[0] + both[1])
+    ids = [param.id for params in by_backend.values() for param in params]
+    assert len(set(ids)) == len(ids) and all(not i.endswith(("-jax", "-tensorflow")) for i in ids)
+    # Another backend runs every row.
+    monkeypatch.setattr(support, "BACKEND", "torch")
+    assert _rows(all_pairs(*factors, split_by_backend=True)) == rows
 
 
 def test_the_rows_and_ids_are_the_same_every_time_and_the_ids_unique():
@@ -43,28 +65,17 @@ def test_the_rows_and_ids_are_the_same_every_time_and_the_ids_unique():
     assert _rows(all_pairs(["a", "b", "c"])) == [("a",), ("b",), ("c",)]  # one factor
 
 
-@pytest.mark.parametrize("factors", [FACTORS, FACTORS[1:], [[1, 2, 3], "ab"]])
-def test_a_design_split_by_backend_meets_every_pair_on_one_backend_and_each_value_on_each(
-    factors, monkeypatch
+def test_split_rows_gives_each_plain_row_to_one_backend_in_turn_and_marked_rows_to_each(
+    monkeypatch,
 ):
-    by_backend = {}
-    for backend in support.SPLIT_BACKENDS:
+    marked = pytest.param("fused", marks=pytest.mark.skipif(False, reason="a backend's own path"))
+    rows = ["a", "b", marked, "c", "d", "e"]
+    shares = {}
+    for backend in (*support.SPLIT_BACKENDS, "torch"):
         monkeypatch.setattr(support, "BACKEND", backend)
-        by_backend[backend] = all_pairs(*factors, split_by_backend=True)
-    both = [_rows(params) for params in by_backend.values()]
-    for rows in both:
-        # Each backend: every value of every factor, in fewer rows than the whole design.
-        for k, values in enumerate(factors):
-            assert {row[k] for row in rows} == set(values), k
-        assert len(rows) < len(all_pairs(*factors))
-    rows = both[0] + both[1]
-    for (i, first), (j, second) in itertools.combinations(enumerate(factors), 2):
-        assert {(row[i], row[j]) for row in rows} == set(itertools.product(first, second))
-    ids = [param.id for params in by_backend.values() for param in params]
-    assert len(set(ids)) == len(ids) and all(not i.endswith(("-jax", "-tensorflow")) for i in ids)
-    # Another backend runs every row.
-    monkeypatch.setattr(support, "BACKEND", "torch")
-    assert _rows(all_pairs(*factors, split_by_backend=True)) == _rows(all_pairs(*factors))
+        shares[backend] = support.split_rows(rows)
+    assert shares["tensorflow"] == ["a", marked, "c", "e"] and shares["jax"] == ["b", marked, "d"]
+    assert shares["torch"] == rows
 
 
 @support.tensorflow_only("Grappler is TensorFlow's graph optimiser")
