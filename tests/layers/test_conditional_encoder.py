@@ -194,12 +194,12 @@ def test_each_layer_reads_the_hypothesis_from_the_premise_final_states(kind):
             np.testing.assert_allclose(as_numpy(got), as_numpy(want), atol=1e-6)
 
 
-# (The Dual AM-GRU encoder's own: test_dual_associative_encoder.py; any Keras layer: "stack".)
-@pytest.mark.parametrize("kind", ["stack", "am_gru"])
-def test_save_clone_and_config_rebuild_the_stack(kind, tmp_path):
+# Any Keras layer. (The AM-GRU stack's file: test_a_file_of_0_1_loads_into_the_stack_...; its
+# config: test_config_and_output_spec; the Dual AM-GRU encoder's: test_dual_associative_encoder.py)
+def test_save_clone_and_config_rebuild_the_stack(tmp_path):
     rng = np.random.default_rng(7)
     premise, hypothesis = (keras.Input((None, 6)), keras.Input((None, 6)))
-    encoder = _stack() if kind == "stack" else _encoder(kind)
+    encoder = _stack()
     model = keras.Model([premise, hypothesis], encoder([premise, hypothesis]))
     randomize(model, rng, scale=0.8)
     data = list(_pair(rng))

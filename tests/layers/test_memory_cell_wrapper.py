@@ -55,7 +55,7 @@ def test_wrapped_cell_runs_as_in_keras_rnn(wrapper, make_cell):
         np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
 
 
-def test_associative_memory_cell_flattens_nested_states():
+def test_associative_memory_cell_flattens_nested_states_and_needs_no_output_size():
     inputs = np.random.default_rng(1).normal(size=(2, 5, 3)).astype("float32")
     lstm = keras.layers.LSTMCell(6)
     direct = AssociativeMemoryCell(lstm, num_copies=2)
@@ -68,10 +68,6 @@ def test_associative_memory_cell_flattens_nested_states():
     stacked.key_kernel.assign(direct.key_kernel)
     got = keras.layers.RNN(stacked)(inputs)
     np.testing.assert_allclose(as_numpy(got), as_numpy(expected), rtol=1e-6, atol=1e-6)
-
-
-def test_associative_memory_cell_without_output_size():
+    # A cell without `output_size` gives its state's size.
     cell = AssociativeMemoryCell(IndexingCell(4), num_copies=2)
-    assert cell.output_size == 4
-    outputs = keras.layers.RNN(cell)(np.ones((2, 5, 3), "float32"))
-    assert tuple(outputs.shape) == (2, 4)
+    assert cell.output_size == 4 and tuple(keras.layers.RNN(cell)(inputs).shape) == (2, 4)

@@ -60,32 +60,23 @@ class ResettableRNNTest(LayerTestCase):
 
     def test_journey(self, tmp_path):
         def build(embedded):
-            rnn = ResettableRNN(
-                keras.layers.LSTMCell(8),
-                return_sequences=True,
-                zero_output_for_mask=BACKEND != "tensorflow",
-            )
-            return rnn(embedded)
+            flags = dict(return_sequences=True, zero_output_for_mask=BACKEND != "tensorflow")
+            return ResettableRNN(keras.layers.LSTMCell(8), **flags)(embedded)
 
         self.run_journey_test("step", build, tmp_path)
 
-    def test_config_arguments_and_resets(self):
+    def test_config_arguments_resets_and_output_spec(self):
         self.run_config_test(ResettableRNN, cell=keras.layers.GRUCell(4), **ALL_RNN_FLAGS)
         make = lambda **kw: ResettableRNN(keras.layers.GRUCell(4), **kw)  # noqa: E731
         self.run_flags_test(make)
         self.run_reset_tests(make)
+        cells = (keras.layers.GRUCell, keras.layers.LSTMCell)
+        for cell, flag in zip(cells, ("return_sequences", "return_state")):
 
-    @pytest.mark.parametrize(
-        "cell, kwargs",
-        [
-            (keras.layers.GRUCell, dict(return_sequences=True)),
-            (keras.layers.LSTMCell, dict(return_state=True)),
-        ],
-    )
-    def test_output_spec(self, cell, kwargs):
-        self.run_output_spec_test(
-            lambda dtype: ResettableRNN(cell(5, dtype=dtype), dtype=dtype, **kwargs), (2, 5, 4)
-        )
+            def rnn(dtype, cell=cell, flag=flag):
+                return ResettableRNN(cell(5, dtype=dtype), dtype=dtype, **{flag: True})
+
+            self.run_output_spec_test(rnn, (2, 5, 4))
 
     def test_mixed_float16_matches_float32(self):
         x = RNG.normal(size=(B, T, F)).astype("float32")

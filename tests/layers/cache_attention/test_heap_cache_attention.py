@@ -194,16 +194,8 @@ def test_read_matches_reference(query, mask_empty, dtype):
         None if v is None else as_numpy(v).astype(np.float64)
         for v in (layer.cache, layer.cache_gate, None if query == "none" else layer.query_kernel)
     )
-    expected, expected_weights = ref.read(
-        cache,
-        states.astype(np.float64),
-        kernel,
-        score_vector,
-        gate,
-        query_kernel,
-        mask_empty,
-        query,
-    )
+    args = (kernel, score_vector, gate, query_kernel, mask_empty, query)
+    expected, expected_weights = ref.read(cache, states.astype(np.float64), *args)
     atol = 1e-10 if dtype == "float64" else 1e-5
     np.testing.assert_allclose(as_numpy(outputs), expected, rtol=0, atol=atol)
     if query == "none":

@@ -85,14 +85,13 @@ class AttentionWrapperTest(LayerTestCase):
         checks["expected_num_seed_generators"] += bool(options)
         self.run_layer_test(**checks, expected_output_shape=(2, 3, 4))
 
-    def test_journey(self, tmp_path, options=None):
-        options = options or dict(normalize=True)
+    def test_journey(self, tmp_path):
+        # Several mechanisms, one monotonic (its noise in training, its alignments a state); one
+        # mechanism's journey: test_attention_rnn.py, its normalized score saved and loaded:
+        # test_attention_mechanism.py.
+        options = dict(mechanisms=_two_mechanisms(), attention_size=[4, 3])
         build = lambda p, h: _attend_from_hypothesis(p, h, **options)  # noqa: E731
         self.run_journey_test("pair", build, tmp_path, xla_fails_on_tensorflow=True)
-
-    def test_several_mechanisms_journey(self, tmp_path):
-        # (One monotonic mechanism: its noise in training, its alignments a state.)
-        self.test_journey(tmp_path, dict(mechanisms=_two_mechanisms(), attention_size=[4, 3]))
 
     def test_config_arguments_and_resets(self):
         options = dict(score="general", position="before", attention_size=7, scale=True)
@@ -138,15 +137,15 @@ def _layer(score="additive", position="after", output_attention=True, cell=None,
     return AttentionRNN(wrapper, return_sequences=True)
 
 
-# The scores by pairs with positions and output_attention; then more rows (input_feeding=False,
-# the probability functions).
+# The options of the scores by pairs with positions and output_attention (a row's score: its
+# name's first word); then more rows (input_feeding=False, the probability functions).
 SCORE_OPTIONS = {
-    "additive": ("additive", {}),
-    "additive_normalized": ("additive", {"normalize": True}),
-    "dot": ("dot", {}),
-    "dot_scaled": ("dot", {"scale": True}),
-    "general": ("general", {}),
-    "general_scaled": ("general", {"scale": True}),
+    "additive": {},
+    "additive_normalized": dict(normalize=True),
+    "dot": {},
+    "dot_scaled": dict(scale=True),
+    "general": {},
+    "general_scaled": dict(scale=True),
 }
 
 
@@ -171,24 +170,34 @@ def options_of(kind):
 DENSE = functools.partial(keras.layers.Dense, 5, activation="relu")
 REFERENCE_LAYERS = {DENSE: lambda joined, w: np.maximum(joined @ w["kernel"] + w["bias"], 0)}
 MORE_ROWS = {
-    "dot_no_input_feeding": ("dot", dict(input_feeding=False)),
-    "additive_normalized_no_input_feeding": ("additive", dict(normalize=True, input_feeding=False)),
-    "general_hardmax": ("general", dict(probability_fn="hardmax")),
-    "additive_sharpened_no_input_feeding": (
-        "additive",
-        dict(probability_fn=sharpened, input_feeding=False),
-    ),
-    "general_context": ("general", dict(attention_layer="context")),
-    "additive_dense_no_input_feeding": (
-        "additive",
-        dict(attention_layer=DENSE, input_feeding=False),
-    ),
+    "dot_no_input_feeding": dict(input_feeding=False),
+    "additive_normalized_no_input_feeding": dict(normalize=True, input_feeding=False),
+    "general_hardmax": dict(probability_fn="hardmax"),
+    "additive_sharpened_no_input_feeding": dict(probability_fn=sharpened, input_feeding=False),
+    "general_context": dict(attention_layer="context"),
+    "additive_dense_no_input_feeding": dict(attention_layer=DENSE, input_feeding=False),
 }
 
 
 # A mask of the sequence (padding at the end, a hole) or none.
 SEQUENCE_MASK = np.ones((BATCH, STEPS), bool)
 SEQUENCE_MASK[0, 3:] = SEQUENCE_MASK[2, 1] = False
+
+
+def _monotonic_case(mode, score_options, position, rng, dtype="float64", **extra):
+    """A monotonic layer (alignments returned) with random weights, its data, and the
+    reference's arguments."""
+    score, options = score_options.split("_")[0], SCORE_OPTIONS[score_options]
+    x, memory, mask = _data(rng, dtype)
+    layer = _layer(
+        score, position, return_attention_scores=True, monotonic_mode=mode, **options, **extra
+    )
+    _randomize(layer, rng, x, memory, mask, scale=1.5)
+    return (
+        layer,
+        (x, memory, mask),
+        dict(score=score, position=position, output_attention=True, monotonic_mode=mode, **options),
+    )
 
 
 @pytest.mark.parametrize(
@@ -200,45 +209,72 @@ SEQUENCE_MASK[0, 3:] = SEQUENCE_MASK[2, 1] = False
         (False, True),
         split_by_backend=True,
     )
-    + [pytest.param(name, "after", True, True, id=f"{name}-after-True-True") for name in MORE_ROWS],
+    + [pytest.param(name, "after", True, True, id=f"{name}-after-True-True") for name in MORE_ROWS]
+    # Monotonic attention ("mode:score options", output_attention=True) by pairs with scores,
+    # positions and masks.
+    + [
+        pytest.param(f"{mode}:{score}", position, True, masked, id=row.id)
+        for row in all_pairs(
+            MONOTONIC_MODES,
+            ("additive", "additive_normalized", "general_scaled", "dot"),
+            ("after", "before"),
+            (False, True),
+            split_by_backend=True,
+        )
+        for mode, score, position, masked in [row.values]
+    ],
 )
 def test_matches_the_reference_in_float64(
     float64_policy, score_options, position, output_attention, masked
 ):
     # The memory has padding, and a row of padding only: its weights and context are zeros.
-    score, extra = {**SCORE_OPTIONS, **MORE_ROWS}[score_options]
-    probability = PROBABILITIES.get(extra.get("probability_fn"), "softmax")
-    own = extra.get("attention_layer", "luong")
-    options = {**extra, "attention_layer": own() if own in REFERENCE_LAYERS else own}
-    rng = np.random.default_rng(0)
-    x, memory, mask = _data(rng)
+    mode, _, score_options = score_options.rpartition(":")
     sequence_mask = SEQUENCE_MASK if masked else None
-    # An attention vector of its own width, where the step computes one.
-    size = (
-        {"attention_size": 7}
-        if (position == "after" or output_attention) and own == "luong"
-        else {}
-    )
-    layer = _layer(
-        score, position, output_attention, return_attention_scores=True, **size, **options
-    )
-    _randomize(layer, rng, x, memory, mask)
-    got = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask)
-    args = (*_weights(layer), score, position, output_attention)
-    # The reference's functions.
-    extra = {
-        **extra,
-        "probability_fn": probability,
-        "attention_layer": REFERENCE_LAYERS.get(own, own),
-    }
+    if mode:
+        rng = np.random.default_rng(2)
+        layer, (x, memory, mask), extra = _monotonic_case(mode, score_options, position, rng)
+        args = _weights(layer)
+    else:
+        score, extra = score_options.split("_")[0], {**SCORE_OPTIONS, **MORE_ROWS}[score_options]
+        own = extra.get("attention_layer", "luong")
+        options = {**extra, "attention_layer": own() if own in REFERENCE_LAYERS else own}
+        rng = np.random.default_rng(0)
+        x, memory, mask = _data(rng)
+        # An attention vector of its own width, where the step computes one.
+        size = (
+            {"attention_size": 7}
+            if (position == "after" or output_attention) and own == "luong"
+            else {}
+        )
+        layer = _layer(
+            score, position, output_attention, return_attention_scores=True, **size, **options
+        )
+        _randomize(layer, rng, x, memory, mask)
+        args = (*_weights(layer), score, position, output_attention)
+        # The reference's functions.
+        probability = PROBABILITIES.get(extra.get("probability_fn"), "softmax")
+        extra = {
+            **extra,
+            "probability_fn": probability,
+            "attention_layer": REFERENCE_LAYERS.get(own, own),
+        }
+    got = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask, training=True)
     want = reference(x, memory, mask, *args, sequence_mask=sequence_mask, **extra)
     for g, w in zip(got, want):
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(g), w, atol=1e-10, rtol=0)
-    # Not vacuous: without the memory's padding mask the outputs differ.
-    unmasked, _ = reference(
-        x, memory, np.ones_like(mask), *args, sequence_mask=sequence_mask, **extra
-    )
-    assert np.abs(unmasked - want[0])[1].max() > 1e-3
+        np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
+    if mode:
+        # Never on the padding; the expected attention moves off the first vector, the hard one
+        # is one-hot (or, stopping nowhere, zeros: row 2, all padding).
+        assert np.all(want[1][1, :, 4:] == 0) and not want[1][2].any()
+        if mode == "hard":
+            assert set(np.unique(want[1])) == {0.0, 1.0}
+        else:
+            assert want[1][..., 1:].max() > 0.1
+    else:  # Not vacuous: without the memory's padding mask the outputs differ.
+        unmasked, _ = reference(
+            x, memory, np.ones_like(mask), *args, sequence_mask=sequence_mask, **extra
+        )
+        assert np.abs(unmasked - want[0])[1].max() > 1e-3
 
 
 @pytest.mark.parametrize(
@@ -261,52 +297,6 @@ def test_matches_the_reference_in_float32(position, extra):
     alone = as_numpy(layer(x[:, 2:], memory=memory, memory_mask=mask))
     np.testing.assert_allclose(packed[:, 2:], alone, atol=1e-6)
     assert np.abs(got[:, 2:] - alone).max() > 1e-3
-
-
-def _monotonic_case(mode, score_options, position, rng, dtype="float64", **extra):
-    """A monotonic layer (alignments returned) with random weights, its data, and the
-    reference's arguments."""
-    score, options = SCORE_OPTIONS[score_options]
-    x, memory, mask = _data(rng, dtype)
-    layer = _layer(
-        score, position, return_attention_scores=True, monotonic_mode=mode, **options, **extra
-    )
-    _randomize(layer, rng, x, memory, mask, scale=1.5)
-    return (
-        layer,
-        (x, memory, mask),
-        dict(score=score, position=position, output_attention=True, monotonic_mode=mode, **options),
-    )
-
-
-@pytest.mark.parametrize(
-    "mode, score_options, position, masked",
-    all_pairs(
-        MONOTONIC_MODES,
-        ("additive", "additive_normalized", "general_scaled", "dot"),
-        ("after", "before"),
-        (False, True),
-        split_by_backend=True,
-    ),
-)
-def test_monotonic_attention_matches_the_reference_in_float64(
-    float64_policy, mode, score_options, position, masked
-):
-    layer, (x, memory, mask), options = _monotonic_case(
-        mode, score_options, position, np.random.default_rng(2)
-    )
-    sequence_mask = SEQUENCE_MASK if masked else None
-    got = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask, training=True)
-    want = reference(x, memory, mask, *_weights(layer), sequence_mask=sequence_mask, **options)
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
-    # Never on the padding; the expected attention moves off the first vector, the hard one
-    # is one-hot (or, stopping nowhere, zeros: row 2, all padding).
-    assert np.all(want[1][1, :, 4:] == 0) and not want[1][2].any()
-    if mode == "hard":
-        assert set(np.unique(want[1])) == {0.0, 1.0}
-    else:
-        assert want[1][..., 1:].max() > 0.1
 
 
 def _monotonic_gradients(mode, position, seen):

@@ -58,7 +58,7 @@ def test_a_stateless_layer_starts_every_call_from_zeros():
     np.testing.assert_array_equal(grad_start, np.zeros_like(start))
 
 
-def test_a_stateful_layer_carries_its_memory_until_reset_or_an_initial_memory():
+def test_a_stateful_layer_carries_its_memory_until_reset_or_an_initial_memory_in_its_dtype():
     layer = RunningSum(stateful=True, name="sum")
     config = layer.get_config()
     assert config["stateful"] is True and config["name"] == "sum" and layer.supports_masking
@@ -87,13 +87,8 @@ def test_a_stateful_layer_carries_its_memory_until_reset_or_an_initial_memory():
     np.testing.assert_allclose(as_numpy(outputs), start[:, None] + whole, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(as_numpy(layer.memory), start + whole[:, -1], rtol=1e-5, atol=1e-5)
     assert not layer.starts_from_zeros(start)
-
-
-def test_the_memory_is_cast_to_the_inputs_dtype_and_stored_in_its_own():
-    layer = RunningSum(stateful=True, dtype="float32")
-    layer.build((2, None, WIDTH))
-    x = keras.ops.convert_to_tensor(_inputs().astype("float64"))
-    memory = layer.incoming_memory(x, np.ones((2, WIDTH), "float32"))
+    # The memory is cast to the inputs' dtype, and stored in its own.
+    memory = layer.incoming_memory(ops.convert_to_tensor(x.astype("float64")), start)
     assert keras.backend.standardize_dtype(memory.dtype) == "float64"
     kept = layer.keep_memory(ops.ones((2, 1, WIDTH), "float64") * 0.5)
     assert tuple(kept.shape) == (2, WIDTH)
@@ -167,12 +162,6 @@ def test_call_inputs_are_checked_naming_the_argument(arguments, message):
         layer.check_call_inputs(**arguments)
 
 
-def test_an_initial_memory_of_another_width_is_refused_when_read():
-    message = re.escape(f"RunningSum: {MEMORY_WIDTH}, got shape (2, 5)")
-    with pytest.raises(ValueError, match="^" + message):
-        RunningSum().incoming_memory(ops.zeros((2, 4, WIDTH)), np.zeros((2, 5), "float32"))
-
-
 def test_the_checks_pass_what_fits_and_return_the_inputs_shape():
     layer = RunningSum()
     # Before the build, an initial memory is checked against memory_size_for(input width).
@@ -205,6 +194,9 @@ def test_documents_come_with_a_reset_only():
     np.testing.assert_array_equal(as_numpy(documents.same), np.array(expected))
 
 
-def test_stateful_must_be_a_bool():
+def test_a_stateful_not_bool_and_a_read_memory_of_another_width_are_refused():
     with pytest.raises(TypeError, match=r"^RunningSum: `stateful` must be a bool, got 'yes'"):
         RunningSum(stateful="yes")
+    message = re.escape(f"RunningSum: {MEMORY_WIDTH}, got shape (2, 5)")
+    with pytest.raises(ValueError, match="^" + message):
+        RunningSum().incoming_memory(ops.zeros((2, 4, WIDTH)), np.zeros((2, 5), "float32"))

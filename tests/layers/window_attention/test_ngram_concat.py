@@ -35,21 +35,17 @@ class NGramConcatTest(LayerTestCase):
         build = lambda e: NGramConcat(3, 6)(keras_lstm(8, return_sequences=True)(e))  # noqa: E731
         self.run_journey_test("step", build, tmp_path)
 
-    def test_config_and_arguments(self):
+    def test_config_arguments_and_output_spec(self):
         config = dict(sizes=(3, 3, 3, 3), use_bias=True, return_memory=True, stateful=True)
         self.run_config_test(NGramConcat, n=5, units=9, **config, **INITIALIZERS, name="ng")
         self.run_flags_test(lambda **kw: NGramConcat(3, 4, **kw))
         self.run_sizes_test(lambda **kw: NGramConcat(3, 4, **kw))
+        for n, sizes, memory in [(3, None, False), (4, (2, 1, 3), True), (2, None, True)]:
 
-    @pytest.mark.parametrize(
-        "n, sizes, return_memory, width",
-        [(3, None, False, 4), (4, (2, 1, 3), True, 6), (2, None, True, 4)],
-    )
-    def test_output_spec(self, n, sizes, return_memory, width):
-        self.run_output_spec_test(
-            lambda dtype: NGramConcat(n, 5, sizes=sizes, return_memory=return_memory, dtype=dtype),
-            (2, 5, width),
-        )
+            def make(dtype, n=n, sizes=sizes, memory=memory):
+                return NGramConcat(n, 5, sizes=sizes, return_memory=memory, dtype=dtype)
+
+            self.run_output_spec_test(make, (2, 5, sum(sizes or (4,))))
 
     def test_padding_resets_and_carried_memory(self):
         self.run_nan_padding_test(lambda: NGramConcat(3, 5, use_bias=True))

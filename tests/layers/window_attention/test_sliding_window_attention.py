@@ -443,28 +443,22 @@ def assert_memory_carries_over(layer, cell, x, cut, mask=None):
     return as_numpy(memory)
 
 
-def test_explicit_memory_in_and_out_equals_one_run_and_cell_state(float64_policy):
-    x = attention_inputs(batch=2, steps=16)
-    layer = SlidingWindowAttention(4, mode="key_value", return_memory=True)
-    layer.build(x.shape)
-    random_weights(layer)
-    cell = SlidingWindowAttentionCell(PassThroughCell(12), 4, mode="key_value")
-    assert_memory_carries_over(layer, cell, x, 8)
-
-
 @pytest.mark.parametrize(
-    "mode, units",
-    [("attention", None), ("key_value", 9)],  # values projected before / after
-)
-def test_a_fresh_memory_equals_explicit_zeros_forward_and_gradients(float64_policy, mode, units):
+    "mode, units, pad",
+    [("attention", None, "zeros"), ("key_value", 9, "zeros"), ("key_value", 9, "mask")],
+)  # values projected before / after
+def test_a_fresh_memory_is_explicit_zeros_and_a_carried_one_is_one_run_and_the_cell_state(
+    float64_policy, mode, units, pad
+):
     # Without initial_memory the carried part is not projected (zeros project to zeros).
     x = attention_inputs(batch=2, steps=7)
-    layer = SlidingWindowAttention(3, mode=mode, units=units, pad="zeros", use_bias=True)
+    options = dict(mode=mode, units=units, pad=pad, use_bias=True)
+    layer = SlidingWindowAttention(3, **options, return_memory=True)
     layer.build(x.shape)
     random_weights(layer)
 
     def loss(h, **call):
-        outputs = layer(h, **call)
+        outputs, _ = layer(h, **call)
         return ops.sum(outputs * ops.cos(ops.arange(7, dtype="float64"))[:, None]), outputs
 
     fresh, explicit = (
@@ -473,6 +467,8 @@ def test_a_fresh_memory_equals_explicit_zeros_forward_and_gradients(float64_poli
     )
     for got, expected in zip(keras.tree.flatten(fresh), keras.tree.flatten(explicit)):
         np.testing.assert_allclose(got, expected, atol=1e-12)  # loss, outputs, gradients
+    cell = SlidingWindowAttentionCell(PassThroughCell(12), 3, **options)
+    assert_memory_carries_over(layer, cell, x, 4)
 
 
 def test_stateful_layer_carries_memory_inside_jit_fit():

@@ -45,6 +45,9 @@ def test_window_softmax_normalises_over_the_valid_positions_whatever_the_others_
     weights = as_numpy(window_softmax(ops.convert_to_tensor(scores), valid))
     first = 1.0 / (1.0 + np.exp(-1.0))
     np.testing.assert_allclose(weights, [[first, 1 - first, 0, 0]] * 2, rtol=0, atol=1e-15)
+    for shape in [(2, 0, 4), (0, 3), (2, 3, 0)]:  # empty scores give empty weights
+        for valid in (None, ops.ones(shape)):
+            assert tuple(window_softmax(ops.zeros(shape), valid).shape) == shape
 
 
 # Each dtype of the scores with a dtype of the valid positions.
@@ -70,14 +73,6 @@ def test_window_softmax_is_the_masked_softmax_in_at_least_float32(dtype, valid_d
         )
     weights = as_numpy(weights)
     assert np.all(weights[~valid] == 0) and np.all(weights[1] == 0) and weights[2, 5] == 1
-
-
-@pytest.mark.parametrize("shape", [(2, 0, 4), (0, 3), (2, 3, 0)])
-def test_window_softmax_of_empty_scores_is_empty(shape):
-    scores = ops.zeros(shape)
-    for valid in (None, ops.ones(shape)):
-        weights = window_softmax(scores, valid)
-        assert tuple(weights.shape) == shape
 
 
 # -- the mixin ---------------------------------------------------------------------------
@@ -141,6 +136,9 @@ def test_the_values_are_projected_first_when_that_does_not_widen_them(units, pro
     assert layer._project_values(keras.Input((None, 3))) is project
 
 
+SPLIT_7 = r"the input width 7 does not divide into 2 equal pieces \(key, value\)"
+
+
 @pytest.mark.parametrize(
     "kwargs, error, fragment",
     [
@@ -151,14 +149,10 @@ def test_the_values_are_projected_first_when_that_does_not_widen_them(units, pro
         (dict(attention_units=0), ValueError, "`attention_units` must be >= 1"),
         (dict(units=0), ValueError, "`units` must be >= 1"),
         (dict(pad="same"), ValueError, "`pad` must be one of 'mask', 'zeros'"),
+        # Refused when building: the width 7 of the inputs below.
+        (dict(mode="key_value"), ValueError, SPLIT_7),
     ],
 )
 def test_bad_arguments_are_refused_naming_the_class(kwargs, error, fragment):
     with pytest.raises(error, match=f"^Mechanism: {fragment}"):
-        Mechanism(**{"window": 2, **kwargs})
-
-
-def test_widths_that_do_not_split_are_refused_when_building():
-    message = r"^Mechanism: the input width 7 does not divide into 2 equal pieces \(key, value\)"
-    with pytest.raises(ValueError, match=message):
-        Mechanism(2, "key_value").build((None, None, 7))
+        Mechanism(**{"window": 2, **kwargs}).build((None, None, 7))
