@@ -123,15 +123,13 @@ def test_a_tiny_run_writes_its_row_and_resumes(tmp_path, monkeypatch):
     data = tmp_path / "data" / "snli" / "esnli_infersent_format"
     data.mkdir(parents=True)
     colours, labels = "red blue green black white".split(), "entailment neutral contradiction"
+    # Line i of each file: the premise, the hypothesis and the label.
+    files = dict(s1=("a {} cat sleeps .", colours), s2=("the cat is {} .", colours[:3]))
+    files["labels"] = ("{}", labels.split())
     for split, count in (("dev", 40), ("test", 20)):
-        lines = [f"a {colours[i % 5]} cat sleeps .\n" for i in range(count)]
-        (data / f"s1.{split}").write_text("".join(lines))
-        (data / f"s2.{split}").write_text(
-            "".join(f"the cat is {colours[i % 3]} .\n" for i in range(count))
-        )
-        (data / f"labels.{split}").write_text(
-            "".join(labels.split()[i % 3] + "\n" for i in range(count))
-        )
+        for name, (line, words) in files.items():
+            text = "".join(line.format(words[i % len(words)]) + "\n" for i in range(count))
+            (data / f"{name}.{split}").write_text(text)
     glove = tmp_path / "glove.json"
     glove.write_text(json.dumps({word: [0.1, 0.2, 0.3] for word in ["cat", "red", "the"]}))
     monkeypatch.setattr(snli_real_data, "DATA", tmp_path / "data")
@@ -171,7 +169,7 @@ def _row(model, seed, perplexity, key_similarity=None):  # a row of the auto-enc
     return dict(scores, model=model, seed=seed, parameters=100, probe_heatmap=heatmap)
 
 
-def test_the_summary_has_a_row_per_model_with_the_seeds_mean_and_spread():
+def test_the_summary_has_a_row_per_model_with_the_seeds_mean_and_spread_and_a_figure(tmp_path):
     runs = [_row("dual_am_gru", 0, 2.0, 0.8), _row("dual_am_gru", 1, 4.0, 0.6), _row("gru", 0, 3.0)]
     dual, gru = seq2seq.summarise(runs)
     assert (dual["model"], gru["model"]) == (seq2seq.MODELS["dual_am_gru"], seq2seq.MODELS["gru"])
@@ -185,9 +183,7 @@ def test_the_summary_has_a_row_per_model_with_the_seeds_mean_and_spread():
     assert "last word in 0.25 of its steps and at the word it predicts in 0.50" in text
     assert "(the attention decoder's weights: 0.50 at that word)" in text
     assert seq2seq.findings(summary[1:]) == ""
-
-
-def test_the_figure_needs_both_memories_and_is_drawn_from_the_first_seed(tmp_path):
+    # The figure needs both memories and is drawn from the first seed.
     path = tmp_path / "figure.png"
     assert seq2seq.draw_figure([_row("dual_am_gru", 0, 2.0, 0.8)], path) is None
     runs = [_row("attention", 1, 2.0), _row("dual_am_gru", 0, 2.0, 0.8), _row("attention", 0, 2.0)]

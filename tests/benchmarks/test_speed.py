@@ -46,9 +46,7 @@ def test_runners_are_interleaved_and_their_ratio_cancels_load_that_drifts(clock)
     assert timing.medians(samples) == pytest.approx({"slow": 60.0, "fast": 15.0})
     with pytest.raises(ValueError, match="rounds"):
         timing.interleaved({"a": lambda: None}, rounds=0)
-
-
-def test_ratios_and_savings_are_medians_over_the_rounds_of_each_rounds_times():
+    # Ratios and savings are medians over the rounds of each round's times.
     samples = {"base": [1.0, 2.0, 3.0], "x": [3.0, 2.0, 30.0]}  # ratios 3, 1, 10
     assert timing.median_ratio(samples, "base") == {"base": 1.0, "x": 3.0}
     assert timing.medians(samples) == {"base": 2.0, "x": 3.0}  # ratio of medians: 1.5

@@ -31,8 +31,11 @@ def _builtin_interpreter(model):
     return interpreter.get_signature_runner()
 
 
-def _check_converted(model, inputs):
-    """The converted model's outputs against the Keras model's, by position."""
+def _check_converted(model, rng):
+    """The converted model's outputs against the Keras model's, by position, with random
+    weights and inputs."""
+    randomize(model, rng, scale=0.5)
+    inputs = [rng.normal(size=tuple(t.shape)).astype("float32") for t in model.inputs]
     runner = _builtin_interpreter(model)
     expected = [keras.ops.convert_to_numpy(y) for y in keras.tree.flatten(model(inputs))]
     names = [spec.name for spec in model.inputs]
@@ -46,7 +49,6 @@ def _check_converted(model, inputs):
 
 @pytest.mark.parametrize("steps, batch", [(1, 1), (1, 3), (12, 4)])
 def test_window_attention_then_the_am_gru_with_explicit_states(steps, batch):
-    rng = np.random.default_rng(steps + batch)
     attention = SlidingWindowAttention(window=3, return_memory=True)
     am_gru = AssociativeGRU(8, num_copies=2, return_sequences=True, return_state=True)
     assert am_gru.uses_fused_loop  # the default chooses the fused loop
@@ -61,13 +63,10 @@ def test_window_attention_then_the_am_gru_with_explicit_states(steps, batch):
     ]
     outputs, *new_states = am_gru(attended, initial_state=states)
     model = keras.Model([x, memory, *states], [outputs, new_memory, *new_states])
-    randomize(model, rng, scale=0.5)
-    inputs = [rng.normal(size=tuple(t.shape)).astype("float32") for t in model.inputs]
-    _check_converted(model, inputs)
+    _check_converted(model, np.random.default_rng(steps + batch))
 
 
 def test_a_fixed_length_dual_am_gru_reading_a_premise_memory():
-    rng = np.random.default_rng(7)
     layer = DualAssociativeGRU(8, num_copies=2, return_sequences=True)
     assert layer.uses_fused_loop
     hypothesis = keras.Input((10, 6), batch_size=4, name="hypothesis")
@@ -76,6 +75,4 @@ def test_a_fixed_length_dual_am_gru_reading_a_premise_memory():
         for name, width in zip(("memory", "output", "premise_memory"), layer.cell.state_size)
     ]
     model = keras.Model([hypothesis, *states], layer(hypothesis, initial_state=states))
-    randomize(model, rng, scale=0.5)
-    inputs = [rng.normal(size=tuple(t.shape)).astype("float32") for t in model.inputs]
-    _check_converted(model, inputs)
+    _check_converted(model, np.random.default_rng(7))

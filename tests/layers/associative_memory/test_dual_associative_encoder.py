@@ -241,15 +241,11 @@ def test_masks_pass_on_with_the_sequences():
 WIDTH_4, WIDTH_5 = np.ones((2, 3, 4), "float32"), np.ones((2, 3, 5), "float32")
 
 
-@pytest.mark.parametrize(
-    "inputs, mask, fragment",
-    [
+def test_bad_inputs_are_named_errors():
+    for inputs, mask, fragment in [
         (WIDTH_4, None, "`inputs` must be a list"),
         ([WIDTH_4] * 2, np.ones((2, 3), bool), "`mask` must be a list"),
         ([WIDTH_4, WIDTH_5], None, "inputs have 5 features but its AM-GRU cell was built for 4"),
-    ],
-    ids=["one_input", "one_mask", "different_widths"],
-)
-def test_bad_inputs_are_named_errors(inputs, mask, fragment):
-    with pytest.raises(ValueError, match=fragment):
-        DualAssociativeEncoder(4, num_copies=2)(inputs, mask=mask)
+    ]:
+        with pytest.raises(ValueError, match=fragment):
+            DualAssociativeEncoder(4, num_copies=2)(inputs, mask=mask)
