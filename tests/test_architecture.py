@@ -79,11 +79,6 @@ def test_every_package_module_has_its_test_module_at_the_mirrored_path():
     """``tf_memlayers/a/b.py`` is tested by ``tests/a/test_b.py``: a reader finds a module's
     tests without searching, and a new module without tests fails here."""
     tests = pathlib.Path(__file__).resolve().parent
-    missing = []
-    for path in _modules():
-        if path.name == "__init__.py":
-            continue
-        test = mirrored_test_module(path.relative_to(ROOT).as_posix())
-        if not (tests / test).is_file():
-            missing.append(f"tests/{test} (for tf_memlayers/{path.relative_to(ROOT)})")
-    assert not missing, missing
+    modules = [p.relative_to(ROOT).as_posix() for p in _modules() if p.name != "__init__.py"]
+    missing = [m for m in modules if not (tests / mirrored_test_module(m)).is_file()]
+    assert not missing, [f"tests/{mirrored_test_module(m)} (for tf_memlayers/{m})" for m in missing]

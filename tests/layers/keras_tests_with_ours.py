@@ -61,15 +61,8 @@ def _layer_over_cell(cell_class, rnn):
 
 def _layers_over_cells(rnn):
     """``SimpleRNN``, ``GRU`` and ``LSTM`` as ``rnn`` over their cells."""
-    return {
-        "SimpleRNN": _layer_over_cell(keras.layers.SimpleRNNCell, rnn),
-        "GRU": _layer_over_cell(keras.layers.GRUCell, rnn),
-        "LSTM": _layer_over_cell(keras.layers.LSTMCell, rnn),
-    }
-
-
-def _keras_rnn_over_resettable_cell(cell, **kwargs):
-    return _KERAS_RNN(ResettableCell(cell), **kwargs)
+    layers = ("SimpleRNN", "GRU", "LSTM")
+    return {name: _layer_over_cell(getattr(keras.layers, f"{name}Cell"), rnn) for name in layers}
 
 
 def _install_resettable_rnn():
@@ -151,7 +144,7 @@ SUITES = {
             "layers/rnn/lstm_test.py",
         ),
         replaced={
-            name: _layers_over_cells(_keras_rnn_over_resettable_cell)
+            name: _layers_over_cells(lambda cell, **kw: _KERAS_RNN(ResettableCell(cell), **kw))
             for name in ("simple_rnn_test", "gru_test", "lstm_test")
         },
         skipped={

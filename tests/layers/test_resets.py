@@ -40,16 +40,13 @@ def test_resets_under_jit_compile_match_eager():
     lstm, parallel, rnn = window_twins(resettable=True)
     x = np.random.default_rng(7).normal(size=(B, T, 5)).astype("float32")
     reset = _resets()
-    inputs = keras.Input((T, 5))
-    flags = keras.Input((T,), dtype="bool")
-    outputs = parallel(lstm(inputs, reset=flags), reset=flags)
-    model = keras.Model([inputs, flags], outputs)
-    cell_model = keras.Model([inputs, flags], rnn(inputs, reset=flags))
-    model.compile(jit_compile=BACKEND != "torch")
-    cell_model.compile(jit_compile=BACKEND != "torch")
-    eager = as_numpy(model([x, reset]))
-    np.testing.assert_allclose(model.predict([x, reset], verbose=0), eager, atol=1e-5)
-    np.testing.assert_allclose(cell_model.predict([x, reset], verbose=0), eager, atol=1e-5)
+    inputs, flags = keras.Input((T, 5)), keras.Input((T,), dtype="bool")
+    parallel_model = keras.Model([inputs, flags], parallel(lstm(inputs, reset=flags), reset=flags))
+    eager = as_numpy(parallel_model([x, reset]))
+    # The parallel model compiled, and the cell's, both equal the parallel one run eagerly.
+    for model in (parallel_model, keras.Model([inputs, flags], rnn(inputs, reset=flags))):
+        model.compile(jit_compile=BACKEND != "torch")
+        np.testing.assert_allclose(model.predict([x, reset], verbose=0), eager, atol=1e-5)
 
 
 # -- the recurrent layers: the associative-memory layers and cells, Keras's cells ----------
@@ -155,11 +152,10 @@ def _built(kind, xs, rng, **kwargs):
 
 
 def _assert_equal_runs(packed, expected, atol):
-    outputs, *states = packed
+    """The packed run's outputs and final states are ``separate_runs``'s ``expected``."""
     expected_outputs, expected_states = expected
-    np.testing.assert_allclose(as_numpy(outputs), expected_outputs, atol=atol, rtol=0)
-    assert len(states) == len(expected_states)
-    for got, want in zip(states, expected_states):
+    assert len(packed) == 1 + len(expected_states)
+    for got, want in zip(packed, [expected_outputs, *expected_states]):
         np.testing.assert_allclose(as_numpy(got), want, atol=atol, rtol=0)
 
 
@@ -282,11 +278,9 @@ def test_xla_mixed_float16_or_functional_call_with_reset_equals_separate_runs(ki
         flags = [keras.Input((None,), dtype="bool") for _ in ("reset", "mask")]
         inputs = [keras.Input((None, INPUT_DIM)), *flags]
         symbolic = call(*inputs)
-        cell = layer.cell
-        sizes = [cell.output_size, *keras.tree.flatten(cell.state_size)]
-        assert [tuple(t.shape) for t in symbolic] == [(None, None, sizes[0])] + [
-            (None, size) for size in sizes[1:]
-        ]
+        sizes = keras.tree.flatten(layer.cell.state_size)
+        shapes = [(None, None, layer.cell.output_size), *((None, size) for size in sizes)]
+        assert [tuple(t.shape) for t in symbolic] == shapes
         call = lambda *arrays: keras.Model(inputs, symbolic)(list(arrays))  # noqa: E731
     packed = call(xs, reset, mask)
     dtype = keras.backend.standardize_dtype(packed[0].dtype)
@@ -300,8 +294,8 @@ def test_xla_mixed_float16_or_functional_call_with_reset_equals_separate_runs(ki
 
 @tensorflow_only(FUSED_LOOP)
 @pytest.mark.parametrize("layer_cls", [AssociativeGRU, DualAssociativeGRU])
-def test_fused_loop_true_refuses_reset(layer_cls):
-    xs = np.ones((2, 5, INPUT_DIM), "float32")
+def test_fused_loop_true_refuses_reset_and_auto_runs_keras_loop_with_it(layer_cls):
+    xs = np.random.default_rng(11).normal(size=(2, 5, INPUT_DIM)).astype("float32")
     layer = layer_cls(UNITS, num_copies=COPIES, fused_loop=True)
     layer(xs)  # runs without reset
     message = "`reset`.*fused_loop=True.*fused_loop='auto'.*False"
@@ -309,13 +303,8 @@ def test_fused_loop_true_refuses_reset(layer_cls):
         layer(xs, reset=np.zeros((2, 5), bool))
     with pytest.raises(ValueError, match=message):
         layer(keras.Input((5, INPUT_DIM)), reset=keras.Input((5,), dtype="bool"))
-
-
-@tensorflow_only(FUSED_LOOP)
-def test_auto_runs_the_fused_loop_without_reset_and_keras_loop_with_it():
-    rng = np.random.default_rng(11)
-    xs = rng.normal(size=(2, 5, INPUT_DIM)).astype("float32")
-    layer = AssociativeGRU(UNITS, num_copies=COPIES, return_sequences=True)
+    # "auto": the fused loop without `reset`, Keras's loop with it, to the same outputs.
+    layer = layer_cls(UNITS, num_copies=COPIES, return_sequences=True)
     layer.build(xs.shape)
     assert layer.uses_fused_loop
     loops = []

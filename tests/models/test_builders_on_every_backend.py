@@ -64,8 +64,8 @@ def _round_trip(model, tmp_path):
     return keras.saving.load_model(path)
 
 
-def _reset_states(model):
-    for layer in model.layers:
+def _reset_states(*models):
+    for layer in [layer for model in models for layer in model.layers]:
         if getattr(layer, "stateful", False):
             layer.reset_state()
 
@@ -99,13 +99,11 @@ def language_model_case(case):
     return language_model(VOCAB, kind, form, **SMALL, **options), options, compile_options
 
 
-def test_the_language_model_cases_cover_every_memory_kind_and_form():
-    assert {kind for kind, _, _ in LANGUAGE_MODELS.values()} == set(KINDS)
-    assert {form for _, form, _ in LANGUAGE_MODELS.values()} == set(FORMS)
-
-
 @pytest.mark.parametrize("case", list(LANGUAGE_MODELS))
 def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
+    # The cases cover every memory kind and form.
+    assert {kind for kind, _, _ in LANGUAGE_MODELS.values()} == set(KINDS)
+    assert {form for _, form, _ in LANGUAGE_MODELS.values()} == set(FORMS)
     model, options, compile_options = language_model_case(case)
     compile_language_model(model, jit_compile=JIT, **compile_options)
     rng = np.random.default_rng(0)
@@ -129,8 +127,7 @@ def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
     loaded = _round_trip(model, tmp_path)
     assert [type(layer) for layer in loaded.layers] == [type(layer) for layer in model.layers]
     assert int(as_numpy(loaded.optimizer.iterations)) == 1
-    for checked in (model, loaded):
-        _reset_states(checked)
+    _reset_states(model, loaded)
     expected = _outputs(model, inputs)
     assert expected.shape == (2, 5, VOCAB)
     np.testing.assert_allclose(_outputs(loaded, inputs), expected, rtol=1e-6, atol=1e-6)
@@ -154,8 +151,7 @@ def test_stateful_language_model_carries_its_state_in_fit_and_predict(tmp_path):
     # The LSTM keeps its last states for the next segment.
     assert all(np.abs(as_numpy(state)).max() > 0 for state in model.get_layer("lstm_0").states)
     loaded = _round_trip(model, tmp_path)
-    for checked in (model, loaded):
-        _reset_states(checked)
+    _reset_states(model, loaded)
     first = as_numpy(model.predict_on_batch(tokens))
     np.testing.assert_allclose(as_numpy(loaded.predict_on_batch(tokens)), first, atol=1e-6)
     # The next segment starts from the first one's states, in the loaded model too.
