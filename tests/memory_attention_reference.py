@@ -5,15 +5,7 @@ data and weights their test modules share."""
 import numpy as np
 
 from tests.support import as_numpy
-
-
-def masked_softmax(scores, mask):
-    """Softmax over the last axis where ``mask`` is true; a row with none gets zeros."""
-    scores = np.where(mask, scores, -np.inf)
-    top = np.max(np.where(mask, scores, -1e300), axis=-1, keepdims=True)
-    weights = np.where(mask, np.exp(np.where(mask, scores - top, 0.0)), 0.0)
-    total = weights.sum(-1, keepdims=True)
-    return np.where(total > 0, weights / np.where(total > 0, total, 1.0), 0.0)
+from tests.window_reference import masked_softmax  # (a row of padding only gets zeros)
 
 
 def sigmoid(z):
@@ -163,11 +155,11 @@ def word_by_word_reference(
     return np.stack(outputs, 1), np.stack(alignments, 1)
 
 
-def data(rng, shapes, dtype="float64"):
-    """``(x, memory, memory_mask)`` of ``shapes = (batch, steps, length, memory_dim,
-    input_dim)``, the second row's memory padded from position 4, the third row's all padding
+def data(rng, dtype="float64", memory_dim=8):
+    """``(x, memory, memory_mask)`` of the suites' shapes (batch 3, 5 steps of width 4, a memory
+    of length 6), the second row's memory padded from position 4, the third row's all padding
     (nothing to attend to)."""
-    batch, steps, length, memory_dim, input_dim = shapes
+    batch, steps, length, input_dim = 3, 5, 6, 4
     x = rng.normal(size=(batch, steps, input_dim)).astype(dtype)
     memory = rng.normal(size=(batch, length, memory_dim)).astype(dtype)
     mask = np.ones((batch, length), bool)

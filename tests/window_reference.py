@@ -15,14 +15,11 @@ def masked_softmax(scores, valid=None):
 
 
 def split_reference(h, mode, sizes):
-    """(key, value, predict) of one output vector."""
-    bounds = np.cumsum([0, *sizes])
-    pieces = [h[bounds[i] : bounds[i + 1]] for i in range(len(sizes))]
+    """(key, value, predict) of one output vector: the whole, or its pieces of ``sizes``."""
     if mode == "attention":
         return h, h, h
-    if mode == "key_value":
-        return pieces[0], pieces[1], pieces[1]
-    return pieces[0], pieces[1], pieces[2]
+    pieces = np.split(h, np.cumsum(sizes))
+    return pieces[0], pieces[1], pieces[1 if mode == "key_value" else 2]
 
 
 def window_attention_reference(

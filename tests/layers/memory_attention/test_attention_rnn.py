@@ -13,6 +13,7 @@ from tests.layers.memory_attention.test_attention_wrapper import (
     _attend_from_hypothesis,
     _data,
     _layer,
+    _wrapper,
     keras_checks_of,
     sharpened,
 )
@@ -40,9 +41,7 @@ class AttentionRNNTest(LayerTestCase):
     layer_cls = AttentionRNN
 
     def test_layer_behaviors(self):
-        cell = lambda dtype: AttentionWrapper(  # noqa: E731
-            keras.layers.GRUCell(4, dtype=dtype), score="general", position="before", dtype=dtype
-        )
+        cell = lambda dtype: _wrapper(dtype, score="general", position="before")  # noqa: E731
         self.run_layer_test(
             **keras_checks_of(cell, own_weights=2, return_state=True),
             expected_output_shape=((2, 4), (2, 4), (2, 4)),
@@ -60,14 +59,19 @@ class AttentionRNNTest(LayerTestCase):
         rnn = lambda: _attention_rnn(return_sequences=True, zero_output_for_mask=True)  # noqa: E731
         self.run_nan_padding_test(rnn, memory_width=8)
 
-    @pytest.mark.parametrize("return_state", [False, True])
-    @pytest.mark.parametrize("return_sequences", [False, True])
-    def test_output_spec(self, return_sequences, return_state):
+    # The wrapper's and `WordByWordAttention`'s (its memory_dim: the cell's width, 8).
+    @pytest.mark.parametrize(
+        "kind, return_sequences, return_state",
+        [("wrapper", s, r) for s in (False, True) for r in (False, True)]
+        + [("word_by_word", True, True), ("word_by_word", False, False)],
+    )
+    def test_output_spec(self, kind, return_sequences, return_state):
         memory = np.random.default_rng(12).normal(size=(BATCH, LENGTH, 8)).astype("float32")
+        cls, size = (AttentionWrapper, 7) if kind == "wrapper" else (WordByWordAttention, 6)
 
         def make(dtype):
-            options = dict(return_attention_scores=True, attention_size=7, dtype=dtype)
-            wrapper = AttentionWrapper(keras.layers.LSTMCell(UNITS, dtype=dtype), **options)
+            options = dict(return_attention_scores=True, attention_size=size, dtype=dtype)
+            wrapper = cls(keras.layers.LSTMCell(UNITS, dtype=dtype), **options)
             flags = dict(return_sequences=return_sequences, return_state=return_state)
             return AttentionRNN(wrapper, dtype=dtype, **flags)
 

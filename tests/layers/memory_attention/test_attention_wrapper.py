@@ -8,8 +8,8 @@ import pytest
 
 from tests.layer_test_case import LayerTestCase
 from tests.memory_attention_reference import attention_wrapper_reference as reference
+from tests.memory_attention_reference import data as _data
 from tests.memory_attention_reference import (
-    data,
     declared_memory,
     masked_softmax,
     named_weights,
@@ -27,12 +27,8 @@ from tf_memlayers.layers.memory_attention.attention_mechanism import (
     MONOTONIC_MODES,
 )
 
+# The shapes of `_data`'s arrays, and the wrapped cells' width.
 BATCH, STEPS, LENGTH, MEMORY_DIM, UNITS, INPUT_DIM = 3, 5, 6, 8, 8, 4
-SHAPES = (BATCH, STEPS, LENGTH, MEMORY_DIM, INPUT_DIM)
-
-
-def _data(rng, dtype="float64"):
-    return data(rng, SHAPES, dtype)
 
 
 def _attend_from_hypothesis(premise, hypothesis, **wrapper_kwargs):
@@ -108,19 +104,10 @@ class AttentionWrapperTest(LayerTestCase):
         self.run_reset_tests(_wrapper, **declared_memory(3))
         monotonic = lambda **kw: _wrapper(built_for=5, monotonic_mode="recursive", **kw)  # noqa: E731
         self.run_reset_tests(monotonic, **declared_memory(3))
-
-    @pytest.mark.parametrize(
-        "kwargs",
-        [
-            {},
-            dict(score="general", position="before"),
-            dict(monotonic_mode="hard", built_for=4),
-        ],
-    )
-    def test_cell(self, kwargs):
-        memory = declared_memory(2)
         # (Keras asks AttentionRNN for its spec, not the cell: `direct_spec=False`.)
-        self.run_cell_tests(lambda dtype=None: _wrapper(dtype, **kwargs), False, **memory)
+        general = dict(score="general", position="before")
+        for kwargs in [{}, general, dict(monotonic_mode="hard", built_for=4)]:
+            self.run_cell_tests(functools.partial(_wrapper, **kwargs), False, **declared_memory(2))
 
     @pytest.mark.parametrize("input_feeding", [True, False], ids=["step_by_step", "after_the_loop"])
     @pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 6e-2)])
@@ -283,12 +270,17 @@ def test_matches_the_reference_in_float64(
 def test_matches_the_reference_in_float32(position, extra):
     rng = np.random.default_rng(1)
     x, memory, mask = _data(rng, "float32")
-    layer = _layer("additive", position, **extra)
+    noise = {"sigmoid_noise": 1.0} if extra else {}  # monotonic attention's, in training only
+    layer = _layer("additive", position, **extra, **noise)
     _randomize(layer, rng, x, memory, mask)
     got = as_numpy(layer(x, memory=memory, memory_mask=mask))
     x64, memory64 = x.astype(np.float64), memory.astype(np.float64)
     want, _ = reference(x64, memory64, mask, *_weights(layer), "additive", position, True, **extra)
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+    if noise:  # drawn anew in each training call, on every output of the rows with a memory
+        training = [layer(x, memory=memory, memory_mask=mask, training=True) for _ in range(2)]
+        first, second = (as_numpy(t)[:2] for t in training)
+        assert np.abs(first - second).min() > 0 < np.abs(first - got[:2]).min()
     # A reset at step 2 gives the rows of the steps from 2 alone (and they differ from the
     # rows of one sequence).
     reset = np.zeros(x.shape[:2], bool)
@@ -342,16 +334,6 @@ def test_monotonic_gradients_match_the_reference_and_each_other(float64_policy, 
     assert abs(found[3 + list(own).index("sigmoid_bias")]) > 1e-3  # the bias learns
 
 
-def test_monotonic_noise_is_drawn_in_training_only():
-    x, memory, mask = _data(np.random.default_rng(7), "float32")
-    layer = _layer(**MONOTONIC)
-    inference, again, *training = (
-        as_numpy(layer(x, memory=memory, training=t)) for t in (False, False, True, True)
-    )
-    np.testing.assert_array_equal(inference, again)
-    assert np.abs(training[0] - training[1]).min() > 0 < np.abs(training[0] - inference).min()
-
-
 def test_hard_monotonic_decoding_step_by_step_never_moves_back():
     rng = np.random.default_rng(5)
     length, steps = 12, 10
@@ -374,58 +356,54 @@ def test_hard_monotonic_decoding_step_by_step_never_moves_back():
     assert np.all(np.diff(positions, axis=1) >= 0) and np.any(np.diff(positions, axis=1) > 0)
 
 
-@pytest.mark.parametrize(
-    "call, fragment",
-    [
-        (lambda layer, x, m, k: layer(x), "no `memory` given"),
-        (lambda layer, x, m, k: layer(x, memory=m[:, :, :4]), "[batch, length, 8]"),
-        (lambda layer, x, m, k: layer(x, memory=m[0]), "`memory` must be"),
+def test_bad_calls_are_named():
+    x, m, k = _data(np.random.default_rng(9), "float32")
+    layer = _layer()
+    layer(x, memory=m, memory_mask=k)
+    symbolic = keras.Input(batch_shape=x.shape)
+    for call, fragment in [
+        (lambda: layer(x), "no `memory` given"),
+        (lambda: layer(x, memory=m[:, :, :4]), "[batch, length, 8]"),
+        (lambda: layer(x, memory=m[0]), "`memory` must be"),
         (
-            lambda layer, x, m, k: layer(x, memory=m, memory_mask=k[:, :3]),
+            lambda: layer(x, memory=m, memory_mask=k[:, :3]),
             "`memory_mask` must be [batch, length] = (3, 6)",
         ),
         # Batch sizes unlike the inputs' (3): eagerly, symbolically, in one step of the cell.
         (
-            lambda layer, x, m, k: layer(x, memory=m[:1]),
+            lambda: layer(x, memory=m[:1]),
             "`memory` of shape (1, 6, 8) has batch "
             "size 1, but `sequences` of shape (3, 5, 4) has batch size 3",
         ),
-        (lambda layer, x, m, k: layer(x, memory=m[:2], memory_mask=k[:2]), "(2, 6, 8) has batch"),
+        (lambda: layer(x, memory=m[:2], memory_mask=k[:2]), "(2, 6, 8) has batch"),
         (
-            lambda layer, x, m, k: layer(x, memory=m, memory_mask=k[:1]),
+            lambda: layer(x, memory=m, memory_mask=k[:1]),
             "`memory_mask` of shape (1, 6) has batch size 1, but `seq",
         ),
         (
-            lambda layer, x, m, k: layer(x, memory=m, initial_state=[x[:2, 0]] * 2),
+            lambda: layer(x, memory=m, initial_state=[x[:2, 0]] * 2),
             "`initial_state[0]` of shape (2, 4) has batch size 2",
         ),
         (
-            lambda layer, x, m, k: layer(
-                keras.Input(batch_shape=x.shape), memory=keras.Input(batch_shape=(2, 6, 8))
-            ),
+            lambda: layer(symbolic, memory=keras.Input(batch_shape=(2, 6, 8))),
             "`memory` of shape (2, 6, 8) has batch size 2",
         ),
         (
-            lambda layer, x, m, k: layer.cell(x[:, 0], [m[:, 0]] * 2, memory=m[:1]),
+            lambda: layer.cell(x[:, 0], [m[:, 0]] * 2, memory=m[:1]),
             "has batch size 1, but `inputs` of shape (3, 4) has",
         ),
         (
-            lambda layer, x, m, k: layer.cell(x[:, 0], [m[:, 0], m[:2, 0]], memory=m),
+            lambda: layer.cell(x[:, 0], [m[:, 0], m[:2, 0]], memory=m),
             "`states[1]` of shape (2, 8) has batch size 2",
         ),
         (
-            lambda layer, x, m, k: _layer("dot", cell=keras.layers.GRUCell(5))(x, memory=m),
+            lambda: _layer("dot", cell=keras.layers.GRUCell(5))(x, memory=m),
             "score='dot' needs the query",
         ),
-    ],
-)
-def test_bad_calls_are_named(call, fragment):
-    x, memory, mask = _data(np.random.default_rng(9), "float32")
-    layer = _layer()
-    layer(x, memory=memory, memory_mask=mask)
-    with pytest.raises(ValueError) as raised:
-        call(layer, x, memory, mask)
-    assert fragment in str(raised.value)
+    ]:
+        with pytest.raises(ValueError) as raised:
+            call()
+        assert fragment in str(raised.value), fragment
 
 
 def test_a_memory_of_another_batch_size_is_refused_in_fit():
@@ -541,22 +519,15 @@ SEVERAL = {
 }
 
 
-def _two_memories(rng, dtype="float64"):
-    """The inputs, the memory of `_data` and a second one ``[batch, 4, 5]`` (its first row
-    padded from position 3), and their masks."""
-    x, memory, mask = _data(rng, dtype)
-    second = rng.normal(size=(BATCH, 4, 5)).astype(dtype)
-    second_mask = np.ones((BATCH, 4), bool)
-    second_mask[0, 3:] = False
-    return x, [memory, second], [mask, second_mask]
-
-
 @pytest.mark.parametrize("row", sorted(SEVERAL))
 def test_several_mechanisms_match_the_reference_in_float64(float64_policy, row):
     position, output_attention, options, kinds = SEVERAL[row]
     masked = output_attention and position == "after"  # (the sequence's mask: two rows)
     rng = np.random.default_rng(13)
-    x, memories, masks = _two_memories(rng)
+    x, memory, mask = _data(rng)
+    # A second memory [batch, 4, 5], its first row padded from position 3.
+    memories, masks = [memory, rng.normal(size=(BATCH, 4, 5))], [mask, np.ones((BATCH, 4), bool)]
+    masks[1][0, 3:] = False
     mechanisms = [AttentionMechanism(**kind) for kind in kinds]
     layer = _layer(
         position=position,
@@ -600,6 +571,15 @@ def test_several_mechanisms_match_the_reference_in_float64(float64_policy, row):
         scores = layer.attention_scores(x, memories, masks)
         for g, w in zip(scores, want_alignments):
             np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
+    # Bad memories are named.
+    for memory, fragment in [
+        (memories * 2, "`memory` must be one per mechanism (2) or one for all; got a list of 4"),
+        ([memories[0], memories[1][:2]], "`memory[1]` of shape (2, 4, 5) has batch size 2"),
+        ([memories[0], memories[1][..., :3]], "`memory[1]` must be [batch, length, 5]"),
+    ]:
+        with pytest.raises(ValueError) as raised:
+            layer(x, memory=memory)
+        assert fragment in str(raised.value)
 
 
 @pytest.mark.parametrize(
@@ -633,17 +613,3 @@ def test_bad_mechanisms_are_named(make, error, fragment):
     with pytest.raises(error) as raised:
         AttentionWrapper(keras.layers.GRUCell(4), **make())
     assert fragment in str(raised.value)
-
-
-def test_bad_memories_of_several_mechanisms_are_named():
-    x, memories, masks = _two_memories(np.random.default_rng(15), "float32")
-    layer = _layer(mechanisms=_two_mechanisms())
-    layer(x, memory=memories, memory_mask=masks)
-    for memory, fragment in [
-        (memories * 2, "`memory` must be one per mechanism (2) or one for all; got a list of 4"),
-        ([memories[0], memories[1][:2]], "`memory[1]` of shape (2, 4, 5) has batch size 2"),
-        ([memories[0], memories[1][..., :3]], "`memory[1]` must be [batch, length, 5]"),
-    ]:
-        with pytest.raises(ValueError) as raised:
-            layer(x, memory=memory)
-        assert fragment in str(raised.value)

@@ -1,5 +1,7 @@
 """`WordByWordAttention` against a NumPy reference of Rocktäschel et al.'s (2016) equations."""
 
+import functools
+
 import keras
 import numpy as np
 import pytest
@@ -17,12 +19,9 @@ from tf_memlayers.layers import (
     WordByWordAttention,
 )
 
-BATCH, STEPS, LENGTH, MEMORY_DIM, UNITS, INPUT_DIM = 3, 5, 6, 7, 8, 4
-SHAPES = (BATCH, STEPS, LENGTH, MEMORY_DIM, INPUT_DIM)
-
-
-def _data(rng, dtype="float64"):
-    return data(rng, SHAPES, dtype)
+# `_data`'s memory is narrower than the cells (its width: memory_dim, the cell's by default).
+UNITS, MEMORY_DIM = 8, 7
+_data = functools.partial(data, memory_dim=MEMORY_DIM)
 
 
 def _premise_then_hypothesis(premise, hypothesis):
@@ -31,19 +30,16 @@ def _premise_then_hypothesis(premise, hypothesis):
     return AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(6)))(hypothesis, memory=encoded)
 
 
-def _cell(dtype=None, **kwargs):
-    return WordByWordAttention(
-        keras.layers.GRUCell(4, dtype=dtype), memory_dim=6, dtype=dtype, **kwargs
-    )
+def _cell(dtype=None, memory_dim=6, **kwargs):
+    cell = keras.layers.GRUCell(4, dtype=dtype)
+    return WordByWordAttention(cell, memory_dim=memory_dim, dtype=dtype, **kwargs)
 
 
 class WordByWordAttentionTest(LayerTestCase):
     layer_cls = WordByWordAttention
 
     def test_layer_behaviors(self):
-        cell = lambda dtype: WordByWordAttention(  # noqa: E731
-            keras.layers.GRUCell(4, dtype=dtype), memory_dim=8, dtype=dtype
-        )
+        cell = functools.partial(_cell, memory_dim=8)
         self.run_layer_test(
             **keras_checks_of(cell, own_weights=5, return_sequences=True),
             expected_output_shape=(2, 3, 4),
@@ -76,20 +72,6 @@ class WordByWordAttentionTest(LayerTestCase):
         self.run_cell_tests(_cell, False, **declared_memory(2))
         rnn = lambda: AttentionRNN(_cell(), return_sequences=True, zero_output_for_mask=True)  # noqa: E731
         self.run_nan_padding_test(rnn, memory_width=6)
-
-    @pytest.mark.parametrize("return_sequences, return_state", [(True, True), (False, False)])
-    def test_output_spec_of_its_rnn(self, return_sequences, return_state):
-        memory = np.random.default_rng(12).normal(size=(BATCH, LENGTH, MEMORY_DIM))
-
-        def make(dtype):
-            options = dict(memory_dim=MEMORY_DIM, return_attention_scores=True, attention_size=6)
-            cell = WordByWordAttention(
-                keras.layers.LSTMCell(UNITS, dtype=dtype), **options, dtype=dtype
-            )
-            flags = dict(return_sequences=return_sequences, return_state=return_state)
-            return AttentionRNN(cell, dtype=dtype, **flags)
-
-        self.run_output_spec_test(make, (BATCH, STEPS, INPUT_DIM), memory=memory.astype("float32"))
 
     @pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 6e-2)])
     def test_mixed_precision_matches_float32(self, policy, atol):
@@ -154,6 +136,11 @@ def test_matches_the_reference_in_float32():
     )
     np.testing.assert_allclose(keras.ops.convert_to_numpy(outputs), want, atol=1e-5, rtol=0)
     assert_close(alignments, want_alignments, atol=1e-5)
+    # A memory of another width than memory_dim (the cell's width by default) is named;
+    # AttentionRNN's own checks of the memory: test_attention_wrapper.py.
+    layer = AttentionRNN(WordByWordAttention(keras.layers.GRUCell(UNITS)))
+    with pytest.raises(ValueError, match=r"the memory is 7 wide, but memory_dim=8"):
+        layer(x, memory=memory)
 
 
 def test_the_paper_s_weights_at_k_100():
@@ -194,15 +181,6 @@ def test_bad_arguments_are_named(kwargs, error, fragment):
     with pytest.raises(error) as raised:
         WordByWordAttention(**{"cell": keras.layers.GRUCell(4), **kwargs})
     assert fragment in str(raised.value)
-
-
-def test_a_memory_of_another_width_than_memory_dim_is_named():
-    # (The memory's width is memory_dim, the cell's width by default; AttentionRNN's own checks
-    # of the memory: test_attention_wrapper.py.)
-    x, memory, mask = _data(np.random.default_rng(9), "float32")
-    layer = AttentionRNN(WordByWordAttention(keras.layers.GRUCell(UNITS)))
-    with pytest.raises(ValueError, match=r"the memory is 7 wide, but memory_dim=8"):
-        layer(x, memory=memory)
 
 
 def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(float64_policy):
