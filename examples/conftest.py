@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 _FLAGS = {"xla_backend_optimization_level": "0", "xla_cpu_use_fusion_emitters": "false"}
+_FLAGS.update(xla_llvm_disable_expensive_passes="true", xla_cpu_parallel_codegen_split_count="1")
 _xla_flags = os.environ.get("XLA_FLAGS", "")
 os.environ["XLA_FLAGS"] = " ".join(
     [_xla_flags, *(f"--{k}={v}" for k, v in _FLAGS.items() if k not in _xla_flags)]

@@ -46,9 +46,10 @@ else
   long_s="${GPU_RUN_LONG_S:-120}"; long_lengths="${GPU_RUN_LONG_LENGTHS-40}"
   speed_args="${GPU_RUN_SPEED_ARGS-}"
   # A rehearsal checks that every step runs, not how fast: XLA compiles its many small
-  # programs without LLVM's optimisation passes (the CPU speed tables take 40% less time) and
-  # with its older emitters for fused operations, which generate code sooner.
+  # programs without LLVM's optimisation passes (the CPU speed tables take 40% less time), in
+  # one part, and with its older emitters for fused operations, which generate code sooner.
   export XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+  XLA_FLAGS+=" --xla_llvm_disable_expensive_passes=true --xla_cpu_parallel_codegen_split_count=1"
   # torch on one thread a process: the test workers and the tables share the CPU's cores, and
   # torch's threads waiting for each other there take several times as long.
   export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
