@@ -26,10 +26,14 @@ _compiled = {}
 
 def _function(fn, jit_compile, exact_shapes=False):
     """``fn`` as a `tf.function`; one that relaxes its shapes after two different calls,
-    unless ``exact_shapes`` (a trace per shape: every shape inside stays static)."""
+    unless ``exact_shapes`` (a trace per shape: every shape inside stays static). Without
+    AutoGraph: the loops are written with `tf.while_loop`, and converting their source took
+    about a tenth of a small model's first training step."""
     key = (fn, jit_compile, exact_shapes)
     if key not in _compiled:
-        _compiled[key] = tf.function(fn, jit_compile=jit_compile, reduce_retracing=not exact_shapes)
+        _compiled[key] = tf.function(
+            fn, jit_compile=jit_compile, reduce_retracing=not exact_shapes, autograph=False
+        )
     return _compiled[key]
 
 

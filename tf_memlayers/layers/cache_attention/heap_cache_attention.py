@@ -327,7 +327,8 @@ class HeapCacheAttention(keras.layers.Layer):
             if backend == "tensorflow":
                 import tensorflow as tf
 
-                write = tf.function(write, jit_compile=True, reduce_retracing=True)
+                # Without AutoGraph: the write's loops are Keras's `while_loop`/`fori_loop`.
+                write = tf.function(write, jit_compile=True, reduce_retracing=True, autograph=False)
             elif backend == "jax":
                 import jax
 
