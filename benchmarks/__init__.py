@@ -29,9 +29,8 @@ def positive(kind, zero=False):
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
         if not (value >= 0 if zero else value > 0):
-            raise argparse.ArgumentTypeError(
-                f"must be {'>= 0' if zero else 'positive'}, got {text!r}"
-            )
+            bound = ">= 0" if zero else "positive"
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {text!r}")
         return value
 
     parse.__name__ = f"{'non-negative' if zero else 'positive'} {kind.__name__}"

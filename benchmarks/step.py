@@ -63,8 +63,7 @@ class Step:
             lowered = jax.jit(step, donate_argnums=(0, 1)).lower(*self.state, *self.data)
             self.compiled = lowered.compile()
             analysis = self.compiled.memory_analysis()
-            if analysis is not None:
-                self.buffers_mib = analysis.temp_size_in_bytes / 2**20
+            self.buffers_mib = analysis and analysis.temp_size_in_bytes / 2**20
         elif keras.backend.backend() == "torch":
             import torch
 
@@ -102,11 +101,9 @@ def weight_training_flops(model, rows):
     """Operations of one step's products with ``model``'s 2-D weights (not the embedding): 6 ×
     each one's parameters × the rows it multiplies, ``rows(weight)`` or ``rows``."""
     count = rows if callable(rows) else (lambda weight: rows)
-    return 6 * sum(
-        int(np.prod(w.shape)) * int(count(w))
-        for w in model.trainable_weights
-        if len(w.shape) == 2 and "embedding" not in w.path and not w.path.endswith("bias")
-    )
+    weights = [w for w in model.trainable_weights if len(w.shape) == 2]
+    kept = [w for w in weights if "embedding" not in w.path and not w.path.endswith("bias")]
+    return 6 * sum(int(np.prod(w.shape)) * int(count(w)) for w in kept)
 
 
 def training_flops(products):

@@ -47,8 +47,8 @@ def split_held_out(sentences, fraction):
     return [sentences[i] for i in sorted(order[cut:])], [sentences[i] for i in sorted(order[:cut])]
 
 
-def run(label, seed, args):
-    """Trains the example once; returns the row and the corpus sizes."""
+def run(report, label, seed, args):
+    """Trains the example once; returns the row (the corpus sizes: ``report["data"]``)."""
     import keras
 
     from examples.fill_last_word import input_pipeline, main, train
@@ -74,7 +74,8 @@ def run(label, seed, args):
     row.update(dev_accuracy=round(100 * score["accuracy"], 2), dev_loss=round(score["loss"], 3))
     sizes = dict(train_sentences=m["train_sentences"], held_out_sentences=m["eval_sentences"])
     sizes.update(dev_sentences=len(y), vocabulary=len(vocabulary), glove_rows=m["pretrained"])
-    return row, dict(sizes, dev_labels_out_of_vocabulary=round(float(np.mean(y == 1)), 6))
+    report["data"] = dict(sizes, dev_labels_out_of_vocabulary=round(float(np.mean(y == 1)), 6))
+    return row
 
 
 def table_rows(runs):
@@ -103,12 +104,8 @@ def main(argv=None):
         for name, part in zip(("train.txt", "held_out.txt"), split_held_out(train, args.held_out)):
             (RUNS / name).write_text("\n".join(part) + "\n", encoding="utf-8")
 
-    def run_row(report, label, seed):
-        row, report["data"] = run(label, seed, args)
-        return row
-
     rows = [VARIANTS[i][0] for i in args.variants or range(len(VARIANTS))]
-    return results.run(args, rows, run_row, write_docs_table, prepare)
+    return results.run(args, rows, lambda *key: run(*key, args), write_docs_table, prepare)
 
 
 def write_docs_table(report):

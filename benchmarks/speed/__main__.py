@@ -88,9 +88,8 @@ def buffers_from_jax(name, args):
         print(f"{name}: no XLA buffers: {found}", file=sys.stderr)
         return {}
     end, rows = "_buffers_mib", found["tables"].get(name, [])
-    return {
-        case_key(r): {k.removesuffix(end): v for k, v in r.items() if k.endswith(end)} for r in rows
-    }
+    own = lambda row: {k.removesuffix(end): v for k, v in row.items() if k.endswith(end)}  # noqa: E731
+    return {case_key(row): own(row) for row in rows}
 
 
 def run(args):
@@ -204,8 +203,7 @@ def main(argv=None):
     """Exit status 1 when a table failed (its error is in the results)."""
     args = parse_args(argv)
     os.environ["KERAS_BACKEND"] = args.backend
-    results = None if args.from_results else run(args)
-    if results:
+    if results := (None if args.from_results else run(args)):
         print(json.dumps(results, indent=1))
     if args.update_docs or args.from_results:
         from benchmarks.speed import page

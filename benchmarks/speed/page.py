@@ -124,15 +124,13 @@ BACKEND_SIDES["torch_compile"] = "torch.compile"
 def backends(report, rows, images):
     """The caption's goals, met or not per backend, and the cost of Keras's generic loop."""
     by_case = {row["case"]: row for row in rows}
-
-    def ratios(case, suffix="_over_baseline"):
-        found = [(n, by_case.get(case, {}).get(f"{s}{suffix}")) for s, n in BACKEND_SIDES.items()]
-        return ", ".join(f"{n} {r:.2f}" for n, r in found if r) or "not measured"
-
+    gru = {s: by_case.get("am_gru", {}).get(f"{s}_over_baseline") for s in BACKEND_SIDES}
+    gru = ", ".join(f"{n} {gru[s]:.2f}" for s, n in BACKEND_SIDES.items() if gru[s])
     parallel = [by_case[case] for case in ("lm_window_parallel", "lm_ngram_parallel")]
     worst = {s: max(row.get(f"{s}_over_baseline") or 0 for row in parallel) for s in BACKEND_SIDES}
     lm = ", ".join(f"{n} {worst[s]:.2f}" for s, n in BACKEND_SIDES.items() if worst[s])
-    goals = f"AM-GRU / GRU: {ratios('am_gru')}; parallel forms / LSTM, the worst: {lm or 'none'}."
+    goals = f"AM-GRU / GRU: {gru or 'not measured'}; parallel forms / LSTM, the worst: "
+    goals += f"{lm or 'none'}."
     torch = {c: by_case.get(c, {}).get("torch_ms") for c in ("am_gru", "gru_cell_rnn", "gru")}
     loop = torch["gru_cell_rnn"] and torch["gru"] and torch["gru_cell_rnn"] / torch["gru"]
     am = torch["am_gru"] and torch["gru_cell_rnn"] and torch["am_gru"] / torch["gru_cell_rnn"]
@@ -321,9 +319,7 @@ def backend_goal_rows(window, lm, am, on):
 
     def floor_of(name, text):  # a row's words on the floor ``name`` of its dtype
         found = {row["dtype"]: row["ratio_to_gru"] for row in layer(name)}
-        return lambda row: (
-            "" if found.get(row["dtype"]) is None else text.format(found[row["dtype"]])
-        )
+        return lambda row: "" if (ratio := found.get(row["dtype"])) is None else text.format(ratio)
 
     at = lambda row: f"T = {row['T']}, {row['dtype']}"  # noqa: E731
     mha = lambda row: f"floor alone: {row['floor_ms'] / row['mha_ms']:.2f} × MHA; "  # noqa: E731
@@ -347,12 +343,11 @@ def backend_goal_rows(window, lm, am, on):
 
 def write_gpu(runs, page=RESULTS_PAGE, figure=GPU_FIGURE):
     """Writes the GPU blocks of ``page`` and their ``figure`` from ``runs`` (`load_runs`)."""
-    window = merged_rows(runs, "window_attention")
-    blocks = {"gpu-goals": goal_rows(runs), "gpu-layer-tests": layer_test_rows(runs)}
-    blocks |= {"gpu-window-attention": window, "gpu-snli": merged_rows(runs, "snli")}
-    blocks |= {"gpu-language-model": merged_rows(runs, "language_model")}
-    blocks |= {"gpu-associative-memory": merged_rows(runs, "associative_memory")}
-    blocks |= {"gpu-heap-write": merged_rows(runs, "heap_write")}
+    # A block per table of `ROW_KEYS`, in its order.
+    names = ("gpu-window-attention", "gpu-language-model", "gpu-associative-memory", "gpu-snli")
+    blocks = {name: merged_rows(runs, t) for name, t in zip((*names, "gpu-heap-write"), ROW_KEYS)}
+    window = blocks["gpu-window-attention"]
+    blocks |= {"gpu-goals": goal_rows(runs), "gpu-layer-tests": layer_test_rows(runs)}
     blocks["gpu-window-attention-parts"] = [row for row in window if "attention_over_floor" in row]
     values = {"peaks": peaks_text(runs), **window_notes(runs)}
     for name, rows in blocks.items():

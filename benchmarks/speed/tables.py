@@ -74,10 +74,6 @@ def tokens(vocab, *shape):
     return np.random.default_rng(0).integers(0, vocab, shape).astype("int32")
 
 
-def backend():
-    return keras.backend.backend()
-
-
 def layer_step(layer, shape, head=1, memory=None, data=None, state=None, **options):
     """The `Step` of ``Dense(head)`` on ``layer`` of an input of ``shape`` (and a ``memory`` of
     that shape: its ``call``'s ``memory``, or ``state(input, memory)``), ``data`` or random."""
@@ -172,9 +168,7 @@ class Table:
             rows.append(row)
         return rows
 
-    def vectors(self, sizes, name):
-        """The vectors each weight matrix multiplies in a step of variant ``name``: a number, or
-        one of the weight; 0: its products not counted (`training.weight_training_flops`)."""
+    def vectors(self, sizes, name):  # `training.weight_training_flops`' rows; 0: not counted
         return 0
 
     def more(self, sizes, row, step, samples):  # a built variant's own columns
@@ -237,6 +231,8 @@ def attention_part_model(hidden, steps, batch, window=10):
 class LanguageModel(Table):
     """The LM step per memory variant against the bare LSTM (``equal_parameters``: its weights)."""
 
+    per_second = True
+
     def variants(self, sizes, case):
         vocab, batch, length = sizes["lm_vocab"], sizes["lm_batch"], sizes["lm_steps"]
         equal, limit = self.options.get("equal_parameters"), sizes["limit_mib"]
@@ -263,8 +259,6 @@ class LanguageModel(Table):
             made[PART] = lambda: training.Step(model(), tokens(vocab, batch, length))
         return made
 
-    per_second = True
-
     def vectors(self, sizes, name):
         return 0 if name == PART else sizes["lm_batch"] * sizes["lm_steps"]
 
@@ -275,7 +269,7 @@ class LanguageModel(Table):
 class Packing(Table):
     """The plain LSTM LM's step, documents packed (in-graph resets) against padded."""
 
-    median = "step_ms"
+    median, per_second = "step_ms", True
 
     def variants(self, sizes, case):
         from tf_memlayers.models import build_language_model
@@ -288,8 +282,6 @@ class Packing(Table):
             return lm_step(model, vocab, batch, 20, packed)
 
         return {"padded": lambda: make(False), "packed": lambda: make(True)}
-
-    per_second = True
 
     def vectors(self, sizes, name):
         return sizes["packing_batch"] * 20
@@ -386,7 +378,7 @@ class WindowAttention(Table):
     def variants(self, sizes, case):
         width, batch, length = sizes["width"], sizes["batch"], case["T"]
         names = list(self.options["variants"])
-        if self.options.get("no_xla") and backend() == "tensorflow":
+        if self.options.get("no_xla") and keras.backend.backend() == "tensorflow":
             names += [f"{name}_no_xla" for name in names]
         if self.options.get("parts", True) and length <= sizes["parts_max_length"]:
             names += PARTS
@@ -483,16 +475,9 @@ def pallas_running_sum():
 
         spec = pl.BlockSpec((steps, 16, width), lambda b: (0, b, 0))
         params = pltriton.CompilerParams(num_warps=4, num_stages=1)
-        call = pl.pallas_call(
-            kernel,
-            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-            grid=(batch // 16,),
-            in_specs=[spec],
-            out_specs=spec,
-            interpret=kernels.default_interpret(),
-            compiler_params=params,
-        )
-        return call(x)
+        options = dict(grid=(batch // 16,), in_specs=[spec], out_specs=spec, compiler_params=params)
+        shape, interpret = jax.ShapeDtypeStruct(x.shape, x.dtype), kernels.default_interpret()
+        return pl.pallas_call(kernel, out_shape=shape, interpret=interpret, **options)(x)
 
     running = jax.custom_vjp(lambda x: loop(x, False))
     running.defvjp(lambda x: (loop(x, False), None), lambda _, grad: (loop(grad, True),))
@@ -527,14 +512,14 @@ class AssociativeMemory(Table):
         units, shape = sizes["am_units"], (sizes["am_batch"], sizes["am_steps"], sizes["am_units"])
         layers = {"GRU": lambda: keras.layers.GRU(units)}
         # The Pallas kernels run interpreted off a GPU: measured on a GPU, run in a rehearsal.
-        kernels = backend() == "jax" and (
+        kernels = keras.backend.backend() == "jax" and (
             sizes["name"] == "tiny" or __import__("jax").default_backend() == "gpu"
         )
         for c in sizes["am_copies"]:
             layers[f"AssociativeGRU C={c}"] = lambda c=c: AssociativeGRU(units, c, fused_loop=False)
             cell = lambda c=c: keras.layers.RNN(AssociativeGRUCell(units, c))  # noqa: E731
             layers[f"RNN(AssociativeGRUCell) C={c}"] = cell
-            if backend() == "tensorflow" or kernels:
+            if keras.backend.backend() == "tensorflow" or kernels:
                 fused = lambda c=c: AssociativeGRU(units, c, fused_loop=True)  # noqa: E731
                 layers[f"AssociativeGRU C={c} fused_loop"] = fused
         layers[FLOOR_LAYER] = layers["AssociativeGRU C=8"]
@@ -606,8 +591,7 @@ class Snli(Table):
 
         batch, units, limit = sizes["snli_batch"], sizes["snli_units"], sizes["limit_mib"]
         data, labels = [tokens(1000, batch, 25) + 2, tokens(1000, batch, 15) + 2], tokens(3, batch)
-        seq = dict(return_sequences=True)
-        both = dict(seq, return_state=True)
+        seq, both = dict(return_sequences=True), dict(return_sequences=True, return_state=True)
         firsts = {
             "gru": lambda _: keras.layers.GRU(units, **both),
             "am_gru": lambda fused: AssociativeGRU(units, fused_loop=fused, **both),
@@ -621,7 +605,8 @@ class Snli(Table):
             return training.Step(model, data, labels, loss, limit_mib=limit)
 
         made = {kind: lambda kind=kind: make(kind) for kind in firsts}
-        for kind in ("am_gru", "dual_am_gru") if backend() == "tensorflow" else ():
+        tensorflow = keras.backend.backend() == "tensorflow"
+        for kind in ("am_gru", "dual_am_gru") if tensorflow else ():
             made[f"{kind} fused_loop"] = lambda kind=kind: make(kind, True)
         return made
 
@@ -638,12 +623,10 @@ class Snli(Table):
 
 
 def compiled_call(layer):
-    if backend() == "torch":
+    if keras.backend.backend() == "torch":
         return __import__("torch").compile(layer) if training.JIT else layer
-    if backend() != "jax":
-        import tensorflow as tf
-
-        return tf.function(layer)
+    if keras.backend.backend() != "jax":
+        return __import__("tensorflow").function(layer)
     import jax
 
     trainable = [v.value for v in layer.trainable_variables]
@@ -834,7 +817,7 @@ class BackendCases(Table):
             shape = window_shape(sizes) if name == "window" else am
             return layer_step(layers[name](), shape, memory=am if name == "attention_rnn" else None)
 
-        fused = backend() == "tensorflow"  # the fused AM-GRU loop is a TensorFlow op
+        fused = keras.backend.backend() == "tensorflow"  # the fused loop is a TensorFlow op
         names = [name for name, group in BACKEND_GROUPS.items() if group == case["group"]]
         names = [name for name in names if fused or "fused" not in name]
         return {name: lambda name=name: make(name) for name in names}
