@@ -1,10 +1,10 @@
 """The set-up of the examples' tests (``python -m pytest examples``). Part of the repository's
 test runs, not of any example: a folder copied out of ``examples/`` needs none of it.
 
-As for the package's tests (tests/conftest.py says why): XLA compiles for the CPU quickly rather
-than well, TensorFlow's graph optimiser is off in the test processes, and every test starts from
-float32, a fresh Keras session and fixed seeds. The examples need TensorFlow: without it (the JAX
-pass's environment) nothing here is collected.
+As for the package's tests (``tests/xla_flags.py`` and ``tests/conftest.py`` say why): XLA
+compiles for the CPU quickly rather than well, TensorFlow's graph optimiser is off in the test
+processes, and every test starts from float32, a fresh Keras session and fixed seeds. The
+examples need TensorFlow: without it (the JAX pass's environment) nothing here is collected.
 """
 
 import importlib.util
@@ -14,12 +14,9 @@ import shutil
 import subprocess
 import sys
 
-_FLAGS = {"xla_backend_optimization_level": "0", "xla_cpu_use_fusion_emitters": "false"}
-_FLAGS.update(xla_llvm_disable_expensive_passes="true", xla_cpu_parallel_codegen_split_count="1")
-_xla_flags = os.environ.get("XLA_FLAGS", "")
-os.environ["XLA_FLAGS"] = " ".join(
-    [_xla_flags, *(f"--{k}={v}" for k, v in _FLAGS.items() if k not in _xla_flags)]
-).strip()
+from tests.xla_flags import compile_quickly
+
+compile_quickly()
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent
 # The real corpora: $TF_MEMLAYERS_DATA, else ../shared/data beside the repository; the tests that

@@ -9,25 +9,9 @@ import os
 import shutil
 import tempfile
 
-# XLA's CPU code quick to compile, for this process and those the tests start: no LLVM
-# optimisation passes (the JAX pass takes 40% less time), neither LLVM's costlier passes nor
-# code generation split into parallel parts (12% less), XLA's older emitters for fused
-# operations (the N-gram layer's JAX tests 35% less). What the code computes does not change.
-# A flag ``XLA_FLAGS`` already sets is kept; the CPU's flags are left out on a GPU
-# (``TF_MEMLAYERS_TESTS_DEVICE=gpu``), where another JAX's XLA may not know them. Set before
-# TensorFlow or JAX starts XLA.
-_XLA_FAST_COMPILE = {"xla_backend_optimization_level": "0"}
-if os.environ.get("TF_MEMLAYERS_TESTS_DEVICE", "cpu") == "cpu":
-    _XLA_FAST_COMPILE.update(
-        xla_cpu_use_fusion_emitters="false",
-        xla_llvm_disable_expensive_passes="true",
-        xla_cpu_parallel_codegen_split_count="1",
-    )
-_xla_flags = os.environ.get("XLA_FLAGS", "")
-_added = [
-    f"--{flag}={value}" for flag, value in _XLA_FAST_COMPILE.items() if flag not in _xla_flags
-]
-os.environ["XLA_FLAGS"] = " ".join([_xla_flags, *_added]).strip()
+from tests.xla_flags import compile_quickly
+
+compile_quickly()
 
 # On JAX, one compilation cache for the test run, in a folder removed when it ends: the
 # processes the run starts (pytest-xdist's workers, the tests' own) inherit it, so a program
