@@ -88,8 +88,9 @@ def buffers_from_jax(name, args):
         print(f"{name}: no XLA buffers: {found}", file=sys.stderr)
         return {}
     end, rows = "_buffers_mib", found["tables"].get(name, [])
-    own = lambda row: {k.removesuffix(end): v for k, v in row.items() if k.endswith(end)}  # noqa: E731
-    return {case_key(row): own(row) for row in rows}
+    return {
+        case_key(r): {k.removesuffix(end): v for k, v in r.items() if k.endswith(end)} for r in rows
+    }
 
 
 def run(args):
