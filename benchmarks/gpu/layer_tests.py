@@ -26,6 +26,20 @@ def pytest_addoption(parser):
     parser.addoption("--collected-ids-file", help="the file the collected tests' ids go to")
 
 
+def pytest_configure(config):
+    """On torch, with ``JAX_DEFAULT_MATMUL_PRECISION=highest`` (run.sh), float32 products in
+    float32 as on JAX: PyTorch lets cuDNN (Keras's LSTM and GRU) compute them in TF32."""
+    if torch_in_full_float32():
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+
+
+def torch_in_full_float32():
+    highest = os.environ.get("JAX_DEFAULT_MATMUL_PRECISION") == "highest"
+    return highest and os.environ.get("KERAS_BACKEND") == "torch"
+
+
 def _write_ids(config, ids):
     path = config.getoption("collected_ids_file")
     if path and not hasattr(config, "workerinput"):  # a pytest-xdist worker leaves it
@@ -163,6 +177,7 @@ def main(argv=None):
     if collected is None:
         collected = collect(files) if args.mode == "full" and not args.rerun_from else targets
     precision = os.environ.get("JAX_DEFAULT_MATMUL_PRECISION", "default")
+    precision += " (TF32 off in cuBLAS and cuDNN)" if torch_in_full_float32() else ""
     summary = dict(mode=args.mode, files=files, collected=len(collected), precision=precision)
     summary |= dict(xla_flags=os.environ.get("XLA_FLAGS", ""), exit_status=status)
     wall_seconds = round(time.perf_counter() - started, 1)

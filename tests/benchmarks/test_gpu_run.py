@@ -221,11 +221,20 @@ def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_misse
     _write_run(tmp_path, 1, {"window_attention": window, "associative_memory": am})
     # A run on torch: its rows stand beside JAX's, with goals of their own.
     on_torch = [dict(dtype="float32", layer="AssociativeGRU C=8", ratio_to_gru=1.25)]
-    _write_run(tmp_path, 2, {"associative_memory": on_torch}, device={"torch": "2.11"})
-    assert len(page.merged_rows(page.load_runs(tmp_path), "associative_memory")) == 3
+    failed = {"window_attention": "RuntimeError: x"}
+    _write_run(tmp_path, 2, {"associative_memory": on_torch}, failed, {"torch": "2.11"})
+    fused = {"dtype": "float32", "status": "compiling AssociativeGRU C=8 fused_loop when ..."}
+    _write_run(tmp_path, 3, {"associative_memory": [fused]})
+    assert len(page.merged_rows(page.load_runs(tmp_path), "associative_memory")) == 4
     goals = {row["goal"]: row for row in page.goal_rows(page.load_runs(tmp_path))}
     torch = goals["AM-GRU (C = 8) / GRU on torch"]
     assert (torch["worst"], torch["met"]) == (1.25, "yes")
+    assert "AM-GRU Pallas kernels (C = 8) / GRU on torch" not in goals  # JAX's kernels
+    # A goal not measured says why: the failed table of its backend, the row left compiling.
+    torch = goals["window attention / floor on torch"]
+    assert (torch["met"], torch["why"]) == ("not measured", "run-2: failed: RuntimeError: x")
+    kernels = goals["AM-GRU Pallas kernels (C = 8) / GRU"]
+    assert kernels["why"] == f"run-3: {fused['status']}"
     mha = goals["window attention / MHA, every T"]
     assert (mha["worst"], mha["where"], mha["met"]) == (1.1, "T = 20, float32", "no")
     assert mha["why"].startswith("floor alone: 0.95 × MHA")
@@ -234,6 +243,26 @@ def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_misse
     assert goals["window attention memory / MHA, T = 16000"]["worst"] == 0.04
     assert goals["AM-GRU (C = 8) / GRU"]["why"] == "floor (memory by stand-ins): 1.80 × GRU"
     assert goals["LM step / bare LSTM, cell form"]["met"] == "not measured"
+
+
+@pytest.mark.skipif(BACKEND != "torch", reason="PyTorch's settings")
+def test_the_layer_tests_on_torch_take_float32_products_in_float32(monkeypatch):
+    """As JAX's 'highest' precision does: PyTorch's default lets cuDNN's GRU use TF32."""
+    import torch
+
+    settings = (torch.backends.cudnn, torch.backends.cuda.matmul)
+    before = [setting.allow_tf32 for setting in settings]
+    try:
+        for highest in (False, True):
+            precision = "highest" if highest else "default"
+            monkeypatch.setenv("JAX_DEFAULT_MATMUL_PRECISION", precision)
+            for setting in settings:
+                setting.allow_tf32 = True
+            layer_tests.pytest_configure(None)
+            assert [setting.allow_tf32 for setting in settings] == [not highest] * 2
+    finally:
+        for setting, value in zip(settings, before):
+            setting.allow_tf32 = value
 
 
 def test_the_wheels_are_pinned_and_the_gpu_run_needs_no_tensorflow():

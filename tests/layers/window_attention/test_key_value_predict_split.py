@@ -54,7 +54,7 @@ def test_pieces_are_contiguous_key_first():
         pieces = KeyValuePredictSplit(mode, sizes=sizes)(x)
         assert len(pieces) == 3
         for piece, expected in zip(pieces, want):
-            np.testing.assert_array_equal(piece, expected)
+            np.testing.assert_array_equal(keras.ops.convert_to_numpy(piece), expected)
 
 
 MODES = "`mode` must be one of 'attention', 'key_value', 'key_value_predict'; got 'kv'"

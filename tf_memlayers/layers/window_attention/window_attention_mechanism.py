@@ -58,15 +58,16 @@ def window_softmax(scores, valid=None):
     """
     if keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
         scores = ops.cast(scores, "float32")
-    # The `initial` values leave every row's max / min unchanged and let empty tensors
-    # through (Keras refuses to reduce an empty tensor without one).
+    if 0 in tuple(scores.shape):
+        # Keras refuses to reduce an empty tensor; its reductions' `initial` would let one
+        # through, but its torch backend puts that value on the CPU, beside a GPU's scores.
+        return ops.zeros_like(scores)
     if valid is None:
-        shifted = scores - ops.max(scores, axis=-1, keepdims=True, initial=-float("inf"))
-        weights = ops.exp(shifted)
+        weights = ops.exp(scores - ops.max(scores, axis=-1, keepdims=True))
         return weights / ops.sum(weights, axis=-1, keepdims=True)
     valid = ops.cast(valid, scores.dtype) > 0.5
-    lowest = ops.min(scores, axis=-1, keepdims=True, initial=float("inf"))
-    top = ops.max(ops.where(valid, scores, lowest), axis=-1, keepdims=True, initial=-float("inf"))
+    lowest = ops.min(scores, axis=-1, keepdims=True)
+    top = ops.max(ops.where(valid, scores, lowest), axis=-1, keepdims=True)
     weights = ops.where(valid, ops.exp(scores - top), ops.zeros_like(scores))
     total = ops.sum(weights, axis=-1, keepdims=True)
     return weights / ops.where(total > 0, total, ops.ones_like(total))
