@@ -449,6 +449,7 @@ def holographic_stand_ins():
 
 #: The floor of the AM-GRU's Pallas kernels (JAX): `pallas_loop_floor`.
 PALLAS_FLOOR = "floor: Pallas loops of T empty steps"
+KERNELS = "beside the Pallas kernels"
 
 
 def pallas_running_sum():
@@ -474,7 +475,8 @@ def pallas_running_sum():
             jax.lax.fori_loop(0, steps, body, jnp.zeros((16, width), x.dtype))
 
         spec = pl.BlockSpec((steps, 16, width), lambda b: (0, b, 0))
-        params = pltriton.CompilerParams(num_warps=4, num_stages=1)
+        warps = kernels.default_num_warps(16, width)  # as the AM-GRU's kernels have
+        params = pltriton.CompilerParams(num_warps=warps, num_stages=1)
         options = dict(grid=(batch // 16,), in_specs=[spec], out_specs=spec, compiler_params=params)
         shape, interpret = jax.ShapeDtypeStruct(x.shape, x.dtype), kernels.default_interpret()
         return pl.pallas_call(kernel, out_shape=shape, interpret=interpret, **options)(x)
@@ -506,25 +508,39 @@ class AssociativeMemory(Table):
     """The AM-GRU's step (layer, cell, fused loop: on JAX the Pallas kernels, beside the floor
     of their loops) and its floor's against ``keras.layers.GRU``."""
 
+    @staticmethod
+    def kernels(sizes):
+        """Whether the Pallas kernels are measured: on a GPU, and run in a rehearsal (off a
+        GPU they run interpreted)."""
+        jax = keras.backend.backend() == "jax"
+        return jax and (sizes["name"] == "tiny" or __import__("jax").default_backend() == "gpu")
+
+    def cases(self, sizes):
+        """A case per dtype, then the kernels' (they compile for minutes: measured last, so
+        that a run ended while they compile keeps the other rows)."""
+        cases = super().cases(sizes)
+        return cases + [{**case, "loop": KERNELS} for case in cases if self.kernels(sizes)]
+
     def variants(self, sizes, case):
         from tf_memlayers import AssociativeGRU, AssociativeGRUCell
 
         units, shape = sizes["am_units"], (sizes["am_batch"], sizes["am_steps"], sizes["am_units"])
-        layers = {"GRU": lambda: keras.layers.GRU(units)}
-        # The Pallas kernels run interpreted off a GPU: measured on a GPU, run in a rehearsal.
-        kernels = keras.backend.backend() == "jax" and (
-            sizes["name"] == "tiny" or __import__("jax").default_backend() == "gpu"
-        )
-        for c in sizes["am_copies"]:
-            layers[f"AssociativeGRU C={c}"] = lambda c=c: AssociativeGRU(units, c, fused_loop=False)
-            cell = lambda c=c: keras.layers.RNN(AssociativeGRUCell(units, c))  # noqa: E731
-            layers[f"RNN(AssociativeGRUCell) C={c}"] = cell
-            if keras.backend.backend() == "tensorflow" or kernels:
-                fused = lambda c=c: AssociativeGRU(units, c, fused_loop=True)  # noqa: E731
-                layers[f"AssociativeGRU C={c} fused_loop"] = fused
-        layers[FLOOR_LAYER] = layers["AssociativeGRU C=8"]
-        if kernels:
+        loop = lambda c, fused: lambda: AssociativeGRU(units, c, fused_loop=fused)  # noqa: E731
+        if case.get("loop") == KERNELS:
+            layers = {f"GRU ({KERNELS})": lambda: keras.layers.GRU(units)}
             layers[PALLAS_FLOOR] = lambda: pallas_loop_floor(units)
+            layers |= {
+                f"AssociativeGRU C={c} fused_loop": loop(c, True) for c in sizes["am_copies"]
+            }
+        else:
+            layers = {"GRU": lambda: keras.layers.GRU(units)}
+            for c in sizes["am_copies"]:
+                layers[f"AssociativeGRU C={c}"] = loop(c, False)
+                cell = lambda c=c: keras.layers.RNN(AssociativeGRUCell(units, c))  # noqa: E731
+                layers[f"RNN(AssociativeGRUCell) C={c}"] = cell
+                if keras.backend.backend() == "tensorflow":  # its fused op compiles in seconds
+                    layers[f"AssociativeGRU C={c} fused_loop"] = loop(c, True)
+            layers[FLOOR_LAYER] = layers["AssociativeGRU C=8"]
 
         def make(name):
             with holographic_stand_ins() if name == FLOOR_LAYER else contextlib.nullcontext():
@@ -536,6 +552,7 @@ class AssociativeMemory(Table):
         return sizes["am_batch"] * sizes["am_steps"]
 
     def more(self, sizes, row, step, samples):
+        row["compile_s"] = step.compile_s  # the kernels' takes minutes
         if "median_ms" in row:
             row["ms_per_time_step"] = row.pop("median_ms") / sizes["am_steps"]
 
@@ -907,4 +924,4 @@ TABLES = dict(
     backend_cases=BackendCases(None, "case"),
 )
 #: The tables of a GPU run.
-GPU_TABLES = ("window_attention", "language_model", "associative_memory", "snli", "heap_write")
+GPU_TABLES = ("window_attention", "language_model", "snli", "heap_write", "associative_memory")

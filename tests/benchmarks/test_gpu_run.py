@@ -87,6 +87,12 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     assert {row["dtype"] for row in measured["tables"]["language_model"]} == dtypes
     layers = [row["layer"] for row in measured["tables"]["associative_memory"]]
     assert layers.count(tables.FLOOR_LAYER) == len(dtypes)
+    # On JAX the Pallas kernels' rows (compiled for minutes) come last, each dtype's beside a
+    # GRU of its own.
+    kernels = [f"GRU ({tables.KERNELS})", tables.PALLAS_FLOOR, "AssociativeGRU C=8 fused_loop"]
+    assert layers[-6:] == kernels * 2 if jax else kernels[0] not in layers
+    assert list(measured["tables"])[-1] == "associative_memory"
+    assert all(row["compile_s"] > 0 for row in measured["tables"]["associative_memory"])
     # Step 5: the long lengths, in their own process with XLA's constant folding off, without
     # the parts (beyond parts_max_length).
     assert "constant_folding" in long["device"]["xla_flags"] and long["errors"] == {}

@@ -2,6 +2,8 @@
 resets, and their lowering for a GPU on this machine. The layer's tests compare their
 gradients with Keras's loop (tests/layers/associative_memory/test_associative_gru.py)."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -127,3 +129,25 @@ def test_bad_kernel_arguments():
         associative_gru_pallas(*zeros, kernels, permutations(4, 2), block_rows=24)
     with pytest.raises(ValueError, match=r"4n = 24 columns for .* n/2 = 3 entries, got 32"):
         associative_gru_pallas(*zeros, kernels, permutations(3, 2))
+    for warps in (3, 64, True, 4.0):
+        with pytest.raises(ValueError, match=rf"`num_warps` must be .* 1 to 32, got {warps!r}"):
+            associative_gru_pallas(*zeros, kernels, permutations(4, 2), num_warps=warps)
+
+
+@pytest.mark.parametrize("units, warps", [(20, 4), (40, 8), (100, 16), (300, 16)])
+def test_a_program_has_warps_for_two_entries_of_a_block_a_thread(units, warps):
+    """Triton's compile time grows with each thread's share of the code: between 4 and 16
+    warps, each thread takes two of a program's 16 x mp entries (mp: units / 2 padded)."""
+    shapes = [(2, 3, 4 * units), (2, units * 2), (2, units)]
+    shapes += [(units, 4 * units), (units, 2 * units), (units, units)]
+    arguments = [jax.ShapeDtypeStruct(shape, jnp.float32) for shape in shapes]
+
+    def run(projected, memory, output, *kernels, num_warps=None):
+        perms = permutations(units // 2, 2)
+        options = dict(interpret=False, num_warps=num_warps)
+        return associative_gru_pallas(projected, memory, output, kernels, perms, **options)[0]
+
+    text = jax.jit(run).trace(*arguments).lower(lowering_platforms=("cuda",)).as_text()
+    assert text.count(f"num_warps = {warps} : i32") == 1 == text.count("num_warps =")
+    text = jax.jit(functools.partial(run, num_warps=2)).trace(*arguments)
+    assert "num_warps = 2 : i32" in text.lower(lowering_platforms=("cuda",)).as_text()

@@ -43,6 +43,14 @@ def _power_of_two(size, minimum=MIN_BLOCK):
     return max(minimum, 1 << max(0, int(size) - 1).bit_length())
 
 
+def default_num_warps(block_rows, padded_half):
+    """Warps per program: two entries of a ``[block_rows, padded_half]`` block per thread,
+    between 4 and 16 warps. Triton writes out each thread's share of every product and
+    elementwise step, and its compile time grows with that code: with 4 warps, blocks of
+    16 x 64 (100 units) compile for minutes."""
+    return min(16, max(4, block_rows * padded_half // 64))
+
+
 def default_interpret():
     """Whether the kernels run in Pallas's interpret mode: everywhere but on a GPU."""
     import jax
@@ -62,7 +70,7 @@ def associative_gru_pallas(
     go_backwards=False,
     interpret=None,
     block_rows=MIN_BLOCK,
-    num_warps=4,
+    num_warps=None,
     source=None,
     dual_kernels=None,
 ):
@@ -84,7 +92,8 @@ def associative_gru_pallas(
         go_backwards: run the sequence in reverse (outputs in processing order, as Keras).
         interpret: run the kernels in Pallas's interpret mode; default `default_interpret()`.
         block_rows: rows of the batch per program, a power of two of at least 16.
-        num_warps: warps per program on a GPU (Triton).
+        num_warps: warps per program on a GPU (Triton), a power of two from 1 to 32; default
+            `default_num_warps` of the padded blocks.
         source: optional ``[B, n * C]`` source memory read at every step with the write key
             (`DualAssociativeGRUCell` with ``dual_key="paper"``), never changed (a reset
             keeps it); needs ``dual_kernels``.
@@ -101,6 +110,12 @@ def associative_gru_pallas(
         raise ValueError(
             f"associative_gru_pallas: `block_rows` must be a power of two >= {MIN_BLOCK}, "
             f"got {block_rows!r}."
+        )
+    whole = isinstance(num_warps, (int, np.integer)) and not isinstance(num_warps, bool)
+    if num_warps is not None and not (whole and num_warps in (1, 2, 4, 8, 16, 32)):
+        raise ValueError(
+            "associative_gru_pallas: `num_warps` must be None or a power of two from 1 to 32, "
+            f"got {num_warps!r}."
         )
     permutations = np.asarray(permutations)
     num_copies, half = permutations.shape
@@ -125,7 +140,7 @@ def associative_gru_pallas(
         zero_output_for_mask=bool(zero_output_for_mask),
         interpret=default_interpret() if interpret is None else bool(interpret),
         block_rows=block_rows,
-        num_warps=int(num_warps),
+        num_warps=int(num_warps or default_num_warps(block_rows, padded_half)),
         dual=source is not None,
     )
     dtype = projected.dtype

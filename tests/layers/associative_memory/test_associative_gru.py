@@ -191,16 +191,17 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
 @pytest.mark.skipif(
     BACKEND != "jax", reason="the Pallas kernels (TensorFlow's fused loop has no resets)"
 )
-def test_the_pallas_kernels_equal_keras_loop_with_masks_and_resets():
+@pytest.mark.parametrize("units, copies", [(8, 3), (100, 2)])  # on a GPU 4 and 16 warps
+def test_the_pallas_kernels_equal_keras_loop_with_masks_and_resets(units, copies):
     """float32, outputs, states and every gradient; 17 rows: two programs of 16 rows."""
     rng = np.random.default_rng(28)
     batch, steps = 17, 6
     xs = rng.normal(size=(batch, steps, 5)).astype("float32")
     mask, reset = mask_with_holes(batch, steps), rng.random((batch, steps)) > 0.7
-    initial = [0.5 * rng.normal(size=(batch, size)).astype("float32") for size in (24, 8)]
-    layers = [
-        _am_gru(8, 3, fused_loop=f, return_sequences=True, return_state=True) for f in (False, True)
-    ]
+    sizes = (units * copies, units)
+    initial = [0.5 * rng.normal(size=(batch, size)).astype("float32") for size in sizes]
+    options = dict(return_sequences=True, return_state=True)
+    layers = [_am_gru(units, copies, fused_loop=f, **options) for f in (False, True)]
     results = []
     for layer in layers:
         layer.build(xs.shape)
