@@ -55,12 +55,9 @@ def site(tmp_path_factory):
     for needed in ("sphinx", "furo", "sphinx-mathjax-offline"):
         pytest.importorskip(needed, reason="the docs extra: pip install -e '.[docs]'")
     out = tmp_path_factory.mktemp("html")
-    result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", REPO_ROOT / "docs", out],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-    )
+    command = [sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", REPO_ROOT / "docs", out]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr[-4000:]
     assert (out / "_static" / "mathjax" / "tex-chtml.js").is_file()  # equations render offline
     return out
@@ -166,18 +163,10 @@ class _PageText(html.parser.HTMLParser):
             self.prose.append(data)
 
 
-def _read_page(path):
-    page = _PageText()
-    page.feed(path.read_text(encoding="utf-8"))
-    return "".join(page.prose), page.unlinked
-
-
 def _site_pages(site):
-    return [
-        path
-        for path in sorted(site.rglob("*.html"))
-        if "_static" not in path.parts and path.name not in ("genindex.html", "search.html")
-    ]
+    skipped = ("genindex.html", "search.html")
+    pages = sorted(site.rglob("*.html"))
+    return [path for path in pages if "_static" not in path.parts and path.name not in skipped]
 
 
 def _home(module_name, name):
@@ -185,21 +174,18 @@ def _home(module_name, name):
     top level for what it re-exports (``Perplexity``, ``SequenceCrossentropy``)."""
     value = getattr(importlib.import_module(module_name), name, None)
     top = importlib.import_module("tf_memlayers")
-    return (
-        "tf_memlayers" if value is not None and getattr(top, name, None) is value else module_name
-    )
+    at_top = value is not None and getattr(top, name, None) is value
+    return "tf_memlayers" if at_top else module_name
 
 
 def _classes_and_functions():
-    return sorted(
-        {
-            (_home(module, name), name)
-            for module, names in _documented_modules().items()
-            for name in names
-            if inspect.isclass(value := getattr(importlib.import_module(module), name))
-            or inspect.isfunction(value)
-        }
-    )
+    pairs = set()
+    for module, names in _documented_modules().items():
+        for name in names:
+            value = getattr(importlib.import_module(module), name)
+            if inspect.isclass(value) or inspect.isfunction(value):
+                pairs.add((_home(module, name), name))
+    return sorted(pairs)
 
 
 def test_each_page_gives_the_example_before_the_arguments_and_the_notes_last(site):
@@ -236,7 +222,9 @@ def test_code_spans_are_code_or_links(site, api_html):
     undocumented = defined - documented - KERAS_PROTOCOL
     stray, unlinked = [], []
     for path in _site_pages(site):
-        prose, names = _read_page(path)
+        page = _PageText()
+        page.feed(path.read_text(encoding="utf-8"))
+        prose, names = "".join(page.prose), page.unlinked
         where = path.relative_to(site)
         stray += [f"{where}: {m}" for m in re.findall(r".{0,30}`.{0,30}", prose)]
         unlinked += [
@@ -271,11 +259,6 @@ def test_no_object_is_documented_twice_nothing_private_is_and_no_table_is_too_wi
     assert defined and tables > 40  # the results page's tables are read
     twice = sorted({name for name in defined if defined.count(name) > 1})
     assert not twice, twice
-    private = [
-        name
-        for name in defined
-        if any(part.startswith("_") for part in name.split("."))
-        and not name.endswith(".__version__")
-    ]
+    private = [n for n in defined if re.search(r"(^|\.)_", n) and not n.endswith(".__version__")]
     assert not private, private
     assert not wide, wide

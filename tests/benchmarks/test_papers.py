@@ -89,9 +89,8 @@ def test_a_benchmark_resumes_renders_and_writes_its_block_when_asked(tmp_path, m
     assert report["summary"][0]["attention_on_fact"] == ""  # a seed without a read weight
     assert benchmark.main([*argv, "--from-results", "--update-docs"]) == report == written[0]
     trained.clear()
-    assert (
-        benchmark.main(argv + ["--seeds", "1", "2", "--update-docs"])["runs"][:4] == report["runs"]
-    )
+    rerun = benchmark.main(argv + ["--seeds", "1", "2", "--update-docs"])
+    assert rerun["runs"][:4] == report["runs"]
     assert trained == [("no-cache", 2), ("dot", 2)] and len(written[1]["runs"]) == 6
     # Other settings of the example: the stored runs are dropped.
     trained.clear()
@@ -316,9 +315,8 @@ def test_a_run_trains_through_the_example_resumes_and_writes_its_block(tiny, tmp
     assert (lstm["model"], lstm["hidden"], attention["model"]) == ("lstm", 8, "attention")
     assert abs(attention["parameters"] - lstm["parameters"]) < 0.1 * lstm["parameters"]
     assert len(attention["attention_by_position"]) == 3 and lstm["epochs_trained"] == 1
-    metrics = json.loads(
-        (tmp_path / "runs/lm_equal_budget/wikitext2/lstm/metrics.json").read_text()
-    )
+    run_dir = tmp_path / "runs/lm_equal_budget/wikitext2/lstm"
+    metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["valid_perplexity"] == pytest.approx(lstm["valid_perplexity"], abs=0.01)
     for name in ("valid", "attention"):
         assert (tmp_path / "docs" / f"lm_equal_budget_wikitext2_{name}.png").stat().st_size
@@ -350,9 +348,8 @@ def test_the_other_modes_run_and_tabulate(tiny, tmp_path):
     # The cost of a run: the steps' medians add up to an epoch, beside the run's measured
     # minutes per epoch of the models it has finished.
     stored = lm.results_of(lm.parse_args(tiny), tmp_path / "lm_equal_budget_wikitext2.json")
-    stored.write(
-        {"settings": stored.settings, "rows": [dict(model="ngram", minutes=6.0, epochs_trained=4)]}
-    )
+    finished = dict(model="ngram", minutes=6.0, epochs_trained=4)
+    stored.write({"settings": stored.settings, "rows": [finished]})
     cost = lm.main([*tiny, "--cost", "--models", "lstm", "ngram", "--steps", "2", "--repeats", "3"])
     assert cost == json.loads((tmp_path / "lm_equal_budget_cost_wikitext2.json").read_text())
     for row in cost["rows"]:

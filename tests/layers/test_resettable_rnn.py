@@ -140,12 +140,8 @@ def _data(batch=7, steps=6):
 def test_stacked_dropout_cells_fit_on_a_partial_last_batch_and_round_trip(tmp_path):
     model, cells = _model()
     # Compiled: keras.layers.RNN draws the dropout masks before its loop (not escaping it).
-    compile_and_build_optimizer(
-        model,
-        "adam",
-        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        jit_compile=BACKEND != "torch",
-    )
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    compile_and_build_optimizer(model, "adam", loss, jit_compile=BACKEND != "torch")
     inputs, targets = _data()
     history = model.fit(inputs, targets, batch_size=3, epochs=2, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
@@ -174,9 +170,8 @@ def test_stacked_dropout_cells_fit_on_a_partial_last_batch_and_round_trip(tmp_pa
 @pytest.mark.parametrize("masked", [False, True])
 def test_a_list_of_cells_is_stacked_and_every_cell_restarts_at_a_reset(unroll, masked):
     cells = [keras.layers.LSTMCell(3), keras.layers.GRUCell(4)]
-    rnn = ResettableRNN(
-        cells, return_sequences=True, return_state=True, unroll=unroll, zero_output_for_mask=True
-    )
+    flags = dict(return_sequences=True, return_state=True, zero_output_for_mask=True)
+    rnn = ResettableRNN(cells, unroll=unroll, **flags)
     stack = rnn.cell.cell
     assert isinstance(rnn.cell, ResettableCell)
     assert isinstance(stack, keras.layers.StackedRNNCells) and stack.cells == cells

@@ -34,10 +34,8 @@ JIT = BACKEND == "jax"
 def _outputs(model, inputs):
     """``model``'s inference outputs as NumPy: on JAX by `predict_on_batch`, one compiled
     program (a direct call there compiles each operation on its own)."""
-    if BACKEND == "tensorflow":
-        outputs = model(inputs, training=False)
-    else:
-        outputs = model.predict_on_batch(inputs)
+    direct = BACKEND == "tensorflow"
+    outputs = model(inputs, training=False) if direct else model.predict_on_batch(inputs)
     return keras.tree.map_structure(as_numpy, outputs)
 
 
@@ -219,14 +217,12 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
     def build():
         pooling = AttentionPooling(4)
         if faithful_to_code:  # the reference code's attention pooling: a sum over the steps
-            pooling = keras.Sequential(
-                [keras.layers.GlobalAveragePooling1D(), keras.layers.Rescaling(10.0)]
-            )
+            summing = [keras.layers.GlobalAveragePooling1D(), keras.layers.Rescaling(10.0)]
+            pooling = keras.Sequential(summing)
         cache = HeapCacheAttention(cache_size, 4) if cache_size else None
         options = dict(sequence_length=10, embedding_dim=6, units=8)
-        return build_fill_last_word_model(
-            30, pooling, cache, **options, faithful_to_code=faithful_to_code
-        )
+        options.update(faithful_to_code=faithful_to_code)
+        return build_fill_last_word_model(30, pooling, cache, **options)
 
     if cache_size and BACKEND != "tensorflow":
         with pytest.raises(ValueError) as info:
@@ -314,11 +310,7 @@ def _greedy_sampler(next, prompt, cache=None, index=0, mask=None, model=None, **
         start = [ops.zeros_like(index), index]
         return ops.slice_update(prompt, start, token[:, None]), cache, index + 1
 
-    length = ops.shape(prompt)[-1]
-    prompt, _, _ = ops.while_loop(
-        lambda *_: True,
-        body,
-        (prompt, cache, ops.convert_to_tensor(index, "int32")),
-        maximum_iterations=length - index,
-    )
+    loop_vars = (prompt, cache, ops.convert_to_tensor(index, "int32"))
+    steps = ops.shape(prompt)[-1] - index
+    prompt, _, _ = ops.while_loop(lambda *_: True, body, loop_vars, maximum_iterations=steps)
     return prompt

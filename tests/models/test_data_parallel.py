@@ -48,12 +48,9 @@ def _case(name, rng):
         kind = "ngram" if name.endswith("ngram") else "key_value"
         sizes = dict(units=12, embedding_dim=8, window=3, ngram=3, sequence_length=steps)
         options = dict(stateful=False, dropout=0.0, init_scale=1.0, **sizes)
-        return (
-            lambda: language_model(vocabulary, kind, **options),
-            lambda model: compile_language_model(model, 1.0, 5.0, optimizer="sgd"),
-            tokens((GLOBAL_BATCH, steps)),
-            tokens((GLOBAL_BATCH, steps)),
-        )
+        build = lambda: language_model(vocabulary, kind, **options)  # noqa: E731
+        compile_ = lambda m: compile_language_model(m, 1.0, 5.0, optimizer="sgd")  # noqa: E731
+        return build, compile_, tokens((GLOBAL_BATCH, steps)), tokens((GLOBAL_BATCH, steps))
     if name == "snli_dual_am_gru":
         sizes = dict(units=8, embedding_dim=6, num_copies=2)
         options = dict(dropout=0.0, seed=SEED, init_scale=0.5, **sizes)
@@ -84,11 +81,8 @@ def _case(name, rng):
 
     def compile_(model):
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=name != "snli_dual_am_gru")
-        model.compile(
-            keras.optimizers.SGD(1.0 if name == "snli_dual_am_gru" else 0.5),
-            loss,
-            metrics=["accuracy"],
-        )
+        rate = 1.0 if name == "snli_dual_am_gru" else 0.5
+        model.compile(keras.optimizers.SGD(rate), loss, metrics=["accuracy"])
 
     return build, compile_, x, classes
 
@@ -109,14 +103,9 @@ def _train_one_step(name, distribution, initial_weights):
 
     def recording(data, *args, **kwargs):
         placed = distribute_data(data, *args, **kwargs)
-        laid_out.extend(
-            (
-                array.shape[0],
-                len(array.sharding.device_set),
-                [s.data.shape[0] for s in array.addressable_shards],
-            )
-            for array in jax.tree_util.tree_leaves(placed)
-        )
+        for array in jax.tree_util.tree_leaves(placed):
+            shards = [s.data.shape[0] for s in array.addressable_shards]
+            laid_out.append((array.shape[0], len(array.sharding.device_set), shards))
         return placed
 
     jax_trainer._distribute_data = recording
@@ -152,9 +141,8 @@ def _child_main():
     results = {"backend": keras.backend.backend(), "devices": len(devices), "cases": {}}
     for name in CASES if len(devices) == DEVICES else ():
         single, initial = _train_one_step(name, None, None)
-        parallel, _ = _train_one_step(
-            name, keras.distribution.DataParallel(devices=devices), initial
-        )
+        data_parallel = keras.distribution.DataParallel(devices=devices)
+        parallel, _ = _train_one_step(name, data_parallel, initial)
         results["cases"][name] = {"one_device": single, "data_parallel": parallel}
     print(RESULTS_PREFIX + json.dumps(results))
 

@@ -142,9 +142,8 @@ def test_tiny_model_overfits_a_tiny_corpus(kind):
     # row b of batch i, as the stateful model reads them (in order).
     pairs = 4 * 9 * ((len(stream) - 1) // 36)
     rows = lambda ids: ids[:pairs].reshape(4, -1, 9).swapaxes(0, 1).reshape(-1, 9)  # noqa: E731
-    model = language_model(
-        22, kind, units=24, embedding_dim=16, window=3, ngram=3, batch_size=4, sequence_length=9
-    )
+    sizes = dict(units=24, embedding_dim=16, window=3, ngram=3, batch_size=4, sequence_length=9)
+    model = language_model(22, kind, **sizes)
     compile_language_model(model, learning_rate=0.05, jit_compile=False)
     stop = lambda epoch, logs: setattr(model, "stop_training", logs["perplexity"] < 1.5)  # noqa: E731
     callbacks = [StateResetCallback(), keras.callbacks.LambdaCallback(on_epoch_end=stop)]
@@ -196,11 +195,7 @@ def test_any_keras_layer_or_a_wrapper_of_the_top_lstm_cell_is_a_memory():
     assert logits.shape == (2, 6, VOCAB) and scores.shape == (2, 6, 3)
     # A function of a cell: called once, with the top LSTM cell, which its memory cell wraps.
     seen = []
-
-    def wrap(cell):
-        seen.append(cell)
-        return NGramConcatCell(cell, 3, 4)
-
+    wrap = lambda c: seen.append(c) or NGramConcatCell(c, 3, 4)  # noqa: E731
     model = build_language_model(VOCAB, wrap, 8, 4, layers=2, batch_size=2, sequence_length=5)
     (cell,) = seen
     assert isinstance(cell, keras.layers.LSTMCell) and cell.units == 8 and cell.name == "lstm_1"

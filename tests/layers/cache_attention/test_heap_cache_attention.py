@@ -66,10 +66,8 @@ def make_layer(cache_size, **kwargs):
 
 
 def set_weights(layer, rng):
-    kernel = rng.normal(size=(WIDTH, UNITS))
-    score_vector = rng.normal(size=(UNITS,))
-    layer.cache_kernel.assign(kernel)
-    layer.cache_score.assign(score_vector)
+    layer.cache_kernel.assign(rng.normal(size=(WIDTH, UNITS)))
+    layer.cache_score.assign(rng.normal(size=(UNITS,)))
     # What the layer holds (float32 rounding included) is what the reference uses.
     return (as_numpy(v).astype(np.float64) for v in (layer.cache_kernel, layer.cache_score))
 
@@ -247,9 +245,8 @@ def test_non_finite_candidates_are_skipped_as_if_never_offered(float64_policy, p
     twin.set_weights(layer.get_weights())
     for _ in range(6):
         batch, finite = _poisoned(rng.normal(size=(8, WIDTH)), rng)
-        kernel, score_vector = set_weights(layer, rng)
-        twin.cache_kernel.assign(kernel)
-        twin.cache_score.assign(score_vector)
+        set_weights(layer, rng)
+        twin.set_weights(layer.get_weights())  # the new scoring weights (the caches are equal)
         entered = as_numpy(layer.insert(batch))
         assert not entered[~finite].any()
         np.testing.assert_array_equal(entered[finite], as_numpy(twin.insert(batch[finite])))
