@@ -130,6 +130,13 @@ def test_a_bad_option_is_one_line_naming_it_and_status_2(command, tmp_path):
     assert not (REPO_ROOT / "x.json").exists()
 
 
+def test_zero_seconds_of_layer_tests_describe_the_device_and_run_none(tmp_path, capsys):
+    assert layer_tests.main(["--out", str(tmp_path), "--seconds", "0", "--require-gpu", "no"]) == 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["device.json"]
+    assert _read(tmp_path / "device.json")["backend"] == BACKEND
+    assert "layer tests: not run" in capsys.readouterr().out
+
+
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
 <testcase classname="tests.layers.test_a" name="test_one" time="1.5"/>
