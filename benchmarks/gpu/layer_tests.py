@@ -135,8 +135,8 @@ def main(argv=None):
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     add = parser.add_argument
     add("--out", required=True, help="the folder the results go to")
-    why = "time limit (default: 170; 0: the device alone, no tests)"
-    add("--seconds", type=positive(float, zero=True), default=170.0, help=why)
+    why = "time limit (default: 200; 0: the device alone, no tests)"
+    add("--seconds", type=positive(float, zero=True), default=200.0, help=why)
     add("--workers", type=positive(int), default=8, help="pytest-xdist processes (default: 8)")
     add("--mode", choices=("full", "rehearsal"), default="full", help="rehearsal: a test a worker")
     add("--rerun-from", help="an earlier run's layer_tests.json: run what failed or was unrun")

@@ -36,7 +36,7 @@ python="${PYTHON:-python3}"
 # Seconds for the layer tests and the speed tables (the run: about their sum plus half a
 # minute; on a GPU 8 minutes). GPU_RUN_LONG_LENGTHS: step 5's lengths ("" skips step 5).
 if [ "$mode" = full ]; then
-  tests_s="${GPU_RUN_TESTS_S:-170}"; speed_s="${GPU_RUN_SPEED_S:-190}"; workers=16; sizes=gpu
+  tests_s="${GPU_RUN_TESTS_S:-200}"; speed_s="${GPU_RUN_SPEED_S:-190}"; workers=16; sizes=gpu
   long_s="${GPU_RUN_LONG_S:-85}"; long_lengths="${GPU_RUN_LONG_LENGTHS-4000 16000}"
   speed_args="${GPU_RUN_SPEED_ARGS---lengths 20 100}"
   # The layer tests leave out the flags of XLA's CPU compiler (tests/conftest.py).
