@@ -111,10 +111,15 @@ def associative_gru_pallas(
             f"associative_gru_pallas: `block_rows` must be a power of two >= {MIN_BLOCK}, "
             f"got {block_rows!r}."
         )
-    whole = isinstance(num_warps, (int, np.integer)) and not isinstance(num_warps, bool)
-    if num_warps is not None and not (whole and num_warps in (1, 2, 4, 8, 16, 32)):
+    if num_warps is not None and (
+        isinstance(num_warps, bool) or not isinstance(num_warps, (int, np.integer))
+    ):
+        raise TypeError(
+            f"associative_gru_pallas: `num_warps` must be None or an integer, got {num_warps!r}."
+        )
+    if num_warps is not None and num_warps not in (1, 2, 4, 8, 16, 32):
         raise ValueError(
-            "associative_gru_pallas: `num_warps` must be None or a power of two from 1 to 32, "
+            "associative_gru_pallas: `num_warps` must be a power of two from 1 to 32, "
             f"got {num_warps!r}."
         )
     permutations = np.asarray(permutations)
