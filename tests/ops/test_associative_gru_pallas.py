@@ -119,9 +119,12 @@ def test_the_kernels_lower_for_a_gpu_on_this_machine():
         assert lowered.as_text().count("custom_call @__gpu$xla.gpu.triton") == 2
         assert lowered.as_text().count("num_warps = 4 : i32") == 2
     kernels = list(_equations(jax.make_jaxpr(gradient)(*arguments, flags=flags), "pallas_call"))
-    products = [e for k in kernels for e in _equations(k.params["jaxpr"], "dot_general")]
-    sides = [min(v.aval.shape) for eqn in products for v in eqn.invars]
+    products = [list(_equations(k.params["jaxpr"], "dot_general")) for k in kernels]
+    sides = [min(v.aval.shape) for eqn in sum(products, []) for v in eqn.invars]
     assert len(kernels) == 2 and len(sides) > 100 and min(sides) == 16
+    # The backward kernel reads the step's products that the forward kernel saved: it
+    # computes only their adjoints, one each.
+    assert len(products[1]) == len(products[0])
 
 
 def test_bad_kernel_arguments():
@@ -131,6 +134,10 @@ def test_bad_kernel_arguments():
         associative_gru_pallas(*zeros, kernels, permutations(4, 2), block_rows=24)
     with pytest.raises(ValueError, match=r"4n = 24 columns for .* n/2 = 3 entries, got 32"):
         associative_gru_pallas(*zeros, kernels, permutations(3, 2))
+    wide = [jnp.zeros(shape) for shape in ((2, 3, 4 * 258), (2, 258), (2, 258))]
+    wide_kernels = [jnp.zeros((258, 258 * k)) for k in (4, 2, 1)]
+    with pytest.raises(ValueError, match=r"n = 258 units .* mp = 256 .* at most mp = 128 \(256"):
+        associative_gru_pallas(*wide, wide_kernels, permutations(129, 1), interpret=False)
     for warps, error in ((3, ValueError), (64, ValueError), (True, TypeError), (4.0, TypeError)):
         with pytest.raises(error, match=rf"`num_warps` must be .*, got {warps!r}\.$"):
             associative_gru_pallas(*zeros, kernels, permutations(4, 2), num_warps=warps)

@@ -22,13 +22,15 @@ product is a ``[rows, mp] x [mp, mp]`` matrix product: the recurrent kernel ``R`
 0/1 matrix (exact). So every block is a power of two, as Triton's lowering of Pallas needs,
 and every product's sizes are at least 16, as Triton's compiler needs.
 
-The forward kernel saves, per step, the memory and the previous output the step read (after
-a reset); the backward kernel recomputes the rest of the step from them and the projections,
-and returns the gradients of the projections, of the initial states (and of the source), and
-the retrieved ``h``, ``r * h`` (and the source read) of every step, from which the kernels'
-gradients are one product each over all ``time * batch`` rows (outside the kernels). Inside
-the kernels the arithmetic is float32 (float64 for float64 inputs); the outputs have the
-inputs' dtype.
+When differentiated, the forward kernel saves per step what the backward kernel needs: the
+memory and the previous output the step read (after a reset), the permuted key copies, and
+the key, the read ``h``, the gates and the candidate (and the source read): ``4C + 12``
+blocks (``4C + 14``). So the backward kernel computes none of the step's products again:
+its products are the adjoints of the forward's, as many. Not differentiated, the forward
+kernel saves nothing. The backward kernel returns the gradients of the projections and of
+the initial states (and of the source); the kernels' gradients are one product each over all
+``time * batch`` rows (outside the kernels). Inside the kernels the arithmetic is float32
+(float64 for float64 inputs); the outputs have the inputs' dtype.
 """
 
 import functools
@@ -37,6 +39,11 @@ import numpy as np
 
 #: The smallest size of a block side: Triton's matrix product needs at least 16.
 MIN_BLOCK = 16
+#: The largest padded half width ``mp`` compiled for a GPU. Each product's ``[mp, mp]``
+#: float32 weight block goes through shared memory: for sm_90, Triton gives the backward
+#: kernel 176 KiB at ``mp`` 128 and the forward kernel 288 KiB at 256, where an H100 or H200
+#: has 227 KiB a block (a GPU with less may refuse 128: XLA then reports RESOURCE_EXHAUSTED).
+MAX_GPU_BLOCK = 128
 
 
 def _power_of_two(size, minimum=MIN_BLOCK):
@@ -138,15 +145,25 @@ def associative_gru_pallas(
             f"{'None' if dual_kernels is None else 'kernels'}."
         )
     padded_half = _power_of_two(half)
+    interpret = default_interpret() if interpret is None else bool(interpret)
+    if padded_half > MAX_GPU_BLOCK and not interpret:
+        raise ValueError(
+            f"associative_gru_pallas: n = {n} units give blocks of mp = {padded_half} "
+            f"columns; compiled for a GPU the kernels take at most mp = {MAX_GPU_BLOCK} "
+            f"({2 * MAX_GPU_BLOCK} units): a [{padded_half}, {padded_half}] float32 weight "
+            "block does not fit in a GPU block's shared memory. Run the layer with "
+            "fused_loop=False (Keras's loop)."
+        )
     padded_batch = -(-batch // block_rows) * block_rows
     config = _Config(
         num_copies=num_copies,
         copy0_identity=bool((permutations[0] == np.arange(half)).all()),
         zero_output_for_mask=bool(zero_output_for_mask),
-        interpret=default_interpret() if interpret is None else bool(interpret),
+        interpret=interpret,
         block_rows=block_rows,
         num_warps=int(num_warps or default_num_warps(block_rows, padded_half)),
         dual=source is not None,
+        save=True,
     )
     dtype = projected.dtype
 
@@ -196,13 +213,16 @@ class _Config(tuple):
     """The static settings of a run (hashable, for `jax.custom_vjp`'s nondiff argument)."""
 
     fields = ("num_copies", "copy0_identity", "zero_output_for_mask", "interpret")
-    fields += ("block_rows", "num_warps", "dual")
+    fields += ("block_rows", "num_warps", "dual", "save")
 
     def __new__(cls, **values):
         return super().__new__(cls, tuple(values[name] for name in cls.fields))
 
     def __getattr__(self, name):
         return self[self.fields.index(name)]
+
+    def replace(self, **values):
+        return _Config(**{name: values.get(name, self[i]) for i, name in enumerate(self.fields)})
 
 
 @functools.cache
@@ -211,8 +231,8 @@ def _differentiable_loop():
     import jax
 
     @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-    def run(config, *arguments):
-        return _forward(config, *arguments)[0]
+    def run(config, *arguments):  # not differentiated: nothing saved for a backward pass
+        return _forward(config.replace(save=False), *arguments)[0]
 
     def forward(config, *arguments):
         results, saved = _forward(config, *arguments)
@@ -344,17 +364,28 @@ def _inputs(config, names):
 
 _WEIGHTS = ("recurrent", "gate_h", "candidate_h")
 _FORWARD_IN = ("projected", "memory", "output", *_WEIGHTS, "matrices", "keep", "starts")
-_FORWARD_OUT = ("outputs", "final_memory", "final_output", "saved_memory", "saved_previous")
-_BACKWARD_IN = ("projected", "saved_memory", "saved_previous", *_WEIGHTS, "matrices", "keep")
-_BACKWARD_IN += ("starts", "grad_outputs", "grad_final_memory", "grad_final_output")
-_BACKWARD_OUT = ("grad_projected", "grad_memory", "grad_output", "h", "rh")
+_FORWARD_OUT = ("outputs", "final_memory", "final_output")
+#: What the forward kernel saves per step for the backward kernel (``config.save``).
+_SAVED = ("saved_memory", "saved_previous", "saved_copies", "saved_step")
+#: The parts of ``saved_step``: each one's first block and its blocks (``h2``: the Dual's).
+_STEP = dict(key=(0, 2), h=(2, 2), gates=(4, 4), candidate=(8, 2), h2=(10, 2))
+
+
+def _step_parts(config):
+    return {name: part for name, part in _STEP.items() if config.dual or name != "h2"}
+
+
+_BACKWARD_IN = ("saved_memory", *_WEIGHTS, "matrices", "keep", "starts", "saved_copies")
+_BACKWARD_IN += ("saved_step", "grad_outputs", "grad_final_memory", "grad_final_output")
+_BACKWARD_OUT = ("grad_projected", "grad_memory", "grad_output")
 
 
 def _forward_kernel(config, compute, *refs):
     import jax
     import jax.numpy as jnp
 
-    r = dict(zip(_inputs(config, _FORWARD_IN) + _FORWARD_OUT, refs))
+    outputs = _FORWARD_OUT + (_SAVED if config.save else ())
+    r = dict(zip(_inputs(config, _FORWARD_IN) + outputs, refs))
     dot, count, steps = _Products(compute), config.num_copies, r["projected"].shape[0]
 
     def body(t, carry):
@@ -362,13 +393,16 @@ def _forward_kernel(config, compute, *refs):
         keep, start = _flags(r["keep"], r["starts"], t)
         memory = [_where(~start, s) for s in memory]
         previous = [_where(~start, o) for o in previous]
-        for i, s in enumerate(memory):
-            r["saved_memory"][t, i] = s
-        for i, o in enumerate(previous):
-            r["saved_previous"][t, i] = o
         pre_inputs = [r["projected"][t, j].astype(compute) for j in range(8)]
         source = _source(config, r, compute)
         step = _step(config, dot, pre_inputs, previous, memory, r, keep, source)
+        if config.save:
+            copies = [k[0] for k in step["copies"]] + [k[1] for k in step["copies"]]
+            saved = step["key"] + step["h"] + step["gates"] + step["candidate"]
+            saved += step["h2"] if config.dual else []
+            for name, blocks in zip(_SAVED, (memory, previous, copies, saved)):
+                for i, block in enumerate(blocks):
+                    r[name][t, i] = block
         d_re, d_im = step["delta"]
         for c, (k_re, k_im) in enumerate(step["copies"]):  # S_c += K_c (*) delta (eq. 12)
             memory[c] = memory[c] + k_re * d_re - k_im * d_im
@@ -414,29 +448,41 @@ def _read_gradient(grad_read, copies, memory, grad_copies, count):
     return grad_re + grad_im
 
 
+def _saved_step(config, refs, t, keep):
+    """The blocks of `_step` that the backward kernel uses at step ``t``, from what the
+    forward kernel saved (``delta``, ``bounded`` and ``modulus`` elementwise from them)."""
+    import jax.numpy as jnp
+
+    saved, copies, count = refs["saved_step"], refs["saved_copies"], config.num_copies
+    parts = _step_parts(config).items()
+    blocks = {name: [saved[t, at + i] for i in range(size)] for name, (at, size) in parts}
+    key, gates, h, candidate = blocks["key"], blocks["gates"], blocks["h"], blocks["candidate"]
+    modulus = jnp.sqrt(jnp.maximum(key[0] * key[0] + key[1] * key[1], 1.0))
+    return dict(
+        blocks,
+        modulus=modulus,
+        bounded=[key[0] / modulus, key[1] / modulus],
+        copies=[[copies[t, c], copies[t, count + c]] for c in range(count)],
+        delta=[_where(keep, gates[2 + i] * (candidate[i] - h[i])) for i in range(2)],
+    )
+
+
 def _backward_kernel(config, compute, *refs):
     import jax
     import jax.numpy as jnp
 
-    outputs = _BACKWARD_OUT + (("h2", "grad_source") if config.dual else ())
+    outputs = _BACKWARD_OUT + (("grad_source",) if config.dual else ())
     r = dict(zip(_inputs(config, _BACKWARD_IN) + outputs, refs))
     recurrent, gate_h, candidate_h = r["recurrent"], r["gate_h"], r["candidate_h"]
-    dot, count, steps = _Products(compute), config.num_copies, r["projected"].shape[0]
+    dot, count, steps = _Products(compute), config.num_copies, r["keep"].shape[0]
 
     def body(s, carry):
         t = steps - 1 - s
         grad_memory, grad_output, carried, grad_source = carry
         keep, start = _flags(r["keep"], r["starts"], t)
         memory = [r["saved_memory"][t, i] for i in range(2 * count)]
-        previous = [r["saved_previous"][t, i] for i in range(2)]
-        pre_inputs = [r["projected"][t, j].astype(compute) for j in range(8)]
         source = _source(config, r, compute)
-        step = _step(config, dot, pre_inputs, previous, memory, r, keep, source)
-        for i in range(2):
-            r["h"][t, i] = step["h"][i]
-            r["rh"][t, i] = step["rh"][i]
-            if config.dual:
-                r["h2"][t, i] = step["h2"][i]
+        step = _saved_step(config, r, t, keep)
         # The gradient reaching the emitted output, and the output state o_t of a kept row.
         incoming = [r["grad_outputs"][t, i].astype(compute) + carried[i] for i in range(2)]
         total = [_where(keep, grad_output[i] + incoming[i]) for i in range(2)]
@@ -570,6 +616,7 @@ def _named(config, names, arguments):
 
 
 def _forward(config, *arguments):
+    """``(outputs, final memory, final output)``, and `_SAVED` (empty unless ``config.save``)."""
     import jax
 
     x = _named(config, _FORWARD_IN, arguments)
@@ -577,21 +624,15 @@ def _forward(config, *arguments):
     dtype, compute = projected.dtype, _compute_dtype(projected.dtype)
     steps, _, batch, half = projected.shape
     shape = lambda *s, d=dtype: jax.ShapeDtypeStruct(s, d)  # noqa: E731
-    outputs = [
-        shape(steps, 2, batch, half),
-        shape(*memory.shape),
-        shape(*output.shape),
-        shape(steps, *memory.shape, d=compute),
-        shape(steps, *output.shape, d=compute),
-    ]
-    names = _inputs(config, _FORWARD_IN)
-    results = _call(
-        config,
-        _forward_kernel,
-        compute,
-        [(name, x[name]) for name in names],
-        list(zip(_FORWARD_OUT, outputs)),
-    )
+    outputs = [shape(steps, 2, batch, half), shape(*memory.shape), shape(*output.shape)]
+    if config.save:  # per step: the memory, the output, the copies, the step's other parts
+        parts = sum(size for _, size in _step_parts(config).values())
+        outputs += [shape(steps, *x[name].shape, d=compute) for name in ("memory", "output")]
+        outputs += [shape(steps, *memory.shape, d=compute)]
+        outputs += [shape(steps, parts, batch, half, d=compute)]
+    inputs = [(name, x[name]) for name in _inputs(config, _FORWARD_IN)]
+    outputs = list(zip(_FORWARD_OUT + _SAVED, outputs))
+    results = _call(config, _forward_kernel, compute, inputs, outputs)
     return tuple(results[:3]), tuple(results[3:])
 
 
@@ -600,40 +641,38 @@ def _backward(config, arguments, saved, cotangents):
     import jax.numpy as jnp
     from jax import lax
 
-    x = _named(config, _FORWARD_IN, arguments)
-    x["saved_memory"], x["saved_previous"] = saved
+    x = _named(config, _FORWARD_IN, arguments) | dict(zip(_SAVED, saved))
     x["grad_outputs"], x["grad_final_memory"], x["grad_final_output"] = cotangents
     projected, compute = x["projected"], _compute_dtype(x["projected"].dtype)
-    steps, _, batch, half = projected.shape
     shape = lambda *s: jax.ShapeDtypeStruct(s, compute)  # noqa: E731
-    sequence = shape(steps, 2, batch, half)
     outputs = [shape(*projected.shape), shape(*x["memory"].shape), shape(*x["output"].shape)]
-    outputs += [sequence, sequence]
     names = _BACKWARD_OUT
     if config.dual:
-        outputs += [sequence, shape(*x["source"].shape)]
-        names += ("h2", "grad_source")
+        outputs, names = outputs + [shape(*x["source"].shape)], names + ("grad_source",)
     inputs = [(name, x[name]) for name in _inputs(config, _BACKWARD_IN)]
-    results = dict(
-        zip(names, _call(config, _backward_kernel, compute, inputs, list(zip(names, outputs))))
-    )
-    grad_pre = results["grad_projected"]
+    results = _call(config, _backward_kernel, compute, inputs, list(zip(names, outputs)))
+    results = dict(zip(names, results))
+    grad_pre, step = results["grad_projected"], x["saved_step"]
 
     def product(rows, grads):  # sum over steps and rows of rows^T grads, as blocks
         return jnp.einsum("tibm,tjbn->ijmn", rows, grads, precision=lax.Precision.HIGHEST)
 
+    def blocks(name, size=2):  # the first ``size`` blocks of a part of the saved steps
+        return step[:, _STEP[name][0] : _STEP[name][0] + size]
+
+    h, reset_gate = blocks("h"), blocks("gates")
     grads = dict(
         projected=grad_pre,
         memory=results["grad_memory"],
         output=results["grad_output"],
         recurrent=product(x["saved_previous"], grad_pre),
-        gate_h=product(results["h"], grad_pre[:, 2:6]),
-        candidate_h=product(results["rh"], grad_pre[:, 6:]),
+        gate_h=product(h, grad_pre[:, 2:6]),
+        candidate_h=product(reset_gate * h, grad_pre[:, 6:]),
     )
     if config.dual:
         grads["source"] = results["grad_source"]
-        grads["dual_gate"] = product(results["h2"], grad_pre[:, 2:6])
-        grads["dual_candidate"] = product(results["h2"], grad_pre[:, 6:])
+        grads["dual_gate"] = product(blocks("h2"), grad_pre[:, 2:6])
+        grads["dual_candidate"] = product(blocks("h2"), grad_pre[:, 6:])
     names = _inputs(config, _FORWARD_IN)
     return tuple(
         grads[name].astype(a.dtype) if name in grads else jnp.zeros_like(a)

@@ -276,10 +276,10 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     compiles once, so the fused loop suits fixed-size padded batches. By default
     (``fused_loop="auto"``) the layer runs the fused loop wherever it supports the call and
     pays: on TensorFlow, without ``return_retrievals`` or ``unroll``; on JAX the kernels run
-    when asked (``fused_loop=True``: compiled on a GPU, in Pallas's interpret mode elsewhere);
-    Keras's loop otherwise, so a model saved on TensorFlow loads and runs on JAX and torch.
-    The speed table on the documentation's results page compares both loops with
-    `keras.layers.GRU`.
+    when asked (``fused_loop=True``: compiled on a GPU for at most 256 units, in Pallas's
+    interpret mode elsewhere); Keras's loop otherwise, so a model saved on TensorFlow loads
+    and runs on JAX and torch. The speed table on the documentation's results page compares
+    both loops with `keras.layers.GRU`.
 
     Args:
         units: Positive even integer, the number of real units ``n`` (``n/2`` complex
