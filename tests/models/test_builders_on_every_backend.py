@@ -97,6 +97,12 @@ def language_model_case(case):
     return language_model(VOCAB, kind, form, **SMALL, **options), options, compile_options
 
 
+def test_the_language_model_step_is_compiled_where_the_backend_compiles_by_default():
+    """On torch ``jit_compile=True`` is `torch.compile`, which fails on the carried memory."""
+    model = language_model_case("attention-cell")[0]
+    assert compile_language_model(model).jit_compile is (BACKEND != "torch")
+
+
 @pytest.mark.parametrize("case", list(LANGUAGE_MODELS))
 def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
     # The cases cover every memory kind and form.

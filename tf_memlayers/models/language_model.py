@@ -342,7 +342,7 @@ def compile_language_model(
     model,
     learning_rate=DANILUK_DEFAULTS["learning_rate"],
     clip_norm=DANILUK_DEFAULTS["clip_norm"],
-    jit_compile=True,
+    jit_compile=None,
     perplexity=True,
     optimizer="adam",
     loss_reduction="token_mean",
@@ -357,9 +357,12 @@ def compile_language_model(
         learning_rate: Float > 0, the initial learning rate. Default: `1e-3`.
         clip_norm: Optional float >= 0, the global gradient-norm threshold; `None` or 0: no
             clipping. Default: `5.0`.
-        jit_compile: Boolean or `"auto"` (as in `keras.Model.compile`), whether to compile
-            the train step with XLA (works on CPU for these layers; Keras disables it by
-            itself where a layer, e.g. cuDNN LSTM, does not support it). Default: `True`.
+        jit_compile: `None`, a boolean or `"auto"` (as in `keras.Model.compile`), whether
+            to compile the train step: with XLA on TensorFlow and JAX (Keras leaves it off
+            where a layer does not support it), with `torch.compile` on torch, which fails on
+            the window attention's carried memory. `None`: True on TensorFlow and JAX (XLA
+            compiles these layers on CPU too, where Keras's `"auto"` would not), False on
+            torch. Default: `None`.
         perplexity: Boolean, (default `True`), whether to add the `Perplexity` metric.
         optimizer: String or `keras.optimizers.Optimizer`: `"adam"` (also for `None`),
             `"sgd"` (plain SGD without momentum, as Zaremba et al.; both clip the gradients'
@@ -389,6 +392,8 @@ def compile_language_model(
     # Checked here under the name the caller gave it (the loss calls it `reduction_mode`).
     loss_reduction = check_choice("loss_reduction", loss_reduction, LOSS_REDUCTIONS)
     perplexity = check_bool("perplexity", perplexity)
+    if jit_compile is None:
+        jit_compile = keras.backend.backend() != "torch"
     jit_compile = check_bool_or_auto("jit_compile", jit_compile)
     return compile_and_build_optimizer(
         model,
