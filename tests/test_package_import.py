@@ -14,10 +14,10 @@ from tests.support import REPO_ROOT
 PACKAGE = REPO_ROOT / "tf_memlayers"
 
 
-# The modules that exist for TensorFlow only: they import it through
-# `tf_memlayers._tensorflow.require_tensorflow`, whose error names them.
+# The modules that exist for TensorFlow only (the callbacks', not their package): they import
+# it through `tf_memlayers._tensorflow.require_tensorflow`, whose error names them.
 TENSORFLOW_ONLY = (
-    "tf_memlayers.callbacks",
+    "tf_memlayers.callbacks.",
     "tf_memlayers.training",
     "tf_memlayers.ops.associative_gru_loop",
     "tf_memlayers.ops.associative_gru_passes",
@@ -55,6 +55,10 @@ for path in sorted(root.rglob("*.py")) if refuse else ():
         report["modules"][name] = "ok"
     except ModuleNotFoundError as error:
         report["modules"][name] = str(error)
+try:  # the TensorBoard callbacks' names, without TensorFlow
+    tf_memlayers.callbacks.WindowAttentionCallback if refuse else None
+except ModuleNotFoundError as error:
+    report["modules"]["tf_memlayers.callbacks.WindowAttentionCallback"] = str(error)
 report["after"] = sorted(m for m in sys.modules if m.split(".")[0] in refuse)
 print(json.dumps(report))
 """
@@ -110,7 +114,8 @@ def test_import_registers_every_class_and_the_layers_import_alone(backend):
         else:
             assert outcome == "ok", (name, outcome)
     for name, part in (
-        ("tf_memlayers.callbacks", "tf_memlayers.callbacks"),
+        ("tf_memlayers.callbacks.write_heatmap", "TensorBoard summaries"),
+        ("tf_memlayers.callbacks.WindowAttentionCallback", "TensorBoard summaries"),
         ("tf_memlayers.training", "tf_memlayers.training"),
         ("tf_memlayers.ops.associative_gru_loop", "fused AM-GRU loop"),
     ):

@@ -122,8 +122,7 @@ def test_the_kernels_lower_for_a_gpu_on_this_machine():
     products = [list(_equations(k.params["jaxpr"], "dot_general")) for k in kernels]
     sides = [min(v.aval.shape) for eqn in sum(products, []) for v in eqn.invars]
     assert len(kernels) == 2 and len(sides) > 100 and min(sides) == 16
-    # The backward kernel reads the step's products that the forward kernel saved: it
-    # computes only their adjoints, one each.
+    # The backward kernel reads the step's products that the forward saved: only adjoints.
     assert len(products[1]) == len(products[0])
 
 
@@ -134,10 +133,9 @@ def test_bad_kernel_arguments():
         associative_gru_pallas(*zeros, kernels, permutations(4, 2), block_rows=24)
     with pytest.raises(ValueError, match=r"4n = 24 columns for .* n/2 = 3 entries, got 32"):
         associative_gru_pallas(*zeros, kernels, permutations(3, 2))
-    wide = [jnp.zeros(shape) for shape in ((2, 3, 4 * 258), (2, 258), (2, 258))]
-    wide_kernels = [jnp.zeros((258, 258 * k)) for k in (4, 2, 1)]
+    wide = jnp.zeros((2, 3, 4 * 258))  # refused before the other arguments are read
     with pytest.raises(ValueError, match=r"n = 258 units .* mp = 256 .* at most mp = 128 \(256"):
-        associative_gru_pallas(*wide, wide_kernels, permutations(129, 1), interpret=False)
+        associative_gru_pallas(wide, *zeros[1:], kernels, permutations(129, 1), interpret=False)
     for warps, error in ((3, ValueError), (64, ValueError), (True, TypeError), (4.0, TypeError)):
         with pytest.raises(error, match=rf"`num_warps` must be .*, got {warps!r}\.$"):
             associative_gru_pallas(*zeros, kernels, permutations(4, 2), num_warps=warps)
