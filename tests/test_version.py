@@ -1,6 +1,7 @@
 """The version: PEP 440, the same in the package, ``pyproject.toml``, the installed metadata
 and the newest entry of ``CHANGELOG.rst`` (unreleased exactly while a pre-release)."""
 
+import contextlib
 import importlib
 import importlib.metadata
 import re
@@ -31,10 +32,8 @@ def test_the_version_is_a_pep_440_version_exported_by_the_package_and_the_distri
     module, name = attribute.rsplit(".", 1)
     assert getattr(importlib.import_module(module), name) == __version__
     # The installed metadata (none where the package is only importable from the checkout).
-    try:
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
         assert importlib.metadata.version("tf-memlayers") == __version__
-    except importlib.metadata.PackageNotFoundError:
-        pass
 
 
 def test_the_changelog_runs_newest_first_from_this_version():

@@ -122,8 +122,7 @@ def test_the_kernels_lower_for_a_gpu_on_this_machine():
     products = [list(_equations(k.params["jaxpr"], "dot_general")) for k in kernels]
     sides = [min(v.aval.shape) for eqn in sum(products, []) for v in eqn.invars]
     assert len(kernels) == 2 and len(sides) > 100 and min(sides) == 16
-    # The backward kernel reads the step's products that the forward saved: only adjoints.
-    assert len(products[1]) == len(products[0])
+    assert len(products[1]) == len(products[0]), "the backward kernel computes only adjoints"
 
 
 def test_bad_kernel_arguments():

@@ -363,6 +363,8 @@ def test_bad_calls_are_named():
     symbolic = keras.Input(batch_shape=x.shape)
     for call, fragment in [
         (lambda: layer(x), "no `memory` given"),
+        (lambda: layer(x[:, 0], memory=m), "`sequences` must have rank 3, got shape (3, 4)"),
+        (lambda: layer(x, memory=m, mask=k), "`mask` must have shape (batch, time) = (3, 5)"),
         (lambda: layer(x, memory=m[:, :, :4]), "[batch, length, 8]"),
         (lambda: layer(x, memory=m[0]), "`memory` must be"),
         (

@@ -6,6 +6,7 @@ import weakref
 import keras
 from keras import ops
 
+from tf_memlayers import _validation as check
 from tf_memlayers.layers.memory_attention.attention_mechanism import check_batch
 from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionWrapper
 from tf_memlayers.layers.memory_cell_wrapper import call_cell
@@ -137,6 +138,11 @@ class AttentionRNN(ResettableRNN):
     ):
         owner = type(self).__name__
         cell = self.cell
+        sequences = ops.convert_to_tensor(sequences)
+        check.check_rank("sequences", sequences.shape, 3, owner)
+        if mask is not None:
+            mask = ops.convert_to_tensor(mask)
+            check.check_mask_shape(mask.shape, sequences.shape, owner, inputs_name="sequences")
         if memory is None:
             raise ValueError(
                 f"{owner}: no `memory` given: pass the vectors to attend over, [batch, length, "
