@@ -1,6 +1,6 @@
 """Every `Example:` in the docstrings of the layers, metrics, losses, regularizers, initializers,
-callbacks, model builders and training utilities runs and prints what it shows. (The examples'
-folders run their own docstrings, in their tests.)"""
+callbacks, model builders and training utilities runs and prints what it shows, on every Keras
+backend but for the TensorFlow-only modules. (The examples' folders run their own docstrings.)"""
 
 import doctest
 import importlib
@@ -8,42 +8,40 @@ import pkgutil
 
 import pytest
 
-import tf_memlayers.callbacks
 import tf_memlayers.layers
-import tf_memlayers.losses
-import tf_memlayers.metrics
-import tf_memlayers.models
-import tf_memlayers.regularizers
-import tf_memlayers.training
+from tests.support import tensorflow_only
 
 
 def _modules(package, walk=False):
-    """The public modules of ``package``; with ``walk``, those of its subpackages too."""
+    """The public modules of the package named ``package`` (not imported: it may need
+    TensorFlow); with ``walk``, those of its subpackages too."""
+    path = importlib.util.find_spec(package).submodule_search_locations
     modules = pkgutil.walk_packages if walk else pkgutil.iter_modules
-    found = sorted(name for _, name, _ in modules(package.__path__, package.__name__ + "."))
+    found = sorted(name for _, name, _ in modules(path, package + "."))
     return [name for name in found if not name.rsplit(".", 1)[1].startswith("_")]
 
 
-# The layers live in one folder per mechanism.
-LAYER_MODULES = _modules(tf_memlayers.layers, walk=True)
-# The modules besides the layers', each of which shows examples.
-MODULES = [
-    *_modules(tf_memlayers.models),
-    *_modules(tf_memlayers.metrics),
-    *_modules(tf_memlayers.losses),
-    *_modules(tf_memlayers.regularizers),
-    "tf_memlayers.initializers",
-    "tf_memlayers.callbacks.reset_language_model_states",
-    "tf_memlayers.callbacks.state_reset_callback",
-    "tf_memlayers.callbacks.window_attention_callback",
-    "tf_memlayers.callbacks.memory_retrieval_heatmap",
-    "tf_memlayers.callbacks.pair_attention_heatmap",
-    "tf_memlayers.callbacks.pair_probe",
-    *_modules(tf_memlayers.training),
-]
+# The modules besides the layers' (one folder per mechanism), each of which shows examples;
+# the callbacks but the state resets (the first two) and the training utilities need TensorFlow.
+CALLBACKS = ["reset_language_model_states", "state_reset_callback", "window_attention_callback"]
+CALLBACKS += ["memory_retrieval_heatmap", "pair_attention_heatmap", "pair_probe"]
+CALLBACKS = [f"tf_memlayers.callbacks.{name}" for name in CALLBACKS]
+MODULES = [f"tf_memlayers.{name}" for name in ("models", "metrics", "losses", "regularizers")]
+MODULES = [*(m for name in MODULES for m in _modules(name)), "tf_memlayers.initializers"]
+MODULES += [*CALLBACKS, *_modules("tf_memlayers.training")]
+# As do `HeapCacheModel`'s training step and the TFLite conversion of the SNLI model.
+TENSORFLOW = {*CALLBACKS[2:], *_modules("tf_memlayers.training")}
+TENSORFLOW |= {f"tf_memlayers.models.{m}" for m in ("fill_last_word", "heap_cache_model", "snli")}
+ONLY = tensorflow_only("its examples use TensorFlow")
 
 
-@pytest.mark.parametrize("module_name", LAYER_MODULES + MODULES)
+@pytest.mark.parametrize(
+    "module_name",
+    [
+        pytest.param(name, marks=[ONLY] if name in TENSORFLOW else [])
+        for name in _modules("tf_memlayers.layers", walk=True) + MODULES
+    ],
+)
 def test_docstring_examples_run(module_name):
     module = importlib.import_module(module_name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

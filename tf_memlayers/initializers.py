@@ -54,7 +54,7 @@ class ForgetGateBias(keras.initializers.Initializer):
 
     Example:
 
-    >>> ForgetGateBias(1.0)((8,)).numpy().tolist()
+    >>> keras.ops.convert_to_numpy(ForgetGateBias(1.0)((8,))).tolist()
     [0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
     """
 

@@ -77,7 +77,7 @@ class ResettableCell(keras.layers.Layer):
     >>> x = np.ones((2, 4), "float32")
     >>> _, states = cell(x, [np.ones((2, 3), "float32")], reset=np.array([True, False]))
     >>> fresh, _ = cell(x, [np.zeros((2, 3), "float32")])
-    >>> bool(np.allclose(states[0][0], fresh[0]))
+    >>> bool(keras.ops.all(keras.ops.isclose(states[0][0], fresh[0])))
     True
     """
 
@@ -345,7 +345,7 @@ class ResettableRNN(keras.layers.RNN):
     >>> reset = np.array([[False, False, True, False, False]])
     >>> packed = rnn(x, reset=reset)
     >>> alone = rnn(x[:, 2:])
-    >>> bool(np.allclose(packed[:, 2:], alone, atol=1e-6))
+    >>> bool(keras.ops.all(keras.ops.isclose(packed[:, 2:], alone, atol=1e-6)))
     True
     """
 

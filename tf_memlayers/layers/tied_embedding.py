@@ -51,8 +51,8 @@ class TiedEmbedding(keras.layers.Embedding):
     >>> import numpy as np
     >>> embedding = TiedEmbedding(10, 4)
     >>> vectors = embedding(np.array([[1, 2, 3]]))
-    >>> embedding(vectors, reverse=True).shape
-    TensorShape([1, 3, 10])
+    >>> tuple(embedding(vectors, reverse=True).shape)
+    (1, 3, 10)
     """
 
     def __init__(

@@ -225,8 +225,8 @@ def build_language_model(
     >>> memory = SlidingWindowAttention(window=3, mode="key_value", stateful=True)
     >>> model = build_language_model(50, memory, units=16, embedding_dim=8, batch_size=2,
     ...                              sequence_length=5)
-    >>> model(np.zeros((2, 5), "int32")).shape
-    TensorShape([2, 5, 50])
+    >>> tuple(model(np.zeros((2, 5), "int32")).shape)
+    (2, 5, 50)
     """
     vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
     units = check_int("units", units, 1)

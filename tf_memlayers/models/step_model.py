@@ -105,8 +105,8 @@ def build_step_model(model, name=None):
     >>> step = build_step_model(lm)
     >>> state = initial_step_state(step, batch_size=2)
     >>> logits, *state = step([np.array([[3], [4]]), *state])
-    >>> logits.shape
-    TensorShape([2, 1, 30])
+    >>> tuple(logits.shape)
+    (2, 1, 30)
     """
     if not isinstance(model, keras.Model):
         raise TypeError(

@@ -52,8 +52,8 @@ def bound(x):
     Example:
 
     >>> import numpy as np
-    >>> bound(np.array([[3.0, 0.5, 4.0, 0.0]])).numpy().round(3)
-    array([[0.6, 0.5, 0.8, 0. ]])
+    >>> keras.ops.convert_to_numpy(bound(np.array([[3.0, 0.5, 4.0, 0.0]], "float32"))).round(3)
+    array([[0.6, 0.5, 0.8, 0. ]], dtype=float32)
     """
     x = ops.convert_to_tensor(x)
     # A static shape where known keeps the step free of shape-computing ops.

@@ -346,8 +346,8 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     >>> import numpy as np
     >>> layer = AssociativeGRU(8, num_copies=3, return_state=True)
     >>> output, memory, last = layer(np.ones((2, 5, 4), "float32"))
-    >>> output.shape, memory.shape
-    (TensorShape([2, 8]), TensorShape([2, 24]))
+    >>> tuple(output.shape), tuple(memory.shape)
+    ((2, 8), (2, 24))
 
     Two documents packed into row 0, the second starting at step 2, give what the second
     gives on its own:
@@ -358,7 +358,7 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     >>> layer = AssociativeGRU(8, num_copies=3, return_sequences=True)
     >>> packed = layer(x, reset=reset)
     >>> alone = layer(x[:1, 2:])
-    >>> bool(np.allclose(packed[0, 2:], alone[0], atol=1e-5))
+    >>> bool(keras.ops.all(keras.ops.isclose(packed[0, 2:], alone[0], atol=1e-5)))
     True
     """
 

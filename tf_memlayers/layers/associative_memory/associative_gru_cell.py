@@ -138,8 +138,8 @@ class AssociativeGRUCell(keras.layers.Layer):
     >>> cell = AssociativeGRUCell(8, num_copies=3)
     >>> layer = keras.layers.RNN(cell, return_state=True)
     >>> output, memory, last = layer(np.ones((2, 5, 4), "float32"))
-    >>> output.shape, memory.shape
-    (TensorShape([2, 8]), TensorShape([2, 24]))
+    >>> tuple(output.shape), tuple(memory.shape)
+    ((2, 8), (2, 24))
     """
 
     def __init__(

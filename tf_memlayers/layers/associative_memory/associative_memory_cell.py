@@ -83,8 +83,8 @@ class AssociativeMemoryCell(keras.layers.Layer):
     >>> import numpy as np, keras
     >>> cell = AssociativeMemoryCell(keras.layers.LSTMCell(6), num_copies=4)
     >>> outputs = keras.layers.RNN(cell)(np.ones((2, 5, 3), "float32"))
-    >>> outputs.shape
-    TensorShape([2, 6])
+    >>> tuple(outputs.shape)
+    (2, 6)
     """
 
     def __init__(

@@ -164,8 +164,8 @@ class DualAssociativeEncoder(keras.layers.Layer):
     >>> hypothesis = rng.normal(size=(2, 5, 16)).astype("float32")
     >>> encoder = DualAssociativeEncoder(32, num_copies=4)
     >>> p, h = encoder([premise, hypothesis])
-    >>> p.shape, h.shape
-    (TensorShape([2, 32]), TensorShape([2, 32]))
+    >>> tuple(p.shape), tuple(h.shape)
+    ((2, 32), (2, 32))
     >>> len(encoder.weights)  # 5 AM-GRU weights, read by both passes, and 2 dual kernels
     7
     """

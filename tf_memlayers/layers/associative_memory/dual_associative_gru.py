@@ -118,8 +118,8 @@ class DualAssociativeGRUCell(keras.layers.Layer):
     >>> layer = keras.layers.RNN(DualAssociativeGRUCell(8, num_copies=2), return_state=True)
     >>> hypothesis = np.ones((2, 3, 4), "float32")
     >>> output, *_ = layer(hypothesis, initial_state=[source * 0, last, source])
-    >>> output.shape
-    TensorShape([2, 8])
+    >>> tuple(output.shape)
+    (2, 8)
     """
 
     def __init__(
@@ -346,8 +346,8 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
     >>> _, source, last = premise_layer(np.ones((2, 5, 4), "float32"))
     >>> layer = DualAssociativeGRU(8, num_copies=2)
     >>> output = layer(np.ones((2, 3, 4), "float32"), initial_state=[source * 0, last, source])
-    >>> output.shape
-    TensorShape([2, 8])
+    >>> tuple(output.shape)
+    (2, 8)
     """
 
     STATES = (

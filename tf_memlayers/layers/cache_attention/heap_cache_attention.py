@@ -107,7 +107,7 @@ class HeapCacheAttention(keras.layers.Layer):
     >>> states = np.random.default_rng(0).normal(size=(2, 5)).astype("float32")
     >>> tuple(layer(states).shape)
     (2, 5)
-    >>> layer.insert(states).numpy().tolist()
+    >>> keras.ops.convert_to_numpy(layer.insert(states)).tolist()
     [True, True]
     >>> int(layer.fill_count())
     2
@@ -295,7 +295,7 @@ class HeapCacheAttention(keras.layers.Layer):
         >>> states = np.random.default_rng(0).normal(size=(3, 5)).astype("float32")
         >>> states[1, 2] = np.nan
         >>> layer.build(states.shape)
-        >>> layer.insert(states).numpy().tolist()  # the NaN state is skipped
+        >>> keras.ops.convert_to_numpy(layer.insert(states)).tolist()  # the NaN state is skipped
         [True, False, True]
         >>> bool(np.isfinite(layer.cache.numpy()).all())
         True

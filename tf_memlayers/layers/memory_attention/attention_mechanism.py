@@ -149,9 +149,10 @@ def monotonic_alignments(p_choose, previous, mode):
     >>> import numpy as np
     >>> p = np.array([[0.5, 0.5, 0.5]])
     >>> start = np.array([[1.0, 0.0, 0.0]])
-    >>> monotonic_alignments(p, start, "recursive").numpy().tolist()
+    >>> keras.ops.convert_to_numpy(monotonic_alignments(p, start, "recursive")).tolist()
     [[0.5, 0.25, 0.125]]
-    >>> monotonic_alignments(np.array([[0.2, 0.7, 0.9]]), start, "hard").numpy().tolist()
+    >>> hard = monotonic_alignments(np.array([[0.2, 0.7, 0.9]]), start, "hard")
+    >>> keras.ops.convert_to_numpy(hard).tolist()
     [[0.0, 1.0, 0.0]]
     """
     mode = check.check_choice("mode", mode, MONOTONIC_MODES, "monotonic_alignments")
@@ -458,8 +459,9 @@ class AttentionMechanism(ScoredAttention, keras.layers.Layer):
     >>> memory = rng.normal(size=(2, 7, 12)).astype("float32")
     >>> query = rng.normal(size=(2, 16)).astype("float32")
     >>> context, weights = mechanism(query, memory)
-    >>> context.shape, weights.shape, round(float(weights[0].numpy().sum()), 5)
-    (TensorShape([2, 12]), TensorShape([2, 7]), 1.0)
+    >>> total = float(keras.ops.sum(weights[0]))
+    >>> tuple(context.shape), tuple(weights.shape), round(total, 5)
+    ((2, 12), (2, 7), 1.0)
     """
 
     def __init__(

@@ -104,8 +104,8 @@ class AttentionRNN(ResettableRNN):
     >>> cell = AttentionWrapper(keras.layers.GRUCell(16), return_attention_scores=True)
     >>> decoder = AttentionRNN(cell, return_sequences=True)
     >>> outputs, alignments = decoder(targets, memory=encoded, memory_mask=encoded_mask)
-    >>> outputs.shape, alignments.shape
-    (TensorShape([2, 5, 16]), TensorShape([2, 5, 7]))
+    >>> tuple(outputs.shape), tuple(alignments.shape)
+    ((2, 5, 16), (2, 5, 7))
     >>> float(keras.ops.max(alignments[1, :, 4:]))  # nothing on the padding
     0.0
     """

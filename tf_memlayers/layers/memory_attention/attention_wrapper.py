@@ -189,8 +189,8 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
     >>> memory = np.random.default_rng(0).normal(size=(2, 7, 12)).astype("float32")
     >>> states = [np.zeros((2, size), "float32") for size in cell.state_size]
     >>> output, states = cell(np.ones((2, 5), "float32"), states, memory=memory)
-    >>> output.shape, [s.shape[-1] for s in states]
-    (TensorShape([2, 16]), [16, 16, 16])
+    >>> tuple(output.shape), [s.shape[-1] for s in states]
+    ((2, 16), [16, 16, 16])
 
     Two mechanisms, each over a memory of its own, their attention vectors joined:
 
@@ -201,8 +201,8 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
     >>> memories = [memory, np.ones((2, 3, 5), "float32")]
     >>> states = [np.zeros((2, size), "float32") for size in cell.state_size]
     >>> output, states = cell(np.ones((2, 5), "float32"), states, memory=memories)
-    >>> output.shape
-    TensorShape([2, 12])
+    >>> tuple(output.shape)
+    (2, 12)
     """
 
     def __init__(

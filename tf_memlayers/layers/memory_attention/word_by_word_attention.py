@@ -91,8 +91,8 @@ class WordByWordAttention(AttentionWrapper):
     >>> cell.state_size  # the LSTM's h and c, then r
     [16, 16, 16]
     >>> pair = AttentionRNN(cell)(hypothesis, memory=encoded)  # h* of each pair
-    >>> pair.shape
-    TensorShape([2, 16])
+    >>> tuple(pair.shape)
+    (2, 16)
     """
 
     def __init__(

@@ -160,8 +160,8 @@ class NGramConcat(_NGram, MemorySequenceLayer):
 
     >>> import numpy as np
     >>> from tf_memlayers import NGramConcat
-    >>> NGramConcat(n=4, units=8)(np.zeros((2, 5, 12), "float32")).shape
-    TensorShape([2, 5, 8])
+    >>> tuple(NGramConcat(n=4, units=8)(np.zeros((2, 5, 12), "float32")).shape)
+    (2, 5, 8)
     """
 
     def __init__(
@@ -281,8 +281,8 @@ class NGramConcatCell(_NGram, MemoryCellWrapper):
     >>> import numpy as np, keras
     >>> from tf_memlayers import NGramConcatCell
     >>> rnn = keras.layers.RNN(NGramConcatCell(keras.layers.GRUCell(12), n=4, units=8))
-    >>> rnn(np.zeros((2, 5, 3), "float32")).shape
-    TensorShape([2, 8])
+    >>> tuple(rnn(np.zeros((2, 5, 3), "float32")).shape)
+    (2, 8)
     """
 
     def __init__(

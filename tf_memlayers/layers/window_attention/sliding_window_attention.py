@@ -120,8 +120,8 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
     >>> h_star = SlidingWindowAttention(window=5, mode="key_value")(h)
     >>> logits = keras.layers.Dense(100)(h_star)
     >>> model = keras.Model(inputs, logits)
-    >>> model(np.zeros((2, 7), "int32")).shape
-    TensorShape([2, 7, 100])
+    >>> tuple(model(np.zeros((2, 7), "int32")).shape)
+    (2, 7, 100)
     """
 
     def __init__(
@@ -353,8 +353,8 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
     >>> from tf_memlayers import SlidingWindowAttentionCell
     >>> cell = SlidingWindowAttentionCell(keras.layers.LSTMCell(32), window=5)
     >>> rnn = keras.layers.RNN(cell, return_sequences=True)
-    >>> rnn(np.zeros((2, 7, 8), "float32")).shape
-    TensorShape([2, 7, 32])
+    >>> tuple(rnn(np.zeros((2, 7, 8), "float32")).shape)
+    (2, 7, 32)
     """
 
     def __init__(

@@ -53,9 +53,10 @@ def window_softmax(scores, valid=None):
 
     >>> import numpy as np
     >>> scores = np.zeros((1, 4), "float32")
-    >>> window_softmax(scores, np.array([[0, 0, 1, 1]])).numpy().tolist()
+    >>> keras.ops.convert_to_numpy(window_softmax(scores, np.array([[0, 0, 1, 1]]))).tolist()
     [[0.0, 0.0, 0.5, 0.5]]
     """
+    scores = ops.convert_to_tensor(scores)
     if keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
         scores = ops.cast(scores, "float32")
     if 0 in tuple(scores.shape):
