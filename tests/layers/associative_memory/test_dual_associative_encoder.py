@@ -246,6 +246,7 @@ def test_bad_inputs_are_named_errors():
         (WIDTH_4, None, "`inputs` must be a list"),
         ([WIDTH_4] * 2, np.ones((2, 3), bool), "`mask` must be a list"),
         ([WIDTH_4, WIDTH_5], None, "inputs have 5 features but its AM-GRU cell was built for 4"),
+        ([WIDTH_4] * 2, [np.ones((2, 2), bool)] * 2, "DualAssociativeEncoder: `mask` .* `premise`"),
     ]:
         with pytest.raises(ValueError, match=fragment):
             DualAssociativeEncoder(4, num_copies=2)(inputs, mask=mask)

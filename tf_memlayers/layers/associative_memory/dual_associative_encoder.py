@@ -245,6 +245,11 @@ class DualAssociativeEncoder(keras.layers.Layer):
     def call(self, inputs, mask=None, training=None):
         premise, hypothesis = self._pair(inputs, "inputs")
         premise_mask, hypothesis_mask = (None, None) if mask is None else self._pair(mask, "mask")
+        # Checked here, so that the error names this layer, not the premise pass inside.
+        for name, sequences, one_mask in zip(("premise", "hypothesis"), inputs, mask or ()):
+            if one_mask is not None:
+                shapes = tuple(one_mask.shape), tuple(sequences.shape)
+                check.check_mask_shape(*shapes, "DualAssociativeEncoder", inputs_name=name)
         premise_output, *premise_states = self.premise_layer(
             premise, mask=premise_mask, training=training
         )
