@@ -76,12 +76,16 @@ def reset_language_model_states(model, rows=None):
     >>> reset_language_model_states(model, rows=np.array([True, False]))
     >>> [float(np.abs(v.numpy()[0]).sum()) for v in model.get_layer("lstm_0").states]
     [0.0, 0.0]
+    >>> _ = model(np.ones((2, 4), "int32"))
+    >>> reset_language_model_states(model)  # every row
+    >>> [float(np.abs(v.numpy()).sum()) for v in model.get_layer("lstm_0").states]
+    [0.0, 0.0]
     """
     layers = stateful_layers(model)
     if rows is None:
         for layer in layers:
             for variable in state_variables(layer):
-                variable.assign(ops.zeros_like(variable))
+                variable.assign(ops.zeros(variable.shape, variable.dtype))
         return
     rows = np.asarray(rows, dtype=bool)
     if not rows.any():
