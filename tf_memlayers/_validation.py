@@ -5,15 +5,40 @@ names the argument, the value received and what is allowed.
 """
 
 import collections.abc
+import contextlib
+import contextvars
 import math
 import numbers
 
 import numpy as np
 
+_CALLED = contextvars.ContextVar("called", default=None)
+
+
+@contextlib.contextmanager
+def called_as(owner):
+    """Within it, errors name ``owner``, the class a user called, instead of the inner layers
+    it makes and passes its arguments to (the outermost ``called_as`` wins)."""
+    token = _CALLED.set(_CALLED.get() or owner)
+    try:
+        yield
+    finally:
+        _CALLED.reset(token)
+
+
+def owner_of(owner):
+    """The class an error names: the one a user called (`called_as`), else ``owner``."""
+    return _CALLED.get() or owner
+
+
+def _prefix(owner):
+    owner = owner_of(owner)
+    return f"{owner}: " if owner else ""
+
 
 def check_int(name, value, minimum=None, owner=None):
     """Returns ``value`` as an int; rejects bools, non-integers and values below ``minimum``."""
-    prefix = f"{owner}: " if owner else ""
+    prefix = _prefix(owner)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(
             f"{prefix}`{name}` must be an integer, got {value!r} of type {type(value).__name__}."
@@ -28,7 +53,7 @@ def check_number(name, value, low=None, high=None, low_open=False, high_open=Tru
     """Returns ``value`` as a float; rejects bools, non-numbers, NaN, infinities and values
     outside ``[low, high)`` (``(low, ...`` with ``low_open``, ``..., high]`` without
     ``high_open``; `None`: no bound on that side)."""
-    prefix = f"{owner}: " if owner else ""
+    prefix = _prefix(owner)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(
             f"{prefix}`{name}` must be a number, got {value!r} of type {type(value).__name__}."
@@ -50,7 +75,7 @@ def check_number(name, value, low=None, high=None, low_open=False, high_open=Tru
 def check_bool(name, value, owner=None):
     """Returns ``value`` as a bool; only Python and NumPy bools are accepted (not ``"no"``)."""
     if not isinstance(value, (bool, np.bool_)):
-        prefix = f"{owner}: " if owner else ""
+        prefix = _prefix(owner)
         raise TypeError(f"{prefix}`{name}` must be a bool, got {value!r}.")
     return bool(value)
 
@@ -60,7 +85,7 @@ def check_bool_or_auto(name, value, owner=None):
     if isinstance(value, str) and value == "auto":
         return value
     if not isinstance(value, (bool, np.bool_)):
-        prefix = f"{owner}: " if owner else ""
+        prefix = _prefix(owner)
         raise TypeError(f'{prefix}`{name}` must be a bool or "auto", got {value!r}.')
     return bool(value)
 
@@ -74,7 +99,7 @@ def check_sizes(name, sizes, count, owner=None, what="pieces"):
     """Returns ``sizes`` as a tuple of ``count`` positive ints; ``None`` passes through."""
     if sizes is None:
         return None
-    prefix = f"{owner}: " if owner else ""
+    prefix = _prefix(owner)
     if isinstance(sizes, (str, bytes)) or not isinstance(sizes, collections.abc.Iterable):
         raise TypeError(
             f"{prefix}`{name}` must be a list of {count} positive "
@@ -88,7 +113,7 @@ def check_sizes(name, sizes, count, owner=None, what="pieces"):
 
 def check_choice(name, value, allowed, owner=None):
     """Returns ``value`` if it is one of ``allowed``."""
-    prefix = f"{owner}: " if owner else ""
+    prefix = _prefix(owner)
     if value not in allowed:
         choices = ", ".join(repr(a) for a in allowed)
         raise ValueError(f"{prefix}`{name}` must be one of {choices}; got {value!r}.")
@@ -99,14 +124,14 @@ def check_even(name, value, why, owner=None):
     """Returns ``value`` if it is an even integer >= 2; ``why`` explains the need."""
     value = check_int(name, value, 2, owner)
     if value % 2:
-        prefix = f"{owner}: " if owner else ""
+        prefix = _prefix(owner)
         raise ValueError(f"{prefix}`{name}` must be even ({why}); got {value}.")
     return value
 
 
 def check_rank(name, shape, rank, owner=None):
     """Checks that a tensor shape has exactly ``rank`` dimensions."""
-    prefix = f"{owner}: " if owner else ""
+    prefix = _prefix(owner)
     shape = tuple(shape)
     if len(shape) != rank:
         raise ValueError(
@@ -117,7 +142,7 @@ def check_rank(name, shape, rank, owner=None):
 
 def check_last_dim(name, shape, owner=None):
     """Returns the static last dimension of ``shape``; it must be known."""
-    prefix = f"{owner}: " if owner else ""
+    prefix = _prefix(owner)
     last = shape[-1]
     if last is None:
         raise ValueError(
@@ -138,7 +163,7 @@ def check_mask_shape(mask_shape, inputs_shape, owner=None, inputs_name="inputs")
     mask_shape, inputs_shape = tuple(mask_shape), tuple(inputs_shape)
     expected = inputs_shape[:2]
     if not _known_dims_agree(mask_shape, expected):
-        prefix = f"{owner}: " if owner else ""
+        prefix = _prefix(owner)
         raise ValueError(
             f"{prefix}`mask` must have shape (batch, time) = {expected}, the first two "
             f"dimensions of `{inputs_name}` of shape {inputs_shape}; got shape {mask_shape}."
@@ -151,7 +176,7 @@ def check_same_batch(name, shape, other_name, other_shape, owner=None):
     shape, other_shape = tuple(shape), tuple(other_shape)
     batch, other = shape[0] if shape else None, other_shape[0] if other_shape else None
     if batch is not None and other is not None and batch != other:
-        prefix = f"{owner}: " if owner else ""
+        prefix = _prefix(owner)
         raise ValueError(
             f"{prefix}`{name}` of shape {shape} has batch size {batch}, but `{other_name}` "
             f"of shape {other_shape} has batch size {other}; they must be equal."
@@ -164,7 +189,7 @@ def check_width(name, shape, width, what, owner=None):
     that width comes from."""
     shape = tuple(shape)
     if shape and shape[-1] is not None and shape[-1] != width:
-        prefix = f"{owner}: " if owner else ""
+        prefix = _prefix(owner)
         raise ValueError(f"{prefix}`{name}` must have width {width} ({what}); got shape {shape}.")
     return shape
 
@@ -173,6 +198,6 @@ def check_time_steps(name, shape, owner=None):
     """Checks that a ``[batch, time, ...]`` shape has at least one time step (when known)."""
     shape = tuple(shape)
     if len(shape) > 1 and shape[1] == 0:
-        prefix = f"{owner}: " if owner else ""
+        prefix = _prefix(owner)
         raise ValueError(f"{prefix}`{name}` must have at least one time step; got shape {shape}.")
     return shape

@@ -8,12 +8,7 @@ import tensorflow as tf
 
 from tests.language_models import FORMS, KINDS, language_model
 from tests.support import all_pairs
-from tf_memlayers.models import (
-    build_language_model,
-    build_step_model,
-    generate,
-    initial_step_state,
-)
+from tf_memlayers.models import build_language_model, build_step_model, generate, initial_step_state
 
 VOCAB, STEPS, BATCH = 17, 6, 2
 

@@ -265,13 +265,11 @@ def test_jit_compiled_training_step_matches_eager(fused_loop):
     np.testing.assert_allclose(results[0], results[1], atol=1e-5)
 
 
-# (The encoder's passes are Dual AM-GRU layers.)
 @pytest.mark.parametrize("make", [AssociativeGRU, DualAssociativeGRU, DualAssociativeEncoder])
 def test_fused_loop_must_be_a_bool_or_auto(make):
-    owner = "AssociativeGRU" if make is AssociativeGRU else "DualAssociativeGRU"
     # `units` and `num_copies` are the cell's (test_associative_gru_cell.py).
     for value in ("yes", "Auto", 1, None):
-        message = f"{owner}: `fused_loop` must be a bool or 'auto', got {value!r}."
+        message = f"{make.__name__}: `fused_loop` must be a bool or 'auto', got {value!r}."
         with pytest.raises(TypeError, match=re.escape(message)):
             make(4, fused_loop=value)
     assert make(4, fused_loop=np.bool_(False)).fused_loop is False

@@ -244,9 +244,12 @@ WIDTH_4, WIDTH_5 = np.ones((2, 3, 4), "float32"), np.ones((2, 3, 5), "float32")
 def test_bad_inputs_are_named_errors():
     for inputs, mask, fragment in [
         (WIDTH_4, None, "`inputs` must be a list"),
+        (WIDTH_4[0], None, r"`inputs` must be .* one tensor of shape \(3, 4\)"),
         ([WIDTH_4] * 2, np.ones((2, 3), bool), "`mask` must be a list"),
-        ([WIDTH_4, WIDTH_5], None, "inputs have 5 features but its AM-GRU cell was built for 4"),
-        ([WIDTH_4] * 2, [np.ones((2, 2), bool)] * 2, "DualAssociativeEncoder: `mask` .* `premise`"),
+        ([WIDTH_4, WIDTH_5], None, r"`hypothesis` must have width 4 \(the premise's\)"),
+        ([WIDTH_4[0], WIDTH_4], None, "`premise` must have rank 3"),
+        ([WIDTH_4, WIDTH_4[:1]], None, "`hypothesis` of shape .* batch size 1, but `premise`"),
+        ([WIDTH_4] * 2, [np.ones((2, 2), bool)] * 2, "`mask` .* `premise`"),
     ]:
-        with pytest.raises(ValueError, match=fragment):
+        with pytest.raises(ValueError, match=f"DualAssociativeEncoder: .*{fragment}"):
             DualAssociativeEncoder(4, num_copies=2)(inputs, mask=mask)

@@ -61,7 +61,7 @@ class AssociativeRecurrentLayer(ResettableRNN):
     CELL_ARGUMENTS = ()
 
     def __init__(self, cell, fused_loop="auto", **kwargs):
-        owner = type(self).__name__
+        owner = check.owner_of(type(self).__name__)
         fused_loop = check_fused_loop(fused_loop, owner)
         super().__init__(cell, **kwargs)  # which checks the RNN flags
         unsupported = self.fused_loop_unsupported(cell, self.unroll)
@@ -379,20 +379,21 @@ class AssociativeGRU(AssociativeRecurrentLayer):
         fused_loop="auto",
         **kwargs,
     ):
-        cell = AssociativeGRUCell(
-            units,
-            num_copies=num_copies,
-            seed=seed,
-            return_retrievals=return_retrievals,
-            kernel_initializer=kernel_initializer,
-            gate_bias_initializer=gate_bias_initializer,
-            candidate_bias_initializer=candidate_bias_initializer,
-            kernel_regularizer=kernel_regularizer,
-            bias_regularizer=bias_regularizer,
-            name="associative_gru_cell",
-            **self.cell_keywords(kwargs),
-        )
-        super().__init__(cell, fused_loop=fused_loop, **kwargs)
+        with check.called_as(type(self).__name__):  # errors name this layer, not its cell
+            cell = AssociativeGRUCell(
+                units,
+                num_copies=num_copies,
+                seed=seed,
+                return_retrievals=return_retrievals,
+                kernel_initializer=kernel_initializer,
+                gate_bias_initializer=gate_bias_initializer,
+                candidate_bias_initializer=candidate_bias_initializer,
+                kernel_regularizer=kernel_regularizer,
+                bias_regularizer=bias_regularizer,
+                name="associative_gru_cell",
+                **self.cell_keywords(kwargs),
+            )
+            super().__init__(cell, fused_loop=fused_loop, **kwargs)
 
     @property
     def cell_permutations(self):

@@ -190,25 +190,26 @@ class DualAssociativeEncoder(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         # Every argument but `return_state` is the passes' (checked by `DualAssociativeGRU`
-        # and its cell); the passes always return their states.
-        self.premise_layer, self.hypothesis_layer = conditional_encoding_layers(
-            units,
-            fused_loop=fused_loop,
-            flags=dict(
-                return_sequences=return_sequences,
-                unroll=unroll,
-                zero_output_for_mask=zero_output_for_mask,
-            ),
-            num_copies=num_copies,
-            dual_key=dual_key,
-            seed=seed,
-            kernel_initializer=kernel_initializer,
-            gate_bias_initializer=gate_bias_initializer,
-            candidate_bias_initializer=candidate_bias_initializer,
-            kernel_regularizer=kernel_regularizer,
-            bias_regularizer=bias_regularizer,
-            dtype=self.dtype_policy,
-        )
+        # and its cell, naming this layer); the passes always return their states.
+        with check.called_as(type(self).__name__):
+            self.premise_layer, self.hypothesis_layer = conditional_encoding_layers(
+                units,
+                fused_loop=fused_loop,
+                flags=dict(
+                    return_sequences=return_sequences,
+                    unroll=unroll,
+                    zero_output_for_mask=zero_output_for_mask,
+                ),
+                num_copies=num_copies,
+                dual_key=dual_key,
+                seed=seed,
+                kernel_initializer=kernel_initializer,
+                gate_bias_initializer=gate_bias_initializer,
+                candidate_bias_initializer=candidate_bias_initializer,
+                kernel_regularizer=kernel_regularizer,
+                bias_regularizer=bias_regularizer,
+                dtype=self.dtype_policy,
+            )
         self.return_state = check.check_bool("return_state", return_state, type(self).__name__)
         self.supports_masking = True
 
@@ -229,23 +230,32 @@ class DualAssociativeEncoder(keras.layers.Layer):
         return self.hypothesis_layer.fused_loop
 
     @staticmethod
-    def _pair(value, name):
-        if not (isinstance(value, (list, tuple)) and len(value) == 2):
+    def _pair(value, name, shapes=False):
+        """``value``, a pair; with ``shapes``, of shapes (one tensor's shape is not a pair)."""
+        one = shapes and isinstance(value, (list, tuple))
+        one = one and not all(isinstance(shape, (list, tuple)) for shape in value)
+        if one or not (isinstance(value, (list, tuple)) and len(value) == 2):
             raise ValueError(
                 f"DualAssociativeEncoder: `{name}` must be a list [premise, hypothesis] of two "
-                f"entries; got {value!r}."
+                f"entries; got {f'one tensor of shape {tuple(value)}' if one else repr(value)}."
             )
         return value
 
     def build(self, input_shape):
-        premise_shape, hypothesis_shape = self._pair(input_shape, "inputs")
+        owner = type(self).__name__
+        premise_shape, hypothesis_shape = self._pair(input_shape, "inputs", shapes=True)
+        # Checked here, so that errors name this layer and the sentence, not a pass inside.
+        for name, shape in (("premise", premise_shape), ("hypothesis", hypothesis_shape)):
+            check.check_rank(name, shape, 3, owner)
+        width = check.check_last_dim("premise", premise_shape, owner)
+        check.check_width("hypothesis", hypothesis_shape, width, "the premise's", owner)
+        check.check_same_batch("hypothesis", hypothesis_shape, "premise", premise_shape, owner)
         self.premise_layer.build(premise_shape)
         self.hypothesis_layer.build(hypothesis_shape)
 
     def call(self, inputs, mask=None, training=None):
         premise, hypothesis = self._pair(inputs, "inputs")
         premise_mask, hypothesis_mask = (None, None) if mask is None else self._pair(mask, "mask")
-        # Checked here, so that the error names this layer, not the premise pass inside.
         for name, sequences, one_mask in zip(("premise", "hypothesis"), inputs, mask or ()):
             if one_mask is not None:
                 shapes = tuple(one_mask.shape), tuple(sequences.shape)
@@ -270,7 +280,7 @@ class DualAssociativeEncoder(keras.layers.Layer):
         return masks + [None] * 4 * self.return_state
 
     def compute_output_shape(self, input_shape):
-        premise_shape, hypothesis_shape = self._pair(input_shape, "inputs")
+        premise_shape, hypothesis_shape = self._pair(input_shape, "inputs", shapes=True)
         batch, n = premise_shape[0], self.units
         if self.return_sequences:
             shapes = ((batch, premise_shape[1], n), (batch, hypothesis_shape[1], n))

@@ -136,24 +136,25 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         bias_regularizer=None,
         **kwargs,
     ):
-        owner = type(self).__name__
+        owner = check.owner_of(type(self).__name__)
         _refuse_premise_cell(owner, kwargs)
         super().__init__(**kwargs)
         self.dual_key = check.check_choice("dual_key", dual_key, DUAL_KEYS, owner)
         self.return_retrievals = check.check_bool("return_retrievals", return_retrievals, owner)
-        # The AM-GRU cell checks the arguments they share.
-        self.premise_cell = AssociativeGRUCell(
-            units,
-            num_copies=num_copies,
-            seed=seed,
-            kernel_initializer=kernel_initializer,
-            gate_bias_initializer=gate_bias_initializer,
-            candidate_bias_initializer=candidate_bias_initializer,
-            kernel_regularizer=kernel_regularizer,
-            bias_regularizer=bias_regularizer,
-            dtype=kwargs.get("dtype"),
-            name="premise_cell",
-        )
+        # The AM-GRU cell checks the arguments they share, naming this cell.
+        with check.called_as(owner):
+            self.premise_cell = AssociativeGRUCell(
+                units,
+                num_copies=num_copies,
+                seed=seed,
+                kernel_initializer=kernel_initializer,
+                gate_bias_initializer=gate_bias_initializer,
+                candidate_bias_initializer=candidate_bias_initializer,
+                kernel_regularizer=kernel_regularizer,
+                bias_regularizer=bias_regularizer,
+                dtype=kwargs.get("dtype"),
+                name="premise_cell",
+            )
         units, num_copies = self.premise_cell.units, self.premise_cell.num_copies
         self.units, self.num_copies, self.seed = units, num_copies, self.premise_cell.seed
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -372,22 +373,23 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
         fused_loop="auto",
         **kwargs,
     ):
-        _refuse_premise_cell(type(self).__name__, kwargs)
-        cell = DualAssociativeGRUCell(
-            units,
-            num_copies=num_copies,
-            dual_key=dual_key,
-            seed=seed,
-            return_retrievals=return_retrievals,
-            kernel_initializer=kernel_initializer,
-            gate_bias_initializer=gate_bias_initializer,
-            candidate_bias_initializer=candidate_bias_initializer,
-            kernel_regularizer=kernel_regularizer,
-            bias_regularizer=bias_regularizer,
-            name="dual_associative_gru_cell",
-            **self.cell_keywords(kwargs),
-        )
-        super().__init__(cell, fused_loop=fused_loop, **kwargs)
+        with check.called_as(type(self).__name__):  # errors name this layer, not its cell
+            _refuse_premise_cell(check.owner_of(type(self).__name__), kwargs)
+            cell = DualAssociativeGRUCell(
+                units,
+                num_copies=num_copies,
+                dual_key=dual_key,
+                seed=seed,
+                return_retrievals=return_retrievals,
+                kernel_initializer=kernel_initializer,
+                gate_bias_initializer=gate_bias_initializer,
+                candidate_bias_initializer=candidate_bias_initializer,
+                kernel_regularizer=kernel_regularizer,
+                bias_regularizer=bias_regularizer,
+                name="dual_associative_gru_cell",
+                **self.cell_keywords(kwargs),
+            )
+            super().__init__(cell, fused_loop=fused_loop, **kwargs)
 
     @staticmethod
     def fused_loop_unsupported(cell, unroll):
