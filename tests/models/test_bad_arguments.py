@@ -67,7 +67,7 @@ CASES = [
     (lambda: _lm(variational_dropout="no"), "TypeError: `variational_dropout` must be a bool"),
     (lambda: _lm(forget_bias="1"), "TypeError: `forget_bias` must be a number, got '1'"),
     (lambda: _lm(units=6, tie_weights=True), "ValueError: (4) wide; the top LSTM outputs 6"),
-    (lambda: _lm("attention"), "TypeError: `memory` must be None, a Keras layer"),
+    (lambda: _lm("attention", batch_size=None), "TypeError: `memory` must be None, a Keras"),
     (lambda: _lm(NGramConcatCell(keras.layers.LSTMCell(8), 3, 4)), "TypeError: pass a function"),
     (lambda: _lm(lambda cell: keras.layers.Dense(4)), "TypeError: must return a Keras RNN cell"),
     (lambda: _lm(SlidingWindowAttention(3)), "ValueError: stateful=False but the model has"),

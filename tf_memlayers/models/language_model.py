@@ -238,12 +238,12 @@ def build_language_model(
     batch_size = check_optional_int("batch_size", batch_size, 1)
     stateful = check_bool("stateful", stateful)
     variational_dropout = check_bool("variational_dropout", variational_dropout)
-    if stateful and batch_size is None:
-        raise ValueError("`stateful=True` needs a fixed `batch_size`; got batch_size=None.")
     init_scale = check_number("init_scale", init_scale, 0.0, low_open=True)
     resets = check_bool("resets", resets)
     tie_weights = check_bool("tie_weights", tie_weights)
     memory_layer, memory_cell = _check_memory(memory, stateful, resets)
+    if stateful and batch_size is None:
+        raise ValueError("`stateful=True` needs a fixed `batch_size`; got batch_size=None.")
     # One generator for every weight: each draw advances it, so no two weights start alike
     # (an integer seed would give every weight of a shape the same values).
     init = keras.initializers.RandomUniform(
