@@ -31,9 +31,9 @@ SHARED = (
 )
 
 # The tests of what else the package runs without TensorFlow: the loss, the metric and the
-# regularizer, the import, the docstrings' examples, the model builders, `.keras` files between
-# backends, Keras's own tests with ours in place of the Keras classes they stand in for,
-# training on several devices, the GPU run's rehearsal and the speed harness.
+# regularizer, the import, the pages' and docstrings' examples, the model builders, `.keras`
+# files between backends, Keras's own tests with ours in place of the Keras classes they stand
+# in for, training on several devices, the GPU run's rehearsal and the speed harness.
 WITHOUT_TENSORFLOW = (
     "benchmarks/test_gpu_run.py",
     "benchmarks/test_speed.py",
@@ -43,6 +43,7 @@ WITHOUT_TENSORFLOW = (
     "layers/test_keras_tests_with_ours.py",
     "models/test_builders_on_every_backend.py",
     "models/test_data_parallel.py",
+    "test_doc_pages.py",
     "test_docstring_examples.py",
     "test_files_between_backends.py",
     "test_package_import.py",

@@ -15,11 +15,7 @@ from tests.layers.memory_attention.test_attention_wrapper import (
     options_of,
     sharpened,
 )
-from tests.memory_attention_reference import (
-    attention_reference,
-    monotonic_reference,
-    named_weights,
-)
+from tests.memory_attention_reference import attention_reference, monotonic_reference, named_weights
 from tests.support import as_numpy, gradients
 from tf_memlayers.layers import AttentionMechanism
 from tf_memlayers.layers.memory_attention.attention_mechanism import (

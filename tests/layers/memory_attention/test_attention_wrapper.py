@@ -18,14 +18,8 @@ from tests.memory_attention_reference import (
 from tests.memory_attention_reference import randomize as _randomize
 from tests.memory_attention_reference import wrapper_weights as _weights
 from tests.support import BACKEND, all_pairs, as_numpy, gradients
-from tf_memlayers.layers import (
-    AttentionMechanism,
-    AttentionRNN,
-    AttentionWrapper,
-)
-from tf_memlayers.layers.memory_attention.attention_mechanism import (
-    MONOTONIC_MODES,
-)
+from tf_memlayers.layers import AttentionMechanism, AttentionRNN, AttentionWrapper
+from tf_memlayers.layers.memory_attention.attention_mechanism import MONOTONIC_MODES
 
 # The shapes of `_data`'s arrays, and the wrapped cells' width.
 BATCH, STEPS, LENGTH, MEMORY_DIM, UNITS, INPUT_DIM = 3, 5, 6, 8, 8, 4

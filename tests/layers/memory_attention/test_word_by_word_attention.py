@@ -13,11 +13,7 @@ from tests.memory_attention_reference import randomize as _randomize
 from tests.memory_attention_reference import word_by_word_reference as reference
 from tests.memory_attention_reference import wrapper_weights as _weights
 from tests.support import all_pairs, assert_close
-from tf_memlayers.layers import (
-    AttentionRNN,
-    AttentionWrapper,
-    WordByWordAttention,
-)
+from tf_memlayers.layers import AttentionRNN, AttentionWrapper, WordByWordAttention
 
 # `_data`'s memory is narrower than the cells (its width: memory_dim, the cell's by default).
 UNITS, MEMORY_DIM = 8, 7
