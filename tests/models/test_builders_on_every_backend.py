@@ -25,9 +25,9 @@ from tf_memlayers.models import (
 
 VOCAB = 23
 SMALL = dict(units=12, embedding_dim=6, window=3, ngram=4)
-# The training step: compiled by XLA on JAX (several times faster there), a TensorFlow graph
-# on TensorFlow (which traces faster than XLA compiles), eager on torch (Keras's default
-# there; torch.compile takes minutes per model).
+# The training step (the SNLI and last-word models' by default): compiled by XLA on JAX
+# (several times faster there), a TensorFlow graph on TensorFlow (which traces faster than XLA
+# compiles), eager on torch (Keras's default there; torch.compile takes minutes per model).
 JIT = BACKEND == "jax"
 
 
@@ -178,7 +178,7 @@ def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
         assert model.get_layer("relu_0").units == 7
     else:
         model = snli_model(20, kind=kind, units=8, embedding_dim=6, num_copies=2)
-    compile_snli_model(model, jit_compile=JIT)
+    assert compile_snli_model(model).jit_compile is JIT
     rng = np.random.default_rng(0)
     premise, hypothesis = _tokens(rng, (4, 7), 2, 20), _tokens(rng, (4, 4), 2, 20)
     premise[1, 5:] = 0  # padding, masked by the embedding
@@ -239,7 +239,8 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
         return
     model = build()
     assert isinstance(model, HeapCacheModel) and model.weight_decay == 1e-5
-    compile_fill_last_word_model(model, faithful_to_code=faithful_to_code, jit_compile=JIT)
+    compile_fill_last_word_model(model, faithful_to_code=faithful_to_code)
+    assert model.jit_compile is JIT
     rng = np.random.default_rng(0)
     contexts, words = _tokens(rng, (16, 10), 2, 30), _tokens(rng, (16,), 2, 30)
     contexts[:, :3] = 0  # left padding, as in the corpus

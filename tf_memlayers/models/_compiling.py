@@ -1,5 +1,21 @@
 """Compiling the package's models: `keras.Model.compile`, then the optimizer built."""
 
+import keras
+
+from tf_memlayers._validation import check_bool_or_auto
+
+
+def backend_jit_compile(jit_compile, xla_on_tensorflow):
+    """``jit_compile`` checked (a bool or ``"auto"``), ``None`` resolved for the backend: True
+    on JAX, where Keras otherwise runs the step operation by operation; ``xla_on_tensorflow``
+    on TensorFlow (False: a TensorFlow graph without XLA); False on torch, where True is
+    `torch.compile` (minutes a model, and it fails on the window attention's carried memory).
+    """
+    if jit_compile is None:
+        backend = keras.backend.backend()
+        jit_compile = backend == "jax" or (backend == "tensorflow" and xla_on_tensorflow)
+    return check_bool_or_auto("jit_compile", jit_compile)
+
 
 def compile_and_build_optimizer(model, *args, **kwargs):
     """``model.compile(*args, **kwargs)``, then builds the compiled optimizer on the model's

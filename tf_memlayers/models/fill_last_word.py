@@ -28,10 +28,10 @@ vector of an example is the state the cache read is added to (post batch norm in
 import keras
 import numpy as np
 
-from tf_memlayers._validation import check_bool, check_bool_or_auto, check_int, check_number
+from tf_memlayers._validation import check_bool, check_int, check_number
 from tf_memlayers.layers.frozen_batch_normalization import FrozenBatchNormalization
 from tf_memlayers.layers.lstm_use_cudnn import lstm_use_cudnn
-from tf_memlayers.models._compiling import compile_and_build_optimizer
+from tf_memlayers.models._compiling import backend_jit_compile, compile_and_build_optimizer
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
 PAPER_LEARNING_RATE, CODE_LEARNING_RATE, PAPER_CLIP_NORM = 0.01, 1e-3, 5.0
@@ -208,7 +208,7 @@ def fill_last_word_optimizer(faithful_to_code=False, learning_rate=None, clip_no
 
 
 def compile_fill_last_word_model(
-    model, faithful_to_code=False, learning_rate=None, clip_norm=None, jit_compile=False
+    model, faithful_to_code=False, learning_rate=None, clip_norm=None, jit_compile=None
 ):
     """Compiles with sparse cross-entropy on logits and accuracy, and Adam as in the paper
     (learning rate 0.01, each gradient's norm clipped at 5) or as in the reference code
@@ -224,8 +224,11 @@ def compile_fill_last_word_model(
         clip_norm: Optional finite number >= 0, the threshold of each gradient's norm (0: no
             clipping). Default: `None` (5, the paper's; no clipping with
             ``faithful_to_code``).
-        jit_compile: Boolean or `"auto"` (as in `keras.Model.compile`), whether to compile
-            the train step with XLA. Default: `False`.
+        jit_compile: `None`, a boolean or `"auto"` (as in `keras.Model.compile`), whether to
+            compile the train step: with XLA on TensorFlow and JAX, with `torch.compile` on
+            torch. `None`: True on JAX (else Keras runs the step operation by operation),
+            False on TensorFlow (a TensorFlow graph, which traces faster than XLA compiles)
+            and on torch (eager). Default: `None`.
 
     Example:
 
@@ -236,7 +239,7 @@ def compile_fill_last_word_model(
     >>> sorted(history.history)
     ['accuracy', 'loss']
     """
-    jit_compile = check_bool_or_auto("jit_compile", jit_compile)
+    jit_compile = backend_jit_compile(jit_compile, xla_on_tensorflow=False)
     compile_and_build_optimizer(
         model,
         optimizer=fill_last_word_optimizer(faithful_to_code, learning_rate, clip_norm),

@@ -29,7 +29,6 @@ import keras
 
 from tf_memlayers._validation import (
     check_bool,
-    check_bool_or_auto,
     check_choice,
     check_int,
     check_number,
@@ -39,7 +38,7 @@ from tf_memlayers.initializers import ForgetGateBias
 from tf_memlayers.layers import PhiloxDropout, ResettableRNN, TiedEmbedding, lstm_use_cudnn
 from tf_memlayers.losses import LOSS_REDUCTIONS, SequenceCrossentropy  # noqa: F401  (re-exported)
 from tf_memlayers.metrics import Perplexity
-from tf_memlayers.models._compiling import compile_and_build_optimizer
+from tf_memlayers.models._compiling import backend_jit_compile, compile_and_build_optimizer
 
 # The name of the `keras.layers.RNN` that runs a memory cell (the cell form).
 MEMORY_RNN_NAME = "memory_rnn"
@@ -392,9 +391,7 @@ def compile_language_model(
     # Checked here under the name the caller gave it (the loss calls it `reduction_mode`).
     loss_reduction = check_choice("loss_reduction", loss_reduction, LOSS_REDUCTIONS)
     perplexity = check_bool("perplexity", perplexity)
-    if jit_compile is None:
-        jit_compile = keras.backend.backend() != "torch"
-    jit_compile = check_bool_or_auto("jit_compile", jit_compile)
+    jit_compile = backend_jit_compile(jit_compile, xla_on_tensorflow=True)
     return compile_and_build_optimizer(
         model,
         optimizer=optimizer,

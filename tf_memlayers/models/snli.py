@@ -13,7 +13,6 @@ from keras import ops
 
 from tf_memlayers._validation import (
     check_bool,
-    check_bool_or_auto,
     check_int,
     check_number,
     check_optional_int,
@@ -22,7 +21,7 @@ from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPI
 from tf_memlayers.layers.associative_memory.dual_associative_encoder import DualAssociativeEncoder
 from tf_memlayers.layers.conditional_encoder import ConditionalEncoder
 from tf_memlayers.layers.philox_dropout import PhiloxDropout
-from tf_memlayers.models._compiling import compile_and_build_optimizer
+from tf_memlayers.models._compiling import backend_jit_compile, compile_and_build_optimizer
 
 # The width of the paper's encoder: its Dual AM-GRU and the GRU over it (Weissenborn 2016, §5).
 PAPER_UNITS = 100
@@ -361,7 +360,7 @@ def _fixed_loops(config, unroll):
     return config
 
 
-def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=False):
+def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=None):
     """Compiles with the paper's optimiser: Adam(lr, beta_1=0), global-norm clipping.
 
     Args:
@@ -370,8 +369,11 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Fal
             paper's).
         clip_norm: Optional finite float >= 0, the global gradient-norm threshold; `None`
             or 0: no clipping. Default: `5.0` (the paper's).
-        jit_compile: Boolean or `"auto"` (as in `keras.Model.compile`), whether to compile
-            the train step with XLA. Default: `False`.
+        jit_compile: `None`, a boolean or `"auto"` (as in `keras.Model.compile`), whether to
+            compile the train step: with XLA on TensorFlow and JAX, with `torch.compile` on
+            torch. `None`: True on JAX (else Keras runs the step operation by operation),
+            False on TensorFlow (a TensorFlow graph, which traces faster than XLA compiles)
+            and on torch (eager). Default: `None`.
 
     Returns:
         ``model``, compiled with sparse categorical cross-entropy and accuracy, its optimizer
@@ -395,7 +397,7 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Fal
     learning_rate = check_number("learning_rate", learning_rate, 0.0, low_open=True)
     if clip_norm is not None:
         clip_norm = check_number("clip_norm", clip_norm, 0.0)
-    jit_compile = check_bool_or_auto("jit_compile", jit_compile)
+    jit_compile = backend_jit_compile(jit_compile, xla_on_tensorflow=False)
     optimizer = keras.optimizers.Adam(learning_rate, beta_1=0.0, global_clipnorm=clip_norm or None)
     return compile_and_build_optimizer(
         model,
