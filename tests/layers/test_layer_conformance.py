@@ -151,6 +151,9 @@ BAD_CALLS = [
     ),
     (lambda: DualAssociativeGRU(4, num_copies=2)(X, mask=np.ones((2, 6), bool)), _MASK),
     (lambda: ResettableRNN(GRU)(X[:, :0]), ["ResettableRNN: " + _NO_STEPS[0], _NO_STEPS[1]]),
+    (lambda: ResettableRNN(GRU)(X, mask=np.ones((2, 6), bool)), ["ResettableRNN: ", *_MASK]),
+    (lambda: ResettableRNN(GRU)(X[:, 0]), ["ResettableRNN: `sequences` must have rank 3"]),
+    (lambda: called_twice(ResettableRNN(GRU), X, zeros(2, 5, 6)), ["axis -1", "value 4"]),
     (
         lambda: AttentionRNN(AttentionWrapper(GRU))(X[:, :0], memory=zeros(2, 3, 5)),
         ["AttentionRNN: " + _NO_STEPS[0], _NO_STEPS[1]],

@@ -16,10 +16,7 @@ if BACKEND == "jax":
     import jax
     import jax.numpy as jnp
 
-    from tf_memlayers.ops.associative_gru_pallas import (
-        associative_gru_pallas,
-        default_num_warps,
-    )
+    from tf_memlayers.ops.associative_gru_pallas import associative_gru_pallas, default_num_warps
 
 
 def _reference(xs, memory, previous, w, perms, mask, reset, zero_output_for_mask, dual=None):

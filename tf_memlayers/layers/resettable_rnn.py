@@ -10,7 +10,13 @@ import keras
 import numpy as np
 from keras import ops
 
-from tf_memlayers._validation import check_bool, check_same_batch, check_time_steps
+from tf_memlayers._validation import (
+    check_bool,
+    check_mask_shape,
+    check_rank,
+    check_same_batch,
+    check_time_steps,
+)
 from tf_memlayers.layers.memory_cell_wrapper import (
     cell_output_size,
     takes_training,
@@ -31,6 +37,11 @@ RNN_FLAGS = (
 
 def _shape(x):
     return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+def _one_tensor(shape):
+    """Whether ``shape`` is one tensor's, not a structure's (a cell with nested inputs)."""
+    return not shape or not keras.tree.is_nested(shape[0])
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -374,10 +385,26 @@ class ResettableRNN(keras.layers.RNN):
             config["cell"] = keras.saving.serialize_keras_object(self.cell.cell)
         return config
 
+    def build(self, sequences_shape, initial_state_shape=None):
+        if _one_tensor(sequences_shape):
+            check_rank("sequences", sequences_shape, 3, type(self).__name__)
+            if sequences_shape[-1] is not None:  # later calls' width (Keras's check names us)
+                self.input_spec = keras.layers.InputSpec(axes={-1: sequences_shape[-1]})
+        super().build(sequences_shape, initial_state_shape)
+
+    def check_sequences(self, sequences, mask=None):
+        """Checks ``sequences`` (rank 3, one step at least: Keras's loop reads the first before
+        it starts, and fails deep in the backend without one) and ``mask`` (``[batch, time]``),
+        naming them."""
+        owner, shape = type(self).__name__, _shape(sequences)
+        if _one_tensor(shape):
+            check_rank("sequences", shape, 3, owner)
+        check_time_steps("sequences", shape, owner)
+        if mask is not None:
+            check_mask_shape(_shape(mask), shape, owner, inputs_name="sequences")
+
     def call(self, sequences, initial_state=None, mask=None, training=False, reset=None):
-        # Keras's loop reads the first step before it starts: without one it fails deep in
-        # the backend, so the empty sequence is refused here, naming it.
-        check_time_steps("sequences", _shape(sequences), type(self).__name__)
+        self.check_sequences(sequences, mask)
         if reset is not None:
             reset = self.checked_reset(reset, sequences)
         self._call_reset = reset

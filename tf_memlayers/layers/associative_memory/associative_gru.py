@@ -74,7 +74,6 @@ class AssociativeRecurrentLayer(ResettableRNN):
         self.uses_fused_loop = fused_loop is True or (
             fused_loop == "auto" and not unsupported and fused_loop_pays()
         )
-        self.input_spec = keras.layers.InputSpec(ndim=3)
 
     @staticmethod
     def fused_loop_unsupported(cell, unroll):
@@ -119,11 +118,8 @@ class AssociativeRecurrentLayer(ResettableRNN):
     def _check_call_arguments(self, sequences, initial_state, mask, reset=None):
         """Checks the shapes of the call arguments up front, naming the argument."""
         owner = type(self).__name__
+        self.check_sequences(sequences, mask)
         shape = tuple(sequences.shape)
-        check.check_rank("sequences", shape, 3, owner)
-        check.check_time_steps("sequences", shape, owner)
-        if mask is not None:
-            check.check_mask_shape(mask.shape, shape, owner, inputs_name="sequences")
         if reset is not None:
             if self.fused_loop is True and not fused_loop_resets():
                 raise ValueError(
