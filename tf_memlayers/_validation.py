@@ -201,3 +201,42 @@ def check_time_steps(name, shape, owner=None):
         prefix = _prefix(owner)
         raise ValueError(f"{prefix}`{name}` must have at least one time step; got shape {shape}.")
     return shape
+
+
+def check_pair(name, value, owner=None, shapes=False):
+    """``value``, a ``[premise, hypothesis]`` pair (with ``shapes``, of shapes: one tensor's
+    shape is not a pair)."""
+    is_list = isinstance(value, (list, tuple))
+    one = shapes and is_list and not all(isinstance(shape, (list, tuple)) for shape in value)
+    if one or not (is_list and len(value) == 2):
+        given = f"one tensor of shape {tuple(value)}" if one else repr(value)
+        given = f"one tensor of shape {tuple(value.shape)}" if hasattr(value, "shape") else given
+        raise ValueError(
+            f"{_prefix(owner)}`{name}` must be a list [premise, hypothesis] of two entries; "
+            f"got {given}."
+        )
+    return value
+
+
+def check_sentence_pair(input_shape, owner=None, same_width=True):
+    """``(premise shape, hypothesis shape)`` of a sentence pair's ``input_shape``: two rank-3
+    shapes of one batch (and, with ``same_width``, one width: a layer reads both)."""
+    premise, hypothesis = check_pair("inputs", input_shape, owner, shapes=True)
+    premise = check_rank("premise", premise, 3, owner)
+    hypothesis = check_rank("hypothesis", hypothesis, 3, owner)
+    if same_width and premise[-1] is not None:
+        check_width("hypothesis", hypothesis, premise[-1], "the premise's", owner)
+    check_same_batch("hypothesis", hypothesis, "premise", premise, owner)
+    return premise, hypothesis
+
+
+def check_pair_masks(mask, inputs, owner=None):
+    """``[premise mask, hypothesis mask]`` of a sentence pair's ``mask`` (`None`: none), each
+    `None` or ``[batch, time]`` of its sentence in ``inputs``."""
+    if mask is None:
+        return [None, None]
+    masks = list(check_pair("mask", mask, owner))
+    for name, sentence, one in zip(("premise", "hypothesis"), inputs, masks):
+        if one is not None:
+            check_mask_shape(tuple(one.shape), tuple(sentence.shape), owner, inputs_name=name)
+    return masks

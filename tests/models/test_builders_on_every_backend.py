@@ -239,8 +239,7 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
         return
     model = build()
     assert isinstance(model, HeapCacheModel) and model.weight_decay == 1e-5
-    compile_fill_last_word_model(model, faithful_to_code=faithful_to_code)
-    assert model.jit_compile is JIT
+    assert compile_fill_last_word_model(model, faithful_to_code=faithful_to_code).jit_compile is JIT
     rng = np.random.default_rng(0)
     contexts, words = _tokens(rng, (16, 10), 2, 30), _tokens(rng, (16,), 2, 30)
     contexts[:, :3] = 0  # left padding, as in the corpus

@@ -80,7 +80,7 @@ class CacheAttentionCallback(keras.callbacks.Callback):
     >>> from tf_memlayers.models import build_fill_last_word_model, compile_fill_last_word_model
     >>> model = build_fill_last_word_model(30, cache=HeapCacheAttention(16, 4),
     ...                                    sequence_length=6, embedding_dim=4, units=8)
-    >>> compile_fill_last_word_model(model)
+    >>> model = compile_fill_last_word_model(model)
     >>> log_dir = tempfile.mkdtemp()
     >>> x = np.random.default_rng(0).integers(1, 30, (8, 6))
     >>> _ = model.fit(x, x[:, -1], verbose=0, callbacks=[CacheAttentionCallback(log_dir)])

@@ -31,7 +31,7 @@ class CacheEpisodesCallback(keras.callbacks.Callback):
     >>> from tf_memlayers.models import build_fill_last_word_model, compile_fill_last_word_model
     >>> model = build_fill_last_word_model(30, cache=HeapCacheAttention(16, 4),
     ...                                    sequence_length=6, embedding_dim=4, units=8)
-    >>> compile_fill_last_word_model(model)
+    >>> model = compile_fill_last_word_model(model)
     >>> x = np.random.default_rng(0).integers(1, 30, (16, 6))
     >>> # Episodes of two batches of 4: the cache is emptied before batches 0 and 2.
     >>> _ = model.fit(x, x[:, -1], batch_size=4, verbose=0,

@@ -9,12 +9,20 @@ vectors and the classifier.
 
 import keras
 
-from tf_memlayers._validation import check_choice
+from tf_memlayers._validation import (
+    called_as,
+    check_choice,
+    check_pair,
+    check_pair_masks,
+    check_sentence_pair,
+)
 from tf_memlayers.layers.associative_memory.associative_gru import AssociativeGRU
 from tf_memlayers.layers.associative_memory.dual_associative_encoder import (
     DualAssociativeEncoder,
     step_retrievals,
 )
+
+_OWNER = "ConditionalEncoder"  # what its errors name
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -81,7 +89,7 @@ class ConditionalEncoder(keras.layers.Layer):
 
     def __init__(self, layers, **kwargs):
         super().__init__(**kwargs)
-        owner = "ConditionalEncoder"
+        owner = _OWNER
         if not isinstance(layers, (list, tuple)) or not layers:
             raise TypeError(
                 f"{owner}: `layers` must be a non-empty list of Keras layers; got {layers!r}."
@@ -111,18 +119,22 @@ class ConditionalEncoder(keras.layers.Layer):
         return bool(getattr(self.encoder_layers[-1], "return_sequences", False))
 
     def build(self, input_shape):
-        premise_shape, hypothesis_shape = (tuple(shape) for shape in input_shape)
-        for layer in self.encoder_layers:
-            # A layer deserialized with its build config (``clone_model``) is built already.
-            if not layer.built:
-                layer.build(
-                    premise_shape if _is_recurrent(layer) else [premise_shape, hypothesis_shape]
-                )
-            premise_shape, hypothesis_shape = _output_shapes(layer, premise_shape, hypothesis_shape)
+        # Checked here, so that errors name this layer, not one of its layers; a recurrent
+        # first layer reads both sentences, which must then be as wide.
+        same_width = _is_recurrent(self.encoder_layers[0])
+        premise_shape, hypothesis_shape = check_sentence_pair(input_shape, _OWNER, same_width)
+        with called_as(_OWNER):
+            for layer in self.encoder_layers:
+                # A layer deserialized with its build config (``clone_model``) is built already.
+                if not layer.built:
+                    pair = [premise_shape, hypothesis_shape]
+                    layer.build(premise_shape if _is_recurrent(layer) else pair)
+                shapes = _output_shapes(layer, premise_shape, hypothesis_shape)
+                premise_shape, hypothesis_shape = shapes
 
     def call(self, inputs, mask=None, training=None):
-        premise, hypothesis = inputs
-        masks = list(mask) if mask is not None else [None, None]
+        premise, hypothesis = check_pair("inputs", inputs, _OWNER)
+        masks = check_pair_masks(mask, inputs, _OWNER)
         for layer in self.encoder_layers:
             if _is_recurrent(layer):
                 premise_out, *states = layer(premise, mask=masks[0], training=training)
@@ -142,7 +154,8 @@ class ConditionalEncoder(keras.layers.Layer):
         return list(mask)
 
     def compute_output_shape(self, input_shape):
-        premise_shape, hypothesis_shape = (tuple(shape) for shape in input_shape)
+        pair = check_pair("inputs", input_shape, _OWNER, shapes=True)
+        premise_shape, hypothesis_shape = (tuple(shape) for shape in pair)
         for layer in self.encoder_layers:
             premise_shape, hypothesis_shape = _output_shapes(layer, premise_shape, hypothesis_shape)
         return [premise_shape, hypothesis_shape]

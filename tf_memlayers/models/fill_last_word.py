@@ -119,7 +119,7 @@ def build_fill_last_word_model(
     ...     embedding_dim=8,
     ...     units=16,
     ... )
-    >>> compile_fill_last_word_model(model)
+    >>> model = compile_fill_last_word_model(model)
     >>> model.output_shape
     (None, 50)
     """
@@ -230,17 +230,20 @@ def compile_fill_last_word_model(
             False on TensorFlow (a TensorFlow graph, which traces faster than XLA compiles)
             and on torch (eager). Default: `None`.
 
+    Returns:
+        ``model``, compiled, its optimizer built.
+
     Example:
 
     >>> import numpy as np
     >>> model = build_fill_last_word_model(30, sequence_length=6, embedding_dim=4, units=8)
-    >>> compile_fill_last_word_model(model, learning_rate=1e-2)
+    >>> model = compile_fill_last_word_model(model, learning_rate=1e-2)
     >>> history = model.fit(np.ones((4, 6), "int32"), np.zeros(4, "int32"), verbose=0)
     >>> sorted(history.history)
     ['accuracy', 'loss']
     """
     jit_compile = backend_jit_compile(jit_compile, xla_on_tensorflow=False)
-    compile_and_build_optimizer(
+    return compile_and_build_optimizer(
         model,
         optimizer=fill_last_word_optimizer(faithful_to_code, learning_rate, clip_norm),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),

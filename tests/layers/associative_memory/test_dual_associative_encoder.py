@@ -12,6 +12,7 @@ from tests.layers.associative_memory.test_associative_gru_cell import (
     set_cell_weights,
 )
 from tests.layers.associative_memory.test_dual_associative_gru import KEYS_AND_LOOPS
+from tests.pair_encoders import pair_encoder
 from tests.support import BACKEND, FUSED_LOOP, as_numpy, gradients, split_rows, tensorflow_only
 from tf_memlayers.layers import DualAssociativeEncoder, DualAssociativeGRUCell
 
@@ -241,15 +242,17 @@ def test_masks_pass_on_with_the_sequences():
 WIDTH_4, WIDTH_5 = np.ones((2, 3, 4), "float32"), np.ones((2, 3, 5), "float32")
 
 
-def test_bad_inputs_are_named_errors():
+# The encoder, and `ConditionalEncoder`s over a GRU and over it, whose own checks name them.
+@pytest.mark.parametrize("kind", [None, "gru", "dual_am_gru"])
+def test_bad_inputs_are_named_errors(kind):
     for inputs, mask, fragment in [
-        (WIDTH_4, None, "`inputs` must be a list"),
         (WIDTH_4[0], None, r"`inputs` must be .* one tensor of shape \(3, 4\)"),
-        ([WIDTH_4] * 2, np.ones((2, 3), bool), "`mask` must be a list"),
+        ([WIDTH_4] * 2, np.ones((2, 3), bool), r"`mask` must be .* one tensor of shape \(2, 3\)"),
         ([WIDTH_4, WIDTH_5], None, r"`hypothesis` must have width 4 \(the premise's\)"),
         ([WIDTH_4[0], WIDTH_4], None, "`premise` must have rank 3"),
         ([WIDTH_4, WIDTH_4[:1]], None, "`hypothesis` of shape .* batch size 1, but `premise`"),
         ([WIDTH_4] * 2, [np.ones((2, 2), bool)] * 2, "`mask` .* `premise`"),
     ]:
-        with pytest.raises(ValueError, match=f"DualAssociativeEncoder: .*{fragment}"):
-            DualAssociativeEncoder(4, num_copies=2)(inputs, mask=mask)
+        layer = pair_encoder(kind, 4, num_copies=2) if kind else DualAssociativeEncoder(4, 2)
+        with pytest.raises(ValueError, match=f"{type(layer).__name__}: .*{fragment}"):
+            layer(inputs, mask=mask)

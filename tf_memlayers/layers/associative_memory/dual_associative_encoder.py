@@ -229,37 +229,18 @@ class DualAssociativeEncoder(keras.layers.Layer):
     def fused_loop(self):
         return self.hypothesis_layer.fused_loop
 
-    @staticmethod
-    def _pair(value, name, shapes=False):
-        """``value``, a pair; with ``shapes``, of shapes (one tensor's shape is not a pair)."""
-        one = shapes and isinstance(value, (list, tuple))
-        one = one and not all(isinstance(shape, (list, tuple)) for shape in value)
-        if one or not (isinstance(value, (list, tuple)) and len(value) == 2):
-            raise ValueError(
-                f"DualAssociativeEncoder: `{name}` must be a list [premise, hypothesis] of two "
-                f"entries; got {f'one tensor of shape {tuple(value)}' if one else repr(value)}."
-            )
-        return value
-
     def build(self, input_shape):
-        owner = type(self).__name__
-        premise_shape, hypothesis_shape = self._pair(input_shape, "inputs", shapes=True)
         # Checked here, so that errors name this layer and the sentence, not a pass inside.
-        for name, shape in (("premise", premise_shape), ("hypothesis", hypothesis_shape)):
-            check.check_rank(name, shape, 3, owner)
-        width = check.check_last_dim("premise", premise_shape, owner)
-        check.check_width("hypothesis", hypothesis_shape, width, "the premise's", owner)
-        check.check_same_batch("hypothesis", hypothesis_shape, "premise", premise_shape, owner)
+        premise_shape, hypothesis_shape = check.check_sentence_pair(
+            input_shape, "DualAssociativeEncoder"
+        )
         self.premise_layer.build(premise_shape)
         self.hypothesis_layer.build(hypothesis_shape)
 
     def call(self, inputs, mask=None, training=None):
-        premise, hypothesis = self._pair(inputs, "inputs")
-        premise_mask, hypothesis_mask = (None, None) if mask is None else self._pair(mask, "mask")
-        for name, sequences, one_mask in zip(("premise", "hypothesis"), inputs, mask or ()):
-            if one_mask is not None:
-                shapes = tuple(one_mask.shape), tuple(sequences.shape)
-                check.check_mask_shape(*shapes, "DualAssociativeEncoder", inputs_name=name)
+        owner = type(self).__name__
+        premise, hypothesis = check.check_pair("inputs", inputs, owner)
+        premise_mask, hypothesis_mask = check.check_pair_masks(mask, inputs, owner)
         premise_output, *premise_states = self.premise_layer(
             premise, mask=premise_mask, training=training
         )
@@ -276,11 +257,14 @@ class DualAssociativeEncoder(keras.layers.Layer):
     def compute_mask(self, inputs, mask=None):
         if mask is None:
             return None
-        masks = list(self._pair(mask, "mask")) if self.return_sequences else [None, None]
+        masks = list(check.check_pair("mask", mask, type(self).__name__))
+        masks = masks if self.return_sequences else [None, None]
         return masks + [None] * 4 * self.return_state
 
     def compute_output_shape(self, input_shape):
-        premise_shape, hypothesis_shape = self._pair(input_shape, "inputs", shapes=True)
+        premise_shape, hypothesis_shape = check.check_pair(
+            "inputs", input_shape, type(self).__name__, shapes=True
+        )
         batch, n = premise_shape[0], self.units
         if self.return_sequences:
             shapes = ((batch, premise_shape[1], n), (batch, hypothesis_shape[1], n))

@@ -5,6 +5,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from tf_memlayers import _validation as check
 from tf_memlayers.layers.memory_attention.attention_rnn import AttentionRNN
 from tf_memlayers.layers.memory_cell_wrapper import flat_state_sizes
 
@@ -115,13 +116,15 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
         return tuple(self.premise_layer.compute_output_shape(premise_shape)[0])
 
     def build(self, input_shape):
-        premise_shape, hypothesis_shape = (tuple(shape) for shape in input_shape)
-        memory_shape = self._memory_shape(premise_shape)
         owner, premise, hypothesis = (
             type(self).__name__,
             self.premise_layer.name,
             self.hypothesis_layer.name,
         )
+        # Two layers, so the sentences may differ in width.
+        shapes = check.check_sentence_pair(input_shape, owner, same_width=False)
+        premise_shape, hypothesis_shape = shapes
+        memory_shape = self._memory_shape(premise_shape)
         # An `AttentionWrapper` takes the memory's width when built, unless given one.
         memory_dim = self.hypothesis_layer.cell.memory_dim
         if memory_dim is not None and memory_shape[-1] != memory_dim:
@@ -145,8 +148,8 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
             self.hypothesis_layer.build(hypothesis_shape, memory_shape)
 
     def call(self, inputs, mask=None, training=None):
-        premise, hypothesis = inputs
-        premise_mask, hypothesis_mask = list(mask) if mask is not None else [None, None]
+        premise, hypothesis = check.check_pair("inputs", inputs, type(self).__name__)
+        premise_mask, hypothesis_mask = check.check_pair_masks(mask, inputs, type(self).__name__)
         memory, *states = self.premise_layer(premise, mask=premise_mask, training=training)
         outputs = self.hypothesis_layer(
             hypothesis,
@@ -223,7 +226,8 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
         return [None, mask[1]]
 
     def compute_output_shape(self, input_shape):
-        premise_shape, hypothesis_shape = (tuple(shape) for shape in input_shape)
+        pair = check.check_pair("inputs", input_shape, type(self).__name__, shapes=True)
+        premise_shape, hypothesis_shape = (tuple(shape) for shape in pair)
         memory_shape = self._memory_shape(premise_shape)
         width = self.hypothesis_layer.cell.output_size
         if self.hypothesis_layer.cell.return_attention_scores:
