@@ -376,10 +376,10 @@ def test_bad_calls_are_named():
             lambda: layer(x, memory=m, memory_mask=k[:1]),
             "`memory_mask` of shape (1, 6) has batch size 1, but `seq",
         ),
-        (
-            lambda: layer(x, memory=m, initial_state=[x[:2, 0]] * 2),
-            "`initial_state[0]` of shape (2, 4) has batch size 2",
-        ),
+        (lambda: layer(x, memory=m, initial_state=[m[:2, 0]] * 2), "(2, 8) has batch size 2"),
+        (lambda: layer(x, memory=m, initial_state=[x[:, 0]] * 2), "[0]` must have width 8"),
+        (lambda: layer(x, memory=m, initial_state=[m[:, 0]]), "list of 2 tensors [batch, "),
+        (lambda: _layer()(x, memory=m[0]), "AttentionRNN: `memory` must be a 3D tensor"),
         (
             lambda: layer(symbolic, memory=keras.Input(batch_shape=(2, 6, 8))),
             "`memory` of shape (2, 6, 8) has batch size 2",

@@ -493,7 +493,7 @@ class AttentionMechanism(ScoredAttention, keras.layers.Layer):
         )
 
     def build(self, query_shape, memory_shape=None):
-        owner = type(self).__name__
+        owner = check.owner_of(type(self).__name__)
         if memory_shape is None or len(memory_shape) != 3 or memory_shape[-1] is None:
             raise ValueError(
                 f"{owner}: `memory` must be a 3D tensor [batch, length, memory_dim] with a known "

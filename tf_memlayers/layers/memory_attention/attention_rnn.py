@@ -9,7 +9,7 @@ from keras import ops
 from tf_memlayers import _validation as check
 from tf_memlayers.layers.memory_attention.attention_mechanism import check_batch
 from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionWrapper
-from tf_memlayers.layers.memory_cell_wrapper import call_cell
+from tf_memlayers.layers.memory_cell_wrapper import call_cell, flat_state_sizes
 from tf_memlayers.layers.resets import zero_where
 from tf_memlayers.layers.resettable_rnn import ResettableRNN
 
@@ -118,7 +118,8 @@ class AttentionRNN(ResettableRNN):
     def build(self, sequences_shape, memory_shape=None, initial_state_shape=None):
         if not self.cell.built:
             step_shape = (sequences_shape[0], sequences_shape[-1])
-            self.cell.build(step_shape, memory_shape)
+            with check.called_as(type(self).__name__):  # its errors name `memory`, not the cell
+                self.cell.build(step_shape, memory_shape)
         # Keras's RNN reads the cell's state sizes when made; monotonic attention's last one
         # (the alignments) is the memory's length, known once the cell is built.
         self.state_size = list(self.cell.state_size)
@@ -213,7 +214,8 @@ class AttentionRNN(ResettableRNN):
 
     def _check_batches(self, sequences, memories, masks, initial_state):
         """The memories, their masks and the initial states have the sequences' batch size
-        (a `ValueError` where the sizes are known; see ``check_batch``)."""
+        (a `ValueError` where the sizes are known; see ``check_batch``), and the initial
+        states are as many as the cell's, each [batch, its size]."""
         owner = type(self).__name__
         for index, (memory, memory_mask) in enumerate(zip(memories, masks)):
             suffix = f"[{index}]" if self.cell.mechanisms else ""
@@ -222,8 +224,18 @@ class AttentionRNN(ResettableRNN):
                 check_batch(f"memory_mask{suffix}", memory_mask, "sequences", sequences, owner)
         if initial_state is not None:
             states = initial_state if keras.tree.is_nested(initial_state) else [initial_state]
-            for index, state in enumerate(keras.tree.flatten(states)):
-                check_batch(f"initial_state[{index}]", state, "sequences", sequences, owner)
+            states, sizes = keras.tree.flatten(states), flat_state_sizes(self.cell.state_size)
+            if len(states) != len(sizes):
+                raise ValueError(
+                    f"{owner}: `initial_state` must be a list of {len(sizes)} tensors [batch, "
+                    f"size] of the sizes {sizes} (the cell's states, then the attention's); got "
+                    f"{len(states)}."
+                )
+            for index, (state, size) in enumerate(zip(states, sizes)):
+                name = f"initial_state[{index}]"
+                shape = check.check_rank(name, ops.shape(state), 2, owner)
+                check.check_width(name, shape, size, "the cell's state size", owner)
+                check_batch(name, state, "sequences", sequences, owner)
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
         wrapper = self.cell

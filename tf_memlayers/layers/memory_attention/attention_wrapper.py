@@ -478,7 +478,7 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         return size + sum(self.memory_lengths) if self.return_attention_scores else size
 
     def build(self, inputs_shape, memory_shape=None):
-        owner = type(self).__name__
+        owner = check.owner_of(type(self).__name__)
         listed = isinstance(memory_shape, (list, tuple)) and all(
             isinstance(shape, (list, tuple)) for shape in memory_shape
         )
