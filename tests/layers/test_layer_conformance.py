@@ -10,6 +10,7 @@ from tf_memlayers.layers import (
     AssociativeGRU,
     AssociativeGRUCell,
     AssociativeMemoryCell,
+    AttentionMechanism,
     AttentionPooling,
     AttentionRNN,
     AttentionWrapper,
@@ -132,7 +133,7 @@ INITIAL_STATES = [
 _MASK = ["`mask`", "(2, 6)", "(2, 5, 4)"]
 _NO_STEPS = ["`sequences` must have at least one time step", "(2, 0, 4)"]
 _WIDTH = ["`inputs`", "width 4", "(2, 5, 6)"]
-_SYMBOLIC = [keras.Input((5, INPUT_DIM)), keras.Input((8,)), keras.Input((3,))]
+_KT = [keras.Input((5, INPUT_DIM)), keras.Input((8,)), keras.Input((3,))]  # symbolic
 
 
 # (the bad call, fragments of its ValueError). The AM-GRU layers check their arguments before
@@ -141,14 +142,14 @@ def _am_gru():
     return AssociativeGRU(4, num_copies=2)
 
 
+(_MECH := AttentionMechanism(score="general"))(X[:, 0], zeros(2, 3, 5))  # called directly
+
+
 BAD_CALLS = [
     (lambda: _am_gru()(X, mask=np.ones((2, 6), bool)), _MASK),
     (lambda: _am_gru()(X, mask=np.ones((3, 5), bool)), ["`mask`", "(3, 5)", "(2, 5, 4)"]),
     (lambda: _am_gru()(X[:, :0]), ["`sequences`", *_NO_STEPS[1:]]),
-    (
-        lambda: _am_gru()(_SYMBOLIC[0], initial_state=_SYMBOLIC[1:]),
-        ["`initial_state[1]`", "(None, 3)"],
-    ),
+    (lambda: _am_gru()(_KT[0], initial_state=_KT[1:]), ["`initial_state[1]`", "(None, 3)"]),
     (lambda: DualAssociativeGRU(4, num_copies=2)(X, mask=np.ones((2, 6), bool)), _MASK),
     (lambda: ResettableRNN(GRU)(X[:, :0]), ["ResettableRNN: " + _NO_STEPS[0], _NO_STEPS[1]]),
     (lambda: ResettableRNN(GRU)(X, mask=np.ones((2, 6), bool)), ["ResettableRNN: ", *_MASK]),
@@ -161,10 +162,11 @@ BAD_CALLS = [
     (lambda: AttentionPooling(3)(X, mask=np.ones((2, 6), bool)), _MASK),
     (lambda: called_twice(AttentionPooling(3), X, zeros(2, 5, 6)), _WIDTH),
     (lambda: called_twice(KeyValuePredictSplit("key_value"), X, zeros(2, 5, 6)), _WIDTH),
-    (
-        lambda: called_twice(HeapCacheAttention(3, 2), X[:, 0], zeros(2, 6)),
-        ["`inputs`", "width 4", "(2, 6)"],
-    ),
+    (lambda: called_twice(HeapCacheAttention(3, 2), X[:, 0], zeros(2, 6)), [*_WIDTH[:2], "(2, 6)"]),
+    (lambda: _MECH(X[:, 0, :3], zeros(2, 3, 5)), ["AttentionMechanism: `query` must have width 4"]),
+    (lambda: _MECH(X[:, 0], zeros(2, 3, 6)), ["AttentionMechanism: `memory` must have width 5"]),
+    (lambda: _MECH(X[:, 0], zeros(2, 3, 5), memory_mask=zeros(2, 4)), ["`memory_mask` must be"]),
+    (lambda: _MECH(X[:, 0], zeros(2, 3, 5), previous=zeros(2, 4)), ["`previous` must be [batch,"]),
 ] + [
     (lambda c=c, s=s: c(4, num_copies=2)(X, initial_state=[zeros(*x) for x in s]), f.split("|"))
     for c, s, f in INITIAL_STATES

@@ -242,7 +242,6 @@ def test_masks_pass_on_with_the_sequences():
 WIDTH_4, WIDTH_5 = np.ones((2, 3, 4), "float32"), np.ones((2, 3, 5), "float32")
 
 
-# The encoder, and `ConditionalEncoder`s over a GRU and over it, whose own checks name them.
 @pytest.mark.parametrize("kind", [None, "gru", "dual_am_gru"])
 def test_bad_inputs_are_named_errors(kind):
     for inputs, mask, fragment in [

@@ -211,9 +211,8 @@ def test_bad_layers_are_named():
     )
     with pytest.raises(ValueError, match="'narrow' outputs vectors 3 wide.*memory 4 wide"):
         narrow.build([(None, None, 2), (None, None, 2)])
-    x = np.ones((2, 3, 5), "float32")  # its own check of the pair, before its layers'
     with pytest.raises(ValueError, match="ConditionalAttentionEncoder: `mask` must be a list"):
-        _encoder()([x, x], mask=np.ones((2, 3), bool))
+        _encoder()([np.ones((2, 3, 5), "float32")] * 2, mask=np.ones((2, 3), bool))
     gru = ConditionalAttentionEncoder(
         keras.layers.GRU(4, return_sequences=True, return_state=True, name="gru"),
         AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4)), name="lstm_attention"),

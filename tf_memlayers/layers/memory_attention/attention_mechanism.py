@@ -508,15 +508,27 @@ class AttentionMechanism(ScoredAttention, keras.layers.Layer):
         if self.score == "additive" and self.attention_units is None:
             self.attention_units = query
         self.build_scores(query, memory_dim)
+        self._widths = {"query": query, "memory": memory_dim}  # what later calls must give
         self.built = True
 
     def call(self, query, memory, memory_mask=None, previous=None, training=None):
         owner = type(self).__name__
+        query, memory = ops.convert_to_tensor(query), ops.convert_to_tensor(memory)
+        for name, tensor, rank in (("query", query, 2), ("memory", memory, 3)):
+            shape = check.check_rank(name, tuple(tensor.shape), rank, owner)
+            if (width := getattr(self, "_widths", {}).get(name)) is not None:  # built by `build`
+                check.check_width(name, shape, width, "the width it was built for", owner)
         check_batch("memory", memory, "query", query, owner)
-        if memory_mask is not None:
-            check_batch("memory_mask", memory_mask, "query", query, owner)
-        if previous is not None:
-            check_batch("previous", previous, "query", query, owner)
+        for name, rows in (("memory_mask", memory_mask), ("previous", previous)):
+            if rows is None:
+                continue
+            shape, expected = tuple(ops.convert_to_tensor(rows).shape), tuple(memory.shape[:2])
+            if len(shape) != 2 or shape[1] not in (None, expected[1]):
+                raise ValueError(
+                    f"{owner}: `{name}` must be [batch, length] = {expected}, its memory's; got "
+                    f"shape {shape}."
+                )
+            check_batch(name, rows, "query", query, owner)
         memory = ops.cast(memory, self.compute_dtype)
         if memory_mask is not None:
             # Padding is never read, NaN included: zeroed before the keys.
