@@ -439,6 +439,7 @@ class ResettableRNN(keras.layers.RNN):
     def compute_output_spec(
         self, sequences, initial_state=None, mask=None, training=False, reset=None
     ):
+        self.check_sequences(sequences, mask)
         if reset is not None:
             self.checked_reset(reset, sequences)
         return super().compute_output_spec(

@@ -106,19 +106,14 @@ class AssociativeRecurrentLayer(ResettableRNN):
         if mask is not None:
             mask = ops.convert_to_tensor(mask)
         self._check_call_arguments(sequences, initial_state, mask, reset)
-        if mask is not None:
-            # A masked step's output and states are discarded; zeroing its inputs keeps
-            # non-finite padding out of the kept outputs and of the gradients.
-            keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
-            sequences = ops.where(keep, sequences, ops.zeros_like(sequences))
         return super().call(
             sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
         )
 
     def _check_call_arguments(self, sequences, initial_state, mask, reset=None):
-        """Checks the shapes of the call arguments up front, naming the argument."""
+        """Checks the shapes of the call arguments up front, naming the argument (the sequences
+        and the mask: `ResettableRNN.check_sequences`)."""
         owner = type(self).__name__
-        self.check_sequences(sequences, mask)
         shape = tuple(sequences.shape)
         if reset is not None:
             if self.fused_loop is True and not fused_loop_resets():
@@ -159,6 +154,11 @@ class AssociativeRecurrentLayer(ResettableRNN):
         )
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
+        if mask is not None:
+            # A masked step's output and states are discarded; zeroing its inputs keeps
+            # non-finite padding out of the kept outputs and of the gradients.
+            keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
+            sequences = ops.where(keep, sequences, ops.zeros_like(sequences))
         if not isinstance(initial_state, (list, tuple)):
             initial_state = [initial_state]
         # TensorFlow's fused loop has no resets: a call with `reset` runs Keras's loop there

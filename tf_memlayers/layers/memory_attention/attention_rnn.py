@@ -140,10 +140,8 @@ class AttentionRNN(ResettableRNN):
         owner = type(self).__name__
         cell = self.cell
         sequences = ops.convert_to_tensor(sequences)
-        check.check_rank("sequences", sequences.shape, 3, owner)
-        if mask is not None:
-            mask = ops.convert_to_tensor(mask)
-            check.check_mask_shape(mask.shape, sequences.shape, owner, inputs_name="sequences")
+        mask = None if mask is None else ops.convert_to_tensor(mask)
+        self.check_sequences(sequences, mask)  # before their shapes are read below
         if memory is None:
             raise ValueError(
                 f"{owner}: no `memory` given: pass the vectors to attend over, [batch, length, "
