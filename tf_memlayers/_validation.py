@@ -10,6 +10,7 @@ import contextvars
 import math
 import numbers
 
+import keras
 import numpy as np
 
 _CALLED = contextvars.ContextVar("called", default=None)
@@ -34,6 +35,11 @@ def owner_of(owner):
 def _prefix(owner):
     owner = owner_of(owner)
     return f"{owner}: " if owner else ""
+
+
+def shape_of(x):
+    """The shape of a tensor, array or nested list, as a tuple."""
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
 
 
 def check_int(name, value, minimum=None, owner=None):
@@ -194,6 +200,43 @@ def check_width(name, shape, width, what, owner=None):
     return shape
 
 
+def check_states(name, states, sizes, inputs_name, inputs_shape, owner=None, described=None):
+    """``states`` as a flat list (a nesting such as a stack of cells' is flattened): as many
+    tensors as ``sizes``, each ``[batch, size]`` of its size and of the batch of
+    ``inputs_shape`` (sizes not known yet are not compared). ``described``: a ``(name, what
+    gives its width)`` pair per state, for the messages (`None`: "the cell's state size")."""
+    flat = isinstance(states, (list, tuple)) and not any(
+        isinstance(state, (list, tuple, dict)) for state in states
+    )  # (`keras.tree.flatten` costs a torch step more than the checks)
+    states = list(states) if flat else keras.tree.flatten(states)
+    if len(states) != len(sizes):
+        listed = f"[batch, size] of the sizes {list(sizes)}"
+        if described:
+            listed = "[" + ", ".join(f"{n} (batch, {s})" for (n, _), s in zip(described, sizes))
+            listed += "]"
+        raise ValueError(
+            f"{_prefix(owner)}`{name}` must be a list of {len(sizes)} tensors {listed}; got "
+            f"{len(states)}."
+        )
+    for index, (state, size) in enumerate(zip(states, sizes)):
+        item, what = f"{name}[{index}]", "the cell's state size"
+        if described:
+            what = "the {}: {}".format(*described[index])
+        shape = check_rank(item, shape_of(state), 2, owner)
+        check_width(item, shape, size, what, owner)
+        check_same_batch(item, shape, inputs_name, inputs_shape, owner)
+    return states
+
+
+def check_step(inputs, states, sizes, width, owner=None, described=None):
+    """Checks one step of a cell called on its own: ``inputs`` ``[batch, width]`` (the width
+    it was built with; `None`: any) and its ``states`` (`check_states`)."""
+    shape = check_rank("inputs", shape_of(inputs), 2, owner)
+    if width is not None:
+        check_width("inputs", shape, width, "the width the cell was built with", owner)
+    return check_states("states", states, sizes, "inputs", shape, owner, described)
+
+
 def check_time_steps(name, shape, owner=None):
     """Checks that a ``[batch, time, ...]`` shape has at least one time step (when known)."""
     shape = tuple(shape)
@@ -240,3 +283,36 @@ def check_pair_masks(mask, inputs, owner=None):
         if one is not None:
             check_mask_shape(tuple(one.shape), tuple(sentence.shape), owner, inputs_name=name)
     return masks
+
+
+def check_batch(name, tensor, inputs_name, inputs, owner):
+    """Checks that ``tensor`` (a memory, its mask or a state) has the batch size of ``inputs``.
+
+    Where both batch sizes are known (eagerly, in a symbolic call with a fixed batch, in every
+    `jax.jit` trace: JAX's shapes are static), a `ValueError` names ``name``, both shapes and
+    both sizes. Where one is not known when traced (a `tf.function` over batches of any size,
+    as TensorFlow's `fit` traces its step), a TensorFlow assertion makes the same check when
+    the step runs: an ``InvalidArgumentError`` naming ``name`` and both sizes. Under XLA
+    TensorFlow compiles its assertions to nothing; there a memory of another batch size fails
+    in XLA's compilation, or (a batch of one) is broadcast over the inputs' rows.
+
+    Raises:
+        ValueError: If both batch sizes are known and differ.
+    """
+    shape, inputs_shape = shape_of(tensor), shape_of(inputs)
+    check_same_batch(name, shape, inputs_name, inputs_shape, owner)
+    known = shape and inputs_shape and shape[0] is not None and inputs_shape[0] is not None
+    symbolic = isinstance(tensor, keras.KerasTensor) or isinstance(inputs, keras.KerasTensor)
+    if known or symbolic or keras.backend.backend() != "tensorflow":
+        return
+    import tensorflow as tf
+
+    if not tf.executing_eagerly():
+        tf.debugging.assert_equal(
+            tf.shape(tensor)[0],
+            tf.shape(inputs)[0],
+            message=(
+                f"{owner}: `{name}` must have the batch size of `{inputs_name}` (first: the "
+                f"size of `{name}`, second: of `{inputs_name}`)"
+            ),
+        )

@@ -20,6 +20,7 @@ from tf_memlayers.layers import (
     HeapCacheAttention,
     KeyValuePredictSplit,
     NGramConcat,
+    NGramConcatCell,
     PhiloxDropout,
     ResettableCell,
     ResettableRNN,
@@ -61,6 +62,7 @@ def test_the_package_uses_no_private_keras_api():
 # -- bad arguments -----------------------------------------------------------------------------
 
 GRU, GRU7, DENSE = keras.layers.GRUCell(4), keras.layers.GRUCell(7), keras.layers.Dense(3)
+RNN = keras.layers.RNN
 PREMISE, INDEX = {"premise_cell": AssociativeGRUCell(8)}, {"memory_state_index": 1}
 INT8 = {"dtype": "int8_from_float32"}  # Keras would run its quantized call, without `reverse`
 # (the layer, its arguments, the error, a pattern of its message). Each layer's test module
@@ -122,13 +124,10 @@ def test_bad_arguments_are_named_errors(layer_cls, args, kwargs, error, pattern)
 
 # (the AM-GRU layer, the shapes of its initial state over ``X``, its ValueError's fragments).
 INITIAL_STATES = [
-    (AssociativeGRU, [(2, 7), (2, 4)], "`initial_state[0]`|8|(2, 7)"),
-    (AssociativeGRU, [(2, 8), (2, 3)], "`initial_state[1]`|4|(2, 3)"),
     (AssociativeGRU, [(3, 8), (3, 4)], "`initial_state[0]`|(3, 8)|(2, 5, 4)"),
     (AssociativeGRU, [(2, 8)], "`initial_state`|2 tensors|got 1"),
-    (DualAssociativeGRU, [(2, 8), (2, 4), (2, 12)], "`initial_state[2]`|8|(2, 12)"),
     (DualAssociativeGRU, [(2, 8), (2, 4)], "`initial_state`|3 tensors|source memory|got 2"),
-    (DualAssociativeGRU, [(2, 8), (2, 4), (3, 8)], "`initial_state[2]`|(3, 8)|(2, 5, 4)"),
+    (DualAssociativeGRU, [(2, 8), (2, 4), (2, 12)], "`initial_state[2]`|8 (the source memory"),
 ]
 _MASK = ["`mask`", "(2, 6)", "(2, 5, 4)"]
 _NO_STEPS = ["`sequences` must have at least one time step", "(2, 0, 4)"]
@@ -171,6 +170,23 @@ BAD_CALLS = [
     (lambda c=c, s=s: c(4, num_copies=2)(X, initial_state=[zeros(*x) for x in s]), f.split("|"))
     for c, s, f in INITIAL_STATES
 ]
+# (a cell called on one step, or an RNN over it; its inputs, its states' shapes, its ValueError's
+# fragments). The package's cells check their step, naming the cell.
+_G, _ONE, _AM = keras.layers.GRUCell, X[:, 0], AssociativeGRUCell(4, num_copies=2)
+STEPS = [
+    (_AM, _ONE, [(2, 8), (2, 5)], "AssociativeGRUCell: `states[1]`|4 (the previous output"),
+    (AssociativeMemoryCell(_G(4), 2), _ONE, [(3, 8), (3, 4)], "(3, 8) has batch size 3|(2, 4)"),
+    (NGramConcatCell(_G(4), 3, 4), _ONE, [(2, 4)], "NGramConcatCell: `states` must be a list of 2"),
+    (ResettableCell(_G(4)), _ONE, [(2, 4, 1)], "ResettableCell: `states[0]` must have rank 2"),
+    (RNN(SlidingWindowAttentionCell(_G(4), 2)), X, [(2, 4), (2, 3)], "Cell: `states[1]`|10"),
+    (RNN(DualAssociativeGRUCell(4, 2)), X, [(2, 8), (2, 4), (2, 4)], "8 (the source memory"),
+    (ResettableRNN(_G(4)), X, [(2, 5)], "ResettableRNN: `initial_state[0]` must have width 4"),
+    (ResettableRNN([_G(4), _G(7)]), X, [(2, 4), (2, 4)], "`initial_state[1]` must have width 7"),
+]
+BAD_CALLS += [
+    (lambda m=m, x=x, s=s: m(x, [zeros(*shape) for shape in s]), f.split("|"))
+    for m, x, s, f in STEPS
+] + [(lambda: called_twice(RNN(_AM), X, zeros(2, 5, 6)), ["Cell: `inputs` must have width 4"])]
 
 
 @pytest.mark.parametrize("bad_call, fragments", BAD_CALLS)

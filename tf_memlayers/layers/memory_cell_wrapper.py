@@ -4,6 +4,7 @@ import inspect
 
 import keras
 
+from tf_memlayers._validation import check_step
 from tf_memlayers.layers.resets import check_reset, zero_where
 
 
@@ -156,6 +157,7 @@ class MemoryCellWrapper(keras.layers.Layer):
         return [*self.cell_state_sizes, self.memory_size]
 
     def build(self, input_shape):
+        self.input_dim = input_shape[-1]  # a call's inputs are checked against it
         if not self.cell.built:
             self.cell.build(input_shape)
 
@@ -174,7 +176,7 @@ class MemoryCellWrapper(keras.layers.Layer):
         """
         return []
 
-    def run_cell(self, inputs, states, training=None, reset=None, cache=()):
+    def run_cell(self, inputs, states, training=None, reset=None, cache=None):
         """Runs the wrapped cell on its states, after zeroing the states (the wrapped cell's
         and the memory) and the loop cache of the rows that ``reset`` marks.
 
@@ -184,16 +186,19 @@ class MemoryCellWrapper(keras.layers.Layer):
             training: Optional Python boolean, passed to the wrapped cell. Default: `None`.
             reset: Optional bool tensor ``[batch]``, true in the rows that start a new
                 document at this step. Default: `None`.
-            cache: List of tensors, the step's loop cache (`loop_cache`). Default: none.
+            cache: List of tensors, the step's loop cache (`loop_cache`). Default: `None`,
+                derived from ``states``.
 
         Returns:
             Tuple ``(h, new_cell_states, memory, cache)``: the wrapped cell's output, its new
             flat states, the memory (the last of ``states``) and the cache as a list, both
             zero in the reset rows.
         """
-        states, cache = list(states), list(cache)
+        owner = type(self).__name__
+        states = check_step(inputs, states, self.state_size, self.input_dim, owner)
+        cache = self.loop_cache(states) if cache is None else list(cache)
         if reset is not None:
-            reset = check_reset(reset, tuple(inputs.shape)[:1], type(self).__name__)
+            reset = check_reset(reset, tuple(inputs.shape)[:1], owner)
             states, cache = zero_where(reset, (states, cache))
         h, new_states = call_cell(self.cell, inputs, states[:-1], training)
         return h, new_states, states[-1], cache

@@ -22,9 +22,7 @@ import keras
 import numpy as np
 from keras import ops
 
-
-def _shape(x):
-    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+from tf_memlayers._validation import shape_of
 
 
 def _dtype(x):
@@ -56,7 +54,7 @@ def check_reset(reset, expected, owner, inputs_name="inputs"):
             f"{owner}: `reset` must be a bool tensor (true where a new document starts), got "
             f"dtype {dtype}; convert 0/1 flags with `flags > 0`."
         )
-    shape = _shape(reset)
+    shape = shape_of(reset)
     expected = tuple(expected)
     agree = len(shape) == len(expected) and all(
         a is None or b is None or a == b for a, b in zip(shape, expected)

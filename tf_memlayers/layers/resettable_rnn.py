@@ -7,7 +7,6 @@ other backends.
 """
 
 import keras
-import numpy as np
 from keras import ops
 
 from tf_memlayers._validation import (
@@ -15,10 +14,14 @@ from tf_memlayers._validation import (
     check_mask_shape,
     check_rank,
     check_same_batch,
+    check_states,
+    check_step,
     check_time_steps,
+    shape_of,
 )
 from tf_memlayers.layers.memory_cell_wrapper import (
     cell_output_size,
+    flat_state_sizes,
     takes_training,
     with_deserialized_cell,
 )
@@ -33,10 +36,6 @@ RNN_FLAGS = (
     "unroll",
     "zero_output_for_mask",
 )
-
-
-def _shape(x):
-    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
 
 
 def _one_tensor(shape):
@@ -113,6 +112,8 @@ class ResettableCell(keras.layers.Layer):
         return getattr(self.cell, "output_size", None)
 
     def build(self, input_shape):
+        # A call's inputs are checked against it (one tensor's width: not a nested input's).
+        self.input_dim = input_shape[-1] if _one_tensor(input_shape) else None
         if not self.cell.built:
             self.cell.build(input_shape)
 
@@ -125,8 +126,11 @@ class ResettableCell(keras.layers.Layer):
         return [ops.zeros((batch_size, size), self.compute_dtype) for size in sizes]
 
     def call(self, inputs, states, training=None, reset=None):
+        if getattr(self, "input_dim", None) is not None:
+            sizes, owner = flat_state_sizes(self.cell.state_size), "ResettableCell"
+            check_step(inputs, states, sizes, self.input_dim, owner)
         if reset is not None:
-            reset = check_reset(reset, _shape(inputs)[:1], "ResettableCell")
+            reset = check_reset(reset, shape_of(inputs)[:1], "ResettableCell")
             states = zero_where(reset, states)
         kwargs = {"training": training} if takes_training(self.cell) else {}
         return self.cell(inputs, states, **kwargs)
@@ -392,19 +396,29 @@ class ResettableRNN(keras.layers.RNN):
                 self.input_spec = keras.layers.InputSpec(axes={-1: sequences_shape[-1]})
         super().build(sequences_shape, initial_state_shape)
 
-    def check_sequences(self, sequences, mask=None):
+    def check_sequences(self, sequences, mask=None, initial_state=None):
         """Checks ``sequences`` (rank 3, one step at least: Keras's loop reads the first before
-        it starts, and fails deep in the backend without one) and ``mask`` (``[batch, time]``),
-        naming them."""
-        owner, shape = type(self).__name__, _shape(sequences)
+        it starts, and fails deep in the backend without one), ``mask`` (``[batch, time]``)
+        and ``initial_state`` (each of the cell's states ``[batch, size]``), naming them."""
+        owner, shape = type(self).__name__, shape_of(sequences)
         if _one_tensor(shape):
             check_rank("sequences", shape, 3, owner)
         check_time_steps("sequences", shape, owner)
         if mask is not None:
-            check_mask_shape(_shape(mask), shape, owner, inputs_name="sequences")
+            check_mask_shape(shape_of(mask), shape, owner, inputs_name="sequences")
+        if initial_state is not None:
+            sizes, described = flat_state_sizes(self.cell.state_size), self.state_descriptions()
+            check_states(
+                "initial_state", initial_state, sizes, "sequences", shape, owner, described
+            )
+
+    def state_descriptions(self):
+        """A ``(name, what gives its width)`` pair per state of the cell (flattened), for the
+        messages of a bad ``initial_state``; `None`: by position."""
+        return None
 
     def call(self, sequences, initial_state=None, mask=None, training=False, reset=None):
-        self.check_sequences(sequences, mask)
+        self.check_sequences(sequences, mask, initial_state)
         if reset is not None:
             reset = self.checked_reset(reset, sequences)
         self._call_reset = reset
@@ -431,15 +445,15 @@ class ResettableRNN(keras.layers.RNN):
                 f"{owner}: `reset` cannot be combined with go_backwards=True: a document's "
                 "first step would be read last. Reverse the documents instead."
             )
-        shape = _shape(sequences)
+        shape = shape_of(sequences)
         reset = check_reset(reset, shape[:2], owner, "sequences")
-        check_same_batch("reset", _shape(reset), "sequences", shape, owner)
+        check_same_batch("reset", shape_of(reset), "sequences", shape, owner)
         return reset
 
     def compute_output_spec(
         self, sequences, initial_state=None, mask=None, training=False, reset=None
     ):
-        self.check_sequences(sequences, mask)
+        self.check_sequences(sequences, mask, initial_state)
         if reset is not None:
             self.checked_reset(reset, sequences)
         return super().compute_output_spec(

@@ -191,11 +191,3 @@ def test_retrieval_noise_shrinks_with_more_copies():
     # Noise variance ~ (items - 1) / copies: each 4x more copies cuts it by well over 2x.
     assert errors[4] < errors[1] / 2.5
     assert errors[16] < errors[4] / 2.5
-
-
-def test_a_source_memory_of_another_width_is_refused():
-    # The cells' arguments: test_layer_conformance.py.
-    initial_state = [np.zeros((2, size), "float32") for size in (24, 8, 16)]
-    rnn = keras.layers.RNN(DualAssociativeGRUCell(8, num_copies=3))
-    with pytest.raises(ValueError, match="source memory.*24.*got 16"):
-        rnn(np.ones((2, 4, 5), "float32"), initial_state=initial_state)

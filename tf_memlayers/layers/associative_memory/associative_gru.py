@@ -52,12 +52,10 @@ class AssociativeRecurrentLayer(ResettableRNN):
     (``fused_loop="auto"`` falls back to Keras's loop for that call, ``fused_loop=True``
     refuses it); on JAX the fused loop, the Pallas kernels, runs it.
 
-    Subclasses set ``STATES``, a ``(name, width description)`` pair per state, and
-    ``CELL_ARGUMENTS``, the cell's config keys that become the layer's, and implement
-    `fused_inner_loop`.
+    Subclasses set ``CELL_ARGUMENTS``, the cell's config keys that become the layer's, and
+    implement `fused_inner_loop`.
     """
 
-    STATES = ()
     CELL_ARGUMENTS = ()
 
     def __init__(self, cell, fused_loop="auto", **kwargs):
@@ -105,50 +103,29 @@ class AssociativeRecurrentLayer(ResettableRNN):
         sequences = ops.convert_to_tensor(sequences)
         if mask is not None:
             mask = ops.convert_to_tensor(mask)
-        self._check_call_arguments(sequences, initial_state, mask, reset)
+        self._check_fused_reset(reset)
         return super().call(
             sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
         )
 
-    def _check_call_arguments(self, sequences, initial_state, mask, reset=None):
-        """Checks the shapes of the call arguments up front, naming the argument (the sequences
-        and the mask: `ResettableRNN.check_sequences`)."""
-        owner = type(self).__name__
-        shape = tuple(sequences.shape)
-        if reset is not None:
-            if self.fused_loop is True and not fused_loop_resets():
-                raise ValueError(
-                    f"{owner}: `reset` cannot be used with fused_loop=True: the fused loop "
-                    "(tf_memlayers.ops.associative_gru_loop) has no resets. Use "
-                    "fused_loop='auto' (the default; a call with `reset` then runs Keras's "
-                    "loop) or fused_loop=False."
-                )
-            self.checked_reset(reset, sequences)
-        if initial_state is None:
-            return
-        states = (
-            list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
-        )
-        sizes = self.cell.state_size
-        if len(states) != len(sizes):
-            described = ", ".join(
-                f"{name} (batch, {size})" for (name, _), size in zip(self.STATES, sizes)
-            )
+    def _check_fused_reset(self, reset):
+        """Refuses ``reset`` with ``fused_loop=True`` where the fused loop has no resets (the
+        call's other arguments: `ResettableRNN.check_sequences` and `checked_reset`)."""
+        if reset is not None and self.fused_loop is True and not fused_loop_resets():
             raise ValueError(
-                f"{owner}: `initial_state` must be a list of {len(sizes)} tensors "
-                f"[{described}]; got {len(states)}."
+                f"{type(self).__name__}: `reset` cannot be used with fused_loop=True: the fused "
+                "loop (tf_memlayers.ops.associative_gru_loop) has no resets. Use "
+                "fused_loop='auto' (the default; a call with `reset` then runs Keras's loop) "
+                "or fused_loop=False."
             )
-        for index, (state, size, (_, what)) in enumerate(zip(states, sizes, self.STATES)):
-            name = f"initial_state[{index}]"
-            state_shape = tuple(state.shape) if hasattr(state, "shape") else np.shape(state)
-            check.check_rank(name, state_shape, 2, owner)
-            check.check_width(name, state_shape, size, what, owner)
-            check.check_same_batch(name, state_shape, "sequences", shape, owner)
+
+    def state_descriptions(self):
+        return self.cell.STATES
 
     def compute_output_spec(
         self, sequences, initial_state=None, mask=None, training=False, reset=None
     ):
-        self._check_call_arguments(sequences, initial_state, mask, reset)
+        self._check_fused_reset(reset)
         return super().compute_output_spec(
             sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
         )
@@ -358,7 +335,6 @@ class AssociativeGRU(AssociativeRecurrentLayer):
     True
     """
 
-    STATES = (("memory", "units * num_copies"), ("previous output", "units"))
     CELL_ARGUMENTS = AM_GRU_CELL_ARGUMENTS
 
     def __init__(

@@ -142,6 +142,9 @@ class AssociativeGRUCell(keras.layers.Layer):
     ((2, 8), (2, 24))
     """
 
+    #: A ``(name, what gives its width)`` pair per state, for the messages of a bad state.
+    STATES = (("memory", "units * num_copies"), ("previous output", "units"))
+
     def __init__(
         self,
         units,
@@ -290,7 +293,9 @@ class AssociativeGRUCell(keras.layers.Layer):
             the write key ``bound(x W_key)`` ``[batch, n]`` in ``[re |
             im]`` layout (unpermuted, as copy 0 uses it).
         """
-        states = zero_reset_rows(type(self).__name__, inputs, states, reset)
+        owner = type(self).__name__
+        check.check_step(inputs, states, self.state_size, self.input_dim, owner, self.STATES)
+        states = zero_reset_rows(owner, inputs, states, reset)
         memory, previous_output = states[0], states[1]
         controller = ops.concatenate([inputs, previous_output], axis=1)
         step = self._controller_step(controller, memory)

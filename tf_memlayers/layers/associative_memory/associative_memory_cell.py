@@ -137,6 +137,7 @@ class AssociativeMemoryCell(keras.layers.Layer):
 
     def build(self, input_shape):
         input_dim = check.check_last_dim("inputs", input_shape, type(self).__name__)
+        self.input_dim = input_dim  # a call's inputs are checked against it
         controller_dim = input_dim + self._cell_output_size
         if not self.cell.built:
             self.cell.build((input_shape[0], controller_dim))
@@ -151,7 +152,9 @@ class AssociativeMemoryCell(keras.layers.Layer):
         return holographic.bounded_copies(key, self._permutation_matrix, self.num_copies)
 
     def call(self, inputs, states, training=None, reset=None):
-        states = zero_reset_rows(type(self).__name__, inputs, states, reset)
+        owner = type(self).__name__
+        check.check_step(inputs, states, self.state_size, self.input_dim, owner)
+        states = zero_reset_rows(owner, inputs, states, reset)
         memory, previous_output, others = states[0], states[1], list(states[2:])
         controller = ops.concatenate([inputs, previous_output], axis=1)
         copies_re, copies_im = self._key_copies(controller)

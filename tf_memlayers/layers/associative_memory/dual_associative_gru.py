@@ -122,6 +122,8 @@ class DualAssociativeGRUCell(keras.layers.Layer):
     (2, 8)
     """
 
+    STATES = (*AssociativeGRUCell.STATES, ("source memory", "units * num_copies"))
+
     def __init__(
         self,
         units,
@@ -191,14 +193,6 @@ class DualAssociativeGRUCell(keras.layers.Layer):
             regularizer=self.kernel_regularizer,
         )
 
-    def _check_source(self, source):
-        width = source.shape[-1]
-        if width is not None and width != self.units * self.num_copies:
-            raise ValueError(
-                "DualAssociativeGRUCell: the source memory (third state) must have width "
-                f"units * num_copies = {self.units * self.num_copies}; got {width}."
-            )
-
     def _source_memory(self, controller, source):
         """The write key and the `SourceMemory` the step reads (see ``dual_key``)."""
         cell = self.premise_cell
@@ -223,9 +217,11 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         ``reset`` (optional bool ``[batch]``) zeroes the memory and previous output of its
         rows before the step, and keeps their source memory (see `call`).
         """
+        owner = type(self).__name__
+        width = self.premise_cell.input_dim
+        check.check_step(inputs, states, self.state_size, width, owner, self.STATES)
         source = states[2]
-        memory, previous_output = zero_reset_rows(type(self).__name__, inputs, states[:2], reset)
-        self._check_source(source)
+        memory, previous_output = zero_reset_rows(owner, inputs, states[:2], reset)
         controller = ops.concatenate([inputs, previous_output], axis=1)
         key, source_memory = self._source_memory(controller, source)
         step = self.premise_cell._controller_step(controller, memory, key=key, source=source_memory)
@@ -351,11 +347,6 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
     (2, 8)
     """
 
-    STATES = (
-        ("memory", "units * num_copies"),
-        ("previous output", "units"),
-        ("source memory", "units * num_copies"),
-    )
     CELL_ARGUMENTS = AM_GRU_CELL_ARGUMENTS + ("dual_key",)
 
     def __init__(

@@ -14,43 +14,6 @@ MONOTONIC_MODES = ("parallel", "recursive", "hard")
 PROBABILITY_FNS = ("softmax", "hardmax")
 
 
-def _shape(x):
-    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
-
-
-def check_batch(name, tensor, inputs_name, inputs, owner):
-    """Checks that ``tensor`` (a memory, its mask or a state) has the batch size of ``inputs``.
-
-    Where both batch sizes are known (eagerly, in a symbolic call with a fixed batch, in every
-    `jax.jit` trace: JAX's shapes are static), a `ValueError` names ``name``, both shapes and
-    both sizes. Where one is not known when traced (a `tf.function` over batches of any size,
-    as TensorFlow's `fit` traces its step), a TensorFlow assertion makes the same check when
-    the step runs: an ``InvalidArgumentError`` naming ``name`` and both sizes. Under XLA
-    TensorFlow compiles its assertions to nothing; there a memory of another batch size fails
-    in XLA's compilation, or (a batch of one) is broadcast over the inputs' rows.
-
-    Raises:
-        ValueError: If both batch sizes are known and differ.
-    """
-    shape, inputs_shape = _shape(tensor), _shape(inputs)
-    check.check_same_batch(name, shape, inputs_name, inputs_shape, owner)
-    known = shape and inputs_shape and shape[0] is not None and inputs_shape[0] is not None
-    symbolic = isinstance(tensor, keras.KerasTensor) or isinstance(inputs, keras.KerasTensor)
-    if known or symbolic or keras.backend.backend() != "tensorflow":
-        return
-    import tensorflow as tf
-
-    if not tf.executing_eagerly():
-        tf.debugging.assert_equal(
-            tf.shape(tensor)[0],
-            tf.shape(inputs)[0],
-            message=(
-                f"{owner}: `{name}` must have the batch size of `{inputs_name}` (first: the "
-                f"size of `{name}`, second: of `{inputs_name}`)"
-            ),
-        )
-
-
 def masked_softmax(scores, mask):
     """Softmax over the last axis of ``scores`` ``[batch, length]`` where ``mask`` is true.
 
@@ -518,7 +481,7 @@ class AttentionMechanism(ScoredAttention, keras.layers.Layer):
             shape = check.check_rank(name, tuple(tensor.shape), rank, owner)
             if (width := getattr(self, "_widths", {}).get(name)) is not None:  # built by `build`
                 check.check_width(name, shape, width, "the width it was built for", owner)
-        check_batch("memory", memory, "query", query, owner)
+        check.check_batch("memory", memory, "query", query, owner)
         for name, rows in (("memory_mask", memory_mask), ("previous", previous)):
             if rows is None:
                 continue
@@ -528,7 +491,7 @@ class AttentionMechanism(ScoredAttention, keras.layers.Layer):
                     f"{owner}: `{name}` must be [batch, length] = {expected}, its memory's; got "
                     f"shape {shape}."
                 )
-            check_batch(name, rows, "query", query, owner)
+            check.check_batch(name, rows, "query", query, owner)
         memory = ops.cast(memory, self.compute_dtype)
         if memory_mask is not None:
             # Padding is never read, NaN included: zeroed before the keys.

@@ -7,9 +7,8 @@ import keras
 from keras import ops
 
 from tf_memlayers import _validation as check
-from tf_memlayers.layers.memory_attention.attention_mechanism import check_batch
 from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionWrapper
-from tf_memlayers.layers.memory_cell_wrapper import call_cell, flat_state_sizes
+from tf_memlayers.layers.memory_cell_wrapper import call_cell
 from tf_memlayers.layers.resets import zero_where
 from tf_memlayers.layers.resettable_rnn import ResettableRNN
 
@@ -166,7 +165,7 @@ class AttentionRNN(ResettableRNN):
                     f"shape {tuple(memory.shape)}."
                 )
             memories[index] = memory
-        self._check_batches(sequences, memories, masks, initial_state)
+        self._check_batches(sequences, memories, masks)
         for index, (memory, memory_mask) in enumerate(zip(memories, masks)):
             if memory_mask is None:
                 continue
@@ -210,30 +209,26 @@ class AttentionRNN(ResettableRNN):
             cell._bound = None
         return self._split_alignments(results)
 
-    def _check_batches(self, sequences, memories, masks, initial_state):
-        """The memories, their masks and the initial states have the sequences' batch size
-        (a `ValueError` where the sizes are known; see ``check_batch``), and the initial
-        states are as many as the cell's, each [batch, its size]."""
+    def _check_batches(self, sequences, memories, masks):
+        """The memories and their masks have the sequences' batch size (a `ValueError` where
+        the sizes are known; see `check_batch`)."""
         owner = type(self).__name__
         for index, (memory, memory_mask) in enumerate(zip(memories, masks)):
             suffix = f"[{index}]" if self.cell.mechanisms else ""
-            check_batch(f"memory{suffix}", memory, "sequences", sequences, owner)
+            check.check_batch(f"memory{suffix}", memory, "sequences", sequences, owner)
             if memory_mask is not None:
-                check_batch(f"memory_mask{suffix}", memory_mask, "sequences", sequences, owner)
-        if initial_state is not None:
-            states = initial_state if keras.tree.is_nested(initial_state) else [initial_state]
-            states, sizes = keras.tree.flatten(states), flat_state_sizes(self.cell.state_size)
-            if len(states) != len(sizes):
-                raise ValueError(
-                    f"{owner}: `initial_state` must be a list of {len(sizes)} tensors [batch, "
-                    f"size] of the sizes {sizes} (the cell's states, then the attention's); got "
-                    f"{len(states)}."
+                check.check_batch(
+                    f"memory_mask{suffix}", memory_mask, "sequences", sequences, owner
                 )
-            for index, (state, size) in enumerate(zip(states, sizes)):
-                name = f"initial_state[{index}]"
-                shape = check.check_rank(name, ops.shape(state), 2, owner)
-                check.check_width(name, shape, size, "the cell's state size", owner)
-                check_batch(name, state, "sequences", sequences, owner)
+
+    def state_descriptions(self):
+        wrapper, size = self.cell, "the cell's state size"
+        described = [(f"cell state {i}", size) for i in range(len(wrapper.cell_state_sizes))]
+        after = wrapper.position == "after"
+        described.append(
+            ("fed-back attention", "the attention's width" if after else "the output's")
+        )
+        return described + [("alignments", "the memory's length")] * len(wrapper.monotonic_lengths)
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
         wrapper = self.cell
@@ -401,7 +396,7 @@ class AttentionRNN(ResettableRNN):
             owner = type(self).__name__
             memories = self.cell.per_mechanism(memory, "memory", owner)
             masks = self.cell.per_mechanism(memory_mask, "memory_mask", owner)
-            self._check_batches(sequences, memories, masks, initial_state)
+            self._check_batches(sequences, memories, masks)
         spec = super().compute_output_spec(
             sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
         )

@@ -10,7 +10,6 @@ from tf_memlayers.initializers import for_one_weight
 from tf_memlayers.layers.memory_attention.attention_mechanism import (
     AttentionMechanism,
     ScoredAttention,
-    check_batch,
     masked_probabilities,
 )
 from tf_memlayers.layers.memory_cell_wrapper import (
@@ -530,6 +529,7 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
                     layer.build(joined)
                 widths.append(int(layer.compute_output_shape(joined)[-1]))
             self._attention_layer_widths = widths
+        self.input_dim = int(inputs_shape[-1])  # a call's inputs are checked against it
         if not self.cell.built:
             self.cell.build((inputs_shape[0], int(inputs_shape[-1]) + self.fed_input_size()))
         if self.uses_attention_kernel:
@@ -689,13 +689,12 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         states = list(states)
         if self._bound is None:
             # (Inside `AttentionRNN`'s loop the layer has checked its call once.)
+            check.check_step(inputs, states, self.state_size, self.input_dim, owner)
             for index, (memory, memory_mask) in enumerate(zip(memories, masks)):
                 suffix = f"[{index}]" if self.mechanisms else ""
-                check_batch(f"memory{suffix}", memory, "inputs", inputs, owner)
+                check.check_batch(f"memory{suffix}", memory, "inputs", inputs, owner)
                 if memory_mask is not None:
-                    check_batch(f"memory_mask{suffix}", memory_mask, "inputs", inputs, owner)
-            for index, state in enumerate(states):
-                check_batch(f"states[{index}]", state, "inputs", inputs, owner)
+                    check.check_batch(f"memory_mask{suffix}", memory_mask, "inputs", inputs, owner)
         # Keras casts a call's first input to the compute dtype, not its keyword arguments.
         memories = [ops.cast(memory, self.compute_dtype) for memory in memories]
         if reset is not None:

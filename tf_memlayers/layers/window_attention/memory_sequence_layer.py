@@ -1,7 +1,6 @@
 """Base class of the sequence layers that carry a 2-D memory across calls."""
 
 import keras
-import numpy as np
 from keras import ops
 
 from tf_memlayers._validation import (
@@ -10,13 +9,10 @@ from tf_memlayers._validation import (
     check_rank,
     check_same_batch,
     check_width,
+    shape_of,
 )
 from tf_memlayers.layers.resets import check_reset
 from tf_memlayers.ops import windows
-
-
-def _shape(x):
-    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
 
 
 class MemorySequenceLayer(keras.layers.Layer):
@@ -82,15 +78,15 @@ class MemorySequenceLayer(keras.layers.Layer):
                 shapes.
         """
         owner = type(self).__name__
-        shape = check_rank("inputs", _shape(inputs), 3, owner)
+        shape = check_rank("inputs", shape_of(inputs), 3, owner)
         if self.input_width is not None:
             check_width(
                 "inputs", shape, self.input_width, "the width the layer was built for", owner
             )
         if mask is not None:
-            check_mask_shape(_shape(mask), shape, owner)
+            check_mask_shape(shape_of(mask), shape, owner)
         if initial_memory is not None:
-            memory_shape = check_rank("initial_memory", _shape(initial_memory), 2, owner)
+            memory_shape = check_rank("initial_memory", shape_of(initial_memory), 2, owner)
             if self.input_width is not None or shape[-1] is not None:
                 memory_size = self.memory_size_for(self.input_width or shape[-1])
                 check_width(

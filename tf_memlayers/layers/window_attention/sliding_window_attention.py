@@ -416,8 +416,6 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
         cached = cache is not None
         if cached:
             cache = self._checked_cache(cache)
-        else:
-            cache = self.loop_cache(states)
         h, new_cell_states, memory, (projected,) = self.run_cell(
             inputs, states, training, reset, cache
         )
