@@ -147,37 +147,13 @@ class AttentionRNN(ResettableRNN):
                 "memory_dim]."
             )
         memories = cell.per_mechanism(memory, "memory", owner)
+        memories = [ops.cast(ops.convert_to_tensor(m), cell.compute_dtype) for m in memories]
         masks = cell.per_mechanism(memory_mask, "memory_mask", owner)
-        for index, (memory, width, length) in enumerate(
-            zip(memories, cell.memory_dims, cell.memory_lengths)
-        ):
-            name = f"memory[{index}]" if cell.mechanisms else "memory"
-            memory = ops.cast(ops.convert_to_tensor(memory), cell.compute_dtype)
-            if len(memory.shape) != 3 or memory.shape[-1] != width:
-                raise ValueError(
-                    f"{owner}: `{name}` must be [batch, length, {width}] (the width it was "
-                    f"built with); got shape {tuple(memory.shape)}."
-                )
-            if length is not None and memory.shape[1] not in (None, length):
-                raise ValueError(
-                    f"{owner}: `{name}` must be [batch, {length}, {width}] (the length the cell "
-                    "was built with: its alignments over the memory are outputs or states); got "
-                    f"shape {tuple(memory.shape)}."
-                )
-            memories[index] = memory
-        self._check_batches(sequences, memories, masks)
+        masks = [None if m is None else ops.convert_to_tensor(m) for m in masks]
+        cell.check_memories(memories, masks, sequences, "sequences", owner)
         for index, (memory, memory_mask) in enumerate(zip(memories, masks)):
             if memory_mask is None:
                 continue
-            name = f"memory_mask[{index}]" if cell.mechanisms else "memory_mask"
-            memory_mask = ops.convert_to_tensor(memory_mask)
-            if tuple(memory_mask.shape) != tuple(memory.shape[:2]) and None not in tuple(
-                memory_mask.shape
-            ):
-                raise ValueError(
-                    f"{owner}: `{name}` must be [batch, length] = {tuple(memory.shape[:2])}, "
-                    f"its memory's; got shape {tuple(memory_mask.shape)}."
-                )
             masks[index] = ops.cast(memory_mask, "bool")
             # Padding is never read: zeroed before the keys, so that nothing there (NaN
             # included) reaches the outputs or the gradients.
@@ -208,18 +184,6 @@ class AttentionRNN(ResettableRNN):
         finally:
             cell._bound = None
         return self._split_alignments(results)
-
-    def _check_batches(self, sequences, memories, masks):
-        """The memories and their masks have the sequences' batch size (a `ValueError` where
-        the sizes are known; see `check_batch`)."""
-        owner = type(self).__name__
-        for index, (memory, memory_mask) in enumerate(zip(memories, masks)):
-            suffix = f"[{index}]" if self.cell.mechanisms else ""
-            check.check_batch(f"memory{suffix}", memory, "sequences", sequences, owner)
-            if memory_mask is not None:
-                check.check_batch(
-                    f"memory_mask{suffix}", memory_mask, "sequences", sequences, owner
-                )
 
     def state_descriptions(self):
         wrapper, size = self.cell, "the cell's state size"
@@ -396,7 +360,7 @@ class AttentionRNN(ResettableRNN):
             owner = type(self).__name__
             memories = self.cell.per_mechanism(memory, "memory", owner)
             masks = self.cell.per_mechanism(memory_mask, "memory_mask", owner)
-            self._check_batches(sequences, memories, masks)
+            self.cell.check_memories(memories, masks, sequences, "sequences", owner)
         spec = super().compute_output_spec(
             sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
         )

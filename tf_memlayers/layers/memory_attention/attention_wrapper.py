@@ -397,6 +397,40 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
             for scorer, length in zip(self.scorers(), self.memory_lengths)
         ]
 
+    def check_memories(self, memories, masks, inputs, inputs_name, owner):
+        """Checks a call's memories and masks (one of each per mechanism, `per_mechanism`):
+        each memory ``[batch, length, width]`` of the width it was built with (and its length,
+        where the layer fixed it when built), each mask `None` or ``[batch, length]`` of its
+        memory, both of the batch of ``inputs`` (`check_batch`); a `ValueError` names the
+        first that is not."""
+        widths, lengths = self.memory_dims, self.memory_lengths
+        for index, (memory, mask, width, length) in enumerate(
+            zip(memories, masks, widths, lengths)
+        ):
+            suffix = f"[{index}]" if self.mechanisms else ""
+            shape = check.shape_of(memory)
+            if len(shape) != 3 or shape[-1] != width:
+                raise ValueError(
+                    f"{owner}: `memory{suffix}` must be [batch, length, {width}] (the width it "
+                    f"was built with); got shape {shape}."
+                )
+            if length is not None and shape[1] not in (None, length):
+                raise ValueError(
+                    f"{owner}: `memory{suffix}` must be [batch, {length}, {width}] (the length "
+                    "the cell was built with: its alignments over the memory are outputs or "
+                    f"states); got shape {shape}."
+                )
+            check.check_batch(f"memory{suffix}", memory, inputs_name, inputs, owner)
+            if mask is None:
+                continue
+            check.check_batch(f"memory_mask{suffix}", mask, inputs_name, inputs, owner)
+            mask_shape = check.shape_of(mask)
+            if mask_shape != shape[:2] and None not in mask_shape:
+                raise ValueError(
+                    f"{owner}: `memory_mask{suffix}` must be [batch, length] = {shape[:2]}, its "
+                    f"memory's; got shape {mask_shape}."
+                )
+
     def per_mechanism(self, value, name, owner):
         """``value`` (a memory, a mask) as a list of one per mechanism: a list or tuple as
         given, one tensor (or `None`) for every mechanism; ``[value]`` without `mechanisms`."""
@@ -690,11 +724,7 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         if self._bound is None:
             # (Inside `AttentionRNN`'s loop the layer has checked its call once.)
             check.check_step(inputs, states, self.state_size, self.input_dim, owner)
-            for index, (memory, memory_mask) in enumerate(zip(memories, masks)):
-                suffix = f"[{index}]" if self.mechanisms else ""
-                check.check_batch(f"memory{suffix}", memory, "inputs", inputs, owner)
-                if memory_mask is not None:
-                    check.check_batch(f"memory_mask{suffix}", memory_mask, "inputs", inputs, owner)
+            self.check_memories(memories, masks, inputs, "inputs", owner)
         # Keras casts a call's first input to the compute dtype, not its keyword arguments.
         memories = [ops.cast(memory, self.compute_dtype) for memory in memories]
         if reset is not None:
