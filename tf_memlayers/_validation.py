@@ -273,6 +273,16 @@ def check_sentence_pair(input_shape, owner=None, same_width=True):
     return premise, hypothesis
 
 
+def later_calls_spec(shapes):
+    """`keras.layers.InputSpec`s for a layer's later calls, from the ``shapes`` of the inputs
+    it was built on: each input of its rank and (where known) its last dimension. Keras checks
+    them at every call, naming the layer (a backend error deep inside it otherwise)."""
+    return [
+        keras.layers.InputSpec(ndim=len(shape), axes=None if shape[-1] is None else {-1: shape[-1]})
+        for shape in shapes
+    ]
+
+
 def check_pair_masks(mask, inputs, owner=None):
     """``[premise mask, hypothesis mask]`` of a sentence pair's ``mask`` (`None`: none), each
     `None` or ``[batch, time]`` of its sentence in ``inputs``."""

@@ -15,6 +15,7 @@ from tf_memlayers._validation import (
     check_pair,
     check_pair_masks,
     check_sentence_pair,
+    later_calls_spec,
 )
 from tf_memlayers.layers.associative_memory.associative_gru import AssociativeGRU
 from tf_memlayers.layers.associative_memory.dual_associative_encoder import (
@@ -123,6 +124,7 @@ class ConditionalEncoder(keras.layers.Layer):
         # first layer reads both sentences, which must then be as wide.
         same_width = _is_recurrent(self.encoder_layers[0])
         premise_shape, hypothesis_shape = check_sentence_pair(input_shape, _OWNER, same_width)
+        self.input_spec = later_calls_spec([premise_shape, hypothesis_shape])
         with called_as(_OWNER):
             for layer in self.encoder_layers:
                 # A layer deserialized with its build config (``clone_model``) is built already.

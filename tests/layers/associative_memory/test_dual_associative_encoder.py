@@ -255,3 +255,6 @@ def test_bad_inputs_are_named_errors(kind):
         layer = pair_encoder(kind, 4, num_copies=2) if kind else DualAssociativeEncoder(4, 2)
         with pytest.raises(ValueError, match=f"{type(layer).__name__}: .*{fragment}"):
             layer(inputs, mask=mask)
+    layer([WIDTH_4] * 2)  # then a call of another width: Keras's check of the layer's spec
+    with pytest.raises(ValueError, match=f"'{layer.name}' is incompatible .* value 4"):
+        layer([WIDTH_5] * 2)

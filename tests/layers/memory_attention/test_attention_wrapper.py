@@ -376,14 +376,8 @@ def test_bad_calls_are_named():
         (lambda: layer(symbolic, memory=keras.Input(batch_shape=(2, 6, 8))), "(2, 6, 8) has batch"),
         (lambda: layer.cell(x[:, 0], [m[:, 0]] * 2, memory=m[:1]), "1, but `inputs` of shape (3,"),
         (lambda: layer.cell(x[:, 0], [m[:, 0], m[:2, 0]], memory=m), "`states[1]` of shape (2, 8)"),
-        (
-            lambda: layer.cell(x[:, 0], [m[:, 0]] * 2, memory=m[..., :4]),
-            "Wrapper: `memory` must be",
-        ),
-        (
-            lambda: layer.cell(x[:, 0], [m[:, 0]] * 2, memory=m, memory_mask=k[:, :3]),
-            "= (3, 6), its",
-        ),
+        (lambda: layer.cell(x[:, 0], [m[:, 0]] * 2, memory=m[..., :4]), "Wrapper: `memory` must"),
+        (lambda: layer.cell(x[:, 0], [m[:, 0]] * 2, memory=m, memory_mask=k[:, :3]), "(3, 6), its"),
         (
             lambda: _layer("dot", cell=keras.layers.GRUCell(5))(x, memory=m),
             "score='dot' needs the query",

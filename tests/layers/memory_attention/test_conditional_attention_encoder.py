@@ -159,6 +159,8 @@ def test_premise_attention_of_one_pair_is_the_references_weights():
         encoder.premise_attention(premise, hypothesis[0])
     with pytest.raises(ValueError, match=r"`hypothesis` must be .* got shape \(0, 4\)"):
         encoder.premise_attention(premise[0], hypothesis[0, :0])
+    with pytest.raises(ValueError, match="incompatible with the layer: .* value 4"):  # a later call
+        encoder([np.ones((3, 6, 5)), hypothesis])
 
 
 def test_any_attention_wrapper_fits_and_the_stack_saves_loads_and_clones(tmp_path):

@@ -231,9 +231,9 @@ class DualAssociativeEncoder(keras.layers.Layer):
 
     def build(self, input_shape):
         # Checked here, so that errors name this layer and the sentence, not a pass inside.
-        premise_shape, hypothesis_shape = check.check_sentence_pair(
-            input_shape, "DualAssociativeEncoder"
-        )
+        shapes = check.check_sentence_pair(input_shape, "DualAssociativeEncoder")
+        self.input_spec = check.later_calls_spec(shapes)
+        premise_shape, hypothesis_shape = shapes
         self.premise_layer.build(premise_shape)
         self.hypothesis_layer.build(hypothesis_shape)
 

@@ -123,6 +123,7 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
         )
         # Two layers, so the sentences may differ in width.
         shapes = check.check_sentence_pair(input_shape, owner, same_width=False)
+        self.input_spec = check.later_calls_spec(shapes)
         premise_shape, hypothesis_shape = shapes
         memory_shape = self._memory_shape(premise_shape)
         # An `AttentionWrapper` takes the memory's width when built, unless given one.
