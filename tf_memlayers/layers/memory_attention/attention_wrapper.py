@@ -401,8 +401,8 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         """Checks a call's memories and masks (one of each per mechanism, `per_mechanism`):
         each memory ``[batch, length, width]`` of the width it was built with (and its length,
         where the layer fixed it when built), each mask `None` or ``[batch, length]`` of its
-        memory, both of the batch of ``inputs`` (`check_batch`); a `ValueError` names the
-        first that is not."""
+        memory, both of the batch of ``inputs`` (a batch size that is not known when traced:
+        TensorFlow checks it as the step runs); a `ValueError` names the first that is not."""
         widths, lengths = self.memory_dims, self.memory_lengths
         for index, (memory, mask, width, length) in enumerate(
             zip(memories, masks, widths, lengths)
