@@ -407,15 +407,11 @@ class ResettableRNN(keras.layers.RNN):
         if mask is not None:
             check_mask_shape(shape_of(mask), shape, owner, inputs_name="sequences")
         if initial_state is not None:
-            sizes, described = flat_state_sizes(self.cell.state_size), self.state_descriptions()
+            sizes = flat_state_sizes(self.cell.state_size)
+            described = getattr(self.cell, "state_descriptions", None)  # the package's cells'
             check_states(
                 "initial_state", initial_state, sizes, "sequences", shape, owner, described
             )
-
-    def state_descriptions(self):
-        """A ``(name, what gives its width)`` pair per state of the cell (flattened), for the
-        messages of a bad ``initial_state``; `None`: by position."""
-        return None
 
     def call(self, sequences, initial_state=None, mask=None, training=False, reset=None):
         self.check_sequences(sequences, mask, initial_state)

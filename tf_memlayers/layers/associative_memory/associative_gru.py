@@ -119,9 +119,6 @@ class AssociativeRecurrentLayer(ResettableRNN):
                 "or fused_loop=False."
             )
 
-    def state_descriptions(self):
-        return self.cell.STATES
-
     def compute_output_spec(
         self, sequences, initial_state=None, mask=None, training=False, reset=None
     ):

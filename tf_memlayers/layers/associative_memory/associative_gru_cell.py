@@ -142,8 +142,9 @@ class AssociativeGRUCell(keras.layers.Layer):
     ((2, 8), (2, 24))
     """
 
-    #: A ``(name, what gives its width)`` pair per state, for the messages of a bad state.
-    STATES = (("memory", "units * num_copies"), ("previous output", "units"))
+    #: A ``(name, what gives its width)`` pair per state, for the messages of a bad state (a
+    #: call's, or an RNN's ``initial_state``).
+    state_descriptions = (("memory", "units * num_copies"), ("previous output", "units"))
 
     def __init__(
         self,
@@ -294,7 +295,9 @@ class AssociativeGRUCell(keras.layers.Layer):
             im]`` layout (unpermuted, as copy 0 uses it).
         """
         owner = type(self).__name__
-        check.check_step(inputs, states, self.state_size, self.input_dim, owner, self.STATES)
+        check.check_step(
+            inputs, states, self.state_size, self.input_dim, owner, self.state_descriptions
+        )
         states = zero_reset_rows(owner, inputs, states, reset)
         memory, previous_output = states[0], states[1]
         controller = ops.concatenate([inputs, previous_output], axis=1)

@@ -122,7 +122,10 @@ class DualAssociativeGRUCell(keras.layers.Layer):
     (2, 8)
     """
 
-    STATES = (*AssociativeGRUCell.STATES, ("source memory", "units * num_copies"))
+    state_descriptions = (
+        *AssociativeGRUCell.state_descriptions,
+        ("source memory", "units * num_copies"),
+    )
 
     def __init__(
         self,
@@ -219,7 +222,7 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         """
         owner = type(self).__name__
         width = self.premise_cell.input_dim
-        check.check_step(inputs, states, self.state_size, width, owner, self.STATES)
+        check.check_step(inputs, states, self.state_size, width, owner, self.state_descriptions)
         source = states[2]
         memory, previous_output = zero_reset_rows(owner, inputs, states[:2], reset)
         controller = ops.concatenate([inputs, previous_output], axis=1)

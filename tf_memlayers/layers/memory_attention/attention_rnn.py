@@ -185,15 +185,6 @@ class AttentionRNN(ResettableRNN):
             cell._bound = None
         return self._split_alignments(results)
 
-    def state_descriptions(self):
-        wrapper, size = self.cell, "the cell's state size"
-        described = [(f"cell state {i}", size) for i in range(len(wrapper.cell_state_sizes))]
-        after = wrapper.position == "after"
-        described.append(
-            ("fed-back attention", "the attention's width" if after else "the output's")
-        )
-        return described + [("alignments", "the memory's length")] * len(wrapper.monotonic_lengths)
-
     def inner_loop(self, sequences, initial_state, mask, training=False):
         wrapper = self.cell
         if wrapper.feeds_back:

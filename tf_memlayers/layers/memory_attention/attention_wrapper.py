@@ -384,6 +384,16 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         return self._memory_lengths or [None] * len(self.mechanisms)
 
     @property
+    def state_descriptions(self):
+        """A ``(name, what gives its width)`` pair per state, for the messages of a bad state
+        (a call's, or an `AttentionRNN`'s ``initial_state``)."""
+        size = "the cell's state size"
+        described = [(f"cell state {i}", size) for i in range(len(self.cell_state_sizes))]
+        fed = "the attention's width" if self.position == "after" else "the cell's output size"
+        described.append(("fed-back attention", fed))
+        return described + [("alignments", "the memory's length")] * len(self.monotonic_lengths)
+
+    @property
     def monotonic_lengths(self):
         """The widths of the alignment states: each monotonic mechanism's memory length."""
         pairs = zip(self.scorers(), self.memory_lengths)
@@ -723,7 +733,9 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         states = list(states)
         if self._bound is None:
             # (Inside `AttentionRNN`'s loop the layer has checked its call once.)
-            check.check_step(inputs, states, self.state_size, self.input_dim, owner)
+            check.check_step(
+                inputs, states, self.state_size, self.input_dim, owner, self.state_descriptions
+            )
             self.check_memories(memories, masks, inputs, "inputs", owner)
         # Keras casts a call's first input to the compute dtype, not its keyword arguments.
         memories = [ops.cast(memory, self.compute_dtype) for memory in memories]
