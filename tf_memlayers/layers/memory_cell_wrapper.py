@@ -195,7 +195,9 @@ class MemoryCellWrapper(keras.layers.Layer):
             zero in the reset rows.
         """
         owner = type(self).__name__
-        states = check_step(inputs, states, self.state_size, self.input_dim, owner)
+        # (A subclass's own `build` may not have recorded the inputs' width: not checked then.)
+        width = getattr(self, "input_dim", None)
+        states = check_step(inputs, states, self.state_size, width, owner)
         cache = self.loop_cache(states) if cache is None else list(cache)
         if reset is not None:
             reset = check_reset(reset, tuple(inputs.shape)[:1], owner)
