@@ -177,8 +177,10 @@ class MemoryCellWrapper(keras.layers.Layer):
         return []
 
     def run_cell(self, inputs, states, training=None, reset=None, cache=None):
-        """Runs the wrapped cell on its states, after zeroing the states (the wrapped cell's
-        and the memory) and the loop cache of the rows that ``reset`` marks.
+        """Runs the wrapped cell on its states, after checking the step (``inputs`` of the
+        width the cell was built with, ``states`` as ``state_size`` says, both of one batch: a
+        `ValueError` naming the cell) and zeroing the states (the wrapped cell's and the
+        memory) and the loop cache of the rows that ``reset`` marks.
 
         Args:
             inputs: A 2D tensor ``[batch, features]``, the input of the step.
