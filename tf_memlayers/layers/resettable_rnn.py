@@ -275,10 +275,17 @@ class _LoopStep:
     each step's reset flag off its inputs (their last column) and passes it to the cell;
     with ``cached`` states at the end of the loop's states, passes them to the cell as its
     loop cache and appends the new cache to the new states. Not a layer, so the loop passes
-    no ``training``; this passes the call's own."""
+    no ``training``; this passes the call's own.
 
-    def __init__(self, cell, training, reset, cached):
+    With ``direct``, it runs a layer cell's ``call`` itself, not its ``__call__``: on
+    torch, whose loop runs step by step in Python, ``__call__`` costs about a third of a
+    memory cell's step, for what the loop needs none of (the cell is built, the steps'
+    tensors are already of its dtype, and the RNN's own ``__call__`` has set the autocast
+    scope that its weights are read in)."""
+
+    def __init__(self, cell, training, reset, cached, direct=False):
         self.cell = cell
+        self.run = cell.call if direct and isinstance(cell, keras.layers.Layer) else cell
         self.reset = reset
         self.cached = cached
         self.kwargs = {"training": training} if takes_training(cell) else {}
@@ -289,9 +296,9 @@ class _LoopStep:
             kwargs["reset"] = inputs[..., -1] > 0.5
             inputs = inputs[..., :-1]
         if not self.cached:
-            return self.cell(inputs, states, **kwargs)
+            return self.run(inputs, states, **kwargs)
         count = len(states) - self.cached
-        output, new_states, new_cache = self.cell(
+        output, new_states, new_cache = self.run(
             inputs, states[:count], cache=states[count:], **kwargs
         )
         return output, [*keras.tree.flatten(new_states), *new_cache]
@@ -467,17 +474,18 @@ class ResettableRNN(keras.layers.RNN):
             # Keras's loops on TensorFlow and PyTorch (the previous step's output).
             return scan_loop(self, sequences, initial_state, mask, reset, training)
         cache = loop_cache(self.cell, initial_state)
-        if reset is None and not cache:
+        direct = keras.backend.backend() == "torch"
+        if reset is None and not cache and not direct:
             return super().inner_loop(sequences, initial_state, mask, training=training)
         # Keras's own loop (XLA-ready on TensorFlow, with its masking on every backend). The
         # reset flags ride along as one more input column and the loop cache beside the
-        # states; `_LoopStep` hands both to the cell.
+        # states; `_LoopStep` hands both to the cell (on torch, to its ``call``).
         if reset is not None:
             sequences = ops.concatenate(
                 [sequences, ops.expand_dims(ops.cast(reset, sequences.dtype), -1)], axis=-1
             )
         cell = self.cell
-        step = _LoopStep(cell, training, reset is not None, len(cache))
+        step = _LoopStep(cell, training, reset is not None, len(cache), direct)
         object.__setattr__(self, "cell", step)
         try:
             last, outputs, states = super().inner_loop(
