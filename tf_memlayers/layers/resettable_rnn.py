@@ -22,6 +22,7 @@ from tf_memlayers._validation import (
 from tf_memlayers.layers.memory_cell_wrapper import (
     cell_output_size,
     flat_state_sizes,
+    step_runner,
     takes_training,
     with_deserialized_cell,
 )
@@ -133,7 +134,7 @@ class ResettableCell(keras.layers.Layer):
             reset = check_reset(reset, shape_of(inputs)[:1], "ResettableCell")
             states = zero_where(reset, states)
         kwargs = {"training": training} if takes_training(self.cell) else {}
-        return self.cell(inputs, states, **kwargs)
+        return step_runner(self.cell, inputs)(inputs, states, **kwargs)
 
     def get_config(self):
         config = super().get_config()
@@ -277,15 +278,12 @@ class _LoopStep:
     loop cache and appends the new cache to the new states. Not a layer, so the loop passes
     no ``training``; this passes the call's own.
 
-    With ``direct``, it runs a layer cell's ``call`` itself, not its ``__call__``: on
-    torch, whose loop runs step by step in Python, ``__call__`` costs about a third of a
-    memory cell's step, for what the loop needs none of (the cell is built, the steps'
-    tensors are already of its dtype, and the RNN's own ``__call__`` has set the autocast
-    scope that its weights are read in)."""
+    It runs the cell as `step_runner` says (on torch its ``call`` itself, without the Keras
+    layer call around it, where that does nothing the loop needs)."""
 
-    def __init__(self, cell, training, reset, cached, direct=False):
+    def __init__(self, cell, training, reset, cached):
         self.cell = cell
-        self.run = cell.call if direct and isinstance(cell, keras.layers.Layer) else cell
+        self.run = None  # decided at the first step, when the cell is built
         self.reset = reset
         self.cached = cached
         self.kwargs = {"training": training} if takes_training(cell) else {}
@@ -295,6 +293,8 @@ class _LoopStep:
         if self.reset:
             kwargs["reset"] = inputs[..., -1] > 0.5
             inputs = inputs[..., :-1]
+        if self.run is None:
+            self.run = step_runner(self.cell, inputs)
         if not self.cached:
             return self.run(inputs, states, **kwargs)
         count = len(states) - self.cached
@@ -474,8 +474,8 @@ class ResettableRNN(keras.layers.RNN):
             # Keras's loops on TensorFlow and PyTorch (the previous step's output).
             return scan_loop(self, sequences, initial_state, mask, reset, training)
         cache = loop_cache(self.cell, initial_state)
-        direct = keras.backend.backend() == "torch"
-        if reset is None and not cache and not direct:
+        # On torch the steps go through `_LoopStep` too, for its `step_runner`.
+        if reset is None and not cache and keras.backend.backend() != "torch":
             return super().inner_loop(sequences, initial_state, mask, training=training)
         # Keras's own loop (XLA-ready on TensorFlow, with its masking on every backend). The
         # reset flags ride along as one more input column and the loop cache beside the
@@ -485,7 +485,7 @@ class ResettableRNN(keras.layers.RNN):
                 [sequences, ops.expand_dims(ops.cast(reset, sequences.dtype), -1)], axis=-1
             )
         cell = self.cell
-        step = _LoopStep(cell, training, reset is not None, len(cache), direct)
+        step = _LoopStep(cell, training, reset is not None, len(cache))
         object.__setattr__(self, "cell", step)
         try:
             last, outputs, states = super().inner_loop(
