@@ -122,13 +122,6 @@ def test_bad_arguments_are_named_errors(layer_cls, args, kwargs, error, pattern)
 
 # -- bad call inputs ------------------------------------------------------------------------
 
-# (the AM-GRU layer, the shapes of its initial state over ``X``, its ValueError's fragments).
-INITIAL_STATES = [
-    (AssociativeGRU, [(3, 8), (3, 4)], "`initial_state[0]`|(3, 8)|(2, 5, 4)"),
-    (AssociativeGRU, [(2, 8)], "`initial_state`|2 tensors|got 1"),
-    (DualAssociativeGRU, [(2, 8), (2, 4)], "`initial_state`|3 tensors|source memory|got 2"),
-    (DualAssociativeGRU, [(2, 8), (2, 4), (2, 12)], "`initial_state[2]`|8 (the source memory"),
-]
 _MASK = ["`mask`", "(2, 6)", "(2, 5, 4)"]
 _NO_STEPS = ["`sequences` must have at least one time step", "(2, 0, 4)"]
 _WIDTH = ["`inputs`", "width 4", "(2, 5, 6)"]
@@ -137,10 +130,7 @@ _KT = [keras.Input((5, INPUT_DIM)), keras.Input((8,)), keras.Input((3,))]  # sym
 
 # (the bad call, fragments of its ValueError). The AM-GRU layers check their arguments before
 # choosing a loop; the carried memories' checks are `run_carried_memory_tests`'.
-def _am_gru():
-    return AssociativeGRU(4, num_copies=2)
-
-
+_am_gru = lambda: AssociativeGRU(4, num_copies=2)  # noqa: E731
 (_MECH := AttentionMechanism(score="general"))(X[:, 0], zeros(2, 3, 5))  # called directly
 
 
@@ -166,12 +156,8 @@ BAD_CALLS = [
     (lambda: _MECH(X[:, 0], zeros(2, 3, 6)), ["AttentionMechanism: `memory` must have width 5"]),
     (lambda: _MECH(X[:, 0], zeros(2, 3, 5), memory_mask=zeros(2, 4)), ["`memory_mask` must be"]),
     (lambda: _MECH(X[:, 0], zeros(2, 3, 5), previous=zeros(2, 4)), ["`previous` must be [batch,"]),
-] + [
-    (lambda c=c, s=s: c(4, num_copies=2)(X, initial_state=[zeros(*x) for x in s]), f.split("|"))
-    for c, s, f in INITIAL_STATES
 ]
-# (a cell called on one step, or an RNN over it; its inputs, its states' shapes, its ValueError's
-# fragments). The package's cells check their step, naming the cell.
+# (a cell, or an RNN over one; its inputs, its states' shapes, fragments of its ValueError).
 _G, _ONE, _AM = keras.layers.GRUCell, X[:, 0], AssociativeGRUCell(4, num_copies=2)
 STEPS = [
     (_AM, _ONE, [(2, 8), (2, 5)], "AssociativeGRUCell: `states[1]`|4 (the previous output"),
@@ -182,6 +168,9 @@ STEPS = [
     (RNN(DualAssociativeGRUCell(4, 2)), X, [(2, 8), (2, 4), (2, 4)], "8 (the source memory"),
     (ResettableRNN(_G(4)), X, [(2, 5)], "ResettableRNN: `initial_state[0]` must have width 4"),
     (ResettableRNN([_G(4), _G(7)]), X, [(2, 4), (2, 4)], "`initial_state[1]` must have width 7"),
+    (AssociativeGRU(4, 2), X, [(3, 8), (3, 4)], "`initial_state[0]`|(3, 8)|(2, 5, 4)"),
+    (DualAssociativeGRU(4, 2), X, [(2, 8), (2, 4)], "`initial_state`|3 tensors|source memory"),
+    (DualAssociativeGRU(4, 2), X, [(2, 8), (2, 4), (2, 12)], "[2]`|8 (the source memory"),
 ]
 BAD_CALLS += [
     (lambda m=m, x=x, s=s: m(x, [zeros(*shape) for shape in s]), f.split("|"))

@@ -7,6 +7,7 @@ from keras import ops
 
 from tests.support import as_numpy
 from tf_memlayers.layers import AssociativeMemoryCell, NGramConcatCell, SlidingWindowAttentionCell
+from tf_memlayers.layers.memory_cell_wrapper import step_runner
 
 WRAPPERS = {
     "window": lambda cell: SlidingWindowAttentionCell(cell, window=3),
@@ -71,3 +72,12 @@ def test_associative_memory_cell_flattens_nested_states_and_needs_no_output_size
     # A cell without `output_size` gives its state's size.
     cell = AssociativeMemoryCell(IndexingCell(4), num_copies=2)
     assert cell.output_size == 4 and tuple(keras.layers.RNN(cell)(inputs).shape) == (2, 4)
+
+
+def test_step_runner_leaves_out_keras_layer_call_on_torch_where_a_step_needs_none_of_it():
+    x, torch = ops.ones((2, 4)), keras.backend.backend() == "torch"
+    plain, mixed = keras.layers.GRUCell(3), keras.layers.GRUCell(3, dtype="mixed_float16")
+    assert step_runner(plain, x) is plain  # not built: its first call builds it
+    plain(x, [ops.zeros((2, 3))]), mixed(ops.cast(x, "float16"), [ops.zeros((2, 3), "float16")])
+    assert step_runner(plain, x) == (plain.call if torch else plain)
+    assert step_runner(mixed, ops.cast(x, "float16")) is mixed  # autocasts its weights
