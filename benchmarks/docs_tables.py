@@ -10,20 +10,12 @@ replaces the block between ``.. BEGIN GENERATED: <name>`` and ``.. END GENERATED
 +-------+-------------+
 """
 
-import argparse
 import pathlib
 import re
 
 RESULTS_PAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "results.rst"
 #: The most columns of a table: the page's content column is about 740 px wide.
 MAX_COLUMNS = 6
-
-
-def add_update_docs_option(parser):
-    """``--update-docs``, with ``--update-readme``, its older spelling, as a hidden alias."""
-    add = parser.add_argument
-    add("--update-docs", action="store_true", help="write the results into docs/results.rst")
-    add("--update-readme", dest="update_docs", action="store_true", help=argparse.SUPPRESS)
 
 
 def _cell(value):

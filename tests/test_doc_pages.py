@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from tests.support import REPO_ROOT, load_script, tensorflow_only
+from tests.support import REPO_ROOT, tensorflow_only
 
 
 def test_every_results_table_is_written_by_a_benchmark_script():
@@ -21,27 +21,6 @@ def test_every_results_table_is_written_by_a_benchmark_script():
         assert f'"{name}"' in scripts, f"no benchmark script writes the results block {name!r}"
     for image in re.findall(r"^\.\. image:: (\S+)", page, re.MULTILINE):
         assert (REPO_ROOT / "docs" / image).is_file(), image
-
-
-BENCHMARKS_WRITING_RESULTS = sorted(
-    path.relative_to(REPO_ROOT).with_suffix("").as_posix()
-    for path in (REPO_ROOT / "benchmarks").rglob("*.py")
-    if "add_update_docs_option(parser)\n" in path.read_text(encoding="utf-8")
-)
-
-
-@tensorflow_only("loads the benchmark scripts, which import TensorFlow")
-@pytest.mark.parametrize("script", BENCHMARKS_WRITING_RESULTS)
-def test_update_readme_is_a_hidden_alias_of_update_docs(script, capsys):
-    folder, _, name = script.rpartition("/")
-    benchmark = load_script(folder, name)
-    assert benchmark.parse_args(["--update-docs"]).update_docs
-    assert benchmark.parse_args(["--update-readme"]).update_docs
-    assert not benchmark.parse_args([]).update_docs
-    with pytest.raises(SystemExit):
-        benchmark.parse_args(["--help"])
-    help_text = capsys.readouterr().out
-    assert "--update-docs" in help_text and "--update-readme" not in help_text
 
 
 def _code_blocks(page, language="python"):

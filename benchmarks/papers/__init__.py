@@ -10,7 +10,8 @@ from benchmarks import RESULTS, ArgumentParser, positive
 def paper_parser(doc, results, seeds=None, parser=ArgumentParser, help=None):
     """A paper benchmark's ``parser``, described by the first paragraph of ``doc``, with
     ``--seeds`` (default ``seeds``; ``help``: its help; neither: no ``--seeds``), ``--results``
-    (default ``results`` in `RESULTS`), resumed by a rerun, and ``--from-results``."""
+    (default ``results`` in `RESULTS`), resumed by a rerun, ``--from-results`` and
+    ``--update-docs``."""
     parser = parser(description=doc.split("\n\n")[0])
     add = parser.add_argument
     if seeds or help:
@@ -20,6 +21,7 @@ def paper_parser(doc, results, seeds=None, parser=ArgumentParser, help=None):
     why = f"results file, resumed by a rerun{where}"
     add("--results", type=pathlib.Path, default=results and RESULTS / f"{results}.json", help=why)
     add("--from-results", action="store_true", help="do not train: the table from --results")
+    add("--update-docs", action="store_true", help="write the results into docs/results.rst")
     return parser
 
 

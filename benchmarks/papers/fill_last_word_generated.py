@@ -5,7 +5,7 @@
 import pathlib
 
 from benchmarks import ROOT, positive
-from benchmarks.docs_tables import add_update_docs_option, update_docs
+from benchmarks.docs_tables import update_docs
 from benchmarks.papers import mean_and_spread, paper_parser, per_model
 from benchmarks.results_file import ResultsFile
 
@@ -26,7 +26,6 @@ def parse_args(argv=None):
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--epochs", type=positive(int), help="default: the example's")
     parser.add_argument("--runs-dir", type=pathlib.Path, default=ROOT / f"runs/benchmarks/{NAME}")
-    add_update_docs_option(parser)
     args = parser.parse_args(argv)
     args.example_arguments = ["--epochs", str(args.epochs)] if args.epochs else []
     return args

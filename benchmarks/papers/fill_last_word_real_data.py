@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 
 from benchmarks import DATA, ROOT, positive, results_file
-from benchmarks.docs_tables import add_update_docs_option, update_docs
+from benchmarks.docs_tables import update_docs
 from benchmarks.papers import mean_and_spread, paper_parser, per_model
 
 RUNS = ROOT / "runs" / "benchmarks" / "fill_last_word_real_data"
@@ -33,7 +33,6 @@ def parse_args(argv=None):
     add("--batch-size", type=positive(int), default=64)
     add("--max-train", type=positive(int), help="sentences of test.txt")
     add("--variants", nargs="+", type=int, choices=range(len(VARIANTS)))
-    add_update_docs_option(parser)
     args = parser.parse_args(argv)
     if args.held_out >= 1:
         parser.error(f"argument --held-out: must be below 1, got {args.held_out}")

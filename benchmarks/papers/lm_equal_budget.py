@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from benchmarks import DATA, RESULTS, ROOT, results_file, timing
-from benchmarks.docs_tables import add_update_docs_option, update_docs
+from benchmarks.docs_tables import update_docs
 from benchmarks.papers import paper_parser
 from benchmarks.results_file import ResultsFile, read_or_exit
 from examples.language_modeling import configs, input_pipeline, models, train
@@ -75,7 +75,6 @@ def parse_args(argv=None):
     add("--repeats", type=cli.positive_int, default=5, help="timed passes")
     add("--workdir", type=pathlib.Path, default=ROOT / "runs", help="the models' runs under it")
     add("--figures-dir", type=pathlib.Path, default=ROOT / "docs" / "images")
-    add_update_docs_option(parser)
     args = parser.parse_args(argv)
     name = "lm_real_data" if args.epochs else f"lm_equal_budget_{args.corpus}"
     name = f"lm_{args.config.replace('-', '_')}" if args.config else name

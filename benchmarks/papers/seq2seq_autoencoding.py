@@ -9,7 +9,7 @@ import json
 import pathlib
 
 from benchmarks import DATA, RESULTS, ROOT, positive
-from benchmarks.docs_tables import add_update_docs_option, columns_of, update_docs
+from benchmarks.docs_tables import columns_of, update_docs
 from benchmarks.papers import mean_and_spread, paper_parser, per_model
 from benchmarks.results_file import ResultsFile
 from examples.seq2seq.input_pipeline import GENERATED_LENGTHS
@@ -63,7 +63,6 @@ def parse_args(argv=None):
     add("--models", nargs="+", choices=list(MODELS), default=list(MODELS), help="rows to run")
     add("--epochs", type=positive(int), help="default: 20 (generated), 8 (ptb)")
     add("--runs-dir", type=pathlib.Path, default=ROOT / "runs" / "benchmarks" / NAME)
-    add_update_docs_option(parser)
     args = parser.parse_args(argv)
     epochs, seeds = DEFAULTS[args.corpus]
     args.seeds, args.epochs = args.seeds or seeds, args.epochs or epochs

@@ -18,7 +18,7 @@ import keras
 import numpy as np
 
 from benchmarks import DATA, ROOT
-from benchmarks.docs_tables import add_update_docs_option, update_docs
+from benchmarks.docs_tables import update_docs
 from benchmarks.papers import mean_and_spread, paper_parser, per_model
 from benchmarks.results_file import ResultsFile
 from examples.snli import corpora, input_pipeline, models
@@ -122,7 +122,6 @@ def parse_args(argv=None):
     add("--max-length", type=positive, default=40, help="tokens per sentence (default: 40)")
     add("--fused-loop", action=argparse.BooleanOptionalAction, default=True, help="layers'")
     add("--verbose", type=int, choices=(0, 1, 2), default=2, help="Keras progress output")
-    add_update_docs_option(parser)
     return parser.parse_args(argv)
 
 
