@@ -98,7 +98,7 @@ def language_model_case(case):
 
 
 def test_the_language_model_step_is_compiled_where_the_backend_compiles_by_default():
-    """On torch ``jit_compile=True`` is `torch.compile`, which fails on the carried memory."""
+    """On torch ``jit_compile=True`` is `torch.compile`: minutes a model on a CPU."""
     model = language_model_case("attention-cell")[0]
     assert compile_language_model(model).jit_compile is (BACKEND != "torch")
 

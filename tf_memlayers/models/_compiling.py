@@ -9,7 +9,7 @@ def backend_jit_compile(jit_compile, xla_on_tensorflow):
     """``jit_compile`` checked (a bool or ``"auto"``), ``None`` resolved for the backend: True
     on JAX, where Keras otherwise runs the step operation by operation; ``xla_on_tensorflow``
     on TensorFlow (False: a TensorFlow graph without XLA); False on torch, where True is
-    `torch.compile` (minutes a model, and it fails on the window attention's carried memory).
+    `torch.compile`, which takes minutes a model on a CPU (Keras's default there: eager).
     """
     if jit_compile is None:
         backend = keras.backend.backend()

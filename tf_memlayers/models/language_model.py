@@ -358,10 +358,10 @@ def compile_language_model(
             clipping. Default: `5.0`.
         jit_compile: `None`, a boolean or `"auto"` (as in `keras.Model.compile`), whether
             to compile the train step: with XLA on TensorFlow and JAX (Keras leaves it off
-            where a layer does not support it), with `torch.compile` on torch, which fails on
-            the window attention's carried memory. `None`: True on TensorFlow and JAX (XLA
-            compiles these layers on CPU too, where Keras's `"auto"` would not), False on
-            torch. Default: `None`.
+            where a layer does not support it), with `torch.compile` on torch (minutes a model
+            on a CPU). `None`: True on TensorFlow and JAX (XLA compiles these layers on CPU
+            too, where Keras's `"auto"` would not), False on torch, Keras's default there.
+            Default: `None`.
         perplexity: Boolean, (default `True`), whether to add the `Perplexity` metric.
         optimizer: String or `keras.optimizers.Optimizer`: `"adam"` (also for `None`),
             `"sgd"` (plain SGD without momentum, as Zaremba et al.; both clip the gradients'

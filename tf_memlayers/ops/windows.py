@@ -17,9 +17,6 @@ Written in `keras.ops`, so it runs on every Keras backend; batch and time may be
 until run time (TensorFlow graphs), the trailing dimensions must be known.
 """
 
-import functools
-
-import numpy as np
 from keras import ops
 
 
@@ -97,15 +94,11 @@ def offset_windows(stream, window):
     return ops.stack([stream[:, i : i - window] for i in range(window)], axis=2)
 
 
-@functools.cache
-def _block_placement(window, block):
+def _block_placement(window, block, dtype):
     """One-hot ``[block, window, 2 * block]``: window position i of row c of a block lands in
     column ``block - window + c + i`` of the block pair [previous block ; own block]."""
-    rows, positions = np.meshgrid(np.arange(block), np.arange(window), indexing="ij")
-    placement = np.zeros((block, window, 2 * block))
-    placement[rows, positions, block - window + rows + positions] = 1
-    placement.flags.writeable = False
-    return placement
+    columns = ops.arange(block)[:, None] + ops.arange(window)[None, :] + (block - window)
+    return ops.one_hot(columns, 2 * block, dtype=dtype)
 
 
 def window_weighted_sum(weights, carried, steps):
@@ -135,7 +128,7 @@ def window_weighted_sum(weights, carried, steps):
     tail = blocks * block - length
     weights = ops.pad(weights, [[0, 0], [0, tail], [0, 0]])
     weights = ops.reshape(weights, (batch, blocks, block, window))
-    placement = ops.convert_to_tensor(_block_placement(window, block), weights.dtype)
+    placement = _block_placement(window, block, weights.dtype)
     band = ops.einsum("bncl,clj->bncj", weights, placement)
     previous, own = band[..., :block], band[..., block:]
     # Step s of the stream (carried items first) lies at row s + C - L of [carried block ;

@@ -199,7 +199,9 @@ class MemorySequenceLayer(keras.layers.Layer):
                     f"layer's memory_size), got shape {tuple(memory.shape)}."
                 )
         else:
-            memory = self.memory.value
+            # A copy: the keys and values read from it are slices, on torch views of its
+            # storage, and torch.compile refuses views of a variable that the step updates.
+            memory = ops.copy(self.memory.value)
         return ops.stop_gradient(ops.cast(memory, inputs.dtype))
 
     def keep_memory(self, new_memory):
