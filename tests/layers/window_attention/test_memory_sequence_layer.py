@@ -194,9 +194,6 @@ def test_documents_come_with_a_reset_only():
     np.testing.assert_array_equal(as_numpy(documents.same), np.array(expected))
 
 
-def test_a_stateful_not_bool_and_a_read_memory_of_another_width_are_refused():
+def test_stateful_must_be_a_bool():
     with pytest.raises(TypeError, match=r"^RunningSum: `stateful` must be a bool, got 'yes'"):
         RunningSum(stateful="yes")
-    message = re.escape(f"RunningSum: {MEMORY_WIDTH}, got shape (2, 5)")
-    with pytest.raises(ValueError, match="^" + message):
-        RunningSum().incoming_memory(ops.zeros((2, 4, WIDTH)), np.zeros((2, 5), "float32"))

@@ -181,8 +181,8 @@ class MemorySequenceLayer(keras.layers.Layer):
         Args:
             inputs: A 3D tensor ``[batch, time, width]``, the call's inputs (for the batch
                 size and dtype).
-            initial_memory: Optional tensor ``[batch, memory_size]``. Default: `None` (the
-                stored memory when stateful, else zeros).
+            initial_memory: Optional tensor ``[batch, memory_size]``, as ``check_call_inputs``
+                checked it. Default: `None` (the stored memory when stateful, else zeros).
 
         Returns:
             A tensor ``[batch, memory_size]``.
@@ -191,13 +191,6 @@ class MemorySequenceLayer(keras.layers.Layer):
             return ops.zeros((ops.shape(inputs)[0], self.memory_size), inputs.dtype)
         if initial_memory is not None:
             memory = ops.convert_to_tensor(initial_memory)
-            owner = type(self).__name__
-            check_rank("initial_memory", memory.shape, 2, owner)
-            if memory.shape[-1] is not None and memory.shape[-1] != self.memory_size:
-                raise ValueError(
-                    f"{owner}: `initial_memory` must have width {self.memory_size} (the "
-                    f"layer's memory_size), got shape {tuple(memory.shape)}."
-                )
         else:
             # A copy: the keys and values read from it are slices, on torch views of its
             # storage, and torch.compile refuses views of a variable that the step updates.
