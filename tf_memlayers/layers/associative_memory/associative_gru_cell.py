@@ -382,7 +382,9 @@ class AssociativeGRUCell(keras.layers.Layer):
         memory, previous_output = states[0], states[1]
         n = self.units
         pre = projected + ops.matmul(previous_output, recurrent_kernel)
-        key, gate_pre, candidate_pre = ops.split(pre, [n, 3 * n], axis=1)
+        # Slices, not `ops.split` at indices: on torch that converts the indices to a tensor
+        # and back at every step (ten times a slice's time, and a break in torch.compile's graph).
+        key, gate_pre, candidate_pre = pre[:, :n], pre[:, n : 3 * n], pre[:, 3 * n :]
         step = self._run_step(
             key,
             memory,
