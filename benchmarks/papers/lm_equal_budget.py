@@ -3,7 +3,7 @@ baseline, each trained by one run of the language-model example (examples/langua
 
 The LSTM has ``--units`` units, every memory model the width whose parameter count is closest.
 Each trains until its validation perplexity stops improving (``--patience``, at most
-``--max-epochs``); ``--epochs N``: N epochs each; ``--config PRESET``: the example's preset;
+``--max-epochs``); ``--config PRESET``: the example's preset;
 ``--cost``: an epoch's and the run's cost, from the steps timed on ``--steps`` real batches. A
 rerun skips the models in the results file; a run directory continues its model. The results
 page names each table's command."""
@@ -36,13 +36,11 @@ SETTINGS.update(seq_len="sequence_length", seed="seed")
 STOPPING_RULES = ("max_epochs", "patience")
 DOCS_BLOCKS = {"ptb": "lm-equal-budget-ptb", "wikitext2": "lm-equal-budget-wikitext2"}
 CORPUS_NAMES = {"ptb": "PTB", "wikitext2": "WikiText-2"}
-COLUMNS = "model; hidden; parameters; epochs_trained: epochs; "
-EQUAL_BUDGET_COLUMNS = COLUMNS + "best_epoch: best epoch; stopped_by: stopped by; "
-EQUAL_BUDGET_COLUMNS += "train_perplexity: train ppl (best epoch); valid_perplexity: valid ppl; "
-EQUAL_BUDGET_COLUMNS += "test_perplexity: test ppl; test_below_lstm: test ppl below the LSTM's; "
-REAL_DATA_COLUMNS = COLUMNS.replace("epochs_trained", "train_steps: steps; epochs_trained")
-REAL_DATA_COLUMNS += "valid_perplexity: valid ppl; test_perplexity: test ppl; "
-ATTENTION_COLUMN = "attention_by_position: attention by position (oldest … newest)"
+EQUAL_BUDGET_COLUMNS = "model; hidden; parameters; epochs_trained: epochs; best_epoch: best "
+EQUAL_BUDGET_COLUMNS += "epoch; stopped_by: stopped by; train_perplexity: train ppl (best epoch); "
+EQUAL_BUDGET_COLUMNS += "valid_perplexity: valid ppl; test_perplexity: test ppl; test_below_lstm: "
+EQUAL_BUDGET_COLUMNS += "test ppl below the LSTM's; attention_by_position: attention by position "
+EQUAL_BUDGET_COLUMNS += "(oldest … newest)"
 COST_COLUMNS = "corpus; model; hidden; parameters; train_step_seconds: train step (s); "
 COST_COLUMNS += "train_step_range: train step, fastest and slowest pass (s); scoring_step_seconds: "
 COST_COLUMNS += "scoring step (s); epoch_minutes: minutes per epoch; max_epochs_hours: hours for "
@@ -68,7 +66,6 @@ def parse_args(argv=None):
         add(f"--{name.replace('_', '-')}", type=cli.positive_int, default=default)
     add("--patience", type=cli.positive_int, default=2, help="bad epochs before a model stops")
     add("--verbose", type=int, choices=(0, 1, 2), default=2)
-    add("--epochs", type=cli.positive_int, help="N epochs each instead (default: to convergence)")
     add("--config", choices=tuple(configs.PRESETS), help="run the example's preset instead")
     add("--cost", action="store_true", help="only time the models' steps")
     add("--steps", type=cli.positive_int, default=10, help="batches per timed pass")
@@ -76,8 +73,9 @@ def parse_args(argv=None):
     add("--workdir", type=pathlib.Path, default=ROOT / "runs", help="the models' runs under it")
     add("--figures-dir", type=pathlib.Path, default=ROOT / "docs" / "images")
     args = parser.parse_args(argv)
-    name = "lm_real_data" if args.epochs else f"lm_equal_budget_{args.corpus}"
-    name = f"lm_{args.config.replace('-', '_')}" if args.config else name
+    name = (
+        f"lm_{args.config.replace('-', '_')}" if args.config else f"lm_equal_budget_{args.corpus}"
+    )
     name = f"lm_equal_budget_cost_{args.corpus}" if args.cost else name
     args.results = args.results or RESULTS / f"{name}.json"
     return args
@@ -85,10 +83,7 @@ def parse_args(argv=None):
 
 def results_of(args, path=None):  # a row per model, kept with the same settings
     settings = {name: getattr(args, option) for name, option in SETTINGS.items()}
-    if args.epochs:
-        settings = {"epochs": args.epochs, **settings}
-    else:
-        settings.update(max_epochs=args.max_epochs, patience=args.patience)
+    settings.update(max_epochs=args.max_epochs, patience=args.patience)
     compared = lambda s: {k: v for k, v in s.items() if k not in STOPPING_RULES}  # noqa: E731
     path = path or args.results
     return ResultsFile(path, settings, rows="rows", key=("model",), compared=compared)
@@ -118,12 +113,12 @@ def run_example(argv, workdir):
 
 def row_of(m):
     """The results row of a model's run: its scores, and every epoch's."""
-    h, steps = m["history"], m["epochs_run"] * m["train_batches_per_epoch"]
+    h = m["history"]
     epochs = [dict(epoch=i + 1, learning_rate=rate) for i, rate in enumerate(h["learning_rate"])]
     for epoch, fit_ppl, val_ppl in zip(epochs, h["perplexity"], h["val_perplexity"]):
         epoch |= dict(train_perplexity=round(fit_ppl, 2), valid_perplexity=round(val_ppl, 2))
     row = {"model": m["model"], "hidden": m["units"], "parameters": m["parameters"]}
-    row |= {"train_steps": steps, "epochs_trained": m["epochs_run"], "best_epoch": m["best_epoch"]}
+    row |= {"epochs_trained": m["epochs_run"], "best_epoch": m["best_epoch"]}
     row |= {"train_perplexity": epochs[m["best_epoch"] - 1]["train_perplexity"]}
     row |= {f"{s}_perplexity": round(m[f"{s}_perplexity"], 2) for s in ("valid", "test")}
     row |= {"attention_by_position": m.get("attention_by_position")}
@@ -135,9 +130,8 @@ def stopped_by(row, patience):  # "cap": the epoch cap ended it
     return "patience" if row["epochs_trained"] - row["best_epoch"] >= patience else "cap"
 
 
-def finished(row, args):  # ran for --epochs, or the stopping rule or the epoch cap ended it
-    cap = row["epochs_trained"] >= args.max_epochs
-    return args.epochs or cap or stopped_by(row, args.patience) == "patience"
+def finished(row, args):  # the stopping rule or the epoch cap ended it
+    return row["epochs_trained"] >= args.max_epochs or stopped_by(row, args.patience) == "patience"
 
 
 def run(args):
@@ -146,13 +140,10 @@ def run(args):
     # A row that a higher cap reopens stays published until its model finishes again.
     kinds = results.missing(report, args.models, finished=lambda row: finished(row, args))
     units = widths(args, kinds)
-    rules = ["--epochs", str(args.epochs or args.max_epochs)]
-    rules += [] if args.epochs else ["--patience", str(args.patience)]
-    name = "lm_real_data" if args.epochs else "lm_equal_budget"
+    rules = ["--epochs", str(args.max_epochs), "--patience", str(args.patience)]
     for kind in kinds:
         argv = example_options(args, *rules, "--model", kind, "--units", str(units[kind]))
-        metrics = run_example(argv, args.workdir / name / args.corpus / kind)
-        report["batches_per_epoch"] = metrics["train_batches_per_epoch"]
+        metrics = run_example(argv, args.workdir / "lm_equal_budget" / args.corpus / kind)
         results.add(report, row_of(metrics))
     return report
 
@@ -301,20 +292,6 @@ def write_docs(report):
         )
         return update_docs("lm-reproduction", [row], PRESET_COLUMNS, caption)
     s, rows = report["settings"], in_model_order(report["rows"])
-    if "epochs" in s:
-        caption = (
-            f"{report['corpus'].upper()} word-level perplexity (complete validation / test "
-            f"splits) after {s['epochs']} epoch(s) ({report['batches_per_epoch']} steps each) of "
-            f"{s['batch_size']}x{s['seq_len']} tokens per model on a 2-core CPU. Equal parameter "
-            f"budget: the LSTM has {s['hidden']} units and every memory model the width whose "
-            f"parameter count is closest. Embedding {s['embedding_dim']}, window {s['window']}, "
-            f"N = {s['ngram']}, Adam 1e-3, clip 5, forget bias 1, U(-0.1, 0.1). "
-            "Far from converged: this ranks the models at equal training, it does not reproduce "
-            "the paper. Attention by position: mean weight per window slot over validation "
-            "text. (Wall times are in the saved JSON; on a shared machine they are not "
-            "comparable.)"
-        )
-        return update_docs("lm-real-data", rows, REAL_DATA_COLUMNS + ATTENTION_COLUMN, caption)
     gains = with_gain_over_lstm(rows, s)
     resets = " States and memories are reset at the start of every article, in training and "
     caption = (
@@ -336,8 +313,9 @@ def write_docs(report):
     image = f".. image:: images/lm_equal_budget_{report['corpus']}_{{}}.png\n   :alt: {{}}"
     footer = "\n\n".join(image.format(*figure) for figure in FIGURES.items())
     block, after = DOCS_BLOCKS[report["corpus"]], DOCS_BLOCKS["ptb"]
-    columns = EQUAL_BUDGET_COLUMNS + ATTENTION_COLUMN
-    return update_docs(block, table, columns, caption, footer=footer, insert_after=after)
+    return update_docs(
+        block, table, EQUAL_BUDGET_COLUMNS, caption, footer=footer, insert_after=after
+    )
 
 
 def main(argv=None):
@@ -354,7 +332,7 @@ def main(argv=None):
         report = run(args)
     if (args.cost or args.config) and not args.from_results:
         results_file.write(args.results, report)
-    if "rows" in report and not (args.cost or args.epochs):
+    if "rows" in report and not args.cost:
         draw_figures(report, args.figures_dir)
     if args.update_docs and args.cost:
         files = [RESULTS / f"lm_equal_budget_cost_{c}.json" for c in DOCS_BLOCKS]

@@ -108,12 +108,8 @@ def parse_args(argv=None):
     positive, add = snli.number(int, 1), parser.add_argument
     add("--models", nargs="+", choices=models.KINDS, default=list(models.KINDS), help="models")
     add("--epochs", type=positive, default=10, help="epochs per run, or their cap (default: 10)")
-    add(
-        "--patience",
-        type=positive,
-        help="end each run after this many epochs without a dev improvement of 0.001 (the "
-        "example's --patience; default: run all --epochs)",
-    )
+    why = "the example's: stop a run after N epochs without a dev gain of 0.001 (default: off)"
+    add("--patience", type=positive, metavar="N", help=why)
     add("--units", type=positive, default=100, help="Dual AM-GRU size (default: 100, the paper)")
     add("--num-copies", type=positive, default=8, dest="copies", help="(default: 8)")
     add("--batch-size", type=positive, default=50, help="pairs per batch (default: 50)")

@@ -83,7 +83,8 @@ def buffers_from_jax(name, args):
     """XLA's buffers of table ``name``'s variants on JAX: ``{case key: {variant: MiB}}``."""
     from benchmarks.speed.tables import child
 
-    found = child(*args.argv, "--tables", name, "--backend", "jax", "--buffers-only")
+    argv = [*args.argv, "--tables", name, "--backend", "jax", "--buffers-only"]
+    found = child(*argv, python=args.python.get("jax"))
     if isinstance(found, str):
         print(f"{name}: no XLA buffers: {found}", file=sys.stderr)
         return {}
@@ -171,7 +172,7 @@ def parse_args(argv=None):
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
     add("--backend", choices=BACKENDS, default=backend, help="Keras's backend")
     add("--no-jit", action="store_true", help="TensorFlow without XLA, torch without torch.compile")
-    why = "the Python of the backends table's children on BACKEND (default: this one)"
+    why = "the Python of the children on BACKEND: the backends table's, XLA's buffers (JAX)"
     python = dict(type=backend_python, action="append", default=[], metavar="BACKEND=PATH")
     add("--python", **python, help=why)
     add("--device", choices=("cpu", "gpu"), default="cpu", help="gpu: a GPU run's tables")
@@ -190,7 +191,9 @@ def parse_args(argv=None):
     args.python = dict(args.python)
     if args.no_jit and args.backend == "jax":
         parser.error("argument --no-jit: Keras's JAX backend always compiles (jax.jit)")
-    args.argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--update-docs"]
+    # The options of the XLA buffers' child on JAX, which always compiles.
+    given = sys.argv[1:] if argv is None else argv
+    args.argv = [a for a in given if a not in ("--update-docs", "--no-jit")]
     if args.device == "gpu" and args.backend == "tensorflow" and not args.from_results:
         parser.error("argument --device: a GPU run is on Keras's JAX or torch backend (--backend)")
     args.sizes = args.sizes or ("gpu" if args.device == "gpu" else "full")

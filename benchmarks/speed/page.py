@@ -13,22 +13,22 @@ from benchmarks.speed.tables import FLOOR_LAYER, PALLAS_FLOOR, TABLES, equal_wei
 IMAGES = ROOT / "docs" / "images"
 GPU_RUNS, GPU_FIGURE = RESULTS / "gpu", IMAGES / "gpu_window_attention.png"
 BLOCKS = tomllib.loads(pathlib.Path(__file__).with_name("page.toml").read_text(encoding="utf-8"))
-# The window-attention implementations of the peer comparison, in the order of their colours.
-IMPLS = {"ours": "SlidingWindowAttention", "mha_width": "MultiHeadAttention (sliding window)"}
-IMPLS |= {"seq_self_attention": "SeqSelfAttention", "output_only": "eq. (5) matmuls alone"}
+# The window-attention variants of the figure, in the order of their colours.
+IMPLS = dict(ours="SlidingWindowAttention", floor="its matrix products alone")
+IMPLS |= dict(mha="MultiHeadAttention, equal weights", mha_width="MultiHeadAttention, equal width")
 
 
 def text(name, key="caption"):  # its line breaks spaces
     return " ".join(BLOCKS[name][key].split())
 
 
-def write_block(name, rows, values, page=RESULTS_PAGE, caption="caption", every_column=False):
+def write_block(name, rows, values, page=RESULTS_PAGE, every_column=False):
     """Writes block ``name``: ``rows`` under its columns that some row has (or ``every_column``,
-    but ``backend``), its ``caption`` formatted with ``rows`` and ``values``."""
+    but ``backend``), its caption formatted with ``rows`` and ``values``."""
     block, columns = BLOCKS[name], columns_of(text(name, "columns"))
     shown = lambda key: every_column and key != "backend"  # noqa: E731  (JAX's rows have none)
     columns = [(k, h) for k, h in columns if shown(k) or any(k in row for row in rows)]
-    caption = text(name, caption).format(rows=rows, **values)
+    caption = text(name).format(rows=rows, **values)
     return update_docs(name, rows, columns, caption, page, footer=block.get("footer", ""))
 
 
@@ -55,66 +55,24 @@ def draw(path, x, lines, labels, titles, size=(10, 4), dpi=80, legend="small", b
     return path
 
 
-def peers(report, rows, images):
+def window(report, rows, images):
     lines = [(i, IMPLS[m], f"{m}_ms", f"{m}_buffers_mib", "-", rows) for i, m in enumerate(IMPLS)]
     labels = ("ms per step, XLA", "XLA buffers of a step (MiB)", "sequence length T")
-    titles = ("time per forward + backward step", "working memory of one step")
-    draw(images / "window_attention_vs_peers.png", "T", lines, labels, titles)
-    fragments = ("with_seq_self_attention", "seq_self_attention_buffers")
-    sa = any("seq_self_attention_ms" in row for row in rows)
-    return rows, {key: text("window-attention-vs-peers", key) if sa else "" for key in fragments}
+    titles = ("time per training step", "working memory of one step")
+    draw(images / "window_attention.png", "T", lines, labels, titles)
+    return rows, {}
 
 
 def dual(report, rows, images):
-    memory = "peak_mib" if "dual_peak_mib" in rows[0] else "buffers_mib"
-    name = {"peak_mib": "peak", "buffers_mib": "XLA buffers"}[memory]
     names = {"dual": "Dual AM-GRU (8 copies)", "attention": "LSTM, word-by-word attention"}
     lines = [
-        (i, names[k], f"{k}_ms_per_step", f"{k}_{memory}", "-", rows) for i, k in enumerate(names)
+        (i, names[k], f"{k}_ms_per_step", f"{k}_buffers_mib", "-", rows)
+        for i, k in enumerate(names)
     ]
-    labels = ("ms per hypothesis step", f"{name} MiB", "premise length")
-    titles = ("training time per hypothesis step", "peak memory of a training step")
+    labels = ("ms per hypothesis step", "XLA buffers (MiB)", "premise length")
+    titles = ("training time per hypothesis step", "working memory of a training step")
     draw(images / "dual_vs_word_by_word.png", "premise_length", lines, labels, titles)
-    return rows, {"memory": text("dual-vs-word-by-word", memory)}
-
-
-def snli(report, rows, images):
-    """A row per memory layer: its cell form and fused loop against the GRU model."""
-    kinds, table = {row["kind"]: row for row in rows}, []
-    gru = {f"gru_{key}": value for key, value in kinds.get("gru", {}).items()}
-    fused_names = dict(fused_loop_ms="median_ms", speedup="speedup", fused_to_gru="ratio_to_gru")
-    fused_names.update(gflop_per_step="gflop_per_step", fused_share_of_peak="share_of_peak")
-    for kind in ("am_gru", "dual_am_gru"):
-        cell, fused = kinds.get(kind, {}), kinds.get(f"{kind} fused_loop", {})
-        row = {"kind": kind, "cell_form_ms": cell.get("median_ms"), **gru}
-        row["gru_model_ms"] = gru.get("gru_median_ms")
-        table.append(row | {key: fused.get(field) for key, field in fused_names.items()})
-    return table, {}
-
-
-def heap(report, rows, images):
-    """A row per cache size and policy; the caption, ``heap_step``'s training steps."""
-    step_report, step_rows, step_peak = read_rows("heap_step", report)
-    ms = {row["model"]: row for row in step_rows}
-    table = [
-        dict(cache_size=row["cache_size"], policy=p, read_ms=row.get(f"{p}_read_ms"))
-        | {f"insert_{c}_ms": row.get(f"{p}_{c}_ms") for c in ("worst", "random")}
-        for row in rows
-        for p in ("heap", "topk")
-    ]
-    by_size = {row["cache_size"]: row for row in rows}
-    worst = [by_size.get(k, {}).get("heap_worst_ms") for k in (100000, 1000)]
-    at_1k = by_size.get(1000, {}).get("heap_over_topk_worst")
-    values = dict(step_settings=step_report["settings"], step_peak=step_peak)
-    values["worst"] = f"{worst[0] / worst[1]:.2f}x" if all(worst) else "not measured"
-    at_1k = at_1k and f"; at K=1k the exact heap write takes {at_1k:.2f}x the top-k write"
-    values["at_1k"] = f"{at_1k} (worst case)." if at_1k else "."
-    names = dict(base="no cache", read="cache read", write="cache read + heap write")
-    for name, model in names.items():
-        values[name] = ms[model]["median_ms"]
-        values[f"{name}_overhead"] = 100 * (ms[model]["ratio_to_no_cache"] - 1)
-    step = "{} {gflop_per_step:.2f} GFLOP ({share_of_peak:.0%})"
-    return table, values | {"steps": ", ".join(step.format(n, **r) for n, r in ms.items())}
+    return rows, {}
 
 
 BACKEND_SIDES = dict(tensorflow="TensorFlow", jax="JAX", torch="torch")
@@ -147,17 +105,16 @@ def backends(report, rows, images):
 
 #: Each table's block.
 SPEED_BLOCKS = dict(language_model="window-attention-speed")
-SPEED_BLOCKS |= dict(window_peers="window-attention-vs-peers")
-SPEED_BLOCKS |= dict(window_attention="window-attention-floor", lm_kinds="lm-throughput")
+SPEED_BLOCKS |= dict(window_attention="window-attention-floor")
 SPEED_BLOCKS |= dict(lm_equal_parameters="lm-throughput-equal-parameters", packing="lm-packing")
 SPEED_BLOCKS |= dict(associative_memory="associative-memory-speed")
 SPEED_BLOCKS |= dict(dual_vs_word_by_word="dual-vs-word-by-word", snli="snli-model-step")
-SPEED_BLOCKS |= dict(heap_write="heap-cache-speed", attention_wrapper="attention-wrapper-speed")
+SPEED_BLOCKS |= dict(heap_write="heap-cache-speed", heap_step="heap-cache-step")
+SPEED_BLOCKS |= dict(attention_wrapper="attention-wrapper-speed")
 SPEED_BLOCKS |= dict(backends="backends-speed")
 #: How a block's rows and caption's values are made from the results where it needs more than
 #: the settings: ``function(report, rows, images) -> (rows, values)``.
-MAKERS = dict(window_peers=peers, dual_vs_word_by_word=dual, snli=snli, heap_write=heap)
-MAKERS["backends"] = backends
+MAKERS = dict(window_attention=window, dual_vs_word_by_word=dual, backends=backends)
 
 
 def read_rows(table, report=None):
@@ -177,8 +134,7 @@ def write(tables, report=None, page=RESULTS_PAGE, images=IMAGES):
         vocab_k = s.get("lm_vocab", 0) // 1000
         values.update(s=s, peak=peak, report=report_of, cpus=cpus, vocab_k=vocab_k)
         values.setdefault("key_dim", s.get("width") and equal_weight_key_dim(s["width"], 32))
-        corpus = report_of.get("corpus") and "caption_corpus" in BLOCKS[name]
-        write_block(name, rows, values, page, "caption_corpus" if corpus else "caption")
+        write_block(name, rows, values, page)
 
 
 # The GPU runs: what tells a row of each speed table apart from the others, beside its dtype.

@@ -14,11 +14,17 @@ import numpy as np
 from benchmarks import results_file, timing
 from benchmarks import step as training
 
+#: LM variants ``kind-form:size`` (an attention's window, the N-gram RNN's N).
+GPU_LM_VARIANTS = ("lstm", "window-parallel:5", "window-parallel:10", "window-cell:5")
+GPU_LM_VARIANTS += ("window-cell:10", "ngram-parallel:4", "ngram-cell:4")
+LM_VARIANTS = GPU_LM_VARIANTS + ("key_value-parallel:5", "key_value_predict-parallel:5")
+LM_KINDS = ("lstm", "attention-parallel:5", "key_value-parallel:5")
+LM_KINDS += ("key_value_predict-parallel:5", "ngram-parallel:4")
 #: The settings of the CPU tables (``full``), of a GPU run (``gpu``) and of a check of every
 #: code path in seconds (``tiny``); options of ``python -m benchmarks.speed`` replace some.
 SIZES = {"full": dict(rounds=15, width=300, batch=8, memory_limit_gib=12.0)}
-SIZES["full"].update(lengths=(20, 100, 400, 1000, 2000), parts_max_length=100000)
-SIZES["full"].update(peer_lengths=(20, 100, 400, 1000, 2000, 4000), peak_sizes=(512, 1024, 2048))
+SIZES["full"].update(lengths=(20, 100, 400, 1000, 2000, 4000), parts_max_length=100000)
+SIZES["full"]["peak_sizes"] = (512, 1024, 2048)
 SIZES["full"].update(lm_vocab=10000, lm_hidden=300, lm_equal_hidden=200, lm_batch=64, lm_steps=20)
 SIZES["full"].update(am_units=100, am_batch=50, am_steps=30, am_copies=(8, 1), snli_units=100)
 SIZES["full"].update(dual_lengths=(10, 25, 50, 100, 200, 500, 1000, 2000), snli_batch=50)
@@ -28,8 +34,10 @@ SIZES["full"]["backend_compile_s"] = 3600
 SIZES["full"].update(packing_hidden=128, packing_batch=32, packing_vocab=33278)
 SIZES["gpu"] = dict(SIZES["full"], rounds=20, lengths=(20, 100, 1000), parts_max_length=100)
 SIZES["gpu"].update(am_copies=(8,), heap_sizes=(1000, 10000), peak_sizes=(4096, 8192))
+# A GPU run's share of the variants: those its goals need.
+SIZES["gpu"].update(window_variants=("ours", "floor", "mha"), lm_variants=GPU_LM_VARIANTS)
 SIZES["tiny"] = dict(SIZES["full"], rounds=2, width=16, batch=2, peak_sizes=(256,), snli_batch=4)
-SIZES["tiny"].update(lengths=(20,), peer_lengths=(20,), parts_max_length=20, backend_rounds=1)
+SIZES["tiny"].update(lengths=(20,), parts_max_length=20, backend_rounds=1)
 SIZES["tiny"].update(backend_window_length=20, backend_compile_s=900)
 SIZES["tiny"].update(lm_vocab=50, lm_hidden=18, lm_equal_hidden=12, lm_batch=4, lm_steps=5)
 SIZES["tiny"].update(am_units=8, am_batch=4, am_steps=5, am_copies=(8,), snli_units=8)
@@ -171,15 +179,24 @@ class Table:
     def vectors(self, sizes, name):  # `training.weight_training_flops`' rows; 0: not counted
         return 0
 
+    @staticmethod
+    def wide_row(row, built, samples, errors, peak, flops=None, per=1, ms="ms"):
+        """``row`` with each variant's ``{name}_{ms}`` (its median / ``per``, or its error), its
+        XLA buffers (a `Step`'s), and the GFLOP and share of peak of ``flops(name, step)``."""
+        medians = timing.medians(samples)
+        for name, step in built.items():
+            if hasattr(step, "buffers_mib"):
+                row[f"{name}_buffers_mib"] = step.buffers_mib
+            if name in medians:
+                row[f"{name}_{ms}"] = medians[name] / per
+                if flops and (count := flops(name, step)):
+                    row.update(training.floor_columns(count, medians[name], peak, f"{name}_"))
+        return row | {f"{name}_{ms}": error for name, error in errors.items()}
+
     def more(self, sizes, row, step, samples):  # a built variant's own columns
         pass
 
 
-#: LM variants ``kind-form:size`` (an attention's window, the N-gram RNN's N).
-LM_VARIANTS = ("lstm", "window-parallel:5", "window-parallel:10", "window-cell:5")
-LM_VARIANTS += ("window-cell:10", "ngram-parallel:4", "ngram-cell:4")
-LM_KINDS = ("lstm", "attention-parallel:5", "key_value-parallel:5")
-LM_KINDS += ("key_value_predict-parallel:5", "ngram-parallel:4")
 PART = "eqs (2)-(4) alone:10"
 
 
@@ -302,9 +319,8 @@ def equal_weight_key_dim(width, attention_units):
 def window_products(variant, rows, width, steps):
     """``(rows, inner, columns)`` of a variant's products and the ``Dense(width)``'s."""
     base, dense = variant.removesuffix("_no_xla"), [(rows, width, width)]
-    if base in ("ours", "floor", "output_only"):
-        ours = [(rows, width, ATTENTION_UNITS)] * 2 if base != "output_only" else []
-        return dense + ours + [(rows, width, width)] * 2
+    if base in ("ours", "floor"):
+        return dense + [(rows, width, ATTENTION_UNITS)] * 2 + [(rows, width, width)] * 2
     k = equal_weight_key_dim(width, ATTENTION_UNITS) if base == "mha" else ATTENTION_UNITS
     # Q, K, V and the output projection; the T × T scores and their weighted sum.
     return dense + [(rows, width, k)] * 3 + [(rows, k, width), (rows, k, steps), (rows, steps, k)]
@@ -336,8 +352,8 @@ def stand_ins(parts):
 
 
 def window_layer(variant, width):
-    """``ours``; ``floor``: its four products alone; ``output_only``: eq. (5)'s two; ``mha``:
-    `MultiHeadAttention`, sliding causal mask, at our weights; ``mha_width``: at our width."""
+    """``ours``; ``floor``: its four products alone; ``mha``: `MultiHeadAttention`, sliding
+    causal mask, at our weights; ``mha_width``: at our attention width."""
     from tf_memlayers import SlidingWindowAttention
 
     base, ops = variant.removesuffix("_no_xla"), keras.ops
@@ -345,42 +361,40 @@ def window_layer(variant, width):
         size = equal_weight_key_dim(width, ATTENTION_UNITS) if base == "mha" else ATTENTION_UNITS
         mha = keras.layers.MultiHeadAttention(1, size, sliding_window=WINDOW + 1)
         return lambda h: mha(h, h, use_causal_mask=True)
-    if base not in ("floor", "output_only"):
+    if base != "floor":
         return SlidingWindowAttention(WINDOW, attention_units=ATTENTION_UNITS)
 
     class Products(keras.layers.Layer):
         def build(self, shape):
-            if base == "floor":
-                self.memory_kernel = self.add_weight((shape[-1], ATTENTION_UNITS))
-                self.query_kernel = self.add_weight((shape[-1], ATTENTION_UNITS))
+            self.memory_kernel = self.add_weight((shape[-1], ATTENTION_UNITS))
+            self.query_kernel = self.add_weight((shape[-1], ATTENTION_UNITS))
             self.context_kernel = self.add_weight((shape[-1], shape[-1]))
             self.predict_kernel = self.add_weight((shape[-1], shape[-1]))
 
         def call(self, h):
             out = ops.matmul(h, self.context_kernel) + ops.matmul(h, self.predict_kernel)
-            if base == "floor":
-                scores = ops.matmul(h, self.memory_kernel) * ops.matmul(h, self.query_kernel)
-                out = out + ops.sum(scores, axis=-1, keepdims=True)
-            return ops.tanh(out)
+            scores = ops.matmul(h, self.memory_kernel) * ops.matmul(h, self.query_kernel)
+            return ops.tanh(out + ops.sum(scores, axis=-1, keepdims=True))
 
     return Products()
 
 
 class WindowAttention(Table):
-    """Each window-attention variant's step per length, its XLA buffers and `PARTS`' savings."""
+    """Each window-attention variant's step per length (on TensorFlow ``no_xla``'s also without
+    XLA), its XLA buffers and `PARTS`' savings."""
 
     buffers = True
 
     def cases(self, sizes):
-        lengths = sizes[self.options.get("lengths", "lengths")]
+        lengths = sizes["lengths"]
         return [{"dtype": dtype, "T": length} for length in lengths for dtype in sizes["dtypes"]]
 
     def variants(self, sizes, case):
         width, batch, length = sizes["width"], sizes["batch"], case["T"]
-        names = list(self.options["variants"])
-        if self.options.get("no_xla") and keras.backend.backend() == "tensorflow":
-            names += [f"{name}_no_xla" for name in names]
-        if self.options.get("parts", True) and length <= sizes["parts_max_length"]:
+        names = list(sizes.get("window_variants", self.options["variants"]))
+        if keras.backend.backend() == "tensorflow":
+            names += [f"{name}_no_xla" for name in self.options["no_xla"] if name in names]
+        if length <= sizes["parts_max_length"]:
             names += PARTS
 
         def make(name):
@@ -394,18 +408,14 @@ class WindowAttention(Table):
         return {name: lambda name=name: make(name) for name in names}
 
     def rows(self, sizes, case, built, samples, errors, peak):
-        row, medians = {**case, "rounds": sizes["rounds"]}, timing.medians(samples)
+        vectors, width, row = sizes["batch"] * case["T"], sizes["width"], dict(case)
+        products = lambda name, _: window_products(name, vectors, width, case["T"])  # noqa: E731
+        flops = lambda *a: a[0] not in PARTS and training.training_flops(products(*a))  # noqa: E731
+        row = self.wide_row(row | {"rounds": sizes["rounds"]}, built, samples, errors, peak, flops)
         ratios = timing.median_ratio(samples, "ours") if "ours" in samples else {}
         for name, step in built.items():
-            row[f"{name}_buffers_mib"], row[f"{name}_compile_s"] = step.buffers_mib, step.compile_s
-            row[f"{name}_weights"] = step.info["weights"]
-            row[f"{name}_ms"] = medians.get(name, f"not run: needs {step.buffers_mib or 0:.0f} MiB")
-            if name in medians and name not in PARTS:
-                count, width = sizes["batch"] * case["T"], sizes["width"]
-                flops = training.training_flops(window_products(name, count, width, case["T"]))
-                row.update(training.floor_columns(flops, medians[name], peak, f"{name}_"))
-        for name, error in errors.items():
-            row[f"{name}_ms"] = row[f"{name}_error"] = error
+            row[f"{name}_compile_s"], row[f"{name}_weights"] = step.compile_s, step.info["weights"]
+            row.setdefault(f"{name}_ms", f"not run: needs {step.buffers_mib or 0:.0f} MiB")
         ours = row.get("ours_buffers_mib")
         for name in built:
             if name in ratios and name != "ours" and name not in PARTS:
@@ -585,18 +595,11 @@ class DualVsWordByWord(Table):
 
     def rows(self, sizes, case, built, samples, errors, peak):
         batch, units, length = sizes["am_batch"], sizes["am_units"], case["premise_length"]
-        row, medians = dict(case), timing.medians(samples)
-        row.update(dual_floats_read=units * 8, attention_floats_read=units * length)
+        row = dict(case, dual_floats_read=units * 8, attention_floats_read=units * length)
         # W^y (the memory kernel) acts on each premise output once per call.
         per_row = lambda w: batch * (length if "memory_kernel" in w.path else 10)  # noqa: E731
-        for name, step in built.items():
-            row[f"{name}_buffers_mib"] = step.buffers_mib
-            if name in medians:
-                row[f"{name}_ms_per_step"] = medians[name] / 10
-                flops = training.weight_training_flops(step.model, per_row)
-                row.update(training.floor_columns(flops, medians[name], peak, f"{name}_"))
-        row.update({f"{name}_ms_per_step": error for name, error in errors.items()})
-        return [row]
+        flops = lambda _, step: training.weight_training_flops(step.model, per_row)  # noqa: E731
+        return [self.wide_row(row, built, samples, errors, peak, flops, 10, "ms_per_step")]
 
 
 class Snli(Table):
@@ -682,9 +685,8 @@ class HeapWrite(Table):
         return made
 
     def rows(self, sizes, case, built, samples, errors, peak):
+        row = self.wide_row(dict(case), built, samples, errors, peak)
         medians = timing.medians(samples)
-        row = {**case, **{f"{name}_ms": ms for name, ms in medians.items()}}
-        row.update({f"{name}_ms": error for name, error in errors.items()})
         for name in ("worst", "random"):
             if f"heap_{name}" in medians and f"topk_{name}" in medians:
                 row[f"heap_over_topk_{name}"] = medians[f"heap_{name}"] / medians[f"topk_{name}"]
@@ -712,7 +714,7 @@ class HeapStep(Table):
 
         def make(name):
             pooling = AttentionPooling(UNITS)
-            memory = HeapCacheAttention(cache, UNITS) if "cache" in name else None
+            memory = None if name == "no cache" else HeapCacheAttention(cache, UNITS)
             model = build_fill_last_word_model(10000, pooling, memory, embedding_dim=50)
             if memory is not None:
                 model.get_layer("cache_attention").cache.assign(normal(cache, 128))
@@ -730,7 +732,7 @@ class HeapStep(Table):
 
     def vectors(self, sizes, name):
         batch, cache = sizes["heap_batch"], sizes["heap_step_cache"]
-        per_layer = dict(encoder=batch * 40, attention_pooling=batch * 40, cache_attention=cache)
+        per_layer = dict(encoder=batch * 40, pooling=batch * 40, cache_attention=cache)
         return lambda w: per_layer.get(w.path.split("/")[0], batch)
 
 
@@ -764,8 +766,8 @@ class AttentionWrapperTable(Table):
         return {name: lambda w=wrap: make(w) for name, wrap in wrappers.items()}
 
 
-#: The training steps the backends table compares: ``case: (description, its baseline)``;
-#: the descriptions formatted with the sizes ``s``.
+#: The training steps the backends table compares: ``case: (description, its baseline)``, the
+#: descriptions formatted with the sizes ``s``; each case timed in the rounds of its baseline.
 AM, LM_SHAPE = "[{s[am_batch]}, {s[am_steps]}, {s[am_units]}]", "its LSTM"
 LM_TEXT = "LSTM language model (hidden {s[lm_hidden]}, batch {s[lm_batch]}, {s[lm_steps]} steps, "
 RNN_TEXT = "AttentionRNN(AttentionWrapper(LSTMCell({s[am_units]}), score='general')), memory "
@@ -783,10 +785,6 @@ BACKEND_CASES = {
     "lstm_cell_rnn": (f"keras.layers.RNN(LSTMCell({{s[am_units]}})), {AM}", None),
     "attention_rnn": (RNN_TEXT + "{s[am_steps]} vectors", "lstm_cell_rnn"),
 }
-#: The group of each case: a case is timed in the same rounds as the others of its group.
-BACKEND_GROUPS = dict(window="window", gru="am_gru", am_gru="am_gru", am_gru_fused="am_gru")
-BACKEND_GROUPS |= dict(gru_cell_rnn="am_gru", lstm_cell_rnn="attention", attention_rnn="attention")
-BACKEND_GROUPS |= {name: "lm" for name in BACKEND_CASES if name.startswith("lm_")}
 #: The LM cases' variants (`lm_model`).
 LM_CASES = dict(lm_lstm="lstm", lm_window_parallel="window-parallel:5")
 LM_CASES |= dict(lm_window_cell="window-cell:5", lm_ngram_parallel="ngram-parallel:4")
@@ -797,16 +795,20 @@ SIDES = dict(tensorflow=("tensorflow", ()), jax=("jax", ()), torch=("torch", ("-
 SIDES["torch_compile"] = ("torch", ())
 
 
+def backend_group(case):  # the baseline timed in the same rounds
+    return BACKEND_CASES[case][1] or case
+
+
 def window_shape(sizes):
     return sizes["batch"], sizes["backend_window_length"], sizes["width"] // 3 * 3  # 3 pieces
 
 
 class BackendCases(Table):
     """The training steps the backends table compares, on the current backend: a case per
-    group, each case timed with its baseline in the same rounds."""
+    baseline, with the cases it is the baseline of."""
 
     def cases(self, sizes):
-        return [{"group": group} for group in dict.fromkeys(BACKEND_GROUPS.values())]
+        return [{"group": group} for group in dict.fromkeys(map(backend_group, BACKEND_CASES))]
 
     def variants(self, sizes, case):
         import tf_memlayers as ml
@@ -835,7 +837,7 @@ class BackendCases(Table):
             return layer_step(layers[name](), shape, memory=am if name == "attention_rnn" else None)
 
         fused = keras.backend.backend() == "tensorflow"  # the fused loop is a TensorFlow op
-        names = [name for name, group in BACKEND_GROUPS.items() if group == case["group"]]
+        names = [name for name in BACKEND_CASES if backend_group(name) == case["group"]]
         names = [name for name in names if fused or "fused" not in name]
         return {name: lambda name=name: make(name) for name in names}
 
@@ -893,7 +895,7 @@ class Backends(Table):
                 if values and base:
                     ratios = timing.median_ratio({"case": values, "base": base}, "base")
                     row[f"{side}_over_baseline"] = ratios["case"]
-                why = failed.get((name, side)) or failed.get((BACKEND_GROUPS[name], side))
+                why = failed.get((name, side)) or failed.get((backend_group(name), side))
                 why = why or failed.get(side)
                 if why and not values:
                     row[f"{side}_status"] = why
@@ -903,15 +905,13 @@ class Backends(Table):
         return rows
 
 
-LM, FLOOR = dict(key="variant", ratio="ratio_to_lstm"), dict(variants=("ours", "floor", "mha"))
+LM = dict(key="variant", ratio="ratio_to_lstm")
 EQUAL = dict(LM, variants=LM_KINDS, equal_parameters=True)
-PEERS = dict(variants=("ours", "mha_width", "output_only"), lengths="peer_lengths", parts=False)
+WINDOW_VARIANTS = dict(variants=("ours", "floor", "mha", "mha_width"), no_xla=("ours", "mha_width"))
 #: The tables, by their name on the command line and in a results file's ``tables``.
 TABLES = dict(
-    window_attention=WindowAttention("window_attention_floor.json", **FLOOR),
-    window_peers=WindowAttention("window_attention_peers.json", **PEERS, no_xla=True),
+    window_attention=WindowAttention("window_attention_floor.json", **WINDOW_VARIANTS),
     language_model=LanguageModel("window_attention_lm.json", **LM, variants=LM_VARIANTS, part=True),
-    lm_kinds=LanguageModel("lm_throughput.json", **LM, variants=LM_KINDS),
     lm_equal_parameters=LanguageModel("lm_throughput_equal_parameters.json", **EQUAL),
     packing=Packing("lm_packing.json", "layout", "step_ratio"),
     associative_memory=AssociativeMemory("associative_memory.json", "layer", "ratio_to_gru"),

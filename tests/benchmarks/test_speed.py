@@ -160,17 +160,22 @@ def test_the_command_line_defaults_budget_and_peaks(monkeypatch, tmp_path):
 @tensorflow_only("the heap step writes its cache in TensorFlow's training step")
 def test_tables_run_at_tiny_sizes_and_print_their_rows():
     command = [sys.executable, "-m", "benchmarks.speed", "--sizes", "tiny", "--rounds", "1"]
-    command += ["--tables", "heap_step", "associative_memory", "lm_kinds"]
+    command += ["--tables", "heap_step", "associative_memory", "language_model"]
     done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout)
     assert results["errors"] == {} and results["settings"]["step"] == "SGD, ``stateless_call``, XLA"
-    heap, am, lm = (results["tables"][t] for t in ("heap_step", "associative_memory", "lm_kinds"))
+    names = ("heap_step", "associative_memory", "language_model")
+    heap, am, (*lm, part) = (results["tables"][name] for name in names)
+    assert part["variant"] == tables.PART and part["median_ms"] > 0  # no weight products
     assert [row["model"] for row in heap] == ["no cache", "cache read", "cache read + heap write"]
     assert {"GRU", "AssociativeGRU C=8 fused_loop", tables.FLOOR_LAYER} <= {r["layer"] for r in am}
     for row in heap + am + lm:
         assert row.get("median_ms", row.get("ms_per_time_step")) > 0 and 0 < row["share_of_peak"]
     assert am[0]["ratio_to_gru"] == 1.0 and heap[0]["ratio_to_no_cache"] == 1.0
+    # The cache's kernel [128, 64] multiplies every cached state; the step without has none.
+    cache = 6 * 128 * 64 * tables.SIZES["tiny"]["heap_step_cache"] / 1e9
+    assert heap[1]["gflop_per_step"] - heap[0]["gflop_per_step"] == pytest.approx(cache)
     assert [row["kind"] for row in lm] == ["lstm", "attention", "attention", "ngram"]
     for row in lm:  # 4 × 5 tokens a step (tiny sizes: a variant of each kind and form)
         assert row["tokens_per_second"] == round(20 / row["median_ms"] * 1000)
@@ -201,9 +206,9 @@ def test_the_backends_table_pairs_each_case_with_its_baseline_round_by_round(mon
         if backend == "jax":
             return "ModuleNotFoundError: No module named 'jax'"
         factor = {"tensorflow": 1.0, "torch": 3.0 if "--no-jit" in argv else 2.0}[backend]
-        rows = [dict(case="gru", group="am_gru", samples_ms=[1.0, 4.0], gflop_per_step=1.0)]
-        rows.append(dict(case="am_gru", group="am_gru", samples_ms=[2.0, 4.0], gflop_per_step=2.0))
-        rows.append(dict(group="lm", status="compiling lm_window_cell when the run ended"))
+        rows = [dict(case="gru", group="gru", samples_ms=[1.0, 4.0], gflop_per_step=1.0)]
+        rows.append(dict(case="am_gru", group="gru", samples_ms=[2.0, 4.0], gflop_per_step=2.0))
+        rows.append(dict(group="lm_lstm", status="compiling lm_window_cell when the run ended"))
         rows = [{**r, "samples_ms": [factor * v for v in r.get("samples_ms", ())]} for r in rows]
         return {"tables": {"backend_cases": rows}, "errors": {}, "peak_gflops": {"float32": 10.0}}
 
