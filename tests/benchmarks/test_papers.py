@@ -339,8 +339,7 @@ def test_a_run_trains_through_the_example_resumes_and_writes_its_block(tiny, tmp
 
 
 def test_the_cost_of_a_run_is_its_timed_steps_over_each_split(tiny, tmp_path):
-    # The cost of a run: the steps' medians add up to an epoch, beside the run's measured
-    # minutes per epoch of the models it has finished.
+    # The steps' medians add up to an epoch, beside the run's minutes of its finished models.
     stored = lm.results_of(lm.parse_args(tiny), tmp_path / "lm_equal_budget_wikitext2.json")
     finished = dict(model="ngram", minutes=6.0, epochs_trained=4)
     stored.write({"settings": stored.settings, "rows": [finished]})

@@ -103,14 +103,12 @@ def test_a_wide_table_is_split_evenly_repeating_the_columns_that_tell_rows_apart
     assert tables[-1][-1][-1] == "bfloat16100.11"
 
 
-def test_a_narrow_table_is_one_table_and_its_columns_are_named_in_a_spec():
+def test_a_narrow_table_is_one_table_its_columns_named_in_a_spec_led_by_its_key_columns():
     text = docs_tables.rst_table([{"a": "x", "b": 1.23456}, {"a": "y", "b": None}], "a: A; b: b: B")
     assert "\n\n" not in text and _cells(text) == [["A", "b: B"], ["x", "1.235"], ["y", ""]]
     columns = docs_tables.columns_of("a: first; b: b: its second")
     assert columns == [("a", "first"), ("b", "b: its second")]
-
-
-def test_key_columns_are_the_fewest_leading_ones_that_tell_rows_apart():
+    # The key columns: the fewest leading ones that tell the rows apart.
     header = ["a", "b", "c", "d"]
     assert docs_tables.key_columns([header, ["x", 1, 2, 3], ["y", 1, 2, 3]]) == 1
     assert docs_tables.key_columns([header, ["x", 1, 2, 3], ["x", 2, 2, 3]]) == 2

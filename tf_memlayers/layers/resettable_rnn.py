@@ -463,6 +463,14 @@ class ResettableRNN(keras.layers.RNN):
             sequences, initial_state=initial_state, mask=mask, training=training
         )
 
+    def _torch_unrolled(self, mask):
+        """Whether Keras's unrolled loop runs the steps: on torch, where it is the same Python
+        loop as the other without its tensor step counter, which runs the first step twice
+        (for the outputs' shapes) and breaks the graph of ``torch.compile``. (Keras's
+        unrolled torch loop fails to reverse a mask: not with ``go_backwards``.)"""
+        backwards_mask = self.go_backwards and mask is not None
+        return keras.backend.backend() == "torch" and not backwards_mask
+
     def inner_loop(self, sequences, initial_state, mask, training=False):
         reset = self._call_reset
         if not keras.tree.is_nested(initial_state):
@@ -484,13 +492,15 @@ class ResettableRNN(keras.layers.RNN):
             sequences = ops.concatenate(
                 [sequences, ops.expand_dims(ops.cast(reset, sequences.dtype), -1)], axis=-1
             )
-        cell = self.cell
+        cell, unroll = self.cell, self.unroll
         step = _LoopStep(cell, training, reset is not None, len(cache))
         object.__setattr__(self, "cell", step)
+        object.__setattr__(self, "unroll", unroll or self._torch_unrolled(mask))
         try:
             last, outputs, states = super().inner_loop(
                 sequences, initial_state + cache, mask, training=training
             )
         finally:
             object.__setattr__(self, "cell", cell)
+            object.__setattr__(self, "unroll", unroll)
         return last, outputs, list(states)[: len(initial_state)]

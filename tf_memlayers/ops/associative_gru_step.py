@@ -87,7 +87,7 @@ def associative_gru_step(
         gate_preactivation: callable ``h -> [batch, 2n]``: the reset and update gates'
             pre-activations from the retrieved ``h`` (biases included).
         candidate_preactivation: callable ``r * h -> [batch, n]``: the candidate's.
-        permutation_matrix: `tf_memlayers.ops.holographic.permutation_matrix` of the copies.
+        permutation_matrix: `tf_memlayers.ops.holographic.permutation_constant` of the copies.
         num_copies: number of memory copies ``C``.
         source: optional `SourceMemory` read by the Dual AM-GRU.
 

@@ -142,6 +142,20 @@ def permutation_matrix(permutations):
     return matrix
 
 
+def permutation_constant(permutations):
+    """`permutation_matrix` as a cell keeps it: a NumPy array, which each traced graph
+    (TensorFlow's, JAX's) holds as a constant; on torch a tensor made once, because converting
+    the array at every step costs a copy there and breaks the graph of ``torch.compile``.
+
+    Example:
+
+    >>> tuple(permutation_constant([[0, 1], [1, 0]]).shape)
+    (2, 4)
+    """
+    matrix = permutation_matrix(permutations)
+    return ops.convert_to_tensor(matrix) if keras.backend.backend() == "torch" else matrix
+
+
 def permuted_copies(x, matrix, num_copies):
     """Permuted copies of a key ``[batch, n]`` in ``[re | im]`` layout → ``(re, im)``, each
     ``[batch, C, n/2]``.
@@ -160,7 +174,7 @@ def bounded_copies(key, matrix, num_copies):
     """The memory keys ``K_c`` of a key ``[batch, n]`` in ``[re | im]`` layout: `bound`, then
     `permuted_copies` (eqs. 4, 9-10); returns ``(re, im)``, each ``[batch, C, n/2]``.
 
-    ``matrix`` is `permutation_matrix` as a NumPy array (cast here to the key's dtype).
+    ``matrix`` is `permutation_constant` (cast here to the key's dtype).
     """
     key = bound(key)
     if num_copies == 1:

@@ -239,11 +239,7 @@ def test_weights_are_the_cell_weights_and_retrievals_match_the_cell_form():
 
 
 @FUSED
-@pytest.mark.skipif(
-    BACKEND == "torch",
-    reason="jit_compile on torch is torch.compile, minutes for this loop on a CPU (Keras "
-    "leaves it off there); the eager torch step trains in each layer's journey test",
-)
+@pytest.mark.skipif(BACKEND == "torch", reason="torch.compile: minutes on a CPU; see the next")
 def test_jit_compiled_training_step_matches_eager(fused_loop):
     rng = np.random.default_rng(25)
     xs = rng.normal(size=(4, 3, 5)).astype("float32")
@@ -263,6 +259,18 @@ def test_jit_compiled_training_step_matches_eager(fused_loop):
         model.train_on_batch(xs, ys)
         results.append(model.predict_on_batch(xs))
     np.testing.assert_allclose(results[0], results[1], atol=1e-5)
+
+
+@pytest.mark.skipif(BACKEND != "torch", reason="torch.compile: jit_compile on torch")
+def test_torch_compile_traces_the_steps_without_a_graph_break_at_each():
+    import torch
+
+    layer = AssociativeGRU(8, num_copies=2, fused_loop=False, return_sequences=True)
+    x = ops.convert_to_tensor(np.random.default_rng(3).normal(size=(3, 6, 8)).astype("float32"))
+    layer.build(x.shape)
+    # A graph a step (a constant converted there, a tensor step counter) runs far slower.
+    explained = torch._dynamo.explain(lambda x: layer(x))(x)
+    assert 0 < explained.graph_count and explained.graph_break_count < x.shape[1]
 
 
 @pytest.mark.parametrize("make", [AssociativeGRU, DualAssociativeGRU, DualAssociativeEncoder])

@@ -175,7 +175,7 @@ class AssociativeGRUCell(keras.layers.Layer):
         self.permutations = holographic.make_permutations(
             self.units // 2, self.num_copies, self.seed
         )
-        self._permutation_matrix = holographic.permutation_matrix(self.permutations)
+        self._permutation_matrix = holographic.permutation_constant(self.permutations)
         object.__setattr__(self, "_step_kernels", None)  # see `_stepping_on_projections`
         self.state_size = [self.units * self.num_copies, self.units]
         self.output_size = self.units * (3 if self.return_retrievals else 1)

@@ -133,7 +133,7 @@ class AssociativeMemoryCell(keras.layers.Layer):
         self.permutations = holographic.make_permutations(
             self.memory_units // 2, self.num_copies, self.seed
         )
-        self._permutation_matrix = holographic.permutation_matrix(self.permutations)
+        self._permutation_matrix = holographic.permutation_constant(self.permutations)
 
     def build(self, input_shape):
         input_dim = check.check_last_dim("inputs", input_shape, type(self).__name__)
