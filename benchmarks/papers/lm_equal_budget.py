@@ -3,30 +3,21 @@ baseline, each trained by one run of the language-model example (examples/langua
 
 The LSTM has ``--units`` units, every memory model the width whose parameter count is closest.
 Each trains until its validation perplexity stops improving (``--patience``, at most
-``--max-epochs``); ``--config PRESET``: the example's preset;
-``--cost``: an epoch's and the run's cost, from the steps timed on ``--steps`` real batches. A
-rerun skips the models in the results file; a run directory continues its model. The results
-page names each table's command."""
+``--max-epochs``); ``--config PRESET``: the example's preset. A rerun skips the models in the
+results file; a run directory continues its model. The results page names each table's command."""
 
-import functools
 import json
-import os
 import pathlib
-import statistics
 
 import keras
 import numpy as np
-import tensorflow as tf
 
-from benchmarks import DATA, RESULTS, ROOT, results_file, timing
+from benchmarks import DATA, RESULTS, ROOT, results_file
 from benchmarks.docs_tables import update_docs
 from benchmarks.papers import paper_parser
 from benchmarks.results_file import ResultsFile, read_or_exit
 from examples.language_modeling import configs, input_pipeline, models, train
 from examples.language_modeling import main as cli
-from tf_memlayers.callbacks import StateResetCallback
-from tf_memlayers.training import evaluate
-from tf_memlayers.training import train as fit
 
 # What decides the models a run trains (the results files' names, the options' after them).
 SETTINGS = {"corpus": "corpus", "hidden": "units", "embedding_dim": "embedding_dim"}
@@ -41,10 +32,6 @@ EQUAL_BUDGET_COLUMNS += "epoch; stopped_by: stopped by; train_perplexity: train 
 EQUAL_BUDGET_COLUMNS += "valid_perplexity: valid ppl; test_perplexity: test ppl; test_below_lstm: "
 EQUAL_BUDGET_COLUMNS += "test ppl below the LSTM's; attention_by_position: attention by position "
 EQUAL_BUDGET_COLUMNS += "(oldest … newest)"
-COST_COLUMNS = "corpus; model; hidden; parameters; train_step_seconds: train step (s); "
-COST_COLUMNS += "train_step_range: train step, fastest and slowest pass (s); scoring_step_seconds: "
-COST_COLUMNS += "scoring step (s); epoch_minutes: minutes per epoch; max_epochs_hours: hours for "
-COST_COLUMNS += "the epoch cap; measured_epoch_minutes: minutes per epoch, measured in the run"
 FIGURES = {"valid": "validation perplexity per epoch of each language model"}  # name: alt text
 FIGURES["attention"] = "mean attention weight by window position of each attention model"
 PRESET_COLUMNS = "config: preset; model; parameters; epochs; last_epoch_train_perplexity: train "
@@ -67,26 +54,19 @@ def parse_args(argv=None):
     add("--patience", type=cli.positive_int, default=2, help="bad epochs before a model stops")
     add("--verbose", type=int, choices=(0, 1, 2), default=2)
     add("--config", choices=tuple(configs.PRESETS), help="run the example's preset instead")
-    add("--cost", action="store_true", help="only time the models' steps")
-    add("--steps", type=cli.positive_int, default=10, help="batches per timed pass")
-    add("--repeats", type=cli.positive_int, default=5, help="timed passes")
     add("--workdir", type=pathlib.Path, default=ROOT / "runs", help="the models' runs under it")
     add("--figures-dir", type=pathlib.Path, default=ROOT / "docs" / "images")
     args = parser.parse_args(argv)
-    name = (
-        f"lm_{args.config.replace('-', '_')}" if args.config else f"lm_equal_budget_{args.corpus}"
-    )
-    name = f"lm_equal_budget_cost_{args.corpus}" if args.cost else name
-    args.results = args.results or RESULTS / f"{name}.json"
+    name = f"lm_{args.config}" if args.config else f"lm_equal_budget_{args.corpus}"
+    args.results = args.results or RESULTS / f"{name.replace('-', '_')}.json"
     return args
 
 
-def results_of(args, path=None):  # a row per model, kept with the same settings
+def results_of(args):  # a row per model, kept with the same settings
     settings = {name: getattr(args, option) for name, option in SETTINGS.items()}
     settings.update(max_epochs=args.max_epochs, patience=args.patience)
     compared = lambda s: {k: v for k, v in s.items() if k not in STOPPING_RULES}  # noqa: E731
-    path = path or args.results
-    return ResultsFile(path, settings, rows="rows", key=("model",), compared=compared)
+    return ResultsFile(args.results, settings, rows="rows", key=("model",), compared=compared)
 
 
 def example_options(args, *extra):  # the example's options but --model and --units
@@ -146,66 +126,6 @@ def run(args):
         metrics = run_example(argv, args.workdir / "lm_equal_budget" / args.corpus / kind)
         results.add(report, row_of(metrics))
     return report
-
-
-def measure(args):
-    corpus = input_pipeline.read_corpus(args.data_root / args.corpus)
-    units = widths(args, args.models)
-    size = (args.batch_size, args.sequence_length)
-    batches = {s: input_pipeline.bptt_batches(*corpus.splits[s], *size) for s in ("train", "valid")}
-    run_results = results_of(args, RESULTS / f"lm_equal_budget_{args.corpus}.json")
-    stored = run_results.stored() or {"rows": []}  # the run's, with the same settings
-    measured = {r["model"]: r["minutes"] / r["epochs_trained"] for r in stored["rows"]}
-    rows = []
-    for kind in args.models:
-        keras.backend.clear_session()
-        keras.utils.set_random_seed(args.seed)
-        options = example_options(args, "--model", kind, "--units", str(units[kind]))
-        model = train.compiled_model(cli.parse_args(options), len(corpus.vocabulary))
-        step = {}  # seconds per batch of each timed pass, after one that traces and compiles
-        for split, run in (("train", fit), ("valid", evaluate)):
-            part = batches[split].take(args.steps)
-            resets = StateResetCallback(part.resets, part.resets)
-            call = functools.partial(run, model, part.dataset(), callbacks=[resets], verbose=0)
-            call()
-            per_batch = [timing.elapsed_ms(call) / 1e3 for _ in range(args.repeats)]
-            step[split] = [seconds / len(part.inputs) for seconds in per_batch]
-        train_step, scoring = map(statistics.median, (step["train"], step["valid"]))
-        epoch = len(batches["train"].inputs) * train_step + len(batches["valid"].inputs) * scoring
-        fastest, slowest = min(step["train"]), max(step["train"])
-        row = dict(corpus=args.corpus, model=kind, hidden=units[kind])
-        row |= dict(parameters=model.count_params(), train_step_seconds=train_step)
-        row |= dict(scoring_step_seconds=scoring, train_step_range=[fastest, slowest])
-        row |= dict(epoch_minutes=epoch / 60, max_epochs_hours=epoch / 60 * args.max_epochs / 60)
-        rows.append(row | {"measured_epoch_minutes": measured.get(kind)})
-        print(f"{kind}: {json.dumps(rows[-1])}", flush=True)
-    report = {"corpus": args.corpus, "vocabulary": len(corpus.vocabulary)}
-    report |= {f"{s}_batches": len(batches[s].inputs) for s in ("train", "valid")}
-    report |= dict(settings=run_results.settings, steps=args.steps, repeats=args.repeats)
-    gpus = len(tf.config.list_physical_devices("GPU"))
-    return report | dict(cpus=os.cpu_count(), gpus=gpus, rows=rows)
-
-
-def write_cost_docs(reports):  # one table of every corpus's rows
-    first = reports[0]
-    each = "{} ({train_batches} training and {valid_batches} validation batches, vocabulary "
-    each += "{vocabulary:,})"
-    corpora = ", ".join(each.format(CORPUS_NAMES[r["corpus"]], **r) for r in reports)
-    caption = (
-        f"What one epoch of the equal-budget run costs on a machine with {first['cpus']} CPU "
-        f"cores and {first['gpus'] or 'no'} GPU, estimated by "
-        "``python -m benchmarks.papers.lm_equal_budget --cost`` from the median of "
-        f"{first['repeats']} timed passes over {first['steps']} real batches per model and "
-        f"split: {corpora}. The fastest and slowest training pass show how much identical "
-        "passes vary on the machine. Minutes per epoch: one pass over the training split plus "
-        "one scoring of the validation split. Hours for the epoch cap: that many epochs, the "
-        "run's upper bound. The last column is the run's own wall clock per epoch where that "
-        "model has finished (the run shared the machine with other work at times, so it can be "
-        "longer)."
-    )
-    rows = [row for report in reports for row in report["rows"]]
-    ptb = DOCS_BLOCKS["ptb"]
-    return update_docs("lm-equal-budget-cost", rows, COST_COLUMNS, caption, insert_after=ptb)
 
 
 def in_model_order(rows):
@@ -322,22 +242,17 @@ def main(argv=None):
     args = parse_args(argv)
     if args.from_results:
         report = read_or_exit(args.results)
-    elif args.cost:
-        report = measure(args)
     elif args.config:
         argv = ["--config", args.config, "--data-dir", str(args.data_root / args.corpus)]
         workdir = args.workdir / "lm_reproduction" / args.config
         report = run_example([*argv, "--verbose", str(args.verbose)], workdir)
     else:
         report = run(args)
-    if (args.cost or args.config) and not args.from_results:
+    if args.config and not args.from_results:
         results_file.write(args.results, report)
-    if "rows" in report and not args.cost:
+    if "rows" in report:
         draw_figures(report, args.figures_dir)
-    if args.update_docs and args.cost:
-        files = [RESULTS / f"lm_equal_budget_cost_{c}.json" for c in DOCS_BLOCKS]
-        write_cost_docs([r for r in map(results_file.read, files) if r is not None])
-    elif args.update_docs:
+    if args.update_docs:
         write_docs(report)
     rows = [{k: v for k, v in row.items() if k != "history"} for row in report.get("rows", [])]
     print(json.dumps(report | ({"rows": rows} if rows else {}), indent=1))

@@ -323,11 +323,9 @@ def write_gpu(runs, page=RESULTS_PAGE, figure=GPU_FIGURE):
     values = {"peaks": peaks_text(runs), **window_notes(runs)}
     for name, rows in blocks.items():
         write_block(name, rows, values, page, every_column=True)
-    names = dict(ours="SlidingWindowAttention", floor="its matrix products alone")
-    names["mha"] = "MultiHeadAttention (equal weights)"
     lines = [
         (index, f"{name}, {dtype}", f"{variant}_ms", f"{variant}_buffers_mib", style, subset)
-        for index, (variant, name) in enumerate(names.items())
+        for index, (variant, name) in enumerate(list(IMPLS.items())[:3])
         for dtype, style in (("float32", "-"), ("mixed_bfloat16", "--"))
         for subset in [[row for row in window if row.get("dtype") == dtype]]
     ]

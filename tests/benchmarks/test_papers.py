@@ -2,7 +2,6 @@
 options, their tables and figures, and tiny runs through the examples (the real runs are long)."""
 
 import json
-import re
 
 import numpy as np
 import pytest
@@ -100,7 +99,7 @@ def test_a_benchmark_resumes_renders_and_writes_its_block_when_asked(tmp_path, m
 
 
 BAD_OPTIONS = dict(
-    lm_equal_budget="--max-epochs 0|--dropout 1|--steps 0|--repeats x|--units -3|--models gru",
+    lm_equal_budget="--max-epochs 0|--dropout 1|--patience x|--units -3|--models gru",
     snli_real_data="--learning-rate nan|--units 0|--models lstm|--seeds -1|--patience 0",
     seq2seq_autoencoding="--epochs 0|--models lstm|--seeds -1|--corpus x",
     fill_last_word_real_data="--max-epochs 0|--batch-size -4|--held-out 1|--variants 4",
@@ -335,30 +334,3 @@ def test_a_run_trains_through_the_example_resumes_and_writes_its_block(tiny, tmp
     (continued,) = [row for row in rows if row["model"] == "lstm"]
     assert continued["epochs_trained"] == 2 and [m["epochs_run_now"] for m in ran] == [1]
     assert continued["history"][0] == lstm["history"][0]
-
-
-def test_the_cost_of_a_run_is_its_timed_steps_over_each_split(tiny, tmp_path):
-    # The steps' medians add up to an epoch, beside the run's minutes of its finished models.
-    stored = lm.results_of(lm.parse_args(tiny), tmp_path / "lm_equal_budget_wikitext2.json")
-    finished = dict(model="ngram", minutes=6.0, epochs_trained=4)
-    stored.write({"settings": stored.settings, "rows": [finished]})
-    cost = lm.main([*tiny, "--cost", "--models", "lstm", "ngram", "--steps", "2", "--repeats", "3"])
-    assert cost == json.loads((tmp_path / "lm_equal_budget_cost_wikitext2.json").read_text())
-    for row in cost["rows"]:
-        epoch = cost["train_batches"] * row["train_step_seconds"]
-        epoch += cost["valid_batches"] * row["scoring_step_seconds"]
-        assert row["epoch_minutes"] == pytest.approx(epoch / 60)
-        assert row["max_epochs_hours"] == pytest.approx(40 * epoch / 3600)
-        fastest, slowest = row["train_step_range"]
-        assert fastest <= row["train_step_seconds"] <= slowest
-    assert [row["measured_epoch_minutes"] for row in cost["rows"]] == [None, 1.5]
-    ptb = cost | {"corpus": "ptb", "rows": [row | {"corpus": "ptb"} for row in cost["rows"]]}
-    lm.write_cost_docs([ptb, cost])
-    page = (tmp_path / "results.rst").read_text()
-    block = page.split("BEGIN GENERATED: lm-equal-budget-cost")[1].split("END GENERATED")[0]
-    assert page.index("END GENERATED: lm-equal-budget-ptb") < page.index("lm-equal-budget-cost")
-    # Each table (a wide one is split, each part repeating the corpus and the model) lists the
-    # two PTB rows, then the two WikiText-2 rows.
-    tables = re.findall(r"^\+-.*?\+\n(?:[|+].*\n)+", block, re.MULTILINE)
-    assert tables and all(t.count("| ptb ") == t.count("| wikitext2 ") == 2 for t in tables)
-    assert all(t.rindex("| ptb ") < t.index("| wikitext2 ") for t in tables)

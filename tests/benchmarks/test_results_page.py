@@ -14,7 +14,7 @@ from benchmarks.speed import page as speed_page
 
 PAPERS = dict(fill_last_word_generated=[""], fill_last_word_real_data=[""], snli_real_data=[""])
 PAPERS["seq2seq_autoencoding"] = ["--corpus generated", "--corpus ptb"]
-PAPERS["lm_equal_budget"] = ["", "--config zaremba-small", "--cost"]
+PAPERS["lm_equal_budget"] = ["", "--config zaremba-small"]
 
 
 def test_every_block_and_figure_is_what_the_results_files_give(tmp_path, monkeypatch):
