@@ -43,6 +43,7 @@ WITHOUT_TENSORFLOW = (
     "layers/test_keras_tests_with_ours.py",
     "models/test_builders_on_every_backend.py",
     "models/test_data_parallel.py",
+    "models/test_heap_cache_model.py",
     "test_doc_pages.py",
     "test_docstring_examples.py",
     "test_files_between_backends.py",

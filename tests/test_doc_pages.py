@@ -37,7 +37,7 @@ PAGES_WITH_CODE = sorted(
 
 
 # The pages ``docs/<name>.rst`` whose code needs TensorFlow or keras-hub (its samplers).
-TF_PAGES = ("guide_language_model", "heap_cache", "streaming", "training")
+TF_PAGES = ("guide_language_model", "streaming", "training")
 TENSORFLOW = tensorflow_only("needs TensorFlow or keras-hub")
 PAGES = [pytest.param(p, marks=TENSORFLOW) if p[5:-4] in TF_PAGES else p for p in PAGES_WITH_CODE]
 

@@ -42,10 +42,6 @@ from tf_memlayers.models import (
 
 FOLDER_VARIABLE = "TF_MEMLAYERS_BACKEND_FILES"
 BACKENDS = ("tensorflow", "jax", "torch")
-# {model: its part that exists on TensorFlow only}
-TENSORFLOW_ONLY = {
-    "last_word-cache": "HeapCacheModel (its training step writes the cache on TensorFlow only)"
-}
 
 
 def _journey(layer_cls, rng):
@@ -155,8 +151,6 @@ def _loads(where, name):
 
 @pytest.mark.parametrize("name", MODELS)
 def test_writes_a_file_that_loads_back(folder, name):
-    if BACKEND != "tensorflow" and name in TENSORFLOW_ONLY:
-        pytest.skip(f"needs TensorFlow: {TENSORFLOW_ONLY[name]}")
     rng = np.random.default_rng(0)
     model, inputs, fill, padded = MODELS[name](rng)
     # Every trainable weight away from its initial value, so that each shows in the outputs.
@@ -183,8 +177,6 @@ def test_writes_a_file_that_loads_back(folder, name):
 
 @pytest.mark.parametrize("name,writer", [(name, writer) for name in MODELS for writer in OTHERS])
 def test_loads_the_file_another_backend_wrote(folder, name, writer):
-    if name in TENSORFLOW_ONLY:
-        pytest.skip(f"needs TensorFlow: {TENSORFLOW_ONLY[name]}")
     if not (folder / writer).is_dir():
         pytest.skip(f"no files written on {writer} in {folder} (its pass has not run)")
     _loads(folder / writer, name)

@@ -28,7 +28,7 @@ CASES = (
     "language_model_window_attention",  # SlidingWindowAttention on an LSTM (parallel form)
     "language_model_ngram",  # NGramConcat on an LSTM
     "snli_dual_am_gru",  # AssociativeGRU (premise) and DualAssociativeGRU (hypothesis), masked
-    "pooling_and_cache_read",  # AttentionPooling over a masked GRU, a filled cache's read
+    "pooling_and_cache",  # AttentionPooling over a masked GRU, a filled cache read and written
 )
 
 
@@ -39,7 +39,7 @@ def _case(name, rng):
     from tests.language_models import language_model
     from tests.pair_encoders import snli_model
     from tf_memlayers import AttentionPooling, HeapCacheAttention
-    from tf_memlayers.models import compile_language_model
+    from tf_memlayers.models import HeapCacheModel, compile_language_model
 
     vocabulary, steps = 30, 6
     tokens = lambda shape: rng.integers(1, vocabulary, shape).astype("int32")  # noqa: E731
@@ -72,7 +72,9 @@ def _case(name, rng):
             )
             states = keras.layers.GRU(10, return_sequences=True)(embedded(ids))
             cache = HeapCacheAttention(cache_size=4, attention_units=5, query="additive")
-            model = keras.Model(ids, keras.layers.Dense(3)(cache(AttentionPooling(5)(states))))
+            # Its step writes the cache: the whole global batch's states on every device.
+            outputs = keras.layers.Dense(3)(cache(AttentionPooling(5)(states)))
+            model = HeapCacheModel(ids, outputs)
             cache.insert(cached)  # a filled cache (a weight, copied with the others)
             return model
 
@@ -178,6 +180,7 @@ def _check(single, parallel):
     assert parallel["paths"] == single["paths"]
     for path, trainable, update in zip(single["paths"], single["trainable"], single["updates"]):
         assert not trainable or update >= 100 * ATOL, (path, update)
+        assert not path.endswith("/cache") or update > 0, f"the step wrote no state to {path}"
     for path, got, expected in zip(single["paths"], parallel["weights"], single["weights"]):
         np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL, err_msg=path)
 

@@ -80,9 +80,7 @@ def build_fill_last_word_model(
             (Gaffney's cache of ``cache_size`` earlier states, read with 64 attention units;
             ``mask_empty=False`` as in the reference code, ``gate_initializer="ones"`` for the
             dot read). Renamed ``"cache_attention"``. The model's training step writes a
-            `HeapCacheAttention`, which needs the TensorFlow backend (`HeapCacheModel`): on
-            another backend the model is refused with a `ValueError`. Default: `None` (no
-            cache).
+            `HeapCacheAttention` (`HeapCacheModel`). Default: `None` (no cache).
         sequence_length: Positive integer, the context steps (40 in the paper). Default:
             `40`.
         embedding_dim: Positive integer, the word vector size (ignored with

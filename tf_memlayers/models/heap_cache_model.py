@@ -46,16 +46,18 @@ class HeapCacheModel(keras.Model):
     step is Keras's, followed by the cache write of Gaffney's reference implementation: the
     inputs of each `HeapCacheAttention` layer are recomputed for the same batch with the
     weights the optimizer has just updated (in inference mode) and offered to the cache with
-    `HeapCacheAttention.insert`. Evaluation and prediction never write. Works with
-    ``jit_compile=True`` and under `tf.distribute` strategies, but not with both at once when
-    the strategy has several replicas: `fit`, `evaluate` and `predict` then raise a
-    `ValueError` (Keras compiles the step of all replicas into one XLA program, which cannot
-    reach the variable copies on the other devices; a plain `keras.Model` fails the same way).
+    `HeapCacheAttention.insert`. Evaluation and prediction never write.
 
-    The cache write is TensorFlow only: on another backend the constructor of a model with
-    `HeapCacheAttention` layers raises a `ValueError`. Without them the model is a functional
-    model with weight decay, and runs on every backend (`build_fill_last_word_model` without
-    a ``cache``).
+    On every Keras backend, with ``jit_compile`` on or off: on TensorFlow inside the step's
+    `tf.function` (and its XLA program); on JAX inside Keras's stateless step, the written
+    cache returned with the other non-trainable values (under ``keras.distribution``'s
+    ``DataParallel`` every device writes the same cache from the whole global batch); on torch
+    after the step, eagerly (outside ``torch.compile``, which would trace the heap's loop step
+    by step). Under a `tf.distribute` strategy the candidates of all replicas are gathered, so
+    that every replica writes the same cache; with ``jit_compile=True`` as well, when the
+    strategy has several replicas, `fit`, `evaluate` and `predict` raise a `ValueError`
+    (Keras compiles the step of all replicas into one XLA program, which cannot reach the
+    variable copies on the other devices; a plain `keras.Model` fails the same way).
 
     Args:
         inputs, outputs: as for a functional `keras.Model`.
@@ -81,16 +83,6 @@ class HeapCacheModel(keras.Model):
     def __init__(self, *args, weight_decay=0.0, **kwargs):
         super().__init__(*args, **kwargs)
         layers = cache_attention_layers(self)
-        backend = keras.backend.backend()
-        if layers and backend != "tensorflow":
-            raise ValueError(
-                "HeapCacheModel needs the TensorFlow backend to write the caches of its "
-                f"HeapCacheAttention layers {[layer.name for layer in layers]} (its training "
-                "step is Keras's TensorFlow step followed by the cache write); the Keras backend "
-                f"is {backend!r}. Set KERAS_BACKEND=tensorflow, leave the HeapCacheAttention "
-                "layers out (build_fill_last_word_model without a `cache`), or build a plain "
-                "keras.Model and call HeapCacheAttention.insert yourself."
-            )
         self.weight_decay = check_number("weight_decay", weight_decay, 0.0, owner="HeapCacheModel")
         if self.weight_decay:
             for weight in self.trainable_weights:
@@ -130,13 +122,37 @@ class HeapCacheModel(keras.Model):
         return super().make_predict_function(force)
 
     def train_step(self, *args):
-        # ``(data)`` on TensorFlow; ``(state, data)`` on JAX, where the model has no caches.
-        logs = super().train_step(*args)
-        if self._cache_layers_list:
-            x, _, _ = keras.utils.unpack_x_y_sample_weight(args[-1])
+        # ``(data)`` on TensorFlow and torch, ``(state, data)`` on JAX (Keras's stateless step).
+        step = super().train_step(*args)
+        if not self._cache_layers_list:
+            return step
+        x, _, _ = keras.utils.unpack_x_y_sample_weight(args[-1])
+        backend = keras.backend.backend()
+        if backend == "jax":
+            return step[0], self._write_caches_stateless(step[1], x)
+        if backend == "torch":
+            import torch
+
+            # Eager even where ``jit_compile`` compiles the step: the heap write is a loop of
+            # scalar steps, which `torch.compile` would trace step by step.
+            with torch.no_grad():
+                torch.compiler.disable(self.write_caches)(x)
+        else:
             # Automatic control dependencies order these reads after the optimizer's writes.
             self.write_caches(x)
-        return logs
+        return step
+
+    def _write_caches_stateless(self, state, x):
+        """JAX's step state with the caches written: `write_caches` under the values the
+        optimizer has just given (in a `keras.StatelessScope`), its writes read back into the
+        non-trainable values."""
+        trainable, non_trainable, *rest = state
+        mapping = [*zip(self.trainable_variables, trainable)]
+        mapping += zip(self.non_trainable_variables, non_trainable)
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            self.write_caches(x)
+        written = [scope.get_current_value(v) for v in self.non_trainable_variables]
+        return (trainable, written, *rest)
 
     def get_config(self):
         config = super().get_config()
