@@ -696,7 +696,7 @@ class HeapWrite(Table):
 class HeapStep(Table):
     """The last-word model's step without a cache, reading one, and reading and writing it."""
 
-    backends = ("tensorflow",)  # the cache is written by TensorFlow's training step
+    backends = ("tensorflow",)  # its cache write is timed in a `tf.function`
 
     def cases(self, sizes):
         return [{"dtype": "float32"}]
