@@ -48,14 +48,14 @@ class HeapCacheModel(keras.Model):
     weights the optimizer has just updated (in inference mode) and offered to the cache with
     `HeapCacheAttention.insert`. Evaluation and prediction never write.
 
-    On every Keras backend, with ``jit_compile`` on or off: on TensorFlow inside the step's
-    `tf.function` (and its XLA program); on JAX inside Keras's stateless step, the written
-    cache returned with the other non-trainable values (under ``keras.distribution``'s
-    ``DataParallel`` every device writes the same cache from the whole global batch); on torch
-    after the step, eagerly (outside ``torch.compile``, which would trace the heap's loop step
-    by step). Under a `tf.distribute` strategy the candidates of all replicas are gathered, so
-    that every replica writes the same cache; with ``jit_compile=True`` as well, when the
-    strategy has several replicas, `fit`, `evaluate` and `predict` raise a `ValueError`
+    It writes on every Keras backend, with ``jit_compile`` on or off. On TensorFlow inside the
+    step's `tf.function` (and its XLA program); under a `tf.distribute` strategy from the
+    candidates of all replicas, gathered, so that every replica writes the same cache. On JAX
+    inside Keras's stateless step, the written cache returned with the other non-trainable
+    values (under ``keras.distribution``'s ``DataParallel`` every device writes the same cache
+    from the whole global batch). On torch after the step, eagerly (outside ``torch.compile``,
+    which would trace the heap's loop step by step). ``jit_compile=True`` under a strategy
+    with several replicas is refused: `fit`, `evaluate` and `predict` raise a `ValueError`
     (Keras compiles the step of all replicas into one XLA program, which cannot reach the
     variable copies on the other devices; a plain `keras.Model` fails the same way).
 
