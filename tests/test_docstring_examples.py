@@ -22,15 +22,16 @@ def _modules(package, walk=False):
 
 
 # The modules besides the layers' (one folder per mechanism), each of which shows examples;
-# the callbacks but the state resets (the first two), the training utilities and the TFLite
-# conversion of the SNLI model need TensorFlow.
-CALLBACKS = ["reset_language_model_states", "state_reset_callback", "window_attention_callback"]
-CALLBACKS += ["memory_retrieval_heatmap", "pair_attention_heatmap", "pair_probe"]
+# the callbacks but the state resets and the cache episodes (the first three), the training
+# utilities and the TFLite conversion of the SNLI model need TensorFlow.
+CALLBACKS = ["reset_language_model_states", "state_reset_callback", "cache_episodes_callback"]
+CALLBACKS += ["window_attention_callback", "memory_retrieval_heatmap", "pair_attention_heatmap"]
+CALLBACKS += ["pair_probe"]
 CALLBACKS = [f"tf_memlayers.callbacks.{name}" for name in CALLBACKS]
 MODULES = [f"tf_memlayers.{name}" for name in ("models", "metrics", "losses", "regularizers")]
 MODULES = [*(m for name in MODULES for m in _modules(name)), "tf_memlayers.initializers"]
 MODULES += [*CALLBACKS, *_modules("tf_memlayers.training")]
-TENSORFLOW = {*CALLBACKS[2:], *_modules("tf_memlayers.training"), "tf_memlayers.models.snli"}
+TENSORFLOW = {*CALLBACKS[3:], *_modules("tf_memlayers.training"), "tf_memlayers.models.snli"}
 ONLY = tensorflow_only("its examples use TensorFlow")
 
 

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from tests.language_models import language_model
-from tests.models.test_fill_last_word import small_model
+from tests.last_word_models import small_model
 from tests.pair_encoders import snli_model
 from tests.support import graph_optimizations, tensorflow_only
 from tf_memlayers import AssociativeMemoryCell, AttentionRNN, AttentionWrapper, ResettableRNN

@@ -113,6 +113,8 @@ def test_import_registers_every_class_and_the_layers_import_alone(backend):
             assert outcome == "ok" or "needs TensorFlow" in outcome, (name, outcome)
         else:
             assert outcome == "ok", (name, outcome)
+    # The state resets and the cache episodes: on every backend.
+    assert modules["tf_memlayers.callbacks.cache_episodes_callback"] == "ok"
     for name, part in (
         ("tf_memlayers.callbacks.write_heatmap", "TensorBoard summaries"),
         ("tf_memlayers.callbacks.WindowAttentionCallback", "TensorBoard summaries"),

@@ -157,7 +157,7 @@ def test_the_command_line_defaults_budget_and_peaks(monkeypatch, tmp_path):
         assert peaks(args, (8,)) == {}
 
 
-@tensorflow_only("the heap step writes its cache in TensorFlow's training step")
+@tensorflow_only("the heap step's table times its cache write in a tf.function")
 def test_tables_run_at_tiny_sizes_and_print_their_rows():
     command = [sys.executable, "-m", "benchmarks.speed", "--sizes", "tiny", "--rounds", "1"]
     command += ["--tables", "heap_step", "associative_memory", "language_model"]

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from tests import heap_reference as ref
-from tests.models.test_fill_last_word import small_model, token_batch
+from tests.last_word_models import small_model, token_batch
 from tests.support import summary_events, summary_table, tensorflow_only
 from tf_memlayers.callbacks.cache_attention_callback import (
     CacheAttentionCallback,
@@ -18,9 +18,7 @@ from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAt
 from tf_memlayers.models.fill_last_word import compile_fill_last_word_model
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 
-pytestmark = tensorflow_only(
-    "HeapCacheModel writes its caches and the callback its summaries with TensorFlow"
-)
+pytestmark = tensorflow_only("the callback writes TensorBoard summaries")
 
 
 def _cache_model(query, rng, cache_size=6, units=3):

@@ -1,55 +1,58 @@
 """`CacheEpisodesCallback`: it empties the caches at the start of each training episode, and
-before each evaluation batch writes that batch's facts to them."""
+before each evaluation batch writes that batch's facts to them (on every backend)."""
 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
-from tests.models.test_fill_last_word import small_model, token_batch
-from tests.support import tensorflow_only
+from tests.last_word_models import small_model, token_batch
+from tests.support import as_numpy
 from tf_memlayers.callbacks import CacheEpisodesCallback
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.fill_last_word import compile_fill_last_word_model
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
-
-pytestmark = tensorflow_only("HeapCacheModel writes its caches with TensorFlow")
 
 
 def test_episodes_start_with_an_empty_cache_and_evaluation_writes_its_facts():
     rng = np.random.default_rng(4)
     model = small_model(pooling="attention", cache_size=16, query="dot")
     compile_fill_last_word_model(model)
-    batches = [token_batch(rng, 4) for _ in range(4)]  # facts, questions, facts, questions
-    stream = tf.data.Dataset.from_generator(
-        lambda: iter(batches),
-        output_signature=(tf.TensorSpec((None, 10), tf.int32), tf.TensorSpec((None,), tf.int32)),
-    )
+    # Four batches of 4 in order: facts, questions, facts, questions.
+    x, y = token_batch(rng, 16)
     facts = [token_batch(rng, 3)[0], token_batch(rng, 5)[0]]
-    questions = [token_batch(rng, 2), token_batch(rng, 2)]
-    evaluation = tf.data.Dataset.from_tensor_slices(
-        tuple(np.concatenate(part) for part in zip(*questions))
-    ).batch(2)
+    questions, answers = token_batch(rng, 4)  # two evaluation batches of 2
     episodes = CacheEpisodesCallback(2, evaluation_facts=facts)
     # The cache at the start of every training and evaluation batch.
     train, test = [], []
-    cache = lambda: model.get_layer("cache_attention").cache.numpy().copy()  # noqa: E731
+    # (A callback's `model`: on JAX, reading it attaches the state of the step running.)
+    cache = lambda: as_numpy(probe.model.get_layer("cache_attention").cache)  # noqa: E731
+    losses = []  # the evaluation's loss after its first batch: that batch's
     probe = keras.callbacks.LambdaCallback(
         on_train_batch_begin=lambda batch, logs=None: train.append(cache()),
         on_test_batch_begin=lambda batch, logs=None: test.append(cache()),
+        on_test_batch_end=lambda batch, logs=None: losses.append(logs["loss"]),
     )
-    fit = dict(steps_per_epoch=4, epochs=1, verbose=0, shuffle=False)
-    model.fit(stream, **fit, callbacks=[episodes, probe])
+    model.fit(x, y, batch_size=4, epochs=1, verbose=0, shuffle=False, callbacks=[episodes, probe])
     filled = [int(np.any(cache != 0, axis=-1).sum()) for cache in train]
     assert filled == [0, 4, 0, 4]  # emptied before each episode's facts
-    model.evaluate(evaluation, verbose=0, callbacks=[episodes, probe])
+    model.evaluate(questions, answers, batch_size=2, verbose=0, callbacks=[episodes, probe])
     states = keras.Function(model.input, model.get_layer("cache_attention").input)
+    assert len(test) == len(facts)
     for cache, written in zip(test, facts):
         rows = cache[np.any(cache != 0, axis=-1)]
-        expected = np.asarray(states(written))
+        expected = as_numpy(states(written))
         assert len(rows) == len(expected)  # those facts and nothing else
         sort = lambda a: np.sort(a, axis=0)  # noqa: E731
         np.testing.assert_allclose(sort(rows), sort(expected), rtol=1e-5, atol=1e-6)
+    # The first batch was scored with its facts in the cache (and an empty cache scores it
+    # otherwise): the step saw the write, not only the variable.
+    layer = model.get_layer("cache_attention")
+    for written, close in ((facts[0], True), (None, False)):
+        layer.reset_cache()
+        if written is not None:
+            model.write_caches(written)
+        loss = model.evaluate(questions[:2], answers[:2], verbose=0, return_dict=True)["loss"]
+        assert np.isclose(loss, losses[0], rtol=1e-5) == close, (loss, losses[0])
 
 
 def test_every_cache_is_emptied_at_the_first_batch_of_each_episode_only():
@@ -74,6 +77,6 @@ def test_every_cache_is_emptied_at_the_first_batch_of_each_episode_only():
     assert emptied == [batch % 3 == 0 for batch in range(7)]
     # Without evaluation facts an evaluation leaves the caches as they are.
     model.write_caches(rng.normal(size=(2, 4)).astype("float32"))
-    before = first.cache.numpy().copy()
+    before = as_numpy(first.cache)
     episodes.on_test_batch_begin(0)
-    np.testing.assert_array_equal(first.cache.numpy(), before)
+    np.testing.assert_array_equal(as_numpy(first.cache), before)

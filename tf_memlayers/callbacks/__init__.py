@@ -1,20 +1,20 @@
 """Callbacks that show in TensorBoard what the memories do (no `tf.summary` inside layers),
 and the state resets of stateful language models.
 
-The TensorBoard callbacks need TensorFlow; `StateResetCallback` and
-`reset_language_model_states` run on every Keras backend. Without TensorFlow the module
-imports, and a TensorBoard callback's name raises the error that says what needs it.
+The TensorBoard callbacks need TensorFlow; `StateResetCallback`, `reset_language_model_states`
+and `CacheEpisodesCallback` run on every Keras backend. Without TensorFlow the module imports,
+and a TensorBoard callback's name raises the error that says what needs it.
 """
 
 import importlib.util
 
+from tf_memlayers.callbacks.cache_episodes_callback import CacheEpisodesCallback
 from tf_memlayers.callbacks.reset_language_model_states import reset_language_model_states
 from tf_memlayers.callbacks.state_reset_callback import StateResetCallback
 
 #: The names that need TensorFlow.
 TENSORBOARD = (
     "CacheAttentionCallback",
-    "CacheEpisodesCallback",
     "MemoryRetrievalHeatmap",
     "PairAttentionHeatmap",
     "WindowAttentionCallback",
@@ -37,7 +37,6 @@ __all__ = [
 
 if importlib.util.find_spec("tensorflow") is not None:
     from tf_memlayers.callbacks.cache_attention_callback import CacheAttentionCallback
-    from tf_memlayers.callbacks.cache_episodes_callback import CacheEpisodesCallback
     from tf_memlayers.callbacks.memory_retrieval_heatmap import MemoryRetrievalHeatmap
     from tf_memlayers.callbacks.pair_attention_heatmap import PairAttentionHeatmap
     from tf_memlayers.callbacks.window_attention_callback import WindowAttentionCallback

@@ -46,7 +46,8 @@ class HeapCacheModel(keras.Model):
     step is Keras's, followed by the cache write of Gaffney's reference implementation: the
     inputs of each `HeapCacheAttention` layer are recomputed for the same batch with the
     weights the optimizer has just updated (in inference mode) and offered to the cache with
-    `HeapCacheAttention.insert`. Evaluation and prediction never write.
+    `HeapCacheAttention.insert` (a layer called more than once: its first call's inputs).
+    Evaluation and prediction never write.
 
     It writes on every Keras backend, with ``jit_compile`` on or off. On TensorFlow inside the
     step's `tf.function` (and its XLA program); under a `tf.distribute` strategy from the
@@ -65,6 +66,13 @@ class HeapCacheModel(keras.Model):
             trainable weight (the reference implementation used ``1e-5``). Weights that
             already carry a regularizer keep it.
         **kwargs: other functional `keras.Model` arguments (``name``, ``trainable``).
+
+    Raises:
+        ValueError: a `HeapCacheAttention` layer is inside a nested model or a wrapper
+            layer, or was first called in another graph, or a stateful layer computes its
+            input, which the write recomputes (``candidate_function``); ``weight_decay`` is
+            negative or not finite.
+        TypeError: ``weight_decay`` is not a number.
 
     Example:
 
@@ -90,9 +98,7 @@ class HeapCacheModel(keras.Model):
                     weight.regularizer = HalfSquaredNorm(self.weight_decay)
         # Not a Layer, so not tracked: the candidates' graph shares the model's layers.
         object.__setattr__(self, "_cache_layers_list", layers)
-        candidates = None
-        if layers:
-            candidates = keras.Function(self.input, [layer.input for layer in layers])
+        candidates = candidate_function(self, layers) if layers else None
         object.__setattr__(self, "_candidate_function", candidates)
 
     @property
@@ -158,6 +164,41 @@ class HeapCacheModel(keras.Model):
         config = super().get_config()
         config["weight_decay"] = self.weight_decay
         return config
+
+
+def candidate_function(model, layers):
+    """A `keras.Function` of ``model``'s inputs giving the input of each of ``layers``: the
+    states the write recomputes and offers to their caches. A layer called more than once
+    gives its first call's input.
+
+    Raises:
+        ValueError: a layer is not one of ``model``'s own (it is inside a nested model or a
+            wrapper layer), or its input is not computed from ``model``'s inputs (its first
+            call was in another graph), or a stateful layer computes its input (the write
+            would step it a second time in each training step).
+    """
+    why = "HeapCacheModel writes the caches of HeapCacheAttention layers of its own graph"
+    why += ", recomputing their inputs from the model's once a step"
+    nested = [layer.name for layer in layers if not any(layer is own for own in model.layers)]
+    if nested:
+        raise ValueError(f"{why}: {nested} are inside a nested model or a wrapper layer. {USE}")
+    try:
+        function = keras.Function(model.input, [layer.input for layer in layers])
+    except ValueError as error:  # "not connected to `inputs`"
+        names = [layer.name for layer in layers]
+        raise ValueError(
+            f"{why}: one of {names} was first called in another graph. {USE}"
+        ) from error
+    stateful = [op.name for op in function.operations if getattr(op, "stateful", False)]
+    if stateful:
+        raise ValueError(
+            f"{why}: the stateful layers {stateful} compute those inputs, and the write would "
+            f"advance their states a second time in each step. {USE}"
+        )
+    return function
+
+
+USE = "Call each once in the HeapCacheModel's graph, or write the caches with `insert`."
 
 
 def check_jit_compile_strategy(model):
