@@ -166,6 +166,10 @@ class HeapCacheModel(keras.Model):
         return config
 
 
+USE = "Build the caches in the HeapCacheModel's own graph, after stateless layers, or write them "
+USE += "with HeapCacheAttention.insert."
+
+
 def candidate_function(model, layers):
     """A `keras.Function` of ``model``'s inputs giving the input of each of ``layers``: the
     states the write recomputes and offers to their caches. A layer called more than once
@@ -196,9 +200,6 @@ def candidate_function(model, layers):
             f"advance their states a second time in each step. {USE}"
         )
     return function
-
-
-USE = "Call each once in the HeapCacheModel's graph, or write the caches with `insert`."
 
 
 def check_jit_compile_strategy(model):
