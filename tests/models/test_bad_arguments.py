@@ -73,6 +73,7 @@ CASES = [
     (lambda: _lm(SlidingWindowAttention(3)), "ValueError: stateful=False but the model has"),
     (lambda: _lm(keras.layers.Dense(4), resets=True), "ValueError: a memory that takes a `reset`"),
     (lambda: _lm(keras.layers.Dense(5), tie_weights=True), "ValueError: the memory outputs 5"),
+    (lambda: _lm(AttentionPooling(4)), "ValueError: AttentionPooling returned shape (2, 8)"),
     (lambda: make_optimizer("rmsprop"), "ValueError: `optimizer` must be one of 'adam', 'sgd'"),
     (lambda: make_optimizer("sgd", -1), "ValueError: `learning_rate` must be a finite number > 0"),
     (lambda: LM(_lm(), optimizer=""), "ValueError: `optimizer` must be one of 'adam', 'sgd'"),

@@ -8,6 +8,7 @@ import pytest
 from tests.language_models import FORMS, KINDS, language_model
 from tests.pair_encoders import snli_model
 from tests.support import BACKEND, as_numpy, count_train_step_traces
+from tf_memlayers import SlidingWindowAttention
 from tf_memlayers.layers import AttentionPooling, ConditionalEncoder, HeapCacheAttention
 from tf_memlayers.models import (
     HeapCacheModel,
@@ -162,6 +163,22 @@ def test_stateful_language_model_carries_its_state_in_fit_and_predict(tmp_path):
     second = as_numpy(model.predict_on_batch(tokens))
     assert np.abs(second - first).max() > 1e-6
     np.testing.assert_allclose(as_numpy(loaded.predict_on_batch(tokens)), second, atol=1e-6)
+
+
+def test_language_model_with_attention_scores_trains_on_its_logits_alone():
+    def model(scores):
+        memory = SlidingWindowAttention(window=3, return_attention_scores=scores)
+        return build_language_model(VOCAB, memory, 12, 6, stateful=False, sequence_length=5)
+
+    scored, plain = model(True), model(False)
+    plain.set_weights(scored.get_weights())
+    tokens, targets = _tokens(np.random.default_rng(0), (2, 2, 5))
+    compiled = [compile_language_model(m, jit_compile=JIT) for m in (scored, plain)]
+    scored, plain = [
+        m.fit(tokens, y, verbose=0).history for m, y in zip(compiled, ([targets, None], targets))
+    ]
+    assert list(scored) == ["loss", "softmax_perplexity"]
+    np.testing.assert_allclose(list(scored.values()), list(plain.values()), rtol=1e-6)
 
 
 def _any_encoder():

@@ -214,8 +214,9 @@ def build_language_model(
         TypeError: If an argument has the wrong type (``memory`` a cell instead of a function
             of the top LSTM cell, say); the message names it.
         ValueError: If an argument is out of range, or ``memory`` does not fit the model
-            (another ``stateful``, no ``reset`` with ``resets=True``, a width other than
-            ``embedding_dim`` with ``tie_weights=True``); the message names it.
+            (another ``stateful``, no ``reset`` with ``resets=True``, an output without the
+            time axis, a width other than ``embedding_dim`` with ``tie_weights=True``); the
+            message names it.
 
     Example:
 
@@ -288,6 +289,12 @@ def build_language_model(
             x = memory_layer(x, **starts)
             if isinstance(x, (list, tuple)):
                 x, *extra_outputs = x
+            if len(x.shape) != 3:
+                raise ValueError(
+                    "`memory` must keep the time axis, [batch, sequence_length, features], for "
+                    f"the logits of every step; {type(memory_layer).__name__} returned shape "
+                    f"{x.shape}."
+                )
     if tie_weights and x.shape[-1] != embedding_dim:
         raise ValueError(
             f"`tie_weights=True` needs the softmax input to be `embedding_dim` "
@@ -349,7 +356,10 @@ def compile_language_model(
     """Compiles a language model: optimizer with global-norm clipping, cross-entropy.
 
     The `Perplexity` metric (weighted) reports the corpus perplexity whatever the loss
-    reduction.
+    reduction. A model with a memory's other outputs after the logits
+    (``return_attention_scores=True``) is trained on the logits alone: the others get no loss
+    and no metric, ``fit`` takes a target for each output, ``[targets, None]``, and Keras
+    names the metric after the logits' output (``"softmax_perplexity"``).
 
     Args:
         model: A `keras.Model` from `build_language_model`.
@@ -392,10 +402,12 @@ def compile_language_model(
     loss_reduction = check_choice("loss_reduction", loss_reduction, LOSS_REDUCTIONS)
     perplexity = check_bool("perplexity", perplexity)
     jit_compile = backend_jit_compile(jit_compile, xla_on_tensorflow=True)
+    loss = SequenceCrossentropy(loss_reduction)
+    metrics = [Perplexity()] if perplexity else None
+    # A memory's other outputs (attention scores) are there to be watched, not fitted.
+    others = len(getattr(model, "outputs", None) or [None]) - 1
+    if others:
+        loss, metrics = [loss] + [None] * others, [metrics] + [None] * others
     return compile_and_build_optimizer(
-        model,
-        optimizer=optimizer,
-        loss=SequenceCrossentropy(loss_reduction),
-        weighted_metrics=[Perplexity()] if perplexity else None,
-        jit_compile=jit_compile,
+        model, optimizer=optimizer, loss=loss, weighted_metrics=metrics, jit_compile=jit_compile
     )
