@@ -212,9 +212,6 @@ def test_stateful_layer_forgets_the_carried_states_at_a_reset(float64_policy, ki
         np.testing.assert_allclose(as_numpy(variable), state, atol=1e-10, rtol=0)
 
 
-# -- gradients -------------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize(
     "kind", ["am_gru_keras_loop", "am_gru_auto", "dual_auto", "rnn_memory_cell_gru"]
 )
@@ -245,9 +242,6 @@ def test_no_gradient_flows_back_through_a_reset(float64_policy, kind):
     # Without the reset, the same loss depends on the earlier steps.
     _, _, (grad_x, *_) = gradients(loss_with(np.zeros_like(reset)), inputs=[xs, *initial])
     assert np.abs(grad_x[0, :start]).min() > 0
-
-
-# -- compiled, mixed precision ---------------------------------------------------------------
 
 
 def _compiled(function):
@@ -287,9 +281,6 @@ def test_xla_mixed_float16_or_functional_call_with_reset_equals_separate_runs(ki
     assert dtype == ("float16" if how == "mixed_float16" else "float32")
     atol = 5e-3 if how == "mixed_float16" else 1e-5
     _assert_equal_runs(packed, separate_runs(layer, xs, reset, mask), atol=atol)
-
-
-# -- bad arguments -----------------------------------------------------------------------------
 
 
 @tensorflow_only(FUSED_LOOP)

@@ -170,7 +170,8 @@ def test_language_model_with_attention_scores_trains_on_its_logits_alone():
         memory = SlidingWindowAttention(window=3, return_attention_scores=scores)
         return build_language_model(VOCAB, memory, 12, 6, stateful=False, sequence_length=5)
 
-    scored, plain = model(True), model(False)
+    scored, plain = model(True), model(False)  # A memory's other outputs are the model's.
+    assert [tuple(x.shape) for x in scored.outputs] == [(None, 5, VOCAB), (None, 5, 3)]
     plain.set_weights(scored.get_weights())
     tokens, targets = _tokens(np.random.default_rng(0), (2, 2, 5))
     compiled = [compile_language_model(m, jit_compile=JIT) for m in (scored, plain)]

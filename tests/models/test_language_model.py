@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from tests.language_models import ATTENTION_KINDS, KINDS, LAYER_NAMES, language_model, pieces
 from tf_memlayers.callbacks import StateResetCallback, reset_language_model_states
-from tf_memlayers.layers import NGramConcatCell, SlidingWindowAttention
+from tf_memlayers.layers import NGramConcatCell
 from tf_memlayers.models import build_language_model, compile_language_model
 from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights
 from tf_memlayers.models.language_model import make_optimizer
@@ -188,11 +188,6 @@ def test_any_keras_layer_or_a_wrapper_of_the_top_lstm_cell_is_a_memory():
     assert model.get_layer("projection") is memory
     assert tuple(model.get_layer("softmax").kernel.shape) == (5, VOCAB)
     assert model(_tokens(2, 5)).shape == (2, 5, VOCAB)
-    # A memory's other outputs are the model's.
-    memory = SlidingWindowAttention(window=3, return_attention_scores=True)
-    model = build_language_model(VOCAB, memory, 8, 4, stateful=False, sequence_length=None)
-    logits, scores = model(_tokens(2, 6))
-    assert logits.shape == (2, 6, VOCAB) and scores.shape == (2, 6, 3)
     # A function of a cell: called once, with the top LSTM cell, which its memory cell wraps.
     seen = []
     wrap = lambda c: seen.append(c) or NGramConcatCell(c, 3, 4)  # noqa: E731

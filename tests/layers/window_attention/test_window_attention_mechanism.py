@@ -34,9 +34,6 @@ class Mechanism(WindowAttentionMechanism, keras.layers.Layer):
         return {**super().get_config(), **self._attention_config()}
 
 
-# -- window_softmax ------------------------------------------------------------------------
-
-
 def test_window_softmax_normalises_over_the_valid_positions_whatever_the_others_score():
     # The largest score is taken over the valid positions only (else exp(valid - max) would
     # underflow to an all-zero row); extreme scores do not overflow.
