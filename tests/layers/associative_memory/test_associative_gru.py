@@ -351,8 +351,8 @@ def test_fused_loop_trains_under_a_mirrored_strategy():
     "layer_cls, options, refusal",
     [
         (AssociativeGRU, {}, None),
-        (AssociativeGRU, {"return_retrievals": True}, "return_retrievals=True or unroll=False"),
-        (AssociativeGRU, {"unroll": True}, "return_retrievals=False or unroll=True"),
+        (AssociativeGRU, {"return_retrievals": True}, "with return_retrievals=True: the"),
+        (AssociativeGRU, {"unroll": True}, "with unroll=True: the fused loop always"),
         (DualAssociativeGRU, {}, None),
         (DualAssociativeGRU, {"dual_key": "released"}, "'paper' only; got dual_key='released'"),
         (DualAssociativeGRU, {"return_retrievals": True}, "return_retrievals=True"),

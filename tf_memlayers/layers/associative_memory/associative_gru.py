@@ -86,11 +86,15 @@ class AssociativeRecurrentLayer(ResettableRNN):
                 f"is {backend!r}. Use fused_loop='auto' (the default) or False: the same layer "
                 "and weights, run by Keras's loop on every backend."
             )
-        if cell.return_retrievals or unroll:
+        if cell.return_retrievals:
             return (
-                f"cannot be combined with return_retrievals={cell.return_retrievals!r} or "
-                f"unroll={unroll!r}; the fused loop emits only the outputs and always "
-                "loops."
+                "cannot be combined with return_retrievals=True: the fused loop emits only "
+                "the outputs. Use fused_loop='auto' or False for the retrievals."
+            )
+        if unroll:
+            return (
+                "cannot be combined with unroll=True: the fused loop always loops. Use "
+                "fused_loop='auto' or False to unroll."
             )
         return None
 
