@@ -27,11 +27,10 @@ SETTINGS.update(seq_len="sequence_length", seed="seed")
 STOPPING_RULES = ("max_epochs", "patience")
 DOCS_BLOCKS = {"ptb": "lm-equal-budget-ptb", "wikitext2": "lm-equal-budget-wikitext2"}
 CORPUS_NAMES = {"ptb": "PTB", "wikitext2": "WikiText-2"}
-EQUAL_BUDGET_COLUMNS = "model; hidden; parameters; epochs_trained: epochs; best_epoch: best "
-EQUAL_BUDGET_COLUMNS += "epoch; stopped_by: stopped by; train_perplexity: train ppl (best epoch); "
-EQUAL_BUDGET_COLUMNS += "valid_perplexity: valid ppl; test_perplexity: test ppl; test_below_lstm: "
-EQUAL_BUDGET_COLUMNS += "test ppl below the LSTM's; attention_by_position: attention by position "
-EQUAL_BUDGET_COLUMNS += "(oldest … newest)"
+COLUMNS = "model; hidden; parameters; epochs_trained: epochs; best_epoch: best epoch; stopped_by: "
+COLUMNS += "stopped by; train_perplexity: train ppl (best epoch); valid_perplexity: valid ppl; "
+COLUMNS += "test_perplexity: test ppl; test_below_lstm: test ppl below the LSTM's; "
+COLUMNS += "attention_by_position: attention by position (oldest … newest)"
 FIGURES = {"valid": "validation perplexity per epoch of each language model"}  # name: alt text
 FIGURES["attention"] = "mean attention weight by window position of each attention model"
 PRESET_COLUMNS = "config: preset; model; parameters; epochs; last_epoch_train_perplexity: train "
@@ -69,11 +68,12 @@ def results_of(args):  # a row per model, kept with the same settings
     return ResultsFile(args.results, settings, rows="rows", key=("model",), compared=compared)
 
 
-def example_options(args, *extra):  # the example's options but --model and --units
+def example_options(args, kind, *extra):  # the example's options for ``kind`` but --units
     argv = ["--data-dir", str(args.data_root / args.corpus), "--verbose", str(args.verbose)]
-    for name in list(SETTINGS.values())[2:]:
+    unread = {"window": kind not in models.ATTENTION_KINDS, "ngram": kind != "ngram"}
+    for name in [n for n in list(SETTINGS.values())[2:] if not unread.get(n)]:
         argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
-    return [*argv, *extra]
+    return [*argv, "--model", kind, *extra]
 
 
 def widths(args, kinds):  # the LSTM's --units, the others the budget's width
@@ -122,7 +122,7 @@ def run(args):
     units = widths(args, kinds)
     rules = ["--epochs", str(args.max_epochs), "--patience", str(args.patience)]
     for kind in kinds:
-        argv = example_options(args, *rules, "--model", kind, "--units", str(units[kind]))
+        argv = example_options(args, kind, *rules, "--units", str(units[kind]))
         metrics = run_example(argv, args.workdir / "lm_equal_budget" / args.corpus / kind)
         results.add(report, row_of(metrics))
     return report
@@ -233,9 +233,7 @@ def write_docs(report):
     image = f".. image:: images/lm_equal_budget_{report['corpus']}_{{}}.png\n   :alt: {{}}"
     footer = "\n\n".join(image.format(*figure) for figure in FIGURES.items())
     block, after = DOCS_BLOCKS[report["corpus"]], DOCS_BLOCKS["ptb"]
-    return update_docs(
-        block, table, EQUAL_BUDGET_COLUMNS, caption, footer=footer, insert_after=after
-    )
+    return update_docs(block, table, COLUMNS, caption, footer=footer, insert_after=after)
 
 
 def main(argv=None):

@@ -69,10 +69,12 @@ def run(kind, seed, folder, test, vocabulary, args):
     same = ("epochs", "batch_size", "learning_rate", "init_scale", "max_length", "verbose")
     argv += [f"--{name.replace('_', '-')}={getattr(args, name)}" for name in same]
     argv += [f"--patience={args.patience}"] if args.patience else []
-    argv += [f"--units={units}", f"--num-copies={args.copies}", f"--workdir={workdir}"]
+    argv += [f"--units={units}", f"--workdir={workdir}"]
+    if kind in models.ASSOCIATIVE:  # the options only the AM-GRU models read
+        argv += [f"--num-copies={args.copies}", f"--{'' if args.fused_loop else 'no-'}fused-loop"]
     keras.backend.clear_session()
     started = time.time()
-    metrics = snli.main(argv + ([] if args.fused_loop else ["--no-fused-loop"]))
+    metrics = snli.main(argv)
     best = keras.saving.load_model(workdir / "best.keras")
     batches = dict(batch_size=args.batch_size, max_length=args.max_length)
     test_data = input_pipeline.make_dataset(test, vocabulary, **batches)

@@ -374,20 +374,28 @@ def generated_last_word_corpus(
 # -- the two sources ------------------------------------------------------------------------------
 
 
-def train_file(config):
-    """The training file of ``--data-dir``: ``--train-file``, else ``train.txt``, else
-    ``test.txt`` (the 20% split of PWKP that the reference code's data holds)."""
-    if config.train_file:
-        return config.train_file
-    has_train = os.path.exists(os.path.join(config.data_dir, "train.txt"))
-    return "train.txt" if has_train else "test.txt"
+def data_file(data_dir, name):
+    """``name``, else ``name + ".gz"``: the first that is a file in ``data_dir``, or `None`."""
+    for candidate in (name, name + ".gz"):
+        if os.path.isfile(os.path.join(data_dir, candidate)):
+            return candidate
+    return None
+
+
+def data_files(config):
+    """``(training file, evaluation file)`` of ``--data-dir``, each plain or ``.gz`` (`None`
+    where neither is there): ``--train-file``, else ``train.txt``, else ``test.txt`` (the 20%
+    split of PWKP that the reference code's data holds); ``--eval-file``."""
+    names = [config.train_file] if config.train_file else ["train.txt", "test.txt"]
+    train = next(filter(None, (data_file(config.data_dir, name) for name in names)), None)
+    return train, data_file(config.data_dir, config.eval_file)
 
 
 def source_name(config):
     """What the run reads: ``generated``, or ``<data dir>:<train file>/<eval file>``."""
     if not config.data_dir:
         return "generated"
-    return f"{config.data_dir}:{train_file(config)}/{config.eval_file}"
+    return "{}:{}/{}".format(config.data_dir, *data_files(config))
 
 
 class FileCorpus:
@@ -396,8 +404,9 @@ class FileCorpus:
     def __init__(self, config):
         self.config, self.source = config, source_name(config)
         self.sequence_length = config.max_length
-        train = read_sentences(os.path.join(config.data_dir, train_file(config)))
-        evaluation = read_sentences(os.path.join(config.data_dir, config.eval_file))
+        train, evaluation = (
+            read_sentences(os.path.join(config.data_dir, name)) for name in data_files(config)
+        )
         train = train[: config.max_train]
         self.vocabulary = build_vocabulary(train, config.max_vocabulary)
         self.x_train, self.y_train, _ = encode_last_word(train, self.vocabulary, config.max_length)

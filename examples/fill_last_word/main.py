@@ -97,7 +97,8 @@ def make_parser():
         "--data-dir",
         type=path("directory"),
         metavar="DIR",
-        help="folder of one-sentence-per-line files (default: none, the generated corpus)",
+        help="folder of one-sentence-per-line files, plain or .gz (default: none, the "
+        "generated corpus)",
     )
     add(
         "--train-file",
@@ -137,8 +138,8 @@ def make_parser():
         type=number(int, 2),
         default=40,
         metavar="N",
-        help="context steps (the paper: 40); longer sentences are skipped. The generated "
-        f"corpus takes {input_pipeline.GENERATED_STEPS}",
+        help="context steps of --data-dir's sentences (the paper: 40); longer ones are "
+        f"skipped. The generated corpus takes {input_pipeline.GENERATED_STEPS}",
     )
     add(
         "--embeddings",
@@ -270,29 +271,56 @@ def _prog():
     return f"python -m {__package__}" if name == "__main__.py" else name
 
 
+def check_combinations(parser, config):
+    """Refuses options given together that would be taken and never used."""
+    pooled = config.pooling == "attention" and not config.faithful_to_code
+    unread = [  # (options, whether this run leaves them unread, why)
+        (
+            ("train_file", "eval_file", "max_train", "max_length", "batch_size"),
+            not config.data_dir,
+            "needs --data-dir (the generated corpus has its own)",
+        ),
+        (("episodes", "houses"), config.data_dir, "sets the generated corpus, not --data-dir"),
+        (
+            ("policy", "query", "cache_gate_init"),
+            not config.cache_size,
+            "sets the cache, which --cache-size 0 leaves out",
+        ),
+        (
+            ("attention_units",),
+            not (config.cache_size or pooled),
+            "sizes the attention pooling and the cache read; --cache-size 0 with --pooling last "
+            "or --faithful-to-code has neither",
+        ),
+        (("embedding_dim",), config.embeddings, "sizes drawn vectors; --embeddings' have theirs"),
+    ]
+    for names, unused, why in unread:
+        for name in names:
+            if unused and getattr(config, name) != parser.get_default(name):
+                parser.error(f"argument --{name.replace('_', '-')}: {why}")
+
+
 def parse_args(argv=None, parser=None):
     """The options of ``argv`` (default: the command line's), checked against each other."""
     parser = parser or make_parser()
     config = parser.parse_args(argv)
+    check_combinations(parser, config)
     if not config.data_dir:
-        for option in ("train_file", "max_train"):
-            if getattr(config, option):
-                parser.error(f"argument --{option.replace('_', '-')}: needs --data-dir")
-        steps, houses = input_pipeline.GENERATED_STEPS, input_pipeline.GENERATED_HOUSES
-        if config.max_length < steps:
-            parser.error(
-                f"argument --max-length: the generated sentences need {steps} steps, "
-                f"got {config.max_length}"
-            )
+        houses = input_pipeline.GENERATED_HOUSES
         if config.houses > houses:
             parser.error(f"argument --houses: must be <= {houses}, got {config.houses}")
         return config
-    names = [config.train_file] if config.train_file else ["train.txt", "test.txt"]
-    if not any(os.path.isfile(os.path.join(config.data_dir, name)) for name in names):
+    train, evaluation = input_pipeline.data_files(config)
+    if not train:
+        names = [config.train_file] if config.train_file else ["train.txt", "test.txt"]
         option = "--train-file" if config.train_file else "--data-dir"
-        parser.error(f"argument {option}: {config.data_dir!r} has no {' or '.join(names)}")
-    if not os.path.isfile(os.path.join(config.data_dir, config.eval_file)):
-        parser.error(f"argument --eval-file: {config.data_dir!r} has no {config.eval_file}")
+        parser.error(
+            f"argument {option}: {config.data_dir!r} has no {' or '.join(names)}, plain or .gz"
+        )
+    if not evaluation:
+        parser.error(
+            f"argument --eval-file: {config.data_dir!r} has no {config.eval_file}, plain or .gz"
+        )
     return config
 
 

@@ -2,6 +2,7 @@
 two workers."""
 
 import glob
+import gzip
 import json
 import os
 import pathlib
@@ -19,10 +20,8 @@ import tensorflow as tf
 from . import input_pipeline, main
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-TINY = [
-    *"--epochs 1 --embedding-dim 6 --units 8 --attention-units 4 --cache-size 64".split(),
-    *"--batch-size 32 --episodes 2 --houses 4 --verbose 0".split(),
-]
+MODEL = "--epochs 1 --units 8 --attention-units 4 --cache-size 64 --verbose 0".split()
+TINY = [*MODEL, *"--embedding-dim 6 --episodes 2 --houses 4".split()]  # the generated corpus
 
 
 def _error_line(capsys, argv, call=main.main):
@@ -54,10 +53,23 @@ BAD = [
     (["--data-dir", "/nonexistent/corpus"], "--data-dir: '/nonexistent/corpus' is not an"),
     (["--embeddings", "/nonexistent/glove.txt"], "--embeddings"),
     (["--max-length", "1"], "--max-length"),
-    (["--max-length", "2"], "--max-length: the generated sentences need 3 steps"),
     (["--max-train", "0"], "--max-train"),
-    (["--max-train", "10"], "--max-train: needs --data-dir"),
+    # Options this run would take and never read.
+    *[([option, "2"], f"{option}: needs --data-dir") for option in ("--max-length", "--max-train")],
     (["--train-file", "train.txt"], "--train-file: needs --data-dir"),
+    (["--eval-file", "x.txt"], "--eval-file: needs --data-dir"),
+    (["--batch-size", "8"], "--batch-size: needs --data-dir"),
+    (["--data-dir", ".", "--episodes", "5"], "--episodes: sets the generated corpus"),
+    (["--data-dir", ".", "--houses", "4"], "--houses: sets the generated corpus"),
+    *[
+        (["--cache-size", "0", *option], f"{option[0]}: sets the cache")
+        for option in (["--query", "additive"], ["--policy", "topk"], ["--cache-gate-init", "ones"])
+    ],
+    *[
+        (["--cache-size", "0", *pooling, "--attention-units", "4"], "--attention-units: sizes")
+        for pooling in (["--pooling", "last"], ["--faithful-to-code"])
+    ],
+    (["--embeddings", __file__, "--embedding-dim", "6"], "--embedding-dim: sizes drawn"),
     (["--max-vocabulary", "2"], "--max-vocabulary"),  # <pad> and <unk> only: no word
     (["--houses", "1"], "--houses"),
     (["--houses", "133"], "--houses: must be <= 132"),
@@ -87,6 +99,20 @@ def test_files_the_options_name_are_checked(capsys, tmp_path):
         assert "argument --workdir" in line and message in line
     for workdir in (tmp_path / "new" / "run", tmp_path):  # to create, or there
         assert main.parse_args(["--workdir", str(workdir)]).workdir == str(workdir)
+
+
+def test_the_data_files_may_be_gzipped(tmp_path):
+    for name in ("test.txt.gz", "dev.txt.gz", "mine.txt.gz"):
+        (tmp_path / name).write_bytes(gzip.compress(b"the cat sat .\na dog ran .\n"))
+    data = ["--data-dir", str(tmp_path)]
+    config = main.parse_args(data)
+    assert input_pipeline.source_name(config) == f"{tmp_path}:test.txt.gz/dev.txt.gz"
+    assert input_pipeline.FileCorpus(config).train_sentences == 2
+    mine = ["--train-file", "mine.txt", "--eval-file", "mine.txt.gz"]
+    assert input_pipeline.data_files(main.parse_args([*data, *mine])) == ("mine.txt.gz",) * 2
+    for name in ("train.txt.gz", "train.txt"):  # train.txt first, then its .gz, then test.txt
+        (tmp_path / name).write_text("a b c\n")
+        assert input_pipeline.data_files(main.parse_args(data)) == (name, "dev.txt.gz")
 
 
 def test_what_is_found_wrong_once_the_run_began_is_the_options_error(capsys, tmp_path):
@@ -136,8 +162,8 @@ def test_help_shows_every_option_with_its_default(capsys):
         elif current and line.startswith("    "):
             entries[current] += " " + line.strip()
     assert len(entries) >= 25
-    for option, text in entries.items():
-        assert "default" in text and "default: None" not in text, f"{option}: {text}"
+    for option, text in entries.items():  # once: in its own words, else as "(default: X)"
+        assert text.count("default:") == 1 and "default: None" not in text, f"{option}: {text}"
     # One name per concept, as the package's builders and the other examples spell it.
     for option in ("--units", "--epochs", "--batch-size", "--learning-rate", "--clip-norm"):
         assert option in entries
@@ -205,10 +231,10 @@ def test_the_folder_runs_forked_without_a_cache(run_forked, tmp_path):
 
 
 def test_real_sentences_from_data_dir(shared_data, tmp_path):
-    data = ["--data-dir", shared_data / "pwkp_gaffney", "--max-train", "300"]
+    data = ["--data-dir", shared_data / "pwkp_gaffney", "--max-train", "300", "--batch-size", "32"]
     embeddings = ["--embeddings", shared_data / "glove_subset" / "glove-50d-5k.json"]
     options = ["--max-vocabulary", "2000", "--pooling", "last", "--query", "none"]
-    argv = [*TINY, *data, *embeddings, *options, "--workdir", tmp_path / "pwkp"]
+    argv = [*MODEL, *data, *embeddings, *options, "--workdir", tmp_path / "pwkp"]
     metrics = main.main(list(map(str, argv)))
     assert metrics["source"].endswith("pwkp_gaffney:test.txt/dev.txt")
     assert metrics["train_sentences"] <= 300 and metrics["eval_sentences"] > 5000

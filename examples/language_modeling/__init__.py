@@ -9,13 +9,14 @@ token). Documents start at a segment boundary (padded to it), or with ``--pack``
 other back to back, the model restarting its rows inside the graph where one starts.
 
 Run it from this folder's parent as ``python -m language_modeling [options]`` (from the
-repository: ``python examples/ptb_memory_lm.py [options]``)::
+repository: ``python examples/ptb_memory_lm.py [options]``), with ``path/to/ptb`` and
+``path/to/wikitext2`` folders of those corpora's files::
 
     python -m language_modeling                         # attention LM, generated corpus
     python -m language_modeling --model lstm            # the baseline on the same data
-    python -m language_modeling --model ngram --data-dir ../shared/data/ptb
-    python -m language_modeling --config zaremba-small --data-dir ../shared/data/ptb
-    python -m language_modeling --model lstm --pack --data-dir ../shared/data/wikitext2
+    python -m language_modeling --model ngram --data-dir path/to/ptb
+    python -m language_modeling --config zaremba-small --data-dir path/to/ptb
+    python -m language_modeling --model lstm --pack --data-dir path/to/wikitext2
     tensorboard --logdir runs/language_modeling       # every run side by side
 
 Data (`input_pipeline`): ``--data-dir`` holding Penn Treebank (``ptb.{train,valid,test}.txt``),

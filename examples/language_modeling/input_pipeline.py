@@ -174,7 +174,7 @@ def read_corpus(data_dir):
 
     Example:
 
-    >>> corpus = read_corpus("../shared/data/ptb")  # doctest: +SKIP
+    >>> corpus = read_corpus("path/to/ptb")  # doctest: +SKIP
     >>> len(corpus.vocabulary), len(corpus.splits["train"][0])  # doctest: +SKIP
     (10000, 929589)
     """

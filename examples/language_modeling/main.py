@@ -31,9 +31,11 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Every option's help ends with its default, which a ``--config`` preset may set."""
 
     def _get_help_string(self, action):
+        preset = "; a --config preset sets its own" if action.dest in PRESET_OPTIONS else ""
+        if action.default is None and preset:
+            return f"{action.help} (default: none{preset})"
         if action.default in (None, argparse.SUPPRESS) or not action.option_strings:
             return action.help
-        preset = "; a --config preset sets its own" if action.dest in PRESET_OPTIONS else ""
         return f"{action.help} (default: %(default)s{preset})"
 
 
@@ -147,7 +149,7 @@ def make_parser():
     add("--optimizer", choices=("adam", "sgd"), default="adam", help="Adam or plain SGD")
     add("--learning-rate", type=positive, default=PAPER["learning_rate"], help="initial rate")
     add("--lr-decay", type=decay, default=1.0, help="factor per epoch after --full-rate-epochs")
-    add("--full-rate-epochs", type=positive_int, help="epochs before --lr-decay (default: none)")
+    add("--full-rate-epochs", type=positive_int, help="epochs before --lr-decay")
     add(
         "--patience",
         type=positive_int,
@@ -197,17 +199,50 @@ def make_parser():
 
 
 def check_combinations(parser, a):
-    """Refuses options given together that would be taken and never used."""
-    if a.prompt is not None and not a.generate:
-        parser.error("argument --prompt: is continued by --generate N; give it too")
+    """Refuses options given together that would be taken and never used. An option is given
+    when its value is not its default (a --config preset's, where the preset sets one)."""
+
+    def given(name):
+        return getattr(a, name) != parser.get_default(name)
+
+    def refuse(name, why):
+        parser.error(f"argument --{name.replace('_', '-')}: {why}")
+
+    if not a.generate:
+        for name in ("prompt", "temperature", "generate_seed"):
+            if given(name):
+                refuse(name, "is read by --generate N alone; give it too")
+    elif given("generate_seed") and a.temperature == 0:
+        refuse("generate_seed", "seeds the draws; --temperature 0 takes the most likely word")
+    if a.data_dir is not None and given("generated_tokens"):
+        refuse("generated_tokens", "sizes the generated corpus, which --data-dir replaces")
     if a.pack and a.no_document_resets:
-        parser.error("argument --pack: restarts at documents; --no-document-resets has none")
+        refuse("pack", "restarts at documents; --no-document-resets has none")
+    if a.model == "lstm":
+        for name, what in (("sizes", "sizes a memory's pieces"), ("form", "is a memory's form")):
+            if given(name):
+                refuse(name, f"{what}; --model lstm has no memory")
+    if a.model != "ngram" and given("ngram"):
+        refuse("ngram", f"is the N of --model ngram; --model {a.model} does not read it")
+    if a.model not in models.ATTENTION_KINDS:
+        for name in ("window", "probe_sentence", "probe_length"):
+            if given(name):
+                refuse(name, f"is read by window attention; --model {a.model} has none")
+    elif given("probe_sentence") and given("probe_length"):
+        refuse("probe_length", "sizes the default probe, which --probe-sentence replaces")
+    if a.variational_dropout and not a.dropout:
+        refuse("variational_dropout", "shares one --dropout mask over a sequence; --dropout is 0")
     if a.lr_decay != 1.0 and a.full_rate_epochs is None:
-        parser.error("argument --lr-decay: applies after --full-rate-epochs N, which is not set")
+        refuse("lr_decay", "applies after --full-rate-epochs N, which is not set")
+    if given("full_rate_epochs") and a.lr_decay == 1.0:
+        refuse("full_rate_epochs", "starts --lr-decay, which is 1 (no decay); give it too")
     if a.patience and a.full_rate_epochs is not None:
-        parser.error("argument --patience: its halving would be undone by --full-rate-epochs")
-    if a.sizes is not None and a.model == "lstm":
-        parser.error("argument --sizes: sizes a memory's pieces; --model lstm has no memory")
+        undone = f"its halving would be undone by --full-rate-epochs {a.full_rate_epochs}"
+        if given("full_rate_epochs"):
+            refuse("patience", f"{undone}; give one of the two")
+        else:
+            preset = f"which --config {a.config} sets and no option unsets"
+            refuse("patience", f"{undone}, {preset}; drop --config or --patience")
 
 
 def _readable(value):

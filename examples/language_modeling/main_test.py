@@ -20,8 +20,9 @@ from . import input_pipeline, main, train
 
 FOLDER = pathlib.Path(__file__).resolve().parent
 SCRIPT = FOLDER.parent / "ptb_memory_lm.py"
-TINY = "--generated-tokens 1500 --units 16 --embedding-dim 8 --batch-size 4 --sequence-length 10"
-TINY = [*TINY.split(), "--window", "3", "--no-jit", "--verbose", "0"]
+SIZES = "--units 16 --embedding-dim 8 --batch-size 4 --sequence-length 10 --no-jit --verbose 0"
+SIZES = SIZES.split()
+TINY = [*SIZES, "--generated-tokens", "1500"]  # on a small generated corpus
 
 
 def error_line(capsys, call, argv):
@@ -45,7 +46,7 @@ def write_ptb(folder, lines=(300, 40, 40)):
 
 
 def run(tmp_path, name, *argv, callbacks=()):
-    args = main.parse_args([*TINY, *argv, "--workdir", str(tmp_path / name)])
+    args = main.parse_args([*argv, "--workdir", str(tmp_path / name)])
     return train.train_and_evaluate(args, args.workdir, callbacks)
 
 
@@ -89,12 +90,34 @@ BAD = [
     ("--lr-decay 0.5", "--lr-decay"),  # without --full-rate-epochs: never applied
     ("--model lstm --sizes 4 4", "--sizes"),
     ("--patience 2 --config zaremba-small", "--patience"),  # two learning-rate rules
+    ("--patience 2 --full-rate-epochs 2 --lr-decay 0.5", "--patience"),
+    # Options that the other options leave unread. DATA: a folder of PTB files.
+    ("--temperature 0.5", "--temperature"),  # without --generate
+    ("--generate-seed 3", "--generate-seed"),
+    ("--generate 3 --temperature 0 --generate-seed 3", "--generate-seed"),  # no draws
+    ("--generated-tokens 5000 --data-dir DATA", "--generated-tokens"),
+    ("--model lstm --window 9", "--window"),
+    ("--model ngram --window 9", "--window"),
+    ("--model attention --ngram 7", "--ngram"),
+    ("--model lstm --form cell", "--form"),
+    ("--model lstm --probe-sentence w1", "--probe-sentence"),
+    ("--model ngram --probe-length 9", "--probe-length"),
+    ("--probe-sentence w1 --probe-length 9", "--probe-length"),
+    ("--variational-dropout", "--variational-dropout"),  # without --dropout
+    ("--full-rate-epochs 2", "--full-rate-epochs"),  # without --lr-decay
 ]
 
 
 @pytest.mark.parametrize("argv, option", BAD, ids=[argv for argv, _ in BAD])
-def test_a_bad_value_is_one_line_naming_the_option(capsys, argv, option):
+def test_a_bad_value_is_one_line_naming_the_option(capsys, tmp_path, argv, option):
+    argv = argv.replace("DATA", str(write_ptb(tmp_path))) if "DATA" in argv else argv
     assert f"error: argument {option}" in error_line(capsys, main.parse_args, argv.split())
+
+
+def test_an_option_a_preset_sets_is_named_with_the_preset(capsys):
+    line = error_line(capsys, main.parse_args, ["--config", "zaremba-small", "--patience", "2"])
+    assert "--full-rate-epochs 4, which --config zaremba-small sets" in line
+    assert "drop --config or --patience" in line
 
 
 def test_files_and_folders_are_checked_when_parsed(capsys, tmp_path):
@@ -162,6 +185,11 @@ def test_help_shows_every_option_with_its_default(capsys):
     text = " ".join(text.split())
     assert "key_value_predict" in text and "zaremba-small" in text
     assert "width of each LSTM layer (default: 200; a --config preset sets its own)" in text
+    assert "before --lr-decay (default: 4; a --config preset sets its own)" in text
+    with pytest.raises(SystemExit):
+        main.parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "before --lr-decay (default: none; a --config preset sets its own)" in text
 
 
 def test_config_sets_defaults_and_explicit_options_win():
@@ -238,7 +266,8 @@ def summaries(folder):
 def test_a_tiny_run_reports_logs_and_refuses_other_settings_in_its_workdir(tmp_path, capsys):
     # Packed documents (a model with in-graph resets), and generation from its step model.
     workdir = tmp_path / "run"
-    argv = [*TINY, "--epochs", "1", "--pack", "--generate", "3", "--workdir", str(workdir)]
+    argv = [*TINY, "--window", "3", "--epochs", "1", "--pack", "--generate", "3"]
+    argv += ["--workdir", str(workdir)]
     metrics = main.main(argv)
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("METRICS ")]
     assert json.loads(line[len("METRICS ") :]) == metrics
@@ -280,7 +309,7 @@ def test_the_folder_runs_forked(run_forked):
 def test_ptb_files_with_padded_or_packed_documents_and_the_cell_form(tmp_path):
     # PTB is one document: packing changes nothing in the batches, and the model with in-graph
     # resets has the plain model's weights, so the two runs agree.
-    argv = ["--model", "lstm", "--epochs", "1", "--data-dir", str(write_ptb(tmp_path))]
+    argv = [*SIZES, "--model", "lstm", "--epochs", "1", "--data-dir", str(write_ptb(tmp_path))]
     padded = run(tmp_path, "padded", *argv)
     packed = run(tmp_path, "packed", *argv, "--pack")
     assert packed["train_padding_fraction"] == padded["train_padding_fraction"]
@@ -294,7 +323,7 @@ def test_ptb_files_with_padded_or_packed_documents_and_the_cell_form(tmp_path):
 
 def test_a_finished_run_only_generates_with_its_trained_model(tmp_path, capsys):
     # Trained in mixed precision: float16 layers, a perplexity of a model that learned.
-    argv = [*TINY, "--model", "key_value", "--epochs", "1", "--mixed-precision"]
+    argv = [*TINY, "--model", "key_value", "--window", "3", "--epochs", "1", "--mixed-precision"]
     argv += ["--workdir", str(tmp_path / "run")]
     trained = main.main(argv)
     assert 1.0 < trained["test_perplexity"] < 202
@@ -356,7 +385,7 @@ def test_killed_in_its_last_epoch_it_resumes_exactly(tmp_path):
     # Window attention with dropout, carried states and document resets, and Zaremba et al.'s
     # learning-rate decay, which the resumed epoch must continue (0.5, not 1 again).
     argv = [*TINY, "--config", "zaremba-small", "--model", "attention", "--full-rate-epochs", "1"]
-    argv += ["--dropout", "0.3", "--epochs", "2"]
+    argv += ["--window", "3", "--dropout", "0.3", "--epochs", "2"]
     killed = [*argv, "--workdir", str(tmp_path / "resumed")]
     root = FOLDER.parents[1]
     with open(tmp_path / "killed.log", "w") as log:
@@ -368,13 +397,13 @@ def test_killed_in_its_last_epoch_it_resumes_exactly(tmp_path):
             stderr=subprocess.STDOUT,
         )
         try:
-            straight = run(tmp_path, "straight", *argv[len(TINY) :])
+            straight = run(tmp_path, "straight", *argv)
         finally:
             returncode = process.wait(timeout=900)
     assert returncode == -signal.SIGKILL, (tmp_path / "killed.log").read_text()[-3000:]
     keras.backend.clear_session()
     epochs = EpochsRun()
-    resumed = run(tmp_path, "resumed", *argv[len(TINY) :], callbacks=[epochs])
+    resumed = run(tmp_path, "resumed", *argv, callbacks=[epochs])
     assert epochs.epochs == [1] and resumed["epochs_run_now"] == 1  # the killed epoch again
     assert resumed["last_epoch_learning_rate"] == 0.5
     same = {"seconds": 0, "workdir": "", "epochs_run_now": 0}

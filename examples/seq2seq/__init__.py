@@ -8,11 +8,12 @@ search with ``--beams`` and keras-hub installed). The memory probes (`probes`) m
 paper found: how alike the keys are that the encoder writes under, and which source word each
 decoder step reads most (its Figure 3, drawn in TensorBoard each epoch).
 
-Run it from this folder's parent (``examples/``, or wherever the folder was copied)::
+Run it from this folder's parent (``examples/``, or wherever the folder was copied), with
+``path/to/ptb`` a folder of Penn Treebank's files::
 
     python -m seq2seq                          # Dual AM-GRU decoder, generated corpus
     python -m seq2seq --model attention
-    python -m seq2seq --data-dir ../shared/data/ptb --max-length 20 --max-train 20000 \\
+    python -m seq2seq --data-dir path/to/ptb --max-length 20 --max-train 20000 \\
         --units 128 --epochs 10
 
 or as ``python examples/seq2seq_autoencoder.py`` with the same options (``--help`` lists them).

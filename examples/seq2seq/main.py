@@ -26,11 +26,13 @@ from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPI
 from tf_memlayers.layers.associative_memory.dual_associative_gru import DUAL_KEYS  # noqa: E402
 from tf_memlayers.training.make_strategy import STRATEGIES  # noqa: E402
 
-from . import input_pipeline, models, train  # noqa: E402
+from . import input_pipeline, models, probes, train  # noqa: E402
 
 # Options that say how long or how verbosely to run, or where, or only how the finished model
 # is evaluated: a run resumed with other values is the same run.
 RUN_OPTIONS = ("epochs", "verbose", "workdir", "strategy", "jit", "beams", "probe_sentences")
+# The options of the AM-GRU layers, which only the dual_am_gru model has.
+AM_GRU_OPTIONS = ("num_copies", "dual_key")
 DEFAULT_ROOT = os.path.join("runs", "seq2seq_autoencoder")
 
 
@@ -108,7 +110,7 @@ def make_parser():
         "--train-size",
         choices=tuple(input_pipeline.GENERATED_SIZES),
         default="medium",
-        help="size of the generated corpus",
+        help="size of the generated corpus (not with --data-dir)",
     )
     add(
         "--max-train",
@@ -152,7 +154,7 @@ def make_parser():
         type=number(int, 1),
         default=NUM_COPIES,
         metavar="N",
-        help="redundant copies of the associative memory",
+        help="redundant copies of the AM-GRU's associative memory (dual_am_gru only)",
     )
     add(
         "--dual-key",
@@ -174,7 +176,8 @@ def make_parser():
         default=100,
         metavar="N",
         help="test sentences whose memory the probes read before and after training; the "
-        f"first {train.PROBE_SENTENCES_PER_EPOCH} also at each epoch's end",
+        f"first {train.PROBE_SENTENCES_PER_EPOCH} also at each epoch's end (not for gru: no "
+        "memory)",
     )
     add = parser.add_argument_group("training").add_argument
     add("--epochs", type=number(int, 1), default=10, metavar="N", help="number of epochs")
@@ -264,14 +267,36 @@ def parse_args(argv=None, parser=None):
         train.sampler(args.beams)
     except ImportError as error:
         parser.error(f"argument --beams: {error}")
+    check_combinations(parser, args)
     return args
+
+
+def check_combinations(parser, args):
+    """Refuses options given together that would be taken and never used (given: set to
+    another value than its default)."""
+
+    def refuse_given(name, why):
+        if getattr(args, name) != parser.get_default(name):
+            parser.error(f"argument --{name.replace('_', '-')}: {why}")
+
+    if args.model != "dual_am_gru":
+        for name in AM_GRU_OPTIONS:
+            refuse_given(
+                name, f"sets the AM-GRU layers of dual_am_gru; --model {args.model} has none"
+            )
+    if args.data_dir:
+        refuse_given("train_size", "sizes the generated corpus, which --data-dir replaces")
+    if not probes.STATISTICS[args.model]:
+        refuse_given(
+            "probe_sentences", f"are read by the memory probes; --model {args.model} has no memory"
+        )
 
 
 def run_settings(args, parser):
     """``(settings, changed)``: the options that define the run (all but `RUN_OPTIONS`, and
     the AM-GRU's for the other models) with the data it read as ``source``, and those of them
     set to other values than their defaults."""
-    ignored = RUN_OPTIONS + (() if args.model == "dual_am_gru" else ("num_copies", "dual_key"))
+    ignored = RUN_OPTIONS + (() if args.model == "dual_am_gru" else AM_GRU_OPTIONS)
     settings = {k: v for k, v in sorted(vars(args).items()) if k not in ignored}
     changed = {k: v for k, v in settings.items() if v != parser.get_default(k)}
     settings["source"] = "files" if args.data_dir else "generated"
@@ -305,6 +330,9 @@ def main(argv=None):
         parser.error(f"argument --data-dir: {error}")
     settings, changed = run_settings(args, parser)
     workdir = args.workdir or run_directory(settings, changed)
-    metrics = train.train_and_evaluate(args, splits, settings, workdir)
+    try:
+        metrics = train.train_and_evaluate(args, splits, settings, workdir)
+    except train.WorkdirError as error:
+        parser.error(f"argument --workdir: {error}")
     print("METRICS " + json.dumps(metrics, sort_keys=True), flush=True)
     return metrics

@@ -16,6 +16,11 @@ from . import input_pipeline, models, probes
 PROBE_SENTENCES_PER_EPOCH = 10
 
 
+class WorkdirError(ValueError):
+    """A run directory that `RunBackup` refuses (one holding a run with other settings, or a
+    backup it cannot resume): the command line reports it as the error of ``--workdir``."""
+
+
 def sampler(beams):
     """keras-hub's beam search of ``beams`` beams, or `None` (greedy) for one beam."""
     if beams == 1:
@@ -100,6 +105,10 @@ def train_and_evaluate(args, splits, settings, workdir, callbacks=()):
 
     Returns:
         The metrics dict, also written to ``workdir/metrics.json``.
+
+    Raises:
+        WorkdirError: ``workdir`` holds a run with other settings, or a backup `RunBackup`
+            cannot resume (refused before the model is built).
     """
     # First: a multi-worker strategy sets up the collective operations before any other op.
     strategy = make_strategy(args.strategy)
@@ -107,45 +116,50 @@ def train_and_evaluate(args, splits, settings, workdir, callbacks=()):
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
     started = time.time()
-    vocabulary = input_pipeline.build_vocabulary(splits["train"], max_size=args.max_vocabulary)
-    batch_size = args.batch_size * strategy.num_replicas_in_sync
-    common = dict(vocabulary=vocabulary, max_length=args.max_length, batch_size=batch_size)
-    train_data = input_pipeline.make_dataset(
-        splits["train"], shuffle=True, seed=args.seed, repeat=True, **common
-    )
-    valid_data = input_pipeline.make_dataset(splits["valid"], **common)
-    test_data = input_pipeline.make_dataset(splits["test"], **common)
-    steps = -(-len(splits["train"]) // batch_size)
-    with strategy.scope():
-        autoencoder = models.build_autoencoder(
-            args.model,
-            len(vocabulary),
-            units=args.units,
-            embedding_dim=args.embedding_dim,
-            num_copies=args.num_copies,
-            dual_key=args.dual_key,
-            seed=args.seed,
-            init_scale=args.init_scale,
-        )
-        model = models.compile_autoencoder(
-            autoencoder.model, args.learning_rate, args.clip_norm, jit_compile=args.jit
-        )
-    print(
-        f"source={settings['source']} train={len(splits['train'])} valid={len(splits['valid'])} "
-        f"test={len(splits['test'])} vocabulary={len(vocabulary)} workdir={workdir}",
-        flush=True,
-    )
-    pairs = probe_pairs(splits["test"][: args.probe_sentences], vocabulary, args.max_length)
-    # Before training: where the memory starts (the paper's finding is about what it learns).
-    initial_statistics = probes.probe_statistics(autoencoder, pairs)
     # The chief writes the run directory; other workers write to a temporary copy of it.
     with worker_directory(workdir, strategy) as rundir:
         log_dir = os.path.join(rundir, "logs")
         best = keras.callbacks.ModelCheckpoint(
             os.path.join(rundir, "best.keras"), monitor="val_loss", save_best_only=True
         )
-        # Last: it backs up what the others did at each epoch's end, and restores them.
-        backup = RunBackup(os.path.join(rundir, "backup"), [best], settings=settings)
+        # Before the slow work: a directory that holds another run is refused. Last of the
+        # callbacks: it backs up what the others did at each epoch's end, and restores them.
+        try:
+            backup = RunBackup(os.path.join(rundir, "backup"), [best], settings=settings)
+        except ValueError as error:
+            raise WorkdirError(error) from error
+        vocabulary = input_pipeline.build_vocabulary(splits["train"], max_size=args.max_vocabulary)
+        batch_size = args.batch_size * strategy.num_replicas_in_sync
+        common = dict(vocabulary=vocabulary, max_length=args.max_length, batch_size=batch_size)
+        train_data = input_pipeline.make_dataset(
+            splits["train"], shuffle=True, seed=args.seed, repeat=True, **common
+        )
+        valid_data = input_pipeline.make_dataset(splits["valid"], **common)
+        test_data = input_pipeline.make_dataset(splits["test"], **common)
+        steps = -(-len(splits["train"]) // batch_size)
+        with strategy.scope():
+            autoencoder = models.build_autoencoder(
+                args.model,
+                len(vocabulary),
+                units=args.units,
+                embedding_dim=args.embedding_dim,
+                num_copies=args.num_copies,
+                dual_key=args.dual_key,
+                seed=args.seed,
+                init_scale=args.init_scale,
+            )
+            model = models.compile_autoencoder(
+                autoencoder.model, args.learning_rate, args.clip_norm, jit_compile=args.jit
+            )
+        print(
+            f"source={settings['source']} train={len(splits['train'])} "
+            f"valid={len(splits['valid'])} test={len(splits['test'])} "
+            f"vocabulary={len(vocabulary)} workdir={workdir}",
+            flush=True,
+        )
+        pairs = probe_pairs(splits["test"][: args.probe_sentences], vocabulary, args.max_length)
+        # Before training: where the memory starts (the paper's finding is about what it learns).
+        initial_statistics = probes.probe_statistics(autoencoder, pairs)
         # The training stream is endless: a resumed run skips what the completed epochs used.
         train(
             model,

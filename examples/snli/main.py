@@ -44,7 +44,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if action.default not in (None, argparse.SUPPRESS) and "default" not in text:
+        if action.default not in (None, argparse.SUPPRESS) and "default:" not in text:
             text += " (default: %(default)s)"
         return text
 
@@ -347,17 +347,27 @@ def parse_args(argv=None, parser=None):
             "argument --download: fetches SNLI through tensorflow-datasets; use --source auto "
             "or tfds without --data-dir"
         )
-    if config.fused_loop and config.model not in models.ASSOCIATIVE:
-        parser.error(
-            f"argument --fused-loop: runs the AM-GRU loop; the {config.model} model has none "
-            "(use the am_gru or dual_am_gru model)"
-        )
-    if config.top_units and config.model == "word_by_word":
-        parser.error(
-            "argument --top-units: sizes layer 2, which the word_by_word model does not have "
-            "(its attention gives the pair's representation)"
-        )
+    check_combinations(parser, config)
     return config
+
+
+def check_combinations(parser, config):
+    """Refuses options given together that would be taken and never used."""
+    unread = [
+        (name, config.model not in kinds, f"is read by --model {' or '.join(kinds)} only")
+        for name, kinds in models.READERS.items()
+    ]
+    unread += [
+        (
+            "train_size",
+            config.data_dir or config.download or config.source == "tfds",
+            "sizes the generated corpus, which --data-dir, --download and --source tfds replace",
+        ),
+        ("embedding_dim", config.embeddings, "sizes drawn vectors; --embeddings' have theirs"),
+    ]
+    for name, unused, why in unread:
+        if unused and getattr(config, name) != parser.get_default(name):
+            parser.error(f"argument --{name.replace('_', '-')}: {why}")
 
 
 def _readable(value):

@@ -28,8 +28,6 @@ TINY = [
     "100",
     "--units",
     "8",
-    "--num-copies",
-    "2",
     "--embedding-dim",
     "8",
     "--eval-every",
@@ -87,7 +85,16 @@ BAD = [
     (["--tfds-data-dir", ".", "--source", "generated"], "--tfds-data-dir"),
     (["--fused-loop", "--model", "gru"], "--fused-loop"),
     (["--fused-loop", "--model", "word_by_word"], "--fused-loop"),
+    # Options this run would take and never read.
     (["--model", "word_by_word", "--top-units", "5"], "--top-units"),
+    (["--no-fused-loop", "--model", "gru"], "--fused-loop"),
+    (["--model", "gru", "--num-copies", "4"], "--num-copies"),
+    (["--model", "word_by_word", "--num-copies", "4"], "--num-copies"),
+    (["--model", "am_gru", "--dual-key", "released"], "--dual-key"),
+    (["--model", "word_by_word", "--dual-key", "released"], "--dual-key"),
+    (["--train-size", "small", "--source", "tfds"], "--train-size"),
+    (["--train-size", "small", "--download"], "--train-size"),
+    (["--embeddings", __file__, "--embedding-dim", "8"], "--embedding-dim"),
 ]
 
 
@@ -109,6 +116,10 @@ def test_paths_are_checked_when_parsed(capsys, tmp_path):
         assert (
             f"--data-dir: is read with --source auto or files, not with --source {source}" in line
         )
+    line = _error_line(
+        capsys, main.parse_args, ["--data-dir", str(tmp_path), "--train-size", "full"]
+    )
+    assert "argument --train-size: sizes the generated corpus" in line
     a_file = tmp_path / "notes.txt"
     line = _error_line(capsys, main.parse_args, ["--workdir", str(a_file)])
     assert "argument --workdir: " in line and "is a file, not a directory" in line
@@ -120,12 +131,21 @@ def test_paths_are_checked_when_parsed(capsys, tmp_path):
 
 def test_what_the_run_finds_wrong_is_one_line_naming_the_option(capsys, tmp_path, monkeypatch):
     (tmp_path / "glove.txt").write_text("cat 1 2\ndog 1 2 3\n")
-    small = ["--train-size", "small", "--max-train", "30", "--workdir", str(tmp_path / "run")]
+    small = ["--max-train", "30", "--workdir", str(tmp_path / "run")]
+    generated = ["--train-size", "small"]
     monkeypatch.setitem(sys.modules, "tensorflow_datasets", None)  # as if not installed
     for argv, option, message in [
-        (["--embeddings", str(tmp_path / "glove.txt")], "--embeddings", "glove.txt, line 2"),
-        (["--fused-loop", "--dual-key", "released"], "--fused-loop", "dual_key='paper' only"),
-        (["--units", "7"], "--units", "7"),  # an associative memory's width is even
+        (
+            [*generated, "--embeddings", str(tmp_path / "glove.txt")],
+            "--embeddings",
+            "glove.txt, line 2",
+        ),
+        (
+            [*generated, "--fused-loop", "--dual-key", "released"],
+            "--fused-loop",
+            "dual_key='paper' only",
+        ),
+        ([*generated, "--units", "7"], "--units", "7"),  # an associative memory's width is even
         (["--source", "tfds"], "--source", "pip install tensorflow-datasets"),
     ]:
         line = _error_line(capsys, main.main, [*small, *argv])
@@ -165,8 +185,8 @@ def test_help_shows_every_option_with_its_default(capsys):
             current = None
     options = {"--" + name.replace("_", "-") for name in vars(main.parse_args([]))}
     assert set(entries) == options, sorted(set(entries) ^ options)
-    for text in entries.values():
-        assert "default" in text and "default: None" not in text, text
+    for text in entries.values():  # once: in its own words, else as "(default: X)"
+        assert text.count("default:") == 1 and "default: None" not in text, text
 
 
 class _TrainingBegan(Exception):
@@ -298,7 +318,7 @@ class _EpochCounter(keras.callbacks.Callback):
 def test_a_run_killed_in_its_last_epoch_resumes_exactly(tmp_path, capsys):
     # Dropout on the word vectors; a shuffled, bucketed, endless training stream; the learning
     # rate halved at the end (the tiny model's dev accuracy stays flat).
-    argv = [*TINY, "--padding", "bucket", "--epochs", "2"]
+    argv = [*TINY, "--num-copies", "2", "--padding", "bucket", "--epochs", "2"]
     killed = _start("kill", [*argv, "--workdir", tmp_path / "resumed"], tmp_path / "killed")
     try:
         straight = main.main([*argv, "--workdir", str(tmp_path / "straight")])

@@ -32,6 +32,13 @@ from tf_memlayers.models import build_snli_model
 KINDS = ("gru", "am_gru", "dual_am_gru", "word_by_word")
 # The kinds whose first layer has an associative memory, and with it a fused loop.
 ASSOCIATIVE = ("am_gru", "dual_am_gru")
+# The options that only some kinds read, and those kinds; every kind reads the others.
+READERS = {
+    "top_units": ("gru", *ASSOCIATIVE),  # layer 2
+    "num_copies": ASSOCIATIVE,
+    "fused_loop": ASSOCIATIVE,
+    "dual_key": ("dual_am_gru",),
+}
 
 
 def make_encoder(kind, units, top_units=None, init="glorot_uniform", **memory_options):
