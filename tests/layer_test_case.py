@@ -548,6 +548,16 @@ class LayerTestCase:
         symbolic = {k: keras.Input(v.shape[1:]) for k, v in call_kwargs.items()}
         with pytest.raises(ValueError, match="`reset`"):
             make()(keras.Input((5, W)), reset=keras.Input((4,), dtype="bool"), **symbolic)
+        # The inputs' Keras mask reaches the layer beside `reset` (as `<argument>_mask`).
+        x = np.random.default_rng(3).normal(size=(B, T, W))
+        x[1, 4:], reset, layer = 0.0, np.zeros((B, T), bool), make()
+
+        def run(v, **mask):
+            return as_numpy(keras.tree.flatten(layer(v, reset=reset, **call_kwargs, **mask))[0])
+
+        want = run(x, mask=x.any(-1))
+        np.testing.assert_allclose(run(keras.layers.Masking()(x)), want, atol=1e-6)
+        assert not np.allclose(run(x), want)
 
     @staticmethod
     def _check_one_step_reset(make, call_kwargs):

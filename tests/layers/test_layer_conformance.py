@@ -59,8 +59,6 @@ def test_the_package_uses_no_private_keras_api():
     assert not found, found
 
 
-# -- bad arguments -----------------------------------------------------------------------------
-
 GRU, GRU7, DENSE = keras.layers.GRUCell(4), keras.layers.GRUCell(7), keras.layers.Dense(3)
 RNN = keras.layers.RNN
 PREMISE, INDEX = {"premise_cell": AssociativeGRUCell(8)}, {"memory_state_index": 1}
@@ -119,8 +117,6 @@ def test_bad_arguments_are_named_errors(layer_cls, args, kwargs, error, pattern)
     with pytest.raises(error, match=called + pattern):
         layer_cls(*args, **kwargs)
 
-
-# -- bad call inputs ------------------------------------------------------------------------
 
 _MASK = ["`mask`", "(2, 6)", "(2, 5, 4)"]
 _NO_STEPS = ["`sequences` must have at least one time step", "(2, 0, 4)"]

@@ -268,14 +268,14 @@ def test_xla_mixed_float16_or_functional_call_with_reset_equals_separate_runs(ki
     call = lambda xs, reset, mask: layer(xs, reset=reset, mask=mask)  # noqa: E731
     if how == "xla":
         call = _compiled(call)
-    elif how == "functional":  # a model with a reset input
-        flags = [keras.Input((None,), dtype="bool") for _ in ("reset", "mask")]
-        inputs = [keras.Input((None, INPUT_DIM)), *flags]
-        symbolic = call(*inputs)
+    elif how == "functional":  # a model with a reset input, the mask Keras's (`Masking`)
+        xs[~mask] = 0.0
+        inputs = [keras.Input((None, INPUT_DIM)), keras.Input((None,), dtype="bool")]
+        symbolic = layer(keras.layers.Masking()(inputs[0]), reset=inputs[1])
         sizes = keras.tree.flatten(layer.cell.state_size)
         shapes = [(None, None, layer.cell.output_size), *((None, size) for size in sizes)]
         assert [tuple(t.shape) for t in symbolic] == shapes
-        call = lambda *arrays: keras.Model(inputs, symbolic)(list(arrays))  # noqa: E731
+        call = lambda xs, reset, _: keras.Model(inputs, symbolic)([xs, reset])  # noqa: E731
     packed = call(xs, reset, mask)
     dtype = keras.backend.standardize_dtype(packed[0].dtype)
     assert dtype == ("float16" if how == "mixed_float16" else "float32")

@@ -166,11 +166,9 @@ def test_stateful_language_model_carries_its_state_in_fit_and_predict(tmp_path):
 
 
 def test_language_model_with_attention_scores_trains_on_its_logits_alone():
-    def model(scores):
-        memory = SlidingWindowAttention(window=3, return_attention_scores=scores)
-        return build_language_model(VOCAB, memory, 12, 6, stateful=False, sequence_length=5)
-
-    scored, plain = model(True), model(False)  # A memory's other outputs are the model's.
+    memories = [SlidingWindowAttention(window=3, return_attention_scores=s) for s in (True, False)]
+    build = dict(stateful=False, sequence_length=5)  # A memory's other outputs are the model's:
+    scored, plain = [build_language_model(VOCAB, m, 12, 6, **build) for m in memories]
     assert [tuple(x.shape) for x in scored.outputs] == [(None, 5, VOCAB), (None, 5, 3)]
     plain.set_weights(scored.get_weights())
     tokens, targets = _tokens(np.random.default_rng(0), (2, 2, 5))

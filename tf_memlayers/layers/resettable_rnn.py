@@ -72,6 +72,9 @@ class ResettableCell(keras.layers.Layer):
     Call arguments:
         inputs: A 2D tensor ``[batch, features]``, the input of the step.
         states: The wrapped cell's states.
+        sequences_mask: Where the call has other tensors (``initial_state``, ``reset``), Keras
+            passes the mask of ``sequences`` (from ``Embedding(mask_zero=True)``, say) here
+            rather than as ``mask``; used where ``mask`` is `None`. Default: `None`.
         training: Python boolean, passed to the wrapped cell. Default: `None`.
         reset: Optional bool tensor ``[batch]``, true in the rows whose states start again
             at this step. Default: `None` (no row).
@@ -420,7 +423,16 @@ class ResettableRNN(keras.layers.RNN):
                 "initial_state", initial_state, sizes, "sequences", shape, owner, described
             )
 
-    def call(self, sequences, initial_state=None, mask=None, training=False, reset=None):
+    def call(
+        self,
+        sequences,
+        initial_state=None,
+        mask=None,
+        training=False,
+        reset=None,
+        sequences_mask=None,
+    ):
+        mask = sequences_mask if mask is None else mask
         self.check_sequences(sequences, mask, initial_state)
         if reset is not None:
             reset = self.checked_reset(reset, sequences)
@@ -454,8 +466,15 @@ class ResettableRNN(keras.layers.RNN):
         return reset
 
     def compute_output_spec(
-        self, sequences, initial_state=None, mask=None, training=False, reset=None
+        self,
+        sequences,
+        initial_state=None,
+        mask=None,
+        training=False,
+        reset=None,
+        sequences_mask=None,
     ):
+        mask = sequences_mask if mask is None else mask
         self.check_sequences(sequences, mask, initial_state)
         if reset is not None:
             self.checked_reset(reset, sequences)

@@ -103,7 +103,16 @@ class AssociativeRecurrentLayer(ResettableRNN):
         """The keyword arguments of ``kwargs`` that the layer's cell takes too."""
         return {"dtype": kwargs.get("dtype"), "trainable": kwargs.get("trainable", True)}
 
-    def call(self, sequences, initial_state=None, mask=None, training=False, reset=None):
+    def call(
+        self,
+        sequences,
+        initial_state=None,
+        mask=None,
+        training=False,
+        reset=None,
+        sequences_mask=None,
+    ):
+        mask = sequences_mask if mask is None else mask
         sequences = ops.convert_to_tensor(sequences)
         if mask is not None:
             mask = ops.convert_to_tensor(mask)
@@ -124,8 +133,15 @@ class AssociativeRecurrentLayer(ResettableRNN):
             )
 
     def compute_output_spec(
-        self, sequences, initial_state=None, mask=None, training=False, reset=None
+        self,
+        sequences,
+        initial_state=None,
+        mask=None,
+        training=False,
+        reset=None,
+        sequences_mask=None,
     ):
+        mask = sequences_mask if mask is None else mask
         self._check_fused_reset(reset)
         return super().compute_output_spec(
             sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
@@ -292,6 +308,9 @@ class AssociativeGRU(AssociativeRecurrentLayer):
             [batch, units]]``; zeros by default (the empty memory).
         mask: optional boolean ``[batch, time]``; masked steps neither read nor write, and
             their inputs are never used (non-finite padding is harmless).
+        sequences_mask: Where the call has other tensors (``initial_state``, ``reset``), Keras
+            passes the mask of ``sequences`` (from ``Embedding(mask_zero=True)``, say) here
+            rather than as ``mask``; used where ``mask`` is `None`. Default: `None`.
         training: unused (present for the layer protocol).
         reset: optional boolean ``[batch, time]``, true where a new document starts: before
             that step the row's memory and previous output are set to zero, so each document

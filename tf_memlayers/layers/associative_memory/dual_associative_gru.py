@@ -96,6 +96,9 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         inputs: ``[batch, input_dim]``.
         states: ``[memory [batch, units * C], previous output [batch, units],
             source memory [batch, units * C]]``.
+        sequences_mask: Where the call has other tensors (``initial_state``, ``reset``), Keras
+            passes the mask of ``sequences`` (from ``Embedding(mask_zero=True)``, say) here
+            rather than as ``mask``; used where ``mask`` is `None`. Default: `None`.
         training: unused.
         reset: Optional bool tensor ``[batch]``, true in the rows that start a new document
             at this step: their memory and previous output are set to zero before the step.

@@ -74,6 +74,10 @@ class AttentionRNN(ResettableRNN):
         initial_state: Optional list of the cell's initial states (`AttentionWrapper`'s
             ``states``). Default: `None`.
         mask: Optional bool tensor ``[batch, time]`` of the sequences. Default: `None`.
+        sequences_mask: Where the call has other tensors (``memory``, ``initial_state``,
+            ``reset``), Keras passes the mask of ``sequences`` (from
+            ``Embedding(mask_zero=True)``, say) here rather than as ``mask``; used where
+            ``mask`` is `None`. Default: `None`.
         training: Python boolean. Default: `False`.
         reset: Optional bool tensor ``[batch, time]``, true where a new sequence starts.
             Default: `None`.
@@ -135,7 +139,9 @@ class AttentionRNN(ResettableRNN):
         mask=None,
         training=False,
         reset=None,
+        sequences_mask=None,
     ):
+        mask = sequences_mask if mask is None else mask
         owner = type(self).__name__
         cell = self.cell
         sequences = ops.convert_to_tensor(sequences)
@@ -346,7 +352,9 @@ class AttentionRNN(ResettableRNN):
         mask=None,
         training=False,
         reset=None,
+        sequences_mask=None,
     ):
+        mask = sequences_mask if mask is None else mask
         if memory is not None:
             owner = type(self).__name__
             memories = self.cell.per_mechanism(memory, "memory", owner)

@@ -143,6 +143,9 @@ class NGramConcat(_NGram, MemorySequenceLayer):
         initial_memory: Optional 2D tensor ``[batch, (N-2)*width]`` of earlier outputs
             (e.g. the memory returned by the previous call); no gradient flows into it.
             Default: `None` (the stored memory when stateful, else zeros).
+        inputs_mask: Where the call has other tensors (``initial_memory``, ``reset``), Keras
+            passes the mask of ``inputs`` (from ``Embedding(mask_zero=True)``, say) here
+            rather than as ``mask``; used where ``mask`` is `None`. Default: `None`.
         training: Unused (accepted for API symmetry). Default: `None`.
         reset: Optional bool tensor ``[batch, time]``, true where a new document starts: from
             that step on, earlier outputs come only from the row's document (zeros before
@@ -184,7 +187,10 @@ class NGramConcat(_NGram, MemorySequenceLayer):
         self._resolve_width(width)
         self._build_ngram()
 
-    def call(self, inputs, mask=None, initial_memory=None, training=None, reset=None):
+    def call(
+        self, inputs, mask=None, initial_memory=None, training=None, reset=None, inputs_mask=None
+    ):
+        mask = inputs_mask if mask is None else mask
         self.check_call_inputs(inputs, mask, initial_memory, reset)
         inputs, mask = self.masked_inputs(inputs, mask)
         batch = ops.shape(inputs)[0]
@@ -216,8 +222,9 @@ class NGramConcat(_NGram, MemorySequenceLayer):
         return outputs
 
     def compute_output_spec(
-        self, inputs, mask=None, initial_memory=None, training=None, reset=None
+        self, inputs, mask=None, initial_memory=None, training=None, reset=None, inputs_mask=None
     ):
+        mask = inputs_mask if mask is None else mask
         self.check_call_inputs(inputs, mask, initial_memory, reset)
         shapes = self.compute_output_shape(inputs.shape)
         if self.return_memory:

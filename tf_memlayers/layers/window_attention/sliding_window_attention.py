@@ -94,6 +94,9 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
         initial_memory: Optional 2D tensor ``[batch, memory_size]``, the memory carried from
             an earlier segment (e.g. the returned memory of the previous call); no gradient
             flows into it. Default: `None` (the stored memory when stateful, else zeros).
+        inputs_mask: Where the call has other tensors (``initial_memory``, ``reset``), Keras
+            passes the mask of ``inputs`` (from ``Embedding(mask_zero=True)``, say) here
+            rather than as ``mask``; used where ``mask`` is `None`. Default: `None`.
         training: Unused (accepted for API symmetry). Default: `None`.
         reset: Optional bool tensor ``[batch, time]``, true where a new document starts: from
             that step on, the row attends only over its document, exactly as if the document
@@ -173,7 +176,10 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
         """
         return self._sizes_for(width)[1]
 
-    def call(self, inputs, mask=None, initial_memory=None, training=None, reset=None):
+    def call(
+        self, inputs, mask=None, initial_memory=None, training=None, reset=None, inputs_mask=None
+    ):
+        mask = inputs_mask if mask is None else mask
         self.check_call_inputs(inputs, mask, initial_memory, reset)
         inputs, mask = self.masked_inputs(inputs, mask)
         memory_keys, memory_values, memory_valid = self._unpack_memory(
@@ -247,8 +253,9 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
         return shapes[0] if len(shapes) == 1 else tuple(shapes)
 
     def compute_output_spec(
-        self, inputs, mask=None, initial_memory=None, training=None, reset=None
+        self, inputs, mask=None, initial_memory=None, training=None, reset=None, inputs_mask=None
     ):
+        mask = inputs_mask if mask is None else mask
         self.check_call_inputs(inputs, mask, initial_memory, reset)
         shapes = self.compute_output_shape(inputs.shape)
         if not (self.return_attention_scores or self.return_memory):
