@@ -193,7 +193,8 @@ def test_state_carries_over_from_one_call_to_the_next(wrapper):
     layer = AttentionRNN(wrapper(), return_sequences=True, return_state=True)
     whole, *_ = layer(x, memory=memory, memory_mask=mask)
     first, *states = layer(x[:, :2], memory=memory, memory_mask=mask)
-    second, *_ = layer(x[:, 2:], memory=memory, memory_mask=mask, initial_state=states)
+    nested = [states[:1], *states[1:]]  # the cell's states nested, as tfa's `clone` held them
+    second, *_ = layer(x[:, 2:], memory=memory, memory_mask=mask, initial_state=nested)
     both = np.concatenate([as_numpy(first), as_numpy(second)], 1)
     assert_close(both, whole, atol=1e-6, rtol=1e-7)
     assert [tuple(s.shape) for s in states] == [(BATCH, size) for size in layer.cell.state_size]

@@ -142,6 +142,8 @@ class AttentionRNN(ResettableRNN):
         sequences_mask=None,
     ):
         mask = sequences_mask if mask is None else mask
+        if initial_state is not None:  # flat, as the wrapper's states (`AttentionWrapper.call`)
+            initial_state = keras.tree.flatten(initial_state)
         owner = type(self).__name__
         cell = self.cell
         sequences = ops.convert_to_tensor(sequences)

@@ -391,7 +391,8 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         described = [(f"cell state {i}", size) for i in range(len(self.cell_state_sizes))]
         fed = "the attention's width" if self.position == "after" else "the cell's output size"
         described.append(("fed-back attention", fed))
-        return described + [("alignments", "the memory's length")] * len(self.monotonic_lengths)
+        offset = ("alignments minus the initial one-hot", "the memory's length")
+        return described + [offset] * len(self.monotonic_lengths)
 
     @property
     def monotonic_lengths(self):
@@ -730,7 +731,9 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
             memories = self.per_mechanism(memory, "memory", owner)
             masks = self.per_mechanism(memory_mask, "memory_mask", owner)
             all_keys = self.per_mechanism(keys, "keys", owner)
-        states = list(states)
+        # Flat, as the states are checked: `[[h, c], attention]` (the cell's states nested, as
+        # tensorflow-addons' `clone(cell_state=...)` held them) is `[h, c, attention]`.
+        states = keras.tree.flatten(states)
         if self._bound is None:
             # (Inside `AttentionRNN`'s loop the layer has checked its call once.)
             check.check_step(
