@@ -19,8 +19,6 @@ from tf_memlayers.layers import (
     DualAssociativeGRUCell,
 )
 
-# -- the window-attention layers (and their own modules' references with resets) ----------------
-
 
 def test_no_gradient_crosses_a_reset(float64_policy):
     lstm, parallel, rnn = window_twins(resettable=True)
@@ -48,8 +46,6 @@ def test_resets_under_jit_compile_match_eager():
         model.compile(jit_compile=BACKEND != "torch")
         np.testing.assert_allclose(model.predict([x, reset], verbose=0), eager, atol=1e-5)
 
-
-# -- the recurrent layers: the associative-memory layers and cells, Keras's cells ----------
 
 UNITS, COPIES, INPUT_DIM, STEPS = 8, 3, 4, 7
 SEQUENCE_FLAGS = {"return_sequences": True, "return_state": True}

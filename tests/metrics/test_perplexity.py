@@ -76,9 +76,7 @@ def test_a_compiled_models_evaluation_sums_over_its_batches():
         weighted_metrics=[Perplexity()],
         jit_compile=False,
     )
-    logs = model.evaluate(
-        logits, targets, sample_weight=weights, batch_size=2, verbose=0, return_dict=True
-    )
+    logs = model.evaluate(logits, targets, sample_weight=weights, batch_size=2, return_dict=True)
     expected = np.exp((_numpy_nll(targets, logits) * weights).sum() / weights.sum())
     np.testing.assert_allclose(logs["perplexity"], expected, rtol=1e-5)
 

@@ -178,9 +178,6 @@ def test_resets_model_on_packed_documents_equals_each_document_alone(kind, form)
     assert not np.allclose(logits, np.asarray(plain(tokens)), atol=1e-4)
 
 
-# -- the builder composes what it is given ----------------------------------------------------
-
-
 def test_any_keras_layer_or_a_wrapper_of_the_top_lstm_cell_is_a_memory():
     # A layer the builder knows nothing of: a projection of every step of the top LSTM.
     memory = keras.layers.Dense(5, name="projection")

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from tests.support import REPO_ROOT
 from tests.training import multi_worker_job
-from tf_memlayers.training import train
+from tf_memlayers.training import RunBackup, train
 
 train_module = importlib.import_module("tf_memlayers.training.train")
 
@@ -38,6 +38,19 @@ def test_arguments_are_checked():
         train(model, np.ones((2, 2)))
     with pytest.raises(ValueError, match="`epochs` must be >= 1, got 0"):
         train(model, data, epochs=0)
+
+
+def test_a_run_an_early_stop_ended_trains_no_further_epoch_when_started_again(tmp_path):
+    data = tf.data.Dataset.from_tensor_slices((np.ones((4, 2)), np.zeros((4, 1)))).batch(2)
+    for start in range(2):  # the second start finds the stopped run in the backup
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile("sgd", "mse")
+        stop = keras.callbacks.EarlyStopping("loss", min_delta=1e9, patience=0)
+        backup = RunBackup(tmp_path, [stop])
+        train(model, data, epochs=5, initial_epoch=backup.epoch, callbacks=[stop, backup])
+        if not start:
+            first = backup.history
+    assert backup.stopped and backup.epoch == 2 and backup.history == first
 
 
 def test_two_workers_train_as_one_process(tmp_path):

@@ -213,6 +213,13 @@ class RunBackup(keras.callbacks.Callback):
         return self._record["epoch"] if self._record else 0
 
     @property
+    def stopped(self):
+        """Whether a callback (`keras.callbacks.EarlyStopping`, say) stopped the run at the
+        backup's last epoch: the run is over. `tf_memlayers.training.train` then trains no
+        further epoch, only restores the run; with ``fit``, pass ``epochs=backup.epoch``."""
+        return bool(self._record and self._record.get("stopped"))
+
+    @property
     def history(self):
         """The logs of every completed epoch, before and after any restart, as
         `keras.callbacks.History.history` holds them: ``{name: [value of each epoch]}``
@@ -306,6 +313,8 @@ class RunBackup(keras.callbacks.Callback):
         record = {
             "format": RECORD_FORMAT,
             "epoch": epoch + 1,
+            # A callback (EarlyStopping) ended the run at this epoch: nothing remains to train.
+            "stopped": bool(getattr(self.model, "stop_training", False)),
             "arrays": name,
             "variables": descriptions,
             "history": history,

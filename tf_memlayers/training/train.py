@@ -13,6 +13,7 @@ from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers._validation import check_int, check_optional_int
 from tf_memlayers.training._custom_loop import train_with_custom_loop
 from tf_memlayers.training.is_chief import _is_multi_worker
+from tf_memlayers.training.run_backup import RunBackup
 
 tf = require_tensorflow("tf_memlayers.training")
 
@@ -125,6 +126,8 @@ def train(
     epochs = check_int("epochs", epochs, 1)
     initial_epoch = check_int("initial_epoch", initial_epoch, 0)
     steps_per_epoch = check_optional_int("steps_per_epoch", steps_per_epoch, 1)
+    if any(isinstance(c, RunBackup) and c.stopped for c in callbacks):
+        epochs = initial_epoch  # a callback ended the run: restored, it trains no more epochs
     strategy = strategy or model.distribute_strategy
     if not fit_works_under(strategy):
         return train_with_custom_loop(

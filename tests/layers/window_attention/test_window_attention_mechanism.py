@@ -72,9 +72,6 @@ def test_window_softmax_is_the_masked_softmax_in_at_least_float32(dtype, valid_d
     assert np.all(weights[~valid] == 0) and np.all(weights[1] == 0) and weights[2, 5] == 1
 
 
-# -- the mixin ---------------------------------------------------------------------------
-
-
 SIZES = [
     # (mode, sizes, width, (key, value, predict))
     ("attention", None, 6, (6, 6, 6)),
