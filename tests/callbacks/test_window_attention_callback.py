@@ -122,10 +122,11 @@ def test_near_equal_averages_are_drawn_in_near_equal_colours(tmp_path, monkeypat
 
 def test_bad_probe_inputs_are_refused(tmp_path):
     probe = _model("attention", probe=True)
-    for sentence, labels, validation, message in [
-        ([1, 2, 3], ["a", "b"], _tokens(2, 9), "`token_labels` has 2 entries"),
-        ([1, 2], ["a", "b"], _tokens(2, 3), "time > window"),
-        ([1, 2], ["a", "b"], _tokens(1, 9)[0], r"must be \[batch, time\].*got shape \(9,\)"),
+    for model, sentence, labels, validation, message in [
+        (probe, [1, 2, 3], ["a", "b"], _tokens(2, 9), "`token_labels` has 2 entries"),
+        (probe, [1, 2], ["a", "b"], _tokens(2, 3), "time > window"),
+        (probe, [1, 2], ["a", "b"], _tokens(1, 9)[0], r"be \[batch, time\].*got shape \(9,\)"),
+        (_model("attention"), [1, 2], ["a", "b"], _tokens(2, 9), "scores .* has 1 output"),
     ]:
         with pytest.raises(ValueError, match=message):
-            WindowAttentionCallback(probe, tmp_path, sentence, labels, validation, 3)
+            WindowAttentionCallback(model, tmp_path, sentence, labels, validation, 3)

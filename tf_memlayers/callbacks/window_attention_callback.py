@@ -111,6 +111,12 @@ class WindowAttentionCallback(keras.callbacks.Callback):
         every_n_epochs=1,
     ):
         super().__init__()
+        outputs = getattr(probe_model, "outputs", None)
+        if outputs is not None and len(outputs) != 2:
+            raise ValueError(
+                "`probe_model` must output the logits and the attention scores (its memory "
+                f"built with return_attention_scores=True); it has {len(outputs)} output(s)."
+            )
         self.probe_model = probe_model
         self.log_dir = str(log_dir)
         self.probe_tokens = np.asarray(probe_tokens, dtype=np.int32).reshape(1, -1)
