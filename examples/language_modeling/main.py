@@ -234,7 +234,7 @@ def check_combinations(parser, a):
         refuse("variational_dropout", "shares one --dropout mask over a sequence; --dropout is 0")
     if a.lr_decay != 1.0 and a.full_rate_epochs is None:
         refuse("lr_decay", "applies after --full-rate-epochs N, which is not set")
-    if given("full_rate_epochs") and a.lr_decay == 1.0:
+    if given("full_rate_epochs") and a.lr_decay == 1.0 and not a.patience:
         refuse("full_rate_epochs", "starts --lr-decay, which is 1 (no decay); give it too")
     if a.patience and a.full_rate_epochs is not None:
         undone = f"its halving would be undone by --full-rate-epochs {a.full_rate_epochs}"

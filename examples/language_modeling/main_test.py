@@ -90,6 +90,7 @@ BAD = [
     ("--lr-decay 0.5", "--lr-decay"),  # without --full-rate-epochs: never applied
     ("--model lstm --sizes 4 4", "--sizes"),
     ("--patience 2 --config zaremba-small", "--patience"),  # two learning-rate rules
+    ("--patience 2 --full-rate-epochs 2", "--patience"),  # the schedule would undo the rule
     ("--patience 2 --full-rate-epochs 2 --lr-decay 0.5", "--patience"),
     # Options that the other options leave unread. DATA: a folder of PTB files.
     ("--temperature 0.5", "--temperature"),  # without --generate
