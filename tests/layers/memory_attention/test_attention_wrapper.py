@@ -361,6 +361,7 @@ def test_bad_calls_are_named():
         (lambda: layer(x, memory=m, mask=k), "`mask` must have shape (batch, time) = (3, 5)"),
         (lambda: layer(x, memory=m[:, :, :4]), "[batch, length, 8]"),
         (lambda: layer(x, memory=m[0]), "`memory` must be"),
+        (lambda: layer(x, memory=[m, m]), "a list of one per memory needs `mechanisms`"),
         (lambda: layer(x, memory=m, memory_mask=k[:, :3]), "must be [batch, length] = (3, 6)"),
         # Batch sizes unlike the inputs' (3): eagerly, symbolically, in one step of the cell.
         (lambda: layer(x, memory=m[:1]), "(1, 6, 8) has batch size 1, but `sequences` of shape"),
@@ -368,10 +369,7 @@ def test_bad_calls_are_named():
         (lambda: layer(x, memory=m, memory_mask=k[:1]), "`memory_mask` of shape (1, 6) has batch"),
         (lambda: layer(x, memory=m, initial_state=[m[:2, 0]] * 2), "(2, 8) has batch size 2"),
         (lambda: layer(x, memory=m, initial_state=[x[:, 0]] * 2), "[0]` must have width 8"),
-        (
-            lambda: layer(x, memory=m, initial_state=[m[:, 0]]),
-            "2 tensors [cell state 0 (batch, 8), fed",
-        ),
+        (lambda: layer(x, memory=m, initial_state=[m[:, 0]]), "2 tensors [cell state 0 (batch, 8)"),
         (lambda: _layer()(x, memory=m[0]), "AttentionRNN: `memory` must be a 3D tensor"),
         (lambda: layer(symbolic, memory=keras.Input(batch_shape=(2, 6, 8))), "(2, 6, 8) has batch"),
         (lambda: layer.cell(x[:, 0], [m[:, 0]] * 2, memory=m[:1]), "1, but `inputs` of shape (3,"),
@@ -574,6 +572,7 @@ def test_several_mechanisms_match_the_reference_in_float64(float64_policy, row):
             "`mechanisms[1]` must be an AttentionMechanism, got 'dot'",
         ),
         (lambda: dict(mechanisms=[AttentionMechanism()] * 2), ValueError, "more than once"),
+        (lambda: dict(attention_size=[3]), TypeError, "width per mechanism needs `mechanisms`"),
         (
             lambda: dict(mechanisms=_two_mechanisms(), score="dot", seed=1),
             ValueError,

@@ -293,6 +293,12 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
                 )
             sizes = [check.check_int("attention_size", s, 1, owner) for s in attention_size]
         else:
+            if isinstance(attention_size, (list, tuple)):
+                raise TypeError(
+                    f"{owner}: `attention_size` must be an integer; a list of one width per "
+                    "mechanism needs `mechanisms` (one AttentionMechanism per memory); got "
+                    f"attention_size={attention_size!r}."
+                )
             size = check.check_optional_int("attention_size", attention_size, 1, owner)
             sizes = [size or self.cell_output_size] * (count or 1)
         self.attention_sizes = sizes
@@ -446,6 +452,11 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         """``value`` (a memory, a mask) as a list of one per mechanism: a list or tuple as
         given, one tensor (or `None`) for every mechanism; ``[value]`` without `mechanisms`."""
         if not self.mechanisms:
+            if isinstance(value, (list, tuple)):
+                raise ValueError(
+                    f"{owner}: `{name}` must be one tensor; a list of one per memory needs "
+                    f"`mechanisms` (one AttentionMechanism per memory); got a list of {len(value)}."
+                )
             return [value]
         count = len(self.mechanisms)
         if isinstance(value, (list, tuple)):
