@@ -293,6 +293,11 @@ def check_combinations(parser, config):
             "or --faithful-to-code has neither",
         ),
         (("embedding_dim",), config.embeddings, "sizes drawn vectors; --embeddings' have theirs"),
+        (
+            ("jit",),
+            config.strategy == "multi_worker",
+            "compiles fit's step with XLA; the multi_worker training loop runs without it",
+        ),
     ]
     for names, unused, why in unread:
         for name in names:

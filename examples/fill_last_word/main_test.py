@@ -70,6 +70,7 @@ BAD = [
         for pooling in (["--pooling", "last"], ["--faithful-to-code"])
     ],
     (["--embeddings", __file__, "--embedding-dim", "6"], "--embedding-dim: sizes drawn"),
+    (["--jit", "--strategy", "multi_worker"], "--jit: compiles fit's step with XLA"),
     (["--max-vocabulary", "2"], "--max-vocabulary"),  # <pad> and <unk> only: no word
     (["--houses", "1"], "--houses"),
     (["--houses", "133"], "--houses: must be <= 132"),

@@ -171,7 +171,12 @@ def make_parser():
         default="auto",
         help="tf.distribute strategy; the model trains on one replica (several are refused)",
     )
-    add("--jit", action=argparse.BooleanOptionalAction, default=True, help="XLA train step")
+    add(
+        "--jit",
+        action=argparse.BooleanOptionalAction,
+        help="XLA train step (default: on, but off under --strategy multi_worker, whose "
+        "training loop runs without XLA)",
+    )
     add("--mixed-precision", action="store_true", help="the mixed_float16 policy")
     add("--seed", type=non_negative_int, default=0, help="weights, dropout, generated corpus")
     add = parser.add_argument_group("run").add_argument
@@ -243,6 +248,11 @@ def check_combinations(parser, a):
         else:
             preset = f"which --config {a.config} sets and no option unsets"
             refuse("patience", f"{undone}, {preset}; drop --config or --patience")
+    if a.jit and a.strategy == "multi_worker":
+        refuse(
+            "jit",
+            "compiles fit's step with XLA; the multi_worker training loop runs without it",
+        )
 
 
 def _readable(value):
@@ -276,6 +286,7 @@ def parse_args(argv=None, parser=None):
     parser.set_defaults(**configs.PRESETS.get(config, {}))
     args = parser.parse_args(argv)
     check_combinations(parser, args)
+    args.jit = args.strategy != "multi_worker" if args.jit is None else args.jit
     defaults = {name: parser.get_default(name) for name in vars(args)}
     args.workdir = args.workdir or run_directory(args, defaults)
     return args

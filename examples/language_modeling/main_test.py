@@ -106,6 +106,7 @@ BAD = [
     ("--probe-sentence w1 --probe-length 9", "--probe-length"),
     ("--variational-dropout", "--variational-dropout"),  # without --dropout
     ("--full-rate-epochs 2", "--full-rate-epochs"),  # without --lr-decay
+    ("--jit --strategy multi_worker", "--jit"),  # its loop runs without XLA
 ]
 
 
@@ -426,3 +427,6 @@ def test_several_replicas_are_refused(capsys, tmp_path, monkeypatch):
     line = error_line(capsys, main.main, argv)
     assert "error: argument --strategy: " in line and "per-row states" in line
     assert "multi_worker with 2 replicas" in line and not (tmp_path / "run").exists()
+    # XLA by default, but not for multi_worker's loop, which runs without it.
+    assert main.parse_args(["--strategy", "multi_worker"]).jit is False
+    assert main.parse_args([]).jit is True

@@ -286,6 +286,11 @@ def check_combinations(parser, args):
             )
     if args.data_dir:
         refuse_given("train_size", "sizes the generated corpus, which --data-dir replaces")
+    if args.strategy == "multi_worker":
+        refuse_given(
+            "jit",
+            "compiles fit's step with XLA; the multi_worker training loop runs without it",
+        )
     if not probes.STATISTICS[args.model]:
         refuse_given(
             "probe_sentences", f"are read by the memory probes; --model {args.model} has no memory"

@@ -50,6 +50,7 @@ BAD = [
     ["--dual-key", "paper", "--model", "attention"],
     ["--train-size", "small", "--data-dir", "DATA"],
     ["--probe-sentences", "4", "--model", "gru"],
+    ["--jit", "--strategy", "multi_worker"],
 ]
 
 

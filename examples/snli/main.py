@@ -364,6 +364,11 @@ def check_combinations(parser, config):
             "sizes the generated corpus, which --data-dir, --download and --source tfds replace",
         ),
         ("embedding_dim", config.embeddings, "sizes drawn vectors; --embeddings' have theirs"),
+        (
+            "jit",
+            config.strategy == "multi_worker",
+            "compiles fit's step with XLA; the multi_worker training loop runs without it",
+        ),
     ]
     for name, unused, why in unread:
         if unused and getattr(config, name) != parser.get_default(name):

@@ -95,6 +95,7 @@ BAD = [
     (["--train-size", "small", "--source", "tfds"], "--train-size"),
     (["--train-size", "small", "--download"], "--train-size"),
     (["--embeddings", __file__, "--embedding-dim", "8"], "--embedding-dim"),
+    (["--jit", "--strategy", "multi_worker"], "--jit"),
 ]
 
 
