@@ -97,7 +97,8 @@ def associative_gru_pallas(
         reset: optional bool ``[B, T]``; true where a row starts again from zero states.
         zero_output_for_mask: emit zeros (not the previous output) at masked steps.
         go_backwards: run the sequence in reverse (outputs in processing order, as Keras).
-        interpret: run the kernels in Pallas's interpret mode; default `default_interpret()`.
+        interpret: run the kernels in Pallas's interpret mode; default `default_interpret()`,
+            except that off a GPU a program lowered for CUDA takes the compiled kernels.
         block_rows: rows of the batch per program, a power of two of at least 16.
         num_warps: warps per program on a GPU (Triton), a power of two from 1 to 32; default
             `default_num_warps` of the padded blocks.
@@ -145,6 +146,10 @@ def associative_gru_pallas(
             f"{'None' if dual_kernels is None else 'kernels'}."
         )
     padded_half = _power_of_two(half)
+    # Off a GPU the default runs interpreted, yet a program lowered there for CUDA
+    # (``jax.export``, ``lower(lowering_platforms=("cuda",))``) takes the compiled kernels:
+    # `jax.lax.platform_dependent` leaves the choice to the lowering.
+    either = interpret is None and default_interpret() and padded_half <= MAX_GPU_BLOCK
     interpret = default_interpret() if interpret is None else bool(interpret)
     if padded_half > MAX_GPU_BLOCK and not interpret:
         raise ValueError(
@@ -203,7 +208,15 @@ def associative_gru_pallas(
         dual_gate, dual_candidate = dual_kernels
         blocked.append(rows(source, 2 * num_copies))
         blocked += [blocks(dual_gate, 4), blocks(dual_candidate, 2)]
-    outputs, memory, output = _loop(config, *blocked, jnp.asarray(matrices), keep, starts)
+    blocked += [jnp.asarray(matrices), keep, starts]
+    if either:
+        import jax
+
+        compiled = functools.partial(_loop, config.replace(interpret=False))
+        loop = functools.partial(_loop, config)
+        outputs, memory, output = jax.lax.platform_dependent(*blocked, cuda=compiled, default=loop)
+    else:
+        outputs, memory, output = _loop(config, *blocked)
     outputs = unrows(outputs, 2).astype(dtype)  # [T, ...] back to [B, T, n]
     memory = unrows(memory, 2 * num_copies).reshape(batch, -1).astype(dtype)
     return outputs, memory, unrows(output, 2).astype(dtype)

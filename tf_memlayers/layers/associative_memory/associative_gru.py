@@ -66,8 +66,8 @@ class AssociativeRecurrentLayer(ResettableRNN):
         if fused_loop is True and unsupported:
             raise ValueError(f"{owner}: `fused_loop=True` {unsupported}")
         self.fused_loop = fused_loop
-        # "auto": the fused loop wherever it runs this layer's options and pays (TensorFlow;
-        # JAX on a GPU), else Keras's loop, as keras.layers.GRU chooses cuDNN with
+        # "auto": the fused loop wherever it runs this layer's options and pays
+        # (`fused_loop_pays`: TensorFlow), else Keras's loop, as keras.layers.GRU chooses cuDNN with
         # use_cudnn="auto".
         self.uses_fused_loop = fused_loop is True or (
             fused_loop == "auto" and not unsupported and fused_loop_pays()
