@@ -55,6 +55,19 @@ def check_int(name, value, minimum=None, owner=None):
     return value
 
 
+def check_one_batch_per_call(model, name, what, owner):
+    """Refuses a ``model`` compiled with ``steps_per_execution`` > 1 for a callback argument
+    ``name`` that does ``what`` at given batches: Keras then calls the callbacks once for that
+    many batches."""
+    steps = int(getattr(model, "steps_per_execution", 1) or 1)
+    if steps > 1:
+        raise ValueError(
+            f"{_prefix(owner)}`{name}` {what}, which needs a callback call before every batch, "
+            f"but the model was compiled with steps_per_execution={steps} (Keras then calls "
+            f"callbacks once every {steps} batches); compile it with steps_per_execution=1."
+        )
+
+
 def check_number(name, value, low=None, high=None, low_open=False, high_open=True, owner=None):
     """Returns ``value`` as a float; rejects bools, non-numbers, NaN, infinities and values
     outside ``[low, high)`` (``(low, ...`` with ``low_open``, ``..., high]`` without

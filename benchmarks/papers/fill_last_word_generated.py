@@ -13,7 +13,7 @@ NAME = "fill_last_word_generated"
 VARIANTS = {  # key: (name in the table, the example's options)
     "no-cache": ("no cache", "--cache-size 0"),
     "none": ("cache, query=none (the paper)", "--query none"),
-    "additive": ("cache, query=additive (reference code)", "--query additive"),
+    "additive": ("cache, query=additive", "--query additive"),
     "dot": ("cache, query=dot", "--query dot"),
 }
 # The dot read's gate starts at 1; the same start for the additive read.

@@ -181,9 +181,9 @@ def make_parser():
     add(
         "--query",
         choices=QUERIES,
-        default="dot",
-        help="cache read: none (the paper), additive (the reference code) or dot (finds one "
-        "earlier example)",
+        help="cache read: none (the paper's and the reference code's: one read for every "
+        "example), additive (each example's state scores the slots too) or dot (finds one "
+        "earlier example); default: dot, or none with --faithful-to-code",
     )
     add(
         "--cache-gate-init",

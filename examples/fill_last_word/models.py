@@ -10,18 +10,21 @@ def memory_layers(config, sequence_length):
     """The ``pooling`` and ``cache`` layers of `build_fill_last_word_model` that ``config``
     names (`None` for none): the paper's attention pooling, or the reference code's plain sum
     over every step with ``faithful_to_code``; a `HeapCacheAttention` of ``cache_size``
-    states, its read's gate starting at 1 with the dot read, else Glorot uniform as in the
-    reference code.
+    states, its read `cache_query`, the read's gate starting at 1 with the dot read, else
+    Glorot uniform as in the reference code.
 
     Example:
 
     >>> import types
     >>> config = types.SimpleNamespace(
     ...     pooling="attention", attention_units=8, faithful_to_code=False, cache_size=16,
-    ...     cache_gate_init=None, policy="heap", query="dot")
+    ...     cache_gate_init=None, policy="heap", query=None)
     >>> pooling, cache = memory_layers(config, sequence_length=40)
     >>> type(pooling).__name__, cache.cache_size, cache.query
     ('AttentionPooling', 16, 'dot')
+    >>> config.faithful_to_code = True  # the reference code's read: one for every example
+    >>> memory_layers(config, sequence_length=40)[1].query
+    'none'
     """
     if config.pooling == "last":
         pooling = None
@@ -33,16 +36,23 @@ def memory_layers(config, sequence_length):
         pooling = AttentionPooling(config.attention_units)
     cache = None
     if config.cache_size:
-        gate = config.cache_gate_init or ("ones" if config.query == "dot" else "glorot_uniform")
+        query = cache_query(config)
+        gate = config.cache_gate_init or ("ones" if query == "dot" else "glorot_uniform")
         cache = HeapCacheAttention(
             config.cache_size,
             config.attention_units,
             policy=config.policy,
-            query=config.query,
+            query=query,
             mask_empty=not config.faithful_to_code,
             gate_initializer=gate,
         )
     return pooling, cache
+
+
+def cache_query(config):
+    """The cache read ``--query`` names; by default ``"dot"`` (the read that finds one earlier
+    example), or ``"none"`` (the reference code's) with ``--faithful-to-code``."""
+    return config.query or ("none" if config.faithful_to_code else "dot")
 
 
 def build_model(config, vocabulary_size, sequence_length, embeddings=None):

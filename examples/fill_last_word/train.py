@@ -47,11 +47,13 @@ def reported_as(option):
 
 def run_settings(config):
     """What defines a run: the options but `RUN_OPTIONS`, the data source it reads and the
-    learning rate it uses (the default depends on ``--faithful-to-code``), as JSON values."""
+    learning rate and cache read it uses (their defaults depend on ``--faithful-to-code``),
+    as JSON values."""
     settings = {k: v for k, v in vars(config).items() if k not in RUN_OPTIONS}
     default_rate = CODE_LEARNING_RATE if config.faithful_to_code else PAPER_LEARNING_RATE
     settings["source"] = input_pipeline.source_name(config)
     settings["learning_rate"] = config.learning_rate or default_rate
+    settings["query"] = models.cache_query(config)
     return json.loads(json.dumps(settings, sort_keys=True, default=str))
 
 
@@ -155,7 +157,7 @@ def train_and_evaluate(config, workdir, extra_callbacks=()):
             "pooling": config.pooling,
             "cache_size": config.cache_size,
             "policy": config.policy,
-            "query": config.query,
+            "query": models.cache_query(config),
             "faithful_to_code": config.faithful_to_code,
             "train_sentences": corpus.train_sentences,
             "eval_sentences": len(y_eval),

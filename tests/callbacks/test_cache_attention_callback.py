@@ -126,3 +126,6 @@ def test_cache_callback_writes_each_epochs_curve_top_slots_and_fill(tmp_path):
     image = tf.make_ndarray(events["cache_attention/cache_attention"][-1][1].tensor)
     assert tf.io.decode_png(image[2]).numpy().shape[2] in (3, 4)  # [width, height, PNG]
     _check_top_slots(events, _numpy_read_weights(layer, None))
+    callback.set_model(keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)]))
+    with pytest.raises(ValueError, match="the model has no HeapCacheAttention layer"):
+        callback.on_train_begin()

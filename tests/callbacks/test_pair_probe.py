@@ -77,7 +77,7 @@ def test_the_pair_is_read_as_word_ids_unknown_words_as_unk_and_embedded_by_the_m
 
 
 @pytest.mark.parametrize(
-    "premise, hypothesis, name", [((), ("a",), "premise"), (("a",), (), "hypothesis")]
+    "premise, hypothesis, name", [((), "a", "premise"), (("a",), (), "hypothesis")]
 )
 @pytest.mark.parametrize("view", [PairAttentionHeatmap, MemoryRetrievalHeatmap])
 def test_an_empty_probe_sentence_is_refused_naming_the_view(
@@ -85,6 +85,8 @@ def test_an_empty_probe_sentence_is_refused_naming_the_view(
 ):
     with pytest.raises(ValueError, match=f"{view.__name__}: the probe `{name}` must have"):
         view(tmp_path, premise, hypothesis, ["<pad>", "<unk>", "a"])
+    with pytest.raises(TypeError, match=f"{view.__name__}: the probe `{name}` must be a list"):
+        view(tmp_path, *(("a dog", ["a"]) if name == "premise" else (["a"], "a dog")), ["a"])
 
 
 def test_a_view_says_what_it_draws_and_its_writer_is_made_at_first_use(tmp_path):

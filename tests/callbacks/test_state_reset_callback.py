@@ -59,11 +59,28 @@ def test_the_callback_clears_everything_first_then_the_rows_of_each_batch(mode):
         else:
             getattr(callback, f"on_{mode}_begin")()
         assert all(not state.any() for state in _carried(model))
-        # Batch 0 starts from the cleared states; batches past the table clear nothing.
-        for batch in range(6):
+        # Batch 0 starts from the cleared states; a batch past the table is refused.
+        for batch in range(5 if tables else 6):
             _fill(model, 3 + batch)
             before = _carried(model)
+            if batch == len(resets) and tables:
+                with pytest.raises(ValueError, match="resets for 4 batches; batch 4 has none"):
+                    getattr(callback, f"on_{mode}_batch_begin")(batch)
+                break
             getattr(callback, f"on_{mode}_batch_begin")(batch)
-            in_table = tables and 0 < batch < len(resets)
-            expected = resets[batch].tolist() if in_table else [False] * BATCH
+            expected = resets[batch].tolist() if tables and batch else [False] * BATCH
             assert _cleared_rows(before, _carried(model)) == expected, batch
+
+
+@pytest.mark.parametrize("name", ["train_resets", "eval_resets"])
+def test_bad_tables_are_named(name):
+    with pytest.raises(ValueError, match=rf"`{name}` must be a boolean array .* shape \(4,\)"):
+        StateResetCallback(**{name: np.ones(4)})
+    callback = StateResetCallback(**{name: np.ones((4, 2))})  # the model's batch is 3
+    callback.set_model(_nested_stateful_model())
+    on = "train" if name == "train_resets" else "test"
+    with pytest.raises(ValueError, match=rf"`{name}\[1\]`: .*`rows` has 2 entries"):
+        getattr(callback, f"on_{on}_batch_begin")(1)
+    callback.model.compile("sgd", "mse", steps_per_execution=2)  # callbacks every 2 batches
+    with pytest.raises(ValueError, match=f"`{name}` clears rows .* steps_per_execution=2"):
+        getattr(callback, f"on_{on}_begin")()

@@ -130,3 +130,10 @@ def test_bad_probe_inputs_are_refused(tmp_path):
     ]:
         with pytest.raises(ValueError, match=message):
             WindowAttentionCallback(model, tmp_path, sentence, labels, validation, 3)
+    for model, more, message in [
+        (probe, (4,), "its attention scores cover 3 positions, got window=4"),
+        (probe, (3, 0), "`every_n_epochs` must be >= 1, got 0"),
+        (None, (3,), "`probe_model` must be a keras.Model"),
+    ]:
+        with pytest.raises((TypeError, ValueError), match=message):
+            WindowAttentionCallback(model, tmp_path, [1, 2], ["a", "b"], _tokens(2, 9), *more)

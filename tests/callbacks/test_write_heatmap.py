@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tf_memlayers.callbacks.write_heatmap import heatmap_image
+from tf_memlayers.callbacks.write_heatmap import heatmap_image, matrix_markdown
 
 
 def test_heatmaps_keep_the_matplotlib_backend_are_legible_and_long_curves_keep_their_size():
@@ -25,3 +25,10 @@ def test_heatmaps_keep_the_matplotlib_backend_are_legible_and_long_curves_keep_t
     # The cache's 255 heap slots: drawn at 640 x 360 pixels, narrower than a documentation
     # page's content column (742 pixels at 1280), so its labels are shown at their own size.
     assert slots.shape[:2] == (360, 640)
+
+
+@pytest.mark.parametrize("draw", [matrix_markdown, heatmap_image])
+def test_labels_are_one_per_row_and_column(draw):
+    for labels, name in (((["a", "b"], None), "row"), ((None, ["x"]), "col")):
+        with pytest.raises(ValueError, match=rf"`{name}_labels` must have one label per {name}"):
+            draw([[1.0, 2.0]], *labels)

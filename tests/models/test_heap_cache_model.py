@@ -62,7 +62,7 @@ def test_only_fit_writes_and_keras_file_and_weights_restore_the_cache(tmp_path):
     model.evaluate(x, y, verbose=0)
     model(x, training=True)
     assert int(layer.fill_count()) == 0
-    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    model.fit([x], y, batch_size=8, epochs=1, verbose=0)  # its one input in a list, as Keras's
     assert int(layer.fill_count()) == 24
     assert not any(w is layer.cache for w in model.trainable_weights)
     saved = as_numpy(layer.cache)

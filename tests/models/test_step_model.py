@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from tests.language_models import FORMS, KINDS, language_model
 from tests.support import all_pairs
+from tf_memlayers import AssociativeGRU
 from tf_memlayers.models import build_language_model, build_step_model, generate, initial_step_state
 
 VOCAB, STEPS, BATCH = 17, 6, 2
@@ -130,6 +131,19 @@ BAD_CALLS = [
     (lambda s: build_step_model("x"), "TypeError: `model` must be a keras.Model"),
     (lambda s: build_step_model(_projection_model()), "ValueError: 'projection' (Dense) is none"),
 ]
+
+
+def test_a_fused_loop_memory_steps_with_keras_loop_and_a_backward_one_is_refused():
+    options = dict(units=6, embedding_dim=4, stateful=False, sequence_length=None)
+    model = build_language_model(
+        VOCAB, AssociativeGRU(6, 2, return_sequences=True, fused_loop=True), **options
+    )
+    tokens = np.random.default_rng(0).integers(0, VOCAB, size=(BATCH, STEPS))
+    steps, _ = _step_by_step(build_step_model(model), tokens)
+    np.testing.assert_allclose(steps, _full(model, tokens), rtol=0, atol=1e-5)
+    backward = keras.layers.GRU(6, return_sequences=True, go_backwards=True, name="gru")
+    with pytest.raises(ValueError, match="layer 'gru' .GRU. runs backwards"):
+        build_step_model(build_language_model(VOCAB, backward, **options))
 
 
 @pytest.mark.parametrize("call, expected", BAD_CALLS, ids=[expected for _, expected in BAD_CALLS])

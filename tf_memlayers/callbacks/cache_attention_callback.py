@@ -6,7 +6,7 @@ import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers.callbacks.write_heatmap import heatmap_image
-from tf_memlayers.models.heap_cache_model import cache_attention_layers
+from tf_memlayers.models.heap_cache_model import cache_attention_layers, like_inputs
 
 tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
 
@@ -25,7 +25,7 @@ def cache_attention_by_index(model, layer, probe_inputs=None):
             f"Layer {layer.name!r} reads with query={layer.query!r}: pass `probe_inputs` so "
             "the weights can be averaged over their states."
         )
-    states = keras.Function(model.input, layer.input)(probe_inputs)
+    states = keras.Function(model.input, layer.input)(like_inputs(model, probe_inputs))
     return np.asarray(layer.attention_weights(states), dtype=np.float64).mean(axis=0)
 
 
@@ -47,7 +47,7 @@ def cache_attention_on_entries(model, layer, probe_inputs, entry_inputs, wanted)
         A NumPy ``[P]`` array: the total read weight of each probe on its wanted entries.
     """
     states = keras.Function(model.input, layer.input)
-    entries = np.asarray(states(entry_inputs), dtype=np.float64)
+    entries = np.asarray(states(like_inputs(model, entry_inputs)), dtype=np.float64)
     cache = np.asarray(layer.cache, dtype=np.float64)
     distances = ((cache[:, None, :] - entries[None, :, :]) ** 2).sum(-1)  # [K, E]
     scale = 1e-8 * max(1.0, float((entries**2).sum(-1).max()))
@@ -55,7 +55,7 @@ def cache_attention_on_entries(model, layer, probe_inputs, entry_inputs, wanted)
     if layer.query == "none":
         weights = np.broadcast_to(np.asarray(layer.attention_weights()), (len(wanted), len(cache)))
     else:
-        weights = np.asarray(layer.attention_weights(states(probe_inputs)))
+        weights = np.asarray(layer.attention_weights(states(like_inputs(model, probe_inputs))))
     wanted = np.asarray(wanted, dtype=bool)
     on_wanted = np.where(held >= 0, wanted[:, np.maximum(held, 0)], False)  # [P, K]
     return (np.asarray(weights, dtype=np.float64) * on_wanted).sum(axis=1)
@@ -93,6 +93,13 @@ class CacheAttentionCallback(keras.callbacks.Callback):
         self.log_dir = log_dir
         self.probe_inputs = probe_inputs
         self._writer = None
+
+    def on_train_begin(self, logs=None):
+        if not cache_attention_layers(self.model):
+            raise ValueError(
+                "CacheAttentionCallback: the model has no HeapCacheAttention layer, so the "
+                "callback has no cache to draw."
+            )
 
     def on_epoch_end(self, epoch, logs=None):
         if self._writer is None:

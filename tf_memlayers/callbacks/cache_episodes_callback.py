@@ -3,8 +3,10 @@ cache."""
 
 import keras
 
-from tf_memlayers._validation import check_int
+from tf_memlayers._validation import check_int, check_one_batch_per_call
 from tf_memlayers.models.heap_cache_model import cache_attention_layers
+
+_OWNER = "CacheEpisodesCallback"
 
 
 class CacheEpisodesCallback(keras.callbacks.Callback):
@@ -43,7 +45,7 @@ class CacheEpisodesCallback(keras.callbacks.Callback):
     def __init__(self, batches_per_episode, evaluation_facts=None):
         super().__init__()
         self.batches_per_episode = check_int(
-            "batches_per_episode", batches_per_episode, 1, owner="CacheEpisodesCallback"
+            "batches_per_episode", batches_per_episode, 1, owner=_OWNER
         )
         self.evaluation_facts = evaluation_facts
 
@@ -51,11 +53,32 @@ class CacheEpisodesCallback(keras.callbacks.Callback):
         for layer in cache_attention_layers(self.model):
             layer.reset_cache()
 
+    def on_train_begin(self, logs=None):
+        what = "empties the caches at the first batch of each episode"
+        check_one_batch_per_call(self.model, "batches_per_episode", what, _OWNER)
+
     def on_train_batch_begin(self, batch, logs=None):
         if batch % self.batches_per_episode == 0:
             self._reset()
 
+    def on_test_begin(self, logs=None):
+        if self.evaluation_facts is None:
+            return
+        what = "are written to the caches before each evaluation batch"
+        check_one_batch_per_call(self.model, "evaluation_facts", what, _OWNER)
+        if not hasattr(self.model, "write_caches"):
+            raise ValueError(
+                f"{_OWNER}: `evaluation_facts` are written with HeapCacheModel.write_caches; "
+                f"the model is a {type(self.model).__name__}, without it (build it as a "
+                "HeapCacheModel, as build_fill_last_word_model does with a cache)."
+            )
+
     def on_test_batch_begin(self, batch, logs=None):
         if self.evaluation_facts is not None:
+            if batch >= len(self.evaluation_facts):
+                raise ValueError(
+                    f"{_OWNER}: `evaluation_facts` has facts for {len(self.evaluation_facts)} "
+                    f"evaluation batches; batch {batch} has none (give one per batch)."
+                )
             self._reset()
             self.model.write_caches(self.evaluation_facts[batch])

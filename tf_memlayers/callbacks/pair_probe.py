@@ -46,13 +46,18 @@ class PairProbe(keras.callbacks.Callback):
         super().__init__()
         index = {w: i for i, w in enumerate(vocabulary)}
         unk = index.get("<unk>", 1)
-        self.premise, self.hypothesis = list(premise), list(hypothesis)
-        for name, tokens in (("premise", self.premise), ("hypothesis", self.hypothesis)):
-            if not tokens:
+        for name, tokens in (("premise", premise), ("hypothesis", hypothesis)):
+            if isinstance(tokens, str):
+                raise TypeError(
+                    f"{type(self).__name__}: the probe `{name}` must be a list of tokens, got "
+                    f"the string {tokens!r} (its .split() is a list of words)."
+                )
+            if not list(tokens):
                 raise ValueError(
                     f"{type(self).__name__}: the probe `{name}` must have at least one token, "
                     f"got {tokens!r}."
                 )
+        self.premise, self.hypothesis = list(premise), list(hypothesis)
         self.premise_ids = np.array([[index.get(w, unk) for w in self.premise]], np.int32)
         self.hypothesis_ids = np.array([[index.get(w, unk) for w in self.hypothesis]], np.int32)
         self.encoder_name, self.embedding_name = encoder_name, embedding_name

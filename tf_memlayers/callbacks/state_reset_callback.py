@@ -4,6 +4,7 @@ of every epoch and at document boundaries."""
 import keras
 import numpy as np
 
+from tf_memlayers._validation import check_one_batch_per_call
 from tf_memlayers.callbacks.reset_language_model_states import reset_language_model_states
 
 
@@ -31,27 +32,59 @@ class StateResetCallback(keras.callbacks.Callback):
 
     def __init__(self, train_resets=None, eval_resets=None):
         super().__init__()
-        self.train_resets = None if train_resets is None else np.asarray(train_resets, bool)
-        self.eval_resets = None if eval_resets is None else np.asarray(eval_resets, bool)
+        self.train_resets = self._checked("train_resets", train_resets)
+        self.eval_resets = self._checked("eval_resets", eval_resets)
 
-    def _reset_rows(self, resets, batch):
-        if resets is not None and 0 < batch < len(resets):
+    @staticmethod
+    def _checked(name, resets):
+        if resets is None:
+            return None
+        resets = np.asarray(resets, bool)
+        if resets.ndim != 2:
+            raise ValueError(
+                f"StateResetCallback: `{name}` must be a boolean array [num_batches, batch], "
+                f"got shape {resets.shape}."
+            )
+        return resets
+
+    def _check_steps(self, name):
+        if getattr(self, name) is not None:
+            what = "clears rows before given batches"
+            check_one_batch_per_call(self.model, name, what, "StateResetCallback")
+
+    def _reset_rows(self, name, batch):
+        resets = getattr(self, name)
+        if resets is None or batch == 0:
+            return
+        if batch >= len(resets):
+            raise ValueError(
+                f"StateResetCallback: `{name}` has resets for {len(resets)} batches; batch "
+                f"{batch} has none (give one row of resets per batch of the data)."
+            )
+        try:
             reset_language_model_states(self.model, resets[batch])
+        except ValueError as error:
+            raise ValueError(f"StateResetCallback: `{name}[{batch}]`: {error}") from error
+
+    def on_train_begin(self, logs=None):
+        self._check_steps("train_resets")
 
     def on_epoch_begin(self, epoch, logs=None):
         reset_language_model_states(self.model)
 
     def on_train_batch_begin(self, batch, logs=None):
-        self._reset_rows(self.train_resets, batch)
+        self._reset_rows("train_resets", batch)
 
     def on_test_begin(self, logs=None):
+        self._check_steps("eval_resets")
         reset_language_model_states(self.model)
 
     def on_test_batch_begin(self, batch, logs=None):
-        self._reset_rows(self.eval_resets, batch)
+        self._reset_rows("eval_resets", batch)
 
     def on_predict_begin(self, logs=None):
+        self._check_steps("eval_resets")
         reset_language_model_states(self.model)
 
     def on_predict_batch_begin(self, batch, logs=None):
-        self._reset_rows(self.eval_resets, batch)
+        self._reset_rows("eval_resets", batch)

@@ -15,6 +15,7 @@ import keras
 import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
+from tf_memlayers._validation import check_int
 from tf_memlayers.callbacks.write_heatmap import write_heatmap
 from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights
 
@@ -111,12 +112,27 @@ class WindowAttentionCallback(keras.callbacks.Callback):
         every_n_epochs=1,
     ):
         super().__init__()
+        owner = type(self).__name__
+        if not isinstance(probe_model, keras.Model):
+            raise TypeError(
+                f"{owner}: `probe_model` must be a keras.Model (the trained model's design, "
+                f"its memory returning its attention scores), got {probe_model!r}."
+            )
         outputs = getattr(probe_model, "outputs", None)
         if outputs is not None and len(outputs) != 2:
             raise ValueError(
-                "`probe_model` must output the logits and the attention scores (its memory "
-                f"built with return_attention_scores=True); it has {len(outputs)} output(s)."
+                f"{owner}: `probe_model` must output the logits and the attention scores (its "
+                "memory built with return_attention_scores=True); it has "
+                f"{len(outputs)} output(s)."
             )
+        self.window = check_int("window", window, 1, owner)
+        covered = outputs[1].shape[-1] if outputs is not None else None
+        if covered is not None and covered != self.window:
+            raise ValueError(
+                f"{owner}: `window` must be the probe's window: its attention scores cover "
+                f"{covered} positions, got window={window!r}."
+            )
+        self.every_n_epochs = check_int("every_n_epochs", every_n_epochs, 1, owner)
         self.probe_model = probe_model
         self.log_dir = str(log_dir)
         self.probe_tokens = np.asarray(probe_tokens, dtype=np.int32).reshape(1, -1)
@@ -127,13 +143,11 @@ class WindowAttentionCallback(keras.callbacks.Callback):
                 f"{self.probe_tokens.shape[1]}."
             )
         self.validation_inputs = np.asarray(validation_inputs, dtype=np.int32)
-        self.window = int(window)
         if self.validation_inputs.ndim != 2 or self.validation_inputs.shape[1] <= self.window:
             raise ValueError(
                 "`validation_inputs` must be [batch, time] with time > window "
                 f"({self.window}), got shape {self.validation_inputs.shape}."
             )
-        self.every_n_epochs = int(every_n_epochs)
         self._writer = None
 
     def _scores(self, inputs):

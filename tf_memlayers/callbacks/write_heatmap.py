@@ -31,6 +31,19 @@ _VIRIDIS = np.array(
 )
 
 
+def _check_labels(matrix, row_labels, col_labels):
+    """Refuses labels whose count is not the matrix's rows' (``row_labels``) or columns'."""
+    for name, labels, count in (
+        ("row_labels", row_labels, matrix.shape[0]),
+        ("col_labels", col_labels, matrix.shape[1]),
+    ):
+        if labels is not None and len(labels) != count:
+            raise ValueError(
+                f"`{name}` must have one label per {name[:3]} of `matrix` ({count}, its shape "
+                f"being {matrix.shape}); got {len(labels)}."
+            )
+
+
 def colour_map(values, vmin=None, vmax=None):
     """Maps a 2-D array to uint8 RGB with the viridis colour map.
 
@@ -139,7 +152,7 @@ def heatmap_image(
         uint8 array ``[height, width, 3]``.
 
     Raises:
-        ValueError: If ``matrix`` is not 2-D.
+        ValueError: If ``matrix`` is not 2-D, or a list of labels is not as long as its side.
 
     Example:
 
@@ -151,6 +164,7 @@ def heatmap_image(
     matrix = np.asarray(matrix, dtype=np.float64)
     if matrix.ndim != 2:
         raise ValueError(f"`matrix` must be 2-D, got shape {matrix.shape}.")
+    _check_labels(matrix, row_labels, col_labels)
     try:
         return _matplotlib_image(
             matrix, row_labels, col_labels, title, xlabel, ylabel, vmin, vmax, log_x
@@ -188,6 +202,7 @@ def matrix_markdown(matrix, row_labels=None, col_labels=None, digits=3):
     """
     matrix = np.asarray(matrix)
     rows, cols = matrix.shape
+    _check_labels(matrix, row_labels, col_labels)
     col_labels = list(col_labels) if col_labels is not None else [str(j) for j in range(cols)]
     row_labels = list(row_labels) if row_labels is not None else [str(i) for i in range(rows)]
     escape = lambda s: str(s).replace("|", "\\|")  # noqa: E731

@@ -110,7 +110,7 @@ class HeapCacheModel(keras.Model):
         """Offers the states that ``x`` produces now to every cache; returns what entered."""
         if self._candidate_function is None:
             return []
-        candidates = self._candidate_function(x)
+        candidates = self._candidate_function(like_inputs(self, x))
         if not isinstance(candidates, (list, tuple)):
             candidates = [candidates]
         return [layer.insert(c) for layer, c in zip(self._cache_layers_list, candidates)]
@@ -168,6 +168,13 @@ class HeapCacheModel(keras.Model):
 
 USE = "Build the caches in the HeapCacheModel's own graph, after stateless layers, or write them "
 USE += "with HeapCacheAttention.insert."
+
+
+def like_inputs(model, x):
+    """``x`` in the structure of ``model.input``, as a functional model's call takes it: a
+    tuple for a list (TensorFlow's data adapter makes one), one tensor in a list, or a list of
+    one where the model takes one tensor."""
+    return keras.tree.pack_sequence_as(model.input, keras.tree.flatten(x))
 
 
 def candidate_function(model, layers):

@@ -21,8 +21,11 @@ from tf_memlayers.layers.window_attention.memory_sequence_layer import MemorySeq
 
 
 def _stateless_copy(layer, **overrides):
-    """A new layer of ``layer``'s class and config, with ``overrides`` and ``stateful=False``."""
+    """A new layer of ``layer``'s class and config, with ``overrides`` and ``stateful=False``
+    (and Keras's loop where the layer has a fused one, which runs whole sequences)."""
     config = dict(layer.get_config(), stateful=False, **overrides)
+    if "fused_loop" in config:
+        config["fused_loop"] = False
     return type(layer).from_config(config)
 
 
@@ -66,7 +69,15 @@ def _recurrent_layers(model):
                 "SlidingWindowAttention and NGramConcat) and the softmax of a language model; "
                 f"layer {layer.name!r} ({type(layer).__name__}) is none of these."
             )
-    return [layer for layer in model.layers if isinstance(layer, _RECURRENT)]
+    layers = [layer for layer in model.layers if isinstance(layer, _RECURRENT)]
+    for layer in layers:
+        if getattr(layer, "go_backwards", False):
+            raise ValueError(
+                f"build_step_model steps a language model forward, token by token; layer "
+                f"{layer.name!r} ({type(layer).__name__}) runs backwards (go_backwards=True), "
+                "each output reading the tokens after it."
+            )
+    return layers
 
 
 def build_step_model(model, name=None):
@@ -92,7 +103,8 @@ def build_step_model(model, name=None):
     Raises:
         ValueError: If ``model`` is not a language model from `build_language_model`, or
             its memory is a layer the step model cannot step (neither a `keras.layers.RNN`
-            nor a sequence layer with a carried memory); the message names it.
+            nor a sequence layer with a carried memory, or one with ``go_backwards=True``);
+            the message names it.
 
     Example:
 

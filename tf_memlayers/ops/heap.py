@@ -185,6 +185,10 @@ def heap_slots(slot_scores, candidate_scores):
         ``[B]`` bool, which candidates entered the cache.
     """
     size, count = ops.shape(slot_scores)[0], ops.shape(candidate_scores)[0]
+    # One more candidate scoring -inf, which never enters: the loop's body never indexes an
+    # empty batch (tracing it does even when it runs no step).
+    low = ops.full((1,), float("-inf"), candidate_scores.dtype)
+    candidate_scores = ops.concatenate([candidate_scores, low], axis=0)
 
     def offer(position, state):
         scores, sources, entered = state
@@ -202,9 +206,9 @@ def heap_slots(slot_scores, candidate_scores):
         return scores, sources, entered
 
     sources = ops.arange(size, dtype="int32")
-    entered = ops.zeros((count,), "bool")
-    _, sources, entered = ops.fori_loop(0, count, offer, (slot_scores, sources, entered))
-    return sources, entered
+    entered = ops.zeros((count + 1,), "bool")
+    _, sources, entered = ops.fori_loop(0, count + 1, offer, (slot_scores, sources, entered))
+    return sources, entered[:count]
 
 
 def heap_write(cache, candidates, kernel, score_vector):

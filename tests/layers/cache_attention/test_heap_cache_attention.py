@@ -260,6 +260,8 @@ def test_non_finite_candidates_are_skipped_as_if_never_offered(float64_policy, p
     entered = layer.insert(np.array([[np.nan] * WIDTH, [np.inf] * WIDTH, [-np.inf] * WIDTH]))
     assert not as_numpy(entered).any()
     np.testing.assert_array_equal(as_numpy(layer.cache), before)
+    assert as_numpy(layer.insert(np.zeros((0, WIDTH)))).shape == (0,)  # nor does an empty one
+    np.testing.assert_array_equal(as_numpy(layer.cache), before)
 
 
 @tensorflow_only("inserts inside tf.function, as a compiled training step does")

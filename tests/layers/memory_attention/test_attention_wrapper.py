@@ -1,6 +1,7 @@
 """`AttentionWrapper` against the NumPy reference of Bahdanau et al. and Luong et al. (2015)."""
 
 import functools
+import re
 
 import keras
 import numpy as np
@@ -381,9 +382,8 @@ def test_bad_calls_are_named():
             "score='dot' needs the query",
         ),
     ]:
-        with pytest.raises(ValueError) as raised:
+        with pytest.raises(ValueError, match=re.escape(fragment)):
             call()
-        assert fragment in str(raised.value), fragment
 
 
 def test_a_memory_of_another_batch_size_is_refused_in_fit():
@@ -428,9 +428,8 @@ def test_a_memory_of_another_batch_size_is_refused_in_fit():
     ],
 )
 def test_bad_arguments_are_named(kwargs, fragment):
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(ValueError, match=re.escape(fragment)):
         AttentionWrapper(keras.layers.GRUCell(4), **kwargs)
-    assert fragment in str(raised.value)
 
 
 @pytest.mark.parametrize(
@@ -557,9 +556,8 @@ def test_several_mechanisms_match_the_reference_in_float64(float64_policy, row):
         ([memories[0], memories[1][:2]], "`memory[1]` of shape (2, 4, 5) has batch size 2"),
         ([memories[0], memories[1][..., :3]], "`memory[1]` must be [batch, length, 5]"),
     ]:
-        with pytest.raises(ValueError) as raised:
+        with pytest.raises(ValueError, match=re.escape(fragment)):
             layer(x, memory=memory)
-        assert fragment in str(raised.value)
 
 
 @pytest.mark.parametrize(
@@ -591,6 +589,5 @@ def test_several_mechanisms_match_the_reference_in_float64(float64_policy, row):
     ],
 )
 def test_bad_mechanisms_are_named(make, error, fragment):
-    with pytest.raises(error) as raised:
+    with pytest.raises(error, match=re.escape(fragment)):
         AttentionWrapper(keras.layers.GRUCell(4), **make())
-    assert fragment in str(raised.value)

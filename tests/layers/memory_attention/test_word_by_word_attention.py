@@ -1,6 +1,7 @@
 """`WordByWordAttention` against a NumPy reference of Rocktäschel et al.'s (2016) equations."""
 
 import functools
+import re
 
 import keras
 import numpy as np
@@ -174,9 +175,8 @@ def test_the_paper_s_weights_at_k_100():
     ],
 )
 def test_bad_arguments_are_named(kwargs, error, fragment):
-    with pytest.raises(error) as raised:
+    with pytest.raises(error, match=re.escape(fragment)):
         WordByWordAttention(**{"cell": keras.layers.GRUCell(4), **kwargs})
-    assert fragment in str(raised.value)
 
 
 def test_with_w_r_and_w_t_zero_it_is_the_additive_wrapper_without_input_feeding(float64_policy):

@@ -286,7 +286,10 @@ class HeapCacheAttention(keras.layers.Layer):
 
         Returns:
             ``[batch]`` bool tensor (``[replicas * batch]`` when gathered): which candidates
-            entered the cache.
+            entered the cache. With ``policy="heap"`` that is at their turn: a candidate can
+            enter and be evicted by a later one of the same batch; with ``policy="topk"``,
+            which candidates the cache holds after the write. An empty batch leaves the cache
+            as it is.
 
         Example:
 
