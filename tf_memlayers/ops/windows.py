@@ -77,10 +77,19 @@ class Compaction:
 
     def last(self, stream, window):
         """The last ``window`` items of ``stream = [memory ; compacted]``: the new memory."""
+        if not window:
+            return _empty_steps(stream, 1)
         if self.mask is None:
-            return stream[:, -window:] if window else stream[:, :0]
+            return stream[:, -window:]
         positions = ops.expand_dims(self.total, 1) + ops.arange(window, dtype="int32")
         return _gather_steps(stream, positions)
+
+
+def _empty_steps(x, axis):
+    """``x`` with no steps along ``axis``, made as zeros: TFLite mis-sizes an empty slice."""
+    shape = list(ops.shape(x))
+    shape[axis] = 0
+    return ops.zeros(shape, x.dtype)
 
 
 def offset_windows(stream, window):
@@ -89,7 +98,7 @@ def offset_windows(stream, window):
     Window position i of step r is ``stream[:, r + i]``: the L items before the r-th step.
     """
     if window == 0:
-        return ops.expand_dims(stream, 2)[:, :, :0]
+        return _empty_steps(ops.expand_dims(stream, 2), 2)
     # Position i takes the steps i .. i + T - 1, i.e. up to ``i - L`` from the end.
     return ops.stack([stream[:, i : i - window] for i in range(window)], axis=2)
 
