@@ -427,8 +427,7 @@ class LayerTestCase:
             assert isinstance(default, bool), (flag, default)
             for value in ("no", [0], 1):
                 message = re.escape(f"`{flag}` must be a bool, got {value!r}")
-                with pytest.raises(TypeError, match=message):
-                    make(**{flag: value})
+                pytest.raises(TypeError, make, **{flag: value}).match(message)
             flipped = make(**{flag: np.bool_(not default)}).get_config()[flag]
             assert flipped is (not default), (flag, flipped)
 
@@ -596,8 +595,7 @@ class LayerTestCase:
             self._check_reset_forgets_memory(make)
             self._check_stateful_segments(make)
         for bad_call, fragments in BAD_MEMORY_CALLS:
-            with pytest.raises(ValueError) as info:
-                bad_call(make)
+            info = pytest.raises(ValueError, bad_call, make)
             for fragment in fragments:
                 assert fragment in str(info.value), (fragment, str(info.value))
 
@@ -668,8 +666,7 @@ class LayerTestCase:
             ([1] * (count - 1) + [0], ValueError, "`sizes` must be >= 1, got 0"),
         ]
         for sizes, error, fragment in bad:
-            with pytest.raises(error, match=re.escape(fragment)):
-                make(sizes=sizes)
+            pytest.raises(error, make, sizes=sizes).match(re.escape(fragment))
         # A cell's sizes add up to its cell's output; a layer checks the sum when built.
         width = getattr(make(), "cell_output_size", None) or 12
         sizes = [1] * (count - 1)

@@ -11,8 +11,7 @@ from tf_memlayers._tensorflow import require_tensorflow
 def test_without_tensorflow_the_error_names_the_part_that_needs_it(monkeypatch):
     # None in sys.modules: the next `import tensorflow` fails as on a machine without it.
     monkeypatch.setitem(sys.modules, "tensorflow", None)
-    with pytest.raises(ModuleNotFoundError) as raised:
-        require_tensorflow("the fused AM-GRU loop")
+    raised = pytest.raises(ModuleNotFoundError, require_tensorflow, "the fused AM-GRU loop")
     error = raised.value
     assert error.name == "tensorflow"
     message = str(error)
@@ -36,6 +35,5 @@ def test_a_module_missing_inside_tensorflow_is_reported_as_it_is(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", failing_import)
-    with pytest.raises(ModuleNotFoundError) as raised:
-        require_tensorflow("TensorBoard summaries")
+    raised = pytest.raises(ModuleNotFoundError, require_tensorflow, "TensorBoard summaries")
     assert raised.value is missing

@@ -139,8 +139,7 @@ def test_check_even_takes_even_integers_from_two():
     for value in (0, -2):
         with _raises(ValueError, f"`units` must be >= 2, got {value}."):
             check_even("units", value, "why")
-    with pytest.raises(TypeError, match="`units` must be an integer"):
-        check_even("units", 4.0, "why")
+    pytest.raises(TypeError, check_even, "units", 4.0, "why").match("`units` must be an integer")
 
 
 def test_check_rank_counts_the_dimensions_and_check_last_dim_reads_the_last():

@@ -77,8 +77,7 @@ def test_a_benchmark_resumes_renders_and_writes_its_block_when_asked(tmp_path, m
     monkeypatch.setattr(benchmark, "write_docs_table", written.append)
     path = tmp_path / "results.json"
     argv = ["--results", str(path), "--variants", "no-cache", "dot", "--seeds", "0", "1"]
-    with pytest.raises(SystemExit, match="No results file"):
-        benchmark.main([*argv, "--from-results"])
+    pytest.raises(SystemExit, benchmark.main, [*argv, "--from-results"]).match("No results file")
     report = benchmark.main(argv)
     assert trained == [("no-cache", 0), ("dot", 0), ("no-cache", 1), ("dot", 1)]
     assert json.loads(path.read_text()) == report and written == []

@@ -90,5 +90,4 @@ def test_every_cache_is_emptied_at_the_first_batch_of_each_episode_only():
     ]:
         episodes.set_model(target)
         target.compile("sgd", "mse", steps_per_execution=2 if "execution=2" in message else 1)
-        with pytest.raises(ValueError, match=message):
-            call()
+        pytest.raises(ValueError, call).match(message)

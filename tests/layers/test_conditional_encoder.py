@@ -45,9 +45,8 @@ class ConditionalEncoderTest(LayerTestCase):
             [(2, 4)] * 2, weights, ((2, 5, 3), (2, 4, 3)), run_training_check=False
         )
         checks.update(expected_num_seed_generators=grus, run_mixed_precision_check=False)
-        self.run_layer_test(
-            ConditionalEncoder, {"layers": _encoder(kind, 4).encoder_layers}, **checks
-        )
+        layers = _encoder(kind, 4).encoder_layers
+        self.run_layer_test(ConditionalEncoder, {"layers": layers}, **checks)
 
     def test_journey(self, tmp_path):
         build = lambda premise, hypothesis: _encoder("dual_am_gru")([premise, hypothesis])[1]  # noqa: E731
@@ -55,9 +54,8 @@ class ConditionalEncoderTest(LayerTestCase):
 
     def test_config_and_output_spec(self):
         self.run_config_test(ConditionalEncoder, layers=_encoder("am_gru").encoder_layers, name="e")
-        self.run_output_spec_test(
-            lambda dtype: _encoder("gru", 4, dtype=dtype), [(2, 5, 4), (2, 3, 4)]
-        )
+        make = lambda dtype: _encoder("gru", 4, dtype=dtype)  # noqa: E731
+        self.run_output_spec_test(make, [(2, 5, 4), (2, 3, 4)])
 
     @pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
     def test_mixed_float16_matches_float32(self, kind):
@@ -287,7 +285,6 @@ STATES = dict(units=4, return_state=True)
     ids=["a string", "empty", "a function", "no state", "no sequences"],
 )
 def test_bad_layers_are_named(layers, error, fragments):
-    with pytest.raises(error) as raised:
-        ConditionalEncoder(layers)
+    raised = pytest.raises(error, ConditionalEncoder, layers)
     for fragment in fragments:
         assert fragment in str(raised.value)

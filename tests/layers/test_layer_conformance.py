@@ -114,8 +114,7 @@ BAD_ARGUMENTS = [
 def test_bad_arguments_are_named_errors(layer_cls, args, kwargs, error, pattern):
     # Ours name the class called, not a layer it makes (Keras's range check of `rate` none).
     called = "" if layer_cls is PhiloxDropout else f"^{layer_cls.__name__}: .*"
-    with pytest.raises(error, match=called + pattern):
-        layer_cls(*args, **kwargs)
+    pytest.raises(error, layer_cls, *args, **kwargs).match(called + pattern)
 
 
 _MASK = ["`mask`", "(2, 6)", "(2, 5, 4)"]
@@ -176,7 +175,6 @@ BAD_CALLS += [
 
 @pytest.mark.parametrize("bad_call, fragments", BAD_CALLS)
 def test_bad_call_inputs_and_initial_states_are_named_errors(bad_call, fragments):
-    with pytest.raises(ValueError) as info:
-        bad_call()
+    info = pytest.raises(ValueError, bad_call)
     for fragment in fragments:
         assert fragment in str(info.value), (fragment, str(info.value))

@@ -46,7 +46,6 @@ def test_the_builders_lstms_follow_the_rule(policy):
     "bad, error", [(32, TypeError), ("int32", ValueError), ("float", ValueError)]
 )
 def test_a_bad_argument_is_refused_with_its_name(bad, error):
-    with pytest.raises(error, match=rf"`compute_dtype`.*{bad!r}"):
-        lstm_use_cudnn(bad)
+    pytest.raises(error, lstm_use_cudnn, bad).match(rf"`compute_dtype`.*{bad!r}")
     with pytest.raises(TypeError, match="`stateful` must be a bool, got 'yes'"):
         lstm_use_cudnn("float32", stateful="yes")

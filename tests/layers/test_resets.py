@@ -286,8 +286,7 @@ def test_fused_loop_true_refuses_reset_and_auto_runs_keras_loop_with_it(layer_cl
     layer = layer_cls(UNITS, num_copies=COPIES, fused_loop=True)
     layer(xs)  # runs without reset
     message = "`reset`.*fused_loop=True.*fused_loop='auto'.*False"
-    with pytest.raises(ValueError, match=message):
-        layer(xs, reset=np.zeros((2, 5), bool))
+    pytest.raises(ValueError, layer, xs, reset=np.zeros((2, 5), bool)).match(message)
     with pytest.raises(ValueError, match=message):
         layer(keras.Input((5, INPUT_DIM)), reset=keras.Input((5,), dtype="bool"))
     # "auto": the fused loop without `reset`, Keras's loop with it, to the same outputs.

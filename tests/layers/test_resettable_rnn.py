@@ -26,9 +26,8 @@ class ResettableCellTest(LayerTestCase):
             return ResettableCell(keras.layers.LSTMCell(6, dtype=dtype), dtype=dtype)
 
         self.run_cell_tests(make)
-        self.run_layer_test(
-            rnn_over(make), **masking_checks((2, 3, 6), 3, expected_num_seed_generators=1)
-        )
+        checks = masking_checks((2, 3, 6), 3, expected_num_seed_generators=1)
+        self.run_layer_test(rnn_over(make), **checks)
 
     def test_journey(self, tmp_path):
         cell = lambda: ResettableCell(keras.layers.LSTMCell(8))  # noqa: E731
@@ -54,9 +53,8 @@ class ResettableRNNTest(LayerTestCase):
             return ResettableRNN(cell, **flags, dtype=dtype, **kwargs)
 
         shape = ((2, 3), (2, 6), (2, 6), (2, 14)) if attention else (2, 3, 6)
-        self.run_layer_test(
-            make, **masking_checks(shape, 3 + 5 * attention, expected_num_seed_generators=1)
-        )
+        checks = masking_checks(shape, 3 + 5 * attention, expected_num_seed_generators=1)
+        self.run_layer_test(make, **checks)
 
     def test_journey(self, tmp_path):
         def build(embedded):

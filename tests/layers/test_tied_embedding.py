@@ -54,8 +54,7 @@ def test_weights_set_the_embedding_matrix_as_in_keras_embedding(weights):
     layer = TiedEmbedding(3, 4, output_bias_initializer="ones", weights=weights)
     np.testing.assert_array_equal(as_numpy(layer.embeddings), np.ones((3, 4)))
     np.testing.assert_array_equal(as_numpy(layer.output_bias), np.ones(3))
-    with pytest.raises(ValueError):
-        TiedEmbedding(3, 4, weights=np.ones((4, 3)))
+    pytest.raises(ValueError, TiedEmbedding, 3, 4, weights=np.ones((4, 3)))
 
 
 WIDTH_4 = "`inputs` must have width 4 (the embedding's output_dim, for reverse=True); got shape"
@@ -71,5 +70,4 @@ WIDTH_4 = "`inputs` must have width 4 (the embedding's output_dim, for reverse=T
 def test_bad_reverse_calls_are_named(reverse, width, error, fragment):
     layer, vectors = TiedEmbedding(10, 4), np.ones((2, 3, width), "float32")
     for call, given in ((layer, vectors), (layer.compute_output_shape, vectors.shape)):
-        with pytest.raises(error, match=re.escape(fragment)):
-            call(given, reverse=reverse)
+        pytest.raises(error, call, given, reverse=reverse).match(re.escape(fragment))

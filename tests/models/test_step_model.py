@@ -149,8 +149,7 @@ def test_a_fused_loop_memory_steps_with_keras_loop_and_a_backward_one_is_refused
 @pytest.mark.parametrize("call, expected", BAD_CALLS, ids=[expected for _, expected in BAD_CALLS])
 def test_a_bad_argument_is_named(call, expected, lstm_step_model):
     error, _, fragment = expected.partition(": ")
-    with pytest.raises((TypeError, ValueError)) as info:
-        call(lstm_step_model)
+    info = pytest.raises((TypeError, ValueError), call, lstm_step_model)
     assert type(info.value).__name__ == error and fragment in str(info.value), str(info.value)
 
 

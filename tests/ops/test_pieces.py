@@ -17,8 +17,7 @@ def test_equal_pieces_divide_the_width_and_explicit_sizes_are_the_sizes(width, c
 
 
 def test_a_width_the_pieces_do_not_fit_is_refused_naming_the_owner_and_the_fix():
-    with pytest.raises(ValueError) as info:
-        piece_sizes(10, 3, owner="Splitter", what="parts")
+    info = pytest.raises(ValueError, piece_sizes, 10, 3, owner="Splitter", what="parts")
     assert str(info.value) == (
         "Splitter: the input width 10 does not divide into 3 equal parts; pass explicit "
         "`sizes=` (3 positive integers summing to 10)."
@@ -27,8 +26,7 @@ def test_a_width_the_pieces_do_not_fit_is_refused_naming_the_owner_and_the_fix()
     with pytest.raises(ValueError, match=message + r" to the width\.$"):
         piece_sizes(9, 2, (4, 4), owner="Splitter")
     # Without an owner the message starts with what is wrong.
-    with pytest.raises(ValueError, match=r"^`sizes` \(5, 5\) sum to 10"):
-        piece_sizes(9, 2, (5, 5))
+    pytest.raises(ValueError, piece_sizes, 9, 2, (5, 5)).match(r"^`sizes` \(5, 5\) sum to 10")
 
 
 @pytest.mark.parametrize("sizes", [(12,), (4, 8), (5, 4, 3), (1, 1, 10)])

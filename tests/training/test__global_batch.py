@@ -33,5 +33,4 @@ def test_the_shares_of_a_global_batch_add_up_to_its_loss_and_metrics():
     for name, value in metrics.result().items():
         np.testing.assert_allclose(value, expected[name], rtol=1e-6, err_msg=name)
     model.compile("sgd", ["mse", "mse"])
-    with pytest.raises(NotImplementedError, match="supports one loss"):
-        GlobalBatchLoss(model, y, y_pred)
+    pytest.raises(NotImplementedError, GlobalBatchLoss, model, y, y_pred).match("supports one loss")

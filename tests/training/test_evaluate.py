@@ -24,5 +24,4 @@ def test_evaluate_gives_the_numbers_of_keras_evaluate_on_either_path(monkeypatch
     assert results.keys() == expected.keys() == {"loss", "accuracy", "weighted_accuracy"}
     for name, value in results.items():
         np.testing.assert_allclose(value, expected[name], rtol=1e-6, err_msg=name)
-    with pytest.raises(TypeError, match="`x` must be a tf.data.Dataset"):
-        evaluate(model, x)
+    pytest.raises(TypeError, evaluate, model, x).match("`x` must be a tf.data.Dataset")

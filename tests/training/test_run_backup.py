@@ -42,8 +42,7 @@ def test_interrupted_fit_resumes_exactly_with_dropout_and_global_random_numbers(
         return model, backup
 
     straight, straight_backup = run("straight")
-    with pytest.raises(KeyboardInterrupt):
-        run("resumed", interrupt=True)
+    pytest.raises(KeyboardInterrupt, run, "resumed", interrupt=True)
     assert RunBackup(tmp_path / "resumed").epoch == 2
     resumed, resumed_backup = run("resumed")
     variables = [model.variables + model.optimizer.variables for model in (straight, resumed)]

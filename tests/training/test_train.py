@@ -31,13 +31,11 @@ def test_fit_is_chosen_except_under_multi_worker_until_keras_is_fixed(monkeypatc
 def test_arguments_are_checked():
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     data = tf.data.Dataset.from_tensor_slices((np.ones((2, 2)), np.ones((2, 1)))).batch(2)
-    with pytest.raises(ValueError, match="`model` must be a compiled keras.Model"):
-        train(model, data)
+    pytest.raises(ValueError, train, model, data).match("`model` must be a compiled keras.Model")
     model.compile("sgd", "mse")
     with pytest.raises(TypeError, match="`x` must be a tf.data.Dataset .* got ndarray"):
         train(model, np.ones((2, 2)))
-    with pytest.raises(ValueError, match="`epochs` must be >= 1, got 0"):
-        train(model, data, epochs=0)
+    pytest.raises(ValueError, train, model, data, epochs=0).match("`epochs` must be >= 1, got 0")
 
 
 def test_a_run_an_early_stop_ended_trains_no_further_epoch_when_started_again(tmp_path):

@@ -278,8 +278,7 @@ def test_fused_loop_must_be_a_bool_or_auto(make):
     # `units` and `num_copies` are the cell's (test_associative_gru_cell.py).
     for value in ("yes", "Auto", 1, None):
         message = f"{make.__name__}: `fused_loop` must be a bool or 'auto', got {value!r}."
-        with pytest.raises(TypeError, match=re.escape(message)):
-            make(4, fused_loop=value)
+        pytest.raises(TypeError, make, 4, fused_loop=value).match(re.escape(message))
     assert make(4, fused_loop=np.bool_(False)).fused_loop is False
     assert make(4).fused_loop == "auto"
 

@@ -34,14 +34,12 @@ class AssociativeMemoryCellTest(LayerTestCase):
 
     @CELLS
     def test_layer_cell_and_reset_behaviors(self, inner, copies, retrievals):
-        self.run_cell_tests(lambda dtype=None: _cell(inner, copies, retrievals, dtype))
+        make = lambda dtype=None: _cell(inner, copies, retrievals, dtype)  # noqa: E731
+        self.run_cell_tests(make)
         self.run_reset_tests(lambda: _cell(inner, copies, retrievals))
-        checks = masking_checks(
-            (2, 3, 18 if retrievals else 6), 3 + 1, expected_num_seed_generators=1
-        )
-        self.run_layer_test(
-            rnn_over(lambda dtype: _cell(inner, copies, retrievals, dtype)), **checks
-        )
+        width = 18 if retrievals else 6
+        checks = masking_checks((2, 3, width), 3 + 1, expected_num_seed_generators=1)
+        self.run_layer_test(rnn_over(make), **checks)
 
     def test_journey(self, tmp_path):
         cell = lambda: AssociativeMemoryCell(keras.layers.LSTMCell(8), num_copies=2)  # noqa: E731

@@ -92,12 +92,11 @@ class DualAssociativeGRUCellTest(LayerTestCase):
 
     @pytest.mark.parametrize("dual_key, retrievals", [("paper", False), ("released", True)])
     def test_layer_cell_and_reset_behaviors(self, dual_key, retrievals):
-        self.run_cell_tests(lambda dtype=None: _dual_cell(dual_key, retrievals, dtype))
+        make = lambda dtype=None: _dual_cell(dual_key, retrievals, dtype)  # noqa: E731
+        self.run_cell_tests(make)
         self.run_reset_tests(lambda: _dual_cell(dual_key, retrievals))
         checks = masking_checks((2, 3, 24 if retrievals else 6), 5 + 2 + (dual_key == "released"))
-        self.run_layer_test(
-            rnn_over(lambda dtype: _dual_cell(dual_key, retrievals, dtype)), **checks
-        )
+        self.run_layer_test(rnn_over(make), **checks)
 
     def test_journey(self, tmp_path):
         def build(premise, hypothesis):

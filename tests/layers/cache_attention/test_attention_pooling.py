@@ -69,8 +69,7 @@ def test_matches_reference_with_mask(dtype, atol):
 
 
 def test_bad_calls():
-    with pytest.raises(ValueError, match="rank 3"):
-        AttentionPooling(4)(np.ones((2, 5), "float32"))
+    pytest.raises(ValueError, AttentionPooling(4), np.ones((2, 5), "float32")).match("rank 3")
     inputs = np.ones((2, 5, 6), "float32")
     for call in (AttentionPooling(4), AttentionPooling(4).compute_output_spec):
         with pytest.raises(TypeError, match="`return_attention_scores` must be a bool, got 'x'"):

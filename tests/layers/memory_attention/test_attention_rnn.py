@@ -21,7 +21,7 @@ from tests.memory_attention_reference import attention_wrapper_reference as refe
 from tests.memory_attention_reference import declared_memory
 from tests.memory_attention_reference import randomize as _randomize
 from tests.memory_attention_reference import wrapper_weights as _weights
-from tests.support import as_numpy, assert_close, gradients, split_rows
+from tests.support import as_numpy, assert_close, gradients, split_rows, tensorflow_only
 from tf_memlayers.layers import (
     AssociativeGRUCell,
     AttentionMechanism,
@@ -296,3 +296,15 @@ def test_a_stateful_layer_attending_after_the_loop_carries_the_step_by_step_stat
     cell = keras.layers.GRUCell(UNITS)
     assert AttentionWrapper(cell).feeds_back and WordByWordAttention(cell).feeds_back
     assert AttentionWrapper(cell, position="before").feeds_back
+
+
+@tensorflow_only("XLA compiles the gradient of TensorFlow's loops only where they are bounded")
+@pytest.mark.parametrize("mode", ["parallel", "recursive"])
+def test_monotonic_attention_trains_under_xla(mode):
+    rng = np.random.default_rng(0)
+    sequences, memory = keras.Input((6, 4), batch_size=2), keras.Input((7, 6), batch_size=2)
+    cell = AttentionWrapper(keras.layers.GRUCell(8), monotonic_mode=mode)
+    model = keras.Model([sequences, memory], AttentionRNN(cell)(sequences, memory=memory))
+    model.compile("adam", "mse", jit_compile=True)
+    x = [rng.normal(size=(2, 6, 4)), rng.normal(size=(2, 7, 6))]
+    assert np.isfinite(model.fit(x, np.zeros((2, 8)), verbose=0).history["loss"]).all()

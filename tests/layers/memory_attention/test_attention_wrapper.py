@@ -82,7 +82,7 @@ class AttentionWrapperTest(LayerTestCase):
         # test_attention_mechanism.py.
         options = dict(mechanisms=_two_mechanisms(), attention_size=[4, 3])
         build = lambda p, h: _attend_from_hypothesis(p, h, **options)  # noqa: E731
-        self.run_journey_test("pair", build, tmp_path, xla_fails_on_tensorflow=True)
+        self.run_journey_test("pair", build, tmp_path)
 
     def test_config_arguments_and_resets(self):
         options = dict(score="general", position="before", attention_size=7, scale=True)
@@ -175,11 +175,8 @@ def _monotonic_case(mode, score_options, position, rng, dtype="float64", **extra
         score, position, return_attention_scores=True, monotonic_mode=mode, **options, **extra
     )
     _randomize(layer, rng, x, memory, mask, scale=1.5)
-    return (
-        layer,
-        (x, memory, mask),
-        dict(score=score, position=position, output_attention=True, monotonic_mode=mode, **options),
-    )
+    kwargs = dict(score=score, position=position, output_attention=True, monotonic_mode=mode)
+    return layer, (x, memory, mask), {**kwargs, **options}
 
 
 @pytest.mark.parametrize(
@@ -223,11 +220,8 @@ def test_matches_the_reference_in_float64(
         rng = np.random.default_rng(0)
         x, memory, mask = _data(rng)
         # An attention vector of its own width, where the step computes one.
-        size = (
-            {"attention_size": 7}
-            if (position == "after" or output_attention) and own == "luong"
-            else {}
-        )
+        computes = (position == "after" or output_attention) and own == "luong"
+        size = {"attention_size": 7} if computes else {}
         layer = _layer(
             score, position, output_attention, return_attention_scores=True, **size, **options
         )
@@ -235,11 +229,8 @@ def test_matches_the_reference_in_float64(
         args = (*_weights(layer), score, position, output_attention)
         # The reference's functions.
         probability = PROBABILITIES.get(extra.get("probability_fn"), "softmax")
-        extra = {
-            **extra,
-            "probability_fn": probability,
-            "attention_layer": REFERENCE_LAYERS.get(own, own),
-        }
+        reference_layer = REFERENCE_LAYERS.get(own, own)
+        extra = {**extra, "probability_fn": probability, "attention_layer": reference_layer}
     got = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask, training=True)
     want = reference(x, memory, mask, *args, sequence_mask=sequence_mask, **extra)
     for g, w in zip(got, want):
@@ -289,9 +280,8 @@ def test_matches_the_reference_in_float32(position, extra):
 def _monotonic_gradients(mode, position, seen):
     """The gradients of ``sum(outputs * seen)`` for the wrapped cell's weights, the wrapper's
     and the memory, and what the reference needs."""
-    layer, (x, memory, mask), options = _monotonic_case(
-        mode, "additive", position, np.random.default_rng(3)
-    )
+    rng = np.random.default_rng(3)
+    layer, (x, memory, mask), options = _monotonic_case(mode, "additive", position, rng)
     variables = [*layer.cell.cell.weights]
     variables += [v for v in layer.cell.weights if all(v is not c for c in variables)]
 
@@ -341,9 +331,8 @@ def test_hard_monotonic_decoding_step_by_step_never_moves_back():
     states = [np.zeros((BATCH, size), "float32") for size in cell.state_size]
     positions = []
     for _ in range(steps):
-        output, states = cell(
-            rng.normal(size=(BATCH, INPUT_DIM)).astype("float32"), states, memory=memory
-        )
+        x = rng.normal(size=(BATCH, INPUT_DIM)).astype("float32")
+        output, states = cell(x, states, memory=memory)
         alignment = as_numpy(output)[:, -length:]
         assert np.all(np.isin(alignment, [0.0, 1.0])) and np.all(alignment.sum(-1) <= 1)
         positions.append(np.where(alignment.any(-1), alignment.argmax(-1), length))
@@ -382,8 +371,7 @@ def test_bad_calls_are_named():
             "score='dot' needs the query",
         ),
     ]:
-        with pytest.raises(ValueError, match=re.escape(fragment)):
-            call()
+        pytest.raises(ValueError, call).match(re.escape(fragment))
 
 
 def test_a_memory_of_another_batch_size_is_refused_in_fit():
@@ -556,8 +544,7 @@ def test_several_mechanisms_match_the_reference_in_float64(float64_policy, row):
         ([memories[0], memories[1][:2]], "`memory[1]` of shape (2, 4, 5) has batch size 2"),
         ([memories[0], memories[1][..., :3]], "`memory[1]` must be [batch, length, 5]"),
     ]:
-        with pytest.raises(ValueError, match=re.escape(fragment)):
-            layer(x, memory=memory)
+        pytest.raises(ValueError, layer, x, memory=memory).match(re.escape(fragment))
 
 
 @pytest.mark.parametrize(

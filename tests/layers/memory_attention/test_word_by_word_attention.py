@@ -43,9 +43,7 @@ class WordByWordAttentionTest(LayerTestCase):
         )
 
     def test_journey(self, tmp_path):
-        self.run_journey_test(
-            "pair", _premise_then_hypothesis, tmp_path, xla_fails_on_tensorflow=True
-        )
+        self.run_journey_test("pair", _premise_then_hypothesis, tmp_path)
 
     def test_config_arguments_cell_resets_and_nan_padding(self):
         config = dict(

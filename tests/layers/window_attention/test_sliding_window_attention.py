@@ -96,20 +96,15 @@ class SlidingWindowAttentionTest(LayerTestCase):
     @pytest.mark.parametrize("pad", split_rows(["mask", "zeros"]))  # the same ops on each backend
     def test_empty_input_resets_and_carried_memory(self, pad):
         outputs = dict(return_attention_scores=pad == "mask", return_memory=True)
-        self.run_empty_input_test(
-            lambda: SlidingWindowAttention(2, mode="key_value", pad=pad, **outputs)
-        )
+        make = lambda: SlidingWindowAttention(2, mode="key_value", pad=pad, **outputs)  # noqa: E731
+        self.run_empty_input_test(make)
         self.run_reset_tests(lambda **kw: _window(pad=pad, **kw))
         self.run_carried_memory_tests(lambda **kw: SlidingWindowAttention(2, pad=pad, **kw))
 
     def test_mixed_float16_matches_float32(self):
         inputs = attention_inputs(steps=10, dtype="float32")
-        self.run_mixed_precision_test(
-            lambda: _window(mode="key_value", return_attention_scores=True),
-            inputs,
-            atol=5e-3,
-            reset=resets(steps=10),
-        )
+        make = lambda: _window(mode="key_value", return_attention_scores=True)  # noqa: E731
+        self.run_mixed_precision_test(make, inputs, atol=5e-3, reset=resets(steps=10))
 
 
 def _cell(cell=None, dtype=None, **kwargs):
@@ -149,9 +144,7 @@ class SlidingWindowAttentionCellTest(LayerTestCase):
         self.run_config_test(SlidingWindowAttentionCell, cell=keras.layers.GRUCell(10), **config)
         self.run_flags_test(_cell)
         self.run_reset_tests(_cell)
-        self.run_sizes_test(
-            lambda **kw: SlidingWindowAttentionCell(keras.layers.LSTMCell(4), 3, **kw)
-        )
+        self.run_sizes_test(lambda **kw: _cell(keras.layers.LSTMCell(4), **kw))
 
     def test_mixed_float16_matches_float32(self):
         inputs = attention_inputs(steps=10, width=5, dtype="float32")
@@ -405,11 +398,8 @@ def test_stateful_cell_forms_over_segments_equal_one_run_and_derive_their_caches
     expected = as_numpy(rnn(x[:, :12]))
     outputs = {}
     for loop in (keras.layers.RNN, ResettableRNN):
-        stateful = loop(
-            SlidingWindowAttentionCell.from_config(rnn.cell.get_config()),
-            return_sequences=True,
-            stateful=True,
-        )
+        cell = SlidingWindowAttentionCell.from_config(rnn.cell.get_config())
+        stateful = loop(cell, return_sequences=True, stateful=True)
         stateful.build((2, 6, 5))
         for a, b in zip(rnn.weights, stateful.cell.weights):
             b.assign(a)
@@ -502,12 +492,8 @@ def test_stateful_layer_carries_memory_inside_jit_fit():
     h = keras_lstm(8, return_sequences=True, stateful=True)(h)
     window = SlidingWindowAttention(3, mode="key_value", stateful=True)
     model = keras.Model(inputs, keras.layers.Dense(20)(window(h)))
-    compile_and_build_optimizer(
-        model,
-        "adam",
-        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        jit_compile=BACKEND != "torch",
-    )
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    compile_and_build_optimizer(model, "adam", loss, jit_compile=BACKEND != "torch")
     data = RNG.integers(0, 20, (batch * 2, steps + 1))
     model.fit(data[:, :-1], data[:, 1:], batch_size=batch, shuffle=False, verbose=0)
     # The flat memory is [L keys | L values | L validity flags] (`memory_size`).

@@ -129,6 +129,16 @@ def monotonic_alignments(p_choose, previous, mode):
         kept = _exclusive_cumprod(1.0 - p_choose)
         return p_choose * kept * ops.cumsum(previous / ops.clip(kept, 1e-10, 1.0), axis=-1)
     carried = ops.concatenate([ops.ones_like(p_choose[:, :1]), 1.0 - p_choose[:, :-1]], -1)
+    length = p_choose.shape[-1]
+    if keras.backend.backend() == "tensorflow" and length is not None:
+        # q_j = carried_j q_(j-1) + previous_j unrolled over the known length: TensorFlow's
+        # scan is a loop without an iteration bound, whose gradient XLA cannot compile.
+        previous = ops.reshape(previous, ops.shape(p_choose))  # a loop's state: no rank
+        q, columns = ops.zeros_like(previous[:, 0]), []
+        for j in range(length):
+            q = carried[:, j] * q + previous[:, j]
+            columns.append(q)
+        return p_choose * ops.stack(columns, axis=-1)
 
     def step(q, inputs):
         q = inputs[0] * q + inputs[1]
@@ -314,7 +324,9 @@ class ScoredAttention:
             if self.normalize:
                 hidden = hidden + self.score_bias
                 vector = self.score_norm * vector / ops.sqrt(ops.sum(ops.square(vector)))
-            scores = ops.matmul(ops.tanh(hidden), vector)
+            # An einsum, not a product with a vector: TensorFlow makes that a tensordot of
+            # dynamic shapes, whose gradient XLA cannot compile inside the recurrent loop.
+            scores = ops.einsum("blu,u->bl", ops.tanh(hidden), vector)
         else:
             # Batched matrix products ([b, L, d] x [b, d, 1]), not a broadcast product and
             # a sum: one kernel each, forward and backward, at every step of the loop.
