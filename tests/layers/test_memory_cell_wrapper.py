@@ -72,6 +72,8 @@ def test_associative_memory_cell_flattens_nested_states_and_needs_no_output_size
     # A cell without `output_size` gives its state's size.
     cell = AssociativeMemoryCell(IndexingCell(4), num_copies=2)
     assert cell.output_size == 4 and tuple(keras.layers.RNN(cell)(inputs).shape) == (2, 4)
+    cell = AssociativeMemoryCell(lstm, num_copies=2, dtype="float64")  # the LSTM's float32
+    assert as_numpy(keras.layers.RNN(cell, dtype="float64")(inputs)).dtype == np.float64
 
 
 def test_step_runner_leaves_out_keras_layer_call_on_torch_where_a_step_needs_none_of_it():

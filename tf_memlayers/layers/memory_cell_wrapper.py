@@ -122,7 +122,9 @@ def call_cell(cell, inputs, flat_states, training=None):
             ``training`` argument. Default: `None`.
 
     Returns:
-        Tuple ``(output, new_states)``: the cell's output and its new states as a flat list.
+        Tuple ``(output, new_states)``: the cell's output and its new states as a flat list,
+        in the dtypes of ``inputs`` and ``flat_states`` (a cell of another dtype policy than
+        its wrapper's computes in its own).
     """
     structure = cell.state_size
     if isinstance(structure, (list, tuple)):
@@ -133,7 +135,9 @@ def call_cell(cell, inputs, flat_states, training=None):
     if takes_training(cell):
         kwargs["training"] = training
     output, new_states = step_runner(cell, inputs)(inputs, states, **kwargs)
-    return output, list(keras.tree.flatten(new_states))
+    new_states = keras.tree.flatten(new_states)
+    new_states = [keras.ops.cast(new, old.dtype) for new, old in zip(new_states, flat_states)]
+    return keras.ops.cast(output, inputs.dtype), new_states
 
 
 def with_deserialized_cell(config):
