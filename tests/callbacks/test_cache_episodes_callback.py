@@ -80,7 +80,6 @@ def test_every_cache_is_emptied_at_the_first_batch_of_each_episode_only():
     before = as_numpy(first.cache)
     episodes.on_test_batch_begin(0)
     np.testing.assert_array_equal(as_numpy(first.cache), before)
-    # Too few facts, a model without `write_caches`, callbacks once for several batches.
     episodes = CacheEpisodesCallback(3, evaluation_facts=[np.zeros((2, 4), "float32")])
     for target, call, message in [
         (model, lambda: episodes.on_test_batch_begin(1), "for 1 evaluation batches; batch 1"),

@@ -118,6 +118,7 @@ BAD_CALLS = [
     (g(P, 2, seed=-1), "ValueError: `seed` must be >= 0, got -1"),
     (g(P, 2, end_token_id=17), "ValueError: `end_token_id` must be a token id in [0, 17)"),
     (g(P, 2, sampler=3), "TypeError: `sampler` must be a keras-hub sampler"),
+    (g(P, 2, sampler="nosuch"), "ValueError: `sampler='nosuch'` names no keras-hub sampler"),
     (g(P, 2, temperature=0, sampler=print), "ValueError: `temperature` and `seed` do not"),
     (g(P, 2, initial_state=[np.zeros((1, 6))]), "ValueError: must be 2 arrays of shapes"),
     (g(P * 2, 2, initial_state=[np.zeros((1, 6))] * 2), "ValueError: 2 rows as `prompt`"),

@@ -396,7 +396,12 @@ def _resolve_sampler(sampler):
                 f"`sampler={sampler!r}` names a keras-hub sampler, and keras-hub is not "
                 'installed: pip install "tf-memlayers[keras-hub]" (or pass a sampler instance).'
             ) from error
-        sampler = keras_hub.samplers.get(sampler)
+        name, sampler = sampler, keras_hub.samplers.get(sampler)
+        if isinstance(sampler, str):  # keras-hub hands back a name it does not know
+            raise ValueError(
+                f"`sampler={name!r}` names no keras-hub sampler: give one of keras-hub's "
+                "names ('greedy', 'top_k', 'top_p', 'beam', ...) or an instance."
+            )
     if not callable(sampler):
         raise TypeError(
             "`sampler` must be a keras-hub sampler (an instance or its name) or a callable "
