@@ -173,7 +173,9 @@ USE += "with HeapCacheAttention.insert."
 def like_inputs(model, x):
     """``x`` in the structure of ``model.input``, as a functional model's call takes it: a
     tuple for a list (TensorFlow's data adapter makes one), one tensor in a list, or a list of
-    one where the model takes one tensor."""
+    one where the model takes one tensor. A dict, matched to the inputs by name, is kept."""
+    if isinstance(x, dict) or isinstance(model.input, dict):
+        return x
     return keras.tree.pack_sequence_as(model.input, keras.tree.flatten(x))
 
 
