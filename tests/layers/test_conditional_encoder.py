@@ -54,7 +54,8 @@ class ConditionalEncoderTest(LayerTestCase):
 
     def test_config_and_output_spec(self):
         self.run_config_test(ConditionalEncoder, layers=_encoder("am_gru").encoder_layers, name="e")
-        make = lambda dtype: _encoder("gru", 4, dtype=dtype)  # noqa: E731
+        # The encoder's dtype policy, not its layers', sets its outputs' dtypes.
+        make = lambda dtype: ConditionalEncoder(_encoder("gru", 4).encoder_layers, dtype=dtype)  # noqa: E731
         self.run_output_spec_test(make, [(2, 5, 4), (2, 3, 4)])
 
     @pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])

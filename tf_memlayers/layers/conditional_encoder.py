@@ -8,6 +8,7 @@ vectors and the classifier.
 """
 
 import keras
+from keras import ops
 
 from tf_memlayers._validation import (
     called_as,
@@ -148,7 +149,9 @@ class ConditionalEncoder(keras.layers.Layer):
                     [premise, hypothesis], mask=masks, training=training
                 )
             premise, hypothesis = premise_out, hypothesis_out
-        return [premise, hypothesis]
+        # In the encoder's own compute dtype, as `keras.layers.Bidirectional` returns its
+        # layers' outputs, whatever the dtype policies of the layers it holds.
+        return [ops.cast(premise, self.compute_dtype), ops.cast(hypothesis, self.compute_dtype)]
 
     def compute_mask(self, inputs, mask=None):
         if mask is None or not self.return_sequences:

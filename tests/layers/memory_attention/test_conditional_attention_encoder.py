@@ -67,7 +67,10 @@ class ConditionalAttentionEncoderTest(LayerTestCase):
             hypothesis_layer=AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4))),
             name="pair",
         )
-        self.run_output_spec_test(lambda dtype: _encoder(4, dtype=dtype), [(2, 5, 4), (2, 3, 4)])
+        # The encoder's dtype policy, not its layers', sets its outputs' dtypes.
+        parts = lambda e: (e.premise_layer, e.hypothesis_layer)  # noqa: E731
+        make = lambda dtype: ConditionalAttentionEncoder(*parts(_encoder(4)), dtype=dtype)  # noqa: E731
+        self.run_output_spec_test(make, [(2, 5, 4), (2, 3, 4)])
 
     def test_mixed_float16_matches_float32(self):
         premise, hypothesis, *masks = _pair(np.random.default_rng(6), "float32")

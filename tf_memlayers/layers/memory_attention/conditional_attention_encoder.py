@@ -163,7 +163,10 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
         cell = self.hypothesis_layer.cell
         if self.hypothesis_layer.return_state or cell.return_attention_scores:
             outputs = outputs[0]
-        return [_final_outputs(memory, premise_mask), outputs]
+        # In the encoder's own compute dtype, as `keras.layers.Bidirectional` returns its
+        # layers' outputs, whatever the dtype policies of the layers it holds.
+        final = _final_outputs(memory, premise_mask)
+        return [ops.cast(final, self.compute_dtype), ops.cast(outputs, self.compute_dtype)]
 
     def _hypothesis_states(self, memory, premise_states):
         """The hypothesis starts from the premise's states; the attention's own state
