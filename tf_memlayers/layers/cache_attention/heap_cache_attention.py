@@ -212,8 +212,8 @@ class HeapCacheAttention(keras.layers.Layer):
         projection = ops.cast(self.query_kernel, dtype)
         queries = ops.matmul(ops.cast(states, dtype), projection)  # [B, A]
         keys = ops.matmul(cache, projection)  # [K, A]
-        scale = ops.cast(1.0 / self.attention_units**0.5, dtype)
-        return ops.matmul(queries, ops.transpose(keys)) * scale  # [B, K]
+        # A Python float scales in the logits' dtype; a tensor made of it would be float32.
+        return ops.matmul(queries, ops.transpose(keys)) * (1.0 / self.attention_units**0.5)
 
     def _check_inputs(self, shape):
         """Inputs are ``[batch, H]`` with the cache width ``H`` once built."""
