@@ -14,7 +14,14 @@ from tests.layer_test_case import (
 )
 from tests.layers.associative_memory.test_associative_memory_cell import TwoStateCell
 from tests.support import BACKEND, as_numpy, assert_close, keras_lstm
-from tf_memlayers import ResettableCell, ResettableRNN, SlidingWindowAttentionCell
+from tf_memlayers import (
+    AssociativeMemoryCell,
+    AttentionRNN,
+    AttentionWrapper,
+    ResettableCell,
+    ResettableRNN,
+    SlidingWindowAttentionCell,
+)
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 
 
@@ -133,6 +140,20 @@ def _data(batch=7, steps=6):
     reset = RNG.random((batch, steps)) < 0.3
     targets = RNG.integers(0, 20, size=(batch, steps)).astype("int32")
     return {"tokens": tokens, "reset": reset}, targets
+
+
+@pytest.mark.parametrize("wrapper", ["associative", "before", "after", "after_alone"])
+def test_dropout_masks_of_a_wrapped_cell_are_as_wide_as_its_inputs(wrapper):
+    # Each memory cell feeds its cell more than the step: [x; h], [x; context], [x; attention].
+    cell = keras.layers.GRUCell(8, dropout=0.3, recurrent_dropout=0.3)
+    x, memory = RNG.normal(size=(4, 5, 3)), {"memory": RNG.normal(size=(4, 6, 2))}
+    if wrapper == "associative":
+        layer, memory = ResettableRNN(AssociativeMemoryCell(cell, num_copies=2)), {}
+    else:
+        position, feeding = wrapper.split("_")[0], not wrapper.endswith("alone")
+        layer = AttentionRNN(AttentionWrapper(cell, position=position, input_feeding=feeding))
+    first, second = (as_numpy(layer(x, training=True, **memory)) for _ in range(2))
+    assert not np.allclose(first, second) and cell._dropout_mask is None
 
 
 def test_stacked_dropout_cells_fit_on_a_partial_last_batch_and_round_trip(tmp_path):

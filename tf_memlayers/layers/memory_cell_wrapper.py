@@ -163,6 +163,12 @@ class MemoryCellWrapper(keras.layers.Layer):
     The cache is never a state: it is derived afresh at every call, so a stateful loop whose
     weights changed between calls does not read a stale one.
 
+    A wrapped cell with ``dropout`` or ``recurrent_dropout`` trains in `ResettableRNN`, which
+    draws its masks once per call before the loop, as `keras.layers.RNN` does for the Keras
+    cells it sees; `keras.layers.RNN` draws none for a cell inside a wrapper. The masks are
+    as wide as the cell's inputs: ``cell_input_dim``, set by ``build`` (a subclass that feeds its
+    cell more than the step's inputs sets it to that width).
+
     Args:
         cell: A Keras RNN cell (any object with `state_size` that is called as
             ``cell(inputs, states) -> (output, new_states)``; nested state sizes, as in
@@ -187,6 +193,7 @@ class MemoryCellWrapper(keras.layers.Layer):
 
     def build(self, input_shape):
         self.input_dim = input_shape[-1]  # a call's inputs are checked against it
+        self.cell_input_dim = input_shape[-1]  # the wrapped cell's (its dropout masks')
         if not self.cell.built:
             self.cell.build(input_shape)
 

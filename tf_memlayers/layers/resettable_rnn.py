@@ -149,12 +149,18 @@ class ResettableCell(keras.layers.Layer):
         return cls(**with_deserialized_cell(config))
 
 
-def _unwrapped(cell):
+def _unwrapped(cell, step_inputs=None):
     """The cells whose dropout masks `keras.layers.RNN` prepares: through the package's
-    wrappers (`ResettableCell`, the memory cells) to the Keras cell inside."""
+    wrappers (`ResettableCell`, the memory cells) to the Keras cell inside; with
+    ``step_inputs`` ``[batch, features]``, also stand-ins of that cell's inputs, as wide as
+    each wrapper feeds its cell (``cell_input_dim``, set when built: the memory cells join
+    their own inputs to the step's)."""
     while not hasattr(cell, "get_dropout_mask") and hasattr(cell, "cell"):
+        width = getattr(cell, "cell_input_dim", None)
+        if step_inputs is not None and width is not None:
+            step_inputs = ops.zeros((ops.shape(step_inputs)[0], width), step_inputs.dtype)
         cell = cell.cell
-    return cell
+    return cell if step_inputs is None else (cell, step_inputs)
 
 
 def _draw_dropout_masks(cell, step_inputs):
@@ -167,7 +173,7 @@ def _draw_dropout_masks(cell, step_inputs):
     Returns:
         List of the cells whose masks were drawn, for `_reset_dropout_masks`.
     """
-    cell = _unwrapped(cell)
+    cell, step_inputs = _unwrapped(cell, step_inputs)
     if hasattr(cell, "get_dropout_mask"):
         cell.get_dropout_mask(step_inputs)
         first_state = keras.tree.flatten(cell.state_size)[0]

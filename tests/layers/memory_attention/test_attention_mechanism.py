@@ -114,3 +114,15 @@ def test_a_mechanism_on_its_own_matches_the_reference_and_saves(float64_policy, 
     loaded = keras.saving.load_model(tmp_path / "model.keras")
     for g, w in zip(loaded([query, memory]), model([query, memory])):
         np.testing.assert_array_equal(as_numpy(g), as_numpy(w))
+
+
+@pytest.mark.parametrize("monotonic_mode", [None, "hard"])
+def test_additive_float64_under_keras_promotion(monkeypatch, float64_policy, monotonic_mode):
+    layer = AttentionMechanism(monotonic_mode=monotonic_mode)
+    memory = _data(np.random.default_rng(7))[1]
+    expected = as_numpy(layer(memory[:, 0], memory)[1])
+    # Off TensorFlow Keras makes float64 products float32 (the tests keep float64 elsewhere).
+    from keras.src.backend.common import dtypes
+
+    monkeypatch.setitem(dtypes.BIT64_TO_BIT32_DTYPE, "float64", "float32")
+    np.testing.assert_allclose(as_numpy(layer(memory[:, 0], memory)[1]), expected, atol=1e-5)

@@ -127,8 +127,23 @@ def _mechanisms(**options):
     return AttentionWrapper(keras.layers.SimpleRNNCell(UNITS), mechanisms=mechanisms, **options)
 
 
-# Wrappers of each cell attending step by step and after the loop, with a score of each kind.
+class _ReluVector(AttentionWrapper):
+    def attention_vector(self, context, output):
+        return keras.ops.relu(super().attention_vector(context, output))
+
+
+class _HalfQuery(AttentionMechanism):
+    def attend(self, query, *args, **kwargs):
+        return super().attend(query / 2.0, *args, **kwargs)
+
+
+# Wrappers of each cell attending step by step and after the loop, with a score of each kind;
+# subclasses that change how a step attends (AttentionRNN then steps them, calling it).
 LOOPS = {
+    "own_vector": lambda: _ReluVector(keras.layers.GRUCell(UNITS), input_feeding=False),
+    "own_mechanism": lambda: AttentionWrapper(
+        keras.layers.GRUCell(UNITS), mechanisms=[_HalfQuery()], input_feeding=False
+    ),
     "simple_rnn_general_before": lambda: AttentionWrapper(
         keras.layers.SimpleRNNCell(UNITS), score="general", position="before", scale=True
     ),

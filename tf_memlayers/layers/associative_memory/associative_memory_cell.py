@@ -41,7 +41,10 @@ class AssociativeMemoryCell(keras.layers.Layer):
     The state kept in memory is the cell's state ``memory_state_index``: by default the carry
     ``c`` of a `keras.layers.LSTMCell` (index 1, ``h`` is then carried as a plain state) and
     state 0 of any other cell (e.g. `keras.layers.GRUCell`, user cells). Its size must be even.
-    The cell's other states are carried unchanged through the step as usual.
+    The cell's other states are carried unchanged through the step as usual. A cell with
+    ``dropout`` or ``recurrent_dropout`` trains in `ResettableRNN`, which draws its masks (as
+    wide as :math:`[x_t; h_{t-1}]`) before the loop; `keras.layers.RNN` draws none for a cell
+    inside a wrapper.
 
     Args:
         cell: A Keras RNN cell (``call(inputs, states)``, ``state_size`` an int or a list,
@@ -139,6 +142,7 @@ class AssociativeMemoryCell(keras.layers.Layer):
         input_dim = check.check_last_dim("inputs", input_shape, type(self).__name__)
         self.input_dim = input_dim  # a call's inputs are checked against it
         controller_dim = input_dim + self._cell_output_size
+        self.cell_input_dim = controller_dim  # the wrapped cell's (its dropout masks')
         if not self.cell.built:
             self.cell.build((input_shape[0], controller_dim))
         self.key_kernel = self.add_weight(

@@ -326,7 +326,9 @@ class ScoredAttention:
                 vector = self.score_norm * vector / ops.sqrt(ops.sum(ops.square(vector)))
             # An einsum, not a product with a vector: TensorFlow makes that a tensordot of
             # dynamic shapes, whose gradient XLA cannot compile inside the recurrent loop.
-            scores = ops.einsum("blu,u->bl", ops.tanh(hidden), vector)
+            # The vector in the products' dtype: Keras's float64 products on torch are float32.
+            hidden = ops.tanh(hidden)
+            scores = ops.einsum("blu,u->bl", hidden, ops.cast(vector, hidden.dtype))
         else:
             # Batched matrix products ([b, L, d] x [b, d, 1]), not a broadcast product and
             # a sum: one kernel each, forward and backward, at every step of the loop.

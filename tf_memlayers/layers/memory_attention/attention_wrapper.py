@@ -91,7 +91,9 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
 
     The memory is a call argument, never constructor state: a layer of this package or your
     own loop passes it at every step. `AttentionRNN` is the sequence layer over this cell,
-    taking the memory once per call.
+    taking the memory once per call; it also draws the dropout masks of a cell with
+    ``dropout`` or ``recurrent_dropout`` (as wide as the inputs the cell reads) before its
+    loop, which `keras.layers.RNN` does not for a cell inside a wrapper.
 
     Args:
         cell: A Keras RNN cell (`keras.layers.LSTMCell`, `keras.layers.GRUCell`,
@@ -586,8 +588,10 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
                 widths.append(int(layer.compute_output_shape(joined)[-1]))
             self._attention_layer_widths = widths
         self.input_dim = int(inputs_shape[-1])  # a call's inputs are checked against it
+        # The wrapped cell's inputs (and its dropout masks') join what the attention feeds.
+        self.cell_input_dim = self.input_dim + self.fed_input_size()
         if not self.cell.built:
-            self.cell.build((inputs_shape[0], int(inputs_shape[-1]) + self.fed_input_size()))
+            self.cell.build((inputs_shape[0], self.cell_input_dim))
         if self.uses_attention_kernel:
             for name, dim, size in zip(self._attention_kernel_names(), dims, self.attention_sizes):
                 kernel = self.add_weight(
