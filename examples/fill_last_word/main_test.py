@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from . import input_pipeline, main
+from . import input_pipeline, main, train
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODEL = "--epochs 1 --units 8 --attention-units 4 --cache-size 64 --verbose 0".split()
@@ -442,3 +442,15 @@ def test_two_workers_train_as_one_process_on_the_global_batches(tmp_path):
             np.testing.assert_allclose(metrics["history"][name], values, rtol=1e-5, err_msg=name)
         np.testing.assert_allclose(metrics["eval_accuracy"], single["eval_accuracy"], rtol=1e-6)
         np.testing.assert_allclose(metrics["eval_loss"], single["eval_loss"], rtol=1e-5)
+
+
+def test_jit_is_refused_under_several_replicas(capsys, monkeypatch, tmp_path):
+    mirrored = type("MirroredStrategy", (), {"num_replicas_in_sync": 2})
+    monkeypatch.setattr(train, "make_strategy", lambda name: mirrored())
+    line = _error_line(capsys, [*TINY, "--jit", "--workdir", str(tmp_path / "run")])
+    assert line.endswith(
+        "argument --jit: compiles the train step with XLA, which cannot train over the 2 "
+        "replicas of MirroredStrategy (one XLA program cannot reach the variables held on the "
+        "other devices); use --no-jit"
+    )
+    assert not (tmp_path / "run").exists()

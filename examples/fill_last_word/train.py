@@ -36,6 +36,17 @@ class OptionError(ValueError):
         self.option = option
 
 
+# Keras compiles the step of every replica into one XLA program, which cannot reach the
+# variables' copies on the other devices: such a step fails at its first run.
+def jit_replicas_error(strategy):
+    """Why ``--jit`` is refused under ``strategy`` (more than one replica)."""
+    return (
+        f"compiles the train step with XLA, which cannot train over the "
+        f"{strategy.num_replicas_in_sync} replicas of {type(strategy).__name__} (one XLA "
+        "program cannot reach the variables held on the other devices); use --no-jit"
+    )
+
+
 @contextlib.contextmanager
 def reported_as(option):
     """A file error or `ValueError` raised in the block becomes an `OptionError` of ``option``."""
@@ -85,10 +96,13 @@ def train_and_evaluate(config, workdir, extra_callbacks=()):
 
     Raises:
         OptionError: A file of ``--data-dir`` or ``--embeddings`` cannot be read or holds no
-            usable sentence, or ``workdir`` holds a run with other settings.
+            usable sentence, ``workdir`` holds a run with other settings, or ``--jit`` is
+            given under a strategy of several replicas.
     """
     # First: a multi-worker strategy sets up its collective operations before any other op.
     strategy = make_strategy(config.strategy)
+    if config.jit and strategy.num_replicas_in_sync > 1:
+        raise OptionError("--jit", jit_replicas_error(strategy))
     keras.utils.set_random_seed(config.seed)
     if config.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")

@@ -339,5 +339,7 @@ def main(argv=None):
         metrics = train.train_and_evaluate(args, splits, settings, workdir)
     except train.WorkdirError as error:
         parser.error(f"argument --workdir: {error}")
+    except train.JitError as error:
+        parser.error(f"argument --jit: {error}")
     print("METRICS " + json.dumps(metrics, sort_keys=True), flush=True)
     return metrics

@@ -366,3 +366,17 @@ def test_two_workers_train_as_one_process_on_their_global_batches(tmp_path):
         _saved_state(tmp_path / "alone" / "last.keras"),
     ):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)
+
+
+def test_jit_is_refused_under_several_replicas(capsys, monkeypatch, tmp_path):
+    mirrored = type("MirroredStrategy", (), {"num_replicas_in_sync": 2})
+    monkeypatch.setattr(train, "make_strategy", lambda name: mirrored())
+    line = _error_line(
+        capsys, main.main, [*TINY, *GENERATED, "--jit", "--workdir", str(tmp_path / "run")]
+    )
+    assert line.endswith(
+        "argument --jit: compiles the train step with XLA, which cannot train over the 2 "
+        "replicas of MirroredStrategy (one XLA program cannot reach the variables held on the "
+        "other devices); use --no-jit"
+    )
+    assert not (tmp_path / "run").exists()

@@ -21,6 +21,22 @@ class WorkdirError(ValueError):
     backup it cannot resume): the command line reports it as the error of ``--workdir``."""
 
 
+class JitError(ValueError):
+    """``--jit`` under a strategy of several replicas: the command line reports it as the
+    error of ``--jit``."""
+
+
+# Keras compiles the step of every replica into one XLA program, which cannot reach the
+# variables' copies on the other devices: such a step fails at its first run.
+def jit_replicas_error(strategy):
+    """Why ``--jit`` is refused under ``strategy`` (more than one replica)."""
+    return (
+        f"compiles the train step with XLA, which cannot train over the "
+        f"{strategy.num_replicas_in_sync} replicas of {type(strategy).__name__} (one XLA "
+        "program cannot reach the variables held on the other devices); use --no-jit"
+    )
+
+
 def sampler(beams):
     """keras-hub's beam search of ``beams`` beams, or `None` (greedy) for one beam."""
     if beams == 1:
@@ -109,9 +125,12 @@ def train_and_evaluate(args, splits, settings, workdir, callbacks=()):
     Raises:
         WorkdirError: ``workdir`` holds a run with other settings, or a backup `RunBackup`
             cannot resume (refused before the model is built).
+        JitError: ``--jit`` under a strategy of several replicas.
     """
     # First: a multi-worker strategy sets up the collective operations before any other op.
     strategy = make_strategy(args.strategy)
+    if args.jit and strategy.num_replicas_in_sync > 1:
+        raise JitError(jit_replicas_error(strategy))
     keras.utils.set_random_seed(args.seed)
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")

@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 from tensorboard.plugins.hparams import metadata
 
-from . import main
+from . import main, train
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1]
 TINY = [
@@ -437,3 +437,15 @@ def test_two_workers_train_as_one_process(tmp_path):
     while glob.glob(str(temporary / "tf_memlayers-*")):
         assert time.monotonic() < deadline, "a worker left its temporary folder"
         time.sleep(0.5)
+
+
+def test_jit_is_refused_under_several_replicas(capsys, monkeypatch, tmp_path):
+    mirrored = type("MirroredStrategy", (), {"num_replicas_in_sync": 2})
+    monkeypatch.setattr(train, "make_strategy", lambda name: mirrored())
+    line = _error_line(capsys, main.main, [*TINY, "--jit", "--workdir", str(tmp_path / "run")])
+    assert line.endswith(
+        "argument --jit: compiles the train step with XLA, which cannot train over the 2 "
+        "replicas of MirroredStrategy (one XLA program cannot reach the variables held on the "
+        "other devices); use --no-jit"
+    )
+    assert not (tmp_path / "run").exists()

@@ -46,6 +46,17 @@ class OptionError(Exception):
         super().__init__(f"argument {option}: {' '.join(str(error).split())}")
 
 
+# Keras compiles the step of every replica into one XLA program, which cannot reach the
+# variables' copies on the other devices: such a step fails at its first run.
+def jit_replicas_error(strategy):
+    """Why ``--jit`` is refused under ``strategy`` (more than one replica)."""
+    return (
+        f"compiles the train step with XLA, which cannot train over the "
+        f"{strategy.num_replicas_in_sync} replicas of {type(strategy).__name__} (one XLA "
+        "program cannot reach the variables held on the other devices); use --no-jit"
+    )
+
+
 @contextlib.contextmanager
 def reported_as(option):
     """Turns a reader's or layer's refusal inside the block into an `OptionError`."""
@@ -97,10 +108,13 @@ def train_and_evaluate(config, run_directory, extra_callbacks=()):
 
     Raises:
         OptionError: A file, an optional package or a combination of options the layers
-            refuse, found once the run reads them.
+            refuse, found once the run reads them; ``--jit`` under a strategy of several
+            replicas.
     """
     # First: a multi-worker strategy sets up its collective operations before any other op.
     strategy = make_strategy(config.strategy)
+    if config.jit and strategy.num_replicas_in_sync > 1:
+        raise OptionError("--jit", jit_replicas_error(strategy))
     keras.utils.set_random_seed(config.seed)
     if config.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
