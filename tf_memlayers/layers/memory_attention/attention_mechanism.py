@@ -392,6 +392,14 @@ class AttentionMechanism(ScoredAttention, keras.layers.Layer):
     For attention outside a recurrent cell: over an encoder's outputs from a decoder state of
     your own, in a loop of your own, or as tensorflow-addons' mechanisms were called.
 
+    In `AttentionWrapper` (``mechanisms=[...]``) the mechanism is not called: the wrapper takes
+    the memory's keys once per call (``memory_keys(memory)``) and, at every step,
+    ``attend(query, memory, keys, memory_mask, previous, training, noise)``, which returns
+    ``(context, weights)`` as a call does. A subclass changes the attention by overriding
+    ``attend`` (and ``memory_keys`` if its keys differ); `AttentionRNN` then runs it step by
+    step. Register it (`keras.saving.register_keras_serializable`) so that a ``.keras`` file
+    rebuilds it.
+
     Args:
         score: ``"additive"``, ``"dot"`` or ``"general"``. Default: ``"additive"``.
         attention_units: Positive integer, the width of the additive score's hidden layer.
