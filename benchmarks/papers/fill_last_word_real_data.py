@@ -119,10 +119,10 @@ def write_docs_table(report):
         f"{settings['patience']} epochs (at most {settings['max_epochs']}) and scored with its "
         "best held-out epoch's weights; mean ± standard deviation over seeds. Paper settings; "
         'the cache rows read with ``query="none"`` (the paper) unless the row says ``dot '
-        'read`` (``query="dot"``, its gate starting at 1). The paper reports (validation '
-        "accuracy, Table 2) a plain LSTM at about 7.0%, attention 28.2% and attention + a cache "
-        "of 1,000 33.6%, on its own 75% training split, which is not available, and with a "
-        "validation set drawn from inside its training set, so the figures are not comparable."
+        'read`` (``query="dot"``, its gate starting at 1). The paper reports validation '
+        "accuracies of 7.0% for a plain LSTM (its text), 28.2% with attention (Table 1), 33.6% "
+        "with a cache of 1,000 (Table 2), on a random 70% training split, not available; its "
+        "code drew the validation set from inside the training set: the figures don't compare."
     )
     update_docs("fill-last-word-real-data", table_rows(report["runs"]), COLUMNS, caption)
 
