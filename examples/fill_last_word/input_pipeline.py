@@ -407,7 +407,9 @@ class FileCorpus:
         train, evaluation = (
             read_sentences(os.path.join(config.data_dir, name)) for name in data_files(config)
         )
-        train = train[: config.max_train]
+        if config.max_train:  # read until that many sentences are usable (2 to max_length words)
+            usable = [i for i, s in enumerate(train) if 2 <= len(s.split()) <= config.max_length]
+            train = train[: (usable[: config.max_train] or [-1])[-1] + 1]
         self.vocabulary = build_vocabulary(train, config.max_vocabulary)
         self.x_train, self.y_train, _ = encode_last_word(train, self.vocabulary, config.max_length)
         self.x_eval, self.y_eval, _ = encode_last_word(

@@ -67,8 +67,9 @@ def number(kind, minimum, above=False):
 
 
 def path(kind):
-    """An argparse type: an existing ``"file"`` or ``"directory"``, or a ``"workdir"`` to use
-    or create (not a file, nor inside one)."""
+    """An argparse type: an existing ``"file"`` or ``"directory"`` (as an absolute path, the
+    run's settings: however it is spelled, the same data resumes a run), or a ``"workdir"`` to
+    use or create (not a file, nor inside one)."""
 
     def convert(text):
         if kind == "workdir":
@@ -81,9 +82,10 @@ def path(kind):
                 raise argparse.ArgumentTypeError(
                     f"{text!r} cannot be created: {existing!r} is a file"
                 )
-        elif not (os.path.isfile if kind == "file" else os.path.isdir)(text):
+            return text
+        if not (os.path.isfile if kind == "file" else os.path.isdir)(text):
             raise argparse.ArgumentTypeError(f"{text!r} is not an existing {kind}")
-        return text
+        return os.path.abspath(text)
 
     return convert
 
@@ -110,7 +112,8 @@ def make_parser():
         "--max-train",
         type=number(int, 1),
         metavar="N",
-        help="use at most this many training sentences of --data-dir (default: all)",
+        help="read training sentences of --data-dir until this many are usable, of 2 to "
+        "--max-length words (default: all)",
     )
     add(
         "--episodes",

@@ -109,6 +109,14 @@ def test_the_data_files_may_be_gzipped(tmp_path):
     config = main.parse_args(data)
     assert input_pipeline.source_name(config) == f"{tmp_path}:test.txt.gz/dev.txt.gz"
     assert input_pipeline.FileCorpus(config).train_sentences == 2
+    (tmp_path / "long.txt").write_text("a b c d e f g h\nthe cat sat\nx\na dog ran .\nzz yy\n")
+    first = main.parse_args(
+        [*data, "--train-file", "long.txt", "--max-train", "2", "--max-length", "5"]
+    )
+    corpus = input_pipeline.FileCorpus(first)  # the long and the one-word lines are not counted
+    assert (
+        corpus.train_sentences == 2 and "." in corpus.vocabulary and "zz" not in corpus.vocabulary
+    )
     mine = ["--train-file", "mine.txt", "--eval-file", "mine.txt.gz"]
     assert input_pipeline.data_files(main.parse_args([*data, *mine])) == ("mine.txt.gz",) * 2
     for name in ("train.txt.gz", "train.txt"):  # train.txt first, then its .gz, then test.txt
@@ -183,6 +191,9 @@ def test_the_run_directory_names_the_changes_and_digests_the_settings():
     explicit = name(["--learning-rate", "0.01"])
     assert explicit[-8:] == default[-8:] and "learning_rate=0.01" in explicit
     assert name(["--faithful-to-code"])[-8:] != default[-8:]  # 1e-3 then
+    assert name(["--clip-norm", "5"])[-8:] == default[-8:]  # the paper's clipping
+    vectors = main.parse_args(["--embeddings", __file__])  # whose width --embedding-dim is not
+    assert train.run_settings(vectors)["embedding_dim"] is None
     assert name(["--pooling", "last", "--units", "32"]).startswith(
         "last-cache1000-episodes=2_houses=4_pooling=last_units=32-"
     )

@@ -9,7 +9,11 @@ import keras
 import numpy as np
 
 from tf_memlayers.callbacks import CacheAttentionCallback
-from tf_memlayers.models.fill_last_word import CODE_LEARNING_RATE, PAPER_LEARNING_RATE
+from tf_memlayers.models.fill_last_word import (
+    CODE_LEARNING_RATE,
+    PAPER_CLIP_NORM,
+    PAPER_LEARNING_RATE,
+)
 from tf_memlayers.models.heap_cache_model import cache_fill_fractions
 from tf_memlayers.training import (
     RunBackup,
@@ -58,12 +62,18 @@ def reported_as(option):
 
 def run_settings(config):
     """What defines a run: the options but `RUN_OPTIONS`, the data source it reads and the
-    learning rate and cache read it uses (their defaults depend on ``--faithful-to-code``),
-    as JSON values."""
+    learning rate, clipping and cache read it uses (their defaults depend on
+    ``--faithful-to-code``), as JSON values; no embedding width with ``--embeddings`` (the
+    vectors', not ``--embedding-dim``)."""
     settings = {k: v for k, v in vars(config).items() if k not in RUN_OPTIONS}
-    default_rate = CODE_LEARNING_RATE if config.faithful_to_code else PAPER_LEARNING_RATE
+    faithful = config.faithful_to_code
     settings["source"] = input_pipeline.source_name(config)
-    settings["learning_rate"] = config.learning_rate or default_rate
+    settings["learning_rate"] = config.learning_rate or (
+        CODE_LEARNING_RATE if faithful else PAPER_LEARNING_RATE
+    )
+    default_clip = 0.0 if faithful else PAPER_CLIP_NORM  # 0: none
+    settings["clip_norm"] = default_clip if config.clip_norm is None else config.clip_norm
+    settings["embedding_dim"] = None if config.embeddings else config.embedding_dim
     settings["query"] = models.cache_query(config)
     return json.loads(json.dumps(settings, sort_keys=True, default=str))
 

@@ -67,12 +67,13 @@ decay = checked(float, lambda v: 0 < v <= 1, "a finite number in (0, 1]")
 
 
 def corpus_directory(text):
-    """A folder holding one of the corpora (`input_pipeline.corpus_name`)."""
+    """A folder holding one of the corpora (`input_pipeline.corpus_name`), as an absolute path
+    (the run's settings: however it is spelled, the same folder resumes a run)."""
     try:
         input_pipeline.corpus_name(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from error
-    return text
+    return os.path.abspath(text)
 
 
 def directory_to_write(text):

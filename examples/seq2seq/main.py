@@ -69,12 +69,13 @@ def number(kind=int, low=0, strict=False):
 
 
 def data_dir(text):
-    """A folder holding the train, valid and test files."""
+    """A folder holding the train, valid and test files, as an absolute path (the run's
+    settings: however it is spelled, the same folder resumes a run)."""
     try:
         input_pipeline.find_sentence_files(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from error
-    return text
+    return os.path.abspath(text)
 
 
 def workdir(text):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from . import corpora, input_pipeline
+from . import corpora, input_pipeline, main
 
 # (premise, hypothesis, gold label) as in the official release; "-" pairs are dropped.
 RAW = [
@@ -96,6 +96,9 @@ def test_every_source_gives_the_same_pairs(tmp_path, monkeypatch):
         "tfds": corpora.read_tfds("dev", data_dir="/somewhere"),
     }
     assert fake.calls == [("snli", "validation", False, "/somewhere")]
+    (tmp_path / "zipped").mkdir()  # a folder of the archive alone reads the archive
+    (tmp_path / "snli_1.0.zip").rename(tmp_path / "zipped" / "snli_1.0.zip")
+    assert main.snli_files(str(tmp_path / "zipped")) == str(tmp_path / "zipped" / "snli_1.0.zip")
     for name, pairs in results.items():
         assert pairs == EXPECTED, name
 

@@ -69,18 +69,23 @@ def number(kind, minimum, below=None, above=False):
 
 
 def snli_files(text):
-    """An argparse type: a folder (or ``snli_1.0.zip``) holding every split of SNLI."""
+    """An argparse type: a folder (or ``snli_1.0.zip``, or a folder holding only that archive)
+    holding every split of SNLI, as an absolute path (the run's settings: however it is
+    spelled, the same data resumes a run)."""
+    archive = os.path.join(text, "snli_1.0.zip")
+    if os.path.isdir(text) and not corpora.find_files(text) and os.path.isfile(archive):
+        text = archive
     try:
         corpora.check_files(text)
     except (OSError, ValueError) as error:
         raise argparse.ArgumentTypeError(str(error)) from error
-    return text
+    return os.path.abspath(text)
 
 
 def existing_file(text):
     if not os.path.isfile(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not an existing file")
-    return text
+    return os.path.abspath(text)
 
 
 def workdir(text):
@@ -112,9 +117,9 @@ def make_parser():
         "--data-dir",
         type=snli_files,
         metavar="PATH",
-        help="official SNLI 1.0 files (snli_1.0_<split>.jsonl or .txt, in a folder or the "
-        "snli_1.0.zip archive) or InferSent files (s1.<split>, s2.<split>, labels.<split>) "
-        "(default: none, see --source)",
+        help="official SNLI 1.0 files (snli_1.0_<split>.jsonl or .txt, in a folder, or the "
+        "snli_1.0.zip archive or a folder holding it) or InferSent files (s1.<split>, "
+        "s2.<split>, labels.<split>) (default: none, see --source)",
     )
     add(
         "--tfds-data-dir",
