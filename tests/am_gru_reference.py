@@ -9,8 +9,7 @@ import numpy as np
 def permutations(m, copies, seed=123):
     """The original's copies' permutations: copy 0 is the identity, then ``rng.shuffle`` of
     ``range(m)`` for each further copy, in order, with one ``random.Random(seed)``."""
-    rng = random.Random(seed)
-    perms = [list(range(m))]
+    rng, perms = random.Random(seed), [list(range(m))]
     for _ in range(copies - 1):
         perm = list(range(m))
         rng.shuffle(perm)
@@ -69,31 +68,26 @@ def gates_and_candidate(w, x, h, h2=None):
 def reference_step(x_t, memory, previous, w, perms, dual=None, record=None):
     """One AM-GRU (``dual=None``) or Dual AM-GRU step (``dual = (mode, source_memory)``); appends
     to ``record`` ``written``, ``read``, ``source_read`` (Dual) and ``key_modulus``."""
-    copies = len(perms)
-    x = np.concatenate([x_t, previous], axis=1)
+    copies, x = len(perms), np.concatenate([x_t, previous], axis=1)
     a = x @ w["key"]
     m = a.shape[1] // 2
     if dual is not None and dual[0] == "released":
         b = x @ w["dual_key"]
         raw_key = a[:, :m] + 1j * b[:, :m]
-        read_key = bound(a[:, m:] + 1j * b[:, m:])
-        write_key = bound(raw_key)
+        read_key, write_key = bound(a[:, m:] + 1j * b[:, m:]), bound(raw_key)
     else:
         raw_key = as_complex(a)
         write_key = bound(raw_key)
         read_key = np.conj(write_key)
-    K = key_copies(write_key, perms)
-    S = _memory_to_complex(memory, copies)
-    h = as_real((np.conj(K) * S).mean(axis=1))
-    h2 = None
+    K, S = key_copies(write_key, perms), _memory_to_complex(memory, copies)
+    h, h2 = as_real((np.conj(K) * S).mean(axis=1)), None
     if dual is not None:
         source = _memory_to_complex(dual[1], copies)
         h2 = as_real((key_copies(read_key, perms) * source).mean(axis=1))
     gates, c = gates_and_candidate(w, x, h, h2)
     u = gates[:, h.shape[1] :]
     delta = u * (c - h)
-    output = h + delta
-    S = S + K * as_complex(delta)[:, None, :]
+    output, S = h + delta, S + K * as_complex(delta)[:, None, :]
     if record is not None:
         step = dict(written=delta, read=h, source_read=h2, key=as_real(write_key))
         record.append(dict(step, key_modulus=np.abs(raw_key)))
@@ -134,8 +128,7 @@ def conditional_encoding_retrievals(premise, hypothesis, w, units, copies, seed=
     memory (an AM-GRU: ``dual_key=None``) or from an empty memory reading the premise's (a Dual
     AM-GRU with ``dual_key``). Returns ``premise_written`` ``[Tp, units]`` and
     ``hypothesis_read`` ``[Th, units]``."""
-    perms = permutations(units // 2, copies, seed)
-    empty = np.zeros((1, units * copies))
+    perms, empty = permutations(units // 2, copies, seed), np.zeros((1, units * copies))
     written, read = [], []
     outputs, memory = reference_run(
         np.asarray(premise, np.float64)[None], empty, np.zeros((1, units)), w, perms, record=written

@@ -128,9 +128,7 @@ def _tokens(rng, masked, steps=STEPS):
     """``[SAMPLES, steps]`` token ids; with ``masked`` some 0 (padding and a hole)."""
     tokens = rng.integers(1, VOCAB, size=(SAMPLES, steps)).astype("int32")
     if masked:
-        tokens[1, steps - 2 :] = 0
-        tokens[3, 1] = 0
-        tokens[4, steps - 1 :] = 0
+        tokens[1, steps - 2 :] = tokens[3, 1] = tokens[4, steps - 1 :] = 0
     return tokens
 
 
@@ -167,20 +165,17 @@ B, T, W = 3, 11, 12
 def packed_resets():
     """``[B, T]`` resets: row 0 two, row 1 at the first and last steps, row 2 none."""
     reset = np.zeros((B, T), bool)
-    reset[0, [3, 8]] = True
-    reset[1, [0, T - 1]] = True
+    reset[0, [3, 8]] = reset[1, [0, T - 1]] = True
     return reset
 
 
 def documents(reset, mask=None):
     """Per row, ``(start, stop, fresh)`` of its documents: each starts at step 0 or at a reset
     of a valid step (``fresh``: at a reset)."""
-    kept = np.ones_like(reset) if mask is None else mask
-    rows = []
+    kept, rows = np.ones_like(reset) if mask is None else mask, []
     for row, keep in zip(reset, kept):
         starts = [t for t in range(1, len(row)) if row[t] and keep[t]]
-        bounds = [0, *starts, len(row)]
-        fresh = [bool(row[0] and keep[0])] + [True] * len(starts)
+        bounds, fresh = [0, *starts, len(row)], [bool(row[0] and keep[0])] + [True] * len(starts)
         rows.append(list(zip(bounds, bounds[1:], fresh)))
     return rows
 
@@ -343,8 +338,7 @@ class LayerTestCase:
     def run_output_spec_test(self, make, shape, input_dtype="float32", **call_kwargs):
         """`compute_output_spec`, a symbolic call of unknown batch and `compute_output_shape`
         give the eager call's shapes and dtypes, in float32 and ``mixed_float16``."""
-        rng = np.random.default_rng(2)
-        floats = keras.backend.is_float_dtype(input_dtype)
+        rng, floats = np.random.default_rng(2), keras.backend.is_float_dtype(input_dtype)
         draw = rng.normal if floats else lambda size: rng.integers(0, 3, size)
         inputs = _per_input(shape, lambda one: draw(size=one).astype(input_dtype))
         arrays = {k for k, v in call_kwargs.items() if isinstance(v, np.ndarray)}
@@ -382,8 +376,7 @@ class LayerTestCase:
         """NaN at padded steps (and, with ``memory_width``, a memory's) reaches no output or
         gradient; padded steps of sequence outputs and the padded memory's gradients are zero."""
         layer = make()
-        rng = np.random.default_rng(1)
-        mask = np.ones((3, 5), bool)
+        rng, mask = np.random.default_rng(1), np.ones((3, 5), bool)
         mask[1, 3:] = False  # right padding
         mask[2, :2] = False  # left padding
         inputs = rng.normal(size=(3, 5, INPUT_DIM)).astype("float32")
@@ -461,8 +454,7 @@ class LayerTestCase:
         keep static shapes for an unknown batch, as Keras's loop needs."""
         for policy in ("float32", "mixed_float16"):
             dtype = keras.DTypePolicy(policy).compute_dtype
-            kwargs = {k: v.astype(dtype) for k, v in call_kwargs.items()}
-            cell = make_cell(policy)
+            kwargs, cell = {k: v.astype(dtype) for k, v in call_kwargs.items()}, make_cell(policy)
             self.assert_holds_layer(cell)
             sizes = [int(s) for s in keras.tree.flatten(cell.state_size)]
             states = [np.zeros((2, size), dtype) for size in sizes]
@@ -561,8 +553,7 @@ class LayerTestCase:
     @staticmethod
     def _check_one_step_reset(make, call_kwargs):
         with dtype_policy("float64"):
-            rng = np.random.default_rng(7)
-            cell = make()
+            rng, cell = np.random.default_rng(7), make()
             x = rng.normal(size=(B, 5))
             states = [rng.normal(size=(B, size)) for size in keras.tree.flatten(cell.state_size)]
             kept_output, kept_states = cell(x, states, **call_kwargs)
@@ -601,8 +592,7 @@ class LayerTestCase:
 
     @staticmethod
     def _check_packed_documents(make):
-        x = np.random.default_rng(7).normal(size=(B, T, W))
-        reset = packed_resets()
+        x, reset = np.random.default_rng(7).normal(size=(B, T, W)), packed_resets()
         layer = make(return_memory=True)
         layer.build(x.shape)
         call = compiled(lambda x, reset: layer(x, reset=reset))
@@ -616,8 +606,7 @@ class LayerTestCase:
     @staticmethod
     def _check_reset_forgets_memory(make):
         rng = np.random.default_rng(7)
-        x = rng.normal(size=(B, T, W))
-        layer = make(return_memory=True)
+        x, layer = rng.normal(size=(B, T, W)), make(return_memory=True)
         layer.build(x.shape)
         call = compiled(lambda x, memory, reset: layer(x, initial_memory=memory, reset=reset))
         _, carried = call(rng.normal(size=(B, 6, W)), None, None)
@@ -625,8 +614,7 @@ class LayerTestCase:
         reset[0, 0] = True  # row 0 starts a new document: the carried memory is forgotten
         reset[1, 4] = True
         outputs = as_numpy(call(x, carried, reset)[0])
-        fresh = as_numpy(call(x, None, None)[0])
-        continued = as_numpy(call(x, carried, None)[0])
+        fresh, continued = as_numpy(call(x, None, None)[0]), as_numpy(call(x, carried, None)[0])
         assert_close(outputs[0], fresh[0], atol=1e-12)
         assert_close(outputs[1, :4], continued[1, :4], atol=1e-12)
         assert_close(outputs[1, 4:], call(x[1:2, 4:], None, None)[0][0], atol=1e-12)
@@ -635,8 +623,7 @@ class LayerTestCase:
 
     @staticmethod
     def _check_stateful_segments(make):
-        x = np.random.default_rng(7).normal(size=(B, T, W))
-        reset = packed_resets()
+        x, reset = np.random.default_rng(7).normal(size=(B, T, W)), packed_resets()
         whole = make()
         whole.build(x.shape)
         expected = as_numpy(compiled(lambda x, reset: whole(x, reset=reset))(x, reset))
@@ -654,8 +641,7 @@ class LayerTestCase:
     def run_sizes_test(self, make):
         """Bad ``sizes`` are refused when made, naming it; NumPy sizes give a JSON config."""
         self.assert_holds_layer(make())
-        name = self.layer_cls.__name__
-        count = _pieces(make)
+        name, count = self.layer_cls.__name__, _pieces(make)
         integers = "integer" if count == 1 else "integers"
         pieces = "piece" if count == 1 else "pieces"
         bad = [
@@ -668,8 +654,7 @@ class LayerTestCase:
         for sizes, error, fragment in bad:
             pytest.raises(error, make, sizes=sizes).match(re.escape(fragment))
         # A cell's sizes add up to its cell's output; a layer checks the sum when built.
-        width = getattr(make(), "cell_output_size", None) or 12
-        sizes = [1] * (count - 1)
+        width, sizes = getattr(make(), "cell_output_size", None) or 12, [1] * (count - 1)
         sizes.append(width - sum(sizes))
         config = make(sizes=np.array(sizes)).get_config()
         assert json.loads(json.dumps(config))["sizes"] == sizes

@@ -243,8 +243,7 @@ def several_mechanisms_reference(
             new_h = np.tanh(joined @ kernel + h @ recurrent + bias)
             attention = attention_of(contexts, new_h) if output_attention else None
             new_fed = new_h
-        out = attention if output_attention else new_h
-        keep = sequence_mask[:, t][:, None]
+        out, keep = attention if output_attention else new_h, sequence_mask[:, t][:, None]
         h, fed = np.where(keep, new_h, h), np.where(keep, new_fed, fed)
         before = [np.where(keep, a, b) for a, b in zip(alphas, before)]
         outputs.append(np.where(keep, out, outputs[-1]) if outputs else out)

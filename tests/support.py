@@ -10,8 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-BACKEND = keras.backend.backend()
+REPO_ROOT, BACKEND = pathlib.Path(__file__).resolve().parents[1], keras.backend.backend()
 
 
 def tensorflow_only(reason):
@@ -21,8 +20,7 @@ def tensorflow_only(reason):
 
 # The reasons shared by many tests.
 FUSED_LOOP = "fused_loop=True runs tf_memlayers.ops.associative_gru_loop, a TensorFlow op"
-TF_FUNCTION = "traces the layer with tf.function"
-TF_DISTRIBUTE = "uses a tf.distribute strategy"
+TF_FUNCTION, TF_DISTRIBUTE = "traces the layer with tf.function", "uses a tf.distribute strategy"
 
 
 KERAS_MASKED_OUTPUT = (
@@ -65,9 +63,7 @@ def masked_rnn(rnn, sequences, mask, **kwargs):
     which keeps the states right, and the previous outputs are filled in here."""
     if BACKEND == "tensorflow" or rnn.zero_output_for_mask:
         results = rnn(sequences, mask=mask, **kwargs)
-        return keras.tree.map_structure(
-            lambda t: np.asarray(keras.ops.convert_to_numpy(t)), results
-        )
+        return keras.tree.map_structure(as_numpy, results)
     return_sequences = rnn.return_sequences
     rnn.zero_output_for_mask, rnn.return_sequences = True, True
     try:
@@ -75,8 +71,7 @@ def masked_rnn(rnn, sequences, mask, **kwargs):
     finally:
         rnn.zero_output_for_mask, rnn.return_sequences = False, return_sequences
     results = [np.asarray(keras.ops.convert_to_numpy(t)) for t in keras.tree.flatten(results)]
-    outputs = results[0].copy()
-    keep = np.asarray(keras.ops.convert_to_numpy(mask)).astype(bool)
+    outputs, keep = results[0].copy(), np.asarray(keras.ops.convert_to_numpy(mask)).astype(bool)
     if rnn.go_backwards:
         keep = keep[:, ::-1]  # the outputs come in the order of processing
     previous = np.zeros_like(outputs[:, 0])
@@ -120,8 +115,7 @@ def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
             with keras.StatelessScope(state_mapping=list(zip(variables, values))):
                 return loss_fn(*arrays)
 
-        values = [v.value for v in variables]
-        arrays = [jax.numpy.asarray(x) for x in inputs]
+        values, arrays = [v.value for v in variables], [jax.numpy.asarray(x) for x in inputs]
         # One compiled program: op-by-op JAX dispatch compiles every primitive on its own.
         value_and_grad = jax.value_and_grad(pure, argnums=(0, 1), has_aux=has_aux)
         loss, (grad_values, grad_arrays) = jax.jit(value_and_grad)(values, arrays)
@@ -238,16 +232,13 @@ def all_pairs(*factors, split_by_backend=False):
 
     levels = [list(values) for values in factors]
     # What a row covers: each of its values, and each of its pairs of values.
-    groups = [(k,) for k in range(len(levels))] + list(
-        itertools.combinations(range(len(levels)), 2)
-    )
+    groups = [(k,) for k in range(len(levels))] + [*itertools.combinations(range(len(levels)), 2)]
 
     def covered(row):
         return {(group, tuple(row[k] for k in group)) for group in groups}
 
     candidates = list(itertools.product(*(range(len(values)) for values in levels)))
-    uncovered = set().union(*(covered(row) for row in candidates))
-    rows = []
+    uncovered, rows = set().union(*(covered(row) for row in candidates)), []
     while uncovered:
         row = max(candidates, key=lambda candidate: len(covered(candidate) & uncovered))
         uncovered -= covered(row)

@@ -42,18 +42,15 @@ def test_the_tf08_spelling_loads_as_the_fully_connected_one():
     # The loader's public path, with the scope of the original names.
     assert compat.__all__ == ["load_original_weights", "original_variable_names"]
     assert compat.SCOPE == "AssociativeGRUCell"
-    rng = np.random.default_rng(0)
-    cell = _built(AssociativeGRUCell(8, num_copies=2))
+    rng, cell = np.random.default_rng(0), _built(AssociativeGRUCell(8, num_copies=2))
     spelled = {"fully_connected/weights": "Linear/Matrix", "fully_connected/biases": "Linear/Bias"}
     arrays, expected = {}, {}
     for name, variable in compat.original_variable_names(cell).items():
-        value = rng.normal(size=variable.shape).astype("float32")
-        old_name = name
+        value, old_name = rng.normal(size=variable.shape).astype("float32"), name
         for new, old in spelled.items():
             old_name = old_name.replace(new, old)
         assert old_name != name
-        arrays["rnn/SelfControllerWrapper/" + old_name] = value
-        expected[name] = value
+        arrays["rnn/SelfControllerWrapper/" + old_name] = expected[name] = value
     loaded = compat.load_original_weights(cell, arrays)
     assert sorted(loaded) == sorted(expected)
     for name, variable in compat.original_variable_names(cell).items():

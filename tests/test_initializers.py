@@ -27,8 +27,7 @@ def test_the_forget_gate_bias_reaches_the_lstms_forget_gate():
     zeros = dict(kernel_initializer="zeros", recurrent_initializer="zeros")
     bias = dict(bias_initializer=ForgetGateBias(forget_bias), unit_forget_bias=False)
     lstm = keras.layers.LSTM(units, return_state=True, **zeros, **bias)
-    c0 = np.array([[1.0, -2.0, 0.5]], "float32")
-    h0 = np.zeros((1, units), "float32")
+    c0, h0 = np.array([[1.0, -2.0, 0.5]], "float32"), np.zeros((1, units), "float32")
     h1, _, c1 = lstm(np.ones((1, 1, 2), "float32"), initial_state=[h0, c0])
     sigmoid = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
     np.testing.assert_allclose(as_numpy(c1), sigmoid(forget_bias) * c0, rtol=1e-6)

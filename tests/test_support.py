@@ -69,8 +69,7 @@ def test_split_rows_gives_each_plain_row_to_one_backend_in_turn_and_marked_rows_
     monkeypatch,
 ):
     marked = pytest.param("fused", marks=pytest.mark.skipif(False, reason="a backend's own path"))
-    rows = ["a", "b", marked, "c", "d", "e"]
-    shares = {}
+    rows, shares = ["a", "b", marked, "c", "d", "e"], {}
     for backend in (*support.SPLIT_BACKENDS, "torch"):
         monkeypatch.setattr(support, "BACKEND", backend)
         shares[backend] = support.split_rows(rows)

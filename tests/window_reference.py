@@ -31,12 +31,9 @@ def window_attention_reference(
     B, T, _ = h.shape
     WY, Wh, w = weights["memory_kernel"], weights["query_kernel"], weights["score_vector"]
     Wr, Wx = weights["context_kernel"], weights["predict_kernel"]
-    b_m = weights.get("memory_bias", 0.0)
-    b_o = weights.get("output_bias", 0.0)
-    key_size = WY.shape[0]
-    value_size = Wr.shape[0]
-    outputs = np.zeros((B, T, Wr.shape[1]))
-    attention = np.zeros((B, T, window))
+    b_m, b_o = weights.get("memory_bias", 0.0), weights.get("output_bias", 0.0)
+    key_size, value_size = WY.shape[0], Wr.shape[0]
+    outputs, attention = np.zeros((B, T, Wr.shape[1])), np.zeros((B, T, window))
     histories = []
     for b in range(B):
         if memory is None:
@@ -66,8 +63,7 @@ def window_attention_reference(
 def ngram_reference(h, kernel, n, sizes, bias=0.0, mask=None, memory=None, reset=None):
     """Eq. (13): outputs and each row's last N-2 valid outputs; a ``reset`` zeroes the earlier."""
     B, T, W = h.shape
-    bounds = np.cumsum([0, *sizes])
-    outputs = np.zeros((B, T, kernel.shape[1]))
+    bounds, outputs = np.cumsum([0, *sizes]), np.zeros((B, T, kernel.shape[1]))
     histories = []
     for b in range(B):
         history = [np.zeros(W)] * (n - 2) if memory is None else list(memory[b])

@@ -72,9 +72,7 @@ def test_lm_headline_names_each_models_epochs_when_they_differ():
 
 
 def _cells(table):  # header row first
-    return [
-        [c.strip() for c in line.split("|")[1:-1]] for line in table.splitlines() if "|" in line
-    ]
+    return [[c.strip() for c in row.split("|")[1:-1]] for row in table.splitlines() if "|" in row]
 
 
 def test_the_docstring_examples_run():

@@ -88,8 +88,7 @@ def _fill(value):
 
 
 def test_cache_callback_in_fit_writes_the_probes_weights_by_index_and_the_fill(tmp_path):
-    rng = np.random.default_rng(2)
-    model = small_model(pooling="last", cache_size=16, query="dot")
+    rng, model = np.random.default_rng(2), small_model(pooling="last", cache_size=16, query="dot")
     compile_fill_last_word_model(model)
     x, y = token_batch(rng)
     callback = CacheAttentionCallback(str(tmp_path), probe_inputs=x)

@@ -39,8 +39,7 @@ def test_episodes_start_with_an_empty_cache_and_evaluation_writes_its_facts():
     states = keras.Function(model.input, model.get_layer("cache_attention").input)
     assert len(test) == len(facts)
     for cache, written in zip(test, facts):
-        rows = cache[np.any(cache != 0, axis=-1)]
-        expected = as_numpy(states(written))
+        rows, expected = cache[np.any(cache != 0, axis=-1)], as_numpy(states(written))
         assert len(rows) == len(expected)  # those facts and nothing else
         sort = lambda a: np.sort(a, axis=0)  # noqa: E731
         np.testing.assert_allclose(sort(rows), sort(expected), rtol=1e-5, atol=1e-6)
@@ -60,12 +59,9 @@ def test_every_cache_is_emptied_at_the_first_batch_of_each_episode_only():
         CacheEpisodesCallback(0)
     with pytest.raises(TypeError, match="`batches_per_episode` must be an integer, got 2.0"):
         CacheEpisodesCallback(2.0)
-    rng = np.random.default_rng(5)
-    inputs = keras.Input((4,))
-    first = HeapCacheAttention(5, 3, name="first")
-    second = HeapCacheAttention(5, 3, name="second")
-    model = HeapCacheModel(inputs, second(first(inputs)))
-    episodes = CacheEpisodesCallback(3)
+    rng, inputs = np.random.default_rng(5), keras.Input((4,))
+    first, second = HeapCacheAttention(5, 3, name="first"), HeapCacheAttention(5, 3, name="second")
+    model, episodes = HeapCacheModel(inputs, second(first(inputs))), CacheEpisodesCallback(3)
     episodes.set_model(model)
     emptied = []
     for batch in range(7):

@@ -63,8 +63,7 @@ def test_a_bidirectional_layers_states_are_its_two_rnns_states_another_layers_re
     layer = keras.layers.Bidirectional(keras.layers.GRU(5, stateful=True, dropout=0.1))
     model = keras.Model(inputs, layer(inputs))
     model(np.ones((2, 3, 4), "float32"))
-    found = state_variables(layer)
-    both = layer.forward_layer.states + layer.backward_layer.states
+    found, both = state_variables(layer), layer.forward_layer.states + layer.backward_layer.states
     assert [v.path for v in found] == [v.path for v in both]
     # The dropout's seeds are non-trainable variables too, but no state: a reset keeps them.
     seeds = [v for v in layer.non_trainable_variables if v.path not in {s.path for s in found}]

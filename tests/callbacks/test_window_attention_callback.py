@@ -51,8 +51,7 @@ def test_positions_are_labelled_oldest_first_and_averaged_over_every_full_window
 
 
 def test_the_callback_in_fit_writes_the_probe_of_the_current_weights(tmp_path, monkeypatch):
-    drawn = []
-    draw = window_attention_callback.write_heatmap
+    drawn, draw = [], window_attention_callback.write_heatmap
     record = lambda tag, *a, **kw: drawn.append((tag, kw)) or draw(tag, *a, **kw)  # noqa: E731
     monkeypatch.setattr(window_attention_callback, "write_heatmap", record)
     model = _model("attention")
@@ -68,8 +67,7 @@ def test_the_callback_in_fit_writes_the_probe_of_the_current_weights(tmp_path, m
         for weight in model.trainable_weights:
             weight.assign(rng.uniform(-0.8, 0.8, weight.shape))
 
-    epochs = keras.callbacks.LambdaCallback(on_epoch_end=new_weights)
-    x = _tokens(2, 5)
+    epochs, x = keras.callbacks.LambdaCallback(on_epoch_end=new_weights), _tokens(2, 5)
     model.fit(x, x, epochs=4, verbose=0, callbacks=[epochs, callback])
     events = summary_events(tmp_path)
     for tag in (

@@ -101,8 +101,7 @@ def _reference_retrievals(kind, encoder, premise, hypothesis):
     "kind, dual_key", [("am_gru", "paper"), ("dual_am_gru", "paper"), ("dual_am_gru", "released")]
 )
 def test_memory_retrievals_match_the_reference(float64_policy, kind, dual_key):
-    rng = np.random.default_rng(2)
-    options = {"dual_key": dual_key} if kind == "dual_am_gru" else {}
+    rng, options = np.random.default_rng(2), {"dual_key": dual_key} if kind == "dual_am_gru" else {}
     encoder = _built(kind, **options)
     randomize(encoder, rng, scale=0.8)
     premise, hypothesis = (x[0] for x in _pair(rng, batch=1))

@@ -28,8 +28,7 @@ class FrozenBatchNormalizationTest(LayerTestCase):
 def test_is_the_fixed_affine_map_and_trains_only_its_scale_and_offset():
     rng = np.random.default_rng(0)
     x = rng.normal(3.0, 2.0, size=(16, 5)).astype("float32")
-    y = rng.normal(size=(16, 5)).astype("float32")
-    norm = FrozenBatchNormalization(epsilon=1e-3)
+    y, norm = rng.normal(size=(16, 5)).astype("float32"), FrozenBatchNormalization(epsilon=1e-3)
     model = keras.Sequential([keras.Input((5,)), norm])
     model.compile(keras.optimizers.SGD(0.1), "mse")
     model.fit(x, y, epochs=2, verbose=0)

@@ -43,8 +43,7 @@ def test_the_package_uses_no_private_keras_api():
     things += [keras.regularizers.Regularizer, keras.layers.GRUCell(2)]
     things.append(keras.layers.RNN(keras.layers.GRUCell(2)))
     private = {n for t in things for n in dir(t) if n.startswith("_") and not n.endswith("__")}
-    root = pathlib.Path(tf_memlayers.__file__).parent
-    found = []
+    root, found = pathlib.Path(tf_memlayers.__file__).parent, []
     for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             where = f"{path.relative_to(root)}:{getattr(node, 'lineno', '?')}"

@@ -46,8 +46,7 @@ def final_states(cell, inputs):
     "make_cell", [lambda: IndexingCell(4), stacked_lstm], ids=["int", "nested"]
 )
 def test_wrapped_cell_runs_as_in_keras_rnn(wrapper, make_cell):
-    inputs = np.random.default_rng(0).normal(size=(3, 6, 4)).astype("float32")
-    cell = make_cell()
+    inputs, cell = np.random.default_rng(0).normal(size=(3, 6, 4)).astype("float32"), make_cell()
     plain = final_states(cell, inputs)
     wrapped_cell = WRAPPERS[wrapper](cell)  # the same cell object: the same weights
     wrapped = final_states(wrapped_cell, inputs)

@@ -46,8 +46,7 @@ def _dropped(outputs, rate, inputs=X):
 def test_drops_what_keras_dropout_drops_with_the_same_seed(noise_shape):
     # Eagerly on CPU Keras's TensorFlow dropout uses Philox too (elsewhere the layer is Keras's).
     ours = PhiloxDropout(0.4, noise_shape=noise_shape, seed=3)
-    theirs = keras.layers.Dropout(0.4, noise_shape=noise_shape, seed=3)
-    masks = []
+    theirs, masks = keras.layers.Dropout(0.4, noise_shape=noise_shape, seed=3), []
     for _ in range(2):
         got = keras.ops.convert_to_numpy(ours(X, training=True))
         np.testing.assert_array_equal(got, keras.ops.convert_to_numpy(theirs(X, training=True)))

@@ -22,8 +22,7 @@ from tf_memlayers.layers import (
 
 def test_no_gradient_crosses_a_reset(float64_policy):
     lstm, parallel, rnn = window_twins(resettable=True)
-    x = np.random.default_rng(7).normal(size=(B, T, 5))
-    reset = _resets()
+    x, reset = np.random.default_rng(7).normal(size=(B, T, 5)), _resets()
     forms = {
         "parallel": lambda inputs: parallel(lstm(inputs, reset=reset), reset=reset),
         "cell": lambda inputs: rnn(inputs, reset=reset),
@@ -36,8 +35,7 @@ def test_no_gradient_crosses_a_reset(float64_policy):
 
 def test_resets_under_jit_compile_match_eager():
     lstm, parallel, rnn = window_twins(resettable=True)
-    x = np.random.default_rng(7).normal(size=(B, T, 5)).astype("float32")
-    reset = _resets()
+    x, reset = np.random.default_rng(7).normal(size=(B, T, 5)).astype("float32"), _resets()
     inputs, flags = keras.Input((T, 5)), keras.Input((T,), dtype="bool")
     parallel_model = keras.Model([inputs, flags], parallel(lstm(inputs, reset=flags), reset=flags))
     eager = as_numpy(parallel_model([x, reset]))
@@ -84,9 +82,7 @@ KINDS = {
 def _resets_and_mask():
     """Resets at steps 2, 5 of row 0, 0, 4 of row 1, a masked 3 of row 2; padding, holes."""
     reset = np.zeros((3, STEPS), bool)
-    reset[0, [2, 5]] = True
-    reset[1, [0, 4]] = True
-    reset[2, 3] = True
+    reset[0, [2, 5]] = reset[1, [0, 4]] = reset[2, 3] = True
     mask = np.ones((3, STEPS), bool)
     mask[0, 6] = False  # padding at the end
     mask[0, 3] = False  # a hole in the second document
@@ -103,8 +99,7 @@ def _fresh_state(layer, initial_state, row):
     """A row's states after a reset: zeros, but the Dual cell's source memory (kept)."""
     if not _is_dual(layer):
         return None
-    sizes = keras.tree.flatten(layer.cell.state_size)
-    dtype = layer.cell.compute_dtype
+    sizes, dtype = keras.tree.flatten(layer.cell.state_size), layer.cell.compute_dtype
     states = [np.zeros((1, size), dtype) for size in sizes]
     if initial_state is not None:
         states[2] = as_numpy(initial_state[2])[row : row + 1]
@@ -133,8 +128,7 @@ def separate_runs(layer, xs, reset, mask=None, initial_state=None):
 
 
 def _random_initial_state(layer, rng, batch=3):
-    sizes = keras.tree.flatten(layer.cell.state_size)
-    dtype = layer.cell.compute_dtype
+    sizes, dtype = keras.tree.flatten(layer.cell.state_size), layer.cell.compute_dtype
     return [(0.5 * rng.normal(size=(batch, size))).astype(dtype) for size in sizes]
 
 
@@ -196,8 +190,7 @@ def test_stateful_layer_forgets_the_carried_states_at_a_reset(float64_policy, ki
     twin = KINDS[kind]()  # the same weights, not stateful
     twin.build(xs.shape)
     twin.set_weights(stateful.get_weights())
-    carried = [as_numpy(s) for s in stateful(first)[1:]]
-    reset = np.zeros((3, STEPS), bool)
+    carried, reset = [as_numpy(s) for s in stateful(first)[1:]], np.zeros((3, STEPS), bool)
     reset[0, 4] = True  # row 0: the end of the first document, then a new one
     reset[1, 0] = True  # row 1: a new document at once
     packed = stateful(xs, reset=reset)
@@ -215,8 +208,7 @@ def test_no_gradient_flows_back_through_a_reset(float64_policy, kind):
     rng = np.random.default_rng(6)
     xs = rng.normal(size=(3, STEPS, INPUT_DIM))
     layer = _built(kind, xs, rng)
-    initial = _random_initial_state(layer, rng)
-    start = 4
+    initial, start = _random_initial_state(layer, rng), 4
     reset = np.zeros((3, STEPS), bool)
     reset[0, start] = True
 
@@ -297,7 +289,6 @@ def test_fused_loop_true_refuses_reset_and_auto_runs_keras_loop_with_it(layer_cl
     fused, keras_loop = layer.fused_inner_loop, layer.keras_inner_loop
     layer.fused_inner_loop = lambda *a: loops.append("fused") or fused(*a)
     layer.keras_inner_loop = lambda *a: loops.append("keras") or keras_loop(*a)
-    plain = layer(xs)
-    with_reset = layer(xs, reset=np.zeros((2, 5), bool))
+    plain, with_reset = layer(xs), layer(xs, reset=np.zeros((2, 5), bool))
     assert loops == ["fused", "keras"]
     np.testing.assert_allclose(as_numpy(with_reset), as_numpy(plain), atol=1e-5)

@@ -95,8 +95,7 @@ B, T, F = 3, 10, 5
 
 def _resets():
     reset = np.zeros((B, T), bool)
-    reset[0, [2, 6]] = True
-    reset[1, 0] = True
+    reset[0, [2, 6]] = reset[1, 0] = True
     return reset
 
 
@@ -168,8 +167,7 @@ def test_stacked_dropout_cells_fit_on_a_partial_last_batch_and_round_trip(tmp_pa
     assert all(c._dropout_mask is None and c._recurrent_dropout_mask is None for c in cells)
     first, second = (as_numpy(model(inputs, training=True)) for _ in range(2))
     assert not np.allclose(first, second)
-    expected = model.predict(inputs, verbose=0)
-    path = tmp_path / "resettable.keras"
+    expected, path = model.predict(inputs, verbose=0), tmp_path / "resettable.keras"
     model.save(path)
     loaded = keras.models.load_model(path)
     np.testing.assert_allclose(loaded.predict(inputs, verbose=0), expected, atol=1e-6)
@@ -194,8 +192,7 @@ def test_a_list_of_cells_is_stacked_and_every_cell_restarts_at_a_reset(unroll, m
     stack = rnn.cell.cell
     assert isinstance(rnn.cell, ResettableCell)
     assert isinstance(stack, keras.layers.StackedRNNCells) and stack.cells == cells
-    x = RNG.normal(size=(B, T, F)).astype("float32")
-    reset = _resets()
+    x, reset = RNG.normal(size=(B, T, F)).astype("float32"), _resets()
     mask = np.ones((B, T), bool)
     if masked:
         mask[2, 7:] = False
@@ -228,8 +225,7 @@ def test_an_unregistered_cell_round_trips_with_custom_objects(tmp_path, rnn_clas
     custom = {"_UnregisteredCell": _UnregisteredCell}
     x = RNG.normal(size=(B, T, F)).astype("float32")
     rnn = rnn_class(_UnregisteredCell(4), return_sequences=True, name="rnn")
-    expected = as_numpy(rnn(x))
-    config = rnn.get_config()
+    expected, config = as_numpy(rnn(x)), rnn.get_config()
     # `keras.layers.RNN.from_config` takes the cell out of the dict it is given: a copy each.
     with pytest.raises(TypeError, match="Could not locate class '_UnregisteredCell'"):
         rnn_class.from_config(dict(config))
@@ -246,8 +242,7 @@ def test_an_unregistered_cell_round_trips_with_custom_objects(tmp_path, rnn_clas
         layer.set_weights(rnn.get_weights())
         np.testing.assert_allclose(as_numpy(layer(x)), expected, atol=1e-6, rtol=0)
 
-    model = keras.Sequential([keras.Input((T, F)), rnn])
-    path = tmp_path / "unregistered.keras"
+    model, path = keras.Sequential([keras.Input((T, F)), rnn]), tmp_path / "unregistered.keras"
     model.save(path)
     with pytest.raises(TypeError, match="Could not locate class '_UnregisteredCell'"):
         keras.saving.load_model(path)

@@ -39,8 +39,7 @@ class TiedEmbeddingTest(LayerTestCase):
 
 
 def test_reverse_uses_the_embedding_matrix_and_bias_and_the_mask_is_keras_embeddings():
-    layer = TiedEmbedding(6, 4, output_bias_initializer="ones")
-    ids = np.array([[1, 5]])
+    layer, ids = TiedEmbedding(6, 4, output_bias_initializer="ones"), np.array([[1, 5]])
     mask = TiedEmbedding(6, 4, mask_zero=True).compute_mask(np.array([[1, 0]]))
     np.testing.assert_array_equal(as_numpy(mask), [[True, False]])
     vectors = layer(ids)

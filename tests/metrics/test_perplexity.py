@@ -21,8 +21,7 @@ def test_perplexity_metric_ignores_zero_weights():
 
 def test_batches_of_different_shapes_give_the_corpus_perplexity():
     rng = np.random.default_rng(0)
-    batches = [_batch(rng, 2, 4), _batch(rng, 3, 2), _batch(rng, 1, 5)]
-    metric = Perplexity()
+    batches, metric = [_batch(rng, 2, 4), _batch(rng, 3, 2), _batch(rng, 1, 5)], Perplexity()
     total, count = 0.0, 0.0
     for targets, logits, weights in batches:
         metric.update_state(targets, logits, sample_weight=weights)
@@ -49,8 +48,7 @@ def test_weights_broadcast_to_the_targets():
 
 
 def test_reset_state_forgets_every_batch_and_float16_logits_count_as_they_are():
-    rng = np.random.default_rng(3)
-    metric = Perplexity()
+    rng, metric = np.random.default_rng(3), Perplexity()
     metric.update_state(*_batch(rng, 2, 3)[:2])
     metric.reset_state()
     assert float(metric.result()) == 1.0  # no tokens yet: exp(0), not NaN

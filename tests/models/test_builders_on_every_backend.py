@@ -24,8 +24,7 @@ from tf_memlayers.models import (
     initial_step_state,
 )
 
-VOCAB = 23
-SMALL = dict(units=12, embedding_dim=6, window=3, ngram=4)
+VOCAB, SMALL = 23, dict(units=12, embedding_dim=6, window=3, ngram=4)
 # The training step (the SNLI and last-word models' by default): compiled by XLA on JAX
 # (several times faster there), a TensorFlow graph on TensorFlow (which traces faster than XLA
 # compiles), eager on torch (Keras's default there; torch.compile takes minutes per model).
@@ -45,8 +44,7 @@ def _train(model, train):
     (the compile helper built the optimizer: Keras on TensorFlow would otherwise make its
     variables inside the first trace, and trace again) and moved every trainable weight."""
     before = [as_numpy(weight).copy() for weight in model.trainable_weights]
-    traces = count_train_step_traces(model)
-    logs = train()
+    traces, logs = count_train_step_traces(model), train()
     assert len(traces) == 1 or BACKEND == "torch"  # eager there: one call per batch
     unchanged = [
         weight.path
@@ -92,8 +90,7 @@ def language_model_case(case):
     its compile options."""
     kind, form, options = LANGUAGE_MODELS[case]
     options = dict(options)
-    compile_options = options.pop("compile", {})
-    stateful = options.setdefault("stateful", True)
+    compile_options, stateful = options.pop("compile", {}), options.setdefault("stateful", True)
     options.update(batch_size=2 if stateful else None, sequence_length=5)
     return language_model(VOCAB, kind, form, **SMALL, **options), options, compile_options
 
@@ -274,8 +271,7 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
 @pytest.mark.parametrize("kind, form", [("key_value", "parallel"), ("ngram", "cell")])
 def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_path):
     options = dict(stateful=False, sequence_length=None, name=f"{kind}_{form}", **SMALL)
-    model = language_model(VOCAB, kind, form, **options)
-    rng = np.random.default_rng(3)
+    model, rng = language_model(VOCAB, kind, form, **options), np.random.default_rng(3)
     for weight in model.trainable_weights:  # weights far from their initial values
         weight.assign(rng.normal(scale=0.5, size=weight.shape).astype("float32"))
     step_model = build_step_model(model)
@@ -295,8 +291,7 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
     np.testing.assert_array_equal(generate(step_model, prompt, 4, temperature=0), greedy)
     sampled = generate(step_model, prompt, 6, temperature=1.0, seed=11)
 
-    loaded = _round_trip(model, tmp_path)
-    loaded_step_model = _round_trip(step_model, tmp_path)
+    loaded, loaded_step_model = _round_trip(model, tmp_path), _round_trip(step_model, tmp_path)
     for steps in (build_step_model(loaded), loaded_step_model):
         np.testing.assert_array_equal(generate(steps, prompt, 4, temperature=0), greedy)
         np.testing.assert_array_equal(generate(steps, prompt, 6, temperature=1.0, seed=11), sampled)

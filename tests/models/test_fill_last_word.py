@@ -78,8 +78,7 @@ def test_cache_layers_are_found_through_the_public_keras_api():
         assert "._inputs_struct" not in source and "._flatten_layers" not in source
     # Caches at the top level, in a nested model and under a wrapper, each once, in order.
     first, second = keras.Input((3,), name="first"), keras.Input((3,), name="second")
-    top = HeapCacheAttention(4, 2, query="dot", name="top")
-    inner_input = keras.Input((3,))
+    top, inner_input = HeapCacheAttention(4, 2, query="dot", name="top"), keras.Input((3,))
     inner = keras.Model(inner_input, HeapCacheAttention(4, 2, name="nested")(inner_input))
     model = keras.Model([first, second], keras.layers.Add()([top(first), inner(second)]))
     found = heap_cache_model.cache_attention_layers(model)

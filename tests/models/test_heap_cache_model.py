@@ -35,8 +35,7 @@ def data(rng, count):
 
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_training_step_writes_like_the_reference(jit_compile):
-    rng = np.random.default_rng(0)
-    model = compile_model(build_model(), jit_compile)
+    rng, model = np.random.default_rng(0), compile_model(build_model(), jit_compile)
     expected = np.zeros((7, WIDTH))
     for _ in range(4):
         x, y = data(rng, 8)

@@ -127,8 +127,7 @@ def test_a_masked_step_ignores_non_finite_projections(jit_compile):
     cell, xs, states, mask = _setup(3, copies=4, seed=31)
     projected, kernels = _projection(cell, xs)
     projected, time_mask = tf.transpose(projected, (1, 0, 2)), tf.transpose(mask)
-    poisoned = tf.where(time_mask[:, :, None], projected, np.nan)
-    results = []
+    poisoned, results = tf.where(time_mask[:, :, None], projected, np.nan), []
     for inputs in (projected, poisoned):
         with tf.GradientTape() as tape:
             tape.watch(inputs)
@@ -145,8 +144,7 @@ def test_a_masked_step_ignores_non_finite_projections(jit_compile):
 def test_layers_of_different_widths_share_the_compiled_loops():
     """Two fused layers of different widths in one model (the loops are traced per width)."""
     rng = np.random.default_rng(4)
-    xs = tf.constant(rng.normal(size=(3, 5, 6)), tf.float32)
-    models = []
+    xs, models = tf.constant(rng.normal(size=(3, 5, 6)), tf.float32), []
     for fused in (False, True):
         keras.utils.set_random_seed(2)
         inputs = keras.Input((None, 6))

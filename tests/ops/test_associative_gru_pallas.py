@@ -44,8 +44,7 @@ def test_the_kernels_equal_the_original_step_with_masks_and_resets(
 ):
     rng = np.random.default_rng(copies)
     steps, input_dim = 5, 4
-    w = random_weights(rng, input_dim, units)
-    cell = AssociativeGRUCell(units, num_copies=copies)
+    w, cell = random_weights(rng, input_dim, units), AssociativeGRUCell(units, num_copies=copies)
     cell.build((None, input_dim))
     set_cell_weights(cell, w)
     input_kernel, input_bias, *kernels = (np.asarray(k) for k in cell._projection_kernels())
@@ -69,10 +68,8 @@ def test_the_kernels_equal_the_original_step_with_masks_and_resets(
         dual_kernels=dual_kernels,
     )
     perms = permutations(units // 2, copies)
-    expected = _reference(
-        xs, *states, w, perms, mask, reset, zero, ("paper", source) if dual else None
-    )
-    for e, g in zip(expected, got):
+    want = _reference(xs, *states, w, perms, mask, reset, zero, ("paper", source) if dual else None)
+    for e, g in zip(want, got):
         assert g.dtype == jnp.float32 and np.abs(e).max() > 0.1
         np.testing.assert_allclose(np.asarray(g), e, atol=1e-5, rtol=0)
 

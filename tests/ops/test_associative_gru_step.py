@@ -11,8 +11,7 @@ from tf_memlayers.ops.associative_gru_step import SourceMemory, StepResult, asso
 from tf_memlayers.ops.holographic import permutation_matrix
 
 N, INPUT_DIM, BATCH = 6, 4, 5
-M = N // 2
-tensor = ops.convert_to_tensor
+M, tensor = N // 2, ops.convert_to_tensor
 
 
 def _parts(memory, copies):

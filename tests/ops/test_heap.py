@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.support import as_numpy
+from tests.support import as_numpy, assert_close
 from tf_memlayers.ops import heap
 
 
@@ -41,8 +41,7 @@ def replayed_slots(slot_scores, candidate_scores):
 def test_heap_slots_replay_the_documented_procedure(float64_policy, size):
     # Scores from a few values, so that ties decide; -inf is an empty slot or an unusable
     # candidate; the slots are in random (stale) order, as after the weights changed.
-    rng = np.random.default_rng(size)
-    values = np.array([-np.inf, 0.0, 1.0, 2.0, 3.0])
+    rng, values = np.random.default_rng(size), np.array([-np.inf, 0.0, 1.0, 2.0, 3.0])
     for _ in range(6):
         slot_scores, candidate_scores = rng.choice(values, size), rng.choice(values, 7)
         sources, entered = heap.heap_slots(
@@ -69,9 +68,7 @@ def test_cache_scores_in_the_rows_dtype_with_empty_and_non_finite_rows_at_minus_
     assert keras.backend.standardize_dtype(scores.dtype) == dtype
     expected = np.tanh(np.nan_to_num(vectors) @ kernel) @ score_vector
     expected[[1, 2, 5, 6, 7]] = -np.inf
-    np.testing.assert_allclose(
-        as_numpy(scores), expected, rtol=1e-5 if dtype == "float32" else 1e-13
-    )
+    assert_close(scores, expected, atol=0, rtol=1e-5 if dtype == "float32" else 1e-13)
 
 
 HALF = ("float16", "bfloat16")
@@ -86,8 +83,7 @@ SHAPES = [(17, 5, 1001), (200, 100, 164), (64, 32, 50)]  # (width, units, rows)
 def test_equal_rows_get_one_score_wherever_they_sit(dtype, width, units, rows):
     # One matrix product rounds a row by where it sits: equal vectors would not tie.
     rng = np.random.default_rng(width)
-    distinct = rng.normal(size=(7, width))
-    picks = rng.integers(0, 7, rows)
+    distinct, picks = rng.normal(size=(7, width)), rng.integers(0, 7, rows)
     scale = 0.3 if dtype in HALF else 1.0
     kernel, score_vector = rng.normal(scale=scale, size=(width, units)), rng.normal(size=(units,))
     tensors = [

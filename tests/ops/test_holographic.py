@@ -42,8 +42,7 @@ def test_bound_divides_by_modulus_above_one_only_runs_in_float16_and_differentia
     assert keras.backend.standardize_dtype(out.dtype) == "float16"
     np.testing.assert_allclose(as_numpy(out).astype(np.float64), [[0.6, 0.0, 0.8, 0.5]], atol=1e-3)
     # A finite gradient at an exactly zero key.
-    x = np.array([[0.0, 3.0, 0.0, 4.0]])
-    upstream = np.array([[1.0, 2.0, 3.0, 4.0]])
+    x, upstream = np.array([[0.0, 3.0, 0.0, 4.0]]), np.array([[1.0, 2.0, 3.0, 4.0]])
     _, _, (grad,) = gradients(
         lambda x: ops.sum(holographic.bound(x) * ops.convert_to_tensor(upstream)), inputs=[x]
     )
@@ -71,8 +70,7 @@ def test_permuted_copies_and_their_gradient_the_adjoint(num_complex, num_copies)
     adjoint equals multiplying by ``P^T``: <copies(x), g> = <x, adj(g)> for every x, i.e.
     adj(g) = g @ P^T on the rows ``(b, re), (b, im)``."""
     perms = holographic.make_permutations(num_complex, num_copies, seed=9)
-    matrix = holographic.permutation_matrix(perms).astype(np.float64)
-    rng = np.random.default_rng(4)
+    matrix, rng = holographic.permutation_matrix(perms).astype(np.float64), np.random.default_rng(4)
     re, im = rng.normal(size=(2, 2, num_complex))
     copies = holographic.permuted_copies_parts(tensor(re), tensor(im), tensor(matrix), num_copies)
     for c, perm in enumerate(perms):

@@ -33,8 +33,7 @@ def test_a_width_the_pieces_do_not_fit_is_refused_naming_the_owner_and_the_fix()
 def test_split_pieces_are_contiguous_and_in_order(sizes):
     x = np.random.default_rng(len(sizes)).normal(size=(2, 3, sum(sizes)))
     pieces = split_pieces(ops.convert_to_tensor(x), sizes)
-    pieces = [as_numpy(p) for p in pieces]
-    bounds = np.cumsum([0, *sizes])
+    pieces, bounds = [as_numpy(p) for p in pieces], np.cumsum([0, *sizes])
     assert [p.shape for p in pieces] == [(2, 3, size) for size in sizes]
     for piece, start, stop in zip(pieces, bounds[:-1], bounds[1:]):
         np.testing.assert_array_equal(piece, x[..., start:stop])

@@ -25,10 +25,8 @@ def weighted_sum_reference(weights, stream):
 @pytest.mark.parametrize("window", [1, 3, 8, 10, 13])
 @pytest.mark.parametrize("steps", [0, 1, 7, 8, 9, 25])
 def test_window_weighted_sum_matches_numpy_forward_and_gradients(window, steps):
-    weights = RNG.normal(size=(2, steps, window))
-    stream = RNG.normal(size=(2, window + steps, 5))
-    probe = RNG.normal(size=(2, steps, 5))
-    weighted_sum = windows.window_weighted_sum
+    weights, stream = RNG.normal(size=(2, steps, window)), RNG.normal(size=(2, window + steps, 5))
+    probe, weighted_sum = RNG.normal(size=(2, steps, 5)), windows.window_weighted_sum
     got = ops.convert_to_numpy(weighted_sum(weights, stream[:, :window], stream[:, window:]))
     np.testing.assert_allclose(got, weighted_sum_reference(weights, stream), atol=1e-12)
 
@@ -36,8 +34,7 @@ def test_window_weighted_sum_matches_numpy_forward_and_gradients(window, steps):
         lambda w, c, s: ops.sum(weighted_sum(w, c, s) * probe),
         inputs=[weights, stream[:, :window], stream[:, window:]],
     )
-    expected_weights_grad = np.zeros_like(weights)
-    expected_stream_grad = np.zeros_like(stream)
+    expected_weights_grad, expected_stream_grad = np.zeros_like(weights), np.zeros_like(stream)
     for r in range(steps):
         for i in range(window):
             expected_weights_grad[:, r, i] = np.sum(probe[:, r] * stream[:, r + i], axis=-1)

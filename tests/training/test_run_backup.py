@@ -55,8 +55,7 @@ def test_interrupted_fit_resumes_exactly_with_dropout_and_global_random_numbers(
 
 
 def test_a_torn_write_is_ignored(tmp_path):
-    model = tiny_model()
-    backup = RunBackup(tmp_path)
+    model, backup = tiny_model(), RunBackup(tmp_path)
     backup.set_model(model)
     backup.on_epoch_end(0, {"loss": 2.0, "val_loss": 3.0})
     backup.on_epoch_end(1, {"loss": 1.0})

@@ -106,8 +106,7 @@ def mask_with_holes(batch, steps):
 def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fused_loop):
     rng = np.random.default_rng(copies)
     units, batch, steps = 12, 3, 5
-    xs = rng.normal(size=(batch, steps, 4))
-    w = random_weights(rng, 4, units)
+    xs, w = rng.normal(size=(batch, steps, 4)), random_weights(rng, 4, units)
     layer = _am_gru(units, copies, fused_loop=fused_loop, return_sequences=True, return_state=True)
     layer.build((None, None, 4))
     set_cell_weights(layer.cell, w)
@@ -158,8 +157,7 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
         rnn.build((None, None, 5))
     set_cell_weights(cell_form.cell, random_weights(rng, 5, units))
     layer.cell.set_weights(cell_form.cell.get_weights())
-    xs = rng.normal(size=(batch, steps, 5))
-    mask = mask_with_holes(batch, steps)
+    xs, mask = rng.normal(size=(batch, steps, 5)), mask_with_holes(batch, steps)
     initial = [0.5 * rng.normal(size=(batch, size)) for size in layer.cell.state_size]
     for init in (None, initial):
         expected = masked_rnn(cell_form, xs, mask, initial_state=init)
@@ -201,8 +199,7 @@ def test_the_pallas_kernels_equal_keras_loop_with_masks_and_resets(units, copies
     sizes = (units * copies, units)
     initial = [0.5 * rng.normal(size=(batch, size)).astype("float32") for size in sizes]
     options = dict(return_sequences=True, return_state=True)
-    layers = [_am_gru(units, copies, fused_loop=f, **options) for f in (False, True)]
-    results = []
+    layers, results = [_am_gru(units, copies, fused_loop=f, **options) for f in (False, True)], []
     for layer in layers:
         layer.build(xs.shape)
         layer.set_weights(layers[0].get_weights())
@@ -242,8 +239,7 @@ def test_weights_are_the_cell_weights_and_retrievals_match_the_cell_form():
 @pytest.mark.skipif(BACKEND == "torch", reason="torch.compile: minutes on a CPU; see the next")
 def test_jit_compiled_training_step_matches_eager(fused_loop):
     rng = np.random.default_rng(25)
-    xs = rng.normal(size=(4, 3, 5)).astype("float32")
-    ys = rng.normal(size=(4, 8)).astype("float32")
+    xs, ys = rng.normal(size=(4, 3, 5)).astype("float32"), rng.normal(size=(4, 8)).astype("float32")
 
     def build():  # (three steps: torch.compile traces each one)
         keras.utils.set_random_seed(5)

@@ -29,9 +29,7 @@ class AssociativeGRUCellTest(LayerTestCase):
     @pytest.mark.parametrize("copies, retrievals", [(2, False), (1, True)])
     def test_layer_cell_and_reset_behaviors(self, copies, retrievals):
         def make(dtype=None):
-            return AssociativeGRUCell(
-                6, num_copies=copies, return_retrievals=retrievals, dtype=dtype
-            )
+            return AssociativeGRUCell(6, copies, return_retrievals=retrievals, dtype=dtype)
 
         self.run_cell_tests(make)
         self.run_reset_tests(make)
@@ -141,8 +139,7 @@ def test_float32_matches_the_float64_reference_and_a_zero_source_memory_is_ignor
     """The AM-GRU cell in float32; the paper's Dual cell reading a zero source memory (its own
     kernels left random) is its AM-GRU cell."""
     rng = np.random.default_rng(7)
-    xs = rng.normal(size=(3, 6, 5))
-    w = random_weights(rng, 5, 16)
+    xs, w = rng.normal(size=(3, 6, 5)), random_weights(rng, 5, 16)
     dual = DualAssociativeGRUCell(16, num_copies=4)
     outputs, memory, _ = run_premise(dual.premise_cell, xs.astype("float32"), w)
     perms = permutations(8, 4)
@@ -177,8 +174,7 @@ def test_retrieval_noise_shrinks_with_more_copies():
     m, items, trials = 64, 8, 40
     errors = {}
     for copies in (1, 4, 16):
-        cell = AssociativeGRUCell(2 * m, num_copies=copies)
-        total = 0.0
+        cell, total = AssociativeGRUCell(2 * m, num_copies=copies), 0.0
         for _ in range(trials):
             keys = np.exp(1j * rng.uniform(0, 2 * np.pi, size=(items, m)))  # |k| = 1
             values = rng.normal(size=(items, m)) + 1j * rng.normal(size=(items, m))

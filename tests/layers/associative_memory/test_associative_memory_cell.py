@@ -63,11 +63,9 @@ def reference_run(xs, inner, key_kernel, copies, memory_index, output_size):
     """Eqs. 8-12 in complex NumPy; the wrapped cell ``f`` is the Keras cell itself."""
     batch, steps, _ = xs.shape
     sizes = inner.state_size if isinstance(inner.state_size, (list, tuple)) else [inner.state_size]
-    states = [np.zeros((batch, s)) for s in sizes]
-    m = sizes[memory_index] // 2
+    states, m = [np.zeros((batch, s)) for s in sizes], sizes[memory_index] // 2
     perms = permutations(m, copies)
-    memory = np.zeros((batch, copies, m), complex)
-    previous = np.zeros((batch, output_size))
+    memory, previous = np.zeros((batch, copies, m), complex), np.zeros((batch, output_size))
     outputs = []
     for t in range(steps):
         controller = np.concatenate([xs[:, t], previous], 1)
@@ -77,8 +75,7 @@ def reference_run(xs, inner, key_kernel, copies, memory_index, output_size):
         out, new_states = inner(controller, [s for s in states])
         new_states = [as_numpy(s) for s in new_states]
         diff = new_states[memory_index] - s_prev
-        memory = memory + K * as_complex(diff)[:, None]
-        states = new_states
+        memory, states = memory + K * as_complex(diff)[:, None], new_states
         previous = as_numpy(out)
         outputs.append(previous)
     return np.stack(outputs, 1), memory_to_real(memory)

@@ -20,8 +20,7 @@ UNITS, COPIES, INPUT_DIM, BATCH, PREMISE_STEPS, HYPOTHESIS_STEPS = 8, 3, 5, 3, 6
 # Right-padded rows: each row's number of real steps.
 LENGTHS = PREMISE_LENGTHS, HYPOTHESIS_LENGTHS = (6, 4, 5), (4, 2, 3)
 # The fused loop where the backend has it (TensorFlow), else Keras's.
-FUSED_IF_AVAILABLE = BACKEND == "tensorflow"
-SEQUENCES = dict(return_sequences=True)
+FUSED_IF_AVAILABLE, SEQUENCES = BACKEND == "tensorflow", dict(return_sequences=True)
 # Every output, zeros at padded steps.
 ALL_OUTPUTS = dict(return_sequences=True, return_state=True, zero_output_for_mask=True)
 
@@ -170,8 +169,7 @@ def _loss(outputs):
 
 @pytest.mark.parametrize("dual_key, fused_loop", split_rows(KEYS_AND_LOOPS))
 def test_encoder_equals_its_cell_form_forward_and_gradients(float64_policy, dual_key, fused_loop):
-    rng = np.random.default_rng(22)
-    encoder = _encoder(dual_key, fused_loop, **ALL_OUTPUTS)
+    rng, encoder = np.random.default_rng(22), _encoder(dual_key, fused_loop, **ALL_OUTPUTS)
     encoder.set_weights([rng.normal(scale=0.5, size=w.shape) for w in encoder.weights])
     cell, run_cells = _cell_form(encoder)
     inputs, mask = _inputs(rng), _masks()

@@ -24,8 +24,7 @@ def original_arrays(cell, scope, rng):
 
 
 def test_ambiguous_missing_and_misshapen_entries_are_refused():
-    rng = np.random.default_rng(0)
-    cell = built(AssociativeGRUCell(8, num_copies=2))
+    rng, cell = np.random.default_rng(0), built(AssociativeGRUCell(8, num_copies=2))
     encoder = original_arrays(cell, "encoder/rnn", rng)
     decoder = original_arrays(cell, "decoder/rnn", rng)
     # Two cells in one checkpoint need a prefix.
@@ -62,8 +61,7 @@ def test_load_original_weights_round_trip():
     np.testing.assert_allclose(as_numpy(dual.premise_cell.gate_kernel), w["gate"], rtol=1e-6)
     np.testing.assert_allclose(as_numpy(dual.dual_key_kernel), w["dual_key"], rtol=1e-6)
     # Loaded weights reproduce the reference step.
-    xs = rng.normal(size=(2, 3, input_dim)).astype("float32")
-    zeros = np.zeros((2, 16), "float32")
+    xs, zeros = rng.normal(size=(2, 3, input_dim)).astype("float32"), np.zeros((2, 16), "float32")
     source = rng.normal(size=(2, 16)).astype("float32")
     got = keras.layers.RNN(dual)(xs, initial_state=[zeros, np.zeros((2, 8), "float32"), source])
     dual_source = ("released", source.astype(float))

@@ -96,8 +96,7 @@ def test_first_candidate_lands_at_index_62():
 @pytest.mark.parametrize("cache_size", [1, 7, 100])
 @pytest.mark.parametrize("pool_size", [None, 5])
 def test_heap_matches_reference_with_changing_weights(float64_policy, cache_size, pool_size):
-    rng = np.random.default_rng(cache_size * 10 + (pool_size or 0))
-    layer = make_layer(cache_size)
+    rng, layer = np.random.default_rng(cache_size * 10 + (pool_size or 0)), make_layer(cache_size)
     expected = np.zeros((cache_size, WIDTH))
     for batch in candidate_batches(rng, 12, 16, pool_size):
         kernel, score_vector = set_weights(layer, rng)  # the weights change between batches
@@ -122,14 +121,12 @@ def test_rows_one_bit_apart_keep_their_own_scores(float64_policy):
 @pytest.mark.parametrize("policy", ["heap", "topk"])
 def test_many_repeated_candidates_in_a_large_float32_cache(policy):
     # Ties everywhere, in products large enough for position-dependent rounding.
-    rng = np.random.default_rng(7)
-    width = 64
+    rng, width = np.random.default_rng(7), 64
     layer = HeapCacheAttention(300, 32, policy=policy)
     layer.build((None, width))
     kernel, score_vector = as_numpy(layer.cache_kernel), as_numpy(layer.cache_score)
     weights64 = kernel.astype(np.float64), score_vector.astype(np.float64)
-    pool = rng.normal(size=(9, width)).astype("float32")
-    expected = np.zeros((300, width))
+    pool, expected = rng.normal(size=(9, width)).astype("float32"), np.zeros((300, width))
     for _ in range(8):
         batch = pool[rng.integers(0, 9, 64)]
         entered = as_numpy(layer.insert(batch))
@@ -154,8 +151,7 @@ def test_many_repeated_candidates_in_a_large_float32_cache(policy):
 @pytest.mark.parametrize("pool_size", [None, 5])
 def test_topk_keeps_exactly_the_best(float64_policy, pool_size):
     # Ties (pool_size=5): the cache's entries win, then earlier candidates.
-    rng = np.random.default_rng(11)
-    layer = make_layer(4, policy="topk")
+    rng, layer = np.random.default_rng(11), make_layer(4, policy="topk")
     for batch in candidate_batches(rng, 5, 8, pool_size):
         kernel, score_vector = set_weights(layer, rng)
         pool = np.concatenate([as_numpy(layer.cache), batch])

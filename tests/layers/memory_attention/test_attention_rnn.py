@@ -104,8 +104,7 @@ def test_attention_scores_of_a_layer_without_them_are_the_references(
 def test_attention_scores_leave_saving_and_loading_as_they_were(tmp_path):
     rng = np.random.default_rng(5)
     x, memory, mask = _data(rng, "float32")
-    inputs = [keras.Input(x.shape[1:]), keras.Input(memory.shape[1:])]
-    layer = _layer()
+    inputs, layer = [keras.Input(x.shape[1:]), keras.Input(memory.shape[1:])], _layer()
     model = keras.Model(inputs, layer(inputs[0], memory=inputs[1]))
     model.save_weights(tmp_path / "before.weights.h5")
     model.save(tmp_path / "before.keras")
@@ -175,8 +174,7 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
     wrapper = layer.cell
 
     def by_cell(x, memory):
-        states = [keras.ops.zeros((x.shape[0], s)) for s in wrapper.state_size]
-        outputs = []
+        states, outputs = [keras.ops.zeros((x.shape[0], s)) for s in wrapper.state_size], []
         for t in range(STEPS):
             out, states = wrapper(x[:, t], states, memory=memory, memory_mask=mask)
             outputs.append(out)
@@ -256,9 +254,7 @@ def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
     kwargs = {"memory_mask": memory_mask}
     if "mask" in call:
         mask = np.ones((BATCH, STEPS), bool)
-        mask[0, :2] = mask[0, 4:] = False
-        mask[1, 2] = False
-        mask[2] = False
+        mask[0, :2] = mask[0, 4:] = mask[1, 2] = mask[2] = False
         kwargs["mask"] = mask
     if "reset" in call:
         reset = np.zeros((BATCH, STEPS), bool)

@@ -328,8 +328,7 @@ def test_hard_monotonic_decoding_step_by_step_never_moves_back():
     )
     cell.build((None, INPUT_DIM), memory.shape)
     cell.set_weights([rng.uniform(-0.7, 0.7, np.shape(v)) for v in cell.get_weights()])
-    states = [np.zeros((BATCH, size), "float32") for size in cell.state_size]
-    positions = []
+    states, positions = [np.zeros((BATCH, size), "float32") for size in cell.state_size], []
     for _ in range(steps):
         x = rng.normal(size=(BATCH, INPUT_DIM)).astype("float32")
         output, states = cell(x, states, memory=memory)

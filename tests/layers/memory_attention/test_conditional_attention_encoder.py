@@ -79,10 +79,8 @@ class ConditionalAttentionEncoderTest(LayerTestCase):
 
 def _pair(rng, dtype="float64"):
     premise = rng.normal(size=(3, 6, 4)).astype(dtype)
-    hypothesis = rng.normal(size=(3, 4, 4)).astype(dtype)
-    premise_mask = np.ones((3, 6), bool)
-    premise_mask[1, 4:] = False
-    premise_mask[2, 2:] = False
+    hypothesis, premise_mask = rng.normal(size=(3, 4, 4)).astype(dtype), np.ones((3, 6), bool)
+    premise_mask[1, 4:] = premise_mask[2, 2:] = False
     hypothesis_mask = np.ones((3, 4), bool)
     hypothesis_mask[0, 3:] = False
     return premise, hypothesis, premise_mask, hypothesis_mask
@@ -97,8 +95,7 @@ def _reference(
     kernel, recurrent, bias = (
         as_numpy(w).astype(np.float64) for w in encoder.premise_layer.cell.weights
     )
-    h = np.zeros((premise.shape[0], recurrent.shape[0]))
-    outputs = []
+    h, outputs = np.zeros((premise.shape[0], recurrent.shape[0])), []
     for t in range(premise.shape[1]):
         keep = premise_mask[:, t][:, None]
         h = np.where(keep, np.tanh(premise[:, t] @ kernel + h @ recurrent + bias), h)

@@ -71,9 +71,7 @@ class WordByWordAttentionTest(LayerTestCase):
     @pytest.mark.parametrize("policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 6e-2)])
     def test_mixed_precision_matches_float32(self, policy, atol):
         x, memory, mask = _data(np.random.default_rng(8), "float32")
-        self.run_mixed_precision_test(
-            _layer, x, atol=atol, policy=policy, memory=memory, memory_mask=mask
-        )
+        self.run_mixed_precision_test(_layer, x, atol, policy, memory=memory, memory_mask=mask)
 
 
 def _layer(**kwargs):

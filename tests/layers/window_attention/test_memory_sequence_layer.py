@@ -37,8 +37,7 @@ def _inputs(batch=2, steps=4, seed=0):
 
 
 def test_a_stateless_layer_starts_every_call_from_zeros():
-    layer = RunningSum()
-    x = _inputs()
+    layer, x = RunningSum(), _inputs()
     for _ in range(2):
         outputs, memory = layer(x)
         np.testing.assert_allclose(as_numpy(outputs), np.cumsum(x, axis=1), rtol=1e-6)
@@ -97,8 +96,7 @@ def test_a_stateful_layer_carries_its_memory_until_reset_or_an_initial_memory_in
 
 
 def test_masked_steps_read_as_zeros_even_when_not_finite():
-    layer = RunningSum()
-    x = _inputs(steps=5)
+    layer, x = RunningSum(), _inputs(steps=5)
     mask = np.array([[1, 1, 0, 1, 0], [0, 1, 1, 1, 1]], "int32")
     poisoned = np.where(mask[..., None] > 0, x, np.nan).astype("float32")
     outputs, memory = layer(poisoned, mask=mask)
@@ -179,8 +177,7 @@ def test_the_checks_pass_what_fits_and_return_the_inputs_shape():
 
 
 def test_documents_come_with_a_reset_only():
-    layer = RunningSum()
-    compaction = windows.Compaction(None)
+    layer, compaction = RunningSum(), windows.Compaction(None)
     assert layer.documents(None, compaction, 2) is None
     reset = np.array([[False, True, False], [False, False, True]])
     documents = layer.documents(reset, compaction, 2)

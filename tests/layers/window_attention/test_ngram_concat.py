@@ -106,8 +106,7 @@ def test_parallel_and_cell_match_numpy_reference_float64(
     float64_policy, case, use_bias, masked, reset
 ):
     n, sizes = case
-    x = RNG.normal(size=(2, 9, 12))
-    mask = holes_and_right_padding() if masked else None
+    x, mask = RNG.normal(size=(2, 9, 12)), holes_and_right_padding() if masked else None
     extra = {"reset": resets()} if reset else {}
     layer = NGramConcat(n, 7, sizes=sizes, use_bias=use_bias)
     layer.build(x.shape)
@@ -127,8 +126,7 @@ def test_parallel_and_cell_match_numpy_reference_float64(
 
 
 def test_float32_matches_reference_to_1e5():
-    x = RNG.normal(size=(2, 9, 12)).astype("float32")
-    layer = NGramConcat(4, 6)
+    x, layer = RNG.normal(size=(2, 9, 12)).astype("float32"), NGramConcat(4, 6)
     layer.build(x.shape)
     weights = random_weights(layer)
     expected, _ = ngram_reference(x.astype("float64"), weights["ngram_kernel"], 4, (4, 4, 4))
@@ -137,8 +135,7 @@ def test_float32_matches_reference_to_1e5():
 
 def test_piece_i_comes_from_output_at_t_minus_i_plus_1(float64_policy):
     """With W^N the identity, h*_t = tanh([h^1_t ; h^2_{t-1} ; h^3_{t-2}])."""
-    x = RNG.normal(size=(1, 6, 3)) * 0.1
-    layer = NGramConcat(4, 3)
+    x, layer = RNG.normal(size=(1, 6, 3)) * 0.1, NGramConcat(4, 3)
     layer.build(x.shape)
     layer.ngram_kernel.assign(np.eye(3))
     got = np.arctanh(as_numpy(layer(x))[0])
@@ -163,8 +160,7 @@ def test_the_memory_is_the_references_history_and_the_cell_state(float64_policy)
     x = RNG.normal(size=(2, 12, 12))
     # Holes on both sides of the cut after step 6; row 1 ends in padding.
     keep = np.ones((2, 12), bool)
-    keep[0, [4, 5, 7]] = False
-    keep[1, 9:] = False
+    keep[0, [4, 5, 7]] = keep[1, 9:] = False
     layer = NGramConcat(4, 5, sizes=(5, 4, 3), use_bias=True, return_memory=True)
     layer.build(x.shape)
     weights = random_weights(layer)

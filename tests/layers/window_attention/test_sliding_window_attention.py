@@ -175,8 +175,7 @@ def attention_inputs(batch=2, steps=12, width=12, dtype="float64"):
 def holes_and_right_padding(batch=2, steps=9):
     """Row 0 has holes at steps 2 and 5; row 1 is right-padded after 6 steps."""
     mask = np.ones((batch, steps), bool)
-    mask[0, [2, 5]] = False
-    mask[1, 6:] = False
+    mask[0, [2, 5]] = mask[1, 6:] = False
     return mask
 
 
@@ -207,8 +206,7 @@ def test_both_forms_match_numpy_reference_float64(
     float64_policy, config, window, widths, pad, use_bias, masked, reset
 ):
     (mode, sizes), (attention_units, units) = config, widths
-    x = attention_inputs()
-    mask = holes_and_right_padding(steps=12) if masked else None
+    x, mask = attention_inputs(), holes_and_right_padding(steps=12) if masked else None
     reset = resets(steps=12) if reset else None
     options = dict(mode=mode, sizes=sizes, attention_units=attention_units, units=units, pad=pad)
     layer = SlidingWindowAttention(
@@ -346,8 +344,7 @@ def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(
         return plain_call(inputs, states, **kwargs, **({} if cache is None else {"cache": cache}))
 
     cell.call = call
-    x = attention_inputs(steps=9, width=5)
-    mask = ops.convert_to_tensor(holes_and_right_padding())
+    x, mask = attention_inputs(steps=9, width=5), ops.convert_to_tensor(holes_and_right_padding())
     projection = ops.convert_to_tensor(RNG.normal(size=(2, 9, cell.output_units)))
 
     def loss(v):
@@ -395,8 +392,7 @@ def test_stateful_cell_forms_over_segments_equal_one_run_and_derive_their_caches
     # the carried keys with the new W^Y (the loop cache is never carried between calls).
     x = attention_inputs(batch=2, steps=18, width=5)
     _, _, rnn = window_twins("key_value", window=4, use_bias=False)
-    expected = as_numpy(rnn(x[:, :12]))
-    outputs = {}
+    expected, outputs = as_numpy(rnn(x[:, :12])), {}
     for loop in (keras.layers.RNN, ResettableRNN):
         cell = SlidingWindowAttentionCell.from_config(rnn.cell.get_config())
         stateful = loop(cell, return_sequences=True, stateful=True)

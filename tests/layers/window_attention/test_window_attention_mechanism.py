@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.support import as_numpy
+from tests.support import as_numpy, assert_close
 from tests.window_reference import masked_softmax
 from tf_memlayers.layers.window_attention.window_attention_mechanism import (
     WindowAttentionMechanism,
@@ -65,9 +65,7 @@ def test_window_softmax_is_the_masked_softmax_in_at_least_float32(dtype, valid_d
         weights = window_softmax(scores, given)
         assert keras.backend.standardize_dtype(weights.dtype) == expected
         atol = 1e-6 if expected == "float32" else 1e-15
-        np.testing.assert_allclose(
-            as_numpy(weights), masked_softmax(rounded, given), rtol=0, atol=atol
-        )
+        assert_close(weights, masked_softmax(rounded, given), atol=atol)
     weights = as_numpy(weights)
     assert np.all(weights[~valid] == 0) and np.all(weights[1] == 0) and weights[2, 5] == 1
 
