@@ -106,6 +106,7 @@ P = [[1, 2]]  # a prompt
 g = lambda *args, **kwargs: lambda s: generate(s, *args, **kwargs)  # noqa: E731
 state = lambda *args: lambda s: initial_step_state(s, *args)  # noqa: E731
 G, STATE = generate, initial_step_state
+ALL_BEAMS = type("BeamSampler", (), {"return_all_beams": True, "__call__": print})()
 BAD_CALLS = [
     (g(np.zeros((2, 0), int), 2), "ValueError: `prompt` must be a non-empty"),
     (g([1.5, 2.5], 2), "ValueError: `prompt` must be a non-empty integer"),
@@ -119,6 +120,8 @@ BAD_CALLS = [
     (g(P, 2, end_token_id=17), "ValueError: `end_token_id` must be a token id in [0, 17)"),
     (g(P, 2, sampler=3), "TypeError: `sampler` must be a keras-hub sampler"),
     (g(P, 2, sampler="nosuch"), "ValueError: `sampler='nosuch'` names no keras-hub sampler"),
+    (g(P, 2, sampler="Greedy"), "ValueError: `sampler='Greedy'` names no keras-hub sampler"),
+    (g(P, 2, sampler=ALL_BEAMS), "ValueError: `generate` returns one text per row: use return"),
     (g(P, 2, temperature=0, sampler=print), "ValueError: `temperature` and `seed` do not"),
     (g(P, 2, initial_state=[np.zeros((1, 6))]), "ValueError: must be 2 arrays of shapes"),
     (g(P * 2, 2, initial_state=[np.zeros((1, 6))] * 2), "ValueError: 2 rows as `prompt`"),

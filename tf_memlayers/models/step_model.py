@@ -254,8 +254,13 @@ def generate(
             ``keras_hub.samplers.TopKSampler(k=5, seed=1)`` or ``BeamSampler(num_beams=4)``), a
             name ``keras_hub.samplers.get`` knows (``"greedy"``, ``"top_k"``, ...), or any
             callable with the samplers' call signature ``sampler(next, prompt, cache=...,
-            index=..., mask=..., model=...)``. Samplers that read the model's hidden states
-            (contrastive search) are refused: a step model returns none. Default: `None`.
+            index=..., mask=..., model=...)`` (and ``stop_token_ids=[end_token_id]`` with an
+            ``end_token_id``) that returns the filled ``prompt``; on TensorFlow it is traced
+            into one `tf.function` (write it with ``keras.ops``, not NumPy), once per
+            sampler, step model and prompt length. Samplers that read the model's hidden
+            states (contrastive search) and a beam search returning all its beams are
+            refused: a step model returns no hidden states, and each row one text.
+            Default: `None`.
         initial_state: Optional list of arrays, one per state input of ``step_model``, each
             with ``batch`` rows: the state the prompt is read from. Default: `None`
             (`initial_step_state`'s zeros).
@@ -396,12 +401,17 @@ def _resolve_sampler(sampler):
                 f"`sampler={sampler!r}` names a keras-hub sampler, and keras-hub is not "
                 'installed: pip install "tf-memlayers[keras-hub]" (or pass a sampler instance).'
             ) from error
-        name, sampler = sampler, keras_hub.samplers.get(sampler)
+        name = sampler
+        try:
+            sampler = _NAMED_SAMPLERS.get(name) or keras_hub.samplers.get(name)
+        except KeyError:  # keras-hub's refusal of a name not in lowercase
+            pass
         if isinstance(sampler, str):  # keras-hub hands back a name it does not know
             raise ValueError(
                 f"`sampler={name!r}` names no keras-hub sampler: give one of keras-hub's "
                 "names ('greedy', 'top_k', 'top_p', 'beam', ...) or an instance."
             )
+        _NAMED_SAMPLERS[name] = sampler  # one per name: its traced loop is reused
     if not callable(sampler):
         raise TypeError(
             "`sampler` must be a keras-hub sampler (an instance or its name) or a callable "
@@ -414,7 +424,16 @@ def _resolve_sampler(sampler):
             "model returns only the logits and its state; use a greedy, random, top-k, top-p "
             "or beam sampler."
         )
+    if getattr(sampler, "return_all_beams", False):
+        raise ValueError(
+            "`sampler`: a beam search with return_all_beams=True returns every beam and its "
+            "score; `generate` returns one text per row: use return_all_beams=False."
+        )
     return sampler
+
+
+# keras-hub's samplers by name, each made once; the latest traced sampler loops.
+_NAMED_SAMPLERS, _TRACED, _TRACED_KEPT = {}, {}, 4
 
 
 def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None):
@@ -448,10 +467,16 @@ def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None):
 
     if keras.backend.backend() == "tensorflow":
         # As keras-hub's models generate: the sampler's loop traced into one graph, not run
-        # op by op (on JAX its loop is traced by `lax.while_loop` already).
+        # op by op (on JAX its loop is traced by `lax.while_loop` already), once per step
+        # model, sampler and prompt length: the latest few are kept (each holds its step model
+        # and sampler, whose ids therefore stay theirs).
         import tensorflow as tf
 
-        run = tf.function(run)
+        key = (id(step_model), id(sampler), length, end_token_id)
+        run = _TRACED.pop(key, None) or tf.function(run)
+        _TRACED[key] = run
+        for stale in list(_TRACED)[:-_TRACED_KEPT]:
+            del _TRACED[stale]
     tokens = run(
         ops.convert_to_tensor(buffer.astype("int32")),
         tuple(ops.convert_to_tensor(s) for s in state),
