@@ -1,4 +1,7 @@
-"""The precision attention weights are computed in under mixed precision."""
+"""The precision attention weights are computed in under mixed precision, and the floating
+point inputs of layers given integers."""
+
+from keras import ops
 
 
 def softmax_dtype(compute_dtype):
@@ -13,3 +16,21 @@ def softmax_dtype(compute_dtype):
         ``compute_dtype`` unchanged.
     """
     return "float32" if compute_dtype in ("float16", "bfloat16") else compute_dtype
+
+
+def floating(inputs, compute_dtype):
+    """``inputs`` as a tensor, cast to ``compute_dtype`` if not floating point: a layer reads
+    integers as numbers, as `keras.layers.Dense` does, rather than rounding its results to
+    them.
+
+    Args:
+        inputs: Tensor or array.
+        compute_dtype: String, the calling layer's compute dtype.
+
+    Returns:
+        A tensor: ``inputs`` (floating point ones unchanged) or their cast.
+    """
+    inputs = ops.convert_to_tensor(inputs)
+    if "float" in str(ops.dtype(inputs)):
+        return inputs
+    return ops.cast(inputs, compute_dtype)

@@ -73,3 +73,9 @@ def test_bad_calls():
     for call in (AttentionPooling(4), AttentionPooling(4).compute_output_spec):
         with pytest.raises(TypeError, match="`return_attention_scores` must be a bool, got 'x'"):
             call(inputs, return_attention_scores="x")
+
+
+def test_integer_inputs_are_read_as_numbers():
+    layer, x = AttentionPooling(8), np.arange(24).reshape(2, 3, 4)
+    pooled = layer(x.astype("int32"))  # not the weighted sum rounded to the integers: zeros
+    np.testing.assert_array_equal(as_numpy(pooled), as_numpy(layer(x.astype("float32"))))

@@ -287,3 +287,10 @@ def test_bad_candidates():
             use()
     with pytest.raises(ValueError, match="rank 2"):
         HeapCacheAttention(4, 2)(np.ones((2, 3, WIDTH), "float32"))
+
+
+def test_integer_inputs_are_read_as_numbers():
+    layer, states = make_layer(4), np.arange(2 * WIDTH).reshape(2, WIDTH)
+    layer.insert(states.astype("float32"))
+    read = as_numpy(layer(states.astype("float32")))  # not rounded back to the inputs
+    np.testing.assert_array_equal(as_numpy(layer(states.astype("int32"))), read)

@@ -319,3 +319,12 @@ def test_monotonic_attention_trains_under_xla(mode):
     model.compile("adam", "mse", jit_compile=True)
     x = [rng.normal(size=(2, 6, 4)), rng.normal(size=(2, 7, 6))]
     assert np.isfinite(model.fit(x, np.zeros((2, 8)), verbose=0).history["loss"]).all()
+
+
+@pytest.mark.parametrize("input_feeding", [True, False])
+def test_integer_sequences_are_read_as_numbers(input_feeding):
+    x, memory = np.ones((2, 4, 3)), np.ones((2, 5, 6), "float32")
+    wrapper = AttentionWrapper(keras.layers.GRUCell(4), input_feeding=input_feeding)
+    layer = AttentionRNN(wrapper, return_sequences=True)
+    want = as_numpy(layer(x.astype("float32"), memory=memory))
+    np.testing.assert_array_equal(as_numpy(layer(x.astype("int32"), memory=memory)), want)

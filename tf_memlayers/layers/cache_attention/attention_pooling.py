@@ -11,7 +11,7 @@ from tf_memlayers._validation import (
     check_rank,
     check_width,
 )
-from tf_memlayers.ops.precision import softmax_dtype
+from tf_memlayers.ops.precision import floating, softmax_dtype
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -112,6 +112,7 @@ class AttentionPooling(keras.layers.Layer):
         )
         if mask is not None:
             mask = ops.convert_to_tensor(mask)
+        inputs = floating(inputs, self.compute_dtype)
         self._check_call_inputs(inputs, mask)
         dtype = softmax_dtype(self.compute_dtype)
         if mask is not None:

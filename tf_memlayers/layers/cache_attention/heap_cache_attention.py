@@ -12,7 +12,7 @@ from tf_memlayers._validation import (
     check_width,
 )
 from tf_memlayers.ops.heap import heap_write, topk_write
-from tf_memlayers.ops.precision import softmax_dtype
+from tf_memlayers.ops.precision import floating, softmax_dtype
 
 POLICIES = ("heap", "topk")
 QUERIES = ("none", "additive", "dot")
@@ -223,6 +223,7 @@ class HeapCacheAttention(keras.layers.Layer):
 
     def call(self, inputs, training=None, return_attention_scores=False):
         del training
+        inputs = floating(inputs, self.compute_dtype)
         self._check_inputs(inputs.shape)
         dtype = softmax_dtype(self.compute_dtype)
         cache = ops.stop_gradient(ops.cast(self.cache, dtype))

@@ -12,6 +12,7 @@ from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionWrap
 from tf_memlayers.layers.memory_cell_wrapper import call_cell
 from tf_memlayers.layers.resets import zero_where
 from tf_memlayers.layers.resettable_rnn import ResettableRNN
+from tf_memlayers.ops.precision import floating
 
 # The methods of a step's attention that `AttentionWrapper.attend_steps` computes in batched
 # products itself: a subclass that overrides one of them runs step by step, calling it.
@@ -166,7 +167,7 @@ class AttentionRNN(ResettableRNN):
             initial_state = keras.tree.flatten(initial_state)
         owner = type(self).__name__
         cell = self.cell
-        sequences = ops.convert_to_tensor(sequences)
+        sequences = floating(sequences, cell.compute_dtype)
         mask = None if mask is None else ops.convert_to_tensor(mask)
         self.check_sequences(sequences, mask)  # before their shapes are read below
         if memory is None:
