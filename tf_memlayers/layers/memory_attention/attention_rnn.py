@@ -7,29 +7,11 @@ import keras
 from keras import ops
 
 from tf_memlayers import _validation as check
-from tf_memlayers.layers.memory_attention.attention_mechanism import ScoredAttention
 from tf_memlayers.layers.memory_attention.attention_wrapper import AttentionWrapper
 from tf_memlayers.layers.memory_cell_wrapper import call_cell
 from tf_memlayers.layers.resets import zero_where
 from tf_memlayers.layers.resettable_rnn import ResettableRNN
 from tf_memlayers.ops.precision import floating
-
-# The methods of a step's attention that `AttentionWrapper.attend_steps` computes in batched
-# products itself: a subclass that overrides one of them runs step by step, calling it.
-_WRAPPER_STEP_METHODS = ("call", "step", "attend_all", "attention_vector")
-
-
-def _attends_as_built(wrapper):
-    """Whether the attention of ``wrapper``'s steps is the package's own (its wrapper methods
-    and each scorer's ``attend`` are `AttentionWrapper`'s and `ScoredAttention`'s), which
-    `AttentionWrapper.attend_steps` reproduces for all steps at once."""
-    own = all(
-        getattr(type(wrapper), name) is getattr(AttentionWrapper, name)
-        for name in _WRAPPER_STEP_METHODS
-    )
-    return own and all(
-        type(scorer).attend is ScoredAttention.attend for scorer in wrapper.scorers()
-    )
 
 
 class _CellAlone:
@@ -216,7 +198,7 @@ class AttentionRNN(ResettableRNN):
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
         wrapper = self.cell
-        if wrapper.feeds_back or not _attends_as_built(wrapper):
+        if not wrapper.attends_after_the_loop():
             return super().inner_loop(sequences, initial_state, mask, training=training)
         # Nothing of the attention reaches the next step: the loop runs the wrapped cell
         # alone, and every step's attention is computed at once from the cell's outputs.

@@ -519,7 +519,7 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         input (``position="before"``), the previous attention vector does (input feeding),
         or the monotonic attention starts from the previous alignments. Where none does,
         `AttentionRNN` runs the wrapped cell's loop alone and attends for all steps at once
-        after it (`attend_steps`)."""
+        after it (`attend_steps`; see `attends_after_the_loop`)."""
         monotonic = any(scorer.monotonic_mode for scorer in self.scorers())
         return self.position == "before" or self.input_feeding or monotonic
 
@@ -649,6 +649,17 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
             )
         ]
         return [context for context, _ in results], [weights for _, weights in results]
+
+    def attends_after_the_loop(self):
+        """Whether `attend_steps` gives every step's attention after the loop: none of it feeds
+        back (`feeds_back` is false), and a step attends as this class and
+        `AttentionMechanism` do (a subclass that overrides ``attend``, ``attention_vector``,
+        ``attend_all``, ``step`` or ``call``, which `attend_steps` does not call, steps in the
+        loop)."""
+        methods = ("call", "step", "attend_all", "attention_vector")
+        own = all(getattr(type(self), n) is getattr(AttentionWrapper, n) for n in methods)
+        scorers = all(type(s).attend is ScoredAttention.attend for s in self.scorers())
+        return not self.feeds_back and own and scorers
 
     def attend_steps(self, outputs, memory, keys, memory_mask=None):
         """The attention of every step at once, for a cell whose attention does not feed
