@@ -251,6 +251,11 @@ def test_keras_hub_samplers_and_an_end_token_drive_generation(prompt_length, mon
     drawn = [generate(step_model, prompt, 6, sampler=sampler) for sampler in top_p]
     assert len({draw.tobytes() for draw in drawn}) > 1
     assert all(((0 <= draw) & (draw < VOCAB)).all() for draw in drawn)
+    # A sampler by name is a new one at every call, seeded by Keras's seed.
+    keras.utils.set_random_seed(1)
+    seeded = generate(step_model, prompt, 6, sampler="random")
+    keras.utils.set_random_seed(1)
+    np.testing.assert_array_equal(generate(step_model, prompt, 6, sampler="random"), seeded)
     assert not np.array_equal(beams, greedy[:, :4])  # a likelier continuation than greedy's
     # An end token ends a row for every way of choosing.
     end = int(greedy[0, 1])  # a token greedy generation emits early

@@ -257,9 +257,11 @@ def generate(
             index=..., mask=..., model=...)`` (and ``stop_token_ids=[end_token_id]`` with an
             ``end_token_id``) that returns the filled ``prompt``; on TensorFlow it is traced
             into one `tf.function` (write it with ``keras.ops``, not NumPy), once per
-            sampler, step model and prompt length. Samplers that read the model's hidden
-            states (contrastive search) and a beam search returning all its beams are
-            refused: a step model returns no hidden states, and each row one text.
+            sampler object, step model and prompt length (a name makes a new sampler at
+            every call, seeded by Keras's seed; pass one instance to reuse its trace).
+            Samplers that read the model's hidden states (contrastive search) and a beam
+            search returning all its beams are refused: a step model returns no hidden
+            states, and each row one text.
             Default: `None`.
         initial_state: Optional list of arrays, one per state input of ``step_model``, each
             with ``batch`` rows: the state the prompt is read from. Default: `None`
@@ -403,7 +405,7 @@ def _resolve_sampler(sampler):
             ) from error
         name = sampler
         try:
-            sampler = _NAMED_SAMPLERS.get(name) or keras_hub.samplers.get(name)
+            sampler = keras_hub.samplers.get(name)  # a new one, seeded by Keras's seed
         except KeyError:  # keras-hub's refusal of a name not in lowercase
             pass
         if isinstance(sampler, str):  # keras-hub hands back a name it does not know
@@ -411,7 +413,6 @@ def _resolve_sampler(sampler):
                 f"`sampler={name!r}` names no keras-hub sampler: give one of keras-hub's "
                 "names ('greedy', 'top_k', 'top_p', 'beam', ...) or an instance."
             )
-        _NAMED_SAMPLERS[name] = sampler  # one per name: its traced loop is reused
     if not callable(sampler):
         raise TypeError(
             "`sampler` must be a keras-hub sampler (an instance or its name) or a callable "
@@ -432,8 +433,8 @@ def _resolve_sampler(sampler):
     return sampler
 
 
-# keras-hub's samplers by name, each made once; the latest traced sampler loops.
-_NAMED_SAMPLERS, _TRACED, _TRACED_KEPT = {}, {}, 4
+# The latest traced sampler loops (TensorFlow).
+_TRACED, _TRACED_KEPT = {}, 4
 
 
 def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None):
