@@ -149,18 +149,10 @@ class ResettableCell(keras.layers.Layer):
         return cls(**with_deserialized_cell(config))
 
 
-def _unwrapped(cell, step_inputs=None):
-    """The cells whose dropout masks `keras.layers.RNN` prepares: through the package's
-    wrappers (`ResettableCell`, the memory cells) to the Keras cell inside; with
-    ``step_inputs`` ``[batch, features]``, also stand-ins of that cell's inputs, as wide as
-    each wrapper feeds its cell (``cell_input_dim``, set when built: the memory cells join
-    their own inputs to the step's)."""
-    while not hasattr(cell, "get_dropout_mask") and hasattr(cell, "cell"):
-        width = getattr(cell, "cell_input_dim", None)
-        if step_inputs is not None and width is not None:
-            step_inputs = ops.zeros((ops.shape(step_inputs)[0], width), step_inputs.dtype)
-        cell = cell.cell
-    return cell if step_inputs is None else (cell, step_inputs)
+def _wraps_a_cell(cell):
+    """Whether ``cell`` is one of the package's wrappers (`ResettableCell`, the memory cells)
+    around a Keras cell, whose dropout masks `keras.layers.RNN` does not prepare."""
+    return not hasattr(cell, "get_dropout_mask") and hasattr(cell, "cell")
 
 
 def _draw_dropout_masks(cell, step_inputs):
@@ -173,7 +165,13 @@ def _draw_dropout_masks(cell, step_inputs):
     Returns:
         List of the cells whose masks were drawn, for `_reset_dropout_masks`.
     """
-    cell, step_inputs = _unwrapped(cell, step_inputs)
+    while _wraps_a_cell(cell):
+        # The wrapped cell's inputs: as wide as the wrapper feeds it (``cell_input_dim``, set
+        # when built: the memory cells join their own inputs to the step's).
+        width = getattr(cell, "cell_input_dim", None)
+        if width is not None:
+            step_inputs = ops.zeros((ops.shape(step_inputs)[0], width), step_inputs.dtype)
+        cell = cell.cell
     if hasattr(cell, "get_dropout_mask"):
         cell.get_dropout_mask(step_inputs)
         first_state = keras.tree.flatten(cell.state_size)[0]
@@ -447,7 +445,7 @@ class ResettableRNN(keras.layers.RNN):
         # the cells of a `StackedRNNCells`) once per call, before its loop, but only of a cell
         # it sees; draw those of the cells inside the wrapper.
         drawn = []
-        if _unwrapped(self.cell) is not self.cell:
+        if _wraps_a_cell(self.cell):
             drawn = _draw_dropout_masks(self.cell, sequences[:, 0])
         try:
             return super().call(

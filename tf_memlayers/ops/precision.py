@@ -1,6 +1,7 @@
 """The precision attention weights are computed in under mixed precision, and the floating
 point inputs of layers given integers."""
 
+import keras
 from keras import ops
 
 
@@ -31,6 +32,6 @@ def floating(inputs, compute_dtype):
         A tensor: ``inputs`` (floating point ones unchanged) or their cast.
     """
     inputs = ops.convert_to_tensor(inputs)
-    if "float" in str(ops.dtype(inputs)):
+    if keras.backend.is_float_dtype(inputs.dtype):
         return inputs
     return ops.cast(inputs, compute_dtype)
