@@ -321,7 +321,10 @@ def write_gpu(runs, page=RESULTS_PAGE, figure=GPU_FIGURE):
     for name, rows in blocks.items():  # JAX's rows named beside another backend's
         if name != "gpu-goals" and any("backend" in row for row in rows):
             blocks[name] = [{"backend": "jax", **row} for row in rows]
-    values = {"peaks": peaks_text(runs), **window_notes(runs)}
+    # The settings every run's speed tables shared: the captions' sizes and rounds.
+    settings = [run["speed"]["settings"] for run in runs if run["speed"]]
+    shared = {k: v for k, v in settings[0].items() if all(s.get(k) == v for s in settings)}
+    values = {"peaks": peaks_text(runs), "s": shared if settings else {}, **window_notes(runs)}
     for name, rows in blocks.items():
         write_block(name, rows, values, page, every_column=True)
     lines = [
