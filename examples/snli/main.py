@@ -88,6 +88,11 @@ def existing_file(text):
     return os.path.abspath(text)
 
 
+def folder(text):
+    """An argparse type: a folder as an absolute path (``~`` expanded), as the run records it."""
+    return os.path.abspath(os.path.expanduser(text))
+
+
 def workdir(text):
     """An argparse type: a directory to use or create (not a file, nor inside one)."""
     existing = os.path.abspath(text)
@@ -123,6 +128,7 @@ def make_parser():
     )
     add(
         "--tfds-data-dir",
+        type=folder,
         metavar="DIR",
         help="tensorflow-datasets data_dir (default: tensorflow-datasets' own, "
         "~/tensorflow_datasets)",

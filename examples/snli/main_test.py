@@ -215,6 +215,10 @@ def test_the_run_directory_is_one_per_set_of_options(capsys, tmp_path, monkeypat
     assert len(runs) == 2, runs
     assert all(run.startswith("gru-batch_size=25_embedding_dim=8_eval_every=2_") for run in runs)
     workdir = os.path.join(main.DEFAULT_ROOT, runs[0])
+    (tmp_path / "tfds").mkdir()  # a folder however spelled: one run
+    spellings = ("tfds", "./tfds/", str(tmp_path / "tfds"))
+    tfds = [main.parse_args(["--source", "tfds", "--tfds-data-dir", s]) for s in spellings]
+    assert len({main.run_directory(config, {}) for config in tfds}) == 1
     line = _error_line(capsys, main.main, [*TINY, "--workdir", workdir])
     assert "argument --workdir: " in line and "model: 'gru' there, 'dual_am_gru' now" in line
 
