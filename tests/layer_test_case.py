@@ -316,6 +316,10 @@ class LayerTestCase:
             model.save(tmp_path / "model.keras")
             loaded = keras.models.load_model(tmp_path / "model.keras")
             assert_close(compiled(loaded)(inputs), predictions, atol=1e-6)
+            for layer in loaded.layers:  # frozen, its layers rebuilt from their configs
+                layer.trainable = False
+            frozen = keras.models.clone_model(loaded).trainable_weights
+            assert not frozen, f"trainable after rebuilding: {[w.path for w in frozen]}"
             if BACKEND == "tensorflow":  # exported as a SavedModel, it serves the same
                 model.export(str(tmp_path / "export"), verbose=False)
                 archive = tf.saved_model.load(str(tmp_path / "export"))  # held while it serves
@@ -367,9 +371,11 @@ class LayerTestCase:
             for (got, got_dtype), (want, want_dtype) in zip(symbolic, eager):
                 assert got[0] in (None, want[0]) and got[1:] == want[1:], (policy, got, want)
                 assert got_dtype == want_dtype, policy
-            shape_method = make(policy).compute_output_shape
-            if not arrays and all(takes(shape_method, name) for name in call_kwargs):
-                computed = shape_method(shape, **call_kwargs)
+            # With memory arrays, the layer the call has built (the memories' lengths).
+            shape_method = (layer if arrays else make(policy)).compute_output_shape
+            others = {k: v for k, v in call_kwargs.items() if k not in arrays}
+            if all(takes(shape_method, name) for name in others):
+                computed = shape_method(shape, **others)
                 assert _shape_list(computed) == [s for s, _ in eager], policy
 
     def run_nan_padding_test(self, make, memory_width=None):

@@ -43,8 +43,8 @@ def conditional_encoding_layers(units, fused_loop="auto", flags=None, **dual_arg
         flags: Optional dict of `keras.layers.RNN` flags for both layers (``return_state`` is
             always True: the hypothesis starts from the premise's final states).
         **dual_arguments: The other `DualAssociativeGRU` arguments (``num_copies``,
-            ``dual_key``, ``seed``, the initializers and regularizers, ``dtype``), checked
-            there.
+            ``dual_key``, ``seed``, the initializers and regularizers, ``dtype``,
+            ``trainable``), checked there.
 
     Returns:
         ``(premise_layer, hypothesis_layer)``: a `PremisePass` over the AM-GRU cell of the
@@ -56,6 +56,7 @@ def conditional_encoding_layers(units, fused_loop="auto", flags=None, **dual_arg
         hypothesis_layer.cell.premise_cell,
         fused_loop=fused_loop,
         dtype=dual_arguments.get("dtype"),
+        trainable=dual_arguments.get("trainable", True),
         **flags,
     )
     return premise_layer, hypothesis_layer
@@ -209,6 +210,7 @@ class DualAssociativeEncoder(keras.layers.Layer):
                 kernel_regularizer=kernel_regularizer,
                 bias_regularizer=bias_regularizer,
                 dtype=self.dtype_policy,
+                trainable=self.trainable,
             )
         self.return_state = check.check_bool("return_state", return_state, type(self).__name__)
         self.supports_masking = True

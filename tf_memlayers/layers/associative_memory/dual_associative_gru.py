@@ -161,6 +161,7 @@ class DualAssociativeGRUCell(keras.layers.Layer):
                 kernel_regularizer=kernel_regularizer,
                 bias_regularizer=bias_regularizer,
                 dtype=kwargs.get("dtype"),
+                trainable=self.trainable,
                 name="premise_cell",
             )
         units, num_copies = self.premise_cell.units, self.premise_cell.num_copies

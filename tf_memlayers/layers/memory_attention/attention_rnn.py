@@ -365,17 +365,20 @@ class AttentionRNN(ResettableRNN):
             memories = self.cell.per_mechanism(memory, "memory", owner)
             masks = self.cell.per_mechanism(memory_mask, "memory_mask", owner)
             self.cell.check_memories(memories, masks, sequences, "sequences", owner)
-        spec = super().compute_output_spec(
+        # Keras's `compute_output_spec` gives `compute_output_shape`'s shapes.
+        return super().compute_output_spec(
             sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
         )
+
+    def compute_output_shape(self, sequences_shape, initial_state_shape=None):
+        """Keras's RNN shapes; with the cell's ``return_attention_scores``, the output is
+        followed by the weights over each memory (``[..., length]``), as the call returns
+        them."""
+        shapes = super().compute_output_shape(sequences_shape, initial_state_shape)
         if not self.cell.return_attention_scores:
-            return spec
-        output, states = (spec[0], list(spec[1:])) if self.return_state else (spec, [])
-        lengths = self.cell.memory_lengths
-        head = tuple(output.shape[:-1])
-        alignments = [keras.KerasTensor(head + (length,), output.dtype) for length in lengths]
-        return (
-            keras.KerasTensor(head + (self.cell.output_size - sum(lengths),), output.dtype),
-            self.cell._one_or_list(alignments),
-            *states,
-        )
+            return shapes
+        output, states = (shapes[0], list(shapes[1:])) if self.return_state else (shapes, [])
+        lengths, head = self.cell.memory_lengths, tuple(output[:-1])
+        alignments = [head + (length,) for length in lengths]
+        output = head + (self.cell.output_size - sum(lengths),)
+        return (output, self.cell._one_or_list(alignments), *states)
