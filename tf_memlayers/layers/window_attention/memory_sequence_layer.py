@@ -29,8 +29,8 @@ class MemorySequenceLayer(keras.layers.Layer):
 
     Args:
         stateful: Boolean, (default `False`), whether to keep the memory in a non-trainable
-            variable (saved with the model) and carry it to the next call; needs a fixed
-            batch size. `reset_state()` clears it.
+            variable (saved with the model, where Keras saves no RNN's states) and carry it
+            to the next call; needs a fixed batch size. `reset_state()` clears it.
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
     """
 

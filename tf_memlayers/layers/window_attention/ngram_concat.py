@@ -132,7 +132,8 @@ class NGramConcat(_NGram, MemorySequenceLayer):
             outputs, ``[batch, (N-2)*width]``.
         stateful: Boolean, (default `False`), whether to carry the last N-2 outputs to the
             next call in a non-trainable variable (truncated BPTT; needs a fixed batch
-            size); `reset_state()` clears it.
+            size); `reset_state()` clears it. A ``.keras`` file holds it (Keras saves no
+            RNN's states: reset a model loaded in the middle of a stream).
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:

@@ -83,7 +83,8 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
         stateful: Boolean, (default `False`), whether to keep the memory in a non-trainable
             variable and carry it to the next call (truncated BPTT over consecutive segments
             of the same streams; needs a fixed batch size). `reset_state()` clears it, e.g.
-            at document boundaries.
+            at document boundaries. A ``.keras`` file holds it (Keras saves no RNN's states:
+            reset a model loaded in the middle of a stream).
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
