@@ -102,3 +102,21 @@ def test_public_docstring_has_the_keras_sections(name):
         if not re.search(rf"^[ \t]*{re.escape(section)}[ \t]*$", doc, re.MULTILINE)
     ]
     assert not missing, f"{name}'s docstring has no {missing} section (a line of its own)"
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_a_layers_call_arguments_are_those_of_its_call(name):
+    module, _, attribute = name.rpartition(".")
+    layer = getattr(importlib.import_module(module), attribute)
+    if "Call arguments:" not in _required_sections(layer):
+        pytest.skip("not a layer")
+    section = inspect.cleandoc(layer.__doc__).split("Call arguments:\n")[1].split("\n\n")[0]
+    named = re.findall(r"^    (\w+(?:, \w+)*):", section, re.MULTILINE)
+    documented = {one for names in named for one in names.split(", ")}
+    parameters = inspect.signature(layer.call).parameters.values()
+    taken = {
+        p.name
+        for p in parameters
+        if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+    assert documented == taken, f"{name}: documented {sorted(documented)}, taken {sorted(taken)}"

@@ -139,6 +139,27 @@ def check_choice(name, value, allowed, owner=None):
     return value
 
 
+def check_callbacks(callbacks, owner=None):
+    """``callbacks`` as a list of `keras.callbacks.Callback` (`None`: none), as ``fit`` takes
+    them."""
+    callbacks = () if callbacks is None else callbacks
+    if isinstance(callbacks, (str, keras.callbacks.Callback)) or not isinstance(
+        callbacks, collections.abc.Iterable
+    ):
+        raise TypeError(
+            f"{_prefix(owner)}`callbacks` must be a list of keras.callbacks.Callback or None, "
+            f"got {callbacks!r}."
+        )
+    callbacks = list(callbacks)
+    for index, callback in enumerate(callbacks):
+        if not isinstance(callback, keras.callbacks.Callback):
+            raise TypeError(
+                f"{_prefix(owner)}`callbacks[{index}]` must be a keras.callbacks.Callback, got "
+                f"{callback!r}."
+            )
+    return callbacks
+
+
 def check_even(name, value, why, owner=None):
     """Returns ``value`` if it is an even integer >= 2; ``why`` explains the need."""
     value = check_int(name, value, 2, owner)

@@ -74,6 +74,10 @@ def test_the_pair_is_read_as_word_ids_unknown_words_as_unk_and_embedded_by_the_m
         heatmap.on_epoch_end(0)
         # Not even an empty run for TensorBoard to list.
         assert heatmap.last_matrix is None and not (tmp_path / folder).exists(), view
+        typo = view(tmp_path, ["a"], ["a"], ["a"], encoder_name="encodr")
+        typo.set_model(model)  # refused before the first epoch trains
+        with pytest.raises(ValueError, match=f"{view.__name__}: `encoder_name` 'encodr' names"):
+            typo.on_train_begin()
 
 
 @pytest.mark.parametrize(

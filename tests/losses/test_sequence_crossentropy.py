@@ -49,8 +49,8 @@ def test_zero_weight_padding_changes_neither_reduction(mode):
     np.testing.assert_allclose(float(loss(*padded)), float(loss(*plain)), rtol=1e-5)
 
 
-@pytest.mark.parametrize("reduction", [None, "sum", "none"])
-def test_without_weights_the_plain_means_and_a_reduction_argument_is_ignored(reduction):
+@pytest.mark.parametrize("reduction", [None, "mean_with_sample_weight"])
+def test_without_weights_the_plain_means_and_reduction_is_the_modes(reduction):
     targets, logits, weights = _batch(4)
     nll = _numpy_token_nll(targets, logits)
     kwargs = {} if reduction is None else {"reduction": reduction}
@@ -60,8 +60,14 @@ def test_without_weights_the_plain_means_and_a_reduction_argument_is_ignored(red
     assert np.shape(weighted) == ()
     np.testing.assert_allclose(float(weighted), (nll * weights).sum() / weights.sum(), rtol=1e-5)
     np.testing.assert_allclose(float(token_mean(targets, logits)), nll.mean(), rtol=1e-5)
-    summed = SequenceCrossentropy("sum_over_time", **kwargs)(targets, logits)
+    summed = SequenceCrossentropy("sum_over_time")(targets, logits)
     np.testing.assert_allclose(float(summed), nll.mean(axis=0).sum(), rtol=1e-5)
+    for other in ("sum", "none", "bogus"):  # as Keras's losses refuse a reduction they lack
+        with pytest.raises(ValueError, match=f"`reduction` is set by .* got reduction='{other}'"):
+            SequenceCrossentropy(reduction=other)
+    # A config of Keras's form, holding a reduction, loads.
+    config = {"reduction_mode": "sum_over_time", "reduction": "sum_over_batch_size"}
+    assert SequenceCrossentropy.from_config(config).reduction_mode == "sum_over_time"
 
 
 @pytest.mark.parametrize("mode", LOSS_REDUCTIONS)

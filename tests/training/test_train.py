@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from tests.support import REPO_ROOT
 from tests.training import multi_worker_job
-from tf_memlayers.training import RunBackup, train
+from tf_memlayers.training import RunBackup, evaluate, train
 
 train_module = importlib.import_module("tf_memlayers.training.train")
 
@@ -28,7 +28,7 @@ def test_fit_is_chosen_except_under_multi_worker_until_keras_is_fixed(monkeypatc
     assert train_module.fit_works_under(multi, keras_version="3.16.0")
 
 
-def test_arguments_are_checked():
+def test_arguments_are_checked(tmp_path):
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     data = tf.data.Dataset.from_tensor_slices((np.ones((2, 2)), np.ones((2, 1)))).batch(2)
     pytest.raises(ValueError, train, model, data).match("`model` must be a compiled keras.Model")
@@ -36,6 +36,11 @@ def test_arguments_are_checked():
     with pytest.raises(TypeError, match="`x` must be a tf.data.Dataset .* got ndarray"):
         train(model, np.ones((2, 2)))
     pytest.raises(ValueError, train, model, data, epochs=0).match("`epochs` must be >= 1, got 0")
+    for bad, name in ((1, "`callbacks` must be a list"), ([1], r"`callbacks\[0\]` must be")):
+        pytest.raises(TypeError, train, model, data, callbacks=bad).match(name)
+    # None as `fit` takes it: no callbacks, also for `evaluate` and `RunBackup`.
+    assert len(train(model, data, callbacks=None, verbose=0).history["loss"]) == 1
+    assert evaluate(model, data, callbacks=None) and RunBackup(tmp_path, None).callbacks == []
 
 
 def test_a_run_an_early_stop_ended_trains_no_further_epoch_when_started_again(tmp_path):

@@ -72,6 +72,16 @@ class PairProbe(keras.callbacks.Callback):
         """The matrix to draw under the current weights, or `None`."""
         raise NotImplementedError(f"{type(self).__name__} must say what it draws (`matrix`).")
 
+    def on_train_begin(self, logs=None):
+        # Looked up before the first epoch trains, not at its end.
+        names = [layer.name for layer in self.model.layers]
+        for argument in ("encoder_name", "embedding_name"):
+            if getattr(self, argument) not in names:
+                raise ValueError(
+                    f"{type(self).__name__}: `{argument}` {getattr(self, argument)!r} names no "
+                    f"layer of the model; its layers are {names}."
+                )
+
     def embedded_pair(self):
         """``(encoder, premise [Tp, dim], hypothesis [Th, dim])`` under the current weights."""
         embedding = self.model.get_layer(self.embedding_name)

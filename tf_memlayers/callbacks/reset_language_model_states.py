@@ -65,6 +65,7 @@ def reset_language_model_states(model, rows=None):
             `None` (clear every row).
 
     Raises:
+        TypeError: If ``rows`` is not a boolean vector.
         ValueError: If ``rows`` does not have one entry per row of a carried state.
 
     Example:
@@ -87,7 +88,12 @@ def reset_language_model_states(model, rows=None):
             for variable in state_variables(layer):
                 variable.assign(ops.zeros(variable.shape, variable.dtype))
         return
-    rows = np.asarray(rows, dtype=bool)
+    rows = np.asarray(rows)
+    if rows.dtype != bool or rows.ndim != 1:
+        raise TypeError(
+            "`rows` must be a boolean vector, one entry per row (a mask; rows by index: "
+            f"np.isin(np.arange(batch), indices)), got {rows.dtype} of shape {rows.shape}."
+        )
     if not rows.any():
         return
     for layer in layers:

@@ -72,9 +72,6 @@ class ResettableCell(keras.layers.Layer):
     Call arguments:
         inputs: A 2D tensor ``[batch, features]``, the input of the step.
         states: The wrapped cell's states.
-        sequences_mask: Where the call has other tensors (``initial_state``, ``reset``), Keras
-            passes the mask of ``sequences`` (from ``Embedding(mask_zero=True)``, say) here
-            rather than as ``mask``; used where ``mask`` is `None`. Default: `None`.
         training: Python boolean, passed to the wrapped cell. Default: `None`.
         reset: Optional bool tensor ``[batch]``, true in the rows whose states start again
             at this step. Default: `None` (no row).
@@ -356,6 +353,9 @@ class ResettableRNN(keras.layers.RNN):
         sequences: A 3D tensor ``[batch, time, features]``.
         initial_state: Optional list of the cell's initial states. Default: `None`.
         mask: Optional bool tensor ``[batch, time]``. Default: `None`.
+        sequences_mask: Where the call has other tensors (``initial_state``, ``reset``), Keras
+            passes the mask of ``sequences`` (from ``Embedding(mask_zero=True)``, say) here
+            rather than as ``mask``; used where ``mask`` is `None`. Default: `None`.
         training: Python boolean, passed to the cell. Default: `False`.
         reset: Optional bool tensor ``[batch, time]``, true where a new document starts.
             Default: `None`.

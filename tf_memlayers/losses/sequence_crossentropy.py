@@ -26,8 +26,8 @@ class SequenceCrossentropy(keras.losses.Loss):
         reduction_mode: String, one of `LOSS_REDUCTIONS`: `"token_mean"` or
             `"sum_over_time"`. Default: `"token_mean"`.
         name: String, name of the loss instance. Default: `"sequence_crossentropy"`.
-        **kwargs: Other `keras.losses.Loss` arguments, such as ``dtype`` (a ``reduction``
-            argument is ignored: ``reduction_mode`` sets it).
+        **kwargs: Other `keras.losses.Loss` arguments, such as ``dtype`` (``reduction`` is
+            the one ``reduction_mode`` sets: another is a `ValueError`).
 
     Call arguments:
         y_true: Integer targets ``[batch, time]``.
@@ -46,10 +46,17 @@ class SequenceCrossentropy(keras.losses.Loss):
 
     def __init__(self, reduction_mode="token_mean", name="sequence_crossentropy", **kwargs):
         check_choice("reduction_mode", reduction_mode, LOSS_REDUCTIONS)
-        kwargs.pop("reduction", None)
         reduction = (
             "mean_with_sample_weight" if reduction_mode == "token_mean" else "sum_over_batch_size"
         )
+        given = kwargs.pop("reduction", reduction)
+        if given != reduction:
+            modes = ", ".join(map(repr, LOSS_REDUCTIONS))
+            raise ValueError(
+                f"SequenceCrossentropy: `reduction` is set by `reduction_mode` "
+                f"({reduction_mode!r}: Keras's {reduction!r}); got reduction={given!r}. Choose "
+                f"the reduction with reduction_mode, one of {modes}."
+            )
         super().__init__(name=name, reduction=reduction, **kwargs)
         self.reduction_mode = reduction_mode
 
@@ -59,6 +66,11 @@ class SequenceCrossentropy(keras.losses.Loss):
             # Mean over batch x time, times the number of steps = sum over time / batch.
             nll = nll * ops.cast(ops.shape(nll)[1], nll.dtype)
         return nll
+
+    @classmethod
+    def from_config(cls, config):
+        # A config of Keras's own form also holds the `reduction` that `reduction_mode` sets.
+        return cls(**{k: v for k, v in config.items() if k != "reduction"})
 
     def get_config(self):
         return {"reduction_mode": self.reduction_mode, "name": self.name, "dtype": self.dtype}

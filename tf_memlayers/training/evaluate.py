@@ -1,5 +1,6 @@
 """`evaluate`: `keras.Model.evaluate` under any `tf.distribute` strategy."""
 
+from tf_memlayers._validation import check_callbacks
 from tf_memlayers.training._custom_loop import evaluate_locally
 from tf_memlayers.training.train import _check_model_and_data, fit_works_under
 
@@ -15,8 +16,8 @@ def evaluate(model, x, callbacks=(), verbose=0, strategy=None):
         model: A compiled `keras.Model`.
         x: A `tf.data.Dataset` of ``(inputs, targets)`` or ``(inputs, targets,
             sample_weights)`` batches.
-        callbacks: Sequence of `keras.callbacks.Callback`, called as ``evaluate`` calls them.
-            Default: `()`.
+        callbacks: Sequence of `keras.callbacks.Callback` (or `None`), called as ``evaluate``
+            calls them. Default: `()`.
         verbose: `0`, `1` or `2`, as for `keras.Model.evaluate`. Default: `0`.
         strategy: Optional `tf.distribute.Strategy`. Default: `None` (the model's).
 
@@ -41,7 +42,8 @@ def evaluate(model, x, callbacks=(), verbose=0, strategy=None):
     {'loss': 1.0}
     """
     _check_model_and_data(model, x)
+    callbacks = check_callbacks(callbacks)
     strategy = strategy or model.distribute_strategy
     if fit_works_under(strategy):
-        return model.evaluate(x, callbacks=list(callbacks), verbose=verbose, return_dict=True)
+        return model.evaluate(x, callbacks=callbacks, verbose=verbose, return_dict=True)
     return evaluate_locally(model, x, callbacks=callbacks, verbose=verbose)

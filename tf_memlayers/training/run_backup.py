@@ -10,6 +10,8 @@ import shutil
 import keras
 import numpy as np
 
+from tf_memlayers._validation import check_callbacks
+
 RECORD_FILE = "run.json"
 SETTINGS_FILE = "settings.json"
 RECORD_FORMAT = 2
@@ -154,7 +156,7 @@ class RunBackup(keras.callbacks.Callback):
         if not isinstance(directory, (str, os.PathLike)):
             raise TypeError(f"`directory` must be a string or path, got {directory!r}.")
         self.directory = os.fspath(directory)
-        self.callbacks = list(callbacks)
+        self.callbacks = check_callbacks(callbacks, type(self).__name__)
         for callback in self.callbacks:
             if _state_names(callback) is None:
                 kinds = ", ".join(f"keras.callbacks.{kind.__name__}" for kind, _ in CALLBACK_STATE)

@@ -10,7 +10,7 @@ the fix and `train` calls ``fit`` everywhere, with no other change.
 import keras
 
 from tf_memlayers._tensorflow import require_tensorflow
-from tf_memlayers._validation import check_int, check_optional_int
+from tf_memlayers._validation import check_callbacks, check_int, check_optional_int
 from tf_memlayers.training._custom_loop import train_with_custom_loop
 from tf_memlayers.training.is_chief import _is_multi_worker
 from tf_memlayers.training.run_backup import RunBackup
@@ -95,7 +95,7 @@ def train(
             endless dataset), without it every epoch runs through ``x``. Default: `None`.
         validation_data: Optional `tf.data.Dataset`, evaluated after each epoch.
             Default: `None`.
-        callbacks: Sequence of `keras.callbacks.Callback`. Default: `()`.
+        callbacks: Sequence of `keras.callbacks.Callback`, or `None`. Default: `()`.
         verbose: `0`, `1` or `2`, as for `keras.Model.fit`. Default: `1`.
         strategy: Optional `tf.distribute.Strategy`. Default: `None` (the model's).
 
@@ -126,6 +126,7 @@ def train(
     epochs = check_int("epochs", epochs, 1)
     initial_epoch = check_int("initial_epoch", initial_epoch, 0)
     steps_per_epoch = check_optional_int("steps_per_epoch", steps_per_epoch, 1)
+    callbacks = check_callbacks(callbacks)
     if any(isinstance(c, RunBackup) and c.stopped for c in callbacks):
         epochs = initial_epoch  # a callback ended the run: restored, it trains no more epochs
     strategy = strategy or model.distribute_strategy
@@ -152,7 +153,7 @@ def train(
         initial_epoch=initial_epoch,
         steps_per_epoch=steps_per_epoch,
         validation_data=validation_data,
-        callbacks=list(callbacks),
+        callbacks=callbacks,
         shuffle=False,
         verbose=verbose,
     )

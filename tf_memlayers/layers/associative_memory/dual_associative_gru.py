@@ -96,9 +96,6 @@ class DualAssociativeGRUCell(keras.layers.Layer):
         inputs: ``[batch, input_dim]``.
         states: ``[memory [batch, units * C], previous output [batch, units],
             source memory [batch, units * C]]``.
-        sequences_mask: Where the call has other tensors (``initial_state``, ``reset``), Keras
-            passes the mask of ``sequences`` (from ``Embedding(mask_zero=True)``, say) here
-            rather than as ``mask``; used where ``mask`` is `None`. Default: `None`.
         training: unused.
         reset: Optional bool tensor ``[batch]``, true in the rows that start a new document
             at this step: their memory and previous output are set to zero before the step.
@@ -324,6 +321,9 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
             an empty memory, the premise's last output and the premise's final memory.
             Zeros by default (then the source is empty and contributes nothing).
         mask: optional boolean ``[batch, time]``; masked steps neither read nor write.
+        sequences_mask: Where the call has other tensors (``initial_state``, ``reset``), Keras
+            passes the mask of ``sequences`` (from ``Embedding(mask_zero=True)``, say) here
+            rather than as ``mask``; used where ``mask`` is `None`. Default: `None`.
         training: unused (present for the layer protocol).
         reset: optional boolean ``[batch, time]``, true where a new document starts: before
             that step the row's memory and previous output are set to zero; its source
