@@ -23,6 +23,7 @@ SHARED = (
     "ops/test_pieces.py",
     "ops/test_precision.py",
     "ops/test_products.py",
+    "ops/test_windows.py",
     "test__tensorflow.py",
     "test__validation.py",
     "test_backends.py",

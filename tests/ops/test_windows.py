@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.support import gradients
+from tests.support import BACKEND, gradients
 from tf_memlayers.ops import windows
 
 RNG = np.random.default_rng(3)
@@ -31,7 +31,7 @@ def test_window_weighted_sum_matches_numpy_forward_and_gradients(window, steps):
     np.testing.assert_allclose(got, weighted_sum_reference(weights, stream), atol=1e-12)
 
     _, _, (weights_grad, carried_grad, steps_grad) = gradients(
-        lambda w, c, s: ops.sum(weighted_sum(w, c, s) * probe),
+        lambda w, c, s: ops.sum(ops.multiply(weighted_sum(w, c, s), probe)),
         inputs=[weights, stream[:, :window], stream[:, window:]],
     )
     expected_weights_grad, expected_stream_grad = np.zeros_like(weights), np.zeros_like(stream)
@@ -42,6 +42,18 @@ def test_window_weighted_sum_matches_numpy_forward_and_gradients(window, steps):
     np.testing.assert_allclose(weights_grad, expected_weights_grad, atol=1e-12)
     np.testing.assert_allclose(carried_grad, expected_stream_grad[:, :window], atol=1e-12)
     np.testing.assert_allclose(steps_grad, expected_stream_grad[:, window:], atol=1e-12)
+
+
+@pytest.mark.skipif(BACKEND != "jax", reason="reads the intermediates' sizes from JAX's trace")
+@pytest.mark.parametrize("steps", [3, 150])  # one band, and blocks
+def test_window_weighted_sum_makes_nothing_cubic_in_the_window(steps):
+    import jax
+
+    window, width = 64, 5
+    shapes = [(1, steps, window), (1, window, width), (1, steps, width)]
+    traced = jax.make_jaxpr(windows.window_weighted_sum)(*(np.ones(s, "float32") for s in shapes))
+    largest = max(np.prod(v.aval.shape) for eqn in traced.jaxpr.eqns for v in eqn.outvars)
+    assert largest <= 4 * (steps + window) * (2 * window + width), largest
 
 
 def test_window_weighted_sum_equals_the_offset_windows_product():

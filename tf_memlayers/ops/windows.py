@@ -10,7 +10,7 @@ the front (`Compaction`), so the window of the r-th valid step is the contiguous
 static offset slices (`offset_windows`), O(T·L) time and memory with no scatter in the
 backward pass, and results go back to their original steps with `Compaction.restore`.
 `window_weighted_sum` reads a wide stream (the values) through its windows without
-materialising them: a block-banded matrix product, O(T·L) time and O(T·width) memory.
+materialising them: a block-banded matrix product, O(T·L) time and O(T·(width + L)) memory.
 Without a mask every step is valid and compaction is the identity.
 
 Written in `keras.ops`, so it runs on every Keras backend; batch and time may be unknown
@@ -103,11 +103,15 @@ def offset_windows(stream, window):
     return ops.stack([stream[:, i : i - window] for i in range(window)], axis=2)
 
 
-def _block_placement(window, block, dtype):
-    """One-hot ``[block, window, 2 * block]``: window position i of row c of a block lands in
-    column ``block - window + c + i`` of the block pair [previous block ; own block]."""
-    columns = ops.arange(block)[:, None] + ops.arange(window)[None, :] + (block - window)
-    return ops.one_hot(columns, 2 * block, dtype=dtype)
+def _skewed(weights, width):
+    """``[..., R, L]`` -> ``[..., R, width]`` (``width >= R + L - 1``, R and L static): row c's
+    L weights in columns ``c .. c + L - 1``, zeros elsewhere. No arithmetic: padded to
+    ``width + 1`` columns, the rows read back ``width`` wide each start one column further."""
+    rows, window = weights.shape[-2:]
+    lead = ops.shape(weights)[:-2]
+    pad = [[0, 0]] * (len(weights.shape) - 1) + [[0, width + 1 - window]]
+    flat = ops.reshape(ops.pad(weights, pad), (*lead, rows * (width + 1)))
+    return ops.reshape(flat[..., : rows * width], (*lead, rows, width))
 
 
 def window_weighted_sum(weights, carried, steps):
@@ -115,11 +119,13 @@ def window_weighted_sum(weights, carried, steps):
     ``stream = [carried ; steps]``.
 
     The same as ``einsum("btl,btld->btd", weights, offset_windows(stream, L))`` but neither
-    the ``[B, T, L, width]`` windows nor the joined stream is built: the steps are cut into
-    blocks of ``C = max(L, 8)``, the weights of a block are placed into a banded ``[C, 2C]``
-    matrix over the block before it and its own, and batched matrix products read the blocks
-    of ``steps`` in place (the carried items form the block before the first). Memory
-    O(T·width) instead of O(T·L·width); the products add zeros outside the band.
+    the ``[B, T, L, width]`` windows nor the joined stream is built: each step's weights are
+    placed into a banded matrix over the stream (`_skewed`), read by matrix products. With
+    at most ``C = max(L, 8)`` steps, known when traced, one band ``[T, L + T]`` covers the
+    carried items and the steps. Otherwise the steps are cut into blocks of C, each block's
+    band ``[C, 2C]`` spans the block before it and its own, and batched matrix products read
+    the blocks of ``steps`` in place (the carried items form the block before the first).
+    Memory O(T·(width + L)) instead of O(T·L·width); the products add zeros outside the band.
 
     Args:
         weights: ``[B, T, L]``, L static.
@@ -131,14 +137,18 @@ def window_weighted_sum(weights, carried, steps):
     """
     window = weights.shape[-1]
     block = max(window, 8)
+    known = weights.shape[1]
+    if known is not None and known <= block:
+        band = _skewed(weights, window + known)
+        return ops.matmul(band[..., :window], carried) + ops.matmul(band[..., window:], steps)
     batch, length = ops.shape(weights)[:2]
     width = steps.shape[-1]
     blocks = (length + block - 1) // block
     tail = blocks * block - length
     weights = ops.pad(weights, [[0, 0], [0, tail], [0, 0]])
     weights = ops.reshape(weights, (batch, blocks, block, window))
-    placement = _block_placement(window, block, weights.dtype)
-    band = ops.einsum("bncl,clj->bncj", weights, placement)
+    # Window position i of row c lands in column C - L + c + i of [previous block ; own].
+    band = _skewed(ops.pad(weights, [[0, 0], [0, 0], [0, 0], [block - window, 0]]), 2 * block)
     previous, own = band[..., :block], band[..., block:]
     # Step s of the stream (carried items first) lies at row s + C - L of [carried block ;
     # step blocks], so the window of step r lies in the block before r's and in r's own.
