@@ -113,10 +113,7 @@ def test_a_layers_call_arguments_are_those_of_its_call(name):
     section = inspect.cleandoc(layer.__doc__).split("Call arguments:\n")[1].split("\n\n")[0]
     named = re.findall(r"^    (\w+(?:, \w+)*):", section, re.MULTILINE)
     documented = {one for names in named for one in names.split(", ")}
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     parameters = inspect.signature(layer.call).parameters.values()
-    taken = {
-        p.name
-        for p in parameters
-        if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    }
+    taken = {p.name for p in parameters if p.name != "self" and p.kind in kinds}
     assert documented == taken, f"{name}: documented {sorted(documented)}, taken {sorted(taken)}"
