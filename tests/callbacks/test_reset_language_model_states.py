@@ -55,7 +55,7 @@ def test_a_memory_layers_state_is_its_carried_memory_and_a_row_reset_restarts_th
     np.testing.assert_allclose(second[0], fresh(x[:1, 5:]).numpy()[0], atol=1e-5)
     np.testing.assert_allclose(second[1], fresh(x[1:])[0, 5:].numpy(), atol=1e-5)
     with pytest.raises(ValueError, match="`rows` has 3 entries"):
-        reset_language_model_states(model, rows=np.array([True, False, True]))
+        reset_language_model_states(model, rows=np.zeros(3, bool))
     for rows in ([0, 1], True):  # row indices, a scalar: not a mask
         with pytest.raises(TypeError, match="`rows` must be a boolean vector"):
             reset_language_model_states(model, rows=rows)

@@ -38,8 +38,7 @@ def test_arguments_are_checked(tmp_path):
     pytest.raises(ValueError, train, model, data, epochs=0).match("`epochs` must be >= 1, got 0")
     for bad, name in ((1, "`callbacks` must be a list"), ([1], r"`callbacks\[0\]` must be")):
         pytest.raises(TypeError, train, model, data, callbacks=bad).match(name)
-    # None as `fit` takes it: no callbacks, also for `evaluate` and `RunBackup`.
-    assert len(train(model, data, callbacks=None, verbose=0).history["loss"]) == 1
+    assert len(train(model, data, callbacks=None, verbose=0).history["loss"]) == 1  # as `fit`
     assert evaluate(model, data, callbacks=None) and RunBackup(tmp_path, None).callbacks == []
 
 

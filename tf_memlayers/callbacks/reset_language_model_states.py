@@ -94,14 +94,14 @@ def reset_language_model_states(model, rows=None):
             "`rows` must be a boolean vector, one entry per row (a mask; rows by index: "
             f"np.isin(np.arange(batch), indices)), got {rows.dtype} of shape {rows.shape}."
         )
-    if not rows.any():
-        return
-    for layer in layers:
-        for variable in state_variables(layer):
-            if variable.shape[0] != rows.shape[0]:
-                raise ValueError(
-                    f"`rows` has {rows.shape[0]} entries but layer {layer.name!r} carries "
-                    f"state for a batch of {variable.shape[0]}."
-                )
+    carried = [(layer, variable) for layer in layers for variable in state_variables(layer)]
+    for layer, variable in carried:
+        if variable.shape[0] != rows.shape[0]:
+            raise ValueError(
+                f"`rows` has {rows.shape[0]} entries but layer {layer.name!r} carries "
+                f"state for a batch of {variable.shape[0]}."
+            )
+    if rows.any():
+        for _, variable in carried:
             keep = np.reshape(~rows, (-1,) + (1,) * (len(variable.shape) - 1))
             variable.assign(variable * ops.cast(keep, variable.dtype))
