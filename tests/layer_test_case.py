@@ -374,7 +374,8 @@ class LayerTestCase:
             # With memory arrays, the layer the call has built (the memories' lengths).
             shape_method = (layer if arrays else make(policy)).compute_output_shape
             others = {k: v for k, v in call_kwargs.items() if k not in arrays}
-            if all(takes(shape_method, name) for name in others):
+            own = shape_method.__func__ is not keras.layers.Layer.compute_output_shape
+            if own and all(takes(shape_method, name) for name in others):
                 computed = shape_method(shape, **others)
                 assert _shape_list(computed) == [s for s, _ in eager], policy
 
