@@ -170,10 +170,10 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
             monotonic scores get their noise when true. Default: `None`.
         reset: Optional bool tensor ``[batch]``, true in the rows that start a new sequence
             at this step: their states are zeroed first. Default: `None`.
-        keys: Optional, the memory's keys (`AttentionMechanism.memory_keys` of the memory with
-            its padding zeroed; with ``mechanisms``, a list of one per mechanism), for a loop
-            of your own that computes them once per sequence rather than at every step.
-            Default: `None` (computed here).
+        keys: Optional, the memory's keys (the ``memory_keys`` of its attention mechanism,
+            of the memory with its padding zeroed; with ``mechanisms``, one per mechanism),
+            for a loop of your own that computes them once per sequence rather than at every
+            step. Default: `None` (computed here).
 
     Returns:
         ``(output, new_states)``: the step's output (``[batch, attention_size]``, or the

@@ -72,10 +72,9 @@ class WordByWordAttention(AttentionWrapper):
         training: Python boolean, passed to the wrapped cell. Default: `None`.
         reset: Optional bool tensor ``[batch]``, true in the rows that start a new sequence
             at this step: their states are zeroed first. Default: `None`.
-        keys: Optional, the memory's keys (`AttentionMechanism.memory_keys` of the memory with
-            its padding zeroed), for a loop
-            of your own that computes them once per sequence rather than at every step.
-            Default: `None` (computed here).
+        keys: Optional, the memory's keys (the ``memory_keys`` of its attention mechanism,
+            of the memory with its padding zeroed), for a loop of your own that computes them
+            once per sequence rather than at every step. Default: `None` (computed here).
 
     Returns:
         ``(output, new_states)``: :math:`h^*_t` ``[batch, attention_size]`` (or the cell's
