@@ -2,7 +2,6 @@
 their columns and captions from ``page.toml``, their rows and figures from the results files."""
 
 import collections
-import json
 import pathlib
 import re
 import tomllib
@@ -311,26 +310,6 @@ def backend_goal_rows(window, lm, am, on):
     return rows
 
 
-class RunSettings(dict):
-    """The captions' sizes and rounds: a setting of the runs' speed tables, its value where
-    every run that has it agrees, else each value with its runs (``5 (run-9), 20 (run-7)``)."""
-
-    def __init__(self, runs):
-        super().__init__()
-        self.runs = [
-            (run["name"], run["speed"].get("settings", {})) for run in runs if run["speed"]
-        ]
-
-    def __missing__(self, key):
-        by_value = collections.defaultdict(list)
-        for name, settings in self.runs:
-            if key in settings:
-                by_value[json.dumps(settings[key])].append(name)
-        if len(by_value) < 2:
-            return json.loads(next(iter(by_value))) if by_value else "?"
-        return ", ".join(f"{value} ({', '.join(names)})" for value, names in by_value.items())
-
-
 def write_gpu(runs, page=RESULTS_PAGE, figure=GPU_FIGURE):
     """Writes the GPU blocks of ``page`` and their ``figure`` from ``runs`` (`load_runs`)."""
     # A block per table of `ROW_KEYS`, in its order.
@@ -342,7 +321,7 @@ def write_gpu(runs, page=RESULTS_PAGE, figure=GPU_FIGURE):
     for name, rows in blocks.items():  # JAX's rows named beside another backend's
         if name != "gpu-goals" and any("backend" in row for row in rows):
             blocks[name] = [{"backend": "jax", **row} for row in rows]
-    values = {"peaks": peaks_text(runs), "s": RunSettings(runs), **window_notes(runs)}
+    values = {"peaks": peaks_text(runs), **window_notes(runs)}
     for name, rows in blocks.items():
         write_block(name, rows, values, page, every_column=True)
     lines = [

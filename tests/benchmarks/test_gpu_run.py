@@ -208,9 +208,6 @@ def test_a_later_run_replaces_rows_it_measured_and_keeps_the_others(tmp_path):
     _write_run(tmp_path, 1, {"window_attention": first}, {"snli": "ValueError: x"})
     runs = page.load_runs(tmp_path)
     assert [run["name"] for run in runs] == ["run-1", "run-2", "run-10"]
-    runs[0]["speed"]["settings"], runs[1]["speed"]["settings"] = {"rounds": 20}, {"rounds": 5}
-    assert page.RunSettings(runs)["rounds"] == "20 (run-1), 5 (run-2)"  # captions' settings
-    assert (page.RunSettings(runs[:1])["rounds"], page.RunSettings([])["rounds"]) == (20, "?")
     rows = {row["T"]: row for row in page.merged_rows(runs, "window_attention")}
     assert rows[20] == {"dtype": "float32", "T": 20, "ours_ms": 1.0, "run": "run-1"}
     assert rows[4000]["ours_ms"] == 3.0 and rows[4000]["run"] == "run-2"
