@@ -107,8 +107,7 @@ def test_memory_retrievals_match_the_reference(float64_policy, kind, dual_key):
     premise, hypothesis = (x[0] for x in _pair(rng, batch=1))
     got = encoder.memory_retrievals(premise, hypothesis)
     want = _reference_retrievals(kind, encoder, premise, hypothesis)
-    assert got["premise_written"].shape == (5, 8)
-    assert got["hypothesis_read"].shape == (3, 8)
+    assert (got["premise_written"].shape, got["hypothesis_read"].shape) == ((5, 8), (3, 8))
     for name in ("premise_written", "hypothesis_read"):  # every step
         np.testing.assert_allclose(got[name], want[name], atol=1e-10, rtol=0, err_msg=name)
     assert (np.abs(want["hypothesis_read"]).max(axis=1) > 0.1).all()  # a real read at every step
@@ -154,13 +153,9 @@ class PremiseInHypothesis(keras.layers.Layer):
 
 def _stack():
     """A stack the package knows nothing of: a pair layer, an LSTM, a GRU."""
-    return ConditionalEncoder(
-        [
-            PremiseInHypothesis(6),
-            keras.layers.LSTM(5, return_sequences=True, return_state=True),
-            keras.layers.GRU(4, return_state=True),
-        ]
-    )
+    lstm = keras.layers.LSTM(5, return_sequences=True, return_state=True)
+    layers = [PremiseInHypothesis(6), lstm, keras.layers.GRU(4, return_state=True)]
+    return ConditionalEncoder(layers)
 
 
 # (The Dual AM-GRU encoder's hand-over inside it: test_dual_associative_encoder.py.)
@@ -208,16 +203,14 @@ def test_save_clone_and_config_rebuild_the_stack(tmp_path):
         "cloned": keras.models.clone_model(model),
         "from_json": keras.models.model_from_json(model.to_json()),
     }
+    types = [type(layer) for layer in encoder.encoder_layers]
     for name, copy in copies.items():
         assert len(copy.weights) == len(model.weights), name
         if name != "loaded":
             copy.set_weights(model.get_weights())
         for got, expected in zip(copy(data), want):
             np.testing.assert_allclose(as_numpy(got), expected, atol=1e-6, err_msg=name)
-        layers = copy.layers[-1].encoder_layers
-        assert [type(layer) for layer in layers] == [
-            type(layer) for layer in encoder.encoder_layers
-        ], name
+        assert [type(layer) for layer in copy.layers[-1].encoder_layers] == types, name
 
 
 def test_a_stack_returning_sequences_passes_the_masks_on():

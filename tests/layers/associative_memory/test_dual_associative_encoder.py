@@ -75,16 +75,13 @@ def _masks():
 
 
 def _inputs(rng, dtype="float64"):
-    return [
-        rng.normal(size=(BATCH, PREMISE_STEPS, INPUT_DIM)).astype(dtype),
-        rng.normal(size=(BATCH, HYPOTHESIS_STEPS, INPUT_DIM)).astype(dtype),
-    ]
+    steps = (PREMISE_STEPS, HYPOTHESIS_STEPS)
+    return [rng.normal(size=(BATCH, s, INPUT_DIM)).astype(dtype) for s in steps]
 
 
 def _encoder(dual_key="paper", fused_loop=False, **kwargs):
-    encoder = DualAssociativeEncoder(
-        UNITS, num_copies=COPIES, dual_key=dual_key, fused_loop=fused_loop, **kwargs
-    )
+    options = dict(num_copies=COPIES, dual_key=dual_key, fused_loop=fused_loop)
+    encoder = DualAssociativeEncoder(UNITS, **options, **kwargs)
     encoder.build([(None, None, INPUT_DIM), (None, None, INPUT_DIM)])
     return encoder
 

@@ -49,11 +49,8 @@ class HeapCacheAttentionTest(LayerTestCase):
         "query, scores", [("none", False), ("none", True), ("additive", True), ("dot", True)]
     )
     def test_output_spec(self, query, scores):
-        self.run_output_spec_test(
-            lambda dtype: HeapCacheAttention(3, 2, query=query, dtype=dtype),
-            (2, 4),
-            return_attention_scores=scores,
-        )
+        make = lambda dtype: HeapCacheAttention(3, 2, query=query, dtype=dtype)  # noqa: E731
+        self.run_output_spec_test(make, (2, 4), return_attention_scores=scores)
 
 
 WIDTH, UNITS = 6, 5  # 1/sqrt(5) is inexact in float32: the dot read must scale in float64
@@ -283,8 +280,7 @@ def test_bad_candidates():
     unbuilt = HeapCacheAttention(4, 2)
     for name in ("width", "fill_count", "reset_cache", "attention_weights"):
         with pytest.raises(ValueError, match=f"before `{name}`"):
-            use = getattr(unbuilt, name)  # (`width` is a property)
-            use()
+            getattr(unbuilt, name)()  # (`width` is a property: getattr raises)
     with pytest.raises(ValueError, match="rank 2"):
         HeapCacheAttention(4, 2)(np.ones((2, 3, WIDTH), "float32"))
 

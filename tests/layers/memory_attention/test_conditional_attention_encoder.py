@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.layer_test_case import LayerTestCase
+from tests.layer_test_case import LayerTestCase, masking_checks
 from tests.memory_attention_reference import randomize, word_by_word_reference, wrapper_weights
 from tests.support import as_numpy, assert_close
 from tf_memlayers import ConditionalAttentionEncoder, ConditionalEncoder
@@ -15,17 +15,15 @@ from tf_memlayers.layers import (
     WordByWordAttention,
 )
 
+# A premise layer's flags: the encoder reads its sequence and its final states.
+BOTH = dict(return_sequences=True, return_state=True)
+
 
 def _encoder(units=5, dtype=None, **hypothesis_flags):
-    return ConditionalAttentionEncoder(
-        keras.layers.SimpleRNN(units, return_sequences=True, return_state=True, dtype=dtype),
-        AttentionRNN(
-            WordByWordAttention(keras.layers.SimpleRNNCell(units, dtype=dtype), dtype=dtype),
-            dtype=dtype,
-            **hypothesis_flags,
-        ),
-        dtype=dtype,
-    )
+    premise = keras.layers.SimpleRNN(units, **BOTH, dtype=dtype)
+    cell = WordByWordAttention(keras.layers.SimpleRNNCell(units, dtype=dtype), dtype=dtype)
+    hypothesis = AttentionRNN(cell, dtype=dtype, **hypothesis_flags)
+    return ConditionalAttentionEncoder(premise, hypothesis, dtype=dtype)
 
 
 class ConditionalAttentionEncoderTest(LayerTestCase):
@@ -41,32 +39,21 @@ class ConditionalAttentionEncoderTest(LayerTestCase):
         ids=["word_by_word", "luong"],
     )
     def test_layer_behaviors(self, make_cell, weights):
-        self.run_layer_test(
-            ConditionalAttentionEncoder,
-            {
-                "premise_layer": keras.layers.LSTM(4, return_sequences=True, return_state=True),
-                "hypothesis_layer": AttentionRNN(make_cell()),
-            },
-            input_shape=((2, 5, 3), (2, 4, 3)),
-            expected_output_shape=[(2, 4), (2, 4)],
-            expected_num_trainable_weights=weights,
-            expected_num_seed_generators=2,  # the LSTM cells' dropout
-            supports_masking=True,
-            run_training_check=False,
-            run_mixed_precision_check=False,
-        )
+        lstm, hypothesis = keras.layers.LSTM(4, **BOTH), AttentionRNN(make_cell())
+        layers = dict(premise_layer=lstm, hypothesis_layer=hypothesis)
+        checks = masking_checks([(2, 4), (2, 4)], weights, ((2, 5, 3), (2, 4, 3)))
+        checks.update(run_training_check=False, run_mixed_precision_check=False)
+        checks["expected_num_seed_generators"] = 2  # the LSTM cells' dropout
+        self.run_layer_test(ConditionalAttentionEncoder, layers, **checks)
 
     def test_journey(self, tmp_path):
         build = lambda premise, hypothesis: _encoder(6)([premise, hypothesis])[1]  # noqa: E731
         self.run_journey_test("pair", build, tmp_path)
 
     def test_config_and_output_spec(self):
-        self.run_config_test(
-            ConditionalAttentionEncoder,
-            premise_layer=keras.layers.LSTM(4, return_sequences=True, return_state=True),
-            hypothesis_layer=AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4))),
-            name="pair",
-        )
+        hypothesis = AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4)))
+        layers = dict(premise_layer=keras.layers.LSTM(4, **BOTH), hypothesis_layer=hypothesis)
+        self.run_config_test(ConditionalAttentionEncoder, **layers, name="pair")
         # The encoder's dtype policy, not its layers', sets its outputs' dtypes.
         parts = lambda e: (e.premise_layer, e.hypothesis_layer)  # noqa: E731
         make = lambda dtype: ConditionalAttentionEncoder(*parts(_encoder(4)), dtype=dtype)  # noqa: E731
@@ -167,10 +154,8 @@ def test_any_attention_wrapper_fits_and_the_stack_saves_loads_and_clones(tmp_pat
     rng = np.random.default_rng(2)
     premise, hypothesis, premise_mask, hypothesis_mask = _pair(rng, "float32")
     # Luong's attention with its fed-back state (one state more than the LSTM's two).
-    pair = ConditionalAttentionEncoder(
-        keras.layers.LSTM(6, return_sequences=True, return_state=True),
-        AttentionRNN(AttentionWrapper(keras.layers.LSTMCell(6), score="general")),
-    )
+    luong = AttentionRNN(AttentionWrapper(keras.layers.LSTMCell(6), score="general"))
+    pair = ConditionalAttentionEncoder(keras.layers.LSTM(6, **BOTH), luong)
     inputs = [keras.Input((None, 4)), keras.Input((None, 4))]
     p, h = ConditionalEncoder([pair])(inputs)
     model = keras.Model(inputs, keras.layers.Concatenate()([p, h]))
@@ -190,30 +175,25 @@ def test_any_attention_wrapper_fits_and_the_stack_saves_loads_and_clones(tmp_pat
 
 
 def test_bad_layers_are_named():
-    both = dict(return_sequences=True, return_state=True)
-    lstm = keras.layers.LSTM(4, **both)
-    attention = AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4)))
+    lstm = keras.layers.LSTM(4, **BOTH)
+    attention = AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4)), name="lstm_attention")
     with pytest.raises(TypeError, match="`premise_layer` must be a keras.layers.RNN"):
         ConditionalAttentionEncoder(keras.layers.Dense(4), attention)
     with pytest.raises(TypeError, match="`hypothesis_layer` must be an AttentionRNN"):
         ConditionalAttentionEncoder(lstm, keras.layers.LSTM(4))
     with pytest.raises(ValueError, match="return_sequences=True and return_state=True"):
         ConditionalAttentionEncoder(keras.layers.LSTM(4, return_state=True), attention)
-    several = AttentionWrapper(
-        keras.layers.LSTMCell(4), mechanisms=[AttentionMechanism(), AttentionMechanism()]
-    )
+    mechanisms = [AttentionMechanism(), AttentionMechanism()]
+    several = AttentionWrapper(keras.layers.LSTMCell(4), mechanisms=mechanisms)
     with pytest.raises(ValueError, match="attends over one memory.*has 2 `mechanisms`"):
         ConditionalAttentionEncoder(lstm, AttentionRNN(several))
     with pytest.raises(ValueError, match="go_backwards=True"):
-        ConditionalAttentionEncoder(keras.layers.LSTM(4, **both, go_backwards=True), attention)
-    narrow = ConditionalAttentionEncoder(keras.layers.LSTM(3, **both, name="narrow"), attention)
+        ConditionalAttentionEncoder(keras.layers.LSTM(4, **BOTH, go_backwards=True), attention)
+    narrow = ConditionalAttentionEncoder(keras.layers.LSTM(3, **BOTH, name="narrow"), attention)
     with pytest.raises(ValueError, match="'narrow' outputs vectors 3 wide.*memory 4 wide"):
         narrow.build([(None, None, 2), (None, None, 2)])
     with pytest.raises(ValueError, match="ConditionalAttentionEncoder: `mask` must be a list"):
         _encoder()([np.ones((2, 3, 5), "float32")] * 2, mask=np.ones((2, 3), bool))
-    gru = ConditionalAttentionEncoder(
-        keras.layers.GRU(4, **both, name="gru"),
-        AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4)), name="lstm_attention"),
-    )
+    gru = ConditionalAttentionEncoder(keras.layers.GRU(4, **BOTH, name="gru"), attention)
     sizes = r"'gru' has states of sizes \[4\].*'lstm_attention' states of sizes \[4, 4\]"
     pytest.raises(ValueError, gru.build, [(None, None, 2), (None, None, 2)]).match(sizes)
