@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
+import tf_memlayers
 from tests.support import as_numpy
 from tf_memlayers.layers import AssociativeMemoryCell, NGramConcatCell, SlidingWindowAttentionCell
 from tf_memlayers.layers.memory_cell_wrapper import step_runner
@@ -82,3 +83,19 @@ def test_step_runner_leaves_out_keras_layer_call_on_torch_where_a_step_needs_non
     plain(x, [ops.zeros((2, 3))]), mixed(ops.cast(x, "float16"), [ops.zeros((2, 3), "float16")])
     assert step_runner(plain, x) == (plain.call if torch else plain)
     assert step_runner(mixed, ops.cast(x, "float16")) is mixed  # autocasts its weights
+
+
+@pytest.mark.parametrize("stacked", [False, True], ids=["alone", "stacked"])
+@pytest.mark.parametrize("wrapper", [*WRAPPERS, "associative", "resettable"])
+def test_keras_rnn_refuses_to_train_a_dropout_cell_in_a_wrapper(wrapper, stacked):
+    wrap = WRAPPERS | {"associative": lambda c: AssociativeMemoryCell(c, num_copies=2)}
+    lstm = keras.layers.LSTMCell(6, dropout=0.3, recurrent_dropout=0.2)
+    cell = wrap.get(wrapper, tf_memlayers.ResettableCell)(lstm)
+    cell = keras.layers.StackedRNNCells([cell, keras.layers.GRUCell(3)]) if stacked else cell
+    x = np.ones((2, 5, 3), "float32")
+    keras.layers.RNN(cell)(x)  # inference draws no masks
+    # Drawn in the loop, the masks would escape it (TensorFlow, JAX) or serve every later call.
+    with pytest.raises(ValueError, match=r"'lstm_cell\w*' .* dropout=0.3, recurrent_dropout=0.2"):
+        keras.layers.RNN(cell)(x, training=True)
+    trained = [as_numpy(tf_memlayers.ResettableRNN(cell)(x, training=True)) for _ in range(2)]
+    assert not np.allclose(*trained)  # masks drawn for each call

@@ -21,6 +21,7 @@ from tf_memlayers import (
     ResettableCell,
     ResettableRNN,
     SlidingWindowAttentionCell,
+    dropout_masks,
 )
 from tf_memlayers.models._compiling import compile_and_build_optimizer
 
@@ -141,20 +142,6 @@ def _data(batch=7, steps=6):
     return {"tokens": tokens, "reset": reset}, targets
 
 
-@pytest.mark.parametrize("wrapper", ["associative", "before", "after", "after_alone"])
-def test_dropout_masks_of_a_wrapped_cell_are_as_wide_as_its_inputs(wrapper):
-    # Each memory cell feeds its cell more than the step: [x; h], [x; context], [x; attention].
-    cell = keras.layers.GRUCell(8, dropout=0.3, recurrent_dropout=0.3)
-    x, memory = RNG.normal(size=(4, 5, 3)), {"memory": RNG.normal(size=(4, 6, 2))}
-    if wrapper == "associative":
-        layer, memory = ResettableRNN(AssociativeMemoryCell(cell, num_copies=2)), {}
-    else:
-        position, feeding = wrapper.split("_")[0], not wrapper.endswith("alone")
-        layer = AttentionRNN(AttentionWrapper(cell, position=position, input_feeding=feeding))
-    first, second = (as_numpy(layer(x, training=True, **memory)) for _ in range(2))
-    assert not np.allclose(first, second) and cell._dropout_mask is None
-
-
 def test_stacked_dropout_cells_fit_on_a_partial_last_batch_and_round_trip(tmp_path):
     model, cells = _model()
     # Compiled: keras.layers.RNN draws the dropout masks before its loop (not escaping it).
@@ -249,3 +236,27 @@ def test_an_unregistered_cell_round_trips_with_custom_objects(tmp_path, rnn_clas
     loaded = keras.saving.load_model(path, custom_objects=custom)
     assert type(loaded.layers[0]) is rnn_class
     np.testing.assert_allclose(as_numpy(loaded(x)), expected, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("wrapper", ["associative", "before", "after", "after_alone"])
+def test_a_loop_of_your_own_draws_the_masks_the_layers_draw_inside_dropout_masks(wrapper):
+    # Each memory cell feeds its cell more than the step: [x; h], [x; context], [x; attention].
+    gru = keras.layers.GRUCell(8, dropout=0.3, recurrent_dropout=0.3, seed=5)
+    x, memory = RNG.normal(size=(4, 5, 3)), {"memory": RNG.normal(size=(4, 6, 2))}
+    if wrapper == "associative":
+        cell, memory = AssociativeMemoryCell(gru, num_copies=2), {}
+    else:
+        position, feeding = wrapper.split("_")[0], not wrapper.endswith("alone")
+        cell = AttentionWrapper(gru, position=position, input_feeding=feeding)
+    layer = (AttentionRNN if memory else ResettableRNN)(cell, return_sequences=True)
+    seeds = as_numpy(gru.seed_generator.state)
+    expected = as_numpy(layer(x, training=True, **memory))
+    assert gru._dropout_mask is None  # forgotten after the call
+    gru.seed_generator.state.assign(seeds)  # the same masks again
+    states = [np.zeros((4, size)) for size in keras.tree.flatten(cell.state_size)]
+    with dropout_masks(cell, x[:, 0]):
+        for t in range(5):
+            output, states = cell(x[:, t], states, training=True, **memory)
+            assert_close(output, expected[:, t], atol=1e-6)
+    with pytest.raises(ValueError, match=r"'gru_cell\w*' .* dropout=0.3, recurrent_dropout=0.3"):
+        cell(x[:, 0], states, training=True, **memory)  # the block's masks are forgotten

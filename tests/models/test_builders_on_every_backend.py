@@ -80,7 +80,11 @@ LANGUAGE_MODELS = {
     "lstm-parallel": ("lstm", "parallel", dict(layers=2, dropout=0.2, variational_dropout=True)),
     "attention-cell": ("attention", "cell", dict(resets=True, pad="zeros")),
     "key_value-parallel": ("key_value", "parallel", dict(tie_weights=True, resets=True)),
-    "key_value_predict-cell": ("key_value_predict", "cell", dict(stateful=False)),
+    "key_value_predict-cell": (
+        "key_value_predict",
+        "cell",
+        dict(stateful=False, recurrent_dropout=0.2),
+    ),
     "ngram-parallel": ("ngram", "parallel", dict(compile=SGD_SUM)),
 }
 

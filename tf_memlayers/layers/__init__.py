@@ -27,7 +27,7 @@ from tf_memlayers.layers.memory_attention.conditional_attention_encoder import (
 )
 from tf_memlayers.layers.memory_attention.word_by_word_attention import WordByWordAttention
 from tf_memlayers.layers.philox_dropout import PhiloxDropout
-from tf_memlayers.layers.resettable_rnn import ResettableCell, ResettableRNN
+from tf_memlayers.layers.resettable_rnn import ResettableCell, ResettableRNN, dropout_masks
 from tf_memlayers.layers.tied_embedding import TiedEmbedding
 from tf_memlayers.layers.window_attention.key_value_predict_split import KeyValuePredictSplit
 from tf_memlayers.layers.window_attention.ngram_concat import NGramConcat, NGramConcatCell
@@ -61,6 +61,7 @@ __all__ = [
     "SlidingWindowAttentionCell",
     "TiedEmbedding",
     "WordByWordAttention",
+    "dropout_masks",
     "lstm_use_cudnn",
     "monotonic_alignments",
 ]

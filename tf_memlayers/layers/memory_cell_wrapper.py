@@ -1,6 +1,7 @@
 """Base class of the cells that wrap a Keras RNN cell and keep one extra 2-D memory state."""
 
 import inspect
+import weakref
 
 import keras
 
@@ -107,6 +108,56 @@ def step_runner(cell, inputs):
     return cell
 
 
+# The Keras cells inside the package's wrappers whose dropout masks a loop of the package
+# (`ResettableRNN`) drew for the call it runs, each with the number of such calls under way (the
+# replicas of a `tf.distribute` strategy trace one call at once).
+_DRAWN_DROPOUT_MASKS = weakref.WeakKeyDictionary()
+
+
+def mark_dropout_masks(cells, drawn):
+    """Records that a loop drew (``drawn=True``) or forgot the dropout masks of ``cells``."""
+    for cell in cells:
+        count = _DRAWN_DROPOUT_MASKS.get(cell, 0) + (1 if drawn else -1)
+        if count > 0:
+            _DRAWN_DROPOUT_MASKS[cell] = count
+        else:
+            _DRAWN_DROPOUT_MASKS.pop(cell, None)
+
+
+def check_dropout_masks(cell, training):
+    """Refuses to train ``cell`` (a Keras cell inside a wrapper of the package, or a
+    `keras.layers.StackedRNNCells` of them) with dropout whose masks no loop drew.
+
+    `keras.layers.RNN` draws the masks of a dropout cell it runs before its loop, but not of
+    one inside a wrapper: that cell would draw them inside the loop and keep them, where they
+    escape the traced loop (an error from TensorFlow or JAX, then or at a later call) or, on
+    torch, serve every later call. `ResettableRNN` and `AttentionRNN` draw them before their
+    loops, and `dropout_masks` for a loop of your own.
+
+    Raises:
+        ValueError: ``training`` and ``cell``'s ``dropout`` or ``recurrent_dropout`` is
+            positive, and no loop of the package drew its masks.
+    """
+    if isinstance(cell, keras.layers.StackedRNNCells):
+        for inner in cell.cells:
+            check_dropout_masks(inner, training)
+        return
+    if not hasattr(cell, "get_dropout_mask") or cell in _DRAWN_DROPOUT_MASKS:
+        return
+    rates = {name: getattr(cell, name, 0.0) for name in ("dropout", "recurrent_dropout")}
+    rates = ", ".join(f"{name}={rate}" for name, rate in rates.items() if rate)
+    # ``training`` read last: a cell without dropout never reads it (it may be a tensor).
+    if rates and training:
+        raise ValueError(
+            f"{type(cell).__name__} {cell.name!r} inside a wrapper of tf_memlayers trains with "
+            f"{rates}, but no loop drew its masks (keras.layers.RNN draws none for a cell "
+            "inside a wrapper). Run the wrapper in tf_memlayers.ResettableRNN, which takes "
+            "keras.layers.RNN's arguments (AttentionRNN for AttentionWrapper and "
+            "WordByWordAttention); in a loop of your own, step through each sequence inside "
+            "`with tf_memlayers.dropout_masks(wrapper, step_inputs):`; or set the rates to 0."
+        )
+
+
 def call_cell(cell, inputs, flat_states, training=None):
     """Calls ``cell`` on flat states; returns ``(output, new flat states)``.
 
@@ -131,6 +182,7 @@ def call_cell(cell, inputs, flat_states, training=None):
         states = keras.tree.pack_sequence_as(list(structure), list(flat_states))
     else:
         states = list(flat_states)
+    check_dropout_masks(cell, training)
     kwargs = {}
     if takes_training(cell):
         kwargs["training"] = training
@@ -165,7 +217,9 @@ class MemoryCellWrapper(keras.layers.Layer):
 
     A wrapped cell with ``dropout`` or ``recurrent_dropout`` trains in `ResettableRNN`, which
     draws its masks once per call before the loop, as `keras.layers.RNN` does for the Keras
-    cells it sees; `keras.layers.RNN` draws none for a cell inside a wrapper. The masks are
+    cells it sees; `keras.layers.RNN` draws none for a cell inside a wrapper, and training
+    the wrapper there is a ``ValueError`` (``check_dropout_masks``): in a loop of your own,
+    step through each sequence inside `dropout_masks`. The masks are
     as wide as the cell's inputs: ``cell_input_dim``, set by ``build`` (a subclass that feeds its
     cell more than the step's inputs sets it to that width).
 

@@ -6,6 +6,8 @@ same loop written with `keras.ops.scan`, for layers that keep TensorFlow's maski
 other backends.
 """
 
+import contextlib
+
 import keras
 from keras import ops
 
@@ -21,7 +23,9 @@ from tf_memlayers._validation import (
 )
 from tf_memlayers.layers.memory_cell_wrapper import (
     cell_output_size,
+    check_dropout_masks,
     flat_state_sizes,
+    mark_dropout_masks,
     step_runner,
     takes_training,
     with_deserialized_cell,
@@ -55,7 +59,7 @@ class ResettableCell(keras.layers.Layer):
     as the plain cell, but for the dropout of a cell with ``dropout`` or
     ``recurrent_dropout``, whose masks `keras.layers.RNN` draws before its loop only for the
     Keras cells it sees, not for one inside this wrapper: train such a cell in `ResettableRNN`,
-    which draws them.
+    which draws them (`keras.layers.RNN` training it is a ``ValueError``).
 
     Keras's own tests of `keras.layers.SimpleRNN`, `keras.layers.GRU` and `keras.layers.LSTM`
     (``simple_rnn_test.py``, ``gru_test.py`` and ``lstm_test.py`` of ``keras/src/layers/rnn/``)
@@ -133,6 +137,7 @@ class ResettableCell(keras.layers.Layer):
         if reset is not None:
             reset = check_reset(reset, shape_of(inputs)[:1], "ResettableCell")
             states = zero_where(reset, states)
+        check_dropout_masks(self.cell, training)
         kwargs = {"training": training} if takes_training(self.cell) else {}
         return step_runner(self.cell, inputs)(inputs, states, **kwargs)
 
@@ -150,6 +155,54 @@ def _wraps_a_cell(cell):
     """Whether ``cell`` is one of the package's wrappers (`ResettableCell`, the memory cells)
     around a Keras cell, whose dropout masks `keras.layers.RNN` does not prepare."""
     return not hasattr(cell, "get_dropout_mask") and hasattr(cell, "cell")
+
+
+@contextlib.contextmanager
+def dropout_masks(cell, step_inputs):
+    """Draws the dropout masks of the Keras cells inside ``cell`` for one sequence of a loop of
+    your own, and forgets them when the ``with`` block ends.
+
+    A Keras cell with ``dropout`` or ``recurrent_dropout`` keeps one set of masks for every
+    step of a sequence. `keras.layers.RNN` draws them before its loop for the cells it sees,
+    and `ResettableRNN` and `AttentionRNN` for the cells inside the package's wrappers (the
+    memory cells, `ResettableCell`, `AttentionWrapper`, `WordByWordAttention`); a wrapper
+    called in training outside them refuses to run such a cell (a ``ValueError``), since its
+    masks would be drawn inside the loop and outlive it. Step through a sequence in training
+    inside this block: the masks are those the layers draw (as wide as the inputs each cell
+    reads, in the same order from its seed generator), and the next block draws new ones.
+
+    Args:
+        cell: A built RNN cell: one of the package's wrappers (its cells inside it, at any
+            depth), a `keras.layers.StackedRNNCells`, or a Keras dropout cell.
+        step_inputs: A 2D tensor or array ``[batch, features]``, one step's inputs to
+            ``cell`` (only its shape is read: the masks take the cell's compute dtype).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tf_memlayers import SlidingWindowAttentionCell
+    >>> cell = SlidingWindowAttentionCell(keras.layers.LSTMCell(4, dropout=0.5), window=3)
+    >>> x = np.ones((2, 5, 3), "float32")
+    >>> states = [np.zeros((2, size), "float32") for size in cell.state_size]
+    >>> cell.build(x[:, 0].shape)
+    >>> with dropout_masks(cell, x[:, 0]):
+    ...     for t in range(5):
+    ...         output, states = cell(x[:, t], states, training=True)
+    >>> tuple(output.shape)
+    (2, 4)
+    """
+    if not getattr(cell, "built", True):
+        raise ValueError(
+            f"dropout_masks: `cell` {cell.name!r} must be built (called once, or its "
+            "`build`), so that its masks are as wide as the inputs of the cells inside it."
+        )
+    # The masks in the dtype the cell computes in, whatever the dtype of ``step_inputs``.
+    step_inputs = ops.convert_to_tensor(step_inputs, getattr(cell, "compute_dtype", None))
+    drawn = _draw_dropout_masks(cell, step_inputs)
+    try:
+        yield
+    finally:
+        _reset_dropout_masks(drawn)
 
 
 def _draw_dropout_masks(cell, step_inputs):
@@ -175,6 +228,7 @@ def _draw_dropout_masks(cell, step_inputs):
         cell.get_recurrent_dropout_mask(
             ops.zeros((ops.shape(step_inputs)[0], first_state), cell.compute_dtype)
         )
+        mark_dropout_masks([cell], drawn=True)
         return [cell]
     if not isinstance(cell, keras.layers.StackedRNNCells):
         return []
@@ -194,6 +248,7 @@ def _reset_dropout_masks(cells):
     for cell in cells:
         cell.reset_dropout_mask()
         cell.reset_recurrent_dropout_mask()
+    mark_dropout_masks(cells, drawn=False)
 
 
 def loop_cache(cell, states):
@@ -444,16 +499,16 @@ class ResettableRNN(keras.layers.RNN):
         # `keras.layers.RNN` draws the dropout masks of the cell it runs (a dropout cell, or
         # the cells of a `StackedRNNCells`) once per call, before its loop, but only of a cell
         # it sees; draw those of the cells inside the wrapper.
-        drawn = []
+        masks = contextlib.nullcontext()
         if _wraps_a_cell(self.cell):
-            drawn = _draw_dropout_masks(self.cell, sequences[:, 0])
+            masks = dropout_masks(self.cell, sequences[:, 0])
         try:
-            return super().call(
-                sequences, initial_state=initial_state, mask=mask, training=training
-            )
+            with masks:
+                return super().call(
+                    sequences, initial_state=initial_state, mask=mask, training=training
+                )
         finally:
             self._call_reset = None
-            _reset_dropout_masks(drawn)
 
     def checked_reset(self, reset, sequences):
         """``reset`` checked against ``sequences``: a bool ``[batch, time]`` tensor of their

@@ -168,7 +168,9 @@ def build_language_model(
             the model's; or a function from the top `keras.layers.LSTMCell` (made by the
             builder, with ``units`` units and the model's initializers) to a cell wrapping
             it (the cell form, e.g. ``lambda cell: SlidingWindowAttentionCell(cell,
-            window=5)``), run by `keras.layers.RNN` named ``"memory_rnn"``. A layer that
+            window=5)``), run by `keras.layers.RNN` named ``"memory_rnn"`` (by
+            `ResettableRNN`, a subclass of it, with ``resets`` or ``recurrent_dropout``, whose
+            masks it draws for the cell inside the wrapper). A layer that
             returns several outputs (``return_attention_scores=True``) adds the others to
             the model's outputs. Default: `None`.
         units: Positive integer, the units of every LSTM layer. Default: `300`.
@@ -279,7 +281,9 @@ def build_language_model(
                 "`memory` must return a Keras RNN cell (a layer with a `state_size`) from the "
                 f"top LSTM cell; got {cell!r}."
             )
-        rnn_type = keras.layers.RNN if reset is None else ResettableRNN
+        # `keras.layers.RNN` draws no dropout masks for the LSTM cell inside the memory cell.
+        plain = reset is None and not recurrent_dropout
+        rnn_type = keras.layers.RNN if plain else ResettableRNN
         x = rnn_type(cell, return_sequences=True, stateful=stateful, name=MEMORY_RNN_NAME)(
             x, **starts
         )

@@ -44,7 +44,7 @@ class AssociativeMemoryCell(keras.layers.Layer):
     The cell's other states are carried unchanged through the step as usual. A cell with
     ``dropout`` or ``recurrent_dropout`` trains in `ResettableRNN`, which draws its masks (as
     wide as :math:`[x_t; h_{t-1}]`) before the loop; `keras.layers.RNN` draws none for a cell
-    inside a wrapper.
+    inside a wrapper, and training the cell there is a ``ValueError``.
 
     Args:
         cell: A Keras RNN cell (``call(inputs, states)``, ``state_size`` an int or a list,

@@ -93,7 +93,8 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
     own loop passes it at every step. `AttentionRNN` is the sequence layer over this cell,
     taking the memory once per call; it also draws the dropout masks of a cell with
     ``dropout`` or ``recurrent_dropout`` (as wide as the inputs the cell reads) before its
-    loop, which `keras.layers.RNN` does not for a cell inside a wrapper.
+    loop; your own loop steps through each sequence in training inside `dropout_masks`
+    (training the wrapper without either is a ``ValueError``).
 
     Args:
         cell: A Keras RNN cell (`keras.layers.LSTMCell`, `keras.layers.GRUCell`,
