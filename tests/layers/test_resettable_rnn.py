@@ -1,5 +1,7 @@
 """`ResettableCell` and `ResettableRNN`: any Keras cell with per-row resets (and test_resets.py)."""
 
+import contextlib
+
 import keras
 import numpy as np
 import pytest
@@ -256,7 +258,9 @@ def test_a_loop_of_your_own_draws_the_masks_the_layers_draw_inside_dropout_masks
     states = [np.zeros((4, size)) for size in keras.tree.flatten(cell.state_size)]
     with dropout_masks(cell, x[:, 0]):
         for t in range(5):
-            output, states = cell(x[:, t], states, training=True, **memory)
+            inner = dropout_masks(cell, x[:, 0]) if t == 2 else contextlib.nullcontext()
+            with inner:  # a block inside the block keeps the outer masks after it
+                output, states = cell(x[:, t], states, training=True, **memory)
             assert_close(output, expected[:, t], atol=1e-6)
     with pytest.raises(ValueError, match=r"'gru_cell\w*' .* dropout=0.3, recurrent_dropout=0.3"):
         cell(x[:, 0], states, training=True, **memory)  # the block's masks are forgotten

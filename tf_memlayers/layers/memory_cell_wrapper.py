@@ -115,13 +115,18 @@ _DRAWN_DROPOUT_MASKS = weakref.WeakKeyDictionary()
 
 
 def mark_dropout_masks(cells, drawn):
-    """Records that a loop drew (``drawn=True``) or forgot the dropout masks of ``cells``."""
+    """Records that a loop drew (``drawn=True``) or is done with (``drawn=False``) the dropout
+    masks of ``cells``; returns those no loop uses any longer (their masks may be forgotten: a
+    loop inside another on the same cell keeps the outer loop's masks)."""
+    unused = []
     for cell in cells:
         count = _DRAWN_DROPOUT_MASKS.get(cell, 0) + (1 if drawn else -1)
         if count > 0:
             _DRAWN_DROPOUT_MASKS[cell] = count
         else:
             _DRAWN_DROPOUT_MASKS.pop(cell, None)
+            unused.append(cell)
+    return unused
 
 
 def check_dropout_masks(cell, training):

@@ -169,7 +169,11 @@ def dropout_masks(cell, step_inputs):
     called in training outside them refuses to run such a cell (a ``ValueError``), since its
     masks would be drawn inside the loop and outlive it. Step through a sequence in training
     inside this block: the masks are those the layers draw (as wide as the inputs each cell
-    reads, in the same order from its seed generator), and the next block draws new ones.
+    reads, in the same order from its seed generator), and the next block draws new ones. A
+    block (or a layer's call) inside another on the same cell keeps the outer one's masks.
+    Enter the block where the steps run: inside the `tf.function` or `jax.jit` that runs
+    them, not around a compiled step function, which would keep the masks of the block it
+    was traced in.
 
     Args:
         cell: A built RNN cell: one of the package's wrappers (its cells inside it, at any
@@ -193,8 +197,10 @@ def dropout_masks(cell, step_inputs):
     """
     if not getattr(cell, "built", True):
         raise ValueError(
-            f"dropout_masks: `cell` {cell.name!r} must be built (called once, or its "
-            "`build`), so that its masks are as wide as the inputs of the cells inside it."
+            f"dropout_masks: `cell` {cell.name!r} must be built (called once with "
+            "training=False, or its `build` with the shapes its call reads: an "
+            "AttentionWrapper's inputs and memory), so that its masks are as wide as the "
+            "inputs of the cells inside it."
         )
     # The masks in the dtype the cell computes in, whatever the dtype of ``step_inputs``.
     step_inputs = ops.convert_to_tensor(step_inputs, getattr(cell, "compute_dtype", None))
@@ -244,11 +250,11 @@ def _draw_dropout_masks(cell, step_inputs):
 
 
 def _reset_dropout_masks(cells):
-    """Forgets the masks that `_draw_dropout_masks` drew for ``cells``."""
-    for cell in cells:
+    """Forgets the masks that `_draw_dropout_masks` drew for ``cells``, unless an outer loop
+    still uses them."""
+    for cell in mark_dropout_masks(cells, drawn=False):
         cell.reset_dropout_mask()
         cell.reset_recurrent_dropout_mask()
-    mark_dropout_masks(cells, drawn=False)
 
 
 def loop_cache(cell, states):
