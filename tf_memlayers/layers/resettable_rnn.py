@@ -181,6 +181,11 @@ def dropout_masks(cell, step_inputs):
         step_inputs: A 2D tensor or array ``[batch, features]``, one step's inputs to
             ``cell`` (only its shape is read: the masks take the cell's compute dtype).
 
+    Raises:
+        TypeError: ``cell`` is not an RNN cell.
+        ValueError: ``cell`` is not built, or ``step_inputs`` is not 2D (one step, not a
+            sequence).
+
     Example:
 
     >>> import numpy as np
@@ -195,6 +200,9 @@ def dropout_masks(cell, step_inputs):
     >>> tuple(output.shape)
     (2, 4)
     """
+    if not hasattr(cell, "state_size") or not callable(cell):
+        raise TypeError(f"dropout_masks: `cell` must be a Keras RNN cell, got {cell!r}.")
+    check_rank("step_inputs", shape_of(step_inputs), 2, "dropout_masks")
     if not getattr(cell, "built", True):
         raise ValueError(
             f"dropout_masks: `cell` {cell.name!r} must be built (called once with "
