@@ -108,9 +108,10 @@ def step_runner(cell, inputs):
     return cell
 
 
-# The Keras cells inside the package's wrappers whose dropout masks a loop of the package
-# (`ResettableRNN`) drew for the call it runs, each with the number of such calls under way (the
-# replicas of a `tf.distribute` strategy trace one call at once).
+# The Keras cells inside the package's wrappers whose dropout masks are drawn for the sequence
+# under way (by `ResettableRNN`'s call or a `dropout_masks` block), each with the number of such
+# calls or blocks under way: one inside another on the same cell, or the replicas of a
+# `tf.distribute` strategy tracing one call at once.
 _DRAWN_DROPOUT_MASKS = weakref.WeakKeyDictionary()
 
 
