@@ -48,6 +48,42 @@ def test_reverse_uses_the_embedding_matrix_and_bias_and_the_mask_is_keras_embedd
     np.testing.assert_allclose(as_numpy(logits), expected, rtol=1e-6)
 
 
+def test_float_ids_are_masked_as_keras_embedding_masks_them():
+    # keras.Input's default dtype is float32: such ids are masked, and the GRU carries its
+    # state over their padding, as behind `keras.layers.Embedding`; the vectors' logits keep
+    # the mask the GRU passes on (the pooling averages the valid steps only).
+    inputs, ids = keras.Input((4,)), np.array([[3, 5, 0, 0], [2, 0, 0, 0]], "float32")
+    embedding = TiedEmbedding(10, 4, mask_zero=True)
+    states = keras.layers.GRU(4, return_sequences=True)(embedding(inputs))
+    pooled = keras.layers.GlobalAveragePooling1D()(embedding(states, reverse=True))
+    states, pooled = map(as_numpy, keras.Model(inputs, [states, pooled])(ids))
+    np.testing.assert_array_equal(states[0, 2:], states[0, [1, 1]])
+    np.testing.assert_array_equal(states[1, 1:], states[1, [0, 0, 0]])
+    logits = as_numpy(embedding(states, reverse=True))
+    expected = [logits[0, :2].mean(0), logits[1, 0]]
+    np.testing.assert_allclose(pooled, expected, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("enable", [False, True])
+def test_lora_trains_the_matrix_of_both_directions_and_the_file_loads(enable, tmp_path):
+    embedding = TiedEmbedding(10, 4, **({} if enable else dict(lora_rank=2, lora_alpha=3)))
+    inputs = keras.Input((3,), dtype="int32")
+    model = keras.Model(inputs, embedding(embedding(inputs), reverse=True))
+    if enable:
+        embedding.enable_lora(2, lora_alpha=3)
+    trainable = ["output_bias", "lora_embeddings_a", "lora_embeddings_b"]
+    assert sorted(v.name for v in embedding.trainable_weights) == sorted(trainable)
+    assert [v.name for v in embedding.non_trainable_weights] == ["embeddings"]
+    assert embedding.lora_alpha == 3
+    ids = np.array([[1, 2, 3], [4, 5, 6]])
+    model.compile("sgd", "mse")
+    model.fit(ids, np.ones((2, 3, 10)), verbose=0)
+    assert np.abs(as_numpy(embedding.lora_embeddings_b)).max() > 0
+    model.save(tmp_path / "lora.keras")
+    restored = keras.models.load_model(tmp_path / "lora.keras")
+    np.testing.assert_allclose(as_numpy(restored(ids)), as_numpy(model(ids)), rtol=1e-6)
+
+
 @pytest.mark.parametrize("weights", [np.ones((3, 4)), [np.ones((3, 4))]])
 def test_weights_set_the_embedding_matrix_as_in_keras_embedding(weights):
     layer = TiedEmbedding(3, 4, output_bias_initializer="ones", weights=weights)

@@ -19,15 +19,20 @@ def test_perplexity_metric_ignores_zero_weights():
     np.testing.assert_allclose(metric.result(), expected, rtol=1e-6)
 
 
-def test_batches_of_different_shapes_give_the_corpus_perplexity():
-    rng = np.random.default_rng(0)
-    batches, metric = [_batch(rng, 2, 4), _batch(rng, 3, 2), _batch(rng, 1, 5)], Perplexity()
+@pytest.mark.parametrize("dtype, rtol", [("float32", 1e-5), ("float64", 1e-13)])
+def test_batches_of_different_shapes_give_the_corpus_perplexity_in_the_metrics_dtype(dtype, rtol):
+    rng, metric = np.random.default_rng(0), Perplexity(dtype=dtype)
+    batches = [(t, x.astype(dtype), w) for t, x, w in (_batch(rng, 2, 4), _batch(rng, 3, 2))]
+    batches.append(_batch(rng, 1, 5))  # float32 logits, counted in the metric's dtype
+    dtypes = [keras.backend.standardize_dtype(v.dtype) for v in metric.variables]
+    assert dtypes == [dtype, dtype]
     total, count = 0.0, 0.0
     for targets, logits, weights in batches:
         metric.update_state(targets, logits, sample_weight=weights)
         total += (_numpy_nll(targets, logits) * weights).sum()
         count += weights.sum()
-    np.testing.assert_allclose(float(metric.result()), np.exp(total / count), rtol=1e-5)
+    assert keras.backend.standardize_dtype(metric.result().dtype) == dtype
+    np.testing.assert_allclose(float(metric.result()), np.exp(total / count), rtol=rtol)
     # Without weights every token counts.
     metric = Perplexity()
     for targets, logits, _ in batches:

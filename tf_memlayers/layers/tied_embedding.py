@@ -1,6 +1,7 @@
 """An embedding whose transpose is also the output layer (weight tying, Press & Wolf 2017)."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from tf_memlayers._validation import check_bool, check_int, check_width
@@ -86,10 +87,15 @@ class TiedEmbedding(keras.layers.Embedding):
     def build(self, input_shape=None):
         if self.built:
             return
+        # Keras's build ends by adding the LoRA weights (``lora_rank``), after which the layer
+        # takes no more weights: they are added once the output bias exists.
+        rank, self.lora_rank = self.lora_rank, None
         super().build(input_shape)
         self.output_bias = self.add_weight(
             name="output_bias", shape=(self.input_dim,), initializer=self.output_bias_initializer
         )
+        if rank:
+            self.enable_lora(rank, self.lora_alpha)
 
     @property
     def variable_serialization_spec(self):
@@ -122,10 +128,25 @@ class TiedEmbedding(keras.layers.Embedding):
         kernel = ops.transpose(ops.cast(self.embeddings, self.compute_dtype))
         return ops.matmul(inputs, kernel) + ops.cast(self.output_bias, self.compute_dtype)
 
+    def __call__(self, inputs, *args, **kwargs):
+        # Keras asks `compute_mask` for the output's mask with the inputs alone; whether they
+        # are ids (float ids too, which Keras's Embedding masks) or vectors is the call's
+        # ``reverse``, kept for that question while the call lasts.
+        reverse = kwargs.get("reverse", args[0] if args else False)
+        self._reverse_call = isinstance(reverse, (bool, np.bool_)) and bool(reverse)
+        try:
+            return super().__call__(inputs, *args, **kwargs)
+        finally:
+            self._reverse_call = None
+
     def compute_mask(self, inputs, mask=None):
-        if "int" in str(inputs.dtype):  # embedding ids: mask_zero decides
-            return super().compute_mask(inputs, mask)
-        return mask  # logits of vectors (reverse=True) keep the vectors' mask
+        reverse = getattr(self, "_reverse_call", None)
+        if reverse is None:  # asked outside a call: vectors are floats of width output_dim
+            shape, dtype = ops.shape(inputs), keras.backend.standardize_dtype(inputs.dtype)
+            reverse = "float" in dtype and shape[-1] == self.output_dim
+        if reverse:
+            return mask  # the logits of vectors keep the vectors' mask
+        return super().compute_mask(inputs, mask)  # ids: mask_zero decides
 
     def compute_output_shape(self, input_shape, reverse=False):
         if self._check_reverse(reverse, input_shape):

@@ -13,7 +13,9 @@ class Perplexity(keras.metrics.Metric):
 
     Args:
         name: String, name of the metric instance. Default: `"perplexity"`.
-        **kwargs: Other `keras.metrics.Metric` arguments, such as ``dtype``.
+        **kwargs: Other `keras.metrics.Metric` arguments, such as ``dtype`` (Keras's
+            float type by default): the metric computes the log-likelihoods and keeps its
+            sums in it.
 
     Standalone usage: ``update_state(y_true, y_pred, sample_weight=None)`` with integer
     targets ``y_true`` ``[...]``, logits ``y_pred`` ``[..., vocabulary]`` and optional
@@ -32,12 +34,13 @@ class Perplexity(keras.metrics.Metric):
 
     def __init__(self, name="perplexity", **kwargs):
         super().__init__(name=name, **kwargs)
-        self.total_nll = self.add_variable(shape=(), initializer="zeros", name="total_nll")
-        self.count = self.add_variable(shape=(), initializer="zeros", name="count")
+        variable = dict(shape=(), initializer="zeros", dtype=self.dtype)
+        self.total_nll = self.add_variable(**variable, name="total_nll")
+        self.count = self.add_variable(**variable, name="count")
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         nll = keras.losses.sparse_categorical_crossentropy(
-            y_true, ops.cast(y_pred, "float32"), from_logits=True
+            y_true, ops.cast(y_pred, self.dtype), from_logits=True
         )
         weights = (
             ops.ones_like(nll) if sample_weight is None else ops.cast(sample_weight, nll.dtype)

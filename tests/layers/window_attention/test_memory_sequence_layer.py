@@ -10,6 +10,7 @@ from keras import ops
 
 from tests.layer_test_case import as_numpy
 from tests.support import gradients
+from tf_memlayers import NGramConcat, SlidingWindowAttention
 from tf_memlayers.layers.window_attention.memory_sequence_layer import MemorySequenceLayer
 from tf_memlayers.ops import windows
 
@@ -109,6 +110,38 @@ def test_masked_steps_read_as_zeros_even_when_not_finite():
     np.testing.assert_array_equal(as_numpy(zeroed), x * mask[..., None])
     unchanged, none = layer.masked_inputs(poisoned, None)
     assert unchanged is poisoned and none is None
+
+
+@pytest.mark.parametrize(
+    "make", [lambda **a: SlidingWindowAttention(window=3, **a), lambda **a: NGramConcat(4, 2, **a)]
+)
+def test_a_twin_of_another_batch_size_or_statefulness_loads_the_weights_beside_its_memory(
+    make, tmp_path
+):
+    def model(batch, stateful):
+        inputs = keras.Input((None, WIDTH), batch_size=batch)
+        return keras.Model(inputs, make(stateful=stateful)(inputs))
+
+    trained, x, paths = (
+        model(4, True),
+        _inputs(batch=4),
+        [tmp_path / f"{n}.weights.h5" for n in "sn"],
+    )
+    trained(x)  # its memory now holds the streams of 4 rows
+    trained.save_weights(paths[0])
+    stateless = model(None, False)
+    stateless.load_weights(paths[0])
+    stateless.save_weights(paths[1])
+    expected = as_numpy(stateless(x))  # from zeros, with the trained weights
+    for batch, path in ((1, paths[0]), (2, paths[0]), (4, paths[1])):
+        twin = model(batch, True)
+        twin.load_weights(path)
+        np.testing.assert_array_equal(as_numpy(twin(x[:batch])), expected[:batch])
+    twin = model(4, True)  # the same batch size: the stream's memory too
+    twin.load_weights(paths[0])
+    np.testing.assert_array_equal(
+        as_numpy(twin.layers[1].memory), as_numpy(trained.layers[1].memory)
+    )
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,9 @@ class MemorySequenceLayer(keras.layers.Layer):
     Args:
         stateful: Boolean, (default `False`), whether to keep the memory in a non-trainable
             variable (saved with the model, where Keras saves no RNN's states) and carry it
-            to the next call; needs a fixed batch size. `reset_state()` clears it.
+            to the next call; needs a fixed batch size. `reset_state()` clears it. A layer of
+            another batch size, or not stateful, loads the other weights of a file and keeps
+            its own memory.
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
     """
 
@@ -213,6 +215,23 @@ class MemorySequenceLayer(keras.layers.Layer):
         if self.stateful:
             self.memory.assign(ops.cast(new_memory, self.memory.dtype))
         return new_memory
+
+    def load_own_variables(self, store):
+        # The stored memory is the stream of the layer that saved it (its last variable, when
+        # it was stateful). A layer of another batch size, or not stateful, or one reading
+        # weights saved without a memory, takes the weights and keeps its own memory, as a
+        # Keras RNN keeps its states (Keras saves none).
+        own = {}
+        self.save_own_variables(own)
+        given = {key: store[key] for key in store.keys()}
+        last = str(len(own) - 1)
+        if self.memory is not None and len(given) in (len(own) - 1, len(own)):
+            if last not in given or tuple(given[last].shape) != tuple(self.memory.shape):
+                given[last] = own[last]
+        elif self.memory is None and len(given) == len(own) + 1:
+            if len(given[str(len(own))].shape) == 2:
+                del given[str(len(own))]
+        super().load_own_variables(given)
 
     def get_config(self):
         return {**super().get_config(), "stateful": self.stateful}

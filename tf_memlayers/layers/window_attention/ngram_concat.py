@@ -133,7 +133,9 @@ class NGramConcat(_NGram, MemorySequenceLayer):
         stateful: Boolean, (default `False`), whether to carry the last N-2 outputs to the
             next call in a non-trainable variable (truncated BPTT; needs a fixed batch
             size); `reset_state()` clears it. A ``.keras`` file holds it (Keras saves no
-            RNN's states: reset a model loaded in the middle of a stream).
+            RNN's states: reset a model loaded in the middle of a stream); a layer of another
+            batch size, or not stateful, loads the weights of such a file beside its own
+            memory.
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:

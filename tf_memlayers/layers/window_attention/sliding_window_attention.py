@@ -84,7 +84,8 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
             variable and carry it to the next call (truncated BPTT over consecutive segments
             of the same streams; needs a fixed batch size). `reset_state()` clears it, e.g.
             at document boundaries. A ``.keras`` file holds it (Keras saves no RNN's states:
-            reset a model loaded in the middle of a stream).
+            reset a model loaded in the middle of a stream); a layer of another batch size,
+            or not stateful, loads the weights of such a file beside its own memory.
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
     Call arguments:
