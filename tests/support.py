@@ -89,8 +89,12 @@ def as_numpy(x):
 
 
 def assert_close(got, want, atol, rtol=0):
-    """``got`` is ``want`` (tensors, variables or arrays of any backend) within the tolerances."""
-    np.testing.assert_allclose(as_numpy(got), as_numpy(want), atol=atol, rtol=rtol)
+    """``got`` is ``want`` (tensors, variables or arrays of any backend, or lists of as many of
+    them, item by item) within the tolerances."""
+    got, want = keras.tree.flatten(got), keras.tree.flatten(want)
+    assert len(got) == len(want), (len(got), len(want))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(as_numpy(g), as_numpy(w), atol=atol, rtol=rtol)
 
 
 def gradients(loss_fn, variables=(), inputs=(), has_aux=False):

@@ -9,7 +9,15 @@ from keras import ops
 from tests.layer_test_case import B, T, as_numpy, documents
 from tests.layer_test_case import packed_resets as _resets
 from tests.layers.window_attention.test_sliding_window_attention import window_twins
-from tests.support import BACKEND, FUSED_LOOP, all_pairs, gradients, masked_rnn, tensorflow_only
+from tests.support import (
+    BACKEND,
+    FUSED_LOOP,
+    all_pairs,
+    assert_close,
+    gradients,
+    masked_rnn,
+    tensorflow_only,
+)
 from tf_memlayers import ResettableRNN
 from tf_memlayers.layers import (
     AssociativeGRU,
@@ -107,7 +115,7 @@ def _fresh_state(layer, initial_state, row):
 
 
 def separate_runs(layer, xs, reset, mask=None, initial_state=None):
-    """Each document run alone: the packed run's expected outputs and final states."""
+    """Each document run alone: the packed run's expected outputs, then final states."""
     outputs, finals = None, []
     for row, spans in enumerate(documents(reset, mask)):
         for start, end, fresh in spans:
@@ -124,7 +132,7 @@ def separate_runs(layer, xs, reset, mask=None, initial_state=None):
                 outputs = np.zeros(xs.shape[:2] + result[0].shape[2:], result[0].dtype)
             outputs[row, start:end] = result[0][0]
         finals.append([state[0] for state in result[1:]])
-    return outputs, [np.stack(states) for states in zip(*finals)]
+    return [outputs, *(np.stack(states) for states in zip(*finals))]
 
 
 def _random_initial_state(layer, rng, batch=3):
@@ -139,14 +147,6 @@ def _built(kind, xs, rng, **kwargs):
     for weight in layer.weights:
         weight.assign(rng.uniform(-0.7, 0.7, size=weight.shape).astype(weight.dtype))
     return layer
-
-
-def _assert_equal_runs(packed, expected, atol):
-    """The packed run's outputs and final states are ``separate_runs``'s ``expected``."""
-    expected_outputs, expected_states = expected
-    assert len(packed) == 1 + len(expected_states)
-    for got, want in zip(packed, [expected_outputs, *expected_states]):
-        np.testing.assert_allclose(as_numpy(got), want, atol=atol, rtol=0)
 
 
 # Each layer masked or not, with an initial state or not, by pairs (`all_pairs`).
@@ -170,7 +170,7 @@ def test_packed_documents_equal_separate_runs_in_float64(
     initial = _random_initial_state(layer, rng) if initial_state == "initial_state" else None
     packed = layer(xs, reset=reset, mask=mask, initial_state=initial)
     expected = separate_runs(layer, xs, reset, mask, initial)
-    _assert_equal_runs(packed, expected, atol=1e-10)
+    assert_close(packed, expected, atol=1e-10)  # the outputs and each final state
     # Not vacuous: without the resets the rows with documents compute something else.
     if mask is None:
         plain = as_numpy(layer(xs, initial_state=initial)[0])
@@ -195,10 +195,9 @@ def test_stateful_layer_forgets_the_carried_states_at_a_reset(float64_policy, ki
     reset[1, 0] = True  # row 1: a new document at once
     packed = stateful(xs, reset=reset)
     expected = separate_runs(twin, xs, reset, initial_state=carried)
-    _assert_equal_runs(packed, expected, atol=1e-10)
+    assert_close(packed, expected, atol=1e-10)  # the outputs and each final state
     # The layer keeps the packed run's final states for the next segment.
-    for variable, state in zip(stateful.states, expected[1]):
-        np.testing.assert_allclose(as_numpy(variable), state, atol=1e-10, rtol=0)
+    assert_close(stateful.states, expected[1:], atol=1e-10)
 
 
 @pytest.mark.parametrize(
@@ -268,7 +267,7 @@ def test_xla_mixed_float16_or_functional_call_with_reset_equals_separate_runs(ki
     dtype = keras.backend.standardize_dtype(packed[0].dtype)
     assert dtype == ("float16" if how == "mixed_float16" else "float32")
     atol = 5e-3 if how == "mixed_float16" else 1e-5
-    _assert_equal_runs(packed, separate_runs(layer, xs, reset, mask), atol=atol)
+    assert_close(packed, separate_runs(layer, xs, reset, mask), atol=atol)
 
 
 @tensorflow_only(FUSED_LOOP)

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 from keras.src import backend as keras_backend
 
-from tests.support import all_pairs
+from tests.support import all_pairs, assert_close
 from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell, DualAssociativeGRUCell
 from tf_memlayers.ops.associative_gru_loop import associative_gru_loop, shard_sizes
 
@@ -116,9 +116,8 @@ def test_fused_loop_equals_keras_loop_in_float64(
         mask = tf.cast(mask, tf.int32)
     got = values_and_gradients(xs, states, mask)
     assert len(got) == 3 + 3 + dual + 5 + 2 * dual  # values; inputs, states; weights
-    for e, g in zip(expected, got):
-        assert np.abs(e).max() > 0
-        np.testing.assert_allclose(g, e, atol=1e-11, rtol=1e-11)
+    assert all(np.abs(e).max() > 0 for e in expected)
+    assert_close(got, expected, atol=1e-11, rtol=1e-11)
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
@@ -157,8 +156,7 @@ def test_layers_of_different_widths_share_the_compiled_loops():
         with tf.GradientTape() as tape:
             loss = tf.reduce_sum(tf.sin(model(xs)))
         results.append([loss] + tape.gradient(loss, model.trainable_weights))
-    for e, g in zip(*results):
-        np.testing.assert_allclose(g.numpy(), e.numpy(), atol=2e-5, rtol=1e-4)
+    assert_close(results[1], results[0], atol=2e-5, rtol=1e-4)
 
 
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])

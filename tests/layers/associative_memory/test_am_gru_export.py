@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.memory_attention_reference import randomize
-from tests.support import tensorflow_only
+from tests.support import assert_close, tensorflow_only
 from tf_memlayers.layers import AssociativeGRU, DualAssociativeGRU, SlidingWindowAttention
 
 pytestmark = tensorflow_only("converts with TensorFlow's TFLite converter")
@@ -42,9 +42,7 @@ def _check_converted(model, rng):
     got = runner(**dict(zip(names, inputs)))
     # Keras names the outputs output_0, output_1, ... in the model's order.
     got = [got[name] for name in sorted(got, key=lambda name: int(name.split("_")[-1]))]
-    assert len(got) == len(expected)
-    for g, e in zip(got, expected):
-        np.testing.assert_allclose(g, e, rtol=0, atol=1e-5)
+    assert_close(got, expected, atol=1e-5)  # as many outputs, each close
 
 
 @pytest.mark.parametrize("steps, batch", [(1, 1), (1, 3), (12, 4)])

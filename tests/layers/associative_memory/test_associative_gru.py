@@ -162,8 +162,7 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
     for init in (None, initial):
         expected = masked_rnn(cell_form, xs, mask, initial_state=init)
         got = layer(xs, mask=mask, initial_state=init)
-        for e, g in zip(expected, got):
-            np.testing.assert_allclose(as_numpy(g), as_numpy(e), atol=1e-12, rtol=0)
+        assert_close(got, expected, atol=1e-12)
     if dual:  # the source memory passes through unchanged
         np.testing.assert_array_equal(as_numpy(got[3]), initial[2])
     # The gradients, with zeros at masked steps on JAX (KERAS_MASKED_OUTPUT).
@@ -181,9 +180,8 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
         grads.append(input_grads + weight_grads)
     # The inputs, each state and each weight (the Dual's two or three of its own).
     assert len(grads[1]) == 1 + len(initial) + 5 + len(dual) * (2 + (dual_key == "released"))
-    for e, g in zip(*grads):
-        assert np.abs(as_numpy(e)).max() > 0
-        np.testing.assert_allclose(as_numpy(g), as_numpy(e), atol=1e-11, rtol=1e-11)
+    assert all(np.abs(e).max() > 0 for e in grads[0])
+    assert_close(grads[1], grads[0], atol=1e-11, rtol=1e-11)
 
 
 @pytest.mark.skipif(

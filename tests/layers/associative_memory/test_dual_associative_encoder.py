@@ -13,7 +13,15 @@ from tests.layers.associative_memory.test_associative_gru_cell import (
 )
 from tests.layers.associative_memory.test_dual_associative_gru import KEYS_AND_LOOPS
 from tests.pair_encoders import pair_encoder
-from tests.support import BACKEND, FUSED_LOOP, as_numpy, gradients, split_rows, tensorflow_only
+from tests.support import (
+    BACKEND,
+    FUSED_LOOP,
+    as_numpy,
+    assert_close,
+    gradients,
+    split_rows,
+    tensorflow_only,
+)
 from tf_memlayers.layers import DualAssociativeEncoder, DualAssociativeGRUCell
 
 UNITS, COPIES, INPUT_DIM, BATCH, PREMISE_STEPS, HYPOTHESIS_STEPS = 8, 3, 5, 3, 6, 4
@@ -183,9 +191,8 @@ def test_encoder_equals_its_cell_form_forward_and_gradients(float64_policy, dual
     np.testing.assert_allclose(got[0], expected[0], atol=1e-10, rtol=0)
     # One gradient per weight, in order: both passes reach the shared AM-GRU weights.
     assert len(got[1]) == 5 + 2 + (dual_key == "released")
-    for g, e in zip(got[1] + got[2], expected[1] + expected[2]):
-        assert np.abs(e).max() > 0
-        np.testing.assert_allclose(g, e, atol=1e-10, rtol=1e-10)
+    assert all(np.abs(e).max() > 0 for e in expected[1] + expected[2])
+    assert_close(got[1] + got[2], expected[1] + expected[2], atol=1e-10, rtol=1e-10)
 
 
 @pytest.mark.parametrize("fused_loop", [False, True] if FUSED_IF_AVAILABLE else [False])
@@ -208,8 +215,7 @@ def test_keras_file_clone_and_config_keep_one_shared_set_of_weights(tmp_path, fu
         assert len({id(w) for w in copy.weights}) == len(model.weights)
         if not same_weights:
             copy.set_weights(model.get_weights())
-        for got, want in zip(copy(xs), expected):
-            np.testing.assert_allclose(as_numpy(got), want, atol=1e-6, rtol=0)
+        assert_close(copy(xs), expected, atol=1e-6)
         # Moving the one AM-GRU weight set moves both outputs.
         layer.premise_layer.cell.key_kernel.assign_add(
             np.ones_like(as_numpy(layer.premise_layer.cell.key_kernel))

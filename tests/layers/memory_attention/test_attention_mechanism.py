@@ -16,7 +16,7 @@ from tests.layers.memory_attention.test_attention_wrapper import (
     sharpened,
 )
 from tests.memory_attention_reference import attention_reference, monotonic_reference, named_weights
-from tests.support import as_numpy, gradients
+from tests.support import as_numpy, assert_close, gradients
 from tf_memlayers.layers import AttentionMechanism
 from tf_memlayers.layers.memory_attention.attention_mechanism import (
     MONOTONIC_MODES,
@@ -106,8 +106,7 @@ def test_a_mechanism_on_its_own_matches_the_reference_and_saves(float64_policy, 
     got = mechanism(query, padded, memory_mask=mask, previous=previous)
     weights = named_weights(mechanism.weights)
     want = attention_reference(query, memory, mask, weights, *options_of(kind), previous)
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
+    assert_close(got, want, atol=1e-10)
     inputs = [keras.Input((MEMORY_DIM,)), keras.Input((LENGTH, MEMORY_DIM))]
     model = keras.Model(inputs, mechanism(*inputs))
     model.save(tmp_path / "model.keras")

@@ -113,10 +113,8 @@ def test_attention_scores_leave_saving_and_loading_as_they_were(tmp_path):
     model.load_weights(tmp_path / "before.weights.h5")
     restored = keras.saving.load_model(tmp_path / "after.keras")
     assert len(restored.weights) == len(model.weights)
-    np.testing.assert_array_equal(
-        keras.ops.convert_to_numpy(restored.layers[-1].attention_scores(x, memory, mask)),
-        keras.ops.convert_to_numpy(scores),
-    )
+    restored_scores = restored.layers[-1].attention_scores(x, memory, mask)
+    np.testing.assert_array_equal(as_numpy(restored_scores), as_numpy(scores))
     restored.load_weights(tmp_path / "before.weights.h5")
 
 
@@ -183,11 +181,10 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
     def by_layer(x, memory):
         return keras.ops.sum(layer(x, memory=memory, memory_mask=mask) ** 2)
 
-    loss_cell, grads_cell, input_grads_cell = gradients(by_cell, layer.weights, [x, memory])
+    loss_cell, *grads_cell = gradients(by_cell, layer.weights, [x, memory])
     loss_layer, grads_layer, input_grads_layer = gradients(by_layer, layer.weights, [x, memory])
     np.testing.assert_allclose(loss_cell, loss_layer, rtol=1e-5)
-    for a, b in zip(grads_cell + input_grads_cell, grads_layer + input_grads_layer):
-        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-4)
+    assert_close(grads_cell, [grads_layer, input_grads_layer], atol=1e-5, rtol=1e-4)
     assert all(np.abs(g).max() > 0 for g in grads_layer)  # every weight is used
     assert np.abs(input_grads_layer[1]).max() > 1e-3  # the memory gets a gradient
 
@@ -280,11 +277,8 @@ def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
 
     got_outputs, got_grads = run(layer)
     want_outputs, want_grads = run(loop)
-    assert len(got_outputs) == len(want_outputs)
-    for got, want in zip(got_outputs, want_outputs):
-        np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
-    for got, want in zip(got_grads, want_grads):
-        np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
+    assert_close(got_outputs, want_outputs, atol=1e-5)  # as many outputs, each close
+    assert_close(got_grads, want_grads, atol=1e-4, rtol=1e-4)
     # Not vacuous: the weights get gradients, and a row of padding only is zeros.
     assert all(np.abs(g).max() > 0 for g in want_grads[: len(layer.trainable_weights)])
     if "mask" in call and "state" not in call:
@@ -300,8 +294,7 @@ def test_a_stateful_layer_attending_after_the_loop_carries_the_step_by_step_stat
         got = layer(x, memory=memory, memory_mask=memory_mask)
         want = loop(x, memory=memory, memory_mask=memory_mask)
         assert_close(got, want, atol=1e-5, rtol=1e-7)
-    for got, want in zip(layer.states, loop.states):
-        assert_close(got, want, atol=1e-5, rtol=1e-7)
+    assert_close(layer.states, loop.states, atol=1e-5, rtol=1e-7)
     assert np.abs(keras.ops.convert_to_numpy(layer.states[-1])).max() > 1e-2
     # The wrappers that feed back step with the layer's loop.
     cell = keras.layers.GRUCell(UNITS)

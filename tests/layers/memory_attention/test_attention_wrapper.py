@@ -18,7 +18,7 @@ from tests.memory_attention_reference import (
 )
 from tests.memory_attention_reference import randomize as _randomize
 from tests.memory_attention_reference import wrapper_weights as _weights
-from tests.support import BACKEND, all_pairs, as_numpy, gradients
+from tests.support import BACKEND, all_pairs, as_numpy, assert_close, gradients
 from tf_memlayers.layers import AttentionMechanism, AttentionRNN, AttentionWrapper
 from tf_memlayers.layers.memory_attention.attention_mechanism import MONOTONIC_MODES
 
@@ -233,8 +233,7 @@ def test_matches_the_reference_in_float64(
         extra = {**extra, "probability_fn": probability, "attention_layer": reference_layer}
     got = layer(x, memory=memory, memory_mask=mask, mask=sequence_mask, training=True)
     want = reference(x, memory, mask, *args, sequence_mask=sequence_mask, **extra)
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
+    assert_close(got, want, atol=1e-10)
     if mode:
         # Never on the padding; the expected attention moves off the first vector, the hard one
         # is one-hot (or, stopping nowhere, zeros: row 2, all padding).
@@ -299,8 +298,7 @@ def test_monotonic_gradients_match_the_reference_and_each_other(float64_policy, 
         "parallel", position, seen
     )
     recursive = _monotonic_gradients("recursive", position, seen)[0]
-    for got, want in zip(found, recursive):
-        np.testing.assert_allclose(got, want, atol=1e-10, rtol=0)
+    assert_close(found, recursive, atol=1e-10)
 
     # The reference's derivatives by complex steps, exact to rounding: f' = Im f(v + ih) / h.
     def reference_loss(arrays):
@@ -530,13 +528,10 @@ def test_several_mechanisms_match_the_reference_in_float64(float64_policy, row):
     )
     np.testing.assert_allclose(as_numpy(got), want, atol=1e-10, rtol=0)
     assert [a.shape[-1] for a in alignments] == [LENGTH, 4]
-    for g, w in zip(alignments, want_alignments):
-        np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
+    assert_close(alignments, want_alignments, atol=1e-10)
     assert want_alignments[1][0, :, 3:].max() == 0  # the second memory's padding
     if not masked:  # the same weights, from a layer built without returning them
-        scores = layer.attention_scores(x, memories, masks)
-        for g, w in zip(scores, want_alignments):
-            np.testing.assert_allclose(as_numpy(g), w, atol=1e-10, rtol=0)
+        assert_close(layer.attention_scores(x, memories, masks), want_alignments, atol=1e-10)
     # Bad memories are named.
     for memory, fragment in [
         (memories * 2, "`memory` must be one per mechanism (2) or one for all; got a list of 4"),

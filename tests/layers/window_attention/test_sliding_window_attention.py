@@ -308,10 +308,8 @@ def assert_twins_agree(twins, masked, reset=False, steps=9):
     own = [getattr(cell, weight.path.split("/")[-1]) for weight in parallel.weights]
     out_c, grads_c = run(lambda v: rnn(v, mask=mask, **extra), [*cell.cell.trainable_weights, *own])
     np.testing.assert_allclose(out_c[keep], out_p[keep], atol=1e-12)
-    assert len(grads_p) == len(grads_c)
-    for gp, gc in zip(grads_p, grads_c):
-        assert np.abs(gp).max() > 0
-        np.testing.assert_allclose(gc, gp, atol=1e-11)
+    assert all(np.abs(gp).max() > 0 for gp in grads_p)
+    assert_close(grads_c, grads_p, atol=1e-11, rtol=1e-7)  # as many gradients, each close
 
 
 @pytest.mark.parametrize(
@@ -364,11 +362,9 @@ def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(
         results.append((values, [x_grad, *grads]))
     (values_p, grads_p), (values_c, grads_c) = results
     assert len(values_c) == len(values_p) == 1 + len(cell.state_size)
-    for got, expected in zip(values_c, values_p):  # the outputs, then the states
-        np.testing.assert_allclose(got, expected, atol=1e-12)
-    for got, expected in zip(grads_c, grads_p):
-        assert np.abs(expected).max() > 0
-        np.testing.assert_allclose(got, expected, atol=1e-11)
+    assert_close(values_c, values_p, atol=1e-12, rtol=1e-7)  # the outputs, then the states
+    assert all(np.abs(expected).max() > 0 for expected in grads_p)
+    assert_close(grads_c, grads_p, atol=1e-11, rtol=1e-7)
 
 
 def test_a_cache_that_loop_cache_did_not_make_is_refused():
@@ -451,8 +447,7 @@ def test_a_fresh_memory_is_explicit_zeros_and_a_carried_one_is_one_run_and_the_c
         gradients(lambda h, c=call: loss(h, **c), layer.trainable_weights, [x], has_aux=True)
         for call in ({}, {"initial_memory": np.zeros((2, layer.memory_size))})
     )
-    for got, expected in zip(keras.tree.flatten(fresh), keras.tree.flatten(explicit)):
-        np.testing.assert_allclose(got, expected, atol=1e-12)  # loss, outputs, gradients
+    assert_close(fresh, explicit, atol=1e-12, rtol=1e-7)  # loss, outputs, gradients
     cell = SlidingWindowAttentionCell(PassThroughCell(12), 3, **options)
     assert_memory_carries_over(layer, cell, x, 4)
 
