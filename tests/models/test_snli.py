@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from tests.memory_attention_reference import randomize
 from tests.pair_encoders import snli_model
+from tests.support import assert_close
 from tf_memlayers.layers import DualAssociativeEncoder
 from tf_memlayers.models.snli import (
     build_fixed_length_snli_model,
@@ -63,9 +64,7 @@ def test_exported_model_and_fixed_length_copy_in_tflite_with_builtin_operators_o
     # Not vacuous: the rows differ by far more than the tolerance, and the padding is
     # ignored (row 0 unpadded).
     assert np.ptp(expected, axis=0).max() > 100 * 1e-5
-    np.testing.assert_allclose(
-        model([premise[:1, :3], hypothesis[:1]]), expected[:1], rtol=0, atol=1e-6
-    )
+    assert_close(model([premise[:1, :3], hypothesis[:1]]), expected[:1], atol=1e-6)
 
     if kind == "dual_am_gru":
         # The exported model's time loops over sentences of any length convert to TFLite with

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from tests.language_models import FORMS, KINDS, language_model
-from tests.support import all_pairs
+from tests.support import all_pairs, assert_close
 from tf_memlayers import AssociativeGRU
 from tf_memlayers.models import build_language_model, build_step_model, generate, initial_step_state
 
@@ -43,9 +43,7 @@ def _full(model, tokens):
 
 # Every memory layer in both forms, each stateful and not, by pairs (`all_pairs`); the LSTM
 # alone; and models with tied weights, attention scores as a second output, or frozen.
-CASES = [
-    pytest.param(*row.values, {}, id=row.id) for row in all_pairs(KINDS[1:], FORMS, [False, True])
-]
+CASES = [pytest.param(*r.values, {}, id=r.id) for r in all_pairs(KINDS[1:], FORMS, [False, True])]
 CASES += [("lstm", "parallel", False, {}), ("lstm", "parallel", True, {})]
 CASES += [
     pytest.param("key_value", "parallel", False, {"tie_weights": True}, id="tied_weights"),
@@ -168,9 +166,7 @@ def test_exported_and_converted_step_models_generate_the_same_tokens(kind, form,
     saved = tf.saved_model.load(str(tmp_path / "saved"))
     tokens = np.array([[4], [9]], "int32")
     state = initial_step_state(step_model, 2)
-    for keras_out, served_out in zip(step_model([tokens, *state]), saved.serve([tokens, *state])):
-        expected = keras.ops.convert_to_numpy(keras_out)
-        np.testing.assert_allclose(np.asarray(served_out), expected, rtol=0, atol=1e-6)
+    assert_close(saved.serve([tokens, *state]), step_model([tokens, *state]), atol=1e-6)
 
     interpreter_module = pytest.importorskip(
         "ai_edge_litert.interpreter", reason="the TFLite check needs ai-edge-litert"

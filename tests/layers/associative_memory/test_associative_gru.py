@@ -144,12 +144,8 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
     """Masked, with and without an initial state: outputs, states and every gradient."""
     rng = np.random.default_rng(20)
     units, copies, batch, steps = 8, 3, 3, 6
-    kwargs = dict(
-        return_sequences=True,
-        return_state=True,
-        go_backwards=go_backwards,
-        zero_output_for_mask=zero_output_for_mask,
-    )
+    flags = dict(go_backwards=go_backwards, zero_output_for_mask=zero_output_for_mask)
+    kwargs = dict(return_sequences=True, return_state=True, **flags)
     dual = {} if dual_key is None else {"dual_key": dual_key}
     layer = layer_cls(units, num_copies=copies, fused_loop=fused_loop, **dual, **kwargs)
     cell_form = keras.layers.RNN(type(layer.cell)(units, num_copies=copies, **dual), **kwargs)
@@ -247,9 +243,7 @@ def test_jit_compiled_training_step_matches_eager(fused_loop):
     results = []
     for jit in (False, True):
         model = build()
-        compile_and_build_optimizer(
-            model, optimizer=keras.optimizers.SGD(0.1), loss="mse", jit_compile=jit
-        )
+        compile_and_build_optimizer(model, keras.optimizers.SGD(0.1), "mse", jit_compile=jit)
         model.train_on_batch(xs, ys)
         results.append(model.predict_on_batch(xs))
     np.testing.assert_allclose(results[0], results[1], atol=1e-5)

@@ -355,11 +355,9 @@ def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(
             if not cached:
                 patch.setattr(resettable_rnn, "loop_cache", lambda cell, states: [])
             given.clear()
-            (_, values), grads, (x_grad,) = gradients(
-                loss, cell.trainable_weights, [x], has_aux=True
-            )
+            (_, values), grads, (dx,) = gradients(loss, cell.trainable_weights, [x], has_aux=True)
         assert set(given) == {cached}
-        results.append((values, [x_grad, *grads]))
+        results.append((values, [dx, *grads]))
     (values_p, grads_p), (values_c, grads_c) = results
     assert len(values_c) == len(values_p) == 1 + len(cell.state_size)
     assert_close(values_c, values_p, atol=1e-12, rtol=1e-7)  # the outputs, then the states
