@@ -9,7 +9,7 @@ import pytest
 from keras import ops
 
 from tests.layer_test_case import as_numpy
-from tests.support import gradients
+from tests.support import assert_close, gradients
 from tf_memlayers import NGramConcat, SlidingWindowAttention
 from tf_memlayers.layers.window_attention.memory_sequence_layer import MemorySequenceLayer
 from tf_memlayers.ops import windows
@@ -122,26 +122,20 @@ def test_a_twin_of_another_batch_size_or_statefulness_loads_the_weights_beside_i
         inputs = keras.Input((None, WIDTH), batch_size=batch)
         return keras.Model(inputs, make(stateful=stateful)(inputs))
 
-    trained, x, paths = (
-        model(4, True),
-        _inputs(batch=4),
-        [tmp_path / f"{n}.weights.h5" for n in "sn"],
-    )
+    trained, x, path = model(4, True), _inputs(batch=4), str(tmp_path / "{}.weights.h5")
     trained(x)  # its memory now holds the streams of 4 rows
-    trained.save_weights(paths[0])
+    trained.save_weights(path.format("stateful"))
     stateless = model(None, False)
-    stateless.load_weights(paths[0])
-    stateless.save_weights(paths[1])
+    stateless.load_weights(path.format("stateful"))
+    stateless.save_weights(path.format("stateless"))
     expected = as_numpy(stateless(x))  # from zeros, with the trained weights
-    for batch, path in ((1, paths[0]), (2, paths[0]), (4, paths[1])):
+    for batch, saved in ((1, "stateful"), (2, "stateful"), (4, "stateless"), (4, "stateful")):
         twin = model(batch, True)
-        twin.load_weights(path)
-        np.testing.assert_array_equal(as_numpy(twin(x[:batch])), expected[:batch])
-    twin = model(4, True)  # the same batch size: the stream's memory too
-    twin.load_weights(paths[0])
-    np.testing.assert_array_equal(
-        as_numpy(twin.layers[1].memory), as_numpy(trained.layers[1].memory)
-    )
+        twin.load_weights(path.format(saved))
+        if saved == "stateful" and batch == 4:  # the same batch size: the streams' memory too
+            assert_close(twin.layers[1].memory, trained.layers[1].memory, 0)
+        else:
+            np.testing.assert_array_equal(as_numpy(twin(x[:batch])), expected[:batch])
 
 
 @pytest.mark.parametrize(
