@@ -40,8 +40,8 @@ class TiedEmbeddingTest(LayerTestCase):
 
 def test_reverse_uses_the_embedding_matrix_and_bias_and_the_mask_is_keras_embeddings():
     layer, ids = TiedEmbedding(6, 4, output_bias_initializer="ones"), np.array([[1, 5]])
-    mask = TiedEmbedding(6, 4, mask_zero=True).compute_mask(np.array([[1, 0]]))
-    np.testing.assert_array_equal(as_numpy(mask), [[True, False]])
+    mask = TiedEmbedding(6, 4, mask_zero=True).compute_mask(np.array([[1, 0, 2, 0]], "float32"))
+    np.testing.assert_array_equal(as_numpy(mask), [[True, False, True, False]])
     vectors = layer(ids)
     logits = layer(vectors, reverse=True)
     expected = as_numpy(vectors) @ as_numpy(layer.embeddings).T + 1.0

@@ -1,10 +1,15 @@
 """An embedding whose transpose is also the output layer (weight tying, Press & Wolf 2017)."""
 
+import threading
+
 import keras
 import numpy as np
 from keras import ops
 
 from tf_memlayers._validation import check_bool, check_int, check_width
+
+# The `TiedEmbedding` calls running in each thread: ``(layer, reverse)``, innermost last.
+_RUNNING = threading.local()
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -131,20 +136,18 @@ class TiedEmbedding(keras.layers.Embedding):
     def __call__(self, inputs, *args, **kwargs):
         # Keras asks `compute_mask` for the output's mask with the inputs alone; whether they
         # are ids (float ids too, which Keras's Embedding masks) or vectors is the call's
-        # ``reverse``, kept for that question while the call lasts.
-        reverse = kwargs.get("reverse", args[0] if args else False)
-        self._reverse_call = isinstance(reverse, (bool, np.bool_)) and bool(reverse)
+        # ``reverse``, kept for that question while the call lasts (per thread).
+        reverse = kwargs.get("reverse", False)
+        calls = _RUNNING.__dict__.setdefault("calls", [])
+        calls.append((self, isinstance(reverse, (bool, np.bool_)) and bool(reverse)))
         try:
             return super().__call__(inputs, *args, **kwargs)
         finally:
-            self._reverse_call = None
+            calls.pop()
 
     def compute_mask(self, inputs, mask=None):
-        reverse = getattr(self, "_reverse_call", None)
-        if reverse is None:  # asked outside a call: vectors are floats of width output_dim
-            shape, dtype = ops.shape(inputs), keras.backend.standardize_dtype(inputs.dtype)
-            reverse = "float" in dtype and shape[-1] == self.output_dim
-        if reverse:
+        running = getattr(_RUNNING, "calls", ())
+        if any(layer is self and reverse for layer, reverse in running[-1:]):
             return mask  # the logits of vectors keep the vectors' mask
         return super().compute_mask(inputs, mask)  # ids: mask_zero decides
 

@@ -50,7 +50,8 @@ class Perplexity(keras.metrics.Metric):
         self.count.assign_add(ops.cast(ops.sum(weights), self.count.dtype))
 
     def result(self):
-        return ops.exp(ops.divide_no_nan(self.total_nll, self.count))
+        # Cast: torch divides float64 variables into Keras's float type.
+        return ops.cast(ops.exp(ops.divide_no_nan(self.total_nll, self.count)), self.dtype)
 
     def reset_state(self):
         self.total_nll.assign(0.0)

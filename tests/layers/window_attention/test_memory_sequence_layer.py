@@ -118,9 +118,9 @@ def test_masked_steps_read_as_zeros_even_when_not_finite():
 def test_a_twin_of_another_batch_size_or_statefulness_loads_the_weights_beside_its_memory(
     make, tmp_path
 ):
-    def model(batch, stateful):
+    def model(batch, stateful, **more):
         inputs = keras.Input((None, WIDTH), batch_size=batch)
-        return keras.Model(inputs, make(stateful=stateful)(inputs))
+        return keras.Model(inputs, make(stateful=stateful, **more)(inputs))
 
     trained, x, path = model(4, True), _inputs(batch=4), str(tmp_path / "{}.weights.h5")
     trained(x)  # its memory now holds the streams of 4 rows
@@ -136,6 +136,9 @@ def test_a_twin_of_another_batch_size_or_statefulness_loads_the_weights_beside_i
             assert_close(twin.layers[1].memory, trained.layers[1].memory, 0)
         else:
             np.testing.assert_array_equal(as_numpy(twin(x[:batch])), expected[:batch])
+    model(None, False, use_bias=True).save_weights(path.format("biased"))
+    with pytest.raises(ValueError):  # a bias where a stateful layer's memory is: no memory
+        model(4, True).load_weights(path.format("biased"))
 
 
 @pytest.mark.parametrize(

@@ -220,17 +220,17 @@ class MemorySequenceLayer(keras.layers.Layer):
         # The stored memory is the stream of the layer that saved it (its last variable, when
         # it was stateful). A layer of another batch size, or not stateful, or one reading
         # weights saved without a memory, takes the weights and keeps its own memory, as a
-        # Keras RNN keeps its states (Keras saves none).
-        own = {}
+        # Keras RNN keeps its states (Keras saves none). Any other difference is an error.
+        own, given = {}, {key: store[key] for key in store.keys()}
         self.save_own_variables(own)
-        given = {key: store[key] for key in store.keys()}
-        last = str(len(own) - 1)
-        if self.memory is not None and len(given) in (len(own) - 1, len(own)):
-            if last not in given or tuple(given[last].shape) != tuple(self.memory.shape):
-                given[last] = own[last]
-        elif self.memory is None and len(given) == len(own) + 1:
-            if len(given[str(len(own))].shape) == 2:
-                del given[str(len(own))]
+        count = len(own) - (self.memory is not None)
+        stored = given.get(str(count))  # the memory's place in a file of a stateful layer
+        a_memory = stored is not None and len(given) == count + 1 and len(stored.shape) == 2
+        if a_memory and stored.shape[1] == self.memory_size:
+            if self.memory is None or tuple(stored.shape) != tuple(self.memory.shape):
+                del given[str(count)]
+        if self.memory is not None and len(given) == count:
+            given[str(count)] = own[str(count)]
         super().load_own_variables(given)
 
     def get_config(self):
