@@ -12,25 +12,19 @@ def sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
 
 
-def monotonic_reference(p, previous, mode):
+def monotonic_reference(p, before, mode):
     """Raffel et al. (2017): the alignments of a step from its stopping probabilities ``p``
     ``[batch, length]`` and the previous step's alignments: the expectation (eq. 9,
     ``alpha_j = p_j sum_{k <= j} alpha'_k prod_{k <= l < j} (1 - p_l)``, for the ``parallel``
     and ``recursive`` modes), or (``hard``) one-hot at the first j at or after the previous
     position with p_j > 1/2, zeros where none is. Written for complex ``p`` too."""
-    alpha = np.zeros(
-        np.broadcast_shapes(np.shape(p), np.shape(previous)), np.result_type(p, previous)
-    )
-    for b, j in np.ndindex(*alpha.shape):
-        if mode != "hard":
-            alpha[b, j] = p[b, j] * sum(
-                previous[b, k] * np.prod(1 - p[b, k:j]) for k in range(j + 1)
-            )
+    alpha = np.zeros(np.broadcast(p, before).shape, np.result_type(p, before))
+    for b, j in np.ndindex(alpha.shape if mode != "hard" else (0, 0)):
+        alpha[b, j] = p[b, j] * sum(before[b, k] * np.prod(1 - p[b, k:j]) for k in range(j + 1))
     for b in range(alpha.shape[0] if mode == "hard" else 0):
-        start = np.flatnonzero(previous[b] != 0)
-        chosen = [
-            j for j in range(start[0] if start.size else p.shape[1], p.shape[1]) if p[b, j] > 0.5
-        ]
+        start = np.flatnonzero(before[b] != 0)
+        first = start[0] if start.size else p.shape[1]
+        chosen = [j for j in range(first, p.shape[1]) if p[b, j] > 0.5]
         alpha[b, chosen[:1]] = 1.0
     return alpha
 

@@ -83,17 +83,14 @@ def test_a_compiled_model_reports_the_loss_of_its_weighted_batch(mode):
 
 
 def test_the_loss_is_restored_by_its_registered_name():
-    config = keras.losses.serialize(
-        SequenceCrossentropy("sum_over_time", name="cost", dtype="float16")
-    )
+    mode = "sum_over_time"
+    config = keras.losses.serialize(SequenceCrossentropy(mode, name="cost", dtype="float16"))
     assert config["registered_name"] == "tf_memlayers>SequenceCrossentropy"
     restored = keras.losses.deserialize(config)
     assert isinstance(restored, SequenceCrossentropy) and restored.name == "cost"
-    assert restored.reduction_mode == "sum_over_time" and restored.dtype == "float16"
+    assert restored.reduction_mode == mode and restored.dtype == "float16"
     # The values, in float32 (the default dtype, restored as such).
-    restored = keras.losses.deserialize(
-        keras.losses.serialize(SequenceCrossentropy("sum_over_time"))
-    )
+    restored = keras.losses.deserialize(keras.losses.serialize(SequenceCrossentropy(mode)))
     assert restored.dtype == "float32"
     targets, logits, _ = _batch(6)
     expected = _numpy_token_nll(targets, logits).mean(axis=0).sum()

@@ -44,9 +44,7 @@ def _loop_arguments(problem):
     w, d = problem["w"], INPUT_DIM
     input_kernel = np.concatenate([w["key"][:d], w["gate"][:d], w["candidate"][:d]], axis=1)
     bias = np.concatenate([np.zeros(UNITS), w["gate_bias"], w["candidate_bias"]])
-    recurrent = np.concatenate(
-        [w["key"][d:], w["gate"][d : d + UNITS], w["candidate"][d : d + UNITS]], axis=1
-    )
+    recurrent = np.concatenate([w[k][d : d + UNITS] for k in ("key", "gate", "candidate")], axis=1)
     arrays = [
         np.einsum("btd,dk->tbk", problem["xs"], input_kernel) + bias,
         _parts(problem["memory"]),
@@ -70,7 +68,7 @@ def _parts(memory):
 def _reference_forward(problem, zero_output_for_mask):
     """Each row alone over its unmasked steps: the emitted outputs, the final states and, per
     step, what the backward loop reads, with a ``taken`` flag per (step, row)."""
-    w, mask = problem["w"], problem["mask"]
+    w, mask, perms = problem["w"], problem["mask"], problem["perms"]
     taken = np.ones((STEPS, BATCH), bool) if mask is None else mask.T
     names = ("key", "memory", "previous", "h", "g", "c", "delta", "h2")
     saved = {name: [[None] * BATCH for _ in range(STEPS)] for name in names}
@@ -89,14 +87,10 @@ def _reference_forward(problem, zero_output_for_mask):
                 outputs[t, b] = emitted[0]
                 continue
             record = []
-            new_output, memory = ref.reference_step(
-                x_t, memory, previous, w, problem["perms"], dual, record
-            )
+            new_output, memory = ref.reference_step(x_t, memory, previous, w, perms, dual, record)
             h, h2 = record[0]["read"], record[0]["source_read"]
-            gates, candidate = ref.gates_and_candidate(w, x, h, h2)
-            step = dict(
-                key=x @ w["key"], h=h, g=gates, c=candidate, delta=record[0]["written"], h2=h2
-            )
+            g, c = ref.gates_and_candidate(w, x, h, h2)
+            step = dict(key=x @ w["key"], h=h, g=g, c=c, delta=record[0]["written"], h2=h2)
             for name, value in step.items():
                 saved[name][t][b] = None if value is None else value[0]
             previous = emitted = new_output

@@ -41,9 +41,7 @@ def test_step_matches_the_reference_in_float64(float64_policy, seed, copies, dua
     perms = ref.permutations(M, copies, seed)
     dual = None if dual_key is None else (dual_key.replace("conjugated", "released"), source_memory)
     record = []
-    expected_output, expected_memory = ref.reference_step(
-        x_t, memory, previous, w, perms, dual, record
-    )
+    want_output, want_memory = ref.reference_step(x_t, memory, previous, w, perms, dual, record)
     x = np.concatenate([x_t, previous], axis=1)
     key = a = x @ w["key"]
     source = None
@@ -73,9 +71,9 @@ def test_step_matches_the_reference_in_float64(float64_policy, seed, copies, dua
     )
     assert isinstance(result, StepResult)
     step = record[-1]
-    _close(result.output, expected_output)
+    _close(result.output, want_output)
     re, im = (as_numpy(p) for p in result.memory)
-    _close(np.stack([re, im], axis=1).reshape(BATCH, -1), expected_memory)
+    _close(np.stack([re, im], axis=1).reshape(BATCH, -1), want_memory)
     _close(result.retrieved, step["read"])
     _close(result.delta, step["written"])
     gates, candidate = ref.gates_and_candidate(w, x, step["read"], step["source_read"])
@@ -87,7 +85,7 @@ def test_step_matches_the_reference_in_float64(float64_policy, seed, copies, dua
     # Not vacuous: the key's bound clips some entries, the step writes to the memory, and the
     # source (read, never written) is read.
     assert (step["key_modulus"] > 1).any() and (step["key_modulus"] < 1).any()
-    assert np.abs(expected_memory - memory).max() > 1e-2
+    assert np.abs(want_memory - memory).max() > 1e-2
     if dual_key is None:
         assert result.source_read is None
     else:

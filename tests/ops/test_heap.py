@@ -85,16 +85,14 @@ def test_equal_rows_get_one_score_wherever_they_sit(dtype, width, units, rows):
     rng = np.random.default_rng(width)
     distinct, picks = rng.normal(size=(7, width)), rng.integers(0, 7, rows)
     scale = 0.3 if dtype in HALF else 1.0
-    kernel, score_vector = rng.normal(scale=scale, size=(width, units)), rng.normal(size=(units,))
-    tensors = [
-        ops.cast(ops.convert_to_tensor(a), dtype) for a in (distinct[picks], kernel, score_vector)
-    ]
+    kernel, v = rng.normal(scale=scale, size=(width, units)), rng.normal(size=(units,))
+    tensors = [ops.cast(ops.convert_to_tensor(a), dtype) for a in (distinct[picks], kernel, v)]
     scores = as_numpy(ops.cast(heap.pool_scores(*tensors), "float64"))
     for k in range(7):
         assert len(set(scores[picks == k].tolist())) <= 1
     # The rows and weights as the dtype holds them, scored in float64.
-    pool, kernel, score_vector = (as_numpy(ops.cast(t, "float64")) for t in tensors)
-    expected = np.tanh(pool @ kernel) @ score_vector
+    pool, kernel, v = (as_numpy(ops.cast(t, "float64")) for t in tensors)
+    expected = np.tanh(pool @ kernel) @ v
     if dtype in HALF:
         np.testing.assert_allclose(scores, expected, rtol=0, atol=0.1 * np.abs(expected).max())
     else:
@@ -123,11 +121,9 @@ def test_different_rows_with_the_same_hash_keep_their_own_scores():
     pool = ops.convert_to_tensor(rows)
     row_hashes = as_numpy(heap._row_hashes(pool))
     assert row_hashes[0] == row_hashes[1] == row_hashes[2], "the rows must collide"
-    kernel, score_vector = np.array([[0.7, -0.4], [0.2, 0.9]]), np.array([1.0, -1.5])
-    scores = as_numpy(
-        heap.pool_scores(pool, kernel.astype("float32"), score_vector.astype("float32"))
-    )
-    expected = np.tanh(rows.astype(np.float64) @ kernel) @ score_vector
+    kernel, v = np.array([[0.7, -0.4], [0.2, 0.9]]), np.array([1.0, -1.5])
+    scores = as_numpy(heap.pool_scores(pool, kernel.astype("float32"), v.astype("float32")))
+    expected = np.tanh(rows.astype(np.float64) @ kernel) @ v
     assert abs(expected[0] - expected[1]) > 1e-3
     np.testing.assert_allclose(scores, expected, rtol=1e-5, atol=1e-6)
     assert scores[0] == scores[2]
