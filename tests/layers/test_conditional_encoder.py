@@ -176,8 +176,7 @@ def test_each_layer_reads_the_hypothesis_from_the_premise_final_states(kind):
     shapes = [tuple(p.shape), tuple(h.shape)]
     assert encoder.compute_output_shape([premise.shape, hypothesis.shape]) == shapes
     assert shapes == [(2, 4 if kind == "stack" else 8)] * 2
-    np.testing.assert_allclose(as_numpy(p), as_numpy(want_p), atol=1e-6)
-    np.testing.assert_allclose(as_numpy(h), as_numpy(want_h), atol=1e-6)
+    assert_close([p, h], [want_p, want_h], 1e-6, 1e-7)
     # Not vacuous: the hypothesis's encoding reads the premise's.
     assert np.abs(as_numpy(encoder([premise[::-1], hypothesis])[1]) - as_numpy(h)).max() > 1e-3
     if kind != "stack":  # the premise's padding is ignored (the mean of "stack" reads it)

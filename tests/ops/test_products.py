@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.support import gradients
+from tests.support import assert_close, gradients
 from tf_memlayers.ops.products import dot_last_axis
 
 
@@ -20,9 +20,6 @@ def test_dot_last_axis_is_the_product_over_the_last_axis(float64_policy, shape):
 def test_dot_last_axis_gradients(float64_policy):
     rng = np.random.default_rng(0)
     x, vector = rng.normal(size=(4, 1, 3, 5)), rng.normal(size=5)
-    _, _, (grad_x, grad_vector) = gradients(
-        lambda x, v: ops.sum(ops.sin(dot_last_axis(x, v))), inputs=[x, vector]
-    )
+    _, _, grads = gradients(lambda x, v: ops.sum(ops.sin(dot_last_axis(x, v))), inputs=[x, vector])
     outer = np.cos(x @ vector)
-    np.testing.assert_allclose(grad_x, outer[..., None] * vector, atol=1e-12)
-    np.testing.assert_allclose(grad_vector, np.tensordot(outer, x, axes=3), atol=1e-12)
+    assert_close(grads, [outer[..., None] * vector, np.tensordot(outer, x, axes=3)], 1e-12)

@@ -114,9 +114,7 @@ def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fuse
     zeros = np.zeros((batch, units * copies)), np.zeros((batch, units))
     perms = permutations(units // 2, copies)
     ref_outputs, ref_memory = reference_run(xs, *zeros, w, perms)
-    np.testing.assert_allclose(as_numpy(outputs), ref_outputs, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(as_numpy(last), ref_outputs[:, -1], atol=1e-10, rtol=0)
+    assert_close([outputs, memory, last], [ref_outputs, ref_memory, ref_outputs[:, -1]], 1e-10)
 
 
 # (layer, dual_key, fused_loop, go_backwards, zero_output_for_mask): the AM-GRU's loops and

@@ -7,7 +7,7 @@ from keras import ops
 
 from tests.am_gru_reference import permutations, random_weights, recorded, reference_run
 from tests.layer_test_case import LayerTestCase, masking_checks, rnn_over, user_rnn
-from tests.support import all_pairs, as_numpy
+from tests.support import all_pairs, as_numpy, assert_close
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
 
 # Every argument of the AM-GRU cells, for `run_config_test`.
@@ -119,8 +119,7 @@ def test_cells_match_the_original_step_in_float64(
         )
         names = ["written", "read", "source_read"]
         assert np.abs(recorded(record, "source_read")).max() > 0.1  # h2 is not trivially zero
-    np.testing.assert_allclose(as_numpy(outputs)[..., :units], ref_outputs, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-10, rtol=0)
+    assert_close([as_numpy(outputs)[..., :units], memory], [ref_outputs, ref_memory], 1e-10)
     if retrievals:
         assert_retrievals(outputs, units, record, names)
     # The write key each step reports (`call_with_retrievals`): bound(x W_key), or the released
@@ -144,8 +143,7 @@ def test_float32_matches_the_float64_reference_and_a_zero_source_memory_is_ignor
     outputs, memory, _ = run_premise(dual.premise_cell, xs.astype("float32"), w)
     perms = permutations(8, 4)
     ref_outputs, ref_memory = reference_run(xs, np.zeros((3, 64)), np.zeros((3, 16)), w, perms)
-    np.testing.assert_allclose(as_numpy(outputs), ref_outputs, atol=1e-5, rtol=0)
-    np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-5, rtol=0)
+    assert_close([outputs, memory], [ref_outputs, ref_memory], 1e-5)
     zeros = [np.zeros((3, size), "float32") for size in (64, 16, 64)]
     got = keras.layers.RNN(dual)(xs.astype("float32"), initial_state=zeros)
     np.testing.assert_allclose(as_numpy(got), as_numpy(outputs)[:, -1], atol=1e-6)

@@ -13,7 +13,7 @@ from tests.am_gru_reference import (
     permutations,
 )
 from tests.layer_test_case import LayerTestCase, masking_checks, rnn_over, user_rnn
-from tests.support import as_numpy
+from tests.support import as_numpy, assert_close
 from tf_memlayers.layers import AssociativeMemoryCell
 
 # (the wrapped cell, num_copies, return_retrievals) of the cases.
@@ -128,8 +128,7 @@ def test_generic_cell_matches_equations_8_to_12(float64_policy, make_cell, index
     key_kernel, width = as_numpy(cell.key_kernel), cell.cell.output_size
     ref_outputs, ref_memory = reference_run(xs, cell.cell, key_kernel, copies, index, width)
     outputs = as_numpy(outputs)
-    np.testing.assert_allclose(outputs[..., :width], ref_outputs, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(as_numpy(memory), ref_memory, atol=1e-10, rtol=0)
+    assert_close([outputs[..., :width], memory], [ref_outputs, ref_memory], 1e-10)
     assert np.abs(ref_memory).max() > 0.05
     if "return_retrievals" in options:  # a GRU's output is its new state: read + written
         assert outputs.shape[-1] == 3 * width

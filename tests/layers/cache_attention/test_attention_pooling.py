@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tests.layer_test_case import LayerTestCase, masking_checks
-from tests.support import as_numpy, keras_lstm
+from tests.support import as_numpy, assert_close, keras_lstm
 from tests.window_reference import masked_softmax
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 
@@ -58,8 +58,7 @@ def test_matches_reference_with_mask(dtype, atol):
     pooled, weights = layer(inputs.astype(dtype), mask=mask, return_attention_scores=True)
     kernel, score = (as_numpy(v).astype(np.float64) for v in (layer.kernel, layer.score))
     expected, expected_weights = reference(inputs, mask, kernel, score)
-    np.testing.assert_allclose(as_numpy(pooled), expected, rtol=0, atol=atol)
-    np.testing.assert_allclose(as_numpy(weights), expected_weights, rtol=0, atol=atol)
+    assert_close([pooled, weights], [expected, expected_weights], atol)
     np.testing.assert_array_equal(as_numpy(pooled)[2], 0.0)
     changed = inputs.copy()
     changed[0, :3] = 100.0  # masked steps have no influence

@@ -110,12 +110,10 @@ def test_matches_the_reference_with_padding_in_both_sentences(return_sequences, 
     p, h = encoder([noisy, hypothesis], mask=[premise_mask, hypothesis_mask])
     masks = (premise_mask, hypothesis_mask)
     want_p, want_h = _reference(encoder, premise, hypothesis, *masks, return_sequences)
-    np.testing.assert_allclose(as_numpy(p), want_p, rtol=0, atol=1e-10)
-    np.testing.assert_allclose(as_numpy(h), want_h, rtol=0, atol=1e-10)
+    assert_close([p, h], [want_p, want_h], 1e-10)
     # Row 2 alone, without its padding, gives the same pair.
     p, h = encoder([premise[2:, :2], hypothesis[2:]])
-    np.testing.assert_allclose(as_numpy(p), want_p[2:], rtol=0, atol=1e-10)
-    np.testing.assert_allclose(as_numpy(h), want_h[2:], rtol=0, atol=1e-10)
+    assert_close([p, h], [want_p[2:], want_h[2:]], 1e-10)
     # Not vacuous: the premise's final state and its padding both matter.
     _, from_zeros = _reference(encoder, premise * 0.0, hypothesis, *masks, return_sequences)
     assert np.abs(from_zeros - want_h).max() > 1e-2

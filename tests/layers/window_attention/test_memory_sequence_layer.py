@@ -41,8 +41,7 @@ def test_a_stateless_layer_starts_every_call_from_zeros():
     layer, x = RunningSum(), _inputs()
     for _ in range(2):
         outputs, memory = layer(x)
-        np.testing.assert_allclose(as_numpy(outputs), np.cumsum(x, axis=1), rtol=1e-6)
-        np.testing.assert_allclose(as_numpy(memory), x.sum(axis=1), rtol=1e-6)
+        assert_close([outputs, memory], [np.cumsum(x, axis=1), x.sum(axis=1)], 0, 1e-6)
     assert layer.memory is None and layer.starts_from_zeros() and not layer.weights
     assert layer.input_width == layer.mechanism_width == WIDTH
     # keep_memory hands the memory on without storing it; reset_state has nothing to clear.
@@ -71,11 +70,8 @@ def test_a_stateful_layer_carries_its_memory_until_reset_or_an_initial_memory_in
     first, _ = layer(x[:, :4])
     second, memory = layer(x[:, 4:])
     whole = np.cumsum(x, axis=1)
-    np.testing.assert_allclose(
-        as_numpy(ops.concatenate([first, second], axis=1)), whole, rtol=1e-5, atol=1e-6
-    )
-    np.testing.assert_allclose(as_numpy(layer.memory), whole[:, -1], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(as_numpy(memory), whole[:, -1], rtol=1e-5, atol=1e-6)
+    assert_close(ops.concatenate([first, second], axis=1), whole, 1e-6, 1e-5)
+    assert_close([layer.memory, memory], [whole[:, -1]] * 2, 1e-6, 1e-5)
     for reset in (layer.reset_state, layer.reset_states):
         layer(x)
         reset()
@@ -102,8 +98,7 @@ def test_masked_steps_read_as_zeros_even_when_not_finite():
     poisoned = np.where(mask[..., None] > 0, x, np.nan).astype("float32")
     outputs, memory = layer(poisoned, mask=mask)
     expected = np.cumsum(x * mask[..., None], axis=1)
-    np.testing.assert_allclose(as_numpy(outputs), expected, rtol=1e-6)
-    np.testing.assert_allclose(as_numpy(memory), expected[:, -1], rtol=1e-6)
+    assert_close([outputs, memory], [expected, expected[:, -1]], 0, 1e-6)
     zeroed, as_bool = layer.masked_inputs(ops.convert_to_tensor(poisoned), mask)
     assert keras.backend.standardize_dtype(as_bool.dtype) == "bool"
     np.testing.assert_array_equal(as_numpy(as_bool), mask > 0)

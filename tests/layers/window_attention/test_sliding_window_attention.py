@@ -230,8 +230,7 @@ def test_both_forms_match_numpy_reference_float64(
     )
     call = compiled(lambda x, mask, reset: layer(x, mask=mask, reset=reset))
     outputs, scores = call(x, mask, reset)
-    np.testing.assert_allclose(as_numpy(outputs), expected, atol=1e-10, rtol=0)
-    np.testing.assert_allclose(as_numpy(scores), expected_scores, atol=1e-10, rtol=0)
+    assert_close([outputs, scores], [expected, expected_scores], 1e-10)
     extra = {} if reset is None else {"reset": reset}
     outputs = compiled(lambda x, mask: rnn(x, mask=mask, **extra))(x, mask)
     np.testing.assert_allclose(as_numpy(outputs), expected, atol=1e-10, rtol=0)
