@@ -56,17 +56,15 @@ def test_heap_slots_replay_the_documented_procedure(float64_policy, size):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_cache_scores_in_the_rows_dtype_with_empty_and_non_finite_rows_at_minus_infinity(dtype):
     rng = np.random.default_rng(2)
-    vectors = rng.normal(size=(8, 4))
-    vectors[1] = 0.0
-    vectors[2] = -0.0  # negative zeros are zeros: an empty slot too
-    vectors[3, :2] = 0.0  # some zero entries only: a real vector
-    vectors[5, 0], vectors[6, 1], vectors[7, 2] = np.nan, np.inf, -np.inf  # unusable
-    kernel, score_vector = rng.normal(size=(4, 3)), rng.normal(size=(3,))
-    scores = heap.cache_scores(
-        *(ops.convert_to_tensor(a.astype(dtype)) for a in (vectors, kernel, score_vector))
-    )
+    rows = rng.normal(size=(8, 4))
+    rows[1] = 0.0
+    rows[2] = -0.0  # negative zeros are zeros: an empty slot too
+    rows[3, :2] = 0.0  # some zero entries only: a real vector
+    rows[5, 0], rows[6, 1], rows[7, 2] = np.nan, np.inf, -np.inf  # unusable
+    kernel, v = rng.normal(size=(4, 3)), rng.normal(size=(3,))
+    scores = heap.cache_scores(*(ops.convert_to_tensor(a.astype(dtype)) for a in (rows, kernel, v)))
     assert keras.backend.standardize_dtype(scores.dtype) == dtype
-    expected = np.tanh(np.nan_to_num(vectors) @ kernel) @ score_vector
+    expected = np.tanh(np.nan_to_num(rows) @ kernel) @ v
     expected[[1, 2, 5, 6, 7]] = -np.inf
     assert_close(scores, expected, atol=0, rtol=1e-5 if dtype == "float32" else 1e-13)
 
