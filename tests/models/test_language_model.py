@@ -23,9 +23,8 @@ def _tokens(batch, time, seed=0):
 
 
 def _model(kind, **overrides):
-    return language_model(
-        VOCAB, kind, **{**SMALL, "batch_size": 2, "sequence_length": 5, **overrides}
-    )
+    options = {**SMALL, "batch_size": 2, "sequence_length": 5, **overrides}
+    return language_model(VOCAB, kind, **options)
 
 
 @pytest.mark.parametrize("kind", KINDS)
