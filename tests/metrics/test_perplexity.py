@@ -41,6 +41,17 @@ def test_batches_of_different_shapes_give_the_corpus_perplexity_in_the_metrics_d
     np.testing.assert_allclose(float(metric.result()), np.exp(nll.mean()), rtol=1e-5)
 
 
+def test_a_float64_result_where_keras_computes_float64_in_float32(monkeypatch):
+    # Keras's JAX and torch backends do so outside the tests, which keep float64 (conftest).
+    if keras.backend.backend() != "tensorflow":
+        from keras.src.backend.common import dtypes
+
+        monkeypatch.setitem(dtypes.BIT64_TO_BIT32_DTYPE, "float64", "float32")
+    metric = Perplexity(dtype="float64")
+    metric.update_state(*_batch(2)[:2])
+    assert keras.backend.standardize_dtype(metric.result().dtype) == "float64"
+
+
 def test_weights_broadcast_to_the_targets():
     rng = np.random.default_rng(1)
     targets, logits, _ = _batch(rng, 3, 4)
