@@ -257,8 +257,9 @@ def generate(
             index=..., mask=..., model=...)`` (and ``stop_token_ids=[end_token_id]`` with an
             ``end_token_id``) that returns the filled ``prompt``; on TensorFlow it is traced
             into one `tf.function` (write it with ``keras.ops``, not NumPy), once per
-            sampler object, step model and prompt length (a name makes a new sampler at
-            every call, seeded by Keras's seed; pass one instance to reuse its trace).
+            sampler object, step model, prompt length and ``num_tokens`` (a name makes a new
+            sampler at every call, seeded by Keras's seed; pass one instance to reuse its
+            trace).
             Samplers that read the model's hidden states (contrastive search) and a beam
             search returning all its beams are refused: a step model returns no hidden
             states, and each row one text.
@@ -332,9 +333,10 @@ def generate(
         return np.zeros((prompt.shape[0], 0), int)
 
     def step(tokens, state):
-        logits, *state = step_model([tokens.astype("int32"), *state], training=False)
-        state = [np.asarray(keras.ops.convert_to_numpy(s)) for s in state]
-        return np.asarray(keras.ops.convert_to_numpy(logits), "float64")[:, -1], state
+        # Keras's compiled prediction (a `tf.function`, `jax.jit`), traced once for all the
+        # steps: called op by op, a step costs many times its work (most on JAX).
+        logits, *state = step_model.predict_on_batch([tokens.astype("int32"), *state])
+        return np.asarray(logits, "float64")[:, -1], [np.asarray(s) for s in state]
 
     if sampler is not None:
         # The sampler feeds the prompt's last token itself (its first `next`).
@@ -469,8 +471,9 @@ def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None):
     if keras.backend.backend() == "tensorflow":
         # As keras-hub's models generate: the sampler's loop traced into one graph, not run
         # op by op (on JAX its loop is traced by `lax.while_loop` already), once per step
-        # model, sampler and prompt length: the latest few are kept (each holds its step model
-        # and sampler, whose ids therefore stay theirs).
+        # model, sampler and prompt length (and per length of the buffer, num_tokens): the
+        # latest few are kept (each holds its step model and sampler, whose ids therefore
+        # stay theirs).
         import tensorflow as tf
 
         key = (id(step_model), id(sampler), length, end_token_id)
