@@ -4,7 +4,9 @@ import keras
 import numpy as np
 import pytest
 
+from tests.support import assert_close
 from tf_memlayers.losses import LOSS_REDUCTIONS, SequenceCrossentropy
+from tf_memlayers.metrics import Perplexity
 
 
 def _numpy_token_nll(targets, logits):
@@ -47,6 +49,21 @@ def test_zero_weight_padding_changes_neither_reduction(mode):
     )
     loss, plain = SequenceCrossentropy(mode), [targets, logits, weights]
     np.testing.assert_allclose(float(loss(*padded)), float(loss(*plain)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", LOSS_REDUCTIONS)
+def test_the_logits_mask_counts_as_zero_weights_in_the_loss_and_the_perplexity(mode):
+    # Keras hands an `Embedding(mask_zero=True)`'s mask, passed on to the logits, to the loss
+    # and the weighted metrics: the padding counts in neither, nor does its length.
+    x, layers = np.array([[1, 2, 3, 4, 5, 0, 0], [6, 1, 0, 0, 0, 0, 0]]), keras.layers
+    model = keras.Sequential([layers.Embedding(7, 4, mask_zero=True), layers.Dense(7)])
+    model.compile("sgd", SequenceCrossentropy(mode), weighted_metrics=[Perplexity()])
+    loss, perplexity = model.evaluate(x, x, batch_size=2, verbose=0)
+    nll, valid = _numpy_token_nll(x, model.predict(x, verbose=0)), x != 0
+    mean, total = (nll * valid).sum() / valid.sum(), (nll * valid).sum() / 2
+    assert_close(
+        [loss, perplexity], [mean if mode == "token_mean" else total, np.exp(mean)], 0, 1e-5
+    )
 
 
 @pytest.mark.parametrize("reduction", [None, "mean_with_sample_weight"])

@@ -2,21 +2,28 @@ import keras
 import numpy as np
 import pytest
 
+from tf_memlayers import Perplexity, SequenceCrossentropy
+from tf_memlayers.losses import LOSS_REDUCTIONS
 from tf_memlayers.training._global_batch import GlobalBatchLoss, GlobalBatchMetrics
 
 
-def test_the_shares_of_a_global_batch_add_up_to_its_loss_and_metrics():
+@pytest.mark.parametrize("loss", ["sparse_categorical_crossentropy", *LOSS_REDUCTIONS])
+def test_the_shares_of_a_global_batch_add_up_to_its_loss_and_metrics(loss):
     """Two replicas' sums and counts (masked steps, sample weights, a regularizer) and summed
     metric states give what `keras.Model.evaluate` reports for the whole batch."""
     keras.utils.set_random_seed(5)
     embedding = keras.layers.Embedding(9, 4, mask_zero=True)
     dense = keras.layers.Dense(9, kernel_regularizer="l2")
     model = keras.Sequential([keras.Input((5,), dtype="int32"), embedding, dense])
+    loss_of_logits = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     model.compile(
         "sgd",
-        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        SequenceCrossentropy(loss) if loss in LOSS_REDUCTIONS else loss_of_logits,
         metrics=["accuracy"],
-        weighted_metrics=[keras.metrics.SparseCategoricalCrossentropy(from_logits=True)],
+        weighted_metrics=[
+            keras.metrics.SparseCategoricalCrossentropy(from_logits=True),
+            Perplexity(),
+        ],
     )
     rng = np.random.default_rng(1)
     x, y, w = rng.integers(0, 9, (6, 5)), rng.integers(0, 9, (6, 5)), rng.random((6, 5))

@@ -18,9 +18,12 @@ class SequenceCrossentropy(keras.losses.Loss):
       with weight 0, does not count).
     * ``"sum_over_time"``: the sum over the time steps of the per-step mean over the batch
       (weights applied), the cost of Zaremba et al. (2014) and of TensorFlow's PTB tutorial.
-      It is ``sequence_length`` times the token mean, so with plain SGD its step is
-      ``sequence_length`` times larger, and the gradient-norm clipping sees the scaled
-      gradient.
+      Without padding it is ``sequence_length`` times the token mean, so with plain SGD its
+      step is ``sequence_length`` times larger, and the gradient-norm clipping sees the
+      scaled gradient.
+
+    Both count only the tokens that the mask of the logits leaves (an
+    ``Embedding(mask_zero=True)``'s, passed on), as weights of 0 and 1 would.
 
     Args:
         reduction_mode: String, one of `LOSS_REDUCTIONS`: `"token_mean"` or
@@ -46,9 +49,7 @@ class SequenceCrossentropy(keras.losses.Loss):
 
     def __init__(self, reduction_mode="token_mean", name="sequence_crossentropy", **kwargs):
         check_choice("reduction_mode", reduction_mode, LOSS_REDUCTIONS)
-        reduction = (
-            "mean_with_sample_weight" if reduction_mode == "token_mean" else "sum_over_batch_size"
-        )
+        reduction = "mean_with_sample_weight" if reduction_mode == "token_mean" else "sum"
         given = kwargs.pop("reduction", reduction)
         if given != reduction:
             modes = ", ".join(map(repr, LOSS_REDUCTIONS))
@@ -63,8 +64,9 @@ class SequenceCrossentropy(keras.losses.Loss):
     def call(self, y_true, y_pred):
         nll = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
         if self.reduction_mode == "sum_over_time":
-            # Mean over batch x time, times the number of steps = sum over time / batch.
-            nll = nll * ops.cast(ops.shape(nll)[1], nll.dtype)
+            # Keras sums the tokens' losses times their weights (and mask): over the batch,
+            # a mean. (Its "sum_over_batch_size" would scale a mask's weights to the count.)
+            nll = nll / ops.cast(ops.shape(nll)[0], nll.dtype)
         return nll
 
     @classmethod

@@ -37,16 +37,17 @@ class Perplexity(keras.metrics.Metric):
         variable = dict(shape=(), initializer="zeros", dtype=self.dtype)
         self.total_nll = self.add_variable(**variable, name="total_nll")
         self.count = self.add_variable(**variable, name="count")
+        # Keras's losses weigh each token by the sample weight and the mask the logits carry
+        # (an `Embedding(mask_zero=True)`'s, passed on): the metric counts as they do.
+        self._nll = keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction=None, dtype=self.dtype, name="token_nll"
+        )
+        self._weights = _TokenWeights(name="token_weights", reduction=None, dtype=self.dtype)
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        nll = keras.losses.sparse_categorical_crossentropy(
-            y_true, ops.cast(y_pred, self.dtype), from_logits=True
-        )
-        weights = (
-            ops.ones_like(nll) if sample_weight is None else ops.cast(sample_weight, nll.dtype)
-        )
-        weights = ops.broadcast_to(weights, ops.shape(nll))
-        self.total_nll.assign_add(ops.cast(ops.sum(nll * weights), self.total_nll.dtype))
+        nll = self._nll(y_true, y_pred, sample_weight=sample_weight)
+        weights = self._weights(y_true, y_pred, sample_weight=sample_weight)
+        self.total_nll.assign_add(ops.cast(ops.sum(nll), self.total_nll.dtype))
         self.count.assign_add(ops.cast(ops.sum(weights), self.count.dtype))
 
     def result(self):
@@ -56,3 +57,10 @@ class Perplexity(keras.metrics.Metric):
     def reset_state(self):
         self.total_nll.assign(0.0)
         self.count.assign(0.0)
+
+
+class _TokenWeights(keras.losses.Loss):
+    """Each target token's weight in a Keras loss: its sample weight times the logits' mask."""
+
+    def call(self, y_true, y_pred):
+        return ops.ones(ops.shape(y_true), self.dtype)
