@@ -77,11 +77,13 @@ def test_every_cache_is_emptied_at_the_first_batch_of_each_episode_only():
     episodes.on_test_batch_begin(0)
     np.testing.assert_array_equal(as_numpy(first.cache), before)
     episodes = CacheEpisodesCallback(3, evaluation_facts=[np.zeros((2, 4), "float32")])
+    episodes.set_params({"steps": 4})  # epochs of 4 batches would split the episodes of 3
     for target, call, message in [
         (model, lambda: episodes.on_test_batch_begin(1), "for 1 evaluation batches; batch 1"),
         (keras.Model(inputs, second(first(inputs))), episodes.on_test_begin, "is a Functional"),
         (model, episodes.on_train_begin, "`batches_per_episode` empties .*_execution=2 "),
         (model, episodes.on_test_begin, "`evaluation_facts` are .*_execution=2 "),
+        (model, episodes.on_train_begin, "epoch of 4 batches .* batches_per_episode=3 "),
     ]:
         episodes.set_model(target)
         target.compile("sgd", "mse", steps_per_execution=2 if "execution=2" in message else 1)

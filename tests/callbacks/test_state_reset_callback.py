@@ -84,3 +84,7 @@ def test_bad_tables_are_named(name):
     callback.model.compile("sgd", "mse", steps_per_execution=2)  # callbacks every 2 batches
     with pytest.raises(ValueError, match=f"`{name}` clears rows .* steps_per_execution=2"):
         getattr(callback, f"on_{on}_begin")()
+    callback.model.compile("sgd", "mse")
+    callback.set_params({"steps": 3})  # epochs of 3 batches would drift over the 4 rows
+    if name == "train_resets":
+        pytest.raises(ValueError, callback.on_train_begin).match("4 batches, but an epoch runs 3")

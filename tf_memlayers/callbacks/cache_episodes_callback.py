@@ -56,6 +56,15 @@ class CacheEpisodesCallback(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         what = "empties the caches at the first batch of each episode"
         check_one_batch_per_call(self.model, "batches_per_episode", what, _OWNER)
+        # Keras counts an epoch's batches from 0, and with `steps_per_epoch` it goes on reading
+        # the data where the last epoch stopped: only whole episodes keep the two in step.
+        steps = (self.params or {}).get("steps")
+        if steps and steps % self.batches_per_episode:
+            raise ValueError(
+                f"{_OWNER}: an epoch of {steps} batches (`steps_per_epoch`, or the data's "
+                f"length) must hold whole episodes of batches_per_episode="
+                f"{self.batches_per_episode} batches: episodes would run across epochs."
+            )
 
     def on_train_batch_begin(self, batch, logs=None):
         if batch % self.batches_per_episode == 0:

@@ -68,6 +68,16 @@ class StateResetCallback(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self._check_steps("train_resets")
+        # Keras counts an epoch's batches from 0, and with `steps_per_epoch` it goes on reading
+        # the data where the last epoch stopped: each epoch must read the data whole.
+        steps, resets = (self.params or {}).get("steps"), self.train_resets
+        if steps and resets is not None and steps != len(resets):
+            raise ValueError(
+                f"StateResetCallback: `train_resets` has resets for {len(resets)} batches, "
+                f"but an epoch runs {steps} (`steps_per_epoch`, or the data's length); each "
+                "epoch must read the data from its first batch to its last: give "
+                f"steps_per_epoch={len(resets)} (or none, for data that ends)."
+            )
 
     def on_epoch_begin(self, epoch, logs=None):
         reset_language_model_states(self.model)
