@@ -471,10 +471,8 @@ class LayerTestCase:
             specs = [make_cell(policy)(inputs, states, **kwargs)]
             if direct_spec:
                 specs.append(cell.compute_output_spec(inputs, states, **kwargs))
-            keras_cell = any(
-                type(c).__module__.startswith("keras.") for c in cell._flatten_layers()
-            )
-            lost = policy != "float32" and keras_cell and _keras_spec_loses_autocast()
+            in_keras = any(type(c).__module__.startswith("keras.") for c in cell._flatten_layers())
+            lost = policy != "float32" and in_keras and _keras_spec_loses_autocast()
             for spec in specs:
                 got = _shapes_and_dtypes(spec)
                 if lost:  # float32 where Keras's own cell reports it

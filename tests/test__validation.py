@@ -24,7 +24,7 @@ from tf_memlayers._validation import (
 )
 
 
-def _raises(error, message):
+def _raises(message, error=ValueError):
     """``pytest.raises`` matching the whole message, taken literally."""
     return pytest.raises(error, match=f"^{re.escape(message)}$")
 
@@ -35,13 +35,13 @@ def test_check_int_returns_a_python_int_and_check_optional_int_lets_none_through
         assert result == 3 and type(result) is int
     assert check_int("n", 1, minimum=1) == 1
     assert check_int("n", -5) == -5  # no minimum: any integer
-    with _raises(ValueError, "`units` must be >= 1, got 0."):
+    with _raises("`units` must be >= 1, got 0."):
         check_int("units", 0, minimum=1)
-    with _raises(ValueError, "Layer: `window` must be >= 2, got -3."):
+    with _raises("Layer: `window` must be >= 2, got -3."):
         check_int("window", np.int64(-3), minimum=2, owner="Layer")
     assert check_optional_int("seed", None, minimum=0) is None
     assert check_optional_int("seed", np.int32(4), minimum=0) == 4
-    with _raises(ValueError, "`seed` must be >= 0, got -1."):
+    with _raises("`seed` must be >= 0, got -1."):
         check_optional_int("seed", -1, minimum=0)
     with pytest.raises(TypeError, match="`seed` must be an integer, got 1.5"):
         check_optional_int("seed", 1.5)
@@ -54,7 +54,7 @@ def test_check_int_returns_a_python_int_and_check_optional_int_lets_none_through
 )
 def test_check_int_and_check_number_refuse_what_is_not_their_kind(check, kind, value):
     type_name = type(value).__name__
-    with _raises(TypeError, f"Owner: `n` must be {kind}, got {value!r} of type {type_name}."):
+    with _raises(f"Owner: `n` must be {kind}, got {value!r} of type {type_name}.", TypeError):
         check("n", value, owner="Owner")
 
 
@@ -89,9 +89,7 @@ def test_check_number_accepts_exactly_the_interval_of_its_bounds(
             result = check_number("rate", value, **bounds)
             assert result == float(value) and type(result) is float
         else:
-            with _raises(
-                ValueError, f"Owner: `rate` must be a finite number{allowed}, got {value!r}."
-            ):
+            with _raises(f"Owner: `rate` must be a finite number{allowed}, got {value!r}."):
                 check_number("rate", value, owner="Owner", **bounds)
 
 
@@ -99,7 +97,7 @@ def test_check_bool_takes_python_and_numpy_bools_only():
     for value in (True, False, np.True_, np.False_):
         assert check_bool("flag", value) is bool(value)
     for value in (1, 0, "no", None, np.array([True])):
-        with _raises(TypeError, f"Owner: `flag` must be a bool, got {value!r}."):
+        with _raises(f"Owner: `flag` must be a bool, got {value!r}.", TypeError):
             check_bool("flag", value, owner="Owner")
 
 
@@ -109,15 +107,15 @@ def test_check_sizes_returns_a_tuple_of_positive_ints_and_names_what_is_wrong():
         result = check_sizes("sizes", sizes, 3)
         assert result == (4, 2, 1) and all(type(s) is int for s in result)
     # What is wrong, named.
-    with _raises(TypeError, "Owner: `sizes` must be a list of 2 positive integers, got 'ab'."):
+    with _raises("Owner: `sizes` must be a list of 2 positive integers, got 'ab'.", TypeError):
         check_sizes("sizes", "ab", 2, owner="Owner")
-    with _raises(TypeError, "`sizes` must be a list of 1 positive integer, got 5."):
+    with _raises("`sizes` must be a list of 1 positive integer, got 5.", TypeError):
         check_sizes("sizes", 5, 1)
-    with _raises(ValueError, "`heads` must list 2 heads, got 3: (1, 2, 3)."):
+    with _raises("`heads` must list 2 heads, got 3: (1, 2, 3)."):
         check_sizes("heads", [1, 2, 3], 2, what="heads")
-    with _raises(ValueError, "`sizes` must list 2 pieces, got 1: (4,)."):
+    with _raises("`sizes` must list 2 pieces, got 1: (4,)."):
         check_sizes("sizes", [4], 2)
-    with _raises(ValueError, "`sizes` must be >= 1, got 0."):
+    with _raises("`sizes` must be >= 1, got 0."):
         check_sizes("sizes", [3, 0], 2)
     with pytest.raises(TypeError, match="`sizes` must be an integer, got 1.5"):
         check_sizes("sizes", [3, 1.5], 2)
@@ -125,35 +123,33 @@ def test_check_sizes_returns_a_tuple_of_positive_ints_and_names_what_is_wrong():
 
 def test_check_choice_lists_the_choices():
     assert check_choice("mode", "b", ("a", "b")) == "b"
-    with _raises(ValueError, "Owner: `mode` must be one of 'a', 'b'; got 'c'."):
+    with _raises("Owner: `mode` must be one of 'a', 'b'; got 'c'."):
         check_choice("mode", "c", ("a", "b"), owner="Owner")
-    with _raises(ValueError, "`mode` must be one of 'a', 'b'; got None."):
+    with _raises("`mode` must be one of 'a', 'b'; got None."):
         check_choice("mode", None, ["a", "b"])
 
 
 def test_check_even_takes_even_integers_from_two():
     assert check_even("units", 2, "real and imaginary halves") == 2
     assert check_even("units", np.int64(8), "real and imaginary halves") == 8
-    with _raises(ValueError, "Cell: `units` must be even (real and imaginary halves); got 7."):
+    with _raises("Cell: `units` must be even (real and imaginary halves); got 7."):
         check_even("units", 7, "real and imaginary halves", owner="Cell")
     for value in (0, -2):
-        with _raises(ValueError, f"`units` must be >= 2, got {value}."):
+        with _raises(f"`units` must be >= 2, got {value}."):
             check_even("units", value, "why")
     pytest.raises(TypeError, check_even, "units", 4.0, "why").match("`units` must be an integer")
 
 
 def test_check_rank_counts_the_dimensions_and_check_last_dim_reads_the_last():
     assert check_rank("inputs", [2, None, 4], 3) == (2, None, 4)
-    with _raises(ValueError, "Layer: `inputs` must have rank 3, got shape (2, 4) (rank 2)."):
+    with _raises("Layer: `inputs` must have rank 3, got shape (2, 4) (rank 2)."):
         check_rank("inputs", (2, 4), 3, owner="Layer")
-    with _raises(ValueError, "`inputs` must have rank 2, got shape () (rank 0)."):
+    with _raises("`inputs` must have rank 2, got shape () (rank 0)."):
         check_rank("inputs", (), 2)
     # The last dimension must be known.
     result = check_last_dim("inputs", (None, None, np.int64(5)))
     assert result == 5 and type(result) is int
-    with _raises(
-        ValueError, "Layer: the last dimension of `inputs` must be known, got (2, 3, None)."
-    ):
+    with _raises("Layer: the last dimension of `inputs` must be known, got (2, 3, None)."):
         check_last_dim("inputs", [2, 3, None], owner="Layer")
 
 
@@ -175,10 +171,8 @@ def test_check_mask_shape_compares_the_first_two_dimensions(mask_shape, inputs_s
         assert check_mask_shape(mask_shape, inputs_shape) == tuple(mask_shape)
     else:
         with _raises(
-            ValueError,
-            f"Layer: `mask` must have shape (batch, time) = "
-            f"{inputs_shape[:2]}, the first two dimensions of `sequence` "
-            f"of shape {inputs_shape}; got shape {mask_shape}.",
+            f"Layer: `mask` must have shape (batch, time) = {inputs_shape[:2]}, the first two "
+            f"dimensions of `sequence` of shape {inputs_shape}; got shape {mask_shape}."
         ):
             check_mask_shape(mask_shape, inputs_shape, owner="Layer", inputs_name="sequence")
 
@@ -188,22 +182,17 @@ def test_check_same_batch_width_and_time_steps_compare_known_dimensions():
     for shape, other in (((None, 3), (4, 1)), ((4, 3), (None,)), ((), (4,)), ((4,), ())):
         assert check_same_batch("a", shape, "b", other) == shape
     with _raises(
-        ValueError,
         "Owner: `memory` of shape (2, 3) has batch size 2, but `inputs` "
-        "of shape (3, 5, 3) has batch size 3; they must be equal.",
+        "of shape (3, 5, 3) has batch size 3; they must be equal."
     ):
         check_same_batch("memory", (2, 3), "inputs", (3, 5, 3), owner="Owner")
     # The width of a known last dimension.
     for shape in ([2, 4], (2, None), ()):
         assert check_width("inputs", shape, 4, "the cache width") == tuple(shape)
-    with _raises(
-        ValueError, "Owner: `inputs` must have width 4 (the cache width); got shape (2, 5)."
-    ):
+    with _raises("Owner: `inputs` must have width 4 (the cache width); got shape (2, 5)."):
         check_width("inputs", (2, 5), 4, "the cache width", owner="Owner")
     # An empty time dimension.
     for shape in ((2, 1, 3), (2, None, 3), (5,), ()):
         assert check_time_steps("inputs", shape) == tuple(shape)
-    with _raises(
-        ValueError, "Owner: `inputs` must have at least one time step; got shape (2, 0, 3)."
-    ):
+    with _raises("Owner: `inputs` must have at least one time step; got shape (2, 0, 3)."):
         check_time_steps("inputs", [2, 0, 3], owner="Owner")

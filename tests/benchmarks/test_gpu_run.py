@@ -49,10 +49,8 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     env |= dict(
         PYTHON=sys.executable, GPU_RUN_WHEELS=str(wheels), GPU_RUN_SPEED_ARGS="--lengths 20"
     )
-    command = ["bash", str(RUN_SH), "--rehearse", "--backend", BACKEND]
-    done = subprocess.run(
-        command, cwd=tmp_path, env=env, timeout=900, capture_output=True, text=True
-    )
+    cmd = ["bash", str(RUN_SH), "--rehearse", "--backend", BACKEND]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, timeout=900, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "done, status 0" in (out / "run.log").read_text(encoding="utf-8")
     device, tests = _read(out / "device.json"), _read(out / "layer_tests.json")

@@ -43,12 +43,10 @@ def _run_keras_files(suites, paths, tmp_path, keras_own=False):
     imports = [str(pathlib.Path(plugin.__file__).parent), str(REPO_ROOT)]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [*imports, env.get("PYTHONPATH")]))
     rootdir = os.path.commonpath([str(path.parent) for path in paths])
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
-    command += ["-p", plugin.__name__, "-c", str(tmp_path / "pytest.ini"), "--rootdir", rootdir]
-    command += [str(path) for path in paths]
-    run = subprocess.run(
-        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200
-    )
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    cmd += ["-p", plugin.__name__, "-c", str(tmp_path / "pytest.ini"), "--rootdir", rootdir]
+    cmd += [str(path) for path in paths]
+    run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
     assert report.is_file(), f"no report from the run of {paths}:\n{run.stdout}\n{run.stderr}"
     return run, json.loads(report.read_text())
 
@@ -87,10 +85,8 @@ def test_keras_tests_pass_with_ours(tmp_path, record_property, run_id):
         if r["outcome"] == "skipped" and r["skipped_by"] not in ("plugin", "keras")
     }
     assert not unexpected, f"skipped without a reason of the plugin's: {unexpected}"
-    unexercised = [
-        t for t, r in tests.items() if r["outcome"] == "passed" and not r["constructions"]
-    ]
-    assert not unexercised, f"passed without building the suite's class: {unexercised}"
+    unbuilt = [t for t, r in tests.items() if r["outcome"] == "passed" and not r["constructions"]]
+    assert not unbuilt, f"passed without building the suite's class: {unbuilt}"
     assert run.returncode == 0, run.stdout[-6000:]
 
 

@@ -46,10 +46,8 @@ class WordByWordAttentionTest(LayerTestCase):
         self.run_journey_test("pair", _premise_then_hypothesis, tmp_path)
 
     def test_config_arguments_cell_resets_and_nan_padding(self):
-        config = dict(
-            cell=keras.layers.GRUCell(5), memory_dim=3, attention_units=4, attention_size=2
-        )
-        options = dict(return_attention_scores=True, kernel_initializer="orthogonal")
+        config = dict(cell=keras.layers.GRUCell(5), attention_units=4, attention_size=2)
+        options = dict(memory_dim=3, return_attention_scores=True, kernel_initializer="orthogonal")
         self.run_config_test(WordByWordAttention, **config, **options)
         # No fixed choice in the config; the sizes default to the cell's width.
         config = WordByWordAttention(keras.layers.GRUCell(5), memory_dim=3).get_config()
