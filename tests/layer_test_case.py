@@ -620,10 +620,9 @@ class LayerTestCase:
         reset[1, 4] = True
         outputs = as_numpy(call(x, carried, reset)[0])
         fresh, continued = as_numpy(call(x, None, None)[0]), as_numpy(call(x, carried, None)[0])
-        assert_close(outputs[0], fresh[0], atol=1e-12)
-        assert_close(outputs[1, :4], continued[1, :4], atol=1e-12)
-        assert_close(outputs[1, 4:], call(x[1:2, 4:], None, None)[0][0], atol=1e-12)
-        assert_close(outputs[2], continued[2], atol=1e-12)
+        got = [outputs[0], outputs[1, :4], outputs[1, 4:], outputs[2]]
+        want = [fresh[0], continued[1, :4], call(x[1:2, 4:], None, None)[0][0], continued[2]]
+        assert_close(got, want, atol=1e-12)
         assert not np.allclose(fresh[2], continued[2])
 
     @staticmethod

@@ -159,9 +159,8 @@ def _built(kind, xs, rng, **kwargs):
         split_by_backend=True,
     ),
 )
-def test_packed_documents_equal_separate_runs_in_float64(
-    float64_policy, kind, masked, initial_state
-):
+@pytest.mark.usefixtures("float64_policy")
+def test_packed_documents_equal_separate_runs_in_float64(kind, masked, initial_state):
     rng = np.random.default_rng(sorted(KINDS).index(kind))
     xs = rng.normal(size=(3, STEPS, INPUT_DIM))
     layer = _built(kind, xs, rng)

@@ -79,9 +79,8 @@ class AttentionRNNTest(LayerTestCase):
 
 
 @pytest.mark.parametrize("score, position", [("additive", "after"), ("general", "before")])
-def test_attention_scores_of_a_layer_without_them_are_the_references(
-    float64_policy, score, position
-):
+@pytest.mark.usefixtures("float64_policy")
+def test_attention_scores_of_a_layer_without_them_are_the_references(score, position):
     rng = np.random.default_rng(4)
     x, memory, mask = _data(rng)
     layer = _layer(score, position)

@@ -102,9 +102,8 @@ RNG = np.random.default_rng(1)
         split_by_backend=True,
     ),
 )
-def test_parallel_and_cell_match_numpy_reference_float64(
-    float64_policy, case, use_bias, masked, reset
-):
+@pytest.mark.usefixtures("float64_policy")
+def test_parallel_and_cell_match_numpy_reference_float64(case, use_bias, masked, reset):
     n, sizes = case
     x, mask = RNG.normal(size=(2, 9, 12)), holes_and_right_padding() if masked else None
     extra = {"reset": resets()} if reset else {}
