@@ -147,11 +147,7 @@ def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
         else as_numpy(grad)
         for grad, source in zip(found, sources)
     ]
-    loss = (
-        (as_numpy(loss[0]), keras.tree.map_structure(as_numpy, loss[1]))
-        if has_aux
-        else as_numpy(loss)
-    )
+    loss = keras.tree.map_structure(as_numpy, tuple(loss) if has_aux else loss)
     return loss, found[: len(variables)], found[len(variables) :]
 
 

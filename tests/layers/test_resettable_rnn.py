@@ -40,10 +40,8 @@ class ResettableCellTest(LayerTestCase):
         self.run_layer_test(rnn_over(make), **checks)
 
     def test_journey(self, tmp_path):
-        cell = lambda: ResettableCell(keras.layers.LSTMCell(8))  # noqa: E731
-        self.run_journey_test(
-            "step", lambda e: user_rnn(cell(), return_sequences=True)(e), tmp_path
-        )
+        rnn = lambda e: user_rnn(ResettableCell(keras.layers.LSTMCell(8)), return_sequences=True)(e)  # noqa: E731
+        self.run_journey_test("step", rnn, tmp_path)
 
     def test_config_and_resets(self):
         self.run_config_test(ResettableCell, cell=keras.layers.LSTMCell(3), name="wrapped")

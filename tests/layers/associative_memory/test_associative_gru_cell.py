@@ -86,9 +86,8 @@ def assert_retrievals(outputs, units, record, names):
         split_by_backend=True,
     ),
 )
-def test_cells_match_the_original_step_in_float64(
-    float64_policy, units, copies, seed, dual_key, retrievals
-):
+@pytest.mark.usefixtures("float64_policy")
+def test_cells_match_the_original_step_in_float64(units, copies, seed, dual_key, retrievals):
     rng = np.random.default_rng(units * copies + 1)
     steps, batch = (6, 3) if units == 8 else (5, 2)
     xs, ys = rng.normal(size=(batch, steps, 5)), rng.normal(size=(batch, steps - 1, 5))

@@ -203,9 +203,8 @@ def _monotonic_case(mode, score_options, position, rng, dtype="float64", **extra
         for mode, score, position, masked in [row.values]
     ],
 )
-def test_matches_the_reference_in_float64(
-    float64_policy, score_options, position, output_attention, masked
-):
+@pytest.mark.usefixtures("float64_policy")
+def test_matches_the_reference_in_float64(score_options, position, output_attention, masked):
     # The memory has padding, and a row of padding only: its weights and context are zeros.
     mode, _, score_options = score_options.rpartition(":")
     sequence_mask = SEQUENCE_MASK if masked else None

@@ -120,11 +120,9 @@ def test_matches_the_reference_in_float32():
     x, memory, mask = _data(rng, "float32")
     layer = _layer(return_attention_scores=True)
     _randomize(layer, rng, x, memory, mask)
-    outputs, alignments = layer(x, memory=memory, memory_mask=mask)
-    want, want_alignments = reference(
-        x.astype(np.float64), memory.astype(np.float64), mask, *_weights(layer)
-    )
-    assert_close([outputs, alignments], [want, want_alignments], atol=1e-5)
+    got = layer(x, memory=memory, memory_mask=mask)  # the outputs and the alignments
+    want = reference(x.astype(np.float64), memory.astype(np.float64), mask, *_weights(layer))
+    assert_close(got, want, atol=1e-5)
     # A memory of another width than memory_dim (the cell's width by default) is named;
     # AttentionRNN's own checks of the memory: test_attention_wrapper.py.
     layer = AttentionRNN(WordByWordAttention(keras.layers.GRUCell(UNITS)))

@@ -313,16 +313,14 @@ def assert_twins_agree(twins, masked, reset=False, steps=9):
     "config, pad, masked, reset",
     all_pairs(CONFIGS, ["mask", "zeros"], [False, True], [False, True], split_by_backend=True),
 )
-def test_cell_and_parallel_forms_agree_forward_and_gradients(
-    float64_policy, config, pad, masked, reset
-):
+@pytest.mark.usefixtures("float64_policy")
+def test_cell_and_parallel_forms_agree_forward_and_gradients(config, pad, masked, reset):
     assert_twins_agree(window_twins(*config, pad=pad, resettable=reset), masked, reset)
 
 
 @pytest.mark.parametrize("mode,sizes", [("attention", None), ("key_value_predict", (6, 4, 2))])
-def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(
-    float64_policy, monkeypatch, mode, sizes
-):
+@pytest.mark.usefixtures("float64_policy")
+def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(monkeypatch, mode, sizes):
     # `ResettableRNN` carries the projected window keys beside the states; without them each
     # step projects the window itself. With holes, right padding and resets.
     _, parallel, keras_rnn = window_twins(mode, sizes)
