@@ -54,15 +54,16 @@ def test_zero_weight_padding_changes_neither_reduction(mode):
 @pytest.mark.parametrize("mode", LOSS_REDUCTIONS)
 def test_the_logits_mask_counts_as_zero_weights_in_the_loss_and_the_perplexity(mode):
     # Keras hands an `Embedding(mask_zero=True)`'s mask, passed on to the logits, to the loss
-    # and the weighted metrics: the padding counts in neither, nor does its length.
+    # and the weighted metrics: the padding counts in neither; the sum over time is then the
+    # 7 steps times the mean over the unmasked tokens (the docstring).
     x, layers = np.array([[1, 2, 3, 4, 5, 0, 0], [6, 1, 0, 0, 0, 0, 0]]), keras.layers
     model = keras.Sequential([layers.Embedding(7, 4, mask_zero=True), layers.Dense(7)])
     model.compile("sgd", SequenceCrossentropy(mode), weighted_metrics=[Perplexity()])
     loss, perplexity = model.evaluate(x, x, batch_size=2, verbose=0)
     nll, valid = _numpy_token_nll(x, model.predict(x, verbose=0)), x != 0
-    mean, total = (nll * valid).sum() / valid.sum(), (nll * valid).sum() / 2
+    mean = (nll * valid).sum() / valid.sum()
     assert_close(
-        [loss, perplexity], [mean if mode == "token_mean" else total, np.exp(mean)], 0, 1e-5
+        [loss, perplexity], [mean * (1 if mode == "token_mean" else 7), np.exp(mean)], 0, 1e-5
     )
 
 

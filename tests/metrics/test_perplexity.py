@@ -52,6 +52,13 @@ def test_a_float64_result_where_keras_computes_float64_in_float32(monkeypatch):
     assert keras.backend.standardize_dtype(metric.result().dtype) == "float64"
 
 
+def test_a_float16_metric_reads_every_target_id():
+    logits, metric = np.zeros((1, 1, 3000), "float32"), Perplexity(dtype="float16")
+    logits[..., 2049] = 10.0  # 2049 is no float16: as one, the target would read 2048
+    metric.update_state(np.array([[2049]]), logits)
+    np.testing.assert_allclose(float(metric.result()), 1 + 2999 * np.exp(-10.0), rtol=1e-3)
+
+
 def test_weights_broadcast_to_the_targets():
     rng = np.random.default_rng(1)
     targets, logits, _ = _batch(rng, 3, 4)

@@ -74,9 +74,9 @@ class StateResetCallback(keras.callbacks.Callback):
         if steps and resets is not None and steps != len(resets):
             raise ValueError(
                 f"StateResetCallback: `train_resets` has resets for {len(resets)} batches, "
-                f"but an epoch runs {steps} (`steps_per_epoch`, or the data's length); each "
-                "epoch must read the data from its first batch to its last: give "
-                f"steps_per_epoch={len(resets)} (or none, for data that ends)."
+                f"but an epoch runs {steps} (`steps_per_epoch`, or the data's length): give "
+                "one row of resets per batch of an epoch, each epoch reading the data from its "
+                "first batch (on repeated data, steps_per_epoch equal to its number of batches)."
             )
 
     def on_epoch_begin(self, epoch, logs=None):

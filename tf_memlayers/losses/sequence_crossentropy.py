@@ -22,8 +22,11 @@ class SequenceCrossentropy(keras.losses.Loss):
       step is ``sequence_length`` times larger, and the gradient-norm clipping sees the
       scaled gradient.
 
-    Both count only the tokens that the mask of the logits leaves (an
-    ``Embedding(mask_zero=True)``'s, passed on), as weights of 0 and 1 would.
+    A mask the logits carry (an ``Embedding(mask_zero=True)``'s, passed on) leaves the
+    padding out of both, as Keras's losses do; Keras then scales the weights of the
+    remaining tokens to their count, so that ``"sum_over_time"`` becomes
+    ``sequence_length`` times the mean over the unmasked tokens. For the sum over the time
+    steps of padded sequences, give the padding zero sample weights instead.
 
     Args:
         reduction_mode: String, one of `LOSS_REDUCTIONS`: `"token_mean"` or
@@ -49,7 +52,9 @@ class SequenceCrossentropy(keras.losses.Loss):
 
     def __init__(self, reduction_mode="token_mean", name="sequence_crossentropy", **kwargs):
         check_choice("reduction_mode", reduction_mode, LOSS_REDUCTIONS)
-        reduction = "mean_with_sample_weight" if reduction_mode == "token_mean" else "sum"
+        reduction = (
+            "mean_with_sample_weight" if reduction_mode == "token_mean" else "sum_over_batch_size"
+        )
         given = kwargs.pop("reduction", reduction)
         if given != reduction:
             modes = ", ".join(map(repr, LOSS_REDUCTIONS))
@@ -64,9 +69,8 @@ class SequenceCrossentropy(keras.losses.Loss):
     def call(self, y_true, y_pred):
         nll = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
         if self.reduction_mode == "sum_over_time":
-            # Keras sums the tokens' losses times their weights (and mask): over the batch,
-            # a mean. (Its "sum_over_batch_size" would scale a mask's weights to the count.)
-            nll = nll / ops.cast(ops.shape(nll)[0], nll.dtype)
+            # Mean over batch x time, times the number of steps = sum over time / batch.
+            nll = nll * ops.cast(ops.shape(nll)[1], nll.dtype)
         return nll
 
     @classmethod

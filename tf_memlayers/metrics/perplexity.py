@@ -38,11 +38,13 @@ class Perplexity(keras.metrics.Metric):
         self.total_nll = self.add_variable(**variable, name="total_nll")
         self.count = self.add_variable(**variable, name="count")
         # Keras's losses weigh each token by the sample weight and the mask the logits carry
-        # (an `Embedding(mask_zero=True)`'s, passed on): the metric counts as they do.
+        # (an `Embedding(mask_zero=True)`'s, passed on): the metric counts as they do. They
+        # take the targets in their dtype: float32 at least, which holds every id exactly.
+        dtype = "float64" if self.dtype == "float64" else "float32"
         self._nll = keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, reduction=None, dtype=self.dtype, name="token_nll"
+            from_logits=True, reduction=None, dtype=dtype, name="token_nll"
         )
-        self._weights = _TokenWeights(name="token_weights", reduction=None, dtype=self.dtype)
+        self._weights = _TokenWeights(name="token_weights", reduction=None, dtype=dtype)
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         nll = self._nll(y_true, y_pred, sample_weight=sample_weight)

@@ -333,10 +333,9 @@ def generate(
         return np.zeros((prompt.shape[0], 0), int)
 
     def step(tokens, state):
-        # Keras's compiled prediction (a `tf.function`, `jax.jit`), traced once for all the
-        # steps: called op by op, a step costs many times its work (most on JAX).
-        logits, *state = step_model.predict_on_batch([tokens.astype("int32"), *state])
-        return np.asarray(logits, "float64")[:, -1], [np.asarray(s) for s in state]
+        logits, *state = step_model([tokens.astype("int32"), *state], training=False)
+        state = [np.asarray(keras.ops.convert_to_numpy(s)) for s in state]
+        return np.asarray(keras.ops.convert_to_numpy(logits), "float64")[:, -1], state
 
     if sampler is not None:
         # The sampler feeds the prompt's last token itself (its first `next`).

@@ -17,16 +17,11 @@ import keras
 import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
-from tf_memlayers.losses import SequenceCrossentropy
 
 tf = require_tensorflow("tf_memlayers.training")
 
 # The reductions of `keras.losses.Loss` that divide the summed losses by a count.
 _DIVIDING = ("sum_over_batch_size", "mean", "mean_with_sample_weight")
-
-
-def _token_nll(y_true, y_pred):
-    return keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
 
 
 def _binary_or_sparse(y_true, y_pred):
@@ -92,9 +87,6 @@ class GlobalBatchLoss:
                 f"'sum', 'sum_over_batch_size', 'mean' or 'mean_with_sample_weight'; got "
                 f"reduction={reduction!r}."
             )
-        if isinstance(loss, SequenceCrossentropy) and loss.reduction_mode == "sum_over_time":
-            # Its sum over time is a mean over the sequences: the global batch's divides.
-            function, reduction = _token_nll, "sum_over_time"
         self.reduction = reduction
         self.summed = _Summed(function, dtype=dtype)
         self.counted = _Summed(function, ones=True, dtype=dtype)
@@ -106,8 +98,6 @@ class GlobalBatchLoss:
         total = self.summed(y_true, y_pred, sample_weight)
         if self.reduction == "sum":
             return total, None
-        if self.reduction == "sum_over_time":
-            return total, keras.ops.cast(keras.ops.shape(y_true)[0], total.dtype)
         weights = sample_weight if self.reduction == "mean_with_sample_weight" else None
         return total, self.counted(y_true, y_pred, weights)
 
