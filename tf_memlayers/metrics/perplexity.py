@@ -14,14 +14,16 @@ class Perplexity(keras.metrics.Metric):
     Args:
         name: String, name of the metric instance. Default: `"perplexity"`.
         **kwargs: Other `keras.metrics.Metric` arguments, such as ``dtype`` (Keras's
-            float type by default): the metric computes the log-likelihoods and keeps its
-            sums in it.
+            float type by default): the metric keeps its sums and returns its result in it,
+            and computes the log-likelihoods in it or float32, whichever is wider.
 
     Standalone usage: ``update_state(y_true, y_pred, sample_weight=None)`` with integer
     targets ``y_true`` ``[...]``, logits ``y_pred`` ``[..., vocabulary]`` and optional
-    weights ``sample_weight`` broadcastable to ``y_true`` (0 for padding). In ``compile``,
-    pass it in ``weighted_metrics``: Keras hands the sample weights only to those, so under
-    ``metrics`` the padding would count (`compile_language_model` does this).
+    weights ``sample_weight`` broadcastable to ``y_true`` (0 for padding); a mask the logits
+    carry (an ``Embedding(mask_zero=True)``'s, passed on) counts as zero weights, as in
+    Keras's losses. In ``compile``, pass it in ``weighted_metrics``: Keras hands the sample
+    weights only to those, so under ``metrics`` the padding would count
+    (`compile_language_model` does this).
 
     Example:
 
