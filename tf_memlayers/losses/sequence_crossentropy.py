@@ -17,16 +17,14 @@ class SequenceCrossentropy(keras.losses.Loss):
     * ``"token_mean"``: the weighted mean negative log-likelihood per target token (padding,
       with weight 0, does not count).
     * ``"sum_over_time"``: the sum over the time steps of the per-step mean over the batch
-      (weights applied), the cost of Zaremba et al. (2014) and of TensorFlow's PTB tutorial.
+      (weights applied), the cost of Zaremba et al. (2014) and of TensorFlow's PTB tutorial:
+      each sequence's weighted token losses summed over time, averaged over the sequences.
       Without padding it is ``sequence_length`` times the token mean, so with plain SGD its
       step is ``sequence_length`` times larger, and the gradient-norm clipping sees the
       scaled gradient.
 
     A mask the logits carry (an ``Embedding(mask_zero=True)``'s, passed on) leaves the
-    padding out of both, as Keras's losses do; Keras then scales the weights of the
-    remaining tokens to their count, so that ``"sum_over_time"`` becomes
-    ``sequence_length`` times the mean over the unmasked tokens. For the sum over the time
-    steps of padded sequences, give the padding zero sample weights instead.
+    padding out of both, as Keras's losses do: it counts as zero sample weights.
 
     Args:
         reduction_mode: String, one of `LOSS_REDUCTIONS`: `"token_mean"` or
@@ -66,12 +64,20 @@ class SequenceCrossentropy(keras.losses.Loss):
         super().__init__(name=name, reduction=reduction, **kwargs)
         self.reduction_mode = reduction_mode
 
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        if self.reduction_mode == "token_mean":
+            return super().__call__(y_true, y_pred, sample_weight)
+        # Keras scales a mask's weights up to the count of unmasked elements before a
+        # "sum_over_batch_size" mean; the sum over time takes the mask as 0/1 weights: the
+        # weighted token losses (reduction None: masked, unscaled), summed over time, then
+        # their mean over the sequences, divided among a strategy's replicas as Keras does.
+        tokens = _TokenLosses(self.call, self.dtype)(y_true, y_pred, sample_weight)
+        sequences = ops.sum(tokens, axis=-1)
+        return _MeanOverBatch(self.dtype)(sequences, sequences)
+
     def call(self, y_true, y_pred):
-        nll = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
-        if self.reduction_mode == "sum_over_time":
-            # Mean over batch x time, times the number of steps = sum over time / batch.
-            nll = nll * ops.cast(ops.shape(nll)[1], nll.dtype)
-        return nll
+        """The negative log-likelihood of each target token, ``[batch, time]``."""
+        return keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
 
     @classmethod
     def from_config(cls, config):
@@ -80,3 +86,24 @@ class SequenceCrossentropy(keras.losses.Loss):
 
     def get_config(self):
         return {"reduction_mode": self.reduction_mode, "name": self.name, "dtype": self.dtype}
+
+
+class _TokenLosses(keras.losses.Loss):
+    """``function``'s per-element losses times the sample weights and the mask, unreduced."""
+
+    def __init__(self, function, dtype):
+        super().__init__(name="token_losses", reduction=None, dtype=dtype)
+        self.function = function
+
+    def call(self, y_true, y_pred):
+        return self.function(y_true, y_pred)
+
+
+class _MeanOverBatch(keras.losses.Loss):
+    """The mean of per-example values over the batch (``y_pred``), as Keras reduces."""
+
+    def __init__(self, dtype):
+        super().__init__(name="mean_over_batch", dtype=dtype)
+
+    def call(self, y_true, y_pred):
+        return y_pred

@@ -17,6 +17,7 @@ import keras
 import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
+from tf_memlayers.losses.sequence_crossentropy import SequenceCrossentropy
 
 tf = require_tensorflow("tf_memlayers.training")
 
@@ -77,11 +78,14 @@ class GlobalBatchLoss:
             )
         if not isinstance(loss, keras.losses.Loss):
             loss = keras.losses.get(loss)
-        if isinstance(loss, keras.losses.Loss):
+        if isinstance(loss, SequenceCrossentropy) and loss.reduction_mode == "sum_over_time":
+            # Each sequence's weighted token losses summed over time, over the sequences.
+            function, reduction, dtype = loss.call, "sum_over_sequences", loss.dtype
+        elif isinstance(loss, keras.losses.Loss):
             function, reduction, dtype = loss.call, loss.reduction, loss.dtype
         else:
             function, reduction, dtype = loss, "sum_over_batch_size", None
-        if reduction not in (*_DIVIDING, "sum"):
+        if reduction not in (*_DIVIDING, "sum", "sum_over_sequences"):
             raise NotImplementedError(
                 "The custom training loop needs a loss reduced to a scalar: "
                 f"'sum', 'sum_over_batch_size', 'mean' or 'mean_with_sample_weight'; got "
@@ -98,6 +102,8 @@ class GlobalBatchLoss:
         total = self.summed(y_true, y_pred, sample_weight)
         if self.reduction == "sum":
             return total, None
+        if self.reduction == "sum_over_sequences":
+            return total, keras.ops.cast(keras.ops.shape(y_true)[0], total.dtype)
         weights = sample_weight if self.reduction == "mean_with_sample_weight" else None
         return total, self.counted(y_true, y_pred, weights)
 
