@@ -240,7 +240,10 @@ def generate(
     tokens instead (greedy, random, top-k, top-p, beam search; keras-hub is the optional extra
     ``pip install "tf-memlayers[keras-hub]"``): the step model's state is the sampler's cache,
     a list of batch-major tensors, and its ``next(prompt, cache, index)`` reads the token
-    before ``index`` with the step model.
+    before ``index`` with the step model. Each step runs the step model compiled, as Keras's
+    ``predict`` runs a model (a `tf.function` on TensorFlow, ``jax.jit`` on JAX, compiled
+    once per step model and batch size; weights set in between are read at each step), on
+    the whole batch on every device of a distribution strategy.
 
     Args:
         step_model: A `keras.Model` from `build_step_model`.
@@ -329,12 +332,14 @@ def generate(
                 f"model's vocabulary; got {end_token_id}."
             )
     state = _start_state(step_model, initial_state, prompt.shape[0])
+    state = [keras.ops.convert_to_tensor(s) for s in state]
     if num_tokens == 0:
         return np.zeros((prompt.shape[0], 0), int)
 
+    run = _compiled_step(step_model)
+
     def step(tokens, state):
-        logits, *state = step_model([tokens.astype("int32"), *state], training=False)
-        state = [np.asarray(keras.ops.convert_to_numpy(s)) for s in state]
+        logits, *state = run([keras.ops.convert_to_tensor(tokens, "int32"), *state])
         return np.asarray(keras.ops.convert_to_numpy(logits), "float64")[:, -1], state
 
     if sampler is not None:
@@ -359,6 +364,61 @@ def generate(
         if index + 1 < num_tokens:  # the last token needs no logits after it
             logits, state = step(tokens[:, None], state)
     return _after_the_end(np.stack(generated, axis=1), end_token_id)
+
+
+# The compiled steps of the latest step models (each holds its step model, whose id
+# therefore stays its own).
+_STEPS, _STEPS_KEPT = {}, 4
+
+
+def _compiled_step(step_model):
+    """``step_model``'s inference on ``[tokens, *state]``, compiled once per step model as
+    Keras's ``predict`` compiles a model, and run on the whole batch on every device (Keras's
+    ``predict_on_batch`` splits it among a strategy's replicas): a `tf.function` on
+    TensorFlow, `jax.jit` of its stateless call on JAX (the weights passed at each step, so
+    that training between calls shows), and eager without autograd on torch."""
+    key = id(step_model)
+    run = _STEPS.pop(key, None)
+    if run is None:
+        backend = keras.backend.backend()
+        if backend == "tensorflow":
+            import tensorflow as tf
+
+            run = tf.function(
+                lambda inputs: step_model(inputs, training=False), reduce_retracing=True
+            )
+        elif backend == "jax":
+            import jax
+
+            def stateless(trainable, non_trainable, inputs):
+                outputs, _ = step_model.stateless_call(
+                    trainable, non_trainable, inputs, training=False
+                )
+                return outputs
+
+            compiled = jax.jit(stateless)
+
+            def run(inputs):
+                return compiled(
+                    [v.value for v in step_model.trainable_variables],
+                    [v.value for v in step_model.non_trainable_variables],
+                    inputs,
+                )
+        elif backend == "torch":
+            import torch
+
+            def run(inputs):
+                with torch.no_grad():
+                    return step_model(inputs, training=False)
+        else:
+
+            def run(inputs):
+                return step_model(inputs, training=False)
+
+    _STEPS[key] = run
+    for stale in list(_STEPS)[:-_STEPS_KEPT]:
+        del _STEPS[stale]
+    return run
 
 
 def _after_the_end(tokens, end_token_id):

@@ -273,6 +273,8 @@ class HeapCacheAttention(keras.layers.Layer):
         compiled with ``jit_compile=True``; inside a replica context of a multi-replica strategy
         the candidates of all replicas are gathered in replica order first, so that every
         replica writes the same cache. On another backend the same `keras.ops` code runs as is.
+        Called eagerly, the write is compiled once per batch size (as XLA and ``jax.jit``
+        compile per shape): a new size waits for one compilation.
 
         A candidate with a NaN or infinite entry (a diverged step's state) is skipped: it
         scores ``-inf``, like an empty slot, never enters the cache under either policy and
