@@ -56,6 +56,8 @@ for path in sorted(root.rglob("*.py")) if refuse else ():
     except ModuleNotFoundError as error:
         report["modules"][name] = str(error)
 try:  # the TensorBoard callbacks' names, without TensorFlow
+    exec("from tf_memlayers.callbacks import *", star := {})
+    report["star"] = sorted(name for name in star if not name.startswith("__"))
     tf_memlayers.callbacks.WindowAttentionCallback if refuse else None
 except ModuleNotFoundError as error:
     report["modules"]["tf_memlayers.callbacks.WindowAttentionCallback"] = str(error)
@@ -113,8 +115,13 @@ def test_import_registers_every_class_and_the_layers_import_alone(backend):
             assert outcome == "ok" or "needs TensorFlow" in outcome, (name, outcome)
         else:
             assert outcome == "ok", (name, outcome)
-    # The state resets and the cache episodes: on every backend.
+    # The state resets and the cache episodes: on every backend, `import *` too.
     assert modules["tf_memlayers.callbacks.cache_episodes_callback"] == "ok"
+    assert report["star"] == [
+        "CacheEpisodesCallback",
+        "StateResetCallback",
+        "reset_language_model_states",
+    ]
     for name, part in (
         ("tf_memlayers.callbacks.write_heatmap", "TensorBoard summaries"),
         ("tf_memlayers.callbacks.WindowAttentionCallback", "TensorBoard summaries"),

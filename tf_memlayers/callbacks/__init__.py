@@ -2,8 +2,9 @@
 and the state resets of stateful language models.
 
 The TensorBoard callbacks need TensorFlow; `StateResetCallback`, `reset_language_model_states`
-and `CacheEpisodesCallback` run on every Keras backend. Without TensorFlow the module imports,
-and a TensorBoard callback's name raises the error that says what needs it.
+and `CacheEpisodesCallback` run on every Keras backend. Without TensorFlow the module imports
+(``import *`` gives those three), and a TensorBoard callback's name raises the error that says
+what needs it.
 """
 
 import importlib.util
@@ -42,6 +43,7 @@ if importlib.util.find_spec("tensorflow") is not None:
     from tf_memlayers.callbacks.window_attention_callback import WindowAttentionCallback
     from tf_memlayers.callbacks.write_heatmap import heatmap_image, matrix_markdown, write_heatmap
 else:
+    __all__ = [name for name in __all__ if name not in TENSORBOARD]  # for `import *`
 
     def __getattr__(name):
         if name in TENSORBOARD:
