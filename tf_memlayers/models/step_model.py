@@ -242,8 +242,9 @@ def generate(
     a list of batch-major tensors, and its ``next(prompt, cache, index)`` reads the token
     before ``index`` with the step model. Each step runs the step model compiled, as Keras's
     ``predict`` runs a model (a `tf.function` on TensorFlow, ``jax.jit`` on JAX, compiled
-    once per step model and batch size; weights set in between are read at each step), on
-    the whole batch on every device of a distribution strategy.
+    once per step model, on JAX again for each new batch size; weights set in between are
+    read at each step), on the whole batch at once, also for a step model built under a
+    distribution strategy (not split among its replicas).
 
     Args:
         step_model: A `keras.Model` from `build_step_model`.
@@ -373,7 +374,7 @@ _STEPS, _STEPS_KEPT = {}, 4
 
 def _compiled_step(step_model):
     """``step_model``'s inference on ``[tokens, *state]``, compiled once per step model as
-    Keras's ``predict`` compiles a model, and run on the whole batch on every device (Keras's
+    Keras's ``predict`` compiles a model, and run on the whole batch at once (Keras's
     ``predict_on_batch`` splits it among a strategy's replicas): a `tf.function` on
     TensorFlow, `jax.jit` of its stateless call on JAX (the weights passed at each step, so
     that training between calls shows), and eager without autograd on torch."""
