@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.support import TF_DISTRIBUTE, assert_close, json_report_of_script, tensorflow_only
+from tests.support import assert_close
 from tf_memlayers.losses import LOSS_REDUCTIONS, SequenceCrossentropy
 from tf_memlayers.metrics import Perplexity
 
@@ -63,37 +63,6 @@ def test_the_logits_mask_counts_as_zero_weights_in_the_loss_and_the_perplexity(m
     mean = (nll * valid).sum() / valid.sum()
     expected = mean if mode == "token_mean" else (nll * valid).sum() / 2
     assert_close([loss, perplexity], [expected, np.exp(mean)], 0, 1e-5)
-
-
-MIRRORED_SCRIPT = """
-import json
-import numpy as np
-import tensorflow as tf
-
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from keras import layers, optimizers, utils, Sequential
-from tf_memlayers import SequenceCrossentropy
-
-x = np.array([[1, 2, 3, 4, 5, 0], [6, 1, 0, 0, 0, 0], [2, 2, 2, 0, 0, 0], [3, 4, 5, 6, 1, 2]])
-report = {}
-for strategy in (tf.distribute.get_strategy(), tf.distribute.MirroredStrategy(["cpu:0", "cpu:1"])):
-    utils.set_random_seed(1)
-    with strategy.scope():
-        model = Sequential([layers.Embedding(7, 4, mask_zero=True), layers.Dense(7)])
-        model.compile(optimizers.SGD(0.1), SequenceCrossentropy("sum_over_time"))
-    losses = model.fit(x, x, batch_size=4, epochs=2, verbose=0).history["loss"]
-    report[strategy.num_replicas_in_sync] = [losses, [w.tolist() for w in model.get_weights()]]
-print(json.dumps(report))
-"""
-
-
-@tensorflow_only(TF_DISTRIBUTE)
-def test_masked_sum_over_time_trains_alike_on_one_and_two_replicas():
-    # Each replica holds sequences of other lengths: a mask scaled to each replica's count of
-    # tokens made the two replicas' losses and steps differ from one's.
-    report = json_report_of_script(MIRRORED_SCRIPT)
-    assert_close(report["2"], report["1"], atol=1e-6)
 
 
 @pytest.mark.parametrize("reduction", [None, "mean_with_sample_weight"])

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from tests.language_models import FORMS, KINDS, language_model
-from tests.support import TF_DISTRIBUTE, all_pairs, assert_close, json_report_of_script
+from tests.support import all_pairs, assert_close
 from tf_memlayers import AssociativeGRU
 from tf_memlayers.models import build_language_model, build_step_model, generate, initial_step_state
 
@@ -82,39 +82,6 @@ def test_step_model_names_its_state_and_generates_from_a_seed_or_a_given_state()
     np.testing.assert_array_equal(from_state, generate(step_model, longer, 3, temperature=0))
     from_zeros = generate(step_model, prompt, 3, temperature=0, initial_state=zeros)
     np.testing.assert_array_equal(from_zeros, generate(step_model, prompt, 3, temperature=0))
-
-
-MIRRORED_SCRIPT = """
-import json
-import numpy as np
-import tensorflow as tf
-
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from tf_memlayers import SlidingWindowAttention
-from tf_memlayers.models import build_language_model, build_step_model, generate
-
-strategy = tf.distribute.MirroredStrategy(["cpu:0", "cpu:1"])
-with strategy.scope():
-    options = dict(units=6, embedding_dim=4, stateful=False, sequence_length=None)
-    model = build_language_model(17, SlidingWindowAttention(window=2), **options)
-    step_model = build_step_model(model)
-prompt = np.array([[3, 5], [7, 1], [2, 2]])
-greedy = generate(step_model, prompt, 4, temperature=0)
-logits = model(np.concatenate([prompt, greedy[:, :-1]], axis=1), training=False)
-full = np.argmax(logits.numpy()[:, 1:], axis=-1)
-tokens = [greedy.tolist(), full.tolist()]
-print(json.dumps({"replicas": strategy.num_replicas_in_sync, "tokens": tokens}))
-"""
-
-
-@pytest.mark.tensorflow_only(reason=TF_DISTRIBUTE)
-def test_a_step_model_built_under_a_mirrored_strategy_generates_each_row_whole():
-    # Three rows on two replicas (Keras's predict_on_batch would split them): each greedy
-    # token is the full model's most likely one after the text before it.
-    report = json_report_of_script(MIRRORED_SCRIPT)
-    assert report["replicas"] == 2
-    np.testing.assert_array_equal(*report["tokens"])
 
 
 @pytest.fixture(scope="module")

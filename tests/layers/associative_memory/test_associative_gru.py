@@ -17,12 +17,10 @@ from tests.layers.associative_memory.test_associative_gru_cell import (
 from tests.support import (
     BACKEND,
     FUSED_LOOP,
-    TF_DISTRIBUTE,
     all_pairs,
     as_numpy,
     assert_close,
     gradients,
-    json_report_of_script,
     masked_rnn,
     split_rows,
     tensorflow_only,
@@ -294,41 +292,6 @@ def test_stateful_segments_equal_one_pass(layer_cls, fused_loop):
     assert_close(np.concatenate([as_numpy(p) for p in pieces], axis=1), expected, atol=1e-5)
     stateful.reset_states()
     assert_close(stateful(xs[:, :3]), whole(xs[:, :3]), atol=1e-5)
-
-
-MIRRORED_SCRIPT = """
-import json
-import numpy as np
-import tensorflow as tf
-
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-import keras
-from tf_memlayers.layers import AssociativeGRU
-
-strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-rng = np.random.default_rng(0)
-x = rng.normal(size=(8, 6, 5)).astype("float32")
-y = rng.normal(size=(8, 8)).astype("float32")
-predictions = {}
-for fused in (False, True):
-    keras.utils.set_random_seed(1)
-    with strategy.scope():
-        inputs = keras.Input((6, 5))
-        model = keras.Model(inputs, AssociativeGRU(8, num_copies=3, fused_loop=fused)(inputs))
-        model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
-    model.fit(x, y, batch_size=8, epochs=2, verbose=0)
-    predictions[str(fused)] = model.predict(x, verbose=0).tolist()
-print(json.dumps({"replicas": strategy.num_replicas_in_sync, **predictions}))
-"""
-
-
-@tensorflow_only(f"{TF_DISTRIBUTE} and {FUSED_LOOP}")
-def test_fused_loop_trains_under_a_mirrored_strategy():
-    report = json_report_of_script(MIRRORED_SCRIPT)
-    assert report["replicas"] == 2
-    # Two training epochs on two replicas end in the same model with either loop.
-    np.testing.assert_allclose(np.array(report["True"]), np.array(report["False"]), atol=1e-5)
 
 
 # (the layer, its options, why fused_loop=True refuses them or None)
