@@ -46,9 +46,7 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     out, wheels, jax = tmp_path / "out", tmp_path / "no-wheels", BACKEND == "jax"
     wheels.mkdir()  # those of .whl/ are for the GPU machine's Python; this one has Keras
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {"OUT": str(out)}
-    env |= dict(
-        PYTHON=sys.executable, GPU_RUN_WHEELS=str(wheels), GPU_RUN_SPEED_ARGS="--lengths 20"
-    )
+    env.update(PYTHON=sys.executable, GPU_RUN_WHEELS=str(wheels), GPU_RUN_SPEED_ARGS="--lengths 20")
     cmd = ["bash", str(RUN_SH), "--rehearse", "--backend", BACKEND]
     done = subprocess.run(cmd, cwd=tmp_path, env=env, timeout=900, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]

@@ -27,10 +27,8 @@ def test_a_file_is_written_after_every_row_a_row_replacing_the_one_with_its_key(
     results.add(report, {"model": "gru", "seed": 0, "accuracy": 0.6})  # last, replacing
     stored = json.loads(path.read_text())
     assert list(stored) == ["settings", "runs", "summary"] and stored["summary"] == [2]
-    assert stored["runs"] == [
-        {"model": "lstm", "seed": 0},
-        {"model": "gru", "seed": 0, "accuracy": 0.6},
-    ]
+    runs = [{"model": "lstm", "seed": 0}, {"model": "gru", "seed": 0, "accuracy": 0.6}]
+    assert stored["runs"] == runs
     with pytest.raises(SystemExit, match="No results file at .*missing.json"):
         results_file.read_or_exit(tmp_path / "missing.json")
 

@@ -119,9 +119,8 @@ def test_cache_callback_writes_each_epochs_curve_top_slots_and_fill(tmp_path):
     for tag in ("cache_attention/cache_attention", "cache_fill/cache_attention"):
         assert [step for step, _ in events[tag]] == [0, 1], tag
     assert [step for step, _ in events["cache_attention/cache_attention/top_slots"]] == [0, 1]
-    assert [_fill(value) for _, value in events["cache_fill/cache_attention"]] == pytest.approx(
-        [11 / 12] * 2
-    )
+    fills = [_fill(value) for _, value in events["cache_fill/cache_attention"]]
+    assert fills == pytest.approx([11 / 12] * 2)
     image = tf.make_ndarray(events["cache_attention/cache_attention"][-1][1].tensor)
     assert tf.io.decode_png(image[2]).numpy().shape[2] in (3, 4)  # [width, height, PNG]
     _check_top_slots(events, _numpy_read_weights(layer, None))

@@ -41,10 +41,9 @@ class ConditionalEncoderTest(LayerTestCase):
     )
     def test_layer_behaviors(self, kind, weights, grus):
         # A seed generator for each Keras GRU's dropout.
-        checks = masking_checks(
-            [(2, 4)] * 2, weights, ((2, 5, 3), (2, 4, 3)), run_training_check=False
-        )
-        checks.update(expected_num_seed_generators=grus, run_mixed_precision_check=False)
+        skipped = dict(run_training_check=False, run_mixed_precision_check=False)
+        checks = masking_checks([(2, 4)] * 2, weights, ((2, 5, 3), (2, 4, 3)), **skipped)
+        checks.update(expected_num_seed_generators=grus)
         layers = _encoder(kind, 4).encoder_layers
         self.run_layer_test(ConditionalEncoder, {"layers": layers}, **checks)
 

@@ -57,9 +57,8 @@ def test_associative_memory_cell_flattens_nested_states_and_needs_no_output_size
     inputs = np.random.default_rng(1).normal(size=(2, 5, 3)).astype("float32")
     lstm = keras.layers.LSTMCell(6)
     direct = AssociativeMemoryCell(lstm, num_copies=2)
-    stacked = AssociativeMemoryCell(
-        keras.layers.StackedRNNCells([lstm]), num_copies=2, memory_state_index=1
-    )
+    stack = keras.layers.StackedRNNCells([lstm])
+    stacked = AssociativeMemoryCell(stack, num_copies=2, memory_state_index=1)
     assert stacked.state_size == direct.state_size
     expected = keras.layers.RNN(direct)(inputs)
     stacked.build((None, 3))

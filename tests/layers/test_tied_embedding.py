@@ -23,9 +23,8 @@ class TiedEmbeddingTest(LayerTestCase):
 
     def test_layer_behaviors(self):
         checks = masking_checks((2, 3, 4), 2, (2, 3), input_dtype="int32")
-        self.run_layer_test(
-            TiedEmbedding, {"input_dim": 10, "output_dim": 4, "mask_zero": True}, **checks
-        )
+        init = dict(input_dim=10, output_dim=4, mask_zero=True)
+        self.run_layer_test(TiedEmbedding, init, **checks)
 
     def test_journey(self, tmp_path):
         self.run_journey_test("token", _tied_language_model, tmp_path)

@@ -58,11 +58,11 @@ def test_the_logits_mask_counts_as_zero_weights_in_the_loss_and_the_perplexity(m
     x, layers = np.array([[1, 2, 3, 4, 5, 0, 0], [6, 1, 0, 0, 0, 0, 0]]), keras.layers
     model = keras.Sequential([layers.Embedding(7, 4, mask_zero=True), layers.Dense(7)])
     model.compile("sgd", SequenceCrossentropy(mode), weighted_metrics=[Perplexity()])
-    loss, perplexity = model.evaluate(x, x, batch_size=2, verbose=0)
+    loss_and_perplexity = model.evaluate(x, x, batch_size=2, verbose=0)
     nll, valid = _numpy_token_nll(x, model.predict(x, verbose=0)), x != 0
     mean = (nll * valid).sum() / valid.sum()
     expected = mean if mode == "token_mean" else (nll * valid).sum() / 2
-    assert_close([loss, perplexity], [expected, np.exp(mean)], 0, 1e-5)
+    assert_close(loss_and_perplexity, [expected, np.exp(mean)], 0, 1e-5)
 
 
 @pytest.mark.parametrize("reduction", [None, "mean_with_sample_weight"])

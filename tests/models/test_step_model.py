@@ -137,9 +137,8 @@ BAD_CALLS = [
 
 def test_a_fused_loop_memory_steps_with_keras_loop_and_a_backward_one_is_refused():
     options = dict(units=6, embedding_dim=4, stateful=False, sequence_length=None)
-    model = build_language_model(
-        VOCAB, AssociativeGRU(6, 2, return_sequences=True, fused_loop=True), **options
-    )
+    memory = AssociativeGRU(6, 2, return_sequences=True, fused_loop=True)
+    model = build_language_model(VOCAB, memory, **options)
     tokens = np.random.default_rng(0).integers(0, VOCAB, size=(BATCH, STEPS))
     steps, _ = _step_by_step(build_step_model(model), tokens)
     np.testing.assert_allclose(steps, _full(model, tokens), rtol=0, atol=1e-5)
@@ -215,9 +214,7 @@ def _beam_search(model, prompt, num_tokens, num_beams, end=None):
                 if end is not None and end in text[len(row) :]:
                     candidates.append((score, text + [end]))
                     continue
-                candidates += [
-                    (score + scores[b, token], text + [token]) for token in range(scores.shape[-1])
-                ]
+                candidates += [(score + s, text + [token]) for token, s in enumerate(scores[b])]
             beams = sorted(candidates, key=lambda c: -c[0])[:num_beams]
         best.append(beams[0][1][len(row) :])
     return np.array(best)

@@ -165,10 +165,7 @@ def test_fused_loop_in_half_precision_matches_the_cell_form(policy):
     xs = rng.normal(size=(4, 6, 5)).astype("float32")
     keras.config.set_dtype_policy(policy)
     try:
-        layers = [
-            AssociativeGRU(8, num_copies=4, return_sequences=True, fused_loop=f)
-            for f in (False, True)
-        ]
+        layers = [AssociativeGRU(8, 4, return_sequences=True, fused_loop=f) for f in (False, True)]
         for layer in layers:
             layer.build((None, None, 5))
         layers[1].cell.set_weights(layers[0].cell.get_weights())

@@ -129,9 +129,8 @@ def test_forward_loop_matches_the_reference_and_backward_loop_its_automatic_grad
         memory, output, saved = passes.forward_loop(
             sources[0], mask, *sources[1:4], loop_kernels, source, matrix, *sizes
         )
-        loss = sum(
-            tf.reduce_sum(a * g) for a, g in zip((saved["outputs"], memory, output), incoming)
-        )
+        found = (saved["outputs"], memory, output)
+        loss = sum(tf.reduce_sum(a * g) for a, g in zip(found, incoming))
     expected_gradients = tape.gradient(loss, sources)
     got = passes.backward_loop(
         saved, mask, *incoming, sources[3], loop_kernels, source, matrix, unpermute, *sizes

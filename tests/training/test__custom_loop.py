@@ -14,9 +14,7 @@ def train_cache_model(train_function):
     keras.utils.set_random_seed(11)
     tokens = keras.Input((6,), dtype="int32")
     states = keras.layers.GRU(8, return_sequences=True)(keras.layers.Embedding(20, 8)(tokens))
-    state = HeapCacheAttention(cache_size=8, attention_units=4, name="cache")(
-        AttentionPooling(4)(states)
-    )
+    state = HeapCacheAttention(8, 4, name="cache")(AttentionPooling(4)(states))
     model = HeapCacheModel(tokens, keras.layers.Dense(20)(state))
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     # An object, not "accuracy": its variables exist before the train step is traced.

@@ -43,9 +43,8 @@ class AssociativeMemoryCellTest(LayerTestCase):
 
     def test_journey(self, tmp_path):
         cell = lambda: AssociativeMemoryCell(keras.layers.LSTMCell(8), num_copies=2)  # noqa: E731
-        self.run_journey_test(
-            "step", lambda e: user_rnn(cell(), return_sequences=True)(e), tmp_path
-        )
+        build = lambda e: user_rnn(cell(), return_sequences=True)(e)  # noqa: E731
+        self.run_journey_test("step", build, tmp_path)
 
     def test_config_and_arguments(self):
         config = dict(num_copies=3, memory_state_index=0, seed=9, return_retrievals=True)

@@ -128,9 +128,8 @@ def test_encoder_matches_the_reference(dual_key, fused_loop, dtype, atol):
     empty, zeros = np.zeros((1, UNITS * COPIES)), np.zeros((1, UNITS))
     for row, (premise_length, hypothesis_length) in enumerate(zip(*LENGTHS)):
         # Each row on its own, without its padding, as the paper's equations read it.
-        ref_premise, ref_source = reference_run(
-            premise[row : row + 1, :premise_length], empty, zeros, w, perms
-        )
+        premise_words = premise[row : row + 1, :premise_length]
+        ref_premise, ref_source = reference_run(premise_words, empty, zeros, w, perms)
         words = hypothesis[row : row + 1, :hypothesis_length]
         dual = (dual_key, ref_source)
         ref_hypothesis, ref_memory = reference_run(words, empty, ref_premise[:, -1], w, perms, dual)
@@ -149,10 +148,8 @@ def test_encoder_matches_the_reference(dual_key, fused_loop, dtype, atol):
 
 def _cell_form(encoder):
     """The encoder's two passes as `keras.layers.RNN` over a Dual cell with its weights."""
-    config = encoder.get_config()
-    cell = DualAssociativeGRUCell(
-        UNITS, num_copies=COPIES, dual_key=config["dual_key"], seed=config["seed"]
-    )
+    dual_key, seed = (encoder.get_config()[name] for name in ("dual_key", "seed"))
+    cell = DualAssociativeGRUCell(UNITS, num_copies=COPIES, dual_key=dual_key, seed=seed)
     cell.build((None, INPUT_DIM))
     cell.set_weights(encoder.hypothesis_layer.cell.get_weights())
     premise_rnn = keras.layers.RNN(cell.premise_cell, **ALL_OUTPUTS)
@@ -160,9 +157,8 @@ def _cell_form(encoder):
 
     def run(premise, hypothesis, mask):
         premise_outputs, memory, last = premise_rnn(premise, mask=mask[0])
-        outputs, *states = hypothesis_rnn(
-            hypothesis, initial_state=[memory * 0.0, last, memory], mask=mask[1]
-        )
+        initial = [memory * 0.0, last, memory]
+        outputs, *states = hypothesis_rnn(hypothesis, initial_state=initial, mask=mask[1])
         return [premise_outputs, outputs, memory, last, *states[:2]]
 
     return cell, run
@@ -178,13 +174,8 @@ def test_encoder_equals_its_cell_form_forward_and_gradients(float64_policy, dual
     encoder.set_weights([rng.normal(scale=0.5, size=w.shape) for w in encoder.weights])
     cell, run_cells = _cell_form(encoder)
     inputs, mask = _inputs(rng), _masks()
-
-    def by_encoder(premise, hypothesis):
-        return _loss(encoder([premise, hypothesis], mask=mask))
-
-    def by_cells(premise, hypothesis):
-        return _loss(run_cells(premise, hypothesis, mask))
-
+    by_encoder = lambda p, h: _loss(encoder([p, h], mask=mask))  # noqa: E731
+    by_cells = lambda p, h: _loss(run_cells(p, h, mask))  # noqa: E731
     got = gradients(by_encoder, encoder.trainable_weights, inputs)
     by_name = {w.name: w for w in cell.trainable_weights}
     expected = gradients(by_cells, [by_name[w.name] for w in encoder.trainable_weights], inputs)

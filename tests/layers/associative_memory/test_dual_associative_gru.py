@@ -75,10 +75,9 @@ class DualAssociativeGRUTest(LayerTestCase):
         ids=["states", "fused_last", "retrievals"],
     )
     def test_output_spec(self, kwargs):
-        self.run_output_spec_test(
-            lambda dtype: DualAssociativeGRU(4, dtype=dtype, **{"num_copies": 2, **kwargs}),
-            (2, 5, 4),
-        )
+        kwargs = {"num_copies": 2, **kwargs}
+        make = lambda dtype: DualAssociativeGRU(4, dtype=dtype, **kwargs)  # noqa: E731
+        self.run_output_spec_test(make, (2, 5, 4))
 
 
 def _dual_cell(dual_key="paper", retrievals=False, dtype=None):

@@ -177,9 +177,7 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
             outputs.append(out)
         return keras.ops.sum(keras.ops.stack(outputs, 1) ** 2)
 
-    def by_layer(x, memory):
-        return keras.ops.sum(layer(x, memory=memory, memory_mask=mask) ** 2)
-
+    by_layer = lambda x, m: keras.ops.sum(layer(x, memory=m, memory_mask=mask) ** 2)  # noqa: E731
     loss_cell, *grads_cell = gradients(by_cell, layer.weights, [x, memory])
     loss_layer, grads_layer, input_grads_layer = gradients(by_layer, layer.weights, [x, memory])
     np.testing.assert_allclose(loss_cell, loss_layer, rtol=1e-5)

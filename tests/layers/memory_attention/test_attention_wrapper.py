@@ -171,9 +171,8 @@ def _monotonic_case(mode, score_options, position, rng, dtype="float64", **extra
     reference's arguments."""
     score, options = score_options.split("_")[0], SCORE_OPTIONS[score_options]
     x, memory, mask = _data(rng, dtype)
-    layer = _layer(
-        score, position, return_attention_scores=True, monotonic_mode=mode, **options, **extra
-    )
+    extra = dict(return_attention_scores=True, monotonic_mode=mode, **options, **extra)
+    layer = _layer(score, position, **extra)
     _randomize(layer, rng, x, memory, mask, scale=1.5)
     kwargs = dict(score=score, position=position, output_attention=True, monotonic_mode=mode)
     return layer, (x, memory, mask), {**kwargs, **options}

@@ -79,9 +79,7 @@ def _reference(
     """The premise's SimpleRNN pass in NumPy (its final h carried through the padding), then
     the word-by-word attention from that h over its outputs; with ``weights``, the attention's
     weights ``[batch, Th, Tp]`` instead."""
-    kernel, recurrent, bias = (
-        as_numpy(w).astype(np.float64) for w in encoder.premise_layer.cell.weights
-    )
+    kernel, recurrent, bias = (w.astype(float) for w in encoder.premise_layer.cell.get_weights())
     h, outputs = np.zeros((premise.shape[0], recurrent.shape[0])), []
     for t in range(premise.shape[1]):
         keep = premise_mask[:, t][:, None]

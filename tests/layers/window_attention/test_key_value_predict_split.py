@@ -39,9 +39,8 @@ class KeyValuePredictSplitTest(LayerTestCase):
             (dict(mode=KVP, sizes=(3, 2, 1)), (2, 5, 6)),
             (dict(mode="key_value"), (2, 4)),
         ]:
-            self.run_output_spec_test(
-                lambda dtype, kw=kwargs: KeyValuePredictSplit(dtype=dtype, **kw), shape
-            )
+            make = lambda dtype, kw=kwargs: KeyValuePredictSplit(dtype=dtype, **kw)  # noqa: E731
+            self.run_output_spec_test(make, shape)
 
 
 def test_pieces_are_contiguous_key_first():

@@ -25,10 +25,8 @@ class NGramConcatTest(LayerTestCase):
     @pytest.mark.parametrize("init_kwargs", [dict(n=3, use_bias=True), dict(n=4, stateful=True)])
     def test_layer_behaviors(self, init_kwargs):
         weights = 1 + init_kwargs.get("use_bias", False)
-        stateful = int(init_kwargs.get("stateful", False))
-        checks = masking_checks(
-            (2, 3, 5), weights, (2, 3, 6), expected_num_non_trainable_weights=stateful
-        )
+        stateful = {"expected_num_non_trainable_weights": int(init_kwargs.get("stateful", False))}
+        checks = masking_checks((2, 3, 5), weights, (2, 3, 6), **stateful)
         self.run_layer_test(NGramConcat, {"units": 5, **init_kwargs}, **checks)
 
     def test_journey(self, tmp_path):
@@ -41,10 +39,8 @@ class NGramConcatTest(LayerTestCase):
         self.run_flags_test(lambda **kw: NGramConcat(3, 4, **kw))
         self.run_sizes_test(lambda **kw: NGramConcat(3, 4, **kw))
         for n, sizes, memory in [(3, None, False), (4, (2, 1, 3), True), (2, None, True)]:
-
-            def make(dtype, n=n, sizes=sizes, memory=memory):
-                return NGramConcat(n, 5, sizes=sizes, return_memory=memory, dtype=dtype)
-
+            options = dict(sizes=sizes, return_memory=memory)
+            make = lambda dtype, n=n, o=options: NGramConcat(n, 5, dtype=dtype, **o)  # noqa: E731
             self.run_output_spec_test(make, (2, 5, sum(sizes or (4,))))
 
     def test_padding_resets_and_carried_memory(self):
@@ -74,9 +70,8 @@ class NGramConcatCellTest(LayerTestCase):
 
     def test_journey(self, tmp_path):
         cell = lambda: NGramConcatCell(keras.layers.GRUCell(8), n=3, units=6)  # noqa: E731
-        self.run_journey_test(
-            "step", lambda e: user_rnn(cell(), return_sequences=True)(e), tmp_path
-        )
+        build = lambda e: user_rnn(cell(), return_sequences=True)(e)  # noqa: E731
+        self.run_journey_test("step", build, tmp_path)
 
     def test_config_arguments_and_resets(self):
         config = dict(n=3, units=4, sizes=(5, 3), use_bias=True, **INITIALIZERS)

@@ -209,11 +209,10 @@ def test_both_forms_match_numpy_reference_float64(
     x, mask = attention_inputs(), holes_and_right_padding(steps=12) if masked else None
     reset = resets(steps=12) if reset else None
     options = dict(mode=mode, sizes=sizes, attention_units=attention_units, units=units, pad=pad)
-    layer = SlidingWindowAttention(
-        window, **options, use_bias=use_bias, return_attention_scores=True
-    )
+    options["use_bias"] = use_bias
+    layer = SlidingWindowAttention(window, **options, return_attention_scores=True)
     # The cell's output h_t is its input x_t.
-    cell = SlidingWindowAttentionCell(PassThroughCell(12), window, **options, use_bias=use_bias)
+    cell = SlidingWindowAttentionCell(PassThroughCell(12), window, **options)
     loop = keras.layers.RNN if reset is None else ResettableRNN
     rnn = loop(cell, return_sequences=True, zero_output_for_mask=True)
     layer.build(x.shape)
@@ -401,10 +400,7 @@ def assert_memory_carries_over(layer, cell, x, cut, mask=None):
     one run's outputs, and that memory is the state of ``cell`` (the cell form over a
     `PassThroughCell`, given the layer's weights) after the same steps; returns the memory."""
     call = compiled(lambda x, mask, memory: layer(x, mask=mask, initial_memory=memory))
-
-    def part(start, stop):
-        return x[:, start:stop], None if mask is None else mask[:, start:stop]
-
+    part = lambda a, b: (x[:, a:b], None if mask is None else mask[:, a:b])  # noqa: E731
     expected, _ = call(*part(0, None), None)
     first, memory = call(*part(0, cut), None)
     second, _ = call(*part(cut, None), memory)
