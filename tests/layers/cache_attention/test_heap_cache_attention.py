@@ -143,6 +143,10 @@ def test_many_repeated_candidates_in_a_large_float32_cache(policy):
     if policy == "topk":  # the 9 distinct vectors fill the cache, best copies first
         scores = keras.ops.convert_to_numpy(heap.pool_scores(layer.cache, kernel, score_vector))
         assert np.all(np.diff(scores) >= 0)
+    # Layers of one shape share their policy's compiled write (XLA keeps each program).
+    twin = HeapCacheAttention(300, 32, policy=policy)
+    twin.build((None, width))
+    assert twin._write() is layer._write()
 
 
 @pytest.mark.parametrize("pool_size", [None, 5])

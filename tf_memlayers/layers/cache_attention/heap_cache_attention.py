@@ -18,6 +18,9 @@ POLICIES = ("heap", "topk")
 QUERIES = ("none", "additive", "dot")
 
 _WRITES = {"heap": heap_write, "topk": topk_write}
+# The compiled writes, by policy, backend and the shapes of the cache and its kernel: shared by
+# the layers of the process, since each compiled program stays in XLA's cache while it runs.
+_COMPILED_WRITES = {}
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
@@ -137,7 +140,6 @@ class HeapCacheAttention(keras.layers.Layer):
         self.score_initializer = keras.initializers.get(score_initializer)
         self.gate_initializer = keras.initializers.get(gate_initializer)
         self.query_initializer = keras.initializers.get(query_initializer)
-        self._compiled_write = None
 
     def build(self, input_shape):
         check_rank("inputs", input_shape, 2, owner="HeapCacheAttention")
@@ -273,8 +275,9 @@ class HeapCacheAttention(keras.layers.Layer):
         compiled with ``jit_compile=True``; inside a replica context of a multi-replica strategy
         the candidates of all replicas are gathered in replica order first, so that every
         replica writes the same cache. On another backend the same `keras.ops` code runs as is.
-        Called eagerly, the write is compiled once per batch size (as XLA and ``jax.jit``
-        compile per shape): a new size waits for one compilation.
+        Called eagerly, the write is compiled once per shape of the cache and the batch (as
+        XLA and ``jax.jit`` compile per shape), for all the layers of the process: a new
+        shape waits for one compilation.
 
         A candidate with a NaN or infinite entry (a diverged step's state) is skipped: it
         scores ``-inf``, like an empty slot, never enters the cache under either policy and
@@ -326,10 +329,13 @@ class HeapCacheAttention(keras.layers.Layer):
         return entered
 
     def _write(self):
-        """The ``policy`` write, compiled once per layer: with XLA on TensorFlow (one loop of
-        scalar steps), with `jax.jit` on JAX; as is on other backends."""
-        if self._compiled_write is None:
-            write, backend = _WRITES[self.policy], keras.backend.backend()
+        """The ``policy`` write, compiled (with XLA on TensorFlow, one loop of scalar steps;
+        with `jax.jit` on JAX) once per shape of the cache and its kernel and shared by the
+        layers of that shape; as is on other backends."""
+        backend = keras.backend.backend()
+        key = (self.policy, backend, tuple(self.cache.shape), tuple(self.cache_kernel.shape))
+        if key not in _COMPILED_WRITES:
+            write = _WRITES[self.policy]
             if backend == "tensorflow":
                 import tensorflow as tf
 
@@ -339,8 +345,8 @@ class HeapCacheAttention(keras.layers.Layer):
                 import jax
 
                 write = jax.jit(write)
-            object.__setattr__(self, "_compiled_write", write)
-        return self._compiled_write
+            _COMPILED_WRITES[key] = write
+        return _COMPILED_WRITES[key]
 
     def _check_candidates(self, shape):
         check_rank("candidates", shape, 2, owner="HeapCacheAttention")
