@@ -229,6 +229,13 @@ class AssociativeRecurrentLayer(ResettableRNN):
 
     @classmethod
     def from_config(cls, config):
+        if "cell" in config:
+            raise TypeError(
+                f"{cls.__name__}: this config holds its cell, as version 0.2 saved an AM-GRU "
+                "whose cell a DualAssociativeGRU shared (`premise_cell=`); the Dual AM-GRU "
+                "now owns every weight it reads: build the model with "
+                "tf_memlayers.layers.DualAssociativeEncoder, which owns both passes."
+            )
         return cls(**config)
 
 
