@@ -15,6 +15,7 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 import keras
 from keras import layers
 from tf_memlayers import AssociativeGRU, SequenceCrossentropy, SlidingWindowAttention
+from tf_memlayers.layers import HeapCacheAttention
 from tf_memlayers.models import build_language_model, build_step_model, generate
 
 one, two = tf.distribute.get_strategy(), tf.distribute.MirroredStrategy(["cpu:0", "cpu:1"])
@@ -41,10 +42,16 @@ with two.scope():
     options = dict(units=6, embedding_dim=4, stateful=False, sequence_length=None)
     model = build_language_model(17, SlidingWindowAttention(window=2), **options)
     step_model = build_step_model(model)
+    caches = [HeapCacheAttention(8, 3) for _ in range(2)]
+    for cache in caches:
+        cache.build((None, 2))
 prompt = np.array([[3, 5], [7, 1], [2, 2]])
 greedy = generate(step_model, prompt, 4, temperature=0)
 logits = model(np.concatenate([prompt, greedy[:, :-1]], axis=1), training=False)
 report["generated"] = [greedy.tolist(), np.argmax(logits.numpy()[:, 1:], axis=-1).tolist()]
+for cache, shift in zip(caches, (0, 100)):
+    cache.insert(rng.normal(size=(4, 2)).astype("float32") + shift)
+report["caches"] = [cache.cache.numpy().tolist() for cache in caches]
 print(json.dumps(report))
 """
 
@@ -61,3 +68,6 @@ def test_training_and_generation_over_two_replicas():
     # (Keras's predict_on_batch would split them): each greedy token is the full model's most
     # likely one after the text before it.
     np.testing.assert_array_equal(*report["generated"])
+    # Two caches of one shape, each given 4 rows (near 0, near 100), hold those rows alone.
+    for shift, cache in zip((0, 100), np.array(report["caches"])):
+        assert len(rows := cache[cache.any(axis=1)]) == 4 and np.all(np.abs(rows - shift) < 10)

@@ -304,9 +304,7 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
     # Weights set after the compiled step's first call (as training sets them) show in the next.
     bias = [w for w in step_model.weights if tuple(w.shape) == (VOCAB,)][-1]
     bias.assign(np.where(np.arange(VOCAB) == 2, 1e4, 0.0))
-    np.testing.assert_array_equal(
-        generate(step_model, prompt, 3, temperature=0), np.full((2, 3), 2)
-    )
+    assert (generate(step_model, prompt, 3, temperature=0) == 2).all()
 
 
 def _greedy_sampler(next, prompt, cache=None, index=0, mask=None, model=None, **kwargs):

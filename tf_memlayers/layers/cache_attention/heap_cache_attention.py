@@ -275,9 +275,9 @@ class HeapCacheAttention(keras.layers.Layer):
         compiled with ``jit_compile=True``; inside a replica context of a multi-replica strategy
         the candidates of all replicas are gathered in replica order first, so that every
         replica writes the same cache. On another backend the same `keras.ops` code runs as is.
-        Called eagerly, the write is compiled once per shape of the cache and the batch (as
-        XLA and ``jax.jit`` compile per shape), for all the layers of the process: a new
-        shape waits for one compilation.
+        Called eagerly, the write is compiled once per shape and dtype of the cache, its
+        kernel and the batch (as XLA and ``jax.jit`` compile per shape), for all the layers of
+        the process: a new shape waits for one compilation.
 
         A candidate with a NaN or infinite entry (a diverged step's state) is skipped: it
         scores ``-inf``, like an empty slot, never enters the cache under either policy and
@@ -313,17 +313,20 @@ class HeapCacheAttention(keras.layers.Layer):
         candidates = ops.convert_to_tensor(candidates)
         self._check_candidates(candidates.shape)
         candidates = ops.cast(candidates, self.cache.dtype)
+        variables = [self.cache.value, self.cache_kernel.value, self.cache_score.value]
         if keras.backend.backend() == "tensorflow":
             import tensorflow as tf
 
+            # Their values, not the variables: the write (a `tf.function` shared by the
+            # layers) would capture the first caller's distributed variables and read them.
+            variables = [tf.convert_to_tensor(v) for v in variables]
             context = tf.distribute.get_replica_context()
             if context is not None and context.num_replicas_in_sync > 1:
                 candidates = context.all_gather(candidates, axis=0)
+        cache, kernel, score = variables
+        dtype = cache.dtype
         cache, entered = self._write()(
-            self.cache.value,
-            candidates,
-            ops.cast(self.cache_kernel.value, self.cache.dtype),
-            ops.cast(self.cache_score.value, self.cache.dtype),
+            cache, candidates, ops.cast(kernel, dtype), ops.cast(score, dtype)
         )
         self.cache.assign(cache)
         return entered
