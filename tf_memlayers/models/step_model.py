@@ -12,6 +12,8 @@ so the step model generates text in a Python loop, and exports (``model.export``
 (``tf.lite.TFLiteConverter``) as an ordinary stateless model.
 """
 
+import functools
+
 import keras
 import numpy as np
 
@@ -367,59 +369,64 @@ def generate(
     return _after_the_end(np.stack(generated, axis=1), end_token_id)
 
 
-# The compiled steps of the latest step models (each holds its step model, whose id
-# therefore stays its own).
-_STEPS, _STEPS_KEPT = {}, 4
+# The compiled steps of the latest step models, and the latest traced sampler loops
+# (TensorFlow), by `_latest`.
+_STEPS, _TRACED = {}, {}
+
+
+def _latest(kept, key, make, size=4):
+    """``kept[key]`` (made by ``make()`` where missing), now the latest of the ``size``
+    entries ``kept`` keeps. Each entry holds the objects whose ids its key names, so that
+    those ids stay theirs."""
+    value = kept.pop(key, None)
+    kept[key] = make() if value is None else value
+    for stale in list(kept)[:-size]:
+        del kept[stale]
+    return kept[key]
 
 
 def _compiled_step(step_model):
     """``step_model``'s inference on ``[tokens, *state]``, compiled once per step model as
     Keras's ``predict`` compiles a model, and run on the whole batch at once (Keras's
-    ``predict_on_batch`` splits it among a strategy's replicas): a `tf.function` on
-    TensorFlow, `jax.jit` of its stateless call on JAX (the weights passed at each step, so
-    that training between calls shows), and eager without autograd on torch."""
-    key = id(step_model)
-    run = _STEPS.pop(key, None)
-    if run is None:
-        backend = keras.backend.backend()
-        if backend == "tensorflow":
-            import tensorflow as tf
+    ``predict_on_batch`` splits it among a strategy's replicas)."""
+    return _latest(_STEPS, id(step_model), lambda: _compile_step(step_model))
 
-            run = tf.function(
-                lambda inputs: step_model(inputs, training=False), reduce_retracing=True
+
+def _compile_step(step_model):
+    """A `tf.function` on TensorFlow, `jax.jit` of its stateless call on JAX (the weights
+    passed at each step, so that training between calls shows), and eager without autograd
+    on torch."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(lambda inputs: step_model(inputs, training=False), reduce_retracing=True)
+    if backend == "jax":
+        import jax
+
+        def stateless(trainable, non_trainable, inputs):
+            outputs, _ = step_model.stateless_call(trainable, non_trainable, inputs, training=False)
+            return outputs
+
+        compiled = jax.jit(stateless)
+
+        def run(inputs):
+            return compiled(
+                [v.value for v in step_model.trainable_variables],
+                [v.value for v in step_model.non_trainable_variables],
+                inputs,
             )
-        elif backend == "jax":
-            import jax
 
-            def stateless(trainable, non_trainable, inputs):
-                outputs, _ = step_model.stateless_call(
-                    trainable, non_trainable, inputs, training=False
-                )
-                return outputs
+        return run
+    if backend == "torch":
+        import torch
 
-            compiled = jax.jit(stateless)
-
-            def run(inputs):
-                return compiled(
-                    [v.value for v in step_model.trainable_variables],
-                    [v.value for v in step_model.non_trainable_variables],
-                    inputs,
-                )
-        elif backend == "torch":
-            import torch
-
-            def run(inputs):
-                with torch.no_grad():
-                    return step_model(inputs, training=False)
-        else:
-
-            def run(inputs):
+        def run(inputs):
+            with torch.no_grad():
                 return step_model(inputs, training=False)
 
-    _STEPS[key] = run
-    for stale in list(_STEPS)[:-_STEPS_KEPT]:
-        del _STEPS[stale]
-    return run
+        return run
+    return lambda inputs: step_model(inputs, training=False)
 
 
 def _after_the_end(tokens, end_token_id):
@@ -495,10 +502,6 @@ def _resolve_sampler(sampler):
     return sampler
 
 
-# The latest traced sampler loops (TensorFlow).
-_TRACED, _TRACED_KEPT = {}, 4
-
-
 def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None):
     """Runs ``sampler`` over the buffer ``[prompt | num_tokens zeros]`` from ``state`` (the
     state after all but the prompt's last token); returns the tokens it wrote."""
@@ -537,10 +540,7 @@ def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None):
         import tensorflow as tf
 
         key = (id(step_model), id(sampler), length, end_token_id)
-        run = _TRACED.pop(key, None) or tf.function(run)
-        _TRACED[key] = run
-        for stale in list(_TRACED)[:-_TRACED_KEPT]:
-            del _TRACED[stale]
+        run = _latest(_TRACED, key, functools.partial(tf.function, run))
     tokens = run(
         ops.convert_to_tensor(buffer.astype("int32")),
         tuple(ops.convert_to_tensor(s) for s in state),
