@@ -71,7 +71,9 @@ class SequenceCrossentropy(keras.losses.Loss):
         # "sum_over_batch_size" mean; the sum over time takes the mask as 0/1 weights: the
         # weighted token losses (reduction None: masked, unscaled), summed over time, then
         # their mean over the sequences, divided among a strategy's replicas as Keras does.
-        tokens = _TokenLosses(self.call, self.dtype)(y_true, y_pred, sample_weight)
+        tokens = keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction=None, dtype=self.dtype
+        )(y_true, y_pred, sample_weight)
         sequences = ops.sum(tokens, axis=-1)
         return _MeanOverBatch(self.dtype)(sequences, sequences)
 
@@ -86,17 +88,6 @@ class SequenceCrossentropy(keras.losses.Loss):
 
     def get_config(self):
         return {"reduction_mode": self.reduction_mode, "name": self.name, "dtype": self.dtype}
-
-
-class _TokenLosses(keras.losses.Loss):
-    """``function``'s per-element losses times the sample weights and the mask, unreduced."""
-
-    def __init__(self, function, dtype):
-        super().__init__(name="token_losses", reduction=None, dtype=dtype)
-        self.function = function
-
-    def call(self, y_true, y_pred):
-        return self.function(y_true, y_pred)
 
 
 class _MeanOverBatch(keras.losses.Loss):
