@@ -64,7 +64,10 @@ class HeapCacheModel(keras.Model):
         inputs, outputs: as for a functional `keras.Model`.
         weight_decay: coefficient ``c`` of an L2 penalty ``c * sum_w ||w||^2 / 2`` over every
             trainable weight (the reference implementation used ``1e-5``). Weights that
-            already carry a regularizer keep it.
+            already carry a regularizer keep it. `keras.models.clone_model` builds a
+            functional model's class from its inputs and outputs alone, so a clone has no
+            weight decay: ``HeapCacheModel.from_config(model.get_config())`` is a clone
+            (new weights) that keeps it.
         **kwargs: other functional `keras.Model` arguments (``name``, ``trainable``).
 
     Raises:

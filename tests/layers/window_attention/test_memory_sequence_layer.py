@@ -108,20 +108,21 @@ def test_masked_steps_read_as_zeros_even_when_not_finite():
 
 
 @pytest.mark.parametrize(
-    "make", [lambda **a: SlidingWindowAttention(window=3, **a), lambda **a: NGramConcat(4, 2, **a)]
+    "make", [SlidingWindowAttention, lambda window, **a: NGramConcat(4, 2, **a)]
 )
 def test_a_twin_of_another_batch_size_or_statefulness_loads_the_weights_beside_its_memory(
     make, tmp_path
 ):
-    def model(batch, stateful, **more):
+    def model(batch, stateful, window=3, **more):
         inputs = keras.Input((None, WIDTH), batch_size=batch)
-        return keras.Model(inputs, make(stateful=stateful, **more)(inputs))
+        return keras.Model(inputs, make(window=window, stateful=stateful, **more)(inputs))
 
     trained, x, path = model(4, True), _inputs(batch=4), str(tmp_path / "{}.weights.h5")
     trained(x)  # its memory now holds the streams of 4 rows
     trained.save_weights(path.format("stateful"))
     stateless = model(None, False)
     stateless.load_weights(path.format("stateful"))
+    model(None, False, window=5).load_weights(path.format("stateful"))  # a memory 5 wide: not read
     stateless.save_weights(path.format("stateless"))
     expected = as_numpy(stateless(x))  # from zeros, with the trained weights
     for batch, saved in ((1, "stateful"), (2, "stateful"), (4, "stateless"), (4, "stateful")):

@@ -31,8 +31,10 @@ class MemorySequenceLayer(keras.layers.Layer):
         stateful: Boolean, (default `False`), whether to keep the memory in a non-trainable
             variable (saved with the model, where Keras saves no RNN's states) and carry it
             to the next call; needs a fixed batch size. `reset_state()` clears it. A layer of
-            another batch size, or not stateful, loads the other weights of a file and keeps
-            its own memory.
+            another batch size or window, or not stateful, loads the other weights of a file
+            and keeps its own memory. The memory is one of the layer's weights, so
+            ``get_weights()`` of a stateful layer has one more array than a stateless twin's
+            ``set_weights`` takes: move trained weights between them through a weights file.
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
     """
 
@@ -218,17 +220,17 @@ class MemorySequenceLayer(keras.layers.Layer):
 
     def load_own_variables(self, store):
         # The stored memory is the stream of the layer that saved it (its last variable, when
-        # it was stateful). A layer of another batch size, or not stateful, or one reading
-        # weights saved without a memory, takes the weights and keeps its own memory, as a
-        # Keras RNN keeps its states (Keras saves none). Any other difference is an error.
+        # it was stateful). A layer of another batch size or memory width (another `window`),
+        # or not stateful, or one reading weights saved without a memory, takes the weights and
+        # keeps its own memory, as a Keras RNN keeps its states (Keras saves none). Any other
+        # difference is an error.
         own, given = {}, {key: store[key] for key in store.keys()}
         self.save_own_variables(own)
         count = len(own) - (self.memory is not None)
         stored = given.get(str(count))  # the memory's place in a file of a stateful layer
         a_memory = stored is not None and len(given) == count + 1 and len(stored.shape) == 2
-        if a_memory and stored.shape[1] == self.memory_size:
-            if self.memory is None or tuple(stored.shape) != tuple(self.memory.shape):
-                del given[str(count)]
+        if a_memory and (self.memory is None or tuple(stored.shape) != tuple(self.memory.shape)):
+            del given[str(count)]
         if self.memory is not None and len(given) == count:
             given[str(count)] = own[str(count)]
         super().load_own_variables(given)
