@@ -83,6 +83,13 @@ def masked_rnn(rnn, sequences, mask, **kwargs):
     return results[0] if len(results) == 1 else results
 
 
+def tflite_runner(model_content):
+    """The signature runner of a converted TFLite model (the test skipped without LiteRT)."""
+    reason = "the TFLite check needs ai-edge-litert"
+    litert = pytest.importorskip("ai_edge_litert.interpreter", reason=reason)
+    return litert.Interpreter(model_content=model_content).get_signature_runner()
+
+
 def as_numpy(x):
     """``x`` (a tensor or variable of any backend, or an array) as a NumPy array."""
     return np.asarray(keras.ops.convert_to_numpy(x))

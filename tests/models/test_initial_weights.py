@@ -1,6 +1,8 @@
 """No two randomly drawn weights of a builder's model or of a layer with several kernels
 start equal; a seeded builder draws the same weights again."""
 
+import itertools
+
 import keras
 import numpy as np
 import pytest
@@ -28,13 +30,8 @@ def _random_weights(weights):
 
 def _alike(weights):
     flat = _random_weights(weights)
-    paths = sorted(flat)
-    return [
-        (a, b)
-        for i, a in enumerate(paths)
-        for b in paths[i + 1 :]
-        if np.array_equal(flat[a][:PREFIX], flat[b][:PREFIX])
-    ]
+    pairs = itertools.combinations(sorted(flat), 2)
+    return [(a, b) for a, b in pairs if np.array_equal(flat[a][:PREFIX], flat[b][:PREFIX])]
 
 
 @pytest.mark.parametrize("kind", ["gru", "am_gru", "dual_am_gru", "default"])

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from tests.memory_attention_reference import randomize
 from tests.pair_encoders import snli_model
-from tests.support import assert_close
+from tests.support import assert_close, tflite_runner
 from tf_memlayers.layers import DualAssociativeEncoder
 from tf_memlayers.models.snli import (
     build_fixed_length_snli_model,
@@ -87,11 +87,7 @@ def test_exported_model_and_fixed_length_copy_in_tflite_with_builtin_operators_o
     assert [tuple(i.shape) for i in fixed.inputs] == [(batch_size, 6), (batch_size, 4)]
     np.testing.assert_allclose(fixed([premise, hypothesis]), expected, rtol=0, atol=1e-6)
 
-    interpreter_module = pytest.importorskip(
-        "ai_edge_litert.interpreter", reason="the TFLite check needs ai-edge-litert"
-    )
-    interpreter = interpreter_module.Interpreter(model_content=_builtin_tflite(fixed))
-    runner = interpreter.get_signature_runner()
+    runner = tflite_runner(_builtin_tflite(fixed))
     (output_name,) = runner.get_output_details()
     got = runner(premise=premise, hypothesis=hypothesis)[output_name]
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5)

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from tests.language_models import FORMS, KINDS, language_model
-from tests.support import all_pairs, assert_close
+from tests.support import all_pairs, assert_close, tflite_runner
 from tf_memlayers import AssociativeGRU
 from tf_memlayers.models import build_language_model, build_step_model, generate, initial_step_state
 
@@ -167,12 +167,8 @@ def test_exported_and_converted_step_models_generate_the_same_tokens(kind, form,
     state = initial_step_state(step_model, 2)
     assert_close(saved.serve([tokens, *state]), step_model([tokens, *state]), atol=1e-6)
 
-    interpreter_module = pytest.importorskip(
-        "ai_edge_litert.interpreter", reason="the TFLite check needs ai-edge-litert"
-    )
     converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "saved"))
-    interpreter = interpreter_module.Interpreter(model_content=converter.convert())
-    runner = interpreter.get_signature_runner()
+    runner = tflite_runner(converter.convert())
     names = [spec.name for spec in step_model.inputs]
 
     def lite_step(tokens, state):

@@ -21,12 +21,8 @@ def _setup(batch, copies, seed, steps=6, units=8, input_dim=5, dual=False):
     for weight in cell.weights:
         weight.assign(rng.normal(scale=0.4, size=weight.shape))
     xs = tf.constant(rng.normal(size=(batch, steps, input_dim)))
-    states = [
-        tf.constant(rng.normal(scale=0.3, size=(batch, units * copies))),
-        tf.constant(rng.normal(size=(batch, units))),
-    ]
-    if dual:
-        states.append(tf.constant(rng.normal(scale=0.3, size=(batch, units * copies))))
+    memory = lambda: tf.constant(rng.normal(scale=0.3, size=(batch, units * copies)))  # noqa: E731
+    states = [memory(), tf.constant(rng.normal(size=(batch, units))), *([memory()] if dual else [])]
     mask = rng.random((batch, steps)) > 0.3
     mask[0, :2] = False  # masked before the first real step: emitted zeros
     return cell, xs, states, tf.constant(mask)

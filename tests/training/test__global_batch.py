@@ -16,15 +16,9 @@ def test_the_shares_of_a_global_batch_add_up_to_its_loss_and_metrics(loss):
     dense = keras.layers.Dense(9, kernel_regularizer="l2")
     model = keras.Sequential([keras.Input((5,), dtype="int32"), embedding, dense])
     loss_of_logits = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    model.compile(
-        "sgd",
-        SequenceCrossentropy(loss) if loss in LOSS_REDUCTIONS else loss_of_logits,
-        metrics=["accuracy"],
-        weighted_metrics=[
-            keras.metrics.SparseCategoricalCrossentropy(from_logits=True),
-            Perplexity(),
-        ],
-    )
+    compiled = SequenceCrossentropy(loss) if loss in LOSS_REDUCTIONS else loss_of_logits
+    weighted = [keras.metrics.SparseCategoricalCrossentropy(from_logits=True), Perplexity()]
+    model.compile("sgd", compiled, metrics=["accuracy"], weighted_metrics=weighted)
     rng = np.random.default_rng(1)
     x, y, w = rng.integers(0, 9, (6, 5)), rng.integers(0, 9, (6, 5)), rng.random((6, 5))
     expected = model.evaluate(x, y, sample_weight=w, batch_size=6, verbose=0, return_dict=True)

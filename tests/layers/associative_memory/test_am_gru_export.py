@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.memory_attention_reference import randomize
-from tests.support import assert_close, tensorflow_only
+from tests.support import assert_close, tensorflow_only, tflite_runner
 from tf_memlayers.layers import AssociativeGRU, DualAssociativeGRU, SlidingWindowAttention
 
 pytestmark = tensorflow_only("converts with TensorFlow's TFLite converter")
@@ -22,13 +22,9 @@ def eight_shards(monkeypatch):
 def _builtin_interpreter(model):
     import tensorflow as tf
 
-    interpreter_module = pytest.importorskip(
-        "ai_edge_litert.interpreter", reason="the TFLite check needs ai-edge-litert"
-    )
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-    interpreter = interpreter_module.Interpreter(model_content=converter.convert())
-    return interpreter.get_signature_runner()
+    return tflite_runner(converter.convert())
 
 
 def _check_converted(model, rng):
