@@ -76,9 +76,8 @@ def pytest_collection_modifyitems(config, items):
         marker = item.get_closest_marker("tensorflow_only")
         if marker is not None:
             reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
-            item.add_marker(
-                pytest.mark.skip(reason=f"TensorFlow only ({reason}); backend is {BACKEND}")
-            )
+            only = f"TensorFlow only ({reason}); backend is {BACKEND}"
+            item.add_marker(pytest.mark.skip(reason=only))
 
 
 def pytest_sessionstart(session):

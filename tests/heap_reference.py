@@ -32,9 +32,8 @@ def insert_batch(cache, candidates, kernel, score_vector):
     """The insertion loop (fill_model.py:225-241): updates ``cache``, returns which entered."""
     entered = []
     for candidate in candidates:
-        entered.append(
-            bool(score(candidate, kernel, score_vector) > score(cache[0], kernel, score_vector))
-        )
+        better = score(candidate, kernel, score_vector) > score(cache[0], kernel, score_vector)
+        entered.append(bool(better))
         if entered[-1]:
             cache[0] = candidate
             maintain_cache(cache, kernel, score_vector)

@@ -105,9 +105,8 @@ def problems_of(layer_cls):
     """What is wrong with the test class of ``layer_cls``, or `None`."""
     relative, classes = layer_test_classes(layer_cls)
     if len(classes) != 1:
-        return (
-            f"{len(classes)} test classes with layer_cls = {layer_cls.__name__} in tests/{relative}"
-        )
+        name = layer_cls.__name__
+        return f"{len(classes)} test classes with layer_cls = {name} in tests/{relative}"
     missing = required_suites(layer_cls) - called_suites(classes[0])
     if missing:
         return f"{classes[0].__name__} calls no {sorted(missing)}"

@@ -13,10 +13,8 @@ pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
 
 
 def _probe(tmp_path, premise=("a", "dog", "runs"), hypothesis=("cats", "sleep"), **kwargs):
-    vocabulary = kwargs.pop("vocabulary", ["<pad>", "<unk>", "a", "dog", "runs", "sleep"])
-    return PairProbe(
-        tmp_path, "view", premise, hypothesis, vocabulary, "encoder", "embedding", **kwargs
-    )
+    words = kwargs.pop("vocabulary", ["<pad>", "<unk>", "a", "dog", "runs", "sleep"])
+    return PairProbe(tmp_path, "view", premise, hypothesis, words, "encoder", "embedding", **kwargs)
 
 
 def check_two_epochs(heatmap, tmp_path, tag, expected, **tolerance):

@@ -67,10 +67,8 @@ def _case(name, rng):
             # Word vectors larger than the default, so that the attention weights start far
             # from uniform (where the step would move the attention's own weights by 1e-9).
             init = keras.initializers.RandomNormal(stddev=1.0, seed=SEED)
-            embedded = keras.layers.Embedding(
-                vocabulary, 8, mask_zero=True, embeddings_initializer=init
-            )
-            states = keras.layers.GRU(10, return_sequences=True)(embedded(ids))
+            emb = keras.layers.Embedding(vocabulary, 8, mask_zero=True, embeddings_initializer=init)
+            states = keras.layers.GRU(10, return_sequences=True)(emb(ids))
             cache = HeapCacheAttention(cache_size=4, attention_units=5, query="additive")
             # Its step writes the cache: the whole global batch's states on every device.
             outputs = keras.layers.Dense(3)(cache(AttentionPooling(5)(states)))

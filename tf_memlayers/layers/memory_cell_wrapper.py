@@ -198,6 +198,50 @@ def call_cell(cell, inputs, flat_states, training=None):
     return keras.ops.cast(output, inputs.dtype), new_states
 
 
+def rematerialized_call_by_position(rematerialized_call, layer_call, args, kwargs):
+    """A layer's `keras.layers.Layer.rematerialized_call` that hands every tensor of the call
+    to the rematerialized function by position.
+
+    Under `keras.RematScope` on TensorFlow, Keras recomputes a layer's call with
+    `tf.recompute_grad`, which differentiates the function's positional arguments and the
+    variables it reads only: a tensor given by keyword (an ``initial_state``, a ``memory``, a
+    loop ``cache``) would get no gradient. Here the recomputed function takes the call's
+    tensors by position and puts the call back together around them. Other backends
+    rematerialize every argument: the parent's function is returned as it is.
+
+    Args:
+        rematerialized_call: The parent class's bound ``rematerialized_call``.
+        layer_call: The layer's call, as Keras passes it.
+        args: Tuple, the call's positional arguments.
+        kwargs: Dictionary, the call's keyword arguments.
+
+    Returns:
+        The function that Keras calls with ``*args, **kwargs``.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return rematerialized_call(layer_call, *args, **kwargs)
+    structure = (args, kwargs)
+    leaves = keras.tree.flatten(structure)
+    at = [i for i, leaf in enumerate(leaves) if keras.ops.is_tensor(leaf)]
+
+    def by_position(*tensors):
+        filled = list(leaves)
+        for i, tensor in zip(at, tensors):
+            filled[i] = tensor
+        call_args, call_kwargs = keras.tree.pack_sequence_as(structure, filled)
+        return layer_call(*call_args, **call_kwargs)
+
+    rematerialized = rematerialized_call(by_position, *args, **kwargs)
+    if rematerialized is by_position:  # not rematerialized
+        return layer_call
+
+    def call(*call_args, **call_kwargs):
+        flat = keras.tree.flatten((call_args, call_kwargs))
+        return rematerialized(*[flat[i] for i in at])
+
+    return call
+
+
 def with_deserialized_cell(config):
     """A copy of a wrapper's config with its ``cell`` entry deserialized (for `from_config`)."""
     config = dict(config)
@@ -259,6 +303,11 @@ class MemoryCellWrapper(keras.layers.Layer):
 
     def compute_output_spec(self, inputs, states, training=None):
         return step_output_spec(self, inputs)
+
+    def rematerialized_call(self, layer_call, *args, **kwargs):
+        # The loop cache comes by keyword (see `rematerialized_call_by_position`).
+        parent = super().rematerialized_call
+        return rematerialized_call_by_position(parent, layer_call, args, kwargs)
 
     def loop_cache(self, states):
         """The loop cache derived from ``states`` (see the class docstring).

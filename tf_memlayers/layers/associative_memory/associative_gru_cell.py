@@ -337,6 +337,15 @@ class AssociativeGRUCell(keras.layers.Layer):
         finally:
             object.__setattr__(self, "_step_kernels", None)
 
+    def rematerialized_call(self, layer_call, *args, **kwargs):
+        # Under `keras.RematScope`, a step on `AssociativeGRU`'s input projections is not
+        # recomputed alone: in the backward pass, after the layer's call, the projections'
+        # context is gone (and `tf.recompute_grad` passes no gradient to them). The layer,
+        # built in the scope, is recomputed whole.
+        if self._step_kernels is not None:
+            return layer_call
+        return super().rematerialized_call(layer_call, *args, **kwargs)
+
     def compute_output_spec(self, inputs, states, training=None, reset=None):
         zero_reset_rows(type(self).__name__, inputs, [], reset)  # checks ``reset``
         return step_output_spec(self, inputs)

@@ -737,6 +737,15 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
             step_outputs = ops.concatenate([step_outputs, *all_weights], -1)
         return step_outputs, attention
 
+    def rematerialized_call(self, layer_call, *args, **kwargs):
+        # Under `keras.RematScope`, a step of `AttentionRNN`'s loop is not recomputed alone:
+        # in the backward pass, after the layer's call, the memory it bound is gone (and
+        # `tf.recompute_grad` passes no gradient to it). The layer, built in the scope, is
+        # recomputed whole.
+        if self._bound is not None:
+            return layer_call
+        return super().rematerialized_call(layer_call, *args, **kwargs)
+
     def call(
         self, inputs, states, memory=None, memory_mask=None, training=None, reset=None, keys=None
     ):

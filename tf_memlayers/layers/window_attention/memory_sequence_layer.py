@@ -11,6 +11,7 @@ from tf_memlayers._validation import (
     check_width,
     shape_of,
 )
+from tf_memlayers.layers.memory_cell_wrapper import rematerialized_call_by_position
 from tf_memlayers.layers.resets import check_reset
 from tf_memlayers.ops import windows
 
@@ -217,6 +218,11 @@ class MemorySequenceLayer(keras.layers.Layer):
         if self.stateful:
             self.memory.assign(ops.cast(new_memory, self.memory.dtype))
         return new_memory
+
+    def rematerialized_call(self, layer_call, *args, **kwargs):
+        # ``initial_memory`` comes by keyword.
+        parent = super().rematerialized_call
+        return rematerialized_call_by_position(parent, layer_call, args, kwargs)
 
     def load_own_variables(self, store):
         # The stored memory is the stream of the layer that saved it (its last variable, when
