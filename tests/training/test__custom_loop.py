@@ -19,7 +19,8 @@ def train_cache_model(train_function):
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     # An object, not "accuracy": its variables exist before the train step is traced.
     accuracy = keras.metrics.SparseCategoricalAccuracy(name="accuracy")
-    model.compile(keras.optimizers.Adam(0.01), loss, metrics=[accuracy], jit_compile=False)
+    adam = keras.optimizers.Adam(0.01, use_ema=True)  # fit ends on the moving averages
+    model.compile(adam, loss, metrics=[accuracy], jit_compile=False)
     x = np.random.default_rng(3).integers(1, 20, (32, 6)).astype("int32")
     data = tf.data.Dataset.from_tensor_slices((x, x[:, -1])).batch(8)
     history = train_function(model, data, epochs=2, verbose=0)
@@ -29,7 +30,7 @@ def train_cache_model(train_function):
 
 def test_custom_loop_in_one_process_matches_fit():
     """The loop's logs and weights equal fit's, for a `HeapCacheModel`: sparse embedding
-    gradients, the cache written after each update, an accuracy metric."""
+    gradients, the cache written after each update, an accuracy metric, an EMA optimizer."""
     expected, expected_history, expected_fill = train_cache_model(train)  # fit, here
     keras.backend.clear_session()
     got, history, fill = train_cache_model(train_with_custom_loop)

@@ -236,6 +236,9 @@ def train_with_custom_loop(
         callbacks.on_epoch_end(epoch, logs)
         if model.stop_training:
             break
+    if isinstance(model.optimizer, keras.optimizers.Optimizer) and epochs > 0:
+        # As `fit` ends: an optimizer with ``use_ema`` writes the moving averages.
+        model.optimizer.finalize_variable_values(model.trainable_weights)
     callbacks.on_train_end(logs)
     history = next((c for c in callbacks.callbacks if isinstance(c, keras.callbacks.History)), None)
     return history
