@@ -23,6 +23,7 @@ from tf_memlayers.layers.associative_memory.dual_associative_encoder import (
     DualAssociativeEncoder,
     step_retrievals,
 )
+from tf_memlayers.layers.memory_cell_wrapper import rematerialized_call_by_position
 
 _OWNER = "ConditionalEncoder"  # what its errors name
 
@@ -134,6 +135,10 @@ class ConditionalEncoder(keras.layers.Layer):
                     layer.build(premise_shape if _is_recurrent(layer) else pair)
                 shapes = _output_shapes(layer, premise_shape, hypothesis_shape)
                 premise_shape, hypothesis_shape = shapes
+
+    def rematerialized_call(self, layer_call, *args, **kwargs):
+        parent = super().rematerialized_call
+        return rematerialized_call_by_position(parent, layer_call, args, kwargs)
 
     def call(self, inputs, mask=None, training=None):
         premise, hypothesis = check_pair("inputs", inputs, _OWNER)

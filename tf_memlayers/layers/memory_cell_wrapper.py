@@ -199,15 +199,16 @@ def call_cell(cell, inputs, flat_states, training=None):
 
 
 def rematerialized_call_by_position(rematerialized_call, layer_call, args, kwargs):
-    """A layer's `keras.layers.Layer.rematerialized_call` that hands every tensor of the call
-    to the rematerialized function by position.
+    """A layer's `keras.layers.Layer.rematerialized_call` that hands the call's tensors to the
+    rematerialized function by position.
 
-    Under `keras.RematScope` on TensorFlow, Keras recomputes a layer's call with
-    `tf.recompute_grad`, which differentiates the function's positional arguments and the
-    variables it reads only: a tensor given by keyword (an ``initial_state``, a ``memory``, a
-    loop ``cache``) would get no gradient. Here the recomputed function takes the call's
-    tensors by position and puts the call back together around them. Other backends
-    rematerialize every argument: the parent's function is returned as it is.
+    Under ``keras.RematScope`` on TensorFlow, Keras recomputes a layer's call with
+    ``tf.recompute_grad``, which differentiates the function's positional arguments and the
+    variables it reads only (a tensor given by keyword, such as an ``initial_state`` or a
+    ``memory``, would get no gradient) and, compiled, takes no keyword argument at all. Here
+    the recomputed function takes the call's floating-point tensors by position and every
+    other argument (``training``, masks, ``reset``) as the call gave it. Other backends
+    rematerialize the call as it is: the parent's function is returned.
 
     Args:
         rematerialized_call: The parent class's bound ``rematerialized_call``.
@@ -222,7 +223,11 @@ def rematerialized_call_by_position(rematerialized_call, layer_call, args, kwarg
         return rematerialized_call(layer_call, *args, **kwargs)
     structure = (args, kwargs)
     leaves = keras.tree.flatten(structure)
-    at = [i for i, leaf in enumerate(leaves) if keras.ops.is_tensor(leaf)]
+    at = [
+        i
+        for i, leaf in enumerate(leaves)
+        if keras.ops.is_tensor(leaf) and keras.backend.is_float_dtype(leaf.dtype)
+    ]
 
     def by_position(*tensors):
         filled = list(leaves)
@@ -242,6 +247,21 @@ def rematerialized_call_by_position(rematerialized_call, layer_call, args, kwarg
     return call
 
 
+class RecomputedWithItsLayer:
+    """Mixin of the package's cells: under ``keras.RematScope`` a cell is not recomputed step
+    by step but with the layer that loops over it (when that layer is built in the scope).
+
+    On TensorFlow, ``tf.recompute_grad`` inside the loop fails compiled (it captures the
+    loop's weights), and a step recomputed in the backward pass, after its layer's call,
+    would miss what the layer bound for it (`AssociativeGRU`'s input projections,
+    `AttentionRNN`'s memory); on JAX, ``jax.checkpoint`` of a step fails on a Keras cell
+    inside it.
+    """
+
+    def rematerialized_call(self, layer_call, *args, **kwargs):
+        return layer_call
+
+
 def with_deserialized_cell(config):
     """A copy of a wrapper's config with its ``cell`` entry deserialized (for `from_config`)."""
     config = dict(config)
@@ -249,7 +269,7 @@ def with_deserialized_cell(config):
     return config
 
 
-class MemoryCellWrapper(keras.layers.Layer):
+class MemoryCellWrapper(RecomputedWithItsLayer, keras.layers.Layer):
     """Base class of the RNN cells that wrap a Keras RNN cell and add one memory state.
 
     The state is the wrapped cell's states followed by one 2-D memory ``[batch,
@@ -301,13 +321,8 @@ class MemoryCellWrapper(keras.layers.Layer):
         if not self.cell.built:
             self.cell.build(input_shape)
 
-    def compute_output_spec(self, inputs, states, training=None):
+    def compute_output_spec(self, inputs, states, training=None, reset=None, cache=None):
         return step_output_spec(self, inputs)
-
-    def rematerialized_call(self, layer_call, *args, **kwargs):
-        # The loop cache comes by keyword (see `rematerialized_call_by_position`).
-        parent = super().rematerialized_call
-        return rematerialized_call_by_position(parent, layer_call, args, kwargs)
 
     def loop_cache(self, states):
         """The loop cache derived from ``states`` (see the class docstring).

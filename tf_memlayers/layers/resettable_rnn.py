@@ -22,6 +22,7 @@ from tf_memlayers._validation import (
     shape_of,
 )
 from tf_memlayers.layers.memory_cell_wrapper import (
+    RecomputedWithItsLayer,
     cell_output_size,
     check_dropout_masks,
     flat_state_sizes,
@@ -50,7 +51,7 @@ def _one_tensor(shape):
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
-class ResettableCell(keras.layers.Layer):
+class ResettableCell(RecomputedWithItsLayer, keras.layers.Layer):
     """Any Keras RNN cell, with a ``reset`` call argument that zeroes a row's states.
 
     Where ``reset`` is true the cell's states are set to zero before the step, so the row

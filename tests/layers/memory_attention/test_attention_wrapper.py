@@ -220,9 +220,8 @@ def test_matches_the_reference_in_float64(score_options, position, output_attent
         # An attention vector of its own width, where the step computes one.
         computes = (position == "after" or output_attention) and own == "luong"
         size = {"attention_size": 7} if computes else {}
-        layer = _layer(
-            score, position, output_attention, return_attention_scores=True, **size, **options
-        )
+        options = {"return_attention_scores": True, **size, **options}
+        layer = _layer(score, position, output_attention, **options)
         _randomize(layer, rng, x, memory, mask)
         args = (*_weights(layer), score, position, output_attention)
         # The reference's functions.
@@ -241,9 +240,8 @@ def test_matches_the_reference_in_float64(score_options, position, output_attent
         else:
             assert want[1][..., 1:].max() > 0.1
     else:  # Not vacuous: without the memory's padding mask the outputs differ.
-        unmasked, _ = reference(
-            x, memory, np.ones_like(mask), *args, sequence_mask=sequence_mask, **extra
-        )
+        ones = np.ones_like(mask)
+        unmasked, _ = reference(x, memory, ones, *args, sequence_mask=sequence_mask, **extra)
         assert np.abs(unmasked - want[0])[1].max() > 1e-3
 
 

@@ -29,7 +29,7 @@ from keras import ops
 
 from tf_memlayers import _validation as check
 from tf_memlayers.initializers import for_one_weight
-from tf_memlayers.layers.memory_cell_wrapper import step_output_spec
+from tf_memlayers.layers.memory_cell_wrapper import RecomputedWithItsLayer, step_output_spec
 from tf_memlayers.layers.resets import check_reset, zero_where
 from tf_memlayers.ops import holographic
 from tf_memlayers.ops.associative_gru_step import associative_gru_step
@@ -69,7 +69,7 @@ def write_key(step):
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
-class AssociativeGRUCell(keras.layers.Layer):
+class AssociativeGRUCell(RecomputedWithItsLayer, keras.layers.Layer):
     r"""AM-GRU cell: a GRU whose state lives in a redundant holographic memory.
 
     One step, with ``x = [x_t ; o_{t-1}]`` (the previous output is fed back) and the memory
@@ -336,15 +336,6 @@ class AssociativeGRUCell(keras.layers.Layer):
             yield self
         finally:
             object.__setattr__(self, "_step_kernels", None)
-
-    def rematerialized_call(self, layer_call, *args, **kwargs):
-        # Under `keras.RematScope`, a step on `AssociativeGRU`'s input projections is not
-        # recomputed alone: in the backward pass, after the layer's call, the projections'
-        # context is gone (and `tf.recompute_grad` passes no gradient to them). The layer,
-        # built in the scope, is recomputed whole.
-        if self._step_kernels is not None:
-            return layer_call
-        return super().rematerialized_call(layer_call, *args, **kwargs)
 
     def compute_output_spec(self, inputs, states, training=None, reset=None):
         zero_reset_rows(type(self).__name__, inputs, [], reset)  # checks ``reset``

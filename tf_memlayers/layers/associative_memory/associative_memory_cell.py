@@ -7,6 +7,7 @@ from keras import ops
 from tf_memlayers import _validation as check
 from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES, zero_reset_rows
 from tf_memlayers.layers.memory_cell_wrapper import (
+    RecomputedWithItsLayer,
     call_cell,
     cell_output_size,
     flat_state_sizes,
@@ -18,7 +19,7 @@ from tf_memlayers.ops.holographic import PERMUTATION_SEED
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
-class AssociativeMemoryCell(keras.layers.Layer):
+class AssociativeMemoryCell(RecomputedWithItsLayer, keras.layers.Layer):
     r"""Wraps an RNN cell so that one of its states is kept in a redundant associative memory.
 
     The generic AM-RNN of Weissenborn (2016, §3.2). At each step, with ``h_{t-1}`` the

@@ -33,7 +33,7 @@ from tf_memlayers.layers.associative_memory.associative_gru_cell import (
     write_key,
     zero_reset_rows,
 )
-from tf_memlayers.layers.memory_cell_wrapper import step_output_spec
+from tf_memlayers.layers.memory_cell_wrapper import RecomputedWithItsLayer, step_output_spec
 from tf_memlayers.ops import holographic
 from tf_memlayers.ops.associative_gru_step import SourceMemory
 from tf_memlayers.ops.holographic import PERMUTATION_SEED
@@ -57,7 +57,7 @@ def _refuse_premise_cell(owner, kwargs):
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
-class DualAssociativeGRUCell(keras.layers.Layer):
+class DualAssociativeGRUCell(RecomputedWithItsLayer, keras.layers.Layer):
     r"""Dual AM-GRU cell: an AM-GRU that also reads a source sequence's final memory.
 
     The source memory ``S^x`` (e.g. the premise's final AM-GRU memory) is a pass-through

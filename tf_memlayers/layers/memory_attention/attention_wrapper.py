@@ -13,6 +13,7 @@ from tf_memlayers.layers.memory_attention.attention_mechanism import (
     masked_probabilities,
 )
 from tf_memlayers.layers.memory_cell_wrapper import (
+    RecomputedWithItsLayer,
     call_cell,
     cell_output_size,
     flat_state_sizes,
@@ -26,7 +27,7 @@ ATTENTION_LAYERS = ("luong", "context")
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
-class AttentionWrapper(ScoredAttention, keras.layers.Layer):
+class AttentionWrapper(RecomputedWithItsLayer, ScoredAttention, keras.layers.Layer):
     r"""A Keras RNN cell that attends over a memory at every step.
 
     At step :math:`t` a query :math:`q_t` scores every memory vector :math:`m_j`, the softmax
@@ -736,15 +737,6 @@ class AttentionWrapper(ScoredAttention, keras.layers.Layer):
         if self.return_attention_scores:
             step_outputs = ops.concatenate([step_outputs, *all_weights], -1)
         return step_outputs, attention
-
-    def rematerialized_call(self, layer_call, *args, **kwargs):
-        # Under `keras.RematScope`, a step of `AttentionRNN`'s loop is not recomputed alone:
-        # in the backward pass, after the layer's call, the memory it bound is gone (and
-        # `tf.recompute_grad` passes no gradient to it). The layer, built in the scope, is
-        # recomputed whole.
-        if self._bound is not None:
-            return layer_call
-        return super().rematerialized_call(layer_call, *args, **kwargs)
 
     def call(
         self, inputs, states, memory=None, memory_mask=None, training=None, reset=None, keys=None
