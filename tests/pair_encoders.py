@@ -46,8 +46,8 @@ def snli_model(vocabulary_size, kind="dual_am_gru", units=8, seed=123, init_scal
     """`build_snli_model` with the encoder ``kind`` names, every kernel uniform in
     ±``init_scale`` from one generator seeded by ``seed``. ``options``: the associative
     layer's (``num_copies``, ``fused_loop``, ``dual_key``) and the builder's."""
-    seed = keras.random.SeedGenerator(seed)
-    init = keras.initializers.RandomUniform(-init_scale, init_scale, seed=seed)
+    generator = keras.random.SeedGenerator(seed)
+    init = keras.initializers.RandomUniform(-init_scale, init_scale, seed=generator)
     memory = {k: options.pop(k) for k in ("num_copies", "fused_loop", "dual_key") if k in options}
     memory = dict(memory, seed=seed) if kind in ("am_gru", "dual_am_gru") else {}
     encoder = pair_encoder(kind, units, init, **memory)
