@@ -61,9 +61,8 @@ def language_model(
         stateful = options.get("stateful", True)
         if kind == "ngram":
             sizes = layer_options.get("sizes")
-            width = width or (
-                sizes[0] if sizes else max(1, options.get("units", 300) // pieces(kind, ngram))
-            )
+            even = max(1, options.get("units", 300) // pieces(kind, ngram))
+            width = width or (sizes[0] if sizes else even)
             if form == "cell":
                 memory = lambda cell: NGramConcatCell(cell, ngram, width, **layer_options)  # noqa: E731
             else:

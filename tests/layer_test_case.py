@@ -79,10 +79,8 @@ def _shape_list(shapes):
 
 
 def _shapes_and_dtypes(outputs):
-    return [
-        (tuple(t.shape), keras.backend.standardize_dtype(t.dtype))
-        for t in keras.tree.flatten(outputs)
-    ]
+    dtype = keras.backend.standardize_dtype
+    return [(tuple(t.shape), dtype(t.dtype)) for t in keras.tree.flatten(outputs)]
 
 
 def _keras_spec_loses_autocast():

@@ -106,10 +106,9 @@ def test_unregistered_cells_load_as_with_keras_rnn(tmp_path):
     copies = [pathlib.Path(shutil.copy(path, tmp_path)) for path in own_cells]
     assert copies, f"no cell of its own in {paths}"
     _, ours = _run_keras_files(["ResettableRNN"], copies, tmp_path / "ours")
-    _, keras_own = _run_keras_files(["ResettableRNN"], copies, tmp_path / "keras", True)
+    _, theirs = _run_keras_files(["ResettableRNN"], copies, tmp_path / "keras", True)
     ends = [
-        {t: (r["outcome"], r["message"]) for t, r in run["tests"].items()}
-        for run in (ours, keras_own)
+        {t: (r["outcome"], r["message"]) for t, r in x["tests"].items()} for x in (ours, theirs)
     ]
     assert ends[0] == ends[1]
     assert all(r["constructions"] for r in ours["tests"].values() if r["outcome"] == "passed")

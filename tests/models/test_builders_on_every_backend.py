@@ -224,6 +224,11 @@ def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
         fixed = build_fixed_length_snli_model(loaded, premise_length=7, hypothesis_length=4)
         assert fixed.input_shape == [(None, 7), (None, 4)]  # every loop unrolled
         np.testing.assert_allclose(_outputs(fixed, inputs), expected, atol=1e-5)
+        loaded.quantize("int8")  # quantized layers and LoRA weights carry over to the copy
+        (dense := loaded.get_layer("relu_0")).enable_lora(2)
+        dense.lora_kernel_b.assign(np.full(dense.lora_kernel_b.shape, 0.5))
+        fixed = build_fixed_length_snli_model(loaded, premise_length=7, hypothesis_length=4)
+        np.testing.assert_allclose(_outputs(fixed, inputs), _outputs(loaded, inputs), atol=1e-5)
 
 
 # Both modes (the paper's, and the reference code's frozen batch norms and sum over time) with
@@ -305,6 +310,12 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
     bias = [w for w in step_model.weights if tuple(w.shape) == (VOCAB,)][-1]
     bias.assign(np.where(np.arange(VOCAB) == 2, 1e4, 0.0))
     assert (generate(step_model, prompt, 3, temperature=0) == 2).all()
+    # So do the variables `quantize` puts in place (int8 here, zeroed: every logit is 0).
+    bias.assign(np.zeros(VOCAB))
+    step_model.quantize("int8")
+    [w.assign(np.zeros(w.shape, "int8")) for w in step_model.weights if w.dtype == "int8"]
+    assert (generate(step_model, prompt, 3, temperature=0) == 0).all()
+    assert (generate(step_model, prompt, 4, sampler=_greedy_sampler) == 0).all()
 
 
 def _greedy_sampler(next, prompt, cache=None, index=0, mask=None, model=None, **kwargs):

@@ -135,9 +135,8 @@ def test_forward_loop_matches_the_reference_and_backward_loop_its_automatic_grad
     got = passes.backward_loop(
         saved, mask, *incoming, sources[3], loop_kernels, source, matrix, unpermute, *sizes
     )
-    outputs, final_memory, final_output, expected, taken = _reference_forward(
-        problem, zero_output_for_mask
-    )
+    reference = _reference_forward(problem, zero_output_for_mask)
+    outputs, final_memory, final_output, expected, taken = reference
     assert sorted(saved) == sorted(
         ["outputs", "key", "memory", "previous", "h", "g", "c", "delta"] + ["h2"] * dual
     )

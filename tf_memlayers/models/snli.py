@@ -264,7 +264,8 @@ def build_fixed_length_snli_model(
     Returns:
         A `keras.Model` with inputs ``premise`` int32 ``[batch, premise_length]`` and
         ``hypothesis`` int32 ``[batch, hypothesis_length]`` and ``model``'s output, with the
-        same layers and copies of ``model``'s weights at the time of the call.
+        same layers and copies of ``model``'s weights at the time of the call (quantized, and
+        with LoRA weights, where ``model``'s are).
 
     Raises:
         ValueError: If ``model`` is not a model from `build_snli_model`, a length or the
@@ -338,6 +339,15 @@ def build_fixed_length_snli_model(
         )
     finally:
         keras.config.set_dtype_policy(policy)
+    # The encoder's config carries its layers' quantization and LoRA ranks; the layers around
+    # it, built here, take the model's (`keras.Model.quantize`, ``enable_lora``).
+    for layer in copy.layers:
+        source = layers.get(layer.name)
+        mode = getattr(getattr(source, "dtype_policy", None), "quantization_mode", None)
+        if mode and not layer.dtype_policy.quantization_mode:
+            layer.quantize(mode)
+        if getattr(source, "lora_enabled", False) and not layer.lora_enabled:
+            layer.enable_lora(source.lora_rank)
     weights = model.get_weights()
     if [w.shape for w in weights] != [tuple(w.shape) for w in copy.weights]:
         raise ValueError(f"{owner}: the weights of `model` do not match its fixed-length copy.")

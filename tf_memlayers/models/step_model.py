@@ -386,10 +386,17 @@ def _latest(kept, key, make, size=4):
 
 
 def _compiled_step(step_model):
-    """``step_model``'s inference on ``[tokens, *state]``, compiled once per step model as
-    Keras's ``predict`` compiles a model, and run on the whole batch at once (Keras's
-    ``predict_on_batch`` splits it among a strategy's replicas)."""
-    return _latest(_STEPS, id(step_model), lambda: _compile_step(step_model))
+    """``step_model``'s inference on ``[tokens, *state]``, compiled once per step model (and
+    set of its variables) as Keras's ``predict`` compiles a model, and run on the whole batch
+    at once (Keras's ``predict_on_batch`` splits it among a strategy's replicas)."""
+    key = (id(step_model), _variable_ids(step_model))
+    return _latest(_STEPS, key, lambda: _compile_step(step_model))
+
+
+def _variable_ids(step_model):
+    """The ids of ``step_model``'s variables: a step compiled on TensorFlow captures them, and
+    `keras.Model.quantize` (or ``enable_lora``) puts others in their place."""
+    return tuple(id(variable) for variable in step_model.weights)
 
 
 def _compile_step(step_model):
@@ -535,11 +542,11 @@ def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None):
         # As keras-hub's models generate: the sampler's loop traced into one graph, not run
         # op by op (on JAX its loop is traced by `lax.while_loop` already), once per step
         # model, sampler and prompt length (and per length of the buffer, num_tokens): the
-        # latest few are kept (each holds its step model and sampler, whose ids therefore
-        # stay theirs).
+        # latest few are kept (each holds its step model, the variables it captured and its
+        # sampler, whose ids therefore stay theirs).
         import tensorflow as tf
 
-        key = (id(step_model), id(sampler), length, end_token_id)
+        key = (id(step_model), _variable_ids(step_model), id(sampler), length, end_token_id)
         run = _latest(_TRACED, key, functools.partial(tf.function, run))
     tokens = run(
         ops.convert_to_tensor(buffer.astype("int32")),

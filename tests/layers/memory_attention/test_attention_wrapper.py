@@ -317,9 +317,8 @@ def test_hard_monotonic_decoding_step_by_step_never_moves_back():
     rng = np.random.default_rng(5)
     length, steps = 12, 10
     memory = rng.normal(size=(BATCH, length, MEMORY_DIM)).astype("float32")
-    cell = AttentionWrapper(
-        keras.layers.GRUCell(UNITS), monotonic_mode="hard", return_attention_scores=True
-    )
+    options = dict(monotonic_mode="hard", return_attention_scores=True)
+    cell = AttentionWrapper(keras.layers.GRUCell(UNITS), **options)
     cell.build((None, INPUT_DIM), memory.shape)
     cell.set_weights([rng.uniform(-0.7, 0.7, np.shape(v)) for v in cell.get_weights()])
     states, positions = [np.zeros((BATCH, size), "float32") for size in cell.state_size], []

@@ -108,9 +108,8 @@ class SlidingWindowAttentionTest(LayerTestCase):
 
 
 def _cell(cell=None, dtype=None, **kwargs):
-    return SlidingWindowAttentionCell(
-        cell or keras.layers.LSTMCell(6, dtype=dtype), 3, dtype=dtype, **kwargs
-    )
+    cell = cell or keras.layers.LSTMCell(6, dtype=dtype)
+    return SlidingWindowAttentionCell(cell, 3, dtype=dtype, **kwargs)
 
 
 class SlidingWindowAttentionCellTest(LayerTestCase):
@@ -284,9 +283,8 @@ def assert_twins_agree(twins, masked, reset=False, steps=9):
     keep = holes_and_right_padding(steps=steps) if masked else np.ones((2, steps), bool)
     mask = ops.convert_to_tensor(keep) if masked else None
     extra = {"reset": resets(steps)} if reset else {}
-    projection = ops.convert_to_tensor(
-        RNG.normal(size=(2, steps, rnn.cell.output_size)) * keep[..., None]
-    )
+    width = rnn.cell.output_size
+    projection = ops.convert_to_tensor(RNG.normal(size=(2, steps, width)) * keep[..., None])
 
     def run(forward, variables):
         def loss(v):

@@ -112,9 +112,8 @@ def test_the_weights_and_the_flat_memory_follow_the_pieces(mode, sizes, width, p
         offset = window * key
     else:
         offset = window * (key + value)
-        np.testing.assert_array_equal(
-            values, memory[:, window * key : offset].reshape(batch, window, value)
-        )
+        expected = memory[:, window * key : offset].reshape(batch, window, value)
+        np.testing.assert_array_equal(values, expected)
     np.testing.assert_array_equal(valid, memory[:, offset:])
     assert valid.shape == (batch, window)
     packed = layer._pack_memory(*(ops.convert_to_tensor(t) for t in (keys, values, valid)))
