@@ -86,9 +86,8 @@ def _step_model(rng):
 
 def _last_word(cache, rng):
     cache = HeapCacheAttention(12, 4) if cache else None
-    model = build_fill_last_word_model(
-        30, AttentionPooling(4), cache, sequence_length=10, embedding_dim=6, units=8
-    )
+    sizes = dict(sequence_length=10, embedding_dim=6, units=8)
+    model = build_fill_last_word_model(30, AttentionPooling(4), cache, **sizes)
 
     def fill(model, rng):
         layer = model.get_layer("cache_attention")

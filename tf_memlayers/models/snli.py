@@ -347,12 +347,30 @@ def build_fixed_length_snli_model(
         if mode and not layer.dtype_policy.quantization_mode:
             layer.quantize(mode)
         if getattr(source, "lora_enabled", False) and not layer.lora_enabled:
-            layer.enable_lora(source.lora_rank)
-    weights = model.get_weights()
-    if [w.shape for w in weights] != [tuple(w.shape) for w in copy.weights]:
-        raise ValueError(f"{owner}: the weights of `model` do not match its fixed-length copy.")
-    copy.set_weights(weights)
+            layer.enable_lora(source.lora_rank, lora_alpha=source.lora_alpha)
+    for layer in copy.layers:
+        _copy_weights(layers.get(layer.name), layer, owner)
     return copy
+
+
+def _copy_weights(source, target, owner):
+    """Assigns ``source``'s weights to ``target``'s: by name where each of a layer's weights
+    has its own (a quantized layer loaded from a file orders them otherwise than one
+    quantized in memory), else in order."""
+    given, wanted = getattr(source, "weights", []), target.weights
+    names = [weight.name for weight in wanted]
+    by_name = {weight.name: weight for weight in given}
+    if len(set(names)) == len(names) == len(by_name) and set(names) == set(by_name):
+        given = [by_name[name] for name in names]
+    if [tuple(w.shape) for w in given] != [tuple(w.shape) for w in wanted]:
+        raise ValueError(
+            f"{owner}: the weights of `model`'s layer {target.name!r} do not match its "
+            "fixed-length copy's."
+        )
+    for weight, value in zip(wanted, given):
+        # A copy of the values: on JAX the arrays themselves would be shared, and a compiled
+        # call that donates one model's variables would delete the other's.
+        weight.assign(keras.ops.convert_to_numpy(value))
 
 
 def _fixed_loops(config, unroll):

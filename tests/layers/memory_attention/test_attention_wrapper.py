@@ -290,9 +290,8 @@ def _monotonic_gradients(mode, position, seen):
 @pytest.mark.parametrize("position", ["after", "before"])
 def test_monotonic_gradients_match_the_reference_and_each_other(float64_policy, position):
     seen = np.random.default_rng(4).normal(size=(BATCH, STEPS, 8))
-    found, (x, memory, mask), (cell_weights, own), options = _monotonic_gradients(
-        "parallel", position, seen
-    )
+    parallel = _monotonic_gradients("parallel", position, seen)
+    found, (x, memory, mask), (cell_weights, own), options = parallel
     recursive = _monotonic_gradients("recursive", position, seen)[0]
     assert_close(found, recursive, atol=1e-10)
 
