@@ -23,13 +23,13 @@ from tf_memlayers.layers.associative_memory.dual_associative_encoder import (
     DualAssociativeEncoder,
     step_retrievals,
 )
-from tf_memlayers.layers.memory_cell_wrapper import rematerialized_call_by_position
+from tf_memlayers.layers.memory_cell_wrapper import RematerializedByPosition
 
 _OWNER = "ConditionalEncoder"  # what its errors name
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
-class ConditionalEncoder(keras.layers.Layer):
+class ConditionalEncoder(RematerializedByPosition, keras.layers.Layer):
     """Encodes a premise and a hypothesis with a stack of layers, each conditioning the
     hypothesis on the premise.
 
@@ -135,10 +135,6 @@ class ConditionalEncoder(keras.layers.Layer):
                     layer.build(premise_shape if _is_recurrent(layer) else pair)
                 shapes = _output_shapes(layer, premise_shape, hypothesis_shape)
                 premise_shape, hypothesis_shape = shapes
-
-    def rematerialized_call(self, layer_call, *args, **kwargs):
-        parent = super().rematerialized_call
-        return rematerialized_call_by_position(parent, layer_call, args, kwargs)
 
     def call(self, inputs, mask=None, training=None):
         premise, hypothesis = check_pair("inputs", inputs, _OWNER)

@@ -198,53 +198,47 @@ def call_cell(cell, inputs, flat_states, training=None):
     return keras.ops.cast(output, inputs.dtype), new_states
 
 
-def rematerialized_call_by_position(rematerialized_call, layer_call, args, kwargs):
-    """A layer's `keras.layers.Layer.rematerialized_call` that hands the call's tensors to the
+class RematerializedByPosition:
+    """Mixin of the package's layers: under ``keras.RematScope`` the call's tensors reach the
     rematerialized function by position.
 
-    Under ``keras.RematScope`` on TensorFlow, Keras recomputes a layer's call with
-    ``tf.recompute_grad``, which differentiates the function's positional arguments and the
-    variables it reads only (a tensor given by keyword, such as an ``initial_state`` or a
-    ``memory``, would get no gradient) and, compiled, takes no keyword argument at all. Here
-    the recomputed function takes the call's floating-point tensors by position and every
-    other argument (``training``, masks, ``reset``) as the call gave it. Other backends
-    rematerialize the call as it is: the parent's function is returned.
-
-    Args:
-        rematerialized_call: The parent class's bound ``rematerialized_call``.
-        layer_call: The layer's call, as Keras passes it.
-        args: Tuple, the call's positional arguments.
-        kwargs: Dictionary, the call's keyword arguments.
-
-    Returns:
-        The function that Keras calls with ``*args, **kwargs``.
+    On TensorFlow, Keras recomputes a layer's call with ``tf.recompute_grad``, which
+    differentiates the function's positional arguments and the variables it reads only (a
+    tensor given by keyword, such as an ``initial_state`` or a ``memory``, would get no
+    gradient) and, compiled, takes no keyword argument at all. Here the recomputed function
+    takes the call's floating-point tensors by position and every other argument
+    (``training``, masks, ``reset``) as the call gave it. Other backends rematerialize the
+    call as it is.
     """
-    if keras.backend.backend() != "tensorflow":
-        return rematerialized_call(layer_call, *args, **kwargs)
-    structure = (args, kwargs)
-    leaves = keras.tree.flatten(structure)
-    at = [
-        i
-        for i, leaf in enumerate(leaves)
-        if keras.ops.is_tensor(leaf) and keras.backend.is_float_dtype(leaf.dtype)
-    ]
 
-    def by_position(*tensors):
-        filled = list(leaves)
-        for i, tensor in zip(at, tensors):
-            filled[i] = tensor
-        call_args, call_kwargs = keras.tree.pack_sequence_as(structure, filled)
-        return layer_call(*call_args, **call_kwargs)
+    def rematerialized_call(self, layer_call, *args, **kwargs):
+        parent = super().rematerialized_call
+        if keras.backend.backend() != "tensorflow":
+            return parent(layer_call, *args, **kwargs)
+        structure = (args, kwargs)
+        leaves = keras.tree.flatten(structure)
+        at = [
+            i
+            for i, leaf in enumerate(leaves)
+            if keras.ops.is_tensor(leaf) and keras.backend.is_float_dtype(leaf.dtype)
+        ]
 
-    rematerialized = rematerialized_call(by_position, *args, **kwargs)
-    if rematerialized is by_position:  # not rematerialized
-        return layer_call
+        def by_position(*tensors):
+            filled = list(leaves)
+            for i, tensor in zip(at, tensors):
+                filled[i] = tensor
+            call_args, call_kwargs = keras.tree.pack_sequence_as(structure, filled)
+            return layer_call(*call_args, **call_kwargs)
 
-    def call(*call_args, **call_kwargs):
-        flat = keras.tree.flatten((call_args, call_kwargs))
-        return rematerialized(*[flat[i] for i in at])
+        rematerialized = parent(by_position, *args, **kwargs)
+        if rematerialized is by_position:  # not rematerialized
+            return layer_call
 
-    return call
+        def call(*call_args, **call_kwargs):
+            flat = keras.tree.flatten((call_args, call_kwargs))
+            return rematerialized(*[flat[i] for i in at])
+
+        return call
 
 
 class RecomputedWithItsLayer:

@@ -23,11 +23,11 @@ from tf_memlayers._validation import (
 )
 from tf_memlayers.layers.memory_cell_wrapper import (
     RecomputedWithItsLayer,
+    RematerializedByPosition,
     cell_output_size,
     check_dropout_masks,
     flat_state_sizes,
     mark_dropout_masks,
-    rematerialized_call_by_position,
     step_runner,
     takes_training,
     with_deserialized_cell,
@@ -380,7 +380,7 @@ class _LoopStep:
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
-class ResettableRNN(keras.layers.RNN):
+class ResettableRNN(RematerializedByPosition, keras.layers.RNN):
     """`keras.layers.RNN` with a ``reset`` call argument: rows start again mid-sequence.
 
     Where ``reset`` is true, the row's states are zeroed before that step, so each document
@@ -564,11 +564,6 @@ class ResettableRNN(keras.layers.RNN):
         unrolled torch loop fails to reverse a mask: not with ``go_backwards``.)"""
         backwards_mask = self.go_backwards and mask is not None
         return keras.backend.backend() == "torch" and not backwards_mask
-
-    def rematerialized_call(self, layer_call, *args, **kwargs):
-        # ``initial_state`` (and `AttentionRNN`'s ``memory``) come by keyword.
-        parent = super().rematerialized_call
-        return rematerialized_call_by_position(parent, layer_call, args, kwargs)
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
         reset = self._call_reset

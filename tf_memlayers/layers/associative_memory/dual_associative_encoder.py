@@ -18,7 +18,7 @@ from tf_memlayers.layers.associative_memory.associative_gru import (
 )
 from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES
 from tf_memlayers.layers.associative_memory.dual_associative_gru import DualAssociativeGRU
-from tf_memlayers.layers.memory_cell_wrapper import rematerialized_call_by_position
+from tf_memlayers.layers.memory_cell_wrapper import RematerializedByPosition
 from tf_memlayers.ops.holographic import PERMUTATION_SEED
 
 _CONFIG_ARGUMENTS = tuple(
@@ -99,7 +99,7 @@ def step_retrievals(premise_cell, hypothesis_cell, premise, hypothesis, dtype, h
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
-class DualAssociativeEncoder(keras.layers.Layer):
+class DualAssociativeEncoder(RematerializedByPosition, keras.layers.Layer):
     r"""Conditional encoding of a sentence pair with the AM-GRU and the Dual AM-GRU.
 
     Reads the premise with an AM-GRU from an empty memory, then the hypothesis with a Dual
@@ -239,10 +239,6 @@ class DualAssociativeEncoder(keras.layers.Layer):
         premise_shape, hypothesis_shape = shapes
         self.premise_layer.build(premise_shape)
         self.hypothesis_layer.build(hypothesis_shape)
-
-    def rematerialized_call(self, layer_call, *args, **kwargs):
-        parent = super().rematerialized_call
-        return rematerialized_call_by_position(parent, layer_call, args, kwargs)
 
     def call(self, inputs, mask=None, training=None):
         owner = type(self).__name__

@@ -8,13 +8,13 @@ from keras import ops
 from tf_memlayers import _validation as check
 from tf_memlayers.layers.memory_attention.attention_rnn import AttentionRNN
 from tf_memlayers.layers.memory_cell_wrapper import (
+    RematerializedByPosition,
     flat_state_sizes,
-    rematerialized_call_by_position,
 )
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
-class ConditionalAttentionEncoder(keras.layers.Layer):
+class ConditionalAttentionEncoder(RematerializedByPosition, keras.layers.Layer):
     r"""Encodes a sentence pair: a recurrent layer reads the premise, and an `AttentionRNN`
     reads the hypothesis from the premise's final states, attending over the premise's
     outputs at every step.
@@ -150,10 +150,6 @@ class ConditionalAttentionEncoder(keras.layers.Layer):
             self.premise_layer.build(premise_shape)
         if not self.hypothesis_layer.built:
             self.hypothesis_layer.build(hypothesis_shape, memory_shape)
-
-    def rematerialized_call(self, layer_call, *args, **kwargs):
-        parent = super().rematerialized_call
-        return rematerialized_call_by_position(parent, layer_call, args, kwargs)
 
     def call(self, inputs, mask=None, training=None):
         premise, hypothesis = check.check_pair("inputs", inputs, type(self).__name__)

@@ -11,12 +11,12 @@ from tf_memlayers._validation import (
     check_width,
     shape_of,
 )
-from tf_memlayers.layers.memory_cell_wrapper import rematerialized_call_by_position
+from tf_memlayers.layers.memory_cell_wrapper import RematerializedByPosition
 from tf_memlayers.layers.resets import check_reset
 from tf_memlayers.ops import windows
 
 
-class MemorySequenceLayer(keras.layers.Layer):
+class MemorySequenceLayer(RematerializedByPosition, keras.layers.Layer):
     """A layer on ``[batch, time, width]`` sequences with a memory ``[batch, memory_size]``.
 
     The memory comes, in order of precedence, from the ``initial_memory`` call argument, the
@@ -218,11 +218,6 @@ class MemorySequenceLayer(keras.layers.Layer):
         if self.stateful:
             self.memory.assign(ops.cast(new_memory, self.memory.dtype))
         return new_memory
-
-    def rematerialized_call(self, layer_call, *args, **kwargs):
-        # ``initial_memory`` comes by keyword.
-        parent = super().rematerialized_call
-        return rematerialized_call_by_position(parent, layer_call, args, kwargs)
 
     def load_own_variables(self, store):
         # The stored memory is the stream of the layer that saved it (its last variable, when
