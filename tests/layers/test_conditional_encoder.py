@@ -271,10 +271,11 @@ STATES = dict(units=4, return_state=True)
             ValueError,
             ["`layers[0]`", "'g'", "return_sequences=True"],
         ),
+        ([keras.layers.Dense(3, name="d")], ValueError, ["`layers[0]`", "('d', a Dense) is not"]),
     ],
-    ids=["a string", "empty", "a function", "no state", "no sequences"],
+    ids=["a string", "empty", "a function", "no state", "no sequences", "not of a pair"],
 )
 def test_bad_layers_are_named(layers, error, fragments):
-    raised = pytest.raises(error, ConditionalEncoder, layers)
+    raised = pytest.raises(error, lambda: ConditionalEncoder(layers)([np.ones((2, 5, 4))] * 2))
     for fragment in fragments:
         assert fragment in str(raised.value)

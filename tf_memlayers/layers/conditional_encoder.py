@@ -71,7 +71,8 @@ class ConditionalEncoder(RematerializedByPosition, keras.layers.Layer):
         TypeError: If ``layers`` is not a non-empty list of Keras layers; the message names
             the item.
         ValueError: If a recurrent layer does not return its state, or a layer before the
-            last does not return sequences; the message names the layer.
+            last does not return sequences, or (when built) a layer that is not recurrent
+            fails as a layer of a sentence pair; the message names the layer.
 
     Example:
 
@@ -128,12 +129,14 @@ class ConditionalEncoder(RematerializedByPosition, keras.layers.Layer):
         premise_shape, hypothesis_shape = check_sentence_pair(input_shape, _OWNER, same_width)
         self.input_spec = later_calls_spec([premise_shape, hypothesis_shape])
         with called_as(_OWNER):
-            for layer in self.encoder_layers:
-                # A layer deserialized with its build config (``clone_model``) is built already.
-                if not layer.built:
-                    pair = [premise_shape, hypothesis_shape]
-                    layer.build(premise_shape if _is_recurrent(layer) else pair)
-                shapes = _output_shapes(layer, premise_shape, hypothesis_shape)
+            for index, layer in enumerate(self.encoder_layers):
+                if _is_recurrent(layer):
+                    # One deserialized with its build config (``clone_model``) is built already.
+                    if not layer.built:
+                        layer.build(premise_shape)
+                    shapes = _output_shapes(layer, premise_shape, hypothesis_shape)
+                else:
+                    shapes = _pair_layer_shapes(index, layer, premise_shape, hypothesis_shape)
                 premise_shape, hypothesis_shape = shapes
 
     def call(self, inputs, mask=None, training=None):
@@ -242,6 +245,28 @@ def _output_shapes(layer, premise_shape, hypothesis_shape):
     return tuple(
         tuple(layer.compute_output_shape(shape)[0]) for shape in (premise_shape, hypothesis_shape)
     )
+
+
+def _pair_layer_shapes(index, layer, premise_shape, hypothesis_shape):
+    """Builds a layer of a sentence pair on the pair's shapes, and gives its outputs' shapes;
+    a layer that is neither recurrent nor of a pair is refused, naming it."""
+    pair = [premise_shape, hypothesis_shape]
+    try:
+        if not layer.built:
+            layer.build(pair)
+        shapes = layer.compute_output_shape(pair)
+        if not (isinstance(shapes, (list, tuple)) and len(shapes) >= 2):
+            raise ValueError(f"its output shape is {shapes!r}, not one per sentence")
+        return tuple(shapes[0]), tuple(shapes[1])
+    except (ValueError, TypeError) as error:
+        if str(error).startswith(f"{_OWNER}:"):
+            raise
+        raise ValueError(
+            f"{_OWNER}: `layers[{index}]` ({layer.name!r}, a {type(layer).__name__}) is not a "
+            "recurrent layer (a keras.layers.RNN), so it must be a layer of a sentence pair, "
+            f"called on [premise, hypothesis] (shapes {pair}) and returning (premise output, "
+            f"hypothesis output, ...); it failed as one: {error}"
+        ) from error
 
 
 def _from_0_2_config(cls, config):

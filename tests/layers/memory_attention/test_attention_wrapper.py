@@ -150,6 +150,7 @@ def options_of(kind):
 
 
 DENSE = functools.partial(keras.layers.Dense, 5, activation="relu")
+BEFORE = {"position": "before", "output_attention": False}  # a step with no attention vector
 REFERENCE_LAYERS = {DENSE: lambda joined, w: np.maximum(joined @ w["kernel"] + w["bias"], 0)}
 MORE_ROWS = {
     "dot_no_input_feeding": dict(input_feeding=False),
@@ -391,11 +392,8 @@ def test_a_memory_of_another_batch_size_is_refused_in_fit():
         ({"position": "before", "input_feeding": False}, "`input_feeding=False`"),
         ({"score": "dot", "attention_units": 32}, "got attention_units=32 with score='dot'"),
         ({"score": "general", "attention_units": 32}, "attention_units=32 with score='general'"),
-        (
-            {"position": "before", "output_attention": False, "attention_size": 32},
-            "never computes with output_attention=False and position='before'; got "
-            "attention_size=32",
-        ),
+        ({**BEFORE, "attention_size": 32}, "False and position='before'; got attention_size=32"),
+        ({**BEFORE, "attention_layer": DENSE()}, "`attention_layer` computes the attention vector"),
         ({"monotonic_mode": "soft"}, "`monotonic_mode` must be one of 'parallel', 'recursive'"),
         ({"sigmoid_noise": 1.0}, "sigmoid_noise=1.0 shapes the monotonic attention's"),
         ({"monotonic_mode": "hard", "sigmoid_noise": -1}, "`sigmoid_noise` must be a finite"),

@@ -127,7 +127,9 @@ class AttentionWrapper(RecomputedWithItsLayer, ScoredAttention, keras.layers.Lay
             Keras layer of :math:`[c_t; h_t]` (``[batch, memory_dim + cell output]``; the
             attention is its output, saved and loaded with the wrapper); with
             ``mechanisms``, ``"luong"``, ``"context"`` or a list of one layer per mechanism,
-            each of :math:`[c^i_t; h_t]`. Default: ``"luong"``.
+            each of :math:`[c^i_t; h_t]` (a layer not with ``position="before"`` and
+            ``output_attention=False``, which compute no attention vector). Default:
+            ``"luong"``.
         probability_fn: ``"softmax"``, ``"hardmax"`` (:math:`\alpha_t` one-hot at the first
             largest unmasked score; no gradient reaches the scores) or a function of the
             scores ``[..., length]`` to weights over the last axis (a Keras function: it sees
@@ -325,6 +327,15 @@ class AttentionWrapper(RecomputedWithItsLayer, ScoredAttention, keras.layers.Lay
                 f"{owner}: `attention_size` is the width of the attention vector, which the "
                 f"step never computes with output_attention=False{where}; got "
                 f"attention_size={attention_size!r}."
+            )
+        if not isinstance(attention_layer, str) and not (
+            self.output_attention or self.position == "after"
+        ):
+            raise ValueError(
+                f"{owner}: `attention_layer` computes the attention vector, which the step "
+                "never computes with output_attention=False and position='before' (the "
+                "step outputs the cell's h_t); got "
+                f"attention_layer={attention_layer!r}."
             )
         self.memory_dim = None
         self.memory_length = None
