@@ -151,10 +151,10 @@ class PremiseInHypothesis(keras.layers.Layer):
 
 
 def _stack():
-    """A stack the package knows nothing of: a pair layer, an LSTM, a GRU."""
+    """A stack the package knows nothing of: a pair layer, a bidirectional LSTM, a GRU."""
     lstm = keras.layers.LSTM(5, return_sequences=True, return_state=True)
-    layers = [PremiseInHypothesis(6), lstm, keras.layers.GRU(4, return_state=True)]
-    return ConditionalEncoder(layers)
+    top = keras.layers.GRU(4, return_state=True)
+    return ConditionalEncoder([PremiseInHypothesis(6), keras.layers.Bidirectional(lstm), top])
 
 
 # (The Dual AM-GRU encoder's hand-over inside it: test_dual_associative_encoder.py.)

@@ -38,9 +38,10 @@ class ConditionalEncoder(RematerializedByPosition, keras.layers.Layer):
     layer two vectors (or sequences). A layer is one of:
 
     * a recurrent layer (a `keras.layers.RNN`, such as `keras.layers.GRU`,
-      `keras.layers.LSTM` or `tf_memlayers.AssociativeGRU`, built with
-      ``return_state=True``): it reads the premise from its zero state, then the hypothesis
-      from the premise's final states, with the same weights;
+      `keras.layers.LSTM` or `tf_memlayers.AssociativeGRU`, or a `keras.layers.Bidirectional`
+      over one, built with ``return_state=True``): it reads the premise from its zero state,
+      then the hypothesis from the premise's final states (each direction's), with the same
+      weights;
     * a layer of a sentence pair (such as `tf_memlayers.DualAssociativeEncoder`):
       called on ``[premise, hypothesis]`` with both masks, it conditions the hypothesis on
       the premise itself and returns ``(premise output, hypothesis output, ...)``.
@@ -233,7 +234,8 @@ class ConditionalEncoder(RematerializedByPosition, keras.layers.Layer):
 
 
 def _is_recurrent(layer):
-    return isinstance(layer, keras.layers.RNN)
+    # `keras.layers.Bidirectional` takes and returns both directions' states as an RNN does.
+    return isinstance(layer, (keras.layers.RNN, keras.layers.Bidirectional))
 
 
 def _output_shapes(layer, premise_shape, hypothesis_shape):
@@ -263,9 +265,10 @@ def _pair_layer_shapes(index, layer, premise_shape, hypothesis_shape):
             raise
         raise ValueError(
             f"{_OWNER}: `layers[{index}]` ({layer.name!r}, a {type(layer).__name__}) is not a "
-            "recurrent layer (a keras.layers.RNN), so it must be a layer of a sentence pair, "
-            f"called on [premise, hypothesis] (shapes {pair}) and returning (premise output, "
-            f"hypothesis output, ...); it failed as one: {error}"
+            "recurrent layer (a keras.layers.RNN, or keras.layers.Bidirectional over one), so "
+            "it must be a layer of a sentence pair, called on [premise, hypothesis] (shapes "
+            f"{pair}) and returning (premise output, hypothesis output, ...); it failed as one: "
+            f"{error}"
         ) from error
 
 
