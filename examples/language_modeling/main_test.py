@@ -145,6 +145,7 @@ REFUSED = [
     ("--probe-sentence again_zzzqqq", "--probe-sentence", "token 'again_zzzqqq' is not in"),
     ("--generate 3 --prompt again_zzzqqq", "--prompt", "token 'again_zzzqqq' is not in"),
     ("--probe-sentence=", "--probe-sentence", "'' has no words"),
+    ("--window 100", "--window", "the validation split gives 40 tokens a row"),
 ]
 
 
@@ -301,11 +302,13 @@ def test_a_tiny_run_reports_logs_and_refuses_other_settings_in_its_workdir(tmp_p
 
 
 def test_the_folder_runs_forked(run_forked):
-    done = run_forked("language_modeling", *TINY, "--epochs", "1", "--model", "lstm")
+    argv = [*TINY, "--epochs", "1", "--model", "lstm", "--max-train-batches", "3"]
+    done = run_forked("language_modeling", *argv)
     assert done.returncode == 0, done.stderr[-3000:]
     (line,) = [x for x in done.stdout.splitlines() if x.startswith("METRICS ")]
     metrics = json.loads(line[len("METRICS ") :])
     assert metrics["epochs_run"] == 1 and metrics["workdir"].startswith("runs/language_modeling/")
+    assert metrics["train_batches_per_epoch"] == 3
 
 
 def test_ptb_files_with_padded_or_packed_documents_and_the_cell_form(tmp_path):

@@ -184,7 +184,18 @@ def train_and_evaluate(config, workdir, callbacks=()):
         )
         for split, (ids, starts) in corpus.splits.items()
     }
-    train_batches = batches["train"].take(config.max_train_batches or len(batches["train"][0]))
+    if config.model in models.ATTENTION_KINDS:  # the attention views' validation text
+        rows = batches["valid"].inputs[: 4 * config.window // config.sequence_length + 1]
+        text = np.concatenate(list(rows), axis=1)
+        if text.shape[1] <= config.window:
+            raise OptionError(
+                "--window",
+                "the attention views average over validation text longer than the window, and "
+                f"the validation split gives {text.shape[1]} tokens a row at --batch-size "
+                f"{config.batch_size}; got {config.window}",
+            )
+    # An epoch of the first --max-train-batches batches, with their resets.
+    batches["train"] = batches["train"].take(config.max_train_batches or len(batches["train"][0]))
     with strategy.scope():
         model = compiled_model(config, len(corpus.vocabulary))
         probe = None
@@ -201,14 +212,8 @@ def train_and_evaluate(config, workdir, callbacks=()):
         rundir = pathlib.Path(rundir)
         run_callbacks, kept = callbacks_of(config, batches, rundir)
         if probe is not None:  # the attention over the window (Daniluk et al.'s Fig. 3)
-            rows = batches["valid"].inputs[: 4 * config.window // config.sequence_length + 1]
             views = WindowAttentionCallback(
-                probe,
-                rundir / "logs",
-                probe_ids,
-                corpus.decode(probe_ids),
-                np.concatenate(list(rows), axis=1),
-                config.window,
+                probe, rundir / "logs", probe_ids, corpus.decode(probe_ids), text, config.window
             )
             run_callbacks.append(views)
         with blame("--workdir"):
@@ -218,7 +223,7 @@ def train_and_evaluate(config, workdir, callbacks=()):
         # carried states start every epoch from zero).
         train(
             model,
-            train_batches.dataset(),
+            batches["train"].dataset(),
             validation_data=batches["valid"].dataset(),
             epochs=config.epochs,
             initial_epoch=backup.epoch,
@@ -250,9 +255,9 @@ def train_and_evaluate(config, workdir, callbacks=()):
             "best_epoch": int(np.argmin(history["val_perplexity"])) + 1 if history else None,
             "last_epoch_train_perplexity": last.get("perplexity"),
             "last_epoch_learning_rate": last.get("learning_rate"),
-            "train_batches_per_epoch": len(train_batches.inputs),
-            "train_tokens_per_epoch": train_batches.num_targets,
-            "train_padding_fraction": round(train_batches.padding_fraction, 6),
+            "train_batches_per_epoch": len(batches["train"].inputs),
+            "train_tokens_per_epoch": batches["train"].num_targets,
+            "train_padding_fraction": round(batches["train"].padding_fraction, 6),
             **{f"{split}_perplexity": float(s["perplexity"]) for split, s in scores.items()},
             **{f"{split}_tokens": batches[split].num_targets for split in scores},
             "history": history,

@@ -121,8 +121,8 @@ def test_near_equal_averages_are_drawn_in_near_equal_colours(tmp_path, monkeypat
 def test_bad_probe_inputs_are_refused(tmp_path):
     probe = _model("attention", probe=True)
     for model, sentence, labels, validation, message in [
-        (probe, [1, 2, 3], ["a", "b"], _tokens(2, 9), "`token_labels` has 2 entries"),
-        (probe, [1, 2], ["a", "b"], _tokens(2, 3), "time > window"),
+        (probe, [1, 2, 3], ["a", "b"], _tokens(2, 9), "Callback: `token_labels` has 2 entries"),
+        (probe, [1, 2], ["a", "b"], _tokens(2, 3), "Callback: `validation_inputs`.* > window"),
         (probe, [1, 2], ["a", "b"], _tokens(1, 9)[0], r"be \[batch, time\].*got shape \(9,\)"),
         (_model("attention"), [1, 2], ["a", "b"], _tokens(2, 9), "scores .* has 1 output"),
     ]:

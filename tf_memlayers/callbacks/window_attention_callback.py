@@ -139,13 +139,13 @@ class WindowAttentionCallback(keras.callbacks.Callback):
         self.token_labels = [str(t) for t in token_labels]
         if len(self.token_labels) != self.probe_tokens.shape[1]:
             raise ValueError(
-                f"`token_labels` has {len(self.token_labels)} entries but `probe_tokens` has "
-                f"{self.probe_tokens.shape[1]}."
+                f"{owner}: `token_labels` has {len(self.token_labels)} entries but "
+                f"`probe_tokens` has {self.probe_tokens.shape[1]}."
             )
         self.validation_inputs = np.asarray(validation_inputs, dtype=np.int32)
         if self.validation_inputs.ndim != 2 or self.validation_inputs.shape[1] <= self.window:
             raise ValueError(
-                "`validation_inputs` must be [batch, time] with time > window "
+                f"{owner}: `validation_inputs` must be [batch, time] with time > window "
                 f"({self.window}), got shape {self.validation_inputs.shape}."
             )
         self._writer = None
