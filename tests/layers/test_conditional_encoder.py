@@ -212,8 +212,7 @@ def test_save_clone_and_config_rebuild_the_stack(tmp_path):
 
 def test_a_stack_returning_sequences_passes_the_masks_on():
     encoder = ConditionalEncoder([keras.layers.GRU(4, return_sequences=True, return_state=True)])
-    rng = np.random.default_rng(8)
-    premise, hypothesis = _pair(rng)
+    premise, hypothesis = _pair(np.random.default_rng(8))
     masks = [np.ones((2, 5), bool), np.ones((2, 3), bool)]
     masks[0][1, 3:] = False
     p, h = encoder([premise, hypothesis])
@@ -257,6 +256,7 @@ def test_a_gru_encoder_of_0_1_becomes_a_stack_of_two_grus():
 
 
 STATES = dict(units=4, return_state=True)
+APART = keras.layers.Bidirectional(keras.layers.GRU(**STATES), merge_mode=None)
 
 
 @pytest.mark.parametrize(
@@ -272,8 +272,9 @@ STATES = dict(units=4, return_state=True)
             ["`layers[0]`", "'g'", "return_sequences=True"],
         ),
         ([keras.layers.Dense(3, name="d")], ValueError, ["`layers[0]`", "('d', a Dense) is not"]),
+        ([APART], ValueError, ["Bidirectional layer `layers[0]`", "merge_mode=None"]),
     ],
-    ids=["a string", "empty", "a function", "no state", "no sequences", "not of a pair"],
+    ids=["a string", "empty", "a function", "no state", "no sequences", "not of a pair", "apart"],
 )
 def test_bad_layers_are_named(layers, error, fragments):
     raised = pytest.raises(error, lambda: ConditionalEncoder(layers)([np.ones((2, 5, 4))] * 2))

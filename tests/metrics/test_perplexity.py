@@ -60,8 +60,7 @@ def test_a_float16_metric_reads_every_target_id():
 
 
 def test_weights_broadcast_to_the_targets():
-    rng = np.random.default_rng(1)
-    targets, logits, _ = _batch(rng, 3, 4)
+    targets, logits, _ = _batch(np.random.default_rng(1), 3, 4)
     per_row = np.array([[1.0], [0.0], [2.0]], "float32")  # [batch, 1]: one weight a sequence
     metric = Perplexity()
     metric.update_state(targets, logits, sample_weight=per_row)
@@ -87,8 +86,7 @@ def test_a_compiled_models_evaluation_sums_over_its_batches():
     # with different numbers of real tokens (none in the first): exp of the mean batch loss
     # would differ. Keras passes the sample weights to `weighted_metrics` only, as
     # `compile_language_model` registers the metric.
-    rng = np.random.default_rng(4)
-    targets, logits, weights = _batch(rng, 6, 4)
+    targets, logits, weights = _batch(np.random.default_rng(4), 6, 4)
     weights[:2] = 0.0
     weights[2, 0] = 1.0
     model = keras.Sequential([keras.Input((4, 6)), keras.layers.Identity()])

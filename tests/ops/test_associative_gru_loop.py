@@ -157,8 +157,7 @@ def test_layers_of_different_widths_share_the_compiled_loops():
 
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
 def test_fused_loop_in_half_precision_matches_the_cell_form(policy):
-    rng = np.random.default_rng(5)
-    xs = rng.normal(size=(4, 6, 5)).astype("float32")
+    xs = np.random.default_rng(5).normal(size=(4, 6, 5)).astype("float32")
     keras.config.set_dtype_policy(policy)
     try:
         layers = [AssociativeGRU(8, 4, return_sequences=True, fused_loop=f) for f in (False, True)]

@@ -32,8 +32,7 @@ def test_complex_multiply_and_conjugate_match_numpy_complex():
 
 
 def test_bound_divides_by_modulus_above_one_only_runs_in_float16_and_differentiates_at_zero():
-    rng = np.random.default_rng(1)
-    x = rng.normal(scale=2.0, size=(4, 12))
+    x = np.random.default_rng(1).normal(scale=2.0, size=(4, 12))
     z = _as_complex(x)
     expected = _as_real(z / np.maximum(1.0, np.abs(z)))
     np.testing.assert_allclose(as_numpy(holographic.bound(tensor(x))), expected, atol=1e-12)

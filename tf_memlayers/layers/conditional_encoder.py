@@ -111,6 +111,12 @@ class ConditionalEncoder(RematerializedByPosition, keras.layers.Layer):
                     "with return_state=True: the hypothesis pass starts from the premise's "
                     "final states."
                 )
+            if isinstance(layer, keras.layers.Bidirectional) and layer.merge_mode is None:
+                raise ValueError(
+                    f"{owner}: the Bidirectional layer `layers[{i}]` ({layer.name!r}) must "
+                    "merge its two directions (merge_mode 'concat', 'sum', 'mul' or 'ave'): "
+                    "with merge_mode=None it returns them apart."
+                )
             if i < len(layers) - 1 and not getattr(layer, "return_sequences", True):
                 raise ValueError(
                     f"{owner}: `layers[{i}]` ({layer.name!r}) must return sequences "
@@ -261,9 +267,11 @@ def _pair_layer_shapes(index, layer, premise_shape, hypothesis_shape):
             raise ValueError(f"its output shape is {shapes!r}, not one per sentence")
         return tuple(shapes[0]), tuple(shapes[1])
     except (ValueError, TypeError) as error:
-        if str(error).startswith(f"{_OWNER}:"):
+        # A layer's own errors that name it (or this encoder, as the package's layers do
+        # inside it) say what is wrong.
+        if str(error).startswith((f"{_OWNER}:", f"{type(layer).__name__}:")):
             raise
-        raise ValueError(
+        raise (TypeError if isinstance(error, TypeError) else ValueError)(
             f"{_OWNER}: `layers[{index}]` ({layer.name!r}, a {type(layer).__name__}) is not a "
             "recurrent layer (a keras.layers.RNN, or keras.layers.Bidirectional over one), so "
             "it must be a layer of a sentence pair, called on [premise, hypothesis] (shapes "

@@ -213,8 +213,7 @@ def test_weights_are_the_cell_weights_and_retrievals_match_the_cell_form():
     names = [v.path.split("/")[-1] for v in layer.weights]
     assert names == ["key_kernel", "gate_kernel", "gate_bias", "candidate_kernel", "candidate_bias"]
     assert [id(v) for v in layer.weights] == [id(v) for v in layer.cell.weights]
-    rng = np.random.default_rng(22)
-    xs = rng.normal(size=(2, 4, 5)).astype("float32")
+    xs = np.random.default_rng(22).normal(size=(2, 4, 5)).astype("float32")
     cell_form = keras.layers.RNN(
         AssociativeGRUCell(8, num_copies=2, return_retrievals=True), return_sequences=True
     )

@@ -50,8 +50,7 @@ def reference(inputs, mask, kernel, score_vector):
 
 @pytest.mark.parametrize("dtype, atol", [("float64", 1e-12), ("float32", 1e-5)])
 def test_matches_reference_with_mask(dtype, atol):
-    rng = np.random.default_rng(0)
-    inputs, mask = rng.normal(size=(3, 7, 5)), np.ones((3, 7), bool)
+    inputs, mask = np.random.default_rng(0).normal(size=(3, 7, 5)), np.ones((3, 7), bool)
     mask[0, :3] = False  # left padding
     mask[2] = False  # nothing to pool
     layer = AttentionPooling(4, dtype=dtype)

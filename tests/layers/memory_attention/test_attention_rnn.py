@@ -101,8 +101,7 @@ def test_attention_scores_of_a_layer_without_them_are_the_references(score, posi
 
 
 def test_attention_scores_leave_saving_and_loading_as_they_were(tmp_path):
-    rng = np.random.default_rng(5)
-    x, memory, mask = _data(rng, "float32")
+    x, memory, mask = _data(np.random.default_rng(5), "float32")
     inputs, layer = [keras.Input(x.shape[1:]), keras.Input(memory.shape[1:])], _layer()
     model = keras.Model(inputs, layer(inputs[0], memory=inputs[1]))
     model.save_weights(tmp_path / "before.weights.h5")

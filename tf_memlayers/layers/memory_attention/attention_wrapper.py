@@ -883,6 +883,9 @@ class AttentionWrapper(RecomputedWithItsLayer, ScoredAttention, keras.layers.Lay
     @classmethod
     def from_config(cls, config):
         config = with_deserialized_cell(config)
+        if config.get("position") == "before" and config.get("output_attention") is False:
+            # A layer of the attention vector, which that step never computes, is left out.
+            config.pop("attention_layer", None)
         for name in ("probability_fn", "attention_layer", "mechanisms"):
             value = config.get(name)
             if isinstance(value, dict):
