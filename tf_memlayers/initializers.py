@@ -43,6 +43,9 @@ class ForgetGateBias(keras.initializers.Initializer):
     """LSTM bias initialiser: ``forget_bias`` for the forget gate, 0 for the other gates.
 
     Keras orders an LSTM's bias as [input, forget, cell, output] gates of ``units`` each.
+    Give it to a Keras LSTM built with ``unit_forget_bias=False``: with Keras's default
+    (`True`), the LSTM adds 1 to the forget gate's bias itself and calls its initializer on
+    the other gates' parts, which this one would take for whole biases.
 
     Args:
         forget_bias: Float, the initial forget-gate bias. Default: `1.0` (Jozefowicz et al.
@@ -64,7 +67,9 @@ class ForgetGateBias(keras.initializers.Initializer):
     def __call__(self, shape, dtype=None):
         if len(shape) != 1 or shape[0] % 4:
             raise ValueError(
-                f"ForgetGateBias: expected an LSTM bias shape (4*units,), got {shape}."
+                f"ForgetGateBias: expected an LSTM bias shape (4*units,), got {shape} (an "
+                "LSTM with unit_forget_bias=True calls it on its gates' parts: build it with "
+                "unit_forget_bias=False)."
             )
         units = shape[0] // 4
         values = np.zeros(shape[0], dtype=np.float64)

@@ -35,9 +35,10 @@ def _check_int(name, value, minimum):
 
 
 def _open_text(path):
-    """A text handle on ``path`` (``.gz`` decompressed), undecodable bytes read as U+FFFD."""
+    """A text handle on ``path`` (``.gz`` decompressed), undecodable bytes read as U+FFFD and
+    a byte-order mark left out."""
     opener = gzip.open if str(path).endswith(".gz") else open
-    return opener(path, "rt", encoding="utf-8", errors="replace")
+    return opener(path, "rt", encoding="utf-8-sig", errors="replace")
 
 
 def _read(path, read):
@@ -59,8 +60,9 @@ def read_sentences(path):
 
     Raises:
         ValueError: the file is empty or blank, is not text (NUL bytes, or more than a tenth
-            undecodable bytes or control characters), or is a ``.gz`` that is not gzip data;
-            the message names the file.
+            undecodable bytes or control characters), is not UTF-8 (most of its characters
+            that are not ASCII undecodable), or is a ``.gz`` that is not gzip data; the message
+            names the file.
 
     Example:
 
@@ -77,6 +79,14 @@ def read_sentences(path):
         raise ValueError(
             f"{path} is not UTF-8 text: over a tenth of it is undecodable bytes or control "
             "characters."
+        )
+    # A stray byte is rare among UTF-8 text's characters that are not ASCII; in a file of another
+    # encoding (Latin-1, say) none of them decodes.
+    undecodable, non_ascii = text.count("\ufffd"), sum(not c.isascii() for c in text)
+    if undecodable >= 3 and undecodable > non_ascii / 2:
+        raise ValueError(
+            f"{path} is not UTF-8 text: {undecodable:,} of its {non_ascii:,} characters that are "
+            "not ASCII are undecodable (a file in another encoding: convert it to UTF-8)."
         )
     if not text.strip():
         state = "empty" if not text else "blank (only whitespace)"
@@ -104,7 +114,8 @@ def encode_last_word(sentences, vocabulary, max_length=40):
 
     A sentence of ``n`` tokens (``2 <= n <= max_length``; others are skipped) gives
     ``x[max_length - n + 1:] = ids of tokens[:-1]`` after ``max_length - n + 1 >= 1`` padding
-    steps, and ``y = id(tokens[-1])``. Unknown words map to UNK.
+    steps, and ``y = id(tokens[-1])``. Unknown words map to UNK, and so does a word spelled
+    as the padding token (``<pad>`` in the text is a word, not padding).
 
     Args:
         sentences: iterable of strings.
@@ -122,7 +133,7 @@ def encode_last_word(sentences, vocabulary, max_length=40):
     ([[0, 0, 2, 3], [0, 0, 0, 3]], [4, 2], [0, 2])
     """
     max_length = _check_int("max_length", max_length, 2)
-    index = {word: i for i, word in enumerate(vocabulary)}
+    index = {word: i for i, word in enumerate(vocabulary) if word != PAD}
     if UNK not in index:
         raise ValueError(
             f"`vocabulary` must hold the unknown-word token {UNK!r} (see `build_vocabulary`); "

@@ -31,9 +31,13 @@ def test_sentences_read_crlf_and_stray_bytes(tmp_path):
     )
     lines = data.read_sentences(path)
     assert lines == ["In 1839 , cells were basic .", "Meistersr\u00fcte and \ufffd it .", "x y"]
-    text = b"the cat sat on the mat .\ncaf\xe9 au lait \xff .\n" * 20
+    text = b"\xef\xbb\xbf" + b"the cat sat on the mat .\ncaf\xc3\xa9 au lait \xff .\n" * 20
     (tmp_path / "t.txt.gz").write_bytes(gzip.compress(text))
-    assert len(data.read_sentences(tmp_path / "t.txt.gz")) == 40
+    sentences = data.read_sentences(tmp_path / "t.txt.gz")  # the byte-order mark left out
+    assert len(sentences) == 40 and sentences[0] == "the cat sat on the mat ."
+    path.write_bytes("we had a café au lait that day .\n".encode("latin-1") * 3)  # not UTF-8
+    with pytest.raises(ValueError, match="3 of its 3 characters that are not ASCII are undeco"):
+        data.read_sentences(path)
 
 
 @pytest.mark.parametrize(
@@ -70,6 +74,8 @@ def test_vocabulary_order_and_encoding_match_the_reference():
     capped = data.build_vocabulary(sentences, max_size=4)
     x, y, _ = data.encode_last_word(["c end"], capped)
     assert y.tolist() == [capped.index(data.UNK)]
+    x, _, _ = data.encode_last_word(["c <pad> a"], ["<pad>", "<unk>", "c"], 4)  # a word: UNK
+    assert x.tolist() == [[0, 0, 2, 1]]
     # The cap keeps room for PAD and UNK.
     assert data.build_vocabulary(["a b b"], max_size=2) == ["<pad>", "<unk>"]
     with pytest.raises(ValueError, match="`max_size` must be >= 2, got 1"):

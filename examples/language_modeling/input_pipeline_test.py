@@ -77,10 +77,11 @@ def test_ptb_format(tmp_path):
         read_corpus(ptb(tmp_path / "closed", train=(" a c ",), test=(" b ",)))
 
 
-def test_stray_bytes_in_real_text_are_read(tmp_path):
-    text = b"the cat sat on the mat .\ncaf\xe9 au lait \xff .\n" * 20
+def test_stray_bytes_in_real_text_are_read_and_a_byte_order_mark_is_not_a_word(tmp_path):
+    text = b"\xef\xbb\xbf" + b"the cat sat on the mat .\r\ncaf\xc3\xa9 au lait \xff .\n" * 20
     corpus = read_corpus(write(tmp_path, {f"ptb.{s}.txt": text for s in input_pipeline.SPLITS}))
     assert "\ufffd" in corpus.vocabulary and len(corpus.splits["train"][0]) == 20 * 14
+    assert {"the", "café"} <= set(corpus.vocabulary) and "\ufeffthe" not in corpus.vocabulary
 
 
 @pytest.mark.parametrize("compress", [(), ("wiki.train.tokens",)], ids=["plain", "gz"])
@@ -88,7 +89,9 @@ def test_wikitext_format(tmp_path, compress):
     def article(title, text):
         return [" ", f" = {title} = ", " ", " = = Part = = ", f" {text} "]
 
-    lines = article("One", "x y") + article("Two", "y z") + [" = Goals ; A = "]
+    # The second title's spaces stripped, as an editor may do.
+    lines = article("One", "x y") + [line.strip() for line in article("Two", "y z")]
+    lines += [" = Goals ; A = "]
     files = {f"wiki.{split}.tokens": lines for split in input_pipeline.SPLITS}
     corpus = read_corpus(write(tmp_path, files, compress))
     assert corpus.name == "wikitext2"
@@ -121,6 +124,15 @@ BAD_FILES = {
     "random_bytes": (
         {"ptb.train.txt": bytes(range(256)) * 4 + os.urandom(1024)},
         ["ptb.train.txt", "not", "text"],
+    ),
+    "latin_1": (
+        {
+            "ptb.train.txt": "we had a café au lait at the station early that morning\n".encode(
+                "latin-1"
+            )
+            * 3
+        },
+        ["ptb.train.txt is not UTF-8 text: 3 of its 3 characters that are not ASCII"],
     ),
     "empty": ({"ptb.valid.txt": b""}, ["ptb.valid.txt is empty"]),
     "blank": ({"ptb.test.txt": b" \n\n\t\n"}, ["ptb.test.txt is blank"]),

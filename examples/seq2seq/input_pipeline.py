@@ -108,16 +108,26 @@ def read_text(path):
 
     Raises:
         ValueError: The file is not gzip data (for ``.gz``), not text (NUL bytes, or more than a
-            tenth of it undecodable), or blank; the message names it.
+            tenth of it undecodable), not UTF-8 (most of its characters that are not ASCII
+            undecodable), or blank; the message names it.
     """
     try:
         with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as handle:
             data = handle.read()
     except (gzip.BadGzipFile, EOFError, zlib.error) as error:
         raise ValueError(f"{path} is not a valid gzip file: {error}.") from error
-    text = data.decode("utf-8", errors="replace")
-    if "\x00" in text or text.count("\ufffd") > 0.1 * len(text):
+    text = data.decode("utf-8-sig", errors="replace")  # a byte-order mark is not text
+    undecodable = text.count("\ufffd")
+    if "\x00" in text or undecodable > 0.1 * len(text):
         raise ValueError(f"{path} is not UTF-8 text.")
+    # A stray byte is rare among UTF-8 text's characters that are not ASCII; in a file of another
+    # encoding (Latin-1, say) none of them decodes.
+    non_ascii = sum(not character.isascii() for character in text)
+    if undecodable >= 3 and undecodable > non_ascii / 2:
+        raise ValueError(
+            f"{path} is not UTF-8 text: {undecodable:,} of its {non_ascii:,} characters that are "
+            "not ASCII are undecodable (a file in another encoding: convert it to UTF-8)."
+        )
     if not text.strip():
         raise ValueError(f"{path} is {'blank' if text else 'empty'}: it holds no sentences.")
     return text
@@ -172,7 +182,8 @@ def build_vocabulary(sentences, max_size=None):
 
 
 def encode(sentences, vocabulary, max_length):
-    """The teacher-forced arrays of ``sentences``, padded with 0.
+    """The teacher-forced arrays of ``sentences``, padded with 0; a word spelled as one of
+    `SPECIAL_TOKENS` (``<pad>`` in the text) is a word, encoded as ``<unk>``.
 
     Returns:
         ``(source, decoder_input, target)``, int32 arrays: ``source`` ``[N, max_length]``
@@ -181,11 +192,12 @@ def encode(sentences, vocabulary, max_length):
     """
     index = {word: i for i, word in enumerate(vocabulary)}
     unk, bos, eos = index[UNK], index[BOS], index[EOS]
+    words = {word: i for word, i in index.items() if word not in SPECIAL_TOKENS}
     source = np.zeros((len(sentences), max_length), np.int32)
     decoder_input = np.zeros((len(sentences), max_length + 1), np.int32)
     target = np.zeros_like(decoder_input)
     for row, sentence in enumerate(sentences):
-        ids = [index.get(word, unk) for word in sentence[:max_length]]
+        ids = [words.get(word, unk) for word in sentence[:max_length]]
         source[row, : len(ids)] = ids
         decoder_input[row, : len(ids) + 1] = [bos, *ids]
         target[row, : len(ids) + 1] = [*ids, eos]

@@ -33,6 +33,9 @@ def test_the_vocabulary_and_the_teacher_forced_arrays():
     np.testing.assert_array_equal(source, [[a, b, 0], [c, 1, 0]])  # zzz: <unk>
     np.testing.assert_array_equal(decoder_input, [[2, a, b, 0], [2, c, 1, 0]])
     np.testing.assert_array_equal(target, [[a, b, 3, 0], [c, 1, 3, 0]])
+    # Words spelled as the special tokens are words, unknown ones: the sentence and <eos> stay.
+    source, _, target = pipeline.encode([["a", "<pad>", "<eos>", "b"]], vocabulary, 4)
+    assert source.tolist() == [[a, 1, 1, b]] and target.tolist() == [[a, 1, 1, b, 3]]
     batches = list(pipeline.make_dataset([["a"], ["a", "b"], ["c"]], vocabulary, 5, 2))
     # Each batch cut to its longest sentence: the last holds one word and its <eos>.
     assert [tuple(t.shape) for _, t in batches] == [(2, 3), (1, 2)]
@@ -62,6 +65,7 @@ def test_sentence_files_are_found_and_read(tmp_path):
         (b"one two three four five\n", "test.txt has no sentence of 1 to 4 words"),
         (b"a\x00b\n", "test.txt is not UTF-8 text"),
         (bytes(range(128, 256)) * 4, "test.txt is not UTF-8 text"),
+        ("we had a café au lait that day\n".encode("latin-1") * 3, "3 of its 3 characters"),
         (gzip.compress(b"a b\n", mtime=0)[:-6], "test.txt.gz is not a valid gzip file"),
         (b"a b\n", "test.txt.gz is not a valid gzip file"),  # not compressed
     ],

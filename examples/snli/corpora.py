@@ -18,6 +18,7 @@ import gzip
 import json
 import os
 import re
+import unicodedata
 import zipfile
 import zlib
 
@@ -27,7 +28,27 @@ LABELS = ("entailment", "neutral", "contradiction")
 SPLITS = ("train", "dev", "test")
 Pair = collections.namedtuple("Pair", ["premise", "hypothesis", "label"])
 
-_TOKEN = re.compile(r"\w+(?=n't\b)|n't\b|'\w*|\w+|[^\w\s]")
+
+def _marks():
+    """A regular expression's class of Unicode's combining marks (``\\w`` has none of them:
+    the vowel signs of Devanagari, the accent of a decomposed "é")."""
+    code_points = [*range(0x20000), *range(0xE0100, 0xE01F0)]
+    marks = [c for c in code_points if unicodedata.category(chr(c)).startswith("M")]
+    runs = [[marks[0], marks[0]]]
+    for c in marks[1:]:
+        if c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return "".join(f"{chr(first)}-{chr(last)}" for first, last in runs)
+
+
+# A word: letters, digits and the marks that combine with them; a symbol with what joins it
+# (an emoji's skin tone, its variation selector, a zero-width joiner and the next symbol).
+_MARK = _marks()
+_W = rf"[\w{_MARK}]"
+_JOINED = rf"[{_MARK}\ufe0f\U0001F3FB-\U0001F3FF]|\u200d[^\w\s]"
+_TOKEN = re.compile(rf"{_W}+(?=n't\b)|n't\b|'{_W}*|{_W}+|[^\w\s](?:{_JOINED})*")
 
 
 def tokenize(text):
@@ -36,6 +57,8 @@ def tokenize(text):
 
     >>> tokenize("A man doesn't wear a hat, it's sunny.")
     ('a', 'man', 'does', "n't", 'wear', 'a', 'hat', ',', 'it', "'s", 'sunny', '.')
+    >>> tokenize("हिन्दी भाषा 👍🏽!")  # the vowel signs and the skin tone stay with their words
+    ('हिन्दी', 'भाषा', '👍🏽', '!')
     """
     return tuple(_TOKEN.findall(text.lower()))
 
@@ -85,10 +108,11 @@ def _pairs(rows, name):
 
 
 def _lines(raw_lines, name):
-    """``(line number, text)`` of binary lines, decoded strictly as UTF-8."""
+    """``(line number, text)`` of binary lines, decoded strictly as UTF-8 (a byte-order mark
+    opening the first line left out)."""
     for number, raw in enumerate(raw_lines, 1):
         try:
-            yield number, raw.decode("utf-8").rstrip("\r\n")
+            yield number, raw.decode("utf-8-sig" if number == 1 else "utf-8").rstrip("\r\n")
         except UnicodeDecodeError as error:
             raise ValueError(
                 f"{name}, line {number}: not UTF-8 text (byte {raw[error.start]:#04x}: "
@@ -365,7 +389,7 @@ def load_word_vectors(path, vocabulary=None):
     opener = gzip.open if str(path).endswith(".gz") else open
     vectors = {}
     try:
-        with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
+        with opener(path, "rt", encoding="utf-8-sig", errors="replace") as handle:
             is_json = str(path).endswith((".json", ".json.gz"))
             for word, values in (_json_entries if is_json else _glove_entries)(handle, path):
                 if keep is None or word in keep:

@@ -49,7 +49,8 @@ def _write_official(directory):
     with zipfile.ZipFile(directory / "snli_1.0.zip", "w") as archive:
         for split in corpora.SPLITS:
             (directory / "jsonl" / f"snli_1.0_{split}.jsonl").write_text("\n".join(lines) + "\n")
-            (directory / "txt" / f"snli_1.0_{split}.txt").write_text("\n".join(rows) + "\n")
+            text = "\ufeff" + "\n".join(rows) + "\n"  # as saved by a Windows editor
+            (directory / "txt" / f"snli_1.0_{split}.txt").write_text(text, encoding="utf-8")
             archive.writestr(f"snli_1.0/snli_1.0_{split}.jsonl", "\n".join(lines) + "\n")
 
 

@@ -1,5 +1,7 @@
 """Heatmap images for TensorBoard leave the user's plotting set-up alone."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -32,3 +34,11 @@ def test_labels_are_one_per_row_and_column(draw):
     for labels, name in (((["a", "b"], None), "row"), ((None, ["x"]), "col")):
         with pytest.raises(ValueError, match=rf"`{name}_labels` must have one label per {name}"):
             draw([[1.0, 2.0]], *labels)
+
+
+def test_labels_show_as_written_in_tensorboard():
+    html = pytest.importorskip("tensorboard.plugin_util").markdown_to_safe_html
+    words = ["``", "''", "_a_", "__init__", "&amp;", "<b>", "a|b", "*", "[x](y)", "\\", "t-3"]
+    shown = html(matrix_markdown([[0] * 11], ["# 1."], words)).replace("&lt;", "<")
+    cells = re.findall(r"<t[hd]>(.*?)</t[hd]>", shown.replace("&gt;", ">").replace("&amp;", "&"))
+    assert cells[:13] == ["", *words, "# 1."]

@@ -116,8 +116,7 @@ def test_without_reset_it_is_keras_rnn_and_lstm(float64_policy):
     rnn.set_weights(lstm.get_weights())
     np.testing.assert_allclose(as_numpy(rnn(x)), as_numpy(lstm(x)), atol=1e-12, rtol=0)
     # An all-false reset is the same computation through the reset loop.
-    no_reset = np.zeros((B, T), bool)
-    assert_close(rnn(x, reset=no_reset), lstm(x), atol=1e-12)
+    assert_close(rnn(x, reset=np.zeros((B, T), bool)), lstm(x), atol=1e-12)
 
 
 def _model():

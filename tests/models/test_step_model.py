@@ -59,8 +59,7 @@ def test_step_model_gives_the_full_models_logits_at_every_position(kind, form, s
     model = _language_model(kind, form, stateful, layers=2, dropout=0.3, **options)
     model.trainable = not frozen
     tokens = np.random.default_rng(0).integers(0, VOCAB, size=(BATCH, STEPS))
-    step_model = build_step_model(model)
-    steps, _ = _step_by_step(step_model, tokens)
+    steps, _ = _step_by_step(build_step_model(model), tokens)
     np.testing.assert_allclose(steps, _full(model, tokens), rtol=0, atol=1e-5)
 
 

@@ -41,6 +41,5 @@ def test_split_pieces_are_contiguous_and_in_order(sizes):
 
 
 def test_split_pieces_keep_the_static_widths_of_a_symbolic_input():
-    inputs = keras.Input((None, 9))
-    pieces = split_pieces(inputs, piece_sizes(9, 3, (2, 3, 4)))
+    pieces = split_pieces(keras.Input((None, 9)), piece_sizes(9, 3, (2, 3, 4)))
     assert [tuple(p.shape) for p in pieces] == [(None, None, 2), (None, None, 3), (None, None, 4)]

@@ -3,6 +3,7 @@ name."""
 
 import keras
 import numpy as np
+import pytest
 
 from tf_memlayers.regularizers import HalfSquaredNorm
 
@@ -15,9 +16,9 @@ def test_is_half_the_squared_norm_times_the_coefficient_in_float32():
     np.testing.assert_allclose(float(penalty), want, rtol=1e-6)
 
 
-def test_is_restored_by_its_registered_name():
-    regularizer = HalfSquaredNorm(2)
-    config = keras.regularizers.serialize(regularizer)
+def test_is_restored_by_its_registered_name_and_refuses_a_negative_coefficient():
+    pytest.raises(ValueError, HalfSquaredNorm, -1.0).match("HalfSquaredNorm: `coefficient` must be")
+    config = keras.regularizers.serialize(HalfSquaredNorm(2))
     assert config["registered_name"] == "tf_memlayers>HalfSquaredNorm"
     restored = keras.regularizers.deserialize(config)
     assert type(restored) is HalfSquaredNorm and restored.coefficient == 2.0

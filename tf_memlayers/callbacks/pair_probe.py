@@ -5,7 +5,7 @@ import keras
 import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
-from tf_memlayers.callbacks.write_heatmap import write_heatmap
+from tf_memlayers.callbacks.write_heatmap import _markdown_text, write_heatmap
 
 tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
 
@@ -96,7 +96,8 @@ class PairProbe(keras.callbacks.Callback):
 
     def write_sentence(self, tag, step):
         """The probe pair as text, under ``tag``."""
-        text = f"premise: {' '.join(self.premise)}\n\nhypothesis: {' '.join(self.hypothesis)}"
+        premise, hypothesis = (_markdown_text(" ".join(s)) for s in (self.premise, self.hypothesis))
+        text = f"premise: {premise}\n\nhypothesis: {hypothesis}"
         tf.summary.text(tag, text, step=step)
 
     def on_epoch_end(self, epoch, logs=None):

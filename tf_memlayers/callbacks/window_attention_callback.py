@@ -16,7 +16,7 @@ import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers._validation import check_int
-from tf_memlayers.callbacks.write_heatmap import write_heatmap
+from tf_memlayers.callbacks.write_heatmap import _markdown_text, write_heatmap
 from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights
 
 tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
@@ -195,7 +195,9 @@ class WindowAttentionCallback(keras.callbacks.Callback):
                 vmin=0.0,
             )
             tf.summary.text(
-                "window_attention/probe_sentence_text", " ".join(self.token_labels), step=epoch
+                "window_attention/probe_sentence_text",
+                _markdown_text(" ".join(self.token_labels)),
+                step=epoch,
             )
         self._writer.flush()
 

@@ -6,6 +6,7 @@ text summary that is always written alongside.
 """
 
 import io
+import re
 
 import numpy as np
 
@@ -29,6 +30,11 @@ _VIRIDIS = np.array(
     ],
     dtype=np.float64,
 )
+
+
+# What Markdown reads as formatting, escaped with a backslash: emphasis, code, links and table
+# cells anywhere, and at the start of a line a heading, a list's bullet or number.
+_MARKDOWN_SIGNS = re.compile(r"[\\`*_\[\]|]|^\s*(?:[#+-]|\d+\.)", re.MULTILINE)
 
 
 def _check_labels(matrix, row_labels, col_labels):
@@ -179,6 +185,13 @@ def heatmap_image(
         return np.repeat(np.repeat(rgb, cell_pixels, axis=0), cell_pixels, axis=1)
 
 
+def _markdown_text(text):
+    """``text`` written in Markdown as it reads: TensorBoard's text tab then shows tokens such
+    as ``__init__``, ``*``, ``<b>`` or ``&amp;`` as written, not as formatting."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MARKDOWN_SIGNS.sub(lambda sign: sign.group()[:-1] + "\\" + sign.group()[-1], text)
+
+
 def matrix_markdown(matrix, row_labels=None, col_labels=None, digits=3):
     """A Markdown table of ``matrix`` with its labels (for `tf.summary.text`).
 
@@ -191,7 +204,7 @@ def matrix_markdown(matrix, row_labels=None, col_labels=None, digits=3):
         digits: Non-negative integer, the number of decimals of each value. Default: `3`.
 
     Returns:
-        String, the table (``|`` in labels escaped).
+        String, the table (its labels escaped: TensorBoard shows them as written).
 
     Example:
 
@@ -205,7 +218,7 @@ def matrix_markdown(matrix, row_labels=None, col_labels=None, digits=3):
     _check_labels(matrix, row_labels, col_labels)
     col_labels = list(col_labels) if col_labels is not None else [str(j) for j in range(cols)]
     row_labels = list(row_labels) if row_labels is not None else [str(i) for i in range(rows)]
-    escape = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    escape = _markdown_text
     lines = ["| | " + " | ".join(escape(c) for c in col_labels) + " |"]
     lines.append("|---" * (cols + 1) + "|")
     for label, row in zip(row_labels, matrix):

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from tf_memlayers._validation import check_number
+
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class HalfSquaredNorm(keras.regularizers.Regularizer):
@@ -13,7 +15,7 @@ class HalfSquaredNorm(keras.regularizers.Regularizer):
     regularizer of its own, with its ``weight_decay`` as the coefficient.
 
     Args:
-        coefficient: Number, the factor ``c`` of ``c * ||w||^2 / 2``.
+        coefficient: Non-negative number, the factor ``c`` of ``c * ||w||^2 / 2``.
 
     Example:
 
@@ -23,7 +25,7 @@ class HalfSquaredNorm(keras.regularizers.Regularizer):
     """
 
     def __init__(self, coefficient):
-        self.coefficient = float(coefficient)
+        self.coefficient = check_number("coefficient", coefficient, 0.0, owner="HalfSquaredNorm")
 
     def __call__(self, weight):
         weight = ops.cast(weight, "float32")

@@ -85,8 +85,7 @@ def test_first_candidate_lands_at_index_62():
     layer = make_layer(100)
     vector = np.random.default_rng(0).normal(size=(1, WIDTH)).astype("float32")
     assert as_numpy(layer.insert(vector)).tolist() == [True]
-    occupied = np.flatnonzero(np.any(as_numpy(layer.cache) != 0, axis=-1))
-    assert occupied.tolist() == [62]
+    assert np.flatnonzero(np.any(as_numpy(layer.cache) != 0, axis=-1)).tolist() == [62]
     np.testing.assert_array_equal(as_numpy(layer.cache)[62], vector[0])
 
 
@@ -110,8 +109,7 @@ def test_rows_one_bit_apart_keep_their_own_scores(float64_policy):
     pool = np.concatenate([row, np.nextafter(row, np.inf), row, -row])
     kernel, score_vector = rng.normal(size=(WIDTH, UNITS)), rng.normal(size=(UNITS,))
     scores = keras.ops.convert_to_numpy(heap.pool_scores(pool, kernel, score_vector))
-    expected = np.tanh(pool @ kernel) @ score_vector
-    np.testing.assert_allclose(scores, expected, rtol=1e-13)
+    np.testing.assert_allclose(scores, np.tanh(pool @ kernel) @ score_vector, rtol=1e-13)
     assert scores[0] == scores[2] and scores[3] != scores[0]
 
 
@@ -217,8 +215,7 @@ def test_gradient_reaches_weights_not_cache(query):
     weights = [layer.cache_kernel, layer.cache_score, layer.cache_gate, layer.query_kernel]
     weights.append(layer.cache)  # (a weight the loss does not reach has zero gradients)
     _, grads, _ = gradients(lambda: keras.ops.sum(layer(states) ** 2), weights)
-    trained = grads[:4] if query == "additive" else grads[2:4]
-    assert all(np.any(g != 0) for g in trained)
+    assert all(np.any(g != 0) for g in (grads[:4] if query == "additive" else grads[2:4]))
     assert np.all(grads[4] == 0)
     if query == "dot":  # the order score's weights are not read, and not trainable
         assert np.all(grads[0] == 0) and np.all(grads[1] == 0)
