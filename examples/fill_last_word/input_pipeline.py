@@ -34,17 +34,19 @@ def _check_int(name, value, minimum):
     return int(value)
 
 
-def _open_text(path):
-    """A text handle on ``path`` (``.gz`` decompressed), undecodable bytes read as U+FFFD and
-    a byte-order mark left out."""
+def _open(path, binary):
+    """A handle on ``path`` (``.gz`` decompressed): binary, or text with undecodable bytes read
+    as U+FFFD and a byte-order mark left out."""
     opener = gzip.open if str(path).endswith(".gz") else open
+    if binary:
+        return opener(path, "rb")
     return opener(path, "rt", encoding="utf-8-sig", errors="replace")
 
 
-def _read(path, read):
-    """``read(handle)`` of `_open_text`, a corrupt ``.gz`` reported as a `ValueError`."""
+def _read(path, read, binary=False):
+    """``read(handle)`` of `_open`, a corrupt ``.gz`` reported as a `ValueError`."""
     try:
-        with _open_text(path) as handle:
+        with _open(path, binary) as handle:
             return read(handle)
     except (gzip.BadGzipFile, EOFError, zlib.error) as error:
         raise ValueError(
@@ -60,7 +62,7 @@ def read_sentences(path):
 
     Raises:
         ValueError: the file is empty or blank, is not text (NUL bytes, or more than a tenth
-            undecodable bytes or control characters), is not UTF-8 (most of its characters
+            undecodable bytes or control characters), is not UTF-8 (most of its bytes
             that are not ASCII undecodable), or is a ``.gz`` that is not gzip data; the message
             names the file.
 
@@ -72,21 +74,23 @@ def read_sentences(path):
     >>> read_sentences(path) == ["a café .", "b \\ufffd c"]
     True
     """
-    text = _read(path, lambda handle: handle.read())
+    data = _read(path, lambda handle: handle.read(), binary=True)
+    # A few stray bytes are read (as U+FFFD); in a file of another encoding (Latin-1, say) most
+    # bytes that are not ASCII do not decode, and its words would be garbled.
+    undecodable = len(data) - len(data.decode("utf-8", "ignore").encode("utf-8"))
+    not_ascii = len(data) - len(data.decode("ascii", "ignore"))
+    if undecodable >= 10 and undecodable > not_ascii / 2:
+        raise ValueError(
+            f"{path} is not UTF-8 text: {undecodable:,} of its {not_ascii:,} bytes that are not "
+            "ASCII are undecodable (a file in another encoding: convert it to UTF-8)."
+        )
+    text = data.decode("utf-8-sig", errors="replace")  # a byte-order mark is not text
     if "\x00" in text:
         raise ValueError(f"{path} is not a text file: it contains NUL bytes.")
     if len(_NOT_TEXT.findall(text)) > 0.1 * len(text):
         raise ValueError(
             f"{path} is not UTF-8 text: over a tenth of it is undecodable bytes or control "
             "characters."
-        )
-    # A stray byte is rare among UTF-8 text's characters that are not ASCII; in a file of another
-    # encoding (Latin-1, say) none of them decodes.
-    undecodable, non_ascii = text.count("\ufffd"), sum(not c.isascii() for c in text)
-    if undecodable >= 3 and undecodable > non_ascii / 2:
-        raise ValueError(
-            f"{path} is not UTF-8 text: {undecodable:,} of its {non_ascii:,} characters that are "
-            "not ASCII are undecodable (a file in another encoding: convert it to UTF-8)."
         )
     if not text.strip():
         state = "empty" if not text else "blank (only whitespace)"

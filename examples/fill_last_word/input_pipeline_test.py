@@ -35,8 +35,8 @@ def test_sentences_read_crlf_and_stray_bytes(tmp_path):
     (tmp_path / "t.txt.gz").write_bytes(gzip.compress(text))
     sentences = data.read_sentences(tmp_path / "t.txt.gz")  # the byte-order mark left out
     assert len(sentences) == 40 and sentences[0] == "the cat sat on the mat ."
-    path.write_bytes("we had a café au lait that day .\n".encode("latin-1") * 3)  # not UTF-8
-    with pytest.raises(ValueError, match="3 of its 3 characters that are not ASCII are undeco"):
+    path.write_bytes("we had a café au lait that day .\n".encode("latin-1") * 10)  # not UTF-8
+    with pytest.raises(ValueError, match="10 of its 10 bytes that are not ASCII are undecodable"):
         data.read_sentences(path)
 
 

@@ -48,7 +48,6 @@ _CBT_TITLE = "_BOOK_TITLE_"
 # Characters that are not text: undecodable bytes (read as U+FFFD) and control characters
 # other than white space. Real corpora hold a few; bytes that are not text, about half.
 _NOT_TEXT = re.compile("[\x00-\x08\x0e-\x1f\x7f\ufffd]")
-_NON_ASCII = re.compile("[^\x00-\x7f]")
 
 
 class Corpus(typing.NamedTuple):
@@ -106,7 +105,7 @@ def corpus_name(data_dir):
 def read_lines(path):
     """The lines of a corpus file (``.gz`` decompressed); a stray undecodable byte becomes
     U+FFFD. Raises a ``ValueError`` naming the file if it is not gzip data (named ``.gz``),
-    not text, not UTF-8 (most of its characters that are not ASCII undecodable), empty or
+    not text, not UTF-8 (most of its bytes that are not ASCII undecodable), empty or
     blank."""
     data = path.read_bytes()
     if path.suffix == ".gz":
@@ -116,20 +115,21 @@ def read_lines(path):
             raise ValueError(
                 f"{path} is not a valid gzip file (its name ends in .gz): {error}."
             ) from error
+    # A few stray bytes are read (as U+FFFD); in a file of another encoding (Latin-1, say) most
+    # bytes that are not ASCII do not decode, and its words would be garbled.
+    undecodable = len(data) - len(data.decode("utf-8", "ignore").encode("utf-8"))
+    not_ascii = len(data) - len(data.decode("ascii", "ignore"))
+    if undecodable >= 10 and undecodable > not_ascii / 2:
+        raise ValueError(
+            f"{path} is not UTF-8 text: {undecodable:,} of its {not_ascii:,} bytes that are not "
+            "ASCII are undecodable (a file in another encoding: convert it to UTF-8)."
+        )
     text = data.decode("utf-8-sig", errors="replace")  # a byte-order mark is not text
     bad = len(_NOT_TEXT.findall(text))
     if "\x00" in text or bad > 0.1 * len(text):
         raise ValueError(
             f"{path} is not UTF-8 text: {bad:,} of its {len(text):,} characters are "
             "undecodable bytes or control characters."
-        )
-    # In UTF-8 text a stray byte is rare among the characters that are not ASCII; in a file of
-    # another encoding (Latin-1, say) none of them decodes, and its words would be garbled.
-    undecodable, non_ascii = text.count("\ufffd"), len(_NON_ASCII.findall(text))
-    if undecodable >= 3 and undecodable > non_ascii / 2:
-        raise ValueError(
-            f"{path} is not UTF-8 text: {undecodable:,} of its {non_ascii:,} characters that are "
-            "not ASCII are undecodable (a file in another encoding: convert it to UTF-8)."
         )
     if not text.strip():
         state = "empty" if not text else "blank (only whitespace)"

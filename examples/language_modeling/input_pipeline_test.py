@@ -126,13 +126,8 @@ BAD_FILES = {
         ["ptb.train.txt", "not", "text"],
     ),
     "latin_1": (
-        {
-            "ptb.train.txt": "we had a café au lait at the station early that morning\n".encode(
-                "latin-1"
-            )
-            * 3
-        },
-        ["ptb.train.txt is not UTF-8 text: 3 of its 3 characters that are not ASCII"],
+        {"ptb.train.txt": "we had a café au lait that day\n".encode("latin-1") * 10},
+        ["ptb.train.txt is not UTF-8 text: 10 of its 10 bytes that are not ASCII"],
     ),
     "empty": ({"ptb.valid.txt": b""}, ["ptb.valid.txt is empty"]),
     "blank": ({"ptb.test.txt": b" \n\n\t\n"}, ["ptb.test.txt is blank"]),

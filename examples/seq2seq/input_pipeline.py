@@ -108,7 +108,7 @@ def read_text(path):
 
     Raises:
         ValueError: The file is not gzip data (for ``.gz``), not text (NUL bytes, or more than a
-            tenth of it undecodable), not UTF-8 (most of its characters that are not ASCII
+            tenth of it undecodable), not UTF-8 (most of its bytes that are not ASCII
             undecodable), or blank; the message names it.
     """
     try:
@@ -116,18 +116,18 @@ def read_text(path):
             data = handle.read()
     except (gzip.BadGzipFile, EOFError, zlib.error) as error:
         raise ValueError(f"{path} is not a valid gzip file: {error}.") from error
-    text = data.decode("utf-8-sig", errors="replace")  # a byte-order mark is not text
-    undecodable = text.count("\ufffd")
-    if "\x00" in text or undecodable > 0.1 * len(text):
-        raise ValueError(f"{path} is not UTF-8 text.")
-    # A stray byte is rare among UTF-8 text's characters that are not ASCII; in a file of another
-    # encoding (Latin-1, say) none of them decodes.
-    non_ascii = sum(not character.isascii() for character in text)
-    if undecodable >= 3 and undecodable > non_ascii / 2:
+    # A few stray bytes are read (as U+FFFD); in a file of another encoding (Latin-1, say) most
+    # bytes that are not ASCII do not decode, and its words would be garbled.
+    undecodable = len(data) - len(data.decode("utf-8", "ignore").encode("utf-8"))
+    not_ascii = len(data) - len(data.decode("ascii", "ignore"))
+    if undecodable >= 10 and undecodable > not_ascii / 2:
         raise ValueError(
-            f"{path} is not UTF-8 text: {undecodable:,} of its {non_ascii:,} characters that are "
-            "not ASCII are undecodable (a file in another encoding: convert it to UTF-8)."
+            f"{path} is not UTF-8 text: {undecodable:,} of its {not_ascii:,} bytes that are not "
+            "ASCII are undecodable (a file in another encoding: convert it to UTF-8)."
         )
+    text = data.decode("utf-8-sig", errors="replace")  # a byte-order mark is not text
+    if "\x00" in text or text.count("\ufffd") > 0.1 * len(text):
+        raise ValueError(f"{path} is not UTF-8 text.")
     if not text.strip():
         raise ValueError(f"{path} is {'blank' if text else 'empty'}: it holds no sentences.")
     return text

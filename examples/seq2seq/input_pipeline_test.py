@@ -65,7 +65,7 @@ def test_sentence_files_are_found_and_read(tmp_path):
         (b"one two three four five\n", "test.txt has no sentence of 1 to 4 words"),
         (b"a\x00b\n", "test.txt is not UTF-8 text"),
         (bytes(range(128, 256)) * 4, "test.txt is not UTF-8 text"),
-        ("we had a café au lait that day\n".encode("latin-1") * 3, "3 of its 3 characters"),
+        ("we had a café au lait that day\n".encode("latin-1") * 10, "10 of its 10 bytes"),
         (gzip.compress(b"a b\n", mtime=0)[:-6], "test.txt.gz is not a valid gzip file"),
         (b"a b\n", "test.txt.gz is not a valid gzip file"),  # not compressed
     ],

@@ -87,8 +87,7 @@ def test_inference_and_rate_zero_pass_the_input_through_and_rate_one_drops_every
 
 
 def test_mixed_float16_keeps_the_input_dtype():
-    layer = PhiloxDropout(0.5, seed=2, dtype="mixed_float16")
-    outputs = layer(X, training=True)
+    outputs = PhiloxDropout(0.5, seed=2, dtype="mixed_float16")(X, training=True)
     assert keras.backend.standardize_dtype(outputs.dtype) == "float16"
     _dropped(keras.ops.cast(outputs, "float32"), 0.5, X.astype("float16").astype("float32"))
 

@@ -271,7 +271,7 @@ def _pair_layer_shapes(index, layer, premise_shape, hypothesis_shape):
         # inside it) say what is wrong.
         if str(error).startswith((f"{_OWNER}:", f"{type(layer).__name__}:")):
             raise
-        raise (TypeError if isinstance(error, TypeError) else ValueError)(
+        raise ValueError(
             f"{_OWNER}: `layers[{index}]` ({layer.name!r}, a {type(layer).__name__}) is not a "
             "recurrent layer (a keras.layers.RNN, or keras.layers.Bidirectional over one), so "
             "it must be a layer of a sentence pair, called on [premise, hypothesis] (shapes "

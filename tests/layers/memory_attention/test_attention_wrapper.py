@@ -90,8 +90,9 @@ class AttentionWrapperTest(LayerTestCase):
         config = dict(**options, **flags, kernel_initializer="orthogonal", probability_fn="hardmax")
         self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **config)
         self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **MONOTONIC, seed=3)
-        unused = AttentionWrapper(keras.layers.GRUCell(4), **BEFORE).get_config()
-        AttentionWrapper.from_config({**unused, "attention_layer": DENSE()})  # left out, loads
+        context = AttentionWrapper(keras.layers.GRUCell(4), **BEFORE, attention_layer="context")
+        assert AttentionWrapper.from_config(context.get_config()).attention_layer == "context"
+        AttentionWrapper.from_config({**context.get_config(), "attention_layer": DENSE()})  # loads
         several = dict(mechanisms=_two_mechanisms(), attention_size=[3, 5])
         self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **several)
         self.run_flags_test(

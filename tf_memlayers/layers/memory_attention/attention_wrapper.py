@@ -883,9 +883,10 @@ class AttentionWrapper(RecomputedWithItsLayer, ScoredAttention, keras.layers.Lay
     @classmethod
     def from_config(cls, config):
         config = with_deserialized_cell(config)
-        if config.get("position") == "before" and config.get("output_attention") is False:
+        unused = config.get("position") == "before" and config.get("output_attention") is False
+        if unused and not isinstance(config.get("attention_layer", ""), str):
             # A layer of the attention vector, which that step never computes, is left out.
-            config.pop("attention_layer", None)
+            del config["attention_layer"]
         for name in ("probability_fn", "attention_layer", "mechanisms"):
             value = config.get(name)
             if isinstance(value, dict):
