@@ -109,13 +109,23 @@ def train_and_evaluate(config, workdir, extra_callbacks=()):
             usable sentence, ``workdir`` holds a run with other settings, or ``--jit`` is
             given under a strategy of several replicas.
     """
+    # The run's dtype policy, the caller's put back after it: runs in one process are
+    # as they are alone.
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_float16" if config.mixed_precision else "float32")
+    try:
+        return _train_and_evaluate(config, workdir, extra_callbacks)
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def _train_and_evaluate(config, workdir, extra_callbacks=()):
+    """`train_and_evaluate` under the run's dtype policy."""
     # First: a multi-worker strategy sets up its collective operations before any other op.
     strategy = make_strategy(config.strategy)
     if config.jit and strategy.num_replicas_in_sync > 1:
         raise OptionError("--jit", jit_replicas_error(strategy))
     keras.utils.set_random_seed(config.seed)
-    if config.mixed_precision:
-        keras.config.set_dtype_policy("mixed_float16")
     started = time.time()
     with reported_as("--data-dir"):
         corpus = input_pipeline.make_corpus(config)

@@ -332,6 +332,7 @@ def test_a_finished_run_only_generates_with_its_trained_model(tmp_path, capsys):
     argv += ["--workdir", str(tmp_path / "run")]
     trained = main.main(argv)
     assert 1.0 < trained["test_perplexity"] < 202
+    assert keras.config.dtype_policy().name == "float32"  # the caller's policy, put back
     corpus = input_pipeline.generated_corpus(1500)
     prompt = " ".join(corpus.decode(corpus.splits["valid"][0][:3]))
     metrics = main.main([*argv, "--generate", "6", "--prompt", prompt, "--temperature", "0"])
@@ -433,3 +434,13 @@ def test_several_replicas_are_refused(capsys, tmp_path, monkeypatch):
     # XLA by default, but not for multi_worker's loop, which runs without it.
     assert main.parse_args(["--strategy", "multi_worker"]).jit is False
     assert main.parse_args([]).jit is True
+
+
+def test_a_run_puts_back_the_callers_dtype_policy(monkeypatch):
+    seen = []
+    policy = keras.config.dtype_policy
+    monkeypatch.setattr(train, "_train_and_evaluate", lambda *_: seen.append(policy().name))
+    keras.config.set_dtype_policy("bfloat16")  # the caller's
+    for mixed in (True, False):
+        train.train_and_evaluate(types.SimpleNamespace(mixed_precision=mixed), *[None] * 2)
+    assert seen == ["mixed_float16", "float32"] and policy().name == "bfloat16"

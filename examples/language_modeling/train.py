@@ -152,6 +152,18 @@ def train_and_evaluate(config, workdir, callbacks=()):
     Raises:
         OptionError: a setting that the data, the model or the run directory refuses.
     """
+    # The run's dtype policy, the caller's put back after it: runs in one process are
+    # as they are alone.
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_float16" if config.mixed_precision else "float32")
+    try:
+        return _train_and_evaluate(config, workdir, callbacks)
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def _train_and_evaluate(config, workdir, callbacks=()):
+    """`train_and_evaluate` under the run's dtype policy."""
     started = time.time()
     # First: a multi-worker strategy sets up its collective operations before any other op.
     strategy = make_strategy(config.strategy)
@@ -165,8 +177,6 @@ def train_and_evaluate(config, workdir, callbacks=()):
             "multi_worker with one worker and at most one GPU).",
         )
     keras.utils.set_random_seed(config.seed)
-    if config.mixed_precision:
-        keras.config.set_dtype_policy("mixed_float16")
     corpus = load_corpus(config)
     probe_ids = corpus.splits["valid"][0][: config.probe_length]
     if config.probe_sentence is not None:

@@ -127,13 +127,23 @@ def train_and_evaluate(args, splits, settings, workdir, callbacks=()):
             cannot resume (refused before the model is built).
         JitError: ``--jit`` under a strategy of several replicas.
     """
+    # The run's dtype policy, the caller's put back after it: runs in one process are
+    # as they are alone.
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_float16" if args.mixed_precision else "float32")
+    try:
+        return _train_and_evaluate(args, splits, settings, workdir, callbacks)
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def _train_and_evaluate(args, splits, settings, workdir, callbacks=()):
+    """`train_and_evaluate` under the run's dtype policy."""
     # First: a multi-worker strategy sets up the collective operations before any other op.
     strategy = make_strategy(args.strategy)
     if args.jit and strategy.num_replicas_in_sync > 1:
         raise JitError(jit_replicas_error(strategy))
     keras.utils.set_random_seed(args.seed)
-    if args.mixed_precision:
-        keras.config.set_dtype_policy("mixed_float16")
     started = time.time()
     # The chief writes the run directory; other workers write to a temporary copy of it.
     with worker_directory(workdir, strategy) as rundir:

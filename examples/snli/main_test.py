@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import types
 
 import keras
 import numpy as np
@@ -453,3 +454,13 @@ def test_jit_is_refused_under_several_replicas(capsys, monkeypatch, tmp_path):
         "other devices); use --no-jit"
     )
     assert not (tmp_path / "run").exists()
+
+
+def test_a_run_puts_back_the_callers_dtype_policy(monkeypatch):
+    seen = []
+    policy = keras.config.dtype_policy
+    monkeypatch.setattr(train, "_train_and_evaluate", lambda *_: seen.append(policy().name))
+    keras.config.set_dtype_policy("bfloat16")  # the caller's
+    for mixed in (True, False):
+        train.train_and_evaluate(types.SimpleNamespace(mixed_precision=mixed), *[None] * 2)
+    assert seen == ["mixed_float16", "float32"] and policy().name == "bfloat16"

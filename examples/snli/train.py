@@ -111,13 +111,23 @@ def train_and_evaluate(config, run_directory, extra_callbacks=()):
             refuse, found once the run reads them; ``--jit`` under a strategy of several
             replicas.
     """
+    # The run's dtype policy, the caller's put back after it: runs in one process are
+    # as they are alone.
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_float16" if config.mixed_precision else "float32")
+    try:
+        return _train_and_evaluate(config, run_directory, extra_callbacks)
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def _train_and_evaluate(config, run_directory, extra_callbacks=()):
+    """`train_and_evaluate` under the run's dtype policy."""
     # First: a multi-worker strategy sets up its collective operations before any other op.
     strategy = make_strategy(config.strategy)
     if config.jit and strategy.num_replicas_in_sync > 1:
         raise OptionError("--jit", jit_replicas_error(strategy))
     keras.utils.set_random_seed(config.seed)
-    if config.mixed_precision:
-        keras.config.set_dtype_policy("mixed_float16")
     started = time.time()
     splits, source = load_data(config)
     vocabulary = input_pipeline.build_vocabulary(splits["train"])
