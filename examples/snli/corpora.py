@@ -29,23 +29,11 @@ SPLITS = ("train", "dev", "test")
 Pair = collections.namedtuple("Pair", ["premise", "hypothesis", "label"])
 
 
-def _marks():
-    """A regular expression's class of Unicode's combining marks (``\\w`` has none of them:
-    the vowel signs of Devanagari, the accent of a decomposed "é")."""
-    code_points = [*range(0x20000), *range(0xE0100, 0xE01F0)]
-    marks = [c for c in code_points if unicodedata.category(chr(c)).startswith("M")]
-    runs = [[marks[0], marks[0]]]
-    for c in marks[1:]:
-        if c == runs[-1][1] + 1:
-            runs[-1][1] = c
-        else:
-            runs.append([c, c])
-    return "".join(f"{chr(first)}-{chr(last)}" for first, last in runs)
-
-
-# A word: letters, digits and the marks that combine with them; a symbol with what joins it
-# (an emoji's skin tone, its variation selector, a zero-width joiner and the next symbol).
-_MARK = _marks()
+# A word: letters, digits and the combining marks, which ``\w`` leaves out (Devanagari's vowel
+# signs, a decomposed accent); a symbol with what joins it (an emoji's skin tone, variation
+# selector, or a zero-width joiner and the next symbol).
+_CODE_POINTS = (*range(0x20000), *range(0xE0100, 0xE01F0))
+_MARK = "".join(chr(c) for c in _CODE_POINTS if unicodedata.category(chr(c))[0] == "M")
 _W = rf"[\w{_MARK}]"
 _JOINED = rf"[{_MARK}\ufe0f\U0001F3FB-\U0001F3FF]|\u200d[^\w\s]"
 _TOKEN = re.compile(rf"{_W}+(?=n't\b)|n't\b|'{_W}*|{_W}+|[^\w\s](?:{_JOINED})*")

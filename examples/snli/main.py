@@ -109,6 +109,7 @@ def make_parser():
     description = sys.modules[__package__].__doc__.split("\n\n")[0]
     parser = ArgumentParser(prog=_prog(), description=description, formatter_class=HelpFormatter)
     positive = number(int, 1)
+    count = dict(type=positive, metavar="N")  # a positive number
     add = parser.add_argument_group("data").add_argument
     add(
         "--source",
@@ -146,19 +147,8 @@ def make_parser():
         default="medium",
         help="size of the generated corpus",
     )
-    add(
-        "--max-train",
-        type=positive,
-        metavar="N",
-        help="use at most this many training pairs (default: all)",
-    )
-    add(
-        "--max-length",
-        type=positive,
-        default=64,
-        metavar="N",
-        help="truncate sentences to this many tokens",
-    )
+    add("--max-train", **count, help="use at most this many training pairs (default: all)")
+    add("--max-length", **count, default=64, help="truncate sentences to this many tokens")
     add(
         "--padding",
         choices=input_pipeline.PADDINGS,
@@ -190,30 +180,22 @@ def make_parser():
     )
     add(
         "--units",
-        type=positive,
+        **count,
         default=PAPER_UNITS,
-        metavar="N",
         help="width of layer 1 (the paper: 100 for the Dual AM-GRU, 108 AM-GRU, 126 GRU, 100 "
         "word_by_word)",
     )
-    add(
-        "--top-units",
-        type=positive,
-        metavar="N",
-        help="width of layer 2 and of the classifier (default: --units)",
-    )
+    add("--top-units", **count, help="width of layer 2 and of the classifier (default: --units)")
     add(
         "--embedding-dim",
-        type=positive,
+        **count,
         default=50,
-        metavar="N",
         help="word vector size without --embeddings (the paper: 300d GloVe)",
     )
     add(
         "--num-copies",
-        type=positive,
+        **count,
         default=NUM_COPIES,
-        metavar="N",
         help="redundant copies of the associative memory",
     )
     add(
@@ -246,33 +228,21 @@ def make_parser():
     )
     add = parser.add_argument_group("training").add_argument
     add(
-        "--epochs",
-        type=positive,
-        default=4,
-        metavar="N",
-        help="number of dev checks (epochs of --eval-every batches)",
+        "--epochs", **count, default=4, help="number of dev checks (epochs of --eval-every batches)"
     )
     add(
         "--patience",
-        type=positive,
-        metavar="N",
+        **count,
         help="stop when the dev accuracy has not improved by 0.001 for N dev checks "
         "(default: run all --epochs)",
     )
     add(
         "--eval-every",
-        type=positive,
-        metavar="N",
+        **count,
         help="batches between dev checks, an epoch of the schedule (default: one pass over "
         "the training data; the paper: 1000)",
     )
-    add(
-        "--batch-size",
-        type=positive,
-        default=50,
-        metavar="N",
-        help="pairs per batch and replica",
-    )
+    add("--batch-size", type=positive, default=50, metavar="N", help="pairs per batch and replica")
     add(
         "--learning-rate",
         type=number(float, 0, above=True),
