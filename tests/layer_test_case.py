@@ -425,7 +425,10 @@ class LayerTestCase:
             assert isinstance(default, bool), (flag, default)
             for value in ("no", [0], 1):
                 message = re.escape(f"`{flag}` must be a bool, got {value!r}")
-                pytest.raises(TypeError, make, **{flag: value}).match(message)
+                try:
+                    pytest.raises(TypeError, make, **{flag: value}).match(message)
+                except (AssertionError, pytest.fail.Exception) as error:
+                    raise AssertionError(f"{flag}={value!r}: {error}") from None
             flipped = make(**{flag: np.bool_(not default)}).get_config()[flag]
             assert flipped is (not default), (flag, flipped)
 

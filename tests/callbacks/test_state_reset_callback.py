@@ -18,8 +18,7 @@ def _nested_stateful_model():
     inner_inputs = keras.Input(batch_shape=(BATCH, 4, 2))
     inner = keras.layers.GRU(2, stateful=True, return_sequences=True, name="inner_gru")
     nested = keras.Model(inner_inputs, inner(inner_inputs), name="nested")
-    outputs = keras.layers.GRU(2, name="stateless_gru")(nested(x))
-    return keras.Model(inputs, outputs)
+    return keras.Model(inputs, keras.layers.GRU(2, name="stateless_gru")(nested(x)))
 
 
 def _carried(model):

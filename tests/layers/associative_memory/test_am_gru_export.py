@@ -34,8 +34,7 @@ def _check_converted(model, rng):
     inputs = [rng.normal(size=tuple(t.shape)).astype("float32") for t in model.inputs]
     runner = _builtin_interpreter(model)
     expected = [keras.ops.convert_to_numpy(y) for y in keras.tree.flatten(model(inputs))]
-    names = [spec.name for spec in model.inputs]
-    got = runner(**dict(zip(names, inputs)))
+    got = runner(**dict(zip([spec.name for spec in model.inputs], inputs)))
     # Keras names the outputs output_0, output_1, ... in the model's order.
     got = [got[name] for name in sorted(got, key=lambda name: int(name.split("_")[-1]))]
     assert_close(got, expected, atol=1e-5)  # as many outputs, each close

@@ -110,8 +110,7 @@ def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fuse
     set_cell_weights(layer.cell, w)
     outputs, memory, last = layer(xs)
     zeros = np.zeros((batch, units * copies)), np.zeros((batch, units))
-    perms = permutations(units // 2, copies)
-    ref_outputs, ref_memory = reference_run(xs, *zeros, w, perms)
+    ref_outputs, ref_memory = reference_run(xs, *zeros, w, permutations(units // 2, copies))
     assert_close([outputs, memory, last], [ref_outputs, ref_memory, ref_outputs[:, -1]], 1e-10)
 
 
