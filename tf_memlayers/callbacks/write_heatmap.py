@@ -218,11 +218,12 @@ def matrix_markdown(matrix, row_labels=None, col_labels=None, digits=3):
     _check_labels(matrix, row_labels, col_labels)
     col_labels = list(col_labels) if col_labels is not None else [str(j) for j in range(cols)]
     row_labels = list(row_labels) if row_labels is not None else [str(i) for i in range(rows)]
-    escape = _markdown_text
-    lines = ["| | " + " | ".join(escape(c) for c in col_labels) + " |"]
+    lines = ["| | " + " | ".join(_markdown_text(c) for c in col_labels) + " |"]
     lines.append("|---" * (cols + 1) + "|")
     for label, row in zip(row_labels, matrix):
-        lines.append(f"| {escape(label)} | " + " | ".join(f"{v:.{digits}f}" for v in row) + " |")
+        lines.append(
+            f"| {_markdown_text(label)} | " + " | ".join(f"{v:.{digits}f}" for v in row) + " |"
+        )
     return "\n".join(lines)
 
 
