@@ -184,7 +184,7 @@ def _trailing_numbers(fields):
     return count
 
 
-def _glove_entries(handle, path):
+def _glove_entries(lines, path):
     """``(word, value strings)`` of each line ``word v1 ... vd`` of a GloVe file.
 
     ``d`` is that of the first line, and the word everything before the last ``d`` fields, so
@@ -192,7 +192,7 @@ def _glove_entries(handle, path):
     blank lines are skipped. A line with another number of values is a `ValueError`.
     """
     dim = None
-    for number, line in enumerate(handle, 1):
+    for number, line in enumerate(lines, 1):
         fields = line.rstrip().split(" ")
         if fields == [""] or (dim is None and len(fields) == 2 and "".join(fields).isdigit()):
             continue
@@ -209,9 +209,26 @@ def _glove_entries(handle, path):
         yield " ".join(fields[:-dim]), fields[-dim:]
 
 
-def _json_entries(handle, path):
+def _decoded_lines(handle, path):
+    """The lines of the binary ``handle`` as UTF-8 text, a byte-order mark left out and a stray
+    undecodable byte read as U+FFFD; after the last, a `ValueError` when most bytes that are not
+    ASCII do not decode (a file in another encoding, whose words would match no vocabulary)."""
+    undecodable = not_ascii = 0
+    for number, data in enumerate(handle):
+        if not data.isascii():
+            undecodable += len(data) - len(data.decode("utf-8", "ignore").encode("utf-8"))
+            not_ascii += len(data) - len(data.decode("ascii", "ignore"))
+        yield data.decode("utf-8-sig" if number == 0 else "utf-8", "replace")
+    if undecodable >= 10 and undecodable > not_ascii / 2:
+        raise ValueError(
+            f"{path} is not UTF-8 text: {undecodable:,} of its {not_ascii:,} bytes that are not "
+            "ASCII are undecodable (a file in another encoding: convert it to UTF-8)."
+        )
+
+
+def _json_entries(lines, path):
     try:
-        entries = json.load(handle)
+        entries = json.loads("".join(lines))
     except json.JSONDecodeError as error:
         raise ValueError(f"{path} is not valid JSON: {error}.") from error
     if not isinstance(entries, dict):
@@ -226,12 +243,13 @@ def load_word_vectors(path, vocabulary):
     """The vectors of ``vocabulary``'s words (and their lowercase forms) in a word-vector file:
     GloVe text (``word v1 v2 ...`` per line) or JSON ``{word: [numbers]}`` (``.json``), either
     optionally gzipped. Returns ``{word: float32 vector}``; a `ValueError` names the file (and
-    the line) when it is malformed or holds no vector for the vocabulary."""
+    the line) when it is malformed, not UTF-8, or holds no vector for the vocabulary."""
     keep = set(vocabulary) | {word.lower() for word in vocabulary}
     is_json = str(path).endswith((".json", ".json.gz"))
 
     def read(handle):
-        entries = _json_entries(handle, path) if is_json else _glove_entries(handle, path)
+        lines = _decoded_lines(handle, path)
+        entries = _json_entries(lines, path) if is_json else _glove_entries(lines, path)
         vectors = {}
         for word, values in entries:
             if word in keep:
@@ -241,7 +259,7 @@ def load_word_vectors(path, vocabulary):
                     continue  # a value that is not a number: the word is skipped
         return vectors
 
-    vectors = _read(path, read)
+    vectors = _read(path, read, binary=True)
     if not vectors:
         raise ValueError(f"No word vectors in {path} for any of {len(vocabulary):,} words.")
     return vectors

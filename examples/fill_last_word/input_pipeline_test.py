@@ -160,6 +160,10 @@ def test_word_vectors_of_glove_and_json_files(tmp_path):
     glove.write_bytes(gzip.compress(b"2 2\nthe 1 2\nto name@domain.com 3 4\n2001 5 6\nx 7 y\n"))
     vectors = data.load_word_vectors(glove, ["the", "to name@domain.com", "2001", "x", "cat"])
     assert sorted(vectors) == ["2001", "the", "to name@domain.com"]  # x: not a number
+    # A byte-order mark is left out; a stray undecodable byte is read as U+FFFD.
+    glove.write_bytes(gzip.compress(b"\xef\xbb\xbfthe 1 2\ncaf\xc3\xa9 3 4\nb\xff 5 6\n"))
+    vectors = data.load_word_vectors(glove, ["the", "café", "b\ufffd"])
+    assert sorted(vectors) == ["b\ufffd", "café", "the"]
     (tmp_path / "v.json").write_text(json.dumps({"the": [1, 2], "Cat": [3, 4], "dog": [5, 6]}))
     vectors = data.load_word_vectors(tmp_path / "v.json", ["the", "cat", "Cat"])
     assert sorted(vectors) == ["Cat", "the"]
@@ -179,10 +183,11 @@ def test_word_vectors_of_glove_and_json_files(tmp_path):
         ("v.txt", "cat 0.1\n", ["No word vectors in", "v.txt"]),
         ("v.json", '{"the": [1, 2], "a": [1]}', ["v.json", "one length"]),
         ("v.json", '{"the": [1, 2', ["v.json is not valid JSON"]),
+        ("v.txt", "café 1 2\n".encode("latin-1") * 10, ["v.txt is not UTF-8", "10 of its 10"]),
     ],
 )
 def test_a_bad_word_vector_file_is_named(tmp_path, name, content, fragments):
-    (tmp_path / name).write_text(content)
+    (tmp_path / name).write_bytes(content if isinstance(content, bytes) else content.encode())
     with pytest.raises(ValueError) as info:
         data.load_word_vectors(tmp_path / name, ["the", "a", "dog"])
     assert all(fragment in str(info.value) for fragment in fragments), info.value

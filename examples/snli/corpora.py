@@ -305,13 +305,13 @@ def _values(count):
     return f"{count} value" if count == 1 else f"{count} values"
 
 
-def _glove_entries(handle, path):
+def _glove_entries(lines, path):
     """``(word, value strings)`` of each line of a GloVe file: the vector is the last ``dim``
     fields (``dim`` from the first line), the word all before them, so that words with spaces
     (``glove.840B.300d.txt``'s ``"to name@domain.com"``) are read whole. A ``"count dim"``
     header line and blank lines are skipped."""
     dim = first = None
-    for number, line in enumerate(handle, 1):
+    for number, line in enumerate(lines, 1):
         fields = line.rstrip().split(" ")
         if fields == [""]:
             continue
@@ -333,10 +333,27 @@ def _glove_entries(handle, path):
         yield " ".join(fields[:-dim]), fields[-dim:]
 
 
-def _json_entries(handle, path):
+def _decoded_lines(handle, path):
+    """The lines of the binary ``handle`` as UTF-8 text, a byte-order mark left out and a stray
+    undecodable byte read as U+FFFD; after the last, a `ValueError` when most bytes that are not
+    ASCII do not decode (a file in another encoding, whose words would match no vocabulary)."""
+    undecodable = not_ascii = 0
+    for number, data in enumerate(handle):
+        if not data.isascii():
+            undecodable += len(data) - len(data.decode("utf-8", "ignore").encode("utf-8"))
+            not_ascii += len(data) - len(data.decode("ascii", "ignore"))
+        yield data.decode("utf-8-sig" if number == 0 else "utf-8", "replace")
+    if undecodable >= 10 and undecodable > not_ascii / 2:
+        raise ValueError(
+            f"{path} is not UTF-8 text: {undecodable:,} of its {not_ascii:,} bytes that are not "
+            "ASCII are undecodable (a file in another encoding: convert it to UTF-8)."
+        )
+
+
+def _json_entries(lines, path):
     """``(word, values)`` of a JSON file ``{word: [numbers]}``, all of one length."""
     try:
-        data = json.load(handle)
+        data = json.loads("".join(lines))
     except json.JSONDecodeError as error:
         raise ValueError(
             f"{path} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."
@@ -370,16 +387,17 @@ def load_word_vectors(path, vocabulary=None):
             for `embedding_matrix`). Default: `None`, every word.
 
     Raises:
-        ValueError: The file is not valid (the message names it, and the line or word), or
-            holds no vector for ``vocabulary``.
+        ValueError: The file is not valid (the message names it, and the line or word), not
+            UTF-8, or holds no vector for ``vocabulary``.
     """
     keep = None if vocabulary is None else set(vocabulary) | {w.lower() for w in vocabulary}
     opener = gzip.open if str(path).endswith(".gz") else open
     vectors = {}
     try:
-        with opener(path, "rt", encoding="utf-8-sig", errors="replace") as handle:
+        with opener(path, "rb") as handle:
             is_json = str(path).endswith((".json", ".json.gz"))
-            for word, values in (_json_entries if is_json else _glove_entries)(handle, path):
+            lines = _decoded_lines(handle, path)
+            for word, values in (_json_entries if is_json else _glove_entries)(lines, path):
                 if keep is None or word in keep:
                     try:
                         vectors[word] = np.asarray(values, dtype=np.float32)

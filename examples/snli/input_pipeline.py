@@ -105,11 +105,7 @@ def generate_recall_corpus(num_pairs, seed=0):
 
 
 # Pairs of the train, dev and test splits of each ``--train-size``.
-GENERATED_SIZES = {
-    "small": (900, 300, 300),
-    "medium": (3000, 600, 600),
-    "full": (30000, 3000, 3000),
-}
+GENERATED_SIZES = dict(small=(900, 300, 300), medium=(3000, 600, 600), full=(30000, 3000, 3000))
 
 
 def generated_splits(train_size="medium", seed=0):

@@ -276,6 +276,7 @@ BAD_FILES = {
         ["line 2", "2 values", "has 3"],
     ),
     "glove_not_text": ("vectors", {"v.txt": NOT_TEXT}, ["v.txt", "line 1"]),
+    "glove_latin_1": ("vectors", {"v.txt": "café 1\n".encode("latin-1") * 10}, ["not UTF-8"]),
     "json_unequal": (
         "vectors",
         {"v.json": '{"cat": [1, 2], "dog": [1]}'},

@@ -192,12 +192,7 @@ def make_parser():
         default=50,
         help="word vector size without --embeddings (the paper: 300d GloVe)",
     )
-    add(
-        "--num-copies",
-        **count,
-        default=NUM_COPIES,
-        help="redundant copies of the associative memory",
-    )
+    add("--num-copies", **count, default=NUM_COPIES, help="redundant copies of the memory")
     add(
         "--dual-key",
         choices=DUAL_KEYS,
@@ -227,9 +222,7 @@ def make_parser():
         "the generated corpus, whose short run needs a better-conditioned start)",
     )
     add = parser.add_argument_group("training").add_argument
-    add(
-        "--epochs", **count, default=4, help="number of dev checks (epochs of --eval-every batches)"
-    )
+    add("--epochs", **count, default=4, help="dev checks (epochs of --eval-every batches)")
     add(
         "--patience",
         **count,
