@@ -85,8 +85,7 @@ def reference_step(x_t, memory, previous, w, perms, dual=None, record=None):
         source = _memory_to_complex(dual[1], copies)
         h2 = as_real((key_copies(read_key, perms) * source).mean(axis=1))
     gates, c = gates_and_candidate(w, x, h, h2)
-    u = gates[:, h.shape[1] :]
-    delta = u * (c - h)
+    delta = gates[:, h.shape[1] :] * (c - h)
     output, S = h + delta, S + K * as_complex(delta)[:, None, :]
     if record is not None:
         step = dict(written=delta, read=h, source_read=h2, key=as_real(write_key))

@@ -276,7 +276,10 @@ APART = keras.layers.Bidirectional(keras.layers.GRU(**STATES), merge_mode=None)
     ],
     ids=["a string", "empty", "a function", "no state", "no sequences", "not of a pair", "apart"],
 )
-def test_bad_layers_are_named(layers, error, fragments):
-    raised = pytest.raises(error, lambda: ConditionalEncoder(layers)([np.ones((2, 5, 4))] * 2))
+@pytest.mark.parametrize(
+    "make", [ConditionalEncoder, lambda x: ConditionalEncoder.from_config({"layers": x})]
+)
+def test_bad_layers_are_named(layers, error, fragments, make):
+    raised = pytest.raises(error, lambda: make(layers)([np.ones((2, 5, 4))] * 2))
     for fragment in fragments:
         assert fragment in str(raised.value)

@@ -129,8 +129,7 @@ def _model():
         keras.layers.GRUCell(4, dropout=0.3, recurrent_dropout=0.3),
     ]
     features = ResettableRNN(cells, return_sequences=True)(embedded, reset=reset)
-    logits = keras.layers.Dense(20)(features)
-    return keras.Model({"tokens": tokens, "reset": reset}, logits), cells
+    return keras.Model({"tokens": tokens, "reset": reset}, keras.layers.Dense(20)(features)), cells
 
 
 def _data(batch=7, steps=6):

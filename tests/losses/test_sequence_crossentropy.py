@@ -69,8 +69,7 @@ def test_the_logits_mask_counts_as_zero_weights_in_the_loss_and_the_perplexity(m
 def test_without_weights_the_plain_means_and_reduction_is_the_modes(reduction):
     targets, logits, weights = _batch(4)
     nll = _numpy_token_nll(targets, logits)
-    kwargs = {} if reduction is None else {"reduction": reduction}
-    token_mean = SequenceCrossentropy(**kwargs)
+    token_mean = SequenceCrossentropy(**({} if reduction is None else {"reduction": reduction}))
     assert token_mean.reduction_mode == LOSS_REDUCTIONS[0] == "token_mean"
     weighted = token_mean(targets, logits, sample_weight=weights)
     assert np.shape(weighted) == ()

@@ -235,7 +235,12 @@ class ConditionalEncoder(RematerializedByPosition, keras.layers.Layer):
         config = dict(config)
         if "kind" in config:
             return _from_0_2_config(cls, config)
-        config["layers"] = [keras.layers.deserialize(layer) for layer in config["layers"]]
+        # A hand-edited entry that is not a layer's config reaches `__init__`, which names it.
+        if isinstance(config["layers"], (list, tuple)):
+            deserialize = keras.layers.deserialize
+            config["layers"] = [
+                deserialize(x) if isinstance(x, dict) else x for x in config["layers"]
+            ]
         return cls(**config)
 
 

@@ -174,7 +174,7 @@ def test_bad_layers_are_named():
     lstm = keras.layers.LSTM(4, **BOTH)
     attention = AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4)), name="lstm_attention")
     with pytest.raises(TypeError, match="`premise_layer` must be a keras.layers.RNN"):
-        ConditionalAttentionEncoder(keras.layers.Dense(4), attention)
+        ConditionalAttentionEncoder.from_config(dict(premise_layer=3, hypothesis_layer=attention))
     with pytest.raises(TypeError, match="`hypothesis_layer` must be an AttentionRNN"):
         ConditionalAttentionEncoder(lstm, keras.layers.LSTM(4))
     with pytest.raises(ValueError, match="return_sequences=True and return_state=True"):

@@ -252,7 +252,8 @@ class ConditionalAttentionEncoder(RematerializedByPosition, keras.layers.Layer):
     def from_config(cls, config):
         config = dict(config)
         for name in ("premise_layer", "hypothesis_layer"):
-            config[name] = keras.layers.deserialize(config[name])
+            if isinstance(config[name], dict):  # else `__init__` names the edited entry
+                config[name] = keras.layers.deserialize(config[name])
         return cls(**config)
 
 
