@@ -51,7 +51,6 @@ def test_the_tf08_spelling_loads_as_the_fully_connected_one():
             old_name = old_name.replace(new, old)
         assert old_name != name
         arrays["rnn/SelfControllerWrapper/" + old_name] = expected[name] = value
-    loaded = compat.load_original_weights(cell, arrays)
-    assert sorted(loaded) == sorted(expected)
+    assert sorted(compat.load_original_weights(cell, arrays)) == sorted(expected)
     for name, variable in compat.original_variable_names(cell).items():
         np.testing.assert_array_equal(variable.numpy(), expected[name])

@@ -173,7 +173,7 @@ def test_read_matches_reference(query, mask_empty, dtype):
     with dtype_policy(dtype):
         layer = make_layer(9, query=query, mask_empty=mask_empty)
     cache = rng.normal(size=(9, WIDTH))
-    cache[[0, 4]] = 0.0  # two empty slots
+    cache[[0, 4]], cache[1, 0] = 0.0, 0.0  # two empty slots; a filled one holding a zero
     layer.cache.assign(cache)
     layer.cache_gate.assign(rng.normal(size=(WIDTH,)))
     kernel, score_vector = set_weights(layer, rng)
@@ -194,7 +194,7 @@ def test_read_matches_reference(query, mask_empty, dtype):
     if query == "none":
         expected_weights = expected_weights[0]
     np.testing.assert_allclose(as_numpy(weights), expected_weights, rtol=0, atol=atol)
-    assert np.all(as_numpy(weights)[..., 0] == 0) == mask_empty
+    assert np.all(as_numpy(weights)[..., 0] == 0) == mask_empty and int(layer.fill_count()) == 7
     if query == "dot":  # the state's own cached copy gets the most weight
         assert int(np.argmax(as_numpy(weights)[1])) == 2
 
@@ -205,6 +205,7 @@ def test_an_empty_cache_reads_nothing_and_calls_never_write():
     for training in (True, False):
         np.testing.assert_array_equal(as_numpy(layer(states, training=training)), states)
     assert int(layer.fill_count()) == 0
+    assert not as_numpy(layer(states, return_attention_scores=True)[1]).any()  # no weight
 
 
 @pytest.mark.parametrize("query", ["additive", "dot"])

@@ -320,6 +320,7 @@ def test_hard_monotonic_decoding_step_by_step_never_moves_back():
     rng = np.random.default_rng(5)
     length, steps = 12, 10
     memory = rng.normal(size=(BATCH, length, MEMORY_DIM)).astype("float32")
+    memory[:, -2:] = np.nan  # masked padding, read as zeros (its NaN nowhere in the outputs)
     options = dict(monotonic_mode="hard", return_attention_scores=True)
     cell = AttentionWrapper(keras.layers.GRUCell(UNITS), **options)
     cell.build((None, INPUT_DIM), memory.shape)
@@ -327,7 +328,8 @@ def test_hard_monotonic_decoding_step_by_step_never_moves_back():
     states, positions = [np.zeros((BATCH, size), "float32") for size in cell.state_size], []
     for _ in range(steps):
         x = rng.normal(size=(BATCH, INPUT_DIM)).astype("float32")
-        output, states = cell(x, states, memory=memory)
+        output, states = cell(x, states, memory=memory, memory_mask=~np.isnan(memory[..., 0]))
+        assert np.isfinite(as_numpy(output)).all()
         alignment = as_numpy(output)[:, -length:]
         assert np.all(np.isin(alignment, [0.0, 1.0])) and np.all(alignment.sum(-1) <= 1)
         positions.append(np.where(alignment.any(-1), alignment.argmax(-1), length))

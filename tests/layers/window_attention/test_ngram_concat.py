@@ -47,7 +47,7 @@ class NGramConcatTest(LayerTestCase):
         self.run_nan_padding_test(lambda: NGramConcat(3, 5, use_bias=True))
         self.run_empty_input_test(lambda: NGramConcat(3, 5, return_memory=True))
         self.run_reset_tests(lambda **kw: NGramConcat(3, 4, **kw))
-        self.run_carried_memory_tests(lambda **kw: NGramConcat(3, 4, **kw))
+        self.run_carried_memory_tests(lambda **kw: NGramConcat(5, 4, **kw))
 
     def test_mixed_float16_matches_float32(self):
         inputs = RNG.normal(size=(4, 8, 9)).astype("float32")
