@@ -408,9 +408,10 @@ def generated_last_word_corpus(
 
 
 def data_file(data_dir, name):
-    """``name``, else ``name + ".gz"``: the first that is a file in ``data_dir``, or `None`."""
+    """``name``, else ``name + ".gz"``: the first that ``data_dir`` holds (a file, or a folder
+    or a link to nothing, which `main.parse_args` refuses), or `None`."""
     for candidate in (name, name + ".gz"):
-        if os.path.isfile(os.path.join(data_dir, candidate)):
+        if os.path.lexists(os.path.join(data_dir, candidate)):
             return candidate
     return None
 

@@ -67,11 +67,12 @@ def number(kind, minimum, above=False):
 
 
 def path(kind):
-    """An argparse type: an existing ``"file"`` or ``"directory"`` (as an absolute path, the
-    run's settings: however it is spelled, the same data resumes a run), or a ``"workdir"`` to
-    use or create (not a file, nor inside one)."""
+    """An argparse type (``~`` expanded): an existing ``"file"`` or ``"directory"`` (as an
+    absolute path without links, the run's settings: however it is spelled, the same data
+    resumes a run), or a ``"workdir"`` to use or create (not a file, nor inside one)."""
 
     def convert(text):
+        text = os.path.expanduser(text)
         if kind == "workdir":
             existing = os.path.abspath(text)
             while not os.path.exists(existing):
@@ -85,7 +86,7 @@ def path(kind):
             return text
         if not (os.path.isfile if kind == "file" else os.path.isdir)(text):
             raise argparse.ArgumentTypeError(f"{text!r} is not an existing {kind}")
-        return os.path.abspath(text)
+        return os.path.realpath(text)
 
     return convert
 
@@ -319,9 +320,9 @@ def parse_args(argv=None, parser=None):
             parser.error(f"argument --houses: must be <= {houses}, got {config.houses}")
         return config
     train, evaluation = input_pipeline.data_files(config)
+    option = "--train-file" if config.train_file else "--data-dir"
     if not train:
         names = [config.train_file] if config.train_file else ["train.txt", "test.txt"]
-        option = "--train-file" if config.train_file else "--data-dir"
         parser.error(
             f"argument {option}: {config.data_dir!r} has no {' or '.join(names)}, plain or .gz"
         )
@@ -329,6 +330,9 @@ def parse_args(argv=None, parser=None):
         parser.error(
             f"argument --eval-file: {config.data_dir!r} has no {config.eval_file}, plain or .gz"
         )
+    for blamed, name in ((option, train), ("--eval-file", evaluation)):
+        if not os.path.isfile(os.path.join(config.data_dir, name)):  # not read in its place
+            parser.error(f"argument {blamed}: {name} in {config.data_dir!r} is not a file")
     return config
 
 

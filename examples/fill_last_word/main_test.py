@@ -85,7 +85,7 @@ def test_a_bad_value_is_one_line_naming_the_option(capsys, argv, message):
     assert f": error: argument {message}" in line
 
 
-def test_files_the_options_name_are_checked(capsys, tmp_path):
+def test_files_the_options_name_are_checked(capsys, tmp_path, monkeypatch):
     (tmp_path / "notes.txt").write_text("nothing here\n")
     line = _error_line(capsys, ["--data-dir", str(tmp_path)], main.parse_args)
     assert "argument --data-dir" in line and "train.txt or test.txt" in line
@@ -96,6 +96,20 @@ def test_files_the_options_name_are_checked(capsys, tmp_path):
         capsys, ["--data-dir", str(tmp_path), "--train-file", "x.txt"], main.parse_args
     )
     assert "argument --train-file" in line and "x.txt" in line
+    # A train.txt that cannot be read (a link to nothing) is refused, not replaced by test.txt.
+    (tmp_path / "dev.txt").write_text("a b c\n")
+    (tmp_path / "test.txt").write_text("a b c\n")
+    (tmp_path / "train.txt").unlink()
+    (tmp_path / "train.txt").symlink_to(tmp_path / "gone.txt")
+    line = _error_line(capsys, ["--data-dir", str(tmp_path)], main.parse_args)
+    assert "argument --data-dir: train.txt in" in line and "is not a file" in line
+    # `~` is expanded (the shell leaves `--option=~/x` alone) and links are followed: another
+    # spelling of the same folder is the same run's data.
+    (tmp_path / "train.txt").unlink()
+    (tmp_path / "link").symlink_to(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main.parse_args(["--data-dir=~/link"]).data_dir == str(tmp_path)
+    assert main.parse_args(["--workdir=~/run"]).workdir == str(tmp_path / "run")
     for workdir, message in [("notes.txt", "is a file"), ("notes.txt/run", "cannot be created")]:
         line = _error_line(capsys, ["--workdir", str(tmp_path / workdir)], main.parse_args)
         assert "argument --workdir" in line and message in line

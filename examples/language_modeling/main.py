@@ -68,16 +68,18 @@ decay = checked(float, lambda v: 0 < v <= 1, "a finite number in (0, 1]")
 
 def corpus_directory(text):
     """A folder holding one of the corpora (`input_pipeline.corpus_name`), as an absolute path
-    (the run's settings: however it is spelled, the same folder resumes a run)."""
+    without links (the run's settings: however it is spelled, the same folder resumes a run)."""
+    text = os.path.expanduser(text)
     try:
         input_pipeline.corpus_name(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from error
-    return os.path.abspath(text)
+    return os.path.realpath(text)
 
 
 def directory_to_write(text):
-    """A folder that exists or can be made: not a file, nor inside one."""
+    """A folder that exists or can be made: not a file, nor inside one (``~`` expanded)."""
+    text = os.path.expanduser(text)
     path = pathlib.Path(text).absolute()
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a file, not a directory")
@@ -88,9 +90,14 @@ def directory_to_write(text):
 
 
 def file_to_write(text):
-    """A file in a folder that exists."""
-    if os.path.isdir(text) or not os.path.isdir(os.path.dirname(text) or "."):
+    """A file in a folder that exists and may be written (``~`` expanded), checked before the
+    run, which writes it at its end."""
+    text = os.path.expanduser(text)
+    folder = os.path.dirname(os.path.realpath(text))
+    if os.path.isdir(text) or not os.path.isdir(folder):
         raise argparse.ArgumentTypeError(f"{text!r} is a directory or in none that exists")
+    if not os.access(folder, os.W_OK) or (os.path.exists(text) and not os.access(text, os.W_OK)):
+        raise argparse.ArgumentTypeError(f"{text!r} cannot be written (no permission)")
     return text
 
 

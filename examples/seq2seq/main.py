@@ -69,17 +69,19 @@ def number(kind=int, low=0, strict=False):
 
 
 def data_dir(text):
-    """A folder holding the train, valid and test files, as an absolute path (the run's
-    settings: however it is spelled, the same folder resumes a run)."""
+    """A folder holding the train, valid and test files, as an absolute path without links (the
+    run's settings: however it is spelled, the same folder resumes a run); ``~`` expanded."""
+    text = os.path.expanduser(text)
     try:
         input_pipeline.find_sentence_files(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from error
-    return os.path.abspath(text)
+    return os.path.realpath(text)
 
 
 def workdir(text):
-    """A folder to use or create: not a file, nor inside one."""
+    """A folder to use or create: not a file, nor inside one (``~`` expanded)."""
+    text = os.path.expanduser(text)
     path = os.path.abspath(text)
     if os.path.exists(path) and not os.path.isdir(path):
         raise argparse.ArgumentTypeError(f"{text!r} is a file, not a directory")

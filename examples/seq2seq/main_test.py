@@ -88,6 +88,12 @@ def test_bad_paths_and_a_missing_keras_hub_are_named(capsys, tmp_path, monkeypat
     line = _error_line(capsys, main.main, ["--data-dir", str(tmp_path), "--workdir", str(run)])
     assert "error: argument --data-dir" in line and "valid.txt is empty" in line
     assert not run.exists()
+    (tmp_path / "valid.txt").write_text("a b\n")  # a folder that cannot be made: a link to none
+    (tmp_path / "gone").symlink_to(tmp_path / "nothing")
+    line = _error_line(
+        capsys, main.main, ["--data-dir", str(tmp_path), "--workdir", str(tmp_path / "gone/run")]
+    )
+    assert "error: argument --workdir" in line and "No such file or directory" in line
     monkeypatch.setitem(sys.modules, "keras_hub", None)  # not installed
     line = _error_line(capsys, main.parse_args, ["--beams", "4"])
     assert "error: argument --beams" in line and "tf-memlayers[keras-hub]" in line

@@ -155,7 +155,7 @@ def _train_and_evaluate(args, splits, settings, workdir, callbacks=()):
         # callbacks: it backs up what the others did at each epoch's end, and restores them.
         try:
             backup = RunBackup(os.path.join(rundir, "backup"), [best], settings=settings)
-        except ValueError as error:
+        except (OSError, ValueError) as error:  # another run's, or one that cannot be made
             raise WorkdirError(error) from error
         vocabulary = input_pipeline.build_vocabulary(splits["train"], max_size=args.max_vocabulary)
         batch_size = args.batch_size * strategy.num_replicas_in_sync

@@ -70,8 +70,9 @@ def number(kind, minimum, below=None, above=False):
 
 def snli_files(text):
     """An argparse type: a folder (or ``snli_1.0.zip``, or a folder holding only that archive)
-    holding every split of SNLI, as an absolute path (the run's settings: however it is
-    spelled, the same data resumes a run)."""
+    holding every split of SNLI, as an absolute path without links (the run's settings:
+    however it is spelled, the same data resumes a run); ``~`` expanded."""
+    text = folder(text)
     archive = os.path.join(text, "snli_1.0.zip")
     if os.path.isdir(text) and not corpora.find_files(text) and os.path.isfile(archive):
         text = archive
@@ -79,22 +80,23 @@ def snli_files(text):
         corpora.check_files(text)
     except (OSError, ValueError) as error:
         raise argparse.ArgumentTypeError(str(error)) from error
-    return os.path.abspath(text)
+    return text
 
 
 def existing_file(text):
-    if not os.path.isfile(text):
+    if not os.path.isfile(text := folder(text)):
         raise argparse.ArgumentTypeError(f"{text!r} is not an existing file")
-    return os.path.abspath(text)
+    return text
 
 
 def folder(text):
-    """An argparse type: a folder as an absolute path (``~`` expanded), as the run records it."""
-    return os.path.abspath(os.path.expanduser(text))
+    """An argparse type: a path as the run records it, absolute without links, ``~`` expanded."""
+    return os.path.realpath(os.path.expanduser(text))
 
 
 def workdir(text):
     """An argparse type: a directory to use or create (not a file, nor inside one)."""
+    text = os.path.expanduser(text)
     existing = os.path.abspath(text)
     while not os.path.exists(existing):
         existing = os.path.dirname(existing)

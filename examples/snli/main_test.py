@@ -105,7 +105,7 @@ def test_a_bad_value_is_one_line_naming_the_option(capsys, argv, option):
     assert f"error: argument {option}: " in _error_line(capsys, main.parse_args, argv)
 
 
-def test_paths_are_checked_when_parsed(capsys, tmp_path):
+def test_paths_are_checked_when_parsed(capsys, tmp_path, monkeypatch):
     (tmp_path / "notes.txt").write_text("nothing here\n")
     line = _error_line(capsys, main.parse_args, ["--data-dir", str(tmp_path)])
     assert "argument --data-dir: " in line and "neither SNLI 1.0 files" in line
@@ -129,6 +129,12 @@ def test_paths_are_checked_when_parsed(capsys, tmp_path):
     assert "argument --workdir: " in line and "cannot be created" in line
     for workdir in (tmp_path / "new" / "run", tmp_path):
         assert main.parse_args(["--workdir", str(workdir)]).workdir == str(workdir)
+    # `~` is expanded (the shell leaves `--option=~/x` alone) and links are followed: another
+    # spelling of the same folder is the same run's data.
+    (tmp_path / "link").symlink_to(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main.parse_args(["--data-dir=~/link"]).data_dir == str(tmp_path)
+    assert main.parse_args(["--workdir=~/run"]).workdir == str(tmp_path / "run")
 
 
 def test_what_the_run_finds_wrong_is_one_line_naming_the_option(capsys, tmp_path, monkeypatch):
