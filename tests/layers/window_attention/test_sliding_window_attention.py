@@ -61,8 +61,8 @@ class SlidingWindowAttentionTest(LayerTestCase):
     def test_journey(self, tmp_path):
         def build(embedded):
             states = keras_lstm(8, return_sequences=True)(embedded)
-            outputs = SlidingWindowAttention(3, mode="key_value")(states)
-            assert outputs._keras_mask is not None  # the mask reaches the next layer
+            outputs, scores, _ = SlidingWindowAttention(3, mode="key_value", **ALL_OUTPUTS)(states)
+            assert outputs._keras_mask is not None and scores._keras_mask is not None  # passed on
             return outputs
 
         # XLA's training step on TensorFlow: test_stateful_layer_carries_memory_inside_jit_fit.
