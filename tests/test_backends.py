@@ -19,8 +19,7 @@ def test_the_fused_loop_runs_on_tensorflow_and_jax(layer_cls):
     if BACKEND in ("tensorflow", "jax"):
         assert layer_cls(4, num_copies=2, fused_loop=True).fused_loop
         return
-    info = pytest.raises(ValueError, layer_cls, 4, num_copies=2, fused_loop=True)
-    message = str(info.value)
+    message = str(pytest.raises(ValueError, layer_cls, 4, num_copies=2, fused_loop=True).value)
     for fragment in (layer_cls.__name__, "fused_loop=True", "TensorFlow backend", "JAX", BACKEND):
         assert fragment in message, (fragment, message)
 

@@ -48,13 +48,14 @@ def test_a_stateless_layer_starts_every_call_from_zeros():
     np.testing.assert_array_equal(as_numpy(layer.keep_memory(ops.ones((2, WIDTH)))), 1.0)
     layer.reset_state()
     assert layer.memory is None
-    # No gradient flows into a given initial memory.
+    # No gradient flows into a given initial memory, nor out of the returned memory.
     start = np.ones((2, WIDTH), "float32")
     _, _, (grad_x, grad_start) = gradients(
         lambda x, start: ops.sum(ops.square(layer(x, initial_memory=start)[0])), inputs=[x, start]
     )
     assert np.abs(grad_x).max() > 0.1
     np.testing.assert_array_equal(grad_start, np.zeros_like(start))
+    assert not gradients(lambda x: ops.sum(layer(x)[1]), inputs=[x])[2][0].any()
 
 
 def test_a_stateful_layer_carries_its_memory_until_reset_or_an_initial_memory_in_its_dtype():
