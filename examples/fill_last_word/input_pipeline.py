@@ -35,12 +35,13 @@ def _check_int(name, value, minimum):
 
 
 def _open(path, binary):
-    """A handle on ``path`` (``.gz`` decompressed): binary, or text with undecodable bytes read
-    as U+FFFD and a byte-order mark left out."""
+    """A handle on ``path`` (``.gz`` decompressed): binary, or UTF-8 text (universal newlines, a
+    byte-order mark left out) with each undecodable byte kept as a surrogate, for
+    `_decoded_lines`."""
     opener = gzip.open if str(path).endswith(".gz") else open
     if binary:
         return opener(path, "rb")
-    return opener(path, "rt", encoding="utf-8-sig", errors="replace")
+    return opener(path, "rt", encoding="utf-8-sig", errors="surrogateescape")
 
 
 def _read(path, read, binary=False):
@@ -210,15 +211,17 @@ def _glove_entries(lines, path):
 
 
 def _decoded_lines(handle, path):
-    """The lines of the binary ``handle`` as UTF-8 text, a byte-order mark left out and a stray
-    undecodable byte read as U+FFFD; after the last, a `ValueError` when most bytes that are not
-    ASCII do not decode (a file in another encoding, whose words would match no vocabulary)."""
+    """The lines of `_open`'s text ``handle``, a stray undecodable byte read as U+FFFD; after the
+    last, a `ValueError` when most bytes that are not ASCII do not decode (a file in another
+    encoding, whose words would match no vocabulary)."""
     undecodable = not_ascii = 0
-    for number, data in enumerate(handle):
-        if not data.isascii():
+    for line in handle:
+        if not line.isascii():
+            data = line.encode("utf-8", "surrogateescape")  # the bytes read
             undecodable += len(data) - len(data.decode("utf-8", "ignore").encode("utf-8"))
             not_ascii += len(data) - len(data.decode("ascii", "ignore"))
-        yield data.decode("utf-8-sig" if number == 0 else "utf-8", "replace")
+            line = data.decode("utf-8", "replace")
+        yield line
     if undecodable >= 10 and undecodable > not_ascii / 2:
         raise ValueError(
             f"{path} is not UTF-8 text: {undecodable:,} of its {not_ascii:,} bytes that are not "
@@ -259,7 +262,7 @@ def load_word_vectors(path, vocabulary):
                     continue  # a value that is not a number: the word is skipped
         return vectors
 
-    vectors = _read(path, read, binary=True)
+    vectors = _read(path, read)
     if not vectors:
         raise ValueError(f"No word vectors in {path} for any of {len(vocabulary):,} words.")
     return vectors

@@ -160,8 +160,8 @@ def test_word_vectors_of_glove_and_json_files(tmp_path):
     glove.write_bytes(gzip.compress(b"2 2\nthe 1 2\nto name@domain.com 3 4\n2001 5 6\nx 7 y\n"))
     vectors = data.load_word_vectors(glove, ["the", "to name@domain.com", "2001", "x", "cat"])
     assert sorted(vectors) == ["2001", "the", "to name@domain.com"]  # x: not a number
-    # A byte-order mark is left out; a stray undecodable byte is read as U+FFFD.
-    glove.write_bytes(gzip.compress(b"\xef\xbb\xbfthe 1 2\ncaf\xc3\xa9 3 4\nb\xff 5 6\n"))
+    # A byte-order mark is left out, any line end ends a line, a stray undecodable byte is U+FFFD.
+    glove.write_bytes(gzip.compress(b"\xef\xbb\xbfthe 1 2\rcaf\xc3\xa9 3 4\r\nb\xff 5 6\n"))
     vectors = data.load_word_vectors(glove, ["the", "café", "b\ufffd"])
     assert sorted(vectors) == ["b\ufffd", "café", "the"]
     (tmp_path / "v.json").write_text(json.dumps({"the": [1, 2], "Cat": [3, 4], "dog": [5, 6]}))

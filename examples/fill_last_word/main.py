@@ -68,8 +68,9 @@ def number(kind, minimum, above=False):
 
 def path(kind):
     """An argparse type (``~`` expanded): an existing ``"file"`` or ``"directory"`` (as an
-    absolute path without links, the run's settings: however it is spelled, the same data
-    resumes a run), or a ``"workdir"`` to use or create (not a file, nor inside one)."""
+    absolute path without links but for a file's name, the run's settings: however it is
+    spelled, the same data resumes a run), or a ``"workdir"`` to use or create (not a file,
+    nor inside one)."""
 
     def convert(text):
         text = os.path.expanduser(text)
@@ -86,7 +87,10 @@ def path(kind):
             return text
         if not (os.path.isfile if kind == "file" else os.path.isdir)(text):
             raise argparse.ArgumentTypeError(f"{text!r} is not an existing {kind}")
-        return os.path.realpath(text)
+        if kind == "directory":
+            return os.path.realpath(text)
+        head, name = os.path.split(os.path.abspath(text))  # its ending tells the file's format
+        return os.path.join(os.path.realpath(head), name)
 
     return convert
 

@@ -110,6 +110,10 @@ def test_files_the_options_name_are_checked(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     assert main.parse_args(["--data-dir=~/link"]).data_dir == str(tmp_path)
     assert main.parse_args(["--workdir=~/run"]).workdir == str(tmp_path / "run")
+    (tmp_path / "v.txt.gz").symlink_to(tmp_path / "dev.txt")  # a file's name tells its format
+    assert main.parse_args(["--embeddings=~/link/v.txt.gz"]).embeddings == str(
+        tmp_path / "v.txt.gz"
+    )
     for workdir, message in [("notes.txt", "is a file"), ("notes.txt/run", "cannot be created")]:
         line = _error_line(capsys, ["--workdir", str(tmp_path / workdir)], main.parse_args)
         assert "argument --workdir" in line and message in line

@@ -93,10 +93,13 @@ def file_to_write(text):
     """A file in a folder that exists and may be written (``~`` expanded), checked before the
     run, which writes it at its end."""
     text = os.path.expanduser(text)
-    folder = os.path.dirname(os.path.realpath(text))
-    if os.path.isdir(text) or not os.path.isdir(folder):
+    # Its folder as written, and the one a link at its end points into.
+    folders = (os.path.dirname(text) or ".", os.path.dirname(os.path.realpath(text)))
+    if os.path.isdir(text) or not all(map(os.path.isdir, folders)):
         raise argparse.ArgumentTypeError(f"{text!r} is a directory or in none that exists")
-    if not os.access(folder, os.W_OK) or (os.path.exists(text) and not os.access(text, os.W_OK)):
+    if not os.access(folders[1], os.W_OK) or (
+        os.path.exists(text) and not os.access(text, os.W_OK)
+    ):
         raise argparse.ArgumentTypeError(f"{text!r} cannot be written (no permission)")
     return text
 

@@ -135,8 +135,9 @@ def test_files_and_folders_are_checked_when_parsed(capsys, tmp_path):
     assert main.parse_args(["--workdir", str(tmp_path / "new")]).workdir == str(tmp_path / "new")
     # Checked before the run, which writes it at its end: a link into a folder that is gone.
     (tmp_path / "link.json").symlink_to(tmp_path / "gone" / "metrics.json")
-    line = error_line(capsys, main.parse_args, ["--metrics-file", str(tmp_path / "link.json")])
-    assert "error: argument --metrics-file" in line and "in none that exists" in line
+    for bad in ("link.json", "gone/../m.json", "gone/"):
+        line = error_line(capsys, main.parse_args, ["--metrics-file", f"{tmp_path}/{bad}"])
+        assert "error: argument --metrics-file" in line and "in none that exists" in line
 
 
 REFUSED = [

@@ -334,15 +334,16 @@ def _glove_entries(lines, path):
 
 
 def _decoded_lines(handle, path):
-    """The lines of the binary ``handle`` as UTF-8 text, a byte-order mark left out and a stray
-    undecodable byte read as U+FFFD; after the last, a `ValueError` when most bytes that are not
-    ASCII do not decode (a file in another encoding, whose words would match no vocabulary)."""
+    """The lines of a text ``handle`` read with ``errors="surrogateescape"``, stray undecodable
+    bytes as U+FFFD; after the last, a `ValueError` when most bytes that are not ASCII do not."""
     undecodable = not_ascii = 0
-    for number, data in enumerate(handle):
-        if not data.isascii():
+    for line in handle:
+        if not line.isascii():
+            data = line.encode("utf-8", "surrogateescape")  # the bytes read
             undecodable += len(data) - len(data.decode("utf-8", "ignore").encode("utf-8"))
             not_ascii += len(data) - len(data.decode("ascii", "ignore"))
-        yield data.decode("utf-8-sig" if number == 0 else "utf-8", "replace")
+            line = data.decode("utf-8", "replace")
+        yield line
     if undecodable >= 10 and undecodable > not_ascii / 2:
         raise ValueError(
             f"{path} is not UTF-8 text: {undecodable:,} of its {not_ascii:,} bytes that are not "
@@ -394,10 +395,9 @@ def load_word_vectors(path, vocabulary=None):
     opener = gzip.open if str(path).endswith(".gz") else open
     vectors = {}
     try:
-        with opener(path, "rb") as handle:
-            is_json = str(path).endswith((".json", ".json.gz"))
-            lines = _decoded_lines(handle, path)
-            for word, values in (_json_entries if is_json else _glove_entries)(lines, path):
+        with opener(path, "rt", encoding="utf-8-sig", errors="surrogateescape") as handle:
+            read = _json_entries if str(path).endswith((".json", ".json.gz")) else _glove_entries
+            for word, values in read(_decoded_lines(handle, path), path):
                 if keep is None or word in keep:
                     try:
                         vectors[word] = np.asarray(values, dtype=np.float32)

@@ -234,7 +234,8 @@ def test_glove_words_with_spaces_headers_and_bad_values(tmp_path):
     np.testing.assert_array_equal(loaded["cat"], [4, 5, 6])
     everything = corpora.load_word_vectors(tmp_path / "v.txt")
     np.testing.assert_array_equal(everything["to name@domain.com"], [9, 9, 9])
-    (tmp_path / "w.txt").write_text("the 1 2\nto name@domain.com 3 4\n2001 5 6\n")
+    # A byte-order mark is left out, and any line end ends a line.
+    (tmp_path / "w.txt").write_bytes(b"\xef\xbb\xbfthe 1 2\rto name@domain.com 3 4\r\n2001 5 6\n")
     assert sorted(corpora.load_word_vectors(tmp_path / "w.txt")) == [
         "2001",
         "the",
