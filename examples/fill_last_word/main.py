@@ -89,8 +89,8 @@ def path(kind):
             raise argparse.ArgumentTypeError(f"{text!r} is not an existing {kind}")
         if kind == "directory":
             return os.path.realpath(text)
-        head, name = os.path.split(os.path.abspath(text))  # its ending tells the file's format
-        return os.path.join(os.path.realpath(head), name)
+        head, name = os.path.split(text)  # its ending tells the file's format
+        return os.path.join(os.path.realpath(head or "."), name)  # `..` after a link followed
 
     return convert
 

@@ -111,9 +111,13 @@ def test_files_the_options_name_are_checked(capsys, tmp_path, monkeypatch):
     assert main.parse_args(["--data-dir=~/link"]).data_dir == str(tmp_path)
     assert main.parse_args(["--workdir=~/run"]).workdir == str(tmp_path / "run")
     (tmp_path / "v.txt.gz").symlink_to(tmp_path / "dev.txt")  # a file's name tells its format
-    assert main.parse_args(["--embeddings=~/link/v.txt.gz"]).embeddings == str(
-        tmp_path / "v.txt.gz"
-    )
+    embeddings = main.parse_args(["--embeddings=~/link/v.txt.gz"]).embeddings
+    assert embeddings == str(tmp_path / "v.txt.gz")
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    (tmp_path / "deep" / "v.txt").write_text("the 1 2\n")
+    (tmp_path / "down").symlink_to(tmp_path / "deep" / "er")  # `down/..` is where it points
+    embeddings = main.parse_args(["--embeddings", f"{tmp_path}/down/../v.txt"]).embeddings
+    assert embeddings == str(tmp_path / "deep" / "v.txt")
     for workdir, message in [("notes.txt", "is a file"), ("notes.txt/run", "cannot be created")]:
         line = _error_line(capsys, ["--workdir", str(tmp_path / workdir)], main.parse_args)
         assert "argument --workdir" in line and message in line

@@ -91,8 +91,8 @@ def existing_file(text):
 
 def folder(text):
     """An argparse type: a path as the run records it (absolute, ``~`` expanded, no links)."""
-    head, name = os.path.split(os.path.abspath(os.path.expanduser(text)))
-    path = os.path.join(os.path.realpath(head), name)  # a file's name tells its format
+    head, name = os.path.split(os.path.expanduser(text))  # `..` after a link: where it points
+    path = os.path.join(os.path.realpath(head or "."), name)  # a file's name tells its format
     return os.path.realpath(path) if os.path.isdir(path) else path
 
 

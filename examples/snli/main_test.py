@@ -136,9 +136,8 @@ def test_paths_are_checked_when_parsed(capsys, tmp_path, monkeypatch):
     assert main.parse_args(["--data-dir=~/link"]).data_dir == str(tmp_path)
     assert main.parse_args(["--workdir=~/run"]).workdir == str(tmp_path / "run")
     (tmp_path / "v.txt.gz").symlink_to(tmp_path / "notes.txt")  # a file's name tells its format
-    assert main.parse_args(["--embeddings=~/link/v.txt.gz"]).embeddings == str(
-        tmp_path / "v.txt.gz"
-    )
+    embeddings = main.parse_args(["--embeddings=~/link/v.txt.gz"]).embeddings
+    assert embeddings == str(tmp_path / "v.txt.gz")
 
 
 def test_what_the_run_finds_wrong_is_one_line_naming_the_option(capsys, tmp_path, monkeypatch):
