@@ -11,8 +11,7 @@ from tf_memlayers._tensorflow import require_tensorflow
 def test_without_tensorflow_the_error_names_the_part_that_needs_it(monkeypatch):
     # None in sys.modules: the next `import tensorflow` fails as on a machine without it.
     monkeypatch.setitem(sys.modules, "tensorflow", None)
-    raised = pytest.raises(ModuleNotFoundError, require_tensorflow, "the fused AM-GRU loop")
-    error = raised.value
+    error = pytest.raises(ModuleNotFoundError, require_tensorflow, "the fused AM-GRU loop").value
     assert error.name == "tensorflow"
     message = str(error)
     assert message.startswith("the fused AM-GRU loop needs TensorFlow, which is not installed.")

@@ -26,7 +26,7 @@ def _modules(package, walk=False):
 # utilities and the TFLite conversion of the SNLI model need TensorFlow.
 CALLBACKS = ["reset_language_model_states", "state_reset_callback", "cache_episodes_callback"]
 CALLBACKS += ["window_attention_callback", "memory_retrieval_heatmap", "pair_attention_heatmap"]
-CALLBACKS += ["pair_probe"]
+CALLBACKS += ["pair_probe", "write_heatmap"]
 CALLBACKS = [f"tf_memlayers.callbacks.{name}" for name in CALLBACKS]
 MODULES = [f"tf_memlayers.{name}" for name in ("models", "metrics", "losses", "regularizers")]
 MODULES = [*(m for name in MODULES for m in _modules(name)), "tf_memlayers.initializers"]

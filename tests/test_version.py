@@ -28,8 +28,7 @@ def test_the_version_is_a_pep_440_version_exported_by_the_package_and_the_distri
     with open(REPO_ROOT / "pyproject.toml", "rb") as file:
         project = tomllib.load(file)
     assert "version" in project["project"]["dynamic"]
-    attribute = project["tool"]["setuptools"]["dynamic"]["version"]["attr"]
-    module, name = attribute.rsplit(".", 1)
+    module, name = project["tool"]["setuptools"]["dynamic"]["version"]["attr"].rsplit(".", 1)
     assert getattr(importlib.import_module(module), name) == __version__
     # The installed metadata (none where the package is only importable from the checkout).
     with contextlib.suppress(importlib.metadata.PackageNotFoundError):

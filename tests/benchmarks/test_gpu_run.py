@@ -242,8 +242,7 @@ def test_the_goals_take_the_worst_measured_row_and_say_why_a_missed_one_is_misse
     # A goal not measured says why: the failed table of its backend, the row left compiling.
     torch = goals["window attention / floor on torch"]
     assert (torch["met"], torch["why"]) == ("not measured", "run-2: failed: RuntimeError: x")
-    kernels = goals["AM-GRU Pallas kernels (C = 8) / GRU"]
-    assert kernels["why"] == f"run-3: {fused['status']}"
+    assert goals["AM-GRU Pallas kernels (C = 8) / GRU"]["why"] == f"run-3: {fused['status']}"
     mha = goals["window attention / MHA, every T"]
     assert (mha["worst"], mha["where"], mha["met"]) == (1.1, "T = 20, float32", "no")
     assert mha["why"].startswith("floor alone: 0.95 × MHA")

@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from tf_memlayers.callbacks.write_heatmap import heatmap_image, matrix_markdown
+from tf_memlayers.callbacks.write_heatmap import colour_map, heatmap_image, matrix_markdown
 
 
 def test_heatmaps_keep_the_matplotlib_backend_are_legible_and_long_curves_keep_their_size():
@@ -42,3 +42,12 @@ def test_labels_show_as_written_in_tensorboard():
     shown = html(matrix_markdown([[0] * 11], ["# 1."], words)).replace("&lt;", "<")
     cells = re.findall(r"<t[hd]>(.*?)</t[hd]>", shown.replace("&gt;", ">").replace("&amp;", "&"))
     assert cells[:13] == ["", *words, "# 1."]
+
+
+def test_the_colours_span_the_scale_given_and_the_rows_are_labelled():
+    middle = colour_map([[0.0, 1.0, 2.0]])[0, 1]  # 1 on a scale from 0 to 2
+    np.testing.assert_array_equal(colour_map([[1.0]], vmin=0.0, vmax=2.0)[0, 0], middle)
+    pytest.importorskip("matplotlib")
+    close = [[0.49, 0.51]]  # near-equal values take near-equal colours on a fixed scale
+    assert not np.array_equal(heatmap_image(close, vmin=0.0, vmax=1.0), heatmap_image(close))
+    assert not np.array_equal(heatmap_image(close, ["row"]), heatmap_image(close))

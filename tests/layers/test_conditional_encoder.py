@@ -65,8 +65,7 @@ class ConditionalEncoderTest(LayerTestCase):
 
 def _pair(rng, batch=2, premise_length=5, hypothesis_length=3, dim=6):
     premise = rng.normal(size=(batch, premise_length, dim)).astype("float32")
-    hypothesis = rng.normal(size=(batch, hypothesis_length, dim)).astype("float32")
-    return premise, hypothesis
+    return premise, rng.normal(size=(batch, hypothesis_length, dim)).astype("float32")
 
 
 def _built(kind, dim=6, **kwargs):

@@ -291,8 +291,7 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
     greedy = generate(step_model, prompt, 4, temperature=0)
     assert greedy.shape == (2, 4)
     # Greedy: each token is the full model's most likely next token after the text so far.
-    text = np.concatenate([prompt, greedy[:, :-1]], axis=1)
-    full = as_numpy(model.predict_on_batch(text))
+    full = as_numpy(model.predict_on_batch(np.concatenate([prompt, greedy[:, :-1]], axis=1)))
     np.testing.assert_array_equal(greedy, np.argmax(full[:, prompt.shape[1] - 1 :], axis=-1))
     # The step model's recurrent weights are its own: the language model's compiled step (on
     # JAX it donates, and so deletes, its variables' buffers) leaves the step model working.

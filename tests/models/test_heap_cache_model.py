@@ -87,8 +87,7 @@ def test_mixed_precision_training_writes_float32_cache():
     keras.config.set_dtype_policy("mixed_float16")
     rng = np.random.default_rng(4)
     # Compiled (torch.compile, which takes seconds on a CPU, in the reference test alone).
-    jit_compile = BACKEND != "torch"
-    model = compile_model(build_model(cache_size=8, query="additive"), jit_compile)
+    model = compile_model(build_model(cache_size=8, query="additive"), BACKEND != "torch")
     x, y = data(rng, 16)
     model.fit(x, y, batch_size=8, epochs=1, verbose=0)
     layer = model.get_layer("cache")

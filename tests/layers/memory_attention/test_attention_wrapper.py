@@ -296,8 +296,7 @@ def test_monotonic_gradients_match_the_reference_and_each_other(float64_policy, 
     seen = np.random.default_rng(4).normal(size=(BATCH, STEPS, 8))
     parallel = _monotonic_gradients("parallel", position, seen)
     found, (x, memory, mask), (cell_weights, own), options = parallel
-    recursive = _monotonic_gradients("recursive", position, seen)[0]
-    assert_close(found, recursive, atol=1e-10)
+    assert_close(found, _monotonic_gradients("recursive", position, seen)[0], atol=1e-10)
 
     # The reference's derivatives by complex steps, exact to rounding: f' = Im f(v + ih) / h.
     def reference_loss(arrays):
