@@ -37,8 +37,7 @@ def as_real(z):
 def _memory_to_complex(memory, copies):
     m = memory.shape[1] // (2 * copies)
     re = memory[:, : copies * m].reshape(-1, copies, m)
-    im = memory[:, copies * m :].reshape(-1, copies, m)
-    return re + 1j * im
+    return re + 1j * memory[:, copies * m :].reshape(-1, copies, m)
 
 
 def memory_to_real(memory):

@@ -661,5 +661,4 @@ class LayerTestCase:
         # A cell's sizes add up to its cell's output; a layer checks the sum when built.
         width, sizes = getattr(make(), "cell_output_size", None) or 12, [1] * (count - 1)
         sizes.append(width - sum(sizes))
-        config = make(sizes=np.array(sizes)).get_config()
-        assert json.loads(json.dumps(config))["sizes"] == sizes
+        assert json.loads(json.dumps(make(sizes=np.array(sizes)).get_config()))["sizes"] == sizes

@@ -78,8 +78,7 @@ def _snli(kind, rng, fixed=False):
 
 def _step_model(rng):
     options = dict(stateful=False, sequence_length=None, **SMALL)
-    model = language_model(VOCAB, "key_value", "parallel", **options)
-    step_model = build_step_model(model)
+    step_model = build_step_model(language_model(VOCAB, "key_value", "parallel", **options))
     states = [rng.normal(size=s.shape).astype("float32") for s in initial_step_state(step_model, 2)]
     return step_model, [rng.integers(0, VOCAB, (2, 1)).astype("int32"), *states], None, None
 

@@ -71,8 +71,7 @@ def _case(name, rng):
             states = keras.layers.GRU(10, return_sequences=True)(emb(ids))
             cache = HeapCacheAttention(cache_size=4, attention_units=5, query="additive")
             # Its step writes the cache: the whole global batch's states on every device.
-            outputs = keras.layers.Dense(3)(cache(AttentionPooling(5)(states)))
-            model = HeapCacheModel(ids, outputs)
+            model = HeapCacheModel(ids, keras.layers.Dense(3)(cache(AttentionPooling(5)(states))))
             cache.insert(cached)  # a filled cache (a weight, copied with the others)
             return model
 

@@ -52,6 +52,9 @@ def test_faithful_mode_sums_over_time_and_freezes_batch_norm():
     assert model.optimizer.clipnorm is None
     x, y = token_batch(rng)
     model.fit(x, y, epochs=2, batch_size=8, verbose=0)
+    logits = model.predict(x, verbose=0)  # the loss reads logits (no softmax in the model)
+    want = -np.mean(keras.ops.convert_to_numpy(keras.ops.log_softmax(logits))[range(16), y])
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(model.loss(y, logits)), want, 1e-5)
     for name in ("state_norm", "logits_norm"):
         norm = model.get_layer(name)
         np.testing.assert_array_equal(norm.moving_mean.numpy(), 0.0)

@@ -24,6 +24,10 @@ def test_the_default_encoder_and_the_optimizer_are_the_papers():
     assert (first.units, first.num_copies, top.units) == (100, 8, 100)
     assert model.get_layer("relu_0").units == model.get_layer("relu_1").units == 100
     assert model.name == "snli"
+    features = keras.Model(model.inputs, model.get_layer("features").output)
+    p, h, distance = np.split(features.predict([np.array([[3, 4]]), np.array([[5, 0]])]), 3, -1)
+    np.testing.assert_allclose(distance, np.abs(p - h))  # the paper's |p - h| beside p and h
+    assert not build_snli_model(20, train_embeddings=False).get_layer("embedding").trainable
     # Adam without momentum, with the clip norm given.
     for clip_norm, expected in [(5.0, 5.0), (0.5, 0.5), (0, None), (None, None)]:
         optimizer = compile_snli_model(model, clip_norm=clip_norm).optimizer

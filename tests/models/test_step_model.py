@@ -81,6 +81,7 @@ def test_step_model_names_its_state_and_generates_from_a_seed_or_a_given_state()
     np.testing.assert_array_equal(from_state, generate(step_model, longer, 3, temperature=0))
     from_zeros = generate(step_model, prompt, 3, temperature=0, initial_state=zeros)
     np.testing.assert_array_equal(from_zeros, generate(step_model, prompt, 3, temperature=0))
+    np.testing.assert_array_equal(generate(step_model, prompt, 3, temperature=1e-4), from_zeros)
 
 
 @pytest.fixture(scope="module")

@@ -138,8 +138,7 @@ def test_a_masked_step_ignores_non_finite_projections(jit_compile):
 
 def test_layers_of_different_widths_share_the_compiled_loops():
     """Two fused layers of different widths in one model (the loops are traced per width)."""
-    rng = np.random.default_rng(4)
-    xs, models = tf.constant(rng.normal(size=(3, 5, 6)), tf.float32), []
+    xs, models = tf.constant(np.random.default_rng(4).normal(size=(3, 5, 6)), tf.float32), []
     for fused in (False, True):
         keras.utils.set_random_seed(2)
         inputs = keras.Input((None, 6))

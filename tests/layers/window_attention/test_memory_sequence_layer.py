@@ -87,8 +87,7 @@ def test_a_stateful_layer_carries_its_memory_until_reset_or_an_initial_memory_in
     # The memory is cast to the inputs' dtype, and stored in its own.
     memory = layer.incoming_memory(ops.convert_to_tensor(x.astype("float64")), start)
     assert keras.backend.standardize_dtype(memory.dtype) == "float64"
-    kept = layer.keep_memory(ops.ones((2, 1, WIDTH), "float64") * 0.5)
-    assert tuple(kept.shape) == (2, WIDTH)
+    assert tuple(layer.keep_memory(ops.ones((2, 1, WIDTH), "float64") * 0.5).shape) == (2, WIDTH)
     assert keras.backend.standardize_dtype(layer.memory.dtype) == "float32"
     np.testing.assert_array_equal(as_numpy(layer.memory), np.full((2, WIDTH), 0.5, "float32"))
 

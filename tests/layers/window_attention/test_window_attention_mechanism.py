@@ -90,8 +90,7 @@ def test_the_weights_and_the_flat_memory_follow_the_pieces(mode, sizes, width, p
     output_units, attention = units or value, attention_units or key
     assert layer._sizes_for(width) == (output_units, 3 * (stored + 1))
     layer.build((None, None, width))
-    shapes = {w.name: tuple(w.shape) for w in layer.weights}
-    assert shapes == {
+    assert {w.name: tuple(w.shape) for w in layer.weights} == {
         "memory_kernel": (key, attention),  # W^Y
         "query_kernel": (key, attention),  # W^h
         "score_vector": (attention,),  # w
