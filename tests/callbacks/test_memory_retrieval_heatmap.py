@@ -35,10 +35,9 @@ def _reference_matrix(model, heatmap):
     vectors = model.get_layer("embedding").embeddings.numpy()
     dual = model.get_layer("encoder").encoder_layers[0].hypothesis_layer.cell
     names = "key gate gate_bias candidate candidate_bias dual_gate dual_candidate".split()
-    owners = [dual.premise_cell] * 5 + [dual] * 2
     w = {
         name: np.asarray(getattr(owner, name if "bias" in name else f"{name}_kernel"), np.float64)
-        for name, owner in zip(names, owners)
+        for name, owner in zip(names, [dual.premise_cell] * 5 + [dual] * 2)
     }
     premise, hypothesis = vectors[heatmap.premise_ids[0]], vectors[heatmap.hypothesis_ids[0]]
     want = conditional_encoding_retrievals(premise, hypothesis, w, 8, 2, dual_key="paper")

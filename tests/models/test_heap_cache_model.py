@@ -69,6 +69,8 @@ def test_only_fit_writes_and_keras_file_and_weights_restore_the_cache(tmp_path):
     model.save(str(tmp_path / "model.keras"))
     loaded = keras.saving.load_model(str(tmp_path / "model.keras"))
     assert isinstance(loaded, HeapCacheModel) and loaded.weight_decay == 1e-4
+    again = HeapCacheModel(model.inputs, model.outputs, weight_decay=0.5)  # its layers' own kept
+    assert {w.regularizer.coefficient for w in again.trainable_weights} == {1e-4}
     np.testing.assert_array_equal(as_numpy(loaded.get_layer("cache").cache), saved)
     np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
     np.testing.assert_array_equal(as_numpy(layer.cache), saved)  # evaluate, predict: no write

@@ -518,9 +518,8 @@ def test_several_mechanisms_match_the_reference_in_float64(float64_policy, row):
     scored = [(named_weights(m.weights), options_of(k)) for m, k in zip(mechanisms, kinds)]
     cell_weights = tuple(as_numpy(v) for v in wrapper.cell.weights)
     args = (x, memories, masks, cell_weights, scored, attention_of, position, output_attention)
-    feeding = options().get("input_feeding", True)
     want, want_alignments = several_mechanisms_reference(
-        *args, input_feeding=feeding, sequence_mask=sequence_mask
+        *args, input_feeding=options().get("input_feeding", True), sequence_mask=sequence_mask
     )
     np.testing.assert_allclose(as_numpy(got), want, atol=1e-10, rtol=0)
     assert [a.shape[-1] for a in alignments] == [LENGTH, 4]
