@@ -10,6 +10,7 @@ from tf_memlayers.callbacks.cache_attention_callback import cache_attention_by_i
 from tf_memlayers.layers.cache_attention.attention_pooling import AttentionPooling
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
 from tf_memlayers.models.fill_last_word import (
+    build_fill_last_word_model,
     compile_fill_last_word_model,
     fill_last_word_optimizer,
 )
@@ -39,6 +40,11 @@ def test_paper_mode_layers_and_names():
     bare = small_model(embeddings=matrix)
     assert bare.cache_layers == [] and bare.get_layer("encoder").return_sequences is False
     np.testing.assert_array_equal(bare.get_layer("embedding").embeddings.numpy(), matrix)
+    # The defaults: 40 context steps, 128 LSTM units, 100-wide word vectors from N(0, 0.9^2).
+    default = build_fill_last_word_model(300)
+    assert default.input_shape == (None, 40) and default.get_layer("encoder").units == 128
+    vectors = default.get_layer("embedding").embeddings.numpy()
+    assert vectors.shape == (300, 100) and np.std(vectors) == pytest.approx(0.9, rel=0.02)
 
 
 def test_faithful_mode_sums_over_time_and_freezes_batch_norm():

@@ -51,6 +51,19 @@ def test_training_step_writes_like_the_reference(jit_compile):
     assert np.all(np.any(expected != 0, axis=-1))
 
 
+def test_two_caches_each_take_their_own_layers_states():
+    inputs = keras.Input((FEATURES,))
+    states = [keras.layers.Dense(WIDTH, name=f"states_{i}")(inputs) for i in range(2)]
+    reads = [HeapCacheAttention(8, 4, policy="topk")(state) for state in states]
+    outputs = keras.layers.Dense(CLASSES)(keras.layers.Concatenate()(reads))
+    model = compile_model(HeapCacheModel(inputs, outputs))
+    x, y = data(np.random.default_rng(5), 8)
+    model.train_on_batch(x, y)
+    for i, cache in enumerate(model.cache_layers):  # all 8 states enter each cache
+        states = np.sort(as_numpy(model.get_layer(f"states_{i}")(x)), axis=0)
+        np.testing.assert_allclose(np.sort(as_numpy(cache.cache), axis=0), states, atol=1e-6)
+
+
 def test_only_fit_writes_and_keras_file_and_weights_restore_the_cache(tmp_path):
     # (The default query's round trip, in the last-word model: test_builders_on_every_backend.py.)
     rng = np.random.default_rng(1)

@@ -255,6 +255,12 @@ def test_keras_hub_samplers_and_an_end_token_drive_generation(prompt_length, mon
         assert (ended[row, first:] == end).all()
     by_name = generate(step_model, prompt, 6, sampler="greedy", end_token_id=end)
     np.testing.assert_array_equal(by_name, ended)
+    # Only a generated end token ends a row, not one that ends the prompt.
+    closed, draw = np.c_[prompt, [end, end]], keras_hub.samplers.RandomSampler
+    free = generate(step_model, closed, 6, sampler=draw(seed=0))
+    got = generate(step_model, closed, 6, sampler=draw(seed=0), end_token_id=end)
+    np.testing.assert_array_equal(got, np.where(np.cumsum(free == end, 1) > 0, end, free))
+    assert (got != end).any()
     # A beam search ranks an ended beam by its text up to the end token (here row 1 ends at
     # once, where a search scoring the tokens after the end would not).
     beams = generate(step_model, prompt, 4, end_token_id=end, sampler=beam_sampler)
