@@ -548,8 +548,12 @@ class AttentionWrapper(RecomputedWithItsLayer, ScoredAttention, keras.layers.Lay
     @property
     def output_size(self):
         size = self.attention_width if self.output_attention else self.cell_output_size
-        # With the alignments, each step's output is [output, weights over the memories].
-        return size + sum(self.memory_lengths) if self.return_attention_scores else size
+        if not self.return_attention_scores:
+            return size
+        # With the alignments, each step's output is [output, weights over the memories]:
+        # unknown (None) until built where a length is.
+        lengths = self.memory_lengths
+        return None if size is None or None in lengths else size + sum(lengths)
 
     def build(self, inputs_shape, memory_shape=None):
         owner = check.owner_of(type(self).__name__)
