@@ -93,12 +93,27 @@ def test_check_number_accepts_exactly_the_interval_of_its_bounds(
                 check_number("rate", value, owner="Owner", **bounds)
 
 
-def test_check_bool_takes_python_and_numpy_bools_only():
+def test_check_bool_takes_bools_only_check_choice_lists_the_choices_and_check_even_evens():
     for value in (True, False, np.True_, np.False_):
         assert check_bool("flag", value) is bool(value)
     for value in (1, 0, "no", None, np.array([True])):
         with _raises(f"Owner: `flag` must be a bool, got {value!r}.", TypeError):
             check_bool("flag", value, owner="Owner")
+    # check_choice lists the choices.
+    assert check_choice("mode", "b", ("a", "b")) == "b"
+    with _raises("Owner: `mode` must be one of 'a', 'b'; got 'c'."):
+        check_choice("mode", "c", ("a", "b"), owner="Owner")
+    with _raises("`mode` must be one of 'a', 'b'; got None."):
+        check_choice("mode", None, ["a", "b"])
+    # check_even takes even integers from two.
+    assert check_even("units", 2, "real and imaginary halves") == 2
+    assert check_even("units", np.int64(8), "real and imaginary halves") == 8
+    with _raises("Cell: `units` must be even (real and imaginary halves); got 7."):
+        check_even("units", 7, "real and imaginary halves", owner="Cell")
+    for value in (0, -2):
+        with _raises(f"`units` must be >= 2, got {value}."):
+            check_even("units", value, "why")
+    pytest.raises(TypeError, check_even, "units", 4.0, "why").match("`units` must be an integer")
 
 
 def test_check_sizes_returns_a_tuple_of_positive_ints_and_names_what_is_wrong():
@@ -119,25 +134,6 @@ def test_check_sizes_returns_a_tuple_of_positive_ints_and_names_what_is_wrong():
         check_sizes("sizes", [3, 0], 2)
     with pytest.raises(TypeError, match="`sizes` must be an integer, got 1.5"):
         check_sizes("sizes", [3, 1.5], 2)
-
-
-def test_check_choice_lists_the_choices():
-    assert check_choice("mode", "b", ("a", "b")) == "b"
-    with _raises("Owner: `mode` must be one of 'a', 'b'; got 'c'."):
-        check_choice("mode", "c", ("a", "b"), owner="Owner")
-    with _raises("`mode` must be one of 'a', 'b'; got None."):
-        check_choice("mode", None, ["a", "b"])
-
-
-def test_check_even_takes_even_integers_from_two():
-    assert check_even("units", 2, "real and imaginary halves") == 2
-    assert check_even("units", np.int64(8), "real and imaginary halves") == 8
-    with _raises("Cell: `units` must be even (real and imaginary halves); got 7."):
-        check_even("units", 7, "real and imaginary halves", owner="Cell")
-    for value in (0, -2):
-        with _raises(f"`units` must be >= 2, got {value}."):
-            check_even("units", value, "why")
-    pytest.raises(TypeError, check_even, "units", 4.0, "why").match("`units` must be an integer")
 
 
 def test_check_rank_counts_the_dimensions_and_check_last_dim_reads_the_last():

@@ -20,7 +20,7 @@ def test_forget_gate_bias_sets_the_second_quarter_only(units, forget_bias, dtype
     assert values.dtype == (dtype or "float32")
 
 
-def test_the_forget_gate_bias_reaches_the_lstms_forget_gate():
+def test_the_forget_gate_bias_reaches_the_lstms_forget_gate_and_is_restored_by_its_name():
     # With zero kernels an LSTM step from (h0, c0) has gates i = o = sigmoid(0), f =
     # sigmoid(forget bias), candidate tanh(0) = 0: c1 = f * c0, h1 = o * tanh(c1).
     units, forget_bias = 3, 2.0
@@ -33,6 +33,11 @@ def test_the_forget_gate_bias_reaches_the_lstms_forget_gate():
     np.testing.assert_allclose(as_numpy(c1), sigmoid(forget_bias) * c0, rtol=1e-6)
     want = sigmoid(0) * np.tanh(sigmoid(forget_bias) * c0)
     np.testing.assert_allclose(as_numpy(h1), want, rtol=1e-6)
+    config = keras.initializers.serialize(ForgetGateBias(0.75))
+    assert config["registered_name"] == "tf_memlayers>ForgetGateBias"
+    restored = keras.initializers.deserialize(config)
+    assert isinstance(restored, ForgetGateBias) and restored.forget_bias == 0.75
+    np.testing.assert_array_equal(as_numpy(restored((4,))), [0.0, 0.75, 0.0, 0.0])
 
 
 SHAPE = "expected an LSTM bias shape (4*units,)"
@@ -56,15 +61,7 @@ def test_forget_gate_bias_names_a_bad_value_and_refuses_shapes_other_than_an_lst
     assert "ForgetGateBias: " + fragment in str(raised.value)
 
 
-def test_forget_gate_bias_is_restored_by_its_registered_name():
-    config = keras.initializers.serialize(ForgetGateBias(0.75))
-    assert config["registered_name"] == "tf_memlayers>ForgetGateBias"
-    restored = keras.initializers.deserialize(config)
-    assert isinstance(restored, ForgetGateBias) and restored.forget_bias == 0.75
-    np.testing.assert_array_equal(as_numpy(restored((4,))), [0.0, 0.75, 0.0, 0.0])
-
-
-def test_each_weight_of_an_unseeded_initializer_is_drawn_anew_from_the_same_distribution():
+def test_each_weight_is_drawn_anew_from_the_same_distribution_unless_an_integer_seed_is_set():
     for name in ("GlorotUniform", "RandomNormal", "Orthogonal"):
         initializer = getattr(keras.initializers, name)()
         first, second = (as_numpy(for_one_weight(initializer)((4, 4))) for _ in range(2))
@@ -81,9 +78,7 @@ def test_each_weight_of_an_unseeded_initializer_is_drawn_anew_from_the_same_dist
     assert as_numpy(for_one_weight(ForgetGateBias(3.0))((4,))).tolist() == [0, 3, 0, 0]
     constant = for_one_weight(keras.initializers.Constant(2.0))
     np.testing.assert_array_equal(as_numpy(constant((2, 2))), 2.0)
-
-
-def test_an_integer_seed_gives_each_weight_the_same_values_and_a_generator_draws_anew():
+    # An integer seed gives each weight the same values.
     initializer = keras.initializers.GlorotUniform(seed=7)
     values = [as_numpy(for_one_weight(initializer)((3, 5))) for _ in range(2)]
     np.testing.assert_array_equal(values[0], values[1])

@@ -56,18 +56,14 @@ def test_every_pair_meets_in_fewer_rows_than_the_product_and_on_one_backend_of_a
     assert _rows(all_pairs(*factors, split_by_backend=True)) == rows
 
 
-def test_the_rows_and_ids_are_the_same_every_time_and_the_ids_unique():
+def test_the_rows_and_ids_are_the_same_every_time_and_split_rows_shares_them(monkeypatch):
     first, second = all_pairs(*FACTORS), all_pairs(*FACTORS)
     assert _rows(first) == _rows(second) and [p.id for p in first] == [p.id for p in second]
     ids = [param.id for param in first]
     assert len(set(ids)) == len(ids)
     assert ids[0] == "attention_None-1-mask-False"
     assert _rows(all_pairs(["a", "b", "c"])) == [("a",), ("b",), ("c",)]  # one factor
-
-
-def test_split_rows_gives_each_plain_row_to_one_backend_in_turn_and_marked_rows_to_each(
-    monkeypatch,
-):
+    # `split_rows` gives each plain row to one backend in turn, and marked rows to each.
     marked = pytest.param("fused", marks=pytest.mark.skipif(False, reason="a backend's own path"))
     rows, shares = ["a", "b", marked, "c", "d", "e"], {}
     for backend in (*support.SPLIT_BACKENDS, "torch"):

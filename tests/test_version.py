@@ -19,7 +19,7 @@ HEADING = re.compile(r"^(.+)\n-+$", re.MULTILINE)
 ENTRY = re.compile(r"(\d+(?:\.\d+)*)(?: \((.+)\))?")
 
 
-def test_the_version_is_a_pep_440_version_exported_by_the_package_and_the_distribution():
+def test_the_version_is_pep_440_exported_by_the_package_and_the_changelog_starts_from_it():
     assert isinstance(__version__, str)
     assert str(Version(__version__)) == __version__  # already in its normal form
     assert tf_memlayers.__version__ == __version__
@@ -33,10 +33,7 @@ def test_the_version_is_a_pep_440_version_exported_by_the_package_and_the_distri
     # The installed metadata (none where the package is only importable from the checkout).
     with contextlib.suppress(importlib.metadata.PackageNotFoundError):
         assert importlib.metadata.version("tf-memlayers") == __version__
-
-
-def test_the_changelog_runs_newest_first_from_this_version():
-    # [(version, unreleased), ...] of CHANGELOG.rst, in the file's order.
+    # The changelog runs newest first from this version: [(version, unreleased), ...] in order.
     entries = []
     for heading in HEADING.findall((REPO_ROOT / "CHANGELOG.rst").read_text(encoding="utf-8")):
         entry = ENTRY.fullmatch(heading)

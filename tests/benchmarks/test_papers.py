@@ -33,7 +33,7 @@ def test_a_file_is_written_after_every_row_a_row_replacing_the_one_with_its_key(
         results_file.read_or_exit(tmp_path / "missing.json")
 
 
-def test_stored_rows_are_kept_only_with_the_same_compared_settings(tmp_path):
+def test_stored_rows_are_kept_only_with_the_same_settings_and_missing_keys_in_order(tmp_path):
     path = tmp_path / "results.json"
     stored = {"settings": {"dropout": 0.4, "max_epochs": 15}, "rows": [1], "data": {"train": 9}}
     path.write_text(json.dumps(stored))  # "data": the benchmark's own, kept as it stands
@@ -48,9 +48,7 @@ def test_stored_rows_are_kept_only_with_the_same_compared_settings(tmp_path):
     assert other.resume(fresh=fresh) is fresh
     # Resuming does not write: the file still holds the first run's rows.
     assert json.loads(path.read_text())["rows"] == [1]
-
-
-def test_missing_keys_keep_their_order_once_each_and_skip_finished_rows():
+    # The missing keys keep their order, once each, and skip the finished rows.
     results = ResultsFile("unused.json", {}, key=("variant", "seed"))
     report = {"runs": [{"variant": "dot", "seed": 0, "epochs": 2}, {"variant": "none", "seed": 1}]}
     wanted = [(v, s) for s in (0, 1, 1) for v in ("none", "dot")]
@@ -164,7 +162,7 @@ def _row(model, seed, perplexity, key_similarity=None):  # a row of the auto-enc
     return dict(scores, model=model, seed=seed, parameters=100, probe_heatmap=heatmap)
 
 
-def test_the_summary_has_a_row_per_model_with_the_seeds_mean_and_spread_and_a_figure(tmp_path):
+def test_a_summary_row_per_model_of_the_seeds_mean_and_spread_a_figure_and_defaults(tmp_path):
     runs = [_row("dual_am_gru", 0, 2.0, 0.8), _row("dual_am_gru", 1, 4.0, 0.6), _row("gru", 0, 3.0)]
     dual, gru = seq2seq.summarise(runs)
     assert (dual["model"], gru["model"]) == (seq2seq.MODELS["dual_am_gru"], seq2seq.MODELS["gru"])
@@ -184,9 +182,7 @@ def test_the_summary_has_a_row_per_model_with_the_seeds_mean_and_spread_and_a_fi
     runs = [_row("attention", 1, 2.0), _row("dual_am_gru", 0, 2.0, 0.8), _row("attention", 0, 2.0)]
     assert seq2seq.draw_figure(runs, path) == path
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_each_corpus_has_its_defaults_and_results_file():
+    # Each corpus has its defaults and results file.
     generated = seq2seq.parse_args([])
     assert generated.seeds == [0, 1, 2] and generated.epochs == 20
     assert generated.results.name == "seq2seq_autoencoding.json"

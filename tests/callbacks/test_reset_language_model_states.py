@@ -21,7 +21,7 @@ from tf_memlayers.callbacks.reset_language_model_states import (
 from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights
 
 
-def test_stateful_layers_are_found_in_nested_models_and_reset_wholly_or_by_rows():
+def test_stateful_layers_and_bidirectional_states_are_found_and_reset_wholly_or_by_rows():
     model = _nested_stateful_model()
     found = stateful_layers(model)
     assert [layer.name for layer in found] == ["outer_lstm", "inner_gru"]
@@ -38,9 +38,25 @@ def test_stateful_layers_are_found_in_nested_models_and_reset_wholly_or_by_rows(
     _fill(model, 1)
     reset_language_model_states(model)
     assert all(not state.any() for state in _carried(model))
+    # A bidirectional layer's states are its two RNNs' states.
+    inputs = keras.Input(batch_shape=(2, 3, 4))
+    layer = keras.layers.Bidirectional(keras.layers.GRU(5, stateful=True, dropout=0.1))
+    model = keras.Model(inputs, layer(inputs))
+    model(np.ones((2, 3, 4), "float32"))
+    found, both = state_variables(layer), layer.forward_layer.states + layer.backward_layer.states
+    assert [v.path for v in found] == [v.path for v in both]
+    # The dropout's seeds are non-trainable variables too, but no state: a reset keeps them.
+    seeds = [v for v in layer.non_trainable_variables if v.path not in {s.path for s in found}]
+    assert seeds
+    kept = [np.asarray(keras.ops.convert_to_numpy(v)) for v in seeds]
+    reset_language_model_states(model)
+    for variable in found:
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), 0.0)
+    for variable, value in zip(seeds, kept):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), value)
 
 
-def test_a_memory_layers_state_is_its_carried_memory_and_a_row_reset_restarts_that_row():
+def test_a_memory_layers_state_is_its_carried_memory_a_row_reset_restarts_it_others_refused():
     model = _model("attention")
     fresh = _model("attention", stateful=False, batch_size=None, sequence_length=None)
     copy_trainable_weights(model, fresh)
@@ -59,24 +75,6 @@ def test_a_memory_layers_state_is_its_carried_memory_and_a_row_reset_restarts_th
     for rows in ([0, 1], True):  # row indices, a scalar: not a mask
         with pytest.raises(TypeError, match="`rows` must be a boolean vector"):
             reset_language_model_states(model, rows=rows)
-
-
-def test_a_bidirectional_layers_states_are_its_two_rnns_states_another_layers_refused():
-    inputs = keras.Input(batch_shape=(2, 3, 4))
-    layer = keras.layers.Bidirectional(keras.layers.GRU(5, stateful=True, dropout=0.1))
-    model = keras.Model(inputs, layer(inputs))
-    model(np.ones((2, 3, 4), "float32"))
-    found, both = state_variables(layer), layer.forward_layer.states + layer.backward_layer.states
-    assert [v.path for v in found] == [v.path for v in both]
-    # The dropout's seeds are non-trainable variables too, but no state: a reset keeps them.
-    seeds = [v for v in layer.non_trainable_variables if v.path not in {s.path for s in found}]
-    assert seeds
-    kept = [np.asarray(keras.ops.convert_to_numpy(v)) for v in seeds]
-    reset_language_model_states(model)
-    for variable in found:
-        np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), 0.0)
-    for variable, value in zip(seeds, kept):
-        np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), value)
 
     # Another stateful layer's carried state is unknown: refused, naming the layer.
     class Counter(keras.layers.Layer):

@@ -36,15 +36,13 @@ def test_labels_are_one_per_row_and_column(draw):
             draw([[1.0, 2.0]], *labels)
 
 
-def test_labels_show_as_written_in_tensorboard():
+def test_labels_show_as_written_in_tensorboard_the_rows_labelled_on_the_scale_given():
     html = pytest.importorskip("tensorboard.plugin_util").markdown_to_safe_html
     words = ["``", "''", "_a_", "__init__", "&amp;", "<b>", "a|b", "*", "[x](y)", "\\", "t-3"]
     shown = html(matrix_markdown([[0] * 11], ["# 1."], words)).replace("&lt;", "<")
     cells = re.findall(r"<t[hd]>(.*?)</t[hd]>", shown.replace("&gt;", ">").replace("&amp;", "&"))
     assert cells[:13] == ["", *words, "# 1."]
-
-
-def test_the_colours_span_the_scale_given_and_the_rows_are_labelled():
+    # The colours span the scale given and the rows are labelled.
     middle = colour_map([[0.0, 1.0, 2.0]])[0, 1]  # 1 on a scale from 0 to 2
     np.testing.assert_array_equal(colour_map([[1.0]], vmin=0.0, vmax=2.0)[0, 0], middle)
     pytest.importorskip("matplotlib")

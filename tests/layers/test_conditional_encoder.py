@@ -209,7 +209,7 @@ def test_save_clone_and_config_rebuild_the_stack(tmp_path):
         assert [type(layer) for layer in copy.layers[-1].encoder_layers] == types, name
 
 
-def test_a_stack_returning_sequences_passes_the_masks_on():
+def test_a_stack_returning_sequences_passes_the_masks_on_and_a_gru_encoder_of_0_1_is_a_stack():
     encoder = ConditionalEncoder([keras.layers.GRU(4, return_sequences=True, return_state=True)])
     premise, hypothesis = _pair(np.random.default_rng(8))
     masks = [np.ones((2, 5), bool), np.ones((2, 3), bool)]
@@ -218,6 +218,19 @@ def test_a_stack_returning_sequences_passes_the_masks_on():
     assert tuple(p.shape) == (2, 5, 4) and tuple(h.shape) == (2, 3, 4)
     assert encoder.compute_mask([premise, hypothesis], masks) == masks
     assert _encoder("gru", 4).compute_mask([premise, hypothesis], masks) is None
+    # A GRU encoder of 0.1 becomes a stack of two GRUs.
+    with zipfile.ZipFile(FIXTURES / "snli_am_gru_v0.1.keras") as archive:
+        layers = json.loads(archive.read("config.json"))["config"]["layers"]
+    config = next(layer for layer in layers if layer["config"]["name"] == "encoder")
+    config["config"].update(kind="gru", units=3, top_units=2)
+    encoder = keras.layers.deserialize(config)
+    first, top = encoder.encoder_layers
+    assert type(first) is type(top) is keras.layers.GRU and (first.units, top.units) == (3, 2)
+    p, h = encoder([np.ones((2, 5, 3), "float32"), np.ones((2, 3, 3), "float32")])
+    assert tuple(p.shape) == tuple(h.shape) == (2, 2)
+    config["config"]["kind"] = "lstm"
+    with pytest.raises(ValueError, match="ConditionalEncoder: `kind` must be one of 'gru', "):
+        keras.layers.deserialize(config)
 
 
 @pytest.mark.parametrize("kind", ["am_gru", "dual_am_gru"])
@@ -237,21 +250,6 @@ def test_a_file_of_0_1_loads_into_the_stack_of_its_layers_and_saves_as_one(kind,
         assert '"kind"' not in archive.read("config.json").decode()
     again = keras.saving.load_model(tmp_path / "again.keras")
     np.testing.assert_allclose(again.predict(inputs, verbose=0), want, rtol=0, atol=1e-6)
-
-
-def test_a_gru_encoder_of_0_1_becomes_a_stack_of_two_grus():
-    with zipfile.ZipFile(FIXTURES / "snli_am_gru_v0.1.keras") as archive:
-        layers = json.loads(archive.read("config.json"))["config"]["layers"]
-    config = next(layer for layer in layers if layer["config"]["name"] == "encoder")
-    config["config"].update(kind="gru", units=3, top_units=2)
-    encoder = keras.layers.deserialize(config)
-    first, top = encoder.encoder_layers
-    assert type(first) is type(top) is keras.layers.GRU and (first.units, top.units) == (3, 2)
-    p, h = encoder([np.ones((2, 5, 3), "float32"), np.ones((2, 3, 3), "float32")])
-    assert tuple(p.shape) == tuple(h.shape) == (2, 2)
-    config["config"]["kind"] = "lstm"
-    with pytest.raises(ValueError, match="ConditionalEncoder: `kind` must be one of 'gru', "):
-        keras.layers.deserialize(config)
 
 
 STATES = dict(units=4, return_state=True)

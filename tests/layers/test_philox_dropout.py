@@ -79,14 +79,12 @@ def test_compiled_masks_are_philox_at_the_rate_and_new_every_step():
     assert algorithms and set(algorithms) == {tf.random.Algorithm.PHILOX.value}
 
 
-def test_inference_and_rate_zero_pass_the_input_through_and_rate_one_drops_everything():
+def test_inference_and_rate_zero_pass_the_input_through_rate_one_drops_all_and_float16_stays():
     for layer, training, want in [(PhiloxDropout(0.5), False, X), (PhiloxDropout(0.0), True, X)]:
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer(X, training=training)), want)
     dropped = keras.ops.convert_to_numpy(PhiloxDropout(1.0)(X, training=True))
     np.testing.assert_array_equal(dropped, np.zeros_like(X))
-
-
-def test_mixed_float16_keeps_the_input_dtype():
+    # Under mixed_float16 the outputs keep the input dtype.
     outputs = PhiloxDropout(0.5, seed=2, dtype="mixed_float16")(X, training=True)
     assert keras.backend.standardize_dtype(outputs.dtype) == "float16"
     _dropped(keras.ops.cast(outputs, "float32"), 0.5, X.astype("float16").astype("float32"))

@@ -37,7 +37,7 @@ class TiedEmbeddingTest(LayerTestCase):
         self.run_output_spec_test(make, (2, 3, 4), reverse=True)
 
 
-def test_reverse_uses_the_embedding_matrix_and_bias_and_the_mask_is_keras_embeddings():
+def test_reverse_uses_the_embedding_matrix_and_bias_and_ids_are_masked_as_keras_embeddings():
     layer, ids = TiedEmbedding(6, 4, output_bias_initializer="ones"), np.array([[1, 5]])
     mask = TiedEmbedding(6, 4, mask_zero=True).compute_mask(np.array([[1, 0, 2, 0]], "float32"))
     np.testing.assert_array_equal(as_numpy(mask), [[True, False, True, False]])
@@ -45,9 +45,6 @@ def test_reverse_uses_the_embedding_matrix_and_bias_and_the_mask_is_keras_embedd
     logits = layer(vectors, reverse=True)
     expected = as_numpy(vectors) @ as_numpy(layer.embeddings).T + 1.0
     np.testing.assert_allclose(as_numpy(logits), expected, rtol=1e-6)
-
-
-def test_float_ids_are_masked_as_keras_embedding_masks_them():
     # keras.Input's default dtype is float32: such ids are masked, and the GRU carries its
     # state over their padding, as behind `keras.layers.Embedding`; the vectors' logits keep
     # the mask the GRU passes on (the pooling averages the valid steps only).

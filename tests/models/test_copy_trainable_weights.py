@@ -57,7 +57,7 @@ def _values(model, trainable=True):
     return {w.path: np.asarray(keras.ops.convert_to_numpy(w)) for w in weights}
 
 
-def test_a_cell_form_model_copies_into_the_parallel_form():
+def test_a_cell_form_model_copies_into_the_parallel_form_and_carried_states_are_not_copied():
     source, target = _cell(), _parallel()
     rng = np.random.default_rng(0)
     for weight in source.trainable_weights:  # distinct values in every weight
@@ -78,11 +78,8 @@ def test_a_cell_form_model_copies_into_the_parallel_form():
     assert sorted(got) == sorted(expected)
     for path, source_path in expected.items():
         np.testing.assert_array_equal(got[path], given[source_path], err_msg=path)
-
-
-def test_carried_states_are_not_copied():
-    # (A model of another batch size and statefulness computes, from the copied weights, what
-    # the source computes: test_language_model.py, for every memory kind.)
+    # Carried states are not copied. (A model of another batch size and statefulness computes,
+    # from the copied weights, what the source computes: test_language_model.py, every kind.)
     source, target = _parallel(), _parallel()
     source(np.random.default_rng(1).integers(0, VOCAB, (2, 3)))  # the window now holds it
     assert all(np.abs(v).max() > 0 for v in _values(source, trainable=False).values())

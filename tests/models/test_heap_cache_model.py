@@ -98,7 +98,22 @@ def test_only_fit_writes_and_keras_file_and_weights_restore_the_cache(tmp_path):
     np.testing.assert_array_equal(as_numpy(layer.cache), saved)
 
 
-def test_mixed_precision_training_writes_float32_cache():
+def test_a_cache_the_write_cannot_recompute_is_refused_and_mixed_precision_writes_float32():
+    inputs = keras.Input((FEATURES,))
+    states = keras.layers.Dense(WIDTH)(inputs)
+    inner_inputs = keras.Input((WIDTH,))  # a nested model: its inputs not the outer graph's
+    inner = keras.Model(inner_inputs, HeapCacheAttention(7, 4, name="nested_cache")(inner_inputs))
+    with pytest.raises(ValueError, match=r"\['nested_cache'\] are inside a nested model"):
+        HeapCacheModel(inputs, inner(states))
+    cache = HeapCacheAttention(7, 4, name="elsewhere")
+    keras.Model(inner_inputs, cache(inner_inputs))  # its first call, in another graph
+    with pytest.raises(ValueError, match=r"one of \['elsewhere'\] was first called in another"):
+        HeapCacheModel(inputs, cache(states))
+    tokens = keras.Input((3, FEATURES), batch_size=2)  # after a stateful layer
+    lstm = keras.layers.LSTM(WIDTH, stateful=True, name="carried")
+    with pytest.raises(ValueError, match=r"the stateful layers \['carried'\] compute"):
+        HeapCacheModel(tokens, HeapCacheAttention(7, 4)(lstm(tokens)))
+    # Mixed precision training writes a float32 cache.
     keras.config.set_dtype_policy("mixed_float16")
     rng = np.random.default_rng(4)
     # Compiled (torch.compile, which takes seconds on a CPU, in the reference test alone).
@@ -126,20 +141,3 @@ def test_xla_under_several_replicas_is_refused_before_any_step(monkeypatch):
         message = str(info.value)
         assert "jit_compile=True is not supported under MirroredStrategy with 2 replicas" in message
         assert "cannot access the variable copies" in message
-
-
-def test_a_cache_whose_inputs_the_write_cannot_recompute_once_is_refused_by_name():
-    inputs = keras.Input((FEATURES,))
-    states = keras.layers.Dense(WIDTH)(inputs)
-    inner_inputs = keras.Input((WIDTH,))  # a nested model: its inputs not the outer graph's
-    inner = keras.Model(inner_inputs, HeapCacheAttention(7, 4, name="nested_cache")(inner_inputs))
-    with pytest.raises(ValueError, match=r"\['nested_cache'\] are inside a nested model"):
-        HeapCacheModel(inputs, inner(states))
-    cache = HeapCacheAttention(7, 4, name="elsewhere")
-    keras.Model(inner_inputs, cache(inner_inputs))  # its first call, in another graph
-    with pytest.raises(ValueError, match=r"one of \['elsewhere'\] was first called in another"):
-        HeapCacheModel(inputs, cache(states))
-    tokens = keras.Input((3, FEATURES), batch_size=2)  # after a stateful layer
-    lstm = keras.layers.LSTM(WIDTH, stateful=True, name="carried")
-    with pytest.raises(ValueError, match=r"the stateful layers \['carried'\] compute"):
-        HeapCacheModel(tokens, HeapCacheAttention(7, 4)(lstm(tokens)))

@@ -94,20 +94,6 @@ def test_cell_form_equals_parallel_form(kind, options):
         np.testing.assert_allclose(logits, expected, atol=1e-5)
 
 
-def test_variational_dropout_uses_one_mask_per_sequence():
-    model = _model(kind="lstm", dropout=0.5, variational_dropout=True)
-    layer = model.get_layer("embedding_dropout")
-    dropped = layer(np.ones((8, 40, 6), "float32"), training=True).numpy()
-    # The same units are dropped at every time step, and not the same in every sequence.
-    np.testing.assert_array_equal(dropped, np.repeat(dropped[:, :1], 40, axis=1))
-    assert 0 < (dropped == 0).mean() < 1
-    masks = dropped[:, 0] == 0
-    assert any(not np.array_equal(mask, masks[0]) for mask in masks[1:])
-    plain = _model(kind="lstm", dropout=0.5).get_layer("embedding_dropout")
-    per_step = plain(np.ones((2, 40, 6), "float32"), training=True).numpy()
-    assert not np.array_equal(per_step, np.repeat(per_step[:, :1], 40, axis=1))
-
-
 def test_sgd_step_on_the_time_summed_cost_equals_the_tutorial_update():
     model = _model(kind="lstm", layers=2, stateful=False)
     before = [w.numpy() for w in model.trainable_weights]
@@ -176,7 +162,18 @@ def test_resets_model_on_packed_documents_equals_each_document_alone(kind, form)
     assert not np.allclose(logits, np.asarray(plain(tokens)), atol=1e-4)
 
 
-def test_any_keras_layer_or_a_wrapper_of_the_top_lstm_cell_is_a_memory():
+def test_variational_dropout_uses_one_mask_per_sequence_and_any_keras_layer_is_a_memory():
+    model = _model(kind="lstm", dropout=0.5, variational_dropout=True)
+    layer = model.get_layer("embedding_dropout")
+    dropped = layer(np.ones((8, 40, 6), "float32"), training=True).numpy()
+    # The same units are dropped at every time step, and not the same in every sequence.
+    np.testing.assert_array_equal(dropped, np.repeat(dropped[:, :1], 40, axis=1))
+    assert 0 < (dropped == 0).mean() < 1
+    masks = dropped[:, 0] == 0
+    assert any(not np.array_equal(mask, masks[0]) for mask in masks[1:])
+    plain = _model(kind="lstm", dropout=0.5).get_layer("embedding_dropout")
+    per_step = plain(np.ones((2, 40, 6), "float32"), training=True).numpy()
+    assert not np.array_equal(per_step, np.repeat(per_step[:, :1], 40, axis=1))
     # A layer the builder knows nothing of: a projection of every step of the top LSTM.
     memory = keras.layers.Dense(5, name="projection")
     model = build_language_model(VOCAB, memory, 8, 4, batch_size=2, sequence_length=5)

@@ -101,7 +101,7 @@ def _float32_rows(words):
     return np.asarray(words, np.uint32).view(np.float32)
 
 
-def test_different_rows_with_the_same_hash_keep_their_own_scores():
+def test_different_rows_with_the_same_hash_keep_their_own_scores_and_integers_are_refused():
     # Two-column float32 rows whose bit hashes collide. The hash of a row's words is linear in
     # them, h = a w0 + b w1 (mod 2^32), so (w0 + k b, w1 - k a) hashes as (w0, w1) does for
     # every k; a and b are the hashes of the rows with words (1, 0) and (0, 1). A k for which
@@ -125,8 +125,5 @@ def test_different_rows_with_the_same_hash_keep_their_own_scores():
     assert abs(expected[0] - expected[1]) > 1e-3
     np.testing.assert_allclose(scores, expected, rtol=1e-5, atol=1e-6)
     assert scores[0] == scores[2]
-
-
-def test_rows_of_another_dtype_than_floating_point_are_refused():
     with pytest.raises(TypeError, match="cache rows must be floating point, got dtype int32"):
         heap.pool_scores(np.ones((3, 2), "int32"), np.ones((2, 2)), np.ones(2))

@@ -22,13 +22,19 @@ def _as_real(z):
     return np.concatenate([z.real, z.imag], axis=-1)
 
 
-def test_complex_multiply_and_conjugate_match_numpy_complex():
+def test_complex_multiply_and_conjugate_match_numpy_complex_and_the_memory_layout_round_trips():
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(3, 10)), rng.normal(size=(3, 10))
     product = as_numpy(holographic.complex_multiply(tensor(x), tensor(y)))
     np.testing.assert_allclose(product, _as_real(_as_complex(x) * _as_complex(y)), atol=1e-12)
     conj = as_numpy(holographic.conjugate(ops.convert_to_tensor(x)))
     np.testing.assert_allclose(conj, _as_real(np.conj(_as_complex(x))), atol=0)
+    memory = np.arange(2 * 24, dtype=np.float64).reshape(2, 24)  # C = 3, n = 8
+    re, im = holographic.split_memory(tensor(memory), 3)
+    # [Re copy0 | Re copy1 | Re copy2 | Im copy0 | ...], 4 complex entries per copy
+    np.testing.assert_array_equal(as_numpy(re)[0, 1], memory[0, 4:8])
+    np.testing.assert_array_equal(as_numpy(im)[0, 2], memory[0, 20:24])
+    np.testing.assert_array_equal(as_numpy(holographic.join_memory(re, im)), memory)
 
 
 def test_bound_divides_by_modulus_above_one_only_runs_in_float16_and_differentiates_at_zero():
@@ -82,12 +88,3 @@ def test_permuted_copies_and_their_gradient_the_adjoint(num_complex, num_copies)
     rows = np.stack([grad_re, grad_im], axis=1).reshape(-1, num_copies * num_complex)
     expected = (rows @ matrix.T).reshape(-1, 2 * num_complex)
     np.testing.assert_allclose(as_numpy(got), expected, rtol=1e-12, atol=1e-12)
-
-
-def test_memory_layout_round_trip():
-    memory = np.arange(2 * 24, dtype=np.float64).reshape(2, 24)  # C = 3, n = 8
-    re, im = holographic.split_memory(tensor(memory), 3)
-    # [Re copy0 | Re copy1 | Re copy2 | Im copy0 | ...], 4 complex entries per copy
-    np.testing.assert_array_equal(as_numpy(re)[0, 1], memory[0, 4:8])
-    np.testing.assert_array_equal(as_numpy(im)[0, 2], memory[0, 20:24])
-    np.testing.assert_array_equal(as_numpy(holographic.join_memory(re, im)), memory)

@@ -16,7 +16,9 @@ def test_equal_pieces_divide_the_width_and_explicit_sizes_are_the_sizes(width, c
     assert piece_sizes(width, 3, (width - 5, 3, 2)) == (width - 5, 3, 2)
 
 
-def test_a_width_the_pieces_do_not_fit_is_refused_naming_the_owner_and_the_fix():
+def test_symbolic_pieces_keep_their_widths_and_a_width_they_do_not_fit_is_refused_naming_the_fix():
+    pieces = split_pieces(keras.Input((None, 9)), piece_sizes(9, 3, (2, 3, 4)))
+    assert [tuple(p.shape) for p in pieces] == [(None, None, 2), (None, None, 3), (None, None, 4)]
     info = pytest.raises(ValueError, piece_sizes, 10, 3, owner="Splitter", what="parts")
     assert str(info.value) == (
         "Splitter: the input width 10 does not divide into 3 equal parts; pass explicit "
@@ -38,8 +40,3 @@ def test_split_pieces_are_contiguous_and_in_order(sizes):
     for piece, start, stop in zip(pieces, bounds[:-1], bounds[1:]):
         np.testing.assert_array_equal(piece, x[..., start:stop])
     np.testing.assert_array_equal(np.concatenate(pieces, axis=-1), x)
-
-
-def test_split_pieces_keep_the_static_widths_of_a_symbolic_input():
-    pieces = split_pieces(keras.Input((None, 9)), piece_sizes(9, 3, (2, 3, 4)))
-    assert [tuple(p.shape) for p in pieces] == [(None, None, 2), (None, None, 3), (None, None, 4)]

@@ -17,7 +17,7 @@ from tf_memlayers.training import RunBackup, evaluate, train
 train_module = importlib.import_module("tf_memlayers.training.train")
 
 
-def test_fit_is_chosen_except_under_multi_worker_until_keras_is_fixed(monkeypatch):
+def test_fit_is_chosen_except_under_multi_worker_and_arguments_are_checked(monkeypatch, tmp_path):
     assert train_module.fit_works_under(tf.distribute.get_strategy())
     # An uninitialized instance: the type decides (a real one would set up collectives).
     multi = object.__new__(tf.distribute.MultiWorkerMirroredStrategy)
@@ -26,9 +26,7 @@ def test_fit_is_chosen_except_under_multi_worker_until_keras_is_fixed(monkeypatc
     monkeypatch.setattr(train_module, "KERAS_FIT_FIXED_IN", "3.16.0")
     assert not train_module.fit_works_under(multi, keras_version="3.15.1")
     assert train_module.fit_works_under(multi, keras_version="3.16.0")
-
-
-def test_arguments_are_checked(tmp_path):
+    # The arguments are checked.
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     data = tf.data.Dataset.from_tensor_slices((np.ones((2, 2)), np.ones((2, 1)))).batch(2)
     pytest.raises(ValueError, train, model, data).match("`model` must be a compiled keras.Model")

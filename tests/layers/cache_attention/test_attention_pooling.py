@@ -65,15 +65,12 @@ def test_matches_reference_with_mask(dtype, atol):
     np.testing.assert_allclose(as_numpy(pooled_again), as_numpy(pooled), atol=atol)
 
 
-def test_bad_calls():
+def test_bad_calls_and_integer_inputs_read_as_numbers():
     pytest.raises(ValueError, AttentionPooling(4), np.ones((2, 5), "float32")).match("rank 3")
     inputs = np.ones((2, 5, 6), "float32")
     for call in (AttentionPooling(4), AttentionPooling(4).compute_output_spec):
         with pytest.raises(TypeError, match="`return_attention_scores` must be a bool, got 'x'"):
             call(inputs, return_attention_scores="x")
-
-
-def test_integer_inputs_are_read_as_numbers():
     layer, x = AttentionPooling(8), np.arange(24).reshape(2, 3, 4)
     pooled = layer(x.astype("int32"))  # not the weighted sum rounded to the integers: zeros
     np.testing.assert_array_equal(as_numpy(pooled), as_numpy(layer(x.astype("float32"))))

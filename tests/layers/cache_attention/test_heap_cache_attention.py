@@ -78,17 +78,6 @@ def candidate_batches(rng, batches, batch_size, pool_size=None):
     return [pool[rng.integers(0, pool_size, batch_size)] for _ in range(batches)]
 
 
-def test_first_candidate_lands_at_index_62():
-    # The reference code's sift-down: empty slots tie at -inf, ties go to the child 2i+2 and a
-    # missing child scores +inf, so the first candidate sinks along 2i+2 to a leaf: 62 of 100
-    # (0, 2, 6, 14, 30, 62).
-    layer = make_layer(100)
-    vector = np.random.default_rng(0).normal(size=(1, WIDTH)).astype("float32")
-    assert as_numpy(layer.insert(vector)).tolist() == [True]
-    assert np.flatnonzero(np.any(as_numpy(layer.cache) != 0, axis=-1)).tolist() == [62]
-    np.testing.assert_array_equal(as_numpy(layer.cache)[62], vector[0])
-
-
 @pytest.mark.parametrize("cache_size", [1, 7, 100])
 @pytest.mark.parametrize("pool_size", [None, 5])
 def test_heap_matches_reference_with_changing_weights(float64_policy, cache_size, pool_size):
@@ -198,13 +187,18 @@ def test_read_matches_reference(query, mask_empty, dtype):
         assert int(np.argmax(as_numpy(weights)[1])) == 2
 
 
-def test_an_empty_cache_reads_nothing_and_calls_never_write():
+def test_an_empty_cache_reads_nothing_calls_never_write_and_integers_are_read_as_numbers():
     layer = make_layer(4)
     states = np.random.default_rng(0).normal(size=(2, WIDTH)).astype("float32")
     for training in (True, False):
         np.testing.assert_array_equal(as_numpy(layer(states, training=training)), states)
     assert int(layer.fill_count()) == 0
     assert not as_numpy(layer(states, return_attention_scores=True)[1]).any()  # no weight
+    # Integer states, read by a filled cache: not rounded back to the inputs.
+    layer, states = make_layer(4), np.arange(2 * WIDTH).reshape(2, WIDTH)
+    layer.insert(states.astype("float32"))
+    read = as_numpy(layer(states.astype("float32")))
+    np.testing.assert_array_equal(as_numpy(layer(states.astype("int32"))), read)
 
 
 @pytest.mark.parametrize("query", ["additive", "dot"])
@@ -271,8 +265,15 @@ def test_non_finite_candidates_are_skipped_inside_tf_function(jit_compile):
     assert np.isfinite(as_numpy(layer.cache)).all() and int(layer.fill_count()) == 2
 
 
-def test_bad_candidates():
-    layer = make_layer(4)
+def test_the_first_candidate_lands_at_index_62_and_bad_candidates_are_refused():
+    # The reference code's sift-down: empty slots tie at -inf, ties go to the child 2i+2 and a
+    # missing child scores +inf, so the first candidate sinks along 2i+2 to a leaf: 62 of 100
+    # (0, 2, 6, 14, 30, 62).
+    layer = make_layer(100)
+    vector = np.random.default_rng(0).normal(size=(1, WIDTH)).astype("float32")
+    assert as_numpy(layer.insert(vector)).tolist() == [True]
+    assert np.flatnonzero(np.any(as_numpy(layer.cache) != 0, axis=-1)).tolist() == [62]
+    np.testing.assert_array_equal(as_numpy(layer.cache)[62], vector[0])
     with pytest.raises(ValueError, match=r"width 6 .*got shape \(2, 5\)"):
         layer.insert(np.ones((2, 5), "float32"))
     pytest.raises(ValueError, layer.insert, np.ones((2, 3, WIDTH), "float32")).match("rank 2")
@@ -284,10 +285,3 @@ def test_bad_candidates():
             getattr(unbuilt, name)()  # (`width` is a property: getattr raises)
     with pytest.raises(ValueError, match="rank 2"):
         HeapCacheAttention(4, 2)(np.ones((2, 3, WIDTH), "float32"))
-
-
-def test_integer_inputs_are_read_as_numbers():
-    layer, states = make_layer(4), np.arange(2 * WIDTH).reshape(2, WIDTH)
-    layer.insert(states.astype("float32"))
-    read = as_numpy(layer(states.astype("float32")))  # not rounded back to the inputs
-    np.testing.assert_array_equal(as_numpy(layer(states.astype("int32"))), read)

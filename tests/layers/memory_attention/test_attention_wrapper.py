@@ -336,7 +336,7 @@ def test_hard_monotonic_decoding_step_by_step_never_moves_back():
     assert np.all(np.diff(positions, axis=1) >= 0) and np.any(np.diff(positions, axis=1) > 0)
 
 
-def test_bad_calls_are_named():
+def test_bad_calls_are_named_and_a_memory_of_another_batch_size_is_refused_in_fit():
     x, m, k = _data(np.random.default_rng(9), "float32")
     layer = _layer()
     layer(x, memory=m, memory_mask=k)
@@ -368,15 +368,11 @@ def test_bad_calls_are_named():
         ),
     ]:
         pytest.raises(ValueError, call).match(re.escape(fragment))
-
-
-def test_a_memory_of_another_batch_size_is_refused_in_fit():
-    # A memory held by the model (batch 2): the batches of 2 train, the last batch of 1 is
-    # refused. JAX and torch know its size when tracing the step; TensorFlow retraces its step
-    # for a batch of any size and checks it as the step runs (`check_batch`).
-    x, memory, _ = _data(np.random.default_rng(9), "float32")
+    # A memory held by the model (batch 2) in fit: the batches of 2 train, the last batch of 1
+    # is refused. JAX and torch know its size when tracing the step; TensorFlow retraces its
+    # step for a batch of any size and checks it as the step runs (`check_batch`).
     inputs = keras.Input(x.shape[1:])
-    model = keras.Model(inputs, _layer()(inputs, memory=memory[:2]))
+    model = keras.Model(inputs, _layer()(inputs, memory=m[:2]))
     model.compile("sgd", "mse", jit_compile=False)
     tensorflow = BACKEND == "tensorflow"
     error = __import__("tensorflow").errors.InvalidArgumentError if tensorflow else ValueError

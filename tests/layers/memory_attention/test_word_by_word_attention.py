@@ -115,7 +115,7 @@ def test_matches_the_reference_in_float64(float64_policy, output_attention, size
         assert (np.abs(other - want).max() > 1e-3) == output_attention, name
 
 
-def test_matches_the_reference_in_float32():
+def test_matches_the_reference_in_float32_and_has_the_paper_s_weights_at_k_100():
     rng = np.random.default_rng(1)
     x, memory, mask = _data(rng, "float32")
     layer = _layer(return_attention_scores=True)
@@ -128,10 +128,7 @@ def test_matches_the_reference_in_float32():
     layer = AttentionRNN(WordByWordAttention(keras.layers.GRUCell(UNITS)))
     with pytest.raises(ValueError, match=r"the memory is 7 wide, but memory_dim=8"):
         layer(x, memory=memory)
-
-
-def test_the_paper_s_weights_at_k_100():
-    """Six k × k matrices and w: W^y, [W^h; W^r], W^t and [W^p; W^x] (Rocktäschel et al.)."""
+    # Rocktäschel et al.'s weights at k = 100: six k × k, W^y, [W^h; W^r], W^t, [W^p; W^x], and w.
     cell = WordByWordAttention(keras.layers.LSTMCell(100))
     cell.build((None, 300), (None, 20, 100))
     own = [v for v in cell.weights if all(v is not c for c in cell.cell.weights)]

@@ -43,7 +43,10 @@ class KeyValuePredictSplitTest(LayerTestCase):
             self.run_output_spec_test(make, shape)
 
 
-def test_pieces_are_contiguous_key_first():
+MODES = "`mode` must be one of 'attention', 'key_value', 'key_value_predict'; got 'kv'"
+
+
+def test_pieces_are_contiguous_key_first_and_bad_arguments_are_named():
     x = np.arange(20, dtype="float32").reshape(2, 10)
     for mode, sizes, want in [
         (KVP, (4, 3, 3), [x[:, :4], x[:, 4:7], x[:, 7:]]),
@@ -54,19 +57,10 @@ def test_pieces_are_contiguous_key_first():
         assert len(pieces) == 3
         for piece, expected in zip(pieces, want):
             np.testing.assert_array_equal(keras.ops.convert_to_numpy(piece), expected)
-
-
-MODES = "`mode` must be one of 'attention', 'key_value', 'key_value_predict'; got 'kv'"
-
-
-@pytest.mark.parametrize(
-    "mode, sizes, pattern",
-    [
+    for mode, sizes, pattern in [
         ("kv", None, MODES),
         (KVP, None, "width 10 does not divide into 3 equal pieces.*explicit `sizes=`"),
         (KVP, (3, 3, 3), "sum to 9, but the input width is 10"),
-    ],
-)
-def test_bad_arguments(mode, sizes, pattern):
-    with pytest.raises(ValueError, match=pattern):
-        KeyValuePredictSplit(mode, sizes=sizes)(np.zeros((1, 10), "float32"))
+    ]:
+        with pytest.raises(ValueError, match=pattern):
+            KeyValuePredictSplit(mode, sizes=sizes)(x)

@@ -59,6 +59,8 @@ def test_a_stateless_layer_starts_every_call_from_zeros():
 
 
 def test_a_stateful_layer_carries_its_memory_until_reset_or_an_initial_memory_in_its_dtype():
+    with pytest.raises(TypeError, match=r"^RunningSum: `stateful` must be a bool, got 'yes'"):
+        RunningSum(stateful="yes")
     layer = RunningSum(stateful=True, name="sum")
     config = layer.get_config()
     assert config["stateful"] is True and config["name"] == "sum" and layer.supports_masking
@@ -186,8 +188,8 @@ def test_call_inputs_are_checked_naming_the_argument(arguments, message):
         layer.check_call_inputs(**arguments)
 
 
-def test_the_checks_pass_what_fits_and_return_the_inputs_shape():
-    layer = RunningSum()
+def test_the_checks_pass_what_fits_and_return_the_inputs_shape_and_documents_need_a_reset():
+    layer, compaction = RunningSum(), windows.Compaction(None)
     # Before the build, an initial memory is checked against memory_size_for(input width).
     assert layer.check_call_inputs(
         np.zeros((2, 4, WIDTH)), np.ones((2, 4)), np.zeros((2, WIDTH)), np.ones((2, 4), bool)
@@ -200,10 +202,7 @@ def test_the_checks_pass_what_fits_and_return_the_inputs_shape():
         keras.KerasTensor((None, None), "bool"),
         keras.KerasTensor((None, WIDTH)),
     ) == (None, None, WIDTH)
-
-
-def test_documents_come_with_a_reset_only():
-    layer, compaction = RunningSum(), windows.Compaction(None)
+    # Documents come with a reset only.
     assert layer.documents(None, compaction, 2) is None
     reset = np.array([[False, True, False], [False, False, True]])
     documents = layer.documents(reset, compaction, 2)
@@ -215,8 +214,3 @@ def test_documents_come_with_a_reset_only():
         for r in range(2)
     ]
     np.testing.assert_array_equal(as_numpy(documents.same), np.array(expected))
-
-
-def test_stateful_must_be_a_bool():
-    with pytest.raises(TypeError, match=r"^RunningSum: `stateful` must be a bool, got 'yes'"):
-        RunningSum(stateful="yes")
