@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from . import input_pipeline as data
 
@@ -105,6 +106,15 @@ def test_dataset_is_fixed_length_and_prefetched():
     dataset = data.last_word_dataset(x, np.arange(10, dtype=np.int32), 4, shuffle=True)
     assert [tuple(b[0].shape) for b in dataset] == [(4, 40), (4, 40), (2, 40)]
     assert "Prefetch" in type(dataset).__name__
+    # Its shuffle follows its seed (under one TensorFlow seed, as a run sets it).
+    x, y = np.zeros((40, 3), np.int32), np.arange(40, dtype=np.int32)
+
+    def order(seed):
+        tf.random.set_seed(0)
+        shuffled = data.last_word_dataset(x, y, 40, shuffle=True, seed=seed)
+        return next(iter(shuffled))[1].numpy().tolist()
+
+    assert order(1) == order(1) != order(2)
 
 
 def test_generated_answers_are_stated_only_in_their_own_episodes_facts():
@@ -171,6 +181,8 @@ def test_word_vectors_of_glove_and_json_files(tmp_path):
     matrix, found = data.embedding_matrix(["<pad>", "The", "Cat", "cow"], vectors, seed=1)
     assert found == 2 and matrix.shape == (4, 2) and matrix.dtype == np.float32
     np.testing.assert_array_equal(matrix[1:3], [[1, 2], [3, 4]])
+    drawn = data.embedding_matrix([f"w{i}" for i in range(400)], {"the": np.ones(50)})[0]
+    assert drawn.std() == pytest.approx(0.9, abs=0.01)  # N(0, 0.9^2) as in the reference code
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from . import input_pipeline, main, train
+from . import input_pipeline, main, models, train
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODEL = "--epochs 1 --units 8 --attention-units 4 --cache-size 64 --verbose 0".split()
@@ -145,6 +145,39 @@ def test_the_data_files_may_be_gzipped(tmp_path):
     for name in ("train.txt.gz", "train.txt"):  # train.txt first, then its .gz, then test.txt
         (tmp_path / name).write_text("a b c\n")
         assert input_pipeline.data_files(main.parse_args(data)) == (name, "dev.txt.gz")
+
+
+def test_a_file_corpus_learns_its_words_from_training_and_resumes_its_epochs(tmp_path):
+    (tmp_path / "train.txt").write_text("a b c\nb c d\nc d e\nd e f\ne f g\n")
+    (tmp_path / "dev.txt").write_text("a b zebra\n")
+    config = main.parse_args(["--data-dir", str(tmp_path), "--seed", "3"])
+    corpus = input_pipeline.FileCorpus(config)
+    # The vocabulary is the training sentences' words: an evaluation word is <unk> (id 1).
+    assert "zebra" not in corpus.vocabulary and corpus.y_eval.tolist() == [1]
+    stream, steps, _ = corpus.datasets(2, 0)
+    assert steps == 3  # 5 sentences in batches of 2, the last one partial
+    batches = [y.numpy().tolist() for _, y in stream.take(3 * steps)]
+    epochs = [sum(batches[epoch * steps : (epoch + 1) * steps], []) for epoch in range(3)]
+    assert all(sorted(epoch) == sorted(corpus.y_train.tolist()) for epoch in epochs)
+    assert len({tuple(epoch) for epoch in epochs}) > 1  # reshuffled every epoch
+    # A run resumed at epoch 2 sees the batches an uninterrupted run sees there.
+    resumed = corpus.datasets(2, 2)[0]
+    assert [y.numpy().tolist() for _, y in resumed.take(steps)] == batches[2 * steps :]
+
+
+def test_the_generated_corpus_and_the_cache_follow_the_options():
+    default, corpus = main.parse_args([]), input_pipeline.GeneratedCorpus
+    seeded = corpus(main.parse_args(["--seed", "1"])).episodes(0)[0][0].facts
+    assert seeded != corpus(default).episodes(0)[0][0].facts
+    houses = input_pipeline.GENERATED_HOUSES  # every made-up house may be asked for
+    assert main.parse_args(["--houses", str(houses)]).houses == houses
+    # The default cache masks its empty slots, and its dot read's gate starts open (at 1);
+    # the reference code's masks none.
+    cache = models.memory_layers(default, 3)[1]
+    assert cache.mask_empty and cache.query == "dot"
+    gate = keras.ops.convert_to_numpy(cache.gate_initializer(shape=(4,)))
+    np.testing.assert_array_equal(gate, 1.0)
+    assert not models.memory_layers(main.parse_args(["--faithful-to-code"]), 40)[1].mask_empty
 
 
 def test_what_is_found_wrong_once_the_run_began_is_the_options_error(capsys, tmp_path):

@@ -113,6 +113,11 @@ def test_cbt_format(tmp_path):
     assert " ".join(corpus.decode(ids)) == "a b <eos> a <unk> <eos> a b <eos> b <unk> <eos>"
     assert starts.tolist() == [0, 6]
     assert corpus.decode(corpus.splits["valid"][0]) == ["a", UNK, EOS]
+    # cbt_test.txt alone: its last book is the test split, the one before it validation's.
+    alone = {"cbt_test.txt": book(1, "a a") + book(2, "a a") + book(3, "a") + book(4, "a a a")}
+    corpus = read_corpus(write(tmp_path / "alone", alone))
+    assert corpus.decode(corpus.splits["valid"][0]) == ["a", EOS]
+    assert corpus.decode(corpus.splits["test"][0]) == ["a", "a", "a", EOS]
 
 
 BAD_FILES = {
@@ -185,6 +190,11 @@ def test_generated_corpus_repeats_every_span():
     assert not np.array_equal(
         generated_corpus(3000, seed=4, num_words=50).splits["train"][0][:100], ids[:100]
     )
+    # Each split is drawn with its own seed: validation's and test's sentences do not start
+    # as the training text does.
+    for split in ("valid", "test"):
+        drawn = " ".join(corpus.decode(corpus.splits[split][0])).split(f" {EOS}")[:-1]
+        assert [len(s.split()) for s in drawn] != [len(s.split()) for s in sentences][: len(drawn)]
 
 
 # --- truncated-BPTT batches ---------------------------------------------------------------

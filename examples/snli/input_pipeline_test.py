@@ -173,6 +173,11 @@ def test_the_generated_corpus_is_balanced_reproducible_and_needs_recall():
             recall_needed += colour in facts.values()
     # Many contradictions use a colour that IS in the premise: bags of words cannot decide.
     assert recall_needed > 30
+    # Each split is drawn with its own seed: the dev and test pairs are not training pairs.
+    splits = input_pipeline.generated_splits("small", seed=0)
+    train = set(splits["train"])
+    for split in ("dev", "test"):
+        assert sum(pair in train for pair in splits[split]) < len(splits[split]) / 10
 
 
 def test_bucketed_and_fixed_batches_hold_the_same_pairs():
@@ -241,6 +246,10 @@ def test_glove_words_with_spaces_headers_and_bad_values(tmp_path):
         "the",
         "to name@domain.com",
     ]
+    (tmp_path / "n.txt").write_text("1999 0.5 0.25\nthe 1 2\n")  # a number first: a word
+    numbered = corpora.load_word_vectors(tmp_path / "n.txt")
+    assert sorted(numbered) == ["1999", "the"]
+    np.testing.assert_array_equal(numbered["1999"], [0.5, 0.25])
 
 
 def test_real_glove_subset(shared_data):
