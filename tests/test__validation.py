@@ -190,5 +190,5 @@ def test_check_same_batch_width_and_time_steps_compare_known_dimensions():
     # An empty time dimension.
     for shape in ((2, 1, 3), (2, None, 3), (5,), ()):
         assert check_time_steps("inputs", shape) == tuple(shape)
-    with _raises("Owner: `inputs` must have at least one time step; got shape (2, 0, 3)."):
-        check_time_steps("inputs", [2, 0, 3], owner="Owner")
+    with _raises("Owner: `inputs` must have at least one time step; got shape (2, 0)."):
+        check_time_steps("inputs", [2, 0], owner="Owner")

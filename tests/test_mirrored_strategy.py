@@ -17,6 +17,8 @@ from keras import layers
 from tf_memlayers import AssociativeGRU, SequenceCrossentropy, SlidingWindowAttention
 from tf_memlayers.layers import HeapCacheAttention
 from tf_memlayers.models import build_language_model, build_step_model, generate
+from tf_memlayers.training import train
+from tf_memlayers.training._custom_loop import train_with_custom_loop
 
 one, two = tf.distribute.get_strategy(), tf.distribute.MirroredStrategy(["cpu:0", "cpu:1"])
 report = {"replicas": two.num_replicas_in_sync, "fused_loop": [], "sum_over_time": []}
@@ -31,13 +33,17 @@ for fused in (False, True):
     model.fit(x, y, batch_size=8, epochs=2, verbose=0)
     report["fused_loop"].append(model.predict(x, verbose=0).tolist())
 x = np.array([[1, 2, 3, 4, 5, 0], [6, 1, 0, 0, 0, 0], [2, 2, 2, 0, 0, 0], [3, 4, 5, 6, 1, 2]])
-for strategy in (one, two):
+# A regularizer's share on each replica, under `fit` and the custom loop, which builds a model
+# without an `Input` from the first batch as `fit` does.
+for strategy, run in ((one, train), (two, train), (two, train_with_custom_loop)):
     keras.utils.set_random_seed(1)
     with strategy.scope():
-        model = keras.Sequential([layers.Embedding(7, 4, mask_zero=True), layers.Dense(7)])
+        dense = layers.Dense(7, kernel_regularizer="l2")
+        model = keras.Sequential([layers.Embedding(7, 4, mask_zero=True), dense])
         model.compile(keras.optimizers.SGD(0.1), SequenceCrossentropy("sum_over_time"))
-    losses = model.fit(x, x, batch_size=4, epochs=2, verbose=0).history["loss"]
-    report["sum_over_time"].append([losses, [w.tolist() for w in model.get_weights()]])
+    history = run(model, tf.data.Dataset.from_tensor_slices((x, x)).batch(4), 2, verbose=0)
+    weights = [w.tolist() for w in model.get_weights()]
+    report["sum_over_time"].append([history.history["loss"], weights])
 with two.scope():
     options = dict(units=6, embedding_dim=4, stateful=False, sequence_length=None)
     model = build_language_model(17, SlidingWindowAttention(window=2), **options)
@@ -63,7 +69,8 @@ def test_training_and_generation_over_two_replicas():
     assert_close(*report["fused_loop"], atol=1e-5)
     # A masked sum over time trains as on one replica (each replica holds sequences of other
     # lengths: a mask scaled to each replica's count of tokens made them differ).
-    assert_close(*report["sum_over_time"], atol=1e-6)
+    for pair in (report["sum_over_time"][:2], report["sum_over_time"][1:]):
+        assert_close(*pair, atol=1e-6)
     # A step model built under the strategy generates three rows on two replicas whole
     # (Keras's predict_on_batch would split them): each greedy token is the full model's most
     # likely one after the text before it.

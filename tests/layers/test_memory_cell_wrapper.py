@@ -122,3 +122,11 @@ def test_layers_built_in_a_remat_scope_train_as_those_built_outside(name):
     ms[1].set_weights(ms[0].get_weights())  # one compiled step: the weights move by the gradients
     [model.fit([x, m], np.zeros((2, 1)), verbose=0) for model in ms]
     assert_close(ms[1].get_weights(), ms[0].get_weights(), 1e-5)
+
+
+def test_a_float32_cell_in_a_float16_wrapper_returns_float16():
+    cell = AssociativeMemoryCell(keras.layers.GRUCell(4, dtype="float32"), dtype="mixed_float16")
+    output, _ = cell(
+        np.ones((2, 5), "float16"), [np.zeros((2, n), "float16") for n in cell.state_size]
+    )
+    assert keras.backend.standardize_dtype(output.dtype) == "float16"

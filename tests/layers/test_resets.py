@@ -26,6 +26,7 @@ from tf_memlayers.layers import (
     DualAssociativeGRU,
     DualAssociativeGRUCell,
 )
+from tf_memlayers.layers.resets import zero_where
 
 
 def test_no_gradient_crosses_a_reset(float64_policy):
@@ -290,3 +291,8 @@ def test_fused_loop_true_refuses_reset_and_auto_runs_keras_loop_with_it(layer_cl
     plain, with_reset = layer(xs), layer(xs, reset=np.zeros((2, 5), bool))
     assert loops == ["fused", "keras"]
     np.testing.assert_allclose(as_numpy(with_reset), as_numpy(plain), atol=1e-5)
+
+
+def test_a_reset_selects_zeros_so_a_non_finite_state_does_not_leak():
+    (state,) = zero_where(np.array([True, False]), [np.array([[np.nan], [1.0]], "float32")])
+    np.testing.assert_array_equal(as_numpy(state), [[0.0], [1.0]])

@@ -18,7 +18,8 @@ def test_the_shares_of_a_global_batch_add_up_to_its_loss_and_metrics(loss):
     loss_of_logits = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     compiled = SequenceCrossentropy(loss) if loss in LOSS_REDUCTIONS else loss_of_logits
     weighted = [keras.metrics.SparseCategoricalCrossentropy(from_logits=True), Perplexity()]
-    model.compile("sgd", compiled, metrics=["accuracy"], weighted_metrics=weighted)
+    # A weighted metric of an unweighted one's name is logged as Keras logs it: "weighted_...".
+    model.compile("sgd", compiled, metrics=["accuracy"], weighted_metrics=[*weighted, "accuracy"])
     rng = np.random.default_rng(1)
     x, y, w = rng.integers(0, 9, (6, 5)), rng.integers(0, 9, (6, 5)), rng.random((6, 5))
     expected = model.evaluate(x, y, sample_weight=w, batch_size=6, verbose=0, return_dict=True)
@@ -35,3 +36,11 @@ def test_the_shares_of_a_global_batch_add_up_to_its_loss_and_metrics(loss):
         np.testing.assert_allclose(value, expected[name], rtol=1e-6, err_msg=name)
     model.compile("sgd", ["mse", "mse"])
     pytest.raises(NotImplementedError, GlobalBatchLoss, model, y, y_pred).match("supports one loss")
+    model.compile("sgd", "mse", metrics=[FromOne()])
+    pytest.raises(NotImplementedError, GlobalBatchMetrics, model, y, y_pred).match("not a zero")
+
+
+class FromOne(keras.metrics.Sum):  # a sum starting at one: its replicas' states add up to 2
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.total.assign(1.0)

@@ -69,6 +69,8 @@ def test_a_torn_write_is_ignored(tmp_path):
     restarted.on_train_begin()
     for want, have in zip(saved, model.get_weights()):
         np.testing.assert_array_equal(have, want)
+    restarted.on_epoch_end(1, {"loss": 0.5})  # an epoch run again replaces its record
+    assert restarted.history == {"loss": [2.0, 0.5], "val_loss": [3.0, None]}
 
 
 def test_other_runs_backups_and_callbacks_are_refused(tmp_path):
@@ -77,6 +79,8 @@ def test_other_runs_backups_and_callbacks_are_refused(tmp_path):
     RunBackup(tmp_path, settings={"kind": "gru", "units": 8, "path": tmp_path})  # resumes
     with pytest.raises(ValueError, match=r"\(kind: 'gru' there, 'lstm' now; units: 8 there, 9"):
         RunBackup(tmp_path, settings={"units": 9, "kind": "lstm", "path": tmp_path})
+    with pytest.raises(ValueError, match="kind: 'gru' there, None now"):  # a setting dropped
+        RunBackup(tmp_path, settings={"units": 8, "path": tmp_path})
     with pytest.raises(TypeError, match="`settings` must be a dict or None, got 3"):
         RunBackup(tmp_path, settings=3)
     with pytest.raises(TypeError, match="needs no backup"):

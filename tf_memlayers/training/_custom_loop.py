@@ -24,12 +24,23 @@ def _specs(structure):
     return tf.nest.map_structure(lambda s: keras.KerasTensor(s.shape, s.dtype), structure)
 
 
+def build_from_batches(model, element_spec, strategy):
+    """Builds ``model`` if it is not built (a model without an `Input`) from the shapes of
+    the batches ``element_spec`` describes, under ``strategy``'s scope, as `fit` builds it
+    from its first batch."""
+    if not model.built:
+        x = keras.utils.unpack_x_y_sample_weight(_specs(element_spec))[0]
+        with strategy.scope():
+            model(x, training=False)
+
+
 class _CustomLoop:
     """The training and evaluation steps of `train_with_custom_loop` for one model."""
 
     def __init__(self, model, strategy, element_spec):
         self.model = model
         self.strategy = strategy
+        build_from_batches(model, element_spec, strategy)
         x, y, _ = keras.utils.unpack_x_y_sample_weight(_specs(element_spec))
         y_pred = model.compute_output_spec(x, training=False)
         self.loss = GlobalBatchLoss(model, y, y_pred)

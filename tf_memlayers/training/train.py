@@ -11,7 +11,7 @@ import keras
 
 from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers._validation import check_callbacks, check_int, check_optional_int
-from tf_memlayers.training._custom_loop import train_with_custom_loop
+from tf_memlayers.training._custom_loop import build_from_batches, train_with_custom_loop
 from tf_memlayers.training.is_chief import _is_multi_worker
 from tf_memlayers.training.run_backup import RunBackup
 
@@ -143,7 +143,9 @@ def train(
             strategy=strategy,
         )
     # The optimizer's variables made before `fit`, under the strategy: Keras would otherwise
-    # make them inside the first trace of the step and trace it twice.
+    # make them inside the first trace of the step and trace it twice (for the variables of a
+    # model built first, where it has no `Input`).
+    build_from_batches(model, x.element_spec, strategy)
     if not model.optimizer.built:
         with strategy.scope():
             model.optimizer.build(model.trainable_variables)
