@@ -38,9 +38,11 @@ x = np.array([[1, 2, 3, 4, 5, 0], [6, 1, 0, 0, 0, 0], [2, 2, 2, 0, 0, 0], [3, 4,
 for strategy, run in ((one, train), (two, train), (two, train_with_custom_loop)):
     keras.utils.set_random_seed(1)
     with strategy.scope():
-        dense = layers.Dense(7, kernel_regularizer="l2")
+        # Each replica's activity regularization its own (a thread's list), its loss weighed.
+        dense = layers.Dense(7, kernel_regularizer="l2", activity_regularizer="l2")
         model = keras.Sequential([layers.Embedding(7, 4, mask_zero=True), dense])
-        model.compile(keras.optimizers.SGD(0.1), SequenceCrossentropy("sum_over_time"))
+        loss = SequenceCrossentropy("sum_over_time")
+        model.compile(keras.optimizers.SGD(0.1), loss, loss_weights=0.5)
     history = run(model, tf.data.Dataset.from_tensor_slices((x, x)).batch(4), 2, verbose=0)
     weights = [w.tolist() for w in model.get_weights()]
     report["sum_over_time"].append([history.history["loss"], weights])

@@ -1,5 +1,6 @@
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tf_memlayers import AttentionPooling, HeapCacheAttention
@@ -23,8 +24,10 @@ def train_cache_model(train_function):
     model.compile(adam, loss, metrics=[accuracy], jit_compile=False)
     x = np.random.default_rng(3).integers(1, 20, (30, 6)).astype("int32")
     data = tf.data.Dataset.from_tensor_slices((x, x[:, -1])).batch(8)
-    stop = keras.callbacks.EarlyStopping("loss", min_delta=1e9, patience=1)  # after epoch 2 of 3
-    history = train_function(model, data, epochs=3, steps_per_epoch=2, callbacks=[stop], verbose=0)
+    # Epochs of 3 of the 4 batches: the second ends as the data does, the third starts it
+    # again (as fit's, with Keras's warning); a stop after the third of 4.
+    stop = keras.callbacks.EarlyStopping("loss", min_delta=1e9, patience=2)
+    history = train_function(model, data, epochs=4, steps_per_epoch=3, callbacks=[stop], verbose=0)
     fill = int(np.asarray(model.get_layer("cache").fill_count()))
     return {w.path: np.asarray(w.numpy()) for w in model.weights}, history.history, fill
 
@@ -38,6 +41,39 @@ def test_custom_loop_in_one_process_matches_fit():
     assert len(got) == len(expected) and np.abs(got["cache/cache"]).sum() > 0
     for (path, value), want in zip(got.items(), expected.values()):
         np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-6, err_msg=path)
-    assert fill == expected_fill == 8
+    assert fill == expected_fill == 8 and len(history["loss"]) == 3
     for name, values in expected_history.items():
         np.testing.assert_allclose(history[name], values, rtol=1e-6, err_msg=name)
+
+
+class PlainModel(keras.Model):  # a `call` without `training`, and no `Input`
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(3)
+
+    def call(self, x):
+        return self.dense(x)
+
+
+class DoubledLoss(PlainModel):
+    def compute_loss(self, *args, **kwargs):  # which the loop would not call
+        return 2 * super().compute_loss(*args, **kwargs)
+
+
+def test_models_the_loop_trains_as_fit_and_those_it_refuses_by_name():
+    x = np.ones((4, 3), "float32")
+    data = tf.data.Dataset.from_tensor_slices((x, x)).batch(2)
+    plain, doubled = PlainModel(), DoubledLoss()
+    inputs = keras.Input((3,))
+    two = keras.Model(inputs, [keras.layers.Dense(3)(inputs)] * 2)
+    for model in (plain, doubled, two):
+        model.compile("sgd", "mse")
+    assert len(train_with_custom_loop(plain, data, epochs=2, verbose=0).history["loss"]) == 2
+    backup = keras.callbacks.BackupAndRestore("unused")
+    for model, callbacks, message in [
+        (doubled, [], "does not call DoubledLoss.compute_loss"),
+        (two, [], "models with one output; this one has 2"),
+        (plain, [backup], "BackupAndRestore resumes `fit` alone.*use .*RunBackup"),
+    ]:
+        with pytest.raises(NotImplementedError, match=message):
+            train_with_custom_loop(model, data, callbacks=callbacks, verbose=0)

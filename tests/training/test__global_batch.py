@@ -27,7 +27,8 @@ def test_the_shares_of_a_global_batch_add_up_to_its_loss_and_metrics(loss):
     loss, metrics = GlobalBatchLoss(model, y, y_pred), GlobalBatchMetrics(model, y, y_pred)
     shares = [(x[i : i + 3], y[i : i + 3], w[i : i + 3]) for i in (0, 3)]
     sums = [loss.sum_and_count(y, model(x), w) for x, y, w in shares]
-    total = sum(s for s, _ in sums) / sum(c for _, c in sums) + loss.regularization("float32")
+    added = loss.regularization(model.losses, "float32")
+    total = sum(s for s, _ in sums) / sum(c for _, c in sums) + added
     np.testing.assert_allclose(total, expected["loss"], rtol=1e-6)
     states = [metrics.batch_states(y, model(x), w) for x, y, w in shares]
     metrics.add([a + b for a, b in zip(*states)])
@@ -38,8 +39,11 @@ def test_the_shares_of_a_global_batch_add_up_to_its_loss_and_metrics(loss):
     pytest.raises(NotImplementedError, GlobalBatchLoss, model, y, y_pred).match("supports one loss")
     model.compile("sgd", "mse", metrics=[FromOne()])
     pytest.raises(NotImplementedError, GlobalBatchMetrics, model, y, y_pred).match("not a zero")
+    model.compile("sgd", "mse", metrics=[lambda y, p: y])  # a function Keras cannot rebuild
+    pytest.raises(ValueError, GlobalBatchMetrics, model, y, y_pred).match("register_keras_ser")
 
 
+@keras.saving.register_keras_serializable("tests")
 class FromOne(keras.metrics.Sum):  # a sum starting at one: its replicas' states add up to 2
     def __init__(self, **kwargs):
         super().__init__(**kwargs)

@@ -34,6 +34,8 @@ def test_fit_is_chosen_except_under_multi_worker_and_arguments_are_checked(monke
     with pytest.raises(TypeError, match="`x` must be a tf.data.Dataset .* got ndarray"):
         train(model, np.ones((2, 2)))
     pytest.raises(ValueError, train, model, data, epochs=0).match("`epochs` must be >= 1, got 0")
+    arrays = (np.ones((2, 2)), np.ones((2, 1)))  # fit's form, which the multi-worker loop lacks
+    pytest.raises(TypeError, train, model, data, validation_data=arrays).match("got tuple")
     for bad, name in ((1, "`callbacks` must be a list"), ([1], r"`callbacks\[0\]` must be")):
         pytest.raises(TypeError, train, model, data, callbacks=bad).match(name)
     assert len(train(model, data, callbacks=None, verbose=0).history["loss"]) == 1  # as `fit`

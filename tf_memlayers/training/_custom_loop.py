@@ -11,6 +11,9 @@ metrics' states are all-reduced). The callbacks are called as `fit` calls them, 
 logs. Public Keras API only.
 """
 
+import inspect
+import warnings
+
 import keras
 import numpy as np
 
@@ -22,6 +25,24 @@ tf = require_tensorflow("tf_memlayers.training")
 
 def _specs(structure):
     return tf.nest.map_structure(lambda s: keras.KerasTensor(s.shape, s.dtype), structure)
+
+
+def _refuse_overridden(model, method):
+    """Raises if ``model``'s class overrides Keras's ``method`` (`train_step`, `test_step`,
+    `compute_loss`), which the loop does not call: it computes the compiled loss itself. A
+    ``train_step`` that writes caches (`tf_memlayers.models.HeapCacheModel`) is the loop's own
+    cache write."""
+    owner = next(c for c in type(model).__mro__ if method in vars(c))
+    if owner.__module__.split(".")[0] == "keras":
+        return
+    if method == "train_step" and "write_caches" in vars(owner):
+        return
+    raise NotImplementedError(
+        f"The custom training loop (MultiWorkerMirroredStrategy) computes the compiled loss "
+        f"and metrics itself and does not call {owner.__name__}.{method}; train this model "
+        f"with `fit` under another strategy, or move what {method} adds into its layers "
+        f"(`add_loss`) and compiled loss."
+    )
 
 
 def build_from_batches(model, element_spec, strategy):
@@ -41,8 +62,12 @@ class _CustomLoop:
         self.model = model
         self.strategy = strategy
         build_from_batches(model, element_spec, strategy)
+        _refuse_overridden(model, "compute_loss")
         x, y, _ = keras.utils.unpack_x_y_sample_weight(_specs(element_spec))
-        y_pred = model.compute_output_spec(x, training=False)
+        # As a layer's call passes `training` only to a `call` that takes it.
+        parameters = inspect.signature(model.call).parameters.values()
+        takes_training = any(p.name == "training" or p.kind is p.VAR_KEYWORD for p in parameters)
+        y_pred = model.compute_output_spec(x, **({"training": False} if takes_training else {}))
         self.loss = GlobalBatchLoss(model, y, y_pred)
         self.train_metrics = GlobalBatchMetrics(model, y, y_pred)
         self.test_metrics = GlobalBatchMetrics(model, y, y_pred)
@@ -61,7 +86,10 @@ class _CustomLoop:
         variables = model.trainable_variables
         with tf.GradientTape() as tape:
             y_pred = model(x, training=True)
-            loss = self.loss.replica_loss(y, y_pred, sample_weight, context)
+            # This replica's added losses, read before any collective: the replicas' threads
+            # share the layers' lists, which the next replica to run its forward pass fills.
+            added = list(model.losses)
+            loss = self.loss.replica_loss(y, y_pred, sample_weight, context, added)
             scaled = model.optimizer.scale_loss(loss)  # mixed precision: the loss scale
         gradients = tape.gradient(scaled, variables)
         # Which variables have gradients (the same on every replica), known when tracing.
@@ -149,6 +177,15 @@ def _distributed(strategy, dataset):
     return strategy.experimental_distribute_dataset(dataset.with_options(options))
 
 
+def _ran_out():
+    warnings.warn(
+        "Your input ran out of data; interrupting training. Make sure that your dataset can "
+        "generate at least `steps_per_epoch * epochs` batches. You may need to use the "
+        "`.repeat()` function when building your dataset.",
+        stacklevel=3,
+    )
+
+
 def _check_workers_agree(strategy, initial_epoch):
     """Raises unless every worker resumes at the same epoch."""
     if strategy.num_replicas_in_sync == 1:
@@ -190,18 +227,32 @@ def train_with_custom_loop(
 
     Args:
         model: A compiled `keras.Model` built under ``strategy`` (one loss, one output;
-            metrics whose states are sums, such as means and accuracies).
+            metrics whose states are sums, such as means and accuracies, and Keras's or
+            registered with ``keras.saving.register_keras_serializable``; Keras's
+            ``train_step`` and ``compute_loss``).
         x: A `tf.data.Dataset` of global batches: ``(inputs, targets)`` or ``(inputs,
             targets, sample_weights)``.
         epochs, initial_epoch, steps_per_epoch, validation_data, callbacks, verbose: as for
-            `keras.Model.fit`. With ``steps_per_epoch`` the epochs continue one stream (an
-            endless dataset); without it every epoch runs through ``x``.
+            `keras.Model.fit`. With ``steps_per_epoch`` the epochs continue one pass over
+            ``x`` (a finite one starts again when it has ended, and one that runs out within
+            an epoch ends the epoch, with Keras's warning, as in `fit`); without it every
+            epoch runs through ``x``.
         strategy: The strategy (default: ``model.distribute_strategy``).
 
     Returns:
         The `keras.callbacks.History` of the run.
     """
     strategy = strategy or model.distribute_strategy
+    _refuse_overridden(model, "train_step")
+    given = (
+        callbacks.callbacks if isinstance(callbacks, keras.callbacks.CallbackList) else callbacks
+    )
+    if any(isinstance(c, keras.callbacks.BackupAndRestore) for c in given):
+        raise NotImplementedError(
+            "`callbacks`: keras.callbacks.BackupAndRestore resumes `fit` alone (the custom "
+            "training loop under MultiWorkerMirroredStrategy cannot read the epoch it "
+            "restores); use tf_memlayers.training.RunBackup, which restores the run in both."
+        )
     loop = _CustomLoop(model, strategy, x.element_spec)
     with strategy.scope():
         if not model.optimizer.built:
@@ -217,7 +268,12 @@ def train_with_custom_loop(
             steps=steps_per_epoch,
         )
     distributed = _distributed(strategy, x)
-    iterator = iter(distributed) if steps_per_epoch else None
+    # With `steps_per_epoch`, as `fit` does: the epochs continue one pass over the data, a
+    # pass of known length starts again once it has ended, and one that runs out within an
+    # epoch ends that epoch early, with Keras's warning.
+    count = int(x.cardinality())
+    count = count if count >= 0 else None
+    iterator, seen = None, 0
     step_function = loop.train_function()
     model.stop_training = False
     callbacks.on_train_begin()
@@ -227,19 +283,33 @@ def train_with_custom_loop(
         loop.train_loss.reset_state()
         loop.train_metrics.reset_state()
         callbacks.on_epoch_begin(epoch)
-        batches = iterator if steps_per_epoch else iter(distributed)
+        if steps_per_epoch is None:
+            batches = iter(distributed)
+        else:
+            if iterator is None:
+                iterator, seen = iter(distributed), 0
+            batches = iterator
         step = 0
         while steps_per_epoch is None or step < steps_per_epoch:
+            if steps_per_epoch and count is not None and seen >= count:
+                _ran_out()
+                break
             try:
                 data = next(batches)
             except StopIteration:
+                if steps_per_epoch:
+                    _ran_out()
+                    iterator = None
                 break
+            seen += 1
             callbacks.on_train_batch_begin(step)
             step_function(data)
             callbacks.on_train_batch_end(step, loop.logs(loop.train_loss, loop.train_metrics))
             step += 1
             if model.stop_training:
                 break
+        if count is not None and seen >= count:
+            iterator = None
         logs = loop.logs(loop.train_loss, loop.train_metrics)
         if validation_data is not None:
             validation = loop.evaluate(validation_data, callbacks)
@@ -258,6 +328,7 @@ def train_with_custom_loop(
 def evaluate_locally(model, x, callbacks=(), verbose=0):
     """``model.evaluate(x, return_dict=True)`` computed on this process alone, without the
     model's strategy (each worker of a multi-worker run gets the same numbers)."""
+    _refuse_overridden(model, "test_step")
     loop = _CustomLoop(model, model.distribute_strategy, x.element_spec)
     if not isinstance(callbacks, keras.callbacks.CallbackList):
         callbacks = keras.callbacks.CallbackList(

@@ -67,6 +67,23 @@ class GlobalBatchLoss:
             raise NotImplementedError(
                 f"The custom training loop supports one loss; got {type(loss).__name__} {loss!r}."
             )
+        outputs = len(tf.nest.flatten(y_pred))
+        if outputs != 1:
+            raise NotImplementedError(
+                f"The custom training loop supports models with one output; this one has "
+                f"{outputs} (`fit` would sum the compiled loss over them)."
+            )
+        # `compile(loss_weights=...)` of the one output: a number, or one in a list or dict.
+        weight = (model.get_compile_config() or {}).get("loss_weights")
+        if isinstance(weight, dict):
+            weight = list(weight.values())
+        if isinstance(weight, (list, tuple)):
+            weight = weight[0] if len(weight) == 1 else weight
+        if weight is not None and not isinstance(weight, (int, float)):
+            raise NotImplementedError(
+                f"The custom training loop supports one loss weight; got loss_weights={weight!r}."
+            )
+        self.weight = 1.0 if weight is None else float(weight)
         if isinstance(loss, str) and loss.lower() in ("crossentropy", "ce"):
             binary, sparse = _binary_or_sparse(y_true, y_pred)
             loss = (
@@ -107,24 +124,27 @@ class GlobalBatchLoss:
         weights = sample_weight if self.reduction == "mean_with_sample_weight" else None
         return total, self.counted(y_true, y_pred, weights)
 
-    def regularization(self, dtype):
-        """The sum of the model's added losses (regularizers), or `None`."""
-        if not self.model.losses:
+    @staticmethod
+    def regularization(losses, dtype):
+        """The sum of ``losses`` (a model's added losses: regularizers), or `None`."""
+        if not losses:
             return None
-        return tf.add_n([tf.cast(tf.reduce_sum(loss), dtype) for loss in self.model.losses])
+        return tf.add_n([tf.cast(tf.reduce_sum(loss), dtype) for loss in losses])
 
-    def replica_loss(self, y_true, y_pred, sample_weight, context):
+    def replica_loss(self, y_true, y_pred, sample_weight, context, added_losses):
         """This replica's part of the global batch's loss: the replicas' parts add up to it.
 
         ``context`` is the `tf.distribute.ReplicaContext`; the count is all-reduced over it,
-        and the regularization is divided among the replicas.
+        and ``added_losses`` (the model's ``losses`` after this replica's forward pass) are
+        divided among the replicas.
         """
         total, count = self.sum_and_count(y_true, y_pred, sample_weight)
         loss = total
         if count is not None:
             count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
             loss = tf.math.divide_no_nan(total, count)
-        regularization = self.regularization(loss.dtype)
+        loss = loss * tf.cast(self.weight, loss.dtype)
+        regularization = self.regularization(added_losses, loss.dtype)
         if regularization is not None:
             loss = loss + regularization / tf.cast(context.num_replicas_in_sync, loss.dtype)
         return loss
@@ -133,7 +153,8 @@ class GlobalBatchLoss:
         """The loss of a whole batch on this process (as `keras.Model.evaluate` logs it)."""
         total, count = self.sum_and_count(y_true, y_pred, sample_weight)
         loss = total if count is None else tf.math.divide_no_nan(total, count)
-        regularization = self.regularization(loss.dtype)
+        loss = loss * tf.cast(self.weight, loss.dtype)
+        regularization = self.regularization(self.model.losses, loss.dtype)
         return loss if regularization is None else loss + regularization
 
 
@@ -157,7 +178,15 @@ def _metric(identifier, y_true, y_pred):
             else keras.metrics.CategoricalAccuracy
         )
         return kind(name=identifier)
-    metric = keras.metrics.get(identifier)
+    try:
+        metric = keras.metrics.get(identifier)
+    except (ValueError, TypeError) as error:
+        raise ValueError(
+            "The custom training loop makes its own copies of the compiled metrics from the "
+            "model's compile config, which names this metric but cannot rebuild it: register "
+            "a function or Metric class of your own with "
+            f"keras.saving.register_keras_serializable ({error})"
+        ) from error
     if not isinstance(metric, keras.metrics.Metric):
         name = identifier if isinstance(identifier, str) else metric.__name__
         metric = keras.metrics.MeanMetricWrapper(metric, name=name)

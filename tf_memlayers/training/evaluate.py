@@ -27,6 +27,8 @@ def evaluate(model, x, callbacks=(), verbose=0, strategy=None):
     Raises:
         TypeError: If ``x`` is not a `tf.data.Dataset`.
         ValueError: If ``model`` is not compiled.
+        NotImplementedError: Under the custom loop, as for `train`, and for a model with its
+            own ``test_step``.
 
     Example:
 

@@ -103,11 +103,15 @@ def train(
         The `keras.callbacks.History` of the run.
 
     Raises:
-        TypeError: If ``x`` is not a `tf.data.Dataset`, or an epoch count not an integer.
+        TypeError: If ``x`` or ``validation_data`` is not a `tf.data.Dataset`, or an epoch
+            count not an integer.
         ValueError: If ``model`` is not compiled, an epoch count is out of range, or (under
             the custom loop) the workers resume at different epochs.
-        NotImplementedError: Under the custom loop, for several losses or outputs, or a
-            metric whose states are not sums.
+        NotImplementedError: Under the custom loop, for several losses or outputs, a
+            metric whose states are not sums, a model with its own ``train_step`` or
+            ``compute_loss`` (the loop computes the compiled loss itself), or
+            `keras.callbacks.BackupAndRestore` (which resumes ``fit`` alone: use
+            `RunBackup`).
 
     Example:
 
@@ -123,6 +127,11 @@ def train(
     2
     """
     _check_model_and_data(model, x)
+    if validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
+        raise TypeError(
+            "`validation_data` must be a tf.data.Dataset of batches (inputs, targets[, "
+            f"sample_weights]) or None, got {type(validation_data).__name__}."
+        )
     epochs = check_int("epochs", epochs, 1)
     initial_epoch = check_int("initial_epoch", initial_epoch, 0)
     steps_per_epoch = check_optional_int("steps_per_epoch", steps_per_epoch, 1)
