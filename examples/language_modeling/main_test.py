@@ -14,9 +14,12 @@ import pytest
 import tensorflow as tf
 from tensorboard.plugins.hparams import metadata
 
+from tf_memlayers.callbacks.window_attention_callback import average_attention_by_position
 from tf_memlayers.models import build_step_model, generate
+from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights
 
-from . import input_pipeline, main, train
+from . import input_pipeline, main, models, train
+from .models_test import numpy_perplexity
 
 FOLDER = pathlib.Path(__file__).resolve().parent
 SCRIPT = FOLDER.parent / "ptb_memory_lm.py"
@@ -449,3 +452,119 @@ def test_a_run_puts_back_the_callers_dtype_policy(monkeypatch):
     for mixed in (True, False):
         train.train_and_evaluate(types.SimpleNamespace(mixed_precision=mixed), *[None] * 2)
     assert seen == ["mixed_float16", "float32"] and policy().name == "bfloat16"
+
+
+# Valid and test splits of ~1,000 tokens: several documents each, laid out differently; weights
+# large enough that the carried state shows in the perplexity.
+MANY_DOCUMENTS = [*SIZES, "--generated-tokens", "10000", "--max-train-batches", "2"]
+MANY_DOCUMENTS += ["--init-scale", "1.0"]
+
+
+def _expected_perplexities(workdir):
+    """``{(split, document_resets): perplexity}`` of the run's final model, computed in NumPy
+    from a stateless copy: each document (or, without document resets, only each BPTT row)
+    read from a zero state."""
+    trained = keras.saving.load_model(workdir / "last.keras")
+    corpus = input_pipeline.generated_corpus(10000)
+    alone = models.language_model(
+        len(corpus.vocabulary),
+        "lstm",
+        units=16,
+        embedding_dim=8,
+        stateful=False,
+        sequence_length=None,
+    )
+    copy_trainable_weights(trained, alone)
+    expected = {}
+    for split in ("valid", "test"):
+        ids, documents = corpus.splits[split]
+        for document_resets in (True, False):
+            starts = list(documents) if document_resets else [0]
+            rows = input_pipeline.bptt_batches(np.arange(len(ids)), starts, 4, 10)
+            found = numpy_perplexity(alone, ids, [*starts, *rows.inputs[0, :, 0]])
+            expected[split, document_resets] = found
+    return corpus, expected
+
+
+def test_each_split_is_scored_with_its_own_document_resets(tmp_path):
+    metrics = run(tmp_path, "run", *MANY_DOCUMENTS, "--model", "lstm", "--epochs", "1")
+    corpus, expected = _expected_perplexities(tmp_path / "run")
+    # Not vacuous: the two splits start their documents at other places.
+    valid, test = (corpus.splits[s][1] for s in ("valid", "test"))
+    assert len(valid) > 2 and len(test) > 2 and list(valid) != list(test)
+    for split in ("valid", "test"):
+        # Not vacuous: the resets change the figure far more than the tolerance.
+        assert abs(expected[split, True] / expected[split, False] - 1) > 1e-4
+        np.testing.assert_allclose(
+            metrics[f"{split}_perplexity"], expected[split, True], rtol=1e-5, err_msg=split
+        )
+
+
+def test_no_document_resets_carries_the_state_across_documents(tmp_path):
+    argv = [*MANY_DOCUMENTS, "--model", "lstm", "--epochs", "1", "--no-document-resets"]
+    metrics = run(tmp_path, "run", *argv)
+    corpus, expected = _expected_perplexities(tmp_path / "run")
+    for split in ("valid", "test"):
+        assert abs(expected[split, True] / expected[split, False] - 1) > 1e-4
+        np.testing.assert_allclose(
+            metrics[f"{split}_perplexity"], expected[split, False], rtol=1e-5, err_msg=split
+        )
+    # Back to back, the documents leave only the last row's tail as padding.
+    ids, _ = corpus.splits["train"]
+    full = input_pipeline.bptt_batches(ids, [0], 4, 10).take(2)
+    assert metrics["train_tokens_per_epoch"] == full.num_targets == 2 * 4 * 10
+
+
+class _ScrambleBefore(keras.callbacks.Callback):
+    """Scrambles the trainable weights before epoch ``epoch``: that epoch ends worse."""
+
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == self.epoch:
+            rng = np.random.default_rng(0)
+            for weight in self.model.trainable_weights:
+                weight.assign(rng.uniform(-3, 3, weight.shape).astype(weight.dtype))
+
+
+def test_patience_scores_the_best_epoch_and_reports_it_counted_from_one(tmp_path):
+    argv = [*TINY, "--model", "lstm", "--epochs", "2", "--patience", "2"]
+    metrics = run(tmp_path, "run", *argv, callbacks=[_ScrambleBefore(1)])
+    validation = metrics["history"]["val_perplexity"]
+    assert validation[1] > 2 * validation[0]  # the last epoch is not the best
+    assert metrics["best_epoch"] == 1
+    # The weights EarlyStopping keeps are the best epoch's: the scores are that epoch's.
+    assert metrics["valid_perplexity"] == pytest.approx(validation[0], rel=1e-4)
+
+
+def test_the_attention_views_read_the_validation_split_and_parameters_are_trainable(tmp_path):
+    argv = [*TINY, "--model", "attention", "--window", "3", "--epochs", "1"]
+    argv += ["--probe-length", "4", "--init-scale", "1.0"]
+    metrics = run(tmp_path, "run", *argv)
+    corpus = input_pipeline.generated_corpus(1500)
+    ids, starts = corpus.splits["valid"]
+    # The probe sentence: the validation split's first words.
+    (text,) = summaries(tmp_path / "run" / "logs")["window_attention/probe_sentence_text"]
+    words = " ".join(corpus.decode(ids[:4]))
+    assert words in tf.make_ndarray(text.tensor).item().decode()
+    # The average attention per position: over the validation text, as the run lays it out.
+    trained = keras.saving.load_model(tmp_path / "run" / "last.keras")
+    options = dict(units=16, embedding_dim=8, window=3, stateful=False, sequence_length=None)
+    probe = models.language_model(
+        len(corpus.vocabulary), "attention", return_attention_scores=True, **options
+    )
+    copy_trainable_weights(trained, probe)
+
+    def average(split):
+        rows = input_pipeline.bptt_batches(*corpus.splits[split], 4, 10).inputs[:2]
+        _, scores = probe(np.concatenate(list(rows), axis=1))
+        return average_attention_by_position(np.asarray(scores, np.float64), 3)
+
+    expected, other = average("valid"), average("train")
+    assert np.abs(expected - other).max() > 1e-3  # not vacuous
+    np.testing.assert_allclose(metrics["attention_by_position"], expected, atol=1e-4)
+    # The parameters: the trainable ones, not the carried window of outputs.
+    stateless = models.language_model(len(corpus.vocabulary), "attention", **options)
+    assert metrics["parameters"] == stateless.count_params()

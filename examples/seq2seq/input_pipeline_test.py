@@ -82,3 +82,13 @@ def test_a_bad_file_is_named_with_what_is_wrong(tmp_path, content, message):
 def test_the_docstring_examples_run():
     result = doctest.testmod(pipeline)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_sentence_of_max_length_words_is_kept_and_max_train_cuts_train_alone(tmp_path):
+    for split in ("train", "valid", "test"):
+        (tmp_path / f"{split}.txt").write_text("a b c d\na b c d e\n")
+    splits = pipeline.read_sentence_files(tmp_path, max_length=4)
+    assert splits["test"] == [["a", "b", "c", "d"]]  # four words of four: kept
+    # --max-train cuts the training sentences only: the scores read every test sentence.
+    short = pipeline.load_splits(None, "small", 14, 10, seed=1)
+    assert [len(short[name]) for name in pipeline.SPLITS] == [10, 100, 100]

@@ -397,3 +397,84 @@ def test_a_run_puts_back_the_callers_dtype_policy(monkeypatch):
     for mixed in (True, False):
         train.train_and_evaluate(types.SimpleNamespace(mixed_precision=mixed), *[None] * 4)
     assert seen == ["mixed_float16", "float32"] and policy().name == "bfloat16"
+
+
+def test_max_length_5_is_accepted_for_the_generated_corpus():
+    assert main.parse_args(["--max-length", "5"]).max_length == 5  # the shortest sentences
+
+
+def test_the_am_gru_options_name_another_dual_am_gru_run():
+    default = _run_directory()
+    assert _run_directory("--num-copies", "2") != default
+    assert _run_directory("--dual-key", "paper") != default
+
+
+class _Decoder:
+    """An auto-encoder stub whose decode returns the given rows."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def decode(self, source, max_steps, bos_id, eos_id, sampler=None):
+        assert max_steps == source.shape[1] + 1  # room for the longest sentence's <eos>
+        return self.rows[: len(source)]
+
+
+def test_the_decoded_scores_count_the_words_and_eos_only():
+    vocabulary = input_pipeline.build_vocabulary([["a", "b", "c"]])
+    sentences = [["a", "b", "c"], ["a"]]
+    _, _, target = input_pipeline.encode(sentences, vocabulary, 4)
+    decoded = target.copy()
+    decoded[0, 1] = vocabulary.index("c")  # one word of 6 (4 + 2 with <eos>) wrong
+    scores = train.decoded_scores(_Decoder(decoded), sentences, vocabulary, 4, beams=1)
+    assert scores == {"decoded_exact_match": 0.5, "decoded_word_accuracy": round(5 / 6, 4)}
+
+
+def test_the_teacher_forced_scores_count_the_words_and_eos_only():
+    # Logits favouring id 1 everywhere, with probability p = 0.6 at the words and <eos>.
+    target = np.array([[4, 5, 3, 0], [4, 3, 0, 0]])
+    logits = np.zeros((2, 4, 6))
+    logits[..., 1] = np.log(0.6 / 0.4 * 5)  # softmax: 0.6 on id 1, 0.08 on each other
+    logits[target == 0, 0] = 20.0  # the padding predicted with certainty: not counted
+    stub = types.SimpleNamespace(distribute_strategy=None, predict_on_batch=lambda _: logits)
+    data = [((np.zeros((2, 3)), np.zeros((2, 4))), target)]
+    scores = train.teacher_forced_scores(stub, data)
+    assert scores["test_loss"] == round(-np.log(0.08), 4)  # 5 words and <eos>, none correct
+    assert scores["test_word_accuracy"] == 0.0
+
+
+def test_a_run_scores_and_probes_the_test_sentences_with_the_training_vocabulary(tmp_path):
+    words = input_pipeline.generated_sentences(90, seed=2)
+    folder = tmp_path / "data"
+    folder.mkdir()
+    parts = (("train", words[:60]), ("valid", words[60:75]), ("test", words[75:]))
+    for split, part in parts:
+        lines = [" ".join(s + (["zebra"] if split == "test" else [])) for s in part]
+        (folder / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    # Large weights: each split's loss its own, far from the uniform guess's.
+    argv = "--units 8 --embedding-dim 6 --epochs 1 --verbose 0 --model attention".split()
+    argv += ["--init-scale", "1.0"]
+    argv += [
+        "--probe-sentences",
+        "2",
+        "--data-dir",
+        str(folder),
+        "--workdir",
+        str(tmp_path / "run"),
+    ]
+    metrics = main.main(argv)
+    vocabulary = input_pipeline.build_vocabulary(words[:60])  # the training words only: no zebra
+    assert metrics["vocabulary"] == len(vocabulary)
+    test = [s + ["zebra"] for s in words[75:]]
+    # The probes read the first test sentence (zebra read as <unk>).
+    assert metrics["probe_heatmap"]["source"] == [
+        w if w in vocabulary else "<unk>" for w in test[0]
+    ]
+    # The teacher-forced test loss: the trained model's, over the test sentences' words and <eos>.
+    model = keras.saving.load_model(tmp_path / "run" / "last.keras")
+    source, decoder_input, target = input_pipeline.encode(test, vocabulary, 16)
+    logits = np.asarray(model.predict_on_batch([source, decoder_input]), np.float64)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    words_ = target > 0
+    expected = -np.take_along_axis(log_probs, target[..., None], -1)[..., 0][words_].mean()
+    assert metrics["test_loss"] == pytest.approx(expected, abs=1e-4)  # rounded to 4 digits

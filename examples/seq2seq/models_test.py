@@ -133,3 +133,32 @@ def test_the_probe_statistics():
         _autoencoder("dual_am_gru"), [(np.array([5]), np.array([2, 5]))]
     )
     assert statistics["key_similarity"] is None and statistics["read_aligned"] == 1.0
+
+
+@pytest.mark.parametrize("kind", MODELS)
+def test_the_padding_changes_no_logit(kind):
+    """A sentence padded in a batch is read as it is alone: the encoder skips its padding, the
+    attention leaves it out, and the padded decoder steps are masked out of the loss."""
+    autoencoder = _autoencoder(kind)
+    source, decoder_input = _batch()
+    batched = keras.ops.convert_to_numpy(autoencoder.model([source, decoder_input]))
+    for row in (1, 2):
+        length = int((source[row] > 0).sum())
+        alone = autoencoder.model(
+            [source[row : row + 1, :length], decoder_input[row : row + 1, : length + 1]]
+        )
+        np.testing.assert_allclose(batched[row, : length + 1], alone[0], atol=1e-5)
+    # The loss and accuracy of the padded steps: none, whatever the target holds there.
+    model = autoencoder.model
+    model.compile(
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+    )
+    target = np.concatenate([decoder_input[:, 1:], np.zeros((3, 1), "int32")], 1)
+    target[np.arange(3), (source > 0).sum(1)] = 3  # <eos>
+    other = np.where(decoder_input > 0, target, 7).astype("int32")  # a word on the padding
+    scores = [
+        model.evaluate([source, decoder_input], t, verbose=0, return_dict=True)
+        for t in (target, other)
+    ]
+    assert scores[0] == pytest.approx(scores[1], rel=1e-6)
