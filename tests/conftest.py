@@ -13,13 +13,12 @@ from tests.xla_flags import compile_quickly
 
 compile_quickly()
 
-# On JAX, one compilation cache for the test run, in a folder removed when it ends: the
-# processes the run starts (pytest-xdist's workers, the tests' own) inherit it, so a program
-# one of them compiled is read by the others (the tests compile many equal programs; the
-# layers' tests take 10% less time than with a cache for each process). JAX writes an entry
-# without a lock: an entry read while another process writes it cannot be decompressed, and
-# JAX compiles the program again with a warning. A cache folder set outside the tests is used
-# as it is.
+# On JAX, one compilation cache for the test run, in a folder removed when it ends: the processes
+# the run starts (pytest-xdist's workers, the tests' own) inherit it, so a program one of them
+# compiled is read by the others (the tests compile many equal programs; the layers' tests take 10%
+# less time than with a cache for each process). JAX writes an entry without a lock: an entry read
+# while another process writes it cannot be decompressed, and JAX compiles the program again with a
+# warning. A cache folder set outside the tests is used as it is.
 if importlib.util.find_spec("jax") and "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     _jax_cache = tempfile.mkdtemp(prefix="tf-memlayers-tests-jax-cache-")
     atexit.register(shutil.rmtree, _jax_cache, ignore_errors=True)

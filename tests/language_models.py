@@ -4,8 +4,7 @@ from the package's layers and given to `build_language_model`, in its two forms.
 * ``"lstm"``: no memory (the baseline);
 * ``"attention"``, ``"key_value"``, ``"key_value_predict"``: `SlidingWindowAttention` in that
   mode (the cell form: `SlidingWindowAttentionCell` around the top LSTM cell);
-* ``"ngram"``: `NGramConcat` (the cell form: `NGramConcatCell`).
-"""
+* ``"ngram"``: `NGramConcat` (the cell form: `NGramConcatCell`)."""
 
 import keras
 
@@ -43,12 +42,11 @@ def language_model(
     return_attention_scores=False,
     **options,
 ):
-    """``build_language_model(vocabulary_size, memory, **options)`` with ``kind``'s memory
-    (its kernels U(-init_scale, init_scale), as the builder's weights), named
-    ``<kind>_language_model``. ``options`` are the builder's, and the memory's
-    `MEMORY_OPTIONS`. The memory's output width is ``memory_units``, else ``embedding_dim``
-    with tied weights, else the layer's default for attention and ``sizes[0]`` or ``units //
-    (ngram - 1)`` for the N-gram RNN."""
+    """``build_language_model(vocabulary_size, memory, **options)`` with ``kind``'s memory (its
+    kernels U(-init_scale, init_scale), as the builder's weights), named ``<kind>_language_model``.
+    ``options`` are the builder's, and the memory's `MEMORY_OPTIONS`. The memory's output width is
+    ``memory_units``, else ``embedding_dim`` with tied weights, else the layer's default for
+    attention and ``sizes[0]`` or ``units // (ngram - 1)`` for the N-gram RNN."""
     layer_options = {name: options.pop(name) for name in MEMORY_OPTIONS if name in options}
     memory = None
     if kind != "lstm":

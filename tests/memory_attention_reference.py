@@ -76,12 +76,11 @@ def attention_wrapper_reference(
     probability_fn="softmax",
     attention_layer="luong",
 ):
-    """The wrapper around a SimpleRNN cell (h = tanh(x W + h U + b)): outputs and weights;
-    with ``monotonic_mode``, Raffel et al.'s (2017) attention, which starts one-hot at the
-    memory's first vector (written for complex weights too: no softmax then).
-    ``probability_fn``: ``"softmax"``, ``"hardmax"`` or a NumPy ``f(scores, mask)``;
-    ``attention_layer``: ``"luong"``, ``"context"`` or a NumPy ``f([c; h], weights)``.
-    One mechanism of `several_mechanisms_reference`."""
+    """The wrapper around a SimpleRNN cell (h = tanh(x W + h U + b)): outputs and weights; with
+    ``monotonic_mode``, Raffel et al.'s (2017) attention, which starts one-hot at the memory's first
+    vector (written for complex weights too: no softmax then). ``probability_fn``: ``"softmax"``,
+    ``"hardmax"`` or a NumPy ``f(scores, mask)``; ``attention_layer``: ``"luong"``, ``"context"`` or
+    a NumPy ``f([c; h], weights)``. One mechanism of `several_mechanisms_reference`."""
 
     def attention_of(contexts, h):
         if attention_layer == "context":

@@ -4,8 +4,7 @@ from the package's layers, for the tests of the layers and builders that run the
 ``kind`` names the encoder: ``"gru"`` (a GRU, then a GRU), ``"am_gru"`` (an `AssociativeGRU`,
 then a GRU), ``"dual_am_gru"`` (a `DualAssociativeEncoder`, then a GRU) or ``"word_by_word"``
 (a `ConditionalAttentionEncoder`: an LSTM over the premise, an LSTM with `WordByWordAttention`
-over the hypothesis).
-"""
+over the hypothesis)."""
 
 import keras
 

@@ -4,8 +4,7 @@ The TensorFlow pass runs every test. Another backend's pass (the JAX pass runs w
 TensorFlow installed) collects, from their paths alone, each layer's test module (the mirror
 under ``tests/layers/`` of a module of ``tf_memlayers/layers/``) and the files named here. A
 test in them that needs TensorFlow carries the ``tensorflow_only`` marker and is skipped, with
-its reason, elsewhere.
-"""
+its reason, elsewhere."""
 
 import pathlib
 

@@ -11,9 +11,8 @@ from tests.selection import mirrored_test_module
 ROOT = pathlib.Path(tf_memlayers.__file__).parent
 # What a builder must not reach for: the primitives below the layers, and the cells' internals
 # that only the layers themselves use to run their loops.
-CELL_INTERNALS = {"_projection_kernels", "_stepping_on_projections", "_projected_call"}
-CELL_INTERNALS |= {"_run_step", "_controller_step", "permutations", "dual_gate_kernel"}
-CELL_INTERNALS.add("dual_candidate_kernel")
+CELL_INTERNALS = {"_projection_kernels", "_stepping_on_projections", "_projected_call", "_run_step"}
+CELL_INTERNALS |= {"_controller_step", "permutations", "dual_gate_kernel", "dual_candidate_kernel"}
 
 
 def _modules(folder=""):

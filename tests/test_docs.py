@@ -206,10 +206,9 @@ KERAS_PROTOCOL = set(
 
 def test_code_spans_are_code_or_links(site, api_html):
     """No backquote in any page's prose (each code span became code or a link); a name of the
-    package in a code span links to its page, a Keras, TensorFlow or JAX name to that
-    library's documentation; and no page names a function or class of the package's own
-    modules that the reference does not document (a private helper, a primitive of
-    ``tf_memlayers.ops``)."""
+    package in a code span links to its page, a Keras, TensorFlow or JAX name to that library's
+    documentation; and no page names a function or class of the package's own modules that the
+    reference does not document (a private helper, a primitive of ``tf_memlayers.ops``)."""
     public = {name for _, name in _classes_and_functions()}
     defined = set()
     for path in (REPO_ROOT / "tf_memlayers").rglob("*.py"):

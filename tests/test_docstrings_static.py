@@ -91,25 +91,19 @@ def test_the_public_names_that_are_not_classes_or_functions():
 
 
 @pytest.mark.parametrize("name", PUBLIC)
-def test_public_docstring_has_the_keras_sections(name):
+def test_public_docstring_has_the_keras_sections_and_a_layers_call_arguments_its_call_takes(name):
     module, _, attribute = name.rpartition(".")
-    obj = getattr(importlib.import_module(module), attribute)
-    doc = obj.__doc__
+    layer = getattr(importlib.import_module(module), attribute)
+    doc, sections = layer.__doc__, _required_sections(layer)
     assert doc, f"{name} has no docstring of its own"
     missing = [
         section
-        for section in _required_sections(obj)
+        for section in sections
         if not re.search(rf"^[ \t]*{re.escape(section)}[ \t]*$", doc, re.MULTILINE)
     ]
     assert not missing, f"{name}'s docstring has no {missing} section (a line of its own)"
-
-
-@pytest.mark.parametrize("name", PUBLIC)
-def test_a_layers_call_arguments_are_those_of_its_call(name):
-    module, _, attribute = name.rpartition(".")
-    layer = getattr(importlib.import_module(module), attribute)
-    if "Call arguments:" not in _required_sections(layer):
-        pytest.skip("not a layer")
+    if "Call arguments:" not in sections:  # not a layer
+        return
     section = inspect.cleandoc(layer.__doc__).split("Call arguments:\n")[1].split("\n\n")[0]
     named = re.findall(r"^    (\w+(?:, \w+)*):", section, re.MULTILINE)
     documented = {one for names in named for one in names.split(", ")}

@@ -8,8 +8,7 @@ Each backend's pass writes every model's file, with its inputs and outputs (``.n
 there. The folder is the one ``TF_MEMLAYERS_BACKEND_FILES`` names (``.ci/run`` gives its
 TensorFlow, JAX and torch passes one, then runs the loading test again on TensorFlow and JAX for
 the files of the later passes), else the test's own temporary folder, where only its own
-backend's files are.
-"""
+backend's files are."""
 
 import os
 import pathlib

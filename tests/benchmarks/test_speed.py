@@ -79,13 +79,20 @@ def test_the_steps_buffers_grow_with_the_length_and_a_limit_keeps_it_from_runnin
     assert not tables.layer_step(keras.layers.GRU(8), (2, 256, 8), limit_mib=limit).runnable
 
 
-def test_flops_count_every_weight_matrix_but_the_embedding_and_three_products_per_product():
+def test_flops_count_weights_but_the_embedding_and_the_window_peer_has_our_weights():
     from tf_memlayers.models import build_language_model
 
     model = build_language_model(50, units=8, embedding_dim=6, layers=2, stateful=False)
     lstm = lambda inputs: 4 * 8 * (inputs + 8)  # noqa: E731  kernel + recurrent kernel
     assert training.weight_training_flops(model, 1) == 6 * (lstm(6) + lstm(8) + 8 * 50)
     assert training.training_flops([(2, 3, 4), (1, 1, 1)]) == 3 * (48 + 2)
+    # The window peer has our weights and the floor our products.
+    assert tables.equal_weight_key_dim(300, 32) == 165  # 198,795 weights against our 199,232
+    x = keras.Input((5, 300))
+    layers = {v: tables.window_layer(v, 300) for v in ("ours", "floor", "mha")}
+    counts = {v: keras.Model(x, layer(x)).count_params() for v, layer in layers.items()}
+    assert counts["ours"] == 199232 and abs(counts["mha"] - counts["ours"]) < (4 * 300 + 3) / 2
+    assert counts["floor"] == counts["ours"] - 32  # its four kernels, no score vector
 
 
 @pytest.mark.parametrize(
@@ -97,15 +104,6 @@ def test_an_lm_variant_puts_its_memory_on_the_lstm_or_around_its_cell(variant, m
     assert memory in [type(getattr(layer, "cell", layer)).__name__ for layer in model.layers]
     with pytest.raises(ValueError, match="unknown LM variant 'window-sideways:5'"):
         tables.parse_variant("window-sideways:5")
-
-
-def test_the_window_peer_has_our_weights_and_the_floor_our_products():
-    assert tables.equal_weight_key_dim(300, 32) == 165  # 198,795 weights against our 199,232
-    x = keras.Input((5, 300))
-    layers = {v: tables.window_layer(v, 300) for v in ("ours", "floor", "mha")}
-    counts = {v: keras.Model(x, layer(x)).count_params() for v, layer in layers.items()}
-    assert counts["ours"] == 199232 and abs(counts["mha"] - counts["ours"]) < (4 * 300 + 3) / 2
-    assert counts["floor"] == counts["ours"] - 32  # its four kernels, no score vector
 
 
 def test_the_stand_ins_replace_their_parts_only_while_active():

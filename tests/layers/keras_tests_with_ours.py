@@ -1,9 +1,8 @@
-"""pytest plugin: Keras's own tests of a Keras class with the package's class in its place, in
-a process of its own (`test_keras_tests_with_ours.py`) running the `SUITES` that
-``KERAS_TESTS_SUITES`` names (each `Suite` says what it replaces where), or with Keras's own
-classes where ``KERAS_TESTS_KERAS_OWN`` is set (a reference run). It writes to
-``KERAS_TESTS_REPORT`` each test's outcome, failure message, skip reason, skipper and
-constructions of ours."""
+"""pytest plugin: Keras's own tests of a Keras class with the package's class in its place, in a
+process of its own (`test_keras_tests_with_ours.py`) running the `SUITES` that
+``KERAS_TESTS_SUITES`` names (each `Suite` says what it replaces where), or with Keras's own classes
+where ``KERAS_TESTS_KERAS_OWN`` is set (a reference run). It writes to ``KERAS_TESTS_REPORT`` each
+test's outcome, failure message, skip reason, skipper and constructions of ours."""
 
 import dataclasses
 import json

@@ -9,7 +9,7 @@ from tests.losses.test_sequence_crossentropy import _numpy_token_nll as _numpy_n
 from tf_memlayers.metrics import Perplexity
 
 
-def test_perplexity_metric_ignores_zero_weights():
+def test_perplexity_metric_ignores_zero_weights_and_broadcasts_weights_to_the_targets():
     metric = Perplexity()
     logits = np.log(np.array([[[0.5, 0.25, 0.25], [0.1, 0.8, 0.1]]], "float32"))
     metric.update_state(np.array([[0, 1]]), logits, sample_weight=np.array([[1.0, 0.0]]))
@@ -17,6 +17,13 @@ def test_perplexity_metric_ignores_zero_weights():
     metric.update_state(np.array([[1, 1]]), logits, sample_weight=np.array([[1.0, 1.0]]))
     expected = np.exp(-(np.log(0.5) + np.log(0.25) + np.log(0.8)) / 3)
     np.testing.assert_allclose(metric.result(), expected, rtol=1e-6)
+    targets, logits, _ = _batch(np.random.default_rng(1), 3, 4)
+    per_row = np.array([[1.0], [0.0], [2.0]], "float32")  # [batch, 1]: one weight a sequence
+    metric = Perplexity()
+    metric.update_state(targets, logits, sample_weight=per_row)
+    weights = np.broadcast_to(per_row, (3, 4))
+    expected = np.exp((_numpy_nll(targets, logits) * weights).sum() / weights.sum())
+    np.testing.assert_allclose(float(metric.result()), expected, rtol=1e-5)
 
 
 @pytest.mark.parametrize("dtype, rtol", [("float32", 1e-5), ("float64", 1e-13)])
@@ -40,7 +47,7 @@ def test_batches_of_different_shapes_give_the_corpus_perplexity_in_the_metrics_d
     np.testing.assert_allclose(float(metric.result()), np.exp(nll.mean()), rtol=1e-5)
 
 
-def test_a_float64_result_where_keras_computes_float64_in_float32(monkeypatch):
+def test_a_float64_result_where_keras_computes_in_float32_and_float16_reads_every_id(monkeypatch):
     # Keras's JAX and torch backends do so outside the tests, which keep float64 (conftest).
     if keras.backend.backend() != "tensorflow":
         from keras.src.backend.common import dtypes
@@ -49,23 +56,11 @@ def test_a_float64_result_where_keras_computes_float64_in_float32(monkeypatch):
     metric = Perplexity(dtype="float64")
     metric.update_state(*_batch(2)[:2])
     assert keras.backend.standardize_dtype(metric.result().dtype) == "float64"
-
-
-def test_a_float16_metric_reads_every_target_id():
+    # A float16 metric reads every target id.
     logits, metric = np.zeros((1, 1, 3000), "float32"), Perplexity(dtype="float16")
     logits[..., 2049] = 10.0  # 2049 is no float16: as one, the target would read 2048
     metric.update_state(np.array([[2049]]), logits)
     np.testing.assert_allclose(float(metric.result()), 1 + 2999 * np.exp(-10.0), rtol=1e-3)
-
-
-def test_weights_broadcast_to_the_targets():
-    targets, logits, _ = _batch(np.random.default_rng(1), 3, 4)
-    per_row = np.array([[1.0], [0.0], [2.0]], "float32")  # [batch, 1]: one weight a sequence
-    metric = Perplexity()
-    metric.update_state(targets, logits, sample_weight=per_row)
-    weights = np.broadcast_to(per_row, (3, 4))
-    expected = np.exp((_numpy_nll(targets, logits) * weights).sum() / weights.sum())
-    np.testing.assert_allclose(float(metric.result()), expected, rtol=1e-5)
 
 
 def test_reset_state_forgets_every_batch_and_float16_logits_count_as_they_are():
@@ -81,10 +76,9 @@ def test_reset_state_forgets_every_batch_and_float16_logits_count_as_they_are():
 
 
 def test_a_compiled_models_evaluation_sums_over_its_batches():
-    # The model's output is its input: the logits reach the metric as they are. Three batches
-    # with different numbers of real tokens (none in the first): exp of the mean batch loss
-    # would differ. Keras passes the sample weights to `weighted_metrics` only, as
-    # `compile_language_model` registers the metric.
+    # The model's output is its input: the logits reach the metric as they are. Three batches with
+    # different numbers of real tokens (none in the first): exp of the mean batch loss would differ.
+    # Keras passes sample weights to `weighted_metrics` only, as `compile_language_model` does.
     targets, logits, weights = _batch(np.random.default_rng(4), 6, 4)
     weights[:2] = 0.0
     weights[2, 0] = 1.0

@@ -320,9 +320,8 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
 
 
 def _greedy_sampler(next, prompt, cache=None, index=0, mask=None, model=None, **kwargs):
-    """keras-hub's `Sampler.__call__` with a greedy `get_next_token`: ``next(prompt, cache,
-    index)`` gives the logits of position ``index``; the prompt buffer is filled where
-    ``mask`` is false."""
+    """keras-hub's `Sampler.__call__` with a greedy `get_next_token`: ``next(prompt, cache, index)``
+    gives the logits of position ``index``; the prompt buffer is filled where ``mask`` is false."""
     ops = keras.ops
 
     def body(prompt, cache, index):

@@ -13,9 +13,8 @@ from tf_memlayers.models.language_model import build_language_model
 VOCAB, HIDDEN, EMBEDDING = 11, 4, 3
 
 
-@pytest.mark.parametrize(
-    "path, role",
-    [
+def test_weight_role_names_a_weight_by_what_it_does():
+    roles = [
         # The LSTMs: in the parallel form, in the cell form (the top one inside the memory
         # cell), in ResettableRNN (models with resets), and past ten layers.
         ("lstm_0/lstm_cell/kernel", "lstm_0/kernel"),
@@ -34,10 +33,8 @@ VOCAB, HIDDEN, EMBEDDING = 11, 4, 3
         ("embedding/embeddings", "embedding/embeddings"),
         ("softmax/kernel", "softmax/kernel"),
         ("softmax/bias", "softmax/bias"),
-    ],
-)
-def test_weight_role_names_a_weight_by_what_it_does(path, role):
-    assert weight_role(path) == role
+    ]
+    assert [weight_role(path) for path, _ in roles] == [role for _, role in roles]
 
 
 def _parallel(layers=2, units=HIDDEN):

@@ -226,9 +226,8 @@ def test_keras_hub_samplers_and_an_end_token_drive_generation(prompt_length, mon
     samplers = keras_hub.samplers
     for sampler in ("greedy", samplers.TopKSampler(k=1, seed=0), samplers.BeamSampler(num_beams=1)):
         np.testing.assert_array_equal(generate(step_model, prompt, 6, sampler=sampler), greedy)
-    # Beam search carries the step model's state as its cache, one copy per beam, and
-    # reorders it as the beams are chosen: the same tokens as a beam search over the full
-    # model's logits.
+    # Beam search carries the step model's state as its cache, one copy per beam, and reorders it as
+    # the beams are chosen: the same tokens as a beam search over the full model's logits.
     beam_sampler = keras_hub.samplers.BeamSampler(num_beams=3)
     beams = generate(step_model, prompt, 4, sampler=beam_sampler)
     unended = _beam_search(model, prompt, 4, num_beams=3)

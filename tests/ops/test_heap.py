@@ -11,12 +11,11 @@ from tf_memlayers.ops import heap
 
 
 def replayed_slots(slot_scores, candidate_scores):
-    """The documented procedure: a candidate scoring strictly above the root (slot 0) replaces
-    it and sifts down; the children of slot i are 2i+1 and 2i+2 (a missing child scores
-    +inf); the sift stops when the node scores strictly below both children, else it swaps
-    with 2i+2 when that child's score is <= the score of 2i+1, else with 2i+1. Returns each
-    slot's pool index (k for the vector in slot k, K + b for candidate b) and which
-    candidates entered."""
+    """The documented procedure: a candidate scoring strictly above the root (slot 0) replaces it
+    and sifts down; the children of slot i are 2i+1 and 2i+2 (a missing child scores +inf); the sift
+    stops when the node scores strictly below both children, else it swaps with 2i+2 when that
+    child's score is <= the score of 2i+1, else with 2i+1. Returns each slot's pool index (k for the
+    vector in slot k, K + b for candidate b) and which candidates entered."""
     scores, size = list(slot_scores), len(slot_scores)
     sources, entered = list(range(size)), []
     for b, score in enumerate(candidate_scores):

@@ -1,5 +1,4 @@
-"""`HalfSquaredNorm`: ``coefficient * ||w||^2 / 2`` in float32, restored by its registered
-name."""
+"""`HalfSquaredNorm`: ``coefficient * ||w||^2 / 2`` in float32, restored by its registered name."""
 
 import keras
 import numpy as np
