@@ -59,6 +59,9 @@ class DoubledLoss(PlainModel):
     def compute_loss(self, *args, **kwargs):  # which the loop would not call
         return 2 * super().compute_loss(*args, **kwargs)
 
+    def test_step(self, data):
+        return super().test_step(data)
+
 
 def test_models_the_loop_trains_as_fit_and_those_it_refuses_by_name():
     x = np.ones((4, 3), "float32")
@@ -69,11 +72,12 @@ def test_models_the_loop_trains_as_fit_and_those_it_refuses_by_name():
     for model in (plain, doubled, two):
         model.compile("sgd", "mse")
     assert len(train_with_custom_loop(plain, data, epochs=2, verbose=0).history["loss"]) == 2
-    backup = keras.callbacks.BackupAndRestore("unused")
-    for model, callbacks, message in [
-        (doubled, [], "does not call DoubledLoss.compute_loss"),
-        (two, [], "models with one output; this one has 2"),
-        (plain, [backup], "BackupAndRestore resumes `fit` alone.*use .*RunBackup"),
+    backup = [keras.callbacks.BackupAndRestore("unused")]
+    for model, kwargs, message in [
+        (doubled, {}, "does not call DoubledLoss.compute_loss"),
+        (doubled, {"validation_data": data}, "does not call DoubledLoss.test_step"),
+        (two, {}, "models with one output; this one has 2"),
+        (plain, {"callbacks": backup}, "BackupAndRestore resumes `fit` alone.*use .*RunBackup"),
     ]:
         with pytest.raises(NotImplementedError, match=message):
-            train_with_custom_loop(model, data, callbacks=callbacks, verbose=0)
+            train_with_custom_loop(model, data, verbose=0, **kwargs)

@@ -18,6 +18,7 @@ import keras
 import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
+from tf_memlayers.models.heap_cache_model import HeapCacheModel
 from tf_memlayers.training._global_batch import GlobalBatchLoss, GlobalBatchMetrics
 
 tf = require_tensorflow("tf_memlayers.training")
@@ -29,13 +30,11 @@ def _specs(structure):
 
 def _refuse_overridden(model, method):
     """Raises if ``model``'s class overrides Keras's ``method`` (`train_step`, `test_step`,
-    `compute_loss`), which the loop does not call: it computes the compiled loss itself. A
-    ``train_step`` that writes caches (`tf_memlayers.models.HeapCacheModel`) is the loop's own
-    cache write."""
+    `compute_loss`, `compute_metrics`), which the loop does not call: it computes the compiled
+    loss and metrics itself. `HeapCacheModel`'s ``train_step`` (Keras's, then the cache write)
+    is the loop's own cache write."""
     owner = next(c for c in type(model).__mro__ if method in vars(c))
-    if owner.__module__.split(".")[0] == "keras":
-        return
-    if method == "train_step" and "write_caches" in vars(owner):
+    if owner.__module__.split(".")[0] == "keras" or owner is HeapCacheModel:
         return
     raise NotImplementedError(
         f"The custom training loop (MultiWorkerMirroredStrategy) computes the compiled loss "
@@ -62,7 +61,8 @@ class _CustomLoop:
         self.model = model
         self.strategy = strategy
         build_from_batches(model, element_spec, strategy)
-        _refuse_overridden(model, "compute_loss")
+        for method in ("compute_loss", "compute_metrics"):
+            _refuse_overridden(model, method)
         x, y, _ = keras.utils.unpack_x_y_sample_weight(_specs(element_spec))
         # As a layer's call passes `training` only to a `call` that takes it.
         parameters = inspect.signature(model.call).parameters.values()
@@ -86,8 +86,10 @@ class _CustomLoop:
         variables = model.trainable_variables
         with tf.GradientTape() as tape:
             y_pred = model(x, training=True)
-            # This replica's added losses, read before any collective: the replicas' threads
-            # share the layers' lists, which the next replica to run its forward pass fills.
+            # This replica's added losses, read before the loss's collective: the replicas'
+            # threads share the layers' lists, which the next replica's forward pass fills (a
+            # forward pass with a collective of its own, a synchronized BatchNormalization,
+            # interleaves them there, as under `fit`).
             added = list(model.losses)
             loss = self.loss.replica_loss(y, y_pred, sample_weight, context, added)
             scaled = model.optimizer.scale_loss(loss)  # mixed precision: the loss scale
@@ -243,7 +245,8 @@ def train_with_custom_loop(
         The `keras.callbacks.History` of the run.
     """
     strategy = strategy or model.distribute_strategy
-    _refuse_overridden(model, "train_step")
+    for method in ("train_step", "test_step") if validation_data is not None else ("train_step",):
+        _refuse_overridden(model, method)
     given = (
         callbacks.callbacks if isinstance(callbacks, keras.callbacks.CallbackList) else callbacks
     )

@@ -108,8 +108,9 @@ def train(
         ValueError: If ``model`` is not compiled, an epoch count is out of range, or (under
             the custom loop) the workers resume at different epochs.
         NotImplementedError: Under the custom loop, for several losses or outputs, a
-            metric whose states are not sums, a model with its own ``train_step`` or
-            ``compute_loss`` (the loop computes the compiled loss itself), or
+            metric whose states are not sums, a model with its own ``train_step``,
+            ``compute_loss`` or ``compute_metrics`` (and ``test_step`` with
+            ``validation_data``: the loop computes the compiled loss itself), or
             `keras.callbacks.BackupAndRestore` (which resumes ``fit`` alone: use
             `RunBackup`).
 

@@ -89,6 +89,8 @@ class AttentionWrapperTest(LayerTestCase):
         flags = dict(output_attention=True, return_attention_scores=True, input_feeding=True)
         config = dict(**options, **flags, kernel_initializer="orthogonal", probability_fn="hardmax")
         self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **config)
+        unbuilt = AttentionWrapper(keras.layers.GRUCell(4), return_attention_scores=True)
+        pytest.raises(ValueError, getattr, unbuilt, "output_size").match("known once the wrapper")
         self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **MONOTONIC, seed=3)
         context = AttentionWrapper(keras.layers.GRUCell(4), **BEFORE, attention_layer="context")
         assert AttentionWrapper.from_config(context.get_config()).attention_layer == "context"

@@ -380,5 +380,5 @@ class AttentionRNN(ResettableRNN):
         output, states = (shapes[0], list(shapes[1:])) if self.return_state else (shapes, [])
         lengths, head = self.cell.memory_lengths, tuple(output[:-1])
         alignments = [head + (length,) for length in lengths]
-        output = head + (self.cell.output_size - sum(lengths),)
+        output = head + (self.cell._attended_width(),)
         return (output, self.cell._one_or_list(alignments), *states)

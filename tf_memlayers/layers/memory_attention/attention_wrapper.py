@@ -547,13 +547,22 @@ class AttentionWrapper(RecomputedWithItsLayer, ScoredAttention, keras.layers.Lay
 
     @property
     def output_size(self):
-        size = self.attention_width if self.output_attention else self.cell_output_size
+        size = self._attended_width()
         if not self.return_attention_scores:
             return size
-        # With the alignments, each step's output is [output, weights over the memories]:
-        # unknown (None) until built where a length is.
+        # With the alignments, each step's output is [output, weights over the memories].
         lengths = self.memory_lengths
-        return None if size is None or None in lengths else size + sum(lengths)
+        if size is None or None in lengths:
+            owner = check.owner_of(type(self).__name__)
+            raise ValueError(
+                f"{owner}: `output_size` with return_attention_scores=True is known once the "
+                "wrapper is built: it adds each memory's length to the output's width."
+            )
+        return size + sum(lengths)
+
+    def _attended_width(self):
+        """The width of each step's output before the alignments."""
+        return self.attention_width if self.output_attention else self.cell_output_size
 
     def build(self, inputs_shape, memory_shape=None):
         owner = check.owner_of(type(self).__name__)
