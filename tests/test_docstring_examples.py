@@ -9,7 +9,7 @@ import pkgutil
 import pytest
 
 import tf_memlayers.layers
-from tests.support import tensorflow_only
+from tests.support import split_rows, tensorflow_only
 
 
 def _modules(package, walk=False):
@@ -37,10 +37,14 @@ ONLY = tensorflow_only("its examples use TensorFlow")
 
 @pytest.mark.parametrize(
     "module_name",
-    [
-        pytest.param(name, marks=[ONLY] if name in TENSORFLOW else [])
-        for name in _modules("tf_memlayers.layers", walk=True) + MODULES
-    ],
+    # The same Keras operations on every backend: TensorFlow and JAX share the modules
+    # (`split_rows`); torch runs them all.
+    split_rows(
+        [
+            pytest.param(name, marks=[ONLY] if name in TENSORFLOW else [])
+            for name in _modules("tf_memlayers.layers", walk=True) + MODULES
+        ]
+    ),
 )
 def test_docstring_examples_run(module_name):
     module = importlib.import_module(module_name)

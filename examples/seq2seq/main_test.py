@@ -22,7 +22,7 @@ from . import input_pipeline, main, probes, train
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 TINY = "--max-train 64 --units 8 --embedding-dim 6 --epochs 1 --verbose 0".split()
 GENERATED = ["--train-size", "small"]  # the generated corpus's options
-PROBED = ["--probe-sentences", "4"]  # the memory models'
+PROBED = ["--probe-sentences", "2"]  # the memory models'
 
 
 def _error_line(capsys, call, argv):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.support import BACKEND, assert_close, gradients
+from tests.support import BACKEND, assert_close, gradients, split_rows
 from tf_memlayers.ops import windows
 
 RNG = np.random.default_rng(3)
@@ -22,8 +22,9 @@ def weighted_sum_reference(weights, stream):
 
 
 # Windows below, at and above the smallest block (8); lengths around block boundaries.
-@pytest.mark.parametrize("window", [1, 3, 8, 10, 13])
-@pytest.mark.parametrize("steps", [0, 1, 7, 8, 9, 25])
+@pytest.mark.parametrize(
+    "window, steps", split_rows([(w, s) for w in (1, 3, 8, 10, 13) for s in (0, 1, 7, 8, 9, 25)])
+)
 def test_window_weighted_sum_matches_numpy_forward_and_gradients(window, steps):
     weights, stream = RNG.normal(size=(2, steps, window)), RNG.normal(size=(2, window + steps, 5))
     probe, weighted_sum = RNG.normal(size=(2, steps, 5)), windows.window_weighted_sum

@@ -159,7 +159,7 @@ LOOPS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(LOOPS))
+@pytest.mark.parametrize("case", split_rows(sorted(LOOPS)))
 def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gradients(case):
     """The built layer's cell called step by step gives the layer's outputs and gradients
     (weights, inputs and memory); every weight and the memory get one."""
