@@ -39,13 +39,9 @@ PAGES_WITH_CODE = sorted(
 # The pages ``docs/<name>.rst`` whose code needs TensorFlow or keras-hub (its samplers).
 TF_PAGES = ("guide_language_model", "streaming", "training")
 TENSORFLOW = tensorflow_only("needs TensorFlow or keras-hub")
-PAGES = [pytest.param(p, marks=TENSORFLOW) if p[5:-4] in TF_PAGES else p for p in PAGES_WITH_CODE]
-
-
-# Every backend runs README.rst, the first steps and the backends page. The guides and the
-# layers' pages call the layers, the same Keras operations on every backend: TensorFlow and JAX
-# share them (`split_rows`); torch runs them all.
+# README.rst, the first steps, the backends page on every backend; the others split (`split_rows`).
 EVERY_BACKEND = ("README.rst", "docs/getting_started.rst", "docs/backends.rst")
+PAGES = [pytest.param(p, marks=TENSORFLOW) if p[5:-4] in TF_PAGES else p for p in PAGES_WITH_CODE]
 PAGES = [*EVERY_BACKEND, *split_rows([p for p in PAGES if p not in EVERY_BACKEND])]
 
 

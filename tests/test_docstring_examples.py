@@ -33,19 +33,12 @@ MODULES = [*(m for name in MODULES for m in _modules(name)), "tf_memlayers.initi
 MODULES += [*CALLBACKS, *_modules("tf_memlayers.training")]
 TENSORFLOW = {*CALLBACKS[3:], *_modules("tf_memlayers.training"), "tf_memlayers.models.snli"}
 ONLY = tensorflow_only("its examples use TensorFlow")
+# TensorFlow and JAX share the modules, the same operations on both (`split_rows`); torch: all.
+NAMES = _modules("tf_memlayers.layers", walk=True) + MODULES
+ROWS = split_rows([pytest.param(n, marks=[ONLY] if n in TENSORFLOW else []) for n in NAMES])
 
 
-@pytest.mark.parametrize(
-    "module_name",
-    # The same Keras operations on every backend: TensorFlow and JAX share the modules
-    # (`split_rows`); torch runs them all.
-    split_rows(
-        [
-            pytest.param(name, marks=[ONLY] if name in TENSORFLOW else [])
-            for name in _modules("tf_memlayers.layers", walk=True) + MODULES
-        ]
-    ),
-)
+@pytest.mark.parametrize("module_name", ROWS)
 def test_docstring_examples_run(module_name):
     module = importlib.import_module(module_name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
