@@ -10,8 +10,7 @@ from tf_memlayers.training._custom_loop import train_with_custom_loop
 
 
 def train_cache_model(train_function):
-    """A `HeapCacheModel` (GRU, `AttentionPooling`, `HeapCacheAttention`) trained two epochs:
-    its weights, history and cache fill."""
+    """A `HeapCacheModel` (GRU, pooling, a cache) trained: its weights, history and cache fill."""
     keras.utils.set_random_seed(11)
     tokens = keras.Input((6,), dtype="int32")
     states = keras.layers.GRU(8, return_sequences=True)(keras.layers.Embedding(20, 8)(tokens))
@@ -71,7 +70,8 @@ def test_models_the_loop_trains_as_fit_and_those_it_refuses_by_name():
     two = keras.Model(inputs, [keras.layers.Dense(3)(inputs)] * 2)
     for model in (plain, doubled, two):
         model.compile("sgd", "mse")
-    assert len(train_with_custom_loop(plain, data, epochs=2, verbose=0).history["loss"]) == 2
+    history = train_with_custom_loop(plain, data, epochs=2, verbose=0)  # steps: fit's, the data's
+    assert len(history.history["loss"]) == 2 and history.params["steps"] == data.cardinality()
     backup = [keras.callbacks.BackupAndRestore("unused")]
     for model, kwargs, message in [
         (doubled, {}, "does not call DoubledLoss.compute_loss"),

@@ -260,6 +260,8 @@ def train_with_custom_loop(
     with strategy.scope():
         if not model.optimizer.built:
             model.optimizer.build(model.trainable_variables)
+    count = int(x.cardinality())
+    count = count if count >= 0 else None
     if not isinstance(callbacks, keras.callbacks.CallbackList):
         callbacks = keras.callbacks.CallbackList(
             list(callbacks),
@@ -268,14 +270,13 @@ def train_with_custom_loop(
             model=model,
             verbose=verbose,
             epochs=epochs,
-            steps=steps_per_epoch,
+            # An epoch's steps, as `fit` gives the callbacks: the data's batches, if known.
+            steps=count if steps_per_epoch is None else steps_per_epoch,
         )
     distributed = _distributed(strategy, x)
     # With `steps_per_epoch`, as `fit` does: the epochs continue one pass over the data, a
     # pass of known length starts again once it has ended, and one that runs out within an
     # epoch ends that epoch early, with Keras's warning.
-    count = int(x.cardinality())
-    count = count if count >= 0 else None
     iterator, seen = None, 0
     step_function = loop.train_function()
     model.stop_training = False
