@@ -32,9 +32,8 @@ SHARED = (
 
 # The tests of what else the package runs without TensorFlow: the cache episodes' callback, the
 # loss, the metric and the regularizer, the import, the pages' and docstrings' examples, the
-# model builders, `.keras` files between backends, Keras's own tests with ours in place of the
-# Keras classes they stand in for, training on several devices, the GPU run's rehearsal and the
-# speed harness.
+# model builders, `.keras` files between backends, Keras's own tests with ours in their
+# classes' place, training on several devices, the GPU run's rehearsal and the speed harness.
 WITHOUT_TENSORFLOW = (
     "callbacks/test_cache_episodes_callback.py",
     "benchmarks/test_gpu_run.py",

@@ -64,8 +64,7 @@ def _attention_rnn(rng):
 
 
 # {case: the model, inputs and targets of one batch from a generator}. Every memory layer, in
-# both forms where it has two, and each AM-GRU loop (the Dual AM-GRU's encoder runs an AM-GRU
-# over the premise).
+# both forms where it has two, and each AM-GRU loop (the Dual's encoder runs one on premises).
 CASES = {
     "dual_am_gru_keras_loop": lambda rng: _snli(rng, "dual_am_gru", fused_loop=False),
     "dual_am_gru_fused_loop": lambda rng: _snli(rng, "dual_am_gru", fused_loop=True),

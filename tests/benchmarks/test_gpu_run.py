@@ -83,8 +83,7 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     assert {row["dtype"] for row in measured["tables"]["language_model"]} == dtypes
     layers = [row["layer"] for row in measured["tables"]["associative_memory"]]
     assert layers.count(tables.FLOOR_LAYER) == len(dtypes)
-    # On JAX the Pallas kernels' rows (compiled for minutes) come last, each dtype's beside a
-    # GRU of its own.
+    # On JAX the Pallas kernels' rows (minutes to compile) come last, each beside its dtype's GRU.
     kernels = [f"GRU ({tables.KERNELS})", tables.PALLAS_FLOOR, "AssociativeGRU C=8 fused_loop"]
     assert layers[-6:] == kernels * 2 if jax else kernels[0] not in layers
     assert list(measured["tables"])[-1] == "associative_memory"

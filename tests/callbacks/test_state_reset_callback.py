@@ -47,8 +47,7 @@ def _cleared_rows(before, after):
 def test_the_callback_clears_everything_first_then_the_rows_of_each_batch(mode):
     model = _nested_stateful_model()
     resets = np.array([[1, 1, 1], [0, 0, 0], [0, 1, 0], [1, 0, 1]], bool)
-    # The other mode's table is the opposite one: it must not be read. Without tables only the
-    # start clears the states.
+    # The other mode's table is the opposite, never read; without tables only the start resets.
     for tables in ((resets, ~resets) if mode == "train" else (~resets, resets), ()):
         callback = StateResetCallback(*tables)
         callback.set_model(model)

@@ -63,8 +63,7 @@ RNN = keras.layers.RNN
 PREMISE, INDEX = {"premise_cell": AssociativeGRUCell(8)}, {"memory_state_index": 1}
 INT8 = {"dtype": "int8_from_float32"}  # Keras would run its quantized call, without `reverse`
 # (the layer, its arguments, the error, a pattern of its message). Each layer's test module
-# holds the tables of its many options; sizes and flags are the suites' (`run_sizes_test`,
-# `run_flags_test`).
+# holds the tables of its options; sizes and flags are `run_sizes_test`'s, `run_flags_test`'s.
 BAD_ARGUMENTS = [
     (AssociativeGRUCell, [7], {}, ValueError, "units.*even.*7"),
     (AssociativeGRUCell, [8], {"num_copies": 0}, ValueError, "num_copies.*>= 1.*0"),

@@ -31,8 +31,15 @@ def test_sequence_crossentropy_reductions_match_numpy():
     np.testing.assert_allclose(float(token_mean), (nll * weights).sum() / weights.sum(), rtol=1e-5)
     # Zaremba's cost: sum over the time steps of the per-step mean over the batch.
     np.testing.assert_allclose(float(summed), (nll * weights).mean(axis=0).sum(), rtol=1e-5)
-    with pytest.raises(ValueError, match="`reduction_mode` must be one of .*'mean'"):
+    with pytest.raises(ValueError, match="`loss_reduction` must be one of .*'mean'"):
         SequenceCrossentropy("mean")
+    # 0.2's name of the argument and the attribute: the same loss, with a DeprecationWarning.
+    with pytest.warns(DeprecationWarning, match="`reduction_mode` is deprecated"):
+        old = SequenceCrossentropy(reduction_mode="sum_over_time")
+    with pytest.warns(DeprecationWarning, match="read `loss_reduction`"):
+        assert old.reduction_mode == old.loss_reduction == "sum_over_time"
+    with pytest.raises(TypeError, match="got loss_reduction='sum_over_time' and reduction_mode"):
+        SequenceCrossentropy("sum_over_time", reduction_mode="token_mean")
 
 
 @pytest.mark.parametrize("mode", LOSS_REDUCTIONS)
@@ -69,7 +76,7 @@ def test_without_weights_the_plain_means_and_reduction_is_the_modes(reduction):
     targets, logits, weights = _batch(4)
     nll = _numpy_token_nll(targets, logits)
     token_mean = SequenceCrossentropy(**({} if reduction is None else {"reduction": reduction}))
-    assert token_mean.reduction_mode == LOSS_REDUCTIONS[0] == "token_mean"
+    assert token_mean.loss_reduction == LOSS_REDUCTIONS[0] == "token_mean"
     weighted = token_mean(targets, logits, sample_weight=weights)
     assert np.shape(weighted) == ()
     np.testing.assert_allclose(float(weighted), (nll * weights).sum() / weights.sum(), rtol=1e-5)
@@ -79,9 +86,10 @@ def test_without_weights_the_plain_means_and_reduction_is_the_modes(reduction):
     for other in ("sum", "none", "bogus"):  # as Keras's losses refuse a reduction they lack
         with pytest.raises(ValueError, match=f"`reduction` is set by .* got reduction='{other}'"):
             SequenceCrossentropy(reduction=other)
-    # A config of Keras's form, holding a reduction, loads.
-    config = {"reduction_mode": "sum_over_time", "reduction": "sum_over_batch_size"}
-    assert SequenceCrossentropy.from_config(config).reduction_mode == "sum_over_time"
+    # A config of Keras's form, holding a reduction, loads; as does 0.2's (`reduction_mode`).
+    for name in ("loss_reduction", "reduction_mode"):
+        config = {name: "sum_over_time", "reduction": "sum_over_batch_size"}
+        assert SequenceCrossentropy.from_config(config).loss_reduction == "sum_over_time"
 
 
 @pytest.mark.parametrize("mode", LOSS_REDUCTIONS)
@@ -102,7 +110,7 @@ def test_the_loss_is_restored_by_its_registered_name():
     assert config["registered_name"] == "tf_memlayers>SequenceCrossentropy"
     restored = keras.losses.deserialize(config)
     assert isinstance(restored, SequenceCrossentropy) and restored.name == "cost"
-    assert restored.reduction_mode == mode and restored.dtype == "float16"
+    assert restored.loss_reduction == mode and restored.dtype == "float16"
     # The values, in float32 (the default dtype, restored as such).
     restored = keras.losses.deserialize(keras.losses.serialize(SequenceCrossentropy(mode)))
     assert restored.dtype == "float32"

@@ -34,8 +34,7 @@ def test_paper_mode_layers_and_names():
     assert fill_last_word_optimizer(True, clip_norm=2).clipnorm == 2.0
     names = [layer.name for layer in model.layers]
     assert names == ["context", "embedding", "encoder", "pooling", "cache_attention", "logits"]
-    # Without a pooling the LSTM's final state is the sentence state; GloVe vectors given are
-    # the embedding.
+    # Without a pooling the LSTM's final state is the sentence's; the embedding takes GloVe vectors.
     matrix = np.random.default_rng(1).normal(size=(30, 6)).astype("float32")
     bare = small_model(embeddings=matrix)
     assert bare.cache_layers == [] and bare.get_layer("encoder").return_sequences is False

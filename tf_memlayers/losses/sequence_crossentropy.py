@@ -1,11 +1,13 @@
 """Cross-entropy of token sequences, with the two reductions language models use."""
 
+import warnings
+
 import keras
 from keras import ops
 
 from tf_memlayers._validation import check_choice
 
-#: The values of `SequenceCrossentropy`'s ``reduction_mode``: the mean over every
+#: The values of `SequenceCrossentropy`'s ``loss_reduction``: the mean over every
 #: target token, or the sum over the time steps of the per-step mean over the batch.
 LOSS_REDUCTIONS = ("token_mean", "sum_over_time")
 
@@ -27,11 +29,13 @@ class SequenceCrossentropy(keras.losses.Loss):
     padding out of both, as Keras's losses do: it counts as zero sample weights.
 
     Args:
-        reduction_mode: String, one of `LOSS_REDUCTIONS`: `"token_mean"` or
-            `"sum_over_time"`. Default: `"token_mean"`.
+        loss_reduction: String, one of `LOSS_REDUCTIONS`: `"token_mean"` or
+            `"sum_over_time"` (the name `compile_language_model` gives it too). Default:
+            `"token_mean"`.
         name: String, name of the loss instance. Default: `"sequence_crossentropy"`.
         **kwargs: Other `keras.losses.Loss` arguments, such as ``dtype`` (``reduction`` is
-            the one ``reduction_mode`` sets: another is a `ValueError`).
+            the one ``loss_reduction`` sets: another is a `ValueError`). ``reduction_mode``,
+            the name of ``loss_reduction`` in 0.2, is taken with a `DeprecationWarning`.
 
     Call arguments:
         y_true: Integer targets ``[batch, time]``.
@@ -48,24 +52,43 @@ class SequenceCrossentropy(keras.losses.Loss):
     5.0
     """
 
-    def __init__(self, reduction_mode="token_mean", name="sequence_crossentropy", **kwargs):
-        check_choice("reduction_mode", reduction_mode, LOSS_REDUCTIONS)
+    def __init__(self, loss_reduction="token_mean", name="sequence_crossentropy", **kwargs):
+        if "reduction_mode" in kwargs:
+            warnings.warn(
+                "SequenceCrossentropy: `reduction_mode` is deprecated and will be removed in "
+                "0.4; pass the same value as `loss_reduction`.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            loss_reduction = _renamed(loss_reduction, kwargs.pop("reduction_mode"))
+        check_choice("loss_reduction", loss_reduction, LOSS_REDUCTIONS)
         reduction = (
-            "mean_with_sample_weight" if reduction_mode == "token_mean" else "sum_over_batch_size"
+            "mean_with_sample_weight" if loss_reduction == "token_mean" else "sum_over_batch_size"
         )
         given = kwargs.pop("reduction", reduction)
         if given != reduction:
             modes = ", ".join(map(repr, LOSS_REDUCTIONS))
             raise ValueError(
-                f"SequenceCrossentropy: `reduction` is set by `reduction_mode` "
-                f"({reduction_mode!r}: Keras's {reduction!r}); got reduction={given!r}. Choose "
-                f"the reduction with reduction_mode, one of {modes}."
+                f"SequenceCrossentropy: `reduction` is set by `loss_reduction` "
+                f"({loss_reduction!r}: Keras's {reduction!r}); got reduction={given!r}. Choose "
+                f"the reduction with loss_reduction, one of {modes}."
             )
         super().__init__(name=name, reduction=reduction, **kwargs)
-        self.reduction_mode = reduction_mode
+        self.loss_reduction = loss_reduction
+
+    @property
+    def reduction_mode(self):
+        """Deprecated: `loss_reduction`, the name ``reduction_mode`` had in 0.2."""
+        warnings.warn(
+            "SequenceCrossentropy: `reduction_mode` is deprecated and will be removed in 0.4; "
+            "read `loss_reduction`.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.loss_reduction
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        if self.reduction_mode == "token_mean":
+        if self.loss_reduction == "token_mean":
             return super().__call__(y_true, y_pred, sample_weight)
         # Keras scales a mask's weights up to the count of unmasked elements before a
         # "sum_over_batch_size" mean; the sum over time takes the mask as 0/1 weights: the
@@ -83,11 +106,29 @@ class SequenceCrossentropy(keras.losses.Loss):
 
     @classmethod
     def from_config(cls, config):
-        # A config of Keras's own form also holds the `reduction` that `reduction_mode` sets.
-        return cls(**{k: v for k, v in config.items() if k != "reduction"})
+        # A config of Keras's own form also holds the `reduction` that `loss_reduction` sets;
+        # one saved by 0.1 or 0.2 names `loss_reduction` `reduction_mode` (loaded silently:
+        # whoever loads a file cannot rename what is in it).
+        config = {k: v for k, v in config.items() if k != "reduction"}
+        if "reduction_mode" in config:
+            old = config.pop("reduction_mode")
+            config["loss_reduction"] = _renamed(config.get("loss_reduction", old), old)
+        return cls(**config)
 
     def get_config(self):
-        return {"reduction_mode": self.reduction_mode, "name": self.name, "dtype": self.dtype}
+        return {"loss_reduction": self.loss_reduction, "name": self.name, "dtype": self.dtype}
+
+
+def _renamed(loss_reduction, reduction_mode):
+    """The one reduction that ``loss_reduction`` and its deprecated name ``reduction_mode``
+    give, when ``loss_reduction`` is its default or the same."""
+    if loss_reduction not in ("token_mean", reduction_mode):
+        raise TypeError(
+            f"SequenceCrossentropy: `reduction_mode` is the deprecated name of "
+            f"`loss_reduction`; got loss_reduction={loss_reduction!r} and "
+            f"reduction_mode={reduction_mode!r}. Pass loss_reduction only."
+        )
+    return reduction_mode
 
 
 class _MeanOverBatch(keras.losses.Loss):

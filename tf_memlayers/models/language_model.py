@@ -402,11 +402,9 @@ def compile_language_model(
         optimizer = make_optimizer(
             "adam" if optimizer is None else optimizer, learning_rate, clip_norm
         )
-    # Checked here under the name the caller gave it (the loss calls it `reduction_mode`).
-    loss_reduction = check_choice("loss_reduction", loss_reduction, LOSS_REDUCTIONS)
     perplexity = check_bool("perplexity", perplexity)
     jit_compile = backend_jit_compile(jit_compile, xla_on_tensorflow=True)
-    loss = SequenceCrossentropy(loss_reduction)
+    loss = SequenceCrossentropy(loss_reduction=loss_reduction)
     metrics = [Perplexity()] if perplexity else None
     # A memory's other outputs (attention scores) are there to be watched, not fitted.
     others = len(getattr(model, "outputs", None) or [None]) - 1

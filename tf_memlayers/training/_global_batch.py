@@ -95,7 +95,7 @@ class GlobalBatchLoss:
             )
         if not isinstance(loss, keras.losses.Loss):
             loss = keras.losses.get(loss)
-        if isinstance(loss, SequenceCrossentropy) and loss.reduction_mode == "sum_over_time":
+        if isinstance(loss, SequenceCrossentropy) and loss.loss_reduction == "sum_over_time":
             # Each sequence's weighted token losses summed over time, over the sequences.
             function, reduction, dtype = loss.call, "sum_over_sequences", loss.dtype
         elif isinstance(loss, keras.losses.Loss):

@@ -314,8 +314,7 @@ def test_auto_runs_the_fused_loop_wherever_it_supports_the_layer(layer_cls, opti
     assert rebuilt.fused_loop == "auto" and rebuilt.uses_fused_loop is layer.uses_fused_loop
     # False always runs Keras's loop.
     assert layer_cls(4, num_copies=2, fused_loop=False, **options).uses_fused_loop is False
-    # True says why it cannot run them: on another backend the backend comes first, after the
-    # Dual AM-GRU's key.
+    # True says why it cannot: on another backend the backend first, after the Dual's key.
     if BACKEND not in ("tensorflow", "jax") and "dual_key" not in options:
         refusal = "needs the TensorFlow backend .* or JAX"
     if refusal:

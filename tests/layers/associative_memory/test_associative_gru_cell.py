@@ -121,8 +121,7 @@ def test_cells_match_the_original_step_in_float64(units, copies, seed, dual_key,
     assert_close([as_numpy(outputs)[..., :units], memory], [ref_outputs, ref_memory], 1e-10)
     if retrievals:
         assert_retrievals(outputs, units, record, names)
-    # The write key each step reports (`call_with_retrievals`): bound(x W_key), or the released
-    # layout's write key.
+    # Each step's write key (`call_with_retrievals`): bound(x W_key), or the released layout's.
     states, keys = initial, []
     for t in range(sequence.shape[1]):
         _, states, step_retrievals = cell.call_with_retrievals(sequence[:, t], states)
