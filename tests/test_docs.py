@@ -17,7 +17,7 @@ import pytest
 
 from tests.support import REPO_ROOT, load_script
 
-SUBPACKAGES = "models callbacks training metrics losses regularizers compat".split()
+SUBPACKAGES = "models callbacks training metrics losses regularizers initializers compat".split()
 PUBLIC_MODULES = ["tf_memlayers", *(f"tf_memlayers.{name}" for name in SUBPACKAGES)]
 
 

@@ -7,6 +7,8 @@ from keras import ops
 
 from tf_memlayers._validation import check_number
 
+__all__ = ["ForgetGateBias", "for_one_weight"]
+
 
 def for_one_weight(initializer):
     """``initializer`` made ready to draw one more weight, so that no two weights start alike.
