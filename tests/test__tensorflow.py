@@ -23,8 +23,7 @@ def test_without_tensorflow_the_error_names_the_part_that_needs_it(monkeypatch):
 
 
 def test_a_module_missing_inside_tensorflow_is_reported_as_it_is(monkeypatch):
-    # TensorFlow installed but one of its own dependencies missing: that is the error to see,
-    # not "TensorFlow is not installed".
+    # TensorFlow installed, a dependency of its own missing: that error, not "not installed".
     missing = ModuleNotFoundError("No module named 'absl'", name="absl")
     real_import = builtins.__import__
 

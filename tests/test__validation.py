@@ -21,6 +21,7 @@ from tf_memlayers._validation import (
     check_sizes,
     check_time_steps,
     check_width,
+    renamed_arguments,
 )
 
 
@@ -192,3 +193,12 @@ def test_check_same_batch_width_and_time_steps_compare_known_dimensions():
         assert check_time_steps("inputs", shape) == tuple(shape)
     with _raises("Owner: `inputs` must have at least one time step; got shape (2, 0)."):
         check_time_steps("inputs", [2, 0], owner="Owner")
+
+
+def test_renamed_arguments_take_the_old_name_with_a_warning_and_refuse_both():
+    function = renamed_arguments("f", "0.4", old="new")(lambda new=1, other=2: (new, other))
+    assert function(new=3) == (3, 2) and function(5) == (5, 2)
+    with pytest.warns(DeprecationWarning, match="^f: `old` is deprecated and will be removed in"):
+        assert function(old=4, other=0) == (4, 0)
+    with pytest.raises(TypeError, match=r"^f: `old` is the deprecated name of `new`; got both \("):
+        function(old=4, new=3)

@@ -7,8 +7,10 @@ names the argument, the value received and what is allowed.
 import collections.abc
 import contextlib
 import contextvars
+import functools
 import math
 import numbers
+import warnings
 
 import keras
 import numpy as np
@@ -35,6 +37,37 @@ def owner_of(owner):
 def _prefix(owner):
     owner = owner_of(owner)
     return f"{owner}: " if owner else ""
+
+
+def renamed_arguments(owner, removed_in, **renames):
+    """Decorates a function (or ``__init__``) to take each argument's released name, given as
+    ``old_name="new_name"``, with a ``DeprecationWarning`` that names ``owner``, the new name
+    and the release ``removed_in`` that drops the old one; both names given is a
+    ``TypeError``."""
+
+    def decorate(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            for old, new in renames.items():
+                if old not in kwargs:
+                    continue
+                if new in kwargs:
+                    raise TypeError(
+                        f"{owner}: `{old}` is the deprecated name of `{new}`; got both "
+                        f"({old}={kwargs[old]!r}, {new}={kwargs[new]!r}). Pass {new} only."
+                    )
+                warnings.warn(
+                    f"{owner}: `{old}` is deprecated and will be removed in {removed_in}; pass "
+                    f"the same value as `{new}`.",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+                kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
 
 
 def shape_of(x):

@@ -221,11 +221,12 @@ def make_parser():
         help="Adam's learning rate (default: 0.01, the paper, or 1e-3 with --faithful-to-code)",
     )
     add(
-        "--clip-norm",
+        "--clipnorm",
         type=number(float, 0),
         metavar="NORM",
-        help="each gradient's norm is clipped to this (0: none; default: 5, the paper, or none "
-        "with --faithful-to-code)",
+        help="each gradient's norm is clipped to this, as Keras's clipnorm (the other examples' "
+        "--clip-norm clips the global norm) (0: none; default: 5, the paper, or none with "
+        "--faithful-to-code)",
     )
     add(
         "--weight-decay",

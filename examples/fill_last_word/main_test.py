@@ -39,7 +39,7 @@ def _error_line(capsys, argv, call=main.main):
 BAD = [
     *[(["--epochs", value], "--epochs") for value in ("-1", "0", "2.5")],
     *[(["--learning-rate", value], "--learning-rate") for value in ("-1", "0", "nan", "inf")],
-    (["--clip-norm", "-5"], "--clip-norm"),
+    (["--clipnorm", "-5"], "--clipnorm"),
     (["--weight-decay", "-1e-5"], "--weight-decay"),
     (["--batch-size", "0"], "--batch-size"),
     (["--embedding-dim", "0"], "--embedding-dim"),
@@ -229,8 +229,9 @@ def test_help_shows_every_option_with_its_default(capsys):
     assert len(entries) >= 25
     for option, text in entries.items():  # once: in its own words, else as "(default: X)"
         assert text.count("default:") == 1 and "default: None" not in text, f"{option}: {text}"
-    # One name per concept, as the package's builders and the other examples spell it.
-    for option in ("--units", "--epochs", "--batch-size", "--learning-rate", "--clip-norm"):
+    # One name per concept, as the package's builders and the other examples spell it (each
+    # gradient's clipping is Keras's clipnorm, not the others' global --clip-norm).
+    for option in ("--units", "--epochs", "--batch-size", "--learning-rate", "--clipnorm"):
         assert option in entries
 
 
@@ -247,7 +248,7 @@ def test_the_run_directory_names_the_changes_and_digests_the_settings():
     explicit = name(["--learning-rate", "0.01"])
     assert explicit[-8:] == default[-8:] and "learning_rate=0.01" in explicit
     assert name(["--faithful-to-code"])[-8:] != default[-8:]  # 1e-3 then
-    assert name(["--clip-norm", "5"])[-8:] == default[-8:]  # the paper's clipping
+    assert name(["--clipnorm", "5"])[-8:] == default[-8:]  # the paper's clipping
     vectors = main.parse_args(["--embeddings", __file__])  # whose width --embedding-dim is not
     assert train.run_settings(vectors)["embedding_dim"] is None
     assert name(["--pooling", "last", "--units", "32"]).startswith(
@@ -261,15 +262,15 @@ class _FitCalled(Exception):
 
 
 @pytest.mark.parametrize(
-    "argv,clip_norm,rate",
+    "argv,expected_clipnorm,rate",
     [
         ([], 5.0, 0.01),  # the paper's
         (["--faithful-to-code"], None, 1e-3),  # the reference code's: no clipping
-        (["--faithful-to-code", "--clip-norm", "2", "--learning-rate", "0.1"], 2.0, 0.1),
+        (["--faithful-to-code", "--clipnorm", "2", "--learning-rate", "0.1"], 2.0, 0.1),
     ],
 )
 def test_fit_gets_the_optimizer_of_the_options_and_keeps_the_pipelines_order(
-    tmp_path, monkeypatch, argv, clip_norm, rate
+    tmp_path, monkeypatch, argv, expected_clipnorm, rate
 ):
     # Keras warns that `shuffle=True` is ignored for a tf.data dataset: the pipeline shuffles,
     # or keeps the episodes' order.
@@ -283,7 +284,7 @@ def test_fit_gets_the_optimizer_of_the_options_and_keeps_the_pipelines_order(
     with pytest.raises(_FitCalled):
         main.main([*TINY, *argv, "--workdir", str(tmp_path / "run")])
     ((clipnorm, learning_rate, kwargs),) = calls
-    assert clipnorm == clip_norm and learning_rate == pytest.approx(rate)
+    assert clipnorm == expected_clipnorm and learning_rate == pytest.approx(rate)
     assert kwargs["shuffle"] is False
 
 

@@ -72,7 +72,7 @@ def build_model(config, vocabulary_size, sequence_length, embeddings=None):
         model,
         config.faithful_to_code,
         config.learning_rate,
-        clip_norm=config.clip_norm,
+        clipnorm=config.clipnorm,
         jit_compile=config.jit,
     )
     return model

@@ -72,7 +72,7 @@ def run_settings(config):
         CODE_LEARNING_RATE if faithful else PAPER_LEARNING_RATE
     )
     default_clip = 0.0 if faithful else PAPER_CLIP_NORM  # 0: none
-    settings["clip_norm"] = default_clip if config.clip_norm is None else config.clip_norm
+    settings["clipnorm"] = default_clip if config.clipnorm is None else config.clipnorm
     settings["embedding_dim"] = None if config.embeddings else config.embedding_dim
     settings["query"] = models.cache_query(config)
     return json.loads(json.dumps(settings, sort_keys=True, default=str))

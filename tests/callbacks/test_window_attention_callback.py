@@ -90,8 +90,7 @@ def test_the_callback_in_fit_writes_the_probe_of_the_current_weights(tmp_path, m
     assert rows == ["mean"]
     np.testing.assert_allclose(written[0], expected, atol=5e-4 + 1e-7)
     assert summary_text(events["window_attention/probe_sentence_text"][-1][1]) == " ".join(labels)
-    # The titles leave the epoch to TensorBoard's step (counted from 0, where a title's count
-    # from 1 disagreed with it).
+    # The titles leave the epoch to TensorBoard's step (from 0; a title's count from 1 was off).
     assert {(tag, kw["title"]) for tag, kw in drawn} == {
         ("window_attention/probe_sentence", "attention weights"),
         ("window_attention/average_by_position", "average attention per position"),

@@ -37,8 +37,7 @@ class Suite:
     install: Callable[[], None] | None = None  # replacements made everywhere in the process
 
 
-# The arguments of `keras.layers.SimpleRNN`, `GRU` and `LSTM` that belong to the RNN layer;
-# the others are their cell's.
+# The arguments of `keras.layers.SimpleRNN`, `GRU`, `LSTM` that are the RNN's, not the cell's.
 _LAYER_ARGUMENTS = (*RNN_FLAGS, "name", "dtype", "trainable", "activity_regularizer")
 
 
@@ -87,8 +86,7 @@ _EMBEDDING_QUANTIZED = "quantizes the layer: TiedEmbedding is not quantized (its
 _EMBEDDING_SIZES = "expects Embedding's own errors for bad sizes; TiedEmbedding's name it"
 
 
-# The quantizing tests of `_embedding_skips`: each line a test, then its parametrized cases
-# (none: the test alone).
+# The quantizing tests of `_embedding_skips`: each line a test, then its cases (none: alone).
 _QUANTIZED = """embedding_int8_custom_quantizer
 int4_grouped_vs_perchannel_scale_shapes
 int4_perchannel_no_g_idx

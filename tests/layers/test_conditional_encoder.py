@@ -110,8 +110,7 @@ def test_memory_retrievals_match_the_reference(float64_policy, kind, dual_key):
         np.testing.assert_allclose(got[name], want[name], atol=1e-10, rtol=0, err_msg=name)
     assert (np.abs(want["hypothesis_read"]).max(axis=1) > 0.1).all()  # a real read at every step
     assert _built("gru").memory_retrievals(premise, hypothesis) == {}
-    # Under a mixed policy the probe steps the cells outside `__call__`, in the variables'
-    # dtype (float32, not float16).
+    # Under a mixed policy the probe steps the cells outside `__call__`, in float32 (not 16).
     with dtype_policy("mixed_float16"):
         mixed = _built(kind, **options)
     mixed.set_weights(encoder.get_weights())

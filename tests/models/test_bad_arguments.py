@@ -115,7 +115,7 @@ CASES = [
     (lambda: FILL(_fill(), jit_compile="x"), 'TypeError: `jit_compile` must be a bool or "auto"'),
     (lambda: FILL(_fill(), learning_rate=float("inf")), "ValueError: finite number > 0.0, got inf"),
     (lambda: FILL(_fill(), learning_rate="fast"), "TypeError: `learning_rate` must be a number"),
-    (lambda: FILL(_fill(), clip_norm=-5), "ValueError: `clip_norm` must be a finite number >= 0.0"),
+    (lambda: FILL(_fill(), clipnorm=-5), "ValueError: `clipnorm` must be a finite number >= 0.0"),
 ]
 
 
@@ -158,8 +158,7 @@ def test_the_snli_builders_memory_arguments_are_checked_once_by_the_layer_that_t
     assert checks["return_sequences"] == checks["unroll"] == 2
     # Not vacuous: a check's own calls of another check are not counted.
     assert _checks_during(lambda: _validation.check_optional_int("n", 3, 1)) == {"n": 1}
-    # That one check is the layer's: the module whose code called it is the traceback's last
-    # frame outside the checks.
+    # That one check is the layer's: its module is the traceback's last frame outside them.
     with pytest.raises(ValueError, match="`num_copies`") as raised:
         paper_encoder(123, "glorot_uniform", num_copies=0)
     frames = [f.filename for f in traceback.extract_tb(raised.value.__traceback__)]

@@ -59,8 +59,7 @@ def test_a_cell_form_model_copies_into_the_parallel_form_and_carried_states_are_
     rng = np.random.default_rng(0)
     for weight in source.trainable_weights:  # distinct values in every weight
         weight.assign(rng.normal(size=weight.shape))
-    # The cell form lists the memory's weights before the top LSTM's: copying in order would
-    # put them in the wrong places.
+    # The cell form lists the memory's weights before the top LSTM's: not to copy in order.
     order = [[weight_role(w.path) for w in m.trainable_weights] for m in (source, target)]
     assert order[0] != order[1] and sorted(order[0]) == sorted(order[1])
     copy_trainable_weights(source, target)

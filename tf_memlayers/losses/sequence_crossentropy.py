@@ -5,7 +5,7 @@ import warnings
 import keras
 from keras import ops
 
-from tf_memlayers._validation import check_choice
+from tf_memlayers._validation import check_choice, renamed_arguments
 
 #: The values of `SequenceCrossentropy`'s ``loss_reduction``: the mean over every
 #: target token, or the sum over the time steps of the per-step mean over the batch.
@@ -52,15 +52,8 @@ class SequenceCrossentropy(keras.losses.Loss):
     5.0
     """
 
+    @renamed_arguments("SequenceCrossentropy", "0.4", reduction_mode="loss_reduction")
     def __init__(self, loss_reduction="token_mean", name="sequence_crossentropy", **kwargs):
-        if "reduction_mode" in kwargs:
-            warnings.warn(
-                "SequenceCrossentropy: `reduction_mode` is deprecated and will be removed in "
-                "0.4; pass the same value as `loss_reduction`.",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            loss_reduction = _renamed(loss_reduction, kwargs.pop("reduction_mode"))
         check_choice("loss_reduction", loss_reduction, LOSS_REDUCTIONS)
         reduction = (
             "mean_with_sample_weight" if loss_reduction == "token_mean" else "sum_over_batch_size"
@@ -111,24 +104,11 @@ class SequenceCrossentropy(keras.losses.Loss):
         # whoever loads a file cannot rename what is in it).
         config = {k: v for k, v in config.items() if k != "reduction"}
         if "reduction_mode" in config:
-            old = config.pop("reduction_mode")
-            config["loss_reduction"] = _renamed(config.get("loss_reduction", old), old)
+            config["loss_reduction"] = config.pop("reduction_mode")
         return cls(**config)
 
     def get_config(self):
         return {"loss_reduction": self.loss_reduction, "name": self.name, "dtype": self.dtype}
-
-
-def _renamed(loss_reduction, reduction_mode):
-    """The one reduction that ``loss_reduction`` and its deprecated name ``reduction_mode``
-    give, when ``loss_reduction`` is its default or the same."""
-    if loss_reduction not in ("token_mean", reduction_mode):
-        raise TypeError(
-            f"SequenceCrossentropy: `reduction_mode` is the deprecated name of "
-            f"`loss_reduction`; got loss_reduction={loss_reduction!r} and "
-            f"reduction_mode={reduction_mode!r}. Pass loss_reduction only."
-        )
-    return reduction_mode
 
 
 class _MeanOverBatch(keras.losses.Loss):

@@ -18,7 +18,7 @@ empty cache slots           no attention weight (``cache=``   take part with log
                             `HeapCacheAttention` with         (``mask_empty=False``)
                             ``mask_empty=True``)
 output bias initializer     zeros                             Glorot uniform
-optimizer                   Adam(lr 0.01), clip norm 5        Adam(lr 1e-3), no clipping
+optimizer                   Adam(lr 0.01), ``clipnorm=5``     Adam(lr 1e-3), no clipping
 ==========================  ================================  ===================================
 
 Both use an L2 penalty ``1e-5 * sum ||w||^2 / 2`` over every trainable weight, and the cache
@@ -28,7 +28,7 @@ vector of an example is the state the cache read is added to (post batch norm in
 import keras
 import numpy as np
 
-from tf_memlayers._validation import check_bool, check_int, check_number
+from tf_memlayers._validation import check_bool, check_int, check_number, renamed_arguments
 from tf_memlayers.layers.frozen_batch_normalization import FrozenBatchNormalization
 from tf_memlayers.layers.lstm_use_cudnn import lstm_use_cudnn
 from tf_memlayers.models._compiling import backend_jit_compile, compile_and_build_optimizer
@@ -181,14 +181,17 @@ def build_fill_last_word_model(
     return HeapCacheModel(tokens, logits, weight_decay=weight_decay, name=name)
 
 
-def fill_last_word_optimizer(faithful_to_code=False, learning_rate=None, clip_norm=None):
+@renamed_arguments("fill_last_word_optimizer", "0.4", clip_norm="clipnorm")
+def fill_last_word_optimizer(faithful_to_code=False, learning_rate=None, clipnorm=None):
     """Adam as in the paper (lr 0.01, per-gradient norm clip 5) or the code (lr 1e-3, none).
 
     Args:
         faithful_to_code: the reference code's defaults instead of the paper's.
         learning_rate: a finite number > 0; default 0.01 (paper) or 1e-3 (code).
-        clip_norm: per-gradient norm threshold, a finite number >= 0 (0: no clipping);
-            default 5 (paper) or none (code).
+        clipnorm: each gradient's norm threshold (Keras's ``clipnorm``, not the global norm
+            the other builders' ``clip_norm`` clips), a finite number >= 0 (0: no clipping);
+            default 5 (paper) or none (code). ``clip_norm``, its name in 0.2, is taken with a
+            `DeprecationWarning`.
 
     Returns:
         A `keras.optimizers.Adam`.
@@ -196,17 +199,18 @@ def fill_last_word_optimizer(faithful_to_code=False, learning_rate=None, clip_no
     check_bool("faithful_to_code", faithful_to_code)
     if learning_rate is not None:
         learning_rate = check_number("learning_rate", learning_rate, 0.0, low_open=True)
-    if clip_norm is not None:
-        clip_norm = check_number("clip_norm", clip_norm, 0.0)
+    if clipnorm is not None:
+        clipnorm = check_number("clipnorm", clipnorm, 0.0)
     if learning_rate is None:
         learning_rate = CODE_LEARNING_RATE if faithful_to_code else PAPER_LEARNING_RATE
-    if clip_norm is None and not faithful_to_code:
-        clip_norm = PAPER_CLIP_NORM
-    return keras.optimizers.Adam(learning_rate, clipnorm=clip_norm or None)
+    if clipnorm is None and not faithful_to_code:
+        clipnorm = PAPER_CLIP_NORM
+    return keras.optimizers.Adam(learning_rate, clipnorm=clipnorm or None)
 
 
+@renamed_arguments("compile_fill_last_word_model", "0.4", clip_norm="clipnorm")
 def compile_fill_last_word_model(
-    model, faithful_to_code=False, learning_rate=None, clip_norm=None, jit_compile=None
+    model, faithful_to_code=False, learning_rate=None, clipnorm=None, jit_compile=None
 ):
     """Compiles with sparse cross-entropy on logits and accuracy, and Adam as in the paper
     (learning rate 0.01, each gradient's norm clipped at 5) or as in the reference code
@@ -219,9 +223,11 @@ def compile_fill_last_word_model(
             paper's. Default: `False`.
         learning_rate: Optional finite number > 0, Adam's learning rate. Default: `None`
             (0.01, the paper's; 1e-3 with ``faithful_to_code``).
-        clip_norm: Optional finite number >= 0, the threshold of each gradient's norm (0: no
-            clipping). Default: `None` (5, the paper's; no clipping with
-            ``faithful_to_code``).
+        clipnorm: Optional finite number >= 0, the threshold of each gradient's norm (0: no
+            clipping), as Keras's optimizers' ``clipnorm`` (`compile_language_model` and
+            `compile_snli_model` clip the global norm, their ``clip_norm``). Default: `None`
+            (5, the paper's; no clipping with ``faithful_to_code``). ``clip_norm``, its name
+            in 0.2, is taken with a `DeprecationWarning`.
         jit_compile: `None`, a boolean or `"auto"` (as in `keras.Model.compile`), whether to
             compile the train step: with XLA on TensorFlow and JAX, with `torch.compile` on
             torch. `None`: True on JAX (else Keras runs the step operation by operation),
@@ -243,7 +249,7 @@ def compile_fill_last_word_model(
     jit_compile = backend_jit_compile(jit_compile, xla_on_tensorflow=False)
     return compile_and_build_optimizer(
         model,
-        optimizer=fill_last_word_optimizer(faithful_to_code, learning_rate, clip_norm),
+        optimizer=fill_last_word_optimizer(faithful_to_code, learning_rate, clipnorm),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         jit_compile=jit_compile,

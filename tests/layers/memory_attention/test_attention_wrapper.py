@@ -194,8 +194,7 @@ def _monotonic_case(mode, score_options, position, rng, dtype="float64", **extra
         split_by_backend=True,
     )
     + [pytest.param(name, "after", True, True, id=f"{name}-after-True-True") for name in MORE_ROWS]
-    # Monotonic attention ("mode:score options", output_attention=True) by pairs with scores,
-    # positions and masks.
+    # Monotonic attention ("mode:score options", output_attention=True) by pairs with the rest.
     + [
         pytest.param(f"{mode}:{score}", position, True, masked, id=row.id)
         for row in all_pairs(
@@ -268,8 +267,7 @@ def test_matches_the_reference_in_float32(position, extra):
         training = [layer(x, memory=memory, memory_mask=mask, training=True) for _ in range(2)]
         first, second = (as_numpy(t)[:2] for t in training)
         assert np.abs(first - second).min() > 0 < np.abs(first - got[:2]).min()
-    # A reset at step 2 gives the rows of the steps from 2 alone (and they differ from the
-    # rows of one sequence).
+    # A reset at step 2 gives the rows of the steps from 2 alone (not those of one sequence).
     reset = np.zeros(x.shape[:2], bool)
     reset[:, 2] = True
     packed = as_numpy(layer(x, memory=memory, memory_mask=mask, reset=reset))
