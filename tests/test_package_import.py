@@ -66,9 +66,8 @@ print(json.dumps(report))
 """
 
 
-# Each backend the environment has, and what its pass refuses: every import of another
-# backend's framework (a module-level ``import tensorflow`` or ``import jax`` back on a layer's
-# import path fails here).
+# Each backend the environment has, and what its pass refuses: any import of another backend's
+# framework (a module-level ``import tensorflow`` or ``import jax`` on a layer's path fails).
 REFUSED = {"tensorflow": (), "jax": ("tensorflow",), "torch": ("tensorflow", "jax")}
 BACKENDS = [b for b in REFUSED if importlib.util.find_spec(b)]
 

@@ -44,11 +44,6 @@ def test_a_saved_model_loads_and_gives_the_saved_outputs(name):
         embedding = model.get_layer("embedding")
         assert isinstance(embedding, tf_memlayers.TiedEmbedding)
         assert isinstance(embedding, keras.layers.Embedding)
-    if name == "snli_dual_am_gru_fused_v0.2":
-        assert model.get_layer("encoder").encoder_layers[0].fused_loop is True
-
-
-def test_a_dual_am_gru_sharing_an_am_gru_cell_names_what_replaces_it():
-    # 0.2's `DualAssociativeGRU(premise_cell=am_gru.cell)`: the Dual AM-GRU now owns its weights.
-    with pytest.raises(TypeError, match="build the model with tf_memlayers.layers.DualAssociative"):
-        keras.saving.load_model(FIXTURES / "dual_premise_cell_v0.2.keras")
+    if name == "snli_dual_am_gru_fused_v0.2":  # saved with the fused loop, which torch lacks
+        fused_loop = True if keras.backend.backend() in ("tensorflow", "jax") else "auto"
+        assert model.get_layer("encoder").encoder_layers[0].fused_loop == fused_loop

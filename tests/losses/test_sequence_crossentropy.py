@@ -38,6 +38,7 @@ def test_sequence_crossentropy_reductions_match_numpy():
         old = SequenceCrossentropy(reduction_mode="sum_over_time")
     with pytest.warns(DeprecationWarning, match="read `loss_reduction`"):
         assert old.reduction_mode == old.loss_reduction == "sum_over_time"
+    assert "reduction_mode" not in dir(old)  # saving reads what `dir` lists: it must not warn
 
 
 @pytest.mark.parametrize("mode", LOSS_REDUCTIONS)

@@ -328,8 +328,7 @@ def _greedy_sampler(next, prompt, cache=None, index=0, mask=None, model=None, **
         logits, _, cache = next(prompt, cache, index)
         token = ops.cast(ops.argmax(logits, axis=-1), prompt.dtype)
         token = ops.where(mask[:, index], prompt[:, index], token)
-        # Both start indices of the index's dtype (JAX, with 64-bit types on, would make the
-        # literal 0 an int64).
+        # Both start indices of the index's dtype (JAX with 64-bit types: a literal 0 is int64).
         start = [ops.zeros_like(index), index]
         return ops.slice_update(prompt, start, token[:, None]), cache, index + 1
 

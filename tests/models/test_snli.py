@@ -65,8 +65,7 @@ def test_exported_model_and_fixed_length_copy_in_tflite_with_builtin_operators_o
     premise = np.array([[3, 4, 5, 0, 0, 0], [6, 7, 8, 9, 2, 11], [12, 13, 0, 0, 0, 0]], "int32")
     hypothesis = np.array([[1, 2, 3, 4], [5, 6, 0, 0], [14, 0, 0, 0]], "int32")
     expected = keras.ops.convert_to_numpy(model([premise, hypothesis]))
-    # Not vacuous: the rows differ by far more than the tolerance, and the padding is
-    # ignored (row 0 unpadded).
+    # Not vacuous: the rows differ by far more than the tolerance; the padding is ignored.
     assert np.ptp(expected, axis=0).max() > 100 * 1e-5
     assert_close(model([premise[:1, :3], hypothesis[:1]]), expected[:1], atol=1e-6)
 

@@ -94,7 +94,7 @@ def test_other_runs_backups_and_callbacks_are_refused(tmp_path):
         callbacks = [stop, RunBackup(tmp_path, [stop])]
         model.fit(x, x[:, :1], epochs=3, initial_epoch=2, verbose=0, callbacks=callbacks)
     (tmp_path / "run.json").write_text('{"format": 1, "epoch": 3}')
-    with pytest.raises(ValueError, match="has format 1; this version .* reads format 2"):
+    with pytest.raises(ValueError, match="has format 1; .* reads format 2, so .*: delete that dir"):
         RunBackup(tmp_path)
     (tmp_path / "keras").mkdir()
     (tmp_path / "keras" / "training_metadata.json").write_text('{"epoch": 3, "batch": -1}')

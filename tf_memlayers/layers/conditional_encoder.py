@@ -18,7 +18,10 @@ from tf_memlayers._validation import (
     check_sentence_pair,
     later_calls_spec,
 )
-from tf_memlayers.layers.associative_memory.associative_gru import AssociativeGRU
+from tf_memlayers.layers.associative_memory.associative_gru import (
+    AssociativeGRU,
+    loaded_fused_loop,
+)
 from tf_memlayers.layers.associative_memory.dual_associative_encoder import (
     DualAssociativeEncoder,
     step_retrievals,
@@ -298,7 +301,8 @@ def _from_0_2_config(cls, config):
     check_choice("kind", kind, ("gru", "am_gru", "dual_am_gru"), "ConditionalEncoder")
     num_copies, dual_key = config.pop("num_copies"), config.pop("dual_key")
     init = keras.initializers.get(config.pop("kernel_initializer"))
-    fused_loop = config.pop("fused_loop")  # a GRU has no fused loop: kind="gru" saved "auto"
+    # A GRU has no fused loop: kind="gru" saved "auto".
+    fused_loop = loaded_fused_loop(config.pop("fused_loop"), "ConditionalEncoder")
     unroll = config.pop("unroll", False)  # 0.1 did not save it
     sublayer = dict(kernel_initializer=init, unroll=unroll, dtype=config.get("dtype"))
     associative = dict(num_copies=num_copies, seed=seed, fused_loop=fused_loop, **sublayer)

@@ -69,16 +69,18 @@ class SequenceCrossentropy(keras.losses.Loss):
         super().__init__(name=name, reduction=reduction, **kwargs)
         self.loss_reduction = loss_reduction
 
-    @property
-    def reduction_mode(self):
-        """Deprecated: `loss_reduction`, the name ``reduction_mode`` had in 0.2."""
-        warnings.warn(
-            "SequenceCrossentropy: `reduction_mode` is deprecated and will be removed in 0.4; "
-            "read `loss_reduction`.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.loss_reduction
+    def __getattr__(self, name):
+        # Not a property: Keras's saving reads every attribute `dir` lists, which would warn
+        # whoever saves a model compiled with this loss.
+        if name == "reduction_mode":
+            warnings.warn(
+                "SequenceCrossentropy: `reduction_mode` is deprecated and will be removed in "
+                "0.4; read `loss_reduction`.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return self.loss_reduction
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         if self.loss_reduction == "token_mean":

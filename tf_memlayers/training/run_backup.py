@@ -205,7 +205,8 @@ class RunBackup(keras.callbacks.Callback):
         if record is not None and record.get("format") != RECORD_FORMAT:
             raise ValueError(
                 f"The backup in {self.directory!r} has format {record.get('format')!r}; this "
-                f"version of tf_memlayers reads format {RECORD_FORMAT}."
+                f"version of tf_memlayers reads format {RECORD_FORMAT}, so the run cannot resume "
+                "from it: delete that directory, or give another, to start the run again."
             )
         return record
 

@@ -1,6 +1,7 @@
 """`AssociativeGRU` (and `DualAssociativeGRU`) against its cell form, in Keras's loop and the
 fused one."""
 
+import contextlib
 import re
 
 import keras
@@ -321,3 +322,9 @@ def test_auto_runs_the_fused_loop_wherever_it_supports_the_layer(layer_cls, opti
         match = f"^{layer_cls.__name__}: `fused_loop=True` .*{refusal}"
         with pytest.raises(ValueError, match=match):
             layer_cls(4, num_copies=2, fused_loop=True, **options)
+    if layer_cls is AssociativeGRU and not options:  # saved with True on TensorFlow: loads anywhere
+        torch = BACKEND == "torch"
+        for cls in (AssociativeGRU, DualAssociativeGRU, DualAssociativeEncoder):
+            saved = {**cls(4, num_copies=2).get_config(), "fused_loop": True}
+            with pytest.warns(UserWarning, match="'auto'") if torch else contextlib.nullcontext():
+                assert cls.from_config(saved).fused_loop == ("auto" if torch else True)

@@ -155,8 +155,7 @@ def test_build_refuses_shapes_it_cannot_serve(shape, stateful, message):
 
 
 MEMORY_WIDTH = "`initial_memory` must have width 3 (the layer's memory_size)"
-# (the arguments of a call, the start of its ValueError after the layer's name); a stateful
-# layer keeps its batch size.
+# (a call's arguments, its ValueError's start after the layer's name); stateful: one batch size.
 CALL_ERRORS = [
     (
         dict(inputs=np.zeros((2, 4, 5))),

@@ -8,6 +8,8 @@ or the fused one: ``tf_memlayers.ops.associative_gru_loop`` on TensorFlow, the P
 its `inner_loop`) and a flat config.
 """
 
+import warnings
+
 import keras
 import numpy as np
 from keras import ops
@@ -28,6 +30,22 @@ def check_fused_loop(value, owner):
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     raise TypeError(f"{owner}: `fused_loop` must be a bool or 'auto', got {value!r}.")
+
+
+def loaded_fused_loop(fused_loop, owner):
+    """The ``fused_loop`` a saved config's value loads as: a file saved with `True` on
+    TensorFlow loads on a backend without a fused loop (torch) as `"auto"`, Keras's loop over
+    the same weights, with a warning, since whoever loads a file cannot change its options."""
+    backend = keras.backend.backend()
+    if fused_loop is True and backend not in ("tensorflow", "jax"):
+        warnings.warn(
+            f"{owner}: saved with fused_loop=True, which has no fused loop on the {backend!r} "
+            "backend; loaded with fused_loop='auto' (Keras's loop, the same weights and "
+            "outputs).",
+            stacklevel=2,
+        )
+        return "auto"
+    return fused_loop
 
 
 def fused_loop_pays():
@@ -229,14 +247,8 @@ class AssociativeRecurrentLayer(ResettableRNN):
 
     @classmethod
     def from_config(cls, config):
-        if "cell" in config:
-            raise TypeError(
-                f"{cls.__name__}: this config holds its cell, as version 0.2 saved an AM-GRU "
-                "whose cell a DualAssociativeGRU shared (`premise_cell=`); the Dual AM-GRU "
-                "now owns every weight it reads: build the model with "
-                "tf_memlayers.layers.DualAssociativeEncoder, which owns both passes."
-            )
-        return cls(**config)
+        fused_loop = loaded_fused_loop(config.get("fused_loop", "auto"), cls.__name__)
+        return cls(**{**config, "fused_loop": fused_loop})
 
 
 AM_GRU_CELL_ARGUMENTS = (

@@ -15,6 +15,7 @@ from tf_memlayers import _validation as check
 from tf_memlayers.layers.associative_memory.associative_gru import (
     AssociativeGRU,
     AssociativeRecurrentLayer,
+    loaded_fused_loop,
 )
 from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES
 from tf_memlayers.layers.associative_memory.dual_associative_gru import DualAssociativeGRU
@@ -305,6 +306,11 @@ class DualAssociativeEncoder(RematerializedByPosition, keras.layers.Layer):
             hypothesis_initial_state,
             "source_read",
         )
+
+    @classmethod
+    def from_config(cls, config):
+        fused_loop = loaded_fused_loop(config.get("fused_loop", "auto"), cls.__name__)
+        return cls(**{**config, "fused_loop": fused_loop})
 
     def get_config(self):
         config = super().get_config()
