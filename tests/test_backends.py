@@ -47,8 +47,7 @@ def test_ci_runs_the_backend_neutral_tests_on_jax():
     assert "--no-deps -e .\n" in ci and '-c "import tensorflow"' in ci
     jax = 'KERAS_BACKEND=jax "$jax_venv/bin/python" -m pytest -q -rs -n 2 --dist loadgroup tests\n'
     assert jax in ci
-    # Off TensorFlow, collection keeps exactly the selected test files (tests/selection.py),
-    # every layer's test module among them.
+    # Off TensorFlow, collection keeps exactly tests/selection.py's files, every layer's among them.
     tests = REPO_ROOT / "tests"
     files = sorted(tests.rglob("test_*.py"))
     kept = {path.relative_to(tests).as_posix() for path in files if collected("jax", path)}

@@ -70,6 +70,27 @@ def renamed_arguments(owner, removed_in, **renames):
     return decorate
 
 
+def removed_arguments(owner, **hints):
+    """Decorates a function to refuse each argument 0.2 took and 0.3 removed, given as
+    ``name="what replaces it"``, with a ``TypeError`` that says so, where Python would only
+    call the argument unexpected."""
+
+    def decorate(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            for name in kwargs:
+                if name in hints:
+                    raise TypeError(
+                        f"{owner}: `{name}` was removed in 0.3: {hints[name]} (the changelog's "
+                        "'Upgrading from 0.2')."
+                    )
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
 def shape_of(x):
     """The shape of a tensor, array or nested list, as a tuple."""
     return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)

@@ -87,8 +87,7 @@ def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     assert layers[-6:] == kernels * 2 if jax else kernels[0] not in layers
     assert list(measured["tables"])[-1] == "associative_memory"
     assert all(row["compile_s"] > 0 for row in measured["tables"]["associative_memory"])
-    # Step 5: the long lengths, in their own process with XLA's constant folding off, without
-    # the parts (beyond parts_max_length).
+    # Step 5: the long lengths, alone, XLA's constant folding off, no parts (> parts_max_length).
     assert "constant_folding" in long["device"]["xla_flags"] and long["errors"] == {}
     # Its shares of peak are of the peaks step 4 measured.
     assert long["peaks_from"] == str(out / "speed.json")

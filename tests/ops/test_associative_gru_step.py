@@ -82,8 +82,7 @@ def test_step_matches_the_reference_in_float64(float64_policy, seed, copies, dua
     # The write key's copies: the recorded bounded key, permuted copy by copy.
     for got, half in zip(result.copies, (step["key"][:, :M], step["key"][:, M:])):
         _close(got, np.stack([half[:, perm] for perm in perms], axis=1))
-    # Not vacuous: the key's bound clips some entries, the step writes to the memory, and the
-    # source (read, never written) is read.
+    # Not vacuous: the key's bound clips some entries, the step writes, the source is read.
     assert (step["key_modulus"] > 1).any() and (step["key_modulus"] < 1).any()
     assert np.abs(want_memory - memory).max() > 1e-2
     if dual_key is None:

@@ -28,7 +28,13 @@ vector of an example is the state the cache read is added to (post batch norm in
 import keras
 import numpy as np
 
-from tf_memlayers._validation import check_bool, check_int, check_number, renamed_arguments
+from tf_memlayers._validation import (
+    check_bool,
+    check_int,
+    check_number,
+    removed_arguments,
+    renamed_arguments,
+)
 from tf_memlayers.layers.frozen_batch_normalization import FrozenBatchNormalization
 from tf_memlayers.layers.lstm_use_cudnn import lstm_use_cudnn
 from tf_memlayers.models._compiling import backend_jit_compile, compile_and_build_optimizer
@@ -52,6 +58,17 @@ def _check_layer(name, layer):
     return layer
 
 
+@removed_arguments(
+    "build_fill_last_word_model",
+    hidden_units="the LSTM's width is `units`",
+    max_length="it is `sequence_length`",
+    embedding_matrix="the word vectors are `embeddings`",
+    **dict.fromkeys(
+        "attention_units cache_size policy query mask_empty cache_gate_initializer".split(),
+        "it is an argument of the layers given: pass pooling=AttentionPooling(64) and "
+        "cache=HeapCacheAttention(cache_size, 64, ...)",
+    ),
+)
 def build_fill_last_word_model(
     vocabulary_size,
     pooling=None,

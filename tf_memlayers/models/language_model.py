@@ -33,6 +33,7 @@ from tf_memlayers._validation import (
     check_int,
     check_number,
     check_optional_int,
+    removed_arguments,
 )
 from tf_memlayers.initializers import ForgetGateBias
 from tf_memlayers.layers import PhiloxDropout, ResettableRNN, TiedEmbedding, lstm_use_cudnn
@@ -133,6 +134,21 @@ def _check_memory(memory, stateful, resets):
     )
 
 
+_MEMORY_ARGUMENT = (
+    "it is the memory layer's own argument: pass the layer as `memory`, e.g. "
+    "memory=SlidingWindowAttention(window=5, mode='key_value', stateful=True)"
+)
+
+
+@removed_arguments(
+    "build_language_model",
+    hidden="the LSTMs' width is `units`",
+    seq_len="it is `sequence_length`",
+    **dict.fromkeys(
+        "kind form window ngram sizes attention_units pad use_bias return_attention_scores".split(),
+        _MEMORY_ARGUMENT,
+    ),
+)
 def build_language_model(
     vocabulary_size,
     memory=None,

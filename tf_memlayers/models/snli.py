@@ -16,6 +16,7 @@ from tf_memlayers._validation import (
     check_int,
     check_number,
     check_optional_int,
+    removed_arguments,
 )
 from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES
 from tf_memlayers.layers.associative_memory.dual_associative_encoder import DualAssociativeEncoder
@@ -33,6 +34,16 @@ __all__ = [
 ]
 
 
+@removed_arguments(
+    "build_snli_model",
+    init_scale="pass kernel_initializer=keras.initializers.RandomUniform(-scale, scale)",
+    **dict.fromkeys(
+        "kind units top_units num_copies dual_key fused_loop".split(),
+        "it is an argument of the encoder's layers: pass the encoder as `encoder`, e.g. "
+        "encoder=ConditionalEncoder([DualAssociativeEncoder(100, return_sequences=True), "
+        "keras.layers.GRU(100, return_state=True)])",
+    ),
+)
 def build_snli_model(
     vocabulary_size,
     encoder=None,
