@@ -73,8 +73,7 @@ def assert_retrievals(outputs, units, record, names):
         np.testing.assert_allclose(got, recorded(record, name), atol=1e-10, rtol=0, err_msg=name)
 
 
-# Sizes (200: wider than the permutations' 100 positions), copies, seeds, the AM-GRU or the Dual
-# AM-GRU's keys and retrievals by pairs.
+# By pairs: sizes (200 > the permutations' 100 positions), copies, seeds, Dual keys, retrievals.
 @pytest.mark.parametrize(
     "units, copies, seed, dual_key, retrievals",
     all_pairs(

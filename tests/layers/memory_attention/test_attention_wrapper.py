@@ -78,8 +78,7 @@ class AttentionWrapperTest(LayerTestCase):
 
     def test_journey(self, tmp_path):
         # Several mechanisms, one monotonic (its noise in training, its alignments a state); one
-        # mechanism's journey: test_attention_rnn.py, its normalized score saved and loaded:
-        # test_attention_mechanism.py.
+        # mechanism's journey: test_attention_rnn.py, its normalized score: ..._mechanism.py.
         options = dict(mechanisms=_two_mechanisms(), attention_size=[4, 3])
         build = lambda p, h: _attend_from_hypothesis(p, h, **options)  # noqa: E731
         self.run_journey_test("pair", build, tmp_path)

@@ -10,6 +10,7 @@ from tf_memlayers._validation import (
     check_mask_shape,
     check_rank,
     check_width,
+    renamed_arguments,
 )
 from tf_memlayers.ops.precision import floating, softmax_dtype
 
@@ -41,7 +42,8 @@ class AttentionPooling(keras.layers.Layer):
             (``[features, attention_units]``). Default: `"glorot_uniform"`.
         score_initializer: Initializer for the ``score`` vector ``v`` (``[attention_units]``).
             Default: `"glorot_uniform"`.
-        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
+        **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``. ``units``,
+            the name of ``attention_units`` in 0.2, is taken with a `DeprecationWarning`.
 
     Call arguments:
         inputs: A 3D tensor, with shape ``[batch, time, features]``.
@@ -64,6 +66,7 @@ class AttentionPooling(keras.layers.Layer):
     (2, 4)
     """
 
+    @renamed_arguments("AttentionPooling", "0.4", units="attention_units")
     def __init__(
         self,
         attention_units,
