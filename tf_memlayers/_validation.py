@@ -8,6 +8,7 @@ import collections.abc
 import contextlib
 import contextvars
 import functools
+import inspect
 import math
 import numbers
 import warnings
@@ -65,6 +66,9 @@ def renamed_arguments(owner, removed_in, **renames):
                 kwargs[new] = kwargs.pop(old)
             return function(*args, **kwargs)
 
+        # The signature the function declares, also for `inspect.getfullargspec`, which
+        # Keras's layers read from their `__init__`.
+        wrapper.__signature__ = inspect.signature(function)
         return wrapper
 
     return decorate
@@ -86,6 +90,7 @@ def removed_arguments(owner, **hints):
                     )
             return function(*args, **kwargs)
 
+        wrapper.__signature__ = inspect.signature(function)
         return wrapper
 
     return decorate
