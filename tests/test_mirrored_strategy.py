@@ -73,9 +73,8 @@ def test_training_and_generation_over_two_replicas():
     # lengths: a mask scaled to each replica's count of tokens made them differ).
     for pair in (report["sum_over_time"][:2], report["sum_over_time"][1:]):
         assert_close(*pair, atol=1e-6)
-    # A step model built under the strategy generates three rows on two replicas whole
-    # (Keras's predict_on_batch would split them): each greedy token is the full model's most
-    # likely one after the text before it.
+    # A step model built under the strategy generates three rows on two replicas whole (Keras's
+    # predict_on_batch would split them): each greedy token is the full model's most likely.
     np.testing.assert_array_equal(*report["generated"])
     # Two caches of one shape, each given 4 rows (near 0, near 100), hold those rows alone.
     for shift, cache in zip((0, 100), np.array(report["caches"])):

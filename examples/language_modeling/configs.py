@@ -17,7 +17,7 @@
 def _zaremba(units, dropout, init_scale, full_rate_epochs, lr_decay, epochs, length, clip):
     return dict(
         model="lstm",
-        layers=2,
+        num_layers=2,
         units=units,
         embedding_dim=units,
         dropout=dropout,

@@ -138,7 +138,7 @@ def make_parser():
     add("--form", choices=models.FORMS, default="parallel", help="sequence layer or RNN cell")
     add("--units", type=positive_int, default=PAPER["units"], help="width of each LSTM layer")
     add("--embedding-dim", type=positive_int, default=PAPER["embedding_dim"], help="word vectors")
-    add("--layers", type=positive_int, default=1, help="stacked LSTM layers")
+    add("--num-layers", "--layers", type=positive_int, default=1, help="stacked LSTM layers")
     add("--window", type=positive_int, default=PAPER["window"], help="attention window")
     add("--ngram", type=positive_int, default=PAPER["ngram"], help="N of the N-gram RNN")
     add(

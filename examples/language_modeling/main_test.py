@@ -72,7 +72,7 @@ BAD = [
     ("--init-scale -0.1", "--init-scale"),
     ("--window 0", "--window"),
     ("--ngram 0", "--ngram"),
-    ("--layers 0", "--layers"),
+    ("--num-layers 0", "--num-layers"),
     ("--sequence-length 0", "--sequence-length"),
     ("--sizes 4 0", "--sizes"),
     ("--lr-decay 0", "--lr-decay"),
@@ -205,7 +205,7 @@ def test_help_shows_every_option_with_its_default(capsys):
 
 def test_config_sets_defaults_and_explicit_options_win():
     args = main.parse_args(["--config", "zaremba-small"])
-    assert (args.model, args.layers, args.units, args.embedding_dim) == ("lstm", 2, 200, 200)
+    assert (args.model, args.num_layers, args.units, args.embedding_dim) == ("lstm", 2, 200, 200)
     assert (args.optimizer, args.learning_rate, args.lr_decay, args.full_rate_epochs) == (
         "sgd",
         1.0,

@@ -84,7 +84,7 @@ def build_model(config, vocabulary_size, **options):
             embedding_dim=config.embedding_dim,
             tie_weights=config.tie_weights,
             init_scale=config.init_scale,
-            layers=config.layers,
+            num_layers=config.num_layers,
             dropout=config.dropout,
             variational_dropout=config.variational_dropout,
             recurrent_dropout=config.recurrent_dropout,

@@ -82,7 +82,7 @@ def test_the_steps_buffers_grow_with_the_length_and_a_limit_keeps_it_from_runnin
 def test_flops_count_weights_but_the_embedding_and_the_window_peer_has_our_weights():
     from tf_memlayers.models import build_language_model
 
-    model = build_language_model(50, units=8, embedding_dim=6, layers=2, stateful=False)
+    model = build_language_model(50, units=8, embedding_dim=6, num_layers=2, stateful=False)
     lstm = lambda inputs: 4 * 8 * (inputs + 8)  # noqa: E731  kernel + recurrent kernel
     assert training.weight_training_flops(model, 1) == 6 * (lstm(6) + lstm(8) + 8 * 50)
     assert training.training_flops([(2, 3, 4), (1, 1, 1)]) == 3 * (48 + 2)

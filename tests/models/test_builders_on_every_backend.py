@@ -77,8 +77,9 @@ def _tokens(rng, shape, low=0, high=VOCAB):
 # reduction of `compile_language_model`.
 SGD_SUM = dict(optimizer="sgd", learning_rate=1.0, loss_reduction="sum_over_time")
 CELL_DROPOUT = dict(stateful=False, recurrent_dropout=0.2)  # masks drawn by ResettableRNN
+VARIATIONAL = dict(num_layers=2, dropout=0.2, variational_dropout=True)
 LANGUAGE_MODELS = {
-    "lstm-parallel": ("lstm", "parallel", dict(layers=2, dropout=0.2, variational_dropout=True)),
+    "lstm-parallel": ("lstm", "parallel", VARIATIONAL),
     "attention-cell": ("attention", "cell", dict(resets=True, pad="zeros")),
     "key_value-parallel": ("key_value", "parallel", dict(tie_weights=True, resets=True)),
     "key_value_predict-cell": ("key_value_predict", "cell", CELL_DROPOUT),

@@ -37,15 +37,15 @@ def test_weight_role_names_a_weight_by_what_it_does():
     assert [weight_role(path) for path, _ in roles] == [role for _, role in roles]
 
 
-def _parallel(layers=2, units=HIDDEN):
+def _parallel(num_layers=2, units=HIDDEN):
     memory = SlidingWindowAttention(2, mode="key_value", stateful=True)
-    shape = dict(batch_size=2, sequence_length=3, layers=layers)
+    shape = dict(batch_size=2, sequence_length=3, num_layers=num_layers)
     return build_language_model(VOCAB, memory, units, EMBEDDING, **shape)
 
 
 def _cell():
     memory = lambda cell: SlidingWindowAttentionCell(cell, window=2, mode="key_value")  # noqa: E731
-    options = dict(layers=2, stateful=False, sequence_length=None)
+    options = dict(num_layers=2, stateful=False, sequence_length=None)
     return build_language_model(VOCAB, memory, HIDDEN, EMBEDDING, **options)
 
 
@@ -97,7 +97,7 @@ class _TwoDenseMemory(keras.layers.Layer):
 
 
 def _two_dense():
-    options = dict(units=HIDDEN, embedding_dim=EMBEDDING, layers=1, sequence_length=3)
+    options = dict(units=HIDDEN, embedding_dim=EMBEDDING, num_layers=1, sequence_length=3)
     return build_language_model(VOCAB, _TwoDenseMemory(), stateful=False, **options)
 
 
@@ -105,12 +105,12 @@ def _two_dense():
 SHAPES = (EMBEDDING, 4 * HIDDEN), (EMBEDDING, 4 * 6)
 REFUSED = {
     "other_weights": (
-        lambda: (_parallel(layers=2), _parallel(layers=1)),
+        lambda: (_parallel(num_layers=2), _parallel(num_layers=1)),
         r"^`source` and `target` have different trainable weights: "
         r"(?=.*'lstm_1/kernel')(?=.*'memory/memory_kernel')",
     ),
     "other_shape": (
-        lambda: (_parallel(layers=1), _parallel(layers=1, units=6)),
+        lambda: (_parallel(num_layers=1), _parallel(num_layers=1, units=6)),
         re.escape(
             f"weight 'lstm_0/kernel' has shape {SHAPES[0]} in `source` but {SHAPES[1]} in `target`."
         ),

@@ -54,7 +54,7 @@ def test_snli_model_weights_start_independent_and_reproducible(kind):
 
 def _language_model(memory):
     # Two LSTM layers as wide as the embedding: every LSTM kernel has the same shape.
-    options = dict(layers=2, stateful=False, sequence_length=None)
+    options = dict(num_layers=2, stateful=False, sequence_length=None)
     return build_language_model(30, memory, 16, 16, **options)
 
 

@@ -29,7 +29,7 @@ def _model(kind, **overrides):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_stateful_model_starts_as_the_paper_and_carries_state_across_segments(kind):
-    stateful = _model(kind=kind, layers=2, init_scale=0.05, forget_bias=1.0)
+    stateful = _model(kind=kind, num_layers=2, init_scale=0.05, forget_bias=1.0)
     for weight in stateful.trainable_weights:
         if "bias" not in weight.path:
             # U(-0.05, 0.05): within the scale, reaching near it, spread as a uniform is.
@@ -41,7 +41,7 @@ def test_stateful_model_starts_as_the_paper_and_carries_state_across_segments(ki
     bias, units = stateful.get_layer("lstm_0").cell.bias.numpy(), SMALL["units"]
     np.testing.assert_array_equal(bias[units : 2 * units], 1.0)
     np.testing.assert_array_equal(np.delete(bias, np.s_[units : 2 * units]), 0.0)
-    stateless = _model(kind=kind, layers=2, stateful=False, batch_size=None, sequence_length=None)
+    stateless = _model(kind, num_layers=2, stateful=False, batch_size=None, sequence_length=None)
     copy_trainable_weights(stateful, stateless)
     x = _tokens(2, 15)
     whole = stateless(x).numpy()
@@ -95,7 +95,9 @@ def test_cell_form_equals_parallel_form(kind, options):
 
 
 def test_sgd_step_on_the_time_summed_cost_equals_the_tutorial_update():
-    model = _model(kind="lstm", layers=2, stateful=False)
+    with pytest.warns(DeprecationWarning, match="`layers` is deprecated"):  # 0.2's name
+        model = _model(kind="lstm", layers=2, stateful=False)
+    assert [layer.name for layer in model.layers if "lstm" in layer.name] == ["lstm_0", "lstm_1"]
     before = [w.numpy() for w in model.trainable_weights]
     x, y = _tokens(2, 5), _tokens(2, 5, seed=1)
     # The TensorFlow PTB tutorial's step: cost = sum_t mean_b NLL, global-norm clip 5, SGD.
@@ -147,7 +149,7 @@ RESETS_CASES += [("key_value_predict", "cell"), ("ngram", "parallel"), ("ngram",
 @pytest.mark.parametrize("kind, form", RESETS_CASES)
 def test_resets_model_on_packed_documents_equals_each_document_alone(kind, form):
     keras.utils.set_random_seed(4)
-    options = dict(SMALL, ngram=3, layers=2, stateful=False, init_scale=0.5)
+    options = dict(SMALL, ngram=3, num_layers=2, stateful=False, init_scale=0.5)
     options.update(kind=kind, form=form, sequence_length=None)
     packed_model, plain = language_model(30, resets=True, **options), language_model(30, **options)
     plain.set_weights(packed_model.get_weights())
@@ -183,7 +185,7 @@ def test_variational_dropout_uses_one_mask_per_sequence_and_any_keras_layer_is_a
     # A function of a cell: called once, with the top LSTM cell, which its memory cell wraps.
     seen = []
     wrap = lambda c: seen.append(c) or NGramConcatCell(c, 3, 4)  # noqa: E731
-    model = build_language_model(VOCAB, wrap, 8, 4, layers=2, batch_size=2, sequence_length=5)
+    model = build_language_model(VOCAB, wrap, 8, 4, num_layers=2, batch_size=2, sequence_length=5)
     (cell,) = seen
     assert isinstance(cell, keras.layers.LSTMCell) and cell.units == 8 and cell.name == "lstm_1"
     assert model.get_layer("memory_rnn").cell.cell is cell

@@ -56,7 +56,7 @@ CASES += [
 def test_step_model_gives_the_full_models_logits_at_every_position(kind, form, stateful, options):
     options = dict(options)
     frozen = options.pop("frozen", False)
-    model = _language_model(kind, form, stateful, layers=2, dropout=0.3, **options)
+    model = _language_model(kind, form, stateful, num_layers=2, dropout=0.3, **options)
     model.trainable = not frozen
     tokens = np.random.default_rng(0).integers(0, VOCAB, size=(BATCH, STEPS))
     steps, _ = _step_by_step(build_step_model(model), tokens)

@@ -1,6 +1,6 @@
 """Word-level recurrent language models with a memory on top (Daniluk et al. 2017).
 
-The model is ``embedding -> LSTM (x layers) -> memory -> softmax with bias``, where the memory
+The model is ``embedding -> LSTM (x num_layers) -> memory -> softmax with bias``, where the memory
 is a layer the caller makes and passes in (`build_language_model`'s ``memory``):
 
 * none: the LSTM baseline;
@@ -34,6 +34,7 @@ from tf_memlayers._validation import (
     check_number,
     check_optional_int,
     removed_arguments,
+    renamed_arguments,
 )
 from tf_memlayers.initializers import ForgetGateBias
 from tf_memlayers.layers import PhiloxDropout, ResettableRNN, TiedEmbedding, lstm_use_cudnn
@@ -149,12 +150,13 @@ _MEMORY_ARGUMENT = (
         _MEMORY_ARGUMENT,
     ),
 )
+@renamed_arguments("build_language_model", "0.4", layers="num_layers")
 def build_language_model(
     vocabulary_size,
     memory=None,
     units=DANILUK_DEFAULTS["units"],
     embedding_dim=DANILUK_DEFAULTS["embedding_dim"],
-    layers=1,
+    num_layers=1,
     dropout=0.0,
     variational_dropout=False,
     recurrent_dropout=0.0,
@@ -169,7 +171,7 @@ def build_language_model(
 ):
     """Builds a word-level LSTM language model with an optional memory on top.
 
-    ``tokens [batch, sequence_length] -> Embedding -> LSTM x layers -> memory -> logits``. The
+    ``tokens [batch, sequence_length] -> Embedding -> LSTM x num_layers -> memory -> logits``. The
     model outputs vocabulary logits ``[batch, sequence_length, vocabulary_size]`` (softmax with
     a bias; compile with `compile_language_model`). The defaults are those of Daniluk et al.
     (2017, §4.1), ``DANILUK_DEFAULTS``: LSTMs of 300 units, 300-dimensional embeddings, segments
@@ -191,8 +193,9 @@ def build_language_model(
             the model's outputs. Default: `None`.
         units: Positive integer, the units of every LSTM layer. Default: `300`.
         embedding_dim: Positive integer, the word embedding width. Default: `300`.
-        layers: Positive integer, the number of stacked LSTM layers; the memory reads the top
-            one. Default: `1`.
+        num_layers: Positive integer, the number of stacked LSTM layers (keras-hub's name);
+            the memory reads the top one. ``layers``, its name in 0.2, is taken with a
+            `DeprecationWarning`. Default: `1`.
         dropout: Float in [0, 1), the dropout rate on the embeddings, between LSTM layers
             and before the softmax (Zaremba et al.'s non-recurrent dropout). Default: `0.0`.
         variational_dropout: Boolean, (default `False`), whether to use one dropout mask per
@@ -249,7 +252,7 @@ def build_language_model(
     vocabulary_size = check_int("vocabulary_size", vocabulary_size, 2)
     units = check_int("units", units, 1)
     embedding_dim = check_int("embedding_dim", embedding_dim, 1)
-    layers = check_int("layers", layers, 1)
+    num_layers = check_int("num_layers", num_layers, 1)
     for rate_name, rate in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
         check_number(rate_name, rate, 0.0, 1.0)
     sequence_length = check_optional_int("sequence_length", sequence_length, 1)
@@ -285,10 +288,10 @@ def build_language_model(
         vocabulary_size, embedding_dim, embeddings_initializer=init, name="embedding"
     )
     x = _dropout(embedding(tokens), dropout, variational_dropout, "embedding_dropout")
-    for i in range(layers - 1):
+    for i in range(num_layers - 1):
         x = lstm(f"lstm_{i}")(x, **starts)
         x = _dropout(x, dropout, variational_dropout, f"lstm_{i}_dropout")
-    top = f"lstm_{layers - 1}"
+    top = f"lstm_{num_layers - 1}"
     extra_outputs = []
     if memory_cell is not None:
         cell = memory_cell(_lstm_cell(units, init, forget_bias, recurrent_dropout, top))

@@ -267,8 +267,7 @@ def test_non_finite_candidates_are_skipped_inside_tf_function(jit_compile):
 
 def test_the_first_candidate_lands_at_index_62_and_bad_candidates_are_refused():
     # The reference code's sift-down: empty slots tie at -inf, ties go to the child 2i+2 and a
-    # missing child scores +inf, so the first candidate sinks along 2i+2 to a leaf: 62 of 100
-    # (0, 2, 6, 14, 30, 62).
+    # missing child scores +inf: the first candidate sinks along 0, 2, 6, 14, 30, 62 (of 100).
     layer = make_layer(100)
     vector = np.random.default_rng(0).normal(size=(1, WIDTH)).astype("float32")
     assert as_numpy(layer.insert(vector)).tolist() == [True]

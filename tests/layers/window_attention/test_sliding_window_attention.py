@@ -192,9 +192,8 @@ CONFIGS = [(mode, None) for mode in MODES] + [("key_value", (7, 5)), (MODES[2], 
 WIDTHS = [(None, None), (5, 7)]
 
 
-# The options (window, pad, bias, mask with holes and padding, resets) by pairs (`all_pairs`),
-# the backend one more factor. With resets the cell form runs in `ResettableRNN`'s loop (its
-# loop cache), else in Keras's.
+# The options (window, pad, bias, mask with holes and padding, resets) by pairs, the backend one
+# more factor. With resets the cell form runs in `ResettableRNN`'s loop (its cache), else Keras's.
 @pytest.mark.parametrize(
     "config, window, widths, pad, use_bias, masked, reset",
     all_pairs(
