@@ -83,8 +83,7 @@ def test_the_reference_documents_every_public_name_and_every_name_it_mentions(si
         for name in names:
             if f"{module_name}.{name}" in ids:
                 continue
-            # A name re-exported from another public module is documented there once, and
-            # this module's page names it and links to it.
+            # A name re-exported from another module is documented there once, linked here.
             homes = [
                 other
                 for other in modules

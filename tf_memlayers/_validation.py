@@ -47,15 +47,19 @@ def renamed_arguments(owner, removed_in, **renames):
     ``TypeError``."""
 
     def decorate(function):
+        signature = inspect.signature(function)
+
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
             for old, new in renames.items():
                 if old not in kwargs:
                     continue
-                if new in kwargs:
+                given = signature.bind_partial(*args).arguments  # the new name by position too
+                if new in kwargs or new in given:
+                    value = kwargs[new] if new in kwargs else given[new]
                     raise TypeError(
                         f"{owner}: `{old}` is the deprecated name of `{new}`; got both "
-                        f"({old}={kwargs[old]!r}, {new}={kwargs[new]!r}). Pass {new} only."
+                        f"({old}={kwargs[old]!r}, {new}={value!r}). Pass {new} only."
                     )
                 warnings.warn(
                     f"{owner}: `{old}` is deprecated and will be removed in {removed_in}; pass "
@@ -68,7 +72,7 @@ def renamed_arguments(owner, removed_in, **renames):
 
         # The signature the function declares, also for `inspect.getfullargspec`, which
         # Keras's layers read from their `__init__`.
-        wrapper.__signature__ = inspect.signature(function)
+        wrapper.__signature__ = signature
         return wrapper
 
     return decorate

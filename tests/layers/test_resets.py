@@ -70,8 +70,7 @@ def _memory_cell(cell, copies=COPIES):
     return lambda: AssociativeMemoryCell(cell(6), num_copies=copies)
 
 
-# Factories of layers returning every step's output and the final states. On TensorFlow "auto"
-# runs the fused loop, a call with `reset` Keras's.
+# Layers returning each step's output and final states (on TF "auto": fused; `reset`: Keras's).
 KINDS = {
     "am_gru_keras_loop": _layer(AssociativeGRU, UNITS, num_copies=COPIES, fused_loop=False),
     "am_gru_auto": _layer(AssociativeGRU, UNITS, num_copies=COPIES),

@@ -71,7 +71,7 @@ def test_the_logits_mask_counts_as_zero_weights_in_the_loss_and_the_perplexity(m
 
 
 @pytest.mark.parametrize("reduction", [None, "mean_with_sample_weight"])
-def test_without_weights_the_plain_means_and_reduction_is_the_modes(reduction):
+def test_without_weights_the_plain_means_and_reduction_is_the_modes(reduction, recwarn):
     targets, logits, weights = _batch(4)
     nll = _numpy_token_nll(targets, logits)
     token_mean = SequenceCrossentropy(**({} if reduction is None else {"reduction": reduction}))
@@ -89,6 +89,7 @@ def test_without_weights_the_plain_means_and_reduction_is_the_modes(reduction):
     for name in ("loss_reduction", "reduction_mode"):
         config = {name: "sum_over_time", "reduction": "sum_over_batch_size"}
         assert SequenceCrossentropy.from_config(config).loss_reduction == "sum_over_time"
+    assert not [w for w in recwarn if "reduction_mode" in str(w.message)]  # loaded silently
 
 
 @pytest.mark.parametrize("mode", LOSS_REDUCTIONS)

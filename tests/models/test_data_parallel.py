@@ -183,8 +183,7 @@ def _check(single, parallel):
 
 
 def test_one_step_on_two_devices_equals_one_device():
-    # One test, so that one child process serves every case (a module fixture runs once in
-    # each pytest-xdist worker that runs a test using it).
+    # One test, so that one child process serves every case (not one per pytest-xdist worker).
     results = _run_child()
     assert results["backend"] == "jax" and results["devices"] == DEVICES, results
     assert sorted(results["cases"]) == sorted(CASES)

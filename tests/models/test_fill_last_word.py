@@ -32,8 +32,9 @@ def test_paper_mode_layers_and_names():
     assert fill_last_word_optimizer(clipnorm=1.5).clipnorm == 1.5
     assert fill_last_word_optimizer(clipnorm=0).clipnorm is None  # 0: no clipping
     assert fill_last_word_optimizer(True, clipnorm=2).clipnorm == 2.0
-    with pytest.warns(DeprecationWarning, match="`clip_norm` is deprecated"):  # 0.2's name
+    with pytest.warns(DeprecationWarning, match="`clip_norm` is deprecated") as caught:  # 0.2's
         assert compile_fill_last_word_model(model, clip_norm=2).optimizer.clipnorm == 2
+        assert fill_last_word_optimizer(clip_norm=3).clipnorm == 3 and len(caught) == 2
     names = [layer.name for layer in model.layers]
     assert names == ["context", "embedding", "encoder", "pooling", "cache_attention", "logits"]
     # Without a pooling the LSTM's final state is the sentence's; the embedding takes GloVe vectors.

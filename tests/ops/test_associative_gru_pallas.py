@@ -34,8 +34,7 @@ def _reference(xs, memory, previous, w, perms, mask, reset, zero_output_for_mask
     return np.stack(outputs, 1), memory, previous
 
 
-# (copies, units, batch, zero_output_for_mask, Dual AM-GRU): one program or two (17 rows),
-# n/2 = 4 or 6 complex entries padded to 16.
+# (copies, units, batch, zero_output_for_mask, Dual): 1 or 2 programs (17 rows), n/2 = 4 or 6.
 @pytest.mark.parametrize(
     "copies, units, batch, zero, dual", [(1, 8, 3, False, False), (3, 12, 17, True, True)]
 )

@@ -26,8 +26,8 @@ class AttentionPoolingTest(LayerTestCase):
         config = AttentionPooling(5, name="p").get_config()
         config["units"] = config.pop("attention_units")
         assert AttentionPooling.from_config(config).attention_units == 5
-        with pytest.warns(DeprecationWarning, match="`units` is deprecated"):  # a call of 0.2
-            assert AttentionPooling(units=5).attention_units == 5
+        with pytest.warns(DeprecationWarning, match="`units` is deprecated"):  # 0.2's name
+            assert AttentionPooling(units=5).units == 5  # as an argument and an attribute
         self.run_nan_padding_test(lambda: AttentionPooling(3))
         # Pooling has no memory: its one output is the pooled vector.
         self.run_empty_input_test(lambda: AttentionPooling(3), last_output_is_memory=False)

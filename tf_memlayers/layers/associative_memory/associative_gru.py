@@ -41,7 +41,7 @@ def loaded_fused_loop(fused_loop, owner):
         warnings.warn(
             f"{owner}: saved with fused_loop=True, which has no fused loop on the {backend!r} "
             "backend; loaded with fused_loop='auto' (Keras's loop, the same weights and "
-            "outputs).",
+            "outputs), which saving it again keeps.",
             stacklevel=2,
         )
         return "auto"

@@ -310,7 +310,7 @@ class DualAssociativeEncoder(RematerializedByPosition, keras.layers.Layer):
     @classmethod
     def from_config(cls, config):
         fused_loop = loaded_fused_loop(config.get("fused_loop", "auto"), cls.__name__)
-        return cls(**{**config, "fused_loop": fused_loop})
+        return super().from_config({**config, "fused_loop": fused_loop})
 
     def get_config(self):
         config = super().get_config()

@@ -1,5 +1,7 @@
 """Self-attentive pooling of a sequence into one vector (Gaffney, §3.2)."""
 
+import warnings
+
 import keras
 from keras import ops
 
@@ -154,6 +156,22 @@ class AttentionPooling(keras.layers.Layer):
             return pooled
         weights = keras.KerasTensor(tuple(inputs.shape[:2]), softmax_dtype(self.compute_dtype))
         return pooled, weights
+
+    def __getattr__(self, name):
+        # 0.2's name of `attention_units`. Not a property: Keras's saving reads every attribute
+        # `dir` lists, which would warn whoever saves the layer.
+        if name == "units":
+            warnings.warn(
+                "AttentionPooling: `units` is deprecated and will be removed in 0.4; read "
+                "`attention_units`.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return self.attention_units
+        parent = getattr(super(), "__getattr__", None)  # torch's Module has one
+        if parent is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return parent(name)
 
     def get_config(self):
         config = super().get_config()
