@@ -251,6 +251,7 @@ def make_parser():
         "TF_CONFIG environment variable)",
     )
     add(
+        "--jit-compile",
         "--jit",
         action=argparse.BooleanOptionalAction,
         default=False,
@@ -303,7 +304,7 @@ def check_combinations(parser, config):
         ),
         (("embedding_dim",), config.embeddings, "sizes drawn vectors; --embeddings' have theirs"),
         (
-            ("jit",),
+            ("jit_compile",),
             config.strategy == "multi_worker",
             "compiles fit's step with XLA; the multi_worker training loop runs without it",
         ),

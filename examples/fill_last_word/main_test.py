@@ -71,7 +71,10 @@ BAD = [
         for pooling in (["--pooling", "last"], ["--faithful-to-code"])
     ],
     (["--embeddings", __file__, "--embedding-dim", "6"], "--embedding-dim: sizes drawn"),
-    (["--jit", "--strategy", "multi_worker"], "--jit: compiles fit's step with XLA"),
+    (
+        ["--jit-compile", "--strategy", "multi_worker"],
+        "--jit-compile: compiles fit's step with XLA",
+    ),
     (["--max-vocabulary", "2"], "--max-vocabulary"),  # <pad> and <unk> only: no word
     (["--houses", "1"], "--houses"),
     (["--houses", "133"], "--houses: must be <= 132"),
@@ -472,7 +475,7 @@ def _free_ports(count):
 def test_two_workers_train_as_one_process_on_the_global_batches(tmp_path):
     """Episodes of facts then questions: each global batch split between the workers, the
     caches written with the whole batch's states, validation with the facts written first."""
-    argv = [*TINY, "--cache-size", "16", "--no-jit"]
+    argv = [*TINY, "--cache-size", "16", "--no-jit-compile"]
     cluster = {"worker": [f"localhost:{port}" for port in _free_ports(2)]}
     workers = []
     for index in range(2):
@@ -515,11 +518,11 @@ def test_two_workers_train_as_one_process_on_the_global_batches(tmp_path):
 def test_jit_is_refused_under_several_replicas(capsys, monkeypatch, tmp_path):
     mirrored = type("MirroredStrategy", (), {"num_replicas_in_sync": 2})
     monkeypatch.setattr(train, "make_strategy", lambda name: mirrored())
-    line = _error_line(capsys, [*TINY, "--jit", "--workdir", str(tmp_path / "run")])
+    line = _error_line(capsys, [*TINY, "--jit-compile", "--workdir", str(tmp_path / "run")])
     assert line.endswith(
-        "argument --jit: compiles the train step with XLA, which cannot train over the 2 "
+        "argument --jit-compile: compiles the train step with XLA, which cannot train over the 2 "
         "replicas of MirroredStrategy (one XLA program cannot reach the variables held on the "
-        "other devices); use --no-jit"
+        "other devices); use --no-jit-compile"
     )
     assert not (tmp_path / "run").exists()
 

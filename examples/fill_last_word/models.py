@@ -73,6 +73,6 @@ def build_model(config, vocabulary_size, sequence_length, embeddings=None):
         config.faithful_to_code,
         config.learning_rate,
         clipnorm=config.clipnorm,
-        jit_compile=config.jit,
+        jit_compile=config.jit_compile,
     )
     return model

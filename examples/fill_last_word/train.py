@@ -28,7 +28,7 @@ from . import input_pipeline, models
 
 # Options that say how long, how verbosely or where to run, not what the run computes: a run
 # resumed with other values of them is the same run.
-RUN_OPTIONS = ("epochs", "verbose", "workdir", "strategy", "jit")
+RUN_OPTIONS = ("epochs", "verbose", "workdir", "strategy", "jit_compile")
 
 
 class OptionError(ValueError):
@@ -43,11 +43,11 @@ class OptionError(ValueError):
 # Keras compiles the step of every replica into one XLA program, which cannot reach the
 # variables' copies on the other devices: such a step fails at its first run.
 def jit_replicas_error(strategy):
-    """Why ``--jit`` is refused under ``strategy`` (more than one replica)."""
+    """Why ``--jit-compile`` is refused under ``strategy`` (more than one replica)."""
     return (
         f"compiles the train step with XLA, which cannot train over the "
         f"{strategy.num_replicas_in_sync} replicas of {type(strategy).__name__} (one XLA "
-        "program cannot reach the variables held on the other devices); use --no-jit"
+        "program cannot reach the variables held on the other devices); use --no-jit-compile"
     )
 
 
@@ -106,7 +106,7 @@ def train_and_evaluate(config, workdir, extra_callbacks=()):
 
     Raises:
         OptionError: A file of ``--data-dir`` or ``--embeddings`` cannot be read or holds no
-            usable sentence, ``workdir`` holds a run with other settings, or ``--jit`` is
+            usable sentence, ``workdir`` holds a run with other settings, or ``--jit-compile`` is
             given under a strategy of several replicas.
     """
     # The run's dtype policy, the caller's put back after it: runs in one process are
@@ -123,8 +123,8 @@ def _train_and_evaluate(config, workdir, extra_callbacks=()):
     """`train_and_evaluate` under the run's dtype policy."""
     # First: a multi-worker strategy sets up its collective operations before any other op.
     strategy = make_strategy(config.strategy)
-    if config.jit and strategy.num_replicas_in_sync > 1:
-        raise OptionError("--jit", jit_replicas_error(strategy))
+    if config.jit_compile and strategy.num_replicas_in_sync > 1:
+        raise OptionError("--jit-compile", jit_replicas_error(strategy))
     keras.utils.set_random_seed(config.seed)
     started = time.time()
     with reported_as("--data-dir"):

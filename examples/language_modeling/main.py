@@ -183,6 +183,7 @@ def make_parser():
         help="tf.distribute strategy; the model trains on one replica (several are refused)",
     )
     add(
+        "--jit-compile",
         "--jit",
         action=argparse.BooleanOptionalAction,
         help="XLA train step (default: on, but off under --strategy multi_worker, whose "
@@ -259,9 +260,9 @@ def check_combinations(parser, a):
         else:
             preset = f"which --config {a.config} sets and no option unsets"
             refuse("patience", f"{undone}, {preset}; drop --config or --patience")
-    if a.jit and a.strategy == "multi_worker":
+    if a.jit_compile and a.strategy == "multi_worker":
         refuse(
-            "jit",
+            "jit_compile",
             "compiles fit's step with XLA; the multi_worker training loop runs without it",
         )
 
@@ -297,7 +298,9 @@ def parse_args(argv=None, parser=None):
     parser.set_defaults(**configs.PRESETS.get(config, {}))
     args = parser.parse_args(argv)
     check_combinations(parser, args)
-    args.jit = args.strategy != "multi_worker" if args.jit is None else args.jit
+    args.jit_compile = (
+        args.strategy != "multi_worker" if args.jit_compile is None else args.jit_compile
+    )
     defaults = {name: parser.get_default(name) for name in vars(args)}
     args.workdir = args.workdir or run_directory(args, defaults)
     return args

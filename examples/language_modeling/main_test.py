@@ -23,7 +23,9 @@ from .models_test import numpy_perplexity
 
 FOLDER = pathlib.Path(__file__).resolve().parent
 SCRIPT = FOLDER.parent / "ptb_memory_lm.py"
-SIZES = "--units 16 --embedding-dim 8 --batch-size 4 --sequence-length 10 --no-jit --verbose 0"
+SIZES = (
+    "--units 16 --embedding-dim 8 --batch-size 4 --sequence-length 10 --no-jit-compile --verbose 0"
+)
 SIZES = SIZES.split()
 TINY = [*SIZES, "--generated-tokens", "1500"]  # on a small generated corpus
 
@@ -109,7 +111,7 @@ BAD = [
     ("--probe-sentence w1 --probe-length 9", "--probe-length"),
     ("--variational-dropout", "--variational-dropout"),  # without --dropout
     ("--full-rate-epochs 2", "--full-rate-epochs"),  # without --lr-decay
-    ("--jit --strategy multi_worker", "--jit"),  # its loop runs without XLA
+    ("--jit-compile --strategy multi_worker", "--jit-compile"),  # its loop runs without XLA
 ]
 
 
@@ -440,8 +442,8 @@ def test_several_replicas_are_refused(capsys, tmp_path, monkeypatch):
     assert "error: argument --strategy: " in line and "per-row states" in line
     assert "multi_worker with 2 replicas" in line and not (tmp_path / "run").exists()
     # XLA by default, but not for multi_worker's loop, which runs without it.
-    assert main.parse_args(["--strategy", "multi_worker"]).jit is False
-    assert main.parse_args([]).jit is True
+    assert main.parse_args(["--strategy", "multi_worker"]).jit_compile is False
+    assert main.parse_args([]).jit_compile is True
 
 
 def test_a_run_puts_back_the_callers_dtype_policy(monkeypatch):

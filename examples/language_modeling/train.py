@@ -24,7 +24,15 @@ from . import input_pipeline, models
 
 # Options that say how long, how verbosely or where to run, or what to show, but not what is
 # trained: a run resumed with other values is the same run.
-RUN_OPTIONS = {"epochs", "verbose", "workdir", "strategy", "jit", "metrics_file", "probe_sentence"}
+RUN_OPTIONS = {
+    "epochs",
+    "verbose",
+    "workdir",
+    "strategy",
+    "jit_compile",
+    "metrics_file",
+    "probe_sentence",
+}
 RUN_OPTIONS |= {"probe_length", "generate", "prompt", "temperature", "generate_seed"}
 
 
@@ -107,7 +115,7 @@ def compiled_model(config, vocabulary_size):
         model,
         config.learning_rate,
         config.clip_norm,
-        jit_compile=config.jit,
+        jit_compile=config.jit_compile,
         optimizer=config.optimizer,
         loss_reduction=config.loss_reduction,
     )

@@ -30,7 +30,15 @@ from . import input_pipeline, models, probes, train  # noqa: E402
 
 # Options that say how long or how verbosely to run, or where, or only how the finished model
 # is evaluated: a run resumed with other values is the same run.
-RUN_OPTIONS = ("epochs", "verbose", "workdir", "strategy", "jit", "beams", "probe_sentences")
+RUN_OPTIONS = (
+    "epochs",
+    "verbose",
+    "workdir",
+    "strategy",
+    "jit_compile",
+    "beams",
+    "probe_sentences",
+)
 # The options of the AM-GRU layers, which only the dual_am_gru model has.
 AM_GRU_OPTIONS = ("num_copies", "dual_key")
 DEFAULT_ROOT = os.path.join("runs", "seq2seq_autoencoder")
@@ -228,6 +236,7 @@ def make_parser():
         "environment variable names (see docs/training.rst)",
     )
     add(
+        "--jit-compile",
         "--jit",
         action=argparse.BooleanOptionalAction,
         default=False,
@@ -291,7 +300,7 @@ def check_combinations(parser, args):
         refuse_given("train_size", "sizes the generated corpus, which --data-dir replaces")
     if args.strategy == "multi_worker":
         refuse_given(
-            "jit",
+            "jit_compile",
             "compiles fit's step with XLA; the multi_worker training loop runs without it",
         )
     if not probes.STATISTICS[args.model]:
@@ -343,6 +352,6 @@ def main(argv=None):
     except train.WorkdirError as error:
         parser.error(f"argument --workdir: {error}")
     except train.JitError as error:
-        parser.error(f"argument --jit: {error}")
+        parser.error(f"argument --jit-compile: {error}")
     print("METRICS " + json.dumps(metrics, sort_keys=True), flush=True)
     return metrics

@@ -51,7 +51,7 @@ BAD = [
     ["--dual-key", "paper", "--model", "attention"],
     ["--train-size", "small", "--data-dir", "DATA"],
     ["--probe-sentences", "4", "--model", "gru"],
-    ["--jit", "--strategy", "multi_worker"],
+    ["--jit-compile", "--strategy", "multi_worker"],
 ]
 
 
@@ -118,7 +118,9 @@ def test_help_lists_every_option_with_its_default(capsys):
         assert "default" in text and "default: None" not in text, text
     # The spellings the other examples share, as the layers and builders name them.
     shared = "--units --model --embedding-dim --init-scale --clip-norm --learning-rate"
-    shared += " --batch-size --epochs --seed --jit --strategy --data-dir --workdir --verbose"
+    shared += (
+        " --batch-size --epochs --seed --jit-compile --strategy --data-dir --workdir --verbose"
+    )
     assert set(shared.split()) <= set(entries)
 
 
@@ -131,7 +133,10 @@ def test_a_run_directory_is_named_after_the_options_that_change_the_run(tmp_path
     default = _run_directory()
     assert re.fullmatch(r"runs/seq2seq_autoencoder/dual_am_gru-[0-9a-f]{8}", default)
     # How long, how verbosely or where a run trains, and how it is evaluated, name no other run.
-    assert _run_directory("--epochs", "3", "--verbose", "0", "--beams", "2", "--jit") == default
+    assert (
+        _run_directory("--epochs", "3", "--verbose", "0", "--beams", "2", "--jit-compile")
+        == default
+    )
     gru = _run_directory("--model", "gru", "--units", "8")
     assert re.fullmatch(r"runs/seq2seq_autoencoder/gru-model=gru_units=8-[0-9a-f]{8}", gru)
     (tmp_path / "ptb").mkdir()
@@ -379,12 +384,12 @@ def test_jit_is_refused_under_several_replicas(capsys, monkeypatch, tmp_path):
     mirrored = type("MirroredStrategy", (), {"num_replicas_in_sync": 2})
     monkeypatch.setattr(train, "make_strategy", lambda name: mirrored())
     line = _error_line(
-        capsys, main.main, [*TINY, *GENERATED, "--jit", "--workdir", str(tmp_path / "run")]
+        capsys, main.main, [*TINY, *GENERATED, "--jit-compile", "--workdir", str(tmp_path / "run")]
     )
     assert line.endswith(
-        "argument --jit: compiles the train step with XLA, which cannot train over the 2 "
+        "argument --jit-compile: compiles the train step with XLA, which cannot train over the 2 "
         "replicas of MirroredStrategy (one XLA program cannot reach the variables held on the "
-        "other devices); use --no-jit"
+        "other devices); use --no-jit-compile"
     )
     assert not (tmp_path / "run").exists()
 

@@ -22,18 +22,18 @@ class WorkdirError(ValueError):
 
 
 class JitError(ValueError):
-    """``--jit`` under a strategy of several replicas: the command line reports it as the
-    error of ``--jit``."""
+    """``--jit-compile`` under a strategy of several replicas: the command line reports it as the
+    error of ``--jit-compile``."""
 
 
 # Keras compiles the step of every replica into one XLA program, which cannot reach the
 # variables' copies on the other devices: such a step fails at its first run.
 def jit_replicas_error(strategy):
-    """Why ``--jit`` is refused under ``strategy`` (more than one replica)."""
+    """Why ``--jit-compile`` is refused under ``strategy`` (more than one replica)."""
     return (
         f"compiles the train step with XLA, which cannot train over the "
         f"{strategy.num_replicas_in_sync} replicas of {type(strategy).__name__} (one XLA "
-        "program cannot reach the variables held on the other devices); use --no-jit"
+        "program cannot reach the variables held on the other devices); use --no-jit-compile"
     )
 
 
@@ -125,7 +125,7 @@ def train_and_evaluate(args, splits, settings, workdir, callbacks=()):
     Raises:
         WorkdirError: ``workdir`` holds a run with other settings, or a backup `RunBackup`
             cannot resume (refused before the model is built).
-        JitError: ``--jit`` under a strategy of several replicas.
+        JitError: ``--jit-compile`` under a strategy of several replicas.
     """
     # The run's dtype policy, the caller's put back after it: runs in one process are
     # as they are alone.
@@ -141,7 +141,7 @@ def _train_and_evaluate(args, splits, settings, workdir, callbacks=()):
     """`train_and_evaluate` under the run's dtype policy."""
     # First: a multi-worker strategy sets up the collective operations before any other op.
     strategy = make_strategy(args.strategy)
-    if args.jit and strategy.num_replicas_in_sync > 1:
+    if args.jit_compile and strategy.num_replicas_in_sync > 1:
         raise JitError(jit_replicas_error(strategy))
     keras.utils.set_random_seed(args.seed)
     started = time.time()
@@ -178,7 +178,7 @@ def _train_and_evaluate(args, splits, settings, workdir, callbacks=()):
                 init_scale=args.init_scale,
             )
             model = models.compile_autoencoder(
-                autoencoder.model, args.learning_rate, args.clip_norm, jit_compile=args.jit
+                autoencoder.model, args.learning_rate, args.clip_norm, jit_compile=args.jit_compile
             )
         print(
             f"source={settings['source']} train={len(splits['train'])} "

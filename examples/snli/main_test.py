@@ -96,7 +96,7 @@ BAD = [
     (["--train-size", "small", "--source", "tfds"], "--train-size"),
     (["--train-size", "small", "--download"], "--train-size"),
     (["--embeddings", __file__, "--embedding-dim", "8"], "--embedding-dim"),
-    (["--jit", "--strategy", "multi_worker"], "--jit"),
+    (["--jit-compile", "--strategy", "multi_worker"], "--jit-compile"),
 ]
 
 
@@ -456,11 +456,13 @@ def test_two_workers_train_as_one_process(tmp_path):
 def test_jit_is_refused_under_several_replicas(capsys, monkeypatch, tmp_path):
     mirrored = type("MirroredStrategy", (), {"num_replicas_in_sync": 2})
     monkeypatch.setattr(train, "make_strategy", lambda name: mirrored())
-    line = _error_line(capsys, main.main, [*TINY, "--jit", "--workdir", str(tmp_path / "run")])
+    line = _error_line(
+        capsys, main.main, [*TINY, "--jit-compile", "--workdir", str(tmp_path / "run")]
+    )
     assert line.endswith(
-        "argument --jit: compiles the train step with XLA, which cannot train over the 2 "
+        "argument --jit-compile: compiles the train step with XLA, which cannot train over the 2 "
         "replicas of MirroredStrategy (one XLA program cannot reach the variables held on the "
-        "other devices); use --no-jit"
+        "other devices); use --no-jit-compile"
     )
     assert not (tmp_path / "run").exists()
 

@@ -36,7 +36,7 @@ from . import corpora, input_pipeline, models
 
 # Options that say how to run or where to keep a run, not what it computes: a run resumed with
 # other values is the same run.
-RUN_OPTIONS = ("epochs", "verbose", "workdir", "strategy", "jit")
+RUN_OPTIONS = ("epochs", "verbose", "workdir", "strategy", "jit_compile")
 
 
 class OptionError(Exception):
@@ -49,11 +49,11 @@ class OptionError(Exception):
 # Keras compiles the step of every replica into one XLA program, which cannot reach the
 # variables' copies on the other devices: such a step fails at its first run.
 def jit_replicas_error(strategy):
-    """Why ``--jit`` is refused under ``strategy`` (more than one replica)."""
+    """Why ``--jit-compile`` is refused under ``strategy`` (more than one replica)."""
     return (
         f"compiles the train step with XLA, which cannot train over the "
         f"{strategy.num_replicas_in_sync} replicas of {type(strategy).__name__} (one XLA "
-        "program cannot reach the variables held on the other devices); use --no-jit"
+        "program cannot reach the variables held on the other devices); use --no-jit-compile"
     )
 
 
@@ -108,11 +108,10 @@ def train_and_evaluate(config, run_directory, extra_callbacks=()):
 
     Raises:
         OptionError: A file, an optional package or a combination of options the layers
-            refuse, found once the run reads them; ``--jit`` under a strategy of several
+            refuse, found once the run reads them; ``--jit-compile`` under a strategy of several
             replicas.
     """
-    # The run's dtype policy, the caller's put back after it: runs in one process are
-    # as they are alone.
+    # The run's dtype policy, the caller's back after it: runs in one process are as alone.
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy("mixed_float16" if config.mixed_precision else "float32")
     try:
@@ -125,8 +124,8 @@ def _train_and_evaluate(config, run_directory, extra_callbacks=()):
     """`train_and_evaluate` under the run's dtype policy."""
     # First: a multi-worker strategy sets up its collective operations before any other op.
     strategy = make_strategy(config.strategy)
-    if config.jit and strategy.num_replicas_in_sync > 1:
-        raise OptionError("--jit", jit_replicas_error(strategy))
+    if config.jit_compile and strategy.num_replicas_in_sync > 1:
+        raise OptionError("--jit-compile", jit_replicas_error(strategy))
     keras.utils.set_random_seed(config.seed)
     started = time.time()
     splits, source = load_data(config)
@@ -170,7 +169,7 @@ def _train_and_evaluate(config, run_directory, extra_callbacks=()):
             train_embeddings=config.train_embeddings,
             dropout=config.dropout,
         )
-        compile_snli_model(model, learning_rate, config.clip_norm, jit_compile=config.jit)
+        compile_snli_model(model, learning_rate, config.clip_norm, jit_compile=config.jit_compile)
     # Whether the fused loop runs is part of the settings: its results differ from Keras's
     # loop by float rounding.
     resolved = dict(
