@@ -13,8 +13,7 @@ import tf_memlayers
 from tests.support import REPO_ROOT
 from tf_memlayers.version import __version__
 
-# The headings of CHANGELOG.rst's entries (underlined with dashes), each a version, then
-# "(unreleased)" or, for a release, optionally its date in brackets.
+# CHANGELOG.rst's headings (dash-underlined): a version, then "(unreleased)" or an optional date.
 HEADING = re.compile(r"^(.+)\n-+$", re.MULTILINE)
 ENTRY = re.compile(r"(\d+(?:\.\d+)*)(?: \((.+)\))?")
 

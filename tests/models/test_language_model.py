@@ -95,8 +95,9 @@ def test_cell_form_equals_parallel_form(kind, options):
 
 
 def test_sgd_step_on_the_time_summed_cost_equals_the_tutorial_update():
-    with pytest.warns(DeprecationWarning, match="`layers` is deprecated"):  # 0.2's name
+    with pytest.warns(DeprecationWarning, match="`layers` is deprecated") as caught:  # 0.2's
         model = _model(kind="lstm", layers=2, stateful=False)
+    assert caught[0].filename.endswith("language_models.py")  # the caller's line
     assert [layer.name for layer in model.layers if "lstm" in layer.name] == ["lstm_0", "lstm_1"]
     before = [w.numpy() for w in model.trainable_weights]
     x, y = _tokens(2, 5), _tokens(2, 5, seed=1)

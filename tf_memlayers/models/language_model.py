@@ -141,6 +141,8 @@ _MEMORY_ARGUMENT = (
 )
 
 
+# Outermost, so that its warning names the caller's line.
+@renamed_arguments("build_language_model", "0.4", layers="num_layers")
 @removed_arguments(
     "build_language_model",
     hidden="the LSTMs' width is `units`",
@@ -150,7 +152,6 @@ _MEMORY_ARGUMENT = (
         _MEMORY_ARGUMENT,
     ),
 )
-@renamed_arguments("build_language_model", "0.4", layers="num_layers")
 def build_language_model(
     vocabulary_size,
     memory=None,
