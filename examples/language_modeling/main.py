@@ -22,9 +22,29 @@ from . import configs, input_pipeline, models, train
 DEFAULT_ROOT = "runs/language_modeling"
 
 
+# The options 0.2 spelled otherwise, and their spelling since 0.3.
+RENAMED = {
+    "--kind": "--model",
+    "--hidden": "--units",
+    "--hidden-units": "--units",
+    "--seq-len": "--sequence-length",
+    "--clipnorm": "--clip-norm",
+}
+
+
 class ArgumentParser(argparse.ArgumentParser):
+    """Errors in one line, ``<prog>: error: <message>``, with exit status 2; an option's 0.2
+    spelling (`RENAMED`) is refused naming its new one."""
+
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())}\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, unknown = super().parse_known_args(args, namespace)
+        for old in (text.split("=")[0] for text in unknown):
+            if old in RENAMED:
+                self.error(f"argument {old}: renamed {RENAMED[old]} in 0.3")
+        return namespace, unknown
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

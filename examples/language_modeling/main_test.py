@@ -121,6 +121,17 @@ def test_a_bad_value_is_one_line_naming_the_option(capsys, tmp_path, argv, optio
     assert f"error: argument {option}" in error_line(capsys, main.parse_args, argv.split())
 
 
+@pytest.mark.parametrize("old", sorted(main.RENAMED))
+def test_an_option_spelled_as_in_0_2_is_refused_naming_its_new_spelling(capsys, old):
+    new = main.RENAMED[old]
+    help_text = main.make_parser().format_help()
+    assert new in help_text.replace("[", " ").replace(",", " ").split()  # an option now
+    for argv in ([old, "1"], [f"{old}=1"], ["--seed", "2", old]):
+        assert f"error: argument {old}: renamed {new} in 0.3" in error_line(
+            capsys, main.parse_args, argv
+        )
+
+
 def test_an_option_a_preset_sets_is_named_with_the_preset(capsys):
     line = error_line(capsys, main.parse_args, ["--config", "zaremba-small", "--patience", "2"])
     assert "--full-rate-epochs 4, which --config zaremba-small sets" in line

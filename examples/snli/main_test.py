@@ -105,6 +105,17 @@ def test_a_bad_value_is_one_line_naming_the_option(capsys, argv, option):
     assert f"error: argument {option}: " in _error_line(capsys, main.parse_args, argv)
 
 
+@pytest.mark.parametrize("old", sorted(main.RENAMED))
+def test_an_option_spelled_as_in_0_2_is_refused_naming_its_new_spelling(capsys, old):
+    new = main.RENAMED[old]
+    help_text = main.make_parser().format_help()
+    assert new in help_text.replace("[", " ").replace(",", " ").split()  # an option now
+    for argv in ([old, "1"], [f"{old}=1"], ["--seed", "2", old]):
+        assert f"error: argument {old}: renamed {new} in 0.3" in _error_line(
+            capsys, main.parse_args, argv
+        )
+
+
 def test_paths_are_checked_when_parsed(capsys, tmp_path, monkeypatch):
     (tmp_path / "notes.txt").write_text("nothing here\n")
     line = _error_line(capsys, main.parse_args, ["--data-dir", str(tmp_path)])

@@ -65,44 +65,25 @@ def make_encoder(kind, units, top_units=None, init="glorot_uniform", **memory_op
                 f"make_encoder: `top_units` sizes layer 2, which 'word_by_word' has not; got "
                 f"{top_units} (leave it None)."
             )
+    rnn = dict(kernel_initializer=init, recurrent_initializer=init)
+    sequences = dict(return_sequences=True, return_state=True)
     if kind == "word_by_word":
-        premise = keras.layers.LSTM(
-            units,
-            kernel_initializer=init,
-            recurrent_initializer=init,
-            return_sequences=True,
-            return_state=True,
-            name="premise_lstm",
-        )
-        cell = keras.layers.LSTMCell(units, kernel_initializer=init, recurrent_initializer=init)
+        premise = keras.layers.LSTM(units, name="premise_lstm", **rnn, **sequences)
+        cell = keras.layers.LSTMCell(units, **rnn)
         hypothesis = AttentionRNN(
             WordByWordAttention(cell, kernel_initializer=init), name="hypothesis_lstm_attention"
         )
         return ConditionalEncoder([ConditionalAttentionEncoder(premise, hypothesis)])
     if kind == "gru":
-        first = keras.layers.GRU(
-            units,
-            kernel_initializer=init,
-            recurrent_initializer=init,
-            return_sequences=True,
-            return_state=True,
-        )
+        first = keras.layers.GRU(units, **rnn, **sequences)
     elif kind == "am_gru":
         memory_options.pop("dual_key", None)
-        first = AssociativeGRU(
-            units,
-            kernel_initializer=init,
-            return_sequences=True,
-            return_state=True,
-            **memory_options,
-        )
+        first = AssociativeGRU(units, kernel_initializer=init, **sequences, **memory_options)
     else:
         first = DualAssociativeEncoder(
             units, kernel_initializer=init, return_sequences=True, **memory_options
         )
-    top = keras.layers.GRU(
-        top_units or units, kernel_initializer=init, recurrent_initializer=init, return_state=True
-    )
+    top = keras.layers.GRU(top_units or units, return_state=True, **rnn)
     return ConditionalEncoder([first, top])
 
 
