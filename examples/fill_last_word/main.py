@@ -24,7 +24,7 @@ import sys  # noqa: E402
 
 from tf_memlayers.layers.cache_attention.heap_cache_attention import POLICIES, QUERIES  # noqa: E402
 from tf_memlayers.models.fill_last_word import PAPER_ATTENTION_UNITS  # noqa: E402
-from tf_memlayers.training.make_strategy import STRATEGIES  # noqa: E402
+from tf_memlayers.training import STRATEGIES  # noqa: E402
 
 from . import input_pipeline, train  # noqa: E402
 

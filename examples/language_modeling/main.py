@@ -15,7 +15,7 @@ import sys
 
 from tf_memlayers.losses import LOSS_REDUCTIONS
 from tf_memlayers.models.language_model import DANILUK_DEFAULTS as PAPER
-from tf_memlayers.training.make_strategy import STRATEGIES
+from tf_memlayers.training import STRATEGIES
 
 from . import configs, input_pipeline, models, train
 

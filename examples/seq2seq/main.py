@@ -24,7 +24,7 @@ finally:
 # isort: split
 from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES  # noqa: E402
 from tf_memlayers.layers.associative_memory.dual_associative_gru import DUAL_KEYS  # noqa: E402
-from tf_memlayers.training.make_strategy import STRATEGIES  # noqa: E402
+from tf_memlayers.training import STRATEGIES  # noqa: E402
 
 from . import input_pipeline, models, probes, train  # noqa: E402
 

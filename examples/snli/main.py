@@ -25,7 +25,7 @@ import sys  # noqa: E402
 from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES  # noqa: E402
 from tf_memlayers.layers.associative_memory.dual_associative_gru import DUAL_KEYS  # noqa: E402
 from tf_memlayers.models.snli import PAPER_UNITS  # noqa: E402
-from tf_memlayers.training.make_strategy import STRATEGIES  # noqa: E402
+from tf_memlayers.training import STRATEGIES  # noqa: E402
 
 from . import corpora, input_pipeline, models, train  # noqa: E402
 

@@ -104,6 +104,9 @@ def test_cache_callback_in_fit_writes_the_probes_weights_by_index_and_the_fill(t
     _check_top_slots(events, expected)
     with pytest.raises(ValueError, match="query='dot'.*probe_inputs"):
         cache_attention_by_index(model, layer)
+    with pytest.raises(ValueError, match=r"caches \['cache_attention'\] read with a query"):
+        model.fit(x, y, epochs=1, verbose=0, callbacks=[CacheAttentionCallback(str(tmp_path))])
+    assert int(model.optimizer.iterations) == 2  # refused before a step
 
 
 def test_cache_callback_writes_each_epochs_curve_top_slots_and_fill(tmp_path):

@@ -73,8 +73,10 @@ def test_the_callback_clears_everything_first_then_the_rows_of_each_batch(mode):
 @pytest.mark.parametrize("name", ["train_resets", "eval_resets"])
 def test_bad_tables_are_named(name):
     with pytest.raises(ValueError, match=rf"`{name}` must be a boolean array .* shape \(4,\)"):
-        StateResetCallback(**{name: np.ones(4)})
-    callback = StateResetCallback(**{name: np.ones((4, 2))})  # the model's batch is 3
+        StateResetCallback(**{name: np.ones(4, bool)})
+    with pytest.raises(TypeError, match=rf"`{name}` must be a boolean array .* dtype int64"):
+        StateResetCallback(**{name: np.ones((4, 2), np.int64)})  # 0s and 1s: not a mask
+    callback = StateResetCallback(**{name: np.ones((4, 2), bool)})  # the model's batch is 3
     callback.set_model(_nested_stateful_model())
     on = "train" if name == "train_resets" else "test"
     with pytest.raises(ValueError, match=rf"`{name}\[1\]`: .*`rows` has 2 entries"):

@@ -70,7 +70,12 @@ class CacheAttentionCallback(keras.callbacks.Callback):
     Args:
         log_dir: TensorBoard directory (a ``cache`` subdirectory is written).
         probe_inputs: model inputs used to average the weights of caches whose read depends
-            on the example (``query="additive"`` or ``"dot"``).
+            on the example (``query="additive"`` or ``"dot"``): needed when the model has
+            such a cache. Default: `None`.
+
+    Raises:
+        ValueError: When training begins, if the model has no `HeapCacheAttention` layer, or
+            a cache that reads with a query and no ``probe_inputs`` were given.
 
     Example:
 
@@ -95,10 +100,17 @@ class CacheAttentionCallback(keras.callbacks.Callback):
         self._writer = None
 
     def on_train_begin(self, logs=None):
-        if not cache_attention_layers(self.model):
+        if not (layers := cache_attention_layers(self.model)):
             raise ValueError(
                 "CacheAttentionCallback: the model has no HeapCacheAttention layer, so the "
                 "callback has no cache to draw."
+            )
+        queried = [layer.name for layer in layers if layer.query != "none"]
+        if queried and self.probe_inputs is None:
+            raise ValueError(
+                f"CacheAttentionCallback: the caches {queried} read with a query, so their "
+                "weights depend on the example: pass `probe_inputs`, the model inputs to "
+                "average them over."
             )
 
     def on_epoch_end(self, epoch, logs=None):

@@ -66,7 +66,9 @@ def reset_language_model_states(model, rows=None):
 
     Raises:
         TypeError: If ``rows`` is not a boolean vector.
-        ValueError: If ``rows`` does not have one entry per row of a carried state.
+        ValueError: If ``rows`` does not have one entry per row of a carried state, or a
+            stateful layer of ``model`` is not a `keras.layers.RNN`, a
+            `keras.layers.Bidirectional` over RNNs or a memory layer of this package.
 
     Example:
 

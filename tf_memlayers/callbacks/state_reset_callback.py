@@ -20,6 +20,10 @@ class StateResetCallback(keras.callbacks.Callback):
             of `evaluate` / `predict` (and validation). Default: `None` (reset only at the
             start of each evaluation or prediction).
 
+    Raises:
+        TypeError: If a table is not boolean.
+        ValueError: If a table is not 2-D.
+
     Example:
 
     >>> import numpy as np
@@ -39,7 +43,12 @@ class StateResetCallback(keras.callbacks.Callback):
     def _checked(name, resets):
         if resets is None:
             return None
-        resets = np.asarray(resets, bool)
+        resets = np.asarray(resets)
+        if resets.dtype != bool:  # as `reset_language_model_states`: not a mask of 0s and 1s
+            raise TypeError(
+                f"StateResetCallback: `{name}` must be a boolean array [num_batches, batch], "
+                f"got dtype {resets.dtype}."
+            )
         if resets.ndim != 2:
             raise ValueError(
                 f"StateResetCallback: `{name}` must be a boolean array [num_batches, batch], "

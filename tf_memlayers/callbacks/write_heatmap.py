@@ -11,6 +11,7 @@ import re
 import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
+from tf_memlayers._validation import check_int
 
 tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
 
@@ -37,17 +38,22 @@ _VIRIDIS = np.array(
 _MARKDOWN_SIGNS = re.compile(r"[\\`*_\[\]|]|^\s*(?:[#+-]|\d+\.)", re.MULTILINE)
 
 
-def _check_labels(matrix, row_labels, col_labels):
-    """Refuses labels whose count is not the matrix's rows' (``row_labels``) or columns'."""
+def _checked_matrix(matrix, row_labels, col_labels, owner, dtype=None):
+    """``matrix`` as a 2-D NumPy array; refuses another rank, and labels whose count is not
+    its rows' (``row_labels``) or columns'."""
+    matrix = np.asarray(matrix, dtype=dtype)
+    if matrix.ndim != 2:
+        raise ValueError(f"{owner}: `matrix` must be 2-D [rows, cols], got shape {matrix.shape}.")
     for name, labels, count in (
         ("row_labels", row_labels, matrix.shape[0]),
         ("col_labels", col_labels, matrix.shape[1]),
     ):
         if labels is not None and len(labels) != count:
             raise ValueError(
-                f"`{name}` must have one label per {name[:3]} of `matrix` ({count}, its shape "
-                f"being {matrix.shape}); got {len(labels)}."
+                f"{owner}: `{name}` must have one label per {name[:3]} of `matrix` ({count}, "
+                f"its shape being {matrix.shape}); got {len(labels)}."
             )
+    return matrix
 
 
 def colour_map(values, vmin=None, vmax=None):
@@ -158,7 +164,8 @@ def heatmap_image(
         uint8 array ``[height, width, 3]``.
 
     Raises:
-        ValueError: If ``matrix`` is not 2-D, or a list of labels is not as long as its side.
+        ValueError: If ``matrix`` is not 2-D, a list of labels is not as long as its side, or
+            ``log_x`` is given a matrix of several rows.
 
     Example:
 
@@ -167,10 +174,12 @@ def heatmap_image(
     >>> image.dtype, image.ndim, image.shape[-1]
     (dtype('uint8'), 3, 3)
     """
-    matrix = np.asarray(matrix, dtype=np.float64)
-    if matrix.ndim != 2:
-        raise ValueError(f"`matrix` must be 2-D, got shape {matrix.shape}.")
-    _check_labels(matrix, row_labels, col_labels)
+    matrix = _checked_matrix(matrix, row_labels, col_labels, "heatmap_image", np.float64)
+    if log_x and len(matrix) != 1:
+        raise ValueError(
+            f"heatmap_image: `log_x` draws the single row of `matrix` as a curve; got "
+            f"{len(matrix)} rows (shape {matrix.shape})."
+        )
     try:
         return _matplotlib_image(
             matrix, row_labels, col_labels, title, xlabel, ylabel, vmin, vmax, log_x
@@ -206,6 +215,11 @@ def matrix_markdown(matrix, row_labels=None, col_labels=None, digits=3):
     Returns:
         String, the table (its labels escaped: TensorBoard shows them as written).
 
+    Raises:
+        ValueError: If ``matrix`` is not 2-D, a list of labels is not as long as its side, or
+            ``digits`` is negative.
+        TypeError: If ``digits`` is not an integer.
+
     Example:
 
     >>> print(matrix_markdown([[0.5, 0.25]], ["a"], ["x", "y"], digits=2))
@@ -213,9 +227,9 @@ def matrix_markdown(matrix, row_labels=None, col_labels=None, digits=3):
     |---|---|---|
     | a | 0.50 | 0.25 |
     """
-    matrix = np.asarray(matrix)
+    matrix = _checked_matrix(matrix, row_labels, col_labels, "matrix_markdown")
+    check_int("digits", digits, minimum=0, owner="matrix_markdown")
     rows, cols = matrix.shape
-    _check_labels(matrix, row_labels, col_labels)
     col_labels = list(col_labels) if col_labels is not None else [str(j) for j in range(cols)]
     row_labels = list(row_labels) if row_labels is not None else [str(i) for i in range(rows)]
     lines = ["| | " + " | ".join(_markdown_text(c) for c in col_labels) + " |"]

@@ -11,7 +11,7 @@ it lacks, for any Keras model trained on TensorFlow:
   `tf.distribute.MultiWorkerMirroredStrategy` included, where Keras 3's ``fit`` fails
   (keras-team/keras#20585);
 * `make_strategy`, `worker_directory` and `is_chief` — the strategy a ``--strategy`` option
-  names, and which process writes a multi-worker run's files;
+  names (one of `STRATEGIES`), and which process writes a multi-worker run's files;
 * `log_hparams` — a run's settings and final metrics in TensorBoard's HParams dashboard.
 
 ``import tf_memlayers`` does not import this subpackage; it needs TensorFlow.
@@ -24,12 +24,13 @@ require_tensorflow("tf_memlayers.training")
 from tf_memlayers.training.evaluate import evaluate  # noqa: E402
 from tf_memlayers.training.is_chief import is_chief  # noqa: E402
 from tf_memlayers.training.log_hparams import log_hparams  # noqa: E402
-from tf_memlayers.training.make_strategy import make_strategy  # noqa: E402
+from tf_memlayers.training.make_strategy import STRATEGIES, make_strategy  # noqa: E402
 from tf_memlayers.training.run_backup import RunBackup  # noqa: E402
 from tf_memlayers.training.train import train  # noqa: E402
 from tf_memlayers.training.worker_directory import worker_directory  # noqa: E402
 
 __all__ = [
+    "STRATEGIES",
     "RunBackup",
     "evaluate",
     "is_chief",

@@ -83,9 +83,10 @@ def original_variable_names(cell):
     ['AssociativeGRUCell/Candidate/fully_connected/biases',
      'AssociativeGRUCell/Candidate/fully_connected/weights']
     """
+    mapping = _mapping(cell)  # first: another object is a TypeError, built or not
     if not cell.built:
         raise ValueError("`cell` must be built (call it or `cell.build(input_shape)`) first.")
-    return {name: getattr(owner, attribute) for name, owner, attribute in _mapping(cell)}
+    return {name: getattr(owner, attribute) for name, owner, attribute in mapping}
 
 
 def load_original_weights(cell, arrays, prefix=None):

@@ -414,7 +414,8 @@ class AttentionMechanism(ScoredAttention, keras.layers.Layer):
         sigmoid_noise: Non-negative float, the monotonic scores' noise in training. Default:
             ``0.0``.
         score_bias_init: Float, the initial bias of the monotonic scores. Default: ``0.0``.
-        seed: Optional integer, the seed of the noise. Default: `None`.
+        seed: Optional integer, the seed of the noise (``sigmoid_noise > 0`` only). Default:
+            `None`.
         kernel_initializer: Initializer of the kernels. Default: ``"glorot_uniform"``.
         **kwargs: Base layer keyword arguments, such as ``name`` and ``dtype``.
 
