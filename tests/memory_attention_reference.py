@@ -208,10 +208,7 @@ def several_mechanisms_reference(
     kernel, recurrent, bias = cell_weights
     batch, steps = x.shape[:2]
     h = np.zeros((batch, recurrent.shape[0]))
-    if position == "after":
-        fed = np.zeros_like(attention_of([m[:, 0] for m in memories], h))
-    else:
-        fed = np.zeros_like(h)
+    fed = np.zeros_like(attention_of([m[:, 0] for m in memories], h) if position == "after" else h)
     if sequence_mask is None:
         sequence_mask = np.ones((batch, steps), bool)
     before = [np.eye(m.shape[1])[np.zeros(batch, int)] for m in memories]

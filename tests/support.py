@@ -61,7 +61,7 @@ def masked_rnn(rnn, sequences, mask, **kwargs):
     """``rnn(sequences, mask=mask, **kwargs)`` as NumPy, with TensorFlow's masking on every
     backend: on JAX (`KERAS_MASKED_OUTPUT`) the RNN runs with ``zero_output_for_mask=True``,
     which keeps the states right, and the previous outputs are filled in here."""
-    if BACKEND == "tensorflow" or rnn.zero_output_for_mask:
+    if BACKEND == "tensorflow" or mask is None or rnn.zero_output_for_mask:
         results = rnn(sequences, mask=mask, **kwargs)
         return keras.tree.map_structure(as_numpy, results)
     return_sequences = rnn.return_sequences

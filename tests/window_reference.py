@@ -32,19 +32,16 @@ def window_attention_reference(
     WY, Wh, w = weights["memory_kernel"], weights["query_kernel"], weights["score_vector"]
     Wr, Wx = weights["context_kernel"], weights["predict_kernel"]
     b_m, b_o = weights.get("memory_bias", 0.0), weights.get("output_bias", 0.0)
-    key_size, value_size = WY.shape[0], Wr.shape[0]
+    empty = [(np.zeros(WY.shape[0]), np.zeros(Wr.shape[0]), 0.0)] * window  # (key, value, valid)
     outputs, attention = np.zeros((B, T, Wr.shape[1])), np.zeros((B, T, window))
     histories = []
     for b in range(B):
-        if memory is None:
-            history = [(np.zeros(key_size), np.zeros(value_size), 0.0)] * window
-        else:
-            history = list(memory[b])
+        history = list(empty) if memory is None else list(memory[b])
         for t in range(T):
             if mask is not None and not mask[b, t]:
                 continue
             if reset is not None and reset[b, t]:
-                history = [(np.zeros(key_size), np.zeros(value_size), 0.0)] * window
+                history = list(empty)
             k, v, p = split_reference(h[b, t], mode, sizes)
             recent = history[-window:]
             keys = np.stack([item[0] for item in recent])

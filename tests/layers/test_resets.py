@@ -124,10 +124,8 @@ def separate_runs(layer, xs, reset, mask=None, initial_state=None):
             else:
                 init = [as_numpy(s)[row : row + 1] for s in initial_state]
             x = xs[row : row + 1, start:end]
-            if mask is None:
-                result = [as_numpy(t) for t in layer(x, initial_state=init)]
-            else:
-                result = masked_rnn(layer, x, mask[row : row + 1, start:end], initial_state=init)
+            rows = None if mask is None else mask[row : row + 1, start:end]
+            result = masked_rnn(layer, x, rows, initial_state=init)
             if outputs is None:
                 outputs = np.zeros(xs.shape[:2] + result[0].shape[2:], result[0].dtype)
             outputs[row, start:end] = result[0][0]
@@ -171,10 +169,7 @@ def test_packed_documents_equal_separate_runs_in_float64(kind, masked, initial_s
     expected = separate_runs(layer, xs, reset, mask, initial)
     assert_close(packed, expected, atol=1e-10)  # the outputs and each final state
     # Not vacuous: without the resets the rows with documents compute something else.
-    if mask is None:
-        plain = as_numpy(layer(xs, initial_state=initial)[0])
-    else:
-        plain = masked_rnn(layer, xs, mask, initial_state=initial)[0]
+    plain = masked_rnn(layer, xs, mask, initial_state=initial)[0]
     assert np.abs(plain[:2] - expected[0][:2]).max() > 1e-3
     if mask is not None:  # row 2's only reset is at a masked step, which ignores it
         np.testing.assert_allclose(as_numpy(packed[0])[2], plain[2], atol=1e-10, rtol=0)
