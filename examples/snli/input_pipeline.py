@@ -4,7 +4,8 @@
 
 1. ``--data-dir``: the official SNLI 1.0 files or InferSent's (`corpora.read_files`);
 2. the tensorflow-datasets ``snli`` builder, if prepared (`corpora.read_tfds`); with
-   ``download`` tensorflow-datasets downloads and prepares it first, and the chain stops there;
+   ``download`` tensorflow-datasets downloads and prepares it first, and with ``download`` or
+   ``tfds_data_dir`` the chain stops there;
 3. the embedded default, `generated_splits`: pairs whose labels need the premise to be
    recalled, so that the example trains on a fresh machine with no download.
 
@@ -36,7 +37,7 @@ def load_splits(
             read = [corpora.read_tfds(split, tfds_data_dir, download) for split in corpora.SPLITS]
             return dict(zip(corpora.SPLITS, read)), "tfds"
         except (ImportError, FileNotFoundError):
-            if source == "tfds" or download:
+            if source == "tfds" or download or tfds_data_dir is not None:
                 raise
     return generated_splits(train_size, seed), "generated"
 
@@ -157,7 +158,8 @@ def make_dataset(
     """A `tf.data.Dataset` of ``((premise ids, hypothesis ids), label)`` batches.
 
     Words not in ``vocabulary`` map to ``<unk>``; sentences are cut to ``max_length`` tokens.
-    ``padding="fixed"`` pads every sentence to the longest (one shape, one XLA compilation);
+    ``padding="fixed"`` pads every sentence to ``max_length`` (else to the longest): one shape
+    for every batch of every split, one XLA compilation;
     ``"bucket"`` groups pairs by the widths of their premise and hypothesis, each padded to a
     multiple of ``bucket_width``: fewer padded steps, few shapes. ``shuffle`` shuffles anew
     each epoch (from ``seed``); ``repeat`` repeats without end. Without ``repeat`` the

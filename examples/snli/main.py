@@ -176,8 +176,8 @@ def make_parser():
         "--padding",
         choices=input_pipeline.PADDINGS,
         default="bucket",
-        help="bucket: pad each batch to a multiple of 8 steps; fixed: pad every batch to the "
-        "longest sentence",
+        help="bucket: pad each batch to a multiple of 8 steps; fixed: pad every batch to "
+        "--max-length (one shape, one XLA compilation)",
     )
     add(
         "--embeddings",

@@ -168,7 +168,10 @@ def test_what_the_run_finds_wrong_is_one_line_naming_the_option(capsys, tmp_path
             "dual_key='paper' only",
         ),
         ([*generated, "--units", "7"], "--units", "7"),  # an associative memory's width is even
+        ([*generated, "--units", "7", "--fused-loop"], "--units", "7"),
         (["--source", "tfds"], "--source", "pip install tensorflow-datasets"),
+        # A folder given is the source asked for: no falling back to the generated corpus.
+        (["--tfds-data-dir", str(tmp_path)], "--tfds-data-dir", "pip install tensorflow-datasets"),
     ]:
         line = _error_line(capsys, main.main, [*small, *argv])
         assert f"error: argument {option}: " in line and message in line, line
@@ -254,9 +257,13 @@ def _events(folder):
     return events
 
 
-def test_the_stopping_rule_ends_the_run_after_patience_checks_without_improvement(tmp_path):
+def test_the_stopping_rule_ends_the_run_after_patience_checks_without_improvement(tmp_path, capsys):
     argv = [*TINY, "--model", "gru", "--epochs", "6", "--patience", "1"]
     metrics = main.main([*argv, "--workdir", str(tmp_path / "run")])
+    # --verbose 0 is silent: the rules' messages too (the learning rate was halved, the run
+    # stopped).
+    printed = capsys.readouterr().out
+    assert "ReduceLROnPlateau" not in printed and "early stopping" not in printed, printed
     best, waited, stop = -1.0, 0, None
     for epoch, accuracy in enumerate(metrics["dev_accuracy"]):  # the rule, written out
         best, waited = (accuracy, 0) if accuracy - 1e-3 > best else (best, waited + 1)

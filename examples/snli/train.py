@@ -58,12 +58,14 @@ def jit_replicas_error(strategy):
 
 
 @contextlib.contextmanager
-def reported_as(option):
-    """Turns a reader's or layer's refusal inside the block into an `OptionError`."""
+def reported_as(option, **others):
+    """Turns a reader's or layer's refusal inside the block into an `OptionError` of ``option``,
+    or of ``others[name]`` where the refusal names the argument ``name``."""
     try:
         yield
     except (ImportError, OSError, ValueError) as error:
-        raise OptionError(option, error) from error
+        named = [other for name, other in others.items() if f"`{name}" in str(error)]
+        raise OptionError(next(iter(named), option), error) from error
 
 
 def run_settings(config, resolved):
@@ -76,7 +78,8 @@ def run_settings(config, resolved):
 def load_data(config):
     """The splits of the source the options name (`input_pipeline.load_splits`), and its name."""
     files = config.data_dir and config.source in ("auto", "files")
-    option = "--data-dir" if files else "--download" if config.download else "--source"
+    tfds = "--download" if config.download else "--tfds-data-dir" if config.tfds_data_dir else None
+    option = "--data-dir" if files else tfds or "--source"
     with reported_as(option):
         splits, source = input_pipeline.load_splits(
             config.source,
@@ -153,7 +156,7 @@ def _train_and_evaluate(config, run_directory, extra_callbacks=()):
 
     # A width or combination the layers refuse (an odd width of an associative memory, the
     # fused loop with --dual-key released) is reported with the layer's message.
-    with strategy.scope(), reported_as("--fused-loop" if config.fused_loop else "--units"):
+    with strategy.scope(), reported_as("--units", fused_loop="--fused-loop"):
         model = models.build_model(
             len(vocabulary),
             config.model,
@@ -184,20 +187,15 @@ def _train_and_evaluate(config, run_directory, extra_callbacks=()):
     with worker_directory(workdir, strategy) as rundir:
         logs = os.path.join(rundir, "logs")
         probe = next((p for p in splits["dev"] if p.label == 0), splits["dev"][0])
-        halve = keras.callbacks.ReduceLROnPlateau(
-            "val_accuracy", factor=0.5, patience=0, min_delta=1e-3, mode="max", verbose=1
-        )
+        # The learning-rate and stopping rules, on dev checks without an improvement by 0.001
+        # (their counts are in the backup).
+        rule = dict(monitor="val_accuracy", min_delta=1e-3, mode="max", verbose=config.verbose)
+        halve = keras.callbacks.ReduceLROnPlateau(factor=0.5, patience=0, **rule)
         best = keras.callbacks.ModelCheckpoint(
             os.path.join(rundir, "best.keras"), "val_accuracy", mode="max", save_best_only=True
         )
-        # The stopping rule: dev checks without an improvement (its count is in the backup).
-        stop = []
-        if config.patience:
-            stop.append(
-                keras.callbacks.EarlyStopping(
-                    "val_accuracy", min_delta=1e-3, patience=config.patience, mode="max"
-                )
-            )
+        patience = [config.patience] if config.patience else []
+        stop = [keras.callbacks.EarlyStopping(patience=p, **rule) for p in patience]
         with reported_as("--workdir"):
             backup = RunBackup(
                 os.path.join(rundir, "backup"),
