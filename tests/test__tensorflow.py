@@ -18,8 +18,7 @@ def test_without_tensorflow_the_error_names_the_part_that_needs_it(monkeypatch):
     assert "`pip install tensorflow`" in message
     assert "its layers, cells, model builders and step model" in message
     # The import's own error stays attached, for the traceback.
-    assert isinstance(error.__cause__, ModuleNotFoundError)
-    assert error.__cause__.name == "tensorflow"
+    assert isinstance(error.__cause__, ModuleNotFoundError) and error.__cause__.name == "tensorflow"
 
 
 def test_a_module_missing_inside_tensorflow_is_reported_as_it_is(monkeypatch):

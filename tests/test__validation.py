@@ -202,5 +202,4 @@ def test_renamed_arguments_take_the_old_name_with_a_warning_and_refuse_both():
         assert function(old=4, other=0) == (4, 0)
     assert caught[0].filename == __file__  # the caller's line
     for call in (lambda: function(old=4, new=3), lambda: function(3, old=4)):  # by name, position
-        with pytest.raises(TypeError, match=r"^f: `old` is the deprecated name of `new`; got both"):
-            call()
+        pytest.raises(TypeError, call).match(r"^f: `old` is the deprecated name of `new`; got both")

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 
+import tf_memlayers
 from tests.support import as_numpy
 from tf_memlayers.initializers import ForgetGateBias, for_one_weight
 
@@ -88,3 +89,6 @@ def test_each_weight_is_drawn_anew_from_the_same_distribution_unless_an_integer_
     assert for_one_weight(initializer) is initializer
     first, second = (as_numpy(for_one_weight(initializer)((3, 3))) for _ in range(2))
     assert not np.array_equal(first, second)  # the generator draws anew at every call
+    layer = tf_memlayers.SlidingWindowAttention(3, kernel_initializer=None)  # Keras's default
+    layer(np.ones((1, 2, 4), "float32"))
+    assert len({float(as_numpy(w)[0, 0]) for w in layer.weights if len(w.shape) == 2}) == 4

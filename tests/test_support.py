@@ -60,8 +60,7 @@ def test_the_rows_and_ids_are_the_same_every_time_and_split_rows_shares_them(mon
     first, second = all_pairs(*FACTORS), all_pairs(*FACTORS)
     assert _rows(first) == _rows(second) and [p.id for p in first] == [p.id for p in second]
     ids = [param.id for param in first]
-    assert len(set(ids)) == len(ids)
-    assert ids[0] == "attention_None-1-mask-False"
+    assert len(set(ids)) == len(ids) and ids[0] == "attention_None-1-mask-False"
     assert _rows(all_pairs(["a", "b", "c"])) == [("a",), ("b",), ("c",)]  # one factor
     # `split_rows` gives each plain row to one backend in turn, and marked rows to each.
     marked = pytest.param("fused", marks=pytest.mark.skipif(False, reason="a backend's own path"))

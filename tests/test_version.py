@@ -21,8 +21,7 @@ ENTRY = re.compile(r"(\d+(?:\.\d+)*)(?: \((.+)\))?")
 def test_the_version_is_pep_440_exported_by_the_package_and_the_changelog_starts_from_it():
     assert isinstance(__version__, str)
     assert str(Version(__version__)) == __version__  # already in its normal form
-    assert tf_memlayers.__version__ == __version__
-    assert "__version__" in tf_memlayers.__all__
+    assert tf_memlayers.__version__ == __version__ and "__version__" in tf_memlayers.__all__
     # The distribution takes its version from the module.
     with open(REPO_ROOT / "pyproject.toml", "rb") as file:
         project = tomllib.load(file)

@@ -11,6 +11,8 @@ import functools
 import inspect
 import math
 import numbers
+import os
+import re
 import warnings
 
 import keras
@@ -28,6 +30,32 @@ def called_as(owner):
         yield
     finally:
         _CALLED.reset(token)
+
+
+# A message that names its owner: "SomeLayer: ..." or "some_function: ...".
+_OWNED = re.compile(r"[A-Za-z_][\w.]*: ")
+
+
+def errors_named(owner):
+    """Decorates a public function (``owner``, its name) so that a `ValueError` or `TypeError`
+    raised in its call that names no owner of its own (the checks of its arguments, the
+    messages it writes, Keras's) names ``owner``: the user learns which call refused."""
+
+    def decorate(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            try:
+                return function(*args, **kwargs)
+            except (TypeError, ValueError) as error:
+                message = str(error.args[0]) if len(error.args) == 1 else ""
+                named = _OWNED.match(message) or message.startswith(owner)
+                if message and str(error) == message and not named:
+                    error.args = (f"{owner}: {message}",)
+                raise
+
+        return wrapper
+
+    return decorate
 
 
 def owner_of(owner):
@@ -191,6 +219,13 @@ def check_sizes(name, sizes, count, owner=None, what="pieces"):
     if len(sizes) != count:
         raise ValueError(f"{prefix}`{name}` must list {count} {what}, got {len(sizes)}: {sizes}.")
     return tuple(check_int(name, size, 1, owner) for size in sizes)
+
+
+def check_path(name, value, owner=None):
+    """Returns ``value``, a string or `os.PathLike`, as `os.fspath` gives it."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{_prefix(owner)}`{name}` must be a string or path, got {value!r}.")
+    return os.fspath(value)
 
 
 def check_choice(name, value, allowed, owner=None):

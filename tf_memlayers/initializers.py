@@ -21,7 +21,9 @@ def for_one_weight(initializer):
     used as it is; one with an integer seed gives each weight the same values, as in Keras.
 
     Args:
-        initializer: A `keras.initializers.Initializer`.
+        initializer: A `keras.initializers.Initializer`, or `None` (Keras's default, as a
+            layer's ``kernel_initializer=None`` means: ``add_weight`` draws a float weight
+            from a fresh ``"glorot_uniform"``).
 
     Returns:
         The initializer to pass to ``add_weight`` for one weight.
@@ -35,7 +37,7 @@ def for_one_weight(initializer):
     False
     """
     seed = getattr(initializer, "seed", None)
-    if isinstance(seed, keras.random.SeedGenerator):
+    if initializer is None or isinstance(seed, keras.random.SeedGenerator):
         return initializer
     return initializer.__class__.from_config(initializer.get_config())
 

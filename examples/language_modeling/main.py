@@ -78,6 +78,7 @@ def checked(convert, test, allowed):
 
 
 positive_int = checked(int, lambda v: v >= 1, "an integer >= 1")
+at_least_two = checked(int, lambda v: v >= 2, "an integer >= 2")
 non_negative_int = checked(int, lambda v: v >= 0, "an integer >= 0")
 positive = checked(float, lambda v: 0 < v < math.inf, "a finite number > 0")
 non_negative = checked(float, lambda v: 0 <= v < math.inf, "a finite number >= 0")
@@ -160,7 +161,7 @@ def make_parser():
     add("--embedding-dim", type=positive_int, default=PAPER["embedding_dim"], help="word vectors")
     add("--num-layers", "--layers", type=positive_int, default=1, help="stacked LSTM layers")
     add("--window", type=positive_int, default=PAPER["window"], help="attention window")
-    add("--ngram", type=positive_int, default=PAPER["ngram"], help="N of the N-gram RNN")
+    add("--ngram", type=at_least_two, default=PAPER["ngram"], help="N of the N-gram RNN")
     add(
         "--sizes",
         type=positive_int,

@@ -77,6 +77,7 @@ BAD = [
     ("--num-layers 0", "--num-layers"),
     ("--sequence-length 0", "--sequence-length"),
     ("--sizes 4 0", "--sizes"),
+    ("--ngram 1", "--ngram"),  # NGramConcat's n >= 2
     ("--lr-decay 0", "--lr-decay"),
     ("--lr-decay 1.5", "--lr-decay"),
     ("--full-rate-epochs 0", "--full-rate-epochs"),

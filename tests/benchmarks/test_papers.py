@@ -180,8 +180,7 @@ def test_a_summary_row_per_model_of_the_seeds_mean_and_spread_a_figure_and_defau
     path = tmp_path / "figure.png"
     assert seq2seq.draw_figure([_row("dual_am_gru", 0, 2.0, 0.8)], path) is None
     runs = [_row("attention", 1, 2.0), _row("dual_am_gru", 0, 2.0, 0.8), _row("attention", 0, 2.0)]
-    assert seq2seq.draw_figure(runs, path) == path
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert seq2seq.draw_figure(runs, path) == path and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Each corpus has its defaults and results file.
     generated = seq2seq.parse_args([])
     assert generated.seeds == [0, 1, 2] and generated.epochs == 20
@@ -216,8 +215,7 @@ def test_every_seed_stops_at_its_patience_and_a_rerun_skips_finished_runs(tmp_pa
     assert report["data"]["dev_sentences"] == 20 and report["data"]["train_sentences"] == 48
     for run in runs:
         held = run["held_out_accuracy"]
-        assert len(held) == run["epochs_trained"] <= 3
-        assert held[run["best_epoch"] - 1] == max(held)
+        assert len(held) == run["epochs_trained"] <= 3 and held[run["best_epoch"] - 1] == max(held)
         if run["epochs_trained"] < 3:  # stopped by patience: no better epoch after the best
             assert run["epochs_trained"] - run["best_epoch"] == 1
         assert 0 <= run["dev_accuracy"] <= 100

@@ -107,6 +107,7 @@ def test_cache_callback_in_fit_writes_the_probes_weights_by_index_and_the_fill(t
     with pytest.raises(ValueError, match=r"caches \['cache_attention'\] read with a query"):
         model.fit(x, y, epochs=1, verbose=0, callbacks=[CacheAttentionCallback(str(tmp_path))])
     assert int(model.optimizer.iterations) == 2  # refused before a step
+    pytest.raises(TypeError, CacheAttentionCallback, None).match("`log_dir` must be a string or")
 
 
 def test_cache_callback_writes_each_epochs_curve_top_slots_and_fill(tmp_path):

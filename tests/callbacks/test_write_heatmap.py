@@ -34,8 +34,7 @@ def test_labels_are_one_per_row_and_column(draw):
     for labels, name in (((["a", "b"], None), "row"), ((None, ["x"]), "col")):
         with pytest.raises(ValueError, match=rf"`{name}_labels` must have one label per {name}"):
             draw([[1.0, 2.0]], *labels)
-    with pytest.raises(ValueError, match=f"{draw.__name__}: `matrix` must be 2-D"):
-        draw([1.0, 2.0])
+        pytest.raises(ValueError, draw, [1.0, 2.0]).match(f"{draw.__name__}: `matrix` must be 2-D")
     with pytest.raises(ValueError, match="`log_x` draws the single row|`digits` must be >= 0"):
         draw([[1.0], [2.0]], **({"log_x": True} if draw is heatmap_image else {"digits": -1}))
 

@@ -28,8 +28,7 @@ def test_the_optimizer_is_built_and_the_step_traced_once(policy):
     before = [keras.ops.convert_to_numpy(w).copy() for w in model.trainable_weights]
     for _ in range(2):
         model.train_on_batch(x, y)
-    assert len(traces) == 1
-    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 2
+    assert len(traces) == 1 and int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 2
     after = [keras.ops.convert_to_numpy(w) for w in model.trainable_weights]
     assert all(not np.array_equal(a, b) for a, b in zip(after, before))
 

@@ -112,8 +112,8 @@ CASES = [
     (lambda: _fill(units=0), "ValueError: `units` must be >= 1, got 0"),
     (lambda: _fill(embeddings=[[1.0]]), "ValueError: (20, dim); got (1, 1)"),
     (lambda: _fill(faithful_to_code="no"), "TypeError: `faithful_to_code` must be a bool"),
-    (lambda: _fill(weight_decay="x"), "TypeError: HeapCacheModel: `weight_decay` must be a number"),
-    (lambda: _fill(weight_decay=float("nan")), "ValueError: HeapCacheModel: `weight_decay`"),
+    (lambda: _fill(weight_decay="x"), "TypeError: `weight_decay` must be a number, got 'x'"),
+    (lambda: _fill(weight_decay=float("nan")), "ValueError: `weight_decay` must be a finite"),
     (lambda: _fill(weight_decay=-1.0), "ValueError: `weight_decay` must be a finite number >= 0.0"),
     (lambda: FILL(_fill(), jit_compile="x"), 'TypeError: `jit_compile` must be a bool or "auto"'),
     (lambda: FILL(_fill(), learning_rate=float("inf")), "ValueError: finite number > 0.0, got inf"),
@@ -128,6 +128,8 @@ def test_a_bad_argument_is_named(call, expected):
     info = pytest.raises((TypeError, ValueError), call)
     message = str(info.value)
     assert type(info.value).__name__ == error and fragment in message, message
+    owner = message.partition(": ")[0]
+    assert owner.isidentifier() and owner.islower(), message  # named by the function called
     assert "output_dim" not in message and "Received" not in message  # no Keras-internal names
     if "must be a number" in message:  # a number of the wrong type: from the one number check
         last = traceback.extract_tb(info.value.__traceback__)[-1]

@@ -106,7 +106,7 @@ SHAPES = (EMBEDDING, 4 * HIDDEN), (EMBEDDING, 4 * 6)
 REFUSED = {
     "other_weights": (
         lambda: (_parallel(num_layers=2), _parallel(num_layers=1)),
-        r"^`source` and `target` have different trainable weights: "
+        r"^copy_trainable_weights: `source` and `target` have different trainable weights: "
         r"(?=.*'lstm_1/kernel')(?=.*'memory/memory_kernel')",
     ),
     "other_shape": (
@@ -117,7 +117,7 @@ REFUSED = {
     ),
     "two_of_one_role": (
         lambda: (_two_dense(), _two_dense()),
-        r"^`source` has two trainable weights of the role "
+        r"^copy_trainable_weights: `source` has two trainable weights of the role "
         r"'memory/kernel' \(\S+/kernel and \S+/kernel\)",
     ),
 }

@@ -32,8 +32,7 @@ def test_the_default_encoder_and_the_optimizer_are_the_papers():
     for clip_norm, expected in [(5.0, 5.0), (0.5, 0.5), (0, None), (None, None)]:
         optimizer = compile_snli_model(model, clip_norm=clip_norm).optimizer
         assert optimizer.global_clipnorm == expected and optimizer.clipnorm is None
-        assert float(optimizer.beta_1) == 0.0
-        assert float(optimizer.learning_rate) == np.float32(1e-3)
+        assert float(optimizer.beta_1) == 0.0 and float(optimizer.learning_rate) == np.float32(1e-3)
 
 
 def _builtin_tflite(model):

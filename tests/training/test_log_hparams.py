@@ -44,11 +44,10 @@ def test_a_run_logged_again_keeps_one_record_the_last_as_the_dashboard_takes_it(
     settings = {"rate": 1e-3, "units": 8, "fused": True, "rows": None, "sizes": [2, 3], "m": "gru"}
     log_hparams(tmp_path, settings, {"accuracy": 0.5})
     log_hparams(tmp_path, settings, {"accuracy": 0.75})
-    with pytest.raises(TypeError, match="`metrics` must be a dict, got 0.5"):
-        log_hparams(tmp_path, settings, 0.5)
+    pytest.raises(TypeError, log_hparams, tmp_path, settings, 0.5).match("`metrics` must be a")
+    pytest.raises(TypeError, log_hparams, None, {}, {}).match("^log_hparams: `log_dir` must be")
     (record,) = module._hparams_records(tmp_path)
-    assert record.endswith(module._SUFFIX)
-    assert all(os.path.isfile(path) for path in kept)
+    assert record.endswith(module._SUFFIX) and all(os.path.isfile(path) for path in kept)
     os.remove(tmp_path / "events.out.tfevents.0.cut")  # which this test's reader cannot read
     hparams, scalars = logged_hparams(str(tmp_path))
     # The values as the dashboard takes them: None as "none", a list as JSON text.

@@ -21,8 +21,7 @@ def test_fit_is_chosen_except_under_multi_worker_and_arguments_are_checked(monke
     assert train_module.fit_works_under(tf.distribute.get_strategy())
     # An uninitialized instance: the type decides (a real one would set up collectives).
     multi = object.__new__(tf.distribute.MultiWorkerMirroredStrategy)
-    assert train_module.KERAS_FIT_FIXED_IN is None
-    assert not train_module.fit_works_under(multi)
+    assert train_module.KERAS_FIT_FIXED_IN is None and not train_module.fit_works_under(multi)
     monkeypatch.setattr(train_module, "KERAS_FIT_FIXED_IN", "3.16.0")
     assert not train_module.fit_works_under(multi, keras_version="3.15.1")
     assert train_module.fit_works_under(multi, keras_version="3.16.0")
@@ -34,6 +33,10 @@ def test_fit_is_chosen_except_under_multi_worker_and_arguments_are_checked(monke
     with pytest.raises(TypeError, match="`x` must be a tf.data.Dataset .* got ndarray"):
         train(model, np.ones((2, 2)))
     pytest.raises(ValueError, train, model, data, epochs=0).match("`epochs` must be >= 1, got 0")
+    pytest.raises(TypeError, train, "model", data).match("^train: `model` must be a compiled")
+    for call in (train, evaluate):  # a name is make_strategy's; each names itself
+        pytest.raises(TypeError, call, model, data, strategy="mirrored").match("`strategy` must")
+        pytest.raises(ValueError, call, model, data, verbose=5).match(f"^{call.__name__}: `verb")
     arrays = (np.ones((2, 2)), np.ones((2, 1)))  # fit's form, which the multi-worker loop lacks
     pytest.raises(TypeError, train, model, data, validation_data=arrays).match("got tuple")
     for bad, name in ((1, "`callbacks` must be a list"), ([1], r"`callbacks\[0\]` must be")):

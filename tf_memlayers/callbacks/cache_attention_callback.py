@@ -5,6 +5,7 @@ import keras
 import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
+from tf_memlayers._validation import check_path
 from tf_memlayers.callbacks.write_heatmap import heatmap_image
 from tf_memlayers.models.heap_cache_model import cache_attention_layers, like_inputs
 
@@ -95,7 +96,7 @@ class CacheAttentionCallback(keras.callbacks.Callback):
 
     def __init__(self, log_dir, probe_inputs=None):
         super().__init__()
-        self.log_dir = log_dir
+        self.log_dir = check_path("log_dir", log_dir, "CacheAttentionCallback")
         self.probe_inputs = probe_inputs
         self._writer = None
 

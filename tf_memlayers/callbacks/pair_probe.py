@@ -5,6 +5,7 @@ import keras
 import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
+from tf_memlayers._validation import check_path
 from tf_memlayers.callbacks.write_heatmap import _markdown_text, write_heatmap
 
 tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
@@ -61,7 +62,8 @@ class PairProbe(keras.callbacks.Callback):
         self.premise_ids = np.array([[index.get(w, unk) for w in self.premise]], np.int32)
         self.hypothesis_ids = np.array([[index.get(w, unk) for w in self.hypothesis]], np.int32)
         self.encoder_name, self.embedding_name = encoder_name, embedding_name
-        self.log_dir, self.subdir = str(log_dir), subdir
+        self.log_dir = check_path("log_dir", log_dir, type(self).__name__)
+        self.subdir = subdir
         self._writer = None
         self.last_matrix = None
 

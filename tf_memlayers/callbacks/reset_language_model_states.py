@@ -5,6 +5,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from tf_memlayers._validation import errors_named
 from tf_memlayers.layers.window_attention.memory_sequence_layer import MemorySequenceLayer
 
 
@@ -55,6 +56,7 @@ def state_variables(layer):
     )
 
 
+@errors_named("reset_language_model_states")
 def reset_language_model_states(model, rows=None):
     """Clears the carried LSTM states and memories of ``model``.
 

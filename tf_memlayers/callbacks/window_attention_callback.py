@@ -15,7 +15,7 @@ import keras
 import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
-from tf_memlayers._validation import check_int
+from tf_memlayers._validation import check_int, check_path
 from tf_memlayers.callbacks.write_heatmap import _markdown_text, write_heatmap
 from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights
 
@@ -134,7 +134,7 @@ class WindowAttentionCallback(keras.callbacks.Callback):
             )
         self.every_n_epochs = check_int("every_n_epochs", every_n_epochs, 1, owner)
         self.probe_model = probe_model
-        self.log_dir = str(log_dir)
+        self.log_dir = check_path("log_dir", log_dir, owner)
         self.probe_tokens = np.asarray(probe_tokens, dtype=np.int32).reshape(1, -1)
         self.token_labels = [str(t) for t in token_labels]
         if len(self.token_labels) != self.probe_tokens.shape[1]:

@@ -4,6 +4,8 @@ import numbers
 
 import keras
 
+from tf_memlayers._validation import check_optional_int
+
 
 @keras.saving.register_keras_serializable(package="tf_memlayers")
 class PhiloxDropout(keras.layers.Dropout):
@@ -53,12 +55,14 @@ class PhiloxDropout(keras.layers.Dropout):
     """
 
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
-        # The type here; the range is `keras.layers.Dropout`'s own check (and message).
+        # The types here; the range of `rate` is `keras.layers.Dropout`'s own check (and
+        # message, which Keras's tests of the layer expect).
         if isinstance(rate, bool) or not isinstance(rate, numbers.Real):
             raise TypeError(
                 f"PhiloxDropout: `rate` must be a number in [0, 1], got {rate!r} of type "
                 f"{type(rate).__name__}."
             )
+        seed = check_optional_int("seed", seed, owner=type(self).__name__)
         super().__init__(rate, noise_shape=noise_shape, seed=seed, **kwargs)
 
     def call(self, inputs, training=False):

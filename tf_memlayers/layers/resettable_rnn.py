@@ -12,6 +12,7 @@ import keras
 from keras import ops
 
 from tf_memlayers._validation import (
+    called_as,
     check_bool,
     check_mask_shape,
     check_rank,
@@ -19,6 +20,7 @@ from tf_memlayers._validation import (
     check_states,
     check_step,
     check_time_steps,
+    owner_of,
     shape_of,
 )
 from tf_memlayers.layers.memory_cell_wrapper import (
@@ -105,8 +107,8 @@ class ResettableCell(RecomputedWithItsLayer, keras.layers.Layer):
         super().__init__(**kwargs)
         if not hasattr(cell, "state_size") or not callable(cell):
             raise TypeError(
-                f"ResettableCell: `cell` must be a Keras RNN cell with a `state_size`, got "
-                f"{cell!r}."
+                f"{owner_of('ResettableCell')}: `cell` must be a Keras RNN cell with a "
+                f"`state_size`, got {cell!r}."
             )
         self.cell = cell
 
@@ -459,7 +461,8 @@ class ResettableRNN(RematerializedByPosition, keras.layers.RNN):
             cell = keras.layers.StackedRNNCells(cell)
         wraps = not takes_reset(cell)
         if wraps:
-            cell = ResettableCell(cell)
+            with called_as(type(self).__name__):  # its check of `cell` names this layer
+                cell = ResettableCell(cell)
         super().__init__(cell, **kwargs)
         # Whether `cell` is this layer's own wrapper of the user's cell (see `get_config`).
         self._wraps_cell = wraps

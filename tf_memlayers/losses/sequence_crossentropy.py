@@ -54,7 +54,7 @@ class SequenceCrossentropy(keras.losses.Loss):
 
     @renamed_arguments("SequenceCrossentropy", "0.4", reduction_mode="loss_reduction")
     def __init__(self, loss_reduction="token_mean", name="sequence_crossentropy", **kwargs):
-        check_choice("loss_reduction", loss_reduction, LOSS_REDUCTIONS)
+        check_choice("loss_reduction", loss_reduction, LOSS_REDUCTIONS, "SequenceCrossentropy")
         reduction = (
             "mean_with_sample_weight" if loss_reduction == "token_mean" else "sum_over_batch_size"
         )

@@ -6,6 +6,8 @@ paths; `weight_role` names each weight by what it does, and `copy_trainable_weig
 by that name, e.g. from a stateful training model into a stateless probe.
 """
 
+from tf_memlayers._validation import errors_named
+
 # The layers `build_language_model` names, besides the LSTMs (``lstm_<i>``) and the memory.
 _NAMED_LAYERS = ("embedding", "softmax")
 
@@ -41,6 +43,7 @@ def weight_role(path):
     return f"memory/{parts[-1]}"
 
 
+@errors_named("copy_trainable_weights")
 def copy_trainable_weights(source, target):
     """Copies the trainable weights of one language model into another of the same design.
 

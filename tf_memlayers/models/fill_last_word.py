@@ -29,9 +29,11 @@ import keras
 import numpy as np
 
 from tf_memlayers._validation import (
+    called_as,
     check_bool,
     check_int,
     check_number,
+    errors_named,
     removed_arguments,
     renamed_arguments,
 )
@@ -69,6 +71,7 @@ def _check_layer(name, layer):
         "cache=HeapCacheAttention(cache_size, 64, ...)",
     ),
 )
+@errors_named("build_fill_last_word_model")
 def build_fill_last_word_model(
     vocabulary_size,
     pooling=None,
@@ -195,10 +198,12 @@ def build_fill_last_word_model(
     if faithful_to_code:
         logits = _frozen_batch_norm("logits_norm")(logits)
         logits = keras.layers.Activation("linear", dtype="float32", name="logits_float32")(logits)
-    return HeapCacheModel(tokens, logits, weight_decay=weight_decay, name=name)
+    with called_as("build_fill_last_word_model"):  # its checks name the builder
+        return HeapCacheModel(tokens, logits, weight_decay=weight_decay, name=name)
 
 
 @renamed_arguments("fill_last_word_optimizer", "0.4", clip_norm="clipnorm")
+@errors_named("fill_last_word_optimizer")
 def fill_last_word_optimizer(faithful_to_code=False, learning_rate=None, clipnorm=None):
     """Adam as in the paper (lr 0.01, per-gradient norm clip 5) or the code (lr 1e-3, none).
 
@@ -226,6 +231,7 @@ def fill_last_word_optimizer(faithful_to_code=False, learning_rate=None, clipnor
 
 
 @renamed_arguments("compile_fill_last_word_model", "0.4", clip_norm="clipnorm")
+@errors_named("compile_fill_last_word_model")
 def compile_fill_last_word_model(
     model, faithful_to_code=False, learning_rate=None, clipnorm=None, jit_compile=None
 ):

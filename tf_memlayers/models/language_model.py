@@ -28,11 +28,13 @@ import inspect
 import keras
 
 from tf_memlayers._validation import (
+    called_as,
     check_bool,
     check_choice,
     check_int,
     check_number,
     check_optional_int,
+    errors_named,
     removed_arguments,
     renamed_arguments,
 )
@@ -71,11 +73,13 @@ def _dropout(x, rate, variational, name):
 
 def _lstm_options(units, init, forget_bias, recurrent_dropout, name):
     """The arguments the LSTM layer and the LSTM cell of the model share."""
+    with called_as("build_language_model"):  # the initializer's check names the builder
+        bias = ForgetGateBias(forget_bias)
     return dict(
         units=units,
         kernel_initializer=init,
         recurrent_initializer=init,
-        bias_initializer=ForgetGateBias(forget_bias),
+        bias_initializer=bias,
         unit_forget_bias=False,
         recurrent_dropout=recurrent_dropout,
         name=name,
@@ -152,6 +156,7 @@ _MEMORY_ARGUMENT = (
         _MEMORY_ARGUMENT,
     ),
 )
+@errors_named("build_language_model")
 def build_language_model(
     vocabulary_size,
     memory=None,
@@ -338,6 +343,7 @@ def build_language_model(
 OPTIMIZERS = ("adam", "sgd")
 
 
+@errors_named("make_optimizer")
 def make_optimizer(
     optimizer="adam",
     learning_rate=DANILUK_DEFAULTS["learning_rate"],
@@ -368,6 +374,7 @@ def make_optimizer(
     return optimizer_type(learning_rate, global_clipnorm=clip_norm or None)
 
 
+@errors_named("compile_language_model")
 def compile_language_model(
     model,
     learning_rate=DANILUK_DEFAULTS["learning_rate"],
@@ -424,7 +431,8 @@ def compile_language_model(
         )
     perplexity = check_bool("perplexity", perplexity)
     jit_compile = backend_jit_compile(jit_compile, xla_on_tensorflow=True)
-    loss = SequenceCrossentropy(loss_reduction=loss_reduction)
+    with called_as("compile_language_model"):  # the loss's check names this function
+        loss = SequenceCrossentropy(loss_reduction=loss_reduction)
     metrics = [Perplexity()] if perplexity else None
     # A memory's other outputs (attention scores) are there to be watched, not fitted.
     others = len(getattr(model, "outputs", None) or [None]) - 1

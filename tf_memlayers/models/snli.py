@@ -16,6 +16,7 @@ from tf_memlayers._validation import (
     check_int,
     check_number,
     check_optional_int,
+    errors_named,
     removed_arguments,
 )
 from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES
@@ -44,6 +45,7 @@ __all__ = [
         "keras.layers.GRU(100, return_state=True)])",
     ),
 )
+@errors_named("build_snli_model")
 def build_snli_model(
     vocabulary_size,
     encoder=None,
@@ -125,6 +127,7 @@ def build_snli_model(
     )
 
 
+@errors_named("paper_encoder")
 def paper_encoder(seed, kernel_initializer, units=PAPER_UNITS, num_copies=NUM_COPIES):
     """The paper's encoder: `DualAssociativeEncoder` (``units``, ``num_copies``, permutations
     from ``seed``), then a GRU of ``units``, every kernel from ``kernel_initializer``."""
@@ -239,6 +242,7 @@ def _encode(encoder, premise, hypothesis):
     return outputs
 
 
+@errors_named("build_fixed_length_snli_model")
 def build_fixed_length_snli_model(
     model, premise_length, hypothesis_length, batch_size=None, unroll=True, name=None
 ):
@@ -399,6 +403,7 @@ def _fixed_loops(config, unroll):
     return config
 
 
+@errors_named("compile_snli_model")
 def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=None):
     """Compiles with the paper's optimiser: Adam(lr, beta_1=0), global-norm clipping.
 

@@ -17,7 +17,7 @@ import functools
 import keras
 import numpy as np
 
-from tf_memlayers._validation import check_int, check_number, check_optional_int
+from tf_memlayers._validation import check_int, check_number, check_optional_int, errors_named
 from tf_memlayers.layers.philox_dropout import PhiloxDropout
 from tf_memlayers.layers.window_attention.memory_sequence_layer import MemorySequenceLayer
 
@@ -82,6 +82,7 @@ def _recurrent_layers(model):
     return layers
 
 
+@errors_named("build_step_model")
 def build_step_model(model, name=None):
     """The step model of a language model from `build_language_model`.
 
@@ -99,8 +100,9 @@ def build_step_model(model, name=None):
         memory ``[batch, memory_size]``, or the states of the RNN over a memory cell) and
         outputs ``[logits, *new_state]`` in the same order. Each state input is named
         ``<layer>_state_<i>``. Dropout is left out (the step model is for inference). The
-        embedding and output layers are ``model``'s own; the recurrent layers' weights are
-        copies of ``model``'s at the time of the call.
+        embedding and output layers are ``model``'s own (so, as for any Keras layer called in
+        two models, ``model.summary()`` then shows their shapes in the step model); the
+        recurrent layers' weights are copies of ``model``'s at the time of the call.
 
     Raises:
         ValueError: If ``model`` is not a language model from `build_language_model`, or
@@ -174,6 +176,7 @@ def build_step_model(model, name=None):
     )
 
 
+@errors_named("initial_step_state")
 def initial_step_state(step_model, batch_size):
     """The zero state of ``step_model`` (from `build_step_model`) for ``batch_size`` rows: the
     state a full model starts a sequence from.
@@ -223,6 +226,7 @@ def _check_step_model(step_model):
         )
 
 
+@errors_named("generate")
 def generate(
     step_model,
     prompt,

@@ -1,10 +1,11 @@
 """`evaluate`: `keras.Model.evaluate` under any `tf.distribute` strategy."""
 
-from tf_memlayers._validation import check_callbacks
+from tf_memlayers._validation import check_callbacks, errors_named
 from tf_memlayers.training._custom_loop import evaluate_locally
 from tf_memlayers.training.train import _check_model_and_data, fit_works_under
 
 
+@errors_named("evaluate")
 def evaluate(model, x, callbacks=(), verbose=0, strategy=None):
     """``model.evaluate(x, return_dict=True)``, under any `tf.distribute` strategy.
 
@@ -25,8 +26,9 @@ def evaluate(model, x, callbacks=(), verbose=0, strategy=None):
         Dict of the loss and the compiled metrics by name.
 
     Raises:
-        TypeError: If ``x`` is not a `tf.data.Dataset`.
-        ValueError: If ``model`` is not compiled.
+        TypeError: If ``model`` is not a `keras.Model`, ``x`` not a `tf.data.Dataset` or
+            ``strategy`` not a `tf.distribute.Strategy`.
+        ValueError: If ``model`` is not compiled, or ``verbose`` not 0, 1 or 2.
         NotImplementedError: Under the custom loop, as for `train`, and for a model with its
             own ``test_step``.
 
@@ -43,7 +45,7 @@ def evaluate(model, x, callbacks=(), verbose=0, strategy=None):
     >>> evaluate(model, data)
     {'loss': 1.0}
     """
-    _check_model_and_data(model, x)
+    _check_model_and_data(model, x, strategy, verbose)
     callbacks = check_callbacks(callbacks)
     strategy = strategy or model.distribute_strategy
     if fit_works_under(strategy):

@@ -7,6 +7,7 @@ import numbers
 import os
 
 from tf_memlayers._tensorflow import require_tensorflow
+from tf_memlayers._validation import check_path, errors_named
 
 tf = require_tensorflow("tf_memlayers.training")
 
@@ -25,6 +26,7 @@ def _hparam_value(value):
     return "none" if value is None else json.dumps(value, default=str)
 
 
+@errors_named("log_hparams")
 def log_hparams(log_dir, settings, metrics, trial_id=None):
     """Writes a run's settings and final metrics where the HParams dashboard finds them.
 
@@ -62,6 +64,7 @@ def log_hparams(log_dir, settings, metrics, trial_id=None):
             raise TypeError(f"`{name}` must be a dict, got {value!r}.")
     values = {str(name): _hparam_value(value) for name, value in sorted(settings.items())}
     # The earlier records are removed once the new one is written.
+    log_dir = check_path("log_dir", log_dir)
     earlier = _hparams_records(log_dir)
     writer = tf.summary.create_file_writer(str(log_dir), filename_suffix=_SUFFIX)
     with writer.as_default():

@@ -10,7 +10,7 @@ import shutil
 import keras
 import numpy as np
 
-from tf_memlayers._validation import check_callbacks
+from tf_memlayers._validation import check_callbacks, check_path
 
 RECORD_FILE = "run.json"
 SETTINGS_FILE = "settings.json"
@@ -153,15 +153,13 @@ class RunBackup(keras.callbacks.Callback):
 
     def __init__(self, directory, callbacks=(), settings=None):
         super().__init__()
-        if not isinstance(directory, (str, os.PathLike)):
-            raise TypeError(f"`directory` must be a string or path, got {directory!r}.")
-        self.directory = os.fspath(directory)
+        self.directory = check_path("directory", directory, "RunBackup")
         self.callbacks = check_callbacks(callbacks, type(self).__name__)
         for callback in self.callbacks:
             if _state_names(callback) is None:
                 kinds = ", ".join(f"keras.callbacks.{kind.__name__}" for kind, _ in CALLBACK_STATE)
                 raise TypeError(
-                    f"`callbacks` must hold callbacks whose state RunBackup keeps ({kinds}); "
+                    f"RunBackup: `callbacks` must hold callbacks whose state it keeps ({kinds}); "
                     f"got {callback!r}. A callback without state between epochs (such as "
                     "keras.callbacks.LearningRateScheduler) needs no backup."
                 )
@@ -172,7 +170,7 @@ class RunBackup(keras.callbacks.Callback):
 
     def _check_settings(self, settings):
         if not isinstance(settings, collections.abc.Mapping):
-            raise TypeError(f"`settings` must be a dict or None, got {settings!r}.")
+            raise TypeError(f"RunBackup: `settings` must be a dict or None, got {settings!r}.")
         settings = json.loads(json.dumps(dict(settings), default=str))
         path = os.path.join(self.directory, SETTINGS_FILE)
         saved = _read_json(path)

@@ -10,7 +10,13 @@ the fix and `train` calls ``fit`` everywhere, with no other change.
 import keras
 
 from tf_memlayers._tensorflow import require_tensorflow
-from tf_memlayers._validation import check_callbacks, check_int, check_optional_int
+from tf_memlayers._validation import (
+    check_callbacks,
+    check_choice,
+    check_int,
+    check_optional_int,
+    errors_named,
+)
 from tf_memlayers.training._custom_loop import build_from_batches, train_with_custom_loop
 from tf_memlayers.training.is_chief import _is_multi_worker
 from tf_memlayers.training.run_backup import RunBackup
@@ -42,10 +48,17 @@ def fit_works_under(strategy, keras_version=None):
     return _version(keras_version or keras.__version__) >= _version(KERAS_FIT_FIXED_IN)
 
 
-def _check_model_and_data(model, x):
+def _check_model_and_data(model, x, strategy, verbose):
     """The checks `train` and `evaluate` share."""
     if not isinstance(model, keras.Model) or not model.compiled:
-        raise ValueError(f"`model` must be a compiled keras.Model, got {model!r}.")
+        error = ValueError if isinstance(model, keras.Model) else TypeError
+        raise error(f"`model` must be a compiled keras.Model, got {model!r}.")
+    if strategy is not None and not isinstance(strategy, tf.distribute.Strategy):
+        raise TypeError(
+            "`strategy` must be a tf.distribute.Strategy or None (`make_strategy` makes one "
+            f"from a name), got {strategy!r}."
+        )
+    check_choice("verbose", verbose, (0, 1, 2))
     if not isinstance(x, tf.data.Dataset):
         raise TypeError(
             f"`x` must be a tf.data.Dataset of batches (inputs, targets[, sample_weights]), "
@@ -53,6 +66,7 @@ def _check_model_and_data(model, x):
         )
 
 
+@errors_named("train")
 def train(
     model,
     x,
@@ -103,10 +117,11 @@ def train(
         The `keras.callbacks.History` of the run.
 
     Raises:
-        TypeError: If ``x`` or ``validation_data`` is not a `tf.data.Dataset`, or an epoch
-            count not an integer.
-        ValueError: If ``model`` is not compiled, an epoch count is out of range, or (under
-            the custom loop) the workers resume at different epochs.
+        TypeError: If ``model`` is not a `keras.Model`, ``x`` or ``validation_data`` not a
+            `tf.data.Dataset`, ``strategy`` not a `tf.distribute.Strategy`, or an epoch count
+            not an integer.
+        ValueError: If ``model`` is not compiled, an epoch count is out of range, ``verbose``
+            not 0, 1 or 2, or (under the custom loop) the workers resume at different epochs.
         NotImplementedError: Under the custom loop, for several losses or outputs, a
             metric whose states are not sums, a model with its own ``train_step``,
             ``compute_loss`` or ``compute_metrics`` (and ``test_step`` with
@@ -127,7 +142,7 @@ def train(
     >>> len(history.history["loss"])
     2
     """
-    _check_model_and_data(model, x)
+    _check_model_and_data(model, x, strategy, verbose)
     if validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
         raise TypeError(
             "`validation_data` must be a tf.data.Dataset of batches (inputs, targets[, "

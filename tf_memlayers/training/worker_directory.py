@@ -6,6 +6,7 @@ import shutil
 import tempfile
 
 from tf_memlayers._tensorflow import require_tensorflow
+from tf_memlayers._validation import check_path
 from tf_memlayers.training.is_chief import _is_multi_worker, is_chief
 from tf_memlayers.training.run_backup import _copy_backups
 
@@ -40,9 +41,7 @@ def worker_directory(workdir, strategy=None):
     ...     directory == run
     True
     """
-    if not isinstance(workdir, (str, os.PathLike)):
-        raise TypeError(f"`workdir` must be a string or path, got {workdir!r}.")
-    workdir = os.fspath(workdir)
+    workdir = check_path("workdir", workdir, "worker_directory")
     strategy = strategy or tf.distribute.get_strategy()
     if is_chief(strategy):
         yield workdir

@@ -262,8 +262,7 @@ def test_fused_loop_must_be_a_bool_or_auto(make):
     for value in ("yes", "Auto", 1, None):
         message = f"{make.__name__}: `fused_loop` must be a bool or 'auto', got {value!r}."
         pytest.raises(TypeError, make, 4, fused_loop=value).match(re.escape(message))
-    assert make(4, fused_loop=np.bool_(False)).fused_loop is False
-    assert make(4).fused_loop == "auto"
+    assert make(4, fused_loop=np.bool_(False)).fused_loop is False and make(4).fused_loop == "auto"
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@
 
 import numpy as np
 
+from tf_memlayers._validation import errors_named
 from tf_memlayers.layers.associative_memory.associative_gru_cell import AssociativeGRUCell
 from tf_memlayers.layers.associative_memory.dual_associative_gru import DualAssociativeGRUCell
 
@@ -59,6 +60,7 @@ def _find(arrays, name):
     return arrays[found[0]] if found else None
 
 
+@errors_named("original_variable_names")
 def original_variable_names(cell):
     """Returns ``{original variable name: Keras variable}`` for a built cell.
 
@@ -89,6 +91,7 @@ def original_variable_names(cell):
     return {name: getattr(owner, attribute) for name, owner, attribute in mapping}
 
 
+@errors_named("load_original_weights")
 def load_original_weights(cell, arrays, prefix=None):
     """Sets ``cell``'s weights from arrays named as in the original code.
 

@@ -370,10 +370,11 @@ class AttentionRNN(ResettableRNN):
             sequences, initial_state=initial_state, mask=mask, training=training, reset=reset
         )
 
-    def compute_output_shape(self, sequences_shape, initial_state_shape=None):
+    def compute_output_shape(self, sequences_shape, initial_state_shape=None, memory_shape=None):
         """Keras's RNN shapes; with the cell's ``return_attention_scores``, the output is
         followed by the weights over each memory (``[..., length]``), as the call returns
-        them."""
+        them. ``memory_shape`` (that of `build`, which Keras's ``summary`` passes) is read
+        from the cell."""
         shapes = super().compute_output_shape(sequences_shape, initial_state_shape)
         if not self.cell.return_attention_scores:
             return shapes

@@ -246,7 +246,8 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
 
     def compute_output_shape(self, input_shape):
         batch, steps, _ = check_rank("inputs", input_shape, 3, type(self).__name__)
-        units, memory_size = self._sizes_for(check_last_dim("inputs", input_shape))
+        width = check_last_dim("inputs", input_shape, type(self).__name__)
+        units, memory_size = self._sizes_for(width)
         shapes = [(batch, steps, units)]
         if self.return_attention_scores:
             shapes.append((batch, steps, self.window))
