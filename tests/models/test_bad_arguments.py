@@ -84,7 +84,8 @@ CASES = [
     (lambda: LM(_lm(), jit_compile="no"), 'TypeError: `jit_compile` must be a bool or "auto"'),
     (lambda: LM(_lm(), loss_reduction="mean"), "ValueError: 'sum_over_time'; got 'mean'"),
     # build_snli_model, build_fixed_length_snli_model, compile_snli_model
-    (lambda: build_snli_model(10, embeddings=np.zeros((9, 4))), "ValueError: (10, dim); got"),
+    (lambda: build_snli_model(10, embeddings=np.zeros((9, 4))), "ValueError: (10, dim), dim >="),
+    (lambda: _snli(embeddings=np.zeros((20, 0))), "ValueError: (20, dim), dim >= 1; got (20, 0)"),
     (lambda: _snli(embedding_dim=0), "ValueError: `embedding_dim` must be >= 1, got 0"),
     (lambda: _snli(encoder="dual_am_gru"), "TypeError: `encoder` must be a Keras layer"),
     (lambda: _snli(encoder=_gru_encoder(1)), "ValueError: returned shapes [(None, None, 4), (None"),
@@ -110,7 +111,7 @@ CASES = [
     (lambda: _fill(sequence_length=0), "ValueError: `sequence_length` must be >= 1, got 0"),
     (lambda: _fill(embedding_dim=0), "ValueError: `embedding_dim` must be >= 1, got 0"),
     (lambda: _fill(units=0), "ValueError: `units` must be >= 1, got 0"),
-    (lambda: _fill(embeddings=[[1.0]]), "ValueError: (20, dim); got (1, 1)"),
+    (lambda: _fill(embeddings=[[1.0]]), "ValueError: (20, dim), dim >= 1; got (1, 1)"),
     (lambda: _fill(faithful_to_code="no"), "TypeError: `faithful_to_code` must be a bool"),
     (lambda: _fill(weight_decay="x"), "TypeError: `weight_decay` must be a number, got 'x'"),
     (lambda: _fill(weight_decay=float("nan")), "ValueError: `weight_decay` must be a finite"),

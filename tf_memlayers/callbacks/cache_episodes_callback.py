@@ -23,7 +23,13 @@ class CacheEpisodesCallback(keras.callbacks.Callback):
     Args:
         batches_per_episode: training batches per episode, a positive integer.
         evaluation_facts: for each evaluation batch, the model inputs to write to the caches
-            first (``None``: evaluation leaves the caches alone).
+            first (a list, or an array indexed by batch; ``None``: evaluation leaves the caches
+            alone).
+
+    Raises:
+        TypeError: If ``batches_per_episode`` is not an integer, or ``evaluation_facts``
+            cannot be indexed by batch.
+        ValueError: If ``batches_per_episode`` is below 1.
 
     Example:
 
@@ -47,6 +53,14 @@ class CacheEpisodesCallback(keras.callbacks.Callback):
         self.batches_per_episode = check_int(
             "batches_per_episode", batches_per_episode, 1, owner=_OWNER
         )
+        indexable = hasattr(evaluation_facts, "__len__") and hasattr(
+            evaluation_facts, "__getitem__"
+        )
+        if evaluation_facts is not None and (not indexable or isinstance(evaluation_facts, str)):
+            raise TypeError(
+                f"{_OWNER}: `evaluation_facts` must be a list of model inputs, one per "
+                f"evaluation batch, or None; got {evaluation_facts!r}."
+            )
         self.evaluation_facts = evaluation_facts
 
     def _reset(self):

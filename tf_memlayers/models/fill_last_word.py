@@ -148,9 +148,10 @@ def build_fill_last_word_model(
     pooling, cache = _check_layer("pooling", pooling), _check_layer("cache", cache)
     if embeddings is not None:
         embeddings = np.asarray(embeddings)
-        if embeddings.ndim != 2 or embeddings.shape[0] != vocabulary_size:
+        if embeddings.ndim != 2 or embeddings.shape[0] != vocabulary_size or not embeddings.size:
             raise ValueError(
-                f"`embeddings` must have shape ({vocabulary_size}, dim); got {embeddings.shape}."
+                f"`embeddings` must have shape ({vocabulary_size}, dim), dim >= 1; got "
+                f"{embeddings.shape}."
             )
         embedding_dim = int(embeddings.shape[1])
     masked = not faithful_to_code

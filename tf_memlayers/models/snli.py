@@ -187,9 +187,10 @@ def _snli_model(
         encoder = paper_encoder(seed, init)
     if embeddings is not None:
         embeddings = np.asarray(embeddings)
-        if embeddings.ndim != 2 or embeddings.shape[0] != vocabulary_size:
+        if embeddings.ndim != 2 or embeddings.shape[0] != vocabulary_size or not embeddings.size:
             raise ValueError(
-                f"`embeddings` must have shape ({vocabulary_size}, dim); got {embeddings.shape}."
+                f"`embeddings` must have shape ({vocabulary_size}, dim), dim >= 1; got "
+                f"{embeddings.shape}."
             )
         embedding_dim = embeddings.shape[1]
         embedding_init = keras.initializers.Constant(embeddings)
