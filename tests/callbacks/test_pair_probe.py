@@ -89,6 +89,7 @@ def test_an_empty_probe_sentence_is_refused_naming_the_view(
         view(tmp_path, premise, hypothesis, ["<pad>", "<unk>", "a"])
     with pytest.raises(TypeError, match=f"{view.__name__}: the probe `{name}` must be a list"):
         view(tmp_path, *(("a dog", ["a"]) if name == "premise" else (["a"], "a dog")), ["a"])
+    pytest.raises(TypeError, view, tmp_path, ["a"], ["a"], None).match("`vocabulary` must be a")
 
 
 def test_a_view_says_what_it_draws_and_its_writer_is_made_at_first_use(tmp_path):

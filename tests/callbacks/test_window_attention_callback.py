@@ -134,3 +134,6 @@ def test_bad_probe_inputs_are_refused(tmp_path):
     ]:
         with pytest.raises((TypeError, ValueError), match=message):
             WindowAttentionCallback(model, tmp_path, [1, 2], ["a", "b"], _tokens(2, 9), *more)
+    for sentence, labels in (("the cat", ["a", "b"]), ([1.5, 2], ["a", "b"]), ([1, 2], "ab")):
+        with pytest.raises(TypeError, match="must be token ids|`token_labels` must be a list"):
+            WindowAttentionCallback(probe, tmp_path, sentence, labels, _tokens(2, 9), 3)

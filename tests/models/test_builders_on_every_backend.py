@@ -127,7 +127,6 @@ def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
     if compile_options.get("loss_reduction", "token_mean") == "token_mean":
         # One batch, every weight 1: the perplexity is exp(mean NLL), the loss that mean.
         np.testing.assert_allclose(logs["perplexity"], np.exp(logs["loss"]), rtol=1e-5)
-
     loaded = _round_trip(model, tmp_path)
     assert [type(layer) for layer in loaded.layers] == [type(layer) for layer in model.layers]
     assert int(as_numpy(loaded.optimizer.iterations)) == 1
@@ -202,7 +201,6 @@ def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
     model.set_weights([rng.uniform(-0.8, 0.8, np.shape(w)) for w in model.get_weights()])
     logs = _train(model, lambda: model.train_on_batch(inputs, labels, return_dict=True))
     assert np.isfinite(logs["loss"]) and 0 <= logs["accuracy"] <= 1
-
     loaded = _round_trip(model, tmp_path)
     assert int(as_numpy(loaded.optimizer.iterations)) == 1
     first = loaded.get_layer("encoder").encoder_layers[0]
@@ -261,7 +259,6 @@ def test_last_word_model_trains_a_step_and_round_trips(cache_size, faithful_to_c
     assert np.isfinite(logs["loss"]).all()
     if cache_size:
         assert int(as_numpy(model.get_layer("cache_attention").fill_count())) > 0
-
     loaded = _round_trip(model, tmp_path)
     assert isinstance(loaded, HeapCacheModel) and loaded.weight_decay == 1e-5
     assert int(as_numpy(loaded.optimizer.iterations)) == 2
@@ -287,7 +284,6 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
     state = initial_step_state(step_model, 2)
     assert [s.shape for s in state] == [(2, *spec.shape[1:]) for spec in step_model.inputs[1:]]
     assert not any(s.any() for s in state)
-
     prompt = np.array([[3, 5], [7, 1]])
     greedy = generate(step_model, prompt, 4, temperature=0)
     assert greedy.shape == (2, 4)

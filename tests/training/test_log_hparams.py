@@ -46,6 +46,7 @@ def test_a_run_logged_again_keeps_one_record_the_last_as_the_dashboard_takes_it(
     log_hparams(tmp_path, settings, {"accuracy": 0.75})
     pytest.raises(TypeError, log_hparams, tmp_path, settings, 0.5).match("`metrics` must be a")
     pytest.raises(TypeError, log_hparams, None, {}, {}).match("^log_hparams: `log_dir` must be")
+    pytest.raises(TypeError, log_hparams, tmp_path, {}, {"m": None}).match(r"`metrics\['m'\]`")
     (record,) = module._hparams_records(tmp_path)
     assert record.endswith(module._SUFFIX) and all(os.path.isfile(path) for path in kept)
     os.remove(tmp_path / "events.out.tfevents.0.cut")  # which this test's reader cannot read

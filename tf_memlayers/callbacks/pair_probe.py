@@ -1,6 +1,8 @@
 """What the TensorBoard views of a sentence-pair encoder share: one probe pair, its word ids,
 its embedded words, and a summary writer made at the first image."""
 
+import collections.abc
+
 import keras
 import numpy as np
 
@@ -45,6 +47,15 @@ class PairProbe(keras.callbacks.Callback):
         self, log_dir, subdir, premise, hypothesis, vocabulary, encoder_name, embedding_name
     ):
         super().__init__()
+        for name, tokens in (
+            ("premise", premise),
+            ("hypothesis", hypothesis),
+            ("vocabulary", vocabulary),
+        ):
+            if not isinstance(tokens, collections.abc.Iterable):
+                raise TypeError(
+                    f"{type(self).__name__}: `{name}` must be a list of tokens, got {tokens!r}."
+                )
         index = {w: i for i, w in enumerate(vocabulary)}
         unk = index.get("<unk>", 1)
         for name, tokens in (("premise", premise), ("hypothesis", hypothesis)):

@@ -11,6 +11,8 @@ Each epoch a probe model with the training model's weights (built with
 The layers themselves write no summaries (that would break `jit_compile`).
 """
 
+import collections.abc
+
 import keras
 import numpy as np
 
@@ -135,6 +137,11 @@ class WindowAttentionCallback(keras.callbacks.Callback):
         self.every_n_epochs = check_int("every_n_epochs", every_n_epochs, 1, owner)
         self.probe_model = probe_model
         self.log_dir = check_path("log_dir", log_dir, owner)
+        for name, ids in (("probe_tokens", probe_tokens), ("validation_inputs", validation_inputs)):
+            if np.asarray(ids).dtype.kind not in "iu":
+                raise TypeError(f"{owner}: `{name}` must be token ids (integers), got {ids!r:.80}.")
+        if isinstance(token_labels, str) or not isinstance(token_labels, collections.abc.Iterable):
+            raise TypeError(f"{owner}: `token_labels` must be a list, got {token_labels!r}.")
         self.probe_tokens = np.asarray(probe_tokens, dtype=np.int32).reshape(1, -1)
         self.token_labels = [str(t) for t in token_labels]
         if len(self.token_labels) != self.probe_tokens.shape[1]:

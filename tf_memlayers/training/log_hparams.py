@@ -63,14 +63,20 @@ def log_hparams(log_dir, settings, metrics, trial_id=None):
         if not isinstance(value, collections.abc.Mapping):
             raise TypeError(f"`{name}` must be a dict, got {value!r}.")
     values = {str(name): _hparam_value(value) for name, value in sorted(settings.items())}
+    scalars = {}
+    for name, value in sorted(metrics.items()):
+        try:
+            scalars[name] = float(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"`metrics[{name!r}]` must be a number, got {value!r}.") from None
     # The earlier records are removed once the new one is written.
     log_dir = check_path("log_dir", log_dir)
     earlier = _hparams_records(log_dir)
     writer = tf.summary.create_file_writer(str(log_dir), filename_suffix=_SUFFIX)
     with writer.as_default():
         hparams_api.hparams(values, trial_id=trial_id)
-        for name, value in sorted(metrics.items()):
-            tf.summary.scalar(name, float(value), step=0)
+        for name, value in scalars.items():
+            tf.summary.scalar(name, value, step=0)
     writer.flush()
     writer.close()
     for path in earlier:
