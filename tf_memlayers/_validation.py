@@ -34,24 +34,32 @@ def called_as(owner):
 
 # A message that names its owner: "SomeLayer: ..." or "some_function: ...".
 _OWNED = re.compile(r"[A-Za-z_][\w.]*: ")
+_NAMING = contextvars.ContextVar("naming", default=False)
 
 
 def errors_named(owner):
     """Decorates a public function (``owner``, its name) so that a `ValueError` or `TypeError`
     raised in its call that names no owner of its own (the checks of its arguments, the
-    messages it writes, Keras's) names ``owner``: the user learns which call refused."""
+    messages it writes, Keras's) names ``owner``: the user learns which call refused. The
+    outermost such function names the error, the one the user called, and none does inside
+    a `called_as` block, whose class names its errors itself. The package's own callers of
+    a decorated function that report its errors as theirs call ``function.__wrapped__``."""
 
     def decorate(function):
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
+            outermost = not _NAMING.get() and _CALLED.get() is None
+            token = _NAMING.set(True)
             try:
                 return function(*args, **kwargs)
             except (TypeError, ValueError) as error:
                 message = str(error.args[0]) if len(error.args) == 1 else ""
-                named = _OWNED.match(message) or message.startswith(owner)
-                if message and str(error) == message and not named:
+                named = _OWNED.match(message) or message.startswith(f"{owner}(")
+                if outermost and message and str(error) == message and not named:
                     error.args = (f"{owner}: {message}",)
                 raise
+            finally:
+                _NAMING.reset(token)
 
         return wrapper
 

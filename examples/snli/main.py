@@ -358,8 +358,8 @@ def check_combinations(parser, config):
     unread += [
         (
             "train_size",
-            config.data_dir or config.download or config.source == "tfds",
-            "sizes the generated corpus, which --data-dir, --download and --source tfds replace",
+            config.data_dir or config.download or config.tfds_data_dir or config.source == "tfds",
+            "sizes the generated corpus, which --data-dir or tensorflow-datasets data replace",
         ),
         ("embedding_dim", config.embeddings, "sizes drawn vectors; --embeddings' have theirs"),
         (

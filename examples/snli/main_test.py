@@ -95,6 +95,7 @@ BAD = [
     (["--model", "word_by_word", "--dual-key", "released"], "--dual-key"),
     (["--train-size", "small", "--source", "tfds"], "--train-size"),
     (["--train-size", "small", "--download"], "--train-size"),
+    (["--train-size", "small", "--tfds-data-dir", "."], "--train-size"),
     (["--embeddings", __file__, "--embedding-dim", "8"], "--embedding-dim"),
     (["--jit-compile", "--strategy", "multi_worker"], "--jit-compile"),
 ]

@@ -101,7 +101,7 @@ BAD_ARGUMENTS = [
     (PhiloxDropout, ["0.5"], {}, TypeError, r"`rate` must be a number in \[0, 1\], got '0.5'"),
     (PhiloxDropout, [None], {}, TypeError, r"`rate` must be a number in \[0, 1\], got None"),
     (PhiloxDropout, [True], {}, TypeError, r"`rate` must be a number in \[0, 1\], got True"),
-    (PhiloxDropout, [0.5], {"seed": True}, TypeError, "`seed` must be an integer, got True"),
+    (PhiloxDropout, [0.5], {"seed": -1}, ValueError, "`seed` must be >= 0, got -1"),
 ]
 
 

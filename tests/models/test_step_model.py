@@ -166,7 +166,6 @@ def test_exported_and_converted_step_models_generate_the_same_tokens(kind, form,
     tokens = np.array([[4], [9]], "int32")
     state = initial_step_state(step_model, 2)
     assert_close(saved.serve([tokens, *state]), step_model([tokens, *state]), atol=1e-6)
-
     converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "saved"))
     runner = tflite_runner(converter.convert())
     names = [spec.name for spec in step_model.inputs]

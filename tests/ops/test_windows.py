@@ -30,7 +30,6 @@ def test_window_weighted_sum_matches_numpy_forward_and_gradients(window, steps):
     probe, weighted_sum = RNG.normal(size=(2, steps, 5)), windows.window_weighted_sum
     got = ops.convert_to_numpy(weighted_sum(weights, stream[:, :window], stream[:, window:]))
     np.testing.assert_allclose(got, weighted_sum_reference(weights, stream), atol=1e-12)
-
     _, _, grads = gradients(
         lambda w, c, s: ops.sum(ops.multiply(weighted_sum(w, c, s), probe)),
         inputs=[weights, stream[:, :window], stream[:, window:]],

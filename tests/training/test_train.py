@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from tests.support import REPO_ROOT
 from tests.training import multi_worker_job
-from tf_memlayers.training import RunBackup, evaluate, train
+from tf_memlayers.training import RunBackup, evaluate, is_chief, train
 
 train_module = importlib.import_module("tf_memlayers.training.train")
 
@@ -37,6 +37,7 @@ def test_fit_is_chosen_except_under_multi_worker_and_arguments_are_checked(monke
     for call in (train, evaluate):  # a name is make_strategy's; each names itself
         pytest.raises(TypeError, call, model, data, strategy="mirrored").match("`strategy` must")
         pytest.raises(ValueError, call, model, data, verbose=5).match(f"^{call.__name__}: `verb")
+    pytest.raises(TypeError, is_chief, "mirrored").match("^is_chief: `strategy` must be a tf.dis")
     arrays = (np.ones((2, 2)), np.ones((2, 1)))  # fit's form, which the multi-worker loop lacks
     pytest.raises(TypeError, train, model, data, validation_data=arrays).match("got tuple")
     for bad, name in ((1, "`callbacks` must be a list"), ([1], r"`callbacks\[0\]` must be")):

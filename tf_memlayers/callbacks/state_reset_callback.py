@@ -7,6 +7,9 @@ import numpy as np
 from tf_memlayers._validation import check_one_batch_per_call
 from tf_memlayers.callbacks.reset_language_model_states import reset_language_model_states
 
+# Undecorated: its errors are reported as this callback's (`_reset_rows`), not in its name.
+_reset_states = reset_language_model_states.__wrapped__
+
 
 class StateResetCallback(keras.callbacks.Callback):
     """Resets a stateful language model at the start of every epoch / evaluation and at
@@ -71,7 +74,7 @@ class StateResetCallback(keras.callbacks.Callback):
                 f"{batch} has none (give one row of resets per batch of the data)."
             )
         try:
-            reset_language_model_states(self.model, resets[batch])
+            _reset_states(self.model, resets[batch])
         except ValueError as error:
             raise ValueError(f"StateResetCallback: `{name}[{batch}]`: {error}") from error
 
@@ -89,21 +92,21 @@ class StateResetCallback(keras.callbacks.Callback):
             )
 
     def on_epoch_begin(self, epoch, logs=None):
-        reset_language_model_states(self.model)
+        _reset_states(self.model)
 
     def on_train_batch_begin(self, batch, logs=None):
         self._reset_rows("train_resets", batch)
 
     def on_test_begin(self, logs=None):
         self._check_steps("eval_resets")
-        reset_language_model_states(self.model)
+        _reset_states(self.model)
 
     def on_test_batch_begin(self, batch, logs=None):
         self._reset_rows("eval_resets", batch)
 
     def on_predict_begin(self, logs=None):
         self._check_steps("eval_resets")
-        reset_language_model_states(self.model)
+        _reset_states(self.model)
 
     def on_predict_batch_begin(self, batch, logs=None):
         self._reset_rows("eval_resets", batch)

@@ -164,7 +164,13 @@ class WindowAttentionCallback(keras.callbacks.Callback):
     def probe(self):
         """Returns ``(sentence_scores [time, window], average [window])`` for the current
         weights of the trained model."""
-        copy_trainable_weights(self.model, self.probe_model)
+        try:  # the function undecorated: its errors are this callback's
+            copy_trainable_weights.__wrapped__(self.model, self.probe_model)
+        except ValueError as error:
+            raise ValueError(
+                f"{type(self).__name__}: `probe_model` must have the trained model's weights: "
+                f"{error}"
+            ) from error
         sentence = self._scores(self.probe_tokens)[0]
         average = average_attention_by_position(self._scores(self.validation_inputs), self.window)
         return sentence, average

@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from tf_memlayers._tensorflow import require_tensorflow
-from tf_memlayers._validation import check_int
+from tf_memlayers._validation import called_as, check_int, owner_of
 
 tf = require_tensorflow("tf_memlayers.callbacks (TensorBoard summaries)")
 
@@ -41,7 +41,7 @@ _MARKDOWN_SIGNS = re.compile(r"[\\`*_\[\]|]|^\s*(?:[#+-]|\d+\.)", re.MULTILINE)
 def _checked_matrix(matrix, row_labels, col_labels, owner, dtype=None):
     """``matrix`` as a 2-D NumPy array; refuses another rank, and labels whose count is not
     its rows' (``row_labels``) or columns'."""
-    matrix = np.asarray(matrix, dtype=dtype)
+    matrix, owner = np.asarray(matrix, dtype=dtype), owner_of(owner)
     if matrix.ndim != 2:
         raise ValueError(f"{owner}: `matrix` must be 2-D [rows, cols], got shape {matrix.shape}.")
     for name, labels, count in (
@@ -177,8 +177,8 @@ def heatmap_image(
     matrix = _checked_matrix(matrix, row_labels, col_labels, "heatmap_image", np.float64)
     if log_x and len(matrix) != 1:
         raise ValueError(
-            f"heatmap_image: `log_x` draws the single row of `matrix` as a curve; got "
-            f"{len(matrix)} rows (shape {matrix.shape})."
+            f"{owner_of('heatmap_image')}: `log_x` draws the single row of `matrix` as a "
+            f"curve; got {len(matrix)} rows (shape {matrix.shape})."
         )
     try:
         return _matplotlib_image(
@@ -267,7 +267,8 @@ def write_heatmap(tag, matrix, step, row_labels=None, col_labels=None, **image_k
     >>> image.shape[-1], len(list(pathlib.Path(log_dir).iterdir()))
     (3, 1)
     """
-    image = heatmap_image(matrix, row_labels, col_labels, **image_kwargs)
+    with called_as("write_heatmap"):  # the checks of what it hands on name it
+        image = heatmap_image(matrix, row_labels, col_labels, **image_kwargs)
     tf.summary.image(tag, image[None], step=step)
     tf.summary.text(tag + "/table", matrix_markdown(matrix, row_labels, col_labels), step=step)
     return image

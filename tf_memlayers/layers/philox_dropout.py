@@ -62,7 +62,7 @@ class PhiloxDropout(keras.layers.Dropout):
                 f"PhiloxDropout: `rate` must be a number in [0, 1], got {rate!r} of type "
                 f"{type(rate).__name__}."
             )
-        seed = check_optional_int("seed", seed, owner=type(self).__name__)
+        seed = check_optional_int("seed", seed, 0, type(self).__name__)  # JAX's: unsigned
         super().__init__(rate, noise_shape=noise_shape, seed=seed, **kwargs)
 
     def call(self, inputs, training=False):

@@ -1,7 +1,7 @@
 """`make_strategy`: a `tf.distribute` strategy chosen by name."""
 
 from tf_memlayers._tensorflow import require_tensorflow
-from tf_memlayers._validation import check_choice
+from tf_memlayers._validation import check_choice, errors_named
 
 tf = require_tensorflow("tf_memlayers.training")
 
@@ -11,6 +11,7 @@ STRATEGIES = ("auto", "default", "mirrored", "one_device", "multi_worker")
 _MULTI_WORKER = []
 
 
+@errors_named("make_strategy")
 def make_strategy(name="auto"):
     """Returns the `tf.distribute.Strategy` named ``name``, for a script's ``--strategy``.
 

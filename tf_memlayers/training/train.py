@@ -18,7 +18,7 @@ from tf_memlayers._validation import (
     errors_named,
 )
 from tf_memlayers.training._custom_loop import build_from_batches, train_with_custom_loop
-from tf_memlayers.training.is_chief import _is_multi_worker
+from tf_memlayers.training.is_chief import _is_multi_worker, check_strategy
 from tf_memlayers.training.run_backup import RunBackup
 
 tf = require_tensorflow("tf_memlayers.training")
@@ -53,11 +53,7 @@ def _check_model_and_data(model, x, strategy, verbose):
     if not isinstance(model, keras.Model) or not model.compiled:
         error = ValueError if isinstance(model, keras.Model) else TypeError
         raise error(f"`model` must be a compiled keras.Model, got {model!r}.")
-    if strategy is not None and not isinstance(strategy, tf.distribute.Strategy):
-        raise TypeError(
-            "`strategy` must be a tf.distribute.Strategy or None (`make_strategy` makes one "
-            f"from a name), got {strategy!r}."
-        )
+    check_strategy(strategy)
     check_choice("verbose", verbose, (0, 1, 2))
     if not isinstance(x, tf.data.Dataset):
         raise TypeError(

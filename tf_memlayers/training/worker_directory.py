@@ -7,7 +7,7 @@ import tempfile
 
 from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers._validation import check_path
-from tf_memlayers.training.is_chief import _is_multi_worker, is_chief
+from tf_memlayers.training.is_chief import _is_multi_worker, check_strategy, is_chief
 from tf_memlayers.training.run_backup import _copy_backups
 
 tf = require_tensorflow("tf_memlayers.training")
@@ -32,6 +32,10 @@ def worker_directory(workdir, strategy=None):
     Yields:
         The directory, a string.
 
+    Raises:
+        TypeError: If ``workdir`` is not a string or path, or ``strategy`` not a
+            `tf.distribute.Strategy`.
+
     Example:
 
     >>> import os, tempfile
@@ -42,7 +46,7 @@ def worker_directory(workdir, strategy=None):
     True
     """
     workdir = check_path("workdir", workdir, "worker_directory")
-    strategy = strategy or tf.distribute.get_strategy()
+    strategy = check_strategy(strategy, "worker_directory") or tf.distribute.get_strategy()
     if is_chief(strategy):
         yield workdir
         return
