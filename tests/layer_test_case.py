@@ -372,10 +372,13 @@ class LayerTestCase:
             for (got, got_dtype), (want, want_dtype) in zip(symbolic, eager):
                 assert got[0] in (None, want[0]) and got[1:] == want[1:], (policy, got, want)
                 assert got_dtype == want_dtype, policy
-            # With memory arrays, the layer the call has built (the memories' lengths).
+            # With memory arrays, the layer the call has built (the memories' lengths), and their
+            # shapes, as Keras's ``summary`` passes those of `build` (``memory_shape``).
             shape_method = (layer if arrays else make(policy)).compute_output_shape
             others = {k: v for k, v in call_kwargs.items() if k not in arrays}
+            others.update({f"{k}_shape": call_kwargs[k].shape for k in arrays})
             own = shape_method.__func__ is not keras.layers.Layer.compute_output_shape
+            assert not own or all(takes(shape_method, f"{k}_shape") for k in arrays), policy
             if own and all(takes(shape_method, name) for name in others):
                 computed = shape_method(shape, **others)
                 assert _shape_list(computed) == [s for s, _ in eager], policy

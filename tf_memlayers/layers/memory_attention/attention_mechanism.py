@@ -525,6 +525,24 @@ class AttentionMechanism(ScoredAttention, keras.layers.Layer):
         keys = self.memory_keys(memory)
         return self.attend(query, memory, keys, memory_mask, previous, training)
 
+    def compute_output_shape(self, query_shape, memory_shape=None):
+        """The shapes of the context ``[batch, memory_dim]`` and of the weights
+        ``[batch, length]``."""
+        if memory_shape is None or len(memory_shape) != 3 or len(query_shape) != 2:
+            raise ValueError(
+                f"{type(self).__name__}: the output shape needs the query's [batch, query_dim] "
+                f"and the memory's [batch, length, memory_dim]; got {query_shape} and "
+                f"{memory_shape}."
+            )
+        batch = query_shape[0] if query_shape[0] is not None else memory_shape[0]
+        return (batch, memory_shape[2]), (batch, memory_shape[1])
+
+    def compute_output_spec(self, *args, **kwargs):
+        # Traced through `call`, as for a layer without `compute_output_shape`: the weights
+        # are float32 under a 16-bit policy, where the context has the compute dtype (Keras's
+        # spec from `compute_output_shape` gives every output the compute dtype).
+        return keras.Operation.compute_output_spec(self, *args, **kwargs)
+
     def get_config(self):
         return {**super().get_config(), **self.scores_config()}
 
