@@ -263,6 +263,8 @@ def test_the_run_directory_names_the_changes_and_digests_the_settings():
     assert explicit[-8:] == default[-8:] and "learning_rate=0.01" in explicit
     assert name(["--faithful-to-code"])[-8:] != default[-8:]  # 1e-3 then
     assert name(["--clipnorm", "5"])[-8:] == default[-8:]  # the paper's clipping
+    assert name(["--cache-gate-init", "ones"])[-8:] == default[-8:]  # the dot read's
+    assert name(["--cache-gate-init", "glorot_uniform"])[-8:] != default[-8:]
     vectors = main.parse_args(["--embeddings", __file__])  # whose width --embedding-dim is not
     assert train.run_settings(vectors)["embedding_dim"] is None
     assert name(["--pooling", "last", "--units", "32"]).startswith(
@@ -406,6 +408,7 @@ def _assert_generated_run_reports(workdir, metrics, config):
     hparams, scalars = _logged_hparams(str(workdir / "logs"))
     assert hparams["learning_rate"] == pytest.approx(0.01)  # the paper's, left unset
     assert hparams["source"] == "generated" and hparams["query"] == "dot"
+    assert hparams["cache_gate_init"] == "ones"  # the dot read's, left unset
     assert hparams["units"] == 8 and set(hparams) - {"source"} <= set(vars(config))
     assert scalars["eval_accuracy"] == pytest.approx(metrics["eval_accuracy"])
 

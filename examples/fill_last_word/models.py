@@ -36,15 +36,13 @@ def memory_layers(config, sequence_length):
         pooling = AttentionPooling(config.attention_units)
     cache = None
     if config.cache_size:
-        query = cache_query(config)
-        gate = config.cache_gate_init or ("ones" if query == "dot" else "glorot_uniform")
         cache = HeapCacheAttention(
             config.cache_size,
             config.attention_units,
             policy=config.policy,
-            query=query,
+            query=cache_query(config),
             mask_empty=not config.faithful_to_code,
-            gate_initializer=gate,
+            gate_initializer=cache_gate_init(config),
         )
     return pooling, cache
 
@@ -53,6 +51,13 @@ def cache_query(config):
     """The cache read ``--query`` names; by default ``"dot"`` (the read that finds one earlier
     example), or ``"none"`` (the reference code's) with ``--faithful-to-code``."""
     return config.query or ("none" if config.faithful_to_code else "dot")
+
+
+def cache_gate_init(config):
+    """The initializer of the cache read's gate ``--cache-gate-init`` names; by default
+    ``"ones"`` with the dot read (`cache_query`), else ``"glorot_uniform"`` (the reference
+    code's)."""
+    return config.cache_gate_init or ("ones" if cache_query(config) == "dot" else "glorot_uniform")
 
 
 def build_model(config, vocabulary_size, sequence_length, embeddings=None):

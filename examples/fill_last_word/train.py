@@ -62,7 +62,7 @@ def reported_as(option):
 
 def run_settings(config):
     """What defines a run: the options but `RUN_OPTIONS`, the data source it reads and the
-    learning rate, clipping and cache read it uses (their defaults depend on
+    learning rate, clipping, cache read and its gate it uses (their defaults depend on
     ``--faithful-to-code``), as JSON values; no embedding width with ``--embeddings`` (the
     vectors', not ``--embedding-dim``)."""
     settings = {k: v for k, v in vars(config).items() if k not in RUN_OPTIONS}
@@ -75,6 +75,7 @@ def run_settings(config):
     settings["clipnorm"] = default_clip if config.clipnorm is None else config.clipnorm
     settings["embedding_dim"] = None if config.embeddings else config.embedding_dim
     settings["query"] = models.cache_query(config)
+    settings["cache_gate_init"] = models.cache_gate_init(config)
     return json.loads(json.dumps(settings, sort_keys=True, default=str))
 
 

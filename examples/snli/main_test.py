@@ -22,24 +22,8 @@ from tensorboard.plugins.hparams import metadata
 from . import main, train
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1]
-TINY = [
-    "--train-size",
-    "small",
-    "--max-train",
-    "100",
-    "--units",
-    "8",
-    "--embedding-dim",
-    "8",
-    "--eval-every",
-    "2",
-    "--batch-size",
-    "25",
-    "--verbose",
-    "0",
-    "--padding",
-    "fixed",
-]
+SIZES = "--train-size small --max-train 100 --units 8 --embedding-dim 8 --batch-size 25".split()
+TINY = [*SIZES, "--eval-every", "2", "--verbose", "0", "--padding", "fixed"]
 
 
 def _error_line(capsys, call, argv):
@@ -388,6 +372,17 @@ def test_a_run_killed_in_its_last_epoch_resumes_exactly(tmp_path, capsys):
     assert os.listdir(workdir / "logs" / "memory")
     assert not (workdir / "logs" / "attention").exists()
     # ... and the settings under the options' names, with the values the run resolved.
+    hparams, scalars = _logged(workdir)
+    assert hparams["learning_rate"] == pytest.approx(3e-3) and hparams["init_scale"] == 0.2
+    assert hparams["source"] == "generated" and hparams["model"] == "dual_am_gru"
+    assert hparams["units"] == 8 and hparams["num_copies"] == 2 and hparams["fused_loop"]
+    assert hparams["top_units"] == 8 and hparams["eval_every"] == 2  # layer 2 as wide as 1
+    assert set(hparams) - {"source"} <= set(vars(main.parse_args(argv)))
+    assert scalars["test_accuracy"] == pytest.approx(straight["test_accuracy"])
+
+
+def _logged(workdir):
+    """The HParams and the scalars of the run in ``workdir``'s logs."""
     hparams, scalars = {}, {}
     for path in glob.glob(str(workdir / "logs" / "events.out.tfevents.*")):
         for event in tf.compat.v1.train.summary_iterator(path):
@@ -399,11 +394,28 @@ def test_a_run_killed_in_its_last_epoch_resumes_exactly(tmp_path, capsys):
                         hparams[name] = getattr(v, v.WhichOneof("kind"))
                 elif plugin.plugin_name == "scalars":
                     scalars[value.tag] = float(tf.make_ndarray(value.tensor))
-    assert hparams["learning_rate"] == pytest.approx(3e-3) and hparams["init_scale"] == 0.2
-    assert hparams["source"] == "generated" and hparams["model"] == "dual_am_gru"
-    assert hparams["units"] == 8 and hparams["num_copies"] == 2 and hparams["fused_loop"]
-    assert set(hparams) - {"source"} <= set(vars(main.parse_args(argv)))
-    assert scalars["test_accuracy"] == pytest.approx(straight["test_accuracy"])
+    return hparams, scalars
+
+
+def test_the_hparams_show_the_steps_between_dev_checks_and_no_layer_2_where_there_is_none(
+    tmp_path,
+):
+    """Without --eval-every, a dev check after each pass over the training pairs (50 in
+    batches of 25); the word-by-word model has no layer 2 for --top-units to size."""
+    argv = [
+        *SIZES,
+        "--max-train",
+        "50",
+        "--model",
+        "word_by_word",
+        "--epochs",
+        "1",
+        "--verbose",
+        "0",
+    ]
+    main.main([*argv, "--workdir", str(tmp_path)])
+    hparams, _ = _logged(tmp_path)
+    assert hparams["eval_every"] == 2 and hparams["top_units"] == "none"
 
 
 def _free_ports(count):

@@ -196,12 +196,9 @@ def _train_and_evaluate(config, run_directory, extra_callbacks=()):
         )
         patience = [config.patience] if config.patience else []
         stop = [keras.callbacks.EarlyStopping(patience=p, **rule) for p in patience]
+        settings = run_settings(config, resolved)
         with reported_as("--workdir"):
-            backup = RunBackup(
-                os.path.join(rundir, "backup"),
-                [halve, best, *stop],
-                run_settings(config, resolved),
-            )
+            backup = RunBackup(os.path.join(rundir, "backup"), [halve, best, *stop], settings)
         sizes = " ".join(f"{name}={len(pairs)}" for name, pairs in splits.items())
         print(f"source={source} {sizes} vocabulary={len(vocabulary)} pretrained={found}", end="")
         print(f" workdir={workdir}", flush=True)
@@ -254,5 +251,8 @@ def _train_and_evaluate(config, run_directory, extra_callbacks=()):
         os.replace(path + ".partial", path)
         final = {"test_accuracy": metrics["test_accuracy"]}
         final["best_dev_accuracy"] = max(metrics["dev_accuracy"], default=0.0)
-        log_hparams(logs, run_settings(config, resolved), final)
+        # The HParams also show what the options left to the model and the data, as used.
+        layer_2 = config.model in models.READERS["top_units"]
+        top = (config.top_units or config.units) if layer_2 else None
+        log_hparams(logs, dict(settings, eval_every=steps, top_units=top), final)
     return metrics
