@@ -93,7 +93,7 @@ def test_an_option_spelled_as_in_0_2_is_refused_naming_its_new_spelling(capsys, 
     new = main.RENAMED[old]
     help_text = main.make_parser().format_help()
     assert new in help_text.replace("[", " ").replace(",", " ").split()  # an option now
-    for argv in ([old, "1"], [f"{old}=1"], ["--seed", "2", old]):
+    for argv in ([old, "1"], [f"{old}=1"], ["--seed", "2", old], ["--bogus", old]):
         assert f"error: argument {old}: renamed {new} in 0.3" in _error_line(
             capsys, argv, main.parse_args
         )
@@ -265,6 +265,11 @@ def test_the_run_directory_names_the_changes_and_digests_the_settings():
     assert name(["--clipnorm", "5"])[-8:] == default[-8:]  # the paper's clipping
     assert name(["--cache-gate-init", "ones"])[-8:] == default[-8:]  # the dot read's
     assert name(["--cache-gate-init", "glorot_uniform"])[-8:] != default[-8:]
+    # The additive read's gate starts as the reference code's, its settings those of the flag.
+    additive = name(["--query", "additive"])
+    assert (
+        name(["--query", "additive", "--cache-gate-init", "glorot_uniform"])[-8:] == additive[-8:]
+    )
     vectors = main.parse_args(["--embeddings", __file__])  # whose width --embedding-dim is not
     assert train.run_settings(vectors)["embedding_dim"] is None
     assert name(["--pooling", "last", "--units", "32"]).startswith(

@@ -77,7 +77,7 @@ BAD = [
     ("--num-layers 0", "--num-layers"),
     ("--sequence-length 0", "--sequence-length"),
     ("--sizes 4 0", "--sizes"),
-    ("--ngram 1", "--ngram"),  # NGramConcat's n >= 2
+    ("--model ngram --ngram 1", "--ngram"),  # NGramConcat's n >= 2
     ("--lr-decay 0", "--lr-decay"),
     ("--lr-decay 1.5", "--lr-decay"),
     ("--full-rate-epochs 0", "--full-rate-epochs"),
@@ -127,7 +127,7 @@ def test_an_option_spelled_as_in_0_2_is_refused_naming_its_new_spelling(capsys, 
     new = main.RENAMED[old]
     help_text = main.make_parser().format_help()
     assert new in help_text.replace("[", " ").replace(",", " ").split()  # an option now
-    for argv in ([old, "1"], [f"{old}=1"], ["--seed", "2", old]):
+    for argv in ([old, "1"], [f"{old}=1"], ["--seed", "2", old], ["--bogus", old]):
         assert f"error: argument {old}: renamed {new} in 0.3" in error_line(
             capsys, main.parse_args, argv
         )

@@ -95,7 +95,7 @@ def test_an_option_spelled_as_in_0_2_is_refused_naming_its_new_spelling(capsys, 
     new = main.RENAMED[old]
     help_text = main.make_parser().format_help()
     assert new in help_text.replace("[", " ").replace(",", " ").split()  # an option now
-    for argv in ([old, "1"], [f"{old}=1"], ["--seed", "2", old]):
+    for argv in ([old, "1"], [f"{old}=1"], ["--seed", "2", old], ["--bogus", old]):
         assert f"error: argument {old}: renamed {new} in 0.3" in _error_line(
             capsys, main.parse_args, argv
         )
@@ -157,6 +157,8 @@ def test_what_the_run_finds_wrong_is_one_line_naming_the_option(capsys, tmp_path
         (["--source", "tfds"], "--source", "pip install tensorflow-datasets"),
         # A folder given is the source asked for: no falling back to the generated corpus.
         (["--tfds-data-dir", str(tmp_path)], "--tfds-data-dir", "pip install tensorflow-datasets"),
+        # --download prepares SNLI in --tfds-data-dir: what fails is the download asked for.
+        (["--download", "--tfds-data-dir", str(tmp_path)], "--download", "pip install tensorflow"),
     ]:
         line = _error_line(capsys, main.main, [*small, *argv])
         assert f"error: argument {option}: " in line and message in line, line
@@ -242,9 +244,21 @@ def _events(folder):
     return events
 
 
-def test_the_stopping_rule_ends_the_run_after_patience_checks_without_improvement(tmp_path, capsys):
+def test_the_stopping_rule_ends_the_run_after_patience_checks_without_improvement(
+    tmp_path, capsys, monkeypatch
+):
     argv = [*TINY, "--model", "gru", "--epochs", "6", "--patience", "1"]
+    given, fit = [], train.train
+    monkeypatch.setattr(
+        train,
+        "train",
+        lambda *a, callbacks, **k: fit(*a, callbacks=given.extend(callbacks) or callbacks, **k),
+    )
     metrics = main.main([*argv, "--workdir", str(tmp_path / "run")])
+    # The learning-rate and stopping rules count a dev check as an improvement by 0.001.
+    kinds = (keras.callbacks.ReduceLROnPlateau, keras.callbacks.EarlyStopping)
+    rules = [callback for callback in given if isinstance(callback, kinds)]
+    assert len(rules) == 2 and all(rule.min_delta == 1e-3 for rule in rules)
     # --verbose 0 is silent: the rules' messages too (the learning rate was halved, the run
     # stopped).
     printed = capsys.readouterr().out

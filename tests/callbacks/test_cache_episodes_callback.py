@@ -57,7 +57,8 @@ def test_episodes_start_with_an_empty_cache_and_evaluation_writes_its_facts():
 def test_every_cache_is_emptied_at_the_first_batch_of_each_episode_only():
     pytest.raises(ValueError, CacheEpisodesCallback, 0).match("`batches_per_episode` must be >= 1")
     pytest.raises(TypeError, CacheEpisodesCallback, 2.0).match("`batches_per_episode` must be an")
-    pytest.raises(TypeError, CacheEpisodesCallback, 1, 3).match("`evaluation_facts` must be a")
+    for bad in (3, "abc", {1, 2}):  # neither a sequence nor a dict
+        pytest.raises(TypeError, CacheEpisodesCallback, 1, bad).match("`evaluation_facts` must be")
     rng, inputs = np.random.default_rng(5), keras.Input((4,))
     first, second = HeapCacheAttention(5, 3, name="first"), HeapCacheAttention(5, 3, name="second")
     model, episodes = HeapCacheModel(inputs, second(first(inputs))), CacheEpisodesCallback(3)

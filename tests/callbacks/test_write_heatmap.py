@@ -5,6 +5,7 @@ import re
 import numpy as np
 import pytest
 
+from tf_memlayers.callbacks import write_heatmap
 from tf_memlayers.callbacks.write_heatmap import colour_map, heatmap_image, matrix_markdown
 
 
@@ -35,8 +36,10 @@ def test_labels_are_one_per_row_and_column(draw):
         with pytest.raises(ValueError, match=rf"`{name}_labels` must have one label per {name}"):
             draw([[1.0, 2.0]], *labels)
         pytest.raises(ValueError, draw, [1.0, 2.0]).match(f"{draw.__name__}: `matrix` must be 2-D")
-    with pytest.raises(ValueError, match="`log_x` draws the single row|`digits` must be >= 0"):
-        draw([[1.0], [2.0]], **({"log_x": True} if draw is heatmap_image else {"digits": -1}))
+    bad = {"log_x": True} if draw is heatmap_image else {"digits": -1}
+    pytest.raises(ValueError, draw, [[1.0], [2.0]], **bad).match(f"^{draw.__name__}: `{[*bad][0]}`")
+    # What write_heatmap hands on is refused in its name.
+    pytest.raises(ValueError, write_heatmap, "t", [1.0], 0).match("^write_heatmap: `matrix`")
 
 
 def test_labels_show_as_written_in_tensorboard_the_rows_labelled_on_the_scale_given():

@@ -131,7 +131,8 @@ def test_a_bad_argument_is_named(call, expected):
     assert type(info.value).__name__ == error and fragment in message, message
     frames = traceback.extract_tb(info.value.__traceback__)  # the function called names it
     called = [f.name for f in frames if str(PACKAGE) in f.filename and f.name != "wrapper"]
-    assert message.startswith(f"{called[0]}: " if called else "build_"), message
+    prefix = f"{called[0]}: " if called else "build_"
+    assert message.startswith(prefix) and message.count(prefix) == 1, message  # named once
     assert "output_dim" not in message and "Received" not in message  # no Keras-internal names
     if "must be a number" in message:  # a number of the wrong type: from the one number check
         last = traceback.extract_tb(info.value.__traceback__)[-1]

@@ -40,13 +40,13 @@ def test_a_run_logged_again_keeps_one_record_the_last_as_the_dashboard_takes_it(
     files = {p for p in glob.glob(str(tmp_path / "**" / "*"), recursive=True) if os.path.isfile(p)}
     kept = files - set(module._hparams_records(tmp_path))
     assert len(module._hparams_records(tmp_path)) == 1 and len(kept) == 5
-
     settings = {"rate": 1e-3, "units": 8, "fused": True, "rows": None, "sizes": [2, 3], "m": "gru"}
     log_hparams(tmp_path, settings, {"accuracy": 0.5})
     log_hparams(tmp_path, settings, {"accuracy": 0.75})
     pytest.raises(TypeError, log_hparams, tmp_path, settings, 0.5).match("`metrics` must be a")
     pytest.raises(TypeError, log_hparams, None, {}, {}).match("^log_hparams: `log_dir` must be")
-    pytest.raises(TypeError, log_hparams, tmp_path, {}, {"m": None}).match(r"`metrics\['m'\]`")
+    for bad in (None, "0.5", "abc"):
+        pytest.raises(TypeError, log_hparams, tmp_path, {}, {"m": bad}).match(r"`metrics\['m'\]`")
     (record,) = module._hparams_records(tmp_path)
     assert record.endswith(module._SUFFIX) and all(os.path.isfile(path) for path in kept)
     os.remove(tmp_path / "events.out.tfevents.0.cut")  # which this test's reader cannot read

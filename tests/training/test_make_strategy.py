@@ -13,3 +13,5 @@ def test_each_name_makes_its_strategy():
     assert isinstance(make_strategy(), tf.distribute.MirroredStrategy) == several_gpus
     with pytest.raises(ValueError, match="`name` must be one of 'auto', .*; got 'tpu'"):
         make_strategy("tpu")
+    # Python's own message about the call, which names the function already, is left alone.
+    pytest.raises(TypeError, make_strategy, bogus=1).match(r"^make_strategy\(\) got an unexpected")

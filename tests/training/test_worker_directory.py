@@ -3,6 +3,7 @@ import os
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tf_memlayers.training import RunBackup, worker_directory
@@ -26,3 +27,6 @@ def test_the_chief_writes_the_workdir_and_another_worker_a_copy_of_its_backups(
         assert sorted(os.listdir(copy)) == ["run.json", "settings.json", "variables-00002.npz"]
         assert RunBackup(copy, settings={"units": 1}).history == backup.history
     assert not os.path.exists(directory)
+    with pytest.raises(TypeError, match="^worker_directory: `strategy` must be a tf.distribute"):
+        worker_directory(tmp_path, "mirrored").__enter__()
+    pytest.raises(TypeError, worker_directory(None).__enter__).match("^worker_directory: `workdir`")

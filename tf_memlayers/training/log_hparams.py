@@ -48,7 +48,8 @@ def log_hparams(log_dir, settings, metrics, trial_id=None):
             from the settings).
 
     Raises:
-        TypeError: If ``settings`` or ``metrics`` is not a dict.
+        TypeError: If ``settings`` or ``metrics`` is not a dict, or a metric is not a number
+            (text that reads as one included).
 
     Example:
 
@@ -65,8 +66,8 @@ def log_hparams(log_dir, settings, metrics, trial_id=None):
     values = {str(name): _hparam_value(value) for name, value in sorted(settings.items())}
     scalars = {}
     for name, value in sorted(metrics.items()):
-        try:
-            scalars[name] = float(value)
+        try:  # a number, not text that reads as one
+            scalars[name] = float(None if isinstance(value, (str, bytes)) else value)
         except (TypeError, ValueError):
             raise TypeError(f"`metrics[{name!r}]` must be a number, got {value!r}.") from None
     # The earlier records are removed once the new one is written.

@@ -51,6 +51,8 @@ class AttentionMechanismTest(LayerTestCase):
         )
         memory = np.random.default_rng(3).normal(size=(BATCH, LENGTH, 8)).astype("float32")
         self.run_output_spec_test(_mechanism, (BATCH, 5), memory=memory)
+        assert _mechanism().compute_output_shape((None, 4), (2, 6, 8)) == ((2, 8), (2, 6))
+        pytest.raises(ValueError, _mechanism().compute_output_shape, (2, 4), (2, 6)).match("^Att")
         self.run_config_test(AttentionMechanism, score="additive", normalize=True, **MONOTONIC)
         self.run_config_test(AttentionMechanism, probability_fn=sharpened, attention_units=3)
         self.run_flags_test(lambda **kw: AttentionMechanism(score="dot", **kw), ["scale"])
