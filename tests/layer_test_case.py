@@ -41,13 +41,8 @@ def rnn_over(make_cell, **rnn_kwargs):
 def masking_checks(output_shape, weights, input_shape=(2, 3, INPUT_DIM), **checks):
     """`run_layer_test`'s arguments for a layer that supports masking: ``input_shape`` in,
     ``output_shape`` out, ``weights`` trainable weights, and any other ``checks``."""
-    return dict(
-        input_shape=input_shape,
-        expected_output_shape=output_shape,
-        expected_num_trainable_weights=weights,
-        supports_masking=True,
-        **checks,
-    )
+    shapes = dict(input_shape=input_shape, expected_output_shape=output_shape)
+    return dict(**shapes, expected_num_trainable_weights=weights, supports_masking=True, **checks)
 
 
 def read_premise_memory(premise_layer, hypothesis_layer, premise, hypothesis):
@@ -287,12 +282,10 @@ class LayerTestCase:
                 batch = tf.data.Dataset.from_tensor_slices((x, targets)).batch(SAMPLES)
                 data = dict(x=batch, shuffle=False)  # (a dataset is not shuffled by fit)
 
-            def compile_model(jit_compile):
+            def compile_model(jit):
+                loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
                 compile_and_build_optimizer(
-                    model,
-                    optimizer=keras.optimizers.Adam(1e-2),
-                    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                    jit_compile=jit_compile,
+                    model, keras.optimizers.Adam(1e-2), loss, jit_compile=jit
                 )
 
             # On torch, jit_compile is torch.compile, which Keras leaves off there ("auto"),
@@ -362,12 +355,9 @@ class LayerTestCase:
                 **kwargs_as(lambda v, dtype=compute_dtype: keras.KerasTensor(v.shape, dtype)),
             )
             assert _shapes_and_dtypes(spec) == eager, policy
-            symbolic = _shapes_and_dtypes(
-                make(policy)(
-                    _per_input(shape, lambda one: keras.Input(one[1:], dtype=input_dtype)),
-                    **kwargs_as(lambda v: keras.Input(v.shape[1:])),
-                )
-            )
+            placeholders = _per_input(shape, lambda one: keras.Input(one[1:], dtype=input_dtype))
+            outputs = make(policy)(placeholders, **kwargs_as(lambda v: keras.Input(v.shape[1:])))
+            symbolic = _shapes_and_dtypes(outputs)
             assert len(symbolic) == len(eager), policy
             for (got, got_dtype), (want, want_dtype) in zip(symbolic, eager):
                 assert got[0] in (None, want[0]) and got[1:] == want[1:], (policy, got, want)
@@ -540,14 +530,13 @@ class LayerTestCase:
         if hasattr(layer, "state_size") and not isinstance(layer, keras.layers.RNN):  # a cell
             self._check_one_step_reset(make, call_kwargs)
             return
+        inputs = np.zeros((B, T, W), "float32")
         for bad, match in BAD_RESETS:
             with pytest.raises(ValueError, match="`reset` " + match):
-                make()(np.zeros((B, T, W), "float32"), reset=bad, **call_kwargs)
+                make()(inputs, reset=bad, **call_kwargs)
         if "go_backwards" in layer.get_config():
             with pytest.raises(ValueError, match="`reset`.*go_backwards"):
-                make(go_backwards=True)(
-                    np.zeros((B, T, W), "float32"), reset=np.zeros((B, T), bool), **call_kwargs
-                )
+                make(go_backwards=True)(inputs, reset=np.zeros((B, T), bool), **call_kwargs)
         symbolic = {k: keras.Input(v.shape[1:]) for k, v in call_kwargs.items()}
         with pytest.raises(ValueError, match="`reset`"):
             make()(keras.Input((5, W)), reset=keras.Input((4,), dtype="bool"), **symbolic)
@@ -640,10 +629,8 @@ class LayerTestCase:
         expected = as_numpy(compiled(lambda x, reset: whole(x, reset=reset))(x, reset))
         stateful = make(stateful=True)
         stateful.build((B, None, W))
-        stateful.set_weights(
-            whole.get_weights()[: len(stateful.trainable_weights)]
-            + [np.zeros(stateful.memory.shape)]
-        )
+        trained = whole.get_weights()[: len(stateful.trainable_weights)]
+        stateful.set_weights(trained + [np.zeros(stateful.memory.shape)])
         parts = [stateful(x[:, a:b], reset=reset[:, a:b]) for a, b in ((0, 5), (5, 9), (9, T))]
         assert_close(np.concatenate([as_numpy(p) for p in parts], axis=1), expected, atol=1e-12)
 

@@ -58,9 +58,7 @@ class AssociativeGRUTest(LayerTestCase):
     def test_layer_behaviors_and_nan_padding(self, fused_loop):
         options = {"units": 4, "num_copies": 2, "return_sequences": True, "fused_loop": fused_loop}
         self.run_layer_test(AssociativeGRU, options, **masking_checks((2, 3, 4), 5))
-        self.run_nan_padding_test(
-            lambda: _am_gru(return_sequences=True, zero_output_for_mask=True, fused_loop=fused_loop)
-        )
+        self.run_nan_padding_test(lambda: AssociativeGRU(**options, zero_output_for_mask=True))
 
     def test_journey(self, tmp_path):
         # fused_loop="auto": the fused loop on TensorFlow, Keras's on JAX.
@@ -214,9 +212,8 @@ def test_weights_are_the_cell_weights_and_retrievals_match_the_cell_form():
     assert names == ["key_kernel", "gate_kernel", "gate_bias", "candidate_kernel", "candidate_bias"]
     assert [id(v) for v in layer.weights] == [id(v) for v in layer.cell.weights]
     xs = np.random.default_rng(22).normal(size=(2, 4, 5)).astype("float32")
-    cell_form = keras.layers.RNN(
-        AssociativeGRUCell(8, num_copies=2, return_retrievals=True), return_sequences=True
-    )
+    cell = AssociativeGRUCell(8, num_copies=2, return_retrievals=True)
+    cell_form = keras.layers.RNN(cell, return_sequences=True)
     cell_form.build(xs.shape)
     layer.cell.set_weights(cell_form.cell.get_weights())
     got = as_numpy(layer(xs))

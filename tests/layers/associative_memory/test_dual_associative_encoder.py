@@ -208,9 +208,8 @@ def test_keras_file_clone_and_config_keep_one_shared_set_of_weights(tmp_path, fu
             copy.set_weights(model.get_weights())
         assert_close(copy(xs), expected, atol=1e-6)
         # Moving the one AM-GRU weight set moves both outputs.
-        layer.premise_layer.cell.key_kernel.assign_add(
-            np.ones_like(as_numpy(layer.premise_layer.cell.key_kernel))
-        )
+        kernel = layer.premise_layer.cell.key_kernel
+        kernel.assign_add(np.ones_like(as_numpy(kernel)))
         for got, want in zip(copy(xs), expected):
             assert np.abs(as_numpy(got) - want).max() > 1e-3
 

@@ -42,10 +42,8 @@ class AttentionRNNTest(LayerTestCase):
 
     def test_layer_behaviors(self):
         cell = lambda dtype: _wrapper(dtype, score="general", position="before")  # noqa: E731
-        self.run_layer_test(
-            **keras_checks_of(cell, own_weights=2, return_state=True),
-            expected_output_shape=((2, 4), (2, 4), (2, 4)),
-        )
+        checks = keras_checks_of(cell, own_weights=2, return_state=True)
+        self.run_layer_test(**checks, expected_output_shape=((2, 4), (2, 4), (2, 4)))
 
     def test_journey(self, tmp_path):
         build = lambda p, h: _attend_from_hypothesis(p, h, score="general", position="before")  # noqa: E731

@@ -68,11 +68,8 @@ class AttentionWrapperTest(LayerTestCase):
 
     @pytest.mark.parametrize("options", [{}, MONOTONIC], ids=["softmax", "monotonic"])
     def test_layer_behaviors(self, options):
-        checks = keras_checks_of(
-            lambda dtype: _wrapper(dtype, **options),
-            own_weights=4 + bool(options),
-            return_sequences=True,
-        )
+        make = lambda dtype: _wrapper(dtype, **options)  # noqa: E731
+        checks = keras_checks_of(make, own_weights=4 + bool(options), return_sequences=True)
         checks["expected_num_seed_generators"] += bool(options)
         self.run_layer_test(**checks, expected_output_shape=(2, 3, 4))
 
@@ -484,13 +481,8 @@ def test_several_mechanisms_match_the_reference_in_float64(float64_policy, row):
     memories, masks = [memory, rng.normal(size=(BATCH, 4, 5))], [mask, np.ones((BATCH, 4), bool)]
     masks[1][0, 3:] = False
     mechanisms = [AttentionMechanism(**kind) for kind in kinds]
-    layer = _layer(
-        position=position,
-        output_attention=output_attention,
-        return_attention_scores=True,
-        mechanisms=mechanisms,
-        **options(),
-    )
+    wrapper_options = dict(return_attention_scores=True, mechanisms=mechanisms, **options())
+    layer = _layer(position=position, output_attention=output_attention, **wrapper_options)
     _randomize(layer, rng, x, memories, masks, scale=1.5)
     sequence_mask = SEQUENCE_MASK if masked else None
     got, alignments = layer(x, memory=memories, memory_mask=masks, mask=sequence_mask)

@@ -370,9 +370,8 @@ def test_a_cache_that_loop_cache_did_not_make_is_refused():
             cell(x, states, cache=bad)
 
 
-def test_stateful_cell_forms_over_segments_equal_one_run_and_derive_their_caches_afresh(
-    float64_policy,
-):
+@pytest.mark.usefixtures("float64_policy")
+def test_stateful_cell_forms_over_segments_equal_one_run_and_derive_their_caches_afresh():
     # Both loops carry the window over segments; after W^Y changes, the next segment projects
     # the carried keys with the new W^Y (the loop cache is never carried between calls).
     x = attention_inputs(batch=2, steps=18, width=5)
