@@ -245,6 +245,25 @@ def check_choice(name, value, allowed, owner=None):
     return value
 
 
+def check_keras_object(name, value, owner=None):
+    """``value`` as Keras's layers read an initializer or regularizer argument ``name``
+    (``keras.initializers.get`` for a name ending in ``_initializer``,
+    ``keras.regularizers.get`` for one ending in ``_regularizer``): a Keras object, its name or
+    its config. A name or config Keras does not know is a `ValueError`, anything else it
+    cannot read a `TypeError`, naming the argument."""
+    kind = name.rsplit("_", 1)[-1]
+    module = {"initializer": keras.initializers, "regularizer": keras.regularizers}[kind]
+    try:
+        return module.get(value)
+    except (TypeError, ValueError):
+        example = "glorot_uniform" if kind == "initializer" else "l2"
+        error = ValueError if isinstance(value, (str, dict)) else TypeError
+        raise error(
+            f"{_prefix(owner)}`{name}` must be a Keras {kind}, its name (such as {example!r}) "
+            f"or its config; got {value!r}."
+        ) from None
+
+
 def check_callbacks(callbacks, owner=None):
     """``callbacks`` as a list of `keras.callbacks.Callback` (`None`: none), as ``fit`` takes
     them."""

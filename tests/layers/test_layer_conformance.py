@@ -62,6 +62,7 @@ GRU, GRU7, DENSE = keras.layers.GRUCell(4), keras.layers.GRUCell(7), keras.layer
 RNN = keras.layers.RNN
 PREMISE, INDEX = {"premise_cell": AssociativeGRUCell(8)}, {"memory_state_index": 1}
 INT8 = {"dtype": "int8_from_float32"}  # Keras would run its quantized call, without `reverse`
+KERAS_INIT = r"`kernel_initializer` must be a Keras initializer, its name \(such as .*\) or its .*"
 # (the layer, its arguments, the error, a pattern of its message). Each layer's test module
 # holds the tables of its options; sizes and flags are `run_sizes_test`'s, `run_flags_test`'s.
 BAD_ARGUMENTS = [
@@ -102,6 +103,15 @@ BAD_ARGUMENTS = [
     (PhiloxDropout, [None], {}, TypeError, r"`rate` must be a number in \[0, 1\], got None"),
     (PhiloxDropout, [True], {}, TypeError, r"`rate` must be a number in \[0, 1\], got True"),
     (PhiloxDropout, [0.5], {"seed": -1}, ValueError, "`seed` must be >= 0, got -1"),
+    (AssociativeGRU, [4], {"kernel_initializer": "glorot"}, ValueError, KERAS_INIT + "got 'glo"),
+    (AssociativeMemoryCell, [GRU], {"key_initializer": 5}, TypeError, "`key_initializer`.*got 5"),
+    (DualAssociativeGRUCell, [8], {"kernel_regularizer": "l3"}, ValueError, "regularizer.*'l2'"),
+    (AttentionMechanism, [], {"kernel_initializer": "x"}, ValueError, KERAS_INIT + "got 'x'"),
+    (AttentionPooling, [4], {"score_initializer": "x"}, ValueError, "`score_initializer`"),
+    (HeapCacheAttention, [3, 4], {"query_initializer": "x"}, ValueError, "`query_initializer`"),
+    (TiedEmbedding, [3, 4], {"output_bias_initializer": "x"}, ValueError, "`output_bias_init"),
+    (NGramConcat, [2, 4], {"bias_initializer": "x"}, ValueError, "`bias_initializer` must be"),
+    (SlidingWindowAttentionCell, [GRU, 2], {"bias_initializer": "x"}, ValueError, "`bias_init"),
 ]
 
 

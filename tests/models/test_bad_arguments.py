@@ -85,6 +85,7 @@ CASES = [
     (lambda: LM(_lm(), loss_reduction="mean"), "ValueError: 'sum_over_time'; got 'mean'"),
     # build_snli_model, build_fixed_length_snli_model, compile_snli_model
     (lambda: build_snli_model(10, embeddings=np.zeros((9, 4))), "ValueError: (10, dim), dim >="),
+    (lambda: _snli(kernel_initializer="x"), "ValueError: `kernel_initializer` must be a Keras"),
     (lambda: _snli(embeddings=np.zeros((20, 0))), "ValueError: (20, dim), dim >= 1; got (20, 0)"),
     (lambda: _snli(embedding_dim=0), "ValueError: `embedding_dim` must be >= 1, got 0"),
     (lambda: _snli(encoder="dual_am_gru"), "TypeError: `encoder` must be a Keras layer"),

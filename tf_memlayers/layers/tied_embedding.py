@@ -6,7 +6,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from tf_memlayers._validation import check_bool, check_int, check_width
+from tf_memlayers._validation import check_bool, check_int, check_keras_object, check_width
 
 # The `TiedEmbedding` calls running in each thread: ``(layer, reverse)``, innermost last.
 _RUNNING = threading.local()
@@ -80,7 +80,9 @@ class TiedEmbedding(keras.layers.Embedding):
                 "TiedEmbedding: `dtype` cannot be a quantized dtype policy (its reverse=True "
                 f"logits need the float embedding matrix), got {self.dtype_policy.name!r}."
             )
-        self.output_bias_initializer = keras.initializers.get(output_bias_initializer)
+        self.output_bias_initializer = check_keras_object(
+            "output_bias_initializer", output_bias_initializer, "TiedEmbedding"
+        )
         if weights is not None:
             # Set here, not by `keras.layers.Embedding`, which builds the layer before the
             # output bias's initializer exists. As there: the matrix, or a list holding it.

@@ -14,6 +14,7 @@ from keras import ops
 from tf_memlayers._validation import (
     check_bool,
     check_int,
+    check_keras_object,
     check_number,
     check_optional_int,
     errors_named,
@@ -182,7 +183,7 @@ def _snli_model(
         kernel_initializer = keras.initializers.RandomUniform(
             -0.05, 0.05, seed=keras.random.SeedGenerator(seed)
         )
-    init = keras.initializers.get(kernel_initializer)
+    init = check_keras_object("kernel_initializer", kernel_initializer)
     if encoder is None:
         encoder = paper_encoder(seed, init)
     if embeddings is not None:

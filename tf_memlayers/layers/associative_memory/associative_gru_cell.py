@@ -167,11 +167,21 @@ class AssociativeGRUCell(RecomputedWithItsLayer, keras.layers.Layer):
         self.num_copies = check.check_int("num_copies", num_copies, 1, owner)
         self.seed = check.check_int("seed", seed, None, owner)
         self.return_retrievals = check.check_bool("return_retrievals", return_retrievals, owner)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.gate_bias_initializer = keras.initializers.get(gate_bias_initializer)
-        self.candidate_bias_initializer = keras.initializers.get(candidate_bias_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.kernel_initializer = check.check_keras_object(
+            "kernel_initializer", kernel_initializer, owner
+        )
+        self.gate_bias_initializer = check.check_keras_object(
+            "gate_bias_initializer", gate_bias_initializer, owner
+        )
+        self.candidate_bias_initializer = check.check_keras_object(
+            "candidate_bias_initializer", candidate_bias_initializer, owner
+        )
+        self.kernel_regularizer = check.check_keras_object(
+            "kernel_regularizer", kernel_regularizer, owner
+        )
+        self.bias_regularizer = check.check_keras_object(
+            "bias_regularizer", bias_regularizer, owner
+        )
         self.permutations = holographic.make_permutations(
             self.units // 2, self.num_copies, self.seed
         )

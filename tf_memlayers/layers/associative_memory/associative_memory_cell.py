@@ -126,7 +126,7 @@ class AssociativeMemoryCell(RecomputedWithItsLayer, keras.layers.Layer):
             owner,
         )
         self.return_retrievals = check.check_bool("return_retrievals", return_retrievals, owner)
-        self.key_initializer = keras.initializers.get(key_initializer)
+        self.key_initializer = check.check_keras_object("key_initializer", key_initializer, owner)
         self._cell_output_size = cell_output_size(cell)
         self._other_sizes = [s for i, s in enumerate(sizes) if i != self.memory_state_index]
         self.state_size = [self.memory_units * self.num_copies, self._cell_output_size]

@@ -163,8 +163,12 @@ class DualAssociativeGRUCell(RecomputedWithItsLayer, keras.layers.Layer):
             )
         units, num_copies = self.premise_cell.units, self.premise_cell.num_copies
         self.units, self.num_copies, self.seed = units, num_copies, self.premise_cell.seed
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.kernel_initializer = check.check_keras_object(
+            "kernel_initializer", kernel_initializer, owner
+        )
+        self.kernel_regularizer = check.check_keras_object(
+            "kernel_regularizer", kernel_regularizer, owner
+        )
         self.state_size = [units * num_copies, units, units * num_copies]
         self.output_size = units * (4 if self.return_retrievals else 1)
 

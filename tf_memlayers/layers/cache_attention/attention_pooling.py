@@ -8,6 +8,7 @@ from keras import ops
 from tf_memlayers._validation import (
     check_bool,
     check_int,
+    check_keras_object,
     check_last_dim,
     check_mask_shape,
     check_rank,
@@ -80,8 +81,12 @@ class AttentionPooling(keras.layers.Layer):
         self.attention_units = check_int(
             "attention_units", attention_units, 1, owner="AttentionPooling"
         )
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.score_initializer = keras.initializers.get(score_initializer)
+        self.kernel_initializer = check_keras_object(
+            "kernel_initializer", kernel_initializer, "AttentionPooling"
+        )
+        self.score_initializer = check_keras_object(
+            "score_initializer", score_initializer, "AttentionPooling"
+        )
         self.supports_masking = True
         self.features = None
 

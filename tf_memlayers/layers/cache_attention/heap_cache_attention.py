@@ -7,6 +7,7 @@ from tf_memlayers._validation import (
     check_bool,
     check_choice,
     check_int,
+    check_keras_object,
     check_last_dim,
     check_rank,
     check_width,
@@ -136,10 +137,12 @@ class HeapCacheAttention(keras.layers.Layer):
         self.policy = check_choice("policy", policy, POLICIES, owner)
         self.query = check_choice("query", query, QUERIES, owner)
         self.mask_empty = check_bool("mask_empty", mask_empty, owner)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.score_initializer = keras.initializers.get(score_initializer)
-        self.gate_initializer = keras.initializers.get(gate_initializer)
-        self.query_initializer = keras.initializers.get(query_initializer)
+        self.kernel_initializer = check_keras_object(
+            "kernel_initializer", kernel_initializer, owner
+        )
+        self.score_initializer = check_keras_object("score_initializer", score_initializer, owner)
+        self.gate_initializer = check_keras_object("gate_initializer", gate_initializer, owner)
+        self.query_initializer = check_keras_object("query_initializer", query_initializer, owner)
 
     def build(self, input_shape):
         check_rank("inputs", input_shape, 2, owner="HeapCacheAttention")

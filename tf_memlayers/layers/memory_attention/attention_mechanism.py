@@ -190,7 +190,9 @@ class ScoredAttention:
                 f"{owner}: `attention_units` is the width of the additive score's hidden "
                 f"layer; got attention_units={attention_units!r} with score={self.score!r}."
             )
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.kernel_initializer = check.check_keras_object(
+            "kernel_initializer", kernel_initializer, owner
+        )
         self.monotonic_mode = (
             None
             if monotonic_mode is None

@@ -14,6 +14,7 @@ from keras import ops
 from tf_memlayers._validation import (
     check_bool,
     check_int,
+    check_keras_object,
     check_last_dim,
     check_rank,
     check_sizes,
@@ -33,8 +34,10 @@ class _NGram:
         self.units = check_int("units", units, 1, owner)
         self.sizes = check_sizes("sizes", sizes, self.n - 1, owner, self._pieces_name())
         self.use_bias = check_bool("use_bias", use_bias, owner)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_initializer = check_keras_object(
+            "kernel_initializer", kernel_initializer, owner
+        )
+        self.bias_initializer = check_keras_object("bias_initializer", bias_initializer, owner)
 
     def _resolve_width(self, width):
         self.width = width

@@ -16,6 +16,7 @@ from tf_memlayers._validation import (
     check_bool,
     check_choice,
     check_int,
+    check_keras_object,
     check_optional_int,
 )
 from tf_memlayers.initializers import for_one_weight
@@ -105,8 +106,10 @@ class WindowAttentionMechanism:
         self.units = check_optional_int("units", units, 1, owner)
         self.pad = check_choice("pad", pad, PADS, owner)
         self.use_bias = check_bool("use_bias", use_bias, owner)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_initializer = check_keras_object(
+            "kernel_initializer", kernel_initializer, owner
+        )
+        self.bias_initializer = check_keras_object("bias_initializer", bias_initializer, owner)
 
     def _attention_config(self):
         return {
