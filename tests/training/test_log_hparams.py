@@ -45,7 +45,7 @@ def test_a_run_logged_again_keeps_one_record_the_last_as_the_dashboard_takes_it(
     log_hparams(tmp_path, settings, {"accuracy": 0.75})
     pytest.raises(TypeError, log_hparams, tmp_path, settings, 0.5).match("`metrics` must be a")
     pytest.raises(TypeError, log_hparams, None, {}, {}).match("^log_hparams: `log_dir` must be")
-    for bad in (None, "0.5", "abc"):
+    for bad in (None, "0.5", tf.constant("0.5"), bytearray(b"0.5")):  # text that reads as a number
         pytest.raises(TypeError, log_hparams, tmp_path, {}, {"m": bad}).match(r"`metrics\['m'\]`")
     (record,) = module._hparams_records(tmp_path)
     assert record.endswith(module._SUFFIX) and all(os.path.isfile(path) for path in kept)

@@ -6,6 +6,8 @@ import json
 import numbers
 import os
 
+import numpy as np
+
 from tf_memlayers._tensorflow import require_tensorflow
 from tf_memlayers._validation import check_path, errors_named
 
@@ -66,8 +68,10 @@ def log_hparams(log_dir, settings, metrics, trial_id=None):
     values = {str(name): _hparam_value(value) for name, value in sorted(settings.items())}
     scalars = {}
     for name, value in sorted(metrics.items()):
-        try:  # a number, not text that reads as one
-            scalars[name] = float(None if isinstance(value, (str, bytes)) else value)
+        try:  # a number (a 0-d array or tensor of one too), not text that reads as one
+            if isinstance(value, bytearray) or np.asarray(value).dtype.kind not in "biuf":
+                raise TypeError(name)
+            scalars[name] = float(value)
         except (TypeError, ValueError):
             raise TypeError(f"`metrics[{name!r}]` must be a number, got {value!r}.") from None
     # The earlier records are removed once the new one is written.
