@@ -48,6 +48,7 @@ WITHOUT_TENSORFLOW = (
     "test_doc_pages.py",
     "test_docstring_examples.py",
     "test_files_between_backends.py",
+    "test_onnx_export.py",
     "test_package_import.py",
     "test_saved_models.py",
 )

@@ -145,16 +145,22 @@ def _loads(where, name):
         np.testing.assert_allclose(np.where(np.isnan(value), np.nan, output), value, 1e-5, 1e-5)
 
 
-@pytest.mark.parametrize("name", MODELS)
-def test_writes_a_file_that_loads_back(folder, name):
+def prepared_model(name):
+    """``(model, inputs, padded)`` of ``MODELS[name]``, every trainable weight away from its
+    initial value (so that each shows in the outputs), its states reset and its fill done."""
     rng = np.random.default_rng(0)
     model, inputs, fill, padded = MODELS[name](rng)
-    # Every trainable weight away from its initial value, so that each shows in the outputs.
     for weight in model.trainable_weights:
         weight.assign(rng.uniform(-0.3, 0.3, weight.shape).astype(weight.dtype))
     _reset_states(model)
     if fill is not None:
         fill(model, rng)
+    return model, inputs, padded
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_writes_a_file_that_loads_back(folder, name):
+    model, inputs, padded = prepared_model(name)
     where = folder / BACKEND
     where.mkdir(parents=True, exist_ok=True)
     model.save(where / f"{name}.keras")

@@ -60,3 +60,15 @@ def test_window_weighted_sum_equals_the_offset_windows_product():
     windowed = ops.einsum("btl,btld->btd", weights, windows.offset_windows(stream, 4))
     got = windows.window_weighted_sum(weights, stream[:, :4], stream[:, 4:])
     np.testing.assert_allclose(*map(ops.convert_to_numpy, (got, windowed)), atol=1e-5)
+
+
+def test_compaction_moves_the_valid_steps_first_in_order_and_back():
+    mask = RNG.random((4, 9)) < 0.6
+    mask[0], mask[1] = True, False  # a row of valid steps only, a row of padding only
+    values, compaction = RNG.normal(size=(4, 9, 2)), windows.Compaction(ops.convert_to_tensor(mask))
+    order = np.argsort(~mask, axis=1, kind="stable")  # valid steps first, each group in order
+    np.testing.assert_array_equal(ops.convert_to_numpy(compaction.order), order)
+    compacted = ops.convert_to_numpy(compaction.compact(values))
+    np.testing.assert_array_equal(compacted, np.take_along_axis(values, order[..., None], 1))
+    restored = ops.convert_to_numpy(compaction.restore(compacted))
+    np.testing.assert_array_equal(restored, np.where(mask[..., None], values, 0.0))
