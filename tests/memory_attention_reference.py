@@ -91,17 +91,9 @@ def attention_wrapper_reference(
         return attention_layer(joined, w)
 
     options = (score, normalize, scale, monotonic_mode, probability_fn)
+    args = (x, [memory], [mask], cell_weights, [(w, options)], attention_of, position)
     outputs, (alignments,) = several_mechanisms_reference(
-        x,
-        [memory],
-        [mask],
-        cell_weights,
-        [(w, options)],
-        attention_of,
-        position,
-        output_attention,
-        input_feeding,
-        sequence_mask,
+        *args, output_attention, input_feeding, sequence_mask
     )
     return outputs, alignments
 

@@ -31,11 +31,8 @@ def _imports(path):
 def test_model_builders_use_public_layers_only():
     found = []
     for path in _modules("models"):
-        found += [
-            f"{path.name}:{line} imports {name}"
-            for line, name in _imports(path)
-            if name.startswith("tf_memlayers.ops")
-        ]
+        ops = [(line, name) for line, name in _imports(path) if name.startswith("tf_memlayers.ops")]
+        found += [f"{path.name}:{line} imports {name}" for line, name in ops]
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Attribute) and node.attr in CELL_INTERNALS:
                 found.append(f"{path.name}:{node.lineno} uses .{node.attr}")

@@ -52,12 +52,8 @@ def test_the_code_on_each_page_runs_as_written(page_name, capsys):
     namespace = {}
     for block in blocks:
         exec(compile(block, page_name, "exec"), namespace)
-    expected = [
-        line.split("#")[1].strip()
-        for block in blocks
-        for line in block.splitlines()
-        if line.lstrip().startswith("print(") and "#" in line
-    ]
+    prints = [line for b in blocks for line in b.splitlines() if line.lstrip().startswith("print(")]
+    expected = [line.split("#")[1].strip() for line in prints if "#" in line]
     assert capsys.readouterr().out.splitlines() == expected
 
 

@@ -97,9 +97,7 @@ def test_public_docstring_has_the_keras_sections_and_a_layers_call_arguments_its
     doc, sections = layer.__doc__, _required_sections(layer)
     assert doc, f"{name} has no docstring of its own"
     missing = [
-        section
-        for section in sections
-        if not re.search(rf"^[ \t]*{re.escape(section)}[ \t]*$", doc, re.MULTILINE)
+        s for s in sections if not re.search(rf"^[ \t]*{re.escape(s)}[ \t]*$", doc, re.MULTILINE)
     ]
     assert not missing, f"{name}'s docstring has no {missing} section (a line of its own)"
     if "Call arguments:" not in sections:  # not a layer

@@ -59,14 +59,9 @@ def layer_test_classes(layer_cls):
     if not (TESTS_DIR / relative).is_file():
         return relative, []
     module = importlib.import_module("tests." + relative.removesuffix(".py").replace("/", "."))
-    return relative, [
-        value
-        for value in vars(module).values()
-        if inspect.isclass(value)
-        and issubclass(value, LayerTestCase)
-        and value.__module__ == module.__name__
-        and value.layer_cls is layer_cls
-    ]
+    found = [value for value in vars(module).values() if inspect.isclass(value)]
+    found = [c for c in found if issubclass(c, LayerTestCase) and c.__module__ == module.__name__]
+    return relative, [c for c in found if c.layer_cls is layer_cls]
 
 
 def required_suites(layer_cls):
@@ -90,15 +85,9 @@ def required_suites(layer_cls):
 def called_suites(test_class):
     """The ``self.run_*`` methods that the test methods of ``test_class`` call."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(test_class)))
-    return {
-        node.func.attr
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == "self"
-        and node.func.attr.startswith("run_")
-    }
+    called = [node.func for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    methods = [f for f in called if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)]
+    return {m.attr for m in methods if m.value.id == "self" and m.attr.startswith("run_")}
 
 
 def problems_of(layer_cls):

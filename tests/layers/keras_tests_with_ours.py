@@ -46,12 +46,8 @@ def _layer_over_cell(cell_class, rnn):
 
     def make(units, **kwargs):
         layer_kwargs = {name: kwargs.pop(name) for name in _LAYER_ARGUMENTS if name in kwargs}
-        cell = cell_class(
-            units,
-            dtype=layer_kwargs.get("dtype"),
-            trainable=layer_kwargs.get("trainable", True),
-            **kwargs,
-        )
+        dtype, trainable = layer_kwargs.get("dtype"), layer_kwargs.get("trainable", True)
+        cell = cell_class(units, dtype=dtype, trainable=trainable, **kwargs)
         return rnn(cell, **layer_kwargs)
 
     return make
@@ -109,9 +105,7 @@ def _embedding_skips():
         "test_legacy_load_own_variables".split(),
         _EMBEDDING_WEIGHTS,
     )
-    skipped |= dict.fromkeys(
-        ["test_invalid_input_dim", "test_invalid_output_dim"], _EMBEDDING_SIZES
-    )
+    skipped |= {f"test_invalid_{side}_dim": _EMBEDDING_SIZES for side in ("input", "output")}
     for test, *cases in (line.split() for line in _QUANTIZED.splitlines()):
         names = [f"test_{test}_{case}" for case in cases] or [f"test_{test}"]
         skipped |= dict.fromkeys(names, _EMBEDDING_QUANTIZED)

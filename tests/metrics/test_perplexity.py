@@ -83,11 +83,8 @@ def test_a_compiled_models_evaluation_sums_over_its_batches():
     weights[:2] = 0.0
     weights[2, 0] = 1.0
     model = keras.Sequential([keras.Input((4, 6)), keras.layers.Identity()])
-    model.compile(
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        weighted_metrics=[Perplexity()],
-        jit_compile=False,
-    )
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model.compile(loss=loss, weighted_metrics=[Perplexity()], jit_compile=False)
     logs = model.evaluate(logits, targets, sample_weight=weights, batch_size=2, return_dict=True)
     expected = np.exp((_numpy_nll(targets, logits) * weights).sum() / weights.sum())
     np.testing.assert_allclose(logs["perplexity"], expected, rtol=1e-5)

@@ -46,11 +46,8 @@ def _train(model, train):
     before = [as_numpy(weight).copy() for weight in model.trainable_weights]
     traces, logs = count_train_step_traces(model), train()
     assert len(traces) == 1 or BACKEND == "torch"  # eager there: one call per batch
-    unchanged = [
-        weight.path
-        for weight, value in zip(model.trainable_weights, before)
-        if np.array_equal(as_numpy(weight), value)
-    ]
+    pairs = zip(model.trainable_weights, before)
+    unchanged = [weight.path for weight, value in pairs if np.array_equal(as_numpy(weight), value)]
     assert not unchanged, f"weights the training step left unchanged: {unchanged}"
     return logs
 

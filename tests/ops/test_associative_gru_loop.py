@@ -57,14 +57,9 @@ def _fused_loop(cell, xs, states, mask, zero_output_for_mask, **options):
             dual_gate_kernel=cell.dual_gate_kernel,
             dual_candidate_kernel=cell.dual_candidate_kernel,
         )
+    options.update(mask=tf.transpose(mask), zero_output_for_mask=zero_output_for_mask)
     outputs, memory, output = associative_gru_loop(
-        tf.transpose(projected, (1, 0, 2)),
-        *states[:2],
-        *kernels,
-        cell.permutations,
-        mask=tf.transpose(mask),
-        zero_output_for_mask=zero_output_for_mask,
-        **options,
+        tf.transpose(projected, (1, 0, 2)), *states[:2], *kernels, cell.permutations, **options
     )
     return tf.transpose(outputs, (1, 0, 2)), memory, output
 

@@ -55,17 +55,10 @@ def test_the_kernels_equal_the_original_step_with_masks_and_resets(
         source = dual_kernels = None
     mask, reset = rng.random((2, batch, steps)) > [[[0.3]], [[0.7]]]
     mask[0, :2] = False  # emitted zeros before the first kept step
-    got = associative_gru_pallas(
-        jnp.asarray(xs @ input_kernel + input_bias),
-        *states,
-        kernels,
-        cell.permutations,
-        mask=jnp.asarray(mask),
-        reset=jnp.asarray(reset),
-        zero_output_for_mask=zero,
-        source=source,
-        dual_kernels=dual_kernels,
-    )
+    options = dict(mask=jnp.asarray(mask), reset=jnp.asarray(reset), zero_output_for_mask=zero)
+    options.update(source=source, dual_kernels=dual_kernels)
+    projected = jnp.asarray(xs @ input_kernel + input_bias)
+    got = associative_gru_pallas(projected, *states, kernels, cell.permutations, **options)
     perms = permutations(units // 2, copies)
     want = _reference(xs, *states, w, perms, mask, reset, zero, ("paper", source) if dual else None)
     for e, g in zip(want, got):

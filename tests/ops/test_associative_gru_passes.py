@@ -45,14 +45,9 @@ def _loop_arguments(problem):
     input_kernel = np.concatenate([w["key"][:d], w["gate"][:d], w["candidate"][:d]], axis=1)
     bias = np.concatenate([np.zeros(UNITS), w["gate_bias"], w["candidate_bias"]])
     recurrent = np.concatenate([w[k][d : d + UNITS] for k in ("key", "gate", "candidate")], axis=1)
-    arrays = [
-        np.einsum("btd,dk->tbk", problem["xs"], input_kernel) + bias,
-        _parts(problem["memory"]),
-        problem["output"],
-        recurrent,
-        w["gate"][d + UNITS :],
-        w["candidate"][d + UNITS :],
-    ]
+    projected = np.einsum("btd,dk->tbk", problem["xs"], input_kernel) + bias
+    arrays = [projected, _parts(problem["memory"]), problem["output"], recurrent]
+    arrays += [w[k][d + UNITS :] for k in ("gate", "candidate")]
     if problem["source"] is not None:
         arrays += [_parts(problem["source"]), w["dual_gate"], w["dual_candidate"]]
     matrix = holographic.permutation_matrix(problem["perms"]).astype(np.float64)

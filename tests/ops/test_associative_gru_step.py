@@ -56,18 +56,15 @@ def test_step_matches_the_reference_in_float64(float64_policy, seed, copies, dua
                 options["conjugate"] = False
         kernels = tensor(w["dual_gate"]), tensor(w["dual_candidate"])
         source = SourceMemory(_parts(source_memory, copies), *kernels, **options)
+
     # The step with the reference's pre-activations, ``[x, h] W + b``, as its callables.
+    def affine(name):
+        kernel, bias = w[name], w[f"{name}_bias"]
+        return lambda h: ops.matmul(ops.concatenate([tensor(x), h], axis=1), kernel) + bias
+
+    parts, matrix = _parts(memory, copies), permutation_matrix(perms)
     result = associative_gru_step(
-        tensor(key),
-        _parts(memory, copies),
-        lambda h: ops.matmul(ops.concatenate([tensor(x), h], axis=1), w["gate"]) + w["gate_bias"],
-        lambda rh: (
-            ops.matmul(ops.concatenate([tensor(x), rh], axis=1), w["candidate"])
-            + w["candidate_bias"]
-        ),
-        permutation_matrix(perms),
-        copies,
-        source=source,
+        tensor(key), parts, affine("gate"), affine("candidate"), matrix, copies, source=source
     )
     assert isinstance(result, StepResult)
     step = record[-1]

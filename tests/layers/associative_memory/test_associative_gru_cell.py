@@ -11,16 +11,9 @@ from tests.support import all_pairs, as_numpy, assert_close
 from tf_memlayers.layers import AssociativeGRUCell, DualAssociativeGRUCell
 
 # Every argument of the AM-GRU cells, for `run_config_test`.
-AM_GRU_CONFIG = dict(
-    units=8,
-    num_copies=3,
-    seed=99,
-    kernel_initializer="random_normal",
-    gate_bias_initializer="zeros",
-    candidate_bias_initializer="ones",
-    kernel_regularizer="l2",
-    bias_regularizer="l1",
-)
+AM_GRU_CONFIG = dict(units=8, num_copies=3, seed=99, kernel_regularizer="l2", bias_regularizer="l1")
+AM_GRU_CONFIG |= dict(kernel_initializer="random_normal", gate_bias_initializer="zeros")
+AM_GRU_CONFIG |= dict(candidate_bias_initializer="ones")
 
 
 class AssociativeGRUCellTest(LayerTestCase):

@@ -22,15 +22,10 @@ class HeapCacheAttentionTest(LayerTestCase):
     layer_cls = HeapCacheAttention
 
     def test_layer_behaviors(self):
-        self.run_layer_test(
-            HeapCacheAttention,
-            {"cache_size": 3, "attention_units": 2, "query": "additive"},
-            input_shape=(2, 4),
-            expected_output_shape=(2, 4),
-            expected_num_trainable_weights=4,
-            expected_num_non_trainable_weights=1,
-            supports_masking=False,
-        )
+        init_kwargs = {"cache_size": 3, "attention_units": 2, "query": "additive"}
+        shapes = dict(input_shape=(2, 4), expected_output_shape=(2, 4), supports_masking=False)
+        weights = dict(expected_num_trainable_weights=4, expected_num_non_trainable_weights=1)
+        self.run_layer_test(HeapCacheAttention, init_kwargs, **shapes, **weights)
 
     def test_journey(self, tmp_path):
         build = lambda e: HeapCacheAttention(4, 3)(keras_lstm(8)(e))  # noqa: E731

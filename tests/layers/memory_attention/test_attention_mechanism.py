@@ -42,13 +42,9 @@ class AttentionMechanismTest(LayerTestCase):
         self.run_journey_test("pair", _attend_with_a_mechanism, tmp_path)
 
     def test_layer_behaviors_specs_config_and_flags(self):
-        self.run_layer_test(
-            layer_cls=_mechanism,
-            input_shape={"query_shape": (2, 4), "memory_shape": (2, 6, 8)},
-            expected_output_shape=((2, 8), (2, 6)),
-            expected_num_trainable_weights=2,
-            run_training_check=False,
-        )
+        shapes = {"query_shape": (2, 4), "memory_shape": (2, 6, 8)}
+        checks = dict(expected_output_shape=((2, 8), (2, 6)), expected_num_trainable_weights=2)
+        self.run_layer_test(_mechanism, input_shape=shapes, run_training_check=False, **checks)
         memory = np.random.default_rng(3).normal(size=(BATCH, LENGTH, 8)).astype("float32")
         self.run_output_spec_test(_mechanism, (BATCH, 5), memory=memory)
         assert _mechanism().compute_output_shape((None, 4), (2, 6, 8)) == ((2, 8), (2, 6))

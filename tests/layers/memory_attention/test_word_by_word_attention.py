@@ -37,10 +37,8 @@ class WordByWordAttentionTest(LayerTestCase):
 
     def test_layer_behaviors(self):
         cell = functools.partial(_cell, memory_dim=8)
-        self.run_layer_test(
-            **keras_checks_of(cell, own_weights=5, return_sequences=True),
-            expected_output_shape=(2, 3, 4),
-        )
+        checks = keras_checks_of(cell, own_weights=5, return_sequences=True)
+        self.run_layer_test(**checks, expected_output_shape=(2, 3, 4))
 
     def test_journey(self, tmp_path):
         self.run_journey_test("pair", _premise_then_hypothesis, tmp_path)
