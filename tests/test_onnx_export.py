@@ -16,7 +16,8 @@ from tests.support import BACKEND
 from tests.test_files_between_backends import prepared_model
 from tests.test_layer_test_case import exported_layers
 
-pytestmark = pytest.mark.skipif(BACKEND != "torch", reason="the ONNX files of Keras on torch")
+if BACKEND != "torch":
+    pytest.skip("the ONNX files of Keras on torch", allow_module_level=True)
 FIXED_STEPS = ("snli-fixed_length", "step_model", "last_word-cache")
 
 
