@@ -2,7 +2,7 @@
 Runtime give the model's outputs (float32, 1e-5): the journey model of every exported layer
 (tests/layer_test_case.py: padded inputs, so that the masked paths are exported) and the models
 that run a set number of steps (the fixed-length SNLI model, a language model's step model, the
-last-word model with a filled heap cache).
+last-word model with a filled heap cache, the masked window layers over one step).
 
 Keras on torch traces a model at batch size 1 and its inputs' sequence lengths, its time loops
 unrolled; the files run here at a larger batch. On TensorFlow and JAX, Keras converts through
@@ -15,16 +15,26 @@ import pytest
 from tests.support import BACKEND
 from tests.test_files_between_backends import prepared_model
 from tests.test_layer_test_case import exported_layers
+from tf_memlayers.layers import NGramConcat, SlidingWindowAttention
 
 if BACKEND != "torch":
     pytest.skip("the ONNX files of Keras on torch", allow_module_level=True)
 FIXED_STEPS = ("snli-fixed_length", "step_model", "last_word-cache")
 
 
-@pytest.mark.parametrize("name", [*(c.__name__ for c in exported_layers()), *FIXED_STEPS])
+def one_step():
+    """The masked window layers over sequences of one step (traced at batch 1: one element)."""
+    tokens = keras.Input((1,), dtype="int32")
+    embedded = keras.layers.Embedding(20, 6, mask_zero=True)(tokens)
+    outputs = NGramConcat(3, 4)(SlidingWindowAttention(window=2)(embedded))
+    return keras.Model(tokens, outputs), np.array([[3], [0], [5]], "int32"), None
+
+
+@pytest.mark.parametrize("name", [*(c.__name__ for c in exported_layers()), *FIXED_STEPS, "one"])
 def test_the_onnx_file_gives_the_model_outputs(tmp_path, name):
+    pytest.importorskip("onnxscript", reason="PyTorch's ONNX exporter needs onnx and onnxscript")
     runtime = pytest.importorskip("onnxruntime", reason="ONNX Runtime is not installed")
-    model, inputs, _ = prepared_model(name)
+    model, inputs, _ = one_step() if name == "one" else prepared_model(name)
     expected = keras.tree.flatten(model(inputs))
     model.export(tmp_path / "model.onnx", format="onnx", verbose=False)
     session = runtime.InferenceSession(tmp_path / "model.onnx")

@@ -41,6 +41,11 @@ def _gather_steps(values, indices):
 def _permuted_steps(values, indices):
     """``out[b, indices[b, t]] = values[b, t]`` where each row of ``indices`` is a permutation
     of ``0 .. T - 1``: the inverse of `_gather_steps` by the same permutation, ``[B, T]``."""
+    if values.shape[1] == 1:
+        # The only permutation of one step. (Torch's ONNX export traces a model at batch size
+        # 1, where the scatter of a single element is recorded as a reshape to a scalar,
+        # which no other batch size fits.)
+        return values
     steps = ops.cast(ops.shape(values)[1], "int32")
     rows = ops.cumsum(ops.ones_like(indices[:, :1]), axis=0) - 1
     flat_indices = ops.reshape(indices + rows * steps, (-1, 1))
