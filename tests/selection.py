@@ -32,8 +32,9 @@ SHARED = (
 
 # The tests of what else the package runs without TensorFlow: the cache episodes' callback, the
 # loss, the metric and the regularizer, the import, the pages' and docstrings' examples, the
-# model builders, `.keras` files between backends and of 0.1 and 0.2, Keras's own tests with
-# ours in their place, training on several devices, the GPU run's rehearsal, the speed harness.
+# model builders, `.keras` files between backends and of 0.1 and 0.2, ONNX files on torch,
+# Keras's own tests with ours in their place, training on several devices, the GPU run's
+# rehearsal, the speed harness.
 WITHOUT_TENSORFLOW = (
     "callbacks/test_cache_episodes_callback.py",
     "benchmarks/test_gpu_run.py",
