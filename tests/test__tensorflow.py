@@ -16,7 +16,7 @@ def test_without_tensorflow_the_error_names_the_part_that_needs_it(monkeypatch):
     message = str(error)
     assert message.startswith("the fused AM-GRU loop needs TensorFlow, which is not installed.")
     assert "`pip install tensorflow`" in message
-    assert "its layers, cells, model builders and step model" in message
+    assert "step model and `generate`, and the callbacks StateResetCallback" in message
     # The import's own error stays attached, for the traceback.
     assert isinstance(error.__cause__, ModuleNotFoundError) and error.__cause__.name == "tensorflow"
 

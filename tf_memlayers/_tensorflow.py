@@ -27,8 +27,9 @@ def require_tensorflow(what):
         raise ModuleNotFoundError(
             f"{what} needs TensorFlow, which is not installed. Install it "
             "(`pip install tensorflow`), or, on another Keras backend, use the parts of "
-            "tf_memlayers that need no TensorFlow: its layers, cells, model builders and "
-            "step model.",
+            "tf_memlayers that need no TensorFlow: its layers, cells, model builders, step "
+            "model and `generate`, and the callbacks StateResetCallback and "
+            "CacheEpisodesCallback.",
             name="tensorflow",
         ) from error
     return tensorflow
