@@ -280,7 +280,9 @@ class HeapCacheAttention(keras.layers.Layer):
         replica writes the same cache. On another backend the same `keras.ops` code runs as is.
         Called eagerly, the write is compiled once per shape and dtype of the cache, its
         kernel and the batch (as XLA and ``jax.jit`` compile per shape), for all the layers of
-        the process: a new shape waits for one compilation.
+        the process: a new shape waits for one compilation. Inside a step of your own compiled
+        with ``jax.jit``, call it in a `keras.StatelessScope` that maps the cache to the value
+        the step carries, and read the written cache back from the scope (docs/heap_cache.rst).
 
         A candidate with a NaN or infinite entry (a diverged step's state) is skipped: it
         scores ``-inf``, like an empty slot, never enters the cache under either policy and
