@@ -119,6 +119,6 @@ def test_import_registers_every_class_and_the_layers_import_alone(backend):
         ("tf_memlayers.callbacks.write_heatmap", "TensorBoard summaries"),
         ("tf_memlayers.callbacks.WindowAttentionCallback", "TensorBoard summaries"),
         ("tf_memlayers.training", "tf_memlayers.training"),
-        ("tf_memlayers.ops.associative_gru_loop", "fused AM-GRU loop"),
+        ("tf_memlayers.ops.associative_gru_loop", "loop (tf_memlayers.ops.associative_gru_loop)"),
     ):
         assert "needs TensorFlow" in modules[name] and part in modules[name], modules[name]

@@ -16,10 +16,12 @@ unmasked step), or zeros with ``zero_output_for_mask`` — the semantics of `ker
 import os
 
 from tf_memlayers._tensorflow import require_tensorflow
-from tf_memlayers.ops import holographic
-from tf_memlayers.ops.associative_gru_passes import backward_loop, forward_loop
 
+# Before the passes' import, which asks for TensorFlow too: the error names this module.
 tf = require_tensorflow("the fused AM-GRU loop (tf_memlayers.ops.associative_gru_loop)")
+
+from tf_memlayers.ops import holographic  # noqa: E402
+from tf_memlayers.ops.associative_gru_passes import backward_loop, forward_loop  # noqa: E402
 
 _compiled = {}
 
