@@ -23,13 +23,14 @@ def split_reference(h, mode, sizes):
 
 
 def window_attention_reference(
-    h, weights, mode, sizes, window, pad="mask", mask=None, memory=None, reset=None
+    h, weights, mode, sizes, window, pad="mask", mask=None, memory=None, reset=None, score=None
 ):
     """Outputs ``[B, T, units]``, attention ``[B, T, L]`` and each row's final history of the
     RNN outputs ``h`` ``[B, T, W]``, from ``memory`` (per row L ``(key, value, valid)``, oldest
-    first); at a valid step where ``reset`` ``[B, T]`` is true the history starts empty."""
+    first); at a valid step where ``reset`` ``[B, T]`` is true the history starts empty.
+    ``score(keys W^Y, k W^h)`` replaces eq. (2)'s logits where given."""
     B, T, _ = h.shape
-    WY, Wh, w = weights["memory_kernel"], weights["query_kernel"], weights["score_vector"]
+    WY, Wh, w = weights["memory_kernel"], weights["query_kernel"], weights.get("score_vector")
     Wr, Wx = weights["context_kernel"], weights["predict_kernel"]
     b_m, b_o = weights.get("memory_bias", 0.0), weights.get("output_bias", 0.0)
     empty = [(np.zeros(WY.shape[0]), np.zeros(Wr.shape[0]), 0.0)] * window  # (key, value, valid)
@@ -47,8 +48,11 @@ def window_attention_reference(
             keys = np.stack([item[0] for item in recent])
             values = np.stack([item[1] for item in recent])
             valid = np.array([item[2] for item in recent]) > 0.5
-            M = np.tanh(keys @ WY + k @ Wh + b_m)  # eq. (2), one row per window position
-            alpha = masked_softmax(M @ w, valid if pad == "mask" else None)
+            if score is None:
+                logits = np.tanh(keys @ WY + k @ Wh + b_m) @ w  # eq. (2), a row per position
+            else:
+                logits = score(keys @ WY, k @ Wh)
+            alpha = masked_softmax(logits, valid if pad == "mask" else None)
             r = alpha @ values  # eq. (4)
             outputs[b, t] = np.tanh(r @ Wr + p @ Wx + b_o)  # eq. (5)
             attention[b, t] = alpha

@@ -90,6 +90,8 @@ def test_cells_match_the_original_step_in_float64(units, copies, seed, dual_key,
     record = []
     if dual_key is None:
         cell = AssociativeGRUCell(units, **options)
+        assert cell.permutations == tuple(map(tuple, perms))  # read-only, the step's
+        pytest.raises(AttributeError, setattr, cell, "permutations", perms[::-1])
         outputs, memory, last = run_premise(cell, xs, w)
         ref_outputs, ref_memory = reference_run(xs, zeros, zeros_out, w, perms, record=record)
         np.testing.assert_allclose(as_numpy(last), ref_outputs[:, -1], atol=1e-10, rtol=0)
@@ -166,7 +168,7 @@ def test_retrieval_noise_shrinks_with_more_copies():
         for _ in range(trials):
             keys = np.exp(1j * rng.uniform(0, 2 * np.pi, size=(items, m)))  # |k| = 1
             values = rng.normal(size=(items, m)) + 1j * rng.normal(size=(items, m))
-            re, im = cell.key_copies(*(ops.convert_to_tensor(k) for k in (keys.real, keys.imag)))
+            re, im = cell._key_copies(*(ops.convert_to_tensor(k) for k in (keys.real, keys.imag)))
             copied = as_numpy(re) + 1j * as_numpy(im)  # [items, copies, m]
             memory = (copied * values[:, None]).sum(axis=0)
             read = (np.conj(copied[0]) * memory).mean(axis=0)

@@ -119,6 +119,7 @@ def test_generic_cell_matches_equations_8_to_12(float64_policy, make_cell, index
     xs = rng.normal(size=(2, 5, 4))
     cell = AssociativeMemoryCell(make_cell(), num_copies=copies, **options)
     assert cell.memory_state_index == index
+    pytest.raises(AttributeError, setattr, cell, "permutations", cell.permutations[::-1])
     if "memory_state_index" in options:
         assert cell.state_size == [4 * copies, 4, 4]
     layer = keras.layers.RNN(cell, return_sequences=True, return_state=True)

@@ -314,6 +314,40 @@ def test_cell_and_parallel_forms_agree_forward_and_gradients(config, pad, masked
     assert_twins_agree(window_twins(*config, pad=pad, resettable=reset), masked, reset)
 
 
+class ScaledDotScores:
+    """A score of one's own: the scaled dot product of the projected keys and query."""
+
+    def build_scores(self, attention_units):
+        pass  # no weight
+
+    def scores(self, window_keys, query):
+        products = ops.sum(window_keys * ops.expand_dims(query, -2), axis=-1)
+        return products / window_keys.shape[-1] ** 0.5
+
+
+register = keras.saving.register_keras_serializable(package="tests")
+DotWindow = register(type("DotWindow", (ScaledDotScores, SlidingWindowAttention), {}))
+DotWindowCell = register(type("DotWindowCell", (ScaledDotScores, SlidingWindowAttentionCell), {}))
+
+
+@pytest.mark.usefixtures("float64_policy")
+def test_a_subclass_scoring_its_own_way_is_both_forms_score_saved_and_loaded(tmp_path):
+    twins = build_twins(DotWindow, DotWindowCell, 3, mode="key_value")
+    assert_twins_agree(twins, masked=True)
+    layer = twins[1]
+    weights = {w.path.split("/")[-1]: as_numpy(w) for w in layer.weights}
+    assert "score_vector" not in weights and len(weights) == 4
+    x, mask = attention_inputs(), holes_and_right_padding(steps=12)
+    want = window_attention_reference(
+        x, weights, "key_value", (6, 6), 3, mask=mask, score=lambda k, q: k @ q / len(q) ** 0.5
+    )[0]
+    assert_close(layer(x, mask=mask), want, 1e-10)
+    keras.Sequential([keras.Input((None, 12)), layer]).save(tmp_path / "dot.keras")
+    loaded = keras.saving.load_model(tmp_path / "dot.keras").layers[-1]
+    assert type(loaded) is DotWindow and not hasattr(loaded, "score_vector")
+    assert_close(loaded(x, mask=mask), want, 1e-10)
+
+
 @pytest.mark.parametrize("mode,sizes", [("attention", None), ("key_value_predict", (6, 4, 2))])
 @pytest.mark.usefixtures("float64_policy")
 def test_loop_cache_gives_the_plain_steps_outputs_states_and_gradients(monkeypatch, mode, sizes):

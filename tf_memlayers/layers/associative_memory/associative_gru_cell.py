@@ -182,13 +182,19 @@ class AssociativeGRUCell(RecomputedWithItsLayer, keras.layers.Layer):
         self.bias_regularizer = check.check_keras_object(
             "bias_regularizer", bias_regularizer, owner
         )
-        self.permutations = holographic.make_permutations(
-            self.units // 2, self.num_copies, self.seed
-        )
-        self._permutation_matrix = holographic.permutation_constant(self.permutations)
+        drawn = holographic.make_permutations(self.units // 2, self.num_copies, self.seed)
+        self._permutations = tuple(map(tuple, drawn))
+        self._permutation_matrix = holographic.permutation_constant(self._permutations)
         object.__setattr__(self, "_step_kernels", None)  # see `_stepping_on_projections`
         self.state_size = [self.units * self.num_copies, self.units]
         self.output_size = self.units * (3 if self.return_retrievals else 1)
+
+    @property
+    def permutations(self):
+        """The copies' permutations: ``num_copies`` tuples of ``units / 2`` indices, copy 0 the
+        identity, drawn from ``seed`` (another ``seed`` gives others). Read-only: every path
+        of the cell and its layer's fused loops permutes by them."""
+        return self._permutations
 
     def build(self, input_shape):
         input_dim = check.check_last_dim("inputs", input_shape, type(self).__name__)
@@ -224,7 +230,7 @@ class AssociativeGRUCell(RecomputedWithItsLayer, keras.layers.Layer):
     # activations ``[x, h]`` and ``[x, r*h]``, so no weight is sliced or concatenated per step
     # (that would copy it, and pad its gradient, at every step of the loop).
 
-    def key_copies(self, key_re, key_im):
+    def _key_copies(self, key_re, key_im):
         """Key halves → the bounded permuted copies ``K_c`` (eqs. 4, 9-10).
 
         Args:

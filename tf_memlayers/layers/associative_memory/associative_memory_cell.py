@@ -134,10 +134,16 @@ class AssociativeMemoryCell(RecomputedWithItsLayer, keras.layers.Layer):
         self.output_size = self._cell_output_size + (
             2 * self.memory_units if self.return_retrievals else 0
         )
-        self.permutations = holographic.make_permutations(
-            self.memory_units // 2, self.num_copies, self.seed
-        )
-        self._permutation_matrix = holographic.permutation_constant(self.permutations)
+        drawn = holographic.make_permutations(self.memory_units // 2, self.num_copies, self.seed)
+        self._permutations = tuple(map(tuple, drawn))
+        self._permutation_matrix = holographic.permutation_constant(self._permutations)
+
+    @property
+    def permutations(self):
+        """The copies' permutations: ``num_copies`` tuples of half the memory's width in
+        indices, copy 0 the identity, drawn from ``seed`` (another ``seed`` gives others).
+        Read-only: every path of the cell permutes by them."""
+        return self._permutations
 
     def build(self, input_shape):
         input_dim = check.check_last_dim("inputs", input_shape, type(self).__name__)

@@ -399,8 +399,12 @@ class AttentionMechanism(ScoredAttention, keras.layers.Layer):
     ``attend(query, memory, keys, memory_mask, previous, training, noise)``, which returns
     ``(context, weights)`` as a call does. A subclass changes the attention by overriding
     ``attend`` (and ``memory_keys`` if its keys differ); `AttentionRNN` then runs it step by
-    step. Register it (`keras.saving.register_keras_serializable`) so that a ``.keras`` file
-    rebuilds it.
+    step. Its weights go in ``build_scores(query, memory_dim)``, which ``build`` calls with the
+    query's and the memory's widths and which makes the built-in ``score``'s weights: an
+    override makes the subclass's instead (none unused). ``build`` checks the widths for
+    ``score="dot"`` only; a subclass whose query and memory differ in width passes another
+    ``score``. Register it (`keras.saving.register_keras_serializable`) so that a ``.keras``
+    file rebuilds it.
 
     Args:
         score: ``"additive"``, ``"dot"`` or ``"general"``. Default: ``"additive"``.

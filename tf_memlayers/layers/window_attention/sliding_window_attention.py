@@ -51,6 +51,15 @@ class SlidingWindowAttention(WindowAttentionMechanism, MemorySequenceLayer):
     (:math:`w`), `context_kernel` (:math:`W^r`), `predict_kernel` (:math:`W^x`), and with
     `use_bias` `memory_bias`, `output_bias`.
 
+    Another score: the logits :math:`w^T M_t` come from one method, ``scores(window_keys,
+    query)`` (the window's keys projected by :math:`W^Y`, ``[..., L, a]``, and the query
+    projected by :math:`W^h`, ``[..., a]``, to logits ``[..., L]``), whose weights
+    ``build_scores(attention_units)`` creates. A subclass that overrides them (a scaled dot
+    product, say, with no weight) changes the attention of this layer, of
+    `SlidingWindowAttentionCell` given the same methods, and of their step models; registered
+    (`keras.saving.register_keras_serializable`), it saves and loads. The window attention
+    page shows one.
+
     Args:
         window: Positive integer, the window length L: the number of previous outputs
             attended over.
@@ -303,9 +312,12 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
     "nothing attended yet", so `stateful=True`, `reset_state()`, `return_state`,
     `go_backwards`, `keras.layers.Bidirectional` and step-by-step generation work as with
     any cell. At a masked step `keras.layers.RNN` copies the state forward: the step is never
-    written to the window.
+    written to the window. (On JAX, give that loop ``zero_output_for_mask=True`` with a mask,
+    or use `ResettableRNN`: the backends page says why.)
 
-    The same weights as `SlidingWindowAttention`, which computes the same outputs in parallel.
+    The same weights as `SlidingWindowAttention`, which computes the same outputs in parallel,
+    and the same score: a subclass of either that overrides ``scores`` and ``build_scores``
+    scores the window its own way (the window attention page shows one).
 
     Args:
         cell: A Keras RNN cell (e.g. `keras.layers.LSTMCell`) whose output is h_t.

@@ -83,7 +83,8 @@ class WindowAttentionMechanism:
     constructor arguments (``window``, ``mode``, ``sizes``, ``attention_units``, ``units``,
     ``pad``, ``use_bias``, ``kernel_initializer``, ``bias_initializer``; documented on those
     classes) to its initialisation. It defines the weights W^Y, W^h, w, W^r, W^x (and the
-    optional biases), eqs (2)-(5), and the flat memory ``[keys | values | validity]``.
+    optional biases), eqs (2)-(5), and the flat memory ``[keys | values | validity]``. Its
+    public methods `scores` and `build_scores` are the score a subclass may replace.
     """
 
     def _init_attention(
@@ -138,7 +139,7 @@ class WindowAttentionMechanism:
 
         self.memory_kernel = kernel("memory_kernel", (key_size, attention))
         self.query_kernel = kernel("query_kernel", (key_size, attention))
-        self.score_vector = kernel("score_vector", (attention,))
+        self.build_scores(attention)
         self.context_kernel = kernel("context_kernel", (value_size, self.output_units))
         self.predict_kernel = kernel("predict_kernel", (predict_size, self.output_units))
         if self.use_bias:
@@ -148,6 +149,43 @@ class WindowAttentionMechanism:
             self.output_bias = self.add_weight(
                 name="output_bias", shape=(self.output_units,), initializer=self.bias_initializer
             )
+
+    def build_scores(self, attention_units):
+        """Creates the weights of the score (`scores`): eq. (2)'s vector ``w``
+        (`score_vector`).
+
+        With ``use_bias`` the layer adds the bias ``b`` inside the tanh (`memory_bias`) after
+        its other weights. A subclass that scores otherwise creates its own weights here,
+        or none.
+
+        Args:
+            attention_units: Integer ``a``, the width of the projected keys and query.
+        """
+        self.score_vector = self.add_weight(
+            name="score_vector",
+            shape=(attention_units,),
+            initializer=for_one_weight(self.kernel_initializer),
+        )
+
+    def scores(self, window_keys, query):
+        r"""Eq. (2): the logit :math:`w^T \tanh(W^Y y_i + W^h h_t + b)` of each window position.
+
+        Eq. (3)'s softmax over the valid positions follows. Both forms, their step models and
+        their streams of documents score through this method: a subclass that overrides it
+        (with `build_scores` for its weights) changes the attention everywhere.
+
+        Args:
+            window_keys: Tensor ``[..., L, a]``, the window's keys projected by ``W^Y``
+                (`memory_kernel`), oldest position first.
+            query: Tensor ``[..., a]``, the current key projected by ``W^h`` (`query_kernel`).
+
+        Returns:
+            Tensor ``[..., L]``, the logits.
+        """
+        pre_activation = window_keys + ops.expand_dims(query, -2)
+        if self.use_bias:
+            pre_activation = pre_activation + self.memory_bias
+        return dot_last_axis(ops.tanh(pre_activation), self.score_vector)
 
     def _key_value_predict_sizes(self):
         return key_value_predict_sizes(self.mode, self.piece_sizes)
@@ -196,13 +234,9 @@ class WindowAttentionMechanism:
         return ops.concatenate(parts, axis=-1)
 
     def _window_alpha(self, window_keys, query, window_valid):
-        """Eqs (2)-(3): ``window_keys`` ``[..., L, a]`` already projected by W^Y, ``query``
-        ``[..., a]`` projected by W^h. Returns alpha ``[..., L]`` (float32 under a mixed
-        precision policy)."""
-        pre_activation = window_keys + ops.expand_dims(query, -2)
-        if self.use_bias:
-            pre_activation = pre_activation + self.memory_bias
-        scores = dot_last_axis(ops.tanh(pre_activation), self.score_vector)
+        """Eqs (2)-(3): `scores`, then their softmax over the valid positions. Returns alpha
+        ``[..., L]`` (float32 under a mixed precision policy)."""
+        scores = self.scores(window_keys, query)
         return window_softmax(scores, None if self.pad == "zeros" else window_valid)
 
     def _attend(self, window_keys, query, window_values, window_valid):
