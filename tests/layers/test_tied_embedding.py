@@ -31,10 +31,13 @@ class TiedEmbeddingTest(LayerTestCase):
 
     def test_config_and_output_spec(self):
         config = dict(input_dim=6, output_dim=4, output_bias_initializer="ones", mask_zero=True)
-        self.run_config_test(TiedEmbedding, **config, name="tied")
-        make = lambda dtype: TiedEmbedding(6, 4, dtype=dtype)  # noqa: E731
-        self.run_output_spec_test(make, (2, 3), input_dtype="int32")
-        self.run_output_spec_test(make, (2, 3, 4), reverse=True)
+        self.run_config_test(TiedEmbedding, **config, reverse_dtype="float32", name="tied")
+        for logits in (None, "float32"):  # float32 logits under mixed_float16 too
+            make = lambda p, d=logits: TiedEmbedding(6, 4, dtype=p, reverse_dtype=d)  # noqa: E731
+            self.run_output_spec_test(make, (2, 3), input_dtype="int32")
+            self.run_output_spec_test(make, (2, 3, 4), reverse=True)
+        msg = "TiedEmbedding: `reverse_dtype` must be one of 'float16', 'bfloat16', 'float32'"
+        pytest.raises(ValueError, TiedEmbedding, 6, 4, reverse_dtype="int32").match(msg)
 
 
 def test_reverse_uses_the_embedding_matrix_and_bias_and_ids_are_masked_as_keras_embeddings():

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tests.language_models import FORMS, KINDS, language_model
+from tests.layer_test_case import dtype_policy
 from tests.pair_encoders import snli_model
 from tests.support import BACKEND, as_numpy, assert_close, count_train_step_traces
 from tf_memlayers import SlidingWindowAttention
@@ -131,6 +132,18 @@ def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
     expected = _outputs(model, inputs)
     assert expected.shape == (2, 5, VOCAB)
     np.testing.assert_allclose(_outputs(loaded, inputs), expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("tie_weights", [False, True])
+def test_language_model_and_step_model_logits_are_float32_under_a_mixed_policy(tie_weights):
+    with dtype_policy("mixed_float16"):
+        lm = build_language_model(VOCAB, None, units=6, embedding_dim=6, stateful=False,
+                                  sequence_length=None, tie_weights=tie_weights)  # fmt: skip
+    step = build_step_model(lm)
+    logits, *state = step([np.ones((2, 1), "int32"), *initial_step_state(step, 2)])
+    dtypes = [keras.backend.standardize_dtype(x.dtype) for x in (logits, *state)]
+    assert dtypes == ["float32", "float16", "float16"] and lm.output.dtype == "float32"
+    assert keras.backend.standardize_dtype(lm(np.ones((2, 3), "int32")).dtype) == "float32"
 
 
 # Keras creates a stateful `keras.layers.RNN`'s states outside its tracked variables

@@ -6,7 +6,15 @@ import keras
 import numpy as np
 from keras import ops
 
-from tf_memlayers._validation import check_bool, check_int, check_keras_object, check_width
+from tf_memlayers._validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_keras_object,
+    check_width,
+)
+
+FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 # The `TiedEmbedding` calls running in each thread: ``(layer, reverse)``, innermost last.
 _RUNNING = threading.local()
@@ -38,6 +46,10 @@ class TiedEmbedding(keras.layers.Embedding):
         weights: Optional initial value of the embedding matrix ``E`` (or a list holding
             it), as in `keras.layers.Embedding`; ``b`` starts from its initializer.
             Default: `None`.
+        reverse_dtype: Optional float dtype in which the ``reverse=True`` logits are
+            computed and returned, e.g. `"float32"` under a mixed-precision policy, whose
+            float16 logits would feed the softmax (keras-hub's ``ReversibleEmbedding`` has
+            the same argument). Default: `None` (the layer's compute dtype).
         **kwargs: Other `keras.layers.Embedding` arguments (``mask_zero``,
             ``embeddings_regularizer``, ``lora_rank``, ``name``, ``dtype``, ...). A quantized
             ``dtype`` (``"int8_from_float32"``, ...) is refused: the layer is not quantized.
@@ -68,9 +80,17 @@ class TiedEmbedding(keras.layers.Embedding):
         embeddings_initializer="uniform",
         output_bias_initializer="zeros",
         weights=None,
+        reverse_dtype=None,
         **kwargs,
     ):
         input_dim = check_int("input_dim", input_dim, 1, "TiedEmbedding")
+        if reverse_dtype is not None:
+            try:  # "float32", np.float32, ... as one name
+                reverse_dtype = keras.backend.standardize_dtype(reverse_dtype)
+            except (TypeError, ValueError):
+                pass  # refused below, by the name it was given
+            reverse_dtype = check_choice("reverse_dtype", reverse_dtype, FLOATS, "TiedEmbedding")
+        self.reverse_dtype = reverse_dtype
         output_dim = check_int("output_dim", output_dim, 1, "TiedEmbedding")
         super().__init__(
             input_dim, output_dim, embeddings_initializer=embeddings_initializer, **kwargs
@@ -131,9 +151,13 @@ class TiedEmbedding(keras.layers.Embedding):
             return super().call(inputs)
         # Keras's Embedding does not cast its inputs (ids); vectors are cast here, so that
         # float32 vectors give the policy's logits as float16 ones do.
-        inputs = ops.cast(inputs, self.compute_dtype)
-        kernel = ops.transpose(ops.cast(self.embeddings, self.compute_dtype))
-        return ops.matmul(inputs, kernel) + ops.cast(self.output_bias, self.compute_dtype)
+        dtype = self._reverse_dtype()
+        inputs = ops.cast(inputs, dtype)
+        kernel = ops.transpose(ops.cast(self.embeddings, dtype))
+        return ops.matmul(inputs, kernel) + ops.cast(self.output_bias, dtype)
+
+    def _reverse_dtype(self):
+        return self.reverse_dtype or self.compute_dtype
 
     def __call__(self, inputs, *args, **kwargs):
         # Keras asks `compute_mask` for the output's mask with the inputs alone; whether they
@@ -160,10 +184,12 @@ class TiedEmbedding(keras.layers.Embedding):
 
     def compute_output_spec(self, inputs, reverse=False):
         shape = self.compute_output_shape(inputs.shape, reverse)
-        return keras.KerasTensor(shape, dtype=self.compute_dtype)
+        dtype = self._reverse_dtype() if reverse else self.compute_dtype
+        return keras.KerasTensor(shape, dtype=dtype)
 
     def get_config(self):
         config = super().get_config()
+        config["reverse_dtype"] = self.reverse_dtype
         config["output_bias_initializer"] = keras.initializers.serialize(
             self.output_bias_initializer
         )

@@ -23,6 +23,7 @@ Perplexity is exp(mean negative log-likelihood over all target tokens); with pad
 zero sample weights, the `Perplexity` metric computes exactly that over a whole split.
 """
 
+import functools
 import inspect
 
 import keras
@@ -235,7 +236,8 @@ def build_language_model(
 
     Returns:
         A `keras.Model` with the token ids as input and the logits (followed by the memory
-        layer's other outputs, if it has any) as output.
+        layer's other outputs, if it has any) as output; the logits in float32 under a
+        mixed-precision policy (`keras.config.set_dtype_policy`), as Keras advises.
 
     Raises:
         TypeError: If an argument has the wrong type (``memory`` a cell instead of a function
@@ -289,8 +291,14 @@ def build_language_model(
         cell = _lstm_cell(units, init, forget_bias, recurrent_dropout, "lstm_cell")
         return ResettableRNN(cell, return_sequences=True, stateful=stateful, name=name)
 
-    embedding_type = TiedEmbedding if tie_weights else keras.layers.Embedding
-    embedding = embedding_type(
+    # The logits in float32 under a mixed-precision policy (float16 ones would feed the
+    # softmax), in the policy's dtype otherwise.
+    policy = keras.config.dtype_policy()
+    logits_dtype = policy.variable_dtype if policy.compute_dtype != policy.variable_dtype else None
+    embedding = keras.layers.Embedding
+    if tie_weights:
+        embedding = functools.partial(TiedEmbedding, reverse_dtype=logits_dtype)
+    embedding = embedding(
         vocabulary_size, embedding_dim, embeddings_initializer=init, name="embedding"
     )
     x = _dropout(embedding(tokens), dropout, variational_dropout, "embedding_dropout")
@@ -334,7 +342,9 @@ def build_language_model(
     if tie_weights:
         logits = embedding(x, reverse=True)
     else:
-        logits = keras.layers.Dense(vocabulary_size, kernel_initializer=init, name="softmax")(x)
+        logits = keras.layers.Dense(
+            vocabulary_size, kernel_initializer=init, dtype=logits_dtype, name="softmax"
+        )(x)
     outputs = [logits, *extra_outputs] if extra_outputs else logits
     inputs = tokens if reset is None else {"tokens": tokens, "reset": reset}
     return keras.Model(inputs, outputs, name=name or "language_model")
