@@ -17,10 +17,6 @@ def permutations(m, copies, seed=123):
     return perms
 
 
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 def bound(z):
     return z / np.maximum(1.0, np.abs(z))
 
@@ -56,7 +52,7 @@ def gates_and_candidate(w, x, h, h2=None):
     gate_pre = np.concatenate([x, h], 1) @ w["gate"] + w["gate_bias"]
     if h2 is not None:
         gate_pre = gate_pre + h2 @ w["dual_gate"]
-    gates = _sigmoid(gate_pre)
+    gates = 1.0 / (1.0 + np.exp(-gate_pre))
     r = gates[:, : h.shape[1]]
     cand_pre = np.concatenate([x, r * h], 1) @ w["candidate"] + w["candidate_bias"]
     if h2 is not None:

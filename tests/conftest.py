@@ -50,7 +50,6 @@ if BACKEND == "tensorflow":
     # computes does not change (tests/test_graph_optimizations.py).
     turn_off_graph_optimizations()
 
-
 # pytester: the test case's own tests run pytest on a toy test class.
 pytest_plugins = ("pytester",)
 

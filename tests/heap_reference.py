@@ -8,9 +8,7 @@ from tests.window_reference import masked_softmax
 
 def score(vector, kernel, score_vector):
     """`-inf` for an all-zero vector, else `tanh(a @ Wc) @ vc` (fill_model.py:243-247)."""
-    if not np.any(vector):
-        return -np.inf
-    return np.tanh(vector @ kernel) @ score_vector
+    return np.tanh(vector @ kernel) @ score_vector if np.any(vector) else -np.inf
 
 
 def maintain_cache(cache, kernel, score_vector, index=0):

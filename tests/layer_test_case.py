@@ -68,9 +68,8 @@ def flags_of(layer_cls):
 
 def _shape_list(shapes):
     """A `compute_output_shape` result as a list of tuples."""
-    if isinstance(shapes[0], (int, type(None))):
-        return [tuple(shapes)]
-    return [tuple(shape) for shape in shapes]
+    one = isinstance(shapes[0], (int, type(None)))
+    return [tuple(shapes)] if one else [tuple(shape) for shape in shapes]
 
 
 def _shapes_and_dtypes(outputs):

@@ -86,9 +86,8 @@ def attention_wrapper_reference(
         if attention_layer == "context":
             return contexts[0]
         joined = np.concatenate([contexts[0], h], -1)
-        if attention_layer == "luong":
-            return np.tanh(joined @ w["attention_kernel"])
-        return attention_layer(joined, w)
+        luong = attention_layer == "luong"
+        return np.tanh(joined @ w["attention_kernel"]) if luong else attention_layer(joined, w)
 
     options = (score, normalize, scale, monotonic_mode, probability_fn)
     args = (x, [memory], [mask], cell_weights, [(w, options)], attention_of, position)

@@ -11,22 +11,18 @@ import numpy as np
 import pytest
 
 REPO_ROOT, BACKEND = pathlib.Path(__file__).resolve().parents[1], keras.backend.backend()
+# The reasons shared by many tests.
+FUSED_LOOP = "fused_loop=True runs tf_memlayers.ops.associative_gru_loop, a TensorFlow op"
+TF_FUNCTION, TF_DISTRIBUTE = "traces the layer with tf.function", "uses a tf.distribute strategy"
+KERAS_MASKED_OUTPUT = (
+    "Keras's RNN on JAX emits the cell's first state at a masked step, and this cell's first "
+    "state is not its output (keras/src/backend/jax/rnn.py); use zero_output_for_mask=True"
+)
 
 
 def tensorflow_only(reason):
     """Marks a test (or, as ``pytestmark``, a module) that needs the TensorFlow backend."""
     return pytest.mark.tensorflow_only(reason=reason)
-
-
-# The reasons shared by many tests.
-FUSED_LOOP = "fused_loop=True runs tf_memlayers.ops.associative_gru_loop, a TensorFlow op"
-TF_FUNCTION, TF_DISTRIBUTE = "traces the layer with tf.function", "uses a tf.distribute strategy"
-
-
-KERAS_MASKED_OUTPUT = (
-    "Keras's RNN on JAX emits the cell's first state at a masked step, and this cell's first "
-    "state is not its output (keras/src/backend/jax/rnn.py); use zero_output_for_mask=True"
-)
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers_tests")
@@ -137,10 +133,8 @@ def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
         # Integer inputs (token ids) take no gradient, nor do non-trainable variables.
         tensors = [keras.ops.convert_to_tensor(x).detach() for x in inputs]
         tensors = [t.requires_grad_(t.is_floating_point()) for t in tensors]
-        loss = loss_fn(*tensors)
-        sources = [v.value for v in variables] + tensors
-        wanted = [s for s in sources if s.requires_grad]
-        target = loss[0] if has_aux else loss
+        loss, sources = loss_fn(*tensors), [v.value for v in variables] + tensors
+        wanted, target = [s for s in sources if s.requires_grad], loss[0] if has_aux else loss
         grads = iter(
             torch.autograd.grad(target, wanted, allow_unused=True)
             if wanted and target.requires_grad
@@ -252,9 +246,8 @@ def all_pairs(*factors, split_by_backend=False):
         rows.append(row)
 
     def value_id(value):
-        if isinstance(value, (tuple, list)):
-            return "_".join(value_id(item) for item in value)
-        return str(value)
+        nested = isinstance(value, (tuple, list))
+        return "_".join(value_id(item) for item in value) if nested else str(value)
 
     return [
         pytest.param(*values, id="-".join(value_id(v) for v in values))

@@ -105,7 +105,6 @@ MODELS = {
     "last_word-cache": lambda rng: _last_word(True, rng),
 }
 
-
 # Without the shared folder, a pass has only its own backend's files.
 OTHERS = [b for b in BACKENDS if b != BACKEND] if os.environ.get(FOLDER_VARIABLE) else []
 

@@ -37,8 +37,7 @@ def test_the_onnx_file_gives_the_model_outputs(tmp_path, name):
     model, inputs, _ = one_step() if name == "one" else prepared_model(name)
     expected = keras.tree.flatten(model(inputs))
     model.export(tmp_path / "model.onnx", format="onnx", verbose=False)
-    session = runtime.InferenceSession(tmp_path / "model.onnx")
-    arrays = keras.tree.flatten(inputs)
+    session, arrays = runtime.InferenceSession(tmp_path / "model.onnx"), keras.tree.flatten(inputs)
     assert min(len(array) for array in arrays) > 1  # a batch other than the traced one
     outputs = session.run(None, {x.name: a for x, a in zip(session.get_inputs(), arrays)})
     assert len(outputs) == len(expected)

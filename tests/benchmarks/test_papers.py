@@ -208,8 +208,7 @@ def test_every_seed_stops_at_its_patience_and_a_rerun_skips_finished_runs(tmp_pa
     argv += "--max-epochs 3 --patience 1 --held-out 0.2 --batch-size 16".split()
     argv += "--seeds 0 1 --variants 0 2".split()
     report = last_word.main(argv)
-    runs = report["runs"]
-    models = ["no attention", "attention + cache 1,000"]
+    runs, models = report["runs"], ["no attention", "attention + cache 1,000"]
     assert [(run["model"], run["seed"]) for run in runs] == [(m, s) for s in (0, 1) for m in models]
     assert report["data"]["held_out_sentences"] == 12 and report["data"]["glove_rows"] == 6
     assert report["data"]["dev_sentences"] == 20 and report["data"]["train_sentences"] == 48

@@ -77,10 +77,10 @@ _CELL_DROPOUT = (
     "trains with `dropout` and `recurrent_dropout`: keras.layers.RNN draws the masks before its "
     "loop only of the cells it knows, not of one inside a ResettableCell (ResettableRNN does)"
 )
+_CELL_TESTS = ("simple_rnn_test", "gru_test", "lstm_test")  # Keras's tests of the cells' layers
 _EMBEDDING_WEIGHTS = "counts weights: TiedEmbedding has one more, the bias of its logits"
 _EMBEDDING_QUANTIZED = "quantizes the layer: TiedEmbedding is not quantized (its docstring)"
 _EMBEDDING_SIZES = "expects Embedding's own errors for bad sizes; TiedEmbedding's name it"
-
 
 # The quantizing tests of `_embedding_skips`: each line a test, then its cases (none: alone).
 _QUANTIZED = """embedding_int8_custom_quantizer
@@ -129,14 +129,10 @@ SUITES = {
     "ResettableCell": Suite(
         ours=ResettableCell,
         keras_class="keras.layers.SimpleRNNCell, GRUCell and LSTMCell",
-        files=(
-            "layers/rnn/simple_rnn_test.py",
-            "layers/rnn/gru_test.py",
-            "layers/rnn/lstm_test.py",
-        ),
+        files=tuple(f"layers/rnn/{name}.py" for name in _CELL_TESTS),
         replaced={
             name: _layers_over_cells(lambda cell, **kw: _KERAS_RNN(ResettableCell(cell), **kw))
-            for name in ("simple_rnn_test", "gru_test", "lstm_test")
+            for name in _CELL_TESTS
         },
         skipped={
             "simple_rnn_test.py::SimpleRNNTest::test_basics": _CELL_DROPOUT,
@@ -224,8 +220,7 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(session, config, items):
     for item in items:
-        module = item.module
-        replaced = {}
+        module, replaced = item.module, {}
         for suite in _suites:
             replaced.update(suite.replaced.get(module.__name__.rsplit(".", 1)[-1], {}))
         if replaced and not isinstance(module.layers, _TestLayers):
@@ -240,14 +235,10 @@ def pytest_collection_modifyitems(session, config, items):
 def pytest_runtest_logstart(nodeid, location):
     global _current
     _current = nodeid
-    _results[nodeid] = {
-        "outcome": "passed",
-        "message": None,
-        "reason": None,
-        "skipped_by": None,
-        "constructions": 0,
-        "ours": SUITES[suite_of(_test_name(nodeid))].ours,
-    }
+    ours = SUITES[suite_of(_test_name(nodeid))].ours
+    _results[nodeid] = dict(
+        outcome="passed", message=None, reason=None, skipped_by=None, constructions=0, ours=ours
+    )
 
 
 def pytest_runtest_logreport(report):

@@ -15,6 +15,8 @@ from tests.support import as_numpy, assert_close
 from tf_memlayers.layers import AssociativeGRU, ConditionalEncoder, DualAssociativeEncoder
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
+STATES = dict(units=4, return_state=True)
+APART = keras.layers.Bidirectional(keras.layers.GRU(**STATES), merge_mode=None)
 # Table 1's stacks of two layers (word-by-word: test_conditional_attention_encoder.py).
 KINDS = ("gru", "am_gru", "dual_am_gru")
 
@@ -249,10 +251,6 @@ def test_a_file_of_0_1_loads_into_the_stack_of_its_layers_and_saves_as_one(kind,
         assert '"kind"' not in archive.read("config.json").decode()
     again = keras.saving.load_model(tmp_path / "again.keras")
     np.testing.assert_allclose(again.predict(inputs, verbose=0), want, rtol=0, atol=1e-6)
-
-
-STATES = dict(units=4, return_state=True)
-APART = keras.layers.Bidirectional(keras.layers.GRU(**STATES), merge_mode=None)
 
 
 @pytest.mark.parametrize(

@@ -131,12 +131,10 @@ _NO_STEPS = ["`sequences` must have at least one time step", "(2, 0, 4)"]
 _WIDTH = ["`inputs`", "width 4", "(2, 5, 6)"]
 _KT = [keras.Input((5, INPUT_DIM)), keras.Input((8,)), keras.Input((3,))]  # symbolic
 
-
 # (the bad call, fragments of its ValueError). The AM-GRU layers check their arguments before
 # choosing a loop; the carried memories' checks are `run_carried_memory_tests`'.
 _am_gru = lambda: AssociativeGRU(4, num_copies=2)  # noqa: E731
 (_MECH := AttentionMechanism(score="general"))(X[:, 0], zeros(2, 3, 5))  # called directly
-
 
 BAD_CALLS = [
     (lambda: _am_gru()(X, mask=np.ones((2, 6), bool)), _MASK),

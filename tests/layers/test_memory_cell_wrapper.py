@@ -56,8 +56,7 @@ def test_wrapped_cell_runs_as_in_keras_rnn(wrapper, make):
 def test_associative_memory_cell_flattens_nested_states_and_needs_no_output_size():
     inputs = np.random.default_rng(1).normal(size=(2, 5, 3)).astype("float32")
     lstm = keras.layers.LSTMCell(6)
-    direct = AssociativeMemoryCell(lstm, num_copies=2)
-    stack = keras.layers.StackedRNNCells([lstm])
+    direct, stack = AssociativeMemoryCell(lstm, num_copies=2), keras.layers.StackedRNNCells([lstm])
     stacked = AssociativeMemoryCell(stack, num_copies=2, memory_state_index=1)
     assert stacked.state_size == direct.state_size
     expected = keras.layers.RNN(direct)(inputs)
@@ -126,7 +125,6 @@ def test_layers_built_in_a_remat_scope_train_as_those_built_outside(name):
 
 def test_a_float32_cell_in_a_float16_wrapper_returns_float16():
     cell = AssociativeMemoryCell(keras.layers.GRUCell(4, dtype="float32"), dtype="mixed_float16")
-    output, _ = cell(
-        np.ones((2, 5), "float16"), [np.zeros((2, n), "float16") for n in cell.state_size]
-    )
+    states = [np.zeros((2, n), "float16") for n in cell.state_size]
+    output, _ = cell(np.ones((2, 5), "float16"), states)
     assert keras.backend.standardize_dtype(output.dtype) == "float16"

@@ -85,6 +85,7 @@ KINDS = {
     "rnn_lstm": _rnn(lambda: keras.layers.LSTMCell(4)),
     "rnn_gru_unroll": _rnn(lambda: keras.layers.GRUCell(4), unroll=True),
 }
+ASSOCIATIVE = ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru"]  # each associative memory
 
 
 def _resets_and_mask():
@@ -99,13 +100,9 @@ def _resets_and_mask():
     return reset, mask
 
 
-def _is_dual(layer):
-    return isinstance(layer.cell, DualAssociativeGRUCell)
-
-
 def _fresh_state(layer, initial_state, row):
     """A row's states after a reset: zeros, but the Dual cell's source memory (kept)."""
-    if not _is_dual(layer):
+    if not isinstance(layer.cell, DualAssociativeGRUCell):
         return None
     sizes, dtype = keras.tree.flatten(layer.cell.state_size), layer.cell.compute_dtype
     states = [np.zeros((1, size), dtype) for size in sizes]
@@ -175,7 +172,7 @@ def test_packed_documents_equal_separate_runs_in_float64(kind, masked, initial_s
         np.testing.assert_allclose(as_numpy(packed[0])[2], plain[2], atol=1e-10, rtol=0)
 
 
-@pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru", "rnn_lstm"])
+@pytest.mark.parametrize("kind", [*ASSOCIATIVE, "rnn_lstm"])
 def test_stateful_layer_forgets_the_carried_states_at_a_reset(float64_policy, kind):
     rng = np.random.default_rng(3)
     # Two segments of a stream.
@@ -194,9 +191,7 @@ def test_stateful_layer_forgets_the_carried_states_at_a_reset(float64_policy, ki
     assert_close(stateful.states, expected[1:], atol=1e-10)
 
 
-@pytest.mark.parametrize(
-    "kind", ["am_gru_keras_loop", "am_gru_auto", "dual_auto", "rnn_memory_cell_gru"]
-)
+@pytest.mark.parametrize("kind", ["am_gru_keras_loop", *ASSOCIATIVE])
 def test_no_gradient_flows_back_through_a_reset(float64_policy, kind):
     rng = np.random.default_rng(6)
     xs = rng.normal(size=(3, STEPS, INPUT_DIM))
@@ -218,7 +213,7 @@ def test_no_gradient_flows_back_through_a_reset(float64_policy, kind):
     # The recurrent states are forgotten; the Dual layer's source memory is read after it too.
     for grad in grad_initial[:2]:
         np.testing.assert_array_equal(grad, 0.0)
-    if _is_dual(layer):
+    if isinstance(layer.cell, DualAssociativeGRUCell):
         assert np.abs(grad_initial[2][0]).max() > 0
     # Without the reset, the same loss depends on the earlier steps.
     _, _, (grad_x, *_) = gradients(loss_with(np.zeros_like(reset)), inputs=[xs, *initial])
@@ -238,7 +233,7 @@ def _compiled(function):
 
 
 @pytest.mark.parametrize("how", ["xla", "mixed_float16", "functional"])
-@pytest.mark.parametrize("kind", ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru"])
+@pytest.mark.parametrize("kind", ASSOCIATIVE)
 def test_xla_mixed_float16_or_functional_call_with_reset_equals_separate_runs(kind, how):
     if how == "mixed_float16":
         keras.config.set_dtype_policy("mixed_float16")

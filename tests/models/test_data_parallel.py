@@ -115,8 +115,7 @@ def _train_one_step(name, distribution, initial_weights):
         initial = model.get_weights()
         compile_(model)
         history = model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=1, shuffle=False, verbose=0)
-        active = keras.distribution.distribution()
-        after = model.get_weights()
+        active, after = keras.distribution.distribution(), model.get_weights()
         return {
             "distribution": type(active).__name__ if active is not None else None,
             "batches": laid_out,

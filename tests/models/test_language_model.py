@@ -13,9 +13,11 @@ from tf_memlayers.models import build_language_model, compile_language_model
 from tf_memlayers.models.copy_trainable_weights import copy_trainable_weights
 from tf_memlayers.models.language_model import make_optimizer
 
-VOCAB = 23
-SMALL = dict(units=12, embedding_dim=6, window=3, ngram=4)
+VOCAB, SMALL = 23, dict(units=12, embedding_dim=6, window=3, ngram=4)
 WITH_MEMORY = [kind for kind in KINDS if kind != "lstm"]
+# Each memory layer in both forms, and each kind.
+RESETS_CASES = [("lstm", "parallel"), ("attention", "cell"), ("key_value", "parallel")]
+RESETS_CASES += [("key_value_predict", "cell"), ("ngram", "parallel"), ("ngram", "cell")]
 
 
 def _tokens(batch, time, seed=0):
@@ -140,11 +142,6 @@ def test_tiny_model_overfits_a_tiny_corpus(kind):
     # Uniform guessing is perplexity 22; a memorised corpus leaves only the sentence choice
     # (1 word in 9 is a 1-in-6 guess): 6 ** (1 / 9) = 1.22.
     assert history["perplexity"][-1] < 1.6, history["perplexity"][-5:]
-
-
-# Each memory layer in both forms, and each kind.
-RESETS_CASES = [("lstm", "parallel"), ("attention", "cell"), ("key_value", "parallel")]
-RESETS_CASES += [("key_value_predict", "cell"), ("ngram", "parallel"), ("ngram", "cell")]
 
 
 @pytest.mark.parametrize("kind, form", RESETS_CASES)

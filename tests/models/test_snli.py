@@ -45,13 +45,8 @@ def _builtin_tflite(model):
 # The Dual AM-GRU with each loop (the fixed-length copy runs Keras's loop either way).
 @pytest.mark.parametrize(
     "kind, fused_loop, unroll, batch_size",
-    [
-        ("gru", "auto", True, None),
-        ("am_gru", "auto", True, None),
-        ("dual_am_gru", True, True, None),
-        ("dual_am_gru", False, False, 3),
-        ("word_by_word", "auto", True, None),
-    ],
+    [("gru", "auto", True, None), ("am_gru", "auto", True, None), ("dual_am_gru", True, True, None)]
+    + [("dual_am_gru", False, False, 3), ("word_by_word", "auto", True, None)],
 )
 def test_exported_model_and_fixed_length_copy_in_tflite_with_builtin_operators_only(
     kind, fused_loop, unroll, batch_size, tmp_path

@@ -52,11 +52,8 @@ def _keras_loop(cell, xs, states, mask, zero_output_for_mask):
 def _fused_loop(cell, xs, states, mask, zero_output_for_mask, **options):
     projected, kernels = _projection(cell, xs)
     if len(states) == 3:
-        options.update(
-            source=states[2],
-            dual_gate_kernel=cell.dual_gate_kernel,
-            dual_candidate_kernel=cell.dual_candidate_kernel,
-        )
+        options.update(source=states[2], dual_gate_kernel=cell.dual_gate_kernel)
+        options.update(dual_candidate_kernel=cell.dual_candidate_kernel)
     options.update(mask=tf.transpose(mask), zero_output_for_mask=zero_output_for_mask)
     outputs, memory, output = associative_gru_loop(
         tf.transpose(projected, (1, 0, 2)), *states[:2], *kernels, cell.permutations, **options

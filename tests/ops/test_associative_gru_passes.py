@@ -94,17 +94,13 @@ def _reference_forward(problem, zero_output_for_mask):
     return outputs, final_memory, final_output, saved, taken
 
 
-def _loop_cases(test):
-    """``test`` over both cells, without a mask and with one under both masked-output rules."""
-    test = pytest.mark.parametrize(
-        "masked, zero_output_for_mask",
-        [(False, False), (True, False), (True, True)],
-        ids=["no_mask", "mask", "mask_zero_output"],
-    )(test)
-    return pytest.mark.parametrize("dual", [False, True], ids=["am_gru", "dual"])(test)
-
-
-@_loop_cases
+# Both cells, without a mask and with one under both masked-output rules.
+@pytest.mark.parametrize("dual", [False, True], ids=["am_gru", "dual"])
+@pytest.mark.parametrize(
+    "masked, zero_output_for_mask",
+    [(False, False), (True, False), (True, True)],
+    ids=["no_mask", "mask", "mask_zero_output"],
+)
 def test_forward_loop_matches_the_reference_and_backward_loop_its_automatic_gradient(
     dual, masked, zero_output_for_mask
 ):

@@ -37,8 +37,7 @@ def main(out_dir):
     from tests.support import turn_off_graph_optimizations
 
     turn_off_graph_optimizations()  # as the test process, whose run is compared with these
-    strategy = make_strategy("multi_worker")
-    runs = []
+    strategy, runs = make_strategy("multi_worker"), []
     for epochs in (1, 2):  # a run stopped after one epoch, then the same run continued to two
         # Every worker waits here for the others, so the chief has written its backup.
         tf.function(lambda: strategy.reduce("SUM", strategy.run(lambda: tf.ones(())), None))()

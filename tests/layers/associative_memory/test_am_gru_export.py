@@ -19,20 +19,16 @@ def eight_shards(monkeypatch):
     monkeypatch.setattr(associative_gru_loop, "default_num_shards", lambda: 8)
 
 
-def _builtin_interpreter(model):
-    import tensorflow as tf
-
-    converter = tf.lite.TFLiteConverter.from_keras_model(model)
-    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-    return tflite_runner(converter.convert())
-
-
 def _check_converted(model, rng):
     """The converted model's outputs against the Keras model's, by position, with random
     weights and inputs."""
+    import tensorflow as tf
+
     randomize(model, rng, scale=0.5)
     inputs = [rng.normal(size=tuple(t.shape)).astype("float32") for t in model.inputs]
-    runner = _builtin_interpreter(model)
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    runner = tflite_runner(converter.convert())
     expected = [keras.ops.convert_to_numpy(y) for y in keras.tree.flatten(model(inputs))]
     got = runner(**dict(zip([spec.name for spec in model.inputs], inputs)))
     # Keras names the outputs output_0, output_1, ... in the model's order.

@@ -25,16 +25,13 @@ from tests.support import (
 from tf_memlayers.layers import DualAssociativeEncoder, DualAssociativeGRUCell
 
 UNITS, COPIES, INPUT_DIM, BATCH, PREMISE_STEPS, HYPOTHESIS_STEPS = 8, 3, 5, 3, 6, 4
+WIDTH_4, WIDTH_5 = np.ones((2, 3, 4), "float32"), np.ones((2, 3, 5), "float32")
 # Right-padded rows: each row's number of real steps.
 LENGTHS = PREMISE_LENGTHS, HYPOTHESIS_LENGTHS = (6, 4, 5), (4, 2, 3)
 # The fused loop where the backend has it (TensorFlow), else Keras's.
 FUSED_IF_AVAILABLE, SEQUENCES = BACKEND == "tensorflow", dict(return_sequences=True)
 # Every output, zeros at padded steps.
 ALL_OUTPUTS = dict(return_sequences=True, return_state=True, zero_output_for_mask=True)
-
-
-def _make(dtype=None, **kwargs):
-    return DualAssociativeEncoder(4, num_copies=2, dtype=dtype, **kwargs)
 
 
 class DualAssociativeEncoderTest(LayerTestCase):
@@ -60,21 +57,19 @@ class DualAssociativeEncoderTest(LayerTestCase):
         flags = dict.fromkeys(["return_state", "unroll", "zero_output_for_mask"], True)
         config = dict(**AM_GRU_CONFIG, **SEQUENCES, **flags, dual_key="released", fused_loop=False)
         self.run_config_test(DualAssociativeEncoder, **config, name="pair")
-        self.run_flags_test(lambda **kw: _make(**kw))
+        self.run_flags_test(lambda **kw: DualAssociativeEncoder(4, num_copies=2, **kw))
 
     @pytest.mark.parametrize(
         "kwargs",
         [
-            dict(return_sequences=True, return_state=True),
+            dict(num_copies=2, return_sequences=True, return_state=True),
             pytest.param(dict(num_copies=3, fused_loop=True), marks=tensorflow_only(FUSED_LOOP)),
         ],
         ids=["states", "fused_last"],
     )
     def test_output_spec(self, kwargs):
-        self.run_output_spec_test(
-            lambda dtype: DualAssociativeEncoder(4, dtype=dtype, **{"num_copies": 2, **kwargs}),
-            [(2, 5, 4), (2, 3, 4)],
-        )
+        make = lambda dtype: DualAssociativeEncoder(4, dtype=dtype, **kwargs)  # noqa: E731
+        self.run_output_spec_test(make, [(2, 5, 4), (2, 3, 4)])
 
 
 def _masks():
@@ -130,8 +125,7 @@ def test_encoder_matches_the_reference(dual_key, fused_loop, dtype, atol):
         # Each row on its own, without its padding, as the paper's equations read it.
         premise_words = premise[row : row + 1, :premise_length]
         ref_premise, ref_source = reference_run(premise_words, empty, zeros, w, perms)
-        words = hypothesis[row : row + 1, :hypothesis_length]
-        dual = (dual_key, ref_source)
+        words, dual = hypothesis[row : row + 1, :hypothesis_length], (dual_key, ref_source)
         ref_hypothesis, ref_memory = reference_run(words, empty, ref_premise[:, -1], w, perms, dual)
         for name, value, expected in (
             ("premise outputs", premise_outputs[row, :premise_length], ref_premise[0]),
@@ -228,9 +222,6 @@ def test_masks_pass_on_with_the_sequences():
     assert _encoder().compute_mask(None, mask) == [None, None]
     assert _encoder(return_state=True).compute_mask(None, mask) == [None] * 6
     assert _encoder().compute_mask(None, None) is None
-
-
-WIDTH_4, WIDTH_5 = np.ones((2, 3, 4), "float32"), np.ones((2, 3, 5), "float32")
 
 
 @pytest.mark.parametrize("kind", [None, "gru", "dual_am_gru"])

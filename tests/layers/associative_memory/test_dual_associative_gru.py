@@ -23,7 +23,6 @@ from tf_memlayers.layers import (
 )
 
 SEQUENCES = dict(num_copies=2, return_sequences=True)
-NAN_PADDING = dict(SEQUENCES, zero_output_for_mask=True)
 # The fused loop in Keras's layer suites: TensorFlow's op. On JAX the suites run over the
 # Pallas kernels in AssociativeGRU's tests, and the Dual's kernels are compared with its cell
 # form, forward and gradients, in test_associative_gru.py.
@@ -47,7 +46,7 @@ class DualAssociativeGRUTest(LayerTestCase):
         options = dict(dual_key=dual_key, fused_loop=fused_loop, **SEQUENCES)
         self.run_layer_test(DualAssociativeGRU, dict(units=4, **options), **checks)
         self.run_nan_padding_test(
-            lambda: DualAssociativeGRU(4, dual_key=dual_key, **NAN_PADDING, fused_loop=fused_loop)
+            lambda: DualAssociativeGRU(4, **options, zero_output_for_mask=True)
         )
 
     def test_journey(self, tmp_path):

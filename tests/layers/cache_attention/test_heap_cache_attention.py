@@ -277,5 +277,4 @@ def test_the_first_candidate_lands_at_index_62_and_bad_candidates_are_refused():
     for name in ("width", "fill_count", "reset_cache", "attention_weights"):
         with pytest.raises(ValueError, match=f"before `{name}`"):
             getattr(unbuilt, name)()  # (`width` is a property: getattr raises)
-    with pytest.raises(ValueError, match="rank 2"):
-        HeapCacheAttention(4, 2)(np.ones((2, 3, WIDTH), "float32"))
+    pytest.raises(ValueError, unbuilt, np.ones((2, 3, WIDTH), "float32")).match("rank 2")

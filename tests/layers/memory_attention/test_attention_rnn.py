@@ -132,29 +132,25 @@ class _HalfQuery(AttentionMechanism):
 
 # Wrappers of each cell attending step by step and after the loop, with a score of each kind;
 # subclasses that change how a step attends (AttentionRNN then steps them, calling it).
-LOOPS = {
-    "own_vector": lambda: _ReluVector(keras.layers.GRUCell(UNITS), input_feeding=False),
-    "own_mechanism": lambda: AttentionWrapper(
+LOOPS = dict(
+    own_vector=lambda: _ReluVector(keras.layers.GRUCell(UNITS), input_feeding=False),
+    own_mechanism=lambda: AttentionWrapper(
         keras.layers.GRUCell(UNITS), mechanisms=[_HalfQuery()], input_feeding=False
     ),
-    "simple_rnn_general_before": lambda: AttentionWrapper(
+    simple_rnn_general_before=lambda: AttentionWrapper(
         keras.layers.SimpleRNNCell(UNITS), score="general", position="before", scale=True
     ),
-    "lstm": lambda: AttentionWrapper(keras.layers.LSTMCell(UNITS)),
-    "gru_after_the_loop": lambda: AttentionWrapper(
-        keras.layers.GRUCell(UNITS), input_feeding=False
-    ),
-    "am_gru_dot_after_the_loop": lambda: AttentionWrapper(
+    lstm=lambda: AttentionWrapper(keras.layers.LSTMCell(UNITS)),
+    gru_after_the_loop=lambda: AttentionWrapper(keras.layers.GRUCell(UNITS), input_feeding=False),
+    am_gru_dot_after_the_loop=lambda: AttentionWrapper(
         AssociativeGRUCell(UNITS, num_copies=2), score="dot", input_feeding=False
     ),
-    "mechanisms_step_by_step": lambda: _mechanisms(attention_size=[5, 6]),
-    "mechanisms_after_the_loop": lambda: _mechanisms(
-        input_feeding=False, attention_layer="context"
-    ),
-    "word_by_word_lstm": lambda: WordByWordAttention(keras.layers.LSTMCell(UNITS)),
-    "word_by_word_gru": lambda: WordByWordAttention(keras.layers.GRUCell(UNITS)),
-    "word_by_word_am_gru": lambda: WordByWordAttention(AssociativeGRUCell(UNITS, num_copies=2)),
-}
+    mechanisms_step_by_step=lambda: _mechanisms(attention_size=[5, 6]),
+    mechanisms_after_the_loop=lambda: _mechanisms(input_feeding=False, attention_layer="context"),
+    word_by_word_lstm=lambda: WordByWordAttention(keras.layers.LSTMCell(UNITS)),
+    word_by_word_gru=lambda: WordByWordAttention(keras.layers.GRUCell(UNITS)),
+    word_by_word_am_gru=lambda: WordByWordAttention(AssociativeGRUCell(UNITS, num_copies=2)),
+)
 
 
 @pytest.mark.parametrize("case", split_rows(sorted(LOOPS)))
@@ -184,17 +180,15 @@ def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gra
 
 
 @pytest.mark.parametrize(
-    "wrapper",
-    [
-        lambda: AttentionWrapper(keras.layers.GRUCell(UNITS), score="dot", position="before"),
-        lambda: WordByWordAttention(keras.layers.GRUCell(UNITS)),
-    ],
+    "wrapper, options",
+    [(AttentionWrapper, dict(score="dot", position="before")), (WordByWordAttention, {})],
     ids=["dot_before", "word_by_word"],
 )
-def test_state_carries_over_from_one_call_to_the_next(wrapper):
+def test_state_carries_over_from_one_call_to_the_next(wrapper, options):
     """Two calls, the second from the first's states, give one call's outputs."""
     x, memory, mask = _data(np.random.default_rng(6), "float32")
-    layer = AttentionRNN(wrapper(), return_sequences=True, return_state=True)
+    cell = wrapper(keras.layers.GRUCell(UNITS), **options)
+    layer = AttentionRNN(cell, return_sequences=True, return_state=True)
     whole, *_ = layer(x, memory=memory, memory_mask=mask)
     first, *states = layer(x[:, :2], memory=memory, memory_mask=mask)
     nested = [states[:1], *states[1:]]  # the cell's states nested, as tfa's `clone` held them

@@ -24,6 +24,8 @@ from tf_memlayers.layers.memory_attention.attention_mechanism import MONOTONIC_M
 
 # The shapes of `_data`'s arrays, and the wrapped cells' width.
 BATCH, STEPS, LENGTH, MEMORY_DIM, UNITS, INPUT_DIM = 3, 5, 6, 8, 8, 4
+# Monotonic attention's options in the suites (noise in training, a bias to learn).
+MONOTONIC = dict(monotonic_mode="parallel", sigmoid_noise=1.0, score_bias_init=-1.0)
 
 
 def _attend_from_hypothesis(premise, hypothesis, **wrapper_kwargs):
@@ -52,10 +54,6 @@ def _wrapper(dtype=None, built_for=None, **kwargs):
     if built_for:
         cell.build((None, built_for), (None, 4, 6))
     return cell
-
-
-# Monotonic attention's options in the suites (noise in training, a bias to learn).
-MONOTONIC = dict(monotonic_mode="parallel", sigmoid_noise=1.0, score_bias_init=-1.0)
 
 
 def _two_mechanisms():
@@ -122,14 +120,8 @@ def _layer(score="additive", position="after", output_attention=True, cell=None,
 
 # The options of the scores by pairs with positions and output_attention (a row's score: its
 # name's first word); then more rows (input_feeding=False, the probability functions).
-SCORE_OPTIONS = {
-    "additive": {},
-    "additive_normalized": dict(normalize=True),
-    "dot": {},
-    "dot_scaled": dict(scale=True),
-    "general": {},
-    "general_scaled": dict(scale=True),
-}
+SCORE_OPTIONS = dict(additive={}, additive_normalized=dict(normalize=True), dot={}, general={})
+SCORE_OPTIONS.update(dot_scaled=dict(scale=True), general_scaled=dict(scale=True))
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers_tests")
@@ -161,7 +153,6 @@ MORE_ROWS = {
     "general_context": dict(attention_layer="context"),
     "additive_dense_no_input_feeding": dict(attention_layer=DENSE, input_feeding=False),
 }
-
 
 # A mask of the sequence (padding at the end, a hole) or none.
 SEQUENCE_MASK = np.ones((BATCH, STEPS), bool)
@@ -445,27 +436,19 @@ def test_kernels_drawn_from_one_initializer_start_independent(initializer):
 # the mechanisms' (`AttentionMechanism` arguments).
 SEVERAL = {
     "after_luong": (
-        "after",
-        True,
-        lambda: dict(attention_size=[7, 3]),
+        ("after", True, lambda: dict(attention_size=[7, 3])),
         [dict(normalize=True), dict(score="general", monotonic_mode="recursive")],
     ),
     "before_context": (
-        "before",
-        True,
-        lambda: dict(attention_layer="context"),
+        ("before", True, lambda: dict(attention_layer="context")),
         [dict(score="dot", scale=True, probability_fn="hardmax"), dict(monotonic_mode="recursive")],
     ),
     "after_layers_no_input_feeding": (
-        "after",
-        True,
-        lambda: dict(attention_layer=[DENSE(), DENSE()], input_feeding=False),
+        ("after", True, lambda: dict(attention_layer=[DENSE(), DENSE()], input_feeding=False)),
         [dict(probability_fn=sharpened), dict(score="general")],
     ),
     "before_cell_output": (
-        "before",
-        False,
-        dict,
+        ("before", False, dict),
         [dict(score="general", monotonic_mode="hard"), {}],
     ),
 }
@@ -473,7 +456,7 @@ SEVERAL = {
 
 @pytest.mark.parametrize("row", sorted(SEVERAL))
 def test_several_mechanisms_match_the_reference_in_float64(float64_policy, row):
-    position, output_attention, options, kinds = SEVERAL[row]
+    (position, output_attention, options), kinds = SEVERAL[row]
     masked = output_attention and position == "after"  # (the sequence's mask: two rows)
     rng = np.random.default_rng(13)
     x, memory, mask = _data(rng)

@@ -90,9 +90,7 @@ def _reference(
     got, alphas = word_by_word_reference(
         hypothesis, memory, premise_mask, cell_weights, own, True, hypothesis_mask, h
     )
-    if weights:
-        return alphas
-    return h, got if sequences else got[:, -1]
+    return alphas if weights else (h, got if sequences else got[:, -1])
 
 
 # A premise loop that emits zeros at the padding (as cuDNN's does on a GPU) or not.

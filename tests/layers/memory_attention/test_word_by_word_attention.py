@@ -97,10 +97,8 @@ def test_matches_the_reference_in_float64(float64_policy, output_attention, size
     assert_close([outputs, alignments], [want, want_alignments], atol=1e-10)
     # Not vacuous: the padding mask, W^r and W^t each change the weights over the memory
     # (and h*, where it is the output; the cell's own output never reads the attention).
-    for changed_mask, name in (
-        (np.ones_like(mask), None),
-        (mask, "query_kernel"),
-        (mask, "transition_kernel"),
+    for changed_mask, name in zip(
+        [np.ones_like(mask), mask, mask], [None, "query_kernel", "transition_kernel"]
     ):
         changed = dict(own)
         if name:

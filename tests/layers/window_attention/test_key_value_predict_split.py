@@ -9,6 +9,7 @@ from tests.support import keras_lstm
 from tf_memlayers import KeyValuePredictSplit
 
 KVP = "key_value_predict"
+MODES = "`mode` must be one of 'attention', 'key_value', 'key_value_predict'; got 'kv'"
 
 
 class KeyValuePredictSplitTest(LayerTestCase):
@@ -41,9 +42,6 @@ class KeyValuePredictSplitTest(LayerTestCase):
         ]:
             make = lambda dtype, kw=kwargs: KeyValuePredictSplit(dtype=dtype, **kw)  # noqa: E731
             self.run_output_spec_test(make, shape)
-
-
-MODES = "`mode` must be one of 'attention', 'key_value', 'key_value_predict'; got 'kv'"
 
 
 def test_pieces_are_contiguous_key_first_and_bad_arguments_are_named():

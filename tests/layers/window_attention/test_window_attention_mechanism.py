@@ -13,6 +13,7 @@ from tf_memlayers.layers.window_attention.window_attention_mechanism import (
     window_softmax,
 )
 
+SPLIT_7 = r"the input width 7 does not divide into 2 equal pieces \(key, value\)"
 # The mixin's arguments after ``window``, in order, with their defaults.
 ARGUMENTS = dict(mode="attention", sizes=None, attention_units=None, units=None, pad="mask")
 ARGUMENTS.update(use_bias=False, kernel_initializer="glorot_uniform", bias_initializer="zeros")
@@ -124,9 +125,6 @@ def test_the_values_are_projected_first_when_that_does_not_widen_them(units, pro
     layer = Mechanism(2, "key_value", (4, 3), units=units)
     layer.build((None, None, 7))
     assert layer._project_values(keras.Input((None, 3))) is project
-
-
-SPLIT_7 = r"the input width 7 does not divide into 2 equal pieces \(key, value\)"
 
 
 @pytest.mark.parametrize(
