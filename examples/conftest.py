@@ -1,5 +1,6 @@
 """The set-up of the examples' tests (``python -m pytest examples``). Part of the repository's
-test runs, not of any example: a folder copied out of ``examples/`` needs none of it.
+test runs, not of any example: a folder copied out of ``examples/`` runs without it, and its
+tests (``*_test.py``), which use these fixtures and the scripts beside the folders, run here.
 
 As for the package's tests (``tests/xla_flags.py`` and ``tests/conftest.py`` say why): XLA
 compiles for the CPU quickly rather than well, TensorFlow's graph optimiser is off in the test

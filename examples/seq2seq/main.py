@@ -233,7 +233,7 @@ def make_parser():
         choices=STRATEGIES,
         default="auto",
         help="tf.distribute strategy: multi_worker trains on the machines the TF_CONFIG "
-        "environment variable names (see docs/training.rst)",
+        "environment variable names (tf-memlayers' docs: Resumable and multi-machine training)",
     )
     add(
         "--jit-compile",

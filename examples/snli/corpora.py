@@ -40,8 +40,7 @@ _TOKEN = re.compile(rf"{_W}+(?=n't\b)|n't\b|'{_W}*|{_W}+|[^\w\s](?:{_JOINED})*")
 
 
 def tokenize(text):
-    """Lower-cases a sentence and splits it into words and punctuation, contractions split as
-    in the Penn Treebank.
+    """Lower-cases a sentence and splits it into words and punctuation (Penn Treebank style).
 
     >>> tokenize("A man doesn't wear a hat, it's sunny.")
     ('a', 'man', 'does', "n't", 'wear', 'a', 'hat', ',', 'it', "'s", 'sunny', '.')
@@ -217,9 +216,10 @@ def check_files(data_dir):
     """
     kind, data_dir = find_files(data_dir), str(data_dir)
     if kind is None:
+        where = "holds no" if os.path.isdir(data_dir) else "is not a directory with"
         raise FileNotFoundError(
-            f"{data_dir} holds neither SNLI 1.0 files (snli_1.0_<split>.jsonl/.txt, "
-            "snli_1.0.zip) nor InferSent files (s1.<split>, s2.<split>, labels.<split>)."
+            f"{data_dir} {where} SNLI 1.0 files (snli_1.0_<split>.jsonl/.txt, snli_1.0.zip) "
+            "or InferSent files (s1.<split>, s2.<split>, labels.<split>)."
         )
     if kind == "infersent":
         names = set(os.listdir(data_dir))

@@ -131,8 +131,10 @@ def test_the_chain_prefers_data_dir_then_tfds_then_generated(tmp_path, monkeypat
         input_pipeline.load_splits("tfds")
     with pytest.raises(OSError, match="could not download and prepare `snli`: no route"):
         input_pipeline.load_splits("auto", download=True)
-    with pytest.raises(FileNotFoundError, match="neither SNLI 1.0 files"):
+    with pytest.raises(FileNotFoundError, match="holds no SNLI 1.0 files"):
         input_pipeline.load_splits("auto", data_dir=tmp_path)
+    with pytest.raises(FileNotFoundError, match="missing is not a directory with SNLI 1.0"):
+        input_pipeline.load_splits("auto", data_dir=tmp_path / "missing")
     monkeypatch.setitem(sys.modules, "tensorflow_datasets", None)  # as if not installed
     assert input_pipeline.load_splits("auto", train_size="small")[1] == "generated"
     with pytest.raises(ImportError, match="pip install tensorflow-datasets"):
