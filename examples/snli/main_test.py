@@ -104,7 +104,7 @@ def test_an_option_spelled_as_in_0_2_is_refused_naming_its_new_spelling(capsys, 
 def test_paths_are_checked_when_parsed(capsys, tmp_path, monkeypatch):
     (tmp_path / "notes.txt").write_text("nothing here\n")
     line = _error_line(capsys, main.parse_args, ["--data-dir", str(tmp_path)])
-    assert "argument --data-dir: " in line and "neither SNLI 1.0 files" in line
+    assert "argument --data-dir: " in line and "holds no SNLI 1.0 files" in line
     for split in ("train", "dev", "test"):
         (tmp_path / f"snli_1.0_{split}.jsonl").write_text("")
     for source in ("tfds", "generated"):
