@@ -23,7 +23,6 @@ Perplexity is exp(mean negative log-likelihood over all target tokens); with pad
 zero sample weights, the `Perplexity` metric computes exactly that over a whole split.
 """
 
-import functools
 import inspect
 
 import keras
@@ -295,12 +294,13 @@ def build_language_model(
     # softmax), in the policy's dtype otherwise.
     policy = keras.config.dtype_policy()
     logits_dtype = policy.variable_dtype if policy.compute_dtype != policy.variable_dtype else None
-    embedding = keras.layers.Embedding
+    options = dict(embeddings_initializer=init, name="embedding")
     if tie_weights:
-        embedding = functools.partial(TiedEmbedding, reverse_dtype=logits_dtype)
-    embedding = embedding(
-        vocabulary_size, embedding_dim, embeddings_initializer=init, name="embedding"
-    )
+        embedding = TiedEmbedding(
+            vocabulary_size, embedding_dim, reverse_dtype=logits_dtype, **options
+        )
+    else:
+        embedding = keras.layers.Embedding(vocabulary_size, embedding_dim, **options)
     x = _dropout(embedding(tokens), dropout, variational_dropout, "embedding_dropout")
     for i in range(num_layers - 1):
         x = lstm(f"lstm_{i}")(x, **starts)
