@@ -3,6 +3,7 @@ benchmarks use the public package only, and the package nothing of the examples;
 has its test module at the mirrored path."""
 
 import ast
+import importlib
 import pathlib
 
 import tf_memlayers
@@ -40,6 +41,10 @@ def test_model_builders_use_public_layers_only():
 
 
 REPOSITORY = ROOT.parent
+# The subpackages users import from (docs/api/index.rst; the guides import the layers from
+# ``tf_memlayers.layers`` too).
+PUBLIC_SUBPACKAGES = ("callbacks", "compat", "initializers", "layers", "losses", "metrics")
+PUBLIC_SUBPACKAGES += ("models", "regularizers", "training")
 
 
 def _private_imports(path):
@@ -53,6 +58,26 @@ def _private_imports(path):
     ]
 
 
+def _names_imported_from_the_package(path):
+    """``(line, dotted name)`` of each name ``path`` imports from the package."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "tf_memlayers":
+            yield from ((node.lineno, f"{node.module}.{alias.name}") for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names if a.name.split(".")[0] == "tf_memlayers"]
+            yield from ((node.lineno, name) for name in names)
+
+
+def _documented(name):
+    """Whether ``name`` is the package, a public subpackage, or a name in one's ``__all__``."""
+    parts = name.split(".")
+    if len(parts) == 1 or len(parts) == 2 and parts[1] in PUBLIC_SUBPACKAGES:
+        return True
+    if len(parts) > 3 or len(parts) == 3 and parts[1] not in PUBLIC_SUBPACKAGES:
+        return False
+    return parts[-1] in importlib.import_module(".".join(parts[:-1])).__all__
+
+
 def test_the_examples_and_benchmarks_use_the_public_package_only_and_it_nothing_of_them():
     # What users fork must run against the installed package's public names.
     found = [
@@ -64,6 +89,18 @@ def test_the_examples_and_benchmarks_use_the_public_package_only_and_it_nothing_
     assert not found, found
     # Not vacuous: the package's own modules do import its private ones.
     assert _private_imports(ROOT / "models" / "snli.py")
+    # A copied example runs on a later release too: its code (not its tests, which are the
+    # repository's) imports only the documented names, those of the `__all__` of the package
+    # or of one of its public subpackages.
+    undocumented = [
+        f"{path.relative_to(REPOSITORY)}:{line} imports {name}"
+        for path in sorted((REPOSITORY / "examples").rglob("*.py"))
+        if not path.name.endswith("_test.py") and path.name != "conftest.py"
+        for line, name in _names_imported_from_the_package(path)
+        if not _documented(name)
+    ]
+    assert not undocumented, undocumented
+    assert not all(map(_documented, ["tf_memlayers.models.snli.PAPER_UNITS", "tf_memlayers.ops"]))
     # The experiments' corpus readers and input pipelines live with the examples: the package
     # has no ``data`` part and imports nothing from ``examples``.
     assert not (ROOT / "data").exists()

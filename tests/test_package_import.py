@@ -111,9 +111,10 @@ def test_import_registers_every_class_and_the_layers_import_alone(backend):
             assert outcome == "ok" or "needs TensorFlow" in outcome, (name, outcome)
         else:
             assert outcome == "ok", (name, outcome)
-    # The state resets and the cache episodes: on every backend, `import *` too.
+    # The state resets, the cache episodes and the cosines: on every backend, `import *` too.
     assert modules["tf_memlayers.callbacks.cache_episodes_callback"] == "ok"
-    everywhere = ["CacheEpisodesCallback", "StateResetCallback", "reset_language_model_states"]
+    everywhere = ["CacheEpisodesCallback", "StateResetCallback", "cosine_similarity_matrix"]
+    everywhere.append("reset_language_model_states")
     assert report["star"] == everywhere
     for name, part in (
         ("tf_memlayers.callbacks.write_heatmap", "TensorBoard summaries"),

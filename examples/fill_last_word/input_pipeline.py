@@ -14,11 +14,11 @@ import os
 import re
 import zlib
 
+import keras
 import numpy as np
 import tensorflow as tf
 
 from tf_memlayers.callbacks import CacheEpisodesCallback
-from tf_memlayers.callbacks.cache_attention_callback import cache_attention_on_entries
 
 PAD, UNK = "<pad>", "<unk>"
 # Undecodable bytes (read as U+FFFD) and control characters other than white space: real text
@@ -543,8 +543,40 @@ class GeneratedCorpus:
             houses = [episode.house(s) for s in episode.facts]
             wanted = [[episode.house(q) == h for h in houses] for q in episode.questions]
             questions = self.encode(episode.questions)[0]
-            weights.append(cache_attention_on_entries(model, layer, questions, facts, wanted))
+            weights.append(attention_on_entries(model, layer, questions, facts, wanted))
         return float(np.mean(np.concatenate(weights)))
+
+
+def attention_on_entries(model, layer, probes, entries, wanted):
+    """The read weight each probe puts on the cache slots that hold its wanted entries' states.
+
+    The cache of ``layer`` (a `HeapCacheAttention` of ``model``) must hold the states that
+    ``entries`` produce now, as `HeapCacheModel.write_caches` writes them; a slot holds the
+    entry whose state equals it to float rounding.
+
+    Args:
+        model: A one-input model of ``layer``.
+        layer: A `HeapCacheAttention` layer of ``model``.
+        probes: Model inputs whose reads are measured (``P`` rows).
+        entries: Model inputs whose states were written to the cache (``E`` rows).
+        wanted: bool ``[P, E]``: the entries that count for each probe.
+
+    Returns:
+        float64 array ``[P]``: each probe's total read weight on its wanted entries.
+    """
+    states = keras.Function(model.input, layer.input)
+    written = np.asarray(states(entries), dtype=np.float64)
+    cache = np.asarray(layer.cache, dtype=np.float64)
+    distances = ((cache[:, None, :] - written[None, :, :]) ** 2).sum(-1)  # [K, E]
+    scale = 1e-8 * max(1.0, float((written**2).sum(-1).max()))
+    held = np.where(distances.min(axis=1) <= scale, distances.argmin(axis=1), -1)  # [K]
+    wanted = np.asarray(wanted, dtype=bool)
+    if layer.query == "none":  # one read for every example
+        weights = np.broadcast_to(np.asarray(layer.attention_weights()), (len(wanted), len(cache)))
+    else:
+        weights = np.asarray(layer.attention_weights(states(probes)))
+    on_wanted = np.where(held >= 0, wanted[:, np.maximum(held, 0)], False)  # [P, K]
+    return (np.asarray(weights, dtype=np.float64) * on_wanted).sum(axis=1)
 
 
 def make_corpus(config):

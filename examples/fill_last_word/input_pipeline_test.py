@@ -1,5 +1,6 @@
 """Sentences, vocabulary and encoding as in the reference code; the generated corpus; word
-vectors; bad files named in the error; the folder's docstring examples."""
+vectors; bad files named in the error; the read weight on chosen cache entries; the folder's
+docstring examples."""
 
 import collections
 import doctest
@@ -8,9 +9,13 @@ import importlib
 import json
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+
+from tf_memlayers import HeapCacheAttention
+from tf_memlayers.models import HeapCacheModel
 
 from . import input_pipeline as data
 
@@ -203,6 +208,33 @@ def test_a_bad_word_vector_file_is_named(tmp_path, name, content, fragments):
     with pytest.raises(ValueError) as info:
         data.load_word_vectors(tmp_path / name, ["the", "a", "dog"])
     assert all(fragment in str(info.value) for fragment in fragments), info.value
+
+
+@pytest.mark.parametrize("query", ["none", "additive", "dot"])
+def test_attention_on_entries_sums_each_probes_read_weight_on_the_slots_of_its_entries(query):
+    rng = np.random.default_rng(7)
+    inputs = keras.Input((4,))  # the states are the inputs
+    layer = HeapCacheAttention(6, 3, query=query)
+    model = HeapCacheModel(inputs, layer(inputs))
+    for weight in layer.trainable_weights:  # far from zero: each slot's weight differs
+        weight.assign(rng.uniform(-1, 1, weight.shape))
+    entries = rng.normal(size=(5, 4)).astype("float32")
+    model.write_caches(entries)  # 5 of 6 slots, in the heap's order
+    probes = rng.normal(size=(3, 4)).astype("float32")
+    alpha = np.broadcast_to(layer.attention_weights(None if query == "none" else probes), (3, 6))
+    held = [np.flatnonzero(np.all(entries == row, axis=-1)) for row in layer.cache.numpy()]
+    assert sorted(len(entry) for entry in held) == [0, 1, 1, 1, 1, 1]
+    wanted = np.array([[1, 0, 0, 1, 0], [0, 0, 0, 0, 0], [1, 1, 1, 0, 1]], bool)
+    # Every entry listed, then the last three only: a slot holding no listed entry counts nothing.
+    for first in (0, 2):
+        got = data.attention_on_entries(model, layer, probes, entries[first:], wanted[:, first:])
+        expected = sum(
+            alpha[:, slot] * wanted[:, entry[0]]
+            for slot, entry in enumerate(held)
+            if len(entry) and entry[0] >= first
+        )
+        assert got.dtype == np.float64 and got[1] == 0.0
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
 
 
 @pytest.mark.parametrize("module", ["input_pipeline", "models", "train", "main"])

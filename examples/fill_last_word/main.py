@@ -22,8 +22,6 @@ import math  # noqa: E402
 import re  # noqa: E402
 import sys  # noqa: E402
 
-from tf_memlayers.layers.cache_attention.heap_cache_attention import POLICIES, QUERIES  # noqa: E402
-from tf_memlayers.models.fill_last_word import PAPER_ATTENTION_UNITS  # noqa: E402
 from tf_memlayers.training import STRATEGIES  # noqa: E402
 
 from . import input_pipeline, train  # noqa: E402
@@ -183,9 +181,9 @@ def make_parser():
     add(
         "--attention-units",
         type=number(int, 1),
-        default=PAPER_ATTENTION_UNITS,
+        default=64,
         metavar="N",
-        help="width of the attention pooling and cache reads",
+        help="width of the attention pooling and cache reads (the paper: 64)",
     )
     add(
         "--pooling",
@@ -200,10 +198,10 @@ def make_parser():
         metavar="N",
         help="cached states (0: no cache)",
     )
-    add("--policy", choices=POLICIES, default="heap", help="which states the cache keeps")
+    add("--policy", choices=("heap", "topk"), default="heap", help="which states the cache keeps")
     add(
         "--query",
-        choices=QUERIES,
+        choices=("none", "additive", "dot"),
         help="cache read: none (the paper's and the reference code's: one read for every "
         "example), additive (each example's state scores the slots too) or dot (finds one "
         "earlier example); default: dot, or none with --faithful-to-code",

@@ -18,6 +18,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tf_memlayers.layers.cache_attention.heap_cache_attention import POLICIES, QUERIES
+from tf_memlayers.models import fill_last_word
+
 from . import input_pipeline, main, models, train
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -86,6 +89,17 @@ BAD = [
 def test_a_bad_value_is_one_line_naming_the_option(capsys, argv, message):
     line = _error_line(capsys, argv, main.parse_args)
     assert f": error: argument {message}" in line
+
+
+def test_the_papers_values_and_the_caches_choices_are_the_packages():
+    # The folder writes them out (a copy runs on the package's documented names only).
+    parser = main.make_parser()
+    assert parser.parse_args([]).attention_units == fill_last_word.PAPER_ATTENTION_UNITS
+    rates = (train.PAPER_LEARNING_RATE, train.CODE_LEARNING_RATE, train.PAPER_CLIP_NORM)
+    package = fill_last_word.PAPER_LEARNING_RATE, fill_last_word.CODE_LEARNING_RATE
+    assert rates == (*package, fill_last_word.PAPER_CLIP_NORM)
+    for choices in (POLICIES, QUERIES):
+        assert "{" + ",".join(choices) + "}" in parser.format_help()
 
 
 @pytest.mark.parametrize("old", sorted(main.RENAMED))

@@ -9,12 +9,6 @@ import keras
 import numpy as np
 
 from tf_memlayers.callbacks import CacheAttentionCallback
-from tf_memlayers.models.fill_last_word import (
-    CODE_LEARNING_RATE,
-    PAPER_CLIP_NORM,
-    PAPER_LEARNING_RATE,
-)
-from tf_memlayers.models.heap_cache_model import cache_fill_fractions
 from tf_memlayers.training import (
     RunBackup,
     evaluate,
@@ -29,6 +23,10 @@ from . import input_pipeline, models
 # Options that say how long, how verbosely or where to run, not what the run computes: a run
 # resumed with other values of them is the same run.
 RUN_OPTIONS = ("epochs", "verbose", "workdir", "strategy", "jit_compile")
+# Adam's learning rate in the paper and in the reference code, and the paper's clipping of each
+# gradient's norm (the code clips none): `compile_fill_last_word_model`'s defaults, which the
+# run's settings record.
+PAPER_LEARNING_RATE, CODE_LEARNING_RATE, PAPER_CLIP_NORM = 0.01, 1e-3, 5.0
 
 
 class OptionError(ValueError):
@@ -205,7 +203,11 @@ def _train_and_evaluate(config, workdir, extra_callbacks=()):
             "eval_loss": float(final["loss"]),
             # The best constant answer: what the answers' frequencies alone can reach.
             "eval_majority_baseline": float(np.bincount(y_eval).max() / len(y_eval)),
-            "cache_fill": cache_fill_fractions(model),
+            # The share of each cache's slots that hold a state.
+            "cache_fill": {
+                layer.name: float(layer.fill_count()) / layer.cache_size
+                for layer in model.cache_layers
+            },
             # Generated corpus: the read's mean weight on the fact about the asked house.
             "eval_attention_on_fact": corpus.attention_on_fact(model),
             "seconds": round(time.time() - started, 1),

@@ -14,7 +14,7 @@ import re
 import sys
 
 from tf_memlayers.losses import LOSS_REDUCTIONS
-from tf_memlayers.models.language_model import DANILUK_DEFAULTS as PAPER
+from tf_memlayers.models import DANILUK_DEFAULTS as PAPER
 from tf_memlayers.training import STRATEGIES
 
 from . import configs, input_pipeline, models, train

@@ -23,8 +23,8 @@ from tf_memlayers.layers import (
     SlidingWindowAttention,
     SlidingWindowAttentionCell,
 )
+from tf_memlayers.models import DANILUK_DEFAULTS as PAPER
 from tf_memlayers.models import build_language_model
-from tf_memlayers.models.language_model import DANILUK_DEFAULTS as PAPER
 
 KINDS = ("lstm", "attention", "key_value", "key_value_predict", "ngram")
 ATTENTION_KINDS = KINDS[1:4]

@@ -22,8 +22,6 @@ finally:
     os.close(_devnull)
 
 # isort: split
-from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES  # noqa: E402
-from tf_memlayers.layers.associative_memory.dual_associative_gru import DUAL_KEYS  # noqa: E402
 from tf_memlayers.training import STRATEGIES  # noqa: E402
 
 from . import input_pipeline, models, probes, train  # noqa: E402
@@ -163,13 +161,13 @@ def make_parser():
     add(
         "--num-copies",
         type=number(int, 1),
-        default=NUM_COPIES,
+        default=8,
         metavar="N",
-        help="redundant copies of the AM-GRU's associative memory (dual_am_gru only)",
+        help="redundant copies of the AM-GRU's associative memory (dual_am_gru only; the paper: 8)",
     )
     add(
         "--dual-key",
-        choices=DUAL_KEYS,
+        choices=("paper", "released"),
         default="released",
         help="the Dual AM-GRU decoder's read key: 'released', the layout of the paper's "
         "auto-encoding code (share_key=False), or 'paper', the write key itself",

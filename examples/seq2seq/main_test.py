@@ -2,6 +2,7 @@
 end (TensorBoard, HParams, metrics), the folder run alone, and a run killed in its last epoch
 resuming exactly."""
 
+import inspect
 import json
 import os
 import pathlib
@@ -17,7 +18,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from . import input_pipeline, main, probes, train
+from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES
+from tf_memlayers.layers.associative_memory.dual_associative_gru import DUAL_KEYS
+
+from . import input_pipeline, main, models, probes, train
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 TINY = "--max-train 64 --units 8 --embedding-dim 6 --epochs 1 --verbose 0".split()
@@ -122,6 +126,16 @@ def test_help_lists_every_option_with_its_default(capsys):
         " --batch-size --epochs --seed --jit-compile --strategy --data-dir --workdir --verbose"
     )
     assert set(shared.split()) <= set(entries)
+
+
+def test_the_papers_copies_and_the_dual_keys_are_the_packages():
+    # The folder writes them out (a copy runs on the package's documented names only).
+    parser = main.make_parser()
+    assert parser.parse_args([]).num_copies == NUM_COPIES
+    assert (
+        inspect.signature(models.build_autoencoder).parameters["num_copies"].default == NUM_COPIES
+    )
+    assert "{" + ",".join(DUAL_KEYS) + "}" in parser.format_help()
 
 
 def _run_directory(*argv):

@@ -26,7 +26,6 @@ import numpy as np
 from keras import ops
 
 from tf_memlayers.layers import AssociativeGRU, AttentionRNN, AttentionWrapper, DualAssociativeGRU
-from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES
 from tf_memlayers.models import generate
 
 MODELS = ("dual_am_gru", "attention", "gru")
@@ -119,7 +118,7 @@ def build_autoencoder(
     vocabulary_size,
     units=64,
     embedding_dim=32,
-    num_copies=NUM_COPIES,
+    num_copies=8,
     dual_key="released",
     seed=123,
     init_scale=0.1,

@@ -20,8 +20,7 @@ heatmap), and the plain GRU has no memory to probe.
 import keras
 import numpy as np
 
-from tf_memlayers.callbacks import write_heatmap
-from tf_memlayers.callbacks.memory_retrieval_heatmap import cosine_similarity_matrix
+from tf_memlayers.callbacks import cosine_similarity_matrix, write_heatmap
 
 # The statistics each kind of model reports, by kind.
 STATISTICS = {

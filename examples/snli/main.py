@@ -22,9 +22,6 @@ import math  # noqa: E402
 import re  # noqa: E402
 import sys  # noqa: E402
 
-from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES  # noqa: E402
-from tf_memlayers.layers.associative_memory.dual_associative_gru import DUAL_KEYS  # noqa: E402
-from tf_memlayers.models.snli import PAPER_UNITS  # noqa: E402
 from tf_memlayers.training import STRATEGIES  # noqa: E402
 
 from . import corpora, input_pipeline, models, train  # noqa: E402
@@ -204,7 +201,7 @@ def make_parser():
     add(
         "--units",
         **count,
-        default=PAPER_UNITS,
+        default=100,
         help="width of layer 1 (the paper: 100 for the Dual AM-GRU, 108 AM-GRU, 126 GRU, 100 "
         "word_by_word)",
     )
@@ -215,10 +212,10 @@ def make_parser():
         default=50,
         help="word vector size without --embeddings (the paper: 300d GloVe)",
     )
-    add("--num-copies", **count, default=NUM_COPIES, help="redundant copies of the memory")
+    add("--num-copies", **count, default=8, help="redundant copies of the memory (the paper: 8)")
     add(
         "--dual-key",
-        choices=DUAL_KEYS,
+        choices=("paper", "released"),
         default="paper",
         help="the Dual AM-GRU's read key: as in the paper or as in the released code",
     )

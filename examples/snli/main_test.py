@@ -19,6 +19,10 @@ import pytest
 import tensorflow as tf
 from tensorboard.plugins.hparams import metadata
 
+from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES
+from tf_memlayers.layers.associative_memory.dual_associative_gru import DUAL_KEYS
+from tf_memlayers.models.snli import PAPER_UNITS
+
 from . import main, train
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1]
@@ -88,6 +92,14 @@ BAD = [
 @pytest.mark.parametrize("argv,option", BAD, ids=[" ".join(argv) for argv, _ in BAD])
 def test_a_bad_value_is_one_line_naming_the_option(capsys, argv, option):
     assert f"error: argument {option}: " in _error_line(capsys, main.parse_args, argv)
+
+
+def test_the_papers_sizes_and_the_dual_keys_are_the_packages():
+    # The folder writes them out (a copy runs on the package's documented names only).
+    parser = main.make_parser()
+    defaults = parser.parse_args([])
+    assert (defaults.units, defaults.num_copies) == (PAPER_UNITS, NUM_COPIES)
+    assert "{" + ",".join(DUAL_KEYS) + "}" in parser.format_help()
 
 
 @pytest.mark.parametrize("old", sorted(main.RENAMED))

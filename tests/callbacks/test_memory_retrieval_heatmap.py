@@ -7,10 +7,8 @@ from tests.am_gru_reference import conditional_encoding_retrievals
 from tests.callbacks.test_pair_probe import check_two_epochs
 from tests.pair_encoders import snli_model
 from tests.support import tensorflow_only
-from tf_memlayers.callbacks.memory_retrieval_heatmap import (
-    MemoryRetrievalHeatmap,
-    cosine_similarity_matrix,
-)
+from tf_memlayers.callbacks import cosine_similarity_matrix
+from tf_memlayers.callbacks.memory_retrieval_heatmap import MemoryRetrievalHeatmap
 
 pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
 
@@ -39,16 +37,3 @@ def test_every_epoch_writes_the_reference_matrix_of_cosines_and_the_pair_at_its_
         heatmap, tmp_path, "memory/retrieval", lambda: _reference_matrix(model, heatmap), atol=1e-5
     )
     assert matrices[0].shape == (5, 4) and np.all(np.abs(matrices) <= 1 + 1e-9)
-    # The cosine similarity matrix is the cosine of every pair, and zero for a zero vector.
-    rng = np.random.default_rng(0)
-    read = rng.normal(size=(4, 6)).astype("float32")
-    written = rng.normal(size=(3, 6)).astype("float32")
-    matrix = cosine_similarity_matrix(read, written)
-    assert matrix.shape == (4, 3) and matrix.dtype == np.float64
-    a, b = read.astype(np.float64), written.astype(np.float64)
-    cosines = a @ b.T / np.sqrt(np.outer((a * a).sum(1), (b * b).sum(1)))  # [i, j]: a_i, b_j
-    np.testing.assert_allclose(matrix, cosines, rtol=0, atol=1e-12)
-    # A step that wrote or read nothing: similarity 0 with everything, not NaN.
-    read, written = np.array([[0.0, 0.0], [1.0, 1.0]]), np.array([[2.0, 0.0], [0.0, 0.0]])
-    expected = [[0, 0], [2**-0.5, 0]]
-    np.testing.assert_allclose(cosine_similarity_matrix(read, written), expected, atol=1e-12)

@@ -1,15 +1,16 @@
 """Callbacks that show in TensorBoard what the memories do (no `tf.summary` inside layers),
 and the state resets of stateful language models.
 
-The TensorBoard callbacks need TensorFlow; `StateResetCallback`, `reset_language_model_states`
-and `CacheEpisodesCallback` run on every Keras backend. Without TensorFlow the module imports
-(``import *`` gives those three), and a TensorBoard callback's name raises the error that says
-what needs it.
+The TensorBoard callbacks need TensorFlow; `StateResetCallback`, `reset_language_model_states`,
+`CacheEpisodesCallback` and `cosine_similarity_matrix` run on every Keras backend. Without
+TensorFlow the module imports (``import *`` gives those four), and a TensorBoard callback's name
+raises the error that says what needs it.
 """
 
 import importlib.util
 
 from tf_memlayers.callbacks.cache_episodes_callback import CacheEpisodesCallback
+from tf_memlayers.callbacks.cosine_similarity_matrix import cosine_similarity_matrix
 from tf_memlayers.callbacks.reset_language_model_states import reset_language_model_states
 from tf_memlayers.callbacks.state_reset_callback import StateResetCallback
 
@@ -30,6 +31,7 @@ __all__ = [
     "PairAttentionHeatmap",
     "StateResetCallback",
     "WindowAttentionCallback",
+    "cosine_similarity_matrix",
     "heatmap_image",
     "matrix_markdown",
     "reset_language_model_states",

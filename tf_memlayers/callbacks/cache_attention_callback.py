@@ -1,5 +1,5 @@
 """`CacheAttentionCallback`: heap caches in training, the TensorBoard view of attention by heap
-index (Gaffney Fig. 5) and fill, and the read weight on chosen entries."""
+index (Gaffney Fig. 5) and fill."""
 
 import keras
 import numpy as np
@@ -28,38 +28,6 @@ def cache_attention_by_index(model, layer, probe_inputs=None):
         )
     states = keras.Function(model.input, layer.input)(like_inputs(model, probe_inputs))
     return np.asarray(layer.attention_weights(states), dtype=np.float64).mean(axis=0)
-
-
-def cache_attention_on_entries(model, layer, probe_inputs, entry_inputs, wanted):
-    """Attention weight each probe puts on the cache slots that hold chosen entries' states.
-
-    The cache of ``layer`` must hold the states that ``entry_inputs`` produce now (e.g. just
-    written with `HeapCacheModel.write_caches`); a slot is matched to the entry whose state it
-    holds (to float rounding).
-
-    Args:
-        model: the model of ``layer``.
-        layer: a `HeapCacheAttention` layer of ``model``.
-        probe_inputs: model inputs whose reads are measured (``P`` examples).
-        entry_inputs: model inputs whose states were written to the cache (``E`` examples).
-        wanted: bool ``[P, E]``: the entries that count for each probe.
-
-    Returns:
-        A NumPy ``[P]`` array: the total read weight of each probe on its wanted entries.
-    """
-    states = keras.Function(model.input, layer.input)
-    entries = np.asarray(states(like_inputs(model, entry_inputs)), dtype=np.float64)
-    cache = np.asarray(layer.cache, dtype=np.float64)
-    distances = ((cache[:, None, :] - entries[None, :, :]) ** 2).sum(-1)  # [K, E]
-    scale = 1e-8 * max(1.0, float((entries**2).sum(-1).max()))
-    held = np.where(distances.min(axis=1) <= scale, distances.argmin(axis=1), -1)  # [K]
-    if layer.query == "none":
-        weights = np.broadcast_to(np.asarray(layer.attention_weights()), (len(wanted), len(cache)))
-    else:
-        weights = np.asarray(layer.attention_weights(states(like_inputs(model, probe_inputs))))
-    wanted = np.asarray(wanted, dtype=bool)
-    on_wanted = np.where(held >= 0, wanted[:, np.maximum(held, 0)], False)  # [P, K]
-    return (np.asarray(weights, dtype=np.float64) * on_wanted).sum(axis=1)
 
 
 class CacheAttentionCallback(keras.callbacks.Callback):

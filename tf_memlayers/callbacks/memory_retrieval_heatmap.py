@@ -1,34 +1,8 @@
 """TensorBoard view of an associative memory: what the hypothesis read vs what the premise
 wrote (Weissenborn 2016, Fig. 2)."""
 
-import numpy as np
-
+from tf_memlayers.callbacks.cosine_similarity_matrix import cosine_similarity_matrix
 from tf_memlayers.callbacks.pair_probe import PairProbe
-
-
-def cosine_similarity_matrix(read, written, eps=1e-12):
-    """The cosine similarity of every row of ``read`` with every row of ``written``.
-
-    Args:
-        read: Array ``[rows, features]``, one vector per row.
-        written: Array ``[columns, features]``, one vector per row.
-        eps: Float, the smallest norm divided by (a zero vector gets similarity 0).
-            Default: `1e-12`.
-
-    Returns:
-        float64 array ``[rows, columns]`` whose ``[i, j]`` is the cosine similarity of
-        ``read[i]`` and ``written[j]``.
-
-    Example:
-
-    >>> cosine_similarity_matrix([[1.0, 0.0], [0.0, 2.0]], [[3.0, 0.0]]).tolist()
-    [[1.0], [0.0]]
-    """
-    read = np.asarray(read, dtype=np.float64)
-    written = np.asarray(written, dtype=np.float64)
-    read = read / np.maximum(np.linalg.norm(read, axis=1, keepdims=True), eps)
-    written = written / np.maximum(np.linalg.norm(written, axis=1, keepdims=True), eps)
-    return read @ written.T
 
 
 class MemoryRetrievalHeatmap(PairProbe):

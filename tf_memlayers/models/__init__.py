@@ -6,6 +6,7 @@ from tf_memlayers.models.fill_last_word import (
 )
 from tf_memlayers.models.heap_cache_model import HeapCacheModel
 from tf_memlayers.models.language_model import (
+    DANILUK_DEFAULTS,
     build_language_model,
     compile_language_model,
 )
@@ -17,6 +18,7 @@ from tf_memlayers.models.snli import (
 from tf_memlayers.models.step_model import build_step_model, generate, initial_step_state
 
 __all__ = [
+    "DANILUK_DEFAULTS",
     "HeapCacheModel",
     "build_fill_last_word_model",
     "build_fixed_length_snli_model",

@@ -1,7 +1,6 @@
 """A functional model whose training step writes its cache-attention layers' caches."""
 
 import keras
-import numpy as np
 
 from tf_memlayers._validation import check_number
 from tf_memlayers.layers.cache_attention.heap_cache_attention import HeapCacheAttention
@@ -240,11 +239,3 @@ def check_jit_compile_strategy(model):
             "all replicas into one XLA program, which cannot access the variable copies held "
             "on the other devices. Compile with jit_compile=False to train with this strategy."
         )
-
-
-def cache_fill_fractions(model):
-    """``{layer name: fraction of occupied slots}`` for each cache of ``model``."""
-    return {
-        layer.name: float(np.asarray(layer.fill_count())) / layer.cache_size
-        for layer in cache_attention_layers(model)
-    }

@@ -24,6 +24,7 @@ zero sample weights, the `Perplexity` metric computes exactly that over a whole 
 """
 
 import inspect
+import types
 
 import keras
 
@@ -48,19 +49,21 @@ from tf_memlayers.models._compiling import backend_jit_compile, compile_and_buil
 MEMORY_RNN_NAME = "memory_rnn"
 
 # Daniluk et al. (2017) §4.1: the defaults of the builder, of `compile_language_model` and of
-# the examples' memories (the window of the attention, the order of the N-gram RNN).
-DANILUK_DEFAULTS = {
-    "learning_rate": 1e-3,
-    "batch_size": 64,
-    "clip_norm": 5.0,
-    "forget_bias": 1.0,
-    "init_scale": 0.1,
-    "sequence_length": 20,
-    "window": 5,
-    "ngram": 4,
-    "units": 300,
-    "embedding_dim": 300,
-}
+# the examples' memories (the window of the attention, the order of the N-gram RNN); read-only.
+DANILUK_DEFAULTS = types.MappingProxyType(
+    {
+        "learning_rate": 1e-3,
+        "batch_size": 64,
+        "clip_norm": 5.0,
+        "forget_bias": 1.0,
+        "init_scale": 0.1,
+        "sequence_length": 20,
+        "window": 5,
+        "ngram": 4,
+        "units": 300,
+        "embedding_dim": 300,
+    }
+)
 
 
 def _dropout(x, rate, variational, name):
@@ -180,7 +183,7 @@ def build_language_model(
     ``tokens [batch, sequence_length] -> Embedding -> LSTM x num_layers -> memory -> logits``. The
     model outputs vocabulary logits ``[batch, sequence_length, vocabulary_size]`` (softmax with
     a bias; compile with `compile_language_model`). The defaults are those of Daniluk et al.
-    (2017, §4.1), ``DANILUK_DEFAULTS``: LSTMs of 300 units, 300-dimensional embeddings, segments
+    (2017, §4.1), `DANILUK_DEFAULTS`: LSTMs of 300 units, 300-dimensional embeddings, segments
     of 20 words, an initialisation scale of 0.1 and a forget-gate bias of 1.
 
     Args:
