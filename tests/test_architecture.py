@@ -75,7 +75,22 @@ def _documented(name):
         return True
     if len(parts) > 3 or len(parts) == 3 and parts[1] not in PUBLIC_SUBPACKAGES:
         return False
-    return parts[-1] in importlib.import_module(".".join(parts[:-1])).__all__
+    return parts[-1] in _all(".".join(parts[:-1]))
+
+
+def _all(module):
+    """The ``__all__`` of ``module``, read from its source where it is a list of strings there
+    (importing ``tf_memlayers.training`` needs TensorFlow), else imported."""
+    path = REPOSITORY.joinpath(*module.split("."))
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    lists = [
+        node.value
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.List)
+        if [getattr(target, "id", "") for target in node.targets] == ["__all__"]
+        if all(isinstance(name, ast.Constant) for name in node.value.elts)
+    ]
+    return ast.literal_eval(lists[0]) if lists else importlib.import_module(module).__all__
 
 
 def test_the_examples_and_benchmarks_use_the_public_package_only_and_it_nothing_of_them():
@@ -100,7 +115,7 @@ def test_the_examples_and_benchmarks_use_the_public_package_only_and_it_nothing_
         if not _documented(name)
     ]
     assert not undocumented, undocumented
-    assert not all(map(_documented, ["tf_memlayers.models.snli.PAPER_UNITS", "tf_memlayers.ops"]))
+    assert not any(map(_documented, ["tf_memlayers.models.snli.PAPER_UNITS", "tf_memlayers.ops"]))
     # The experiments' corpus readers and input pipelines live with the examples: the package
     # has no ``data`` part and imports nothing from ``examples``.
     assert not (ROOT / "data").exists()
