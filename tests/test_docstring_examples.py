@@ -1,6 +1,8 @@
 """Every `Example:` in the docstrings of the layers, metrics, losses, regularizers, initializers,
 callbacks, model builders and training utilities runs and prints what it shows, on every Keras
-backend but for the TensorFlow-only modules. (The examples' folders run their own docstrings.)"""
+backend but for the TensorFlow-only modules; those the API reference shows (a public object's
+and its methods') as a user pastes them, in a fresh namespace. (The examples' folders run their
+own docstrings.)"""
 
 import doctest
 import importlib
@@ -22,26 +24,39 @@ def _modules(package, walk=False):
 
 
 # The modules besides the layers' (one folder per mechanism), each of which shows examples;
-# the callbacks but the state resets and the cache episodes (the first three), the training
-# utilities and the TFLite conversion of the SNLI model need TensorFlow.
+# the callbacks but the state resets, the cache episodes and the cosines (the first four), the
+# training utilities and the TFLite conversion of the SNLI model need TensorFlow.
 CALLBACKS = ["reset_language_model_states", "state_reset_callback", "cache_episodes_callback"]
-CALLBACKS += ["window_attention_callback", "memory_retrieval_heatmap", "pair_attention_heatmap"]
-CALLBACKS += ["pair_probe", "write_heatmap"]
+CALLBACKS += ["cosine_similarity_matrix", "window_attention_callback", "memory_retrieval_heatmap"]
+CALLBACKS += ["pair_attention_heatmap", "pair_probe", "write_heatmap", "cache_attention_callback"]
 CALLBACKS = [f"tf_memlayers.callbacks.{name}" for name in CALLBACKS]
 MODULES = [f"tf_memlayers.{name}" for name in ("models", "metrics", "losses", "regularizers")]
 MODULES = [*(m for name in MODULES for m in _modules(name)), "tf_memlayers.initializers"]
 MODULES += [*CALLBACKS, *_modules("tf_memlayers.training")]
-TENSORFLOW = {*CALLBACKS[3:], *_modules("tf_memlayers.training"), "tf_memlayers.models.snli"}
+TENSORFLOW = {*CALLBACKS[4:], *_modules("tf_memlayers.training"), "tf_memlayers.models.snli"}
 ONLY = tensorflow_only("its examples use TensorFlow")
 # TensorFlow and JAX share the modules, the same operations on both (`split_rows`); torch: all.
 NAMES = _modules("tf_memlayers.layers", walk=True) + MODULES
 ROWS = split_rows([pytest.param(n, marks=[ONLY] if n in TENSORFLOW else []) for n in NAMES])
 
 
+def _shown(test, module_name):
+    """Whether the API reference shows the docstring of ``test``: a public object's (one its
+    subpackage exports) or one of its methods'; not the module's own or a private helper's."""
+    subpackage = importlib.import_module(".".join(module_name.split(".")[:2]))
+    public = getattr(subpackage, "__all__", [n for n in dir(subpackage) if n[0] != "_"])
+    return test.name[len(module_name) + 1 :].split(".")[0] in public
+
+
 @pytest.mark.parametrize("module_name", ROWS)
 def test_docstring_examples_run(module_name):
     module = importlib.import_module(module_name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for test in doctest.DocTestFinder().find(module):
+        if _shown(test, module_name):
+            test.globs = {}  # what a user copies must import what it uses
+        runner.run(test)
+    result = runner.summarize(verbose=False)
     assert result.failed == 0
     exported = [
         name

@@ -31,6 +31,7 @@ def for_one_weight(initializer):
     Example:
 
     >>> import keras, numpy as np
+    >>> from tf_memlayers.initializers import for_one_weight
     >>> glorot = keras.initializers.GlorotUniform()
     >>> a, b = (np.asarray(for_one_weight(glorot)((3, 3))) for _ in range(2))
     >>> bool(np.array_equal(a, b))
@@ -61,6 +62,8 @@ class ForgetGateBias(keras.initializers.Initializer):
 
     Example:
 
+    >>> import keras
+    >>> from tf_memlayers.initializers import ForgetGateBias
     >>> keras.ops.convert_to_numpy(ForgetGateBias(1.0)((8,))).tolist()
     [0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
     """

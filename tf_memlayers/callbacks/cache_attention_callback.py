@@ -51,6 +51,7 @@ class CacheAttentionCallback(keras.callbacks.Callback):
     >>> import pathlib, tempfile
     >>> import numpy as np
     >>> from tf_memlayers import HeapCacheAttention
+    >>> from tf_memlayers.callbacks import CacheAttentionCallback
     >>> from tf_memlayers.models import build_fill_last_word_model, compile_fill_last_word_model
     >>> model = build_fill_last_word_model(30, cache=HeapCacheAttention(16, 4),
     ...                                    sequence_length=6, embedding_dim=4, units=8)

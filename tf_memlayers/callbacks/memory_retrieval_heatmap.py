@@ -33,6 +33,7 @@ class MemoryRetrievalHeatmap(PairProbe):
     >>> from tf_memlayers import DualAssociativeEncoder
     >>> from tf_memlayers import ConditionalEncoder
     >>> from tf_memlayers.models import build_snli_model
+    >>> from tf_memlayers.callbacks import MemoryRetrievalHeatmap
     >>> encoder = ConditionalEncoder([
     ...     DualAssociativeEncoder(4, num_copies=2, return_sequences=True),
     ...     keras.layers.GRU(4, return_state=True),

@@ -33,6 +33,7 @@ class PairAttentionHeatmap(PairProbe):
     >>> from tf_memlayers import (
     ...     AttentionRNN, ConditionalAttentionEncoder, ConditionalEncoder, WordByWordAttention)
     >>> from tf_memlayers.models import build_snli_model
+    >>> from tf_memlayers.callbacks import PairAttentionHeatmap
     >>> encoder = ConditionalEncoder([ConditionalAttentionEncoder(
     ...     keras.layers.LSTM(4, return_sequences=True, return_state=True),
     ...     AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(4))),

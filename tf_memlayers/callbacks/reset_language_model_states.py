@@ -76,6 +76,7 @@ def reset_language_model_states(model, rows=None):
 
     >>> import numpy as np
     >>> from tf_memlayers.models import build_language_model
+    >>> from tf_memlayers.callbacks import reset_language_model_states
     >>> model = build_language_model(20, units=8, embedding_dim=8, batch_size=2, sequence_length=4)
     >>> _ = model(np.ones((2, 4), "int32"))
     >>> reset_language_model_states(model, rows=np.array([True, False]))

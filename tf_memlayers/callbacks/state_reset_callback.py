@@ -31,6 +31,7 @@ class StateResetCallback(keras.callbacks.Callback):
 
     >>> import numpy as np
     >>> # Three batches of two rows; a new document starts in row 1 at the third batch.
+    >>> from tf_memlayers.callbacks import StateResetCallback
     >>> resets = np.array([[True, True], [False, False], [False, True]])
     >>> callback = StateResetCallback(train_resets=resets)
     >>> callback.train_resets[2].tolist()

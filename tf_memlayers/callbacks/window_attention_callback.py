@@ -96,6 +96,7 @@ class WindowAttentionCallback(keras.callbacks.Callback):
     >>> import numpy as np
     >>> from tf_memlayers import SlidingWindowAttention
     >>> from tf_memlayers.models import build_language_model
+    >>> from tf_memlayers.callbacks import WindowAttentionCallback
     >>> memory = SlidingWindowAttention(window=3, return_attention_scores=True)
     >>> probe = build_language_model(30, memory, units=8, embedding_dim=8, stateful=False,
     ...     sequence_length=None)

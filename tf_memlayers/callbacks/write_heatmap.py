@@ -169,6 +169,7 @@ def heatmap_image(
 
     Example:
 
+    >>> from tf_memlayers.callbacks import heatmap_image
     >>> image = heatmap_image([[0.1, 0.9], [0.7, 0.3]], ["a", "b"], ["x", "y"],
     ...                       title="attention")
     >>> image.dtype, image.ndim, image.shape[-1]
@@ -222,6 +223,7 @@ def matrix_markdown(matrix, row_labels=None, col_labels=None, digits=3):
 
     Example:
 
+    >>> from tf_memlayers.callbacks import matrix_markdown
     >>> print(matrix_markdown([[0.5, 0.25]], ["a"], ["x", "y"], digits=2))
     | | x | y |
     |---|---|---|
@@ -260,6 +262,7 @@ def write_heatmap(tag, matrix, step, row_labels=None, col_labels=None, **image_k
 
     >>> import pathlib, tempfile
     >>> import tensorflow as tf
+    >>> from tf_memlayers.callbacks import write_heatmap
     >>> log_dir = tempfile.mkdtemp()
     >>> with tf.summary.create_file_writer(log_dir).as_default():
     ...     image = write_heatmap("memory/retrieval", [[0.2, 0.8]], step=0,

@@ -86,6 +86,7 @@ class ConditionalEncoder(RematerializedByPosition, keras.layers.Layer):
     >>> import keras
     >>> import numpy as np
     >>> from tf_memlayers import DualAssociativeEncoder
+    >>> from tf_memlayers import ConditionalEncoder
     >>> encoder = ConditionalEncoder([
     ...     DualAssociativeEncoder(8, num_copies=2, return_sequences=True),
     ...     keras.layers.GRU(8, return_state=True),

@@ -29,6 +29,7 @@ class FrozenBatchNormalization(keras.layers.BatchNormalization):
     Example:
 
     >>> import numpy as np
+    >>> from tf_memlayers import FrozenBatchNormalization
     >>> norm = FrozenBatchNormalization(epsilon=1e-3)
     >>> float(norm(np.full((2, 3), 2.0, "float32"), training=True)[0, 0])  # 2 / sqrt(1.001)
     1.999000...

@@ -39,6 +39,7 @@ def lstm_use_cudnn(compute_dtype=None, stateful=False):
     Example:
 
     >>> import keras
+    >>> from tf_memlayers import lstm_use_cudnn
     >>> lstm = keras.layers.LSTM(8, use_cudnn=lstm_use_cudnn())
     >>> lstm_use_cudnn("float32")
     'auto'

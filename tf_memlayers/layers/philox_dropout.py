@@ -48,6 +48,7 @@ class PhiloxDropout(keras.layers.Dropout):
     Example:
 
     >>> import numpy as np
+    >>> from tf_memlayers import PhiloxDropout
     >>> dropout = PhiloxDropout(0.5, seed=1)
     >>> outputs = np.asarray(dropout(np.ones((2, 1000), "float32"), training=True))
     >>> sorted(set(outputs.ravel().tolist()))

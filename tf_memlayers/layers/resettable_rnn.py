@@ -194,6 +194,8 @@ def dropout_masks(cell, step_inputs):
 
     >>> import numpy as np
     >>> from tf_memlayers import SlidingWindowAttentionCell
+    >>> import keras
+    >>> from tf_memlayers import dropout_masks
     >>> cell = SlidingWindowAttentionCell(keras.layers.LSTMCell(4, dropout=0.5), window=3)
     >>> x = np.ones((2, 5, 3), "float32")
     >>> states = [np.zeros((2, size), "float32") for size in cell.state_size]

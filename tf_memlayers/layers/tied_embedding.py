@@ -67,6 +67,7 @@ class TiedEmbedding(keras.layers.Embedding):
     Example:
 
     >>> import numpy as np
+    >>> from tf_memlayers import TiedEmbedding
     >>> embedding = TiedEmbedding(10, 4)
     >>> vectors = embedding(np.array([[1, 2, 3]]))
     >>> tuple(embedding(vectors, reverse=True).shape)

@@ -45,6 +45,7 @@ class SequenceCrossentropy(keras.losses.Loss):
     Example:
 
     >>> import numpy as np
+    >>> from tf_memlayers import SequenceCrossentropy
     >>> targets, logits = np.zeros((2, 5), "int32"), np.zeros((2, 5, 4), "float32")
     >>> mean = SequenceCrossentropy()(targets, logits)
     >>> summed = SequenceCrossentropy("sum_over_time")(targets, logits)

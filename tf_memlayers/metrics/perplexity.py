@@ -28,6 +28,7 @@ class Perplexity(keras.metrics.Metric):
     Example:
 
     >>> import numpy as np
+    >>> from tf_memlayers import Perplexity
     >>> metric = Perplexity()
     >>> metric.update_state(np.array([[0, 1]]), np.zeros((1, 2, 4), "float32"))
     >>> round(float(metric.result()), 4)

@@ -130,6 +130,7 @@ def build_fill_last_word_model(
     Example:
 
     >>> from tf_memlayers import AttentionPooling, HeapCacheAttention
+    >>> from tf_memlayers.models import build_fill_last_word_model, compile_fill_last_word_model
     >>> model = build_fill_last_word_model(
     ...     50,
     ...     pooling=AttentionPooling(8),
@@ -264,6 +265,7 @@ def compile_fill_last_word_model(
     Example:
 
     >>> import numpy as np
+    >>> from tf_memlayers.models import build_fill_last_word_model, compile_fill_last_word_model
     >>> model = build_fill_last_word_model(30, sequence_length=6, embedding_dim=4, units=8)
     >>> model = compile_fill_last_word_model(model, learning_rate=1e-2)
     >>> history = model.fit(np.ones((4, 6), "int32"), np.zeros(4, "int32"), verbose=0)

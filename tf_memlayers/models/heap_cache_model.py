@@ -79,6 +79,8 @@ class HeapCacheModel(keras.Model):
     Example:
 
     >>> import keras, numpy as np
+    >>> from tf_memlayers import HeapCacheAttention
+    >>> from tf_memlayers.models import HeapCacheModel
     >>> tokens = keras.Input((6,), dtype="int32")
     >>> state = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(20, 8)(tokens))
     >>> state = HeapCacheAttention(cache_size=16, attention_units=4)(state)

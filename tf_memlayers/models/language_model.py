@@ -253,6 +253,7 @@ def build_language_model(
 
     >>> import numpy as np
     >>> from tf_memlayers import SlidingWindowAttention
+    >>> from tf_memlayers.models import build_language_model
     >>> memory = SlidingWindowAttention(window=3, mode="key_value", stateful=True)
     >>> model = build_language_model(50, memory, units=16, embedding_dim=8, batch_size=2,
     ...                              sequence_length=5)
@@ -431,6 +432,7 @@ def compile_language_model(
     Example:
 
     >>> import numpy as np
+    >>> from tf_memlayers.models import build_language_model, compile_language_model
     >>> model = build_language_model(20, units=8, embedding_dim=8, batch_size=2, sequence_length=4)
     >>> model = compile_language_model(model, jit_compile=False)
     >>> x = np.ones((2, 4), "int32")

@@ -106,6 +106,7 @@ def build_snli_model(
 
     >>> import keras
     >>> from tf_memlayers import ConditionalEncoder
+    >>> from tf_memlayers.models import build_snli_model
     >>> gru = ConditionalEncoder([
     ...     keras.layers.GRU(6, return_sequences=True, return_state=True),
     ...     keras.layers.GRU(6, return_state=True),
@@ -297,6 +298,7 @@ def build_fixed_length_snli_model(
     >>> import tensorflow as tf
     >>> import keras
     >>> from tf_memlayers import ConditionalEncoder
+    >>> from tf_memlayers.models import build_fixed_length_snli_model, build_snli_model
     >>> gru = ConditionalEncoder([
     ...     keras.layers.GRU(4, return_sequences=True, return_state=True),
     ...     keras.layers.GRU(4, return_state=True),
@@ -427,9 +429,10 @@ def compile_snli_model(model, learning_rate=1e-3, clip_norm=5.0, jit_compile=Non
 
     Example:
 
-    >>> import numpy as np
     >>> import keras
+    >>> import numpy as np
     >>> from tf_memlayers import ConditionalEncoder
+    >>> from tf_memlayers.models import build_snli_model, compile_snli_model
     >>> gru = ConditionalEncoder([
     ...     keras.layers.GRU(4, return_sequences=True, return_state=True),
     ...     keras.layers.GRU(4, return_state=True),

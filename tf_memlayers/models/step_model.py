@@ -115,6 +115,7 @@ def build_step_model(model, name=None):
     >>> import numpy as np
     >>> from tf_memlayers.models import build_language_model
     >>> from tf_memlayers import SlidingWindowAttention
+    >>> from tf_memlayers.models import build_step_model, initial_step_state
     >>> memory = SlidingWindowAttention(window=3, mode="key_value")
     >>> lm = build_language_model(30, memory, units=8, embedding_dim=6, stateful=False,
     ...                           sequence_length=None)
@@ -192,6 +193,7 @@ def initial_step_state(step_model, batch_size):
 
     >>> from tf_memlayers import SlidingWindowAttention
     >>> from tf_memlayers.models import build_language_model, build_step_model
+    >>> from tf_memlayers.models import initial_step_state
     >>> lm = build_language_model(20, SlidingWindowAttention(window=2), units=8,
     ...                           embedding_dim=4, stateful=False, sequence_length=None)
     >>> [state.shape for state in initial_step_state(build_step_model(lm), 3)]
@@ -301,6 +303,7 @@ def generate(
     >>> import numpy as np
     >>> from tf_memlayers import SlidingWindowAttention
     >>> from tf_memlayers.models import build_language_model, build_step_model
+    >>> from tf_memlayers.models import generate
     >>> lm = build_language_model(20, SlidingWindowAttention(window=2), units=8,
     ...                           embedding_dim=4, stateful=False, sequence_length=None)
     >>> step = build_step_model(lm)

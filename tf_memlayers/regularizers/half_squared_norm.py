@@ -20,6 +20,7 @@ class HalfSquaredNorm(keras.regularizers.Regularizer):
     Example:
 
     >>> import numpy as np
+    >>> from tf_memlayers.regularizers import HalfSquaredNorm
     >>> float(HalfSquaredNorm(0.1)(np.array([3.0, 4.0])))  # 0.1 * 25 / 2
     1.25
     """

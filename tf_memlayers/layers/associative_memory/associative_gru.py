@@ -355,7 +355,9 @@ class AssociativeGRU(AssociativeRecurrentLayer):
 
     Example:
 
+    >>> import keras
     >>> import numpy as np
+    >>> from tf_memlayers import AssociativeGRU
     >>> layer = AssociativeGRU(8, num_copies=3, return_state=True)
     >>> output, memory, last = layer(np.ones((2, 5, 4), "float32"))
     >>> tuple(output.shape), tuple(memory.shape)

@@ -135,6 +135,7 @@ class AssociativeGRUCell(RecomputedWithItsLayer, keras.layers.Layer):
     Example:
 
     >>> import numpy as np, keras
+    >>> from tf_memlayers import AssociativeGRUCell
     >>> cell = AssociativeGRUCell(8, num_copies=3)
     >>> layer = keras.layers.RNN(cell, return_state=True)
     >>> output, memory, last = layer(np.ones((2, 5, 4), "float32"))

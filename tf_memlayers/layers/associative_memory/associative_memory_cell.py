@@ -85,6 +85,7 @@ class AssociativeMemoryCell(RecomputedWithItsLayer, keras.layers.Layer):
     Example:
 
     >>> import numpy as np, keras
+    >>> from tf_memlayers import AssociativeMemoryCell
     >>> cell = AssociativeMemoryCell(keras.layers.LSTMCell(6), num_copies=4)
     >>> outputs = keras.layers.RNN(cell)(np.ones((2, 5, 3), "float32"))
     >>> tuple(outputs.shape)

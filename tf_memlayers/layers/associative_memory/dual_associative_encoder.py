@@ -162,6 +162,7 @@ class DualAssociativeEncoder(RematerializedByPosition, keras.layers.Layer):
     Example:
 
     >>> import numpy as np
+    >>> from tf_memlayers import DualAssociativeEncoder
     >>> rng = np.random.default_rng(0)
     >>> premise = rng.normal(size=(2, 7, 16)).astype("float32")
     >>> hypothesis = rng.normal(size=(2, 5, 16)).astype("float32")

@@ -113,6 +113,7 @@ class DualAssociativeGRUCell(RecomputedWithItsLayer, keras.layers.Layer):
     Example:
 
     >>> import numpy as np, keras
+    >>> from tf_memlayers import DualAssociativeGRUCell
     >>> source = np.random.default_rng(0).normal(size=(2, 16)).astype("float32")
     >>> last = np.zeros((2, 8), "float32")
     >>> layer = keras.layers.RNN(DualAssociativeGRUCell(8, num_copies=2), return_state=True)
@@ -350,6 +351,7 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
 
     >>> import numpy as np
     >>> from tf_memlayers import AssociativeGRU
+    >>> from tf_memlayers import DualAssociativeGRU
     >>> premise_layer = AssociativeGRU(8, num_copies=2, return_state=True)
     >>> _, source, last = premise_layer(np.ones((2, 5, 4), "float32"))
     >>> layer = DualAssociativeGRU(8, num_copies=2)

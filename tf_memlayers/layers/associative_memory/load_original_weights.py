@@ -79,6 +79,7 @@ def original_variable_names(cell):
     Example:
 
     >>> from tf_memlayers import AssociativeGRUCell
+    >>> from tf_memlayers.compat import original_variable_names
     >>> cell = AssociativeGRUCell(4, num_copies=2)
     >>> cell.build((None, 3))
     >>> sorted(original_variable_names(cell))[:2]
@@ -116,6 +117,7 @@ def load_original_weights(cell, arrays, prefix=None):
 
     >>> import numpy as np
     >>> from tf_memlayers import AssociativeGRUCell
+    >>> from tf_memlayers.compat import load_original_weights, original_variable_names
     >>> cell = AssociativeGRUCell(4, num_copies=2)
     >>> cell.build((None, 3))
     >>> arrays = {"encoder/" + name: np.full(tuple(variable.shape), 0.5, "float32")

@@ -64,6 +64,7 @@ class AttentionPooling(keras.layers.Layer):
     Example:
 
     >>> import numpy as np
+    >>> from tf_memlayers import AttentionPooling
     >>> pool = AttentionPooling(attention_units=8)
     >>> tuple(pool(np.ones((2, 5, 4), "float32")).shape)
     (2, 4)

@@ -106,7 +106,9 @@ class HeapCacheAttention(keras.layers.Layer):
 
     Example:
 
+    >>> import keras
     >>> import numpy as np
+    >>> from tf_memlayers import HeapCacheAttention
     >>> layer = HeapCacheAttention(cache_size=4, attention_units=3)
     >>> states = np.random.default_rng(0).normal(size=(2, 5)).astype("float32")
     >>> tuple(layer(states).shape)
@@ -304,7 +306,9 @@ class HeapCacheAttention(keras.layers.Layer):
 
         Example:
 
+        >>> import keras
         >>> import numpy as np
+        >>> from tf_memlayers import HeapCacheAttention
         >>> layer = HeapCacheAttention(cache_size=4, attention_units=3, policy="topk")
         >>> states = np.random.default_rng(0).normal(size=(3, 5)).astype("float32")
         >>> states[1, 2] = np.nan

@@ -109,7 +109,9 @@ def monotonic_alignments(p_choose, previous, mode):
 
     Example:
 
+    >>> import keras
     >>> import numpy as np
+    >>> from tf_memlayers import monotonic_alignments
     >>> p = np.array([[0.5, 0.5, 0.5]])
     >>> start = np.array([[1.0, 0.0, 0.0]])
     >>> keras.ops.convert_to_numpy(monotonic_alignments(p, start, "recursive")).tolist()
@@ -445,7 +447,9 @@ class AttentionMechanism(ScoredAttention, keras.layers.Layer):
 
     Example:
 
+    >>> import keras
     >>> import numpy as np
+    >>> from tf_memlayers import AttentionMechanism
     >>> mechanism = AttentionMechanism(score="general")
     >>> rng = np.random.default_rng(0)
     >>> memory = rng.normal(size=(2, 7, 12)).astype("float32")

@@ -103,6 +103,7 @@ class AttentionRNN(ResettableRNN):
     A decoder over an encoder's outputs, padding masked, with the alignment history:
 
     >>> import numpy as np, keras
+    >>> from tf_memlayers import AttentionRNN, AttentionWrapper
     >>> rng = np.random.default_rng(0)
     >>> encoded = rng.normal(size=(2, 7, 12)).astype("float32")
     >>> encoded_mask = np.array([[True] * 7, [True] * 4 + [False] * 3])
@@ -296,6 +297,7 @@ class AttentionRNN(ResettableRNN):
         Example:
 
         >>> import numpy as np, keras
+        >>> from tf_memlayers import AttentionRNN, AttentionWrapper
         >>> decoder = AttentionRNN(AttentionWrapper(keras.layers.GRUCell(4)))
         >>> memory = np.ones((1, 6, 3), "float32")
         >>> _ = decoder(np.ones((1, 2, 5), "float32"), memory=memory)

@@ -194,6 +194,7 @@ class AttentionWrapper(RecomputedWithItsLayer, ScoredAttention, keras.layers.Lay
     A decoder step by step, as a hand-written loop runs it:
 
     >>> import numpy as np, keras
+    >>> from tf_memlayers import AttentionWrapper
     >>> cell = AttentionWrapper(keras.layers.LSTMCell(16), score="general")
     >>> memory = np.random.default_rng(0).normal(size=(2, 7, 12)).astype("float32")
     >>> states = [np.zeros((2, size), "float32") for size in cell.state_size]

@@ -68,6 +68,7 @@ class ConditionalAttentionEncoder(RematerializedByPosition, keras.layers.Layer):
 
     >>> import keras, numpy as np
     >>> from tf_memlayers import AttentionRNN, WordByWordAttention
+    >>> from tf_memlayers import ConditionalAttentionEncoder
     >>> encoder = ConditionalAttentionEncoder(
     ...     keras.layers.LSTM(8, return_sequences=True, return_state=True),
     ...     AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(8))),
@@ -203,6 +204,7 @@ class ConditionalAttentionEncoder(RematerializedByPosition, keras.layers.Layer):
 
         >>> import keras, numpy as np
         >>> from tf_memlayers import AttentionRNN, WordByWordAttention
+        >>> from tf_memlayers import ConditionalAttentionEncoder
         >>> encoder = ConditionalAttentionEncoder(
         ...     keras.layers.LSTM(8, return_sequences=True, return_state=True),
         ...     AttentionRNN(WordByWordAttention(keras.layers.LSTMCell(8))),

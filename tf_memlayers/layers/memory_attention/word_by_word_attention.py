@@ -86,6 +86,7 @@ class WordByWordAttention(AttentionWrapper):
 
     >>> import numpy as np, keras
     >>> from tf_memlayers import AttentionRNN
+    >>> from tf_memlayers import WordByWordAttention
     >>> rng = np.random.default_rng(0)
     >>> premise = rng.normal(size=(2, 9, 16)).astype("float32")
     >>> hypothesis = rng.normal(size=(2, 6, 16)).astype("float32")

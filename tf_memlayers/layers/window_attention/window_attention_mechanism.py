@@ -52,6 +52,7 @@ def window_softmax(scores, valid=None):
 
     Example:
 
+    >>> import keras
     >>> import numpy as np
     >>> scores = np.zeros((1, 4), "float32")
     >>> keras.ops.convert_to_numpy(window_softmax(scores, np.array([[0, 0, 1, 1]]))).tolist()
