@@ -128,10 +128,15 @@ BAD_CALLS = [
     # A language model is not its step model (one output, and one input or tokens and resets).
     (lambda s: STATE(_language_model("lstm"), 2), "ValueError: `step_model` must be a step model"),
     (lambda s: G(_language_model("key_value"), P, 2), "ValueError: Call `build_step_model(model)`"),
+    (lambda s: G(_language_model("ngram"), P, 2), "ValueError: own returns every state it takes"),
     (lambda s: G(_language_model("lstm", resets=True), P * 2, 2), "ValueError: `step_model` must"),
     (lambda s: build_step_model(_not_a_language_model()), "ValueError: build_language_model"),
     (lambda s: build_step_model("x"), "TypeError: `model` must be a keras.Model"),
     (lambda s: build_step_model(_projection_model()), "ValueError: 'projection' (Dense) is none"),
+    (
+        lambda s: build_step_model(_projection_model()),
+        "ValueError: build its step model from its own",
+    ),
 ]
 
 

@@ -66,10 +66,13 @@ def _recurrent_layers(model):
             "softmax",
         ):
             raise ValueError(
-                "build_step_model steps the embedding, the recurrent layers "
-                "(keras.layers.RNN, or a sequence layer with a carried memory such as "
-                "SlidingWindowAttention and NGramConcat) and the softmax of a language model; "
-                f"layer {layer.name!r} ({type(layer).__name__}) is none of these."
+                "build_step_model steps a language model as `build_language_model` builds "
+                "it: its layer named 'embedding', its recurrent layers (keras.layers.RNN, or "
+                "a sequence layer with a carried memory such as SlidingWindowAttention and "
+                "NGramConcat) and its layer named 'softmax'; layer "
+                f"{layer.name!r} ({type(layer).__name__}) is none of these. For a model of "
+                "another shape (an encoder-decoder, say), build its step model from its own "
+                "layers: `generate`'s docstring says what it takes and returns."
             )
     layers = [layer for layer in model.layers if isinstance(layer, _RECURRENT)]
     for layer in layers:
@@ -224,7 +227,8 @@ def _check_step_model(step_model):
             f"[batch, 1] and the state; outputs: the logits and the new state); got "
             f"{getattr(step_model, 'name', step_model)!r} with inputs of shapes {shapes} and "
             f"{len(outputs)} output(s). Call `build_step_model(model)` on the language model "
-            "first."
+            "first; a step model of your own returns every state it takes, in the same order "
+            "(a memory it only reads, such as an encoder's outputs, unchanged)."
         )
 
 
@@ -255,7 +259,13 @@ def generate(
     distribution strategy (not split among its replicas).
 
     Args:
-        step_model: A `keras.Model` from `build_step_model`.
+        step_model: A `keras.Model` from `build_step_model`, or one of your own with its
+            layout: ``(tokens [batch, 1], *state) -> (logits [batch, 1, vocabulary],
+            *new_state)``, one new state per state, in the same order. A decoder over an
+            encoder's outputs takes them as states and returns them unchanged (through
+            ``keras.layers.Identity``, as a model's outputs are layer outputs), with
+            ``initial_state`` the encoder's; a beam search then copies them for each beam
+            (the memory attention page, "Decoding", builds one).
         prompt: Integer array ``[batch, length]`` (``length >= 1``) of token ids.
         num_tokens: Non-negative integer, how many tokens to add.
         temperature: Float >= 0; 0 picks the most likely token. Default: `1.0`. Not with a

@@ -353,6 +353,9 @@ def test_bad_calls_are_named_and_a_memory_of_another_batch_size_is_refused_in_fi
             lambda: _layer("dot", cell=keras.layers.GRUCell(5))(x, memory=m),
             "score='dot' needs the query",
         ),
+        # Keras's RNN passes no memory, to the build or to the steps.
+        (lambda: keras.layers.RNN(AttentionWrapper(keras.layers.GRUCell(3)))(x), "Run it with"),
+        (lambda: keras.layers.RNN(layer.cell)(x), "passes none: run the wrapper with `Attention"),
     ]:
         pytest.raises(ValueError, call).match(re.escape(fragment))
     # A memory held by the model (batch 2) in fit: the batches of 2 train, the last batch of 1
@@ -366,6 +369,24 @@ def test_bad_calls_are_named_and_a_memory_of_another_batch_size_is_refused_in_fi
     sizes = r"of `sequences`.*\[2\].*\[1\]" if tensorflow else "2, but `sequences`.* size 1"
     with pytest.raises(error, match=f"(?s)`memory`.*batch size {sizes}"):
         model.fit(x, np.zeros((3, STEPS, UNITS)), batch_size=2, verbose=0)
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"attention_layer": "context"}, {"monotonic_mode": "parallel"}]
+)
+def test_the_initial_state_is_the_zeros_attention_rnn_starts_from(options):
+    x, m, k = _data(np.random.default_rng(4), "float32")
+    cell = AttentionWrapper(keras.layers.LSTMCell(UNITS), **options)
+    if options:  # a width the memory sets: known once built
+        pytest.raises(ValueError, cell.get_initial_state, BATCH).match("known once the wrapper")
+    layer = AttentionRNN(cell, return_sequences=True)
+    expected = layer(x, memory=m, memory_mask=k)
+    state = cell.get_initial_state(BATCH)
+    assert [tuple(s.shape) for s in state] == [(BATCH, size) for size in cell.state_size]
+    assert not any(np.any(as_numpy(s)) for s in state) and len(state) == 3 + (
+        "monotonic_mode" in options
+    )
+    assert_close(layer(x, memory=m, memory_mask=k, initial_state=state), expected, atol=1e-6)
 
 
 @pytest.mark.parametrize(

@@ -543,8 +543,42 @@ class AttentionWrapper(RecomputedWithItsLayer, ScoredAttention, keras.layers.Lay
 
     @property
     def state_size(self):
-        # The previous alignments of monotonic attention: as long as the memory (built).
+        """The widths of the states, flat: the wrapped cell's, the fed-back vector's, then
+        each monotonic mechanism's previous alignments' (as long as its memory). A width that
+        the memory sets (the fed-back vector's with ``attention_layer="context"``, the
+        alignments') is `None` until the wrapper is built."""
         return [*self.cell_state_sizes, self.feedback_size, *self.monotonic_lengths]
+
+    def get_initial_state(self, batch_size=None):
+        """The state a sequence starts from, laid out as `state_size`: the wrapped cell's own
+        (from its ``get_initial_state`` where it has one, else zeros), a zero fed-back vector,
+        and zeros for monotonic attention's previous alignments (its state holds them minus
+        the one-hot at the first memory vector).
+
+        Args:
+            batch_size: Integer, the number of rows.
+
+        Returns:
+            A list of ``[batch_size, width]`` tensors of the compute dtype, one per state.
+
+        Raises:
+            ValueError: If a width that the memory sets is not known yet: the wrapper is not
+                built (build it with the memory's shape, or call it once).
+        """
+        sizes = self.state_size
+        if None in sizes:
+            raise ValueError(
+                f"{check.owner_of(type(self).__name__)}: the state's widths {sizes} are known "
+                "once the wrapper is built, as the memory sets some of them: build it first "
+                "(`cell.build(inputs_shape, memory_shape)`, or call it once with a memory)."
+            )
+        count = len(self.cell_state_sizes)
+        own = getattr(self.cell, "get_initial_state", None)
+        if own is None:
+            zeros = [ops.zeros((batch_size, size), self.compute_dtype) for size in sizes[:count]]
+        cell_states = keras.tree.flatten(own(batch_size=batch_size)) if own else zeros
+        rest = [ops.zeros((batch_size, size), self.compute_dtype) for size in sizes[count:]]
+        return [*cell_states, *rest]
 
     @property
     def output_size(self):
@@ -575,7 +609,14 @@ class AttentionWrapper(RecomputedWithItsLayer, ScoredAttention, keras.layers.Lay
         dims, lengths = [], []
         for index, (scorer, shape) in enumerate(zip(self.scorers(), shapes)):
             name = f"memory[{index}]" if self.mechanisms else "memory"
-            if shape is None or len(shape) != 3 or shape[-1] is None:
+            if shape is None:
+                raise ValueError(
+                    f"{owner}: no `{name}` shape to build with: the wrapper is built from the "
+                    "memory it attends over, which `keras.layers.RNN` does not pass. Run it "
+                    "with `AttentionRNN` (`AttentionRNN(cell)(inputs, memory=...)`), or in a "
+                    "loop of your own with `memory=` at every call."
+                )
+            if len(shape) != 3 or shape[-1] is None:
                 raise ValueError(
                     f"{owner}: `{name}` must be a 3D tensor [batch, length, memory_dim] with a "
                     f"known memory_dim; got shape {shape}."
@@ -783,7 +824,8 @@ class AttentionWrapper(RecomputedWithItsLayer, ScoredAttention, keras.layers.Lay
             if memory is None:
                 raise ValueError(
                     f"{owner}: no `memory` given: pass the vectors to attend over, [batch, "
-                    "length, memory_dim], at every call."
+                    "length, memory_dim], at every call (`keras.layers.RNN` passes none: run "
+                    "the wrapper with `AttentionRNN`)."
                 )
             memories = self.per_mechanism(memory, "memory", owner)
             masks = self.per_mechanism(memory_mask, "memory_mask", owner)
