@@ -258,15 +258,13 @@ class LayerTestCase:
         build,
         tmp_path,
         before_saving=None,
-        xla_fails_on_tensorflow=False,
         xla_on_tensorflow=True,
     ):
         """Under ``mixed_float16``: XLA `fit` (eager on torch) on masked data with a partial last
         batch, `predict`, the `.keras` round trip and (TensorFlow) export agree.
-        ``before_saving(model, rng)`` fills a layer before saving. ``xla_fails_on_tensorflow``:
-        TensorFlow's XLA cannot compile the step of a batch size known only at run time;
-        checked, then fit without XLA. ``xla_on_tensorflow=False``: TensorFlow fits without XLA,
-        for a layer whose XLA training step another test compiles there."""
+        ``before_saving(model, rng)`` fills a layer before saving. ``xla_on_tensorflow=False``:
+        TensorFlow fits without XLA, for a layer whose XLA training step another test compiles
+        there."""
         rng = np.random.default_rng(7)
         with dtype_policy("mixed_float16"):
             model, inputs, targets = journey_model(role, build, True, rng)
@@ -290,10 +288,6 @@ class LayerTestCase:
             # On torch, jit_compile is torch.compile, which Keras leaves off there ("auto"),
             # and which takes minutes per model: the step runs eagerly, as users run it.
             compile_model(BACKEND != "torch" and (xla_on_tensorflow or BACKEND != "tensorflow"))
-            if xla_fails_on_tensorflow and BACKEND == "tensorflow":
-                with pytest.raises(Exception, match="must be a compile-time constant"):
-                    model.fit(**data, epochs=1, verbose=0)
-                compile_model(False)
             history = model.fit(**data, epochs=1, verbose=0)
             assert np.isfinite(history.history["loss"]).all()
             if before_saving is not None:

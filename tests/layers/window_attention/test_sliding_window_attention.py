@@ -135,7 +135,7 @@ class SlidingWindowAttentionCellTest(LayerTestCase):
             cell = SlidingWindowAttentionCell(keras.layers.LSTMCell(8), window=3)
             return user_rnn(cell, return_sequences=True)(embedded)
 
-        self.run_journey_test("step", build, tmp_path, xla_fails_on_tensorflow=True)
+        self.run_journey_test("step", build, tmp_path)
 
     def test_config_arguments_and_resets(self):
         sizes = dict(mode="key_value", sizes=(6, 4), attention_units=3, units=5, pad="zeros")

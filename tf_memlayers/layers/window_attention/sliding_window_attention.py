@@ -431,7 +431,9 @@ class SlidingWindowAttentionCell(WindowAttentionMechanism, MemoryCellWrapper):
             A list with one tensor ``[batch, window * attention width]``.
         """
         keys, _, _ = self._unpack_memory(states[-1])
-        projected = ops.matmul(keys, self.memory_kernel)
+        # One 2-D product over every window position: a 3-D one is TensorFlow's tensordot,
+        # whose gradient XLA cannot compile inside a loop traced for a free batch size.
+        projected = ops.matmul(ops.reshape(keys, (-1, keys.shape[-1])), self.memory_kernel)
         return [ops.reshape(projected, (-1, self.window * self.memory_kernel.shape[-1]))]
 
     def call(self, inputs, states, training=None, reset=None, cache=None):
