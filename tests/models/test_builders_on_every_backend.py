@@ -313,7 +313,9 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
     assert_close(loaded_step_model(inputs), step_model(inputs), atol=1e-6, rtol=1e-6)
     # A sampler of keras-hub's contract (keras-hub's greedy sampler, restated here: keras-hub
     # is an optional extra) runs the step model inside the backend's while loop.
+    TRACKED.clear()
     np.testing.assert_array_equal(generate(step_model, prompt, 4, sampler=_greedy_sampler), greedy)
+    assert TRACKED and not any(TRACKED)  # on torch, no autograd graph kept across the steps
     # Weights set after the compiled step's first call (as training sets them) show in the next.
     bias = [w for w in step_model.weights if tuple(w.shape) == (VOCAB,)][-1]
     bias.assign(np.where(np.arange(VOCAB) == 2, 1e4, 0.0))
@@ -326,6 +328,9 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
     assert (generate(step_model, prompt, 4, sampler=_greedy_sampler) == 0).all()
 
 
+TRACKED = []  # whether each step's logits of `_greedy_sampler` carried an autograd graph
+
+
 def _greedy_sampler(next, prompt, cache=None, index=0, mask=None, model=None, **kwargs):
     """keras-hub's `Sampler.__call__` with a greedy `get_next_token`: ``next(prompt, cache, index)``
     gives the logits of position ``index``; the prompt buffer is filled where ``mask`` is false."""
@@ -333,6 +338,7 @@ def _greedy_sampler(next, prompt, cache=None, index=0, mask=None, model=None, **
 
     def body(prompt, cache, index):
         logits, _, cache = next(prompt, cache, index)
+        TRACKED.append(getattr(logits, "requires_grad", False))  # torch's autograd
         token = ops.cast(ops.argmax(logits, axis=-1), prompt.dtype)
         token = ops.where(mask[:, index], prompt[:, index], token)
         # Both start indices of the index's dtype (JAX with 64-bit types: a literal 0 is int64).

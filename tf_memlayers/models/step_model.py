@@ -12,6 +12,7 @@ so the step model generates text in a Python loop, and exports (``model.export``
 (``tf.lite.TFLiteConverter``) as an ordinary stateless model.
 """
 
+import contextlib
 import functools
 
 import keras
@@ -256,7 +257,13 @@ def generate(
     ``predict`` runs a model (a `tf.function` on TensorFlow, ``jax.jit`` on JAX, compiled
     once per step model, on JAX again for each new batch size; weights set in between are
     read at each step), on the whole batch at once, also for a step model built under a
-    distribution strategy (not split among its replicas).
+    distribution strategy (not split among its replicas). A sampler's loop is traced into one
+    `tf.function` on TensorFlow, kept for the next calls; on JAX, keras-hub's loop (a
+    ``lax.while_loop``) is traced and compiled again at each call, a cost per call that grows
+    with the step model, not with ``num_tokens``; on torch it runs eagerly, without autograd.
+
+    Every row's prompt is as long as the others': a prompt padded with a token id would be
+    read as text, so generate prompts of other lengths in separate calls (or batches).
 
     Args:
         step_model: A `keras.Model` from `build_step_model`, or one of your own with its
@@ -565,9 +572,17 @@ def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None):
 
         key = (id(step_model), _variable_ids(step_model), id(sampler), length, end_token_id)
         run = _latest(_TRACED, key, functools.partial(tf.function, run))
-    tokens = run(
-        ops.convert_to_tensor(buffer.astype("int32")),
-        tuple(ops.convert_to_tensor(s) for s in state),
-        ops.convert_to_tensor(mask),
-    )
+    # On torch the sampler's steps run eagerly: without autograd, as `_compile_step`'s do (each
+    # step's graph would otherwise be kept, memory growing with every token).
+    no_grad = contextlib.nullcontext
+    if keras.backend.backend() == "torch":
+        import torch
+
+        no_grad = torch.no_grad
+    with no_grad():
+        tokens = run(
+            ops.convert_to_tensor(buffer.astype("int32")),
+            tuple(ops.convert_to_tensor(s) for s in state),
+            ops.convert_to_tensor(mask),
+        )
     return np.asarray(keras.ops.convert_to_numpy(tokens))[:, length:].astype(int)
