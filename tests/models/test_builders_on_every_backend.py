@@ -297,6 +297,16 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
     prompt = np.array([[3, 5], [7, 1]])
     greedy = generate(step_model, prompt, 4, temperature=0)
     assert greedy.shape == (2, 4)
+    # Prompts of other lengths in one batch, right-padded, marked by a padding mask: each row
+    # draws after its own prompt what it draws alone, with the built-in sampling or a sampler.
+    padded, mask = np.array([[3, 5, 2], [7, 0, 0]]), np.array([[1, 1, 1], [1, 0, 0]], bool)
+    alone = [
+        generate(step_model, row[None, : m.sum()], 4, temperature=0) for row, m in zip(padded, mask)
+    ]
+    for sampler in (None, _greedy_sampler):
+        options = dict(temperature=0) if sampler is None else dict(sampler=sampler)
+        got = generate(step_model, padded, 4, padding_mask=mask, **options)
+        np.testing.assert_array_equal(got, np.concatenate(alone))
     # Greedy: each token is the full model's most likely next token after the text so far.
     full = as_numpy(model.predict_on_batch(np.concatenate([prompt, greedy[:, :-1]], axis=1)))
     np.testing.assert_array_equal(greedy, np.argmax(full[:, prompt.shape[1] - 1 :], axis=-1))

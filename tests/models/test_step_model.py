@@ -123,6 +123,9 @@ BAD_CALLS = [
     (g(P, 2, temperature=0, sampler=print), "ValueError: `temperature` and `seed` do not"),
     (g(P, 2, initial_state=[np.zeros((1, 6))]), "ValueError: must be 2 arrays of shapes"),
     (g(P * 2, 2, initial_state=[np.zeros((1, 6))] * 2), "ValueError: 2 rows as `prompt`"),
+    (g(P, 2, padding_mask=[[1, 1]]), "ValueError: got shape (1, 2) and dtype int64"),
+    (g(P, 2, padding_mask=[[False, True]]), "ValueError: got a row with a padding position before"),
+    (g(P, 2, padding_mask=[[False, False]]), "ValueError: got no token in rows [0]"),
     (state(0), "ValueError: `batch_size` must be >= 1, got 0"),
     (state(2.5), "TypeError: `batch_size` must be an integer, got 2.5"),
     # A language model is not its step model (one output, and one input or tokens and resets).
@@ -238,6 +241,14 @@ def test_keras_hub_samplers_and_an_end_token_drive_generation(prompt_length, mon
     np.testing.assert_array_equal(beams, unended)
     if prompt_length == 1:
         return
+    # Prompts of other lengths in one batch, right-padded: each row's beams as alone.
+    padded, lengths = np.array([[3, 5, 7], [2, 0, 0]]), np.array([3, 1])
+    mask = np.arange(3) < lengths[:, None]
+    alone = [
+        _beam_search(model, padded[i : i + 1, :n], 4, num_beams=3) for i, n in enumerate(lengths)
+    ]
+    got = generate(step_model, padded, 4, sampler=beam_sampler, padding_mask=mask)
+    np.testing.assert_array_equal(got, np.concatenate(alone))
     # Random samplers draw from their own seed generators.
     top_p = [keras_hub.samplers.TopPSampler(p=0.9, seed=seed) for seed in range(3)]
     drawn = [generate(step_model, prompt, 6, sampler=sampler) for sampler in top_p]

@@ -243,6 +243,7 @@ def generate(
     sampler=None,
     initial_state=None,
     end_token_id=None,
+    padding_mask=None,
 ):
     """Continues each row of ``prompt`` by ``num_tokens`` tokens, one step at a time.
 
@@ -262,8 +263,10 @@ def generate(
     ``lax.while_loop``) is traced and compiled again at each call, a cost per call that grows
     with the step model, not with ``num_tokens``; on torch it runs eagerly, without autograd.
 
-    Every row's prompt is as long as the others': a prompt padded with a token id would be
-    read as text, so generate prompts of other lengths in separate calls (or batches).
+    Prompts of different lengths go in one batch right-padded, with a ``padding_mask`` that
+    marks each row's tokens (as keras-hub's language models take them): each row draws its
+    ``num_tokens`` new tokens after its own last one, greedily or by beam search the tokens it
+    draws alone (a sampler draws for the rows of each length together, apart from the others).
 
     Args:
         step_model: A `keras.Model` from `build_step_model`, or one of your own with its
@@ -300,17 +303,22 @@ def generate(
             it, every later token of the row is it, and a sampler scores the row as ended
             there (a beam search ranks finished beams by their text up to the end token; the
             loop stops once every row has ended). Default: `None` (no end token).
+        padding_mask: Optional boolean array ``[batch, length]``, true at each row's prompt
+            tokens, which come first (right padding), at least one a row. Default: `None`
+            (every token of ``prompt``).
 
     Returns:
-        Integer NumPy array ``[batch, num_tokens]``: the generated tokens.
+        Integer NumPy array ``[batch, num_tokens]``: the generated tokens, each row's after
+        its own prompt.
 
     Raises:
         ValueError: If ``step_model`` is not a step model (e.g. the language model itself),
             ``prompt`` is not a non-empty ``[batch, length]`` array of integers or holds ids
             outside the vocabulary, ``num_tokens`` is negative, ``temperature`` is negative
             or not finite, ``temperature``/``seed`` come with a ``sampler``,
-            ``initial_state`` does not match the step model's state inputs, or
-            ``end_token_id`` is outside the vocabulary.
+            ``initial_state`` does not match the step model's state inputs,
+            ``end_token_id`` is outside the vocabulary, or ``padding_mask`` is not of the
+            prompt's shape, true at each row's first tokens only and at one at least.
         TypeError: If ``num_tokens`` is not an integer, ``temperature`` not a number, or
             ``sampler`` neither a sampler's name nor callable.
         ImportError: If ``sampler`` is a name and keras-hub is not installed.
@@ -344,8 +352,11 @@ def generate(
                 f"sampler (got temperature={temperature!r}, seed={seed!r})."
             )
     _check_step_model(step_model)
+    lengths = _prompt_lengths(padding_mask, prompt)
+    prompt = prompt[:, : lengths.max()]  # columns of padding alone: never read
     vocabulary_size = step_model.outputs[0].shape[-1]
-    outside = prompt[(prompt < 0) | (prompt >= vocabulary_size)]
+    tokens = prompt[np.arange(prompt.shape[1]) < lengths[:, None]]
+    outside = tokens[(tokens < 0) | (tokens >= vocabulary_size)]
     if outside.size:
         raise ValueError(
             f"`prompt` holds token ids outside [0, {vocabulary_size}), the step model's "
@@ -370,16 +381,30 @@ def generate(
         return np.asarray(keras.ops.convert_to_numpy(logits), "float64")[:, -1], state
 
     if sampler is not None:
-        # The sampler feeds the prompt's last token itself (its first `next`).
-        for position in range(prompt.shape[1] - 1):
-            _, state = step(prompt[:, position : position + 1], state)
-        tokens = _sample(step_model, sampler, prompt, num_tokens, state, end_token_id)
-        return _after_the_end(tokens, end_token_id)
+        # The rows of each prompt length apart: a sampler starts every row at one position (a
+        # beam search's scores would count the prompt tokens of a longer row as drawn).
+        generated = np.zeros((len(prompt), num_tokens), int)
+        for length in np.unique(lengths):
+            rows = np.flatnonzero(lengths == length)
+            part = [keras.ops.take(s, rows, axis=0) for s in state]
+            # The sampler feeds the prompt's last token itself (its first `next`).
+            for position in range(length - 1):
+                _, part = step(prompt[rows, position : position + 1], part)
+            part_prompt = prompt[rows, :length]
+            generated[rows] = _sample(
+                step_model, sampler, part_prompt, num_tokens, part, end_token_id
+            )
+        return _after_the_end(generated, end_token_id)
+    # The text so far: the prompt, then the tokens drawn; each row's draws start after its
+    # own prompt, a shorter row drawing while a longer one still reads.
+    buffer = np.concatenate([prompt, np.zeros((len(prompt), num_tokens), prompt.dtype)], 1)
+    rows = np.arange(len(prompt))[:, None]
+    own = lengths[:, None] + np.arange(num_tokens)  # each row's positions of its new tokens
     rng = np.random.default_rng(seed)
-    for position in range(prompt.shape[1]):
-        logits, state = step(prompt[:, position : position + 1], state)
-    generated = []
-    for index in range(num_tokens):
+    for position in range(lengths.min() - 1):  # what every row reads before its first draw
+        _, state = step(buffer[:, position : position + 1], state)
+    for position in range(lengths.min() - 1, buffer.shape[1] - 1):
+        logits, state = step(buffer[:, position : position + 1], state)
         if temperature == 0:
             tokens = np.argmax(logits, axis=-1)
         else:
@@ -387,10 +412,29 @@ def generate(
             probabilities = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
             probabilities /= probabilities.sum(axis=-1, keepdims=True)
             tokens = np.array([rng.choice(len(p), p=p) for p in probabilities])
-        generated.append(tokens)
-        if index + 1 < num_tokens:  # the last token needs no logits after it
-            logits, state = step(tokens[:, None], state)
-    return _after_the_end(np.stack(generated, axis=1), end_token_id)
+        drawn = position + 1 >= lengths
+        buffer[:, position + 1] = np.where(drawn, tokens, buffer[:, position + 1])
+    return _after_the_end(buffer[rows, own], end_token_id)
+
+
+def _prompt_lengths(padding_mask, prompt):
+    """Each row's prompt length from ``padding_mask`` (checked), or the prompt's width."""
+    if padding_mask is None:
+        return np.full(len(prompt), prompt.shape[1])
+    mask = np.asarray(keras.ops.convert_to_numpy(padding_mask))
+    lengths = mask.sum(axis=1) if mask.ndim == 2 else None
+    if mask.shape != prompt.shape or mask.dtype != bool:
+        problem = f"shape {mask.shape} and dtype {mask.dtype}"
+    elif not np.array_equal(mask, np.arange(mask.shape[1]) < lengths[:, None]):
+        problem = "a row with a padding position before a token (right padding only)"
+    elif not lengths.all():
+        problem = f"no token in rows {np.flatnonzero(lengths == 0).tolist()[:10]}"
+    else:
+        return lengths
+    raise ValueError(
+        f"`padding_mask` must be a boolean array of the prompt's shape {prompt.shape}, true "
+        f"at each row's tokens, which come first, at least one a row; got {problem}."
+    )
 
 
 # The compiled steps of the latest step models, and the latest traced sampler loops
