@@ -326,6 +326,11 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
     TRACKED.clear()
     np.testing.assert_array_equal(generate(step_model, prompt, 4, sampler=_greedy_sampler), greedy)
     assert TRACKED and not any(TRACKED)  # on torch, no autograd graph kept across the steps
+    # The sampler's loop is compiled once (TensorFlow, JAX) and kept: a second call traces
+    # nothing; torch runs its steps eagerly.
+    traced = len(TRACKED)
+    np.testing.assert_array_equal(generate(step_model, prompt, 4, sampler=_greedy_sampler), greedy)
+    assert len(TRACKED) == (2 * traced if BACKEND == "torch" else traced)
     # Weights set after the compiled step's first call (as training sets them) show in the next.
     bias = [w for w in step_model.weights if tuple(w.shape) == (VOCAB,)][-1]
     bias.assign(np.where(np.arange(VOCAB) == 2, 1e4, 0.0))

@@ -258,10 +258,10 @@ def generate(
     ``predict`` runs a model (a `tf.function` on TensorFlow, ``jax.jit`` on JAX, compiled
     once per step model, on JAX again for each new batch size; weights set in between are
     read at each step), on the whole batch at once, also for a step model built under a
-    distribution strategy (not split among its replicas). A sampler's loop is traced into one
-    `tf.function` on TensorFlow, kept for the next calls; on JAX, keras-hub's loop (a
-    ``lax.while_loop``) is traced and compiled again at each call, a cost per call that grows
-    with the step model, not with ``num_tokens``; on torch it runs eagerly, without autograd.
+    distribution strategy (not split among its replicas). A sampler's loop is compiled whole,
+    as keras-hub's language models compile theirs (a `tf.function` on TensorFlow, ``jax.jit``
+    of the step model's and the sampler's variables on JAX), and kept for the next calls; on
+    torch it runs eagerly, without autograd.
 
     Prompts of different lengths go in one batch right-padded, with a ``padding_mask`` that
     marks each row's tokens (as keras-hub's language models take them): each row draws its
@@ -437,8 +437,8 @@ def _prompt_lengths(padding_mask, prompt):
     )
 
 
-# The compiled steps of the latest step models, and the latest traced sampler loops
-# (TensorFlow), by `_latest`.
+# The compiled steps of the latest step models, and the latest compiled sampler loops
+# (TensorFlow and JAX), by `_latest`.
 _STEPS, _TRACED = {}, {}
 
 
@@ -577,6 +577,34 @@ def _resolve_sampler(sampler):
     return sampler
 
 
+def _jax_compiled(run, step_model, sampler):
+    """``run`` compiled by `jax.jit` with the step model's and the sampler's variables as its
+    arguments (a `keras.StatelessScope` maps them), so that weights set between calls are read;
+    the sampler's new variables (its seed generator's state) are assigned after each call."""
+    import jax
+
+    model_variables = list(step_model.variables)
+    sampler_variables = list(getattr(sampler, "variables", None) or [])
+
+    @jax.jit
+    def compiled(model_values, sampler_values, buffer, cache, mask):
+        mapping = [*zip(model_variables, model_values), *zip(sampler_variables, sampler_values)]
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            tokens = run(buffer, cache, mask)
+        new = [scope.get_current_value(v) for v in sampler_variables]
+        return tokens, [v if n is None else n for v, n in zip(sampler_values, new)]
+
+    def call(buffer, cache, mask):
+        model_values = [v.value for v in model_variables]
+        sampler_values = [v.value for v in sampler_variables]
+        tokens, new = compiled(model_values, sampler_values, buffer, cache, mask)
+        for variable, value in zip(sampler_variables, new):
+            variable.assign(value)
+        return tokens
+
+    return call
+
+
 def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None):
     """Runs ``sampler`` over the buffer ``[prompt | num_tokens zeros]`` from ``state`` (the
     state after all but the prompt's last token); returns the tokens it wrote."""
@@ -606,16 +634,17 @@ def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None):
             next, buffer, cache=cache, index=length, mask=mask, model=step_model, **extra
         )
 
+    # As keras-hub's models generate: the sampler's loop compiled once per step model, sampler
+    # and prompt length (and per length of the buffer, num_tokens), not traced again at each
+    # call: the latest few are kept (each holds its step model, the variables it reads and its
+    # sampler, whose ids therefore stay theirs).
+    key = (id(step_model), _variable_ids(step_model), id(sampler), length, end_token_id)
     if keras.backend.backend() == "tensorflow":
-        # As keras-hub's models generate: the sampler's loop traced into one graph, not run
-        # op by op (on JAX its loop is traced by `lax.while_loop` already), once per step
-        # model, sampler and prompt length (and per length of the buffer, num_tokens): the
-        # latest few are kept (each holds its step model, the variables it captured and its
-        # sampler, whose ids therefore stay theirs).
         import tensorflow as tf
 
-        key = (id(step_model), _variable_ids(step_model), id(sampler), length, end_token_id)
         run = _latest(_TRACED, key, functools.partial(tf.function, run))
+    elif keras.backend.backend() == "jax":
+        run = _latest(_TRACED, key, functools.partial(_jax_compiled, run, step_model, sampler))
     # On torch the sampler's steps run eagerly: without autograd, as `_compile_step`'s do (each
     # step's graph would otherwise be kept, memory growing with every token).
     no_grad = contextlib.nullcontext
