@@ -3,6 +3,7 @@ benchmarks use the public package only, and the package nothing of the examples;
 has its test module at the mirrored path."""
 
 import ast
+import contextlib
 import importlib
 import pathlib
 
@@ -41,8 +42,7 @@ def test_model_builders_use_public_layers_only():
 
 
 REPOSITORY = ROOT.parent
-# The subpackages users import from (docs/api/index.rst; the guides import the layers from
-# ``tf_memlayers.layers`` too).
+# The subpackages users import from (docs/api/index.rst; the guides: ``tf_memlayers.layers``).
 PUBLIC_SUBPACKAGES = ("callbacks", "compat", "initializers", "layers", "losses", "metrics")
 PUBLIC_SUBPACKAGES += ("models", "regularizers", "training")
 
@@ -58,14 +58,11 @@ def _private_imports(path):
     ]
 
 
-def _names_imported_from_the_package(path):
-    """``(line, dotted name)`` of each name ``path`` imports from the package."""
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "tf_memlayers":
-            yield from ((node.lineno, f"{node.module}.{alias.name}") for alias in node.names)
-        elif isinstance(node, ast.Import):
-            names = [a.name for a in node.names if a.name.split(".")[0] == "tf_memlayers"]
-            yield from ((node.lineno, name) for name in names)
+def _names_from(path):
+    """``(line, "module.name")`` of each name a ``from module import`` of ``path`` imports."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    return [(node.lineno, f"{node.module}.{a.name}") for node in found for a in node.names]
 
 
 def _documented(name):
@@ -83,14 +80,11 @@ def _all(module):
     (importing ``tf_memlayers.training`` needs TensorFlow), else imported."""
     path = REPOSITORY.joinpath(*module.split("."))
     path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-    lists = [
-        node.value
-        for node in ast.parse(path.read_text(encoding="utf-8")).body
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.List)
-        if [getattr(target, "id", "") for target in node.targets] == ["__all__"]
-        if all(isinstance(name, ast.Constant) for name in node.value.elts)
-    ]
-    return ast.literal_eval(lists[0]) if lists else importlib.import_module(module).__all__
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__":
+            with contextlib.suppress(ValueError):  # a list made of others: imported below
+                return ast.literal_eval(node.value)
+    return importlib.import_module(module).__all__
 
 
 def test_the_examples_and_benchmarks_use_the_public_package_only_and_it_nothing_of_them():
@@ -104,15 +98,14 @@ def test_the_examples_and_benchmarks_use_the_public_package_only_and_it_nothing_
     assert not found, found
     # Not vacuous: the package's own modules do import its private ones.
     assert _private_imports(ROOT / "models" / "snli.py")
-    # A copied example runs on a later release too: its code (not its tests, which are the
-    # repository's) imports only the documented names, those of the `__all__` of the package
-    # or of one of its public subpackages.
+    # A copied example runs on later releases too: its code (not its tests, the repository's)
+    # imports only the names of the `__all__` of the package or of its public subpackages.
     undocumented = [
         f"{path.relative_to(REPOSITORY)}:{line} imports {name}"
         for path in sorted((REPOSITORY / "examples").rglob("*.py"))
         if not path.name.endswith("_test.py") and path.name != "conftest.py"
-        for line, name in _names_imported_from_the_package(path)
-        if not _documented(name)
+        for line, name in [*_imports(path), *_names_from(path)]
+        if name.split(".")[0] == "tf_memlayers" and not _documented(name)
     ]
     assert not undocumented, undocumented
     assert not any(map(_documented, ["tf_memlayers.models.snli.PAPER_UNITS", "tf_memlayers.ops"]))

@@ -48,8 +48,7 @@ PAGES = [*EVERY_BACKEND, *split_rows([p for p in PAGES if p not in EVERY_BACKEND
 @pytest.mark.parametrize("page_name", PAGES)
 def test_the_code_on_each_page_runs_as_written(page_name, capsys):
     """Each page's Python blocks run in order, and each print shows what its comment says."""
-    blocks = _code_blocks((REPO_ROOT / page_name).read_text(encoding="utf-8"))
-    namespace = {}
+    blocks, namespace = _code_blocks((REPO_ROOT / page_name).read_text(encoding="utf-8")), {}
     for block in blocks:
         exec(compile(block, page_name, "exec"), namespace)
     prints = [line for b in blocks for line in b.splitlines() if line.lstrip().startswith("print(")]

@@ -76,8 +76,7 @@ def test_the_reference_documents_every_public_name_and_every_name_it_mentions(si
     """Every public name, each class and function on a page of its own; and every name of the
     package that its pages mention."""
     ids = set(re.findall(r'id="([^"]+)"', api_html))
-    modules = _documented_modules()
-    missing = []
+    modules, missing = _documented_modules(), []
     for module_name, names in modules.items():
         module = importlib.import_module(module_name)
         for name in names:
@@ -208,8 +207,7 @@ def test_code_spans_are_code_or_links(site, api_html):
     package in a code span links to its page, a Keras, TensorFlow or JAX name to that library's
     documentation; and no page names a function or class of the package's own modules that the
     reference does not document (a private helper, a primitive of ``tf_memlayers.ops``)."""
-    public = {name for _, name in _classes_and_functions()}
-    defined = set()
+    public, defined = {name for _, name in _classes_and_functions()}, set()
     for path in (REPO_ROOT / "tf_memlayers").rglob("*.py"):
         defined |= {
             node.name

@@ -40,21 +40,17 @@ NAMES = _modules("tf_memlayers.layers", walk=True) + MODULES
 ROWS = split_rows([pytest.param(n, marks=[ONLY] if n in TENSORFLOW else []) for n in NAMES])
 
 
-def _shown(test, module_name):
-    """Whether the API reference shows the docstring of ``test``: a public object's (one its
-    subpackage exports) or one of its methods'; not the module's own or a private helper's."""
-    subpackage = importlib.import_module(".".join(module_name.split(".")[:2]))
-    public = getattr(subpackage, "__all__", [n for n in dir(subpackage) if n[0] != "_"])
-    return test.name[len(module_name) + 1 :].split(".")[0] in public
-
-
 @pytest.mark.parametrize("module_name", ROWS)
 def test_docstring_examples_run(module_name):
     module = importlib.import_module(module_name)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    subpackage = importlib.import_module(".".join(module_name.split(".")[:2]))
+    public = getattr(subpackage, "__all__", [n for n in dir(subpackage) if n[0] != "_"])
     for test in doctest.DocTestFinder().find(module):
-        if _shown(test, module_name):
-            test.globs = {}  # what a user copies must import what it uses
+        # What the API reference shows (a public object's, its methods'), pasted by a user,
+        # must import what it uses; a module's own and its private helpers' see its names.
+        if test.name[len(module_name) + 1 :].split(".")[0] in public:
+            test.globs = {}
         runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0

@@ -87,8 +87,7 @@ def test_import_registers_every_class_and_the_layers_import_alone(backend):
         and any("register_keras_serializable" in ast.unparse(d) for d in node.decorator_list)
     ]
     assert {"TiedEmbedding", "Perplexity", "SequenceCrossentropy", "ConditionalEncoder"} <= {*names}
-    refuse = REFUSED[backend]
-    env = {**os.environ, "KERAS_BACKEND": backend}
+    refuse, env = REFUSED[backend], {**os.environ, "KERAS_BACKEND": backend}
     script = f"refuse, names = {refuse!r}, {names!r}\n{_SCRIPT}"
     run = dict(capture_output=True, text=True, cwd=REPO_ROOT, timeout=300, env=env)
     result = subprocess.run([sys.executable, "-c", script], **run)

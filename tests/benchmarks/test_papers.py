@@ -194,8 +194,7 @@ def test_every_seed_stops_at_its_patience_and_a_rerun_skips_finished_runs(tmp_pa
     kept, held = last_word.split_held_out(sentences := [f"s{i}" for i in range(50)], 0.1)
     assert len(held) == 5 and len(kept) == 45 and not set(kept) & set(held)
     assert last_word.split_held_out(sentences, 0.1) == (kept, held)  # the same split each time
-    rng = np.random.default_rng(3)
-    words = "the a cat dog sat ran on under mat rug red blue".split()
+    rng, words = np.random.default_rng(3), "the a cat dog sat ran on under mat rug red blue".split()
     (tmp_path / "pwkp_gaffney").mkdir()
     for name, count in (("test.txt", 60), ("dev.txt", 20)):
         lines = [" ".join(rng.choice(words, size=6)) + " ." for _ in range(count)]

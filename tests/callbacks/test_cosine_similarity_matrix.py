@@ -7,8 +7,7 @@ from tf_memlayers.callbacks import cosine_similarity_matrix
 
 def test_every_pairs_cosine_and_zero_for_a_zero_vector():
     rng = np.random.default_rng(0)
-    read = rng.normal(size=(4, 6)).astype("float32")
-    written = rng.normal(size=(3, 6)).astype("float32")
+    read, written = (rng.normal(size=(rows, 6)).astype("float32") for rows in (4, 3))
     matrix = cosine_similarity_matrix(read, written)
     assert matrix.shape == (4, 3) and matrix.dtype == np.float64
     a, b = read.astype(np.float64), written.astype(np.float64)

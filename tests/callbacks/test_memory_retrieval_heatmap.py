@@ -7,8 +7,7 @@ from tests.am_gru_reference import conditional_encoding_retrievals
 from tests.callbacks.test_pair_probe import check_two_epochs
 from tests.pair_encoders import snli_model
 from tests.support import tensorflow_only
-from tf_memlayers.callbacks import cosine_similarity_matrix
-from tf_memlayers.callbacks.memory_retrieval_heatmap import MemoryRetrievalHeatmap
+from tf_memlayers.callbacks import MemoryRetrievalHeatmap, cosine_similarity_matrix
 
 pytestmark = tensorflow_only("writes TensorBoard summaries with tf.summary")
 

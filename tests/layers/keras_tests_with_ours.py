@@ -18,8 +18,7 @@ import pytest
 from tf_memlayers import PhiloxDropout, ResettableCell, ResettableRNN, TiedEmbedding
 from tf_memlayers.layers.resettable_rnn import RNN_FLAGS
 
-SUITES_VARIABLE = "KERAS_TESTS_SUITES"
-REPORT_VARIABLE = "KERAS_TESTS_REPORT"
+SUITES_VARIABLE, REPORT_VARIABLE = "KERAS_TESTS_SUITES", "KERAS_TESTS_REPORT"
 KERAS_OWN_VARIABLE = "KERAS_TESTS_KERAS_OWN"
 
 # The RNN layer of Keras, before `ResettableRNN`'s suite replaces it.

@@ -61,6 +61,9 @@ def _two_mechanisms():
     return [AttentionMechanism(**MONOTONIC), AttentionMechanism(score="general", scale=True)]
 
 
+_two = lambda **options: dict(mechanisms=_two_mechanisms(), **options)  # noqa: E731
+
+
 class AttentionWrapperTest(LayerTestCase):
     layer_cls = AttentionWrapper
 
@@ -371,21 +374,17 @@ def test_bad_calls_are_named_and_a_memory_of_another_batch_size_is_refused_in_fi
         model.fit(x, np.zeros((3, STEPS, UNITS)), batch_size=2, verbose=0)
 
 
-@pytest.mark.parametrize(
-    "options", [{}, {"attention_layer": "context"}, {"monotonic_mode": "parallel"}]
-)
-def test_the_initial_state_is_the_zeros_attention_rnn_starts_from(options):
+@pytest.mark.parametrize("kw", [{}, dict(attention_layer="context"), dict(monotonic_mode="hard")])
+def test_the_initial_state_is_the_zeros_attention_rnn_starts_from(kw):
     x, m, k = _data(np.random.default_rng(4), "float32")
-    cell = AttentionWrapper(keras.layers.LSTMCell(UNITS), **options)
-    if options:  # a width the memory sets: known once built
+    cell = AttentionWrapper(keras.layers.LSTMCell(UNITS), **kw)
+    if kw:  # a width the memory sets: known once built
         pytest.raises(ValueError, cell.get_initial_state, BATCH).match("known once the wrapper")
-    layer = AttentionRNN(cell, return_sequences=True)
-    expected = layer(x, memory=m, memory_mask=k)
+    expected = (layer := AttentionRNN(cell, return_sequences=True))(x, memory=m, memory_mask=k)
     state = cell.get_initial_state(BATCH)
     assert [tuple(s.shape) for s in state] == [(BATCH, size) for size in cell.state_size]
-    assert not any(np.any(as_numpy(s)) for s in state) and len(state) == 3 + (
-        "monotonic_mode" in options
-    )
+    assert len(state) == 3 + ("monotonic_mode" in kw)
+    assert not any(np.any(as_numpy(s)) for s in state)
     assert_close(layer(x, memory=m, memory_mask=k, initial_state=state), expected, atol=1e-6)
 
 
@@ -534,25 +533,13 @@ def test_several_mechanisms_match_the_reference_in_float64(float64_policy, row):
         (
             lambda: dict(mechanisms=[AttentionMechanism(), "dot"]),
             TypeError,
-            "`mechanisms[1]` must be an AttentionMechanism, got 'dot'",
+            "`mechanisms[1]` must be",
         ),
         (lambda: dict(mechanisms=[AttentionMechanism()] * 2), ValueError, "more than once"),
         (lambda: dict(attention_size=[3]), TypeError, "width per mechanism needs `mechanisms`"),
-        (
-            lambda: dict(mechanisms=_two_mechanisms(), score="dot", seed=1),
-            ValueError,
-            "got score='dot', seed=1 for the wrapper",
-        ),
-        (
-            lambda: dict(mechanisms=_two_mechanisms(), attention_size=[3]),
-            ValueError,
-            "one width per mechanism (2); got attention_size=[3]",
-        ),
-        (
-            lambda: dict(mechanisms=_two_mechanisms(), attention_layer=DENSE()),
-            TypeError,
-            "'luong', 'context' or a list of 2 Keras layers",
-        ),
+        (lambda: _two(score="dot", seed=1), ValueError, "got score='dot', seed=1 for the wrapper"),
+        (lambda: _two(attention_size=[3]), ValueError, "mechanism (2); got attention_size=[3]"),
+        (lambda: _two(attention_layer=DENSE()), TypeError, "'context' or a list of 2 Keras layers"),
     ],
 )
 def test_bad_mechanisms_are_named(make, error, fragment):
