@@ -17,8 +17,7 @@ from tf_memlayers.layers import (
 from tf_memlayers.models import build_language_model
 
 KINDS = ("lstm", "attention", "key_value", "key_value_predict", "ngram")
-ATTENTION_KINDS = KINDS[1:4]
-FORMS = ("parallel", "cell")
+ATTENTION_KINDS, FORMS = KINDS[1:4], ("parallel", "cell")
 # The memory layers' names in the parallel form.
 LAYER_NAMES = {**dict.fromkeys(ATTENTION_KINDS, "window_attention"), "ngram": "ngram"}
 # The memory layers' own options that `language_model` passes on.

@@ -85,8 +85,7 @@ def attention_wrapper_reference(
     def attention_of(contexts, h):
         if attention_layer == "context":
             return contexts[0]
-        joined = np.concatenate([contexts[0], h], -1)
-        luong = attention_layer == "luong"
+        joined, luong = np.concatenate([contexts[0], h], -1), attention_layer == "luong"
         return np.tanh(joined @ w["attention_kernel"]) if luong else attention_layer(joined, w)
 
     options = (score, normalize, scale, monotonic_mode, probability_fn)

@@ -37,6 +37,7 @@ SHARED = (
 # rehearsal, the speed harness.
 WITHOUT_TENSORFLOW = (
     "callbacks/test_cache_episodes_callback.py",
+    "callbacks/test_cosine_similarity_matrix.py",
     "benchmarks/test_gpu_run.py",
     "benchmarks/test_speed.py",
     "losses/test_sequence_crossentropy.py",

@@ -162,8 +162,7 @@ class _PageText(html.parser.HTMLParser):
 
 
 def _site_pages(site):
-    skipped = ("genindex.html", "search.html")
-    pages = sorted(site.rglob("*.html"))
+    skipped, pages = ("genindex.html", "search.html"), sorted(site.rglob("*.html"))
     return [path for path in pages if "_static" not in path.parts and path.name not in skipped]
 
 

@@ -45,7 +45,8 @@ def test_docstring_examples_run(module_name):
     module = importlib.import_module(module_name)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     subpackage = importlib.import_module(".".join(module_name.split(".")[:2]))
-    public = getattr(subpackage, "__all__", [n for n in dir(subpackage) if n[0] != "_"])
+    public = {*getattr(subpackage, "__all__", [n for n in dir(subpackage) if n[0] != "_"])}
+    public |= {*importlib.import_module("tf_memlayers.compat").__all__}  # defined in layers
     for test in doctest.DocTestFinder().find(module):
         # What the API reference shows (a public object's, its methods'), pasted by a user,
         # must import what it uses; a module's own and its private helpers' see its names.

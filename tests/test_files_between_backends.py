@@ -39,8 +39,7 @@ from tf_memlayers.models import (
     initial_step_state,
 )
 
-FOLDER_VARIABLE = "TF_MEMLAYERS_BACKEND_FILES"
-BACKENDS = ("tensorflow", "jax", "torch")
+FOLDER_VARIABLE, BACKENDS = "TF_MEMLAYERS_BACKEND_FILES", ("tensorflow", "jax", "torch")
 
 
 def _journey(layer_cls, rng):

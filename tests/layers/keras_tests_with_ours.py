@@ -233,8 +233,7 @@ def pytest_collection_modifyitems(session, config, items):
 
 def pytest_runtest_logstart(nodeid, location):
     global _current
-    _current = nodeid
-    ours = SUITES[suite_of(_test_name(nodeid))].ours
+    _current, ours = nodeid, SUITES[suite_of(_test_name(nodeid))].ours
     _results[nodeid] = dict(
         outcome="passed", message=None, reason=None, skipped_by=None, constructions=0, ours=ours
     )

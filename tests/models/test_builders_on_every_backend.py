@@ -26,6 +26,7 @@ from tf_memlayers.models import (
 )
 
 VOCAB, SMALL = 23, dict(units=12, embedding_dim=6, window=3, ngram=4)
+TRACKED = []  # whether each step's logits of `_greedy_sampler` carried an autograd graph
 # The training step (the SNLI and last-word models' by default): compiled by XLA on JAX
 # (several times faster there), a TensorFlow graph on TensorFlow (which traces faster than XLA
 # compiles), eager on torch (Keras's default there; torch.compile takes minutes per model).
@@ -321,6 +322,7 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
     # A sampler of keras-hub's contract (keras-hub's greedy sampler, restated here: keras-hub
     # is an optional extra) runs the step model inside the backend's while loop.
     TRACKED.clear()
+    _greedy_sampler.variables = []  # none to carry: on JAX, compiled as keras-hub's samplers
     np.testing.assert_array_equal(generate(step_model, prompt, 4, sampler=_greedy_sampler), greedy)
     assert TRACKED and not any(TRACKED)  # on torch, no autograd graph kept across the steps
     # The sampler's loop is compiled once (TensorFlow, JAX) and kept: a second call traces
@@ -338,9 +340,6 @@ def test_step_model_generates_the_same_tokens_after_round_trips(kind, form, tmp_
     [w.assign(np.zeros(w.shape, "int8")) for w in step_model.weights if w.dtype == "int8"]
     assert (generate(step_model, prompt, 3, temperature=0) == 0).all()
     assert (generate(step_model, prompt, 4, sampler=_greedy_sampler) == 0).all()
-
-
-TRACKED = []  # whether each step's logits of `_greedy_sampler` carried an autograd graph
 
 
 def _greedy_sampler(next, prompt, cache=None, index=0, mask=None, model=None, **kwargs):

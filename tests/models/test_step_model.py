@@ -18,8 +18,7 @@ def _language_model(kind, form="parallel", stateful=False, **options):
     batch_size, sequence_length = (BATCH, STEPS) if stateful else (None, None)
     options.update(batch_size=batch_size, sequence_length=sequence_length, stateful=stateful)
     sizes = dict(units=6, embedding_dim=4, window=2, ngram=3)
-    model = language_model(VOCAB, kind, form, **(sizes | options))
-    rng = np.random.default_rng(3)
+    model, rng = language_model(VOCAB, kind, form, **(sizes | options)), np.random.default_rng(3)
     for weight in model.trainable_weights:  # weights far from their initial values
         weight.assign(rng.normal(scale=0.3, size=weight.shape).astype("float32"))
     return model
@@ -158,6 +157,14 @@ def test_a_bad_argument_is_named(call, expected, lstm_step_model):
     assert type(info.value).__name__ == error and fragment in str(info.value), str(info.value)
 
 
+def test_a_token_id_wider_than_the_prompts_integer_type_is_drawn_as_it_is():
+    tokens, state = keras.Input((1,), dtype="int32"), keras.Input((2,))
+    bias = keras.initializers.Constant(np.where(np.arange(300) == 299, 1e4, 0.0))  # draws 299
+    logits = keras.layers.Dense(300, bias_initializer=bias)(keras.layers.Embedding(300, 2)(tokens))
+    step = keras.Model([tokens, state], [logits, keras.layers.Identity()(state)])
+    assert (generate(step, np.ones((1, 2), np.int8), 3, temperature=0) == 299).all()
+
+
 # N = 2: no earlier pieces to carry (an empty window, which TFLite must size).
 CONVERTED = [("key_value", "parallel", 3), ("ngram", "cell", 3), ("ngram", "parallel", 2)]
 
@@ -170,8 +177,7 @@ def test_exported_and_converted_step_models_generate_the_same_tokens(kind, form,
     tokens, state = np.array([[4], [9]], "int32"), initial_step_state(step_model, 2)
     assert_close(saved.serve([tokens, *state]), step_model([tokens, *state]), atol=1e-6)
     converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "saved"))
-    runner = tflite_runner(converter.convert())
-    names = [spec.name for spec in step_model.inputs]
+    runner, names = tflite_runner(converter.convert()), [spec.name for spec in step_model.inputs]
 
     def lite_step(tokens, state):
         outputs = runner(**dict(zip(names, [tokens, *state])))

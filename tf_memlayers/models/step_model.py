@@ -260,8 +260,8 @@ def generate(
     read at each step), on the whole batch at once, also for a step model built under a
     distribution strategy (not split among its replicas). A sampler's loop is compiled whole,
     as keras-hub's language models compile theirs (a `tf.function` on TensorFlow, ``jax.jit``
-    of the step model's and the sampler's variables on JAX), and kept for the next calls; on
-    torch it runs eagerly, without autograd.
+    of the step model's and the sampler's variables on JAX: see ``sampler``), and kept for the
+    next calls; on torch it runs eagerly, without autograd.
 
     Prompts of different lengths go in one batch right-padded, with a ``padding_mask`` that
     marks each row's tokens (as keras-hub's language models take them): each row draws its
@@ -291,7 +291,8 @@ def generate(
             into one `tf.function` (write it with ``keras.ops``, not NumPy), once per
             sampler object, step model, prompt length and ``num_tokens`` (a name makes a new
             sampler at every call, seeded by Keras's seed; pass one instance to reuse its
-            trace).
+            trace); on JAX so is one with a ``variables`` list (keras-hub's samplers: their
+            seed generators' state), by ``jax.jit``, and one without runs as it is.
             Samplers that read the model's hidden states (contrastive search) and a beam
             search returning all its beams are refused: a step model returns no hidden
             states, and each row one text.
@@ -391,13 +392,15 @@ def generate(
             for position in range(length - 1):
                 _, part = step(prompt[rows, position : position + 1], part)
             part_prompt = prompt[rows, :length]
+            keep = max(4, len(np.unique(lengths)))  # each length's compiled loop, kept
             generated[rows] = _sample(
-                step_model, sampler, part_prompt, num_tokens, part, end_token_id
+                step_model, sampler, part_prompt, num_tokens, part, end_token_id, keep
             )
         return _after_the_end(generated, end_token_id)
     # The text so far: the prompt, then the tokens drawn; each row's draws start after its
     # own prompt, a shorter row drawing while a longer one still reads.
     buffer = np.concatenate([prompt, np.zeros((len(prompt), num_tokens), prompt.dtype)], 1)
+    buffer = buffer.astype(np.int64)  # any token id, whatever the prompt's integer type
     rows = np.arange(len(prompt))[:, None]
     own = lengths[:, None] + np.arange(num_tokens)  # each row's positions of its new tokens
     rng = np.random.default_rng(seed)
@@ -584,7 +587,7 @@ def _jax_compiled(run, step_model, sampler):
     import jax
 
     model_variables = list(step_model.variables)
-    sampler_variables = list(getattr(sampler, "variables", None) or [])
+    sampler_variables = list(sampler.variables)
 
     @jax.jit
     def compiled(model_values, sampler_values, buffer, cache, mask):
@@ -605,9 +608,10 @@ def _jax_compiled(run, step_model, sampler):
     return call
 
 
-def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None):
+def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None, keep=4):
     """Runs ``sampler`` over the buffer ``[prompt | num_tokens zeros]`` from ``state`` (the
-    state after all but the prompt's last token); returns the tokens it wrote."""
+    state after all but the prompt's last token); returns the tokens it wrote. The latest
+    ``keep`` compiled loops are kept."""
     ops = keras.ops
     length = prompt.shape[1]
     buffer = np.concatenate([prompt, np.zeros((prompt.shape[0], num_tokens), prompt.dtype)], 1)
@@ -637,14 +641,16 @@ def _sample(step_model, sampler, prompt, num_tokens, state, end_token_id=None):
     # As keras-hub's models generate: the sampler's loop compiled once per step model, sampler
     # and prompt length (and per length of the buffer, num_tokens), not traced again at each
     # call: the latest few are kept (each holds its step model, the variables it reads and its
-    # sampler, whose ids therefore stay theirs).
+    # sampler, whose ids therefore stay theirs). On JAX only a sampler that lists its variables
+    # (keras-hub's: its seed generator's state), which the compiled loop carries in and out.
     key = (id(step_model), _variable_ids(step_model), id(sampler), length, end_token_id)
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 
-        run = _latest(_TRACED, key, functools.partial(tf.function, run))
-    elif keras.backend.backend() == "jax":
-        run = _latest(_TRACED, key, functools.partial(_jax_compiled, run, step_model, sampler))
+        run = _latest(_TRACED, key, functools.partial(tf.function, run), keep)
+    elif keras.backend.backend() == "jax" and hasattr(sampler, "variables"):
+        compiled = functools.partial(_jax_compiled, run, step_model, sampler)
+        run = _latest(_TRACED, key, compiled, keep)
     # On torch the sampler's steps run eagerly: without autograd, as `_compile_step`'s do (each
     # step's graph would otherwise be kept, memory growing with every token).
     no_grad = contextlib.nullcontext

@@ -26,6 +26,7 @@ from tf_memlayers.layers.memory_attention.attention_mechanism import MONOTONIC_M
 BATCH, STEPS, LENGTH, MEMORY_DIM, UNITS, INPUT_DIM = 3, 5, 6, 8, 8, 4
 # Monotonic attention's options in the suites (noise in training, a bias to learn).
 MONOTONIC = dict(monotonic_mode="parallel", sigmoid_noise=1.0, score_bias_init=-1.0)
+_two = lambda **options: dict(mechanisms=_two_mechanisms(), **options)  # noqa: E731
 
 
 def _attend_from_hypothesis(premise, hypothesis, **wrapper_kwargs):
@@ -59,9 +60,6 @@ def _wrapper(dtype=None, built_for=None, **kwargs):
 def _two_mechanisms():
     """A monotonic mechanism (its noise in training) and a general score's."""
     return [AttentionMechanism(**MONOTONIC), AttentionMechanism(score="general", scale=True)]
-
-
-_two = lambda **options: dict(mechanisms=_two_mechanisms(), **options)  # noqa: E731
 
 
 class AttentionWrapperTest(LayerTestCase):
