@@ -385,6 +385,7 @@ def generate(
         # The rows of each prompt length apart: a sampler starts every row at one position (a
         # beam search's scores would count the prompt tokens of a longer row as drawn).
         generated = np.zeros((len(prompt), num_tokens), int)
+        keep = max(4, len(np.unique(lengths)))  # each length's compiled loop, kept
         for length in np.unique(lengths):
             rows = np.flatnonzero(lengths == length)
             part = [keras.ops.take(s, rows, axis=0) for s in state]
@@ -392,15 +393,15 @@ def generate(
             for position in range(length - 1):
                 _, part = step(prompt[rows, position : position + 1], part)
             part_prompt = prompt[rows, :length]
-            keep = max(4, len(np.unique(lengths)))  # each length's compiled loop, kept
             generated[rows] = _sample(
                 step_model, sampler, part_prompt, num_tokens, part, end_token_id, keep
             )
         return _after_the_end(generated, end_token_id)
     # The text so far: the prompt, then the tokens drawn; each row's draws start after its
     # own prompt, a shorter row drawing while a longer one still reads.
-    buffer = np.concatenate([prompt, np.zeros((len(prompt), num_tokens), prompt.dtype)], 1)
-    buffer = buffer.astype(np.int64)  # any token id, whatever the prompt's integer type
+    # (int64: any token id, whatever the prompt's integer type)
+    buffer = np.zeros((len(prompt), prompt.shape[1] + num_tokens), np.int64)
+    buffer[:, : prompt.shape[1]] = prompt
     rows = np.arange(len(prompt))[:, None]
     own = lengths[:, None] + np.arange(num_tokens)  # each row's positions of its new tokens
     rng = np.random.default_rng(seed)

@@ -573,12 +573,11 @@ class AttentionWrapper(RecomputedWithItsLayer, ScoredAttention, keras.layers.Lay
                 "(`cell.build(inputs_shape, memory_shape)`, or call it once with a memory)."
             )
         count = len(self.cell_state_sizes)
+        zeros = [ops.zeros((batch_size, size), self.compute_dtype) for size in sizes]
         own = getattr(self.cell, "get_initial_state", None)
         if own is None:
-            zeros = [ops.zeros((batch_size, size), self.compute_dtype) for size in sizes[:count]]
-        cell_states = keras.tree.flatten(own(batch_size=batch_size)) if own else zeros
-        rest = [ops.zeros((batch_size, size), self.compute_dtype) for size in sizes[count:]]
-        return [*cell_states, *rest]
+            return zeros
+        return [*keras.tree.flatten(own(batch_size=batch_size)), *zeros[count:]]
 
     @property
     def output_size(self):
