@@ -323,6 +323,7 @@ def test_fit_gets_the_optimizer_of_the_options_and_keeps_the_pipelines_order(
     assert kwargs["shuffle"] is False
 
 
+@pytest.mark.slow
 def test_the_folder_runs_forked_without_a_cache(run_forked, tmp_path):
     done = run_forked("fill_last_word", *TINY, "--cache-size", "0", "--workdir", tmp_path / "run")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -432,6 +433,7 @@ def _assert_generated_run_reports(workdir, metrics, config):
     assert scalars["eval_accuracy"] == pytest.approx(metrics["eval_accuracy"])
 
 
+@pytest.mark.slow
 def test_killed_in_its_last_epoch_it_resumes_exactly(tmp_path):
     # A heap cache written by every training step, episodes of a stream drawn for each epoch.
     argv = [*TINY, "--epochs", "2"]
@@ -505,6 +507,7 @@ def _free_ports(count):
     return ports
 
 
+@pytest.mark.slow
 def test_two_workers_train_as_one_process_on_the_global_batches(tmp_path):
     """Episodes of facts then questions: each global batch split between the workers, the
     caches written with the whole batch's states, validation with the facts written first."""

@@ -409,6 +409,7 @@ def saved_state(path):
     return state
 
 
+@pytest.mark.slow
 def test_killed_in_its_last_epoch_it_resumes_exactly(tmp_path):
     # Window attention with dropout, carried states and document resets, and Zaremba et al.'s
     # learning-rate decay, which the resumed epoch must continue (0.5, not 1 again).

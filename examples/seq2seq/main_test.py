@@ -305,6 +305,7 @@ def _saved_state(path):
     return [v.numpy() for v in model.weights + model.optimizer.variables]
 
 
+@pytest.mark.slow
 def test_a_run_killed_in_its_last_epoch_resumes_exactly(tmp_path, monkeypatch):
     # The Dual AM-GRU, two epochs long enough to learn; its memory probed after each.
     argv = [*TINY, *GENERATED, *PROBED, "--num-copies", "2", "--epochs", "2", "--max-train", "200"]
@@ -354,6 +355,7 @@ def _free_ports(count):
     return ports
 
 
+@pytest.mark.slow
 def test_two_workers_train_as_one_process_on_their_global_batches(tmp_path):
     # Two local workers of --batch-size 16 each, one process of 32: the same global batches.
     argv = [*TINY, *GENERATED, "--model", "gru", "--workdir", str(tmp_path / "workers")]

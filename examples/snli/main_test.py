@@ -284,6 +284,7 @@ def test_the_stopping_rule_ends_the_run_after_patience_checks_without_improvemen
     assert stop is not None and metrics["epochs_run"] == list(range(stop + 1))
 
 
+@pytest.mark.slow
 def test_the_forked_folder_trains_the_word_by_word_model(run_forked, tmp_path):
     workdir = tmp_path / "run"
     argv = [*TINY, "--model", "word_by_word", "--epochs", "1", "--workdir", workdir]
@@ -359,6 +360,7 @@ class _EpochCounter(keras.callbacks.Callback):
         self.epochs = [*self.epochs, epoch]
 
 
+@pytest.mark.slow
 def test_a_run_killed_in_its_last_epoch_resumes_exactly(tmp_path, capsys):
     # Dropout on the word vectors; a shuffled, bucketed, endless training stream; the learning
     # rate halved at the end (the tiny model's dev accuracy stays flat).
@@ -460,6 +462,7 @@ class _KeepWeights(keras.callbacks.Callback):
         self.weights = [w.numpy() for w in self.model.weights]
 
 
+@pytest.mark.slow
 def test_two_workers_train_as_one_process(tmp_path):
     """Two workers on localhost (``--strategy multi_worker``) train one epoch, then resume to
     two; they end with the weights and history of one process trained on the same global

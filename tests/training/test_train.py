@@ -59,6 +59,7 @@ def test_a_run_an_early_stop_ended_trains_no_further_epoch_when_started_again(tm
     assert backup.stopped and backup.epoch == 2 and backup.history == first
 
 
+@pytest.mark.slow
 def test_two_workers_train_as_one_process(tmp_path):
     """Two workers on local ports train the language model's step (stopped after an epoch and
     resumed) while this process trains it on the same global batches; they end with identical
