@@ -38,13 +38,14 @@ python="${PYTHON:-python3}"
 if [ "$mode" = full ]; then
   tests_s="${GPU_RUN_TESTS_S:-200}"; speed_s="${GPU_RUN_SPEED_S:-190}"; workers=16; sizes=gpu
   long_s="${GPU_RUN_LONG_S:-85}"; long_lengths="${GPU_RUN_LONG_LENGTHS-4000 16000}"
-  speed_args="${GPU_RUN_SPEED_ARGS---lengths 20 100}"
+  speed_args="${GPU_RUN_SPEED_ARGS---lengths 20 100}"; rounds_args=""
   # The layer tests leave out the flags of XLA's CPU compiler (tests/conftest.py).
   export TF_MEMLAYERS_TESTS_DEVICE=gpu
 else
   tests_s="${GPU_RUN_TESTS_S:-120}"; speed_s="${GPU_RUN_SPEED_S:-240}"; workers=2; sizes=tiny
   long_s="${GPU_RUN_LONG_S:-120}"; long_lengths="${GPU_RUN_LONG_LENGTHS-40}"
-  speed_args="${GPU_RUN_SPEED_ARGS-}"
+  # One round of each timing: a rehearsal's times are not kept (its speed tables 17% sooner).
+  speed_args="${GPU_RUN_SPEED_ARGS-}"; rounds_args="--rounds 1"
   # A rehearsal checks that every step runs, not how fast: XLA compiles its many small
   # programs without LLVM's optimisation passes (the CPU speed tables take 40% less time), in
   # one part, and with its older emitters for fused operations, which generate code sooner.
@@ -96,7 +97,7 @@ say "4. the speed tables (${speed_s}s budget)"
 # GPU_RUN_SPEED_ARGS: options of python -m benchmarks.speed (on a GPU: --lengths 20 100).
 # shellcheck disable=SC2086
 timeout -k 10 "$((speed_s + 90))" "$python" -m benchmarks.speed --device gpu --backend "$backend" \
-  --sizes "$sizes" --budget-s "$speed_s" --out "$out/speed.json" $jit_args $speed_args \
+  --sizes "$sizes" --budget-s "$speed_s" --out "$out/speed.json" $jit_args $rounds_args $speed_args \
   >/dev/null || status=1
 
 if [ -n "$long_lengths" ]; then
@@ -104,7 +105,7 @@ if [ -n "$long_lengths" ]; then
   # shellcheck disable=SC2086
   XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_disable_hlo_passes=constant_folding" \
     timeout -k 10 "$((long_s + 90))" "$python" -m benchmarks.speed --device gpu --backend "$backend" \
-    --sizes "$sizes" --budget-s "$long_s" --out "$out/speed_long.json" $jit_args \
+    --sizes "$sizes" --budget-s "$long_s" --out "$out/speed_long.json" $jit_args $rounds_args \
     --tables window_attention --lengths $long_lengths --peaks-from "$out/speed.json" \
     >/dev/null || status=1
 fi
