@@ -252,14 +252,7 @@ class LayerTestCase:
         arguments.setdefault("expected_num_seed_generators", 0)
         testing.TestCase().run_layer_test(layer_cls, init_kwargs, **arguments)
 
-    def run_journey_test(
-        self,
-        role,
-        build,
-        tmp_path,
-        before_saving=None,
-        xla_on_tensorflow=True,
-    ):
+    def run_journey_test(self, role, build, tmp_path, before_saving=None, xla_on_tensorflow=True):
         """Under ``mixed_float16``: XLA `fit` (eager on torch) on masked data with a partial last
         batch, `predict`, the `.keras` round trip and (TensorFlow) export agree.
         ``before_saving(model, rng)`` fills a layer before saving. ``xla_on_tensorflow=False``:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.am_gru_reference import permutations, random_weights, reference_run
+from tests.am_gru_reference import permutations, random_weights, reference_run, reference_step
 from tests.layer_test_case import ALL_RNN_FLAGS, LayerTestCase, masking_checks
 from tests.layers.associative_memory.test_associative_gru_cell import (
     AM_GRU_CONFIG,
@@ -62,10 +62,12 @@ class AssociativeGRUTest(LayerTestCase):
 
     def test_journey(self, tmp_path):
         # fused_loop="auto": the fused loop on TensorFlow, Keras's on JAX.
-        self.run_journey_test("step", lambda e: _am_gru(8, return_sequences=True)(e), tmp_path)
+        make = lambda e: _am_gru(8, return_sequences=True, dropout=0.2)(e)  # noqa: E731
+        self.run_journey_test("step", make, tmp_path)
 
     def test_config_arguments_and_resets(self):
         config = dict(**AM_GRU_CONFIG, **ALL_RNN_FLAGS, return_retrievals=True, name="am_gru")
+        config |= dict(dropout=0.2, recurrent_dropout=0.1, dropout_seed=3)
         self.run_config_test(AssociativeGRU, **config, fused_loop=False)
         self.run_flags_test(lambda **kw: AssociativeGRU(4, **kw))
         self.run_reset_tests(lambda **kw: _am_gru(8, 3, **kw))
@@ -98,19 +100,34 @@ def mask_with_holes(batch, steps):
 
 
 # (The Pallas kernels against the original step, on JAX: tests/ops/test_associative_gru_pallas.py.)
-@FUSED
-@pytest.mark.parametrize("copies", [1, 3, 8])
-def test_layer_matches_the_original_step_in_float64(float64_policy, copies, fused_loop):
-    rng = np.random.default_rng(copies)
-    units, batch, steps = 12, 3, 5
-    xs, w = rng.normal(size=(batch, steps, 4)), random_weights(rng, 4, units)
-    layer = _am_gru(units, copies, fused_loop=fused_loop, return_sequences=True, return_state=True)
+# With dropout, which a training call applies: the step reads the masked x_t and o_{t-1}.
+@pytest.mark.parametrize(
+    "layer_cls, fused_loop, copies",
+    [(AssociativeGRU, False, c) for c in (1, 3, 8)]
+    + [pytest.param(AssociativeGRU, True, c, marks=tensorflow_only(FUSED_LOOP)) for c in (1, 3, 8)]
+    + [(DualAssociativeGRU, "auto", 3)],
+)
+def test_layer_matches_the_original_step_in_float64(float64_policy, layer_cls, fused_loop, copies):
+    rng, dual = np.random.default_rng(copies), layer_cls is DualAssociativeGRU
+    rates = (0.4, 0.0 if fused_loop is True else 0.3)  # True refuses recurrent_dropout
+    options = dict(dropout=rates[0], recurrent_dropout=rates[1], return_state=True, dropout_seed=7)
+    layer = layer_cls(12, copies, fused_loop=fused_loop, return_sequences=True, **options)
+    xs, w, source = rng.normal(size=(3, 5, 4)), random_weights(rng, 4, 12), rng.normal(size=(3, 36))
     layer.build((None, None, 4))
     set_cell_weights(layer.cell, w)
-    outputs, memory, last = layer(xs)
-    zeros = np.zeros((batch, units * copies)), np.zeros((batch, units))
-    ref_outputs, ref_memory = reference_run(xs, *zeros, w, permutations(units // 2, copies))
-    assert_close([outputs, memory, last], [ref_outputs, ref_memory, ref_outputs[:, -1]], 1e-10)
+    states = [np.zeros((3, 12 * copies)), np.zeros((3, 12))] + [source] * dual
+    perms, mode = permutations(6, copies), ("paper", source) if dual else None
+    outputs, memory = reference_run(xs, *states[:2], w, perms, mode)
+    wanted = [outputs, memory, outputs[:, -1]]
+    assert_close(layer(xs, initial_state=states)[:3], wanted, 1e-10)  # no dropout
+    # Keras's masks: ones dropped, the inputs' then the fed-back output's, from the seed.
+    seeds = keras.random.SeedGenerator(7)
+    drop = lambda k, r: keras.random.dropout(ops.ones((3, k), "float64"), r, seed=seeds)  # noqa: E731
+    inputs, fed = [as_numpy(drop(k, r)) if r else 1.0 for k, r in zip((4, 12), rates)]
+    memory, last = states[:2]
+    for t in range(5):
+        last, memory = reference_step(xs[:, t] * inputs, memory, last * fed, w, perms, mode)
+    assert_close(layer(xs, initial_state=states, training=True)[1:3], [memory, last], 1e-10)
 
 
 # (layer, dual_key, fused_loop, go_backwards, zero_output_for_mask): the AM-GRU's loops and

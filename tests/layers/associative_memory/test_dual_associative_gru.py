@@ -50,17 +50,18 @@ class DualAssociativeGRUTest(LayerTestCase):
         )
 
     def test_journey(self, tmp_path):
-        # fused_loop="auto": the fused loop on TensorFlow, Keras's on JAX.
+        # fused_loop="auto": TensorFlow's fused loop; Keras's in training (recurrent_dropout).
         def build(premise, hypothesis):
             premise_layer = AssociativeGRU(8, num_copies=2, return_state=True)
-            layer = DualAssociativeGRU(8, num_copies=2)
+            layer = DualAssociativeGRU(8, num_copies=2, dropout=0.2, recurrent_dropout=0.1)
             return read_premise_memory(premise_layer, layer, premise, hypothesis)
 
         self.run_journey_test("pair", build, tmp_path)
 
     def test_config_arguments_and_resets(self):
         config = dict(**AM_GRU_CONFIG, **ALL_RNN_FLAGS, dual_key="released", fused_loop=False)
-        self.run_config_test(DualAssociativeGRU, **config, return_retrievals=True)
+        dropouts = dict(dropout=0.1, recurrent_dropout=0.2, dropout_seed=4)
+        self.run_config_test(DualAssociativeGRU, **config, return_retrievals=True, **dropouts)
         self.run_flags_test(lambda **kw: DualAssociativeGRU(4, **kw))
         self.run_reset_tests(lambda **kw: DualAssociativeGRU(8, num_copies=3, **kw))
 

@@ -18,6 +18,7 @@ from tf_memlayers import _validation as check
 from tf_memlayers.layers.associative_memory.associative_gru_cell import (
     NUM_COPIES,
     AssociativeGRUCell,
+    dropping_fed_back_output,
 )
 from tf_memlayers.layers.resettable_rnn import ResettableRNN
 from tf_memlayers.ops.holographic import PERMUTATION_SEED
@@ -70,19 +71,47 @@ class AssociativeRecurrentLayer(ResettableRNN):
     (``fused_loop="auto"`` falls back to Keras's loop for that call, ``fused_loop=True``
     refuses it); on JAX the fused loop, the Pallas kernels, runs it.
 
+    ``dropout`` and ``recurrent_dropout`` are `keras.layers.GRU`'s: in training, one mask per
+    sequence, drawn from ``dropout_seed``, multiplies the inputs ``x_t`` at every step (before
+    either loop), another the fed-back output ``o_{t-1}`` where the step reads it (the state
+    carried and emitted is left as it is). The fused loops apply no recurrent dropout: a
+    training call with it runs Keras's loop (``fused_loop="auto"``), and ``fused_loop=True``
+    refuses a positive ``recurrent_dropout``, as `keras.layers.GRU` takes cuDNN only without it.
+
     Subclasses set ``CELL_ARGUMENTS``, the cell's config keys that become the layer's, and
     implement `fused_inner_loop`.
     """
 
     CELL_ARGUMENTS = ()
 
-    def __init__(self, cell, fused_loop="auto", **kwargs):
+    def __init__(
+        self,
+        cell,
+        fused_loop="auto",
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        dropout_seed=None,
+        **kwargs,
+    ):
         owner = check.owner_of(type(self).__name__)
         fused_loop = check_fused_loop(fused_loop, owner)
+        self.dropout = check.check_number("dropout", dropout, 0.0, 1.0, owner=owner)
+        self.recurrent_dropout = check.check_number(
+            "recurrent_dropout", recurrent_dropout, 0.0, 1.0, owner=owner
+        )
+        self.dropout_seed = check.check_optional_int("dropout_seed", dropout_seed, 0, owner)
         super().__init__(cell, **kwargs)  # which checks the RNN flags
         unsupported = self.fused_loop_unsupported(cell, self.unroll)
+        if fused_loop is True and self.recurrent_dropout and not unsupported:
+            unsupported = (
+                f"cannot apply recurrent_dropout={self.recurrent_dropout}: the fused loop reads "
+                "the fed-back output as it is. Use fused_loop='auto' (Keras's loop for a "
+                "training call, the fused loop for the others) or False."
+            )
         if fused_loop is True and unsupported:
             raise ValueError(f"{owner}: `fused_loop=True` {unsupported}")
+        if self.dropout or self.recurrent_dropout:
+            self.seed_generator = keras.random.SeedGenerator(self.dropout_seed)
         self.fused_loop = fused_loop
         # "auto": the fused loop wherever it runs this layer's options and pays
         # (`fused_loop_pays`: TensorFlow), else Keras's loop, as keras.layers.GRU chooses cuDNN with
@@ -173,11 +202,24 @@ class AssociativeRecurrentLayer(ResettableRNN):
             sequences = ops.where(keep, sequences, ops.zeros_like(sequences))
         if not isinstance(initial_state, (list, tuple)):
             initial_state = [initial_state]
+        if training and self.dropout:  # one mask for every step, as keras.layers.GRU's
+            step_mask = self._dropout_mask(sequences[:, 0], self.dropout)
+            sequences = sequences * ops.expand_dims(step_mask, 1)
+        recurrent_mask = None
+        if training and self.recurrent_dropout:
+            recurrent_mask = self._dropout_mask(initial_state[1], self.recurrent_dropout)
         # TensorFlow's fused loop has no resets: a call with `reset` runs Keras's loop there
         # (`call` has refused it with fused_loop=True); the Pallas kernels have them.
-        if self.uses_fused_loop and (self._call_reset is None or fused_loop_resets()):
+        fused = self._call_reset is None or fused_loop_resets()
+        if self.uses_fused_loop and fused and recurrent_mask is None:
             return self.fused_inner_loop(sequences, list(initial_state), mask, training)
-        return self.keras_inner_loop(sequences, list(initial_state), mask, training)
+        with dropping_fed_back_output(self.cell, recurrent_mask):
+            return self.keras_inner_loop(sequences, list(initial_state), mask, training)
+
+    def _dropout_mask(self, like, rate):
+        """A dropout mask of ``like``'s shape and dtype: 0 or ``1 / (1 - rate)``."""
+        ones = ops.ones_like(like)
+        return keras.random.dropout(ones, rate, seed=self.seed_generator)
 
     def keras_inner_loop(self, sequences, initial_state, mask, training):
         """`ResettableRNN`'s loop over the cell: Keras's own, with ``reset`` if the call has
@@ -243,6 +285,11 @@ class AssociativeRecurrentLayer(ResettableRNN):
         cell_config = self.cell.get_config()
         config.update({name: cell_config[name] for name in self.CELL_ARGUMENTS})
         config["fused_loop"] = self.fused_loop
+        config.update(
+            dropout=self.dropout,
+            recurrent_dropout=self.recurrent_dropout,
+            dropout_seed=self.dropout_seed,
+        )
         return config
 
     @classmethod
@@ -317,8 +364,18 @@ class AssociativeGRU(AssociativeRecurrentLayer):
             (`"auto"`: TensorFlow's op), always
             (True: TensorFlow's op, or on JAX the Pallas kernels, compiled on a GPU and in
             Pallas's interpret mode elsewhere; a `ValueError` on another backend, or with
-            ``return_retrievals`` or ``unroll``), or never (False: Keras's loop). Same
+            ``return_retrievals``, ``unroll`` or
+            ``recurrent_dropout``), or never (False: Keras's loop). Same
             results up to float rounding. Defaults to `"auto"`.
+        dropout: Float in [0, 1), the dropout rate on the inputs ``x_t`` in training: one
+            mask per sequence, the same at every step, as `keras.layers.GRU`'s. Defaults
+            to 0.
+        recurrent_dropout: Float in [0, 1), the dropout rate on the fed-back output
+            ``o_{t-1}`` where a training step reads it (the state carried and returned is
+            not dropped): one mask per sequence. The fused loops do not apply it: a training
+            call then runs Keras's loop. Defaults to 0.
+        dropout_seed: Optional non-negative integer, the seed of the dropout masks (``seed``
+            is the permutations'). Defaults to None.
         **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
 
     Call arguments:
@@ -330,7 +387,7 @@ class AssociativeGRU(AssociativeRecurrentLayer):
         sequences_mask: Where the call has other tensors (``initial_state``, ``reset``), Keras
             passes the mask of ``sequences`` (from ``Embedding(mask_zero=True)``, say) here
             rather than as ``mask``; used where ``mask`` is `None`. Default: `None`.
-        training: unused (present for the layer protocol).
+        training: Boolean, whether ``dropout`` and ``recurrent_dropout`` apply.
         reset: optional boolean ``[batch, time]``, true where a new document starts: before
             that step the row's memory and previous output are set to zero, so each document
             packed into a row gives the outputs and final states of the same layer run on it

@@ -61,6 +61,27 @@ def zero_reset_rows(owner, inputs, states, reset):
     return zero_where(reset, states)
 
 
+@contextlib.contextmanager
+def dropping_fed_back_output(cell, mask):
+    """A context in which the steps of ``cell`` (an AM-GRU or Dual AM-GRU cell) read the
+    fed-back output ``o_{t-1}`` times ``mask`` ``[batch, units]`` (the recurrent dropout of
+    `AssociativeGRU` and `DualAssociativeGRU`, one mask for the whole sequence); the state
+    they carry and emit is left as it is. ``mask=None`` changes nothing."""
+    object.__setattr__(cell, "_fed_back_mask", mask)
+    try:
+        yield cell
+    finally:
+        object.__setattr__(cell, "_fed_back_mask", None)
+
+
+def fed_back(cell, previous_output):
+    """``o_{t-1}`` as a step of ``cell`` reads it (see ``dropping_fed_back_output``)."""
+    mask = getattr(cell, "_fed_back_mask", None)
+    if mask is None:
+        return previous_output
+    return previous_output * ops.cast(mask, previous_output.dtype)
+
+
 def write_key(step):
     """The write key of a step (`StepResult`), ``[batch, n]`` in ``[re | im]`` layout: copy 0
     of its copies, which no permutation moves."""
@@ -317,7 +338,7 @@ class AssociativeGRUCell(RecomputedWithItsLayer, keras.layers.Layer):
         )
         states = zero_reset_rows(owner, inputs, states, reset)
         memory, previous_output = states[0], states[1]
-        controller = ops.concatenate([inputs, previous_output], axis=1)
+        controller = ops.concatenate([inputs, fed_back(self, previous_output)], axis=1)
         step = self._controller_step(controller, memory)
         retrievals = {"written": step.delta, "read": step.retrieved, "key": write_key(step)}
         return step.output, [step.memory, step.output], retrievals
@@ -398,7 +419,7 @@ class AssociativeGRUCell(RecomputedWithItsLayer, keras.layers.Layer):
         states = zero_reset_rows(type(self).__name__, projected, states, reset)
         memory, previous_output = states[0], states[1]
         n = self.units
-        pre = projected + ops.matmul(previous_output, recurrent_kernel)
+        pre = projected + ops.matmul(fed_back(self, previous_output), recurrent_kernel)
         # Slices, not `ops.split` at indices: on torch that converts the indices to a tensor
         # and back at every step (ten times a slice's time, and a break in torch.compile's graph).
         key, gate_pre, candidate_pre = pre[:, :n], pre[:, n : 3 * n], pre[:, 3 * n :]

@@ -30,6 +30,7 @@ from tf_memlayers.layers.associative_memory.associative_gru import (
 from tf_memlayers.layers.associative_memory.associative_gru_cell import (
     NUM_COPIES,
     AssociativeGRUCell,
+    fed_back,
     write_key,
     zero_reset_rows,
 )
@@ -231,7 +232,7 @@ class DualAssociativeGRUCell(RecomputedWithItsLayer, keras.layers.Layer):
         check.check_step(inputs, states, self.state_size, width, owner, self.state_descriptions)
         source = states[2]
         memory, previous_output = zero_reset_rows(owner, inputs, states[:2], reset)
-        controller = ops.concatenate([inputs, previous_output], axis=1)
+        controller = ops.concatenate([inputs, fed_back(self, previous_output)], axis=1)
         key, source_memory = self._source_memory(controller, source)
         step = self.premise_cell._controller_step(controller, memory, key=key, source=source_memory)
         retrievals = {
@@ -313,10 +314,18 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
         fused_loop: `"auto"`, True or False: run the time loop as one fused op where it
             can and pays (as `AssociativeGRU`'s: TensorFlow's op), always (on JAX the Pallas
             kernels) (True: a `ValueError` on another backend than TensorFlow
-            and JAX, and with ``dual_key="released"``, ``return_retrievals`` or ``unroll``),
-            or never
-            (False: Keras's loop). Same results up to float rounding. Defaults to
-            `"auto"`.
+            and JAX, and with ``dual_key="released"``, ``return_retrievals``, ``unroll``
+            or ``recurrent_dropout``), or never (False: Keras's loop). Same results up to
+            float rounding. Defaults to `"auto"`.
+        dropout: Float in [0, 1), the dropout rate on the inputs ``x_t`` in training: one
+            mask per sequence, the same at every step, as `keras.layers.GRU`'s. Defaults
+            to 0.
+        recurrent_dropout: Float in [0, 1), the dropout rate on the fed-back output
+            ``o_{t-1}`` where a training step reads it (the state carried and returned is
+            not dropped): one mask per sequence. The fused loops do not apply it: a training
+            call then runs Keras's loop. Defaults to 0.
+        dropout_seed: Optional non-negative integer, the seed of the dropout masks (``seed``
+            is the permutations'). Defaults to None.
         **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
 
     Call arguments:
@@ -329,7 +338,7 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
         sequences_mask: Where the call has other tensors (``initial_state``, ``reset``), Keras
             passes the mask of ``sequences`` (from ``Embedding(mask_zero=True)``, say) here
             rather than as ``mask``; used where ``mask`` is `None`. Default: `None`.
-        training: unused (present for the layer protocol).
+        training: Boolean, whether ``dropout`` and ``recurrent_dropout`` apply.
         reset: optional boolean ``[batch, time]``, true where a new document starts: before
             that step the row's memory and previous output are set to zero; its source
             memory, which the cell reads and never changes, is kept. From there the row
