@@ -117,9 +117,8 @@ def test_layer_matches_the_original_step_in_float64(float64_policy, layer_cls, f
     set_cell_weights(layer.cell, w)
     states = [np.zeros((3, 12 * copies)), np.zeros((3, 12))] + [source] * dual
     perms, mode = permutations(6, copies), ("paper", source) if dual else None
-    outputs, memory = reference_run(xs, *states[:2], w, perms, mode)
-    wanted = [outputs, memory, outputs[:, -1]]
-    assert_close(layer(xs, initial_state=states)[:3], wanted, 1e-10)  # no dropout
+    outputs, memory = reference_run(xs, *states[:2], w, perms, mode)  # inference: no dropout
+    assert_close(layer(xs, initial_state=states)[:3], [outputs, memory, outputs[:, -1]], 1e-10)
     # Keras's masks: ones dropped, the inputs' then the fed-back output's, from the seed.
     seeds = keras.random.SeedGenerator(7)
     drop = lambda k, r: keras.random.dropout(ops.ones((3, k), "float64"), r, seed=seeds)  # noqa: E731

@@ -60,8 +60,7 @@ class DualAssociativeGRUTest(LayerTestCase):
 
     def test_config_arguments_and_resets(self):
         config = dict(**AM_GRU_CONFIG, **ALL_RNN_FLAGS, dual_key="released", fused_loop=False)
-        dropouts = dict(dropout=0.1, recurrent_dropout=0.2, dropout_seed=4)
-        self.run_config_test(DualAssociativeGRU, **config, return_retrievals=True, **dropouts)
+        self.run_config_test(DualAssociativeGRU, **config, return_retrievals=True, dropout=0.1)
         self.run_flags_test(lambda **kw: DualAssociativeGRU(4, **kw))
         self.run_reset_tests(lambda **kw: DualAssociativeGRU(8, num_copies=3, **kw))
 
