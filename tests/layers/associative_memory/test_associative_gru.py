@@ -67,8 +67,7 @@ class AssociativeGRUTest(LayerTestCase):
 
     def test_config_arguments_and_resets(self):
         config = dict(**AM_GRU_CONFIG, **ALL_RNN_FLAGS, return_retrievals=True, name="am_gru")
-        config |= dict(dropout=0.2, recurrent_dropout=0.1, dropout_seed=3)
-        self.run_config_test(AssociativeGRU, **config, fused_loop=False)
+        self.run_config_test(AssociativeGRU, **config, fused_loop=False, recurrent_dropout=0.1)
         self.run_flags_test(lambda **kw: AssociativeGRU(4, **kw))
         self.run_reset_tests(lambda **kw: _am_gru(8, 3, **kw))
 

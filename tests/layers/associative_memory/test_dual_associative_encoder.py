@@ -48,7 +48,7 @@ class DualAssociativeEncoderTest(LayerTestCase):
     def test_journey(self, tmp_path):
         # The paper's key (on TensorFlow the fused loop): ConditionalEncoderTest's journey.
         def build(premise, hypothesis):
-            encoder = DualAssociativeEncoder(8, num_copies=2, dual_key="released")
+            encoder = DualAssociativeEncoder(8, num_copies=2, dual_key="released", dropout=0.2)
             return encoder([premise, hypothesis])[1]
 
         self.run_journey_test("pair", build, tmp_path)
@@ -56,7 +56,9 @@ class DualAssociativeEncoderTest(LayerTestCase):
     def test_config_and_arguments(self):
         flags = dict.fromkeys(["return_state", "unroll", "zero_output_for_mask"], True)
         config = dict(**AM_GRU_CONFIG, **SEQUENCES, **flags, dual_key="released", fused_loop=False)
-        self.run_config_test(DualAssociativeEncoder, **config, name="pair")
+        self.run_config_test(DualAssociativeEncoder, **config, name="pair", dropout_seed=5)
+        premise = DualAssociativeEncoder(4, recurrent_dropout=0.3, dropout_seed=5).premise_layer
+        assert (premise.recurrent_dropout, premise.dropout_seed) == (0.3, 6)  # the next seed
         self.run_flags_test(lambda **kw: DualAssociativeEncoder(4, num_copies=2, **kw))
 
     @pytest.mark.parametrize(

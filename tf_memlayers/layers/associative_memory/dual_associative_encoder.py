@@ -25,6 +25,7 @@ from tf_memlayers.ops.holographic import PERMUTATION_SEED
 _CONFIG_ARGUMENTS = tuple(
     name for name in DualAssociativeGRU.CELL_ARGUMENTS if name != "return_retrievals"
 ) + ("return_sequences", "unroll", "zero_output_for_mask", "fused_loop")
+_CONFIG_ARGUMENTS += ("dropout", "recurrent_dropout", "dropout_seed")
 
 
 class PremisePass(AssociativeGRU):
@@ -45,18 +46,24 @@ def conditional_encoding_layers(units, fused_loop="auto", flags=None, **dual_arg
         flags: Optional dict of `keras.layers.RNN` flags for both layers (``return_state`` is
             always True: the hypothesis starts from the premise's final states).
         **dual_arguments: The other `DualAssociativeGRU` arguments (``num_copies``,
-            ``dual_key``, ``seed``, the initializers and regularizers, ``dtype``,
-            ``trainable``), checked there.
+            ``dual_key``, ``seed``, the initializers and regularizers, the dropout's,
+            ``dtype``, ``trainable``), checked there.
 
     Returns:
         ``(premise_layer, hypothesis_layer)``: a `PremisePass` over the AM-GRU cell of the
-        `DualAssociativeGRU` ``hypothesis_layer``, which owns every weight.
+        `DualAssociativeGRU` ``hypothesis_layer``, which owns every weight. The premise pass
+        drops with the same rates, its masks drawn from ``dropout_seed + 1`` (with a fixed
+        seed the two passes' masks differ).
     """
     flags = {**(flags or {}), "return_state": True}
     hypothesis_layer = DualAssociativeGRU(units, fused_loop=fused_loop, **flags, **dual_arguments)
+    seed = hypothesis_layer.dropout_seed
     premise_layer = PremisePass(
         hypothesis_layer.cell.premise_cell,
         fused_loop=fused_loop,
+        dropout=hypothesis_layer.dropout,
+        recurrent_dropout=hypothesis_layer.recurrent_dropout,
+        dropout_seed=None if seed is None else seed + 1,
         dtype=dual_arguments.get("dtype"),
         trainable=dual_arguments.get("trainable", True),
         **flags,
@@ -143,6 +150,12 @@ class DualAssociativeEncoder(RematerializedByPosition, keras.layers.Layer):
         fused_loop: `"auto"`, True or False, both passes' time loop (see `AssociativeGRU`):
             the fused loop where it runs the call (`"auto"`),
             always (True), or never (False). Defaults to `"auto"`.
+        dropout: Float in [0, 1), both passes' dropout rate on their inputs in training (see
+            `AssociativeGRU`). Defaults to 0.
+        recurrent_dropout: Float in [0, 1), both passes' dropout rate on the fed-back output
+            in training (a training call with it runs Keras's loop). Defaults to 0.
+        dropout_seed: Optional non-negative integer: the hypothesis pass draws its dropout
+            masks from it, the premise pass from ``dropout_seed + 1``. Defaults to None.
         **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
 
     Call arguments:
@@ -151,7 +164,8 @@ class DualAssociativeEncoder(RematerializedByPosition, keras.layers.Layer):
         mask: Optional list ``[premise mask, hypothesis mask]`` of boolean tensors ``[batch,
             Tp]`` and ``[batch, Th]`` (either may be None), as a masking embedding sets it.
             Masked steps neither read nor write. Default: `None`.
-        training: Python boolean, passed to both passes. Default: `None`.
+        training: Python boolean, passed to both passes (whether their dropout applies).
+            Default: `None`.
 
     Returns:
         The tuple ``(premise output, hypothesis output)``: each the last output ``[batch,
@@ -190,6 +204,9 @@ class DualAssociativeEncoder(RematerializedByPosition, keras.layers.Layer):
         unroll=False,
         zero_output_for_mask=False,
         fused_loop="auto",
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        dropout_seed=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -212,6 +229,9 @@ class DualAssociativeEncoder(RematerializedByPosition, keras.layers.Layer):
                 candidate_bias_initializer=candidate_bias_initializer,
                 kernel_regularizer=kernel_regularizer,
                 bias_regularizer=bias_regularizer,
+                dropout=dropout,
+                recurrent_dropout=recurrent_dropout,
+                dropout_seed=dropout_seed,
                 dtype=self.dtype_policy,
                 trainable=self.trainable,
             )
