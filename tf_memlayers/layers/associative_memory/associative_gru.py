@@ -364,9 +364,8 @@ class AssociativeGRU(AssociativeRecurrentLayer):
             (`"auto"`: TensorFlow's op), always
             (True: TensorFlow's op, or on JAX the Pallas kernels, compiled on a GPU and in
             Pallas's interpret mode elsewhere; a `ValueError` on another backend, or with
-            ``return_retrievals``, ``unroll`` or
-            ``recurrent_dropout``), or never (False: Keras's loop). Same
-            results up to float rounding. Defaults to `"auto"`.
+            ``return_retrievals``, ``unroll`` or ``recurrent_dropout``), or never (False:
+            Keras's loop). Same results up to float rounding. Defaults to `"auto"`.
         dropout: Float in [0, 1), the dropout rate on the inputs ``x_t`` in training: one
             mask per sequence, the same at every step, as `keras.layers.GRU`'s. Defaults
             to 0.
