@@ -202,11 +202,13 @@ class AssociativeRecurrentLayer(ResettableRNN):
             sequences = ops.where(keep, sequences, ops.zeros_like(sequences))
         if not isinstance(initial_state, (list, tuple)):
             initial_state = [initial_state]
-        if training and self.dropout:  # one mask for every step, as keras.layers.GRU's
+        # The rates read first: a call without dropout never reads `training` (which under
+        # `keras.RematScope` on JAX is traced).
+        if self.dropout and training:  # one mask for every step, as keras.layers.GRU's
             step_mask = self._dropout_mask(sequences[:, 0], self.dropout)
             sequences = sequences * ops.expand_dims(step_mask, 1)
         recurrent_mask = None
-        if training and self.recurrent_dropout:
+        if self.recurrent_dropout and training:
             recurrent_mask = self._dropout_mask(initial_state[1], self.recurrent_dropout)
         # TensorFlow's fused loop has no resets: a call with `reset` runs Keras's loop there
         # (`call` has refused it with fused_loop=True); the Pallas kernels have them.
