@@ -317,15 +317,13 @@ class DualAssociativeGRU(AssociativeRecurrentLayer):
             and JAX, and with ``dual_key="released"``, ``return_retrievals``, ``unroll``
             or ``recurrent_dropout``), or never (False: Keras's loop). Same results up to
             float rounding. Defaults to `"auto"`.
-        dropout: Float in [0, 1), the dropout rate on the inputs ``x_t`` in training: one
-            mask per sequence, the same at every step, as `keras.layers.GRU`'s. Defaults
-            to 0.
-        recurrent_dropout: Float in [0, 1), the dropout rate on the fed-back output
-            ``o_{t-1}`` where a training step reads it (the state carried and returned is
-            not dropped): one mask per sequence. The fused loops do not apply it: a training
-            call then runs Keras's loop. Defaults to 0.
-        dropout_seed: Optional non-negative integer, the seed of the dropout masks (``seed``
-            is the permutations'). Defaults to None.
+        dropout: Float in [0, 1), the dropout rate on the inputs in training, one mask per
+            sequence (see `AssociativeGRU`; the source memory is not dropped). Defaults to 0.
+        recurrent_dropout: Float in [0, 1), the dropout rate on the fed-back output where a
+            training step reads it, one mask per sequence (a training call with it runs
+            Keras's loop). Defaults to 0.
+        dropout_seed: Optional non-negative integer, the seed of the dropout masks. Defaults
+            to None.
         **kwargs: Base layer arguments (``name``, ``dtype``, ``trainable``).
 
     Call arguments:
