@@ -80,8 +80,8 @@ BAD_ARGUMENTS = [
     (AssociativeGRU, [4], {"dropout": 1.0}, ValueError, r"`dropout` .* in \[0.0, 1.0\), got 1.0"),
     (DualAssociativeGRU, [4], {"recurrent_dropout": "0"}, TypeError, "`recurrent_dropout` must"),
     (DualAssociativeGRU, [4], {"dropout_seed": -1}, ValueError, "`dropout_seed` must be >= 0"),
-    # fused_loop=True refuses recurrent_dropout=0.1, or on torch the backend (is 'torch').
-    (AssociativeGRU, [4], {"recurrent_dropout": 0.1, "fused_loop": True}, ValueError, "t=0.1:|orc"),
+    # fused_loop=True refuses recurrent_dropout=0.1: on torch, first the backend ('torch').
+    (AssociativeGRU, [4], {"recurrent_dropout": 0.1, "fused_loop": True}, ValueError, "1: |orc"),
     (AssociativeMemoryCell, [keras.layers.GRUCell(5)], {}, ValueError, "even.*5"),
     (AssociativeMemoryCell, [GRU], {"num_copies": 0}, ValueError, "num_copies.*>= 1"),
     (AssociativeMemoryCell, [GRU], INDEX, ValueError, "memory_state_index.*< 1.*got 1"),

@@ -57,7 +57,8 @@ class AssociativeGRUTest(LayerTestCase):
     @FUSED_OR_KERNELS
     def test_layer_behaviors_and_nan_padding(self, fused_loop):
         options = {"units": 4, "num_copies": 2, "return_sequences": True, "fused_loop": fused_loop}
-        self.run_layer_test(AssociativeGRU, options, **masking_checks((2, 3, 4), 5))
+        checks = masking_checks((2, 3, 4), 5, expected_num_seed_generators=1)  # the dropout's
+        self.run_layer_test(AssociativeGRU, dict(options, dropout=0.1), **checks)
         self.run_nan_padding_test(lambda: AssociativeGRU(**options, zero_output_for_mask=True))
 
     def test_journey(self, tmp_path):
