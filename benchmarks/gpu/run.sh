@@ -44,8 +44,7 @@ if [ "$mode" = full ]; then
 else
   tests_s="${GPU_RUN_TESTS_S:-120}"; speed_s="${GPU_RUN_SPEED_S:-240}"; workers=2; sizes=tiny
   long_s="${GPU_RUN_LONG_S:-120}"; long_lengths="${GPU_RUN_LONG_LENGTHS-40}"
-  # One round of each timing: a rehearsal's times are not kept (its speed tables 17% sooner).
-  speed_args="${GPU_RUN_SPEED_ARGS-}"; rounds_args="--rounds 1"
+  speed_args="${GPU_RUN_SPEED_ARGS-}"; rounds_args="--rounds 1"  # no time of it is kept
   # A rehearsal checks that every step runs, not how fast: XLA compiles its many small
   # programs without LLVM's optimisation passes (the CPU speed tables take 40% less time), in
   # one part, and with its older emitters for fused operations, which generate code sooner.
