@@ -1,4 +1,5 @@
-"""`ForgetGateBias` (against an LSTM step in NumPy) and `for_one_weight`."""
+"""`ForgetGateBias` (against an LSTM step in NumPy), `GRUGateBias` (the SNLI model's GRU against
+TensorFlow 0.8's GRUCell in NumPy) and `for_one_weight`."""
 
 import keras
 import numpy as np
@@ -6,7 +7,8 @@ import pytest
 
 import tf_memlayers
 from tests.support import as_numpy
-from tf_memlayers.initializers import ForgetGateBias, for_one_weight
+from tf_memlayers.initializers import ForgetGateBias, GRUGateBias, for_one_weight
+from tf_memlayers.models.snli import paper_encoder
 
 
 @pytest.mark.parametrize(
@@ -60,6 +62,36 @@ def test_forget_gate_bias_names_a_bad_value_and_refuses_shapes_other_than_an_lst
     with pytest.raises(error) as raised:
         ForgetGateBias(forget_bias)(shape)
     assert "ForgetGateBias: " + fragment in str(raised.value)
+
+
+def test_the_snli_models_gru_is_the_original_codes_gru_cell():
+    # TensorFlow 0.8's GRUCell in its own layout: gates [r | u] from one product of [x, h],
+    # their biases starting at 1, the candidate from [x, r * h], the output u * h + (1 - u) * c.
+    units, rng = 4, np.random.default_rng(0)
+    gru = paper_encoder(5, "glorot_uniform", units=units, num_copies=1).encoder_layers[1]
+    x = rng.normal(size=(2, 4, 2)).astype("float32")
+    gru(x)
+    kernel, recurrent, bias = (as_numpy(w) for w in gru.weights)
+    np.testing.assert_array_equal(bias, [1.0] * 2 * units + [0.0] * units)
+    gru.cell.bias.assign(bias + rng.normal(size=bias.shape).astype("float32"))
+    (z, r, c), both = np.split(np.arange(3 * units), 3), np.concatenate([kernel, recurrent])
+    bias, gates = as_numpy(gru.cell.bias), np.concatenate([r, z])
+    w_gates, b_gates, w_candidate, b_candidate = both[:, gates], bias[gates], both[:, c], bias[c]
+    sigmoid, h = (lambda v: 1 / (1 + np.exp(-v))), np.zeros((2, units))
+    for step in np.moveaxis(x, 1, 0):
+        reset, update = np.split(sigmoid(np.concatenate([step, h], -1) @ w_gates + b_gates), 2, -1)
+        candidate = np.tanh(np.concatenate([step, reset * h], -1) @ w_candidate + b_candidate)
+        h = update * h + (1 - update) * candidate
+    np.testing.assert_allclose(as_numpy(gru(x)[0]), h, atol=1e-5)
+    # Keras's other layout (reset_after=True): the gates' bias in the input row.
+    np.testing.assert_array_equal(as_numpy(GRUGateBias(0.5)((2, 3))), [[0.5, 0.5, 0], [0, 0, 0]])
+    restored = keras.initializers.deserialize(keras.initializers.serialize(GRUGateBias(0.25)))
+    assert isinstance(restored, GRUGateBias) and restored.gate_bias == 0.25
+    for shape in [(4,), (3, 3), (), (2, 3, 1)]:
+        with pytest.raises(ValueError, match=r"GRUGateBias: expected a GRU bias shape \(3\*units"):
+            GRUGateBias()(shape)
+    with pytest.raises(TypeError, match="GRUGateBias: `gate_bias` must be a number, got 'x'"):
+        GRUGateBias("x")
 
 
 def test_each_weight_is_drawn_anew_from_the_same_distribution_unless_an_integer_seed_is_set():

@@ -8,7 +8,7 @@ Architecture, bottom up:
   ``associative_memory``, ``cache_attention``, ``memory_attention``), each with its Keras
   layers and RNN cells.
 * `tf_memlayers.metrics`, `tf_memlayers.losses`, `tf_memlayers.initializers` — `Perplexity`,
-  `SequenceCrossentropy`, `ForgetGateBias`.
+  `SequenceCrossentropy`, `ForgetGateBias`, `GRUGateBias`.
 * `tf_memlayers.models` — builders that assemble each paper's model from the layers, and the
   step model of a language model for generation and serving.
 * `tf_memlayers.callbacks` — TensorBoard views of what the memories do, and the state resets

@@ -1,5 +1,5 @@
-"""Initializers: `ForgetGateBias`, and `for_one_weight` for layers that draw several weights
-from one initializer."""
+"""Initializers: `ForgetGateBias` and `GRUGateBias` (the gate biases of the papers' recurrent
+layers), and `for_one_weight` for layers that draw several weights from one initializer."""
 
 import keras
 import numpy as np
@@ -7,7 +7,7 @@ from keras import ops
 
 from tf_memlayers._validation import check_number
 
-__all__ = ["ForgetGateBias", "for_one_weight"]
+__all__ = ["ForgetGateBias", "GRUGateBias", "for_one_weight"]
 
 
 def for_one_weight(initializer):
@@ -85,3 +85,49 @@ class ForgetGateBias(keras.initializers.Initializer):
 
     def get_config(self):
         return {"forget_bias": self.forget_bias}
+
+
+@keras.saving.register_keras_serializable(package="tf_memlayers")
+class GRUGateBias(keras.initializers.Initializer):
+    """GRU bias initialiser: ``gate_bias`` for the update and reset gates, 0 for the candidate.
+
+    TensorFlow 0.8's ``GRUCell``, the GRU of the original SNLI code (Weissenborn 2016), starts
+    both gates' biases at 1.0 and the candidate's at 0, and applies the reset gate to the state
+    before its product: a Keras GRU built with ``reset_after=False`` and this initializer
+    computes that cell. Keras orders a GRU's bias as [update, reset, candidate] of ``units``
+    each, shape ``(3 * units,)``; with ``reset_after=True`` the bias is ``(2, 3 * units)``, an
+    input row and a recurrent row, and the gate bias goes to the input row.
+
+    Args:
+        gate_bias: Float, the initial bias of the update and reset gates. Default: `1.0` (the
+            original code's).
+
+    Call arguments:
+        shape: Tuple ``(3 * units,)`` or ``(2, 3 * units)``, the shape of a Keras GRU bias.
+        dtype: Optional dtype of the tensor. Default: `None` (`keras.config.floatx()`).
+
+    Example:
+
+    >>> import keras
+    >>> from tf_memlayers.initializers import GRUGateBias
+    >>> keras.ops.convert_to_numpy(GRUGateBias(1.0)((6,))).tolist()
+    [1.0, 1.0, 1.0, 1.0, 0.0, 0.0]
+    >>> gru = keras.layers.GRU(100, reset_after=False, bias_initializer=GRUGateBias())
+    """
+
+    def __init__(self, gate_bias=1.0):
+        self.gate_bias = check_number("gate_bias", gate_bias, owner="GRUGateBias")
+
+    def __call__(self, shape, dtype=None):
+        shape = tuple(shape)
+        if len(shape) not in (1, 2) or shape[-1] % 3 or (len(shape) == 2 and shape[0] != 2):
+            raise ValueError(
+                f"GRUGateBias: expected a GRU bias shape (3*units,) or, with reset_after=True, "
+                f"(2, 3*units), got {shape}."
+            )
+        values = np.zeros(shape, dtype=np.float64)
+        values.reshape(-1, shape[-1])[0, : 2 * shape[-1] // 3] = self.gate_bias
+        return ops.convert_to_tensor(values, dtype=dtype or keras.config.floatx())
+
+    def get_config(self):
+        return {"gate_bias": self.gate_bias}

@@ -43,9 +43,8 @@ def write_splits(folder):
         sys.exit(f"SNLI dev/test not found at {source} (set TF_MEMLAYERS_DATA).")
     for prefix in ("s1", "s2", "labels"):
         dev = (source / f"{prefix}.dev").read_text(encoding="utf-8").splitlines(keepends=True)
-        held_out = len(dev) // 10
-        (folder / f"{prefix}.train").write_text("".join(dev[held_out:]), encoding="utf-8")
-        (folder / f"{prefix}.dev").write_text("".join(dev[:held_out]), encoding="utf-8")
+        (folder / f"{prefix}.train").write_text("".join(dev[len(dev) // 10 :]), encoding="utf-8")
+        (folder / f"{prefix}.dev").write_text("".join(dev[: len(dev) // 10]), encoding="utf-8")
         (folder / f"{prefix}.test").write_bytes((source / f"{prefix}.test").read_bytes())
     splits = {split: corpora.read_files(folder, split) for split in corpora.SPLITS}
     vocabulary = input_pipeline.build_vocabulary(splits["train"])
@@ -125,7 +124,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    settings = {name: getattr(args, name) for name in SETTINGS} | {"run_by": "examples/snli"}
+    settings = {n: getattr(args, n) for n in SETTINGS} | dict(run_by="examples/snli", gru="TF 0.8")
     if args.patience:  # (runs without the rule keep the settings they were stored with)
         settings["patience"] = args.patience
     results, splits = ResultsFile(args.results, settings, summarise=summarise), []
@@ -170,6 +169,7 @@ def write_docs_table(report):
         f"``benchmarks/papers/snli_real_data.py``), Adam {s['learning_rate']:g} with beta1 = 0, "
         f"clip 5, {s['copies']} copies"
         + (", the (Dual) AM-GRU through the fused layers" if s["fused_loop"] else "")
+        + ("" if s.get("gru") else ", Keras's default GRUs (``reset_after=True``, biases 0)")
         + ". word_by_word is the paper's comparator, the LSTM with word-by-word attention of "
         "Rocktäschel et al. (2016), built from `ConditionalAttentionEncoder` and "
         "`WordByWordAttention`; the last column is the paper's Table 1 row each model "

@@ -3,7 +3,8 @@ comparator, built from the package's layers and `tf_memlayers.models.build_snli_
 
 ``--model`` names the encoder of the sentence pair (`make_encoder`):
 
-* ``"gru"``: a GRU, then a GRU of ``top_units`` (the paper: 126 units);
+* ``"gru"``: a GRU, then a GRU of ``top_units`` (the paper: 126 units); every GRU is the
+  original code's (``reset_after=False``, gate biases from `GRUGateBias`);
 * ``"am_gru"``: an `AssociativeGRU` whose hypothesis pass continues the premise's memory, then
   a GRU (108 units);
 * ``"dual_am_gru"``: the `DualAssociativeEncoder`, whose hypothesis pass reads the premise's
@@ -19,6 +20,7 @@ import numbers
 
 import keras
 
+from tf_memlayers.initializers import GRUGateBias
 from tf_memlayers.layers import (
     AssociativeGRU,
     AttentionRNN,
@@ -66,6 +68,7 @@ def make_encoder(kind, units, top_units=None, init="glorot_uniform", **memory_op
                 f"{top_units} (leave it None)."
             )
     rnn = dict(kernel_initializer=init, recurrent_initializer=init)
+    gru = dict(rnn, reset_after=False, bias_initializer=GRUGateBias(1.0))
     sequences = dict(return_sequences=True, return_state=True)
     if kind == "word_by_word":
         premise = keras.layers.LSTM(units, name="premise_lstm", **rnn, **sequences)
@@ -75,7 +78,7 @@ def make_encoder(kind, units, top_units=None, init="glorot_uniform", **memory_op
         )
         return ConditionalEncoder([ConditionalAttentionEncoder(premise, hypothesis)])
     if kind == "gru":
-        first = keras.layers.GRU(units, **rnn, **sequences)
+        first = keras.layers.GRU(units, **gru, **sequences)
     elif kind == "am_gru":
         memory_options.pop("dual_key", None)
         first = AssociativeGRU(units, kernel_initializer=init, **sequences, **memory_options)
@@ -83,7 +86,7 @@ def make_encoder(kind, units, top_units=None, init="glorot_uniform", **memory_op
         first = DualAssociativeEncoder(
             units, kernel_initializer=init, return_sequences=True, **memory_options
         )
-    top = keras.layers.GRU(top_units or units, return_state=True, **rnn)
+    top = keras.layers.GRU(top_units or units, return_state=True, **gru)
     return ConditionalEncoder([first, top])
 
 

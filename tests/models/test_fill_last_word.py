@@ -55,7 +55,9 @@ def test_faithful_mode_sums_over_time_and_freezes_batch_norm():
     compile_fill_last_word_model(model, faithful_to_code=True)
     assert model.get_layer("embedding").mask_zero is False
     assert model.get_layer("encoder").use_cudnn == "auto"  # no mask: cuDNN on a GPU
-    assert np.any(model.get_layer("logits").bias.numpy() != 0)  # glorot-initialised
+    logits, limit = model.get_layer("logits"), np.sqrt(6 / (1 + 30))  # Glorot of [1, V]
+    assert logits.bias_initializer.get_config() == dict(minval=-limit, maxval=limit, seed=None)
+    assert 0 < np.abs(logits.bias.numpy()).max() <= limit
     assert float(model.optimizer.learning_rate) == pytest.approx(1e-3)
     assert model.optimizer.clipnorm is None
     x, y = token_batch(rng)

@@ -17,7 +17,7 @@ batch normalization         none                              frozen (inference-
 empty cache slots           no attention weight (``cache=``   take part with logit 0
                             `HeapCacheAttention` with         (``mask_empty=False``)
                             ``mask_empty=True``)
-output bias initializer     zeros                             Glorot uniform
+output bias initializer     zeros                             Glorot uniform as a [1, V] matrix
 optimizer                   Adam(lr 0.01), ``clipnorm=5``     Adam(lr 1e-3), no clipping
 ==========================  ================================  ===================================
 
@@ -191,9 +191,15 @@ def build_fill_last_word_model(
     if cache is not None:
         cache.name = "cache_attention"
         state = cache(state)
+    bias = "zeros"
+    if faithful_to_code:
+        # The code's bias is a [1, V] variable drawn Glorot-uniform, within sqrt(6 / (1 + V))
+        # (Keras's Glorot of a vector [V] would draw within sqrt(3 / V)).
+        limit = float(np.sqrt(6 / (1 + vocabulary_size)))
+        bias = keras.initializers.RandomUniform(-limit, limit)
     logits = keras.layers.Dense(
         vocabulary_size,
-        bias_initializer="glorot_uniform" if faithful_to_code else "zeros",
+        bias_initializer=bias,
         dtype="float32" if not faithful_to_code else None,
         name="logits",
     )(state)

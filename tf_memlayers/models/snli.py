@@ -20,6 +20,7 @@ from tf_memlayers._validation import (
     errors_named,
     removed_arguments,
 )
+from tf_memlayers.initializers import GRUGateBias
 from tf_memlayers.layers.associative_memory.associative_gru_cell import NUM_COPIES
 from tf_memlayers.layers.associative_memory.dual_associative_encoder import DualAssociativeEncoder
 from tf_memlayers.layers.conditional_encoder import ConditionalEncoder
@@ -68,8 +69,10 @@ def build_snli_model(
             returns ``[p, h]``, two vectors ``[batch, units]``; usually a
             `ConditionalEncoder`. Default: `None`, the paper's encoder:
             ``ConditionalEncoder([DualAssociativeEncoder(100, num_copies=8,
-            return_sequences=True), keras.layers.GRU(100, return_state=True)])`` with every
-            kernel drawn from the builder's initializer and the permutations from ``seed``.
+            return_sequences=True), keras.layers.GRU(100, reset_after=False,
+            bias_initializer=GRUGateBias(1.0), return_state=True)])`` (the original code's
+            GRU: `tf_memlayers.initializers.GRUGateBias`) with every kernel drawn from the
+            builder's initializer and the permutations from ``seed``.
         embedding_dim: Positive integer, the word vector size (ignored when ``embeddings``
             is given). Default: `300`.
         embeddings: Optional array ``[vocabulary_size, dim]``, the initial embedding matrix
@@ -132,7 +135,9 @@ def build_snli_model(
 @errors_named("paper_encoder")
 def paper_encoder(seed, kernel_initializer, units=PAPER_UNITS, num_copies=NUM_COPIES):
     """The paper's encoder: `DualAssociativeEncoder` (``units``, ``num_copies``, permutations
-    from ``seed``), then a GRU of ``units``, every kernel from ``kernel_initializer``."""
+    from ``seed``), then a GRU of ``units`` as the original code's (TensorFlow 0.8's
+    ``GRUCell``: the reset gate applied before the product, gate biases starting at 1), every
+    kernel from ``kernel_initializer``."""
     return ConditionalEncoder(
         [
             DualAssociativeEncoder(
@@ -146,6 +151,8 @@ def paper_encoder(seed, kernel_initializer, units=PAPER_UNITS, num_copies=NUM_CO
                 units,
                 kernel_initializer=kernel_initializer,
                 recurrent_initializer=kernel_initializer,
+                reset_after=False,
+                bias_initializer=GRUGateBias(1.0),
                 return_state=True,
             ),
         ]

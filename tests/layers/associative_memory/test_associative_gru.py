@@ -227,6 +227,8 @@ def test_weights_are_the_cell_weights_and_retrievals_match_the_cell_form():
     names = [v.path.split("/")[-1] for v in layer.weights]
     assert names == ["key_kernel", "gate_kernel", "gate_bias", "candidate_kernel", "candidate_bias"]
     assert [id(v) for v in layer.weights] == [id(v) for v in layer.cell.weights]
+    gates, candidate = as_numpy(layer.cell.gate_bias), as_numpy(layer.cell.candidate_bias)
+    assert gates.shape == (16,) and (gates == 1).all() and not candidate.any()  # the original's
     xs = np.random.default_rng(22).normal(size=(2, 4, 5)).astype("float32")
     cell = AssociativeGRUCell(8, num_copies=2, return_retrievals=True)
     cell_form = keras.layers.RNN(cell, return_sequences=True)

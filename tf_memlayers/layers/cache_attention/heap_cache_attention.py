@@ -61,8 +61,10 @@ class HeapCacheAttention(keras.layers.Layer):
 
     * ``policy="heap"``: the reference implementation's procedure, candidate by candidate in
       batch order: a candidate scoring strictly above the root (slot 0) replaces it and sifts
-      down the binary min-heap. The heap is never
-      re-ordered as a whole, so as the weights change its order goes stale, as in the original.
+      down the binary min-heap. The heap is never re-ordered as a whole, so as the weights
+      change its order goes stale, as in the original. Every score is computed in the cache's
+      dtype (the original scored the candidate in float32 and the cache in float64, so a state
+      offered again could enter twice; here it ties with itself and does not).
     * ``policy="topk"``: after the write the cache holds the ``cache_size`` best vectors of the
       cache and the batch under the current weights, in ascending score order.
 
