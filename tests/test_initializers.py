@@ -12,18 +12,31 @@ from tf_memlayers.models.snli import paper_encoder
 
 
 @pytest.mark.parametrize(
-    "units, forget_bias, dtype", [(1, 1.0, None), (3, -0.5, None), (2, 0.1, "float64")]
+    "make, shape, dtype, expected",
+    [
+        # Keras orders an LSTM's bias [input, forget, cell, output], a GRU's [update, reset,
+        # candidate] (with reset_after=True an input and a recurrent row), `units` each.
+        (lambda: ForgetGateBias(1.0), (4,), None, [0, 1, 0, 0]),
+        (lambda: ForgetGateBias(-0.5), (12,), None, [0] * 3 + [-0.5] * 3 + [0] * 6),
+        (lambda: ForgetGateBias(0.1), (8,), "float64", [0, 0, 0.1, 0.1, 0, 0, 0, 0]),
+        (lambda: GRUGateBias(), (6,), None, [1, 1, 1, 1, 0, 0]),
+        (lambda: GRUGateBias(0.1), (2, 3), "float64", [[0.1, 0.1, 0], [0, 0, 0]]),
+    ],
 )
-def test_forget_gate_bias_sets_the_second_quarter_only(units, forget_bias, dtype):
-    # Keras orders an LSTM's bias as [input, forget, cell, output], `units` each. The values
-    # come in the dtype asked for: float64's 0.1 exactly, not rounded through float32.
-    values = as_numpy(ForgetGateBias(forget_bias)((4 * units,), dtype=dtype))
-    expected = np.concatenate([np.zeros(units), np.full(units, forget_bias), np.zeros(2 * units)])
-    np.testing.assert_array_equal(values, expected.astype(dtype or "float32"))
+def test_the_gate_biases_set_their_gates_only_and_are_restored_by_name(
+    make, shape, dtype, expected
+):
+    # The values come in the dtype asked for: float64's 0.1 exactly, not rounded through float32.
+    values = as_numpy(make()(shape, dtype=dtype))
+    np.testing.assert_array_equal(values, np.asarray(expected, dtype or "float32"))
     assert values.dtype == (dtype or "float32")
+    config = keras.initializers.serialize(make())
+    assert config["registered_name"] == f"tf_memlayers>{type(make()).__name__}"
+    restored = keras.initializers.deserialize(config)
+    np.testing.assert_array_equal(as_numpy(restored(shape, dtype=dtype)), values)
 
 
-def test_the_forget_gate_bias_reaches_the_lstms_forget_gate_and_is_restored_by_its_name():
+def test_the_forget_gate_bias_reaches_the_lstms_forget_gate():
     # With zero kernels an LSTM step from (h0, c0) has gates i = o = sigmoid(0), f =
     # sigmoid(forget bias), candidate tanh(0) = 0: c1 = f * c0, h1 = o * tanh(c1).
     units, forget_bias = 3, 2.0
@@ -36,32 +49,6 @@ def test_the_forget_gate_bias_reaches_the_lstms_forget_gate_and_is_restored_by_i
     np.testing.assert_allclose(as_numpy(c1), sigmoid(forget_bias) * c0, rtol=1e-6)
     want = sigmoid(0) * np.tanh(sigmoid(forget_bias) * c0)
     np.testing.assert_allclose(as_numpy(h1), want, rtol=1e-6)
-    config = keras.initializers.serialize(ForgetGateBias(0.75))
-    assert config["registered_name"] == "tf_memlayers>ForgetGateBias"
-    restored = keras.initializers.deserialize(config)
-    assert isinstance(restored, ForgetGateBias) and restored.forget_bias == 0.75
-    np.testing.assert_array_equal(as_numpy(restored((4,))), [0.0, 0.75, 0.0, 0.0])
-
-
-SHAPE = "expected an LSTM bias shape (4*units,)"
-
-
-@pytest.mark.parametrize(
-    "forget_bias, shape, error, fragment",
-    [
-        *((1.0, shape, ValueError, SHAPE) for shape in [(7,), (8, 2), (), (4, 1)]),
-        ("x", (4,), TypeError, "`forget_bias` must be a number, got 'x' of type str"),
-        (True, (4,), TypeError, "`forget_bias` must be a number, got True of type bool"),
-        (float("nan"), (4,), ValueError, "`forget_bias` must be a finite number, got nan"),
-        (float("inf"), (4,), ValueError, "`forget_bias` must be a finite number, got inf"),
-    ],
-)
-def test_forget_gate_bias_names_a_bad_value_and_refuses_shapes_other_than_an_lstm_bias(
-    forget_bias, shape, error, fragment
-):
-    with pytest.raises(error) as raised:
-        ForgetGateBias(forget_bias)(shape)
-    assert "ForgetGateBias: " + fragment in str(raised.value)
 
 
 def test_the_snli_models_gru_is_the_original_codes_gru_cell():
@@ -73,9 +60,8 @@ def test_the_snli_models_gru_is_the_original_codes_gru_cell():
     gru(x)
     kernel, recurrent, bias = (as_numpy(w) for w in gru.weights)
     np.testing.assert_array_equal(bias, [1.0] * 2 * units + [0.0] * units)
-    gru.cell.bias.assign(bias + rng.normal(size=bias.shape).astype("float32"))
     (z, r, c), both = np.split(np.arange(3 * units), 3), np.concatenate([kernel, recurrent])
-    bias, gates = as_numpy(gru.cell.bias), np.concatenate([r, z])
+    gates = np.concatenate([r, z])
     w_gates, b_gates, w_candidate, b_candidate = both[:, gates], bias[gates], both[:, c], bias[c]
     sigmoid, h = (lambda v: 1 / (1 + np.exp(-v))), np.zeros((2, units))
     for step in np.moveaxis(x, 1, 0):
@@ -83,15 +69,28 @@ def test_the_snli_models_gru_is_the_original_codes_gru_cell():
         candidate = np.tanh(np.concatenate([step, reset * h], -1) @ w_candidate + b_candidate)
         h = update * h + (1 - update) * candidate
     np.testing.assert_allclose(as_numpy(gru(x)[0]), h, atol=1e-5)
-    # Keras's other layout (reset_after=True): the gates' bias in the input row.
-    np.testing.assert_array_equal(as_numpy(GRUGateBias(0.5)((2, 3))), [[0.5, 0.5, 0], [0, 0, 0]])
-    restored = keras.initializers.deserialize(keras.initializers.serialize(GRUGateBias(0.25)))
-    assert isinstance(restored, GRUGateBias) and restored.gate_bias == 0.25
-    for shape in [(4,), (3, 3), (), (2, 3, 1)]:
-        with pytest.raises(ValueError, match=r"GRUGateBias: expected a GRU bias shape \(3\*units"):
-            GRUGateBias()(shape)
-    with pytest.raises(TypeError, match="GRUGateBias: `gate_bias` must be a number, got 'x'"):
-        GRUGateBias("x")
+
+
+LSTM_SHAPE, GRU_SHAPE = "expected an LSTM bias shape (4*units,)", "expected a GRU bias shape"
+
+
+@pytest.mark.parametrize(
+    "make, value, shape, error, fragment",
+    [
+        *((ForgetGateBias, 1.0, s, ValueError, LSTM_SHAPE) for s in [(7,), (8, 2), (), (4, 1)]),
+        *((GRUGateBias, 1.0, s, ValueError, GRU_SHAPE) for s in [(4,), (3, 3), (), (2, 3, 1)]),
+        (ForgetGateBias, "x", (4,), TypeError, "`forget_bias` must be a number, got 'x' of type"),
+        (GRUGateBias, True, (3,), TypeError, "`gate_bias` must be a number, got True of type bool"),
+        (ForgetGateBias, float("nan"), (4,), ValueError, "`forget_bias` must be a finite number"),
+        (GRUGateBias, float("inf"), (3,), ValueError, "`gate_bias` must be a finite number, got"),
+    ],
+)
+def test_the_gate_biases_name_a_bad_value_and_refuse_other_shapes(
+    make, value, shape, error, fragment
+):
+    with pytest.raises(error) as raised:
+        make(value)(shape)
+    assert f"{make.__name__}: {fragment}" in str(raised.value)
 
 
 def test_each_weight_is_drawn_anew_from_the_same_distribution_unless_an_integer_seed_is_set():

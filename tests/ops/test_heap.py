@@ -118,6 +118,7 @@ def test_different_rows_with_the_same_hash_keep_their_own_scores_and_integers_ar
     pool = ops.convert_to_tensor(rows)
     row_hashes = as_numpy(heap._row_hashes(pool))
     assert row_hashes[0] == row_hashes[1] == row_hashes[2], "the rows must collide"
+    assert as_numpy(heap._first_equal_rows(pool)).tolist() == [0, 1, 0]  # the first equal row
     kernel, v = np.array([[0.7, -0.4], [0.2, 0.9]]), np.array([1.0, -1.5])
     scores = as_numpy(heap.pool_scores(pool, kernel.astype("float32"), v.astype("float32")))
     expected = np.tanh(rows.astype(np.float64) @ kernel) @ v

@@ -54,6 +54,9 @@ def test_bound_divides_by_modulus_above_one_only_runs_in_float16_and_differentia
     assert np.all(np.isfinite(grad))
     # Inside the unit disc bound is the identity: gradient = the upstream weights.
     np.testing.assert_allclose(grad[0, [0, 2]], [1.0, 3.0])
+    # On the unit circle the fused loops' gradient shrinks: at 1 + 0i only the imaginary part.
+    grad = holographic.bound_gradient(tensor([[1.0, 0.0]]), tensor([[2.0, 3.0]]))
+    np.testing.assert_array_equal(as_numpy(grad), [[0.0, 3.0]])
 
 
 def test_permutations_are_pythons_random_sequence_and_the_original_fixture():
@@ -69,7 +72,7 @@ def test_permutations_are_pythons_random_sequence_and_the_original_fixture():
     assert perms[7][:12] == [61, 58, 20, 44, 69, 86, 92, 47, 64, 75, 8, 28]
 
 
-@pytest.mark.parametrize("num_complex, num_copies", [(6, 3), (50, 8)])
+@pytest.mark.parametrize("num_complex, num_copies", [(6, 3), (50, 8), (5, 1)])
 def test_permuted_copies_and_their_gradient_the_adjoint(num_complex, num_copies):
     """The copies by the permutation matrix ``P`` are the permuted keys; the gather-and-sum
     adjoint equals multiplying by ``P^T``: <copies(x), g> = <x, adj(g)> for every x, i.e.

@@ -38,16 +38,9 @@ def _float32_if_half(x):
     return ops.cast(x, "float32") if half else x
 
 
-def bound_parts(re, im):
-    """`bound` on ``(re, im)``: divides every complex entry by ``max(1, |entry|)`` (eq. 9-10)."""
-    dtype = re.dtype
-    re, im = _float32_if_half(re), _float32_if_half(im)
-    modulus = _bound_modulus(ops.square(re) + ops.square(im))
-    return ops.cast(re / modulus, dtype), ops.cast(im / modulus, dtype)
-
-
 def bound(x):
-    """`bound` of a complex vector in ``[re | im]`` layout; see `bound_parts`.
+    """`bound` of a complex vector in ``[re | im]`` layout: divides every complex entry by
+    ``max(1, |entry|)`` (eq. 9-10), the modulus computed in float32 for half-precision inputs.
 
     Example:
 
