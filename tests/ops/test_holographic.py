@@ -11,6 +11,7 @@ from tests.support import as_numpy, gradients
 from tf_memlayers.ops import holographic
 
 tensor = ops.convert_to_tensor
+HALF_AND_FULL = ("float16", "float32")
 
 
 def _as_complex(x):
@@ -46,6 +47,9 @@ def test_bound_divides_by_modulus_above_one_only_runs_in_float16_and_differentia
     out = holographic.bound(tensor([[300.0, 0.0, 400.0, 0.5]], "float16"))
     assert keras.backend.standardize_dtype(out.dtype) == "float16"
     np.testing.assert_allclose(as_numpy(out).astype(np.float64), [[0.6, 0.0, 0.8, 0.5]], atol=1e-3)
+    x, g = [[300.0, 0.5, 400.0, 0.0]], [[1.0, 1.0, 2.0, 1.0]]  # and its gradient, as in float32
+    half, full = (holographic.bound_gradient(tensor(x, d), tensor(g, d)) for d in HALF_AND_FULL)
+    np.testing.assert_allclose(as_numpy(half).astype(np.float64), as_numpy(full), atol=1e-4)
     # A finite gradient at an exactly zero key.
     x, upstream = np.array([[0.0, 3.0, 0.0, 4.0]]), np.array([[1.0, 2.0, 3.0, 4.0]])
     _, _, (grad,) = gradients(

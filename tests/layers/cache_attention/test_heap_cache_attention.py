@@ -268,6 +268,10 @@ def test_the_first_candidate_lands_at_index_62_and_bad_candidates_are_refused():
     assert as_numpy(layer.insert(vector)).tolist() == [True]
     assert np.flatnonzero(np.any(as_numpy(layer.cache) != 0, axis=-1)).tolist() == [62]
     np.testing.assert_array_equal(as_numpy(layer.cache)[62], vector[0])
+    huge = np.full((1, WIDTH), 1e39)  # float64, infinite in the cache's float32: it stays out
+    assert not as_numpy(layer.insert(huge)).any() and np.isfinite(as_numpy(layer.cache)).all()
+    with pytest.raises(ValueError, match="`states` is required with query='additive'"):
+        make_layer(4, query="additive").attention_weights()
     with pytest.raises(ValueError, match=r"width 6 .*got shape \(2, 5\)"):
         layer.insert(np.ones((2, 5), "float32"))
     pytest.raises(ValueError, layer.insert, np.ones((2, 3, WIDTH), "float32")).match("rank 2")
