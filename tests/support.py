@@ -111,7 +111,7 @@ def gradients(loss_fn, variables=(), inputs=(), has_aux=False):
 
         tensors = [tf.convert_to_tensor(x) for x in inputs]
         with tf.GradientTape() as tape:
-            tape.watch(tensors)
+            tape.watch(tensors + [v.value for v in variables])  # the non-trainable ones too
             loss = loss_fn(*tensors)
         found = tape.gradient(loss[0] if has_aux else loss, variables + tensors)
         sources = variables + tensors
